@@ -1,0 +1,55 @@
+package reading
+
+import "time"
+
+// EventKind classifies a GPU event, whichever source reported it.
+type EventKind uint8
+
+// Event kinds.
+const (
+	EventXid      EventKind = iota + 1 // Xid error: Data is the Xid number
+	EventRecovery                      // GPU recovery action: Data is the action (0 none .. 4 drain and reset)
+	EventPState                        // P-state change
+	EventClock                         // clock change
+	EventLost                          // GPU lost or gone from enumeration
+	EventOther                         // anything else NVML delivers
+)
+
+// Source says where an event came from.
+type Source uint8
+
+// Event sources.
+const (
+	SourceNVML Source = iota + 1 // an NVML event set
+	SourceKmsg                   // the kernel log (/dev/kmsg)
+	SourcePoll                   // the poll loop (failed or hung calls)
+)
+
+func (s Source) String() string {
+	switch s {
+	case SourceNVML:
+		return "nvml"
+	case SourceKmsg:
+		return "kmsg"
+	case SourcePoll:
+		return "poll"
+	}
+	return "unknown"
+}
+
+// Event is one GPU event.
+type Event struct {
+	Time     time.Time
+	GPU      int // GPU index; -1 when no monitored GPU matched
+	BusID    string
+	Kind     EventKind
+	Source   Source
+	NVMLType uint64 // NVML event type mask (SourceNVML only)
+	Data     uint64 // Xid number, recovery action, ...
+	Text     string // the kernel log message (SourceKmsg), or other detail
+}
+
+// Critical reports whether the event should trigger a crash snapshot.
+func (e Event) Critical() bool {
+	return e.Kind == EventXid || e.Kind == EventRecovery || e.Kind == EventLost
+}

@@ -1,0 +1,134 @@
+package reading
+
+import "strconv"
+
+// FlagKind names one kind of flag written into a row's flags cell.
+type FlagKind uint8
+
+// The flags a row can carry. Their text forms follow the seed script where it
+// had one, so existing grep habits keep working.
+const (
+	FlagFanSpike    FlagKind = iota + 1 // FAN_SPIKE
+	FlagTempFanInv                      // TEMP_FAN_INV(<A>C@<B>%)
+	FlagSpurThrot                       // SPUR_THROT(<A>%ofLim)
+	FlagPowerOver                       // PWR+<A>W
+	FlagTDPReduced                      // TDP_REDUCED(<A>W)
+	FlagTDPRestored                     // TDP_RESTORED(<A>W)
+	FlagXid                             // XID(<A>)
+	FlagNVMLHung                        // NVML_HUNG(<S>,<A>ms) with A in ms
+	FlagNVMLFailed                      // NVML_FAILED:<S>
+	FlagGPULost                         // GPU_LOST
+)
+
+// Flag is one flag with its numeric arguments. S is used by NVML_HUNG (the
+// function) and NVML_FAILED (the error); it must not contain ',' or '"'.
+type Flag struct {
+	Kind FlagKind
+	A, B int64
+	S    string
+}
+
+// MaxFlags is how many flags one row can carry; further ones are dropped and
+// counted in Flags.Dropped.
+const MaxFlags = 8
+
+// Flags is a fixed-capacity list of flags; the zero value is empty. It never
+// allocates.
+type Flags struct {
+	n       uint8
+	Dropped uint8
+	f       [MaxFlags]Flag
+}
+
+// Add appends a flag, or counts it as dropped when the list is full.
+func (fs *Flags) Add(f Flag) {
+	if int(fs.n) == MaxFlags {
+		if fs.Dropped < 255 {
+			fs.Dropped++
+		}
+		return
+	}
+	fs.f[fs.n] = f
+	fs.n++
+}
+
+// Len returns the number of flags.
+func (fs *Flags) Len() int { return int(fs.n) }
+
+// At returns flag i.
+func (fs *Flags) At(i int) Flag { return fs.f[i] }
+
+// Has reports whether a flag of kind k is present.
+func (fs *Flags) Has(k FlagKind) bool {
+	for i := 0; i < int(fs.n); i++ {
+		if fs.f[i].Kind == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Reset empties the list.
+func (fs *Flags) Reset() { *fs = Flags{} }
+
+// AppendText appends the flags joined by '|' in their CSV form.
+func (fs *Flags) AppendText(b []byte) []byte {
+	for i := 0; i < int(fs.n); i++ {
+		if i > 0 {
+			b = append(b, '|')
+		}
+		b = fs.f[i].AppendText(b)
+	}
+	return b
+}
+
+// String returns the flags joined by '|'.
+func (fs *Flags) String() string { return string(fs.AppendText(nil)) }
+
+// AppendText appends the flag's CSV form.
+func (f Flag) AppendText(b []byte) []byte {
+	switch f.Kind {
+	case FlagFanSpike:
+		return append(b, "FAN_SPIKE"...)
+	case FlagTempFanInv:
+		b = append(b, "TEMP_FAN_INV("...)
+		b = strconv.AppendInt(b, f.A, 10)
+		b = append(b, "C@"...)
+		b = strconv.AppendInt(b, f.B, 10)
+		return append(b, "%)"...)
+	case FlagSpurThrot:
+		b = append(b, "SPUR_THROT("...)
+		b = strconv.AppendInt(b, f.A, 10)
+		return append(b, "%ofLim)"...)
+	case FlagPowerOver:
+		b = append(b, "PWR+"...)
+		b = strconv.AppendInt(b, f.A, 10)
+		return append(b, 'W')
+	case FlagTDPReduced, FlagTDPRestored:
+		if f.Kind == FlagTDPReduced {
+			b = append(b, "TDP_REDUCED("...)
+		} else {
+			b = append(b, "TDP_RESTORED("...)
+		}
+		b = strconv.AppendInt(b, f.A, 10)
+		return append(b, "W)"...)
+	case FlagXid:
+		b = append(b, "XID("...)
+		b = strconv.AppendInt(b, f.A, 10)
+		return append(b, ')')
+	case FlagNVMLHung:
+		b = append(b, "NVML_HUNG("...)
+		b = append(b, f.S...)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, f.A, 10)
+		return append(b, "ms)"...)
+	case FlagNVMLFailed:
+		b = append(b, "NVML_FAILED:"...)
+		return append(b, f.S...)
+	case FlagGPULost:
+		return append(b, "GPU_LOST"...)
+	}
+	b = append(b, "FLAG("...)
+	b = strconv.AppendInt(b, int64(f.Kind), 10)
+	return append(b, ')')
+}

@@ -1,0 +1,71 @@
+package reading
+
+import "strconv"
+
+// Clocks event reason bits (nvml.h, nvmlClocksEventReasons). NVML used to call
+// them throttle reasons.
+const (
+	ThrottleGpuIdle              uint64 = 0x1
+	ThrottleAppClocks            uint64 = 0x2
+	ThrottleSwPowerCap           uint64 = 0x4
+	ThrottleHwSlowdown           uint64 = 0x8
+	ThrottleSyncBoost            uint64 = 0x10
+	ThrottleSwThermalSlowdown    uint64 = 0x20
+	ThrottleHwThermalSlowdown    uint64 = 0x40
+	ThrottleHwPowerBrakeSlowdown uint64 = 0x80
+	ThrottleDisplayClocks        uint64 = 0x100
+	ThrottleBoardLimit           uint64 = 0x200
+	ThrottleReliability          uint64 = 0x400
+)
+
+// throttleNames keeps the seed script's names for the bits it knew; 0x200 and
+// 0x400 take nvml.h's names (the seed mislabelled 0x200 as UserDefinedClocks).
+var throttleNames = [...]struct {
+	bit  uint64
+	name string
+}{
+	{ThrottleGpuIdle, "GpuIdle"},
+	{ThrottleAppClocks, "AppClocks"},
+	{ThrottleSwPowerCap, "SwPowerCap"},
+	{ThrottleHwSlowdown, "HwSlowdown"},
+	{ThrottleSyncBoost, "SyncBoost"},
+	{ThrottleSwThermalSlowdown, "SwThermalSlowdown"},
+	{ThrottleHwThermalSlowdown, "HwThermalSlowdown"},
+	{ThrottleHwPowerBrakeSlowdown, "HwPowerBrakeSlowdown"},
+	{ThrottleDisplayClocks, "DisplayClocks"},
+	{ThrottleBoardLimit, "BoardLimit"},
+	{ThrottleReliability, "Reliability"},
+}
+
+// AppendThrottleNames appends the '|'-joined names of the bits set in mask:
+// "None" for 0, and "Unknown(0x...)" for bits nvml.h does not name.
+func AppendThrottleNames(b []byte, mask uint64) []byte {
+	if mask == 0 {
+		return append(b, "None"...)
+	}
+	first := true
+	known := uint64(0)
+	for _, t := range throttleNames {
+		known |= t.bit
+		if mask&t.bit == 0 {
+			continue
+		}
+		if !first {
+			b = append(b, '|')
+		}
+		b = append(b, t.name...)
+		first = false
+	}
+	if rest := mask &^ known; rest != 0 {
+		if !first {
+			b = append(b, '|')
+		}
+		b = append(b, "Unknown(0x"...)
+		b = strconv.AppendUint(b, rest, 16)
+		b = append(b, ')')
+	}
+	return b
+}
+
+// ThrottleNames returns AppendThrottleNames as a string.
+func ThrottleNames(mask uint64) string { return string(AppendThrottleNames(nil, mask)) }
