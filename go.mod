@@ -1,3 +1,8 @@
 module github.com/gpu-telemetry/gpu-telemetry
 
 go 1.26.8
+
+require (
+	github.com/NVIDIA/go-nvml v0.13.4-1 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+)

@@ -1,0 +1,84 @@
+package sampler
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// Class is the meaning of an NVML result for the logger.
+type Class uint8
+
+// Result classes.
+const (
+	ClassOK               Class = iota
+	ClassNotSupported           // the GPU or driver does not offer this reading
+	ClassNoPermission           // the reading needs privileges we lack
+	ClassFunctionNotFound       // the installed driver lacks the symbol
+	ClassGPULost                // NVML_ERROR_GPU_IS_LOST: the GPU is gone until reset
+	ClassTimeout                // NVML_ERROR_TIMEOUT (event waits)
+	ClassOther                  // anything else: a failure worth counting
+)
+
+func (c Class) String() string {
+	switch c {
+	case ClassOK:
+		return "ok"
+	case ClassNotSupported:
+		return "not supported"
+	case ClassNoPermission:
+		return "no permission"
+	case ClassFunctionNotFound:
+		return "function not found"
+	case ClassGPULost:
+		return "gpu lost"
+	case ClassTimeout:
+		return "timeout"
+	}
+	return "error"
+}
+
+// Classify maps an NVML return code to its class.
+func Classify(ret nvml.Return) Class {
+	switch ret {
+	case nvml.SUCCESS:
+		return ClassOK
+	case nvml.ERROR_NOT_SUPPORTED:
+		return ClassNotSupported
+	case nvml.ERROR_NO_PERMISSION:
+		return ClassNoPermission
+	case nvml.ERROR_FUNCTION_NOT_FOUND:
+		return ClassFunctionNotFound
+	case nvml.ERROR_GPU_IS_LOST:
+		return ClassGPULost
+	case nvml.ERROR_TIMEOUT:
+		return ClassTimeout
+	}
+	return ClassOther
+}
+
+// capability reports whether the class means "this reading is not available
+// here" rather than "something broke": such calls are cached as unavailable and
+// re-probed rarely, and they never count as failures.
+func (c Class) capability() bool {
+	return c == ClassNotSupported || c == ClassNoPermission || c == ClassFunctionNotFound
+}
+
+// Error is an NVML call that failed.
+type Error struct {
+	Fn  Fn
+	Ret nvml.Return
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Fn, retText(e.Ret)) }
+
+// Class returns the error's class.
+func (e *Error) Class() Class { return Classify(e.Ret) }
+
+// retText returns NVML's text for a return code, safe to put in a CSV cell:
+// no commas or quotes.
+func retText(ret nvml.Return) string {
+	s := ret.Error()
+	return strings.NewReplacer(",", ";", "\"", "'", "\n", " ").Replace(s)
+}

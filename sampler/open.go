@@ -1,0 +1,360 @@
+package sampler
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// ErrNoDriver means the NVIDIA driver or its libnvidia-ml.so.1 is not there.
+var ErrNoDriver = errors.New("no NVIDIA driver")
+
+// ErrNoGPU means the driver is loaded but reports no GPU.
+var ErrNoGPU = errors.New("no NVIDIA GPU")
+
+// OpenOptions configure Open.
+type OpenOptions struct {
+	// Select picks GPUs by index, UUID or PCI bus id; empty means all.
+	Select []string
+	// Config tunes each GPU's sampler.
+	Config Config
+	// Timeout bounds each start-up call into the driver (init, count,
+	// handles) and each GPU's static facts. Default 30 s.
+	Timeout time.Duration
+	// Logger receives start-up notes.
+	Logger *slog.Logger
+}
+
+// Host is the opened driver with the selected GPUs.
+type Host struct {
+	lib    Library
+	Syms   Symbols
+	System reading.System
+	GPUs   []*GPU
+	kclock KernelClock
+}
+
+// bounded runs f and waits at most d for it. NVML calls cannot be cancelled:
+// on timeout f keeps running on its goroutine and its result is ignored.
+func bounded(d time.Duration, f func()) bool {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// Open initialises NVML, enumerates the GPUs, resolves the selection and reads
+// each selected GPU's static facts. It returns an error wrapping ErrNoDriver
+// or ErrNoGPU when there is nothing to monitor.
+func Open(lib Library, o OpenOptions) (*Host, error) {
+	if o.Timeout <= 0 {
+		o.Timeout = 30 * time.Second
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var ret nvml.Return
+	if !bounded(o.Timeout, func() { ret = lib.Init() }) {
+		return nil, fmt.Errorf("nvmlInit did not return within %s", o.Timeout)
+	}
+	switch ret {
+	case nvml.SUCCESS:
+	case nvml.ERROR_LIBRARY_NOT_FOUND, nvml.ERROR_DRIVER_NOT_LOADED:
+		return nil, fmt.Errorf("%w: nvmlInit: %s", ErrNoDriver, retText(ret))
+	default:
+		return nil, fmt.Errorf("nvmlInit: %s", retText(ret))
+	}
+	h := &Host{lib: lib, kclock: NewKernelClock()}
+	h.Syms = LookupSymbols(lib.LookupSymbol)
+	if m := h.Syms.Missing(); len(m) > 0 {
+		log.Info("driver lacks newer functions; using fallbacks or leaving readings empty", "missing", strings.Join(m, ","))
+	}
+
+	var count int
+	ok := bounded(o.Timeout, func() {
+		if v, r := lib.SystemGetDriverVersion(); r == nvml.SUCCESS {
+			h.System.DriverVersion = v
+		}
+		if h.Syms.Has(FnNVMLVersion) {
+			if v, r := lib.SystemGetNVMLVersion(); r == nvml.SUCCESS {
+				h.System.NVMLVersion = v
+			}
+		}
+		if h.Syms.Has(FnCudaVersion) {
+			if v, r := lib.SystemGetCudaDriverVersion(); r == nvml.SUCCESS && v > 0 {
+				h.System.CUDAVersion = fmt.Sprintf("%d.%d", v/1000, v%1000/10)
+			}
+		}
+		count, ret = lib.DeviceGetCount()
+	})
+	if !ok {
+		h.Close(time.Second)
+		return nil, fmt.Errorf("nvmlDeviceGetCount did not return within %s", o.Timeout)
+	}
+	if ret != nvml.SUCCESS {
+		h.Close(o.Timeout)
+		return nil, fmt.Errorf("nvmlDeviceGetCount: %s", retText(ret))
+	}
+	if count == 0 {
+		h.Close(o.Timeout)
+		return nil, fmt.Errorf("%w: the driver (version %s) reports 0 GPUs", ErrNoGPU, h.System.DriverVersion)
+	}
+
+	all := make([]*GPU, count)
+	var wg sync.WaitGroup
+	for i := range count {
+		g := NewGPU(reading.GPU{Index: i}, nil, nil, &h.Syms, o.Config, h.kclock, log)
+		g.staticDone = make(chan struct{})
+		all[i] = g
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(g.staticDone)
+			g.readStatic(lib)
+		}()
+	}
+	bounded(o.Timeout, wg.Wait)
+	for _, g := range all {
+		if !g.StaticDone() {
+			fn, _, _ := g.InFlight()
+			log.Error("GPU did not answer at start; monitoring it anyway", "gpu", g.Info().Index, "stuck_in", fn.String(), "waited", o.Timeout)
+		}
+	}
+
+	sel, err := selectGPUs(all, o.Select)
+	if err != nil {
+		h.Close(o.Timeout)
+		return nil, err
+	}
+	h.GPUs = sel
+	return h, nil
+}
+
+// Close shuts NVML down, waiting at most d (nvmlShutdown can block while a
+// GPU is faulted). It reports whether the shutdown returned in time.
+func (h *Host) Close(d time.Duration) bool {
+	return bounded(d, func() { h.lib.Shutdown() })
+}
+
+// Library returns the opened library (events).
+func (h *Host) Library() Library { return h.lib }
+
+// readStatic reads the facts that do not change while the driver is loaded.
+func (g *GPU) readStatic(lib Library) {
+	info := g.Info()
+	g.begin(FnGetHandle)
+	dev, handle, ret := lib.DeviceGetHandleByIndex(info.Index)
+	if !g.end(FnGetHandle, 0, ret) {
+		g.staticErr = fmt.Sprintf("%s: %s", FnGetHandle, retText(ret))
+		return
+	}
+	g.dev, g.handle = dev, handle
+	str := func(fn Fn, f func() (string, nvml.Return)) string {
+		if !g.can(fn, 0) {
+			return ""
+		}
+		g.begin(fn)
+		v, ret := f()
+		if g.end(fn, 0, ret) {
+			return strings.TrimSpace(v)
+		}
+		return ""
+	}
+	info.Name = str(FnName, dev.GetName)
+	info.UUID = str(FnUUID, dev.GetUUID)
+	info.Serial = str(FnSerial, dev.GetSerial)
+	info.VBIOS = str(FnVbios, dev.GetVbiosVersion)
+	if g.can(FnPciInfo, 0) {
+		g.begin(FnPciInfo)
+		p, ret := dev.GetPciInfo()
+		if g.end(FnPciInfo, 0, ret) {
+			info.BusID = cString(p.BusId[:])
+			if info.BusID == "" {
+				info.BusID = cString(p.BusIdLegacy[:])
+			}
+			info.BusID = strings.ToUpper(info.BusID)
+		}
+	}
+	if g.can(FnMinorNumber, 0) {
+		g.begin(FnMinorNumber)
+		v, ret := dev.GetMinorNumber()
+		if g.end(FnMinorNumber, 0, ret) {
+			info.MinorNumber = reading.Some(v)
+		}
+	}
+	info.NumFans = g.readNumFans(dev)
+	th := func(t nvml.TemperatureThresholds) reading.Opt[uint32] {
+		if !g.can(FnThreshold, int(t)) {
+			return reading.Opt[uint32]{}
+		}
+		g.begin(FnThreshold)
+		v, ret := dev.GetTemperatureThreshold(t)
+		if g.end(FnThreshold, int(t), ret) && v > 0 && g.sane(FnThreshold, uint64(v), maxTempC) {
+			return reading.Some(v)
+		}
+		return reading.Opt[uint32]{}
+	}
+	info.Thresholds = reading.Thresholds{
+		Shutdown: th(nvml.TEMPERATURE_THRESHOLD_SHUTDOWN),
+		Slowdown: th(nvml.TEMPERATURE_THRESHOLD_SLOWDOWN),
+		MemMax:   th(nvml.TEMPERATURE_THRESHOLD_MEM_MAX),
+		GPUMax:   th(nvml.TEMPERATURE_THRESHOLD_GPU_MAX),
+	}
+	info.GSPVersion = str(FnGspVersion, dev.GetGspFirmwareVersion)
+	if g.can(FnGspMode, 0) {
+		g.begin(FnGspMode)
+		enabled, dflt, ret := dev.GetGspFirmwareMode()
+		if g.end(FnGspMode, 0, ret) {
+			switch {
+			case enabled && dflt:
+				info.GSPMode = "enabled (default)"
+			case enabled:
+				info.GSPMode = "enabled"
+			case dflt:
+				info.GSPMode = "disabled (default)"
+			default:
+				info.GSPMode = "disabled"
+			}
+		}
+	}
+	if g.can(FnDefaultLimit, 0) {
+		g.begin(FnDefaultLimit)
+		v, ret := dev.GetPowerManagementDefaultLimit()
+		if g.end(FnDefaultLimit, 0, ret) && v > 0 {
+			info.PowerLimitDefaultMW = reading.Some(v)
+		}
+	}
+	if g.lost {
+		g.staticErr = "GPU is lost"
+	}
+	g.lost = false
+	g.setInfo(info)
+}
+
+// readNumFans returns the number of fans; old drivers without
+// nvmlDeviceGetNumFans get 1 when the single-fan call answers, else 0.
+func (g *GPU) readNumFans(dev Device) int {
+	if g.syms.Has(FnNumFans) {
+		if !g.can(FnNumFans, 0) {
+			return 0
+		}
+		g.begin(FnNumFans)
+		n, ret := dev.GetNumFans()
+		if g.end(FnNumFans, 0, ret) && n >= 0 && n <= 64 {
+			return n
+		}
+		return 0
+	}
+	if g.can(FnFanSpeed, 0) {
+		g.begin(FnFanSpeed)
+		_, ret := dev.GetFanSpeed()
+		if g.end(FnFanSpeed, 0, ret) {
+			return 1
+		}
+	}
+	return 0
+}
+
+func cString(b []int8) string {
+	n := 0
+	for n < len(b) && b[n] != 0 {
+		n++
+	}
+	s := make([]byte, n)
+	for i := range n {
+		s[i] = byte(b[i])
+	}
+	return string(s)
+}
+
+// selectGPUs resolves --gpu selectors (index, UUID or PCI bus id).
+func selectGPUs(all []*GPU, sel []string) ([]*GPU, error) {
+	if len(sel) == 0 {
+		return all, nil
+	}
+	picked := make([]bool, len(all))
+	for _, s := range sel {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		i, err := matchGPU(all, s)
+		if err != nil {
+			return nil, err
+		}
+		picked[i] = true
+	}
+	var out []*GPU
+	for i, g := range all {
+		if picked[i] {
+			out = append(out, g)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--gpu: no GPU selected")
+	}
+	return out, nil
+}
+
+func matchGPU(all []*GPU, s string) (int, error) {
+	if n, err := strconv.Atoi(s); err == nil {
+		if n < 0 || n >= len(all) {
+			return 0, fmt.Errorf("--gpu %s: no GPU with index %d (the driver reports %d GPUs, 0..%d)", s, n, len(all), len(all)-1)
+		}
+		return n, nil
+	}
+	key, isBus := BusKey(s)
+	for i, g := range all {
+		info := g.Info()
+		if strings.EqualFold(info.UUID, s) && info.UUID != "" {
+			return i, nil
+		}
+		if k, ok := BusKey(info.BusID); isBus && ok && k == key {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("--gpu %s: no GPU has this index, UUID or PCI bus id", s)
+}
+
+// BusKey canonicalises a PCI address in NVML form (00000000:4B:00.0), lspci
+// form (0000:4b:00.0) or kernel-log form (0000:4b:00) to domain:bus:device in
+// lower case with a 4-digit domain, so that all three compare equal.
+func BusKey(s string) (string, bool) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	s = strings.TrimPrefix(s, "pci:")
+	if i := strings.IndexByte(s, '.'); i >= 0 {
+		s = s[:i]
+	}
+	parts := strings.Split(s, ":")
+	if len(parts) == 2 {
+		parts = append([]string{"0"}, parts...)
+	}
+	if len(parts) != 3 {
+		return "", false
+	}
+	dom, err1 := strconv.ParseUint(parts[0], 16, 32)
+	bus, err2 := strconv.ParseUint(parts[1], 16, 8)
+	dev, err3 := strconv.ParseUint(parts[2], 16, 8)
+	if err1 != nil || err2 != nil || err3 != nil || dev > 0x1f || len(parts[0]) > 8 || len(parts[1]) > 2 || len(parts[2]) > 2 {
+		return "", false
+	}
+	return fmt.Sprintf("%04x:%02x:%02x", dom, bus, dev), true
+}

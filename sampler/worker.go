@@ -1,0 +1,101 @@
+package sampler
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// Worker runs one GPU's samples on a goroutine of its own, so that a call stuck
+// in the driver holds up only that GPU. At most one sample per GPU is ever in
+// flight: Dispatch refuses while the previous one has not returned, so a hung
+// GPU never piles up goroutines.
+type Worker struct {
+	gpu    *GPU
+	kick   chan struct{}
+	busy   atomic.Bool
+	start  atomic.Int64 // UnixNano when the sample in flight was dispatched
+	handle func(*reading.Sample)
+	s      reading.Sample
+	// initBusy: the worker was created while the static facts were still
+	// being read; Run clears busy once they arrive.
+	initBusy bool
+}
+
+// NewWorker returns a worker that samples g and passes each sample to handle
+// on the worker's goroutine. handle must not keep the pointer.
+func NewWorker(g *GPU, handle func(*reading.Sample)) *Worker {
+	w := &Worker{gpu: g, kick: make(chan struct{}, 1), handle: handle}
+	if !g.StaticDone() {
+		// The start-up read of static facts is still stuck in the driver:
+		// it counts as the sample in flight, so the GPU is reported hung.
+		w.busy.Store(true)
+		w.start.Store(time.Now().UnixNano())
+		w.initBusy = true
+	}
+	return w
+}
+
+// GPU returns the GPU the worker samples.
+func (w *Worker) GPU() *GPU { return w.gpu }
+
+// Run takes samples when dispatched until ctx is cancelled. A sample in
+// flight is finished first; if the driver never returns, neither does Run, and
+// the caller must not wait for it without a deadline.
+func (w *Worker) Run(ctx context.Context) {
+	if w.initBusy {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.gpu.staticDone:
+		}
+		w.busy.Store(false)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.kick:
+		}
+		w.gpu.Sample(&w.s)
+		w.handle(&w.s)
+		w.busy.Store(false)
+	}
+}
+
+// Dispatch starts a sample now. It returns false, and does nothing, when the
+// previous sample is still in flight.
+func (w *Worker) Dispatch(now time.Time) bool {
+	if !w.busy.CompareAndSwap(false, true) {
+		return false
+	}
+	w.start.Store(now.UnixNano())
+	w.kick <- struct{}{}
+	return true
+}
+
+// Busy reports whether a sample is in flight and when it was dispatched.
+func (w *Worker) Busy() (since time.Time, busy bool) {
+	if !w.busy.Load() {
+		return time.Time{}, false
+	}
+	return time.Unix(0, w.start.Load()), true
+}
+
+// Stuck reports whether the sample in flight has missed its deadline while
+// inside an NVML call, which call, and how long that call has been running.
+// A sample that is late for another reason (its handler is blocked writing)
+// is not reported: the driver is not the one stuck.
+func (w *Worker) Stuck(now time.Time, deadline time.Duration) (fn Fn, elapsed time.Duration, stuck bool) {
+	since, busy := w.Busy()
+	if !busy || now.Sub(since) < deadline {
+		return FnNone, 0, false
+	}
+	fn, callStart, ok := w.gpu.InFlight()
+	if !ok {
+		return FnNone, 0, false
+	}
+	return fn, now.Sub(callStart), true
+}
