@@ -1,0 +1,20 @@
+// Package anomaly flags the precursors of Blackwell GSP firmware crashes in a
+// GPU's samples: fan speed spikes, fans that stay slow while the GPU is hot,
+// SwPowerCap throttling at low power, power above the limit, power limit
+// changes and throttle reason transitions.
+//
+// Each detector lives in its own file as a small type with a pure method over
+// the previous and the current reading; a Tracker (one per GPU) runs them in a
+// fixed order, adds their flags to the sample, counts what they found and says
+// which log notices are due. Detectors do no I/O and never read the clock: the
+// time of a sample is passed in.
+//
+// The package knows readings, not NVML. A reading that is absent never raises
+// a flag, and a sample that stands for a failure (failed, hung, lost) is not
+// examined: it resets every detector's memory of the previous sample, so the
+// first good sample after an outage is compared with nothing rather than with
+// stale or fake values.
+//
+// Observe runs about 80 times a second on an 8-GPU host for months, so it does
+// not allocate.
+package anomaly

@@ -1,0 +1,41 @@
+package anomaly
+
+import (
+	"testing"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+func TestFanInversion(t *testing.T) {
+	d := fanInversion{tempC: 85, fanPct: 55, warmup: 10}
+	tests := []struct {
+		name string
+		seen int
+		cur  *reading.Sample
+		want string // flag text; "" for none
+	}{
+		{"warm-up: 10 samples seen", 10, mk(tempAt(pct(90)), fansAt(pct(30))), ""},
+		{"after warm-up: 11 samples seen", 11, mk(tempAt(pct(90)), fansAt(pct(30))), "TEMP_FAN_INV(90C@30%)"},
+		{"at both boundaries", 11, mk(tempAt(pct(85)), fansAt(pct(55))), "TEMP_FAN_INV(85C@55%)"},
+		{"1 C below", 11, mk(tempAt(pct(84)), fansAt(pct(55))), ""},
+		{"fan 1 % above", 11, mk(tempAt(pct(85)), fansAt(pct(56))), ""},
+		{"fastest fan decides", 11, mk(tempAt(pct(90)), fansAt(pct(30), pct(60))), ""},
+		{"stopped fans", 11, mk(tempAt(pct(90)), fansAt(pct(0), pct(0))), "TEMP_FAN_INV(90C@0%)"},
+		{"fanless GPU at 95 C", 11, mk(tempAt(pct(95)), fansAt()), ""},
+		{"no fan speed read", 11, mk(tempAt(pct(95)), fansAt(absent32, absent32)), ""},
+		{"one fan speed read", 11, mk(tempAt(pct(95)), fansAt(absent32, pct(40))), "TEMP_FAN_INV(95C@40%)"},
+		{"temperature absent", 11, mk(tempAt(absent32), fansAt(pct(30))), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, ok := d.check(tt.seen, tt.cur)
+			got := ""
+			if ok {
+				got = string(f.AppendText(nil))
+			}
+			if got != tt.want {
+				t.Errorf("check = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

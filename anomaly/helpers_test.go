@@ -1,0 +1,77 @@
+package anomaly
+
+import (
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// t0 is an arbitrary start time for tests; time only ever arrives as a value.
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// tick is the poll interval.
+const tick = 100 * time.Millisecond
+
+// absent32 and absent64 are absent readings.
+var (
+	absent32 reading.Opt[uint32]
+	absent64 reading.Opt[uint64]
+)
+
+// pct returns a present percentage or temperature.
+func pct(v uint32) reading.Opt[uint32] { return reading.Some(v) }
+
+// mw returns a present power in milliwatts.
+func mw(v uint32) reading.Opt[uint32] { return reading.Some(v) }
+
+// watts returns a present power given in whole watts.
+func watts(v uint32) reading.Opt[uint32] { return reading.Some(v * 1000) }
+
+// mask returns a present clocks event reasons mask.
+func mask(v uint64) reading.Opt[uint64] { return reading.Some(v) }
+
+// mod changes one field of a test sample.
+type mod func(*reading.Sample)
+
+// mk returns a good, unremarkable sample: 60 C, 300 W of a 600 W limit, no
+// throttling, two fans at 50 %; mods change it.
+func mk(mods ...mod) *reading.Sample {
+	s := &reading.Sample{
+		Status:       reading.StatusOK,
+		TempC:        pct(60),
+		PowerMW:      watts(300),
+		PowerLimitMW: watts(600),
+		Throttle:     mask(0),
+	}
+	setFans(s, pct(50), pct(50))
+	for _, m := range mods {
+		m(s)
+	}
+	return s
+}
+
+// setFans sets the fan speeds; none means a fanless GPU.
+func setFans(s *reading.Sample, speeds ...reading.Opt[uint32]) {
+	s.NumFans = len(speeds)
+	s.Fans = [reading.MaxFans]reading.Fan{}
+	for i, v := range speeds {
+		s.Fans[i] = reading.Fan{Speed: v, Target: v}
+	}
+}
+
+func fansAt(speeds ...reading.Opt[uint32]) mod {
+	return func(s *reading.Sample) { setFans(s, speeds...) }
+}
+func tempAt(v reading.Opt[uint32]) mod     { return func(s *reading.Sample) { s.TempC = v } }
+func powerAt(v reading.Opt[uint32]) mod    { return func(s *reading.Sample) { s.PowerMW = v } }
+func limitAt(v reading.Opt[uint32]) mod    { return func(s *reading.Sample) { s.PowerLimitMW = v } }
+func throttleAt(v reading.Opt[uint64]) mod { return func(s *reading.Sample) { s.Throttle = v } }
+func status(st reading.Status) mod         { return func(s *reading.Sample) { s.Status = st } }
+
+// zeroed is what the seed wrote for a lost GPU: every reading a present zero.
+// A sample in a failure status must be ignored even if it looks like this.
+func zeroed(s *reading.Sample) {
+	s.TempC, s.PowerMW, s.PowerLimitMW = pct(0), mw(0), mw(0)
+	s.Throttle = mask(0)
+	setFans(s, pct(0), pct(0))
+}
