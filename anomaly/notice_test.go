@@ -1,0 +1,47 @@
+package anomaly
+
+import (
+	"log/slog"
+	"testing"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+func TestNoticeLogAttrs(t *testing.T) {
+	tests := []struct {
+		name      string
+		n         Notice
+		wantMsg   string
+		wantAttrs string
+		wantLevel slog.Level
+	}{
+		{"throttle change", Notice{Kind: NoticeThrottleChange, GPU: 3, FromMask: 0, ToMask: reading.ThrottleSwPowerCap | reading.ThrottleGpuIdle},
+			"throttle reasons changed", "gpu=3 from=None to=GpuIdle|SwPowerCap from_mask=0x0000 to_mask=0x0005", slog.LevelInfo},
+		{"TDP change", Notice{Kind: NoticeTDPChange, GPU: 1, TDP: TDPChange{FromMW: 600_000, ToMW: 450_000}},
+			"power limit changed", "gpu=1 from_w=600 to_w=450 delta_w=-150", slog.LevelInfo},
+		{"fan inversion with suppressed", Notice{Kind: NoticeFanInversion, GPU: 0, TempC: 88, FanPct: 40, Suppressed: 599},
+			"anomaly: GPU hot but fans slow", "gpu=0 temp_c=88 fan_pct=40 suppressed=599", slog.LevelWarn},
+		{"spurious throttle", Notice{Kind: NoticeSpuriousThrottle, GPU: 7, PowerMW: 100_400, LimitMW: 600_000},
+			"anomaly: SwPowerCap throttle at low power", "gpu=7 power_w=100 limit_w=600 pct_of_limit=17", slog.LevelWarn},
+		{"power over", Notice{Kind: NoticePowerOver, GPU: 2, PowerMW: 660_600, LimitMW: 600_000},
+			"anomaly: power above limit", "gpu=2 power_w=661 limit_w=600 over_w=61", slog.LevelWarn},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			msg, attrs := tt.n.LogAttrs()
+			got := ""
+			for i, a := range attrs {
+				if i > 0 {
+					got += " "
+				}
+				got += a.String()
+			}
+			if msg != tt.wantMsg || got != tt.wantAttrs {
+				t.Errorf("LogAttrs = %q, %q; want %q, %q", msg, got, tt.wantMsg, tt.wantAttrs)
+			}
+			if l := tt.n.Level(); l != tt.wantLevel {
+				t.Errorf("Level = %v, want %v", l, tt.wantLevel)
+			}
+		})
+	}
+}

@@ -1,0 +1,202 @@
+package anomaly
+
+import (
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// Result is what one Observe found beyond the flags it added to the sample.
+// It is a plain value: returning it does not allocate.
+type Result struct {
+	// Spike reports a FAN_SPIKE on this sample; the caller decides whether
+	// to take a (rate-limited) spike snapshot.
+	Spike bool
+	// TDP is the power limit change on this sample, if any, for events.log.
+	// It is reported on every change, even when its log notice is suppressed.
+	TDP reading.Opt[TDPChange]
+
+	n       int
+	notices [numNoticeKinds]Notice
+}
+
+// NumNotices returns how many log notices are due.
+func (r *Result) NumNotices() int { return r.n }
+
+// Notice returns due notice i, 0 <= i < NumNotices().
+func (r *Result) Notice(i int) Notice { return r.notices[:r.n][i] }
+
+// add appends a notice; there is room for one of each kind.
+func (r *Result) add(n Notice) {
+	r.notices[r.n] = n
+	r.n++
+}
+
+// Tracker runs the detectors over one GPU's samples. Observe must be called
+// from one goroutine only (the GPU's poll loop); Counters and TakeWindow may
+// be called from any goroutine at the same time.
+type Tracker struct {
+	gpu int
+	cfg Config
+
+	throttle throttleChange
+	tdp      tdpChange
+	spike    fanSpike
+	inv      fanInversion
+	spur     spurThrottle
+	power    powerBreach
+
+	// Memory of earlier good samples, cleared by every failed, hung or lost one.
+	prev      reading.Sample      // the previous good sample; valid when hasPrev
+	hasPrev   bool                // whether prev holds a sample
+	seen      int                 // good samples since start or the last outage
+	lastLimit reading.Opt[uint32] // last present power limit
+	lastMask  reading.Opt[uint64] // last present clocks event reasons mask
+
+	cool [numNoticeKinds]cooldown // indexed by NoticeKind-1
+
+	total, window       atomicCounts
+	peakTemp, peakPower atomicPeak
+}
+
+// NewTracker returns a Tracker for GPU gpu. cfg should have passed Validate.
+func NewTracker(gpu int, cfg Config) *Tracker {
+	return &Tracker{
+		gpu:   gpu,
+		cfg:   cfg,
+		tdp:   tdpChange{epsilonMW: cfg.TDPEpsilonW * 1000},
+		spike: fanSpike{thresholdPct: cfg.SpikeThresholdPct, warmup: cfg.SpikeWarmup},
+		inv:   fanInversion{tempC: cfg.InversionTempC, fanPct: cfg.InversionFanPct, warmup: cfg.Warmup},
+		spur:  spurThrottle{fraction: cfg.SpuriousPowerFraction, warmup: cfg.Warmup},
+		power: powerBreach{flagMW: cfg.PowerOverFlagW * 1000},
+	}
+}
+
+// Observe examines sample s taken at now: it runs every detector in a fixed
+// order (throttle transition, TDP change, fan spike, fan/temp inversion,
+// spurious throttle, power breach, so flags appear in the seed's order), adds
+// their flags to s.Flags, updates the counters and peaks and returns what the
+// caller must act on. A sample whose Status is not StatusOK is only counted as
+// skipped; it clears the memory of earlier samples and the warm-up, so the
+// next good sample is compared with nothing. It does not allocate.
+func (t *Tracker) Observe(s *reading.Sample, now time.Time) Result {
+	var r Result
+	if s.Status != reading.StatusOK {
+		t.forget()
+		t.count(cSkipped)
+		return r
+	}
+	var prev *reading.Sample
+	if t.hasPrev {
+		prev = &t.prev
+	}
+
+	if from, to, ok := t.throttle.check(t.lastMask, s); ok {
+		t.count(cThrottleChanges)
+		t.notify(&r, now, Notice{Kind: NoticeThrottleChange, FromMask: from, ToMask: to})
+	}
+	if m, ok := s.Throttle.Get(); ok {
+		t.lastMask = reading.Some(m)
+	}
+
+	if c, f, ok := t.tdp.check(t.lastLimit, s); ok {
+		s.Flags.Add(f)
+		t.count(cTDPChanges)
+		r.TDP = reading.Some(c)
+		t.notify(&r, now, Notice{Kind: NoticeTDPChange, TDP: c})
+	}
+	if l, ok := s.PowerLimitMW.Get(); ok && l != 0 {
+		t.lastLimit = reading.Some(l)
+	}
+
+	if t.spike.check(t.seen, prev, s) {
+		s.Flags.Add(reading.Flag{Kind: reading.FlagFanSpike})
+		t.count(cSpikes)
+		r.Spike = true
+	}
+
+	if f, ok := t.inv.check(t.seen, s); ok {
+		s.Flags.Add(f)
+		t.count(cFanInversions)
+		t.notify(&r, now, Notice{Kind: NoticeFanInversion, TempC: uint32(f.A), FanPct: uint32(f.B)})
+	}
+
+	if f, ok := t.spur.check(t.seen, s); ok {
+		s.Flags.Add(f)
+		t.count(cSpuriousThrottles)
+		t.notify(&r, now, Notice{Kind: NoticeSpuriousThrottle, PowerMW: s.PowerMW.V, LimitMW: s.PowerLimitMW.V})
+	}
+
+	if f, breached, flagged := t.power.check(s); breached {
+		t.count(cPowerBreaches)
+		if flagged {
+			s.Flags.Add(f)
+			t.notify(&r, now, Notice{Kind: NoticePowerOver, PowerMW: s.PowerMW.V, LimitMW: s.PowerLimitMW.V})
+		}
+	}
+
+	if v, ok := s.TempC.Get(); ok {
+		t.peakTemp.observe(v)
+	}
+	if v, ok := s.PowerMW.Get(); ok {
+		t.peakPower.observe(v)
+	}
+	t.count(cSamples)
+	t.prev = *s
+	t.hasPrev = true
+	t.seen++
+	return r
+}
+
+// forget clears the memory of earlier samples after an outage. Cooldowns are
+// kept: they limit log volume, which an outage does not change.
+func (t *Tracker) forget() {
+	t.hasPrev = false
+	t.seen = 0
+	t.lastLimit = reading.Opt[uint32]{}
+	t.lastMask = reading.Opt[uint64]{}
+}
+
+// notify adds n to r unless its kind's cooldown holds it back.
+func (t *Tracker) notify(r *Result, now time.Time, n Notice) {
+	suppressed, ok := t.cool[n.Kind-1].allow(now, t.cfg.LogCooldown)
+	if !ok {
+		return
+	}
+	n.GPU = t.gpu
+	n.Suppressed = suppressed
+	r.add(n)
+}
+
+// count adds one to counter c in the totals and the window.
+func (t *Tracker) count(c counter) {
+	t.total[c].Add(1)
+	t.window[c].Add(1)
+}
+
+// GPU returns the index of the GPU the tracker watches.
+func (t *Tracker) GPU() int { return t.gpu }
+
+// Counters returns the totals, the current window and the peaks. Safe for
+// concurrent use.
+func (t *Tracker) Counters() Counters {
+	return Counters{
+		Total:       t.total.counts(false),
+		Window:      t.window.counts(false),
+		PeakTempC:   t.peakTemp.get(),
+		PeakPowerMW: t.peakPower.get(),
+	}
+}
+
+// TakeWindow returns the counters with Window holding the window just closed,
+// and starts a new window. Safe for concurrent use; a count made while it runs
+// lands in either window, never in both or neither.
+func (t *Tracker) TakeWindow() Counters {
+	w := t.window.counts(true)
+	return Counters{
+		Total:       t.total.counts(false),
+		Window:      w,
+		PeakTempC:   t.peakTemp.get(),
+		PeakPowerMW: t.peakPower.get(),
+	}
+}
