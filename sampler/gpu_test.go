@@ -1,0 +1,454 @@
+package sampler
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+func openFake(t *testing.T, lib *fakeLib, sel ...string) *Host {
+	t.Helper()
+	if lib.initRet == 0 {
+		lib.initRet = nvml.SUCCESS
+	}
+	h, err := Open(lib, OpenOptions{Select: sel, Config: Config{Reprobe: time.Hour, SlowEvery: 1, FieldWait: time.Millisecond}, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return h
+}
+
+func TestSampleReadsEverything(t *testing.T) {
+	d := newFakeDev()
+	h := openFake(t, &fakeLib{devs: []*fakeDev{d}})
+	g := h.GPUs[0]
+	info := g.Info()
+	if info.Name != d.name || info.UUID != "GPU-1111" || info.BusID != "00000000:4B:00.0" || info.NumFans != 2 {
+		t.Fatalf("static facts: %+v", info)
+	}
+	if v, _ := info.Thresholds.GPUMax.Get(); v != 90 {
+		t.Errorf("gpu max threshold = %d, want 90", v)
+	}
+	if info.GSPVersion != "570.124.06" || info.GSPMode != "enabled (default)" {
+		t.Errorf("gsp: %q %q", info.GSPVersion, info.GSPMode)
+	}
+	var s reading.Sample
+	g.Sample(&s)
+	if s.Status != reading.StatusOK {
+		t.Fatalf("status %v err %q", s.Status, s.Err)
+	}
+	checks := []struct {
+		name string
+		got  reading.Opt[uint64]
+		want uint64
+	}{
+		{"temp", u(s.TempC), 60},
+		{"power", u(s.PowerMW), 250_500},
+		{"limit", u(s.PowerLimitMW), 600_000},
+		{"enforced", u(s.EnforcedLimitMW), 600_000},
+		{"energy", s.EnergyMJ, 123456789},
+		{"memtemp", u(s.MemTempC), 70},
+		{"replay", s.PCIeReplay, 3},
+		{"pstate", u(s.PState), 2},
+		{"gfx", u(s.GraphicsMHz), 2400},
+		{"mem", u(s.MemMHz), 14001},
+		{"sm", u(s.SMMHz), 2400},
+		{"gpuutil", u(s.GPUUtil), 97},
+		{"memutil", u(s.MemUtil), 41},
+		{"vram", s.VRAMUsedBytes, 40 << 30},
+		{"gen", u(s.PCIeGen), 5},
+		{"width", u(s.PCIeWidth), 16},
+		{"throttle", s.Throttle, 4},
+		{"fan0", u(s.Fans[0].Speed), 30},
+		{"fan1 target", u(s.Fans[1].Target), 31},
+		{"enc", u(s.EncUtil), 0},
+		{"dec", u(s.DecUtil), 12},
+	}
+	for _, c := range checks {
+		if !c.got.OK || c.got.V != c.want {
+			t.Errorf("%s = %+v, want %d", c.name, c.got, c.want)
+		}
+	}
+	if v, ok := s.TLimitC.Get(); !ok || v != 30 {
+		t.Errorf("tlimit = %d %v, want 30", v, ok)
+	}
+	if v, ok := s.Sensor0.Get(); !ok || v.Temp != 60 || v.Controller != 5 {
+		t.Errorf("sensor0 = %+v", s.Sensor0)
+	}
+	if s.KernelTime <= 0 {
+		t.Errorf("kernel time %v", s.KernelTime)
+	}
+	// The batched quantities came from one GetFieldValues, not the fallbacks.
+	if d.count("GetPowerUsage") != 0 || d.count("GetFieldValues") != 1 {
+		t.Errorf("power via fallback %d, field calls %d", d.count("GetPowerUsage"), d.count("GetFieldValues"))
+	}
+}
+
+func u[T uint32 | uint64](o reading.Opt[T]) reading.Opt[uint64] {
+	return reading.Opt[uint64]{V: uint64(o.V), OK: o.OK}
+}
+
+func TestCallsPerSampleBelowSeed(t *testing.T) {
+	d := newFakeDev()
+	lib := &fakeLib{devs: []*fakeDev{d}}
+	lib.initRet = nvml.SUCCESS
+	h, err := Open(lib, OpenOptions{Config: DefaultConfig(100 * time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := d.total()
+	var s reading.Sample
+	const n = 100
+	for range n {
+		h.GPUs[0].Sample(&s)
+	}
+	per := float64(d.total()-before) / n
+	// The seed makes 17 calls per sample with 2 fans.
+	if per >= 17 {
+		t.Errorf("%.1f NVML calls per sample, want fewer than the seed's 17", per)
+	}
+	t.Logf("%.2f calls per sample", per)
+}
+
+func TestUnsupportedIsAbsentAndNotRepeated(t *testing.T) {
+	d := newFakeDev()
+	d.set("GetTemperature", nvml.ERROR_NOT_SUPPORTED)
+	d.set("GetTargetFanSpeed", nvml.ERROR_NO_PERMISSION)
+	h := openFake(t, &fakeLib{devs: []*fakeDev{d}})
+	var s reading.Sample
+	for range 5 {
+		h.GPUs[0].Sample(&s)
+	}
+	if s.TempC.OK || s.TLimitC.OK || s.Fans[0].Target.OK || s.Fans[1].Target.OK {
+		t.Errorf("refused readings present: temp %+v target %+v", s.TempC, s.Fans[0].Target)
+	}
+	if s.Status != reading.StatusOK || !s.PowerMW.OK {
+		t.Errorf("sample should still be OK with other readings: %v", s.Status)
+	}
+	if n := d.count("GetTemperature"); n != 1 {
+		t.Errorf("GetTemperature called %d times, want 1 (cached as unsupported)", n)
+	}
+	if n := d.count("GetTargetFanSpeed"); n != 2 {
+		t.Errorf("GetTargetFanSpeed called %d times, want 2 (once per fan)", n)
+	}
+}
+
+func TestReprobeAfterInterval(t *testing.T) {
+	d := newFakeDev()
+	d.set("GetTemperature", nvml.ERROR_NOT_SUPPORTED)
+	h := openFake(t, &fakeLib{devs: []*fakeDev{d}})
+	g := h.GPUs[0]
+	g.cfg.Reprobe = 0 // every sample re-probes
+	var s reading.Sample
+	g.Sample(&s)
+	d.set("GetTemperature", nvml.SUCCESS)
+	g.Sample(&s)
+	if !s.TempC.OK {
+		t.Errorf("temperature not re-probed")
+	}
+}
+
+func TestMissingSymbolsUseFallbacks(t *testing.T) {
+	d := newFakeDev()
+	lib := &fakeLib{devs: []*fakeDev{d}, missing: map[string]bool{
+		"nvmlDeviceGetCurrentClocksEventReasons": true,
+		"nvmlDeviceGetMemoryInfo_v2":             true,
+		"nvmlDeviceGetFanSpeed_v2":               true,
+		"nvmlDeviceGetNumFans":                   true,
+		"nvmlDeviceGetTargetFanSpeed":            true,
+		"nvmlDeviceGetThermalSettings":           true,
+		"nvmlDeviceGetGspFirmwareVersion":        true,
+		"nvmlDeviceGetGspFirmwareMode":           true,
+		"nvmlDeviceGetFieldValues":               true,
+	}}
+	h := openFake(t, lib)
+	g := h.GPUs[0]
+	if g.Info().NumFans != 1 {
+		t.Errorf("old driver fans = %d, want 1 (from nvmlDeviceGetFanSpeed)", g.Info().NumFans)
+	}
+	var s reading.Sample
+	g.Sample(&s)
+	for _, fn := range []string{"GetCurrentClocksEventReasons", "GetMemoryInfo_v2", "GetFanSpeed_v2", "GetNumFans",
+		"GetTargetFanSpeed", "GetThermalSettings", "GetGspFirmwareVersion", "GetFieldValues"} {
+		if d.count(fn) != 0 {
+			t.Errorf("%s called although the driver lacks it", fn)
+		}
+	}
+	if !s.Throttle.OK || !s.VRAMUsedBytes.OK || !s.Fans[0].Speed.OK || !s.PowerMW.OK || !s.EnergyMJ.OK || !s.EnforcedLimitMW.OK {
+		t.Errorf("fallbacks not used: %+v", s)
+	}
+	if s.Fans[0].Target.OK || s.Sensor0.OK || s.MemTempC.OK {
+		t.Errorf("readings without a fallback should be absent")
+	}
+}
+
+func TestFieldEntryUnsupportedFallsBack(t *testing.T) {
+	d := newFakeDev()
+	d.fieldRet[nvml.FI_DEV_POWER_INSTANT] = nvml.ERROR_NOT_SUPPORTED
+	d.fieldRet[nvml.FI_DEV_MEMORY_TEMP] = nvml.ERROR_NOT_SUPPORTED
+	h := openFake(t, &fakeLib{devs: []*fakeDev{d}})
+	var s reading.Sample
+	h.GPUs[0].Sample(&s)
+	h.GPUs[0].Sample(&s)
+	if v, ok := s.PowerMW.Get(); !ok || v != 250_500 {
+		t.Errorf("power = %v %v, want fallback value", v, ok)
+	}
+	if s.MemTempC.OK {
+		t.Errorf("memory temperature has no fallback and must be absent")
+	}
+	if d.count("GetPowerUsage") != 2 {
+		t.Errorf("GetPowerUsage called %d times, want 2", d.count("GetPowerUsage"))
+	}
+}
+
+func TestAbsurdValuesAreAbsent(t *testing.T) {
+	d := newFakeDev()
+	d.temp = 4294967295
+	d.fanTarget = []int{4294967295, 30}
+	d.limit = 0
+	d.power = 4000000000
+	h := openFake(t, &fakeLib{devs: []*fakeDev{d}})
+	var s reading.Sample
+	h.GPUs[0].Sample(&s)
+	if s.TempC.OK || s.TLimitC.OK {
+		t.Errorf("temperature 4294967295 recorded: %+v", s.TempC)
+	}
+	if s.Fans[0].Target.OK {
+		t.Errorf("negative fan target recorded")
+	}
+	if !s.Fans[1].Target.OK {
+		t.Errorf("sane fan target dropped")
+	}
+	if s.PowerLimitMW.OK || s.PowerMW.OK {
+		t.Errorf("power limit 0 / absurd power recorded: %+v %+v", s.PowerLimitMW, s.PowerMW)
+	}
+}
+
+func TestLostGPU(t *testing.T) {
+	d := newFakeDev()
+	h := openFake(t, &fakeLib{devs: []*fakeDev{d}})
+	for _, fn := range []string{"GetFieldValues", "GetTemperature", "GetPowerManagementLimit"} {
+		d.set(fn, nvml.ERROR_GPU_IS_LOST)
+	}
+	before := d.total()
+	var s reading.Sample
+	h.GPUs[0].Sample(&s)
+	if s.Status != reading.StatusLost {
+		t.Fatalf("status %v, want lost", s.Status)
+	}
+	if s.TempC.OK || s.PowerMW.OK || s.Fans[0].Speed.OK {
+		t.Errorf("lost sample carries readings")
+	}
+	if n := d.total() - before; n != 1 {
+		t.Errorf("%d calls to a lost GPU in one sample, want 1", n)
+	}
+}
+
+func TestAllCallsFailing(t *testing.T) {
+	d := newFakeDev()
+	h := openFake(t, &fakeLib{devs: []*fakeDev{d}})
+	for _, fn := range []string{"GetFieldValues", "GetTemperature", "GetPowerManagementLimit", "GetPerformanceState",
+		"GetClockInfo", "GetUtilizationRates", "GetMemoryInfo_v2", "GetCurrentClocksEventReasons", "GetFanSpeed_v2",
+		"GetTargetFanSpeed", "GetEncoderUtilization", "GetDecoderUtilization", "GetCurrPcieLinkGeneration",
+		"GetCurrPcieLinkWidth", "GetThermalSettings", "GetPowerUsage", "GetEnforcedPowerLimit",
+		"GetTotalEnergyConsumption", "GetPcieReplayCounter"} {
+		d.set(fn, nvml.ERROR_UNKNOWN)
+	}
+	var s reading.Sample
+	h.GPUs[0].Sample(&s)
+	if s.Status != reading.StatusFailed {
+		t.Fatalf("status %v, want failed", s.Status)
+	}
+	if s.Err != "nvmlDeviceGetFieldValues: ERROR_UNKNOWN" && s.Err == "" {
+		t.Errorf("err %q", s.Err)
+	}
+	// Unknown errors are failures, not capabilities: they are retried.
+	h.GPUs[0].Sample(&s)
+	if d.count("GetTemperature") != 2 {
+		t.Errorf("failing call not retried: %d", d.count("GetTemperature"))
+	}
+}
+
+func TestSlowTierCarriedForward(t *testing.T) {
+	d := newFakeDev()
+	lib := &fakeLib{devs: []*fakeDev{d}, initRet: nvml.SUCCESS}
+	h, err := Open(lib, OpenOptions{Config: Config{Reprobe: time.Hour, SlowEvery: 10, FieldWait: time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s reading.Sample
+	for i := range 25 {
+		h.GPUs[0].Sample(&s)
+		if !s.DecUtil.OK || !s.PCIeGen.OK {
+			t.Fatalf("sample %d: slow tier value missing", i)
+		}
+	}
+	if n := d.count("GetDecoderUtilization"); n != 3 {
+		t.Errorf("decoder utilization read %d times in 25 samples, want 3", n)
+	}
+}
+
+func TestFieldLockHeldFallsBack(t *testing.T) {
+	d := newFakeDev()
+	h := openFake(t, &fakeLib{devs: []*fakeDev{d}})
+	fieldSem <- struct{}{} // another GPU is stuck inside GetFieldValues
+	defer func() { <-fieldSem }()
+	var s reading.Sample
+	h.GPUs[0].Sample(&s)
+	if !s.PowerMW.OK || d.count("GetFieldValues") != 0 || d.count("GetPowerUsage") != 1 {
+		t.Errorf("did not fall back: power %+v fields %d usage %d", s.PowerMW, d.count("GetFieldValues"), d.count("GetPowerUsage"))
+	}
+}
+
+func TestWorkerReportsStuckCall(t *testing.T) {
+	d := newFakeDev()
+	h := openFake(t, &fakeLib{devs: []*fakeDev{d}})
+	release := make(chan struct{})
+	d.mu.Lock()
+	d.block["GetTemperature"] = release
+	d.mu.Unlock()
+	d.entered = make(chan string, 1)
+	samples := make(chan reading.Status, 4)
+	w := NewWorker(h.GPUs[0], func(s *reading.Sample) { samples <- s.Status })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go w.Run(ctx)
+	start := time.Now()
+	if !w.Dispatch(start) {
+		t.Fatal("first dispatch refused")
+	}
+	<-d.entered
+	if w.Dispatch(time.Now()) {
+		t.Error("second dispatch accepted while a sample is in flight")
+	}
+	fn, elapsed, stuck := w.Stuck(start.Add(time.Hour), time.Second)
+	if !stuck || fn != FnTemperature || elapsed < time.Minute {
+		t.Errorf("Stuck = %v %v %v, want nvmlDeviceGetTemperature", fn, elapsed, stuck)
+	}
+	if _, _, stuck := w.Stuck(start, time.Second); stuck {
+		t.Error("stuck before the deadline")
+	}
+	close(release)
+	if st := <-samples; st != reading.StatusOK {
+		t.Errorf("sample after release: %v", st)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !w.Dispatch(time.Now()) {
+		if time.Now().After(deadline) {
+			t.Fatal("worker never became free")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	<-samples
+}
+
+func TestOpenErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		lib  *fakeLib
+		sel  []string
+		is   error
+		msg  string
+	}{
+		{"no driver", &fakeLib{initRet: nvml.ERROR_DRIVER_NOT_LOADED}, nil, ErrNoDriver, ""},
+		{"no library", &fakeLib{initRet: nvml.ERROR_LIBRARY_NOT_FOUND}, nil, ErrNoDriver, ""},
+		{"zero gpus", &fakeLib{initRet: nvml.SUCCESS}, nil, ErrNoGPU, ""},
+		{"init failure", &fakeLib{initRet: nvml.ERROR_NO_PERMISSION}, nil, nil, "nvmlInit"},
+		{"index out of range", &fakeLib{initRet: nvml.SUCCESS, devs: []*fakeDev{newFakeDev()}}, []string{"3"}, nil, "--gpu 3: no GPU with index 3"},
+		{"unknown uuid", &fakeLib{initRet: nvml.SUCCESS, devs: []*fakeDev{newFakeDev()}}, []string{"GPU-nope"}, nil, "--gpu GPU-nope"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Open(c.lib, OpenOptions{Select: c.sel})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if c.is != nil && !errors.Is(err, c.is) {
+				t.Errorf("err %v, want %v", err, c.is)
+			}
+			if c.msg != "" && !contains(err.Error(), c.msg) {
+				t.Errorf("err %q, want it to contain %q", err, c.msg)
+			}
+		})
+	}
+}
+
+func contains(s, sub string) bool {
+	return len(sub) == 0 || (len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub)))
+}
+
+func TestSelectGPUs(t *testing.T) {
+	a, b, c := newFakeDev(), newFakeDev(), newFakeDev()
+	b.uuid, b.bus = "GPU-2222", "00000000:81:00.0"
+	c.uuid, c.bus = "GPU-3333", "00000001:C1:00.0"
+	lib := &fakeLib{devs: []*fakeDev{a, b, c}}
+	cases := []struct {
+		name string
+		sel  []string
+		want []int
+	}{
+		{"all", nil, []int{0, 1, 2}},
+		{"index", []string{"1"}, []int{1}},
+		{"uuid any case", []string{"gpu-3333"}, []int{2}},
+		{"nvml bus id", []string{"00000000:81:00.0"}, []int{1}},
+		{"kernel bus id", []string{"PCI:0001:c1:00"}, []int{2}},
+		{"mixed and repeated", []string{"2", "0", "GPU-3333"}, []int{0, 2}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := openFake(t, lib, tc.sel...)
+			var got []int
+			for _, g := range h.GPUs {
+				got = append(got, g.Info().Index)
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Fatalf("got %v, want %v", got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func TestBusKey(t *testing.T) {
+	cases := []struct {
+		in, want string
+		ok       bool
+	}{
+		{"00000000:4B:00.0", "0000:4b:00", true},
+		{"0000:4b:00.0", "0000:4b:00", true},
+		{"PCI:0000:4b:00", "0000:4b:00", true},
+		{"4b:00.0", "0000:4b:00", true},
+		{"00000001:C1:1F.0", "0001:c1:1f", true},
+		{"", "", false},
+		{"zz:00.0", "", false},
+		{"0000:4b:20.0", "", false},
+		{"0000:100:00.0", "", false},
+	}
+	for _, c := range cases {
+		got, ok := BusKey(c.in)
+		if got != c.want || ok != c.ok {
+			t.Errorf("BusKey(%q) = %q %v, want %q %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestSampleDoesNotAllocate(t *testing.T) {
+	d := newFakeDev()
+	h := openFake(t, &fakeLib{devs: []*fakeDev{d}})
+	var s reading.Sample
+	g := h.GPUs[0]
+	g.Sample(&s)
+	allocs := testing.AllocsPerRun(100, func() { g.Sample(&s) })
+	if allocs != 0 {
+		t.Errorf("Sample allocates %.1f times per call", allocs)
+	}
+}
