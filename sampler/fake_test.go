@@ -11,31 +11,31 @@ import (
 // return their value with SUCCESS; ret[fn] overrides the return code; block[fn]
 // makes the call wait until the channel is closed. Calls are counted.
 type fakeDev struct {
-	mu     sync.Mutex
-	calls  map[string]int
-	ret    map[string]nvml.Return
-	block  map[string]chan struct{}
+	mu      sync.Mutex
+	calls   map[string]int
+	ret     map[string]nvml.Return
+	block   map[string]chan struct{}
 	entered chan string // receives the function name when a blocking call starts
 
 	name, uuid, serial, vbios, bus string
-	fans                          int
-	temp                          uint32
-	thresholds                    map[nvml.TemperatureThresholds]uint32
-	power, limit, enforced        uint32
-	energy                        uint64
-	memTemp                       uint32
-	replay                        int
-	pstate                        nvml.Pstates
-	clocks                        map[nvml.ClockType]uint32
-	util                          nvml.Utilization
-	memUsed                       uint64
-	gen, width                    int
-	throttle                      uint64
-	fanSpeed                      []uint32
-	fanTarget                     []int
-	sensor                        nvml.GpuThermalSettingsSensor
-	enc, dec                      uint32
-	fieldRet                      map[uint32]nvml.Return // per-entry return in GetFieldValues
+	fans                           int
+	temp                           uint32
+	thresholds                     map[nvml.TemperatureThresholds]uint32
+	power, limit, enforced         uint32
+	energy                         uint64
+	memTemp                        uint32
+	replay                         int
+	pstate                         nvml.Pstates
+	clocks                         map[nvml.ClockType]uint32
+	util                           nvml.Utilization
+	memUsed                        uint64
+	gen, width                     int
+	throttle                       uint64
+	fanSpeed                       []uint32
+	fanTarget                      []int
+	sensor                         nvml.GpuThermalSettingsSensor
+	enc, dec                       uint32
+	fieldRet                       map[uint32]nvml.Return // per-entry return in GetFieldValues
 }
 
 func newFakeDev() *fakeDev {
