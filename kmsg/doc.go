@@ -1,0 +1,12 @@
+// Package kmsg reads the kernel log and picks NVIDIA Xid reports out of it.
+//
+// Reading is split from parsing: ParseRecord turns one /dev/kmsg record into a
+// Record, ParseXid turns a message into an XidReport, and BusKey reduces the
+// PCI address spellings of the kernel, NVML and lspci to one comparable key.
+// None of them does I/O, so they are tested (and fuzzed) on plain strings. The
+// Reader does the I/O: it follows /dev/kmsg from its end, or a file or FIFO of
+// records from its start, and hands each record to a callback.
+//
+// The package knows the kernel log and the text the NVIDIA driver prints, not
+// NVML; what an Xid code means lives in package xid.
+package kmsg

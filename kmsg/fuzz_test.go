@@ -1,0 +1,75 @@
+package kmsg
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func FuzzParseRecord(f *testing.F) {
+	for _, tt := range recordTests {
+		f.Add([]byte(tt.in))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		rec, err := ParseRecord(line)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "kmsg: ") {
+				t.Errorf("error %q does not say where it comes from", err)
+			}
+			return
+		}
+		if rec.Level < 0 || rec.Level > 7 || rec.Facility < 0 || rec.Time < 0 {
+			t.Errorf("ParseRecord(%q) = %+v: field out of range", line, rec)
+		}
+		// Undoing escapes never lengthens the text.
+		if len(rec.Message) > len(line) {
+			t.Errorf("message longer (%d) than the record (%d)", len(rec.Message), len(line))
+		}
+	})
+}
+
+func FuzzParseXid(f *testing.F) {
+	for _, tt := range xidTests {
+		f.Add(tt.in)
+	}
+	f.Fuzz(func(t *testing.T, msg string) {
+		x, ok := ParseXid(msg)
+		if !ok {
+			if x != (XidReport{}) {
+				t.Errorf("ParseXid(%q) not ok but returned %+v", msg, x)
+			}
+			return
+		}
+		if x.Code < 0 || x.PID < 0 {
+			t.Errorf("ParseXid(%q) = %+v: negative code or pid", msg, x)
+		}
+		// The key must be canonical: feeding it back gives it unchanged.
+		if k, ok := BusKey(x.BusKey); !ok || k != x.BusKey {
+			t.Errorf("BusKey(%q) = %q, %v; the key is not canonical", x.BusKey, k, ok)
+		}
+		if x.RecoveryAction.OK && x.Code != XidRecoveryAction {
+			t.Errorf("recovery action set on Xid %d", x.Code)
+		}
+		if utf8.ValidString(msg) && !utf8.ValidString(x.Text) {
+			t.Errorf("Text %q is not valid UTF-8 though the message was", x.Text)
+		}
+	})
+}
+
+func FuzzBusKey(f *testing.F) {
+	for _, tt := range busKeyTests {
+		f.Add(tt.in)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		k, ok := BusKey(s)
+		if !ok {
+			return
+		}
+		if k2, ok2 := BusKey(k); !ok2 || k2 != k {
+			t.Errorf("BusKey(%q) = %q, but BusKey of that = %q, %v", s, k, k2, ok2)
+		}
+		if k != strings.ToLower(k) {
+			t.Errorf("key %q is not lower case", k)
+		}
+	})
+}

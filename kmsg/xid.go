@@ -1,0 +1,169 @@
+package kmsg
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// XidReport is one Xid line of the NVIDIA kernel driver, taken apart.
+type XidReport struct {
+	BusKey      string // the GPU's PCI address as BusKey returns it
+	Code        int    // the Xid number
+	PID         int    // process the driver blamed; 0 when absent or '<unknown>'
+	ProcessName string // its name; empty when absent or <unknown>
+	Text        string // the rest of the message, after the code and pid/name
+
+	// RecoveryAction is, for Xid 154 only, the new recovery action: the hex
+	// value after "to" (0 none, 1 GPU reset, 2 node reboot, 3 drain P2P,
+	// 4 drain and reset; see xid.RecoveryActionName). Absent when the line
+	// carries no such value.
+	RecoveryAction reading.Opt[uint64]
+}
+
+// XidRecoveryAction is the Xid that announces a change of the GPU's recovery
+// action; its text carries the new action.
+const XidRecoveryAction = 154
+
+// xidMarker is what the driver prints before every Xid. The "NVRM: " part
+// keeps NVSwitch "SXid (" lines and other drivers' text from matching.
+const xidMarker = "NVRM: Xid ("
+
+// ParseXid picks an Xid report out of a kernel log message. It understands
+// the forms the driver has printed over the years:
+//
+//	NVRM: Xid (PCI:0000:4b:00): 119, pid=1234, name=python3, Timeout after 45s ...
+//	NVRM: Xid (PCI:0000:01:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.
+//	NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)
+//	NVRM: Xid (PCI:0000:3b:00 GPU-I:05 GPU-CI:02): 31, pid=..., name=..., ...
+//	NVRM: Xid (0000:01:00): 13, 0005 00000000 ...
+//
+// The marker may sit anywhere in msg (a syslog or dmesg prefix is fine), or
+// msg may start with "Xid (". ok is false when msg is not an Xid line or its
+// address or code is malformed.
+//
+// For Xid 154 the new action is read from the hex number after "to", never
+// from the words in parentheses, which differ between drivers ("GPU Reset
+// Required", "PF FLR"). When "to 0x..." appears more than once, the last one
+// wins: the new action is printed last.
+func ParseXid(msg string) (XidReport, bool) {
+	var s string
+	if i := strings.Index(msg, xidMarker); i >= 0 {
+		s = msg[i+len(xidMarker):]
+	} else if strings.HasPrefix(msg, "Xid (") {
+		s = msg[len("Xid ("):]
+	} else {
+		return XidReport{}, false
+	}
+
+	closing := strings.IndexByte(s, ')')
+	if closing < 0 {
+		return XidReport{}, false
+	}
+	attr := strings.Fields(s[:closing])
+	if len(attr) == 0 {
+		return XidReport{}, false
+	}
+	key, ok := BusKey(attr[0])
+	if !ok {
+		return XidReport{}, false
+	}
+	// MIG attribution (GPU-I:05, GPU-CI:02) may follow the address.
+	for _, a := range attr[1:] {
+		if !strings.HasPrefix(a, "GPU-") {
+			return XidReport{}, false
+		}
+	}
+
+	s = s[closing+1:]
+	if !strings.HasPrefix(s, ":") {
+		return XidReport{}, false
+	}
+	s = strings.TrimLeft(s[1:], " ")
+	n := 0
+	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+		n++
+	}
+	// Xid numbers are small; the bound keeps Atoi far from overflow.
+	if n == 0 || n > 6 {
+		return XidReport{}, false
+	}
+	code, _ := strconv.Atoi(s[:n])
+	s = s[n:]
+	if s != "" && s[0] != ',' {
+		return XidReport{}, false
+	}
+	s = strings.TrimLeft(strings.TrimPrefix(s, ","), " ")
+
+	r := XidReport{BusKey: key, Code: code}
+	if pid, found := strings.CutPrefix(s, "pid="); found {
+		pid, s, _ = strings.Cut(pid, ",")
+		r.PID = parsePID(pid)
+		s = strings.TrimLeft(s, " ")
+	}
+	if name, found := strings.CutPrefix(s, "name="); found {
+		name, s, _ = strings.Cut(name, ", ")
+		if name != "<unknown>" {
+			r.ProcessName = name
+		}
+	}
+	r.Text = strings.TrimRight(s, " \t\r\n")
+	if code == XidRecoveryAction {
+		r.RecoveryAction = recoveryTo(r.Text)
+	}
+	return r, true
+}
+
+// parsePID reads the pid the driver printed: a number, or '<unknown>' (with
+// or without the quotes) when no channel could be blamed. Anything that is
+// not a positive number reads as 0.
+func parsePID(s string) int {
+	s = strings.Trim(strings.TrimSpace(s), "'")
+	if s == "" || len(s) > 10 {
+		return 0
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0
+		}
+	}
+	pid, err := strconv.Atoi(s)
+	if err != nil || pid < 0 {
+		return 0
+	}
+	return pid
+}
+
+// recoveryTo finds the last "to 0xN" in an Xid 154 text and returns N.
+func recoveryTo(s string) reading.Opt[uint64] {
+	var last reading.Opt[uint64]
+	for i := 0; i+2 <= len(s); i++ {
+		if !strings.EqualFold(s[i:i+2], "to") {
+			continue
+		}
+		// "to" must be a word of its own: not the end of "into" or "auto".
+		if i > 0 && s[i-1] != ' ' && s[i-1] != '(' && s[i-1] != ',' {
+			continue
+		}
+		j := i + 2
+		for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+			j++
+		}
+		if j == i+2 || j+2 > len(s) || s[j] != '0' || (s[j+1] != 'x' && s[j+1] != 'X') {
+			continue
+		}
+		j += 2
+		k := j
+		for k < len(s) {
+			if _, ok := unhex(s[k]); !ok {
+				break
+			}
+			k++
+		}
+		if v, ok := parseHex(s[j:k], 1, 16); ok {
+			last = reading.Some(v)
+		}
+	}
+	return last
+}
