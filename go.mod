@@ -5,4 +5,5 @@ go 1.26.8
 require (
 	github.com/NVIDIA/go-nvml v0.13.4-1 // indirect
 	golang.org/x/sys v0.50.0 // indirect
+	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 )

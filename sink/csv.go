@@ -1,0 +1,496 @@
+package sink
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// CSVConfig configures the per-GPU CSV files.
+type CSVConfig struct {
+	Dir string
+	// RetentionDays: files of days older than this are deleted. Default 14.
+	RetentionDays int
+	// FsyncEvery bounds how many rows a power loss can take: dirty files are
+	// fsync'ed this often. Default 1 s.
+	FsyncEvery time.Duration
+	// MinFreeMB: below this much free space rows are not written (and
+	// counted as dropped) until space returns. Default 500.
+	MinFreeMB uint64
+	// DiskCheckEvery is how often free space is checked. Default 10 s.
+	DiskCheckEvery time.Duration
+	// RingRows is how many recent rows per GPU are kept in memory for
+	// snapshots (the file may be behind or unreadable). Default 50.
+	RingRows int
+	// Compress gzips finished days in the background.
+	Compress bool
+	// Now is the clock for retention. Default time.Now.
+	Now func() time.Time
+	// FreeBytes reports free space for the directory. Default statfs.
+	FreeBytes func(dir string) (uint64, error)
+	Logger    *slog.Logger
+}
+
+func (c *CSVConfig) defaults() {
+	if c.RetentionDays <= 0 {
+		c.RetentionDays = 14
+	}
+	if c.FsyncEvery <= 0 {
+		c.FsyncEvery = time.Second
+	}
+	if c.DiskCheckEvery <= 0 {
+		c.DiskCheckEvery = 10 * time.Second
+	}
+	if c.RingRows <= 0 {
+		c.RingRows = 50
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.FreeBytes == nil {
+		c.FreeBytes = statfsFree
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+func statfsFree(dir string) (uint64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, err
+	}
+	return st.Bavail * uint64(st.Bsize), nil
+}
+
+// CSV writes one CSV per GPU per local day: gpu<index>-deep-<YYYY-MM-DD>.csv.
+// Each row goes to the kernel in one write(2) as soon as it is formatted;
+// files are fsync'ed every FsyncEvery and on Sync and Close. A write that
+// fails half-way is cut back to the last whole line, so a file never holds a
+// torn line.
+type CSV struct {
+	cfg    CSVConfig
+	log    *slog.Logger
+	files  map[int]*gpuFile
+	order  []int
+	paused atomic.Bool // disk guard
+	gz     *compressor
+
+	stop     chan struct{}
+	done     chan struct{}
+	closeMu  sync.Mutex
+	closed   bool
+	dropped  atomic.Uint64
+	written  atomic.Uint64
+	syncErrs atomic.Uint64
+}
+
+type gpuFile struct {
+	mu       sync.Mutex
+	index    int
+	fans     int
+	header   []byte
+	f        *os.File
+	path     string
+	day      time.Time // local midnight starting the file's day
+	next     time.Time // local midnight ending it
+	size     int64     // bytes in the file, all whole lines
+	dirty    atomic.Bool
+	buf      []byte
+	ring     [][]byte
+	ringNext int
+	ringLen  int
+	failing  bool // last write failed (logged once)
+}
+
+// GPUColumns describes one GPU's file: its index and fan count.
+type GPUColumns struct {
+	Index int
+	Fans  int
+}
+
+// NewCSV prepares the files for gpus (nothing is opened until the first row),
+// removes expired days and queues unfinished compressions from earlier runs.
+// It starts the background fsync and disk-guard goroutine.
+func NewCSV(cfg CSVConfig, gpus []GPUColumns) (*CSV, error) {
+	cfg.defaults()
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create log dir: %w", err)
+	}
+	c := &CSV{cfg: cfg, log: cfg.Logger, files: map[int]*gpuFile{}, stop: make(chan struct{}), done: make(chan struct{})}
+	for _, g := range gpus {
+		fans := min(max(g.Fans, 0), reading.MaxFans)
+		gf := &gpuFile{index: g.Index, fans: fans, header: Header(fans), ring: make([][]byte, cfg.RingRows)}
+		c.files[g.Index] = gf
+		c.order = append(c.order, g.Index)
+	}
+	if cfg.Compress {
+		c.gz = newCompressor(c.log)
+	}
+	c.checkDisk()
+	c.housekeeping(cfg.Now())
+	go c.background()
+	return c, nil
+}
+
+// FileName returns the CSV file name of GPU index on day (local date).
+func FileName(index int, day time.Time) string {
+	return fmt.Sprintf("gpu%d-deep-%s.csv", index, day.Format("2006-01-02"))
+}
+
+// Write formats s and appends it to its GPU's file for the sample's day. It
+// also keeps the row in the GPU's in-memory ring. Errors are logged, counted
+// and returned; they never stop the caller.
+func (c *CSV) Write(s *reading.Sample) error {
+	gf := c.files[s.GPU]
+	if gf == nil {
+		return fmt.Errorf("csv: GPU %d is not configured", s.GPU)
+	}
+	gf.mu.Lock()
+	defer gf.mu.Unlock()
+	gf.buf = AppendRow(gf.buf[:0], s, gf.fans)
+	gf.remember(gf.buf)
+	if c.paused.Load() {
+		c.dropped.Add(1)
+		return nil
+	}
+	if err := c.ensureOpen(gf, s.Time); err != nil {
+		c.dropped.Add(1)
+		if !gf.failing {
+			gf.failing = true
+			c.log.Error("cannot open CSV; rows are dropped until it works", "gpu", gf.index, "error", err)
+		}
+		return err
+	}
+	n, err := gf.f.Write(gf.buf)
+	if err != nil || n != len(gf.buf) {
+		c.dropped.Add(1)
+		c.cutBack(gf)
+		if errors.Is(err, syscall.ENOSPC) {
+			c.pause("disk full (ENOSPC)")
+		}
+		if !gf.failing {
+			gf.failing = true
+			c.log.Error("CSV write failed; the file was cut back to its last whole line", "gpu", gf.index, "path", gf.path, "error", err)
+		}
+		if err == nil {
+			err = io.ErrShortWrite
+		}
+		return fmt.Errorf("write csv for gpu %d: %w", gf.index, err)
+	}
+	if gf.failing {
+		gf.failing = false
+		c.log.Info("CSV writes work again", "gpu", gf.index, "path", gf.path)
+	}
+	gf.size += int64(n)
+	gf.dirty.Store(true)
+	c.written.Add(1)
+	return nil
+}
+
+// remember copies row into the ring, reusing the slot's buffer.
+func (gf *gpuFile) remember(row []byte) {
+	if len(gf.ring) == 0 {
+		return
+	}
+	slot := gf.ring[gf.ringNext]
+	gf.ring[gf.ringNext] = append(slot[:0], row...)
+	gf.ringNext = (gf.ringNext + 1) % len(gf.ring)
+	if gf.ringLen < len(gf.ring) {
+		gf.ringLen++
+	}
+}
+
+// Rows returns the GPU's header line and its last rows, oldest first, without
+// newlines. They come from memory, so they are there even when the file is
+// not.
+func (c *CSV) Rows(index int) (header string, rows []string) {
+	gf := c.files[index]
+	if gf == nil {
+		return "", nil
+	}
+	gf.mu.Lock()
+	defer gf.mu.Unlock()
+	rows = make([]string, 0, gf.ringLen)
+	start := (gf.ringNext - gf.ringLen + len(gf.ring)) % max(len(gf.ring), 1)
+	for i := range gf.ringLen {
+		r := gf.ring[(start+i)%len(gf.ring)]
+		rows = append(rows, string(bytes.TrimSuffix(r, []byte("\n"))))
+	}
+	return string(bytes.TrimSuffix(gf.header, []byte("\n"))), rows
+}
+
+// Columns returns the column names of GPU index's file.
+func (c *CSV) Columns(index int) []string {
+	gf := c.files[index]
+	if gf == nil {
+		return nil
+	}
+	return Columns(gf.fans)
+}
+
+// cutBack truncates the file to its last whole line after a failed write.
+func (c *CSV) cutBack(gf *gpuFile) {
+	if gf.f == nil {
+		return
+	}
+	if err := gf.f.Truncate(gf.size); err != nil {
+		// Leave the file to be reopened (and repaired) on the next row.
+		gf.f.Close()
+		gf.f = nil
+	}
+}
+
+// ensureOpen opens the file for the day of t, rotating at local midnight.
+func (c *CSV) ensureOpen(gf *gpuFile, t time.Time) error {
+	if gf.f != nil && t.Before(gf.next) {
+		return nil
+	}
+	if gf.f != nil {
+		c.finish(gf)
+	}
+	y, m, d := t.Date()
+	day := time.Date(y, m, d, 0, 0, 0, 0, t.Location())
+	path := filepath.Join(c.cfg.Dir, FileName(gf.index, day))
+	f, size, err := openAppend(path, gf.header, c.log)
+	if err != nil {
+		return err
+	}
+	gf.f, gf.path, gf.size = f, path, size
+	gf.day, gf.next = day, time.Date(y, m, d+1, 0, 0, 0, 0, t.Location())
+	return nil
+}
+
+// finish closes the current file after fsync and hands it to compression.
+// Called with gf.mu held at rotation.
+func (c *CSV) finish(gf *gpuFile) {
+	path := gf.path
+	if err := gf.f.Sync(); err != nil {
+		c.syncErrs.Add(1)
+	}
+	gf.f.Close()
+	gf.f = nil
+	gf.dirty.Store(false)
+	c.log.Info("CSV day finished", "gpu", gf.index, "path", path)
+	if c.gz != nil {
+		c.gz.add(path)
+	}
+	go c.housekeeping(c.cfg.Now())
+}
+
+// openAppend opens path for appending, writing header to a new or empty file.
+// An existing file that ends in a partial line (the last run died mid-write)
+// is cut back to its last whole line first.
+func openAppend(path string, header []byte, log *slog.Logger) (*os.File, int64, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, 0, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	size := st.Size()
+	if size > 0 {
+		whole, err := lastWholeLine(path, size)
+		if err != nil {
+			f.Close()
+			return nil, 0, err
+		}
+		if whole != size {
+			if err := f.Truncate(whole); err != nil {
+				f.Close()
+				return nil, 0, fmt.Errorf("repair %s: %w", path, err)
+			}
+			log.Warn("CSV ended in a partial line; cut back to the last whole line", "path", path, "removed_bytes", size-whole)
+			size = whole
+		}
+	}
+	if size == 0 {
+		n, err := f.Write(header)
+		if err != nil {
+			f.Truncate(0)
+			f.Close()
+			return nil, 0, fmt.Errorf("write header to %s: %w", path, err)
+		}
+		size = int64(n)
+	}
+	return f, size, nil
+}
+
+// lastWholeLine returns the offset just past the last newline of the file.
+func lastWholeLine(path string, size int64) (int64, error) {
+	r, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	const chunk = 64 << 10
+	end := size
+	buf := make([]byte, chunk)
+	for end > 0 {
+		start := max(end-chunk, 0)
+		n, err := r.ReadAt(buf[:end-start], start)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return start + int64(i) + 1, nil
+		}
+		end = start
+	}
+	return 0, nil
+}
+
+// Sync flushes GPU index's file to disk now (before a snapshot is taken).
+func (c *CSV) Sync(index int) error {
+	gf := c.files[index]
+	if gf == nil {
+		return nil
+	}
+	gf.mu.Lock()
+	f := gf.f
+	gf.mu.Unlock()
+	if f == nil {
+		return nil
+	}
+	gf.dirty.Store(false)
+	if err := f.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
+		c.syncErrs.Add(1)
+		return fmt.Errorf("fsync csv for gpu %d: %w", index, err)
+	}
+	return nil
+}
+
+// SyncAll fsyncs every dirty file.
+func (c *CSV) SyncAll() {
+	for _, i := range c.order {
+		if c.files[i].dirty.Load() {
+			c.Sync(i)
+		}
+	}
+}
+
+// Reopen closes every file so that the next row reopens it by name (SIGHUP:
+// an external tool moved the files away).
+func (c *CSV) Reopen() {
+	for _, i := range c.order {
+		gf := c.files[i]
+		gf.mu.Lock()
+		if gf.f != nil {
+			gf.f.Sync()
+			gf.f.Close()
+			gf.f = nil
+		}
+		gf.mu.Unlock()
+	}
+}
+
+// Stats are the sink's counters.
+type Stats struct {
+	Written, Dropped, SyncErrors uint64
+	Paused                       bool
+}
+
+// Stats returns the counters.
+func (c *CSV) Stats() Stats {
+	return Stats{Written: c.written.Load(), Dropped: c.dropped.Load(), SyncErrors: c.syncErrs.Load(), Paused: c.paused.Load()}
+}
+
+// Close stops the background work, fsyncs and closes every file. Pending
+// compressions are abandoned (they are picked up at the next start).
+func (c *CSV) Close() error {
+	c.closeMu.Lock()
+	if c.closed {
+		c.closeMu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.closeMu.Unlock()
+	close(c.stop)
+	<-c.done
+	var errs []error
+	for _, i := range c.order {
+		gf := c.files[i]
+		gf.mu.Lock()
+		if gf.f != nil {
+			if err := gf.f.Sync(); err != nil {
+				errs = append(errs, fmt.Errorf("fsync csv for gpu %d: %w", i, err))
+			}
+			if err := gf.f.Close(); err != nil {
+				errs = append(errs, err)
+			}
+			gf.f = nil
+		}
+		gf.mu.Unlock()
+	}
+	if c.gz != nil {
+		c.gz.close()
+	}
+	return errors.Join(errs...)
+}
+
+// background fsyncs dirty files every FsyncEvery and checks free space every
+// DiskCheckEvery. fsync runs outside the GPU locks so a slow disk never holds
+// up a row.
+func (c *CSV) background() {
+	defer close(c.done)
+	t := time.NewTicker(c.cfg.FsyncEvery)
+	defer t.Stop()
+	lastDisk := time.Now()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		}
+		c.SyncAll()
+		if time.Since(lastDisk) >= c.cfg.DiskCheckEvery {
+			lastDisk = time.Now()
+			c.checkDisk()
+		}
+	}
+}
+
+// checkDisk pauses or resumes writing by free space.
+func (c *CSV) checkDisk() {
+	if c.cfg.MinFreeMB == 0 {
+		c.resume()
+		return
+	}
+	free, err := c.cfg.FreeBytes(c.cfg.Dir)
+	if err != nil {
+		return // can't tell: let writes fail on their own
+	}
+	if free < c.cfg.MinFreeMB<<20 {
+		c.pause(fmt.Sprintf("free space %d MB below %d MB", free>>20, c.cfg.MinFreeMB))
+	} else {
+		c.resume()
+	}
+}
+
+func (c *CSV) pause(why string) {
+	if c.paused.CompareAndSwap(false, true) {
+		c.log.Warn("disk guard: not writing rows", "dir", c.cfg.Dir, "reason", why)
+	}
+}
+
+func (c *CSV) resume() {
+	if c.paused.CompareAndSwap(true, false) {
+		c.log.Info("disk guard: space is back, writing rows again", "dir", c.cfg.Dir, "dropped_so_far", c.dropped.Load())
+	}
+}
+
+// CheckDisk runs the disk guard now (tests, and after an operator frees space).
+func (c *CSV) CheckDisk() { c.checkDisk() }

@@ -1,0 +1,207 @@
+package sink
+
+import (
+	"compress/gzip"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"sync"
+	"time"
+)
+
+// dayFile matches the CSV names this package writes, compressed or not.
+var dayFile = regexp.MustCompile(`^gpu\d+-deep-(\d{4}-\d{2}-\d{2})\.csv(\.gz)?$`)
+
+// housekeeping deletes days older than the retention and queues finished,
+// uncompressed days (from this run or earlier ones) for compression. Days are
+// judged by the date in the name, not by mtime, which a copy or touch changes.
+func (c *CSV) housekeeping(now time.Time) {
+	entries, err := os.ReadDir(c.cfg.Dir)
+	if err != nil {
+		c.log.Warn("cannot list log dir for retention", "dir", c.cfg.Dir, "error", err)
+		return
+	}
+	y, m, d := now.Date()
+	today := time.Date(y, m, d, 0, 0, 0, 0, now.Location())
+	cutoff := today.AddDate(0, 0, -c.cfg.RetentionDays)
+	var toCompress []string
+	for _, e := range entries {
+		m := dayFile.FindStringSubmatch(e.Name())
+		if m == nil || !e.Type().IsRegular() {
+			continue
+		}
+		day, err := time.ParseInLocation("2006-01-02", m[1], now.Location())
+		if err != nil {
+			continue
+		}
+		path := filepath.Join(c.cfg.Dir, e.Name())
+		switch {
+		case day.Before(cutoff):
+			if err := os.Remove(path); err != nil {
+				c.log.Warn("cannot delete expired CSV", "path", path, "error", err)
+			} else {
+				c.log.Info("deleted expired CSV", "path", path, "retention_days", c.cfg.RetentionDays)
+			}
+		case m[2] == "" && day.Before(today) && c.gz != nil:
+			toCompress = append(toCompress, path)
+		}
+	}
+	sort.Strings(toCompress)
+	for _, p := range toCompress {
+		if !c.isOpen(p) {
+			c.gz.add(p)
+		}
+	}
+}
+
+func (c *CSV) isOpen(path string) bool {
+	for _, gf := range c.files {
+		gf.mu.Lock()
+		open := gf.f != nil && gf.path == path
+		gf.mu.Unlock()
+		if open {
+			return true
+		}
+	}
+	return false
+}
+
+// compressor gzips finished days one at a time on its own goroutine, so the
+// poll loop never waits for it (a day at 100 ms is ~100 MB per GPU).
+type compressor struct {
+	log    *slog.Logger
+	mu     sync.Mutex
+	queued map[string]bool
+	work   chan string
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+func newCompressor(log *slog.Logger) *compressor {
+	z := &compressor{log: log, queued: map[string]bool{}, work: make(chan string, 1024),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go z.run()
+	return z
+}
+
+func (z *compressor) add(path string) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.queued[path] {
+		return
+	}
+	select {
+	case z.work <- path:
+		z.queued[path] = true
+	default: // queue full: the next housekeeping pass picks it up
+	}
+}
+
+func (z *compressor) run() {
+	defer close(z.done)
+	for {
+		select {
+		case <-z.stop:
+			return
+		case p := <-z.work:
+			if err := gzipFile(p, z.stop); err != nil {
+				z.log.Warn("compressing finished CSV failed; it stays uncompressed", "path", p, "error", err)
+			} else {
+				z.log.Info("compressed finished CSV", "path", p+".gz")
+			}
+			z.mu.Lock()
+			delete(z.queued, p)
+			z.mu.Unlock()
+		}
+	}
+}
+
+// close abandons queued work and waits for the file in progress to stop.
+func (z *compressor) close() {
+	close(z.stop)
+	<-z.done
+}
+
+// wait blocks until the queue is empty (tests).
+func (z *compressor) wait(d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		z.mu.Lock()
+		n := len(z.queued)
+		z.mu.Unlock()
+		if n == 0 {
+			return true
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return false
+}
+
+// gzipFile writes path.gz atomically (temp file, fsync, rename) and then
+// removes path. It gives up, leaving path alone, when stop is closed.
+func gzipFile(path string, stop <-chan struct{}) (err error) {
+	in, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".gz.tmp*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	zw, err := gzip.NewWriterLevel(tmp, gzip.BestSpeed)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 256<<10)
+	for {
+		select {
+		case <-stop:
+			return fmt.Errorf("stopped")
+		default:
+		}
+		n, rerr := in.Read(buf)
+		if n > 0 {
+			if _, err := zw.Write(buf[:n]); err != nil {
+				return err
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return rerr
+		}
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path+".gz"); err != nil {
+		return err
+	}
+	syncDir(filepath.Dir(path))
+	return os.Remove(path)
+}
+
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}

@@ -1,0 +1,185 @@
+package sink
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// TimestampLayout is the timestamp column's format: local time with
+// milliseconds and the UTC offset (RFC 3339), unambiguous across DST changes.
+const TimestampLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// Columns returns the CSV columns for a GPU with fans fans: the seed script's
+// columns with its names and units first, the columns it lacked after them,
+// flags last.
+func Columns(fans int) []string {
+	fans = min(max(fans, 0), reading.MaxFans)
+	c := []string{"timestamp", "gpu_temp", "gpu_tlimit", "power_instant", "power_limit",
+		"pstate", "gpu_clock", "mem_clock", "gpu_util", "mem_util", "vram_used_mb",
+		"pcie_gen", "pcie_width", "throttle_bitmask", "throttle_reasons"}
+	for i := range fans {
+		n := strconv.Itoa(i)
+		c = append(c, "fan"+n+"_speed_pct", "fan"+n+"_target_pct")
+	}
+	c = append(c, "sensor0_temp", "sensor0_target", "sensor0_controller",
+		// New columns: the kernel-log clock (seconds since boot, as dmesg
+		// prints it), then what forensics needs and the seed did not record.
+		"dmesg_time", "sm_clock", "power_enforced_limit", "energy_mj", "pcie_replay",
+		"mem_temp", "enc_util", "dec_util",
+		"flags")
+	return c
+}
+
+// Header returns the CSV header line (with newline) for fans fans.
+func Header(fans int) []byte {
+	var b []byte
+	for i, c := range Columns(fans) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, c...)
+	}
+	return append(b, '\n')
+}
+
+// AppendRow appends one CSV line (with newline) for s, laid out for a file
+// with fans fan column pairs. Absent readings are empty cells. It does not
+// allocate when b has room.
+func AppendRow(b []byte, s *reading.Sample, fans int) []byte {
+	fans = min(max(fans, 0), reading.MaxFans)
+	b = s.Time.AppendFormat(b, TimestampLayout)
+	b = append(b, ',')
+	b = appendU(b, s.TempC)
+	b = append(b, ',')
+	if v, ok := s.TLimitC.Get(); ok {
+		b = strconv.AppendInt(b, int64(v), 10)
+	}
+	b = append(b, ',')
+	if v, ok := s.PowerMW.Get(); ok {
+		b = appendCenti(b, (uint64(v)+5)/10) // W with 2 decimals, as the seed
+	}
+	b = append(b, ',')
+	b = appendWatts(b, s.PowerLimitMW)
+	b = append(b, ',')
+	b = appendU(b, s.PState)
+	b = append(b, ',')
+	b = appendU(b, s.GraphicsMHz)
+	b = append(b, ',')
+	b = appendU(b, s.MemMHz)
+	b = append(b, ',')
+	b = appendU(b, s.GPUUtil)
+	b = append(b, ',')
+	b = appendU(b, s.MemUtil)
+	b = append(b, ',')
+	if v, ok := s.VRAMUsedBytes.Get(); ok {
+		b = strconv.AppendUint(b, v>>20, 10)
+	}
+	b = append(b, ',')
+	b = appendU(b, s.PCIeGen)
+	b = append(b, ',')
+	b = appendU(b, s.PCIeWidth)
+	b = append(b, ',')
+	if v, ok := s.Throttle.Get(); ok {
+		b = append(b, "0x"...) // the seed's "0x%04x"
+		for n := hexDigits(v); n < 4; n++ {
+			b = append(b, '0')
+		}
+		b = strconv.AppendUint(b, v, 16)
+	}
+	b = append(b, ',')
+	if v, ok := s.Throttle.Get(); ok {
+		b = reading.AppendThrottleNames(b, v)
+	}
+	for i := range fans {
+		b = append(b, ',')
+		if i < s.NumFans {
+			b = appendU(b, s.Fans[i].Speed)
+		}
+		b = append(b, ',')
+		if i < s.NumFans {
+			b = appendU(b, s.Fans[i].Target)
+		}
+	}
+	b = append(b, ',')
+	if v, ok := s.Sensor0.Get(); ok {
+		b = strconv.AppendInt(b, int64(v.Temp), 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(v.Target), 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(v.Controller), 10)
+	} else {
+		b = append(b, ",,"...)
+	}
+	b = append(b, ',')
+	b = appendKernelTime(b, s.KernelTime)
+	b = append(b, ',')
+	b = appendU(b, s.SMMHz)
+	b = append(b, ',')
+	b = appendWatts(b, s.EnforcedLimitMW)
+	b = append(b, ',')
+	b = appendU(b, s.EnergyMJ)
+	b = append(b, ',')
+	b = appendU(b, s.PCIeReplay)
+	b = append(b, ',')
+	b = appendU(b, s.MemTempC)
+	b = append(b, ',')
+	b = appendU(b, s.EncUtil)
+	b = append(b, ',')
+	b = appendU(b, s.DecUtil)
+	b = append(b, ',')
+	b = s.Flags.AppendText(b)
+	return append(b, '\n')
+}
+
+// hexDigits returns the number of hex digits of v (at least 1).
+func hexDigits(v uint64) int {
+	n := 1
+	for v >= 16 {
+		v >>= 4
+		n++
+	}
+	return n
+}
+
+func appendU[T uint32 | uint64](b []byte, o reading.Opt[T]) []byte {
+	if !o.OK {
+		return b
+	}
+	return strconv.AppendUint(b, uint64(o.V), 10)
+}
+
+// appendWatts writes milliwatts as whole watts, rounded (the seed's "%.0f").
+func appendWatts(b []byte, o reading.Opt[uint32]) []byte {
+	if !o.OK {
+		return b
+	}
+	return strconv.AppendUint(b, (uint64(o.V)+500)/1000, 10)
+}
+
+// appendCenti writes hundredths as a decimal with two places.
+func appendCenti(b []byte, c uint64) []byte {
+	b = strconv.AppendUint(b, c/100, 10)
+	b = append(b, '.')
+	f := c % 100
+	if f < 10 {
+		b = append(b, '0')
+	}
+	return strconv.AppendUint(b, f, 10)
+}
+
+// appendKernelTime writes seconds since boot with microseconds, as dmesg.
+func appendKernelTime(b []byte, d time.Duration) []byte {
+	if d <= 0 {
+		return b
+	}
+	us := uint64(d / time.Microsecond)
+	b = strconv.AppendUint(b, us/1_000_000, 10)
+	b = append(b, '.')
+	f := us % 1_000_000
+	for p := uint64(100_000); p > 1 && f < p; p /= 10 {
+		b = append(b, '0')
+	}
+	return strconv.AppendUint(b, f, 10)
+}

@@ -1,0 +1,195 @@
+package sink
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// Host describes the machine for system-info.txt.
+type Host struct {
+	Hostname, OS, Kernel, CPU, Board string
+	Modules                          []string // loaded nvidia kernel modules (lines of /proc/modules)
+}
+
+// CollectHost reads the host facts from files under root ("/" on a real
+// host), without running any program.
+func CollectHost(root string) Host {
+	read := func(p string) string {
+		b, err := os.ReadFile(filepath.Join(root, p))
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(b))
+	}
+	h := Host{Hostname: read("proc/sys/kernel/hostname")}
+	if h.Hostname == "" {
+		h.Hostname, _ = os.Hostname()
+	}
+	for _, l := range strings.Split(read("etc/os-release"), "\n") {
+		if v, ok := strings.CutPrefix(l, "PRETTY_NAME="); ok {
+			h.OS = strings.Trim(v, `"`)
+		}
+	}
+	if root == "/" {
+		var u unix.Utsname
+		if unix.Uname(&u) == nil {
+			h.Kernel = strings.Join([]string{unix.ByteSliceToString(u.Sysname[:]), unix.ByteSliceToString(u.Release[:]),
+				unix.ByteSliceToString(u.Version[:]), unix.ByteSliceToString(u.Machine[:])}, " ")
+		}
+	} else {
+		h.Kernel = read("proc/sys/kernel/osrelease")
+	}
+	sc := bufio.NewScanner(strings.NewReader(read("proc/cpuinfo")))
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			h.CPU = strings.TrimSpace(v)
+			break
+		}
+	}
+	h.Board = strings.TrimSpace(read("sys/devices/virtual/dmi/id/board_vendor") + " " + read("sys/devices/virtual/dmi/id/board_name"))
+	for _, l := range strings.Split(read("proc/modules"), "\n") {
+		if strings.Contains(strings.ToLower(l), "nvidia") {
+			h.Modules = append(h.Modules, l)
+		}
+	}
+	return h
+}
+
+// SystemInfo is everything system-info.txt says.
+type SystemInfo struct {
+	Version   string // gpu-telemetry's version
+	Generated time.Time
+	Host      Host
+	System    reading.System
+	GPUs      []reading.GPU
+	Notes     map[int]string // per GPU index: why facts are missing
+}
+
+func na(s string) string {
+	if s == "" {
+		return "n/a"
+	}
+	return s
+}
+
+func optC(o reading.Opt[uint32]) string {
+	if v, ok := o.Get(); ok {
+		return fmt.Sprintf("%dC", v)
+	}
+	return "n/a"
+}
+
+// RenderSystemInfo renders system-info.txt. The first two lines (title and
+// generation time) are excluded when deciding whether to rewrite the file.
+func RenderSystemInfo(si SystemInfo) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "=== GPU Telemetry - System Info ===\n")
+	fmt.Fprintf(&b, "Generated: %s\n", si.Generated.Format(time.RFC3339))
+	fmt.Fprintf(&b, "gpu-telemetry: %s\n\n", na(si.Version))
+	fmt.Fprintf(&b, "--- Host ---\n Hostname: %s\n OS: %s\n Kernel: %s\n CPU: %s\n Board: %s\n\n",
+		na(si.Host.Hostname), na(si.Host.OS), na(si.Host.Kernel), na(si.Host.CPU), na(si.Host.Board))
+	fmt.Fprintf(&b, "--- Driver ---\n Driver: %s\n NVML: %s\n CUDA: %s\n\n",
+		na(si.System.DriverVersion), na(si.System.NVMLVersion), na(si.System.CUDAVersion))
+	for _, g := range si.GPUs {
+		fmt.Fprintf(&b, "--- GPU %d ---\n", g.Index)
+		fmt.Fprintf(&b, " Name: %s\n UUID: %s\n PCI: %s\n Serial: %s\n VBIOS: %s\n",
+			na(g.Name), na(g.UUID), na(g.BusID), na(g.Serial), na(g.VBIOS))
+		fmt.Fprintf(&b, " Fans: %d\n", g.NumFans)
+		th := g.Thresholds
+		fmt.Fprintf(&b, " Thresholds: shutdown %s, slowdown %s, mem_max %s, gpu_max %s\n",
+			optC(th.Shutdown), optC(th.Slowdown), optC(th.MemMax), optC(th.GPUMax))
+		gsp := na(g.GSPVersion)
+		if g.GSPMode != "" {
+			gsp += " (" + g.GSPMode + ")"
+		}
+		fmt.Fprintf(&b, " GSP firmware: %s\n", gsp)
+		if v, ok := g.PowerLimitDefaultMW.Get(); ok {
+			fmt.Fprintf(&b, " Default power limit: %d W\n", (v+500)/1000)
+		} else {
+			fmt.Fprintf(&b, " Default power limit: n/a\n")
+		}
+		fmt.Fprintf(&b, " CSV: gpu%d-deep-YYYY-MM-DD.csv\n", g.Index)
+		if n := si.Notes[g.Index]; n != "" {
+			fmt.Fprintf(&b, " Note: %s\n", n)
+		}
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(&b, "--- NVIDIA kernel modules ---\n")
+	if len(si.Host.Modules) == 0 {
+		b.WriteString(" n/a\n")
+	}
+	for _, m := range si.Host.Modules {
+		fmt.Fprintf(&b, " %s\n", m)
+	}
+	return b.Bytes()
+}
+
+// bodyOf drops the title and Generated lines.
+func bodyOf(b []byte) []byte {
+	for range 2 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return nil
+		}
+		b = b[i+1:]
+	}
+	return b
+}
+
+// WriteSystemInfo writes dir/system-info.txt atomically unless the existing
+// file already says the same (only its generation time would differ): it is
+// rewritten when the driver version, the GPUs or the host change.
+func WriteSystemInfo(dir string, si SystemInfo) (written bool, err error) {
+	path := filepath.Join(dir, "system-info.txt")
+	data := RenderSystemInfo(si)
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(bodyOf(old), bodyOf(data)) {
+		return false, nil
+	}
+	if err := WriteFileAtomic(path, data, 0o644); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// WriteFileAtomic writes data to path so that a crash leaves either the old
+// file or the new one: temp file in the same directory, write, fsync, close,
+// rename, fsync the directory. The temp file is removed on any error.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = f.Chmod(perm); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", path, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", path, err)
+	}
+	if err = os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("rename %s: %w", path, err)
+	}
+	syncDir(dir)
+	return nil
+}
