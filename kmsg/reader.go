@@ -1,0 +1,291 @@
+package kmsg
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// ErrPermission is wrapped by the errors of Open and Run when the kernel log
+// may not be read: /dev/kmsg needs root or CAP_SYSLOG when
+// kernel.dmesg_restrict=1. Callers can test for it with errors.Is, say so
+// once, and carry on without the kernel log.
+var ErrPermission = errors.New("no permission to read the kernel log (needs root or CAP_SYSLOG when kernel.dmesg_restrict=1)")
+
+const (
+	// recordBufSize is the read buffer for /dev/kmsg. One read returns one
+	// record and fails with EINVAL if the buffer is smaller than the record;
+	// the kernel caps a record with its dictionary at 8 KiB
+	// (CONSOLE_EXT_LOG_MAX), so twice that is safe.
+	recordBufSize = 16 << 10
+
+	// chunkSize is how much is read at a time from a file or FIFO.
+	chunkSize = 32 << 10
+
+	// maxLineLen bounds a line of a file or FIFO. A longer one cannot be a
+	// kernel record; it is dropped and counted as malformed, so a runaway
+	// writer cannot grow the buffer without limit.
+	maxLineLen = 64 << 10
+
+	// defaultPoll is how often a file or FIFO is checked for new data once
+	// everything has been read, like tail -f.
+	defaultPoll = 100 * time.Millisecond
+)
+
+// Reader follows the kernel log, or a file or FIFO of records in the
+// /dev/kmsg format, and hands each record to a callback.
+type Reader struct {
+	f      *os.File
+	path   string
+	device bool // a character device (/dev/kmsg): one record per read, starting at the end
+
+	// wait is called when a file or FIFO has no more data; it returns after
+	// the poll interval, or ctx's error once ctx is done. Tests replace it
+	// to step the loop by hand instead of sleeping.
+	wait func(ctx context.Context) error
+
+	malformed atomic.Uint64
+	overruns  atomic.Uint64
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens path for Run. A character device is taken to be /dev/kmsg and
+// positioned at its end, so that records from before the start (earlier in
+// this boot) are not replayed as new Xids. A regular file or a FIFO is read
+// from its start. Open never blocks waiting for a FIFO's writer.
+//
+// An error wraps ErrPermission when path may not be read.
+func Open(path string) (*Reader, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, openError(err)
+	}
+	mode := fi.Mode()
+	flag := os.O_RDONLY
+	device := false
+	switch {
+	case mode&os.ModeCharDevice != 0:
+		device = true
+	case mode&os.ModeNamedPipe != 0:
+		// Without O_NONBLOCK, open(2) on a FIFO blocks until a writer opens
+		// it, and nothing could cancel that. With it, the runtime poller
+		// watches the FIFO and reads see EOF while no writer is attached.
+		flag |= syscall.O_NONBLOCK
+	case mode.IsRegular():
+	default:
+		return nil, fmt.Errorf("kmsg: open %s: is a %v, want /dev/kmsg, a regular file or a FIFO", path, mode.Type())
+	}
+	f, err := os.OpenFile(path, flag, 0)
+	if err != nil {
+		return nil, openError(err)
+	}
+	if device {
+		if _, err := f.Seek(0, io.SeekEnd); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("kmsg: seek to the end of %s: %w", path, err)
+		}
+	}
+	r := &Reader{f: f, path: path, device: device}
+	r.wait = func(ctx context.Context) error { return sleep(ctx, defaultPoll) }
+	return r, nil
+}
+
+func openError(err error) error {
+	if errors.Is(err, fs.ErrPermission) {
+		return fmt.Errorf("kmsg: %w: %w", err, ErrPermission)
+	}
+	return fmt.Errorf("kmsg: %w", err)
+}
+
+// Run reads records and calls fn with each, in order, from the calling
+// goroutine, until ctx is cancelled; then it closes the Reader and returns
+// nil. It returns an error only for a failure that stops reading (wrapping
+// ErrPermission when reading is not allowed). Run may be called once.
+//
+// A record that does not parse is skipped and counted (see Malformed). On
+// /dev/kmsg, records the kernel overwrote before they could be read are
+// skipped and counted (see Overruns). A file or FIFO is followed like
+// tail -f: at its end Run polls for more every 100 ms, emits a line only once
+// its newline has arrived, and starts over when the file is truncated.
+func (r *Reader) Run(ctx context.Context, fn func(Record)) error {
+	defer r.Close()
+	if fn == nil {
+		return errors.New("kmsg: Run needs a callback, got nil")
+	}
+	// Reads of /dev/kmsg, and of a FIFO with an idle writer, block in the
+	// runtime poller; cancelling ctx must wake them.
+	stop := context.AfterFunc(ctx, r.interrupt)
+	defer stop()
+	if r.device {
+		return r.runDevice(ctx, fn)
+	}
+	return r.runStream(ctx, fn)
+}
+
+// interrupt wakes a read blocked in the poller. A deadline in the past fails
+// it at once. A file the poller does not watch (a regular file) never blocks,
+// and the loop notices ctx by itself; closing is the fallback for anything
+// else.
+func (r *Reader) interrupt() {
+	if err := r.f.SetReadDeadline(time.Unix(1, 0)); err != nil {
+		r.Close()
+	}
+}
+
+func (r *Reader) runDevice(ctx context.Context, fn func(Record)) error {
+	buf := make([]byte, recordBufSize)
+	for {
+		n, err := r.f.Read(buf)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			switch {
+			case errors.Is(err, syscall.EPIPE):
+				// The kernel overwrote records we had not read yet; the
+				// next read returns the oldest one still there.
+				r.overruns.Add(1)
+				continue
+			case errors.Is(err, io.EOF):
+				// /dev/kmsg never ends; another character device might.
+				if err := r.wait(ctx); err != nil {
+					return nil
+				}
+				continue
+			}
+			return readError(err)
+		}
+		rec, err := ParseRecord(buf[:n])
+		if err != nil {
+			r.malformed.Add(1)
+			continue
+		}
+		fn(rec)
+	}
+}
+
+func (r *Reader) runStream(ctx context.Context, fn func(Record)) error {
+	chunk := make([]byte, chunkSize)
+	var (
+		pending    []byte // the start of a line whose newline has not arrived
+		offset     int64  // bytes read so far, to notice truncation
+		discarding bool   // inside an over-long line, dropping up to its newline
+	)
+	for {
+		if ctx.Err() != nil {
+			return nil
+		}
+		n, err := r.f.Read(chunk)
+		if n > 0 {
+			offset += int64(n)
+			pending = append(pending, chunk[:n]...)
+			pending, discarding = r.lines(pending, discarding, fn)
+		}
+		if err == nil {
+			continue
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if !errors.Is(err, io.EOF) {
+			return readError(err)
+		}
+		if fi, err := r.f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() < offset {
+			// Truncated (log rotation by copytruncate): start over.
+			if _, err := r.f.Seek(0, io.SeekStart); err != nil {
+				return fmt.Errorf("kmsg: rewind truncated %s: %w", r.path, err)
+			}
+			pending, offset, discarding = pending[:0], 0, false
+		}
+		if err := r.wait(ctx); err != nil {
+			return nil
+		}
+	}
+}
+
+// lines hands every complete line in buf to handleLine and returns what is
+// left: the start of the next line, moved to the front of buf.
+func (r *Reader) lines(buf []byte, discarding bool, fn func(Record)) ([]byte, bool) {
+	start := 0
+	for {
+		i := bytes.IndexByte(buf[start:], '\n')
+		if i < 0 {
+			break
+		}
+		line := buf[start : start+i]
+		start += i + 1
+		if discarding {
+			discarding = false // this was the tail of an over-long line
+			continue
+		}
+		r.handleLine(line, fn)
+	}
+	rest := buf[start:]
+	if len(rest) > maxLineLen {
+		if !discarding {
+			r.malformed.Add(1)
+		}
+		rest, discarding = rest[:0], true
+	}
+	return append(buf[:0], rest...), discarding
+}
+
+func (r *Reader) handleLine(line []byte, fn func(Record)) {
+	line = bytes.TrimSuffix(line, []byte{'\r'})
+	if len(line) == 0 || line[0] == ' ' {
+		// Blank, or a dictionary line (" SUBSYSTEM=pci") belonging to the
+		// record before it: neither is a record.
+		return
+	}
+	rec, err := ParseRecord(line)
+	if err != nil {
+		r.malformed.Add(1)
+		return
+	}
+	fn(rec)
+}
+
+func readError(err error) error {
+	if errors.Is(err, fs.ErrPermission) {
+		return fmt.Errorf("kmsg: %w: %w", err, ErrPermission)
+	}
+	return fmt.Errorf("kmsg: %w", err)
+}
+
+// sleep waits for d or until ctx is done, whichever comes first.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Malformed returns how many lines or records could not be parsed and were
+// skipped. It is safe to call while Run is running.
+func (r *Reader) Malformed() uint64 { return r.malformed.Load() }
+
+// Overruns returns how many times the kernel overwrote /dev/kmsg records
+// before they were read (each time, one or more records were lost). It is
+// safe to call while Run is running.
+func (r *Reader) Overruns() uint64 { return r.overruns.Load() }
+
+// Close releases the file. Run closes it on return; Close is for a Reader
+// that is never run, and is safe to call more than once.
+func (r *Reader) Close() error {
+	r.closeOnce.Do(func() { r.closeErr = r.f.Close() })
+	return r.closeErr
+}

@@ -1,0 +1,391 @@
+package kmsg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// guard bounds every wait so a broken Reader fails the test instead of
+// hanging it. It is a failure guard only: nothing asserts on timing.
+const guard = 10 * time.Second
+
+func within[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(guard):
+		t.Fatalf("no %s within %v", what, guard)
+	}
+	panic("unreachable")
+}
+
+// stepper replaces Reader.wait so a test decides when the loop polls again,
+// after it has looked at what was emitted and changed the file.
+type stepper struct {
+	idle chan struct{} // the Reader reached the end of the data
+	step chan struct{} // let it read again
+}
+
+func newStepper() *stepper {
+	return &stepper{idle: make(chan struct{}), step: make(chan struct{})}
+}
+
+func (s *stepper) wait(ctx context.Context) error {
+	select {
+	case s.idle <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-s.step:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// run starts r.Run in a goroutine; records arrive on the first channel, and
+// Run's result on the second.
+func run(t *testing.T, ctx context.Context, r *Reader) (<-chan Record, <-chan error) {
+	t.Helper()
+	recs := make(chan Record, 100)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx, func(rec Record) { recs <- rec }) }()
+	return recs, done
+}
+
+// drain returns the messages of the records already delivered.
+func drain(recs <-chan Record) []string {
+	var msgs []string
+	for {
+		select {
+		case r := <-recs:
+			msgs = append(msgs, r.Message)
+		default:
+			return msgs
+		}
+	}
+}
+
+func appendFile(t *testing.T, path, s string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReaderFollowsAppendedFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kmsg.log")
+	// The second record is still being written: no newline yet.
+	if err := os.WriteFile(path, []byte("6,1,10,-;first\n6,2,20,-;sec"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newStepper()
+	r.wait = s.wait
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	recs, done := run(t, ctx, r)
+
+	within(t, s.idle, "first idle")
+	if got := drain(recs); !slices.Equal(got, []string{"first"}) {
+		t.Fatalf("before the newline: got %q, want only \"first\"", got)
+	}
+
+	appendFile(t, path, "ond\nnot a record\n SUBSYSTEM=pci\n\n6,3,30,-;third\n")
+	s.step <- struct{}{}
+	within(t, s.idle, "second idle")
+	if got := drain(recs); !slices.Equal(got, []string{"second", "third"}) {
+		t.Fatalf("after the newline: got %q, want [second third]", got)
+	}
+	if got := r.Malformed(); got != 1 {
+		t.Errorf("Malformed() = %d, want 1 (dictionary and blank lines are not malformed)", got)
+	}
+
+	cancel()
+	if err := within(t, done, "Run to return"); err != nil {
+		t.Errorf("Run after cancel = %v, want nil", err)
+	}
+}
+
+func TestReaderStartsOverAfterTruncation(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kmsg.log")
+	if err := os.WriteFile(path, []byte("6,1,10,-;a long first record\n6,2,20,-;a long second record\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newStepper()
+	r.wait = s.wait
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	recs, done := run(t, ctx, r)
+
+	within(t, s.idle, "first idle")
+	if got := drain(recs); len(got) != 2 {
+		t.Fatalf("got %q, want two records", got)
+	}
+	if err := os.WriteFile(path, []byte("6,3,30,-;after\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.step <- struct{}{} // notices the truncation
+	within(t, s.idle, "idle after truncation")
+	s.step <- struct{}{} // reads from the start
+	within(t, s.idle, "idle after rereading")
+	if got := drain(recs); !slices.Equal(got, []string{"after"}) {
+		t.Fatalf("after truncation got %q, want [after]", got)
+	}
+	cancel()
+	within(t, done, "Run to return")
+}
+
+func TestReaderDropsOverlongLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kmsg.log")
+	long := strings.Repeat("x", maxLineLen+chunkSize+5)
+	if err := os.WriteFile(path, []byte("6,1,1,-;before\n"+long+"\n6,2,2,-;after\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newStepper()
+	r.wait = s.wait
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	recs, done := run(t, ctx, r)
+	within(t, s.idle, "idle")
+	if got := drain(recs); !slices.Equal(got, []string{"before", "after"}) {
+		t.Errorf("got %q, want [before after]", got)
+	}
+	if got := r.Malformed(); got != 1 {
+		t.Errorf("Malformed() = %d, want 1", got)
+	}
+	cancel()
+	within(t, done, "Run to return")
+}
+
+func TestReaderFIFO(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kmsg.fifo")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	// Open must not wait for a writer.
+	opened := make(chan *Reader, 1)
+	go func() {
+		r, err := Open(path)
+		if err != nil {
+			t.Error(err)
+		}
+		opened <- r
+	}()
+	r := within(t, opened, "Open of a FIFO without a writer")
+	if r == nil {
+		t.FailNow()
+	}
+	r.wait = func(ctx context.Context) error { return sleep(ctx, time.Millisecond) }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	recs, done := run(t, ctx, r)
+
+	w, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"6,1,1,-;one\n6,2,2,-;tw", "o\n"} {
+		if _, err := w.WriteString(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := within(t, recs, "record one").Message; got != "one" {
+		t.Errorf("first record %q, want one", got)
+	}
+	if got := within(t, recs, "record two").Message; got != "two" {
+		t.Errorf("second record %q, want two", got)
+	}
+	w.Close()
+
+	// A new writer after the first went away is read too.
+	w, err = os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.WriteString("6,3,3,-;three\n"); err != nil {
+		t.Fatal(err)
+	}
+	if got := within(t, recs, "record three").Message; got != "three" {
+		t.Errorf("third record %q, want three", got)
+	}
+
+	// The writer stays open and idle, so Run is blocked in a read: cancelling
+	// must still end it.
+	cancel()
+	if err := within(t, done, "Run to return while a FIFO read is blocked"); err != nil {
+		t.Errorf("Run after cancel = %v, want nil", err)
+	}
+}
+
+func TestReaderCancelAtEndOfFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kmsg.log")
+	if err := os.WriteFile(path, []byte("6,1,1,-;only\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	recs, done := run(t, ctx, r) // the real 100 ms poll
+	within(t, recs, "the record")
+	cancel()
+	if err := within(t, done, "Run to return"); err != nil {
+		t.Errorf("Run after cancel = %v, want nil", err)
+	}
+	if err := r.Close(); err != nil {
+		t.Errorf("Close after Run = %v, want nil (Close is idempotent)", err)
+	}
+}
+
+func TestReaderDevKmsg(t *testing.T) {
+	r, err := Open("/dev/kmsg")
+	if err != nil {
+		if errors.Is(err, ErrPermission) {
+			t.Skipf("no permission for /dev/kmsg here: %v", err)
+		}
+		t.Skipf("no /dev/kmsg here: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	recs, done := run(t, ctx, r)
+
+	// Writing to the kernel log leaves a line in the host's dmesg, so it is
+	// opt-in: KMSG_WRITE_TEST=1 go test -run DevKmsg ./kmsg/ (as root).
+	if os.Getenv("KMSG_WRITE_TEST") == "1" {
+		marker := fmt.Sprintf("gpu-telemetry kmsg test %d", os.Getpid())
+		if err := os.WriteFile("/dev/kmsg", []byte("<6>"+marker+"\n"), 0); err != nil {
+			t.Fatalf("write /dev/kmsg: %v", err)
+		}
+		for {
+			rec := within(t, recs, "the marker record")
+			if rec.Seq == 0 {
+				t.Fatalf("got the first record of the boot (%q): Open did not start at the end", rec.Message)
+			}
+			if strings.Contains(rec.Message, marker) {
+				if rec.Level != 6 || rec.Facility != 1 {
+					t.Errorf("marker record level %d facility %d, want 6 and 1 (user)", rec.Level, rec.Facility)
+				}
+				break
+			}
+		}
+	}
+	cancel()
+	if err := within(t, done, "Run on /dev/kmsg to return"); err != nil {
+		t.Errorf("Run after cancel = %v, want nil", err)
+	}
+}
+
+func TestOpenPermissionDenied(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads any file")
+	}
+	path := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(path, []byte("6,1,1,-;x\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(path)
+	if !errors.Is(err, ErrPermission) {
+		t.Errorf("Open of an unreadable file = %v, want ErrPermission", err)
+	}
+}
+
+func TestPermissionErrorsWrapBoth(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		wrap func(error) error
+		perm bool
+	}{
+		{"EPERM on open (dmesg_restrict)", &fs.PathError{Op: "open", Path: "/dev/kmsg", Err: syscall.EPERM}, openError, true},
+		{"EACCES on open", &fs.PathError{Op: "open", Path: "/dev/kmsg", Err: syscall.EACCES}, openError, true},
+		{"EPERM on first read", &fs.PathError{Op: "read", Path: "/dev/kmsg", Err: syscall.EPERM}, readError, true},
+		{"missing file", &fs.PathError{Op: "open", Path: "/nope", Err: syscall.ENOENT}, openError, false},
+		{"I/O error on read", &fs.PathError{Op: "read", Path: "/dev/kmsg", Err: syscall.EIO}, readError, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.wrap(tt.err)
+			if got := errors.Is(err, ErrPermission); got != tt.perm {
+				t.Errorf("errors.Is(%v, ErrPermission) = %v, want %v", err, got, tt.perm)
+			}
+			if !errors.Is(err, tt.err) {
+				t.Errorf("%v does not wrap the cause %v", err, tt.err)
+			}
+			if !strings.HasPrefix(err.Error(), "kmsg: ") || !strings.Contains(err.Error(), "/") {
+				t.Errorf("error %q should say it is from kmsg and name the path", err)
+			}
+		})
+	}
+}
+
+func TestOpenRefusesOtherKinds(t *testing.T) {
+	tests := []struct {
+		name string
+		path string
+		want string
+	}{
+		{"directory", t.TempDir(), "want /dev/kmsg, a regular file or a FIFO"},
+		{"missing", filepath.Join(t.TempDir(), "nope"), "no such file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := Open(tt.path)
+			if err == nil {
+				r.Close()
+				t.Fatalf("Open(%q) succeeded, want an error", tt.path)
+			}
+			if !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), tt.path) {
+				t.Errorf("Open(%q) = %v, want it to name the path and contain %q", tt.path, err, tt.want)
+			}
+			if errors.Is(err, ErrPermission) {
+				t.Errorf("Open(%q) = %v, must not be a permission error", tt.path, err)
+			}
+		})
+	}
+}
+
+func TestRunNilCallback(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kmsg.log")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Run(context.Background(), nil); err == nil {
+		t.Error("Run with a nil callback succeeded, want an error")
+	}
+}
