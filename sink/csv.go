@@ -39,6 +39,17 @@ type CSVConfig struct {
 	// FreeBytes reports free space for the directory. Default statfs.
 	FreeBytes func(dir string) (uint64, error)
 	Logger    *slog.Logger
+
+	// wrap lets tests put a failing writer around the opened file.
+	wrap func(*os.File) file
+}
+
+// file is what the CSV writer needs of an open file.
+type file interface {
+	Write([]byte) (int, error)
+	Sync() error
+	Close() error
+	Truncate(int64) error
 }
 
 func (c *CSVConfig) defaults() {
@@ -100,7 +111,7 @@ type gpuFile struct {
 	index    int
 	fans     int
 	header   []byte
-	f        *os.File
+	f        file
 	path     string
 	day      time.Time // local midnight starting the file's day
 	next     time.Time // local midnight ending it
@@ -267,6 +278,9 @@ func (c *CSV) ensureOpen(gf *gpuFile, t time.Time) error {
 		return err
 	}
 	gf.f, gf.path, gf.size = f, path, size
+	if c.cfg.wrap != nil {
+		gf.f = c.cfg.wrap(f)
+	}
 	gf.day, gf.next = day, time.Date(y, m, d+1, 0, 0, 0, 0, t.Location())
 	return nil
 }

@@ -109,7 +109,7 @@ func RenderSystemInfo(si SystemInfo) []byte {
 			optC(th.Shutdown), optC(th.Slowdown), optC(th.MemMax), optC(th.GPUMax))
 		gsp := na(g.GSPVersion)
 		if g.GSPMode != "" {
-			gsp += " (" + g.GSPMode + ")"
+			gsp += ", mode " + g.GSPMode
 		}
 		fmt.Fprintf(&b, " GSP firmware: %s\n", gsp)
 		if v, ok := g.PowerLimitDefaultMW.Get(); ok {

@@ -1,0 +1,456 @@
+package sink
+
+import (
+	"bytes"
+	"compress/gzip"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./sink -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+var cet = time.FixedZone("CET", 3600)
+
+func fullSample() reading.Sample {
+	s := reading.Sample{
+		GPU:             0,
+		Time:            time.Date(2026, 11, 29, 15, 29, 19, 123_456_789, cet),
+		KernelTime:      83510*time.Second + 234567*time.Microsecond,
+		TempC:           reading.Some[uint32](87),
+		TLimitC:         reading.Some[int32](3),
+		PowerMW:         reading.Some[uint32](101_005),
+		PowerLimitMW:    reading.Some[uint32](450_000),
+		EnforcedLimitMW: reading.Some[uint32](450_400),
+		EnergyMJ:        reading.Some[uint64](987654321),
+		PState:          reading.Some[uint32](2),
+		GraphicsMHz:     reading.Some[uint32](2407),
+		MemMHz:          reading.Some[uint32](14001),
+		SMMHz:           reading.Some[uint32](2407),
+		GPUUtil:         reading.Some[uint32](100),
+		MemUtil:         reading.Some[uint32](0),
+		EncUtil:         reading.Some[uint32](0),
+		DecUtil:         reading.Some[uint32](7),
+		VRAMUsedBytes:   reading.Some[uint64](45 << 30),
+		PCIeGen:         reading.Some[uint32](5),
+		PCIeWidth:       reading.Some[uint32](16),
+		PCIeReplay:      reading.Some[uint64](0),
+		MemTempC:        reading.Some[uint32](80),
+		Throttle:        reading.Some[uint64](0x4 | 0x80 | 0x1000),
+		NumFans:         2,
+		Sensor0:         reading.Some(reading.Sensor{Temp: 87, Target: 1, Controller: 5}),
+	}
+	s.Fans[0] = reading.Fan{Speed: reading.Some[uint32](30), Target: reading.Some[uint32](30)}
+	s.Fans[1] = reading.Fan{Speed: reading.Some[uint32](0), Target: reading.Some[uint32](31)}
+	s.Flags.Add(reading.Flag{Kind: reading.FlagTempFanInv, A: 87, B: 30})
+	s.Flags.Add(reading.Flag{Kind: reading.FlagSpurThrot, A: 22})
+	return s
+}
+
+func TestGoldenRows(t *testing.T) {
+	var b []byte
+	b = append(b, Header(2)...)
+	full := fullSample()
+	b = AppendRow(b, &full, 2)
+
+	// Only some readings present: every absent one is an empty cell, and
+	// zeros that were really read stay zeros.
+	sparse := reading.Sample{Time: full.Time.Add(100 * time.Millisecond), KernelTime: full.KernelTime + 100*time.Millisecond,
+		TempC: reading.Some[uint32](0), Throttle: reading.Some[uint64](0), NumFans: 2}
+	sparse.Fans[0].Speed = reading.Some[uint32](0)
+	b = AppendRow(b, &sparse, 2)
+
+	failed := reading.Sample{Time: full.Time.Add(200 * time.Millisecond), KernelTime: full.KernelTime + 200*time.Millisecond,
+		Status: reading.StatusFailed, Err: "nvmlDeviceGetTemperature: Unknown Error", NumFans: 2}
+	failed.Flags.Add(reading.Flag{Kind: reading.FlagNVMLFailed, S: failed.Err})
+	b = AppendRow(b, &failed, 2)
+
+	hung := reading.Sample{Time: full.Time.Add(300 * time.Millisecond), KernelTime: full.KernelTime + 300*time.Millisecond,
+		Status: reading.StatusHung, Err: "nvmlDeviceGetPowerUsage", HungFor: 2300 * time.Millisecond}
+	hung.Flags.Add(reading.Flag{Kind: reading.FlagNVMLHung, S: hung.Err, A: 2300})
+	b = AppendRow(b, &hung, 2)
+
+	lost := reading.Sample{Time: full.Time.In(time.UTC).Add(400 * time.Millisecond), Status: reading.StatusLost}
+	lost.Flags.Add(reading.Flag{Kind: reading.FlagGPULost})
+	lost.Flags.Add(reading.Flag{Kind: reading.FlagXid, A: 79})
+	b = AppendRow(b, &lost, 2)
+	golden(t, "rows-2fans.golden", b)
+
+	// A fanless datacenter GPU has no fan columns at all.
+	fanless := fullSample()
+	fanless.NumFans = 0
+	fanless.Flags.Reset()
+	golden(t, "rows-fanless.golden", AppendRow(Header(0), &fanless, 0))
+}
+
+func TestRowColumnCountMatchesHeader(t *testing.T) {
+	for fans := range 4 {
+		s := fullSample()
+		s.NumFans = fans
+		row := AppendRow(nil, &s, fans)
+		if got, want := bytes.Count(row, []byte(",")), len(Columns(fans))-1; got != want {
+			t.Errorf("fans=%d: %d commas, want %d", fans, got, want)
+		}
+	}
+}
+
+func TestAppendRowDoesNotAllocate(t *testing.T) {
+	s := fullSample()
+	buf := make([]byte, 0, 1024)
+	if n := testing.AllocsPerRun(100, func() { buf = AppendRow(buf[:0], &s, 2) }); n != 0 {
+		t.Errorf("AppendRow allocates %.0f times", n)
+	}
+}
+
+func newTestCSV(t *testing.T, dir string, cfg CSVConfig) *CSV {
+	t.Helper()
+	cfg.Dir = dir
+	if cfg.FreeBytes == nil {
+		cfg.FreeBytes = func(string) (uint64, error) { return 1 << 40, nil }
+	}
+	c, err := NewCSV(cfg, []GPUColumns{{Index: 0, Fans: 2}, {Index: 1, Fans: 0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		t.Fatalf("%s does not end in a newline: %q", path, b[max(0, len(b)-40):])
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+}
+
+func TestRotationAtLocalMidnight(t *testing.T) {
+	dir := t.TempDir()
+	c := newTestCSV(t, dir, CSVConfig{})
+	s := fullSample()
+	times := []time.Time{
+		time.Date(2026, 11, 29, 23, 59, 59, 900e6, cet),
+		time.Date(2026, 11, 30, 0, 0, 0, 0, cet),
+		time.Date(2026, 11, 30, 0, 0, 0, 100e6, cet),
+	}
+	for _, tm := range times {
+		s.Time = tm
+		if err := c.Write(&s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d1 := readLines(t, filepath.Join(dir, "gpu0-deep-2026-11-29.csv"))
+	d2 := readLines(t, filepath.Join(dir, "gpu0-deep-2026-11-30.csv"))
+	if len(d1) != 2 || len(d2) != 3 {
+		t.Fatalf("day 1 has %d lines, day 2 %d; want 2 and 3", len(d1), len(d2))
+	}
+	if d1[0] != strings.TrimSuffix(string(Header(2)), "\n") || d2[0] != d1[0] {
+		t.Errorf("each day starts with the header")
+	}
+	if !strings.HasPrefix(d2[1], "2026-11-30T00:00:00.000+01:00,") {
+		t.Errorf("first row of day 2: %s", d2[1])
+	}
+}
+
+func TestRestartContinuesAndRepairsPartialLine(t *testing.T) {
+	dir := t.TempDir()
+	s := fullSample()
+	path := filepath.Join(dir, FileName(0, s.Time))
+	prev := string(Header(2)) + string(AppendRow(nil, &s, 2))
+	// The last run was killed in the middle of a row.
+	if err := os.WriteFile(path, []byte(prev+"2026-11-29T15:29:19.2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := newTestCSV(t, dir, CSVConfig{})
+	s.Time = s.Time.Add(time.Second)
+	if err := c.Write(&s); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	lines := readLines(t, path)
+	if len(lines) != 3 {
+		t.Fatalf("%d lines, want header + 2 rows: %q", len(lines), lines)
+	}
+	for _, l := range lines[1:] {
+		if strings.Count(l, ",") != len(Columns(2))-1 {
+			t.Errorf("torn line survived: %q", l)
+		}
+	}
+}
+
+// enospcFile writes part of the buffer then fails like a full disk, after
+// okWrites successful writes.
+type enospcFile struct {
+	*os.File
+	okWrites int
+}
+
+func (f *enospcFile) Write(b []byte) (int, error) {
+	if f.okWrites > 0 {
+		f.okWrites--
+		return f.File.Write(b)
+	}
+	n, _ := f.File.Write(b[:len(b)/2])
+	return n, syscall.ENOSPC
+}
+
+func TestENOSPCCutsBackToWholeLines(t *testing.T) {
+	dir := t.TempDir()
+	var ef *enospcFile
+	cfg := CSVConfig{wrap: func(f *os.File) file { ef = &enospcFile{File: f, okWrites: 2}; return ef }}
+	c := newTestCSV(t, dir, cfg)
+	s := fullSample()
+	for i := range 4 {
+		s.Time = s.Time.Add(100 * time.Millisecond)
+		err := c.Write(&s)
+		// Rows 0 and 1 land, row 2 hits ENOSPC, row 3 is dropped by the
+		// disk guard that ENOSPC switched on.
+		if (i == 2) != (err != nil) {
+			t.Fatalf("write %d: err %v", i, err)
+		}
+	}
+	st := c.Stats()
+	if !st.Paused || st.Dropped != 2 || st.Written != 2 {
+		t.Errorf("stats after ENOSPC: %+v", st)
+	}
+	// Space comes back.
+	ef.okWrites = 100
+	c.CheckDisk()
+	s.Time = s.Time.Add(100 * time.Millisecond)
+	if err := c.Write(&s); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	lines := readLines(t, filepath.Join(dir, FileName(0, s.Time)))
+	if len(lines) != 4 {
+		t.Fatalf("%d lines, want header + 3 rows", len(lines))
+	}
+	for _, l := range lines[1:] {
+		if strings.Count(l, ",") != len(Columns(2))-1 {
+			t.Errorf("torn line in file: %q", l)
+		}
+	}
+}
+
+func TestDiskGuard(t *testing.T) {
+	dir := t.TempDir()
+	free := uint64(100 << 20)
+	c := newTestCSV(t, dir, CSVConfig{MinFreeMB: 500, FreeBytes: func(string) (uint64, error) { return free, nil }})
+	s := fullSample()
+	if err := c.Write(&s); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, FileName(0, s.Time))); !os.IsNotExist(err) {
+		t.Errorf("file written below the free-space floor")
+	}
+	free = 600 << 20
+	c.CheckDisk()
+	if err := c.Write(&s); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.Stats(); st.Dropped != 1 || st.Written != 1 || st.Paused {
+		t.Errorf("stats %+v", st)
+	}
+	// Rows dropped while paused are still in memory for snapshots.
+	if _, rows := c.Rows(0); len(rows) != 2 {
+		t.Errorf("ring has %d rows, want 2", len(rows))
+	}
+}
+
+func TestReopenAfterMove(t *testing.T) {
+	dir := t.TempDir()
+	c := newTestCSV(t, dir, CSVConfig{})
+	s := fullSample()
+	c.Write(&s)
+	path := filepath.Join(dir, FileName(0, s.Time))
+	if err := os.Rename(path, path+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	c.Reopen()
+	s.Time = s.Time.Add(time.Second)
+	c.Write(&s)
+	if got := readLines(t, path); len(got) != 2 {
+		t.Errorf("reopened file has %d lines, want header + 1 row", len(got))
+	}
+	if got := readLines(t, path+".moved"); len(got) != 2 {
+		t.Errorf("moved file has %d lines, want 2", len(got))
+	}
+}
+
+func TestRowsRingKeepsLast50(t *testing.T) {
+	c := newTestCSV(t, t.TempDir(), CSVConfig{})
+	s := fullSample()
+	base := s.Time
+	for i := range 60 {
+		s.Time = base.Add(time.Duration(i) * 100 * time.Millisecond)
+		c.Write(&s)
+	}
+	hdr, rows := c.Rows(0)
+	if hdr != strings.TrimSuffix(string(Header(2)), "\n") || len(rows) != 50 {
+		t.Fatalf("header %q, %d rows", hdr, len(rows))
+	}
+	if !strings.HasPrefix(rows[0], base.Add(10*100*time.Millisecond).Format(TimestampLayout)) {
+		t.Errorf("oldest kept row %q", rows[0])
+	}
+	if !strings.HasPrefix(rows[49], base.Add(59*100*time.Millisecond).Format(TimestampLayout)) {
+		t.Errorf("newest row %q", rows[49])
+	}
+}
+
+func TestRetentionAndCompression(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.Local)
+	var names []string
+	for ago := 0; ago <= 20; ago++ {
+		day := now.AddDate(0, 0, -ago)
+		name := FileName(0, day)
+		names = append(names, name)
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("timestamp\nrow "+name+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "unrelated.csv"), []byte("x"), 0o644)
+	c := newTestCSV(t, dir, CSVConfig{Compress: true, Now: func() time.Time { return now }})
+	if !c.gz.wait(10 * time.Second) {
+		t.Fatal("compression did not finish")
+	}
+	for ago, name := range names {
+		_, errPlain := os.Stat(filepath.Join(dir, name))
+		gz := filepath.Join(dir, name+".gz")
+		_, errGz := os.Stat(gz)
+		switch {
+		case ago > 14:
+			if errPlain == nil || errGz == nil {
+				t.Errorf("%s (%d days old) not deleted", name, ago)
+			}
+		case ago == 0:
+			if errPlain != nil || errGz == nil {
+				t.Errorf("today's file %s must stay uncompressed", name)
+			}
+		default:
+			if errPlain == nil || errGz != nil {
+				t.Errorf("%s not compressed", name)
+				continue
+			}
+			f, _ := os.Open(gz)
+			zr, err := gzip.NewReader(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(zr)
+			f.Close()
+			if string(b) != "timestamp\nrow "+name+"\n" {
+				t.Errorf("%s decompresses to %q", gz, b)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "unrelated.csv")); err != nil {
+		t.Errorf("unrelated file touched")
+	}
+	leftovers, _ := filepath.Glob(filepath.Join(dir, ".*tmp*"))
+	if len(leftovers) > 0 {
+		t.Errorf("temp files left: %v", leftovers)
+	}
+}
+
+func TestSystemInfo(t *testing.T) {
+	si := SystemInfo{
+		Version:   "1.0.0",
+		Generated: time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC),
+		Host:      Host{Hostname: "gpu-host-7", OS: "Debian GNU/Linux 12 (bookworm)", Kernel: "6.1.0-28-amd64", CPU: "AMD EPYC 9554", Board: "Supermicro H13SSL-N", Modules: []string{"nvidia 12345 0 - Live 0x0"}},
+		System:    reading.System{DriverVersion: "580.95.05", NVMLVersion: "13.580.95.05", CUDAVersion: "13.0"},
+		GPUs: []reading.GPU{
+			{Index: 0, Name: "NVIDIA RTX PRO 6000 Blackwell Workstation Edition", UUID: "GPU-aaaa", BusID: "00000000:01:00.0", Serial: "1650", VBIOS: "98.02.2E.00.01", NumFans: 2,
+				Thresholds: reading.Thresholds{Shutdown: reading.Some[uint32](98), Slowdown: reading.Some[uint32](95), GPUMax: reading.Some[uint32](90)},
+				GSPVersion: "580.95.05", GSPMode: "enabled (default)", PowerLimitDefaultMW: reading.Some[uint32](600_000)},
+			{Index: 1},
+		},
+		Notes: map[int]string{1: "static facts not read: nvmlDeviceGetName hung"},
+	}
+	golden(t, "system-info.golden", RenderSystemInfo(si))
+
+	dir := t.TempDir()
+	if w, err := WriteSystemInfo(dir, si); err != nil || !w {
+		t.Fatalf("first write: %v %v", w, err)
+	}
+	si.Generated = si.Generated.Add(time.Hour)
+	if w, _ := WriteSystemInfo(dir, si); w {
+		t.Errorf("rewritten although only the time changed")
+	}
+	si.System.DriverVersion = "580.105.08"
+	if w, _ := WriteSystemInfo(dir, si); !w {
+		t.Errorf("not rewritten after a driver change")
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "system-info.txt"))
+	if !bytes.Contains(b, []byte("Driver: 580.105.08")) {
+		t.Errorf("new driver version missing")
+	}
+}
+
+func TestCollectHostFromFiles(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{
+		"proc/sys/kernel/hostname":                "node7\n",
+		"etc/os-release":                          "NAME=x\nPRETTY_NAME=\"Ubuntu 24.04 LTS\"\n",
+		"proc/sys/kernel/osrelease":               "6.8.0-45-generic\n",
+		"proc/cpuinfo":                            "processor\t: 0\nmodel name\t: AMD Ryzen 9 9950X\n",
+		"sys/devices/virtual/dmi/id/board_vendor": "ASUSTeK\n",
+		"sys/devices/virtual/dmi/id/board_name":   "ProArt X870E\n",
+		"proc/modules":                            "nvidia_uvm 1 0 - Live 0\next4 1 0 - Live 0\nnvidia 2 0 - Live 0\n",
+	}
+	for p, c := range files {
+		os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755)
+		os.WriteFile(filepath.Join(root, p), []byte(c), 0o644)
+	}
+	h := CollectHost(root)
+	want := Host{Hostname: "node7", OS: "Ubuntu 24.04 LTS", Kernel: "6.8.0-45-generic", CPU: "AMD Ryzen 9 9950X",
+		Board: "ASUSTeK ProArt X870E", Modules: []string{"nvidia_uvm 1 0 - Live 0", "nvidia 2 0 - Live 0"}}
+	if h.Hostname != want.Hostname || h.OS != want.OS || h.Kernel != want.Kernel || h.CPU != want.CPU || h.Board != want.Board || len(h.Modules) != 2 {
+		t.Errorf("got %+v", h)
+	}
+}
+
+func TestLineLogReopen(t *testing.T) {
+	dir := t.TempDir()
+	l := NewLineLog(dir, "events.log", 50, 3)
+	l.Line("one")
+	os.Rename(filepath.Join(dir, "events.log"), filepath.Join(dir, "events.log.old"))
+	l.Reopen()
+	l.Line("two")
+	l.Close()
+	b, _ := os.ReadFile(filepath.Join(dir, "events.log"))
+	if string(b) != "two\n" {
+		t.Errorf("after reopen: %q", b)
+	}
+}
