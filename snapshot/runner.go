@@ -1,0 +1,225 @@
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Runner runs one program without a shell and returns its combined output.
+// The output is returned even when err is not nil (a command that times out
+// or exits non-zero often printed something useful first).
+type Runner interface {
+	Run(ctx context.Context, name string, args ...string) ([]byte, error)
+}
+
+const (
+	// DefaultCommandTimeout bounds one diagnostic command. 5 s is the seed's
+	// run_cmd timeout: long enough for lspci -vv on a large box, short enough
+	// that a hung nvidia-smi does not hold the snapshot for long.
+	DefaultCommandTimeout = 5 * time.Second
+	// DefaultMaxOutput caps one command's output (1 MiB). A kernel log ring
+	// buffer is 128 KiB to a few MiB; the other commands print a few KiB.
+	DefaultMaxOutput = 1 << 20
+	// defaultKillGrace is how long Run waits for a killed process to be
+	// reaped before giving up on it. A process blocked in the kernel (D state:
+	// nvidia-smi on a GPU that fell off the bus) ignores SIGKILL.
+	defaultKillGrace = 2 * time.Second
+)
+
+// ErrStuck is returned, wrapped, when a program is not started because an
+// earlier run of it survived SIGKILL and has not exited yet: starting more
+// nvidia-smi processes that block in the driver only makes things worse.
+var ErrStuck = errors.New("an earlier run is still stuck after SIGKILL")
+
+// TimeoutError is returned by ExecRunner when a program ran past its timeout
+// and was killed. It matches context.DeadlineExceeded with errors.Is.
+type TimeoutError struct {
+	Name  string        // program
+	After time.Duration // the timeout that expired
+	Stuck bool          // the process had not exited SIGKILL's grace later; it was abandoned
+}
+
+func (e *TimeoutError) Error() string {
+	s := e.Name + ": timed out after " + e.After.String()
+	if e.Stuck {
+		s += " (still running after SIGKILL; abandoned)"
+	}
+	return s
+}
+
+// Unwrap makes errors.Is(err, context.DeadlineExceeded) true.
+func (e *TimeoutError) Unwrap() error { return context.DeadlineExceeded }
+
+// ExecRunner runs programs with os/exec. Each run gets its own process group
+// so that a timeout kills the program and anything it started; the
+// environment gets LC_ALL=C so that the output does not depend on the
+// host's locale. The zero value is ready to use; use it through a pointer.
+type ExecRunner struct {
+	Timeout   time.Duration // per run; 0 means DefaultCommandTimeout
+	MaxOutput int           // bytes of combined output kept (the last ones); 0 means DefaultMaxOutput
+
+	killGrace time.Duration // 0 means defaultKillGrace; tests shorten it
+	waitDelay time.Duration // os/exec WaitDelay; 0 means killGrace; tests lengthen it
+
+	mu    sync.Mutex
+	stuck map[string]int // program name -> runs abandoned after SIGKILL, not yet exited
+}
+
+var _ Runner = (*ExecRunner)(nil)
+
+// Run runs name with args and returns the last MaxOutput bytes of its
+// combined stdout and stderr. Errors: a missing program returns exec's error
+// ("exec: "lspci": executable file not found in $PATH"); a non-zero exit
+// returns "<name>: exit status N"; a timeout returns a *TimeoutError; a
+// cancelled ctx returns ctx's error wrapped with the name.
+func (r *ExecRunner) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%s: not started: %w", name, err)
+	}
+	if err := r.checkStuck(name); err != nil {
+		return nil, err
+	}
+	timeout := r.Timeout
+	if timeout <= 0 {
+		timeout = DefaultCommandTimeout
+	}
+	grace := r.killGrace
+	if grace <= 0 {
+		grace = defaultKillGrace
+	}
+	out := &tailBuffer{max: r.MaxOutput}
+	if out.max <= 0 {
+		out.max = DefaultMaxOutput
+	}
+
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), "LC_ALL=C") // the last value of a key wins
+	cmd.Stdout = out                           // the same pointer for both: one copier at a time
+	cmd.Stderr = out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Close our pipe ends this long after the process exits even if a
+	// grandchild that escaped the process group still holds them.
+	cmd.WaitDelay = r.waitDelay
+	if cmd.WaitDelay <= 0 {
+		cmd.WaitDelay = grace
+	}
+	if err := cmd.Start(); err != nil {
+		var ee *exec.Error
+		if errors.As(err, &ee) {
+			return nil, err // already names the program: exec: "lspci": executable file not found in $PATH
+		}
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	// Wait runs on its own goroutine so that Run can return even when the
+	// process cannot be reaped (blocked in the kernel).
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			return out.Bytes(), fmt.Errorf("%s: %w", name, err)
+		}
+		return out.Bytes(), nil
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+
+	// Negative pid: the whole process group, which Setpgid made ours.
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	stuck := false
+	grace1 := time.NewTimer(grace)
+	select {
+	case <-done:
+	case <-grace1.C:
+		stuck = true
+		r.markStuck(name, done)
+	}
+	grace1.Stop()
+	if err := ctx.Err(); err != nil {
+		return out.Bytes(), fmt.Errorf("%s: killed: %w", name, err)
+	}
+	return out.Bytes(), &TimeoutError{Name: name, After: timeout, Stuck: stuck}
+}
+
+// checkStuck refuses to start a program while an earlier run of it is stuck.
+func (r *ExecRunner) checkStuck(name string) error {
+	r.mu.Lock()
+	n := r.stuck[name]
+	r.mu.Unlock()
+	if n > 0 {
+		return fmt.Errorf("%s: not started: %w", name, ErrStuck)
+	}
+	return nil
+}
+
+// markStuck records an abandoned run of name until its Wait returns.
+func (r *ExecRunner) markStuck(name string, done <-chan error) {
+	r.mu.Lock()
+	if r.stuck == nil {
+		r.stuck = make(map[string]int)
+	}
+	r.stuck[name]++
+	r.mu.Unlock()
+	go func() {
+		<-done
+		r.mu.Lock()
+		r.stuck[name]--
+		if r.stuck[name] == 0 {
+			delete(r.stuck, name)
+		}
+		r.mu.Unlock()
+	}()
+}
+
+// tailBuffer keeps the last max bytes written to it. The tail is what
+// matters: the newest kernel messages are at the end of dmesg.
+type tailBuffer struct {
+	mu      sync.Mutex
+	max     int
+	buf     []byte
+	dropped int64
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - b.max; over > 0 {
+		b.dropped += int64(over)
+		// Re-slicing forward: append reallocates with only the live bytes
+		// once capacity runs out, so memory stays within a few times max.
+		b.buf = b.buf[over:]
+	}
+	return len(p), nil
+}
+
+// Bytes returns a copy of what was kept. When output was dropped, the first
+// (partial) line is dropped too and a note says how much is missing.
+func (b *tailBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.dropped == 0 {
+		return bytes.Clone(b.buf)
+	}
+	kept := b.buf
+	dropped := b.dropped
+	if i := bytes.IndexByte(kept, '\n'); i >= 0 {
+		dropped += int64(i + 1)
+		kept = kept[i+1:]
+	}
+	note := "(output truncated: first " + strconv.FormatInt(dropped, 10) + " bytes dropped)\n"
+	res := make([]byte, 0, len(note)+len(kept))
+	res = append(res, note...)
+	return append(res, kept...)
+}
