@@ -1,0 +1,129 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+func TestCreateNewConcurrentNames(t *testing.T) {
+	// Many writers, one name: each gets its own file, none is replaced.
+	dir := filepath.Join(t.TempDir(), "crashes")
+	ops := defaultOps()
+	const n = 20
+	var wg sync.WaitGroup
+	paths := make([]string, n)
+	for i := range n {
+		wg.Go(func() {
+			p, err := ops.createNew(dir, "crash-x-gpu0", ".log", []byte(fmt.Sprintf("writer %d\n", i)))
+			if err != nil {
+				t.Error(err)
+			}
+			paths[i] = p
+		})
+	}
+	wg.Wait()
+	entries := allEntries(t, dir)
+	if len(entries) != n {
+		t.Fatalf("%d entries, want %d (no temp files left): %v", len(entries), n, entries)
+	}
+	for i, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil || string(data) != fmt.Sprintf("writer %d\n", i) {
+			t.Errorf("%s = %q, %v; want writer %d's data", p, data, err, i)
+		}
+	}
+	if !slices.Contains(entries, "crash-x-gpu0.log") || !slices.Contains(entries, fmt.Sprintf("crash-x-gpu0-%d.log", n)) {
+		t.Errorf("names %v, want crash-x-gpu0.log ... -%d.log", entries, n)
+	}
+}
+
+func TestAtomicFailuresLeaveNothing(t *testing.T) {
+	failWrite := func(f *os.File, p []byte) (int, error) {
+		_, _ = f.Write(p[:1])
+		return 1, errors.New("no space left on device")
+	}
+	failLink := func(string, string) error { return &os.LinkError{Op: "link", Err: syscall.EIO} }
+	tests := []struct {
+		name    string
+		ops     fileOps
+		wantErr string
+	}{
+		{"write fails", fileOps{write: failWrite, link: os.Link}, "no space left on device"},
+		{"link fails", fileOps{write: (*os.File).Write, link: failLink}, "input/output error"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			_, err := tt.ops.createNew(dir, "spike-x", ".log", []byte("data\n"))
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("err = %v, want %q", err, tt.wantErr)
+			}
+			if e := allEntries(t, dir); len(e) != 0 {
+				t.Errorf("left behind: %v", e)
+			}
+		})
+	}
+}
+
+func TestReplaceFailureKeepsOld(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "crash.log")
+	if err := os.WriteFile(path, []byte("stage 1\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	ops := fileOps{write: func(f *os.File, p []byte) (int, error) {
+		_, _ = f.Write(p[:3])
+		return 3, errors.New("I/O error")
+	}, link: os.Link}
+	if err := ops.replace(path, []byte("stage 2, much longer\n")); err == nil {
+		t.Fatal("replace succeeded")
+	}
+	if data, _ := os.ReadFile(path); string(data) != "stage 1\n" {
+		t.Errorf("old file damaged: %q", data)
+	}
+	if e := allEntries(t, dir); !slices.Equal(e, []string{"crash.log"}) {
+		t.Errorf("entries = %v", e)
+	}
+	// And a successful replace leaves only the new content.
+	if err := defaultOps().replace(path, []byte("stage 2\n")); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(path); string(data) != "stage 2\n" {
+		t.Errorf("got %q", data)
+	}
+	if e := allEntries(t, dir); len(e) != 1 {
+		t.Errorf("entries = %v", e)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != fileMode {
+		t.Errorf("mode %v, want %v", fi.Mode().Perm(), os.FileMode(fileMode))
+	}
+}
+
+func TestCreateNewWithoutHardLinks(t *testing.T) {
+	// File systems without hard links (vfat) answer EPERM: fall back to
+	// O_EXCL + rename, still without replacing anything.
+	dir := t.TempDir()
+	ops := fileOps{write: (*os.File).Write, link: func(string, string) error {
+		return &os.LinkError{Op: "link", Err: syscall.EPERM}
+	}}
+	for i := range 3 {
+		if _, err := ops.createNew(dir, "crash-y", ".log", []byte(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := allEntries(t, dir)
+	slices.Sort(got)
+	if want := []string{"crash-y-2.log", "crash-y-3.log", "crash-y.log"}; !slices.Equal(got, want) {
+		t.Errorf("entries = %v, want %v", got, want)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "crash-y.log")); string(data) != "0" {
+		t.Errorf("first file replaced: %q", data)
+	}
+}

@@ -1,0 +1,48 @@
+package snapshot
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// BenchmarkCrashStage1 measures what stands between a crash and the
+// operator's first file: rendering the header and 50 rows, and the atomic
+// write (temp file, fsync, link, directory fsync). Its cost is dominated by
+// the two fsyncs, so it depends on the disk.
+func BenchmarkCrashStage1(b *testing.B) {
+	dir := filepath.Join(b.TempDir(), "crashes")
+	ops := defaultOps()
+	req := testCrashRequest()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		data := renderCrash(&req, nil, 10*time.Second)
+		if _, err := ops.createNew(dir, baseName("crash", incidentTime.Add(time.Duration(i)*time.Millisecond), 0), ".log", data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCrashRender measures rendering stage 1 alone (no disk).
+func BenchmarkCrashRender(b *testing.B) {
+	req := testCrashRequest()
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = renderCrash(&req, nil, 10*time.Second)
+	}
+}
+
+// BenchmarkCrashSuppressed measures what a suppressed request costs the
+// caller (the poll loop or event goroutine) during an Xid flood.
+func BenchmarkCrashSuppressed(b *testing.B) {
+	clk := newClock(incidentTime)
+	m := New(Config{Dir: b.TempDir(), Runner: cannedRunner(), Now: clk.Now, FollowUps: []time.Duration{},
+		ModulesPath: filepath.Join("testdata", "modules.txt")})
+	m.Crash(0, testCrashRequest)
+	b.ReportAllocs()
+	for b.Loop() {
+		m.Crash(0, testCrashRequest)
+	}
+	b.StopTimer()
+	_ = m.Close(b.Context())
+}

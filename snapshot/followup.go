@@ -1,0 +1,98 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultFollowUps are the offsets, from the incident, of the follow-up
+// captures. After an Xid 79 the PCIe config space reads all ones only for a
+// while and the kernel keeps logging for minutes (recovery, GSP timeouts), so
+// one capture at the moment misses how the GPU ends up.
+var DefaultFollowUps = []time.Duration{10 * time.Second, 60 * time.Second, 300 * time.Second}
+
+// errSuperseded cancels a GPU's pending follow-ups when a newer incident is
+// accepted for it: the newer incident's own follow-ups capture the same
+// things from a later starting point. errClosing cancels them on Close.
+var (
+	errSuperseded = errors.New("superseded by a newer incident on this GPU")
+	errClosing    = errors.New("snapshot manager closing")
+)
+
+// offsetLabel is "+10s" for whole seconds (as in the file names), else the
+// duration as Go prints it ("+1.5s").
+func offsetLabel(d time.Duration) string {
+	if d%time.Second == 0 {
+		return "+" + strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	}
+	return "+" + d.String()
+}
+
+// followUpName is the incident's base name with the offset: the follow-ups
+// of crash-<stamp>-gpu3.log are crash-<stamp>-gpu3+10s.log and so on.
+func followUpName(incident string, offset time.Duration) string {
+	return strings.TrimSuffix(filepath.Base(incident), ".log") + offsetLabel(offset)
+}
+
+// renderFollowUp renders one follow-up capture. Its header is short: the
+// counters of the incident's header would be stale by now.
+func renderFollowUp(h *Header, incident string, offset time.Duration, now time.Time, diags []Section) []byte {
+	var b strings.Builder
+	b.WriteString("=== GPU CRASH FOLLOW-UP " + offsetLabel(offset) + " ===\n")
+	b.WriteString("Time: " + now.Format(timeLayout) + "\n")
+	b.WriteString("Version: " + orNA(h.Version) + "\n")
+	writeGPULine(&b, h)
+	b.WriteString("UUID: " + orNA(h.UUID) + "\n")
+	b.WriteString("Incident: " + filepath.Base(incident))
+	if !h.Time.IsZero() {
+		b.WriteString(" at " + h.Time.Format(timeLayout))
+	}
+	b.WriteString("\nReason: " + orNA(h.Reason) + "\n")
+	for _, s := range diags {
+		writeSection(&b, s)
+	}
+	b.WriteString("\n=== End of snapshot ===\n")
+	return []byte(b.String())
+}
+
+// followUps captures the follow-ups of one incident, each at its offset from
+// start (measured with the time package's monotonic clock, so tests can run
+// it under testing/synctest). Cancelling ctx cancels those not yet started;
+// one already running finishes.
+func (m *Manager) followUps(ctx context.Context, gpu int, incident string, h *Header, start time.Time) {
+	for i, off := range m.cfg.FollowUps {
+		if wait := off - time.Since(start); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+			}
+		}
+		if ctx.Err() != nil {
+			left := len(m.cfg.FollowUps) - i
+			m.mu.Lock()
+			m.stats.FollowUpsCanceled += uint64(left)
+			m.mu.Unlock()
+			m.log.Info("crash follow-ups canceled", "gpu", gpu, "incident", incident,
+				"canceled", left, "why", context.Cause(ctx).Error())
+			return
+		}
+		t0 := time.Now()
+		res := m.collect(m.work, m.followUpJobs(h.BusID))
+		data := renderFollowUp(h, incident, off, m.cfg.Now(), followUpSections(res))
+		path, err := m.ops.createNew(m.crashDir, followUpName(incident, off), ".log", data)
+		if path == "" {
+			m.failed("follow-up", gpu, 0, err)
+			continue
+		}
+		m.mu.Lock()
+		m.stats.FollowUpsWritten++
+		m.mu.Unlock()
+		m.written("follow-up", gpu, 0, path, time.Since(t0), err)
+	}
+}

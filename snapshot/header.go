@@ -1,0 +1,104 @@
+package snapshot
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// Header is the block at the top of every snapshot: what GPU, why, and the
+// daemon's state at that moment. Text fields left empty print as "n/a".
+type Header struct {
+	Title       string               // e.g. "GPU CRASH DETECTED"; empty: the Manager fills in the kind's title
+	Time        time.Time            // when it happened; zero: the Manager uses the time it accepted the request
+	Version     string               // daemon version, e.g. "gpu-telemetry 1.0.0"
+	GPUIndex    int                  // NVML index; the Manager sets it from the gpu argument; negative prints n/a
+	GPUName     string               // "NVIDIA H100 80GB HBM3"
+	BusID       string               // NVML form: 00000000:4B:00.0
+	UUID        string               // GPU-...
+	Reason      string               // "Xid 79: GPU has fallen off the bus (kmsg)", "NVML_HUNG(nvmlDeviceGetPowerUsage,2300ms)"
+	Uptime      time.Duration        // daemon uptime; printed to the second
+	Samples     uint64               // samples taken of this GPU so far (0 is a real count)
+	PeakTempC   reading.Opt[uint32]  // hottest reading so far; absent before the first one
+	PeakPowerW  reading.Opt[float64] // highest power draw so far
+	EventNumber uint64               // this incident's number, counting from 1; 0 means not counted (n/a)
+	Counters    []Counter            // anomaly totals, printed in the given order
+	Suppressed  uint64               // snapshots suppressed by the cooldown so far; set by the Manager
+}
+
+// Counter is one anomaly total shown in the header.
+type Counter struct {
+	Name  string // short name as in the seed: pwr_breach, fan_inv, spur_throt, spikes, tdp_changes ...
+	Total uint64
+}
+
+// na is printed for an absent value: never 0, which would be a real reading.
+const na = "n/a"
+
+// timeLayout is RFC 3339 with milliseconds, the resolution of the CSV rows.
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// orNA returns s, or "n/a" when s is empty.
+func orNA(s string) string {
+	if s == "" {
+		return na
+	}
+	return s
+}
+
+// writeHeader writes h as the seed's _write_snapshot_header did, plus the
+// UUID, the reason, the anomaly counters and the suppressed count.
+func writeHeader(b *strings.Builder, h *Header) {
+	b.WriteString("=== " + orNA(h.Title) + " ===\n")
+	b.WriteString("Time: ")
+	if h.Time.IsZero() {
+		b.WriteString(na)
+	} else {
+		b.WriteString(h.Time.Format(timeLayout))
+	}
+	b.WriteString("\nVersion: " + orNA(h.Version) + "\n")
+	writeGPULine(b, h)
+	b.WriteString("UUID: " + orNA(h.UUID) + "\n")
+	b.WriteString("Reason: " + orNA(h.Reason) + "\n")
+	b.WriteString("Uptime: " + h.Uptime.Truncate(time.Second).String() +
+		", " + strconv.FormatUint(h.Samples, 10) + " samples\n")
+	b.WriteString("Peaks: ")
+	if v, ok := h.PeakTempC.Get(); ok {
+		b.WriteString(strconv.FormatUint(uint64(v), 10) + "C")
+	} else {
+		b.WriteString(na)
+	}
+	b.WriteString(" / ")
+	if v, ok := h.PeakPowerW.Get(); ok {
+		b.WriteString(strconv.FormatFloat(v, 'f', 0, 64) + "W")
+	} else {
+		b.WriteString(na)
+	}
+	b.WriteString("\nEvent #: ")
+	if h.EventNumber == 0 {
+		b.WriteString(na)
+	} else {
+		b.WriteString(strconv.FormatUint(h.EventNumber, 10))
+	}
+	b.WriteString("\nCounters:")
+	if len(h.Counters) == 0 {
+		b.WriteString(" " + na)
+	}
+	for _, c := range h.Counters {
+		b.WriteString(" " + orNA(c.Name) + "=" + strconv.FormatUint(c.Total, 10))
+	}
+	b.WriteString("\nSuppressed by cooldown: " + strconv.FormatUint(h.Suppressed, 10) + "\n\n")
+}
+
+// writeGPULine writes "GPU: 3 NVIDIA H100 80GB HBM3 (00000000:4B:00.0)".
+func writeGPULine(b *strings.Builder, h *Header) {
+	b.WriteString("GPU: ")
+	if h.GPUIndex < 0 {
+		b.WriteString(na)
+	} else {
+		b.WriteString(strconv.Itoa(h.GPUIndex))
+	}
+	b.WriteString(" " + orNA(h.GPUName) + " (" + orNA(h.BusID) + ")\n")
+}

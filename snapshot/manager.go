@@ -1,0 +1,422 @@
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Defaults for Config.
+const (
+	// DefaultDir is the seed's log directory.
+	DefaultDir = "/var/log/gpu-telemetry"
+	// DefaultCrashCooldown is the seed's CRASH_COOLDOWN_SEC: one crash floods
+	// 30 to 50 Xid events within seconds, and one snapshot per crash is enough.
+	DefaultCrashCooldown = 60 * time.Second
+	// DefaultSpikeCooldown is the seed's SPIKE_COOLDOWN_SEC.
+	DefaultSpikeCooldown = 10 * time.Second
+	// DefaultModulesPath is read instead of running lsmod (which only formats it).
+	DefaultModulesPath = "/proc/modules"
+	// loggedSuppressions: the first suppressions of a burst are logged so the
+	// burst is visible, then the log stays quiet until the cooldown expires
+	// (the seed's choice).
+	loggedSuppressions = 3
+	// closeGrace is how long Close waits, after cancelling the diagnostics,
+	// for the writers to put what they have on disk.
+	closeGrace = time.Second
+)
+
+// Config configures a Manager. Zero fields take the defaults given.
+//
+// Flush is called on a snapshot goroutine, not on the goroutine that called
+// Crash or Spike (an fsync can take long on a busy disk, and Crash may come
+// from the event goroutine while the poll loop writes the CSV anyway), so it
+// must be safe to call concurrently with the caller's CSV writes.
+type Config struct {
+	Dir                string              // log directory; files go to Dir/crashes and Dir/spikes; "" means DefaultDir
+	Runner             Runner              // runs the diagnostics; nil means an ExecRunner with CommandTimeout
+	Now                func() time.Time    // wall clock for cooldowns, names and headers; nil means time.Now
+	Logger             *slog.Logger        // nil discards
+	CrashCooldown      time.Duration       // per GPU; 0 means DefaultCrashCooldown
+	SpikeCooldown      time.Duration       // for all GPUs together, as in the seed; 0 means DefaultSpikeCooldown
+	FollowUps          []time.Duration     // offsets of the follow-ups; nil means DefaultFollowUps, empty (non-nil) none
+	CommandTimeout     time.Duration       // per diagnostic; 0 means DefaultCommandTimeout
+	DiagnosticsTimeout time.Duration       // all diagnostics of one capture; 0 means twice CommandTimeout
+	Flush              func(gpu int) error // flushes and fsyncs the GPU's CSV; called before each snapshot, from a snapshot goroutine
+	ModulesPath        string              // "" means DefaultModulesPath
+}
+
+// Decision says what Crash or Spike did with a request.
+type Decision struct {
+	Accepted     bool          // a snapshot will be written
+	Closed       bool          // refused because the Manager is closed
+	Burst        uint64        // suppressed: how many have been suppressed in this cooldown window, this one included
+	Suppressed   uint64        // suppressed so far in total: for this GPU (Crash) or for all GPUs (Spike)
+	CooldownLeft time.Duration // suppressed: time until the next snapshot can be taken
+}
+
+// Stats are the Manager's counters since New.
+type Stats struct {
+	CrashesWritten         uint64         // incidents whose stage-1 file is on disk
+	CrashesCompleted       uint64         // incidents whose file was replaced by the full version
+	CrashesSuppressed      uint64         // crash requests suppressed by the cooldown
+	CrashesSuppressedByGPU map[int]uint64 // the same per GPU index
+	SpikesWritten          uint64
+	SpikesSuppressed       uint64
+	FollowUpsWritten       uint64
+	FollowUpsCanceled      uint64 // pending follow-ups cancelled by a newer incident or Close
+	Failures               uint64 // files that could not be written, any kind or stage
+}
+
+// Manager rate-limits and writes snapshots. Its methods are safe for
+// concurrent use.
+type Manager struct {
+	cfg      Config
+	log      *slog.Logger
+	ops      fileOps
+	crashDir string
+	spikeDir string
+
+	// work is cancelled when Close gives up waiting: it kills running commands.
+	work     context.Context
+	stopWork context.CancelFunc
+	// follow is cancelled as Close starts: no follow-up starts after that.
+	follow     context.Context
+	stopFollow context.CancelCauseFunc
+
+	wg sync.WaitGroup // one per accepted request, until its last file is written
+
+	mu         sync.Mutex
+	closed     bool
+	gpus       map[int]*gpuState
+	spikeAny   bool
+	spikeLast  time.Time
+	spikeBurst uint64
+	stats      Stats
+}
+
+// gpuState is one GPU's crash cooldown.
+type gpuState struct {
+	any        bool      // an incident was accepted
+	last       time.Time // when
+	burst      uint64    // suppressed since then
+	suppressed uint64    // suppressed in total
+	stopFollow context.CancelCauseFunc
+}
+
+// New returns a Manager for cfg with its defaults filled in. Directories are
+// created when the first snapshot is written.
+func New(cfg Config) *Manager {
+	if cfg.Dir == "" {
+		cfg.Dir = DefaultDir
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.CrashCooldown <= 0 {
+		cfg.CrashCooldown = DefaultCrashCooldown
+	}
+	if cfg.SpikeCooldown <= 0 {
+		cfg.SpikeCooldown = DefaultSpikeCooldown
+	}
+	if cfg.FollowUps == nil {
+		cfg.FollowUps = DefaultFollowUps
+	}
+	// Own sorted copy without non-positive offsets: the caller's slice may change.
+	cfg.FollowUps = slices.DeleteFunc(slices.Clone(cfg.FollowUps), func(d time.Duration) bool { return d <= 0 })
+	slices.Sort(cfg.FollowUps)
+	if cfg.CommandTimeout <= 0 {
+		cfg.CommandTimeout = DefaultCommandTimeout
+	}
+	if cfg.DiagnosticsTimeout <= 0 {
+		// The commands run concurrently, each bounded by CommandTimeout, so
+		// this is only reached by a Runner that ignores its context.
+		cfg.DiagnosticsTimeout = 2 * cfg.CommandTimeout
+	}
+	if cfg.Runner == nil {
+		cfg.Runner = &ExecRunner{Timeout: cfg.CommandTimeout}
+	}
+	if cfg.Flush == nil {
+		cfg.Flush = func(int) error { return nil }
+	}
+	if cfg.ModulesPath == "" {
+		cfg.ModulesPath = DefaultModulesPath
+	}
+	m := &Manager{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		ops:      defaultOps(),
+		crashDir: filepath.Join(cfg.Dir, "crashes"),
+		spikeDir: filepath.Join(cfg.Dir, "spikes"),
+		gpus:     make(map[int]*gpuState),
+		stats:    Stats{CrashesSuppressedByGPU: make(map[int]uint64)},
+	}
+	m.work, m.stopWork = context.WithCancel(context.Background())
+	m.follow, m.stopFollow = context.WithCancelCause(context.Background())
+	return m
+}
+
+// cooldownLeft returns how long the cooldown that started at last still runs
+// at now; 0 when none ran or it expired. A clock that went backwards counts
+// as expired: losing a crash snapshot is worse than one extra.
+func cooldownLeft(seen bool, last, now time.Time, cooldown time.Duration) time.Duration {
+	if !seen {
+		return 0
+	}
+	el := now.Sub(last)
+	if el < 0 || el >= cooldown {
+		return 0
+	}
+	return cooldown - el
+}
+
+// Crash asks for a crash snapshot of gpu. At most one is taken per GPU per
+// CrashCooldown; the others are counted as suppressed. When accepted, build
+// is called at once on the caller's goroutine, and the files are written in
+// the background: Crash never waits for the disk or for any command. The
+// Manager sets the header's GPUIndex and Suppressed, and Title and Time when
+// they are empty.
+func (m *Manager) Crash(gpu int, build func() CrashRequest) Decision {
+	now := m.cfg.Now()
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return Decision{Closed: true}
+	}
+	st := m.gpus[gpu]
+	if st == nil {
+		st = &gpuState{}
+		m.gpus[gpu] = st
+	}
+	if left := cooldownLeft(st.any, st.last, now, m.cfg.CrashCooldown); left > 0 {
+		st.burst++
+		st.suppressed++
+		m.stats.CrashesSuppressed++
+		m.stats.CrashesSuppressedByGPU[gpu]++
+		d := Decision{Burst: st.burst, Suppressed: st.suppressed, CooldownLeft: left}
+		m.mu.Unlock()
+		if d.Burst <= loggedSuppressions {
+			m.log.Warn("crash snapshot suppressed by cooldown", "gpu", gpu, "count", d.Burst,
+				"suppressed_total", d.Suppressed, "cooldown_left", left)
+		}
+		return d
+	}
+	st.any, st.last, st.burst = true, now, 0
+	older := st.stopFollow
+	fctx, stop := context.WithCancelCause(m.follow)
+	st.stopFollow = stop
+	suppressed := st.suppressed
+	m.wg.Add(1)
+	m.mu.Unlock()
+	if older != nil {
+		older(errSuperseded)
+	}
+
+	started := false
+	defer func() { // build panicked: do not leave Close waiting for a writer that never ran
+		if !started {
+			stop(nil)
+			m.wg.Done()
+		}
+	}()
+	var req CrashRequest
+	if build != nil {
+		req = build()
+	}
+	req.Header.GPUIndex = gpu
+	req.Header.Suppressed = suppressed
+	if req.Header.Title == "" {
+		req.Header.Title = crashTitle
+	}
+	if req.Header.Time.IsZero() {
+		req.Header.Time = now
+	}
+	start := time.Now() // the follow-ups' offsets count from here, on the monotonic clock
+	go m.crash(fctx, stop, gpu, &req, now, start)
+	started = true
+	return Decision{Accepted: true, Suppressed: suppressed}
+}
+
+// crash writes one incident: stage 1, stage 2, then the follow-ups.
+func (m *Manager) crash(fctx context.Context, stop context.CancelCauseFunc, gpu int, req *CrashRequest, at, start time.Time) {
+	defer m.wg.Done()
+	defer stop(nil)
+	m.flush(gpu)
+
+	t0 := time.Now()
+	path, err := m.ops.createNew(m.crashDir, baseName("crash", at, gpu), ".log",
+		renderCrash(req, nil, m.cfg.DiagnosticsTimeout))
+	if path == "" {
+		m.failed("crash", gpu, 1, err)
+		return
+	}
+	m.mu.Lock()
+	m.stats.CrashesWritten++
+	m.mu.Unlock()
+	m.written("crash", gpu, 1, path, time.Since(t0), err)
+
+	res := m.collect(m.work, m.crashJobs(req.Header.BusID))
+	if err := m.ops.replace(path, renderCrash(req, crashSections(res), 0)); err != nil {
+		m.failed("crash", gpu, 2, err)
+	} else {
+		m.mu.Lock()
+		m.stats.CrashesCompleted++
+		m.mu.Unlock()
+		m.written("crash", gpu, 2, path, time.Since(t0), nil)
+	}
+	m.followUps(fctx, gpu, path, &req.Header, start)
+}
+
+// Spike asks for a spike snapshot of gpu. At most one is taken per
+// SpikeCooldown across all GPUs (as in the seed: when fans ramp, they ramp on
+// several GPUs of a chassis at once); the others are counted. When accepted,
+// build is called at once and the file is written in the background.
+func (m *Manager) Spike(gpu int, build func() SpikeRequest) Decision {
+	now := m.cfg.Now()
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return Decision{Closed: true}
+	}
+	if left := cooldownLeft(m.spikeAny, m.spikeLast, now, m.cfg.SpikeCooldown); left > 0 {
+		m.spikeBurst++
+		m.stats.SpikesSuppressed++
+		d := Decision{Burst: m.spikeBurst, Suppressed: m.stats.SpikesSuppressed, CooldownLeft: left}
+		m.mu.Unlock()
+		m.log.Debug("spike snapshot suppressed by cooldown", "gpu", gpu, "count", d.Burst)
+		return d
+	}
+	m.spikeAny, m.spikeLast, m.spikeBurst = true, now, 0
+	suppressed := m.stats.SpikesSuppressed
+	m.wg.Add(1)
+	m.mu.Unlock()
+
+	started := false
+	defer func() {
+		if !started {
+			m.wg.Done()
+		}
+	}()
+	var req SpikeRequest
+	if build != nil {
+		req = build()
+	}
+	req.Header.GPUIndex = gpu
+	req.Header.Suppressed = suppressed
+	if req.Header.Title == "" {
+		req.Header.Title = spikeTitle
+	}
+	if req.Header.Time.IsZero() {
+		req.Header.Time = now
+	}
+	go m.spike(gpu, &req, now)
+	started = true
+	return Decision{Accepted: true, Suppressed: suppressed}
+}
+
+// spike writes one spike snapshot.
+func (m *Manager) spike(gpu int, req *SpikeRequest, at time.Time) {
+	defer m.wg.Done()
+	m.flush(gpu)
+	t0 := time.Now()
+	path, err := m.ops.createNew(m.spikeDir, baseName("spike", at, gpu), ".log", renderSpike(req))
+	if path == "" {
+		m.failed("spike", gpu, 0, err)
+		return
+	}
+	m.mu.Lock()
+	m.stats.SpikesWritten++
+	m.mu.Unlock()
+	m.written("spike", gpu, 0, path, time.Since(t0), err)
+}
+
+// Stats returns a copy of the counters.
+func (m *Manager) Stats() Stats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.stats
+	s.CrashesSuppressedByGPU = make(map[int]uint64, len(m.stats.CrashesSuppressedByGPU))
+	for k, v := range m.stats.CrashesSuppressedByGPU {
+		s.CrashesSuppressedByGPU[k] = v
+	}
+	return s
+}
+
+// Close refuses new requests, cancels the follow-ups not yet started, and
+// waits for the snapshots being written until ctx is done. Then it kills the
+// commands still running, lets the writers put what they have on disk (the
+// stage-2 file says which commands were cut short), waits up to a second
+// more, and returns an error wrapping ctx's. Close may be called again.
+func (m *Manager) Close(ctx context.Context) error {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	m.stopFollow(errClosing)
+
+	done := make(chan struct{})
+	go func() {
+		m.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		m.stopWork()
+		return nil
+	case <-ctx.Done():
+	}
+	m.stopWork()
+	t := time.NewTimer(closeGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+		return fmt.Errorf("close snapshots: diagnostics cut short: %w", ctx.Err())
+	case <-t.C:
+		return fmt.Errorf("close snapshots: writers still busy %s after cancelling: %w", closeGrace, ctx.Err())
+	}
+}
+
+// flush calls Config.Flush; a failure is logged and the snapshot still taken.
+func (m *Manager) flush(gpu int) {
+	if err := m.cfg.Flush(gpu); err != nil {
+		m.log.Warn("flush csv before snapshot failed", "gpu", gpu, "err", err)
+	}
+}
+
+// written logs a file written; err, if any, is a late failure (directory
+// fsync) after the file was already in place.
+func (m *Manager) written(kind string, gpu, stage int, path string, took time.Duration, err error) {
+	m.log.Info("snapshot written", "kind", kind, "gpu", gpu, "stage", stage, "path", path, "took", took)
+	if err != nil {
+		m.log.Warn("snapshot written but not made durable", "kind", kind, "gpu", gpu, "path", path, "err", err)
+	}
+}
+
+// failed counts and logs a file that could not be written.
+func (m *Manager) failed(kind string, gpu, stage int, err error) {
+	m.mu.Lock()
+	m.stats.Failures++
+	m.mu.Unlock()
+	m.log.Warn("snapshot failed", "kind", kind, "gpu", gpu, "stage", stage, "err", err)
+}
+
+// stampLayout names files to the millisecond: the seed's names, to the
+// second, collided when two snapshots came in the same second.
+const stampLayout = "20060102-150405.000"
+
+// baseName is "<kind>-<stamp>-gpu<N>", or gpuNA for an event that matched no
+// monitored GPU.
+func baseName(kind string, t time.Time, gpu int) string {
+	g := "gpuNA"
+	if gpu >= 0 {
+		g = "gpu" + strconv.Itoa(gpu)
+	}
+	return kind + "-" + t.Format(stampLayout) + "-" + g
+}

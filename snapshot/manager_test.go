@@ -1,0 +1,491 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestCrashStage2Golden(t *testing.T) {
+	run := cannedRunner()
+	m, _ := newTestManager(t, func(c *Config) { c.Runner = run })
+	if d := m.Crash(3, testCrashRequest); !d.Accepted {
+		t.Fatalf("Crash = %+v, want accepted", d)
+	}
+	closeManager(t, m)
+	dir := filepath.Join(m.cfg.Dir, "crashes")
+	got := files(t, dir, "*")
+	want := []string{"crash-20260314-092653.589-gpu3.log"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("files = %v, want %v", got, want)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, want[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "crash-stage2", data)
+
+	// dmesg once for three sections; the bus id in lspci form; no shell anywhere.
+	wantCalls := []string{"dmesg", "free -h", "lspci -vvs 0000:4b:00.0", "nvidia-smi", "setpci -s 0000:4b:00.0 VENDOR_ID", "uptime"}
+	if calls := run.Calls(); !slices.Equal(calls, wantCalls) {
+		t.Errorf("commands = %q, want %q", calls, wantCalls)
+	}
+	if s := m.Stats(); s.CrashesWritten != 1 || s.CrashesCompleted != 1 || s.Failures != 0 {
+		t.Errorf("stats = %+v", s)
+	}
+}
+
+func TestCrashStage1Golden(t *testing.T) {
+	req := testCrashRequest()
+	req.Header.GPUIndex = 3
+	req.Header.Title = crashTitle
+	golden(t, "crash-stage1", renderCrash(&req, nil, 10*time.Second))
+}
+
+func TestHeaderAbsentGolden(t *testing.T) {
+	// Nothing known: every absent value prints n/a, never 0.
+	var b strings.Builder
+	writeHeader(&b, &Header{GPUIndex: -1})
+	golden(t, "header-absent", []byte(b.String()))
+}
+
+func TestSpikeGolden(t *testing.T) {
+	m, _ := newTestManager(t, nil)
+	d := m.Spike(1, func() SpikeRequest {
+		h := testHeader()
+		h.Reason = "FAN_SPIKE fan0 35% -> 78% in 100ms"
+		h.EventNumber = 3
+		return SpikeRequest{
+			Header:      h,
+			Columns:     []string{"timestamp", "gpu_temp", "power_w", "fan0_speed", "flags"},
+			Values:      []string{"2026/03/14 09:26:53.589", "81", "", "78", "FAN_SPIKE"},
+			CSVHeader:   testCSVHeader,
+			Rows:        testRows(5),
+			Thresholds:  thresholds(),
+			FanPolicies: []string{"temperature_continuous_sw", "n/a"},
+		}
+	})
+	if !d.Accepted {
+		t.Fatalf("Spike = %+v", d)
+	}
+	closeManager(t, m)
+	dir := filepath.Join(m.cfg.Dir, "spikes")
+	names := files(t, dir, "*")
+	if want := []string{"spike-20260314-092653.589-gpu1.log"}; !slices.Equal(names, want) {
+		t.Fatalf("files = %v, want %v", names, want)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, names[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "spike", data)
+	if calls := m.cfg.Runner.(*fakeRunner).Calls(); len(calls) != 0 {
+		t.Errorf("spike ran commands %q, want none", calls)
+	}
+}
+
+func TestCrashCooldown(t *testing.T) {
+	type step struct {
+		at       time.Duration // from incidentTime
+		gpu      int
+		accepted bool
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"within 60s suppressed, at 60s accepted", []step{
+			{0, 0, true}, {time.Second, 0, false}, {59*time.Second + 999*time.Millisecond, 0, false}, {60 * time.Second, 0, true},
+		}},
+		{"GPUs independent", []step{
+			{0, 0, true}, {time.Second, 1, true}, {2 * time.Second, 0, false}, {3 * time.Second, 1, false}, {4 * time.Second, 2, true},
+		}},
+		{"clock stepped back counts as expired", []step{
+			{0, 0, true}, {-time.Hour, 0, true}, {-time.Hour + time.Second, 0, false},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, clk := newTestManager(t, nil)
+			var accepted int
+			suppressed := map[int]uint64{}
+			for i, s := range tt.steps {
+				clk.mu.Lock()
+				clk.t = incidentTime.Add(s.at)
+				clk.mu.Unlock()
+				d := m.Crash(s.gpu, testCrashRequest)
+				if d.Accepted != s.accepted {
+					t.Fatalf("step %d (%v, gpu %d): Accepted = %v, want %v", i, s.at, s.gpu, d.Accepted, s.accepted)
+				}
+				if s.accepted {
+					accepted++
+				} else {
+					suppressed[s.gpu]++
+					if d.CooldownLeft <= 0 || d.CooldownLeft > DefaultCrashCooldown {
+						t.Errorf("step %d: CooldownLeft = %v", i, d.CooldownLeft)
+					}
+				}
+			}
+			closeManager(t, m)
+			if n := len(files(t, filepath.Join(m.cfg.Dir, "crashes"), "crash-*.log")); n != accepted {
+				t.Errorf("%d crash files, want %d", n, accepted)
+			}
+			st := m.Stats()
+			for gpu, n := range suppressed {
+				if st.CrashesSuppressedByGPU[gpu] != n {
+					t.Errorf("suppressed for gpu %d = %d, want %d", gpu, st.CrashesSuppressedByGPU[gpu], n)
+				}
+			}
+		})
+	}
+}
+
+func TestCrashBurst(t *testing.T) {
+	// One Xid 79 floods dozens of events within a second: one snapshot.
+	rec := &recorder{}
+	m, clk := newTestManager(t, func(c *Config) { c.Logger = slog.New(rec) })
+	var accepted int
+	for i := range 50 {
+		d := m.Crash(2, testCrashRequest)
+		if d.Accepted {
+			accepted++
+		} else if d.Burst != uint64(i) {
+			t.Errorf("request %d: Burst = %d, want %d", i, d.Burst, i)
+		}
+		clk.Advance(10 * time.Millisecond)
+	}
+	closeManager(t, m)
+	if accepted != 1 {
+		t.Errorf("accepted %d, want 1", accepted)
+	}
+	if n := files(t, filepath.Join(m.cfg.Dir, "crashes"), "*"); len(n) != 1 {
+		t.Errorf("files = %v, want exactly 1", n)
+	}
+	st := m.Stats()
+	if st.CrashesSuppressed != 49 || st.CrashesSuppressedByGPU[2] != 49 {
+		t.Errorf("suppressed = %d (gpu 2: %d), want 49", st.CrashesSuppressed, st.CrashesSuppressedByGPU[2])
+	}
+	warns := rec.messages(slog.LevelWarn, "crash snapshot suppressed by cooldown")
+	if len(warns) != 3 {
+		t.Fatalf("%d suppression warnings, want the first 3 of the burst", len(warns))
+	}
+	for i, w := range warns {
+		if w["gpu"] != int64(2) || w["count"] != uint64(i+1) {
+			t.Errorf("warning %d = %v, want gpu 2 count %d", i, w, i+1)
+		}
+	}
+}
+
+func TestSuppressedCountInNextHeader(t *testing.T) {
+	m, clk := newTestManager(t, nil)
+	m.Crash(0, testCrashRequest)
+	for range 5 {
+		m.Crash(0, testCrashRequest)
+	}
+	clk.Advance(DefaultCrashCooldown)
+	d := m.Crash(0, testCrashRequest)
+	if !d.Accepted || d.Suppressed != 5 {
+		t.Fatalf("Crash = %+v, want accepted with 5 suppressed", d)
+	}
+	closeManager(t, m)
+	names := files(t, filepath.Join(m.cfg.Dir, "crashes"), "crash-*.log")
+	if len(names) != 2 {
+		t.Fatalf("files = %v", names)
+	}
+	data, _ := os.ReadFile(filepath.Join(m.cfg.Dir, "crashes", names[1]))
+	if !strings.Contains(string(data), "Suppressed by cooldown: 5\n") {
+		t.Errorf("second snapshot does not show 5 suppressed:\n%s", data)
+	}
+}
+
+func TestSpikeCooldownGlobal(t *testing.T) {
+	m, clk := newTestManager(t, nil)
+	steps := []struct {
+		at       time.Duration
+		gpu      int
+		accepted bool
+	}{
+		{0, 0, true},
+		{5 * time.Second, 1, false}, // global: another GPU is suppressed too
+		{9 * time.Second, 0, false},
+		{10 * time.Second, 1, true},
+	}
+	for i, s := range steps {
+		clk.mu.Lock()
+		clk.t = incidentTime.Add(s.at)
+		clk.mu.Unlock()
+		if d := m.Spike(s.gpu, func() SpikeRequest { return SpikeRequest{} }); d.Accepted != s.accepted {
+			t.Errorf("step %d: Accepted = %v, want %v", i, d.Accepted, s.accepted)
+		}
+	}
+	closeManager(t, m)
+	st := m.Stats()
+	if st.SpikesWritten != 2 || st.SpikesSuppressed != 2 {
+		t.Errorf("stats = %+v, want 2 written, 2 suppressed", st)
+	}
+	if n := files(t, filepath.Join(m.cfg.Dir, "spikes"), "spike-*.log"); len(n) != 2 {
+		t.Errorf("files = %v", n)
+	}
+}
+
+func TestFlushBeforeSnapshot(t *testing.T) {
+	var mu sync.Mutex
+	var log []string
+	var dir string
+	m, _ := newTestManager(t, func(c *Config) {
+		dir = c.Dir
+		c.Flush = func(gpu int) error {
+			// The snapshot file must not exist yet when the CSV is flushed.
+			crashes := files(t, filepath.Join(dir, "crashes"), "*.log")
+			spikes := files(t, filepath.Join(dir, "spikes"), "*.log")
+			mu.Lock()
+			defer mu.Unlock()
+			log = append(log, "flush", strings.Join(append(crashes, spikes...), ","))
+			return errors.New("disk full") // a failed flush does not stop the snapshot
+		}
+	})
+	m.Crash(5, testCrashRequest)
+	closeManager(t, m)
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"flush", ""}; !slices.Equal(log, want) {
+		t.Errorf("flush log = %q, want %q (flush before any file)", log, want)
+	}
+	if n := files(t, filepath.Join(dir, "crashes"), "crash-*-gpu5.log"); len(n) != 1 {
+		t.Errorf("files = %v", n)
+	}
+}
+
+func TestSpikeFlushBeforeSnapshot(t *testing.T) {
+	var flushed []int
+	var seen []string
+	var dir string
+	m, _ := newTestManager(t, func(c *Config) {
+		dir = c.Dir
+		c.Flush = func(gpu int) error {
+			flushed = append(flushed, gpu)
+			seen = files(t, filepath.Join(dir, "spikes"), "*")
+			return nil
+		}
+	})
+	m.Spike(4, func() SpikeRequest { return SpikeRequest{} })
+	closeManager(t, m)
+	if !slices.Equal(flushed, []int{4}) || len(seen) != 0 {
+		t.Errorf("flushed %v with files %v present, want [4] before any file", flushed, seen)
+	}
+	if n := files(t, filepath.Join(dir, "spikes"), "*"); len(n) != 1 {
+		t.Errorf("files = %v", n)
+	}
+}
+
+func TestStage1WhileCommandBlocked(t *testing.T) {
+	// lspci hangs: the operator still gets the header and the rows at once,
+	// and Close kills the hung command.
+	run := cannedRunner()
+	run.block = map[string]chan struct{}{"lspci": make(chan struct{})} // never released
+	m, _ := newTestManager(t, func(c *Config) {
+		c.Runner = run
+		c.CommandTimeout = time.Hour // only Close can end it
+	})
+	start := time.Now()
+	if d := m.Crash(3, testCrashRequest); !d.Accepted {
+		t.Fatal("not accepted")
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("Crash took %v; it must not wait for the snapshot", took)
+	}
+	path := filepath.Join(m.cfg.Dir, "crashes", "crash-20260314-092653.589-gpu3.log")
+	waitFor(t, "stage-1 file", func() bool { _, err := os.Stat(path); return err == nil })
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "crash-stage1-blocked", data)
+	waitFor(t, "lspci to start", func() bool { return slices.Contains(run.Calls(), "lspci -vvs 0000:4b:00.0") })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	err = m.Close(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Close = %v, want an error wrapping the deadline", err)
+	}
+	data, err = os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(data)
+	for _, want := range []string{
+		"=== PCIe device state ===\npartial output\n(canceled: the daemon is shutting down)\n",
+		"GPU has fallen off the bus.", // the other diagnostics made it
+		"\n=== End of snapshot ===\n",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("stage-2 file lacks %q:\n%s", want, s)
+		}
+	}
+	if d := m.Crash(3, testCrashRequest); !d.Closed || d.Accepted {
+		t.Errorf("Crash after Close = %+v, want Closed", d)
+	}
+	if err := m.Close(context.Background()); err != nil {
+		t.Errorf("second Close = %v", err)
+	}
+}
+
+func TestDiagnosticsOverallBound(t *testing.T) {
+	// A runner that ignores its context is abandoned at DiagnosticsTimeout.
+	release := make(chan struct{})
+	defer close(release)
+	run := cannedRunner()
+	m, _ := newTestManager(t, func(c *Config) {
+		c.Runner = ignoringRunner{run, release}
+		c.DiagnosticsTimeout = 50 * time.Millisecond
+	})
+	m.Crash(0, testCrashRequest)
+	closeManager(t, m)
+	names := files(t, filepath.Join(m.cfg.Dir, "crashes"), "*")
+	data, _ := os.ReadFile(filepath.Join(m.cfg.Dir, "crashes", names[0]))
+	if !strings.Contains(string(data), "=== nvidia-smi (may fail) ===\n(no answer within 50ms; abandoned)\n") {
+		t.Errorf("nvidia-smi not reported abandoned:\n%s", data)
+	}
+}
+
+// ignoringRunner blocks nvidia-smi until released, whatever its context says.
+type ignoringRunner struct {
+	*fakeRunner
+	release chan struct{}
+}
+
+func (r ignoringRunner) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	if name == "nvidia-smi" {
+		<-r.release
+	}
+	return r.fakeRunner.Run(ctx, name, args...)
+}
+
+func TestCommandTimeoutSection(t *testing.T) {
+	run := cannedRunner()
+	run.block = map[string]chan struct{}{"setpci": make(chan struct{})}
+	m, _ := newTestManager(t, func(c *Config) {
+		c.Runner = run
+		c.CommandTimeout = 20 * time.Millisecond
+	})
+	m.Crash(0, testCrashRequest)
+	closeManager(t, m)
+	names := files(t, filepath.Join(m.cfg.Dir, "crashes"), "*")
+	data, _ := os.ReadFile(filepath.Join(m.cfg.Dir, "crashes", names[0]))
+	if !strings.Contains(string(data), "=== GPU register test (ffff = off bus) ===\npartial output\n(timed out after 20ms)\n") {
+		t.Errorf("setpci timeout not reported:\n%s", data)
+	}
+}
+
+func TestInvalidBusIDNotPassed(t *testing.T) {
+	run := cannedRunner()
+	m, _ := newTestManager(t, func(c *Config) { c.Runner = run })
+	m.Crash(0, func() CrashRequest {
+		r := testCrashRequest()
+		r.Header.BusID = "00000000:4B:00.0; reboot"
+		return r
+	})
+	closeManager(t, m)
+	for _, c := range run.Calls() {
+		if strings.HasPrefix(c, "lspci") || strings.HasPrefix(c, "setpci") {
+			t.Errorf("ran %q with an invalid bus id", c)
+		}
+	}
+	names := files(t, filepath.Join(m.cfg.Dir, "crashes"), "*")
+	data, _ := os.ReadFile(filepath.Join(m.cfg.Dir, "crashes", names[0]))
+	want := "=== PCIe device state ===\n(not run: bus id \"00000000:4B:00.0; reboot\" is not a PCI address like 00000000:4B:00.0)\n"
+	if !strings.Contains(string(data), want) {
+		t.Errorf("file lacks %q:\n%s", want, data)
+	}
+}
+
+func TestSameMillisecondNoCollision(t *testing.T) {
+	// Two accepted snapshots of one GPU in the same millisecond both survive.
+	clk := newClock(incidentTime)
+	m, _ := newTestManager(t, func(c *Config) {
+		c.CrashCooldown = time.Nanosecond
+		c.Now = func() time.Time { clk.Advance(time.Microsecond); return clk.Now() }
+	})
+	for range 3 {
+		if d := m.Crash(7, testCrashRequest); !d.Accepted {
+			t.Fatalf("not accepted: %+v", d)
+		}
+	}
+	closeManager(t, m)
+	dir := filepath.Join(m.cfg.Dir, "crashes")
+	got := allEntries(t, dir)
+	slices.Sort(got)
+	want := []string{
+		"crash-20260314-092653.589-gpu7-2.log",
+		"crash-20260314-092653.589-gpu7-3.log",
+		"crash-20260314-092653.589-gpu7.log",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("entries = %v, want %v", got, want)
+	}
+	for _, n := range got {
+		data, _ := os.ReadFile(filepath.Join(dir, n))
+		if !strings.HasSuffix(string(data), "\n=== End of snapshot ===\n") {
+			t.Errorf("%s is not a complete stage-2 file", n)
+		}
+	}
+}
+
+func TestWriteFailureCountedAndCleaned(t *testing.T) {
+	rec := &recorder{}
+	m, _ := newTestManager(t, func(c *Config) { c.Logger = slog.New(rec) })
+	m.ops.write = func(*os.File, []byte) (int, error) { return 0, errors.New("no space left on device") }
+	m.Crash(0, testCrashRequest)
+	m.Spike(0, func() SpikeRequest { return SpikeRequest{} })
+	closeManager(t, m)
+	for _, sub := range []string{"crashes", "spikes"} {
+		if e := allEntries(t, filepath.Join(m.cfg.Dir, sub)); len(e) != 0 {
+			t.Errorf("%s holds %v after failed writes, want nothing", sub, e)
+		}
+	}
+	if st := m.Stats(); st.Failures != 2 || st.CrashesWritten != 0 {
+		t.Errorf("stats = %+v, want 2 failures", st)
+	}
+	if w := rec.messages(slog.LevelWarn, "snapshot failed"); len(w) != 2 {
+		t.Errorf("%d failure warnings, want 2", len(w))
+	}
+}
+
+func TestStage2FailureKeepsStage1(t *testing.T) {
+	m, _ := newTestManager(t, nil)
+	var mu sync.Mutex
+	calls := 0
+	m.ops.write = func(f *os.File, p []byte) (int, error) {
+		mu.Lock()
+		calls++
+		n := calls
+		mu.Unlock()
+		if n == 2 { // stage 2
+			_, _ = f.Write(p[:len(p)/2]) // a torn write must never become visible
+			return 0, errors.New("I/O error")
+		}
+		return f.Write(p)
+	}
+	m.Crash(0, testCrashRequest)
+	closeManager(t, m)
+	dir := filepath.Join(m.cfg.Dir, "crashes")
+	e := allEntries(t, dir)
+	if len(e) != 1 {
+		t.Fatalf("entries = %v, want only the stage-1 file", e)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, e[0]))
+	if !strings.HasSuffix(string(data), "(stage 1 of 2: diagnostics pending) ===\n") {
+		t.Errorf("stage-1 file damaged:\n%s", data)
+	}
+	if st := m.Stats(); st.CrashesWritten != 1 || st.CrashesCompleted != 0 || st.Failures != 1 {
+		t.Errorf("stats = %+v", st)
+	}
+}

@@ -1,0 +1,75 @@
+package snapshot
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// SpikeRequest is what the caller knows when a fan spikes. A spike snapshot
+// runs no commands: everything comes from the caller's memory.
+type SpikeRequest struct {
+	Header      Header
+	Columns     []string           // the CSV's column names
+	Values      []string           // the current row, one cell per column; an empty cell is absent and prints n/a
+	CSVHeader   string             // the CSV's header line
+	Rows        []string           // that GPU's last rows as CSV lines, oldest first; the last 50 are kept
+	Thresholds  reading.Thresholds // the GPU's temperature thresholds, read at start
+	FanPolicies []string           // one per fan, as the caller renders it ("continuous", "n/a" ...)
+}
+
+// spikeTitle is the seed's title for a spike snapshot.
+const spikeTitle = "FAN SPIKE DETECTED"
+
+// renderSpike renders a spike snapshot: the seed's _write_spike_snapshot,
+// with the thermal thresholds and fan policies supplied by the caller.
+func renderSpike(req *SpikeRequest) []byte {
+	var b strings.Builder
+	writeHeader(&b, &req.Header)
+	b.WriteString("=== Current state ===\n")
+	n := max(len(req.Columns), len(req.Values))
+	if n == 0 {
+		b.WriteString("(no current row)\n")
+	}
+	for i := range n {
+		name, val := "", ""
+		if i < len(req.Columns) {
+			name = req.Columns[i]
+		}
+		if i < len(req.Values) {
+			val = req.Values[i]
+		}
+		b.WriteString(" " + orNA(name) + ": " + orNA(val) + "\n")
+	}
+	b.WriteString("\n")
+	writeRows(&b, req.CSVHeader, req.Rows)
+
+	b.WriteString("\n=== Thermal thresholds ===\n")
+	for _, t := range []struct {
+		label string
+		v     reading.Opt[uint32]
+	}{
+		{"shutdown", req.Thresholds.Shutdown},
+		{"slowdown", req.Thresholds.Slowdown},
+		{"mem_max", req.Thresholds.MemMax},
+		{"gpu_max", req.Thresholds.GPUMax},
+	} {
+		b.WriteString(" " + t.label + ": ")
+		if v, ok := t.v.Get(); ok {
+			b.WriteString(strconv.FormatUint(uint64(v), 10) + "C\n")
+		} else {
+			b.WriteString(na + "\n")
+		}
+	}
+
+	b.WriteString("\n=== Fan control policies ===\n")
+	if len(req.FanPolicies) == 0 {
+		b.WriteString("(no fans reported)\n")
+	}
+	for i, p := range req.FanPolicies {
+		b.WriteString(" fan[" + strconv.Itoa(i) + "]: policy=" + orNA(p) + "\n")
+	}
+	b.WriteString("\n=== End of snapshot ===\n")
+	return []byte(b.String())
+}
