@@ -148,6 +148,12 @@ func (t *Tracker) Observe(s *reading.Sample, now time.Time) Result {
 	return r
 }
 
+// Forget clears the memory of earlier samples, as a failed sample does. Call
+// it from the Observe goroutine after an outage the tracker did not see (a
+// call that hung: its rows were written by another goroutine), so the first
+// sample afterwards is not compared with one from before the outage.
+func (t *Tracker) Forget() { t.forget() }
+
 // forget clears the memory of earlier samples after an outage. Cooldowns are
 // kept: they limit log volume, which an outage does not change.
 func (t *Tracker) forget() {
