@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"log/slog"
 	"math"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -609,4 +610,32 @@ func fieldUint(fv *nvml.FieldValue) (uint64, bool) {
 		return uint64(f), true
 	}
 	return 0, false
+}
+
+// FanPolicies returns each fan's control policy as text ("auto", "manual",
+// "n/a"), for spike snapshots. Call it from the GPU's worker goroutine.
+func (g *GPU) FanPolicies() []string {
+	info := g.Info()
+	n := min(info.NumFans, reading.MaxFans)
+	out := make([]string, n)
+	for i := range n {
+		out[i] = "n/a"
+		if g.dev == nil || !g.can(FnFanPolicy, i) {
+			continue
+		}
+		g.begin(FnFanPolicy)
+		p, ret := g.dev.GetFanControlPolicy_v2(i)
+		if !g.end(FnFanPolicy, i, ret) {
+			continue
+		}
+		switch p {
+		case nvml.FAN_POLICY_TEMPERATURE_CONTINOUS_SW:
+			out[i] = "auto (temperature-controlled)"
+		case nvml.FAN_POLICY_MANUAL:
+			out[i] = "manual"
+		default:
+			out[i] = "unknown (" + strconv.Itoa(int(p)) + ")"
+		}
+	}
+	return out
 }

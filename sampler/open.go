@@ -358,3 +358,6 @@ func BusKey(s string) (string, bool) {
 	}
 	return fmt.Sprintf("%04x:%02x:%02x", dom, bus, dev), true
 }
+
+// KernelTime converts a wall-clock reading to the kernel log's clock.
+func (h *Host) KernelTime(t time.Time) time.Duration { return h.kclock.At(t) }

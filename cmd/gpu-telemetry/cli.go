@@ -1,0 +1,156 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
+	"github.com/gpu-telemetry/gpu-telemetry/monitor"
+)
+
+// CLI is the command line. Running the logger is the default (and only)
+// command, so the seed's service line keeps working:
+// gpu-telemetry --interval 0.1 --log-dir /var/log/gpu-telemetry
+type CLI struct {
+	Interval       Interval         `help:"Time between samples: seconds (0.1) or a Go duration (100ms); > 0 and at most 1h. Default: ${default}." default:"100ms"`
+	LogDir         string           `help:"Directory for CSVs, logs and snapshots (created if missing). Default: ${default}." default:"/var/log/gpu-telemetry" type:"path"`
+	SpikeThreshold uint32           `help:"Fan speed change in percentage points per sample that counts as a spike (1-100). Default: ${default}." default:"15"`
+	LockFile       string           `help:"Single-instance lock file (holds the PID). Default: ${default}." default:"/run/gpu-telemetry.pid" type:"path"`
+	GPU            []string         `help:"GPUs to monitor by index, UUID or PCI bus id; comma-separated or repeated. Default: all GPUs." sep:","`
+	RetentionDays  int              `help:"Delete CSV days older than this. Default: ${default}." default:"14"`
+	FsyncInterval  Interval         `help:"Longest time rows wait in the page cache before fsync. Default: ${default}." default:"1s"`
+	MinFreeMB      uint64           `name:"min-free-mb" help:"Stop writing rows below this much free disk space (MB); resume when it returns. Default: ${default}." default:"500"`
+	Deadline       Interval         `help:"Time a GPU's sample may take before the GPU is reported hung (NVML_HUNG rows and a crash snapshot). Default: max(2 x interval, 1s)." default:"0s"`
+	Kmsg           string           `help:"Kernel log to follow for NVRM Xid lines (a file or FIFO in /dev/kmsg format for tests); 'none' disables. Default: ${default}." default:"/dev/kmsg"`
+	FollowUps      []Interval       `name:"follow-ups" help:"Extra captures after a crash snapshot, filed with the same incident. Default: ${default}." default:"10s,60s,300s" sep:","`
+	CrashCooldown  Interval         `help:"At most one crash snapshot per GPU per this long. Default: ${default}." default:"60s"`
+	SpikeCooldown  Interval         `help:"At most one fan spike snapshot per this long. Default: ${default}." default:"10s"`
+	SummaryEvery   Interval         `name:"summary-interval" help:"summary.log cadence and rate window. Default: ${default}." default:"5m"`
+	NoCompress     bool             `help:"Do not gzip finished CSV days."`
+	LogLevel       LogLevel         `help:"Log level: debug, info, warn, error. Default: ${default}." default:"info" enum:"debug,info,warn,error"`
+	Version        kong.VersionFlag `help:"Print the version and exit."`
+}
+
+// Interval is a duration given as seconds ("0.1") or a Go duration ("100ms").
+type Interval time.Duration
+
+// UnmarshalText implements encoding.TextUnmarshaler for kong.
+func (iv *Interval) UnmarshalText(b []byte) error {
+	s := strings.TrimSpace(string(b))
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		if f != f || f > float64(1<<62)/1e9 || f < -float64(1<<62)/1e9 {
+			return fmt.Errorf("%q is out of range", s)
+		}
+		*iv = Interval(time.Duration(f * float64(time.Second)))
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%q is neither seconds (0.1) nor a duration (100ms)", s)
+	}
+	*iv = Interval(d)
+	return nil
+}
+
+func (iv Interval) String() string { return time.Duration(iv).String() }
+
+// LogLevel is a slog level name.
+type LogLevel string
+
+func (l LogLevel) level() slog.Level {
+	switch l {
+	case "debug":
+		return slog.LevelDebug
+	case "warn":
+		return slog.LevelWarn
+	case "error":
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}
+
+// Validate checks ranges kong cannot; each error names its flag.
+func (c *CLI) Validate() error {
+	var errs []error
+	if iv := time.Duration(c.Interval); iv <= 0 || iv > time.Hour {
+		errs = append(errs, fmt.Errorf("--interval %s: must be > 0 and at most 1h", iv))
+	} else if iv < time.Millisecond {
+		errs = append(errs, fmt.Errorf("--interval %s: must be at least 1ms", iv))
+	}
+	if c.SpikeThreshold < 1 || c.SpikeThreshold > 100 {
+		errs = append(errs, fmt.Errorf("--spike-threshold %d: must be between 1 and 100", c.SpikeThreshold))
+	}
+	if c.RetentionDays < 1 || c.RetentionDays > 3650 {
+		errs = append(errs, fmt.Errorf("--retention-days %d: must be between 1 and 3650", c.RetentionDays))
+	}
+	if d := time.Duration(c.FsyncInterval); d <= 0 || d > time.Hour {
+		errs = append(errs, fmt.Errorf("--fsync-interval %s: must be > 0 and at most 1h", d))
+	}
+	if d := time.Duration(c.Deadline); d < 0 || d > time.Hour {
+		errs = append(errs, fmt.Errorf("--deadline %s: must be between 0 (automatic) and 1h", d))
+	}
+	for _, f := range c.FollowUps {
+		if d := time.Duration(f); d <= 0 || d > 24*time.Hour {
+			errs = append(errs, fmt.Errorf("--follow-ups %s: each must be > 0 and at most 24h", d))
+		}
+	}
+	if d := time.Duration(c.CrashCooldown); d < 0 {
+		errs = append(errs, fmt.Errorf("--crash-cooldown %s: must not be negative", d))
+	}
+	if d := time.Duration(c.SpikeCooldown); d < 0 {
+		errs = append(errs, fmt.Errorf("--spike-cooldown %s: must not be negative", d))
+	}
+	if d := time.Duration(c.SummaryEvery); d < time.Second {
+		errs = append(errs, fmt.Errorf("--summary-interval %s: must be at least 1s", d))
+	}
+	for _, g := range c.GPU {
+		if strings.TrimSpace(g) == "" {
+			errs = append(errs, errors.New("--gpu: empty GPU selector"))
+		}
+	}
+	if c.LogDir == "" {
+		errs = append(errs, errors.New("--log-dir: must not be empty"))
+	}
+	if len(errs) > 0 {
+		return errs[0] // one line: the first problem
+	}
+	return nil
+}
+
+// monitorConfig turns the flags into the monitor's configuration.
+func (c *CLI) monitorConfig(log *slog.Logger) monitor.Config {
+	ac := anomaly.DefaultConfig()
+	ac.SpikeThresholdPct = c.SpikeThreshold
+	kmsg := c.Kmsg
+	if kmsg == "none" {
+		kmsg = ""
+	}
+	follow := make([]time.Duration, 0, len(c.FollowUps))
+	for _, f := range c.FollowUps {
+		follow = append(follow, time.Duration(f))
+	}
+	return monitor.Config{
+		Version:       version,
+		LogDir:        c.LogDir,
+		Interval:      time.Duration(c.Interval),
+		Deadline:      time.Duration(c.Deadline),
+		Anomaly:       ac,
+		RetentionDays: c.RetentionDays,
+		FsyncEvery:    time.Duration(c.FsyncInterval),
+		MinFreeMB:     c.MinFreeMB,
+		Compress:      !c.NoCompress,
+		SummaryEvery:  time.Duration(c.SummaryEvery),
+		KmsgPath:      kmsg,
+		CrashCooldown: time.Duration(c.CrashCooldown),
+		SpikeCooldown: time.Duration(c.SpikeCooldown),
+		FollowUps:     follow,
+		Logger:        log,
+		Notifier:      newSystemd(log),
+	}
+}

@@ -1,0 +1,169 @@
+// Command gpu-telemetry records what NVIDIA GPUs were doing in the seconds
+// before they crash: every GPU sampled every 100 ms into daily CSVs, anomaly
+// flags, NVML and kernel-log Xid events, and crash snapshots.
+//
+// This file only parses flags, validates them and wires the parts together;
+// the work is done in the sampler, anomaly, sink, snapshot and monitor
+// packages.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kong"
+	"github.com/gofrs/flock"
+
+	"github.com/gpu-telemetry/gpu-telemetry/monitor"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler"
+)
+
+// version is set at build time (-ldflags "-X main.version=...").
+var version = "dev"
+
+func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
+
+// exitCode carries kong's exit (after --help or --version) out of Parse.
+type exitCode int
+
+// run is the whole program; it returns the exit status.
+func run(args []string, stderr io.Writer) (code int) {
+	var cli CLI
+	parser, err := kong.New(&cli,
+		kong.Name("gpu-telemetry"),
+		kong.Description("Records NVIDIA GPU telemetry every 100 ms and captures crash forensics (Xid, GSP faults, hangs)."),
+		kong.Vars{"version": "gpu-telemetry " + version},
+		kong.Writers(stderr, stderr),
+		kong.Exit(func(c int) { panic(exitCode(c)) }),
+	)
+	if err != nil {
+		fmt.Fprintf(stderr, "gpu-telemetry: %v\n", err)
+		return 2
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			c, ok := r.(exitCode)
+			if !ok {
+				panic(r)
+			}
+			code = int(c)
+		}
+	}()
+	if _, err := parser.Parse(args); err != nil {
+		fmt.Fprintf(stderr, "gpu-telemetry: %v\n", err)
+		return 2
+	}
+	if err := cli.Validate(); err != nil {
+		fmt.Fprintf(stderr, "gpu-telemetry: %v\n", err)
+		return 2
+	}
+	return serve(&cli, stderr)
+}
+
+// serve runs the logger with validated flags.
+func serve(cli *CLI, stderr io.Writer) int {
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cli.LogLevel.level()}))
+	if err := os.MkdirAll(cli.LogDir, 0o755); err != nil {
+		fmt.Fprintf(stderr, "gpu-telemetry: --log-dir %s: %v\n", cli.LogDir, err)
+		return 1
+	}
+	if err := checkWritable(cli.LogDir); err != nil {
+		fmt.Fprintf(stderr, "gpu-telemetry: --log-dir %s: %v\n", cli.LogDir, err)
+		return 1
+	}
+	lock, err := takeLock(cli.LockFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "gpu-telemetry: %v\n", err)
+		return 1
+	}
+	defer lock.Unlock()
+
+	host, err := sampler.Open(sampler.NewNVML(), sampler.OpenOptions{
+		Select: cli.GPU,
+		Config: sampler.DefaultConfig(time.Duration(cli.Interval)),
+		Logger: log,
+	})
+	switch {
+	case errors.Is(err, sampler.ErrNoDriver), errors.Is(err, sampler.ErrNoGPU):
+		// Nothing to monitor is not a failure (as atopgpud): systemd must
+		// not restart us in a loop on a host without GPUs.
+		log.Warn("nothing to monitor; exiting", "reason", err.Error())
+		return 0
+	case err != nil:
+		fmt.Fprintf(stderr, "gpu-telemetry: %v\n", err)
+		return 1
+	}
+	info := host.System
+	log.Info("gpu-telemetry starting", "version", version, "driver", info.DriverVersion, "nvml", info.NVMLVersion, "gpus", len(host.GPUs))
+	for _, g := range host.GPUs {
+		i := g.Info()
+		log.Info("GPU", "index", i.Index, "name", i.Name, "uuid", i.UUID, "bus", i.BusID, "fans", i.NumFans, "gsp", i.GSPVersion)
+	}
+
+	mon, err := monitor.New(cli.monitorConfig(log), host)
+	if err != nil {
+		host.Close(2 * time.Second)
+		fmt.Fprintf(stderr, "gpu-telemetry: %v\n", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	if err := mon.Run(ctx, sigs); err != nil {
+		fmt.Fprintf(stderr, "gpu-telemetry: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// checkWritable fails early, with one line, when the log dir cannot be
+// written (rather than at the first row).
+func checkWritable(dir string) error {
+	f, err := os.CreateTemp(dir, ".write-test-*")
+	if err != nil {
+		return fmt.Errorf("not writable: %w", errors.Unwrap(err))
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
+// takeLock takes the single-instance lock and writes our PID into it. When
+// another instance holds it, the error names the file and the holder's PID.
+func takeLock(path string) (*flock.Flock, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("--lock-file %s: %w", path, err)
+	}
+	l := flock.New(path)
+	ok, err := l.TryLock()
+	if err != nil {
+		return nil, fmt.Errorf("--lock-file %s: %w", path, err)
+	}
+	if !ok {
+		holder := "unknown"
+		if b, err := os.ReadFile(path); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				holder = strconv.Itoa(pid)
+			}
+		}
+		return nil, fmt.Errorf("another gpu-telemetry is running (pid %s): lock file %s is held", holder, path)
+	}
+	// flock locks the inode, so writing through a second descriptor is fine.
+	if err := os.WriteFile(path, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		l.Unlock()
+		return nil, fmt.Errorf("--lock-file %s: %w", path, err)
+	}
+	return l, nil
+}

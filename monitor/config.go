@@ -1,0 +1,124 @@
+// Package monitor runs the logger: a fixed-rate poll loop that dispatches one
+// sample per GPU per tick to that GPU's worker, the per-GPU pipeline (detect,
+// write, snapshot), the NVML event and kernel-log listeners, hang and failure
+// handling, the status line and the periodic summary, and the ordered
+// shutdown. It wires sampler, anomaly, sink and snapshot; cmd only parses
+// flags and calls Run.
+package monitor
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
+	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
+)
+
+// Config is everything the monitor needs besides the opened NVML host.
+type Config struct {
+	Version  string
+	LogDir   string
+	Interval time.Duration
+	// Deadline is how long a GPU's sample may take before the GPU is
+	// reported hung. 0 means max(2 x Interval, 1 s).
+	Deadline time.Duration
+	Anomaly  anomaly.Config
+
+	RetentionDays int
+	FsyncEvery    time.Duration
+	MinFreeMB     uint64
+	Compress      bool
+
+	// SummaryEvery is the summary.log cadence and the rate window (seed: 5 min).
+	SummaryEvery time.Duration
+	// KmsgPath is the kernel log to follow for Xids; "" disables it.
+	KmsgPath string
+	// XidDedupe: the same Xid on the same GPU from the other source (NVML
+	// events vs kernel log) within this window is one incident.
+	XidDedupe time.Duration
+	// EventWait bounds each nvmlEventSetWait so shutdown is prompt.
+	EventWait time.Duration
+
+	CrashCooldown  time.Duration
+	SpikeCooldown  time.Duration
+	FollowUps      []time.Duration // nil: snapshot's defaults
+	CommandTimeout time.Duration
+	Runner         snapshot.Runner // nil: real commands
+
+	Logger   *slog.Logger
+	Notifier Notifier // nil: not under systemd
+	// HostRoot is where host facts are read from for system-info.txt.
+	HostRoot string
+
+	// trace records shutdown steps (tests).
+	trace func(step string)
+}
+
+// DefaultDeadline returns the per-GPU sample deadline for an interval.
+func DefaultDeadline(interval time.Duration) time.Duration {
+	return max(2*interval, time.Second)
+}
+
+func (c *Config) defaults() {
+	if c.Deadline <= 0 {
+		c.Deadline = DefaultDeadline(c.Interval)
+	}
+	if c.SummaryEvery <= 0 {
+		c.SummaryEvery = 5 * time.Minute
+	}
+	if c.XidDedupe <= 0 {
+		c.XidDedupe = 10 * time.Second
+	}
+	if c.EventWait <= 0 {
+		c.EventWait = 500 * time.Millisecond
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Notifier == nil {
+		c.Notifier = nopNotifier{}
+	}
+	if c.HostRoot == "" {
+		c.HostRoot = "/"
+	}
+	if c.trace == nil {
+		c.trace = func(string) {}
+	}
+}
+
+// Validate checks the configuration, naming the offending setting.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Interval <= 0 || c.Interval > time.Hour {
+		errs = append(errs, fmt.Errorf("interval %s: must be > 0 and at most 1h", c.Interval))
+	}
+	if c.LogDir == "" {
+		errs = append(errs, errors.New("log dir: must not be empty"))
+	}
+	if c.RetentionDays < 1 {
+		errs = append(errs, fmt.Errorf("retention %d days: must be at least 1", c.RetentionDays))
+	}
+	if c.FsyncEvery <= 0 {
+		errs = append(errs, fmt.Errorf("fsync interval %s: must be > 0", c.FsyncEvery))
+	}
+	if err := c.Anomaly.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Notifier tells a service manager about the daemon's state (systemd's
+// sd_notify). Each method is cheap and never blocks for long.
+type Notifier interface {
+	Ready()    // the first complete sample is written
+	Watchdog() // the poll loop is alive
+	Stopping() // shutdown has begun
+}
+
+type nopNotifier struct{}
+
+func (nopNotifier) Ready()    {}
+func (nopNotifier) Watchdog() {}
+func (nopNotifier) Stopping() {}

@@ -1,0 +1,214 @@
+package monitor
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler"
+	"github.com/gpu-telemetry/gpu-telemetry/xid"
+)
+
+// runEvents waits on one NVML event set holding every GPU. Each wait is
+// bounded (EventWait) so shutdown is prompt; if the set itself fails (the
+// driver is in trouble) it is re-created with back-off.
+func (m *Monitor) runEvents(ctx context.Context) {
+	retry := time.Second
+	for ctx.Err() == nil {
+		ev, err := m.host.OpenEvents(m.log)
+		if err != nil {
+			m.log.Warn("NVML events unavailable; Xids come from the kernel log only", "error", err)
+			return
+		}
+		for i, gs := range m.gpus {
+			m.log.Info("NVML events registered", "gpu", gs.idx, "types", sampler.EventTypeNames(ev.Masks[i]))
+		}
+		failed := false
+		for ctx.Err() == nil {
+			e, ok, err := ev.Wait(m.cfg.EventWait)
+			if err != nil {
+				m.log.Warn("NVML event wait failed; re-creating the event set", "error", err, "retry_in", retry)
+				failed = true
+				break
+			}
+			if ok {
+				m.nvmlEvents.Add(1)
+				m.onEvent(e)
+			}
+		}
+		ev.Close()
+		if !failed {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(retry):
+		}
+		retry = min(2*retry, time.Minute)
+	}
+}
+
+// runKmsg follows the kernel log for NVRM Xid lines. NVML events do not
+// deliver some Xids (79, 119, 120), so this is the only source for them.
+func (m *Monitor) runKmsg(ctx context.Context) {
+	r, err := kmsg.Open(m.cfg.KmsgPath)
+	if err != nil {
+		if errors.Is(err, kmsg.ErrPermission) {
+			m.log.Warn("cannot read the kernel log (permission denied); Xids NVML does not report (79, 119, 120) will be missed", "path", m.cfg.KmsgPath)
+		} else {
+			m.log.Warn("cannot read the kernel log; Xids NVML does not report (79, 119, 120) will be missed", "path", m.cfg.KmsgPath, "error", err)
+		}
+		return
+	}
+	m.log.Info("following the kernel log for Xids", "path", m.cfg.KmsgPath)
+	err = r.Run(ctx, func(rec kmsg.Record) {
+		x, ok := kmsg.ParseXid(rec.Message)
+		if !ok {
+			return
+		}
+		m.kmsgXids.Add(1)
+		e := reading.Event{Time: time.Now(), GPU: -1, Kind: reading.EventXid, Source: reading.SourceKmsg,
+			Data: uint64(x.Code), Text: rec.Message}
+		if gs := m.byBus[x.BusKey]; gs != nil {
+			e.GPU, e.BusID = gs.idx, gs.info().BusID
+		} else {
+			e.BusID = x.BusKey
+		}
+		m.onEvent(e)
+		if v, ok := x.RecoveryAction.Get(); ok && x.Code == kmsg.XidRecoveryAction {
+			rec := e
+			rec.Kind, rec.Data = reading.EventRecovery, v
+			m.onEvent(rec)
+		}
+	})
+	if err != nil && ctx.Err() == nil {
+		m.log.Warn("kernel log reader stopped", "error", err)
+	}
+}
+
+// xidKey identifies an Xid report for de-duplication across sources.
+type xidKey struct {
+	gpu  int
+	kind reading.EventKind
+	data uint64
+}
+
+type xidSeen struct {
+	at  time.Time
+	src reading.Source
+}
+
+// duplicate reports whether the same Xid (or recovery action) on the same GPU
+// was already reported by the other source within XidDedupe. Repeats from the
+// same source are real repeats (an Xid flood) and are not duplicates.
+func (m *Monitor) duplicate(e reading.Event) (bool, reading.Source) {
+	k := xidKey{gpu: e.GPU, kind: e.Kind, data: e.Data}
+	m.xmu.Lock()
+	defer m.xmu.Unlock()
+	prev, ok := m.xidSeen[k]
+	if ok && prev.src != e.Source && e.Time.Sub(prev.at) < m.cfg.XidDedupe {
+		delete(m.xidSeen, k) // a second report from the first source is new again
+		return true, prev.src
+	}
+	m.xidSeen[k] = xidSeen{at: e.Time, src: e.Source}
+	if len(m.xidSeen) > 1024 {
+		for kk, v := range m.xidSeen {
+			if e.Time.Sub(v.at) > m.cfg.XidDedupe {
+				delete(m.xidSeen, kk)
+			}
+		}
+	}
+	return false, 0
+}
+
+// clockBurst collapses chatty clock-change events, as the seed does: every
+// event of a burst is counted, only the first few go to events.log, and a
+// burst line marks the tenth within one second.
+type clockBurst struct {
+	start time.Time
+	n     int
+}
+
+const (
+	clockBurstWindow = time.Second
+	clockBurstMark   = 10 // seed: clock_burst_count == 10
+	clockBurstLogged = 3  // events logged individually per window
+)
+
+// onEvent handles one GPU event from either source.
+func (m *Monitor) onEvent(e reading.Event) {
+	gs := m.byIndex[e.GPU]
+	src := "source=" + e.Source.String()
+	switch e.Kind {
+	case reading.EventClock:
+		m.xmu.Lock()
+		if e.Time.Sub(m.clock.start) > clockBurstWindow {
+			m.clock = clockBurst{start: e.Time}
+		}
+		m.clock.n++
+		n := m.clock.n
+		m.xmu.Unlock()
+		if n <= clockBurstLogged {
+			m.eventLine(e.Time, e.GPU, e.BusID, src, "type=Clock", "data="+strconv.FormatUint(e.Data, 10))
+		}
+		if n == clockBurstMark {
+			m.log.Info("clock event burst", "events", n, "window", clockBurstWindow)
+			m.eventLine(e.Time, e.GPU, e.BusID, src, "type=ClockBurst", "events="+strconv.Itoa(n), "window=1s")
+		}
+		return
+	case reading.EventPState:
+		m.eventLine(e.Time, e.GPU, e.BusID, src, "type=PState", "data="+strconv.FormatUint(e.Data, 10))
+		return
+	case reading.EventOther:
+		m.eventLine(e.Time, e.GPU, e.BusID, src, "type=0x"+strconv.FormatUint(e.NVMLType, 16), "data="+strconv.FormatUint(e.Data, 10))
+		return
+	}
+
+	dup, first := m.duplicate(e)
+	kv := []string{src}
+	var reason string
+	switch e.Kind {
+	case reading.EventXid:
+		code := int(e.Data)
+		info, known := xid.Lookup(code)
+		kv = append(kv, "type=Xid", "xid="+strconv.Itoa(code))
+		if known {
+			kv = append(kv, "name="+strconv.Quote(info.Name), "class="+strconv.Quote(info.Class.String()),
+				"action="+strconv.Quote(info.Action))
+		} else {
+			kv = append(kv, `name="unknown Xid"`)
+		}
+		reason = xid.Describe(code) + " (" + e.Source.String() + ")"
+	case reading.EventRecovery:
+		name := xid.RecoveryActionName(e.Data)
+		kv = append(kv, "type=GpuRecoveryAction", "action="+strconv.FormatUint(e.Data, 10), "meaning="+strconv.Quote(name))
+		reason = "GPU recovery action " + strconv.FormatUint(e.Data, 10) + ": " + name + " (" + e.Source.String() + ")"
+	case reading.EventLost:
+		kv = append(kv, "type=GPU_LOST")
+		reason = "GPU lost (" + e.Source.String() + ")"
+	}
+	if e.Text != "" {
+		kv = append(kv, "text="+strconv.Quote(e.Text))
+	}
+	if dup {
+		m.dupXids.Add(1)
+		kv = append(kv, "duplicate_of="+first.String())
+	}
+	m.eventLine(e.Time, e.GPU, e.BusID, kv...)
+	if dup {
+		return
+	}
+	if gs == nil {
+		m.log.Warn("critical event for a GPU that is not monitored", "bus", e.BusID, "reason", reason)
+		return
+	}
+	gs.log.Error("critical GPU event", "reason", reason)
+	if e.Kind == reading.EventXid {
+		gs.addXid(int64(e.Data))
+	}
+	m.critical(gs, e.Time, reason)
+}

@@ -1,0 +1,253 @@
+package monitor
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler"
+	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
+)
+
+// Back-off after failures, as in the seed: after 5 consecutive failed samples
+// a GPU is tried every 5 s, after 10 every 30 s (a faulted GPU answers each
+// call only after a long timeout, so polling it at 10 Hz only queues calls).
+// A lost GPU is re-probed with exponential back-off from 1 s to 60 s.
+const (
+	failSlowAfter  = 5
+	failSlowEvery  = 5 * time.Second
+	failStopAfter  = 10
+	failStopEvery  = 30 * time.Second
+	lostFirstRetry = time.Second
+	lostMaxRetry   = time.Minute
+)
+
+// gpuState is one GPU's pipeline.
+type gpuState struct {
+	m   *Monitor
+	g   *sampler.GPU
+	w   *sampler.Worker
+	tr  *anomaly.Tracker
+	idx int
+	log *slog.Logger
+
+	// Worker goroutine only.
+	fails     int
+	lost      bool
+	lostRetry time.Duration
+
+	// Shared.
+	nextTry    atomic.Int64 // UnixNano before which the poll loop does not dispatch
+	stallStart atomic.Int64 // UnixNano when the current hang was first reported; 0: none
+	hungRows   atomic.Uint64
+	samples    atomic.Uint64
+	failures   atomic.Uint64
+	incidents  atomic.Uint64 // critical events (seed: total_crashes)
+	delivered  atomic.Bool   // at least one row written (readiness)
+
+	xmu     sync.Mutex
+	pending []int64 // Xids to flag on the next row
+}
+
+func newGPUState(m *Monitor, g *sampler.GPU) *gpuState {
+	idx := g.Info().Index
+	gs := &gpuState{m: m, g: g, idx: idx, tr: anomaly.NewTracker(idx, m.cfg.Anomaly),
+		log: m.log.With("gpu", idx), pending: make([]int64, 0, 8)}
+	gs.w = sampler.NewWorker(g, gs.handle)
+	return gs
+}
+
+// info returns the static facts; names what is missing while they are stuck.
+func (gs *gpuState) info() reading.GPU { return gs.g.Info() }
+
+// addXid queues an Xid flag for the GPU's next row.
+func (gs *gpuState) addXid(code int64) {
+	gs.xmu.Lock()
+	if len(gs.pending) < cap(gs.pending) {
+		gs.pending = append(gs.pending, code)
+	}
+	gs.xmu.Unlock()
+}
+
+func (gs *gpuState) takeXids(s *reading.Sample) {
+	gs.xmu.Lock()
+	for _, x := range gs.pending {
+		s.Flags.Add(reading.Flag{Kind: reading.FlagXid, A: x})
+	}
+	gs.pending = gs.pending[:0]
+	gs.xmu.Unlock()
+}
+
+// handle runs on the GPU's worker goroutine for every sample.
+func (gs *gpuState) handle(s *reading.Sample) {
+	m := gs.m
+	now := s.Time
+	if st := gs.stallStart.Swap(0); st != 0 {
+		stall := time.Since(time.Unix(0, st)) + m.cfg.Deadline
+		gs.log.Warn("NVML answered again after a hang", "stall", stall.Round(time.Millisecond), "hung_rows", gs.hungRows.Load())
+		m.eventLine(now, gs.idx, gs.info().BusID, "type=NVML_RECOVERED", "stall_ms="+strconv.FormatInt(stall.Milliseconds(), 10))
+		gs.tr.Forget()
+	}
+	switch s.Status {
+	case reading.StatusOK:
+		if gs.fails > 0 || gs.lost {
+			gs.log.Info("GPU answers again", "after_failures", gs.fails, "was_lost", gs.lost)
+			m.eventLine(now, gs.idx, gs.info().BusID, "type=NVML_RECOVERED", "failures="+strconv.Itoa(gs.fails))
+		}
+		gs.fails, gs.lost, gs.lostRetry = 0, false, 0
+		gs.nextTry.Store(0)
+	case reading.StatusLost:
+		s.Flags.Add(reading.Flag{Kind: reading.FlagGPULost})
+		gs.failures.Add(1)
+		if !gs.lost {
+			gs.lost = true
+			gs.lostRetry = lostFirstRetry
+			gs.log.Error("GPU is lost (NVML_ERROR_GPU_IS_LOST); re-probing with back-off")
+			m.eventLine(now, gs.idx, gs.info().BusID, "type=GPU_LOST", "source=poll")
+			m.critical(gs, now, "GPU lost: NVML_ERROR_GPU_IS_LOST")
+		} else {
+			gs.lostRetry = min(2*gs.lostRetry, lostMaxRetry)
+		}
+		gs.nextTry.Store(now.Add(gs.lostRetry).UnixNano())
+	case reading.StatusFailed:
+		gs.fails++
+		gs.failures.Add(1)
+		s.Flags.Add(reading.Flag{Kind: reading.FlagNVMLFailed, S: truncate(s.Err, 80)})
+		if gs.fails == 1 {
+			gs.log.Error("NVML failed: GPU crash?", "error", s.Err)
+			m.eventLine(now, gs.idx, gs.info().BusID, "type=NVML_FAILED", "error="+strconv.Quote(s.Err))
+			m.critical(gs, now, "NVML_FAILED: "+s.Err)
+		}
+		switch {
+		case gs.fails > failStopAfter:
+			gs.nextTry.Store(now.Add(failStopEvery).UnixNano())
+		case gs.fails >= failSlowAfter:
+			if gs.fails == failSlowAfter {
+				gs.log.Warn("GPU still failing; backing off", "failures", gs.fails)
+			}
+			gs.nextTry.Store(now.Add(failSlowEvery).UnixNano())
+		}
+	}
+	gs.takeXids(s)
+	r := gs.tr.Observe(s, now)
+	for i := range r.NumNotices() {
+		n := r.Notice(i)
+		msg, attrs := n.LogAttrs()
+		gs.log.LogAttrs(context.Background(), n.Level(), msg, attrs...)
+	}
+	if t, ok := r.TDP.Get(); ok {
+		m.eventLine(now, gs.idx, gs.info().BusID, "type=TDP_CHANGE",
+			"from="+strconv.FormatUint(uint64(t.FromW()), 10)+"W", "to="+strconv.FormatUint(uint64(t.ToW()), 10)+"W",
+			"delta="+strconv.FormatInt(t.DeltaW(), 10)+"W")
+	}
+	m.csv.Write(s)
+	gs.samples.Add(1)
+	gs.delivered.Store(true)
+	if r.Spike {
+		gs.spike(s)
+	}
+}
+
+// hung writes a NVML_HUNG row for a GPU whose call is stuck, and on the first
+// one of a stall takes a crash snapshot while the call is still stuck. It runs
+// on the poll goroutine.
+func (gs *gpuState) hung(now time.Time, fn sampler.Fn, elapsed time.Duration) {
+	m := gs.m
+	s := reading.Sample{GPU: gs.idx, Time: now, KernelTime: m.host.KernelTime(now), Status: reading.StatusHung,
+		Err: fn.String(), HungFor: elapsed, NumFans: min(gs.info().NumFans, reading.MaxFans)}
+	s.Flags.Add(reading.Flag{Kind: reading.FlagNVMLHung, S: fn.String(), A: elapsed.Milliseconds()})
+	gs.takeXids(&s)
+	m.csv.Write(&s)
+	gs.hungRows.Add(1)
+	gs.delivered.Store(true)
+	if gs.stallStart.CompareAndSwap(0, now.Add(-m.cfg.Deadline).UnixNano()) {
+		gs.log.Error("GPU not answering: NVML call stuck", "function", fn.String(), "elapsed", elapsed.Round(time.Millisecond))
+		m.eventLine(now, gs.idx, gs.info().BusID, "type=NVML_HUNG", "function="+fn.String(),
+			"elapsed_ms="+strconv.FormatInt(elapsed.Milliseconds(), 10))
+		m.critical(gs, now, "NVML_HUNG("+fn.String()+","+strconv.FormatInt(elapsed.Milliseconds(), 10)+"ms)")
+	}
+}
+
+// spike asks for a spike snapshot (rate-limited by the snapshot manager).
+func (gs *gpuState) spike(s *reading.Sample) {
+	m := gs.m
+	d := m.snaps.Spike(gs.idx, func() snapshot.SpikeRequest {
+		hdr, rows := m.csv.Rows(gs.idx)
+		cols := m.csv.Columns(gs.idx)
+		values := splitRow(rows)
+		info := gs.info()
+		return snapshot.SpikeRequest{
+			Header:      gs.header(s.Time, "FAN_SPIKE", 0),
+			Columns:     cols,
+			Values:      values,
+			CSVHeader:   hdr,
+			Rows:        rows,
+			Thresholds:  info.Thresholds,
+			FanPolicies: gs.g.FanPolicies(),
+		}
+	})
+	if d.Accepted {
+		gs.log.Warn("fan spike: snapshot taken", "spikes", gs.tr.Counters().Total.Spikes)
+	}
+}
+
+// splitRow returns the last row's cells.
+func splitRow(rows []string) []string {
+	if len(rows) == 0 {
+		return nil
+	}
+	var out []string
+	last := rows[len(rows)-1]
+	start := 0
+	for i := 0; i < len(last); i++ {
+		if last[i] == ',' {
+			out = append(out, last[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, last[start:])
+}
+
+// header builds a snapshot header from the GPU's state.
+func (gs *gpuState) header(when time.Time, reason string, event uint64) snapshot.Header {
+	m := gs.m
+	info := gs.info()
+	c := gs.tr.Counters()
+	h := snapshot.Header{
+		Time:        when,
+		Version:     "gpu-telemetry " + m.cfg.Version,
+		GPUName:     info.Name,
+		BusID:       info.BusID,
+		UUID:        info.UUID,
+		Reason:      reason,
+		Uptime:      time.Since(m.start),
+		Samples:     gs.samples.Load(),
+		PeakTempC:   c.PeakTempC,
+		EventNumber: event,
+		Counters: []snapshot.Counter{
+			{Name: "pwr_breach", Total: c.Total.PowerBreaches},
+			{Name: "fan_inv", Total: c.Total.FanInversions},
+			{Name: "spur_throt", Total: c.Total.SpuriousThrottles},
+			{Name: "spikes", Total: c.Total.Spikes},
+			{Name: "tdp_changes", Total: c.Total.TDPChanges},
+			{Name: "nvml_failures", Total: gs.failures.Load()},
+			{Name: "hung_rows", Total: gs.hungRows.Load()},
+		},
+	}
+	if p, ok := c.PeakPowerMW.Get(); ok {
+		h.PeakPowerW = reading.Some(float64(p) / 1000)
+	}
+	return h
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

@@ -1,0 +1,327 @@
+package monitor
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/sampler"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
+	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
+)
+
+// Rotation sizes for the line logs (seed: EVENTS_LOG_MAX_BYTES,
+// SUMMARY_LOG_MAX_BYTES).
+const (
+	eventsLogMB  = 50
+	summaryLogMB = 10
+	logBackups   = 5
+)
+
+// Monitor is the running logger.
+type Monitor struct {
+	cfg     Config
+	log     *slog.Logger
+	host    *sampler.Host
+	gpus    []*gpuState
+	byIndex map[int]*gpuState
+	byBus   map[string]*gpuState
+
+	csv     *sink.CSV
+	events  *sink.LineLog
+	summary *sink.LineLog
+	snaps   *snapshot.Manager
+
+	start       time.Time
+	ticks       atomic.Uint64
+	overruns    atomic.Uint64
+	busySkips   atomic.Uint64
+	nvmlEvents  atomic.Uint64
+	kmsgXids    atomic.Uint64
+	dupXids     atomic.Uint64
+	ready       bool
+	lastSummary time.Time
+
+	xmu     sync.Mutex
+	xidSeen map[xidKey]xidSeen
+	clock   clockBurst
+}
+
+// New builds the monitor's parts for an opened host: the CSV sink, the line
+// logs, the snapshot manager and one pipeline per GPU. It writes
+// system-info.txt.
+func New(cfg Config, host *sampler.Host) (*Monitor, error) {
+	cfg.defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m := &Monitor{cfg: cfg, log: cfg.Logger, host: host, byIndex: map[int]*gpuState{}, byBus: map[string]*gpuState{},
+		start: time.Now(), xidSeen: map[xidKey]xidSeen{}}
+	var cols []sink.GPUColumns
+	for _, g := range host.GPUs {
+		gs := newGPUState(m, g)
+		m.gpus = append(m.gpus, gs)
+		m.byIndex[gs.idx] = gs
+		info := g.Info()
+		if k, ok := sampler.BusKey(info.BusID); ok {
+			m.byBus[k] = gs
+		}
+		cols = append(cols, sink.GPUColumns{Index: gs.idx, Fans: info.NumFans})
+	}
+	csv, err := sink.NewCSV(sink.CSVConfig{
+		Dir: cfg.LogDir, RetentionDays: cfg.RetentionDays, FsyncEvery: cfg.FsyncEvery,
+		MinFreeMB: cfg.MinFreeMB, Compress: cfg.Compress, Logger: m.log,
+	}, cols)
+	if err != nil {
+		return nil, err
+	}
+	m.csv = csv
+	m.events = sink.NewLineLog(cfg.LogDir, "events.log", eventsLogMB, logBackups)
+	m.summary = sink.NewLineLog(cfg.LogDir, "summary.log", summaryLogMB, logBackups)
+	m.snaps = snapshot.New(snapshot.Config{
+		Dir: cfg.LogDir, Runner: cfg.Runner, Logger: m.log,
+		CrashCooldown: cfg.CrashCooldown, SpikeCooldown: cfg.SpikeCooldown,
+		FollowUps: cfg.FollowUps, CommandTimeout: cfg.CommandTimeout,
+		Flush: m.csv.Sync,
+	})
+	m.writeSystemInfo()
+	return m, nil
+}
+
+func (m *Monitor) writeSystemInfo() {
+	si := sink.SystemInfo{Version: m.cfg.Version, Generated: time.Now(), Host: sink.CollectHost(m.cfg.HostRoot),
+		System: m.host.System, Notes: map[int]string{}}
+	for _, gs := range m.gpus {
+		si.GPUs = append(si.GPUs, gs.info())
+		if !gs.g.StaticDone() {
+			fn, _, _ := gs.g.InFlight()
+			si.Notes[gs.idx] = "static facts not read yet: stuck in " + fn.String()
+		} else if e := gs.g.StaticErr(); e != "" {
+			si.Notes[gs.idx] = "static facts not read: " + e
+		}
+	}
+	written, err := sink.WriteSystemInfo(m.cfg.LogDir, si)
+	switch {
+	case err != nil:
+		m.log.Warn("cannot write system-info.txt", "error", err)
+	case written:
+		m.log.Info("system info written", "path", m.cfg.LogDir+"/system-info.txt")
+	}
+}
+
+// Run samples until ctx is cancelled, then shuts down in a fixed order. Signals
+// arrive on sigs: SIGUSR1 prints a status line, SIGHUP reopens every log file.
+// It returns nil on a clean shutdown.
+func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
+	bg, stopBG := context.WithCancel(context.Background())
+	defer stopBG()
+	for _, gs := range m.gpus {
+		go gs.w.Run(bg)
+	}
+	var listeners sync.WaitGroup
+	listeners.Add(1)
+	go func() { defer listeners.Done(); m.runEvents(bg) }()
+	if m.cfg.KmsgPath != "" {
+		listeners.Add(1)
+		go func() { defer listeners.Done(); m.runKmsg(bg) }()
+	}
+	names := make([]string, len(m.gpus))
+	for i, gs := range m.gpus {
+		names[i] = strconv.Itoa(gs.idx)
+	}
+	m.log.Info("polling", "interval", m.cfg.Interval, "deadline", m.cfg.Deadline, "gpus", strings.Join(names, ","), "dir", m.cfg.LogDir)
+
+	m.loop(ctx, sigs)
+
+	// Shutdown, in this order: stop producers, wait for them (bounded), flush
+	// and close the sinks, report, release the hardware.
+	m.cfg.trace("stop-sampling")
+	m.cfg.Notifier.Stopping()
+	stopBG()
+	waitBounded(&listeners, 2*time.Second)
+	m.cfg.trace("listeners-stopped")
+	stuck := m.waitWorkers(2 * time.Second)
+	m.cfg.trace("workers-stopped")
+	sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	if err := m.snaps.Close(sctx); err != nil {
+		m.log.Warn("snapshots cut short at shutdown", "error", err)
+	}
+	cancel()
+	m.cfg.trace("snapshots-closed")
+	if err := m.csv.Close(); err != nil {
+		m.log.Error("closing CSV files", "error", err)
+	}
+	m.events.Close()
+	m.summary.Close()
+	m.cfg.trace("files-closed")
+	m.status("final status")
+	if len(stuck) > 0 {
+		// nvmlShutdown with a call still inside the driver can block for
+		// as long as the fault lasts: the process exits without it.
+		m.log.Warn("NVML calls still stuck at exit; skipping nvmlShutdown", "gpus", strings.Join(stuck, ","))
+	} else if !m.host.Close(2 * time.Second) {
+		m.log.Warn("nvmlShutdown did not return within 2s")
+	}
+	m.cfg.trace("nvml-closed")
+	m.log.Info("stopped")
+	return nil
+}
+
+func waitBounded(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// waitWorkers waits until no sample is in flight, at most d, and returns the
+// GPUs still stuck.
+func (m *Monitor) waitWorkers(d time.Duration) []string {
+	deadline := time.Now().Add(d)
+	for {
+		var busy []string
+		for _, gs := range m.gpus {
+			if _, b := gs.w.Busy(); b {
+				busy = append(busy, strconv.Itoa(gs.idx))
+			}
+		}
+		if len(busy) == 0 || time.Now().After(deadline) {
+			return busy
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// loop is the fixed-rate poll loop: tick k fires at start + k x interval. A
+// slow tick never shifts later ones; ticks missed entirely are counted as
+// overruns and skipped, never run in a burst.
+func (m *Monitor) loop(ctx context.Context, sigs <-chan os.Signal) {
+	iv := m.cfg.Interval
+	start := time.Now()
+	m.lastSummary = start
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	k := int64(0)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case sig := <-sigs:
+			m.signal(sig)
+			continue
+		case <-timer.C:
+		}
+		now := time.Now()
+		m.tick(now)
+		m.ticks.Add(1)
+		k++
+		if due := int64(time.Since(start) / iv); due >= k {
+			m.overruns.Add(uint64(due - k + 1))
+			k = due + 1
+		}
+		timer.Reset(time.Until(start.Add(time.Duration(k) * iv)))
+	}
+}
+
+// tick dispatches one sample to every GPU that is free and not backing off,
+// and reports the ones stuck past the deadline.
+func (m *Monitor) tick(now time.Time) {
+	for _, gs := range m.gpus {
+		if nt := gs.nextTry.Load(); nt != 0 && now.UnixNano() < nt {
+			continue
+		}
+		if gs.w.Dispatch(now) {
+			continue
+		}
+		if fn, elapsed, stuck := gs.w.Stuck(now, m.cfg.Deadline); stuck {
+			gs.hung(now, fn, elapsed)
+		} else {
+			m.busySkips.Add(1)
+		}
+	}
+	if !m.ready {
+		all := true
+		for _, gs := range m.gpus {
+			all = all && gs.delivered.Load()
+		}
+		if all {
+			m.ready = true
+			m.cfg.Notifier.Ready()
+			m.log.Info("first sample of every GPU written")
+		}
+	}
+	m.cfg.Notifier.Watchdog()
+	if now.Sub(m.lastSummary) >= m.cfg.SummaryEvery {
+		m.writeSummary(now)
+	}
+}
+
+// signal handles SIGUSR1 and SIGHUP.
+func (m *Monitor) signal(sig os.Signal) {
+	switch sig {
+	case syscall.SIGUSR1:
+		m.status("status")
+	case syscall.SIGHUP:
+		m.log.Info("SIGHUP: reopening log files")
+		m.csv.Reopen()
+		m.events.Reopen()
+		m.summary.Reopen()
+	}
+}
+
+// eventLine appends one line to events.log: time, GPU, then key=value pairs.
+func (m *Monitor) eventLine(t time.Time, gpu int, bus string, kv ...string) {
+	var b strings.Builder
+	b.WriteString(t.Format(sink.TimestampLayout))
+	if gpu >= 0 {
+		b.WriteString(" gpu=")
+		b.WriteString(strconv.Itoa(gpu))
+	} else {
+		b.WriteString(" gpu=?")
+	}
+	if bus != "" {
+		b.WriteString(" bus=")
+		b.WriteString(bus)
+	}
+	for _, s := range kv {
+		b.WriteByte(' ')
+		b.WriteString(s)
+	}
+	if err := m.events.Line(b.String()); err != nil {
+		m.log.Warn("cannot write events.log", "error", err)
+	}
+}
+
+// critical counts an incident on a GPU and asks for a crash snapshot.
+func (m *Monitor) critical(gs *gpuState, when time.Time, reason string) {
+	n := gs.incidents.Add(1)
+	d := m.snaps.Crash(gs.idx, func() snapshot.CrashRequest {
+		hdr, rows := m.csv.Rows(gs.idx)
+		return snapshot.CrashRequest{Header: gs.header(when, reason, n), CSVHeader: hdr, Rows: rows}
+	})
+	if d.Accepted {
+		gs.log.Error("critical event: taking crash snapshot", "reason", reason, "incident", n)
+	}
+}
+
+// csvStats returns the sink's counters.
+func (m *Monitor) csvStats() sink.Stats { return m.csv.Stats() }
+
+// GPUIndexes returns the monitored GPUs' indexes.
+func (m *Monitor) GPUIndexes() []int {
+	out := make([]int, len(m.gpus))
+	for i, gs := range m.gpus {
+		out[i] = gs.idx
+	}
+	return out
+}

@@ -1,0 +1,166 @@
+package monitor
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// Status is the daemon's state as the status line and summary show it.
+type Status struct {
+	Uptime       time.Duration
+	Ticks        uint64
+	Overruns     uint64
+	BusySkips    uint64
+	RowsWritten  uint64
+	RowsDropped  uint64
+	DiskPaused   bool
+	NVMLEvents   uint64
+	KmsgXids     uint64
+	DupXids      uint64
+	Snapshots    uint64 // crash snapshots written
+	Suppressed   uint64 // crash snapshots suppressed by the cooldown
+	SpikeSnaps   uint64
+	Total        anomaly.Counters // all GPUs
+	Incidents    uint64
+	GPUs         []GPUStatus
+	WindowCounts anomaly.Counts // current window, all GPUs
+}
+
+// GPUStatus is one GPU's part of the status.
+type GPUStatus struct {
+	Index     int
+	Samples   uint64
+	Failures  uint64
+	HungRows  uint64
+	Incidents uint64
+	PeakTempC reading.Opt[uint32]
+	PeakPower reading.Opt[uint32] // mW
+	Busy      bool
+}
+
+// collect gathers the status. Safe from any goroutine.
+func (m *Monitor) collect() Status {
+	cs := m.csvStats()
+	ss := m.snaps.Stats()
+	st := Status{
+		Uptime: time.Since(m.start), Ticks: m.ticks.Load(), Overruns: m.overruns.Load(), BusySkips: m.busySkips.Load(),
+		RowsWritten: cs.Written, RowsDropped: cs.Dropped, DiskPaused: cs.Paused,
+		NVMLEvents: m.nvmlEvents.Load(), KmsgXids: m.kmsgXids.Load(), DupXids: m.dupXids.Load(),
+		Snapshots: ss.CrashesWritten, Suppressed: ss.CrashesSuppressed, SpikeSnaps: ss.SpikesWritten,
+	}
+	var all []anomaly.Counters
+	for _, gs := range m.gpus {
+		c := gs.tr.Counters()
+		all = append(all, c)
+		_, busy := gs.w.Busy()
+		st.GPUs = append(st.GPUs, GPUStatus{Index: gs.idx, Samples: gs.samples.Load(), Failures: gs.failures.Load(),
+			HungRows: gs.hungRows.Load(), Incidents: gs.incidents.Load(), PeakTempC: c.PeakTempC, PeakPower: c.PeakPowerMW, Busy: busy})
+		st.Incidents += gs.incidents.Load()
+	}
+	st.Total = anomaly.Sum(all)
+	st.WindowCounts = st.Total.Window
+	return st
+}
+
+// status logs one status line (SIGUSR1, and at exit).
+func (m *Monitor) status(msg string) {
+	st := m.collect()
+	m.log.LogAttrs(context.Background(), slog.LevelInfo, msg, st.Attrs()...)
+}
+
+func fmtUptime(d time.Duration) string {
+	h := int(d.Hours())
+	mn := int(d.Minutes()) % 60
+	return strconv.Itoa(h) + "h" + strconv.Itoa(mn) + "m"
+}
+
+func optTemp(o reading.Opt[uint32]) string {
+	if v, ok := o.Get(); ok {
+		return strconv.FormatUint(uint64(v), 10) + "C"
+	}
+	return "n/a"
+}
+
+func optWatts(o reading.Opt[uint32]) string {
+	if v, ok := o.Get(); ok {
+		return strconv.FormatUint((uint64(v)+500)/1000, 10) + "W"
+	}
+	return "n/a"
+}
+
+// Attrs returns the status as slog attributes: one line with totals, the
+// counts of the current summary window ("+N" per window, as the seed shows
+// them), and per GPU samples, failures, hangs and peaks.
+func (st Status) Attrs() []slog.Attr {
+	t, w := st.Total.Total, st.WindowCounts
+	win := func(total, window uint64) string {
+		return strconv.FormatUint(total, 10) + " (+" + strconv.FormatUint(window, 10) + ")"
+	}
+	a := []slog.Attr{
+		slog.String("uptime", fmtUptime(st.Uptime)),
+		slog.Uint64("samples", t.Samples),
+		slog.Uint64("ticks", st.Ticks),
+		slog.Uint64("overruns", st.Overruns),
+		slog.Uint64("busy_skips", st.BusySkips),
+		slog.Uint64("spikes", t.Spikes),
+		slog.Uint64("incidents", st.Incidents),
+		slog.Uint64("crash_snapshots", st.Snapshots),
+		slog.Uint64("suppressed", st.Suppressed),
+		slog.String("pwr", win(t.PowerBreaches, w.PowerBreaches)),
+		slog.String("inv", win(t.FanInversions, w.FanInversions)),
+		slog.String("spur", win(t.SpuriousThrottles, w.SpuriousThrottles)),
+		slog.Uint64("tdp_chg", t.TDPChanges),
+		slog.Uint64("nvml_events", st.NVMLEvents),
+		slog.Uint64("kmsg_xids", st.KmsgXids),
+		slog.Uint64("rows", st.RowsWritten),
+		slog.Uint64("rows_dropped", st.RowsDropped),
+		slog.Bool("disk_paused", st.DiskPaused),
+		slog.String("peak", optTemp(st.Total.PeakTempC)+"/"+optWatts(st.Total.PeakPowerMW)),
+	}
+	for _, g := range st.GPUs {
+		v := fmt.Sprintf("samples=%d fail=%d hung=%d incidents=%d peak=%s/%s", g.Samples, g.Failures, g.HungRows,
+			g.Incidents, optTemp(g.PeakTempC), optWatts(g.PeakPower))
+		if g.Busy {
+			v += " busy"
+		}
+		a = append(a, slog.String("gpu"+strconv.Itoa(g.Index), v))
+	}
+	return a
+}
+
+// SummaryLine renders one summary.log line as the seed does: cumulative
+// totals and per-minute rates over the window that actually elapsed.
+func SummaryLine(now time.Time, st Status, window anomaly.Counts, elapsed time.Duration) string {
+	r := anomaly.Rates(window, elapsed)
+	t := st.Total.Total
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s | %s | window=%.0fs | samples=%d (+%d) spikes=%d crashes=%d ",
+		now.Format("2006-01-02T15:04:05.000Z07:00"), fmtUptime(st.Uptime), r.Window.Seconds(), t.Samples, window.Samples, t.Spikes, st.Incidents)
+	fmt.Fprintf(&b, "pwr_breaches=%d (rate=%.1f/min) fan_inversions=%d (rate=%.1f/min) spurious_throttles=%d (rate=%.1f/min) ",
+		t.PowerBreaches, r.PowerBreaches, t.FanInversions, r.FanInversions, t.SpuriousThrottles, r.SpuriousThrottles)
+	fmt.Fprintf(&b, "tdp_changes=%d (period=%d) overruns=%d rows_dropped=%d peak_temp=%s peak_power=%s",
+		t.TDPChanges, window.TDPChanges, st.Overruns, st.RowsDropped, optTemp(st.Total.PeakTempC), optWatts(st.Total.PeakPowerMW))
+	return b.String()
+}
+
+// writeSummary closes the current window and appends a summary line.
+func (m *Monitor) writeSummary(now time.Time) {
+	elapsed := now.Sub(m.lastSummary)
+	m.lastSummary = now
+	var window anomaly.Counts
+	for _, gs := range m.gpus {
+		window = window.Add(gs.tr.TakeWindow().Window)
+	}
+	st := m.collect()
+	if err := m.summary.Line(SummaryLine(now, st, window, elapsed)); err != nil {
+		m.log.Warn("cannot write summary.log", "error", err)
+	}
+	m.status("summary")
+}
