@@ -9,12 +9,13 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 )
 
-func openFake(t *testing.T, lib *fakeLib, sel ...string) *Host {
+func openFake(t *testing.T, lib *fakenvml.Lib, sel ...string) *Host {
 	t.Helper()
-	if lib.initRet == 0 {
-		lib.initRet = nvml.SUCCESS
+	if lib.InitRet == 0 {
+		lib.InitRet = nvml.SUCCESS
 	}
 	h, err := Open(lib, OpenOptions{Select: sel, Config: Config{Reprobe: time.Hour, SlowEvery: 1, FieldWait: time.Millisecond}, Timeout: 5 * time.Second})
 	if err != nil {
@@ -24,11 +25,11 @@ func openFake(t *testing.T, lib *fakeLib, sel ...string) *Host {
 }
 
 func TestSampleReadsEverything(t *testing.T) {
-	d := newFakeDev()
-	h := openFake(t, &fakeLib{devs: []*fakeDev{d}})
+	d := fakenvml.NewDev()
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
 	g := h.GPUs[0]
 	info := g.Info()
-	if info.Name != d.name || info.UUID != "GPU-1111" || info.BusID != "00000000:4B:00.0" || info.NumFans != 2 {
+	if info.Name != d.Name || info.UUID != "GPU-1111" || info.BusID != "00000000:4B:00.0" || info.NumFans != 2 {
 		t.Fatalf("static facts: %+v", info)
 	}
 	if v, _ := info.Thresholds.GPUMax.Get(); v != 90 {
@@ -84,8 +85,8 @@ func TestSampleReadsEverything(t *testing.T) {
 		t.Errorf("kernel time %v", s.KernelTime)
 	}
 	// The batched quantities came from one GetFieldValues, not the fallbacks.
-	if d.count("GetPowerUsage") != 0 || d.count("GetFieldValues") != 1 {
-		t.Errorf("power via fallback %d, field calls %d", d.count("GetPowerUsage"), d.count("GetFieldValues"))
+	if d.Count("GetPowerUsage") != 0 || d.Count("GetFieldValues") != 1 {
+		t.Errorf("power via fallback %d, field calls %d", d.Count("GetPowerUsage"), d.Count("GetFieldValues"))
 	}
 }
 
@@ -94,20 +95,20 @@ func u[T uint32 | uint64](o reading.Opt[T]) reading.Opt[uint64] {
 }
 
 func TestCallsPerSampleBelowSeed(t *testing.T) {
-	d := newFakeDev()
-	lib := &fakeLib{devs: []*fakeDev{d}}
-	lib.initRet = nvml.SUCCESS
+	d := fakenvml.NewDev()
+	lib := &fakenvml.Lib{Devs: []*fakenvml.Dev{d}}
+	lib.InitRet = nvml.SUCCESS
 	h, err := Open(lib, OpenOptions{Config: DefaultConfig(100 * time.Millisecond)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := d.total()
+	before := d.Total()
 	var s reading.Sample
 	const n = 100
 	for range n {
 		h.GPUs[0].Sample(&s)
 	}
-	per := float64(d.total()-before) / n
+	per := float64(d.Total()-before) / n
 	// The seed makes 17 calls per sample with 2 fans.
 	if per >= 17 {
 		t.Errorf("%.1f NVML calls per sample, want fewer than the seed's 17", per)
@@ -116,10 +117,10 @@ func TestCallsPerSampleBelowSeed(t *testing.T) {
 }
 
 func TestUnsupportedIsAbsentAndNotRepeated(t *testing.T) {
-	d := newFakeDev()
-	d.set("GetTemperature", nvml.ERROR_NOT_SUPPORTED)
-	d.set("GetTargetFanSpeed", nvml.ERROR_NO_PERMISSION)
-	h := openFake(t, &fakeLib{devs: []*fakeDev{d}})
+	d := fakenvml.NewDev()
+	d.Set("GetTemperature", nvml.ERROR_NOT_SUPPORTED)
+	d.Set("GetTargetFanSpeed", nvml.ERROR_NO_PERMISSION)
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
 	var s reading.Sample
 	for range 5 {
 		h.GPUs[0].Sample(&s)
@@ -130,23 +131,23 @@ func TestUnsupportedIsAbsentAndNotRepeated(t *testing.T) {
 	if s.Status != reading.StatusOK || !s.PowerMW.OK {
 		t.Errorf("sample should still be OK with other readings: %v", s.Status)
 	}
-	if n := d.count("GetTemperature"); n != 1 {
+	if n := d.Count("GetTemperature"); n != 1 {
 		t.Errorf("GetTemperature called %d times, want 1 (cached as unsupported)", n)
 	}
-	if n := d.count("GetTargetFanSpeed"); n != 2 {
+	if n := d.Count("GetTargetFanSpeed"); n != 2 {
 		t.Errorf("GetTargetFanSpeed called %d times, want 2 (once per fan)", n)
 	}
 }
 
 func TestReprobeAfterInterval(t *testing.T) {
-	d := newFakeDev()
-	d.set("GetTemperature", nvml.ERROR_NOT_SUPPORTED)
-	h := openFake(t, &fakeLib{devs: []*fakeDev{d}})
+	d := fakenvml.NewDev()
+	d.Set("GetTemperature", nvml.ERROR_NOT_SUPPORTED)
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
 	g := h.GPUs[0]
 	g.cfg.Reprobe = 0 // every sample re-probes
 	var s reading.Sample
 	g.Sample(&s)
-	d.set("GetTemperature", nvml.SUCCESS)
+	d.Set("GetTemperature", nvml.SUCCESS)
 	g.Sample(&s)
 	if !s.TempC.OK {
 		t.Errorf("temperature not re-probed")
@@ -154,8 +155,8 @@ func TestReprobeAfterInterval(t *testing.T) {
 }
 
 func TestMissingSymbolsUseFallbacks(t *testing.T) {
-	d := newFakeDev()
-	lib := &fakeLib{devs: []*fakeDev{d}, missing: map[string]bool{
+	d := fakenvml.NewDev()
+	lib := &fakenvml.Lib{Devs: []*fakenvml.Dev{d}, Missing: map[string]bool{
 		"nvmlDeviceGetCurrentClocksEventReasons": true,
 		"nvmlDeviceGetMemoryInfo_v2":             true,
 		"nvmlDeviceGetFanSpeed_v2":               true,
@@ -175,7 +176,7 @@ func TestMissingSymbolsUseFallbacks(t *testing.T) {
 	g.Sample(&s)
 	for _, fn := range []string{"GetCurrentClocksEventReasons", "GetMemoryInfo_v2", "GetFanSpeed_v2", "GetNumFans",
 		"GetTargetFanSpeed", "GetThermalSettings", "GetGspFirmwareVersion", "GetFieldValues"} {
-		if d.count(fn) != 0 {
+		if d.Count(fn) != 0 {
 			t.Errorf("%s called although the driver lacks it", fn)
 		}
 	}
@@ -188,10 +189,10 @@ func TestMissingSymbolsUseFallbacks(t *testing.T) {
 }
 
 func TestFieldEntryUnsupportedFallsBack(t *testing.T) {
-	d := newFakeDev()
-	d.fieldRet[nvml.FI_DEV_POWER_INSTANT] = nvml.ERROR_NOT_SUPPORTED
-	d.fieldRet[nvml.FI_DEV_MEMORY_TEMP] = nvml.ERROR_NOT_SUPPORTED
-	h := openFake(t, &fakeLib{devs: []*fakeDev{d}})
+	d := fakenvml.NewDev()
+	d.FieldRet[nvml.FI_DEV_POWER_INSTANT] = nvml.ERROR_NOT_SUPPORTED
+	d.FieldRet[nvml.FI_DEV_MEMORY_TEMP] = nvml.ERROR_NOT_SUPPORTED
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
 	var s reading.Sample
 	h.GPUs[0].Sample(&s)
 	h.GPUs[0].Sample(&s)
@@ -201,18 +202,18 @@ func TestFieldEntryUnsupportedFallsBack(t *testing.T) {
 	if s.MemTempC.OK {
 		t.Errorf("memory temperature has no fallback and must be absent")
 	}
-	if d.count("GetPowerUsage") != 2 {
-		t.Errorf("GetPowerUsage called %d times, want 2", d.count("GetPowerUsage"))
+	if d.Count("GetPowerUsage") != 2 {
+		t.Errorf("GetPowerUsage called %d times, want 2", d.Count("GetPowerUsage"))
 	}
 }
 
 func TestAbsurdValuesAreAbsent(t *testing.T) {
-	d := newFakeDev()
-	d.temp = 4294967295
-	d.fanTarget = []int{4294967295, 30}
-	d.limit = 0
-	d.power = 4000000000
-	h := openFake(t, &fakeLib{devs: []*fakeDev{d}})
+	d := fakenvml.NewDev()
+	d.Temp = 4294967295
+	d.FanTarget = []int{4294967295, 30}
+	d.Limit = 0
+	d.Power = 4000000000
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
 	var s reading.Sample
 	h.GPUs[0].Sample(&s)
 	if s.TempC.OK || s.TLimitC.OK {
@@ -230,12 +231,12 @@ func TestAbsurdValuesAreAbsent(t *testing.T) {
 }
 
 func TestLostGPU(t *testing.T) {
-	d := newFakeDev()
-	h := openFake(t, &fakeLib{devs: []*fakeDev{d}})
+	d := fakenvml.NewDev()
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
 	for _, fn := range []string{"GetFieldValues", "GetTemperature", "GetPowerManagementLimit"} {
-		d.set(fn, nvml.ERROR_GPU_IS_LOST)
+		d.Set(fn, nvml.ERROR_GPU_IS_LOST)
 	}
-	before := d.total()
+	before := d.Total()
 	var s reading.Sample
 	h.GPUs[0].Sample(&s)
 	if s.Status != reading.StatusLost {
@@ -244,20 +245,20 @@ func TestLostGPU(t *testing.T) {
 	if s.TempC.OK || s.PowerMW.OK || s.Fans[0].Speed.OK {
 		t.Errorf("lost sample carries readings")
 	}
-	if n := d.total() - before; n != 1 {
+	if n := d.Total() - before; n != 1 {
 		t.Errorf("%d calls to a lost GPU in one sample, want 1", n)
 	}
 }
 
 func TestAllCallsFailing(t *testing.T) {
-	d := newFakeDev()
-	h := openFake(t, &fakeLib{devs: []*fakeDev{d}})
+	d := fakenvml.NewDev()
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
 	for _, fn := range []string{"GetFieldValues", "GetTemperature", "GetPowerManagementLimit", "GetPerformanceState",
 		"GetClockInfo", "GetUtilizationRates", "GetMemoryInfo_v2", "GetCurrentClocksEventReasons", "GetFanSpeed_v2",
 		"GetTargetFanSpeed", "GetEncoderUtilization", "GetDecoderUtilization", "GetCurrPcieLinkGeneration",
 		"GetCurrPcieLinkWidth", "GetThermalSettings", "GetPowerUsage", "GetEnforcedPowerLimit",
 		"GetTotalEnergyConsumption", "GetPcieReplayCounter"} {
-		d.set(fn, nvml.ERROR_UNKNOWN)
+		d.Set(fn, nvml.ERROR_UNKNOWN)
 	}
 	var s reading.Sample
 	h.GPUs[0].Sample(&s)
@@ -269,14 +270,14 @@ func TestAllCallsFailing(t *testing.T) {
 	}
 	// Unknown errors are failures, not capabilities: they are retried.
 	h.GPUs[0].Sample(&s)
-	if d.count("GetTemperature") != 2 {
-		t.Errorf("failing call not retried: %d", d.count("GetTemperature"))
+	if d.Count("GetTemperature") != 2 {
+		t.Errorf("failing call not retried: %d", d.Count("GetTemperature"))
 	}
 }
 
 func TestSlowTierCarriedForward(t *testing.T) {
-	d := newFakeDev()
-	lib := &fakeLib{devs: []*fakeDev{d}, initRet: nvml.SUCCESS}
+	d := fakenvml.NewDev()
+	lib := &fakenvml.Lib{Devs: []*fakenvml.Dev{d}, InitRet: nvml.SUCCESS}
 	h, err := Open(lib, OpenOptions{Config: Config{Reprobe: time.Hour, SlowEvery: 10, FieldWait: time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
@@ -288,31 +289,28 @@ func TestSlowTierCarriedForward(t *testing.T) {
 			t.Fatalf("sample %d: slow tier value missing", i)
 		}
 	}
-	if n := d.count("GetDecoderUtilization"); n != 3 {
+	if n := d.Count("GetDecoderUtilization"); n != 3 {
 		t.Errorf("decoder utilization read %d times in 25 samples, want 3", n)
 	}
 }
 
 func TestFieldLockHeldFallsBack(t *testing.T) {
-	d := newFakeDev()
-	h := openFake(t, &fakeLib{devs: []*fakeDev{d}})
+	d := fakenvml.NewDev()
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
 	fieldSem <- struct{}{} // another GPU is stuck inside GetFieldValues
 	defer func() { <-fieldSem }()
 	var s reading.Sample
 	h.GPUs[0].Sample(&s)
-	if !s.PowerMW.OK || d.count("GetFieldValues") != 0 || d.count("GetPowerUsage") != 1 {
-		t.Errorf("did not fall back: power %+v fields %d usage %d", s.PowerMW, d.count("GetFieldValues"), d.count("GetPowerUsage"))
+	if !s.PowerMW.OK || d.Count("GetFieldValues") != 0 || d.Count("GetPowerUsage") != 1 {
+		t.Errorf("did not fall back: power %+v fields %d usage %d", s.PowerMW, d.Count("GetFieldValues"), d.Count("GetPowerUsage"))
 	}
 }
 
 func TestWorkerReportsStuckCall(t *testing.T) {
-	d := newFakeDev()
-	h := openFake(t, &fakeLib{devs: []*fakeDev{d}})
-	release := make(chan struct{})
-	d.mu.Lock()
-	d.block["GetTemperature"] = release
-	d.mu.Unlock()
-	d.entered = make(chan string, 1)
+	d := fakenvml.NewDev()
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
+	entered := make(chan string, 1)
+	release := d.Block("GetTemperature", entered)
 	samples := make(chan reading.Status, 4)
 	w := NewWorker(h.GPUs[0], func(s *reading.Sample) { samples <- s.Status })
 	ctx, cancel := context.WithCancel(context.Background())
@@ -322,7 +320,7 @@ func TestWorkerReportsStuckCall(t *testing.T) {
 	if !w.Dispatch(start) {
 		t.Fatal("first dispatch refused")
 	}
-	<-d.entered
+	<-entered
 	if w.Dispatch(time.Now()) {
 		t.Error("second dispatch accepted while a sample is in flight")
 	}
@@ -333,7 +331,7 @@ func TestWorkerReportsStuckCall(t *testing.T) {
 	if _, _, stuck := w.Stuck(start, time.Second); stuck {
 		t.Error("stuck before the deadline")
 	}
-	close(release)
+	release()
 	if st := <-samples; st != reading.StatusOK {
 		t.Errorf("sample after release: %v", st)
 	}
@@ -350,17 +348,17 @@ func TestWorkerReportsStuckCall(t *testing.T) {
 func TestOpenErrors(t *testing.T) {
 	cases := []struct {
 		name string
-		lib  *fakeLib
+		lib  *fakenvml.Lib
 		sel  []string
 		is   error
 		msg  string
 	}{
-		{"no driver", &fakeLib{initRet: nvml.ERROR_DRIVER_NOT_LOADED}, nil, ErrNoDriver, ""},
-		{"no library", &fakeLib{initRet: nvml.ERROR_LIBRARY_NOT_FOUND}, nil, ErrNoDriver, ""},
-		{"zero gpus", &fakeLib{initRet: nvml.SUCCESS}, nil, ErrNoGPU, ""},
-		{"init failure", &fakeLib{initRet: nvml.ERROR_NO_PERMISSION}, nil, nil, "nvmlInit"},
-		{"index out of range", &fakeLib{initRet: nvml.SUCCESS, devs: []*fakeDev{newFakeDev()}}, []string{"3"}, nil, "--gpu 3: no GPU with index 3"},
-		{"unknown uuid", &fakeLib{initRet: nvml.SUCCESS, devs: []*fakeDev{newFakeDev()}}, []string{"GPU-nope"}, nil, "--gpu GPU-nope"},
+		{"no driver", &fakenvml.Lib{InitRet: nvml.ERROR_DRIVER_NOT_LOADED}, nil, ErrNoDriver, ""},
+		{"no library", &fakenvml.Lib{InitRet: nvml.ERROR_LIBRARY_NOT_FOUND}, nil, ErrNoDriver, ""},
+		{"zero gpus", &fakenvml.Lib{InitRet: nvml.SUCCESS}, nil, ErrNoGPU, ""},
+		{"init failure", &fakenvml.Lib{InitRet: nvml.ERROR_NO_PERMISSION}, nil, nil, "nvmlInit"},
+		{"index out of range", &fakenvml.Lib{InitRet: nvml.SUCCESS, Devs: []*fakenvml.Dev{fakenvml.NewDev()}}, []string{"3"}, nil, "--gpu 3: no GPU with index 3"},
+		{"unknown uuid", &fakenvml.Lib{InitRet: nvml.SUCCESS, Devs: []*fakenvml.Dev{fakenvml.NewDev()}}, []string{"GPU-nope"}, nil, "--gpu GPU-nope"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -383,10 +381,10 @@ func contains(s, sub string) bool {
 }
 
 func TestSelectGPUs(t *testing.T) {
-	a, b, c := newFakeDev(), newFakeDev(), newFakeDev()
-	b.uuid, b.bus = "GPU-2222", "00000000:81:00.0"
-	c.uuid, c.bus = "GPU-3333", "00000001:C1:00.0"
-	lib := &fakeLib{devs: []*fakeDev{a, b, c}}
+	a, b, c := fakenvml.NewDev(), fakenvml.NewDev(), fakenvml.NewDev()
+	b.UUID, b.Bus = "GPU-2222", "00000000:81:00.0"
+	c.UUID, c.Bus = "GPU-3333", "00000001:C1:00.0"
+	lib := &fakenvml.Lib{Devs: []*fakenvml.Dev{a, b, c}}
 	cases := []struct {
 		name string
 		sel  []string
@@ -442,8 +440,8 @@ func TestBusKey(t *testing.T) {
 }
 
 func TestSampleDoesNotAllocate(t *testing.T) {
-	d := newFakeDev()
-	h := openFake(t, &fakeLib{devs: []*fakeDev{d}})
+	d := fakenvml.NewDev()
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
 	var s reading.Sample
 	g := h.GPUs[0]
 	g.Sample(&s)

@@ -1,0 +1,425 @@
+// Package fakenvml is an in-memory NVML for tests: devices whose answers,
+// return codes and blocking calls are set per function, and a library over
+// them.
+package fakenvml
+
+import (
+	"encoding/binary"
+	"sync"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpu-telemetry/gpu-telemetry/sampler/nvmlapi"
+)
+
+// Dev is a Device whose answers are set per function. Unset functions
+// return their value with SUCCESS; ret[fn] overrides the return code; block[fn]
+// makes the call wait until the channel is closed. Calls are counted.
+type Dev struct {
+	mu      sync.Mutex
+	calls   map[string]int
+	ret     map[string]nvml.Return
+	block   map[string]chan struct{}
+	entered chan string // receives the function name when a blocking call starts
+
+	Name, UUID, Serial, Vbios, Bus string
+	Fans                           int
+	Temp                           uint32
+	Thresholds                     map[nvml.TemperatureThresholds]uint32
+	Power, Limit, Enforced         uint32
+	Energy                         uint64
+	MemTemp                        uint32
+	Replay                         int
+	Pstate                         nvml.Pstates
+	Clocks                         map[nvml.ClockType]uint32
+	Util                           nvml.Utilization
+	MemUsed                        uint64
+	Gen, Width                     int
+	Throttle                       uint64
+	FanSpeed                       []uint32
+	FanTarget                      []int
+	Sensor                         nvml.GpuThermalSettingsSensor
+	Enc, Dec                       uint32
+	FieldRet                       map[uint32]nvml.Return // per-entry return in GetFieldValues
+}
+
+// NewDev returns a healthy two-fan GPU.
+func NewDev() *Dev {
+	return &Dev{
+		calls: map[string]int{}, ret: map[string]nvml.Return{}, block: map[string]chan struct{}{},
+		FieldRet: map[uint32]nvml.Return{},
+		Name:     "NVIDIA RTX PRO 6000 Blackwell", UUID: "GPU-1111", Serial: "1650", Vbios: "98.02", Bus: "00000000:4B:00.0",
+		Fans: 2, Temp: 60,
+		Thresholds: map[nvml.TemperatureThresholds]uint32{
+			nvml.TEMPERATURE_THRESHOLD_SHUTDOWN: 98, nvml.TEMPERATURE_THRESHOLD_SLOWDOWN: 95,
+			nvml.TEMPERATURE_THRESHOLD_MEM_MAX: 95, nvml.TEMPERATURE_THRESHOLD_GPU_MAX: 90,
+		},
+		Power: 250_500, Limit: 600_000, Enforced: 600_000, Energy: 123456789, MemTemp: 70, Replay: 3,
+		Pstate: nvml.PSTATE_2,
+		Clocks: map[nvml.ClockType]uint32{nvml.CLOCK_GRAPHICS: 2400, nvml.CLOCK_SM: 2400, nvml.CLOCK_MEM: 14001},
+		Util:   nvml.Utilization{Gpu: 97, Memory: 41}, MemUsed: 40 << 30, Gen: 5, Width: 16,
+		Throttle: 0x4, FanSpeed: []uint32{30, 31}, FanTarget: []int{30, 31},
+		Sensor: nvml.GpuThermalSettingsSensor{Controller: 5, CurrentTemp: 60, Target: 1},
+		Enc:    0, Dec: 12,
+	}
+}
+
+func (d *Dev) call(fn string) nvml.Return {
+	d.mu.Lock()
+	d.calls[fn]++
+	r, ok := d.ret[fn]
+	b := d.block[fn]
+	entered := d.entered
+	d.mu.Unlock()
+	if b != nil {
+		if entered != nil {
+			entered <- fn
+		}
+		<-b
+	}
+	if !ok {
+		return nvml.SUCCESS
+	}
+	return r
+}
+
+// Update changes the device's values under its lock (safe while it is sampled).
+func (d *Dev) Update(f func(d *Dev)) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	f(d)
+}
+
+// Block makes calls of fn wait until release is called. entered, if not nil,
+// receives fn's name each time such a call starts waiting.
+func (d *Dev) Block(fn string, entered chan string) (release func()) {
+	ch := make(chan struct{})
+	d.mu.Lock()
+	d.block[fn] = ch
+	d.entered = entered
+	d.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			d.mu.Lock()
+			delete(d.block, fn)
+			d.mu.Unlock()
+			close(ch)
+		})
+	}
+}
+
+// Count returns how many times fn was called.
+func (d *Dev) Count(fn string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.calls[fn]
+}
+
+// Total returns the number of calls of all functions.
+func (d *Dev) Total() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for _, c := range d.calls {
+		n += c
+	}
+	return n
+}
+
+// Set makes fn return r from now on.
+func (d *Dev) Set(fn string, r nvml.Return) {
+	d.mu.Lock()
+	d.ret[fn] = r
+	d.mu.Unlock()
+}
+
+func (d *Dev) GetName() (string, nvml.Return) {
+	r := d.call("GetName")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.Name, r
+}
+func (d *Dev) GetUUID() (string, nvml.Return) {
+	r := d.call("GetUUID")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.UUID, r
+}
+func (d *Dev) GetSerial() (string, nvml.Return) {
+	r := d.call("GetSerial")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.Serial, r
+}
+func (d *Dev) GetVbiosVersion() (string, nvml.Return) {
+	r := d.call("GetVbiosVersion")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.Vbios, r
+}
+func (d *Dev) GetPciInfo() (nvml.PciInfo, nvml.Return) {
+	r := d.call("GetPciInfo")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var p nvml.PciInfo
+	for i := 0; i < len(d.Bus); i++ {
+		p.BusId[i] = int8(d.Bus[i])
+	}
+	return p, r
+}
+func (d *Dev) GetMinorNumber() (int, nvml.Return) {
+	r := d.call("GetMinorNumber")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return 3, r
+}
+func (d *Dev) GetNumFans() (int, nvml.Return) {
+	r := d.call("GetNumFans")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.Fans, r
+}
+func (d *Dev) GetTemperatureThreshold(t nvml.TemperatureThresholds) (uint32, nvml.Return) {
+	r := d.call("GetTemperatureThreshold")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	v, ok := d.Thresholds[t]
+	if !ok && r == nvml.SUCCESS {
+		return 0, nvml.ERROR_NOT_SUPPORTED
+	}
+	return v, r
+}
+func (d *Dev) GetGspFirmwareVersion() (string, nvml.Return) {
+	r := d.call("GetGspFirmwareVersion")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return "570.124.06", r
+}
+func (d *Dev) GetGspFirmwareMode() (bool, bool, nvml.Return) {
+	r := d.call("GetGspFirmwareMode")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return true, true, r
+}
+func (d *Dev) GetPowerManagementDefaultLimit() (uint32, nvml.Return) {
+	r := d.call("GetPowerManagementDefaultLimit")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return 600_000, r
+}
+
+func (d *Dev) GetFieldValues(v []nvml.FieldValue) nvml.Return {
+	r := d.call("GetFieldValues")
+	if r != nvml.SUCCESS {
+		return r
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i := range v {
+		f := &v[i]
+		if fr, ok := d.FieldRet[f.FieldId]; ok {
+			f.NvmlReturn = uint32(fr)
+			continue
+		}
+		f.NvmlReturn = uint32(nvml.SUCCESS)
+		switch f.FieldId {
+		case nvml.FI_DEV_POWER_INSTANT:
+			putU32(f, d.Power)
+		case nvml.FI_DEV_POWER_CURRENT_LIMIT:
+			putU32(f, d.Enforced)
+		case nvml.FI_DEV_TOTAL_ENERGY_CONSUMPTION:
+			f.ValueType = uint32(nvml.VALUE_TYPE_UNSIGNED_LONG_LONG)
+			binary.LittleEndian.PutUint64(f.Value[:], d.Energy)
+		case nvml.FI_DEV_MEMORY_TEMP:
+			putU32(f, d.MemTemp)
+		case nvml.FI_DEV_PCIE_REPLAY_COUNTER:
+			putU32(f, uint32(d.Replay))
+		default:
+			f.NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
+		}
+	}
+	return r
+}
+
+func putU32(f *nvml.FieldValue, v uint32) {
+	f.ValueType = uint32(nvml.VALUE_TYPE_UNSIGNED_INT)
+	binary.LittleEndian.PutUint32(f.Value[:], v)
+}
+
+func (d *Dev) GetTemperature(nvml.TemperatureSensors) (uint32, nvml.Return) {
+	r := d.call("GetTemperature")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.Temp, r
+}
+func (d *Dev) GetPowerManagementLimit() (uint32, nvml.Return) {
+	r := d.call("GetPowerManagementLimit")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.Limit, r
+}
+func (d *Dev) GetPerformanceState() (nvml.Pstates, nvml.Return) {
+	r := d.call("GetPerformanceState")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.Pstate, r
+}
+func (d *Dev) GetClockInfo(t nvml.ClockType) (uint32, nvml.Return) {
+	r := d.call("GetClockInfo")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.Clocks[t], r
+}
+func (d *Dev) GetUtilizationRates() (nvml.Utilization, nvml.Return) {
+	r := d.call("GetUtilizationRates")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.Util, r
+}
+func (d *Dev) GetMemoryInfo_v2() (nvml.Memory_v2, nvml.Return) {
+	r := d.call("GetMemoryInfo_v2")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return nvml.Memory_v2{Used: d.MemUsed}, r
+}
+func (d *Dev) GetMemoryInfo() (nvml.Memory, nvml.Return) {
+	r := d.call("GetMemoryInfo")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return nvml.Memory{Used: d.MemUsed}, r
+}
+func (d *Dev) GetCurrPcieLinkGeneration() (int, nvml.Return) {
+	r := d.call("GetCurrPcieLinkGeneration")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.Gen, r
+}
+func (d *Dev) GetCurrPcieLinkWidth() (int, nvml.Return) {
+	r := d.call("GetCurrPcieLinkWidth")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.Width, r
+}
+func (d *Dev) GetCurrentClocksEventReasons() (uint64, nvml.Return) {
+	r := d.call("GetCurrentClocksEventReasons")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.Throttle, r
+}
+func (d *Dev) GetCurrentClocksThrottleReasons() (uint64, nvml.Return) {
+	r := d.call("GetCurrentClocksThrottleReasons")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.Throttle, r
+}
+func (d *Dev) GetFanSpeed() (uint32, nvml.Return) {
+	r := d.call("GetFanSpeed")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.FanSpeed[0], r
+}
+func (d *Dev) GetFanSpeed_v2(i int) (uint32, nvml.Return) {
+	r := d.call("GetFanSpeed_v2")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.FanSpeed[i], r
+}
+func (d *Dev) GetTargetFanSpeed(i int) (int, nvml.Return) {
+	r := d.call("GetTargetFanSpeed")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.FanTarget[i], r
+}
+func (d *Dev) GetThermalSettings(uint32) (nvml.GpuThermalSettings, nvml.Return) {
+	r := d.call("GetThermalSettings")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return nvml.GpuThermalSettings{Count: 1, Sensor: [3]nvml.GpuThermalSettingsSensor{d.Sensor}}, r
+}
+func (d *Dev) GetEncoderUtilization() (uint32, uint32, nvml.Return) {
+	r := d.call("GetEncoderUtilization")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.Enc, 1000, r
+}
+func (d *Dev) GetDecoderUtilization() (uint32, uint32, nvml.Return) {
+	r := d.call("GetDecoderUtilization")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.Dec, 1000, r
+}
+func (d *Dev) GetPowerUsage() (uint32, nvml.Return) {
+	r := d.call("GetPowerUsage")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.Power, r
+}
+func (d *Dev) GetEnforcedPowerLimit() (uint32, nvml.Return) {
+	r := d.call("GetEnforcedPowerLimit")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.Enforced, r
+}
+func (d *Dev) GetTotalEnergyConsumption() (uint64, nvml.Return) {
+	r := d.call("GetTotalEnergyConsumption")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.Energy, r
+}
+func (d *Dev) GetPcieReplayCounter() (int, nvml.Return) {
+	r := d.call("GetPcieReplayCounter")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.Replay, r
+}
+func (d *Dev) GetFanControlPolicy_v2(int) (nvml.FanControlPolicy, nvml.Return) {
+	r := d.call("GetFanControlPolicy_v2")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return 0, r
+}
+func (d *Dev) GetComputeRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) {
+	r := d.call("GetComputeRunningProcesses")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return nil, r
+}
+func (d *Dev) GetSupportedEventTypes() (uint64, nvml.Return) {
+	r := d.call("GetSupportedEventTypes")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return uint64(nvml.EventTypeXidCriticalError | nvml.EventTypePState | nvml.EventTypeClock | nvml.EventTypeGpuRecoveryAction), r
+}
+func (d *Dev) RegisterEvents(uint64, nvml.EventSet) nvml.Return {
+	return d.call("RegisterEvents")
+}
+
+// Lib is a Library over fake devices.
+type Lib struct {
+	InitRet nvml.Return
+	Devs    []*Dev
+	Missing map[string]bool
+	Shut    int
+}
+
+func (l *Lib) Init() nvml.Return     { return l.InitRet }
+func (l *Lib) Shutdown() nvml.Return { l.Shut++; return nvml.SUCCESS }
+func (l *Lib) SystemGetDriverVersion() (string, nvml.Return) {
+	return "580.95.05", nvml.SUCCESS
+}
+func (l *Lib) SystemGetNVMLVersion() (string, nvml.Return) { return "13.580.95.05", nvml.SUCCESS }
+func (l *Lib) SystemGetCudaDriverVersion() (int, nvml.Return) {
+	return 13000, nvml.SUCCESS
+}
+func (l *Lib) DeviceGetCount() (int, nvml.Return) { return len(l.Devs), nvml.SUCCESS }
+func (l *Lib) DeviceGetHandleByIndex(i int) (nvmlapi.Device, any, nvml.Return) {
+	return l.Devs[i], l.Devs[i], nvml.SUCCESS
+}
+func (l *Lib) EventSetCreate() (nvmlapi.EventSet, nvml.Return) { return nil, nvml.ERROR_NOT_SUPPORTED }
+func (l *Lib) LookupSymbol(s string) error {
+	if l.Missing[s] {
+		return nvml.ERROR_FUNCTION_NOT_FOUND
+	}
+	return nil
+}

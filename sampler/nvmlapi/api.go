@@ -1,0 +1,77 @@
+// Package nvmlapi declares the part of go-nvml the sampler uses, as small
+// interfaces: go-nvml's types satisfy them, and so do the fakes in fakenvml.
+package nvmlapi
+
+import "github.com/NVIDIA/go-nvml/pkg/nvml"
+
+// Device is the part of go-nvml's nvml.Device the sampler uses. nvml.Device
+// satisfies it; tests use small fakes.
+type Device interface {
+	GetName() (string, nvml.Return)
+	GetUUID() (string, nvml.Return)
+	GetSerial() (string, nvml.Return)
+	GetVbiosVersion() (string, nvml.Return)
+	GetPciInfo() (nvml.PciInfo, nvml.Return)
+	GetMinorNumber() (int, nvml.Return)
+	GetNumFans() (int, nvml.Return)
+	GetTemperatureThreshold(nvml.TemperatureThresholds) (uint32, nvml.Return)
+	GetGspFirmwareVersion() (string, nvml.Return)
+	GetGspFirmwareMode() (bool, bool, nvml.Return)
+	GetPowerManagementDefaultLimit() (uint32, nvml.Return)
+
+	GetFieldValues([]nvml.FieldValue) nvml.Return
+	GetTemperature(nvml.TemperatureSensors) (uint32, nvml.Return)
+	GetPowerManagementLimit() (uint32, nvml.Return)
+	GetPerformanceState() (nvml.Pstates, nvml.Return)
+	GetClockInfo(nvml.ClockType) (uint32, nvml.Return)
+	GetUtilizationRates() (nvml.Utilization, nvml.Return)
+	GetMemoryInfo_v2() (nvml.Memory_v2, nvml.Return)
+	GetMemoryInfo() (nvml.Memory, nvml.Return)
+	GetCurrPcieLinkGeneration() (int, nvml.Return)
+	GetCurrPcieLinkWidth() (int, nvml.Return)
+	GetCurrentClocksEventReasons() (uint64, nvml.Return)
+	GetCurrentClocksThrottleReasons() (uint64, nvml.Return)
+	GetFanSpeed() (uint32, nvml.Return)
+	GetFanSpeed_v2(int) (uint32, nvml.Return)
+	GetTargetFanSpeed(int) (int, nvml.Return)
+	GetThermalSettings(uint32) (nvml.GpuThermalSettings, nvml.Return)
+	GetEncoderUtilization() (uint32, uint32, nvml.Return)
+	GetDecoderUtilization() (uint32, uint32, nvml.Return)
+	GetPowerUsage() (uint32, nvml.Return)
+	GetEnforcedPowerLimit() (uint32, nvml.Return)
+	GetTotalEnergyConsumption() (uint64, nvml.Return)
+	GetPcieReplayCounter() (int, nvml.Return)
+	GetFanControlPolicy_v2(int) (nvml.FanControlPolicy, nvml.Return)
+	GetComputeRunningProcesses() ([]nvml.ProcessInfo, nvml.Return)
+
+	GetSupportedEventTypes() (uint64, nvml.Return)
+	RegisterEvents(uint64, nvml.EventSet) nvml.Return
+}
+
+// Library is the part of go-nvml's nvml.Interface the sampler uses.
+type Library interface {
+	Init() nvml.Return
+	Shutdown() nvml.Return
+	SystemGetDriverVersion() (string, nvml.Return)
+	SystemGetNVMLVersion() (string, nvml.Return)
+	SystemGetCudaDriverVersion() (int, nvml.Return)
+	DeviceGetCount() (int, nvml.Return)
+	// DeviceGetHandleByIndex returns the device and the handle that event
+	// data carries for it (to map an event back to its GPU).
+	DeviceGetHandleByIndex(int) (Device, any, nvml.Return)
+	EventSetCreate() (EventSet, nvml.Return)
+	// LookupSymbol reports whether the loaded library has a symbol. Valid
+	// after Init.
+	LookupSymbol(string) error
+}
+
+// EventSet is the part of nvml.EventSet the sampler uses, plus a way to hand
+// the underlying set to Device.RegisterEvents.
+type EventSet interface {
+	// Wait waits up to timeoutMs for one event. The handle in the result is
+	// compared with the handles DeviceGetHandleByIndex returned.
+	Wait(timeoutMs uint32) (handle any, eventType, eventData uint64, ret nvml.Return)
+	Free() nvml.Return
+	// Raw returns the nvml.EventSet to pass to Device.RegisterEvents.
+	Raw() nvml.EventSet
+}
