@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
@@ -54,6 +55,9 @@ type Config struct {
 
 	// trace records shutdown steps (tests).
 	trace func(step string)
+	// openLog opens events.log and summary.log; tests replace lumberjack,
+	// whose rotation goroutine outlives Close.
+	openLog func(dir, name string, maxMB int) lineLog
 }
 
 // DefaultDeadline returns the per-GPU sample deadline for an interval.
@@ -85,6 +89,9 @@ func (c *Config) defaults() {
 	}
 	if c.trace == nil {
 		c.trace = func(string) {}
+	}
+	if c.openLog == nil {
+		c.openLog = func(dir, name string, maxMB int) lineLog { return sink.NewLineLog(dir, name, maxMB, logBackups) }
 	}
 }
 

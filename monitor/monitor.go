@@ -34,8 +34,8 @@ type Monitor struct {
 	byBus   map[string]*gpuState
 
 	csv     *sink.CSV
-	events  *sink.LineLog
-	summary *sink.LineLog
+	events  lineLog
+	summary lineLog
 	snaps   *snapshot.Manager
 
 	start       time.Time
@@ -51,6 +51,15 @@ type Monitor struct {
 	xmu     sync.Mutex
 	xidSeen map[xidKey]xidSeen
 	clock   clockBurst
+
+	tickHook func(now time.Time) // tests: runs at the end of every tick
+}
+
+// lineLog is an append-only text log (sink.LineLog).
+type lineLog interface {
+	Line(s string) error
+	Reopen() error
+	Close() error
 }
 
 // New builds the monitor's parts for an opened host: the CSV sink, the line
@@ -82,8 +91,8 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		return nil, err
 	}
 	m.csv = csv
-	m.events = sink.NewLineLog(cfg.LogDir, "events.log", eventsLogMB, logBackups)
-	m.summary = sink.NewLineLog(cfg.LogDir, "summary.log", summaryLogMB, logBackups)
+	m.events = cfg.openLog(cfg.LogDir, "events.log", eventsLogMB)
+	m.summary = cfg.openLog(cfg.LogDir, "summary.log", summaryLogMB)
 	m.snaps = snapshot.New(snapshot.Config{
 		Dir: cfg.LogDir, Runner: cfg.Runner, Logger: m.log,
 		CrashCooldown: cfg.CrashCooldown, SpikeCooldown: cfg.SpikeCooldown,
@@ -236,6 +245,9 @@ func (m *Monitor) loop(ctx context.Context, sigs <-chan os.Signal) {
 // tick dispatches one sample to every GPU that is free and not backing off,
 // and reports the ones stuck past the deadline.
 func (m *Monitor) tick(now time.Time) {
+	if m.tickHook != nil {
+		defer m.tickHook(now)
+	}
 	for _, gs := range m.gpus {
 		if nt := gs.nextTry.Load(); nt != 0 && now.UnixNano() < nt {
 			continue

@@ -101,6 +101,7 @@ type CSV struct {
 	done     chan struct{}
 	closeMu  sync.Mutex
 	closed   bool
+	shut     atomic.Bool // set by Close: later rows are dropped
 	dropped  atomic.Uint64
 	written  atomic.Uint64
 	syncErrs atomic.Uint64
@@ -123,6 +124,8 @@ type gpuFile struct {
 	ringLen  int
 	failing  bool // last write failed (logged once)
 }
+
+var errClosed = errors.New("csv: closed")
 
 // GPUColumns describes one GPU's file: its index and fan count.
 type GPUColumns struct {
@@ -169,6 +172,11 @@ func (c *CSV) Write(s *reading.Sample) error {
 	}
 	gf.mu.Lock()
 	defer gf.mu.Unlock()
+	if c.shut.Load() {
+		// A sample that was stuck in the driver until after shutdown.
+		c.dropped.Add(1)
+		return errClosed
+	}
 	gf.buf = AppendRow(gf.buf[:0], s, gf.fans)
 	gf.remember(gf.buf)
 	if c.paused.Load() {
@@ -431,6 +439,7 @@ func (c *CSV) Close() error {
 		return nil
 	}
 	c.closed = true
+	c.shut.Store(true)
 	c.closeMu.Unlock()
 	close(c.stop)
 	<-c.done

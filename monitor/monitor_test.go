@@ -1,0 +1,424 @@
+package monitor
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		os.MkdirAll("testdata", 0o755)
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test ./monitor -update creates it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+// fakeRunner answers every diagnostic at once.
+type fakeRunner struct{}
+
+func (fakeRunner) Run(_ context.Context, name string, args ...string) ([]byte, error) {
+	return []byte(name + " output\n"), nil
+}
+
+// syncBuf is a goroutine-safe log sink.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// plainLog appends lines to a file without lumberjack's background goroutine.
+type plainLog struct {
+	mu   sync.Mutex
+	path string
+}
+
+func (l *plainLog) Line(s string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = f.WriteString(s + "\n")
+	return err
+}
+func (l *plainLog) Reopen() error { return nil }
+func (l *plainLog) Close() error  { return nil }
+
+type rig struct {
+	t     *testing.T
+	dir   string
+	devs  []*fakenvml.Dev
+	m     *Monitor
+	logs  *syncBuf
+	sigs  chan os.Signal
+	steps []string
+}
+
+// newRig builds a monitor over n fake GPUs writing into a temp dir.
+func newRig(t *testing.T, n int, tweak func(*Config)) *rig {
+	t.Helper()
+	r := &rig{t: t, dir: t.TempDir(), logs: &syncBuf{}, sigs: make(chan os.Signal, 4)}
+	lib := &fakenvml.Lib{InitRet: nvml.SUCCESS}
+	for i := range n {
+		d := fakenvml.NewDev()
+		d.UUID = "GPU-" + string(rune('a'+i))
+		d.Bus = "00000000:0" + string(rune('1'+i)) + ":00.0"
+		r.devs = append(r.devs, d)
+		lib.Devs = append(lib.Devs, d)
+	}
+	host, err := sampler.Open(lib, sampler.OpenOptions{Config: sampler.DefaultConfig(100 * time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	cfg := Config{
+		Version: "test", LogDir: r.dir, Interval: 100 * time.Millisecond, Anomaly: anomaly.DefaultConfig(),
+		RetentionDays: 14, FsyncEvery: time.Second, Runner: fakeRunner{}, FollowUps: []time.Duration{},
+		Logger:   slog.New(slog.NewTextHandler(r.logs, nil)),
+		HostRoot: t.TempDir(),
+		openLog:  func(dir, name string, _ int) lineLog { return &plainLog{path: filepath.Join(dir, name)} },
+		trace: func(s string) {
+			mu.Lock()
+			r.steps = append(r.steps, s)
+			mu.Unlock()
+		},
+	}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	m, err := New(cfg, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.m = m
+	return r
+}
+
+// run runs the monitor for d (fake time inside a synctest bubble) and stops it.
+func (r *rig) run(d time.Duration, during func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- r.m.Run(ctx, r.sigs) }()
+	if during != nil {
+		during()
+	}
+	time.Sleep(d)
+	cancel()
+	if err := <-done; err != nil {
+		r.t.Errorf("Run: %v", err)
+	}
+}
+
+func (r *rig) rows(gpu int) []string {
+	r.t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(r.dir, "gpu"+string(rune('0'+gpu))+"-deep-*.csv"))
+	var rows []string
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+		rows = append(rows, lines[1:]...)
+	}
+	return rows
+}
+
+func rowTime(t *testing.T, row string) time.Time {
+	t.Helper()
+	ts, err := time.Parse(sink.TimestampLayout, row[:strings.IndexByte(row, ',')])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts
+}
+
+func TestCadenceWithoutDrift(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 2, nil)
+		start := time.Now()
+		r.run(10*time.Second+50*time.Millisecond, nil)
+		for gpu := range 2 {
+			rows := r.rows(gpu)
+			if len(rows) != 101 {
+				t.Fatalf("gpu %d: %d rows in 10.05 s at 100 ms, want 101", gpu, len(rows))
+			}
+			for k, row := range rows {
+				// Fake time: every row is taken exactly on its tick.
+				if got, want := rowTime(t, row), start.Add(time.Duration(k)*100*time.Millisecond).Truncate(time.Millisecond); !got.Equal(want) {
+					t.Fatalf("gpu %d row %d at %v, want %v", gpu, k, got, want)
+				}
+			}
+		}
+		if o := r.m.overruns.Load(); o != 0 {
+			t.Errorf("overruns %d", o)
+		}
+	})
+}
+
+func TestSlowTickSkipsMissedTicksWithoutBurst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 1, nil)
+		start := time.Now()
+		var once sync.Once
+		r.m.tickHook = func(now time.Time) {
+			if now.Sub(start) >= 500*time.Millisecond {
+				once.Do(func() { time.Sleep(350 * time.Millisecond) }) // the loop itself is starved
+			}
+		}
+		r.run(2*time.Second+50*time.Millisecond, nil)
+		if o := r.m.overruns.Load(); o != 3 {
+			t.Errorf("overruns = %d, want 3 (ticks at 0.6, 0.7, 0.8 s missed)", o)
+		}
+		rows := r.rows(0)
+		for i := 1; i < len(rows); i++ {
+			prev, cur := rowTime(t, rows[i-1]), rowTime(t, rows[i])
+			if cur.Sub(prev) < 100*time.Millisecond {
+				t.Errorf("rows %d and %d only %v apart: missed ticks were run in a burst", i-1, i, cur.Sub(prev))
+			}
+			if off := cur.Sub(start) % (100 * time.Millisecond); off != 0 {
+				t.Errorf("row %d off the grid by %v: the slow tick shifted later ones", i, off)
+			}
+		}
+	})
+}
+
+func TestHungGPUDoesNotDelayOthers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 2, nil)
+		start := time.Now()
+		release := r.devs[1].Block("GetTemperature", nil)
+		r.run(5*time.Second+50*time.Millisecond, func() {
+			go func() {
+				time.Sleep(3 * time.Second)
+				release()
+			}()
+		})
+		// GPU 0 keeps its cadence: 51 rows in 5.05 s.
+		if n := len(r.rows(0)); n != 51 {
+			t.Errorf("healthy GPU wrote %d rows, want 51", n)
+		}
+		rows1 := r.rows(1)
+		hung := 0
+		for _, row := range rows1 {
+			if strings.Contains(row, "NVML_HUNG(nvmlDeviceGetTemperature,") {
+				hung++
+			}
+		}
+		// Stuck from 0 to 3 s, reported from the 1 s deadline on, every tick.
+		if hung < 19 || hung > 21 {
+			t.Errorf("%d NVML_HUNG rows, want about 20 (one per tick from 1 s to 3 s)", hung)
+		}
+		last := rows1[len(rows1)-1]
+		if strings.Contains(last, "NVML_HUNG") || rowTime(t, last).Sub(start) < 4900*time.Millisecond {
+			t.Errorf("GPU 1 did not recover: last row %q", last)
+		}
+		crashes, _ := filepath.Glob(filepath.Join(r.dir, "crashes", "crash-*-gpu1.log"))
+		if len(crashes) != 1 {
+			t.Errorf("crash snapshots for the hung GPU: %v, want 1", crashes)
+		}
+		logs := r.logs.String()
+		if !strings.Contains(logs, "NVML call stuck") || !strings.Contains(logs, "NVML answered again after a hang") {
+			t.Errorf("hang and recovery not logged:\n%s", logs)
+		}
+		ev, _ := os.ReadFile(filepath.Join(r.dir, "events.log"))
+		if !bytes.Contains(ev, []byte("type=NVML_HUNG function=nvmlDeviceGetTemperature")) || !bytes.Contains(ev, []byte("type=NVML_RECOVERED")) {
+			t.Errorf("events.log:\n%s", ev)
+		}
+	})
+}
+
+func TestLostGPUBacksOffAndOthersContinue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 2, nil)
+		r.run(10*time.Second+50*time.Millisecond, func() {
+			go func() {
+				time.Sleep(2 * time.Second)
+				for _, fn := range []string{"GetFieldValues", "GetTemperature"} {
+					r.devs[1].Set(fn, nvml.ERROR_GPU_IS_LOST)
+				}
+			}()
+		})
+		if n := len(r.rows(0)); n != 101 {
+			t.Errorf("healthy GPU wrote %d rows, want 101", n)
+		}
+		lost := 0
+		for _, row := range r.rows(1) {
+			if strings.HasSuffix(row, ",GPU_LOST") {
+				lost++
+			}
+		}
+		// Lost at 2 s, re-probed after 1, 2 and 4 s: rows at 2, 3, 5, 9 s.
+		if lost != 4 {
+			t.Errorf("%d GPU_LOST rows, want 4 (back-off 1 s, 2 s, 4 s)", lost)
+		}
+		crashes, _ := filepath.Glob(filepath.Join(r.dir, "crashes", "crash-*-gpu1.log"))
+		if len(crashes) != 1 {
+			t.Errorf("crash snapshots: %v, want 1", crashes)
+		}
+	})
+}
+
+func TestXidFloodOneSnapshotAndDedupe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 2, nil)
+		r.run(3*time.Second, func() {
+			time.Sleep(500 * time.Millisecond)
+			now := time.Now()
+			for i := range 50 {
+				r.m.onEvent(reading.Event{Time: now.Add(time.Duration(i) * 10 * time.Millisecond), GPU: 0,
+					Kind: reading.EventXid, Source: reading.SourceNVML, Data: 119})
+			}
+			// The kernel log reports the same Xid: a duplicate, not an incident.
+			r.m.onEvent(reading.Event{Time: now.Add(600 * time.Millisecond), GPU: 0, Kind: reading.EventXid,
+				Source: reading.SourceKmsg, Data: 119, Text: "NVRM: Xid (PCI:0000:01:00): 119, Timeout after 45s"})
+		})
+		crashes, _ := filepath.Glob(filepath.Join(r.dir, "crashes", "crash-*.log"))
+		if len(crashes) != 1 {
+			t.Errorf("crash snapshots: %v, want 1", crashes)
+		}
+		st := r.m.snaps.Stats()
+		if st.CrashesSuppressed != 49 {
+			t.Errorf("suppressed %d, want 49", st.CrashesSuppressed)
+		}
+		if r.m.dupXids.Load() != 1 {
+			t.Errorf("duplicates %d, want 1", r.m.dupXids.Load())
+		}
+		ev, _ := os.ReadFile(filepath.Join(r.dir, "events.log"))
+		if n := bytes.Count(ev, []byte("xid=119")); n != 51 {
+			t.Errorf("events.log has %d Xid 119 lines, want 51", n)
+		}
+		if !bytes.Contains(ev, []byte("duplicate_of=nvml")) {
+			t.Errorf("kernel-log duplicate not marked")
+		}
+		flagged := 0
+		for _, row := range r.rows(0) {
+			if strings.Contains(row, "XID(119)") {
+				flagged++
+			}
+		}
+		if flagged == 0 {
+			t.Errorf("no row carries XID(119)")
+		}
+	})
+}
+
+func TestSignalsAndShutdownOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 1, nil)
+		r.run(time.Second, func() {
+			time.Sleep(500 * time.Millisecond)
+			r.sigs <- syscall.SIGUSR1
+			time.Sleep(100 * time.Millisecond)
+			p := filepath.Join(r.dir, sink.FileName(0, time.Now()))
+			os.Rename(p, p+".moved")
+			r.sigs <- syscall.SIGHUP
+		})
+		logs := r.logs.String()
+		if strings.Count(logs, "msg=status") != 1 || strings.Count(logs, `msg="final status"`) != 1 {
+			t.Errorf("status lines:\n%s", logs)
+		}
+		p := filepath.Join(r.dir, sink.FileName(0, time.Now()))
+		b, err := os.ReadFile(p)
+		if err != nil || !bytes.HasPrefix(b, []byte("timestamp,")) {
+			t.Errorf("after SIGHUP the CSV was not reopened with a header: %v", err)
+		}
+		want := []string{"stop-sampling", "listeners-stopped", "workers-stopped", "snapshots-closed", "files-closed", "nvml-closed"}
+		if strings.Join(r.steps, ",") != strings.Join(want, ",") {
+			t.Errorf("shutdown steps %v, want %v", r.steps, want)
+		}
+	})
+}
+
+func TestShutdownWithStuckCallIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 1, nil)
+		release := r.devs[0].Block("GetTemperature", nil)
+		defer release()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { r.m.Run(ctx, r.sigs); close(done) }()
+		time.Sleep(2 * time.Second)
+		stop := time.Now()
+		cancel()
+		<-done
+		if d := time.Since(stop); d > 8*time.Second {
+			t.Errorf("shutdown took %v with a stuck call", d)
+		}
+		if !strings.Contains(r.logs.String(), "skipping nvmlShutdown") {
+			t.Errorf("nvmlShutdown attempted while a call was stuck")
+		}
+		release()
+	})
+}
+
+func TestStatusAndSummaryGolden(t *testing.T) {
+	st := Status{
+		Uptime: 2*time.Hour + 5*time.Minute, Ticks: 75000, Overruns: 2, BusySkips: 1, RowsWritten: 149998, RowsDropped: 0,
+		NVMLEvents: 12, KmsgXids: 3, Snapshots: 1, Suppressed: 49, Incidents: 50,
+		Total: anomaly.Counters{
+			Total:     anomaly.Counts{Samples: 149998, Spikes: 1, PowerBreaches: 74692, FanInversions: 900, SpuriousThrottles: 20, TDPChanges: 2},
+			PeakTempC: reading.Some[uint32](92), PeakPowerMW: reading.Some[uint32](612_400),
+		},
+		WindowCounts: anomaly.Counts{Samples: 6000, PowerBreaches: 4440, FanInversions: 100},
+		GPUs: []GPUStatus{
+			{Index: 0, Samples: 75000, Failures: 3, HungRows: 20, Incidents: 50, PeakTempC: reading.Some[uint32](92), PeakPower: reading.Some[uint32](612_400), Busy: true},
+			{Index: 1, Samples: 74998},
+		},
+	}
+	var b bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&b, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}}))
+	log.LogAttrs(context.Background(), slog.LevelInfo, "status", st.Attrs()...)
+	now := time.Date(2026, 11, 29, 15, 35, 0, 0, time.FixedZone("CET", 3600))
+	b.WriteString(SummaryLine(now, st, st.WindowCounts, 300*time.Second) + "\n")
+	golden(t, "status-and-summary.golden", b.Bytes())
+}
