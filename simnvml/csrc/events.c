@@ -1,0 +1,340 @@
+/*
+ * events.c - NVML event sets over the precomputed event timeline, and the
+ * background thread that writes Xid records in /dev/kmsg format to the file
+ * named by SIMNVML_KMSG.
+ */
+#include "sim.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SIM_EVENT_BITS 16 /* event types are bits 0..15 (nvmlEventType*) */
+
+struct nvmlEventSet_st {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int ready; /* mu/cv initialised */
+	int inuse;
+	unsigned int gen;
+	size_t cursor; /* next timeline event this set has not looked at */
+	unsigned long long mask[SIM_MAX_GPUS];
+	int64_t regt[SIM_MAX_GPUS][SIM_EVENT_BITS]; /* registration time per type */
+};
+
+struct sim_event *g_events;
+size_t g_nevents;
+struct sim_kmsg *g_kmsgs;
+size_t g_nkmsgs;
+
+static struct nvmlEventSet_st g_sets[SIM_MAX_SETS];
+static pthread_mutex_t g_sets_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static struct nvmlEventSet_st *set_of(nvmlEventSet_t set)
+{
+	struct nvmlEventSet_st *s = set.handle;
+	uintptr_t off;
+
+	if (s < &g_sets[0] || s >= &g_sets[SIM_MAX_SETS])
+		return NULL;
+	off = (uintptr_t)s - (uintptr_t)&g_sets[0];
+	if (off % sizeof(g_sets[0]) != 0)
+		return NULL;
+	return s;
+}
+
+static size_t first_event_at_or_after(int64_t t)
+{
+	size_t lo = 0, hi = g_nevents;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (g_events[mid].t < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set)
+{
+	struct nvmlEventSet_st *s = NULL;
+	int64_t now;
+	int i;
+
+	SIM_COUNT(nvmlEventSetCreate);
+	if (!sim_initialized())
+		return NVML_ERROR_UNINITIALIZED;
+	if (set == NULL)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	now = sim_now();
+	pthread_mutex_lock(&g_sets_mu);
+	for (i = 0; i < SIM_MAX_SETS; i++) {
+		if (!g_sets[i].inuse) {
+			s = &g_sets[i];
+			break;
+		}
+	}
+	if (s == NULL) {
+		pthread_mutex_unlock(&g_sets_mu);
+		return NVML_ERROR_MEMORY;
+	}
+	if (!s->ready) {
+		pthread_condattr_t ca;
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&s->cv, &ca);
+		pthread_condattr_destroy(&ca);
+		pthread_mutex_init(&s->mu, NULL);
+		s->ready = 1;
+	}
+	pthread_mutex_lock(&s->mu);
+	s->inuse = 1;
+	s->cursor = first_event_at_or_after(now);
+	memset(s->mask, 0, sizeof(s->mask));
+	pthread_mutex_unlock(&s->mu);
+	pthread_mutex_unlock(&g_sets_mu);
+	set->handle = s;
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set)
+{
+	struct nvmlEventSet_st *s;
+	nvmlReturn_t r = NVML_SUCCESS;
+
+	SIM_COUNT(nvmlEventSetFree);
+	if (!sim_initialized())
+		return NVML_ERROR_UNINITIALIZED;
+	s = set_of(set);
+	if (s == NULL)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	pthread_mutex_lock(&g_sets_mu);
+	if (!s->ready) {
+		pthread_mutex_unlock(&g_sets_mu);
+		return NVML_ERROR_INVALID_ARGUMENT;
+	}
+	pthread_mutex_lock(&s->mu);
+	if (!s->inuse) {
+		r = NVML_ERROR_INVALID_ARGUMENT;
+	} else {
+		s->inuse = 0;
+		s->gen++;
+		pthread_cond_broadcast(&s->cv);
+	}
+	pthread_mutex_unlock(&s->mu);
+	pthread_mutex_unlock(&g_sets_mu);
+	return r;
+}
+
+nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long eventTypes, nvmlEventSet_t set)
+{
+	struct nvmlDevice_st *d;
+	struct nvmlEventSet_st *s;
+	int64_t now;
+	nvmlReturn_t r;
+	int bit;
+
+	SIM_COUNT(nvmlDeviceRegisterEvents);
+	r = sim_dev_enter(FN_nvmlDeviceRegisterEvents, device, &d, &now);
+	if (r != NVML_SUCCESS)
+		return r;
+	s = set_of(set);
+	if (s == NULL || !s->ready)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	if ((eventTypes & ~d->supported_events) != 0)
+		return NVML_ERROR_NOT_SUPPORTED;
+	pthread_mutex_lock(&s->mu);
+	if (!s->inuse) {
+		pthread_mutex_unlock(&s->mu);
+		return NVML_ERROR_INVALID_ARGUMENT;
+	}
+	for (bit = 0; bit < SIM_EVENT_BITS; bit++) {
+		unsigned long long b = 1ULL << bit;
+		if ((eventTypes & b) && !(s->mask[d->index] & b))
+			s->regt[d->index][bit] = now;
+	}
+	s->mask[d->index] |= eventTypes;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	return NVML_SUCCESS;
+}
+
+static nvmlReturn_t wait_event(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms, int v2)
+{
+	struct nvmlEventSet_st *s;
+	int64_t now, deadline;
+	unsigned int gen;
+
+	if (!sim_initialized())
+		return NVML_ERROR_UNINITIALIZED;
+	s = set_of(set);
+	if (s == NULL || data == NULL || !s->ready)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	now = sim_now();
+	deadline = now + (int64_t)timeoutms * 1000000LL;
+
+	pthread_mutex_lock(&s->mu);
+	gen = s->gen;
+	for (;;) {
+		int64_t wake;
+		struct timespec ts;
+
+		if (!s->inuse || s->gen != gen) {
+			pthread_mutex_unlock(&s->mu);
+			return NVML_ERROR_INVALID_ARGUMENT;
+		}
+		while (s->cursor < g_nevents && g_events[s->cursor].t <= now) {
+			const struct sim_event *e = &g_events[s->cursor++];
+			int bit = __builtin_ctzll(e->type);
+
+			if ((s->mask[e->gpu] & e->type) && s->regt[e->gpu][bit] <= e->t) {
+				pthread_mutex_unlock(&s->mu);
+				data->device.handle = &g_devs[e->gpu];
+				data->eventType = e->type;
+				data->eventData = e->data;
+				if (v2) { /* the v1 struct ends after eventData */
+					data->gpuInstanceId = 0xFFFFFFFFu;
+					data->computeInstanceId = 0xFFFFFFFFu;
+				}
+				return NVML_SUCCESS;
+			}
+		}
+		if (now >= deadline) {
+			pthread_mutex_unlock(&s->mu);
+			return NVML_ERROR_TIMEOUT;
+		}
+		/* Sleep until the deadline or the next timeline event, whichever
+		 * is first; Free/Register broadcast the condvar. */
+		wake = deadline;
+		if (s->cursor < g_nevents && g_events[s->cursor].t < wake)
+			wake = g_events[s->cursor].t;
+		wake += g_t0;
+		ts.tv_sec = wake / 1000000000LL;
+		ts.tv_nsec = wake % 1000000000LL;
+		pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+		now = sim_now();
+	}
+}
+
+nvmlReturn_t nvmlEventSetWait(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms)
+{
+	SIM_COUNT(nvmlEventSetWait);
+	return wait_event(set, data, timeoutms, 0);
+}
+
+#ifndef SIMNVML_OLD_DRIVER
+nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms)
+{
+	SIM_COUNT(nvmlEventSetWait_v2);
+	return wait_event(set, data, timeoutms, 1);
+}
+#endif
+
+/* ---- kernel log ---------------------------------------------------------- */
+
+static const char *xid_text(unsigned int xid)
+{
+	switch (xid) {
+	case 13:
+		return "pid=1234, name=python3, Graphics SM Warp Exception on (GPC 0, TPC 0, SM 0): Out Of Range Address";
+	case 31:
+		return "pid=1234, name=python3, Ch 00000010, intr 00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f1c_00000000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ";
+	case 43:
+		return "pid=1234, name=python3, Ch 00000010";
+	case 45:
+		return "pid=1234, name=python3, Ch 00000010";
+	case 48:
+		return "pid='<unknown>', name=<unknown>, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 0, subpartition 0.";
+	case 62:
+		return "pid='<unknown>', name=<unknown>, 0000c3b6 00002d26 00000000 0000bd0e 00000000 00000000 00000000 00000000";
+	case 63:
+	case 64:
+		return "pid='<unknown>', name=<unknown>, Row Remapper: New row (0x00000000001d6c2e) marked for remapping, reset gpu to activate.";
+	case 74:
+		return "pid='<unknown>', name=<unknown>, NVLink: fatal error detected on link 0(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)";
+	case 79:
+		return "pid='<unknown>', name=<unknown>, GPU has fallen off the bus.";
+	case 92:
+		return "pid='<unknown>', name=<unknown>, High single-bit ECC error rate";
+	case 94:
+		return "pid='<unknown>', name=<unknown>, Contained: CE User Channel (0x2). RST: No, D-RST: No";
+	case 95:
+		return "pid='<unknown>', name=<unknown>, Uncontained: FBHUB. RST: Yes, D-RST: No";
+	case 109:
+		return "pid=1234, name=python3, Ch 00000010, errorString CTX SWITCH TIMEOUT, Info 0x0";
+	case 120:
+		return "pid='<unknown>', name=<unknown>, GSP task timeout @ pc:0x4bd36ec, task: 1";
+	default:
+		return NULL;
+	}
+}
+
+static int g_kmsg_fd = -1;
+
+static void *kmsg_thread(void *arg)
+{
+	int action[SIM_MAX_GPUS] = { 0 };
+	unsigned long long seq = g_host.kmsg_seq;
+	char line[1024], tail[640];
+	size_t i;
+
+	(void)arg;
+	for (i = 0; i < g_nkmsgs; i++) {
+		const struct sim_kmsg *k = &g_kmsgs[i];
+		const struct nvmlDevice_st *d = &g_devs[k->gpu];
+		const char *text = k->text;
+		int n;
+
+		sim_sleep_until(k->t);
+		if (text == NULL && k->xid == 154) {
+			snprintf(tail, sizeof(tail), "GPU recovery action changed from 0x%x (%s) to 0x%x (%s)",
+				 action[k->gpu], sim_recovery_name(action[k->gpu]), k->action,
+				 sim_recovery_name(k->action));
+			text = tail;
+		} else if (text == NULL && k->xid == 119) {
+			snprintf(tail, sizeof(tail),
+				 "pid=1234, name=python3, Timeout after 45s of waiting for RPC response from GPU%u GSP! Expected function 76 (GSP_RM_CONTROL) (0x20800a4c 0x4).",
+				 k->gpu);
+			text = tail;
+		} else if (text == NULL) {
+			text = xid_text(k->xid);
+			if (text == NULL) {
+				snprintf(tail, sizeof(tail), "pid='<unknown>', name=<unknown>, simulated Xid %u", k->xid);
+				text = tail;
+			}
+		}
+		if (k->xid == 154)
+			action[k->gpu] = k->action;
+		n = snprintf(line, sizeof(line), "4,%llu,%lld,-;NVRM: Xid (PCI:%04x:%02x:%02x): %u, %s\n", seq++,
+			     (long long)((k->t + g_t0) / 1000), d->domain, d->bus, d->dev, k->xid, text);
+		if (n > 0) {
+			if ((size_t)n >= sizeof(line)) {
+				n = sizeof(line) - 1;
+				line[n - 1] = '\n';
+			}
+			if (write(g_kmsg_fd, line, (size_t)n) < 0)
+				break;
+		}
+	}
+	return NULL;
+}
+
+void sim_start_kmsg(void)
+{
+	const char *path = getenv("SIMNVML_KMSG");
+
+	if (path == NULL || path[0] == '\0')
+		return;
+	g_kmsg_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (g_kmsg_fd < 0) {
+		fprintf(stderr, "simnvml: cannot open SIMNVML_KMSG file %s: %s\n", path, strerror(errno));
+		return;
+	}
+	if (g_nkmsgs > 0)
+		sim_start_thread(kmsg_thread, NULL);
+}

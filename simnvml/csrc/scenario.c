@@ -1,0 +1,1403 @@
+/*
+ * scenario.c - defaults, the scenario language parser (see ../README.md) and
+ * the compilation of a scenario into the read-only per-GPU tracks, hang and
+ * fail rules, event timeline and kernel-log timeline used on the hot path.
+ *
+ * Runs once per process, at the first nvmlInit, under the init mutex.
+ */
+#include "sim.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+struct sim_seg *g_segs;
+
+/* ---- growable arrays ------------------------------------------------------ */
+
+struct rawseg {
+	unsigned int gpu;
+	int metric;
+	size_t order;
+	struct sim_seg s;
+};
+
+struct rawhang {
+	unsigned int gpu;
+	struct sim_hang h;
+};
+
+struct rawfail {
+	unsigned int gpu;
+	struct sim_fail f;
+};
+
+struct rawevent {
+	size_t order;
+	struct sim_event e;
+};
+
+struct rawkmsg {
+	size_t order;
+	struct sim_kmsg k;
+};
+
+#define VEC(T)                 \
+	struct {               \
+		T *v;          \
+		size_t n, cap; \
+	}
+
+static VEC(struct rawseg) r_segs;
+static VEC(struct rawhang) r_hangs;
+static VEC(struct rawfail) r_fails;
+static VEC(struct rawevent) r_events;
+static VEC(struct rawkmsg) r_kmsgs;
+
+static int grow(void **v, size_t *cap, size_t n, size_t size)
+{
+	void *nv;
+	size_t ncap;
+
+	if (n < *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 16;
+	nv = realloc(*v, ncap * size);
+	if (nv == NULL)
+		return -1;
+	*v = nv;
+	*cap = ncap;
+	return 0;
+}
+
+#define PUSH(vec, item)                                                                          \
+	(grow((void **)&(vec).v, &(vec).cap, (vec).n, sizeof(*(vec).v)) == 0 ? ((vec).v[(vec).n++] = (item), 0) \
+									      : -1)
+
+/* ---- defaults ------------------------------------------------------------ */
+
+static int g_gsp_set[SIM_MAX_GPUS];
+static int g_has_gpus_stmt;
+static int g_seen_gpu_stmt;
+
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+static void set_busid(struct nvmlDevice_st *d, unsigned int domain, unsigned int bus, unsigned int dev)
+{
+	d->domain = domain;
+	d->bus = bus;
+	d->dev = dev;
+	snprintf(d->busid, sizeof(d->busid), NVML_DEVICE_PCI_BUS_ID_FMT, domain, bus, dev);
+	snprintf(d->busid_legacy, sizeof(d->busid_legacy), NVML_DEVICE_PCI_BUS_ID_LEGACY_FMT, domain & 0xffff, bus,
+		 dev);
+}
+
+static void host_defaults(void)
+{
+	memset(&g_host, 0, sizeof(g_host));
+	g_host.ngpus = 1;
+	snprintf(g_host.driver, sizeof(g_host.driver), "580.95.05");
+	snprintf(g_host.nvml, sizeof(g_host.nvml), "13.580.95.05");
+	g_host.cuda = 13000;
+	g_host.init_result = NVML_SUCCESS;
+	g_host.seed = 1;
+	g_host.kmsg_seq = 1200;
+}
+
+static void dev_defaults(struct nvmlDevice_st *d, unsigned int i)
+{
+	uint64_t a = mix64(0x51ed0000ULL + i), b = mix64(0xc0ffee00ULL + i);
+	int f;
+
+	memset(d, 0, sizeof(*d));
+	d->index = i;
+	d->lost_at = SIM_NEVER;
+	d->removed_at = SIM_NEVER;
+	snprintf(d->name, sizeof(d->name), "NVIDIA RTX PRO 6000 Blackwell Workstation Edition");
+	snprintf(d->uuid, sizeof(d->uuid), "GPU-%08x-%04x-%04x-%04x-%012llx", (unsigned)(a >> 32),
+		 (unsigned)(a >> 16) & 0xffff, ((unsigned)a & 0x0fff) | 0x4000, ((unsigned)(b >> 48) & 0x3fff) | 0x8000,
+		 (unsigned long long)(b & 0xffffffffffffULL));
+	snprintf(d->serial, sizeof(d->serial), "1791025%06u", 12340 + i);
+	snprintf(d->vbios, sizeof(d->vbios), "98.02.52.00.02");
+	snprintf(d->part, sizeof(d->part), "900-5G144-2200-000");
+	set_busid(d, 0, i < 8 ? 0x01 + 0x20 * i : 0x11 + 0x20 * (i - 8), 0);
+	d->pci_device_id = 0x2BB110DE;
+	d->pci_subsystem_id = 0x204B10DE;
+	d->arch = NVML_DEVICE_ARCH_BLACKWELL;
+	d->brand = NVML_BRAND_NVIDIA_RTX;
+	d->minor = i;
+	d->persistence = 1;
+	d->fans = 2;
+	d->sensors = 1;
+	d->gsp_enabled = 1;
+	d->gsp_default = 1;
+	d->thresholds[NVML_TEMPERATURE_THRESHOLD_SHUTDOWN] = 98;
+	d->thresholds[NVML_TEMPERATURE_THRESHOLD_SLOWDOWN] = 95;
+	d->thresholds[NVML_TEMPERATURE_THRESHOLD_MEM_MAX] = 95;
+	d->thresholds[NVML_TEMPERATURE_THRESHOLD_GPU_MAX] = 93;
+	d->thresholds[NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_MIN] = 40;
+	d->thresholds[NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_CURR] = 83;
+	d->thresholds[NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_MAX] = 93;
+	d->thresholds[NVML_TEMPERATURE_THRESHOLD_GPS_CURR] = -1;
+	d->p_default = 600000;
+	d->p_min = 150000;
+	d->p_max = 600000;
+	d->max_clk[NVML_CLOCK_GRAPHICS] = 3090;
+	d->max_clk[NVML_CLOCK_SM] = 3090;
+	d->max_clk[NVML_CLOCK_MEM] = 14001;
+	d->max_clk[NVML_CLOCK_VIDEO] = 3090;
+	d->max_pcie_gen = 5;
+	d->max_pcie_width = 16;
+	d->mem_total = 97887ULL << 20;
+	d->mem_reserved = 512ULL << 20;
+	d->supported_events = nvmlEventTypeSingleBitEccError | nvmlEventTypeDoubleBitEccError | nvmlEventTypePState |
+			      nvmlEventTypeXidCriticalError | nvmlEventTypeClock | nvmlEventTypeGpuUnavailableError |
+			      nvmlEventTypeGpuRecoveryAction;
+	d->supported_reasons = nvmlClocksEventReasonAll;
+
+	d->tr[M_TEMP].def = 38;
+	d->tr[M_MEMTEMP].def = 46;
+	d->tr[M_POWER].def = 32000;
+	d->tr[M_PSTATE].def = 8;
+	d->tr[M_CLK_GFX].def = 180;
+	d->tr[M_CLK_SM].def = 180;
+	d->tr[M_CLK_MEM].def = 405;
+	d->tr[M_CLK_VIDEO].def = 600;
+	d->tr[M_MEM_USED].def = 14;
+	d->tr[M_PCIE_GEN].def = 5;
+	d->tr[M_PCIE_WIDTH].def = 16;
+	d->tr[M_REASONS].def = nvmlClocksEventReasonGpuIdle;
+	d->tr[M_SENSOR_TARGET].def = NVML_THERMAL_TARGET_GPU;
+	d->tr[M_SENSOR_CONTROLLER].def = NVML_THERMAL_CONTROLLER_GPU_INTERNAL;
+	d->tr[M_PROC_MEM].def = 1024;
+	for (f = 0; f < SIM_MAX_FANS; f++) {
+		d->tr[M_FAN0 + f].def = 30;
+		d->tr[M_FANT0 + f].def = 30;
+		d->tr[M_FANP0 + f].def = NVML_FAN_POLICY_TEMPERATURE_CONTINOUS_SW;
+	}
+}
+
+/* ---- parser state and errors --------------------------------------------- */
+
+struct parser {
+	const char *file;
+	int line;
+	char err[300];
+};
+
+static int perr(struct parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int perr(struct parser *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(p->err, sizeof(p->err), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* Splits s in place. "double quotes" group words; # starts a comment. */
+static int tokenize(struct parser *p, char *s, char **tok, int max)
+{
+	int n = 0;
+
+	for (;;) {
+		while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n')
+			s++;
+		if (*s == '\0' || *s == '#')
+			return n;
+		if (n == max)
+			return perr(p, "too many words on one line (max %d)", max);
+		if (*s == '"') {
+			tok[n++] = ++s;
+			while (*s != '"' && *s != '\0')
+				s++;
+			if (*s != '"')
+				return perr(p, "unterminated \"quoted string\"");
+			*s++ = '\0';
+			if (*s != '\0' && *s != ' ' && *s != '\t' && *s != '\r' && *s != '\n')
+				return perr(p, "missing space after closing quote");
+			continue;
+		}
+		tok[n++] = s;
+		while (*s != '\0' && *s != ' ' && *s != '\t' && *s != '\r' && *s != '\n')
+			s++;
+		if (*s != '\0')
+			*s++ = '\0';
+	}
+}
+
+/* ---- value parsers ------------------------------------------------------- */
+
+static int parse_num(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || *end != '\0' || errno == ERANGE || !__builtin_isfinite(v))
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int parse_uint(const char *s, unsigned long long max, unsigned long long *out)
+{
+	double v;
+
+	if (parse_num(s, &v) != 0 || v < 0 || v != (double)(unsigned long long)v || v > (double)max)
+		return -1;
+	*out = (unsigned long long)v;
+	return 0;
+}
+
+/* Seconds by default; suffixes us, ms, s, m, h. */
+static int parse_dur(const char *s, int64_t *ns)
+{
+	char num[64], *end;
+	double v, mult = 1e9;
+	size_t n = strlen(s);
+
+	if (n == 0 || n >= sizeof(num))
+		return -1;
+	memcpy(num, s, n + 1);
+	errno = 0;
+	v = strtod(num, &end);
+	if (end == num || errno == ERANGE || !__builtin_isfinite(v) || v < 0)
+		return -1;
+	if (*end == '\0' || strcmp(end, "s") == 0)
+		mult = 1e9;
+	else if (strcmp(end, "ms") == 0)
+		mult = 1e6;
+	else if (strcmp(end, "us") == 0)
+		mult = 1e3;
+	else if (strcmp(end, "m") == 0)
+		mult = 60e9;
+	else if (strcmp(end, "h") == 0)
+		mult = 3600e9;
+	else
+		return -1;
+	if (v * mult > 9e18)
+		return -1;
+	*ns = (int64_t)(v * mult + 0.5);
+	return 0;
+}
+
+struct named {
+	const char *name;
+	unsigned long long v;
+};
+
+static const struct named reason_names[] = {
+	{ "none", 0 },
+	{ "idle", nvmlClocksEventReasonGpuIdle },
+	{ "gpu_idle", nvmlClocksEventReasonGpuIdle },
+	{ "app_clocks", nvmlClocksEventReasonApplicationsClocksSetting },
+	{ "sw_power_cap", nvmlClocksEventReasonSwPowerCap },
+	{ "hw_slowdown", nvmlClocksThrottleReasonHwSlowdown },
+	{ "sync_boost", nvmlClocksEventReasonSyncBoost },
+	{ "sw_thermal", nvmlClocksEventReasonSwThermalSlowdown },
+	{ "hw_thermal", nvmlClocksThrottleReasonHwThermalSlowdown },
+	{ "hw_power_brake", nvmlClocksThrottleReasonHwPowerBrakeSlowdown },
+	{ "display_clock", nvmlClocksEventReasonDisplayClockSetting },
+	{ "board_limit", nvmlClocksEventReasonBoardLimit },
+	{ "reliability", nvmlClocksEventReasonReliability },
+	{ NULL, 0 },
+};
+
+static const struct named event_names[] = {
+	{ "none", 0 },
+	{ "sbe", nvmlEventTypeSingleBitEccError },
+	{ "dbe", nvmlEventTypeDoubleBitEccError },
+	{ "pstate", nvmlEventTypePState },
+	{ "xid", nvmlEventTypeXidCriticalError },
+	{ "clock", nvmlEventTypeClock },
+	{ "power_source", nvmlEventTypePowerSourceChange },
+	{ "mig", nvmlEventMigConfigChange },
+	{ "sbe_storm", nvmlEventTypeSingleBitEccErrorStorm },
+	{ "dram_retirement", nvmlEventTypeDramRetirementEvent },
+	{ "dram_retirement_failure", nvmlEventTypeDramRetirementFailure },
+	{ "nonfatal_poison", nvmlEventTypeNonFatalPoisonError },
+	{ "fatal_poison", nvmlEventTypeFatalPoisonError },
+	{ "unavailable", nvmlEventTypeGpuUnavailableError },
+	{ "recovery", nvmlEventTypeGpuRecoveryAction },
+	{ "all", nvmlEventTypeAll },
+	{ NULL, 0 },
+};
+
+static const struct named arch_names[] = {
+	{ "kepler", NVML_DEVICE_ARCH_KEPLER },	 { "maxwell", NVML_DEVICE_ARCH_MAXWELL },
+	{ "pascal", NVML_DEVICE_ARCH_PASCAL },	 { "volta", NVML_DEVICE_ARCH_VOLTA },
+	{ "turing", NVML_DEVICE_ARCH_TURING },	 { "ampere", NVML_DEVICE_ARCH_AMPERE },
+	{ "ada", NVML_DEVICE_ARCH_ADA },	 { "hopper", NVML_DEVICE_ARCH_HOPPER },
+	{ "blackwell", NVML_DEVICE_ARCH_BLACKWELL }, { "rubin", NVML_DEVICE_ARCH_RUBIN },
+	{ "unknown", NVML_DEVICE_ARCH_UNKNOWN }, { NULL, 0 },
+};
+
+static const struct named threshold_names[] = {
+	{ "shutdown", NVML_TEMPERATURE_THRESHOLD_SHUTDOWN },
+	{ "slowdown", NVML_TEMPERATURE_THRESHOLD_SLOWDOWN },
+	{ "mem_max", NVML_TEMPERATURE_THRESHOLD_MEM_MAX },
+	{ "gpu_max", NVML_TEMPERATURE_THRESHOLD_GPU_MAX },
+	{ "acoustic_min", NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_MIN },
+	{ "acoustic_curr", NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_CURR },
+	{ "acoustic_max", NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_MAX },
+	{ "gps_curr", NVML_TEMPERATURE_THRESHOLD_GPS_CURR },
+	{ NULL, 0 },
+};
+
+static const struct named code_names[] = {
+	{ "success", NVML_SUCCESS },
+	{ "ok", NVML_SUCCESS },
+	{ "uninitialized", NVML_ERROR_UNINITIALIZED },
+	{ "invalid_argument", NVML_ERROR_INVALID_ARGUMENT },
+	{ "not_supported", NVML_ERROR_NOT_SUPPORTED },
+	{ "no_permission", NVML_ERROR_NO_PERMISSION },
+	{ "already_initialized", NVML_ERROR_ALREADY_INITIALIZED },
+	{ "not_found", NVML_ERROR_NOT_FOUND },
+	{ "insufficient_size", NVML_ERROR_INSUFFICIENT_SIZE },
+	{ "insufficient_power", NVML_ERROR_INSUFFICIENT_POWER },
+	{ "driver_not_loaded", NVML_ERROR_DRIVER_NOT_LOADED },
+	{ "timeout", NVML_ERROR_TIMEOUT },
+	{ "irq_issue", NVML_ERROR_IRQ_ISSUE },
+	{ "library_not_found", NVML_ERROR_LIBRARY_NOT_FOUND },
+	{ "function_not_found", NVML_ERROR_FUNCTION_NOT_FOUND },
+	{ "corrupted_inforom", NVML_ERROR_CORRUPTED_INFOROM },
+	{ "gpu_is_lost", NVML_ERROR_GPU_IS_LOST },
+	{ "lost", NVML_ERROR_GPU_IS_LOST },
+	{ "reset_required", NVML_ERROR_RESET_REQUIRED },
+	{ "operating_system", NVML_ERROR_OPERATING_SYSTEM },
+	{ "lib_rm_version_mismatch", NVML_ERROR_LIB_RM_VERSION_MISMATCH },
+	{ "in_use", NVML_ERROR_IN_USE },
+	{ "memory", NVML_ERROR_MEMORY },
+	{ "no_data", NVML_ERROR_NO_DATA },
+	{ "vgpu_ecc_not_supported", NVML_ERROR_VGPU_ECC_NOT_SUPPORTED },
+	{ "insufficient_resources", NVML_ERROR_INSUFFICIENT_RESOURCES },
+	{ "freq_not_supported", NVML_ERROR_FREQ_NOT_SUPPORTED },
+	{ "argument_version_mismatch", NVML_ERROR_ARGUMENT_VERSION_MISMATCH },
+	{ "deprecated", NVML_ERROR_DEPRECATED },
+	{ "not_ready", NVML_ERROR_NOT_READY },
+	{ "gpu_not_found", NVML_ERROR_GPU_NOT_FOUND },
+	{ "invalid_state", NVML_ERROR_INVALID_STATE },
+	{ "reset_type_not_supported", NVML_ERROR_RESET_TYPE_NOT_SUPPORTED },
+	{ "unknown", NVML_ERROR_UNKNOWN },
+	{ NULL, 0 },
+};
+
+static int lookup(const struct named *t, const char *s, unsigned long long *out)
+{
+	for (; t->name != NULL; t++) {
+		if (strcasecmp(t->name, s) == 0) {
+			*out = t->v;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* A number, or names from t joined with '|'. */
+static int parse_flags(const struct named *t, const char *s, unsigned long long *out)
+{
+	char buf[256], *save = NULL, *w;
+	unsigned long long acc = 0, v;
+	double dv;
+
+	if (s[0] >= '0' && s[0] <= '9') {
+		char *end;
+		errno = 0;
+		v = strtoull(s, &end, 0);
+		if (*end == '\0' && errno == 0) {
+			*out = v;
+			return 0;
+		}
+		if (parse_num(s, &dv) != 0 || dv < 0 || dv >= 1.8446744073709552e19 || dv != (double)(unsigned long long)dv)
+			return -1;
+		*out = (unsigned long long)dv;
+		return 0;
+	}
+	if (strlen(s) >= sizeof(buf))
+		return -1;
+	strcpy(buf, s);
+	for (w = strtok_r(buf, "|+", &save); w != NULL; w = strtok_r(NULL, "|+", &save)) {
+		if (lookup(t, w, &v) != 0)
+			return -1;
+		acc |= v;
+	}
+	*out = acc;
+	return 0;
+}
+
+int sim_parse_code(const char *s, nvmlReturn_t *out)
+{
+	unsigned long long v;
+
+	if (strncasecmp(s, "NVML_ERROR_", 11) == 0)
+		s += 11;
+	else if (strncasecmp(s, "NVML_", 5) == 0)
+		s += 5;
+	if (lookup(code_names, s, &v) == 0 || parse_uint(s, 0x7fffffff, &v) == 0) {
+		*out = (nvmlReturn_t)v;
+		return 0;
+	}
+	return -1;
+}
+
+/* Function names for "hang ... fn NAME" and "fail NAME". "nvml" prefix is
+ * optional; a name without a version suffix also matches its _vN variants. */
+static int parse_fnset(struct parser *p, const char *s, struct sim_fnset *out)
+{
+	char name[128];
+	size_t n;
+	int i, found = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (strcmp(s, "*") == 0 || strcmp(s, "all") == 0) {
+		for (i = 0; i < FN_COUNT; i++)
+			out->w[i / 64] |= 1ULL << (i % 64);
+		return 0;
+	}
+	if (strncmp(s, "nvml", 4) == 0)
+		snprintf(name, sizeof(name), "%s", s);
+	else
+		snprintf(name, sizeof(name), "nvml%s", s);
+	n = strlen(name);
+	for (i = 0; i < FN_COUNT; i++) {
+		const char *f = sim_fn_names[i];
+		if (strcmp(f, name) == 0 || (strncmp(f, name, n) == 0 && strncmp(f + n, "_v", 2) == 0)) {
+			out->w[i / 64] |= 1ULL << (i % 64);
+			found = 1;
+		}
+	}
+	if (!found)
+		return perr(p, "unknown or unmodelled NVML function \"%s\"", s);
+	return 0;
+}
+
+/* ---- metrics ------------------------------------------------------------- */
+
+struct metric_def {
+	const char *name;
+	int m;
+	double scale;
+	const char *unit;
+};
+
+static const struct metric_def metrics[] = {
+	{ "temp", M_TEMP, 1, "C" },
+	{ "memtemp", M_MEMTEMP, 1, "C" },
+	{ "power", M_POWER, 1000, "W" },
+	{ "plimit", M_PLIMIT, 1000, "W" },
+	{ "enforced", M_ENFORCED, 1000, "W" },
+	{ "pstate", M_PSTATE, 1, "" },
+	{ "clk_gfx", M_CLK_GFX, 1, "MHz" },
+	{ "clk_sm", M_CLK_SM, 1, "MHz" },
+	{ "clk_mem", M_CLK_MEM, 1, "MHz" },
+	{ "clk_video", M_CLK_VIDEO, 1, "MHz" },
+	{ "util_gpu", M_UTIL_GPU, 1, "%" },
+	{ "util_mem", M_UTIL_MEM, 1, "%" },
+	{ "util_enc", M_UTIL_ENC, 1, "%" },
+	{ "util_dec", M_UTIL_DEC, 1, "%" },
+	{ "mem_used", M_MEM_USED, 1, "MiB" },
+	{ "pcie_gen", M_PCIE_GEN, 1, "" },
+	{ "pcie_width", M_PCIE_WIDTH, 1, "" },
+	{ "pcie_replay", M_PCIE_REPLAY, 1, "" },
+	{ "reasons", M_REASONS, 1, "" },
+	{ "sensor_target", M_SENSOR_TARGET, 1, "" },
+	{ "sensor_controller", M_SENSOR_CONTROLLER, 1, "" },
+	{ "procs", M_PROCS, 1, "" },
+	{ "gprocs", M_GPROCS, 1, "" },
+	{ "proc_mem", M_PROC_MEM, 1, "MiB" },
+	{ NULL, 0, 0, NULL },
+};
+
+/* Resolves a metric name. Fan metrics may name one fan ("fan1",
+ * "fan1_target", "fan1_policy") or all fans ("fan", "fan_target",
+ * "fan_policy"). Returns the first metric id, count and scale. */
+static int parse_metric(const char *s, int *m, int *count, double *scale)
+{
+	const struct metric_def *md;
+	int base = -1, fan = -1;
+	const char *rest;
+
+	for (md = metrics; md->name != NULL; md++) {
+		if (strcmp(md->name, s) == 0) {
+			*m = md->m;
+			*count = 1;
+			*scale = md->scale;
+			return 0;
+		}
+	}
+	if (strncmp(s, "fan", 3) != 0)
+		return -1;
+	rest = s + 3;
+	if (*rest >= '0' && *rest <= '9') {
+		fan = *rest - '0';
+		rest++;
+		if (fan >= SIM_MAX_FANS)
+			return -1;
+	}
+	if (*rest == '\0')
+		base = M_FAN0;
+	else if (strcmp(rest, "_target") == 0)
+		base = M_FANT0;
+	else if (strcmp(rest, "_policy") == 0)
+		base = M_FANP0;
+	else
+		return -1;
+	*scale = 1;
+	if (fan >= 0) {
+		*m = base + fan;
+		*count = 1;
+	} else {
+		*m = base;
+		*count = SIM_MAX_FANS;
+	}
+	return 0;
+}
+
+static int parse_metric_value(struct parser *p, int m, double scale, const char *s, double *out)
+{
+	unsigned long long u;
+
+	if (m == M_REASONS) {
+		if (parse_flags(reason_names, s, &u) != 0)
+			return perr(p, "bad clocks event reasons \"%s\" (number or names like sw_power_cap|hw_slowdown)", s);
+		*out = (double)u;
+		return 0;
+	}
+	if (m == M_PSTATE && (s[0] == 'P' || s[0] == 'p') && parse_uint(s + 1, 32, &u) == 0) {
+		*out = (double)u;
+		return 0;
+	}
+	if (m >= M_FANP0 && m < M_FANP0 + SIM_MAX_FANS) {
+		if (strcmp(s, "auto") == 0) {
+			*out = NVML_FAN_POLICY_TEMPERATURE_CONTINOUS_SW;
+			return 0;
+		}
+		if (strcmp(s, "manual") == 0) {
+			*out = NVML_FAN_POLICY_MANUAL;
+			return 0;
+		}
+	}
+	if (parse_num(s, out) != 0)
+		return perr(p, "bad number \"%s\"", s);
+	*out *= scale;
+	return 0;
+}
+
+/* ---- statements ---------------------------------------------------------- */
+
+static int parse_gpus(struct parser *p, const char *s, uint32_t *mask)
+{
+	char buf[128], *save = NULL, *w;
+	unsigned long long a, b;
+
+	*mask = 0;
+	if (strcmp(s, "all") == 0 || strcmp(s, "*") == 0) {
+		*mask = g_host.ngpus >= 32 ? 0xffffffffu : (1u << g_host.ngpus) - 1;
+		return 0;
+	}
+	if (strlen(s) >= sizeof(buf))
+		return perr(p, "bad GPU selector \"%s\"", s);
+	strcpy(buf, s);
+	for (w = strtok_r(buf, ",", &save); w != NULL; w = strtok_r(NULL, ",", &save)) {
+		char *dash = strchr(w, '-');
+		if (dash != NULL) {
+			*dash = '\0';
+			if (parse_uint(w, 1000, &a) != 0 || parse_uint(dash + 1, 1000, &b) != 0 || b < a)
+				return perr(p, "bad GPU selector \"%s\" (use N, N-M, N,M or all)", s);
+		} else {
+			if (parse_uint(w, 1000, &a) != 0)
+				return perr(p, "bad GPU selector \"%s\" (use N, N-M, N,M or all)", s);
+			b = a;
+		}
+		if (b >= g_host.ngpus)
+			return perr(p, "GPU %llu out of range: the scenario has %u GPU(s) (\"gpus N\" must come first)", b,
+				    g_host.ngpus);
+		for (; a <= b; a++)
+			*mask |= 1u << a;
+	}
+	return 0;
+}
+
+static int add_seg(struct parser *p, uint32_t mask, int m, int count, int64_t t0, int64_t t1, double v0, double v1)
+{
+	unsigned int g;
+	int k;
+
+	for (g = 0; g < g_host.ngpus; g++) {
+		if (!(mask & (1u << g)))
+			continue;
+		for (k = 0; k < count; k++) {
+			struct rawseg r;
+			r.gpu = g;
+			r.metric = m + k;
+			r.order = r_segs.n;
+			r.s.t0 = t0;
+			r.s.t1 = t1;
+			r.s.v0 = v0;
+			r.s.v1 = v1;
+			if (PUSH(r_segs, r) != 0)
+				return perr(p, "out of memory");
+			if (m + k == M_ENFORCED)
+				g_devs[g].enforced_explicit = 1;
+		}
+	}
+	return 0;
+}
+
+/* Optional trailing "repeat COUNT over DURATION". */
+static int parse_repeat(struct parser *p, char **tok, int n, int *i, unsigned long long *count, int64_t *over)
+{
+	*count = 1;
+	*over = 0;
+	if (*i < n && strcmp(tok[*i], "repeat") == 0) {
+		if (*i + 3 >= n)
+			return perr(p, "expected: repeat COUNT over DURATION");
+		if (parse_uint(tok[*i + 1], 100000, count) != 0 || *count == 0)
+			return perr(p, "bad repeat count \"%s\"", tok[*i + 1]);
+		if (strcmp(tok[*i + 2], "over") != 0 || parse_dur(tok[*i + 3], over) != 0)
+			return perr(p, "expected: repeat COUNT over DURATION");
+		*i += 4;
+	}
+	return 0;
+}
+
+static int add_event(struct parser *p, unsigned int gpu, int64_t t, unsigned long long type, unsigned long long data)
+{
+	struct rawevent r;
+
+	r.order = r_events.n;
+	r.e.t = t;
+	r.e.gpu = gpu;
+	r.e.type = type;
+	r.e.data = data;
+	if (PUSH(r_events, r) != 0)
+		return perr(p, "out of memory");
+	return 0;
+}
+
+static int stmt_xid(struct parser *p, uint32_t mask, int64_t t, char **tok, int n)
+{
+	unsigned long long xid, action = 1, count, k;
+	int64_t over;
+	int ev, km, i = 1, have_action = 0;
+	const char *msg = NULL;
+	unsigned int g;
+
+	if (n < 2 || parse_uint(tok[1], 0xffffffffULL, &xid) != 0)
+		return perr(p, "expected: xid NUMBER [to events|kmsg|both] [action A] [msg \"TEXT\"] [repeat C over D]");
+	/* Real NVML does not deliver these through events; the kernel logs them. */
+	km = 1;
+	ev = !(xid == 79 || xid == 119 || xid == 120);
+	for (i = 2; i < n;) {
+		if (strcmp(tok[i], "to") == 0 && i + 1 < n) {
+			ev = strcmp(tok[i + 1], "events") == 0 || strcmp(tok[i + 1], "both") == 0;
+			km = strcmp(tok[i + 1], "kmsg") == 0 || strcmp(tok[i + 1], "both") == 0;
+			if (!ev && !km)
+				return perr(p, "bad xid route \"%s\" (events, kmsg or both)", tok[i + 1]);
+			i += 2;
+		} else if (strcmp(tok[i], "action") == 0 && i + 1 < n) {
+			if (parse_uint(tok[i + 1], 0xffff, &action) != 0)
+				return perr(p, "bad recovery action \"%s\"", tok[i + 1]);
+			have_action = 1;
+			i += 2;
+		} else if (strcmp(tok[i], "msg") == 0 && i + 1 < n) {
+			msg = tok[i + 1];
+			i += 2;
+		} else if (strcmp(tok[i], "repeat") == 0) {
+			break;
+		} else {
+			return perr(p, "unexpected \"%s\" in xid statement", tok[i]);
+		}
+	}
+	if (parse_repeat(p, tok, n, &i, &count, &over) != 0)
+		return -1;
+	if (i != n)
+		return perr(p, "unexpected \"%s\" in xid statement", tok[i]);
+	if (have_action && xid != 154)
+		return perr(p, "\"action\" only applies to Xid 154");
+	for (g = 0; g < g_host.ngpus; g++) {
+		if (!(mask & (1u << g)))
+			continue;
+		for (k = 0; k < count; k++) {
+			int64_t tk = t + (int64_t)((double)over * (double)k / (double)count);
+			if (ev && add_event(p, g, tk, nvmlEventTypeXidCriticalError, xid) != 0)
+				return -1;
+			if (ev && xid == 154 && add_event(p, g, tk, nvmlEventTypeGpuRecoveryAction, action) != 0)
+				return -1;
+			if (km) {
+				struct rawkmsg r;
+				r.order = r_kmsgs.n;
+				r.k.t = tk;
+				r.k.gpu = g;
+				r.k.xid = (unsigned int)xid;
+				r.k.action = (int)action;
+				r.k.text = msg != NULL ? strdup(msg) : NULL;
+				if ((msg != NULL && r.k.text == NULL) || PUSH(r_kmsgs, r) != 0)
+					return perr(p, "out of memory");
+			}
+		}
+	}
+	return 0;
+}
+
+static int stmt_event(struct parser *p, uint32_t mask, int64_t t, char **tok, int n)
+{
+	unsigned long long type, data = 0, count, k;
+	int64_t over;
+	int i;
+	unsigned int g;
+
+	if (strcmp(tok[0], "recovery") == 0) {
+		if (n < 2 || parse_uint(tok[1], 0xffff, &data) != 0)
+			return perr(p, "expected: recovery ACTION [repeat C over D]");
+		type = nvmlEventTypeGpuRecoveryAction;
+		i = 2;
+	} else {
+		if (n < 2 || parse_flags(event_names, tok[1], &type) != 0 || type == 0 || (type & (type - 1)) != 0 ||
+		    type > nvmlEventTypeGpuRecoveryAction)
+			return perr(p, "expected: event TYPE [data D] [repeat C over D] with one TYPE of sbe dbe pstate xid clock power_source mig sbe_storm dram_retirement dram_retirement_failure nonfatal_poison fatal_poison unavailable recovery");
+		i = 2;
+		if (i < n && strcmp(tok[i], "data") == 0) {
+			if (i + 1 >= n || parse_uint(tok[i + 1], ~0ULL, &data) != 0)
+				return perr(p, "bad event data");
+			i += 2;
+		}
+	}
+	if (parse_repeat(p, tok, n, &i, &count, &over) != 0)
+		return -1;
+	if (i != n)
+		return perr(p, "unexpected \"%s\" in %s statement", tok[i], tok[0]);
+	for (g = 0; g < g_host.ngpus; g++) {
+		if (!(mask & (1u << g)))
+			continue;
+		for (k = 0; k < count; k++)
+			if (add_event(p, g, t + (int64_t)((double)over * (double)k / (double)count), type, data) != 0)
+				return -1;
+	}
+	return 0;
+}
+
+static int stmt_hang(struct parser *p, uint32_t mask, int64_t t, char **tok, int n)
+{
+	struct rawhang r;
+	int64_t dur;
+	int i;
+	unsigned int g;
+
+	if (n < 2 || parse_dur(tok[1], &dur) != 0)
+		return perr(p, "expected: hang DURATION [fn NAME] [ret CODE]");
+	memset(&r, 0, sizeof(r));
+	r.h.start = t;
+	r.h.end = t + dur;
+	r.h.ret = NVML_SUCCESS;
+	if (parse_fnset(p, "*", &r.h.fns) != 0)
+		return -1;
+	for (i = 2; i < n; i += 2) {
+		if (i + 1 >= n)
+			return perr(p, "missing value after \"%s\"", tok[i]);
+		if (strcmp(tok[i], "fn") == 0) {
+			if (parse_fnset(p, tok[i + 1], &r.h.fns) != 0)
+				return -1;
+		} else if (strcmp(tok[i], "ret") == 0) {
+			if (sim_parse_code(tok[i + 1], &r.h.ret) != 0)
+				return perr(p, "unknown NVML return code \"%s\"", tok[i + 1]);
+		} else {
+			return perr(p, "unexpected \"%s\" in hang statement (fn NAME, ret CODE)", tok[i]);
+		}
+	}
+	for (g = 0; g < g_host.ngpus; g++) {
+		if (!(mask & (1u << g)))
+			continue;
+		r.gpu = g;
+		if (PUSH(r_hangs, r) != 0)
+			return perr(p, "out of memory");
+	}
+	return 0;
+}
+
+static int stmt_fail(struct parser *p, uint32_t mask, int64_t t, char **tok, int n)
+{
+	struct rawfail r;
+	unsigned long long field;
+	int64_t dur;
+	int i;
+	unsigned int g;
+
+	memset(&r, 0, sizeof(r));
+	r.f.from = t;
+	r.f.until = SIM_NEVER;
+	if (n >= 4 && strcmp(tok[1], "field") == 0) {
+		if (parse_uint(tok[2], 0xffffffffULL, &field) != 0 || field == 0)
+			return perr(p, "bad field id \"%s\"", tok[2]);
+		r.f.field = (unsigned int)field;
+		i = 3;
+	} else if (n >= 3) {
+		if (parse_fnset(p, tok[1], &r.f.fns) != 0)
+			return -1;
+		i = 2;
+	} else {
+		return perr(p, "expected: fail FUNCTION|* CODE [for DURATION]  or  fail field ID CODE [for DURATION]");
+	}
+	if (sim_parse_code(tok[i], &r.f.code) != 0)
+		return perr(p, "unknown NVML return code \"%s\"", tok[i]);
+	i++;
+	if (i < n) {
+		if (strcmp(tok[i], "for") != 0 || i + 2 != n || parse_dur(tok[i + 1], &dur) != 0)
+			return perr(p, "expected \"for DURATION\" after the return code");
+		r.f.until = t + dur;
+	}
+	for (g = 0; g < g_host.ngpus; g++) {
+		if (!(mask & (1u << g)))
+			continue;
+		r.gpu = g;
+		if (PUSH(r_fails, r) != 0)
+			return perr(p, "out of memory");
+		if (r.f.field != 0)
+			g_devs[g].has_field_fails = 1;
+	}
+	return 0;
+}
+
+static int copy_field(struct parser *p, char *dst, size_t size, const char *src, const char *what)
+{
+	if (strlen(src) >= size)
+		return perr(p, "%s too long (max %zu characters)", what, size - 1);
+	strcpy(dst, src);
+	return 0;
+}
+
+static int onoff(const char *s, unsigned int *out)
+{
+	if (strcmp(s, "on") == 0 || strcmp(s, "1") == 0 || strcmp(s, "enabled") == 0) {
+		*out = 1;
+		return 0;
+	}
+	if (strcmp(s, "off") == 0 || strcmp(s, "0") == 0 || strcmp(s, "disabled") == 0) {
+		*out = 0;
+		return 0;
+	}
+	return -1;
+}
+
+/* Static facts; returns 1 if tok[0] is not a static key. */
+static int stmt_static(struct parser *p, struct nvmlDevice_st *d, char **tok, int n)
+{
+	const char *k = tok[0];
+	unsigned long long u;
+	double v;
+
+#define ARGS(want, usage)                                          \
+	do {                                                       \
+		if (n != (want) + 1)                               \
+			return perr(p, "expected: gpu SEL " usage); \
+	} while (0)
+
+	if (strcmp(k, "name") == 0) {
+		ARGS(1, "name \"TEXT\"");
+		return copy_field(p, d->name, sizeof(d->name), tok[1], "name");
+	}
+	if (strcmp(k, "uuid") == 0) {
+		ARGS(1, "uuid TEXT");
+		return copy_field(p, d->uuid, sizeof(d->uuid), tok[1], "uuid");
+	}
+	if (strcmp(k, "serial") == 0) {
+		ARGS(1, "serial TEXT");
+		return copy_field(p, d->serial, sizeof(d->serial), tok[1], "serial");
+	}
+	if (strcmp(k, "vbios") == 0) {
+		ARGS(1, "vbios TEXT");
+		return copy_field(p, d->vbios, sizeof(d->vbios), tok[1], "vbios");
+	}
+	if (strcmp(k, "part") == 0) {
+		ARGS(1, "part TEXT");
+		return copy_field(p, d->part, sizeof(d->part), tok[1], "part");
+	}
+	if (strcmp(k, "busid") == 0) {
+		unsigned int dom, bus, dev;
+		ARGS(1, "busid DOMAIN:BUS:DEVICE.FUNCTION");
+		if (sim_parse_busid(tok[1], &dom, &bus, &dev) != 0 || bus > 0xff || dev > 0x1f)
+			return perr(p, "bad PCI bus id \"%s\" (like 00000000:01:00.0)", tok[1]);
+		set_busid(d, dom, bus, dev);
+		return 0;
+	}
+	if (strcmp(k, "gsp") == 0) {
+		ARGS(1, "gsp VERSION|none");
+		if (strcmp(tok[1], "none") == 0) {
+			d->gsp_enabled = 0;
+			d->gsp_default = 0;
+			d->gsp_version[0] = '\0';
+		} else {
+			d->gsp_enabled = 1;
+			if (copy_field(p, d->gsp_version, sizeof(d->gsp_version), tok[1], "gsp version") != 0)
+				return -1;
+		}
+		g_gsp_set[d->index] = 1;
+		return 0;
+	}
+	if (strcmp(k, "gsp_mode") == 0) {
+		ARGS(2, "gsp_mode ENABLED DEFAULT (on|off each)");
+		if (onoff(tok[1], &d->gsp_enabled) != 0 || onoff(tok[2], &d->gsp_default) != 0)
+			return perr(p, "expected: gpu SEL gsp_mode ENABLED DEFAULT (on|off each)");
+		return 0;
+	}
+	if (strcmp(k, "persistence") == 0) {
+		ARGS(1, "persistence on|off");
+		if (onoff(tok[1], &d->persistence) != 0)
+			return perr(p, "expected: gpu SEL persistence on|off");
+		return 0;
+	}
+	if (strcmp(k, "threshold") == 0) {
+		ARGS(2, "threshold KIND VALUE|none");
+		if (lookup(threshold_names, tok[1], &u) != 0)
+			return perr(p, "unknown threshold \"%s\" (shutdown slowdown mem_max gpu_max acoustic_min acoustic_curr acoustic_max gps_curr)", tok[1]);
+		if (strcmp(tok[2], "none") == 0) {
+			d->thresholds[u] = -1;
+			return 0;
+		}
+		if (parse_num(tok[2], &v) != 0 || v < 0 || v > 4294967295.0)
+			return perr(p, "bad threshold value \"%s\"", tok[2]);
+		d->thresholds[u] = (long long)v;
+		return 0;
+	}
+	if (strcmp(k, "arch") == 0) {
+		ARGS(1, "arch NAME|NUMBER");
+		if (lookup(arch_names, tok[1], &u) != 0 && parse_uint(tok[1], 0xffffffffULL, &u) != 0)
+			return perr(p, "unknown architecture \"%s\"", tok[1]);
+		d->arch = (unsigned int)u;
+		return 0;
+	}
+	if (strcmp(k, "events") == 0) {
+		ARGS(1, "events TYPE|TYPE...");
+		if (parse_flags(event_names, tok[1], &u) != 0)
+			return perr(p, "bad event type mask \"%s\"", tok[1]);
+		d->supported_events = u;
+		return 0;
+	}
+	if (strcmp(k, "supported_reasons") == 0) {
+		ARGS(1, "supported_reasons MASK");
+		if (parse_flags(reason_names, tok[1], &u) != 0)
+			return perr(p, "bad reasons mask \"%s\"", tok[1]);
+		d->supported_reasons = u;
+		return 0;
+	}
+	if (strcmp(k, "energy_start") == 0) {
+		ARGS(1, "energy_start MILLIJOULES");
+		if (parse_num(tok[1], &v) != 0 || v < 0)
+			return perr(p, "bad energy \"%s\"", tok[1]);
+		d->energy_start = v;
+		return 0;
+	}
+
+	{
+		static const struct {
+			const char *key;
+			size_t off;
+			int kind; /* 0 uint, 1 watts->mW, 2 MiB->bytes (ull) */
+			unsigned long long max;
+		} ints[] = {
+			{ "pci_device_id", offsetof(struct nvmlDevice_st, pci_device_id), 0, 0xffffffffULL },
+			{ "pci_subsystem_id", offsetof(struct nvmlDevice_st, pci_subsystem_id), 0, 0xffffffffULL },
+			{ "brand", offsetof(struct nvmlDevice_st, brand), 0, 0xffffffffULL },
+			{ "minor", offsetof(struct nvmlDevice_st, minor), 0, 0xffffffffULL },
+			{ "fans", offsetof(struct nvmlDevice_st, fans), 0, SIM_MAX_FANS },
+			{ "sensors", offsetof(struct nvmlDevice_st, sensors), 0, SIM_MAX_SENSORS },
+			{ "max_clk_gfx", offsetof(struct nvmlDevice_st, max_clk[NVML_CLOCK_GRAPHICS]), 0, 0xffffffffULL },
+			{ "max_clk_sm", offsetof(struct nvmlDevice_st, max_clk[NVML_CLOCK_SM]), 0, 0xffffffffULL },
+			{ "max_clk_mem", offsetof(struct nvmlDevice_st, max_clk[NVML_CLOCK_MEM]), 0, 0xffffffffULL },
+			{ "max_clk_video", offsetof(struct nvmlDevice_st, max_clk[NVML_CLOCK_VIDEO]), 0, 0xffffffffULL },
+			{ "max_pcie_gen", offsetof(struct nvmlDevice_st, max_pcie_gen), 0, 0xffffffffULL },
+			{ "max_pcie_width", offsetof(struct nvmlDevice_st, max_pcie_width), 0, 0xffffffffULL },
+			{ "power_default", offsetof(struct nvmlDevice_st, p_default), 1, 4294967ULL },
+			{ "power_min", offsetof(struct nvmlDevice_st, p_min), 1, 4294967ULL },
+			{ "power_max", offsetof(struct nvmlDevice_st, p_max), 1, 4294967ULL },
+			{ "mem_total", offsetof(struct nvmlDevice_st, mem_total), 2, 1ULL << 40 },
+			{ "mem_reserved", offsetof(struct nvmlDevice_st, mem_reserved), 2, 1ULL << 40 },
+			{ NULL, 0, 0, 0 },
+		};
+		int i;
+
+		for (i = 0; ints[i].key != NULL; i++) {
+			char *base = (char *)d + ints[i].off;
+			if (strcmp(k, ints[i].key) != 0)
+				continue;
+			if (n != 2)
+				return perr(p, "expected: gpu SEL %s VALUE", k);
+			if (parse_num(tok[1], &v) != 0 || v < 0 || v > (double)ints[i].max)
+				return perr(p, "bad value \"%s\" for %s (0..%llu)", tok[1], k, ints[i].max);
+			if (ints[i].kind == 0)
+				*(unsigned int *)base = (unsigned int)v;
+			else if (ints[i].kind == 1)
+				*(unsigned int *)base = (unsigned int)(v * 1000 + 0.5);
+			else
+				*(unsigned long long *)base = (unsigned long long)(v * 1048576.0 + 0.5);
+			return 0;
+		}
+	}
+	return 1;
+#undef ARGS
+}
+
+static int stmt_gpu(struct parser *p, int timed, int64_t t, char **tok, int n)
+{
+	uint32_t mask;
+	unsigned int g;
+	int m, count;
+	double scale, v0, v1;
+	int64_t dur;
+
+	if (n < 3)
+		return perr(p, "expected: gpu SELECTOR STATEMENT...");
+	if (parse_gpus(p, tok[1], &mask) != 0)
+		return -1;
+	g_seen_gpu_stmt = 1;
+	tok += 2;
+	n -= 2;
+
+	if (strcmp(tok[0], "set") == 0 || parse_metric(tok[0], &m, &count, &scale) == 0) {
+		if (strcmp(tok[0], "set") == 0) {
+			tok++;
+			n--;
+		}
+		if (n != 2 || parse_metric(tok[0], &m, &count, &scale) != 0)
+			return perr(p, "expected: [at T] gpu SEL [set] METRIC VALUE (unknown metric \"%s\"?)",
+				    n > 0 ? tok[0] : "");
+		if (parse_metric_value(p, m, scale, tok[1], &v0) != 0)
+			return -1;
+		return add_seg(p, mask, m, count, t, t, v0, v0);
+	}
+	if (strcmp(tok[0], "ramp") == 0) {
+		if (n != 5 || parse_metric(tok[1], &m, &count, &scale) != 0)
+			return perr(p, "expected: [at T] gpu SEL ramp METRIC FROM TO DURATION");
+		if (parse_metric_value(p, m, scale, tok[2], &v0) != 0 || parse_metric_value(p, m, scale, tok[3], &v1) != 0)
+			return -1;
+		if (parse_dur(tok[4], &dur) != 0)
+			return perr(p, "bad duration \"%s\" (like 10, 2.5s, 500ms)", tok[4]);
+		return add_seg(p, mask, m, count, t, t + dur, v0, v1);
+	}
+	if (strcmp(tok[0], "noise") == 0) {
+		if (timed)
+			return perr(p, "noise cannot be timed");
+		if (n != 3 || parse_metric(tok[1], &m, &count, &scale) != 0 || parse_num(tok[2], &v0) != 0 || v0 < 0)
+			return perr(p, "expected: gpu SEL noise METRIC AMPLITUDE");
+		for (g = 0; g < g_host.ngpus; g++) {
+			int k;
+			if (!(mask & (1u << g)))
+				continue;
+			for (k = 0; k < count; k++)
+				g_devs[g].tr[m + k].noise = v0 * scale;
+		}
+		return 0;
+	}
+	if (strcmp(tok[0], "xid") == 0)
+		return stmt_xid(p, mask, t, tok, n);
+	if (strcmp(tok[0], "event") == 0 || strcmp(tok[0], "recovery") == 0)
+		return stmt_event(p, mask, t, tok, n);
+	if (strcmp(tok[0], "hang") == 0)
+		return stmt_hang(p, mask, t, tok, n);
+	if (strcmp(tok[0], "fail") == 0)
+		return stmt_fail(p, mask, t, tok, n);
+	if (strcmp(tok[0], "lost") == 0 || strcmp(tok[0], "removed") == 0) {
+		if (n != 1)
+			return perr(p, "unexpected \"%s\" after %s", tok[1], tok[0]);
+		for (g = 0; g < g_host.ngpus; g++) {
+			struct nvmlDevice_st *d = &g_devs[g];
+			if (!(mask & (1u << g)))
+				continue;
+			if (tok[0][0] == 'l' && t < d->lost_at)
+				d->lost_at = t;
+			if (tok[0][0] == 'r' && t < d->removed_at)
+				d->removed_at = t;
+		}
+		return 0;
+	}
+
+	/* static facts */
+	for (g = 0; g < g_host.ngpus; g++) {
+		int r;
+		if (!(mask & (1u << g)))
+			continue;
+		if (timed && t != 0)
+			return perr(p, "\"%s\" is a static fact and cannot change over time", tok[0]);
+		r = stmt_static(p, &g_devs[g], tok, n);
+		if (r < 0)
+			return -1;
+		if (r > 0)
+			return perr(p, "unknown statement or metric \"%s\"", tok[0]);
+	}
+	return 0;
+}
+
+static int stmt_host(struct parser *p, char **tok, int n)
+{
+	unsigned long long u;
+	const char *k = tok[0];
+
+	if (strcmp(k, "gpus") == 0) {
+		if (n != 2 || parse_uint(tok[1], SIM_MAX_GPUS, &u) != 0)
+			return perr(p, "expected: gpus N (0..%d)", SIM_MAX_GPUS);
+		if (g_seen_gpu_stmt)
+			return perr(p, "\"gpus\" must come before any \"gpu\" statement");
+		if (g_has_gpus_stmt)
+			return perr(p, "\"gpus\" given twice");
+		g_has_gpus_stmt = 1;
+		g_host.ngpus = (unsigned int)u;
+		return 0;
+	}
+	if (strcmp(k, "driver") == 0 || strcmp(k, "nvml") == 0) {
+		char *dst = k[0] == 'd' ? g_host.driver : g_host.nvml;
+		if (n != 2)
+			return perr(p, "expected: %s VERSION", k);
+		if (strlen(tok[1]) >= sizeof(g_host.driver))
+			return perr(p, "version too long");
+		strcpy(dst, tok[1]);
+		return 0;
+	}
+	if (strcmp(k, "cuda") == 0) {
+		double v;
+		if (n != 2 || parse_num(tok[1], &v) != 0 || v < 0 || v > 1e7)
+			return perr(p, "expected: cuda VERSION (like 12.9 or 12090)");
+		if (strchr(tok[1], '.') != NULL) {
+			unsigned long long maj, min;
+			const char *dot = strchr(tok[1], '.');
+			char majs[16];
+			if ((size_t)(dot - tok[1]) >= sizeof(majs))
+				return perr(p, "bad cuda version");
+			memcpy(majs, tok[1], (size_t)(dot - tok[1]));
+			majs[dot - tok[1]] = '\0';
+			if (parse_uint(majs, 1000, &maj) != 0 || parse_uint(dot + 1, 99, &min) != 0)
+				return perr(p, "bad cuda version \"%s\" (like 12.9 or 12090)", tok[1]);
+			g_host.cuda = (int)(maj * 1000 + min * 10);
+		} else {
+			g_host.cuda = (int)v;
+		}
+		return 0;
+	}
+	if (strcmp(k, "init") == 0) {
+		if (n == 2 && strcmp(tok[1], "ok") == 0) {
+			g_host.init_result = NVML_SUCCESS;
+			return 0;
+		}
+		if (n != 3 || strcmp(tok[1], "fail") != 0 || sim_parse_code(tok[2], &g_host.init_result) != 0)
+			return perr(p, "expected: init ok | init fail CODE");
+		return 0;
+	}
+	if (strcmp(k, "seed") == 0) {
+		if (n != 2 || parse_uint(tok[1], ~0ULL, &g_host.seed) != 0)
+			return perr(p, "expected: seed N");
+		return 0;
+	}
+	if (strcmp(k, "kmsg_seq") == 0) {
+		if (n != 2 || parse_uint(tok[1], ~0ULL, &g_host.kmsg_seq) != 0)
+			return perr(p, "expected: kmsg_seq N");
+		return 0;
+	}
+	return perr(p, "unknown statement \"%s\"", k);
+}
+
+static int parse_line(struct parser *p, char *line)
+{
+	char *tok[64];
+	int n = tokenize(p, line, tok, 64);
+	int64_t t = 0;
+	int timed = 0;
+
+	if (n <= 0)
+		return n;
+	if (strcmp(tok[0], "at") == 0) {
+		if (n < 3 || parse_dur(tok[1], &t) != 0)
+			return perr(p, "expected: at TIME gpu SEL ... (TIME like 2.5 or 2500ms)");
+		if (strcmp(tok[2], "gpu") != 0)
+			return perr(p, "only \"gpu\" statements can be timed");
+		timed = 1;
+		return stmt_gpu(p, timed, t, tok + 2, n - 2);
+	}
+	if (strcmp(tok[0], "gpu") == 0)
+		return stmt_gpu(p, 0, 0, tok, n);
+	return stmt_host(p, tok, n);
+}
+
+static int parse_file(struct parser *p, const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *line = NULL;
+	size_t cap = 0;
+	int rc = 0;
+
+	p->file = path;
+	p->line = 0;
+	if (f == NULL) {
+		perr(p, "cannot open scenario: %s", strerror(errno));
+		return -1;
+	}
+	while (getline(&line, &cap, f) >= 0) {
+		p->line++;
+		if (parse_line(p, line) != 0) {
+			rc = -1;
+			break;
+		}
+	}
+	free(line);
+	fclose(f);
+	return rc;
+}
+
+/* ---- compilation --------------------------------------------------------- */
+
+static int cmp_seg(const void *a, const void *b)
+{
+	const struct rawseg *x = a, *y = b;
+
+	if (x->gpu != y->gpu)
+		return x->gpu < y->gpu ? -1 : 1;
+	if (x->metric != y->metric)
+		return x->metric < y->metric ? -1 : 1;
+	if (x->s.t0 != y->s.t0)
+		return x->s.t0 < y->s.t0 ? -1 : 1;
+	return x->order < y->order ? -1 : (x->order > y->order);
+}
+
+static int cmp_event(const void *a, const void *b)
+{
+	const struct rawevent *x = a, *y = b;
+
+	if (x->e.t != y->e.t)
+		return x->e.t < y->e.t ? -1 : 1;
+	return x->order < y->order ? -1 : (x->order > y->order);
+}
+
+static int cmp_kmsg(const void *a, const void *b)
+{
+	const struct rawkmsg *x = a, *y = b;
+
+	if (x->k.t != y->k.t)
+		return x->k.t < y->k.t ? -1 : 1;
+	return x->order < y->order ? -1 : (x->order > y->order);
+}
+
+static int compile(void)
+{
+	size_t i, j, total;
+	unsigned int g;
+
+	/* enforced limit follows the management limit unless set explicitly */
+	for (g = 0; g < g_host.ngpus; g++) {
+		struct nvmlDevice_st *d = &g_devs[g];
+		d->tr[M_PLIMIT].def = d->p_default;
+		d->tr[M_ENFORCED].def = d->p_default;
+		if (!g_gsp_set[g])
+			snprintf(d->gsp_version, sizeof(d->gsp_version), "%s", g_host.driver);
+	}
+	total = r_segs.n;
+	for (i = 0; i < total; i++) {
+		struct rawseg r = r_segs.v[i];
+		if (r.metric == M_PLIMIT && !g_devs[r.gpu].enforced_explicit) {
+			r.metric = M_ENFORCED;
+			if (PUSH(r_segs, r) != 0)
+				return -1;
+		}
+	}
+
+	qsort(r_segs.v, r_segs.n, sizeof(*r_segs.v), cmp_seg);
+	g_segs = calloc(r_segs.n + 1, sizeof(*g_segs));
+	if (g_segs == NULL)
+		return -1;
+	for (i = 0; i < r_segs.n; i++) {
+		struct sim_track *tr = &g_devs[r_segs.v[i].gpu].tr[r_segs.v[i].metric];
+		if (tr->n == 0)
+			tr->off = (uint32_t)i;
+		tr->n++;
+		g_segs[i] = r_segs.v[i].s;
+	}
+
+	for (g = 0; g < g_host.ngpus; g++) {
+		struct nvmlDevice_st *d = &g_devs[g];
+		double *ecum = calloc(d->tr[M_POWER].n + 1, sizeof(double));
+		size_t nh = 0, nf = 0;
+
+		if (ecum == NULL)
+			return -1;
+		sim_energy_prepare(d, ecum);
+		for (i = 0; i < r_hangs.n; i++)
+			nh += r_hangs.v[i].gpu == g;
+		for (i = 0; i < r_fails.n; i++)
+			nf += r_fails.v[i].gpu == g;
+		d->hangs = calloc(nh + 1, sizeof(*d->hangs));
+		d->fails = calloc(nf + 1, sizeof(*d->fails));
+		if (d->hangs == NULL || d->fails == NULL)
+			return -1;
+		for (i = 0, j = 0; i < r_hangs.n; i++)
+			if (r_hangs.v[i].gpu == g)
+				d->hangs[j++] = r_hangs.v[i].h;
+		d->nhang = (unsigned int)nh;
+		for (i = 0, j = 0; i < r_fails.n; i++)
+			if (r_fails.v[i].gpu == g)
+				d->fails[j++] = r_fails.v[i].f;
+		d->nfail = (unsigned int)nf;
+	}
+
+	qsort(r_events.v, r_events.n, sizeof(*r_events.v), cmp_event);
+	g_events = calloc(r_events.n + 1, sizeof(*g_events));
+	if (g_events == NULL)
+		return -1;
+	for (i = 0; i < r_events.n; i++)
+		g_events[i] = r_events.v[i].e;
+	g_nevents = r_events.n;
+
+	qsort(r_kmsgs.v, r_kmsgs.n, sizeof(*r_kmsgs.v), cmp_kmsg);
+	g_kmsgs = calloc(r_kmsgs.n + 1, sizeof(*g_kmsgs));
+	if (g_kmsgs == NULL)
+		return -1;
+	for (i = 0; i < r_kmsgs.n; i++)
+		g_kmsgs[i] = r_kmsgs.v[i].k;
+	g_nkmsgs = r_kmsgs.n;
+
+	free(r_segs.v);
+	free(r_hangs.v);
+	free(r_fails.v);
+	free(r_events.v);
+	free(r_kmsgs.v);
+	memset(&r_segs, 0, sizeof(r_segs));
+	memset(&r_hangs, 0, sizeof(r_hangs));
+	memset(&r_fails, 0, sizeof(r_fails));
+	memset(&r_events, 0, sizeof(r_events));
+	memset(&r_kmsgs, 0, sizeof(r_kmsgs));
+	return 0;
+}
+
+nvmlReturn_t sim_load_scenario(const char *path)
+{
+	struct parser p;
+	unsigned int i;
+
+	host_defaults();
+	for (i = 0; i < SIM_MAX_GPUS; i++)
+		dev_defaults(&g_devs[i], i);
+	memset(&p, 0, sizeof(p));
+	if (path != NULL && path[0] != '\0' && parse_file(&p, path) != 0) {
+		if (p.line > 0)
+			fprintf(stderr, "simnvml: %s:%d: %s\n", p.file, p.line, p.err);
+		else
+			fprintf(stderr, "simnvml: %s: %s\n", p.file, p.err);
+		g_host.ngpus = 0;
+		return NVML_ERROR_UNKNOWN;
+	}
+	if (compile() != 0) {
+		fprintf(stderr, "simnvml: out of memory compiling scenario\n");
+		g_host.ngpus = 0;
+		return NVML_ERROR_UNKNOWN;
+	}
+	return NVML_SUCCESS;
+}

@@ -1,0 +1,236 @@
+/*
+ * sim.h - internal declarations of simnvml, the simulated libnvidia-ml.so.1.
+ *
+ * Everything here is hidden (-fvisibility=hidden); only the NVML entry points
+ * declared by nvml.h are exported, because nvml.h is included inside a
+ * "visibility push(default)" region.
+ */
+#ifndef SIMNVML_SIM_H
+#define SIMNVML_SIM_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#define NVML_NO_UNVERSIONED_FUNC_DEFS 1
+#pragma GCC visibility push(default)
+#include "nvml.h"
+#pragma GCC visibility pop
+
+#define SIM_MAX_GPUS 16
+#define SIM_MAX_FANS 8
+#define SIM_MAX_SENSORS 3
+#define SIM_MAX_SETS 256
+#define SIM_NEVER INT64_MAX
+
+/* ---- function ids (fns.h) ------------------------------------------------ */
+
+enum sim_fn {
+#define SIMFN(name) FN_##name,
+#include "fns.h"
+#undef SIMFN
+	FN_COUNT
+};
+
+#define SIM_FNSET_WORDS ((FN_COUNT + 63) / 64)
+
+struct sim_fnset {
+	uint64_t w[SIM_FNSET_WORDS];
+};
+
+static inline int fnset_has(const struct sim_fnset *s, int fn)
+{
+	return (int)((s->w[fn / 64] >> (fn % 64)) & 1u);
+}
+
+extern const char *const sim_fn_names[FN_COUNT];
+extern unsigned long long sim_fn_calls[FN_COUNT];
+
+/* Stub counters live in stubs_gen.c (generated). */
+extern unsigned long long simnvml_stub_calls[];
+extern const char *const simnvml_stub_names[];
+extern const unsigned int simnvml_nstubs;
+
+#define SIM_COUNT(name) __atomic_fetch_add(&sim_fn_calls[FN_##name], 1, __ATOMIC_RELAXED)
+
+/* ---- time-varying values ------------------------------------------------- */
+
+enum sim_metric {
+	M_TEMP,
+	M_MEMTEMP,
+	M_POWER, /* mW */
+	M_PLIMIT, /* mW, management limit */
+	M_ENFORCED, /* mW, enforced limit (follows plimit unless set) */
+	M_PSTATE,
+	M_CLK_GFX,
+	M_CLK_SM,
+	M_CLK_MEM,
+	M_CLK_VIDEO,
+	M_UTIL_GPU,
+	M_UTIL_MEM,
+	M_UTIL_ENC,
+	M_UTIL_DEC,
+	M_MEM_USED, /* MiB */
+	M_PCIE_GEN,
+	M_PCIE_WIDTH,
+	M_PCIE_REPLAY,
+	M_REASONS,
+	M_SENSOR_TARGET,
+	M_SENSOR_CONTROLLER,
+	M_PROCS,
+	M_GPROCS,
+	M_PROC_MEM, /* MiB per process */
+	M_FAN0, /* M_FAN0 + i: fan i speed % */
+	M_FANT0 = M_FAN0 + SIM_MAX_FANS, /* fan i target % */
+	M_FANP0 = M_FANT0 + SIM_MAX_FANS, /* fan i control policy */
+	M_COUNT = M_FANP0 + SIM_MAX_FANS
+};
+
+/* One "set" (t1 == t0) or "ramp" (v0 at t0 .. v1 at t1, then v1). */
+struct sim_seg {
+	int64_t t0, t1; /* ns since time origin */
+	double v0, v1;
+};
+
+struct sim_track {
+	double def; /* value before the first segment */
+	double noise; /* deterministic noise amplitude, 0 = none */
+	uint32_t off, n; /* segments g_segs[off .. off+n) sorted by t0 */
+};
+
+struct sim_hang {
+	int64_t start, end;
+	struct sim_fnset fns;
+	nvmlReturn_t ret;
+};
+
+struct sim_fail {
+	int64_t from, until;
+	struct sim_fnset fns;
+	unsigned int field; /* != 0: applies to GetFieldValues entry with this field id */
+	nvmlReturn_t code;
+};
+
+/* The device handle handed to callers points at one of these. */
+struct nvmlDevice_st {
+	unsigned int index; /* scenario index 0..15 */
+	int64_t lost_at; /* ns, SIM_NEVER if never */
+	int64_t removed_at;
+
+	struct sim_track tr[M_COUNT];
+	double *ecum; /* mJ at the start of each power segment */
+
+	struct sim_hang *hangs;
+	unsigned int nhang;
+	struct sim_fail *fails;
+	unsigned int nfail;
+	int has_field_fails;
+
+	/* static facts */
+	char name[96];
+	char uuid[80];
+	char serial[32];
+	char vbios[32];
+	char busid[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];
+	char busid_legacy[NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE];
+	char part[32];
+	char gsp_version[NVML_GSP_FIRMWARE_VERSION_BUF_SIZE];
+	unsigned int domain, bus, dev;
+	unsigned int pci_device_id, pci_subsystem_id;
+	unsigned int arch, brand, minor, persistence;
+	unsigned int fans, sensors;
+	unsigned int gsp_enabled, gsp_default;
+	long long thresholds[NVML_TEMPERATURE_THRESHOLD_COUNT]; /* <0: not supported */
+	unsigned int p_default, p_min, p_max; /* mW */
+	unsigned int max_clk[NVML_CLOCK_COUNT];
+	unsigned int max_pcie_gen, max_pcie_width;
+	unsigned long long mem_total, mem_reserved; /* bytes */
+	unsigned long long supported_events;
+	unsigned long long supported_reasons;
+	double energy_start; /* mJ */
+	int enforced_explicit;
+};
+
+/* ---- timeline events ----------------------------------------------------- */
+
+struct sim_event {
+	int64_t t;
+	unsigned int gpu;
+	unsigned long long type;
+	unsigned long long data;
+};
+
+struct sim_kmsg {
+	int64_t t;
+	unsigned int gpu;
+	unsigned int xid;
+	int action; /* Xid 154: new recovery action */
+	char *text; /* NULL: default text for the Xid */
+};
+
+/* ---- global state (read-only after the scenario is loaded) -------------- */
+
+struct sim_host {
+	unsigned int ngpus;
+	char driver[64];
+	char nvml[64];
+	int cuda;
+	nvmlReturn_t init_result;
+	unsigned long long seed;
+	unsigned long long kmsg_seq;
+};
+
+extern struct sim_host g_host;
+extern struct nvmlDevice_st g_devs[SIM_MAX_GPUS];
+extern struct sim_seg *g_segs;
+extern struct sim_event *g_events;
+extern size_t g_nevents;
+extern struct sim_kmsg *g_kmsgs;
+extern size_t g_nkmsgs;
+extern int64_t g_t0; /* CLOCK_MONOTONIC ns of the first nvmlInit */
+extern int64_t g_real_offset; /* CLOCK_REALTIME - CLOCK_MONOTONIC, ns */
+extern int g_refcount; /* atomic; > 0 while initialised */
+
+/* scenario.c */
+nvmlReturn_t sim_load_scenario(const char *path);
+int sim_parse_code(const char *s, nvmlReturn_t *out);
+
+/* core.c */
+static inline int64_t sim_mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static inline int64_t sim_now(void)
+{
+	return sim_mono_ns() - g_t0;
+}
+
+static inline int sim_initialized(void)
+{
+	return __atomic_load_n(&g_refcount, __ATOMIC_ACQUIRE) > 0;
+}
+
+void sim_sleep_until(int64_t t); /* t: ns since origin */
+int sim_start_thread(void *(*fn)(void *), void *arg);
+void sim_dump_calls(void);
+const char *sim_recovery_name(int action);
+
+/* device.c */
+double sim_eval(const struct nvmlDevice_st *d, int m, int64_t t);
+nvmlReturn_t sim_dev_enter(int fn, nvmlDevice_t device, struct nvmlDevice_st **out, int64_t *now);
+int sim_dev_present(const struct nvmlDevice_st *d, int64_t now);
+void sim_energy_prepare(struct nvmlDevice_st *d, double *ecum);
+int sim_parse_busid(const char *s, unsigned int *domain, unsigned int *bus, unsigned int *dev);
+
+/* events.c */
+void sim_start_kmsg(void);
+
+#endif
