@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestStubsUpToDate fails when csrc/stubs_gen.c differs from what the
+// generator produces now (go-nvml upgraded, a function modelled or
+// old_driver.txt edited without rerunning `go run ./gen`).
+func TestStubsUpToDate(t *testing.T) {
+	root, err := FindSimDir("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Generate(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	have, err := os.ReadFile(filepath.Join(root, StubsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(have, want) {
+		t.Fatalf("%s is out of date: run `go run ./gen` in simnvml/", StubsFile)
+	}
+}
+
+// TestStubsCoverGoNvml checks the partition: every symbol go-nvml calls is
+// either hand-written or stubbed, never both.
+func TestStubsCoverGoNvml(t *testing.T) {
+	root, err := FindSimDir("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := GoNvmlDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, err := NvmlSymbols(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hand, err := HandWritten(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := Generate(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range syms {
+		stubbed := strings.Contains(string(src), "int "+s+"(void)")
+		if stubbed == hand[s] {
+			t.Errorf("%s: hand-written %v, stubbed %v", s, hand[s], stubbed)
+		}
+	}
+	for _, s := range []string{"nvmlInit_v2", "nvmlDeviceGetFieldValues", "nvmlEventSetWait_v2", "nvmlErrorString"} {
+		if !hand[s] {
+			t.Errorf("%s not detected as hand-written", s)
+		}
+	}
+}
