@@ -1,0 +1,263 @@
+package simnvml_test
+
+// Test harness. Only one libnvidia-ml can be loaded per process (go-nvml
+// dlopens it RTLD_GLOBAL and every scenario is read once, at the first
+// nvmlInit), so every test that loads the simulator runs its body in a fresh
+// copy of this test binary:
+//
+//	func TestX(t *testing.T) {
+//		if child(t) {          // true inside the re-executed copy
+//			l := openLib(t)    // go-nvml on $SIMNVML_TEST_LIB, initialised
+//			...assertions...
+//			return
+//		}
+//		runChild(t, opts{scenario: "gpus 2\n..."}) // parent: re-exec, check
+//	}
+//
+// runChild re-executes os.Args[0] with -test.run=^TestX$ and the env
+// SIMNVML_TEST_CHILD=TestX, SIMNVML_TEST_LIB=<library>, SIMNVML_SCENARIO=<file
+// written from opts.scenario> plus opts.env, and fails the parent test (with
+// the child's output) when the child fails. TestMain builds both libraries
+// once per parent run with `make OUT=<tempdir>`; children reuse them.
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+const (
+	envChild = "SIMNVML_TEST_CHILD"
+	envLib   = "SIMNVML_TEST_LIB"
+	envWant  = "SIMNVML_TEST_WANT"
+)
+
+// buildDir holds sim/ and sim-old/ (parent process only).
+var buildDir string
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envChild) != "" {
+		os.Exit(m.Run())
+	}
+	dir, err := os.MkdirTemp("", "simnvml-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	cmd := exec.Command("make", "-s", "OUT="+dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building simnvml: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	buildDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func libPath(old bool) string {
+	if old {
+		return filepath.Join(buildDir, "sim-old", "libnvidia-ml.so.1")
+	}
+	return filepath.Join(buildDir, "sim", "libnvidia-ml.so.1")
+}
+
+// child reports whether this process is the re-executed copy running t.
+func child(t *testing.T) bool {
+	return os.Getenv(envChild) == t.Name()
+}
+
+type opts struct {
+	scenario     string   // scenario text; "" = no SIMNVML_SCENARIO
+	scenarioFile string   // or an existing file (shipped scenarios)
+	old          bool     // load the old-driver build
+	env          []string // extra KEY=VALUE
+	wantFail     bool     // the child is expected to fail
+}
+
+// runChild re-executes the test binary for t.Name() and returns its output.
+func runChild(t *testing.T, o opts) string {
+	t.Helper()
+	return runChildAs(t, t.Name(), o)
+}
+
+// runChildAs runs the top-level test name in a child (for use in subtests).
+func runChildAs(t *testing.T, name string, o opts) string {
+	t.Helper()
+	dir := t.TempDir()
+	env := append(os.Environ(), envChild+"="+name, envLib+"="+libPath(o.old))
+	env = filterEnv(env, "SIMNVML_SCENARIO", "SIMNVML_KMSG", "SIMNVML_CALLS", "SIMNVML_TIME_OFFSET")
+	switch {
+	case o.scenarioFile != "":
+		env = append(env, "SIMNVML_SCENARIO="+o.scenarioFile)
+	case o.scenario != "":
+		p := filepath.Join(dir, "test.scn")
+		if err := os.WriteFile(p, []byte(o.scenario), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		env = append(env, "SIMNVML_SCENARIO="+p)
+	}
+	env = append(env, o.env...)
+	// Race-enabled binaries sleep 1 s at exit unless told otherwise.
+	env = append(filterEnv(env, "GORACE"), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	cmd := exec.Command(os.Args[0], "-test.run=^"+regexp.QuoteMeta(name)+"$", "-test.v", "-test.count=1",
+		"-test.timeout=60s")
+	cmd.Env = env
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	err := cmd.Run()
+	if o.wantFail {
+		if err == nil {
+			t.Fatalf("child %s passed, want failure:\n%s", name, out.String())
+		}
+	} else if err != nil {
+		t.Fatalf("child %s failed: %v\n%s", name, err, out.String())
+	}
+	if !strings.Contains(out.String(), "--- ") && !o.wantFail {
+		t.Fatalf("child %s ran no test:\n%s", name, out.String())
+	}
+	return out.String()
+}
+
+func filterEnv(env []string, drop ...string) []string {
+	var out []string
+next:
+	for _, kv := range env {
+		for _, d := range drop {
+			if strings.HasPrefix(kv, d+"=") {
+				continue next
+			}
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// newLib returns go-nvml bound to the simulator (not initialised).
+func newLib(t *testing.T) nvml.Interface {
+	t.Helper()
+	p := os.Getenv(envLib)
+	if p == "" {
+		t.Fatal("no " + envLib)
+	}
+	return nvml.New(nvml.WithLibraryPath(p))
+}
+
+// openLib returns go-nvml bound to the simulator, initialised; it shuts
+// NVML down at the end of the test.
+func openLib(t *testing.T) nvml.Interface {
+	t.Helper()
+	l := newLib(t)
+	if r := l.Init(); r != nvml.SUCCESS {
+		t.Fatalf("Init: %v", r)
+	}
+	t.Cleanup(func() { l.Shutdown() })
+	return l
+}
+
+func ok(t *testing.T, r nvml.Return, what string) {
+	t.Helper()
+	if r != nvml.SUCCESS {
+		t.Fatalf("%s: %d %v", what, int32(r), nvml.ErrorString(r))
+	}
+}
+
+func wantRet(t *testing.T, got, want nvml.Return, what string) {
+	t.Helper()
+	if got != want {
+		t.Fatalf("%s: got return %d, want %d", what, int32(got), int32(want))
+	}
+}
+
+func dev(t *testing.T, l nvml.Interface, i int) nvml.Device {
+	t.Helper()
+	d, r := l.DeviceGetHandleByIndex(i)
+	ok(t, r, fmt.Sprintf("DeviceGetHandleByIndex(%d)", i))
+	return d
+}
+
+// clock measures time since just before Init, which is (to within the
+// duration of Init) the scenario's time origin.
+type clock struct{ start time.Time }
+
+func startClock() clock { return clock{time.Now()} }
+
+func (c clock) since() time.Duration { return time.Since(c.start) }
+
+// sleepUntil sleeps until d after the start.
+func (c clock) sleepUntil(d time.Duration) {
+	if w := d - time.Since(c.start); w > 0 {
+		time.Sleep(w)
+	}
+}
+
+// goNvmlDir locates the go-nvml module the test binary was built with.
+func goNvmlDir(t *testing.T) string {
+	t.Helper()
+	if out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/NVIDIA/go-nvml").Output(); err == nil {
+		if d := strings.TrimSpace(string(out)); d != "" {
+			return d
+		}
+	}
+	version := "v0.13.4-1"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range bi.Deps {
+			if m.Path == "github.com/NVIDIA/go-nvml" {
+				version = m.Version
+			}
+		}
+	}
+	cache, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(strings.TrimSpace(string(cache)), "github.com", "!n!v!i!d!i!a", "go-nvml@"+version)
+}
+
+// nvmlGoSymbols returns every C.nvmlXxx( symbol go-nvml can call.
+func nvmlGoSymbols(t *testing.T) []string {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join(goNvmlDir(t), "pkg", "nvml", "nvml.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\bC\.(nvml[A-Za-z0-9_]*)\(`).FindAllStringSubmatch(string(src), -1) {
+		set[m[1]] = true
+	}
+	var out []string
+	for s := range set {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// exported returns the dynamic symbols a library defines.
+func exported(t *testing.T, lib string) map[string]bool {
+	t.Helper()
+	out, err := exec.Command("nm", "-D", "--defined-only", lib).Output()
+	if err != nil {
+		t.Fatalf("nm: %v", err)
+	}
+	set := map[string]bool{}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 3 {
+			set[f[2]] = true
+		}
+	}
+	return set
+}
