@@ -138,7 +138,7 @@ func (gs *gpuState) handle(s *reading.Sample) {
 	for i := range r.NumNotices() {
 		n := r.Notice(i)
 		msg, attrs := n.LogAttrs()
-		gs.log.LogAttrs(context.Background(), n.Level(), msg, attrs...)
+		m.log.LogAttrs(context.Background(), n.Level(), msg, attrs...) // the notice carries the gpu
 	}
 	if t, ok := r.TDP.Get(); ok {
 		m.eventLine(now, gs.idx, gs.info().BusID, "type=TDP_CHANGE",

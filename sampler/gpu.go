@@ -237,12 +237,17 @@ func (g *GPU) disable(fn Fn, idx int, c Class) {
 // the first occurrence is logged. Drivers in trouble report values such as
 // 4294967295 C; recording them would poison peaks and detectors.
 func (g *GPU) sane(fn Fn, v uint64, max uint64) bool {
-	if v <= max {
+	return g.within(fn, v, 0, max)
+}
+
+// within is sane with a lower bound too.
+func (g *GPU) within(fn Fn, v, lo, hi uint64) bool {
+	if v >= lo && v <= hi {
 		return true
 	}
 	if !g.absurd[fn] {
 		g.absurd[fn] = true
-		g.log.Warn("absurd value from driver ignored", "function", fn.String(), "value", v, "max", max)
+		g.log.Warn("absurd value from driver ignored", "function", fn.String(), "value", v, "min", lo, "max", hi)
 	}
 	return false
 }
@@ -292,7 +297,7 @@ func (g *GPU) Sample(s *reading.Sample) {
 		g.begin(FnPowerLimit)
 		v, ret := dev.GetPowerManagementLimit()
 		// A limit of 0 W is a driver error (and would divide by zero).
-		if g.end(FnPowerLimit, 0, ret) && v > 0 && g.sane(FnPowerLimit, uint64(v), maxPowerMW) {
+		if g.end(FnPowerLimit, 0, ret) && g.within(FnPowerLimit, uint64(v), 1, maxPowerMW) {
 			s.PowerLimitMW = reading.Some(v)
 		}
 	}
@@ -450,14 +455,15 @@ func (g *GPU) readSlow() {
 	if g.can(FnPcieGen, 0) {
 		g.begin(FnPcieGen)
 		v, ret := g.dev.GetCurrPcieLinkGeneration()
-		if g.end(FnPcieGen, 0, ret) && v >= 0 && g.sane(FnPcieGen, uint64(v), maxPCIeGen) {
+		// Generation 0 or width 0 is no link at all: not a reading.
+		if g.end(FnPcieGen, 0, ret) && v >= 0 && g.within(FnPcieGen, uint64(v), 1, maxPCIeGen) {
 			t.pcieGen = reading.Some(uint32(v))
 		}
 	}
 	if g.can(FnPcieWidth, 0) {
 		g.begin(FnPcieWidth)
 		v, ret := g.dev.GetCurrPcieLinkWidth()
-		if g.end(FnPcieWidth, 0, ret) && v >= 0 && g.sane(FnPcieWidth, uint64(v), maxPCIeWidth) {
+		if g.end(FnPcieWidth, 0, ret) && v >= 0 && g.within(FnPcieWidth, uint64(v), 1, maxPCIeWidth) {
 			t.pcieW = reading.Some(uint32(v))
 		}
 	}
@@ -536,7 +542,7 @@ func (g *GPU) readFields(s *reading.Sample) {
 	if got[qPower] && g.sane(FnPowerUsage, val[qPower], maxPowerMW) {
 		s.PowerMW = reading.Some(uint32(val[qPower]))
 	}
-	if got[qEnforced] && val[qEnforced] > 0 && g.sane(FnEnforcedLimit, val[qEnforced], maxPowerMW) {
+	if got[qEnforced] && g.within(FnEnforcedLimit, val[qEnforced], 1, maxPowerMW) {
 		s.EnforcedLimitMW = reading.Some(uint32(val[qEnforced]))
 	}
 	if got[qEnergy] {

@@ -1,0 +1,315 @@
+// Package e2e runs the real gpu-telemetry binary against the simulated
+// libnvidia-ml.so.1 (simnvml) and checks what it writes: files, rows, flags,
+// snapshots, signals, exit codes. The binary and the library are built once
+// per run (or taken from GPU_TELEMETRY_BIN and SIMNVML_DIR, as `make test`
+// sets them).
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	binPath string // gpu-telemetry
+	simDir  string // holds sim/ and sim-old/ with libnvidia-ml.so.1
+	repo    string // repository root
+)
+
+func TestMain(m *testing.M) {
+	_, file, _, _ := runtime.Caller(0)
+	repo = filepath.Dir(filepath.Dir(file))
+	binPath = os.Getenv("GPU_TELEMETRY_BIN")
+	simDir = os.Getenv("SIMNVML_DIR")
+	var tmp string
+	if binPath == "" || simDir == "" {
+		var err error
+		tmp, err = os.MkdirTemp("", "gpu-telemetry-e2e-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if binPath == "" {
+			binPath = filepath.Join(tmp, "gpu-telemetry")
+			cmd := exec.Command("go", "build", "-ldflags", "-extldflags=-Wl,-z,lazy", "-o", binPath, "./cmd/gpu-telemetry")
+			cmd.Dir, cmd.Stdout, cmd.Stderr = repo, os.Stderr, os.Stderr
+			cmd.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -Wno-deprecated-declarations")
+			if err := cmd.Run(); err != nil {
+				fmt.Fprintln(os.Stderr, "e2e: building gpu-telemetry:", err)
+				os.Exit(1)
+			}
+		}
+		if simDir == "" {
+			simDir = tmp
+			cmd := exec.Command("make", "-s", "-C", filepath.Join(repo, "simnvml"), "OUT="+simDir)
+			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+			if err := cmd.Run(); err != nil {
+				fmt.Fprintln(os.Stderr, "e2e: building simnvml:", err)
+				os.Exit(1)
+			}
+		}
+	}
+	code := m.Run()
+	if tmp != "" {
+		os.RemoveAll(tmp)
+	}
+	os.Exit(code)
+}
+
+// opts describe one run of the logger.
+type opts struct {
+	scenario string   // scenario text, or "@name" for simnvml/scenarios/name.scn
+	args     []string // extra flags
+	oldLib   bool     // the old-driver build of the simulated library
+	dir      string   // log dir (default: a new temp dir)
+	kmsg     bool     // give the sim a kernel log file and the logger --kmsg
+	env      []string
+}
+
+// proc is a running logger.
+type proc struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	dir    string
+	kmsg   string
+	calls  string
+	stderr *lockedBuf
+	done   chan struct{}
+	err    error
+}
+
+type lockedBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func scenarioPath(t *testing.T, dir, s string) string {
+	if name, ok := strings.CutPrefix(s, "@"); ok {
+		return filepath.Join(repo, "simnvml", "scenarios", name+".scn")
+	}
+	p := filepath.Join(dir, "scenario.scn")
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// command prepares the logger's command line and environment.
+func command(t *testing.T, o opts) (*exec.Cmd, string, string, string) {
+	t.Helper()
+	dir := o.dir
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	work := t.TempDir()
+	lib := filepath.Join(simDir, "sim")
+	if o.oldLib {
+		lib = filepath.Join(simDir, "sim-old")
+	}
+	kmsg := ""
+	args := []string{"--log-dir", dir, "--lock-file", filepath.Join(work, "lock"), "--follow-ups", "2s"}
+	env := append(os.Environ(), "LD_LIBRARY_PATH="+lib, "SIMNVML_CALLS="+filepath.Join(work, "calls.txt"))
+	if o.scenario != "" {
+		env = append(env, "SIMNVML_SCENARIO="+scenarioPath(t, work, o.scenario))
+	}
+	if o.kmsg {
+		kmsg = filepath.Join(work, "kmsg")
+		if err := os.WriteFile(kmsg, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		env = append(env, "SIMNVML_KMSG="+kmsg)
+		args = append(args, "--kmsg", kmsg)
+	} else {
+		args = append(args, "--kmsg", "none")
+	}
+	env = append(env, o.env...)
+	cmd := exec.Command(binPath, append(args, o.args...)...)
+	cmd.Env = env
+	return cmd, dir, kmsg, filepath.Join(work, "calls.txt")
+}
+
+// start starts the logger; it is killed at the end of the test if still running.
+func start(t *testing.T, o opts) *proc {
+	t.Helper()
+	cmd, dir, kmsg, calls := command(t, o)
+	p := &proc{t: t, cmd: cmd, dir: dir, kmsg: kmsg, calls: calls, stderr: &lockedBuf{}, done: make(chan struct{})}
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.err = cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("stderr of gpu-telemetry:\n%s", p.stderr.String())
+		}
+	})
+	return p
+}
+
+// runToEnd runs the logger until it exits by itself and returns its exit code
+// and stderr.
+func runToEnd(t *testing.T, o opts, limit time.Duration) (int, string) {
+	t.Helper()
+	p := start(t, o)
+	return p.wait(limit), p.stderr.String()
+}
+
+func (p *proc) signal(sig syscall.Signal) {
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		p.t.Fatalf("signal %v: %v", sig, err)
+	}
+}
+
+// wait waits for exit and returns the exit code (-1 when killed by a signal).
+func (p *proc) wait(limit time.Duration) int {
+	p.t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(limit):
+		p.cmd.Process.Kill()
+		<-p.done
+		p.t.Fatalf("gpu-telemetry did not exit within %v", limit)
+	}
+	if p.cmd.ProcessState == nil {
+		return -1
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (p *proc) stop() {
+	p.t.Helper()
+	p.signal(syscall.SIGTERM)
+	if code := p.wait(15 * time.Second); code != 0 {
+		p.t.Fatalf("exit code %d after SIGTERM", code)
+	}
+}
+
+// waitFor polls cond until it is true or the limit passes (a failure guard,
+// not a timing assertion).
+func (p *proc) waitFor(what string, limit time.Duration, cond func() bool) {
+	p.t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		select {
+		case <-p.done:
+			p.t.Fatalf("gpu-telemetry exited while waiting for %s", what)
+		default:
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("gave up waiting for %s after %v", what, limit)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// csvFile returns the path of GPU gpu's CSV for today.
+func (p *proc) csvFile(gpu int) string {
+	matches, _ := filepath.Glob(filepath.Join(p.dir, fmt.Sprintf("gpu%d-deep-*.csv", gpu)))
+	if len(matches) == 0 {
+		return ""
+	}
+	return matches[len(matches)-1]
+}
+
+// table is a parsed CSV: header and rows, every row checked for its width.
+type table struct {
+	header []string
+	rows   [][]string
+	col    map[string]int
+}
+
+func (tb table) get(row []string, name string) string {
+	i, ok := tb.col[name]
+	if !ok {
+		panic("no column " + name)
+	}
+	return row[i]
+}
+
+// readCSV parses a CSV strictly: every line must have the header's width.
+func readCSV(t *testing.T, path string) table {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	r := csv.NewReader(bytes.NewReader(b))
+	recs, err := r.ReadAll()
+	if err != nil {
+		t.Fatalf("%s is not a well-formed CSV: %v", path, err)
+	}
+	if len(recs) == 0 {
+		t.Fatalf("%s is empty", path)
+	}
+	tb := table{header: recs[0], rows: recs[1:], col: map[string]int{}}
+	for i, c := range tb.header {
+		tb.col[c] = i
+	}
+	return tb
+}
+
+// rowCount counts data rows in a CSV without parsing it.
+func rowCount(path string) int {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	n := -1
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		n++
+	}
+	return max(n, 0)
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	return string(b)
+}
+
+func parseTime(t *testing.T, s string) time.Time {
+	t.Helper()
+	ts, err := time.Parse("2006-01-02T15:04:05.000Z07:00", s)
+	if err != nil {
+		t.Fatalf("timestamp %q: %v", s, err)
+	}
+	return ts
+}
+
+var _ = io.EOF

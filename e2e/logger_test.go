@@ -1,0 +1,361 @@
+package e2e
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func seedColumns(fans int) []string {
+	c := []string{"timestamp", "gpu_temp", "gpu_tlimit", "power_instant", "power_limit", "pstate", "gpu_clock",
+		"mem_clock", "gpu_util", "mem_util", "vram_used_mb", "pcie_gen", "pcie_width", "throttle_bitmask", "throttle_reasons"}
+	for i := range fans {
+		c = append(c, fmt.Sprintf("fan%d_speed_pct", i), fmt.Sprintf("fan%d_target_pct", i))
+	}
+	return append(c, "sensor0_temp", "sensor0_target", "sensor0_controller")
+}
+
+// callsPerSample reads the sim's call counts.
+func readCalls(t *testing.T, path string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("call counts: %v", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) == 2 {
+			n, _ := strconv.Atoi(fs[1])
+			out[fs[0]] = n
+		}
+	}
+	return out
+}
+
+func TestEightGPUsAtCadenceWithSignals(t *testing.T) {
+	t.Parallel()
+	p := start(t, opts{scenario: "@healthy-8gpu"})
+	p.waitFor("rows from all 8 GPUs", 20*time.Second, func() bool { return rowCount(p.csvFile(7)) >= 5 })
+	time.Sleep(2 * time.Second)
+	p.signal(syscall.SIGUSR1)
+	p.waitFor("the SIGUSR1 status line", 5*time.Second, func() bool { return strings.Contains(p.stderr.String(), "msg=status") })
+	time.Sleep(time.Second)
+	p.stop()
+
+	stderr := p.stderr.String()
+	if !strings.Contains(stderr, `msg="final status"`) {
+		t.Errorf("no final status line on SIGTERM")
+	}
+	for gpu := range 8 {
+		tb := readCSV(t, p.csvFile(gpu))
+		want := seedColumns(2)
+		if strings.Join(tb.header[:len(want)], ",") != strings.Join(want, ",") || tb.header[len(tb.header)-1] != "flags" {
+			t.Fatalf("gpu %d header: %v", gpu, tb.header)
+		}
+		if len(tb.rows) < 25 {
+			t.Errorf("gpu %d: only %d rows", gpu, len(tb.rows))
+		}
+		var periods []time.Duration
+		for i := 1; i < len(tb.rows); i++ {
+			d := parseTime(t, tb.rows[i][0]).Sub(parseTime(t, tb.rows[i-1][0]))
+			periods = append(periods, d)
+		}
+		sort.Slice(periods, func(i, j int) bool { return periods[i] < periods[j] })
+		if med := periods[len(periods)/2]; med < 95*time.Millisecond || med > 105*time.Millisecond {
+			t.Errorf("gpu %d: median period %v, want 100ms", gpu, med)
+		}
+		for _, row := range tb.rows {
+			if tb.get(row, "gpu_temp") == "" || tb.get(row, "power_instant") == "" || tb.get(row, "dmesg_time") == "" {
+				t.Fatalf("gpu %d: healthy row with empty readings: %v", gpu, row)
+			}
+		}
+	}
+	si := readFile(t, filepath.Join(p.dir, "system-info.txt"))
+	if strings.Count(si, "--- GPU ") != 8 || !strings.Contains(si, "Driver: ") {
+		t.Errorf("system-info.txt:\n%s", si)
+	}
+	// NVML calls per GPU-sample, counted by the simulated driver.
+	calls := readCalls(t, p.calls)
+	total, samples := 0, 0
+	for fn, n := range calls {
+		if strings.HasPrefix(fn, "nvmlDevice") && fn != "nvmlDeviceGetHandleByIndex_v2" {
+			total += n
+		}
+	}
+	for gpu := range 8 {
+		samples += rowCount(p.csvFile(gpu))
+	}
+	if per := float64(total) / float64(samples); per >= 17 {
+		t.Errorf("%.1f NVML calls per GPU-sample; the seed needs 17", per)
+	} else {
+		t.Logf("%.2f NVML device calls per GPU-sample", per)
+	}
+}
+
+func TestUnsupportedReadingsAreEmptyCells(t *testing.T) {
+	t.Parallel()
+	p := start(t, opts{scenario: `gpus 1
+gpu 0 fail nvmlDeviceGetTemperature not_supported
+gpu 0 fail nvmlDeviceGetFanSpeed_v2 no_permission
+gpu 0 fail field 82 not_supported
+gpu 0 fan_target 0
+`})
+	p.waitFor("rows", 15*time.Second, func() bool { return rowCount(p.csvFile(0)) >= 15 })
+	p.stop()
+	tb := readCSV(t, p.csvFile(0))
+	for _, row := range tb.rows {
+		for _, c := range []string{"gpu_temp", "gpu_tlimit", "fan0_speed_pct", "fan1_speed_pct", "mem_temp"} {
+			if v := tb.get(row, c); v != "" {
+				t.Fatalf("%s = %q for a refused reading, want an empty cell", c, v)
+			}
+		}
+		// A real zero stays a zero: the fan target is readable and 0 %.
+		if v := tb.get(row, "fan0_target_pct"); v != "0" {
+			t.Fatalf("fan0_target_pct = %q, want 0", v)
+		}
+		if tb.get(row, "power_instant") == "" || tb.get(row, "flags") != "" {
+			t.Fatalf("row: %v", row)
+		}
+	}
+	// A refused call is not repeated every tick.
+	calls := readCalls(t, p.calls)
+	if n := calls["nvmlDeviceGetTemperature"]; n != 1 {
+		t.Errorf("nvmlDeviceGetTemperature called %d times in %d samples, want 1", n, len(tb.rows))
+	}
+}
+
+func TestSIGHUPReopensMovedFiles(t *testing.T) {
+	t.Parallel()
+	p := start(t, opts{scenario: "gpus 1\nat 0.5 gpu 0 xid 13\n"})
+	p.waitFor("rows and events.log", 15*time.Second, func() bool {
+		_, err := os.Stat(filepath.Join(p.dir, "events.log"))
+		return rowCount(p.csvFile(0)) >= 10 && err == nil
+	})
+	csvPath := p.csvFile(0)
+	moved := t.TempDir()
+	for _, f := range []string{csvPath, filepath.Join(p.dir, "events.log")} {
+		if err := os.Rename(f, filepath.Join(moved, filepath.Base(f))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := rowCount(filepath.Join(moved, filepath.Base(csvPath)))
+	p.signal(syscall.SIGHUP)
+	p.waitFor("a new CSV after SIGHUP", 10*time.Second, func() bool { return rowCount(csvPath) >= 5 })
+	time.Sleep(300 * time.Millisecond)
+	after := rowCount(filepath.Join(moved, filepath.Base(csvPath)))
+	p.stop()
+	tb := readCSV(t, csvPath)
+	if tb.header[0] != "timestamp" {
+		t.Errorf("reopened CSV has no header")
+	}
+	if after > before+3 {
+		t.Errorf("rows kept going to the moved file: %d -> %d", before, after)
+	}
+}
+
+func TestSecondInstanceIsRefused(t *testing.T) {
+	t.Parallel()
+	lockDir := t.TempDir()
+	lock := filepath.Join(lockDir, "gpu-telemetry.pid")
+	first := start(t, opts{args: []string{"--lock-file", lock}})
+	first.waitFor("first instance running", 15*time.Second, func() bool { return rowCount(first.csvFile(0)) >= 2 })
+	code, stderr := runToEnd(t, opts{args: []string{"--lock-file", lock}}, 15*time.Second)
+	if code == 0 {
+		t.Fatalf("second instance exited 0")
+	}
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	want := fmt.Sprintf("pid %d", first.cmd.Process.Pid)
+	if len(lines) != 1 || !strings.Contains(lines[0], lock) || !strings.Contains(lines[0], want) {
+		t.Errorf("refusal should be one line naming %s and %s:\n%s", lock, want, stderr)
+	}
+	first.stop()
+}
+
+func TestNothingToMonitorExitsZero(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, scenario, want string
+		noLib                bool
+	}{
+		{"driver not loaded", "@nodriver", "no NVIDIA driver", false},
+		{"zero GPUs", "@zero-gpus", "no NVIDIA GPU", false},
+		{"no libnvidia-ml at all", "", "no NVIDIA driver", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			o := opts{scenario: c.scenario}
+			if c.noLib {
+				o.env = []string{"LD_LIBRARY_PATH=" + t.TempDir()}
+			}
+			code, stderr := runToEnd(t, o, 20*time.Second)
+			if code != 0 {
+				t.Errorf("exit code %d, want 0", code)
+			}
+			if !strings.Contains(stderr, c.want) {
+				t.Errorf("stderr does not say %q:\n%s", c.want, stderr)
+			}
+		})
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "a-file")
+	os.WriteFile(file, []byte("x"), 0o644)
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"interval zero", []string{"--interval", "0"}, 2, "--interval"},
+		{"interval too long", []string{"--interval", "2h"}, 2, "--interval"},
+		{"interval garbage", []string{"--interval", "fast"}, 2, "--interval"},
+		{"negative interval", []string{"--interval=-1"}, 2, "--interval"},
+		{"spike threshold", []string{"--spike-threshold", "0"}, 2, "--spike-threshold"},
+		{"unknown flag", []string{"--colour"}, 2, "--colour"},
+		{"log dir under a file", []string{"--log-dir", filepath.Join(file, "logs")}, 1, "--log-dir"},
+		{"unknown gpu", []string{"--gpu", "GPU-does-not-exist"}, 1, "--gpu GPU-does-not-exist"},
+		{"gpu index out of range", []string{"--gpu", "5"}, 1, "--gpu 5"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			// Something already written must survive a failed start.
+			old := filepath.Join(dir, "gpu0-deep-2026-01-01.csv")
+			os.WriteFile(old, []byte("timestamp\nold row\n"), 0o644)
+			o := opts{args: c.args}
+			if !strings.Contains(strings.Join(c.args, " "), "--log-dir") {
+				o.dir = dir
+			}
+			code, stderr := runToEnd(t, o, 20*time.Second)
+			if code != c.code {
+				t.Errorf("exit code %d, want %d", code, c.code)
+			}
+			lines := strings.Split(strings.TrimSpace(stderr), "\n")
+			last := lines[len(lines)-1]
+			if !strings.Contains(last, c.want) {
+				t.Errorf("error line %q does not name %q", last, c.want)
+			}
+			if b, _ := os.ReadFile(old); string(b) != "timestamp\nold row\n" {
+				t.Errorf("existing file changed: %q", b)
+			}
+		})
+	}
+}
+
+func TestFanlessGPUNeverFlagsInversion(t *testing.T) {
+	t.Parallel()
+	p := start(t, opts{scenario: "@fanless"})
+	p.waitFor("rows", 20*time.Second, func() bool { return rowCount(p.csvFile(0)) >= 30 })
+	p.stop()
+	tb := readCSV(t, p.csvFile(0))
+	for _, c := range tb.header {
+		if strings.HasPrefix(c, "fan") {
+			t.Fatalf("fanless GPU has column %s", c)
+		}
+	}
+	for _, row := range tb.rows {
+		temp, _ := strconv.Atoi(tb.get(row, "gpu_temp"))
+		if temp < 85 {
+			t.Fatalf("scenario should run hot, got %d C", temp)
+		}
+		if strings.Contains(tb.get(row, "flags"), "TEMP_FAN_INV") {
+			t.Fatalf("fanless GPU flagged as fan/temp inversion: %v", row)
+		}
+	}
+}
+
+func TestAbsurdValuesAreDropped(t *testing.T) {
+	t.Parallel()
+	p := start(t, opts{scenario: "@absurd"})
+	p.waitFor("rows", 15*time.Second, func() bool { return rowCount(p.csvFile(0)) >= 20 })
+	p.stop()
+	tb := readCSV(t, p.csvFile(0))
+	for _, row := range tb.rows[:20] {
+		for _, c := range []string{"gpu_temp", "mem_temp", "fan0_target_pct", "fan1_target_pct", "fan1_speed_pct", "power_limit", "gpu_util", "pstate", "pcie_width"} {
+			if v := tb.get(row, c); v != "" {
+				t.Fatalf("absurd %s recorded as %q", c, v)
+			}
+		}
+	}
+	if !strings.Contains(p.stderr.String(), "absurd value from driver ignored") {
+		t.Errorf("absurd values not reported")
+	}
+}
+
+var timestampRE = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}(Z|[+-]\d\d:\d\d)$`)
+
+func TestSIGKILLThenRestartLeavesParseableFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := start(t, opts{scenario: "@healthy-8gpu", dir: dir})
+	p.waitFor("rows", 15*time.Second, func() bool { return rowCount(p.csvFile(0)) >= 20 })
+	p.signal(syscall.SIGKILL)
+	p.wait(10 * time.Second)
+	first := readCSV(t, p.csvFile(0)) // strict: no torn line
+	p2 := start(t, opts{scenario: "@healthy-8gpu", dir: dir})
+	p2.waitFor("rows after restart", 15*time.Second, func() bool { return rowCount(p2.csvFile(0)) >= len(first.rows)+10 })
+	p2.stop()
+	for gpu := range 8 {
+		tb := readCSV(t, p2.csvFile(gpu))
+		for i, row := range tb.rows {
+			if !timestampRE.MatchString(row[0]) {
+				t.Fatalf("gpu %d row %d: %q is not a timestamp (header written twice or torn line?)", gpu, i, row[0])
+			}
+		}
+	}
+}
+
+func TestOldDriverRunsWithoutNewerSymbols(t *testing.T) {
+	t.Parallel()
+	p := start(t, opts{scenario: "@old-driver", oldLib: true})
+	p.waitFor("rows", 15*time.Second, func() bool { return rowCount(p.csvFile(0)) >= 20 })
+	p.stop()
+	stderr := p.stderr.String()
+	if strings.Contains(stderr, "symbol lookup error") {
+		t.Fatalf("died on a missing symbol:\n%s", stderr)
+	}
+	if !strings.Contains(stderr, "driver lacks newer functions") {
+		t.Errorf("missing functions not reported at start")
+	}
+	tb := readCSV(t, p.csvFile(0))
+	for _, row := range tb.rows {
+		// Throttle reasons come from the older nvmlDeviceGetCurrentClocksThrottleReasons.
+		if tb.get(row, "throttle_bitmask") == "" || tb.get(row, "gpu_temp") == "" || tb.get(row, "vram_used_mb") == "" {
+			t.Fatalf("old driver row lacks readings it can give: %v", row)
+		}
+		if tb.get(row, "sensor0_temp") != "" {
+			t.Fatalf("thermal settings cannot come from an old driver: %v", row)
+		}
+	}
+}
+
+func TestDiskGuardStopsAndLogsOnce(t *testing.T) {
+	t.Parallel()
+	p := start(t, opts{args: []string{"--min-free-mb", "1000000000"}})
+	time.Sleep(2 * time.Second)
+	p.stop()
+	if f := p.csvFile(0); f != "" && rowCount(f) > 0 {
+		t.Errorf("rows written below the free-space floor")
+	}
+	if n := strings.Count(p.stderr.String(), "disk guard: not writing rows"); n != 1 {
+		t.Errorf("disk guard logged %d times, want once", n)
+	}
+	if !strings.Contains(p.stderr.String(), "rows_dropped=") {
+		t.Errorf("final status lacks dropped rows")
+	}
+}
