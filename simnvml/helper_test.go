@@ -55,6 +55,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	cmd := exec.Command("make", "-s", "OUT="+dir)
+	// Under a parent `make -j`, the jobserver descriptors are not ours.
+	cmd.Env = filterEnv(os.Environ(), "MAKEFLAGS", "MFLAGS", "MAKELEVEL")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building simnvml: %v\n%s", err, out)
 		os.RemoveAll(dir)

@@ -1095,6 +1095,17 @@ func checkScenario(t *testing.T, l nvml.Interface, name string, n int) {
 			}
 			seen[id] = true
 		}
+		d5 := dev(t, l, 5)
+		for _, id := range []string{"00000000:A1:00.0", "0000:a1:00.0", "a1:00.0"} {
+			h, r := l.DeviceGetHandleByPciBusId(id)
+			ok(t, r, "bus id "+id)
+			if i, _ := h.GetIndex(); i != 5 {
+				t.Fatalf("bus id %s is GPU %d, want 5", id, i)
+			}
+		}
+		if p, _ := d5.GetPciInfo(); cstr(p.BusId[:]) != "00000000:A1:00.0" {
+			t.Fatalf("GPU 5 bus id %q", cstr(p.BusId[:]))
+		}
 	case "fanless.scn":
 		d := dev(t, l, 0)
 		if f, _ := d.GetNumFans(); f != 0 {
