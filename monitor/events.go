@@ -210,5 +210,9 @@ func (m *Monitor) onEvent(e reading.Event) {
 	if e.Kind == reading.EventXid {
 		gs.addXid(int64(e.Data))
 	}
+	// Sample the GPU at the next tick even if it is backing off after
+	// failures: the row right after an Xid shows the state it left behind
+	// (and carries the XID flag without waiting out the back-off).
+	gs.nextTry.Store(0)
 	m.critical(gs, e.Time, reason)
 }

@@ -2,8 +2,10 @@ package monitor
 
 import (
 	"context"
+	"encoding/csv"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -201,16 +203,11 @@ func splitRow(rows []string) []string {
 	if len(rows) == 0 {
 		return nil
 	}
-	var out []string
-	last := rows[len(rows)-1]
-	start := 0
-	for i := 0; i < len(last); i++ {
-		if last[i] == ',' {
-			out = append(out, last[start:i])
-			start = i + 1
-		}
+	cells, err := csv.NewReader(strings.NewReader(rows[len(rows)-1])).Read()
+	if err != nil {
+		return nil
 	}
-	return append(out, last[start:])
+	return cells
 }
 
 // header builds a snapshot header from the GPU's state.

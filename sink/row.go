@@ -129,8 +129,48 @@ func AppendRow(b []byte, s *reading.Sample, fans int) []byte {
 	b = append(b, ',')
 	b = appendU(b, s.DecUtil)
 	b = append(b, ',')
+	start := len(b)
 	b = s.Flags.AppendText(b)
+	b = quoteCell(b, start)
 	return append(b, '\n')
+}
+
+// quoteCell quotes the cell b[start:] as RFC 4180 requires when it holds a
+// comma or a quote (NVML_HUNG(fn,ms) does), leaving other cells bare.
+func quoteCell(b []byte, start int) []byte {
+	quotes := 0
+	needs := false
+	for _, c := range b[start:] {
+		switch c {
+		case ',', '\n', '\r':
+			needs = true
+		case '"':
+			needs = true
+			quotes++
+		}
+	}
+	if !needs {
+		return b
+	}
+	n := len(b) - start
+	grow := 2 + quotes
+	for range grow {
+		b = append(b, 0)
+	}
+	// Shift the cell right, doubling quotes, from the end backwards.
+	w := len(b) - 1
+	b[w] = '"'
+	w--
+	for r := start + n - 1; r >= start; r-- {
+		b[w] = b[r]
+		w--
+		if b[r] == '"' {
+			b[w] = '"'
+			w--
+		}
+	}
+	b[w] = '"'
+	return b
 }
 
 // hexDigits returns the number of hex digits of v (at least 1).

@@ -3,6 +3,7 @@ package sink
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/csv"
 	"flag"
 	"io"
 	"os"
@@ -101,6 +102,11 @@ func TestGoldenRows(t *testing.T) {
 	lost.Flags.Add(reading.Flag{Kind: reading.FlagGPULost})
 	lost.Flags.Add(reading.Flag{Kind: reading.FlagXid, A: 79})
 	b = AppendRow(b, &lost, 2)
+	// Every line must parse as CSV with the header's width.
+	r := csv.NewReader(bytes.NewReader(b))
+	if recs, err := r.ReadAll(); err != nil || len(recs) != 6 {
+		t.Fatalf("rows do not parse as CSV: %v (%d records)", err, len(recs))
+	}
 	golden(t, "rows-2fans.golden", b)
 
 	// A fanless datacenter GPU has no fan columns at all.
@@ -452,5 +458,26 @@ func TestLineLogReopen(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(dir, "events.log"))
 	if string(b) != "two\n" {
 		t.Errorf("after reopen: %q", b)
+	}
+}
+
+func TestFlagsWithCommaAreQuoted(t *testing.T) {
+	s := reading.Sample{Time: time.Date(2026, 11, 29, 1, 2, 3, 0, time.UTC), Status: reading.StatusHung}
+	s.Flags.Add(reading.Flag{Kind: reading.FlagNVMLHung, S: "nvmlDeviceGetPowerUsage", A: 1200})
+	s.Flags.Add(reading.Flag{Kind: reading.FlagXid, A: 79})
+	row := AppendRow(nil, &s, 1)
+	r := csv.NewReader(bytes.NewReader(row))
+	cells, err := r.Read()
+	if err != nil {
+		t.Fatalf("row %q does not parse: %v", row, err)
+	}
+	if len(cells) != len(Columns(1)) || cells[len(cells)-1] != "NVML_HUNG(nvmlDeviceGetPowerUsage,1200ms)|XID(79)" {
+		t.Errorf("cells %q", cells)
+	}
+	s.Flags.Reset()
+	s.Flags.Add(reading.Flag{Kind: reading.FlagNVMLFailed, S: `say "hi", twice`})
+	cells, err = csv.NewReader(bytes.NewReader(AppendRow(nil, &s, 1))).Read()
+	if err != nil || cells[len(cells)-1] != `NVML_FAILED:say "hi", twice` {
+		t.Errorf("quote escaping: %q %v", cells, err)
 	}
 }
