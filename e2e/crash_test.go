@@ -279,3 +279,30 @@ func TestFullDiskKeepsFilesWhole(t *testing.T) {
 		t.Errorf("no dropped-rows count")
 	}
 }
+
+func TestVanishedGPUIsReported(t *testing.T) {
+	t.Parallel()
+	p := start(t, opts{scenario: "gpus 2\nat 1 gpu 1 removed\n", args: []string{"--inventory-interval", "500ms"}})
+	p.waitFor("the vanished GPU in events.log", 15*time.Second, func() bool {
+		b, _ := os.ReadFile(filepath.Join(p.dir, "events.log"))
+		return strings.Contains(string(b), "GPU vanished from enumeration")
+	})
+	time.Sleep(500 * time.Millisecond)
+	p.stop()
+	if !strings.Contains(p.stderr.String(), "GPU vanished from the driver's enumeration") {
+		t.Errorf("vanish not logged")
+	}
+	ev := readFile(t, filepath.Join(p.dir, "events.log"))
+	if !strings.Contains(ev, "gpu=1 bus=00000000:21:00.0 source=poll type=GPU_LOST") {
+		t.Errorf("events.log:\n%s", ev)
+	}
+	if m, _ := filepath.Glob(filepath.Join(p.dir, "crashes", "crash-*-gpu1.log")); len(m) != 1 {
+		t.Errorf("crash snapshots for the vanished GPU: %v", m)
+	}
+	// GPU 0 is unaffected.
+	for _, row := range readCSV(t, p.csvFile(0)).rows {
+		if row[len(row)-1] != "" {
+			t.Fatalf("GPU 0 flagged: %v", row)
+		}
+	}
+}

@@ -41,6 +41,9 @@ type Config struct {
 	XidDedupe time.Duration
 	// EventWait bounds each nvmlEventSetWait so shutdown is prompt.
 	EventWait time.Duration
+	// InventoryEvery is how often the GPU list is checked against the
+	// driver's enumeration. 0 means 30 s.
+	InventoryEvery time.Duration
 
 	CrashCooldown  time.Duration
 	SpikeCooldown  time.Duration
@@ -74,6 +77,9 @@ func (c *Config) defaults() {
 	}
 	if c.XidDedupe <= 0 {
 		c.XidDedupe = 10 * time.Second
+	}
+	if c.InventoryEvery <= 0 {
+		c.InventoryEvery = inventoryEvery
 	}
 	if c.EventWait <= 0 {
 		c.EventWait = 500 * time.Millisecond

@@ -136,6 +136,8 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	var listeners sync.WaitGroup
 	listeners.Add(1)
 	go func() { defer listeners.Done(); m.runEvents(bg) }()
+	listeners.Add(1)
+	go func() { defer listeners.Done(); m.runInventory(bg) }()
 	if m.cfg.KmsgPath != "" {
 		listeners.Add(1)
 		go func() { defer listeners.Done(); m.runKmsg(bg) }()

@@ -361,3 +361,27 @@ func BusKey(s string) (string, bool) {
 
 // KernelTime converts a wall-clock reading to the kernel log's clock.
 func (h *Host) KernelTime(t time.Time) time.Duration { return h.kclock.At(t) }
+
+// Enumerate lists the UUIDs the driver enumerates now, to notice GPUs that
+// vanished (fell off the bus and were removed). It makes 1 + 2 x count calls;
+// a GPU whose UUID cannot be read is listed as "". The caller bounds it.
+func (h *Host) Enumerate() ([]string, error) {
+	n, ret := h.lib.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		return nil, fmt.Errorf("nvmlDeviceGetCount: %s", retText(ret))
+	}
+	out := make([]string, 0, n)
+	for i := range n {
+		dev, _, ret := h.lib.DeviceGetHandleByIndex(i)
+		if ret != nvml.SUCCESS {
+			out = append(out, "")
+			continue
+		}
+		u, ret := dev.GetUUID()
+		if ret != nvml.SUCCESS {
+			u = ""
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}

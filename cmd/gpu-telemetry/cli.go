@@ -32,6 +32,7 @@ type CLI struct {
 	CrashCooldown  Interval         `help:"At most one crash snapshot per GPU per this long. Default: ${default}." default:"60s"`
 	SpikeCooldown  Interval         `help:"At most one fan spike snapshot per this long. Default: ${default}." default:"10s"`
 	SummaryEvery   Interval         `name:"summary-interval" help:"summary.log cadence and rate window. Default: ${default}." default:"5m"`
+	InventoryEvery Interval         `name:"inventory-interval" help:"How often the GPU list is checked against the driver's enumeration (vanished GPUs). Default: ${default}." default:"30s"`
 	NoCompress     bool             `help:"Do not gzip finished CSV days."`
 	LogLevel       LogLevel         `help:"Log level: debug, info, warn, error. Default: ${default}." default:"info" enum:"debug,info,warn,error"`
 	Version        kong.VersionFlag `help:"Print the version and exit."`
@@ -106,6 +107,9 @@ func (c *CLI) Validate() error {
 	if d := time.Duration(c.SpikeCooldown); d < 0 {
 		errs = append(errs, fmt.Errorf("--spike-cooldown %s: must not be negative", d))
 	}
+	if d := time.Duration(c.InventoryEvery); d < 100*time.Millisecond || d > 24*time.Hour {
+		errs = append(errs, fmt.Errorf("--inventory-interval %s: must be between 100ms and 24h", d))
+	}
 	if d := time.Duration(c.SummaryEvery); d < time.Second {
 		errs = append(errs, fmt.Errorf("--summary-interval %s: must be at least 1s", d))
 	}
@@ -136,21 +140,22 @@ func (c *CLI) monitorConfig(log *slog.Logger) monitor.Config {
 		follow = append(follow, time.Duration(f))
 	}
 	return monitor.Config{
-		Version:       version,
-		LogDir:        c.LogDir,
-		Interval:      time.Duration(c.Interval),
-		Deadline:      time.Duration(c.Deadline),
-		Anomaly:       ac,
-		RetentionDays: c.RetentionDays,
-		FsyncEvery:    time.Duration(c.FsyncInterval),
-		MinFreeMB:     c.MinFreeMB,
-		Compress:      !c.NoCompress,
-		SummaryEvery:  time.Duration(c.SummaryEvery),
-		KmsgPath:      kmsg,
-		CrashCooldown: time.Duration(c.CrashCooldown),
-		SpikeCooldown: time.Duration(c.SpikeCooldown),
-		FollowUps:     follow,
-		Logger:        log,
-		Notifier:      newSystemd(log),
+		Version:        version,
+		LogDir:         c.LogDir,
+		Interval:       time.Duration(c.Interval),
+		Deadline:       time.Duration(c.Deadline),
+		Anomaly:        ac,
+		RetentionDays:  c.RetentionDays,
+		FsyncEvery:     time.Duration(c.FsyncInterval),
+		MinFreeMB:      c.MinFreeMB,
+		Compress:       !c.NoCompress,
+		SummaryEvery:   time.Duration(c.SummaryEvery),
+		InventoryEvery: time.Duration(c.InventoryEvery),
+		KmsgPath:       kmsg,
+		CrashCooldown:  time.Duration(c.CrashCooldown),
+		SpikeCooldown:  time.Duration(c.SpikeCooldown),
+		FollowUps:      follow,
+		Logger:         log,
+		Notifier:       newSystemd(log),
 	}
 }
