@@ -422,3 +422,52 @@ func TestStatusAndSummaryGolden(t *testing.T) {
 	b.WriteString(SummaryLine(now, st, st.WindowCounts, 300*time.Second) + "\n")
 	golden(t, "status-and-summary.golden", b.Bytes())
 }
+
+func TestFailuresBackOffAndRecover(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 2, nil)
+		fns := []string{"GetFieldValues", "GetTemperature", "GetPowerManagementLimit", "GetPerformanceState", "GetClockInfo",
+			"GetUtilizationRates", "GetMemoryInfo_v2", "GetCurrentClocksEventReasons", "GetFanSpeed_v2", "GetTargetFanSpeed",
+			"GetEncoderUtilization", "GetDecoderUtilization", "GetCurrPcieLinkGeneration", "GetCurrPcieLinkWidth",
+			"GetThermalSettings", "GetPowerUsage", "GetEnforcedPowerLimit", "GetTotalEnergyConsumption", "GetPcieReplayCounter"}
+		r.run(8*time.Second+50*time.Millisecond, func() {
+			go func() {
+				time.Sleep(time.Second - 50*time.Millisecond)
+				for _, fn := range fns {
+					r.devs[1].Set(fn, nvml.ERROR_UNKNOWN)
+				}
+				time.Sleep(3 * time.Second)
+				for _, fn := range fns {
+					r.devs[1].Set(fn, nvml.SUCCESS)
+				}
+			}()
+		})
+		failed := 0
+		var after []string
+		for _, row := range r.rows(1) {
+			if strings.Contains(row, "NVML_FAILED:") {
+				failed++
+			} else if failed > 0 {
+				after = append(after, row)
+			}
+		}
+		// Five failures at 10 Hz, then the 5 s back-off: the next try (at
+		// about 6.4 s) finds the GPU answering again.
+		if failed != 5 {
+			t.Errorf("%d NVML_FAILED rows, want 5 before the back-off", failed)
+		}
+		if len(after) == 0 || rowTime(t, after[0]).Sub(rowTime(t, r.rows(1)[0])) < 6*time.Second {
+			t.Errorf("back-off not honoured: first row after the failures %v", after)
+		}
+		logs := r.logs.String()
+		if !strings.Contains(logs, "GPU answers again") || !strings.Contains(logs, "after_failures=5") {
+			t.Errorf("recovery not logged with the failure count:\n%s", logs)
+		}
+		if n := len(r.rows(0)); n != 81 {
+			t.Errorf("healthy GPU wrote %d rows, want 81", n)
+		}
+		if c, _ := filepath.Glob(filepath.Join(r.dir, "crashes", "crash-*-gpu1.log")); len(c) != 1 {
+			t.Errorf("crash snapshots on the first failure: %v", c)
+		}
+	})
+}

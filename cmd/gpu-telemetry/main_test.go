@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestIntervalParsing(t *testing.T) {
+	cases := []struct {
+		in   string
+		want time.Duration
+		err  bool
+	}{
+		{"0.1", 100 * time.Millisecond, false},
+		{"1", time.Second, false},
+		{"100ms", 100 * time.Millisecond, false},
+		{"1m30s", 90 * time.Second, false},
+		{" 2.5 ", 2500 * time.Millisecond, false},
+		{"fast", 0, true},
+		{"", 0, true},
+		{"NaN", 0, true},
+		{"1e300", 0, true},
+	}
+	for _, c := range cases {
+		var iv Interval
+		err := iv.UnmarshalText([]byte(c.in))
+		if (err != nil) != c.err || (!c.err && time.Duration(iv) != c.want) {
+			t.Errorf("%q: got %v, %v; want %v, err=%v", c.in, time.Duration(iv), err, c.want, c.err)
+		}
+	}
+}
+
+func TestRunExitCodes(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"help", []string{"--help"}, 0, "--interval=100ms"},
+		{"version", []string{"--version"}, 0, "gpu-telemetry "},
+		{"zero interval", []string{"--interval", "0"}, 2, "--interval 0s: must be > 0"},
+		{"interval over an hour", []string{"--interval", "61m"}, 2, "--interval 1h1m0s"},
+		{"bad interval", []string{"--interval", "soon"}, 2, "--interval"},
+		{"spike threshold", []string{"--spike-threshold", "101"}, 2, "--spike-threshold 101"},
+		{"retention", []string{"--retention-days", "0"}, 2, "--retention-days 0"},
+		{"fsync", []string{"--fsync-interval", "0"}, 2, "--fsync-interval"},
+		{"follow-ups", []string{"--follow-ups", "10s,-1s"}, 2, "--follow-ups"},
+		{"empty gpu selector", []string{"--gpu", "0,,1"}, 2, "--gpu: empty GPU selector"},
+		{"log level", []string{"--log-level", "chatty"}, 2, "--log-level"},
+		{"unknown flag", []string{"--fan-curve"}, 2, "--fan-curve"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var b bytes.Buffer
+			// Never touch the system's log dir or lock file from a test.
+			dir := t.TempDir()
+			args := append([]string{"--log-dir", dir, "--lock-file", dir + "/lock"}, c.args...)
+			code := run(args, &b)
+			if code != c.code {
+				t.Errorf("exit %d, want %d; output:\n%s", code, c.code, b.String())
+			}
+			if !strings.Contains(b.String(), c.want) {
+				t.Errorf("output lacks %q:\n%s", c.want, b.String())
+			}
+			if c.code == 2 && strings.Count(strings.TrimSpace(b.String()), "\n") != 0 {
+				t.Errorf("error should be one line:\n%s", b.String())
+			}
+		})
+	}
+}
+
+func TestHelpShowsDefaults(t *testing.T) {
+	var b bytes.Buffer
+	run([]string{"--help"}, &b)
+	help := strings.Join(strings.Fields(b.String()), " ") // undo line wrapping
+	for _, d := range []string{"Default: 100ms", "Default: /var/log/gpu-telemetry", "Default: 15", "Default: /run/gpu-telemetry.pid",
+		"Default: 14", "Default: 500", "Default: /dev/kmsg", "Default: 10s,60s,300s"} {
+		if !strings.Contains(help, d) {
+			t.Errorf("--help lacks %q", d)
+		}
+	}
+}
+
+func TestLockContention(t *testing.T) {
+	path := t.TempDir() + "/lock"
+	l, err := takeLock(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock()
+	_, err = takeLock(path)
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "pid ") {
+		t.Errorf("second lock: %v", err)
+	}
+}
