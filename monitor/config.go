@@ -61,6 +61,9 @@ type Config struct {
 	// openLog opens events.log and summary.log; tests replace lumberjack,
 	// whose rotation goroutine outlives Close.
 	openLog func(dir, name string, maxMB int) lineLog
+	// newTicker makes the poll loop's ticker; tests use Go timers on fake
+	// time.
+	newTicker func(time.Duration) ticker
 }
 
 // DefaultDeadline returns the per-GPU sample deadline for an interval.
@@ -95,6 +98,9 @@ func (c *Config) defaults() {
 	}
 	if c.trace == nil {
 		c.trace = func(string) {}
+	}
+	if c.newTicker == nil {
+		c.newTicker = newTimerfdTicker
 	}
 	if c.openLog == nil {
 		c.openLog = func(dir, name string, maxMB int) lineLog { return sink.NewLineLog(dir, name, maxMB, logBackups) }

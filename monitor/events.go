@@ -12,37 +12,39 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/xid"
 )
 
-// runEvents waits on one NVML event set holding every GPU. Each wait is
-// bounded (EventWait) so shutdown is prompt; if the set itself fails (the
-// driver is in trouble) it is re-created with back-off.
+// runEvents follows one NVML event set holding every GPU. If the set fails
+// (the driver is in trouble) it is opened again with back-off. Shutdown
+// closes the stream, which unblocks it.
 func (m *Monitor) runEvents(ctx context.Context) {
 	retry := time.Second
 	for ctx.Err() == nil {
-		ev, err := m.host.OpenEvents(m.log)
+		st, err := m.host.WatchEvents(m.log)
 		if err != nil {
 			m.log.Warn("NVML events unavailable; Xids come from the kernel log only", "error", err)
 			return
 		}
 		for i, gs := range m.gpus {
-			m.log.Info("NVML events registered", "gpu", gs.idx, "types", sampler.EventTypeNames(ev.Masks[i]))
+			m.log.Info("NVML events registered", "gpu", gs.idx, "types", sampler.EventTypeNames(st.Masks()[i]))
 		}
-		failed := false
-		for ctx.Err() == nil {
-			e, ok, err := ev.Wait(m.cfg.EventWait)
+		stop := context.AfterFunc(ctx, st.Close)
+		var failed error
+		for {
+			e, err := st.Next()
 			if err != nil {
-				m.log.Warn("NVML event wait failed; re-creating the event set", "error", err, "retry_in", retry)
-				failed = true
+				if !errors.Is(err, sampler.ErrEventsClosed) {
+					failed = err
+				}
 				break
 			}
-			if ok {
-				m.nvmlEvents.Add(1)
-				m.onEvent(e)
-			}
+			m.nvmlEvents.Add(1)
+			m.onEvent(e)
 		}
-		ev.Close()
-		if !failed {
+		stop()
+		st.Close()
+		if failed == nil || ctx.Err() != nil {
 			return
 		}
+		m.log.Warn("NVML event stream failed; opening it again", "error", failed, "retry_in", retry)
 		select {
 		case <-ctx.Done():
 			return

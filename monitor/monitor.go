@@ -215,32 +215,36 @@ func (m *Monitor) waitWorkers(d time.Duration) []string {
 
 // loop is the fixed-rate poll loop: tick k fires at start + k x interval. A
 // slow tick never shifts later ones; ticks missed entirely are counted as
-// overruns and skipped, never run in a burst.
+// overruns and skipped, never run in a burst. Signals are handled on their
+// own goroutine so the loop only ever waits for its ticker.
 func (m *Monitor) loop(ctx context.Context, sigs <-chan os.Signal) {
-	iv := m.cfg.Interval
-	start := time.Now()
-	m.lastSummary = start
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	k := int64(0)
+	tk := m.cfg.newTicker(m.cfg.Interval)
+	m.lastSummary = time.Now()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				tk.Stop()
+				return
+			case <-done:
+				return
+			case sig := <-sigs:
+				m.signal(sig)
+			}
+		}
+	}()
+	m.tick(time.Now())
+	m.ticks.Add(1)
 	for {
-		select {
-		case <-ctx.Done():
+		missed, ok := tk.Next()
+		if !ok || ctx.Err() != nil {
 			return
-		case sig := <-sigs:
-			m.signal(sig)
-			continue
-		case <-timer.C:
 		}
-		now := time.Now()
-		m.tick(now)
+		m.overruns.Add(missed)
+		m.tick(time.Now())
 		m.ticks.Add(1)
-		k++
-		if due := int64(time.Since(start) / iv); due >= k {
-			m.overruns.Add(uint64(due - k + 1))
-			k = due + 1
-		}
-		timer.Reset(time.Until(start.Add(time.Duration(k) * iv)))
 	}
 }
 

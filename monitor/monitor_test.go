@@ -118,9 +118,10 @@ func newRig(t *testing.T, n int, tweak func(*Config)) *rig {
 	cfg := Config{
 		Version: "test", LogDir: r.dir, Interval: 100 * time.Millisecond, Anomaly: anomaly.DefaultConfig(),
 		RetentionDays: 14, FsyncEvery: time.Second, Runner: fakeRunner{}, FollowUps: []time.Duration{},
-		Logger:   slog.New(slog.NewTextHandler(r.logs, nil)),
-		HostRoot: t.TempDir(),
-		openLog:  func(dir, name string, _ int) lineLog { return &plainLog{path: filepath.Join(dir, name)} },
+		Logger:    slog.New(slog.NewTextHandler(r.logs, nil)),
+		HostRoot:  t.TempDir(),
+		openLog:   func(dir, name string, _ int) lineLog { return &plainLog{path: filepath.Join(dir, name)} },
+		newTicker: newGoTicker,
 		trace: func(s string) {
 			mu.Lock()
 			r.steps = append(r.steps, s)
@@ -470,4 +471,35 @@ func TestFailuresBackOffAndRecover(t *testing.T) {
 			t.Errorf("crash snapshots on the first failure: %v", c)
 		}
 	})
+}
+
+func TestTimerfdTicker(t *testing.T) {
+	tk := newTimerfdTicker(5 * time.Millisecond)
+	for i := range 5 {
+		if _, ok := tk.Next(); !ok {
+			t.Fatalf("tick %d: ticker stopped", i)
+		}
+	}
+	// A stall longer than two intervals reports the missed ticks.
+	time.Sleep(30 * time.Millisecond)
+	if missed, ok := tk.Next(); !ok || missed < 2 {
+		t.Errorf("after a 30 ms stall at 5 ms: missed %d, ok %v", missed, ok)
+	}
+	done := make(chan bool)
+	go func() {
+		_, ok := tk.Next()
+		done <- ok
+	}()
+	time.Sleep(2 * time.Millisecond)
+	tk.Stop()
+	tk.Stop()
+	select {
+	case ok := <-done:
+		_ = ok // the last tick may have fired before Stop
+	case <-time.After(5 * time.Second):
+		t.Fatal("Stop did not unblock Next")
+	}
+	if _, ok := tk.Next(); ok {
+		t.Errorf("Next after Stop returned a tick")
+	}
 }

@@ -1,8 +1,10 @@
 package sampler
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -16,26 +18,32 @@ import (
 const WatchedEvents = uint64(nvml.EventTypePState | nvml.EventTypeXidCriticalError |
 	nvml.EventTypeClock | nvml.EventTypeGpuRecoveryAction)
 
-// Events is one NVML event set holding every monitored GPU.
-type Events struct {
-	set   EventSet
-	gpus  []*GPU
-	Masks []uint64 // registered types per GPU, in h.GPUs order
+// ErrEventsClosed is returned by EventStream.Next after Close.
+var ErrEventsClosed = errors.New("event stream closed")
+
+// EventStream delivers NVML events for the monitored GPUs.
+type EventStream interface {
+	// Next blocks until an event arrives. It returns ErrEventsClosed after
+	// Close, and other errors when the event set failed (the caller may
+	// back off and open a new stream).
+	Next() (reading.Event, error)
+	// Close stops the stream and unblocks Next.
+	Close()
+	// Masks returns the event types registered per GPU, in Host.GPUs order.
+	Masks() []uint64
 }
 
-// OpenEvents creates the event set and registers each GPU for the supported
-// subset of WatchedEvents. It fails only when no GPU could be registered. Call
-// it from the goroutine that will wait on the set: the calls are not bounded.
-func (h *Host) OpenEvents(log *slog.Logger) (*Events, error) {
+// WatchEvents opens one event set holding every monitored GPU for the
+// supported subset of WatchedEvents. With the real driver the wait runs on a
+// plain thread outside the Go scheduler (see evthread.c); otherwise on the
+// calling goroutine's stream with bounded waits. It fails only when no GPU
+// could be registered. Call it from the goroutine that reads the events: the
+// registration calls are not bounded.
+func (h *Host) WatchEvents(log *slog.Logger) (EventStream, error) {
 	if !h.Syms.Has(FnEventSetCreate) || !h.Syms.Has(FnRegisterEvents) || !h.Syms.Has(FnEventSetWait) {
 		return nil, fmt.Errorf("the driver lacks NVML event sets")
 	}
-	set, ret := h.lib.EventSetCreate()
-	if ret != nvml.SUCCESS {
-		return nil, fmt.Errorf("nvmlEventSetCreate: %s", retText(ret))
-	}
-	e := &Events{set: set, gpus: h.GPUs, Masks: make([]uint64, len(h.GPUs))}
-	registered := false
+	masks := make([]uint64, len(h.GPUs))
 	for i, g := range h.GPUs {
 		dev := g.Device()
 		if dev == nil || !g.StaticDone() {
@@ -50,24 +58,47 @@ func (h *Host) OpenEvents(log *slog.Logger) (*Events, error) {
 			}
 			supported = s
 		}
-		mask := supported & WatchedEvents
+		masks[i] = supported & WatchedEvents
+	}
+	if _, native := h.lib.(*NVML); native {
+		return h.watchNative(masks)
+	}
+	return h.watchGo(masks)
+}
+
+// goEvents waits on the set from Go with bounded waits (fakes in tests).
+type goEvents struct {
+	set    EventSet
+	gpus   []*GPU
+	masks  []uint64
+	closed atomic.Bool
+}
+
+func (h *Host) watchGo(want []uint64) (EventStream, error) {
+	set, ret := h.lib.EventSetCreate()
+	if ret != nvml.SUCCESS {
+		return nil, fmt.Errorf("nvmlEventSetCreate: %s", retText(ret))
+	}
+	e := &goEvents{set: set, gpus: h.GPUs, masks: make([]uint64, len(h.GPUs))}
+	registered := false
+	for i, g := range h.GPUs {
+		mask := want[i]
 		if mask == 0 {
 			continue
 		}
+		dev := g.Device()
 		if ret := dev.RegisterEvents(mask, set.Raw()); ret != nvml.SUCCESS {
 			// Some drivers refuse a mask as a whole; register type by type.
 			mask2 := uint64(0)
-			for bit := uint64(1); bit <= mask; bit <<= 1 {
+			for bit := uint64(1); bit != 0 && bit <= mask; bit <<= 1 {
 				if mask&bit != 0 && dev.RegisterEvents(bit, set.Raw()) == nvml.SUCCESS {
 					mask2 |= bit
 				}
 			}
 			mask = mask2
 		}
-		e.Masks[i] = mask
-		if mask != 0 {
-			registered = true
-		}
+		e.masks[i] = mask
+		registered = registered || mask != 0
 	}
 	if !registered {
 		set.Free()
@@ -76,21 +107,40 @@ func (h *Host) OpenEvents(log *slog.Logger) (*Events, error) {
 	return e, nil
 }
 
-// Wait waits up to timeout for one event. ok is false on timeout. An error
-// means the set itself failed (the caller should back off and retry).
-func (e *Events) Wait(timeout time.Duration) (ev reading.Event, ok bool, err error) {
-	handle, typ, data, ret := e.set.Wait(uint32(timeout / time.Millisecond))
-	switch Classify(ret) {
-	case ClassOK:
-	case ClassTimeout:
-		return reading.Event{}, false, nil
-	default:
-		return reading.Event{}, false, fmt.Errorf("nvmlEventSetWait: %s", retText(ret))
+func (e *goEvents) Masks() []uint64 { return e.masks }
+
+func (e *goEvents) Close() { e.closed.Store(true) }
+
+func (e *goEvents) Next() (reading.Event, error) {
+	for {
+		if e.closed.Load() {
+			e.set.Free()
+			return reading.Event{}, ErrEventsClosed
+		}
+		handle, typ, data, ret := e.set.Wait(500)
+		switch Classify(ret) {
+		case ClassOK:
+		case ClassTimeout:
+			continue
+		default:
+			return reading.Event{}, fmt.Errorf("nvmlEventSetWait: %s", retText(ret))
+		}
+		idx := -1
+		for _, g := range e.gpus {
+			if g.Handle() != nil && g.Handle() == handle {
+				idx = g.Info().Index
+				break
+			}
+		}
+		return makeEvent(e.gpus, idx, typ, data), nil
 	}
-	ev = reading.Event{Time: time.Now(), GPU: -1, Source: reading.SourceNVML, NVMLType: typ, Data: data}
-	for _, g := range e.gpus {
-		if g.Handle() != nil && g.Handle() == handle {
-			info := g.Info()
+}
+
+// makeEvent classifies one NVML event for the GPU with index idx.
+func makeEvent(gpus []*GPU, idx int, typ, data uint64) reading.Event {
+	ev := reading.Event{Time: time.Now(), GPU: -1, Source: reading.SourceNVML, NVMLType: typ, Data: data}
+	for _, g := range gpus {
+		if info := g.Info(); info.Index == idx {
 			ev.GPU, ev.BusID = info.Index, info.BusID
 			break
 		}
@@ -107,11 +157,8 @@ func (e *Events) Wait(timeout time.Duration) (ev reading.Event, ok bool, err err
 	default:
 		ev.Kind = reading.EventOther
 	}
-	return ev, true, nil
+	return ev
 }
-
-// Close frees the event set.
-func (e *Events) Close() { e.set.Free() }
 
 // EventTypeNames returns the names of the watched types in mask.
 func EventTypeNames(mask uint64) string {

@@ -88,7 +88,9 @@ type GPU struct {
 	staticDone chan struct{}
 	staticErr  string
 
-	// What is in flight, for hang reports from other goroutines.
+	// What is in flight, for hang reports from other goroutines: the
+	// function and when the sample (or start-up read) that called it began.
+	// One clock read per sample, not per call: calls are ~15 per sample.
 	cur       atomic.Int32 // Fn
 	callStart atomic.Int64 // ns since base
 
@@ -171,8 +173,8 @@ func (g *GPU) Device() Device { return g.dev }
 // Handle returns the handle NVML events carry for this GPU.
 func (g *GPU) Handle() any { return g.handle }
 
-// InFlight reports the NVML function this GPU's goroutine is inside and since
-// when; ok is false when no call is in flight.
+// InFlight reports the NVML function this GPU's goroutine is inside and when
+// the sample that made the call began; ok is false when no call is in flight.
 func (g *GPU) InFlight() (fn Fn, since time.Time, ok bool) {
 	f := Fn(g.cur.Load())
 	if f == FnNone {
@@ -192,10 +194,10 @@ func (g *GPU) can(fn Fn, idx int) bool {
 }
 
 // begin marks fn as in flight.
-func (g *GPU) begin(fn Fn) {
-	g.callStart.Store(g.mono())
-	g.cur.Store(int32(fn))
-}
+func (g *GPU) begin(fn Fn) { g.cur.Store(int32(fn)) }
+
+// started records when a sample or the start-up read began.
+func (g *GPU) started(t time.Time) { g.callStart.Store(int64(t.Sub(g.base))) }
 
 // end classifies the result of fn and reports whether it succeeded.
 func (g *GPU) end(fn Fn, idx int, ret nvml.Return) bool {
@@ -272,6 +274,7 @@ func (g *GPU) Sample(s *reading.Sample) {
 	info := g.info.Load()
 	*s = reading.Sample{GPU: info.Index, NumFans: min(info.NumFans, reading.MaxFans)}
 	now := time.Now()
+	g.started(now)
 	s.Time = now
 	s.KernelTime = g.kclock.At(now)
 	g.attempts, g.fails, g.firstErr, g.lost = 0, 0, FnNone, false
@@ -559,11 +562,16 @@ func (g *GPU) readFields(s *reading.Sample) {
 // buildFields fills the batch with the quantities whose field is not switched
 // off and returns how many there are.
 func (g *GPU) buildFields() int {
-	now := g.mono()
+	var now int64
 	n := 0
 	for q := 0; q < numQ; q++ {
-		if g.fieldOff[q] != 0 && now < g.fieldOff[q] {
-			continue
+		if g.fieldOff[q] != 0 {
+			if now == 0 {
+				now = g.mono()
+			}
+			if now < g.fieldOff[q] {
+				continue
+			}
 		}
 		g.fields[n] = nvml.FieldValue{FieldId: qField[q]}
 		g.fieldQ[n] = q

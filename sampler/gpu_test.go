@@ -450,3 +450,7 @@ func TestSampleDoesNotAllocate(t *testing.T) {
 		t.Errorf("Sample allocates %.1f times per call", allocs)
 	}
 }
+
+func newFakeLibForBench() *fakenvml.Lib {
+	return &fakenvml.Lib{InitRet: nvml.SUCCESS, Devs: []*fakenvml.Dev{fakenvml.NewDev()}}
+}

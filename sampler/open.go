@@ -160,6 +160,7 @@ func (h *Host) Library() Library { return h.lib }
 // readStatic reads the facts that do not change while the driver is loaded.
 func (g *GPU) readStatic(lib Library) {
 	info := g.Info()
+	g.started(time.Now())
 	g.begin(FnGetHandle)
 	dev, handle, ret := lib.DeviceGetHandleByIndex(info.Index)
 	if !g.end(FnGetHandle, 0, ret) {

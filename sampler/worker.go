@@ -85,7 +85,7 @@ func (w *Worker) Busy() (since time.Time, busy bool) {
 }
 
 // Stuck reports whether the sample in flight has missed its deadline while
-// inside an NVML call, which call, and how long that call has been running.
+// inside an NVML call, which call, and how long the sample has been running.
 // A sample that is late for another reason (its handler is blocked writing)
 // is not reported: the driver is not the one stuck.
 func (w *Worker) Stuck(now time.Time, deadline time.Duration) (fn Fn, elapsed time.Duration, stuck bool) {

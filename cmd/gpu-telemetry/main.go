@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,7 +32,17 @@ import (
 // version is set at build time (-ldflags "-X main.version=...").
 var version = "dev"
 
-func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
+func main() {
+	// One P is enough: the work is a few microseconds per GPU per tick, and a
+	// second P makes every wake-up cost more (idle Ps are woken to spin and
+	// steal). Hang isolation does not need a second P: a goroutine stuck in a
+	// cgo call releases its P to the scheduler. GOMAXPROCS in the
+	// environment still wins.
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
+	os.Exit(run(os.Args[1:], os.Stderr))
+}
 
 // exitCode carries kong's exit (after --help or --version) out of Parse.
 type exitCode int

@@ -1,0 +1,41 @@
+package sampler
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// BenchmarkSampleSimulatedGPU reads one GPU through go-nvml and the
+// simulated libnvidia-ml.so.1 (cgo included). make bench puts the library on
+// LD_LIBRARY_PATH; without it the benchmark is skipped.
+func BenchmarkSampleSimulatedGPU(b *testing.B) {
+	h, err := Open(NewNVML(), OpenOptions{Config: DefaultConfig(100 * time.Millisecond)})
+	if err != nil {
+		b.Skipf("no simulated driver on LD_LIBRARY_PATH: %v", err)
+	}
+	defer h.Close(time.Second)
+	g := h.GPUs[0]
+	var s reading.Sample
+	g.Sample(&s)
+	b.ReportAllocs()
+	for b.Loop() {
+		g.Sample(&s)
+	}
+}
+
+// BenchmarkSampleFake is the sampler's own cost, without cgo.
+func BenchmarkSampleFake(b *testing.B) {
+	lib := newFakeLibForBench()
+	h, err := Open(lib, OpenOptions{Config: DefaultConfig(100 * time.Millisecond)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := h.GPUs[0]
+	var s reading.Sample
+	b.ReportAllocs()
+	for b.Loop() {
+		g.Sample(&s)
+	}
+}
