@@ -97,14 +97,15 @@ type CSV struct {
 	paused atomic.Bool // disk guard
 	gz     *compressor
 
-	stop     chan struct{}
-	done     chan struct{}
-	closeMu  sync.Mutex
-	closed   bool
-	shut     atomic.Bool // set by Close: later rows are dropped
-	dropped  atomic.Uint64
-	written  atomic.Uint64
-	syncErrs atomic.Uint64
+	stop      chan struct{}
+	done      chan struct{}
+	closeMu   sync.Mutex
+	closed    bool
+	shut      atomic.Bool // set by Close: later rows are dropped
+	dropped   atomic.Uint64
+	written   atomic.Uint64
+	syncErrs  atomic.Uint64
+	syncSkips atomic.Uint64
 }
 
 type gpuFile struct {
@@ -113,6 +114,7 @@ type gpuFile struct {
 	fans     int
 	header   []byte
 	f        file
+	osf      *os.File // f's os.File, for the sync thread
 	path     string
 	day      time.Time // local midnight starting the file's day
 	next     time.Time // local midnight ending it
@@ -266,7 +268,7 @@ func (c *CSV) cutBack(gf *gpuFile) {
 	if err := gf.f.Truncate(gf.size); err != nil {
 		// Leave the file to be reopened (and repaired) on the next row.
 		gf.f.Close()
-		gf.f = nil
+		gf.f, gf.osf = nil, nil
 	}
 }
 
@@ -285,7 +287,7 @@ func (c *CSV) ensureOpen(gf *gpuFile, t time.Time) error {
 	if err != nil {
 		return err
 	}
-	gf.f, gf.path, gf.size = f, path, size
+	gf.f, gf.osf, gf.path, gf.size = f, f, path, size
 	if c.cfg.wrap != nil {
 		gf.f = c.cfg.wrap(f)
 	}
@@ -301,7 +303,7 @@ func (c *CSV) finish(gf *gpuFile) {
 		c.syncErrs.Add(1)
 	}
 	gf.f.Close()
-	gf.f = nil
+	gf.f, gf.osf = nil, nil
 	gf.dirty.Store(false)
 	c.log.Info("CSV day finished", "gpu", gf.index, "path", path)
 	if c.gz != nil {
@@ -395,11 +397,41 @@ func (c *CSV) Sync(index int) error {
 	return nil
 }
 
-// SyncAll fsyncs every dirty file.
+// SyncAll fsyncs every dirty file and waits for it.
 func (c *CSV) SyncAll() {
 	for _, i := range c.order {
 		if c.files[i].dirty.Load() {
 			c.Sync(i)
+		}
+	}
+}
+
+// syncDirty hands every dirty file to the sync thread without waiting. While
+// the previous round is still on the disk, this round is skipped (counted):
+// a slow disk gets fewer syncs rather than a pile of them.
+func (c *CSV) syncDirty() {
+	var files []*os.File
+	var gfs []*gpuFile
+	for _, i := range c.order {
+		gf := c.files[i]
+		if !gf.dirty.Load() {
+			continue
+		}
+		gf.mu.Lock()
+		if gf.osf != nil {
+			files = append(files, gf.osf)
+			gfs = append(gfs, gf)
+			gf.dirty.Store(false)
+		}
+		gf.mu.Unlock()
+	}
+	if len(files) == 0 {
+		return
+	}
+	if !syncAsync(files) {
+		c.syncSkips.Add(1)
+		for _, gf := range gfs {
+			gf.dirty.Store(true)
 		}
 	}
 }
@@ -413,7 +445,7 @@ func (c *CSV) Reopen() {
 		if gf.f != nil {
 			gf.f.Sync()
 			gf.f.Close()
-			gf.f = nil
+			gf.f, gf.osf = nil, nil
 		}
 		gf.mu.Unlock()
 	}
@@ -421,13 +453,18 @@ func (c *CSV) Reopen() {
 
 // Stats are the sink's counters.
 type Stats struct {
-	Written, Dropped, SyncErrors uint64
-	Paused                       bool
+	Written, Dropped uint64
+	SyncBatches      uint64 // periodic sync rounds completed (process-wide)
+	SyncErrors       uint64 // failed fsync/fdatasync calls
+	SyncSkips        uint64 // periodic rounds skipped: the previous one was still on the disk
+	Paused           bool
 }
 
 // Stats returns the counters.
 func (c *CSV) Stats() Stats {
-	return Stats{Written: c.written.Load(), Dropped: c.dropped.Load(), SyncErrors: c.syncErrs.Load(), Paused: c.paused.Load()}
+	b, e := asyncSyncStats()
+	return Stats{Written: c.written.Load(), Dropped: c.dropped.Load(), SyncBatches: b,
+		SyncErrors: c.syncErrs.Load() + e, SyncSkips: c.syncSkips.Load(), Paused: c.paused.Load()}
 }
 
 // Close stops the background work, fsyncs and closes every file. Pending
@@ -454,7 +491,7 @@ func (c *CSV) Close() error {
 			if err := gf.f.Close(); err != nil {
 				errs = append(errs, err)
 			}
-			gf.f = nil
+			gf.f, gf.osf = nil, nil
 		}
 		gf.mu.Unlock()
 	}
@@ -464,9 +501,9 @@ func (c *CSV) Close() error {
 	return errors.Join(errs...)
 }
 
-// background fsyncs dirty files every FsyncEvery and checks free space every
-// DiskCheckEvery. fsync runs outside the GPU locks so a slow disk never holds
-// up a row.
+// background hands dirty files to the sync thread every FsyncEvery and checks
+// free space every DiskCheckEvery. Syncing runs outside the GPU locks and off
+// the Go scheduler, so a slow disk never holds up a row.
 func (c *CSV) background() {
 	defer close(c.done)
 	t := time.NewTicker(c.cfg.FsyncEvery)
@@ -478,7 +515,7 @@ func (c *CSV) background() {
 			return
 		case <-t.C:
 		}
-		c.SyncAll()
+		c.syncDirty()
 		if time.Since(lastDisk) >= c.cfg.DiskCheckEvery {
 			lastDisk = time.Now()
 			c.checkDisk()

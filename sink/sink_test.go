@@ -481,3 +481,29 @@ func TestFlagsWithCommaAreQuoted(t *testing.T) {
 		t.Errorf("quote escaping: %q %v", cells, err)
 	}
 }
+
+func TestPeriodicSyncRunsOffTheScheduler(t *testing.T) {
+	c := newTestCSV(t, t.TempDir(), CSVConfig{FsyncEvery: 10 * time.Millisecond})
+	before := c.Stats().SyncBatches
+	s := fullSample()
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Stats().SyncBatches < before+2 {
+		s.Time = s.Time.Add(100 * time.Millisecond)
+		if err := c.Write(&s); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the sync thread never completed a batch")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if st := c.Stats(); st.SyncErrors != 0 {
+		t.Errorf("sync errors: %+v", st)
+	}
+	// Rotation closes a file the sync thread may still hold a duplicate of:
+	// nothing breaks.
+	s.Time = s.Time.Add(24 * time.Hour)
+	if err := c.Write(&s); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,89 @@
+// See fsync.h.
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fsync.h"
+
+#define GT_MAXFD 256
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static int started;
+static int busy;      // a batch is queued or running
+static int queue[GT_MAXFD];
+static int queued;
+static unsigned long long batches, errors;
+
+static void *run(void *arg)
+{
+	(void)arg;
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL); // signals belong to Go's threads
+	for (;;) {
+		int fds[GT_MAXFD], n;
+		pthread_mutex_lock(&mu);
+		while (queued == 0)
+			pthread_cond_wait(&cv, &mu);
+		n = queued;
+		memcpy(fds, queue, sizeof(int) * (size_t)n);
+		queued = 0;
+		pthread_mutex_unlock(&mu);
+		unsigned long long errs = 0;
+		for (int i = 0; i < n; i++) {
+			if (fdatasync(fds[i]) != 0)
+				errs++;
+			close(fds[i]);
+		}
+		pthread_mutex_lock(&mu);
+		busy = 0;
+		batches++;
+		errors += errs;
+		pthread_mutex_unlock(&mu);
+	}
+	return NULL;
+}
+
+int gt_fsync_submit(const int *fds, int n)
+{
+	if (n <= 0)
+		return 0;
+	if (n > GT_MAXFD)
+		return -1;
+	pthread_mutex_lock(&mu);
+	if (!started) {
+		pthread_t t;
+		pthread_attr_t attr;
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		pthread_attr_setstacksize(&attr, 64 * 1024);
+		if (pthread_create(&t, &attr, run, NULL) != 0) {
+			pthread_attr_destroy(&attr);
+			pthread_mutex_unlock(&mu);
+			return -1;
+		}
+		pthread_attr_destroy(&attr);
+		started = 1;
+	}
+	if (busy) {
+		pthread_mutex_unlock(&mu);
+		return -1;
+	}
+	memcpy(queue, fds, sizeof(int) * (size_t)n);
+	queued = n;
+	busy = 1;
+	pthread_cond_signal(&cv);
+	pthread_mutex_unlock(&mu);
+	return 0;
+}
+
+void gt_fsync_stats(unsigned long long *b, unsigned long long *e)
+{
+	pthread_mutex_lock(&mu);
+	*b = batches;
+	*e = errors;
+	pthread_mutex_unlock(&mu);
+}
