@@ -38,12 +38,6 @@ func DefaultConfig(interval time.Duration) Config {
 	return Config{Reprobe: 10 * time.Minute, SlowEvery: slow, FieldWait: 20 * time.Millisecond}
 }
 
-// fieldSem serializes GetFieldValues across GPUs: NVML has been seen to
-// misbehave when it is called concurrently. It is a channel rather than a
-// mutex so that a waiter can give up (a GSP fault can keep the holder inside
-// the driver for 45 s).
-var fieldSem = make(chan struct{}, 1)
-
 // Quantities read through GetFieldValues, each with an individual fallback.
 const (
 	qPower = iota
@@ -100,10 +94,8 @@ type GPU struct {
 	absurd   [numFns]bool // logged "absurd value" once
 	fieldOff [numQ]int64
 
-	fieldTimer *time.Timer
-	fields     [numQ]nvml.FieldValue
-	fieldQ     [numQ]int
-	nfields    int
+	exec executor // makes a sample's calls (Go, or one cgo call); set with the static facts
+	raw  raw      // the current sample's calls and results
 
 	n    uint64 // samples taken
 	slow slowTier
@@ -132,10 +124,8 @@ func NewGPU(info reading.GPU, dev Device, handle any, syms *Symbols, cfg Config,
 	if info.NumFans > reading.MaxFans {
 		log.Warn("more fans than recorded", "gpu", info.Index, "fans", info.NumFans, "recorded", reading.MaxFans)
 	}
-	t := time.NewTimer(time.Hour)
-	t.Stop()
 	g := &GPU{dev: dev, handle: handle, syms: syms, cfg: cfg, kclock: kc,
-		log: log.With("gpu", info.Index), base: time.Now(), fieldTimer: t}
+		log: log.With("gpu", info.Index), base: time.Now()}
 	g.info.Store(&info)
 	return g
 }
@@ -177,6 +167,11 @@ func (g *GPU) Handle() any { return g.handle }
 // the sample that made the call began; ok is false when no call is in flight.
 func (g *GPU) InFlight() (fn Fn, since time.Time, ok bool) {
 	f := Fn(g.cur.Load())
+	if g.StaticDone() && g.exec != nil {
+		if c := g.exec.current(); c > 0 && int(c) <= int(numCalls) {
+			f = callFn[c-1].fn
+		}
+	}
 	if f == FnNone {
 		return FnNone, time.Time{}, false
 	}
@@ -282,60 +277,13 @@ func (g *GPU) Sample(s *reading.Sample) {
 		s.Status, s.Err = reading.StatusFailed, g.staticErr
 		return
 	}
-
-	g.readFields(s)
-	dev := g.dev
-
-	if g.can(FnTemperature, 0) {
-		g.begin(FnTemperature)
-		v, ret := dev.GetTemperature(nvml.TEMPERATURE_GPU)
-		if g.end(FnTemperature, 0, ret) && g.sane(FnTemperature, uint64(v), maxTempC) {
-			s.TempC = reading.Some(v)
-			if m, ok := info.Thresholds.GPUMax.Get(); ok {
-				s.TLimitC = reading.Some(int32(m) - int32(v))
-			}
-		}
+	if g.exec == nil { // a GPU made with NewGPU, not Open
+		g.exec = newGoExec(g.dev, g.cfg.FieldWait)
 	}
-	if g.can(FnPowerLimit, 0) {
-		g.begin(FnPowerLimit)
-		v, ret := dev.GetPowerManagementLimit()
-		// A limit of 0 W is a driver error (and would divide by zero).
-		if g.end(FnPowerLimit, 0, ret) && g.within(FnPowerLimit, uint64(v), 1, maxPowerMW) {
-			s.PowerLimitMW = reading.Some(v)
-		}
-	}
-	if g.can(FnPState, 0) {
-		g.begin(FnPState)
-		v, ret := dev.GetPerformanceState()
-		if g.end(FnPState, 0, ret) && v >= 0 && g.sane(FnPState, uint64(v), maxPState) {
-			s.PState = reading.Some(uint32(v))
-		}
-	}
-	s.GraphicsMHz = g.clock(nvml.CLOCK_GRAPHICS, 0)
-	s.SMMHz = g.clock(nvml.CLOCK_SM, 1)
-	s.MemMHz = g.clock(nvml.CLOCK_MEM, 2)
-	if g.can(FnUtilization, 0) {
-		g.begin(FnUtilization)
-		u, ret := dev.GetUtilizationRates()
-		if g.end(FnUtilization, 0, ret) {
-			if g.sane(FnUtilization, uint64(u.Gpu), maxPercent) {
-				s.GPUUtil = reading.Some(u.Gpu)
-			}
-			if g.sane(FnUtilization, uint64(u.Memory), maxPercent) {
-				s.MemUtil = reading.Some(u.Memory)
-			}
-		}
-	}
-	g.readMemory(s)
-	g.readThrottle(s)
-	g.readFans(s)
-
-	if g.n%uint64(g.cfg.SlowEvery) == 0 {
-		g.readSlow()
-	}
-	s.EncUtil, s.DecUtil = g.slow.enc, g.slow.dec
-	s.PCIeGen, s.PCIeWidth = g.slow.pcieGen, g.slow.pcieW
-	s.Sensor0 = g.slow.sensor0
+	r := &g.raw
+	g.plan(r, s.NumFans, g.n%uint64(g.cfg.SlowEvery) == 0)
+	g.exec.run(r)
+	g.interpret(r, s, info)
 	g.n++
 
 	switch {
@@ -348,255 +296,6 @@ func (g *GPU) Sample(s *reading.Sample) {
 		*s = reading.Sample{GPU: s.GPU, Time: s.Time, KernelTime: s.KernelTime, NumFans: s.NumFans,
 			Status: reading.StatusFailed, Err: g.firstErr.String() + ": " + retText(g.firstRet)}
 		g.slow = slowTier{}
-	}
-}
-
-// clock reads one clock domain; idx separates the domains in the cache.
-func (g *GPU) clock(t nvml.ClockType, idx int) reading.Opt[uint32] {
-	if !g.can(FnClock, idx) {
-		return reading.Opt[uint32]{}
-	}
-	g.begin(FnClock)
-	v, ret := g.dev.GetClockInfo(t)
-	if g.end(FnClock, idx, ret) && g.sane(FnClock, uint64(v), maxClockMHz) {
-		return reading.Some(v)
-	}
-	return reading.Opt[uint32]{}
-}
-
-func (g *GPU) readMemory(s *reading.Sample) {
-	if g.can(FnMemoryInfoV2, 0) {
-		g.begin(FnMemoryInfoV2)
-		m, ret := g.dev.GetMemoryInfo_v2()
-		if g.end(FnMemoryInfoV2, 0, ret) {
-			if g.sane(FnMemoryInfoV2, m.Used, maxVRAM) {
-				s.VRAMUsedBytes = reading.Some(m.Used)
-			}
-			return
-		}
-		if g.can(FnMemoryInfoV2, 0) || g.lost {
-			return // a real failure, not a missing capability: don't double the calls
-		}
-	}
-	if g.can(FnMemoryInfo, 0) {
-		g.begin(FnMemoryInfo)
-		m, ret := g.dev.GetMemoryInfo()
-		if g.end(FnMemoryInfo, 0, ret) && g.sane(FnMemoryInfo, m.Used, maxVRAM) {
-			s.VRAMUsedBytes = reading.Some(m.Used)
-		}
-	}
-}
-
-func (g *GPU) readThrottle(s *reading.Sample) {
-	if g.can(FnClocksEventReasons, 0) {
-		g.begin(FnClocksEventReasons)
-		v, ret := g.dev.GetCurrentClocksEventReasons()
-		if g.end(FnClocksEventReasons, 0, ret) {
-			s.Throttle = reading.Some(v)
-			return
-		}
-		if g.can(FnClocksEventReasons, 0) || g.lost {
-			return
-		}
-	}
-	if g.can(FnClocksThrottleReasons, 0) {
-		g.begin(FnClocksThrottleReasons)
-		v, ret := g.dev.GetCurrentClocksThrottleReasons()
-		if g.end(FnClocksThrottleReasons, 0, ret) {
-			s.Throttle = reading.Some(v)
-		}
-	}
-}
-
-func (g *GPU) readFans(s *reading.Sample) {
-	for i := 0; i < s.NumFans; i++ {
-		f := &s.Fans[i]
-		switch {
-		case g.can(FnFanSpeedV2, i):
-			g.begin(FnFanSpeedV2)
-			v, ret := g.dev.GetFanSpeed_v2(i)
-			if g.end(FnFanSpeedV2, i, ret) && g.sane(FnFanSpeedV2, uint64(v), maxFanPct) {
-				f.Speed = reading.Some(v)
-			}
-		case i == 0 && !g.syms.Has(FnFanSpeedV2) && g.can(FnFanSpeed, 0):
-			// Old drivers: nvmlDeviceGetFanSpeed reports fan 0 only.
-			g.begin(FnFanSpeed)
-			v, ret := g.dev.GetFanSpeed()
-			if g.end(FnFanSpeed, 0, ret) && g.sane(FnFanSpeed, uint64(v), maxFanPct) {
-				f.Speed = reading.Some(v)
-			}
-		}
-		if g.can(FnTargetFanSpeed, i) {
-			g.begin(FnTargetFanSpeed)
-			v, ret := g.dev.GetTargetFanSpeed(i)
-			// go-nvml returns the driver's unsigned value as int: a
-			// "negative" target arrives as 4294967295.
-			if g.end(FnTargetFanSpeed, i, ret) && v >= 0 && g.sane(FnTargetFanSpeed, uint64(v), maxPercent) {
-				f.Target = reading.Some(uint32(v))
-			}
-		}
-	}
-}
-
-func (g *GPU) readSlow() {
-	t := &g.slow
-	*t = slowTier{}
-	if g.can(FnEncoderUtil, 0) {
-		g.begin(FnEncoderUtil)
-		v, _, ret := g.dev.GetEncoderUtilization()
-		if g.end(FnEncoderUtil, 0, ret) && g.sane(FnEncoderUtil, uint64(v), maxPercent) {
-			t.enc = reading.Some(v)
-		}
-	}
-	if g.can(FnDecoderUtil, 0) {
-		g.begin(FnDecoderUtil)
-		v, _, ret := g.dev.GetDecoderUtilization()
-		if g.end(FnDecoderUtil, 0, ret) && g.sane(FnDecoderUtil, uint64(v), maxPercent) {
-			t.dec = reading.Some(v)
-		}
-	}
-	if g.can(FnPcieGen, 0) {
-		g.begin(FnPcieGen)
-		v, ret := g.dev.GetCurrPcieLinkGeneration()
-		// Generation 0 or width 0 is no link at all: not a reading.
-		if g.end(FnPcieGen, 0, ret) && v >= 0 && g.within(FnPcieGen, uint64(v), 1, maxPCIeGen) {
-			t.pcieGen = reading.Some(uint32(v))
-		}
-	}
-	if g.can(FnPcieWidth, 0) {
-		g.begin(FnPcieWidth)
-		v, ret := g.dev.GetCurrPcieLinkWidth()
-		if g.end(FnPcieWidth, 0, ret) && v >= 0 && g.within(FnPcieWidth, uint64(v), 1, maxPCIeWidth) {
-			t.pcieW = reading.Some(uint32(v))
-		}
-	}
-	if g.can(FnThermalSettings, 0) {
-		g.begin(FnThermalSettings)
-		ts, ret := g.dev.GetThermalSettings(0)
-		if g.end(FnThermalSettings, 0, ret) && ts.Count > 0 {
-			s0 := ts.Sensor[0]
-			if s0.CurrentTemp > -100 && g.sane(FnThermalSettings, uint64(max(s0.CurrentTemp, 0)), maxTempC) {
-				t.sensor0 = reading.Some(reading.Sensor{Temp: s0.CurrentTemp, Target: s0.Target, Controller: s0.Controller})
-			}
-		}
-	}
-}
-
-// readFields reads the batched quantities with one GetFieldValues call, and
-// each quantity the batch cannot deliver with its individual call.
-func (g *GPU) readFields(s *reading.Sample) {
-	var got [numQ]bool
-	var val [numQ]uint64
-	if g.can(FnFieldValues, 0) && g.buildFields() > 0 && g.lockFields() {
-		g.begin(FnFieldValues)
-		ret := g.dev.GetFieldValues(g.fields[:g.nfields])
-		<-fieldSem
-		if g.end(FnFieldValues, 0, ret) {
-			now := g.mono()
-			for i := 0; i < g.nfields; i++ {
-				fv := &g.fields[i]
-				q := g.fieldQ[i]
-				c := Classify(nvml.Return(fv.NvmlReturn))
-				switch {
-				case c == ClassOK:
-					if v, ok := fieldUint(fv); ok {
-						val[q], got[q] = v, true
-					}
-				case c.capability():
-					g.fieldOff[q] = now + int64(g.cfg.Reprobe)
-				case c == ClassGPULost:
-					g.lost = true
-				}
-			}
-		}
-	}
-	if g.lost {
-		return
-	}
-	dev := g.dev
-	for q := 0; q < numQ; q++ {
-		if got[q] || qFallback[q] == FnNone || !g.can(qFallback[q], 0) {
-			continue
-		}
-		fn := qFallback[q]
-		g.begin(fn)
-		var ret nvml.Return
-		switch q {
-		case qPower:
-			var v uint32
-			v, ret = dev.GetPowerUsage()
-			val[q] = uint64(v)
-		case qEnforced:
-			var v uint32
-			v, ret = dev.GetEnforcedPowerLimit()
-			val[q] = uint64(v)
-		case qEnergy:
-			val[q], ret = dev.GetTotalEnergyConsumption()
-		case qReplay:
-			var v int
-			v, ret = dev.GetPcieReplayCounter()
-			val[q] = uint64(max(v, 0))
-		}
-		got[q] = g.end(fn, 0, ret)
-		if g.lost {
-			return
-		}
-	}
-	if got[qPower] && g.sane(FnPowerUsage, val[qPower], maxPowerMW) {
-		s.PowerMW = reading.Some(uint32(val[qPower]))
-	}
-	if got[qEnforced] && g.within(FnEnforcedLimit, val[qEnforced], 1, maxPowerMW) {
-		s.EnforcedLimitMW = reading.Some(uint32(val[qEnforced]))
-	}
-	if got[qEnergy] {
-		s.EnergyMJ = reading.Some(val[qEnergy])
-	}
-	if got[qMemTemp] && g.sane(FnFieldValues, val[qMemTemp], maxTempC) {
-		s.MemTempC = reading.Some(uint32(val[qMemTemp]))
-	}
-	if got[qReplay] {
-		s.PCIeReplay = reading.Some(val[qReplay])
-	}
-}
-
-// buildFields fills the batch with the quantities whose field is not switched
-// off and returns how many there are.
-func (g *GPU) buildFields() int {
-	var now int64
-	n := 0
-	for q := 0; q < numQ; q++ {
-		if g.fieldOff[q] != 0 {
-			if now == 0 {
-				now = g.mono()
-			}
-			if now < g.fieldOff[q] {
-				continue
-			}
-		}
-		g.fields[n] = nvml.FieldValue{FieldId: qField[q]}
-		g.fieldQ[n] = q
-		n++
-	}
-	g.nfields = n
-	return n
-}
-
-// lockFields takes the process-wide GetFieldValues lock, waiting at most
-// FieldWait.
-func (g *GPU) lockFields() bool {
-	select {
-	case fieldSem <- struct{}{}:
-		return true
-	default:
-	}
-	// One timer per GPU, reused: Reset on a stopped timer does not allocate.
-	g.fieldTimer.Reset(g.cfg.FieldWait)
-	defer g.fieldTimer.Stop()
-	select {
-	case fieldSem <- struct{}{}:
-		return true
-	case <-g.fieldTimer.C:
-		return false
 	}
 }
 

@@ -247,6 +247,12 @@ func (g *GPU) readStatic(lib Library) {
 		g.staticErr = "GPU is lost"
 	}
 	g.lost = false
+	g.exec = newGoExec(dev, g.cfg.FieldWait)
+	if _, native := lib.(*NVML); native {
+		if x, err := newNativeExec(info.Index, g.cfg.FieldWait); err == nil {
+			g.exec = x
+		}
+	}
 	g.setInfo(info)
 }
 

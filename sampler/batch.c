@@ -1,0 +1,190 @@
+// See batch.h. Functions are looked up once with dlsym in the library go-nvml
+// loaded with RTLD_GLOBAL; the Go side plans only calls whose symbol exists,
+// and a NULL pointer is still never called (recorded as function not found).
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include "batch.h"
+
+#define NVML_SUCCESS 0
+#define NVML_ERROR_FUNCTION_NOT_FOUND 13
+#define NVML_ERROR_GPU_IS_LOST 15
+
+typedef void *dev_t_;
+struct util { unsigned int gpu, memory; };
+struct mem2 { unsigned int version; unsigned long long total, reserved, free, used; };
+struct mem1 { unsigned long long total, free, used; };
+struct thermal_sensor { int controller, def_min, def_max, current, target; };
+struct thermal { unsigned int count; struct thermal_sensor sensor[3]; };
+
+static struct {
+	int (*handle)(unsigned int, dev_t_ *);
+	int (*fields)(dev_t_, int, struct gt_field *);
+	int (*temp)(dev_t_, int, unsigned int *);
+	int (*power_lim)(dev_t_, unsigned int *);
+	int (*pstate)(dev_t_, int *);
+	int (*clock)(dev_t_, int, unsigned int *);
+	int (*util)(dev_t_, struct util *);
+	int (*memv2)(dev_t_, struct mem2 *);
+	int (*mem)(dev_t_, struct mem1 *);
+	int (*reasons)(dev_t_, unsigned long long *);
+	int (*throttle)(dev_t_, unsigned long long *);
+	int (*fan1)(dev_t_, unsigned int *);
+	int (*fan2)(dev_t_, unsigned int, unsigned int *);
+	int (*target)(dev_t_, unsigned int, unsigned int *);
+	int (*enc)(dev_t_, unsigned int *, unsigned int *);
+	int (*dec)(dev_t_, unsigned int *, unsigned int *);
+	int (*pcie_gen)(dev_t_, unsigned int *);
+	int (*pcie_width)(dev_t_, unsigned int *);
+	int (*thermal)(dev_t_, unsigned int, struct thermal *);
+	int (*power)(dev_t_, unsigned int *);
+	int (*enforced)(dev_t_, unsigned int *);
+	int (*energy)(dev_t_, unsigned long long *);
+	int (*replay)(dev_t_, unsigned int *);
+} fn;
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+// Serializes GetFieldValues across GPUs (it has been seen to misbehave when
+// called concurrently); waiters give up after field_wait_ms.
+static pthread_mutex_t field_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void *sym(const char *a, const char *b)
+{
+	void *p = dlsym(RTLD_DEFAULT, a);
+	if (!p && b)
+		p = dlsym(RTLD_DEFAULT, b);
+	return p;
+}
+
+static void resolve(void)
+{
+	fn.handle = sym("nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
+	fn.fields = sym("nvmlDeviceGetFieldValues", NULL);
+	fn.temp = sym("nvmlDeviceGetTemperature", NULL);
+	fn.power_lim = sym("nvmlDeviceGetPowerManagementLimit", NULL);
+	fn.pstate = sym("nvmlDeviceGetPerformanceState", NULL);
+	fn.clock = sym("nvmlDeviceGetClockInfo", NULL);
+	fn.util = sym("nvmlDeviceGetUtilizationRates", NULL);
+	fn.memv2 = sym("nvmlDeviceGetMemoryInfo_v2", NULL);
+	fn.mem = sym("nvmlDeviceGetMemoryInfo", NULL);
+	fn.reasons = sym("nvmlDeviceGetCurrentClocksEventReasons", NULL);
+	fn.throttle = sym("nvmlDeviceGetCurrentClocksThrottleReasons", NULL);
+	fn.fan1 = sym("nvmlDeviceGetFanSpeed", NULL);
+	fn.fan2 = sym("nvmlDeviceGetFanSpeed_v2", NULL);
+	fn.target = sym("nvmlDeviceGetTargetFanSpeed", NULL);
+	fn.enc = sym("nvmlDeviceGetEncoderUtilization", NULL);
+	fn.dec = sym("nvmlDeviceGetDecoderUtilization", NULL);
+	fn.pcie_gen = sym("nvmlDeviceGetCurrPcieLinkGeneration", NULL);
+	fn.pcie_width = sym("nvmlDeviceGetCurrPcieLinkWidth", NULL);
+	fn.thermal = sym("nvmlDeviceGetThermalSettings", NULL);
+	fn.power = sym("nvmlDeviceGetPowerUsage", NULL);
+	fn.enforced = sym("nvmlDeviceGetEnforcedPowerLimit", NULL);
+	fn.energy = sym("nvmlDeviceGetTotalEnergyConsumption", NULL);
+	fn.replay = sym("nvmlDeviceGetPcieReplayCounter", NULL);
+}
+
+void *gt_batch_handle(unsigned int index)
+{
+	dev_t_ d = NULL;
+	pthread_once(&once, resolve);
+	if (!fn.handle || fn.handle(index, &d) != NVML_SUCCESS)
+		return NULL;
+	return d;
+}
+
+static int lock_fields(uint32_t wait_ms)
+{
+	if (pthread_mutex_trylock(&field_mu) == 0)
+		return 1;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += wait_ms / 1000;
+	ts.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return pthread_mutex_timedlock(&field_mu, &ts) == 0;
+}
+
+#define PLANNED(c) (b->plan & (1ULL << (c)))
+// CALL records call c's result; after a lost GPU nothing more is called.
+#define CALL(c, f, ...)                                                            \
+	do {                                                                       \
+		if (!lost && PLANNED(c)) {                                         \
+			if (!(f)) {                                                \
+				b->ret[c] = NVML_ERROR_FUNCTION_NOT_FOUND;         \
+			} else {                                                   \
+				__atomic_store_n(&b->cur, (c) + 1, __ATOMIC_RELEASE); \
+				b->ret[c] = (f)(__VA_ARGS__);                      \
+				lost = b->ret[c] == NVML_ERROR_GPU_IS_LOST;       \
+			}                                                          \
+		}                                                                  \
+	} while (0)
+
+void gt_batch_run(void *dev, struct gt_batch *b)
+{
+	int lost = 0;
+	pthread_once(&once, resolve);
+	if (PLANNED(GT_FIELDS)) {
+		if (lock_fields(b->field_wait_ms)) {
+			CALL(GT_FIELDS, fn.fields, dev, b->nfields, b->fields);
+			pthread_mutex_unlock(&field_mu);
+		} else {
+			b->ret[GT_FIELDS] = GT_LOCK_TIMEOUT;
+		}
+		if (b->ret[GT_FIELDS] != NVML_SUCCESS)
+			b->plan |= b->fallback;
+	}
+	CALL(GT_TEMP, fn.temp, dev, 0 /* NVML_TEMPERATURE_GPU */, &b->temp);
+	CALL(GT_POWERLIM, fn.power_lim, dev, &b->power_lim);
+	int pstate = 0;
+	CALL(GT_PSTATE, fn.pstate, dev, &pstate);
+	b->pstate = (uint32_t)pstate;
+	for (int i = 0; i < 3; i++) // NVML_CLOCK_GRAPHICS, _SM, _MEM
+		CALL(GT_CLK_GFX + i, fn.clock, dev, i, &b->clk[i]);
+	struct util u = { 0, 0 };
+	CALL(GT_UTIL, fn.util, dev, &u);
+	b->util_gpu = u.gpu;
+	b->util_mem = u.memory;
+	struct mem2 m2;
+	memset(&m2, 0, sizeof(m2));
+	m2.version = (unsigned int)(sizeof(m2) | (2u << 24)); // NVML_STRUCT_VERSION(Memory, 2)
+	CALL(GT_MEMV2, fn.memv2, dev, &m2);
+	struct mem1 m1 = { 0, 0, 0 };
+	CALL(GT_MEM, fn.mem, dev, &m1);
+	b->mem_used = PLANNED(GT_MEMV2) ? m2.used : m1.used;
+	unsigned long long reasons = 0;
+	CALL(GT_REASONS, fn.reasons, dev, &reasons);
+	CALL(GT_THROTTLE, fn.throttle, dev, &reasons);
+	b->reasons = reasons;
+	CALL(GT_FANSPEED1, fn.fan1, dev, &b->fan1);
+	for (unsigned int i = 0; i < GT_MAXFANS; i++) {
+		CALL(GT_FANSPEED + i, fn.fan2, dev, i, &b->fan[i]);
+		CALL(GT_TARGET + i, fn.target, dev, i, &b->target[i]);
+	}
+	unsigned int period = 0;
+	CALL(GT_ENC, fn.enc, dev, &b->enc, &period);
+	CALL(GT_DEC, fn.dec, dev, &b->dec, &period);
+	CALL(GT_PCIEGEN, fn.pcie_gen, dev, &b->pcie_gen);
+	CALL(GT_PCIEWIDTH, fn.pcie_width, dev, &b->pcie_width);
+	struct thermal th;
+	memset(&th, 0, sizeof(th));
+	CALL(GT_THERMAL, fn.thermal, dev, 0, &th);
+	b->th_count = th.count;
+	b->th_controller = th.sensor[0].controller;
+	b->th_current = th.sensor[0].current;
+	b->th_target = th.sensor[0].target;
+	CALL(GT_POWER, fn.power, dev, &b->power);
+	CALL(GT_ENFORCED, fn.enforced, dev, &b->enforced);
+	unsigned long long energy = 0;
+	CALL(GT_ENERGY, fn.energy, dev, &energy);
+	b->energy = energy;
+	CALL(GT_REPLAY, fn.replay, dev, &b->replay);
+	__atomic_store_n(&b->cur, 0, __ATOMIC_RELEASE);
+}

@@ -1,0 +1,83 @@
+package sampler
+
+/*
+#cgo LDFLAGS: -ldl -lpthread
+#include <stdlib.h>
+#include "batch.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// nativeExec makes a sample's calls in one cgo call (batch.c). The batch
+// struct lives in C memory so the C side can publish the call in flight while
+// Go reads it from another goroutine.
+type nativeExec struct {
+	dev unsafe.Pointer
+	b   *C.struct_gt_batch
+}
+
+// The Go and C numbering must agree.
+var _ = [1]struct{}{}[int(C.GT_NCALLS)-int(numCalls)]
+var _ = [1]struct{}{}[int(C.GT_NQ)-numQ]
+var _ = [1]struct{}{}[int(C.GT_MAXFANS)-reading.MaxFans]
+
+func newNativeExec(index int, fieldWait time.Duration) (*nativeExec, error) {
+	dev := C.gt_batch_handle(C.uint(index))
+	if dev == nil {
+		return nil, errors.New("no NVML handle for the GPU")
+	}
+	b := (*C.struct_gt_batch)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_gt_batch{}))))
+	b.field_wait_ms = C.uint32_t(max(fieldWait/time.Millisecond, 1))
+	return &nativeExec{dev: dev, b: b}, nil
+}
+
+func (x *nativeExec) current() int32 {
+	return atomic.LoadInt32((*int32)(unsafe.Pointer(&x.b.cur)))
+}
+
+func (x *nativeExec) run(r *raw) {
+	b := x.b
+	b.plan, b.fallback = C.uint64_t(r.plan), C.uint64_t(r.fallback)
+	for i := range b.ret {
+		b.ret[i] = C.GT_NOT_RUN
+	}
+	b.nfields = C.int32_t(r.nfields)
+	for i := 0; i < r.nfields; i++ {
+		b.fields[i] = C.struct_gt_field{field_id: C.uint32_t(r.fields[i].FieldId)}
+	}
+	C.gt_batch_run(x.dev, b)
+	for i := range r.ret {
+		r.ret[i] = int32(b.ret[i])
+	}
+	r.plan = uint64(b.plan) // the fallback calls were added if the batch failed
+	for i := 0; i < r.nfields; i++ {
+		f := &b.fields[i]
+		r.fields[i].ValueType = uint32(f.value_type)
+		r.fields[i].NvmlReturn = uint32(f.nvml_return)
+		r.fields[i].Value = *(*[8]byte)(unsafe.Pointer(&f.value))
+	}
+	r.temp, r.powerLim, r.pstate = uint32(b.temp), uint32(b.power_lim), uint32(b.pstate)
+	for i := range r.clk {
+		r.clk[i] = uint32(b.clk[i])
+	}
+	r.utilGPU, r.utilMem = uint32(b.util_gpu), uint32(b.util_mem)
+	r.memUsed, r.reasons, r.fan1 = uint64(b.mem_used), uint64(b.reasons), uint32(b.fan1)
+	r.enc, r.dec = uint32(b.enc), uint32(b.dec)
+	r.pcieGen, r.pcieWidth = uint32(b.pcie_gen), uint32(b.pcie_width)
+	r.thCount = uint32(b.th_count)
+	r.th = nvml.GpuThermalSettingsSensor{Controller: int32(b.th_controller), CurrentTemp: int32(b.th_current), Target: int32(b.th_target)}
+	r.power, r.enforced, r.energy, r.replay = uint32(b.power), uint32(b.enforced), uint64(b.energy), uint32(b.replay)
+	for i := range r.fan {
+		r.fan[i], r.target[i] = uint32(b.fan[i]), uint32(b.target[i])
+	}
+}
