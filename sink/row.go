@@ -49,7 +49,7 @@ func Header(fans int) []byte {
 // allocate when b has room.
 func AppendRow(b []byte, s *reading.Sample, fans int) []byte {
 	fans = min(max(fans, 0), reading.MaxFans)
-	b = s.Time.AppendFormat(b, TimestampLayout)
+	b = AppendTimestamp(b, s.Time)
 	b = append(b, ',')
 	b = appendU(b, s.TempC)
 	b = append(b, ',')
@@ -171,6 +171,54 @@ func quoteCell(b []byte, start int) []byte {
 	}
 	b[w] = '"'
 	return b
+}
+
+// AppendTimestamp appends t in TimestampLayout. It is AppendFormat without
+// parsing the layout on every row (it was half of a row's formatting time).
+func AppendTimestamp(b []byte, t time.Time) []byte {
+	y, mo, d := t.Date()
+	h, mi, sec := t.Clock()
+	ms := t.Nanosecond() / 1e6
+	b = appendDigits(b, y, 4)
+	b = append(b, '-')
+	b = appendDigits(b, int(mo), 2)
+	b = append(b, '-')
+	b = appendDigits(b, d, 2)
+	b = append(b, 'T')
+	b = appendDigits(b, h, 2)
+	b = append(b, ':')
+	b = appendDigits(b, mi, 2)
+	b = append(b, ':')
+	b = appendDigits(b, sec, 2)
+	b = append(b, '.')
+	b = appendDigits(b, ms, 3)
+	_, off := t.Zone()
+	if off == 0 {
+		return append(b, 'Z')
+	}
+	sign := byte('+')
+	if off < 0 {
+		sign, off = '-', -off
+	}
+	b = append(b, sign)
+	b = appendDigits(b, off/3600, 2)
+	b = append(b, ':')
+	return appendDigits(b, off%3600/60, 2)
+}
+
+// appendDigits appends v zero-padded to at least width digits.
+func appendDigits(b []byte, v, width int) []byte {
+	var tmp [20]byte
+	i := len(tmp)
+	for v >= 10 || width > 1 {
+		i--
+		tmp[i] = byte('0' + v%10)
+		v /= 10
+		width--
+	}
+	i--
+	tmp[i] = byte('0' + v)
+	return append(b, tmp[i:]...)
 }
 
 // hexDigits returns the number of hex digits of v (at least 1).

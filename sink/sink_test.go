@@ -507,3 +507,21 @@ func TestPeriodicSyncRunsOffTheScheduler(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestAppendTimestampMatchesLayout(t *testing.T) {
+	zones := []*time.Location{time.UTC, cet, time.FixedZone("NST", -(3*3600 + 30*60)), time.FixedZone("IST", 5*3600+30*60)}
+	times := []time.Time{
+		time.Date(2026, 11, 29, 15, 29, 19, 123_456_789, time.UTC),
+		time.Date(1999, 1, 2, 3, 4, 5, 6_000_000, time.UTC),
+		time.Date(2026, 3, 29, 0, 59, 59, 999_999_999, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+	}
+	for _, z := range zones {
+		for _, tm := range times {
+			tm = tm.In(z)
+			if got, want := string(AppendTimestamp(nil, tm)), tm.Format(TimestampLayout); got != want {
+				t.Errorf("AppendTimestamp(%v) = %q, want %q", tm, got, want)
+			}
+		}
+	}
+}
