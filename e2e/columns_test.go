@@ -1,0 +1,143 @@
+package e2e
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// everyColumnScenario gives one GPU a distinct, noise-free value for every
+// metric the CSV records, so a reading written to the wrong column (a swapped
+// field anywhere in batch.c -> batch_native.go -> batch.go interpret ->
+// sink/row.go) shows up as a wrong cell.
+const everyColumnScenario = `gpus 1
+gpu 0 fans 2
+gpu 0 sensors 1
+gpu 0 threshold gpu_max 90
+gpu 0 temp 61
+gpu 0 memtemp 71
+gpu 0 power 333.47
+gpu 0 plimit 444
+gpu 0 enforced 433
+gpu 0 pstate P3
+gpu 0 clk_gfx 1111
+gpu 0 clk_sm 1222
+gpu 0 clk_mem 1333
+gpu 0 util_gpu 41
+gpu 0 util_mem 42
+gpu 0 util_enc 43
+gpu 0 util_dec 44
+gpu 0 mem_used 5555
+gpu 0 pcie_gen 4
+gpu 0 pcie_width 8
+gpu 0 pcie_replay 7
+gpu 0 reasons sw_power_cap|hw_thermal
+gpu 0 fan0 31
+gpu 0 fan1 32
+gpu 0 fan0_target 33
+gpu 0 fan1_target 34
+gpu 0 sensor_target 6
+gpu 0 sensor_controller 9
+`
+
+func TestEveryColumnFromTheDriver(t *testing.T) {
+	t.Parallel()
+	p := start(t, opts{scenario: everyColumnScenario})
+	p.waitFor("15 rows", 20*time.Second, func() bool { return rowCount(p.csvFile(0)) >= 15 })
+	p.stop()
+	tb := readCSV(t, p.csvFile(0))
+	if len(tb.rows) < 15 {
+		t.Fatalf("%d rows, want >= 15", len(tb.rows))
+	}
+
+	// Every value is constant, so every row must carry exactly these cells.
+	want := []struct{ col, cell string }{
+		{"gpu_temp", "61"},
+		{"gpu_tlimit", "29"},            // threshold gpu_max 90 - temp 61
+		{"power_instant", "333.47"},     // the sim reports mW (333470); W with two decimals
+		{"power_limit", "444"},          // GetPowerManagementLimit
+		{"pstate", "3"},                 // P3
+		{"gpu_clock", "1111"},           // clock graphics
+		{"mem_clock", "1333"},           // clock memory
+		{"sm_clock", "1222"},            // clock SM
+		{"gpu_util", "41"},              //
+		{"mem_util", "42"},              //
+		{"enc_util", "43"},              // slow tier, carried between reads
+		{"dec_util", "44"},              // slow tier
+		{"vram_used_mb", "5555"},        // GetMemoryInfo_v2: used = mem_used (v1 would add the 512 MiB reserved)
+		{"pcie_gen", "4"},               // slow tier
+		{"pcie_width", "8"},             // slow tier
+		{"pcie_replay", "7"},            // field 94
+		{"mem_temp", "71"},              // field 82
+		{"power_enforced_limit", "433"}, // GetEnforcedPowerLimit / field 190, not plimit
+		{"throttle_bitmask", "0x0044"},  // sw_power_cap 0x4 | hw_thermal 0x40
+		{"throttle_reasons", "SwPowerCap|HwThermalSlowdown"},
+		{"fan0_speed_pct", "31"},
+		{"fan0_target_pct", "33"},
+		{"fan1_speed_pct", "32"},
+		{"fan1_target_pct", "34"},
+		// The sim's thermal sensor 0 reports the GPU temperature (device.c,
+		// GetThermalSettings: currentTemp = temp), so sensor0_temp cannot
+		// differ from gpu_temp here; target and controller are scenario values.
+		{"sensor0_temp", "61"},
+		{"sensor0_target", "6"},
+		{"sensor0_controller", "9"},
+		{"flags", ""}, // power 75 % of the limit: no SPUR_THROT; 61 C: no inversion
+	}
+
+	// Every column of the header is checked, by the table or below.
+	checked := map[string]bool{"timestamp": true, "energy_mj": true, "dmesg_time": true}
+	for _, w := range want {
+		checked[w.col] = true
+		if _, ok := tb.col[w.col]; !ok {
+			t.Errorf("no column %s in header %v", w.col, tb.header)
+		}
+	}
+	for _, c := range tb.header {
+		if !checked[c] {
+			t.Errorf("column %s is not checked by this test", c)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	var prevEnergy uint64
+	var prevKernel float64
+	for i, row := range tb.rows {
+		for _, w := range want {
+			if got := tb.get(row, w.col); got != w.cell {
+				t.Errorf("row %d: %s = %q, want %q", i+1, w.col, got, w.cell)
+			}
+		}
+		parseTime(t, tb.get(row, "timestamp"))
+
+		e, err := strconv.ParseUint(tb.get(row, "energy_mj"), 10, 64)
+		if err != nil {
+			t.Errorf("row %d: energy_mj %q: %v", i+1, tb.get(row, "energy_mj"), err)
+		} else if i > 0 && e < prevEnergy {
+			t.Errorf("row %d: energy_mj %d < previous %d", i+1, e, prevEnergy)
+		}
+		prevEnergy = e
+
+		k, err := strconv.ParseFloat(tb.get(row, "dmesg_time"), 64)
+		if err != nil || !strings.Contains(tb.get(row, "dmesg_time"), ".") {
+			t.Errorf("row %d: dmesg_time %q is not seconds.micros", i+1, tb.get(row, "dmesg_time"))
+		} else if i > 0 && k <= prevKernel {
+			t.Errorf("row %d: dmesg_time %v not after previous %v", i+1, k, prevKernel)
+		}
+		prevKernel = k
+	}
+
+	// The energy counter integrates 333.47 W: across the run it grows by about
+	// power x elapsed time (a counter swapped with a constant would not).
+	first, last := tb.rows[0], tb.rows[len(tb.rows)-1]
+	e0, _ := strconv.ParseFloat(tb.get(first, "energy_mj"), 64)
+	e1, _ := strconv.ParseFloat(tb.get(last, "energy_mj"), 64)
+	dt := parseTime(t, tb.get(last, "timestamp")).Sub(parseTime(t, tb.get(first, "timestamp"))).Seconds()
+	if wantMJ := 333.47 * 1000 * dt; math.Abs((e1-e0)-wantMJ) > 0.1*wantMJ {
+		t.Errorf("energy_mj grew by %.0f mJ over %.3f s, want about %.0f (333.47 W)", e1-e0, dt, wantMJ)
+	}
+}
