@@ -4,6 +4,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -190,9 +192,21 @@ func TestHungGPUKeepsOthersAtCadence(t *testing.T) {
 			hung++
 		}
 	}
-	// Stuck 20 s, reported from the 1 s deadline on, one row per tick.
-	if hung < 170 || hung > 200 {
-		t.Errorf("%d NVML_HUNG rows, want about 190", hung)
+	// Stuck 20 s: one row per tick of the stall (those before the 1 s
+	// deadline are backfilled when it passes).
+	if hung < 185 || hung > 205 {
+		t.Errorf("%d NVML_HUNG rows, want about 200", hung)
+	}
+	// The file stays in time order through the hang and the recovery.
+	for i := 1; i < len(tb1.rows); i++ {
+		if parseTime(t, tb1.rows[i][0]).Before(parseTime(t, tb1.rows[i-1][0])) {
+			t.Fatalf("row %d (%s) is older than row %d (%s)", i, tb1.rows[i][0], i-1, tb1.rows[i-1][0])
+		}
+	}
+	if m := regexp.MustCompile(`stall=(\d+\.?\d*)s`).FindStringSubmatch(p.stderr.String()); m == nil {
+		t.Errorf("stall length not logged")
+	} else if v, _ := strconv.ParseFloat(m[1], 64); v < 19.5 || v > 20.5 {
+		t.Errorf("stall logged as %ss for a 20 s hang", m[1])
 	}
 	if !strings.Contains(readFile(t, filepath.Join(p.dir, "events.log")), "type=NVML_HUNG") {
 		t.Errorf("events.log lacks the hang")

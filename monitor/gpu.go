@@ -54,12 +54,18 @@ type gpuState struct {
 
 	xmu     sync.Mutex
 	pending []int64 // Xids to flag on the next row
+
+	// Poll goroutine only: ticks skipped because the sample in flight had
+	// not yet reached its deadline.
+	skipped []time.Time
 }
 
 func newGPUState(m *Monitor, g *sampler.GPU) *gpuState {
 	idx := g.Info().Index
+	// Room for the ticks a stuck sample can skip before its deadline.
+	skips := min(int(m.cfg.Deadline/m.cfg.Interval)+2, 1024)
 	gs := &gpuState{m: m, g: g, idx: idx, tr: anomaly.NewTracker(idx, m.cfg.Anomaly),
-		log: m.log.With("gpu", idx), pending: make([]int64, 0, 8)}
+		log: m.log.With("gpu", idx), pending: make([]int64, 0, 8), skipped: make([]time.Time, 0, skips)}
 	gs.w = sampler.NewWorker(g, gs.handle)
 	return gs
 }
@@ -88,13 +94,20 @@ func (gs *gpuState) takeXids(s *reading.Sample) {
 // handle runs on the GPU's worker goroutine for every sample.
 func (gs *gpuState) handle(s *reading.Sample) {
 	m := gs.m
-	now := s.Time
+	stalled := false
 	if st := gs.stallStart.Swap(0); st != 0 {
-		stall := time.Since(time.Unix(0, st)) + m.cfg.Deadline
+		stalled = true
+		// The sample began before the hang rows that were written while it
+		// was stuck. Its readings were taken when the driver answered, so it
+		// is stamped with the time it completed: rows never go back in time.
+		s.Time = time.Now()
+		s.KernelTime = m.host.KernelTime(s.Time)
+		stall := s.Time.Sub(time.Unix(0, st))
 		gs.log.Warn("NVML answered again after a hang", "stall", stall.Round(time.Millisecond), "hung_rows", gs.hungRows.Load())
-		m.eventLine(now, gs.idx, gs.info().BusID, "type=NVML_RECOVERED", "stall_ms="+strconv.FormatInt(stall.Milliseconds(), 10))
+		m.eventLine(s.Time, gs.idx, gs.info().BusID, "type=NVML_RECOVERED", "stall_ms="+strconv.FormatInt(stall.Milliseconds(), 10))
 		gs.tr.Forget()
 	}
+	now := s.Time
 	switch s.Status {
 	case reading.StatusOK:
 		if gs.fails > 0 || gs.lost {
@@ -147,7 +160,14 @@ func (gs *gpuState) handle(s *reading.Sample) {
 			"from="+strconv.FormatUint(uint64(t.FromW()), 10)+"W", "to="+strconv.FormatUint(uint64(t.ToW()), 10)+"W",
 			"delta="+strconv.FormatInt(t.DeltaW(), 10)+"W")
 	}
-	m.csv.Write(s)
+	if stalled {
+		// The hang rows of this stall are queued on the side goroutine;
+		// this row goes after them so the file stays in time order.
+		cp := *s
+		m.queue(func() { m.csv.Write(&cp) })
+	} else {
+		m.csv.Write(s)
+	}
 	gs.samples.Add(1)
 	gs.delivered.Store(true)
 	if r.Spike {
@@ -155,24 +175,41 @@ func (gs *gpuState) handle(s *reading.Sample) {
 	}
 }
 
-// hung writes a NVML_HUNG row for a GPU whose call is stuck, and on the first
-// one of a stall takes a crash snapshot while the call is still stuck. It runs
-// on the poll goroutine.
-func (gs *gpuState) hung(now time.Time, fn sampler.Fn, elapsed time.Duration) {
+// hung reports a GPU whose sample has been stuck in the driver since since:
+// on the first report of a stall it backfills NVML_HUNG rows for the ticks
+// skipped while the sample was still within its deadline (the timeline shows
+// the hang, not a gap), takes a crash snapshot while the call is still stuck,
+// and writes one row per tick after that. It runs on the poll goroutine and
+// only queues the file work (see Monitor.side), so a slow disk cannot stall
+// the other GPUs' ticks.
+func (gs *gpuState) hung(now, since time.Time, fn sampler.Fn) {
 	m := gs.m
-	s := reading.Sample{GPU: gs.idx, Time: now, KernelTime: m.host.KernelTime(now), Status: reading.StatusHung,
-		Err: fn.String(), HungFor: elapsed, NumFans: min(gs.info().NumFans, reading.MaxFans)}
-	s.Flags.Add(reading.Flag{Kind: reading.FlagNVMLHung, S: fn.String(), A: elapsed.Milliseconds()})
-	gs.takeXids(&s)
-	m.csv.Write(&s)
-	gs.hungRows.Add(1)
-	gs.delivered.Store(true)
-	if gs.stallStart.CompareAndSwap(0, now.Add(-m.cfg.Deadline).UnixNano()) {
-		gs.log.Error("GPU not answering: NVML call stuck", "function", fn.String(), "elapsed", elapsed.Round(time.Millisecond))
-		m.eventLine(now, gs.idx, gs.info().BusID, "type=NVML_HUNG", "function="+fn.String(),
-			"elapsed_ms="+strconv.FormatInt(elapsed.Milliseconds(), 10))
-		m.critical(gs, now, "NVML_HUNG("+fn.String()+","+strconv.FormatInt(elapsed.Milliseconds(), 10)+"ms)")
+	first := gs.stallStart.CompareAndSwap(0, since.UnixNano())
+	times := append(gs.skipped[:0:0], now)
+	if first {
+		times = append(append(times[:0], gs.skipped...), now)
 	}
+	gs.skipped = gs.skipped[:0]
+	fans := min(gs.info().NumFans, reading.MaxFans)
+	m.queue(func() {
+		for _, t := range times {
+			elapsed := t.Sub(since)
+			s := reading.Sample{GPU: gs.idx, Time: t, KernelTime: m.host.KernelTime(t), Status: reading.StatusHung,
+				Err: fn.String(), HungFor: elapsed, NumFans: fans}
+			s.Flags.Add(reading.Flag{Kind: reading.FlagNVMLHung, S: fn.String(), A: elapsed.Milliseconds()})
+			gs.takeXids(&s)
+			m.csv.Write(&s)
+			gs.hungRows.Add(1)
+		}
+		gs.delivered.Store(true)
+		if first {
+			elapsed := now.Sub(since)
+			gs.log.Error("GPU not answering: NVML call stuck", "function", fn.String(), "elapsed", elapsed.Round(time.Millisecond))
+			m.eventLine(now, gs.idx, gs.info().BusID, "type=NVML_HUNG", "function="+fn.String(),
+				"elapsed_ms="+strconv.FormatInt(elapsed.Milliseconds(), 10))
+			m.critical(gs, now, "NVML_HUNG("+fn.String()+","+strconv.FormatInt(elapsed.Milliseconds(), 10)+"ms)")
+		}
+	})
 }
 
 // spike asks for a spike snapshot (rate-limited by the snapshot manager).

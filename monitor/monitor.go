@@ -53,6 +53,9 @@ type Monitor struct {
 	clock   clockBurst
 
 	tickHook func(now time.Time) // tests: runs at the end of every tick
+
+	side      chan func() // file work queued by the poll loop
+	sideDrops atomic.Uint64
 }
 
 // lineLog is an append-only text log (sink.LineLog).
@@ -71,7 +74,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		return nil, err
 	}
 	m := &Monitor{cfg: cfg, log: cfg.Logger, host: host, byIndex: map[int]*gpuState{}, byBus: map[string]*gpuState{},
-		start: time.Now(), xidSeen: map[xidKey]xidSeen{}}
+		start: time.Now(), xidSeen: map[xidKey]xidSeen{}, side: make(chan func(), 256)}
 	var cols []sink.GPUColumns
 	for _, g := range host.GPUs {
 		gs := newGPUState(m, g)
@@ -148,11 +151,20 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	}
 	m.log.Info("polling", "interval", m.cfg.Interval, "deadline", m.cfg.Deadline, "gpus", strings.Join(names, ","), "dir", m.cfg.LogDir)
 
+	sideStop, sideDone := make(chan struct{}), make(chan struct{})
+	go m.runSide(sideStop, sideDone)
+
 	m.loop(ctx, sigs)
 
 	// Shutdown, in this order: stop producers, wait for them (bounded), flush
 	// and close the sinks, report, release the hardware.
 	m.cfg.trace("stop-sampling")
+	close(sideStop)
+	select {
+	case <-sideDone:
+	case <-time.After(2 * time.Second):
+		m.log.Warn("queued file work still running at shutdown")
+	}
 	m.cfg.Notifier.Stopping()
 	stopBG()
 	waitBounded(&listeners, 2*time.Second)
@@ -259,12 +271,16 @@ func (m *Monitor) tick(now time.Time) {
 			continue
 		}
 		if gs.w.Dispatch(now) {
+			gs.skipped = gs.skipped[:0]
 			continue
 		}
-		if fn, elapsed, stuck := gs.w.Stuck(now, m.cfg.Deadline); stuck {
-			gs.hung(now, fn, elapsed)
+		if fn, since, stuck := gs.w.Stuck(now, m.cfg.Deadline); stuck {
+			gs.hung(now, since, fn)
 		} else {
 			m.busySkips.Add(1)
+			if len(gs.skipped) < cap(gs.skipped) {
+				gs.skipped = append(gs.skipped, now)
+			}
 		}
 	}
 	if !m.ready {
@@ -280,7 +296,42 @@ func (m *Monitor) tick(now time.Time) {
 	}
 	m.cfg.Notifier.Watchdog()
 	if now.Sub(m.lastSummary) >= m.cfg.SummaryEvery {
-		m.writeSummary(now)
+		elapsed := now.Sub(m.lastSummary)
+		m.lastSummary = now
+		m.queue(func() { m.writeSummary(now, elapsed) })
+	}
+}
+
+// queue runs f on the side goroutine, which does the file work the poll
+// loop must not wait for (hang rows, summaries). When the side goroutine is
+// that far behind (the disk is stuck), f is dropped and counted.
+func (m *Monitor) queue(f func()) {
+	select {
+	case m.side <- f:
+	default:
+		m.sideDrops.Add(1)
+	}
+}
+
+// runSide runs queued work until stop is closed, then what is still queued.
+// The queue itself is never closed: a worker that comes back from a stuck
+// call after shutdown may still queue (and its work is dropped).
+func (m *Monitor) runSide(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	for {
+		select {
+		case f := <-m.side:
+			f()
+		case <-stop:
+			for {
+				select {
+				case f := <-m.side:
+					f()
+				default:
+					return
+				}
+			}
+		}
 	}
 }
 

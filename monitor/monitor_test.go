@@ -250,9 +250,20 @@ func TestHungGPUDoesNotDelayOthers(t *testing.T) {
 				hung++
 			}
 		}
-		// Stuck from 0 to 3 s, reported from the 1 s deadline on, every tick.
-		if hung < 19 || hung > 21 {
-			t.Errorf("%d NVML_HUNG rows, want about 20 (one per tick from 1 s to 3 s)", hung)
+		// Stuck from 0 to 3 s: one row for every tick of the stall, the
+		// ones before the 1 s deadline backfilled when it passed.
+		if hung < 29 || hung > 30 {
+			t.Errorf("%d NVML_HUNG rows, want 29-30 (one per tick from 0.1 s to 3 s)", hung)
+		}
+		// The timeline never goes back, and the stall shows no gap.
+		for i := 1; i < len(rows1); i++ {
+			d := rowTime(t, rows1[i]).Sub(rowTime(t, rows1[i-1]))
+			if d < 0 || d > 150*time.Millisecond {
+				t.Errorf("rows %d and %d of the hung GPU are %v apart", i-1, i, d)
+			}
+		}
+		if !strings.Contains(r.logs.String(), "stall=3s") {
+			t.Errorf("stall length not logged as 3s:\n%s", r.logs.String())
 		}
 		last := rows1[len(rows1)-1]
 		if strings.Contains(last, "NVML_HUNG") || rowTime(t, last).Sub(start) < 4900*time.Millisecond {

@@ -150,10 +150,9 @@ func SummaryLine(now time.Time, st Status, window anomaly.Counts, elapsed time.D
 	return b.String()
 }
 
-// writeSummary closes the current window and appends a summary line.
-func (m *Monitor) writeSummary(now time.Time) {
-	elapsed := now.Sub(m.lastSummary)
-	m.lastSummary = now
+// writeSummary closes the current window, which lasted elapsed, and appends
+// a summary line.
+func (m *Monitor) writeSummary(now time.Time, elapsed time.Duration) {
 	var window anomaly.Counts
 	for _, gs := range m.gpus {
 		window = window.Add(gs.tr.TakeWindow().Window)

@@ -328,9 +328,9 @@ func TestWorkerReportsStuckCall(t *testing.T) {
 	if w.Dispatch(time.Now()) {
 		t.Error("second dispatch accepted while a sample is in flight")
 	}
-	fn, elapsed, stuck := w.Stuck(start.Add(time.Hour), time.Second)
-	if !stuck || fn != FnTemperature || elapsed < time.Minute {
-		t.Errorf("Stuck = %v %v %v, want nvmlDeviceGetTemperature", fn, elapsed, stuck)
+	fn, since, stuck := w.Stuck(start.Add(time.Hour), time.Second)
+	if !stuck || fn != FnTemperature || !since.Equal(time.Unix(0, start.UnixNano())) {
+		t.Errorf("Stuck = %v %v %v, want nvmlDeviceGetTemperature since the dispatch", fn, since, stuck)
 	}
 	if _, _, stuck := w.Stuck(start, time.Second); stuck {
 		t.Error("stuck before the deadline")

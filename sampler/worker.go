@@ -85,17 +85,17 @@ func (w *Worker) Busy() (since time.Time, busy bool) {
 }
 
 // Stuck reports whether the sample in flight has missed its deadline while
-// inside an NVML call, which call, and how long the sample has been running.
-// A sample that is late for another reason (its handler is blocked writing)
-// is not reported: the driver is not the one stuck.
-func (w *Worker) Stuck(now time.Time, deadline time.Duration) (fn Fn, elapsed time.Duration, stuck bool) {
+// inside an NVML call, which call, and when that sample began. A sample that
+// is late for another reason (its handler is blocked writing) is not
+// reported: the driver is not the one stuck.
+func (w *Worker) Stuck(now time.Time, deadline time.Duration) (fn Fn, since time.Time, stuck bool) {
 	since, busy := w.Busy()
 	if !busy || now.Sub(since) < deadline {
-		return FnNone, 0, false
+		return FnNone, time.Time{}, false
 	}
-	fn, callStart, ok := w.gpu.InFlight()
+	fn, _, ok := w.gpu.InFlight()
 	if !ok {
-		return FnNone, 0, false
+		return FnNone, time.Time{}, false
 	}
-	return fn, now.Sub(callStart), true
+	return fn, since, true
 }
