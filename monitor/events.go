@@ -41,6 +41,10 @@ func (m *Monitor) runEvents(ctx context.Context) {
 		}
 		stop()
 		st.Close()
+		if !st.Wait(2 * time.Second) {
+			m.eventsStuck.Store(true)
+			m.log.Warn("NVML event wait still inside the driver")
+		}
 		if failed == nil || ctx.Err() != nil {
 			return
 		}

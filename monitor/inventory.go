@@ -13,16 +13,20 @@ import (
 // ordinary failure rather than a vanished device.
 const inventoryEvery = 30 * time.Second
 
-// runInventory re-enumerates the GPUs every inventoryEvery on its own
-// goroutine; a call that does not return is abandoned (and the next round
-// waits for it) so that a wedged driver cannot stall anything else.
+// runInventory compares the driver's GPU count with the count at start every
+// InventoryEvery (one call, not tied to any GPU). Only when the count has
+// dropped does it list the UUIDs to tell which GPUs vanished, and it reports a
+// GPU only when two rounds in a row miss it: a UUID that cannot be read once
+// is unknown, not gone. Each round runs on its own goroutine with the sample
+// deadline; a round that does not return is abandoned (the next one waits for
+// it), so a wedged driver cannot stall anything else.
 func (m *Monitor) runInventory(ctx context.Context) {
-	every := m.cfg.InventoryEvery
-	t := time.NewTicker(every)
+	t := time.NewTicker(m.cfg.InventoryEvery)
 	defer t.Stop()
-	missing := map[string]bool{}
+	missing := map[string]int{} // UUID -> rounds missed in a row
+	reported := map[string]bool{}
 	type result struct {
-		uuids []string
+		uuids []string // nil: the count did not drop
 		err   error
 	}
 	var inflight chan result
@@ -35,7 +39,14 @@ func (m *Monitor) runInventory(ctx context.Context) {
 		if inflight == nil {
 			inflight = make(chan result, 1)
 			ch := inflight
+			m.enumerating.Store(true)
 			go func() {
+				defer m.enumerating.Store(false)
+				n, err := m.host.Count()
+				if err != nil || n >= m.host.Enumerated() {
+					ch <- result{err: err}
+					return
+				}
 				u, err := m.host.Enumerate()
 				ch <- result{u, err}
 			}()
@@ -63,16 +74,24 @@ func (m *Monitor) runInventory(ctx context.Context) {
 			if info.UUID == "" {
 				continue
 			}
+			gone := r.uuids != nil && !present[info.UUID] && !present[""]
 			switch {
-			case !present[info.UUID] && !missing[info.UUID]:
-				missing[info.UUID] = true
-				gs.log.Error("GPU vanished from the driver's enumeration", "uuid", info.UUID, "bus", info.BusID, "enumerated", len(r.uuids))
-				m.onEvent(reading.Event{Time: time.Now(), GPU: gs.idx, BusID: info.BusID, Kind: reading.EventLost,
-					Source: reading.SourcePoll, Text: "GPU vanished from enumeration (" + info.UUID + ")"})
-			case present[info.UUID] && missing[info.UUID]:
+			case gone:
+				missing[info.UUID]++
+				if missing[info.UUID] >= 2 && !reported[info.UUID] {
+					reported[info.UUID] = true
+					gs.log.Error("GPU vanished from the driver's enumeration", "uuid", info.UUID, "bus", info.BusID,
+						"enumerated", len(r.uuids), "at_start", m.host.Enumerated())
+					m.onEvent(reading.Event{Time: time.Now(), GPU: gs.idx, BusID: info.BusID, Kind: reading.EventLost,
+						Source: reading.SourcePoll, Text: "GPU vanished from enumeration (" + info.UUID + ")"})
+				}
+			default:
 				delete(missing, info.UUID)
-				gs.log.Info("GPU is enumerated again", "uuid", info.UUID)
-				m.eventLine(time.Now(), gs.idx, info.BusID, "source=poll", "type=GPU_ENUMERATED_AGAIN")
+				if reported[info.UUID] && r.uuids == nil {
+					delete(reported, info.UUID)
+					gs.log.Info("GPU is enumerated again", "uuid", info.UUID)
+					m.eventLine(time.Now(), gs.idx, info.BusID, "source=poll", "type=GPU_ENUMERATED_AGAIN")
+				}
 			}
 		}
 	}

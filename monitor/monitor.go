@@ -56,6 +56,9 @@ type Monitor struct {
 
 	side      chan func() // file work queued by the poll loop
 	sideDrops atomic.Uint64
+
+	eventsStuck atomic.Bool // the NVML event wait did not come back at shutdown
+	enumerating atomic.Bool // a GPU enumeration is inside the driver
 }
 
 // lineLog is an append-only text log (sink.LineLog).
@@ -184,10 +187,12 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	m.summary.Close()
 	m.cfg.trace("files-closed")
 	m.status("final status")
-	if len(stuck) > 0 {
+	if len(stuck) > 0 || m.eventsStuck.Load() || m.enumerating.Load() {
 		// nvmlShutdown with a call still inside the driver can block for
-		// as long as the fault lasts: the process exits without it.
-		m.log.Warn("NVML calls still stuck at exit; skipping nvmlShutdown", "gpus", strings.Join(stuck, ","))
+		// as long as the fault lasts, or pull the library from under the
+		// call: the process exits without it.
+		m.log.Warn("NVML calls still stuck at exit; skipping nvmlShutdown", "gpus", strings.Join(stuck, ","),
+			"event_wait", m.eventsStuck.Load(), "enumeration", m.enumerating.Load())
 	} else if !m.host.Close(2 * time.Second) {
 		m.log.Warn("nvmlShutdown did not return within 2s")
 	}

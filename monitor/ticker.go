@@ -10,7 +10,9 @@ import (
 
 // ticker delivers ticks at start + k x interval. A tick that comes late never
 // shifts later ones, and ticks missed entirely are reported, not delivered in
-// a burst.
+// a burst. Both implementations follow lateTick: a tick noticed more than a
+// quarter interval after its time is skipped (counted as missed) and the
+// next grid point is waited for, so every tick runs on the grid.
 type ticker interface {
 	// Next blocks until the next tick and returns how many ticks were missed
 	// before it; ok is false once Stop was called.
@@ -30,26 +32,46 @@ func newTimerfdTicker(iv time.Duration) ticker {
 		return newGoTicker(iv)
 	}
 	spec := unix.ItimerSpec{Interval: unix.NsecToTimespec(int64(iv)), Value: unix.NsecToTimespec(int64(iv))}
+	start := time.Now()
 	if err := unix.TimerfdSettime(fd, 0, &spec, nil); err != nil {
 		unix.Close(fd)
 		return newGoTicker(iv)
 	}
-	return &timerfdTicker{f: os.NewFile(uintptr(fd), "timerfd")}
+	return &timerfdTicker{f: os.NewFile(uintptr(fd), "timerfd"), iv: iv, start: start}
 }
 
+// lateTick reports whether a tick noticed late after its grid time must be
+// skipped: a quarter interval is far beyond normal wake-up latency, and a
+// tick run that late would sit off the grid, closer to the next one than to
+// the previous.
+func lateTick(late, iv time.Duration) bool { return late > iv/4 }
+
 type timerfdTicker struct {
-	f   *os.File
-	buf [8]byte
+	f     *os.File
+	buf   [8]byte
+	iv    time.Duration
+	start time.Time // the timer's zero: tick k is due at start + k x iv
+	k     int64
 }
 
 func (t *timerfdTicker) Next() (uint64, bool) {
-	n, err := t.f.Read(t.buf[:])
-	if err != nil || n != 8 {
-		return 0, false
+	var missed uint64
+	for {
+		n, err := t.f.Read(t.buf[:])
+		if err != nil || n != 8 {
+			return 0, false
+		}
+		// The kernel counts expirations since the last read: more than
+		// one means ticks were missed.
+		exp := binary.LittleEndian.Uint64(t.buf[:])
+		t.k += int64(exp)
+		missed += exp - 1
+		late := time.Since(t.start.Add(time.Duration(t.k) * t.iv))
+		if !lateTick(late, t.iv) {
+			return missed, true
+		}
+		missed++ // this one too: wait for the next grid point
 	}
-	// The kernel counts expirations since the last read: more than one
-	// means ticks were missed.
-	return binary.LittleEndian.Uint64(t.buf[:]) - 1, true
 }
 
 func (t *timerfdTicker) Stop() { t.f.Close() }
@@ -73,16 +95,29 @@ func newGoTicker(iv time.Duration) ticker {
 func (t *goTicker) Next() (uint64, bool) {
 	t.k++
 	var missed uint64
-	if due := int64(time.Since(t.start) / t.iv); due >= t.k {
-		missed = uint64(due - t.k + 1)
-		t.k = due + 1
-	}
-	t.timer.Reset(time.Until(t.start.Add(time.Duration(t.k) * t.iv)))
-	select {
-	case <-t.timer.C:
-		return missed, true
-	case <-t.stop:
-		return 0, false
+	for {
+		if due := int64(time.Since(t.start) / t.iv); due >= t.k {
+			// Ticks whose time already passed: skipped, unless the last
+			// one is only a little late.
+			if late := time.Since(t.start.Add(time.Duration(due) * t.iv)); !lateTick(late, t.iv) {
+				missed += uint64(due - t.k)
+				t.k = due
+				return missed, true
+			}
+			missed += uint64(due - t.k + 1)
+			t.k = due + 1
+		}
+		t.timer.Reset(time.Until(t.start.Add(time.Duration(t.k) * t.iv)))
+		select {
+		case <-t.timer.C:
+		case <-t.stop:
+			return 0, false
+		}
+		if late := time.Since(t.start.Add(time.Duration(t.k) * t.iv)); !lateTick(late, t.iv) {
+			return missed, true
+		}
+		missed++
+		t.k++
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,6 +32,10 @@ type EventStream interface {
 	Close()
 	// Masks returns the event types registered per GPU, in Host.GPUs order.
 	Masks() []uint64
+	// Wait waits, at most d, after Close until nothing is inside an NVML
+	// event call any more, and reports whether that happened. NVML must not
+	// be shut down while a wait is in progress.
+	Wait(d time.Duration) bool
 }
 
 // WatchEvents opens one event set holding every monitored GPU for the
@@ -72,6 +77,8 @@ type goEvents struct {
 	gpus   []*GPU
 	masks  []uint64
 	closed atomic.Bool
+	done   chan struct{} // closed when Next has freed the set after Close
+	once   sync.Once
 }
 
 func (h *Host) watchGo(want []uint64) (EventStream, error) {
@@ -79,7 +86,7 @@ func (h *Host) watchGo(want []uint64) (EventStream, error) {
 	if ret != nvml.SUCCESS {
 		return nil, fmt.Errorf("nvmlEventSetCreate: %s", retText(ret))
 	}
-	e := &goEvents{set: set, gpus: h.GPUs, masks: make([]uint64, len(h.GPUs))}
+	e := &goEvents{set: set, gpus: h.GPUs, masks: make([]uint64, len(h.GPUs)), done: make(chan struct{})}
 	registered := false
 	for i, g := range h.GPUs {
 		mask := want[i]
@@ -111,10 +118,22 @@ func (e *goEvents) Masks() []uint64 { return e.masks }
 
 func (e *goEvents) Close() { e.closed.Store(true) }
 
+func (e *goEvents) Wait(d time.Duration) bool {
+	select {
+	case <-e.done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
 func (e *goEvents) Next() (reading.Event, error) {
 	for {
 		if e.closed.Load() {
-			e.set.Free()
+			e.once.Do(func() {
+				e.set.Free()
+				close(e.done)
+			})
 			return reading.Event{}, ErrEventsClosed
 		}
 		handle, typ, data, ret := e.set.Wait(500)

@@ -3,6 +3,7 @@ package sampler
 /*
 #cgo LDFLAGS: -ldl -lpthread
 #include <stdint.h>
+#include <stdlib.h>
 #include "evthread.h"
 */
 import "C"
@@ -12,7 +13,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
@@ -24,6 +27,7 @@ import (
 // Go scheduler never sees.
 type nativeEvents struct {
 	f     *os.File
+	alive *C.int32_t // 1 while the C thread runs (C memory: it may outlive us)
 	gpus  []*GPU
 	masks []uint64
 	buf   [int(unsafe.Sizeof(C.struct_gt_event{}))]byte
@@ -47,9 +51,10 @@ func (h *Host) watchNative(want []uint64) (EventStream, error) {
 		idx[i] = C.int(g.Info().Index)
 		masks[i] = C.uint64_t(want[i])
 	}
+	alive := (*C.int32_t)(C.calloc(1, C.size_t(unsafe.Sizeof(C.int32_t(0)))))
 	var ret C.int
 	if n > 0 {
-		ret = C.gt_events_start(&idx[0], &masks[0], &reg[0], C.int(n), C.int(fds[1]))
+		ret = C.gt_events_start(&idx[0], &masks[0], &reg[0], C.int(n), C.int(fds[1]), alive)
 	}
 	if ret != 0 {
 		syscall.Close(fds[0])
@@ -64,7 +69,7 @@ func (h *Host) watchNative(want []uint64) (EventStream, error) {
 		}
 		return nil, fmt.Errorf("NVML event set: error %d", int(ret))
 	}
-	e := &nativeEvents{f: os.NewFile(uintptr(fds[0]), "nvml-events"), gpus: h.GPUs, masks: make([]uint64, n)}
+	e := &nativeEvents{f: os.NewFile(uintptr(fds[0]), "nvml-events"), alive: alive, gpus: h.GPUs, masks: make([]uint64, n)}
 	for i := range reg {
 		e.masks[i] = uint64(reg[i])
 	}
@@ -74,6 +79,22 @@ func (h *Host) watchNative(want []uint64) (EventStream, error) {
 func (e *nativeEvents) Masks() []uint64 { return e.masks }
 
 func (e *nativeEvents) Close() { e.f.Close() }
+
+// Wait waits until the C thread has freed the event set and exited, at most
+// d. The thread notices the closed socket within its 500 ms wait, unless
+// NVML keeps it inside the wait (a GSP fault).
+func (e *nativeEvents) Wait(d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for atomic.LoadInt32((*int32)(unsafe.Pointer(e.alive))) != 0 {
+		if time.Now().After(deadline) {
+			return false // stuck in NVML: the tiny state stays allocated
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	C.free(unsafe.Pointer(e.alive))
+	e.alive = nil
+	return true
+}
 
 func (e *nativeEvents) Next() (reading.Event, error) {
 	n, err := e.f.Read(e.buf[:])

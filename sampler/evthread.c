@@ -43,6 +43,7 @@ struct gt_state {
 	nvml_device dev[GT_MAXGPU];
 	fn_wait wait;
 	fn_free free_set;
+	int32_t *alive;
 };
 
 static void *sym(const char *name) { return dlsym(RTLD_DEFAULT, name); }
@@ -72,9 +73,10 @@ static void *run(void *arg)
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	for (;;) {
 		memset(&d, 0, sizeof(d));
-		// A long timeout costs nothing here: this thread is invisible to
-		// the Go scheduler, and Go stops listening by closing the socket.
-		int ret = st->wait(st->set, &d, 1000);
+		// A timeout costs nothing here: this thread is invisible to the Go
+		// scheduler. Go stops listening by closing the socket; the timeout
+		// bounds how long the thread takes to notice at shutdown.
+		int ret = st->wait(st->set, &d, 500);
 		memset(&e, 0, sizeof(e));
 		if (ret == NVML_ERROR_TIMEOUT) {
 			// A closed Go end ends the thread.
@@ -110,11 +112,13 @@ static void *run(void *arg)
 	if (st->free_set)
 		st->free_set(st->set);
 	close(st->fd);
+	int32_t *alive = st->alive;
 	free(st);
+	__atomic_store_n(alive, 0, __ATOMIC_RELEASE);
 	return NULL;
 }
 
-int gt_events_start(const int *indexes, const uint64_t *masks, uint64_t *registered, int n, int fd)
+int gt_events_start(const int *indexes, const uint64_t *masks, uint64_t *registered, int n, int fd, int32_t *alive)
 {
 	fn_create create = (fn_create)sym("nvmlEventSetCreate");
 	fn_free free_set = (fn_free)sym("nvmlEventSetFree");
@@ -139,6 +143,7 @@ int gt_events_start(const int *indexes, const uint64_t *masks, uint64_t *registe
 	st->fd = fd;
 	st->wait = wait;
 	st->free_set = free_set;
+	st->alive = alive;
 	int any = 0;
 	for (int i = 0; i < n; i++) {
 		registered[i] = 0;
@@ -175,9 +180,11 @@ int gt_events_start(const int *indexes, const uint64_t *masks, uint64_t *registe
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 64 * 1024);
+	__atomic_store_n(alive, 1, __ATOMIC_RELEASE);
 	ret = pthread_create(&t, &attr, run, st);
 	pthread_attr_destroy(&attr);
 	if (ret != 0) {
+		__atomic_store_n(alive, 0, __ATOMIC_RELEASE);
 		if (free_set)
 			free_set(st->set);
 		free(st);

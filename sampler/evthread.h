@@ -20,6 +20,9 @@ struct gt_event {
 // records to fd. It returns 0, or an NVML return code (or -1: a symbol is
 // missing, -2: the thread could not start). registered[i] gets the mask
 // actually registered for GPU i.
-int gt_events_start(const int *indexes, const uint64_t *masks, uint64_t *registered, int n, int fd);
+// *alive is set to 1 before the thread starts and to 0 when it has freed the
+// set and exited; the caller must keep it allocated until then (or forever if
+// the thread stays stuck inside NVML).
+int gt_events_start(const int *indexes, const uint64_t *masks, uint64_t *registered, int n, int fd, int32_t *alive);
 
 #endif

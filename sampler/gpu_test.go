@@ -361,8 +361,8 @@ func TestOpenErrors(t *testing.T) {
 		{"no library", &fakenvml.Lib{InitRet: nvml.ERROR_LIBRARY_NOT_FOUND}, nil, ErrNoDriver, ""},
 		{"zero gpus", &fakenvml.Lib{InitRet: nvml.SUCCESS}, nil, ErrNoGPU, ""},
 		{"init failure", &fakenvml.Lib{InitRet: nvml.ERROR_NO_PERMISSION}, nil, nil, "nvmlInit"},
-		{"index out of range", &fakenvml.Lib{InitRet: nvml.SUCCESS, Devs: []*fakenvml.Dev{fakenvml.NewDev()}}, []string{"3"}, nil, "--gpu 3: no GPU with index 3"},
-		{"unknown uuid", &fakenvml.Lib{InitRet: nvml.SUCCESS, Devs: []*fakenvml.Dev{fakenvml.NewDev()}}, []string{"GPU-nope"}, nil, "--gpu GPU-nope"},
+		{"index out of range", &fakenvml.Lib{InitRet: nvml.SUCCESS, Devs: []*fakenvml.Dev{fakenvml.NewDev()}}, []string{"3"}, nil, "3: no GPU with index 3"},
+		{"unknown uuid", &fakenvml.Lib{InitRet: nvml.SUCCESS, Devs: []*fakenvml.Dev{fakenvml.NewDev()}}, []string{"GPU-nope"}, ErrUnknownGPU, "GPU-nope"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

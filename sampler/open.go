@@ -17,6 +17,9 @@ import (
 // ErrNoDriver means the NVIDIA driver or its libnvidia-ml.so.1 is not there.
 var ErrNoDriver = errors.New("no NVIDIA driver")
 
+// ErrUnknownGPU means a selector (OpenOptions.Select) matches no GPU.
+var ErrUnknownGPU = errors.New("unknown GPU")
+
 // ErrNoGPU means the driver is loaded but reports no GPU.
 var ErrNoGPU = errors.New("no NVIDIA GPU")
 
@@ -27,7 +30,7 @@ type OpenOptions struct {
 	// Config tunes each GPU's sampler.
 	Config Config
 	// Timeout bounds each start-up call into the driver (init, count,
-	// handles) and each GPU's static facts. Default 30 s.
+	// handles) and each GPU's static facts. Default 20 s.
 	Timeout time.Duration
 	// Logger receives start-up notes.
 	Logger *slog.Logger
@@ -35,11 +38,12 @@ type OpenOptions struct {
 
 // Host is the opened driver with the selected GPUs.
 type Host struct {
-	lib    Library
-	Syms   Symbols
-	System reading.System
-	GPUs   []*GPU
-	kclock KernelClock
+	lib        Library
+	enumerated int
+	Syms       Symbols
+	System     reading.System
+	GPUs       []*GPU
+	kclock     KernelClock
 }
 
 // bounded runs f and waits at most d for it. NVML calls cannot be cancelled:
@@ -65,7 +69,7 @@ func bounded(d time.Duration, f func()) bool {
 // or ErrNoGPU when there is nothing to monitor.
 func Open(lib Library, o OpenOptions) (*Host, error) {
 	if o.Timeout <= 0 {
-		o.Timeout = 30 * time.Second
+		o.Timeout = 20 * time.Second
 	}
 	log := o.Logger
 	if log == nil {
@@ -118,6 +122,7 @@ func Open(lib Library, o OpenOptions) (*Host, error) {
 		return nil, fmt.Errorf("%w: the driver (version %s) reports 0 GPUs", ErrNoGPU, h.System.DriverVersion)
 	}
 
+	h.enumerated = count
 	all := make([]*GPU, count)
 	var wg sync.WaitGroup
 	for i := range count {
@@ -316,7 +321,7 @@ func selectGPUs(all []*GPU, sel []string) ([]*GPU, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("--gpu: no GPU selected")
+		return nil, fmt.Errorf("%w: none selected", ErrUnknownGPU)
 	}
 	return out, nil
 }
@@ -324,7 +329,7 @@ func selectGPUs(all []*GPU, sel []string) ([]*GPU, error) {
 func matchGPU(all []*GPU, s string) (int, error) {
 	if n, err := strconv.Atoi(s); err == nil {
 		if n < 0 || n >= len(all) {
-			return 0, fmt.Errorf("--gpu %s: no GPU with index %d (the driver reports %d GPUs, 0..%d)", s, n, len(all), len(all)-1)
+			return 0, fmt.Errorf("%w: %s: no GPU with index %d (the driver reports %d GPUs, 0..%d)", ErrUnknownGPU, s, n, len(all), len(all)-1)
 		}
 		return n, nil
 	}
@@ -338,7 +343,7 @@ func matchGPU(all []*GPU, s string) (int, error) {
 			return i, nil
 		}
 	}
-	return 0, fmt.Errorf("--gpu %s: no GPU has this index, UUID or PCI bus id", s)
+	return 0, fmt.Errorf("%w: %s: no GPU has this index, UUID or PCI bus id", ErrUnknownGPU, s)
 }
 
 // BusKey canonicalises a PCI address in NVML form (00000000:4B:00.0), lspci
@@ -369,9 +374,23 @@ func BusKey(s string) (string, bool) {
 // KernelTime converts a wall-clock reading to the kernel log's clock.
 func (h *Host) KernelTime(t time.Time) time.Duration { return h.kclock.At(t) }
 
-// Enumerate lists the UUIDs the driver enumerates now, to notice GPUs that
-// vanished (fell off the bus and were removed). It makes 1 + 2 x count calls;
-// a GPU whose UUID cannot be read is listed as "". The caller bounds it.
+// Count returns how many GPUs the driver enumerates now (one call, not tied
+// to any GPU). The caller bounds it.
+func (h *Host) Count() (int, error) {
+	n, ret := h.lib.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		return 0, fmt.Errorf("nvmlDeviceGetCount: %s", retText(ret))
+	}
+	return n, nil
+}
+
+// Enumerated returns how many GPUs the driver enumerated at start.
+func (h *Host) Enumerated() int { return h.enumerated }
+
+// Enumerate lists the UUIDs the driver enumerates now, to tell which GPUs
+// vanished (fell off the bus and were removed). It makes 1 + 2 x count calls,
+// so it is meant for after Count dropped; a GPU whose UUID cannot be read is
+// listed as "". The caller bounds it.
 func (h *Host) Enumerate() ([]string, error) {
 	n, ret := h.lib.DeviceGetCount()
 	if ret != nvml.SUCCESS {

@@ -83,6 +83,15 @@ func run(args []string, stderr io.Writer) (code int) {
 
 // serve runs the logger with validated flags.
 func serve(cli *CLI, stderr io.Writer) int {
+	// Signals first: SIGHUP's default action kills the process, and the
+	// start-up (NVML init, a GPU stuck at start) can take seconds, during
+	// which a log rotation or a reload must not end the service.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cli.LogLevel.level()}))
 	if err := os.MkdirAll(cli.LogDir, 0o755); err != nil {
 		fmt.Fprintf(stderr, "gpu-telemetry: --log-dir %s: %v\n", cli.LogDir, err)
@@ -110,6 +119,9 @@ func serve(cli *CLI, stderr io.Writer) int {
 		// not restart us in a loop on a host without GPUs.
 		log.Warn("nothing to monitor; exiting", "reason", err.Error())
 		return 0
+	case errors.Is(err, sampler.ErrUnknownGPU):
+		fmt.Fprintf(stderr, "gpu-telemetry: --gpu %v\n", strings.TrimPrefix(err.Error(), sampler.ErrUnknownGPU.Error()+": "))
+		return 1
 	case err != nil:
 		fmt.Fprintf(stderr, "gpu-telemetry: %v\n", err)
 		return 1
@@ -127,11 +139,11 @@ func serve(cli *CLI, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gpu-telemetry: %v\n", err)
 		return 1
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGHUP)
-	defer signal.Stop(sigs)
+	if ctx.Err() != nil { // stopped while starting
+		host.Close(2 * time.Second)
+		log.Info("stopped before sampling began")
+		return 0
+	}
 	if err := mon.Run(ctx, sigs); err != nil {
 		fmt.Fprintf(stderr, "gpu-telemetry: %v\n", err)
 		return 1
