@@ -359,3 +359,15 @@ func TestDiskGuardStopsAndLogsOnce(t *testing.T) {
 		t.Errorf("final status lacks dropped rows")
 	}
 }
+
+func TestSignalsDuringStartupDoNotKill(t *testing.T) {
+	t.Parallel()
+	// The GPU does not answer for the first 3 s: start-up waits for its
+	// static facts while a reload (SIGHUP) and a status request arrive.
+	p := start(t, opts{scenario: "gpus 1\nat 0 gpu 0 hang 3s\n"})
+	time.Sleep(time.Second)
+	p.signal(syscall.SIGHUP)
+	p.signal(syscall.SIGUSR1)
+	p.waitFor("rows after the slow start", 20*time.Second, func() bool { return rowCount(p.csvFile(0)) >= 5 })
+	p.stop()
+}

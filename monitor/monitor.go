@@ -57,6 +57,8 @@ type Monitor struct {
 	side      chan func() // file work queued by the poll loop
 	sideDrops atomic.Uint64
 
+	windowStart atomic.Int64 // UnixNano when the current summary window began
+
 	eventsStuck atomic.Bool // the NVML event wait did not come back at shutdown
 	enumerating atomic.Bool // a GPU enumeration is inside the driver
 }
@@ -170,7 +172,7 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	}
 	m.cfg.Notifier.Stopping()
 	stopBG()
-	waitBounded(&listeners, 2*time.Second)
+	waitBounded(&listeners, 3*time.Second)
 	m.cfg.trace("listeners-stopped")
 	stuck := m.waitWorkers(2 * time.Second)
 	m.cfg.trace("workers-stopped")
@@ -237,6 +239,7 @@ func (m *Monitor) waitWorkers(d time.Duration) []string {
 func (m *Monitor) loop(ctx context.Context, sigs <-chan os.Signal) {
 	tk := m.cfg.newTicker(m.cfg.Interval)
 	m.lastSummary = time.Now()
+	m.windowStart.Store(m.lastSummary.UnixNano())
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
@@ -303,8 +306,17 @@ func (m *Monitor) tick(now time.Time) {
 	if now.Sub(m.lastSummary) >= m.cfg.SummaryEvery {
 		elapsed := now.Sub(m.lastSummary)
 		m.lastSummary = now
+		m.windowStart.Store(now.UnixNano())
 		m.queue(func() { m.writeSummary(now, elapsed) })
 	}
+}
+
+// summaryStart returns when the current summary window began.
+func (m *Monitor) summaryStart() time.Time {
+	if ns := m.windowStart.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return m.start
 }
 
 // queue runs f on the side goroutine, which does the file work the poll
@@ -348,8 +360,11 @@ func (m *Monitor) signal(sig os.Signal) {
 	case syscall.SIGHUP:
 		m.log.Info("SIGHUP: reopening log files")
 		m.csv.Reopen()
-		m.events.Reopen()
-		m.summary.Reopen()
+		for _, l := range []lineLog{m.events, m.summary} {
+			if err := l.Reopen(); err != nil {
+				m.log.Warn("reopening a log file failed", "error", err)
+			}
+		}
 	}
 }
 

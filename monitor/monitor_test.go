@@ -89,6 +89,7 @@ func (l *plainLog) Reopen() error { return nil }
 func (l *plainLog) Close() error  { return nil }
 
 type rig struct {
+	lib   *fakenvml.Lib
 	t     *testing.T
 	dir   string
 	devs  []*fakenvml.Dev
@@ -114,6 +115,7 @@ func newRig(t *testing.T, n int, tweak func(*Config)) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.lib = lib
 	var mu sync.Mutex
 	cfg := Config{
 		Version: "test", LogDir: r.dir, Interval: 100 * time.Millisecond, Anomaly: anomaly.DefaultConfig(),
@@ -383,6 +385,16 @@ func TestSignalsAndShutdownOrder(t *testing.T) {
 		if strings.Join(r.steps, ",") != strings.Join(want, ",") {
 			t.Errorf("shutdown steps %v, want %v", r.steps, want)
 		}
+		// Effects, not just order: NVML was shut down once, nothing called
+		// the device after Run returned, and the files take no more rows.
+		if r.lib.Shut != 1 {
+			t.Errorf("nvmlShutdown called %d times, want 1", r.lib.Shut)
+		}
+		calls, rows := r.devs[0].Total(), len(r.rows(0))
+		time.Sleep(time.Second)
+		if r.devs[0].Total() != calls || len(r.rows(0)) != rows {
+			t.Errorf("device calls or rows after shutdown: %d -> %d calls, %d -> %d rows", calls, r.devs[0].Total(), rows, len(r.rows(0)))
+		}
 	})
 }
 
@@ -417,6 +429,7 @@ func TestStatusAndSummaryGolden(t *testing.T) {
 			PeakTempC: reading.Some[uint32](92), PeakPowerMW: reading.Some[uint32](612_400),
 		},
 		WindowCounts: anomaly.Counts{Samples: 6000, PowerBreaches: 4440, FanInversions: 100},
+		Window:       300 * time.Second,
 		GPUs: []GPUStatus{
 			{Index: 0, Samples: 75000, Failures: 3, HungRows: 20, Incidents: 50, PeakTempC: reading.Some[uint32](92), PeakPower: reading.Some[uint32](612_400), Busy: true},
 			{Index: 1, Samples: 74998},

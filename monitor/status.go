@@ -31,6 +31,7 @@ type Status struct {
 	Incidents    uint64
 	GPUs         []GPUStatus
 	WindowCounts anomaly.Counts // current window, all GPUs
+	Window       time.Duration  // how long the current window has lasted
 }
 
 // GPUStatus is one GPU's part of the status.
@@ -66,6 +67,7 @@ func (m *Monitor) collect() Status {
 	}
 	st.Total = anomaly.Sum(all)
 	st.WindowCounts = st.Total.Window
+	st.Window = time.Since(m.summaryStart())
 	return st
 }
 
@@ -100,8 +102,12 @@ func optWatts(o reading.Opt[uint32]) string {
 // them), and per GPU samples, failures, hangs and peaks.
 func (st Status) Attrs() []slog.Attr {
 	t, w := st.Total.Total, st.WindowCounts
-	win := func(total, window uint64) string {
-		return strconv.FormatUint(total, 10) + " (+" + strconv.FormatUint(window, 10) + ")"
+	// Totals, with the current window's count and rate: "bad long ago" and
+	// "bad right now" look different (the seed's "+N/5m").
+	rate := anomaly.Rates(w, st.Window)
+	win := func(total, window uint64, perMin float64) string {
+		return strconv.FormatUint(total, 10) + " (+" + strconv.FormatUint(window, 10) + ", " +
+			strconv.FormatFloat(perMin, 'f', 1, 64) + "/min)"
 	}
 	a := []slog.Attr{
 		slog.String("uptime", fmtUptime(st.Uptime)),
@@ -113,9 +119,9 @@ func (st Status) Attrs() []slog.Attr {
 		slog.Uint64("incidents", st.Incidents),
 		slog.Uint64("crash_snapshots", st.Snapshots),
 		slog.Uint64("suppressed", st.Suppressed),
-		slog.String("pwr", win(t.PowerBreaches, w.PowerBreaches)),
-		slog.String("inv", win(t.FanInversions, w.FanInversions)),
-		slog.String("spur", win(t.SpuriousThrottles, w.SpuriousThrottles)),
+		slog.String("pwr", win(t.PowerBreaches, w.PowerBreaches, rate.PowerBreaches)),
+		slog.String("inv", win(t.FanInversions, w.FanInversions, rate.FanInversions)),
+		slog.String("spur", win(t.SpuriousThrottles, w.SpuriousThrottles, rate.SpuriousThrottles)),
 		slog.Uint64("tdp_chg", t.TDPChanges),
 		slog.Uint64("nvml_events", st.NVMLEvents),
 		slog.Uint64("kmsg_xids", st.KmsgXids),
@@ -125,12 +131,10 @@ func (st Status) Attrs() []slog.Attr {
 		slog.String("peak", optTemp(st.Total.PeakTempC)+"/"+optWatts(st.Total.PeakPowerMW)),
 	}
 	for _, g := range st.GPUs {
-		v := fmt.Sprintf("samples=%d fail=%d hung=%d incidents=%d peak=%s/%s", g.Samples, g.Failures, g.HungRows,
-			g.Incidents, optTemp(g.PeakTempC), optWatts(g.PeakPower))
-		if g.Busy {
-			v += " busy"
-		}
-		a = append(a, slog.String("gpu"+strconv.Itoa(g.Index), v))
+		a = append(a, slog.Group("gpu"+strconv.Itoa(g.Index),
+			slog.Uint64("samples", g.Samples), slog.Uint64("fail", g.Failures), slog.Uint64("hung", g.HungRows),
+			slog.Uint64("incidents", g.Incidents), slog.String("peak", optTemp(g.PeakTempC)+"/"+optWatts(g.PeakPower)),
+			slog.Bool("busy", g.Busy)))
 	}
 	return a
 }

@@ -97,19 +97,29 @@ void *gt_batch_handle(unsigned int index)
 	return d;
 }
 
+// lock_fields takes the field lock, giving up after wait_ms on the monotonic
+// clock (a timed lock on the wall clock would stretch when the clock steps).
+// Contention is rare: only while another GPU is inside GetFieldValues.
 static int lock_fields(uint32_t wait_ms)
 {
+	struct timespec now, end, nap = { 0, 200 * 1000 };
 	if (pthread_mutex_trylock(&field_mu) == 0)
 		return 1;
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += wait_ms / 1000;
-	ts.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += wait_ms / 1000;
+	end.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+	if (end.tv_nsec >= 1000000000L) {
+		end.tv_sec++;
+		end.tv_nsec -= 1000000000L;
 	}
-	return pthread_mutex_timedlock(&field_mu, &ts) == 0;
+	for (;;) {
+		nanosleep(&nap, NULL);
+		if (pthread_mutex_trylock(&field_mu) == 0)
+			return 1;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec > end.tv_sec || (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec))
+			return 0;
+	}
 }
 
 #define PLANNED(c) (b->plan & (1ULL << (c)))

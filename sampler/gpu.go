@@ -126,6 +126,9 @@ func NewGPU(info reading.GPU, dev Device, handle any, syms *Symbols, cfg Config,
 	}
 	g := &GPU{dev: dev, handle: handle, syms: syms, cfg: cfg, kclock: kc,
 		log: log.With("gpu", info.Index), base: time.Now()}
+	if dev != nil {
+		g.exec = newGoExec(dev, cfg.FieldWait)
+	}
 	g.info.Store(&info)
 	return g
 }
@@ -276,9 +279,6 @@ func (g *GPU) Sample(s *reading.Sample) {
 	if g.dev == nil {
 		s.Status, s.Err = reading.StatusFailed, g.staticErr
 		return
-	}
-	if g.exec == nil { // a GPU made with NewGPU, not Open
-		g.exec = newGoExec(g.dev, g.cfg.FieldWait)
 	}
 	r := &g.raw
 	g.plan(r, s.NumFans, g.n%uint64(g.cfg.SlowEvery) == 0)

@@ -280,6 +280,12 @@ func (c *CSV) ensureOpen(gf *gpuFile, t time.Time) error {
 	if gf.f != nil {
 		c.finish(gf)
 	}
+	if t.Before(gf.day) {
+		// A row stamped before the day already opened (a sample that was
+		// stuck over midnight): it belongs to the current file, never to a
+		// finished day that may be compressed by now.
+		t = gf.day
+	}
 	y, m, d := t.Date()
 	day := time.Date(y, m, d, 0, 0, 0, 0, t.Location())
 	path := filepath.Join(c.cfg.Dir, FileName(gf.index, day))
@@ -295,30 +301,40 @@ func (c *CSV) ensureOpen(gf *gpuFile, t time.Time) error {
 	return nil
 }
 
-// finish closes the current file after fsync and hands it to compression.
-// Called with gf.mu held at rotation.
+// finish hands the current file to a goroutine that syncs and closes it and
+// then queues it for compression. Called with gf.mu held at rotation: a day's
+// file can be 100 MB, and its fsync must not hold up the GPU's first row of
+// the new day.
 func (c *CSV) finish(gf *gpuFile) {
-	path := gf.path
-	if err := gf.f.Sync(); err != nil {
-		c.syncErrs.Add(1)
-	}
-	gf.f.Close()
+	f, path := gf.f, gf.path
 	gf.f, gf.osf = nil, nil
 	gf.dirty.Store(false)
 	c.log.Info("CSV day finished", "gpu", gf.index, "path", path)
-	if c.gz != nil {
-		c.gz.add(path)
-	}
-	go c.housekeeping(c.cfg.Now())
+	go func() {
+		if err := f.Sync(); err != nil {
+			c.syncErrs.Add(1)
+		}
+		f.Close()
+		if c.gz != nil {
+			c.gz.add(path)
+		}
+		c.housekeeping(c.cfg.Now())
+	}()
 }
 
 // openAppend opens path for appending, writing header to a new or empty file.
 // An existing file that ends in a partial line (the last run died mid-write)
 // is cut back to its last whole line first.
 func openAppend(path string, header []byte, log *slog.Logger) (*os.File, int64, error) {
+	_, statErr := os.Stat(path)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, 0, err
+	}
+	if os.IsNotExist(statErr) {
+		// A new day's file: make its directory entry durable too, or a
+		// power loss can lose the whole file, not just the last second.
+		syncDir(filepath.Dir(path))
 	}
 	st, err := f.Stat()
 	if err != nil {
@@ -410,25 +426,29 @@ func (c *CSV) SyncAll() {
 // the previous round is still on the disk, this round is skipped (counted):
 // a slow disk gets fewer syncs rather than a pile of them.
 func (c *CSV) syncDirty() {
-	var files []*os.File
+	var fds []int
 	var gfs []*gpuFile
 	for _, i := range c.order {
 		gf := c.files[i]
 		if !gf.dirty.Load() {
 			continue
 		}
+		// Duplicate under the lock: a rotation or reopen cannot close the
+		// file (and let its number be reused) in between.
 		gf.mu.Lock()
 		if gf.osf != nil {
-			files = append(files, gf.osf)
-			gfs = append(gfs, gf)
-			gf.dirty.Store(false)
+			if d, err := dupFile(gf.osf); err == nil {
+				fds = append(fds, d)
+				gfs = append(gfs, gf)
+				gf.dirty.Store(false)
+			}
 		}
 		gf.mu.Unlock()
 	}
-	if len(files) == 0 {
+	if len(fds) == 0 {
 		return
 	}
-	if !syncAsync(files) {
+	if !syncAsync(fds) {
 		c.syncSkips.Add(1)
 		for _, gf := range gfs {
 			gf.dirty.Store(true)

@@ -10,27 +10,33 @@ import (
 	"syscall"
 )
 
-// syncAsync hands duplicates of the files' descriptors to the sync thread
-// (fsync.c) and returns at once. It reports false, doing nothing, while the
-// previous batch is still being synced: a slow disk then gets fewer syncs, and
-// nothing piles up.
-func syncAsync(files []*os.File) bool {
-	fds := make([]C.int, 0, len(files))
-	for _, f := range files {
-		// A duplicate stays valid even if the file is closed (rotation)
-		// while the thread syncs it.
-		d, err := syscall.Dup(int(f.Fd()))
-		if err != nil {
-			continue
-		}
-		fds = append(fds, C.int(d))
+// dupFile returns a duplicate of f's descriptor. A duplicate stays valid even
+// if f is closed (rotation) while the sync thread works on it.
+func dupFile(f *os.File) (int, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return -1, err
 	}
-	if len(fds) == 0 {
-		return true
+	d := -1
+	var derr error
+	if err := rc.Control(func(fd uintptr) { d, derr = syscall.Dup(int(fd)) }); err != nil {
+		return -1, err
 	}
-	if C.gt_fsync_submit(&fds[0], C.int(len(fds))) != 0 {
+	return d, derr
+}
+
+// syncAsync hands duplicated descriptors to the sync thread (fsync.c), which
+// closes them, and returns at once. It reports false, closing them itself,
+// while the previous batch is still being synced: a slow disk then gets fewer
+// syncs, and nothing piles up.
+func syncAsync(fds []int) bool {
+	cfds := make([]C.int, len(fds))
+	for i, d := range fds {
+		cfds[i] = C.int(d)
+	}
+	if C.gt_fsync_submit(&cfds[0], C.int(len(cfds))) != 0 {
 		for _, d := range fds {
-			syscall.Close(int(d))
+			syscall.Close(d)
 		}
 		return false
 	}

@@ -11,9 +11,10 @@ import (
 // LineLog is an append-only text log rotated by size (events.log,
 // summary.log). Lines are written whole, one write per line.
 type LineLog struct {
-	mu  sync.Mutex
-	lj  *lumberjack.Logger
-	buf []byte
+	mu     sync.Mutex
+	lj     *lumberjack.Logger
+	buf    []byte
+	closed bool
 }
 
 // NewLineLog returns a log at dir/name rotated at maxMB megabytes, keeping
@@ -31,6 +32,11 @@ func NewLineLog(dir, name string, maxMB, backups int) *LineLog {
 func (l *LineLog) Line(s string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed {
+		// lumberjack would reopen the file: a late writer (a call that
+		// came back from the driver after shutdown) must not.
+		return fmt.Errorf("write %s: closed", l.lj.Filename)
+	}
 	l.buf = append(append(l.buf[:0], s...), '\n')
 	if _, err := l.lj.Write(l.buf); err != nil {
 		return fmt.Errorf("write %s: %w", l.lj.Filename, err)
@@ -45,8 +51,13 @@ func (l *LineLog) Reopen() error {
 	return l.lj.Close()
 }
 
-// Close closes the file.
-func (l *LineLog) Close() error { return l.Reopen() }
+// Close closes the file for good; later lines are refused.
+func (l *LineLog) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	return l.lj.Close()
+}
 
 // Path returns the log's path.
 func (l *LineLog) Path() string { return l.lj.Filename }

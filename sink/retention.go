@@ -13,8 +13,12 @@ import (
 	"time"
 )
 
-// dayFile matches the CSV names this package writes, compressed or not.
-var dayFile = regexp.MustCompile(`^gpu\d+-deep-(\d{4}-\d{2}-\d{2})\.csv(\.gz)?$`)
+// dayFile matches the CSV names this package writes, compressed or not;
+// tmpFile the temp files of a compression in progress.
+var (
+	dayFile = regexp.MustCompile(`^gpu\d+-deep-(\d{4}-\d{2}-\d{2})\.csv(\.gz)?$`)
+	tmpFile = regexp.MustCompile(`^\.gpu\d+-deep-\d{4}-\d{2}-\d{2}\.csv\.gz\.tmp`)
+)
 
 // housekeeping deletes days older than the retention and queues finished,
 // uncompressed days (from this run or earlier ones) for compression. Days are
@@ -30,6 +34,11 @@ func (c *CSV) housekeeping(now time.Time) {
 	cutoff := today.AddDate(0, 0, -c.cfg.RetentionDays)
 	var toCompress []string
 	for _, e := range entries {
+		if tmpFile.MatchString(e.Name()) && c.gz != nil && !c.gz.busy() {
+			// Left by a compression that was killed half-way.
+			os.Remove(filepath.Join(c.cfg.Dir, e.Name()))
+			continue
+		}
 		m := dayFile.FindStringSubmatch(e.Name())
 		if m == nil || !e.Type().IsRegular() {
 			continue
@@ -86,6 +95,13 @@ func newCompressor(log *slog.Logger) *compressor {
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go z.run()
 	return z
+}
+
+// busy reports whether a compression is queued or running.
+func (z *compressor) busy() bool {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	return len(z.queued) > 0
 }
 
 func (z *compressor) add(path string) {
@@ -192,9 +208,11 @@ func gzipFile(path string, stop <-chan struct{}) (err error) {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp.Name(), path+".gz"); err != nil {
-		return err
+	// Never replace an existing .gz: link fails if the name is taken.
+	if err := os.Link(tmp.Name(), path+".gz"); err != nil {
+		return fmt.Errorf("%s.gz: %w", path, err)
 	}
+	os.Remove(tmp.Name())
 	syncDir(filepath.Dir(path))
 	return os.Remove(path)
 }

@@ -525,3 +525,54 @@ func TestAppendTimestampMatchesLayout(t *testing.T) {
 		}
 	}
 }
+
+func TestLateRowNeverReopensAFinishedDay(t *testing.T) {
+	dir := t.TempDir()
+	c := newTestCSV(t, dir, CSVConfig{})
+	s := fullSample()
+	s.Time = time.Date(2026, 11, 30, 0, 0, 1, 0, cet)
+	c.Write(&s)
+	c.Reopen() // the file is closed (SIGHUP) when the late row comes
+	s.Time = time.Date(2026, 11, 29, 23, 59, 59, 0, cet) // a sample stuck over midnight
+	c.Write(&s)
+	c.Close()
+	if _, err := os.Stat(filepath.Join(dir, "gpu0-deep-2026-11-29.csv")); !os.IsNotExist(err) {
+		t.Errorf("the finished day was reopened: %v", err)
+	}
+	if n := len(readLines(t, filepath.Join(dir, "gpu0-deep-2026-11-30.csv"))); n != 3 {
+		t.Errorf("current day has %d lines, want header + 2 rows", n)
+	}
+}
+
+func TestCompressionNeverReplacesAnExistingGz(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "gpu0-deep-2026-11-20.csv")
+	os.WriteFile(p, []byte("timestamp\nlate row\n"), 0o644)
+	os.WriteFile(p+".gz", []byte("the real day"), 0o644)
+	if err := gzipFile(p, make(chan struct{})); err == nil {
+		t.Fatal("compressing over an existing .gz succeeded")
+	}
+	if b, _ := os.ReadFile(p + ".gz"); string(b) != "the real day" {
+		t.Errorf("existing .gz replaced")
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Errorf("the uncompressed file must stay when its .gz exists: %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*tmp*")); len(left) != 0 {
+		t.Errorf("temp files left: %v", left)
+	}
+}
+
+func TestLineLogRefusesAfterClose(t *testing.T) {
+	dir := t.TempDir()
+	l := NewLineLog(dir, "events.log", 50, 3)
+	l.Line("one")
+	l.Close()
+	os.Rename(filepath.Join(dir, "events.log"), filepath.Join(dir, "moved"))
+	if err := l.Line("late"); err == nil {
+		t.Errorf("line accepted after Close")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "events.log")); !os.IsNotExist(err) {
+		t.Errorf("events.log reopened after Close")
+	}
+}
