@@ -532,7 +532,7 @@ func TestLateRowNeverReopensAFinishedDay(t *testing.T) {
 	s := fullSample()
 	s.Time = time.Date(2026, 11, 30, 0, 0, 1, 0, cet)
 	c.Write(&s)
-	c.Reopen() // the file is closed (SIGHUP) when the late row comes
+	c.Reopen()                                           // the file is closed (SIGHUP) when the late row comes
 	s.Time = time.Date(2026, 11, 29, 23, 59, 59, 0, cet) // a sample stuck over midnight
 	c.Write(&s)
 	c.Close()
