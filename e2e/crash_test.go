@@ -320,3 +320,18 @@ func TestVanishedGPUIsReported(t *testing.T) {
 		}
 	}
 }
+
+func TestGPULateAtStartGetsItsEvents(t *testing.T) {
+	t.Parallel()
+	// GPU 1 does not answer for the first 3 s, so its static facts (and its
+	// event registration) come late; its Xid at 7 s must still arrive.
+	p := start(t, opts{scenario: "gpus 2\nat 0 gpu 1 hang 3s\nat 7 gpu 1 xid 62 to events\n", args: []string{"--start-timeout", "1s"}})
+	p.waitFor("the Xid of the late GPU", 30*time.Second, func() bool {
+		b, _ := os.ReadFile(filepath.Join(p.dir, "events.log"))
+		return strings.Contains(string(b), "gpu=1 bus=00000000:21:00.0 source=nvml type=Xid xid=62")
+	})
+	p.stop()
+	if !strings.Contains(p.stderr.String(), "registering NVML events again") {
+		t.Errorf("events not registered again for the late GPU")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
@@ -18,6 +19,11 @@ import (
 func (m *Monitor) runEvents(ctx context.Context) {
 	retry := time.Second
 	for ctx.Err() == nil {
+		// Which GPUs can be registered now; the others are watched for.
+		ready := make([]bool, len(m.gpus))
+		for i, gs := range m.gpus {
+			ready[i] = gs.g.StaticDone() && gs.g.Device() != nil
+		}
 		st, err := m.host.WatchEvents(m.log)
 		if err != nil {
 			m.log.Warn("NVML events unavailable; Xids come from the kernel log only", "error", err)
@@ -27,6 +33,28 @@ func (m *Monitor) runEvents(ctx context.Context) {
 			m.log.Info("NVML events registered", "gpu", gs.idx, "types", sampler.EventTypeNames(st.Masks()[i]))
 		}
 		stop := context.AfterFunc(ctx, st.Close)
+		// A GPU whose handle or static facts came late (stuck or failing at
+		// start) is registered by opening the set again.
+		var reopen atomic.Bool
+		watchDone := make(chan struct{})
+		go func() {
+			t := time.NewTicker(2 * time.Second)
+			defer t.Stop()
+			for {
+				select {
+				case <-watchDone:
+					return
+				case <-t.C:
+				}
+				for i, gs := range m.gpus {
+					if !ready[i] && gs.g.StaticDone() && gs.g.Device() != nil {
+						reopen.Store(true)
+						st.Close()
+						return
+					}
+				}
+			}
+		}()
 		var failed error
 		for {
 			e, err := st.Next()
@@ -39,13 +67,22 @@ func (m *Monitor) runEvents(ctx context.Context) {
 			m.nvmlEvents.Add(1)
 			m.onEvent(e)
 		}
+		close(watchDone)
 		stop()
 		st.Close()
 		if !st.Wait(2 * time.Second) {
 			m.eventsStuck.Store(true)
 			m.log.Warn("NVML event wait still inside the driver")
+			return
 		}
-		if failed == nil || ctx.Err() != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		if reopen.Load() && failed == nil {
+			m.log.Info("a GPU became ready late; registering NVML events again")
+			continue
+		}
+		if failed == nil {
 			return
 		}
 		m.log.Warn("NVML event stream failed; opening it again", "error", failed, "retry_in", retry)

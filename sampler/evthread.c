@@ -147,11 +147,11 @@ int gt_events_start(const int *indexes, const uint64_t *masks, uint64_t *registe
 	int any = 0;
 	for (int i = 0; i < n; i++) {
 		registered[i] = 0;
-		nvml_device dev = NULL;
-		if (handle((unsigned int)indexes[i], &dev) != NVML_SUCCESS)
-			continue;
 		uint64_t mask = masks[i];
 		if (mask == 0)
+			continue; // not ready (or supports nothing): do not touch it
+		nvml_device dev = NULL;
+		if (handle((unsigned int)indexes[i], &dev) != NVML_SUCCESS)
 			continue;
 		if (reg(dev, mask, st->set) != NVML_SUCCESS) {
 			// Some drivers refuse a mask as a whole: type by type.

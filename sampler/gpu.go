@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -81,6 +82,12 @@ type GPU struct {
 	// the start). staticErr says why they could not be read.
 	staticDone chan struct{}
 	staticErr  string
+	lib        Library   // for retrying the start-up read when the handle failed
+	nextStatic time.Time // worker only: when to retry it
+
+	// hmu guards dev, handle and exec for goroutines other than the one
+	// sampling (the worker writes them only in readStatic, under hmu).
+	hmu sync.Mutex
 
 	// What is in flight, for hang reports from other goroutines: the
 	// function and when the sample (or start-up read) that called it began.
@@ -160,18 +167,30 @@ func (g *GPU) StaticErr() string {
 	return g.staticErr
 }
 
-// Device returns the underlying device (events, snapshots).
-func (g *GPU) Device() Device { return g.dev }
+// Device returns the underlying device (events, snapshots); nil until the
+// GPU's handle could be had.
+func (g *GPU) Device() Device {
+	g.hmu.Lock()
+	defer g.hmu.Unlock()
+	return g.dev
+}
 
 // Handle returns the handle NVML events carry for this GPU.
-func (g *GPU) Handle() any { return g.handle }
+func (g *GPU) Handle() any {
+	g.hmu.Lock()
+	defer g.hmu.Unlock()
+	return g.handle
+}
 
 // InFlight reports the NVML function this GPU's goroutine is inside and when
 // the sample that made the call began; ok is false when no call is in flight.
 func (g *GPU) InFlight() (fn Fn, since time.Time, ok bool) {
 	f := Fn(g.cur.Load())
-	if g.StaticDone() && g.exec != nil {
-		if c := g.exec.current(); c > 0 && int(c) <= int(numCalls) {
+	g.hmu.Lock()
+	x := g.exec
+	g.hmu.Unlock()
+	if x != nil {
+		if c := x.current(); c > 0 && int(c) <= int(numCalls) {
 			f = callFn[c-1].fn
 		}
 	}
@@ -252,6 +271,10 @@ func (g *GPU) within(fn Fn, v, lo, hi uint64) bool {
 	return false
 }
 
+// staticRetry is how often a GPU whose handle could not be had at start is
+// tried again.
+const staticRetry = 10 * time.Second
+
 // Bounds for sane values. Generous: they reject garbage, not extremes.
 const (
 	maxTempC     = 200       // no GPU survives 200 C; 4294967295 is a driver error
@@ -277,8 +300,18 @@ func (g *GPU) Sample(s *reading.Sample) {
 	s.KernelTime = g.kclock.At(now)
 	g.attempts, g.fails, g.firstErr, g.lost = 0, 0, FnNone, false
 	if g.dev == nil {
-		s.Status, s.Err = reading.StatusFailed, g.staticErr
-		return
+		// The handle could not be had at start: retry now and then (the
+		// failure rows go on meanwhile, with the monitor's back-off).
+		if g.lib != nil && now.After(g.nextStatic) {
+			g.nextStatic = now.Add(staticRetry)
+			g.readStatic(g.lib)
+		}
+		if g.dev == nil {
+			s.Status, s.Err = reading.StatusFailed, g.staticErr
+			return
+		}
+		info = g.info.Load()
+		s.NumFans = min(info.NumFans, reading.MaxFans)
 	}
 	r := &g.raw
 	g.plan(r, s.NumFans, g.n%uint64(g.cfg.SlowEvery) == 0)

@@ -3,6 +3,7 @@ package sampler
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -373,15 +374,11 @@ func TestOpenErrors(t *testing.T) {
 			if c.is != nil && !errors.Is(err, c.is) {
 				t.Errorf("err %v, want %v", err, c.is)
 			}
-			if c.msg != "" && !contains(err.Error(), c.msg) {
+			if c.msg != "" && !strings.Contains(err.Error(), c.msg) {
 				t.Errorf("err %q, want it to contain %q", err, c.msg)
 			}
 		})
 	}
-}
-
-func contains(s, sub string) bool {
-	return len(sub) == 0 || (len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub)))
 }
 
 func TestSelectGPUs(t *testing.T) {
@@ -457,4 +454,26 @@ func TestSampleDoesNotAllocate(t *testing.T) {
 
 func newFakeLibForBench() *fakenvml.Lib {
 	return &fakenvml.Lib{InitRet: nvml.SUCCESS, Devs: []*fakenvml.Dev{fakenvml.NewDev()}}
+}
+
+func TestHandleFailureAtStartIsRetried(t *testing.T) {
+	d := fakenvml.NewDev()
+	lib := &fakenvml.Lib{Devs: []*fakenvml.Dev{d}, HandleRet: map[int]nvml.Return{0: nvml.ERROR_UNKNOWN}}
+	h := openFake(t, lib)
+	g := h.GPUs[0]
+	var s reading.Sample
+	g.Sample(&s)
+	if s.Status != reading.StatusFailed || !strings.Contains(s.Err, "nvmlDeviceGetHandleByIndex") {
+		t.Fatalf("without a handle: status %v err %q", s.Status, s.Err)
+	}
+	lib.HandleRet[0] = nvml.SUCCESS
+	g.Sample(&s) // within the retry interval: still failing
+	if s.Status != reading.StatusFailed {
+		t.Fatalf("retried before the interval")
+	}
+	g.nextStatic = time.Time{} // the interval has passed
+	g.Sample(&s)
+	if s.Status != reading.StatusOK || !s.TempC.OK || g.Info().UUID != "GPU-1111" || s.NumFans != 2 {
+		t.Errorf("after the retry: status %v temp %+v uuid %q fans %d", s.Status, s.TempC, g.Info().UUID, s.NumFans)
+	}
 }

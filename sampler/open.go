@@ -128,6 +128,7 @@ func Open(lib Library, o OpenOptions) (*Host, error) {
 	for i := range count {
 		g := NewGPU(reading.GPU{Index: i}, nil, nil, &h.Syms, o.Config, h.kclock, log)
 		g.staticDone = make(chan struct{})
+		g.lib = lib
 		all[i] = g
 		wg.Add(1)
 		go func() {
@@ -172,7 +173,10 @@ func (g *GPU) readStatic(lib Library) {
 		g.staticErr = fmt.Sprintf("%s: %s", FnGetHandle, retText(ret))
 		return
 	}
+	g.staticErr = ""
+	g.hmu.Lock()
 	g.dev, g.handle = dev, handle
+	g.hmu.Unlock()
 	str := func(fn Fn, f func() (string, nvml.Return)) string {
 		if !g.can(fn, 0) {
 			return ""
@@ -252,12 +256,15 @@ func (g *GPU) readStatic(lib Library) {
 		g.staticErr = "GPU is lost"
 	}
 	g.lost = false
-	g.exec = newGoExec(dev, g.cfg.FieldWait)
+	var x executor = newGoExec(dev, g.cfg.FieldWait)
 	if _, native := lib.(*NVML); native {
-		if x, err := newNativeExec(info.Index, g.cfg.FieldWait); err == nil {
-			g.exec = x
+		if nx, err := newNativeExec(info.Index, g.cfg.FieldWait); err == nil {
+			x = nx
 		}
 	}
+	g.hmu.Lock()
+	g.exec = x
+	g.hmu.Unlock()
 	g.setInfo(info)
 }
 

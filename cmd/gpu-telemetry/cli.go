@@ -33,6 +33,7 @@ type CLI struct {
 	SpikeCooldown  Interval         `help:"At most one fan spike snapshot per this long. Default: ${default}." default:"10s"`
 	SummaryEvery   Interval         `name:"summary-interval" help:"summary.log cadence and rate window. Default: ${default}." default:"5m"`
 	InventoryEvery Interval         `name:"inventory-interval" help:"How often the GPU list is checked against the driver's enumeration (vanished GPUs). Default: ${default}." default:"30s"`
+	StartTimeout   Interval         `name:"start-timeout" help:"How long start-up waits for the driver (init, enumeration) and for each GPU's static facts before going on without them. Default: ${default}." default:"20s"`
 	NoCompress     bool             `help:"Do not gzip finished CSV days."`
 	LogLevel       LogLevel         `help:"Log level: debug, info, warn, error. Default: ${default}." default:"info" enum:"debug,info,warn,error"`
 	Version        kong.VersionFlag `help:"Print the version and exit."`
@@ -109,6 +110,9 @@ func (c *CLI) Validate() error {
 	}
 	if d := time.Duration(c.InventoryEvery); d < 100*time.Millisecond || d > 24*time.Hour {
 		errs = append(errs, fmt.Errorf("--inventory-interval %s: must be between 100ms and 24h", d))
+	}
+	if d := time.Duration(c.StartTimeout); d < 100*time.Millisecond || d > 10*time.Minute {
+		errs = append(errs, fmt.Errorf("--start-timeout %s: must be between 100ms and 10m", d))
 	}
 	if d := time.Duration(c.SummaryEvery); d < time.Second {
 		errs = append(errs, fmt.Errorf("--summary-interval %s: must be at least 1s", d))

@@ -109,9 +109,10 @@ func serve(cli *CLI, stderr io.Writer) int {
 	defer lock.Unlock()
 
 	host, err := sampler.Open(sampler.NewNVML(), sampler.OpenOptions{
-		Select: cli.GPU,
-		Config: sampler.DefaultConfig(time.Duration(cli.Interval)),
-		Logger: log,
+		Select:  cli.GPU,
+		Config:  sampler.DefaultConfig(time.Duration(cli.Interval)),
+		Timeout: time.Duration(cli.StartTimeout),
+		Logger:  log,
 	})
 	switch {
 	case errors.Is(err, sampler.ErrNoDriver), errors.Is(err, sampler.ErrNoGPU):

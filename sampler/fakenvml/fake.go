@@ -401,6 +401,8 @@ type Lib struct {
 	Devs    []*Dev
 	Missing map[string]bool
 	Shut    int
+	// HandleRet makes DeviceGetHandleByIndex fail for an index.
+	HandleRet map[int]nvml.Return
 }
 
 func (l *Lib) Init() nvml.Return     { return l.InitRet }
@@ -414,6 +416,9 @@ func (l *Lib) SystemGetCudaDriverVersion() (int, nvml.Return) {
 }
 func (l *Lib) DeviceGetCount() (int, nvml.Return) { return len(l.Devs), nvml.SUCCESS }
 func (l *Lib) DeviceGetHandleByIndex(i int) (nvmlapi.Device, any, nvml.Return) {
+	if r, ok := l.HandleRet[i]; ok && r != nvml.SUCCESS {
+		return nil, nil, r
+	}
 	return l.Devs[i], l.Devs[i], nvml.SUCCESS
 }
 func (l *Lib) EventSetCreate() (nvmlapi.EventSet, nvml.Return) { return nil, nvml.ERROR_NOT_SUPPORTED }
