@@ -576,3 +576,37 @@ func TestLineLogRefusesAfterClose(t *testing.T) {
 		t.Errorf("events.log reopened after Close")
 	}
 }
+
+func TestRotationAcrossDSTChange(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Skipf("no time zone database: %v", err)
+	}
+	dir := t.TempDir()
+	// Retention runs at rotation: "now" must be those days, not today.
+	now := func() time.Time { return time.Date(2026, 10, 26, 1, 0, 0, 0, berlin) }
+	c := newTestCSV(t, dir, CSVConfig{Now: now})
+	s := fullSample()
+	// 2026-10-25 has 25 hours in Berlin (clocks go back at 03:00).
+	for _, tm := range []time.Time{
+		time.Date(2026, 10, 25, 0, 30, 0, 0, time.UTC).In(berlin), // 02:30 CEST
+		time.Date(2026, 10, 25, 1, 30, 0, 0, time.UTC).In(berlin), // 02:30 again, CET
+		time.Date(2026, 10, 25, 23, 59, 59, 900e6, berlin),
+		time.Date(2026, 10, 26, 0, 0, 0, 100e6, berlin),
+	} {
+		s.Time = tm
+		if err := c.Write(&s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close()
+	day1 := readLines(t, filepath.Join(dir, "gpu0-deep-2026-10-25.csv"))
+	day2 := readLines(t, filepath.Join(dir, "gpu0-deep-2026-10-26.csv"))
+	if len(day1) != 4 || len(day2) != 2 {
+		t.Fatalf("day 1 has %d lines, day 2 %d; want 4 and 2", len(day1), len(day2))
+	}
+	// The offsets tell the repeated hour apart.
+	if !strings.HasPrefix(day1[1], "2026-10-25T02:30:00.000+02:00") || !strings.HasPrefix(day1[2], "2026-10-25T02:30:00.000+01:00") {
+		t.Errorf("timestamps around the change: %q, %q", day1[1][:29], day1[2][:29])
+	}
+}
