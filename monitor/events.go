@@ -37,7 +37,14 @@ func (m *Monitor) runEvents(ctx context.Context) {
 		// start) is registered by opening the set again.
 		var reopen atomic.Bool
 		watchDone := make(chan struct{})
+		allReady := true
+		for _, r := range ready {
+			allReady = allReady && r
+		}
 		go func() {
+			if allReady {
+				return // nothing to wait for: no timer waking the process
+			}
 			t := time.NewTicker(2 * time.Second)
 			defer t.Stop()
 			for {

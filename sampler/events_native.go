@@ -81,7 +81,7 @@ func (e *nativeEvents) Masks() []uint64 { return e.masks }
 func (e *nativeEvents) Close() { e.f.Close() }
 
 // Wait waits until the C thread has freed the event set and exited, at most
-// d. The thread notices the closed socket within its 500 ms wait, unless
+// d. The thread notices the closed socket within its 1 s wait, unless
 // NVML keeps it inside the wait (a GSP fault).
 func (e *nativeEvents) Wait(d time.Duration) bool {
 	deadline := time.Now().Add(d)

@@ -76,7 +76,7 @@ static void *run(void *arg)
 		// A timeout costs nothing here: this thread is invisible to the Go
 		// scheduler. Go stops listening by closing the socket; the timeout
 		// bounds how long the thread takes to notice at shutdown.
-		int ret = st->wait(st->set, &d, 500);
+		int ret = st->wait(st->set, &d, 1000);
 		memset(&e, 0, sizeof(e));
 		if (ret == NVML_ERROR_TIMEOUT) {
 			// A closed Go end ends the thread.
