@@ -57,15 +57,6 @@ var qField = [numQ]uint32{
 	qReplay:   nvml.FI_DEV_PCIE_REPLAY_COUNTER,
 }
 
-// qFallback is the individual call for each quantity; FnNone has none.
-var qFallback = [numQ]Fn{
-	qPower:    FnPowerUsage,
-	qEnforced: FnEnforcedLimit,
-	qEnergy:   FnEnergy,
-	qMemTemp:  FnNone,
-	qReplay:   FnPcieReplay,
-}
-
 // GPU samples one GPU. Sample must be called from one goroutine at a time (the
 // GPU's Worker); InFlight may be called from any goroutine.
 type GPU struct {
