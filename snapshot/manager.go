@@ -231,14 +231,7 @@ func (m *Manager) Crash(gpu int, build func() CrashRequest) Decision {
 	if build != nil {
 		req = build()
 	}
-	req.Header.GPUIndex = gpu
-	req.Header.Suppressed = suppressed
-	if req.Header.Title == "" {
-		req.Header.Title = crashTitle
-	}
-	if req.Header.Time.IsZero() {
-		req.Header.Time = now
-	}
+	req.Header.fill(gpu, suppressed, crashTitle, now)
 	start := time.Now() // the follow-ups' offsets count from here, on the monotonic clock
 	go m.crash(fctx, stop, gpu, &req, now, start)
 	started = true
@@ -309,14 +302,7 @@ func (m *Manager) Spike(gpu int, build func() SpikeRequest) Decision {
 	if build != nil {
 		req = build()
 	}
-	req.Header.GPUIndex = gpu
-	req.Header.Suppressed = suppressed
-	if req.Header.Title == "" {
-		req.Header.Title = spikeTitle
-	}
-	if req.Header.Time.IsZero() {
-		req.Header.Time = now
-	}
+	req.Header.fill(gpu, suppressed, spikeTitle, now)
 	go m.spike(gpu, &req, now)
 	started = true
 	return Decision{Accepted: true, Suppressed: suppressed}
@@ -419,4 +405,17 @@ func baseName(kind string, t time.Time, gpu int) string {
 		g = "gpu" + strconv.Itoa(gpu)
 	}
 	return kind + "-" + t.Format(stampLayout) + "-" + g
+}
+
+// fill sets what the Manager owns in a header (GPU index, suppression count)
+// and the title and time the caller left empty.
+func (h *Header) fill(gpu int, suppressed uint64, title string, now time.Time) {
+	h.GPUIndex = gpu
+	h.Suppressed = suppressed
+	if h.Title == "" {
+		h.Title = title
+	}
+	if h.Time.IsZero() {
+		h.Time = now
+	}
 }
