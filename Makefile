@@ -27,11 +27,11 @@ build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gpu-telemetry
 
 sim:
-	$(MAKE) -s -C simnvml OUT=$(BUILD)
+	$(MAKE) -s -C test/simnvml OUT=$(BUILD)
 
 # About 20 s of the Blackwell GSP crash story on two simulated GPUs.
 demo: build sim
-	@bash deploy/demo.sh $(BIN) $(BUILD)/sim simnvml/scenarios/gsp-crash.scn demo-logs
+	@bash deploy/demo.sh $(BIN) $(BUILD)/sim test/simnvml/scenarios/gsp-crash.scn demo-logs
 
 vet:
 	$(GO) vet ./...

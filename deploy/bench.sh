@@ -9,9 +9,9 @@ cd "$(dirname "$0")/.."
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 echo "== go test -bench (per-sample pipeline) ..." >&2
-LD_LIBRARY_PATH="$BUILD/sim" SIMNVML_SCENARIO="$PWD/simnvml/scenarios/healthy-8gpu.scn" \
+LD_LIBRARY_PATH="$BUILD/sim" SIMNVML_SCENARIO="$PWD/test/simnvml/scenarios/healthy-8gpu.scn" \
   go test -run '^$' -bench . -benchmem -count 1 -ldflags=-extldflags=-Wl,-z,lazy \
   ./sampler/ ./anomaly/ ./sink/ ./snapshot/ | tee "$out" | grep -E '^(Benchmark|ok|FAIL)' >&2
 echo "== whole process: 8 simulated GPUs at 100 ms for ${BENCH_SECONDS:-60} s, then an Xid latency run ..." >&2
-go run ./cmd/gtbench -bin "$BIN" -sim "$BUILD/sim" -scenario "$PWD/simnvml/scenarios/healthy-8gpu.scn" \
+go run ./test/bench -bin "$BIN" -sim "$BUILD/sim" -scenario "$PWD/test/simnvml/scenarios/healthy-8gpu.scn" \
   -seconds "${BENCH_SECONDS:-60}" -gobench "$out"

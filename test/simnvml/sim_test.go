@@ -14,7 +14,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/gpu-telemetry/gpu-telemetry/simnvml/internal/rawnvml"
+	"github.com/gpu-telemetry/gpu-telemetry/test/simnvml/internal/rawnvml"
 )
 
 func TestDefaults(t *testing.T) {

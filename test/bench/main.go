@@ -39,7 +39,7 @@ func run() int {
 	var o opts
 	flag.StringVar(&o.bin, "bin", "build/gpu-telemetry", "gpu-telemetry binary")
 	flag.StringVar(&o.sim, "sim", "build/sim", "directory holding the simulated libnvidia-ml.so.1")
-	flag.StringVar(&o.scenario, "scenario", "simnvml/scenarios/healthy-8gpu.scn", "scenario for the steady-state run")
+	flag.StringVar(&o.scenario, "scenario", "test/simnvml/scenarios/healthy-8gpu.scn", "scenario for the steady-state run")
 	flag.StringVar(&o.gobench, "gobench", "", "go test -bench output to include")
 	flag.StringVar(&o.dir, "dir", "", "directory for the logger's files (default: a temp dir under /var/tmp, a real disk)")
 	flag.IntVar(&o.seconds, "seconds", 60, "measured seconds of the steady-state run")

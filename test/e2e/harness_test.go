@@ -30,7 +30,7 @@ var (
 
 func TestMain(m *testing.M) {
 	_, file, _, _ := runtime.Caller(0)
-	repo = filepath.Dir(filepath.Dir(file))
+	repo = filepath.Dir(filepath.Dir(filepath.Dir(file)))
 	binPath = os.Getenv("GPU_TELEMETRY_BIN")
 	simDir = os.Getenv("SIMNVML_DIR")
 	var tmp string
@@ -53,7 +53,7 @@ func TestMain(m *testing.M) {
 		}
 		if simDir == "" {
 			simDir = tmp
-			cmd := exec.Command("make", "-s", "-C", filepath.Join(repo, "simnvml"), "OUT="+simDir)
+			cmd := exec.Command("make", "-s", "-C", filepath.Join(repo, "test", "simnvml"), "OUT="+simDir)
 			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 			if err := cmd.Run(); err != nil {
 				fmt.Fprintln(os.Stderr, "e2e: building simnvml:", err)
@@ -70,7 +70,7 @@ func TestMain(m *testing.M) {
 
 // opts describe one run of the logger.
 type opts struct {
-	scenario string   // scenario text, or "@name" for simnvml/scenarios/name.scn
+	scenario string   // scenario text, or "@name" for test/simnvml/scenarios/name.scn
 	args     []string // extra flags
 	oldLib   bool     // the old-driver build of the simulated library
 	dir      string   // log dir (default: a new temp dir)
@@ -109,7 +109,7 @@ func (l *lockedBuf) String() string {
 
 func scenarioPath(t *testing.T, dir, s string) string {
 	if name, ok := strings.CutPrefix(s, "@"); ok {
-		return filepath.Join(repo, "simnvml", "scenarios", name+".scn")
+		return filepath.Join(repo, "test", "simnvml", "scenarios", name+".scn")
 	}
 	p := filepath.Join(dir, "scenario.scn")
 	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
