@@ -1,4 +1,7 @@
-// Package kmsg reads the kernel log and picks NVIDIA Xid reports out of it.
+// Package kmsg reads the kernel log and picks NVIDIA Xid reports out of it,
+// and the other lines that tell of a GPU failing: PCIe AER errors on the GPU
+// or a bridge above it (ParseAER, matched to GPUs by AERPaths), and
+// fallen-off-the-bus, RmInitAdapter and GSP timeout/crash lines (ParseNVRM).
 //
 // Reading is split from parsing: ParseRecord turns one /dev/kmsg record into a
 // Record, ParseXid turns a message into an XidReport, and BusKey reduces the

@@ -1,0 +1,179 @@
+package kmsg
+
+import (
+	"strconv"
+	"strings"
+)
+
+// NVRMKind is a kind of NVIDIA driver line, other than an Xid, that tells of
+// a GPU failing.
+type NVRMKind uint8
+
+// NVRM line kinds.
+const (
+	NVRMFallenOffBus NVRMKind = iota + 1 // "GPU has fallen off the bus" without an Xid (older drivers)
+	NVRMInitFailed                       // RmInitAdapter failed: the GPU could not be brought up
+	NVRMGSPTimeout                       // the GSP firmware did not answer an RPC
+	NVRMGSPCrash                         // GSP heartbeat lost or crash report
+)
+
+func (k NVRMKind) String() string {
+	switch k {
+	case NVRMFallenOffBus:
+		return "FALLEN_OFF_BUS"
+	case NVRMInitFailed:
+		return "RM_INIT_FAILED"
+	case NVRMGSPTimeout:
+		return "GSP_TIMEOUT"
+	case NVRMGSPCrash:
+		return "GSP_CRASH"
+	}
+	return "NVRM"
+}
+
+// NVRMReport is one such line, taken apart.
+type NVRMReport struct {
+	Kind NVRMKind
+	// BusKey is the GPU's address as BusKey returns it, when the line
+	// names one; else empty.
+	BusKey string
+	// DriverGPU is the driver's own GPU number ("GPU1" in GSP lines), or -1.
+	// It is the order in which the driver probed the GPUs, not NVML's
+	// index; see GPUNumbers for how it is tied to a bus id.
+	DriverGPU int
+	Text      string // the message after "NVRM: "
+}
+
+// nvrmMarker starts every line of the NVIDIA resource manager.
+const nvrmMarker = "NVRM: "
+
+// nvrmPhrases classify NVRM lines by what they say, checked in order. The
+// GSP phrases are the headers of the driver's reports; the lines after them
+// (RPC history, register dumps) repeat the incident and are not taken.
+var nvrmPhrases = []struct {
+	text string
+	kind NVRMKind
+}{
+	{"has fallen off the bus", NVRMFallenOffBus},
+	{"RmInitAdapter failed", NVRMInitFailed},
+	{"rm_init_adapter failed", NVRMInitFailed},
+	{"GSP Timeout ***", NVRMGSPTimeout},
+	{"Timeout waiting for RPC from GSP", NVRMGSPTimeout},
+	{"Heartbeat timed out", NVRMGSPCrash},
+	{"GSP crash", NVRMGSPCrash},
+	{"GSP-RM crash", NVRMGSPCrash},
+	{"CrashCat", NVRMGSPCrash},
+}
+
+// ParseNVRM picks a fallen-off-the-bus, RmInitAdapter or GSP timeout/crash
+// line of the NVIDIA driver out of a kernel log message:
+//
+//	NVRM: GPU 0000:41:00.0: GPU has fallen off the bus.
+//	NVRM: GPU at 0000:41:00.0 has fallen off the bus.
+//	NVRM: GPU 0000:41:00.0: RmInitAdapter failed! (0x26:0x56:1474)
+//	NVRM: GPU5 _kgspLogRpcTimeout: ********************************* GSP Timeout **********************************
+//	NVRM: GPU5 _kgspIsHeartbeatTimedOut: Heartbeat timed out, currentTimeMs ...
+//
+// Xid lines are left to ParseXid (an Xid 79 says "fallen off the bus" too),
+// and so is anything without "NVRM: ". The GPU is named by the first PCI
+// address in the text, and/or by the driver's "GPU<n>" number. ok is false
+// for every other line.
+func ParseNVRM(msg string) (NVRMReport, bool) {
+	i := strings.Index(msg, nvrmMarker)
+	if i < 0 {
+		return NVRMReport{}, false
+	}
+	text := strings.TrimRight(msg[i+len(nvrmMarker):], " \t\r\n")
+	if strings.HasPrefix(text, "Xid ") {
+		return NVRMReport{}, false
+	}
+	r := NVRMReport{DriverGPU: -1, Text: text}
+	for _, p := range nvrmPhrases {
+		if strings.Contains(text, p.text) {
+			r.Kind = p.kind
+			break
+		}
+	}
+	if r.Kind == 0 {
+		return NVRMReport{}, false
+	}
+	r.BusKey = firstBusKey(text)
+	r.DriverGPU = driverGPU(text)
+	return r, true
+}
+
+// firstBusKey returns the bus key of the first word of s that is a PCI
+// address ("0000:41:00.0", "PCI:0000:41:00", with a trailing ':' or ','
+// allowed), or "".
+func firstBusKey(s string) string {
+	for _, w := range strings.Fields(s) {
+		w = strings.TrimRight(w, ":,.)")
+		if !strings.Contains(w, ":") {
+			continue
+		}
+		if k, ok := BusKey(w); ok {
+			return k
+		}
+	}
+	return ""
+}
+
+// driverGPU reads the driver's GPU number from a leading "GPU<n> " (GSP
+// lines) or from "from GPU<n> GSP" (Xid 119 text); -1 when there is none.
+func driverGPU(s string) int {
+	if n, ok := gpuNumber(s); ok {
+		return n
+	}
+	if i := strings.Index(s, "from GPU"); i >= 0 {
+		if n, ok := gpuNumber(s[i+len("from "):]); ok {
+			return n
+		}
+	}
+	return -1
+}
+
+// gpuNumber reads "GPU<digits>" followed by a space or the end at the start of s.
+func gpuNumber(s string) (int, bool) {
+	if !strings.HasPrefix(s, "GPU") {
+		return 0, false
+	}
+	j := 3
+	for j < len(s) && j < 3+4 && s[j] >= '0' && s[j] <= '9' {
+		j++
+	}
+	if j == 3 || (j < len(s) && s[j] != ' ') {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s[3:j])
+	return n, err == nil
+}
+
+// GPUNumbers ties the driver's GPU numbers to bus ids, as learnt from Xid
+// lines that carry both ("Xid (PCI:0000:41:00): 119, ... from GPU1 GSP!").
+// GSP lines name the GPU only by that number. The zero value is ready; it is
+// not safe for concurrent use.
+type GPUNumbers struct {
+	m map[int]string
+}
+
+// Learn notes the driver number an Xid report's text names, if any.
+func (g *GPUNumbers) Learn(x XidReport) {
+	n := driverGPU(x.Text)
+	if n < 0 || x.BusKey == "" {
+		return
+	}
+	if g.m == nil {
+		g.m = map[int]string{}
+	}
+	if len(g.m) < 1024 {
+		g.m[n] = x.BusKey
+	}
+}
+
+// Resolve fills r.BusKey from the driver number when the line named no
+// address and the number has been learnt.
+func (g *GPUNumbers) Resolve(r *NVRMReport) {
+	if r.BusKey == "" && r.DriverGPU >= 0 {
+		r.BusKey = g.m[r.DriverGPU]
+	}
+}

@@ -1,0 +1,67 @@
+package kmsg
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// DefaultPCIDevices is where sysfs lists PCI devices as links into the
+// device tree (/sys/devices/pci0000:40/0000:40:01.1/0000:41:00.0).
+const DefaultPCIDevices = "/sys/bus/pci/devices"
+
+// PCIPath returns the bridges between the root complex and the device at
+// addr ("dddd:bb:dd.f"), nearest the root first, read from the sysfs link
+// under devicesDir. A GPU behind a PCIe switch has several. An AER error on
+// any of them is an error on the GPU's path.
+func PCIPath(devicesDir, addr string) ([]string, error) {
+	target, err := filepath.EvalSymlinks(filepath.Join(devicesDir, addr))
+	if err != nil {
+		return nil, fmt.Errorf("pci path of %s: %w", addr, err)
+	}
+	var path []string
+	for _, elem := range strings.Split(filepath.Dir(target), string(os.PathSeparator)) {
+		if a, ok := PCIAddr(elem); ok && elem == a {
+			path = append(path, a)
+		}
+	}
+	return path, nil
+}
+
+// AERPaths matches AER lines to GPUs: by the GPU's own address, or by a
+// bridge on its path. Fill it once at start; it is then read-only and safe
+// for concurrent use.
+type AERPaths struct {
+	gpu     map[string]int   // GPU address -> index
+	bridges map[string][]int // bridge address -> GPUs below it
+}
+
+// NewAERPaths returns an empty AERPaths.
+func NewAERPaths() *AERPaths {
+	return &AERPaths{gpu: map[string]int{}, bridges: map[string][]int{}}
+}
+
+// Add registers GPU idx at addr with the bridges above it (see PCIPath).
+func (p *AERPaths) Add(idx int, addr string, bridges []string) {
+	p.gpu[addr] = idx
+	for _, b := range bridges {
+		p.bridges[b] = append(p.bridges[b], idx)
+	}
+}
+
+// GPUs returns the indexes of the GPUs an AER line concerns, and whether
+// the line names a GPU itself (direct) rather than a bridge above it. When the
+// line names the error's source, only the source counts: a port reports for
+// every device below it, and an NVMe drive's error behind the GPU's root port
+// is not the GPU's. Otherwise the device that printed the line is the one.
+func (p *AERPaths) GPUs(r AERReport) (gpus []int, direct bool) {
+	a := r.Source
+	if a == "" {
+		a = r.Device
+	}
+	if i, ok := p.gpu[a]; ok {
+		return []int{i}, true
+	}
+	return p.bridges[a], false
+}
