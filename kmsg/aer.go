@@ -11,10 +11,10 @@ type AERSeverity uint8
 // transactions, and often come just before Xid 79; corrected ones are
 // retried by the link and only matter as a rate.
 const (
-	AERUnknown     AERSeverity = iota // a line of an AER report that carries no severity (recovery, detail)
-	AERCorrected                      // Corrected / Correctable
-	AERNonFatal                       // Uncorrected (Non-Fatal) / Uncorrectable (Non-Fatal)
-	AERFatal                          // Uncorrected (Fatal)
+	AERUnknown   AERSeverity = iota // a line of an AER report that carries no severity (recovery, detail)
+	AERCorrected                    // Corrected / Correctable
+	AERNonFatal                     // Uncorrected (Non-Fatal) / Uncorrectable (Non-Fatal)
+	AERFatal                        // Uncorrected (Fatal)
 )
 
 func (s AERSeverity) String() string {
