@@ -4,9 +4,8 @@
 // fallen-off-the-bus, RmInitAdapter and GSP timeout/crash lines (ParseNVRM).
 //
 // Reading is split from parsing: ParseRecord turns one /dev/kmsg record into a
-// Record, ParseXid turns a message into an XidReport, and BusKey reduces the
-// PCI address spellings of the kernel, NVML and lspci to one comparable key.
-// None of them does I/O, so they are tested (and fuzzed) on plain strings. The
+// Record, and ParseXid turns a message into an XidReport whose address is a
+// reading.PCIAddr, comparable with NVML's bus id. None of them does I/O, so they are tested (and fuzzed) on plain strings. The
 // Reader does the I/O: it follows /dev/kmsg from its end, or a file or FIFO of
 // records from its start, and hands each record to a callback.
 //

@@ -43,33 +43,15 @@ func FuzzParseXid(f *testing.F) {
 		if x.Code < 0 || x.PID < 0 {
 			t.Errorf("ParseXid(%q) = %+v: negative code or pid", msg, x)
 		}
-		// The key must be canonical: feeding it back gives it unchanged.
-		if k, ok := BusKey(x.BusKey); !ok || k != x.BusKey {
-			t.Errorf("BusKey(%q) = %q, %v; the key is not canonical", x.BusKey, k, ok)
+		// The kernel names no function: the address is the GPU's slot.
+		if x.Bus != x.Bus.Slot() {
+			t.Errorf("ParseXid(%q) = %+v: function set", msg, x)
 		}
 		if x.RecoveryAction.OK && x.Code != XidRecoveryAction {
 			t.Errorf("recovery action set on Xid %d", x.Code)
 		}
 		if utf8.ValidString(msg) && !utf8.ValidString(x.Text) {
 			t.Errorf("Text %q is not valid UTF-8 though the message was", x.Text)
-		}
-	})
-}
-
-func FuzzBusKey(f *testing.F) {
-	for _, tt := range busKeyTests {
-		f.Add(tt.in)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		k, ok := BusKey(s)
-		if !ok {
-			return
-		}
-		if k2, ok2 := BusKey(k); !ok2 || k2 != k {
-			t.Errorf("BusKey(%q) = %q, but BusKey of that = %q, %v", s, k, k2, ok2)
-		}
-		if k != strings.ToLower(k) {
-			t.Errorf("key %q is not lower case", k)
 		}
 	})
 }

@@ -9,11 +9,11 @@ import (
 
 // XidReport is one Xid line of the NVIDIA kernel driver, taken apart.
 type XidReport struct {
-	BusKey      string // the GPU's PCI address as BusKey returns it
-	Code        int    // the Xid number
-	PID         int    // process the driver blamed; 0 when absent or '<unknown>'
-	ProcessName string // its name; empty when absent or <unknown>
-	Text        string // the rest of the message, after the code and pid/name
+	Bus         reading.PCIAddr // the GPU's PCI address (function 0: the line carries none)
+	Code        int             // the Xid number
+	PID         int             // process the driver blamed; 0 when absent or '<unknown>'
+	ProcessName string          // its name; empty when absent or <unknown>
+	Text        string          // the rest of the message, after the code and pid/name
 
 	// RecoveryAction is, for Xid 154 only, the new recovery action: the hex
 	// value after "to" (0 none, 1 GPU reset, 2 node reboot, 3 drain P2P,
@@ -65,8 +65,8 @@ func ParseXid(msg string) (XidReport, bool) {
 	if len(attr) == 0 {
 		return XidReport{}, false
 	}
-	key, ok := BusKey(attr[0])
-	if !ok {
+	bus, err := reading.ParsePCIAddr(attr[0])
+	if err != nil {
 		return XidReport{}, false
 	}
 	// MIG attribution (GPU-I:05, GPU-CI:02) may follow the address.
@@ -96,7 +96,7 @@ func ParseXid(msg string) (XidReport, bool) {
 	}
 	s = strings.TrimLeft(strings.TrimPrefix(s, ","), " ")
 
-	r := XidReport{BusKey: key, Code: code}
+	r := XidReport{Bus: bus, Code: code}
 	if pid, found := strings.CutPrefix(s, "pid="); found {
 		pid, s, _ = strings.Cut(pid, ",")
 		r.PID = parsePID(pid)
@@ -161,7 +161,9 @@ func recoveryTo(s string) reading.Opt[uint64] {
 			}
 			k++
 		}
-		if v, ok := parseHex(s[j:k], 1, 16); ok {
+		// At most 16 hex digits fit 64 bits; more is not a recovery action.
+		if k > j && k-j <= 16 {
+			v, _ := strconv.ParseUint(s[j:k], 16, 64) // only hex digits: cannot fail
 			last = reading.Some(v)
 		}
 	}

@@ -20,33 +20,33 @@ var xidTests = []struct {
 		name: "119 GSP RPC timeout with pid and name",
 		in:   "NVRM: Xid (PCI:0000:4b:00): 119, pid=1234, name=python3, Timeout after 45s of waiting for RPC response from GPU1 GSP! Expected function 76 (GSP_RM_CONTROL) (0x20800a4c 0x4).",
 		ok:   true,
-		want: XidReport{BusKey: "0000:4b:00", Code: 119, PID: 1234, ProcessName: "python3",
+		want: XidReport{Bus: pci("0000:4b:00"), Code: 119, PID: 1234, ProcessName: "python3",
 			Text: "Timeout after 45s of waiting for RPC response from GPU1 GSP! Expected function 76 (GSP_RM_CONTROL) (0x20800a4c 0x4)."},
 	},
 	{
 		name: "119 from a driver thread",
 		in:   "NVRM: Xid (PCI:0002:00:00): 119, pid=1582259, name=nvc:[driver], Timeout after 6s of waiting for RPC response from GPU1 GSP! Expected function 76 (GSP_RM_CONTROL) (0x20802a02 0x8).",
 		ok:   true,
-		want: XidReport{BusKey: "0002:00:00", Code: 119, PID: 1582259, ProcessName: "nvc:[driver]",
+		want: XidReport{Bus: pci("0002:00:00"), Code: 119, PID: 1582259, ProcessName: "nvc:[driver]",
 			Text: "Timeout after 6s of waiting for RPC response from GPU1 GSP! Expected function 76 (GSP_RM_CONTROL) (0x20802a02 0x8)."},
 	},
 	{
 		name: "79 with unknown pid and name",
 		in:   "NVRM: Xid (PCI:0000:01:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
 		ok:   true,
-		want: XidReport{BusKey: "0000:01:00", Code: 79, Text: "GPU has fallen off the bus."},
+		want: XidReport{Bus: pci("0000:01:00"), Code: 79, Text: "GPU has fallen off the bus."},
 	},
 	{
 		name: "79 without pid and name",
 		in:   "NVRM: Xid (PCI:0000:06:00): 79, GPU has fallen off the bus.",
 		ok:   true,
-		want: XidReport{BusKey: "0000:06:00", Code: 79, Text: "GPU has fallen off the bus."},
+		want: XidReport{Bus: pci("0000:06:00"), Code: 79, Text: "GPU has fallen off the bus."},
 	},
 	{
 		name: "154 reset required",
 		in:   "NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)",
 		ok:   true,
-		want: XidReport{BusKey: "0000:01:00", Code: 154,
+		want: XidReport{Bus: pci("0000:01:00"), Code: 154,
 			Text:           "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)",
 			RecoveryAction: reading.Some[uint64](1)},
 	},
@@ -54,7 +54,7 @@ var xidTests = []struct {
 		name: "154 with other words for reset",
 		in:   "NVRM: Xid (PCI:0000:0d:00): 154, GPU recovery action changed from 0x0 (None) to 0x1 (PF FLR)",
 		ok:   true,
-		want: XidReport{BusKey: "0000:0d:00", Code: 154,
+		want: XidReport{Bus: pci("0000:0d:00"), Code: 154,
 			Text:           "GPU recovery action changed from 0x0 (None) to 0x1 (PF FLR)",
 			RecoveryAction: reading.Some[uint64](1)},
 	},
@@ -62,7 +62,7 @@ var xidTests = []struct {
 		name: "154 reboot in other words",
 		in:   "NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x0 (None) to 0x2 (OS Reboot)",
 		ok:   true,
-		want: XidReport{BusKey: "0000:01:00", Code: 154,
+		want: XidReport{Bus: pci("0000:01:00"), Code: 154,
 			Text:           "GPU recovery action changed from 0x0 (None) to 0x2 (OS Reboot)",
 			RecoveryAction: reading.Some[uint64](2)},
 	},
@@ -70,7 +70,7 @@ var xidTests = []struct {
 		name: "154 words disagree with the number",
 		in:   "NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x1 (GPU Reset Required) to 0x4 (None)",
 		ok:   true,
-		want: XidReport{BusKey: "0000:01:00", Code: 154,
+		want: XidReport{Bus: pci("0000:01:00"), Code: 154,
 			Text:           "GPU recovery action changed from 0x1 (GPU Reset Required) to 0x4 (None)",
 			RecoveryAction: reading.Some[uint64](4)},
 	},
@@ -78,7 +78,7 @@ var xidTests = []struct {
 		name: "154 with pid and name and a wide hex value",
 		in:   "NVRM: Xid (PCI:0000:01:00): 154, pid='<unknown>', name=<unknown>, GPU recovery action changed from 0x00000002 to 0x0000001A",
 		ok:   true,
-		want: XidReport{BusKey: "0000:01:00", Code: 154,
+		want: XidReport{Bus: pci("0000:01:00"), Code: 154,
 			Text:           "GPU recovery action changed from 0x00000002 to 0x0000001A",
 			RecoveryAction: reading.Some[uint64](0x1a)},
 	},
@@ -86,98 +86,98 @@ var xidTests = []struct {
 		name: "154 without a hex value",
 		in:   "NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from None to GPU Reset Required",
 		ok:   true,
-		want: XidReport{BusKey: "0000:01:00", Code: 154,
+		want: XidReport{Bus: pci("0000:01:00"), Code: 154,
 			Text: "GPU recovery action changed from None to GPU Reset Required", RecoveryAction: none},
 	},
 	{
 		name: "154 with 'to' glued to another word",
 		in:   "NVRM: Xid (PCI:0000:01:00): 154, recovery changed auto0x1 into0x2",
 		ok:   true,
-		want: XidReport{BusKey: "0000:01:00", Code: 154, Text: "recovery changed auto0x1 into0x2"},
+		want: XidReport{Bus: pci("0000:01:00"), Code: 154, Text: "recovery changed auto0x1 into0x2"},
 	},
 	{
 		name: "154 with a hex value too long for 64 bits",
 		in:   "NVRM: Xid (PCI:0000:01:00): 154, changed from 0x0 to 0x11112222333344445",
 		ok:   true,
-		want: XidReport{BusKey: "0000:01:00", Code: 154, Text: "changed from 0x0 to 0x11112222333344445"},
+		want: XidReport{Bus: pci("0000:01:00"), Code: 154, Text: "changed from 0x0 to 0x11112222333344445"},
 	},
 	{
 		name: "recovery action only read for 154",
 		in:   "NVRM: Xid (PCI:0000:01:00): 31, pid=5, name=a, changed from 0x0 to 0x1",
 		ok:   true,
-		want: XidReport{BusKey: "0000:01:00", Code: 31, PID: 5, ProcessName: "a", Text: "changed from 0x0 to 0x1"},
+		want: XidReport{Bus: pci("0000:01:00"), Code: 31, PID: 5, ProcessName: "a", Text: "changed from 0x0 to 0x1"},
 	},
 	{
 		name: "62 micro-controller halt with register dump",
 		in:   "NVRM: Xid (PCI:0000:01:00): 62, pid=2171, name=Xorg, 0000(0000) 00000000 00000000",
 		ok:   true,
-		want: XidReport{BusKey: "0000:01:00", Code: 62, PID: 2171, ProcessName: "Xorg", Text: "0000(0000) 00000000 00000000"},
+		want: XidReport{Bus: pci("0000:01:00"), Code: 62, PID: 2171, ProcessName: "Xorg", Text: "0000(0000) 00000000 00000000"},
 	},
 	{
 		name: "62 older form without pid",
 		in:   "NVRM: Xid (PCI:0000:01:00): 62, 322bff9a 0000b3b8 00000000 206a4b08",
 		ok:   true,
-		want: XidReport{BusKey: "0000:01:00", Code: 62, Text: "322bff9a 0000b3b8 00000000 206a4b08"},
+		want: XidReport{Bus: pci("0000:01:00"), Code: 62, Text: "322bff9a 0000b3b8 00000000 206a4b08"},
 	},
 	{
 		name: "45 preemptive cleanup",
 		in:   "NVRM: Xid (PCI:0000:01:00): 45, pid=15041, name=zed-editor, channel 0x00000006",
 		ok:   true,
-		want: XidReport{BusKey: "0000:01:00", Code: 45, PID: 15041, ProcessName: "zed-editor", Text: "channel 0x00000006"},
+		want: XidReport{Bus: pci("0000:01:00"), Code: 45, PID: 15041, ProcessName: "zed-editor", Text: "channel 0x00000006"},
 	},
 	{
 		name: "MIG GPU instance",
 		in:   "NVRM: Xid (PCI:0000:3b:00 GPU-I:05): 31, pid=7194, name=trainer, Ch 00000008, intr 00000000",
 		ok:   true,
-		want: XidReport{BusKey: "0000:3b:00", Code: 31, PID: 7194, ProcessName: "trainer", Text: "Ch 00000008, intr 00000000"},
+		want: XidReport{Bus: pci("0000:3b:00"), Code: 31, PID: 7194, ProcessName: "trainer", Text: "Ch 00000008, intr 00000000"},
 	},
 	{
 		name: "MIG GPU and compute instance",
 		in:   "NVRM: Xid (PCI:0000:3b:00 GPU-I:01 GPU-CI:02): 13, pid=9, name=a, Graphics Exception",
 		ok:   true,
-		want: XidReport{BusKey: "0000:3b:00", Code: 13, PID: 9, ProcessName: "a", Text: "Graphics Exception"},
+		want: XidReport{Bus: pci("0000:3b:00"), Code: 13, PID: 9, ProcessName: "a", Text: "Graphics Exception"},
 	},
 	{
 		name: "oldest form without PCI prefix",
 		in:   "NVRM: Xid (0000:01:00): 31, Ch 0000000b, engmask 00000120, intr 10000000",
 		ok:   true,
-		want: XidReport{BusKey: "0000:01:00", Code: 31, Text: "Ch 0000000b, engmask 00000120, intr 10000000"},
+		want: XidReport{Bus: pci("0000:01:00"), Code: 31, Text: "Ch 0000000b, engmask 00000120, intr 10000000"},
 	},
 	{
 		name: "syslog prefix before the marker",
 		in:   "Oct 03 17:59:47 host kernel: [ 123.456] NVRM: Xid (PCI:0000:01:00): 45, pid=2171, name=xdg-desktop-por, channel 0x0000000a",
 		ok:   true,
-		want: XidReport{BusKey: "0000:01:00", Code: 45, PID: 2171, ProcessName: "xdg-desktop-por", Text: "channel 0x0000000a"},
+		want: XidReport{Bus: pci("0000:01:00"), Code: 45, PID: 2171, ProcessName: "xdg-desktop-por", Text: "channel 0x0000000a"},
 	},
 	{
 		name: "message starting at Xid",
 		in:   "Xid (PCI:0000:01:00): 48, An uncorrectable double bit error",
 		ok:   true,
-		want: XidReport{BusKey: "0000:01:00", Code: 48, Text: "An uncorrectable double bit error"},
+		want: XidReport{Bus: pci("0000:01:00"), Code: 48, Text: "An uncorrectable double bit error"},
 	},
 	{
 		name: "code alone",
 		in:   "NVRM: Xid (PCI:0000:01:00): 79",
 		ok:   true,
-		want: XidReport{BusKey: "0000:01:00", Code: 79},
+		want: XidReport{Bus: pci("0000:01:00"), Code: 79},
 	},
 	{
 		name: "pid alone",
 		in:   "NVRM: Xid (PCI:0000:01:00): 13, pid=42",
 		ok:   true,
-		want: XidReport{BusKey: "0000:01:00", Code: 13, PID: 42},
+		want: XidReport{Bus: pci("0000:01:00"), Code: 13, PID: 42},
 	},
 	{
 		name: "garbage pid reads as zero",
 		in:   "NVRM: Xid (PCI:0000:01:00): 13, pid=12ab, name=x, text",
 		ok:   true,
-		want: XidReport{BusKey: "0000:01:00", Code: 13, ProcessName: "x", Text: "text"},
+		want: XidReport{Bus: pci("0000:01:00"), Code: 13, ProcessName: "x", Text: "text"},
 	},
 	{
 		name: "trailing newline and spaces trimmed",
 		in:   "NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus.  \n",
 		ok:   true,
-		want: XidReport{BusKey: "0000:01:00", Code: 79, Text: "GPU has fallen off the bus."},
+		want: XidReport{Bus: pci("0000:01:00"), Code: 79, Text: "GPU has fallen off the bus."},
 	},
 	{name: "not an Xid line", in: "NVRM: GPU at PCI:0000:01:00: GPU-1139a0a3-3982-ae1d-ccd6-8538802f3bdc"},
 	{name: "empty", in: ""},
@@ -222,11 +222,19 @@ func TestParseXidFromRecord(t *testing.T) {
 	if !ok {
 		t.Fatalf("ParseXid(%q) not ok", rec.Message)
 	}
-	nvml, _ := BusKey("00000000:4B:00.0")
-	if x.BusKey != nvml {
-		t.Errorf("BusKey = %q, want %q (the NVML key)", x.BusKey, nvml)
+	if nvml := pci("00000000:4B:00.0"); x.Bus != nvml {
+		t.Errorf("Bus = %v, want %v (the NVML address)", x.Bus, nvml)
 	}
 	if v, ok := x.RecoveryAction.Get(); !ok || v != 2 {
 		t.Errorf("RecoveryAction = %v, %v; want 2, true", v, ok)
 	}
+}
+
+// pci parses a PCI address the test knows to be valid.
+func pci(s string) reading.PCIAddr {
+	a, err := reading.ParsePCIAddr(s)
+	if err != nil {
+		panic(err)
+	}
+	return a
 }

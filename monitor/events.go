@@ -123,10 +123,10 @@ func (m *Monitor) runKmsg(ctx context.Context) {
 		m.kmsgXids.Add(1)
 		e := reading.Event{Time: time.Now(), GPU: -1, Kind: reading.EventXid, Source: reading.SourceKmsg,
 			Data: uint64(x.Code), Text: rec.Message}
-		if gs := m.byBus[x.BusKey]; gs != nil {
+		if gs := m.byBus[x.Bus]; gs != nil {
 			e.GPU, e.BusID = gs.idx, gs.info().BusID
 		} else {
-			e.BusID = x.BusKey
+			e.BusID = x.Bus.String()
 		}
 		m.onEvent(e)
 		if v, ok := x.RecoveryAction.Get(); ok && x.Code == kmsg.XidRecoveryAction {

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
@@ -31,7 +32,7 @@ type Monitor struct {
 	host    *sampler.Host
 	gpus    []*gpuState
 	byIndex map[int]*gpuState
-	byBus   map[string]*gpuState
+	byBus   map[reading.PCIAddr]*gpuState
 
 	csv     *sink.CSV
 	events  lineLog
@@ -78,7 +79,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	m := &Monitor{cfg: cfg, log: cfg.Logger, host: host, byIndex: map[int]*gpuState{}, byBus: map[string]*gpuState{},
+	m := &Monitor{cfg: cfg, log: cfg.Logger, host: host, byIndex: map[int]*gpuState{}, byBus: map[reading.PCIAddr]*gpuState{},
 		start: time.Now(), xidSeen: map[xidKey]xidSeen{}, side: make(chan func(), 256)}
 	var cols []sink.GPUColumns
 	for _, g := range host.GPUs {
@@ -86,8 +87,8 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		m.gpus = append(m.gpus, gs)
 		m.byIndex[gs.idx] = gs
 		info := g.Info()
-		if k, ok := sampler.BusKey(info.BusID); ok {
-			m.byBus[k] = gs
+		if a, err := reading.ParsePCIAddr(info.BusID); err == nil {
+			m.byBus[a.Slot()] = gs
 		}
 		cols = append(cols, sink.GPUColumns{Index: gs.idx, Fans: info.NumFans})
 	}

@@ -396,6 +396,7 @@ func TestSelectGPUs(t *testing.T) {
 		{"uuid any case", []string{"gpu-3333"}, []int{2}},
 		{"nvml bus id", []string{"00000000:81:00.0"}, []int{1}},
 		{"kernel bus id", []string{"PCI:0001:c1:00"}, []int{2}},
+		{"lspci bus id", []string{"0000:81:00.0"}, []int{1}},
 		{"mixed and repeated", []string{"2", "0", "GPU-3333"}, []int{0, 2}},
 	}
 	for _, tc := range cases {
@@ -414,29 +415,6 @@ func TestSelectGPUs(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestBusKey(t *testing.T) {
-	cases := []struct {
-		in, want string
-		ok       bool
-	}{
-		{"00000000:4B:00.0", "0000:4b:00", true},
-		{"0000:4b:00.0", "0000:4b:00", true},
-		{"PCI:0000:4b:00", "0000:4b:00", true},
-		{"4b:00.0", "0000:4b:00", true},
-		{"00000001:C1:1F.0", "0001:c1:1f", true},
-		{"", "", false},
-		{"zz:00.0", "", false},
-		{"0000:4b:20.0", "", false},
-		{"0000:100:00.0", "", false},
-	}
-	for _, c := range cases {
-		got, ok := BusKey(c.in)
-		if got != c.want || ok != c.ok {
-			t.Errorf("BusKey(%q) = %q %v, want %q %v", c.in, got, ok, c.want, c.ok)
-		}
 	}
 }
 

@@ -340,42 +340,17 @@ func matchGPU(all []*GPU, s string) (int, error) {
 		}
 		return n, nil
 	}
-	key, isBus := BusKey(s)
+	want, busErr := reading.ParsePCIAddr(s)
 	for i, g := range all {
 		info := g.Info()
 		if strings.EqualFold(info.UUID, s) && info.UUID != "" {
 			return i, nil
 		}
-		if k, ok := BusKey(info.BusID); isBus && ok && k == key {
+		if a, err := reading.ParsePCIAddr(info.BusID); busErr == nil && err == nil && a.Slot() == want.Slot() {
 			return i, nil
 		}
 	}
 	return 0, fmt.Errorf("%w: %s: no GPU has this index, UUID or PCI bus id", ErrUnknownGPU, s)
-}
-
-// BusKey canonicalises a PCI address in NVML form (00000000:4B:00.0), lspci
-// form (0000:4b:00.0) or kernel-log form (0000:4b:00) to domain:bus:device in
-// lower case with a 4-digit domain, so that all three compare equal.
-func BusKey(s string) (string, bool) {
-	s = strings.ToLower(strings.TrimSpace(s))
-	s = strings.TrimPrefix(s, "pci:")
-	if i := strings.IndexByte(s, '.'); i >= 0 {
-		s = s[:i]
-	}
-	parts := strings.Split(s, ":")
-	if len(parts) == 2 {
-		parts = append([]string{"0"}, parts...)
-	}
-	if len(parts) != 3 {
-		return "", false
-	}
-	dom, err1 := strconv.ParseUint(parts[0], 16, 32)
-	bus, err2 := strconv.ParseUint(parts[1], 16, 8)
-	dev, err3 := strconv.ParseUint(parts[2], 16, 8)
-	if err1 != nil || err2 != nil || err3 != nil || dev > 0x1f || len(parts[0]) > 8 || len(parts[1]) > 2 || len(parts[2]) > 2 {
-		return "", false
-	}
-	return fmt.Sprintf("%04x:%02x:%02x", dom, bus, dev), true
 }
 
 // KernelTime converts a wall-clock reading to the kernel log's clock.

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
 // The seed's grep -iE patterns, matched in Go over one dmesg run instead of
@@ -63,10 +65,13 @@ func (m *Manager) command(key, name string, args ...string) job {
 // pciJobs returns the lspci and setpci jobs for a GPU, or jobs that say why
 // they were not run when the bus id is not a valid PCI address.
 func (m *Manager) pciJobs(busID string) []job {
-	addr, err := pciAddress(busID)
+	// Only the parsed address, printed back, reaches the command line: never
+	// outside text.
+	a, err := reading.ParsePCIAddr(busID)
 	if err != nil {
 		return []job{{key: diagLspci, notRun: err.Error()}, {key: diagSetpci, notRun: err.Error()}}
 	}
+	addr := a.String()
 	return []job{
 		m.command(diagLspci, "lspci", "-vvs", addr),
 		// VENDOR_ID reads config space: 10de is NVIDIA, ffff means the device

@@ -401,7 +401,7 @@ func TestInvalidBusIDNotPassed(t *testing.T) {
 	}
 	names := files(t, filepath.Join(m.cfg.Dir, "crashes"), "*")
 	data, _ := os.ReadFile(filepath.Join(m.cfg.Dir, "crashes", names[0]))
-	want := "=== PCIe device state ===\n(not run: bus id \"00000000:4B:00.0; reboot\" is not a PCI address like 00000000:4B:00.0)\n"
+	want := "=== PCIe device state ===\n(not run: not a PCI address: \"00000000:4B:00.0; reboot\": expected nothing or a function .0 to .7 after the device (want a form like 00000000:4B:00.0, 0000:4b:00.0 or PCI:0000:4b:00))\n"
 	if !strings.Contains(string(data), want) {
 		t.Errorf("file lacks %q:\n%s", want, data)
 	}
