@@ -10,27 +10,18 @@
 
 #include "batch.h"
 
-#define NVML_SUCCESS 0
-#define NVML_ERROR_FUNCTION_NOT_FOUND 13
-#define NVML_ERROR_GPU_IS_LOST 15
-
 typedef void *dev_t_;
-struct util { unsigned int gpu, memory; };
-struct mem2 { unsigned int version; unsigned long long total, reserved, free, used; };
-struct mem1 { unsigned long long total, free, used; };
-struct thermal_sensor { int controller, def_min, def_max, current, target; };
-struct thermal { unsigned int count; struct thermal_sensor sensor[3]; };
 
 static struct {
 	int (*handle)(unsigned int, dev_t_ *);
-	int (*fields)(dev_t_, int, struct gt_field *);
+	int (*fields)(dev_t_, int, struct gt_nvml_field_value *);
 	int (*temp)(dev_t_, int, unsigned int *);
 	int (*power_lim)(dev_t_, unsigned int *);
 	int (*pstate)(dev_t_, int *);
 	int (*clock)(dev_t_, int, unsigned int *);
-	int (*util)(dev_t_, struct util *);
-	int (*memv2)(dev_t_, struct mem2 *);
-	int (*mem)(dev_t_, struct mem1 *);
+	int (*util)(dev_t_, struct gt_nvml_utilization *);
+	int (*memv2)(dev_t_, struct gt_nvml_memory_v2 *);
+	int (*mem)(dev_t_, struct gt_nvml_memory *);
 	int (*reasons)(dev_t_, unsigned long long *);
 	int (*throttle)(dev_t_, unsigned long long *);
 	int (*fan1)(dev_t_, unsigned int *);
@@ -40,7 +31,7 @@ static struct {
 	int (*dec)(dev_t_, unsigned int *, unsigned int *);
 	int (*pcie_gen)(dev_t_, unsigned int *);
 	int (*pcie_width)(dev_t_, unsigned int *);
-	int (*thermal)(dev_t_, unsigned int, struct thermal *);
+	int (*thermal)(dev_t_, unsigned int, struct gt_nvml_thermal_settings *);
 	int (*power)(dev_t_, unsigned int *);
 	int (*enforced)(dev_t_, unsigned int *);
 	int (*energy)(dev_t_, unsigned long long *);
@@ -92,7 +83,7 @@ void *gt_batch_handle(unsigned int index)
 {
 	dev_t_ d = NULL;
 	pthread_once(&once, resolve);
-	if (!fn.handle || fn.handle(index, &d) != NVML_SUCCESS)
+	if (!fn.handle || fn.handle(index, &d) != GT_NVML_SUCCESS)
 		return NULL;
 	return d;
 }
@@ -128,11 +119,11 @@ static int lock_fields(uint32_t wait_ms)
 	do {                                                                       \
 		if (!lost && PLANNED(c)) {                                         \
 			if (!(f)) {                                                \
-				b->ret[c] = NVML_ERROR_FUNCTION_NOT_FOUND;         \
+				b->ret[c] = GT_NVML_ERROR_FUNCTION_NOT_FOUND;         \
 			} else {                                                   \
 				__atomic_store_n(&b->cur, (c) + 1, __ATOMIC_RELEASE); \
 				b->ret[c] = (f)(__VA_ARGS__);                      \
-				lost = b->ret[c] == NVML_ERROR_GPU_IS_LOST;       \
+				lost = b->ret[c] == GT_NVML_ERROR_GPU_IS_LOST;       \
 			}                                                          \
 		}                                                                  \
 	} while (0)
@@ -148,25 +139,33 @@ void gt_batch_run(void *dev, struct gt_batch *b)
 		} else {
 			b->ret[GT_FIELDS] = GT_LOCK_TIMEOUT;
 		}
-		if (b->ret[GT_FIELDS] != NVML_SUCCESS)
+		if (b->ret[GT_FIELDS] != GT_NVML_SUCCESS) {
 			b->plan |= b->fallback;
+		} else {
+			// A field the driver refused is read by its own call in
+			// this same sample.
+			for (int i = 0; i < b->nfields && i < GT_NQ; i++)
+				if (b->fields[i].nvml_return != GT_NVML_SUCCESS)
+					b->plan |= b->field_fallback[i];
+		}
 	}
-	CALL(GT_TEMP, fn.temp, dev, 0 /* NVML_TEMPERATURE_GPU */, &b->temp);
+	CALL(GT_TEMP, fn.temp, dev, GT_NVML_TEMPERATURE_GPU, &b->temp);
 	CALL(GT_POWERLIM, fn.power_lim, dev, &b->power_lim);
 	int pstate = 0;
 	CALL(GT_PSTATE, fn.pstate, dev, &pstate);
 	b->pstate = (uint32_t)pstate;
-	for (int i = 0; i < 3; i++) // NVML_CLOCK_GRAPHICS, _SM, _MEM
-		CALL(GT_CLK_GFX + i, fn.clock, dev, i, &b->clk[i]);
-	struct util u = { 0, 0 };
+	CALL(GT_CLK_GFX, fn.clock, dev, GT_NVML_CLOCK_GRAPHICS, &b->clk[0]);
+	CALL(GT_CLK_SM, fn.clock, dev, GT_NVML_CLOCK_SM, &b->clk[1]);
+	CALL(GT_CLK_MEM, fn.clock, dev, GT_NVML_CLOCK_MEM, &b->clk[2]);
+	struct gt_nvml_utilization u = { 0, 0 };
 	CALL(GT_UTIL, fn.util, dev, &u);
 	b->util_gpu = u.gpu;
 	b->util_mem = u.memory;
-	struct mem2 m2;
+	struct gt_nvml_memory_v2 m2;
 	memset(&m2, 0, sizeof(m2));
-	m2.version = (unsigned int)(sizeof(m2) | (2u << 24)); // NVML_STRUCT_VERSION(Memory, 2)
+	m2.version = GT_NVML_STRUCT_VERSION(sizeof(m2), 2);
 	CALL(GT_MEMV2, fn.memv2, dev, &m2);
-	struct mem1 m1 = { 0, 0, 0 };
+	struct gt_nvml_memory m1 = { 0, 0, 0 };
 	CALL(GT_MEM, fn.mem, dev, &m1);
 	b->mem_used = PLANNED(GT_MEMV2) ? m2.used : m1.used;
 	unsigned long long reasons = 0;
@@ -183,12 +182,12 @@ void gt_batch_run(void *dev, struct gt_batch *b)
 	CALL(GT_DEC, fn.dec, dev, &b->dec, &period);
 	CALL(GT_PCIEGEN, fn.pcie_gen, dev, &b->pcie_gen);
 	CALL(GT_PCIEWIDTH, fn.pcie_width, dev, &b->pcie_width);
-	struct thermal th;
+	struct gt_nvml_thermal_settings th;
 	memset(&th, 0, sizeof(th));
 	CALL(GT_THERMAL, fn.thermal, dev, 0, &th);
 	b->th_count = th.count;
 	b->th_controller = th.sensor[0].controller;
-	b->th_current = th.sensor[0].current;
+	b->th_current = th.sensor[0].current_temp;
 	b->th_target = th.sensor[0].target;
 	CALL(GT_POWER, fn.power, dev, &b->power);
 	CALL(GT_ENFORCED, fn.enforced, dev, &b->enforced);

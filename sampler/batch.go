@@ -95,6 +95,9 @@ const (
 type raw struct {
 	plan     uint64 // calls to make
 	fallback uint64 // calls to make only if cFields did not succeed
+	// fieldFallback[i]: the call to make, in the same sample, when the
+	// driver refuses field i alone (cFields succeeded, the entry did not).
+	fieldFallback [numQ]uint64
 	slow     bool   // the slow tier is read in this sample
 	ret      [numCalls]int32
 
@@ -124,7 +127,8 @@ func (r *raw) planned(c call) bool { return r.plan&(1<<c) != 0 }
 // executor makes a planned sample's calls.
 type executor interface {
 	// run makes the calls in r.plan in call order (and r.fallback when the
-	// field batch did not succeed), records every result in r.ret. After a
+	// field batch did not succeed, r.fieldFallback[i] when it succeeded but
+	// entry i did not), records every result in r.ret. After a
 	// NVML_ERROR_GPU_IS_LOST it makes no more calls.
 	run(r *raw)
 	// current returns the call in flight + 1, or 0; safe from any goroutine.
@@ -134,6 +138,7 @@ type executor interface {
 // plan fills r.plan for the next sample.
 func (g *GPU) plan(r *raw, fans int, slow bool) {
 	r.plan, r.fallback, r.slow = 0, 0, slow
+	r.fieldFallback = [numQ]uint64{}
 	for i := range r.ret {
 		r.ret[i] = retNotRun
 	}
@@ -144,11 +149,11 @@ func (g *GPU) plan(r *raw, fans int, slow bool) {
 		}
 		return false
 	}
-	inBatch := [numQ]bool{}
+	entry := [numQ]int{} // field entry + 1 of each quantity in the batch
 	if g.can(FnFieldValues, 0) && g.buildFields(r) > 0 {
 		r.plan |= 1 << cFields
 		for i := 0; i < r.nfields; i++ {
-			inBatch[r.fieldQ[i]] = true
+			entry[r.fieldQ[i]] = i + 1
 		}
 	}
 	for q := 0; q < numQ; q++ {
@@ -156,8 +161,11 @@ func (g *GPU) plan(r *raw, fans int, slow bool) {
 		if c == cFields || !g.can(callFn[c].fn, 0) {
 			continue
 		}
-		if inBatch[q] {
-			r.fallback |= 1 << c // only if the batch fails or its lock is held
+		if i := entry[q] - 1; i >= 0 {
+			// Only if the batch fails, its lock is held, or the driver
+			// refuses this entry.
+			r.fallback |= 1 << c
+			r.fieldFallback[i] = 1 << c
 		} else {
 			r.plan |= 1 << c
 		}

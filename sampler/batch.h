@@ -1,9 +1,12 @@
 // batch: every NVML call of one GPU sample in one cgo call. The call
-// numbering and order match sampler/batch.go; the structs mirror nvml.h.
+// numbering and order match sampler/batch.go; NVML's structs come from
+// nvml_abi.h.
 #ifndef GPU_TELEMETRY_BATCH_H
 #define GPU_TELEMETRY_BATCH_H
 
 #include <stdint.h>
+
+#include "nvml_abi.h"
 
 #define GT_MAXFANS 8
 #define GT_NQ 5
@@ -18,24 +21,15 @@ enum {
 #define GT_NOT_RUN (-1)
 #define GT_LOCK_TIMEOUT (-2)
 
-// nvmlFieldValue_t.
-struct gt_field {
-	uint32_t field_id;
-	uint32_t scope_id;
-	int64_t timestamp;
-	int64_t latency_usec;
-	int32_t value_type;
-	int32_t nvml_return;
-	union { double d; uint32_t ui; unsigned long ul; unsigned long long ull; long long sll; int32_t si; uint16_t us; } value;
-};
-
 struct gt_batch {
 	int32_t cur;            // call in flight + 1, 0 none (read by Go while the batch runs)
 	uint32_t field_wait_ms; // longest wait for the process-wide field lock
-	uint64_t plan, fallback;
+	uint64_t plan;
+	uint64_t fallback;              // calls added to plan when GT_FIELDS fails as a whole
+	uint64_t field_fallback[GT_NQ]; // call added to plan when field i alone is refused
 	int32_t ret[GT_NCALLS];
 	int32_t nfields;
-	struct gt_field fields[GT_NQ];
+	struct gt_nvml_field_value fields[GT_NQ];
 	uint32_t temp, power_lim, pstate, clk[3], util_gpu, util_mem, fan1, enc, dec, pcie_gen, pcie_width;
 	uint32_t th_count;
 	int32_t th_controller, th_current, th_target;

@@ -70,6 +70,12 @@ func (x *goExec) run(r *raw) {
 		}
 		if r.ret[cFields] != int32(nvml.SUCCESS) {
 			r.plan |= r.fallback
+		} else {
+			for i := 0; i < r.nfields; i++ {
+				if r.fields[i].NvmlReturn != uint32(nvml.SUCCESS) {
+					r.plan |= r.fieldFallback[i]
+				}
+			}
 		}
 	}
 	u32 := func(dst *uint32, f func() (uint32, nvml.Return)) func() nvml.Return {

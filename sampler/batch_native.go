@@ -26,10 +26,23 @@ type nativeExec struct {
 	b   *C.struct_gt_batch
 }
 
-// The Go and C numbering must agree.
-var _ = [1]struct{}{}[int(C.GT_NCALLS)-int(numCalls)]
-var _ = [1]struct{}{}[int(C.GT_NQ)-numQ]
-var _ = [1]struct{}{}[int(C.GT_MAXFANS)-reading.MaxFans]
+// The Go and C numbering and codes must agree (a difference does not compile).
+var (
+	_ = [1]struct{}{}[int(C.GT_NCALLS)-int(numCalls)]
+	_ = [1]struct{}{}[int(C.GT_NQ)-numQ]
+	_ = [1]struct{}{}[int(C.GT_MAXFANS)-reading.MaxFans]
+	_ = [1]struct{}{}[int(C.GT_NOT_RUN)-retNotRun]
+	_ = [1]struct{}{}[int(C.GT_LOCK_TIMEOUT)-retLockTimeout]
+	_ = [1]struct{}{}[int(C.GT_NVML_SUCCESS)-int(nvml.SUCCESS)]
+	_ = [1]struct{}{}[int(C.GT_NVML_ERROR_NOT_SUPPORTED)-int(nvml.ERROR_NOT_SUPPORTED)]
+	_ = [1]struct{}{}[int(C.GT_NVML_ERROR_TIMEOUT)-int(nvml.ERROR_TIMEOUT)]
+	_ = [1]struct{}{}[int(C.GT_NVML_ERROR_FUNCTION_NOT_FOUND)-int(nvml.ERROR_FUNCTION_NOT_FOUND)]
+	_ = [1]struct{}{}[int(C.GT_NVML_ERROR_GPU_IS_LOST)-int(nvml.ERROR_GPU_IS_LOST)]
+	_ = [1]struct{}{}[int(C.GT_NVML_TEMPERATURE_GPU)-int(nvml.TEMPERATURE_GPU)]
+	_ = [1]struct{}{}[int(C.GT_NVML_CLOCK_GRAPHICS)-int(nvml.CLOCK_GRAPHICS)]
+	_ = [1]struct{}{}[int(C.GT_NVML_CLOCK_SM)-int(nvml.CLOCK_SM)]
+	_ = [1]struct{}{}[int(C.GT_NVML_CLOCK_MEM)-int(nvml.CLOCK_MEM)]
+)
 
 func newNativeExec(index int, fieldWait time.Duration) (*nativeExec, error) {
 	dev := C.gt_batch_handle(C.uint(index))
@@ -53,7 +66,8 @@ func (x *nativeExec) run(r *raw) {
 	}
 	b.nfields = C.int32_t(r.nfields)
 	for i := 0; i < r.nfields; i++ {
-		b.fields[i] = C.struct_gt_field{field_id: C.uint32_t(r.fields[i].FieldId)}
+		b.fields[i] = C.struct_gt_nvml_field_value{field_id: C.uint32_t(r.fields[i].FieldId)}
+		b.field_fallback[i] = C.uint64_t(r.fieldFallback[i])
 	}
 	C.gt_batch_run(x.dev, b)
 	for i := range r.ret {

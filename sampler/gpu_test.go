@@ -189,26 +189,36 @@ func TestMissingSymbolsUseFallbacks(t *testing.T) {
 	}
 }
 
+// A field the driver refuses inside a successful GetFieldValues is read by
+// its own call in the same sample: the first row is as complete as the rest
+// (issue 12, bug 4: row 1 had an empty power_enforced_limit).
 func TestFieldEntryUnsupportedFallsBack(t *testing.T) {
 	d := fakenvml.NewDev()
 	d.FieldRet[nvml.FI_DEV_POWER_INSTANT] = nvml.ERROR_NOT_SUPPORTED
+	d.FieldRet[nvml.FI_DEV_POWER_CURRENT_LIMIT] = nvml.ERROR_NOT_SUPPORTED
 	d.FieldRet[nvml.FI_DEV_MEMORY_TEMP] = nvml.ERROR_NOT_SUPPORTED
 	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
 	var s reading.Sample
-	// The first sample finds the fields unsupported; from the next one on
-	// the quantity comes from its own call.
-	h.GPUs[0].Sample(&s)
-	for range 2 {
+	for i := range 3 {
 		h.GPUs[0].Sample(&s)
 		if v, ok := s.PowerMW.Get(); !ok || v != 250_500 {
-			t.Errorf("power = %v %v, want fallback value", v, ok)
+			t.Errorf("sample %d: power = %v %v, want fallback value", i+1, v, ok)
+		}
+		if v, ok := s.EnforcedLimitMW.Get(); !ok || v != 600_000 {
+			t.Errorf("sample %d: enforced limit = %v %v, want fallback value", i+1, v, ok)
 		}
 		if s.MemTempC.OK {
-			t.Errorf("memory temperature has no fallback and must be absent")
+			t.Errorf("sample %d: memory temperature has no fallback and must be absent", i+1)
 		}
 	}
-	if d.Count("GetPowerUsage") != 2 {
-		t.Errorf("GetPowerUsage called %d times, want 2", d.Count("GetPowerUsage"))
+	// From the second sample on the refused fields are left out of the
+	// batch (re-probed after Reprobe) and only their own calls are made.
+	if d.Count("GetPowerUsage") != 3 || d.Count("GetEnforcedPowerLimit") != 3 {
+		t.Errorf("GetPowerUsage called %d times, GetEnforcedPowerLimit %d, want 3 each",
+			d.Count("GetPowerUsage"), d.Count("GetEnforcedPowerLimit"))
+	}
+	if n := d.Count("GetPcieReplayCounter"); n != 0 {
+		t.Errorf("GetPcieReplayCounter called %d times: a field the driver answered needs no fallback", n)
 	}
 }
 

@@ -141,3 +141,32 @@ func TestEveryColumnFromTheDriver(t *testing.T) {
 		t.Errorf("energy_mj grew by %.0f mJ over %.3f s, want about %.0f (333.47 W)", e1-e0, dt, wantMJ)
 	}
 }
+
+// A field GetFieldValues refuses (the call succeeds, the entry does not) is
+// read by its own call in the same sample, so the first row is complete too
+// (issue 12, bug 4: row 1 had an empty power_enforced_limit, rows after it
+// were filled). This runs the C path (batch.c) of the real binary.
+func TestRefusedFieldFilledFromTheFirstRow(t *testing.T) {
+	t.Parallel()
+	p := start(t, opts{scenario: `gpus 1
+gpu 0 power 250
+gpu 0 enforced 433
+gpu 0 pcie_replay 7
+gpu 0 fail field 190 not_supported
+gpu 0 fail field 186 not_supported
+`})
+	p.waitFor("3 rows", 20*time.Second, func() bool { return rowCount(p.csvFile(0)) >= 3 })
+	p.stop()
+	tb := readCSV(t, p.csvFile(0))
+	for i, row := range tb.rows {
+		for _, w := range []struct{ col, cell string }{
+			{"power_enforced_limit", "433"}, // field 190 refused: GetEnforcedPowerLimit
+			{"power_instant", "250.00"},     // field 186 refused: GetPowerUsage
+			{"pcie_replay", "7"},            // field 94 answered
+		} {
+			if got := tb.get(row, w.col); got != w.cell {
+				t.Errorf("row %d: %s = %q, want %q", i+1, w.col, got, w.cell)
+			}
+		}
+	}
+}
