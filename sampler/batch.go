@@ -98,8 +98,8 @@ type raw struct {
 	// fieldFallback[i]: the call to make, in the same sample, when the
 	// driver refuses field i alone (cFields succeeded, the entry did not).
 	fieldFallback [numQ]uint64
-	slow     bool   // the slow tier is read in this sample
-	ret      [numCalls]int32
+	slow          bool // the slow tier is read in this sample
+	ret           [numCalls]int32
 
 	nfields int
 	fields  [numQ]nvml.FieldValue
