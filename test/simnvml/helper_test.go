@@ -99,7 +99,7 @@ func runChildAs(t *testing.T, name string, o opts) string {
 	t.Helper()
 	dir := t.TempDir()
 	env := append(os.Environ(), envChild+"="+name, envLib+"="+libPath(o.old))
-	env = filterEnv(env, "SIMNVML_SCENARIO", "SIMNVML_KMSG", "SIMNVML_CALLS", "SIMNVML_TIME_OFFSET")
+	env = filterEnv(env, "SIMNVML_SCENARIO", "SIMNVML_KMSG", "SIMNVML_CALLS", "SIMNVML_TIME_OFFSET", "SIMNVML_COST")
 	switch {
 	case o.scenarioFile != "":
 		env = append(env, "SIMNVML_SCENARIO="+o.scenarioFile)

@@ -89,6 +89,7 @@ const char *sim_recovery_name(int action)
 struct namecount {
 	const char *name;
 	unsigned long long n;
+	unsigned long long wall, cpu; /* ns inside the cost wait (modelled functions) */
 };
 
 static int cmp_namecount(const void *a, const void *b)
@@ -113,6 +114,8 @@ void sim_dump_calls(void)
 		unsigned long long c = __atomic_load_n(&sim_fn_calls[i], __ATOMIC_RELAXED);
 		if (c != 0) {
 			v[n].name = sim_fn_names[i];
+			v[n].wall = __atomic_load_n(&sim_fn_wall_ns[i], __ATOMIC_RELAXED);
+			v[n].cpu = __atomic_load_n(&sim_fn_cpu_ns[i], __ATOMIC_RELAXED);
 			v[n++].n = c;
 		}
 	}
@@ -120,6 +123,7 @@ void sim_dump_calls(void)
 		unsigned long long c = __atomic_load_n(&simnvml_stub_calls[i], __ATOMIC_RELAXED);
 		if (c != 0) {
 			v[n].name = simnvml_stub_names[i];
+			v[n].wall = v[n].cpu = 0;
 			v[n++].n = c;
 		}
 	}
@@ -129,8 +133,13 @@ void sim_dump_calls(void)
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", g_calls_path, (int)getpid());
 	f = fopen(tmp, "w");
 	if (f != NULL) {
+		/* With a cost profile: also the time inside the driver (wall and
+		 * thread CPU, ns), so a benchmark can tell the driver's share. */
 		for (i = 0; i < n; i++)
-			fprintf(f, "%s %llu\n", v[i].name, v[i].n);
+			if (g_cost_on)
+				fprintf(f, "%s %llu %llu %llu\n", v[i].name, v[i].n, v[i].wall, v[i].cpu);
+			else
+				fprintf(f, "%s %llu\n", v[i].name, v[i].n);
 		if (fclose(f) == 0)
 			rename(tmp, g_calls_path);
 		else

@@ -199,6 +199,12 @@ again:
 		}
 	}
 
+	/* The call's cost (cost.c), after any hang: a hung call holds no lock. */
+	if (g_cost_on) {
+		sim_cost_wait(fn);
+		now = sim_now();
+	}
+
 	if (now >= d->lost_at || now >= d->removed_at)
 		return NVML_ERROR_GPU_IS_LOST;
 

@@ -1140,10 +1140,15 @@ static int stmt_gpu(struct parser *p, int timed, int64_t t, char **tok, int n)
 	return 0;
 }
 
+static int stmt_cost(struct parser *p, char **tok, int n);
+
 static int stmt_host(struct parser *p, char **tok, int n)
 {
 	unsigned long long u;
 	const char *k = tok[0];
+
+	if (strcmp(k, "cost") == 0)
+		return stmt_cost(p, tok, n);
 
 	if (strcmp(k, "gpus") == 0) {
 		if (n != 2 || parse_uint(tok[1], SIM_MAX_GPUS, &u) != 0)
@@ -1205,6 +1210,113 @@ static int stmt_host(struct parser *p, char **tok, int n)
 		return 0;
 	}
 	return perr(p, "unknown statement \"%s\"", k);
+}
+
+/* ---- cost profile (cost.c; README "Cost profile") ------------------------ */
+
+#define COST_USAGE                                                                         \
+	"expected: cost profile none|realistic|pessimistic, cost scale X, cost lock on|off, " \
+	"cost lock FUNCTION|* on|off, cost slow FUNCTION|* 1/N DURATION, "                    \
+	"or cost FUNCTION|* LATENCY [jitter J]"
+
+static int stmt_cost(struct parser *p, char **tok, int n)
+{
+	struct sim_fnset fns;
+	unsigned int on;
+	int64_t lat, jit = 0;
+	double x;
+	int i;
+
+	if (n == 3 && strcmp(tok[1], "profile") == 0) {
+		if (sim_cost_profile(tok[2]) != 0)
+			return perr(p, "unknown cost profile \"%s\" (none, realistic, pessimistic)", tok[2]);
+		return 0;
+	}
+	if (n == 3 && strcmp(tok[1], "scale") == 0) {
+		if (parse_num(tok[2], &x) != 0 || x < 0 || x > 1000)
+			return perr(p, "bad cost scale \"%s\" (0..1000)", tok[2]);
+		sim_cost_scale(x);
+		return 0;
+	}
+	if (n == 3 && strcmp(tok[1], "lock") == 0) {
+		if (onoff(tok[2], &on) != 0)
+			return perr(p, COST_USAGE);
+		g_cost_lock = (int)on;
+		return 0;
+	}
+	if (n == 4 && strcmp(tok[1], "lock") == 0) {
+		if (parse_fnset(p, tok[2], &fns) != 0)
+			return -1;
+		if (onoff(tok[3], &on) != 0)
+			return perr(p, COST_USAGE);
+		for (i = 0; i < FN_COUNT; i++)
+			if (fnset_has(&fns, i))
+				g_cost[i].nolock = !on;
+		return 0;
+	}
+	if (n == 5 && strcmp(tok[1], "slow") == 0) {
+		unsigned long long every;
+		if (parse_fnset(p, tok[2], &fns) != 0)
+			return -1;
+		if (strncmp(tok[3], "1/", 2) != 0 || parse_uint(tok[3] + 2, 1000000000ULL, &every) != 0 || every == 0)
+			return perr(p, "bad slow-call rate \"%s\" (like 1/1000)", tok[3]);
+		if (parse_dur(tok[4], &lat) != 0)
+			return perr(p, "bad duration \"%s\"", tok[4]);
+		for (i = 0; i < FN_COUNT; i++)
+			if (fnset_has(&fns, i)) {
+				g_cost[i].slow_every = (uint32_t)every;
+				g_cost[i].slow = lat;
+			}
+		g_cost_on = 1;
+		return 0;
+	}
+	if (n == 3 || (n == 5 && strcmp(tok[3], "jitter") == 0)) {
+		if (parse_fnset(p, tok[1], &fns) != 0)
+			return -1;
+		if (parse_dur(tok[2], &lat) != 0)
+			return perr(p, "bad latency \"%s\" (like 0.25ms)", tok[2]);
+		if (n == 5 && (parse_dur(tok[4], &jit) != 0 || jit > lat))
+			return perr(p, "bad jitter \"%s\" (a duration, at most the latency)", tok[4]);
+		for (i = 0; i < FN_COUNT; i++)
+			if (fnset_has(&fns, i)) {
+				g_cost[i].lat = lat;
+				g_cost[i].jitter = jit;
+			}
+		g_cost_on = 1;
+		return 0;
+	}
+	return perr(p, COST_USAGE);
+}
+
+/* SIMNVML_COST: a profile name, or cost statements separated by ';'
+ * ("profile realistic; lock on"); applied after the scenario file. */
+static int parse_cost_env(struct parser *p, const char *env)
+{
+	char buf[1024], line[1100], *s, *next;
+
+	p->file = "SIMNVML_COST";
+	p->line = 0;
+	if (strlen(env) >= sizeof(buf))
+		return perr(p, "too long");
+	snprintf(buf, sizeof(buf), "%s", env);
+	for (s = buf; s != NULL; s = next) {
+		char *tok[16];
+		int n;
+
+		next = strchr(s, ';');
+		if (next != NULL)
+			*next++ = '\0';
+		if (strchr(s, ' ') == NULL && strchr(s, '\t') == NULL && s[0] != '\0')
+			snprintf(line, sizeof(line), "cost profile %s", s);
+		else
+			snprintf(line, sizeof(line), "cost %s", s);
+		n = tokenize(p, line, tok, 16);
+		if (n < 0)
+			return -1;
+		if (n > 1 && stmt_cost(p, tok, n) != 0)
+			return -1;
+	}
+	return 0;
 }
 
 static int parse_line(struct parser *p, char *line)
@@ -1391,6 +1503,12 @@ nvmlReturn_t sim_load_scenario(const char *path)
 			fprintf(stderr, "simnvml: %s:%d: %s\n", p.file, p.line, p.err);
 		else
 			fprintf(stderr, "simnvml: %s: %s\n", p.file, p.err);
+		g_host.ngpus = 0;
+		return NVML_ERROR_UNKNOWN;
+	}
+	if (getenv("SIMNVML_COST") != NULL && getenv("SIMNVML_COST")[0] != '\0' &&
+	    parse_cost_env(&p, getenv("SIMNVML_COST")) != 0) {
+		fprintf(stderr, "simnvml: SIMNVML_COST: %s\n", p.err);
 		g_host.ngpus = 0;
 		return NVML_ERROR_UNKNOWN;
 	}

@@ -223,6 +223,24 @@ int sim_start_thread(void *(*fn)(void *), void *arg);
 void sim_dump_calls(void);
 const char *sim_recovery_name(int action);
 
+/* cost.c: the NVML cost profile (latency, driver lock, slow calls). */
+struct sim_cost {
+	int64_t lat, jitter; /* ns: each call waits lat +- jitter (uniform) */
+	uint32_t slow_every; /* 0: never; N: about one call in N waits slow more */
+	int64_t slow;
+	int nolock; /* the call does not take the driver-wide lock (default: it does) */
+};
+
+extern struct sim_cost g_cost[FN_COUNT];
+extern int g_cost_lock; /* driver-wide lock on */
+extern int g_cost_on; /* any latency configured (fast path check) */
+extern unsigned long long sim_fn_wall_ns[FN_COUNT]; /* time inside the cost wait, lock wait included */
+extern unsigned long long sim_fn_cpu_ns[FN_COUNT]; /* thread CPU time of the same */
+
+int sim_cost_profile(const char *name); /* 0 ok, -1 unknown name */
+void sim_cost_scale(double x);
+void sim_cost_wait(int fn);
+
 /* device.c */
 double sim_eval(const struct nvmlDevice_st *d, int m, int64_t t);
 nvmlReturn_t sim_dev_enter(int fn, nvmlDevice_t device, struct nvmlDevice_st **out, int64_t *now);
