@@ -2,6 +2,8 @@ package kmsg
 
 import (
 	"strings"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
 // AERSeverity is how bad a PCIe Advanced Error Reporting error is.
@@ -35,11 +37,11 @@ func (s AERSeverity) Uncorrectable() bool { return s == AERNonFatal || s == AERF
 
 // AERReport is one kernel line of a PCIe AER report, taken apart.
 type AERReport struct {
-	Driver   string      // the driver that printed the line: "pcieport" or "nvidia"
-	Device   string      // the device the line is about, "dddd:bb:dd.f" (see PCIAddr)
-	Source   string      // the device the error came from, when the line names one ("... received: 0000:41:00.0"); else empty
-	Severity AERSeverity // AERUnknown when the line carries none
-	Text     string      // the message after the device prefix
+	Driver   string                       // the driver that printed the line: "pcieport" or "nvidia"
+	Device   reading.PCIAddr              // the device the line is about
+	Source   reading.Opt[reading.PCIAddr] // the device the error came from, when the line names one ("... received: 0000:41:00.0")
+	Severity AERSeverity                  // AERUnknown when the line carries none
+	Text     string                       // the message after the device prefix
 }
 
 // aerDrivers are the drivers whose AER lines concern a GPU's path: the PCIe
@@ -102,7 +104,7 @@ func ParseAER(msg string) (AERReport, bool) {
 	if !found {
 		return r, false
 	}
-	dev, ok := PCIAddr(addr)
+	dev, ok := fullPCIAddr(addr)
 	if !ok {
 		return r, false
 	}
@@ -127,8 +129,8 @@ func ParseAER(msg string) (AERReport, bool) {
 	if i := strings.Index(body, "received"); i >= 0 {
 		s := strings.TrimLeft(strings.TrimPrefix(strings.TrimPrefix(body[i+len("received"):], ":"), " from"), " ")
 		if f := strings.Fields(s); len(f) > 0 {
-			if a, ok := PCIAddr(f[0]); ok {
-				r.Source = a
+			if a, ok := fullPCIAddr(f[0]); ok {
+				r.Source = reading.Some(a)
 			}
 		}
 	}
@@ -155,19 +157,14 @@ func severityIn(s string) AERSeverity {
 	return AERUnknown
 }
 
-// PCIAddr reduces a full PCI address with its function ("0000:41:00.0",
-// NVML's "00000000:41:00.0") to "dddd:bb:dd.f" in lower case. Unlike BusKey it
-// keeps the function and requires it: a root complex's ports 00:01.0 and
-// 00:01.1 lead to different GPUs.
-func PCIAddr(s string) (string, bool) {
-	s = strings.TrimSpace(s)
-	dot := strings.LastIndexByte(s, '.')
-	if dot < 0 || dot != len(s)-2 {
-		return "", false
+// fullPCIAddr parses a PCI address that spells out its function
+// ("0000:41:00.0", NVML's "00000000:41:00.0"). Device lines always carry it,
+// and it matters: a root complex's ports 00:01.0 and 00:01.1 lead to
+// different GPUs.
+func fullPCIAddr(s string) (reading.PCIAddr, bool) {
+	if len(s) < 2 || s[len(s)-2] != '.' {
+		return reading.PCIAddr{}, false
 	}
-	key, ok := BusKey(s)
-	if !ok {
-		return "", false
-	}
-	return key + s[dot:], true
+	a, err := reading.ParsePCIAddr(s)
+	return a, err == nil
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
 // aerTests: lines in the shapes the kernel prints (drivers/pci/pcie/aer.c,
@@ -19,55 +21,55 @@ var aerTests = []struct {
 		name: "root port: uncorrected fatal received from the GPU",
 		in:   "pcieport 0000:40:01.1: AER: Uncorrected (Fatal) error received: 0000:41:00.0",
 		ok:   true,
-		want: AERReport{Driver: "pcieport", Device: "0000:40:01.1", Source: "0000:41:00.0", Severity: AERFatal,
+		want: AERReport{Driver: "pcieport", Device: pci("0000:40:01.1"), Source: reading.Some(pci("0000:41:00.0")), Severity: AERFatal,
 			Text: "AER: Uncorrected (Fatal) error received: 0000:41:00.0"},
 	},
 	{
 		name: "6.x wording: error message received from",
 		in:   "pcieport 0000:40:01.1: AER: Uncorrectable (Non-Fatal) error message received from 0000:41:00.0",
 		ok:   true,
-		want: AERReport{Driver: "pcieport", Device: "0000:40:01.1", Source: "0000:41:00.0", Severity: AERNonFatal,
+		want: AERReport{Driver: "pcieport", Device: pci("0000:40:01.1"), Source: reading.Some(pci("0000:41:00.0")), Severity: AERNonFatal,
 			Text: "AER: Uncorrectable (Non-Fatal) error message received from 0000:41:00.0"},
 	},
 	{
 		name: "multiple corrected from the port itself",
 		in:   "pcieport 0000:40:01.1: AER: Multiple Corrected error received: 0000:40:01.1",
 		ok:   true,
-		want: AERReport{Driver: "pcieport", Device: "0000:40:01.1", Source: "0000:40:01.1", Severity: AERCorrected,
+		want: AERReport{Driver: "pcieport", Device: pci("0000:40:01.1"), Source: reading.Some(pci("0000:40:01.1")), Severity: AERCorrected,
 			Text: "AER: Multiple Corrected error received: 0000:40:01.1"},
 	},
 	{
 		name: "old kernel: requester id instead of an address",
 		in:   "pcieport 0000:40:01.1: AER: Corrected error received: id=4009",
 		ok:   true,
-		want: AERReport{Driver: "pcieport", Device: "0000:40:01.1", Severity: AERCorrected,
+		want: AERReport{Driver: "pcieport", Device: pci("0000:40:01.1"), Severity: AERCorrected,
 			Text: "AER: Corrected error received: id=4009"},
 	},
 	{
 		name: "decoded report on the GPU",
 		in:   "nvidia 0000:41:00.0: AER: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer, (Requester ID)",
 		ok:   true,
-		want: AERReport{Driver: "nvidia", Device: "0000:41:00.0", Severity: AERFatal,
+		want: AERReport{Driver: "nvidia", Device: pci("0000:41:00.0"), Severity: AERFatal,
 			Text: "AER: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer, (Requester ID)"},
 	},
 	{
 		name: "decoded report without AER: prefix (older kernels)",
 		in:   "pcieport 0000:40:01.1: PCIe Bus Error: severity=Corrected, type=Physical Layer, (Receiver ID)",
 		ok:   true,
-		want: AERReport{Driver: "pcieport", Device: "0000:40:01.1", Severity: AERCorrected,
+		want: AERReport{Driver: "pcieport", Device: pci("0000:40:01.1"), Severity: AERCorrected,
 			Text: "PCIe Bus Error: severity=Corrected, type=Physical Layer, (Receiver ID)"},
 	},
 	{
 		name: "recovery outcome on the GPU",
 		in:   "nvidia 0000:41:00.0: AER: can't recover (no error_detected callback)",
 		ok:   true,
-		want: AERReport{Driver: "nvidia", Device: "0000:41:00.0", Text: "AER: can't recover (no error_detected callback)"},
+		want: AERReport{Driver: "nvidia", Device: pci("0000:41:00.0"), Text: "AER: can't recover (no error_detected callback)"},
 	},
 	{
 		name: "recovery failed on the port",
 		in:   "pcieport 0000:40:01.1: AER: device recovery failed",
 		ok:   true,
-		want: AERReport{Driver: "pcieport", Device: "0000:40:01.1", Text: "AER: device recovery failed"},
+		want: AERReport{Driver: "pcieport", Device: pci("0000:40:01.1"), Text: "AER: device recovery failed"},
 	},
 	{name: "detail line without AER: (repeats the line before)", in: "pcieport 0000:40:01.1:   device [1022:1483] error status/mask=00004000/00000000"},
 	{name: "bit line without AER:", in: "pcieport 0000:40:01.1:    [14] CmpltTO                (First)"},
@@ -104,7 +106,7 @@ func TestAERSeverityUncorrectable(t *testing.T) {
 	}
 }
 
-func TestPCIAddr(t *testing.T) {
+func TestFullPCIAddr(t *testing.T) {
 	for in, want := range map[string]string{
 		"0000:41:00.0":     "0000:41:00.0",
 		"00000000:4B:00.0": "0000:4b:00.0",
@@ -114,9 +116,9 @@ func TestPCIAddr(t *testing.T) {
 		"0000:41:00.8":     "",
 		"0000:41:00.10":    "",
 	} {
-		got, ok := PCIAddr(in)
-		if ok != (want != "") || got != want {
-			t.Errorf("PCIAddr(%q) = %q, %v; want %q", in, got, ok, want)
+		got, ok := fullPCIAddr(in)
+		if ok != (want != "") || ok && got.String() != want {
+			t.Errorf("fullPCIAddr(%q) = %v, %v; want %q", in, got, ok, want)
 		}
 	}
 }
@@ -150,23 +152,23 @@ func fakeSysfs(t *testing.T) string {
 
 func TestPCIPathAndAERPaths(t *testing.T) {
 	dir := fakeSysfs(t)
-	path0, err := PCIPath(dir, "0000:43:00.0")
+	path0, err := PCIPath(dir, pci("0000:43:00.0"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"0000:40:01.1", "0000:41:00.0", "0000:42:00.0"}; !slices.Equal(path0, want) {
-		t.Fatalf("PCIPath(GPU 0) = %q, want %q", path0, want)
+	if want := []reading.PCIAddr{pci("0000:40:01.1"), pci("0000:41:00.0"), pci("0000:42:00.0")}; !slices.Equal(path0, want) {
+		t.Fatalf("PCIPath(GPU 0) = %v, want %v", path0, want)
 	}
-	path1, err := PCIPath(dir, "0000:81:00.0")
+	path1, err := PCIPath(dir, pci("0000:81:00.0"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := PCIPath(dir, "0000:99:00.0"); err == nil {
+	if _, err := PCIPath(dir, pci("0000:99:00.0")); err == nil {
 		t.Error("PCIPath of a device that is not there: no error")
 	}
 	p := NewAERPaths()
-	p.Add(0, "0000:43:00.0", path0)
-	p.Add(1, "0000:81:00.0", path1)
+	p.Add(0, pci("0000:43:00.0"), path0)
+	p.Add(1, pci("0000:81:00.0"), path1)
 	for _, tc := range []struct {
 		name   string
 		line   string

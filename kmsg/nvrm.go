@@ -3,6 +3,8 @@ package kmsg
 import (
 	"strconv"
 	"strings"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
 // NVRMKind is a kind of NVIDIA driver line, other than an Xid, that tells of
@@ -34,9 +36,9 @@ func (k NVRMKind) String() string {
 // NVRMReport is one such line, taken apart.
 type NVRMReport struct {
 	Kind NVRMKind
-	// BusKey is the GPU's address as BusKey returns it, when the line
-	// names one; else empty.
-	BusKey string
+	// Bus is the GPU's address, when the line names one or GPUNumbers
+	// resolved it.
+	Bus reading.Opt[reading.PCIAddr]
 	// DriverGPU is the driver's own GPU number ("GPU1" in GSP lines), or -1.
 	// It is the order in which the driver probed the GPUs, not NVML's
 	// index; see GPUNumbers for how it is tied to a bus id.
@@ -97,25 +99,25 @@ func ParseNVRM(msg string) (NVRMReport, bool) {
 	if r.Kind == 0 {
 		return NVRMReport{}, false
 	}
-	r.BusKey = firstBusKey(text)
+	r.Bus = firstPCIAddr(text)
 	r.DriverGPU = driverGPU(text)
 	return r, true
 }
 
-// firstBusKey returns the bus key of the first word of s that is a PCI
-// address ("0000:41:00.0", "PCI:0000:41:00", with a trailing ':' or ','
-// allowed), or "".
-func firstBusKey(s string) string {
+// firstPCIAddr returns the first word of s that is a PCI address
+// ("0000:41:00.0", "PCI:0000:41:00", with a trailing ':' or ',' allowed),
+// absent when there is none.
+func firstPCIAddr(s string) reading.Opt[reading.PCIAddr] {
 	for _, w := range strings.Fields(s) {
 		w = strings.TrimRight(w, ":,.)")
 		if !strings.Contains(w, ":") {
 			continue
 		}
-		if k, ok := BusKey(w); ok {
-			return k
+		if a, err := reading.ParsePCIAddr(w); err == nil {
+			return reading.Some(a)
 		}
 	}
-	return ""
+	return reading.Opt[reading.PCIAddr]{}
 }
 
 // driverGPU reads the driver's GPU number from a leading "GPU<n> " (GSP
@@ -153,27 +155,27 @@ func gpuNumber(s string) (int, bool) {
 // GSP lines name the GPU only by that number. The zero value is ready; it is
 // not safe for concurrent use.
 type GPUNumbers struct {
-	m map[int]string
+	m map[int]reading.PCIAddr
 }
 
 // Learn notes the driver number an Xid report's text names, if any.
 func (g *GPUNumbers) Learn(x XidReport) {
 	n := driverGPU(x.Text)
-	if n < 0 || x.BusKey == "" {
+	if n < 0 {
 		return
 	}
 	if g.m == nil {
-		g.m = map[int]string{}
+		g.m = map[int]reading.PCIAddr{}
 	}
 	if len(g.m) < 1024 {
-		g.m[n] = x.BusKey
+		g.m[n] = x.Bus
 	}
 }
 
-// Resolve fills r.BusKey from the driver number when the line named no
+// Resolve fills r.Bus from the driver number when the line named no
 // address and the number has been learnt.
 func (g *GPUNumbers) Resolve(r *NVRMReport) {
-	if r.BusKey == "" && r.DriverGPU >= 0 {
-		r.BusKey = g.m[r.DriverGPU]
+	if a, ok := g.m[r.DriverGPU]; !r.Bus.OK && r.DriverGPU >= 0 && ok {
+		r.Bus = reading.Some(a)
 	}
 }

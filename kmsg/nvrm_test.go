@@ -1,6 +1,10 @@
 package kmsg
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
 
 // nvrmTests: NVIDIA driver lines in the shapes public bug reports show,
 // with this project's own bus ids and numbers.
@@ -14,25 +18,25 @@ var nvrmTests = []struct {
 		name: "fallen off the bus, GPU prefix (older drivers, no Xid)",
 		in:   "NVRM: GPU 0000:41:00.0: GPU has fallen off the bus.",
 		ok:   true,
-		want: NVRMReport{Kind: NVRMFallenOffBus, BusKey: "0000:41:00", DriverGPU: -1, Text: "GPU 0000:41:00.0: GPU has fallen off the bus."},
+		want: NVRMReport{Kind: NVRMFallenOffBus, Bus: reading.Some(pci("0000:41:00")), DriverGPU: -1, Text: "GPU 0000:41:00.0: GPU has fallen off the bus."},
 	},
 	{
 		name: "fallen off the bus, GPU at",
 		in:   "NVRM: GPU at 0000:81:00.0 has fallen off the bus.",
 		ok:   true,
-		want: NVRMReport{Kind: NVRMFallenOffBus, BusKey: "0000:81:00", DriverGPU: -1, Text: "GPU at 0000:81:00.0 has fallen off the bus."},
+		want: NVRMReport{Kind: NVRMFallenOffBus, Bus: reading.Some(pci("0000:81:00")), DriverGPU: -1, Text: "GPU at 0000:81:00.0 has fallen off the bus."},
 	},
 	{
 		name: "fallen off the bus, PCI: form",
 		in:   "NVRM: GPU at PCI:0000:81:00: GPU has fallen off the bus.",
 		ok:   true,
-		want: NVRMReport{Kind: NVRMFallenOffBus, BusKey: "0000:81:00", DriverGPU: -1, Text: "GPU at PCI:0000:81:00: GPU has fallen off the bus."},
+		want: NVRMReport{Kind: NVRMFallenOffBus, Bus: reading.Some(pci("0000:81:00")), DriverGPU: -1, Text: "GPU at PCI:0000:81:00: GPU has fallen off the bus."},
 	},
 	{
 		name: "RmInitAdapter failed",
 		in:   "NVRM: GPU 0000:41:00.0: RmInitAdapter failed! (0x25:0x65:1457)",
 		ok:   true,
-		want: NVRMReport{Kind: NVRMInitFailed, BusKey: "0000:41:00", DriverGPU: -1, Text: "GPU 0000:41:00.0: RmInitAdapter failed! (0x25:0x65:1457)"},
+		want: NVRMReport{Kind: NVRMInitFailed, Bus: reading.Some(pci("0000:41:00")), DriverGPU: -1, Text: "GPU 0000:41:00.0: RmInitAdapter failed! (0x25:0x65:1457)"},
 	},
 	{
 		name: "rm_init_adapter failed without address",
@@ -81,18 +85,18 @@ func TestGPUNumbersFromXid119(t *testing.T) {
 	}
 	r, _ := ParseNVRM("NVRM: GPU3 _kgspLogRpcTimeout: ********************************* GSP Timeout **********************************")
 	g.Resolve(&r)
-	if r.BusKey != "" {
-		t.Fatalf("resolved %q before anything was learnt", r.BusKey)
+	if r.Bus.OK {
+		t.Fatalf("resolved %v before anything was learnt", r.Bus.V)
 	}
 	g.Learn(x)
 	g.Resolve(&r)
-	if r.BusKey != "0000:81:00" {
-		t.Errorf("GPU3 resolved to %q, want 0000:81:00", r.BusKey)
+	if a, ok := r.Bus.Get(); !ok || a != pci("0000:81:00") {
+		t.Errorf("GPU3 resolved to %v, %v; want 0000:81:00.0", a, ok)
 	}
 	other, _ := ParseNVRM("NVRM: GPU2 _kgspIsHeartbeatTimedOut: Heartbeat timed out, diff 6357 timeout 5200")
 	g.Resolve(&other)
-	if other.BusKey != "" {
-		t.Errorf("GPU2 (never named in an Xid) resolved to %q", other.BusKey)
+	if other.Bus.OK {
+		t.Errorf("GPU2 (never named in an Xid) resolved to %v", other.Bus.V)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
 // DefaultPCIDevices is where sysfs lists PCI devices as links into the
@@ -12,17 +14,18 @@ import (
 const DefaultPCIDevices = "/sys/bus/pci/devices"
 
 // PCIPath returns the bridges between the root complex and the device at
-// addr ("dddd:bb:dd.f"), nearest the root first, read from the sysfs link
-// under devicesDir. A GPU behind a PCIe switch has several. An AER error on
-// any of them is an error on the GPU's path.
-func PCIPath(devicesDir, addr string) ([]string, error) {
-	target, err := filepath.EvalSymlinks(filepath.Join(devicesDir, addr))
+// addr, nearest the root first, read from the sysfs link under devicesDir
+// (named in the lspci spelling, "dddd:bb:dd.f"). A GPU behind a PCIe switch
+// has several. An AER error on any of them is an error on the GPU's path.
+func PCIPath(devicesDir string, addr reading.PCIAddr) ([]reading.PCIAddr, error) {
+	target, err := filepath.EvalSymlinks(filepath.Join(devicesDir, addr.String()))
 	if err != nil {
 		return nil, fmt.Errorf("pci path of %s: %w", addr, err)
 	}
-	var path []string
+	var path []reading.PCIAddr
 	for _, elem := range strings.Split(filepath.Dir(target), string(os.PathSeparator)) {
-		if a, ok := PCIAddr(elem); ok && elem == a {
+		// sysfs spells addresses exactly as String does; "pci0000:40" is not one.
+		if a, ok := fullPCIAddr(elem); ok && elem == a.String() {
 			path = append(path, a)
 		}
 	}
@@ -33,17 +36,17 @@ func PCIPath(devicesDir, addr string) ([]string, error) {
 // bridge on its path. Fill it once at start; it is then read-only and safe
 // for concurrent use.
 type AERPaths struct {
-	gpu     map[string]int   // GPU address -> index
-	bridges map[string][]int // bridge address -> GPUs below it
+	gpu     map[reading.PCIAddr]int   // GPU address -> index
+	bridges map[reading.PCIAddr][]int // bridge address -> GPUs below it
 }
 
 // NewAERPaths returns an empty AERPaths.
 func NewAERPaths() *AERPaths {
-	return &AERPaths{gpu: map[string]int{}, bridges: map[string][]int{}}
+	return &AERPaths{gpu: map[reading.PCIAddr]int{}, bridges: map[reading.PCIAddr][]int{}}
 }
 
 // Add registers GPU idx at addr with the bridges above it (see PCIPath).
-func (p *AERPaths) Add(idx int, addr string, bridges []string) {
+func (p *AERPaths) Add(idx int, addr reading.PCIAddr, bridges []reading.PCIAddr) {
 	p.gpu[addr] = idx
 	for _, b := range bridges {
 		p.bridges[b] = append(p.bridges[b], idx)
@@ -56,8 +59,8 @@ func (p *AERPaths) Add(idx int, addr string, bridges []string) {
 // every device below it, and an NVMe drive's error behind the GPU's root port
 // is not the GPU's. Otherwise the device that printed the line is the one.
 func (p *AERPaths) GPUs(r AERReport) (gpus []int, direct bool) {
-	a := r.Source
-	if a == "" {
+	a, ok := r.Source.Get()
+	if !ok {
 		a = r.Device
 	}
 	if i, ok := p.gpu[a]; ok {
