@@ -52,6 +52,8 @@ const (
 	FnEventSetCreate
 	FnEventSetWait
 	FnProcesses
+	FnGraphicsProcesses
+	FnProcessUtil
 	numFns
 )
 
@@ -110,6 +112,8 @@ var fnInfo = [numFns]struct {
 	FnEventSetCreate:        {"nvmlEventSetCreate", "nvmlEventSetCreate"},
 	FnEventSetWait:          {"nvmlEventSetWait", "nvmlEventSetWait"},
 	FnProcesses:             {"nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetComputeRunningProcesses"},
+	FnGraphicsProcesses:     {"nvmlDeviceGetGraphicsRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"},
+	FnProcessUtil:           {"nvmlDeviceGetProcessUtilization", "nvmlDeviceGetProcessUtilization"},
 }
 
 func (f Fn) String() string {

@@ -41,6 +41,9 @@ type Dev struct {
 	Sensor                         nvml.GpuThermalSettingsSensor
 	Enc, Dec                       uint32
 	FieldRet                       map[uint32]nvml.Return // per-entry return in GetFieldValues
+	Procs, GProcs                  []nvml.ProcessInfo     // compute and graphics processes
+	ProcUtil                       []nvml.ProcessUtilizationSample
+	MemTotal                       uint64
 }
 
 // NewDev returns a healthy two-fan GPU.
@@ -60,7 +63,7 @@ func NewDev() *Dev {
 		Util:   nvml.Utilization{Gpu: 97, Memory: 41}, MemUsed: 40 << 30, Gen: 5, Width: 16,
 		Throttle: 0x4, FanSpeed: []uint32{30, 31}, FanTarget: []int{30, 31},
 		Sensor: nvml.GpuThermalSettingsSensor{Controller: 5, CurrentTemp: 60, Target: 1},
-		Enc:    0, Dec: 12,
+		Enc:    0, Dec: 12, MemTotal: 96 << 30,
 	}
 }
 
@@ -281,13 +284,13 @@ func (d *Dev) GetMemoryInfo_v2() (nvml.Memory_v2, nvml.Return) {
 	r := d.call("GetMemoryInfo_v2")
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return nvml.Memory_v2{Used: d.MemUsed}, r
+	return nvml.Memory_v2{Used: d.MemUsed, Total: d.MemTotal}, r
 }
 func (d *Dev) GetMemoryInfo() (nvml.Memory, nvml.Return) {
 	r := d.call("GetMemoryInfo")
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return nvml.Memory{Used: d.MemUsed}, r
+	return nvml.Memory{Used: d.MemUsed, Total: d.MemTotal}, r
 }
 func (d *Dev) GetCurrPcieLinkGeneration() (int, nvml.Return) {
 	r := d.call("GetCurrPcieLinkGeneration")
@@ -383,7 +386,34 @@ func (d *Dev) GetComputeRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) {
 	r := d.call("GetComputeRunningProcesses")
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return nil, r
+	return append([]nvml.ProcessInfo(nil), d.Procs...), r
+}
+func (d *Dev) GetGraphicsRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) {
+	r := d.call("GetGraphicsRunningProcesses")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]nvml.ProcessInfo(nil), d.GProcs...), r
+}
+
+// GetProcessUtilization returns the samples newer than last, or NOT_FOUND when
+// there are none (as NVML does).
+func (d *Dev) GetProcessUtilization(last uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
+	r := d.call("GetProcessUtilization")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if r != nvml.SUCCESS {
+		return nil, r
+	}
+	var out []nvml.ProcessUtilizationSample
+	for _, u := range d.ProcUtil {
+		if u.TimeStamp > last {
+			out = append(out, u)
+		}
+	}
+	if len(out) == 0 {
+		return nil, nvml.ERROR_NOT_FOUND
+	}
+	return out, r
 }
 func (d *Dev) GetSupportedEventTypes() (uint64, nvml.Return) {
 	r := d.call("GetSupportedEventTypes")

@@ -43,6 +43,8 @@ type Device interface {
 	GetPcieReplayCounter() (int, nvml.Return)
 	GetFanControlPolicy_v2(int) (nvml.FanControlPolicy, nvml.Return)
 	GetComputeRunningProcesses() ([]nvml.ProcessInfo, nvml.Return)
+	GetGraphicsRunningProcesses() ([]nvml.ProcessInfo, nvml.Return)
+	GetProcessUtilization(lastSeenTimestamp uint64) ([]nvml.ProcessUtilizationSample, nvml.Return)
 
 	GetSupportedEventTypes() (uint64, nvml.Return)
 	RegisterEvents(uint64, nvml.EventSet) nvml.Return

@@ -1,0 +1,109 @@
+package sampler
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// initPIDNamespace is the inode of the host's (initial) PID namespace, fixed
+// by the kernel (PROC_PID_INIT_INO).
+const initPIDNamespace = "pid:[4026531836]"
+
+// nsState says whether the PIDs NVML reports (always the host's) name the
+// same processes in our /proc.
+type nsState uint8
+
+const (
+	nsHost  nsState = iota // we run in the host's PID namespace
+	nsOther                // a container's namespace, or unknown: never look NVML's PIDs up
+)
+
+// pidNamespace decides once, at start, whether /proc/<pid> may be trusted for
+// NVML's PIDs. When it cannot tell, it says no: a wrong name is worse than
+// none.
+func pidNamespace(root string) nsState {
+	l, err := os.Readlink(filepath.Join(root, "self", "ns", "pid"))
+	if err == nil && l == initPIDNamespace {
+		return nsHost
+	}
+	return nsOther
+}
+
+// describe fills a process's name and command line from /proc, or says why
+// it cannot.
+func (p *ProcReader) describe(pr *reading.Process) {
+	if p.ns != nsHost {
+		pr.Origin = reading.ProcOtherNS
+		return
+	}
+	dir := filepath.Join(p.cfg.ProcRoot, strconv.FormatUint(uint64(pr.PID), 10))
+	comm, err := os.ReadFile(filepath.Join(dir, "comm"))
+	if err != nil {
+		pr.Origin = originOf(err)
+		return
+	}
+	cmd, err := readCapped(filepath.Join(dir, "cmdline"), reading.MaxCmdline+1)
+	if err != nil {
+		pr.Origin = originOf(err)
+		return
+	}
+	pr.Origin = reading.ProcHere
+	pr.Name = strings.TrimSpace(string(comm))
+	pr.Cmdline, pr.CmdlineTrunc = cmdline(cmd)
+}
+
+func originOf(err error) reading.ProcOrigin {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, os.ErrNotExist) {
+		return reading.ProcGone
+	}
+	// ESRCH: the process exited while we read it.
+	if strings.Contains(err.Error(), "no such process") {
+		return reading.ProcGone
+	}
+	return reading.ProcUnreadable
+}
+
+// readCapped reads at most n bytes of a file.
+func readCapped(path string, n int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf := make([]byte, n)
+	total := 0
+	for total < n {
+		k, err := f.Read(buf[total:])
+		total += k
+		if err != nil || k == 0 {
+			break
+		}
+	}
+	return buf[:total], nil
+}
+
+// cmdline turns /proc/<pid>/cmdline (NUL-separated) into one line of at most
+// reading.MaxCmdline bytes, and reports whether it was cut. Control
+// characters become spaces so the line cannot break a snapshot or a reply.
+func cmdline(raw []byte) (string, bool) {
+	raw = bytes.TrimRight(raw, "\x00")
+	cut := len(raw) > reading.MaxCmdline
+	if cut {
+		raw = raw[:reading.MaxCmdline]
+	}
+	b := make([]byte, len(raw))
+	for i, c := range raw {
+		if c < 0x20 || c == 0x7f {
+			c = ' '
+		}
+		b[i] = c
+	}
+	return strings.TrimSpace(strings.ToValidUTF8(string(b), "?")), cut
+}

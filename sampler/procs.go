@@ -1,0 +1,317 @@
+package sampler
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// ProcConfig tunes the per-GPU process reader.
+type ProcConfig struct {
+	// Deadline: a read still inside NVML after this long is reported hung
+	// (the GPU's sample deadline).
+	Deadline time.Duration
+	// Reprobe is how long a refused call (not supported, no permission,
+	// missing) stays off before it is tried again.
+	Reprobe time.Duration
+	// ProcRoot is where /proc is mounted ("/proc"); tests point it elsewhere.
+	ProcRoot string
+}
+
+// procFns are the calls the process reader makes, each with its own
+// capability-cache slot (the reader runs on its own goroutine and never
+// touches the GPU worker's cache).
+var procFns = [...]Fn{FnProcesses, FnGraphicsProcesses, FnProcessUtil, FnMemoryInfoV2, FnMemoryInfo}
+
+// ProcReader reads one GPU's running processes in the slow tier, about once a
+// second, on a goroutine of its own: these calls cost milliseconds on a real
+// driver, so they are never part of the 100 ms sample, and a call stuck in
+// the driver delays neither the rows nor the other GPUs. At most one read is
+// in flight; a read past the deadline is published as hung (with the last
+// good list kept for snapshots) and the next read starts only after it
+// returns.
+type ProcReader struct {
+	gpu  *GPU
+	cfg  ProcConfig
+	log  *slog.Logger
+	base time.Time
+	ns   nsState
+
+	kick   chan struct{}
+	busy   atomic.Bool
+	start  atomic.Int64 // UnixNano when the read in flight began
+	cur    atomic.Int32 // Fn in flight
+	latest atomic.Pointer[reading.Procs]
+
+	// Owned by the reading goroutine.
+	off      [numFns]int64
+	told     [numFns]bool
+	lastTS   uint64 // newest GetProcessUtilization timestamp seen (us)
+	memTotal reading.Opt[uint64]
+	lastGood *reading.Procs
+	failing  bool // the last read failed: the next failure is not logged again
+	hung     atomic.Bool
+}
+
+// NewProcReader returns a reader for g. Nothing is read until Run's loop is
+// kicked.
+func NewProcReader(g *GPU, cfg ProcConfig, log *slog.Logger) *ProcReader {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ProcRoot == "" {
+		cfg.ProcRoot = "/proc"
+	}
+	if cfg.Reprobe <= 0 {
+		cfg.Reprobe = 10 * time.Minute
+	}
+	p := &ProcReader{gpu: g, cfg: cfg, log: log.With("gpu", g.Info().Index), base: time.Now(),
+		kick: make(chan struct{}, 1), ns: pidNamespace(cfg.ProcRoot)}
+	p.latest.Store(&reading.Procs{GPU: g.Info().Index, Status: reading.ProcNotRead})
+	return p
+}
+
+// Latest returns the most recent published read; never nil. Safe from any
+// goroutine; it never waits on NVML.
+func (p *ProcReader) Latest() *reading.Procs { return p.latest.Load() }
+
+// Run reads when kicked until ctx is cancelled. A read stuck in the driver
+// keeps Run with it; callers must not wait for Run without a deadline.
+func (p *ProcReader) Run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.kick:
+		}
+		r := p.read(time.Unix(0, p.start.Load()))
+		p.hung.Store(false)
+		p.latest.Store(r)
+		p.busy.Store(false)
+	}
+}
+
+// Tick is called about once a second (from one goroutine for all GPUs). It
+// starts a read when none is in flight, and publishes "hung" for a read that
+// has passed the deadline. It never waits on NVML.
+func (p *ProcReader) Tick(now time.Time) {
+	if p.busy.CompareAndSwap(false, true) {
+		p.start.Store(now.UnixNano())
+		p.kick <- struct{}{}
+		return
+	}
+	since := time.Unix(0, p.start.Load())
+	if now.Sub(since) < p.cfg.Deadline || p.hung.Load() {
+		return
+	}
+	fn := Fn(p.cur.Load())
+	if fn == FnNone {
+		return // late for another reason (reading /proc): not the driver
+	}
+	p.hung.Store(true)
+	idx := p.gpu.Info().Index
+	h := &reading.Procs{GPU: idx, Time: since, Status: reading.ProcHung,
+		Err: fn.String() + " stuck", LastOK: p.latest.Load().Good()}
+	p.latest.Store(h)
+	p.log.Warn("process list read hung; no process data until it returns", "function", fn.String(), "since", since)
+}
+
+// RunProcTicks calls Tick on every reader for each tick until ctx is
+// cancelled: one timer for all GPUs.
+func RunProcTicks(ctx context.Context, ticks <-chan time.Time, readers []*ProcReader) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-ticks:
+			for _, r := range readers {
+				r.Tick(now)
+			}
+		}
+	}
+}
+
+func (p *ProcReader) mono() int64 { return int64(time.Since(p.base)) }
+
+func (p *ProcReader) can(fn Fn) bool {
+	return p.gpu.syms.Has(fn) && (p.off[fn] == 0 || p.mono() >= p.off[fn])
+}
+
+// call runs f as fn, marking it in flight, and classifies its result.
+func (p *ProcReader) call(fn Fn, f func() nvml.Return) (Class, nvml.Return) {
+	p.cur.Store(int32(fn))
+	ret := f()
+	p.cur.Store(int32(FnNone))
+	c := Classify(ret)
+	if c.capability() {
+		p.off[fn] = p.mono() + int64(p.cfg.Reprobe)
+		if !p.told[fn] {
+			p.told[fn] = true
+			p.log.Info("process reading not available; will re-probe", "function", fn.String(), "reason", c.String(), "reprobe", p.cfg.Reprobe)
+		}
+	} else if c == ClassOK {
+		p.off[fn] = 0
+	}
+	return c, ret
+}
+
+// read makes one round of process calls.
+func (p *ProcReader) read(start time.Time) *reading.Procs {
+	idx := p.gpu.Info().Index
+	out := &reading.Procs{GPU: idx, Time: start}
+	dev := p.gpu.Device()
+	if dev == nil {
+		out.Status, out.Err = reading.ProcFailed, "no handle for this GPU"
+		return p.finish(out)
+	}
+	p.readMemTotal(dev)
+	out.MemTotalBytes = p.memTotal
+
+	byPID := map[uint32]*reading.Process{}
+	answered, refused := 0, 0
+	lists := [...]struct {
+		fn   Fn
+		kind reading.ProcKind
+		get  func() ([]nvml.ProcessInfo, nvml.Return)
+	}{
+		{FnProcesses, reading.ProcCompute, dev.GetComputeRunningProcesses},
+		{FnGraphicsProcesses, reading.ProcGraphics, dev.GetGraphicsRunningProcesses},
+	}
+	for _, l := range lists {
+		if !p.can(l.fn) {
+			refused++
+			continue
+		}
+		var infos []nvml.ProcessInfo
+		c, ret := p.call(l.fn, func() nvml.Return {
+			var r nvml.Return
+			infos, r = l.get()
+			return r
+		})
+		switch {
+		case c == ClassOK:
+			answered++
+		case c.capability():
+			refused++
+			continue
+		default:
+			out.Status, out.Err = reading.ProcFailed, l.fn.String()+": "+retText(ret)
+			return p.finish(out)
+		}
+		for _, in := range infos {
+			pr := byPID[in.Pid]
+			if pr == nil {
+				pr = &reading.Process{PID: in.Pid}
+				byPID[in.Pid] = pr
+			}
+			pr.Kind |= l.kind
+			// NVML_VALUE_NOT_AVAILABLE (all ones) without permission or
+			// under some virtualisation: absent, not a huge number.
+			if in.UsedGpuMemory != ^uint64(0) {
+				pr.MemBytes = reading.Some(pr.MemBytes.V + in.UsedGpuMemory)
+			}
+		}
+	}
+	if answered == 0 {
+		out.Status, out.Err = reading.ProcUnsupported, "process lists not available from this driver"
+		return p.finish(out)
+	}
+	out.List = make([]reading.Process, 0, len(byPID))
+	for _, pr := range byPID {
+		out.List = append(out.List, *pr)
+	}
+	slices.SortFunc(out.List, func(a, b reading.Process) int { return int(int64(a.PID) - int64(b.PID)) })
+	p.readUtil(dev, out.List)
+	for i := range out.List {
+		p.describe(&out.List[i])
+	}
+	out.Status = reading.ProcOK
+	return p.finish(out)
+}
+
+// finish logs a change between success and failure once and links the last
+// good read.
+func (p *ProcReader) finish(out *reading.Procs) *reading.Procs {
+	if out.Status == reading.ProcOK {
+		if p.failing {
+			p.log.Info("process list readable again")
+		}
+		p.failing = false
+		p.lastGood = out
+		return out
+	}
+	out.LastOK = p.lastGood
+	if out.Status == reading.ProcFailed && !p.failing {
+		p.failing = true
+		p.log.Warn("process list read failed; no process data", "err", out.Err)
+	}
+	return out
+}
+
+// readMemTotal reads the GPU's memory size until it is known (once).
+func (p *ProcReader) readMemTotal(dev Device) {
+	if p.memTotal.OK {
+		return
+	}
+	if p.can(FnMemoryInfoV2) {
+		var m nvml.Memory_v2
+		if c, _ := p.call(FnMemoryInfoV2, func() (r nvml.Return) { m, r = dev.GetMemoryInfo_v2(); return }); c == ClassOK && m.Total > 0 && m.Total <= maxVRAM {
+			p.memTotal = reading.Some(m.Total)
+			return
+		}
+	}
+	if p.can(FnMemoryInfo) {
+		var m nvml.Memory
+		if c, _ := p.call(FnMemoryInfo, func() (r nvml.Return) { m, r = dev.GetMemoryInfo(); return }); c == ClassOK && m.Total > 0 && m.Total <= maxVRAM {
+			p.memTotal = reading.Some(m.Total)
+		}
+	}
+}
+
+// readUtil fills SM and memory busy per process from GetProcessUtilization:
+// the average of the samples the driver took since the last read. NVML
+// returns samples only for processes that ran; once the call answered, a
+// listed process without a sample was idle (a real 0). NOT_FOUND means no
+// process ran since the last timestamp.
+func (p *ProcReader) readUtil(dev Device, list []reading.Process) {
+	if len(list) == 0 || !p.can(FnProcessUtil) {
+		return
+	}
+	var samples []nvml.ProcessUtilizationSample
+	c, ret := p.call(FnProcessUtil, func() (r nvml.Return) { samples, r = dev.GetProcessUtilization(p.lastTS); return })
+	if c != ClassOK && ret != nvml.ERROR_NOT_FOUND {
+		return
+	}
+	type acc struct{ sm, mem, n uint64 }
+	sum := map[uint32]*acc{}
+	for _, s := range samples {
+		if s.TimeStamp > p.lastTS {
+			p.lastTS = s.TimeStamp
+		}
+		if s.SmUtil > maxPercent || s.MemUtil > maxPercent {
+			continue // garbage from a driver in trouble
+		}
+		a := sum[s.Pid]
+		if a == nil {
+			a = &acc{}
+			sum[s.Pid] = a
+		}
+		a.sm += uint64(s.SmUtil)
+		a.mem += uint64(s.MemUtil)
+		a.n++
+	}
+	for i := range list {
+		list[i].UtilSupported = true
+		list[i].SMUtil, list[i].MemUtil = reading.Some(uint32(0)), reading.Some(uint32(0))
+		if a := sum[list[i].PID]; a != nil {
+			list[i].SMUtil = reading.Some(uint32((a.sm + a.n/2) / a.n))
+			list[i].MemUtil = reading.Some(uint32((a.mem + a.n/2) / a.n))
+		}
+	}
+}
