@@ -1009,11 +1009,13 @@ nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount, nvml
 
 static nvmlReturn_t procs(const struct nvmlDevice_st *d, int64_t now, int metric, unsigned int *infoCount, void *infos, int v1)
 {
-	unsigned int n, i;
+	unsigned int n, i, scripted;
 	unsigned long long mem;
 
 	NEED(infoCount);
 	n = to_u32(sim_eval(d, metric, now));
+	scripted = sim_procs_count(d, now, metric == M_GPROCS ? SIM_PROC_GRAPHICS : SIM_PROC_COMPUTE);
+	n += scripted;
 	if (infos == NULL) {
 		if (*infoCount != 0)
 			return NVML_ERROR_INVALID_ARGUMENT;
@@ -1025,7 +1027,8 @@ static nvmlReturn_t procs(const struct nvmlDevice_st *d, int64_t now, int metric
 		return NVML_ERROR_INSUFFICIENT_SIZE;
 	}
 	mem = to_u64(sim_eval(d, M_PROC_MEM, now) * 1048576.0);
-	for (i = 0; i < n; i++) {
+	sim_procs_fill(d, now, metric == M_GPROCS ? SIM_PROC_GRAPHICS : SIM_PROC_COMPUTE, infos, n - scripted, v1);
+	for (i = 0; i < n - scripted; i++) {
 		unsigned int pid = 4000 + 100 * d->index + i + (metric == M_GPROCS ? 50 : 0);
 		if (v1) {
 			nvmlProcessInfo_v1_t *p = (nvmlProcessInfo_v1_t *)infos + i;

@@ -1109,6 +1109,8 @@ static int stmt_gpu(struct parser *p, int timed, int64_t t, char **tok, int n)
 		return stmt_hang(p, mask, t, tok, n);
 	if (strcmp(tok[0], "fail") == 0)
 		return stmt_fail(p, mask, t, tok, n);
+	if (strcmp(tok[0], "proc") == 0)
+		return sim_stmt_proc(p->err, sizeof(p->err), mask, t, tok, n);
 	if (strcmp(tok[0], "lost") == 0 || strcmp(tok[0], "removed") == 0) {
 		if (n != 1)
 			return perr(p, "unexpected \"%s\" after %s", tok[1], tok[0]);
@@ -1518,4 +1520,10 @@ nvmlReturn_t sim_load_scenario(const char *path)
 		return NVML_ERROR_UNKNOWN;
 	}
 	return NVML_SUCCESS;
+}
+
+/* For statements parsed in other files (procs.c). */
+int sim_parse_duration(const char *s, int64_t *ns)
+{
+	return parse_dur(s, ns);
 }

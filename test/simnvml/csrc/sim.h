@@ -248,6 +248,14 @@ int sim_dev_present(const struct nvmlDevice_st *d, int64_t now);
 void sim_energy_prepare(struct nvmlDevice_st *d, double *ecum);
 int sim_parse_busid(const char *s, unsigned int *domain, unsigned int *bus, unsigned int *dev);
 
+/* procs.c: scripted processes ("gpu SEL proc PID ...") */
+#define SIM_PROC_COMPUTE 1
+#define SIM_PROC_GRAPHICS 2
+int sim_stmt_proc(char *err, size_t errlen, uint32_t mask, int64_t t, char **tok, int n);
+unsigned int sim_procs_count(const struct nvmlDevice_st *d, int64_t now, int kind);
+void sim_procs_fill(const struct nvmlDevice_st *d, int64_t now, int kind, void *infos, unsigned int first, int v1);
+int sim_parse_duration(const char *s, int64_t *ns); /* scenario.c */
+
 /* events.c */
 void sim_start_kmsg(void);
 

@@ -6,7 +6,7 @@
  * old_driver.txt are left out of the -DSIMNVML_OLD_DRIVER build.
  */
 
-#define SIMNVML_NSTUBS 352
+#define SIMNVML_NSTUBS 351
 
 unsigned long long simnvml_stub_calls[SIMNVML_NSTUBS + 1];
 const unsigned int simnvml_nstubs = SIMNVML_NSTUBS;
@@ -152,7 +152,6 @@ const char *const simnvml_stub_names[SIMNVML_NSTUBS + 1] = {
 	"nvmlDeviceGetPowerManagementMode",
 	"nvmlDeviceGetPowerMizerMode_v1",
 	"nvmlDeviceGetPowerSource",
-	"nvmlDeviceGetProcessUtilization",
 	"nvmlDeviceGetProcessesUtilizationInfo",
 	"nvmlDeviceGetRemappedRows",
 	"nvmlDeviceGetRemappedRows_v2",
@@ -591,296 +590,295 @@ int nvmlDeviceGetPowerMizerMode_v1(void) { return stub(139); }
 #ifndef SIMNVML_OLD_DRIVER
 int nvmlDeviceGetPowerSource(void) { return stub(140); }
 #endif
-int nvmlDeviceGetProcessUtilization(void) { return stub(141); }
-int nvmlDeviceGetProcessesUtilizationInfo(void) { return stub(142); }
-int nvmlDeviceGetRemappedRows(void) { return stub(143); }
-int nvmlDeviceGetRemappedRows_v2(void) { return stub(144); }
+int nvmlDeviceGetProcessesUtilizationInfo(void) { return stub(141); }
+int nvmlDeviceGetRemappedRows(void) { return stub(142); }
+int nvmlDeviceGetRemappedRows_v2(void) { return stub(143); }
 #ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetRepairStatus(void) { return stub(145); }
+int nvmlDeviceGetRepairStatus(void) { return stub(144); }
 #endif
-int nvmlDeviceGetRetiredPages(void) { return stub(146); }
-int nvmlDeviceGetRetiredPagesPendingStatus(void) { return stub(147); }
-int nvmlDeviceGetRetiredPages_v2(void) { return stub(148); }
-int nvmlDeviceGetRowRemapperHistogram(void) { return stub(149); }
+int nvmlDeviceGetRetiredPages(void) { return stub(145); }
+int nvmlDeviceGetRetiredPagesPendingStatus(void) { return stub(146); }
+int nvmlDeviceGetRetiredPages_v2(void) { return stub(147); }
+int nvmlDeviceGetRowRemapperHistogram(void) { return stub(148); }
 #ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetRunningProcessDetailList(void) { return stub(150); }
+int nvmlDeviceGetRunningProcessDetailList(void) { return stub(149); }
 #endif
-int nvmlDeviceGetSamples(void) { return stub(151); }
+int nvmlDeviceGetSamples(void) { return stub(150); }
 #ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetSramEccErrorStatus(void) { return stub(152); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetSramUniqueUncorrectedEccErrorCounts(void) { return stub(153); }
-#endif
-int nvmlDeviceGetSupportedGraphicsClocks(void) { return stub(154); }
-int nvmlDeviceGetSupportedMemoryClocks(void) { return stub(155); }
-int nvmlDeviceGetSupportedPerformanceStates(void) { return stub(156); }
-int nvmlDeviceGetSupportedVgpus(void) { return stub(157); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetTemperatureV(void) { return stub(158); }
-#endif
-int nvmlDeviceGetTopologyCommonAncestor(void) { return stub(159); }
-int nvmlDeviceGetTopologyNearestGpus(void) { return stub(160); }
-int nvmlDeviceGetTotalEccErrors(void) { return stub(161); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetUnrepairableMemoryFlag_v1(void) { return stub(162); }
-#endif
-int nvmlDeviceGetVgpuCapabilities(void) { return stub(163); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetVgpuHeterogeneousMode(void) { return stub(164); }
-#endif
-int nvmlDeviceGetVgpuInstancesUtilizationInfo(void) { return stub(165); }
-int nvmlDeviceGetVgpuMetadata(void) { return stub(166); }
-int nvmlDeviceGetVgpuProcessUtilization(void) { return stub(167); }
-int nvmlDeviceGetVgpuProcessesUtilizationInfo(void) { return stub(168); }
-int nvmlDeviceGetVgpuSchedulerCapabilities(void) { return stub(169); }
-int nvmlDeviceGetVgpuSchedulerLog(void) { return stub(170); }
-int nvmlDeviceGetVgpuSchedulerLog_v2(void) { return stub(171); }
-int nvmlDeviceGetVgpuSchedulerState(void) { return stub(172); }
-int nvmlDeviceGetVgpuSchedulerState_v2(void) { return stub(173); }
-int nvmlDeviceGetVgpuTypeCreatablePlacements(void) { return stub(174); }
-int nvmlDeviceGetVgpuTypeSupportedPlacements(void) { return stub(175); }
-int nvmlDeviceGetVgpuUtilization(void) { return stub(176); }
-int nvmlDeviceGetViolationStatus(void) { return stub(177); }
-int nvmlDeviceGetVirtualizationMode(void) { return stub(178); }
-int nvmlDeviceIsMigDeviceHandle(void) { return stub(179); }
-int nvmlDeviceModifyDrainState(void) { return stub(180); }
-int nvmlDeviceOnSameBoard(void) { return stub(181); }
-int nvmlDevicePerfMetricsGetSamples_v1(void) { return stub(182); }
-int nvmlDevicePowerSmoothingActivatePresetProfile(void) { return stub(183); }
-int nvmlDevicePowerSmoothingSetState(void) { return stub(184); }
-int nvmlDevicePowerSmoothingUpdatePresetProfileParam(void) { return stub(185); }
-int nvmlDeviceQueryDrainState(void) { return stub(186); }
-int nvmlDeviceReadPRMCounters_v1(void) { return stub(187); }
-int nvmlDeviceReadWritePRM_v1(void) { return stub(188); }
-int nvmlDeviceRemoveGpu(void) { return stub(189); }
-int nvmlDeviceRemoveGpu_v2(void) { return stub(190); }
-int nvmlDeviceResetApplicationsClocks(void) { return stub(191); }
-int nvmlDeviceResetGpuLockedClocks(void) { return stub(192); }
-int nvmlDeviceResetMemoryLockedClocks(void) { return stub(193); }
-int nvmlDeviceResetNvLinkErrorCounters(void) { return stub(194); }
-int nvmlDeviceResetNvLinkUtilizationCounter(void) { return stub(195); }
-int nvmlDeviceSetAPIRestriction(void) { return stub(196); }
-int nvmlDeviceSetAccountingMode(void) { return stub(197); }
-int nvmlDeviceSetAdaptiveTgpMode_v1(void) { return stub(198); }
-int nvmlDeviceSetApplicationsClocks(void) { return stub(199); }
-int nvmlDeviceSetAutoBoostedClocksEnabled(void) { return stub(200); }
-int nvmlDeviceSetClockOffsets(void) { return stub(201); }
-int nvmlDeviceSetComputeMode(void) { return stub(202); }
-int nvmlDeviceSetConfComputeUnprotectedMemSize(void) { return stub(203); }
-int nvmlDeviceSetCpuAffinity(void) { return stub(204); }
-int nvmlDeviceSetDefaultAutoBoostedClocksEnabled(void) { return stub(205); }
-int nvmlDeviceSetDefaultFanSpeed_v2(void) { return stub(206); }
-int nvmlDeviceSetDramEncryptionMode(void) { return stub(207); }
-int nvmlDeviceSetDriverModel(void) { return stub(208); }
-int nvmlDeviceSetEccMode(void) { return stub(209); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceSetFanControlPolicy(void) { return stub(210); }
+int nvmlDeviceGetSramEccErrorStatus(void) { return stub(151); }
 #endif
 #ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceSetFanSpeed_v2(void) { return stub(211); }
+int nvmlDeviceGetSramUniqueUncorrectedEccErrorCounts(void) { return stub(152); }
 #endif
-int nvmlDeviceSetGpcClkVfOffset(void) { return stub(212); }
-int nvmlDeviceSetGpuLockedClocks(void) { return stub(213); }
-int nvmlDeviceSetGpuOperationMode(void) { return stub(214); }
-int nvmlDeviceSetHostname_v1(void) { return stub(215); }
-int nvmlDeviceSetMemClkVfOffset(void) { return stub(216); }
-int nvmlDeviceSetMemoryLimits_v1(void) { return stub(217); }
-int nvmlDeviceSetMemoryLockedClocks(void) { return stub(218); }
-int nvmlDeviceSetMigMode(void) { return stub(219); }
-int nvmlDeviceSetNvLinkDeviceLowPowerThreshold(void) { return stub(220); }
-int nvmlDeviceSetNvLinkUtilizationControl(void) { return stub(221); }
-int nvmlDeviceSetNvlinkBwMode(void) { return stub(222); }
-int nvmlDeviceSetNvlinkBwModeAsync_v1(void) { return stub(223); }
-int nvmlDeviceSetPersistenceMode(void) { return stub(224); }
-int nvmlDeviceSetPowerManagementLimit(void) { return stub(225); }
-int nvmlDeviceSetPowerManagementLimit_v2(void) { return stub(226); }
-int nvmlDeviceSetPowerMizerMode_v1(void) { return stub(227); }
-int nvmlDeviceSetRusdSettings_v1(void) { return stub(228); }
-int nvmlDeviceSetTemperatureThreshold(void) { return stub(229); }
-int nvmlDeviceSetVgpuCapabilities(void) { return stub(230); }
-int nvmlDeviceSetVgpuHeterogeneousMode(void) { return stub(231); }
-int nvmlDeviceSetVgpuSchedulerState(void) { return stub(232); }
-int nvmlDeviceSetVgpuSchedulerState_v2(void) { return stub(233); }
-int nvmlDeviceSetVirtualizationMode(void) { return stub(234); }
-int nvmlDeviceValidateInforom(void) { return stub(235); }
-int nvmlDeviceVgpuForceGspUnload(void) { return stub(236); }
+int nvmlDeviceGetSupportedGraphicsClocks(void) { return stub(153); }
+int nvmlDeviceGetSupportedMemoryClocks(void) { return stub(154); }
+int nvmlDeviceGetSupportedPerformanceStates(void) { return stub(155); }
+int nvmlDeviceGetSupportedVgpus(void) { return stub(156); }
 #ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceWorkloadPowerProfileClearRequestedProfiles(void) { return stub(237); }
+int nvmlDeviceGetTemperatureV(void) { return stub(157); }
 #endif
+int nvmlDeviceGetTopologyCommonAncestor(void) { return stub(158); }
+int nvmlDeviceGetTopologyNearestGpus(void) { return stub(159); }
+int nvmlDeviceGetTotalEccErrors(void) { return stub(160); }
 #ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceWorkloadPowerProfileGetCurrentProfiles(void) { return stub(238); }
+int nvmlDeviceGetUnrepairableMemoryFlag_v1(void) { return stub(161); }
 #endif
+int nvmlDeviceGetVgpuCapabilities(void) { return stub(162); }
 #ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceWorkloadPowerProfileGetProfilesInfo(void) { return stub(239); }
+int nvmlDeviceGetVgpuHeterogeneousMode(void) { return stub(163); }
 #endif
+int nvmlDeviceGetVgpuInstancesUtilizationInfo(void) { return stub(164); }
+int nvmlDeviceGetVgpuMetadata(void) { return stub(165); }
+int nvmlDeviceGetVgpuProcessUtilization(void) { return stub(166); }
+int nvmlDeviceGetVgpuProcessesUtilizationInfo(void) { return stub(167); }
+int nvmlDeviceGetVgpuSchedulerCapabilities(void) { return stub(168); }
+int nvmlDeviceGetVgpuSchedulerLog(void) { return stub(169); }
+int nvmlDeviceGetVgpuSchedulerLog_v2(void) { return stub(170); }
+int nvmlDeviceGetVgpuSchedulerState(void) { return stub(171); }
+int nvmlDeviceGetVgpuSchedulerState_v2(void) { return stub(172); }
+int nvmlDeviceGetVgpuTypeCreatablePlacements(void) { return stub(173); }
+int nvmlDeviceGetVgpuTypeSupportedPlacements(void) { return stub(174); }
+int nvmlDeviceGetVgpuUtilization(void) { return stub(175); }
+int nvmlDeviceGetViolationStatus(void) { return stub(176); }
+int nvmlDeviceGetVirtualizationMode(void) { return stub(177); }
+int nvmlDeviceIsMigDeviceHandle(void) { return stub(178); }
+int nvmlDeviceModifyDrainState(void) { return stub(179); }
+int nvmlDeviceOnSameBoard(void) { return stub(180); }
+int nvmlDevicePerfMetricsGetSamples_v1(void) { return stub(181); }
+int nvmlDevicePowerSmoothingActivatePresetProfile(void) { return stub(182); }
+int nvmlDevicePowerSmoothingSetState(void) { return stub(183); }
+int nvmlDevicePowerSmoothingUpdatePresetProfileParam(void) { return stub(184); }
+int nvmlDeviceQueryDrainState(void) { return stub(185); }
+int nvmlDeviceReadPRMCounters_v1(void) { return stub(186); }
+int nvmlDeviceReadWritePRM_v1(void) { return stub(187); }
+int nvmlDeviceRemoveGpu(void) { return stub(188); }
+int nvmlDeviceRemoveGpu_v2(void) { return stub(189); }
+int nvmlDeviceResetApplicationsClocks(void) { return stub(190); }
+int nvmlDeviceResetGpuLockedClocks(void) { return stub(191); }
+int nvmlDeviceResetMemoryLockedClocks(void) { return stub(192); }
+int nvmlDeviceResetNvLinkErrorCounters(void) { return stub(193); }
+int nvmlDeviceResetNvLinkUtilizationCounter(void) { return stub(194); }
+int nvmlDeviceSetAPIRestriction(void) { return stub(195); }
+int nvmlDeviceSetAccountingMode(void) { return stub(196); }
+int nvmlDeviceSetAdaptiveTgpMode_v1(void) { return stub(197); }
+int nvmlDeviceSetApplicationsClocks(void) { return stub(198); }
+int nvmlDeviceSetAutoBoostedClocksEnabled(void) { return stub(199); }
+int nvmlDeviceSetClockOffsets(void) { return stub(200); }
+int nvmlDeviceSetComputeMode(void) { return stub(201); }
+int nvmlDeviceSetConfComputeUnprotectedMemSize(void) { return stub(202); }
+int nvmlDeviceSetCpuAffinity(void) { return stub(203); }
+int nvmlDeviceSetDefaultAutoBoostedClocksEnabled(void) { return stub(204); }
+int nvmlDeviceSetDefaultFanSpeed_v2(void) { return stub(205); }
+int nvmlDeviceSetDramEncryptionMode(void) { return stub(206); }
+int nvmlDeviceSetDriverModel(void) { return stub(207); }
+int nvmlDeviceSetEccMode(void) { return stub(208); }
 #ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceWorkloadPowerProfileSetRequestedProfiles(void) { return stub(240); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceWorkloadPowerProfileUpdateProfiles_v1(void) { return stub(241); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlEventSetGetContextCount_v1(void) { return stub(242); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlEventSetGetContextData_v1(void) { return stub(243); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlEventSetGetContextInfo_v1(void) { return stub(244); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlEventSetGetGpuOperationalEventContextLegacyXid_v1(void) { return stub(245); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlEventSetRegisterGpuOperationalEvents_v1(void) { return stub(246); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlEventSetWait_v3(void) { return stub(247); }
-#endif
-int nvmlGetExcludedDeviceCount(void) { return stub(248); }
-int nvmlGetExcludedDeviceInfoByIndex(void) { return stub(249); }
-int nvmlGetVgpuCompatibility(void) { return stub(250); }
-int nvmlGetVgpuDriverCapabilities(void) { return stub(251); }
-int nvmlGetVgpuVersion(void) { return stub(252); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlGpmMetricsGet(void) { return stub(253); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlGpmMigSampleGet(void) { return stub(254); }
+int nvmlDeviceSetFanControlPolicy(void) { return stub(209); }
 #endif
 #ifndef SIMNVML_OLD_DRIVER
-int nvmlGpmQueryDeviceSupport(void) { return stub(255); }
+int nvmlDeviceSetFanSpeed_v2(void) { return stub(210); }
+#endif
+int nvmlDeviceSetGpcClkVfOffset(void) { return stub(211); }
+int nvmlDeviceSetGpuLockedClocks(void) { return stub(212); }
+int nvmlDeviceSetGpuOperationMode(void) { return stub(213); }
+int nvmlDeviceSetHostname_v1(void) { return stub(214); }
+int nvmlDeviceSetMemClkVfOffset(void) { return stub(215); }
+int nvmlDeviceSetMemoryLimits_v1(void) { return stub(216); }
+int nvmlDeviceSetMemoryLockedClocks(void) { return stub(217); }
+int nvmlDeviceSetMigMode(void) { return stub(218); }
+int nvmlDeviceSetNvLinkDeviceLowPowerThreshold(void) { return stub(219); }
+int nvmlDeviceSetNvLinkUtilizationControl(void) { return stub(220); }
+int nvmlDeviceSetNvlinkBwMode(void) { return stub(221); }
+int nvmlDeviceSetNvlinkBwModeAsync_v1(void) { return stub(222); }
+int nvmlDeviceSetPersistenceMode(void) { return stub(223); }
+int nvmlDeviceSetPowerManagementLimit(void) { return stub(224); }
+int nvmlDeviceSetPowerManagementLimit_v2(void) { return stub(225); }
+int nvmlDeviceSetPowerMizerMode_v1(void) { return stub(226); }
+int nvmlDeviceSetRusdSettings_v1(void) { return stub(227); }
+int nvmlDeviceSetTemperatureThreshold(void) { return stub(228); }
+int nvmlDeviceSetVgpuCapabilities(void) { return stub(229); }
+int nvmlDeviceSetVgpuHeterogeneousMode(void) { return stub(230); }
+int nvmlDeviceSetVgpuSchedulerState(void) { return stub(231); }
+int nvmlDeviceSetVgpuSchedulerState_v2(void) { return stub(232); }
+int nvmlDeviceSetVirtualizationMode(void) { return stub(233); }
+int nvmlDeviceValidateInforom(void) { return stub(234); }
+int nvmlDeviceVgpuForceGspUnload(void) { return stub(235); }
+#ifndef SIMNVML_OLD_DRIVER
+int nvmlDeviceWorkloadPowerProfileClearRequestedProfiles(void) { return stub(236); }
 #endif
 #ifndef SIMNVML_OLD_DRIVER
-int nvmlGpmQueryIfStreamingEnabled(void) { return stub(256); }
+int nvmlDeviceWorkloadPowerProfileGetCurrentProfiles(void) { return stub(237); }
 #endif
 #ifndef SIMNVML_OLD_DRIVER
-int nvmlGpmSampleAlloc(void) { return stub(257); }
+int nvmlDeviceWorkloadPowerProfileGetProfilesInfo(void) { return stub(238); }
 #endif
 #ifndef SIMNVML_OLD_DRIVER
-int nvmlGpmSampleFree(void) { return stub(258); }
+int nvmlDeviceWorkloadPowerProfileSetRequestedProfiles(void) { return stub(239); }
 #endif
 #ifndef SIMNVML_OLD_DRIVER
-int nvmlGpmSampleGet(void) { return stub(259); }
+int nvmlDeviceWorkloadPowerProfileUpdateProfiles_v1(void) { return stub(240); }
 #endif
 #ifndef SIMNVML_OLD_DRIVER
-int nvmlGpmSetStreamingEnabled(void) { return stub(260); }
-#endif
-int nvmlGpuInstanceCreateComputeInstance(void) { return stub(261); }
-int nvmlGpuInstanceCreateComputeInstanceWithPlacement(void) { return stub(262); }
-int nvmlGpuInstanceDestroy(void) { return stub(263); }
-int nvmlGpuInstanceGetActiveVgpus(void) { return stub(264); }
-int nvmlGpuInstanceGetComputeInstanceById(void) { return stub(265); }
-int nvmlGpuInstanceGetComputeInstancePossiblePlacements(void) { return stub(266); }
-int nvmlGpuInstanceGetComputeInstanceProfileInfo(void) { return stub(267); }
-int nvmlGpuInstanceGetComputeInstanceProfileInfoV(void) { return stub(268); }
-int nvmlGpuInstanceGetComputeInstanceRemainingCapacity(void) { return stub(269); }
-int nvmlGpuInstanceGetComputeInstances(void) { return stub(270); }
-int nvmlGpuInstanceGetCreatableVgpus(void) { return stub(271); }
-int nvmlGpuInstanceGetInfo(void) { return stub(272); }
-int nvmlGpuInstanceGetVgpuHeterogeneousMode(void) { return stub(273); }
-int nvmlGpuInstanceGetVgpuSchedulerLog(void) { return stub(274); }
-int nvmlGpuInstanceGetVgpuSchedulerLog_v2(void) { return stub(275); }
-int nvmlGpuInstanceGetVgpuSchedulerState(void) { return stub(276); }
-int nvmlGpuInstanceGetVgpuSchedulerState_v2(void) { return stub(277); }
-int nvmlGpuInstanceGetVgpuTypeCreatablePlacements(void) { return stub(278); }
-int nvmlGpuInstanceSetVgpuHeterogeneousMode(void) { return stub(279); }
-int nvmlGpuInstanceSetVgpuSchedulerState(void) { return stub(280); }
-int nvmlGpuInstanceSetVgpuSchedulerState_v2(void) { return stub(281); }
-int nvmlSetVgpuVersion(void) { return stub(282); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlSystemEventSetCreate(void) { return stub(283); }
+int nvmlEventSetGetContextCount_v1(void) { return stub(241); }
 #endif
 #ifndef SIMNVML_OLD_DRIVER
-int nvmlSystemEventSetFree(void) { return stub(284); }
+int nvmlEventSetGetContextData_v1(void) { return stub(242); }
 #endif
 #ifndef SIMNVML_OLD_DRIVER
-int nvmlSystemEventSetWait(void) { return stub(285); }
+int nvmlEventSetGetContextInfo_v1(void) { return stub(243); }
 #endif
 #ifndef SIMNVML_OLD_DRIVER
-int nvmlSystemGetCPER_v1(void) { return stub(286); }
+int nvmlEventSetGetGpuOperationalEventContextLegacyXid_v1(void) { return stub(244); }
 #endif
 #ifndef SIMNVML_OLD_DRIVER
-int nvmlSystemGetConfComputeCapabilities(void) { return stub(287); }
+int nvmlEventSetRegisterGpuOperationalEvents_v1(void) { return stub(245); }
 #endif
 #ifndef SIMNVML_OLD_DRIVER
-int nvmlSystemGetConfComputeGpusReadyState(void) { return stub(288); }
+int nvmlEventSetWait_v3(void) { return stub(246); }
+#endif
+int nvmlGetExcludedDeviceCount(void) { return stub(247); }
+int nvmlGetExcludedDeviceInfoByIndex(void) { return stub(248); }
+int nvmlGetVgpuCompatibility(void) { return stub(249); }
+int nvmlGetVgpuDriverCapabilities(void) { return stub(250); }
+int nvmlGetVgpuVersion(void) { return stub(251); }
+#ifndef SIMNVML_OLD_DRIVER
+int nvmlGpmMetricsGet(void) { return stub(252); }
 #endif
 #ifndef SIMNVML_OLD_DRIVER
-int nvmlSystemGetConfComputeKeyRotationThresholdInfo(void) { return stub(289); }
+int nvmlGpmMigSampleGet(void) { return stub(253); }
 #endif
 #ifndef SIMNVML_OLD_DRIVER
-int nvmlSystemGetConfComputeSettings(void) { return stub(290); }
+int nvmlGpmQueryDeviceSupport(void) { return stub(254); }
 #endif
 #ifndef SIMNVML_OLD_DRIVER
-int nvmlSystemGetConfComputeState(void) { return stub(291); }
+int nvmlGpmQueryIfStreamingEnabled(void) { return stub(255); }
 #endif
 #ifndef SIMNVML_OLD_DRIVER
-int nvmlSystemGetDriverBranch(void) { return stub(292); }
+int nvmlGpmSampleAlloc(void) { return stub(256); }
 #endif
-int nvmlSystemGetHicVersion(void) { return stub(293); }
 #ifndef SIMNVML_OLD_DRIVER
-int nvmlSystemGetNvlinkBwMode(void) { return stub(294); }
+int nvmlGpmSampleFree(void) { return stub(257); }
 #endif
-int nvmlSystemGetProcessName(void) { return stub(295); }
-int nvmlSystemGetTopologyGpuSet(void) { return stub(296); }
 #ifndef SIMNVML_OLD_DRIVER
-int nvmlSystemRegisterEvents(void) { return stub(297); }
+int nvmlGpmSampleGet(void) { return stub(258); }
 #endif
-int nvmlSystemSetConfComputeGpusReadyState(void) { return stub(298); }
-int nvmlSystemSetConfComputeKeyRotationThresholdInfo(void) { return stub(299); }
-int nvmlSystemSetNvlinkBwMode(void) { return stub(300); }
-int nvmlUnitGetCount(void) { return stub(301); }
-int nvmlUnitGetDevices(void) { return stub(302); }
-int nvmlUnitGetFanSpeedInfo(void) { return stub(303); }
-int nvmlUnitGetHandleByIndex(void) { return stub(304); }
-int nvmlUnitGetLedState(void) { return stub(305); }
-int nvmlUnitGetPsuInfo(void) { return stub(306); }
-int nvmlUnitGetTemperature(void) { return stub(307); }
-int nvmlUnitGetUnitInfo(void) { return stub(308); }
-int nvmlUnitSetLedState(void) { return stub(309); }
-int nvmlVgpuInstanceClearAccountingPids(void) { return stub(310); }
-int nvmlVgpuInstanceGetAccountingMode(void) { return stub(311); }
-int nvmlVgpuInstanceGetAccountingPids(void) { return stub(312); }
-int nvmlVgpuInstanceGetAccountingStats(void) { return stub(313); }
-int nvmlVgpuInstanceGetEccMode(void) { return stub(314); }
-int nvmlVgpuInstanceGetEncoderCapacity(void) { return stub(315); }
-int nvmlVgpuInstanceGetEncoderSessions(void) { return stub(316); }
-int nvmlVgpuInstanceGetEncoderStats(void) { return stub(317); }
-int nvmlVgpuInstanceGetFBCSessions(void) { return stub(318); }
-int nvmlVgpuInstanceGetFBCStats(void) { return stub(319); }
-int nvmlVgpuInstanceGetFbUsage(void) { return stub(320); }
-int nvmlVgpuInstanceGetFrameRateLimit(void) { return stub(321); }
-int nvmlVgpuInstanceGetGpuInstanceId(void) { return stub(322); }
-int nvmlVgpuInstanceGetGpuPciId(void) { return stub(323); }
-int nvmlVgpuInstanceGetLicenseInfo(void) { return stub(324); }
-int nvmlVgpuInstanceGetLicenseInfo_v2(void) { return stub(325); }
-int nvmlVgpuInstanceGetLicenseStatus(void) { return stub(326); }
-int nvmlVgpuInstanceGetMdevUUID(void) { return stub(327); }
-int nvmlVgpuInstanceGetMetadata(void) { return stub(328); }
-int nvmlVgpuInstanceGetPlacementId(void) { return stub(329); }
-int nvmlVgpuInstanceGetRuntimeStateSize(void) { return stub(330); }
-int nvmlVgpuInstanceGetType(void) { return stub(331); }
-int nvmlVgpuInstanceGetUUID(void) { return stub(332); }
-int nvmlVgpuInstanceGetVmDriverVersion(void) { return stub(333); }
-int nvmlVgpuInstanceGetVmID(void) { return stub(334); }
-int nvmlVgpuInstanceSetEncoderCapacity(void) { return stub(335); }
-int nvmlVgpuTypeGetBAR1Info(void) { return stub(336); }
-int nvmlVgpuTypeGetCapabilities(void) { return stub(337); }
-int nvmlVgpuTypeGetClass(void) { return stub(338); }
-int nvmlVgpuTypeGetDeviceID(void) { return stub(339); }
-int nvmlVgpuTypeGetFbReservation(void) { return stub(340); }
-int nvmlVgpuTypeGetFrameRateLimit(void) { return stub(341); }
-int nvmlVgpuTypeGetFramebufferSize(void) { return stub(342); }
-int nvmlVgpuTypeGetGpuInstanceProfileId(void) { return stub(343); }
-int nvmlVgpuTypeGetGspHeapSize(void) { return stub(344); }
-int nvmlVgpuTypeGetLicense(void) { return stub(345); }
-int nvmlVgpuTypeGetMaxInstances(void) { return stub(346); }
-int nvmlVgpuTypeGetMaxInstancesPerGpuInstance(void) { return stub(347); }
-int nvmlVgpuTypeGetMaxInstancesPerVm(void) { return stub(348); }
-int nvmlVgpuTypeGetName(void) { return stub(349); }
-int nvmlVgpuTypeGetNumDisplayHeads(void) { return stub(350); }
-int nvmlVgpuTypeGetResolution(void) { return stub(351); }
+#ifndef SIMNVML_OLD_DRIVER
+int nvmlGpmSetStreamingEnabled(void) { return stub(259); }
+#endif
+int nvmlGpuInstanceCreateComputeInstance(void) { return stub(260); }
+int nvmlGpuInstanceCreateComputeInstanceWithPlacement(void) { return stub(261); }
+int nvmlGpuInstanceDestroy(void) { return stub(262); }
+int nvmlGpuInstanceGetActiveVgpus(void) { return stub(263); }
+int nvmlGpuInstanceGetComputeInstanceById(void) { return stub(264); }
+int nvmlGpuInstanceGetComputeInstancePossiblePlacements(void) { return stub(265); }
+int nvmlGpuInstanceGetComputeInstanceProfileInfo(void) { return stub(266); }
+int nvmlGpuInstanceGetComputeInstanceProfileInfoV(void) { return stub(267); }
+int nvmlGpuInstanceGetComputeInstanceRemainingCapacity(void) { return stub(268); }
+int nvmlGpuInstanceGetComputeInstances(void) { return stub(269); }
+int nvmlGpuInstanceGetCreatableVgpus(void) { return stub(270); }
+int nvmlGpuInstanceGetInfo(void) { return stub(271); }
+int nvmlGpuInstanceGetVgpuHeterogeneousMode(void) { return stub(272); }
+int nvmlGpuInstanceGetVgpuSchedulerLog(void) { return stub(273); }
+int nvmlGpuInstanceGetVgpuSchedulerLog_v2(void) { return stub(274); }
+int nvmlGpuInstanceGetVgpuSchedulerState(void) { return stub(275); }
+int nvmlGpuInstanceGetVgpuSchedulerState_v2(void) { return stub(276); }
+int nvmlGpuInstanceGetVgpuTypeCreatablePlacements(void) { return stub(277); }
+int nvmlGpuInstanceSetVgpuHeterogeneousMode(void) { return stub(278); }
+int nvmlGpuInstanceSetVgpuSchedulerState(void) { return stub(279); }
+int nvmlGpuInstanceSetVgpuSchedulerState_v2(void) { return stub(280); }
+int nvmlSetVgpuVersion(void) { return stub(281); }
+#ifndef SIMNVML_OLD_DRIVER
+int nvmlSystemEventSetCreate(void) { return stub(282); }
+#endif
+#ifndef SIMNVML_OLD_DRIVER
+int nvmlSystemEventSetFree(void) { return stub(283); }
+#endif
+#ifndef SIMNVML_OLD_DRIVER
+int nvmlSystemEventSetWait(void) { return stub(284); }
+#endif
+#ifndef SIMNVML_OLD_DRIVER
+int nvmlSystemGetCPER_v1(void) { return stub(285); }
+#endif
+#ifndef SIMNVML_OLD_DRIVER
+int nvmlSystemGetConfComputeCapabilities(void) { return stub(286); }
+#endif
+#ifndef SIMNVML_OLD_DRIVER
+int nvmlSystemGetConfComputeGpusReadyState(void) { return stub(287); }
+#endif
+#ifndef SIMNVML_OLD_DRIVER
+int nvmlSystemGetConfComputeKeyRotationThresholdInfo(void) { return stub(288); }
+#endif
+#ifndef SIMNVML_OLD_DRIVER
+int nvmlSystemGetConfComputeSettings(void) { return stub(289); }
+#endif
+#ifndef SIMNVML_OLD_DRIVER
+int nvmlSystemGetConfComputeState(void) { return stub(290); }
+#endif
+#ifndef SIMNVML_OLD_DRIVER
+int nvmlSystemGetDriverBranch(void) { return stub(291); }
+#endif
+int nvmlSystemGetHicVersion(void) { return stub(292); }
+#ifndef SIMNVML_OLD_DRIVER
+int nvmlSystemGetNvlinkBwMode(void) { return stub(293); }
+#endif
+int nvmlSystemGetProcessName(void) { return stub(294); }
+int nvmlSystemGetTopologyGpuSet(void) { return stub(295); }
+#ifndef SIMNVML_OLD_DRIVER
+int nvmlSystemRegisterEvents(void) { return stub(296); }
+#endif
+int nvmlSystemSetConfComputeGpusReadyState(void) { return stub(297); }
+int nvmlSystemSetConfComputeKeyRotationThresholdInfo(void) { return stub(298); }
+int nvmlSystemSetNvlinkBwMode(void) { return stub(299); }
+int nvmlUnitGetCount(void) { return stub(300); }
+int nvmlUnitGetDevices(void) { return stub(301); }
+int nvmlUnitGetFanSpeedInfo(void) { return stub(302); }
+int nvmlUnitGetHandleByIndex(void) { return stub(303); }
+int nvmlUnitGetLedState(void) { return stub(304); }
+int nvmlUnitGetPsuInfo(void) { return stub(305); }
+int nvmlUnitGetTemperature(void) { return stub(306); }
+int nvmlUnitGetUnitInfo(void) { return stub(307); }
+int nvmlUnitSetLedState(void) { return stub(308); }
+int nvmlVgpuInstanceClearAccountingPids(void) { return stub(309); }
+int nvmlVgpuInstanceGetAccountingMode(void) { return stub(310); }
+int nvmlVgpuInstanceGetAccountingPids(void) { return stub(311); }
+int nvmlVgpuInstanceGetAccountingStats(void) { return stub(312); }
+int nvmlVgpuInstanceGetEccMode(void) { return stub(313); }
+int nvmlVgpuInstanceGetEncoderCapacity(void) { return stub(314); }
+int nvmlVgpuInstanceGetEncoderSessions(void) { return stub(315); }
+int nvmlVgpuInstanceGetEncoderStats(void) { return stub(316); }
+int nvmlVgpuInstanceGetFBCSessions(void) { return stub(317); }
+int nvmlVgpuInstanceGetFBCStats(void) { return stub(318); }
+int nvmlVgpuInstanceGetFbUsage(void) { return stub(319); }
+int nvmlVgpuInstanceGetFrameRateLimit(void) { return stub(320); }
+int nvmlVgpuInstanceGetGpuInstanceId(void) { return stub(321); }
+int nvmlVgpuInstanceGetGpuPciId(void) { return stub(322); }
+int nvmlVgpuInstanceGetLicenseInfo(void) { return stub(323); }
+int nvmlVgpuInstanceGetLicenseInfo_v2(void) { return stub(324); }
+int nvmlVgpuInstanceGetLicenseStatus(void) { return stub(325); }
+int nvmlVgpuInstanceGetMdevUUID(void) { return stub(326); }
+int nvmlVgpuInstanceGetMetadata(void) { return stub(327); }
+int nvmlVgpuInstanceGetPlacementId(void) { return stub(328); }
+int nvmlVgpuInstanceGetRuntimeStateSize(void) { return stub(329); }
+int nvmlVgpuInstanceGetType(void) { return stub(330); }
+int nvmlVgpuInstanceGetUUID(void) { return stub(331); }
+int nvmlVgpuInstanceGetVmDriverVersion(void) { return stub(332); }
+int nvmlVgpuInstanceGetVmID(void) { return stub(333); }
+int nvmlVgpuInstanceSetEncoderCapacity(void) { return stub(334); }
+int nvmlVgpuTypeGetBAR1Info(void) { return stub(335); }
+int nvmlVgpuTypeGetCapabilities(void) { return stub(336); }
+int nvmlVgpuTypeGetClass(void) { return stub(337); }
+int nvmlVgpuTypeGetDeviceID(void) { return stub(338); }
+int nvmlVgpuTypeGetFbReservation(void) { return stub(339); }
+int nvmlVgpuTypeGetFrameRateLimit(void) { return stub(340); }
+int nvmlVgpuTypeGetFramebufferSize(void) { return stub(341); }
+int nvmlVgpuTypeGetGpuInstanceProfileId(void) { return stub(342); }
+int nvmlVgpuTypeGetGspHeapSize(void) { return stub(343); }
+int nvmlVgpuTypeGetLicense(void) { return stub(344); }
+int nvmlVgpuTypeGetMaxInstances(void) { return stub(345); }
+int nvmlVgpuTypeGetMaxInstancesPerGpuInstance(void) { return stub(346); }
+int nvmlVgpuTypeGetMaxInstancesPerVm(void) { return stub(347); }
+int nvmlVgpuTypeGetName(void) { return stub(348); }
+int nvmlVgpuTypeGetNumDisplayHeads(void) { return stub(349); }
+int nvmlVgpuTypeGetResolution(void) { return stub(350); }
 
 #pragma GCC visibility pop
