@@ -99,6 +99,7 @@ type raw struct {
 	// driver refuses field i alone (cFields succeeded, the entry did not).
 	fieldFallback [numQ]uint64
 	slow          bool // the slow tier is read in this sample
+	second        bool // the secondary columns (P-state, utilization, memory) are read
 	ret           [numCalls]int32
 
 	nfields int
@@ -136,8 +137,8 @@ type executor interface {
 }
 
 // plan fills r.plan for the next sample.
-func (g *GPU) plan(r *raw, fans int, slow bool) {
-	r.plan, r.fallback, r.slow = 0, 0, slow
+func (g *GPU) plan(r *raw, fans int, slow, second bool) {
+	r.plan, r.fallback, r.slow, r.second = 0, 0, slow, second
 	r.fieldFallback = [numQ]uint64{}
 	for i := range r.ret {
 		r.ret[i] = retNotRun
@@ -172,13 +173,15 @@ func (g *GPU) plan(r *raw, fans int, slow bool) {
 	}
 	add(cTemp)
 	add(cPowerLim)
-	add(cPState)
 	add(cClockGfx)
 	add(cClockSM)
 	add(cClockMem)
-	add(cUtil)
-	if !add(cMemV2) {
-		add(cMem)
+	if second {
+		add(cPState)
+		add(cUtil)
+		if !add(cMemV2) {
+			add(cMem)
+		}
 	}
 	if !add(cReasons) {
 		add(cThrottle)
@@ -285,26 +288,31 @@ func (g *GPU) interpret(r *raw, s *reading.Sample, info *reading.GPU) {
 	if g.result(r, cPowerLim) && g.within(FnPowerLimit, uint64(r.powerLim), 1, maxPowerMW) {
 		s.PowerLimitMW = reading.Some(r.powerLim)
 	}
-	if g.result(r, cPState) && g.sane(FnPState, uint64(r.pstate), maxPState) {
-		s.PState = reading.Some(r.pstate)
-	}
 	clocks := [3]*reading.Opt[uint32]{&s.GraphicsMHz, &s.SMMHz, &s.MemMHz}
 	for i, c := range [3]call{cClockGfx, cClockSM, cClockMem} {
 		if g.result(r, c) && g.sane(FnClock, uint64(r.clk[i]), maxClockMHz) {
 			*clocks[i] = reading.Some(r.clk[i])
 		}
 	}
-	if g.result(r, cUtil) {
-		if g.sane(FnUtilization, uint64(r.utilGPU), maxPercent) {
-			s.GPUUtil = reading.Some(r.utilGPU)
+	if r.second { // the secondary columns were read: replace the carried values
+		t := &g.second
+		*t = secondTier{}
+		if g.result(r, cPState) && g.sane(FnPState, uint64(r.pstate), maxPState) {
+			t.pstate = reading.Some(r.pstate)
 		}
-		if g.sane(FnUtilization, uint64(r.utilMem), maxPercent) {
-			s.MemUtil = reading.Some(r.utilMem)
+		if g.result(r, cUtil) {
+			if g.sane(FnUtilization, uint64(r.utilGPU), maxPercent) {
+				t.gpuUtil = reading.Some(r.utilGPU)
+			}
+			if g.sane(FnUtilization, uint64(r.utilMem), maxPercent) {
+				t.memUtil = reading.Some(r.utilMem)
+			}
+		}
+		if (g.result(r, cMemV2) || g.result(r, cMem)) && g.sane(FnMemoryInfo, r.memUsed, maxVRAM) {
+			t.vram = reading.Some(r.memUsed)
 		}
 	}
-	if (g.result(r, cMemV2) || g.result(r, cMem)) && g.sane(FnMemoryInfo, r.memUsed, maxVRAM) {
-		s.VRAMUsedBytes = reading.Some(r.memUsed)
-	}
+	s.PState, s.GPUUtil, s.MemUtil, s.VRAMUsedBytes = g.second.pstate, g.second.gpuUtil, g.second.memUtil, g.second.vram
 	if g.result(r, cReasons) || g.result(r, cThrottle) {
 		s.Throttle = reading.Some(r.reasons)
 	}

@@ -27,6 +27,9 @@ type Config struct {
 	// another GPU's batched call is stuck holding it, this GPU falls back to
 	// the individual calls instead of waiting.
 	FieldWait time.Duration
+	// Interval is the poll interval; > 0 gives the host's GPUs a shared
+	// Pacer that stretches the slow tier when NVML nears the interval.
+	Interval time.Duration
 }
 
 // DefaultConfig returns the defaults for a poll interval: the slow tier is
@@ -36,7 +39,7 @@ func DefaultConfig(interval time.Duration) Config {
 	if interval > 0 && interval < time.Second {
 		slow = int((time.Second + interval/2) / interval)
 	}
-	return Config{Reprobe: 10 * time.Minute, SlowEvery: slow, FieldWait: 20 * time.Millisecond}
+	return Config{Reprobe: 10 * time.Minute, SlowEvery: slow, FieldWait: 20 * time.Millisecond, Interval: interval}
 }
 
 // Quantities read through GetFieldValues, each with an individual fallback.
@@ -95,14 +98,25 @@ type GPU struct {
 	exec executor // makes a sample's calls (Go, or one cgo call); set with the static facts
 	raw  raw      // the current sample's calls and results
 
-	n    uint64 // samples taken
-	slow slowTier
+	n      uint64 // samples taken
+	slow   slowTier
+	second secondTier
+	pacer  *Pacer // shared by the host's GPUs; nil: every column at its normal rate
 
 	// Per-sample bookkeeping.
 	attempts, fails int
 	firstErr        Fn
 	firstRet        nvml.Return
 	lost            bool
+}
+
+// secondTier holds the secondary columns, read every sample unless the pacer
+// stretched them (NVML too slow for the interval), and carried forward in
+// between like the slow tier.
+type secondTier struct {
+	pstate           reading.Opt[uint32]
+	gpuUtil, memUtil reading.Opt[uint32]
+	vram             reading.Opt[uint64]
 }
 
 type slowTier struct {
@@ -305,8 +319,12 @@ func (g *GPU) Sample(s *reading.Sample) {
 		s.NumFans = min(info.NumFans, reading.MaxFans)
 	}
 	r := &g.raw
-	g.plan(r, s.NumFans, g.n%uint64(g.cfg.SlowEvery) == 0)
+	slow, second := due(g.n, info.Index, g.cfg.SlowEvery, g.pacer.Level())
+	g.plan(r, s.NumFans, slow, second)
 	g.exec.run(r)
+	if g.pacer != nil {
+		g.pacer.Record(now, time.Now())
+	}
 	g.interpret(r, s, info)
 	g.n++
 
@@ -315,11 +333,11 @@ func (g *GPU) Sample(s *reading.Sample) {
 		// The rest of the sample is meaningless: a lost GPU answers nothing.
 		*s = reading.Sample{GPU: s.GPU, Time: s.Time, KernelTime: s.KernelTime, NumFans: s.NumFans,
 			Status: reading.StatusLost, Err: "GPU is lost"}
-		g.slow = slowTier{}
+		g.slow, g.second = slowTier{}, secondTier{}
 	case g.attempts > 0 && g.fails == g.attempts:
 		*s = reading.Sample{GPU: s.GPU, Time: s.Time, KernelTime: s.KernelTime, NumFans: s.NumFans,
 			Status: reading.StatusFailed, Err: g.firstErr.String() + ": " + retText(g.firstRet)}
-		g.slow = slowTier{}
+		g.slow, g.second = slowTier{}, secondTier{}
 	}
 }
 

@@ -44,6 +44,8 @@ type Host struct {
 	System     reading.System
 	GPUs       []*GPU
 	kclock     KernelClock
+	// Pacer is shared by the GPUs (nil when Config.Interval is 0).
+	Pacer *Pacer
 }
 
 // bounded runs f and waits at most d for it. NVML calls cannot be cancelled:
@@ -151,6 +153,12 @@ func Open(lib Library, o OpenOptions) (*Host, error) {
 		return nil, err
 	}
 	h.GPUs = sel
+	if o.Config.Interval > 0 {
+		h.Pacer = NewPacer(o.Config.Interval, log)
+		for _, g := range sel {
+			g.pacer = h.Pacer
+		}
+	}
 	return h, nil
 }
 
