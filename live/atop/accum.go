@@ -1,0 +1,306 @@
+package atop
+
+import (
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// na is what atop's protocol sends for a counter the GPU does not maintain
+// (atop shows it as N/A).
+const na = -1
+
+// maxExitedPerClient bounds the exited-process records kept for one client
+// between two of its requests (a client that connects and never asks again
+// must not make the daemon grow). The oldest are dropped, counted and logged.
+const maxExitedPerClient = 4096
+
+// procStat is atopgpud's per-process record on one GPU.
+type procStat struct {
+	pid     uint32
+	gpuBusy int64 // % (-1: not available)
+	memBusy int64 // % (-1: not available)
+	timeMs  int64 // accounting time; always -1 (accounting mode is never switched on)
+	memNow  int64 // KiB (-1: not available)
+	memCum  int64 // KiB summed over sample
+	sample  int64 // seconds with a memory figure
+}
+
+// gpuStat is atopgpud's per-GPU record, accumulated per second.
+type gpuStat struct {
+	busID, name string
+	tasks       int // task-support bits: 1 = process lists (COMPUTE); 2 (ACCOUNT) is never set
+
+	// the second being collected (from the 100 ms rows)
+	secN                    int
+	secUtil, secMemUtil     int64
+	secUtilN, secMemUtilN   int64
+	secMemUsed, secMemUsedN int64
+
+	busyNow, memBusyNow     int64
+	memTotal, memUsed       int64 // KiB
+	samples                 int64
+	busyCum, memBusyCum     int64
+	memUsedCum              int64
+	everBusy, everMemBusy   bool
+	everMemUsed, procsKnown bool
+
+	lastProcs *reading.Procs // the slow tier's latest read
+	procs     map[uint32]*procStat
+}
+
+// Client is one connected client's bookkeeping: the processes that exited
+// since its last 'S' request (each client sees every exit once).
+type Client struct {
+	exited  [][]procStat // per GPU
+	dropped uint64
+}
+
+// Accumulator keeps atopgpud's counters for every GPU. Sample and Procs feed
+// it; Second closes a second (call it once a second); the formatters read it.
+// All methods are safe from any goroutine and never block on NVML.
+type Accumulator struct {
+	mu      sync.Mutex
+	log     *slog.Logger
+	gpus    []gpuStat
+	clients map[*Client]struct{}
+	// counters for status and logs
+	exitedDropped uint64
+	toldDropped   bool
+}
+
+// NewAccumulator returns an accumulator for the monitored GPUs, in the order
+// atop will number them.
+func NewAccumulator(gpus []reading.GPU, log *slog.Logger) *Accumulator {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	a := &Accumulator{log: log, clients: map[*Client]struct{}{}}
+	a.gpus = make([]gpuStat, len(gpus))
+	for i, g := range gpus {
+		a.gpus[i] = gpuStat{busID: field(g.BusID, "unknown"), name: field(g.Name, "unknown"),
+			busyNow: na, memBusyNow: na, memTotal: na, memUsed: na,
+			busyCum: na, memBusyCum: na, memUsedCum: na, procs: map[uint32]*procStat{}}
+	}
+	return a
+}
+
+// field makes a string safe as one word of a reply: no separators of the
+// protocol ('@', '#', space) and only printable ASCII.
+func field(s, empty string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return empty
+	}
+	b := []byte(s)
+	for i, c := range b {
+		if c <= ' ' || c >= 0x7f || c == '@' || c == '#' {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+// slot returns the GPU with NVML index idx, or nil.
+func (a *Accumulator) slot(idx int) *gpuStat {
+	if idx < 0 || idx >= len(a.gpus) {
+		return nil
+	}
+	return &a.gpus[idx]
+}
+
+// Sample adds one 100 ms row to the current second. It allocates nothing.
+func (a *Accumulator) Sample(s *reading.Sample) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	g := a.slot(s.GPU)
+	if g == nil || s.Status != reading.StatusOK {
+		return
+	}
+	g.secN++
+	if v, ok := s.GPUUtil.Get(); ok {
+		g.secUtil += int64(v)
+		g.secUtilN++
+	}
+	if v, ok := s.MemUtil.Get(); ok {
+		g.secMemUtil += int64(v)
+		g.secMemUtilN++
+	}
+	if v, ok := s.VRAMUsedBytes.Get(); ok {
+		g.secMemUsed += int64(v / 1024)
+		g.secMemUsedN++
+	}
+}
+
+// Procs records the slow tier's latest process read for its GPU; it is
+// folded in at the next Second.
+func (a *Accumulator) Procs(p *reading.Procs) {
+	if p == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if g := a.slot(p.GPU); g != nil {
+		g.lastProcs = p
+	}
+}
+
+// Second closes the current second on every GPU, as atopgpud's once-a-second
+// scan does: the averages of the second's rows become the "now" figures and
+// are added to the cumulative counters, and the latest process list updates
+// the per-process counters. A process gone from a list is handed to every
+// client as exited. A GPU with no row this second (hung, failed) keeps its
+// counters and reports -1 as its "now" figures.
+func (a *Accumulator) Second() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i := range a.gpus {
+		g := &a.gpus[i]
+		g.busyNow, g.memBusyNow, g.memUsed = na, na, na
+		if g.secN > 0 {
+			g.samples++
+			if g.secUtilN > 0 {
+				g.busyNow = (g.secUtil + g.secUtilN/2) / g.secUtilN
+				g.busyCum = addCum(g.busyCum, g.busyNow, &g.everBusy)
+			}
+			if g.secMemUtilN > 0 {
+				g.memBusyNow = (g.secMemUtil + g.secMemUtilN/2) / g.secMemUtilN
+				g.memBusyCum = addCum(g.memBusyCum, g.memBusyNow, &g.everMemBusy)
+			}
+			if g.secMemUsedN > 0 {
+				g.memUsed = (g.secMemUsed + g.secMemUsedN/2) / g.secMemUsedN
+				g.memUsedCum = addCum(g.memUsedCum, g.memUsed, &g.everMemUsed)
+			}
+		}
+		g.secN, g.secUtil, g.secUtilN, g.secMemUtil, g.secMemUtilN, g.secMemUsed, g.secMemUsedN = 0, 0, 0, 0, 0, 0, 0
+		a.foldProcs(i, g)
+	}
+}
+
+func addCum(cum, v int64, ever *bool) int64 {
+	if !*ever {
+		*ever = true
+		return v
+	}
+	return cum + v
+}
+
+// foldProcs applies the latest process read to one GPU.
+func (a *Accumulator) foldProcs(idx int, g *gpuStat) {
+	p := g.lastProcs
+	if p != nil {
+		if t, ok := p.MemTotalBytes.Get(); ok {
+			g.memTotal = int64(t / 1024)
+		}
+	}
+	switch {
+	case p == nil:
+		return
+	case p.Status == reading.ProcUnsupported:
+		g.tasks = 0
+		g.procsKnown = false
+		return
+	case p.Status != reading.ProcOK:
+		// No process data (hung, failed): keep the counters; nobody is
+		// declared exited on a guess.
+		g.procsKnown = false
+		return
+	}
+	g.tasks = 1
+	g.procsKnown = true
+	seen := make(map[uint32]bool, len(p.List))
+	for i := range p.List {
+		pr := &p.List[i]
+		seen[pr.PID] = true
+		st := g.procs[pr.PID]
+		if st == nil {
+			st = &procStat{pid: pr.PID, timeMs: na, memNow: na, memCum: na}
+			g.procs[pr.PID] = st
+		}
+		st.gpuBusy, st.memBusy = na, na
+		if v, ok := pr.SMUtil.Get(); ok {
+			st.gpuBusy = int64(v)
+		}
+		if v, ok := pr.MemUtil.Get(); ok {
+			st.memBusy = int64(v)
+		}
+		if v, ok := pr.MemBytes.Get(); ok {
+			st.memNow = int64(v / 1024)
+			if st.memCum == na {
+				st.memCum = 0
+			}
+			st.memCum += st.memNow
+			st.sample++
+		} else {
+			st.memNow = na
+		}
+	}
+	for pid, st := range g.procs {
+		if seen[pid] {
+			continue
+		}
+		delete(g.procs, pid)
+		for c := range a.clients {
+			a.addExited(c, idx, *st)
+		}
+	}
+}
+
+func (a *Accumulator) addExited(c *Client, idx int, st procStat) {
+	l := c.exited[idx]
+	total := 0
+	for _, e := range c.exited {
+		total += len(e)
+	}
+	if total >= maxExitedPerClient {
+		if len(l) == 0 {
+			return // another GPU holds the backlog; count and drop this one
+		}
+		l = l[1:]
+		c.dropped++
+		a.exitedDropped++
+		if !a.toldDropped {
+			a.toldDropped = true
+			a.log.Warn("atop client not asking: oldest exited-process records dropped", "kept", maxExitedPerClient)
+		}
+	}
+	c.exited[idx] = append(l, st)
+}
+
+// Register adds a client; exits are kept for it from now on.
+func (a *Accumulator) Register() *Client {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := &Client{exited: make([][]procStat, len(a.gpus))}
+	a.clients[c] = struct{}{}
+	return c
+}
+
+// Unregister forgets a client.
+func (a *Accumulator) Unregister(c *Client) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.clients, c)
+}
+
+// ExitedDropped is how many exited-process records were dropped for clients
+// that did not ask in time.
+func (a *Accumulator) ExitedDropped() uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.exitedDropped
+}
+
+// sortedProcs returns a GPU's active processes by PID (replies are
+// deterministic).
+func sortedProcs(g *gpuStat) []procStat {
+	out := make([]procStat, 0, len(g.procs))
+	for _, st := range g.procs {
+		out = append(out, *st)
+	}
+	slices.SortFunc(out, func(x, y procStat) int { return int(int64(x.pid) - int64(y.pid)) })
+	return out
+}

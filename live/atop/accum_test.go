@@ -1,0 +1,171 @@
+package atop
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	p := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(p, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs:\n got: %q\nwant: %q", name, got, want)
+	}
+}
+
+func twoGPUs() []reading.GPU {
+	return []reading.GPU{
+		{Index: 0, BusID: "00000000:01:00.0", Name: "NVIDIA RTX PRO 6000 Blackwell"},
+		{Index: 1, BusID: "00000000:21:00.0", Name: "NVIDIA B200"},
+	}
+}
+
+func row(gpu int, util, memUtil uint32, usedMiB uint64) *reading.Sample {
+	return &reading.Sample{GPU: gpu, Status: reading.StatusOK, GPUUtil: reading.Some(util),
+		MemUtil: reading.Some(memUtil), VRAMUsedBytes: reading.Some(usedMiB << 20)}
+}
+
+func proc(pid uint32, sm uint32, memMiB uint64) reading.Process {
+	return reading.Process{PID: pid, Kind: reading.ProcCompute, MemBytes: reading.Some(memMiB << 20),
+		SMUtil: reading.Some(sm), MemUtil: reading.Some(sm / 2), UtilSupported: true}
+}
+
+func procs(gpu int, list ...reading.Process) *reading.Procs {
+	return &reading.Procs{GPU: gpu, Status: reading.ProcOK, List: list, MemTotalBytes: reading.Some(uint64(97887) << 20)}
+}
+
+// TestSecondAverages: the 100 ms rows of a second are averaged into the
+// "now" figures and summed into the cumulative ones, as atopgpud's
+// once-a-second reads would be.
+func TestSecondAverages(t *testing.T) {
+	a := NewAccumulator(twoGPUs(), nil)
+	for i := range 10 {
+		a.Sample(row(0, uint32(40+2*i), 10, 1000)) // 40..58: mean 49
+	}
+	a.Second()
+	for range 10 {
+		a.Sample(row(0, 80, 30, 3000))
+	}
+	a.Sample(&reading.Sample{GPU: 0, Status: reading.StatusHung}) // not a reading
+	a.Procs(procs(0))
+	a.Second()
+	g := &a.gpus[0]
+	checks := []struct {
+		name      string
+		got, want int64
+	}{
+		{"busy now", g.busyNow, 80},
+		{"mem busy now", g.memBusyNow, 30},
+		{"mem used now (KiB)", g.memUsed, 3000 * 1024},
+		{"mem total (KiB)", g.memTotal, 97887 * 1024},
+		{"samples", g.samples, 2},
+		{"busy cum", g.busyCum, 49 + 80},
+		{"mem busy cum", g.memBusyCum, 40},
+		{"mem used cum", g.memUsedCum, 4000 * 1024},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %d, want %d", c.name, c.got, c.want)
+		}
+	}
+	// GPU 1 had no rows and no process read: everything -1, no samples.
+	g1 := &a.gpus[1]
+	if g1.busyNow != -1 || g1.busyCum != -1 || g1.memTotal != -1 || g1.memUsedCum != -1 || g1.samples != 0 {
+		t.Errorf("GPU without readings: %+v", *g1)
+	}
+}
+
+// TestUtilAbsent: a GPU whose utilization is never read reports -1 for the
+// busy figures while memory is still accumulated.
+func TestUtilAbsent(t *testing.T) {
+	a := NewAccumulator(twoGPUs()[:1], nil)
+	s := row(0, 0, 0, 512)
+	s.GPUUtil, s.MemUtil = reading.Opt[uint32]{}, reading.Opt[uint32]{}
+	a.Sample(s)
+	a.Second()
+	g := &a.gpus[0]
+	if g.busyNow != -1 || g.busyCum != -1 || g.memBusyCum != -1 || g.memUsedCum != 512*1024 || g.samples != 1 {
+		t.Errorf("%+v", *g)
+	}
+}
+
+// TestExitedPerClient: each client sees an exit once, in its own next
+// request; a client that connects later does not see older exits.
+func TestExitedPerClient(t *testing.T) {
+	a := NewAccumulator(twoGPUs(), nil)
+	c1 := a.Register()
+	a.Procs(procs(0, proc(100, 50, 1024), proc(200, 10, 512)))
+	a.Second()
+	c2 := a.Register()
+	a.Procs(procs(0, proc(100, 60, 1024)))
+	a.Second() // 200 exited
+	c3 := a.Register()
+
+	for _, tc := range []struct {
+		name string
+		c    *Client
+		want bool
+	}{{"registered before", c1, true}, {"registered before the exit", c2, true}, {"registered after", c3, false}} {
+		body, _ := a.Stats(1, tc.c)
+		if got := strings.Contains(string(body), "#E 200 "); got != tc.want {
+			t.Errorf("%s: exit of 200 in reply %v, want %v: %s", tc.name, got, tc.want, body)
+		}
+		body, _ = a.Stats(1, tc.c)
+		if strings.Contains(string(body), "#E") {
+			t.Errorf("%s: exit repeated in the next reply: %s", tc.name, body)
+		}
+	}
+}
+
+// TestNoProcessData: a hung or failed process read sends no process records
+// and declares nobody exited; when reads resume, so do the records.
+func TestNoProcessData(t *testing.T) {
+	a := NewAccumulator(twoGPUs(), nil)
+	c := a.Register()
+	a.Procs(procs(0, proc(100, 50, 1024)))
+	a.Second()
+	a.Procs(&reading.Procs{GPU: 0, Status: reading.ProcHung, Time: time.Unix(1, 0)})
+	a.Second()
+	body, _ := a.Stats(1, c)
+	if strings.Contains(string(body), "#") {
+		t.Errorf("hung read: %s", body)
+	}
+	a.Procs(procs(0, proc(100, 50, 1024)))
+	a.Second()
+	body, _ = a.Stats(1, c)
+	if !strings.Contains(string(body), "#A 100 50 25 -1 1048576 2097152 2") {
+		t.Errorf("after recovery: %s", body)
+	}
+}
+
+func TestField(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"NVIDIA H100 80GB HBM3", "NVIDIA_H100_80GB_HBM3"},
+		{"odd@name#x\ty", "odd_name_x_y"},
+		{"  ", "unknown"},
+		{"é", "__"},
+	} {
+		if got := field(tc.in, "unknown"); got != tc.want {
+			t.Errorf("field(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

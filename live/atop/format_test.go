@@ -1,0 +1,97 @@
+package atop
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// scripted returns an accumulator after two seconds of a fixed story: GPU 0
+// busy with processes 100 (both kinds), 300 (memory not available, no
+// per-process utilization), 200 exited in the second second; GPU 1 with
+// utilization unsupported and process lists refused.
+func scripted(t testing.TB) (*Accumulator, *Client) {
+	t.Helper()
+	a := NewAccumulator(twoGPUs(), nil)
+	c := a.Register()
+	noMem := reading.Process{PID: 300, Kind: reading.ProcCompute}
+	for sec := range 2 {
+		for range 10 {
+			a.Sample(row(0, 75, 20, 40000))
+			s := row(1, 0, 0, 14)
+			s.GPUUtil, s.MemUtil = reading.Opt[uint32]{}, reading.Opt[uint32]{}
+			a.Sample(s)
+		}
+		list := []reading.Process{proc(100, 70, 30000), noMem}
+		if sec == 0 {
+			list = append(list, proc(200, 5, 2048))
+		}
+		a.Procs(procs(0, list...))
+		a.Procs(&reading.Procs{GPU: 1, Status: reading.ProcUnsupported})
+		a.Second()
+	}
+	return a, c
+}
+
+func TestGoldenReplies(t *testing.T) {
+	for _, v := range []byte{1, 2} {
+		a, c := scripted(t)
+		srv := NewServer(a, DefaultConfig(), nil)
+		tr, ok := srv.Reply([2]byte{'T', v}, c)
+		if !ok {
+			t.Fatal("T refused")
+		}
+		golden(t, "types-v"+strconv.Itoa(int(v))+".golden", tr)
+		sr, _ := srv.Reply([2]byte{'S', v}, c)
+		golden(t, "stats-v"+strconv.Itoa(int(v))+".golden", sr)
+	}
+}
+
+// TestReplyAtLimit: 400 processes do not fit in 8192 bytes; the busiest are
+// kept, the body is at most 8192 bytes, and the cut is counted.
+func TestReplyAtLimit(t *testing.T) {
+	a := NewAccumulator(twoGPUs(), nil)
+	var list []reading.Process
+	for i := range 400 {
+		list = append(list, proc(uint32(10000+i), uint32(i%100), uint64(i)))
+	}
+	a.Procs(procs(0, list...))
+	a.Second()
+	srv := NewServer(a, DefaultConfig(), nil)
+	r, _ := srv.Reply([2]byte{'S', 1}, nil)
+	body := r[4:]
+	if len(body) > MaxBody || len(body) < MaxBody-64 {
+		t.Fatalf("body %d bytes, want just under %d", len(body), MaxBody)
+	}
+	golden(t, "stats-limit-v1.golden", r)
+	// Every kept record is at least as busy as every left-out one.
+	minKept := 100
+	for _, rec := range strings.Split(string(body), "#A ")[1:] {
+		f := strings.Fields(rec)
+		busy, _ := strconv.Atoi(f[1])
+		minKept = min(minKept, busy)
+	}
+	kept := strings.Count(string(body), "#A ")
+	left := 0
+	for _, p := range list {
+		if int(p.SMUtil.V) > minKept {
+			left++
+		}
+	}
+	if left > kept {
+		t.Errorf("a busier process was left out (min kept busy %d)", minKept)
+	}
+	if c := srv.Counters(); c.CutReply != 1 || c.CutRecord != uint64(400-kept) {
+		t.Errorf("counters %+v, kept %d", c, kept)
+	}
+}
+
+func TestVersionChoice(t *testing.T) {
+	for _, tc := range []struct{ asked, want byte }{{0, 2}, {1, 1}, {2, 2}, {3, 2}, {255, 2}} {
+		if got := Version(tc.asked); got != tc.want {
+			t.Errorf("Version(%d) = %d, want %d", tc.asked, got, tc.want)
+		}
+	}
+}

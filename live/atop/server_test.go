@@ -1,0 +1,222 @@
+package atop
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func testConfig(t *testing.T) Config {
+	c := DefaultConfig()
+	c.TCP = "127.0.0.1:0"
+	c.Unix = fmt.Sprintf("@gpu-telemetry-test-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "-"))
+	return c
+}
+
+type logBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func startServer(t *testing.T, a *Accumulator, cfg Config) (*Server, []string, *logBuf) {
+	t.Helper()
+	lb := &logBuf{}
+	srv := NewServer(a, cfg, slog.New(slog.NewTextHandler(lb, nil)))
+	ctx, cancel := context.WithCancel(context.Background())
+	addrs := srv.Start(ctx)
+	t.Cleanup(func() { cancel(); srv.Close() })
+	return srv, addrs, lb
+}
+
+// TestBothVersionsParseAsAtop: a v1 client on TCP and a v2 client on the
+// abstract socket read the same figures the way atop's gpucom.c parses them.
+func TestBothVersionsParseAsAtop(t *testing.T) {
+	a, _ := scripted(t)
+	_, addrs, _ := startServer(t, a, testConfig(t))
+	if len(addrs) != 2 {
+		t.Fatalf("listening on %v", addrs)
+	}
+	for _, tc := range []struct {
+		network, addr string
+		version       byte
+	}{{"tcp", addrs[0], 1}, {"unix", addrs[1], 2}} {
+		t.Run(tc.network, func(t *testing.T) {
+			cl, err := dialAtop(tc.network, tc.addr, tc.version)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			if len(cl.gpus) != 2 || cl.gpus[0].BusID != "00000000:01:00.0" || cl.gpus[1].Type != "NVIDIA_B200" ||
+				cl.gpus[0].Tasks != '1' || cl.gpus[1].Tasks != '0' {
+				t.Fatalf("types %+v", cl.gpus)
+			}
+			gpus, procs, err := cl.stats()
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := gpus[0]
+			if g.BusyNow != 75 || g.MemBusyNow != 20 || g.MemUsed != 40000*1024 || g.Samples != 2 || g.BusyCum != 150 {
+				t.Errorf("gpu 0 %+v", g)
+			}
+			if gpus[1].BusyNow != -1 || gpus[1].NrProcs != 0 {
+				t.Errorf("gpu 1 %+v", gpus[1])
+			}
+			// A new client: active processes only (200 exited before it came).
+			if len(procs) != 2 || procs[0].PID != 100 || procs[0].GPUBusy != 70 || procs[0].State != 'A' ||
+				procs[1].PID != 300 || procs[1].MemNow != -1 || procs[1].GPUBusy != -1 {
+				t.Errorf("procs %+v", procs)
+			}
+		})
+	}
+}
+
+func TestPortTakenCarriesOn(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	cfg := testConfig(t)
+	cfg.TCP = held.Addr().String()
+	a, _ := scripted(t)
+	_, addrs, lb := startServer(t, a, cfg)
+	if len(addrs) != 1 || !strings.HasPrefix(addrs[0], "@") {
+		t.Fatalf("listening on %v, want only the unix socket", addrs)
+	}
+	if n := strings.Count(lb.String(), "cannot listen"); n != 1 {
+		t.Errorf("%d log lines about the taken port, want 1:\n%s", n, lb)
+	}
+	if _, err := dialAtop("unix", addrs[0], 2); err != nil {
+		t.Errorf("unix socket not served: %v", err)
+	}
+}
+
+func readAll(t *testing.T, c net.Conn) []byte {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	b, err := io.ReadAll(c)
+	var ne net.Error
+	if err != nil && (errors.As(err, &ne) && ne.Timeout()) {
+		t.Fatalf("connection not closed by the server: %v", err)
+	}
+	// EOF or a reset (the server closed with our bytes unread): closed.
+	return b
+}
+
+func TestBadAndSilentClientsDropped(t *testing.T) {
+	a, _ := scripted(t)
+	cfg := testConfig(t)
+	cfg.First = 100 * time.Millisecond
+	srv, addrs, lb := startServer(t, a, cfg)
+
+	// Garbage: one valid request answered, then dropped.
+	c, err := net.Dial("tcp", addrs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Write([]byte("T\x01"))
+	var pre [4]byte
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadFull(c, pre[:]); err != nil || binary.BigEndian.Uint32(pre[:])>>24 != 1 {
+		t.Fatalf("reply before the garbage: %q %v", pre, err)
+	}
+	io.ReadFull(c, make([]byte, binary.BigEndian.Uint32(pre[:])&0xffffff))
+	c.Write([]byte("GET / HTTP/1.0\r\n\r\n"))
+	if b := readAll(t, c); len(b) != 0 {
+		t.Errorf("garbage answered: %q", b)
+	}
+	// Silent: dropped after First.
+	s, err := net.Dial("tcp", addrs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := readAll(t, s); len(b) != 0 {
+		t.Errorf("silent client got %q", b)
+	}
+	// Half a request and silence.
+	h, _ := net.Dial("unix", addrs[1])
+	h.Write([]byte("S"))
+	readAll(t, h)
+
+	deadline := time.Now().Add(5 * time.Second)
+	for srv.Counters().TimedOut < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cn := srv.Counters()
+	if cn.Bad != 1 || cn.TimedOut != 2 || cn.Requests != 1 {
+		t.Errorf("counters %+v", cn)
+	}
+	if strings.Count(lb.String(), "request atop never sends") != 1 {
+		t.Errorf("log:\n%s", lb)
+	}
+	// The server still serves.
+	if _, err := dialAtop("tcp", addrs[0], 1); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestConnectionLimit(t *testing.T) {
+	a, _ := scripted(t)
+	cfg := testConfig(t)
+	cfg.MaxConns = 2
+	srv, addrs, _ := startServer(t, a, cfg)
+	var open []*atopClient
+	for range 2 {
+		cl, err := dialAtop("tcp", addrs[0], 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		open = append(open, cl)
+	}
+	c, err := net.Dial("tcp", addrs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Write([]byte("T\x01"))
+	if b := readAll(t, c); len(b) != 0 {
+		t.Errorf("third client served: %q", b)
+	}
+	if srv.Counters().Refused != 1 {
+		t.Errorf("counters %+v", srv.Counters())
+	}
+	// The two admitted clients keep working; after one leaves, a new one is let in.
+	if _, _, err := open[0].stats(); err != nil {
+		t.Error(err)
+	}
+	open[1].Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		cl, err := dialAtop("tcp", addrs[0], 1)
+		if err == nil {
+			cl.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("slot not freed: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
