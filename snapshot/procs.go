@@ -1,0 +1,87 @@
+package snapshot
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// ProcessesTitle is the title of the crash snapshot section naming the
+// processes that were on the GPU.
+const ProcessesTitle = "Processes on this GPU"
+
+// ProcessesSection renders the slow tier's latest process read of the
+// crashed GPU, taken at now. It names the processes of the last successful
+// read, with its age, even when the current read is hung (NVML stuck in a
+// GSP fault is exactly when the snapshot is written), and says plainly when
+// there is no process data.
+func ProcessesSection(p *reading.Procs, now time.Time) Section {
+	var b strings.Builder
+	switch {
+	case p == nil || p.Status == reading.ProcNotRead:
+		b.WriteString("no process data: the process list had not been read yet\n")
+		return Section{ProcessesTitle, b.String()}
+	case p.Status == reading.ProcUnsupported:
+		b.WriteString("no process data: " + p.Err + "\n")
+		return Section{ProcessesTitle, b.String()}
+	case p.Status != reading.ProcOK:
+		fmt.Fprintf(&b, "no current process data: the latest read %s (%s), started %s before this snapshot\n",
+			p.Status, p.Err, age(now.Sub(p.Time)))
+	}
+	good := p.Good()
+	if good == nil {
+		b.WriteString("no successful read before it\n")
+		return Section{ProcessesTitle, b.String()}
+	}
+	if good != p {
+		b.WriteString("last successful read below.\n")
+	}
+	fmt.Fprintf(&b, "read at %s, %s before this snapshot: %d process(es)\n",
+		good.Time.Format("2006-01-02T15:04:05.000Z07:00"), age(now.Sub(good.Time)), len(good.List))
+	if len(good.List) == 0 {
+		return Section{ProcessesTitle, b.String()}
+	}
+	fmt.Fprintf(&b, "%8s  %-16s  %10s  %4s  %4s  %s\n", "PID", "TYPE", "GPU MEM", "SM%", "MEM%", "NAME: COMMAND LINE")
+	for _, pr := range good.List {
+		fmt.Fprintf(&b, "%8d  %-16s  %10s  %4s  %4s  %s\n", pr.PID, pr.Kind, mem(pr.MemBytes),
+			pct(pr.SMUtil), pct(pr.MemUtil), who(&pr))
+	}
+	return Section{ProcessesTitle, b.String()}
+}
+
+func age(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + " s"
+}
+
+func mem(o reading.Opt[uint64]) string {
+	v, ok := o.Get()
+	if !ok {
+		return "n/a"
+	}
+	return strconv.FormatUint(v>>20, 10) + " MiB"
+}
+
+func pct(o reading.Opt[uint32]) string {
+	v, ok := o.Get()
+	if !ok {
+		return "n/a"
+	}
+	return strconv.FormatUint(uint64(v), 10)
+}
+
+func who(pr *reading.Process) string {
+	if pr.Origin != reading.ProcHere {
+		return "(" + pr.Origin.String() + ")"
+	}
+	s := pr.Name + ": " + pr.Cmdline
+	if pr.CmdlineTrunc {
+		s += " ..."
+	}
+	return s
+}
