@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/xid"
 )
 
 // XidReport is one Xid line of the NVIDIA kernel driver, taken apart.
@@ -43,10 +44,9 @@ const xidMarker = "NVRM: Xid ("
 // msg may start with "Xid (". ok is false when msg is not an Xid line or its
 // address or code is malformed.
 //
-// For Xid 154 the new action is read from the hex number after "to", never
-// from the words in parentheses, which differ between drivers ("GPU Reset
-// Required", "PF FLR"). When "to 0x..." appears more than once, the last one
-// wins: the new action is printed last.
+// For Xid 154 the new action is read by xid.ParseRecovery: the hex number
+// after the last "to", never the words in parentheses, which differ between
+// drivers ("GPU Reset Required", "PF FLR").
 func ParseXid(msg string) (XidReport, bool) {
 	var s string
 	if i := strings.Index(msg, xidMarker); i >= 0 {
@@ -110,7 +110,9 @@ func ParseXid(msg string) (XidReport, bool) {
 	}
 	r.Text = strings.TrimRight(s, " \t\r\n")
 	if code == XidRecoveryAction {
-		r.RecoveryAction = recoveryTo(r.Text)
+		if v, _, ok := xid.ParseRecovery(r.Text); ok {
+			r.RecoveryAction = reading.Some(v)
+		}
 	}
 	return r, true
 }
@@ -133,39 +135,4 @@ func parsePID(s string) int {
 		return 0
 	}
 	return pid
-}
-
-// recoveryTo finds the last "to 0xN" in an Xid 154 text and returns N.
-func recoveryTo(s string) reading.Opt[uint64] {
-	var last reading.Opt[uint64]
-	for i := 0; i+2 <= len(s); i++ {
-		if !strings.EqualFold(s[i:i+2], "to") {
-			continue
-		}
-		// "to" must be a word of its own: not the end of "into" or "auto".
-		if i > 0 && s[i-1] != ' ' && s[i-1] != '(' && s[i-1] != ',' {
-			continue
-		}
-		j := i + 2
-		for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
-			j++
-		}
-		if j == i+2 || j+2 > len(s) || s[j] != '0' || (s[j+1] != 'x' && s[j+1] != 'X') {
-			continue
-		}
-		j += 2
-		k := j
-		for k < len(s) {
-			if _, ok := unhex(s[k]); !ok {
-				break
-			}
-			k++
-		}
-		// At most 16 hex digits fit 64 bits; more is not a recovery action.
-		if k > j && k-j <= 16 {
-			v, _ := strconv.ParseUint(s[j:k], 16, 64) // only hex digits: cannot fail
-			last = reading.Some(v)
-		}
-	}
-	return last
 }

@@ -2,12 +2,23 @@
 // into the kernel log means, how bad it is, and what an operator should do
 // about it.
 //
-// The names, mnemonics and resolution buckets follow NVIDIA's published
-// catalog ("Analyzing Xid Errors with the Xid Catalog", docs.nvidia.com/deploy/
-// xid-errors) and the driver's own nverror.h; the descriptions and actions are
-// short paraphrases meant for a log line or a crash report, not a replacement
-// for the catalog. The package does no I/O and knows nothing of the kernel log
-// format; see package kmsg for that.
+// Source: NVIDIA, "Analyzing Xid Errors with the Xid Catalog",
+// https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, as
+// published when read on 2026-11-30 (the revision that lists Xids up to 172
+// and decodes Xid 144-150 for drivers before and from R575). From it come the
+// mnemonics, the names ("Description" column), the resolution buckets
+// (immediate and investigatory action), which Xids apply to Hopper and
+// Blackwell, the Xid 144-150 decode table, and the per-bucket workflows
+// (WORKFLOW_XID_13, _31, _45, _48, XID_154, ...). Where the catalog gives no
+// bucket (Xid 162 to 172 in that revision) the entry says so and Bucket is
+// empty: nothing here invents one. The descriptions and the advice are our
+// own short wording for a log line or a crash report; they are not NVIDIA's
+// text and do not replace the catalog.
+//
+// The package does no I/O. It reads the text the driver prints after an Xid
+// code (the NVLink 5 fields of Xid 144-150, the recovery action of Xid 154),
+// because what that text means is catalog knowledge; taking a kernel log line
+// apart (address, code, pid) is package kmsg's job.
 package xid
 
 import (
@@ -16,17 +27,18 @@ import (
 )
 
 // Class says roughly where an Xid comes from, so a report can tell "the job
-// crashed" apart from "the GPU or its firmware broke".
+// crashed" apart from "the GPU or its firmware broke". The class is ours; the
+// catalog has no such column.
 type Class uint8
 
 // The classes. ClassUnknown is the zero value and is never used in the catalog.
 const (
 	ClassUnknown       Class = iota
 	ClassApplication         // the workload faulted or was torn down; the GPU is usually fine
-	ClassDriver              // driver or GPU firmware (GSP, PMU) error
+	ClassDriver              // driver or GPU firmware (GSP, PMU, SEC2) error
 	ClassMemory              // GPU memory / ECC event
 	ClassInterconnect        // NVLink or C2C link error
-	ClassHardware            // hardware or PCIe bus error: the GPU itself is suspect
+	ClassHardware            // hardware, power or PCIe bus error: the GPU itself is suspect
 	ClassInformational       // reports the consequence of other Xids, not a fault of its own
 )
 
@@ -49,15 +61,31 @@ func (c Class) String() string {
 	return "unknown"
 }
 
-// Info is what the catalog says about one Xid code.
+// Info is what the catalog says about one Xid code. Name is the catalog's
+// "Description" column, except for Xid 167 (whose column repeats the
+// mnemonic) and 171/172 (whose column is a sentence saying they detail Xid
+// 48), where it is the mnemonic in words.
 type Info struct {
 	Code        int
 	Mnemonic    string // the driver's symbol, e.g. "GSP_RPC_TIMEOUT"
-	Name        string // NVIDIA's short description, e.g. "GSP RPC timeout"
-	Description string // what happened, in a sentence or two
-	Action      string // what an operator should do, short
-	Bucket      string // NVIDIA's immediate-action resolution bucket, e.g. "RESET_GPU"
+	Name        string // NVIDIA's short description, e.g. "GSP RPC Timeout"
+	Bucket      string // NVIDIA's immediate action (resolution bucket), e.g. "RESET_GPU"; empty: NVIDIA gives none
+	Investigate string // NVIDIA's investigatory action, e.g. "CONTACT_SUPPORT"; empty: NVIDIA gives none
+	Description string // what happened, in a sentence or two (ours)
+	Action      string // what an operator should do now (ours)
 	Class       Class
+}
+
+// NoBucket is shown where NVIDIA's catalog gives no resolution bucket.
+const NoBucket = "none given"
+
+// BucketOrNone returns the immediate-action bucket, or NoBucket when the
+// catalog gives none.
+func (in Info) BucketOrNone() string {
+	if in.Bucket == "" {
+		return NoBucket
+	}
+	return in.Bucket
 }
 
 // Lookup returns the catalog entry for code; ok is false for a code the

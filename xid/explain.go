@@ -1,0 +1,125 @@
+package xid
+
+import (
+	"strconv"
+)
+
+// Explanation is what the catalog makes of one Xid report: the entry for its
+// code, and what the text the driver printed after the code adds to it (the
+// NVLink 5 decode of Xid 144-150, the recovery action of Xid 154).
+type Explanation struct {
+	Info
+	Known  bool   // the catalog has the code
+	Decode string // what the text decoded to; empty when it added nothing
+	Action string // what to do about this report: the decode's advice, else the entry's
+	Bucket string // NVIDIA's immediate action for this report; empty: none given
+}
+
+// unknownAction is the advice for a code the catalog does not cover.
+const unknownAction = "Not in this catalog: look the code up in NVIDIA's Xid catalog (docs.nvidia.com/deploy/xid-errors) and keep nvidia-bug-report.sh output."
+
+// Explain explains Xid code as reported with text, the driver's text after
+// "N, " on the kernel log line (package kmsg's XidReport.Text); text is empty
+// for a report from NVML, which carries none.
+func Explain(code int, text string) Explanation {
+	in, ok := Lookup(code)
+	if !ok {
+		in = Info{Code: code, Name: "unknown Xid"}
+	}
+	e := Explanation{Info: in, Known: ok, Action: in.Action, Bucket: in.Bucket}
+	if !ok {
+		e.Action = unknownAction
+		return e
+	}
+	switch {
+	case code >= 144 && code <= 150:
+		if d, ok := DecodeNVLink5(code, text); ok {
+			e.Decode, e.Action, e.Bucket = d.String(), d.Action(), d.Bucket
+		} else if text != "" {
+			e.Decode = "fields not decoded (no row in NVIDIA's Xid 144-150 decode for them)"
+		}
+	case code == 154:
+		if v, words, ok := ParseRecovery(text); ok {
+			e.Decode = RecoveryDescribe(v, words)
+			e.Action = RecoveryAdvice(v, words)
+		}
+	}
+	return e
+}
+
+// RecoveryDescribe is recovery action v on one line: the number, our name for
+// it (0 to 4 only) and the driver's words, e.g. `0x3 drain P2P (driver: "Drain
+// P2P")` or `0x5 (driver: "IMEX Domain Recovery")`.
+func RecoveryDescribe(v uint64, words string) string {
+	s := "0x" + strconv.FormatUint(v, 16)
+	if v < uint64(len(recoveryActions)) {
+		s += " " + recoveryActions[v].name
+	} else {
+		s += " not known to this version"
+	}
+	if words != "" {
+		s += " (driver: " + strconv.Quote(words) + ")"
+	}
+	return s
+}
+
+// Fields returns the report as key=value pairs for events.log, in this order:
+// xid, name, then for a known code class, bucket, action and decode (when the
+// text decoded). Values other than numbers are quoted with strconv.Quote.
+func (e Explanation) Fields() []string {
+	kv := []string{"xid=" + strconv.Itoa(e.Code), "name=" + strconv.Quote(e.Name)}
+	if e.Known {
+		bucket := e.Bucket
+		if bucket == "" {
+			bucket = NoBucket
+		}
+		kv = append(kv, "class="+strconv.Quote(e.Class.String()), "bucket="+strconv.Quote(bucket))
+	}
+	kv = append(kv, "action="+strconv.Quote(e.Action))
+	if e.Decode != "" {
+		kv = append(kv, "decode="+strconv.Quote(e.Decode))
+	}
+	return kv
+}
+
+// Reason is the report on one line for a crash snapshot's header and the
+// daemon's log: "Xid 46: GPU stopped processing (kmsg). Reset the GPU ...
+// [NVIDIA: RESET_GPU]", with the decode after the source when there is one.
+// src names where the report came from.
+func (e Explanation) Reason(src string) string {
+	s := Describe(e.Code) + " (" + src + ")"
+	if e.Decode != "" {
+		s += ": " + e.Decode
+	}
+	s += ". " + e.Action
+	if e.Known {
+		b := e.Bucket
+		if b == "" {
+			b = NoBucket
+		}
+		s += " [NVIDIA: " + b + "]"
+	}
+	return s
+}
+
+// RecoveryFields returns a recovery action report (Xid 154's new action, or
+// NVML's recovery action event) as key=value pairs for events.log: action (the
+// number), meaning (our name, or "unknown (0xN)" above 4), driver (the
+// driver's words, when the report carried any) and advice.
+func RecoveryFields(v uint64, words string) []string {
+	kv := []string{"action=" + strconv.FormatUint(v, 10), "meaning=" + strconv.Quote(RecoveryActionName(v))}
+	if words != "" {
+		kv = append(kv, "driver="+strconv.Quote(words))
+	}
+	return append(kv, "advice="+strconv.Quote(RecoveryAdvice(v, words)))
+}
+
+// RecoveryReason is a recovery action report on one line for a crash
+// snapshot's header: "GPU recovery action 3: drain P2P (kmsg). Stop the ...".
+func RecoveryReason(v uint64, words, src string) string {
+	s := "GPU recovery action " + strconv.FormatUint(v, 10) + ": " + RecoveryActionName(v)
+	if words != "" {
+		s += ", driver: " + strconv.Quote(words)
+	}
+	return s + " (" + src + "). " + RecoveryAdvice(v, words)
+}

@@ -1,0 +1,106 @@
+package xid
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// samples are old and new Xids as NVML (no text) or the kernel log (the text
+// after "N, ") reports them.
+var samples = []struct {
+	code int
+	text string
+}{
+	{13, ""},
+	{13, "Graphics SM Warp Exception on (GPC 0, TPC 1, SM 0): Out Of Range Address"},
+	{31, "pid=1234, name=python3, Ch 00000008, intr 00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f_00000000. Fault is of type FAULT_PDE ACCESS_TYPE_READ"},
+	{45, "pid=1234, name=python3, Ch 00000008"},
+	{46, "pid='<unknown>', name=<unknown>, GPU stopped processing"},
+	{48, "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 6, subpartition 0."},
+	{79, "pid='<unknown>', name=<unknown>, GPU has fallen off the bus."},
+	{119, "pid=1, name=x, Timeout after 45s of waiting for RPC response from GPU0 GSP!"},
+	{136, "pid='<unknown>', name=<unknown>, simulated Xid 136"},
+	{144, "SAW_MVB Fatal XC0 i0 Link 03 (0x00000021 0x00000002 0x00000000 0x00000000 0x00000000 0x00000000)"},
+	{145, "RLW_REMAP Nonfatal XC1 i0 Link 07 (0x00000082 0x00000004 0x00000000 0x00000000 0x00000000 0x00000000)"},
+	{149, "NETIR_LINK_EVT  Fatal   XC0 i0 Link 01 (0x021425c6 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)"},
+	{149, "NETIR_BER_EVENT Nonfatal XC0 i0 Link 04 (0x00000226 0x00000002)"},
+	{149, ""},
+	{150, "MSE_WATCHDOG Fatal XC0 i0 Link 00 (0x00000000 0x00000000)"},
+	{154, "GPU recovery action changed from 0x0 (None) to 0x3 (Drain P2P)"},
+	{154, "GPU recovery action changed from 0x3 (Drain P2P) to 0x4 (Drain and Reset)"},
+	{154, "GPU recovery action changed from 0x0 (None) to 0x6 (Bus Reset)"},
+	{155, "pid='<unknown>', name=<unknown>, link 3 went down"},
+	{156, ""},
+	{158, "pid='<unknown>', name=<unknown>, fatal timeout"},
+	{162, ""},
+	{167, ""},
+	{169, ""},
+	{171, ""},
+	{172, ""},
+	{999, "pid=1, name=x, from a newer driver"},
+}
+
+// TestExplainGolden pins what reaches events.log (the Xid's key=value pairs
+// after "source=... type=Xid") and a crash snapshot's "Reason:" line for a
+// sample of old and new Xids (rewrite with -update).
+func TestExplainGolden(t *testing.T) {
+	var b strings.Builder
+	for _, s := range samples {
+		e := Explain(s.code, s.text)
+		b.WriteString("text: " + s.text + "\n")
+		b.WriteString("events.log: " + strings.Join(e.Fields(), " ") + "\n")
+		b.WriteString("Reason: " + e.Reason("kmsg") + "\n\n")
+	}
+	for _, r := range []struct {
+		v     uint64
+		words string
+	}{{1, "GPU Reset Required"}, {3, ""}, {4, "Drain and Reset"}, {5, "IMEX Domain Recovery"}, {7, ""}} {
+		b.WriteString("recovery events.log: " + strings.Join(RecoveryFields(r.v, r.words), " ") + "\n")
+		b.WriteString("recovery Reason: " + RecoveryReason(r.v, r.words, "nvml") + "\n\n")
+	}
+	golden := filepath.Join("testdata", "explain.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("read golden file (run with -update to create it): %v", err)
+	}
+	if got := b.String(); got != string(want) {
+		t.Errorf("explanations differ from %s; run go test -update and review the diff\ngot:\n%s", golden, got)
+	}
+}
+
+func TestExplainNVLink5(t *testing.T) {
+	fatal := Explain(149, "NETIR_LINK_EVT Fatal XC0 i0 Link 01 (0x021425c6 0x00000000)")
+	if !strings.HasPrefix(fatal.Action, "Link fatal") || fatal.Bucket != "RESET_GPU" || fatal.Decode == "" {
+		t.Errorf("link down: %+v", fatal)
+	}
+	quiet := Explain(144, "SAW_MVB Nonfatal XC0 i0 Link 03 (0x00000021 0x00000004)")
+	if !strings.HasPrefix(quiet.Action, "Non-fatal") || quiet.Bucket != "IGNORE" {
+		t.Errorf("non-fatal SAW: %+v", quiet)
+	}
+	undecoded := Explain(144, "SAW_MVB Fatal (0x00000021 0x00000040)")
+	if undecoded.Action != actNVLink5 || !strings.Contains(undecoded.Decode, "not decoded") {
+		t.Errorf("undecodable line: %+v", undecoded)
+	}
+	if e := Explain(150, ""); !strings.HasPrefix(e.Action, "Fatal") {
+		t.Errorf("Xid 150 without fields must still be fatal: %q", e.Action)
+	}
+}
+
+func TestExplainUnknown(t *testing.T) {
+	e := Explain(999, "")
+	if e.Known || e.Name != "unknown Xid" || e.Action == "" {
+		t.Errorf("%+v", e)
+	}
+	for _, f := range e.Fields() {
+		if strings.HasPrefix(f, "class=") || strings.HasPrefix(f, "bucket=") {
+			t.Errorf("unknown Xid has %s", f)
+		}
+	}
+}
