@@ -223,20 +223,15 @@ func (m *Monitor) onEvent(e reading.Event) {
 	var reason string
 	switch e.Kind {
 	case reading.EventXid:
-		code := int(e.Data)
-		info, known := xid.Lookup(code)
-		kv = append(kv, "type=Xid", "xid="+strconv.Itoa(code))
-		if known {
-			kv = append(kv, "name="+strconv.Quote(info.Name), "class="+strconv.Quote(info.Class.String()),
-				"action="+strconv.Quote(info.Action))
-		} else {
-			kv = append(kv, `name="unknown Xid"`)
-		}
-		reason = xid.Describe(code) + " (" + e.Source.String() + ")"
+		// The catalog reads the driver's text after the code (NVLink 5
+		// fields, Xid 154's action); an NVML report has none.
+		ex := xid.Explain(int(e.Data), xidText(e.Text))
+		kv = append(append(kv, "type=Xid"), ex.Fields()...)
+		reason = ex.Reason(e.Source.String())
 	case reading.EventRecovery:
-		name := xid.RecoveryActionName(e.Data)
-		kv = append(kv, "type=GpuRecoveryAction", "action="+strconv.FormatUint(e.Data, 10), "meaning="+strconv.Quote(name))
-		reason = "GPU recovery action " + strconv.FormatUint(e.Data, 10) + ": " + name + " (" + e.Source.String() + ")"
+		_, words, _ := xid.ParseRecovery(xidText(e.Text))
+		kv = append(append(kv, "type=GpuRecoveryAction"), xid.RecoveryFields(e.Data, words)...)
+		reason = xid.RecoveryReason(e.Data, words, e.Source.String())
 	case reading.EventLost:
 		kv = append(kv, "type=GPU_LOST")
 		reason = "GPU lost (" + e.Source.String() + ")"
@@ -265,4 +260,13 @@ func (m *Monitor) onEvent(e reading.Event) {
 	// (and carries the XID flag without waiting out the back-off).
 	gs.nextTry.Store(0)
 	m.critical(gs, e.Time, reason)
+}
+
+// xidText is the driver's text after the code of a kernel-log Xid message;
+// empty for anything else (an NVML event carries no text).
+func xidText(msg string) string {
+	if x, ok := kmsg.ParseXid(msg); ok {
+		return x.Text
+	}
+	return ""
 }

@@ -104,3 +104,28 @@ func TestExplainUnknown(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderGolden pins what `gpu-telemetry xid` prints (rewrite with -update).
+func TestRenderGolden(t *testing.T) {
+	var b strings.Builder
+	for _, s := range []struct {
+		code int
+		text string
+	}{{46, ""}, {149, "NETIR_LINK_EVT Fatal XC0 i0 Link 01 (0x021425c6 0x00000000)"}, {154, "GPU recovery action changed from 0x0 (None) to 0x5 (IMEX Domain Recovery)"}, {167, ""}, {999, ""}} {
+		b.WriteString(Render(Explain(s.code, s.text)) + "\n")
+	}
+	b.WriteString(List())
+	golden := filepath.Join("testdata", "render.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("read golden file (run with -update to create it): %v", err)
+	}
+	if got := b.String(); got != string(want) {
+		t.Errorf("output differs from %s; run go test -update and review the diff\ngot:\n%s", golden, got)
+	}
+}

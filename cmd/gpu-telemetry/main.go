@@ -49,6 +49,9 @@ type exitCode int
 
 // run is the whole program; it returns the exit status.
 func run(args []string, stderr io.Writer) (code int) {
+	if len(args) > 0 && args[0] == "xid" {
+		return runXid(args[1:], os.Stdout, stderr)
+	}
 	var cli CLI
 	parser, err := kong.New(&cli,
 		kong.Name("gpu-telemetry"),
