@@ -103,7 +103,9 @@ func (c *Config) defaults() {
 		c.newTicker = newTimerfdTicker
 	}
 	if c.openLog == nil {
-		c.openLog = func(dir, name string, maxMB int) lineLog { return sink.NewLineLog(dir, name, maxMB, logBackups) }
+		c.openLog = func(dir, name string, maxMB int) lineLog {
+			return sink.NewLineLog(dir, name, maxMB, logBackups, c.Logger)
+		}
 	}
 }
 

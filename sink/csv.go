@@ -27,7 +27,9 @@ type CSVConfig struct {
 	// MinFreeMB: below this much free space rows are not written (and
 	// counted as dropped) until space returns. Default 500.
 	MinFreeMB uint64
-	// DiskCheckEvery is how often free space is checked. Default 10 s.
+	// DiskCheckEvery is how often free space is checked while rows are
+	// written. Default 10 s. While rows are paused, space is checked on
+	// every FsyncEvery tick, so rows resume within a tick of space returning.
 	DiskCheckEvery time.Duration
 	// RingRows is how many recent rows per GPU are kept in memory for
 	// snapshots (the file may be behind or unreadable). Default 50.
@@ -94,8 +96,17 @@ type CSV struct {
 	log    *slog.Logger
 	files  map[int]*gpuFile
 	order  []int
-	paused atomic.Bool // disk guard
+	paused atomic.Uint32 // disk guard: 0 writing, else why rows are paused (pauseLowSpace, pauseENOSPC)
 	gz     *compressor
+
+	// inflight is the periodic sync batch on the sync thread and the files
+	// it holds, in submission order; only the background goroutine uses it.
+	inflight struct {
+		seq   uint64
+		files []syncedFile
+	}
+	syncErrLogged  atomic.Bool
+	syncSkipLogged atomic.Bool
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -126,6 +137,24 @@ type gpuFile struct {
 	ringLen  int
 	failing  bool // last write failed (logged once)
 }
+
+// syncedFile names a file handed to the sync thread, for the log.
+type syncedFile struct {
+	gpu  int
+	path string
+}
+
+// Why the disk guard paused rows.
+const (
+	pauseLowSpace = iota + 1 // free space below MinFreeMB
+	pauseENOSPC              // a write failed: the disk is full
+)
+
+// enospcResumeFree is the free space a disk that ran full must have again
+// before rows resume: room for many seconds of rows from 16 GPUs (a row is
+// under 1 KiB), so that a disk with a few bytes back does not flap between
+// full and writing.
+const enospcResumeFree = 64 << 10
 
 var errClosed = errors.New("csv: closed")
 
@@ -181,7 +210,7 @@ func (c *CSV) Write(s *reading.Sample) error {
 	}
 	gf.buf = AppendRow(gf.buf[:0], s, gf.fans)
 	gf.remember(gf.buf)
-	if c.paused.Load() {
+	if c.paused.Load() != 0 {
 		c.dropped.Add(1)
 		return nil
 	}
@@ -198,7 +227,7 @@ func (c *CSV) Write(s *reading.Sample) error {
 		c.dropped.Add(1)
 		c.cutBack(gf)
 		if errors.Is(err, syscall.ENOSPC) {
-			c.pause("disk full (ENOSPC)")
+			c.pause(pauseENOSPC, "disk full (ENOSPC)")
 		}
 		if !gf.failing {
 			gf.failing = true
@@ -312,9 +341,11 @@ func (c *CSV) finish(gf *gpuFile) {
 	c.log.Info("CSV day finished", "gpu", gf.index, "path", path)
 	go func() {
 		if err := f.Sync(); err != nil {
-			c.syncErrs.Add(1)
+			c.syncFailed(gf.index, path, err)
 		}
-		f.Close()
+		if err := f.Close(); err != nil {
+			c.syncFailed(gf.index, path, err)
+		}
 		if c.gz != nil {
 			c.gz.add(path)
 		}
@@ -400,14 +431,14 @@ func (c *CSV) Sync(index int) error {
 		return nil
 	}
 	gf.mu.Lock()
-	f := gf.f
+	f, path := gf.f, gf.path
 	gf.mu.Unlock()
 	if f == nil {
 		return nil
 	}
 	gf.dirty.Store(false)
 	if err := f.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
-		c.syncErrs.Add(1)
+		c.syncFailed(index, path, err)
 		return fmt.Errorf("fsync csv for gpu %d: %w", index, err)
 	}
 	return nil
@@ -422,12 +453,49 @@ func (c *CSV) SyncAll() {
 	}
 }
 
+// syncFailed counts a failed fsync, fdatasync or close of a CSV and logs
+// the first one with its file: rows written since the last good sync may not
+// survive a power loss.
+func (c *CSV) syncFailed(gpu int, path string, err error) {
+	c.syncErrs.Add(1)
+	if c.syncErrLogged.CompareAndSwap(false, true) {
+		c.log.Error("fsync of a CSV failed; its recent rows may not survive a power loss (later failures are only counted: sync_errors)",
+			"gpu", gpu, "path", path, "error", err)
+	}
+}
+
+// collectSync takes the outcome of the batch on the sync thread, if it is
+// done, and counts and logs every file whose fdatasync failed.
+func (c *CSV) collectSync() {
+	in := &c.inflight
+	if in.seq == 0 {
+		return
+	}
+	errs := make([]error, len(in.files))
+	switch syncResult(in.seq, errs) {
+	case syncRunning:
+		return
+	case syncDone:
+		for i, err := range errs {
+			if err != nil {
+				c.syncFailed(in.files[i].gpu, in.files[i].path, err)
+			}
+		}
+	case syncGone:
+		// Another CSV in this process (tests only) submitted after it;
+		// its outcome is unknown.
+	}
+	in.seq, in.files = 0, nil
+}
+
 // syncDirty hands every dirty file to the sync thread without waiting. While
-// the previous round is still on the disk, this round is skipped (counted):
-// a slow disk gets fewer syncs rather than a pile of them.
+// the previous round is still on the disk, this round is skipped (counted,
+// the first logged): a slow disk gets fewer syncs rather than a pile of them.
 func (c *CSV) syncDirty() {
+	c.collectSync()
 	var fds []int
 	var gfs []*gpuFile
+	var files []syncedFile
 	for _, i := range c.order {
 		gf := c.files[i]
 		if !gf.dirty.Load() {
@@ -440,6 +508,7 @@ func (c *CSV) syncDirty() {
 			if d, err := dupFile(gf.osf); err == nil {
 				fds = append(fds, d)
 				gfs = append(gfs, gf)
+				files = append(files, syncedFile{gf.index, gf.path})
 				gf.dirty.Store(false)
 			}
 		}
@@ -448,12 +517,19 @@ func (c *CSV) syncDirty() {
 	if len(fds) == 0 {
 		return
 	}
-	if !syncAsync(fds) {
+	seq, ok := syncAsync(fds)
+	if !ok {
 		c.syncSkips.Add(1)
 		for _, gf := range gfs {
 			gf.dirty.Store(true)
 		}
+		if c.syncSkipLogged.CompareAndSwap(false, true) {
+			c.log.Warn("periodic fsync skipped: the previous round is still on the disk; these files' rows wait in the page cache for the next round (later skips are only counted: sync_skips)",
+				"files", len(files), "first", files[0].path, "every", c.cfg.FsyncEvery)
+		}
+		return
 	}
+	c.inflight.seq, c.inflight.files = seq, files
 }
 
 // Reopen closes every file so that the next row reopens it by name (SIGHUP:
@@ -475,16 +551,15 @@ func (c *CSV) Reopen() {
 type Stats struct {
 	Written, Dropped uint64
 	SyncBatches      uint64 // periodic sync rounds completed (process-wide)
-	SyncErrors       uint64 // failed fsync/fdatasync calls
-	SyncSkips        uint64 // periodic rounds skipped: the previous one was still on the disk
+	SyncErrors       uint64 // failed fsync/fdatasync (or close) of a CSV; the first is logged with its path
+	SyncSkips        uint64 // periodic rounds skipped: the previous one was still on the disk; the first is logged
 	Paused           bool
 }
 
 // Stats returns the counters.
 func (c *CSV) Stats() Stats {
-	b, e := asyncSyncStats()
-	return Stats{Written: c.written.Load(), Dropped: c.dropped.Load(), SyncBatches: b,
-		SyncErrors: c.syncErrs.Load() + e, SyncSkips: c.syncSkips.Load(), Paused: c.paused.Load()}
+	return Stats{Written: c.written.Load(), Dropped: c.dropped.Load(), SyncBatches: asyncSyncBatches(),
+		SyncErrors: c.syncErrs.Load(), SyncSkips: c.syncSkips.Load(), Paused: c.paused.Load() != 0}
 }
 
 // Close stops the background work, fsyncs and closes every file. Pending
@@ -500,12 +575,21 @@ func (c *CSV) Close() error {
 	c.closeMu.Unlock()
 	close(c.stop)
 	<-c.done
+	// The last periodic batch's failures still count. Close's own fsync
+	// below cannot replace it: the sync thread runs one batch at a time.
+	for c.inflight.seq != 0 {
+		c.collectSync()
+		if c.inflight.seq != 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
 	var errs []error
 	for _, i := range c.order {
 		gf := c.files[i]
 		gf.mu.Lock()
 		if gf.f != nil {
 			if err := gf.f.Sync(); err != nil {
+				c.syncFailed(i, gf.path, err)
 				errs = append(errs, fmt.Errorf("fsync csv for gpu %d: %w", i, err))
 			}
 			if err := gf.f.Close(); err != nil {
@@ -522,8 +606,10 @@ func (c *CSV) Close() error {
 }
 
 // background hands dirty files to the sync thread every FsyncEvery and checks
-// free space every DiskCheckEvery. Syncing runs outside the GPU locks and off
-// the Go scheduler, so a slow disk never holds up a row.
+// free space every DiskCheckEvery, or on every tick while rows are paused (a
+// full disk is probed each tick, so rows resume within a tick of space
+// returning). Syncing runs outside the GPU locks and off the Go scheduler, so
+// a slow disk never holds up a row.
 func (c *CSV) background() {
 	defer close(c.done)
 	t := time.NewTicker(c.cfg.FsyncEvery)
@@ -536,16 +622,22 @@ func (c *CSV) background() {
 		case <-t.C:
 		}
 		c.syncDirty()
-		if time.Since(lastDisk) >= c.cfg.DiskCheckEvery {
+		if c.paused.Load() != 0 || time.Since(lastDisk) >= c.cfg.DiskCheckEvery {
 			lastDisk = time.Now()
 			c.checkDisk()
 		}
 	}
 }
 
-// checkDisk pauses or resumes writing by free space.
+// checkDisk pauses or resumes writing by free space. After ENOSPC, rows
+// resume once enospcResumeFree bytes are free again (and MinFreeMB, when set).
 func (c *CSV) checkDisk() {
-	if c.cfg.MinFreeMB == 0 {
+	floor := c.cfg.MinFreeMB << 20
+	need := floor
+	if c.paused.Load() == pauseENOSPC {
+		need = max(need, enospcResumeFree)
+	}
+	if need == 0 {
 		c.resume()
 		return
 	}
@@ -553,21 +645,22 @@ func (c *CSV) checkDisk() {
 	if err != nil {
 		return // can't tell: let writes fail on their own
 	}
-	if free < c.cfg.MinFreeMB<<20 {
-		c.pause(fmt.Sprintf("free space %d MB below %d MB", free>>20, c.cfg.MinFreeMB))
-	} else {
+	switch {
+	case free >= need:
 		c.resume()
+	case free < floor:
+		c.pause(pauseLowSpace, fmt.Sprintf("free space %d MB below %d MB", free>>20, c.cfg.MinFreeMB))
 	}
 }
 
-func (c *CSV) pause(why string) {
-	if c.paused.CompareAndSwap(false, true) {
+func (c *CSV) pause(by uint32, why string) {
+	if c.paused.CompareAndSwap(0, by) {
 		c.log.Warn("disk guard: not writing rows", "dir", c.cfg.Dir, "reason", why)
 	}
 }
 
 func (c *CSV) resume() {
-	if c.paused.CompareAndSwap(true, false) {
+	if c.paused.Swap(0) != 0 {
 		c.log.Info("disk guard: space is back, writing rows again", "dir", c.cfg.Dir, "dropped_so_far", c.dropped.Load())
 	}
 }

@@ -1,5 +1,6 @@
 // See fsync.h.
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -15,7 +16,10 @@ static int started;
 static int busy;      // a batch is queued or running
 static int queue[GT_MAXFD];
 static int queued;
-static unsigned long long batches, errors;
+static unsigned long long seq;     // the last batch submitted
+static unsigned long long batches; // batches completed
+static int results[GT_MAXFD];      // errno per descriptor of batch seq, once completed
+static int nresults;
 
 static void *run(void *arg)
 {
@@ -24,7 +28,7 @@ static void *run(void *arg)
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL); // signals belong to Go's threads
 	for (;;) {
-		int fds[GT_MAXFD], n;
+		int fds[GT_MAXFD], errs[GT_MAXFD], n;
 		pthread_mutex_lock(&mu);
 		while (queued == 0)
 			pthread_cond_wait(&cv, &mu);
@@ -32,27 +36,24 @@ static void *run(void *arg)
 		memcpy(fds, queue, sizeof(int) * (size_t)n);
 		queued = 0;
 		pthread_mutex_unlock(&mu);
-		unsigned long long errs = 0;
 		for (int i = 0; i < n; i++) {
-			if (fdatasync(fds[i]) != 0)
-				errs++;
+			errs[i] = fdatasync(fds[i]) != 0 ? errno : 0;
 			close(fds[i]);
 		}
 		pthread_mutex_lock(&mu);
+		memcpy(results, errs, sizeof(int) * (size_t)n);
+		nresults = n;
 		busy = 0;
 		batches++;
-		errors += errs;
 		pthread_mutex_unlock(&mu);
 	}
 	return NULL;
 }
 
-int gt_fsync_submit(const int *fds, int n)
+unsigned long long gt_fsync_submit(const int *fds, int n)
 {
-	if (n <= 0)
+	if (n <= 0 || n > GT_MAXFD)
 		return 0;
-	if (n > GT_MAXFD)
-		return -1;
 	pthread_mutex_lock(&mu);
 	if (!started) {
 		pthread_t t;
@@ -63,27 +64,47 @@ int gt_fsync_submit(const int *fds, int n)
 		if (pthread_create(&t, &attr, run, NULL) != 0) {
 			pthread_attr_destroy(&attr);
 			pthread_mutex_unlock(&mu);
-			return -1;
+			return 0;
 		}
 		pthread_attr_destroy(&attr);
 		started = 1;
 	}
 	if (busy) {
 		pthread_mutex_unlock(&mu);
-		return -1;
+		return 0;
 	}
 	memcpy(queue, fds, sizeof(int) * (size_t)n);
 	queued = n;
 	busy = 1;
+	nresults = 0;
+	unsigned long long s = ++seq;
 	pthread_cond_signal(&cv);
 	pthread_mutex_unlock(&mu);
-	return 0;
+	return s;
 }
 
-void gt_fsync_stats(unsigned long long *b, unsigned long long *e)
+int gt_fsync_result(unsigned long long s, int *errnos, int n)
+{
+	int rc;
+	pthread_mutex_lock(&mu);
+	if (s == 0 || s != seq) {
+		rc = -1;
+	} else if (busy) {
+		rc = 0;
+	} else {
+		if (n > nresults)
+			n = nresults;
+		if (n > 0)
+			memcpy(errnos, results, sizeof(int) * (size_t)n);
+		rc = 1;
+	}
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+void gt_fsync_stats(unsigned long long *b)
 {
 	pthread_mutex_lock(&mu);
 	*b = batches;
-	*e = errors;
 	pthread_mutex_unlock(&mu);
 }

@@ -2,62 +2,225 @@ package sink
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"gopkg.in/natefinch/lumberjack.v2"
 )
 
+// Bounds of the lines a LineLog keeps while its file cannot be written.
+// Events are rare and small: a day of a bad GPU's events fits many times.
+const (
+	maxPendingLines = 2000
+	maxPendingBytes = 1 << 20
+)
+
+// lineRetryEvery is how often kept lines are retried while no new line comes.
+const lineRetryEvery = time.Second
+
 // LineLog is an append-only text log rotated by size (events.log,
 // summary.log). Lines are written whole, one write per line.
+//
+// A line that cannot be written (a full disk) is not lost: it is kept in a
+// bounded queue, in order, and written as it was (with the timestamp it was
+// given) before any newer line once writing works again, at the next line or
+// at the latest within a second. What overflows the queue, or is still in it
+// at Close, is counted and logged.
 type LineLog struct {
-	mu     sync.Mutex
-	lj     *lumberjack.Logger
-	buf    []byte
-	closed bool
+	mu         sync.Mutex
+	w          io.WriteCloser // the lumberjack.Logger; tests put a failing writer here
+	path       string
+	log        *slog.Logger
+	buf        []byte
+	closed     bool
+	pending    [][]byte // lines not yet written, oldest first, each with its newline
+	pendBytes  int
+	torn       bool // a failed write left part of a line in the file
+	retryEvery time.Duration
+	retrying   bool // the retry goroutine runs
+	stop       chan struct{}
+	wg         sync.WaitGroup
+	st         LineLogStats
+	overflowed bool // this outage's first overflow was logged
+}
+
+// LineLogStats are a LineLog's counters.
+type LineLogStats struct {
+	Delayed uint64 // lines that could not be written at once and were kept
+	Pending int    // lines kept now, not yet written
+	Lost    uint64 // lines dropped: the queue was full, or the file still failed at Close; the first is logged
 }
 
 // NewLineLog returns a log at dir/name rotated at maxMB megabytes, keeping
-// backups rotated copies.
-func NewLineLog(dir, name string, maxMB, backups int) *LineLog {
-	return &LineLog{lj: &lumberjack.Logger{
-		Filename:   filepath.Join(dir, name),
+// backups rotated copies. Write failures are logged to log (nil: discarded).
+func NewLineLog(dir, name string, maxMB, backups int, log *slog.Logger) *LineLog {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	path := filepath.Join(dir, name)
+	return &LineLog{w: &lumberjack.Logger{
+		Filename:   path,
 		MaxSize:    maxMB,
 		MaxBackups: backups,
 		LocalTime:  true,
-	}}
+	}, path: path, log: log, retryEvery: lineRetryEvery, stop: make(chan struct{})}
 }
 
-// Line appends one line; a trailing newline is added.
+// Line appends one line; a trailing newline is added. When the file cannot
+// be written the line is kept for later and Line returns nil; it returns an
+// error only when the line is lost (the queue is full, or the log is closed).
 func (l *LineLog) Line(s string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
 		// lumberjack would reopen the file: a late writer (a call that
 		// came back from the driver after shutdown) must not.
-		return fmt.Errorf("write %s: closed", l.lj.Filename)
+		return fmt.Errorf("write %s: closed", l.path)
 	}
-	l.buf = append(append(l.buf[:0], s...), '\n')
-	if _, err := l.lj.Write(l.buf); err != nil {
-		return fmt.Errorf("write %s: %w", l.lj.Filename, err)
+	if len(l.pending) > 0 {
+		l.flushLocked()
+	}
+	if len(l.pending) == 0 {
+		l.buf = append(append(l.buf[:0], s...), '\n')
+		err := l.writeLocked(l.buf)
+		if err == nil {
+			return nil
+		}
+		l.log.Warn("cannot write a log file; keeping its lines in memory until it works",
+			"path", l.path, "error", err, "keep_up_to_lines", maxPendingLines)
+	}
+	return l.keepLocked(s)
+}
+
+// keepLocked queues s for a later write, or counts and reports it lost when
+// the queue is full.
+func (l *LineLog) keepLocked(s string) error {
+	if len(l.pending) >= maxPendingLines || l.pendBytes+len(s)+1 > maxPendingBytes {
+		l.st.Lost++
+		if !l.overflowed {
+			l.overflowed = true
+			l.log.Error("too many lines waiting for a log file; dropping new ones (counted as lost)",
+				"path", l.path, "waiting", len(l.pending), "line", s)
+		}
+		return fmt.Errorf("write %s: %d lines already wait for the file; line lost", l.path, len(l.pending))
+	}
+	l.pending = append(l.pending, append([]byte(s), '\n'))
+	l.pendBytes += len(s) + 1
+	l.st.Delayed++
+	if !l.retrying {
+		l.retrying = true
+		l.wg.Add(1)
+		go l.retry()
 	}
 	return nil
+}
+
+// writeLocked writes b (whole lines) to the file. A write that failed
+// part-way leaves a torn line; the next write then starts with a newline, so
+// the torn part never glues onto a whole line.
+func (l *LineLog) writeLocked(b []byte) error {
+	if l.torn {
+		l.buf = append(append(l.buf[:0:0], '\n'), b...)
+		b = l.buf
+	}
+	n, err := l.w.Write(b)
+	if n > 0 {
+		l.torn = b[n-1] != '\n'
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", l.path, err)
+	}
+	return nil
+}
+
+// flushLocked writes the kept lines, oldest first, until one fails.
+func (l *LineLog) flushLocked() {
+	done := 0
+	for _, p := range l.pending {
+		if l.writeLocked(p) != nil {
+			break
+		}
+		done++
+		l.pendBytes -= len(p)
+	}
+	if done == 0 {
+		return
+	}
+	l.pending = l.pending[done:]
+	if len(l.pending) == 0 {
+		l.pending = nil
+		l.log.Info("log file writable again; wrote the lines kept meanwhile", "path", l.path,
+			"delayed_total", l.st.Delayed, "lost_total", l.st.Lost)
+		l.overflowed = false
+	}
+}
+
+// retry writes the kept lines every retryEvery until none is left or the log
+// is closed: an Xid kept while the disk was full reaches the file soon after
+// space returns, even when no later line comes.
+func (l *LineLog) retry() {
+	defer l.wg.Done()
+	t := time.NewTicker(l.retryEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		l.mu.Lock()
+		l.flushLocked()
+		if len(l.pending) == 0 {
+			l.retrying = false
+			l.mu.Unlock()
+			return
+		}
+		l.mu.Unlock()
+	}
+}
+
+// Stats returns the counters.
+func (l *LineLog) Stats() LineLogStats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.st
+	st.Pending = len(l.pending)
+	return st
 }
 
 // Reopen closes the file; the next line reopens it by name (SIGHUP).
 func (l *LineLog) Reopen() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.lj.Close()
+	return l.w.Close()
 }
 
-// Close closes the file for good; later lines are refused.
+// Close writes what it can of the kept lines and closes the file for good;
+// later lines are refused. Kept lines that still cannot be written are
+// counted as lost and logged.
 func (l *LineLog) Close() error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
 	l.closed = true
-	return l.lj.Close()
+	close(l.stop)
+	l.flushLocked()
+	if n := len(l.pending); n > 0 {
+		l.st.Lost += uint64(n)
+		l.log.Error("log file still not writable at exit; its waiting lines are lost", "path", l.path,
+			"lines", n, "first", string(l.pending[0][:len(l.pending[0])-1]))
+		l.pending, l.pendBytes = nil, 0
+	}
+	err := l.w.Close()
+	l.mu.Unlock()
+	l.wg.Wait()
+	return err
 }
 
 // Path returns the log's path.
-func (l *LineLog) Path() string { return l.lj.Filename }
+func (l *LineLog) Path() string { return l.path }

@@ -449,7 +449,7 @@ func TestCollectHostFromFiles(t *testing.T) {
 
 func TestLineLogReopen(t *testing.T) {
 	dir := t.TempDir()
-	l := NewLineLog(dir, "events.log", 50, 3)
+	l := NewLineLog(dir, "events.log", 50, 3, nil)
 	l.Line("one")
 	os.Rename(filepath.Join(dir, "events.log"), filepath.Join(dir, "events.log.old"))
 	l.Reopen()
@@ -565,7 +565,7 @@ func TestCompressionNeverReplacesAnExistingGz(t *testing.T) {
 
 func TestLineLogRefusesAfterClose(t *testing.T) {
 	dir := t.TempDir()
-	l := NewLineLog(dir, "events.log", 50, 3)
+	l := NewLineLog(dir, "events.log", 50, 3, nil)
 	l.Line("one")
 	l.Close()
 	os.Rename(filepath.Join(dir, "events.log"), filepath.Join(dir, "moved"))

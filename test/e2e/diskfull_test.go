@@ -1,0 +1,132 @@
+package e2e
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// smallDisk mounts a tmpfs of size at a new directory. Outside CI a host
+// that cannot mount skips; CI runs as root and must be able to.
+func smallDisk(t *testing.T, size string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("cannot mount a small tmpfs (%v: %s); CI runs as root and must", err, out)
+		}
+		t.Skipf("cannot mount a small tmpfs here (%v: %s); the sink tests cover ENOSPC with an injected writer", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+	return dir
+}
+
+// fillDisk writes path until the file system is full.
+func fillDisk(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 4096)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+}
+
+// TestFullDiskKeepsEventsAndResumesRows fills the log directory's disk, sends
+// kernel Xids while it is full, then frees the space: every Xid must reach
+// events.log with the time it happened, the summary lines of the outage must
+// reach summary.log, and rows must resume within about a second (issue 12
+// bugs 3 and 6).
+func TestFullDiskKeepsEventsAndResumesRows(t *testing.T) {
+	t.Parallel()
+	dir := smallDisk(t, "2m")
+	p := start(t, opts{scenario: "gpus 2\n", dir: dir, kmsg: true,
+		args: []string{"--min-free-mb", "0", "--no-compress", "--summary-interval", "1s", "--crash-cooldown", "1h"}})
+	p.waitFor("rows", 15*time.Second, func() bool { return rowCount(p.csvFile(1)) >= 5 })
+	filler := filepath.Join(dir, "filler")
+	fillDisk(t, filler)
+	p.waitFor("the disk guard to see the full disk", 30*time.Second, func() bool {
+		return strings.Contains(p.stderr.String(), "disk full (ENOSPC)")
+	})
+	// Every file's last page is full now; wait until summary.log's is too.
+	p.waitFor("summary.log to fail", 30*time.Second, func() bool {
+		return strings.Contains(p.stderr.String(), "summary.log")
+	})
+	sent := time.Now()
+	xids := []string{"13", "31", "43", "45"}
+	f, err := os.OpenFile(p.kmsg, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range xids {
+		f.WriteString("4," + x + "00,100" + x + "000,-;NVRM: Xid (PCI:0000:21:00): " + x + ", pid=" + x + ", name=job" + x + ", test Xid\n")
+	}
+	f.Close()
+	// The logger has read them (its counter), yet cannot write them.
+	time.Sleep(2 * time.Second)
+	if ev, _ := os.ReadFile(filepath.Join(dir, "events.log")); strings.Contains(string(ev), "xid=13") {
+		t.Fatalf("events.log was writable while the disk was full; the test proves nothing:\n%s", ev)
+	}
+	rowsBefore := rowCount(p.csvFile(1))
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	freed := time.Now()
+	// Rows resume within about a second (a tick of the probe); 3 s is the
+	// failure guard on a loaded machine, well under the old 10 s re-check.
+	deadline := freed.Add(3 * time.Second)
+	for rowCount(p.csvFile(1)) <= rowsBefore {
+		if time.Now().After(deadline) {
+			t.Fatalf("no new row 3 s after space returned")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.waitFor("every Xid in events.log", 10*time.Second, func() bool {
+		ev, _ := os.ReadFile(filepath.Join(dir, "events.log"))
+		for _, x := range xids {
+			if !strings.Contains(string(ev), "type=Xid xid="+x+" ") {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(1500 * time.Millisecond)
+	p.stop()
+	for _, line := range strings.Split(readFile(t, filepath.Join(dir, "events.log")), "\n") {
+		if !strings.Contains(line, "source=kmsg type=Xid") {
+			continue
+		}
+		// The time the Xid arrived, not the time it reached the file.
+		if ts := parseTime(t, strings.Fields(line)[0]); ts.Before(sent.Add(-time.Second)) || ts.After(freed) {
+			t.Errorf("Xid line stamped %v; it arrived between %v and %v: %s", ts, sent, freed, line)
+		}
+	}
+	// summary.log: one line a second, none lost across the outage.
+	var prev time.Time
+	for _, line := range strings.Split(strings.TrimSpace(readFile(t, filepath.Join(dir, "summary.log"))), "\n") {
+		ts := parseTime(t, strings.Fields(line)[0])
+		if !prev.IsZero() && ts.Sub(prev) > 2500*time.Millisecond {
+			t.Errorf("summary.log skips from %v to %v", prev, ts)
+		}
+		prev = ts
+	}
+	if prev.Before(freed) {
+		t.Errorf("no summary line after space returned (last %v)", prev)
+	}
+	for gpu := range 2 {
+		readCSV(t, p.csvFile(gpu)) // strict: a torn line fails here
+	}
+}
