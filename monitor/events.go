@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
+	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/xid"
@@ -27,8 +28,10 @@ func (m *Monitor) runEvents(ctx context.Context) {
 		st, err := m.host.WatchEvents(m.log)
 		if err != nil {
 			m.log.Warn("NVML events unavailable; Xids come from the kernel log only", "error", err)
+			m.setState(&m.eventsState, "unavailable: "+err.Error())
 			return
 		}
+		m.setState(&m.eventsState, "watching")
 		for i, gs := range m.gpus {
 			m.log.Info("NVML events registered", "gpu", gs.idx, "types", sampler.EventTypeNames(st.Masks()[i]))
 		}
@@ -79,6 +82,7 @@ func (m *Monitor) runEvents(ctx context.Context) {
 		st.Close()
 		if !st.Wait(2 * time.Second) {
 			m.eventsStuck.Store(true)
+			m.setState(&m.eventsState, "stuck in the driver")
 			m.log.Warn("NVML event wait still inside the driver")
 			return
 		}
@@ -93,6 +97,7 @@ func (m *Monitor) runEvents(ctx context.Context) {
 			return
 		}
 		m.log.Warn("NVML event stream failed; opening it again", "error", failed, "retry_in", retry)
+		m.setState(&m.eventsState, "reopening after: "+failed.Error())
 		select {
 		case <-ctx.Done():
 			return
@@ -108,12 +113,17 @@ func (m *Monitor) runKmsg(ctx context.Context) {
 	r, err := kmsg.Open(m.cfg.KmsgPath)
 	if err != nil {
 		if errors.Is(err, kmsg.ErrPermission) {
+			m.setState(&m.kmsgState, "permission denied")
 			m.log.Warn("cannot read the kernel log (permission denied); Xids NVML does not report (79, 119, 120) will be missed", "path", m.cfg.KmsgPath)
 		} else {
+			m.setState(&m.kmsgState, "unavailable: "+err.Error())
 			m.log.Warn("cannot read the kernel log; Xids NVML does not report (79, 119, 120) will be missed", "path", m.cfg.KmsgPath, "error", err)
 		}
 		return
 	}
+	var kc kmsgCounters = r
+	m.kmsgReader.Store(&kc)
+	m.setState(&m.kmsgState, "following")
 	m.log.Info("following the kernel log for Xids", "path", m.cfg.KmsgPath)
 	err = r.Run(ctx, func(rec kmsg.Record) {
 		x, ok := kmsg.ParseXid(rec.Message)
@@ -136,6 +146,7 @@ func (m *Monitor) runKmsg(ctx context.Context) {
 		}
 	})
 	if err != nil && ctx.Err() == nil {
+		m.setState(&m.kmsgState, "stopped: "+err.Error())
 		m.log.Warn("kernel log reader stopped", "error", err)
 	}
 }
@@ -252,8 +263,19 @@ func (m *Monitor) onEvent(e reading.Event) {
 		return
 	}
 	gs.log.Error("critical GPU event", "reason", reason)
-	if e.Kind == reading.EventXid {
+	switch e.Kind {
+	case reading.EventXid:
 		gs.addXid(int64(e.Data))
+		name := "unknown Xid"
+		if in, ok := xid.Lookup(int(e.Data)); ok {
+			name = in.Name
+		}
+		gs.slot.Update(func(g *live.GPU) { g.Xid(e.Data, e.Time, name) })
+	case reading.EventRecovery:
+		name := xid.RecoveryActionName(e.Data)
+		gs.slot.Update(func(g *live.GPU) { g.Recovery(e.Data, e.Time, name) })
+	case reading.EventLost:
+		gs.slot.Update(func(g *live.GPU) { g.Lost(e.Time) })
 	}
 	// Sample the GPU at the next tick even if it is backing off after
 	// failures: the row right after an Xid shows the state it left behind

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
+	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
@@ -29,14 +30,18 @@ const (
 	lostMaxRetry   = time.Minute
 )
 
-// gpuState is one GPU's pipeline.
+// gpuState is one GPU's pipeline. Every sample goes one way through it, on
+// the GPU's worker goroutine (handle): classify -> detect -> record ->
+// publish. The published view (slot) is the only thing readers see; the poll
+// loop writes it too when the worker is stuck (hung).
 type gpuState struct {
-	m   *Monitor
-	g   *sampler.GPU
-	w   *sampler.Worker
-	tr  *anomaly.Tracker
-	idx int
-	log *slog.Logger
+	m    *Monitor
+	g    *sampler.GPU
+	w    *sampler.Worker
+	tr   *anomaly.Tracker
+	idx  int
+	log  *slog.Logger
+	slot *live.Slot
 
 	// Worker goroutine only.
 	fails     int
@@ -46,11 +51,7 @@ type gpuState struct {
 	// Shared.
 	nextTry    atomic.Int64 // UnixNano before which the poll loop does not dispatch
 	stallStart atomic.Int64 // UnixNano when the current hang was first reported; 0: none
-	hungRows   atomic.Uint64
-	samples    atomic.Uint64
-	failures   atomic.Uint64
-	incidents  atomic.Uint64 // critical events (seed: total_crashes)
-	delivered  atomic.Bool   // at least one row written (readiness)
+	delivered  atomic.Bool  // at least one row written (readiness)
 
 	xmu     sync.Mutex
 	pending []int64 // Xids to flag on the next row
@@ -65,7 +66,8 @@ func newGPUState(m *Monitor, g *sampler.GPU) *gpuState {
 	// Room for the ticks a stuck sample can skip before its deadline.
 	skips := min(int(m.cfg.Deadline/m.cfg.Interval)+2, 1024)
 	gs := &gpuState{m: m, g: g, idx: idx, tr: anomaly.NewTracker(idx, m.cfg.Anomaly),
-		log: m.log.With("gpu", idx), pending: make([]int64, 0, 8), skipped: make([]time.Time, 0, skips)}
+		log: m.log.With("gpu", idx), pending: make([]int64, 0, 8), skipped: make([]time.Time, 0, skips),
+		slot: live.NewSlot(g.Info())}
 	gs.w = sampler.NewWorker(g, gs.handle)
 	return gs
 }
@@ -76,10 +78,15 @@ func (gs *gpuState) info() reading.GPU { return gs.g.Info() }
 // addXid queues an Xid flag for the GPU's next row.
 func (gs *gpuState) addXid(code int64) {
 	gs.xmu.Lock()
-	if len(gs.pending) < cap(gs.pending) {
+	full := len(gs.pending) == cap(gs.pending)
+	if !full {
 		gs.pending = append(gs.pending, code)
 	}
 	gs.xmu.Unlock()
+	if full {
+		gs.m.xidFlagsDropped.add(gs.log, "xid_flags_dropped", "an XID flag for the next row (the Xid is in events.log)",
+			slog.Int("gpu", gs.idx), slog.Int64("xid", code))
+	}
 }
 
 func (gs *gpuState) takeXids(s *reading.Sample) {
@@ -91,10 +98,20 @@ func (gs *gpuState) takeXids(s *reading.Sample) {
 	gs.xmu.Unlock()
 }
 
-// handle runs on the GPU's worker goroutine for every sample.
+// handle is the per-sample pipeline, run on the GPU's worker goroutine for
+// every sample. Each stage only hands its result to the next.
 func (gs *gpuState) handle(s *reading.Sample) {
+	stalled := gs.classify(s)
+	r := gs.detect(s)
+	gs.record(s, &r, stalled)
+	gs.publish(s)
+}
+
+// classify looks at the sample's status: recovery after a hang (restamping
+// the sample), back-off after failures, loss, and the critical events they
+// raise. It reports whether the sample ends a hang.
+func (gs *gpuState) classify(s *reading.Sample) (stalled bool) {
 	m := gs.m
-	stalled := false
 	if st := gs.stallStart.Swap(0); st != 0 {
 		stalled = true
 		// The sample began before the hang rows that were written while it
@@ -103,7 +120,7 @@ func (gs *gpuState) handle(s *reading.Sample) {
 		s.Time = time.Now()
 		s.KernelTime = m.host.KernelTime(s.Time)
 		stall := s.Time.Sub(time.Unix(0, st))
-		gs.log.Warn("NVML answered again after a hang", "stall", stall.Round(time.Millisecond), "hung_rows", gs.hungRows.Load())
+		gs.log.Warn("NVML answered again after a hang", "stall", stall.Round(time.Millisecond), "hung_rows", gs.slot.Get().HungRows)
 		m.eventLine(s.Time, gs.idx, gs.info().BusID, "type=NVML_RECOVERED", "stall_ms="+strconv.FormatInt(stall.Milliseconds(), 10))
 		gs.tr.Forget()
 	}
@@ -118,7 +135,6 @@ func (gs *gpuState) handle(s *reading.Sample) {
 		gs.nextTry.Store(0)
 	case reading.StatusLost:
 		s.Flags.Add(reading.Flag{Kind: reading.FlagGPULost})
-		gs.failures.Add(1)
 		if !gs.lost {
 			gs.lost = true
 			gs.lostRetry = lostFirstRetry
@@ -131,7 +147,6 @@ func (gs *gpuState) handle(s *reading.Sample) {
 		gs.nextTry.Store(now.Add(gs.lostRetry).UnixNano())
 	case reading.StatusFailed:
 		gs.fails++
-		gs.failures.Add(1)
 		s.Flags.Add(reading.Flag{Kind: reading.FlagNVMLFailed, S: truncate(s.Err, 80)})
 		if gs.fails == 1 {
 			gs.log.Error("NVML failed: GPU crash?", "error", s.Err)
@@ -148,8 +163,21 @@ func (gs *gpuState) handle(s *reading.Sample) {
 			gs.nextTry.Store(now.Add(failSlowEvery).UnixNano())
 		}
 	}
+	return stalled
+}
+
+// detect adds the pending Xid flags and runs the anomaly detectors, which add
+// their flags to the sample.
+func (gs *gpuState) detect(s *reading.Sample) anomaly.Result {
 	gs.takeXids(s)
-	r := gs.tr.Observe(s, now)
+	return gs.tr.Observe(s, s.Time)
+}
+
+// record writes what the sample and its detections leave behind: log
+// notices, events.log lines, the CSV row and a spike snapshot.
+func (gs *gpuState) record(s *reading.Sample, r *anomaly.Result, stalled bool) {
+	m := gs.m
+	now := s.Time
 	for i := range r.NumNotices() {
 		n := r.Notice(i)
 		msg, attrs := n.LogAttrs()
@@ -160,19 +188,35 @@ func (gs *gpuState) handle(s *reading.Sample) {
 			"from="+strconv.FormatUint(uint64(t.FromW()), 10)+"W", "to="+strconv.FormatUint(uint64(t.ToW()), 10)+"W",
 			"delta="+strconv.FormatInt(t.DeltaW(), 10)+"W")
 	}
+	if s.Flags.Dropped > 0 {
+		for range s.Flags.Dropped {
+			m.flagsDropped.add(gs.log, "flags_dropped", "flags beyond the row's capacity (the row keeps the first ones)",
+				slog.Int("gpu", gs.idx), slog.String("kept", s.Flags.String()))
+		}
+	}
 	if stalled {
 		// The hang rows of this stall are queued on the side goroutine;
 		// this row goes after them so the file stays in time order.
 		cp := *s
-		m.queue(func() { m.csv.Write(&cp) })
+		m.queue("the late row of a sample that was stuck in the driver", gs.idx, func() { m.csv.Write(&cp) })
 	} else {
 		m.csv.Write(s)
 	}
-	gs.samples.Add(1)
 	gs.delivered.Store(true)
 	if r.Spike {
 		gs.spike(s)
 	}
+}
+
+// publish updates the GPU's published view; it is the pipeline's last stage.
+// Per-sample accumulators for the live readers (per-second averages and the
+// like) belong in live.GPU.Observe, which runs here under the slot's lock.
+func (gs *gpuState) publish(s *reading.Sample) {
+	info, interval := gs.info(), gs.m.cfg.Interval
+	gs.slot.Update(func(g *live.GPU) {
+		g.Info = info
+		g.Observe(s, interval)
+	})
 }
 
 // hung reports a GPU whose sample has been stuck in the driver since since:
@@ -190,8 +234,14 @@ func (gs *gpuState) hung(now, since time.Time, fn sampler.Fn) {
 		times = append(append(times[:0], gs.skipped...), now)
 	}
 	gs.skipped = gs.skipped[:0]
+	// Published here, by the poll loop: the worker is stuck and cannot.
+	gs.slot.Update(func(g *live.GPU) { g.Hung(fn.String(), since) })
 	fans := min(gs.info().NumFans, reading.MaxFans)
-	m.queue(func() {
+	what := "NVML_HUNG rows"
+	if first {
+		what = "the first NVML_HUNG rows of a hang, its events.log line and its crash snapshot request"
+	}
+	m.queue(what, gs.idx, func() {
 		for _, t := range times {
 			elapsed := t.Sub(since)
 			s := reading.Sample{GPU: gs.idx, Time: t, KernelTime: m.host.KernelTime(t), Status: reading.StatusHung,
@@ -199,8 +249,9 @@ func (gs *gpuState) hung(now, since time.Time, fn sampler.Fn) {
 			s.Flags.Add(reading.Flag{Kind: reading.FlagNVMLHung, S: fn.String(), A: elapsed.Milliseconds()})
 			gs.takeXids(&s)
 			m.csv.Write(&s)
-			gs.hungRows.Add(1)
 		}
+		n := uint64(len(times))
+		gs.slot.Update(func(g *live.GPU) { g.HungRows += n })
 		gs.delivered.Store(true)
 		if first {
 			elapsed := now.Sub(since)
@@ -252,6 +303,7 @@ func (gs *gpuState) header(when time.Time, reason string, event uint64) snapshot
 	m := gs.m
 	info := gs.info()
 	c := gs.tr.Counters()
+	v := gs.slot.Get()
 	h := snapshot.Header{
 		Time:        when,
 		Version:     "gpu-telemetry " + m.cfg.Version,
@@ -260,7 +312,7 @@ func (gs *gpuState) header(when time.Time, reason string, event uint64) snapshot
 		UUID:        info.UUID,
 		Reason:      reason,
 		Uptime:      time.Since(m.start),
-		Samples:     gs.samples.Load(),
+		Samples:     v.Samples,
 		PeakTempC:   c.PeakTempC,
 		EventNumber: event,
 		Counters: []snapshot.Counter{
@@ -269,8 +321,8 @@ func (gs *gpuState) header(when time.Time, reason string, event uint64) snapshot
 			{Name: "spur_throt", Total: c.Total.SpuriousThrottles},
 			{Name: "spikes", Total: c.Total.Spikes},
 			{Name: "tdp_changes", Total: c.Total.TDPChanges},
-			{Name: "nvml_failures", Total: gs.failures.Load()},
-			{Name: "hung_rows", Total: gs.hungRows.Load()},
+			{Name: "nvml_failures", Total: v.Failures},
+			{Name: "hung_rows", Total: v.HungRows},
 		},
 	}
 	if p, ok := c.PeakPowerMW.Get(); ok {

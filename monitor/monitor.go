@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
@@ -55,8 +56,20 @@ type Monitor struct {
 
 	tickHook func(now time.Time) // tests: runs at the end of every tick
 
-	side      chan func() // file work queued by the poll loop
-	sideDrops atomic.Uint64
+	side chan func() // file work queued by the poll loop
+
+	// Lost work the monitor itself drops (see counterTable).
+	sideDrops, lineFails, flagsDropped, xidFlagsDropped lossCounter
+
+	kmsgReader atomic.Pointer[kmsgCounters] // set while the kernel log is followed
+
+	board   *live.Board
+	cadence *cadence
+
+	smu          sync.Mutex // guards the fields below
+	lastIncident live.Incident
+	kmsgState    string
+	eventsState  string
 
 	windowStart atomic.Int64 // UnixNano when the current summary window began
 
@@ -80,11 +93,17 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		return nil, err
 	}
 	m := &Monitor{cfg: cfg, log: cfg.Logger, host: host, byIndex: map[int]*gpuState{}, byBus: map[reading.PCIAddr]*gpuState{},
-		start: time.Now(), xidSeen: map[xidKey]xidSeen{}, side: make(chan func(), 256)}
+		start: time.Now(), xidSeen: map[xidKey]xidSeen{}, side: make(chan func(), 256),
+		cadence: newCadence(cfg.Interval), kmsgState: "disabled", eventsState: "starting"}
+	if cfg.KmsgPath != "" {
+		m.kmsgState = "starting"
+	}
 	var cols []sink.GPUColumns
+	var slots []*live.Slot
 	for _, g := range host.GPUs {
 		gs := newGPUState(m, g)
 		m.gpus = append(m.gpus, gs)
+		slots = append(slots, gs.slot)
 		m.byIndex[gs.idx] = gs
 		info := g.Info()
 		if a, err := reading.ParsePCIAddr(info.BusID); err == nil {
@@ -92,6 +111,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		}
 		cols = append(cols, sink.GPUColumns{Index: gs.idx, Fans: info.NumFans})
 	}
+	m.board = live.NewBoard(slots, m.hostView)
 	csv, err := sink.NewCSV(sink.CSVConfig{
 		Dir: cfg.LogDir, RetentionDays: cfg.RetentionDays, FsyncEvery: cfg.FsyncEvery,
 		MinFreeMB: cfg.MinFreeMB, Compress: cfg.Compress, Logger: m.log,
@@ -106,7 +126,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		Dir: cfg.LogDir, Runner: cfg.Runner, Logger: m.log,
 		CrashCooldown: cfg.CrashCooldown, SpikeCooldown: cfg.SpikeCooldown,
 		FollowUps: cfg.FollowUps, CommandTimeout: cfg.CommandTimeout,
-		Flush: m.csv.Sync,
+		Flush: m.csv.Sync, Written: m.snapshotWritten,
 	})
 	m.writeSystemInfo()
 	return m, nil
@@ -151,6 +171,8 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 		listeners.Add(1)
 		go func() { defer listeners.Done(); m.runKmsg(bg) }()
 	}
+	listeners.Add(1)
+	go func() { defer listeners.Done(); m.watchLosses(bg) }()
 	names := make([]string, len(m.gpus))
 	for i, gs := range m.gpus {
 		names[i] = strconv.Itoa(gs.idx)
@@ -275,6 +297,7 @@ func (m *Monitor) tick(now time.Time) {
 	if m.tickHook != nil {
 		defer m.tickHook(now)
 	}
+	m.cadence.tick(now)
 	for _, gs := range m.gpus {
 		if nt := gs.nextTry.Load(); nt != 0 && now.UnixNano() < nt {
 			continue
@@ -308,7 +331,7 @@ func (m *Monitor) tick(now time.Time) {
 		elapsed := now.Sub(m.lastSummary)
 		m.lastSummary = now
 		m.windowStart.Store(now.UnixNano())
-		m.queue(func() { m.writeSummary(now, elapsed) })
+		m.queue("a summary.log line", -1, func() { m.writeSummary(now, elapsed) })
 	}
 }
 
@@ -321,13 +344,14 @@ func (m *Monitor) summaryStart() time.Time {
 }
 
 // queue runs f on the side goroutine, which does the file work the poll
-// loop must not wait for (hang rows, summaries). When the side goroutine is
-// that far behind (the disk is stuck), f is dropped and counted.
-func (m *Monitor) queue(f func()) {
+// loop must not wait for (hang rows, late rows, summaries). When the side
+// goroutine is that far behind (the disk is stuck), f is dropped and counted,
+// and the first drop is logged with what (what f carried) and gpu (-1: none).
+func (m *Monitor) queue(what string, gpu int, f func()) {
 	select {
 	case m.side <- f:
 	default:
-		m.sideDrops.Add(1)
+		m.sideDrops.add(m.log, "side_drops", what, slog.Int("gpu", gpu))
 	}
 }
 
@@ -388,13 +412,16 @@ func (m *Monitor) eventLine(t time.Time, gpu int, bus string, kv ...string) {
 		b.WriteString(s)
 	}
 	if err := m.events.Line(b.String()); err != nil {
-		m.log.Warn("cannot write events.log", "error", err)
+		m.lineFails.add(m.log, "log_lines_failed", "an events.log line", slog.String("line", b.String()), slog.String("error", err.Error()))
 	}
 }
 
-// critical counts an incident on a GPU and asks for a crash snapshot.
+// critical counts an incident on a GPU, publishes it and asks for a crash
+// snapshot.
 func (m *Monitor) critical(gs *gpuState, when time.Time, reason string) {
-	n := gs.incidents.Add(1)
+	var n uint64
+	gs.slot.Update(func(g *live.GPU) { n = g.Incident(when, reason) })
+	m.setIncident(live.Incident{Time: when, GPU: gs.idx, Reason: reason})
 	d := m.snaps.Crash(gs.idx, func() snapshot.CrashRequest {
 		hdr, rows := m.csv.Rows(gs.idx)
 		return snapshot.CrashRequest{Header: gs.header(when, reason, n), CSVHeader: hdr, Rows: rows}
@@ -406,6 +433,50 @@ func (m *Monitor) critical(gs *gpuState, when time.Time, reason string) {
 
 // csvStats returns the sink's counters.
 func (m *Monitor) csvStats() sink.Stats { return m.csv.Stats() }
+
+// Board returns the published state that the live readers (control socket,
+// metrics) read.
+func (m *Monitor) Board() *live.Board { return m.board }
+
+// setIncident records the last critical event on any GPU.
+func (m *Monitor) setIncident(in live.Incident) {
+	m.smu.Lock()
+	m.lastIncident = in
+	m.smu.Unlock()
+}
+
+// setState records the kernel log's (kmsg) or the NVML event stream's state
+// for the host view.
+func (m *Monitor) setState(field *string, v string) {
+	m.smu.Lock()
+	*field = v
+	m.smu.Unlock()
+}
+
+// snapshotWritten publishes the newest crash snapshot's path.
+func (m *Monitor) snapshotWritten(kind string, gpu int, path string) {
+	if gs := m.byIndex[gpu]; gs != nil && kind == "crash" {
+		gs.slot.Update(func(g *live.GPU) { g.NewestSnapshot = path })
+	}
+}
+
+// hostView assembles the host view from the counters; readers call it
+// through the Board.
+func (m *Monitor) hostView() live.Host {
+	cs := m.csv.Stats()
+	h := live.Host{
+		Now: time.Now(), Start: m.start, Version: m.cfg.Version, System: m.host.System,
+		Interval: m.cfg.Interval, Deadline: m.cfg.Deadline,
+		RowsWritten: cs.Written, RowsDropped: cs.Dropped, DiskPaused: cs.Paused,
+		Counters: m.counters(),
+	}
+	h.Cadence.Ticks, h.Cadence.Overruns = m.ticks.Load(), m.overruns.Load()
+	m.cadence.get(&h.Cadence)
+	m.smu.Lock()
+	h.LastIncident, h.Kmsg, h.Events = m.lastIncident, m.kmsgState, m.eventsState
+	m.smu.Unlock()
+	return h
+}
 
 // GPUIndexes returns the monitored GPUs' indexes.
 func (m *Monitor) GPUIndexes() []int {

@@ -17,6 +17,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
+	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
@@ -421,9 +422,12 @@ func TestShutdownWithStuckCallIsBounded(t *testing.T) {
 }
 
 func TestStatusAndSummaryGolden(t *testing.T) {
+	var counters []live.Counter
+	for i, d := range counterTable {
+		counters = append(counters, live.Counter{Name: d.name, Help: d.help, Loss: d.loss, Value: uint64(i * 3)})
+	}
 	st := Status{
-		Uptime: 2*time.Hour + 5*time.Minute, Ticks: 75000, Overruns: 2, BusySkips: 1, RowsWritten: 149998, RowsDropped: 0,
-		NVMLEvents: 12, KmsgXids: 3, Snapshots: 1, Suppressed: 49, Incidents: 50,
+		Uptime: 2*time.Hour + 5*time.Minute, Counters: counters, Incidents: 50,
 		Total: anomaly.Counters{
 			Total:     anomaly.Counts{Samples: 149998, Spikes: 1, PowerBreaches: 74692, FanInversions: 900, SpuriousThrottles: 20, TDPChanges: 2},
 			PeakTempC: reading.Some[uint32](92), PeakPowerMW: reading.Some[uint32](612_400),
@@ -574,4 +578,166 @@ func TestTimerfdTicker(t *testing.T) {
 	if _, ok := tk.Next(); ok {
 		t.Errorf("Next after Stop returned a tick")
 	}
+}
+
+// fakeKmsg stands for a kernel log reader's counters.
+type fakeKmsg struct{ malformed, overruns uint64 }
+
+func (f fakeKmsg) Malformed() uint64 { return f.malformed }
+func (f fakeKmsg) Overruns() uint64  { return f.overruns }
+
+// failingLog refuses every line.
+type failingLog struct{}
+
+func (failingLog) Line(string) error { return syscall.ENOSPC }
+func (failingLog) Reopen() error     { return nil }
+func (failingLog) Close() error      { return nil }
+
+// TestLostWorkIsCountedShownAndLogged provokes each kind of work the monitor
+// can lose and requires its counter in the SIGUSR1 status line and in the
+// summary.log line, and the first occurrence logged once with what was lost.
+func TestLostWorkIsCountedShownAndLogged(t *testing.T) {
+	tests := []struct {
+		counter string
+		lost    string // part of what the first log record says was lost
+		provoke func(m *Monitor)
+		times   int
+	}{
+		{counter: "side_drops", lost: "late row", times: 2, provoke: func(m *Monitor) {
+			for len(m.side) < cap(m.side) {
+				m.side <- func() {}
+			}
+			m.queue("the late row of a sample that was stuck in the driver", 0, func() {})
+		}},
+		{counter: "xid_flags_dropped", lost: "XID flag", times: 1, provoke: func(m *Monitor) {
+			for range 9 {
+				m.gpus[0].addXid(79)
+			}
+		}},
+		{counter: "flags_dropped", lost: "flags beyond", times: 1, provoke: func(m *Monitor) {
+			s := reading.Sample{GPU: 0, Time: time.Now()}
+			for range reading.MaxFlags + 1 {
+				s.Flags.Add(reading.Flag{Kind: reading.FlagXid, A: 13})
+			}
+			m.gpus[0].record(&s, &anomaly.Result{}, false)
+		}},
+		{counter: "log_lines_failed", lost: "events.log line", times: 3, provoke: func(m *Monitor) {
+			m.events = failingLog{}
+			m.eventLine(time.Now(), 0, "", "type=Test")
+		}},
+		{counter: "kmsg_malformed", lost: "could not be parsed", times: 1, provoke: func(m *Monitor) {
+			var k kmsgCounters = fakeKmsg{malformed: 4}
+			m.kmsgReader.Store(&k)
+		}},
+		{counter: "kmsg_overruns", lost: "overwrote", times: 1, provoke: func(m *Monitor) {
+			var k kmsgCounters = fakeKmsg{overruns: 2}
+			m.kmsgReader.Store(&k)
+		}},
+		{counter: "rows_dropped", lost: "CSV rows not written", times: 2, provoke: func(m *Monitor) {
+			m.csv.Close()
+			s := reading.Sample{GPU: 0, Time: time.Now()}
+			m.csv.Write(&s)
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.counter, func(t *testing.T) {
+			r := newRig(t, 1, nil)
+			m := r.m
+			for range tc.times {
+				tc.provoke(m)
+			}
+			m.checkLosses(make([]bool, len(counterTable)))
+			st := m.collect()
+			var b bytes.Buffer
+			slog.New(slog.NewTextHandler(&b, nil)).LogAttrs(context.Background(), slog.LevelInfo, "status", st.Attrs()...)
+			summary := SummaryLine(time.Now(), st, anomaly.Counts{}, time.Minute)
+			for name, out := range map[string]string{"status line": b.String(), "summary.log": summary} {
+				if !strings.Contains(out, " "+tc.counter+"=") || strings.Contains(out, " "+tc.counter+"=0 ") || strings.HasSuffix(out, " "+tc.counter+"=0") {
+					t.Errorf("%s does not show a non-zero %s: %s", name, tc.counter, out)
+				}
+			}
+			logs := r.logs.String()
+			if n := strings.Count(logs, "counter="+tc.counter+" "); n != 1 {
+				t.Errorf("first occurrence of %s logged %d times, want 1:\n%s", tc.counter, n, logs)
+			}
+			if !strings.Contains(logs, tc.lost) {
+				t.Errorf("log does not say what was lost (%q):\n%s", tc.lost, logs)
+			}
+			m.csv.Close()
+		})
+	}
+}
+
+// TestEveryLossCounterReachesEveryOutput walks the counter table: each loss
+// counter is in the status line and the summary line.
+func TestEveryLossCounterReachesEveryOutput(t *testing.T) {
+	r := newRig(t, 1, nil)
+	defer r.m.csv.Close()
+	st := r.m.collect()
+	var b bytes.Buffer
+	slog.New(slog.NewTextHandler(&b, nil)).LogAttrs(context.Background(), slog.LevelInfo, "status", st.Attrs()...)
+	summary := SummaryLine(time.Now(), st, anomaly.Counts{}, time.Minute)
+	for _, d := range counterTable {
+		if d.help == "" {
+			t.Errorf("counter %s has no help text", d.name)
+		}
+		for name, out := range map[string]string{"status line": b.String(), "summary.log": summary} {
+			if !strings.Contains(out, " "+d.name+"=") {
+				t.Errorf("%s lacks %s", name, d.name)
+			}
+		}
+	}
+}
+
+// TestPublishedView follows a hang through the published view: the poll
+// loop publishes the stuck GPU as hung within one deadline while its worker
+// is inside the driver, the other GPU keeps publishing fresh samples, and the
+// hung GPU is ok again once the call returns, with its incident and crash
+// snapshot path.
+func TestPublishedView(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 2, nil)
+		release := r.devs[1].Block("GetTemperature", nil)
+		views := make(chan live.View, 2)
+		r.run(5*time.Second+50*time.Millisecond, func() {
+			go func() {
+				time.Sleep(2500 * time.Millisecond) // blocked since about 0 s; deadline 1 s
+				views <- r.m.Board().View()
+				release()
+				time.Sleep(2 * time.Second)
+				views <- r.m.Board().View()
+			}()
+		})
+		during, after := <-views, <-views
+		g0, g1 := during.GPUs[0], during.GPUs[1]
+		if g0.State.Kind != live.StateOK || during.Host.Now.Sub(g0.Sample.Time) > 150*time.Millisecond {
+			t.Errorf("healthy GPU during the hang: state %v, sample at %v (now %v)", g0.State.Kind, g0.Sample.Time, during.Host.Now)
+		}
+		if g1.State.Kind != live.StateHung || g1.State.Function != "nvmlDeviceGetTemperature" {
+			t.Errorf("stuck GPU published as %+v, want hung in nvmlDeviceGetTemperature", g1.State)
+		}
+		if d := during.Host.Now.Sub(g1.State.Since); d < 2*time.Second || d > 2600*time.Millisecond {
+			t.Errorf("hung for %v, want about 2.5 s", d)
+		}
+		if g1.Incidents != 1 || g1.LastIncident.IsZero() {
+			t.Errorf("incident not published: %d at %v", g1.Incidents, g1.LastIncident)
+		}
+		a1 := after.GPUs[1]
+		if a1.State.Kind != live.StateOK || a1.HungRows < 20 {
+			t.Errorf("after the hang: state %v, hung rows %d", a1.State.Kind, a1.HungRows)
+		}
+		if !strings.Contains(a1.NewestSnapshot, filepath.Join(r.dir, "crashes", "crash-")) {
+			t.Errorf("newest snapshot path %q", a1.NewestSnapshot)
+		}
+		h := after.Host
+		if h.Cadence.Ticks < 40 || h.Cadence.Mean < 99*time.Millisecond || h.Cadence.Mean > 101*time.Millisecond || h.Cadence.P99 > 101*time.Millisecond {
+			t.Errorf("cadence %+v", h.Cadence)
+		}
+		if h.LastIncident.GPU != 1 || !strings.Contains(h.LastIncident.Reason, "NVML_HUNG") {
+			t.Errorf("last incident %+v", h.LastIncident)
+		}
+		if h.Version != "test" || h.Interval != 100*time.Millisecond || len(h.Counters) != len(counterTable) {
+			t.Errorf("host view %+v", h)
+		}
+	})
 }

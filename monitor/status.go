@@ -9,24 +9,16 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
+	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
 // Status is the daemon's state as the status line and summary show it.
 type Status struct {
-	Uptime       time.Duration
-	Ticks        uint64
-	Overruns     uint64
-	BusySkips    uint64
-	RowsWritten  uint64
-	RowsDropped  uint64
+	Uptime time.Duration
+	// Counters is counterTable's values: every loss counter and the others.
+	Counters     []live.Counter
 	DiskPaused   bool
-	NVMLEvents   uint64
-	KmsgXids     uint64
-	DupXids      uint64
-	Snapshots    uint64 // crash snapshots written
-	Suppressed   uint64 // crash snapshots suppressed by the cooldown
-	SpikeSnaps   uint64
 	Total        anomaly.Counters // all GPUs
 	Incidents    uint64
 	GPUs         []GPUStatus
@@ -48,22 +40,16 @@ type GPUStatus struct {
 
 // collect gathers the status. Safe from any goroutine.
 func (m *Monitor) collect() Status {
-	cs := m.csvStats()
-	ss := m.snaps.Stats()
-	st := Status{
-		Uptime: time.Since(m.start), Ticks: m.ticks.Load(), Overruns: m.overruns.Load(), BusySkips: m.busySkips.Load(),
-		RowsWritten: cs.Written, RowsDropped: cs.Dropped, DiskPaused: cs.Paused,
-		NVMLEvents: m.nvmlEvents.Load(), KmsgXids: m.kmsgXids.Load(), DupXids: m.dupXids.Load(),
-		Snapshots: ss.CrashesWritten, Suppressed: ss.CrashesSuppressed, SpikeSnaps: ss.SpikesWritten,
-	}
+	st := Status{Uptime: time.Since(m.start), Counters: m.counters(), DiskPaused: m.csvStats().Paused}
 	var all []anomaly.Counters
 	for _, gs := range m.gpus {
 		c := gs.tr.Counters()
 		all = append(all, c)
 		_, busy := gs.w.Busy()
-		st.GPUs = append(st.GPUs, GPUStatus{Index: gs.idx, Samples: gs.samples.Load(), Failures: gs.failures.Load(),
-			HungRows: gs.hungRows.Load(), Incidents: gs.incidents.Load(), PeakTempC: c.PeakTempC, PeakPower: c.PeakPowerMW, Busy: busy})
-		st.Incidents += gs.incidents.Load()
+		v := gs.slot.Get()
+		st.GPUs = append(st.GPUs, GPUStatus{Index: gs.idx, Samples: v.Samples, Failures: v.Failures,
+			HungRows: v.HungRows, Incidents: v.Incidents, PeakTempC: c.PeakTempC, PeakPower: c.PeakPowerMW, Busy: busy})
+		st.Incidents += v.Incidents
 	}
 	st.Total = anomaly.Sum(all)
 	st.WindowCounts = st.Total.Window
@@ -112,23 +98,17 @@ func (st Status) Attrs() []slog.Attr {
 	a := []slog.Attr{
 		slog.String("uptime", fmtUptime(st.Uptime)),
 		slog.Uint64("samples", t.Samples),
-		slog.Uint64("ticks", st.Ticks),
-		slog.Uint64("overruns", st.Overruns),
-		slog.Uint64("busy_skips", st.BusySkips),
 		slog.Uint64("spikes", t.Spikes),
 		slog.Uint64("incidents", st.Incidents),
-		slog.Uint64("crash_snapshots", st.Snapshots),
-		slog.Uint64("suppressed", st.Suppressed),
 		slog.String("pwr", win(t.PowerBreaches, w.PowerBreaches, rate.PowerBreaches)),
 		slog.String("inv", win(t.FanInversions, w.FanInversions, rate.FanInversions)),
 		slog.String("spur", win(t.SpuriousThrottles, w.SpuriousThrottles, rate.SpuriousThrottles)),
 		slog.Uint64("tdp_chg", t.TDPChanges),
-		slog.Uint64("nvml_events", st.NVMLEvents),
-		slog.Uint64("kmsg_xids", st.KmsgXids),
-		slog.Uint64("rows", st.RowsWritten),
-		slog.Uint64("rows_dropped", st.RowsDropped),
 		slog.Bool("disk_paused", st.DiskPaused),
 		slog.String("peak", optTemp(st.Total.PeakTempC)+"/"+optWatts(st.Total.PeakPowerMW)),
+	}
+	for _, c := range st.Counters {
+		a = append(a, slog.Uint64(c.Name, c.Value))
 	}
 	for _, g := range st.GPUs {
 		a = append(a, slog.Group("gpu"+strconv.Itoa(g.Index),
@@ -149,8 +129,12 @@ func SummaryLine(now time.Time, st Status, window anomaly.Counts, elapsed time.D
 		now.Format("2006-01-02T15:04:05.000Z07:00"), fmtUptime(st.Uptime), r.Window.Seconds(), t.Samples, window.Samples, t.Spikes, st.Incidents)
 	fmt.Fprintf(&b, "pwr_breaches=%d (rate=%.1f/min) fan_inversions=%d (rate=%.1f/min) spurious_throttles=%d (rate=%.1f/min) ",
 		t.PowerBreaches, r.PowerBreaches, t.FanInversions, r.FanInversions, t.SpuriousThrottles, r.SpuriousThrottles)
-	fmt.Fprintf(&b, "tdp_changes=%d (period=%d) overruns=%d rows_dropped=%d peak_temp=%s peak_power=%s",
-		t.TDPChanges, window.TDPChanges, st.Overruns, st.RowsDropped, optTemp(st.Total.PeakTempC), optWatts(st.Total.PeakPowerMW))
+	fmt.Fprintf(&b, "tdp_changes=%d (period=%d) peak_temp=%s peak_power=%s",
+		t.TDPChanges, window.TDPChanges, optTemp(st.Total.PeakTempC), optWatts(st.Total.PeakPowerMW))
+	// Every counter, losses first (counterTable).
+	for _, c := range st.Counters {
+		fmt.Fprintf(&b, " %s=%d", c.Name, c.Value)
+	}
 	return b.String()
 }
 
@@ -162,8 +146,9 @@ func (m *Monitor) writeSummary(now time.Time, elapsed time.Duration) {
 		window = window.Add(gs.tr.TakeWindow().Window)
 	}
 	st := m.collect()
-	if err := m.summary.Line(SummaryLine(now, st, window, elapsed)); err != nil {
-		m.log.Warn("cannot write summary.log", "error", err)
+	line := SummaryLine(now, st, window, elapsed)
+	if err := m.summary.Line(line); err != nil {
+		m.lineFails.add(m.log, "log_lines_failed", "a summary.log line", slog.String("line", line), slog.String("error", err.Error()))
 	}
 	m.status("summary")
 }

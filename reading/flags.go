@@ -18,6 +18,9 @@ const (
 	FlagNVMLHung                        // NVML_HUNG(<S>,<A>ms) with A in ms
 	FlagNVMLFailed                      // NVML_FAILED:<S>
 	FlagGPULost                         // GPU_LOST
+
+	// NumFlagKinds bounds the kinds: arrays indexed by FlagKind have this length.
+	NumFlagKinds = int(FlagGPULost) + 1
 )
 
 // Flag is one flag with its numeric arguments. S is used by NVML_HUNG (the

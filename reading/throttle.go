@@ -18,12 +18,16 @@ const (
 	ThrottleReliability          uint64 = 0x400
 )
 
-// throttleNames keeps the seed script's names for the bits it knew; 0x200 and
-// 0x400 take nvml.h's names (the seed mislabelled 0x200 as UserDefinedClocks).
-var throttleNames = [...]struct {
-	bit  uint64
-	name string
-}{
+// ThrottleReason is one clocks event reason bit and its name.
+type ThrottleReason struct {
+	Bit  uint64
+	Name string
+}
+
+// ThrottleReasons is every reason bit nvml.h names, lowest bit first. It keeps
+// the seed script's names for the bits it knew; 0x200 and 0x400 take nvml.h's
+// names (the seed mislabelled 0x200 as UserDefinedClocks).
+var ThrottleReasons = [...]ThrottleReason{
 	{ThrottleGpuIdle, "GpuIdle"},
 	{ThrottleAppClocks, "AppClocks"},
 	{ThrottleSwPowerCap, "SwPowerCap"},
@@ -45,15 +49,15 @@ func AppendThrottleNames(b []byte, mask uint64) []byte {
 	}
 	first := true
 	known := uint64(0)
-	for _, t := range throttleNames {
-		known |= t.bit
-		if mask&t.bit == 0 {
+	for _, t := range ThrottleReasons {
+		known |= t.Bit
+		if mask&t.Bit == 0 {
 			continue
 		}
 		if !first {
 			b = append(b, '|')
 		}
-		b = append(b, t.name...)
+		b = append(b, t.Name...)
 		first = false
 	}
 	if rest := mask &^ known; rest != 0 {

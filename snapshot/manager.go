@@ -49,6 +49,9 @@ type Config struct {
 	DiagnosticsTimeout time.Duration       // all diagnostics of one capture; 0 means twice CommandTimeout
 	Flush              func(gpu int) error // flushes and fsyncs the GPU's CSV; called before each snapshot, from a snapshot goroutine
 	ModulesPath        string              // "" means DefaultModulesPath
+	// Written, if set, is told each file written (kind "crash", "spike" or
+	// "follow-up"; gpu -1 for no monitored GPU), from the writing goroutine.
+	Written func(kind string, gpu int, path string)
 }
 
 // Decision says what Crash or Spike did with a request.
@@ -380,6 +383,9 @@ func (m *Manager) flush(gpu int) {
 // fsync) after the file was already in place.
 func (m *Manager) written(kind string, gpu, stage int, path string, took time.Duration, err error) {
 	m.log.Info("snapshot written", "kind", kind, "gpu", gpu, "stage", stage, "path", path, "took", took)
+	if m.cfg.Written != nil {
+		m.cfg.Written(kind, gpu, path)
+	}
 	if err != nil {
 		m.log.Warn("snapshot written but not made durable", "kind", kind, "gpu", gpu, "path", path, "err", err)
 	}

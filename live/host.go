@@ -1,0 +1,90 @@
+package live
+
+import (
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// Host is the host-level view, assembled from the daemon's counters when a
+// reader asks (nothing on the 100 ms path builds it).
+type Host struct {
+	Now      time.Time // when the view was assembled
+	Start    time.Time // when the daemon started
+	Version  string
+	System   reading.System
+	Interval time.Duration
+	Deadline time.Duration
+
+	Cadence Cadence
+
+	RowsWritten uint64
+	RowsDropped uint64
+	DiskPaused  bool
+	// Kmsg is the kernel-log reader's state: "following", "disabled",
+	// "permission denied", "unavailable: <error>" or "stopped: <error>".
+	Kmsg string
+	// Events is the NVML event stream's state: "watching", "unavailable: <error>", ...
+	Events string
+
+	LastIncident Incident
+
+	// Counters is every counter of the daemon worth showing, losses first.
+	// Each one of lost, dropped, skipped, failed or suppressed work has
+	// Loss set; status, summary.log and the metrics walk this table.
+	Counters []Counter
+}
+
+// Cadence describes the poll loop's tick periods over the last complete
+// window (or the current one until a window completed).
+type Cadence struct {
+	Ticks    uint64        // ticks since start
+	Overruns uint64        // ticks skipped whole since start (the loop was late by more than one interval)
+	Window   time.Duration // the span the period figures cover
+	Mean     time.Duration // mean period; 0 when no period was measured
+	P99      time.Duration // 99th percentile period, to the histogram's resolution
+	Max      time.Duration
+}
+
+// Incident is the last critical event on any GPU. A zero Time means none.
+type Incident struct {
+	Time   time.Time
+	GPU    int // -1: a GPU that is not monitored
+	Reason string
+}
+
+// Counter is one named counter.
+type Counter struct {
+	Name  string // snake_case; the metric is gpu_telemetry_<Name>_total
+	Help  string // one line: what is counted
+	Value uint64
+	Loss  bool // counts lost, dropped, skipped, failed or suppressed work
+}
+
+// View is one consistent reading of the whole daemon: the host and a copy of
+// every GPU's view.
+type View struct {
+	Host Host
+	GPUs []GPU
+}
+
+// Board is where the monitor publishes and readers read.
+type Board struct {
+	slots []*Slot
+	host  func() Host
+}
+
+// NewBoard returns a board over the GPUs' slots; host assembles the host view.
+func NewBoard(slots []*Slot, host func() Host) *Board {
+	return &Board{slots: slots, host: host}
+}
+
+// View copies the current state. It takes each slot's lock only for a copy
+// and never waits on NVML.
+func (b *Board) View() View {
+	v := View{Host: b.host(), GPUs: make([]GPU, len(b.slots))}
+	for i, s := range b.slots {
+		s.Load(&v.GPUs[i])
+	}
+	return v
+}

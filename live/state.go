@@ -1,0 +1,246 @@
+// Package live holds the daemon's published in-memory state: one view per GPU,
+// updated once per sample at the end of the monitor's one-way pipeline
+// (sample -> classify -> detect -> record -> publish) and by the poll loop when
+// a GPU's sample misses its deadline, plus a host view assembled from counters
+// when asked. Readers (the control socket, status, top, the metrics collector)
+// copy views out and never wait on NVML: a GPU stuck in the driver is shown as
+// hung by the poll loop, which is never stuck.
+//
+// Package live imports only the value packages (reading); monitor is the one
+// producer and imports it, readers import it without importing monitor.
+package live
+
+import (
+	"sync"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// StateKind is what a GPU is doing as far as the daemon can tell.
+type StateKind uint8
+
+// The states of a GPU.
+const (
+	StateNotStarted StateKind = iota // no sample has come back yet
+	StateOK                          // the last sample was answered
+	StateHung                        // a sample is stuck inside an NVML call past the deadline
+	StateLost                        // the driver reported the GPU lost
+	StateFailing                     // the last sample failed (every call refused)
+)
+
+var stateNames = [...]string{StateNotStarted: "not started", StateOK: "ok", StateHung: "hung", StateLost: "lost", StateFailing: "failing"}
+
+// String returns the state's name as status shows it ("ok", "hung", ...).
+func (k StateKind) String() string {
+	if int(k) < len(stateNames) {
+		return stateNames[k]
+	}
+	return "unknown"
+}
+
+// State is a GPU's state and since when it holds.
+type State struct {
+	Kind  StateKind
+	Since time.Time // hung: when the stuck sample began; otherwise when the state was entered
+	// Function is the NVML function a hung GPU is stuck in.
+	Function string
+	// Err is why the last sample of a failing GPU failed.
+	Err string
+}
+
+// Event is the last occurrence of a coded event (an Xid or a GPU recovery
+// action). A zero Time means none was seen.
+type Event struct {
+	Code uint64
+	Time time.Time
+	Name string // the catalog's name for the code
+}
+
+// XidCount is how many times one Xid code was seen on a GPU.
+type XidCount struct {
+	Code  uint64
+	Count uint64
+}
+
+// MaxXidCodes is how many distinct Xid codes a GPU view counts one by one;
+// further codes are counted together in GPU.XidsOther.
+const MaxXidCodes = 16
+
+// NumThrottleReasons is the number of named clocks event reasons
+// (reading.ThrottleReasons); GPU.ThrottleTime is indexed like that table.
+const NumThrottleReasons = len(reading.ThrottleReasons)
+
+// GPU is one GPU's published view. It is a plain value: copying it is the
+// way to read it.
+type GPU struct {
+	Info  reading.GPU
+	State State
+	// Sample is the latest answered sample; a zero Sample.Time means none yet.
+	// When the GPU is hung, lost or failing it is the last good one, and
+	// State says the values are stale.
+	Sample reading.Sample
+
+	Samples   uint64 // answered samples
+	Failures  uint64 // failed or lost samples
+	HungRows  uint64 // NVML_HUNG rows written
+	Incidents uint64 // critical events (hang, failure, loss, Xid, recovery action)
+
+	// FlagCount counts the rows that carried each flag kind, indexed by
+	// reading.FlagKind; FlagLast is when each kind was last seen.
+	FlagCount [reading.NumFlagKinds]uint64
+	FlagLast  [reading.NumFlagKinds]time.Time
+
+	LastXid      Event
+	Xids         [MaxXidCodes]XidCount // in the order first seen; Count 0 ends the list
+	XidsOther    uint64                // Xids whose code did not fit in Xids
+	LastRecovery Event
+
+	LastIncident       time.Time
+	LastIncidentReason string
+	// NewestSnapshot is the path of the newest crash snapshot file of this GPU.
+	NewestSnapshot string
+
+	// ThrottleTime is the time spent with each clocks event reason active,
+	// indexed like reading.ThrottleReasons. Each answered sample adds the time
+	// since the previous answered one (at most two intervals: a gap is not
+	// attributed to anything).
+	ThrottleTime [NumThrottleReasons]time.Duration
+}
+
+// Observe takes an answered, failed or lost sample (never a hung row) into
+// the view: state, latest values, flag counters and throttle time. interval
+// is the sampling interval. It does not allocate.
+func (g *GPU) Observe(s *reading.Sample, interval time.Duration) {
+	for i := 0; i < s.Flags.Len(); i++ {
+		k := s.Flags.At(i).Kind
+		if int(k) < reading.NumFlagKinds {
+			g.FlagCount[k]++
+			g.FlagLast[k] = s.Time
+		}
+	}
+	switch s.Status {
+	case reading.StatusOK:
+		g.accumulateThrottle(s, interval)
+		g.Sample = *s
+		g.Samples++
+		g.setState(State{Kind: StateOK, Since: s.Time})
+	case reading.StatusLost:
+		g.Failures++
+		g.setState(State{Kind: StateLost, Since: s.Time})
+	case reading.StatusFailed:
+		g.Failures++
+		g.setState(State{Kind: StateFailing, Since: s.Time, Err: s.Err})
+	}
+}
+
+// accumulateThrottle adds the time since the previous answered sample to
+// every reason active in s.
+func (g *GPU) accumulateThrottle(s *reading.Sample, interval time.Duration) {
+	mask, ok := s.Throttle.Get()
+	if !ok || g.Sample.Time.IsZero() || g.State.Kind != StateOK {
+		return
+	}
+	dt := s.Time.Sub(g.Sample.Time)
+	if dt <= 0 {
+		return
+	}
+	dt = min(dt, 2*interval)
+	for i, r := range reading.ThrottleReasons {
+		if mask&r.Bit != 0 {
+			g.ThrottleTime[i] += dt
+		}
+	}
+}
+
+// setState changes the state, keeping Since when the kind (and, for a
+// failing GPU, the error) is unchanged.
+func (g *GPU) setState(st State) {
+	if g.State.Kind == st.Kind && g.State.Err == st.Err && g.State.Function == st.Function {
+		return
+	}
+	g.State = st
+}
+
+// Hung marks the GPU hung in fn since since (the poll loop's deadline check).
+func (g *GPU) Hung(fn string, since time.Time) {
+	g.setState(State{Kind: StateHung, Since: since, Function: fn})
+}
+
+// Lost marks the GPU lost since t (it vanished from the driver's enumeration).
+func (g *GPU) Lost(t time.Time) { g.setState(State{Kind: StateLost, Since: t}) }
+
+// Xid records an Xid seen at t with the catalog's name.
+func (g *GPU) Xid(code uint64, t time.Time, name string) {
+	g.LastXid = Event{Code: code, Time: t, Name: name}
+	for i := range g.Xids {
+		switch {
+		case g.Xids[i].Count == 0:
+			g.Xids[i] = XidCount{Code: code, Count: 1}
+			return
+		case g.Xids[i].Code == code:
+			g.Xids[i].Count++
+			return
+		}
+	}
+	g.XidsOther++
+}
+
+// Recovery records a GPU recovery action seen at t.
+func (g *GPU) Recovery(action uint64, t time.Time, name string) {
+	g.LastRecovery = Event{Code: action, Time: t, Name: name}
+}
+
+// Incident counts a critical event and returns its number on this GPU.
+func (g *GPU) Incident(t time.Time, reason string) uint64 {
+	g.Incidents++
+	g.LastIncident, g.LastIncidentReason = t, reason
+	return g.Incidents
+}
+
+// FlagsSince returns the kinds of flag seen at or after t, in FlagKind order.
+func (g *GPU) FlagsSince(t time.Time) []reading.FlagKind {
+	var out []reading.FlagKind
+	for k := range g.FlagLast {
+		if !g.FlagLast[k].IsZero() && !g.FlagLast[k].Before(t) {
+			out = append(out, reading.FlagKind(k))
+		}
+	}
+	return out
+}
+
+// Slot holds one GPU's view. Writers update it in place under its lock;
+// readers copy it out under the same lock, so every copy is consistent and a
+// reader holds the lock only for the copy. A lock rather than an
+// atomic.Pointer to a fresh value keeps the 100 ms path free of allocations.
+type Slot struct {
+	mu sync.Mutex
+	g  GPU
+}
+
+// NewSlot returns a slot for a GPU with the given static facts.
+func NewSlot(info reading.GPU) *Slot {
+	return &Slot{g: GPU{Info: info}}
+}
+
+// Update runs f on the view under the lock. f must be short and must not
+// block: readers wait for it.
+func (s *Slot) Update(f func(g *GPU)) {
+	s.mu.Lock()
+	f(&s.g)
+	s.mu.Unlock()
+}
+
+// Load copies the view into dst.
+func (s *Slot) Load(dst *GPU) {
+	s.mu.Lock()
+	*dst = s.g
+	s.mu.Unlock()
+}
+
+// Get returns a copy of the view.
+func (s *Slot) Get() GPU {
+	var g GPU
+	s.Load(&g)
+	return g
+}

@@ -1,0 +1,113 @@
+package live
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func sample(at time.Duration, throttle uint64, flags ...reading.FlagKind) reading.Sample {
+	s := reading.Sample{Time: t0.Add(at), Throttle: reading.Some(throttle), TempC: reading.Some[uint32](50)}
+	for _, k := range flags {
+		s.Flags.Add(reading.Flag{Kind: k})
+	}
+	return s
+}
+
+func TestObserve(t *testing.T) {
+	const iv = 100 * time.Millisecond
+	var g GPU
+	for i, s := range []reading.Sample{
+		sample(0, reading.ThrottleSwPowerCap),
+		sample(100*time.Millisecond, reading.ThrottleSwPowerCap|reading.ThrottleHwSlowdown, reading.FlagSpurThrot),
+		sample(200*time.Millisecond, reading.ThrottleSwPowerCap, reading.FlagSpurThrot, reading.FlagPowerOver),
+		// A 5 s gap adds at most two intervals.
+		sample(5200*time.Millisecond, reading.ThrottleSwPowerCap),
+	} {
+		g.Observe(&s, iv)
+		if g.Sample.Time != s.Time || g.State.Kind != StateOK {
+			t.Fatalf("sample %d: view holds %v in state %v", i, g.Sample.Time, g.State.Kind)
+		}
+	}
+	if g.Samples != 4 || g.State.Since != t0 {
+		t.Errorf("samples %d, ok since %v", g.Samples, g.State.Since)
+	}
+	want := map[string]time.Duration{"SwPowerCap": 400 * time.Millisecond, "HwSlowdown": 100 * time.Millisecond}
+	for i, r := range reading.ThrottleReasons {
+		if g.ThrottleTime[i] != want[r.Name] {
+			t.Errorf("%s: %v, want %v", r.Name, g.ThrottleTime[i], want[r.Name])
+		}
+	}
+	if g.FlagCount[reading.FlagSpurThrot] != 2 || g.FlagCount[reading.FlagPowerOver] != 1 {
+		t.Errorf("flag counts %v", g.FlagCount)
+	}
+	got := g.FlagsSince(t0.Add(150 * time.Millisecond))
+	if len(got) != 2 || got[0] != reading.FlagSpurThrot || got[1] != reading.FlagPowerOver {
+		t.Errorf("flags since 150 ms: %v", got)
+	}
+	if got := g.FlagsSince(t0.Add(time.Second)); len(got) != 0 {
+		t.Errorf("flags since 1 s: %v", got)
+	}
+
+	// Hung, then a failure, then answers again: throttle time does not
+	// count the outage.
+	g.Hung("nvmlDeviceGetTemperature", t0.Add(6*time.Second))
+	g.Hung("nvmlDeviceGetTemperature", t0.Add(7*time.Second))
+	if g.State.Kind != StateHung || g.State.Since != t0.Add(6*time.Second) {
+		t.Errorf("hung state %+v", g.State)
+	}
+	f := reading.Sample{Time: t0.Add(8 * time.Second), Status: reading.StatusFailed, Err: "Unknown Error"}
+	g.Observe(&f, iv)
+	if g.State.Kind != StateFailing || g.State.Err != "Unknown Error" || g.Failures != 1 || g.Sample.Time != t0.Add(5200*time.Millisecond) {
+		t.Errorf("failing: %+v, failures %d, last good sample %v", g.State, g.Failures, g.Sample.Time)
+	}
+	s := sample(8100*time.Millisecond, reading.ThrottleSwPowerCap)
+	g.Observe(&s, iv)
+	if g.ThrottleTime[2] != 400*time.Millisecond || g.State.Kind != StateOK {
+		t.Errorf("after the outage: SwPowerCap %v, state %v", g.ThrottleTime[2], g.State.Kind)
+	}
+}
+
+func TestXidCounts(t *testing.T) {
+	var g GPU
+	for i := range MaxXidCodes + 2 {
+		g.Xid(uint64(i), t0, "x")
+	}
+	g.Xid(3, t0.Add(time.Second), "three")
+	if g.Xids[3].Count != 2 || g.XidsOther != 2 || g.LastXid.Code != 3 || g.LastXid.Name != "three" {
+		t.Errorf("xids %v other %d last %+v", g.Xids, g.XidsOther, g.LastXid)
+	}
+}
+
+func TestStateNames(t *testing.T) {
+	for k, want := range map[StateKind]string{StateNotStarted: "not started", StateOK: "ok", StateHung: "hung", StateLost: "lost", StateFailing: "failing", 99: "unknown"} {
+		if k.String() != want {
+			t.Errorf("%d: %q, want %q", k, k.String(), want)
+		}
+	}
+}
+
+// BenchmarkPublish is the pipeline's publish stage: one sample into a slot
+// under its lock. It must not allocate.
+func BenchmarkPublish(b *testing.B) {
+	sl := NewSlot(reading.GPU{Index: 0, Name: "sim"})
+	s := sample(0, reading.ThrottleSwPowerCap, reading.FlagPowerOver)
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Time = s.Time.Add(100 * time.Millisecond)
+		sl.Update(func(g *GPU) { g.Observe(&s, 100*time.Millisecond) })
+	}
+}
+
+// BenchmarkRead is what every reader pays per GPU: one copy under the lock.
+func BenchmarkRead(b *testing.B) {
+	sl := NewSlot(reading.GPU{Index: 0, Name: "sim"})
+	var g GPU
+	b.ReportAllocs()
+	for b.Loop() {
+		sl.Load(&g)
+	}
+}

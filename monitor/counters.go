@@ -1,0 +1,162 @@
+package monitor
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/live"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
+	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
+)
+
+// lossCounter counts one kind of lost work that the monitor itself drops,
+// and logs the first occurrence with what was lost.
+type lossCounter struct{ n atomic.Uint64 }
+
+// add counts one loss; the first is logged with what (what was lost) and
+// attrs.
+func (c *lossCounter) add(log *slog.Logger, name, what string, attrs ...slog.Attr) {
+	if c.n.Add(1) != 1 {
+		return
+	}
+	attrs = append([]slog.Attr{slog.String("counter", name), slog.String("lost", what)}, attrs...)
+	log.LogAttrs(context.Background(), slog.LevelWarn, "work lost (first occurrence; later ones are counted)", attrs...)
+}
+
+func (c *lossCounter) load() uint64 { return c.n.Load() }
+
+// counterSources is what the counter table reads, gathered once per view.
+type counterSources struct {
+	m    *Monitor
+	csv  sink.Stats
+	snap snapshot.Stats
+}
+
+// counterDef declares one counter: every output (status line, summary.log,
+// metrics) walks counterTable, so adding a counter is one edit here.
+type counterDef struct {
+	name string
+	help string
+	loss bool // lost, dropped, skipped, failed or suppressed work
+	// ownLog: the monitor logs the first occurrence itself, with details;
+	// otherwise watchLosses logs it.
+	ownLog bool
+	get    func(s *counterSources) uint64
+}
+
+// counterTable is every counter the daemon shows, losses first.
+var counterTable = []counterDef{
+	{name: "tick_overruns", loss: true, help: "poll-loop ticks skipped whole because the loop ran late (no GPU was sampled on them)",
+		get: func(s *counterSources) uint64 { return s.m.overruns.Load() }},
+	{name: "busy_skips", loss: true, help: "GPU samples not taken because the GPU's previous sample was still in flight",
+		get: func(s *counterSources) uint64 { return s.m.busySkips.Load() }},
+	{name: "rows_dropped", loss: true, help: "CSV rows not written (disk paused or full, file error, or after shutdown)",
+		get: func(s *counterSources) uint64 { return s.csv.Dropped }},
+	{name: "sync_errors", loss: true, help: "failed fsync/fdatasync calls on CSV files",
+		get: func(s *counterSources) uint64 { return s.csv.SyncErrors }},
+	{name: "sync_skips", loss: true, help: "periodic CSV sync rounds skipped because the previous one was still on the disk",
+		get: func(s *counterSources) uint64 { return s.csv.SyncSkips }},
+	{name: "side_drops", loss: true, ownLog: true, help: "file work dropped because the side queue was full (late rows, hang rows with their crash snapshot request, summaries)",
+		get: func(s *counterSources) uint64 { return s.m.sideDrops.load() }},
+	{name: "log_lines_failed", loss: true, ownLog: true, help: "events.log and summary.log lines that could not be written",
+		get: func(s *counterSources) uint64 { return s.m.lineFails.load() }},
+	{name: "flags_dropped", loss: true, ownLog: true, help: "flags that did not fit in a row's flags cell",
+		get: func(s *counterSources) uint64 { return s.m.flagsDropped.load() }},
+	{name: "xid_flags_dropped", loss: true, ownLog: true, help: "Xids not flagged on a row because too many were waiting for the GPU's next row",
+		get: func(s *counterSources) uint64 { return s.m.xidFlagsDropped.load() }},
+	{name: "crash_snapshots_suppressed", loss: true, help: "crash snapshots not taken because of the per-GPU cooldown",
+		get: func(s *counterSources) uint64 { return s.snap.CrashesSuppressed }},
+	{name: "spike_snapshots_suppressed", loss: true, help: "fan spike snapshots not taken because of the cooldown",
+		get: func(s *counterSources) uint64 { return s.snap.SpikesSuppressed }},
+	{name: "follow_ups_canceled", loss: true, help: "crash snapshot follow-ups cancelled by a newer incident or shutdown",
+		get: func(s *counterSources) uint64 { return s.snap.FollowUpsCanceled }},
+	{name: "snapshot_failures", loss: true, help: "snapshot files that could not be written",
+		get: func(s *counterSources) uint64 { return s.snap.Failures }},
+	{name: "kmsg_malformed", loss: true, help: "kernel log records that could not be parsed",
+		get: func(s *counterSources) uint64 {
+			return s.m.kmsgStat(func(r kmsgCounters) uint64 { return r.Malformed() })
+		}},
+	{name: "kmsg_overruns", loss: true, help: "times the kernel log ring overwrote records before they were read",
+		get: func(s *counterSources) uint64 {
+			return s.m.kmsgStat(func(r kmsgCounters) uint64 { return r.Overruns() })
+		}},
+
+	{name: "ticks", help: "poll-loop ticks run",
+		get: func(s *counterSources) uint64 { return s.m.ticks.Load() }},
+	{name: "rows_written", help: "CSV rows written",
+		get: func(s *counterSources) uint64 { return s.csv.Written }},
+	{name: "sync_batches", help: "periodic CSV sync rounds completed",
+		get: func(s *counterSources) uint64 { return s.csv.SyncBatches }},
+	{name: "nvml_events", help: "NVML events received",
+		get: func(s *counterSources) uint64 { return s.m.nvmlEvents.Load() }},
+	{name: "kmsg_xids", help: "Xid lines read from the kernel log",
+		get: func(s *counterSources) uint64 { return s.m.kmsgXids.Load() }},
+	{name: "duplicate_xids", help: "Xids reported by both NVML events and the kernel log, counted once",
+		get: func(s *counterSources) uint64 { return s.m.dupXids.Load() }},
+	{name: "crash_snapshots", help: "crash snapshots written",
+		get: func(s *counterSources) uint64 { return s.snap.CrashesWritten }},
+	{name: "spike_snapshots", help: "fan spike snapshots written",
+		get: func(s *counterSources) uint64 { return s.snap.SpikesWritten }},
+	{name: "follow_ups", help: "crash snapshot follow-ups written",
+		get: func(s *counterSources) uint64 { return s.snap.FollowUpsWritten }},
+}
+
+// kmsgCounters is what the kernel log reader counts.
+type kmsgCounters interface {
+	Malformed() uint64
+	Overruns() uint64
+}
+
+// kmsgStat reads a kernel log reader counter; 0 while no reader runs.
+func (m *Monitor) kmsgStat(f func(kmsgCounters) uint64) uint64 {
+	if r := m.kmsgReader.Load(); r != nil {
+		return f(*r)
+	}
+	return 0
+}
+
+// counters returns the counter table's current values.
+func (m *Monitor) counters() []live.Counter {
+	src := counterSources{m: m, csv: m.csv.Stats(), snap: m.snaps.Stats()}
+	out := make([]live.Counter, len(counterTable))
+	for i, d := range counterTable {
+		out[i] = live.Counter{Name: d.name, Help: d.help, Value: d.get(&src), Loss: d.loss}
+	}
+	return out
+}
+
+// watchLosses logs, once a second, the first occurrence of each loss counter
+// whose owner does not log it with details itself.
+func (m *Monitor) watchLosses(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	logged := make([]bool, len(counterTable))
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		m.checkLosses(logged)
+	}
+}
+
+// checkLosses logs each loss counter that became non-zero since the last
+// call and is not logged yet.
+func (m *Monitor) checkLosses(logged []bool) {
+	var src *counterSources
+	for i, d := range counterTable {
+		if !d.loss || d.ownLog || logged[i] {
+			continue
+		}
+		if src == nil {
+			src = &counterSources{m: m, csv: m.csv.Stats(), snap: m.snaps.Stats()}
+		}
+		if v := d.get(src); v > 0 {
+			logged[i] = true
+			m.log.Warn("work lost (first occurrence; later ones are counted)", "counter", d.name, "lost", d.help, "count", v)
+		}
+	}
+}
