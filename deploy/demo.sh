@@ -45,4 +45,6 @@ show "status lines (SIGUSR1 and at exit)"
 grep -E 'msg="?(status|final status)' "$OUT/stderr.log"
 show "warnings and errors logged"
 grep -E 'level=(WARN|ERROR)' "$OUT/stderr.log" | head -30
+show "gpu-telemetry report --last (and $OUT/report.html)"
+"$BIN" report --log-dir "$OUT" --last --html "$OUT/report.html"
 exit $rc

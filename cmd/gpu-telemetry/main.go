@@ -52,6 +52,9 @@ func run(args []string, stderr io.Writer) (code int) {
 	if len(args) > 0 && args[0] == "xid" {
 		return runXid(args[1:], os.Stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "report" {
+		return runReport(args[1:], os.Stdout, stderr)
+	}
 	var cli CLI
 	parser, err := kong.New(&cli,
 		kong.Name("gpu-telemetry"),

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/alecthomas/kong"
+	"github.com/gpu-telemetry/gpu-telemetry/report"
+)
+
+// ReportCLI is `gpu-telemetry report`: the story of one incident from the
+// files the logger wrote.
+type ReportCLI struct {
+	LogDir   string   `help:"The logger's log directory. Default: ${default}." default:"/var/log/gpu-telemetry" type:"path"`
+	Incident string   `help:"A crash snapshot (crashes/crash-*.log): report the incident it records." type:"path" xor:"which"`
+	At       string   `help:"Report this moment instead: RFC 3339 or local '2006-01-02 15:04:05'." xor:"which"`
+	Last     bool     `help:"Report the most recent incident (the default)." xor:"which"`
+	GPU      int      `name:"gpu" help:"Only this GPU (index). Default: all GPUs." default:"-1"`
+	Before   Interval `help:"Window before the incident. Default: ${default}." default:"60s"`
+	After    Interval `help:"Window after the incident. Default: ${default}." default:"10s"`
+	HTML     string   `name:"html" help:"Also write a self-contained HTML page with charts to this file." type:"path"`
+}
+
+// runReport runs the report subcommand; it returns the exit status.
+func runReport(args []string, stdout, stderr io.Writer) (code int) {
+	var cli ReportCLI
+	parser, err := kong.New(&cli,
+		kong.Name("gpu-telemetry report"),
+		kong.Description("Prints the timeline, peaks and precursors of an incident from the logger's files; --html also draws it."),
+		kong.Writers(stdout, stderr),
+		kong.Exit(func(c int) { panic(exitCode(c)) }),
+	)
+	if err != nil {
+		fmt.Fprintf(stderr, "gpu-telemetry report: %v\n", err)
+		return 2
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			c, ok := r.(exitCode)
+			if !ok {
+				panic(r)
+			}
+			code = int(c)
+		}
+	}()
+	if _, err := parser.Parse(args); err != nil {
+		fmt.Fprintf(stderr, "gpu-telemetry report: %v\n", err)
+		return 2
+	}
+	if cli.Before < 0 || cli.After < 0 {
+		fmt.Fprintln(stderr, "gpu-telemetry report: --before and --after must not be negative")
+		return 2
+	}
+	o := report.Options{Dir: cli.LogDir, Incident: cli.Incident, GPU: cli.GPU,
+		Before: time.Duration(cli.Before), After: time.Duration(cli.After)}
+	if cli.At != "" {
+		at, err := report.ParseAt(cli.At, time.Local)
+		if err != nil {
+			fmt.Fprintf(stderr, "gpu-telemetry report: %v\n", err)
+			return 2
+		}
+		o.At = at
+	}
+	// Progress on a terminal only, and only once reading has taken a second.
+	if isTerminal(stderr) {
+		start := time.Now()
+		shown := false
+		o.Progress = func(file string, done float64) {
+			if time.Since(start) < time.Second {
+				return
+			}
+			shown = true
+			fmt.Fprintf(stderr, "\rreading %s: %3.0f%%\x1b[K", file, 100*done)
+		}
+		defer func() {
+			if shown {
+				fmt.Fprint(stderr, "\r\x1b[K")
+			}
+		}()
+	}
+	rep, err := report.Build(o)
+	if err != nil {
+		fmt.Fprintf(stderr, "gpu-telemetry report: %v\n", err)
+		return 1
+	}
+	if err := rep.WriteText(stdout); err != nil {
+		fmt.Fprintf(stderr, "gpu-telemetry report: %v\n", err)
+		return 1
+	}
+	if cli.HTML != "" {
+		if err := rep.WriteHTMLFile(cli.HTML); err != nil {
+			fmt.Fprintf(stderr, "gpu-telemetry report: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stderr, "gpu-telemetry report: wrote %s\n", cli.HTML)
+	}
+	return 0
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,398 @@
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
+)
+
+// Fan is one fan's speed and the speed the driver asked for, in %.
+type Fan struct {
+	Speed, Target reading.Opt[float64]
+}
+
+// Row is one CSV row, reduced to the columns the report shows. An absent
+// cell stays absent (OK false), never 0.
+type Row struct {
+	Time                        time.Time
+	Temp, MemTemp               reading.Opt[float64]
+	Power, Limit, Enforced      reading.Opt[float64]
+	GPUClock, SMClock, MemClock reading.Opt[float64]
+	Fans                        []Fan
+	Throttle                    reading.Opt[uint64] // clocks event reasons bitmask
+	Reasons                     string              // their names, "None" when clear
+	Flags                       string              // the flags cell
+	DmesgTime                   reading.Opt[float64]
+}
+
+// layout maps the columns of one CSV file (its header) to Row fields.
+type layout struct {
+	n                                      int // number of columns
+	ts, temp, memTemp, power, limit, enf   int
+	gclk, smclk, mclk, mask, reasons, flag int
+	dmesg                                  int
+	fans                                   [][2]int // speed, target column per fan
+}
+
+// parseLayout reads a header line. Columns it does not know are ignored, so
+// files written by other versions still read; the timestamp is required.
+func parseLayout(header string) (*layout, error) {
+	cols := strings.Split(strings.TrimRight(header, "\r\n"), ",")
+	l := &layout{n: len(cols), ts: -1, temp: -1, memTemp: -1, power: -1, limit: -1, enf: -1,
+		gclk: -1, smclk: -1, mclk: -1, mask: -1, reasons: -1, flag: -1, dmesg: -1}
+	fans := map[int]*[2]int{}
+	maxFan := -1
+	for i, c := range cols {
+		switch c {
+		case "timestamp":
+			l.ts = i
+		case "gpu_temp":
+			l.temp = i
+		case "mem_temp":
+			l.memTemp = i
+		case "power_instant":
+			l.power = i
+		case "power_limit":
+			l.limit = i
+		case "power_enforced_limit":
+			l.enf = i
+		case "gpu_clock":
+			l.gclk = i
+		case "sm_clock":
+			l.smclk = i
+		case "mem_clock":
+			l.mclk = i
+		case "throttle_bitmask":
+			l.mask = i
+		case "throttle_reasons":
+			l.reasons = i
+		case "flags":
+			l.flag = i
+		case "dmesg_time":
+			l.dmesg = i
+		default:
+			var n int
+			var kind string
+			if _, err := fmt.Sscanf(c, "fan%d_%s", &n, &kind); err == nil && n >= 0 && n < 64 {
+				f := fans[n]
+				if f == nil {
+					f = &[2]int{-1, -1}
+					fans[n] = f
+				}
+				switch kind {
+				case "speed_pct":
+					f[0] = i
+				case "target_pct":
+					f[1] = i
+				}
+				maxFan = max(maxFan, n)
+			}
+		}
+	}
+	if l.ts != 0 {
+		return nil, errors.New("header has no leading timestamp column")
+	}
+	for n := 0; n <= maxFan; n++ {
+		if f := fans[n]; f != nil {
+			l.fans = append(l.fans, *f)
+		}
+	}
+	return l, nil
+}
+
+// splitCSV splits one line into cells, undoing CSV quoting (the flags cell
+// is quoted when it holds a comma). cells is reused.
+func splitCSV(line string, cells []string) ([]string, bool) {
+	cells = cells[:0]
+	if strings.IndexByte(line, '"') < 0 {
+		for {
+			i := strings.IndexByte(line, ',')
+			if i < 0 {
+				return append(cells, line), true
+			}
+			cells = append(cells, line[:i])
+			line = line[i+1:]
+		}
+	}
+	for {
+		if strings.HasPrefix(line, `"`) {
+			var b strings.Builder
+			i := 1
+			for {
+				j := strings.IndexByte(line[i:], '"')
+				if j < 0 {
+					return cells, false // unterminated quote: a cut line
+				}
+				b.WriteString(line[i : i+j])
+				i += j + 1
+				if i < len(line) && line[i] == '"' {
+					b.WriteByte('"')
+					i++
+					continue
+				}
+				break
+			}
+			cells = append(cells, b.String())
+			line = line[i:]
+			if line == "" {
+				return cells, true
+			}
+			if line[0] != ',' {
+				return cells, false
+			}
+			line = line[1:]
+			continue
+		}
+		i := strings.IndexByte(line, ',')
+		if i < 0 {
+			return append(cells, line), true
+		}
+		cells = append(cells, line[:i])
+		line = line[i+1:]
+	}
+}
+
+func optFloat(cells []string, i int) reading.Opt[float64] {
+	if i < 0 || i >= len(cells) || cells[i] == "" {
+		return reading.Opt[float64]{}
+	}
+	v, err := strconv.ParseFloat(cells[i], 64)
+	if err != nil {
+		return reading.Opt[float64]{}
+	}
+	return reading.Some(v)
+}
+
+func cell(cells []string, i int) string {
+	if i < 0 || i >= len(cells) {
+		return ""
+	}
+	return cells[i]
+}
+
+// parseTime parses the timestamp column.
+func parseTime(s string) (time.Time, error) {
+	return time.Parse(sink.TimestampLayout, s)
+}
+
+// parseRow turns a line into a Row. ok is false for a malformed line: wrong
+// cell count (a line cut by a crash) or a bad timestamp.
+func (l *layout) parseRow(line string, cells []string) (Row, []string, bool) {
+	cells, ok := splitCSV(line, cells)
+	if !ok || len(cells) != l.n {
+		return Row{}, cells, false
+	}
+	t, err := parseTime(cells[l.ts])
+	if err != nil {
+		return Row{}, cells, false
+	}
+	r := Row{Time: t, Temp: optFloat(cells, l.temp), MemTemp: optFloat(cells, l.memTemp),
+		Power: optFloat(cells, l.power), Limit: optFloat(cells, l.limit), Enforced: optFloat(cells, l.enf),
+		GPUClock: optFloat(cells, l.gclk), SMClock: optFloat(cells, l.smclk), MemClock: optFloat(cells, l.mclk),
+		Reasons: cell(cells, l.reasons), Flags: cell(cells, l.flag), DmesgTime: optFloat(cells, l.dmesg)}
+	if m := cell(cells, l.mask); strings.HasPrefix(m, "0x") {
+		if v, err := strconv.ParseUint(m[2:], 16, 64); err == nil {
+			r.Throttle = reading.Some(v)
+		}
+	}
+	if len(l.fans) > 0 {
+		r.Fans = make([]Fan, len(l.fans))
+		for i, f := range l.fans {
+			r.Fans[i] = Fan{Speed: optFloat(cells, f[0]), Target: optFloat(cells, f[1])}
+		}
+	}
+	return r, cells, true
+}
+
+// csvFile is one GPU's CSV day on disk.
+type csvFile struct {
+	path string
+	gpu  int
+	day  time.Time // the day in its name, midnight local
+	gz   bool
+}
+
+// readStats says what reading one file gave, for the "read" and "skipped"
+// lines of the report.
+type readStats struct {
+	Rows      int    // rows in the window
+	Malformed int    // lines that did not parse (cut by a crash, damaged)
+	Damage    string // why reading stopped early (a damaged .gz), or ""
+}
+
+// progressFunc is told how many bytes of the file have been read.
+type progressFunc func(done, total int64)
+
+// seekSlack is how far before the window's start a seek lands: rows can be
+// a little out of order across a restart, and the start is found by scanning.
+const seekSlack = 2 * time.Second
+
+// readWindow streams the rows of f with from <= time <= to into fn. A plain
+// file is entered by binary search on the timestamps of the lines (rows are
+// written in time order), so reading a minute of a 130 MB day costs a few
+// reads; a .gz is decompressed from its start, parsing only what is in the
+// window. A damaged .gz yields the rows before the damage.
+func readWindow(f csvFile, from, to time.Time, progress progressFunc, fn func(Row)) (readStats, error) {
+	var st readStats
+	fh, err := os.Open(f.path)
+	if err != nil {
+		return st, err
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return st, err
+	}
+	total := fi.Size()
+	var r io.Reader = fh
+	counter := &countingReader{r: fh}
+	if f.gz {
+		zr, err := gzip.NewReader(counter)
+		if err != nil {
+			return st, fmt.Errorf("%s: not a readable gzip file: %w", filepath.Base(f.path), err)
+		}
+		r = zr
+	} else {
+		r = counter
+	}
+	br := bufio.NewReaderSize(r, 256<<10)
+	header, err := br.ReadString('\n')
+	if err != nil {
+		if err == io.EOF && header == "" {
+			return st, nil // an empty file
+		}
+		if err != io.EOF {
+			st.Damage = err.Error()
+			return st, nil
+		}
+	}
+	lay, err := parseLayout(header)
+	if err != nil {
+		return st, fmt.Errorf("%s: %w", filepath.Base(f.path), err)
+	}
+	if !f.gz {
+		off, err := seekTime(fh, int64(len(header)), total, from.Add(-seekSlack))
+		if err != nil {
+			return st, err
+		}
+		if _, err := fh.Seek(off, io.SeekStart); err != nil {
+			return st, err
+		}
+		counter.n = off
+		br.Reset(counter)
+	}
+	var cells []string
+	fromS := from
+	lastReport := time.Now()
+	for {
+		line, err := br.ReadString('\n')
+		if len(line) > 0 {
+			complete := strings.HasSuffix(line, "\n")
+			line = strings.TrimRight(line, "\r\n")
+			switch {
+			case strings.HasPrefix(line, "timestamp,"):
+				if l, err := parseLayout(line); err == nil {
+					lay = l // a header written again (restart with another layout)
+				}
+			case !complete:
+				st.Malformed++ // cut mid-line
+			default:
+				// Cheap pre-check on the timestamp before parsing the cells.
+				ts := line
+				if i := strings.IndexByte(ts, ','); i >= 0 {
+					ts = ts[:i]
+				}
+				t, terr := parseTime(ts)
+				if terr != nil {
+					st.Malformed++
+					break
+				}
+				if t.Before(fromS) {
+					break
+				}
+				if t.After(to) {
+					return st, nil // rows are in time order
+				}
+				var row Row
+				var ok bool
+				row, cells, ok = lay.parseRow(line, cells)
+				if !ok {
+					st.Malformed++
+					break
+				}
+				st.Rows++
+				fn(row)
+			}
+		}
+		if progress != nil && time.Since(lastReport) > 100*time.Millisecond {
+			progress(counter.n, total)
+			lastReport = time.Now()
+		}
+		if err != nil {
+			if err != io.EOF {
+				st.Damage = err.Error()
+			}
+			return st, nil
+		}
+	}
+}
+
+// countingReader counts the bytes read through it, for progress.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// seekTime returns the offset of a line start at or before the first row
+// with time >= t, between start (after the header) and size, by binary search
+// over the file: each probe reads the first whole line after an offset.
+func seekTime(f *os.File, start, size int64, t time.Time) (int64, error) {
+	lo, hi := start, size
+	buf := make([]byte, 4096)
+	for hi-lo > 64<<10 {
+		mid := lo + (hi-lo)/2
+		n, err := f.ReadAt(buf, mid)
+		if err != nil && err != io.EOF {
+			return 0, err
+		}
+		b := buf[:n]
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			hi = mid
+			continue
+		}
+		line := b[i+1:]
+		if j := bytes.IndexByte(line, ','); j >= 0 {
+			line = line[:j]
+		}
+		lt, err := parseTime(string(line))
+		if err != nil {
+			// A malformed line: give up narrowing from here, stay safe.
+			hi = mid
+			continue
+		}
+		if lt.Before(t) {
+			lo = mid + int64(i) + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo, nil
+}

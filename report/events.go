@@ -1,0 +1,151 @@
+package report
+
+import (
+	"bufio"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Event is one events.log line, taken apart.
+type Event struct {
+	Time time.Time
+	GPU  int               // -1 when the line names no monitored GPU
+	Type string            // Xid, GPU_LOST, TDP_CHANGE, NVML_HUNG, AER, ...
+	KV   map[string]string // every key=value, quotes undone
+}
+
+// parseEventLine parses "<timestamp> key=value key="quoted value" ...".
+func parseEventLine(line string) (Event, bool) {
+	ts, rest, ok := strings.Cut(line, " ")
+	if !ok {
+		return Event{}, false
+	}
+	t, err := parseTime(ts)
+	if err != nil {
+		return Event{}, false
+	}
+	e := Event{Time: t, GPU: -1, KV: map[string]string{}}
+	for rest != "" {
+		rest = strings.TrimLeft(rest, " ")
+		eq := strings.IndexByte(rest, '=')
+		if eq <= 0 {
+			break
+		}
+		key := rest[:eq]
+		if strings.ContainsAny(key, " \"") {
+			return Event{}, false
+		}
+		rest = rest[eq+1:]
+		var val string
+		if strings.HasPrefix(rest, `"`) {
+			q, err := strconv.QuotedPrefix(rest)
+			if err != nil {
+				return Event{}, false
+			}
+			val, _ = strconv.Unquote(q)
+			rest = rest[len(q):]
+		} else {
+			val, rest, _ = strings.Cut(rest, " ")
+		}
+		e.KV[key] = val
+	}
+	e.Type = e.KV["type"]
+	if g, err := strconv.Atoi(e.KV["gpu"]); err == nil && g >= 0 {
+		e.GPU = g
+	}
+	if e.Type == "" {
+		return Event{}, false
+	}
+	return e, true
+}
+
+// readEvents reads the events logs in order and returns the events between
+// from and to (all when from is zero), and the number of lines that did not
+// parse.
+func readEvents(paths []string, from, to time.Time) (evs []Event, bad int, err error) {
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return evs, bad, err
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			if line == "" {
+				continue
+			}
+			e, ok := parseEventLine(line)
+			if !ok {
+				bad++
+				continue
+			}
+			if !from.IsZero() && (e.Time.Before(from) || e.Time.After(to)) {
+				continue
+			}
+			evs = append(evs, e)
+		}
+		if err := sc.Err(); err != nil {
+			bad++
+		}
+		f.Close()
+	}
+	return evs, bad, nil
+}
+
+// critical reports whether an event starts an incident: what makes the
+// logger take a crash snapshot.
+func (e Event) critical() bool {
+	if e.KV["duplicate_of"] != "" {
+		return false
+	}
+	switch e.Type {
+	case "Xid", "GpuRecoveryAction", "GPU_LOST", "NVML_HUNG", "FALLEN_OFF_BUS", "RM_INIT_FAILED",
+		"GSP_TIMEOUT", "GSP_CRASH", "UNCLEAN_STOP":
+		return true
+	case "AER":
+		return strings.HasPrefix(e.KV["severity"], "uncorrectable")
+	}
+	return false
+}
+
+// describe is a one-line account of the event for the timeline.
+func (e Event) describe() string {
+	kv := e.KV
+	switch e.Type {
+	case "Xid":
+		s := "Xid " + kv["xid"] + ": " + kv["name"]
+		if kv["source"] != "" {
+			s += " (" + kv["source"] + ")"
+		}
+		if kv["duplicate_of"] != "" {
+			s += ", also reported by " + kv["duplicate_of"]
+		}
+		return s
+	case "GpuRecoveryAction":
+		return "recovery action " + kv["action"] + ": " + kv["meaning"]
+	case "TDP_CHANGE":
+		return "TDP " + kv["from"] + " -> " + kv["to"] + " (" + kv["delta"] + ")"
+	case "GPU_LOST":
+		return "GPU lost (" + kv["source"] + ")"
+	case "NVML_HUNG":
+		return "NVML call hung: " + kv["function"]
+	case "NVML_RECOVERED":
+		if kv["stall_ms"] != "" {
+			return "NVML answers again after a " + kv["stall_ms"] + " ms stall"
+		}
+		return "NVML answers again after " + kv["failures"] + " failures"
+	case "NVML_FAILED":
+		return "NVML failing: " + kv["error"]
+	case "AER":
+		return "PCIe AER " + kv["severity"] + ": " + kv["text"]
+	case "UNCLEAN_STOP":
+		return "logger did not stop cleanly (boot " + kv["prev_boot"] + ")"
+	}
+	if t := kv["text"]; t != "" {
+		return e.Type + ": " + t
+	}
+	return e.Type
+}

@@ -1,0 +1,347 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Options say which incident to report and how much around it.
+type Options struct {
+	Dir      string         // the logger's --log-dir
+	Incident string         // a crash snapshot file: the incident it records
+	At       time.Time      // or a moment; zero: the most recent incident
+	GPU      int            // one GPU only; -1 all
+	Before   time.Duration  // window before the incident
+	After    time.Duration  // and after it
+	Loc      *time.Location // for file names and printed times; nil means time.Local
+	// Progress, when set, is called now and then while files are read, with
+	// the file and how much of it is done (0..1).
+	Progress func(file string, done float64)
+}
+
+// Incident is the moment the report is about.
+type Incident struct {
+	Time time.Time
+	GPU  int    // -1 when not tied to one GPU (--at without --gpu)
+	What string // "Xid 62: Internal micro-controller halt (nvml)"
+}
+
+// GPUData is one GPU's rows in the window.
+type GPUData struct {
+	Index int
+	Rows  []Row
+}
+
+// Report is everything the text and HTML forms show.
+type Report struct {
+	Dir        string
+	Incident   Incident
+	From, To   time.Time
+	GPUs       []GPUData
+	Timeline   []Entry
+	Peaks      []Peak
+	Precursors []string
+	Read       []string // what was read: "gpu0-deep-2026-11-30.csv: 700 rows"
+	Skipped    []string // what was not, and why
+	Loc        *time.Location
+}
+
+// mergeWindow: critical events on one GPU closer than this to the one before
+// belong to the same incident (a crash floods 30 to 50 Xids within seconds).
+const mergeWindow = 60 * time.Second
+
+// Build reads the log directory and assembles the report. Errors are for
+// what makes a report impossible (no directory, no incident, no rows in the
+// window), each saying what to do; damage that only loses part of the data
+// is listed in Report.Skipped instead.
+func Build(o Options) (*Report, error) {
+	if o.Loc == nil {
+		o.Loc = time.Local
+	}
+	if o.Before <= 0 {
+		o.Before = 60 * time.Second
+	}
+	if o.After < 0 {
+		o.After = 0
+	}
+	fi, err := os.Stat(o.Dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("log dir %s does not exist (give the logger's --log-dir with --log-dir)", o.Dir)
+		}
+		return nil, fmt.Errorf("log dir %s: %w", o.Dir, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("log dir %s is not a directory", o.Dir)
+	}
+	rep := &Report{Dir: o.Dir, Loc: o.Loc}
+
+	logs := eventLogs(o.Dir)
+	all, bad, err := readEvents(logs, time.Time{}, time.Time{})
+	if err != nil {
+		rep.Skipped = append(rep.Skipped, "events: "+err.Error())
+	}
+	if bad > 0 {
+		rep.Skipped = append(rep.Skipped, strconv.Itoa(bad)+" events.log lines that did not parse")
+	}
+	if len(logs) > 0 {
+		rep.Read = append(rep.Read, fmt.Sprintf("%d events.log file(s): %d events", len(logs), len(all)))
+	}
+
+	inc, err := findIncident(o, all)
+	if err != nil {
+		return nil, err
+	}
+	rep.Incident = inc
+	rep.From, rep.To = inc.Time.Add(-o.Before), inc.Time.Add(o.After)
+
+	files, err := listCSVs(o.Dir, o.Loc)
+	if err != nil {
+		return nil, fmt.Errorf("log dir %s: %w", o.Dir, err)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no CSV files (gpu<N>-deep-<day>.csv[.gz]) in %s", o.Dir)
+	}
+	// Files are read in parallel (one goroutine per file, at most one per
+	// CPU): a day of 8 GPUs is 8 files, and decompressing them is most of
+	// the work.
+	type job struct {
+		f    csvFile
+		rows []Row
+		st   readStats
+		err  error
+	}
+	var jobs []*job
+	var first, last time.Time
+	for _, f := range files {
+		if first.IsZero() || f.day.Before(first) {
+			first = f.day
+		}
+		if f.day.After(last) {
+			last = f.day
+		}
+		if (o.GPU >= 0 && f.gpu != o.GPU) || !f.overlaps(rep.From, rep.To) {
+			continue
+		}
+		jobs = append(jobs, &job{f: f})
+	}
+	var pmu sync.Mutex
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for _, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			name := filepath.Base(j.f.path)
+			var prog progressFunc
+			if o.Progress != nil {
+				prog = func(done, total int64) {
+					if total > 0 {
+						pmu.Lock()
+						o.Progress(name, float64(done)/float64(total))
+						pmu.Unlock()
+					}
+				}
+			}
+			j.st, j.err = readWindow(j.f, rep.From, rep.To, prog, func(r Row) { j.rows = append(j.rows, r) })
+		}()
+	}
+	wg.Wait()
+	byGPU := map[int]*GPUData{}
+	for _, j := range jobs {
+		name := filepath.Base(j.f.path)
+		if j.err != nil {
+			rep.Skipped = append(rep.Skipped, name+": "+j.err.Error())
+			continue
+		}
+		g := byGPU[j.f.gpu]
+		if g == nil {
+			g = &GPUData{Index: j.f.gpu}
+			byGPU[j.f.gpu] = g
+		}
+		g.Rows = append(g.Rows, j.rows...)
+		st := j.st
+		rep.Read = append(rep.Read, fmt.Sprintf("%s: %d rows in the window", name, st.Rows))
+		if st.Malformed > 0 {
+			rep.Skipped = append(rep.Skipped, fmt.Sprintf("%s: %d malformed or cut line(s) skipped", name, st.Malformed))
+		}
+		if st.Damage != "" {
+			rep.Skipped = append(rep.Skipped, fmt.Sprintf("%s: damaged (%s); the rest of the file is unreadable", name, st.Damage))
+		}
+	}
+	n := 0
+	for _, g := range byGPU {
+		sort.SliceStable(g.Rows, func(i, j int) bool { return g.Rows[i].Time.Before(g.Rows[j].Time) })
+		n += len(g.Rows)
+		if len(g.Rows) > 0 {
+			rep.GPUs = append(rep.GPUs, *g)
+		}
+	}
+	sort.Slice(rep.GPUs, func(i, j int) bool { return rep.GPUs[i].Index < rep.GPUs[j].Index })
+	if n == 0 {
+		return nil, fmt.Errorf("no rows between %s and %s in %s (the CSVs cover %s to %s); pick a time inside with --at",
+			fmtTime(rep.From, o.Loc), fmtTime(rep.To, o.Loc), o.Dir, first.Format("2006-01-02"), last.Format("2006-01-02"))
+	}
+
+	rep.buildTimeline(all, o)
+	rep.Peaks = peaks(rep.GPUs)
+	rep.Precursors = precursors(rep)
+	return rep, nil
+}
+
+// noise are event types left out of the timeline: they come by the dozen
+// and tell nothing about a crash on their own.
+var noise = map[string]bool{"Clock": true, "ClockBurst": true, "PState": true}
+
+func (rep *Report) buildTimeline(all []Event, o Options) {
+	rows := map[int][]Row{}
+	for _, g := range rep.GPUs {
+		rows[g.Index] = g.Rows
+		rep.Timeline = append(rep.Timeline, rowTimeline(g.Index, g.Rows)...)
+	}
+	for _, e := range all {
+		if noise[e.Type] || e.KV["duplicate_of"] != "" {
+			continue
+		}
+		if o.GPU >= 0 && e.GPU != o.GPU {
+			continue
+		}
+		t := e.Time
+		what := e.describe()
+		if kt, ok := kernelTime(rows[e.GPU], e.KV["ktime"]); ok && e.KV["ktime"] != "" {
+			t = kt
+			what += " [kernel time " + e.KV["ktime"] + "s]"
+		}
+		if t.Before(rep.From) || t.After(rep.To) {
+			continue
+		}
+		if t.Equal(rep.Incident.Time) && what == rep.Incident.What {
+			continue // the incident line says it
+		}
+		en := Entry{Time: t, GPU: e.GPU, Kind: KindEvent, What: what, Marker: eventMarker(e)}
+		if r, ok := rowAt(rows[e.GPU], t); ok {
+			en.Values = values(r)
+		}
+		rep.Timeline = append(rep.Timeline, en)
+	}
+	inc := Entry{Time: rep.Incident.Time, GPU: rep.Incident.GPU, Kind: KindIncident, What: rep.Incident.What, Marker: "incident"}
+	if r, ok := rowAt(rows[inc.GPU], inc.Time); ok {
+		inc.Values = values(r)
+	}
+	rep.Timeline = append(rep.Timeline, inc)
+	sort.SliceStable(rep.Timeline, func(i, j int) bool {
+		a, b := rep.Timeline[i], rep.Timeline[j]
+		if !a.Time.Equal(b.Time) {
+			return a.Time.Before(b.Time)
+		}
+		if a.GPU != b.GPU {
+			return a.GPU < b.GPU
+		}
+		if kindRank[a.Kind] != kindRank[b.Kind] {
+			return kindRank[a.Kind] < kindRank[b.Kind]
+		}
+		return a.What < b.What
+	})
+}
+
+// kindRank orders entries of the same moment: the window's start first, the
+// incident before the events that make it up, the end last.
+var kindRank = map[EntryKind]int{KindStart: 0, KindIncident: 1, KindEvent: 2, KindFlagOff: 3, KindFlagOn: 4,
+	KindFlag: 5, KindThrottle: 6, KindGap: 7, KindEndOfData: 8}
+
+func eventMarker(e Event) string {
+	switch e.Type {
+	case "Xid", "GpuRecoveryAction":
+		return "xid"
+	case "NVML_HUNG":
+		return "hang"
+	case "GPU_LOST", "FALLEN_OFF_BUS":
+		return "lost"
+	case "AER":
+		return "aer"
+	case "TDP_CHANGE":
+		return "flag"
+	}
+	if e.critical() {
+		return "xid"
+	}
+	return ""
+}
+
+// findIncident picks the moment the report is about.
+func findIncident(o Options, all []Event) (Incident, error) {
+	if o.Incident != "" {
+		at, gpu, reason, ok := snapshotHeader(o.Incident)
+		if !ok {
+			if s, ok2 := parseSnapshotName(o.Incident, o.Loc); ok2 {
+				return Incident{Time: s.at, GPU: s.gpu, What: "crash snapshot " + filepath.Base(o.Incident)}, nil
+			}
+			return Incident{}, fmt.Errorf("--incident %s: not a readable crash snapshot (no Time: line in its header)", o.Incident)
+		}
+		if o.GPU >= 0 {
+			gpu = o.GPU
+		}
+		return Incident{Time: at, GPU: gpu, What: reason}, nil
+	}
+	if !o.At.IsZero() {
+		inc := Incident{Time: o.At, GPU: o.GPU, What: "the moment asked for (--at)"}
+		return inc, nil
+	}
+	// The most recent incident: the first critical event of the last burst.
+	var crit []Event
+	for _, e := range all {
+		if e.critical() && (o.GPU < 0 || e.GPU == o.GPU) {
+			crit = append(crit, e)
+		}
+	}
+	sort.SliceStable(crit, func(i, j int) bool { return crit[i].Time.Before(crit[j].Time) })
+	if len(crit) > 0 {
+		i := len(crit) - 1
+		for i > 0 && crit[i].Time.Sub(crit[i-1].Time) < mergeWindow {
+			i--
+		}
+		e := crit[i]
+		return Incident{Time: e.Time, GPU: e.GPU, What: e.describe()}, nil
+	}
+	snaps := listSnapshots(o.Dir, o.Loc)
+	for i := len(snaps) - 1; i >= 0; i-- {
+		s := snaps[i]
+		if o.GPU >= 0 && s.gpu != o.GPU {
+			continue
+		}
+		at, gpu, reason, ok := snapshotHeader(s.path)
+		if !ok {
+			at, gpu, reason = s.at, s.gpu, "crash snapshot "+filepath.Base(s.path)
+		}
+		return Incident{Time: at, GPU: gpu, What: reason}, nil
+	}
+	return Incident{}, fmt.Errorf("no incident in %s (no critical event in events.log, no crash snapshot); name a moment with --at TIME", o.Dir)
+}
+
+// fmtTime prints a time for people, in loc, with milliseconds.
+func fmtTime(t time.Time, loc *time.Location) string {
+	return t.In(loc).Format("2006-01-02 15:04:05.000 MST")
+}
+
+// ParseAt reads --at: RFC 3339, or a local "2006-01-02 15:04:05[.000]"
+// (a 'T' in place of the space is fine too).
+func ParseAt(s string, loc *time.Location) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	for _, l := range []string{"2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999", "2006-01-02 15:04", "2006-01-02T15:04"} {
+		if t, err := time.ParseInLocation(l, s, loc); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("--at %q: want RFC 3339 (2026-11-30T19:08:17Z) or local 2026-11-30 19:08:17", s)
+}

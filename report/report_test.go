@@ -1,0 +1,376 @@
+package report
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/xml"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (run with -update after checking):\n%s", name, firstDiff(string(got), string(want)))
+	}
+}
+
+func firstDiff(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := 0; i < len(g) || i < len(w); i++ {
+		var a, b string
+		if i < len(g) {
+			a = g[i]
+		}
+		if i < len(w) {
+			b = w[i]
+		}
+		if a != b {
+			return fmt.Sprintf("line %d:\n got  %q\n want %q", i+1, a, b)
+		}
+	}
+	return ""
+}
+
+// testdata/incident is what `make demo` recorded: the gsp-crash scenario on
+// two simulated GPUs (Xid 62, 45, 119, 154, then GPU 0 lost and Xid 79).
+func incidentReport(t *testing.T) *Report {
+	t.Helper()
+	rep, err := Build(Options{Dir: "testdata/incident", GPU: -1, Before: 60 * time.Second, After: 10 * time.Second, Loc: time.UTC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func TestGoldenTimeline(t *testing.T) {
+	rep := incidentReport(t)
+	var b bytes.Buffer
+	if err := rep.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "incident.txt", b.Bytes())
+	// What the story must contain, whatever the layout.
+	for _, want := range []string{
+		"Incident: 2026-11-30 19:08:17.623 UTC on GPU 0: Xid 62: Internal micro-controller halt (nvml)",
+		"SPUR_THROT off after 2.0s",
+		"throttle None -> SwPowerCap",
+		"TDP 600W -> 450W (-150W)",
+		"Xid 119: GSP RPC Timeout (kmsg)",
+		"Xid 79: GPU has fallen off the bus (kmsg)",
+		"GPU lost (poll)",
+		"hot die (85-90 C) with fans at 30 %",
+		"spurious SwPowerCap (throttled at low power) 20 times",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
+
+func TestHTMLParsesAndHasEveryChart(t *testing.T) {
+	rep := incidentReport(t)
+	var b bytes.Buffer
+	if err := rep.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "incident.html", b.Bytes())
+	page := b.String()
+	for _, bad := range []string{"<script", "http://", "https://", "@import", "url("} {
+		if bad == "http://" {
+			// Only the XML namespaces may name a URL.
+			page2 := strings.NewReplacer(`xmlns="http://www.w3.org/1999/xhtml"`, "", `xmlns="http://www.w3.org/2000/svg"`, "").Replace(page)
+			if strings.Contains(page2, bad) {
+				t.Errorf("page refers to the network: %q", bad)
+			}
+			continue
+		}
+		if strings.Contains(page, bad) {
+			t.Errorf("page is not self-contained: has %q", bad)
+		}
+	}
+	d := xml.NewDecoder(strings.NewReader(page))
+	d.Strict = true
+	svgs, paths, titles := 0, 0, map[string]int{}
+	var inText bool
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("page does not parse as XML: %v", err)
+		}
+		switch tk := tok.(type) {
+		case xml.StartElement:
+			switch tk.Name.Local {
+			case "svg":
+				for _, a := range tk.Attr {
+					if a.Name.Local == "viewBox" {
+						svgs++
+					}
+				}
+			case "path":
+				paths++
+			case "text":
+				inText = true
+			}
+		case xml.EndElement:
+			inText = false
+		case xml.CharData:
+			if inText {
+				titles[string(tk)]++
+			}
+		}
+	}
+	if svgs != 2 {
+		t.Errorf("%d charts, want one per GPU (2)", svgs)
+	}
+	for _, want := range []string{"Temperature", "Fans: speed (solid) against target (dashed)", "Power against limit and enforced limit",
+		"Clocks (memory clock on the right axis)", "Throttle reasons", "SwPowerCap", "Xid 62"} {
+		found := false
+		for k := range titles {
+			found = found || strings.HasPrefix(k, want)
+		}
+		if !found {
+			t.Errorf("no chart text %q", want)
+		}
+	}
+	// 2 GPUs x (2 temperature + 4 fan + 3 power + 3 clock) lines.
+	if paths != 24 {
+		t.Errorf("%d lines drawn, want 24", paths)
+	}
+}
+
+// header is the CSV header of a GPU with one fan.
+const header = "timestamp,gpu_temp,gpu_tlimit,power_instant,power_limit,pstate,gpu_clock,mem_clock,gpu_util,mem_util,vram_used_mb,pcie_gen,pcie_width,throttle_bitmask,throttle_reasons,fan0_speed_pct,fan0_target_pct,sensor0_temp,sensor0_target,sensor0_controller,dmesg_time,sm_clock,power_enforced_limit,energy_mj,pcie_replay,mem_temp,enc_util,dec_util,flags\n"
+
+func rowLine(t time.Time, temp int, flags string) string {
+	return fmt.Sprintf("%s,%d,10,300.00,600,1,2400,13801,90,38,52000,5,16,0x0000,None,40,40,%d,1,1,%.6f,2400,600,1000,0,70,0,0,%s\n",
+		t.Format("2006-01-02T15:04:05.000Z07:00"), temp, temp, float64(t.Unix()%100000), flags)
+}
+
+// writeDay writes n rows every step from start to path (gzip when the name
+// ends in .gz).
+func writeDay(t *testing.T, path string, start time.Time, n int, step time.Duration) {
+	t.Helper()
+	var b bytes.Buffer
+	b.WriteString(header)
+	for i := 0; i < n; i++ {
+		b.WriteString(rowLine(start.Add(time.Duration(i)*step), 50+i%10, ""))
+	}
+	data := b.Bytes()
+	if strings.HasSuffix(path, ".gz") {
+		var z bytes.Buffer
+		w := gzip.NewWriter(&z)
+		w.Write(data)
+		w.Close()
+		data = z.Bytes()
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeEvents(t *testing.T, dir string, lines ...string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, "events.log"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAcrossMidnightGzipAndRestart(t *testing.T) {
+	dir := t.TempDir()
+	loc := time.UTC
+	midnight := time.Date(2026, 11, 30, 0, 0, 0, 0, loc)
+	// Yesterday compressed, up to 23:59:59.9; today plain, from 00:00:05
+	// (the logger restarted: 5 s without rows).
+	writeDay(t, filepath.Join(dir, "gpu0-deep-2026-11-29.csv.gz"), midnight.Add(-30*time.Second), 300, 100*time.Millisecond)
+	writeDay(t, filepath.Join(dir, "gpu0-deep-2026-11-30.csv"), midnight.Add(5*time.Second), 300, 100*time.Millisecond)
+	inc := midnight.Add(10 * time.Second)
+	writeEvents(t, dir, inc.Format("2006-01-02T15:04:05.000Z07:00")+` gpu=0 bus=00000000:41:00.0 source=kmsg type=Xid xid=79 name="GPU has fallen off the bus" text="NVRM: Xid (PCI:0000:41:00): 79, GPU has fallen off the bus."`)
+	rep, err := Build(Options{Dir: dir, GPU: -1, Before: 20 * time.Second, After: 5 * time.Second, Loc: loc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.GPUs) != 1 {
+		t.Fatalf("%d GPUs", len(rep.GPUs))
+	}
+	rows := rep.GPUs[0].Rows
+	// From 23:59:50 to 23:59:59.9 (100 rows), then 00:00:05 .. 00:00:15 (101).
+	if len(rows) != 201 {
+		t.Errorf("%d rows in the window, want 201", len(rows))
+	}
+	var gap *Entry
+	for i, e := range rep.Timeline {
+		if e.Kind == KindGap {
+			gap = &rep.Timeline[i]
+		}
+	}
+	if gap == nil || !strings.Contains(gap.What, "no rows for 5.1s") {
+		t.Errorf("no 5.1 s gap across midnight: %+v", gap)
+	}
+}
+
+func TestDamagedInputIsSkippedAndSaid(t *testing.T) {
+	dir := t.TempDir()
+	loc := time.UTC
+	day := time.Date(2026, 11, 30, 12, 0, 0, 0, loc)
+	// GPU 0: a .gz cut in half. GPU 1: a plain CSV whose last line was cut.
+	gz := filepath.Join(dir, "gpu0-deep-2026-11-30.csv.gz")
+	writeDay(t, gz, day, 2000, 100*time.Millisecond)
+	b, _ := os.ReadFile(gz)
+	os.WriteFile(gz, b[:len(b)/2], 0o644)
+	plain := filepath.Join(dir, "gpu1-deep-2026-11-30.csv")
+	writeDay(t, plain, day, 100, 100*time.Millisecond)
+	f, _ := os.OpenFile(plain, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(rowLine(day.Add(10*time.Second), 60, "")[:40])
+	f.Close()
+	rep, err := Build(Options{Dir: dir, GPU: -1, At: day.Add(5 * time.Second), Before: 10 * time.Second, After: 200 * time.Second, Loc: loc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipped := strings.Join(rep.Skipped, "\n")
+	if !strings.Contains(skipped, "gpu0-deep-2026-11-30.csv.gz: damaged (unexpected EOF)") {
+		t.Errorf("damaged .gz not reported; skipped:\n%s", skipped)
+	}
+	if !strings.Contains(skipped, "gpu1-deep-2026-11-30.csv: 1 malformed or cut line(s) skipped") {
+		t.Errorf("cut line not reported; skipped:\n%s", skipped)
+	}
+	if len(rep.GPUs) != 2 || len(rep.GPUs[0].Rows) == 0 || len(rep.GPUs[1].Rows) != 100 {
+		t.Errorf("readable rows not used: %d GPUs", len(rep.GPUs))
+	}
+}
+
+func TestBadInputMessages(t *testing.T) {
+	dir := t.TempDir()
+	day := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	writeDay(t, filepath.Join(dir, "gpu0-deep-2026-11-30.csv"), day, 100, 100*time.Millisecond)
+	for _, tc := range []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"missing dir", Options{Dir: filepath.Join(dir, "nope")}, "does not exist"},
+		{"no incident", Options{Dir: dir}, "no incident in"},
+		{"time outside the data", Options{Dir: dir, At: day.Add(48 * time.Hour)}, "no rows between"},
+		{"not a snapshot", Options{Dir: dir, Incident: filepath.Join(dir, "gpu0-deep-2026-11-30.csv")}, "not a readable crash snapshot"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.o.GPU, tc.o.Loc = -1, time.UTC
+			_, err := Build(tc.o)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want one saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestSeekReadsLittle: a minute out of a long plain file is found by binary
+// search, not by reading the file from its start.
+func TestSeekReadsLittle(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	path := filepath.Join(dir, "gpu0-deep-2026-11-30.csv")
+	writeDay(t, path, start, 60000, 100*time.Millisecond) // 100 minutes, ~9 MB
+	from := start.Add(80 * time.Minute)
+	to := from.Add(time.Minute)
+	var rows []Row
+	var maxDone, total int64
+	st, err := readWindow(csvFile{path: path}, from, to, func(d, tot int64) { maxDone, total = max(maxDone, d), tot },
+		func(r Row) { rows = append(rows, r) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Rows != 601 || len(rows) != 601 || !rows[0].Time.Equal(from) || !rows[600].Time.Equal(to) {
+		t.Fatalf("%d rows (%v .. %v), want 601 from %v", len(rows), rows[0].Time, rows[len(rows)-1].Time, from)
+	}
+	fi, _ := os.Stat(path)
+	if total != 0 && maxDone > fi.Size()/2 {
+		t.Errorf("read up to byte %d of %d: the window was not sought", maxDone, fi.Size())
+	}
+	// The seek itself: the offset found is within a few rows' worth of the window.
+	f, _ := os.Open(path)
+	defer f.Close()
+	off, err := seekTime(f, int64(len(header)), fi.Size(), from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(len(header)) + int64(80*60*10)*int64(len(rowLine(start, 50, ""))); off > want || want-off > 70<<10 {
+		t.Errorf("seek landed at %d, want at most 64 KiB before %d", off, want)
+	}
+}
+
+func TestQuotedFlagsCell(t *testing.T) {
+	l, err := parseLayout(header)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := strings.TrimSuffix(rowLine(time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC), 50, `"NVML_HUNG(nvmlDeviceGetPowerUsage,1200ms)|XID(79)"`), "\n")
+	r, _, ok := l.parseRow(line, nil)
+	if !ok {
+		t.Fatal("quoted flags cell did not parse")
+	}
+	if r.Flags != "NVML_HUNG(nvmlDeviceGetPowerUsage,1200ms)|XID(79)" {
+		t.Errorf("flags = %q", r.Flags)
+	}
+	if _, _, ok := l.parseRow(line[:len(line)-5], nil); ok {
+		t.Error("a line cut inside the quoted cell parsed")
+	}
+}
+
+func TestKernelTimePlacesByPrintkClock(t *testing.T) {
+	base := time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC)
+	var rows []Row
+	for i := 0; i < 100; i++ {
+		r := Row{Time: base.Add(time.Duration(i) * 100 * time.Millisecond)}
+		r.DmesgTime.V, r.DmesgTime.OK = 5000+float64(i)*0.1, true
+		rows = append(rows, r)
+	}
+	// Read 3 s late, printed at kernel time 5004.25: 4.25 s after the first row.
+	got, ok := kernelTime(rows, "5004.25")
+	if !ok || !got.Equal(base.Add(4250*time.Millisecond)) {
+		t.Errorf("kernelTime = %v, %v; want %v", got, ok, base.Add(4250*time.Millisecond))
+	}
+	if _, ok := kernelTime(rows, ""); ok {
+		t.Error("placed an event without kernel time")
+	}
+}
+
+// BenchmarkReadDayGz measures streaming a compressed day of one GPU at
+// 100 ms (864 000 rows; 8 GPUs make the 7 million rows of a day). Reported
+// per row.
+func BenchmarkReadWindowGz(b *testing.B) {
+	dir := b.TempDir()
+	start := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	path := filepath.Join(dir, "gpu0-deep-2026-11-30.csv.gz")
+	t := &testing.T{}
+	writeDay(t, path, start, 100000, 100*time.Millisecond)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		n := 0
+		if _, err := readWindow(csvFile{path: path, gz: true}, start, start.Add(24*time.Hour), nil, func(Row) { n++ }); err != nil || n != 100000 {
+			b.Fatal(err, n)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100000, "ns/row")
+}

@@ -1,0 +1,68 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// WriteText writes the report for a terminal or a ticket: the incident, what
+// was read, the timeline (one line per change, with the GPU's readings at
+// that moment), peaks and the precursors found.
+func (rep *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	inc := rep.Incident
+	gpu := "all GPUs"
+	if inc.GPU >= 0 {
+		gpu = "GPU " + strconv.Itoa(inc.GPU)
+	}
+	fmt.Fprintf(&b, "Incident: %s on %s: %s\n", fmtTime(inc.Time, rep.Loc), gpu, inc.What)
+	fmt.Fprintf(&b, "Window:   %s .. %s (%s before, %s after)\n", fmtTime(rep.From, rep.Loc), fmtTime(rep.To, rep.Loc),
+		fmtDur(inc.Time.Sub(rep.From)), fmtDur(rep.To.Sub(inc.Time)))
+	fmt.Fprintf(&b, "Log dir:  %s\n", rep.Dir)
+	for _, r := range rep.Read {
+		fmt.Fprintf(&b, "Read:     %s\n", r)
+	}
+	for _, s := range rep.Skipped {
+		fmt.Fprintf(&b, "Skipped:  %s\n", s)
+	}
+
+	b.WriteString("\n== Timeline (offset from the incident; values: temp, mem temp, fans speed/target, power/limit, clocks)\n")
+	for _, e := range rep.Timeline {
+		g := "  -"
+		if e.GPU >= 0 {
+			g = fmt.Sprintf("%3d", e.GPU)
+		}
+		line := fmt.Sprintf("%s %9s gpu%s %-8s %s", e.Time.In(rep.Loc).Format("15:04:05.000"), offset(e.Time.Sub(inc.Time)), g, e.Kind, e.What)
+		if e.Values != "" {
+			line += "  | " + e.Values
+		}
+		b.WriteString(line + "\n")
+	}
+
+	b.WriteString("\n== Peaks in the window\n")
+	for _, p := range rep.Peaks {
+		fmt.Fprintf(&b, "gpu%d %-20s %-28s at %s (%s)\n", p.GPU, p.What, p.Value, p.Time.In(rep.Loc).Format("15:04:05.000"), offset(p.Time.Sub(inc.Time)))
+	}
+
+	b.WriteString("\n== Precursors found\n")
+	if len(rep.Precursors) == 0 {
+		b.WriteString("(none of the known precursors: hot die with slow fans, spurious SwPowerCap, fan spikes, power above the limit, TDP changes, AER errors, hangs, gaps)\n")
+	}
+	for _, p := range rep.Precursors {
+		b.WriteString("- " + p + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// offset formats a signed offset from the incident: -25.700s, +0.000s.
+func offset(d time.Duration) string {
+	sign := "+"
+	if d < 0 {
+		sign, d = "-", -d
+	}
+	return sign + strconv.FormatFloat(d.Seconds(), 'f', 3, 64) + "s"
+}

@@ -1,0 +1,109 @@
+package e2e
+
+import (
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestReportOfTheGSPCrash runs the GSP crash story, then `gpu-telemetry
+// report` on what the logger wrote: the timeline must tell the story, and
+// the HTML page must render in headless Chromium with its charts drawn.
+func TestReportOfTheGSPCrash(t *testing.T) {
+	t.Parallel()
+	p := start(t, opts{scenario: "@gsp-crash", kmsg: true})
+	p.waitFor("GPU 0 lost, with the kernel's Xid 79 in events.log", 40*time.Second, func() bool {
+		b, _ := os.ReadFile(filepath.Join(p.dir, "events.log"))
+		return strings.Contains(string(b), "type=GPU_LOST") && strings.Contains(string(b), "xid=79")
+	})
+	p.stop()
+
+	page := filepath.Join(t.TempDir(), "report.html")
+	cmd := exec.Command(binPath, "report", "--log-dir", p.dir, "--last", "--html", page)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("report: %v\n%s", err, out)
+	}
+	text := string(out)
+	for _, want := range []string{
+		"on GPU 0: Xid 62: Internal micro-controller halt (nvml)",
+		"THROTTLE throttle None -> SwPowerCap",
+		"TDP 600W -> 450W (-150W)",
+		"TDP 450W -> 600W (150W)",
+		"FLAG     FAN_SPIKE",
+		"Xid 45: Preemptive cleanup",
+		"Xid 119: GSP RPC Timeout (kmsg)",
+		"recovery action 1: GPU reset",
+		"GPU lost (poll)",
+		"Xid 79: GPU has fallen off the bus (kmsg)",
+		"hot die (85-90 C) with fans at 30 %",
+		"spurious SwPowerCap (throttled at low power)",
+		"power limit changed 2 time(s) before Xid 62",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("report:\n%s", text)
+	}
+
+	// Headless Chromium: Debian's package. Under CI it must be there.
+	browser, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("chromium is not installed (CI: .ci/run installs it)")
+		}
+		t.Skip("chromium not installed; the screenshot check needs it")
+	}
+	shot := filepath.Join(t.TempDir(), "report.png")
+	c := exec.Command(browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+		"--window-size=1260,1700", "--screenshot="+shot, "file://"+page)
+	c.Env = append(os.Environ(), "HOME="+t.TempDir())
+	if b, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("chromium: %v\n%s", err, b)
+	}
+	if dst := os.Getenv("REPORT_SCREENSHOT"); dst != "" {
+		b, _ := os.ReadFile(shot)
+		os.WriteFile(dst, b, 0o644) // for a person to look at
+	}
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	// Count the pixels of the charts' colours: the GPU temperature line
+	// (#d62728), the power line (#1f77b4) and the SwPowerCap band (#9467bd
+	// at 0.8 opacity on #fafafa). Each must be drawn, not just the frame.
+	near := func(r, g, b uint32, wr, wg, wb int) bool {
+		d := func(a uint32, w int) int { x := int(a>>8) - w; return x * x }
+		return d(r, wr)+d(g, wg)+d(b, wb) < 40*40
+	}
+	var temp, power, band int
+	bd := img.Bounds()
+	for y := bd.Min.Y; y < bd.Max.Y; y++ {
+		for x := bd.Min.X; x < bd.Max.X; x++ {
+			r, g, b, _ := img.At(x, y).RGBA()
+			switch {
+			case near(r, g, b, 0xd6, 0x27, 0x28):
+				temp++
+			case near(r, g, b, 0x1f, 0x77, 0xb4):
+				power++
+			case near(r, g, b, 0xa9, 0x85, 0xcb):
+				band++
+			}
+		}
+	}
+	t.Logf("screenshot %dx%d: %d temperature, %d power, %d throttle band pixels", bd.Dx(), bd.Dy(), temp, power, band)
+	if temp < 300 || power < 300 || band < 200 {
+		t.Errorf("charts not drawn in Chromium: %d temperature, %d power, %d band pixels", temp, power, band)
+	}
+}
