@@ -365,7 +365,9 @@ func openAppend(path string, header []byte, log *slog.Logger) (*os.File, int64, 
 	if os.IsNotExist(statErr) {
 		// A new day's file: make its directory entry durable too, or a
 		// power loss can lose the whole file, not just the last second.
-		syncDir(filepath.Dir(path))
+		if err := SyncDir(filepath.Dir(path)); err != nil {
+			log.Warn("new CSV's directory entry may not survive a power loss", "path", path, "error", err)
+		}
 	}
 	st, err := f.Stat()
 	if err != nil {

@@ -2,7 +2,7 @@ package sink
 
 import (
 	"compress/gzip"
-	"fmt"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -157,69 +157,44 @@ func (z *compressor) wait(d time.Duration) bool {
 	return false
 }
 
-// gzipFile writes path.gz atomically (temp file, fsync, rename) and then
-// removes path. It gives up, leaving path alone, when stop is closed.
-func gzipFile(path string, stop <-chan struct{}) (err error) {
+// gzipFile writes path.gz atomically (see Atomic.CreateFrom: an existing
+// .gz is never replaced) and then removes path. It gives up, leaving path
+// alone, when stop is closed. When the directory cannot be fsynced, path is
+// kept too: the new .gz might not survive a power loss.
+func gzipFile(path string, stop <-chan struct{}) error {
 	in, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".gz.tmp*")
-	if err != nil {
-		return err
-	}
-	defer func() {
+	err = Atomic{Perm: 0o644}.CreateFrom(path+".gz", func(w io.Writer) error {
+		zw, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
 		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
+			return err
 		}
-	}()
-	zw, err := gzip.NewWriterLevel(tmp, gzip.BestSpeed)
-	if err != nil {
-		return err
-	}
-	buf := make([]byte, 256<<10)
-	for {
-		select {
-		case <-stop:
-			return fmt.Errorf("stopped")
-		default:
-		}
-		n, rerr := in.Read(buf)
-		if n > 0 {
-			if _, err := zw.Write(buf[:n]); err != nil {
-				return err
+		buf := make([]byte, 256<<10)
+		for {
+			select {
+			case <-stop:
+				return errors.New("stopped")
+			default:
+			}
+			n, rerr := in.Read(buf)
+			if n > 0 {
+				if _, err := zw.Write(buf[:n]); err != nil {
+					return err
+				}
+			}
+			if rerr == io.EOF {
+				return zw.Close()
+			}
+			if rerr != nil {
+				return rerr
 			}
 		}
-		if rerr == io.EOF {
-			break
-		}
-		if rerr != nil {
-			return rerr
-		}
-	}
-	if err := zw.Close(); err != nil {
+	})
+	if err != nil {
 		return err
 	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	// Never replace an existing .gz: link fails if the name is taken.
-	if err := os.Link(tmp.Name(), path+".gz"); err != nil {
-		return fmt.Errorf("%s.gz: %w", path, err)
-	}
-	os.Remove(tmp.Name())
-	syncDir(filepath.Dir(path))
 	return os.Remove(path)
-}
-
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
 }

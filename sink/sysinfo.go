@@ -159,37 +159,3 @@ func WriteSystemInfo(dir string, si SystemInfo) (written bool, err error) {
 	}
 	return true, nil
 }
-
-// WriteFileAtomic writes data to path so that a crash leaves either the old
-// file or the new one: temp file in the same directory, write, fsync, close,
-// rename, fsync the directory. The temp file is removed on any error.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = f.Chmod(perm); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", path, err)
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("rename %s: %w", path, err)
-	}
-	syncDir(dir)
-	return nil
-}

@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
 // BenchmarkCrashStage1 measures what stands between a crash and the
@@ -12,12 +14,12 @@ import (
 // the two fsyncs, so it depends on the disk.
 func BenchmarkCrashStage1(b *testing.B) {
 	dir := filepath.Join(b.TempDir(), "crashes")
-	ops := defaultOps()
+	m := &Manager{files: sink.Atomic{Perm: fileMode}}
 	req := testCrashRequest()
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		data := renderCrash(&req, nil, 10*time.Second)
-		if _, err := ops.createNew(dir, baseName("crash", incidentTime.Add(time.Duration(i)*time.Millisecond), 0), ".log", data); err != nil {
+		if _, err := m.createNew(dir, baseName("crash", incidentTime.Add(time.Duration(i)*time.Millisecond), 0), data); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -85,7 +85,7 @@ func (m *Manager) followUps(ctx context.Context, gpu int, incident string, h *He
 		t0 := time.Now()
 		res := m.collect(m.work, m.followUpJobs(h.BusID))
 		data := renderFollowUp(h, incident, off, m.cfg.Now(), followUpSections(res))
-		path, err := m.ops.createNew(m.crashDir, followUpName(incident, off), ".log", data)
+		path, err := m.createNew(m.crashDir, followUpName(incident, off), data)
 		if path == "" {
 			m.failed("follow-up", gpu, 0, err)
 			continue

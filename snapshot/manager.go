@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
 // Defaults for Config.
@@ -81,7 +83,7 @@ type Stats struct {
 type Manager struct {
 	cfg      Config
 	log      *slog.Logger
-	ops      fileOps
+	files    sink.Atomic // the one atomic-write helper; tests inject failures through its Ops
 	crashDir string
 	spikeDir string
 
@@ -156,7 +158,7 @@ func New(cfg Config) *Manager {
 	m := &Manager{
 		cfg:      cfg,
 		log:      cfg.Logger,
-		ops:      defaultOps(),
+		files:    sink.Atomic{Perm: fileMode},
 		crashDir: filepath.Join(cfg.Dir, "crashes"),
 		spikeDir: filepath.Join(cfg.Dir, "spikes"),
 		gpus:     make(map[int]*gpuState),
@@ -248,7 +250,7 @@ func (m *Manager) crash(fctx context.Context, stop context.CancelCauseFunc, gpu 
 	m.flush(gpu)
 
 	t0 := time.Now()
-	path, err := m.ops.createNew(m.crashDir, baseName("crash", at, gpu), ".log",
+	path, err := m.createNew(m.crashDir, baseName("crash", at, gpu),
 		renderCrash(req, nil, m.cfg.DiagnosticsTimeout))
 	if path == "" {
 		m.failed("crash", gpu, 1, err)
@@ -260,7 +262,7 @@ func (m *Manager) crash(fctx context.Context, stop context.CancelCauseFunc, gpu 
 	m.written("crash", gpu, 1, path, time.Since(t0), err)
 
 	res := m.collect(m.work, m.crashJobs(req.Header.BusID))
-	if err := m.ops.replace(path, renderCrash(req, crashSections(res), 0)); err != nil {
+	if err := m.files.Replace(path, renderCrash(req, crashSections(res), 0)); err != nil {
 		m.failed("crash", gpu, 2, err)
 	} else {
 		m.mu.Lock()
@@ -316,7 +318,7 @@ func (m *Manager) spike(gpu int, req *SpikeRequest, at time.Time) {
 	defer m.wg.Done()
 	m.flush(gpu)
 	t0 := time.Now()
-	path, err := m.ops.createNew(m.spikeDir, baseName("spike", at, gpu), ".log", renderSpike(req))
+	path, err := m.createNew(m.spikeDir, baseName("spike", at, gpu), renderSpike(req))
 	if path == "" {
 		m.failed("spike", gpu, 0, err)
 		return

@@ -442,7 +442,7 @@ func TestSameMillisecondNoCollision(t *testing.T) {
 func TestWriteFailureCountedAndCleaned(t *testing.T) {
 	rec := &recorder{}
 	m, _ := newTestManager(t, func(c *Config) { c.Logger = slog.New(rec) })
-	m.ops.write = func(*os.File, []byte) (int, error) { return 0, errors.New("no space left on device") }
+	m.files.Ops.Write = func(*os.File, []byte) (int, error) { return 0, errors.New("no space left on device") }
 	m.Crash(0, testCrashRequest)
 	m.Spike(0, func() SpikeRequest { return SpikeRequest{} })
 	closeManager(t, m)
@@ -463,7 +463,7 @@ func TestStage2FailureKeepsStage1(t *testing.T) {
 	m, _ := newTestManager(t, nil)
 	var mu sync.Mutex
 	calls := 0
-	m.ops.write = func(f *os.File, p []byte) (int, error) {
+	m.files.Ops.Write = func(f *os.File, p []byte) (int, error) {
 		mu.Lock()
 		calls++
 		n := calls

@@ -1,8 +1,9 @@
-package snapshot
+package sink
 
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,14 +15,14 @@ import (
 
 func TestCreateNewConcurrentNames(t *testing.T) {
 	// Many writers, one name: each gets its own file, none is replaced.
-	dir := filepath.Join(t.TempDir(), "crashes")
-	ops := defaultOps()
+	dir := t.TempDir()
+	ops := Atomic{Perm: 0o640}
 	const n = 20
 	var wg sync.WaitGroup
 	paths := make([]string, n)
 	for i := range n {
 		wg.Go(func() {
-			p, err := ops.createNew(dir, "crash-x-gpu0", ".log", []byte(fmt.Sprintf("writer %d\n", i)))
+			p, err := ops.CreateNew(dir, "crash-x-gpu0", ".log", []byte(fmt.Sprintf("writer %d\n", i)))
 			if err != nil {
 				t.Error(err)
 			}
@@ -52,16 +53,16 @@ func TestAtomicFailuresLeaveNothing(t *testing.T) {
 	failLink := func(string, string) error { return &os.LinkError{Op: "link", Err: syscall.EIO} }
 	tests := []struct {
 		name    string
-		ops     fileOps
+		ops     Atomic
 		wantErr string
 	}{
-		{"write fails", fileOps{write: failWrite, link: os.Link}, "no space left on device"},
-		{"link fails", fileOps{write: (*os.File).Write, link: failLink}, "input/output error"},
+		{"write fails", Atomic{Perm: 0o640, Ops: FileOps{Write: failWrite}}, "no space left on device"},
+		{"link fails", Atomic{Perm: 0o640, Ops: FileOps{Link: failLink}}, "input/output error"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			_, err := tt.ops.createNew(dir, "spike-x", ".log", []byte("data\n"))
+			_, err := tt.ops.CreateNew(dir, "spike-x", ".log", []byte("data\n"))
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("err = %v, want %q", err, tt.wantErr)
 			}
@@ -78,11 +79,11 @@ func TestReplaceFailureKeepsOld(t *testing.T) {
 	if err := os.WriteFile(path, []byte("stage 1\n"), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	ops := fileOps{write: func(f *os.File, p []byte) (int, error) {
+	ops := Atomic{Perm: 0o640, Ops: FileOps{Write: func(f *os.File, p []byte) (int, error) {
 		_, _ = f.Write(p[:3])
 		return 3, errors.New("I/O error")
-	}, link: os.Link}
-	if err := ops.replace(path, []byte("stage 2, much longer\n")); err == nil {
+	}}}
+	if err := ops.Replace(path, []byte("stage 2, much longer\n")); err == nil {
 		t.Fatal("replace succeeded")
 	}
 	if data, _ := os.ReadFile(path); string(data) != "stage 1\n" {
@@ -92,7 +93,7 @@ func TestReplaceFailureKeepsOld(t *testing.T) {
 		t.Errorf("entries = %v", e)
 	}
 	// And a successful replace leaves only the new content.
-	if err := defaultOps().replace(path, []byte("stage 2\n")); err != nil {
+	if err := (Atomic{Perm: 0o640}).Replace(path, []byte("stage 2\n")); err != nil {
 		t.Fatal(err)
 	}
 	if data, _ := os.ReadFile(path); string(data) != "stage 2\n" {
@@ -101,8 +102,8 @@ func TestReplaceFailureKeepsOld(t *testing.T) {
 	if e := allEntries(t, dir); len(e) != 1 {
 		t.Errorf("entries = %v", e)
 	}
-	if fi, _ := os.Stat(path); fi.Mode().Perm() != fileMode {
-		t.Errorf("mode %v, want %v", fi.Mode().Perm(), os.FileMode(fileMode))
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o640 {
+		t.Errorf("mode %v, want 0640", fi.Mode().Perm())
 	}
 }
 
@@ -110,11 +111,11 @@ func TestCreateNewWithoutHardLinks(t *testing.T) {
 	// File systems without hard links (vfat) answer EPERM: fall back to
 	// O_EXCL + rename, still without replacing anything.
 	dir := t.TempDir()
-	ops := fileOps{write: (*os.File).Write, link: func(string, string) error {
+	ops := Atomic{Perm: 0o640, Ops: FileOps{Link: func(string, string) error {
 		return &os.LinkError{Op: "link", Err: syscall.EPERM}
-	}}
+	}}}
 	for i := range 3 {
-		if _, err := ops.createNew(dir, "crash-y", ".log", []byte(fmt.Sprint(i))); err != nil {
+		if _, err := ops.CreateNew(dir, "crash-y", ".log", []byte(fmt.Sprint(i))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -125,5 +126,62 @@ func TestCreateNewWithoutHardLinks(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(filepath.Join(dir, "crash-y.log")); string(data) != "0" {
 		t.Errorf("first file replaced: %q", data)
+	}
+}
+
+// allEntries returns every name in dir (hidden temp files included).
+func allEntries(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// TestDirectoryFsyncErrorIsReturned: every atomic write reports a failed
+// directory fsync (the file is in place but may not survive a power loss)
+// instead of swallowing it.
+func TestDirectoryFsyncErrorIsReturned(t *testing.T) {
+	eio := errors.New("fsync directory: input/output error")
+	ops := Atomic{Perm: 0o644, Ops: FileOps{SyncDir: func(string) error { return eio }}}
+	dir := t.TempDir()
+	if err := ops.Replace(filepath.Join(dir, "a"), []byte("a")); !errors.Is(err, eio) {
+		t.Errorf("Replace: %v", err)
+	}
+	if p, err := ops.CreateNew(dir, "b", ".log", []byte("b")); !errors.Is(err, eio) || p == "" {
+		t.Errorf("CreateNew: %q, %v", p, err)
+	}
+	if err := ops.CreateFrom(filepath.Join(dir, "c"), bytesFill([]byte("c"))); !errors.Is(err, eio) {
+		t.Errorf("CreateFrom: %v", err)
+	}
+	for _, name := range []string{"a", "b.log", "c"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("%s not in place: %v", name, err)
+		}
+	}
+}
+
+// TestCreateFromNeverReplaces: an existing file stays as it was, the error
+// says so, and no temp file is left.
+func TestCreateFromNeverReplaces(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "day.csv.gz")
+	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := Atomic{Perm: 0o644}.CreateFrom(path, bytesFill([]byte("new")))
+	if !errors.Is(err, fs.ErrExist) {
+		t.Errorf("err = %v, want fs.ErrExist", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "old" {
+		t.Errorf("replaced: %q", b)
+	}
+	if e := allEntries(t, dir); !slices.Equal(e, []string{"day.csv.gz"}) {
+		t.Errorf("entries %v", e)
 	}
 }

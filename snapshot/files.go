@@ -1,0 +1,48 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
+)
+
+const (
+	// fileMode: snapshots hold kernel log lines, which many distributions
+	// keep from unprivileged users (kernel.dmesg_restrict), so not world-readable.
+	fileMode = 0o640
+	dirMode  = 0o750
+)
+
+// createNew writes data to dir/base.log (or base-2.log ...) with the one
+// atomic-write helper, never replacing a file, creating dir first. A
+// non-empty path with an error means the file is in place but the directory
+// could not be fsynced.
+func (m *Manager) createNew(dir, base string, data []byte) (string, error) {
+	if err := ensureDir(dir); err != nil {
+		return "", err
+	}
+	return m.files.CreateNew(dir, base, ".log", data)
+}
+
+// ensureDir creates dir (and its parents) if needed, making a new entry durable.
+func ensureDir(dir string) error {
+	err := os.Mkdir(dir, dirMode)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(filepath.Dir(dir), dirMode); err != nil {
+			return fmt.Errorf("create %s: %w", filepath.Dir(dir), err)
+		}
+		err = os.Mkdir(dir, dirMode)
+	}
+	switch {
+	case err == nil:
+		return sink.SyncDir(filepath.Dir(dir))
+	case errors.Is(err, fs.ErrExist):
+		return nil
+	default:
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+}
