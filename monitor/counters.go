@@ -83,6 +83,9 @@ var counterTable = []counterDef{
 			return s.m.kmsgStat(func(r kmsgCounters) uint64 { return r.Overruns() })
 		}},
 
+	{name: "kernel_lines_suppressed", loss: true, ownLog: true, help: "kernel AER/NVRM lines not written to events.log (over 10 of one kind per GPU per minute)",
+		get: func(s *counterSources) uint64 { return s.m.kern.suppressed.load() }},
+
 	{name: "ticks", help: "poll-loop ticks run",
 		get: func(s *counterSources) uint64 { return s.m.ticks.Load() }},
 	{name: "rows_written", help: "CSV rows written",
@@ -93,6 +96,8 @@ var counterTable = []counterDef{
 		get: func(s *counterSources) uint64 { return s.m.nvmlEvents.Load() }},
 	{name: "kmsg_xids", help: "Xid lines read from the kernel log",
 		get: func(s *counterSources) uint64 { return s.m.kmsgXids.Load() }},
+	{name: "kernel_lines", help: "kernel AER, fallen-off-the-bus, RmInitAdapter and GSP lines written to events.log",
+		get: func(s *counterSources) uint64 { return s.m.kern.written.load() }},
 	{name: "duplicate_xids", help: "Xids reported by both NVML events and the kernel log, counted once",
 		get: func(s *counterSources) uint64 { return s.m.dupXids.Load() }},
 	{name: "crash_snapshots", help: "crash snapshots written",

@@ -128,8 +128,10 @@ func (m *Monitor) runKmsg(ctx context.Context) {
 	err = r.Run(ctx, func(rec kmsg.Record) {
 		x, ok := kmsg.ParseXid(rec.Message)
 		if !ok {
+			m.onKernelLine(rec, time.Now()) // AER, fallen off the bus, RmInitAdapter, GSP
 			return
 		}
+		m.learnXid(x)
 		m.kmsgXids.Add(1)
 		e := reading.Event{Time: time.Now(), GPU: -1, Kind: reading.EventXid, Source: reading.SourceKmsg,
 			Data: uint64(x.Code), Text: rec.Message}

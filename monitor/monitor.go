@@ -46,6 +46,7 @@ type Monitor struct {
 	busySkips   atomic.Uint64
 	nvmlEvents  atomic.Uint64
 	kmsgXids    atomic.Uint64
+	kern        kernelLines // AER and NVRM failure lines of the kernel log
 	dupXids     atomic.Uint64
 	ready       bool
 	lastSummary time.Time

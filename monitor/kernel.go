@@ -1,0 +1,192 @@
+package monitor
+
+import (
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// Kernel lines other than Xids (PCIe AER, fallen off the bus without an Xid,
+// RmInitAdapter failed, GSP timeout and crash reports) go to events.log with
+// the GPU they concern; the serious ones are critical events.
+
+// kernelLineBurst bounds how many lines of one kind for one GPU are written
+// per kernelLineWindow: a flaky link can print corrected AER errors by the
+// thousand. The rest are counted (kernel_lines_suppressed) and summed up in
+// one line when the window ends.
+const (
+	kernelLineBurst  = 10
+	kernelLineWindow = time.Minute
+)
+
+// kernelLines is the monitor's state for these lines. The zero value is
+// ready; the AER path table is built from sysfs on first use.
+type kernelLines struct {
+	once  sync.Once
+	paths *kmsg.AERPaths
+
+	mu     sync.Mutex
+	nums   kmsg.GPUNumbers
+	bursts map[burstKey]*burst
+
+	written    lossCounter // not a loss: lines written (kernel_lines)
+	suppressed lossCounter // lines over the burst limit
+}
+
+type burstKey struct {
+	gpu  int
+	kind string
+}
+
+type burst struct {
+	start   time.Time
+	n       int
+	dropped int
+}
+
+// initPaths reads, once, which bridges lead to each GPU.
+func (m *Monitor) initPaths() {
+	k := &m.kern
+	k.once.Do(func() {
+		k.paths = kmsg.NewAERPaths()
+		dir := filepath.Join(m.cfg.HostRoot, kmsg.DefaultPCIDevices)
+		for _, gs := range m.gpus {
+			a, err := reading.ParsePCIAddr(gs.info().BusID)
+			if err != nil {
+				continue
+			}
+			bridges, err := kmsg.PCIPath(dir, a)
+			if err != nil {
+				// No sysfs (a container, the simulated driver): AER lines
+				// naming the GPU itself still match.
+				m.log.Debug("no PCI path for the GPU; AER lines on its bridges will not be matched", "gpu", gs.idx, "error", err)
+			}
+			k.paths.Add(gs.idx, a, bridges)
+		}
+	})
+}
+
+// learnXid notes the driver's GPU number an Xid line names (GSP lines name
+// the GPU only by that number).
+func (m *Monitor) learnXid(x kmsg.XidReport) {
+	m.kern.mu.Lock()
+	m.kern.nums.Learn(x)
+	m.kern.mu.Unlock()
+}
+
+// onKernelLine handles a kernel record that is not an Xid: an AER line or an
+// NVRM failure line is written to events.log for its GPU(s), and taken as a
+// critical event when it is one. Anything else is ignored.
+func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
+	ktime := "ktime=" + strconv.FormatFloat(rec.Time.Seconds(), 'f', 6, 64)
+	if r, ok := kmsg.ParseAER(rec.Message); ok {
+		m.initPaths()
+		gpus, _ := m.kern.paths.GPUs(r)
+		if len(gpus) == 0 {
+			return // another device's AER line
+		}
+		kv := []string{"source=kmsg", "type=AER", "severity=" + r.Severity.String(), "device=" + r.Device.String()}
+		if s, ok := r.Source.Get(); ok {
+			kv = append(kv, "reporter="+s.String())
+		}
+		kv = append(kv, ktime, "text="+strconv.Quote(rec.Message))
+		for _, g := range gpus {
+			gs := m.byIndex[g]
+			if !m.kernelLineAllowed(g, "AER/"+r.Severity.String(), now) {
+				continue
+			}
+			m.eventLine(now, g, gs.info().BusID, kv...)
+			if r.Severity.Uncorrectable() {
+				m.kernelCritical(gs, now, "PCIe AER "+r.Severity.String()+" error on the GPU's path (kmsg)")
+			}
+		}
+		return
+	}
+	r, ok := kmsg.ParseNVRM(rec.Message)
+	if !ok {
+		return
+	}
+	m.kern.mu.Lock()
+	m.kern.nums.Resolve(&r)
+	m.kern.mu.Unlock()
+	gpu, bus := -1, ""
+	if a, ok := r.Bus.Get(); ok {
+		if gs := m.byBus[a.Slot()]; gs != nil {
+			gpu, bus = gs.idx, gs.info().BusID
+		} else {
+			bus = a.String()
+		}
+	}
+	if !m.kernelLineAllowed(gpu, r.Kind.String(), now) {
+		return
+	}
+	kv := []string{"source=kmsg", "type=" + r.Kind.String()}
+	if r.DriverGPU >= 0 {
+		kv = append(kv, "driver_gpu="+strconv.Itoa(r.DriverGPU))
+	}
+	kv = append(kv, ktime, "text="+strconv.Quote(rec.Message))
+	m.eventLine(now, gpu, bus, kv...)
+	if gs := m.byIndex[gpu]; gs != nil {
+		m.kernelCritical(gs, now, nvrmReasons[r.Kind])
+	} else {
+		m.log.Warn("GPU failure line in the kernel log for a GPU that is not monitored", "line", rec.Message)
+	}
+}
+
+// nvrmReasons are the crash snapshot reasons of the NVRM lines.
+var nvrmReasons = map[kmsg.NVRMKind]string{
+	kmsg.NVRMFallenOffBus: "GPU has fallen off the bus (kmsg, no Xid)",
+	kmsg.NVRMInitFailed:   "RmInitAdapter failed (kmsg)",
+	kmsg.NVRMGSPTimeout:   "GSP RPC timeout (kmsg)",
+	kmsg.NVRMGSPCrash:     "GSP heartbeat lost or crash report (kmsg)",
+}
+
+// kernelCritical makes a kernel line a critical event of the GPU.
+func (m *Monitor) kernelCritical(gs *gpuState, now time.Time, reason string) {
+	gs.log.Error("critical GPU event", "reason", reason)
+	gs.nextTry.Store(0)
+	m.critical(gs, now, reason)
+}
+
+// kernelLineAllowed counts a line of kind for gpu and says whether it is
+// within the burst limit. When a window with suppressed lines ends, one
+// line says how many.
+func (m *Monitor) kernelLineAllowed(gpu int, kind string, now time.Time) bool {
+	k := &m.kern
+	k.mu.Lock()
+	if k.bursts == nil {
+		k.bursts = map[burstKey]*burst{}
+	}
+	key := burstKey{gpu, kind}
+	b := k.bursts[key]
+	var summary int
+	if b == nil || now.Sub(b.start) >= kernelLineWindow {
+		if b != nil {
+			summary = b.dropped
+		}
+		b = &burst{start: now}
+		k.bursts[key] = b
+	}
+	b.n++
+	ok := b.n <= kernelLineBurst
+	if !ok {
+		b.dropped++
+	}
+	k.mu.Unlock()
+	if summary > 0 {
+		m.eventLine(now, gpu, "", "source=kmsg", "type=KERNEL_LINES_SUPPRESSED", "kind="+kind,
+			"lines="+strconv.Itoa(summary), "window="+kernelLineWindow.String())
+	}
+	if ok {
+		k.written.n.Add(1)
+	} else {
+		k.suppressed.add(m.log, "kernel_lines_suppressed", "a kernel log line (over "+strconv.Itoa(kernelLineBurst)+" of one kind per GPU per minute)",
+			slog.Int("gpu", gpu), slog.String("kind", kind))
+	}
+	return ok
+}

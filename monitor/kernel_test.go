@@ -1,0 +1,108 @@
+package monitor
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
+)
+
+// fakePCITree gives the rig's GPUs (01:00.0 and 02:00.0) a sysfs path: GPU 0
+// below root port 00:01.0, GPU 1 below root port 00:03.1.
+func fakePCITree(t *testing.T, root string) {
+	t.Helper()
+	list := filepath.Join(root, "sys/bus/pci/devices")
+	if err := os.MkdirAll(list, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for addr, p := range map[string]string{
+		"0000:01:00.0": "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0",
+		"0000:02:00.0": "sys/devices/pci0000:00/0000:00:03.1/0000:02:00.0",
+	} {
+		if err := os.MkdirAll(filepath.Join(root, p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join("../../..", strings.TrimPrefix(p, "sys/")), filepath.Join(list, addr)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestKernelLinesReachEventsLogForTheRightGPU(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hostRoot := t.TempDir()
+		fakePCITree(t, hostRoot)
+		r := newRig(t, 2, func(c *Config) { c.HostRoot = hostRoot })
+		rec := func(usec int64, msg string) kmsg.Record {
+			return kmsg.Record{Time: time.Duration(usec) * time.Microsecond, Message: msg}
+		}
+		r.run(3*time.Second, func() {
+			time.Sleep(500 * time.Millisecond)
+			now := time.Now()
+			// Uncorrectable AER reported by GPU 0's root port: critical.
+			r.m.onKernelLine(rec(3201123119, "pcieport 0000:00:01.0: AER: Uncorrected (Fatal) error received: 0000:01:00.0"), now)
+			// A corrected error flood on GPU 1's root port: 10 written, 5 counted.
+			for i := range 15 {
+				r.m.onKernelLine(rec(3201200000+int64(i), "pcieport 0000:00:03.1: PCIe Bus Error: severity=Corrected, type=Physical Layer, (Receiver ID)"), now)
+			}
+			// Someone else's AER line and look-alike numbers: nothing.
+			r.m.onKernelLine(rec(3201300119, "nvme 0000:03:00.0: AER: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer, (Requester ID)"), now)
+			r.m.onKernelLine(rec(3201300120, "mlx5_core 0000:3b:00.0: XID 79 port down"), now)
+			// An old driver's fallen-off-the-bus line without an Xid, on GPU 1.
+			r.m.onKernelLine(rec(3201400000, "NVRM: GPU 0000:02:00.0: GPU has fallen off the bus."), now)
+			// A GSP timeout names the driver's GPU number; an Xid 119 tied it to GPU 0.
+			x, _ := kmsg.ParseXid("NVRM: Xid (PCI:0000:01:00): 119, pid=77, name=python3, Timeout after 6s of waiting for RPC response from GPU4 GSP! Expected function 76 (GSP_RM_CONTROL) (0x20800a4c 0x4).")
+			r.m.learnXid(x)
+			r.m.onKernelLine(rec(3201500000, "NVRM: GPU4 _kgspLogRpcTimeout: ********************************* GSP Timeout **********************************"), now)
+		})
+		ev, _ := os.ReadFile(filepath.Join(r.dir, "events.log"))
+		lines := strings.Split(strings.TrimSpace(string(ev)), "\n")
+		count := func(sub ...string) (n int) {
+			for _, l := range lines {
+				all := true
+				for _, s := range sub {
+					all = all && strings.Contains(l, s)
+				}
+				if all {
+					n++
+				}
+			}
+			return n
+		}
+		if n := count("gpu=0 ", "type=AER", "severity=uncorrectable-fatal", "reporter=0000:01:00.0", "ktime=3201.123119"); n != 1 {
+			t.Errorf("%d fatal AER lines for GPU 0, want 1:\n%s", n, ev)
+		}
+		if n := count("gpu=1 ", "type=AER", "severity=corrected", "device=0000:00:03.1"); n != 10 {
+			t.Errorf("%d corrected AER lines for GPU 1, want 10 (burst limit)", n)
+		}
+		if got := r.m.kern.suppressed.load(); got != 5 {
+			t.Errorf("kernel_lines_suppressed = %d, want 5", got)
+		}
+		if n := count("nvme") + count("mlx5"); n != 0 {
+			t.Errorf("other devices' lines in events.log: %d", n)
+		}
+		if n := count("gpu=1 ", "type=FALLEN_OFF_BUS"); n != 1 {
+			t.Errorf("%d fallen-off-the-bus lines for GPU 1, want 1", n)
+		}
+		if n := count("gpu=0 ", "type=GSP_TIMEOUT", "driver_gpu=4"); n != 1 {
+			t.Errorf("%d GSP timeout lines for GPU 0, want 1:\n%s", n, ev)
+		}
+		for _, g := range []string{"gpu0", "gpu1"} {
+			m, _ := filepath.Glob(filepath.Join(r.dir, "crashes", "crash-*-"+g+".log"))
+			if len(m) != 1 {
+				t.Errorf("%s crash snapshots: %v, want 1", g, m)
+				continue
+			}
+			b, _ := os.ReadFile(m[0])
+			want := map[string]string{"gpu0": "PCIe AER uncorrectable-fatal error on the GPU's path", "gpu1": "GPU has fallen off the bus (kmsg, no Xid)"}[g]
+			if !bytes.Contains(b, []byte(want)) {
+				t.Errorf("%s snapshot reason is not %q", g, want)
+			}
+		}
+	})
+}
