@@ -60,8 +60,10 @@ var counterTable = []counterDef{
 		get: func(s *counterSources) uint64 { return s.csv.SyncSkips }},
 	{name: "side_drops", loss: true, ownLog: true, help: "file work dropped because the side queue was full (late rows, hang rows with their crash snapshot request, summaries)",
 		get: func(s *counterSources) uint64 { return s.m.sideDrops.load() }},
-	{name: "log_lines_failed", loss: true, ownLog: true, help: "events.log and summary.log lines that could not be written",
+	{name: "log_lines_failed", loss: true, ownLog: true, help: "events.log and summary.log lines lost: too many were already waiting for a full disk, or the log was closed",
 		get: func(s *counterSources) uint64 { return s.m.lineFails.load() }},
+	{name: "log_lines_lost_at_exit", loss: true, ownLog: true, help: "events.log and summary.log lines still waiting for the disk when the logger exited",
+		get: func(s *counterSources) uint64 { return s.m.linesLostAtExit() }},
 	{name: "flags_dropped", loss: true, ownLog: true, help: "flags that did not fit in a row's flags cell",
 		get: func(s *counterSources) uint64 { return s.m.flagsDropped.load() }},
 	{name: "xid_flags_dropped", loss: true, ownLog: true, help: "Xids not flagged on a row because too many were waiting for the GPU's next row",
@@ -90,6 +92,8 @@ var counterTable = []counterDef{
 		get: func(s *counterSources) uint64 { return s.m.ticks.Load() }},
 	{name: "rows_written", help: "CSV rows written",
 		get: func(s *counterSources) uint64 { return s.csv.Written }},
+	{name: "log_lines_delayed", help: "events.log and summary.log lines kept in memory while the file could not be written (disk full) and written later with their own timestamps",
+		get: func(s *counterSources) uint64 { return s.m.events.Stats().Delayed + s.m.summary.Stats().Delayed }},
 	{name: "sync_batches", help: "periodic CSV sync rounds completed",
 		get: func(s *counterSources) uint64 { return s.csv.SyncBatches }},
 	{name: "nvml_events", help: "NVML events received",
@@ -106,6 +110,13 @@ var counterTable = []counterDef{
 		get: func(s *counterSources) uint64 { return s.snap.SpikesWritten }},
 	{name: "follow_ups", help: "crash snapshot follow-ups written",
 		get: func(s *counterSources) uint64 { return s.snap.FollowUpsWritten }},
+}
+
+// linesLostAtExit counts the lines the line logs still held when closed
+// (they log it themselves); lines lost earlier came back as errors and are
+// in lineFails.
+func (m *Monitor) linesLostAtExit() uint64 {
+	return m.events.Stats().LostAtClose + m.summary.Stats().LostAtClose
 }
 
 // kmsgCounters is what the kernel log reader counts.

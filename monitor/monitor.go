@@ -80,9 +80,10 @@ type Monitor struct {
 
 // lineLog is an append-only text log (sink.LineLog).
 type lineLog interface {
-	Line(s string) error
+	Line(s string) error // nil also when the line was kept to be written later
 	Reopen() error
 	Close() error
+	Stats() sink.LineLogStats
 }
 
 // New builds the monitor's parts for an opened host: the CSV sink, the line

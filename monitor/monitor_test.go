@@ -89,6 +89,8 @@ func (l *plainLog) Line(s string) error {
 func (l *plainLog) Reopen() error { return nil }
 func (l *plainLog) Close() error  { return nil }
 
+func (l *plainLog) Stats() sink.LineLogStats { return sink.LineLogStats{} }
+
 type rig struct {
 	lib   *fakenvml.Lib
 	t     *testing.T
@@ -592,6 +594,8 @@ type failingLog struct{}
 func (failingLog) Line(string) error { return syscall.ENOSPC }
 func (failingLog) Reopen() error     { return nil }
 func (failingLog) Close() error      { return nil }
+
+func (failingLog) Stats() sink.LineLogStats { return sink.LineLogStats{} }
 
 // TestLostWorkIsCountedShownAndLogged provokes each kind of work the monitor
 // can lose and requires its counter in the SIGUSR1 status line and in the

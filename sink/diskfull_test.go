@@ -234,7 +234,7 @@ func TestLineLogKeepsLinesWhileDiskFull(t *testing.T) {
 			t.Fatalf("Line while the disk is full: %v (the line is kept, not lost)", err)
 		}
 	}
-	if st := l.Stats(); st.Pending != 2 || st.Delayed != 2 || st.Lost != 0 {
+	if st := l.Stats(); st.Pending != 2 || st.Delayed != 2 || st.Overflowed != 0 {
 		t.Errorf("stats while full: %+v", st)
 	}
 	fw.set(false)
@@ -266,7 +266,7 @@ func TestLineLogOverflowIsCountedAndLogged(t *testing.T) {
 			t.Fatalf("line %d: %v", i, err)
 		}
 	}
-	if st := l.Stats(); st.Pending != maxPendingLines || st.Lost != 3 {
+	if st := l.Stats(); st.Pending != maxPendingLines || st.Overflowed != 3 {
 		t.Errorf("stats %+v", st)
 	}
 	out := logs.String()
@@ -275,7 +275,7 @@ func TestLineLogOverflowIsCountedAndLogged(t *testing.T) {
 	}
 	// Still full at exit: the waiting lines are lost, counted and logged.
 	l.Close()
-	if st := l.Stats(); st.Lost != maxPendingLines+3 || st.Pending != 0 {
+	if st := l.Stats(); st.LostAtClose != maxPendingLines || st.Overflowed != 3 || st.Pending != 0 {
 		t.Errorf("stats after Close: %+v", st)
 	}
 	if !strings.Contains(logs.String(), "still not writable at exit") {

@@ -49,9 +49,10 @@ type LineLog struct {
 
 // LineLogStats are a LineLog's counters.
 type LineLogStats struct {
-	Delayed uint64 // lines that could not be written at once and were kept
-	Pending int    // lines kept now, not yet written
-	Lost    uint64 // lines dropped: the queue was full, or the file still failed at Close; the first is logged
+	Delayed     uint64 // lines that could not be written at once and were kept
+	Pending     int    // lines kept now, not yet written
+	Overflowed  uint64 // lines dropped because the queue was full (Line returned an error); the first is logged
+	LostAtClose uint64 // kept lines the file still refused at Close; logged
 }
 
 // NewLineLog returns a log at dir/name rotated at maxMB megabytes, keeping
@@ -99,7 +100,7 @@ func (l *LineLog) Line(s string) error {
 // the queue is full.
 func (l *LineLog) keepLocked(s string) error {
 	if len(l.pending) >= maxPendingLines || l.pendBytes+len(s)+1 > maxPendingBytes {
-		l.st.Lost++
+		l.st.Overflowed++
 		if !l.overflowed {
 			l.overflowed = true
 			l.log.Error("too many lines waiting for a log file; dropping new ones (counted as lost)",
@@ -153,7 +154,7 @@ func (l *LineLog) flushLocked() {
 	if len(l.pending) == 0 {
 		l.pending = nil
 		l.log.Info("log file writable again; wrote the lines kept meanwhile", "path", l.path,
-			"delayed_total", l.st.Delayed, "lost_total", l.st.Lost)
+			"delayed_total", l.st.Delayed, "overflowed_total", l.st.Overflowed)
 		l.overflowed = false
 	}
 }
@@ -211,7 +212,7 @@ func (l *LineLog) Close() error {
 	close(l.stop)
 	l.flushLocked()
 	if n := len(l.pending); n > 0 {
-		l.st.Lost += uint64(n)
+		l.st.LostAtClose += uint64(n)
 		l.log.Error("log file still not writable at exit; its waiting lines are lost", "path", l.path,
 			"lines", n, "first", string(l.pending[0][:len(l.pending[0])-1]))
 		l.pending, l.pendBytes = nil, 0
