@@ -2,36 +2,20 @@ package atop
 
 import (
 	"context"
-	"os"
+	"github.com/gpu-telemetry/gpu-telemetry/live/atop/atoptest"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
-
-// needAtop returns the atop binary, skipping when it is missing outside CI
-// (under CI=true a missing atop fails: .ci/run installs it).
-func needAtop(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("atop")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("atop not installed (apt-get install atop)")
-		}
-		t.Skip("atop not installed")
-	}
-	return p
-}
 
 // TestRealAtopV1 serves scripted figures on 127.0.0.1:59123 and reads them
 // back through Debian's atop (2.8.1 speaks API version 1): the GPU lines
 // carry the busy %, memory and bus ids, and the PRE lines put the test's own
 // processes on the right GPU with their figures.
 func TestRealAtopV1(t *testing.T) {
-	bin := needAtop(t)
+	bin := atoptest.NeedAtop(t)
 	var pids []int
 	for range 2 {
 		cmd := exec.Command("sleep", "60")
@@ -41,7 +25,7 @@ func TestRealAtopV1(t *testing.T) {
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 		pids = append(pids, cmd.Process.Pid)
 	}
-	lockAtopPort(t)
+	atoptest.LockPort(t)
 	a := NewAccumulator(twoGPUs(), nil)
 	cfg := DefaultConfig()
 	cfg.Unix = ""
@@ -123,19 +107,4 @@ func TestRealAtopV1(t *testing.T) {
 			t.Errorf("pid %d: PRE %q, want state A on GPU bitlist %s, busy %s", pid, p, wantList, wantBusy)
 		}
 	}
-}
-
-// lockAtopPort serializes the tests of all packages that need atop's fixed
-// port (go test runs packages in parallel): an flock on a file in the temp
-// directory, released when the test ends.
-func lockAtopPort(t *testing.T) {
-	t.Helper()
-	f, err := os.OpenFile(filepath.Join(os.TempDir(), "gpu-telemetry-test-atop-59123.lock"), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/gpu-telemetry/gpu-telemetry/live/atop/atoptest"
 	"io"
 	"log/slog"
 	"net"
@@ -63,16 +64,16 @@ func TestBothVersionsParseAsAtop(t *testing.T) {
 		version       byte
 	}{{"tcp", addrs[0], 1}, {"unix", addrs[1], 2}} {
 		t.Run(tc.network, func(t *testing.T) {
-			cl, err := dialAtop(tc.network, tc.addr, tc.version)
+			cl, err := atoptest.Dial(tc.network, tc.addr, tc.version)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer cl.Close()
-			if len(cl.gpus) != 2 || cl.gpus[0].BusID != "00000000:01:00.0" || cl.gpus[1].Type != "NVIDIA_B200" ||
-				cl.gpus[0].Tasks != '1' || cl.gpus[1].Tasks != '0' {
-				t.Fatalf("types %+v", cl.gpus)
+			if len(cl.GPUs) != 2 || cl.GPUs[0].BusID != "00000000:01:00.0" || cl.GPUs[1].Type != "NVIDIA_B200" ||
+				cl.GPUs[0].Tasks != '1' || cl.GPUs[1].Tasks != '0' {
+				t.Fatalf("types %+v", cl.GPUs)
 			}
-			gpus, procs, err := cl.stats()
+			gpus, procs, err := cl.Stats()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,7 +109,7 @@ func TestPortTakenCarriesOn(t *testing.T) {
 	if n := strings.Count(lb.String(), "cannot listen"); n != 1 {
 		t.Errorf("%d log lines about the taken port, want 1:\n%s", n, lb)
 	}
-	if _, err := dialAtop("unix", addrs[0], 2); err != nil {
+	if _, err := atoptest.Dial("unix", addrs[0], 2); err != nil {
 		t.Errorf("unix socket not served: %v", err)
 	}
 }
@@ -172,7 +173,7 @@ func TestBadAndSilentClientsDropped(t *testing.T) {
 		t.Errorf("log:\n%s", lb)
 	}
 	// The server still serves.
-	if _, err := dialAtop("tcp", addrs[0], 1); err != nil {
+	if _, err := atoptest.Dial("tcp", addrs[0], 1); err != nil {
 		t.Error(err)
 	}
 }
@@ -182,9 +183,9 @@ func TestConnectionLimit(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.MaxConns = 2
 	srv, addrs, _ := startServer(t, a, cfg)
-	var open []*atopClient
+	var open []*atoptest.Client
 	for range 2 {
-		cl, err := dialAtop("tcp", addrs[0], 1)
+		cl, err := atoptest.Dial("tcp", addrs[0], 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -203,13 +204,13 @@ func TestConnectionLimit(t *testing.T) {
 		t.Errorf("counters %+v", srv.Counters())
 	}
 	// The two admitted clients keep working; after one leaves, a new one is let in.
-	if _, _, err := open[0].stats(); err != nil {
+	if _, _, err := open[0].Stats(); err != nil {
 		t.Error(err)
 	}
 	open[1].Close()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		cl, err := dialAtop("tcp", addrs[0], 1)
+		cl, err := atoptest.Dial("tcp", addrs[0], 1)
 		if err == nil {
 			cl.Close()
 			break

@@ -1,10 +1,10 @@
-package atop
-
-// A client that reads replies the way atop's gpucom.c does (gpud_init,
-// gpud_statresponse, gputype_parse, gpustat_parse, gpuparse, pidparse): the
-// prelude checks (version equal to the one asked for, length at most 8192),
-// then the '@'/'#' split and the fixed field order. It is the test's stand-in
-// for atop 2.13, which no distribution packages yet.
+// Package atoptest is a client of the atopgpud protocol that reads replies
+// the way atop's gpucom.c does (gpud_init, gpud_statresponse, gputype_parse,
+// gpustat_parse, gpuparse, pidparse): the prelude checks (version equal to
+// the one asked for, length at most 8192), then the '@'/'#' split and the
+// fixed field order. Tests use it as the stand-in for atop 2.13, which no
+// distribution packages yet.
+package atoptest
 
 import (
 	"encoding/binary"
@@ -15,7 +15,8 @@ import (
 	"time"
 )
 
-type atopGPU struct {
+// GPU is one GPU as atop sees it: the T reply's fields and one S reply's counters.
+type GPU struct {
 	BusID, Type string
 	Tasks       byte
 	// gpuparse: %d %d %lld %lld %lld %lld %lld %lld
@@ -25,7 +26,8 @@ type atopGPU struct {
 	NrProcs                         int
 }
 
-type atopProc struct {
+// Proc is one process record of an S reply.
+type Proc struct {
 	GPU   int
 	State byte
 	// pidparse: %c %ld %d %d %lld %lld %lld %lld
@@ -35,18 +37,20 @@ type atopProc struct {
 	MemNow, MemCum, Sample int64
 }
 
-type atopClient struct {
+// Client is one connection, with the GPUs its T request returned.
+type Client struct {
 	c       net.Conn
 	version byte
-	gpus    []atopGPU
+	GPUs    []GPU // from the T reply
 }
 
-func dialAtop(network, addr string, version byte) (*atopClient, error) {
+// Dial connects and sends the T request, as atop does at start.
+func Dial(network, addr string, version byte) (*Client, error) {
 	c, err := net.DialTimeout(network, addr, 2*time.Second)
 	if err != nil {
 		return nil, err
 	}
-	cl := &atopClient{c: c, version: version}
+	cl := &Client{c: c, version: version}
 	body, err := cl.ask('T')
 	if err != nil {
 		c.Close()
@@ -59,10 +63,11 @@ func dialAtop(network, addr string, version byte) (*atopClient, error) {
 	return cl, nil
 }
 
-func (cl *atopClient) Close() { cl.c.Close() }
+// Close closes the connection.
+func (cl *Client) Close() { cl.c.Close() }
 
 // ask sends one request and returns the body, with gpucom.c's checks.
-func (cl *atopClient) ask(code byte) (string, error) {
+func (cl *Client) ask(code byte) (string, error) {
 	cl.c.SetDeadline(time.Now().Add(2 * time.Second)) // atop's SO_RCVTIMEO
 	if _, err := cl.c.Write([]byte{code, cl.version}); err != nil {
 		return "", err
@@ -88,7 +93,7 @@ func (cl *atopClient) ask(code byte) (string, error) {
 
 // parseTypes is gputype_parse: "N@busid type tasks@..."; inconsistent
 // counts fail.
-func (cl *atopClient) parseTypes(body string) error {
+func (cl *Client) parseTypes(body string) error {
 	var n int
 	if _, err := fmt.Sscanf(body, "%d@", &n); err != nil {
 		return fmt.Errorf("no GPU count in %q", body)
@@ -101,19 +106,19 @@ func (cl *atopClient) parseTypes(body string) error {
 	if len(recs) != n {
 		return fmt.Errorf("%d GPU records for %d GPUs", len(recs), n)
 	}
-	cl.gpus = make([]atopGPU, n)
+	cl.GPUs = make([]GPU, n)
 	for i, r := range recs {
 		f := strings.Split(r, " ")
 		if len(f) != 3 || f[2] == "" {
 			return fmt.Errorf("GPU record %q: want busid type tasks", r)
 		}
-		cl.gpus[i] = atopGPU{BusID: f[0], Type: f[1], Tasks: f[2][0]}
+		cl.GPUs[i] = GPU{BusID: f[0], Type: f[1], Tasks: f[2][0]}
 	}
 	return nil
 }
 
-// stats is gpud_statrequest + gpud_statresponse + gpustat_parse.
-func (cl *atopClient) stats() ([]atopGPU, []atopProc, error) {
+// Stats is gpud_statrequest + gpud_statresponse + gpustat_parse.
+func (cl *Client) Stats() ([]GPU, []Proc, error) {
 	body, err := cl.ask('S')
 	if err != nil {
 		return nil, nil, err
@@ -122,8 +127,8 @@ func (cl *atopClient) stats() ([]atopGPU, []atopProc, error) {
 	if at < 0 {
 		return nil, nil, fmt.Errorf("string without GPU delimiter: %q", body)
 	}
-	gpus := append([]atopGPU(nil), cl.gpus...)
-	var procs []atopProc
+	gpus := append([]GPU(nil), cl.GPUs...)
+	var procs []Proc
 	for i, rec := range strings.Split(body[at+1:], "@") {
 		if i >= len(gpus) {
 			break // gpunum < maxgpu
@@ -136,7 +141,7 @@ func (cl *atopClient) stats() ([]atopGPU, []atopProc, error) {
 			return nil, nil, fmt.Errorf("GPU %d record %q: %d fields", i, parts[0], n)
 		}
 		for _, pr := range parts[1:] {
-			p := atopProc{GPU: i}
+			p := Proc{GPU: i}
 			n, _ := fmt.Sscanf(pr, "%c %d %d %d %d %d %d %d", &p.State, &p.PID, &p.GPUBusy, &p.MemBusy,
 				&p.TimeMs, &p.MemNow, &p.MemCum, &p.Sample)
 			if n < 8 {
