@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
+	"github.com/gpu-telemetry/gpu-telemetry/live/atop"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
@@ -50,6 +51,11 @@ type Config struct {
 	FollowUps      []time.Duration // nil: snapshot's defaults
 	CommandTimeout time.Duration
 	Runner         snapshot.Runner // nil: real commands
+
+	// Atop serves atop's GPU statistics (the atopgpud protocol) when set.
+	Atop *atop.Config
+	// ProcRoot is where /proc is mounted, for process names ("" = /proc).
+	ProcRoot string
 
 	Logger   *slog.Logger
 	Notifier Notifier // nil: not under systemd

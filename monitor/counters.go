@@ -87,6 +87,16 @@ var counterTable = []counterDef{
 
 	{name: "kernel_lines_suppressed", loss: true, ownLog: true, help: "kernel AER/NVRM lines not written to events.log (over 10 of one kind per GPU per minute)",
 		get: func(s *counterSources) uint64 { return s.m.kern.suppressed.load() }},
+	{name: "process_reads_hung", loss: true, help: "per-GPU process list reads stuck in the driver past the deadline (no process data meanwhile)",
+		get: func(s *counterSources) uint64 { h, _ := s.m.procCounts(); return h }},
+	{name: "process_reads_failed", loss: true, help: "per-GPU process list reads that failed (no process data that second)",
+		get: func(s *counterSources) uint64 { _, f := s.m.procCounts(); return f }},
+	{name: "atop_clients_refused", loss: true, help: "atop connections closed at once because the connection limit was reached",
+		get: func(s *counterSources) uint64 { return s.m.atopCounters().Refused }},
+	{name: "atop_clients_dropped", loss: true, help: "atop connections dropped for a request atop never sends, silence, or a reply not taken",
+		get: func(s *counterSources) uint64 { c := s.m.atopCounters(); return c.Bad + c.TimedOut }},
+	{name: "atop_records_cut", loss: true, help: "process records left out of atop replies to stay within 8192 bytes (least busy first)",
+		get: func(s *counterSources) uint64 { return s.m.atopCounters().CutRecord }},
 
 	{name: "ticks", help: "poll-loop ticks run",
 		get: func(s *counterSources) uint64 { return s.m.ticks.Load() }},
@@ -110,6 +120,8 @@ var counterTable = []counterDef{
 		get: func(s *counterSources) uint64 { return s.snap.SpikesWritten }},
 	{name: "follow_ups", help: "crash snapshot follow-ups written",
 		get: func(s *counterSources) uint64 { return s.snap.FollowUpsWritten }},
+	{name: "atop_requests", help: "atopgpud protocol requests answered",
+		get: func(s *counterSources) uint64 { return s.m.atopCounters().Requests }},
 }
 
 // linesLostAtExit counts the lines the line logs still held when closed

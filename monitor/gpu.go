@@ -42,6 +42,7 @@ type gpuState struct {
 	idx  int
 	log  *slog.Logger
 	slot *live.Slot
+	pr   *sampler.ProcReader // the slow tier's process reads (monitor/procs.go)
 
 	// Worker goroutine only.
 	fails     int
@@ -217,6 +218,7 @@ func (gs *gpuState) publish(s *reading.Sample) {
 		g.Info = info
 		g.Observe(s, interval)
 	})
+	gs.atopSample(s)
 }
 
 // hung reports a GPU whose sample has been stuck in the driver since since:

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/live"
+	"github.com/gpu-telemetry/gpu-telemetry/live/atop"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
@@ -67,6 +68,9 @@ type Monitor struct {
 	board   *live.Board
 	cadence *cadence
 
+	atop    *atop.Accumulator // nil without --atop (monitor/procs.go)
+	atopSrv *atop.Server
+
 	smu          sync.Mutex // guards the fields below
 	lastIncident live.Incident
 	kmsgState    string
@@ -114,6 +118,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		cols = append(cols, sink.GPUColumns{Index: gs.idx, Fans: info.NumFans})
 	}
 	m.board = live.NewBoard(slots, m.hostView)
+	m.setupProcs()
 	csv, err := sink.NewCSV(sink.CSVConfig{
 		Dir: cfg.LogDir, RetentionDays: cfg.RetentionDays, FsyncEvery: cfg.FsyncEvery,
 		MinFreeMB: cfg.MinFreeMB, Compress: cfg.Compress, Logger: m.log,
@@ -175,6 +180,8 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	}
 	listeners.Add(1)
 	go func() { defer listeners.Done(); m.watchLosses(bg) }()
+	listeners.Add(1)
+	go func() { defer listeners.Done(); m.runProcs(bg) }()
 	names := make([]string, len(m.gpus))
 	for i, gs := range m.gpus {
 		names[i] = strconv.Itoa(gs.idx)
@@ -199,7 +206,7 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	stopBG()
 	waitBounded(&listeners, 3*time.Second)
 	m.cfg.trace("listeners-stopped")
-	stuck := m.waitWorkers(2 * time.Second)
+	stuck := append(m.waitWorkers(2*time.Second), m.procsStuck()...)
 	m.cfg.trace("workers-stopped")
 	sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	if err := m.snaps.Close(sctx); err != nil {
@@ -426,7 +433,7 @@ func (m *Monitor) critical(gs *gpuState, when time.Time, reason string) {
 	m.setIncident(live.Incident{Time: when, GPU: gs.idx, Reason: reason})
 	d := m.snaps.Crash(gs.idx, func() snapshot.CrashRequest {
 		hdr, rows := m.csv.Rows(gs.idx)
-		return snapshot.CrashRequest{Header: gs.header(when, reason, n), CSVHeader: hdr, Rows: rows}
+		return snapshot.CrashRequest{Header: gs.header(when, reason, n), CSVHeader: hdr, Rows: rows, Extra: gs.procSection(when)}
 	})
 	if d.Accepted {
 		gs.log.Error("critical event: taking crash snapshot", "reason", reason, "incident", n)

@@ -57,7 +57,13 @@ type ProcReader struct {
 	lastGood *reading.Procs
 	failing  bool // the last read failed: the next failure is not logged again
 	hung     atomic.Bool
+
+	hungs, fails atomic.Uint64 // reads that hung past the deadline / failed
 }
+
+// Counts returns how many reads hung past the deadline and how many failed
+// (each of them left the GPU without process data for that second).
+func (p *ProcReader) Counts() (hung, failed uint64) { return p.hungs.Load(), p.fails.Load() }
 
 // NewProcReader returns a reader for g. Nothing is read until Run's loop is
 // kicked.
@@ -115,11 +121,21 @@ func (p *ProcReader) Tick(now time.Time) {
 		return // late for another reason (reading /proc): not the driver
 	}
 	p.hung.Store(true)
+	p.hungs.Add(1)
 	idx := p.gpu.Info().Index
 	h := &reading.Procs{GPU: idx, Time: since, Status: reading.ProcHung,
 		Err: fn.String() + " stuck", LastOK: p.latest.Load().Good()}
 	p.latest.Store(h)
 	p.log.Warn("process list read hung; no process data until it returns", "function", fn.String(), "since", since)
+}
+
+// Busy reports whether a read is in flight and, if so, whether it is inside
+// an NVML call (shutdown must not call nvmlShutdown under a stuck call).
+func (p *ProcReader) Busy() (busy, inNVML bool) {
+	if !p.busy.Load() {
+		return false, false
+	}
+	return true, Fn(p.cur.Load()) != FnNone
 }
 
 // RunProcTicks calls Tick on every reader for each tick until ctx is
@@ -247,6 +263,9 @@ func (p *ProcReader) finish(out *reading.Procs) *reading.Procs {
 		return out
 	}
 	out.LastOK = p.lastGood
+	if out.Status == reading.ProcFailed {
+		p.fails.Add(1)
+	}
 	if out.Status == reading.ProcFailed && !p.failing {
 		p.failing = true
 		p.log.Warn("process list read failed; no process data", "err", out.Err)

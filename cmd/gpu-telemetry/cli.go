@@ -37,6 +37,8 @@ type CLI struct {
 	NoCompress     bool             `help:"Do not gzip finished CSV days."`
 	LogLevel       LogLevel         `help:"Log level: debug, info, warn, error. Default: ${default}." default:"info" enum:"debug,info,warn,error"`
 	Version        kong.VersionFlag `help:"Print the version and exit."`
+
+	AtopFlags `embed:""`
 }
 
 // Interval is a duration given as seconds ("0.1") or a Go duration ("100ms").
@@ -161,5 +163,6 @@ func (c *CLI) monitorConfig(log *slog.Logger) monitor.Config {
 		FollowUps:      follow,
 		Logger:         log,
 		Notifier:       newSystemd(log),
+		Atop:           c.atopConfig(),
 	}
 }

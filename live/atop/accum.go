@@ -66,6 +66,7 @@ type Accumulator struct {
 	mu      sync.Mutex
 	log     *slog.Logger
 	gpus    []gpuStat
+	pos     map[int]int // NVML index -> position in gpus (atop's GPU number)
 	clients map[*Client]struct{}
 	// counters for status and logs
 	exitedDropped uint64
@@ -78,9 +79,10 @@ func NewAccumulator(gpus []reading.GPU, log *slog.Logger) *Accumulator {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	a := &Accumulator{log: log, clients: map[*Client]struct{}{}}
+	a := &Accumulator{log: log, clients: map[*Client]struct{}{}, pos: map[int]int{}}
 	a.gpus = make([]gpuStat, len(gpus))
 	for i, g := range gpus {
+		a.pos[g.Index] = i
 		a.gpus[i] = gpuStat{busID: field(g.BusID, "unknown"), name: field(g.Name, "unknown"),
 			busyNow: na, memBusyNow: na, memTotal: na, memUsed: na,
 			busyCum: na, memBusyCum: na, memUsedCum: na, procs: map[uint32]*procStat{}}
@@ -106,10 +108,11 @@ func field(s, empty string) string {
 
 // slot returns the GPU with NVML index idx, or nil.
 func (a *Accumulator) slot(idx int) *gpuStat {
-	if idx < 0 || idx >= len(a.gpus) {
+	i, ok := a.pos[idx]
+	if !ok {
 		return nil
 	}
-	return &a.gpus[idx]
+	return &a.gpus[i]
 }
 
 // Sample adds one 100 ms row to the current second. It allocates nothing.

@@ -1,0 +1,114 @@
+package monitor
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/live/atop"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler"
+	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
+)
+
+// procEvery is the slow tier's process cadence: atopgpud's once a second.
+const procEvery = time.Second
+
+// setupProcs gives every GPU its process reader (the slow tier's per-process
+// reads, for crash snapshots and atop) and, with --atop, the accumulator the
+// atopgpud protocol is served from.
+func (m *Monitor) setupProcs() {
+	infos := make([]reading.GPU, 0, len(m.gpus))
+	for _, gs := range m.gpus {
+		gs.pr = sampler.NewProcReader(gs.g, sampler.ProcConfig{Deadline: m.cfg.Deadline, ProcRoot: m.cfg.ProcRoot}, m.log)
+		infos = append(infos, gs.info())
+	}
+	if m.cfg.Atop != nil {
+		m.atop = atop.NewAccumulator(infos, m.log)
+		m.atopSrv = atop.NewServer(m.atop, *m.cfg.Atop, m.log)
+	}
+}
+
+// runProcs reads every GPU's processes about once a second (each on its own
+// goroutine, so a stuck call delays nothing else), closes atop's seconds and
+// serves the atopgpud protocol, until ctx is cancelled.
+func (m *Monitor) runProcs(ctx context.Context) {
+	for _, gs := range m.gpus {
+		go gs.pr.Run(ctx) // not awaited: a read stuck in the driver never returns
+	}
+	if m.atopSrv != nil {
+		m.atopSrv.Start(ctx)
+		defer m.atopSrv.Close()
+	}
+	tk := time.NewTicker(procEvery)
+	defer tk.Stop()
+	now := time.Now()
+	for {
+		for _, gs := range m.gpus {
+			gs.pr.Tick(now)
+			if m.atop != nil {
+				m.atop.Procs(gs.pr.Latest())
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case now = <-tk.C:
+		}
+		if m.atop != nil {
+			m.atop.Second()
+		}
+	}
+}
+
+// atopSample feeds one answered row to atop's per-second figures (the
+// publish stage): GPU busy and memory come from the rows already taken, so
+// --atop adds no NVML call per sample.
+func (gs *gpuState) atopSample(s *reading.Sample) {
+	if a := gs.m.atop; a != nil {
+		a.Sample(s)
+	}
+}
+
+// procSection is the crash snapshot's "Processes on this GPU" section, from
+// the slow tier's latest read (never a new NVML call: the GPU may be hung).
+func (gs *gpuState) procSection(when time.Time) []snapshot.Section {
+	if gs.pr == nil {
+		return nil
+	}
+	return []snapshot.Section{snapshot.ProcessesSection(gs.pr.Latest(), when)}
+}
+
+// procsStuck names the GPUs whose process read is inside the driver (so
+// shutdown skips nvmlShutdown).
+func (m *Monitor) procsStuck() []string {
+	var out []string
+	for _, gs := range m.gpus {
+		if gs.pr == nil {
+			continue
+		}
+		if _, in := gs.pr.Busy(); in {
+			out = append(out, strconv.Itoa(gs.idx)+" (process list)")
+		}
+	}
+	return out
+}
+
+// procCounts sums the process readers' hung and failed reads.
+func (m *Monitor) procCounts() (hung, failed uint64) {
+	for _, gs := range m.gpus {
+		if gs.pr != nil {
+			h, f := gs.pr.Counts()
+			hung, failed = hung+h, failed+f
+		}
+	}
+	return hung, failed
+}
+
+// atopCounters returns the atop server's counters (zero without --atop).
+func (m *Monitor) atopCounters() atop.Counters {
+	if s := m.atopSrv; s != nil {
+		return s.Counters()
+	}
+	return atop.Counters{}
+}
