@@ -58,6 +58,12 @@ func run() int {
 		return 1
 	}
 	rows = append(rows, steady...)
+	atopR, err := atopRows(o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gtbench: --atop call-count runs:", err)
+		return 1
+	}
+	rows = append(rows, atopR...)
 	// The same on tmpfs: the logger's own cost without the file system's
 	// (ext4 write(2) and the periodic fdatasync are a large part of it).
 	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() && o.dir == "" {
@@ -261,38 +267,52 @@ func steadyRun(o opts) ([][3]string, error) {
 // and divides the device calls made between two refreshes of the count file
 // by the rows written in between.
 func callsPerSample(o opts) (float64, error) {
-	dir, clean, err := logDir(o, "calls")
+	calls, rows, err := callCounts(o, 20*time.Second)
 	if err != nil {
 		return 0, err
 	}
+	return float64(sumDevice(calls)) / float64(rows), nil
+}
+
+// callCounts runs the logger (with args) with the simulated driver counting
+// calls, and returns the calls per function made during window (between two
+// refreshes of the count file) and the rows written in between.
+func callCounts(o opts, window time.Duration, args ...string) (map[string]int64, int, error) {
+	dir, clean, err := logDir(o, "calls")
+	if err != nil {
+		return nil, 0, err
+	}
 	defer clean()
 	calls := filepath.Join(dir, "calls.txt")
-	cmd, err := start(o, dir, []string{"SIMNVML_SCENARIO=" + o.scenario, "SIMNVML_CALLS=" + calls})
+	cmd, err := start(o, dir, []string{"SIMNVML_SCENARIO=" + o.scenario, "SIMNVML_CALLS=" + calls}, args...)
 	if err != nil {
-		return 0, err
+		return nil, 0, err
 	}
 	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
 	// snap waits for the next rewrite of the count file, then reads it and
 	// the rows at once (the sim rewrites it every second).
-	snap := func() (int64, int) {
+	snap := func() (map[string]int64, int) {
 		st, _ := os.Stat(calls)
 		deadline := time.Now().Add(5 * time.Second)
 		for time.Now().Before(deadline) {
 			time.Sleep(2 * time.Millisecond)
 			if st2, err := os.Stat(calls); err == nil && (st == nil || !st2.ModTime().Equal(st.ModTime())) {
-				return sumDevice(readCalls(calls)), countRows(dir)
+				return readCalls(calls), countRows(dir)
 			}
 		}
-		return sumDevice(readCalls(calls)), countRows(dir)
+		return readCalls(calls), countRows(dir)
 	}
 	time.Sleep(time.Duration(o.warmup) * time.Second)
 	c0, r0 := snap()
-	time.Sleep(20 * time.Second)
+	time.Sleep(window)
 	c1, r1 := snap()
 	if r1 <= r0 {
-		return 0, fmt.Errorf("no rows in the call-count run")
+		return nil, 0, fmt.Errorf("no rows in the call-count run")
 	}
-	return float64(c1-c0) / float64(r1-r0), nil
+	for k, v := range c0 {
+		c1[k] -= v
+	}
+	return c1, r1 - r0, nil
 }
 
 func csvFiles(dir string) []string {
