@@ -7,30 +7,68 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
-// Counts is how many of each thing a Tracker saw, over some span.
-type Counts struct {
-	Samples           uint64 // good samples examined
-	Skipped           uint64 // failed, hung or lost samples, not examined
-	Spikes            uint64 // FAN_SPIKE
-	PowerBreaches     uint64 // power above the limit, flagged or not
-	FanInversions     uint64 // TEMP_FAN_INV
-	SpuriousThrottles uint64 // SPUR_THROT
-	TDPChanges        uint64 // TDP_REDUCED and TDP_RESTORED
-	ThrottleChanges   uint64 // clocks event reasons transitions
+// Counter names one thing a Tracker counts; it indexes Counts.
+type Counter int
+
+// The counters, in the order every output shows them.
+const (
+	CountSamples Counter = iota
+	CountSkipped
+	CountSpikes
+	CountPowerBreaches
+	CountFanInversions
+	CountSpuriousThrottles
+	CountTDPChanges
+	CountThrottleChanges
+	NumCounters
+)
+
+// CounterDef declares one counter. Every output walks CounterDefs (status
+// line, summary.log, snapshot headers), so a new detector's counter is one
+// entry here and nothing else.
+type CounterDef struct {
+	Name     string // summary.log name: "pwr_breaches"
+	Short    string // status line name: "pwr"
+	Snapshot string // snapshot header name, as in the seed ("pwr_breach"); empty: not in headers
+	Help     string
+	// Window is how the summary line and the status line show the current
+	// window next to the total.
+	Window WindowStyle
 }
 
-// Add returns the field-wise sum of c and o.
+// WindowStyle is how a counter's current window is shown next to its total.
+type WindowStyle uint8
+
+// Window styles, as the seed's summary line has them.
+const (
+	WindowNone   WindowStyle = iota // total only
+	WindowDelta                     // "(+N)"
+	WindowRate                      // "(rate=R/min)"; the status line shows "(+N, R/min)"
+	WindowPeriod                    // "(period=N)"
+)
+
+// CounterDefs declares every counter, indexed by Counter.
+var CounterDefs = [NumCounters]CounterDef{
+	CountSamples:           {Name: "samples", Short: "samples", Help: "good samples examined", Window: WindowDelta},
+	CountSkipped:           {Name: "skipped", Short: "skipped", Help: "failed, hung or lost samples, not examined"},
+	CountSpikes:            {Name: "spikes", Short: "spikes", Snapshot: "spikes", Help: "fan spikes (FAN_SPIKE)"},
+	CountPowerBreaches:     {Name: "pwr_breaches", Short: "pwr", Snapshot: "pwr_breach", Help: "samples with power above the limit, flagged or not", Window: WindowRate},
+	CountFanInversions:     {Name: "fan_inversions", Short: "inv", Snapshot: "fan_inv", Help: "fan inversions (TEMP_FAN_INV)", Window: WindowRate},
+	CountSpuriousThrottles: {Name: "spurious_throttles", Short: "spur", Snapshot: "spur_throt", Help: "spurious throttles (SPUR_THROT)", Window: WindowRate},
+	CountTDPChanges:        {Name: "tdp_changes", Short: "tdp_chg", Snapshot: "tdp_changes", Help: "TDP_REDUCED and TDP_RESTORED", Window: WindowPeriod},
+	CountThrottleChanges:   {Name: "throttle_changes", Short: "throt_chg", Help: "clocks event reasons transitions"},
+}
+
+// Counts is how many of each thing a Tracker saw, over some span, indexed
+// by Counter.
+type Counts [NumCounters]uint64
+
+// Add returns the counter-wise sum of c and o.
 func (c Counts) Add(o Counts) Counts {
-	return Counts{
-		Samples:           c.Samples + o.Samples,
-		Skipped:           c.Skipped + o.Skipped,
-		Spikes:            c.Spikes + o.Spikes,
-		PowerBreaches:     c.PowerBreaches + o.PowerBreaches,
-		FanInversions:     c.FanInversions + o.FanInversions,
-		SpuriousThrottles: c.SpuriousThrottles + o.SpuriousThrottles,
-		TDPChanges:        c.TDPChanges + o.TDPChanges,
-		ThrottleChanges:   c.ThrottleChanges + o.ThrottleChanges,
+	for i := range c {
+		c[i] += o[i]
 	}
+	return c
 }
 
 // Counters is what a Tracker has counted: totals since it was made, the
@@ -63,66 +101,36 @@ func maxOpt(a, b reading.Opt[uint32]) reading.Opt[uint32] {
 	return b
 }
 
-// PerMinute holds rates per minute over one window.
-type PerMinute struct {
-	Window            time.Duration // the window the rates were computed over, at least 1 s
-	Samples           float64
-	Skipped           float64
-	Spikes            float64
-	PowerBreaches     float64
-	FanInversions     float64
-	SpuriousThrottles float64
-	TDPChanges        float64
-	ThrottleChanges   float64
-}
+// PerMinute holds rates per minute over one window, indexed by Counter.
+type PerMinute [NumCounters]float64
 
 // minRateWindow keeps a summary taken right after the previous one from
 // dividing by (nearly) zero, as the seed's max(window_sec, 1.0) did.
 const minRateWindow = time.Second
 
+// RateWindow is the span rates are computed over for a window that lasted
+// elapsed: at least one second.
+func RateWindow(elapsed time.Duration) time.Duration { return max(elapsed, minRateWindow) }
+
 // Rates converts the counts of a window that lasted elapsed into rates per
 // minute (count * 60 / seconds), as the seed's summary line does. A window
-// shorter than one second counts as one second.
+// shorter than one second counts as one second (RateWindow).
 func Rates(window Counts, elapsed time.Duration) PerMinute {
-	elapsed = max(elapsed, minRateWindow)
-	perMin := float64(time.Minute) / float64(elapsed)
-	r := func(n uint64) float64 { return float64(n) * perMin }
-	return PerMinute{
-		Window:            elapsed,
-		Samples:           r(window.Samples),
-		Skipped:           r(window.Skipped),
-		Spikes:            r(window.Spikes),
-		PowerBreaches:     r(window.PowerBreaches),
-		FanInversions:     r(window.FanInversions),
-		SpuriousThrottles: r(window.SpuriousThrottles),
-		TDPChanges:        r(window.TDPChanges),
-		ThrottleChanges:   r(window.ThrottleChanges),
+	perMin := float64(time.Minute) / float64(RateWindow(elapsed))
+	var r PerMinute
+	for i, n := range window {
+		r[i] = float64(n) * perMin
 	}
+	return r
 }
 
-// counter indexes atomicCounts.
-type counter int
-
-// The counters, in Counts order.
-const (
-	cSamples counter = iota
-	cSkipped
-	cSpikes
-	cPowerBreaches
-	cFanInversions
-	cSpuriousThrottles
-	cTDPChanges
-	cThrottleChanges
-	numCounters
-)
-
 // atomicCounts is Counts that one goroutine updates while others read.
-type atomicCounts [numCounters]atomic.Uint64
+type atomicCounts [NumCounters]atomic.Uint64
 
 // counts reads the counts; each field is read atomically, the set is not a
 // single snapshot (a sample being counted may show in some fields only).
 func (a *atomicCounts) counts(take bool) Counts {
-	var v [numCounters]uint64
+	var v Counts
 	for i := range a {
 		if take {
 			v[i] = a[i].Swap(0)
@@ -130,16 +138,7 @@ func (a *atomicCounts) counts(take bool) Counts {
 			v[i] = a[i].Load()
 		}
 	}
-	return Counts{
-		Samples:           v[cSamples],
-		Skipped:           v[cSkipped],
-		Spikes:            v[cSpikes],
-		PowerBreaches:     v[cPowerBreaches],
-		FanInversions:     v[cFanInversions],
-		SpuriousThrottles: v[cSpuriousThrottles],
-		TDPChanges:        v[cTDPChanges],
-		ThrottleChanges:   v[cThrottleChanges],
-	}
+	return v
 }
 
 // atomicPeak is a running maximum written by one goroutine and read by

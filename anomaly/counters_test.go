@@ -16,15 +16,15 @@ func TestSum(t *testing.T) {
 	}{
 		{"none", nil, Counters{}},
 		{"counts add, peaks take the highest present", []Counters{
-			{Total: Counts{Samples: 10, Spikes: 1}, Window: Counts{Samples: 2}, PeakTempC: pct(80), PeakPowerMW: watts(500)},
-			{Total: Counts{Samples: 5, PowerBreaches: 3}, Window: Counts{Samples: 1, PowerBreaches: 1}},
-			{Total: Counts{Samples: 1}, PeakTempC: pct(90), PeakPowerMW: watts(400)},
+			{Total: Counts{CountSamples: 10, CountSpikes: 1}, Window: Counts{CountSamples: 2}, PeakTempC: pct(80), PeakPowerMW: watts(500)},
+			{Total: Counts{CountSamples: 5, CountPowerBreaches: 3}, Window: Counts{CountSamples: 1, CountPowerBreaches: 1}},
+			{Total: Counts{CountSamples: 1}, PeakTempC: pct(90), PeakPowerMW: watts(400)},
 		}, Counters{
-			Total:  Counts{Samples: 16, Spikes: 1, PowerBreaches: 3},
-			Window: Counts{Samples: 3, PowerBreaches: 1}, PeakTempC: pct(90), PeakPowerMW: watts(500),
+			Total:  Counts{CountSamples: 16, CountSpikes: 1, CountPowerBreaches: 3},
+			Window: Counts{CountSamples: 3, CountPowerBreaches: 1}, PeakTempC: pct(90), PeakPowerMW: watts(500),
 		}},
-		{"all peaks absent", []Counters{{Total: Counts{Skipped: 4}}, {Total: Counts{Skipped: 1}}},
-			Counters{Total: Counts{Skipped: 5}}},
+		{"all peaks absent", []Counters{{Total: Counts{CountSkipped: 4}}, {Total: Counts{CountSkipped: 1}}},
+			Counters{Total: Counts{CountSkipped: 5}}},
 		{"a zero peak is present", []Counters{{PeakPowerMW: mw(0)}, {}}, Counters{PeakPowerMW: mw(0)}},
 	}
 	for _, tt := range tests {
@@ -44,34 +44,45 @@ func TestRates(t *testing.T) {
 		wantWindow time.Duration
 		want       PerMinute
 	}{
-		{"5 minute window", Counts{Samples: 3000, PowerBreaches: 15, FanInversions: 5, TDPChanges: 1},
+		{"5 minute window", Counts{CountSamples: 3000, CountPowerBreaches: 15, CountFanInversions: 5, CountTDPChanges: 1},
 			5 * time.Minute, 5 * time.Minute,
-			PerMinute{Samples: 600, PowerBreaches: 3, FanInversions: 1, TDPChanges: 0.2}},
-		{"skewed window", Counts{SpuriousThrottles: 31}, 310 * time.Second, 310 * time.Second,
-			PerMinute{SpuriousThrottles: 6}},
-		{"zero window counts as 1 s", Counts{Spikes: 1}, 0, time.Second, PerMinute{Spikes: 60}},
-		{"negative window counts as 1 s", Counts{ThrottleChanges: 2, Skipped: 1}, -time.Hour, time.Second,
-			PerMinute{ThrottleChanges: 120, Skipped: 60}},
+			PerMinute{CountSamples: 600, CountPowerBreaches: 3, CountFanInversions: 1, CountTDPChanges: 0.2}},
+		{"skewed window", Counts{CountSpuriousThrottles: 31}, 310 * time.Second, 310 * time.Second,
+			PerMinute{CountSpuriousThrottles: 6}},
+		{"zero window counts as 1 s", Counts{CountSpikes: 1}, 0, time.Second, PerMinute{CountSpikes: 60}},
+		{"negative window counts as 1 s", Counts{CountThrottleChanges: 2, CountSkipped: 1}, -time.Hour, time.Second,
+			PerMinute{CountThrottleChanges: 120, CountSkipped: 60}},
 		{"nothing counted", Counts{}, time.Minute, time.Minute, PerMinute{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if w := RateWindow(tt.elapsed); w != tt.wantWindow {
+				t.Errorf("RateWindow = %v, want %v", w, tt.wantWindow)
+			}
 			got := Rates(tt.window, tt.elapsed)
-			if got.Window != tt.wantWindow {
-				t.Errorf("Window = %v, want %v", got.Window, tt.wantWindow)
-			}
-			pairs := [][2]float64{
-				{got.Samples, tt.want.Samples}, {got.Skipped, tt.want.Skipped}, {got.Spikes, tt.want.Spikes},
-				{got.PowerBreaches, tt.want.PowerBreaches}, {got.FanInversions, tt.want.FanInversions},
-				{got.SpuriousThrottles, tt.want.SpuriousThrottles}, {got.TDPChanges, tt.want.TDPChanges},
-				{got.ThrottleChanges, tt.want.ThrottleChanges},
-			}
-			for i, p := range pairs {
-				if math.Abs(p[0]-p[1]) > 1e-9 {
-					t.Errorf("rate %d = %v, want %v (got %+v)", i, p[0], p[1], got)
+			for i := range got {
+				if math.Abs(got[i]-tt.want[i]) > 1e-9 {
+					t.Errorf("rate of %s = %v, want %v (got %+v)", CounterDefs[i].Name, got[i], tt.want[i], got)
 				}
 			}
 		})
+	}
+}
+
+// TestCounterDefsComplete: every counter is declared, with names unique in
+// each output.
+func TestCounterDefsComplete(t *testing.T) {
+	seen := map[string]bool{}
+	for i, d := range CounterDefs {
+		if d.Name == "" || d.Short == "" || d.Help == "" {
+			t.Errorf("counter %d is not fully declared: %+v", i, d)
+		}
+		for _, n := range []string{"name " + d.Name, "short " + d.Short, "snapshot " + d.Snapshot} {
+			if n != "snapshot " && seen[n] {
+				t.Errorf("%s used twice", n)
+			}
+			seen[n] = true
+		}
 	}
 }
 

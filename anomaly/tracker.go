@@ -83,7 +83,7 @@ func (t *Tracker) Observe(s *reading.Sample, now time.Time) Result {
 	var r Result
 	if s.Status != reading.StatusOK {
 		t.forget()
-		t.count(cSkipped)
+		t.count(CountSkipped)
 		return r
 	}
 	var prev *reading.Sample
@@ -92,7 +92,7 @@ func (t *Tracker) Observe(s *reading.Sample, now time.Time) Result {
 	}
 
 	if from, to, ok := t.throttle.check(t.lastMask, s); ok {
-		t.count(cThrottleChanges)
+		t.count(CountThrottleChanges)
 		t.notify(&r, now, Notice{Kind: NoticeThrottleChange, FromMask: from, ToMask: to})
 	}
 	if m, ok := s.Throttle.Get(); ok {
@@ -101,7 +101,7 @@ func (t *Tracker) Observe(s *reading.Sample, now time.Time) Result {
 
 	if c, f, ok := t.tdp.check(t.lastLimit, s); ok {
 		s.Flags.Add(f)
-		t.count(cTDPChanges)
+		t.count(CountTDPChanges)
 		r.TDP = reading.Some(c)
 		t.notify(&r, now, Notice{Kind: NoticeTDPChange, TDP: c})
 	}
@@ -111,24 +111,24 @@ func (t *Tracker) Observe(s *reading.Sample, now time.Time) Result {
 
 	if t.spike.check(t.seen, prev, s) {
 		s.Flags.Add(reading.Flag{Kind: reading.FlagFanSpike})
-		t.count(cSpikes)
+		t.count(CountSpikes)
 		r.Spike = true
 	}
 
 	if f, ok := t.inv.check(t.seen, s); ok {
 		s.Flags.Add(f)
-		t.count(cFanInversions)
+		t.count(CountFanInversions)
 		t.notify(&r, now, Notice{Kind: NoticeFanInversion, TempC: uint32(f.A), FanPct: uint32(f.B)})
 	}
 
 	if f, ok := t.spur.check(t.seen, s); ok {
 		s.Flags.Add(f)
-		t.count(cSpuriousThrottles)
+		t.count(CountSpuriousThrottles)
 		t.notify(&r, now, Notice{Kind: NoticeSpuriousThrottle, PowerMW: s.PowerMW.V, LimitMW: s.PowerLimitMW.V})
 	}
 
 	if f, breached, flagged := t.power.check(s); breached {
-		t.count(cPowerBreaches)
+		t.count(CountPowerBreaches)
 		if flagged {
 			s.Flags.Add(f)
 			t.notify(&r, now, Notice{Kind: NoticePowerOver, PowerMW: s.PowerMW.V, LimitMW: s.PowerLimitMW.V})
@@ -141,7 +141,7 @@ func (t *Tracker) Observe(s *reading.Sample, now time.Time) Result {
 	if v, ok := s.PowerMW.Get(); ok {
 		t.peakPower.observe(v)
 	}
-	t.count(cSamples)
+	t.count(CountSamples)
 	t.prev = *s
 	t.hasPrev = true
 	t.seen++
@@ -175,7 +175,7 @@ func (t *Tracker) notify(r *Result, now time.Time, n Notice) {
 }
 
 // count adds one to counter c in the totals and the window.
-func (t *Tracker) count(c counter) {
+func (t *Tracker) count(c Counter) {
 	t.total[c].Add(1)
 	t.window[c].Add(1)
 }

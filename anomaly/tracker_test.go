@@ -168,7 +168,7 @@ func TestTrackerNoticeCooldown(t *testing.T) {
 			}
 			c := tr.Counters().Total
 			counted := map[NoticeKind]uint64{
-				NoticeFanInversion: c.FanInversions, NoticeSpuriousThrottle: c.SpuriousThrottles, NoticePowerOver: c.PowerBreaches,
+				NoticeFanInversion: c[CountFanInversions], NoticeSpuriousThrottle: c[CountSpuriousThrottles], NoticePowerOver: c[CountPowerBreaches],
 			}[tt.kind]
 			if counted != n {
 				t.Errorf("counted %d, want %d", counted, n)
@@ -193,8 +193,8 @@ func TestTrackerTDPEventsNotRateLimited(t *testing.T) {
 		}
 		notices += r.NumNotices()
 	}
-	if events != 99 || notices != 1 || tr.Counters().Total.TDPChanges != 99 {
-		t.Errorf("events %d notices %d counted %d, want 99 1 99", events, notices, tr.Counters().Total.TDPChanges)
+	if events != 99 || notices != 1 || tr.Counters().Total[CountTDPChanges] != 99 {
+		t.Errorf("events %d notices %d counted %d, want 99 1 99", events, notices, tr.Counters().Total[CountTDPChanges])
 	}
 }
 
@@ -209,7 +209,7 @@ func TestTrackerThrottleNotice(t *testing.T) {
 	if n.Kind != NoticeThrottleChange || n.FromMask != 0 || n.ToMask != reading.ThrottleSwPowerCap || n.GPU != 2 {
 		t.Errorf("notice %+v", n)
 	}
-	if c := tr.Counters().Total.ThrottleChanges; c != 1 {
+	if c := tr.Counters().Total[CountThrottleChanges]; c != 1 {
 		t.Errorf("ThrottleChanges %d, want 1", c)
 	}
 }
@@ -226,13 +226,13 @@ func TestTrackerCounters(t *testing.T) {
 	if c.PeakTempC.OK || c.PeakPowerMW.OK {
 		t.Errorf("peaks %+v %+v, want absent", c.PeakTempC, c.PeakPowerMW)
 	}
-	if c.Total.Samples != 1 || c.Total.Skipped != 1 || c.Window != c.Total {
+	if c.Total[CountSamples] != 1 || c.Total[CountSkipped] != 1 || c.Window != c.Total {
 		t.Errorf("counters %+v", c)
 	}
 	tr.Observe(mk(tempAt(pct(70)), powerAt(watts(700))), t0.Add(2*tick)) // breach, no flag
 	tr.Observe(mk(tempAt(pct(65)), powerAt(watts(200))), t0.Add(3*tick))
 	w := tr.TakeWindow()
-	wantWin := Counts{Samples: 3, Skipped: 1, PowerBreaches: 1}
+	wantWin := Counts{CountSamples: 3, CountSkipped: 1, CountPowerBreaches: 1}
 	if w.Window != wantWin || w.Total != wantWin {
 		t.Errorf("TakeWindow = %+v, want window and total %+v", w, wantWin)
 	}
@@ -241,7 +241,7 @@ func TestTrackerCounters(t *testing.T) {
 	}
 	tr.Observe(mk(), t0.Add(4*tick))
 	c = tr.Counters()
-	if c.Window != (Counts{Samples: 1}) || c.Total.Samples != 4 {
+	if c.Window != (Counts{CountSamples: 1}) || c.Total[CountSamples] != 4 {
 		t.Errorf("after TakeWindow: %+v", c)
 	}
 }
@@ -281,7 +281,7 @@ func TestTrackerConcurrentCounters(t *testing.T) {
 	if taken != total {
 		t.Errorf("windows add up to %+v, totals %+v", taken, total)
 	}
-	if total.Samples+total.Skipped != n || total.Skipped != n/50 || total.PowerBreaches == 0 {
+	if total[CountSamples]+total[CountSkipped] != n || total[CountSkipped] != n/50 || total[CountPowerBreaches] == 0 {
 		t.Errorf("totals %+v", total)
 	}
 }
@@ -316,7 +316,7 @@ func TestObserveDoesNotAllocate(t *testing.T) {
 	if allocs != 0 {
 		t.Errorf("Observe allocates %v times per call", allocs)
 	}
-	if notices == 0 || tr.Counters().Total.Spikes == 0 {
+	if notices == 0 || tr.Counters().Total[CountSpikes] == 0 {
 		t.Errorf("the samples did not exercise the detectors: %+v", tr.Counters())
 	}
 }

@@ -284,7 +284,7 @@ func (gs *gpuState) spike(s *reading.Sample) {
 		}
 	})
 	if d.Accepted {
-		gs.log.Warn("fan spike: snapshot taken", "spikes", gs.tr.Counters().Total.Spikes)
+		gs.log.Warn("fan spike: snapshot taken", "spikes", gs.tr.Counters().Total[anomaly.CountSpikes])
 	}
 }
 
@@ -317,16 +317,16 @@ func (gs *gpuState) header(when time.Time, reason string, event uint64) snapshot
 		Samples:     v.Samples,
 		PeakTempC:   c.PeakTempC,
 		EventNumber: event,
-		Counters: []snapshot.Counter{
-			{Name: "pwr_breach", Total: c.Total.PowerBreaches},
-			{Name: "fan_inv", Total: c.Total.FanInversions},
-			{Name: "spur_throt", Total: c.Total.SpuriousThrottles},
-			{Name: "spikes", Total: c.Total.Spikes},
-			{Name: "tdp_changes", Total: c.Total.TDPChanges},
-			{Name: "nvml_failures", Total: v.Failures},
-			{Name: "hung_rows", Total: v.HungRows},
-		},
 	}
+	// The detectors' counters that headers show (anomaly.CounterDefs), then the GPU's own.
+	for i, d := range anomaly.CounterDefs {
+		if d.Snapshot != "" {
+			h.Counters = append(h.Counters, snapshot.Counter{Name: d.Snapshot, Total: c.Total[i]})
+		}
+	}
+	h.Counters = append(h.Counters,
+		snapshot.Counter{Name: "nvml_failures", Total: v.Failures},
+		snapshot.Counter{Name: "hung_rows", Total: v.HungRows})
 	if p, ok := c.PeakPowerMW.Get(); ok {
 		h.PeakPowerW = reading.Some(float64(p) / 1000)
 	}

@@ -431,10 +431,10 @@ func TestStatusAndSummaryGolden(t *testing.T) {
 	st := Status{
 		Uptime: 2*time.Hour + 5*time.Minute, Counters: counters, Incidents: 50,
 		Total: anomaly.Counters{
-			Total:     anomaly.Counts{Samples: 149998, Spikes: 1, PowerBreaches: 74692, FanInversions: 900, SpuriousThrottles: 20, TDPChanges: 2},
+			Total:     anomaly.Counts{anomaly.CountSamples: 149998, anomaly.CountSpikes: 1, anomaly.CountPowerBreaches: 74692, anomaly.CountFanInversions: 900, anomaly.CountSpuriousThrottles: 20, anomaly.CountTDPChanges: 2},
 			PeakTempC: reading.Some[uint32](92), PeakPowerMW: reading.Some[uint32](612_400),
 		},
-		WindowCounts: anomaly.Counts{Samples: 6000, PowerBreaches: 4440, FanInversions: 100},
+		WindowCounts: anomaly.Counts{anomaly.CountSamples: 6000, anomaly.CountPowerBreaches: 4440, anomaly.CountFanInversions: 100},
 		Window:       300 * time.Second,
 		GPUs: []GPUStatus{
 			{Index: 0, Samples: 75000, Failures: 3, HungRows: 20, Incidents: 50, PeakTempC: reading.Some[uint32](92), PeakPower: reading.Some[uint32](612_400), Busy: true},

@@ -88,25 +88,23 @@ func optWatts(o reading.Opt[uint32]) string {
 // them), and per GPU samples, failures, hangs and peaks.
 func (st Status) Attrs() []slog.Attr {
 	t, w := st.Total.Total, st.WindowCounts
-	// Totals, with the current window's count and rate: "bad long ago" and
-	// "bad right now" look different (the seed's "+N/5m").
+	// Totals; rated ones with the current window's count and rate: "bad long
+	// ago" and "bad right now" look different (the seed's "+N/5m").
 	rate := anomaly.Rates(w, st.Window)
-	win := func(total, window uint64, perMin float64) string {
-		return strconv.FormatUint(total, 10) + " (+" + strconv.FormatUint(window, 10) + ", " +
-			strconv.FormatFloat(perMin, 'f', 1, 64) + "/min)"
+	a := []slog.Attr{slog.String("uptime", fmtUptime(st.Uptime))}
+	for i, d := range anomaly.CounterDefs {
+		if d.Window != anomaly.WindowRate {
+			a = append(a, slog.Uint64(d.Short, t[i]))
+			continue
+		}
+		a = append(a, slog.String(d.Short, strconv.FormatUint(t[i], 10)+" (+"+strconv.FormatUint(w[i], 10)+", "+
+			strconv.FormatFloat(rate[i], 'f', 1, 64)+"/min)"))
 	}
-	a := []slog.Attr{
-		slog.String("uptime", fmtUptime(st.Uptime)),
-		slog.Uint64("samples", t.Samples),
-		slog.Uint64("spikes", t.Spikes),
+	a = append(a,
 		slog.Uint64("incidents", st.Incidents),
-		slog.String("pwr", win(t.PowerBreaches, w.PowerBreaches, rate.PowerBreaches)),
-		slog.String("inv", win(t.FanInversions, w.FanInversions, rate.FanInversions)),
-		slog.String("spur", win(t.SpuriousThrottles, w.SpuriousThrottles, rate.SpuriousThrottles)),
-		slog.Uint64("tdp_chg", t.TDPChanges),
 		slog.Bool("disk_paused", st.DiskPaused),
 		slog.String("peak", optTemp(st.Total.PeakTempC)+"/"+optWatts(st.Total.PeakPowerMW)),
-	}
+	)
 	for _, c := range st.Counters {
 		a = append(a, slog.Uint64(c.Name, c.Value))
 	}
@@ -125,12 +123,21 @@ func SummaryLine(now time.Time, st Status, window anomaly.Counts, elapsed time.D
 	r := anomaly.Rates(window, elapsed)
 	t := st.Total.Total
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s | %s | window=%.0fs | samples=%d (+%d) spikes=%d crashes=%d ",
-		now.Format("2006-01-02T15:04:05.000Z07:00"), fmtUptime(st.Uptime), r.Window.Seconds(), t.Samples, window.Samples, t.Spikes, st.Incidents)
-	fmt.Fprintf(&b, "pwr_breaches=%d (rate=%.1f/min) fan_inversions=%d (rate=%.1f/min) spurious_throttles=%d (rate=%.1f/min) ",
-		t.PowerBreaches, r.PowerBreaches, t.FanInversions, r.FanInversions, t.SpuriousThrottles, r.SpuriousThrottles)
-	fmt.Fprintf(&b, "tdp_changes=%d (period=%d) peak_temp=%s peak_power=%s",
-		t.TDPChanges, window.TDPChanges, optTemp(st.Total.PeakTempC), optWatts(st.Total.PeakPowerMW))
+	fmt.Fprintf(&b, "%s | %s | window=%.0fs |", now.Format("2006-01-02T15:04:05.000Z07:00"), fmtUptime(st.Uptime),
+		anomaly.RateWindow(elapsed).Seconds())
+	// The detectors' counters (anomaly.CounterDefs), windows as the seed shows them.
+	for i, d := range anomaly.CounterDefs {
+		fmt.Fprintf(&b, " %s=%d", d.Name, t[i])
+		switch d.Window {
+		case anomaly.WindowDelta:
+			fmt.Fprintf(&b, " (+%d)", window[i])
+		case anomaly.WindowRate:
+			fmt.Fprintf(&b, " (rate=%.1f/min)", r[i])
+		case anomaly.WindowPeriod:
+			fmt.Fprintf(&b, " (period=%d)", window[i])
+		}
+	}
+	fmt.Fprintf(&b, " crashes=%d peak_temp=%s peak_power=%s", st.Incidents, optTemp(st.Total.PeakTempC), optWatts(st.Total.PeakPowerMW))
 	// Every counter, losses first (counterTable).
 	for _, c := range st.Counters {
 		fmt.Fprintf(&b, " %s=%d", c.Name, c.Value)
