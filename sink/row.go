@@ -11,24 +11,134 @@ import (
 // milliseconds and the UTC offset (RFC 3339), unambiguous across DST changes.
 const TimestampLayout = "2006-01-02T15:04:05.000Z07:00"
 
-// Columns returns the CSV columns for a GPU with fans fans: the seed script's
-// columns with its names and units first, the columns it lacked after them,
-// flags last.
+// column declares one CSV column: its name and how a sample's cell is
+// written (nothing for an absent reading). Columns, Header and AppendRow all
+// walk csvColumns, so adding a column is one entry.
+type column struct {
+	name string
+	cell func(b []byte, s *reading.Sample) []byte
+	// perFan, instead of name and cell: columns repeated for each fan,
+	// fan by fan, named "fan<i>_<suffix>".
+	perFan []fanColumn
+}
+
+// fanColumn is one of the columns repeated per fan.
+type fanColumn struct {
+	suffix string
+	cell   func(b []byte, s *reading.Sample, fan int) []byte
+}
+
+// csvColumns: the seed script's columns with its names and units first, the
+// columns it lacked after them, flags last.
+var csvColumns = []column{
+	{name: "timestamp", cell: func(b []byte, s *reading.Sample) []byte { return AppendTimestamp(b, s.Time) }},
+	{name: "gpu_temp", cell: func(b []byte, s *reading.Sample) []byte { return appendU(b, s.TempC) }},
+	{name: "gpu_tlimit", cell: func(b []byte, s *reading.Sample) []byte {
+		if v, ok := s.TLimitC.Get(); ok {
+			b = strconv.AppendInt(b, int64(v), 10)
+		}
+		return b
+	}},
+	{name: "power_instant", cell: func(b []byte, s *reading.Sample) []byte {
+		if v, ok := s.PowerMW.Get(); ok {
+			b = appendCenti(b, (uint64(v)+5)/10) // W with 2 decimals, as the seed
+		}
+		return b
+	}},
+	{name: "power_limit", cell: func(b []byte, s *reading.Sample) []byte { return appendWatts(b, s.PowerLimitMW) }},
+	{name: "pstate", cell: func(b []byte, s *reading.Sample) []byte { return appendU(b, s.PState) }},
+	{name: "gpu_clock", cell: func(b []byte, s *reading.Sample) []byte { return appendU(b, s.GraphicsMHz) }},
+	{name: "mem_clock", cell: func(b []byte, s *reading.Sample) []byte { return appendU(b, s.MemMHz) }},
+	{name: "gpu_util", cell: func(b []byte, s *reading.Sample) []byte { return appendU(b, s.GPUUtil) }},
+	{name: "mem_util", cell: func(b []byte, s *reading.Sample) []byte { return appendU(b, s.MemUtil) }},
+	{name: "vram_used_mb", cell: func(b []byte, s *reading.Sample) []byte {
+		if v, ok := s.VRAMUsedBytes.Get(); ok {
+			b = strconv.AppendUint(b, v>>20, 10)
+		}
+		return b
+	}},
+	{name: "pcie_gen", cell: func(b []byte, s *reading.Sample) []byte { return appendU(b, s.PCIeGen) }},
+	{name: "pcie_width", cell: func(b []byte, s *reading.Sample) []byte { return appendU(b, s.PCIeWidth) }},
+	{name: "throttle_bitmask", cell: func(b []byte, s *reading.Sample) []byte {
+		if v, ok := s.Throttle.Get(); ok {
+			b = append(b, "0x"...) // the seed's "0x%04x"
+			for n := hexDigits(v); n < 4; n++ {
+				b = append(b, '0')
+			}
+			b = strconv.AppendUint(b, v, 16)
+		}
+		return b
+	}},
+	{name: "throttle_reasons", cell: func(b []byte, s *reading.Sample) []byte {
+		if v, ok := s.Throttle.Get(); ok {
+			b = reading.AppendThrottleNames(b, v)
+		}
+		return b
+	}},
+	{perFan: []fanColumn{
+		{suffix: "speed_pct", cell: func(b []byte, s *reading.Sample, i int) []byte {
+			if i < s.NumFans {
+				b = appendU(b, s.Fans[i].Speed)
+			}
+			return b
+		}},
+		{suffix: "target_pct", cell: func(b []byte, s *reading.Sample, i int) []byte {
+			if i < s.NumFans {
+				b = appendU(b, s.Fans[i].Target)
+			}
+			return b
+		}},
+	}},
+	{name: "sensor0_temp", cell: func(b []byte, s *reading.Sample) []byte {
+		if v, ok := s.Sensor0.Get(); ok {
+			b = strconv.AppendInt(b, int64(v.Temp), 10)
+		}
+		return b
+	}},
+	{name: "sensor0_target", cell: func(b []byte, s *reading.Sample) []byte {
+		if v, ok := s.Sensor0.Get(); ok {
+			b = strconv.AppendInt(b, int64(v.Target), 10)
+		}
+		return b
+	}},
+	{name: "sensor0_controller", cell: func(b []byte, s *reading.Sample) []byte {
+		if v, ok := s.Sensor0.Get(); ok {
+			b = strconv.AppendInt(b, int64(v.Controller), 10)
+		}
+		return b
+	}},
+	// New columns: the kernel-log clock (seconds since boot, as dmesg
+	// prints it), then what forensics needs and the seed did not record.
+	{name: "dmesg_time", cell: func(b []byte, s *reading.Sample) []byte { return appendKernelTime(b, s.KernelTime) }},
+	{name: "sm_clock", cell: func(b []byte, s *reading.Sample) []byte { return appendU(b, s.SMMHz) }},
+	{name: "power_enforced_limit", cell: func(b []byte, s *reading.Sample) []byte { return appendWatts(b, s.EnforcedLimitMW) }},
+	{name: "energy_mj", cell: func(b []byte, s *reading.Sample) []byte { return appendU(b, s.EnergyMJ) }},
+	{name: "pcie_replay", cell: func(b []byte, s *reading.Sample) []byte { return appendU(b, s.PCIeReplay) }},
+	{name: "mem_temp", cell: func(b []byte, s *reading.Sample) []byte { return appendU(b, s.MemTempC) }},
+	{name: "enc_util", cell: func(b []byte, s *reading.Sample) []byte { return appendU(b, s.EncUtil) }},
+	{name: "dec_util", cell: func(b []byte, s *reading.Sample) []byte { return appendU(b, s.DecUtil) }},
+	{name: "flags", cell: func(b []byte, s *reading.Sample) []byte {
+		start := len(b)
+		b = s.Flags.AppendText(b)
+		return quoteCell(b, start)
+	}},
+}
+
+// Columns returns the CSV column names for a GPU with fans fans (csvColumns).
 func Columns(fans int) []string {
 	fans = min(max(fans, 0), reading.MaxFans)
-	c := []string{"timestamp", "gpu_temp", "gpu_tlimit", "power_instant", "power_limit",
-		"pstate", "gpu_clock", "mem_clock", "gpu_util", "mem_util", "vram_used_mb",
-		"pcie_gen", "pcie_width", "throttle_bitmask", "throttle_reasons"}
-	for i := range fans {
-		n := strconv.Itoa(i)
-		c = append(c, "fan"+n+"_speed_pct", "fan"+n+"_target_pct")
+	var c []string
+	for _, col := range csvColumns {
+		if col.perFan == nil {
+			c = append(c, col.name)
+			continue
+		}
+		for i := range fans {
+			for _, fc := range col.perFan {
+				c = append(c, "fan"+strconv.Itoa(i)+"_"+fc.suffix)
+			}
+		}
 	}
-	c = append(c, "sensor0_temp", "sensor0_target", "sensor0_controller",
-		// New columns: the kernel-log clock (seconds since boot, as dmesg
-		// prints it), then what forensics needs and the seed did not record.
-		"dmesg_time", "sm_clock", "power_enforced_limit", "energy_mj", "pcie_replay",
-		"mem_temp", "enc_util", "dec_util",
-		"flags")
 	return c
 }
 
@@ -45,93 +155,25 @@ func Header(fans int) []byte {
 }
 
 // AppendRow appends one CSV line (with newline) for s, laid out for a file
-// with fans fan column pairs. Absent readings are empty cells. It does not
-// allocate when b has room.
+// with fans fan column pairs (csvColumns). Absent readings are empty cells.
+// It does not allocate when b has room.
 func AppendRow(b []byte, s *reading.Sample, fans int) []byte {
 	fans = min(max(fans, 0), reading.MaxFans)
-	b = AppendTimestamp(b, s.Time)
-	b = append(b, ',')
-	b = appendU(b, s.TempC)
-	b = append(b, ',')
-	if v, ok := s.TLimitC.Get(); ok {
-		b = strconv.AppendInt(b, int64(v), 10)
-	}
-	b = append(b, ',')
-	if v, ok := s.PowerMW.Get(); ok {
-		b = appendCenti(b, (uint64(v)+5)/10) // W with 2 decimals, as the seed
-	}
-	b = append(b, ',')
-	b = appendWatts(b, s.PowerLimitMW)
-	b = append(b, ',')
-	b = appendU(b, s.PState)
-	b = append(b, ',')
-	b = appendU(b, s.GraphicsMHz)
-	b = append(b, ',')
-	b = appendU(b, s.MemMHz)
-	b = append(b, ',')
-	b = appendU(b, s.GPUUtil)
-	b = append(b, ',')
-	b = appendU(b, s.MemUtil)
-	b = append(b, ',')
-	if v, ok := s.VRAMUsedBytes.Get(); ok {
-		b = strconv.AppendUint(b, v>>20, 10)
-	}
-	b = append(b, ',')
-	b = appendU(b, s.PCIeGen)
-	b = append(b, ',')
-	b = appendU(b, s.PCIeWidth)
-	b = append(b, ',')
-	if v, ok := s.Throttle.Get(); ok {
-		b = append(b, "0x"...) // the seed's "0x%04x"
-		for n := hexDigits(v); n < 4; n++ {
-			b = append(b, '0')
+	for n, col := range csvColumns {
+		if col.perFan == nil {
+			if n > 0 {
+				b = append(b, ',')
+			}
+			b = col.cell(b, s)
+			continue
 		}
-		b = strconv.AppendUint(b, v, 16)
-	}
-	b = append(b, ',')
-	if v, ok := s.Throttle.Get(); ok {
-		b = reading.AppendThrottleNames(b, v)
-	}
-	for i := range fans {
-		b = append(b, ',')
-		if i < s.NumFans {
-			b = appendU(b, s.Fans[i].Speed)
-		}
-		b = append(b, ',')
-		if i < s.NumFans {
-			b = appendU(b, s.Fans[i].Target)
+		for i := range fans {
+			for _, fc := range col.perFan {
+				b = append(b, ',')
+				b = fc.cell(b, s, i)
+			}
 		}
 	}
-	b = append(b, ',')
-	if v, ok := s.Sensor0.Get(); ok {
-		b = strconv.AppendInt(b, int64(v.Temp), 10)
-		b = append(b, ',')
-		b = strconv.AppendInt(b, int64(v.Target), 10)
-		b = append(b, ',')
-		b = strconv.AppendInt(b, int64(v.Controller), 10)
-	} else {
-		b = append(b, ",,"...)
-	}
-	b = append(b, ',')
-	b = appendKernelTime(b, s.KernelTime)
-	b = append(b, ',')
-	b = appendU(b, s.SMMHz)
-	b = append(b, ',')
-	b = appendWatts(b, s.EnforcedLimitMW)
-	b = append(b, ',')
-	b = appendU(b, s.EnergyMJ)
-	b = append(b, ',')
-	b = appendU(b, s.PCIeReplay)
-	b = append(b, ',')
-	b = appendU(b, s.MemTempC)
-	b = append(b, ',')
-	b = appendU(b, s.EncUtil)
-	b = append(b, ',')
-	b = appendU(b, s.DecUtil)
-	b = append(b, ',')
-	start := len(b)
-	b = s.Flags.AppendText(b)
-	b = quoteCell(b, start)
 	return append(b, '\n')
 }
 
