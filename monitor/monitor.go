@@ -182,6 +182,7 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	go func() { defer listeners.Done(); m.watchLosses(bg) }()
 	listeners.Add(1)
 	go func() { defer listeners.Done(); m.runProcs(bg) }()
+	m.startBootCheck(bg, &listeners)
 	names := make([]string, len(m.gpus))
 	for i, gs := range m.gpus {
 		names[i] = strconv.Itoa(gs.idx)
@@ -220,6 +221,7 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	m.events.Close()
 	m.summary.Close()
 	m.cfg.trace("files-closed")
+	m.markCleanStop()
 	m.status("final status")
 	if len(stuck) > 0 || m.eventsStuck.Load() || m.enumerating.Load() {
 		// nvmlShutdown with a call still inside the driver can block for

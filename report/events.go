@@ -58,6 +58,13 @@ func parseEventLine(line string) (Event, bool) {
 	if e.Type == "" {
 		return Event{}, false
 	}
+	// An unclean stop is written at the next start; what it reports
+	// happened when the rows stopped.
+	if e.Type == "UNCLEAN_STOP" {
+		if t, err := parseTime(e.KV["last_row"]); err == nil {
+			e.Time = t
+		}
+	}
 	return e, true
 }
 
@@ -142,7 +149,13 @@ func (e Event) describe() string {
 	case "AER":
 		return "PCIe AER " + kv["severity"] + ": " + kv["text"]
 	case "UNCLEAN_STOP":
-		return "logger did not stop cleanly (boot " + kv["prev_boot"] + ")"
+		s := "last row before the logger stopped without a clean exit ("
+		if kv["same_boot"] == "true" {
+			s += "killed; same boot"
+		} else {
+			s += "host went down; boot " + kv["prev_boot"] + " -> " + kv["boot"]
+		}
+		return s + "; " + kv["file"] + ")"
 	}
 	if t := kv["text"]; t != "" {
 		return e.Type + ": " + t

@@ -374,3 +374,16 @@ func BenchmarkReadWindowGz(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100000, "ns/row")
 }
+
+func TestUncleanStopIsPlacedAtItsLastRow(t *testing.T) {
+	e, ok := parseEventLine(`2026-11-30T08:00:00.000Z gpu=? source=start type=UNCLEAN_STOP prev_boot=a boot=b same_boot=false last_row=2026-11-30T07:12:03.400Z gap_gpu0=47m56.6s file=crashes/boot-20261130-080000.000.log`)
+	if !ok || !e.critical() || e.GPU != -1 {
+		t.Fatalf("parse: %+v %v", e, ok)
+	}
+	if want := time.Date(2026, 11, 30, 7, 12, 3, 400e6, time.UTC); !e.Time.Equal(want) {
+		t.Errorf("placed at %v, want the last row %v", e.Time, want)
+	}
+	if d := e.describe(); !strings.Contains(d, "host went down; boot a -> b; crashes/boot-20261130-080000.000.log") {
+		t.Errorf("describe: %q", d)
+	}
+}

@@ -1,0 +1,56 @@
+package monitor
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
+)
+
+// TestUncleanStopThenCleanRestart: a run that was not stopped cleanly (its
+// run-state is there, the clean-stop marker is not) gets a boot log and an
+// UNCLEAN_STOP line at the next start; a clean stop leaves the marker, and
+// the restart after it writes nothing.
+func TestUncleanStopThenCleanRestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hostRoot := t.TempDir()
+		os.MkdirAll(filepath.Join(hostRoot, "proc/sys/kernel/random"), 0o755)
+		os.WriteFile(filepath.Join(hostRoot, "proc/sys/kernel/random/boot_id"), []byte("boot-now\n"), 0o644)
+		r := newRig(t, 1, func(c *Config) { c.HostRoot = hostRoot })
+		os.WriteFile(filepath.Join(r.dir, snapshot.RunStateFile), []byte("boot_id=boot-before\nstarted=2026-11-29T10:00:00Z\npid=77\n"), 0o644)
+		r.run(2*time.Second, nil)
+		boots, _ := filepath.Glob(filepath.Join(r.dir, "crashes", "boot-*.log"))
+		if len(boots) != 1 {
+			t.Fatalf("boot logs: %v, want 1", boots)
+		}
+		b, _ := os.ReadFile(boots[0])
+		if !strings.Contains(string(b), "Previous run: started 2026-11-29T10:00:00Z, pid 77, boot boot-before") ||
+			!strings.Contains(string(b), "Cause: a different boot") {
+			t.Errorf("boot log:\n%s", b)
+		}
+		ev, _ := os.ReadFile(filepath.Join(r.dir, "events.log"))
+		if !strings.Contains(string(ev), "type=UNCLEAN_STOP prev_boot=boot-before boot=boot-now same_boot=false") {
+			t.Errorf("no UNCLEAN_STOP line:\n%s", ev)
+		}
+		if _, err := os.Stat(filepath.Join(r.dir, snapshot.CleanStopFile)); err != nil {
+			t.Errorf("no clean-stop marker after a clean shutdown: %v", err)
+		}
+		st, _ := os.ReadFile(filepath.Join(r.dir, snapshot.RunStateFile))
+		if !strings.Contains(string(st), "boot_id=boot-now") {
+			t.Errorf("run-state not this run's:\n%s", st)
+		}
+
+		// A restart after the clean stop writes nothing.
+		r2 := newRig(t, 1, func(c *Config) { c.HostRoot = hostRoot; c.LogDir = r.dir })
+		r2.run(time.Second, nil)
+		boots, _ = filepath.Glob(filepath.Join(r.dir, "crashes", "boot-*.log"))
+		ev, _ = os.ReadFile(filepath.Join(r.dir, "events.log"))
+		if len(boots) != 1 || strings.Count(string(ev), "UNCLEAN_STOP") != 1 {
+			t.Errorf("clean restart wrote a boot log or event: %v\n%s", boots, ev)
+		}
+	})
+}

@@ -1,0 +1,340 @@
+package snapshot
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
+)
+
+// DefaultPstoreDirs are where crash records of the previous boot are kept:
+// the pstore file system, and where systemd-pstore moves them at boot.
+var DefaultPstoreDirs = []string{"/sys/fs/pstore", "/var/lib/systemd/pstore"}
+
+// Bounds of a boot log, so that a huge journal or pstore cannot make a huge
+// file or a long start.
+const (
+	bootRows           = 50       // last rows per GPU
+	bootJournalLines   = 200      // last lines of the previous boot's kernel log
+	bootJournalMatches = 500      // last NVIDIA/GPU/PCIe lines of it
+	bootIncidents      = 20       // last incident lines of events.log
+	pstoreFileMax      = 64 << 10 // bytes shown per pstore record (its end)
+	pstoreTotalMax     = 512 << 10
+	pstoreFilesMax     = 20
+	eventsTailBytes    = 1 << 20
+	pstoreRecentSlack  = time.Hour // records up to this long before the previous run started still count
+)
+
+// BootConfig says what WriteBootLog collects.
+type BootConfig struct {
+	Dir            string      // the log directory
+	Runner         Runner      // runs journalctl; nil means an ExecRunner
+	Now            time.Time   // this run's start: rows and events after it are this run's
+	Prev           PreviousRun // what BeginRun found
+	BootID         string      // this boot's id ("" when unknown)
+	PstoreDirs     []string    // nil means DefaultPstoreDirs
+	CommandTimeout time.Duration
+	// JournalDir, when set, is given to journalctl as --directory (tests
+	// point it at a fake journal; normally the system journal is read).
+	JournalDir string
+}
+
+// BootLog is what WriteBootLog wrote, for the events.log line.
+type BootLog struct {
+	Path      string
+	SameBoot  bool      // the previous run ran in this boot (killed, not a host crash)
+	LastRow   time.Time // the newest row of any GPU before this run (zero when none)
+	GPUs      int       // GPUs with rows
+	GapPerGPU map[int]time.Duration
+}
+
+// bootLogPattern picks the previous boot's kernel lines worth reading first:
+// the NVIDIA driver, Xids, GPUs, PCIe AER and bus errors.
+var bootLogPattern = regexp.MustCompile(`(?i)NVRM|Xid|nvidia|AER|GPU|pcieport|PCIe Bus Error|fallen off`)
+
+// incidentTypes are the events.log lines listed as the last incidents.
+var incidentTypes = regexp.MustCompile(` type=(Xid|GpuRecoveryAction|GPU_LOST|NVML_HUNG|NVML_FAILED|AER|FALLEN_OFF_BUS|RM_INIT_FAILED|GSP_TIMEOUT|GSP_CRASH|UNCLEAN_STOP|TDP_CHANGE)( |$)`)
+
+// WriteBootLog collects the evidence of an unclean stop and writes it to
+// crashes/boot-<time>.log: the last rows per GPU and the gap to now, the
+// previous boot's kernel log (when the host went down), pstore records and
+// the last incidents in events.log. Every command has a timeout and runs
+// without a shell; a missing tool or file is reported as missing in the
+// file. Run it off the start-up path.
+func WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
+	if c.Runner == nil {
+		c.Runner = &ExecRunner{Timeout: c.CommandTimeout}
+	}
+	if c.CommandTimeout <= 0 {
+		c.CommandTimeout = DefaultCommandTimeout
+	}
+	if c.PstoreDirs == nil {
+		c.PstoreDirs = DefaultPstoreDirs
+	}
+	res := BootLog{SameBoot: c.BootID != "" && c.BootID == c.Prev.State.BootID, GapPerGPU: map[int]time.Duration{}}
+	var b strings.Builder
+	b.WriteString("=== UNCLEAN STOP OF THE PREVIOUS RUN ===\n")
+	b.WriteString("Time: " + c.Now.Format(time.RFC3339Nano) + "\n")
+	ps := c.Prev.State
+	started := "unknown"
+	if !ps.Started.IsZero() {
+		started = ps.Started.Format(time.RFC3339Nano)
+	}
+	fmt.Fprintf(&b, "Previous run: started %s, pid %d, boot %s\n", started, ps.PID, orUnknown(ps.BootID))
+	fmt.Fprintf(&b, "This boot: %s\n", orUnknown(c.BootID))
+	switch {
+	case c.BootID == "" || ps.BootID == "":
+		b.WriteString("Cause: unknown (a boot id is missing): the host went down, or the logger was killed\n")
+	case res.SameBoot:
+		b.WriteString("Cause: same boot: the logger was killed (SIGKILL, OOM killer, a crash) or stopped without its clean exit; the host stayed up\n")
+	default:
+		b.WriteString("Cause: a different boot: the host went down while the logger ran (hang and reset, power cut, kernel panic, watchdog)\n")
+	}
+
+	rows := lastRowsBefore(c.Dir, c.Now, bootRows)
+	b.WriteString("\n=== Last row per GPU (gap to this start) ===\n")
+	if len(rows) == 0 {
+		b.WriteString("(no CSV files)\n")
+	}
+	for _, g := range rows {
+		if g.last.IsZero() {
+			fmt.Fprintf(&b, "GPU %d: no rows before this start\n", g.gpu)
+			continue
+		}
+		gap := c.Now.Sub(g.last)
+		res.GapPerGPU[g.gpu] = gap
+		res.GPUs++
+		if g.last.After(res.LastRow) {
+			res.LastRow = g.last
+		}
+		fmt.Fprintf(&b, "GPU %d: last row %s, gap %s\n", g.gpu, g.last.Format(sink.TimestampLayout), gap.Round(time.Millisecond))
+	}
+	for _, g := range rows {
+		fmt.Fprintf(&b, "\n=== GPU %d: last %d rows (%s) ===\n", g.gpu, bootRows, strings.Join(g.sources, ", "))
+		for _, n := range g.notes {
+			b.WriteString("(" + n + ")\n")
+		}
+		if len(g.rows) == 0 {
+			b.WriteString("(none)\n")
+			continue
+		}
+		if g.header != "" {
+			b.WriteString(" " + g.header + "\n")
+		}
+		for _, r := range g.rows {
+			b.WriteString(" " + r + "\n")
+		}
+	}
+
+	b.WriteString("\n=== Previous boot's kernel log (journalctl -k -b -1): NVIDIA, GPU and PCIe lines ===\n")
+	var journal result
+	if res.SameBoot {
+		b.WriteString("(not collected: the previous run was in this boot; its kernel lines are in dmesg and in the crash snapshots)\n")
+	} else {
+		args := []string{"-k", "-b", "-1", "--no-pager", "-o", "short-monotonic"}
+		if c.JournalDir != "" {
+			args = append(args, "--directory", c.JournalDir)
+		}
+		cctx, cancel := context.WithTimeout(ctx, c.CommandTimeout)
+		out, err := c.Runner.Run(cctx, "journalctl", args...)
+		cancel()
+		journal = result{out: out}
+		if err != nil {
+			journal.status = commandStatus("journalctl", err)
+		}
+		b.WriteString(filtered(journal, bootLogPattern, bootJournalMatches))
+		b.WriteString("\n=== Previous boot's kernel log: last 200 lines ===\n")
+		b.WriteString(filtered(journal, nil, bootJournalLines))
+	}
+
+	b.WriteString("\n=== pstore records (kernel crash records of the previous boot) ===\n")
+	b.WriteString(pstoreRecords(c.PstoreDirs, ps.Started))
+
+	b.WriteString("\n=== Last incidents in events.log (before this start) ===\n")
+	b.WriteString(lastIncidents(filepath.Join(c.Dir, "events.log"), c.Now))
+	b.WriteString("\n=== End of boot log ===\n")
+
+	crashDir := filepath.Join(c.Dir, "crashes")
+	if err := ensureDir(crashDir); err != nil {
+		return res, err
+	}
+	path, err := sink.Atomic{}.CreateNew(crashDir, "boot-"+c.Now.Format("20060102-150405.000"), ".log", []byte(b.String()))
+	res.Path = path
+	return res, err
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// commandStatus says how a command failed: a missing program is "not
+// installed", never an error that stops anything.
+func commandStatus(name string, err error) string {
+	var te *TimeoutError
+	switch {
+	case errors.Is(err, exec.ErrNotFound):
+		return "(" + name + ": not installed)"
+	case errors.As(err, &te):
+		return "(" + name + ": timed out after " + te.After.String() + ")"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "(" + name + ": timed out)"
+	}
+	return "(" + name + " failed: " + err.Error() + ")"
+}
+
+// pstoreRecords lists the records in dirs newer than since (minus a slack),
+// each with the end of its text, within the size bounds. A missing
+// directory is said, not an error.
+func pstoreRecords(dirs []string, since time.Time) string {
+	type rec struct {
+		path string
+		mod  time.Time
+		size int64
+	}
+	var b strings.Builder
+	var recs []rec
+	for _, d := range dirs {
+		if _, err := os.Stat(d); err != nil {
+			fmt.Fprintf(&b, "(%s: %s)\n", d, missingOr(err))
+			continue
+		}
+		old := 0
+		filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
+			if err != nil || e.IsDir() {
+				return nil
+			}
+			fi, err := e.Info()
+			if err != nil || !fi.Mode().IsRegular() {
+				return nil
+			}
+			if !since.IsZero() && fi.ModTime().Before(since.Add(-pstoreRecentSlack)) {
+				old++
+				return nil
+			}
+			recs = append(recs, rec{p, fi.ModTime(), fi.Size()})
+			return nil
+		})
+		if old > 0 {
+			fmt.Fprintf(&b, "(%s: %d older record(s) from before the previous run, not shown)\n", d, old)
+		}
+	}
+	sort.Slice(recs, func(i, j int) bool { return recs[i].mod.After(recs[j].mod) })
+	if len(recs) == 0 {
+		b.WriteString("(no recent records)\n")
+		return b.String()
+	}
+	total := 0
+	for i, r := range recs {
+		if i >= pstoreFilesMax || total >= pstoreTotalMax {
+			fmt.Fprintf(&b, "(%d more record(s) not shown)\n", len(recs)-i)
+			break
+		}
+		fmt.Fprintf(&b, "--- %s (%d bytes, %s) ---\n", r.path, r.size, r.mod.Format(time.RFC3339))
+		data, err := readTail(r.path, pstoreFileMax)
+		if err != nil {
+			fmt.Fprintf(&b, "(unreadable: %v)\n", err)
+			continue
+		}
+		if int64(len(data)) < r.size {
+			fmt.Fprintf(&b, "(last %d bytes)\n", len(data))
+		}
+		total += len(data)
+		b.Write(data)
+		if len(data) > 0 && data[len(data)-1] != '\n' {
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+func missingOr(err error) string {
+	if errors.Is(err, fs.ErrNotExist) {
+		return "missing"
+	}
+	return err.Error()
+}
+
+// readTail reads at most max bytes from the end of path.
+func readTail(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > max {
+		if _, err := f.Seek(fi.Size()-max, io.SeekStart); err != nil {
+			return nil, err
+		}
+	}
+	return io.ReadAll(io.LimitReader(f, max))
+}
+
+// lastIncidents returns the last incident lines of events.log written
+// before t.
+func lastIncidents(path string, t time.Time) string {
+	data, err := readTail(path, eventsTailBytes)
+	if err != nil {
+		return "(events.log: " + missingOr(err) + ")\n"
+	}
+	var keep []string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		ts, _, _ := strings.Cut(line, " ")
+		if at, err := time.Parse(sink.TimestampLayout, ts); err != nil || !at.Before(t) {
+			continue
+		}
+		if incidentTypes.MatchString(line) {
+			keep = append(keep, line)
+		}
+	}
+	if len(keep) == 0 {
+		return "(none)\n"
+	}
+	if len(keep) > bootIncidents {
+		keep = keep[len(keep)-bootIncidents:]
+	}
+	return strings.Join(keep, "\n") + "\n"
+}
+
+// Fields returns the UNCLEAN_STOP events.log fields for this boot log.
+func (l BootLog) Fields(prev PreviousRun, bootID string) []string {
+	kv := []string{"type=UNCLEAN_STOP", "prev_boot=" + orUnknown(prev.State.BootID), "boot=" + orUnknown(bootID),
+		"same_boot=" + strconv.FormatBool(l.SameBoot)}
+	if !l.LastRow.IsZero() {
+		kv = append(kv, "last_row="+l.LastRow.Format(sink.TimestampLayout))
+	}
+	gpus := make([]int, 0, len(l.GapPerGPU))
+	for g := range l.GapPerGPU {
+		gpus = append(gpus, g)
+	}
+	sort.Ints(gpus)
+	for _, g := range gpus {
+		kv = append(kv, "gap_gpu"+strconv.Itoa(g)+"="+l.GapPerGPU[g].Round(time.Millisecond).String())
+	}
+	if l.Path != "" {
+		kv = append(kv, "file="+filepath.Join("crashes", filepath.Base(l.Path)))
+	}
+	return kv
+}

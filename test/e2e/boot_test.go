@@ -1,0 +1,81 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestSIGKILLThenRestartWritesBootLog: the logger is killed without a chance
+// to stop cleanly; the next start writes crashes/boot-*.log with each GPU's
+// last rows and the gap, and an UNCLEAN_STOP line, while sampling goes on.
+// A clean stop and restart after that writes no second one.
+func TestSIGKILLThenRestartWritesBootLog(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := start(t, opts{scenario: "gpus 2\n", dir: dir})
+	p.waitFor("rows of both GPUs", 20*time.Second, func() bool { return rowCount(p.csvFile(0)) > 10 && rowCount(p.csvFile(1)) > 10 })
+	p.signal(syscall.SIGKILL)
+	p.wait(10 * time.Second)
+	killed := time.Now()
+	time.Sleep(1500 * time.Millisecond) // a gap to measure
+
+	p2 := start(t, opts{scenario: "gpus 2\n", dir: dir})
+	var boot string
+	p2.waitFor("the boot log", 20*time.Second, func() bool {
+		m, _ := filepath.Glob(filepath.Join(dir, "crashes", "boot-*.log"))
+		if len(m) == 1 {
+			boot = m[0]
+		}
+		ev, _ := os.ReadFile(filepath.Join(dir, "events.log"))
+		return boot != "" && strings.Contains(string(ev), "type=UNCLEAN_STOP")
+	})
+	p2.waitFor("rows of the new run", 10*time.Second, func() bool { return rowCount(p2.csvFile(0)) > 5 })
+	p2.signal(syscall.SIGTERM)
+	if code := p2.wait(15 * time.Second); code != 0 {
+		t.Errorf("second run exited %d", code)
+	}
+	b := readFile(t, boot)
+	if !strings.Contains(b, "Cause: same boot: the logger was killed") {
+		t.Errorf("boot log does not say the logger was killed in this boot:\n%s", b)
+	}
+	gap := regexp.MustCompile(`GPU (\d): last row (\S+), gap (\S+)`).FindAllStringSubmatch(b, -1)
+	if len(gap) != 2 {
+		t.Fatalf("last row and gap of 2 GPUs expected:\n%s", b)
+	}
+	for _, g := range gap {
+		last := parseTime(t, g[2])
+		d, err := time.ParseDuration(g[3])
+		if err != nil || d < 1500*time.Millisecond || d > 30*time.Second || last.After(killed) {
+			t.Errorf("GPU %s: last row %s, gap %s (killed at %s)", g[1], g[2], g[3], killed.Format(time.RFC3339Nano))
+		}
+	}
+	for _, g := range []string{"0", "1"} {
+		sec := b[strings.Index(b, "=== GPU "+g+": last 50 rows"):]
+		if i := strings.Index(sec, "\n\n==="); i >= 0 {
+			sec = sec[:i]
+		}
+		if n := strings.Count(sec, "\n 20"); n < 10 {
+			t.Errorf("GPU %s: %d rows in the boot log, want the last rows of the killed run:\n%s", g, n, sec)
+		}
+	}
+	ev := readFile(t, filepath.Join(dir, "events.log"))
+	if !regexp.MustCompile(`type=UNCLEAN_STOP prev_boot=\S+ boot=\S+ same_boot=true last_row=\S+ gap_gpu0=\S+ gap_gpu1=\S+ file=crashes/boot-`).MatchString(ev) {
+		t.Errorf("UNCLEAN_STOP line:\n%s", ev)
+	}
+
+	// Clean stop above: a third start writes nothing new.
+	before := rowCount(p2.csvFile(0))
+	p3 := start(t, opts{scenario: "gpus 2\n", dir: dir})
+	p3.waitFor("rows of the third run", 10*time.Second, func() bool { return rowCount(p3.csvFile(0)) > before+5 })
+	p3.signal(syscall.SIGTERM)
+	p3.wait(15 * time.Second)
+	m, _ := filepath.Glob(filepath.Join(dir, "crashes", "boot-*.log"))
+	if len(m) != 1 || strings.Count(readFile(t, filepath.Join(dir, "events.log")), "UNCLEAN_STOP") != 1 {
+		t.Errorf("a clean restart wrote a boot log: %v", m)
+	}
+}
