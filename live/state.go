@@ -101,6 +101,12 @@ type GPU struct {
 	// NewestSnapshot is the path of the newest crash snapshot file of this GPU.
 	NewestSnapshot string
 
+	// Processes is the slow tier's latest process read (about once a
+	// second; never nil once the monitor runs). It is immutable and shared:
+	// Processes.Good() is the last successful list when the current read is
+	// hung or refused.
+	Processes *reading.Procs
+
 	// ThrottleTime is the time spent with each clocks event reason active,
 	// indexed like reading.ThrottleReasons. Each answered sample adds the time
 	// since the previous answered one (at most two intervals: a gap is not

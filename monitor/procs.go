@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/live/atop"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
@@ -46,8 +47,10 @@ func (m *Monitor) runProcs(ctx context.Context) {
 	for {
 		for _, gs := range m.gpus {
 			gs.pr.Tick(now)
+			p := gs.pr.Latest()
+			gs.slot.Update(func(g *live.GPU) { g.Processes = p })
 			if m.atop != nil {
-				m.atop.Procs(gs.pr.Latest())
+				m.atop.Procs(p)
 			}
 		}
 		select {
