@@ -13,11 +13,14 @@ export SIMNVML_SCENARIO="$SCN" SIMNVML_KMSG="$OUT/kmsg.sim"
 echo "== gpu-telemetry on simulated GPUs: $(basename "$SCN"), ${SECS}s, writing to $OUT/"
 # The lock file and the kernel log go into the demo dir: no root needed.
 "$BIN" --interval 0.1 --log-dir "$OUT" --lock-file "$OUT/gpu-telemetry.pid" \
-  --kmsg "$OUT/kmsg.sim" --follow-ups 5s 2>"$OUT/stderr.log" &
+  --kmsg "$OUT/kmsg.sim" --follow-ups 5s --socket "$OUT/control.sock" 2>"$OUT/stderr.log" &
 pid=$!
 sleep $((SECS / 2))
 kill -USR1 $pid 2>/dev/null
-sleep $((SECS - SECS / 2))
+sleep $((SECS - SECS / 2 - 1))
+# The live view, from the daemon's memory through its control socket.
+"$BIN" status --socket "$OUT/control.sock" >"$OUT/status.txt" 2>&1
+status_rc=$?
 kill -TERM $pid 2>/dev/null
 wait $pid
 rc=$?
@@ -47,4 +50,6 @@ show "warnings and errors logged"
 grep -E 'level=(WARN|ERROR)' "$OUT/stderr.log" | head -30
 show "gpu-telemetry report --last (and $OUT/report.html)"
 "$BIN" report --log-dir "$OUT" --last --html "$OUT/report.html"
+show "gpu-telemetry status, asked 1 s before the end (exit status $status_rc: 0 OK, 1 warning, 2 critical, 3 unknown)"
+cat "$OUT/status.txt"
 exit $rc

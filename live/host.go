@@ -20,7 +20,10 @@ type Host struct {
 
 	RowsWritten uint64
 	RowsDropped uint64
-	DiskPaused  bool
+	// RowsDroppedRecent is how many rows were dropped in the last
+	// RecentWindow (as far as the daemon has run).
+	RowsDroppedRecent uint64
+	DiskPaused        bool
 	// Kmsg is the kernel-log reader's state: "following", "disabled",
 	// "permission denied", "unavailable: <error>" or "stopped: <error>".
 	Kmsg string
@@ -34,6 +37,10 @@ type Host struct {
 	// Loss set; status, summary.log and the metrics walk this table.
 	Counters []Counter
 }
+
+// RecentWindow is the span of the "recent" figures (RowsDroppedRecent) and
+// of the status check's warnings and criticals.
+const RecentWindow = 10 * time.Minute
 
 // Cadence describes the poll loop's tick periods over the last complete
 // window (or the current one until a window completed).
@@ -55,10 +62,10 @@ type Incident struct {
 
 // Counter is one named counter.
 type Counter struct {
-	Name  string // snake_case; the metric is gpu_telemetry_<Name>_total
-	Help  string // one line: what is counted
-	Value uint64
-	Loss  bool // counts lost, dropped, skipped, failed or suppressed work
+	Name  string `json:"name"` // snake_case; the metric is gpu_telemetry_<Name>_total
+	Help  string `json:"help"` // one line: what is counted
+	Value uint64 `json:"value"`
+	Loss  bool   `json:"loss"` // counts lost, dropped, skipped, failed or suppressed work
 }
 
 // View is one consistent reading of the whole daemon: the host and a copy of

@@ -81,6 +81,9 @@ type GPU struct {
 	// State says the values are stale.
 	Sample reading.Sample
 
+	// MemTotal is the GPU's memory size, when known.
+	MemTotal reading.Opt[uint64]
+
 	Samples   uint64 // answered samples
 	Failures  uint64 // failed or lost samples
 	HungRows  uint64 // NVML_HUNG rows written

@@ -155,8 +155,34 @@ func (m *Monitor) counters() []live.Counter {
 	return out
 }
 
+// dropHistory is rows_dropped once a second over live.RecentWindow, for the
+// host view's RowsDroppedRecent.
+type dropHistory struct {
+	v   [int(live.RecentWindow/time.Second) + 1]uint64
+	pos int
+	n   int
+}
+
+// add records the counter's value now.
+func (h *dropHistory) add(v uint64) {
+	h.v[h.pos] = v
+	h.pos = (h.pos + 1) % len(h.v)
+	h.n = min(h.n+1, len(h.v))
+}
+
+// recent returns how much the counter grew over the window (or since the
+// first value recorded), given its value now.
+func (h *dropHistory) recent(now uint64) uint64 {
+	if h.n == 0 {
+		return now
+	}
+	oldest := h.v[(h.pos-h.n+len(h.v))%len(h.v)]
+	return now - min(oldest, now)
+}
+
 // watchLosses logs, once a second, the first occurrence of each loss counter
-// whose owner does not log it with details itself.
+// whose owner does not log it with details itself, and keeps the history of
+// dropped rows.
 func (m *Monitor) watchLosses(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
@@ -168,6 +194,10 @@ func (m *Monitor) watchLosses(ctx context.Context) {
 		case <-t.C:
 		}
 		m.checkLosses(logged)
+		d := m.csv.Stats().Dropped
+		m.smu.Lock()
+		m.drops.add(d)
+		m.smu.Unlock()
 	}
 }
 

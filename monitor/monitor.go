@@ -75,6 +75,7 @@ type Monitor struct {
 	lastIncident live.Incident
 	kmsgState    string
 	eventsState  string
+	drops        dropHistory
 
 	windowStart atomic.Int64 // UnixNano when the current summary window began
 
@@ -485,6 +486,7 @@ func (m *Monitor) hostView() live.Host {
 	m.cadence.get(&h.Cadence)
 	m.smu.Lock()
 	h.LastIncident, h.Kmsg, h.Events = m.lastIncident, m.kmsgState, m.eventsState
+	h.RowsDroppedRecent = m.drops.recent(cs.Dropped)
 	m.smu.Unlock()
 	return h
 }

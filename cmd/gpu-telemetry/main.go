@@ -55,6 +55,12 @@ func run(args []string, stderr io.Writer) (code int) {
 	if len(args) > 0 && args[0] == "report" {
 		return runReport(args[1:], os.Stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "status" {
+		return runStatus(args[1:], os.Stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "top" {
+		return runTop(args[1:], stderr)
+	}
 	var cli CLI
 	parser, err := kong.New(&cli,
 		kong.Name("gpu-telemetry"),
@@ -151,6 +157,13 @@ func serve(cli *CLI, stderr io.Writer) int {
 		log.Info("stopped before sampling began")
 		return 0
 	}
+	stopListeners, err := startListeners(ctx, cli, mon.Board(), log)
+	if err != nil {
+		host.Close(2 * time.Second)
+		fmt.Fprintf(stderr, "gpu-telemetry: %v\n", err)
+		return 1
+	}
+	defer stopListeners()
 	if err := mon.Run(ctx, sigs); err != nil {
 		fmt.Fprintf(stderr, "gpu-telemetry: %v\n", err)
 		return 1

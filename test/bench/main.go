@@ -200,7 +200,7 @@ func logDir(o opts, name string) (string, func(), error) {
 
 func start(o opts, dir string, extraEnv []string, args ...string) (*exec.Cmd, error) {
 	cmd := exec.Command(o.bin, append([]string{"--interval", o.interval.String(), "--log-dir", dir,
-		"--lock-file", filepath.Join(dir, "lock"), "--kmsg", "none"}, args...)...)
+		"--lock-file", filepath.Join(dir, "lock"), "--kmsg", "none", "--socket", "none"}, args...)...)
 	cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+o.sim)
 	cmd.Env = append(cmd.Env, extraEnv...)
 	stderr, err := os.Create(filepath.Join(dir, "stderr.log"))

@@ -131,7 +131,15 @@ func command(t *testing.T, o opts) (*exec.Cmd, string, string, string) {
 		lib = filepath.Join(simDir, "sim-old")
 	}
 	kmsg := ""
-	args := []string{"--log-dir", dir, "--lock-file", filepath.Join(work, "lock"), "--follow-ups", "2s"}
+	// The control socket goes into a short directory of its own: a unix
+	// socket path is limited to 107 bytes, and the default (/run) is shared.
+	sock, err := os.MkdirTemp("", "gt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sock) })
+	args := []string{"--log-dir", dir, "--lock-file", filepath.Join(work, "lock"), "--follow-ups", "2s",
+		"--socket", filepath.Join(sock, "control.sock")}
 	env := append(os.Environ(), "LD_LIBRARY_PATH="+lib, "SIMNVML_CALLS="+filepath.Join(work, "calls.txt"))
 	if o.scenario != "" {
 		env = append(env, "SIMNVML_SCENARIO="+scenarioPath(t, work, o.scenario))
@@ -150,6 +158,16 @@ func command(t *testing.T, o opts) (*exec.Cmd, string, string, string) {
 	cmd := exec.Command(binPath, append(args, o.args...)...)
 	cmd.Env = env
 	return cmd, dir, kmsg, filepath.Join(work, "calls.txt")
+}
+
+// socketPath returns the control socket the logger was started with.
+func (p *proc) socketPath() string {
+	for i, a := range p.cmd.Args {
+		if a == "--socket" && i+1 < len(p.cmd.Args) {
+			return p.cmd.Args[i+1]
+		}
+	}
+	return ""
 }
 
 // start starts the logger; it is killed at the end of the test if still running.

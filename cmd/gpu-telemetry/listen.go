@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/live"
+	"github.com/gpu-telemetry/gpu-telemetry/live/control"
+)
+
+// startListeners opens the control socket (and the metrics endpoint when
+// asked) over the monitor's published state. Opening fails with one line
+// (a live socket held by another instance, a bad group, an address in
+// use); serving stops when ctx is cancelled or stop is called.
+func startListeners(ctx context.Context, cli *CLI, board *live.Board, log *slog.Logger) (stop func(), err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	var waits []chan struct{}
+	stop = func() {
+		cancel()
+		for _, w := range waits {
+			select {
+			case <-w:
+			case <-time.After(5 * time.Second):
+			}
+		}
+	}
+	if cli.Socket != "none" {
+		srv, err := control.Listen(control.Config{Path: cli.Socket, Group: cli.SocketGroup, Logger: log}, board)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		log.Info("control socket listening", "path", cli.Socket)
+		done := make(chan struct{})
+		waits = append(waits, done)
+		go func() { defer close(done); srv.Serve(ctx) }()
+	}
+	if cli.MetricsListen != "" {
+		done, err := serveMetrics(ctx, cli, board, log)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		waits = append(waits, done)
+	}
+	return stop, nil
+}

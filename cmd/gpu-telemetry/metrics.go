@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/exporter-toolkit/web"
+	"golang.org/x/net/netutil"
+
+	"github.com/gpu-telemetry/gpu-telemetry/live"
+	"github.com/gpu-telemetry/gpu-telemetry/live/metrics"
+)
+
+// Bounds of the metrics endpoint: scrapes are small and served from memory.
+const (
+	metricsMaxConns      = 8
+	metricsReadTimeout   = 5 * time.Second
+	metricsWriteTimeout  = 10 * time.Second
+	metricsMaxHeaderSize = 16 << 10
+)
+
+// serveMetrics serves /metrics on --metrics-listen with the exporter-toolkit
+// web config (TLS, basic auth). The listener is opened before returning, so
+// an address in use fails the start with one line.
+func serveMetrics(ctx context.Context, cli *CLI, board *live.Board, log *slog.Logger) (chan struct{}, error) {
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(metrics.New(board)); err != nil {
+		return nil, fmt.Errorf("--metrics-listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn), MaxRequestsInFlight: metricsMaxConns,
+		Timeout: metricsWriteTimeout,
+	}))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprintln(w, "gpu-telemetry: metrics at /metrics")
+	})
+	ln, err := net.Listen("tcp", cli.MetricsListen)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-listen %s: %w", cli.MetricsListen, err)
+	}
+	ln = netutil.LimitListener(ln, metricsMaxConns) // further connections wait in the backlog
+	srv := &http.Server{Handler: mux, ReadTimeout: metricsReadTimeout, ReadHeaderTimeout: metricsReadTimeout,
+		WriteTimeout: metricsWriteTimeout, IdleTimeout: 30 * time.Second, MaxHeaderBytes: metricsMaxHeaderSize}
+	webCfg := cli.WebConfigFile
+	flags := &web.FlagConfig{WebListenAddresses: &[]string{cli.MetricsListen}, WebSystemdSocket: new(bool), WebConfigFile: &webCfg}
+	if webCfg != "" {
+		if err := web.Validate(webCfg); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("--web.config.file %s: %w", webCfg, err)
+		}
+	}
+	log.Info("metrics listening", "address", ln.Addr().String(), "web_config", webCfg)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		errc := make(chan error, 1)
+		go func() { errc <- web.Serve(ln, srv, flags, log) }()
+		select {
+		case <-ctx.Done():
+			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			srv.Shutdown(sctx)
+			cancel()
+			<-errc
+		case err := <-errc:
+			if err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("metrics endpoint stopped", "error", err)
+			}
+		}
+	}()
+	return done, nil
+}

@@ -1,0 +1,69 @@
+package live
+
+import (
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// Exit codes of `gpu-telemetry status`, following the monitoring-plugin
+// convention (Nagios, Icinga, Consul checks).
+const (
+	CheckOK       = 0 // every GPU answering, nothing critical in the last 10 minutes
+	CheckWarning  = 1 // anomaly flags, disk paused or rows dropped in the last 10 minutes
+	CheckCritical = 2 // a GPU hung, lost or failing, or an Xid or recovery action in the last 10 minutes
+	CheckUnknown  = 3 // no daemon, or bad flags
+)
+
+// anomalyFlag marks the flag kinds that make a warning: the detectors'
+// findings. Xid, hang, failure and loss flags are critical through the GPU's
+// state and last Xid instead.
+var anomalyFlag = map[string]bool{
+	FlagKindNames[reading.FlagFanSpike]:    true,
+	FlagKindNames[reading.FlagTempFanInv]:  true,
+	FlagKindNames[reading.FlagSpurThrot]:   true,
+	FlagKindNames[reading.FlagPowerOver]:   true,
+	FlagKindNames[reading.FlagTDPReduced]:  true,
+	FlagKindNames[reading.FlagTDPRestored]: true,
+}
+
+// Check returns the document's exit code and the reasons for it, worst
+// first: critical reasons, then warnings.
+func Check(d Doc) (code int, reasons []string) {
+	since := d.Time.Add(-RecentWindow)
+	recent := func(t time.Time) bool { return !t.IsZero() && !t.Before(since) }
+	var crit, warn []string
+	for _, g := range d.GPUs {
+		name := "GPU " + itoa(g.Index)
+		switch g.State {
+		case StateHung.String(), StateLost.String(), StateFailing.String():
+			crit = append(crit, name+" "+g.State)
+		case StateNotStarted.String():
+			warn = append(warn, name+" not answering yet")
+		}
+		if g.LastXid != nil && recent(g.LastXid.Time) {
+			crit = append(crit, name+" Xid "+utoa(g.LastXid.Code)+" in the last 10 minutes")
+		}
+		if g.LastRecovery != nil && recent(g.LastRecovery.Time) {
+			crit = append(crit, name+" recovery action "+utoa(g.LastRecovery.Code)+" in the last 10 minutes")
+		}
+		for _, f := range g.Flags {
+			if anomalyFlag[f.Kind] && recent(f.Last) {
+				warn = append(warn, name+" "+f.Kind+" in the last 10 minutes")
+			}
+		}
+	}
+	if d.Host.Disk != "ok" {
+		warn = append(warn, "disk "+d.Host.Disk)
+	}
+	if d.Host.RowsDropped10 > 0 {
+		warn = append(warn, utoa(d.Host.RowsDropped10)+" rows dropped in the last 10 minutes")
+	}
+	switch {
+	case len(crit) > 0:
+		return CheckCritical, append(crit, warn...)
+	case len(warn) > 0:
+		return CheckWarning, warn
+	}
+	return CheckOK, nil
+}

@@ -1,0 +1,68 @@
+package control
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/live"
+)
+
+// MaxReply bounds the answer a client reads.
+const MaxReply = 16 << 20
+
+// Query asks the daemon at path for its status document, waiting at most
+// timeout for the whole exchange.
+func Query(path string, timeout time.Duration) (live.Doc, []byte, error) {
+	var d live.Doc
+	raw, err := Ask(path, "status", timeout)
+	if err != nil {
+		return d, nil, err
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return d, raw, fmt.Errorf("bad answer from %s: %w", path, err)
+	}
+	return d, raw, nil
+}
+
+// Ask sends one request line and returns the answer line without its
+// newline. An {"error": ...} answer is returned as an error.
+func Ask(path, req string, timeout time.Duration) ([]byte, error) {
+	c, err := net.DialTimeout("unix", path, timeout)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(timeout))
+	// A server that refuses (busy) answers and closes before reading: a
+	// failed write still leaves its answer to read.
+	_, werr := c.Write([]byte(req + "\n"))
+	r := bufio.NewReaderSize(c, 64<<10)
+	var out []byte
+	for {
+		part, err := r.ReadSlice('\n')
+		out = append(out, part...)
+		if len(out) > MaxReply {
+			return nil, fmt.Errorf("answer from %s longer than %d bytes", path, MaxReply)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil {
+			if werr != nil {
+				return nil, werr
+			}
+			return nil, fmt.Errorf("reading the answer from %s: %w", path, err)
+		}
+		break
+	}
+	out = out[:len(out)-1]
+	var e errorReply
+	if json.Unmarshal(out, &e) == nil && e.Error != "" {
+		return nil, fmt.Errorf("%s answered: %s", path, e.Error)
+	}
+	return out, nil
+}

@@ -1,0 +1,257 @@
+// Package control is the daemon's control socket: a unix socket that
+// answers `gpu-telemetry status` and `top` with the status document
+// (live.Doc), built from the published state in memory. No request changes
+// the daemon's state or waits on NVML. Everything is bounded: connections,
+// request size, read and write time.
+//
+// The protocol is one request line (at most MaxRequest bytes, ending in a
+// newline), answered with one JSON document and a newline, after which the
+// server closes the connection. Requests: "status" (the document) and
+// "ping" ({"ok":true}). Anything else is answered with {"error": "..."}.
+package control
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/live"
+)
+
+// Limits of the control socket.
+const (
+	// MaxRequest is the longest request line, newline included.
+	MaxRequest = 256
+	// MaxConns is how many connections are served at once; more are
+	// answered "busy" and closed.
+	MaxConns = 16
+	// ReadTimeout drops a client that has not sent its request line by then.
+	ReadTimeout = 2 * time.Second
+	// WriteTimeout drops a client that does not read its answer.
+	WriteTimeout = 2 * time.Second
+)
+
+// Config says where and how to listen.
+type Config struct {
+	Path string // socket path
+	// Group, if not empty, owns the socket, which is then mode 0660 (else 0600).
+	Group  string
+	Logger *slog.Logger
+}
+
+// Server serves the control socket.
+type Server struct {
+	cfg   Config
+	board *live.Board
+	log   *slog.Logger
+	ln    *net.UnixListener
+	sem   chan struct{}
+	wg    sync.WaitGroup
+
+	served, refused, failed atomic.Uint64
+}
+
+// ErrInUse is returned by Listen when another live process serves the path.
+var ErrInUse = errors.New("in use by a running process")
+
+// Listen creates the socket. A stale socket file (nobody accepts on it) is
+// replaced; a live one is refused with ErrInUse. The socket is created under
+// a temporary name, given its mode and group, and renamed into place, so it
+// is never reachable with looser permissions.
+func Listen(cfg Config, board *live.Board) (*Server, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	mode := os.FileMode(0o600)
+	gid := -1
+	if cfg.Group != "" {
+		g, err := lookupGroup(cfg.Group)
+		if err != nil {
+			return nil, err
+		}
+		mode, gid = 0o660, g
+	}
+	if err := os.MkdirAll(filepath.Dir(cfg.Path), 0o755); err != nil {
+		return nil, fmt.Errorf("control socket %s: %w", cfg.Path, err)
+	}
+	if err := clearStale(cfg.Path); err != nil {
+		return nil, err
+	}
+	tmp := cfg.Path + ".new-" + strconv.Itoa(os.Getpid())
+	os.Remove(tmp)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("control socket %s: %w", cfg.Path, err)
+	}
+	ln.SetUnlinkOnClose(false)
+	fail := func(err error) (*Server, error) {
+		ln.Close()
+		os.Remove(tmp)
+		return nil, fmt.Errorf("control socket %s: %w", cfg.Path, err)
+	}
+	if gid >= 0 {
+		if err := os.Chown(tmp, -1, gid); err != nil {
+			return fail(err)
+		}
+	}
+	if err := os.Chmod(tmp, mode); err != nil {
+		return fail(err)
+	}
+	if err := os.Rename(tmp, cfg.Path); err != nil {
+		return fail(err)
+	}
+	return &Server{cfg: cfg, board: board, log: cfg.Logger, ln: ln, sem: make(chan struct{}, MaxConns)}, nil
+}
+
+// clearStale removes a socket file nobody accepts on, and refuses one that
+// a process serves.
+func clearStale(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("control socket %s: %w", path, err)
+	}
+	if fi.Mode()&os.ModeSocket == 0 {
+		return fmt.Errorf("control socket %s: exists and is not a socket", path)
+	}
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err == nil {
+		c.Close()
+		return fmt.Errorf("control socket %s: %w (another gpu-telemetry?)", path, ErrInUse)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, syscall.ENOENT) {
+		return fmt.Errorf("control socket %s: cannot tell whether it is in use: %w", path, err)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("control socket %s: removing the stale socket: %w", path, err)
+	}
+	return nil
+}
+
+// Path returns the socket path.
+func (s *Server) Path() string { return s.cfg.Path }
+
+// Serve accepts connections until ctx is cancelled, then closes the socket,
+// removes its file and waits (at most WriteTimeout + ReadTimeout) for the
+// connections in progress.
+func (s *Server) Serve(ctx context.Context) {
+	stop := context.AfterFunc(ctx, func() { s.ln.Close() })
+	defer stop()
+	for {
+		c, err := s.ln.AcceptUnix()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				break
+			}
+			s.log.Warn("control socket accept failed", "error", err)
+			time.Sleep(100 * time.Millisecond) // EMFILE and the like: do not spin
+			continue
+		}
+		select {
+		case s.sem <- struct{}{}:
+			s.wg.Add(1)
+			go func() {
+				defer func() { <-s.sem; s.wg.Done() }()
+				s.handle(c)
+			}()
+		default:
+			s.refused.Add(1)
+			c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+			writeJSON(c, errorReply{Error: "busy: too many connections"})
+			c.Close()
+		}
+	}
+	s.ln.Close()
+	os.Remove(s.cfg.Path)
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(ReadTimeout + WriteTimeout):
+	}
+}
+
+// Stats returns how many requests were answered, refused (busy) and failed
+// (bad request, timeout, client gone).
+func (s *Server) Stats() (served, refused, failed uint64) {
+	return s.served.Load(), s.refused.Load(), s.failed.Load()
+}
+
+type errorReply struct {
+	Error string `json:"error"`
+}
+
+// handle serves one connection: one request, one answer.
+func (s *Server) handle(c *net.UnixConn) {
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(ReadTimeout))
+	line, err := readRequest(bufio.NewReaderSize(c, MaxRequest))
+	c.SetWriteDeadline(time.Now().Add(WriteTimeout))
+	if err != nil {
+		s.failed.Add(1)
+		if !errors.Is(err, io.EOF) && !isTimeout(err) {
+			writeJSON(c, errorReply{Error: err.Error()})
+		}
+		return
+	}
+	req, err := ParseRequest(line)
+	if err != nil {
+		s.failed.Add(1)
+		writeJSON(c, errorReply{Error: err.Error()})
+		return
+	}
+	var reply any
+	switch req {
+	case ReqPing:
+		reply = struct {
+			OK bool `json:"ok"`
+		}{true}
+	case ReqStatus:
+		reply = live.NewDoc(s.board.View())
+	}
+	if err := writeJSON(c, reply); err != nil {
+		s.failed.Add(1)
+		return
+	}
+	s.served.Add(1)
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// readRequest reads one line of at most MaxRequest bytes.
+func readRequest(r *bufio.Reader) ([]byte, error) {
+	line, err := r.ReadSlice('\n')
+	switch {
+	case errors.Is(err, bufio.ErrBufferFull):
+		return nil, fmt.Errorf("request longer than %d bytes", MaxRequest)
+	case err != nil:
+		return nil, err
+	}
+	return line, nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}

@@ -1,0 +1,223 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/live"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+func testBoard() *live.Board {
+	sl := live.NewSlot(reading.GPU{Index: 0, Name: "sim", BusID: "00000000:01:00.0"})
+	s := reading.Sample{Time: time.Now(), TempC: reading.Some[uint32](41)}
+	sl.Update(func(g *live.GPU) { g.Observe(&s, 100*time.Millisecond) })
+	return live.NewBoard([]*live.Slot{sl}, func() live.Host { return live.Host{Now: time.Now(), Version: "test"} })
+}
+
+// serve starts a server on a fresh path and returns it with its stop func.
+func serve(t *testing.T, cfg Config) (*Server, func()) {
+	t.Helper()
+	if cfg.Path == "" {
+		cfg.Path = filepath.Join(t.TempDir(), "run", "control.sock")
+	}
+	s, err := Listen(cfg, testBoard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Serve(ctx); close(done) }()
+	return s, func() { cancel(); <-done }
+}
+
+func TestStatusAnswered(t *testing.T) {
+	s, stop := serve(t, Config{})
+	defer stop()
+	fi, err := os.Stat(s.Path())
+	if err != nil || fi.Mode().Perm() != 0o600 || fi.Mode()&os.ModeSocket == 0 {
+		t.Fatalf("socket %v mode %v", err, fi.Mode())
+	}
+	d, raw, err := Query(s.Path(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.SchemaVersion != live.SchemaVersion || len(d.GPUs) != 1 || d.GPUs[0].TempC == nil || *d.GPUs[0].TempC != 41 || d.GPUs[0].PowerW != nil {
+		t.Errorf("document %s", raw)
+	}
+	if !strings.Contains(string(raw), `"power_w":null`) {
+		t.Errorf("absent power is not null: %s", raw)
+	}
+	if b, err := Ask(s.Path(), "ping", time.Second); err != nil || string(b) != `{"ok":true}` {
+		t.Errorf("ping: %s %v", b, err)
+	}
+}
+
+func TestBadRequestsGetAnErrorAndTheServerGoesOn(t *testing.T) {
+	s, stop := serve(t, Config{})
+	defer stop()
+	for _, req := range []string{"", "STATUS", "status please", "\xff\xfe", strings.Repeat("x", MaxRequest+10)} {
+		_, err := Ask(s.Path(), req, time.Second)
+		if err == nil || !strings.Contains(err.Error(), "answered") {
+			t.Errorf("request %q: %v, want an error answer", req, err)
+		}
+	}
+	if _, _, err := Query(s.Path(), time.Second); err != nil {
+		t.Errorf("status after bad requests: %v", err)
+	}
+	_, _, failed := s.Stats()
+	if failed != 5 {
+		t.Errorf("failed %d, want 5", failed)
+	}
+}
+
+func TestSilentClientIsDropped(t *testing.T) {
+	s, stop := serve(t, Config{})
+	defer stop()
+	c, err := net.Dial("unix", s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// Others are answered while it says nothing.
+	if _, _, err := Query(s.Path(), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(ReadTimeout + 2*time.Second))
+	n, err := c.Read(make([]byte, 10))
+	if n != 0 || err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("silent client not dropped by the server: %d bytes, %v", n, err)
+	}
+}
+
+func TestConnectionsBounded(t *testing.T) {
+	s, stop := serve(t, Config{})
+	defer stop()
+	var conns []net.Conn
+	for range MaxConns {
+		c, err := net.Dial("unix", s.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	time.Sleep(100 * time.Millisecond) // all accepted and waiting for a request
+	_, err := Ask(s.Path(), "status", time.Second)
+	if err == nil || !strings.Contains(err.Error(), "busy") {
+		t.Errorf("connection beyond the limit: %v, want busy", err)
+	}
+	if _, refused, _ := s.Stats(); refused != 1 {
+		t.Errorf("refused %d", refused)
+	}
+}
+
+func TestStaleSocketReplacedLiveOneRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "control.sock")
+	// A stale socket: bound, then its listener gone without unlinking.
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.SetUnlinkOnClose(false)
+	ln.Close()
+	s, stop := serve(t, Config{Path: path})
+	if _, _, err := Query(path, time.Second); err != nil {
+		t.Fatalf("after replacing the stale socket: %v", err)
+	}
+	if _, err := Listen(Config{Path: path}, testBoard()); !errors.Is(err, ErrInUse) {
+		t.Errorf("second instance: %v, want ErrInUse", err)
+	}
+	if _, _, err := Query(s.Path(), time.Second); err != nil {
+		t.Errorf("first instance after the refused one: %v", err)
+	}
+	stop()
+	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("socket left behind after shutdown: %v", err)
+	}
+	// Not a socket: refused, not removed.
+	if err := os.WriteFile(path, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Listen(Config{Path: path}, testBoard()); err == nil || !strings.Contains(err.Error(), "not a socket") {
+		t.Errorf("regular file at the path: %v", err)
+	}
+}
+
+func TestSocketGroup(t *testing.T) {
+	gid := os.Getgid()
+	s, stop := serve(t, Config{Group: itoa(gid)})
+	defer stop()
+	fi, err := os.Stat(s.Path())
+	if err != nil || fi.Mode().Perm() != 0o660 {
+		t.Errorf("mode with a group: %v %v", fi.Mode(), err)
+	}
+	if _, err := Listen(Config{Path: s.Path() + "2", Group: "no-such-group-here"}, testBoard()); err == nil || !strings.Contains(err.Error(), "--socket-group") {
+		t.Errorf("unknown group: %v", err)
+	}
+}
+
+// TestConcurrentStatus: many clients at once all get whole documents.
+func TestConcurrentStatus(t *testing.T) {
+	s, stop := serve(t, Config{})
+	defer stop()
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				raw, err := Ask(s.Path(), "status", 2*time.Second)
+				if err != nil && strings.Contains(err.Error(), "busy") {
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				if err == nil && !json.Valid(raw) {
+					err = errors.New("invalid JSON")
+				}
+				errs <- err
+				return
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+func FuzzParseRequest(f *testing.F) {
+	for _, s := range []string{"status\n", "ping", " status \r\n", "", "\x00", strings.Repeat("a", 300)} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := ParseRequest(b)
+		if (err == nil) != (r != 0) {
+			t.Fatalf("%q: request %d with error %v", b, r, err)
+		}
+		if err == nil && len(b) > MaxRequest {
+			t.Fatalf("%q: accepted beyond the limit", b)
+		}
+		if err != nil && len(err.Error()) > 2*MaxRequest {
+			t.Fatalf("error text unbounded: %d bytes", len(err.Error()))
+		}
+	})
+}

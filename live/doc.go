@@ -1,0 +1,260 @@
+package live
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// SchemaVersion is the version of the status document (Doc). It changes
+// only when a field is removed or changes meaning; new fields keep it.
+const SchemaVersion = 1
+
+// Doc is the status document: what the control socket answers, what
+// `gpu-telemetry status --json` prints and what `status` and `top` render.
+// Absent readings are null, never 0.
+type Doc struct {
+	SchemaVersion int       `json:"schema_version"`
+	Time          time.Time `json:"time"`
+	Host          HostDoc   `json:"host"`
+	GPUs          []GPUDoc  `json:"gpus"`
+}
+
+// HostDoc is the host part of Doc.
+type HostDoc struct {
+	Version       string       `json:"version"`
+	Driver        string       `json:"driver"`
+	NVML          string       `json:"nvml"`
+	CUDA          string       `json:"cuda"`
+	Started       time.Time    `json:"started"`
+	UptimeS       float64      `json:"uptime_s"`
+	IntervalS     float64      `json:"interval_s"`
+	DeadlineS     float64      `json:"deadline_s"`
+	Cadence       CadenceDoc   `json:"cadence"`
+	RowsWritten   uint64       `json:"rows_written"`
+	RowsDropped   uint64       `json:"rows_dropped"`
+	RowsDropped10 uint64       `json:"rows_dropped_10m"` // in the last 10 minutes
+	Disk          string       `json:"disk"`             // "ok" or "paused"
+	Kmsg          string       `json:"kmsg"`
+	NVMLEvents    string       `json:"nvml_events"`
+	LastIncident  *IncidentDoc `json:"last_incident"`
+	Counters      []Counter    `json:"counters"`
+}
+
+// CadenceDoc is Cadence in seconds.
+type CadenceDoc struct {
+	Ticks       uint64  `json:"ticks"`
+	Overruns    uint64  `json:"overruns"`
+	WindowS     float64 `json:"window_s"`
+	MeanPeriodS float64 `json:"mean_period_s"`
+	P99PeriodS  float64 `json:"p99_period_s"`
+	MaxPeriodS  float64 `json:"max_period_s"`
+}
+
+// IncidentDoc is a critical event.
+type IncidentDoc struct {
+	Time   time.Time `json:"time"`
+	GPU    int       `json:"gpu"`
+	Reason string    `json:"reason"`
+}
+
+// EventDoc is the last Xid or recovery action.
+type EventDoc struct {
+	Code uint64    `json:"code"`
+	Time time.Time `json:"time"`
+	Name string    `json:"name"`
+}
+
+// FanDoc is one fan, in percent.
+type FanDoc struct {
+	Speed  *uint32 `json:"speed_pct"`
+	Target *uint32 `json:"target_pct"`
+}
+
+// FlagDoc is one kind of anomaly flag on a GPU: how many rows carried it and
+// when it was last seen.
+type FlagDoc struct {
+	Kind  string    `json:"kind"`
+	Count uint64    `json:"count"`
+	Last  time.Time `json:"last"`
+}
+
+// GPUDoc is one GPU in Doc.
+type GPUDoc struct {
+	Index      int        `json:"index"`
+	Name       string     `json:"name"`
+	BusID      string     `json:"bus_id"`
+	UUID       string     `json:"uuid"`
+	Serial     string     `json:"serial"`
+	VBIOS      string     `json:"vbios"`
+	State      string     `json:"state"` // ok, hung, lost, failing, not started
+	StateSince *time.Time `json:"state_since"`
+	// HungS is how long the stuck call has lasted; Function names it.
+	HungS    *float64 `json:"hung_s"`
+	Function string   `json:"function,omitempty"`
+	Error    string   `json:"error,omitempty"`
+
+	SampleTime      *time.Time `json:"sample_time"` // the values below are from this sample
+	TempC           *uint32    `json:"temperature_c"`
+	MemTempC        *uint32    `json:"memory_temperature_c"`
+	Fans            []FanDoc   `json:"fans"`
+	PowerW          *float64   `json:"power_w"`
+	PowerLimitW     *float64   `json:"power_limit_w"`
+	EnforcedLimitW  *float64   `json:"enforced_limit_w"`
+	EnergyJ         *float64   `json:"energy_j"`
+	GraphicsMHz     *uint32    `json:"graphics_clock_mhz"`
+	SMMHz           *uint32    `json:"sm_clock_mhz"`
+	MemMHz          *uint32    `json:"memory_clock_mhz"`
+	GPUUtil         *uint32    `json:"gpu_util_pct"`
+	MemUtil         *uint32    `json:"memory_util_pct"`
+	EncUtil         *uint32    `json:"encoder_util_pct"`
+	DecUtil         *uint32    `json:"decoder_util_pct"`
+	MemUsedBytes    *uint64    `json:"memory_used_bytes"`
+	MemTotalBytes   *uint64    `json:"memory_total_bytes"`
+	PState          *uint32    `json:"pstate"`
+	PCIeGen         *uint32    `json:"pcie_gen"`
+	PCIeWidth       *uint32    `json:"pcie_width"`
+	PCIeReplay      *uint64    `json:"pcie_replay"`
+	ThrottleReasons []string   `json:"throttle_reasons"` // active now; null when unknown
+	// ThrottleS is the time spent in each reason since start, by name.
+	ThrottleS map[string]float64 `json:"throttle_seconds"`
+
+	Flags          []FlagDoc         `json:"flags"`
+	LastXid        *EventDoc         `json:"last_xid"`
+	Xids           map[string]uint64 `json:"xids"` // by code; "other" for codes beyond the table
+	LastRecovery   *EventDoc         `json:"last_recovery_action"`
+	Incidents      uint64            `json:"incidents"`
+	LastIncident   *IncidentDoc      `json:"last_incident"`
+	NewestSnapshot string            `json:"newest_snapshot"`
+	Samples        uint64            `json:"samples"`
+	Failures       uint64            `json:"failures"`
+	HungRows       uint64            `json:"hung_rows"`
+}
+
+// FlagKindNames is the label of each flag kind, indexed by reading.FlagKind
+// (as in metrics and status: "spur_throt", ...).
+var FlagKindNames = [reading.NumFlagKinds]string{
+	reading.FlagFanSpike:    "fan_spike",
+	reading.FlagTempFanInv:  "temp_fan_inv",
+	reading.FlagSpurThrot:   "spur_throt",
+	reading.FlagPowerOver:   "power_over",
+	reading.FlagTDPReduced:  "tdp_reduced",
+	reading.FlagTDPRestored: "tdp_restored",
+	reading.FlagXid:         "xid",
+	reading.FlagNVMLHung:    "nvml_hung",
+	reading.FlagNVMLFailed:  "nvml_failed",
+	reading.FlagGPULost:     "gpu_lost",
+}
+
+func ptr[T any](o reading.Opt[T]) *T {
+	if v, ok := o.Get(); ok {
+		return &v
+	}
+	return nil
+}
+
+func watts(o reading.Opt[uint32]) *float64 {
+	if v, ok := o.Get(); ok {
+		w := float64(v) / 1000
+		return &w
+	}
+	return nil
+}
+
+func secs(d time.Duration) float64 { return d.Seconds() }
+
+// NewDoc builds the status document from a view.
+func NewDoc(v View) Doc {
+	h := v.Host
+	now := h.Now
+	d := Doc{SchemaVersion: SchemaVersion, Time: now, Host: HostDoc{
+		Version: h.Version, Driver: h.System.DriverVersion, NVML: h.System.NVMLVersion, CUDA: h.System.CUDAVersion,
+		Started: h.Start, UptimeS: secs(now.Sub(h.Start)), IntervalS: secs(h.Interval), DeadlineS: secs(h.Deadline),
+		Cadence: CadenceDoc{Ticks: h.Cadence.Ticks, Overruns: h.Cadence.Overruns, WindowS: secs(h.Cadence.Window),
+			MeanPeriodS: secs(h.Cadence.Mean), P99PeriodS: secs(h.Cadence.P99), MaxPeriodS: secs(h.Cadence.Max)},
+		RowsWritten: h.RowsWritten, RowsDropped: h.RowsDropped, RowsDropped10: h.RowsDroppedRecent,
+		Disk: "ok", Kmsg: h.Kmsg, NVMLEvents: h.Events, Counters: h.Counters,
+	}}
+	if h.DiskPaused {
+		d.Host.Disk = "paused"
+	}
+	if !h.LastIncident.Time.IsZero() {
+		d.Host.LastIncident = &IncidentDoc{Time: h.LastIncident.Time, GPU: h.LastIncident.GPU, Reason: h.LastIncident.Reason}
+	}
+	d.GPUs = make([]GPUDoc, 0, len(v.GPUs))
+	for i := range v.GPUs {
+		d.GPUs = append(d.GPUs, gpuDoc(&v.GPUs[i], now))
+	}
+	return d
+}
+
+func gpuDoc(g *GPU, now time.Time) GPUDoc {
+	in := g.Info
+	d := GPUDoc{Index: in.Index, Name: in.Name, BusID: in.BusID, UUID: in.UUID, Serial: in.Serial, VBIOS: in.VBIOS,
+		State: g.State.Kind.String(), Function: g.State.Function, Error: g.State.Err,
+		Incidents: g.Incidents, NewestSnapshot: g.NewestSnapshot, Samples: g.Samples, Failures: g.Failures, HungRows: g.HungRows,
+		MemTotalBytes: ptr(g.MemTotal)}
+	if !g.State.Since.IsZero() {
+		t := g.State.Since
+		d.StateSince = &t
+	}
+	if g.State.Kind == StateHung {
+		h := now.Sub(g.State.Since).Seconds()
+		d.HungS = &h
+	}
+	s := &g.Sample
+	if !s.Time.IsZero() {
+		t := s.Time
+		d.SampleTime = &t
+		d.TempC, d.MemTempC = ptr(s.TempC), ptr(s.MemTempC)
+		d.PowerW, d.PowerLimitW, d.EnforcedLimitW = watts(s.PowerMW), watts(s.PowerLimitMW), watts(s.EnforcedLimitMW)
+		if e, ok := s.EnergyMJ.Get(); ok {
+			j := float64(e) / 1000
+			d.EnergyJ = &j
+		}
+		d.GraphicsMHz, d.SMMHz, d.MemMHz = ptr(s.GraphicsMHz), ptr(s.SMMHz), ptr(s.MemMHz)
+		d.GPUUtil, d.MemUtil, d.EncUtil, d.DecUtil = ptr(s.GPUUtil), ptr(s.MemUtil), ptr(s.EncUtil), ptr(s.DecUtil)
+		d.MemUsedBytes, d.PState = ptr(s.VRAMUsedBytes), ptr(s.PState)
+		d.PCIeGen, d.PCIeWidth, d.PCIeReplay = ptr(s.PCIeGen), ptr(s.PCIeWidth), ptr(s.PCIeReplay)
+		for i := 0; i < s.NumFans && i < reading.MaxFans; i++ {
+			d.Fans = append(d.Fans, FanDoc{Speed: ptr(s.Fans[i].Speed), Target: ptr(s.Fans[i].Target)})
+		}
+		if m, ok := s.Throttle.Get(); ok {
+			d.ThrottleReasons = []string{}
+			for _, r := range reading.ThrottleReasons {
+				if m&r.Bit != 0 {
+					d.ThrottleReasons = append(d.ThrottleReasons, r.Name)
+				}
+			}
+		}
+	}
+	d.ThrottleS = map[string]float64{}
+	for i, r := range reading.ThrottleReasons {
+		d.ThrottleS[r.Name] = g.ThrottleTime[i].Seconds()
+	}
+	for k, n := range g.FlagCount {
+		if n > 0 {
+			d.Flags = append(d.Flags, FlagDoc{Kind: FlagKindNames[k], Count: n, Last: g.FlagLast[k]})
+		}
+	}
+	if !g.LastXid.Time.IsZero() {
+		d.LastXid = &EventDoc{Code: g.LastXid.Code, Time: g.LastXid.Time, Name: g.LastXid.Name}
+	}
+	d.Xids = map[string]uint64{}
+	for _, x := range g.Xids {
+		if x.Count > 0 {
+			d.Xids[strconv.FormatUint(x.Code, 10)] = x.Count
+		}
+	}
+	if g.XidsOther > 0 {
+		d.Xids["other"] = g.XidsOther
+	}
+	if !g.LastRecovery.Time.IsZero() {
+		d.LastRecovery = &EventDoc{Code: g.LastRecovery.Code, Time: g.LastRecovery.Time, Name: g.LastRecovery.Name}
+	}
+	if !g.LastIncident.IsZero() {
+		d.LastIncident = &IncidentDoc{Time: g.LastIncident, GPU: in.Index, Reason: g.LastIncidentReason}
+	}
+	return d
+}

@@ -1,0 +1,103 @@
+package live_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/gpu-telemetry/gpu-telemetry/live"
+	"github.com/gpu-telemetry/gpu-telemetry/live/livetest"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		os.MkdirAll("testdata", 0o755)
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test ./live -update creates it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+func TestStatusTextAndJSONGolden(t *testing.T) {
+	d := NewDoc(livetest.View())
+	var b bytes.Buffer
+	if err := WriteText(&b, d); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "status.txt", b.Bytes())
+	j, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "status.json", append(j, '\n'))
+	// The document reads back as itself (status and top work from JSON).
+	var back Doc
+	if err := json.Unmarshal(j, &back); err != nil {
+		t.Fatal(err)
+	}
+	var b2 bytes.Buffer
+	WriteText(&b2, back)
+	if b2.String() != b.String() {
+		t.Errorf("text from the decoded JSON differs:\n%s", b2.String())
+	}
+	for _, want := range []string{`"schema_version": 1`, `"decoder_util_pct": null`, `"hung_s": 12`, `"state": "hung"`} {
+		if !strings.Contains(string(j), want) {
+			t.Errorf("JSON lacks %s", want)
+		}
+	}
+}
+
+func TestCheck(t *testing.T) {
+	base := livetest.View()
+	now := base.Host.Now
+	ok := func(v *View) { v.GPUs = v.GPUs[:1]; v.GPUs[0].FlagLast = [reading.NumFlagKinds]time.Time{} }
+	tests := []struct {
+		name   string
+		change func(v *View)
+		code   int
+		reason string
+	}{
+		{"all answering, nothing recent", ok, CheckOK, ""},
+		{"old anomaly flag", func(v *View) { ok(v); v.GPUs[0].FlagLast[reading.FlagSpurThrot] = now.Add(-11 * time.Minute) }, CheckOK, ""},
+		{"recent anomaly flag", func(v *View) { v.GPUs = v.GPUs[:1] }, CheckWarning, "spur_throt"},
+		{"disk paused", func(v *View) { ok(v); v.Host.DiskPaused = true }, CheckWarning, "disk paused"},
+		{"rows dropped recently", func(v *View) { ok(v); v.Host.RowsDroppedRecent = 3 }, CheckWarning, "3 rows dropped"},
+		{"rows dropped long ago", func(v *View) { ok(v); v.Host.RowsDropped = 3 }, CheckOK, ""},
+		{"not started", func(v *View) { ok(v); v.GPUs[0].State = State{} }, CheckWarning, "not answering yet"},
+		{"hung", nil, CheckCritical, "GPU 1 hung"},
+		{"lost", func(v *View) { ok(v); v.GPUs[0].Lost(now) }, CheckCritical, "GPU 0 lost"},
+		{"failing", func(v *View) { ok(v); v.GPUs[0].State = State{Kind: StateFailing, Err: "Unknown Error"} }, CheckCritical, "GPU 0 failing"},
+		{"recent Xid", func(v *View) { ok(v); v.GPUs[0].Xid(79, now.Add(-9*time.Minute), "x") }, CheckCritical, "Xid 79"},
+		{"old Xid", func(v *View) { ok(v); v.GPUs[0].Xid(79, now.Add(-11*time.Minute), "x") }, CheckOK, ""},
+		{"recent recovery action", func(v *View) { ok(v); v.GPUs[0].Recovery(1, now.Add(-time.Minute), "GPU reset") }, CheckCritical, "recovery action 1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v := livetest.View()
+			if tc.change != nil {
+				tc.change(&v)
+			}
+			code, reasons := Check(NewDoc(v))
+			if code != tc.code || !strings.Contains(strings.Join(reasons, ";"), tc.reason) {
+				t.Errorf("code %d reasons %q, want %d with %q", code, reasons, tc.code, tc.reason)
+			}
+		})
+	}
+}

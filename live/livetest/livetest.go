@@ -1,0 +1,49 @@
+// Package livetest holds a fixed live.View for the tests of the live
+// readers (status text, JSON, metrics, top).
+package livetest
+
+import (
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/live"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// View is a two-GPU view: GPU 0 answering with every reading and a
+// recent spurious throttle, GPU 1 hung in nvmlDeviceGetTemperature for 12 s
+// after an Xid 79 and a crash snapshot.
+func View() live.View {
+	now := time.Date(2026, 11, 30, 15, 4, 5, 0, time.UTC)
+	g0 := live.GPU{Info: reading.GPU{Index: 0, Name: "NVIDIA H100 80GB HBM3", BusID: "00000000:1B:00.0", UUID: "GPU-aaaa", Serial: "1650123", VBIOS: "96.00.99.00.01", NumFans: 2}}
+	s := reading.Sample{GPU: 0, Time: now.Add(-100 * time.Millisecond), TempC: reading.Some[uint32](71), MemTempC: reading.Some[uint32](80),
+		PowerMW: reading.Some[uint32](612_400), PowerLimitMW: reading.Some[uint32](700_000), EnforcedLimitMW: reading.Some[uint32](700_000),
+		EnergyMJ: reading.Some[uint64](123_456_789), PState: reading.Some[uint32](0), GraphicsMHz: reading.Some[uint32](1980), SMMHz: reading.Some[uint32](1980),
+		MemMHz: reading.Some[uint32](2619), GPUUtil: reading.Some[uint32](100), MemUtil: reading.Some[uint32](43), EncUtil: reading.Some[uint32](0),
+		VRAMUsedBytes: reading.Some[uint64](40 << 30), PCIeGen: reading.Some[uint32](5), PCIeWidth: reading.Some[uint32](16), PCIeReplay: reading.Some[uint64](3),
+		Throttle: reading.Some(reading.ThrottleSwPowerCap), NumFans: 2}
+	s.Fans[0] = reading.Fan{Speed: reading.Some[uint32](45), Target: reading.Some[uint32](50)}
+	s.Fans[1] = reading.Fan{Speed: reading.Some[uint32](46)}
+	s.Flags.Add(reading.Flag{Kind: reading.FlagSpurThrot, A: 20})
+	prev := s
+	prev.Time = s.Time.Add(-100 * time.Millisecond)
+	g0.Observe(&prev, 100*time.Millisecond)
+	g0.Observe(&s, 100*time.Millisecond)
+	g0.MemTotal = reading.Some[uint64](80 << 30)
+
+	g1 := live.GPU{Info: reading.GPU{Index: 1, Name: "NVIDIA H100 80GB HBM3", BusID: "00000000:2B:00.0", UUID: "GPU-bbbb", NumFans: 0}}
+	s1 := reading.Sample{GPU: 1, Time: now.Add(-13 * time.Second), TempC: reading.Some[uint32](65)}
+	g1.Observe(&s1, 100*time.Millisecond)
+	g1.Xid(79, now.Add(-13*time.Second), "GPU has fallen off the bus")
+	g1.Hung("nvmlDeviceGetTemperature", now.Add(-12*time.Second))
+	g1.Incident(now.Add(-11*time.Second), "NVML_HUNG(nvmlDeviceGetTemperature,1000ms)")
+	g1.HungRows = 110
+	g1.NewestSnapshot = "/var/log/gpu-telemetry/crashes/crash-20261130-150354.000-gpu1.log"
+
+	return live.View{Host: live.Host{Now: now, Start: now.Add(-2*time.Hour - 5*time.Minute), Version: "1.0", System: reading.System{DriverVersion: "580.95.05", NVMLVersion: "12.580.95.05", CUDAVersion: "13.0"},
+		Interval: 100 * time.Millisecond, Deadline: time.Second,
+		Cadence:     live.Cadence{Ticks: 75000, Overruns: 2, Window: time.Minute, Mean: 100 * time.Millisecond, P99: 101 * time.Millisecond, Max: 180 * time.Millisecond},
+		RowsWritten: 149_000, RowsDropped: 0, Kmsg: "following", Events: "watching",
+		LastIncident: live.Incident{Time: now.Add(-11 * time.Second), GPU: 1, Reason: "NVML_HUNG(nvmlDeviceGetTemperature,1000ms)"},
+		Counters:     []live.Counter{{Name: "tick_overruns", Help: "ticks skipped", Value: 2, Loss: true}, {Name: "side_drops", Help: "side work dropped", Loss: true}, {Name: "ticks", Help: "ticks", Value: 75000}},
+	}, GPUs: []live.GPU{g0, g1}}
+}

@@ -1,0 +1,110 @@
+package metrics
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/gpu-telemetry/gpu-telemetry/live"
+	"github.com/gpu-telemetry/gpu-telemetry/live/livetest"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func board(v live.View) *live.Board {
+	var slots []*live.Slot
+	for _, g := range v.GPUs {
+		sl := live.NewSlot(g.Info)
+		sl.Update(func(p *live.GPU) { *p = g })
+		slots = append(slots, sl)
+	}
+	return live.NewBoard(slots, func() live.Host { return v.Host })
+}
+
+// scrape renders the collector's output in the text exposition format.
+func scrape(t *testing.T, b *live.Board) []byte {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(New(b)); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	enc := expfmt.NewEncoder(&out, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The Go version is the toolchain's: masked for the golden file.
+	return bytes.ReplaceAll(out.Bytes(), []byte(`goversion="`+runtime.Version()+`"`), []byte(`goversion="GO"`))
+}
+
+func TestMetricsGolden(t *testing.T) {
+	got := scrape(t, board(livetest.View()))
+	path := filepath.Join("testdata", "metrics.txt")
+	if *update {
+		os.MkdirAll("testdata", 0o755)
+		os.WriteFile(path, got, 0o644)
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test ./live/metrics -update creates it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("metrics differ from %s:\n%s", path, got)
+	}
+	// The hung GPU: state and stall, no stale readings.
+	for _, want := range []string{
+		`gpu_telemetry_gpu_state{gpu="1",state="hung",uuid="GPU-bbbb"} 1`,
+		`gpu_telemetry_stall_seconds{gpu="1",uuid="GPU-bbbb"} 12`,
+		`gpu_telemetry_temperature_celsius{gpu="0",uuid="GPU-aaaa"} 71`,
+		`gpu_telemetry_xids_total{gpu="1",uuid="GPU-bbbb",xid="79"} 1`,
+	} {
+		if !strings.Contains(string(got), want+"\n") {
+			t.Errorf("missing %s", want)
+		}
+	}
+	if strings.Contains(string(got), `gpu_telemetry_temperature_celsius{gpu="1"`) {
+		t.Errorf("hung GPU exports a stale temperature")
+	}
+}
+
+// TestPromtoolCheckMetrics runs Debian's promtool over the output.
+func TestPromtoolCheckMetrics(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("promtool missing under CI (apt-get install prometheus)")
+		}
+		t.Skip("promtool not installed (Debian package prometheus)")
+	}
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = bytes.NewReader(scrape(t, board(livetest.View())))
+	out, err := cmd.CombinedOutput()
+	if err != nil || len(bytes.TrimSpace(out)) > 0 {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
+}
+
+func TestLint(t *testing.T) {
+	problems, err := testutil.CollectAndLint(New(board(livetest.View())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
+}

@@ -1,0 +1,205 @@
+package live
+
+import (
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func itoa(i int) string    { return strconv.Itoa(i) }
+func utoa(u uint64) string { return strconv.FormatUint(u, 10) }
+
+// na is how an absent reading is shown.
+const na = "n/a"
+
+func optU(p *uint32, unit string) string {
+	if p == nil {
+		return na
+	}
+	return utoa(uint64(*p)) + unit
+}
+
+func optW(p *float64) string {
+	if p == nil {
+		return na
+	}
+	return strconv.FormatFloat(*p, 'f', 0, 64) + "W"
+}
+
+func gib(p *uint64) string {
+	if p == nil {
+		return na
+	}
+	return strconv.FormatFloat(float64(*p)/(1<<30), 'f', 1, 64)
+}
+
+// clock shows a time of day in now's zone, or the date too when it is not
+// now's day.
+func clock(t, now time.Time) string {
+	t = t.In(now.Location())
+	if y, m, d := t.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
+		return t.Format("15:04:05")
+	}
+	return t.Format("2006-01-02 15:04:05")
+}
+
+// dur shows a duration as 2h05m, 3m10s or 4.2s.
+func dur(d time.Duration) string {
+	switch {
+	case d >= time.Hour:
+		return strconv.Itoa(int(d.Hours())) + "h" + pad2(int(d.Minutes())%60) + "m"
+	case d >= time.Minute:
+		return strconv.Itoa(int(d.Minutes())) + "m" + pad2(int(d.Seconds())%60) + "s"
+	}
+	return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
+}
+
+func pad2(i int) string {
+	if i < 10 {
+		return "0" + strconv.Itoa(i)
+	}
+	return strconv.Itoa(i)
+}
+
+func ms(s float64) string { return strconv.FormatFloat(s*1000, 'f', 1, 64) + "ms" }
+
+// StateText is a GPU's state as status and top show it: "ok", "hung 12.0s
+// in nvmlDeviceGetTemperature since 15:04:05", "lost since ...", "failing:
+// <error>", "not started".
+func StateText(g GPUDoc, now time.Time) string {
+	s := g.State
+	switch {
+	case g.HungS != nil:
+		s += " " + dur(time.Duration(*g.HungS*float64(time.Second))) + " in " + g.Function
+		if g.StateSince != nil {
+			s += " since " + clock(*g.StateSince, now)
+		}
+	case g.State == StateLost.String() && g.StateSince != nil:
+		s += " since " + clock(*g.StateSince, now)
+	case g.Error != "":
+		s += ": " + g.Error
+	}
+	return s
+}
+
+// HostLines is the host part of the status screen.
+func HostLines(d Doc) []string {
+	h := d.Host
+	c := h.Cadence
+	l1 := "gpu-telemetry " + h.Version + "  up " + dur(time.Duration(h.UptimeS*float64(time.Second))) +
+		"  driver " + orNA(h.Driver) + "  interval " + ms(h.IntervalS) +
+		"  cadence " + ms(c.MeanPeriodS) + " mean / " + ms(c.P99PeriodS) + " p99 / " + utoa(c.Overruns) + " overruns"
+	l2 := "rows " + utoa(h.RowsWritten) + " written / " + utoa(h.RowsDropped) + " dropped (" + utoa(h.RowsDropped10) + " in 10m)" +
+		"  disk " + h.Disk + "  kernel log " + h.Kmsg + "  NVML events " + h.NVMLEvents
+	l3 := "last incident: none"
+	if in := h.LastIncident; in != nil {
+		l3 = "last incident: " + clock(in.Time, d.Time) + " GPU " + itoa(in.GPU) + " " + in.Reason
+	}
+	var lost []string
+	for _, c := range h.Counters {
+		if c.Loss && c.Value > 0 {
+			lost = append(lost, c.Name+"="+utoa(c.Value))
+		}
+	}
+	l4 := "lost work: none"
+	if len(lost) > 0 {
+		l4 = "lost work: " + strings.Join(lost, " ")
+	}
+	return []string{l1, l2, l3, l4}
+}
+
+func orNA(s string) string {
+	if s == "" {
+		return na
+	}
+	return s
+}
+
+// RecentFlags returns the kinds of flag a GPU showed in the last d.
+func RecentFlags(g GPUDoc, now time.Time, d time.Duration) []string {
+	var out []string
+	for _, f := range g.Flags {
+		if !f.Last.Before(now.Add(-d)) {
+			out = append(out, f.Kind)
+		}
+	}
+	return out
+}
+
+// GPULines is one GPU's block on the status screen.
+func GPULines(g GPUDoc, now time.Time) []string {
+	l1 := "GPU " + itoa(g.Index) + "  " + g.Name + "  " + g.BusID + "  " + StateText(g, now)
+	if g.SampleTime == nil {
+		return []string{l1, "  no sample yet"}
+	}
+	if g.State != StateOK.String() {
+		// No stale numbers: the last values are in the CSV and the snapshot.
+		return []string{l1, "  no current readings (last answered sample " + clock(*g.SampleTime, now) + ")", eventLine(g, now)}
+	}
+	fans := make([]string, 0, len(g.Fans))
+	for _, f := range g.Fans {
+		fans = append(fans, optU(f.Speed, "%")+"/"+optU(f.Target, "%"))
+	}
+	fanText := "none"
+	if len(fans) > 0 {
+		fanText = strings.Join(fans, " ")
+	}
+	l2 := "  temp " + optU(g.TempC, "C") + " mem " + optU(g.MemTempC, "C") + "  fans " + fanText +
+		"  power " + optW(g.PowerW) + " / " + optW(g.PowerLimitW) + " (enforced " + optW(g.EnforcedLimitW) + ")"
+	l3 := "  clocks " + optU(g.GraphicsMHz, "") + "/" + optU(g.SMMHz, "") + "/" + optU(g.MemMHz, "") + " MHz" +
+		"  util gpu " + optU(g.GPUUtil, "%") + " mem " + optU(g.MemUtil, "%") + " enc " + optU(g.EncUtil, "%") + " dec " + optU(g.DecUtil, "%") +
+		"  memory " + gib(g.MemUsedBytes) + "/" + gib(g.MemTotalBytes) + " GiB  pstate " + optP(g.PState)
+	thr := na
+	if g.ThrottleReasons != nil {
+		thr = "none"
+		if len(g.ThrottleReasons) > 0 {
+			thr = strings.Join(g.ThrottleReasons, ",")
+		}
+	}
+	flags := "none"
+	if f := RecentFlags(g, now, time.Minute); len(f) > 0 {
+		flags = strings.Join(f, ",")
+	}
+	l4 := "  throttle " + thr + "  flags (1 min) " + flags
+	return []string{l1, l2, l3, l4, eventLine(g, now)}
+}
+
+// eventLine is a GPU's last Xid, recovery action, incidents and newest
+// snapshot.
+func eventLine(g GPUDoc, now time.Time) string {
+	xid := "none"
+	if x := g.LastXid; x != nil {
+		xid = utoa(x.Code) + " at " + clock(x.Time, now) + " (" + x.Name + ")"
+	}
+	l := "  last Xid " + xid + "  incidents " + utoa(g.Incidents)
+	if r := g.LastRecovery; r != nil {
+		l += "  recovery action " + utoa(r.Code) + " at " + clock(r.Time, now) + " (" + r.Name + ")"
+	}
+	if g.NewestSnapshot != "" {
+		l += "  snapshot " + g.NewestSnapshot
+	}
+	return l
+}
+
+func optP(p *uint32) string {
+	if p == nil {
+		return na
+	}
+	return "P" + utoa(uint64(*p))
+}
+
+// WriteText writes the status screen: the host lines, then each GPU's block.
+func WriteText(w io.Writer, d Doc) error {
+	var b strings.Builder
+	for _, l := range HostLines(d) {
+		b.WriteString(l + "\n")
+	}
+	for _, g := range d.GPUs {
+		for _, l := range GPULines(g, d.Time) {
+			b.WriteString(l + "\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

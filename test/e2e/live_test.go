@@ -1,0 +1,299 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// status runs `gpu-telemetry status` with args and returns its exit status
+// and output.
+func status(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	out, err := exec.Command(binPath, append([]string{"status"}, args...)...).CombinedOutput()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, string(out)
+	case errors.As(err, &ee):
+		return ee.ExitCode(), string(out)
+	}
+	t.Fatalf("status: %v", err)
+	return 0, ""
+}
+
+// statusDoc is the part of the status document the tests read.
+type statusDoc struct {
+	SchemaVersion int `json:"schema_version"`
+	Host          struct {
+		RowsWritten uint64 `json:"rows_written"`
+		Counters    []struct {
+			Name  string `json:"name"`
+			Value uint64 `json:"value"`
+		} `json:"counters"`
+	} `json:"host"`
+	GPUs []struct {
+		Index    int      `json:"index"`
+		State    string   `json:"state"`
+		Function string   `json:"function"`
+		HungS    *float64 `json:"hung_s"`
+		TempC    *uint32  `json:"temperature_c"`
+	} `json:"gpus"`
+}
+
+func statusJSON(t *testing.T, sock string) (int, statusDoc) {
+	t.Helper()
+	code, out := status(t, "--socket", sock, "--json")
+	var d statusDoc
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatalf("status --json (exit %d): %v\n%s", code, err, out)
+	}
+	return code, d
+}
+
+func TestStatusFromTheDaemon(t *testing.T) {
+	t.Parallel()
+	p := start(t, opts{})
+	sock := p.socketPath()
+	p.waitFor("rows", 10*time.Second, func() bool { return rowCount(p.csvFile(0)) > 5 })
+	fi, err := os.Stat(sock)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("control socket %v: %v", fi, err)
+	}
+	code, out := status(t, "--socket", sock)
+	if code != 0 || !strings.Contains(out, "GPU 0  ") || !strings.Contains(out, "  ok\n") || !strings.HasSuffix(out, "OK\n") {
+		t.Errorf("status exit %d:\n%s", code, out)
+	}
+	code, d := statusJSON(t, sock)
+	if code != 0 || d.SchemaVersion != 1 || len(d.GPUs) == 0 || d.GPUs[0].TempC == nil || d.Host.RowsWritten == 0 {
+		t.Errorf("status --json exit %d: %+v", code, d)
+	}
+	// A second instance on the same socket is refused (its own lock file).
+	second := start(t, opts{args: []string{"--socket", sock}})
+	if c := second.wait(15 * time.Second); c != 1 || !strings.Contains(second.stderr.String(), "in use") {
+		t.Errorf("second instance on a live socket: exit %d\n%s", c, second.stderr.String())
+	}
+	if code, _ := status(t, "--socket", sock); code != 0 {
+		t.Errorf("first instance stopped answering after the refused one: %d", code)
+	}
+	p.stop()
+	if _, err := os.Lstat(sock); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("socket left after shutdown: %v", err)
+	}
+}
+
+func TestStatusUnknown(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"--socket", filepath.Join(t.TempDir(), "none.sock")}, {"--bogus"}, {"--socket"}} {
+		if code, out := status(t, args...); code != 3 || strings.Count(out, "\n") > 12 {
+			t.Errorf("status %v: exit %d, want 3\n%s", args, code, out)
+		}
+	}
+}
+
+// TestHungGPUShownWhileEveryoneAnswers: the hung GPU is reported hung within
+// one deadline of its call getting stuck, status exits 2 and the scrapes and
+// status requests are answered while it stays stuck.
+func TestHungGPUShownWhileEveryoneAnswers(t *testing.T) {
+	t.Parallel()
+	addr := freeAddr(t)
+	p := start(t, opts{scenario: "@hang", args: []string{"--metrics-listen", addr}})
+	sock := p.socketPath()
+	// hang.scn: GPU 1 stuck from 3 s to 23 s; the deadline is 1 s.
+	p.waitFor("rows", 10*time.Second, func() bool { return rowCount(p.csvFile(0)) > 5 })
+	var first time.Time
+	p.waitFor("GPU 1 shown hung", 15*time.Second, func() bool {
+		_, d := statusJSON(t, sock)
+		if len(d.GPUs) > 1 && d.GPUs[1].State == "hung" {
+			first = time.Now()
+			return true
+		}
+		return false
+	})
+	code, d := statusJSON(t, sock)
+	if code != 2 || d.GPUs[1].Function == "" || d.GPUs[1].HungS == nil || d.GPUs[0].State != "ok" {
+		t.Errorf("during the hang: exit %d, %+v", code, d.GPUs)
+	}
+	// When status first showed it, the call had been stuck for about one
+	// deadline (1 s) and no more than a few polls (100 ms each) later.
+	if d.GPUs[1].HungS != nil && *d.GPUs[1].HungS > 1.0+time.Since(first).Seconds()+1.5 {
+		t.Errorf("hung for %.1fs when first shown", *d.GPUs[1].HungS)
+	}
+	for range 5 {
+		body := scrapeMetrics(t, addr)
+		if !strings.Contains(body, `gpu_telemetry_gpu_state{gpu="1",state="hung"`) {
+			t.Errorf("scrape during the hang lacks the hung state")
+		}
+		if strings.Contains(body, `gpu_telemetry_temperature_celsius{gpu="1"`) {
+			t.Errorf("scrape during the hang exports a stale temperature for GPU 1")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	checkMetrics(t, scrapeMetrics(t, addr))
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func scrapeMetrics(t *testing.T, addr string) string {
+	t.Helper()
+	c := http.Client{Timeout: 5 * time.Second}
+	r, err := c.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatalf("scrape: %v", err)
+	}
+	defer r.Body.Close()
+	b, err := io.ReadAll(r.Body)
+	if err != nil || r.StatusCode != 200 {
+		t.Fatalf("scrape: %d %v", r.StatusCode, err)
+	}
+	return string(b)
+}
+
+// checkMetrics runs promtool check metrics on a real scrape.
+func checkMetrics(t *testing.T, body string) {
+	t.Helper()
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("promtool missing under CI (apt-get install prometheus)")
+		}
+		t.Skip("promtool not installed (Debian package prometheus)")
+	}
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = strings.NewReader(body)
+	if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
+}
+
+func TestMetricsEndpoint(t *testing.T) {
+	t.Parallel()
+	addr := freeAddr(t)
+	p := start(t, opts{args: []string{"--metrics-listen", addr}})
+	p.waitFor("rows", 10*time.Second, func() bool { return rowCount(p.csvFile(0)) > 5 })
+	body := scrapeMetrics(t, addr)
+	for _, want := range []string{"gpu_telemetry_build_info{", `gpu_telemetry_gpu_info{driver="`, `gpu_telemetry_temperature_celsius{gpu="0",uuid="GPU-`,
+		"gpu_telemetry_rows_written_total ", "gpu_telemetry_side_drops_total 0", `gpu_telemetry_gpu_state{gpu="0",state="answering",uuid="GPU-`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	checkMetrics(t, body)
+	// Off by default: nothing listens without the flag.
+	q := start(t, opts{})
+	q.waitFor("rows", 10*time.Second, func() bool { return rowCount(q.csvFile(0)) > 2 })
+	if strings.Contains(q.stderr.String(), "metrics listening") {
+		t.Errorf("metrics endpoint on without --metrics-listen")
+	}
+}
+
+// TestRequestStormKeepsCadence: 200 status requests a second for 10 s on the
+// control socket (and 10 scrapes a second) leave every GPU's CSV cadence
+// intact; silent clients are dropped.
+func TestRequestStormKeepsCadence(t *testing.T) {
+	t.Parallel()
+	addr := freeAddr(t)
+	p := start(t, opts{args: []string{"--metrics-listen", addr}})
+	sock := p.socketPath()
+	p.waitFor("rows", 10*time.Second, func() bool { return rowCount(p.csvFile(0)) > 5 })
+	// Silent clients, more than the connection limit.
+	for range 20 {
+		c, err := net.Dial("unix", sock)
+		if err == nil {
+			defer c.Close()
+		}
+	}
+	start := time.Now()
+	var ok, failed atomic.Uint64
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tk := time.NewTicker(20 * time.Millisecond) // 4 x 50/s = 200/s
+			defer tk.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tk.C:
+				}
+				if w == 0 && ok.Load()%20 == 0 {
+					c := http.Client{Timeout: 2 * time.Second}
+					if r, err := c.Get("http://" + addr + "/metrics"); err == nil {
+						io.Copy(io.Discard, r.Body)
+						r.Body.Close()
+					}
+				}
+				if askStatus(sock) {
+					ok.Add(1)
+				} else {
+					failed.Add(1)
+				}
+			}
+		}()
+	}
+	time.Sleep(10 * time.Second)
+	close(stop)
+	wg.Wait()
+	end := time.Now()
+	p.stop()
+	t.Logf("storm: %d answered, %d busy or failed", ok.Load(), failed.Load())
+	if ok.Load() < 1000 {
+		t.Errorf("only %d status requests answered in 10 s", ok.Load())
+	}
+	tb := readCSV(t, p.csvFile(0))
+	perSecond, total := map[int]int{}, 0
+	for _, row := range tb.rows {
+		ts := parseTime(t, row[0])
+		if ts.After(start) && ts.Before(end) {
+			perSecond[int(ts.Sub(start).Seconds())]++
+			total++
+		}
+	}
+	// 10 rows a second; a loaded machine (this test's own 200 requests a
+	// second included) may skip a late tick now and then, never a run of them.
+	for s := 0; s < 10; s++ {
+		if perSecond[s] < 8 {
+			t.Errorf("GPU 0 wrote %d rows in second %d of the storm, want 10", perSecond[s], s)
+		}
+	}
+	if total < 95 {
+		t.Errorf("GPU 0 wrote %d rows in the 10 s storm, want 100", total)
+	}
+}
+
+// askStatus sends one raw status request and reports whether a whole
+// document came back.
+func askStatus(sock string) bool {
+	c, err := net.DialTimeout("unix", sock, time.Second)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	c.Write([]byte("status\n"))
+	b, err := io.ReadAll(c)
+	return err == nil && bytes.HasPrefix(b, []byte(`{"schema_version":`+strconv.Itoa(1)))
+}
