@@ -50,6 +50,7 @@ func (m *Monitor) runProcs(ctx context.Context) {
 			p := gs.pr.Latest()
 			gs.slot.Update(func(g *live.GPU) { g.Processes = p })
 			if m.atop != nil {
+				m.atop.Info(gs.info())
 				m.atop.Procs(p)
 			}
 		}

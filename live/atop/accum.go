@@ -138,6 +138,16 @@ func (a *Accumulator) Sample(s *reading.Sample) {
 	}
 }
 
+// Info refreshes a GPU's bus id and name (a GPU stuck at start gets its
+// static facts later; until then they read "unknown").
+func (a *Accumulator) Info(g reading.GPU) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if s := a.slot(g.Index); s != nil {
+		s.busID, s.name = field(g.BusID, "unknown"), field(g.Name, "unknown")
+	}
+}
+
 // Procs records the slow tier's latest process read for its GPU; it is
 // folded in at the next Second.
 func (a *Accumulator) Procs(p *reading.Procs) {

@@ -169,3 +169,15 @@ func TestField(t *testing.T) {
 		}
 	}
 }
+
+func TestInfoLearntLater(t *testing.T) {
+	a := NewAccumulator([]reading.GPU{{Index: 3}}, nil)
+	if got := string(a.Types(1)); got != "1@unknown unknown 0" {
+		t.Errorf("before the static facts: %q", got)
+	}
+	a.Info(reading.GPU{Index: 3, BusID: "00000000:C1:00.0", Name: "NVIDIA B200"})
+	a.Info(reading.GPU{Index: 9, BusID: "x", Name: "y"}) // not monitored: ignored
+	if got := string(a.Types(1)); got != "1@00000000:C1:00.0 NVIDIA_B200 0" {
+		t.Errorf("after: %q", got)
+	}
+}
