@@ -1,0 +1,29 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// TestAlertRules checks deploy/prometheus's alert rules with promtool and
+// runs their unit tests.
+func TestAlertRules(t *testing.T) {
+	t.Parallel()
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("promtool missing under CI (apt-get install prometheus)")
+		}
+		t.Skip("promtool not installed (Debian package prometheus)")
+	}
+	dir := filepath.Join(repo, "deploy", "prometheus")
+	for _, args := range [][]string{{"check", "rules", "gpu-telemetry.rules.yml"}, {"test", "rules", "gpu-telemetry.rules.test.yml"}} {
+		cmd := exec.Command(promtool, args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("promtool %v: %v\n%s", args, err, out)
+		}
+	}
+}
