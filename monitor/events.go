@@ -4,107 +4,22 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
-	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/xid"
 )
 
-// runEvents follows one NVML event set holding every GPU. If the set fails
-// (the driver is in trouble) it is opened again with back-off. Shutdown
-// closes the stream, which unblocks it.
+// runEvents follows the NVML events of every GPU (sampler.FollowEvents:
+// each GPU registered once it answers, a failed set reopened with back-off)
+// until ctx is done.
 func (m *Monitor) runEvents(ctx context.Context) {
-	retry := time.Second
-	for ctx.Err() == nil {
-		// Which GPUs can be registered now; the others are watched for.
-		ready := make([]bool, len(m.gpus))
-		for i, gs := range m.gpus {
-			ready[i] = gs.g.StaticDone() && gs.g.Device() != nil
-		}
-		st, err := m.host.WatchEvents(m.log)
-		if err != nil {
-			m.log.Warn("NVML events unavailable; Xids come from the kernel log only", "error", err)
-			m.setState(&m.eventsState, "unavailable: "+err.Error())
-			return
-		}
-		m.setState(&m.eventsState, "watching")
-		for i, gs := range m.gpus {
-			m.log.Info("NVML events registered", "gpu", gs.idx, "types", sampler.EventTypeNames(st.Masks()[i]))
-		}
-		stop := context.AfterFunc(ctx, st.Close)
-		// A GPU whose handle or static facts came late (stuck or failing at
-		// start) is registered by opening the set again.
-		var reopen atomic.Bool
-		watchDone := make(chan struct{})
-		allReady := true
-		for _, r := range ready {
-			allReady = allReady && r
-		}
-		go func() {
-			if allReady {
-				return // nothing to wait for: no timer waking the process
-			}
-			t := time.NewTicker(2 * time.Second)
-			defer t.Stop()
-			for {
-				select {
-				case <-watchDone:
-					return
-				case <-t.C:
-				}
-				for i, gs := range m.gpus {
-					if !ready[i] && gs.g.StaticDone() && gs.g.Device() != nil {
-						reopen.Store(true)
-						st.Close()
-						return
-					}
-				}
-			}
-		}()
-		var failed error
-		for {
-			e, err := st.Next()
-			if err != nil {
-				if !errors.Is(err, sampler.ErrEventsClosed) {
-					failed = err
-				}
-				break
-			}
-			m.nvmlEvents.Add(1)
-			m.onEvent(e)
-		}
-		close(watchDone)
-		stop()
-		st.Close()
-		if !st.Wait(2 * time.Second) {
-			m.eventsStuck.Store(true)
-			m.setState(&m.eventsState, "stuck in the driver")
-			m.log.Warn("NVML event wait still inside the driver")
-			return
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		if reopen.Load() && failed == nil {
-			m.log.Info("a GPU became ready late; registering NVML events again")
-			continue
-		}
-		if failed == nil {
-			return
-		}
-		m.log.Warn("NVML event stream failed; opening it again", "error", failed, "retry_in", retry)
-		m.setState(&m.eventsState, "reopening after: "+failed.Error())
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(retry):
-		}
-		retry = min(2*retry, time.Minute)
-	}
+	m.host.FollowEvents(ctx, m.log, func(e reading.Event) {
+		m.nvmlEvents.Add(1)
+		m.onEvent(e)
+	}, func(state string) { m.setState(&m.eventsState, state) })
 }
 
 // runKmsg follows the kernel log for NVRM Xid lines. NVML events do not

@@ -79,7 +79,6 @@ type Monitor struct {
 
 	windowStart atomic.Int64 // UnixNano when the current summary window began
 
-	eventsStuck atomic.Bool // the NVML event wait did not come back at shutdown
 	enumerating atomic.Bool // a GPU enumeration is inside the driver
 }
 
@@ -224,12 +223,13 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	m.cfg.trace("files-closed")
 	m.markCleanStop()
 	m.status("final status")
-	if len(stuck) > 0 || m.eventsStuck.Load() || m.enumerating.Load() {
+	eventsStuck := !sampler.EventsIdle(2 * time.Second)
+	if len(stuck) > 0 || eventsStuck || m.enumerating.Load() {
 		// nvmlShutdown with a call still inside the driver can block for
 		// as long as the fault lasts, or pull the library from under the
 		// call: the process exits without it.
 		m.log.Warn("NVML calls still stuck at exit; skipping nvmlShutdown", "gpus", strings.Join(stuck, ","),
-			"event_wait", m.eventsStuck.Load(), "enumeration", m.enumerating.Load())
+			"event_wait", eventsStuck, "enumeration", m.enumerating.Load())
 	} else if !m.host.Close(2 * time.Second) {
 		m.log.Warn("nvmlShutdown did not return within 2s")
 	}

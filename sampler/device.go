@@ -12,9 +12,6 @@ type Device = nvmlapi.Device
 // Library is the part of go-nvml's nvml.Interface the sampler uses.
 type Library = nvmlapi.Library
 
-// EventSet is the part of nvml.EventSet the sampler uses.
-type EventSet = nvmlapi.EventSet
-
 // NVML adapts go-nvml's library to Library.
 type NVML struct{ Lib nvml.Interface }
 
@@ -49,23 +46,5 @@ func (n *NVML) DeviceGetHandleByIndex(i int) (Device, any, nvml.Return) {
 	return d, d, ret
 }
 
-// EventSetCreate implements Library.
-func (n *NVML) EventSetCreate() (EventSet, nvml.Return) {
-	s, ret := n.Lib.EventSetCreate()
-	if ret != nvml.SUCCESS {
-		return nil, ret
-	}
-	return nvmlEventSet{s}, ret
-}
-
 // LookupSymbol implements Library.
 func (n *NVML) LookupSymbol(name string) error { return n.Lib.Extensions().LookupSymbol(name) }
-
-type nvmlEventSet struct{ s nvml.EventSet }
-
-func (e nvmlEventSet) Wait(ms uint32) (any, uint64, uint64, nvml.Return) {
-	d, ret := e.s.Wait(ms)
-	return d.Device, d.EventType, d.EventData, ret
-}
-func (e nvmlEventSet) Free() nvml.Return  { return e.s.Free() }
-func (e nvmlEventSet) Raw() nvml.EventSet { return e.s }

@@ -5,32 +5,34 @@ package sampler
 #include <stdint.h>
 #include <stdlib.h>
 #include "evthread.h"
+#include "nvml_abi.h"
 */
 import "C"
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
 
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
-// nativeEvents reads the events evthread.c's thread sends over a socket. The
+// nativeEvents reads the records evthread.c's thread sends over a socket. The
 // read goes through Go's poller, so waiting costs no thread and no P; the
 // NVML wait itself (which can hang during a GSP fault) runs on a thread the
-// Go scheduler never sees.
+// Go scheduler never sees. End-of-file on the socket means the thread has
+// freed its set and left NVML (evthread.h).
 type nativeEvents struct {
 	f     *os.File
-	alive *C.int32_t // 1 while the C thread runs (C memory: it may outlive us)
 	gpus  []*GPU
 	masks []uint64
-	buf   [int(unsafe.Sizeof(C.struct_gt_event{}))]byte
+	rec   C.struct_gt_event
 }
 
 func (h *Host) watchNative(want []uint64) (EventStream, error) {
@@ -51,25 +53,21 @@ func (h *Host) watchNative(want []uint64) (EventStream, error) {
 		idx[i] = C.int(g.Info().Index)
 		masks[i] = C.uint64_t(want[i])
 	}
-	alive := (*C.int32_t)(C.calloc(1, C.size_t(unsafe.Sizeof(C.int32_t(0)))))
-	var ret C.int
-	if n > 0 {
-		ret = C.gt_events_start(&idx[0], &masks[0], &reg[0], C.int(n), C.int(fds[1]), alive)
-	}
+	ret := C.gt_events_start(&idx[0], &masks[0], &reg[0], C.int(n), C.int(fds[1]))
 	if ret != 0 {
 		syscall.Close(fds[0])
 		syscall.Close(fds[1])
 		switch ret {
-		case -1:
-			return nil, errors.New("the driver lacks NVML event sets")
-		case -2:
+		case C.GT_EV_NO_SYMBOL:
+			return nil, errNoEventSets
+		case C.GT_EV_NO_THREAD:
 			return nil, errors.New("cannot start the event thread")
-		case 3:
-			return nil, errors.New("no GPU supports the watched NVML events")
+		case C.GT_NVML_ERROR_NOT_SUPPORTED:
+			return nil, errNoneRegistered
 		}
-		return nil, fmt.Errorf("NVML event set: error %d", int(ret))
+		return nil, fmt.Errorf("nvmlEventSetCreate: %s", retText(nvml.Return(ret)))
 	}
-	e := &nativeEvents{f: os.NewFile(uintptr(fds[0]), "nvml-events"), alive: alive, gpus: h.GPUs, masks: make([]uint64, n)}
+	e := &nativeEvents{f: os.NewFile(uintptr(fds[0]), "nvml-events"), gpus: h.GPUs, masks: make([]uint64, n)}
 	for i := range reg {
 		e.masks[i] = uint64(reg[i])
 	}
@@ -78,41 +76,44 @@ func (h *Host) watchNative(want []uint64) (EventStream, error) {
 
 func (e *nativeEvents) Masks() []uint64 { return e.masks }
 
-func (e *nativeEvents) Close() { e.f.Close() }
-
-// Wait waits until the C thread has freed the event set and exited, at most
-// d. The thread notices the closed socket within its 1 s wait, unless
-// NVML keeps it inside the wait (a GSP fault).
-func (e *nativeEvents) Wait(d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for atomic.LoadInt32((*int32)(unsafe.Pointer(e.alive))) != 0 {
-		if time.Now().After(deadline) {
-			return false // stuck in NVML: the tiny state stays allocated
-		}
-		time.Sleep(10 * time.Millisecond)
+// Close shuts down Go's sending side: the thread sees it after its current
+// wait and ends, which Next then reads as end-of-file.
+func (e *nativeEvents) Close() {
+	if rc, err := e.f.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { syscall.Shutdown(int(fd), syscall.SHUT_WR) })
 	}
-	C.free(unsafe.Pointer(e.alive))
-	e.alive = nil
-	return true
 }
 
 func (e *nativeEvents) Next() (reading.Event, error) {
-	n, err := e.f.Read(e.buf[:])
+	buf := unsafe.Slice((*byte)(unsafe.Pointer(&e.rec)), unsafe.Sizeof(e.rec))
+	n, err := e.f.Read(buf)
 	if err != nil {
-		if errors.Is(err, os.ErrClosed) {
+		if errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) {
+			e.f.Close()
 			return reading.Event{}, ErrEventsClosed
 		}
 		return reading.Event{}, fmt.Errorf("event socket: %w", err)
 	}
-	if n != len(e.buf) {
+	if n != len(buf) {
 		return reading.Event{}, fmt.Errorf("event socket: short record (%d bytes)", n)
 	}
-	b := e.buf[:]
-	kind := int32(binary.NativeEndian.Uint32(b[0:]))
-	index := int32(binary.NativeEndian.Uint32(b[4:]))
-	ret := int32(binary.NativeEndian.Uint32(b[8:]))
-	if kind == 1 {
-		return reading.Event{}, fmt.Errorf("nvmlEventSetWait: NVML error %d", ret)
+	r := &e.rec
+	if r.kind == C.GT_EV_ERROR {
+		return reading.Event{}, fmt.Errorf("nvmlEventSetWait: %s", retText(nvml.Return(r.ret)))
 	}
-	return makeEvent(e.gpus, int(index), binary.NativeEndian.Uint64(b[16:]), binary.NativeEndian.Uint64(b[24:])), nil
+	return makeEvent(e.gpus, int(r.index), uint64(r._type), uint64(r.data)), nil
+}
+
+// EventsIdle waits at most d until no event thread is left inside NVML (they
+// end within about a second of their stream's Close unless NVML holds them),
+// and reports whether that happened. NVML must not be shut down before.
+func EventsIdle(d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for C.gt_events_running() != 0 {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
 }

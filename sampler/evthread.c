@@ -12,28 +12,22 @@
 #include <unistd.h>
 
 #include "evthread.h"
+#include "nvml_abi.h"
 
 #define GT_MAXGPU 64
-#define NVML_SUCCESS 0
-#define NVML_ERROR_TIMEOUT 10
+// How long one wait lasts: the longest the thread takes to notice that Go
+// asked it to end (a timeout costs nothing: the thread is invisible to the Go
+// scheduler).
+#define GT_WAIT_MS 1000
 
 typedef void *nvml_device;
 typedef void *nvml_set;
-
-// nvmlEventData_t from nvml.h.
-struct nvml_event_data {
-	nvml_device device;
-	unsigned long long type;
-	unsigned long long data;
-	unsigned int gpu_instance;
-	unsigned int compute_instance;
-};
 
 typedef int (*fn_create)(nvml_set *);
 typedef int (*fn_free)(nvml_set);
 typedef int (*fn_handle)(unsigned int, nvml_device *);
 typedef int (*fn_register)(nvml_device, unsigned long long, nvml_set);
-typedef int (*fn_wait)(nvml_set, struct nvml_event_data *, unsigned int);
+typedef int (*fn_wait)(nvml_set, struct gt_nvml_event_data *, unsigned int);
 
 struct gt_state {
 	nvml_set set;
@@ -43,8 +37,11 @@ struct gt_state {
 	nvml_device dev[GT_MAXGPU];
 	fn_wait wait;
 	fn_free free_set;
-	int32_t *alive;
 };
+
+static int running;
+
+int gt_events_running(void) { return __atomic_load_n(&running, __ATOMIC_ACQUIRE); }
 
 static void *sym(const char *name) { return dlsym(RTLD_DEFAULT, name); }
 
@@ -60,44 +57,40 @@ static int send_rec(int fd, const struct gt_event *e)
 	}
 }
 
+// peer_ended reports whether Go shut down its sending side or closed the
+// socket (Go never sends data, so anything readable is the end).
+static int peer_ended(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN | POLLRDHUP };
+	return poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR | POLLRDHUP));
+}
+
 static void *run(void *arg)
 {
 	struct gt_state *st = arg;
-	struct nvml_event_data d;
+	struct gt_nvml_event_data d;
 	struct gt_event e;
-	unsigned int backoff = 1;
 	sigset_t all;
 
 	// Signals belong to Go's threads.
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
-	for (;;) {
+	while (!peer_ended(st->fd)) {
 		memset(&d, 0, sizeof(d));
-		// A timeout costs nothing here: this thread is invisible to the Go
-		// scheduler. Go stops listening by closing the socket; the timeout
-		// bounds how long the thread takes to notice at shutdown.
-		int ret = st->wait(st->set, &d, 1000);
+		int ret = st->wait(st->set, &d, GT_WAIT_MS);
+		if (ret == GT_NVML_ERROR_TIMEOUT)
+			continue;
 		memset(&e, 0, sizeof(e));
-		if (ret == NVML_ERROR_TIMEOUT) {
-			// A closed Go end ends the thread.
-			struct pollfd p = { .fd = st->fd, .events = POLLRDHUP };
-			if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR | POLLRDHUP)))
-				break;
-			continue;
-		}
-		if (ret != NVML_SUCCESS) {
-			e.kind = 1;
-			e.ret = ret;
-			e.index = -1;
-			if (send_rec(st->fd, &e) != 0)
-				break;
-			sleep(backoff); // the set failed: do not spin
-			if (backoff < 30)
-				backoff *= 2;
-			continue;
-		}
-		backoff = 1;
 		e.index = -1;
+		if (ret != GT_NVML_SUCCESS) {
+			// The set failed: report it and end. Go opens a new set
+			// (with back-off) once it has read this thread's end.
+			e.kind = GT_EV_ERROR;
+			e.ret = ret;
+			send_rec(st->fd, &e);
+			break;
+		}
+		e.kind = GT_EV_EVENT;
 		for (int i = 0; i < st->n; i++) {
 			if (st->dev[i] == d.device) {
 				e.index = st->index[i];
@@ -111,14 +104,14 @@ static void *run(void *arg)
 	}
 	if (st->free_set)
 		st->free_set(st->set);
-	close(st->fd);
-	int32_t *alive = st->alive;
+	int fd = st->fd;
 	free(st);
-	__atomic_store_n(alive, 0, __ATOMIC_RELEASE);
+	__atomic_fetch_sub(&running, 1, __ATOMIC_ACQ_REL);
+	close(fd); // last: Go reads end-of-file only after all of the above
 	return NULL;
 }
 
-int gt_events_start(const int *indexes, const uint64_t *masks, uint64_t *registered, int n, int fd, int32_t *alive)
+int gt_events_start(const int *indexes, const uint64_t *masks, uint64_t *registered, int n, int fd)
 {
 	fn_create create = (fn_create)sym("nvmlEventSetCreate");
 	fn_free free_set = (fn_free)sym("nvmlEventSetFree");
@@ -130,20 +123,19 @@ int gt_events_start(const int *indexes, const uint64_t *masks, uint64_t *registe
 	if (!handle)
 		handle = (fn_handle)sym("nvmlDeviceGetHandleByIndex");
 	if (!create || !handle || !reg || !wait || n > GT_MAXGPU)
-		return -1;
+		return GT_EV_NO_SYMBOL;
 
 	struct gt_state *st = calloc(1, sizeof(*st));
 	if (!st)
-		return -2;
+		return GT_EV_NO_THREAD;
 	int ret = create(&st->set);
-	if (ret != NVML_SUCCESS) {
+	if (ret != GT_NVML_SUCCESS) {
 		free(st);
 		return ret;
 	}
 	st->fd = fd;
 	st->wait = wait;
 	st->free_set = free_set;
-	st->alive = alive;
 	int any = 0;
 	for (int i = 0; i < n; i++) {
 		registered[i] = 0;
@@ -151,13 +143,13 @@ int gt_events_start(const int *indexes, const uint64_t *masks, uint64_t *registe
 		if (mask == 0)
 			continue; // not ready (or supports nothing): do not touch it
 		nvml_device dev = NULL;
-		if (handle((unsigned int)indexes[i], &dev) != NVML_SUCCESS)
+		if (handle((unsigned int)indexes[i], &dev) != GT_NVML_SUCCESS)
 			continue;
-		if (reg(dev, mask, st->set) != NVML_SUCCESS) {
+		if (reg(dev, mask, st->set) != GT_NVML_SUCCESS) {
 			// Some drivers refuse a mask as a whole: type by type.
 			uint64_t ok = 0;
 			for (uint64_t bit = 1; bit && bit <= mask; bit <<= 1)
-				if ((mask & bit) && reg(dev, bit, st->set) == NVML_SUCCESS)
+				if ((mask & bit) && reg(dev, bit, st->set) == GT_NVML_SUCCESS)
 					ok |= bit;
 			mask = ok;
 		}
@@ -173,22 +165,22 @@ int gt_events_start(const int *indexes, const uint64_t *masks, uint64_t *registe
 		if (free_set)
 			free_set(st->set);
 		free(st);
-		return 3; // NVML_ERROR_NOT_SUPPORTED
+		return GT_NVML_ERROR_NOT_SUPPORTED;
 	}
 	pthread_attr_t attr;
 	pthread_t t;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 64 * 1024);
-	__atomic_store_n(alive, 1, __ATOMIC_RELEASE);
+	__atomic_fetch_add(&running, 1, __ATOMIC_ACQ_REL);
 	ret = pthread_create(&t, &attr, run, st);
 	pthread_attr_destroy(&attr);
 	if (ret != 0) {
-		__atomic_store_n(alive, 0, __ATOMIC_RELEASE);
+		__atomic_fetch_sub(&running, 1, __ATOMIC_ACQ_REL);
 		if (free_set)
 			free_set(st->set);
 		free(st);
-		return -2;
+		return GT_EV_NO_THREAD;
 	}
 	return 0;
 }

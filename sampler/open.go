@@ -46,6 +46,9 @@ type Host struct {
 	kclock     KernelClock
 	// Pacer is shared by the GPUs (nil when Config.Interval is 0).
 	Pacer *Pacer
+	// openEvents, when set (tests), replaces the native event thread:
+	// it opens a stream for the given per-GPU masks.
+	openEvents func(masks []uint64) (EventStream, error)
 }
 
 // bounded runs f and waits at most d for it. NVML calls cannot be cancelled:

@@ -421,9 +421,6 @@ func (d *Dev) GetSupportedEventTypes() (uint64, nvml.Return) {
 	defer d.mu.Unlock()
 	return uint64(nvml.EventTypeXidCriticalError | nvml.EventTypePState | nvml.EventTypeClock | nvml.EventTypeGpuRecoveryAction), r
 }
-func (d *Dev) RegisterEvents(uint64, nvml.EventSet) nvml.Return {
-	return d.call("RegisterEvents")
-}
 
 // Lib is a Library over fake devices.
 type Lib struct {
@@ -451,7 +448,6 @@ func (l *Lib) DeviceGetHandleByIndex(i int) (nvmlapi.Device, any, nvml.Return) {
 	}
 	return l.Devs[i], l.Devs[i], nvml.SUCCESS
 }
-func (l *Lib) EventSetCreate() (nvmlapi.EventSet, nvml.Return) { return nil, nvml.ERROR_NOT_SUPPORTED }
 func (l *Lib) LookupSymbol(s string) error {
 	if l.Missing[s] {
 		return nvml.ERROR_FUNCTION_NOT_FOUND

@@ -47,7 +47,6 @@ type Device interface {
 	GetProcessUtilization(lastSeenTimestamp uint64) ([]nvml.ProcessUtilizationSample, nvml.Return)
 
 	GetSupportedEventTypes() (uint64, nvml.Return)
-	RegisterEvents(uint64, nvml.EventSet) nvml.Return
 }
 
 // Library is the part of go-nvml's nvml.Interface the sampler uses.
@@ -61,19 +60,7 @@ type Library interface {
 	// DeviceGetHandleByIndex returns the device and the handle that event
 	// data carries for it (to map an event back to its GPU).
 	DeviceGetHandleByIndex(int) (Device, any, nvml.Return)
-	EventSetCreate() (EventSet, nvml.Return)
 	// LookupSymbol reports whether the loaded library has a symbol. Valid
 	// after Init.
 	LookupSymbol(string) error
-}
-
-// EventSet is the part of nvml.EventSet the sampler uses, plus a way to hand
-// the underlying set to Device.RegisterEvents.
-type EventSet interface {
-	// Wait waits up to timeoutMs for one event. The handle in the result is
-	// compared with the handles DeviceGetHandleByIndex returned.
-	Wait(timeoutMs uint32) (handle any, eventType, eventData uint64, ret nvml.Return)
-	Free() nvml.Return
-	// Raw returns the nvml.EventSet to pass to Device.RegisterEvents.
-	Raw() nvml.EventSet
 }

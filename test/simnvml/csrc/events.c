@@ -164,17 +164,40 @@ nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long ev
 	return NVML_SUCCESS;
 }
 
+/* eventset_fault applies the "eventset fail|hang" statements active at now:
+ * a hang blocks until it ends; it returns the code to return, or
+ * NVML_SUCCESS to wait normally. */
+static nvmlReturn_t eventset_fault(int64_t now)
+{
+	unsigned int i;
+
+	for (i = 0; i < g_host.nevfaults; i++) {
+		const struct sim_evfault *f = &g_host.evfaults[i];
+		if (now < f->from || now >= f->until)
+			continue;
+		if (f->hang)
+			sim_sleep_until(f->until);
+		if (f->code != NVML_SUCCESS || f->hang)
+			return f->code;
+	}
+	return NVML_SUCCESS;
+}
+
 static nvmlReturn_t wait_event(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms, int v2)
 {
 	struct nvmlEventSet_st *s;
 	int64_t now, deadline;
 	unsigned int gen;
+	nvmlReturn_t fault;
 
 	if (!sim_initialized())
 		return NVML_ERROR_UNINITIALIZED;
 	s = set_of(set);
 	if (s == NULL || data == NULL || !s->ready)
 		return NVML_ERROR_INVALID_ARGUMENT;
+	fault = eventset_fault(sim_now());
+	if (fault != NVML_SUCCESS)
+		return fault;
 	now = sim_now();
 	deadline = now + (int64_t)timeoutms * 1000000LL;
 

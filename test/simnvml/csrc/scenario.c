@@ -1144,6 +1144,41 @@ static int stmt_gpu(struct parser *p, int timed, int64_t t, char **tok, int n)
 
 static int stmt_cost(struct parser *p, char **tok, int n);
 
+/* at TIME eventset fail CODE [for DURATION] | at TIME eventset hang DURATION [ret CODE] */
+static int stmt_eventset(struct parser *p, int64_t t, char **tok, int n)
+{
+	struct sim_evfault f;
+	int64_t dur;
+
+	memset(&f, 0, sizeof(f));
+	f.from = t;
+	f.until = SIM_NEVER;
+	f.code = NVML_SUCCESS;
+	if (n >= 3 && strcmp(tok[1], "fail") == 0) {
+		if (sim_parse_code(tok[2], &f.code) != 0)
+			return perr(p, "unknown NVML return code \"%s\"", tok[2]);
+		if (n == 5 && strcmp(tok[3], "for") == 0 && parse_dur(tok[4], &dur) == 0)
+			f.until = t + dur;
+		else if (n != 3)
+			return perr(p, "expected: eventset fail CODE [for DURATION]");
+	} else if (n >= 3 && strcmp(tok[1], "hang") == 0 && parse_dur(tok[2], &dur) == 0) {
+		f.hang = 1;
+		f.until = t + dur;
+		if (n == 5 && strcmp(tok[3], "ret") == 0) {
+			if (sim_parse_code(tok[4], &f.code) != 0)
+				return perr(p, "unknown NVML return code \"%s\"", tok[4]);
+		} else if (n != 3) {
+			return perr(p, "expected: eventset hang DURATION [ret CODE]");
+		}
+	} else {
+		return perr(p, "expected: eventset fail CODE [for DURATION]  or  eventset hang DURATION [ret CODE]");
+	}
+	if (g_host.nevfaults >= SIM_MAX_EVFAULTS)
+		return perr(p, "more than %d eventset statements", SIM_MAX_EVFAULTS);
+	g_host.evfaults[g_host.nevfaults++] = f;
+	return 0;
+}
+
 static int stmt_host(struct parser *p, char **tok, int n)
 {
 	unsigned long long u;
@@ -1333,13 +1368,17 @@ static int parse_line(struct parser *p, char *line)
 	if (strcmp(tok[0], "at") == 0) {
 		if (n < 3 || parse_dur(tok[1], &t) != 0)
 			return perr(p, "expected: at TIME gpu SEL ... (TIME like 2.5 or 2500ms)");
+		if (strcmp(tok[2], "eventset") == 0)
+			return stmt_eventset(p, t, tok + 2, n - 2);
 		if (strcmp(tok[2], "gpu") != 0)
-			return perr(p, "only \"gpu\" statements can be timed");
+			return perr(p, "only \"gpu\" and \"eventset\" statements can be timed");
 		timed = 1;
 		return stmt_gpu(p, timed, t, tok + 2, n - 2);
 	}
 	if (strcmp(tok[0], "gpu") == 0)
 		return stmt_gpu(p, 0, 0, tok, n);
+	if (strcmp(tok[0], "eventset") == 0)
+		return stmt_eventset(p, 0, tok, n);
 	return stmt_host(p, tok, n);
 }
 

@@ -175,8 +175,18 @@ struct sim_kmsg {
 
 /* ---- global state (read-only after the scenario is loaded) -------------- */
 
+/* "at TIME eventset fail|hang ...": nvmlEventSetWait faults (not per GPU). */
+#define SIM_MAX_EVFAULTS 16
+struct sim_evfault {
+	int64_t from, until;
+	int hang; /* 1: block until "until", then return code (success: wait normally) */
+	nvmlReturn_t code;
+};
+
 struct sim_host {
 	unsigned int ngpus;
+	struct sim_evfault evfaults[SIM_MAX_EVFAULTS];
+	unsigned int nevfaults;
 	char driver[64];
 	char nvml[64];
 	int cuda;

@@ -1,0 +1,249 @@
+package sampler
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
+)
+
+// fakeStream is an EventStream the test drives: it sends events or errors
+// and decides when the stream has ended (as evthread.c's thread does by
+// closing its socket).
+type fakeStream struct {
+	masks  []uint64
+	recs   chan fakeRec
+	ended  chan struct{}
+	endOne sync.Once
+	closes chan struct{} // closed at the first Close
+	clOnce sync.Once
+}
+
+type fakeRec struct {
+	ev  reading.Event
+	err error
+}
+
+func newFakeStream(masks []uint64) *fakeStream {
+	return &fakeStream{masks: masks, recs: make(chan fakeRec, 8), ended: make(chan struct{}), closes: make(chan struct{})}
+}
+
+func (s *fakeStream) Next() (reading.Event, error) {
+	select {
+	case r := <-s.recs:
+		return r.ev, r.err
+	case <-s.ended:
+		return reading.Event{}, ErrEventsClosed
+	}
+}
+
+func (s *fakeStream) Close()          { s.clOnce.Do(func() { close(s.closes) }) }
+func (s *fakeStream) Masks() []uint64 { return s.masks }
+func (s *fakeStream) end()            { s.endOne.Do(func() { close(s.ended) }) }
+
+func (s *fakeStream) isClosed() bool {
+	select {
+	case <-s.closes:
+		return true
+	default:
+		return false
+	}
+}
+
+// eventHost is a host with n GPUs; late[i] GPUs have not answered yet (their
+// static facts are still being read) until answer(i).
+type eventHost struct {
+	h       *Host
+	mu      sync.Mutex
+	streams []*fakeStream
+	got     []reading.Event
+}
+
+func newEventHost(t *testing.T, late ...bool) *eventHost {
+	t.Helper()
+	syms := LookupSymbols(func(string) error { return nil })
+	e := &eventHost{h: &Host{Syms: syms}}
+	for i, l := range late {
+		g := NewGPU(reading.GPU{Index: i}, fakenvml.NewDev(), nil, &e.h.Syms, Config{}, KernelClock{}, nil)
+		if l {
+			g.staticDone = make(chan struct{})
+		}
+		e.h.GPUs = append(e.h.GPUs, g)
+	}
+	e.h.openEvents = func(masks []uint64) (EventStream, error) {
+		s := newFakeStream(masks)
+		e.mu.Lock()
+		e.streams = append(e.streams, s)
+		e.mu.Unlock()
+		return s, nil
+	}
+	return e
+}
+
+func (e *eventHost) answer(i int) { close(e.h.GPUs[i].staticDone) }
+
+func (e *eventHost) opened() []*fakeStream {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]*fakeStream(nil), e.streams...)
+}
+
+func (e *eventHost) events() []reading.Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]reading.Event(nil), e.got...)
+}
+
+// follow runs FollowEvents until the returned stop is called.
+func (e *eventHost) follow() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.h.FollowEvents(ctx, slog.New(slog.DiscardHandler), func(ev reading.Event) {
+			e.mu.Lock()
+			e.got = append(e.got, ev)
+			e.mu.Unlock()
+		}, nil)
+	}()
+	return func() {
+		cancel()
+		for _, s := range e.opened() {
+			s.end()
+		}
+		<-done
+	}
+}
+
+func xid(gpu int) reading.Event {
+	return reading.Event{GPU: gpu, Kind: reading.EventXid, Source: reading.SourceNVML, Data: 62}
+}
+
+// Every GPU is stuck at start: no set is opened (nothing could be
+// registered), and the first GPU that answers is registered (issue 12 bug 1).
+func TestFollowEventsWhenEveryGPUIsLate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEventHost(t, true, true)
+		stop := e.follow()
+		defer stop()
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if n := len(e.opened()); n != 0 {
+			t.Fatalf("%d event sets opened before any GPU answered", n)
+		}
+		e.answer(1)
+		time.Sleep(lateGPUPoll)
+		synctest.Wait()
+		s := e.opened()
+		if len(s) != 1 || s[0].masks[0] != 0 || s[0].masks[1] != WatchedEvents {
+			t.Fatalf("after GPU 1 answered: %d sets, masks %v", len(s), s[0].masks)
+		}
+		s[0].recs <- fakeRec{ev: xid(1)}
+		synctest.Wait()
+		if got := e.events(); len(got) != 1 || got[0].GPU != 1 {
+			t.Fatalf("events delivered: %+v", got)
+		}
+		// GPU 0 answers later: the set is ended and opened again with both.
+		e.answer(0)
+		time.Sleep(lateGPUPoll)
+		synctest.Wait()
+		if !s[0].isClosed() {
+			t.Fatalf("first set not closed after GPU 0 answered")
+		}
+		if n := len(e.opened()); n != 1 {
+			t.Fatalf("%d sets open before the first one ended", n)
+		}
+		s[0].end()
+		synctest.Wait()
+		s = e.opened()
+		if len(s) != 2 || s[1].masks[0] != WatchedEvents || s[1].masks[1] != WatchedEvents {
+			t.Fatalf("after GPU 0 answered: %d sets", len(s))
+		}
+	})
+}
+
+// A failed wait ends the stream; the next one is opened only once the failed
+// one has ended, however long that takes, and after the back-off (issue 12
+// bug 2: a timing margin gave up on events for good).
+func TestFollowEventsReopensOnlyAfterTheFailedStreamEnded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEventHost(t, false)
+		stop := e.follow()
+		defer stop()
+		synctest.Wait()
+		s := e.opened()
+		if len(s) != 1 {
+			t.Fatalf("%d sets opened", len(s))
+		}
+		s[0].recs <- fakeRec{err: errors.New("nvmlEventSetWait: Unknown Error")}
+		// The failed set's thread is stuck in the driver for a minute.
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if n := len(e.opened()); n != 1 {
+			t.Fatalf("a new set was opened while the failed one had not ended (%d sets)", n)
+		}
+		s[0].end()
+		synctest.Wait()
+		if n := len(e.opened()); n != 1 {
+			t.Fatalf("reopened without back-off")
+		}
+		time.Sleep(eventRetryMin)
+		synctest.Wait()
+		s = e.opened()
+		if len(s) != 2 {
+			t.Fatalf("not reopened after the back-off: %d sets", len(s))
+		}
+		// A second failure right away doubles the back-off.
+		s[1].recs <- fakeRec{err: errors.New("nvmlEventSetWait: Unknown Error")}
+		s[1].end()
+		time.Sleep(2*eventRetryMin - time.Millisecond)
+		synctest.Wait()
+		if n := len(e.opened()); n != 2 {
+			t.Fatalf("second reopen before 2 s: %d sets", n)
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		s = e.opened()
+		if len(s) != 3 {
+			t.Fatalf("second reopen missing: %d sets", len(s))
+		}
+		s[2].recs <- fakeRec{ev: xid(0)}
+		synctest.Wait()
+		if got := e.events(); len(got) != 1 {
+			t.Fatalf("events after reopening: %+v", got)
+		}
+	})
+}
+
+// Shutdown ends the stream through Close and FollowEvents returns once it has.
+func TestFollowEventsStopsWithContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEventHost(t, false)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			e.h.FollowEvents(ctx, slog.New(slog.DiscardHandler), func(reading.Event) {}, nil)
+		}()
+		synctest.Wait()
+		cancel()
+		synctest.Wait()
+		s := e.opened()
+		if len(s) != 1 || !s[0].isClosed() {
+			t.Fatalf("stream not closed at shutdown")
+		}
+		select {
+		case <-done:
+			t.Fatalf("returned before the stream ended")
+		default:
+		}
+		s[0].end()
+		<-done
+	})
+}
