@@ -19,7 +19,7 @@ TESTLDFLAGS := -extldflags=-Wl,-z,lazy
 export CGO_ENABLED := 1
 export CGO_CFLAGS  := -O2 -Wno-deprecated-declarations
 
-.PHONY: all build sim demo test vet bench install uninstall clean
+.PHONY: all build race sim csan demo test vet bench install uninstall clean
 
 all: build sim
 
@@ -29,6 +29,24 @@ build:
 sim:
 	$(MAKE) -s -C test/simnvml OUT=$(BUILD)
 
+# The e2e tests run this race-enabled build of the real binary.
+RACEBIN := $(BUILD)/gpu-telemetry-race
+race:
+	$(GO) build -race -ldflags '$(LDFLAGS)' -o $(RACEBIN) ./cmd/gpu-telemetry
+
+# The C parts (batch.c, evthread.c, fsync.c) and the simulated driver under
+# AddressSanitizer and UndefinedBehaviorSanitizer, in one C program (Go's race
+# detector and ASan do not mix in one binary); it also pins nvml_abi.h to
+# nvml.h. See test/csan/harness.c.
+NVML_H_DIR = $(shell $(GO) list -m -f '{{.Dir}}' github.com/NVIDIA/go-nvml)/pkg/nvml
+CSAN_SRCS  := test/csan/harness.c sampler/batch.c sampler/evthread.c sink/fsync.c $(wildcard test/simnvml/csrc/*.c)
+csan:
+	@mkdir -p $(BUILD)
+	$(CC) -std=gnu11 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all \
+		-pthread -rdynamic -Wall -Wno-deprecated-declarations -I"$(NVML_H_DIR)" -Isampler -Isink \
+		-o $(BUILD)/csan $(CSAN_SRCS) -ldl
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 $(BUILD)/csan
+
 # About 20 s of the Blackwell GSP crash story on two simulated GPUs.
 demo: build sim
 	@bash deploy/demo.sh $(BIN) $(BUILD)/sim test/simnvml/scenarios/gsp-crash.scn demo-logs
@@ -37,8 +55,8 @@ vet:
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 
-test: build sim vet
-	GPU_TELEMETRY_BIN=$(BIN) SIMNVML_DIR=$(BUILD) $(GO) test -race -count=1 -timeout 15m -ldflags '$(TESTLDFLAGS)' ./...
+test: build race sim vet csan
+	GPU_TELEMETRY_BIN=$(RACEBIN) GPU_TELEMETRY_PLAIN_BIN=$(BIN) SIMNVML_DIR=$(BUILD) $(GO) test -race -count=1 -timeout 15m -ldflags '$(TESTLDFLAGS)' ./...
 
 bench: build sim
 	@bash deploy/bench.sh $(BIN) $(BUILD)

@@ -40,6 +40,7 @@ gpu 0 fan0_target 33
 gpu 0 fan1_target 34
 gpu 0 sensor_target 6
 gpu 0 sensor_controller 9
+gpu 0 sensor_temp 62
 `
 
 func TestEveryColumnFromTheDriver(t *testing.T) {
@@ -78,10 +79,9 @@ func TestEveryColumnFromTheDriver(t *testing.T) {
 		{"fan0_target_pct", "33"},
 		{"fan1_speed_pct", "32"},
 		{"fan1_target_pct", "34"},
-		// The sim's thermal sensor 0 reports the GPU temperature (device.c,
-		// GetThermalSettings: currentTemp = temp), so sensor0_temp cannot
-		// differ from gpu_temp here; target and controller are scenario values.
-		{"sensor0_temp", "61"},
+		// Thermal sensor 0 reads 62, not the GPU temperature 61: a swap of
+		// the two shows.
+		{"sensor0_temp", "62"},
 		{"sensor0_target", "6"},
 		{"sensor0_controller", "9"},
 		{"flags", ""}, // power 75 % of the limit: no SPUR_THROT; 61 C: no inversion

@@ -164,7 +164,7 @@ func TestXidFloodOneSnapshot(t *testing.T) {
 
 func TestHungGPUKeepsOthersAtCadence(t *testing.T) {
 	t.Parallel()
-	p := start(t, opts{scenario: "@hang"})
+	p := start(t, opts{scenario: "@hang", plain: true}) // cadence: the shipped build
 	// The snapshot is taken while the call is still stuck (hang: 3 s to 23 s).
 	p.waitFor("the crash snapshot of the hung GPU", 15*time.Second, func() bool {
 		m, _ := filepath.Glob(filepath.Join(p.dir, "crashes", "crash-*-gpu1.log"))

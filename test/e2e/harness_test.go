@@ -2,7 +2,9 @@
 // libnvidia-ml.so.1 (simnvml) and checks what it writes: files, rows, flags,
 // snapshots, signals, exit codes. The binary and the library are built once
 // per run (or taken from GPU_TELEMETRY_BIN and SIMNVML_DIR, as `make test`
-// sets them).
+// sets them). The binary is built with the race detector (make race; tests of
+// timing run the shipped build, GPU_TELEMETRY_PLAIN_BIN), and a run whose
+// stderr reports a data race fails its test.
 package e2e
 
 import (
@@ -23,27 +25,43 @@ import (
 )
 
 var (
-	binPath string // gpu-telemetry
-	simDir  string // holds sim/ and sim-old/ with libnvidia-ml.so.1
-	repo    string // repository root
+	binPath   string // gpu-telemetry built with the race detector
+	plainPath string // gpu-telemetry as shipped (no race detector), for tests of timing
+	simDir    string // holds sim/ and sim-old/ with libnvidia-ml.so.1
+	repo      string // repository root
 )
 
 func TestMain(m *testing.M) {
 	_, file, _, _ := runtime.Caller(0)
 	repo = filepath.Dir(filepath.Dir(filepath.Dir(file)))
 	binPath = os.Getenv("GPU_TELEMETRY_BIN")
+	plainPath = os.Getenv("GPU_TELEMETRY_PLAIN_BIN")
+	if plainPath == "" && binPath != "" {
+		plainPath = binPath
+	}
 	simDir = os.Getenv("SIMNVML_DIR")
 	var tmp string
-	if binPath == "" || simDir == "" {
+	if binPath == "" || plainPath == "" || simDir == "" {
 		var err error
 		tmp, err = os.MkdirTemp("", "gpu-telemetry-e2e-")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
-		if binPath == "" {
-			binPath = filepath.Join(tmp, "gpu-telemetry")
-			cmd := exec.Command("go", "build", "-ldflags", "-extldflags=-Wl,-z,lazy", "-o", binPath, "./cmd/gpu-telemetry")
+		for _, b := range []struct {
+			path *string
+			name string
+			args []string
+		}{
+			{&binPath, "gpu-telemetry-race", []string{"-race"}},
+			{&plainPath, "gpu-telemetry", nil},
+		} {
+			if *b.path != "" {
+				continue
+			}
+			*b.path = filepath.Join(tmp, b.name)
+			args := append(append([]string{"build"}, b.args...), "-ldflags", "-extldflags=-Wl,-z,lazy", "-o", *b.path, "./cmd/gpu-telemetry")
+			cmd := exec.Command("go", args...)
 			cmd.Dir, cmd.Stdout, cmd.Stderr = repo, os.Stderr, os.Stderr
 			cmd.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -Wno-deprecated-declarations")
 			if err := cmd.Run(); err != nil {
@@ -73,9 +91,15 @@ type opts struct {
 	scenario string   // scenario text, or "@name" for test/simnvml/scenarios/name.scn
 	args     []string // extra flags
 	oldLib   bool     // the old-driver build of the simulated library
-	dir      string   // log dir (default: a new temp dir)
-	kmsg     bool     // give the sim a kernel log file and the logger --kmsg
-	env      []string
+	// plain runs the binary as shipped instead of the race-enabled build:
+	// only for tests of timing (the race detector makes the work done
+	// while the poll loop waits several times slower, which with the
+	// shipped GOMAXPROCS=1 shows as late ticks that production does not
+	// have).
+	plain bool
+	dir   string // log dir (default: a new temp dir)
+	kmsg  bool   // give the sim a kernel log file and the logger --kmsg
+	env   []string
 }
 
 // proc is a running logger.
@@ -155,7 +179,11 @@ func command(t *testing.T, o opts) (*exec.Cmd, string, string, string) {
 		args = append(args, "--kmsg", "none")
 	}
 	env = append(env, o.env...)
-	cmd := exec.Command(binPath, append(args, o.args...)...)
+	bin := binPath
+	if o.plain {
+		bin = plainPath
+	}
+	cmd := exec.Command(bin, append(args, o.args...)...)
 	cmd.Env = env
 	return cmd, dir, kmsg, filepath.Join(work, "calls.txt")
 }
@@ -186,6 +214,9 @@ func start(t *testing.T, o opts) *proc {
 		default:
 			cmd.Process.Kill()
 			<-p.done
+		}
+		if strings.Contains(p.stderr.String(), "WARNING: DATA RACE") {
+			t.Errorf("the race detector reported a data race in gpu-telemetry")
 		}
 		if t.Failed() {
 			t.Logf("stderr of gpu-telemetry:\n%s", p.stderr.String())

@@ -127,7 +127,8 @@ void sim_dump_calls(void)
 			v[n++].n = c;
 		}
 	}
-	qsort(v, n, sizeof(*v), cmp_namecount);
+	if (n > 0)
+		qsort(v, n, sizeof(*v), cmp_namecount);
 
 	pthread_mutex_lock(&g_dump_mu);
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", g_calls_path, (int)getpid());

@@ -578,7 +578,7 @@ nvmlReturn_t nvmlDeviceGetThermalSettings(nvmlDevice_t device, unsigned int sens
 	all[0].target = (nvmlThermalTarget_t)to_i32(sim_eval(d, M_SENSOR_TARGET, now));
 	all[0].defaultMinTemp = 0;
 	all[0].defaultMaxTemp = 127;
-	all[0].currentTemp = to_i32(sim_eval(d, M_TEMP, now));
+	all[0].currentTemp = to_i32(sim_eval(d, d->sensor_temp_explicit ? M_SENSOR_TEMP : M_TEMP, now));
 	all[1].controller = NVML_THERMAL_CONTROLLER_GPU_INTERNAL;
 	all[1].target = NVML_THERMAL_TARGET_MEMORY;
 	all[1].defaultMinTemp = 0;

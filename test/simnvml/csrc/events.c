@@ -183,6 +183,34 @@ static nvmlReturn_t eventset_fault(int64_t now)
 	return NVML_SUCCESS;
 }
 
+/* eventset_failing returns the code of an "eventset fail" active at now
+ * (it also ends a wait in progress), or NVML_SUCCESS. */
+static nvmlReturn_t eventset_failing(int64_t now)
+{
+	unsigned int i;
+
+	for (i = 0; i < g_host.nevfaults; i++) {
+		const struct sim_evfault *f = &g_host.evfaults[i];
+		if (!f->hang && f->code != NVML_SUCCESS && now >= f->from && now < f->until)
+			return f->code;
+	}
+	return NVML_SUCCESS;
+}
+
+/* next_eventset_fail returns the earlier of wake and the next "eventset fail"
+ * start after now. */
+static int64_t next_eventset_fail(int64_t now, int64_t wake)
+{
+	unsigned int i;
+
+	for (i = 0; i < g_host.nevfaults; i++) {
+		const struct sim_evfault *f = &g_host.evfaults[i];
+		if (!f->hang && f->code != NVML_SUCCESS && f->from > now && f->from < wake)
+			wake = f->from;
+	}
+	return wake;
+}
+
 static nvmlReturn_t wait_event(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms, int v2)
 {
 	struct nvmlEventSet_st *s;
@@ -231,11 +259,17 @@ static nvmlReturn_t wait_event(nvmlEventSet_t set, nvmlEventData_t *data, unsign
 			pthread_mutex_unlock(&s->mu);
 			return NVML_ERROR_TIMEOUT;
 		}
+		fault = eventset_failing(now);
+		if (fault != NVML_SUCCESS) {
+			pthread_mutex_unlock(&s->mu);
+			return fault;
+		}
 		/* Sleep until the deadline or the next timeline event, whichever
 		 * is first; Free/Register broadcast the condvar. */
 		wake = deadline;
 		if (s->cursor < g_nevents && g_events[s->cursor].t < wake)
 			wake = g_events[s->cursor].t;
+		wake = next_eventset_fail(now, wake);
 		wake += g_t0;
 		ts.tv_sec = wake / 1000000000LL;
 		ts.tv_nsec = wake % 1000000000LL;

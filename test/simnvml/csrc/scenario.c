@@ -515,6 +515,7 @@ static const struct metric_def metrics[] = {
 	{ "reasons", M_REASONS, 1, "" },
 	{ "sensor_target", M_SENSOR_TARGET, 1, "" },
 	{ "sensor_controller", M_SENSOR_CONTROLLER, 1, "" },
+	{ "sensor_temp", M_SENSOR_TEMP, 1, "C" },
 	{ "procs", M_PROCS, 1, "" },
 	{ "gprocs", M_GPROCS, 1, "" },
 	{ "proc_mem", M_PROC_MEM, 1, "MiB" },
@@ -652,6 +653,8 @@ static int add_seg(struct parser *p, uint32_t mask, int m, int count, int64_t t0
 				return perr(p, "out of memory");
 			if (m + k == M_ENFORCED)
 				g_devs[g].enforced_explicit = 1;
+			if (m + k == M_SENSOR_TEMP)
+				g_devs[g].sensor_temp_explicit = 1;
 		}
 	}
 	return 0;
@@ -1463,7 +1466,8 @@ static int compile(void)
 		}
 	}
 
-	qsort(r_segs.v, r_segs.n, sizeof(*r_segs.v), cmp_seg);
+	if (r_segs.n > 0) /* qsort(NULL, 0, ...) is undefined (UBSan) */
+		qsort(r_segs.v, r_segs.n, sizeof(*r_segs.v), cmp_seg);
 	g_segs = calloc(r_segs.n + 1, sizeof(*g_segs));
 	if (g_segs == NULL)
 		return -1;
@@ -1501,7 +1505,8 @@ static int compile(void)
 		d->nfail = (unsigned int)nf;
 	}
 
-	qsort(r_events.v, r_events.n, sizeof(*r_events.v), cmp_event);
+	if (r_events.n > 0)
+		qsort(r_events.v, r_events.n, sizeof(*r_events.v), cmp_event);
 	g_events = calloc(r_events.n + 1, sizeof(*g_events));
 	if (g_events == NULL)
 		return -1;
@@ -1509,7 +1514,8 @@ static int compile(void)
 		g_events[i] = r_events.v[i].e;
 	g_nevents = r_events.n;
 
-	qsort(r_kmsgs.v, r_kmsgs.n, sizeof(*r_kmsgs.v), cmp_kmsg);
+	if (r_kmsgs.n > 0)
+		qsort(r_kmsgs.v, r_kmsgs.n, sizeof(*r_kmsgs.v), cmp_kmsg);
 	g_kmsgs = calloc(r_kmsgs.n + 1, sizeof(*g_kmsgs));
 	if (g_kmsgs == NULL)
 		return -1;

@@ -82,6 +82,7 @@ enum sim_metric {
 	M_REASONS,
 	M_SENSOR_TARGET,
 	M_SENSOR_CONTROLLER,
+	M_SENSOR_TEMP, /* thermal sensor 0; follows M_TEMP unless set */
 	M_PROCS,
 	M_GPROCS,
 	M_PROC_MEM, /* MiB per process */
@@ -154,6 +155,7 @@ struct nvmlDevice_st {
 	unsigned long long supported_reasons;
 	double energy_start; /* mJ */
 	int enforced_explicit;
+	int sensor_temp_explicit; /* M_SENSOR_TEMP set: sensor 0 no longer reads M_TEMP */
 };
 
 /* ---- timeline events ----------------------------------------------------- */
