@@ -250,27 +250,30 @@ static void events(int fd)
 static void fsyncs(void)
 {
 	char path[] = "/tmp/csan-fsync-XXXXXX";
-	int fd = mkstemp(path), fds[2];
-	unsigned long long b0, e0, b, e;
+	int fd = mkstemp(path), fds[2], errs[2] = { -1, -1 };
+	unsigned long long b0, b, seq;
+	int r = 0;
 
 	CHECK(fd >= 0, "mkstemp: %s", strerror(errno));
 	if (fd < 0)
 		return;
 	unlink(path);
 	CHECK(write(fd, "row\n", 4) == 4, "write");
-	gt_fsync_stats(&b0, &e0);
+	gt_fsync_stats(&b0);
 	fds[0] = dup(fd);
 	fds[1] = dup(fd);
-	CHECK(gt_fsync_submit(fds, 2) == 0, "gt_fsync_submit refused");
-	for (int i = 0; i < 500; i++) {
-		gt_fsync_stats(&b, &e);
-		if (b > b0)
+	seq = gt_fsync_submit(fds, 2);
+	CHECK(seq != 0, "gt_fsync_submit refused");
+	for (int i = 0; seq != 0 && i < 500; i++) {
+		r = gt_fsync_result(seq, errs, 2);
+		if (r != 0)
 			break;
 		struct timespec nap = { 0, 10 * 1000 * 1000 };
 		nanosleep(&nap, NULL);
 	}
-	gt_fsync_stats(&b, &e);
-	CHECK(b == b0 + 1 && e == e0, "fsync batches %llu -> %llu, errors %llu -> %llu", b0, b, e0, e);
+	gt_fsync_stats(&b);
+	CHECK(r == 1 && errs[0] == 0 && errs[1] == 0 && b == b0 + 1, "fsync batch: result %d errnos %d %d, batches %llu -> %llu",
+	      r, errs[0], errs[1], b0, b);
 	close(fd);
 }
 
