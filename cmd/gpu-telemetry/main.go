@@ -61,6 +61,9 @@ func run(args []string, stderr io.Writer) (code int) {
 	if len(args) > 0 && args[0] == "top" {
 		return runTop(args[1:], stderr)
 	}
+	if len(args) > 0 && args[0] == "probe" {
+		return runProbe(args[1:], os.Stdout, stderr)
+	}
 	var cli CLI
 	parser, err := kong.New(&cli,
 		kong.Name("gpu-telemetry"),

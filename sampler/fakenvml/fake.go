@@ -5,6 +5,7 @@ package fakenvml
 
 import (
 	"encoding/binary"
+	"maps"
 	"sync"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -117,6 +118,13 @@ func (d *Dev) Count(fn string) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.calls[fn]
+}
+
+// Calls returns a copy of the call counts by function.
+func (d *Dev) Calls() map[string]int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return maps.Clone(d.calls)
 }
 
 // Total returns the number of calls of all functions.

@@ -20,6 +20,12 @@ unsigned long long sim_fn_wall_ns[FN_COUNT];
 unsigned long long sim_fn_cpu_ns[FN_COUNT];
 
 static pthread_mutex_t g_driver_mu = PTHREAD_MUTEX_INITIALIZER;
+static int64_t g_overshoot; /* ns a sleep wakes late, on average (EWMA over calls) */
+
+static inline int64_t min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
 
 #define MS(x) ((int64_t)((x) * 1e6))
 
@@ -123,7 +129,7 @@ static int64_t thread_cpu_ns(void)
 void sim_cost_wait(int fn)
 {
 	const struct sim_cost *c = &g_cost[fn];
-	int64_t wait = c->lat, t0, c0, end;
+	int64_t wait = c->lat, t0, c0, end, target;
 	int locked = 0;
 	struct timespec ts;
 
@@ -141,12 +147,20 @@ void sim_cost_wait(int fn)
 		pthread_mutex_lock(&g_driver_mu);
 		locked = 1;
 	}
-	/* The latency counts from when the driver is ours, not from the call. */
+	/* The latency counts from when the driver is ours, not from the call.
+	 * A sleep overshoots (timer slack, wake-up): wake that much earlier,
+	 * learnt from the previous calls, so the average wait is the profile's. */
 	end = sim_mono_ns() + wait;
-	ts.tv_sec = end / 1000000000LL;
-	ts.tv_nsec = end % 1000000000LL;
+	target = end - min64(__atomic_load_n(&g_overshoot, __ATOMIC_RELAXED), wait / 2);
+	ts.tv_sec = target / 1000000000LL;
+	ts.tv_nsec = target % 1000000000LL;
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 		;
+	if (wait > 0) {
+		int64_t over = sim_mono_ns() - target, est = __atomic_load_n(&g_overshoot, __ATOMIC_RELAXED);
+		if (over >= 0 && over < 1000000) /* ignore preemptions of a millisecond or more */
+			__atomic_store_n(&g_overshoot, est + (over - est) / 16, __ATOMIC_RELAXED);
+	}
 	if (locked)
 		pthread_mutex_unlock(&g_driver_mu);
 	__atomic_fetch_add(&sim_fn_cpu_ns[fn], (unsigned long long)(thread_cpu_ns() - c0), __ATOMIC_RELAXED);

@@ -1,0 +1,335 @@
+package sampler
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// Probe measures what each NVML call the sampler makes costs on this host,
+// for `gpu-telemetry probe`. It only reads (the same getters the daemon
+// calls, through the same code, the Go executor), calls nothing the driver
+// lacks (the symbols were looked up by Open), and runs every call under a
+// deadline: a GPU whose call does not return in time is reported hung and
+// left alone, with at most that one call in flight.
+//
+// Each call kind is made Calls times per GPU, once GPU by GPU (the driver's
+// own cost) and once on every GPU at the same time (what a tick sees; a
+// driver-wide lock shows as a higher "together" figure).
+
+// ProbeOptions configure Probe.
+type ProbeOptions struct {
+	Calls     int           // calls per kind and GPU in each phase (default 200)
+	Deadline  time.Duration // per call, as the daemon's --deadline
+	Interval  time.Duration // the poll interval the estimate is for
+	SlowEvery int           // the slow tier's period in samples (DefaultConfig)
+}
+
+// ProbeStat is the latency of one call kind on one GPU in one phase.
+type ProbeStat struct {
+	N        int           // calls timed
+	P50, P99 time.Duration // 0 when N is 0
+	Err      string        // the driver refused the call (not timed)
+}
+
+// ProbeKind is one call kind: its name, how often a GPU-sample makes it at
+// stretch level 0 and at the top level (averaged over the slow tier's
+// period), and its latency per GPU.
+type ProbeKind struct {
+	Name         string
+	PerSample    float64 // calls per GPU-sample, every column at its normal rate
+	PerSampleTop float64 // calls per GPU-sample at the pacer's top level (precursors only, mostly)
+	Alone        []ProbeStat
+	Together     []ProbeStat
+}
+
+// ProbeReport is Probe's result.
+type ProbeReport struct {
+	Driver, NVML string
+	GPUs         []int    // indexes probed
+	Hung         []string // per GPU: "" or the function that did not return in time
+	Opts         ProbeOptions
+	Kinds        []ProbeKind
+}
+
+// probeCall is a call of the sample plan to time (fan calls: fan 0 only).
+type probeCall struct {
+	c    call
+	name string
+}
+
+// procEvery: the process reader reads about once a second (procs.go).
+const procEvery = time.Second
+
+// Probe measures h's GPUs. It takes about Calls x kinds x GPUs x the call
+// latency, twice.
+func Probe(h *Host, o ProbeOptions) ProbeReport {
+	if o.Calls <= 0 {
+		o.Calls = 200
+	}
+	if o.SlowEvery < 1 {
+		o.SlowEvery = 1
+	}
+	rep := ProbeReport{Driver: h.System.DriverVersion, NVML: h.System.NVMLVersion, Opts: o}
+	var gpus []*GPU
+	for _, g := range h.GPUs {
+		if g.Device() == nil {
+			continue // never answered at start: nothing to time
+		}
+		gpus = append(gpus, g)
+		rep.GPUs = append(rep.GPUs, g.Info().Index)
+	}
+	rep.Hung = make([]string, len(gpus))
+	calls := probeCalls(gpus)
+	for _, pc := range calls {
+		k := ProbeKind{Name: pc.name, Alone: make([]ProbeStat, len(gpus)), Together: make([]ProbeStat, len(gpus))}
+		if pc.c == cProcs {
+			k.PerSample = float64(o.Interval) / float64(procEvery) * float64(len(procFnsProbe))
+			k.PerSampleTop = k.PerSample
+		} else if len(gpus) > 0 {
+			k.PerSample = perSample(gpus[0], pc.c, o.SlowEvery, 0)
+			k.PerSampleTop = perSample(gpus[0], pc.c, o.SlowEvery, len(stretchLevels)-1)
+		}
+		rep.Kinds = append(rep.Kinds, k)
+	}
+	p := &prober{o: o, calls: calls, rep: &rep, gpus: gpus, hung: make([]atomic.Bool, len(gpus))}
+	if o.Deadline <= 0 {
+		p.o.Deadline = time.Second
+	}
+	for i := range gpus {
+		p.phase([]int{i}, false)
+	}
+	all := make([]int, len(gpus))
+	for i := range all {
+		all[i] = i
+	}
+	p.phase(all, true)
+	for i := range gpus {
+		if f := p.stuckIn(i); f != "" {
+			rep.Hung[i] = f
+		}
+	}
+	return rep
+}
+
+// cProcs stands for the process reader's calls, timed as one kind.
+const cProcs = numCalls
+
+var procFnsProbe = []string{"nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses", "nvmlDeviceGetProcessUtilization"}
+
+// probeCalls lists the call kinds the GPUs' plans can make, newest variant
+// only (a fallback for old drivers is timed only when the newer call is
+// missing), present in the driver.
+func probeCalls(gpus []*GPU) []probeCall {
+	if len(gpus) == 0 {
+		return nil
+	}
+	g := gpus[0]
+	var out []probeCall
+	skip := map[call]bool{cFanSpeed1: g.syms.Has(FnFanSpeedV2), cMem: g.syms.Has(FnMemoryInfoV2), cThrottle: g.syms.Has(FnClocksEventReasons)}
+	for c := call(0); c < numCalls; c++ {
+		if skip[c] || !g.syms.Has(callFn[c].fn) {
+			continue
+		}
+		if (c > cFanSpeed && c < cTarget) || c > cTarget {
+			continue // fans 1..: same function as fan 0
+		}
+		if (c == cFanSpeed || c == cTarget) && g.Info().NumFans == 0 {
+			continue
+		}
+		name := callFn[c].fn.String()
+		switch c {
+		case cClockGfx:
+			name += "(graphics)"
+		case cClockSM:
+			name += "(sm)"
+		case cClockMem:
+			name += "(memory)"
+		case cFields:
+			name += "(" + itoa(numQ) + " fields)"
+		}
+		out = append(out, probeCall{c, name})
+	}
+	if g.syms.Has(FnProcesses) {
+		out = append(out, probeCall{cProcs, "process lists + utilization (per GPU, ~1/s)"})
+	}
+	return out
+}
+
+func itoa(n int) string {
+	if n < 10 {
+		return string(rune('0' + n))
+	}
+	return itoa(n/10) + string(rune('0'+n%10))
+}
+
+// perSample counts how often the plan at level lvl makes call c (for a fan
+// call: on every fan), averaged over the slow tier's longest period there.
+func perSample(g *GPU, c call, slowEvery, lvl int) float64 {
+	l := stretchLevels[lvl]
+	period := slowEvery * max(l.slowMult, l.secondary)
+	fans := min(g.Info().NumFans, reading.MaxFans)
+	var r raw
+	n := 0
+	for s := 1; s <= period; s++ { // sample 0 reads everything: not typical
+		slow, second := due(uint64(s), g.Info().Index, slowEvery, lvl)
+		g.plan(&r, fans, slow, second)
+		if c == cFanSpeed || c == cTarget {
+			for f := range fans {
+				if r.plan&(1<<(c+call(f))) != 0 {
+					n++
+				}
+			}
+		} else if r.plan&(1<<c) != 0 {
+			n++
+		}
+	}
+	return float64(n) / float64(period)
+}
+
+type prober struct {
+	o     ProbeOptions
+	calls []probeCall
+	rep   *ProbeReport
+	gpus  []*GPU
+	hung  []atomic.Bool // the GPU's call passed the deadline: left alone
+	done  []atomic.Bool // the GPU finished the current phase
+
+	mu     sync.Mutex
+	flight map[int]inFlight // the call each GPU is in
+}
+
+type inFlight struct {
+	since time.Time
+	name  string
+}
+
+func (p *prober) stuckIn(i int) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if f, ok := p.flight[i]; ok && p.hung[i].Load() {
+		return f.name
+	}
+	return ""
+}
+
+// phase times every call kind on the GPUs idx at once (one goroutine each)
+// and returns when each has finished or has a call past the deadline.
+func (p *prober) phase(idx []int, together bool) {
+	if p.done == nil {
+		p.done = make([]atomic.Bool, len(p.gpus))
+		p.flight = map[int]inFlight{}
+	}
+	for _, i := range idx {
+		p.done[i].Store(p.hung[i].Load())
+		if !p.hung[i].Load() {
+			go func() {
+				p.gpu(i, together)
+				p.done[i].Store(true)
+			}()
+		}
+	}
+	tick := time.NewTicker(max(p.o.Deadline/20, time.Millisecond))
+	defer tick.Stop()
+	for now := range tick.C {
+		p.mu.Lock()
+		finished := true
+		for _, i := range idx {
+			if p.done[i].Load() {
+				continue
+			}
+			if f, ok := p.flight[i]; ok && p.o.Deadline > 0 && now.Sub(f.since) > p.o.Deadline {
+				p.hung[i].Store(true) // its goroutine stays in the driver; nothing more is asked of it
+				continue
+			}
+			finished = false
+		}
+		p.mu.Unlock()
+		if finished {
+			return
+		}
+	}
+}
+
+// gpu times every kind on GPU i.
+func (p *prober) gpu(i int, together bool) {
+	g := p.gpus[i]
+	x := newGoExec(g.Device(), 20*time.Millisecond)
+	buf := make([]time.Duration, 0, p.o.Calls)
+	var r raw
+	for k, pc := range p.calls {
+		buf = buf[:0]
+		var errText string
+		for n := 0; n < p.o.Calls; n++ {
+			start := time.Now()
+			p.mu.Lock()
+			if p.hung[i].Load() {
+				p.mu.Unlock()
+				return
+			}
+			p.flight[i] = inFlight{start, pc.name}
+			p.mu.Unlock()
+			ret := p.one(g, x, &r, pc.c)
+			d := time.Since(start)
+			p.mu.Lock()
+			if p.hung[i].Load() {
+				p.mu.Unlock()
+				return // too late: the GPU was given up on
+			}
+			delete(p.flight, i)
+			p.mu.Unlock()
+			if ret != nvml.SUCCESS {
+				if c := Classify(ret); c.capability() || c == ClassGPULost {
+					errText = retText(ret)
+					break
+				}
+			}
+			buf = append(buf, d)
+		}
+		st := stat(buf)
+		st.Err = errText
+		if together {
+			p.rep.Kinds[k].Together[i] = st
+		} else {
+			p.rep.Kinds[k].Alone[i] = st
+		}
+	}
+}
+
+// one makes call c once through the Go executor (the process reader's calls
+// directly) and returns its result.
+func (p *prober) one(g *GPU, x *goExec, r *raw, c call) nvml.Return {
+	if c == cProcs {
+		d := g.Device()
+		ret := nvml.SUCCESS
+		if _, rt := d.GetComputeRunningProcesses(); rt != nvml.SUCCESS {
+			ret = rt
+		}
+		d.GetGraphicsRunningProcesses()
+		d.GetProcessUtilization(0)
+		return ret
+	}
+	for j := range r.ret {
+		r.ret[j] = retNotRun
+	}
+	r.plan, r.fallback = 1<<c, 0
+	if c == cFields {
+		g.buildFields(r)
+	}
+	x.run(r)
+	return nvml.Return(r.ret[c])
+}
+
+func stat(d []time.Duration) ProbeStat {
+	if len(d) == 0 {
+		return ProbeStat{}
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return ProbeStat{N: len(s), P50: s[len(s)/2], P99: s[min(len(s)*99/100, len(s)-1)]}
+}

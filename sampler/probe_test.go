@@ -1,0 +1,153 @@
+package sampler
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		os.MkdirAll("testdata", 0o755)
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test ./sampler -run %s -update creates it)", err, t.Name())
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+func TestProbeTimesEveryCallReadOnly(t *testing.T) {
+	d0, d1 := fakenvml.NewDev(), fakenvml.NewDev()
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d0, d1}})
+	rep := Probe(h, ProbeOptions{Calls: 20, Deadline: time.Second, Interval: 100 * time.Millisecond, SlowEvery: 10})
+	if len(rep.GPUs) != 2 || len(rep.Kinds) < 15 {
+		t.Fatalf("%d GPUs, %d kinds", len(rep.GPUs), len(rep.Kinds))
+	}
+	for _, k := range rep.Kinds {
+		for i := range rep.GPUs {
+			if k.Alone[i].N != 20 || k.Together[i].N != 20 {
+				t.Errorf("%s gpu %d: %d alone, %d together, want 20 each", k.Name, i, k.Alone[i].N, k.Together[i].N)
+			}
+		}
+	}
+	// Every column at its normal rate: 14 calls (2 fans) plus the slow tier
+	// (5 calls every 10th sample) plus the process reader's 3 a second.
+	if e := rep.Estimate(); e.CallsPerSample < 14.7 || e.CallsPerSample > 14.9 || e.CallsPerSampleTop >= e.CallsPerSample {
+		t.Errorf("calls per sample %.2f (stretched %.2f), want 14.8 and fewer when stretched", e.CallsPerSample, e.CallsPerSampleTop)
+	}
+	// 40 calls per kind and GPU (two phases), fan calls on fan 0 only.
+	if n := d0.Count("GetTemperature"); n != 40 {
+		t.Errorf("temperature called %d times, want 40", n)
+	}
+	// Nothing but getters: no Set*, no clear, no reset.
+	for _, d := range []*fakenvml.Dev{d0, d1} {
+		for fn := range d.Calls() {
+			if !strings.HasPrefix(fn, "Get") {
+				t.Errorf("probe called %s: not a getter", fn)
+			}
+		}
+	}
+}
+
+func TestProbeLeavesAHungGPUAlone(t *testing.T) {
+	d0, d1 := fakenvml.NewDev(), fakenvml.NewDev()
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d0, d1}})
+	release := d1.Block("GetPowerManagementLimit", nil)
+	defer release()
+	t0 := time.Now()
+	rep := Probe(h, ProbeOptions{Calls: 10, Deadline: 50 * time.Millisecond, Interval: 100 * time.Millisecond, SlowEvery: 10})
+	if el := time.Since(t0); el > 10*time.Second {
+		t.Fatalf("probe waited %v on a hung call", el)
+	}
+	if rep.Hung[0] != "" || !strings.Contains(rep.Hung[1], "nvmlDeviceGetPowerManagementLimit") {
+		t.Fatalf("hung = %q", rep.Hung)
+	}
+	if n := d1.Count("GetPowerManagementLimit"); n != 1 {
+		t.Errorf("the hung call was made %d times, want once (one call in flight)", n)
+	}
+	var b bytes.Buffer
+	rep.Write(&b)
+	if !strings.Contains(b.String(), "GPU 1: nvmlDeviceGetPowerManagementLimit did not return within 50ms") {
+		t.Errorf("report does not name the hung call:\n%s", b.String())
+	}
+}
+
+func TestProbeRefusedCallIsNotRepeated(t *testing.T) {
+	d := fakenvml.NewDev()
+	d.Set("GetEncoderUtilization", nvml.ERROR_NOT_SUPPORTED)
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
+	rep := Probe(h, ProbeOptions{Calls: 10, Deadline: time.Second, Interval: 100 * time.Millisecond, SlowEvery: 10})
+	var b bytes.Buffer
+	rep.Write(&b)
+	if !strings.Contains(b.String(), "refused by the driver ("+retText(nvml.ERROR_NOT_SUPPORTED)+")") {
+		t.Errorf("refused call not shown:\n%s", b.String())
+	}
+	if n := d.Count("GetEncoderUtilization"); n > 2 {
+		t.Errorf("refused call made %d times", n)
+	}
+}
+
+// TestProbeReportGolden: the text, and the estimate under a driver lock
+// (together = 8 x alone) and without one.
+func TestProbeReportGolden(t *testing.T) {
+	kinds := []struct {
+		name      string
+		per, top  float64
+		alone     time.Duration
+		lockScale float64
+	}{
+		{"nvmlDeviceGetFieldValues(5 fields)", 1, 1, time.Millisecond, 8},
+		{"nvmlDeviceGetTemperature", 1, 1, 250 * time.Microsecond, 8},
+		{"nvmlDeviceGetPerformanceState", 1, 0.1, 250 * time.Microsecond, 8},
+		{"nvmlDeviceGetEncoderUtilization", 0.1, 0.016, 250 * time.Microsecond, 8},
+	}
+	for _, lock := range []bool{false, true} {
+		rep := ProbeReport{Driver: "580.95.05", NVML: "13.580.95.05", Opts: ProbeOptions{Calls: 200, Deadline: time.Second, Interval: 100 * time.Millisecond, SlowEvery: 10}}
+		for i := range 8 {
+			rep.GPUs = append(rep.GPUs, i)
+			rep.Hung = append(rep.Hung, "")
+		}
+		rep.Hung[3] = "nvmlDeviceGetTemperature"
+		for _, k := range kinds {
+			pk := ProbeKind{Name: k.name, PerSample: k.per, PerSampleTop: k.top}
+			for range 8 {
+				tog := k.alone
+				if lock {
+					tog = time.Duration(float64(k.alone) * k.lockScale)
+				}
+				pk.Alone = append(pk.Alone, ProbeStat{N: 200, P50: k.alone, P99: 4 * k.alone})
+				pk.Together = append(pk.Together, ProbeStat{N: 200, P50: tog, P99: 4 * tog})
+			}
+			rep.Kinds = append(rep.Kinds, pk)
+		}
+		rep.Kinds = append(rep.Kinds, ProbeKind{Name: "nvmlDeviceGetCurrPcieLinkWidth", PerSample: 0.1, Alone: make([]ProbeStat, 8), Together: make([]ProbeStat, 8)})
+		rep.Kinds[len(rep.Kinds)-1].Alone[0].Err = "Not Supported"
+		var b bytes.Buffer
+		if err := rep.Write(&b); err != nil {
+			t.Fatal(err)
+		}
+		name := "probe-nolock.golden"
+		if lock {
+			name = "probe-lock.golden"
+		}
+		golden(t, name, b.Bytes())
+	}
+}
