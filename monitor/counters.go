@@ -85,6 +85,8 @@ var counterTable = []counterDef{
 			return s.m.kmsgStat(func(r kmsgCounters) uint64 { return r.Overruns() })
 		}},
 
+	{name: "nvml_stretches", loss: true, ownLog: true, help: "times NVML was too slow for the interval and the slow tier, then P-state/utilization/memory, were read less often (the sampler logs the first; nvml_level in the status line is the current step)",
+		get: func(s *counterSources) uint64 { return s.m.host.Pacer.Stats().Stretches }},
 	{name: "kernel_lines_suppressed", loss: true, ownLog: true, help: "kernel AER/NVRM lines not written to events.log (over 10 of one kind per GPU per minute)",
 		get: func(s *counterSources) uint64 { return s.m.kern.suppressed.load() }},
 	{name: "process_reads_hung", loss: true, help: "per-GPU process list reads stuck in the driver past the deadline (no process data meanwhile)",

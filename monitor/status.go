@@ -11,6 +11,7 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 )
 
 // Status is the daemon's state as the status line and summary show it.
@@ -19,7 +20,8 @@ type Status struct {
 	// Counters is counterTable's values: every loss counter and the others.
 	Counters     []live.Counter
 	DiskPaused   bool
-	Total        anomaly.Counters // all GPUs
+	NVML         sampler.PacerStats // how long the driver takes per tick and how far the sampler stretched
+	Total        anomaly.Counters   // all GPUs
 	Incidents    uint64
 	GPUs         []GPUStatus
 	WindowCounts anomaly.Counts // current window, all GPUs
@@ -40,7 +42,7 @@ type GPUStatus struct {
 
 // collect gathers the status. Safe from any goroutine.
 func (m *Monitor) collect() Status {
-	st := Status{Uptime: time.Since(m.start), Counters: m.counters(), DiskPaused: m.csvStats().Paused}
+	st := Status{Uptime: time.Since(m.start), Counters: m.counters(), DiskPaused: m.csvStats().Paused, NVML: m.host.Pacer.Stats()}
 	var all []anomaly.Counters
 	for _, gs := range m.gpus {
 		c := gs.tr.Counters()
@@ -103,6 +105,8 @@ func (st Status) Attrs() []slog.Attr {
 	a = append(a,
 		slog.Uint64("incidents", st.Incidents),
 		slog.Bool("disk_paused", st.DiskPaused),
+		slog.Int("nvml_level", st.NVML.Level),
+		slog.String("nvml_tick", strconv.FormatFloat(float64(st.NVML.TickNVML)/1e6, 'f', 1, 64)+"ms"),
 		slog.String("peak", optTemp(st.Total.PeakTempC)+"/"+optWatts(st.Total.PeakPowerMW)),
 	)
 	for _, c := range st.Counters {
