@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -107,4 +108,77 @@ func TestProbeBadArguments(t *testing.T) {
 			t.Errorf("probe %v: %v, want exit 2 and a short message:\n%s", args, err, out)
 		}
 	}
+}
+
+// TestSlowNVMLKeepsPrecursorsAtFullRate: 16 GPUs under the pessimistic cost
+// profile (every call twice the realistic latency, one driver lock for all)
+// at 100 ms. A tick then needs more than the interval if every column is
+// read. The logger must stretch the slow tier first (said once in the log,
+// counted in the status), keep every crash-precursor column in every row,
+// never write two rows of a GPU closer than the schedule allows (no burst),
+// and account for every tick of every GPU: a row or a counted skip.
+func TestSlowNVMLKeepsPrecursorsAtFullRate(t *testing.T) {
+	t.Parallel()
+	p := start(t, opts{scenario: "gpus 16\ncost profile pessimistic\n", args: []string{"--interval", "100ms"}})
+	p.waitFor("rows from GPU 15", 30*time.Second, func() bool { return rowCount(p.csvFile(15)) > 0 })
+	time.Sleep(12 * time.Second)
+	p.signal(syscall.SIGTERM)
+	if code := p.wait(30 * time.Second); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	logs := p.stderr.String()
+	if n := strings.Count(logs, "NVML is slow"); n != 1 {
+		t.Errorf("the stretch is logged %d times, want once", n)
+	}
+	status := ""
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.Contains(l, "nvml_stretches=") && strings.Contains(l, "ticks=") {
+			status = l // the last status line: at exit
+		}
+	}
+	field := func(name string) int {
+		m := regexp.MustCompile(`\b` + name + `=(\d+)`).FindStringSubmatch(status)
+		if m == nil {
+			t.Fatalf("status line lacks %s: %q", name, status)
+		}
+		v, _ := strconv.Atoi(m[1])
+		return v
+	}
+	if field("nvml_stretches") < 1 || field("nvml_level") < 1 {
+		t.Errorf("stretch not counted or not current in the status line: %q", status)
+	}
+
+	precursors := []string{"gpu_temp", "power_instant", "power_limit", "power_enforced_limit", "gpu_clock", "sm_clock",
+		"mem_clock", "throttle_bitmask", "fan0_speed_pct", "fan0_target_pct", "fan1_speed_pct", "fan1_target_pct"}
+	rows := 0
+	for gpu := range 16 {
+		tb := readCSV(t, p.csvFile(gpu))
+		var prev time.Time
+		for i, row := range tb.rows {
+			for _, c := range precursors {
+				if tb.get(row, c) == "" {
+					t.Fatalf("gpu %d row %d: precursor column %s empty: %v", gpu, i, c, row)
+				}
+			}
+			ts := parseTime(t, tb.get(row, "timestamp"))
+			if !prev.IsZero() && ts.Sub(prev) < 75*time.Millisecond {
+				t.Errorf("gpu %d row %d: %v after the previous row: a burst", gpu, i, ts.Sub(prev))
+			}
+			prev = ts
+		}
+		rows += len(tb.rows)
+	}
+	// Every tick of every GPU is a row or a counted skip (a sample still in
+	// flight at exit may be neither: at most one per GPU).
+	ticks, skips, overruns := field("ticks"), field("busy_skips"), field("tick_overruns")
+	want := 16 * (ticks + overruns)
+	if got := rows + skips + 16*overruns; got > want || got < want-2*16 {
+		t.Errorf("%d ticks (%d overruns) x 16 GPUs = %d, but %d rows + %d busy skips: work unaccounted for", ticks, overruns, want, rows, skips)
+	}
+	// The slow tier was stretched: read far less than once per 10 samples.
+	calls := readCalls(t, p.calls)
+	if temp, enc := calls["nvmlDeviceGetTemperature"], calls["nvmlDeviceGetEncoderUtilization"]; enc == 0 || temp < 20*enc {
+		t.Errorf("temperature read %d times, encoder utilization %d: slow tier not stretched (normal ratio 10)", temp, enc)
+	}
+	t.Logf("%d ticks, %d rows, %d busy skips, %d overruns; %s", ticks, rows, skips, overruns, status)
 }
