@@ -56,10 +56,12 @@ func TestProbeShowsTheCostProfile(t *testing.T) {
 		return v
 	}
 	temp := row("nvmlDeviceGetTemperature") // name, per sample, alone p50 "ms", alone p99 "ms", together p50 "ms", ...
-	if a, tog := p50(temp, 2), p50(temp, 6); a < 2 || tog < 2*a*0.8 {
+	// The sim wakes a little early to cancel the sleep's average overshoot:
+	// a median may sit just under the profile.
+	if a, tog := p50(temp, 2), p50(temp, 6); a < 1.8 || tog < 2*a*0.8 {
 		t.Errorf("temperature: alone p50 %.3f ms (profile 2 ms), together %.3f ms (lock: about twice)\n%s", a, tog, out)
 	}
-	if a := p50(row("nvmlDeviceGetClockInfo(graphics)"), 2); a < 1 {
+	if a := p50(row("nvmlDeviceGetClockInfo(graphics)"), 2); a < 0.9 {
 		t.Errorf("clock alone p50 %.3f ms, profile 1 ms", a)
 	}
 	for _, want := range []string{"at --interval 200ms with 2 GPU(s):", "driver calls per GPU-sample  15.60", "driver calls per second      156 ", "verdict: fits"} {
@@ -151,6 +153,7 @@ func TestSlowNVMLKeepsPrecursorsAtFullRate(t *testing.T) {
 	precursors := []string{"gpu_temp", "power_instant", "power_limit", "power_enforced_limit", "gpu_clock", "sm_clock",
 		"mem_clock", "throttle_bitmask", "fan0_speed_pct", "fan0_target_pct", "fan1_speed_pct", "fan1_target_pct"}
 	rows := 0
+	var perGPU []int
 	for gpu := range 16 {
 		tb := readCSV(t, p.csvFile(gpu))
 		var prev time.Time
@@ -160,17 +163,26 @@ func TestSlowNVMLKeepsPrecursorsAtFullRate(t *testing.T) {
 					t.Fatalf("gpu %d row %d: precursor column %s empty: %v", gpu, i, c, row)
 				}
 			}
+			// A row is stamped when its sample starts, which may be a
+			// little late (the worker waits for the CPU): gaps under the
+			// interval happen; a catch-up burst would be back to back.
 			ts := parseTime(t, tb.get(row, "timestamp"))
-			if !prev.IsZero() && ts.Sub(prev) < 75*time.Millisecond {
+			if !prev.IsZero() && ts.Sub(prev) < 20*time.Millisecond {
 				t.Errorf("gpu %d row %d: %v after the previous row: a burst", gpu, i, ts.Sub(prev))
 			}
 			prev = ts
 		}
 		rows += len(tb.rows)
+		perGPU = append(perGPU, len(tb.rows))
 	}
 	// Every tick of every GPU is a row or a counted skip (a sample still in
 	// flight at exit may be neither: at most one per GPU).
 	ticks, skips, overruns := field("ticks"), field("busy_skips"), field("tick_overruns")
+	for gpu, n := range perGPU {
+		if n > ticks {
+			t.Errorf("gpu %d: %d rows for %d ticks: samples beyond the schedule", gpu, n, ticks)
+		}
+	}
 	want := 16 * (ticks + overruns)
 	if got := rows + skips + 16*overruns; got > want || got < want-2*16 {
 		t.Errorf("%d ticks (%d overruns) x 16 GPUs = %d, but %d rows + %d busy skips: work unaccounted for", ticks, overruns, want, rows, skips)

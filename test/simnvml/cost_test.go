@@ -14,7 +14,10 @@ import (
 
 // The cost profile's latency is a real wait and the driver lock really
 // serializes: both are checked as lower bounds (a slower machine only makes
-// the calls take longer), never as upper ones.
+// the calls take longer), never as upper ones. The sim wakes up to the
+// sleep's average overshoot early (learnt, at most half the latency), so the
+// bounds allow 10 % below the nominal figure.
+const slack = 0.9
 
 // costLine reads one function's line of the calls file: count, wall ns, cpu ns.
 func costLine(t *testing.T, path, fn string) (n, wall, cpu int64) {
@@ -69,15 +72,15 @@ func TestCostLatencyAndLock(t *testing.T) {
 		wg.Wait()
 		both := time.Since(t0)
 		t.Logf("free %v, 2 x 10 calls of %v: %v (lock %v)", free, per, both, locked)
-		if both < 10*per {
+		if both < time.Duration(float64(10*per)*slack) {
 			t.Fatalf("10 calls of %v each took %v: the latency is not a real wait", per, both)
 		}
-		if locked && both < 20*per {
+		if locked && both < time.Duration(float64(20*per)*slack) {
 			t.Fatalf("with the driver lock, 2 x 10 calls of %v took %v: not serialized", per, both)
 		}
 		ok(t, l.Shutdown(), "shutdown") // writes the calls file
 		n, wall, _ := costLine(t, calls, "nvmlDeviceGetTemperature")
-		if n != 20 || time.Duration(wall) < 20*per {
+		if n != 20 || time.Duration(wall) < time.Duration(float64(20*per)*slack) {
 			t.Fatalf("calls file: %d calls, %v inside; want 20 and >= %v", n, time.Duration(wall), 20*per)
 		}
 		if n, wall, _ := costLine(t, calls, "nvmlDeviceGetPowerUsage"); n != 20 || wall != 0 {
@@ -117,7 +120,7 @@ func TestCostProfiles(t *testing.T) {
 		el := time.Since(t0)
 		min := map[string]time.Duration{"realistic": 370 * time.Microsecond, "pessimistic": 740 * time.Microsecond}[os.Getenv(envWant)]
 		t.Logf("%s: %v per GetPowerUsage", os.Getenv(envWant), el/n)
-		if el < n*min {
+		if el < time.Duration(float64(n*min)*slack) {
 			t.Fatalf("%d calls took %v, want >= %v each", n, el, min)
 		}
 		return
