@@ -139,8 +139,8 @@ func (s *Server) accept(ln net.Listener) {
 		s.mu.Lock()
 		if len(s.conns) >= s.cfg.MaxConns {
 			s.mu.Unlock()
+			s.refused.Add(1) // counted before the client can see the close
 			c.Close()
-			s.refused.Add(1)
 			if !s.toldRefused.Swap(true) {
 				s.log.Warn("atop: too many clients; connection closed", "max", s.cfg.MaxConns)
 			}
