@@ -1,8 +1,9 @@
 // nvml_abi: the parts of NVIDIA's nvml.h that batch.c and evthread.c use,
 // copied in one place. NVML is loaded at run time (dlsym), so its header is
-// not needed to build; abi_check.c (make test) pins every struct, field
-// offset and code below to nvml.h from the go-nvml module, and abi_native.go
-// pins the return codes to go-nvml's constants at compile time.
+// not needed to build. Pinned three ways: abi_native.go compares every size
+// and field offset with go-nvml's generated types and batch_native.go every
+// code with go-nvml's constants (a difference does not compile), and make
+// csan (test/csan/harness.c) checks all of it against nvml.h itself.
 #ifndef GPU_TELEMETRY_NVML_ABI_H
 #define GPU_TELEMETRY_NVML_ABI_H
 

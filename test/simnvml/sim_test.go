@@ -815,6 +815,11 @@ func TestInitResults(t *testing.T) {
 			stderr: `test.scn:1: unknown or unmodelled NVML function "nvmlDeviceGetBogus"`},
 		{name: "quote", scenario: "gpu 0 name \"unterminated\n", want: nvml.ERROR_UNKNOWN,
 			stderr: `test.scn:1: unterminated "quoted string"`},
+		{name: "eventset-ok", scenario: "gpus 0\nat 1 eventset fail unknown for 2s\nat 3 eventset hang 1s ret timeout\neventset fail gpu_is_lost\n", want: nvml.SUCCESS},
+		{name: "eventset-code", scenario: "at 1 eventset fail bogus\n", want: nvml.ERROR_UNKNOWN,
+			stderr: `test.scn:1: unknown NVML return code "bogus"`},
+		{name: "eventset-syntax", scenario: "\nat 1 eventset stall 2s\n", want: nvml.ERROR_UNKNOWN,
+			stderr: `test.scn:2: expected: eventset fail CODE [for DURATION]  or  eventset hang DURATION [ret CODE]`},
 		{name: "missing-file", file: "/nonexistent/x.scn", want: nvml.ERROR_UNKNOWN,
 			stderr: `simnvml: /nonexistent/x.scn: cannot open scenario`},
 	}
