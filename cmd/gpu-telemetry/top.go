@@ -1,9 +1,43 @@
 package main
 
-import "io"
+import (
+	"context"
+	"fmt"
+	"io"
+	"os/signal"
+	"syscall"
 
-// runTop is replaced by the full-screen view.
+	"github.com/gpu-telemetry/gpu-telemetry/live"
+	"github.com/gpu-telemetry/gpu-telemetry/live/control"
+	"github.com/gpu-telemetry/gpu-telemetry/live/top"
+)
+
+const topUsage = `usage: gpu-telemetry top [--socket PATH]
+A full-screen live view of every GPU, refreshed every second from the
+daemon's control socket. q, Esc or Ctrl-C quits.
+`
+
+// runTop runs `gpu-telemetry top`; it returns the exit status (3 for bad
+// flags or no terminal, as status).
 func runTop(args []string, stderr io.Writer) int {
-	io.WriteString(stderr, "gpu-telemetry top: not built yet\n")
-	return 3
+	path, set, err := socketFlags(args, "-h", "--help")
+	if err != nil {
+		fmt.Fprintf(stderr, "gpu-telemetry top: %v\n%s", err, topUsage)
+		return live.CheckUnknown
+	}
+	if set["-h"] || set["--help"] {
+		fmt.Fprint(stderr, topUsage)
+		return 0
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	fetch := func() (live.Doc, error) {
+		d, _, err := control.Query(path, statusTimeout)
+		return d, err
+	}
+	if err := top.Run(ctx, fetch); err != nil {
+		fmt.Fprintf(stderr, "gpu-telemetry top: %v\n", err)
+		return live.CheckUnknown
+	}
+	return 0
 }

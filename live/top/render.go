@@ -1,0 +1,291 @@
+// Package top is `gpu-telemetry top`: a full-screen live view of every GPU,
+// refreshed every second from the daemon's control socket. Render is pure
+// (a status document and a terminal size in, the screen's lines out) and
+// tested against golden screens; Run only draws those lines with tcell.
+package top
+
+import (
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gpu-telemetry/gpu-telemetry/live"
+)
+
+// MinWidth and MinHeight are the smallest terminal laid out in full; a
+// smaller one gets what fits, cut, never wrapped.
+const (
+	MinWidth  = 80
+	MinHeight = 24
+)
+
+// segment is one piece of a line; when a line is too wide the segments with
+// the highest drop rank go first.
+type segment struct {
+	text string
+	drop int // 0: never dropped (cut at the end instead); higher drops first
+}
+
+// fit joins the segments that fit in width, dropping the highest ranks
+// first, and cuts the result to width.
+func fit(width int, segs ...segment) string {
+	for {
+		total, worst, at := 0, 0, -1
+		for i, s := range segs {
+			total += utf8.RuneCountInString(s.text)
+			if s.drop > worst {
+				worst, at = s.drop, i
+			}
+		}
+		if total <= width || at < 0 {
+			break
+		}
+		segs = append(segs[:at:at], segs[at+1:]...)
+	}
+	var b strings.Builder
+	for _, s := range segs {
+		b.WriteString(s.text)
+	}
+	return cut(b.String(), width)
+}
+
+// cut shortens s to at most width runes.
+func cut(s string, width int) string {
+	if utf8.RuneCountInString(s) <= width {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:max(width, 0)])
+}
+
+// bar draws value/limit as [####----] of width cells (brackets included).
+func bar(value, limit float64, width int) string {
+	inner := width - 2
+	if inner < 1 {
+		return ""
+	}
+	n := 0
+	if limit > 0 {
+		n = int(value/limit*float64(inner) + 0.5)
+	}
+	n = min(max(n, 0), inner)
+	return "[" + strings.Repeat("#", n) + strings.Repeat("-", inner-n) + "]"
+}
+
+func num(p *uint32, unit string) string {
+	if p == nil {
+		return "n/a"
+	}
+	return strconv.FormatUint(uint64(*p), 10) + unit
+}
+
+func watts(p *float64) string {
+	if p == nil {
+		return "n/a"
+	}
+	return strconv.FormatFloat(*p, 'f', 0, 64)
+}
+
+// Render lays out the screen for a document at width x height. err, when
+// not nil, says why the document is old or missing (the daemon did not
+// answer); fetched is when d was fetched.
+func Render(d *live.Doc, err error, fetched time.Time, width, height int) []string {
+	if width < 1 || height < 1 {
+		return nil
+	}
+	var lines []string
+	footer := "q quit"
+	if d != nil {
+		footer += "  updated " + d.Time.In(fetched.Location()).Format("15:04:05")
+	}
+	if err != nil {
+		footer = "daemon not answering: " + err.Error() + "  (q quit)"
+	}
+	if d == nil {
+		lines = append(lines, cut("gpu-telemetry top: waiting for the daemon", width))
+		return finish(lines, footer, width, height)
+	}
+	lines = append(lines, hostLines(d, width)...)
+	barW := 12
+	if width >= 160 {
+		barW = 22
+	}
+	// Full blocks (3 lines per GPU) when they fit, else one line per GPU.
+	room := height - len(lines) - 1
+	full := len(d.GPUs)*3 <= room
+	for i, g := range d.GPUs {
+		var block []string
+		if full {
+			block = gpuBlock(g, d.Time, width, barW)
+		} else {
+			block = []string{gpuLine(g, d.Time, width)}
+		}
+		if len(lines)+len(block) > height-1 {
+			lines = append(lines, cut("... "+strconv.Itoa(len(d.GPUs)-i)+" more GPUs: enlarge the terminal", width))
+			break
+		}
+		lines = append(lines, block...)
+	}
+	return finish(lines, footer, width, height)
+}
+
+// finish pads the screen to height lines of width with the footer last.
+func finish(lines []string, footer string, width, height int) []string {
+	if len(lines) > height-1 {
+		lines = lines[:max(height-1, 0)]
+	}
+	for len(lines) < height-1 {
+		lines = append(lines, "")
+	}
+	lines = append(lines, cut(footer, width))
+	for i, l := range lines {
+		if n := utf8.RuneCountInString(l); n < width {
+			lines[i] = l + strings.Repeat(" ", width-n)
+		}
+	}
+	return lines
+}
+
+func hostLines(d *live.Doc, width int) []string {
+	h := d.Host
+	c := h.Cadence
+	up := time.Duration(h.UptimeS * float64(time.Second)).Truncate(time.Second)
+	l1 := fit(width,
+		segment{"gpu-telemetry " + h.Version, 0},
+		segment{"  up " + up.String(), 2},
+		segment{"  driver " + h.Driver, 3},
+		segment{"  interval " + ms(h.IntervalS), 4},
+		segment{"  period " + ms(c.MeanPeriodS) + "/" + ms(c.P99PeriodS) + " p99", 1},
+		segment{"  overruns " + strconv.FormatUint(c.Overruns, 10), 1},
+	)
+	lost := uint64(0)
+	for _, k := range h.Counters {
+		if k.Loss {
+			lost += k.Value
+		}
+	}
+	l2 := fit(width,
+		segment{"rows " + strconv.FormatUint(h.RowsWritten, 10) + " dropped " + strconv.FormatUint(h.RowsDropped, 10), 0},
+		segment{"  disk " + h.Disk, 0},
+		segment{"  kmsg " + h.Kmsg, 3},
+		segment{"  events " + h.NVMLEvents, 4},
+		segment{"  lost work " + strconv.FormatUint(lost, 10), 2},
+	)
+	inc := "last incident: none"
+	if h.LastIncident != nil {
+		inc = "last incident: " + h.LastIncident.Time.In(d.Time.Location()).Format("15:04:05") + " GPU " +
+			strconv.Itoa(h.LastIncident.GPU) + " " + h.LastIncident.Reason
+	}
+	return []string{l1, l2, cut(inc, width), ""}
+}
+
+func ms(s float64) string { return strconv.FormatFloat(s*1000, 'f', 1, 64) + "ms" }
+
+// stateText is the GPU's state in capitals when it is not ok.
+func stateText(g live.GPUDoc, now time.Time) string {
+	t := live.StateText(g, now)
+	if g.State == "ok" {
+		return t
+	}
+	return strings.ToUpper(g.State) + strings.TrimPrefix(t, g.State)
+}
+
+func gpuBlock(g live.GPUDoc, now time.Time, width, barW int) []string {
+	head := fit(width,
+		segment{"GPU " + strconv.Itoa(g.Index) + " ", 0},
+		segment{stateText(g, now), 0},
+		segment{"  " + g.Name, 2},
+		segment{"  " + g.BusID, 3},
+	)
+	if g.State != "ok" || g.SampleTime == nil {
+		why := "  no readings: not answering"
+		if g.SampleTime != nil {
+			why += " (last sample " + g.SampleTime.In(now.Location()).Format("15:04:05") + ")"
+		}
+		return []string{head, cut(why, width), cut(eventText(g, now), width)}
+	}
+	fans := ""
+	for i, f := range g.Fans {
+		fans += " " + num(f.Speed, "%")
+		if i == 0 {
+			fans = "  fan" + fans
+		}
+	}
+	pw, pl := 0.0, 0.0
+	if g.PowerW != nil && g.PowerLimitW != nil {
+		pw, pl = *g.PowerW, *g.PowerLimitW
+	}
+	l2 := fit(width,
+		segment{"  " + num(g.TempC, "C"), 0},
+		segment{" mem " + num(g.MemTempC, "C"), 4},
+		segment{fans, 3},
+		segment{"  pwr " + bar(pw, pl, barW) + " " + watts(g.PowerW) + "/" + watts(g.PowerLimitW) + "W", 0},
+		segment{" enf " + watts(g.EnforcedLimitW) + "W", 5},
+		segment{"  clk " + num(g.GraphicsMHz, "") + "/" + num(g.MemMHz, "") + "MHz", 2},
+		segment{"  P" + num(g.PState, ""), 6},
+	)
+	gu, mu := 0.0, 0.0
+	if g.GPUUtil != nil {
+		gu = float64(*g.GPUUtil)
+	}
+	if g.MemUtil != nil {
+		mu = float64(*g.MemUtil)
+	}
+	mem := "n/a"
+	if g.MemUsedBytes != nil {
+		mem = strconv.FormatFloat(float64(*g.MemUsedBytes)/(1<<30), 'f', 1, 64)
+		if g.MemTotalBytes != nil {
+			mem += "/" + strconv.FormatFloat(float64(*g.MemTotalBytes)/(1<<30), 'f', 1, 64)
+		}
+		mem += "G"
+	}
+	thr := "n/a"
+	if g.ThrottleReasons != nil {
+		thr = "-"
+		if len(g.ThrottleReasons) > 0 {
+			thr = strings.Join(g.ThrottleReasons, ",")
+		}
+	}
+	flags := "-"
+	if f := live.RecentFlags(g, now, time.Minute); len(f) > 0 {
+		flags = strings.Join(f, ",")
+	}
+	l3 := fit(width,
+		segment{"  gpu " + bar(gu, 100, barW) + " " + num(g.GPUUtil, "%"), 0},
+		segment{"  mem " + bar(mu, 100, barW) + " " + num(g.MemUtil, "%"), 3},
+		segment{"  vram " + mem, 2},
+		segment{"  thr " + thr, 1},
+		segment{"  flags " + flags, 1},
+		segment{eventText(g, now), 4},
+	)
+	return []string{head, l2, l3}
+}
+
+// eventText is the last Xid (or recovery action) in a few words.
+func eventText(g live.GPUDoc, now time.Time) string {
+	s := ""
+	if x := g.LastXid; x != nil {
+		s += "  Xid " + strconv.FormatUint(x.Code, 10) + " " + x.Time.In(now.Location()).Format("15:04:05") + " " + x.Name
+	}
+	if r := g.LastRecovery; r != nil {
+		s += "  recovery " + strconv.FormatUint(r.Code, 10) + " " + r.Name
+	}
+	return s
+}
+
+// gpuLine is a GPU in one line, for terminals too short for blocks.
+func gpuLine(g live.GPUDoc, now time.Time, width int) string {
+	if g.State != "ok" || g.SampleTime == nil {
+		return fit(width, segment{"GPU " + strconv.Itoa(g.Index) + " " + stateText(g, now), 0}, segment{eventText(g, now), 1})
+	}
+	return fit(width,
+		segment{"GPU " + strconv.Itoa(g.Index) + " ok", 0},
+		segment{"  " + num(g.TempC, "C"), 0},
+		segment{"  " + watts(g.PowerW) + "/" + watts(g.PowerLimitW) + "W", 0},
+		segment{"  util " + num(g.GPUUtil, "%"), 0},
+		segment{"  " + num(g.GraphicsMHz, "MHz"), 2},
+		segment{"  flags " + strings.Join(live.RecentFlags(g, now, time.Minute), ","), 3},
+		segment{eventText(g, now), 4},
+	)
+}
