@@ -55,6 +55,8 @@ type Reader struct {
 	malformed atomic.Uint64
 	overruns  atomic.Uint64
 
+	caughtUp bool // a file or FIFO's end was reached once: later records are fresh
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -72,7 +74,7 @@ func Open(path string) (*Reader, error) {
 	}
 	mode := fi.Mode()
 	flag := os.O_RDONLY
-	device := false
+	device, fifo := false, false
 	switch {
 	case mode&os.ModeCharDevice != 0:
 		device = true
@@ -81,6 +83,7 @@ func Open(path string) (*Reader, error) {
 		// it, and nothing could cancel that. With it, the runtime poller
 		// watches the FIFO and reads see EOF while no writer is attached.
 		flag |= syscall.O_NONBLOCK
+		fifo = true
 	case mode.IsRegular():
 	default:
 		return nil, fmt.Errorf("kmsg: open %s: is a %v, want /dev/kmsg, a regular file or a FIFO", path, mode.Type())
@@ -95,7 +98,8 @@ func Open(path string) (*Reader, error) {
 			return nil, fmt.Errorf("kmsg: seek to the end of %s: %w", path, err)
 		}
 	}
-	r := &Reader{f: f, path: path, device: device}
+	// A pipe holds only what was written since it was opened: no backlog.
+	r := &Reader{f: f, path: path, device: device, caughtUp: fifo}
 	r.wait = func(ctx context.Context) error { return sleep(ctx, defaultPoll) }
 	return r, nil
 }
@@ -200,6 +204,7 @@ func (r *Reader) runStream(ctx context.Context, fn func(Record)) error {
 		if !errors.Is(err, io.EOF) {
 			return readError(err)
 		}
+		r.caughtUp = true
 		if fi, err := r.f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() < offset {
 			// Truncated (log rotation by copytruncate): start over.
 			if _, err := r.f.Seek(0, io.SeekStart); err != nil {
@@ -252,6 +257,7 @@ func (r *Reader) handleLine(line []byte, fn func(Record)) {
 		r.malformed.Add(1)
 		return
 	}
+	rec.Backlog = !r.caughtUp
 	fn(rec)
 }
 

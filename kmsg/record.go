@@ -14,8 +14,13 @@ type Record struct {
 	Level    int           // syslog level, 0 (emerg) .. 7 (debug)
 	Facility int           // syslog facility; 0 is the kernel
 	Seq      uint64        // the kernel's sequence number; a gap means records were lost
-	Time     time.Duration // since boot on CLOCK_MONOTONIC, as dmesg prints it
+	Time     time.Duration // the printk clock (local_clock()), as dmesg prints it; not CLOCK_MONOTONIC (see ClockEstimator)
 	Message  string        // the text, with \xNN escapes undone
+
+	// Backlog is set by Reader on a record of a file or FIFO read before its
+	// end was first reached: it was logged long before it arrived, so its
+	// arrival says nothing about the kernel log's clock.
+	Backlog bool
 }
 
 // maxQuote bounds how much of a bad field an error message repeats, so a

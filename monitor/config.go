@@ -37,6 +37,11 @@ type Config struct {
 	SummaryEvery time.Duration
 	// KmsgPath is the kernel log to follow for Xids; "" disables it.
 	KmsgPath string
+	// KmsgMarkers lets the logger write a tagged marker to the kernel log
+	// (at most hourly, when it has been quiet for an hour, only on the
+	// kernel's log device and where writing is allowed) to keep the
+	// dmesg_time clock estimate fresh.
+	KmsgMarkers bool
 	// XidDedupe: the same Xid on the same GPU from the other source (NVML
 	// events vs kernel log) within this window is one incident.
 	XidDedupe time.Duration

@@ -40,7 +40,11 @@ func (m *Monitor) runKmsg(ctx context.Context) {
 	m.kmsgReader.Store(&kc)
 	m.setState(&m.kmsgState, "following")
 	m.log.Info("following the kernel log for Xids", "path", m.cfg.KmsgPath)
+	clockDone := make(chan struct{})
+	defer func() { <-clockDone }()
+	go func() { defer close(clockDone); m.runKernelClock(ctx) }()
 	err = r.Run(ctx, func(rec kmsg.Record) {
+		m.observeKmsg(rec)
 		x, ok := kmsg.ParseXid(rec.Message)
 		if !ok {
 			m.onKernelLine(rec, time.Now()) // AER, fallen off the bus, RmInitAdapter, GSP

@@ -313,6 +313,7 @@ func (gs *gpuState) header(when time.Time, reason string, event uint64) snapshot
 		BusID:       info.BusID,
 		UUID:        info.UUID,
 		Reason:      reason,
+		KernelClock: m.kernelClockLine(),
 		Uptime:      time.Since(m.start),
 		Samples:     v.Samples,
 		PeakTempC:   c.PeakTempC,

@@ -64,6 +64,7 @@ type Monitor struct {
 	sideDrops, lineFails, flagsDropped, xidFlagsDropped lossCounter
 
 	kmsgReader atomic.Pointer[kmsgCounters] // set while the kernel log is followed
+	kclock     *kernelClock                 // dmesg_time on the kernel log's clock
 
 	board   *live.Board
 	cadence *cadence
@@ -100,7 +101,8 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	}
 	m := &Monitor{cfg: cfg, log: cfg.Logger, host: host, byIndex: map[int]*gpuState{}, byBus: map[reading.PCIAddr]*gpuState{},
 		start: time.Now(), xidSeen: map[xidKey]xidSeen{}, side: make(chan func(), 256),
-		cadence: newCadence(cfg.Interval), kmsgState: "disabled", eventsState: "starting"}
+		cadence: newCadence(cfg.Interval), kmsgState: "disabled", eventsState: "starting",
+		kclock: newKernelClock(host.KernelClock())}
 	if cfg.KmsgPath != "" {
 		m.kmsgState = "starting"
 	}
@@ -141,7 +143,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 
 func (m *Monitor) writeSystemInfo() {
 	si := sink.SystemInfo{Version: m.cfg.Version, Generated: time.Now(), Host: sink.CollectHost(m.cfg.HostRoot),
-		System: m.host.System, Notes: map[int]string{}}
+		System: m.host.System, Notes: map[int]string{}, KernelClock: m.kernelClockLine()}
 	for _, gs := range m.gpus {
 		si.GPUs = append(si.GPUs, gs.info())
 		if !gs.g.StaticDone() {

@@ -367,6 +367,11 @@ func matchGPU(all []*GPU, s string) (int, error) {
 // KernelTime converts a wall-clock reading to the kernel log's clock.
 func (h *Host) KernelTime(t time.Time) time.Duration { return h.kclock.At(t) }
 
+// KernelClock returns the host's kernel log clock: the kernel log reader
+// publishes its estimates there (SetFit), and a printk timestamp maps to wall
+// time with its Wall method.
+func (h *Host) KernelClock() KernelClock { return h.kclock }
+
 // Count returns how many GPUs the driver enumerates now (one call, not tied
 // to any GPU). The caller bounds it.
 func (h *Host) Count() (int, error) {

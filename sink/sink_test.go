@@ -402,7 +402,8 @@ func TestSystemInfo(t *testing.T) {
 				GSPVersion: "580.95.05", GSPMode: "enabled (default)", PowerLimitDefaultMW: reading.Some[uint32](600_000)},
 			{Index: 1},
 		},
-		Notes: map[int]string{1: "static facts not read: nvmlDeviceGetName hung"},
+		Notes:       map[int]string{1: "static facts not read: nvmlDeviceGetName hung"},
+		KernelClock: "printk clock = CLOCK_MONOTONIC - 37.000412 s, drift +200.0 ppm; last confirmed 10.0 s ago (1234 records, 0 steps)",
 	}
 	golden(t, "system-info.golden", RenderSystemInfo(si))
 

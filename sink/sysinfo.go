@@ -72,6 +72,9 @@ type SystemInfo struct {
 	System    reading.System
 	GPUs      []reading.GPU
 	Notes     map[int]string // per GPU index: why facts are missing
+	// KernelClock says how dmesg_time relates to the kernel log's clock
+	// (reading.KernelClockFit.Describe): the measured offset and its age.
+	KernelClock string
 }
 
 func na(s string) string {
@@ -99,6 +102,7 @@ func RenderSystemInfo(si SystemInfo) []byte {
 		na(si.Host.Hostname), na(si.Host.OS), na(si.Host.Kernel), na(si.Host.CPU), na(si.Host.Board))
 	fmt.Fprintf(&b, "--- Driver ---\n Driver: %s\n NVML: %s\n CUDA: %s\n\n",
 		na(si.System.DriverVersion), na(si.System.NVMLVersion), na(si.System.CUDAVersion))
+	fmt.Fprintf(&b, "--- Kernel log clock ---\n dmesg_time: %s\n\n", na(si.KernelClock))
 	for _, g := range si.GPUs {
 		fmt.Fprintf(&b, "--- GPU %d ---\n", g.Index)
 		fmt.Fprintf(&b, " Name: %s\n UUID: %s\n PCI: %s\n Serial: %s\n VBIOS: %s\n",

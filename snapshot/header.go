@@ -19,6 +19,7 @@ type Header struct {
 	BusID       string               // NVML form: 00000000:4B:00.0
 	UUID        string               // GPU-...
 	Reason      string               // "Xid 79: GPU has fallen off the bus (kmsg)", "NVML_HUNG(nvmlDeviceGetPowerUsage,2300ms)"
+	KernelClock string               // how dmesg_time relates to the kernel log's clock (reading.KernelClockFit.Describe)
 	Uptime      time.Duration        // daemon uptime; printed to the second
 	Samples     uint64               // samples taken of this GPU so far (0 is a real count)
 	PeakTempC   reading.Opt[uint32]  // hottest reading so far; absent before the first one
@@ -62,6 +63,7 @@ func writeHeader(b *strings.Builder, h *Header) {
 	writeGPULine(b, h)
 	b.WriteString("UUID: " + orNA(h.UUID) + "\n")
 	b.WriteString("Reason: " + orNA(h.Reason) + "\n")
+	b.WriteString("Kernel log clock: " + orNA(h.KernelClock) + "\n")
 	b.WriteString("Uptime: " + h.Uptime.Truncate(time.Second).String() +
 		", " + strconv.FormatUint(h.Samples, 10) + " samples\n")
 	b.WriteString("Peaks: ")

@@ -39,6 +39,7 @@ type CLI struct {
 	SocketGroup    string           `help:"Group allowed to use the control socket (mode 0660); without it the socket is mode 0600 (root only)."`
 	MetricsListen  string           `help:"Serve Prometheus metrics on this address (e.g. 127.0.0.1:9464); off by default."`
 	WebConfigFile  string           `name:"web.config.file" help:"Prometheus exporter-toolkit web config (TLS, basic auth) for --metrics-listen."`
+	NoKmsgMarkers  bool             `name:"no-kmsg-markers" help:"Never write a clock-check marker to the kernel log (by default one is written when the log has been quiet for an hour, at most hourly, where the logger may write /dev/kmsg)."`
 	LogLevel       LogLevel         `help:"Log level: debug, info, warn, error. Default: ${default}." default:"info" enum:"debug,info,warn,error"`
 	Version        kong.VersionFlag `help:"Print the version and exit."`
 
@@ -168,6 +169,7 @@ func (c *CLI) monitorConfig(log *slog.Logger) monitor.Config {
 		SummaryEvery:   time.Duration(c.SummaryEvery),
 		InventoryEvery: time.Duration(c.InventoryEvery),
 		KmsgPath:       kmsg,
+		KmsgMarkers:    !c.NoKmsgMarkers,
 		CrashCooldown:  time.Duration(c.CrashCooldown),
 		SpikeCooldown:  time.Duration(c.SpikeCooldown),
 		FollowUps:      follow,

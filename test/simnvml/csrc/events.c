@@ -333,6 +333,14 @@ static const char *xid_text(unsigned int xid)
 
 static int g_kmsg_fd = -1;
 
+/* sim_kmsg_clock is the kernel log's (printk) clock at CLOCK_MONOTONIC mono
+ * (ns): behind it by kmsg_clock's offset, losing its drift (ppm) per second
+ * since boot. Without kmsg_clock the two are the same. */
+int64_t sim_kmsg_clock(int64_t mono)
+{
+	return mono - (int64_t)(g_host.kmsg_offset * 1e9) - (int64_t)(g_host.kmsg_drift * 1e-6 * (double)mono);
+}
+
 static void *kmsg_thread(void *arg)
 {
 	int action[SIM_MAX_GPUS] = { 0 };
@@ -368,7 +376,7 @@ static void *kmsg_thread(void *arg)
 		if (k->xid == 154)
 			action[k->gpu] = k->action;
 		n = snprintf(line, sizeof(line), "4,%llu,%lld,-;NVRM: Xid (PCI:%04x:%02x:%02x): %u, %s\n", seq++,
-			     (long long)((k->t + g_t0) / 1000), d->domain, d->bus, d->dev, k->xid, text);
+			     (long long)(sim_kmsg_clock(k->t + g_t0) / 1000), d->domain, d->bus, d->dev, k->xid, text);
 		if (n > 0) {
 			if ((size_t)n >= sizeof(line)) {
 				n = sizeof(line) - 1;

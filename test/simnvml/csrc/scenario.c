@@ -1249,6 +1249,13 @@ static int stmt_host(struct parser *p, char **tok, int n)
 			return perr(p, "expected: kmsg_seq N");
 		return 0;
 	}
+	if (strcmp(k, "kmsg_clock") == 0) {
+		if ((n != 2 && n != 4) || parse_num(tok[1], &g_host.kmsg_offset) != 0 ||
+		    (n == 4 && (strcmp(tok[2], "drift") != 0 || parse_num(tok[3], &g_host.kmsg_drift) != 0 ||
+				g_host.kmsg_drift <= -1e6 || g_host.kmsg_drift >= 1e6)))
+			return perr(p, "expected: kmsg_clock OFFSET_SECONDS [drift PPM]");
+		return 0;
+	}
 	return perr(p, "unknown statement \"%s\"", k);
 }
 

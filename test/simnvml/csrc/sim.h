@@ -195,6 +195,8 @@ struct sim_host {
 	nvmlReturn_t init_result;
 	unsigned long long seed;
 	unsigned long long kmsg_seq;
+	double kmsg_offset; /* seconds the kmsg clock runs behind CLOCK_MONOTONIC */
+	double kmsg_drift;  /* ppm it loses per second of CLOCK_MONOTONIC since boot */
 };
 
 extern struct sim_host g_host;
@@ -270,5 +272,6 @@ int sim_parse_duration(const char *s, int64_t *ns); /* scenario.c */
 
 /* events.c */
 void sim_start_kmsg(void);
+int64_t sim_kmsg_clock(int64_t mono);
 
 #endif

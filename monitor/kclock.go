@@ -1,0 +1,122 @@
+package monitor
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync/atomic"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler"
+)
+
+// kernelClock keeps dmesg_time on the kernel log's own clock. The kernel log
+// goroutine feeds every fresh record's arrival to the estimator and publishes
+// the estimate on the host's sampler.KernelClock, which every GPU's sampler
+// reads for dmesg_time. system-info.txt and snapshot headers say how good the
+// estimate is.
+type kernelClock struct {
+	clock sampler.KernelClock
+	est   *kmsg.ClockEstimator // the kernel log goroutine's only
+
+	lastArrival atomic.Int64 // CLOCK_MONOTONIC (ns) of the last fresh record
+	lastInfo    atomic.Int64 // CLOCK_MONOTONIC (ns) system-info.txt last got the estimate
+}
+
+// kernelClockRefresh is how often system-info.txt is rewritten with the
+// estimate (and its age) while it holds; a first estimate and a step are
+// written at once.
+const kernelClockRefresh = time.Hour
+
+// markerCheck is how often the quiet-log marker and the refresh are checked.
+const markerCheck = 5 * time.Minute
+
+func newKernelClock(c sampler.KernelClock) *kernelClock {
+	return &kernelClock{clock: c, est: kmsg.NewClockEstimator(kmsg.ClockConfig{})}
+}
+
+// observeKmsg feeds one kernel log record to the estimator. Records of a
+// file's backlog say nothing about the clock and are skipped.
+func (m *Monitor) observeKmsg(rec kmsg.Record) {
+	if rec.Backlog {
+		return
+	}
+	kc := m.kclock
+	arrival := kc.clock.Mono(time.Now())
+	kc.lastArrival.Store(int64(arrival))
+	prev := kc.clock.Fit()
+	f := kc.est.Observe(arrival, rec.Time, kmsg.IsMarker(rec.Message))
+	kc.clock.SetFit(f)
+	switch {
+	case !prev.Valid():
+		m.log.Info("kernel log clock measured", "offset", f.OffsetAt(arrival), "printk_time", rec.Time)
+	case f.Steps != prev.Steps:
+		m.log.Warn("kernel log clock stepped (after a suspend?); dmesg_time follows it",
+			"from", prev.OffsetAt(arrival), "to", f.OffsetAt(arrival))
+	default:
+		return
+	}
+	kc.lastInfo.Store(int64(arrival))
+	m.queue("system-info.txt", -1, m.writeSystemInfo)
+}
+
+// kernelClockLine says how dmesg_time relates to the kernel log's clock now.
+// A kernel log counts as readable while it is being opened or followed.
+func (m *Monitor) kernelClockLine() string {
+	m.smu.Lock()
+	state := m.kmsgState
+	m.smu.Unlock()
+	kc := m.kclock
+	return kc.clock.Fit().Describe(kc.clock.Mono(time.Now()), state == "starting" || state == "following")
+}
+
+// runKernelClock runs while the kernel log is followed: it rewrites
+// system-info.txt with the estimate every kernelClockRefresh, and when the log
+// has been quiet for an hour writes a marker (at most one an hour), where the
+// logger may write to the kernel log and markers are not turned off.
+func (m *Monitor) runKernelClock(ctx context.Context) {
+	kc := m.kclock
+	var w io.WriteCloser
+	if m.cfg.KmsgMarkers {
+		var err error
+		w, err = kmsg.OpenMarkerWriter(m.cfg.KmsgPath)
+		switch {
+		case err == nil:
+			defer w.Close()
+			m.log.Info("kernel log clock markers on: one is written when the log has been quiet for an hour", "path", m.cfg.KmsgPath)
+		case errors.Is(err, kmsg.ErrPermission):
+			m.log.Info("kernel log clock markers off: no permission to write the kernel log", "path", m.cfg.KmsgPath)
+		default:
+			m.log.Info("kernel log clock markers off", "reason", err)
+		}
+	}
+	start := kc.clock.Mono(time.Now())
+	var lastMarker time.Duration
+	t := time.NewTicker(markerCheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := kc.clock.Mono(time.Now())
+		last := time.Duration(kc.lastArrival.Load())
+		if last == 0 {
+			last = start
+		}
+		if w != nil && kmsg.MarkerDue(now, last, lastMarker) {
+			lastMarker = now
+			if err := kmsg.WriteMarker(w); err != nil {
+				m.log.Warn("cannot write a kernel log clock marker; no more will be tried", "error", err)
+				w.Close()
+				w = nil
+			}
+		}
+		if kc.clock.Fit().Valid() && now-time.Duration(kc.lastInfo.Load()) >= kernelClockRefresh {
+			kc.lastInfo.Store(int64(now))
+			m.queue("system-info.txt", -1, m.writeSystemInfo)
+		}
+	}
+}

@@ -1,0 +1,72 @@
+package simnvml_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func monoNow(t *testing.T) time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ts.Nano())
+}
+
+// TestKmsgClock: with kmsg_clock the records' timestamps run behind
+// CLOCK_MONOTONIC by the offset and lose the drift per second since boot.
+func TestKmsgClock(t *testing.T) {
+	if child(t) {
+		c := startClock()
+		l := openLib(t)
+		_ = dev(t, l, 0)
+		c.sleepUntil(800 * time.Millisecond)
+		return
+	}
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "kmsg")
+	before := monoNow(t)
+	runChild(t, opts{env: []string{"SIMNVML_KMSG=" + path}, scenario: `
+gpus 1
+kmsg_clock 37 drift 500
+at 0.2 gpu 0 xid 79
+at 0.6 gpu 0 xid 79
+`})
+	after := monoNow(t)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	printk := func(mono time.Duration) time.Duration {
+		return mono - 37*time.Second - time.Duration(500e-6*float64(mono))
+	}
+	re := regexp.MustCompile(`^4,\d+,(\d+),-;`)
+	var ts []time.Duration
+	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		m := re.FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("bad record %q", line)
+		}
+		us, _ := strconv.ParseInt(m[1], 10, 64)
+		ts = append(ts, time.Duration(us)*time.Microsecond)
+	}
+	if len(ts) != 2 {
+		t.Fatalf("%d records, want 2:\n%s", len(ts), data)
+	}
+	for i, v := range ts {
+		if v < printk(before)-time.Microsecond || v > printk(after) {
+			t.Errorf("record %d at %v: not on the offset clock (between %v and %v)", i, v, printk(before), printk(after))
+		}
+	}
+	// 0.4 s of CLOCK_MONOTONIC is 0.4 s less 500 ppm on the kmsg clock.
+	if d := ts[1] - ts[0]; d < 399799*time.Microsecond || d > 399801*time.Microsecond {
+		t.Errorf("records 0.4 s apart differ by %v on the kmsg clock, want 399.8 ms", d)
+	}
+}
