@@ -107,6 +107,7 @@ func (st Status) Attrs() []slog.Attr {
 		slog.Bool("disk_paused", st.DiskPaused),
 		slog.Int("nvml_level", st.NVML.Level),
 		slog.String("nvml_tick", strconv.FormatFloat(float64(st.NVML.TickNVML)/1e6, 'f', 1, 64)+"ms"),
+		slog.String("nvml_last_late", strconv.FormatFloat(float64(st.NVML.LastLate)/1e6, 'f', 1, 64)+"ms"),
 		slog.String("peak", optTemp(st.Total.PeakTempC)+"/"+optWatts(st.Total.PeakPowerMW)),
 	)
 	for _, c := range st.Counters {
