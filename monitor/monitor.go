@@ -135,7 +135,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		Dir: cfg.LogDir, Runner: cfg.Runner, Logger: m.log,
 		CrashCooldown: cfg.CrashCooldown, SpikeCooldown: cfg.SpikeCooldown,
 		FollowUps: cfg.FollowUps, CommandTimeout: cfg.CommandTimeout,
-		Flush: m.csv.Sync, Written: m.snapshotWritten,
+		Flush: m.csv.Sync, Written: m.snapshotWritten, HostRoot: cfg.HostRoot,
 	})
 	m.writeSystemInfo()
 	return m, nil

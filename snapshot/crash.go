@@ -13,6 +13,8 @@ type CrashRequest struct {
 	CSVHeader string    // the CSV's header line
 	Rows      []string  // that GPU's last rows as CSV lines, oldest first; the last 50 are kept
 	Extra     []Section // optional sections, e.g. running processes, written after the diagnostics
+
+	early []Section // sections read before anything else (the GPU's power state), shown after the rows
 }
 
 // Section is one titled block of a snapshot.
@@ -31,6 +33,9 @@ func renderCrash(req *CrashRequest, diags []Section, limit time.Duration) []byte
 	var b strings.Builder
 	writeHeader(&b, &req.Header)
 	writeRows(&b, req.CSVHeader, req.Rows)
+	for _, s := range req.early {
+		writeSection(&b, s)
+	}
 	if diags == nil {
 		writeSection(&b, Section{"Diagnostics", "(being collected: dmesg, lspci, setpci, nvidia-smi, modules, memory, load;\n" +
 			" this file is replaced by the full version within " + limit.String() + ")"})

@@ -64,7 +64,7 @@ func (m *Manager) command(key, name string, args ...string) job {
 
 // pciJobs returns the lspci and setpci jobs for a GPU, or jobs that say why
 // they were not run when the bus id is not a valid PCI address.
-func (m *Manager) pciJobs(busID string) []job {
+func (m *Manager) pciJobs(busID string, full bool) []job {
 	// Only the parsed address, printed back, reaches the command line: never
 	// outside text.
 	a, err := reading.ParsePCIAddr(busID)
@@ -73,17 +73,29 @@ func (m *Manager) pciJobs(busID string) []job {
 	}
 	addr := a.String()
 	return []job{
-		m.command(diagLspci, "lspci", "-vvs", addr),
+		m.lspci(addr, full),
 		// VENDOR_ID reads config space: 10de is NVIDIA, ffff means the device
 		// does not answer (fallen off the bus).
 		m.command(diagSetpci, "setpci", "-s", addr, "VENDOR_ID"),
 	}
 }
 
+// lspci is the verbose lspci of the GPU; full adds the numeric ids and the
+// whole config space as hex, as nvidia-bug-report.sh takes it.
+func (m *Manager) lspci(addr string, full bool) job {
+	if full {
+		return m.command(diagLspci, "lspci", "-nnDvvvxxxx", "-s", addr)
+	}
+	return m.command(diagLspci, "lspci", "-vvs", addr)
+}
+
 // crashJobs are the diagnostics of a full crash snapshot.
 func (m *Manager) crashJobs(busID string) []job {
-	jobs := []job{m.command(diagDmesg, "dmesg")}
-	jobs = append(jobs, m.pciJobs(busID)...)
+	jobs := []job{m.kernelLogJob()}
+	// The full config space, as nvidia-bug-report.sh takes it (ffff... when
+	// the GPU is off the bus).
+	jobs = append(jobs, m.pciJobs(busID, true)...)
+	jobs = append(jobs, m.bugReportJobs(busID)...)
 	return append(jobs,
 		m.command(diagSMI, "nvidia-smi"),
 		job{key: diagModules, run: func(context.Context) ([]byte, error) {
@@ -101,14 +113,14 @@ func (m *Manager) crashJobs(busID string) []job {
 // followUpJobs are the diagnostics of a follow-up: what changes in the
 // minutes after an incident (new kernel messages, the device's PCIe state).
 func (m *Manager) followUpJobs(busID string) []job {
-	jobs := []job{m.command(diagDmesg, "dmesg")}
-	jobs = append(jobs, m.pciJobs(busID)...)
+	jobs := []job{m.kernelLogJob()}
+	jobs = append(jobs, m.pciJobs(busID, false)...)
 	return append(jobs, m.command(diagSMI, "nvidia-smi"))
 }
 
 // crashSections renders the diagnostics of a crash snapshot in the seed's order.
 func crashSections(r map[string]result) []Section {
-	return []Section{
+	return append([]Section{
 		{"dmesg (nvidia/gpu errors)", filtered(r[diagDmesg], gpuLogPattern, gpuLogLines)},
 		{"dmesg (last 200 lines)", filtered(r[diagDmesg], nil, dmesgLines)},
 		{"PCIe AER errors", filtered(r[diagDmesg], aerLogPattern, aerLogLines)},
@@ -118,7 +130,7 @@ func crashSections(r map[string]result) []Section {
 		{"NVIDIA kernel modules", filtered(r[diagModules], nvidiaModPattern, 0)},
 		{"System memory", raw(r[diagFree])},
 		{"System load", raw(r[diagUptime])},
-	}
+	}, bugReportSections(r)...)
 }
 
 // followUpSections renders the diagnostics of a follow-up.

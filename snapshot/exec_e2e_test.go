@@ -49,7 +49,7 @@ func TestManagerWithExecRunner(t *testing.T) {
 	for _, want := range []string{
 		"=== dmesg (nvidia/gpu errors) ===\n[1.0] NVRM: Xid (PCI:0000:4b:00): 79, GPU has fallen off the bus.\n\n",
 		"=== PCIe AER errors ===\n[1.1] pcieport 0000:4a:01.0: AER: Uncorrected (Fatal) error\n",
-		"=== PCIe device state ===\nlspci args: -vvs 0000:4b:00.0\n",
+		"=== PCIe device state ===\nlspci args: -nnDvvvxxxx -s 0000:4b:00.0\n",
 		"=== GPU register test (ffff = off bus) ===\nffff\n",
 		"=== nvidia-smi (may fail) ===\n(timed out after 300ms)\n",
 		"=== System memory ===\n(failed: exec: \"free\": executable file not found in $PATH)\n",

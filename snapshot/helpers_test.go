@@ -196,6 +196,7 @@ func newTestManager(t *testing.T, mod func(*Config)) (*Manager, *testClock) {
 		Now:         clk.Now,
 		FollowUps:   []time.Duration{},
 		ModulesPath: modules,
+		HostRoot:    fakeHost(t),
 	}
 	if mod != nil {
 		mod(&cfg)

@@ -51,6 +51,7 @@ type Config struct {
 	DiagnosticsTimeout time.Duration       // all diagnostics of one capture; 0 means twice CommandTimeout
 	Flush              func(gpu int) error // flushes and fsyncs the GPU's CSV; called before each snapshot, from a snapshot goroutine
 	ModulesPath        string              // "" means DefaultModulesPath
+	HostRoot           string              // where /proc and /sys are read from (tests give a fake one); "" means "/"
 	// Written, if set, is told each file written (kind "crash", "spike" or
 	// "follow-up"; gpu -1 for no monitored GPU), from the writing goroutine.
 	Written func(kind string, gpu int, path string)
@@ -152,6 +153,9 @@ func New(cfg Config) *Manager {
 	if cfg.Flush == nil {
 		cfg.Flush = func(int) error { return nil }
 	}
+	if cfg.HostRoot == "" {
+		cfg.HostRoot = "/"
+	}
 	if cfg.ModulesPath == "" {
 		cfg.ModulesPath = DefaultModulesPath
 	}
@@ -247,6 +251,8 @@ func (m *Manager) Crash(gpu int, build func() CrashRequest) Decision {
 func (m *Manager) crash(fctx context.Context, stop context.CancelCauseFunc, gpu int, req *CrashRequest, at, start time.Time) {
 	defer m.wg.Done()
 	defer stop(nil)
+	// Before anything that could wake the GPU from runtime suspend.
+	req.early = append(req.early, m.powerState(req.Header.BusID))
 	m.flush(gpu)
 
 	t0 := time.Now()

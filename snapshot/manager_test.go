@@ -33,7 +33,7 @@ func TestCrashStage2Golden(t *testing.T) {
 	golden(t, "crash-stage2", data)
 
 	// dmesg once for three sections; the bus id in lspci form; no shell anywhere.
-	wantCalls := []string{"dmesg", "free -h", "lspci -vvs 0000:4b:00.0", "nvidia-smi", "setpci -s 0000:4b:00.0 VENDOR_ID", "uptime"}
+	wantCalls := []string{"dmesg", "free -h", "lspci -nnDvvvxxxx -s 0000:4b:00.0", "nvidia-smi", "setpci -s 0000:4b:00.0 VENDOR_ID", "uptime"}
 	if calls := run.Calls(); !slices.Equal(calls, wantCalls) {
 		t.Errorf("commands = %q, want %q", calls, wantCalls)
 	}
@@ -308,7 +308,7 @@ func TestStage1WhileCommandBlocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "crash-stage1-blocked", data)
-	waitFor(t, "lspci to start", func() bool { return slices.Contains(run.Calls(), "lspci -vvs 0000:4b:00.0") })
+	waitFor(t, "lspci to start", func() bool { return slices.Contains(run.Calls(), "lspci -nnDvvvxxxx -s 0000:4b:00.0") })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()

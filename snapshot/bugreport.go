@@ -1,0 +1,221 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// What NVIDIA asks for in a bug report (nvidia-bug-report.sh collects it),
+// added to the crash snapshot: the GPU's runtime power state, the driver's
+// own view of the GPU, the full config space, AER counters of the GPU and of
+// its upstream bridge, and the module parameters. Files are read under
+// Config.HostRoot so tests can give a fake /proc and /sys.
+
+// Keys of these diagnostics.
+const (
+	diagDriverVersion  = "driver-version"
+	diagGPUInformation = "gpu-information"
+	diagAERCounters    = "aer-counters"
+	diagModuleParams   = "module-params"
+)
+
+// Paths under HostRoot.
+const (
+	pciDevicesDir   = "sys/bus/pci/devices"
+	nvidiaProcDir   = "proc/driver/nvidia"
+	nvidiaParamsDir = "sys/module/nvidia/parameters"
+)
+
+// maxFileRead bounds a /proc or /sys file read into a snapshot.
+const maxFileRead = 64 << 10
+
+// aerCounterFiles are the sysfs AER statistics of a PCIe device.
+var aerCounterFiles = []string{"aer_dev_correctable", "aer_dev_nonfatal", "aer_dev_fatal"}
+
+func (m *Manager) hostPath(rel ...string) string {
+	return filepath.Join(append([]string{m.cfg.HostRoot}, rel...)...)
+}
+
+// powerState reads the GPU's runtime power management state from sysfs.
+// It is read first, before any command touches the device: reading config
+// space (lspci) wakes a suspended GPU, and then the state that was is lost.
+func (m *Manager) powerState(busID string) Section {
+	s := Section{Title: "GPU runtime power state (read first, before anything could wake the GPU)"}
+	a, err := reading.ParsePCIAddr(busID)
+	if err != nil {
+		s.Body = "(not read: " + err.Error() + ")\n"
+		return s
+	}
+	var b strings.Builder
+	for _, f := range []string{"runtime_status", "control"} {
+		v, err := readSmall(m.hostPath(pciDevicesDir, a.String(), "power", f))
+		if err != nil {
+			fmt.Fprintf(&b, "%s: (%s)\n", f, fileErr(err))
+			continue
+		}
+		fmt.Fprintf(&b, "%s: %s\n", f, strings.TrimSpace(string(v)))
+	}
+	s.Body = b.String()
+	return s
+}
+
+// fileJob is a diagnostic that reads one file.
+func (m *Manager) fileJob(key, path string) job {
+	return job{key: key, run: func(context.Context) ([]byte, error) {
+		b, err := readSmall(path)
+		if err != nil {
+			return nil, errors.New(fileErr(err))
+		}
+		return b, nil
+	}}
+}
+
+// bugReportJobs are the extra diagnostics of a crash snapshot.
+func (m *Manager) bugReportJobs(busID string) []job {
+	jobs := []job{m.fileJob(diagDriverVersion, m.hostPath(nvidiaProcDir, "version"))}
+	a, err := reading.ParsePCIAddr(busID)
+	if err != nil {
+		jobs = append(jobs, job{key: diagGPUInformation, notRun: err.Error()}, job{key: diagAERCounters, notRun: err.Error()})
+	} else {
+		jobs = append(jobs,
+			m.fileJob(diagGPUInformation, m.hostPath(nvidiaProcDir, "gpus", a.String(), "information")),
+			job{key: diagAERCounters, run: func(context.Context) ([]byte, error) { return m.aerCounters(a), nil }})
+	}
+	return append(jobs, job{key: diagModuleParams, run: func(context.Context) ([]byte, error) { return m.moduleParams() }})
+}
+
+// bugReportSections renders them, after the seed's sections.
+func bugReportSections(r map[string]result) []Section {
+	return []Section{
+		{"NVIDIA driver version (/proc/driver/nvidia/version)", raw(r[diagDriverVersion])},
+		{"Driver's GPU information (/proc/driver/nvidia/gpus/<bus id>/information)", raw(r[diagGPUInformation])},
+		{"PCIe AER counters (sysfs) of the GPU and its upstream bridge", raw(r[diagAERCounters])},
+		{"nvidia module parameters (/sys/module/nvidia/parameters)", raw(r[diagModuleParams])},
+	}
+}
+
+// aerCounters renders the sysfs AER counters of the GPU and of the bridge
+// right above it: the port that reports the GPU's link errors.
+func (m *Manager) aerCounters(a reading.PCIAddr) []byte {
+	var b strings.Builder
+	devs := []struct{ what, addr string }{{"GPU", a.String()}}
+	path, err := kmsg.PCIPath(m.hostPath(pciDevicesDir), a)
+	switch {
+	case err != nil:
+		fmt.Fprintf(&b, "(upstream bridge not found: %s)\n", fileErr(err))
+	case len(path) == 0:
+		b.WriteString("(no bridge above the GPU)\n")
+	default:
+		devs = append(devs, struct{ what, addr string }{"upstream bridge", path[len(path)-1].String()})
+	}
+	for _, d := range devs {
+		fmt.Fprintf(&b, "--- %s %s\n", d.what, d.addr)
+		for _, f := range aerCounterFiles {
+			v, err := readSmall(m.hostPath(pciDevicesDir, d.addr, f))
+			if err != nil {
+				fmt.Fprintf(&b, "%s: (%s)\n", f, fileErr(err))
+				continue
+			}
+			// The files list one counter per line ("RxErr 0"); keep the
+			// non-zero ones and the total, so the section stays short.
+			var nonzero []string
+			for _, l := range strings.Split(strings.TrimSpace(string(v)), "\n") {
+				fs := strings.Fields(l)
+				if len(fs) == 2 && (fs[1] != "0" || strings.HasPrefix(fs[0], "TOTAL_")) {
+					nonzero = append(nonzero, fs[0]+"="+fs[1])
+				}
+			}
+			fmt.Fprintf(&b, "%s: %s\n", f, strings.Join(nonzero, " "))
+		}
+	}
+	return []byte(b.String())
+}
+
+// moduleParams renders /sys/module/nvidia/parameters as "name: value" lines.
+func (m *Manager) moduleParams() ([]byte, error) {
+	dir := m.hostPath(nvidiaParamsDir)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, errors.New(fileErr(err))
+	}
+	names := make([]string, 0, len(ents))
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, n := range names {
+		v, err := readSmall(filepath.Join(dir, n))
+		if err != nil {
+			fmt.Fprintf(&b, "%s: (%s)\n", n, fileErr(err))
+			continue
+		}
+		fmt.Fprintf(&b, "%s: %s\n", n, strings.TrimSpace(string(v)))
+	}
+	return []byte(b.String()), nil
+}
+
+// readSmall reads at most maxFileRead bytes of a file.
+func readSmall(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf := make([]byte, maxFileRead)
+	n, err := f.Read(buf)
+	if n > 0 || err == nil {
+		return buf[:n], nil
+	}
+	if errors.Is(err, io.EOF) {
+		return nil, nil
+	}
+	return nil, err
+}
+
+// fileErr says why a file could not be read, short.
+func fileErr(err error) string {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "missing"
+	case errors.Is(err, fs.ErrPermission):
+		return "no permission"
+	}
+	return err.Error()
+}
+
+// kernelLogJob runs dmesg; when the kernel log is restricted
+// (kernel.dmesg_restrict=1 without CAP_SYSLOG), it takes this boot's kernel
+// lines from the journal instead, and says so.
+func (m *Manager) kernelLogJob() job {
+	return job{key: diagDmesg, run: func(ctx context.Context) ([]byte, error) {
+		out, err := m.cfg.Runner.Run(ctx, "dmesg")
+		if err == nil || ctx.Err() != nil {
+			return out, err
+		}
+		jout, jerr := m.cfg.Runner.Run(ctx, "journalctl", "-k", "-b", "0", "--no-pager", "-o", "short-monotonic")
+		if jerr != nil {
+			return out, fmt.Errorf("%w (and journalctl -k -b 0 instead: %v)", err, jerr)
+		}
+		note := "(dmesg failed: " + firstLine(out, err) + "; this boot's kernel lines are from journalctl -k -b 0)\n"
+		return append([]byte(note), jout...), nil
+	}}
+}
+
+func firstLine(out []byte, err error) string {
+	if s := strings.TrimSpace(string(out)); s != "" {
+		line, _, _ := strings.Cut(s, "\n")
+		return line
+	}
+	return err.Error()
+}

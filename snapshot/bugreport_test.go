@@ -1,0 +1,97 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fakeHost builds the /proc and /sys a crash snapshot reads for the test
+// GPU 0000:4b:00.0, below root port 0000:4a:01.0.
+func fakeHost(t testing.TB) string {
+	t.Helper()
+	root := t.TempDir()
+	write := func(rel, data string) {
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gpu := "sys/devices/pci0000:4a/0000:4a:01.0/0000:4b:00.0"
+	bridge := "sys/devices/pci0000:4a/0000:4a:01.0"
+	write(gpu+"/power/runtime_status", "active\n")
+	write(gpu+"/power/control", "auto\n")
+	write(gpu+"/aer_dev_correctable", "RxErr 3\nBadTLP 0\nBadDLLP 0\nRollover 0\nTimeout 0\nNonFatalErr 0\nCorrIntErr 0\nHeaderOF 0\nTOTAL_ERR_COR 3\n")
+	write(gpu+"/aer_dev_fatal", "Undefined 0\nDLP 0\nSDES 0\nTLP 0\nFCP 0\nCmpltTO 1\nCmpltAbrt 0\nUnxCmplt 0\nRxOF 0\nMalfTLP 0\nECRC 0\nUnsupReq 0\nACSViol 0\nTOTAL_ERR_FATAL 1\n")
+	write(gpu+"/aer_dev_nonfatal", "Undefined 0\nDLP 0\nCmpltTO 0\nTOTAL_ERR_NONFATAL 0\n")
+	write(bridge+"/aer_dev_correctable", "RxErr 12\nBadTLP 2\nTOTAL_ERR_COR 14\n")
+	write(bridge+"/aer_dev_fatal", "SDES 1\nTOTAL_ERR_FATAL 1\n")
+	// The bridge's non-fatal counter is missing (an older kernel).
+	for _, d := range []struct{ addr, path string }{{"0000:4b:00.0", gpu}, {"0000:4a:01.0", bridge}} {
+		link := filepath.Join(root, "sys/bus/pci/devices", d.addr)
+		os.MkdirAll(filepath.Dir(link), 0o755)
+		if err := os.Symlink(filepath.Join("../../..", strings.TrimPrefix(d.path, "sys/")), link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("proc/driver/nvidia/version", "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  (dvs-builder@U22-I3-AF03-09-1)  Tue Sep 23 09:50:12 UTC 2025\nGCC version:  gcc version 12.2.0 (Debian 12.2.0-14+deb12u1)\n")
+	write("proc/driver/nvidia/gpus/0000:4b:00.0/information", "Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   \t\t 171\nGPU UUID: \t GPU-8a1c7c8e-43d6-5a0e-11b2-9c1f0e3d7a21\nVideo BIOS: \t 96.00.99.00.01\nBus Type: \t PCIe\nDMA Size: \t 52 bits\nDMA Mask: \t 0xfffffffffffff\nBus Location: \t 0000:4b:00.0\nDevice Minor: \t 3\nGPU Firmware: \t 580.95.05\nGPU Excluded:\t No\n")
+	write("sys/module/nvidia/parameters/NVreg_EnableGpuFirmware", "18\n")
+	write("sys/module/nvidia/parameters/NVreg_DynamicPowerManagement", "3\n")
+	write("sys/module/nvidia/parameters/NVreg_RegistryDwords", "\n")
+	return root
+}
+
+func TestCrashSnapshotHasBugReportSections(t *testing.T) {
+	m, _ := newTestManager(t, nil)
+	if d := m.Crash(3, testCrashRequest); !d.Accepted {
+		t.Fatal("not accepted")
+	}
+	closeManager(t, m)
+	b, err := os.ReadFile(filepath.Join(m.cfg.Dir, "crashes", "crash-20260314-092653.589-gpu3.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	for _, want := range []string{
+		"=== GPU runtime power state (read first, before anything could wake the GPU) ===\nruntime_status: active\ncontrol: auto\n",
+		"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05",
+		"Bus Location: \t 0000:4b:00.0",
+		"--- GPU 0000:4b:00.0\naer_dev_correctable: RxErr=3 TOTAL_ERR_COR=3\naer_dev_nonfatal: TOTAL_ERR_NONFATAL=0\naer_dev_fatal: CmpltTO=1 TOTAL_ERR_FATAL=1\n",
+		"--- upstream bridge 0000:4a:01.0\naer_dev_correctable: RxErr=12 BadTLP=2 TOTAL_ERR_COR=14\naer_dev_nonfatal: (missing)\n",
+		"NVreg_DynamicPowerManagement: 3\nNVreg_EnableGpuFirmware: 18\nNVreg_RegistryDwords: \n",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("snapshot lacks %q", want)
+		}
+	}
+	// The power state is shown right after the rows, before the diagnostics.
+	if p, r := strings.Index(s, "runtime_status"), strings.Index(s, "=== dmesg"); p < 0 || p > r {
+		t.Error("power state is not before the diagnostics")
+	}
+}
+
+func TestRestrictedDmesgFallsBackToTheJournal(t *testing.T) {
+	run := cannedRunner()
+	run.results["dmesg"] = fakeResult{out: "dmesg: read kernel buffer failed: Operation not permitted\n", err: errors.New("dmesg: exit status 1")}
+	run.results["journalctl"] = fakeResult{out: "[86400.120000] kernel: NVRM: Xid (PCI:0000:4b:00): 79, pid=2314, GPU has fallen off the bus.\n"}
+	m, _ := newTestManager(t, func(c *Config) { c.Runner = run })
+	r := m.runJob(context.Background(), m.kernelLogJob())
+	s := string(r.out)
+	if r.status != "" || !strings.Contains(s, "dmesg failed: dmesg: read kernel buffer failed: Operation not permitted; this boot's kernel lines are from journalctl -k -b 0") ||
+		!strings.Contains(s, "NVRM: Xid (PCI:0000:4b:00): 79") {
+		t.Errorf("fallback: status %q, out:\n%s", r.status, s)
+	}
+	// Neither works: the section says both.
+	delete(run.results, "journalctl")
+	r = m.runJob(context.Background(), m.kernelLogJob())
+	if !strings.Contains(r.status, "dmesg: exit status 1 (and journalctl -k -b 0 instead: exec: \"journalctl\": executable file not found") {
+		t.Errorf("status %q", r.status)
+	}
+}
