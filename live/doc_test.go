@@ -101,3 +101,20 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkStatusAnswer is what the control socket does per status request
+// for eight GPUs: build the document from a view and encode it.
+func BenchmarkStatusAnswer(b *testing.B) {
+	v := livetest.View()
+	for i := 2; i < 8; i++ {
+		g := v.GPUs[0]
+		g.Info.Index = i
+		v.GPUs = append(v.GPUs, g)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := json.Marshal(NewDoc(v)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -88,6 +88,12 @@ func run() int {
 		return 1
 	}
 	rows = append(rows, atopR...)
+	liveR, err := liveRows(o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gtbench: live interface runs:", err)
+		return 1
+	}
+	rows = append(rows, liveR...)
 	// The kernel's share of the durability requirements (one write(2) per
 	// row, one fdatasync per file per second): the same run with no
 	// fdatasync in the window, and with the CSVs on tmpfs.
