@@ -75,9 +75,10 @@ const (
 	equivHangEnd = 4 * time.Second
 )
 
-// simLibrary returns the simulated libnvidia-ml.so.1 (SIMNVML_DIR, as make
-// test sets it, or built into a temp dir).
-func simLibrary(t *testing.T) string {
+// simDir returns the directory holding sim/ and sim-old/ with the simulated
+// libnvidia-ml.so.1 (SIMNVML_DIR, as make test sets it, or built into a temp
+// dir).
+func simDir(t *testing.T) string {
 	t.Helper()
 	dir := os.Getenv("SIMNVML_DIR")
 	if dir == "" {
@@ -87,8 +88,12 @@ func simLibrary(t *testing.T) string {
 			t.Fatalf("building simnvml: %v\n%s", err, out)
 		}
 	}
-	return filepath.Join(dir, "sim", "libnvidia-ml.so.1")
+	return dir
 }
+
+// equivLibEnv names the library a child process of TestCAndGoPathsAgree
+// compares the paths on: a process loads one libnvidia-ml.so.1 only.
+const equivLibEnv = "GPU_TELEMETRY_EQUIV_LIB"
 
 // twin is a GPU sampled through the C path (batch.c, as in production) and
 // through the Go path (go-nvml calls, as the unit tests' fakes are) on the
@@ -130,9 +135,27 @@ func (tw twin) same(t *testing.T, what string, c, g reading.Sample) {
 // TestCAndGoPathsAgree runs sampler/batch.c (production's path) and the Go
 // executor (the unit tests' path) on the same simulated GPUs, with refused and
 // failing calls and fields, a failed batch, a lost GPU and a field-lock
-// timeout, and requires identical samples.
+// timeout, and requires identical samples: once on the current driver and
+// once on the old-driver build (older fallbacks: memory v1, throttle reasons,
+// one fan), each in a process of its own.
 func TestCAndGoPathsAgree(t *testing.T) {
-	lib := simLibrary(t)
+	if lib := os.Getenv(equivLibEnv); lib != "" {
+		compareCAndGo(t, lib, filepath.Base(filepath.Dir(lib)) == "sim-old")
+		return
+	}
+	dir := simDir(t)
+	for _, build := range []string{"sim", "sim-old"} {
+		t.Run(build, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestCAndGoPathsAgree$", "-test.count=1")
+			cmd.Env = append(os.Environ(), equivLibEnv+"="+filepath.Join(dir, build, "libnvidia-ml.so.1"))
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("%s: %v\n%s", build, err, out)
+			}
+		})
+	}
+}
+
+func compareCAndGo(t *testing.T, lib string, old bool) {
 	scn := filepath.Join(t.TempDir(), "equiv.scn")
 	if err := os.WriteFile(scn, []byte(equivScenario), 0o644); err != nil {
 		t.Fatal(err)
@@ -171,11 +194,14 @@ func TestCAndGoPathsAgree(t *testing.T) {
 	// Spot checks that the paths did what the scenario asks (equal but wrong
 	// would pass the comparison).
 	c, _ := twins[0].sample(t)
-	if v, _ := c.Sensor0.Get(); c.TempC.V != 61 || v.Temp != 62 || c.MemTempC.V != 71 || c.EnforcedLimitMW.V != 433_000 {
+	if c.TempC.V != 61 || c.MemTempC.V != 71 || c.EnforcedLimitMW.V != 433_000 || c.Fans[0].Speed.V != 31 {
 		t.Errorf("GPU 0 read wrong values: %+v", c)
 	}
+	if v, _ := c.Sensor0.Get(); old == c.Sensor0.OK || (!old && v.Temp != 62) || old == c.Fans[1].Speed.OK {
+		t.Errorf("GPU 0 (old driver %v): sensor 0 %+v, fan 1 %+v", old, c.Sensor0, c.Fans[1])
+	}
 	c, _ = twins[1].sample(t)
-	if !c.PowerMW.OK || c.EnforcedLimitMW.OK != true || c.MemTempC.OK || c.GraphicsMHz.OK || c.Fans[0].Target.OK || c.EncUtil.OK {
+	if !c.PowerMW.OK || !c.EnforcedLimitMW.OK || c.MemTempC.OK || c.GraphicsMHz.OK || c.Fans[0].Target.OK || c.EncUtil.OK {
 		t.Errorf("GPU 1 refusals not applied: %+v", c)
 	}
 	c, _ = twins[3].sample(t)

@@ -92,10 +92,10 @@ type opts struct {
 	args     []string // extra flags
 	oldLib   bool     // the old-driver build of the simulated library
 	// plain runs the binary as shipped instead of the race-enabled build:
-	// only for tests of timing (the race detector makes the work done
-	// while the poll loop waits several times slower, which with the
-	// shipped GOMAXPROCS=1 shows as late ticks that production does not
-	// have).
+	// only for tests of timing. In the race-enabled build, running a
+	// snapshot's commands stalls the process's single P (GOMAXPROCS=1, as
+	// shipped) for 200-450 ms (measured with hang.scn), which shows as late
+	// ticks the shipped build does not have.
 	plain bool
 	dir   string // log dir (default: a new temp dir)
 	kmsg  bool   // give the sim a kernel log file and the logger --kmsg
