@@ -53,7 +53,7 @@ func (m *Monitor) runKmsg(ctx context.Context) {
 		m.learnXid(x)
 		m.kmsgXids.Add(1)
 		e := reading.Event{Time: time.Now(), GPU: -1, Kind: reading.EventXid, Source: reading.SourceKmsg,
-			Data: uint64(x.Code), Text: rec.Message}
+			Data: uint64(x.Code), Text: rec.Message, KernelTime: rec.Time}
 		if gs := m.byBus[x.Bus]; gs != nil {
 			e.GPU, e.BusID = gs.idx, gs.info().BusID
 		} else {
@@ -167,6 +167,9 @@ func (m *Monitor) onEvent(e reading.Event) {
 	case reading.EventLost:
 		kv = append(kv, "type=GPU_LOST")
 		reason = "GPU lost (" + e.Source.String() + ")"
+	}
+	if e.KernelTime > 0 {
+		kv = append(kv, kernelTimeField(e.KernelTime))
 	}
 	if e.Text != "" {
 		kv = append(kv, "text="+strconv.Quote(e.Text))

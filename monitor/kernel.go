@@ -83,7 +83,7 @@ func (m *Monitor) learnXid(x kmsg.XidReport) {
 // NVRM failure line is written to events.log for its GPU(s), and taken as a
 // critical event when it is one. Anything else is ignored.
 func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
-	ktime := "ktime=" + strconv.FormatFloat(rec.Time.Seconds(), 'f', 6, 64)
+	ktime := kernelTimeField(rec.Time)
 	if r, ok := kmsg.ParseAER(rec.Message); ok {
 		m.initPaths()
 		gpus, _ := m.kern.paths.GPUs(r)
@@ -189,4 +189,11 @@ func (m *Monitor) kernelLineAllowed(gpu int, kind string, now time.Time) bool {
 			slog.Int("gpu", gpu), slog.String("kind", kind))
 	}
 	return ok
+}
+
+// kernelTimeField is the events.log field of a kernel line's printk
+// timestamp, in seconds as dmesg prints it: `gpu-telemetry report` places the
+// line among the rows by their dmesg_time (same clock), not by when it was read.
+func kernelTimeField(t time.Duration) string {
+	return "ktime=" + strconv.FormatFloat(t.Seconds(), 'f', 6, 64)
 }

@@ -47,6 +47,10 @@ type Event struct {
 	NVMLType uint64 // NVML event type mask (SourceNVML only)
 	Data     uint64 // Xid number, recovery action, ...
 	Text     string // the kernel log message (SourceKmsg), or other detail
+	// KernelTime is the kernel log record's printk timestamp (SourceKmsg
+	// only; 0 otherwise): it places the line among the rows by their
+	// dmesg_time, which arrival time cannot.
+	KernelTime time.Duration
 }
 
 // Critical reports whether the event should trigger a crash snapshot.
