@@ -12,6 +12,7 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
 // Status is the daemon's state as the status line and summary show it.
@@ -128,7 +129,7 @@ func SummaryLine(now time.Time, st Status, window anomaly.Counts, elapsed time.D
 	r := anomaly.Rates(window, elapsed)
 	t := st.Total.Total
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s | %s | window=%.0fs |", now.Format("2006-01-02T15:04:05.000Z07:00"), fmtUptime(st.Uptime),
+	fmt.Fprintf(&b, "%s | %s | window=%.0fs |", now.Format(sink.TimestampLayout), fmtUptime(st.Uptime),
 		anomaly.RateWindow(elapsed).Seconds())
 	// The detectors' counters (anomaly.CounterDefs), windows as the seed shows them.
 	for i, d := range anomaly.CounterDefs {

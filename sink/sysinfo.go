@@ -96,7 +96,7 @@ func optC(o reading.Opt[uint32]) string {
 func RenderSystemInfo(si SystemInfo) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "=== GPU Telemetry - System Info ===\n")
-	fmt.Fprintf(&b, "Generated: %s\n", si.Generated.Format(time.RFC3339))
+	fmt.Fprintf(&b, "Generated: %s\n", si.Generated.Format(TimestampLayout))
 	fmt.Fprintf(&b, "gpu-telemetry: %s\n\n", na(si.Version))
 	fmt.Fprintf(&b, "--- Host ---\n Hostname: %s\n OS: %s\n Kernel: %s\n CPU: %s\n Board: %s\n\n",
 		na(si.Host.Hostname), na(si.Host.OS), na(si.Host.Kernel), na(si.Host.CPU), na(si.Host.Board))

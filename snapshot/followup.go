@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
 // DefaultFollowUps are the offsets, from the incident, of the follow-up
@@ -43,13 +45,13 @@ func followUpName(incident string, offset time.Duration) string {
 func renderFollowUp(h *Header, incident string, offset time.Duration, now time.Time, diags []Section) []byte {
 	var b strings.Builder
 	b.WriteString("=== GPU CRASH FOLLOW-UP " + offsetLabel(offset) + " ===\n")
-	b.WriteString("Time: " + now.Format(timeLayout) + "\n")
+	b.WriteString("Time: " + now.Format(sink.TimestampLayout) + "\n")
 	b.WriteString("Version: " + orNA(h.Version) + "\n")
 	writeGPULine(&b, h)
 	b.WriteString("UUID: " + orNA(h.UUID) + "\n")
 	b.WriteString("Incident: " + filepath.Base(incident))
 	if !h.Time.IsZero() {
-		b.WriteString(" at " + h.Time.Format(timeLayout))
+		b.WriteString(" at " + h.Time.Format(sink.TimestampLayout))
 	}
 	b.WriteString("\nReason: " + orNA(h.Reason) + "\n")
 	for _, s := range diags {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
 // Header is the block at the top of every snapshot: what GPU, why, and the
@@ -38,9 +39,6 @@ type Counter struct {
 // na is printed for an absent value: never 0, which would be a real reading.
 const na = "n/a"
 
-// timeLayout is RFC 3339 with milliseconds, the resolution of the CSV rows.
-const timeLayout = "2006-01-02T15:04:05.000Z07:00"
-
 // orNA returns s, or "n/a" when s is empty.
 func orNA(s string) string {
 	if s == "" {
@@ -57,7 +55,7 @@ func writeHeader(b *strings.Builder, h *Header) {
 	if h.Time.IsZero() {
 		b.WriteString(na)
 	} else {
-		b.WriteString(h.Time.Format(timeLayout))
+		b.WriteString(h.Time.Format(sink.TimestampLayout))
 	}
 	b.WriteString("\nVersion: " + orNA(h.Version) + "\n")
 	writeGPULine(b, h)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
 // ProcessesTitle is the title of the crash snapshot section naming the
@@ -40,7 +41,7 @@ func ProcessesSection(p *reading.Procs, now time.Time) Section {
 		b.WriteString("last successful read below.\n")
 	}
 	fmt.Fprintf(&b, "read at %s, %s before this snapshot: %d process(es)\n",
-		good.Time.Format("2006-01-02T15:04:05.000Z07:00"), age(now.Sub(good.Time)), len(good.List))
+		good.Time.Format(sink.TimestampLayout), age(now.Sub(good.Time)), len(good.List))
 	if len(good.List) == 0 {
 		return Section{ProcessesTitle, b.String()}
 	}

@@ -33,6 +33,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
 func main() { os.Exit(run()) }
@@ -605,7 +607,7 @@ func cadence(dir string, iv time.Duration) (p50, p99, pmax, mean float64, n int,
 				first = false
 				continue
 			}
-			t, err := time.Parse("2006-01-02T15:04:05.000Z07:00", rec[0])
+			t, err := time.Parse(sink.TimestampLayout, rec[0])
 			if err != nil {
 				continue
 			}

@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
 var (
@@ -354,7 +356,7 @@ func readFile(t *testing.T, path string) string {
 
 func parseTime(t *testing.T, s string) time.Time {
 	t.Helper()
-	ts, err := time.Parse("2006-01-02T15:04:05.000Z07:00", s)
+	ts, err := time.Parse(sink.TimestampLayout, s)
 	if err != nil {
 		t.Fatalf("timestamp %q: %v", s, err)
 	}
