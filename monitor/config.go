@@ -45,8 +45,6 @@ type Config struct {
 	// XidDedupe: the same Xid on the same GPU from the other source (NVML
 	// events vs kernel log) within this window is one incident.
 	XidDedupe time.Duration
-	// EventWait bounds each nvmlEventSetWait so shutdown is prompt.
-	EventWait time.Duration
 	// InventoryEvery is how often the GPU list is checked against the
 	// driver's enumeration. 0 means 30 s.
 	InventoryEvery time.Duration
@@ -94,9 +92,6 @@ func (c *Config) defaults() {
 	}
 	if c.InventoryEvery <= 0 {
 		c.InventoryEvery = inventoryEvery
-	}
-	if c.EventWait <= 0 {
-		c.EventWait = 500 * time.Millisecond
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -492,12 +492,3 @@ func (m *Monitor) hostView() live.Host {
 	m.smu.Unlock()
 	return h
 }
-
-// GPUIndexes returns the monitored GPUs' indexes.
-func (m *Monitor) GPUIndexes() []int {
-	out := make([]int, len(m.gpus))
-	for i, gs := range m.gpus {
-		out[i] = gs.idx
-	}
-	return out
-}

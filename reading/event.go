@@ -52,8 +52,3 @@ type Event struct {
 	// dmesg_time, which arrival time cannot.
 	KernelTime time.Duration
 }
-
-// Critical reports whether the event should trigger a crash snapshot.
-func (e Event) Critical() bool {
-	return e.Kind == EventXid || e.Kind == EventRecovery || e.Kind == EventLost
-}

@@ -1,7 +1,6 @@
 package sampler
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -64,17 +63,6 @@ func Classify(ret nvml.Return) Class {
 func (c Class) capability() bool {
 	return c == ClassNotSupported || c == ClassNoPermission || c == ClassFunctionNotFound
 }
-
-// Error is an NVML call that failed.
-type Error struct {
-	Fn  Fn
-	Ret nvml.Return
-}
-
-func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Fn, retText(e.Ret)) }
-
-// Class returns the error's class.
-func (e *Error) Class() Class { return Classify(e.Ret) }
 
 // retText returns NVML's text for a return code, safe to put in a CSV cell:
 // no commas or quotes.

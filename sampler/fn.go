@@ -139,15 +139,6 @@ func LookupSymbols(lookup func(string) error) Symbols {
 	return s
 }
 
-// AllSymbols is a Symbols with every function present (fakes in tests).
-func AllSymbols() Symbols {
-	var s Symbols
-	for f := range s.present {
-		s.present[f] = true
-	}
-	return s
-}
-
 // Has reports whether f may be called.
 func (s *Symbols) Has(f Fn) bool { return s.present[f] }
 

@@ -268,7 +268,7 @@ func (p *ProcReader) finish(out *reading.Procs) *reading.Procs {
 	}
 	if out.Status == reading.ProcFailed && !p.failing {
 		p.failing = true
-		p.log.Warn("process list read failed; no process data", "err", out.Err)
+		p.log.Warn("process list read failed; no process data", "error", out.Err)
 	}
 	return out
 }

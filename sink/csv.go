@@ -446,15 +446,6 @@ func (c *CSV) Sync(index int) error {
 	return nil
 }
 
-// SyncAll fsyncs every dirty file and waits for it.
-func (c *CSV) SyncAll() {
-	for _, i := range c.order {
-		if c.files[i].dirty.Load() {
-			c.Sync(i)
-		}
-	}
-}
-
 // syncFailed counts a failed fsync, fdatasync or close of a CSV and logs
 // the first one with its file: rows written since the last good sync may not
 // survive a power loss.
@@ -666,6 +657,3 @@ func (c *CSV) resume() {
 		c.log.Info("disk guard: space is back, writing rows again", "dir", c.cfg.Dir, "dropped_so_far", c.dropped.Load())
 	}
 }
-
-// CheckDisk runs the disk guard now (tests, and after an operator frees space).
-func (c *CSV) CheckDisk() { c.checkDisk() }

@@ -252,7 +252,7 @@ func TestENOSPCCutsBackToWholeLines(t *testing.T) {
 	}
 	// Space comes back.
 	ef.okWrites = 100
-	c.CheckDisk()
+	c.checkDisk()
 	s.Time = s.Time.Add(100 * time.Millisecond)
 	if err := c.Write(&s); err != nil {
 		t.Fatal(err)
@@ -281,7 +281,7 @@ func TestDiskGuard(t *testing.T) {
 		t.Errorf("file written below the free-space floor")
 	}
 	free = 600 << 20
-	c.CheckDisk()
+	c.checkDisk()
 	if err := c.Write(&s); err != nil {
 		t.Fatal(err)
 	}

@@ -383,7 +383,7 @@ func (m *Manager) Close(ctx context.Context) error {
 // flush calls Config.Flush; a failure is logged and the snapshot still taken.
 func (m *Manager) flush(gpu int) {
 	if err := m.cfg.Flush(gpu); err != nil {
-		m.log.Warn("flush csv before snapshot failed", "gpu", gpu, "err", err)
+		m.log.Warn("flush csv before snapshot failed", "gpu", gpu, "error", err)
 	}
 }
 
@@ -395,7 +395,7 @@ func (m *Manager) written(kind string, gpu, stage int, path string, took time.Du
 		m.cfg.Written(kind, gpu, path)
 	}
 	if err != nil {
-		m.log.Warn("snapshot written but not made durable", "kind", kind, "gpu", gpu, "path", path, "err", err)
+		m.log.Warn("snapshot written but not made durable", "kind", kind, "gpu", gpu, "path", path, "error", err)
 	}
 }
 
@@ -404,7 +404,7 @@ func (m *Manager) failed(kind string, gpu, stage int, err error) {
 	m.mu.Lock()
 	m.stats.Failures++
 	m.mu.Unlock()
-	m.log.Warn("snapshot failed", "kind", kind, "gpu", gpu, "stage", stage, "err", err)
+	m.log.Warn("snapshot failed", "kind", kind, "gpu", gpu, "stage", stage, "error", err)
 }
 
 // stampLayout names files to the millisecond: the seed's names, to the

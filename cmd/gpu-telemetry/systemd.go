@@ -14,7 +14,7 @@ import (
 type systemd struct {
 	log      *slog.Logger
 	enabled  bool
-	watchdog time.Duration // ping at least this often; 0: no watchdog
+	watchdog time.Duration // ping interval: half of WatchdogSec; 0: no watchdog
 	mu       sync.Mutex
 	last     time.Time
 }
@@ -45,14 +45,16 @@ func (s *systemd) Ready() { s.notify(daemon.SdNotifyReady) }
 // Stopping implements monitor.Notifier.
 func (s *systemd) Stopping() { s.notify(daemon.SdNotifyStopping) }
 
-// Watchdog implements monitor.Notifier; it pings at most every half timeout.
+// Watchdog implements monitor.Notifier. The poll loop calls it every tick;
+// it pings once half of WatchdogSec has passed since the last ping, so pings
+// come every half timeout (plus at most a tick), as systemd advises.
 func (s *systemd) Watchdog() {
 	if !s.enabled || s.watchdog == 0 {
 		return
 	}
 	s.mu.Lock()
 	now := time.Now()
-	due := now.Sub(s.last) >= s.watchdog/2
+	due := now.Sub(s.last) >= s.watchdog
 	if due {
 		s.last = now
 	}

@@ -86,7 +86,7 @@ func (s *Server) Start(ctx context.Context) []string {
 		ln, err := net.Listen(a.network, a.addr)
 		if err != nil {
 			s.log.Warn("atop: cannot listen; serving atop without it (is atopgpud running?)",
-				"network", a.network, "addr", a.addr, "err", err)
+				"network", a.network, "addr", a.addr, "error", err)
 			continue
 		}
 		s.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -12,8 +13,9 @@ import (
 )
 
 // TestSystemdNotify runs the logger as systemd would (Type=notify with a
-// watchdog) and checks READY after the first rows, WATCHDOG pings, and
-// STOPPING at shutdown.
+// watchdog) and checks READY after the first row of every GPU, WATCHDOG pings
+// every half WatchdogSec (never closer, never as far apart as the timeout),
+// and STOPPING at shutdown.
 func TestSystemdNotify(t *testing.T) {
 	t.Parallel()
 	sock := filepath.Join(t.TempDir(), "notify.sock")
@@ -24,6 +26,9 @@ func TestSystemdNotify(t *testing.T) {
 	defer conn.Close()
 	var mu sync.Mutex
 	var msgs []string
+	var pings []time.Time
+	var dir string
+	rowsAtReady := []int{-1, -1}
 	go func() {
 		buf := make([]byte, 4096)
 		for {
@@ -31,8 +36,25 @@ func TestSystemdNotify(t *testing.T) {
 			if err != nil {
 				return
 			}
+			at := time.Now()
 			mu.Lock()
-			msgs = append(msgs, string(buf[:n]))
+			msg := string(buf[:n])
+			msgs = append(msgs, msg)
+			if strings.Contains(msg, "WATCHDOG=1") {
+				pings = append(pings, at)
+			}
+			if strings.Contains(msg, "READY=1") && dir != "" {
+				// Counted as READY arrives: rows written later cannot hide
+				// an early READY.
+				for gpu := range rowsAtReady {
+					m, _ := filepath.Glob(filepath.Join(dir, "gpu"+strconv.Itoa(gpu)+"-deep-*.csv"))
+					if len(m) > 0 {
+						rowsAtReady[gpu] = rowCount(m[0])
+					} else {
+						rowsAtReady[gpu] = 0
+					}
+				}
+			}
 			mu.Unlock()
 		}
 	}()
@@ -41,15 +63,37 @@ func TestSystemdNotify(t *testing.T) {
 		defer mu.Unlock()
 		return strings.Join(msgs, "\n")
 	}
-	// WATCHDOG_USEC=1s: pings are due every 500 ms. WATCHDOG_PID must be ours,
-	// which we only know after start: leave it unset (then any PID is fine).
-	p := start(t, opts{env: []string{"NOTIFY_SOCKET=" + sock, "WATCHDOG_USEC=1000000"}})
+	// WATCHDOG_USEC=2s: pings are due every second. WATCHDOG_PID must be
+	// ours, which we only know after start: leave it unset (then any PID is
+	// fine).
+	const watchdogSec = 2 * time.Second
+	logDir := t.TempDir()
+	mu.Lock()
+	dir = logDir
+	mu.Unlock()
+	p := start(t, opts{scenario: "gpus 2\n", dir: logDir,
+		env: []string{"NOTIFY_SOCKET=" + sock, "WATCHDOG_USEC=" + strconv.FormatInt(watchdogSec.Microseconds(), 10)}})
 	p.waitFor("READY=1", 15*time.Second, func() bool { return strings.Contains(got(), "READY=1") })
-	if rowCount(p.csvFile(0)) < 1 {
-		t.Errorf("READY before the first row was written")
+	mu.Lock()
+	if rowsAtReady[0] < 1 || rowsAtReady[1] < 1 {
+		t.Errorf("READY came before every GPU's first row: rows per GPU at READY %v", rowsAtReady)
 	}
-	p.waitFor("watchdog pings", 15*time.Second, func() bool { return strings.Count(got(), "WATCHDOG=1") >= 3 })
+	mu.Unlock()
+	p.waitFor("6 watchdog pings", 30*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(pings) >= 6
+	})
 	p.stop()
+	mu.Lock()
+	for i := 1; i < len(pings); i++ {
+		// The logger pings once half the timeout has passed; the socket
+		// adds scheduling jitter, hence 0.45 s, not 0.5 s.
+		if d := pings[i].Sub(pings[i-1]); d < watchdogSec*45/100 || d >= watchdogSec {
+			t.Errorf("pings %d and %d are %v apart; want about WatchdogSec/2 = %v, always below %v", i-1, i, d, watchdogSec/2, watchdogSec)
+		}
+	}
+	mu.Unlock()
 	time.Sleep(100 * time.Millisecond)
 	if !strings.Contains(got(), "STOPPING=1") {
 		t.Errorf("no STOPPING=1; got:\n%s", got())
