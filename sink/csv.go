@@ -150,6 +150,10 @@ const (
 	pauseENOSPC              // a write failed: the disk is full
 )
 
+// closeSyncWaits bounds how many milliseconds Close waits for the last
+// periodic sync batch's outcome.
+const closeSyncWaits = 200
+
 // enospcResumeFree is the free space a disk that ran full must have again
 // before rows resume: room for many seconds of rows from 16 GPUs (a row is
 // under 1 KiB), so that a disk with a few bytes back does not flap between
@@ -568,13 +572,14 @@ func (c *CSV) Close() error {
 	c.closeMu.Unlock()
 	close(c.stop)
 	<-c.done
-	// The last periodic batch's failures still count. Close's own fsync
-	// below cannot replace it: the sync thread runs one batch at a time.
-	for c.inflight.seq != 0 {
-		c.collectSync()
-		if c.inflight.seq != 0 {
-			time.Sleep(time.Millisecond)
+	// The last periodic batch's failures still count: wait a little for its
+	// outcome, never long (a hung disk must not hold up shutdown; the fsync
+	// below then reports what it can).
+	for range closeSyncWaits {
+		if c.collectSync(); c.inflight.seq == 0 {
+			break
 		}
+		time.Sleep(time.Millisecond)
 	}
 	var errs []error
 	for _, i := range c.order {
