@@ -293,13 +293,24 @@ func readWindow(f csvFile, from, to time.Time, progress progressFunc, fn func(Ro
 		br.Reset(counter)
 	}
 	var cells []string
-	fromS := from
-	lastReport := time.Now()
-	for {
-		line, err := br.ReadString('\n')
-		if len(line) > 0 {
-			complete := strings.HasSuffix(line, "\n")
-			line = strings.TrimRight(line, "\r\n")
+	skip := beforeCheck{from: from}
+	var long []byte
+	for n := 0; ; n++ {
+		b, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			// A line longer than the buffer: put it together.
+			long = append(long[:0], b...)
+			for err == bufio.ErrBufferFull {
+				b, err = br.ReadSlice('\n')
+				long = append(long, b...)
+			}
+			b = long
+		}
+		// Rows before the window are skipped on their timestamp's bytes,
+		// without a string or a parse (most of a day is skipped).
+		if len(b) > 0 && !(b[len(b)-1] == '\n' && skip.before(b)) {
+			complete := b[len(b)-1] == '\n'
+			line := strings.TrimRight(string(b), "\r\n")
 			switch {
 			case strings.HasPrefix(line, "timestamp,"):
 				if l, err := parseLayout(line); err == nil {
@@ -308,7 +319,6 @@ func readWindow(f csvFile, from, to time.Time, progress progressFunc, fn func(Ro
 			case !complete:
 				st.Malformed++ // cut mid-line
 			default:
-				// Cheap pre-check on the timestamp before parsing the cells.
 				ts := line
 				if i := strings.IndexByte(ts, ','); i >= 0 {
 					ts = ts[:i]
@@ -318,7 +328,7 @@ func readWindow(f csvFile, from, to time.Time, progress progressFunc, fn func(Ro
 					st.Malformed++
 					break
 				}
-				if t.Before(fromS) {
+				if t.Before(from) {
 					break
 				}
 				if t.After(to) {
@@ -335,9 +345,8 @@ func readWindow(f csvFile, from, to time.Time, progress progressFunc, fn func(Ro
 				fn(row)
 			}
 		}
-		if progress != nil && time.Since(lastReport) > 100*time.Millisecond {
+		if progress != nil && n%4096 == 0 {
 			progress(counter.n, total)
-			lastReport = time.Now()
 		}
 		if err != nil {
 			if err != io.EOF {
@@ -346,6 +355,36 @@ func readWindow(f csvFile, from, to time.Time, progress progressFunc, fn func(Ro
 			return st, nil
 		}
 	}
+}
+
+// beforeCheck tells whether a row's timestamp is before from by comparing
+// bytes: timestamps with the same UTC offset sort as text. from is formatted
+// once per offset met (a DST change gives two).
+type beforeCheck struct {
+	from    time.Time
+	zone    []byte // the offset suffix fromStr was formatted for
+	fromStr []byte
+}
+
+// before reports whether line's timestamp is surely before from; false
+// when unsure (not a timestamp): the caller then parses the line.
+func (c *beforeCheck) before(line []byte) bool {
+	i := bytes.IndexByte(line, ',')
+	if i < len("2006-01-02T15:04:05.000Z") || line[4] != '-' || line[10] != 'T' {
+		return false
+	}
+	ts := line[:i]
+	zone := ts[len("2006-01-02T15:04:05.000"):]
+	if !bytes.Equal(zone, c.zone) {
+		t, err := parseTime(string(ts))
+		if err != nil {
+			return false
+		}
+		_, off := t.Zone()
+		c.zone = append(c.zone[:0], zone...)
+		c.fromStr = c.from.In(time.FixedZone("", off)).AppendFormat(c.fromStr[:0], sink.TimestampLayout)
+	}
+	return len(ts) == len(c.fromStr) && bytes.Compare(ts, c.fromStr) < 0
 }
 
 // countingReader counts the bytes read through it, for progress.
