@@ -47,6 +47,10 @@ type Reader struct {
 	path   string
 	device bool // a character device (/dev/kmsg): one record per read, starting at the end
 
+	// read reads one /dev/kmsg record (f.Read). Tests replace it to return
+	// what the real device only does under load: EPIPE after an overrun.
+	read func([]byte) (int, error)
+
 	// wait is called when a file or FIFO has no more data; it returns after
 	// the poll interval, or ctx's error once ctx is done. Tests replace it
 	// to step the loop by hand instead of sleeping.
@@ -99,7 +103,7 @@ func Open(path string) (*Reader, error) {
 		}
 	}
 	// A pipe holds only what was written since it was opened: no backlog.
-	r := &Reader{f: f, path: path, device: device, caughtUp: fifo}
+	r := &Reader{f: f, path: path, device: device, caughtUp: fifo, read: f.Read}
 	r.wait = func(ctx context.Context) error { return sleep(ctx, defaultPoll) }
 	return r, nil
 }
@@ -149,7 +153,7 @@ func (r *Reader) interrupt() {
 func (r *Reader) runDevice(ctx context.Context, fn func(Record)) error {
 	buf := make([]byte, recordBufSize)
 	for {
-		n, err := r.f.Read(buf)
+		n, err := r.read(buf)
 		if ctx.Err() != nil {
 			return nil
 		}

@@ -3,7 +3,6 @@ package kmsg
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -266,44 +265,6 @@ func TestReaderCancelAtEndOfFile(t *testing.T) {
 	}
 	if err := r.Close(); err != nil {
 		t.Errorf("Close after Run = %v, want nil (Close is idempotent)", err)
-	}
-}
-
-func TestReaderDevKmsg(t *testing.T) {
-	r, err := Open("/dev/kmsg")
-	if err != nil {
-		if errors.Is(err, ErrPermission) {
-			t.Skipf("no permission for /dev/kmsg here: %v", err)
-		}
-		t.Skipf("no /dev/kmsg here: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	recs, done := run(t, ctx, r)
-
-	// Writing to the kernel log leaves a line in the host's dmesg, so it is
-	// opt-in: KMSG_WRITE_TEST=1 go test -run DevKmsg ./kmsg/ (as root).
-	if os.Getenv("KMSG_WRITE_TEST") == "1" {
-		marker := fmt.Sprintf("gpu-telemetry kmsg test %d", os.Getpid())
-		if err := os.WriteFile("/dev/kmsg", []byte("<6>"+marker+"\n"), 0); err != nil {
-			t.Fatalf("write /dev/kmsg: %v", err)
-		}
-		for {
-			rec := within(t, recs, "the marker record")
-			if rec.Seq == 0 {
-				t.Fatalf("got the first record of the boot (%q): Open did not start at the end", rec.Message)
-			}
-			if strings.Contains(rec.Message, marker) {
-				if rec.Level != 6 || rec.Facility != 1 {
-					t.Errorf("marker record level %d facility %d, want 6 and 1 (user)", rec.Level, rec.Facility)
-				}
-				break
-			}
-		}
-	}
-	cancel()
-	if err := within(t, done, "Run on /dev/kmsg to return"); err != nil {
-		t.Errorf("Run after cancel = %v, want nil", err)
 	}
 }
 
