@@ -46,7 +46,11 @@ func (m *Monitor) runProcs(ctx context.Context) {
 	now := time.Now()
 	for {
 		for _, gs := range m.gpus {
-			gs.pr.Tick(now)
+			// A GPU backing off after failures or loss is not asked for
+			// its processes either: a faulted GPU answers only after long
+			// timeouts. Its last read stays (with its age).
+			nt := gs.nextTry.Load()
+			gs.pr.Tick(now, nt == 0 || now.UnixNano() >= nt)
 			p := gs.pr.Latest()
 			gs.slot.Update(func(g *live.GPU) { g.Processes = p })
 			if m.atop != nil {

@@ -104,12 +104,15 @@ func (p *ProcReader) Run(ctx context.Context) {
 }
 
 // Tick is called about once a second (from one goroutine for all GPUs). It
-// starts a read when none is in flight, and publishes "hung" for a read that
-// has passed the deadline. It never waits on NVML.
-func (p *ProcReader) Tick(now time.Time) {
-	if p.busy.CompareAndSwap(false, true) {
-		p.start.Store(now.UnixNano())
-		p.kick <- struct{}{}
+// starts a read when none is in flight and start is true (the caller holds
+// reads back while the GPU backs off after failures), and publishes "hung"
+// for a read that has passed the deadline. It never waits on NVML.
+func (p *ProcReader) Tick(now time.Time, start bool) {
+	if !p.busy.Load() {
+		if start && p.busy.CompareAndSwap(false, true) {
+			p.start.Store(now.UnixNano())
+			p.kick <- struct{}{}
+		}
 		return
 	}
 	since := time.Unix(0, p.start.Load())
@@ -136,21 +139,6 @@ func (p *ProcReader) Busy() (busy, inNVML bool) {
 		return false, false
 	}
 	return true, Fn(p.cur.Load()) != FnNone
-}
-
-// RunProcTicks calls Tick on every reader for each tick until ctx is
-// cancelled: one timer for all GPUs.
-func RunProcTicks(ctx context.Context, ticks <-chan time.Time, readers []*ProcReader) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-ticks:
-			for _, r := range readers {
-				r.Tick(now)
-			}
-		}
-	}
 }
 
 func (p *ProcReader) mono() int64 { return int64(time.Since(p.base)) }

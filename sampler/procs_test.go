@@ -40,7 +40,7 @@ func fakeProc(t *testing.T, ns string, procs map[int][2]string) string {
 func readOnce(t *testing.T, p *ProcReader) *reading.Procs {
 	t.Helper()
 	before := p.Latest()
-	p.Tick(time.Now())
+	p.Tick(time.Now(), true)
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		if l := p.Latest(); l != before && l.Status != reading.ProcHung {
@@ -195,14 +195,14 @@ func TestProcReaderHungKeepsLastGood(t *testing.T) {
 	release := d.Block("GetComputeRunningProcesses", entered)
 	defer release()
 	t0 := time.Now()
-	p.Tick(t0)
+	p.Tick(t0, true)
 	<-entered
 	calls := d.Count("GetComputeRunningProcesses")
-	p.Tick(t0.Add(10 * time.Millisecond)) // before the deadline: nothing
+	p.Tick(t0.Add(10*time.Millisecond), true) // before the deadline: nothing
 	if p.Latest() != good {
 		t.Fatal("published hung before the deadline")
 	}
-	p.Tick(t0.Add(time.Second))
+	p.Tick(t0.Add(time.Second), false) // hang detection still runs while reads are held back
 	h1 := p.Latest()
 	if h1.Status != reading.ProcHung || !strings.Contains(h1.Err, "nvmlDeviceGetComputeRunningProcesses") {
 		t.Fatalf("after the deadline: %+v", h1)
@@ -210,7 +210,7 @@ func TestProcReaderHungKeepsLastGood(t *testing.T) {
 	if h1.Good() != good || len(h1.List) != 0 {
 		t.Errorf("hung read must keep the last good list apart: %+v", h1)
 	}
-	p.Tick(t0.Add(2 * time.Second))
+	p.Tick(t0.Add(2*time.Second), true)
 	if d.Count("GetComputeRunningProcesses") != calls {
 		t.Error("a second read started while one is stuck")
 	}
@@ -239,5 +239,21 @@ func TestCmdline(t *testing.T) {
 		if got != tc.want || cut != tc.cut {
 			t.Errorf("%s: %q %v, want %q %v", tc.name, got, cut, tc.want, tc.cut)
 		}
+	}
+}
+
+// TestProcReaderHeldBack: while the GPU backs off, ticks start no read.
+func TestProcReaderHeldBack(t *testing.T) {
+	d := fakenvml.NewDev()
+	p := newProcTest(t, d, fakeProc(t, initPIDNamespace, nil))
+	for range 3 {
+		p.Tick(time.Now(), false)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := d.Count("GetComputeRunningProcesses"); n != 0 || p.Latest().Status != reading.ProcNotRead {
+		t.Errorf("held-back ticks made %d calls, status %v", n, p.Latest().Status)
+	}
+	if got := readOnce(t, p); got.Status != reading.ProcOK {
+		t.Errorf("after the back-off: %v", got.Status)
 	}
 }
