@@ -26,15 +26,15 @@ func TestProcessesPublishedAndInCrashSnapshot(t *testing.T) {
 		pid := uint32(os.Getpid())
 		r.devs[1].Update(func(d *fakenvml.Dev) { d.Procs = []nvml.ProcessInfo{{Pid: pid, UsedGpuMemory: 3 << 30}} })
 		views := make(chan live.View, 1)
-		var release func()
+		released := make(chan func(), 1)
 		r.run(4*time.Second, func() {
 			go func() {
 				time.Sleep(1500 * time.Millisecond)
 				views <- r.m.Board().View()
-				release = r.devs[1].Block("GetTemperature", nil)
+				released <- r.devs[1].Block("GetTemperature", nil)
 			}()
 		})
-		release()
+		(<-released)()
 		v := <-views
 		p := v.GPUs[1].Processes
 		if p == nil || p.Status != reading.ProcOK || len(p.List) != 1 || p.List[0].PID != pid {
