@@ -1,0 +1,100 @@
+package monitor
+
+import (
+	"context"
+	"encoding/csv"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
+)
+
+// TestDmesgTimeFollowsTheKernelLogClock feeds the kernel log reader (a FIFO,
+// delivered at once like /dev/kmsg) records whose timestamps run 37 s behind
+// CLOCK_MONOTONIC and lose 300 ppm since boot. Once the first record is in,
+// dmesg_time in the rows must follow that clock to within a few ms. Real time:
+// the kernel log clock is read from CLOCK_MONOTONIC.
+func TestDmesgTimeFollowsTheKernelLogClock(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "kmsg")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	r := newRig(t, 1, func(c *Config) { c.KmsgPath = fifo })
+	mono := func() time.Duration {
+		var ts unix.Timespec
+		if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+			t.Fatal(err)
+		}
+		return time.Duration(ts.Nano())
+	}
+	printk := func(m time.Duration) time.Duration { return m - 37*time.Second - time.Duration(300e-6*float64(m)) }
+	refWall, refMono := time.Now(), mono()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.m.Run(ctx, r.sigs) }()
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0) // waits for the reader
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstAt := time.Now()
+	for i := range 60 {
+		fmt.Fprintf(w, "6,%d,%d,-;test: a kernel line\n", i, printk(mono())/time.Microsecond)
+		time.Sleep(50 * time.Millisecond)
+	}
+	w.Close()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	paths, _ := filepath.Glob(filepath.Join(r.dir, "gpu0-deep-*.csv"))
+	if len(paths) == 0 {
+		t.Fatal("no CSV")
+	}
+	f, err := os.Open(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tsCol, dmCol := slices.Index(recs[0], "timestamp"), slices.Index(recs[0], "dmesg_time")
+	checked := 0
+	for _, rec := range recs[1:] {
+		wall, err := time.Parse(sink.TimestampLayout, rec[tsCol])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wall.Before(firstAt.Add(200 * time.Millisecond)) {
+			continue // before the first records arrived
+		}
+		sec, err := strconv.ParseFloat(rec[dmCol], 64)
+		if err != nil {
+			t.Fatalf("dmesg_time %q: %v", rec[dmCol], err)
+		}
+		// The timestamp has ms, so the truth is known to 1 ms.
+		truth := printk(refMono + wall.Sub(refWall))
+		if d := time.Duration(sec*1e9) - truth; d < -3*time.Millisecond || d > 3*time.Millisecond {
+			t.Errorf("row at %s: dmesg_time %s is %v off the kernel log's clock", rec[tsCol], rec[dmCol], d)
+		}
+		checked++
+	}
+	if checked < 20 {
+		t.Errorf("only %d rows checked", checked)
+	}
+	if si, _ := os.ReadFile(filepath.Join(r.dir, "system-info.txt")); !strings.Contains(string(si), "dmesg_time: printk clock = CLOCK_MONOTONIC - ") {
+		t.Errorf("system-info.txt lacks the estimate:\n%s", si)
+	}
+}
