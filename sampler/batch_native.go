@@ -24,6 +24,7 @@ import (
 type nativeExec struct {
 	dev unsafe.Pointer
 	b   *C.struct_gt_batch
+	th  batchThread // the GPU's C thread for a slow driver (batchthread.go)
 }
 
 // The Go and C numbering and codes must agree (a difference does not compile).
@@ -69,7 +70,7 @@ func (x *nativeExec) run(r *raw) {
 		b.fields[i] = C.struct_gt_nvml_field_value{field_id: C.uint32_t(r.fields[i].FieldId)}
 		b.field_fallback[i] = C.uint64_t(r.fieldFallback[i])
 	}
-	C.gt_batch_run(x.dev, b)
+	x.call() // C.gt_batch_run, directly or on the GPU's thread
 	for i := range r.ret {
 		r.ret[i] = int32(b.ret[i])
 	}
