@@ -314,7 +314,7 @@ type result struct {
 type callStat struct{ n, wall, cpu int64 }
 
 func (r *result) perSample() float64 { return float64(r.cpu) / 1e3 / float64(r.rows) }
-func (r *result) ticks() float64    { return r.window.Seconds() / r.iv.Seconds() }
+func (r *result) ticks() float64     { return r.window.Seconds() / r.iv.Seconds() }
 func (r *result) floorTick() float64 {
 	return float64(r.floorCPU) / 1e3 / r.ticks()
 }
