@@ -48,8 +48,8 @@ show "status lines (SIGUSR1 and at exit)"
 grep -E 'msg="?(status|final status)' "$OUT/stderr.log"
 show "warnings and errors logged"
 grep -E 'level=(WARN|ERROR)' "$OUT/stderr.log" | head -30
-show "gpu-telemetry report --last (and $OUT/report.html)"
-"$BIN" report --log-dir "$OUT" --last --html "$OUT/report.html"
 show "gpu-telemetry status, asked 1 s before the end (exit status $status_rc: 0 OK, 1 warning, 2 critical, 3 unknown)"
 cat "$OUT/status.txt"
+show "gpu-telemetry report --last (and $OUT/report.html)"
+"$BIN" report --log-dir "$OUT" --last --html "$OUT/report.html"
 exit $rc
