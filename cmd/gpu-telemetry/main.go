@@ -44,11 +44,8 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stderr))
 }
 
-// exitCode carries kong's exit (after --help or --version) out of Parse.
-type exitCode int
-
 // run is the whole program; it returns the exit status.
-func run(args []string, stderr io.Writer) (code int) {
+func run(args []string, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "xid" {
 		return runXid(args[1:], os.Stdout, stderr)
 	}
@@ -65,29 +62,10 @@ func run(args []string, stderr io.Writer) (code int) {
 		return runProbe(args[1:], os.Stdout, stderr)
 	}
 	var cli CLI
-	parser, err := kong.New(&cli,
-		kong.Name("gpu-telemetry"),
+	if code, ok := parseFlags(&cli, "gpu-telemetry", args, stderr, stderr,
 		kong.Description("Records NVIDIA GPU telemetry every 100 ms and captures crash forensics (Xid, GSP faults, hangs)."),
-		kong.Vars{"version": "gpu-telemetry " + version},
-		kong.Writers(stderr, stderr),
-		kong.Exit(func(c int) { panic(exitCode(c)) }),
-	)
-	if err != nil {
-		fmt.Fprintf(stderr, "gpu-telemetry: %v\n", err)
-		return 2
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			c, ok := r.(exitCode)
-			if !ok {
-				panic(r)
-			}
-			code = int(c)
-		}
-	}()
-	if _, err := parser.Parse(args); err != nil {
-		fmt.Fprintf(stderr, "gpu-telemetry: %v\n", err)
-		return 2
+		kong.Vars{"version": "gpu-telemetry " + version}); !ok {
+		return code
 	}
 	if err := cli.Validate(); err != nil {
 		fmt.Fprintf(stderr, "gpu-telemetry: %v\n", err)

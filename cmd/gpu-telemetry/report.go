@@ -24,30 +24,11 @@ type ReportCLI struct {
 }
 
 // runReport runs the report subcommand; it returns the exit status.
-func runReport(args []string, stdout, stderr io.Writer) (code int) {
+func runReport(args []string, stdout, stderr io.Writer) int {
 	var cli ReportCLI
-	parser, err := kong.New(&cli,
-		kong.Name("gpu-telemetry report"),
-		kong.Description("Prints the timeline, peaks and precursors of an incident from the logger's files; --html also draws it."),
-		kong.Writers(stdout, stderr),
-		kong.Exit(func(c int) { panic(exitCode(c)) }),
-	)
-	if err != nil {
-		fmt.Fprintf(stderr, "gpu-telemetry report: %v\n", err)
-		return 2
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			c, ok := r.(exitCode)
-			if !ok {
-				panic(r)
-			}
-			code = int(c)
-		}
-	}()
-	if _, err := parser.Parse(args); err != nil {
-		fmt.Fprintf(stderr, "gpu-telemetry report: %v\n", err)
-		return 2
+	if code, ok := parseFlags(&cli, "gpu-telemetry report", args, stdout, stderr,
+		kong.Description("Prints the timeline, peaks and precursors of an incident from the logger's files; --html also draws it.")); !ok {
+		return code
 	}
 	if cli.Before < 0 || cli.After < 0 {
 		fmt.Fprintln(stderr, "gpu-telemetry report: --before and --after must not be negative")
