@@ -181,8 +181,10 @@ func TestHungGPUKeepsOthersAtCadence(t *testing.T) {
 		perSecond[int(parseTime(t, row[0]).Sub(t0).Seconds())]++
 	}
 	for s := 1; s < 23; s++ {
-		if perSecond[s] < 8 { // 10 expected; a loaded CI machine may skip a late tick or two
-			t.Errorf("GPU 0 wrote %d rows in second %d while GPU 1 hung, want 10", perSecond[s], s)
+		// 10 expected; 9 when a row's timestamp jitters across the bucket
+		// edge (the next bucket then has 11). Fewer is a skipped tick.
+		if perSecond[s] < 9 {
+			t.Errorf("GPU 0 wrote %d rows in second %d while GPU 1 hung, want 10 (at least 9)", perSecond[s], s)
 		}
 	}
 	tb1 := readCSV(t, p.csvFile(1))
