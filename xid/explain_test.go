@@ -1,8 +1,6 @@
 package xid
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -60,19 +58,7 @@ func TestExplainGolden(t *testing.T) {
 		b.WriteString("recovery events.log: " + strings.Join(RecoveryFields(r.v, r.words), " ") + "\n")
 		b.WriteString("recovery Reason: " + RecoveryReason(r.v, r.words, "nvml") + "\n\n")
 	}
-	golden := filepath.Join("testdata", "explain.golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("read golden file (run with -update to create it): %v", err)
-	}
-	if got := b.String(); got != string(want) {
-		t.Errorf("explanations differ from %s; run go test -update and review the diff\ngot:\n%s", golden, got)
-	}
+	golden(t, "explain.golden", b.String())
 }
 
 func TestExplainNVLink5(t *testing.T) {
@@ -115,17 +101,5 @@ func TestRenderGolden(t *testing.T) {
 		b.WriteString(Render(Explain(s.code, s.text)) + "\n")
 	}
 	b.WriteString(List())
-	golden := filepath.Join("testdata", "render.golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("read golden file (run with -update to create it): %v", err)
-	}
-	if got := b.String(); got != string(want) {
-		t.Errorf("output differs from %s; run go test -update and review the diff\ngot:\n%s", golden, got)
-	}
+	golden(t, "render.golden", b.String())
 }

@@ -209,17 +209,23 @@ func TestCatalogGolden(t *testing.T) {
 		fmt.Fprintf(&b, "%d\t%s\t%s / %s\t%s\t%s\n\t%s\n\t%s\n",
 			in.Code, in.Mnemonic, in.BucketOrNone(), cmp.Or(in.Investigate, "-"), in.Class, in.Name, in.Description, in.Action)
 	}
-	golden := filepath.Join("testdata", "catalog.golden")
+	golden(t, "catalog.golden", b.String())
+}
+
+// golden compares got with testdata/name, rewriting it under -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
 	if *update {
-		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	want, err := os.ReadFile(golden)
+	want, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("read golden file (run with -update to create it): %v", err)
 	}
-	if got := b.String(); got != string(want) {
-		t.Errorf("catalog differs from %s; run go test -update and review the diff\ngot:\n%s", golden, got)
+	if got != string(want) {
+		t.Errorf("output differs from %s; run go test -update and review the diff\ngot:\n%s", path, got)
 	}
 }
