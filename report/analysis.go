@@ -197,7 +197,7 @@ func precursors(rep *Report) []string {
 		if n := countRows("PWR"); n > 0 {
 			out = append(out, fmt.Sprintf("%spower above the limit in %d rows in the last %s before %s", prefix, n, fmtDur(precursorWindow), label))
 		}
-		if n := countRows("NVML_HUNG"); n > 0 {
+		if n := countRows("NVML_HUNG"); n > 0 && !strings.HasPrefix(inc.What, "NVML call hung") {
 			out = append(out, fmt.Sprintf("%sNVML calls hung in %d rows before %s", prefix, n, label))
 		}
 		var tdp, aer, xids []string
@@ -233,15 +233,15 @@ func precursors(rep *Report) []string {
 	return out
 }
 
-// shortIncident shortens "Xid 62: Internal ... (nvml)" to "Xid 62".
+// shortIncident shortens an incident's description for "before X":
+// "Xid 62: Internal ... (nvml)" -> "Xid 62", "NVML call hung: fn" -> "NVML
+// call hung", "GPU lost (poll)" -> "GPU lost".
 func shortIncident(what string) string {
-	if strings.HasPrefix(what, "Xid ") {
-		if i := strings.IndexByte(what, ':'); i > 0 {
-			return what[:i]
-		}
+	if i := strings.Index(what, ": "); i > 0 {
+		what = what[:i]
 	}
 	if i := strings.Index(what, " ("); i > 0 {
-		return what[:i]
+		what = what[:i]
 	}
 	return what
 }
