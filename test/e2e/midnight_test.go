@@ -1,0 +1,148 @@
+package e2e
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// zoneWithMidnightSoon writes a TZif file for a fixed UTC offset chosen so
+// that local midnight comes at least lead from now, and returns its path (for
+// TZ), the zone and that midnight. Offsets are whole minutes, as in every
+// real zone (the CSV's timestamps print none finer), so midnight falls on a
+// UTC minute boundary: the next one at least lead away, within 12 hours of
+// UTC.
+func zoneWithMidnightSoon(t *testing.T, lead time.Duration) (string, *time.Location, time.Time) {
+	t.Helper()
+	target := time.Now().Add(lead).UTC().Truncate(time.Minute).Add(time.Minute)
+	sinceMidnight := target.Sub(target.Truncate(24 * time.Hour))
+	// Local time at target must be 00:00: offset = -(UTC time of day).
+	off := int32(-sinceMidnight.Seconds())
+	if off < -12*3600 {
+		off += 24 * 3600
+	}
+	// TZif version 1: header, no transitions, one local time type, "TST".
+	var b bytes.Buffer
+	b.WriteString("TZif")
+	b.Write(make([]byte, 16))
+	for _, n := range []uint32{0, 0, 0, 0, 1, 4} { // isutcnt isstdcnt leapcnt timecnt typecnt charcnt
+		binary.Write(&b, binary.BigEndian, n)
+	}
+	binary.Write(&b, binary.BigEndian, off)
+	b.Write([]byte{0, 0}) // isdst, abbreviation index
+	b.WriteString("TST\x00")
+	path := filepath.Join(t.TempDir(), "midnight.tzif")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	loc, err := time.LoadLocationFromTZData("TST", b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := target.In(loc); l.Hour() != 0 || l.Minute() != 0 || l.Second() != 0 {
+		t.Fatalf("zone built wrong: %v is %v there", target, l)
+	}
+	return path, loc, target.In(loc)
+}
+
+// readRows returns the rows (header dropped) of a CSV or .csv.gz, strictly:
+// every line must have the header's width.
+func readRows(t *testing.T, path string) [][]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if filepath.Ext(path) == ".gz" {
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		r = zr
+	}
+	recs, err := csv.NewReader(r).ReadAll()
+	if err != nil {
+		t.Fatalf("%s is not a complete CSV: %v", path, err)
+	}
+	if len(recs) < 2 || recs[0][0] != "timestamp" {
+		t.Fatalf("%s: no header or no rows", path)
+	}
+	return recs[1:]
+}
+
+// TestMidnightWithEightGPUs runs 8 GPUs across local midnight (TZ set so
+// that it comes 4 to 64 s after start), with the fsync thread and the
+// compression of the finished day at work: the finished day is compressed
+// and complete, the new day's files are complete, and no tick is lost at the
+// rotation.
+func TestMidnightWithEightGPUs(t *testing.T) {
+	t.Parallel()
+	tz, _, midnight := zoneWithMidnightSoon(t, 4*time.Second)
+	day1, day2 := midnight.Add(-time.Hour).Format("2006-01-02"), midnight.Format("2006-01-02")
+	p := start(t, opts{scenario: "@healthy-8gpu", env: []string{"TZ=" + tz}})
+	name := func(gpu int, day, ext string) string {
+		return filepath.Join(p.dir, fmt.Sprintf("gpu%d-deep-%s%s", gpu, day, ext))
+	}
+	p.waitFor("rows before midnight", 20*time.Second, func() bool { return rowCount(name(7, day1, ".csv")) >= 5 })
+	if time.Now().After(midnight) {
+		t.Fatalf("the logger started after midnight (%v); the machine is too slow for this test", midnight)
+	}
+	p.waitFor("3 s of the new day and every finished day compressed", time.Until(midnight)+30*time.Second, func() bool {
+		if time.Now().Before(midnight.Add(3 * time.Second)) {
+			return false
+		}
+		for gpu := range 8 {
+			if _, err := os.Stat(name(gpu, day1, ".csv.gz")); err != nil {
+				return false
+			}
+		}
+		return true
+	})
+	p.stop()
+
+	_, zoneOff := midnight.Zone()
+	for gpu := range 8 {
+		if _, err := os.Stat(name(gpu, day1, ".csv")); err == nil {
+			t.Errorf("gpu %d: the finished day is both compressed and not", gpu)
+		}
+		old := readRows(t, name(gpu, day1, ".csv.gz"))
+		cur := readRows(t, name(gpu, day2, ".csv"))
+		var times []time.Time
+		for i, rows := range [][][]string{old, cur} {
+			for _, row := range rows {
+				ts := parseTime(t, row[0])
+				if (i == 0) != ts.Before(midnight) {
+					t.Errorf("gpu %d: row at %s is in the wrong day's file", gpu, row[0])
+				}
+				if _, off := ts.Zone(); off != zoneOff {
+					t.Errorf("gpu %d: row at %s is not in the test's zone", gpu, row[0])
+				}
+				times = append(times, ts)
+			}
+		}
+		// Cadence across midnight: no tick lost at the rotation, none in
+		// the second on either side of it.
+		for i := 1; i < len(times); i++ {
+			d := times[i].Sub(times[i-1])
+			if d <= 0 {
+				t.Errorf("gpu %d: rows out of order at %v", gpu, times[i])
+			}
+			near := times[i].After(midnight.Add(-time.Second)) && times[i].Before(midnight.Add(time.Second))
+			if near && d > 150*time.Millisecond {
+				t.Errorf("gpu %d: %v between rows at %v, next to midnight; want one tick (100 ms)", gpu, d, times[i])
+			}
+		}
+		if len(cur) < 25 {
+			t.Errorf("gpu %d: %d rows in the new day's file after 3 s", gpu, len(cur))
+		}
+	}
+}
