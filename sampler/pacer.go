@@ -158,7 +158,7 @@ func (p *Pacer) close(now time.Time) {
 		return
 	}
 	p.n = 0
-	span, late := median(p.spans[:]), median(p.lates[:])
+	span, late := median(&p.spans), median(&p.lates)
 	p.tickNs.Store(int64(span))
 	p.lateNs.Store(int64(late))
 	lvl := int(p.level.Load())
@@ -192,9 +192,9 @@ func (p *Pacer) set(lvl int, now time.Time, span time.Duration) {
 	p.log.Debug("NVML pacing level changed", attrs...)
 }
 
-func median(v []time.Duration) time.Duration {
-	s := slices.Clone(v)
-	slices.Sort(s)
+func median(v *[pacerWindow]time.Duration) time.Duration {
+	s := *v // a copy on the stack: no allocation on the sampling path
+	slices.Sort(s[:])
 	return s[len(s)/2]
 }
 

@@ -182,3 +182,14 @@ func TestStretchedSampleKeepsPrecursors(t *testing.T) {
 		t.Errorf("decoder read %d times in 100 samples at the top level, want 1 (the first)", n)
 	}
 }
+
+// BenchmarkPacerRecord: what the pacer adds to every GPU-sample.
+func BenchmarkPacerRecord(b *testing.B) {
+	p := NewPacer(100*time.Millisecond, nil)
+	t0 := time.Unix(1000, 0)
+	b.ReportAllocs()
+	for i := range b.N {
+		start := t0.Add(time.Duration(i/8) * 100 * time.Millisecond)
+		p.Record(start, start.Add(time.Millisecond))
+	}
+}

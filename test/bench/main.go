@@ -174,6 +174,7 @@ func goBench(path string) [][3]string {
 		"BenchmarkCrashStage1":        "render and atomically write a crash snapshot's first version",
 		"BenchmarkCrashRender":        "render a crash snapshot (no disk)",
 		"BenchmarkCrashSuppressed":    "a crash request inside the cooldown (an Xid flood)",
+		"BenchmarkPacerRecord":        "the NVML pacer's bookkeeping per GPU-sample",
 	}
 	var out [][3]string
 	sc := bufio.NewScanner(f)
