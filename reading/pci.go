@@ -114,24 +114,19 @@ func parseHexN(s string, minDigits, maxDigits int) (uint64, bool) {
 // String returns the lspci and sysfs spelling, "0000:4b:00.0": lower case,
 // the domain with at least 4 digits (wider domains, such as VMD's, keep
 // their full width). lspci -s and setpci -s accept it.
-func (a PCIAddr) String() string {
-	b := make([]byte, 0, 16)
-	b = appendHexPad(b, uint64(a.Domain), 4, false)
-	b = append(b, ':')
-	b = appendHexPad(b, uint64(a.Bus), 2, false)
-	b = append(b, ':')
-	b = appendHexPad(b, uint64(a.Device), 2, false)
-	return string(append(b, '.', '0'+a.Function))
-}
+func (a PCIAddr) String() string { return a.format(4, false) }
 
 // NVML returns NVML's spelling, "00000000:4B:00.0": 8 domain digits, upper case.
-func (a PCIAddr) NVML() string {
+func (a PCIAddr) NVML() string { return a.format(8, true) }
+
+// format spells the address with at least domainDigits domain digits.
+func (a PCIAddr) format(domainDigits int, upper bool) string {
 	b := make([]byte, 0, 16)
-	b = appendHexPad(b, uint64(a.Domain), 8, true)
+	b = appendHexPad(b, uint64(a.Domain), domainDigits, upper)
 	b = append(b, ':')
-	b = appendHexPad(b, uint64(a.Bus), 2, true)
+	b = appendHexPad(b, uint64(a.Bus), 2, upper)
 	b = append(b, ':')
-	b = appendHexPad(b, uint64(a.Device), 2, true)
+	b = appendHexPad(b, uint64(a.Device), 2, upper)
 	return string(append(b, '.', '0'+a.Function))
 }
 
