@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -60,68 +61,122 @@ const (
 
 // FollowEvents calls on for every NVML event of the host's GPUs until ctx is
 // done. Each GPU is registered as soon as it answers (its static facts read
-// and a handle had), whatever the other GPUs do: a GPU stuck at start joins
-// the event set when it comes back, and while no GPU has answered yet no set
-// is opened. A set that fails is opened again with back-off, each time only
-// after the previous one has ended (no timing margin: the stream says when it
-// has). FollowEvents returns early, for good, only when the driver lacks
-// event sets or every GPU has answered and none supports the watched types.
-// on runs on FollowEvents' goroutine; state, if not nil, is told what the
-// events are doing ("waiting for a GPU to answer", "watching", "reopening
-// after: ...", "unavailable: ...").
+// and a handle had), whatever the other GPUs do: the GPUs that answered at
+// start share one event set; a GPU stuck at start gets a set of its own when
+// it comes back (the others' set is not touched, so nothing of theirs is
+// missed meanwhile); while no GPU has answered no set is opened. A set that
+// fails is opened again with back-off, each time only after the previous one
+// has ended (no timing margin: the stream says when it has). FollowEvents
+// stops early, for good, only when the driver lacks event sets or every GPU
+// has answered and none supports the watched types. on is called from one
+// goroutine at a time; state, if not nil, is told what the events are doing
+// ("waiting for a GPU to answer", "watching", "reopening after: ...",
+// "unavailable: ..."). FollowEvents returns once every set it opened has
+// ended.
 func (h *Host) FollowEvents(ctx context.Context, log *slog.Logger, on func(reading.Event), state func(string)) {
 	if state == nil {
 		state = func(string) {}
 	}
-	retry := eventRetryMin
-	logged := make([]uint64, len(h.GPUs))
-	for ctx.Err() == nil {
+	var onMu, stateMu sync.Mutex
+	deliver := func(e reading.Event) {
+		onMu.Lock()
+		defer onMu.Unlock()
+		on(e)
+	}
+	tell := func(s string) {
+		stateMu.Lock()
+		defer stateMu.Unlock()
+		state(s)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	results := make(chan error, len(h.GPUs))
+	handed := make([]bool, len(h.GPUs)) // given to a set (registered, or found to support nothing)
+	running := 0
+	tick := time.NewTicker(lateGPUPoll)
+	defer tick.Stop()
+	for {
 		ready := h.readyGPUs()
-		if !anyTrue(ready) {
-			// Every GPU is still stuck at start: wait for one to answer.
-			state("waiting for a GPU to answer")
-			if !h.waitReady(ctx, ready, nil) {
-				return
+		group := make([]bool, len(h.GPUs))
+		var idx []int
+		for i := range ready {
+			if ready[i] && !handed[i] {
+				group[i], handed[i] = true, true
+				idx = append(idx, h.GPUs[i].Info().Index)
 			}
-			continue
 		}
-		st, err := h.watch(log, ready)
-		switch {
-		case errors.Is(err, errNoEventSets), errors.Is(err, errNoneRegistered) && allTrue(ready):
-			log.Warn("NVML events unavailable; Xids come from the kernel log only", "error", err)
-			state("unavailable: " + err.Error())
-			return
-		case errors.Is(err, errNoneRegistered):
-			// The GPUs that answered support nothing; a late one may.
-			state("waiting for a GPU that supports them")
-			if !h.waitReady(ctx, ready, nil) {
-				return
+		if len(idx) > 0 {
+			if running > 0 {
+				log.Info("a GPU answered late; registering its NVML events", "gpus", fmt.Sprint(idx))
 			}
-			continue
+			running++
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results <- h.followSet(ctx, log, group, deliver, tell)
+			}()
+		}
+		if running == 0 && !anyTrue(handed) {
+			tell("waiting for a GPU to answer") // every GPU is stuck at start
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case err := <-results:
+			running--
+			switch {
+			case errors.Is(err, errNoEventSets):
+				log.Warn("NVML events unavailable; Xids come from the kernel log only", "error", err)
+				tell("unavailable: " + err.Error())
+				return
+			case errors.Is(err, errNoneRegistered) && running == 0 && allTrue(handed):
+				log.Warn("NVML events unavailable; Xids come from the kernel log only", "error", err)
+				tell("unavailable: " + err.Error())
+				return
+			case errors.Is(err, errNoneRegistered) && running == 0:
+				tell("waiting for a GPU that supports them")
+			}
+		case <-tick.C:
+		}
+		if allTrue(handed) {
+			tick.Stop() // nothing left to wait for: no timer waking the process
+		}
+	}
+}
+
+// followSet follows the event set of the GPUs in group, opening it again with
+// back-off when it fails, until ctx is done (nil). It returns errNoEventSets
+// or errNoneRegistered when the set cannot hold any of them.
+func (h *Host) followSet(ctx context.Context, log *slog.Logger, group []bool, on func(reading.Event), state func(string)) error {
+	retry := eventRetryMin
+	logged := false
+	for ctx.Err() == nil {
+		st, err := h.watch(log, group)
+		switch {
+		case errors.Is(err, errNoEventSets), errors.Is(err, errNoneRegistered):
+			return err
 		case err != nil:
 			log.Warn("cannot open NVML events; trying again", "error", err, "retry_in", retry)
 			state("reopening after: " + err.Error())
 			if !sleepCtx(ctx, retry) {
-				return
+				return nil
 			}
 			retry = min(2*retry, eventRetryMax)
 			continue
 		}
-		for i, m := range st.Masks() {
-			if m != logged[i] {
-				logged[i] = m
-				log.Info("NVML events registered", "gpu", h.GPUs[i].Info().Index, "types", EventTypeNames(m))
+		if !logged {
+			logged = true
+			for i, m := range st.Masks() {
+				if group[i] {
+					log.Info("NVML events registered", "gpu", h.GPUs[i].Info().Index, "types", EventTypeNames(m))
+				}
 			}
 		}
 		state("watching")
 		opened := time.Now()
-		failed, late := h.drain(ctx, st, ready, on)
+		failed := h.drain(ctx, st, on)
 		if ctx.Err() != nil {
-			return
-		}
-		if late && failed == nil {
-			log.Info("a GPU answered late; registering NVML events again")
-			continue
+			return nil
 		}
 		if failed == nil {
 			failed = errors.New("the event thread stopped")
@@ -132,41 +187,25 @@ func (h *Host) FollowEvents(ctx context.Context, log *slog.Logger, on func(readi
 		log.Warn("NVML event stream failed; opening it again", "error", failed, "retry_in", retry)
 		state("reopening after: " + failed.Error())
 		if !sleepCtx(ctx, retry) {
-			return
+			return nil
 		}
 		retry = min(2*retry, eventRetryMax)
 	}
+	return nil
 }
 
-// drain delivers st's events until it ends. It ends st when ctx is done or
-// when a GPU that was not ready answers (late reports that). failed is the
-// stream's first error. drain returns only once st has ended.
-func (h *Host) drain(ctx context.Context, st EventStream, ready []bool, on func(reading.Event)) (failed error, late bool) {
+// drain delivers st's events until it ends; ctx being done ends it. failed is
+// the stream's first error. drain returns only once st has ended.
+func (h *Host) drain(ctx context.Context, st EventStream, on func(reading.Event)) (failed error) {
 	stop := context.AfterFunc(ctx, st.Close)
 	defer stop()
-	lateCh := make(chan struct{})
-	watchDone := make(chan struct{})
-	defer close(watchDone)
-	if !allTrue(ready) {
-		go func() {
-			if h.waitReady(ctx, ready, watchDone) {
-				close(lateCh)
-				st.Close()
-			}
-		}()
-	}
 	for {
 		e, err := st.Next()
 		switch {
 		case err == nil:
 			on(e)
 		case errors.Is(err, ErrEventsClosed):
-			select {
-			case <-lateCh:
-				late = true
-			default:
-			}
-			return failed, late
+			return failed
 		case failed == nil:
 			failed = err
 		}
@@ -182,37 +221,16 @@ func (h *Host) readyGPUs() []bool {
 	return ready
 }
 
-// waitReady polls until a GPU that was not ready in was answers (true), or
-// ctx ends or halt is closed (false; halt may be nil).
-func (h *Host) waitReady(ctx context.Context, was []bool, halt <-chan struct{}) bool {
-	t := time.NewTicker(lateGPUPoll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-halt:
-			return false
-		case <-t.C:
-		}
-		for i, r := range h.readyGPUs() {
-			if r && !was[i] {
-				return true
-			}
-		}
-	}
-}
-
-// watch opens one event set holding the ready GPUs, for the subset of
+// watch opens one event set holding the GPUs in group, for the subset of
 // WatchedEvents each supports. Call it from the goroutine that reads the
 // events: the registration calls are not bounded.
-func (h *Host) watch(log *slog.Logger, ready []bool) (EventStream, error) {
+func (h *Host) watch(log *slog.Logger, group []bool) (EventStream, error) {
 	if h.openEvents == nil && (!h.Syms.Has(FnEventSetCreate) || !h.Syms.Has(FnRegisterEvents) || !h.Syms.Has(FnEventSetWait)) {
 		return nil, errNoEventSets
 	}
 	masks := make([]uint64, len(h.GPUs))
 	for i, g := range h.GPUs {
-		if !ready[i] {
+		if !group[i] {
 			continue
 		}
 		supported := WatchedEvents

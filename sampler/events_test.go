@@ -149,21 +149,42 @@ func TestFollowEventsWhenEveryGPUIsLate(t *testing.T) {
 		if got := e.events(); len(got) != 1 || got[0].GPU != 1 {
 			t.Fatalf("events delivered: %+v", got)
 		}
-		// GPU 0 answers later: the set is ended and opened again with both.
+		// GPU 0 answers later: it gets a set of its own, and GPU 1's set is
+		// left alone (closing it would lose GPU 1's events meanwhile).
 		e.answer(0)
 		time.Sleep(lateGPUPoll)
 		synctest.Wait()
-		if !s[0].isClosed() {
-			t.Fatalf("first set not closed after GPU 0 answered")
-		}
-		if n := len(e.opened()); n != 1 {
-			t.Fatalf("%d sets open before the first one ended", n)
-		}
-		s[0].end()
-		synctest.Wait()
 		s = e.opened()
-		if len(s) != 2 || s[1].masks[0] != WatchedEvents || s[1].masks[1] != WatchedEvents {
+		if len(s) != 2 || s[1].masks[0] != WatchedEvents || s[1].masks[1] != 0 {
 			t.Fatalf("after GPU 0 answered: %d sets", len(s))
+		}
+		if s[0].isClosed() {
+			t.Fatalf("GPU 1's set was closed when GPU 0 answered")
+		}
+		s[1].recs <- fakeRec{ev: xid(0)}
+		s[0].recs <- fakeRec{ev: xid(1)}
+		synctest.Wait()
+		if got := e.events(); len(got) != 3 {
+			t.Fatalf("events delivered: %+v", got)
+		}
+	})
+}
+
+// The driver lacks event sets: FollowEvents stops at once, for good.
+func TestFollowEventsWithoutEventSets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEventHost(t, false, true)
+		e.h.openEvents = func([]uint64) (EventStream, error) { return nil, errNoEventSets }
+		var states []string
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			e.h.FollowEvents(context.Background(), slog.New(slog.DiscardHandler), func(reading.Event) {},
+				func(s string) { states = append(states, s) })
+		}()
+		<-done
+		if len(states) == 0 || states[len(states)-1] != "unavailable: the driver lacks NVML event sets" {
+			t.Fatalf("states %q", states)
 		}
 	})
 }

@@ -333,7 +333,7 @@ func TestGPULateAtStartGetsItsEvents(t *testing.T) {
 		return strings.Contains(string(b), "gpu=1 bus=00000000:21:00.0 source=nvml type=Xid xid=62")
 	})
 	p.stop()
-	if !strings.Contains(p.stderr.String(), "registering NVML events again") {
+	if !strings.Contains(p.stderr.String(), "a GPU answered late; registering its NVML events") {
 		t.Errorf("events not registered again for the late GPU")
 	}
 }
