@@ -213,7 +213,7 @@ func TestMetricsEndpoint(t *testing.T) {
 func TestRequestStormKeepsCadence(t *testing.T) {
 	t.Parallel()
 	addr := freeAddr(t)
-	p := start(t, opts{args: []string{"--metrics-listen", addr}})
+	p := start(t, opts{args: []string{"--metrics-listen", addr}, plain: true}) // cadence: the shipped build
 	sock := p.socketPath()
 	p.waitFor("rows", 10*time.Second, func() bool { return rowCount(p.csvFile(0)) > 5 })
 	// Silent clients, more than the connection limit.

@@ -434,7 +434,14 @@ func TestSignalsDuringStartupDoNotKill(t *testing.T) {
 	// The GPU does not answer for the first 3 s: start-up waits for its
 	// static facts while a reload (SIGHUP) and a status request arrive.
 	p := start(t, opts{scenario: "gpus 1\nat 0 gpu 0 hang 3s\n"})
-	time.Sleep(time.Second)
+	// Signal once start-up is under way: the driver is loaded (its signal
+	// handling was set up before that), not after a fixed sleep, which a
+	// loaded machine running the race-enabled build can outlast.
+	maps := fmt.Sprintf("/proc/%d/maps", p.cmd.Process.Pid)
+	p.waitFor("the driver library loaded", 20*time.Second, func() bool {
+		b, _ := os.ReadFile(maps)
+		return strings.Contains(string(b), "libnvidia-ml.so.1")
+	})
 	p.signal(syscall.SIGHUP)
 	p.signal(syscall.SIGUSR1)
 	p.waitFor("rows after the slow start", 20*time.Second, func() bool { return rowCount(p.csvFile(0)) >= 5 })
