@@ -127,6 +127,7 @@ type GPUDoc struct {
 	Incidents      uint64            `json:"incidents"`
 	LastIncident   *IncidentDoc      `json:"last_incident"`
 	NewestSnapshot string            `json:"newest_snapshot"`
+	Processes      *ProcsDoc         `json:"processes"` // the slow tier's process read (procdoc.go)
 	Samples        uint64            `json:"samples"`
 	Failures       uint64            `json:"failures"`
 	HungRows       uint64            `json:"hung_rows"`
@@ -194,7 +195,7 @@ func gpuDoc(g *GPU, now time.Time) GPUDoc {
 	d := GPUDoc{Index: in.Index, Name: in.Name, BusID: in.BusID, UUID: in.UUID, Serial: in.Serial, VBIOS: in.VBIOS,
 		State: g.State.Kind.String(), Function: g.State.Function, Error: g.State.Err,
 		Incidents: g.Incidents, NewestSnapshot: g.NewestSnapshot, Samples: g.Samples, Failures: g.Failures, HungRows: g.HungRows,
-		MemTotalBytes: ptr(g.MemTotal)}
+		MemTotalBytes: ptr(g.MemTotal), Processes: procsDoc(g.Processes)}
 	if !g.State.Since.IsZero() {
 		t := g.State.Since
 		d.StateSince = &t

@@ -135,7 +135,7 @@ func GPULines(g GPUDoc, now time.Time) []string {
 	}
 	if g.State != StateOK.String() {
 		// No stale numbers: the last values are in the CSV and the snapshot.
-		return []string{l1, "  no current readings (last answered sample " + clock(*g.SampleTime, now) + ")", eventLine(g, now)}
+		return append([]string{l1, "  no current readings (last answered sample " + clock(*g.SampleTime, now) + ")", eventLine(g, now)}, ProcLines(g, now)...)
 	}
 	fans := make([]string, 0, len(g.Fans))
 	for _, f := range g.Fans {
@@ -162,7 +162,7 @@ func GPULines(g GPUDoc, now time.Time) []string {
 		flags = strings.Join(f, ",")
 	}
 	l4 := "  throttle " + thr + "  flags (1 min) " + flags
-	return []string{l1, l2, l3, l4, eventLine(g, now)}
+	return append([]string{l1, l2, l3, l4, eventLine(g, now)}, ProcLines(g, now)...)
 }
 
 // eventLine is a GPU's last Xid, recovery action, incidents and newest
