@@ -34,6 +34,10 @@ type Row struct {
 	Reasons                     string              // their names, "None" when clear
 	Flags                       string              // the flags cell
 	DmesgTime                   reading.Opt[float64]
+	// Gap is the pause since the row before it when that pause is a gap
+	// (the logger down, a hung GPU, the disk paused); 0 otherwise. Lines
+	// are broken there and the timeline says so.
+	Gap time.Duration
 }
 
 // layout maps the columns of one CSV file (its header) to Row fields.
@@ -42,7 +46,8 @@ type layout struct {
 	ts, temp, memTemp, power, limit, enf   int
 	gclk, smclk, mclk, mask, reasons, flag int
 	dmesg                                  int
-	fans                                   [][2]int // speed, target column per fan
+	fans                                   [][2]int          // speed, target column per fan
+	names                                  map[string]string // interned throttle reasons
 }
 
 // parseLayout reads a header line. Columns it does not know are ignored, so
@@ -109,6 +114,22 @@ func parseLayout(header string) (*layout, error) {
 		}
 	}
 	return l, nil
+}
+
+// intern returns one shared copy of a throttle reasons cell: a few values
+// repeat on every row, and a substring would keep the whole line alive.
+func (l *layout) intern(s string) string {
+	if v, ok := l.names[s]; ok {
+		return v
+	}
+	v := strings.Clone(s)
+	if l.names == nil {
+		l.names = map[string]string{}
+	}
+	if len(l.names) < 1024 {
+		l.names[v] = v
+	}
+	return v
 }
 
 // splitCSV splits one line into cells, undoing CSV quoting (the flags cell
@@ -200,7 +221,7 @@ func (l *layout) parseRow(line string, cells []string) (Row, []string, bool) {
 	r := Row{Time: t, Temp: optFloat(cells, l.temp), MemTemp: optFloat(cells, l.memTemp),
 		Power: optFloat(cells, l.power), Limit: optFloat(cells, l.limit), Enforced: optFloat(cells, l.enf),
 		GPUClock: optFloat(cells, l.gclk), SMClock: optFloat(cells, l.smclk), MemClock: optFloat(cells, l.mclk),
-		Reasons: cell(cells, l.reasons), Flags: cell(cells, l.flag), DmesgTime: optFloat(cells, l.dmesg)}
+		Reasons: l.intern(cell(cells, l.reasons)), Flags: strings.Clone(cell(cells, l.flag)), DmesgTime: optFloat(cells, l.dmesg)}
 	if m := cell(cells, l.mask); strings.HasPrefix(m, "0x") {
 		if v, err := strconv.ParseUint(m[2:], 16, 64); err == nil {
 			r.Throttle = reading.Some(v)

@@ -273,14 +273,13 @@ func (rep *Report) writeSVG(b *strings.Builder, g GPUData) {
 	bandH := max(bandRowH*len(reasons), bandRowH)
 	height := markerH + len(ps)*(panelH+panelGap) + panelGap + bandH + axisH
 	xm := rep.axis()
-	gap := gapAfter(g.Rows)
 	fmt.Fprintf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"11\">\n",
 		svgWidth, height, svgWidth, height)
 	b.WriteString("<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n")
 	top := markerH
 	for _, p := range ps {
 		top += panelGap
-		drawPanel(b, p, g.Rows, xm, top, gap)
+		drawPanel(b, p, g.Rows, xm, top)
 		top += panelH
 	}
 	top += panelGap
@@ -289,7 +288,7 @@ func (rep *Report) writeSVG(b *strings.Builder, g GPUData) {
 	for i, name := range reasons {
 		y := top + i*bandRowH
 		fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" font-size=\"10\">%s</text>\n", plotLeft-4, y+10, html.EscapeString(name))
-		for _, s := range bands(g.Rows, name, gap) {
+		for _, s := range bands(g.Rows, name) {
 			x0, x1 := xm.x(s[0]), xm.x(s[1])
 			fmt.Fprintf(b, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\" opacity=\"0.8\"><title>%s %s</title></rect>\n",
 				x0, y+1, math.Max(x1-x0, 1.5), bandRowH-2, palette[(i+3)%len(palette)], html.EscapeString(name), html.EscapeString(fmtDur(s[1].Sub(s[0]))))
@@ -306,7 +305,7 @@ func (rep *Report) writeSVG(b *strings.Builder, g GPUData) {
 
 // drawPanel draws one chart: frame, y grid with labels, the lines (broken
 // at gaps and absent cells) and a legend on the right.
-func drawPanel(b *strings.Builder, p panel, rows []Row, xm xmap, top int, gap time.Duration) {
+func drawPanel(b *strings.Builder, p panel, rows []Row, xm xmap, top int) {
 	fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\" font-weight=\"bold\">%s (%s)</text>\n", plotLeft, top-8, html.EscapeString(p.title), html.EscapeString(p.unit))
 	fmt.Fprintf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#fafafa\" stroke=\"#bbb\"/>\n", plotLeft, top, plotWidth, panelH)
 	left, right := yRange(p.series, rows, false), yRange(p.series, rows, true)
@@ -320,7 +319,7 @@ func drawPanel(b *strings.Builder, p panel, rows []Row, xm xmap, top int, gap ti
 		if s.right {
 			yr = right
 		}
-		d := path(rows, s.get, xm, yr, top, gap)
+		d := path(rows, s.get, xm, yr, top)
 		if d != "" {
 			fmt.Fprintf(b, "<path d=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\"", d, s.color)
 			if s.dash != "" {
@@ -421,16 +420,15 @@ func niceStep(raw float64) float64 {
 }
 
 // path builds an SVG path of one series. The line is broken (a new "M")
-// wherever the cell is absent or rows are further apart than gap: missing
+// wherever the cell is absent or a row follows a gap (Row.Gap): missing
 // data is never drawn as a line. With more rows than pixel columns, each
 // column keeps its lowest and highest value, so spikes survive.
-func path(rows []Row, get func(Row) reading.Opt[float64], xm xmap, yr yrange, top int, gap time.Duration) string {
+func path(rows []Row, get func(Row) reading.Opt[float64], xm xmap, yr yrange, top int) string {
 	if !yr.ok {
 		return ""
 	}
 	var b strings.Builder
 	pen := false
-	var prevT time.Time
 	point := func(x, y float64) {
 		if pen {
 			b.WriteString(" L")
@@ -463,11 +461,10 @@ func path(rows []Row, get func(Row) reading.Opt[float64], xm xmap, yr yrange, to
 	}
 	for _, r := range rows {
 		v, ok := get(r).Get()
-		if !prevT.IsZero() && r.Time.Sub(prevT) >= gap {
+		if r.Gap > 0 {
 			flush()
 			pen = false
 		}
-		prevT = r.Time
 		if !ok {
 			flush()
 			pen = false
@@ -514,7 +511,7 @@ func throttleNames(rows []Row) []string {
 
 // bands returns the stretches of time during which reason name was set: a
 // stretch ends at the first row without it, or at a gap.
-func bands(rows []Row, name string, gap time.Duration) [][2]time.Time {
+func bands(rows []Row, name string) [][2]time.Time {
 	var out [][2]time.Time
 	var start, last time.Time
 	on := false
@@ -523,9 +520,9 @@ func bands(rows []Row, name string, gap time.Duration) [][2]time.Time {
 		for _, n := range strings.Split(r.Reasons, "|") {
 			has = has || n == name
 		}
-		if on && (!has || r.Time.Sub(last) >= gap) {
+		if on && (!has || r.Gap > 0) {
 			end := r.Time
-			if r.Time.Sub(last) >= gap {
+			if r.Gap > 0 {
 				end = last
 			}
 			out = append(out, [2]time.Time{start, end})

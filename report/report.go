@@ -152,7 +152,10 @@ func Build(o Options) (*Report, error) {
 					}
 				}
 			}
-			j.st, j.err = readWindow(j.f, rep.From, rep.To, prog, func(r Row) { j.rows = append(j.rows, r) })
+			th := newThinner(rep.From, rep.To)
+			j.st, j.err = readWindow(j.f, rep.From, rep.To, prog, func(r Row) {
+				th.add(r, func(r Row) { j.rows = append(j.rows, r) })
+			})
 		}()
 	}
 	wg.Wait()
@@ -167,6 +170,14 @@ func Build(o Options) (*Report, error) {
 		if g == nil {
 			g = &GPUData{Index: j.f.gpu}
 			byGPU[j.f.gpu] = g
+		}
+		// A pause between the last row of one file and the first of the
+		// next (a restart, midnight) is a gap too.
+		if len(g.Rows) > 0 && len(j.rows) > 0 {
+			d := j.rows[0].Time.Sub(g.Rows[len(g.Rows)-1].Time)
+			if d >= gapThreshold(medianInterval(g.Rows)) {
+				j.rows[0].Gap = d
+			}
 		}
 		g.Rows = append(g.Rows, j.rows...)
 		st := j.st

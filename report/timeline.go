@@ -52,15 +52,6 @@ func flagFamily(f string) string {
 var instantFlags = map[string]bool{"FAN_SPIKE": true}
 var eventFlags = map[string]bool{"TDP_REDUCED": true, "TDP_RESTORED": true, "XID": true}
 
-// gapAfter is the smallest pause between rows shown as a gap: several
-// intervals, and never under a second (one late tick is not a gap).
-func gapAfter(rows []Row) time.Duration {
-	if len(rows) < 3 {
-		return 2 * time.Second
-	}
-	return max(3*medianInterval(rows), time.Second)
-}
-
 // medianInterval is the usual time between rows (over the first 1000).
 func medianInterval(rows []Row) time.Duration {
 	if len(rows) < 2 {
@@ -86,14 +77,13 @@ func rowTimeline(gpu int, rows []Row) []Entry {
 		text string
 	}
 	open := map[string]onset{}
-	gap := gapAfter(rows)
 	var prev *Row
 	for i := range rows {
 		r := &rows[i]
 		if prev != nil {
-			if d := r.Time.Sub(prev.Time); d >= gap {
+			if r.Gap > 0 {
 				out = append(out, Entry{Time: prev.Time, GPU: gpu, Kind: KindGap,
-					What: "no rows for " + fmtDur(d) + " (logger down, GPU hung or disk paused)", Values: values(*prev)})
+					What: "no rows for " + fmtDur(r.Gap) + " (logger down, GPU hung or disk paused)", Values: values(*prev)})
 			}
 			// To or from an absent cell (a lost or hung GPU) is not a
 			// throttle change; the flags say what happened.
