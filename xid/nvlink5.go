@@ -29,6 +29,7 @@ const (
 	sevLinkFatal           // one link: the GPU needs draining, then a reset
 )
 
+// String is the severity as the decode prints it.
 func (s severity) String() string {
 	switch s {
 	case sevNonFatal:
