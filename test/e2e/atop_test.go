@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -148,4 +149,27 @@ at 4 gpu 0 hang 20s
 			t.Errorf("processes section lacks %q:\n%s", w, sec)
 		}
 	}
+}
+
+// TestAtopPortTakenCarriesOn: with atopgpud's port already taken, --atop
+// logs one line, serves the abstract socket, and the logger keeps writing.
+func TestAtopPortTakenCarriesOn(t *testing.T) {
+	atoptest.LockPort(t)
+	held, err := net.Listen("tcp", "127.0.0.1:59123")
+	if err != nil {
+		t.Fatalf("cannot take the port for the test: %v", err)
+	}
+	defer held.Close()
+	p := start(t, opts{args: []string{"--atop"}, scenario: "gpus 1\n"})
+	p.waitFor("rows and the unix listener", 20*time.Second, func() bool {
+		return rowCount(p.csvFile(0)) >= 10 && strings.Contains(p.stderr.String(), "addr=@atopgpud_nvidia")
+	})
+	if n := strings.Count(p.stderr.String(), "cannot listen"); n != 1 {
+		t.Errorf("%d lines about the taken port, want 1:\n%s", n, p.stderr)
+	}
+	cl, err := atoptest.Dial("unix", "@atopgpud_nvidia", 2)
+	if err != nil {
+		t.Fatalf("abstract socket not served: %v", err)
+	}
+	cl.Close()
 }
