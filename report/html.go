@@ -543,20 +543,56 @@ func bands(rows []Row, name string) [][2]time.Time {
 // offset from the incident, and the clock time of the first tick.
 func drawAxis(b *strings.Builder, xm xmap, inc time.Time, top, bottom int, loc *time.Location) {
 	span := xm.to.Sub(xm.from).Seconds()
-	step := niceStep(span / 12)
+	step := timeStep(span / 12)
 	first := math.Ceil(xm.from.Sub(inc).Seconds()/step) * step
 	for s := first; s <= xm.to.Sub(inc).Seconds()+1e-9; s += step {
 		t := inc.Add(time.Duration(s * float64(time.Second)))
 		x := xm.x(t)
 		fmt.Fprintf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#eeeeee\"/>\n", x, top, x, bottom)
-		label := strconv.FormatFloat(s, 'f', -1, 64) + "s"
-		if s > 0 {
-			label = "+" + label
-		}
+		label := tickLabel(s, step)
 		fmt.Fprintf(b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" font-size=\"10\">%s</text>\n", x, bottom+13, label)
 	}
 	fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"11\">seconds from the incident at %s</text>\n",
 		plotLeft+plotWidth/2, bottom+28, html.EscapeString(inc.In(loc).Format("2006-01-02 15:04:05.000 MST")))
+}
+
+// timeStep rounds a tick step in seconds up to a round one: 1, 2 or 5 times
+// a power of ten under a minute, whole minutes and hours above.
+func timeStep(raw float64) float64 {
+	if raw < 60 {
+		return niceStep(raw)
+	}
+	for _, s := range []float64{60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200} {
+		if s >= raw {
+			return s
+		}
+	}
+	return 86400 * math.Ceil(raw/86400)
+}
+
+// tickLabel writes an axis offset in seconds, or in minutes and hours
+// once the ticks are a minute or more apart ("-30s", "+5s", "-2h30m").
+func tickLabel(s, step float64) string {
+	sign := ""
+	switch {
+	case s > 0:
+		sign = "+"
+	case s < 0:
+		sign = "-"
+	}
+	a := math.Abs(s)
+	if step < 60 || a == 0 {
+		return sign + strconv.FormatFloat(a, 'f', -1, 64) + "s"
+	}
+	d := time.Duration(a) * time.Second
+	h, m := int(d/time.Hour), int(d%time.Hour/time.Minute)
+	switch {
+	case h == 0:
+		return sign + strconv.Itoa(m) + "m"
+	case m == 0:
+		return sign + strconv.Itoa(h) + "h"
+	}
+	return sign + strconv.Itoa(h) + "h" + pad2(m) + "m"
 }
 
 // drawMarkers draws the timeline's marked entries of this GPU (and those

@@ -433,3 +433,16 @@ func TestBeforeCheckAcrossOffsets(t *testing.T) {
 		}
 	}
 }
+
+func TestTickLabel(t *testing.T) {
+	for _, tc := range []struct {
+		s, step float64
+		want    string
+	}{
+		{-30, 10, "-30s"}, {5, 5, "+5s"}, {0, 3600, "0s"}, {-1800, 600, "-30m"}, {-7200, 3600, "-2h"}, {-9000, 1800, "-2h30m"}, {0.5, 0.5, "+0.5s"},
+	} {
+		if got := tickLabel(tc.s, tc.step); got != tc.want {
+			t.Errorf("tickLabel(%v, %v) = %q, want %q", tc.s, tc.step, got, tc.want)
+		}
+	}
+}
