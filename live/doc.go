@@ -195,7 +195,7 @@ func gpuDoc(g *GPU, now time.Time) GPUDoc {
 	d := GPUDoc{Index: in.Index, Name: in.Name, BusID: in.BusID, UUID: in.UUID, Serial: in.Serial, VBIOS: in.VBIOS,
 		State: g.State.Kind.String(), Function: g.State.Function, Error: g.State.Err,
 		Incidents: g.Incidents, NewestSnapshot: g.NewestSnapshot, Samples: g.Samples, Failures: g.Failures, HungRows: g.HungRows,
-		MemTotalBytes: ptr(g.MemTotal), Processes: procsDoc(g.Processes)}
+		MemTotalBytes: ptr(g.MemTotalBytes()), Processes: procsDoc(g.Processes)}
 	if !g.State.Since.IsZero() {
 		t := g.State.Since
 		d.StateSince = &t

@@ -111,3 +111,15 @@ func BenchmarkRead(b *testing.B) {
 		sl.Load(&g)
 	}
 }
+
+func TestMemTotalFromProcessReads(t *testing.T) {
+	var g GPU
+	if g.MemTotalBytes().OK {
+		t.Errorf("memory total known without any read")
+	}
+	ok := &reading.Procs{Status: reading.ProcOK, MemTotalBytes: reading.Some[uint64](80 << 30)}
+	g.Processes = &reading.Procs{Status: reading.ProcHung, LastOK: ok}
+	if v, _ := g.MemTotalBytes().Get(); v != 80<<30 {
+		t.Errorf("memory total %d, want the last good read's", v)
+	}
+}

@@ -240,7 +240,7 @@ func (c *Collector) collectGPU(ch chan<- prometheus.Metric, g *live.GPU, h *live
 			ch <- prometheus.MustNewConstMetric(c.descs[r.name], r.typ, val, gpu, uuid)
 		}
 	}
-	if t, ok := g.MemTotal.Get(); ok {
+	if t, ok := g.MemTotalBytes().Get(); ok {
 		emit(mMemTot, float64(t))
 	}
 	for i := 0; i < s.NumFans && i < reading.MaxFans; i++ {
