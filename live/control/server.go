@@ -41,6 +41,11 @@ const (
 	ReadTimeout = 2 * time.Second
 	// WriteTimeout drops a client that does not read its answer.
 	WriteTimeout = 2 * time.Second
+	// Reuse is how long one built status answer serves every request: a
+	// storm of requests costs at most 1/Reuse document builds a second,
+	// so it cannot take the CPU the sampling needs. Samples are 100 ms
+	// apart, so an answer at most this old loses nothing.
+	Reuse = 50 * time.Millisecond
 )
 
 // Config says where and how to listen.
@@ -61,6 +66,10 @@ type Server struct {
 	wg    sync.WaitGroup
 
 	served, refused, failed atomic.Uint64
+
+	cmu      sync.Mutex // held while building, so concurrent requests share one build
+	cached   []byte
+	cachedAt time.Time
 }
 
 // ErrInUse is returned by Listen when another live process serves the path.
@@ -214,20 +223,36 @@ func (s *Server) handle(c *net.UnixConn) {
 		writeJSON(c, errorReply{Error: err.Error()})
 		return
 	}
-	var reply any
+	var reply []byte
 	switch req {
 	case ReqPing:
-		reply = struct {
-			OK bool `json:"ok"`
-		}{true}
+		reply = []byte(`{"ok":true}` + "\n")
 	case ReqStatus:
-		reply = live.NewDoc(s.board.View())
+		if reply, err = s.status(); err != nil {
+			s.failed.Add(1)
+			writeJSON(c, errorReply{Error: err.Error()})
+			return
+		}
 	}
-	if err := writeJSON(c, reply); err != nil {
+	if _, err := c.Write(reply); err != nil {
 		s.failed.Add(1)
 		return
 	}
 	s.served.Add(1)
+}
+
+// status returns the encoded status document, built at most once per Reuse.
+func (s *Server) status() ([]byte, error) {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	if now := time.Now(); s.cached == nil || now.Sub(s.cachedAt) >= Reuse || now.Before(s.cachedAt) {
+		b, err := json.Marshal(live.NewDoc(s.board.View()))
+		if err != nil {
+			return nil, err
+		}
+		s.cached, s.cachedAt = append(b, '\n'), now
+	}
+	return s.cached, nil
 }
 
 func isTimeout(err error) bool {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -220,4 +221,31 @@ func FuzzParseRequest(f *testing.F) {
 			t.Fatalf("error text unbounded: %d bytes", len(err.Error()))
 		}
 	})
+}
+
+// TestStormSharesBuilds: however many requests come, the document is built
+// at most once per Reuse.
+func TestStormSharesBuilds(t *testing.T) {
+	var builds atomic.Int64
+	host := live.NewBoard(nil, func() live.Host { builds.Add(1); return live.Host{Now: time.Now()} })
+	path := filepath.Join(t.TempDir(), "c.sock")
+	s, err := Listen(Config{Path: path}, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Serve(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	start := time.Now()
+	const n = 200
+	for range n {
+		if _, _, err := Query(path, time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+	if max := int64(elapsed/Reuse) + 1; builds.Load() > max {
+		t.Errorf("%d builds for %d requests in %v, want at most %d", builds.Load(), n, elapsed, max)
+	}
 }
