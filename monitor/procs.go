@@ -15,6 +15,11 @@ import (
 // procEvery is the slow tier's process cadence: atopgpud's once a second.
 const procEvery = time.Second
 
+// procStuckAfter: a process read inside the driver this long when a crash
+// snapshot is taken is reported as not returned (a real driver answers in
+// milliseconds).
+const procStuckAfter = 250 * time.Millisecond
+
 // setupProcs gives every GPU its process reader (the slow tier's per-process
 // reads, for crash snapshots and atop) and, with --atop, the accumulator the
 // atopgpud protocol is served from.
@@ -84,7 +89,7 @@ func (gs *gpuState) procSection(when time.Time) []snapshot.Section {
 	if gs.pr == nil {
 		return nil
 	}
-	return []snapshot.Section{snapshot.ProcessesSection(gs.pr.Latest(), when)}
+	return []snapshot.Section{snapshot.ProcessesSection(gs.pr.Snapshot(when, procStuckAfter), when)}
 }
 
 // procsStuck names the GPUs whose process read is inside the driver (so

@@ -132,6 +132,25 @@ func (p *ProcReader) Tick(now time.Time, start bool) {
 	p.log.Warn("process list read hung; no process data until it returns", "function", fn.String(), "since", since)
 }
 
+// Snapshot returns what a crash snapshot should say about the processes at
+// now: the latest read, or, when a read has been inside the driver for at
+// least stuckAfter without being reported hung yet, a hung read that keeps
+// the last good list (a GPU in a GSP fault takes the process calls down
+// with it, before their deadline passes).
+func (p *ProcReader) Snapshot(now time.Time, stuckAfter time.Duration) *reading.Procs {
+	l := p.latest.Load()
+	fn := Fn(p.cur.Load())
+	if !p.busy.Load() || fn == FnNone || l.Status == reading.ProcHung {
+		return l
+	}
+	since := time.Unix(0, p.start.Load())
+	if now.Sub(since) < stuckAfter {
+		return l
+	}
+	return &reading.Procs{GPU: l.GPU, Time: since, Status: reading.ProcHung,
+		Err: fn.String() + " not returned yet", LastOK: l.Good()}
+}
+
 // Busy reports whether a read is in flight and, if so, whether it is inside
 // an NVML call (shutdown must not call nvmlShutdown under a stuck call).
 func (p *ProcReader) Busy() (busy, inNVML bool) {

@@ -202,6 +202,14 @@ func TestProcReaderHungKeepsLastGood(t *testing.T) {
 	if p.Latest() != good {
 		t.Fatal("published hung before the deadline")
 	}
+	// A crash snapshot before the deadline still learns the read is stuck.
+	if s := p.Snapshot(t0.Add(100*time.Millisecond), 250*time.Millisecond); s != good {
+		t.Errorf("snapshot 100 ms into the read: %+v, want the last read", s)
+	}
+	if s := p.Snapshot(t0.Add(300*time.Millisecond), 250*time.Millisecond); s.Status != reading.ProcHung ||
+		s.Good() != good || !strings.Contains(s.Err, "not returned yet") {
+		t.Errorf("snapshot 300 ms into the read: %+v", s)
+	}
 	p.Tick(t0.Add(time.Second), false) // hang detection still runs while reads are held back
 	h1 := p.Latest()
 	if h1.Status != reading.ProcHung || !strings.Contains(h1.Err, "nvmlDeviceGetComputeRunningProcesses") {
