@@ -107,6 +107,12 @@ type CSV struct {
 	}
 	syncErrLogged  atomic.Bool
 	syncSkipLogged atomic.Bool
+	// newEntry: a file was created since the directory was last fsynced.
+	// The background goroutine syncs it within a tick, off the row path: at
+	// midnight every GPU creates a file, and eight directory fsyncs in the
+	// poll loop would cost ticks.
+	newEntry     atomic.Bool
+	dirErrLogged atomic.Bool
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -322,9 +328,12 @@ func (c *CSV) ensureOpen(gf *gpuFile, t time.Time) error {
 	y, m, d := t.Date()
 	day := time.Date(y, m, d, 0, 0, 0, 0, t.Location())
 	path := filepath.Join(c.cfg.Dir, FileName(gf.index, day))
-	f, size, err := openAppend(path, gf.header, c.log)
+	f, size, created, err := openAppend(path, gf.header, c.log)
 	if err != nil {
 		return err
+	}
+	if created {
+		c.newEntry.Store(true)
 	}
 	gf.f, gf.osf, gf.path, gf.size = f, f, path, size
 	if c.cfg.wrap != nil {
@@ -357,38 +366,33 @@ func (c *CSV) finish(gf *gpuFile) {
 	}()
 }
 
-// openAppend opens path for appending, writing header to a new or empty file.
-// An existing file that ends in a partial line (the last run died mid-write)
-// is cut back to its last whole line first.
-func openAppend(path string, header []byte, log *slog.Logger) (*os.File, int64, error) {
+// openAppend opens path for appending, writing header to a new or empty file,
+// and reports whether it created the file (its directory entry then needs an
+// fsync). An existing file that ends in a partial line (the last run died
+// mid-write) is cut back to its last whole line first.
+func openAppend(path string, header []byte, log *slog.Logger) (*os.File, int64, bool, error) {
 	_, statErr := os.Stat(path)
+	created := os.IsNotExist(statErr)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, 0, err
-	}
-	if os.IsNotExist(statErr) {
-		// A new day's file: make its directory entry durable too, or a
-		// power loss can lose the whole file, not just the last second.
-		if err := SyncDir(filepath.Dir(path)); err != nil {
-			log.Warn("new CSV's directory entry may not survive a power loss", "path", path, "error", err)
-		}
+		return nil, 0, false, err
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, 0, err
+		return nil, 0, false, err
 	}
 	size := st.Size()
 	if size > 0 {
 		whole, err := lastWholeLine(path, size)
 		if err != nil {
 			f.Close()
-			return nil, 0, err
+			return nil, 0, false, err
 		}
 		if whole != size {
 			if err := f.Truncate(whole); err != nil {
 				f.Close()
-				return nil, 0, fmt.Errorf("repair %s: %w", path, err)
+				return nil, 0, false, fmt.Errorf("repair %s: %w", path, err)
 			}
 			log.Warn("CSV ended in a partial line; cut back to the last whole line", "path", path, "removed_bytes", size-whole)
 			size = whole
@@ -399,11 +403,11 @@ func openAppend(path string, header []byte, log *slog.Logger) (*os.File, int64, 
 		if err != nil {
 			f.Truncate(0)
 			f.Close()
-			return nil, 0, fmt.Errorf("write header to %s: %w", path, err)
+			return nil, 0, false, fmt.Errorf("write header to %s: %w", path, err)
 		}
 		size = int64(n)
 	}
-	return f, size, nil
+	return f, size, created, nil
 }
 
 // lastWholeLine returns the offset just past the last newline of the file.
@@ -458,6 +462,22 @@ func (c *CSV) syncFailed(gpu int, path string, err error) {
 	if c.syncErrLogged.CompareAndSwap(false, true) {
 		c.log.Error("fsync of a CSV failed; its recent rows may not survive a power loss (later failures are only counted: sync_errors)",
 			"gpu", gpu, "path", path, "error", err)
+	}
+}
+
+// syncNewEntries fsyncs the directory once files were created in it, so a
+// power loss cannot lose a whole new day's file, only its last second. The
+// first failure is logged and all are counted with the sync errors.
+func (c *CSV) syncNewEntries() {
+	if !c.newEntry.Swap(false) {
+		return
+	}
+	if err := SyncDir(c.cfg.Dir); err != nil {
+		c.syncErrs.Add(1)
+		if c.dirErrLogged.CompareAndSwap(false, true) {
+			c.log.Error("fsync of the log directory failed; new CSV files may not survive a power loss (later failures are only counted: sync_errors)",
+				"dir", c.cfg.Dir, "error", err)
+		}
 	}
 }
 
@@ -572,6 +592,7 @@ func (c *CSV) Close() error {
 	c.closeMu.Unlock()
 	close(c.stop)
 	<-c.done
+	c.syncNewEntries()
 	// The last periodic batch's failures still count: wait a little for its
 	// outcome, never long (a hung disk must not hold up shutdown; the fsync
 	// below then reports what it can).
@@ -620,6 +641,7 @@ func (c *CSV) background() {
 		case <-t.C:
 		}
 		c.syncDirty()
+		c.syncNewEntries()
 		if c.paused.Load() != 0 || time.Since(lastDisk) >= c.cfg.DiskCheckEvery {
 			lastDisk = time.Now()
 			c.checkDisk()
