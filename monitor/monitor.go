@@ -136,6 +136,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		CrashCooldown: cfg.CrashCooldown, SpikeCooldown: cfg.SpikeCooldown,
 		FollowUps: cfg.FollowUps, CommandTimeout: cfg.CommandTimeout,
 		Flush: m.csv.Sync, Written: m.snapshotWritten, HostRoot: cfg.HostRoot,
+		KernelWall: m.kclock.clock.Wall,
 	})
 	m.writeSystemInfo()
 	return m, nil

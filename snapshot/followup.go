@@ -86,6 +86,7 @@ func (m *Manager) followUps(ctx context.Context, gpu int, incident string, h *He
 		}
 		t0 := time.Now()
 		res := m.collect(m.work, m.followUpJobs(h.BusID))
+		res[diagDmesg] = placeKernelLines(res[diagDmesg], m.cfg.KernelWall)
 		data := renderFollowUp(h, incident, off, m.cfg.Now(), followUpSections(res))
 		path, err := m.createNew(m.crashDir, followUpName(incident, off), data)
 		if path == "" {

@@ -52,6 +52,10 @@ type Config struct {
 	Flush              func(gpu int) error // flushes and fsyncs the GPU's CSV; called before each snapshot, from a snapshot goroutine
 	ModulesPath        string              // "" means DefaultModulesPath
 	HostRoot           string              // where /proc and /sys are read from (tests give a fake one); "" means "/"
+	// KernelWall maps a kernel log printk timestamp to wall-clock time
+	// through the measured offset of the kernel log's clock; dmesg lines in
+	// snapshots get that time next to their own. nil: they are left as is.
+	KernelWall func(printk time.Duration) time.Time
 	// Written, if set, is told each file written (kind "crash", "spike" or
 	// "follow-up"; gpu -1 for no monitored GPU), from the writing goroutine.
 	Written func(kind string, gpu int, path string)
@@ -268,6 +272,7 @@ func (m *Manager) crash(fctx context.Context, stop context.CancelCauseFunc, gpu 
 	m.written("crash", gpu, 1, path, time.Since(t0), err)
 
 	res := m.collect(m.work, m.crashJobs(req.Header.BusID))
+	res[diagDmesg] = placeKernelLines(res[diagDmesg], m.cfg.KernelWall)
 	if err := m.files.Replace(path, renderCrash(req, crashSections(res), 0)); err != nil {
 		m.failed("crash", gpu, 2, err)
 	} else {

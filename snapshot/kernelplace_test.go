@@ -1,0 +1,36 @@
+package snapshot
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestKernelLinesPlacedByPrintkTime: dmesg lines in a snapshot carry the
+// wall-clock time their printk stamp maps to through Config.KernelWall (here
+// the printk clock read 0 at 2026-03-12 09:27:30.589), not when they were
+// read.
+func TestKernelLinesPlacedByPrintkTime(t *testing.T) {
+	boot := time.Date(2026, 3, 13, 9, 26, 53, 589e6, time.UTC).Add(-86400*time.Second + 37*time.Second)
+	wall := func(p time.Duration) time.Time { return boot.Add(p) }
+	m, _ := newTestManager(t, func(c *Config) { c.KernelWall = wall })
+	if d := m.Crash(3, testCrashRequest); !d.Accepted {
+		t.Fatal("not accepted")
+	}
+	closeManager(t, m)
+	b, err := os.ReadFile(filepath.Join(m.cfg.Dir, "crashes", "crash-20260314-092653.589-gpu3.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	want := "[86400.120000] {2026-03-13T09:27:30.709Z} NVRM: Xid (PCI:0000:4b:00): 79, pid=2314, GPU has fallen off the bus."
+	if !strings.Contains(s, want) {
+		t.Errorf("snapshot lacks %q:\n%s", want, s)
+	}
+	r := placeKernelLines(result{out: []byte("no stamp here\n[bad] x\n[    4.118822] nvidia: loading\n")}, wall)
+	if got := string(r.out); !strings.HasPrefix(got, "no stamp here\n[bad] x\n[    4.118822] {") {
+		t.Errorf("lines without a stamp changed: %q", got)
+	}
+}
