@@ -3,37 +3,15 @@ package live_test
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	. "github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/live/livetest"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		os.MkdirAll("testdata", 0o755)
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test ./live -update creates it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
 
 func TestStatusTextAndJSONGolden(t *testing.T) {
 	d := NewDoc(livetest.View())
@@ -41,12 +19,12 @@ func TestStatusTextAndJSONGolden(t *testing.T) {
 	if err := WriteText(&b, d); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "status.txt", b.Bytes())
+	testutil.Golden(t, "status.txt", b.Bytes())
 	j, err := json.MarshalIndent(d, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "status.json", append(j, '\n'))
+	testutil.Golden(t, "status.json", append(j, '\n'))
 	// The document reads back as itself (status and top work from JSON).
 	var back Doc
 	if err := json.Unmarshal(j, &back); err != nil {

@@ -3,7 +3,6 @@ package monitor
 import (
 	"bytes"
 	"context"
-	"flag"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
@@ -24,49 +24,11 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		os.MkdirAll("testdata", 0o755)
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test ./monitor -update creates it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
-
 // fakeRunner answers every diagnostic at once.
 type fakeRunner struct{}
 
 func (fakeRunner) Run(_ context.Context, name string, args ...string) ([]byte, error) {
 	return []byte(name + " output\n"), nil
-}
-
-// syncBuf is a goroutine-safe log sink.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // plainLog appends lines to a file without lumberjack's background goroutine.
@@ -97,7 +59,7 @@ type rig struct {
 	dir   string
 	devs  []*fakenvml.Dev
 	m     *Monitor
-	logs  *syncBuf
+	logs  *testutil.LogBuf
 	sigs  chan os.Signal
 	steps []string
 }
@@ -105,7 +67,7 @@ type rig struct {
 // newRig builds a monitor over n fake GPUs writing into a temp dir.
 func newRig(t *testing.T, n int, tweak func(*Config)) *rig {
 	t.Helper()
-	r := &rig{t: t, dir: t.TempDir(), logs: &syncBuf{}, sigs: make(chan os.Signal, 4)}
+	r := &rig{t: t, dir: t.TempDir(), logs: &testutil.LogBuf{}, sigs: make(chan os.Signal, 4)}
 	lib := &fakenvml.Lib{InitRet: nvml.SUCCESS}
 	for i := range n {
 		d := fakenvml.NewDev()
@@ -452,7 +414,7 @@ func TestStatusAndSummaryGolden(t *testing.T) {
 	log.LogAttrs(context.Background(), slog.LevelInfo, "status", st.Attrs()...)
 	now := time.Date(2026, 11, 29, 15, 35, 0, 0, time.FixedZone("CET", 3600))
 	b.WriteString(SummaryLine(now, st, st.WindowCounts, 300*time.Second) + "\n")
-	golden(t, "status-and-summary.golden", b.Bytes())
+	testutil.Golden(t, "status-and-summary.golden", b.Bytes())
 }
 
 func TestFailuresBackOffAndRecover(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
@@ -65,6 +66,6 @@ func TestXidLinesGolden(t *testing.T) {
 				b.WriteString(l + "\n")
 			}
 		}
-		golden(t, "xid-lines.golden", b.Bytes())
+		testutil.Golden(t, "xid-lines.golden", b.Bytes())
 	})
 }

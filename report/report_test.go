@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/xml"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,44 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
-
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (run with -update after checking):\n%s", name, firstDiff(string(got), string(want)))
-	}
-}
-
-func firstDiff(got, want string) string {
-	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
-	for i := 0; i < len(g) || i < len(w); i++ {
-		var a, b string
-		if i < len(g) {
-			a = g[i]
-		}
-		if i < len(w) {
-			b = w[i]
-		}
-		if a != b {
-			return fmt.Sprintf("line %d:\n got  %q\n want %q", i+1, a, b)
-		}
-	}
-	return ""
-}
 
 // testdata/incident is what `make demo` recorded: the gsp-crash scenario on
 // two simulated GPUs (Xid 62, 45, 119, 154, then GPU 0 lost and Xid 79).
@@ -68,7 +32,7 @@ func TestGoldenTimeline(t *testing.T) {
 	if err := rep.WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "incident.txt", b.Bytes())
+	testutil.Golden(t, "incident.txt", b.Bytes())
 	// What the story must contain, whatever the layout.
 	for _, want := range []string{
 		"Incident: 2026-11-30 19:08:17.623 UTC on GPU 0: Xid 62: Internal micro-controller halt (nvml)",
@@ -93,7 +57,7 @@ func TestHTMLParsesAndHasEveryChart(t *testing.T) {
 	if err := rep.WriteHTML(&b); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "incident.html", b.Bytes())
+	testutil.Golden(t, "incident.html", b.Bytes())
 	page := b.String()
 	for _, bad := range []string{"<script", "http://", "https://", "@import", "url("} {
 		if bad == "http://" {

@@ -2,37 +2,15 @@ package sampler
 
 import (
 	"bytes"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		os.MkdirAll("testdata", 0o755)
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test ./sampler -run %s -update creates it)", err, t.Name())
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
 
 func TestProbeTimesEveryCallReadOnly(t *testing.T) {
 	d0, d1 := fakenvml.NewDev(), fakenvml.NewDev()
@@ -148,6 +126,6 @@ func TestProbeReportGolden(t *testing.T) {
 		if lock {
 			name = "probe-lock.golden"
 		}
-		golden(t, name, b.Bytes())
+		testutil.Golden(t, name, b.Bytes())
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
 
 func TestCreateNewConcurrentNames(t *testing.T) {
@@ -30,7 +32,7 @@ func TestCreateNewConcurrentNames(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	entries := allEntries(t, dir)
+	entries := testutil.Entries(t, dir)
 	if len(entries) != n {
 		t.Fatalf("%d entries, want %d (no temp files left): %v", len(entries), n, entries)
 	}
@@ -66,7 +68,7 @@ func TestAtomicFailuresLeaveNothing(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("err = %v, want %q", err, tt.wantErr)
 			}
-			if e := allEntries(t, dir); len(e) != 0 {
+			if e := testutil.Entries(t, dir); len(e) != 0 {
 				t.Errorf("left behind: %v", e)
 			}
 		})
@@ -89,7 +91,7 @@ func TestReplaceFailureKeepsOld(t *testing.T) {
 	if data, _ := os.ReadFile(path); string(data) != "stage 1\n" {
 		t.Errorf("old file damaged: %q", data)
 	}
-	if e := allEntries(t, dir); !slices.Equal(e, []string{"crash.log"}) {
+	if e := testutil.Entries(t, dir); !slices.Equal(e, []string{"crash.log"}) {
 		t.Errorf("entries = %v", e)
 	}
 	// And a successful replace leaves only the new content.
@@ -99,7 +101,7 @@ func TestReplaceFailureKeepsOld(t *testing.T) {
 	if data, _ := os.ReadFile(path); string(data) != "stage 2\n" {
 		t.Errorf("got %q", data)
 	}
-	if e := allEntries(t, dir); len(e) != 1 {
+	if e := testutil.Entries(t, dir); len(e) != 1 {
 		t.Errorf("entries = %v", e)
 	}
 	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o640 {
@@ -119,7 +121,7 @@ func TestCreateNewWithoutHardLinks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := allEntries(t, dir)
+	got := testutil.Entries(t, dir)
 	slices.Sort(got)
 	if want := []string{"crash-y-2.log", "crash-y-3.log", "crash-y.log"}; !slices.Equal(got, want) {
 		t.Errorf("entries = %v, want %v", got, want)
@@ -127,20 +129,6 @@ func TestCreateNewWithoutHardLinks(t *testing.T) {
 	if data, _ := os.ReadFile(filepath.Join(dir, "crash-y.log")); string(data) != "0" {
 		t.Errorf("first file replaced: %q", data)
 	}
-}
-
-// allEntries returns every name in dir (hidden temp files included).
-func allEntries(t *testing.T, dir string) []string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
-	return names
 }
 
 // TestDirectoryFsyncErrorIsReturned: every atomic write reports a failed
@@ -181,7 +169,7 @@ func TestCreateFromNeverReplaces(t *testing.T) {
 	if b, _ := os.ReadFile(path); string(b) != "old" {
 		t.Errorf("replaced: %q", b)
 	}
-	if e := allEntries(t, dir); !slices.Equal(e, []string{"day.csv.gz"}) {
+	if e := testutil.Entries(t, dir); !slices.Equal(e, []string{"day.csv.gz"}) {
 		t.Errorf("entries %v", e)
 	}
 }

@@ -2,7 +2,6 @@ package sink
 
 import (
 	"bytes"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,39 +11,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
-
-// logBuf captures log records as text, safe for concurrent use.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func (l *logBuf) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
-
-// waitUntil polls cond for up to limit; it reports whether cond came true.
-func waitUntil(limit time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return true
-}
 
 // fullDisk is a file that fails writes with ENOSPC while full is set,
 // writing half of the buffer first as a real file system may.
@@ -96,7 +65,7 @@ func TestFullDiskRowsResumeWithinATick(t *testing.T) {
 			}
 			full.Store(false)
 			free.Store(1 << 30)
-			if !waitUntil(2*time.Second, func() bool { return !c.Stats().Paused }) {
+			if !testutil.WaitUntil(2*time.Second, func() bool { return !c.Stats().Paused }) {
 				t.Fatal("rows still paused 2 s after space returned (the old guard waited for its 10 s check)")
 			}
 			s.Time = s.Time.Add(100 * time.Millisecond)
@@ -114,9 +83,9 @@ func TestFullDiskRowsResumeWithinATick(t *testing.T) {
 // fdatasync is counted in the sink's stats and its first occurrence logged
 // with the file it concerned (issue 12 bug 5).
 func TestFdatasyncFailureIsCountedAndLoggedWithPath(t *testing.T) {
-	var logs logBuf
+	var logs testutil.LogBuf
 	dir := t.TempDir()
-	c := newTestCSV(t, dir, CSVConfig{FsyncEvery: 10 * time.Millisecond, Logger: logs.logger()})
+	c := newTestCSV(t, dir, CSVConfig{FsyncEvery: 10 * time.Millisecond, Logger: logs.Logger()})
 	s := fullSample()
 	if err := c.Write(&s); err != nil {
 		t.Fatal(err)
@@ -143,7 +112,7 @@ func TestFdatasyncFailureIsCountedAndLoggedWithPath(t *testing.T) {
 		if err := c.Write(&s); err != nil {
 			t.Fatal(err)
 		}
-		if !waitUntil(5*time.Second, func() bool { return c.Stats().SyncErrors > uint64(i) }) {
+		if !testutil.WaitUntil(5*time.Second, func() bool { return c.Stats().SyncErrors > uint64(i) }) {
 			t.Fatalf("fdatasync failure %d not counted: %+v", i+1, c.Stats())
 		}
 	}
@@ -201,9 +170,9 @@ func wholeLines(s string, want map[string]bool) []string {
 	return got
 }
 
-func testLineLog(t *testing.T, logs *logBuf) (*LineLog, *flakyWriter) {
+func testLineLog(t *testing.T, logs *testutil.LogBuf) (*LineLog, *flakyWriter) {
 	t.Helper()
-	l := NewLineLog(t.TempDir(), "events.log", 1, 1, logs.logger())
+	l := NewLineLog(t.TempDir(), "events.log", 1, 1, logs.Logger())
 	fw := &flakyWriter{}
 	l.w, l.retryEvery = fw, 10*time.Millisecond
 	t.Cleanup(func() { l.Close() })
@@ -214,7 +183,7 @@ func testLineLog(t *testing.T, logs *logBuf) (*LineLog, *flakyWriter) {
 // in order, and written with their own text (timestamps included) once
 // writing works, without waiting for a new line (issue 12 bug 6).
 func TestLineLogKeepsLinesWhileDiskFull(t *testing.T) {
-	var logs logBuf
+	var logs testutil.LogBuf
 	l, fw := testLineLog(t, &logs)
 	lines := []string{
 		"2026-11-30T10:00:00.000Z gpu=0 type=XID xid=13",
@@ -238,7 +207,7 @@ func TestLineLogKeepsLinesWhileDiskFull(t *testing.T) {
 		t.Errorf("stats while full: %+v", st)
 	}
 	fw.set(false)
-	if !waitUntil(2*time.Second, func() bool { return l.Stats().Pending == 0 }) {
+	if !testutil.WaitUntil(2*time.Second, func() bool { return l.Stats().Pending == 0 }) {
 		t.Fatal("kept lines not written after the disk had space again")
 	}
 	if got := wholeLines(fw.String(), want); strings.Join(got, "|") != strings.Join(lines, "|") {
@@ -256,7 +225,7 @@ func TestLineLogKeepsLinesWhileDiskFull(t *testing.T) {
 // TestLineLogOverflowIsCountedAndLogged: the queue is bounded; what does not
 // fit is counted as lost and the first such line logged.
 func TestLineLogOverflowIsCountedAndLogged(t *testing.T) {
-	var logs logBuf
+	var logs testutil.LogBuf
 	l, fw := testLineLog(t, &logs)
 	l.retryEvery = time.Hour
 	fw.set(true)

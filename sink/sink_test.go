@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/csv"
-	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,30 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./sink -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
 
 var cet = time.FixedZone("CET", 3600)
 
@@ -107,13 +85,13 @@ func TestGoldenRows(t *testing.T) {
 	if recs, err := r.ReadAll(); err != nil || len(recs) != 6 {
 		t.Fatalf("rows do not parse as CSV: %v (%d records)", err, len(recs))
 	}
-	golden(t, "rows-2fans.golden", b)
+	testutil.Golden(t, "rows-2fans.golden", b)
 
 	// A fanless datacenter GPU has no fan columns at all.
 	fanless := fullSample()
 	fanless.NumFans = 0
 	fanless.Flags.Reset()
-	golden(t, "rows-fanless.golden", AppendRow(Header(0), &fanless, 0))
+	testutil.Golden(t, "rows-fanless.golden", AppendRow(Header(0), &fanless, 0))
 }
 
 func TestRowColumnCountMatchesHeader(t *testing.T) {
@@ -405,7 +383,7 @@ func TestSystemInfo(t *testing.T) {
 		Notes:       map[int]string{1: "static facts not read: nvmlDeviceGetName hung"},
 		KernelClock: "printk clock = CLOCK_MONOTONIC - 37.000412 s, drift +200.0 ppm; last confirmed 10.0 s ago (1234 records, 0 steps)",
 	}
-	golden(t, "system-info.golden", RenderSystemInfo(si))
+	testutil.Golden(t, "system-info.golden", RenderSystemInfo(si))
 
 	dir := t.TempDir()
 	if w, err := WriteSystemInfo(dir, si); err != nil || !w {

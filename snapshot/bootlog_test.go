@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
 
 func TestBeginRunAndCleanStop(t *testing.T) {
@@ -140,7 +142,7 @@ func TestBootLogGolden(t *testing.T) {
 	got := strings.NewReplacer(dir, "$DIR", pstore, "$PSTORE").Replace(string(b))
 	// pstore mtimes are printed in the local zone.
 	got = strings.ReplaceAll(got, prevStart.Add(time.Hour).Format(time.RFC3339), "$MTIME")
-	golden(t, "boot", []byte(got))
+	testutil.Golden(t, "boot.golden", []byte(got))
 	for _, want := range []string{
 		"Cause: a different boot",
 		"GPU 0: last row 2026-11-30T00:00:02.000Z, gap 7m28s",

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
 
 func TestFollowUps(t *testing.T) {
@@ -48,7 +50,7 @@ func TestFollowUps(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		golden(t, "followup", data)
+		testutil.Golden(t, "followup.golden", data)
 
 		time.Sleep(50 * time.Second)
 		synctest.Wait()

@@ -1,12 +1,9 @@
 package snapshot
 
 import (
-	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -15,29 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
-
-// golden compares got with testdata/<name>.golden, or rewrites it with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file (run with -update to create it): %v", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (run with -update if intended)\n--- got ---\n%s\n--- want ---\n%s", path, got, want)
-	}
-}
 
 // incidentTime is the fixed time of the test incidents, in UTC for determinism.
 var incidentTime = time.Date(2026, 3, 14, 9, 26, 53, 589_000_000, time.UTC)
@@ -230,29 +207,11 @@ func files(t *testing.T, dir, pattern string) []string {
 	return m
 }
 
-// allEntries returns every name in dir (hidden temp files included).
-func allEntries(t *testing.T, dir string) []string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
-	return names
-}
-
 // waitFor polls cond until it holds or a generous deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
+	if !testutil.WaitUntil(10*time.Second, cond) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
 

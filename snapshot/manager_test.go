@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
 
 func TestCrashStage2Golden(t *testing.T) {
@@ -30,7 +32,7 @@ func TestCrashStage2Golden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "crash-stage2", data)
+	testutil.Golden(t, "crash-stage2.golden", data)
 
 	// dmesg once for three sections; the bus id in lspci form; no shell anywhere.
 	wantCalls := []string{"dmesg", "free -h", "lspci -nnDvvvxxxx -s 0000:4b:00.0", "nvidia-smi", "setpci -s 0000:4b:00.0 VENDOR_ID", "uptime"}
@@ -46,14 +48,14 @@ func TestCrashStage1Golden(t *testing.T) {
 	req := testCrashRequest()
 	req.Header.GPUIndex = 3
 	req.Header.Title = crashTitle
-	golden(t, "crash-stage1", renderCrash(&req, nil, 10*time.Second))
+	testutil.Golden(t, "crash-stage1.golden", renderCrash(&req, nil, 10*time.Second))
 }
 
 func TestHeaderAbsentGolden(t *testing.T) {
 	// Nothing known: every absent value prints n/a, never 0.
 	var b strings.Builder
 	writeHeader(&b, &Header{GPUIndex: -1})
-	golden(t, "header-absent", []byte(b.String()))
+	testutil.Golden(t, "header-absent.golden", []byte(b.String()))
 }
 
 func TestSpikeGolden(t *testing.T) {
@@ -85,7 +87,7 @@ func TestSpikeGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "spike", data)
+	testutil.Golden(t, "spike.golden", data)
 	if calls := m.cfg.Runner.(*fakeRunner).Calls(); len(calls) != 0 {
 		t.Errorf("spike ran commands %q, want none", calls)
 	}
@@ -307,7 +309,7 @@ func TestStage1WhileCommandBlocked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "crash-stage1-blocked", data)
+	testutil.Golden(t, "crash-stage1-blocked.golden", data)
 	waitFor(t, "lspci to start", func() bool { return slices.Contains(run.Calls(), "lspci -nnDvvvxxxx -s 0000:4b:00.0") })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -421,7 +423,7 @@ func TestSameMillisecondNoCollision(t *testing.T) {
 	}
 	closeManager(t, m)
 	dir := filepath.Join(m.cfg.Dir, "crashes")
-	got := allEntries(t, dir)
+	got := testutil.Entries(t, dir)
 	slices.Sort(got)
 	want := []string{
 		"crash-20260314-092653.589-gpu7-2.log",
@@ -447,7 +449,7 @@ func TestWriteFailureCountedAndCleaned(t *testing.T) {
 	m.Spike(0, func() SpikeRequest { return SpikeRequest{} })
 	closeManager(t, m)
 	for _, sub := range []string{"crashes", "spikes"} {
-		if e := allEntries(t, filepath.Join(m.cfg.Dir, sub)); len(e) != 0 {
+		if e := testutil.Entries(t, filepath.Join(m.cfg.Dir, sub)); len(e) != 0 {
 			t.Errorf("%s holds %v after failed writes, want nothing", sub, e)
 		}
 	}
@@ -477,7 +479,7 @@ func TestStage2FailureKeepsStage1(t *testing.T) {
 	m.Crash(0, testCrashRequest)
 	closeManager(t, m)
 	dir := filepath.Join(m.cfg.Dir, "crashes")
-	e := allEntries(t, dir)
+	e := testutil.Entries(t, dir)
 	if len(e) != 1 {
 		t.Fatalf("entries = %v, want only the stage-1 file", e)
 	}

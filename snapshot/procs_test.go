@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
@@ -40,5 +41,5 @@ func TestProcessesSection(t *testing.T) {
 		}
 		all.WriteString("--- " + tc.name + "\n" + s.Body)
 	}
-	golden(t, "processes", []byte(all.String()))
+	testutil.Golden(t, "processes.golden", []byte(all.String()))
 }

@@ -3,6 +3,8 @@ package xid
 import (
 	"strings"
 	"testing"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
 
 // samples are old and new Xids as NVML (no text) or the kernel log (the text
@@ -58,7 +60,7 @@ func TestExplainGolden(t *testing.T) {
 		b.WriteString("recovery events.log: " + strings.Join(RecoveryFields(r.v, r.words), " ") + "\n")
 		b.WriteString("recovery Reason: " + RecoveryReason(r.v, r.words, "nvml") + "\n\n")
 	}
-	golden(t, "explain.golden", b.String())
+	testutil.Golden(t, "explain.golden", []byte(b.String()))
 }
 
 func TestExplainNVLink5(t *testing.T) {
@@ -101,5 +103,5 @@ func TestRenderGolden(t *testing.T) {
 		b.WriteString(Render(Explain(s.code, s.text)) + "\n")
 	}
 	b.WriteString(List())
-	golden(t, "render.golden", b.String())
+	testutil.Golden(t, "render.golden", []byte(b.String()))
 }

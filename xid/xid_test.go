@@ -2,16 +2,13 @@ package xid
 
 import (
 	"cmp"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
+)
 
 // hopperBlackwell is every code NVIDIA's catalog (analyzing-xid-catalog.html,
 // read 2026-11-30) marks YES under "Applies to H100", "Applies to B100" or
@@ -209,23 +206,5 @@ func TestCatalogGolden(t *testing.T) {
 		fmt.Fprintf(&b, "%d\t%s\t%s / %s\t%s\t%s\n\t%s\n\t%s\n",
 			in.Code, in.Mnemonic, in.BucketOrNone(), cmp.Or(in.Investigate, "-"), in.Class, in.Name, in.Description, in.Action)
 	}
-	golden(t, "catalog.golden", b.String())
-}
-
-// golden compares got with testdata/name, rewriting it under -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file (run with -update to create it): %v", err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s; run go test -update and review the diff\ngot:\n%s", path, got)
-	}
+	testutil.Golden(t, "catalog.golden", []byte(b.String()))
 }

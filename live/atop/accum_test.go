@@ -1,36 +1,12 @@
 package atop
 
 import (
-	"bytes"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	p := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(p, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs:\n got: %q\nwant: %q", name, got, want)
-	}
-}
 
 func twoGPUs() []reading.GPU {
 	return []reading.GPU{

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
@@ -43,9 +44,9 @@ func TestGoldenReplies(t *testing.T) {
 		if !ok {
 			t.Fatal("T refused")
 		}
-		golden(t, "types-v"+strconv.Itoa(int(v))+".golden", tr)
+		testutil.Golden(t, "types-v"+strconv.Itoa(int(v))+".golden", tr)
 		sr, _ := srv.Reply([2]byte{'S', v}, c)
-		golden(t, "stats-v"+strconv.Itoa(int(v))+".golden", sr)
+		testutil.Golden(t, "stats-v"+strconv.Itoa(int(v))+".golden", sr)
 	}
 }
 
@@ -65,7 +66,7 @@ func TestReplyAtLimit(t *testing.T) {
 	if len(body) > MaxBody || len(body) < MaxBody-64 {
 		t.Fatalf("body %d bytes, want just under %d", len(body), MaxBody)
 	}
-	golden(t, "stats-limit-v1.golden", r)
+	testutil.Golden(t, "stats-limit-v1.golden", r)
 	// Every kept record is at least as busy as every left-out one.
 	minKept := 100
 	for _, rec := range strings.Split(string(body), "#A ")[1:] {

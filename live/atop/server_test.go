@@ -1,20 +1,20 @@
 package atop
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/gpu-telemetry/gpu-telemetry/live/atop/atoptest"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
+	"github.com/gpu-telemetry/gpu-telemetry/live/atop/atoptest"
 )
 
 func testConfig(t *testing.T) Config {
@@ -24,26 +24,9 @@ func testConfig(t *testing.T) Config {
 	return c
 }
 
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func startServer(t *testing.T, a *Accumulator, cfg Config) (*Server, []string, *logBuf) {
+func startServer(t *testing.T, a *Accumulator, cfg Config) (*Server, []string, *testutil.LogBuf) {
 	t.Helper()
-	lb := &logBuf{}
+	lb := &testutil.LogBuf{}
 	srv := NewServer(a, cfg, slog.New(slog.NewTextHandler(lb, nil)))
 	ctx, cancel := context.WithCancel(context.Background())
 	addrs := srv.Start(ctx)

@@ -2,23 +2,20 @@ package metrics
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	prom "github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/live/livetest"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func board(v live.View) *live.Board {
 	var slots []*live.Slot
@@ -54,18 +51,7 @@ func scrape(t *testing.T, b *live.Board) []byte {
 
 func TestMetricsGolden(t *testing.T) {
 	got := scrape(t, board(livetest.View()))
-	path := filepath.Join("testdata", "metrics.txt")
-	if *update {
-		os.MkdirAll("testdata", 0o755)
-		os.WriteFile(path, got, 0o644)
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test ./live/metrics -update creates it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("metrics differ from %s:\n%s", path, got)
-	}
+	testutil.Golden(t, "metrics.txt", got)
 	// The hung GPU: state and stall, no stale readings.
 	for _, want := range []string{
 		`gpu_telemetry_gpu_state{gpu="1",state="hung",uuid="GPU-bbbb"} 1`,
@@ -100,7 +86,7 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 }
 
 func TestLint(t *testing.T) {
-	problems, err := testutil.CollectAndLint(New(board(livetest.View())))
+	problems, err := prom.CollectAndLint(New(board(livetest.View())))
 	if err != nil {
 		t.Fatal(err)
 	}

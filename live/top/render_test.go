@@ -3,20 +3,16 @@ package top
 import (
 	"bytes"
 	"errors"
-	"flag"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/live/livetest"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func screen(lines []string) []byte {
 	var b bytes.Buffer
@@ -58,19 +54,7 @@ func TestGoldenScreens(t *testing.T) {
 					t.Errorf("line %d is %d wide, want %d: %q", i, n, tc.w, l)
 				}
 			}
-			got := screen(lines)
-			path := filepath.Join("testdata", tc.name+".txt")
-			if *update {
-				os.MkdirAll("testdata", 0o755)
-				os.WriteFile(path, got, 0o644)
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (go test ./live/top -update creates it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("screen differs from %s:\n%s", path, got)
-			}
+			testutil.Golden(t, tc.name+".txt", screen(lines))
 		})
 	}
 }

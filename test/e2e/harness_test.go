@@ -18,11 +18,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
@@ -111,26 +111,9 @@ type proc struct {
 	dir    string
 	kmsg   string
 	calls  string
-	stderr *lockedBuf
+	stderr *testutil.LogBuf
 	done   chan struct{}
 	err    error
-}
-
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func scenarioPath(t *testing.T, dir, s string) string {
@@ -204,7 +187,7 @@ func (p *proc) socketPath() string {
 func start(t *testing.T, o opts) *proc {
 	t.Helper()
 	cmd, dir, kmsg, calls := command(t, o)
-	p := &proc{t: t, cmd: cmd, dir: dir, kmsg: kmsg, calls: calls, stderr: &lockedBuf{}, done: make(chan struct{})}
+	p := &proc{t: t, cmd: cmd, dir: dir, kmsg: kmsg, calls: calls, stderr: &testutil.LogBuf{}, done: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

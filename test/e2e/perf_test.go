@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
 
 // probeRun runs `gpu-telemetry probe` on the simulated driver and returns
@@ -19,7 +21,7 @@ func probeRun(t *testing.T, scenario string, env []string, args ...string) (stri
 	base, _, _, calls := command(t, opts{scenario: scenario, env: env})
 	cmd := exec.Command(binPath, append([]string{"probe"}, args...)...)
 	cmd.Env = base.Env
-	var stderr lockedBuf
+	var stderr testutil.LogBuf
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {

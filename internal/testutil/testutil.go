@@ -1,0 +1,114 @@
+// Package testutil holds what the package tests share: golden files with an
+// -update flag, a log buffer safe for concurrent writers, a logger over it,
+// polling with a deadline and a directory listing. Only _test.go files import
+// it; the -update flag it registers exists in the test binaries that do.
+package testutil
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// Golden compares got with testdata/name, relative to the package under
+// test, or rewrites that file when the test runs with -update.
+func Golden(t testing.TB, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test -run '%s' -update creates it)", err, t.Name())
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (rerun with -update once the change is reviewed), %s",
+			path, FirstDiff(string(got), string(want)))
+	}
+}
+
+// FirstDiff names the first line in which got and want differ, with both
+// versions of it; it returns "" when they are equal.
+func FirstDiff(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := 0; i < len(g) || i < len(w); i++ {
+		var a, b string
+		if i < len(g) {
+			a = g[i]
+		}
+		if i < len(w) {
+			b = w[i]
+		}
+		if a != b {
+			return fmt.Sprintf("line %d:\n got  %q\n want %q", i+1, a, b)
+		}
+	}
+	return ""
+}
+
+// LogBuf collects written bytes (log records, a child's stderr) and is safe
+// for concurrent writers and readers.
+type LogBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (l *LogBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String returns everything written so far.
+func (l *LogBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Logger returns a text logger that writes into l.
+func (l *LogBuf) Logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
+
+// WaitUntil polls cond every few milliseconds for up to limit and reports
+// whether it came true.
+func WaitUntil(limit time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return true
+}
+
+// Entries returns every name in dir, hidden temp files included; a missing
+// dir has none.
+func Entries(t testing.TB, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names
+}
