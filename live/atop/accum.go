@@ -18,15 +18,34 @@ const na = -1
 // must not make the daemon grow). The oldest are dropped, counted and logged.
 const maxExitedPerClient = 4096
 
-// procStat is atopgpud's per-process record on one GPU.
+// procStat is atopgpud's per-process record on one GPU, with the figures of
+// both API versions (format.go's layouts pick them).
 type procStat struct {
 	pid     uint32
-	gpuBusy int64 // % (-1: not available)
-	memBusy int64 // % (-1: not available)
+	kind    byte  // version 2: 'C' compute, 'G' graphics (a process in both lists is 'C')
+	gpuBusy int64 // % of the last read (-1: not available)
+	memBusy int64 // % of the last read (-1: not available)
 	timeMs  int64 // accounting time; always -1 (accounting mode is never switched on)
 	memNow  int64 // KiB (-1: not available)
 	memCum  int64 // KiB summed over sample
-	sample  int64 // seconds with a memory figure
+	sample  int64 // seconds with a memory figure (version 1's divisor)
+	// version 2: busy % summed over the seconds seen (-1 while never
+	// reported; a second without a figure adds nothing), and those seconds
+	seenBusy, seenMemBusy  bool
+	gpuBusyCum, memBusyCum int64
+	seen                   int64
+}
+
+// kindChar is a process kind as atop 2.13 shows it. atop's type has no
+// "both": a process in both lists is shown as computing.
+func kindChar(k reading.ProcKind) byte {
+	switch {
+	case k&reading.ProcCompute != 0:
+		return 'C'
+	case k&reading.ProcGraphics != 0:
+		return 'G'
+	}
+	return 'U'
 }
 
 // gpuStat is atopgpud's per-GPU record, accumulated per second.
@@ -230,15 +249,19 @@ func (a *Accumulator) foldProcs(idx int, g *gpuStat) {
 		seen[pr.PID] = true
 		st := g.procs[pr.PID]
 		if st == nil {
-			st = &procStat{pid: pr.PID, timeMs: na, memNow: na, memCum: na}
+			st = &procStat{pid: pr.PID, timeMs: na, memNow: na, memCum: na, gpuBusyCum: na, memBusyCum: na}
 			g.procs[pr.PID] = st
 		}
+		st.kind = kindChar(pr.Kind)
+		st.seen++
 		st.gpuBusy, st.memBusy = na, na
 		if v, ok := pr.SMUtil.Get(); ok {
 			st.gpuBusy = int64(v)
+			st.gpuBusyCum = addCum(st.gpuBusyCum, st.gpuBusy, &st.seenBusy)
 		}
 		if v, ok := pr.MemUtil.Get(); ok {
 			st.memBusy = int64(v)
+			st.memBusyCum = addCum(st.memBusyCum, st.memBusy, &st.seenMemBusy)
 		}
 		if v, ok := pr.MemBytes.Get(); ok {
 			st.memNow = int64(v / 1024)

@@ -16,13 +16,17 @@ const Newest = 2
 type procField uint8
 
 const (
-	pfPID procField = iota
+	pfPID  procField = iota
+	pfKind           // one character, not an integer: C compute, G graphics, U unknown
 	pfGPUBusy
 	pfMemBusy
 	pfTimeMs
 	pfMemNow
 	pfMemCum
 	pfSample
+	pfGPUBusyCum
+	pfMemBusyCum
+	pfSeen
 )
 
 // gpuField is one integer of a per-GPU record.
@@ -50,15 +54,24 @@ type layout struct {
 
 // layouts is indexed by API version.
 var layouts = [Newest + 1]layout{
+	// Version 1 (atop 2.8 to 2.12, TCP): gpucom.c's pidparse scans
+	// "%c %ld %d %d %lld %lld %lld %lld": state, PID, busy % and memory busy %
+	// (atopgpud's accounting figures), accounting ms, memory now and summed
+	// (KiB), samples.
 	1: {
 		gpu:  []gpuField{gfBusyNow, gfMemBusyNow, gfMemTotal, gfMemUsed, gfSamples, gfBusyCum, gfMemBusyCum, gfMemUsedCum},
 		proc: []procField{pfPID, pfGPUBusy, pfMemBusy, pfTimeMs, pfMemNow, pfMemCum, pfSample},
 	},
-	// Version 2 (atop 2.13, abstract socket): the same records; only the
-	// transport changed. See README "atop" for how this was established.
+	// Version 2 (atop 2.13, abstract socket): established from Debian's
+	// atop 2.13.0-1 binary (sid), whose only process scan is
+	// "%c %ld %c %lld %lld %lld %lld %lld", and by serving it distinct
+	// figures: state, PID, kind (C, G or U), busy % and memory busy % summed
+	// over the samples, memory now and summed (KiB), samples. atop shows
+	// each busy % as the growth of its sum divided by the growth of the
+	// samples. The per-GPU record is unchanged (same scan as version 1).
 	2: {
 		gpu:  []gpuField{gfBusyNow, gfMemBusyNow, gfMemTotal, gfMemUsed, gfSamples, gfBusyCum, gfMemBusyCum, gfMemUsedCum},
-		proc: []procField{pfPID, pfGPUBusy, pfMemBusy, pfTimeMs, pfMemNow, pfMemCum, pfSample},
+		proc: []procField{pfPID, pfKind, pfGPUBusyCum, pfMemBusyCum, pfMemNow, pfMemCum, pfSeen},
 	},
 }
 
@@ -109,6 +122,12 @@ func (p *procStat) value(f procField) int64 {
 		return p.memCum
 	case pfSample:
 		return p.sample
+	case pfGPUBusyCum:
+		return p.gpuBusyCum
+	case pfMemBusyCum:
+		return p.memBusyCum
+	case pfSeen:
+		return p.seen
 	}
 	return na
 }
@@ -180,6 +199,10 @@ func (a *Accumulator) Stats(version byte, c *Client) (body []byte, left int) {
 		r.text = append(r.text, '#', r.state)
 		for _, f := range l.proc {
 			r.text = append(r.text, ' ')
+			if f == pfKind {
+				r.text = append(r.text, r.st.kind)
+				continue
+			}
 			r.text = strconv.AppendInt(r.text, r.st.value(f), 10)
 		}
 	}

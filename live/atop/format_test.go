@@ -17,7 +17,9 @@ func scripted(t testing.TB) (*Accumulator, *Client) {
 	t.Helper()
 	a := NewAccumulator(twoGPUs(), nil)
 	c := a.Register()
-	noMem := reading.Process{PID: 300, Kind: reading.ProcCompute}
+	noMem := reading.Process{PID: 300, Kind: reading.ProcGraphics}
+	both := proc(100, 70, 30000)
+	both.Kind |= reading.ProcGraphics
 	for sec := range 2 {
 		for range 10 {
 			a.Sample(row(0, 75, 20, 40000))
@@ -25,7 +27,7 @@ func scripted(t testing.TB) (*Accumulator, *Client) {
 			s.GPUUtil, s.MemUtil = reading.Opt[uint32]{}, reading.Opt[uint32]{}
 			a.Sample(s)
 		}
-		list := []reading.Process{proc(100, 70, 30000), noMem}
+		list := []reading.Process{both, noMem}
 		if sec == 0 {
 			list = append(list, proc(200, 5, 2048))
 		}
@@ -51,7 +53,8 @@ func TestGoldenReplies(t *testing.T) {
 }
 
 // TestReplyAtLimit: 400 processes do not fit in 8192 bytes; the busiest are
-// kept, the body is at most 8192 bytes, and the cut is counted.
+// kept, the body is at most 8192 bytes, and the cut is counted, in both
+// versions.
 func TestReplyAtLimit(t *testing.T) {
 	a := NewAccumulator(twoGPUs(), nil)
 	var list []reading.Process
@@ -61,31 +64,37 @@ func TestReplyAtLimit(t *testing.T) {
 	a.Procs(procs(0, list...))
 	a.Second()
 	srv := NewServer(a, DefaultConfig(), nil)
-	r, _ := srv.Reply([2]byte{'S', 1}, nil)
-	body := r[4:]
-	if len(body) > MaxBody || len(body) < MaxBody-64 {
-		t.Fatalf("body %d bytes, want just under %d", len(body), MaxBody)
-	}
-	testutil.Golden(t, "stats-limit-v1.golden", r)
-	// Every kept record is at least as busy as every left-out one.
-	minKept := 100
-	for _, rec := range strings.Split(string(body), "#A ")[1:] {
-		f := strings.Fields(rec)
-		busy, _ := strconv.Atoi(f[1])
-		minKept = min(minKept, busy)
-	}
-	kept := strings.Count(string(body), "#A ")
-	left := 0
-	for _, p := range list {
-		if int(p.SMUtil.V) > minKept {
-			left++
+	cut := uint64(0)
+	for v := byte(1); v <= Newest; v++ {
+		r, _ := srv.Reply([2]byte{'S', v}, nil)
+		body := r[4:]
+		if len(body) > MaxBody || len(body) < MaxBody-64 {
+			t.Fatalf("v%d: body %d bytes, want just under %d", v, len(body), MaxBody)
 		}
-	}
-	if left > kept {
-		t.Errorf("a busier process was left out (min kept busy %d)", minKept)
-	}
-	if c := srv.Counters(); c.CutReply != 1 || c.CutRecord != uint64(400-kept) {
-		t.Errorf("counters %+v, kept %d", c, kept)
+		testutil.Golden(t, "stats-limit-v"+strconv.Itoa(int(v))+".golden", r)
+		// Every kept record is at least as busy as every left-out one (one
+		// second: version 2's sum is the second's busy %).
+		busyAt := map[byte]int{1: 1, 2: 2}[v]
+		minKept := 100
+		for _, rec := range strings.Split(string(body), "#A ")[1:] {
+			f := strings.Fields(rec)
+			busy, _ := strconv.Atoi(f[busyAt])
+			minKept = min(minKept, busy)
+		}
+		kept := strings.Count(string(body), "#A ")
+		left := 0
+		for _, p := range list {
+			if int(p.SMUtil.V) > minKept {
+				left++
+			}
+		}
+		if left > kept {
+			t.Errorf("v%d: a busier process was left out (min kept busy %d)", v, minKept)
+		}
+		cut += uint64(400 - kept)
+		if c := srv.Counters(); c.CutReply != uint64(v) || c.CutRecord != cut {
+			t.Errorf("v%d: counters %+v, kept %d", v, c, kept)
+		}
 	}
 }
 

@@ -68,8 +68,15 @@ func TestBothVersionsParseAsAtop(t *testing.T) {
 				t.Errorf("gpu 1 %+v", gpus[1])
 			}
 			// A new client: active processes only (200 exited before it came).
-			if len(procs) != 2 || procs[0].PID != 100 || procs[0].GPUBusy != 70 || procs[0].State != 'A' ||
-				procs[1].PID != 300 || procs[1].MemNow != -1 || procs[1].GPUBusy != -1 {
+			// Version 1 sends the last second's busy %, version 2 the sum over
+			// the two seconds seen, with the kind.
+			busy, kind0, kind1 := int64(70), byte(0), byte(0)
+			if tc.version == 2 {
+				busy, kind0, kind1 = 140, 'C', 'G' // 100 is in both lists
+			}
+			if len(procs) != 2 || procs[0].PID != 100 || procs[0].GPUBusy != busy || procs[0].MemBusy != busy/2 ||
+				procs[0].Sample != 2 || procs[0].Kind != kind0 || procs[0].State != 'A' ||
+				procs[1].PID != 300 || procs[1].MemNow != -1 || procs[1].GPUBusy != -1 || procs[1].Kind != kind1 {
 				t.Errorf("procs %+v", procs)
 			}
 		})

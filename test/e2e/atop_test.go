@@ -103,16 +103,34 @@ gpu 1 proc %d graphics mem 512 sm 6 memutil 3
 		if len(cl.GPUs) != 2 || cl.GPUs[0].Type != "NVIDIA_H100_80GB_HBM3" || cl.GPUs[0].Tasks != '1' {
 			t.Fatalf("types %+v", cl.GPUs)
 		}
-		gpus, procs, err := cl.Stats()
+		gpus, first, err := cl.Stats()
 		if err != nil {
 			t.Fatal(err)
 		}
 		if g := gpus[0]; g.BusyNow != 63 || g.MemBusyNow != 21 || g.MemTotal != 81559*1024 || g.MemUsed != 20480*1024 || g.Samples < 2 {
 			t.Errorf("GPU 0 %+v", g)
 		}
-		if len(procs) != 2 || procs[0].PID != int64(p0) || procs[0].GPU != 0 || procs[0].GPUBusy != 55 || procs[0].MemBusy != 27 ||
-			procs[1].PID != int64(p1) || procs[1].GPU != 1 || procs[1].MemNow != 512*1024 {
-			t.Errorf("processes %+v", procs)
+		// Version 2 sends busy % summed over the samples; atop 2.13 shows the
+		// growth of the sum over the growth of the samples between two
+		// requests, so ask again once the samples have grown.
+		var procs []atoptest.Proc
+		deadline := time.Now().Add(20 * time.Second)
+		for len(procs) == 0 || len(first) != 2 || procs[0].Sample == first[0].Sample {
+			if time.Now().After(deadline) {
+				t.Fatalf("process samples did not grow: first %+v, then %+v", first, procs)
+			}
+			time.Sleep(500 * time.Millisecond)
+			if _, procs, err = cl.Stats(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(procs) != 2 || procs[0].PID != int64(p0) || procs[0].GPU != 0 || procs[0].Kind != 'C' ||
+			procs[1].PID != int64(p1) || procs[1].GPU != 1 || procs[1].Kind != 'G' || procs[1].MemNow != 512*1024 {
+			t.Fatalf("processes %+v", procs)
+		}
+		if n := procs[0].Sample - first[0].Sample; procs[0].GPUBusy-first[0].GPUBusy != 55*n || procs[0].MemBusy-first[0].MemBusy != 27*n {
+			t.Errorf("process %d over %d samples: busy %d -> %d, memory busy %d -> %d; want 55 and 27 per sample",
+				p0, n, first[0].GPUBusy, procs[0].GPUBusy, first[0].MemBusy, procs[0].MemBusy)
 		}
 	})
 }

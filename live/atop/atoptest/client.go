@@ -2,8 +2,9 @@
 // the way atop's gpucom.c does (gpud_init, gpud_statresponse, gputype_parse,
 // gpustat_parse, gpuparse, pidparse): the prelude checks (version equal to
 // the one asked for, length at most 8192), then the '@'/'#' split and the
-// fixed field order. Tests use it as the stand-in for atop 2.13, which no
-// distribution packages yet.
+// fixed field order of each API version. Version 2's order is the one Debian's
+// atop 2.13.0 binary scans (see live/atop/format.go); Debian stable packages
+// no atop that speaks it, so tests use this client as its stand-in.
 package atoptest
 
 import (
@@ -30,8 +31,14 @@ type GPU struct {
 type Proc struct {
 	GPU   int
 	State byte
-	// pidparse: %c %ld %d %d %lld %lld %lld %lld
+	// version 1 pidparse: %c %ld %d %d %lld %lld %lld %lld
+	//   state PID GPUBusy MemBusy TimeMs MemNow MemCum Sample
+	// version 2 pidparse: %c %ld %c %lld %lld %lld %lld %lld
+	//   state PID Kind GPUBusy MemBusy MemNow MemCum Sample, where the busy
+	//   figures are sums over Sample (atop divides their growth by Sample's)
+	//   and TimeMs is not sent
 	PID                    int64
+	Kind                   byte
 	GPUBusy, MemBusy       int64
 	TimeMs                 int64
 	MemNow, MemCum, Sample int64
@@ -117,6 +124,19 @@ func (cl *Client) parseTypes(body string) error {
 	return nil
 }
 
+// parseProc is pidparse for the client's version; n is how many fields it
+// scanned (atop drops the reply below 8).
+func (cl *Client) parseProc(rec string) (p Proc, n int) {
+	if cl.version == 1 {
+		n, _ = fmt.Sscanf(rec, "%c %d %d %d %d %d %d %d", &p.State, &p.PID, &p.GPUBusy, &p.MemBusy,
+			&p.TimeMs, &p.MemNow, &p.MemCum, &p.Sample)
+		return p, n
+	}
+	n, _ = fmt.Sscanf(rec, "%c %d %c %d %d %d %d %d", &p.State, &p.PID, &p.Kind, &p.GPUBusy, &p.MemBusy,
+		&p.MemNow, &p.MemCum, &p.Sample)
+	return p, n
+}
+
 // Stats is gpud_statrequest + gpud_statresponse + gpustat_parse.
 func (cl *Client) Stats() ([]GPU, []Proc, error) {
 	body, err := cl.ask('S')
@@ -141,9 +161,8 @@ func (cl *Client) Stats() ([]GPU, []Proc, error) {
 			return nil, nil, fmt.Errorf("GPU %d record %q: %d fields", i, parts[0], n)
 		}
 		for _, pr := range parts[1:] {
-			p := Proc{GPU: i}
-			n, _ := fmt.Sscanf(pr, "%c %d %d %d %d %d %d %d", &p.State, &p.PID, &p.GPUBusy, &p.MemBusy,
-				&p.TimeMs, &p.MemNow, &p.MemCum, &p.Sample)
+			p, n := cl.parseProc(pr)
+			p.GPU = i
 			if n < 8 {
 				return nil, nil, fmt.Errorf("process record %q: %d fields", pr, n)
 			}
