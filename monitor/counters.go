@@ -87,6 +87,8 @@ var counterTable = []counterDef{
 
 	{name: "nvml_stretches", loss: true, ownLog: true, help: "times NVML was too slow for the interval and the slow tier, then P-state/utilization/memory, were read less often (the sampler logs the first; nvml_level in the status line is the current step)",
 		get: func(s *counterSources) uint64 { return s.m.host.Pacer.Stats().Stretches }},
+	{name: "nvml_event_failures", loss: true, help: "NVML event sets that could not be opened, failed and were opened again, or left a GPU out (that GPU's NVML events, Xids included, missed until the set was open again; the kernel log still has Xids)",
+		get: func(s *counterSources) uint64 { return s.m.host.EventFailures() }},
 	{name: "kernel_lines_suppressed", loss: true, ownLog: true, help: "kernel AER/NVRM lines not written to events.log (over 10 of one kind per GPU per minute)",
 		get: func(s *counterSources) uint64 { return s.m.kern.suppressed.load() }},
 	{name: "process_reads_hung", loss: true, help: "per-GPU process list reads stuck in the driver past the deadline (no process data meanwhile)",
@@ -99,6 +101,8 @@ var counterTable = []counterDef{
 		get: func(s *counterSources) uint64 { c := s.m.atopCounters(); return c.Bad + c.TimedOut }},
 	{name: "atop_records_cut", loss: true, help: "process records left out of atop replies to stay within 8192 bytes (least busy first)",
 		get: func(s *counterSources) uint64 { return s.m.atopCounters().CutRecord }},
+	{name: "atop_exits_dropped", loss: true, ownLog: true, help: "exited-process records dropped for atop clients that did not ask for over 4096 of them",
+		get: func(s *counterSources) uint64 { return s.m.atopCounters().ExitedDropped }},
 
 	{name: "ticks", help: "poll-loop ticks run",
 		get: func(s *counterSources) uint64 { return s.m.ticks.Load() }},

@@ -156,6 +156,7 @@ func (h *Host) followSet(ctx context.Context, log *slog.Logger, group []bool, on
 		case errors.Is(err, errNoEventSets), errors.Is(err, errNoneRegistered):
 			return err
 		case err != nil:
+			h.eventFailures.Add(1)
 			log.Warn("cannot open NVML events; trying again", "error", err, "retry_in", retry)
 			state("reopening after: " + err.Error())
 			if !sleepCtx(ctx, retry) {
@@ -181,6 +182,7 @@ func (h *Host) followSet(ctx context.Context, log *slog.Logger, group []bool, on
 		if failed == nil {
 			failed = errors.New("the event thread stopped")
 		}
+		h.eventFailures.Add(1)
 		if time.Since(opened) >= eventRetryReset {
 			retry = eventRetryMin
 		}
@@ -193,6 +195,13 @@ func (h *Host) followSet(ctx context.Context, log *slog.Logger, group []bool, on
 	}
 	return nil
 }
+
+// EventFailures is how many times NVML events were not watched: an event set
+// that could not be opened, a stream that failed and was opened again, or a
+// GPU left out of its set because its supported event types could not be
+// read. Each loses the NVML events (Xids included) of its GPUs until the set
+// is open again; the kernel log still reports Xids.
+func (h *Host) EventFailures() uint64 { return h.eventFailures.Load() }
 
 // drain delivers st's events until it ends; ctx being done ends it. failed is
 // the stream's first error. drain returns only once st has ended.
@@ -237,7 +246,8 @@ func (h *Host) watch(log *slog.Logger, group []bool) (EventStream, error) {
 		if h.Syms.Has(FnSupportedEvents) {
 			s, ret := g.Device().GetSupportedEventTypes()
 			if ret != nvml.SUCCESS {
-				log.Warn("cannot query supported event types", "gpu", g.Info().Index, "error", retText(ret))
+				h.eventFailures.Add(1)
+				log.Warn("cannot query supported event types; the GPU's NVML events are not watched", "gpu", g.Info().Index, "error", retText(ret))
 				continue
 			}
 			supported = s

@@ -214,6 +214,9 @@ func TestFollowEventsReopensOnlyAfterTheFailedStreamEnded(t *testing.T) {
 		if n := len(e.opened()); n != 1 {
 			t.Fatalf("reopened without back-off")
 		}
+		if n := e.h.EventFailures(); n != 1 {
+			t.Errorf("EventFailures = %d after one failed stream, want 1", n)
+		}
 		time.Sleep(eventRetryMin)
 		synctest.Wait()
 		s = e.opened()
@@ -238,6 +241,43 @@ func TestFollowEventsReopensOnlyAfterTheFailedStreamEnded(t *testing.T) {
 		synctest.Wait()
 		if got := e.events(); len(got) != 1 {
 			t.Fatalf("events after reopening: %+v", got)
+		}
+		if n := e.h.EventFailures(); n != 2 {
+			t.Errorf("EventFailures = %d after two failed streams, want 2", n)
+		}
+	})
+}
+
+// An event set that cannot be opened is counted each time and tried again
+// with back-off until it opens.
+func TestFollowEventsCountsSetsThatDoNotOpen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEventHost(t, false)
+		open := e.h.openEvents
+		refuse := 2
+		e.h.openEvents = func(masks []uint64) (EventStream, error) {
+			if refuse > 0 {
+				refuse--
+				return nil, errors.New("nvmlEventSetCreate: Unknown Error")
+			}
+			return open(masks)
+		}
+		stop := e.follow()
+		defer stop()
+		synctest.Wait()
+		if n := e.h.EventFailures(); n != 1 || len(e.opened()) != 0 {
+			t.Fatalf("after the first refusal: EventFailures = %d, %d sets", n, len(e.opened()))
+		}
+		time.Sleep(eventRetryMin + 2*eventRetryMin)
+		synctest.Wait()
+		s := e.opened()
+		if n := e.h.EventFailures(); n != 2 || len(s) != 1 {
+			t.Fatalf("after the back-off: EventFailures = %d, %d sets, want 2 and 1", n, len(s))
+		}
+		s[0].recs <- fakeRec{ev: xid(0)}
+		synctest.Wait()
+		if got := e.events(); len(got) != 1 {
+			t.Fatalf("events once open: %+v", got)
 		}
 	})
 }

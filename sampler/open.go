@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -49,6 +50,8 @@ type Host struct {
 	// openEvents, when set (tests), replaces the native event thread:
 	// it opens a stream for the given per-GPU masks.
 	openEvents func(masks []uint64) (EventStream, error)
+	// eventFailures counts NVML event-set failures (EventFailures).
+	eventFailures atomic.Uint64
 }
 
 // bounded runs f and waits at most d for it. NVML calls cannot be cancelled:

@@ -74,8 +74,7 @@ type gpuStat struct {
 // Client is one connected client's bookkeeping: the processes that exited
 // since its last 'S' request (each client sees every exit once).
 type Client struct {
-	exited  [][]procStat // per GPU
-	dropped uint64
+	exited [][]procStat // per GPU
 }
 
 // Accumulator keeps atopgpud's counters for every GPU. Sample and Procs feed
@@ -292,16 +291,15 @@ func (a *Accumulator) addExited(c *Client, idx int, st procStat) {
 		total += len(e)
 	}
 	if total >= maxExitedPerClient {
-		if len(l) == 0 {
-			return // another GPU holds the backlog; count and drop this one
-		}
-		l = l[1:]
-		c.dropped++
 		a.exitedDropped++
 		if !a.toldDropped {
 			a.toldDropped = true
 			a.log.Warn("atop client not asking: oldest exited-process records dropped", "kept", maxExitedPerClient)
 		}
+		if len(l) == 0 {
+			return // another GPU holds the backlog: this one is dropped
+		}
+		l = l[1:]
 	}
 	c.exited[idx] = append(l, st)
 }

@@ -112,6 +112,33 @@ func TestExitedPerClient(t *testing.T) {
 	}
 }
 
+// TestExitedDroppedAreCounted: a client that never asks keeps at most
+// maxExitedPerClient exits over all GPUs; every exit past that is counted,
+// whether it pushes out an older one of its GPU or finds none to push out.
+func TestExitedDroppedAreCounted(t *testing.T) {
+	a := NewAccumulator(twoGPUs(), nil)
+	a.Register()
+	exit := func(gpu, n int) {
+		var list []reading.Process
+		for i := range n {
+			list = append(list, proc(uint32(1000*(gpu+1)+i), 1, 1))
+		}
+		a.Procs(procs(gpu, list...))
+		a.Second()
+		a.Procs(procs(gpu))
+		a.Second()
+	}
+	exit(0, maxExitedPerClient) // full: nothing dropped yet
+	if got := a.ExitedDropped(); got != 0 {
+		t.Fatalf("dropped %d before the limit", got)
+	}
+	exit(1, 10) // GPU 0 holds the backlog: GPU 1's exits are dropped
+	exit(0, 5)  // GPU 0's oldest make room
+	if got := a.ExitedDropped(); got != 15 {
+		t.Errorf("ExitedDropped = %d, want 15", got)
+	}
+}
+
 // TestNoProcessData: a hung or failed process read sends no process records
 // and declares nobody exited; when reads resume, so do the records.
 func TestNoProcessData(t *testing.T) {

@@ -45,6 +45,9 @@ type Counters struct {
 	TimedOut  uint64 // connections dropped for silence or a reply not taken
 	CutReply  uint64 // replies that left process records out to fit MaxBody
 	CutRecord uint64 // process records left out
+	// ExitedDropped: exited-process records dropped for clients that did
+	// not ask in time (Accumulator.ExitedDropped).
+	ExitedDropped uint64
 }
 
 // Server answers atop clients from an Accumulator.
@@ -121,7 +124,8 @@ func (s *Server) Close() {
 // Counters returns what the server did so far.
 func (s *Server) Counters() Counters {
 	return Counters{Accepted: s.accepted.Load(), Refused: s.refused.Load(), Requests: s.requests.Load(),
-		Bad: s.bad.Load(), TimedOut: s.timedOut.Load(), CutReply: s.cutReply.Load(), CutRecord: s.cutRecord.Load()}
+		Bad: s.bad.Load(), TimedOut: s.timedOut.Load(), CutReply: s.cutReply.Load(), CutRecord: s.cutRecord.Load(),
+		ExitedDropped: s.acc.ExitedDropped()}
 }
 
 func (s *Server) accept(ln net.Listener) {
