@@ -180,9 +180,6 @@ func (t *Tracker) count(c Counter) {
 	t.window[c].Add(1)
 }
 
-// GPU returns the index of the GPU the tracker watches.
-func (t *Tracker) GPU() int { return t.gpu }
-
 // Counters returns the totals, the current window and the peaks. Safe for
 // concurrent use.
 func (t *Tracker) Counters() Counters {

@@ -41,9 +41,8 @@ func (n *NVML) SystemGetCudaDriverVersion() (int, nvml.Return) {
 func (n *NVML) DeviceGetCount() (int, nvml.Return) { return n.Lib.DeviceGetCount() }
 
 // DeviceGetHandleByIndex implements Library.
-func (n *NVML) DeviceGetHandleByIndex(i int) (Device, any, nvml.Return) {
-	d, ret := n.Lib.DeviceGetHandleByIndex(i)
-	return d, d, ret
+func (n *NVML) DeviceGetHandleByIndex(i int) (Device, nvml.Return) {
+	return n.Lib.DeviceGetHandleByIndex(i)
 }
 
 // LookupSymbol implements Library.

@@ -180,7 +180,7 @@ func compareCAndGo(t *testing.T, lib string, old bool) {
 		if _, native := g.exec.(*nativeExec); !native {
 			t.Fatalf("GPU %d does not use the C path (%T)", i, g.exec)
 		}
-		twins[i] = twin{c: g, g: NewGPU(g.Info(), g.Device(), nil, &h.Syms, cfg, h.kclock, nil), took: new(time.Duration)}
+		twins[i] = twin{c: g, g: NewGPU(g.Info(), g.Device(), &h.Syms, cfg, h.kclock, nil), took: new(time.Duration)}
 	}
 
 	// Several rounds: the first finds the refusals, the later ones run with

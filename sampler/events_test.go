@@ -70,7 +70,7 @@ func newEventHost(t *testing.T, late ...bool) *eventHost {
 	syms := LookupSymbols(func(string) error { return nil })
 	e := &eventHost{h: &Host{Syms: syms}}
 	for i, l := range late {
-		g := NewGPU(reading.GPU{Index: i}, fakenvml.NewDev(), nil, &e.h.Syms, Config{}, KernelClock{}, nil)
+		g := NewGPU(reading.GPU{Index: i}, fakenvml.NewDev(), &e.h.Syms, Config{}, KernelClock{}, nil)
 		if l {
 			g.staticDone = make(chan struct{})
 		}

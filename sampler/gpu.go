@@ -65,7 +65,6 @@ var qField = [numQ]uint32{
 type GPU struct {
 	info   atomic.Pointer[reading.GPU]
 	dev    Device
-	handle any
 	syms   *Symbols
 	cfg    Config
 	kclock KernelClock
@@ -79,7 +78,7 @@ type GPU struct {
 	lib        Library   // for retrying the start-up read when the handle failed
 	nextStatic time.Time // worker only: when to retry it
 
-	// hmu guards dev, handle and exec for goroutines other than the one
+	// hmu guards dev and exec for goroutines other than the one
 	// sampling (the worker writes them only in readStatic, under hmu).
 	hmu sync.Mutex
 
@@ -126,7 +125,7 @@ type slowTier struct {
 }
 
 // NewGPU wraps a device whose static facts are already known.
-func NewGPU(info reading.GPU, dev Device, handle any, syms *Symbols, cfg Config, kc KernelClock, log *slog.Logger) *GPU {
+func NewGPU(info reading.GPU, dev Device, syms *Symbols, cfg Config, kc KernelClock, log *slog.Logger) *GPU {
 	if cfg.SlowEvery < 1 {
 		cfg.SlowEvery = 1
 	}
@@ -136,7 +135,7 @@ func NewGPU(info reading.GPU, dev Device, handle any, syms *Symbols, cfg Config,
 	if info.NumFans > reading.MaxFans {
 		log.Warn("more fans than recorded", "gpu", info.Index, "fans", info.NumFans, "recorded", reading.MaxFans)
 	}
-	g := &GPU{dev: dev, handle: handle, syms: syms, cfg: cfg, kclock: kc,
+	g := &GPU{dev: dev, syms: syms, cfg: cfg, kclock: kc,
 		log: log.With("gpu", info.Index), base: time.Now()}
 	if dev != nil {
 		g.exec = newGoExec(dev, cfg.FieldWait)
@@ -178,13 +177,6 @@ func (g *GPU) Device() Device {
 	g.hmu.Lock()
 	defer g.hmu.Unlock()
 	return g.dev
-}
-
-// Handle returns the handle NVML events carry for this GPU.
-func (g *GPU) Handle() any {
-	g.hmu.Lock()
-	defer g.hmu.Unlock()
-	return g.handle
 }
 
 // InFlight reports the NVML function this GPU's goroutine is inside and when

@@ -36,12 +36,6 @@ func NewKernelClock() KernelClock {
 	return k
 }
 
-// FixedKernelClock returns a clock where base corresponds to CLOCK_MONOTONIC
-// k (tests).
-func FixedKernelClock(base time.Time, k time.Duration) KernelClock {
-	return KernelClock{base: base, baseK: k, fit: new(atomic.Pointer[reading.KernelClockFit])}
-}
-
 // Mono returns CLOCK_MONOTONIC at wall-clock reading t.
 func (k KernelClock) Mono(t time.Time) time.Duration { return k.baseK + t.Sub(k.base) }
 

@@ -134,7 +134,7 @@ func Open(lib Library, o OpenOptions) (*Host, error) {
 	all := make([]*GPU, count)
 	var wg sync.WaitGroup
 	for i := range count {
-		g := NewGPU(reading.GPU{Index: i}, nil, nil, &h.Syms, o.Config, h.kclock, log)
+		g := NewGPU(reading.GPU{Index: i}, nil, &h.Syms, o.Config, h.kclock, log)
 		g.staticDone = make(chan struct{})
 		g.lib = lib
 		all[i] = g
@@ -174,22 +174,19 @@ func (h *Host) Close(d time.Duration) bool {
 	return bounded(d, func() { h.lib.Shutdown() })
 }
 
-// Library returns the opened library (events).
-func (h *Host) Library() Library { return h.lib }
-
 // readStatic reads the facts that do not change while the driver is loaded.
 func (g *GPU) readStatic(lib Library) {
 	info := g.Info()
 	g.started(time.Now())
 	g.begin(FnGetHandle)
-	dev, handle, ret := lib.DeviceGetHandleByIndex(info.Index)
+	dev, ret := lib.DeviceGetHandleByIndex(info.Index)
 	if !g.end(FnGetHandle, 0, ret) {
 		g.staticErr = fmt.Sprintf("%s: %s", FnGetHandle, retText(ret))
 		return
 	}
 	g.staticErr = ""
 	g.hmu.Lock()
-	g.dev, g.handle = dev, handle
+	g.dev = dev
 	g.hmu.Unlock()
 	str := func(fn Fn, f func() (string, nvml.Return)) string {
 		if !g.can(fn, 0) {
@@ -399,7 +396,7 @@ func (h *Host) Enumerate() ([]string, error) {
 	}
 	out := make([]string, 0, n)
 	for i := range n {
-		dev, _, ret := h.lib.DeviceGetHandleByIndex(i)
+		dev, ret := h.lib.DeviceGetHandleByIndex(i)
 		if ret != nvml.SUCCESS {
 			out = append(out, "")
 			continue

@@ -24,11 +24,6 @@ type ProcConfig struct {
 	ProcRoot string
 }
 
-// procFns are the calls the process reader makes, each with its own
-// capability-cache slot (the reader runs on its own goroutine and never
-// touches the GPU worker's cache).
-var procFns = [...]Fn{FnProcesses, FnGraphicsProcesses, FnProcessUtil, FnMemoryInfoV2, FnMemoryInfo}
-
 // ProcReader reads one GPU's running processes in the slow tier, about once a
 // second, on a goroutine of its own: these calls cost milliseconds on a real
 // driver, so they are never part of the 100 ms sample, and a call stuck in

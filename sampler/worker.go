@@ -38,9 +38,6 @@ func NewWorker(g *GPU, handle func(*reading.Sample)) *Worker {
 	return w
 }
 
-// GPU returns the GPU the worker samples.
-func (w *Worker) GPU() *GPU { return w.gpu }
-
 // Run takes samples when dispatched until ctx is cancelled. A sample in
 // flight is finished first; if the driver never returns, neither does Run, and
 // the caller must not wait for it without a deadline.

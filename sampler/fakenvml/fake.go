@@ -450,11 +450,11 @@ func (l *Lib) SystemGetCudaDriverVersion() (int, nvml.Return) {
 	return 13000, nvml.SUCCESS
 }
 func (l *Lib) DeviceGetCount() (int, nvml.Return) { return len(l.Devs), nvml.SUCCESS }
-func (l *Lib) DeviceGetHandleByIndex(i int) (nvmlapi.Device, any, nvml.Return) {
+func (l *Lib) DeviceGetHandleByIndex(i int) (nvmlapi.Device, nvml.Return) {
 	if r, ok := l.HandleRet[i]; ok && r != nvml.SUCCESS {
-		return nil, nil, r
+		return nil, r
 	}
-	return l.Devs[i], l.Devs[i], nvml.SUCCESS
+	return l.Devs[i], nvml.SUCCESS
 }
 func (l *Lib) LookupSymbol(s string) error {
 	if l.Missing[s] {

@@ -57,9 +57,8 @@ type Library interface {
 	SystemGetNVMLVersion() (string, nvml.Return)
 	SystemGetCudaDriverVersion() (int, nvml.Return)
 	DeviceGetCount() (int, nvml.Return)
-	// DeviceGetHandleByIndex returns the device and the handle that event
-	// data carries for it (to map an event back to its GPU).
-	DeviceGetHandleByIndex(int) (Device, any, nvml.Return)
+	// DeviceGetHandleByIndex returns the device.
+	DeviceGetHandleByIndex(int) (Device, nvml.Return)
 	// LookupSymbol reports whether the loaded library has a symbol. Valid
 	// after Init.
 	LookupSymbol(string) error
