@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -101,7 +102,12 @@ func TestSystemdNotify(t *testing.T) {
 }
 
 // TestUnitFileVerifies runs systemd-analyze verify on the shipped unit where
-// systemd is installed.
+// systemd is installed, alone and with each shipped drop-in and both (the
+// verify loads gpu-telemetry.service.d/ next to the unit). Where
+// systemd-analyze can rate a unit offline, it also checks the network each
+// combination may use: the unit alone no IP sockets and no IP traffic, a
+// drop-in with a TCP listener IP sockets and loopback allowed, the unix
+// sockets always.
 func TestUnitFileVerifies(t *testing.T) {
 	t.Parallel()
 	sa, err := exec.LookPath("systemd-analyze")
@@ -112,15 +118,60 @@ func TestUnitFileVerifies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	// Point ExecStart at the binary under test so verify can check it exists.
-	text := strings.ReplaceAll(string(unit), "/usr/local/bin/gpu-telemetry", binPath)
-	path := filepath.Join(dir, "gpu-telemetry.service")
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(sa, "verify", path).CombinedOutput()
-	if err != nil {
-		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+	for _, dropIns := range [][]string{nil, {"atop.conf"}, {"metrics.conf"}, {"atop.conf", "metrics.conf"}} {
+		t.Run(strings.Join(append([]string{"unit"}, dropIns...), "+"), func(t *testing.T) {
+			dir := t.TempDir()
+			// Point ExecStart at the binary under test so verify can check it exists.
+			text := strings.ReplaceAll(string(unit), "/usr/local/bin/gpu-telemetry", binPath)
+			path := filepath.Join(dir, "gpu-telemetry.service")
+			if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range dropIns {
+				b, err := os.ReadFile(filepath.Join(repo, "deploy", "gpu-telemetry.service.d", d))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.MkdirAll(path+".d", 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(path+".d", d), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			out, err := exec.Command(sa, "verify", path).CombinedOutput()
+			if err != nil || len(out) > 0 {
+				t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+			}
+			sec, err := exec.Command(sa, "security", "--offline=true", path).CombinedOutput()
+			if err != nil {
+				t.Logf("no offline security rating (%v): network rules not checked\n%s", err, sec)
+				return
+			}
+			tcp := len(dropIns) > 0
+			for _, c := range []struct {
+				setting string
+				allowed bool // ✗ in the rating: the service may use it
+			}{
+				{"RestrictAddressFamilies=~AF_UNIX ", true},
+				{"RestrictAddressFamilies=~AF_(INET|INET6) ", tcp},
+				{"RestrictAddressFamilies=~AF_NETLINK ", false},
+				{"RestrictAddressFamilies=~AF_PACKET ", false},
+			} {
+				mark := map[bool]string{true: "✗ ", false: "✓ "}[c.allowed]
+				if !strings.Contains(string(sec), mark+c.setting) {
+					t.Errorf("want %q in the security rating:\n%s", mark+c.setting, sec)
+				}
+			}
+			// IPAddressDeny=any alone: no IP traffic at all (✓); the drop-ins
+			// allow loopback only.
+			ip := regexp.MustCompile(`✓ IPAddressDeny=`)
+			if tcp {
+				ip = regexp.MustCompile(`IPAddressDeny= +Service defines IP address allow list with only localhost entries`)
+			}
+			if !ip.Match(sec) {
+				t.Errorf("want %q in the security rating:\n%s", ip, sec)
+			}
+		})
 	}
 }
