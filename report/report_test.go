@@ -32,7 +32,7 @@ func TestGoldenTimeline(t *testing.T) {
 	if err := rep.WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Golden(t, "incident.txt", b.Bytes())
+	testutil.Golden(t, "incident.txt.golden", b.Bytes())
 	// What the story must contain, whatever the layout.
 	for _, want := range []string{
 		"Incident: 2026-11-30 19:08:17.623 UTC on GPU 0: Xid 62: Internal micro-controller halt (nvml)",
@@ -57,7 +57,7 @@ func TestHTMLParsesAndHasEveryChart(t *testing.T) {
 	if err := rep.WriteHTML(&b); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Golden(t, "incident.html", b.Bytes())
+	testutil.Golden(t, "incident.html.golden", b.Bytes())
 	page := b.String()
 	for _, bad := range []string{"<script", "http://", "https://", "@import", "url("} {
 		if bad == "http://" {
