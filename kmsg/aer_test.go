@@ -11,12 +11,7 @@ import (
 
 // aerTests: lines in the shapes the kernel prints (drivers/pci/pcie/aer.c,
 // public bug reports), with this project's own bus ids.
-var aerTests = []struct {
-	name string
-	in   string
-	ok   bool
-	want AERReport
-}{
+var aerTests = []lineCase[AERReport]{
 	{
 		name: "root port: uncorrected fatal received from the GPU",
 		in:   "pcieport 0000:40:01.1: AER: Uncorrected (Fatal) error received: 0000:41:00.0",
@@ -82,17 +77,7 @@ var aerTests = []struct {
 }
 
 func TestParseAER(t *testing.T) {
-	for _, tc := range aerTests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, ok := ParseAER(tc.in)
-			if ok != tc.ok {
-				t.Fatalf("ParseAER(%q) ok = %v, want %v", tc.in, ok, tc.ok)
-			}
-			if ok && got != tc.want {
-				t.Errorf("ParseAER(%q)\n got  %+v\n want %+v", tc.in, got, tc.want)
-			}
-		})
-	}
+	checkLines(t, "ParseAER", ParseAER, aerTests)
 }
 
 func TestAERSeverityUncorrectable(t *testing.T) {

@@ -6,17 +6,7 @@ import (
 )
 
 func FuzzParseAER(f *testing.F) {
-	for _, tt := range aerTests {
-		f.Add(tt.in)
-	}
-	f.Fuzz(func(t *testing.T, msg string) {
-		r, ok := ParseAER(msg)
-		if !ok {
-			if r != (AERReport{}) {
-				t.Errorf("ParseAER(%q) not ok but returned %+v", msg, r)
-			}
-			return
-		}
+	fuzzLines(f, "ParseAER", ParseAER, aerTests, func(t *testing.T, msg string, r AERReport) {
 		// Only the port driver's and NVIDIA's lines, with their device's
 		// address right after the driver name.
 		if r.Driver != "pcieport" && r.Driver != "nvidia" {
@@ -32,14 +22,7 @@ func FuzzParseAER(f *testing.F) {
 }
 
 func FuzzParseNVRM(f *testing.F) {
-	for _, tt := range nvrmTests {
-		f.Add(tt.in)
-	}
-	f.Fuzz(func(t *testing.T, msg string) {
-		r, ok := ParseNVRM(msg)
-		if !ok {
-			return
-		}
+	fuzzLines(f, "ParseNVRM", ParseNVRM, nvrmTests, func(t *testing.T, msg string, r NVRMReport) {
 		if !strings.Contains(msg, "NVRM: ") || r.Kind < NVRMFallenOffBus || r.Kind > NVRMGSPCrash {
 			t.Errorf("ParseNVRM(%q) = %+v", msg, r)
 		}

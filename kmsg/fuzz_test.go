@@ -29,17 +29,7 @@ func FuzzParseRecord(f *testing.F) {
 }
 
 func FuzzParseXid(f *testing.F) {
-	for _, tt := range xidTests {
-		f.Add(tt.in)
-	}
-	f.Fuzz(func(t *testing.T, msg string) {
-		x, ok := ParseXid(msg)
-		if !ok {
-			if x != (XidReport{}) {
-				t.Errorf("ParseXid(%q) not ok but returned %+v", msg, x)
-			}
-			return
-		}
+	fuzzLines(f, "ParseXid", ParseXid, xidTests, func(t *testing.T, msg string, x XidReport) {
 		if x.Code < 0 || x.PID < 0 {
 			t.Errorf("ParseXid(%q) = %+v: negative code or pid", msg, x)
 		}

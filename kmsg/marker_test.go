@@ -2,7 +2,6 @@ package kmsg
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -76,29 +75,17 @@ func TestOpenMarkerWriterOnlyOnTheDevice(t *testing.T) {
 }
 
 func TestReaderMarksBacklog(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "kmsg.log")
-	if err := os.WriteFile(path, []byte("6,1,10,-;old\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := newStepper()
-	r.wait = s.wait
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	recs, done := run(t, ctx, r)
-	within(t, s.idle, "first idle")
-	if rec := within(t, recs, "the old record"); !rec.Backlog {
+	f := runFile(t, "6,1,10,-;old\n")
+	within(t, f.s.idle, "first idle")
+	if rec := within(t, f.recs, "the old record"); !rec.Backlog {
 		t.Errorf("a record there before the end was reached is not backlog: %+v", rec)
 	}
-	appendFile(t, path, "6,2,20,-;new\n")
-	s.step <- struct{}{}
-	within(t, s.idle, "second idle")
-	if rec := within(t, recs, "the new record"); rec.Backlog || rec.Message != "new" {
+	appendFile(t, f.path, "6,2,20,-;new\n")
+	f.s.step <- struct{}{}
+	within(t, f.s.idle, "second idle")
+	if rec := within(t, f.recs, "the new record"); rec.Backlog || rec.Message != "new" {
 		t.Errorf("a record appended later is backlog: %+v", rec)
 	}
-	cancel()
-	within(t, done, "Run to return")
+	f.cancel()
+	within(t, f.done, "Run to return")
 }

@@ -8,12 +8,7 @@ import (
 
 // nvrmTests: NVIDIA driver lines in the shapes public bug reports show,
 // with this project's own bus ids and numbers.
-var nvrmTests = []struct {
-	name string
-	in   string
-	ok   bool
-	want NVRMReport
-}{
+var nvrmTests = []lineCase[NVRMReport]{
 	{
 		name: "fallen off the bus, GPU prefix (older drivers, no Xid)",
 		in:   "NVRM: GPU 0000:41:00.0: GPU has fallen off the bus.",
@@ -64,17 +59,7 @@ var nvrmTests = []struct {
 }
 
 func TestParseNVRM(t *testing.T) {
-	for _, tc := range nvrmTests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, ok := ParseNVRM(tc.in)
-			if ok != tc.ok {
-				t.Fatalf("ParseNVRM(%q) ok = %v, want %v", tc.in, ok, tc.ok)
-			}
-			if ok && got != tc.want {
-				t.Errorf("ParseNVRM(%q)\n got  %+v\n want %+v", tc.in, got, tc.want)
-			}
-		})
-	}
+	checkLines(t, "ParseNVRM", ParseNVRM, nvrmTests)
 }
 
 func TestGPUNumbersFromXid119(t *testing.T) {

@@ -91,99 +91,63 @@ func appendFile(t *testing.T, path, s string) {
 }
 
 func TestReaderFollowsAppendedFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "kmsg.log")
 	// The second record is still being written: no newline yet.
-	if err := os.WriteFile(path, []byte("6,1,10,-;first\n6,2,20,-;sec"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := newStepper()
-	r.wait = s.wait
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	recs, done := run(t, ctx, r)
+	f := runFile(t, "6,1,10,-;first\n6,2,20,-;sec")
 
-	within(t, s.idle, "first idle")
-	if got := drain(recs); !slices.Equal(got, []string{"first"}) {
+	within(t, f.s.idle, "first idle")
+	if got := drain(f.recs); !slices.Equal(got, []string{"first"}) {
 		t.Fatalf("before the newline: got %q, want only \"first\"", got)
 	}
 
-	appendFile(t, path, "ond\nnot a record\n SUBSYSTEM=pci\n\n6,3,30,-;third\n")
-	s.step <- struct{}{}
-	within(t, s.idle, "second idle")
-	if got := drain(recs); !slices.Equal(got, []string{"second", "third"}) {
+	appendFile(t, f.path, "ond\nnot a record\n SUBSYSTEM=pci\n\n6,3,30,-;third\n")
+	f.s.step <- struct{}{}
+	within(t, f.s.idle, "second idle")
+	if got := drain(f.recs); !slices.Equal(got, []string{"second", "third"}) {
 		t.Fatalf("after the newline: got %q, want [second third]", got)
 	}
-	if got := r.Malformed(); got != 1 {
+	if got := f.r.Malformed(); got != 1 {
 		t.Errorf("Malformed() = %d, want 1 (dictionary and blank lines are not malformed)", got)
 	}
 
-	cancel()
-	if err := within(t, done, "Run to return"); err != nil {
+	f.cancel()
+	if err := within(t, f.done, "Run to return"); err != nil {
 		t.Errorf("Run after cancel = %v, want nil", err)
 	}
 }
 
 func TestReaderStartsOverAfterTruncation(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "kmsg.log")
-	if err := os.WriteFile(path, []byte("6,1,10,-;a long first record\n6,2,20,-;a long second record\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := newStepper()
-	r.wait = s.wait
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	recs, done := run(t, ctx, r)
+	f := runFile(t, "6,1,10,-;a long first record\n6,2,20,-;a long second record\n")
 
-	within(t, s.idle, "first idle")
-	if got := drain(recs); len(got) != 2 {
+	within(t, f.s.idle, "first idle")
+	if got := drain(f.recs); len(got) != 2 {
 		t.Fatalf("got %q, want two records", got)
 	}
-	if err := os.WriteFile(path, []byte("6,3,30,-;after\n"), 0o644); err != nil {
+	if err := os.WriteFile(f.path, []byte("6,3,30,-;after\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s.step <- struct{}{} // notices the truncation
-	within(t, s.idle, "idle after truncation")
-	s.step <- struct{}{} // reads from the start
-	within(t, s.idle, "idle after rereading")
-	if got := drain(recs); !slices.Equal(got, []string{"after"}) {
+	f.s.step <- struct{}{} // notices the truncation
+	within(t, f.s.idle, "idle after truncation")
+	f.s.step <- struct{}{} // reads from the start
+	within(t, f.s.idle, "idle after rereading")
+	if got := drain(f.recs); !slices.Equal(got, []string{"after"}) {
 		t.Fatalf("after truncation got %q, want [after]", got)
 	}
-	cancel()
-	within(t, done, "Run to return")
+	f.cancel()
+	within(t, f.done, "Run to return")
 }
 
 func TestReaderDropsOverlongLine(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "kmsg.log")
 	long := strings.Repeat("x", maxLineLen+chunkSize+5)
-	if err := os.WriteFile(path, []byte("6,1,1,-;before\n"+long+"\n6,2,2,-;after\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := newStepper()
-	r.wait = s.wait
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	recs, done := run(t, ctx, r)
-	within(t, s.idle, "idle")
-	if got := drain(recs); !slices.Equal(got, []string{"before", "after"}) {
+	f := runFile(t, "6,1,1,-;before\n"+long+"\n6,2,2,-;after\n")
+	within(t, f.s.idle, "idle")
+	if got := drain(f.recs); !slices.Equal(got, []string{"before", "after"}) {
 		t.Errorf("got %q, want [before after]", got)
 	}
-	if got := r.Malformed(); got != 1 {
+	if got := f.r.Malformed(); got != 1 {
 		t.Errorf("Malformed() = %d, want 1", got)
 	}
-	cancel()
-	within(t, done, "Run to return")
+	f.cancel()
+	within(t, f.done, "Run to return")
 }
 
 func TestReaderFIFO(t *testing.T) {
@@ -349,4 +313,35 @@ func TestRunNilCallback(t *testing.T) {
 	if err := r.Run(context.Background(), nil); err == nil {
 		t.Error("Run with a nil callback succeeded, want an error")
 	}
+}
+
+// fileRun is a Reader over a file the test wrote, run with a stepper.
+type fileRun struct {
+	path   string
+	r      *Reader
+	s      *stepper
+	recs   <-chan Record
+	done   <-chan error
+	cancel context.CancelFunc
+}
+
+// runFile writes content to a new file and runs a Reader over it, stepped
+// by the test; it is cancelled when the test ends at the latest.
+func runFile(t *testing.T, content string) *fileRun {
+	t.Helper()
+	f := &fileRun{path: filepath.Join(t.TempDir(), "kmsg.log")}
+	if err := os.WriteFile(f.path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	if f.r, err = Open(f.path); err != nil {
+		t.Fatal(err)
+	}
+	f.s = newStepper()
+	f.r.wait = f.s.wait
+	var ctx context.Context
+	ctx, f.cancel = context.WithCancel(context.Background())
+	t.Cleanup(f.cancel)
+	f.recs, f.done = run(t, ctx, f.r)
+	return f
 }

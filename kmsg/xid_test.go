@@ -10,12 +10,7 @@ var none reading.Opt[uint64]
 
 // xidTests is shared with FuzzParseXid as its seed corpus. Lines are the
 // shapes the driver prints (from its source and from public bug reports).
-var xidTests = []struct {
-	name string
-	in   string
-	ok   bool
-	want XidReport
-}{
+var xidTests = []lineCase[XidReport]{
 	{
 		name: "119 GSP RPC timeout with pid and name",
 		in:   "NVRM: Xid (PCI:0000:4b:00): 119, pid=1234, name=python3, Timeout after 45s of waiting for RPC response from GPU1 GSP! Expected function 76 (GSP_RM_CONTROL) (0x20800a4c 0x4).",
@@ -195,20 +190,7 @@ var xidTests = []struct {
 }
 
 func TestParseXid(t *testing.T) {
-	for _, tt := range xidTests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, ok := ParseXid(tt.in)
-			if ok != tt.ok {
-				t.Fatalf("ParseXid(%q) ok = %v, want %v (got %+v)", tt.in, ok, tt.ok, got)
-			}
-			if !ok {
-				return
-			}
-			if got != tt.want {
-				t.Errorf("ParseXid(%q)\n got %+v\nwant %+v", tt.in, got, tt.want)
-			}
-		})
-	}
+	checkLines(t, "ParseXid", ParseXid, xidTests)
 }
 
 // TestParseXidFromRecord runs the whole path a kernel line takes: record,
