@@ -330,7 +330,7 @@ const char *nvmlErrorString(nvmlReturn_t result)
 
 /* ---- system queries ------------------------------------------------------ */
 
-static nvmlReturn_t copy_str(char *dst, unsigned int len, const char *src)
+nvmlReturn_t sim_copy_str(char *dst, unsigned int len, const char *src)
 {
 	size_t n = strlen(src);
 
@@ -347,7 +347,7 @@ nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length)
 	SIM_COUNT(nvmlSystemGetDriverVersion);
 	if (!sim_initialized())
 		return NVML_ERROR_UNINITIALIZED;
-	return copy_str(version, length, g_host.driver);
+	return sim_copy_str(version, length, g_host.driver);
 }
 
 nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length)
@@ -355,7 +355,7 @@ nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length)
 	SIM_COUNT(nvmlSystemGetNVMLVersion);
 	if (!sim_initialized())
 		return NVML_ERROR_UNINITIALIZED;
-	return copy_str(version, length, g_host.nvml);
+	return sim_copy_str(version, length, g_host.nvml);
 }
 
 static nvmlReturn_t cuda_version(int *v)

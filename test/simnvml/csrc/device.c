@@ -233,17 +233,25 @@ again:
 			return NVML_ERROR_INVALID_ARGUMENT; \
 	} while (0)
 
-static nvmlReturn_t copy_str(char *dst, unsigned int len, const char *src)
-{
-	size_t n = strlen(src);
+/* ANSWER_STR defines a device query copying the string src into the
+ * caller's buffer arg of length bytes. */
+#define ANSWER_STR(fn, arg, src)                                           \
+	nvmlReturn_t fn(nvmlDevice_t device, char *arg, unsigned int length) \
+	{                                                                  \
+		ENTER(fn);                                                 \
+		return sim_copy_str(arg, length, src);                     \
+	}
 
-	if (dst == NULL)
-		return NVML_ERROR_INVALID_ARGUMENT;
-	if (len < n + 1)
-		return NVML_ERROR_INSUFFICIENT_SIZE;
-	memcpy(dst, src, n + 1);
-	return NVML_SUCCESS;
-}
+/* ANSWER defines a device query with one result, expr (d and now are in
+ * scope): entered like every device call, a NULL result pointer refused. */
+#define ANSWER(fn, type, arg, expr)                                      \
+	nvmlReturn_t fn(nvmlDevice_t device, type *arg)                  \
+	{                                                                \
+		ENTER(fn);                                               \
+		NEED(arg);                                               \
+		*arg = (expr);                                           \
+		return NVML_SUCCESS;                                     \
+	}
 
 /* ---- enumeration --------------------------------------------------------- */
 
@@ -438,43 +446,17 @@ nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)
 	return NVML_SUCCESS;
 }
 
-nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
-{
-	ENTER(nvmlDeviceGetName);
-	return copy_str(name, length, d->name);
-}
+ANSWER_STR(nvmlDeviceGetName, name, d->name)
 
-nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)
-{
-	ENTER(nvmlDeviceGetUUID);
-	return copy_str(uuid, length, d->uuid);
-}
+ANSWER_STR(nvmlDeviceGetUUID, uuid, d->uuid)
 
-nvmlReturn_t nvmlDeviceGetSerial(nvmlDevice_t device, char *serial, unsigned int length)
-{
-	ENTER(nvmlDeviceGetSerial);
-	return copy_str(serial, length, d->serial);
-}
+ANSWER_STR(nvmlDeviceGetSerial, serial, d->serial)
 
-nvmlReturn_t nvmlDeviceGetVbiosVersion(nvmlDevice_t device, char *version, unsigned int length)
-{
-	ENTER(nvmlDeviceGetVbiosVersion);
-	return copy_str(version, length, d->vbios);
-}
+ANSWER_STR(nvmlDeviceGetVbiosVersion, version, d->vbios)
 
-nvmlReturn_t nvmlDeviceGetBoardPartNumber(nvmlDevice_t device, char *partNumber, unsigned int length)
-{
-	ENTER(nvmlDeviceGetBoardPartNumber);
-	return copy_str(partNumber, length, d->part);
-}
+ANSWER_STR(nvmlDeviceGetBoardPartNumber, partNumber, d->part)
 
-nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minorNumber)
-{
-	ENTER(nvmlDeviceGetMinorNumber);
-	NEED(minorNumber);
-	*minorNumber = d->minor;
-	return NVML_SUCCESS;
-}
+ANSWER(nvmlDeviceGetMinorNumber, unsigned int, minorNumber, d->minor)
 
 static void fill_pci(const struct nvmlDevice_st *d, nvmlPciInfo_t *pci)
 {
@@ -514,29 +496,11 @@ nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci)
 }
 #endif
 
-nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device, nvmlDeviceArchitecture_t *arch)
-{
-	ENTER(nvmlDeviceGetArchitecture);
-	NEED(arch);
-	*arch = d->arch;
-	return NVML_SUCCESS;
-}
+ANSWER(nvmlDeviceGetArchitecture, nvmlDeviceArchitecture_t, arch, d->arch)
 
-nvmlReturn_t nvmlDeviceGetBrand(nvmlDevice_t device, nvmlBrandType_t *type)
-{
-	ENTER(nvmlDeviceGetBrand);
-	NEED(type);
-	*type = (nvmlBrandType_t)d->brand;
-	return NVML_SUCCESS;
-}
+ANSWER(nvmlDeviceGetBrand, nvmlBrandType_t, type, (nvmlBrandType_t)d->brand)
 
-nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, nvmlEnableState_t *mode)
-{
-	ENTER(nvmlDeviceGetPersistenceMode);
-	NEED(mode);
-	*mode = d->persistence ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
-	return NVML_SUCCESS;
-}
+ANSWER(nvmlDeviceGetPersistenceMode, nvmlEnableState_t, mode, d->persistence ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED)
 
 /* ---- thermal ------------------------------------------------------------- */
 
@@ -608,13 +572,7 @@ nvmlReturn_t nvmlDeviceGetThermalSettings(nvmlDevice_t device, unsigned int sens
 /* ---- fans ---------------------------------------------------------------- */
 
 #ifndef SIMNVML_OLD_DRIVER
-nvmlReturn_t nvmlDeviceGetNumFans(nvmlDevice_t device, unsigned int *numFans)
-{
-	ENTER(nvmlDeviceGetNumFans);
-	NEED(numFans);
-	*numFans = d->fans;
-	return NVML_SUCCESS;
-}
+ANSWER(nvmlDeviceGetNumFans, unsigned int, numFans, d->fans)
 #endif
 
 static nvmlReturn_t fan_value(const struct nvmlDevice_st *d, int64_t now, int base, unsigned int fan, unsigned int *out)
@@ -656,37 +614,13 @@ nvmlReturn_t nvmlDeviceGetFanControlPolicy_v2(nvmlDevice_t device, unsigned int 
 
 /* ---- power --------------------------------------------------------------- */
 
-nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *power)
-{
-	ENTER(nvmlDeviceGetPowerUsage);
-	NEED(power);
-	*power = to_u32(sim_eval(d, M_POWER, now));
-	return NVML_SUCCESS;
-}
+ANSWER(nvmlDeviceGetPowerUsage, unsigned int, power, to_u32(sim_eval(d, M_POWER, now)))
 
-nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t device, unsigned int *limit)
-{
-	ENTER(nvmlDeviceGetPowerManagementLimit);
-	NEED(limit);
-	*limit = to_u32(sim_eval(d, M_PLIMIT, now));
-	return NVML_SUCCESS;
-}
+ANSWER(nvmlDeviceGetPowerManagementLimit, unsigned int, limit, to_u32(sim_eval(d, M_PLIMIT, now)))
 
-nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigned int *limit)
-{
-	ENTER(nvmlDeviceGetEnforcedPowerLimit);
-	NEED(limit);
-	*limit = to_u32(sim_eval(d, M_ENFORCED, now));
-	return NVML_SUCCESS;
-}
+ANSWER(nvmlDeviceGetEnforcedPowerLimit, unsigned int, limit, to_u32(sim_eval(d, M_ENFORCED, now)))
 
-nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t device, unsigned int *defaultLimit)
-{
-	ENTER(nvmlDeviceGetPowerManagementDefaultLimit);
-	NEED(defaultLimit);
-	*defaultLimit = d->p_default;
-	return NVML_SUCCESS;
-}
+ANSWER(nvmlDeviceGetPowerManagementDefaultLimit, unsigned int, defaultLimit, d->p_default)
 
 nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t device, unsigned int *minLimit, unsigned int *maxLimit)
 {
@@ -698,31 +632,13 @@ nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t device, u
 	return NVML_SUCCESS;
 }
 
-nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned long long *energy)
-{
-	ENTER(nvmlDeviceGetTotalEnergyConsumption);
-	NEED(energy);
-	*energy = to_u64(energy_at(d, now));
-	return NVML_SUCCESS;
-}
+ANSWER(nvmlDeviceGetTotalEnergyConsumption, unsigned long long, energy, to_u64(energy_at(d, now)))
 
 /* ---- performance --------------------------------------------------------- */
 
-nvmlReturn_t nvmlDeviceGetPerformanceState(nvmlDevice_t device, nvmlPstates_t *pState)
-{
-	ENTER(nvmlDeviceGetPerformanceState);
-	NEED(pState);
-	*pState = (nvmlPstates_t)to_u32(sim_eval(d, M_PSTATE, now));
-	return NVML_SUCCESS;
-}
+ANSWER(nvmlDeviceGetPerformanceState, nvmlPstates_t, pState, (nvmlPstates_t)to_u32(sim_eval(d, M_PSTATE, now)))
 
-nvmlReturn_t nvmlDeviceGetPowerState(nvmlDevice_t device, nvmlPstates_t *pState)
-{
-	ENTER(nvmlDeviceGetPowerState);
-	NEED(pState);
-	*pState = (nvmlPstates_t)to_u32(sim_eval(d, M_PSTATE, now));
-	return NVML_SUCCESS;
-}
+ANSWER(nvmlDeviceGetPowerState, nvmlPstates_t, pState, (nvmlPstates_t)to_u32(sim_eval(d, M_PSTATE, now)))
 
 nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int *clock)
 {
@@ -813,81 +729,27 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *me
 
 /* ---- PCIe ---------------------------------------------------------------- */
 
-nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t device, unsigned int *currLinkGen)
-{
-	ENTER(nvmlDeviceGetCurrPcieLinkGeneration);
-	NEED(currLinkGen);
-	*currLinkGen = to_u32(sim_eval(d, M_PCIE_GEN, now));
-	return NVML_SUCCESS;
-}
+ANSWER(nvmlDeviceGetCurrPcieLinkGeneration, unsigned int, currLinkGen, to_u32(sim_eval(d, M_PCIE_GEN, now)))
 
-nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t device, unsigned int *currLinkWidth)
-{
-	ENTER(nvmlDeviceGetCurrPcieLinkWidth);
-	NEED(currLinkWidth);
-	*currLinkWidth = to_u32(sim_eval(d, M_PCIE_WIDTH, now));
-	return NVML_SUCCESS;
-}
+ANSWER(nvmlDeviceGetCurrPcieLinkWidth, unsigned int, currLinkWidth, to_u32(sim_eval(d, M_PCIE_WIDTH, now)))
 
-nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t device, unsigned int *maxLinkGen)
-{
-	ENTER(nvmlDeviceGetMaxPcieLinkGeneration);
-	NEED(maxLinkGen);
-	*maxLinkGen = d->max_pcie_gen;
-	return NVML_SUCCESS;
-}
+ANSWER(nvmlDeviceGetMaxPcieLinkGeneration, unsigned int, maxLinkGen, d->max_pcie_gen)
 
-nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t device, unsigned int *maxLinkWidth)
-{
-	ENTER(nvmlDeviceGetMaxPcieLinkWidth);
-	NEED(maxLinkWidth);
-	*maxLinkWidth = d->max_pcie_width;
-	return NVML_SUCCESS;
-}
+ANSWER(nvmlDeviceGetMaxPcieLinkWidth, unsigned int, maxLinkWidth, d->max_pcie_width)
 
-nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t device, unsigned int *value)
-{
-	ENTER(nvmlDeviceGetPcieReplayCounter);
-	NEED(value);
-	*value = to_u32(sim_eval(d, M_PCIE_REPLAY, now));
-	return NVML_SUCCESS;
-}
+ANSWER(nvmlDeviceGetPcieReplayCounter, unsigned int, value, to_u32(sim_eval(d, M_PCIE_REPLAY, now)))
 
 /* ---- clocks event (throttle) reasons ------------------------------------- */
 
 #ifndef SIMNVML_OLD_DRIVER
-nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device, unsigned long long *clocksEventReasons)
-{
-	ENTER(nvmlDeviceGetCurrentClocksEventReasons);
-	NEED(clocksEventReasons);
-	*clocksEventReasons = to_u64(sim_eval(d, M_REASONS, now));
-	return NVML_SUCCESS;
-}
+ANSWER(nvmlDeviceGetCurrentClocksEventReasons, unsigned long long, clocksEventReasons, to_u64(sim_eval(d, M_REASONS, now)))
 
-nvmlReturn_t nvmlDeviceGetSupportedClocksEventReasons(nvmlDevice_t device, unsigned long long *supportedClocksEventReasons)
-{
-	ENTER(nvmlDeviceGetSupportedClocksEventReasons);
-	NEED(supportedClocksEventReasons);
-	*supportedClocksEventReasons = d->supported_reasons;
-	return NVML_SUCCESS;
-}
+ANSWER(nvmlDeviceGetSupportedClocksEventReasons, unsigned long long, supportedClocksEventReasons, d->supported_reasons)
 #endif
 
-nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device, unsigned long long *clocksThrottleReasons)
-{
-	ENTER(nvmlDeviceGetCurrentClocksThrottleReasons);
-	NEED(clocksThrottleReasons);
-	*clocksThrottleReasons = to_u64(sim_eval(d, M_REASONS, now));
-	return NVML_SUCCESS;
-}
+ANSWER(nvmlDeviceGetCurrentClocksThrottleReasons, unsigned long long, clocksThrottleReasons, to_u64(sim_eval(d, M_REASONS, now)))
 
-nvmlReturn_t nvmlDeviceGetSupportedClocksThrottleReasons(nvmlDevice_t device, unsigned long long *supportedClocksThrottleReasons)
-{
-	ENTER(nvmlDeviceGetSupportedClocksThrottleReasons);
-	NEED(supportedClocksThrottleReasons);
-	*supportedClocksThrottleReasons = d->supported_reasons;
-	return NVML_SUCCESS;
-}
+ANSWER(nvmlDeviceGetSupportedClocksThrottleReasons, unsigned long long, supportedClocksThrottleReasons, d->supported_reasons)
 
 /* ---- GSP ----------------------------------------------------------------- */
 
@@ -1086,10 +948,4 @@ nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsig
 
 /* ---- events (device side) ------------------------------------------------ */
 
-nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device, unsigned long long *eventTypes)
-{
-	ENTER(nvmlDeviceGetSupportedEventTypes);
-	NEED(eventTypes);
-	*eventTypes = d->supported_events;
-	return NVML_SUCCESS;
-}
+ANSWER(nvmlDeviceGetSupportedEventTypes, unsigned long long, eventTypes, d->supported_events)

@@ -260,6 +260,9 @@ double sim_eval(const struct nvmlDevice_st *d, int m, int64_t t);
 nvmlReturn_t sim_dev_enter(int fn, nvmlDevice_t device, struct nvmlDevice_st **out, int64_t *now);
 int sim_dev_present(const struct nvmlDevice_st *d, int64_t now);
 void sim_energy_prepare(struct nvmlDevice_st *d, double *ecum);
+/* sim_copy_str copies src into dst of len bytes, as NVML string queries do:
+ * NULL refused, a short buffer is NVML_ERROR_INSUFFICIENT_SIZE. */
+nvmlReturn_t sim_copy_str(char *dst, unsigned int len, const char *src);
 int sim_parse_busid(const char *s, unsigned int *domain, unsigned int *bus, unsigned int *dev);
 
 /* procs.c: scripted processes ("gpu SEL proc PID ...") */

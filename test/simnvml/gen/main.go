@@ -42,7 +42,8 @@ var (
 	callRe = regexp.MustCompile(`\bC\.(nvml[A-Za-z0-9_]*)\(`)
 	// A definition starts in column 0 with the return type; prototypes
 	// of NVML functions are never written in the hand-written files.
-	defRe   = regexp.MustCompile(`(?m)^(?:nvmlReturn_t|const char \*)\s*(nvml[A-Za-z0-9_]+)\s*\([^;]*$`)
+	// or through device.c's ANSWER and ANSWER_STR macros.
+	defRe   = regexp.MustCompile(`(?m)^(?:(?:nvmlReturn_t|const char \*)\s*(nvml[A-Za-z0-9_]+)\s*\([^;]*|ANSWER\w*\((nvml[A-Za-z0-9_]+),.*)$`)
 	simfnRe = regexp.MustCompile(`(?m)^SIMFN\((nvml[A-Za-z0-9_]+)\)`)
 )
 
@@ -149,7 +150,7 @@ func HandWritten(simDir string) (map[string]bool, error) {
 			return nil, err
 		}
 		for _, m := range defRe.FindAllStringSubmatch(string(src), -1) {
-			defs[m[1]] = true
+			defs[m[1]+m[2]] = true
 		}
 	}
 	fns, err := os.ReadFile(filepath.Join(simDir, "csrc", "fns.h"))
