@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -111,4 +112,20 @@ func Entries(t testing.TB, dir string) []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// NeedTool returns the path of a program a test runs (a real client such as
+// promtool, atop, tmux or chromium). Missing, it skips the test, except under
+// CI=true, where .ci/run installs it and its absence fails the test; pkg
+// names the Debian package that has it.
+func NeedTool(t testing.TB, name, pkg string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s missing under CI (apt-get install %s)", name, pkg)
+		}
+		t.Skipf("%s not installed (Debian package %s)", name, pkg)
+	}
+	return p
 }

@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"bytes"
-	"os"
 	"os/exec"
 	"runtime"
 	"strings"
@@ -70,13 +69,7 @@ func TestMetricsGolden(t *testing.T) {
 
 // TestPromtoolCheckMetrics runs Debian's promtool over the output.
 func TestPromtoolCheckMetrics(t *testing.T) {
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("promtool missing under CI (apt-get install prometheus)")
-		}
-		t.Skip("promtool not installed (Debian package prometheus)")
-	}
+	promtool := testutil.NeedTool(t, "promtool", "prometheus")
 	cmd := exec.Command(promtool, "check", "metrics")
 	cmd.Stdin = bytes.NewReader(scrape(t, board(livetest.View())))
 	out, err := cmd.CombinedOutput()

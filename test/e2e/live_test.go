@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
 
 // status runs `gpu-telemetry status` with args and returns its exit status
@@ -178,13 +180,7 @@ func scrapeMetrics(t *testing.T, addr string) string {
 // checkMetrics runs promtool check metrics on a real scrape.
 func checkMetrics(t *testing.T, body string) {
 	t.Helper()
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("promtool missing under CI (apt-get install prometheus)")
-		}
-		t.Skip("promtool not installed (Debian package prometheus)")
-	}
+	promtool := testutil.NeedTool(t, "promtool", "prometheus")
 	cmd := exec.Command(promtool, "check", "metrics")
 	cmd.Stdin = strings.NewReader(body)
 	if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
 
 // TestReportOfTheGSPCrash runs the GSP crash story, then `gpu-telemetry
@@ -53,13 +55,7 @@ func TestReportOfTheGSPCrash(t *testing.T) {
 	}
 
 	// Headless Chromium: Debian's package. Under CI it must be there.
-	browser, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("chromium is not installed (CI: .ci/run installs it)")
-		}
-		t.Skip("chromium not installed; the screenshot check needs it")
-	}
+	browser := testutil.NeedTool(t, "chromium", "chromium")
 	shot := filepath.Join(t.TempDir(), "report.png")
 	c := exec.Command(browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
 		"--window-size=1260,1700", "--screenshot="+shot, "file://"+page)

@@ -1,23 +1,18 @@
 package e2e
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
 
 // TestAlertRules checks deploy/prometheus's alert rules with promtool and
 // runs their unit tests.
 func TestAlertRules(t *testing.T) {
 	t.Parallel()
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("promtool missing under CI (apt-get install prometheus)")
-		}
-		t.Skip("promtool not installed (Debian package prometheus)")
-	}
+	promtool := testutil.NeedTool(t, "promtool", "prometheus")
 	dir := filepath.Join(repo, "deploy", "prometheus")
 	for _, args := range [][]string{{"check", "rules", "gpu-telemetry.rules.yml"}, {"test", "rules", "gpu-telemetry.rules.test.yml"}} {
 		cmd := exec.Command(promtool, args...)

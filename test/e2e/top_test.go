@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
 
 // TestTopInTmux drives `gpu-telemetry top` in a real terminal (tmux, 80x24):
@@ -14,13 +16,7 @@ import (
 // comes back (the pane's shell prompt, no alternate screen left).
 func TestTopInTmux(t *testing.T) {
 	t.Parallel()
-	tmux, err := exec.LookPath("tmux")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("tmux missing under CI (apt-get install tmux)")
-		}
-		t.Skip("tmux not installed")
-	}
+	tmux := testutil.NeedTool(t, "tmux", "tmux")
 	p := start(t, opts{scenario: "@hang"})
 	p.waitFor("rows", 10*time.Second, func() bool { return rowCount(p.csvFile(0)) > 5 })
 	session := "gt-top-" + strconv.Itoa(os.Getpid())

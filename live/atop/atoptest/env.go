@@ -2,24 +2,18 @@ package atoptest
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
 
 // NeedAtop returns the atop binary, skipping the test when it is missing
 // outside CI (under CI=true a missing atop fails: .ci/run installs it).
 func NeedAtop(t testing.TB) string {
 	t.Helper()
-	p, err := exec.LookPath("atop")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("atop not installed (apt-get install atop)")
-		}
-		t.Skip("atop not installed")
-	}
-	return p
+	return testutil.NeedTool(t, "atop", "atop")
 }
 
 // LockPort serializes the tests of all packages that need atop's fixed
