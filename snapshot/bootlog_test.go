@@ -143,7 +143,7 @@ func TestBootLogGolden(t *testing.T) {
 	// pstore mtimes are printed in the local zone.
 	got = strings.ReplaceAll(got, prevStart.Add(time.Hour).Format(time.RFC3339), "$MTIME")
 	testutil.Golden(t, "boot.golden", []byte(got))
-	for _, want := range []string{
+	testutil.Contains(t, "boot log", got,
 		"Cause: a different boot",
 		"GPU 0: last row 2026-11-30T00:00:02.000Z, gap 7m28s",
 		"GPU 1: last row 2026-11-30T00:00:03.000Z",
@@ -153,11 +153,7 @@ func TestBootLogGolden(t *testing.T) {
 		"1 older record(s) from before the previous run, not shown",
 		"no-such-pstore: missing",
 		"type=Xid xid=119",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("boot log lacks %q", want)
-		}
-	}
+	)
 	for _, bad := range []string{"00:07:30.000Z,40", "type=PState", "type=GPU_LOST", "e1000e 0000:00:1f.6 eno1: NIC Link is Up\n[ 5000"} {
 		if strings.Contains(strings.SplitN(got, "last 200 lines", 2)[0], bad) {
 			t.Errorf("boot log has %q before its last-200-lines section", bad)

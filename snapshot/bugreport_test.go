@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
 
 // fakeHost builds the /proc and /sys a crash snapshot reads for the test
@@ -59,18 +61,14 @@ func TestCrashSnapshotHasBugReportSections(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(b)
-	for _, want := range []string{
+	testutil.Contains(t, "snapshot", s,
 		"=== GPU runtime power state (read first, before anything could wake the GPU) ===\nruntime_status: active\ncontrol: auto\n",
 		"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05",
 		"Bus Location: \t 0000:4b:00.0",
 		"--- GPU 0000:4b:00.0\naer_dev_correctable: RxErr=3 TOTAL_ERR_COR=3\naer_dev_nonfatal: TOTAL_ERR_NONFATAL=0\naer_dev_fatal: CmpltTO=1 TOTAL_ERR_FATAL=1\n",
 		"--- upstream bridge 0000:4a:01.0\naer_dev_correctable: RxErr=12 BadTLP=2 TOTAL_ERR_COR=14\naer_dev_nonfatal: (missing)\n",
 		"NVreg_DynamicPowerManagement: 3\nNVreg_EnableGpuFirmware: 18\nNVreg_RegistryDwords: \n",
-	} {
-		if !strings.Contains(s, want) {
-			t.Errorf("snapshot lacks %q", want)
-		}
-	}
+	)
 	// The power state is shown right after the rows, before the diagnostics.
 	if p, r := strings.Index(s, "runtime_status"), strings.Index(s, "=== dmesg"); p < 0 || p > r {
 		t.Error("power state is not before the diagnostics")

@@ -129,3 +129,19 @@ func NeedTool(t testing.TB, name, pkg string) string {
 	}
 	return p
 }
+
+// Contains reports each of wants that got (named what in messages) lacks,
+// and then got itself once.
+func Contains(t testing.TB, what, got string, wants ...string) {
+	t.Helper()
+	missing := false
+	for _, w := range wants {
+		if !strings.Contains(got, w) {
+			missing = true
+			t.Errorf("%s lacks %q", what, w)
+		}
+	}
+	if missing {
+		t.Logf("%s:\n%s", what, got)
+	}
+}
