@@ -36,7 +36,9 @@ const (
 	maxLineLen = 64 << 10
 
 	// defaultPoll is how often a file or FIFO is checked for new data once
-	// everything has been read, like tail -f.
+	// everything has been read, like tail -f. A regular file is watched with
+	// inotify instead where it can be (notify.go), and read at once when it
+	// changes.
 	defaultPoll = 100 * time.Millisecond
 )
 
@@ -60,6 +62,8 @@ type Reader struct {
 	overruns  atomic.Uint64
 
 	caughtUp bool // a file or FIFO's end was reached once: later records are fresh
+
+	notify *fileNotifier // a regular file's change notices; nil: polled
 
 	closeOnce sync.Once
 	closeErr  error
@@ -105,6 +109,12 @@ func Open(path string) (*Reader, error) {
 	// A pipe holds only what was written since it was opened: no backlog.
 	r := &Reader{f: f, path: path, device: device, caughtUp: fifo, read: f.Read}
 	r.wait = func(ctx context.Context) error { return sleep(ctx, defaultPoll) }
+	if mode.IsRegular() {
+		if n := newFileNotifier(path); n != nil {
+			r.notify = n
+			r.wait = func(ctx context.Context) error { return n.wait(ctx, notifyFallback) }
+		}
+	}
 	return r, nil
 }
 
@@ -123,8 +133,10 @@ func openError(err error) error {
 // A record that does not parse is skipped and counted (see Malformed). On
 // /dev/kmsg, records the kernel overwrote before they could be read are
 // skipped and counted (see Overruns). A file or FIFO is followed like
-// tail -f: at its end Run polls for more every 100 ms, emits a line only once
-// its newline has arrived, and starts over when the file is truncated.
+// tail -f: at its end Run waits for more (a regular file: until inotify says
+// it changed, or at most a second; otherwise it polls every 100 ms), emits a
+// line only once its newline has arrived, and starts over when the file is
+// truncated.
 func (r *Reader) Run(ctx context.Context, fn func(Record)) error {
 	defer r.Close()
 	if fn == nil {
@@ -145,6 +157,9 @@ func (r *Reader) Run(ctx context.Context, fn func(Record)) error {
 // and the loop notices ctx by itself; closing is the fallback for anything
 // else.
 func (r *Reader) interrupt() {
+	if r.notify != nil {
+		r.notify.interrupt()
+	}
 	if err := r.f.SetReadDeadline(time.Unix(1, 0)); err != nil {
 		r.Close()
 	}
@@ -296,6 +311,11 @@ func (r *Reader) Overruns() uint64 { return r.overruns.Load() }
 // Close releases the file. Run closes it on return; Close is for a Reader
 // that is never run, and is safe to call more than once.
 func (r *Reader) Close() error {
-	r.closeOnce.Do(func() { r.closeErr = r.f.Close() })
+	r.closeOnce.Do(func() {
+		r.closeErr = r.f.Close()
+		if r.notify != nil {
+			r.notify.close()
+		}
+	})
 	return r.closeErr
 }

@@ -64,7 +64,11 @@ func run() int {
 	flag.IntVar(&o.xids, "xids", 10, "Xids for the latency run")
 	flag.IntVar(&o.costSeconds, "cost-seconds", 20, "measured seconds of each cost-profile run (8 and 16 GPUs, realistic and pessimistic); 0 skips them")
 	flag.BoolVar(&o.kmsgXids, "kmsg-xids", true, "also time Xids that arrive through the kernel log")
+	only := flag.String("only", "", "run only this part: xid (the Xid latency runs)")
 	flag.Parse()
+	if *only == "xid" {
+		return xidOnly(o)
+	}
 
 	var rows [][3]string // name, value, note
 	if o.gobench != "" {
@@ -144,6 +148,23 @@ func run() int {
 	fmt.Println("|---|---|---|")
 	for _, r := range rows {
 		fmt.Printf("| %s | %s | %s |\n", r[0], r[1], r[2])
+	}
+	return 0
+}
+
+// xidOnly runs and prints only the Xid latency runs (-only xid).
+func xidOnly(o opts) int {
+	for _, viaKmsg := range []bool{false, true} {
+		k := o
+		k.viaKmsg = viaKmsg
+		rows, err := xidRun(k)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "gtbench: Xid latency run:", err)
+			return 1
+		}
+		for _, r := range rows {
+			fmt.Printf("| %s | %s | %s |\n", r[0], r[1], r[2])
+		}
 	}
 	return 0
 }

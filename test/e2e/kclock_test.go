@@ -51,11 +51,12 @@ func TestDmesgTimeOnTheKernelLogClock(t *testing.T) {
 			select {
 			case <-stop:
 				return
-			// Irregular gaps: at a fixed 150 ms against the reader's
-			// 100 ms poll of this file, every record would arrive with
-			// one of two delays, and the smallest could stay up to 50 ms
-			// (half the runs), so the estimate would never reach 25 ms.
-			// Real /dev/kmsg records arrive unsynchronised with any poll.
+			// Irregular gaps: at a fixed 150 ms against a reader that
+			// polls this file every 100 ms (where inotify is missing),
+			// every record would arrive with one of two delays, and the
+			// smallest could stay up to 50 ms (half the runs), so the
+			// estimate would never reach 25 ms. Real /dev/kmsg records
+			// arrive unsynchronised with any poll.
 			case <-time.After(100*time.Millisecond + rand.N(100*time.Millisecond)):
 			}
 			fmt.Fprintf(f, "6,%d,%d,-;e2e: some other kernel line\n", seq, printk(mono())/time.Microsecond)
