@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,40 +15,12 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
-// equivScenario: constant, noise-free values, distinct per GPU and per
+// equivOthers: constant, noise-free values, distinct per GPU and per
 // column, so that a value read into the wrong place on either path shows.
 // GPU 1 has refused functions and fields, GPU 2 is lost at 1.5 s, GPU 3's
 // batched call fails (every fallback runs), and GPU 4's GetFieldValues hangs
 // until 4 s while holding the field lock (the others then time out on it).
-const equivScenario = `gpus 5
-gpu all fans 2
-gpu 0 threshold gpu_max 90
-gpu 0 temp 61
-gpu 0 memtemp 71
-gpu 0 power 333.47
-gpu 0 plimit 444
-gpu 0 enforced 433
-gpu 0 pstate P3
-gpu 0 clk_gfx 1111
-gpu 0 clk_sm 1222
-gpu 0 clk_mem 1333
-gpu 0 util_gpu 41
-gpu 0 util_mem 42
-gpu 0 util_enc 43
-gpu 0 util_dec 44
-gpu 0 mem_used 5555
-gpu 0 pcie_gen 4
-gpu 0 pcie_width 8
-gpu 0 pcie_replay 7
-gpu 0 reasons sw_power_cap|hw_thermal
-gpu 0 fan0 31
-gpu 0 fan1 32
-gpu 0 fan0_target 33
-gpu 0 fan1_target 34
-gpu 0 sensor_target 6
-gpu 0 sensor_controller 9
-gpu 0 sensor_temp 62
-gpu 0 energy_start 123456
+const equivOthers = `gpu 0 energy_start 123456
 
 gpu 1 temp 52
 gpu 1 sensor_temp 53
@@ -155,9 +128,24 @@ func TestCAndGoPathsAgree(t *testing.T) {
 	}
 }
 
+// equivScenario is five GPUs: GPU 0 is every-column.scn's GPU (a distinct
+// value for every column), the others equivOthers.
+func equivScenario(t *testing.T) string {
+	t.Helper()
+	one, err := os.ReadFile(filepath.Join("..", "test", "simnvml", "scenarios", "every-column.scn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, gpu0, ok := strings.Cut(string(one), "\ngpus 1\n")
+	if !ok {
+		t.Fatal("every-column.scn lacks its gpus 1 line")
+	}
+	return "gpus 5\ngpu all fans 2\n" + gpu0 + equivOthers
+}
+
 func compareCAndGo(t *testing.T, lib string, old bool) {
 	scn := filepath.Join(t.TempDir(), "equiv.scn")
-	if err := os.WriteFile(scn, []byte(equivScenario), 0o644); err != nil {
+	if err := os.WriteFile(scn, []byte(equivScenario(t)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("SIMNVML_SCENARIO", scn)

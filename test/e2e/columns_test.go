@@ -8,44 +8,9 @@ import (
 	"time"
 )
 
-// everyColumnScenario gives one GPU a distinct, noise-free value for every
-// metric the CSV records, so a reading written to the wrong column (a swapped
-// field anywhere in batch.c -> batch_native.go -> batch.go interpret ->
-// sink/row.go) shows up as a wrong cell.
-const everyColumnScenario = `gpus 1
-gpu 0 fans 2
-gpu 0 sensors 1
-gpu 0 threshold gpu_max 90
-gpu 0 temp 61
-gpu 0 memtemp 71
-gpu 0 power 333.47
-gpu 0 plimit 444
-gpu 0 enforced 433
-gpu 0 pstate P3
-gpu 0 clk_gfx 1111
-gpu 0 clk_sm 1222
-gpu 0 clk_mem 1333
-gpu 0 util_gpu 41
-gpu 0 util_mem 42
-gpu 0 util_enc 43
-gpu 0 util_dec 44
-gpu 0 mem_used 5555
-gpu 0 pcie_gen 4
-gpu 0 pcie_width 8
-gpu 0 pcie_replay 7
-gpu 0 reasons sw_power_cap|hw_thermal
-gpu 0 fan0 31
-gpu 0 fan1 32
-gpu 0 fan0_target 33
-gpu 0 fan1_target 34
-gpu 0 sensor_target 6
-gpu 0 sensor_controller 9
-gpu 0 sensor_temp 62
-`
-
 func TestEveryColumnFromTheDriver(t *testing.T) {
 	t.Parallel()
-	p := start(t, opts{scenario: everyColumnScenario})
+	p := start(t, opts{scenario: "@every-column"})
 	p.waitFor("15 rows", 20*time.Second, func() bool { return rowCount(p.csvFile(0)) >= 15 })
 	p.stop()
 	tb := readCSV(t, p.csvFile(0))
