@@ -88,14 +88,6 @@ func (m *Manager) followUps(ctx context.Context, gpu int, incident string, h *He
 		res := m.collect(m.work, m.followUpJobs(h.BusID))
 		res[diagDmesg] = placeKernelLines(res[diagDmesg], m.cfg.KernelWall)
 		data := renderFollowUp(h, incident, off, m.cfg.Now(), followUpSections(res))
-		path, err := m.createNew(m.crashDir, followUpName(incident, off), data)
-		if path == "" {
-			m.failed("follow-up", gpu, 0, err)
-			continue
-		}
-		m.mu.Lock()
-		m.stats.FollowUpsWritten++
-		m.mu.Unlock()
-		m.written("follow-up", gpu, 0, path, time.Since(t0), err)
+		m.save("follow-up", gpu, 0, m.crashDir, followUpName(incident, off), data, t0, &m.stats.FollowUpsWritten)
 	}
 }

@@ -260,26 +260,18 @@ func (m *Manager) crash(fctx context.Context, stop context.CancelCauseFunc, gpu 
 	m.flush(gpu)
 
 	t0 := time.Now()
-	path, err := m.createNew(m.crashDir, baseName("crash", at, gpu),
-		renderCrash(req, nil, m.cfg.DiagnosticsTimeout))
+	path := m.save("crash", gpu, 1, m.crashDir, baseName("crash", at, gpu),
+		renderCrash(req, nil, m.cfg.DiagnosticsTimeout), t0, &m.stats.CrashesWritten)
 	if path == "" {
-		m.failed("crash", gpu, 1, err)
 		return
 	}
-	m.mu.Lock()
-	m.stats.CrashesWritten++
-	m.mu.Unlock()
-	m.written("crash", gpu, 1, path, time.Since(t0), err)
 
 	res := m.collect(m.work, m.crashJobs(req.Header.BusID))
 	res[diagDmesg] = placeKernelLines(res[diagDmesg], m.cfg.KernelWall)
 	if err := m.files.Replace(path, renderCrash(req, crashSections(res), 0)); err != nil {
 		m.failed("crash", gpu, 2, err)
 	} else {
-		m.mu.Lock()
-		m.stats.CrashesCompleted++
-		m.mu.Unlock()
-		m.written("crash", gpu, 2, path, time.Since(t0), nil)
+		m.written("crash", gpu, 2, path, t0, nil, &m.stats.CrashesCompleted)
 	}
 	m.followUps(fctx, gpu, path, &req.Header, start)
 }
@@ -328,16 +320,7 @@ func (m *Manager) Spike(gpu int, build func() SpikeRequest) Decision {
 func (m *Manager) spike(gpu int, req *SpikeRequest, at time.Time) {
 	defer m.wg.Done()
 	m.flush(gpu)
-	t0 := time.Now()
-	path, err := m.createNew(m.spikeDir, baseName("spike", at, gpu), renderSpike(req))
-	if path == "" {
-		m.failed("spike", gpu, 0, err)
-		return
-	}
-	m.mu.Lock()
-	m.stats.SpikesWritten++
-	m.mu.Unlock()
-	m.written("spike", gpu, 0, path, time.Since(t0), err)
+	m.save("spike", gpu, 0, m.spikeDir, baseName("spike", at, gpu), renderSpike(req), time.Now(), &m.stats.SpikesWritten)
 }
 
 // Stats returns a copy of the counters.
@@ -392,16 +375,34 @@ func (m *Manager) flush(gpu int) {
 	}
 }
 
-// written logs a file written; err, if any, is a late failure (directory
-// fsync) after the file was already in place.
-func (m *Manager) written(kind string, gpu, stage int, path string, took time.Duration, err error) {
-	m.log.Info("snapshot written", "kind", kind, "gpu", gpu, "stage", stage, "path", path, "took", took)
+// written counts a file written in *count (a field of m.stats) and logs it;
+// err, if any, is a late failure (directory fsync) after the file was
+// already in place.
+func (m *Manager) written(kind string, gpu, stage int, path string, t0 time.Time, err error, count *uint64) {
+	m.mu.Lock()
+	*count++
+	m.mu.Unlock()
+	m.log.Info("snapshot written", "kind", kind, "gpu", gpu, "stage", stage, "path", path, "took", time.Since(t0))
 	if m.cfg.Written != nil {
 		m.cfg.Written(kind, gpu, path)
 	}
 	if err != nil {
 		m.log.Warn("snapshot written but not made durable", "kind", kind, "gpu", gpu, "path", path, "error", err)
 	}
+}
+
+// save writes data to a new file dir/base.log (createNew) and accounts for
+// it: counted in *count (a field of m.stats) and logged as written (work
+// started at t0), or counted and logged as a failure. It returns the path, ""
+// when nothing was written.
+func (m *Manager) save(kind string, gpu, stage int, dir, base string, data []byte, t0 time.Time, count *uint64) string {
+	path, err := m.createNew(dir, base, data)
+	if path == "" {
+		m.failed(kind, gpu, stage, err)
+		return ""
+	}
+	m.written(kind, gpu, stage, path, t0, err, count)
+	return path
 }
 
 // failed counts and logs a file that could not be written.
