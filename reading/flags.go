@@ -94,44 +94,30 @@ func (f Flag) AppendText(b []byte) []byte {
 	case FlagFanSpike:
 		return append(b, "FAN_SPIKE"...)
 	case FlagTempFanInv:
-		b = append(b, "TEMP_FAN_INV("...)
-		b = strconv.AppendInt(b, f.A, 10)
-		b = append(b, "C@"...)
-		b = strconv.AppendInt(b, f.B, 10)
-		return append(b, "%)"...)
+		return appendNum(appendNum(b, "TEMP_FAN_INV(", f.A, "C@"), "", f.B, "%)")
 	case FlagSpurThrot:
-		b = append(b, "SPUR_THROT("...)
-		b = strconv.AppendInt(b, f.A, 10)
-		return append(b, "%ofLim)"...)
+		return appendNum(b, "SPUR_THROT(", f.A, "%ofLim)")
 	case FlagPowerOver:
-		b = append(b, "PWR+"...)
-		b = strconv.AppendInt(b, f.A, 10)
-		return append(b, 'W')
-	case FlagTDPReduced, FlagTDPRestored:
-		if f.Kind == FlagTDPReduced {
-			b = append(b, "TDP_REDUCED("...)
-		} else {
-			b = append(b, "TDP_RESTORED("...)
-		}
-		b = strconv.AppendInt(b, f.A, 10)
-		return append(b, "W)"...)
+		return appendNum(b, "PWR+", f.A, "W")
+	case FlagTDPReduced:
+		return appendNum(b, "TDP_REDUCED(", f.A, "W)")
+	case FlagTDPRestored:
+		return appendNum(b, "TDP_RESTORED(", f.A, "W)")
 	case FlagXid:
-		b = append(b, "XID("...)
-		b = strconv.AppendInt(b, f.A, 10)
-		return append(b, ')')
+		return appendNum(b, "XID(", f.A, ")")
 	case FlagNVMLHung:
-		b = append(b, "NVML_HUNG("...)
-		b = append(b, f.S...)
-		b = append(b, ',')
-		b = strconv.AppendInt(b, f.A, 10)
-		return append(b, "ms)"...)
+		return appendNum(append(append(b, "NVML_HUNG("...), f.S...), ",", f.A, "ms)")
 	case FlagNVMLFailed:
-		b = append(b, "NVML_FAILED:"...)
-		return append(b, f.S...)
+		return append(append(b, "NVML_FAILED:"...), f.S...)
 	case FlagGPULost:
 		return append(b, "GPU_LOST"...)
 	}
-	b = append(b, "FLAG("...)
-	b = strconv.AppendInt(b, int64(f.Kind), 10)
-	return append(b, ')')
+	return appendNum(b, "FLAG(", int64(f.Kind), ")")
+}
+
+// appendNum appends pre, n in decimal and post.
+func appendNum(b []byte, pre string, n int64, post string) []byte {
+	b = append(b, pre...)
+	b = strconv.AppendInt(b, n, 10)
+	return append(b, post...)
 }
