@@ -1,29 +1,22 @@
 package reading
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
+)
 
 func TestThrottleNames(t *testing.T) {
-	cases := []struct {
-		name string
-		mask uint64
-		want string
-	}{
-		{"none", 0, "None"},
-		{"idle", 0x1, "GpuIdle"},
-		{"sw power cap", 0x4, "SwPowerCap"},
-		{"hw slowdown, thermal and power brake", 0x8 | 0x40 | 0x80, "HwSlowdown|HwThermalSlowdown|HwPowerBrakeSlowdown"},
-		{"every named bit", 0x7ff, "GpuIdle|AppClocks|SwPowerCap|HwSlowdown|SyncBoost|SwThermalSlowdown|HwThermalSlowdown|HwPowerBrakeSlowdown|DisplayClocks|BoardLimit|Reliability"},
-		{"0x200 is BoardLimit, not the seed's UserDefinedClocks", 0x200, "BoardLimit"},
-		{"unknown bits alone", 0x1000, "Unknown(0x1000)"},
-		{"known and unknown", 0x4 | 0xf000, "SwPowerCap|Unknown(0xf000)"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			if got := ThrottleNames(c.mask); got != c.want {
-				t.Errorf("ThrottleNames(%#x) = %q, want %q", c.mask, got, c.want)
-			}
-		})
-	}
+	testutil.Check(t, "ThrottleNames", ThrottleNames, []testutil.Case[uint64, string]{
+		{Name: "none", In: 0, Want: "None"},
+		{Name: "idle", In: 0x1, Want: "GpuIdle"},
+		{Name: "sw power cap", In: 0x4, Want: "SwPowerCap"},
+		{Name: "hw slowdown, thermal and power brake", In: 0x8 | 0x40 | 0x80, Want: "HwSlowdown|HwThermalSlowdown|HwPowerBrakeSlowdown"},
+		{Name: "every named bit", In: 0x7ff, Want: "GpuIdle|AppClocks|SwPowerCap|HwSlowdown|SyncBoost|SwThermalSlowdown|HwThermalSlowdown|HwPowerBrakeSlowdown|DisplayClocks|BoardLimit|Reliability"},
+		{Name: "0x200 is BoardLimit, not the seed's UserDefinedClocks", In: 0x200, Want: "BoardLimit"},
+		{Name: "unknown bits alone", In: 0x1000, Want: "Unknown(0x1000)"},
+		{Name: "known and unknown", In: 0x4 | 0xf000, Want: "SwPowerCap|Unknown(0xf000)"},
+	})
 }
 
 func TestFlagText(t *testing.T) {

@@ -3,30 +3,21 @@ package xid
 import (
 	"strings"
 	"testing"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
 
 func TestRecoveryActionName(t *testing.T) {
-	tests := []struct {
-		name string
-		v    uint64
-		want string
-	}{
-		{"none", 0, "none"},
-		{"GPU reset", 1, "GPU reset"},
-		{"node reboot", 2, "node reboot"},
-		{"drain P2P", 3, "drain P2P"},
-		{"drain and reset", 4, "drain and reset"},
-		{"first unknown", 5, "unknown (0x5)"},
-		{"hex spelled lower case", 0xdeadbeef, "unknown (0xdeadbeef)"},
-		{"max", ^uint64(0), "unknown (0xffffffffffffffff)"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := RecoveryActionName(tt.v); got != tt.want {
-				t.Errorf("RecoveryActionName(%d) = %q, want %q", tt.v, got, tt.want)
-			}
-		})
-	}
+	testutil.Check(t, "RecoveryActionName", RecoveryActionName, []testutil.Case[uint64, string]{
+		{Name: "none", In: 0, Want: "none"},
+		{Name: "GPU reset", In: 1, Want: "GPU reset"},
+		{Name: "node reboot", In: 2, Want: "node reboot"},
+		{Name: "drain P2P", In: 3, Want: "drain P2P"},
+		{Name: "drain and reset", In: 4, Want: "drain and reset"},
+		{Name: "first unknown", In: 5, Want: "unknown (0x5)"},
+		{Name: "hex spelled lower case", In: 0xdeadbeef, Want: "unknown (0xdeadbeef)"},
+		{Name: "max", In: ^uint64(0), Want: "unknown (0xffffffffffffffff)"},
+	})
 }
 
 func TestParseRecovery(t *testing.T) {

@@ -141,24 +141,13 @@ func TestLookupUnknown(t *testing.T) {
 }
 
 func TestDescribe(t *testing.T) {
-	tests := []struct {
-		name string
-		code int
-		want string
-	}{
-		{"known", 79, "Xid 79: GPU has fallen off the bus"},
-		{"GSP", 119, "Xid 119: GSP RPC Timeout"},
-		{"unknown", 999, "Xid 999: unknown Xid"},
-		{"zero", 0, "Xid 0: unknown Xid"},
-		{"negative", -3, "Xid -3: unknown Xid"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := Describe(tt.code); got != tt.want {
-				t.Errorf("Describe(%d) = %q, want %q", tt.code, got, tt.want)
-			}
-		})
-	}
+	testutil.Check(t, "Describe", Describe, []testutil.Case[int, string]{
+		{Name: "known", In: 79, Want: "Xid 79: GPU has fallen off the bus"},
+		{Name: "GSP", In: 119, Want: "Xid 119: GSP RPC Timeout"},
+		{Name: "unknown", In: 999, Want: "Xid 999: unknown Xid"},
+		{Name: "zero", In: 0, Want: "Xid 0: unknown Xid"},
+		{Name: "negative", In: -3, Want: "Xid -3: unknown Xid"},
+	})
 }
 
 func TestCodesSortedAndComplete(t *testing.T) {
@@ -174,27 +163,16 @@ func TestCodesSortedAndComplete(t *testing.T) {
 }
 
 func TestClassString(t *testing.T) {
-	tests := []struct {
-		name string
-		c    Class
-		want string
-	}{
-		{"application", ClassApplication, "application error"},
-		{"driver", ClassDriver, "driver/firmware error"},
-		{"memory", ClassMemory, "memory error"},
-		{"interconnect", ClassInterconnect, "interconnect error"},
-		{"hardware", ClassHardware, "hardware/bus error"},
-		{"informational", ClassInformational, "informational"},
-		{"zero", ClassUnknown, "unknown"},
-		{"out of range", Class(200), "unknown"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.c.String(); got != tt.want {
-				t.Errorf("String() = %q, want %q", got, tt.want)
-			}
-		})
-	}
+	testutil.Check(t, "Class.String", Class.String, []testutil.Case[Class, string]{
+		{Name: "application", In: ClassApplication, Want: "application error"},
+		{Name: "driver", In: ClassDriver, Want: "driver/firmware error"},
+		{Name: "memory", In: ClassMemory, Want: "memory error"},
+		{Name: "interconnect", In: ClassInterconnect, Want: "interconnect error"},
+		{Name: "hardware", In: ClassHardware, Want: "hardware/bus error"},
+		{Name: "informational", In: ClassInformational, Want: "informational"},
+		{Name: "zero", In: ClassUnknown, Want: "unknown"},
+		{Name: "out of range", In: Class(200), Want: "unknown"},
+	})
 }
 
 // TestCatalogGolden pins the whole catalog, so an edit to any entry shows up

@@ -145,3 +145,23 @@ func Contains(t testing.TB, what, got string, wants ...string) {
 		t.Logf("%s:\n%s", what, got)
 	}
 }
+
+// Case is one row of a table test of a function of one argument: its name,
+// the argument and the result wanted.
+type Case[In any, Out comparable] struct {
+	Name string
+	In   In
+	Want Out
+}
+
+// Check runs f (named fn in messages) over a table, each row a subtest.
+func Check[In any, Out comparable](t *testing.T, fn string, f func(In) Out, cases []Case[In, Out]) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			if got := f(c.In); got != c.Want {
+				t.Errorf("%s(%#v) = %#v, want %#v", fn, c.In, got, c.Want)
+			}
+		})
+	}
+}
