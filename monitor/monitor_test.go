@@ -381,7 +381,11 @@ func TestShutdownWithStuckCallIsBounded(t *testing.T) {
 		if !strings.Contains(r.logs.String(), "skipping nvmlShutdown") {
 			t.Errorf("nvmlShutdown attempted while a call was stuck")
 		}
+		// Released after Run returned, the call's goroutine still logs
+		// NVML_RECOVERED to events.log: let it finish before the temp dir is
+		// removed (cleanup runs before the bubble's goroutines are waited for).
 		release()
+		synctest.Wait()
 	})
 }
 

@@ -34,7 +34,12 @@ func TestProcessesPublishedAndInCrashSnapshot(t *testing.T) {
 				released <- r.devs[1].Block("GetTemperature", nil)
 			}()
 		})
+		// Run has returned with GPU 1's call still stuck. Released now, the
+		// call's goroutine logs NVML_RECOVERED to events.log; let it finish
+		// before the test's temp dir is removed (cleanup runs before the
+		// bubble's goroutines are waited for).
 		(<-released)()
+		synctest.Wait()
 		v := <-views
 		p := v.GPUs[1].Processes
 		if p == nil || p.Status != reading.ProcOK || len(p.List) != 1 || p.List[0].PID != pid {
