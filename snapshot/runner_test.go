@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -34,28 +35,50 @@ func gone(pid int) bool {
 	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
 }
 
+// giveUp bounds the waits of these tests on processes: a deadline for
+// giving up on one that never goes, not a measure of how fast it goes (a
+// loaded machine can take seconds to start a shell).
+const giveUp = 60 * time.Second
+
+// runUntilStarted runs script under r, doubling r.Timeout (up to 6.4 s)
+// while the run ends before the script has printed the PID of the
+// grandchild it starts: on a loaded machine sh may not get that far in
+// 100 ms (the kill then takes the unstarted or unprinted grandchild with
+// the group), and such a run shows nothing about a started grandchild. It
+// returns that PID and the error of the run that printed it.
+func runUntilStarted(t *testing.T, r *ExecRunner, script string) (int, error) {
+	t.Helper()
+	for r.Timeout <= 6400*time.Millisecond {
+		out, err := r.Run(context.Background(), "sh", "-c", script)
+		if pid, perr := strconv.Atoi(strings.TrimSpace(string(out))); perr == nil {
+			return pid, err
+		}
+		t.Logf("timeout %v: no PID printed before the kill (%v); doubling it", r.Timeout, err)
+		r.Timeout *= 2
+	}
+	t.Fatalf("the script never printed its grandchild's PID before its timeout")
+	return 0, nil
+}
+
 func TestExecRunnerTimeoutKillsGroup(t *testing.T) {
 	requireProgram(t, "sh", "sleep")
 	r := &ExecRunner{Timeout: 100 * time.Millisecond}
 	start := time.Now()
-	// sh starts a grandchild: the whole process group must die.
-	out, err := r.Run(context.Background(), "sh", "-c", "sleep 10 & echo $!; wait")
+	// sh starts a grandchild: the whole process group must die. Without the
+	// kill, Run would last the 60 s of the sleep.
+	pid, err := runUntilStarted(t, r, "sleep 60 & echo $!; wait")
 	took := time.Since(start)
 	var te *TimeoutError
 	if !errors.As(err, &te) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want a *TimeoutError", err)
 	}
-	if !strings.Contains(err.Error(), "timed out after 100ms") || te.Stuck {
-		t.Errorf("err = %q", err)
+	if !strings.Contains(err.Error(), "timed out after "+r.Timeout.String()) || te.Stuck {
+		t.Errorf("err = %q (timeout %v)", err, r.Timeout)
 	}
-	if took > 3*time.Second {
-		t.Errorf("Run took %v after a 100ms timeout", took)
+	if took >= 60*time.Second {
+		t.Errorf("Run took %v: it waited for the program instead of killing it", took)
 	}
-	pid, perr := strconv.Atoi(strings.TrimSpace(string(out)))
-	if perr != nil {
-		t.Fatalf("output %q: %v", out, perr)
-	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(giveUp)
 	for !gone(pid) {
 		if time.Now().After(deadline) {
 			_ = syscall.Kill(pid, syscall.SIGKILL) // our own child's child
@@ -154,21 +177,46 @@ func TestExecRunnerContextCanceled(t *testing.T) {
 func TestExecRunnerStuckNotRestarted(t *testing.T) {
 	// A run that cannot be reaped within the grace (here: a grandchild in
 	// its own session keeps the output pipe open) is abandoned, and the same
-	// program is not started again until it is gone.
+	// program is not started again until it is gone. The grandchild writes
+	// its PID to a file once it is in its own session; the script prints it
+	// only then, so a printed PID means the grandchild escaped the kill.
+	// WaitDelay is long: the run stays stuck until the test kills it.
 	requireProgram(t, "sh", "setsid", "sleep")
-	r := &ExecRunner{Timeout: 100 * time.Millisecond, killGrace: 50 * time.Millisecond, waitDelay: time.Second}
-	out, err := r.Run(context.Background(), "sh", "-c", "setsid sleep 30 & echo $!; exec sleep 10")
-	if pid, perr := strconv.Atoi(strings.TrimSpace(string(out))); perr == nil {
-		defer syscall.Kill(pid, syscall.SIGKILL) // the escaped grandchild we started
+	dir := t.TempDir()
+	var r *ExecRunner
+	var pid int
+	var err error
+	for timeout := 100 * time.Millisecond; pid == 0; timeout *= 2 {
+		if timeout > 6400*time.Millisecond {
+			t.Fatal("the script never got its grandchild into its own session before the timeout")
+		}
+		// A fresh runner per try: a try whose grandchild escaped after the
+		// script was killed leaves that runner stuck.
+		r = &ExecRunner{Timeout: timeout, killGrace: 50 * time.Millisecond, waitDelay: giveUp}
+		pidFile := filepath.Join(dir, "pid-"+timeout.String())
+		t.Cleanup(func() { killFromFile(pidFile, 2*time.Second) })
+		script := "setsid sh -c 'echo $$ >" + pidFile + ".new && mv " + pidFile + ".new " + pidFile + " && exec sleep 60' & " +
+			"while [ ! -e " + pidFile + " ]; do sleep 0.01; done; cat " + pidFile + "; exec sleep 60"
+		var out []byte
+		out, err = r.Run(context.Background(), "sh", "-c", script)
+		if p, perr := strconv.Atoi(strings.TrimSpace(string(out))); perr == nil {
+			pid = p
+		} else {
+			t.Logf("timeout %v: killed before the grandchild was in its own session (%v); doubling it", timeout, err)
+		}
 	}
 	var te *TimeoutError
 	if !errors.As(err, &te) || !te.Stuck {
 		t.Fatalf("err = %v, want a stuck timeout", err)
 	}
+	r.Timeout = giveUp // the runs below must not time out on a loaded machine
 	if _, err := r.Run(context.Background(), "sh", "-c", "true"); !errors.Is(err, ErrStuck) {
 		t.Errorf("second run = %v, want ErrStuck", err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	// The grandchild goes: the pipe closes, the abandoned run is reaped, and
+	// the program may run again.
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	deadline := time.Now().Add(giveUp)
 	for {
 		_, err := r.Run(context.Background(), "sh", "-c", "true")
 		if err == nil {
@@ -178,6 +226,24 @@ func TestExecRunnerStuckNotRestarted(t *testing.T) {
 			t.Fatalf("run after the stuck one was reaped = %v", err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// killFromFile kills the process whose PID a test's script wrote to path,
+// waiting up to wait for the file (a grandchild that escaped a killed script
+// may write it a moment later; none is written when it never started).
+func killFromFile(path string, wait time.Duration) {
+	for end := time.Now().Add(wait); ; time.Sleep(10 * time.Millisecond) {
+		b, err := os.ReadFile(path)
+		if err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			return
+		}
+		if time.Now().After(end) {
+			return
+		}
 	}
 }
 
