@@ -218,6 +218,9 @@ func gpuDoc(g *GPU, now time.Time) GPUDoc {
 		d.GPUUtil, d.MemUtil, d.EncUtil, d.DecUtil = ptr(s.GPUUtil), ptr(s.MemUtil), ptr(s.EncUtil), ptr(s.DecUtil)
 		d.MemUsedBytes, d.PState = ptr(s.VRAMUsedBytes), ptr(s.PState)
 		d.PCIeGen, d.PCIeWidth, d.PCIeReplay = ptr(s.PCIeGen), ptr(s.PCIeWidth), ptr(s.PCIeReplay)
+		if s.NumFans > 0 {
+			d.Fans = make([]FanDoc, 0, min(s.NumFans, reading.MaxFans))
+		}
 		for i := 0; i < s.NumFans && i < reading.MaxFans; i++ {
 			d.Fans = append(d.Fans, FanDoc{Speed: ptr(s.Fans[i].Speed), Target: ptr(s.Fans[i].Target)})
 		}
@@ -230,7 +233,7 @@ func gpuDoc(g *GPU, now time.Time) GPUDoc {
 			}
 		}
 	}
-	d.ThrottleS = map[string]float64{}
+	d.ThrottleS = make(map[string]float64, len(reading.ThrottleReasons))
 	for i, r := range reading.ThrottleReasons {
 		d.ThrottleS[r.Name] = g.ThrottleTime[i].Seconds()
 	}

@@ -89,9 +89,21 @@ func NewBoard(slots []*Slot, host func() Host) *Board {
 // View copies the current state. It takes each slot's lock only for a copy
 // and never waits on NVML.
 func (b *Board) View() View {
-	v := View{Host: b.host(), GPUs: make([]GPU, len(b.slots))}
+	var v View
+	b.ViewInto(&v)
+	return v
+}
+
+// ViewInto copies the current state into v, reusing v.GPUs: a reader that
+// asks again and again (a scrape, a status answer) keeps one View instead
+// of making a GPU array of garbage each time.
+func (b *Board) ViewInto(v *View) {
+	v.Host = b.host()
+	if cap(v.GPUs) < len(b.slots) {
+		v.GPUs = make([]GPU, len(b.slots))
+	}
+	v.GPUs = v.GPUs[:len(b.slots)]
 	for i, s := range b.slots {
 		s.Load(&v.GPUs[i])
 	}
-	return v
 }

@@ -12,6 +12,7 @@ package control
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -68,8 +69,20 @@ type Server struct {
 	served, refused, failed atomic.Uint64
 
 	cmu      sync.Mutex // held while building, so concurrent requests share one build
-	cached   []byte
+	cached   *answer
 	cachedAt time.Time
+	spare    *answer   // an answer no request holds, to build the next one in
+	view     live.View // reused from build to build
+}
+
+// answer is one encoded status document, shared by the requests served
+// within Reuse and reused for a later build once none of them holds it
+// (a status answer a second would otherwise leave tens of kB of garbage
+// each time, and the page faults to map it again cost more than the
+// encoding). refs is guarded by Server.cmu.
+type answer struct {
+	b    []byte
+	refs int
 }
 
 // ErrInUse is returned by Listen when another live process serves the path.
@@ -223,16 +236,16 @@ func (s *Server) handle(c *net.UnixConn) {
 		writeJSON(c, errorReply{Error: err.Error()})
 		return
 	}
-	var reply []byte
-	switch req {
-	case ReqPing:
-		reply = []byte(`{"ok":true}` + "\n")
-	case ReqStatus:
-		if reply, err = s.status(); err != nil {
+	reply := pingReply
+	if req == ReqStatus {
+		a, err := s.status()
+		if err != nil {
 			s.failed.Add(1)
 			writeJSON(c, errorReply{Error: err.Error()})
 			return
 		}
+		defer s.release(a)
+		reply = a.b
 	}
 	if _, err := c.Write(reply); err != nil {
 		s.failed.Add(1)
@@ -241,18 +254,41 @@ func (s *Server) handle(c *net.UnixConn) {
 	s.served.Add(1)
 }
 
-// status returns the encoded status document, built at most once per Reuse.
-func (s *Server) status() ([]byte, error) {
+var pingReply = []byte(`{"ok":true}` + "\n")
+
+// status returns the encoded status document (with its newline), built at
+// most once per Reuse; the caller releases it when written.
+func (s *Server) status() (*answer, error) {
 	s.cmu.Lock()
 	defer s.cmu.Unlock()
 	if now := time.Now(); s.cached == nil || now.Sub(s.cachedAt) >= Reuse || now.Before(s.cachedAt) {
-		b, err := json.Marshal(live.NewDoc(s.board.View()))
-		if err != nil {
+		a := s.spare
+		s.spare = nil
+		if a == nil {
+			a = &answer{}
+		}
+		s.board.ViewInto(&s.view)
+		buf := bytes.NewBuffer(a.b[:0])
+		if err := json.NewEncoder(buf).Encode(live.NewDoc(s.view)); err != nil { // Encode ends it with the newline
 			return nil, err
 		}
-		s.cached, s.cachedAt = append(b, '\n'), now
+		a.b = buf.Bytes()
+		if old := s.cached; old != nil && old.refs == 0 {
+			s.spare = old
+		}
+		s.cached, s.cachedAt = a, now
 	}
+	s.cached.refs++
 	return s.cached, nil
+}
+
+// release gives back an answer taken with status.
+func (s *Server) release(a *answer) {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	if a.refs--; a.refs == 0 && a != s.cached {
+		s.spare = a
+	}
 }
 
 func isTimeout(err error) bool {

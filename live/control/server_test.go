@@ -249,3 +249,43 @@ func TestStormSharesBuilds(t *testing.T) {
 		t.Errorf("%d builds for %d requests in %v, want at most %d", builds.Load(), n, elapsed, max)
 	}
 }
+
+// TestAnswerReuse: a status answer a request still holds is never
+// overwritten by a later build; one nobody holds is built into again.
+func TestAnswerReuse(t *testing.T) {
+	var n atomic.Int64
+	s := &Server{board: live.NewBoard(nil, func() live.Host { return live.Host{Version: itoa(int(n.Add(1)))} })}
+	rebuild := func() *answer {
+		t.Helper()
+		s.cmu.Lock()
+		s.cachedAt = time.Time{}.Add(time.Hour) // in the future: stale
+		s.cmu.Unlock()
+		a, err := s.status()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	version := func(a *answer) string {
+		var d live.Doc
+		if err := json.Unmarshal(a.b, &d); err != nil || a.b[len(a.b)-1] != '\n' {
+			t.Fatalf("answer %q: %v", a.b, err)
+		}
+		return d.Host.Version
+	}
+	a1 := rebuild()
+	held := string(a1.b)
+	a2 := rebuild() // a1 is held: a new buffer
+	if a2 == a1 || string(a1.b) != held || version(a2) != "2" {
+		t.Fatalf("a held answer was rebuilt: %q then %q", held, a1.b)
+	}
+	s.release(a1)
+	s.release(a2)
+	a3 := rebuild() // a1 and a2 are free; a2 was the cached one, a1 the spare
+	if a3 != a1 || version(a3) != "3" {
+		t.Errorf("built into %p (a1 %p, a2 %p), version %s", a3, a1, a2, version(a3))
+	}
+	if version(a2) != "2" {
+		t.Errorf("the previous answer changed")
+	}
+}

@@ -1,7 +1,9 @@
 // Package metrics exports the daemon's published state to Prometheus: one
 // custom Collector that reads the live.Board at scrape time (node_exporter's
 // pattern), so no metric work happens on the 100 ms path and a scrape never
-// waits on NVML.
+// waits on NVML. The daemon serves the Collector's series through its own
+// text writer (Collector.Handler), byte for byte what client_golang makes
+// of them at a tenth of the CPU (exposition.go says why).
 //
 // Per-GPU series carry the labels gpu (index) and uuid. A GPU that is not
 // answering (hung, lost, failing, not started) keeps its state, counters and
@@ -12,7 +14,9 @@ package metrics
 
 import (
 	"runtime"
+	"sort"
 	"strconv"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -34,29 +38,29 @@ var gpuLabels = []string{"gpu", "uuid"}
 
 // The per-GPU metrics, declared once; Collect walks the readings table.
 var (
-	mInfo = metric{"gpu_info", "Static facts of a monitored GPU (value 1).", prometheus.GaugeValue,
+	mInfo = &metric{"gpu_info", "Static facts of a monitored GPU (value 1).", prometheus.GaugeValue,
 		[]string{"model", "pci_bus_id", "serial", "vbios", "driver"}}
-	mState = metric{"gpu_state", "GPU state as the daemon sees it: 1 for the current state (answering, hung, lost, failing, not_started), 0 for the others.", prometheus.GaugeValue,
+	mState = &metric{"gpu_state", "GPU state as the daemon sees it: 1 for the current state (answering, hung, lost, failing, not_started), 0 for the others.", prometheus.GaugeValue,
 		[]string{"state"}}
-	mStall = metric{"stall_seconds", "Seconds the GPU's current NVML call has been stuck; 0 when not hung.", prometheus.GaugeValue, nil}
-	mFan   = metric{"fan_speed_ratio", "Fan speed (0-1).", prometheus.GaugeValue, []string{"fan"}}
-	mFanT  = metric{"fan_target_ratio", "Fan speed the controller targets (0-1).", prometheus.GaugeValue, []string{"fan"}}
-	mClock = metric{"clock_hz", "Clock frequency.", prometheus.GaugeValue, []string{"clock"}}
-	mUtil  = metric{"utilization_ratio", "Utilization over the driver's last sample period (0-1).", prometheus.GaugeValue, []string{"engine"}}
-	mThrA  = metric{"throttle_reason_active", "Clocks event (throttle) reason active in the last sample (0 or 1).", prometheus.GaugeValue, []string{"reason"}}
-	mThrS  = metric{"throttle_reason_seconds_total", "Seconds spent with the clocks event reason active.", prometheus.CounterValue, []string{"reason"}}
-	mFlags = metric{"anomaly_flags_total", "Rows that carried the anomaly flag.", prometheus.CounterValue, []string{"kind"}}
-	mXids  = metric{"xids_total", "Xids seen on the GPU, by code (\"other\" beyond the first 16 codes).", prometheus.CounterValue, []string{"xid"}}
-	mLastX = metric{"last_xid_timestamp_seconds", "Time of the last Xid on the GPU (Unix seconds); absent when none.", prometheus.GaugeValue, []string{"xid"}}
-	mRecov = metric{"recovery_action", "Last GPU recovery action the driver asked for (0 none, 1 GPU reset, 2 node reboot, 3 drain P2P, 4 drain and reset); absent when none.", prometheus.GaugeValue, nil}
-	mRecT  = metric{"last_recovery_action_timestamp_seconds", "Time of the last GPU recovery action (Unix seconds); absent when none.", prometheus.GaugeValue, nil}
-	mLastS = metric{"last_sample_timestamp_seconds", "Time of the GPU's last answered sample (Unix seconds).", prometheus.GaugeValue, nil}
-	mInc   = metric{"incidents_total", "Critical events on the GPU (hang, failure, loss, Xid, recovery action).", prometheus.CounterValue, nil}
-	mSamp  = metric{"samples_total", "Answered samples.", prometheus.CounterValue, nil}
-	mFail  = metric{"sample_failures_total", "Failed or lost samples.", prometheus.CounterValue, nil}
-	mHung  = metric{"hung_rows_total", "NVML_HUNG rows written.", prometheus.CounterValue, nil}
+	mStall = &metric{"stall_seconds", "Seconds the GPU's current NVML call has been stuck; 0 when not hung.", prometheus.GaugeValue, nil}
+	mFan   = &metric{"fan_speed_ratio", "Fan speed (0-1).", prometheus.GaugeValue, []string{"fan"}}
+	mFanT  = &metric{"fan_target_ratio", "Fan speed the controller targets (0-1).", prometheus.GaugeValue, []string{"fan"}}
+	mClock = &metric{"clock_hz", "Clock frequency.", prometheus.GaugeValue, []string{"clock"}}
+	mUtil  = &metric{"utilization_ratio", "Utilization over the driver's last sample period (0-1).", prometheus.GaugeValue, []string{"engine"}}
+	mThrA  = &metric{"throttle_reason_active", "Clocks event (throttle) reason active in the last sample (0 or 1).", prometheus.GaugeValue, []string{"reason"}}
+	mThrS  = &metric{"throttle_reason_seconds_total", "Seconds spent with the clocks event reason active.", prometheus.CounterValue, []string{"reason"}}
+	mFlags = &metric{"anomaly_flags_total", "Rows that carried the anomaly flag.", prometheus.CounterValue, []string{"kind"}}
+	mXids  = &metric{"xids_total", "Xids seen on the GPU, by code (\"other\" beyond the first 16 codes).", prometheus.CounterValue, []string{"xid"}}
+	mLastX = &metric{"last_xid_timestamp_seconds", "Time of the last Xid on the GPU (Unix seconds); absent when none.", prometheus.GaugeValue, []string{"xid"}}
+	mRecov = &metric{"recovery_action", "Last GPU recovery action the driver asked for (0 none, 1 GPU reset, 2 node reboot, 3 drain P2P, 4 drain and reset); absent when none.", prometheus.GaugeValue, nil}
+	mRecT  = &metric{"last_recovery_action_timestamp_seconds", "Time of the last GPU recovery action (Unix seconds); absent when none.", prometheus.GaugeValue, nil}
+	mLastS = &metric{"last_sample_timestamp_seconds", "Time of the GPU's last answered sample (Unix seconds).", prometheus.GaugeValue, nil}
+	mInc   = &metric{"incidents_total", "Critical events on the GPU (hang, failure, loss, Xid, recovery action).", prometheus.CounterValue, nil}
+	mSamp  = &metric{"samples_total", "Answered samples.", prometheus.CounterValue, nil}
+	mFail  = &metric{"sample_failures_total", "Failed or lost samples.", prometheus.CounterValue, nil}
+	mHung  = &metric{"hung_rows_total", "NVML_HUNG rows written.", prometheus.CounterValue, nil}
 	// mMemTot is exported when the GPU's memory size is known (live.GPU.MemTotal).
-	mMemTot = metric{"memory_total_bytes", "GPU memory size.", prometheus.GaugeValue, nil}
+	mMemTot = &metric{"memory_total_bytes", "GPU memory size.", prometheus.GaugeValue, nil}
 )
 
 // reading is one per-sample value exported as its own metric.
@@ -96,40 +100,95 @@ var readings = []readingMetric{
 
 // The host metrics.
 var (
-	mBuild    = metric{"build_info", "Build of the running gpu-telemetry (value 1).", prometheus.GaugeValue, []string{"version", "goversion"}}
-	mStart    = metric{"start_time_seconds", "When the daemon started (Unix seconds).", prometheus.GaugeValue, nil}
-	mDisk     = metric{"disk_paused", "1 while CSV writes are paused (disk full or below --min-free-mb).", prometheus.GaugeValue, nil}
-	mGPUs     = metric{"gpus", "Monitored GPUs.", prometheus.GaugeValue, nil}
-	mAnswer   = metric{"gpus_answering", "Monitored GPUs whose last sample was answered.", prometheus.GaugeValue, nil}
-	mPeriod   = metric{"tick_period_seconds", "Poll-loop tick period over the last minute (stat: mean, p99, max).", prometheus.GaugeValue, []string{"stat"}}
-	mInterval = metric{"interval_seconds", "Configured sampling interval.", prometheus.GaugeValue, nil}
+	mBuild    = &metric{"build_info", "Build of the running gpu-telemetry (value 1).", prometheus.GaugeValue, []string{"version", "goversion"}}
+	mStart    = &metric{"start_time_seconds", "When the daemon started (Unix seconds).", prometheus.GaugeValue, nil}
+	mDisk     = &metric{"disk_paused", "1 while CSV writes are paused (disk full or below --min-free-mb).", prometheus.GaugeValue, nil}
+	mGPUs     = &metric{"gpus", "Monitored GPUs.", prometheus.GaugeValue, nil}
+	mAnswer   = &metric{"gpus_answering", "Monitored GPUs whose last sample was answered.", prometheus.GaugeValue, nil}
+	mPeriod   = &metric{"tick_period_seconds", "Poll-loop tick period over the last minute (stat: mean, p99, max).", prometheus.GaugeValue, []string{"stat"}}
+	mInterval = &metric{"interval_seconds", "Configured sampling interval.", prometheus.GaugeValue, nil}
 )
 
 // stateLabels names live.StateKind values as label values.
 var stateLabels = [...]string{live.StateNotStarted: "not_started", live.StateOK: "answering", live.StateHung: "hung", live.StateLost: "lost", live.StateFailing: "failing"}
 
-// Collector reads a live.Board at scrape time.
+// family is a metric as exported: its full name, every label name (the
+// scope's labels, then the metric's own) and what the exposition needs,
+// computed once.
+type family struct {
+	*metric
+	full   string           // gpu_telemetry_<name>
+	labels []string         // label names in the order values are given
+	order  []int            // positions in labels, sorted by name: the exposition's label order
+	header string           // the # HELP and # TYPE lines
+	rank   int              // place of full among the collector's names (the exposition's family order)
+	desc   *prometheus.Desc // for client_golang
+}
+
+func newFamily(m *metric, scope []string) *family {
+	f := &family{metric: m, full: ns + m.name, labels: append(append([]string{}, scope...), m.labels...)}
+	if len(f.labels) > maxLabels {
+		panic("metrics: " + f.full + " has more than maxLabels labels")
+	}
+	f.order = make([]int, len(f.labels))
+	for i := range f.order {
+		f.order[i] = i
+	}
+	sort.Slice(f.order, func(i, j int) bool { return f.labels[f.order[i]] < f.labels[f.order[j]] })
+	typ := "gauge"
+	if m.typ == prometheus.CounterValue {
+		typ = "counter"
+	}
+	f.header = "# HELP " + f.full + " " + helpEscaper.Replace(m.help) + "\n# TYPE " + f.full + " " + typ + "\n"
+	f.desc = prometheus.NewDesc(f.full, m.help, f.labels, nil)
+	return f
+}
+
+// Collector reads a live.Board at scrape time. It is a client_golang
+// Collector, and it writes the same exposition itself (WriteText), which is
+// what the daemon serves: see exposition.go.
 type Collector struct {
 	board *live.Board
-	descs map[string]*prometheus.Desc
+	fams  map[*metric]*family
 	// counters are the host counter table's metrics, by counter name.
-	counters map[string]*prometheus.Desc
+	counters map[string]*family
+
+	mu   sync.Mutex // WriteText's walk buffers, reused from scrape to scrape
+	view live.View
+	buf  []sample
+	idx  []int32
+	// spare holds output buffers between scrapes.
+	spare chan []byte
 }
+
+// spareBuffers is how many output buffers are kept between scrapes.
+const spareBuffers = 2
 
 // New returns a collector over board.
 func New(board *live.Board) *Collector {
-	c := &Collector{board: board, descs: map[string]*prometheus.Desc{}, counters: map[string]*prometheus.Desc{}}
-	for _, m := range []metric{mInfo, mState, mStall, mFan, mFanT, mClock, mUtil, mThrA, mThrS, mFlags, mXids, mLastX, mRecov, mRecT, mLastS, mInc, mSamp, mFail, mHung, mMemTot} {
-		c.descs[m.name] = prometheus.NewDesc(ns+m.name, m.help, append(append([]string{}, gpuLabels...), m.labels...), nil)
+	c := &Collector{board: board, fams: map[*metric]*family{}, counters: map[string]*family{}, spare: make(chan []byte, spareBuffers)}
+	for _, m := range []*metric{mInfo, mState, mStall, mFan, mFanT, mClock, mUtil, mThrA, mThrS, mFlags, mXids, mLastX, mRecov, mRecT, mLastS, mInc, mSamp, mFail, mHung, mMemTot} {
+		c.fams[m] = newFamily(m, gpuLabels)
 	}
-	for _, r := range readings {
-		c.descs[r.name] = prometheus.NewDesc(ns+r.name, r.help, gpuLabels, nil)
+	for i := range readings {
+		c.fams[&readings[i].metric] = newFamily(&readings[i].metric, gpuLabels)
 	}
-	for _, m := range []metric{mBuild, mStart, mDisk, mGPUs, mAnswer, mPeriod, mInterval} {
-		c.descs[m.name] = prometheus.NewDesc(ns+m.name, m.help, m.labels, nil)
+	for _, m := range []*metric{mBuild, mStart, mDisk, mGPUs, mAnswer, mPeriod, mInterval} {
+		c.fams[m] = newFamily(m, nil)
 	}
 	for _, k := range board.View().Host.Counters {
-		c.counters[k.Name] = prometheus.NewDesc(ns+k.Name+"_total", capital(k.Help)+".", nil, nil)
+		c.counters[k.Name] = newFamily(&metric{k.Name + "_total", capital(k.Help) + ".", prometheus.CounterValue, nil}, nil)
+	}
+	var all []*family
+	for _, f := range c.fams {
+		all = append(all, f)
+	}
+	for _, f := range c.counters {
+		all = append(all, f)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].full < all[j].full })
+	for i, f := range all {
+		f.rank = i
 	}
 	return c
 }
@@ -143,35 +202,67 @@ func capital(s string) string {
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range c.descs {
-		ch <- d
+	for _, f := range c.fams {
+		ch <- f.desc
 	}
-	for _, d := range c.counters {
-		ch <- d
+	for _, f := range c.counters {
+		ch <- f.desc
 	}
 }
 
 // Collect implements prometheus.Collector: one consistent copy of the
 // board, then the series.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	v := c.board.View()
-	h := &v.Host
-	emit := func(m metric, typ prometheus.ValueType, val float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(c.descs[m.name], typ, val, labels...)
+	w := walker{c: c}
+	w.walk(c.board.View())
+	for i := range w.out {
+		s := &w.out[i]
+		ch <- prometheus.MustNewConstMetric(s.f.desc, s.f.typ, s.v, s.lv[:s.n]...)
 	}
-	emit(mBuild, prometheus.GaugeValue, 1, h.Version, runtime.Version())
-	emit(mStart, prometheus.GaugeValue, unix(h.Start.UnixNano()))
-	emit(mDisk, prometheus.GaugeValue, b2f(h.DiskPaused))
-	emit(mGPUs, prometheus.GaugeValue, float64(len(v.GPUs)))
-	emit(mInterval, prometheus.GaugeValue, h.Interval.Seconds())
+}
+
+// maxLabels is the most labels a series has (gpu_info).
+const maxLabels = 7
+
+// sample is one series of one scrape: its family, value and label values
+// in the family's label order.
+type sample struct {
+	f  *family
+	v  float64
+	n  int
+	lv [maxLabels]string
+}
+
+// walker lists a view's series; both outputs (Collect, WriteText) walk
+// the view through it, so a series is declared once.
+type walker struct {
+	c   *Collector
+	out []sample
+}
+
+func (w *walker) add(m *metric, v float64, lv ...string) { w.addF(w.c.fams[m], v, lv...) }
+
+func (w *walker) addF(f *family, v float64, lv ...string) {
+	w.out = append(w.out, sample{f: f, v: v, n: len(lv)})
+	copy(w.out[len(w.out)-1].lv[:], lv)
+}
+
+// walk appends the series of one consistent view.
+func (w *walker) walk(v live.View) {
+	h := &v.Host
+	w.add(mBuild, 1, h.Version, runtime.Version())
+	w.add(mStart, unix(h.Start.UnixNano()))
+	w.add(mDisk, b2f(h.DiskPaused))
+	w.add(mGPUs, float64(len(v.GPUs)))
+	w.add(mInterval, h.Interval.Seconds())
 	if h.Cadence.Mean > 0 {
-		emit(mPeriod, prometheus.GaugeValue, h.Cadence.Mean.Seconds(), "mean")
-		emit(mPeriod, prometheus.GaugeValue, h.Cadence.P99.Seconds(), "p99")
-		emit(mPeriod, prometheus.GaugeValue, h.Cadence.Max.Seconds(), "max")
+		w.add(mPeriod, h.Cadence.Mean.Seconds(), "mean")
+		w.add(mPeriod, h.Cadence.P99.Seconds(), "p99")
+		w.add(mPeriod, h.Cadence.Max.Seconds(), "max")
 	}
 	for _, k := range h.Counters {
-		if d := c.counters[k.Name]; d != nil {
-			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(k.Value))
+		if f := w.c.counters[k.Name]; f != nil {
+			w.addF(f, float64(k.Value))
 		}
 	}
 	answering := 0
@@ -180,76 +271,73 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		if g.State.Kind == live.StateOK {
 			answering++
 		}
-		c.collectGPU(ch, g, h)
+		w.gpu(g, h)
 	}
-	emit(mAnswer, prometheus.GaugeValue, float64(answering))
+	w.add(mAnswer, float64(answering))
 }
 
-func (c *Collector) collectGPU(ch chan<- prometheus.Metric, g *live.GPU, h *live.Host) {
+func (w *walker) gpu(g *live.GPU, h *live.Host) {
 	gpu, uuid := strconv.Itoa(g.Info.Index), g.Info.UUID
-	emit := func(m metric, val float64, extra ...string) {
-		ch <- prometheus.MustNewConstMetric(c.descs[m.name], m.typ, val, append([]string{gpu, uuid}, extra...)...)
-	}
 	in := g.Info
-	emit(mInfo, 1, in.Name, in.BusID, in.Serial, in.VBIOS, h.System.DriverVersion)
+	w.add(mInfo, 1, gpu, uuid, in.Name, in.BusID, in.Serial, in.VBIOS, h.System.DriverVersion)
 	for k, name := range stateLabels {
-		emit(mState, b2f(live.StateKind(k) == g.State.Kind), name)
+		w.add(mState, b2f(live.StateKind(k) == g.State.Kind), gpu, uuid, name)
 	}
 	stall := 0.0
 	if g.State.Kind == live.StateHung {
 		stall = h.Now.Sub(g.State.Since).Seconds()
 	}
-	emit(mStall, stall)
-	emit(mInc, float64(g.Incidents))
-	emit(mSamp, float64(g.Samples))
-	emit(mFail, float64(g.Failures))
-	emit(mHung, float64(g.HungRows))
+	w.add(mStall, stall, gpu, uuid)
+	w.add(mInc, float64(g.Incidents), gpu, uuid)
+	w.add(mSamp, float64(g.Samples), gpu, uuid)
+	w.add(mFail, float64(g.Failures), gpu, uuid)
+	w.add(mHung, float64(g.HungRows), gpu, uuid)
 	for k, name := range live.FlagKindNames {
 		if name != "" {
-			emit(mFlags, float64(g.FlagCount[k]), name)
+			w.add(mFlags, float64(g.FlagCount[k]), gpu, uuid, name)
 		}
 	}
 	for i, r := range reading.ThrottleReasons {
-		emit(mThrS, g.ThrottleTime[i].Seconds(), r.Name)
+		w.add(mThrS, g.ThrottleTime[i].Seconds(), gpu, uuid, r.Name)
 	}
 	for _, x := range g.Xids {
 		if x.Count > 0 {
-			emit(mXids, float64(x.Count), strconv.FormatUint(x.Code, 10))
+			w.add(mXids, float64(x.Count), gpu, uuid, strconv.FormatUint(x.Code, 10))
 		}
 	}
 	if g.XidsOther > 0 {
-		emit(mXids, float64(g.XidsOther), "other")
+		w.add(mXids, float64(g.XidsOther), gpu, uuid, "other")
 	}
 	if !g.LastXid.Time.IsZero() {
-		emit(mLastX, unix(g.LastXid.Time.UnixNano()), strconv.FormatUint(g.LastXid.Code, 10))
+		w.add(mLastX, unix(g.LastXid.Time.UnixNano()), gpu, uuid, strconv.FormatUint(g.LastXid.Code, 10))
 	}
 	if !g.LastRecovery.Time.IsZero() {
-		emit(mRecov, float64(g.LastRecovery.Code))
-		emit(mRecT, unix(g.LastRecovery.Time.UnixNano()))
+		w.add(mRecov, float64(g.LastRecovery.Code), gpu, uuid)
+		w.add(mRecT, unix(g.LastRecovery.Time.UnixNano()), gpu, uuid)
 	}
 	s := &g.Sample
 	if s.Time.IsZero() {
 		return
 	}
-	emit(mLastS, unix(s.Time.UnixNano()))
+	w.add(mLastS, unix(s.Time.UnixNano()), gpu, uuid)
 	if g.State.Kind != live.StateOK {
 		return // no stale readings
 	}
-	for _, r := range readings {
-		if val, ok := r.get(s); ok {
-			ch <- prometheus.MustNewConstMetric(c.descs[r.name], r.typ, val, gpu, uuid)
+	for i := range readings {
+		if val, ok := readings[i].get(s); ok {
+			w.add(&readings[i].metric, val, gpu, uuid)
 		}
 	}
 	if t, ok := g.MemTotalBytes().Get(); ok {
-		emit(mMemTot, float64(t))
+		w.add(mMemTot, float64(t), gpu, uuid)
 	}
 	for i := 0; i < s.NumFans && i < reading.MaxFans; i++ {
 		fan := strconv.Itoa(i)
 		if v, ok := u32(s.Fans[i].Speed, 0.01); ok {
-			emit(mFan, v, fan)
+			w.add(mFan, v, gpu, uuid, fan)
 		}
 		if v, ok := u32(s.Fans[i].Target, 0.01); ok {
-			emit(mFanT, v, fan)
+			w.add(mFanT, v, gpu, uuid, fan)
 		}
 	}
 	for _, cl := range [...]struct {
@@ -257,7 +345,7 @@ func (c *Collector) collectGPU(ch chan<- prometheus.Metric, g *live.GPU, h *live
 		v    reading.Opt[uint32]
 	}{{"graphics", s.GraphicsMHz}, {"sm", s.SMMHz}, {"memory", s.MemMHz}} {
 		if v, ok := u32(cl.v, 1e6); ok {
-			emit(mClock, v, cl.name)
+			w.add(mClock, v, gpu, uuid, cl.name)
 		}
 	}
 	for _, u := range [...]struct {
@@ -265,12 +353,12 @@ func (c *Collector) collectGPU(ch chan<- prometheus.Metric, g *live.GPU, h *live
 		v    reading.Opt[uint32]
 	}{{"gpu", s.GPUUtil}, {"memory", s.MemUtil}, {"encoder", s.EncUtil}, {"decoder", s.DecUtil}} {
 		if v, ok := u32(u.v, 0.01); ok {
-			emit(mUtil, v, u.name)
+			w.add(mUtil, v, gpu, uuid, u.name)
 		}
 	}
 	if m, ok := s.Throttle.Get(); ok {
 		for _, r := range reading.ThrottleReasons {
-			emit(mThrA, b2f(m&r.Bit != 0), r.Name)
+			w.add(mThrA, b2f(m&r.Bit != 0), gpu, uuid, r.Name)
 		}
 	}
 }

@@ -64,7 +64,7 @@ func run() int {
 	flag.IntVar(&o.xids, "xids", 10, "Xids for the latency run")
 	flag.IntVar(&o.costSeconds, "cost-seconds", 20, "measured seconds of each cost-profile run (8 and 16 GPUs, realistic and pessimistic); 0 skips them")
 	flag.BoolVar(&o.kmsgXids, "kmsg-xids", true, "also time Xids that arrive through the kernel log")
-	only := flag.String("only", "", "run only this part: xid (the Xid latency runs)")
+	only := flag.String("only", "", "run only this part: xid (the Xid latency runs) or live (the live interface rows)")
 	flag.Parse()
 	if *only == "xid" {
 		return xidOnly(o)
@@ -81,6 +81,15 @@ func run() int {
 	}
 	defer os.RemoveAll(filepath.Dir(floor))
 	o.floor = floor
+	if *only == "live" {
+		liveR, err := liveRows(o)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "gtbench: live interface runs:", err)
+			return 1
+		}
+		printTable(liveR)
+		return 0
+	}
 	steady, base, err := steadyRun(o)
 	o.base = base
 	if err != nil {
@@ -141,7 +150,13 @@ func run() int {
 		}
 		rows = append(rows, lat...)
 	}
+	printTable(rows)
+	return 0
+}
 
+// printTable prints the rows (name, value, note) as a markdown table under
+// a line naming the machine.
+func printTable(rows [][3]string) {
 	host, _ := os.Hostname()
 	fmt.Printf("\ngpu-telemetry benchmarks, %s, %s, %d CPUs, %s, %s\n\n", time.Now().Format("2006-01-02"), host, runtime.NumCPU(), cpuModel(), runtime.Version())
 	fmt.Println("| measure | value | target / note |")
@@ -149,7 +164,6 @@ func run() int {
 	for _, r := range rows {
 		fmt.Printf("| %s | %s | %s |\n", r[0], r[1], r[2])
 	}
-	return 0
 }
 
 // xidOnly runs and prints only the Xid latency runs (-only xid).
