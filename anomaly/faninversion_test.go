@@ -28,12 +28,7 @@ func TestFanInversion(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, ok := d.check(tt.seen, tt.cur)
-			got := ""
-			if ok {
-				got = string(f.AppendText(nil))
-			}
-			if got != tt.want {
+			if got := flagText(d.check(tt.seen, tt.cur)); got != tt.want {
 				t.Errorf("check = %q, want %q", got, tt.want)
 			}
 		})

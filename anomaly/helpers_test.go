@@ -75,3 +75,11 @@ func zeroed(s *reading.Sample) {
 	s.Throttle = mask(0)
 	setFans(s, pct(0), pct(0))
 }
+
+// flagText is the CSV form of the flag a detector raised, "" for none.
+func flagText(f reading.Flag, ok bool) string {
+	if !ok {
+		return ""
+	}
+	return string(f.AppendText(nil))
+}

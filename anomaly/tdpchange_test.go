@@ -29,11 +29,7 @@ func TestTDPChange(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c, f, ok := d.check(tt.last, tt.cur)
-			got := ""
-			if ok {
-				got = string(f.AppendText(nil))
-			}
-			if got != tt.wantFlag {
+			if got := flagText(f, ok); got != tt.wantFlag {
 				t.Fatalf("flag = %q, want %q", got, tt.wantFlag)
 			}
 			if !ok {

@@ -236,20 +236,12 @@ func TestKernelLogXidsFromFile(t *testing.T) {
 	t.Parallel()
 	p := start(t, opts{scenario: "gpus 2\n", kmsg: true})
 	p.waitFor("rows", 15*time.Second, func() bool { return rowCount(p.csvFile(1)) >= 5 })
-	f, err := os.OpenFile(p.kmsg, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := []string{
+	p.writeKmsg(
 		"6,900,1000000,-;nvidia-modeset: some unrelated line",
 		"this is not a kmsg record",
 		"4,901,1000100,-;NVRM: Xid (PCI:0000:21:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
 		"4,902,1000200,-;NVRM: Xid (PCI:0000:99:00): 119, pid=1, name=x, Timeout after 45s of waiting for RPC response from GPU9 GSP!",
-	}
-	for _, l := range lines {
-		f.WriteString(l + "\n")
-	}
-	f.Close()
+	)
 	p.waitFor("the kmsg Xid in events.log", 10*time.Second, func() bool {
 		b, _ := os.ReadFile(filepath.Join(p.dir, "events.log"))
 		return strings.Contains(string(b), "xid=119")

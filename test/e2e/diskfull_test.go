@@ -67,14 +67,9 @@ func TestFullDiskKeepsEventsAndResumesRows(t *testing.T) {
 	})
 	sent := time.Now()
 	xids := []string{"13", "31", "43", "45"}
-	f, err := os.OpenFile(p.kmsg, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, x := range xids {
-		f.WriteString("4," + x + "00,100" + x + "000,-;NVRM: Xid (PCI:0000:21:00): " + x + ", pid=" + x + ", name=job" + x + ", test Xid\n")
+		p.writeKmsg("4," + x + "00,100" + x + "000,-;NVRM: Xid (PCI:0000:21:00): " + x + ", pid=" + x + ", name=job" + x + ", test Xid")
 	}
-	f.Close()
 	// The logger has read them (its counter), yet cannot write them.
 	time.Sleep(2 * time.Second)
 	if ev, _ := os.ReadFile(filepath.Join(dir, "events.log")); strings.Contains(string(ev), "xid=13") {

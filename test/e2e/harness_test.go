@@ -267,6 +267,22 @@ func (p *proc) waitFor(what string, limit time.Duration, cond func() bool) {
 	}
 }
 
+// writeKmsg appends records, one a line, to the kernel log the logger reads
+// (opts.kmsg).
+func (p *proc) writeKmsg(records ...string) {
+	p.t.Helper()
+	f, err := os.OpenFile(p.kmsg, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer f.Close()
+	for _, r := range records {
+		if _, err := f.WriteString(r + "\n"); err != nil {
+			p.t.Fatal(err)
+		}
+	}
+}
+
 // csvFile returns the path of GPU gpu's CSV for today.
 func (p *proc) csvFile(gpu int) string {
 	matches, _ := filepath.Glob(filepath.Join(p.dir, fmt.Sprintf("gpu%d-deep-*.csv", gpu)))

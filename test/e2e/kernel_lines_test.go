@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,20 +17,13 @@ func TestAERAndFallenOffBusReachTheRightGPU(t *testing.T) {
 	t.Parallel()
 	p := start(t, opts{scenario: "gpus 2\n", kmsg: true})
 	p.waitFor("rows", 15*time.Second, func() bool { return rowCount(p.csvFile(1)) >= 5 })
-	f, err := os.OpenFile(p.kmsg, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range []string{
+	p.writeKmsg(
 		"3,950,2000000,-;pcieport 0000:00:01.0: AER: Uncorrected (Fatal) error received: 0000:01:00.0",
 		"3,951,2000010,-;nvidia 0000:01:00.0: AER: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer, (Requester ID)",
 		"4,952,2000119,-;mlx5_core 0000:3b:00.0: XID 119 port event",
 		"4,953,2001119,-;nvme 0000:03:00.0: AER: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer, (Requester ID)",
 		"3,954,2002000,-;NVRM: GPU 0000:21:00.0: GPU has fallen off the bus.",
-	} {
-		f.WriteString(l + "\n")
-	}
-	f.Close()
+	)
 	p.waitFor("a crash snapshot of each GPU", 15*time.Second, func() bool {
 		m0, _ := filepath.Glob(filepath.Join(p.dir, "crashes", "crash-*-gpu0.log"))
 		m1, _ := filepath.Glob(filepath.Join(p.dir, "crashes", "crash-*-gpu1.log"))

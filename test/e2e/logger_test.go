@@ -197,12 +197,7 @@ func TestSIGHUPReopensMovedFiles(t *testing.T) {
 	p.waitFor("a new CSV after SIGHUP", 10*time.Second, func() bool { return rowCount(csvPath) >= 5 })
 	// Something for each line log after the reopen: a kernel Xid for
 	// events.log; summary.log gets a line every second.
-	f, err := os.OpenFile(p.kmsg, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteString("4,700,9000000,-;NVRM: Xid (PCI:0000:21:00): 31, pid=7, name=after-hup, test\n")
-	f.Close()
+	p.writeKmsg("4,700,9000000,-;NVRM: Xid (PCI:0000:21:00): 31, pid=7, name=after-hup, test")
 	p.waitFor("the Xid in the new events.log and a new summary.log", 10*time.Second, func() bool {
 		b, _ := os.ReadFile(events)
 		_, err := os.Stat(summary)
