@@ -96,41 +96,31 @@ func readThroughAtop(t *testing.T, version byte, atop []string) {
 	if version == 1 {
 		args = append(args, "-a") // 2.8.1 lists idle processes only with -a; 2.13 takes -a for something else
 	}
-	out, err := exec.Command(atop[0], args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("atop: %v\n%s", err, out)
-	}
+	out := atoptest.Run(t, atop[0], args...)
 	t.Logf("atop output:\n%s", out)
-	gpuLines, preLines := 0, map[int][]string{}
-	for _, line := range strings.Split(string(out), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 7 {
-			continue
+	gpuLines := atoptest.Parseable(out, "GPU")
+	for _, g := range gpuLines {
+		// GPU host epoch date time interval | gpunum busid type busy membusy total used samples busycum membusycum memusecum
+		if len(g) < 11 {
+			t.Fatalf("GPU line %q", g)
 		}
-		switch f[0] {
-		case "GPU":
-			// GPU host epoch date time interval | gpunum busid type busy membusy total used samples busycum membusycum memusecum
-			g := f[6:]
-			if len(g) < 11 {
-				t.Fatalf("GPU line %q", line)
-			}
-			gpuLines++
-			want := map[string][]string{
-				"0": {"0000:01:00.0", "NVIDIA_RTX_PRO_6000_Blackwell", "63", "21", strconv.Itoa(97887 * 1024), strconv.Itoa(20480 * 1024)},
-				"1": {"0000:21:00.0", "NVIDIA_B200", "7", "2", strconv.Itoa(97887 * 1024), "1048576"},
-			}[g[0]]
-			// atop keeps the last 12 characters of the bus id and of the type
-			if want == nil || !strings.HasSuffix(want[0], g[1]) || len(g[1]) < 9 ||
-				!strings.HasSuffix(want[1], g[2]) || len(g[2]) < min(12, len(want[1])) || g[3] != want[2] || g[4] != want[3] || g[5] != want[4] || g[6] != want[5] {
-				t.Errorf("GPU line %q, want %v", line, want)
-			}
-		case "PRE":
-			pid, _ := strconv.Atoi(f[6])
-			preLines[pid] = f[6:]
+		want := map[string][]string{
+			"0": {"0000:01:00.0", "NVIDIA_RTX_PRO_6000_Blackwell", "63", "21", strconv.Itoa(97887 * 1024), strconv.Itoa(20480 * 1024)},
+			"1": {"0000:21:00.0", "NVIDIA_B200", "7", "2", strconv.Itoa(97887 * 1024), "1048576"},
+		}[g[0]]
+		// atop keeps the last 12 characters of the bus id and of the type
+		if want == nil || !strings.HasSuffix(want[0], g[1]) || len(g[1]) < 9 ||
+			!strings.HasSuffix(want[1], g[2]) || len(g[2]) < min(12, len(want[1])) || g[3] != want[2] || g[4] != want[3] || g[5] != want[4] || g[6] != want[5] {
+			t.Errorf("GPU line %q, want %v", g, want)
 		}
 	}
-	if gpuLines < 4 {
-		t.Errorf("%d GPU lines, want 2 per interval", gpuLines)
+	if len(gpuLines) < 4 {
+		t.Errorf("%d GPU lines, want 2 per interval", len(gpuLines))
+	}
+	preLines := map[int][]string{}
+	for _, p := range atoptest.Parseable(out, "PRE") {
+		pid, _ := strconv.Atoi(p[0])
+		preLines[pid] = p
 	}
 	for i, pid := range pids {
 		p := preLines[pid]

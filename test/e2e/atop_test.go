@@ -52,23 +52,14 @@ gpu 1 proc %d graphics mem 512 sm 6 memutil 3
 	time.Sleep(2 * time.Second) // a couple of seconds accumulated, process lists read
 
 	t.Run("atop 2.8.1 (v1)", func(t *testing.T) {
-		out, err := exec.Command(bin, "-k", "-a", "-P", "GPU,PRE", "1", "2").CombinedOutput()
-		if err != nil {
-			t.Fatalf("atop: %v\n%s", err, out)
-		}
+		out := atoptest.Run(t, bin, "-k", "-a", "-P", "GPU,PRE", "1", "2")
 		gpus, pre := map[string][]string{}, map[int][]string{}
-		for _, line := range strings.Split(string(out), "\n") {
-			f := strings.Fields(line)
-			if len(f) < 7 {
-				continue
-			}
-			switch f[0] {
-			case "GPU":
-				gpus[f[6]] = f[6:]
-			case "PRE":
-				if pid, _ := strconv.Atoi(f[6]); pid == p0 || pid == p1 {
-					pre[pid] = f[6:]
-				}
+		for _, g := range atoptest.Parseable(out, "GPU") {
+			gpus[g[0]] = g
+		}
+		for _, r := range atoptest.Parseable(out, "PRE") {
+			if pid, _ := strconv.Atoi(r[0]); pid == p0 || pid == p1 {
+				pre[pid] = r
 			}
 		}
 		// gpunum busid type busy membusy memtotal memused ...

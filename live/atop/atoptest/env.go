@@ -2,7 +2,9 @@ package atoptest
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -30,4 +32,28 @@ func LockPort(t testing.TB) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
+}
+
+// Run runs atop (bin) with args, failing the test when it fails, and returns
+// its output.
+func Run(t testing.TB, bin string, args ...string) []byte {
+	t.Helper()
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("atop: %v\n%s", err, out)
+	}
+	return out
+}
+
+// Parseable returns the lines of atop's parseable output (-P) labelled label,
+// each as its fields after the six that every line starts with (label, host,
+// epoch, date, time, interval).
+func Parseable(out []byte, label string) [][]string {
+	var recs [][]string
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) >= 7 && f[0] == label {
+			recs = append(recs, f[6:])
+		}
+	}
+	return recs
 }
