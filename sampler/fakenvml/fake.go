@@ -145,29 +145,26 @@ func (d *Dev) Set(fn string, r nvml.Return) {
 	d.mu.Unlock()
 }
 
-func (d *Dev) GetName() (string, nvml.Return) {
-	r := d.call("GetName")
+// answer is a device query: the call to fn is counted and gets its scripted
+// result (Dev.call), then get reads the answer under the device's lock.
+func answer[T any](d *Dev, fn string, get func() T) (T, nvml.Return) {
+	r := d.call(fn)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.Name, r
+	return get(), r
+}
+
+func (d *Dev) GetName() (string, nvml.Return) {
+	return answer(d, "GetName", func() string { return d.Name })
 }
 func (d *Dev) GetUUID() (string, nvml.Return) {
-	r := d.call("GetUUID")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.UUID, r
+	return answer(d, "GetUUID", func() string { return d.UUID })
 }
 func (d *Dev) GetSerial() (string, nvml.Return) {
-	r := d.call("GetSerial")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.Serial, r
+	return answer(d, "GetSerial", func() string { return d.Serial })
 }
 func (d *Dev) GetVbiosVersion() (string, nvml.Return) {
-	r := d.call("GetVbiosVersion")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.Vbios, r
+	return answer(d, "GetVbiosVersion", func() string { return d.Vbios })
 }
 func (d *Dev) GetPciInfo() (nvml.PciInfo, nvml.Return) {
 	r := d.call("GetPciInfo")
@@ -180,16 +177,10 @@ func (d *Dev) GetPciInfo() (nvml.PciInfo, nvml.Return) {
 	return p, r
 }
 func (d *Dev) GetMinorNumber() (int, nvml.Return) {
-	r := d.call("GetMinorNumber")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return 3, r
+	return answer(d, "GetMinorNumber", func() int { return 3 })
 }
 func (d *Dev) GetNumFans() (int, nvml.Return) {
-	r := d.call("GetNumFans")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.Fans, r
+	return answer(d, "GetNumFans", func() int { return d.Fans })
 }
 func (d *Dev) GetTemperatureThreshold(t nvml.TemperatureThresholds) (uint32, nvml.Return) {
 	r := d.call("GetTemperatureThreshold")
@@ -202,10 +193,7 @@ func (d *Dev) GetTemperatureThreshold(t nvml.TemperatureThresholds) (uint32, nvm
 	return v, r
 }
 func (d *Dev) GetGspFirmwareVersion() (string, nvml.Return) {
-	r := d.call("GetGspFirmwareVersion")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return "570.124.06", r
+	return answer(d, "GetGspFirmwareVersion", func() string { return "570.124.06" })
 }
 func (d *Dev) GetGspFirmwareMode() (bool, bool, nvml.Return) {
 	r := d.call("GetGspFirmwareMode")
@@ -214,10 +202,7 @@ func (d *Dev) GetGspFirmwareMode() (bool, bool, nvml.Return) {
 	return true, true, r
 }
 func (d *Dev) GetPowerManagementDefaultLimit() (uint32, nvml.Return) {
-	r := d.call("GetPowerManagementDefaultLimit")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return 600_000, r
+	return answer(d, "GetPowerManagementDefaultLimit", func() uint32 { return 600_000 })
 }
 
 func (d *Dev) GetFieldValues(v []nvml.FieldValue) nvml.Return {
@@ -259,94 +244,51 @@ func putU32(f *nvml.FieldValue, v uint32) {
 }
 
 func (d *Dev) GetTemperature(nvml.TemperatureSensors) (uint32, nvml.Return) {
-	r := d.call("GetTemperature")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.Temp, r
+	return answer(d, "GetTemperature", func() uint32 { return d.Temp })
 }
 func (d *Dev) GetPowerManagementLimit() (uint32, nvml.Return) {
-	r := d.call("GetPowerManagementLimit")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.Limit, r
+	return answer(d, "GetPowerManagementLimit", func() uint32 { return d.Limit })
 }
 func (d *Dev) GetPerformanceState() (nvml.Pstates, nvml.Return) {
-	r := d.call("GetPerformanceState")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.Pstate, r
+	return answer(d, "GetPerformanceState", func() nvml.Pstates { return d.Pstate })
 }
 func (d *Dev) GetClockInfo(t nvml.ClockType) (uint32, nvml.Return) {
-	r := d.call("GetClockInfo")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.Clocks[t], r
+	return answer(d, "GetClockInfo", func() uint32 { return d.Clocks[t] })
 }
 func (d *Dev) GetUtilizationRates() (nvml.Utilization, nvml.Return) {
-	r := d.call("GetUtilizationRates")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.Util, r
+	return answer(d, "GetUtilizationRates", func() nvml.Utilization { return d.Util })
 }
 func (d *Dev) GetMemoryInfo_v2() (nvml.Memory_v2, nvml.Return) {
-	r := d.call("GetMemoryInfo_v2")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return nvml.Memory_v2{Used: d.MemUsed, Total: d.MemTotal}, r
+	return answer(d, "GetMemoryInfo_v2", func() nvml.Memory_v2 { return nvml.Memory_v2{Used: d.MemUsed, Total: d.MemTotal} })
 }
 func (d *Dev) GetMemoryInfo() (nvml.Memory, nvml.Return) {
-	r := d.call("GetMemoryInfo")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return nvml.Memory{Used: d.MemUsed, Total: d.MemTotal}, r
+	return answer(d, "GetMemoryInfo", func() nvml.Memory { return nvml.Memory{Used: d.MemUsed, Total: d.MemTotal} })
 }
 func (d *Dev) GetCurrPcieLinkGeneration() (int, nvml.Return) {
-	r := d.call("GetCurrPcieLinkGeneration")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.Gen, r
+	return answer(d, "GetCurrPcieLinkGeneration", func() int { return d.Gen })
 }
 func (d *Dev) GetCurrPcieLinkWidth() (int, nvml.Return) {
-	r := d.call("GetCurrPcieLinkWidth")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.Width, r
+	return answer(d, "GetCurrPcieLinkWidth", func() int { return d.Width })
 }
 func (d *Dev) GetCurrentClocksEventReasons() (uint64, nvml.Return) {
-	r := d.call("GetCurrentClocksEventReasons")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.Throttle, r
+	return answer(d, "GetCurrentClocksEventReasons", func() uint64 { return d.Throttle })
 }
 func (d *Dev) GetCurrentClocksThrottleReasons() (uint64, nvml.Return) {
-	r := d.call("GetCurrentClocksThrottleReasons")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.Throttle, r
+	return answer(d, "GetCurrentClocksThrottleReasons", func() uint64 { return d.Throttle })
 }
 func (d *Dev) GetFanSpeed() (uint32, nvml.Return) {
-	r := d.call("GetFanSpeed")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.FanSpeed[0], r
+	return answer(d, "GetFanSpeed", func() uint32 { return d.FanSpeed[0] })
 }
 func (d *Dev) GetFanSpeed_v2(i int) (uint32, nvml.Return) {
-	r := d.call("GetFanSpeed_v2")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.FanSpeed[i], r
+	return answer(d, "GetFanSpeed_v2", func() uint32 { return d.FanSpeed[i] })
 }
 func (d *Dev) GetTargetFanSpeed(i int) (int, nvml.Return) {
-	r := d.call("GetTargetFanSpeed")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.FanTarget[i], r
+	return answer(d, "GetTargetFanSpeed", func() int { return d.FanTarget[i] })
 }
 func (d *Dev) GetThermalSettings(uint32) (nvml.GpuThermalSettings, nvml.Return) {
-	r := d.call("GetThermalSettings")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return nvml.GpuThermalSettings{Count: 1, Sensor: [3]nvml.GpuThermalSettingsSensor{d.Sensor}}, r
+	return answer(d, "GetThermalSettings", func() nvml.GpuThermalSettings {
+		return nvml.GpuThermalSettings{Count: 1, Sensor: [3]nvml.GpuThermalSettingsSensor{d.Sensor}}
+	})
 }
 func (d *Dev) GetEncoderUtilization() (uint32, uint32, nvml.Return) {
 	r := d.call("GetEncoderUtilization")
@@ -361,46 +303,25 @@ func (d *Dev) GetDecoderUtilization() (uint32, uint32, nvml.Return) {
 	return d.Dec, 1000, r
 }
 func (d *Dev) GetPowerUsage() (uint32, nvml.Return) {
-	r := d.call("GetPowerUsage")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.Power, r
+	return answer(d, "GetPowerUsage", func() uint32 { return d.Power })
 }
 func (d *Dev) GetEnforcedPowerLimit() (uint32, nvml.Return) {
-	r := d.call("GetEnforcedPowerLimit")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.Enforced, r
+	return answer(d, "GetEnforcedPowerLimit", func() uint32 { return d.Enforced })
 }
 func (d *Dev) GetTotalEnergyConsumption() (uint64, nvml.Return) {
-	r := d.call("GetTotalEnergyConsumption")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.Energy, r
+	return answer(d, "GetTotalEnergyConsumption", func() uint64 { return d.Energy })
 }
 func (d *Dev) GetPcieReplayCounter() (int, nvml.Return) {
-	r := d.call("GetPcieReplayCounter")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.Replay, r
+	return answer(d, "GetPcieReplayCounter", func() int { return d.Replay })
 }
 func (d *Dev) GetFanControlPolicy_v2(int) (nvml.FanControlPolicy, nvml.Return) {
-	r := d.call("GetFanControlPolicy_v2")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return 0, r
+	return answer(d, "GetFanControlPolicy_v2", func() nvml.FanControlPolicy { return 0 })
 }
 func (d *Dev) GetComputeRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) {
-	r := d.call("GetComputeRunningProcesses")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return append([]nvml.ProcessInfo(nil), d.Procs...), r
+	return answer(d, "GetComputeRunningProcesses", func() []nvml.ProcessInfo { return append([]nvml.ProcessInfo(nil), d.Procs...) })
 }
 func (d *Dev) GetGraphicsRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) {
-	r := d.call("GetGraphicsRunningProcesses")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return append([]nvml.ProcessInfo(nil), d.GProcs...), r
+	return answer(d, "GetGraphicsRunningProcesses", func() []nvml.ProcessInfo { return append([]nvml.ProcessInfo(nil), d.GProcs...) })
 }
 
 // GetProcessUtilization returns the samples newer than last, or NOT_FOUND when
@@ -424,10 +345,9 @@ func (d *Dev) GetProcessUtilization(last uint64) ([]nvml.ProcessUtilizationSampl
 	return out, r
 }
 func (d *Dev) GetSupportedEventTypes() (uint64, nvml.Return) {
-	r := d.call("GetSupportedEventTypes")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return uint64(nvml.EventTypeXidCriticalError | nvml.EventTypePState | nvml.EventTypeClock | nvml.EventTypeGpuRecoveryAction), r
+	return answer(d, "GetSupportedEventTypes", func() uint64 {
+		return uint64(nvml.EventTypeXidCriticalError | nvml.EventTypePState | nvml.EventTypeClock | nvml.EventTypeGpuRecoveryAction)
+	})
 }
 
 // Lib is a Library over fake devices.
