@@ -11,7 +11,7 @@ import (
 func TestEveryColumnFromTheDriver(t *testing.T) {
 	t.Parallel()
 	p := start(t, opts{scenario: "@every-column"})
-	p.waitFor("15 rows", 20*time.Second, func() bool { return rowCount(p.csvFile(0)) >= 15 })
+	p.waitForRows(0, 15, 20*time.Second)
 	p.stop()
 	tb := readCSV(t, p.csvFile(0))
 	if len(tb.rows) < 15 {
@@ -120,7 +120,7 @@ gpu 0 pcie_replay 7
 gpu 0 fail field 190 not_supported
 gpu 0 fail field 186 not_supported
 `})
-	p.waitFor("3 rows", 20*time.Second, func() bool { return rowCount(p.csvFile(0)) >= 3 })
+	p.waitForRows(0, 3, 20*time.Second)
 	p.stop()
 	tb := readCSV(t, p.csvFile(0))
 	for i, row := range tb.rows {

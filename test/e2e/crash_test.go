@@ -235,17 +235,14 @@ func TestShutdownIsPromptWithACallStuck(t *testing.T) {
 func TestKernelLogXidsFromFile(t *testing.T) {
 	t.Parallel()
 	p := start(t, opts{scenario: "gpus 2\n", kmsg: true})
-	p.waitFor("rows", 15*time.Second, func() bool { return rowCount(p.csvFile(1)) >= 5 })
+	p.waitForRows(1, 5, 15*time.Second)
 	p.writeKmsg(
 		"6,900,1000000,-;nvidia-modeset: some unrelated line",
 		"this is not a kmsg record",
 		"4,901,1000100,-;NVRM: Xid (PCI:0000:21:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
 		"4,902,1000200,-;NVRM: Xid (PCI:0000:99:00): 119, pid=1, name=x, Timeout after 45s of waiting for RPC response from GPU9 GSP!",
 	)
-	p.waitFor("the kmsg Xid in events.log", 10*time.Second, func() bool {
-		b, _ := os.ReadFile(filepath.Join(p.dir, "events.log"))
-		return strings.Contains(string(b), "xid=119")
-	})
+	p.waitForEvent("the kmsg Xid in events.log", 10*time.Second, "xid=119")
 	p.waitFor("the crash snapshot", 10*time.Second, func() bool {
 		m, _ := filepath.Glob(filepath.Join(p.dir, "crashes", "crash-*-gpu1.log"))
 		return len(m) == 1
@@ -291,10 +288,7 @@ func TestFullDiskKeepsFilesWhole(t *testing.T) {
 func TestVanishedGPUIsReported(t *testing.T) {
 	t.Parallel()
 	p := start(t, opts{scenario: "gpus 2\nat 1 gpu 1 removed\n", args: []string{"--inventory-interval", "500ms"}})
-	p.waitFor("the vanished GPU in events.log", 15*time.Second, func() bool {
-		b, _ := os.ReadFile(filepath.Join(p.dir, "events.log"))
-		return strings.Contains(string(b), "GPU vanished from enumeration")
-	})
+	p.waitForEvent("the vanished GPU in events.log", 15*time.Second, "GPU vanished from enumeration")
 	time.Sleep(500 * time.Millisecond)
 	p.stop()
 	if !strings.Contains(p.stderr.String(), "GPU vanished from the driver's enumeration") {
@@ -320,10 +314,7 @@ func TestGPULateAtStartGetsItsEvents(t *testing.T) {
 	// GPU 1 does not answer for the first 3 s, so its static facts (and its
 	// event registration) come late; its Xid at 7 s must still arrive.
 	p := start(t, opts{scenario: "gpus 2\nat 0 gpu 1 hang 3s\nat 7 gpu 1 xid 62 to events\n", args: []string{"--start-timeout", "1s"}})
-	p.waitFor("the Xid of the late GPU", 30*time.Second, func() bool {
-		b, _ := os.ReadFile(filepath.Join(p.dir, "events.log"))
-		return strings.Contains(string(b), "gpu=1 bus=00000000:21:00.0 source=nvml type=Xid xid=62")
-	})
+	p.waitForEvent("the Xid of the late GPU", 30*time.Second, "gpu=1 bus=00000000:21:00.0 source=nvml type=Xid xid=62")
 	p.stop()
 	if !strings.Contains(p.stderr.String(), "a GPU answered late; registering its NVML events") {
 		t.Errorf("events not registered again for the late GPU")
@@ -337,10 +328,7 @@ func TestGPULateAtStartGetsItsEvents(t *testing.T) {
 func TestEveryGPULateAtStartGetsEvents(t *testing.T) {
 	t.Parallel()
 	p := start(t, opts{scenario: "gpus 1\nat 0 gpu 0 hang 3s\nat 7 gpu 0 xid 62 to events\n", args: []string{"--start-timeout", "1s"}})
-	p.waitFor("the Xid of the late GPU", 30*time.Second, func() bool {
-		b, _ := os.ReadFile(filepath.Join(p.dir, "events.log"))
-		return strings.Contains(string(b), "gpu=0 bus=00000000:01:00.0 source=nvml type=Xid xid=62")
-	})
+	p.waitForEvent("the Xid of the late GPU", 30*time.Second, "gpu=0 bus=00000000:01:00.0 source=nvml type=Xid xid=62")
 	p.stop()
 }
 
@@ -356,10 +344,7 @@ at 1 eventset fail unknown for 0.5s
 at 1.6 eventset hang 3s
 at 7 gpu 0 xid 62 to events
 `})
-	p.waitFor("the Xid after the failed event set", 30*time.Second, func() bool {
-		b, _ := os.ReadFile(filepath.Join(p.dir, "events.log"))
-		return strings.Contains(string(b), "gpu=0 bus=00000000:01:00.0 source=nvml type=Xid xid=62")
-	})
+	p.waitForEvent("the Xid after the failed event set", 30*time.Second, "gpu=0 bus=00000000:01:00.0 source=nvml type=Xid xid=62")
 	p.stop()
 	if !strings.Contains(p.stderr.String(), "NVML event stream failed; opening it again") {
 		t.Errorf("the failure was not logged")
@@ -374,10 +359,7 @@ func TestEventStreamBacksOffWhileFailing(t *testing.T) {
 at 1 eventset fail unknown for 2.5s
 at 6 gpu 0 xid 62 to events
 `})
-	p.waitFor("the Xid after the failures", 30*time.Second, func() bool {
-		b, _ := os.ReadFile(filepath.Join(p.dir, "events.log"))
-		return strings.Contains(string(b), "gpu=0 bus=00000000:01:00.0 source=nvml type=Xid xid=62")
-	})
+	p.waitForEvent("the Xid after the failures", 30*time.Second, "gpu=0 bus=00000000:01:00.0 source=nvml type=Xid xid=62")
 	p.stop()
 	errs := p.stderr.String()
 	for _, want := range []string{`retry_in=1s`, `retry_in=2s`} {
@@ -386,7 +368,12 @@ at 6 gpu 0 xid 62 to events
 		}
 	}
 	// Failures at 1 s and 2 s (after 1 s), then open at 4 s (after 2 s).
-	if n := strings.Count(errs, "NVML event stream failed"); n == 0 || n > 3 {
+	n := strings.Count(errs, "NVML event stream failed") + strings.Count(errs, "cannot open NVML events")
+	if n == 0 || n > 3 {
 		t.Errorf("%d reopen attempts in 2.5 s of failure, want 2 (back-off 1 s, 2 s)", n)
+	}
+	// Each failure is counted, and the count reaches the final status line.
+	if m := regexp.MustCompile(`final status.* nvml_event_failures=(\d+)`).FindStringSubmatch(errs); m == nil || m[1] != strconv.Itoa(n) {
+		t.Errorf("final status nvml_event_failures %v, want %d (one per failure logged)", m, n)
 	}
 }

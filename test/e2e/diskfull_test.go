@@ -55,7 +55,7 @@ func TestFullDiskKeepsEventsAndResumesRows(t *testing.T) {
 	dir := smallDisk(t, "2m")
 	p := start(t, opts{scenario: "gpus 2\n", dir: dir, kmsg: true,
 		args: []string{"--min-free-mb", "0", "--no-compress", "--summary-interval", "1s", "--crash-cooldown", "1h"}})
-	p.waitFor("rows", 15*time.Second, func() bool { return rowCount(p.csvFile(1)) >= 5 })
+	p.waitForRows(1, 5, 15*time.Second)
 	filler := filepath.Join(dir, "filler")
 	fillDisk(t, filler)
 	p.waitFor("the disk guard to see the full disk", 30*time.Second, func() bool {

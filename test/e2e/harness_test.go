@@ -267,6 +267,21 @@ func (p *proc) waitFor(what string, limit time.Duration, cond func() bool) {
 	}
 }
 
+// waitForRows waits until GPU gpu's CSV has n rows.
+func (p *proc) waitForRows(gpu, n int, limit time.Duration) {
+	p.t.Helper()
+	p.waitFor(fmt.Sprintf("%d rows of GPU %d", n, gpu), limit, func() bool { return rowCount(p.csvFile(gpu)) >= n })
+}
+
+// waitForEvent waits until events.log holds line (or part of one).
+func (p *proc) waitForEvent(what string, limit time.Duration, line string) {
+	p.t.Helper()
+	p.waitFor(what, limit, func() bool {
+		b, _ := os.ReadFile(filepath.Join(p.dir, "events.log"))
+		return strings.Contains(string(b), line)
+	})
+}
+
 // writeKmsg appends records, one a line, to the kernel log the logger reads
 // (opts.kmsg).
 func (p *proc) writeKmsg(records ...string) {

@@ -16,7 +16,7 @@ import (
 func TestAERAndFallenOffBusReachTheRightGPU(t *testing.T) {
 	t.Parallel()
 	p := start(t, opts{scenario: "gpus 2\n", kmsg: true})
-	p.waitFor("rows", 15*time.Second, func() bool { return rowCount(p.csvFile(1)) >= 5 })
+	p.waitForRows(1, 5, 15*time.Second)
 	p.writeKmsg(
 		"3,950,2000000,-;pcieport 0000:00:01.0: AER: Uncorrected (Fatal) error received: 0000:01:00.0",
 		"3,951,2000010,-;nvidia 0000:01:00.0: AER: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer, (Requester ID)",

@@ -69,7 +69,7 @@ func TestStatusFromTheDaemon(t *testing.T) {
 	t.Parallel()
 	p := start(t, opts{})
 	sock := p.socketPath()
-	p.waitFor("rows", 10*time.Second, func() bool { return rowCount(p.csvFile(0)) > 5 })
+	p.waitForRows(0, 6, 10*time.Second)
 	fi, err := os.Stat(sock)
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("control socket %v: %v", fi, err)
@@ -114,7 +114,7 @@ func TestHungGPUShownWhileEveryoneAnswers(t *testing.T) {
 	p := start(t, opts{scenario: "@hang", args: []string{"--metrics-listen", addr}})
 	sock := p.socketPath()
 	// hang.scn: GPU 1 stuck from 3 s to 23 s; the deadline is 1 s.
-	p.waitFor("rows", 10*time.Second, func() bool { return rowCount(p.csvFile(0)) > 5 })
+	p.waitForRows(0, 6, 10*time.Second)
 	// Polled over the socket directly (cheap): when GPU 1 is first shown
 	// hung, the previous poll, gap seconds earlier, did not show it. By then
 	// the call had been stuck for hung_s - gap, which must be within one
@@ -192,7 +192,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	t.Parallel()
 	addr := freeAddr(t)
 	p := start(t, opts{args: []string{"--metrics-listen", addr}})
-	p.waitFor("rows", 10*time.Second, func() bool { return rowCount(p.csvFile(0)) > 5 })
+	p.waitForRows(0, 6, 10*time.Second)
 	body := scrapeMetrics(t, addr)
 	for _, want := range []string{"gpu_telemetry_build_info{", `gpu_telemetry_gpu_info{driver="`, `gpu_telemetry_temperature_celsius{gpu="0",uuid="GPU-`,
 		"gpu_telemetry_rows_written_total ", "gpu_telemetry_side_drops_total 0", `gpu_telemetry_gpu_state{gpu="0",state="answering",uuid="GPU-`} {
@@ -218,7 +218,7 @@ func TestRequestStormKeepsCadence(t *testing.T) {
 	addr := freeAddr(t)
 	p := start(t, opts{args: []string{"--metrics-listen", addr}, plain: true}) // cadence: the shipped build
 	sock := p.socketPath()
-	p.waitFor("rows", 10*time.Second, func() bool { return rowCount(p.csvFile(0)) > 5 })
+	p.waitForRows(0, 6, 10*time.Second)
 	// Silent clients, more than the connection limit.
 	for range 20 {
 		c, err := net.Dial("unix", sock)

@@ -47,7 +47,7 @@ func readCalls(t *testing.T, path string) map[string]int {
 func TestEightGPUsAtCadenceWithSignals(t *testing.T) {
 	t.Parallel()
 	p := start(t, opts{scenario: "@healthy-8gpu"})
-	p.waitFor("rows from all 8 GPUs", 20*time.Second, func() bool { return rowCount(p.csvFile(7)) >= 5 })
+	p.waitForRows(7, 5, 20*time.Second)
 	time.Sleep(2 * time.Second)
 	p.signal(syscall.SIGUSR1)
 	p.waitFor("the SIGUSR1 status line", 5*time.Second, func() bool { return strings.Contains(p.stderr.String(), "msg=status") })
@@ -97,7 +97,7 @@ func TestEightGPUsAtCadenceWithSignals(t *testing.T) {
 func TestNVMLCallsPerSampleAsDocumented(t *testing.T) {
 	t.Parallel()
 	p := start(t, opts{scenario: "@healthy-8gpu"})
-	p.waitFor("rows from all 8 GPUs", 20*time.Second, func() bool { return rowCount(p.csvFile(7)) >= 20 })
+	p.waitForRows(7, 20, 20*time.Second)
 	// snap waits for the sim's next rewrite of its count file (every second).
 	snap := func() map[string]int {
 		st, _ := os.Stat(p.calls)
@@ -148,7 +148,7 @@ gpu 0 fail nvmlDeviceGetFanSpeed_v2 no_permission
 gpu 0 fail field 82 not_supported
 gpu 0 fan_target 0
 `})
-	p.waitFor("rows", 15*time.Second, func() bool { return rowCount(p.csvFile(0)) >= 15 })
+	p.waitForRows(0, 15, 15*time.Second)
 	p.stop()
 	tb := readCSV(t, p.csvFile(0))
 	for _, row := range tb.rows {
@@ -324,7 +324,7 @@ func TestBadInput(t *testing.T) {
 func TestFanlessGPUNeverFlagsInversion(t *testing.T) {
 	t.Parallel()
 	p := start(t, opts{scenario: "@fanless"})
-	p.waitFor("rows", 20*time.Second, func() bool { return rowCount(p.csvFile(0)) >= 30 })
+	p.waitForRows(0, 30, 20*time.Second)
 	p.stop()
 	tb := readCSV(t, p.csvFile(0))
 	for _, c := range tb.header {
@@ -346,7 +346,7 @@ func TestFanlessGPUNeverFlagsInversion(t *testing.T) {
 func TestAbsurdValuesAreDropped(t *testing.T) {
 	t.Parallel()
 	p := start(t, opts{scenario: "@absurd"})
-	p.waitFor("rows", 15*time.Second, func() bool { return rowCount(p.csvFile(0)) >= 20 })
+	p.waitForRows(0, 20, 15*time.Second)
 	p.stop()
 	tb := readCSV(t, p.csvFile(0))
 	for _, row := range tb.rows[:20] {
@@ -367,7 +367,7 @@ func TestSIGKILLThenRestartLeavesParseableFile(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	p := start(t, opts{scenario: "@healthy-8gpu", dir: dir})
-	p.waitFor("rows", 15*time.Second, func() bool { return rowCount(p.csvFile(0)) >= 20 })
+	p.waitForRows(0, 20, 15*time.Second)
 	p.signal(syscall.SIGKILL)
 	p.wait(10 * time.Second)
 	first := readCSV(t, p.csvFile(0)) // strict: no torn line
@@ -387,7 +387,7 @@ func TestSIGKILLThenRestartLeavesParseableFile(t *testing.T) {
 func TestOldDriverRunsWithoutNewerSymbols(t *testing.T) {
 	t.Parallel()
 	p := start(t, opts{scenario: "@old-driver", oldLib: true})
-	p.waitFor("rows", 15*time.Second, func() bool { return rowCount(p.csvFile(0)) >= 20 })
+	p.waitForRows(0, 20, 15*time.Second)
 	p.stop()
 	stderr := p.stderr.String()
 	if strings.Contains(stderr, "symbol lookup error") {
@@ -439,6 +439,6 @@ func TestSignalsDuringStartupDoNotKill(t *testing.T) {
 	})
 	p.signal(syscall.SIGHUP)
 	p.signal(syscall.SIGUSR1)
-	p.waitFor("rows after the slow start", 20*time.Second, func() bool { return rowCount(p.csvFile(0)) >= 5 })
+	p.waitForRows(0, 5, 20*time.Second)
 	p.stop()
 }

@@ -18,7 +18,7 @@ func TestTopInTmux(t *testing.T) {
 	t.Parallel()
 	tmux := testutil.NeedTool(t, "tmux", "tmux")
 	p := start(t, opts{scenario: "@hang"})
-	p.waitFor("rows", 10*time.Second, func() bool { return rowCount(p.csvFile(0)) > 5 })
+	p.waitForRows(0, 6, 10*time.Second)
 	session := "gt-top-" + strconv.Itoa(os.Getpid())
 	sock := t.TempDir() + "/tmux.sock"
 	run := func(args ...string) string {
