@@ -39,7 +39,25 @@ type HostDoc struct {
 	Kmsg          string       `json:"kmsg"`
 	NVMLEvents    string       `json:"nvml_events"`
 	LastIncident  *IncidentDoc `json:"last_incident"`
+	Pacer         PacerDoc     `json:"pacer"`
+	LogLines      LogLinesDoc  `json:"log_lines"`
 	Counters      []Counter    `json:"counters"`
+}
+
+// PacerDoc is Pacer in seconds.
+type PacerDoc struct {
+	Level     int     `json:"level"`
+	Stretches uint64  `json:"stretches"`
+	BusySkips uint64  `json:"busy_skips"`
+	TickNVMLS float64 `json:"tick_nvml_s"`
+	LastLateS float64 `json:"last_gpu_late_s"`
+}
+
+// LogLinesDoc is LogLines.
+type LogLinesDoc struct {
+	Delayed uint64 `json:"delayed"`
+	Waiting int    `json:"waiting"`
+	Dropped uint64 `json:"dropped"`
 }
 
 // CadenceDoc is Cadence in seconds.
@@ -176,6 +194,9 @@ func NewDoc(v View) Doc {
 			MeanPeriodS: secs(h.Cadence.Mean), P99PeriodS: secs(h.Cadence.P99), MaxPeriodS: secs(h.Cadence.Max)},
 		RowsWritten: h.RowsWritten, RowsDropped: h.RowsDropped, RowsDropped10: h.RowsDroppedRecent,
 		Disk: "ok", Kmsg: h.Kmsg, NVMLEvents: h.Events, Counters: h.Counters,
+		Pacer: PacerDoc{Level: h.Pacer.Level, Stretches: h.Pacer.Stretches, BusySkips: h.Pacer.BusySkips,
+			TickNVMLS: secs(h.Pacer.TickNVML), LastLateS: secs(h.Pacer.LastLate)},
+		LogLines: LogLinesDoc{Delayed: h.LogLines.Delayed, Waiting: h.LogLines.Waiting, Dropped: h.LogLines.Dropped},
 	}}
 	if h.DiskPaused {
 		d.Host.Disk = "paused"

@@ -32,6 +32,14 @@ type Host struct {
 
 	LastIncident Incident
 
+	// Pacer is the NVML pacer's state: how far it stretched the slow
+	// columns because NVML was too slow for the interval, and the GPU
+	// samples skipped because the previous one was still in the driver.
+	Pacer Pacer
+	// LogLines is what the events.log and summary.log writers hold back
+	// or lost while their files could not be written.
+	LogLines LogLines
+
 	// Counters is every counter of the daemon worth showing, losses first.
 	// Each one of lost, dropped, skipped, failed or suppressed work has
 	// Loss set; status, summary.log and the metrics walk this table.
@@ -51,6 +59,27 @@ type Cadence struct {
 	Mean     time.Duration // mean period; 0 when no period was measured
 	P99      time.Duration // 99th percentile period, to the histogram's resolution
 	Max      time.Duration
+}
+
+// Pacer is the NVML pacer's state (sampler.PacerStats and the busy skips).
+type Pacer struct {
+	Level     int    // 0: every column at its normal rate; each step reads the slow columns less often
+	Stretches uint64 // times the pacer stepped up
+	BusySkips uint64 // GPU samples not taken because the GPU's previous sample was still in flight
+	// TickNVML is the median time from the first GPU's sample start to the
+	// last one's end over the last second; LastLate how late the last GPU's
+	// sample ended after the first one's.
+	TickNVML, LastLate time.Duration
+}
+
+// LogLines is the line logs' (events.log, summary.log) held-back and lost
+// lines, summed over both.
+type LogLines struct {
+	Delayed uint64 // lines held back while the file could not be written, written later
+	Waiting int    // lines held back now
+	// Dropped is lines lost: the held-back queue was full, or the file
+	// still refused them when the logger exited.
+	Dropped uint64
 }
 
 // Incident is the last critical event on any GPU. A zero Time means none.

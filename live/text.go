@@ -92,6 +92,10 @@ func HostLines(d Doc) []string {
 		"  cadence " + ms(c.MeanPeriodS) + " mean / " + ms(c.P99PeriodS) + " p99 / " + utoa(c.Overruns) + " overruns"
 	l2 := "rows " + utoa(h.RowsWritten) + " written / " + utoa(h.RowsDropped) + " dropped (" + utoa(h.RowsDropped10) + " in 10m)" +
 		"  disk " + h.Disk + "  kernel log " + h.Kmsg + "  NVML events " + h.NVMLEvents
+	p, ll := h.Pacer, h.LogLines
+	pacer := "NVML pacer level " + itoa(p.Level) + " (" + utoa(p.Stretches) + " stretches)  tick " + ms(p.TickNVMLS) +
+		" in the driver, last GPU " + ms(p.LastLateS) + " late  busy skips " + utoa(p.BusySkips) +
+		"  log lines " + utoa(ll.Delayed) + " held back (" + itoa(ll.Waiting) + " waiting) / " + utoa(ll.Dropped) + " dropped"
 	l3 := "last incident: none"
 	if in := h.LastIncident; in != nil {
 		l3 = "last incident: " + clock(in.Time, d.Time) + " GPU " + itoa(in.GPU) + " " + in.Reason
@@ -106,7 +110,7 @@ func HostLines(d Doc) []string {
 	if len(lost) > 0 {
 		l4 = "lost work: " + strings.Join(lost, " ")
 	}
-	return []string{l1, l2, l3, l4}
+	return []string{l1, l2, pacer, l3, l4}
 }
 
 func orNA(s string) string {

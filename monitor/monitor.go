@@ -487,6 +487,14 @@ func (m *Monitor) hostView() live.Host {
 	}
 	h.Cadence.Ticks, h.Cadence.Overruns = m.ticks.Load(), m.overruns.Load()
 	m.cadence.get(&h.Cadence)
+	ps := m.host.Pacer.Stats()
+	h.Pacer = live.Pacer{Level: ps.Level, Stretches: ps.Stretches, BusySkips: m.busySkips.Load(), TickNVML: ps.TickNVML, LastLate: ps.LastLate}
+	for _, l := range []lineLog{m.events, m.summary} {
+		st := l.Stats()
+		h.LogLines.Delayed += st.Delayed
+		h.LogLines.Waiting += st.Pending
+		h.LogLines.Dropped += st.Overflowed + st.LostAtClose
+	}
 	m.smu.Lock()
 	h.LastIncident, h.Kmsg, h.Events = m.lastIncident, m.kmsgState, m.eventsState
 	h.RowsDroppedRecent = m.drops.recent(cs.Dropped)

@@ -710,5 +710,34 @@ func TestPublishedView(t *testing.T) {
 		if h.Version != "test" || h.Interval != 100*time.Millisecond || len(h.Counters) != len(counterTable) {
 			t.Errorf("host view %+v", h)
 		}
+		// The stuck GPU's ticks were skipped: the pacer state says so, as
+		// the busy_skips counter does.
+		for _, c := range h.Counters {
+			if c.Name == "busy_skips" && (c.Value == 0 || c.Value != h.Pacer.BusySkips) {
+				t.Errorf("busy skips: pacer state %d, counter %d", h.Pacer.BusySkips, c.Value)
+			}
+		}
 	})
+}
+
+// statsLog is a line log with fixed counters.
+type statsLog struct {
+	plainLog
+	st sink.LineLogStats
+}
+
+func (l *statsLog) Stats() sink.LineLogStats { return l.st }
+
+// TestHostViewLogLines: what the line logs hold back and lose reaches the
+// host view (status, metrics), summed over events.log and summary.log.
+func TestHostViewLogLines(t *testing.T) {
+	r := newRig(t, 1, func(c *Config) {
+		c.openLog = func(dir, name string, _ int) lineLog {
+			return &statsLog{plainLog{path: filepath.Join(dir, name)}, sink.LineLogStats{Delayed: 4, Pending: 1, Overflowed: 2, LostAtClose: 1}}
+		}
+	})
+	h := r.m.Board().View().Host
+	if want := (live.LogLines{Delayed: 8, Waiting: 2, Dropped: 6}); h.LogLines != want {
+		t.Errorf("log lines %+v, want %+v", h.LogLines, want)
+	}
 }

@@ -11,7 +11,8 @@ import (
 
 // View is a two-GPU view: GPU 0 answering with every reading and a
 // recent spurious throttle, GPU 1 hung in nvmlDeviceGetTemperature for 12 s
-// after an Xid 79 and a crash snapshot.
+// after an Xid 79 and a crash snapshot; the NVML pacer one step up after
+// skipped samples, and log lines held back and lost.
 func View() live.View {
 	now := time.Date(2026, 11, 30, 15, 4, 5, 0, time.UTC)
 	g0 := live.GPU{Info: reading.GPU{Index: 0, Name: "NVIDIA H100 80GB HBM3", BusID: "00000000:1B:00.0", UUID: "GPU-aaaa", Serial: "1650123", VBIOS: "96.00.99.00.01", NumFans: 2}}
@@ -44,6 +45,9 @@ func View() live.View {
 		Cadence:     live.Cadence{Ticks: 75000, Overruns: 2, Window: time.Minute, Mean: 100 * time.Millisecond, P99: 101 * time.Millisecond, Max: 180 * time.Millisecond},
 		RowsWritten: 149_000, RowsDropped: 0, Kmsg: "following", Events: "watching",
 		LastIncident: live.Incident{Time: now.Add(-11 * time.Second), GPU: 1, Reason: "NVML_HUNG(nvmlDeviceGetTemperature,1000ms)"},
-		Counters:     []live.Counter{{Name: "tick_overruns", Help: "ticks skipped", Value: 2, Loss: true}, {Name: "side_drops", Help: "side work dropped", Loss: true}, {Name: "ticks", Help: "ticks", Value: 75000}},
+		Pacer:        live.Pacer{Level: 1, Stretches: 3, BusySkips: 12, TickNVML: 4200 * time.Microsecond, LastLate: 1100 * time.Microsecond},
+		LogLines:     live.LogLines{Delayed: 5, Waiting: 2, Dropped: 1},
+		Counters: []live.Counter{{Name: "tick_overruns", Help: "ticks skipped", Value: 2, Loss: true}, {Name: "busy_skips", Help: "GPU samples skipped", Value: 12, Loss: true},
+			{Name: "nvml_stretches", Help: "pacer steps up", Value: 3, Loss: true}, {Name: "side_drops", Help: "side work dropped", Loss: true}, {Name: "ticks", Help: "ticks", Value: 75000}},
 	}, GPUs: []live.GPU{g0, g1}}
 }

@@ -107,6 +107,9 @@ var (
 	mAnswer   = &metric{"gpus_answering", "Monitored GPUs whose last sample was answered.", prometheus.GaugeValue, nil}
 	mPeriod   = &metric{"tick_period_seconds", "Poll-loop tick period over the last minute (stat: mean, p99, max).", prometheus.GaugeValue, []string{"stat"}}
 	mInterval = &metric{"interval_seconds", "Configured sampling interval.", prometheus.GaugeValue, nil}
+	mPacer    = &metric{"pacer_level", "NVML pacer stretch level: 0 reads every column at its normal rate; each step up (NVML too slow for the interval) reads the slow columns less often.", prometheus.GaugeValue, nil}
+	mTickNVML = &metric{"nvml_tick_seconds", "Median time over the last second from the first GPU's sample start to the last one's end in a tick.", prometheus.GaugeValue, nil}
+	mLogWait  = &metric{"log_lines_waiting", "events.log and summary.log lines held back now because their file cannot be written.", prometheus.GaugeValue, nil}
 )
 
 // stateLabels names live.StateKind values as label values.
@@ -173,7 +176,7 @@ func New(board *live.Board) *Collector {
 	for i := range readings {
 		c.fams[&readings[i].metric] = newFamily(&readings[i].metric, gpuLabels)
 	}
-	for _, m := range []*metric{mBuild, mStart, mDisk, mGPUs, mAnswer, mPeriod, mInterval} {
+	for _, m := range []*metric{mBuild, mStart, mDisk, mGPUs, mAnswer, mPeriod, mInterval, mPacer, mTickNVML, mLogWait} {
 		c.fams[m] = newFamily(m, nil)
 	}
 	for _, k := range board.View().Host.Counters {
@@ -255,6 +258,9 @@ func (w *walker) walk(v live.View) {
 	w.add(mDisk, b2f(h.DiskPaused))
 	w.add(mGPUs, float64(len(v.GPUs)))
 	w.add(mInterval, h.Interval.Seconds())
+	w.add(mPacer, float64(h.Pacer.Level))
+	w.add(mTickNVML, h.Pacer.TickNVML.Seconds())
+	w.add(mLogWait, float64(h.LogLines.Waiting))
 	if h.Cadence.Mean > 0 {
 		w.add(mPeriod, h.Cadence.Mean.Seconds(), "mean")
 		w.add(mPeriod, h.Cadence.P99.Seconds(), "p99")

@@ -151,6 +151,11 @@ func hostLines(d *live.Doc, width int) []string {
 	h := d.Host
 	c := h.Cadence
 	up := time.Duration(h.UptimeS * float64(time.Second)).Truncate(time.Second)
+	// The pacer shows on narrow screens too once it stretched or skipped.
+	pacer := segment{"  nvml level " + strconv.Itoa(h.Pacer.Level) + " skips " + strconv.FormatUint(h.Pacer.BusySkips, 10), 5}
+	if h.Pacer.Level > 0 || h.Pacer.BusySkips > 0 {
+		pacer.drop = 1
+	}
 	l1 := fit(width,
 		segment{"gpu-telemetry " + h.Version, 0},
 		segment{"  up " + up.String(), 2},
@@ -158,6 +163,7 @@ func hostLines(d *live.Doc, width int) []string {
 		segment{"  interval " + ms(h.IntervalS), 4},
 		segment{"  period " + ms(c.MeanPeriodS) + "/" + ms(c.P99PeriodS) + " p99", 1},
 		segment{"  overruns " + strconv.FormatUint(c.Overruns, 10), 1},
+		pacer,
 	)
 	lost := uint64(0)
 	for _, k := range h.Counters {
