@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make demo: run the real gpu-telemetry binary for about 20 s on simulated GPUs
-# playing a scenario, then show what it wrote.
+# playing a scenario, then show what it wrote, the incident report, and at
+# the end what `gpu-telemetry status` answered while it ran.
 #   demo.sh BIN SIMDIR SCENARIO OUTDIR   (DEMO_SECONDS overrides the 20 s)
 set -u
 BIN=$1 SIMDIR=$2 SCN=$3 OUT=$4
@@ -48,8 +49,10 @@ show "status lines (SIGUSR1 and at exit)"
 grep -E 'msg="?(status|final status)' "$OUT/stderr.log"
 show "warnings and errors logged"
 grep -E 'level=(WARN|ERROR)' "$OUT/stderr.log" | head -30
-show "gpu-telemetry status, asked 1 s before the end (exit status $status_rc: 0 OK, 1 warning, 2 critical, 3 unknown)"
-cat "$OUT/status.txt"
 show "gpu-telemetry report --last (and $OUT/report.html)"
 "$BIN" report --log-dir "$OUT" --last --html "$OUT/report.html"
+# Last, as the live view ends the story: what an operator asking the
+# running daemon saw.
+show "gpu-telemetry status, asked 1 s before the end (exit status $status_rc: 0 OK, 1 warning, 2 critical, 3 unknown)"
+cat "$OUT/status.txt"
 exit $rc
