@@ -55,12 +55,7 @@ func TestCrashSnapshotHasBugReportSections(t *testing.T) {
 	if d := m.Crash(3, testCrashRequest); !d.Accepted {
 		t.Fatal("not accepted")
 	}
-	closeManager(t, m)
-	b, err := os.ReadFile(filepath.Join(m.cfg.Dir, "crashes", "crash-20260314-092653.589-gpu3.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
+	s := crashText(t, m)
 	testutil.Contains(t, "snapshot", s,
 		"=== GPU runtime power state (read first, before anything could wake the GPU) ===\nruntime_status: active\ncontrol: auto\n",
 		"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -191,6 +192,21 @@ func closeManager(t *testing.T, m *Manager) {
 	if err := m.Close(ctx); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
+}
+
+// crashText closes m and returns the text of its one crash snapshot file.
+func crashText(t *testing.T, m *Manager) string {
+	t.Helper()
+	closeManager(t, m)
+	names := files(t, filepath.Join(m.cfg.Dir, "crashes"), "*")
+	if len(names) != 1 {
+		t.Fatalf("crash files %v, want one", names)
+	}
+	b, err := os.ReadFile(filepath.Join(m.cfg.Dir, "crashes", names[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // files returns the names in dir matching pattern, sorted.

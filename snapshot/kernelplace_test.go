@@ -1,11 +1,11 @@
 package snapshot
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
 
 // TestKernelLinesPlacedByPrintkTime: dmesg lines in a snapshot carry the
@@ -19,16 +19,8 @@ func TestKernelLinesPlacedByPrintkTime(t *testing.T) {
 	if d := m.Crash(3, testCrashRequest); !d.Accepted {
 		t.Fatal("not accepted")
 	}
-	closeManager(t, m)
-	b, err := os.ReadFile(filepath.Join(m.cfg.Dir, "crashes", "crash-20260314-092653.589-gpu3.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
-	want := "[86400.120000] {2026-03-13T09:27:30.709Z} NVRM: Xid (PCI:0000:4b:00): 79, pid=2314, GPU has fallen off the bus."
-	if !strings.Contains(s, want) {
-		t.Errorf("snapshot lacks %q:\n%s", want, s)
-	}
+	testutil.Contains(t, "snapshot", crashText(t, m),
+		"[86400.120000] {2026-03-13T09:27:30.709Z} NVRM: Xid (PCI:0000:4b:00): 79, pid=2314, GPU has fallen off the bus.")
 	r := placeKernelLines(result{out: []byte("no stamp here\n[bad] x\n[    4.118822] nvidia: loading\n")}, wall)
 	if got := string(r.out); !strings.HasPrefix(got, "no stamp here\n[bad] x\n[    4.118822] {") {
 		t.Errorf("lines without a stamp changed: %q", got)
