@@ -164,7 +164,7 @@ func TestXidFloodOneSnapshot(t *testing.T) {
 
 func TestHungGPUKeepsOthersAtCadence(t *testing.T) {
 	t.Parallel()
-	p := start(t, opts{scenario: "@hang", plain: true}) // cadence: the shipped build
+	p := start(t, opts{scenario: "@hang", plain: true}) // the shipped build: see opts.plain
 	// The snapshot is taken while the call is still stuck (hang: 3 s to 23 s).
 	p.waitFor("the crash snapshot of the hung GPU", 15*time.Second, func() bool {
 		m, _ := filepath.Glob(filepath.Join(p.dir, "crashes", "crash-*-gpu1.log"))
@@ -309,45 +309,60 @@ func TestVanishedGPUIsReported(t *testing.T) {
 	}
 }
 
-func TestGPULateAtStartGetsItsEvents(t *testing.T) {
+// TestNVMLEventsSurviveLateGPUsAndFailures: an Xid sent through NVML events
+// arrives whatever happened to the event set before it.
+func TestNVMLEventsSurviveLateGPUsAndFailures(t *testing.T) {
 	t.Parallel()
-	// GPU 1 does not answer for the first 3 s, so its static facts (and its
-	// event registration) come late; its Xid at 7 s must still arrive.
-	p := start(t, opts{scenario: "gpus 2\nat 0 gpu 1 hang 3s\nat 7 gpu 1 xid 62 to events\n", args: []string{"--start-timeout", "1s"}})
-	p.waitForEvent("the Xid of the late GPU", 30*time.Second, "gpu=1 bus=00000000:21:00.0 source=nvml type=Xid xid=62")
-	p.stop()
-	if !strings.Contains(p.stderr.String(), "a GPU answered late; registering its NVML events") {
-		t.Errorf("events not registered again for the late GPU")
-	}
-}
-
-// The only GPU is stuck at start (a single-GPU host restarted in the middle of
-// a GSP fault): no GPU can be registered at first, and NVML events must still
-// be registered once it answers (issue 12, bug 1: the event loop gave up for
-// good with "no GPU supports the watched NVML events").
-func TestEveryGPULateAtStartGetsEvents(t *testing.T) {
-	t.Parallel()
-	p := start(t, opts{scenario: "gpus 1\nat 0 gpu 0 hang 3s\nat 7 gpu 0 xid 62 to events\n", args: []string{"--start-timeout", "1s"}})
-	p.waitForEvent("the Xid of the late GPU", 30*time.Second, "gpu=0 bus=00000000:01:00.0 source=nvml type=Xid xid=62")
-	p.stop()
-}
-
-// nvmlEventSetWait fails, and the wait after it stalls inside the driver for
-// longer than any margin a hand-off by timing could allow: the event stream
-// is opened again, once the failed one has ended, and the Xid at 7 s arrives
-// (issue 12, bug 2: the C thread slept 1 s and waited 1 s more while Go
-// waited 2 s, then gave up on NVML events for good).
-func TestEventStreamReopensAfterFailureAndStall(t *testing.T) {
-	t.Parallel()
-	p := start(t, opts{scenario: `gpus 1
-at 1 eventset fail unknown for 0.5s
-at 1.6 eventset hang 3s
-at 7 gpu 0 xid 62 to events
-`})
-	p.waitForEvent("the Xid after the failed event set", 30*time.Second, "gpu=0 bus=00000000:01:00.0 source=nvml type=Xid xid=62")
-	p.stop()
-	if !strings.Contains(p.stderr.String(), "NVML event stream failed; opening it again") {
-		t.Errorf("the failure was not logged")
+	for _, tc := range []struct {
+		name     string
+		scenario string
+		args     []string
+		line     string // in events.log
+		logged   string // in the logger's stderr, if set
+	}{
+		{
+			// GPU 1 does not answer for the first 3 s, so its static facts
+			// (and its event registration) come late; its Xid at 7 s must
+			// still arrive.
+			name:     "one GPU late at start",
+			scenario: "gpus 2\nat 0 gpu 1 hang 3s\nat 7 gpu 1 xid 62 to events\n",
+			args:     []string{"--start-timeout", "1s"},
+			line:     "gpu=1 bus=00000000:21:00.0 source=nvml type=Xid xid=62",
+			logged:   "a GPU answered late; registering its NVML events",
+		},
+		{
+			// The only GPU is stuck at start (a single-GPU host restarted in
+			// the middle of a GSP fault): no GPU can be registered at first,
+			// and NVML events must still be registered once it answers
+			// (issue 12, bug 1: the event loop gave up for good with "no GPU
+			// supports the watched NVML events").
+			name:     "every GPU late at start",
+			scenario: "gpus 1\nat 0 gpu 0 hang 3s\nat 7 gpu 0 xid 62 to events\n",
+			args:     []string{"--start-timeout", "1s"},
+			line:     "gpu=0 bus=00000000:01:00.0 source=nvml type=Xid xid=62",
+		},
+		{
+			// nvmlEventSetWait fails, and the wait after it stalls inside the
+			// driver for longer than any margin a hand-off by timing could
+			// allow: the event stream is opened again, once the failed one
+			// has ended (issue 12, bug 2: the C thread slept 1 s and waited
+			// 1 s more while Go waited 2 s, then gave up on NVML events for
+			// good).
+			name:     "a failed wait, then a stalled one",
+			scenario: "gpus 1\nat 1 eventset fail unknown for 0.5s\nat 1.6 eventset hang 3s\nat 7 gpu 0 xid 62 to events\n",
+			line:     "gpu=0 bus=00000000:01:00.0 source=nvml type=Xid xid=62",
+			logged:   "NVML event stream failed; opening it again",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := start(t, opts{scenario: tc.scenario, args: tc.args})
+			p.waitForEvent("the Xid through NVML events", 30*time.Second, tc.line)
+			p.stop()
+			if tc.logged != "" && !strings.Contains(p.stderr.String(), tc.logged) {
+				t.Errorf("stderr lacks %q", tc.logged)
+			}
+		})
 	}
 }
 

@@ -216,7 +216,7 @@ func TestRequestStormKeepsCadence(t *testing.T) {
 	// Not parallel: it measures the cadence, which the other e2e tests
 	// running at the same time on a small machine would disturb.
 	addr := freeAddr(t)
-	p := start(t, opts{args: []string{"--metrics-listen", addr}, plain: true}) // cadence: the shipped build
+	p := start(t, opts{args: []string{"--metrics-listen", addr}})
 	sock := p.socketPath()
 	p.waitForRows(0, 6, 10*time.Second)
 	// Silent clients, more than the connection limit.

@@ -90,7 +90,7 @@ func TestMidnightWithEightGPUs(t *testing.T) {
 	t.Parallel()
 	tz, _, midnight := zoneWithMidnightSoon(t, 4*time.Second)
 	day1, day2 := midnight.Add(-time.Hour).Format("2006-01-02"), midnight.Format("2006-01-02")
-	p := start(t, opts{scenario: "@healthy-8gpu", env: []string{"TZ=" + tz}, plain: true}) // cadence: the shipped build
+	p := start(t, opts{scenario: "@healthy-8gpu", env: []string{"TZ=" + tz}})
 	name := func(gpu int, day, ext string) string {
 		return filepath.Join(p.dir, fmt.Sprintf("gpu%d-deep-%s%s", gpu, day, ext))
 	}
