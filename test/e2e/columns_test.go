@@ -10,10 +10,7 @@ import (
 
 func TestEveryColumnFromTheDriver(t *testing.T) {
 	t.Parallel()
-	p := start(t, opts{scenario: "@every-column"})
-	p.waitForRows(0, 15, 20*time.Second)
-	p.stop()
-	tb := readCSV(t, p.csvFile(0))
+	_, tb := recordRows(t, opts{scenario: "@every-column"}, 0, 15, 20*time.Second)
 	if len(tb.rows) < 15 {
 		t.Fatalf("%d rows, want >= 15", len(tb.rows))
 	}

@@ -275,6 +275,16 @@ func (p *proc) waitForRows(gpu, n int, limit time.Duration) {
 	p.waitFor(fmt.Sprintf("%d rows of GPU %d", n, gpu), limit, func() bool { return rowCount(p.csvFile(gpu)) >= n })
 }
 
+// recordRows runs the logger with o until GPU gpu's CSV has n rows, stops it
+// and reads that CSV.
+func recordRows(t *testing.T, o opts, gpu, n int, limit time.Duration) (*proc, table) {
+	t.Helper()
+	p := start(t, o)
+	p.waitForRows(gpu, n, limit)
+	p.stop()
+	return p, readCSV(t, p.csvFile(gpu))
+}
+
 // waitForEvent waits until events.log holds line (or part of one).
 func (p *proc) waitForEvent(what string, limit time.Duration, line string) {
 	p.t.Helper()

@@ -323,10 +323,7 @@ func TestBadInput(t *testing.T) {
 
 func TestFanlessGPUNeverFlagsInversion(t *testing.T) {
 	t.Parallel()
-	p := start(t, opts{scenario: "@fanless"})
-	p.waitForRows(0, 30, 20*time.Second)
-	p.stop()
-	tb := readCSV(t, p.csvFile(0))
+	_, tb := recordRows(t, opts{scenario: "@fanless"}, 0, 30, 20*time.Second)
 	for _, c := range tb.header {
 		if strings.HasPrefix(c, "fan") {
 			t.Fatalf("fanless GPU has column %s", c)
@@ -345,10 +342,7 @@ func TestFanlessGPUNeverFlagsInversion(t *testing.T) {
 
 func TestAbsurdValuesAreDropped(t *testing.T) {
 	t.Parallel()
-	p := start(t, opts{scenario: "@absurd"})
-	p.waitForRows(0, 20, 15*time.Second)
-	p.stop()
-	tb := readCSV(t, p.csvFile(0))
+	p, tb := recordRows(t, opts{scenario: "@absurd"}, 0, 20, 15*time.Second)
 	for _, row := range tb.rows[:20] {
 		for _, c := range []string{"gpu_temp", "mem_temp", "fan0_target_pct", "fan1_target_pct", "fan1_speed_pct", "power_limit", "gpu_util", "pstate", "pcie_width"} {
 			if v := tb.get(row, c); v != "" {
