@@ -58,8 +58,9 @@ type gpuState struct {
 	pending []int64 // Xids to flag on the next row
 
 	// Poll goroutine only: ticks skipped because the sample in flight had
-	// not yet reached its deadline.
-	skipped []time.Time
+	// not yet reached its deadline, and the process read last published.
+	skipped    []time.Time
+	procsShown *reading.Procs
 }
 
 func newGPUState(m *Monitor, g *sampler.GPU) *gpuState {

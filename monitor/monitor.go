@@ -72,6 +72,9 @@ type Monitor struct {
 	atop    *atop.Accumulator // nil without --atop (monitor/procs.go)
 	atopSrv *atop.Server
 
+	procTicks int           // ticks per process read of a GPU at the normal rate (procs.go)
+	procsHeld atomic.Uint64 // process reads held back by the pacer
+
 	smu          sync.Mutex // guards the fields below
 	lastIncident live.Incident
 	kmsgState    string
@@ -341,6 +344,7 @@ func (m *Monitor) tick(now time.Time) {
 			m.log.Info("first sample of every GPU written")
 		}
 	}
+	m.procTick(now, m.ticks.Load())
 	m.cfg.Notifier.Watchdog()
 	if now.Sub(m.lastSummary) >= m.cfg.SummaryEvery {
 		elapsed := now.Sub(m.lastSummary)

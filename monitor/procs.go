@@ -12,7 +12,9 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
-// procEvery is the slow tier's process cadence: atopgpud's once a second.
+// procEvery is the slow tier's process cadence at the normal rate:
+// atopgpud's once a second (every procTicks ticks; every tick at intervals
+// of a second or more).
 const procEvery = time.Second
 
 // procStuckAfter: a process read inside the driver this long when a crash
@@ -29,15 +31,16 @@ func (m *Monitor) setupProcs() {
 		gs.pr = sampler.NewProcReader(gs.g, sampler.ProcConfig{Deadline: m.cfg.Deadline, ProcRoot: m.cfg.ProcRoot}, m.log)
 		infos = append(infos, gs.info())
 	}
+	m.procTicks = max(1, int((procEvery+m.cfg.Interval/2)/m.cfg.Interval))
 	if m.cfg.Atop != nil {
 		m.atop = atop.NewAccumulator(infos, m.log)
 		m.atopSrv = atop.NewServer(m.atop, *m.cfg.Atop, m.log)
 	}
 }
 
-// runProcs reads every GPU's processes about once a second (each on its own
-// goroutine, so a stuck call delays nothing else), closes atop's seconds and
-// serves the atopgpud protocol, until ctx is cancelled.
+// runProcs starts every GPU's process reader and serves the atopgpud
+// protocol until ctx is cancelled. The reads are started by the poll loop
+// (procTick), so they need no timer of their own.
 func (m *Monitor) runProcs(ctx context.Context) {
 	for _, gs := range m.gpus {
 		go gs.pr.Run(ctx) // not awaited: a read stuck in the driver never returns
@@ -46,31 +49,42 @@ func (m *Monitor) runProcs(ctx context.Context) {
 		m.atopSrv.Start(ctx)
 		defer m.atopSrv.Close()
 	}
-	tk := time.NewTicker(procEvery)
-	defer tk.Stop()
-	now := time.Now()
-	for {
-		for _, gs := range m.gpus {
-			// A GPU backing off after failures or loss is not asked for
-			// its processes either: a faulted GPU answers only after long
-			// timeouts. Its last read stays (with its age).
-			nt := gs.nextTry.Load()
-			gs.pr.Tick(now, nt == 0 || now.UnixNano() >= nt)
-			p := gs.pr.Latest()
+	<-ctx.Done()
+}
+
+// procTick runs on the poll loop at the end of tick k. Each GPU's process
+// read is part of the slow tier: it starts about once a second (procTicks),
+// on a different tick for each GPU, and less often while the pacer stretches
+// the slow tier because NVML is too slow for the interval; a read held back
+// that way is counted (process_reads_stretched). A GPU backing off after
+// failures or loss is not asked either: a faulted GPU answers only after
+// long timeouts, and its last read stays (with its age). A read past the
+// deadline is published as hung. Once a second the latest lists go to atop,
+// whose second closes. Nothing here waits on NVML: a read runs on its GPU's
+// reader goroutine.
+func (m *Monitor) procTick(now time.Time, k uint64) {
+	for i, gs := range m.gpus {
+		nt := gs.nextTry.Load()
+		answering := nt == 0 || now.UnixNano() >= nt
+		due, held := m.host.Pacer.SlowDue(k, i, m.procTicks)
+		if held && answering {
+			m.procsHeld.Add(1)
+		}
+		gs.pr.Tick(now, due && answering)
+		if p := gs.pr.Latest(); p != gs.procsShown {
+			gs.procsShown = p
 			gs.slot.Update(func(g *live.GPU) { g.Processes = p })
-			if m.atop != nil {
-				m.atop.Info(gs.info())
-				m.atop.Procs(p)
-			}
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case now = <-tk.C:
-		}
-		if m.atop != nil {
-			m.atop.Second()
-		}
+	}
+	if m.atop == nil || k%uint64(m.procTicks) != 0 {
+		return
+	}
+	if k > 0 {
+		m.atop.Second()
+	}
+	for _, gs := range m.gpus {
+		m.atop.Info(gs.info())
+		m.atop.Procs(gs.pr.Latest())
 	}
 }
 

@@ -67,3 +67,47 @@ func TestProcessesPublishedAndInCrashSnapshot(t *testing.T) {
 		}
 	})
 }
+
+// TestProcessReadsStretchWithTheSlowTier: the process reads are part of the
+// slow tier. At the normal rate each GPU's list is read about once a second;
+// when NVML time per tick nears the interval (every call takes 5 ms here, a
+// sample about 70 ms of the 100 ms), the pacer stretches the slow tier and the
+// process reads with it, and every read held back is counted. One GPU: the
+// Go executor's process-wide field-values lock is a channel from outside the
+// test's bubble, and a second GPU waiting on it would stop fake time.
+func TestProcessReadsStretchWithTheSlowTier(t *testing.T) {
+	reads := func(latency time.Duration) (perGPU []int, held uint64, status string) {
+		synctest.Test(t, func(t *testing.T) {
+			r := newRig(t, 1, nil)
+			r.devs[0].Update(func(d *fakenvml.Dev) { d.Latency = latency })
+			r.run(20*time.Second, nil)
+			for _, d := range r.devs {
+				perGPU = append(perGPU, d.Count("GetComputeRunningProcesses"))
+			}
+			held = r.m.procsHeld.Load()
+			status = r.logs.String()
+		})
+		return perGPU, held, status
+	}
+	normal, held, _ := reads(0)
+	for i, n := range normal {
+		if n < 18 || n > 22 {
+			t.Errorf("normal rate: GPU %d's processes read %d times in 20 s, want about once a second", i, n)
+		}
+	}
+	if held != 0 {
+		t.Errorf("normal rate: %d reads counted as held back", held)
+	}
+	slow, held, status := reads(5 * time.Millisecond)
+	for i, n := range slow {
+		if n > 8 {
+			t.Errorf("NVML near the interval: GPU %d's processes read %d times in 20 s, want the slow tier's stretch (at most 8)", i, n)
+		}
+	}
+	if want := uint64(20 - 8); held < want {
+		t.Errorf("NVML near the interval: %d reads counted as held back, want at least %d", held, want)
+	}
+	if !strings.Contains(status, "process_reads_stretched=") || strings.Contains(status, "process_reads_stretched=0 ") {
+		t.Errorf("the final status line does not count the held-back reads:\n%s", status)
+	}
+}

@@ -198,6 +198,23 @@ func median(v *[pacerWindow]time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
+// SlowDue reports whether once-a-period slow-tier work of GPU idx outside
+// its sample (its process reads), which runs every slowEvery ticks at the
+// normal rate, is due on tick k at the current stretch level; held says it
+// would have been due at the normal rate and the stretch holds it back (the
+// caller counts it). GPUs are staggered as in their samples; tick 0 is due
+// for every GPU.
+func (p *Pacer) SlowDue(k uint64, idx, slowEvery int) (due, held bool) {
+	if k == 0 {
+		return true, false
+	}
+	period := uint64(max(slowEvery, 1))
+	at := k + uint64(idx)
+	normal := at%period == 0
+	due = at%(period*uint64(stretchLevels[p.Level()].slowMult)) == 0
+	return due, normal && !due
+}
+
 // due reports which optional tiers GPU idx reads in its sample number n at
 // stretch level lvl, with the slow tier's normal period slowEvery. GPUs are
 // staggered (GPU i reads on sample numbers = -i modulo the period) so that a

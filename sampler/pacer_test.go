@@ -193,3 +193,41 @@ func BenchmarkPacerRecord(b *testing.B) {
 		p.Record(start, start.Add(time.Millisecond))
 	}
 }
+
+// TestSlowDueStretchesWithTheLevel: work outside the sample that belongs to
+// the slow tier (process reads) is due once per period at level 0, staggered
+// across GPUs, and at the stretch level's multiple above it; every normal
+// occasion the stretch skips is reported held.
+func TestSlowDueStretchesWithTheLevel(t *testing.T) {
+	for _, tc := range []struct{ lvl, due, held int }{{0, 64, 0}, {1, 16, 48}, {2, 4, 60}, {3, 1, 63}} {
+		p := NewPacer(100*time.Millisecond, nil)
+		p.level.Store(int32(tc.lvl))
+		for gpu := range 3 {
+			due, held := 0, 0
+			for k := uint64(1); k <= 640; k++ {
+				d, h := p.SlowDue(k, gpu, 10)
+				if d && h {
+					t.Fatalf("level %d tick %d: due and held at once", tc.lvl, k)
+				}
+				if d {
+					due++
+				}
+				if h {
+					held++
+				}
+			}
+			if due != tc.due || held != tc.held {
+				t.Errorf("level %d GPU %d, 640 ticks: due %d held %d, want %d and %d", tc.lvl, gpu, due, held, tc.due, tc.held)
+			}
+		}
+	}
+	var nilPacer *Pacer
+	if d, _ := nilPacer.SlowDue(0, 5, 10); !d {
+		t.Error("tick 0 must be due for every GPU")
+	}
+	for k := uint64(1); k < 10; k++ {
+		if d, _ := nilPacer.SlowDue(k, 0, 10); d {
+			t.Errorf("GPU 0 due on tick %d at a period of 10", k)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
@@ -34,6 +35,51 @@ func pidNamespace(root string) nsState {
 		return nsHost
 	}
 	return nsOther
+}
+
+// describeRefresh is how long a listed process's name and command line are
+// kept before /proc is read for them again. Reading them every second for
+// every process (two opens, reads and closes each) cost a fifth of the
+// logger's CPU at 8 GPUs; a process keeps its PID while it is listed, and
+// one that leaves the list is forgotten, so a reused PID is read afresh. A
+// process renaming itself (setproctitle) shows within this time.
+const describeRefresh = time.Minute
+
+// procDesc is what describe found for a PID, and when (ProcReader.mono).
+type procDesc struct {
+	name, cmdline string
+	trunc         bool
+	origin        reading.ProcOrigin
+	at            int64
+	gen           uint64 // the read that last listed the PID
+}
+
+// describeAll names the listed processes: from /proc for a PID not listed
+// in the previous read or described over describeRefresh ago, from memory
+// otherwise. PIDs no longer listed are forgotten.
+func (p *ProcReader) describeAll(list []reading.Process) {
+	if p.descs == nil {
+		p.descs = map[uint32]procDesc{}
+	}
+	p.descGen++
+	now := p.mono()
+	for i := range list {
+		pr := &list[i]
+		d, ok := p.descs[pr.PID]
+		if ok && now-d.at < int64(describeRefresh) {
+			pr.Name, pr.Cmdline, pr.CmdlineTrunc, pr.Origin = d.name, d.cmdline, d.trunc, d.origin
+		} else {
+			p.describe(pr)
+			d = procDesc{name: pr.Name, cmdline: pr.Cmdline, trunc: pr.CmdlineTrunc, origin: pr.Origin, at: now}
+		}
+		d.gen = p.descGen
+		p.descs[pr.PID] = d
+	}
+	for pid, d := range p.descs {
+		if d.gen != p.descGen {
+			delete(p.descs, pid)
+		}
+	}
 }
 
 // describe fills a process's name and command line from /proc, or says why

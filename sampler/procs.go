@@ -50,7 +50,9 @@ type ProcReader struct {
 	lastTS   uint64 // newest GetProcessUtilization timestamp seen (us)
 	memTotal reading.Opt[uint64]
 	lastGood *reading.Procs
-	failing  bool // the last read failed: the next failure is not logged again
+	failing  bool                // the last read failed: the next failure is not logged again
+	descs    map[uint32]procDesc // names from /proc of the listed processes (procfs.go)
+	descGen  uint64
 	hung     atomic.Bool
 
 	hungs, fails atomic.Uint64 // reads that hung past the deadline / failed
@@ -246,9 +248,7 @@ func (p *ProcReader) read(start time.Time) *reading.Procs {
 	}
 	slices.SortFunc(out.List, func(a, b reading.Process) int { return int(int64(a.PID) - int64(b.PID)) })
 	p.readUtil(dev, out.List)
-	for i := range out.List {
-		p.describe(&out.List[i])
-	}
+	p.describeAll(out.List)
 	out.Status = reading.ProcOK
 	return p.finish(out)
 }

@@ -265,3 +265,49 @@ func TestProcReaderHeldBack(t *testing.T) {
 		t.Errorf("after the back-off: %v", got.Status)
 	}
 }
+
+// TestProcReaderDescribesOncePerListing: a process's name is read from /proc
+// when it appears in the list, kept from memory while it stays listed (not
+// reopened every second), read again once it is a minute old, and read
+// afresh when its PID leaves the list and comes back (a reused PID).
+func TestProcReaderDescribesOncePerListing(t *testing.T) {
+	d := fakenvml.NewDev()
+	d.Procs = []nvml.ProcessInfo{{Pid: 100, UsedGpuMemory: 1 << 30}}
+	root := fakeProc(t, initPIDNamespace, map[int][2]string{100: {"first", "first\x00"}})
+	rename := func(name string) {
+		if err := os.WriteFile(filepath.Join(root, "100", "comm"), []byte(name+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	listed := func(procs []nvml.ProcessInfo) { d.Update(func(d *fakenvml.Dev) { d.Procs = procs }) }
+	name := func(r *reading.Procs) string {
+		if len(r.List) != 1 {
+			return "(not listed)"
+		}
+		return r.List[0].Name
+	}
+	p := newProcTest(t, d, root)
+	if got := name(readOnce(t, p)); got != "first" {
+		t.Fatalf("first read: %q", got)
+	}
+	rename("second")
+	if got := name(readOnce(t, p)); got != "first" {
+		t.Errorf("still listed: %q, want the name kept from the first read", got)
+	}
+	listed(nil)
+	if got := readOnce(t, p); len(got.List) != 0 {
+		t.Fatalf("emptied list: %+v", got.List)
+	}
+	listed([]nvml.ProcessInfo{{Pid: 100, UsedGpuMemory: 1 << 30}})
+	if got := name(readOnce(t, p)); got != "second" {
+		t.Errorf("PID listed again: %q, want it read afresh", got)
+	}
+	rename("third")
+	// Age the kept name past describeRefresh (the reader is idle between reads).
+	e := p.descs[100]
+	e.at -= int64(describeRefresh)
+	p.descs[100] = e
+	if got := name(readOnce(t, p)); got != "third" {
+		t.Errorf("a minute later: %q, want it read again", got)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"maps"
 	"sync"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
@@ -45,6 +46,9 @@ type Dev struct {
 	Procs, GProcs                  []nvml.ProcessInfo     // compute and graphics processes
 	ProcUtil                       []nvml.ProcessUtilizationSample
 	MemTotal                       uint64
+	// Latency is how long every call takes: a real wait (fake time inside a
+	// synctest bubble), as on a slow driver.
+	Latency time.Duration
 }
 
 // NewDev returns a healthy two-fan GPU.
@@ -74,7 +78,11 @@ func (d *Dev) call(fn string) nvml.Return {
 	r, ok := d.ret[fn]
 	b := d.block[fn]
 	entered := d.entered
+	lat := d.Latency
 	d.mu.Unlock()
+	if lat > 0 {
+		time.Sleep(lat)
+	}
 	if b != nil {
 		if entered != nil {
 			entered <- fn
