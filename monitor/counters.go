@@ -188,18 +188,16 @@ func (h *dropHistory) recent(now uint64) uint64 {
 	return now - min(oldest, now)
 }
 
-// watchLosses logs, once a second, the first occurrence of each loss counter
-// whose owner does not log it with details itself, and keeps the history of
-// dropped rows.
+// watchLosses logs, once a second (paced by the poll loop), the first
+// occurrence of each loss counter whose owner does not log it with details
+// itself, and keeps the history of dropped rows.
 func (m *Monitor) watchLosses(ctx context.Context) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
 	logged := make([]bool, len(counterTable))
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-m.secondTick:
 		}
 		m.checkLosses(logged)
 		d := m.csv.Stats().Dropped

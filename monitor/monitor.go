@@ -75,6 +75,12 @@ type Monitor struct {
 	procTicks int           // ticks per process read of a GPU at the normal rate (procs.go)
 	procsHeld atomic.Uint64 // process reads held back by the pacer
 
+	// Periodic work paced by the poll loop, so that it runs while the
+	// process is awake for a tick rather than on timers of its own: the
+	// CSV's sync round every FsyncEvery, the loss check every second.
+	syncTick, secondTick chan time.Time
+	lastSync             time.Time // poll goroutine only
+
 	smu          sync.Mutex // guards the fields below
 	lastIncident live.Incident
 	kmsgState    string
@@ -104,6 +110,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	}
 	m := &Monitor{cfg: cfg, log: cfg.Logger, host: host, byIndex: map[int]*gpuState{}, byBus: map[reading.PCIAddr]*gpuState{},
 		start: time.Now(), xidSeen: map[xidKey]xidSeen{}, side: make(chan func(), 256),
+		syncTick: make(chan time.Time, 1), secondTick: make(chan time.Time, 1),
 		cadence: newCadence(cfg.Interval), kmsgState: "disabled", eventsState: "starting",
 		kclock: newKernelClock(host.KernelClock())}
 	if cfg.KmsgPath != "" {
@@ -126,7 +133,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	m.setupProcs()
 	csv, err := sink.NewCSV(sink.CSVConfig{
 		Dir: cfg.LogDir, RetentionDays: cfg.RetentionDays, FsyncEvery: cfg.FsyncEvery,
-		MinFreeMB: cfg.MinFreeMB, Compress: cfg.Compress, Logger: m.log,
+		MinFreeMB: cfg.MinFreeMB, Compress: cfg.Compress, Logger: m.log, Tick: m.syncTick,
 	}, cols)
 	if err != nil {
 		return nil, err
@@ -296,6 +303,7 @@ func (m *Monitor) loop(ctx context.Context, sigs <-chan os.Signal) {
 			}
 		}
 	}()
+	m.lastSync = time.Now() // the first sync round one FsyncEvery after the start
 	m.tick(time.Now())
 	m.ticks.Add(1)
 	for {
@@ -344,13 +352,30 @@ func (m *Monitor) tick(now time.Time) {
 			m.log.Info("first sample of every GPU written")
 		}
 	}
-	m.procTick(now, m.ticks.Load())
+	k := m.ticks.Load()
+	m.procTick(now, k)
+	if now.Sub(m.lastSync) >= m.cfg.FsyncEvery {
+		m.lastSync = now
+		nudge(m.syncTick, now)
+	}
+	if k%uint64(m.procTicks) == 0 {
+		nudge(m.secondTick, now)
+	}
 	m.cfg.Notifier.Watchdog()
 	if now.Sub(m.lastSummary) >= m.cfg.SummaryEvery {
 		elapsed := now.Sub(m.lastSummary)
 		m.lastSummary = now
 		m.windowStart.Store(now.UnixNano())
 		m.queue("a summary.log line", -1, func() { m.writeSummary(now, elapsed) })
+	}
+}
+
+// nudge hands now to periodic work waiting on ch without waiting: work
+// still busy with the last value skips this one.
+func nudge(ch chan<- time.Time, now time.Time) {
+	select {
+	case ch <- now:
+	default:
 	}
 }
 

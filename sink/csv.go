@@ -40,7 +40,13 @@ type CSVConfig struct {
 	Now func() time.Time
 	// FreeBytes reports free space for the directory. Default statfs.
 	FreeBytes func(dir string) (uint64, error)
-	Logger    *slog.Logger
+	// Tick, when set, paces the periodic round (the sync of dirty files and
+	// the disk check): it runs once per value received, and the sender
+	// keeps to FsyncEvery. The logger sends from its poll loop, so the
+	// round runs while the process is awake for a tick instead of waking it
+	// on a timer of its own. Nil: a ticker every FsyncEvery.
+	Tick   <-chan time.Time
+	Logger *slog.Logger
 
 	// wrap lets tests put a failing writer around the opened file.
 	wrap func(*os.File) file
@@ -624,21 +630,26 @@ func (c *CSV) Close() error {
 	return errors.Join(errs...)
 }
 
-// background hands dirty files to the sync thread every FsyncEvery and checks
+// background hands dirty files to the sync thread every FsyncEvery (or at
+// each value from cfg.Tick) and checks
 // free space every DiskCheckEvery, or on every tick while rows are paused (a
 // full disk is probed each tick, so rows resume within a tick of space
 // returning). Syncing runs outside the GPU locks and off the Go scheduler, so
 // a slow disk never holds up a row.
 func (c *CSV) background() {
 	defer close(c.done)
-	t := time.NewTicker(c.cfg.FsyncEvery)
-	defer t.Stop()
+	tick := c.cfg.Tick
+	if tick == nil {
+		t := time.NewTicker(c.cfg.FsyncEvery)
+		defer t.Stop()
+		tick = t.C
+	}
 	lastDisk := time.Now()
 	for {
 		select {
 		case <-c.stop:
 			return
-		case <-t.C:
+		case <-tick:
 		}
 		c.syncDirty()
 		c.syncNewEntries()

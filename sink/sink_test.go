@@ -589,3 +589,28 @@ func TestRotationAcrossDSTChange(t *testing.T) {
 		t.Errorf("timestamps around the change: %q, %q", day1[1][:29], day1[2][:29])
 	}
 }
+
+// TestPeriodicSyncPacedByTick: with Tick set, the sync round runs when a
+// value arrives on it (the logger's poll loop), not on a timer of its own:
+// FsyncEvery is an hour here, so only the ticks can make the rounds.
+func TestPeriodicSyncPacedByTick(t *testing.T) {
+	tick := make(chan time.Time)
+	c := newTestCSV(t, t.TempDir(), CSVConfig{FsyncEvery: time.Hour, Tick: tick})
+	before := c.Stats().SyncBatches
+	s := fullSample()
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Stats().SyncBatches < before+2 {
+		s.Time = s.Time.Add(100 * time.Millisecond)
+		if err := c.Write(&s); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case tick <- s.Time:
+		case <-time.After(time.Until(deadline)):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no sync round completed for the ticks sent")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
