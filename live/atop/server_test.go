@@ -175,16 +175,23 @@ func TestBadAndSilentClientsDropped(t *testing.T) {
 	if cn := srv.Counters(); cn.Bad != 0 || cn.TimedOut != 2 || cn.Requests != 0 {
 		t.Errorf("counters after silence %+v", cn)
 	}
-	// It still serves a client that asks in time (one that is descheduled
-	// for 100 ms between connecting and asking is dropped: ask again).
+	// It still serves a client that asks in time.
+	servedBy(t, addrs[0], deadline, "after dropping silent clients")
+}
+
+// servedBy dials addr until a client is served, failing the test at
+// deadline. A client descheduled for 100 ms between connecting and asking is
+// dropped as silent: it asks again.
+func servedBy(t *testing.T, addr string, deadline time.Time, when string) {
+	t.Helper()
 	for {
-		cl, err := atoptest.Dial("tcp", addrs[0], 1)
+		cl, err := atoptest.Dial("tcp", addr, 1)
 		if err == nil {
 			cl.Close()
-			break
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("not served after dropping silent clients: %v", err)
+			t.Fatalf("not served %s: %v", when, err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -220,16 +227,5 @@ func TestConnectionLimit(t *testing.T) {
 		t.Error(err)
 	}
 	open[1].Close()
-	deadline := time.Now().Add(giveUp)
-	for {
-		cl, err := atoptest.Dial("tcp", addrs[0], 1)
-		if err == nil {
-			cl.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("slot not freed: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	servedBy(t, addrs[0], time.Now().Add(giveUp), "after an admitted client left (slot not freed)")
 }
