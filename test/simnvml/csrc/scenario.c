@@ -908,25 +908,19 @@ static int stmt_static(struct parser *p, struct nvmlDevice_st *d, char **tok, in
 			return perr(p, "expected: gpu SEL " usage); \
 	} while (0)
 
-	if (strcmp(k, "name") == 0) {
-		ARGS(1, "name \"TEXT\"");
-		return copy_field(p, d->name, sizeof(d->name), tok[1], "name");
-	}
-	if (strcmp(k, "uuid") == 0) {
-		ARGS(1, "uuid TEXT");
-		return copy_field(p, d->uuid, sizeof(d->uuid), tok[1], "uuid");
-	}
-	if (strcmp(k, "serial") == 0) {
-		ARGS(1, "serial TEXT");
-		return copy_field(p, d->serial, sizeof(d->serial), tok[1], "serial");
-	}
-	if (strcmp(k, "vbios") == 0) {
-		ARGS(1, "vbios TEXT");
-		return copy_field(p, d->vbios, sizeof(d->vbios), tok[1], "vbios");
-	}
-	if (strcmp(k, "part") == 0) {
-		ARGS(1, "part TEXT");
-		return copy_field(p, d->part, sizeof(d->part), tok[1], "part");
+	/* The text facts, each a char array of the device named like its key. */
+#define TEXT_FACT(f) { #f, offsetof(struct nvmlDevice_st, f), sizeof(((struct nvmlDevice_st *)0)->f) }
+	static const struct {
+		const char *key;
+		size_t off, size;
+	} texts[] = { TEXT_FACT(name), TEXT_FACT(uuid), TEXT_FACT(serial), TEXT_FACT(vbios), TEXT_FACT(part) };
+#undef TEXT_FACT
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		if (strcmp(k, texts[i].key) == 0) {
+			if (n != 2)
+				return perr(p, "expected: gpu SEL %s \"TEXT\"", k);
+			return copy_field(p, (char *)d + texts[i].off, texts[i].size, tok[1], k);
+		}
 	}
 	if (strcmp(k, "busid") == 0) {
 		unsigned int dom, bus, dev;
