@@ -392,66 +392,30 @@ int nvmlDeviceGetAccountingStats(void) { return stub(15); }
 int nvmlDeviceGetAccountingStats_v2(void) { return stub(16); }
 int nvmlDeviceGetActiveVgpus(void) { return stub(17); }
 int nvmlDeviceGetAdaptiveClockInfoStatus(void) { return stub(18); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetAdaptiveTgpModeInfo_v1(void) { return stub(19); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetAddressingMode(void) { return stub(20); }
-#endif
 int nvmlDeviceGetApplicationsClock(void) { return stub(21); }
 int nvmlDeviceGetAttributes(void) { return stub(22); }
 int nvmlDeviceGetAttributes_v2(void) { return stub(23); }
 int nvmlDeviceGetAutoBoostedClocksEnabled(void) { return stub(24); }
 int nvmlDeviceGetBAR1MemoryInfo(void) { return stub(25); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetBBXTimeData_v1(void) { return stub(26); }
-#endif
 int nvmlDeviceGetBankRemapperStatus_v1(void) { return stub(27); }
 int nvmlDeviceGetBoardId(void) { return stub(28); }
 int nvmlDeviceGetBridgeChipInfo(void) { return stub(29); }
 int nvmlDeviceGetBusType(void) { return stub(30); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetC2cModeInfoV(void) { return stub(31); }
-#endif
 int nvmlDeviceGetCapabilities(void) { return stub(32); }
 int nvmlDeviceGetClkMonStatus(void) { return stub(33); }
 int nvmlDeviceGetClock(void) { return stub(34); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetClockOffsets(void) { return stub(35); }
-#endif
 int nvmlDeviceGetComputeInstanceId(void) { return stub(36); }
 int nvmlDeviceGetComputeMode(void) { return stub(37); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetConfComputeGpuAttestationReport(void) { return stub(38); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetConfComputeGpuCertificate(void) { return stub(39); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetConfComputeMemSizeInfo(void) { return stub(40); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetConfComputeProtectedMemoryUsage(void) { return stub(41); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetCoolerInfo(void) { return stub(42); }
-#endif
 int nvmlDeviceGetCpuAffinity(void) { return stub(43); }
 int nvmlDeviceGetCpuAffinityWithinScope(void) { return stub(44); }
 int nvmlDeviceGetCreatableVgpus(void) { return stub(45); }
 int nvmlDeviceGetCudaComputeCapability(void) { return stub(46); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetCurrentClockFreqs(void) { return stub(47); }
-#endif
 int nvmlDeviceGetDefaultApplicationsClock(void) { return stub(48); }
 int nvmlDeviceGetDefaultEccMode(void) { return stub(49); }
 int nvmlDeviceGetDetailedEccErrors(void) { return stub(50); }
 int nvmlDeviceGetDeviceHandleFromMigDeviceHandle(void) { return stub(51); }
 int nvmlDeviceGetDisplayActive(void) { return stub(52); }
 int nvmlDeviceGetDisplayMode(void) { return stub(53); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetDramEncryptionMode(void) { return stub(54); }
-#endif
 int nvmlDeviceGetDriverModel(void) { return stub(55); }
 int nvmlDeviceGetDriverModel_v2(void) { return stub(56); }
 int nvmlDeviceGetDynamicPstatesInfo(void) { return stub(57); }
@@ -462,18 +426,6 @@ int nvmlDeviceGetEncoderStats(void) { return stub(61); }
 int nvmlDeviceGetFBCSessions(void) { return stub(62); }
 int nvmlDeviceGetFBCStats(void) { return stub(63); }
 int nvmlDeviceGetFanSpeedRPM(void) { return stub(64); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetGpcClkMinMaxVfOffset(void) { return stub(65); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetGpcClkVfOffset(void) { return stub(66); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetGpuFabricInfo(void) { return stub(67); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetGpuFabricInfoV(void) { return stub(68); }
-#endif
 int nvmlDeviceGetGpuFabricInfo_v4(void) { return stub(69); }
 int nvmlDeviceGetGpuInstanceById(void) { return stub(70); }
 int nvmlDeviceGetGpuInstanceId(void) { return stub(71); }
@@ -491,39 +443,15 @@ int nvmlDeviceGetGridLicensableFeatures_v2(void) { return stub(82); }
 int nvmlDeviceGetGridLicensableFeatures_v3(void) { return stub(83); }
 int nvmlDeviceGetGridLicensableFeatures_v4(void) { return stub(84); }
 int nvmlDeviceGetHandleBySerial(void) { return stub(85); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetHandleByUUIDV(void) { return stub(86); }
-#endif
 int nvmlDeviceGetHostVgpuMode(void) { return stub(87); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetHostname_v1(void) { return stub(88); }
-#endif
 int nvmlDeviceGetInforomConfigurationChecksum(void) { return stub(89); }
 int nvmlDeviceGetInforomImageVersion(void) { return stub(90); }
 int nvmlDeviceGetInforomVersion(void) { return stub(91); }
 int nvmlDeviceGetIrqNum(void) { return stub(92); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetJpgUtilization(void) { return stub(93); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetLastBBXFlushTime(void) { return stub(94); }
-#endif
 int nvmlDeviceGetMPSComputeRunningProcesses(void) { return stub(95); }
 int nvmlDeviceGetMPSComputeRunningProcesses_v2(void) { return stub(96); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetMPSComputeRunningProcesses_v3(void) { return stub(97); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetMarginTemperature(void) { return stub(98); }
-#endif
 int nvmlDeviceGetMaxCustomerBoostClock(void) { return stub(99); }
 int nvmlDeviceGetMaxMigDeviceCount(void) { return stub(100); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetMemClkMinMaxVfOffset(void) { return stub(101); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetMemClkVfOffset(void) { return stub(102); }
-#endif
 int nvmlDeviceGetMemoryAffinity(void) { return stub(103); }
 int nvmlDeviceGetMemoryBusWidth(void) { return stub(104); }
 int nvmlDeviceGetMemoryErrorCounter(void) { return stub(105); }
@@ -531,22 +459,10 @@ int nvmlDeviceGetMemoryLimits_v1(void) { return stub(106); }
 int nvmlDeviceGetMigDeviceHandleByIndex(void) { return stub(107); }
 int nvmlDeviceGetMigMode(void) { return stub(108); }
 int nvmlDeviceGetMinMaxClockOfPState(void) { return stub(109); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetMinMaxFanSpeed(void) { return stub(110); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetModuleId(void) { return stub(111); }
-#endif
 int nvmlDeviceGetMultiGpuBoard(void) { return stub(112); }
 int nvmlDeviceGetNumGpuCores(void) { return stub(113); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetNumaNodeId(void) { return stub(114); }
-#endif
 int nvmlDeviceGetNvLinkCapability(void) { return stub(115); }
 int nvmlDeviceGetNvLinkErrorCounter(void) { return stub(116); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetNvLinkInfo(void) { return stub(117); }
-#endif
 int nvmlDeviceGetNvLinkRemoteDeviceType(void) { return stub(118); }
 int nvmlDeviceGetNvLinkRemotePciInfo(void) { return stub(119); }
 int nvmlDeviceGetNvLinkRemotePciInfo_v2(void) { return stub(120); }
@@ -555,78 +471,27 @@ int nvmlDeviceGetNvLinkTelemetrySamples_v1(void) { return stub(122); }
 int nvmlDeviceGetNvLinkUtilizationControl(void) { return stub(123); }
 int nvmlDeviceGetNvLinkUtilizationCounter(void) { return stub(124); }
 int nvmlDeviceGetNvLinkVersion(void) { return stub(125); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetNvlinkBwMode(void) { return stub(126); }
-#endif
 int nvmlDeviceGetNvlinkSupportedBwModes(void) { return stub(127); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetOfaUtilization(void) { return stub(128); }
-#endif
 int nvmlDeviceGetP2PStatus(void) { return stub(129); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetPciInfoExt(void) { return stub(130); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetPcieLinkMaxSpeed(void) { return stub(131); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetPcieSpeed(void) { return stub(132); }
-#endif
 int nvmlDeviceGetPcieThroughput(void) { return stub(133); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetPdi(void) { return stub(134); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetPerformanceModes(void) { return stub(135); }
-#endif
 int nvmlDeviceGetPgpuMetadataString(void) { return stub(136); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetPlatformInfo(void) { return stub(137); }
-#endif
 int nvmlDeviceGetPowerManagementMode(void) { return stub(138); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetPowerMizerMode_v1(void) { return stub(139); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetPowerSource(void) { return stub(140); }
-#endif
 int nvmlDeviceGetProcessesUtilizationInfo(void) { return stub(141); }
 int nvmlDeviceGetRemappedRows(void) { return stub(142); }
 int nvmlDeviceGetRemappedRows_v2(void) { return stub(143); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetRepairStatus(void) { return stub(144); }
-#endif
 int nvmlDeviceGetRetiredPages(void) { return stub(145); }
 int nvmlDeviceGetRetiredPagesPendingStatus(void) { return stub(146); }
 int nvmlDeviceGetRetiredPages_v2(void) { return stub(147); }
 int nvmlDeviceGetRowRemapperHistogram(void) { return stub(148); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetRunningProcessDetailList(void) { return stub(149); }
-#endif
 int nvmlDeviceGetSamples(void) { return stub(150); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetSramEccErrorStatus(void) { return stub(151); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetSramUniqueUncorrectedEccErrorCounts(void) { return stub(152); }
-#endif
 int nvmlDeviceGetSupportedGraphicsClocks(void) { return stub(153); }
 int nvmlDeviceGetSupportedMemoryClocks(void) { return stub(154); }
 int nvmlDeviceGetSupportedPerformanceStates(void) { return stub(155); }
 int nvmlDeviceGetSupportedVgpus(void) { return stub(156); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetTemperatureV(void) { return stub(157); }
-#endif
 int nvmlDeviceGetTopologyCommonAncestor(void) { return stub(158); }
 int nvmlDeviceGetTopologyNearestGpus(void) { return stub(159); }
 int nvmlDeviceGetTotalEccErrors(void) { return stub(160); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetUnrepairableMemoryFlag_v1(void) { return stub(161); }
-#endif
 int nvmlDeviceGetVgpuCapabilities(void) { return stub(162); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceGetVgpuHeterogeneousMode(void) { return stub(163); }
-#endif
 int nvmlDeviceGetVgpuInstancesUtilizationInfo(void) { return stub(164); }
 int nvmlDeviceGetVgpuMetadata(void) { return stub(165); }
 int nvmlDeviceGetVgpuProcessUtilization(void) { return stub(166); }
@@ -672,12 +537,6 @@ int nvmlDeviceSetDefaultFanSpeed_v2(void) { return stub(205); }
 int nvmlDeviceSetDramEncryptionMode(void) { return stub(206); }
 int nvmlDeviceSetDriverModel(void) { return stub(207); }
 int nvmlDeviceSetEccMode(void) { return stub(208); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceSetFanControlPolicy(void) { return stub(209); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceSetFanSpeed_v2(void) { return stub(210); }
-#endif
 int nvmlDeviceSetGpcClkVfOffset(void) { return stub(211); }
 int nvmlDeviceSetGpuLockedClocks(void) { return stub(212); }
 int nvmlDeviceSetGpuOperationMode(void) { return stub(213); }
@@ -703,68 +562,11 @@ int nvmlDeviceSetVgpuSchedulerState_v2(void) { return stub(232); }
 int nvmlDeviceSetVirtualizationMode(void) { return stub(233); }
 int nvmlDeviceValidateInforom(void) { return stub(234); }
 int nvmlDeviceVgpuForceGspUnload(void) { return stub(235); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceWorkloadPowerProfileClearRequestedProfiles(void) { return stub(236); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceWorkloadPowerProfileGetCurrentProfiles(void) { return stub(237); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceWorkloadPowerProfileGetProfilesInfo(void) { return stub(238); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceWorkloadPowerProfileSetRequestedProfiles(void) { return stub(239); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlDeviceWorkloadPowerProfileUpdateProfiles_v1(void) { return stub(240); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlEventSetGetContextCount_v1(void) { return stub(241); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlEventSetGetContextData_v1(void) { return stub(242); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlEventSetGetContextInfo_v1(void) { return stub(243); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlEventSetGetGpuOperationalEventContextLegacyXid_v1(void) { return stub(244); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlEventSetRegisterGpuOperationalEvents_v1(void) { return stub(245); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlEventSetWait_v3(void) { return stub(246); }
-#endif
 int nvmlGetExcludedDeviceCount(void) { return stub(247); }
 int nvmlGetExcludedDeviceInfoByIndex(void) { return stub(248); }
 int nvmlGetVgpuCompatibility(void) { return stub(249); }
 int nvmlGetVgpuDriverCapabilities(void) { return stub(250); }
 int nvmlGetVgpuVersion(void) { return stub(251); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlGpmMetricsGet(void) { return stub(252); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlGpmMigSampleGet(void) { return stub(253); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlGpmQueryDeviceSupport(void) { return stub(254); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlGpmQueryIfStreamingEnabled(void) { return stub(255); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlGpmSampleAlloc(void) { return stub(256); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlGpmSampleFree(void) { return stub(257); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlGpmSampleGet(void) { return stub(258); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlGpmSetStreamingEnabled(void) { return stub(259); }
-#endif
 int nvmlGpuInstanceCreateComputeInstance(void) { return stub(260); }
 int nvmlGpuInstanceCreateComputeInstanceWithPlacement(void) { return stub(261); }
 int nvmlGpuInstanceDestroy(void) { return stub(262); }
@@ -787,45 +589,9 @@ int nvmlGpuInstanceSetVgpuHeterogeneousMode(void) { return stub(278); }
 int nvmlGpuInstanceSetVgpuSchedulerState(void) { return stub(279); }
 int nvmlGpuInstanceSetVgpuSchedulerState_v2(void) { return stub(280); }
 int nvmlSetVgpuVersion(void) { return stub(281); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlSystemEventSetCreate(void) { return stub(282); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlSystemEventSetFree(void) { return stub(283); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlSystemEventSetWait(void) { return stub(284); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlSystemGetCPER_v1(void) { return stub(285); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlSystemGetConfComputeCapabilities(void) { return stub(286); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlSystemGetConfComputeGpusReadyState(void) { return stub(287); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlSystemGetConfComputeKeyRotationThresholdInfo(void) { return stub(288); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlSystemGetConfComputeSettings(void) { return stub(289); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlSystemGetConfComputeState(void) { return stub(290); }
-#endif
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlSystemGetDriverBranch(void) { return stub(291); }
-#endif
 int nvmlSystemGetHicVersion(void) { return stub(292); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlSystemGetNvlinkBwMode(void) { return stub(293); }
-#endif
 int nvmlSystemGetProcessName(void) { return stub(294); }
 int nvmlSystemGetTopologyGpuSet(void) { return stub(295); }
-#ifndef SIMNVML_OLD_DRIVER
-int nvmlSystemRegisterEvents(void) { return stub(296); }
-#endif
 int nvmlSystemSetConfComputeGpusReadyState(void) { return stub(297); }
 int nvmlSystemSetConfComputeKeyRotationThresholdInfo(void) { return stub(298); }
 int nvmlSystemSetNvlinkBwMode(void) { return stub(299); }
@@ -880,5 +646,87 @@ int nvmlVgpuTypeGetMaxInstancesPerVm(void) { return stub(347); }
 int nvmlVgpuTypeGetName(void) { return stub(348); }
 int nvmlVgpuTypeGetNumDisplayHeads(void) { return stub(349); }
 int nvmlVgpuTypeGetResolution(void) { return stub(350); }
+
+/* Newer than the old driver (old_driver.txt). */
+#ifndef SIMNVML_OLD_DRIVER
+int nvmlDeviceGetAdaptiveTgpModeInfo_v1(void) { return stub(19); }
+int nvmlDeviceGetAddressingMode(void) { return stub(20); }
+int nvmlDeviceGetBBXTimeData_v1(void) { return stub(26); }
+int nvmlDeviceGetC2cModeInfoV(void) { return stub(31); }
+int nvmlDeviceGetClockOffsets(void) { return stub(35); }
+int nvmlDeviceGetConfComputeGpuAttestationReport(void) { return stub(38); }
+int nvmlDeviceGetConfComputeGpuCertificate(void) { return stub(39); }
+int nvmlDeviceGetConfComputeMemSizeInfo(void) { return stub(40); }
+int nvmlDeviceGetConfComputeProtectedMemoryUsage(void) { return stub(41); }
+int nvmlDeviceGetCoolerInfo(void) { return stub(42); }
+int nvmlDeviceGetCurrentClockFreqs(void) { return stub(47); }
+int nvmlDeviceGetDramEncryptionMode(void) { return stub(54); }
+int nvmlDeviceGetGpcClkMinMaxVfOffset(void) { return stub(65); }
+int nvmlDeviceGetGpcClkVfOffset(void) { return stub(66); }
+int nvmlDeviceGetGpuFabricInfo(void) { return stub(67); }
+int nvmlDeviceGetGpuFabricInfoV(void) { return stub(68); }
+int nvmlDeviceGetHandleByUUIDV(void) { return stub(86); }
+int nvmlDeviceGetHostname_v1(void) { return stub(88); }
+int nvmlDeviceGetJpgUtilization(void) { return stub(93); }
+int nvmlDeviceGetLastBBXFlushTime(void) { return stub(94); }
+int nvmlDeviceGetMPSComputeRunningProcesses_v3(void) { return stub(97); }
+int nvmlDeviceGetMarginTemperature(void) { return stub(98); }
+int nvmlDeviceGetMemClkMinMaxVfOffset(void) { return stub(101); }
+int nvmlDeviceGetMemClkVfOffset(void) { return stub(102); }
+int nvmlDeviceGetMinMaxFanSpeed(void) { return stub(110); }
+int nvmlDeviceGetModuleId(void) { return stub(111); }
+int nvmlDeviceGetNumaNodeId(void) { return stub(114); }
+int nvmlDeviceGetNvLinkInfo(void) { return stub(117); }
+int nvmlDeviceGetNvlinkBwMode(void) { return stub(126); }
+int nvmlDeviceGetOfaUtilization(void) { return stub(128); }
+int nvmlDeviceGetPciInfoExt(void) { return stub(130); }
+int nvmlDeviceGetPcieLinkMaxSpeed(void) { return stub(131); }
+int nvmlDeviceGetPcieSpeed(void) { return stub(132); }
+int nvmlDeviceGetPdi(void) { return stub(134); }
+int nvmlDeviceGetPerformanceModes(void) { return stub(135); }
+int nvmlDeviceGetPlatformInfo(void) { return stub(137); }
+int nvmlDeviceGetPowerMizerMode_v1(void) { return stub(139); }
+int nvmlDeviceGetPowerSource(void) { return stub(140); }
+int nvmlDeviceGetRepairStatus(void) { return stub(144); }
+int nvmlDeviceGetRunningProcessDetailList(void) { return stub(149); }
+int nvmlDeviceGetSramEccErrorStatus(void) { return stub(151); }
+int nvmlDeviceGetSramUniqueUncorrectedEccErrorCounts(void) { return stub(152); }
+int nvmlDeviceGetTemperatureV(void) { return stub(157); }
+int nvmlDeviceGetUnrepairableMemoryFlag_v1(void) { return stub(161); }
+int nvmlDeviceGetVgpuHeterogeneousMode(void) { return stub(163); }
+int nvmlDeviceSetFanControlPolicy(void) { return stub(209); }
+int nvmlDeviceSetFanSpeed_v2(void) { return stub(210); }
+int nvmlDeviceWorkloadPowerProfileClearRequestedProfiles(void) { return stub(236); }
+int nvmlDeviceWorkloadPowerProfileGetCurrentProfiles(void) { return stub(237); }
+int nvmlDeviceWorkloadPowerProfileGetProfilesInfo(void) { return stub(238); }
+int nvmlDeviceWorkloadPowerProfileSetRequestedProfiles(void) { return stub(239); }
+int nvmlDeviceWorkloadPowerProfileUpdateProfiles_v1(void) { return stub(240); }
+int nvmlEventSetGetContextCount_v1(void) { return stub(241); }
+int nvmlEventSetGetContextData_v1(void) { return stub(242); }
+int nvmlEventSetGetContextInfo_v1(void) { return stub(243); }
+int nvmlEventSetGetGpuOperationalEventContextLegacyXid_v1(void) { return stub(244); }
+int nvmlEventSetRegisterGpuOperationalEvents_v1(void) { return stub(245); }
+int nvmlEventSetWait_v3(void) { return stub(246); }
+int nvmlGpmMetricsGet(void) { return stub(252); }
+int nvmlGpmMigSampleGet(void) { return stub(253); }
+int nvmlGpmQueryDeviceSupport(void) { return stub(254); }
+int nvmlGpmQueryIfStreamingEnabled(void) { return stub(255); }
+int nvmlGpmSampleAlloc(void) { return stub(256); }
+int nvmlGpmSampleFree(void) { return stub(257); }
+int nvmlGpmSampleGet(void) { return stub(258); }
+int nvmlGpmSetStreamingEnabled(void) { return stub(259); }
+int nvmlSystemEventSetCreate(void) { return stub(282); }
+int nvmlSystemEventSetFree(void) { return stub(283); }
+int nvmlSystemEventSetWait(void) { return stub(284); }
+int nvmlSystemGetCPER_v1(void) { return stub(285); }
+int nvmlSystemGetConfComputeCapabilities(void) { return stub(286); }
+int nvmlSystemGetConfComputeGpusReadyState(void) { return stub(287); }
+int nvmlSystemGetConfComputeKeyRotationThresholdInfo(void) { return stub(288); }
+int nvmlSystemGetConfComputeSettings(void) { return stub(289); }
+int nvmlSystemGetConfComputeState(void) { return stub(290); }
+int nvmlSystemGetDriverBranch(void) { return stub(291); }
+int nvmlSystemGetNvlinkBwMode(void) { return stub(293); }
+int nvmlSystemRegisterEvents(void) { return stub(296); }
+#endif
 
 #pragma GCC visibility pop

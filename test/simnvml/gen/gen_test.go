@@ -8,18 +8,26 @@ import (
 	"testing"
 )
 
-// TestStubsUpToDate fails when csrc/stubs_gen.c differs from what the
-// generator produces now (go-nvml upgraded, a function modelled or
-// old_driver.txt edited without rerunning `go run ./gen`).
-func TestStubsUpToDate(t *testing.T) {
+// generate returns the simnvml directory and the stubs the generator
+// writes now.
+func generate(t *testing.T) (root string, src []byte) {
+	t.Helper()
 	root, err := FindSimDir("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := Generate(root)
+	src, err = Generate(root)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return root, src
+}
+
+// TestStubsUpToDate fails when csrc/stubs_gen.c differs from what the
+// generator produces now (go-nvml upgraded, a function modelled or
+// old_driver.txt edited without rerunning `go run ./gen`).
+func TestStubsUpToDate(t *testing.T) {
+	root, want := generate(t)
 	have, err := os.ReadFile(filepath.Join(root, StubsFile))
 	if err != nil {
 		t.Fatal(err)
@@ -32,10 +40,7 @@ func TestStubsUpToDate(t *testing.T) {
 // TestStubsCoverGoNvml checks the partition: every symbol go-nvml calls is
 // either hand-written or stubbed, never both.
 func TestStubsCoverGoNvml(t *testing.T) {
-	root, err := FindSimDir("")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, src := generate(t)
 	dir, err := GoNvmlDir(root)
 	if err != nil {
 		t.Fatal(err)
@@ -45,10 +50,6 @@ func TestStubsCoverGoNvml(t *testing.T) {
 		t.Fatal(err)
 	}
 	hand, err := HandWritten(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := Generate(root)
 	if err != nil {
 		t.Fatal(err)
 	}

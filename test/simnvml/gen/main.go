@@ -245,15 +245,19 @@ func Generate(simDir string) ([]byte, error) {
 	b.WriteString("\t__atomic_fetch_add(&simnvml_stub_calls[i], 1, __ATOMIC_RELAXED);\n")
 	b.WriteString("\treturn 3; /* NVML_ERROR_NOT_SUPPORTED */\n}\n\n")
 	b.WriteString("#pragma GCC visibility push(default)\n\n")
-	for i, s := range stubs {
-		line := fmt.Sprintf("int %s(void) { return stub(%d); }\n", s, i)
-		if oldSet[s] {
-			b.WriteString("#ifndef SIMNVML_OLD_DRIVER\n" + line + "#endif\n")
-		} else {
-			b.WriteString(line)
+	// Every build's stubs first, then in one block those the old driver
+	// lacks; the numbers index simnvml_stub_names either way.
+	for _, newer := range []bool{false, true} {
+		if newer {
+			b.WriteString("\n/* Newer than the old driver (old_driver.txt). */\n#ifndef SIMNVML_OLD_DRIVER\n")
+		}
+		for i, s := range stubs {
+			if oldSet[s] == newer {
+				fmt.Fprintf(&b, "int %s(void) { return stub(%d); }\n", s, i)
+			}
 		}
 	}
-	b.WriteString("\n#pragma GCC visibility pop\n")
+	b.WriteString("#endif\n\n#pragma GCC visibility pop\n")
 	return b.Bytes(), nil
 }
 
