@@ -21,6 +21,7 @@ static void *loop(void *arg)
 	struct gt_batch_thread *t = arg;
 	uint64_t v;
 
+	pthread_setname_np(pthread_self(), "gt-batch"); // tell it apart in /proc/<pid>/task
 	for (;;) {
 		if (read(t->req, &v, sizeof(v)) != sizeof(v)) {
 			if (errno == EINTR || errno == EAGAIN)

@@ -75,6 +75,7 @@ static void *run(void *arg)
 	// Signals belong to Go's threads.
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	pthread_setname_np(pthread_self(), "gt-events"); // tell it apart in /proc/<pid>/task
 	while (!peer_ended(st->fd)) {
 		memset(&d, 0, sizeof(d));
 		int ret = st->wait(st->set, &d, GT_WAIT_MS);
