@@ -174,6 +174,13 @@ func TestHungGPUKeepsOthersAtCadence(t *testing.T) {
 	time.Sleep(time.Second)
 	p.stop()
 
+	// Ticks the logger itself counted as skipped because its loop ran late
+	// (a loaded machine): no GPU has a row for those.
+	m := regexp.MustCompile(`final status.* tick_overruns=(\d+)`).FindStringSubmatch(p.stderr.String())
+	if m == nil {
+		t.Fatal("final status lacks tick_overruns")
+	}
+	overruns, _ := strconv.Atoi(m[1])
 	tb0 := readCSV(t, p.csvFile(0))
 	t0 := parseTime(t, tb0.rows[0][0])
 	perSecond := map[int]int{}
@@ -182,9 +189,12 @@ func TestHungGPUKeepsOthersAtCadence(t *testing.T) {
 	}
 	for s := 1; s < 23; s++ {
 		// 10 expected; 9 when a row's timestamp jitters across the bucket
-		// edge (the next bucket then has 11). Fewer is a skipped tick.
-		if perSecond[s] < 9 {
-			t.Errorf("GPU 0 wrote %d rows in second %d while GPU 1 hung, want 10 (at least 9)", perSecond[s], s)
+		// edge (the next bucket then has 11). Fewer is a skipped tick, which
+		// a loaded machine explains only when the logger counted it; a loop
+		// held up by the hung GPU would leave whole seconds (the stall is
+		// 20 s) nearly empty, so no second may fall below half.
+		if n := perSecond[s]; n < 5 || n < 9 && overruns == 0 {
+			t.Errorf("GPU 0 wrote %d rows in second %d while GPU 1 hung (%d ticks counted as skipped); want 10 (at least 9, or 5 on a loaded machine)", n, s, overruns)
 		}
 	}
 	tb1 := readCSV(t, p.csvFile(1))
@@ -195,9 +205,9 @@ func TestHungGPUKeepsOthersAtCadence(t *testing.T) {
 		}
 	}
 	// Stuck 20 s: one row per tick of the stall (those before the 1 s
-	// deadline are backfilled when it passes).
-	if hung < 185 || hung > 205 {
-		t.Errorf("%d NVML_HUNG rows, want about 200", hung)
+	// deadline are backfilled when it passes), less the ticks skipped.
+	if hung+overruns < 185 || hung > 205 {
+		t.Errorf("%d NVML_HUNG rows (%d ticks skipped), want about 200", hung, overruns)
 	}
 	// The file stays in time order through the hang and the recovery.
 	for i := 1; i < len(tb1.rows); i++ {
