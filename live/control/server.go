@@ -12,7 +12,6 @@ package control
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -238,12 +237,7 @@ func (s *Server) handle(c *net.UnixConn) {
 	}
 	reply := pingReply
 	if req == ReqStatus {
-		a, err := s.status()
-		if err != nil {
-			s.failed.Add(1)
-			writeJSON(c, errorReply{Error: err.Error()})
-			return
-		}
+		a := s.status()
 		defer s.release(a)
 		reply = a.b
 	}
@@ -258,7 +252,7 @@ var pingReply = []byte(`{"ok":true}` + "\n")
 
 // status returns the encoded status document (with its newline), built at
 // most once per Reuse; the caller releases it when written.
-func (s *Server) status() (*answer, error) {
+func (s *Server) status() *answer {
 	s.cmu.Lock()
 	defer s.cmu.Unlock()
 	if now := time.Now(); s.cached == nil || now.Sub(s.cachedAt) >= Reuse || now.Before(s.cachedAt) {
@@ -268,18 +262,15 @@ func (s *Server) status() (*answer, error) {
 			a = &answer{}
 		}
 		s.board.ViewInto(&s.view)
-		buf := bytes.NewBuffer(a.b[:0])
-		if err := json.NewEncoder(buf).Encode(live.NewDoc(s.view)); err != nil { // Encode ends it with the newline
-			return nil, err
-		}
-		a.b = buf.Bytes()
+		doc := live.NewDoc(s.view)
+		a.b = append(doc.AppendJSON(a.b[:0]), '\n')
 		if old := s.cached; old != nil && old.refs == 0 {
 			s.spare = old
 		}
 		s.cached, s.cachedAt = a, now
 	}
 	s.cached.refs++
-	return s.cached, nil
+	return s.cached
 }
 
 // release gives back an answer taken with status.
