@@ -21,13 +21,19 @@ import (
 // runtime's sysmon takes it back, polling every 20 us while it does: the
 // other GPUs' workers wait for the P (their samples start late) and the
 // polling costs CPU. So once a GPU's batches take longer than
-// threadAbove (averaged), they run on a C thread of the GPU's own, and the
+// threadAbove (switchAfter batches in a row), they run on a C thread of the
+// GPU's own, and the
 // worker waits for it in Go's poller (an eventfd), holding no P and no
 // thread. A batch stuck in the driver then holds only that C thread; one
 // batch per GPU is still in flight at most, as before.
 const (
 	threadAbove = 200 * time.Microsecond
 	threadBelow = threadAbove / 4 // back to the direct call when the driver is fast again
+	// switchAfter batches in a row past the threshold switch the mode: one
+	// batch preempted on a busy machine (milliseconds) must not move a fast
+	// GPU to its thread (two more context switches per sample), nor one
+	// quick answer move a slow one back.
+	switchAfter = 8
 )
 
 type batchThread struct {
@@ -35,29 +41,41 @@ type batchThread struct {
 	done *os.File
 	buf  [8]byte
 	on   bool
-	avg  time.Duration // moving average of the batch's time in the driver
+	run  int // batches in a row past the threshold toward the other mode
 }
 
 // call runs the batch x.b, directly or on the GPU's thread.
 func (x *nativeExec) call() {
 	th := &x.th
 	if th.on {
-		th.run()
-		th.note(time.Duration(C.int64_t(th.t.last_ns)))
-		if th.avg < threadBelow {
-			th.on = false
-		}
+		th.call()
+		th.on = th.decide(time.Duration(C.int64_t(th.t.last_ns)))
 		return
 	}
 	t0 := time.Now()
 	C.gt_batch_run(x.dev, x.b)
-	th.note(time.Since(t0))
-	if th.avg > threadAbove && th.start(x) {
+	if th.decide(time.Since(t0)) && th.start(x) {
 		th.on = true
 	}
 }
 
-func (th *batchThread) note(d time.Duration) { th.avg += (d - th.avg) / 8 }
+// decide notes how long one batch took in the driver and reports whether
+// the next batches run on the thread.
+func (th *batchThread) decide(d time.Duration) bool {
+	past := d > threadAbove
+	if th.on {
+		past = d < threadBelow
+	}
+	if !past {
+		th.run = 0
+		return th.on
+	}
+	if th.run++; th.run < switchAfter {
+		return th.on
+	}
+	th.run = 0
+	return !th.on
+}
 
 // start creates the thread once; false if it cannot (the direct call stays).
 func (th *batchThread) start(x *nativeExec) bool {
@@ -74,8 +92,8 @@ func (th *batchThread) start(x *nativeExec) bool {
 	return true
 }
 
-// run hands the batch to the thread and waits for it without holding a P.
-func (th *batchThread) run() {
+// call hands the batch to the thread and waits for it without holding a P.
+func (th *batchThread) call() {
 	one := [8]byte{1}
 	for {
 		if _, err := unix.Write(int(th.t.req), one[:]); err != unix.EINTR {
