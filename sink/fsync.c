@@ -1,6 +1,7 @@
 // See fsync.h.
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -39,6 +40,15 @@ static void *run(void *arg)
 		memcpy(fds, queue, sizeof(int) * (size_t)n);
 		queued = 0;
 		pthread_mutex_unlock(&mu);
+		// Start every file's writeback first, then wait for each: the
+		// files' data goes to the disk together and the first fdatasync's
+		// journal commit covers the others' new sizes, so the later ones
+		// mostly find their work done instead of each waiting for its own
+		// writeback and commit (fewer sleeps of this thread per round).
+		// sync_file_range only starts the writeback; fdatasync still gives
+		// the durability, file by file.
+		for (int i = 0; i < n; i++)
+			sync_file_range(fds[i], 0, 0, SYNC_FILE_RANGE_WRITE);
 		for (int i = 0; i < n; i++) {
 			errs[i] = fdatasync(fds[i]) != 0 ? errno : 0;
 			close(fds[i]);
