@@ -209,9 +209,11 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 }
 
-// TestRequestStormKeepsCadence: 200 status requests a second for 10 s on the
-// control socket (and a scrape a second) leave the CSV cadence intact;
-// silent clients are dropped.
+// TestRequestStormKeepsCadence: 200 status requests a second (and a scrape
+// a second) on the control socket leave the CSV cadence intact; every
+// answer is a whole, valid status document (the server reuses its answer
+// buffers); silent clients are dropped while the storm and the sampling go
+// on.
 func TestRequestStormKeepsCadence(t *testing.T) {
 	// Not parallel: it measures the cadence, which the other e2e tests
 	// running at the same time on a small machine would disturb.
@@ -219,22 +221,9 @@ func TestRequestStormKeepsCadence(t *testing.T) {
 	p := start(t, opts{args: []string{"--metrics-listen", addr}})
 	sock := p.socketPath()
 	p.waitForRows(0, 6, 10*time.Second)
-	// Silent clients, more than the connection limit.
-	for range 20 {
-		c, err := net.Dial("unix", sock)
-		if err == nil {
-			defer c.Close()
-		}
-	}
-	// Let the server drop them (2 s read timeout) before measuring.
-	time.Sleep(3 * time.Second)
-	// Quiet and storm seconds alternate for 20 s: the cadence the machine
-	// gives the logger without the storm, to compare with, is measured
-	// under the same load from the other tests and programs on the machine
-	// (it changes from one 10 s to the next; alternate seconds see it alike).
-	const slices = 20
 	var storming atomic.Bool
-	var ok, failed atomic.Uint64
+	var ok, failed, corrupt atomic.Uint64
+	var firstCorrupt atomic.Pointer[string]
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for range 4 {
@@ -252,10 +241,15 @@ func TestRequestStormKeepsCadence(t *testing.T) {
 				if !storming.Load() {
 					continue
 				}
-				if askStatus(sock) {
+				switch b, res := askStatus(sock); res {
+				case answered:
 					ok.Add(1)
-				} else {
+				case refused:
 					failed.Add(1)
+				case malformed:
+					corrupt.Add(1)
+					s := string(b)
+					firstCorrupt.CompareAndSwap(nil, &s)
 				}
 			}
 		}()
@@ -287,6 +281,29 @@ func TestRequestStormKeepsCadence(t *testing.T) {
 			}
 		}
 	}()
+	// First 3 s: silent clients, more than the connection limit, hold every
+	// connection while the storm goes on; the server must drop them (2 s
+	// read timeout) and answer the storm again, and the logger keep its
+	// cadence meanwhile.
+	storming.Store(true)
+	silentStart := time.Now()
+	for range 20 {
+		c, err := net.Dial("unix", sock)
+		if err == nil {
+			defer c.Close()
+		}
+	}
+	time.Sleep(time.Until(silentStart.Add(2500 * time.Millisecond)))
+	okBefore := ok.Load()
+	time.Sleep(time.Until(silentStart.Add(3 * time.Second)))
+	silentEnd := time.Now()
+	afterSilent := ok.Load() - okBefore
+	// Then quiet and storm seconds alternate for 20 s: the cadence the
+	// machine gives the logger without the storm, to compare with, is
+	// measured under the same load from the other tests and programs on the
+	// machine (it changes from one 10 s to the next; alternate seconds see
+	// it alike).
+	const slices = 20
 	bounds := make([]time.Time, slices+1)
 	bounds[0] = time.Now()
 	for k := range slices {
@@ -298,19 +315,29 @@ func TestRequestStormKeepsCadence(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	p.stop()
-	t.Logf("storm: %d answered, %d busy or failed", ok.Load(), failed.Load())
-	// 2000 sent in the 10 storm seconds.
+	t.Logf("storm: %d answered, %d busy or failed, %d malformed; %d answered in the last 0.5 s of the silent clients' 3 s", ok.Load(), failed.Load(), corrupt.Load(), afterSilent)
+	if n := corrupt.Load(); n > 0 {
+		t.Errorf("%d status answers were not one valid status document; the first:\n%s", n, *firstCorrupt.Load())
+	}
+	// 2600 sent in the 13 storm seconds.
 	if ok.Load() < 500 {
-		t.Errorf("only %d status requests answered in 10 s", ok.Load())
+		t.Errorf("only %d status requests answered in 13 s", ok.Load())
+	}
+	if afterSilent == 0 {
+		t.Errorf("no status request answered 2.5 s after 20 silent clients connected: they were not dropped")
 	}
 	tb := readCSV(t, p.csvFile(0))
 	perSlice := make([]int, slices)
+	var silentSecs [3]int
 	for _, row := range tb.rows {
 		ts := parseTime(t, row[0])
 		for k := range slices {
 			if !ts.Before(bounds[k]) && ts.Before(bounds[k+1]) {
 				perSlice[k]++
 			}
+		}
+		if !ts.Before(silentStart) && ts.Before(silentEnd) {
+			silentSecs[min(2, int(ts.Sub(silentStart)/time.Second))]++
 		}
 	}
 	total, before := 0, 0
@@ -321,11 +348,16 @@ func TestRequestStormKeepsCadence(t *testing.T) {
 			before += n
 		}
 	}
-	t.Logf("rows: %d in the 10 quiet seconds, %d in the 10 storm seconds, per second (quiet first) %v", before, total, perSlice)
+	t.Logf("rows: %v in the storm with the silent clients, %d in the 10 quiet seconds, %d in the 10 storm seconds, per second (quiet first) %v", silentSecs, before, total, perSlice)
 	// 10 rows a second. A loaded machine (make test runs other packages'
 	// tests meanwhile) skips late ticks now and then, storm or not: the
 	// storm must not cost rows beyond what the quiet seconds lost, and never
 	// a run of ticks.
+	for s, n := range silentSecs {
+		if n < 5 {
+			t.Errorf("GPU 0 wrote %d rows in second %d of the storm with silent clients, want 10", n, s)
+		}
+	}
 	for k := 1; k < slices; k += 2 {
 		if perSlice[k] < 5 {
 			t.Errorf("GPU 0 wrote %d rows in storm second %d, want 10", perSlice[k], k/2)
@@ -336,22 +368,40 @@ func TestRequestStormKeepsCadence(t *testing.T) {
 	}
 }
 
-// askStatus sends one raw status request and reports whether a whole
-// status document came back: its start, and the newline that ends it. It
-// does not decode the document: the request storm sends 200 a second from
-// this (race-enabled) test binary on the logger's machine, and decoding
-// each one cost enough CPU to starve the logger under test on a loaded
-// machine. rawStatus decodes.
-func askStatus(sock string) bool {
+// What one storm request got back.
+type answer int
+
+const (
+	refused   answer = iota // no whole answer (busy, or no answer before the deadline)
+	answered                // a whole, valid status document
+	malformed               // a whole answer that is not valid JSON or not a status document
+)
+
+// askStatus sends one raw status request and classifies the answer. It
+// checks the answer with json.Valid, not by decoding it: the request storm
+// sends 200 a second from this (race-enabled) test binary on the logger's
+// machine, and decoding each one cost enough CPU to starve the logger under
+// test on a loaded machine. rawStatus decodes.
+func askStatus(sock string) ([]byte, answer) {
 	c, err := net.DialTimeout("unix", sock, time.Second)
 	if err != nil {
-		return false
+		return nil, refused
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(2 * time.Second))
 	c.Write([]byte("status\n"))
 	b, err := io.ReadAll(c)
-	return err == nil && bytes.HasPrefix(b, []byte(`{"schema_version":`+strconv.Itoa(1))) && bytes.HasSuffix(b, []byte("}\n"))
+	switch {
+	case err != nil || len(b) == 0:
+		return nil, refused
+	case !json.Valid(b) || !bytes.HasSuffix(b, []byte("}\n")):
+		return b, malformed
+	case bytes.HasPrefix(b, []byte(`{"schema_version":`+strconv.Itoa(1)+`,`)):
+		return nil, answered
+	case bytes.HasPrefix(b, []byte(`{"error":"busy`)):
+		return nil, refused
+	}
+	return b, malformed
 }
 
 // rawStatus asks the socket directly, without running the status command.
