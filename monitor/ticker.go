@@ -3,7 +3,9 @@ package monitor
 import (
 	"encoding/binary"
 	"os"
+	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -37,7 +39,13 @@ func newTimerfdTicker(iv time.Duration) ticker {
 		unix.Close(fd)
 		return newGoTicker(iv)
 	}
-	return &timerfdTicker{f: os.NewFile(uintptr(fd), "timerfd"), iv: iv, start: start}
+	f := os.NewFile(uintptr(fd), "timerfd")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return newGoTicker(iv)
+	}
+	return &timerfdTicker{f: f, rc: rc, iv: iv, start: start}
 }
 
 // lateTick reports whether a tick noticed late after its grid time must be
@@ -48,6 +56,7 @@ func lateTick(late, iv time.Duration) bool { return late > iv/4 }
 
 type timerfdTicker struct {
 	f     *os.File
+	rc    syscall.RawConn
 	buf   [8]byte
 	iv    time.Duration
 	start time.Time // the timer's zero: tick k is due at start + k x iv
@@ -57,8 +66,7 @@ type timerfdTicker struct {
 func (t *timerfdTicker) Next() (uint64, bool) {
 	var missed uint64
 	for {
-		n, err := t.f.Read(t.buf[:])
-		if err != nil || n != 8 {
+		if !t.read() {
 			return 0, false
 		}
 		// The kernel counts expirations since the last read: more than
@@ -72,6 +80,30 @@ func (t *timerfdTicker) Next() (uint64, bool) {
 		}
 		missed++ // this one too: wait for the next grid point
 	}
+}
+
+// read waits until the timer has expired and reads the count of expirations
+// into buf. Before the next expiry is due it does not try the read (it would
+// fail with EAGAIN: one more system call every tick): the poller is armed
+// before the callback runs, so an expiry from then on wakes it, and the timer
+// started after t.start, so it never expires before its grid time. The read
+// is a raw system call (a ready timerfd never blocks), which does not wake
+// the runtime's sysmon thread.
+func (t *timerfdTicker) read() bool {
+	due := t.start.Add(time.Duration(t.k+1) * t.iv)
+	ok := false
+	err := t.rc.Read(func(fd uintptr) bool {
+		if time.Now().Before(due) {
+			return false
+		}
+		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&t.buf[0])), uintptr(len(t.buf)))
+		if e == syscall.EAGAIN || e == syscall.EINTR {
+			return false
+		}
+		ok = e == 0 && n == uintptr(len(t.buf))
+		return true
+	})
+	return err == nil && ok
 }
 
 func (t *timerfdTicker) Stop() { t.f.Close() }
