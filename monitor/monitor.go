@@ -62,6 +62,7 @@ type Monitor struct {
 
 	// Lost work the monitor itself drops (see counterTable).
 	sideDrops, lineFails, flagsDropped, xidFlagsDropped lossCounter
+	listenFails                                         atomic.Uint64 // ListenerFailed
 
 	kmsgReader atomic.Pointer[kmsgCounters] // set while the kernel log is followed
 	kclock     *kernelClock                 // dmesg_time on the kernel log's clock

@@ -132,6 +132,10 @@ func (m *Monitor) procCounts() (hung, failed uint64) {
 	return hung, failed
 }
 
+// ListenerFailed counts an endpoint the daemon could not open (its caller
+// logged it): status shows it as listen_failures.
+func (m *Monitor) ListenerFailed() { m.listenFails.Add(1) }
+
 // atopCounters returns the atop server's counters (zero without --atop).
 func (m *Monitor) atopCounters() atop.Counters {
 	if s := m.atopSrv; s != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -135,6 +136,11 @@ func (c *CLI) Validate() error {
 	if c.Socket == "" {
 		errs = append(errs, errors.New("--socket: must be a path or 'none'"))
 	}
+	if c.MetricsListen != "" {
+		if err := checkListenAddr(c.MetricsListen); err != nil {
+			errs = append(errs, fmt.Errorf("--metrics-listen %s: %w", c.MetricsListen, err))
+		}
+	}
 	if c.WebConfigFile != "" && c.MetricsListen == "" {
 		errs = append(errs, errors.New("--web.config.file: needs --metrics-listen"))
 	}
@@ -177,4 +183,18 @@ func (c *CLI) monitorConfig(log *slog.Logger) monitor.Config {
 		Notifier:       newSystemd(log),
 		Atop:           c.atopConfig(),
 	}
+}
+
+// checkListenAddr rejects an address net.Listen("tcp") could never take
+// (no port, a bad port), so that a typo fails at start with one line while
+// a bind failure at run time (address in use) only costs the endpoint.
+func checkListenAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("port %q: must be a number from 0 to 65535", port)
+	}
+	return nil
 }

@@ -10,10 +10,12 @@ import (
 )
 
 // startListeners opens the control socket (and the metrics endpoint when
-// asked) over the monitor's published state. Opening fails with one line
-// (a live socket held by another instance, a bad group, an address in
-// use); serving stops when ctx is cancelled or stop is called.
-func startListeners(ctx context.Context, cli *CLI, board *live.Board, log *slog.Logger) (stop func(), err error) {
+// asked) over the monitor's published state. Opening the control socket
+// fails with one line (a live socket held by another instance, a bad
+// group); a metrics address that cannot be bound is logged and counted
+// through failed (serveMetrics). Serving stops when ctx is cancelled or
+// stop is called.
+func startListeners(ctx context.Context, cli *CLI, board *live.Board, log *slog.Logger, failed func()) (stop func(), err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	var waits []chan struct{}
 	stop = func() {
@@ -37,12 +39,14 @@ func startListeners(ctx context.Context, cli *CLI, board *live.Board, log *slog.
 		go func() { defer close(done); srv.Serve(ctx) }()
 	}
 	if cli.MetricsListen != "" {
-		done, err := serveMetrics(ctx, cli, board, log)
+		done, err := serveMetrics(ctx, cli, board, log, failed)
 		if err != nil {
 			stop()
 			return nil, err
 		}
-		waits = append(waits, done)
+		if done != nil {
+			waits = append(waits, done)
+		}
 	}
 	return stop, nil
 }

@@ -2,9 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"log/slog"
+	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/live"
 )
 
 func TestIntervalParsing(t *testing.T) {
@@ -51,6 +56,8 @@ func TestRunExitCodes(t *testing.T) {
 		{"empty gpu selector", []string{"--gpu", "0,,1"}, 2, "--gpu: empty GPU selector"},
 		{"log level", []string{"--log-level", "chatty"}, 2, "--log-level"},
 		{"unknown flag", []string{"--fan-curve"}, 2, "--fan-curve"},
+		{"metrics address without a port", []string{"--metrics-listen", "127.0.0.1"}, 2, "--metrics-listen 127.0.0.1: "},
+		{"metrics port not a number", []string{"--metrics-listen", "127.0.0.1:http9"}, 2, "--metrics-listen 127.0.0.1:http9: port"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -94,5 +101,33 @@ func TestLockContention(t *testing.T) {
 	_, err = takeLock(path)
 	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "pid ") {
 		t.Errorf("second lock: %v", err)
+	}
+}
+
+// TestMetricsPortTakenCarriesOn: a --metrics-listen address that cannot be
+// bound at run time (in use here; EAFNOSUPPORT under a unit without AF_INET)
+// is logged once and counted, and the listeners start anyway: the logger
+// must not stop recording for want of a scrape endpoint.
+func TestMetricsPortTakenCarriesOn(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	var lb bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&lb, nil))
+	cli := &CLI{Socket: "none", MetricsListen: held.Addr().String()}
+	board := live.NewBoard(nil, func() live.Host { return live.Host{} })
+	failed := 0
+	stop, err := startListeners(context.Background(), cli, board, log, func() { failed++ })
+	if err != nil {
+		t.Fatalf("a taken metrics port stopped the start: %v", err)
+	}
+	stop()
+	if failed != 1 {
+		t.Errorf("failure counted %d times, want 1", failed)
+	}
+	if n := strings.Count(lb.String(), "cannot listen"); n != 1 {
+		t.Errorf("%d log lines about the taken port, want 1:\n%s", n, lb.String())
 	}
 }

@@ -26,9 +26,12 @@ const (
 )
 
 // serveMetrics serves /metrics on --metrics-listen with the exporter-toolkit
-// web config (TLS, basic auth). The listener is opened before returning, so
-// an address in use fails the start with one line.
-func serveMetrics(ctx context.Context, cli *CLI, board *live.Board, log *slog.Logger) (chan struct{}, error) {
+// web config (TLS, basic auth). The listener is opened before returning. An
+// address that cannot be bound (in use, or a unit without AF_INET) is logged
+// once and counted through failed, and the logger carries on without
+// metrics (as --atop does with a taken port): losing every recording for
+// want of a scrape endpoint would be the worse failure. done is nil then.
+func serveMetrics(ctx context.Context, cli *CLI, board *live.Board, log *slog.Logger, failed func()) (chan struct{}, error) {
 	col := metrics.New(board)
 	// client_golang checks the collector's descriptors once (names, labels,
 	// no duplicates); scrapes are served by the collector's own text
@@ -49,21 +52,23 @@ func serveMetrics(ctx context.Context, cli *CLI, board *live.Board, log *slog.Lo
 		}
 		fmt.Fprintln(w, "gpu-telemetry: metrics at /metrics")
 	})
+	webCfg := cli.WebConfigFile
+	if webCfg != "" {
+		if err := web.Validate(webCfg); err != nil {
+			return nil, fmt.Errorf("--web.config.file %s: %w", webCfg, err)
+		}
+	}
 	ln, err := net.Listen("tcp", cli.MetricsListen)
 	if err != nil {
-		return nil, fmt.Errorf("--metrics-listen %s: %w", cli.MetricsListen, err)
+		log.Warn("metrics: cannot listen; logging carries on without /metrics (counted as listen_failures)",
+			"address", cli.MetricsListen, "error", err)
+		failed()
+		return nil, nil
 	}
 	ln = netutil.LimitListener(ln, metricsMaxConns) // further connections wait in the backlog
 	srv := &http.Server{Handler: mux, ReadTimeout: metricsReadTimeout, ReadHeaderTimeout: metricsReadTimeout,
 		WriteTimeout: metricsWriteTimeout, IdleTimeout: 30 * time.Second, MaxHeaderBytes: metricsMaxHeaderSize}
-	webCfg := cli.WebConfigFile
 	flags := &web.FlagConfig{WebListenAddresses: &[]string{cli.MetricsListen}, WebSystemdSocket: new(bool), WebConfigFile: &webCfg}
-	if webCfg != "" {
-		if err := web.Validate(webCfg); err != nil {
-			ln.Close()
-			return nil, fmt.Errorf("--web.config.file %s: %w", webCfg, err)
-		}
-	}
 	log.Info("metrics listening", "address", ln.Addr().String(), "web_config", webCfg)
 	done := make(chan struct{})
 	go func() {

@@ -48,6 +48,7 @@ type Counters struct {
 	// ExitedDropped: exited-process records dropped for clients that did
 	// not ask in time (Accumulator.ExitedDropped).
 	ExitedDropped uint64
+	ListenFailed  uint64 // addresses that could not be bound (port taken): not served
 }
 
 // Server answers atop clients from an Accumulator.
@@ -61,8 +62,8 @@ type Server struct {
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
 
-	accepted, refused, requests, bad, timedOut, cutReply, cutRecord atomic.Uint64
-	toldRefused, toldBad, toldCut                                   atomic.Bool
+	accepted, refused, requests, bad, timedOut, cutReply, cutRecord, listenFailed atomic.Uint64
+	toldRefused, toldBad, toldCut                                                 atomic.Bool
 }
 
 // NewServer returns a server; nothing listens until Start.
@@ -90,6 +91,7 @@ func (s *Server) Start(ctx context.Context) []string {
 		if err != nil {
 			s.log.Warn("atop: cannot listen; serving atop without it (is atopgpud running?)",
 				"network", a.network, "addr", a.addr, "error", err)
+			s.listenFailed.Add(1)
 			continue
 		}
 		s.mu.Lock()
@@ -125,7 +127,7 @@ func (s *Server) Close() {
 func (s *Server) Counters() Counters {
 	return Counters{Accepted: s.accepted.Load(), Refused: s.refused.Load(), Requests: s.requests.Load(),
 		Bad: s.bad.Load(), TimedOut: s.timedOut.Load(), CutReply: s.cutReply.Load(), CutRecord: s.cutRecord.Load(),
-		ExitedDropped: s.acc.ExitedDropped()}
+		ExitedDropped: s.acc.ExitedDropped(), ListenFailed: s.listenFailed.Load()}
 }
 
 func (s *Server) accept(ln net.Listener) {

@@ -92,9 +92,12 @@ func TestPortTakenCarriesOn(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.TCP = held.Addr().String()
 	a, _ := scripted(t)
-	_, addrs, lb := startServer(t, a, cfg)
+	srv, addrs, lb := startServer(t, a, cfg)
 	if len(addrs) != 1 || !strings.HasPrefix(addrs[0], "@") {
 		t.Fatalf("listening on %v, want only the unix socket", addrs)
+	}
+	if n := srv.Counters().ListenFailed; n != 1 {
+		t.Errorf("ListenFailed %d, want 1", n)
 	}
 	if n := strings.Count(lb.String(), "cannot listen"); n != 1 {
 		t.Errorf("%d log lines about the taken port, want 1:\n%s", n, lb)
