@@ -62,26 +62,27 @@ func runUntilStarted(t *testing.T, r *ExecRunner, script string) (int, error) {
 
 func TestExecRunnerTimeoutKillsGroup(t *testing.T) {
 	requireProgram(t, "sh", "sleep")
-	r := &ExecRunner{Timeout: 100 * time.Millisecond}
-	start := time.Now()
-	// sh starts a grandchild: the whole process group must die. Without the
-	// kill, Run would last the 60 s of the sleep.
-	pid, err := runUntilStarted(t, r, "sleep 60 & echo $!; wait")
-	took := time.Since(start)
+	// sh starts a grandchild that holds the output pipe for 600 s: the
+	// whole process group must die at the timeout. Wait returns only once
+	// the grandchild has closed the pipe (WaitDelay never comes first), so
+	// a run that is not stuck after a grace of giveUp shows, by state, that
+	// the kill took the grandchild with the group.
+	r := &ExecRunner{Timeout: 100 * time.Millisecond, killGrace: giveUp, waitDelay: time.Hour}
+	pid, err := runUntilStarted(t, r, "sleep 600 & echo $!; wait")
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) }) // our own child's child, if it survived
 	var te *TimeoutError
 	if !errors.As(err, &te) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want a *TimeoutError", err)
 	}
-	if !strings.Contains(err.Error(), "timed out after "+r.Timeout.String()) || te.Stuck {
+	if !strings.Contains(err.Error(), "timed out after "+r.Timeout.String()) {
 		t.Errorf("err = %q (timeout %v)", err, r.Timeout)
 	}
-	if took >= 60*time.Second {
-		t.Errorf("Run took %v: it waited for the program instead of killing it", took)
+	if te.Stuck {
+		t.Errorf("the output pipe stayed open %v after the timeout's kill: grandchild %d survived it", giveUp, pid)
 	}
 	deadline := time.Now().Add(giveUp)
 	for !gone(pid) {
 		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL) // our own child's child
 			t.Fatalf("grandchild %d survived the timeout", pid)
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -174,37 +175,60 @@ func TestExecRunnerContextCanceled(t *testing.T) {
 	}
 }
 
-func TestExecRunnerStuckNotRestarted(t *testing.T) {
-	// A run that cannot be reaped within the grace (here: a grandchild in
-	// its own session keeps the output pipe open) is abandoned, and the same
-	// program is not started again until it is gone. The grandchild writes
-	// its PID to a file once it is in its own session; the script prints it
-	// only then, so a printed PID means the grandchild escaped the kill.
-	// WaitDelay is long: the run stays stuck until the test kills it.
-	requireProgram(t, "sh", "setsid", "sleep")
+// runEscaping runs, under a runner from mk, a script whose grandchild
+// escapes into its own session (so the group kill misses it) and keeps the
+// output pipe open for 600 s. The grandchild writes its PID to a file once
+// it is in its own session; the script prints it only then, so a printed
+// PID means the grandchild escaped the kill. The timeout doubles (up to
+// 6.4 s, a fresh runner each time: a try whose grandchild escaped after
+// the script was killed leaves its runner stuck) while a loaded machine
+// kills the script before that. It returns the runner, the grandchild's PID
+// (killed when the test ends) and the error of that run.
+func runEscaping(t *testing.T, mk func(timeout time.Duration) *ExecRunner) (*ExecRunner, int, error) {
+	t.Helper()
 	dir := t.TempDir()
-	var r *ExecRunner
-	var pid int
-	var err error
-	for timeout := 100 * time.Millisecond; pid == 0; timeout *= 2 {
-		if timeout > 6400*time.Millisecond {
-			t.Fatal("the script never got its grandchild into its own session before the timeout")
-		}
-		// A fresh runner per try: a try whose grandchild escaped after the
-		// script was killed leaves that runner stuck.
-		r = &ExecRunner{Timeout: timeout, killGrace: 50 * time.Millisecond, waitDelay: giveUp}
+	for timeout := 100 * time.Millisecond; timeout <= 6400*time.Millisecond; timeout *= 2 {
+		r := mk(timeout)
 		pidFile := filepath.Join(dir, "pid-"+timeout.String())
 		t.Cleanup(func() { killFromFile(pidFile, 2*time.Second) })
-		script := "setsid sh -c 'echo $$ >" + pidFile + ".new && mv " + pidFile + ".new " + pidFile + " && exec sleep 60' & " +
-			"while [ ! -e " + pidFile + " ]; do sleep 0.01; done; cat " + pidFile + "; exec sleep 60"
-		var out []byte
-		out, err = r.Run(context.Background(), "sh", "-c", script)
-		if p, perr := strconv.Atoi(strings.TrimSpace(string(out))); perr == nil {
-			pid = p
-		} else {
-			t.Logf("timeout %v: killed before the grandchild was in its own session (%v); doubling it", timeout, err)
+		script := "setsid sh -c 'echo $$ >" + pidFile + ".new && mv " + pidFile + ".new " + pidFile + " && exec sleep 600' & " +
+			"while [ ! -e " + pidFile + " ]; do sleep 0.01; done; cat " + pidFile + "; exec sleep 600"
+		out, err := r.Run(context.Background(), "sh", "-c", script)
+		if pid, perr := strconv.Atoi(strings.TrimSpace(string(out))); perr == nil {
+			return r, pid, err
 		}
+		t.Logf("timeout %v: killed before the grandchild was in its own session (%v); doubling it", timeout, err)
 	}
+	t.Fatal("the script never got its grandchild into its own session before the timeout")
+	return nil, 0, nil
+}
+
+// runAgain runs "sh -c true" under r until it succeeds, and fails the test
+// if a run fails other than with ErrStuck or none succeeds within giveUp.
+func runAgain(t *testing.T, r *ExecRunner) {
+	t.Helper()
+	deadline := time.Now().Add(giveUp)
+	for {
+		_, err := r.Run(context.Background(), "sh", "-c", "true")
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, ErrStuck) || time.Now().After(deadline) {
+			t.Fatalf("run after the stuck one = %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestExecRunnerStuckNotRestarted(t *testing.T) {
+	// A run that cannot be reaped within the grace (an escaped grandchild
+	// keeps the output pipe open) is abandoned, and the same program is not
+	// started again until it is reaped. WaitDelay is long: the run stays
+	// stuck until the test kills the grandchild.
+	requireProgram(t, "sh", "setsid", "sleep")
+	r, pid, err := runEscaping(t, func(timeout time.Duration) *ExecRunner {
+		return &ExecRunner{Timeout: timeout, killGrace: 50 * time.Millisecond, waitDelay: time.Hour}
+	})
 	var te *TimeoutError
 	if !errors.As(err, &te) || !te.Stuck {
 		t.Fatalf("err = %v, want a stuck timeout", err)
@@ -216,16 +240,27 @@ func TestExecRunnerStuckNotRestarted(t *testing.T) {
 	// The grandchild goes: the pipe closes, the abandoned run is reaped, and
 	// the program may run again.
 	_ = syscall.Kill(pid, syscall.SIGKILL)
-	deadline := time.Now().Add(giveUp)
-	for {
-		_, err := r.Run(context.Background(), "sh", "-c", "true")
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, ErrStuck) || time.Now().After(deadline) {
-			t.Fatalf("run after the stuck one was reaped = %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	runAgain(t, r)
+}
+
+func TestExecRunnerRecoversAfterWaitDelay(t *testing.T) {
+	// The production path: an escaped grandchild (an nvidia-smi child in D
+	// state, say) keeps the output pipe open and never goes. WaitDelay
+	// closes the runner's pipe ends after it, the abandoned run is reaped,
+	// and the program may run again while the grandchild still lives.
+	requireProgram(t, "sh", "setsid", "sleep")
+	const waitDelay = 3 * time.Second // well past the 50 ms grace, even on a loaded machine
+	r, pid, err := runEscaping(t, func(timeout time.Duration) *ExecRunner {
+		return &ExecRunner{Timeout: timeout, killGrace: 50 * time.Millisecond, waitDelay: waitDelay}
+	})
+	var te *TimeoutError
+	if !errors.As(err, &te) || !te.Stuck {
+		t.Fatalf("err = %v, want a stuck timeout (the grace is shorter than WaitDelay)", err)
+	}
+	r.Timeout = giveUp // the runs below must not time out on a loaded machine
+	runAgain(t, r)
+	if gone(pid) {
+		t.Fatalf("grandchild %d went: the run recovered by its exit, not by WaitDelay", pid)
 	}
 }
 
