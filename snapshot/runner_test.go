@@ -69,7 +69,6 @@ func TestExecRunnerTimeoutKillsGroup(t *testing.T) {
 	// the kill took the grandchild with the group.
 	r := &ExecRunner{Timeout: 100 * time.Millisecond, killGrace: giveUp, waitDelay: time.Hour}
 	pid, err := runUntilStarted(t, r, "sleep 600 & echo $!; wait")
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) }) // our own child's child, if it survived
 	var te *TimeoutError
 	if !errors.As(err, &te) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want a *TimeoutError", err)
@@ -78,11 +77,13 @@ func TestExecRunnerTimeoutKillsGroup(t *testing.T) {
 		t.Errorf("err = %q (timeout %v)", err, r.Timeout)
 	}
 	if te.Stuck {
-		t.Errorf("the output pipe stayed open %v after the timeout's kill: grandchild %d survived it", giveUp, pid)
+		_ = syscall.Kill(pid, syscall.SIGKILL) // our own child's child
+		t.Fatalf("the output pipe stayed open %v after the timeout's kill: grandchild %d survived it", giveUp, pid)
 	}
 	deadline := time.Now().Add(giveUp)
 	for !gone(pid) {
 		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL) // our own child's child
 			t.Fatalf("grandchild %d survived the timeout", pid)
 		}
 		time.Sleep(10 * time.Millisecond)
