@@ -103,11 +103,11 @@ func Open(lib Library, o OpenOptions) (*Host, error) {
 	var count int
 	ok := bounded(o.Timeout, func() {
 		if v, r := lib.SystemGetDriverVersion(); r == nvml.SUCCESS {
-			h.System.DriverVersion = v
+			h.System.DriverVersion = text(v)
 		}
 		if h.Syms.Has(FnNVMLVersion) {
 			if v, r := lib.SystemGetNVMLVersion(); r == nvml.SUCCESS {
-				h.System.NVMLVersion = v
+				h.System.NVMLVersion = text(v)
 			}
 		}
 		if h.Syms.Has(FnCudaVersion) {
@@ -195,7 +195,7 @@ func (g *GPU) readStatic(lib Library) {
 		g.begin(fn)
 		v, ret := f()
 		if g.end(fn, 0, ret) {
-			return strings.TrimSpace(v)
+			return text(v)
 		}
 		return ""
 	}
@@ -303,6 +303,13 @@ func (g *GPU) readNumFans(dev Device) int {
 	return 0
 }
 
+// text is a string from the driver or /proc made safe for every output:
+// invalid UTF-8 becomes U+FFFD (one invalid label value makes Prometheus
+// refuse the whole scrape), surrounding space is trimmed. Every string the
+// sampler reads goes through it once, where it enters.
+func text(s string) string { return strings.TrimSpace(strings.ToValidUTF8(s, "\uFFFD")) }
+
+// cString is a NUL-terminated C string from the driver, through text.
 func cString(b []int8) string {
 	n := 0
 	for n < len(b) && b[n] != 0 {
@@ -312,7 +319,7 @@ func cString(b []int8) string {
 	for i := range n {
 		s[i] = byte(b[i])
 	}
-	return string(s)
+	return text(string(s))
 }
 
 // selectGPUs resolves --gpu selectors (index, UUID or PCI bus id).

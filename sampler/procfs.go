@@ -101,7 +101,7 @@ func (p *ProcReader) describe(pr *reading.Process) {
 		return
 	}
 	pr.Origin = reading.ProcHere
-	pr.Name = strings.TrimSpace(string(comm))
+	pr.Name = text(string(comm))
 	pr.Cmdline, pr.CmdlineTrunc = cmdline(cmd)
 }
 
@@ -151,5 +151,5 @@ func cmdline(raw []byte) (string, bool) {
 		}
 		b[i] = c
 	}
-	return strings.TrimSpace(strings.ToValidUTF8(string(b), "?")), cut
+	return text(string(b)), cut
 }

@@ -366,11 +366,16 @@ type Lib struct {
 	Shut    int
 	// HandleRet makes DeviceGetHandleByIndex fail for an index.
 	HandleRet map[int]nvml.Return
+	// Driver is the driver version answered; "580.95.05" when empty.
+	Driver string
 }
 
 func (l *Lib) Init() nvml.Return     { return l.InitRet }
 func (l *Lib) Shutdown() nvml.Return { l.Shut++; return nvml.SUCCESS }
 func (l *Lib) SystemGetDriverVersion() (string, nvml.Return) {
+	if l.Driver != "" {
+		return l.Driver, nvml.SUCCESS
+	}
 	return "580.95.05", nvml.SUCCESS
 }
 func (l *Lib) SystemGetNVMLVersion() (string, nvml.Return) { return "13.580.95.05", nvml.SUCCESS }

@@ -1,0 +1,64 @@
+package monitor
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
+	"github.com/gpu-telemetry/gpu-telemetry/live"
+	"github.com/gpu-telemetry/gpu-telemetry/live/metrics"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
+)
+
+// TestInvalidUTF8FromTheDriver: a name, serial, VBIOS, UUID or driver
+// version that is not valid UTF-8 (a failing board, a corrupt InfoROM) is
+// made valid where it enters, so that neither /metrics (Prometheus refuses
+// the whole scrape for one invalid label value) nor the status JSON breaks.
+func TestInvalidUTF8FromTheDriver(t *testing.T) {
+	lib := &fakenvml.Lib{InitRet: nvml.SUCCESS, Driver: "580.\xff95"}
+	d := fakenvml.NewDev()
+	d.Name, d.Serial, d.Vbios, d.UUID = "NVIDIA \xff\xfe H100", "16\xc3", "98.\xe2\x82", "GPU-\x80a"
+	lib.Devs = append(lib.Devs, d)
+	host, err := sampler.Open(lib, sampler.OpenOptions{Config: sampler.DefaultConfig(100 * time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close(time.Second)
+	i := host.GPUs[0].Info()
+	for _, s := range []string{i.Name, i.Serial, i.VBIOS, i.UUID, host.System.DriverVersion} {
+		if !utf8.ValidString(s) {
+			t.Errorf("%q entered unsanitised", s)
+		}
+	}
+	if i.Name != "NVIDIA \uFFFD H100" {
+		t.Errorf("name %q, want the invalid bytes as U+FFFD", i.Name)
+	}
+	slot := live.NewSlot(i)
+	board := live.NewBoard([]*live.Slot{slot}, func() live.Host {
+		return live.Host{Now: time.Now(), Start: time.Now(), Version: "test", System: host.System, Interval: 100 * time.Millisecond}
+	})
+	var b bytes.Buffer
+	if err := metrics.New(board).WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !utf8.Valid(b.Bytes()) {
+		t.Errorf("/metrics is not valid UTF-8")
+	}
+	doc := live.NewDoc(board.View())
+	if js := doc.AppendJSON(nil); !json.Valid(js) || !utf8.Valid(js) {
+		t.Errorf("status JSON invalid:\n%s", js)
+	}
+	promtool := testutil.NeedTool(t, "promtool", "prometheus")
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = bytes.NewReader(b.Bytes())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
+}
