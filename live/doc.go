@@ -46,11 +46,11 @@ type HostDoc struct {
 
 // PacerDoc is Pacer in seconds.
 type PacerDoc struct {
-	Level     int     `json:"level"`
-	Stretches uint64  `json:"stretches"`
-	BusySkips uint64  `json:"busy_skips"`
-	TickNVMLS float64 `json:"tick_nvml_s"`
-	LastLateS float64 `json:"last_gpu_late_s"`
+	Level     int      `json:"level"`
+	Stretches uint64   `json:"stretches"`
+	BusySkips uint64   `json:"busy_skips"`
+	TickNVMLS *float64 `json:"tick_nvml_s"` // null until measured
+	LastLateS *float64 `json:"last_gpu_late_s"`
 }
 
 // LogLinesDoc is LogLines.
@@ -183,6 +183,15 @@ func watts(o reading.Opt[uint32]) *float64 {
 
 func secs(d time.Duration) float64 { return d.Seconds() }
 
+// optSecs is an optional duration in seconds, nil when absent.
+func optSecs(o reading.Opt[time.Duration]) *float64 {
+	if !o.OK {
+		return nil
+	}
+	s := o.V.Seconds()
+	return &s
+}
+
 // NewDoc builds the status document from a view.
 func NewDoc(v View) Doc {
 	h := v.Host
@@ -195,7 +204,7 @@ func NewDoc(v View) Doc {
 		RowsWritten: h.RowsWritten, RowsDropped: h.RowsDropped, RowsDropped10: h.RowsDroppedRecent,
 		Disk: "ok", Kmsg: h.Kmsg, NVMLEvents: h.Events, Counters: h.Counters,
 		Pacer: PacerDoc{Level: h.Pacer.Level, Stretches: h.Pacer.Stretches, BusySkips: h.Pacer.BusySkips,
-			TickNVMLS: secs(h.Pacer.TickNVML), LastLateS: secs(h.Pacer.LastLate)},
+			TickNVMLS: optSecs(h.Pacer.TickNVML), LastLateS: optSecs(h.Pacer.LastLate)},
 		LogLines: LogLinesDoc{Delayed: h.LogLines.Delayed, Waiting: h.LogLines.Waiting, Dropped: h.LogLines.Dropped},
 	}}
 	if h.DiskPaused {

@@ -104,3 +104,22 @@ func BenchmarkStatusAnswerEncodingJSON(b *testing.B) {
 		}
 	}
 }
+
+// TestPacerUnmeasured: before the pacer measured a tick, its times are
+// absent (n/a, null), not 0.
+func TestPacerUnmeasured(t *testing.T) {
+	v := livetest.View()
+	v.Host.Pacer.TickNVML, v.Host.Pacer.LastLate = reading.Opt[time.Duration]{}, reading.Opt[time.Duration]{}
+	d := NewDoc(v)
+	var b bytes.Buffer
+	if err := WriteText(&b, d); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "tick n/a in the driver, last GPU n/a late") {
+		t.Errorf("unmeasured pacer times not n/a:\n%s", b.String())
+	}
+	j := string(d.AppendJSON(nil))
+	if !strings.Contains(j, `"tick_nvml_s":null,"last_gpu_late_s":null`) {
+		t.Errorf("unmeasured pacer times not null:\n%s", j)
+	}
+}

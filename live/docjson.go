@@ -93,9 +93,9 @@ func (h *HostDoc) appendJSON(b []byte) []byte {
 	b = append(b, `,"busy_skips":`...)
 	b = strconv.AppendUint(b, p.BusySkips, 10)
 	b = append(b, `,"tick_nvml_s":`...)
-	b = jFloat(b, p.TickNVMLS)
+	b = jFloatPtr(b, p.TickNVMLS)
 	b = append(b, `,"last_gpu_late_s":`...)
-	b = jFloat(b, p.LastLateS)
+	b = jFloatPtr(b, p.LastLateS)
 	l := &h.LogLines
 	b = append(b, `},"log_lines":{"delayed":`...)
 	b = strconv.AppendUint(b, l.Delayed, 10)

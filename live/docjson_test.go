@@ -41,7 +41,9 @@ func jsonDocs() map[string]Doc {
 	odd.GPUs = nil
 	oddDoc := NewDoc(odd)
 	oddDoc.Host.Cadence.MaxPeriodS = 1.5e21 // an exponent above
-	oddDoc.Host.Pacer.TickNVMLS = -2.5e-7
+	tiny := -2.5e-7
+	oddDoc.Host.Pacer.TickNVMLS = &tiny
+	oddDoc.Host.Pacer.LastLateS = nil // not measured yet: null
 	docs := map[string]Doc{"two GPUs": NewDoc(livetest.View()), "processes and Xids": NewDoc(v), "failing, lost, not started": NewDoc(failing), "odd host": oddDoc}
 	zone := NewDoc(livetest.View())
 	zone.Time = zone.Time.In(time.FixedZone("CET", 3600))

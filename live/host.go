@@ -68,8 +68,8 @@ type Pacer struct {
 	BusySkips uint64 // GPU samples not taken because the GPU's previous sample was still in flight
 	// TickNVML is the median time from the first GPU's sample start to the
 	// last one's end over the last second; LastLate how late the last GPU's
-	// sample ended after the first one's.
-	TickNVML, LastLate time.Duration
+	// sample ended after the first one's. Absent until first measured.
+	TickNVML, LastLate reading.Opt[time.Duration]
 }
 
 // LogLines is the line logs' (events.log, summary.log) held-back and lost

@@ -64,6 +64,14 @@ func pad2(i int) string {
 
 func ms(s float64) string { return strconv.FormatFloat(s*1000, 'f', 1, 64) + "ms" }
 
+// optMs is ms, or n/a when nothing was measured.
+func optMs(p *float64) string {
+	if p == nil {
+		return na
+	}
+	return ms(*p)
+}
+
 // StateText is a GPU's state as status and top show it: "ok", "hung 12.0s
 // in nvmlDeviceGetTemperature since 15:04:05", "lost since ...", "failing:
 // <error>", "not started".
@@ -93,8 +101,8 @@ func HostLines(d Doc) []string {
 	l2 := "rows " + utoa(h.RowsWritten) + " written / " + utoa(h.RowsDropped) + " dropped (" + utoa(h.RowsDropped10) + " in 10m)" +
 		"  disk " + h.Disk + "  kernel log " + h.Kmsg + "  NVML events " + h.NVMLEvents
 	p, ll := h.Pacer, h.LogLines
-	pacer := "NVML pacer level " + itoa(p.Level) + " (" + utoa(p.Stretches) + " stretches)  tick " + ms(p.TickNVMLS) +
-		" in the driver, last GPU " + ms(p.LastLateS) + " late  busy skips " + utoa(p.BusySkips) +
+	pacer := "NVML pacer level " + itoa(p.Level) + " (" + utoa(p.Stretches) + " stretches)  tick " + optMs(p.TickNVMLS) +
+		" in the driver, last GPU " + optMs(p.LastLateS) + " late  busy skips " + utoa(p.BusySkips) +
 		"  log lines " + utoa(ll.Delayed) + " held back (" + itoa(ll.Waiting) + " waiting) / " + utoa(ll.Dropped) + " dropped"
 	l3 := "last incident: none"
 	if in := h.LastIncident; in != nil {

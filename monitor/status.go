@@ -107,8 +107,8 @@ func (st Status) Attrs() []slog.Attr {
 		slog.Uint64("incidents", st.Incidents),
 		slog.Bool("disk_paused", st.DiskPaused),
 		slog.Int("nvml_level", st.NVML.Level),
-		slog.String("nvml_tick", strconv.FormatFloat(float64(st.NVML.TickNVML)/1e6, 'f', 1, 64)+"ms"),
-		slog.String("nvml_last_late", strconv.FormatFloat(float64(st.NVML.LastLate)/1e6, 'f', 1, 64)+"ms"),
+		slog.String("nvml_tick", optMs(st.NVML.TickNVML)),
+		slog.String("nvml_last_late", optMs(st.NVML.LastLate)),
 		slog.String("peak", optTemp(st.Total.PeakTempC)+"/"+optWatts(st.Total.PeakPowerMW)),
 	)
 	for _, c := range st.Counters {
@@ -164,4 +164,12 @@ func (m *Monitor) writeSummary(now time.Time, elapsed time.Duration) {
 		m.lineFails.add(m.log, "log_lines_failed", "a summary.log line", slog.String("line", line), slog.String("error", err.Error()))
 	}
 	m.status("summary")
+}
+
+// optMs is a measured duration in milliseconds, n/a until measured.
+func optMs(o reading.Opt[time.Duration]) string {
+	if !o.OK {
+		return "n/a"
+	}
+	return strconv.FormatFloat(float64(o.V)/1e6, 'f', 1, 64) + "ms"
 }

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
 // Pacer watches how long the driver takes to answer a whole tick and, when
@@ -36,6 +38,7 @@ type Pacer struct {
 	stretches atomic.Uint64 // steps up, ever
 	tickNs    atomic.Int64  // median tick NVML span of the last evaluation
 	lateNs    atomic.Int64  // median last-minus-first GPU read of the last evaluation
+	measured  atomic.Bool   // tickNs and lateNs hold an evaluation
 
 	mu         sync.Mutex
 	groupStart time.Time // first sample start of the tick being collected
@@ -98,10 +101,12 @@ func (p *Pacer) Level() int {
 
 // PacerStats is what the status line shows of the pacer.
 type PacerStats struct {
-	Level     int           // 0: every column at its normal rate
-	Stretches uint64        // times the pacer stepped up
-	TickNVML  time.Duration // median time from the first GPU's sample start to the last one's end, last second
-	LastLate  time.Duration // median time from the first GPU's sample end to the last one's, last second
+	Level     int    // 0: every column at its normal rate
+	Stretches uint64 // times the pacer stepped up
+	// TickNVML is the median time from the first GPU's sample start to the
+	// last one's end, last second; LastLate the median time from the first
+	// GPU's sample end to the last one's. Both absent until first measured.
+	TickNVML, LastLate reading.Opt[time.Duration]
 }
 
 // Stats returns the pacer's counters; zero for a nil pacer.
@@ -109,8 +114,11 @@ func (p *Pacer) Stats() PacerStats {
 	if p == nil {
 		return PacerStats{}
 	}
-	return PacerStats{Level: p.Level(), Stretches: p.stretches.Load(),
-		TickNVML: time.Duration(p.tickNs.Load()), LastLate: time.Duration(p.lateNs.Load())}
+	st := PacerStats{Level: p.Level(), Stretches: p.stretches.Load()}
+	if p.measured.Load() {
+		st.TickNVML, st.LastLate = reading.Some(time.Duration(p.tickNs.Load())), reading.Some(time.Duration(p.lateNs.Load()))
+	}
+	return st
 }
 
 // Record adds one GPU-sample that started at start and whose NVML calls
@@ -161,6 +169,7 @@ func (p *Pacer) close(now time.Time) {
 	span, late := median(&p.spans), median(&p.lates)
 	p.tickNs.Store(int64(span))
 	p.lateNs.Store(int64(late))
+	p.measured.Store(true)
 	lvl := int(p.level.Load())
 	switch {
 	case float64(span) > stretchHigh*float64(p.iv) && lvl < len(stretchLevels)-1:

@@ -31,12 +31,15 @@ func TestPacerStepsUpOnceTheTickNearsTheInterval(t *testing.T) {
 	iv := 100 * time.Millisecond
 	p := NewPacer(iv, slog.New(slog.NewTextHandler(&logs, nil)))
 	t0 := time.Unix(1000, 0)
+	if st := p.Stats(); st.TickNVML.OK || st.LastLate.OK {
+		t.Errorf("nothing measured yet, yet %+v: absent is not zero", st)
+	}
 	// 8 GPUs x 4 ms one after another: 32 ms per tick, under half the interval.
 	t1 := feed(p, t0, iv, 50, 8, 4*time.Millisecond)
 	if st := p.Stats(); st.Level != 0 || st.Stretches != 0 {
 		t.Fatalf("32 ms per tick at 100 ms: %+v, want level 0", st)
 	}
-	if st := p.Stats(); st.TickNVML != 32*time.Millisecond || st.LastLate != 28*time.Millisecond {
+	if st := p.Stats(); st.TickNVML != reading.Some(32*time.Millisecond) || st.LastLate != reading.Some(28*time.Millisecond) {
 		t.Errorf("tick NVML %v, last-GPU lateness %v; want 32 ms and 28 ms", st.TickNVML, st.LastLate)
 	}
 	// 16 GPUs x 4 ms: 64 ms per tick. One step per evaluated second, to the top.
@@ -80,7 +83,7 @@ func TestPacerIgnoresASlowCallAndALateSample(t *testing.T) {
 			p.Record(t0.Add(20*iv), start.Add(time.Millisecond))
 		}
 	}
-	if st := p.Stats(); st.Level != 0 || st.TickNVML > 10*time.Millisecond {
+	if st := p.Stats(); st.Level != 0 || st.TickNVML.V > 10*time.Millisecond {
 		t.Fatalf("%+v: one slow tick a second or a hung sample must not stretch", st)
 	}
 }

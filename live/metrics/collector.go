@@ -259,7 +259,9 @@ func (w *walker) walk(v live.View) {
 	w.add(mGPUs, float64(len(v.GPUs)))
 	w.add(mInterval, h.Interval.Seconds())
 	w.add(mPacer, float64(h.Pacer.Level))
-	w.add(mTickNVML, h.Pacer.TickNVML.Seconds())
+	if d, ok := h.Pacer.TickNVML.Get(); ok { // absent until measured
+		w.add(mTickNVML, d.Seconds())
+	}
 	w.add(mLogWait, float64(h.LogLines.Waiting))
 	if h.Cadence.Mean > 0 {
 		w.add(mPeriod, h.Cadence.Mean.Seconds(), "mean")

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	prom "github.com/prometheus/client_golang/prometheus/testutil"
@@ -14,6 +15,7 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/live/livetest"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
 func board(v live.View) *live.Board {
@@ -85,5 +87,18 @@ func TestLint(t *testing.T) {
 	}
 	for _, p := range problems {
 		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
+}
+
+// TestTickNVMLAbsentUntilMeasured: no nvml_tick_seconds sample before the
+// pacer measured a tick (absent is not zero).
+func TestTickNVMLAbsentUntilMeasured(t *testing.T) {
+	v := livetest.View()
+	v.Host.Pacer.TickNVML = reading.Opt[time.Duration]{}
+	if got := string(scrape(t, board(v))); strings.Contains(got, "gpu_telemetry_nvml_tick_seconds ") {
+		t.Errorf("unmeasured tick time exported:\n%s", got)
+	}
+	if got := string(scrape(t, board(livetest.View()))); !strings.Contains(got, "gpu_telemetry_nvml_tick_seconds 0.0042\n") {
+		t.Errorf("measured tick time missing")
 	}
 }
