@@ -165,29 +165,58 @@ func (m *Monitor) counters() []live.Counter {
 	return out
 }
 
-// dropHistory is rows_dropped once a second over live.RecentWindow, for the
-// host view's RowsDroppedRecent.
+// dropHistory is rows_dropped with the time it was read, at most once a
+// second (watchLosses), over live.RecentWindow, for the host view's
+// RowsDroppedRecent. The window is by time, not by count: at --interval 5s
+// the history is added to every 5 s, and a count of 600 would span 50 min.
 type dropHistory struct {
-	v   [int(live.RecentWindow/time.Second) + 1]uint64
-	pos int
-	n   int
+	v       [int(live.RecentWindow/time.Second) + 2]dropMark
+	pos     int  // where the next mark goes
+	n       int  // marks held
+	evicted bool // a mark was overwritten while still needed (marks closer than 1 s)
 }
 
-// add records the counter's value now.
-func (h *dropHistory) add(v uint64) {
-	h.v[h.pos] = v
-	h.pos = (h.pos + 1) % len(h.v)
-	h.n = min(h.n+1, len(h.v))
+// dropMark is the counter's value at a time.
+type dropMark struct {
+	t time.Time
+	v uint64
 }
 
-// recent returns how much the counter grew over the window (or since the
-// first value recorded), given its value now.
-func (h *dropHistory) recent(now uint64) uint64 {
-	if h.n == 0 {
-		return now
+// add records the counter's value v at now, and forgets marks no longer
+// needed: only the newest one at or before now - RecentWindow is kept, as
+// the window's baseline.
+func (h *dropHistory) add(now time.Time, v uint64) {
+	cut := now.Add(-live.RecentWindow)
+	for h.n >= 2 && !h.at(1).t.After(cut) {
+		h.n--
 	}
-	oldest := h.v[(h.pos-h.n+len(h.v))%len(h.v)]
-	return now - min(oldest, now)
+	if h.n == len(h.v) {
+		h.n--
+		h.evicted = true
+	}
+	h.v[h.pos] = dropMark{t: now, v: v}
+	h.pos = (h.pos + 1) % len(h.v)
+	h.n++
+}
+
+// at returns the i-th oldest mark held.
+func (h *dropHistory) at(i int) dropMark {
+	return h.v[(h.pos-h.n+i+2*len(h.v))%len(h.v)]
+}
+
+// recent returns how much the counter, v now, grew over the RecentWindow
+// before now: since the newest mark at or before the window's start, or
+// since the daemon started when it has not run that long.
+func (h *dropHistory) recent(now time.Time, v uint64) uint64 {
+	cut := now.Add(-live.RecentWindow)
+	base := uint64(0)
+	if h.n > 0 && (h.evicted || !h.at(0).t.After(cut)) {
+		base = h.at(0).v
+		for i := 1; i < h.n && !h.at(i).t.After(cut); i++ {
+			base = h.at(i).v
+		}
+	}
+	return v - min(base, v)
 }
 
 // watchLosses logs, once a second (paced by the poll loop), the first
@@ -204,7 +233,7 @@ func (m *Monitor) watchLosses(ctx context.Context) {
 		m.checkLosses(logged)
 		d := m.csv.Stats().Dropped
 		m.smu.Lock()
-		m.drops.add(d)
+		m.drops.add(time.Now(), d)
 		m.smu.Unlock()
 	}
 }

@@ -527,7 +527,7 @@ func (m *Monitor) hostView() live.Host {
 	}
 	m.smu.Lock()
 	h.LastIncident, h.Kmsg, h.Events = m.lastIncident, m.kmsgState, m.eventsState
-	h.RowsDroppedRecent = m.drops.recent(cs.Dropped)
+	h.RowsDroppedRecent = m.drops.recent(h.Now, cs.Dropped)
 	m.smu.Unlock()
 	return h
 }
