@@ -12,6 +12,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
@@ -47,22 +48,6 @@ const (
 	equivLost    = 1500 * time.Millisecond
 	equivHangEnd = 4 * time.Second
 )
-
-// simDir returns the directory holding sim/ and sim-old/ with the simulated
-// libnvidia-ml.so.1 (SIMNVML_DIR, as make test sets it, or built into a temp
-// dir).
-func simDir(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("SIMNVML_DIR")
-	if dir == "" {
-		dir = t.TempDir()
-		cmd := exec.Command("make", "-s", "-C", filepath.Join("..", "test", "simnvml"), "OUT="+dir)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("building simnvml: %v\n%s", err, out)
-		}
-	}
-	return dir
-}
 
 // equivLibEnv names the library a child process of TestCAndGoPathsAgree
 // compares the paths on: a process loads one libnvidia-ml.so.1 only.
@@ -116,13 +101,16 @@ func TestCAndGoPathsAgree(t *testing.T) {
 		compareCAndGo(t, lib, filepath.Base(filepath.Dir(lib)) == "sim-old")
 		return
 	}
-	dir := simDir(t)
-	for _, build := range []string{"sim", "sim-old"} {
-		t.Run(build, func(t *testing.T) {
+	dir := testutil.SimNVMLFor(t)
+	for _, build := range []struct {
+		name string
+		old  bool
+	}{{"sim", false}, {"sim-old", true}} {
+		t.Run(build.name, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestCAndGoPathsAgree$", "-test.count=1")
-			cmd.Env = append(os.Environ(), equivLibEnv+"="+filepath.Join(dir, build, "libnvidia-ml.so.1"))
+			cmd.Env = append(os.Environ(), equivLibEnv+"="+testutil.SimLib(dir, build.old))
 			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Errorf("%s: %v\n%s", build, err, out)
+				t.Errorf("%s: %v\n%s", build.name, err, out)
 			}
 		})
 	}

@@ -16,7 +16,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -34,16 +33,14 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	_, file, _, _ := runtime.Caller(0)
-	repo = filepath.Dir(filepath.Dir(filepath.Dir(file)))
+	repo = testutil.Repo()
 	binPath = os.Getenv("GPU_TELEMETRY_BIN")
 	plainPath = os.Getenv("GPU_TELEMETRY_PLAIN_BIN")
 	if plainPath == "" && binPath != "" {
 		plainPath = binPath
 	}
-	simDir = os.Getenv("SIMNVML_DIR")
 	var tmp string
-	if binPath == "" || plainPath == "" || simDir == "" {
+	if binPath == "" || plainPath == "" {
 		var err error
 		tmp, err = os.MkdirTemp("", "gpu-telemetry-e2e-")
 		if err != nil {
@@ -71,17 +68,15 @@ func TestMain(m *testing.M) {
 				os.Exit(1)
 			}
 		}
-		if simDir == "" {
-			simDir = tmp
-			cmd := exec.Command("make", "-s", "-C", filepath.Join(repo, "test", "simnvml"), "OUT="+simDir)
-			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-			if err := cmd.Run(); err != nil {
-				fmt.Fprintln(os.Stderr, "e2e: building simnvml:", err)
-				os.Exit(1)
-			}
-		}
 	}
+	dir, cleanup, err := testutil.SimNVML()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
+	}
+	simDir = dir
 	code := m.Run()
+	cleanup()
 	if tmp != "" {
 		os.RemoveAll(tmp)
 	}
@@ -137,10 +132,7 @@ func command(t *testing.T, o opts) (*exec.Cmd, string, string, string) {
 		dir = t.TempDir()
 	}
 	work := t.TempDir()
-	lib := filepath.Join(simDir, "sim")
-	if o.oldLib {
-		lib = filepath.Join(simDir, "sim-old")
-	}
+	lib := filepath.Dir(testutil.SimLib(simDir, o.oldLib))
 	kmsg := ""
 	// The control socket goes into a short directory of its own: a unix
 	// socket path is limited to 107 bytes, and the default (/run) is shared.

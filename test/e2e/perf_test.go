@@ -111,7 +111,7 @@ func TestProbeBadArguments(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"--interval", "0"}, {"--calls", "1"}, {"extra"}, {"--bogus"}} {
 		cmd := exec.Command(binPath, append([]string{"probe"}, args...)...)
-		cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+filepath.Join(simDir, "sim"))
+		cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+filepath.Dir(testutil.SimLib(simDir, false)))
 		out, err := cmd.CombinedOutput()
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || strings.Count(strings.TrimSpace(string(out)), "\n") > 12 {
 			t.Errorf("probe %v: %v, want exit 2 and a short message:\n%s", args, err, out)

@@ -17,8 +17,9 @@ package simnvml_test
 // runChild re-executes os.Args[0] with -test.run=^TestX$ and the env
 // SIMNVML_TEST_CHILD=TestX, SIMNVML_TEST_LIB=<library>, SIMNVML_SCENARIO=<file
 // written from opts.scenario> plus opts.env, and fails the parent test (with
-// the child's output) when the child fails. TestMain builds both libraries
-// once per parent run with `make OUT=<tempdir>`; children reuse them.
+// the child's output) when the child fails. TestMain takes both libraries
+// from testutil.SimNVML ($SIMNVML_DIR, or built once per parent run);
+// children reuse them.
 
 import (
 	"bytes"
@@ -34,6 +35,8 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
 
 const (
@@ -49,31 +52,18 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envChild) != "" {
 		os.Exit(m.Run())
 	}
-	dir, err := os.MkdirTemp("", "simnvml-test-")
+	dir, cleanup, err := testutil.SimNVML()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	cmd := exec.Command("make", "-s", "OUT="+dir)
-	// Under a parent `make -j`, the jobserver descriptors are not ours.
-	cmd.Env = filterEnv(os.Environ(), "MAKEFLAGS", "MFLAGS", "MAKELEVEL")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building simnvml: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
 	buildDir = dir
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 
-func libPath(old bool) string {
-	if old {
-		return filepath.Join(buildDir, "sim-old", "libnvidia-ml.so.1")
-	}
-	return filepath.Join(buildDir, "sim", "libnvidia-ml.so.1")
-}
+func libPath(old bool) string { return testutil.SimLib(buildDir, old) }
 
 // child reports whether this process is the re-executed copy running t.
 func child(t *testing.T) bool {
@@ -99,7 +89,7 @@ func runChildAs(t *testing.T, name string, o opts) string {
 	t.Helper()
 	dir := t.TempDir()
 	env := append(os.Environ(), envChild+"="+name, envLib+"="+libPath(o.old))
-	env = filterEnv(env, "SIMNVML_SCENARIO", "SIMNVML_KMSG", "SIMNVML_CALLS", "SIMNVML_TIME_OFFSET", "SIMNVML_COST")
+	env = testutil.WithoutEnv(env, "SIMNVML_SCENARIO", "SIMNVML_KMSG", "SIMNVML_CALLS", "SIMNVML_TIME_OFFSET", "SIMNVML_COST")
 	switch {
 	case o.scenarioFile != "":
 		env = append(env, "SIMNVML_SCENARIO="+o.scenarioFile)
@@ -112,7 +102,7 @@ func runChildAs(t *testing.T, name string, o opts) string {
 	}
 	env = append(env, o.env...)
 	// Race-enabled binaries sleep 1 s at exit unless told otherwise.
-	env = append(filterEnv(env, "GORACE"), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	env = append(testutil.WithoutEnv(env, "GORACE"), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	cmd := exec.Command(os.Args[0], "-test.run=^"+regexp.QuoteMeta(name)+"$", "-test.v", "-test.count=1",
 		"-test.timeout=60s")
 	cmd.Env = env
@@ -131,20 +121,6 @@ func runChildAs(t *testing.T, name string, o opts) string {
 		t.Fatalf("child %s ran no test:\n%s", name, out.String())
 	}
 	return out.String()
-}
-
-func filterEnv(env []string, drop ...string) []string {
-	var out []string
-next:
-	for _, kv := range env {
-		for _, d := range drop {
-			if strings.HasPrefix(kv, d+"=") {
-				continue next
-			}
-		}
-		out = append(out, kv)
-	}
-	return out
 }
 
 // newLib returns go-nvml bound to the simulator (not initialised).
