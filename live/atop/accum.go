@@ -19,21 +19,33 @@ const na = -1
 const maxExitedPerClient = 4096
 
 // procStat is atopgpud's per-process record on one GPU, with the figures of
-// both API versions (format.go's layouts pick them).
+// both API versions (format.go's layouts pick them). Only a new process read
+// is folded in: a second without one (reads stretched by the pacer, a GPU
+// backing off) changes no sum and no count, so atop sees no growth rather
+// than the last read again.
 type procStat struct {
 	pid     uint32
 	kind    byte  // version 2: 'C' compute, 'G' graphics (a process in both lists is 'C')
 	gpuBusy int64 // % of the last read (-1: not available)
 	memBusy int64 // % of the last read (-1: not available)
 	timeMs  int64 // accounting time; always -1 (accounting mode is never switched on)
-	memNow  int64 // KiB (-1: not available)
-	memCum  int64 // KiB summed over sample
-	sample  int64 // seconds with a memory figure (version 1's divisor)
-	// version 2: busy % summed over the seconds seen (-1 while never
-	// reported; a second without a figure adds nothing), and those seconds
-	seenBusy, seenMemBusy  bool
-	gpuBusyCum, memBusyCum int64
-	seen                   int64
+	memNow  int64 // KiB of the last read (-1: not available)
+	// version 1: memory summed over the reads that had a memory figure
+	// (KiB; -1 while never reported) and their count, its own divisor
+	memCum int64
+	sample int64
+	// Version 2 has one divisor, seen, for all three sums (atop divides each
+	// sum's growth by seen's growth). A read counts (seen grows and its
+	// figures are added) only when it has every figure this process had in
+	// an earlier read: a read without one (the utilization call failed
+	// this time) adds nothing, so no average is diluted by reads that lacked
+	// its figure. A figure reported for the first time after counted reads
+	// without it is averaged over those once (sums atop has seen cannot be
+	// taken back); from then on every counted read has it. Sums are -1 while
+	// never reported.
+	hadBusy, hadMemBusy, hadMem        bool
+	gpuBusyCum, memBusyCum, memCumSeen int64
+	seen                               int64
 }
 
 // kindChar is a process kind as atop 2.13 shows it. atop's type has no
@@ -68,6 +80,7 @@ type gpuStat struct {
 	everMemUsed, procsKnown bool
 
 	lastProcs *reading.Procs // the slow tier's latest read
+	folded    *reading.Procs // the read last folded in (a read is folded once)
 	procs     map[uint32]*procStat
 }
 
@@ -167,7 +180,8 @@ func (a *Accumulator) Info(g reading.GPU) {
 }
 
 // Procs records the slow tier's latest process read for its GPU; it is
-// folded in at the next Second.
+// folded in at the next Second. Passing the same read again (no new read
+// since) is allowed and folds nothing.
 func (a *Accumulator) Procs(p *reading.Procs) {
 	if p == nil {
 		return
@@ -181,9 +195,9 @@ func (a *Accumulator) Procs(p *reading.Procs) {
 
 // Second closes the current second on every GPU, as atopgpud's once-a-second
 // scan does: the averages of the second's rows become the "now" figures and
-// are added to the cumulative counters, and the latest process list updates
-// the per-process counters. A process gone from a list is handed to every
-// client as exited. A GPU with no row this second (hung, failed) keeps its
+// are added to the cumulative counters, and a new process list updates the
+// per-process counters (a list already folded in is not added again). A
+// process gone from a list is handed to every client as exited. A GPU with no row this second (hung, failed) keeps its
 // counters and reports -1 as its "now" figures.
 func (a *Accumulator) Second() {
 	a.mu.Lock()
@@ -219,22 +233,23 @@ func addCum(cum, v int64, ever *bool) int64 {
 	return cum + v
 }
 
-// foldProcs applies the latest process read to one GPU.
+// foldProcs applies the latest process read to one GPU, once per read.
 func (a *Accumulator) foldProcs(idx int, g *gpuStat) {
 	p := g.lastProcs
-	if p != nil {
-		if t, ok := p.MemTotalBytes.Get(); ok {
-			g.memTotal = int64(t / 1024)
-		}
-	}
-	switch {
-	case p == nil:
+	if p == nil || p == g.folded {
 		return
-	case p.Status == reading.ProcUnsupported:
+	}
+	g.folded = p
+	if t, ok := p.MemTotalBytes.Get(); ok {
+		g.memTotal = int64(t / 1024)
+	}
+	switch p.Status {
+	case reading.ProcOK:
+	case reading.ProcUnsupported:
 		g.tasks = 0
 		g.procsKnown = false
 		return
-	case p.Status != reading.ProcOK:
+	default:
 		// No process data (hung, failed): keep the counters; nobody is
 		// declared exited on a guess.
 		g.procsKnown = false
@@ -248,30 +263,10 @@ func (a *Accumulator) foldProcs(idx int, g *gpuStat) {
 		seen[pr.PID] = true
 		st := g.procs[pr.PID]
 		if st == nil {
-			st = &procStat{pid: pr.PID, timeMs: na, memNow: na, memCum: na, gpuBusyCum: na, memBusyCum: na}
+			st = &procStat{pid: pr.PID, timeMs: na, memNow: na, memCum: na, gpuBusyCum: na, memBusyCum: na, memCumSeen: na}
 			g.procs[pr.PID] = st
 		}
-		st.kind = kindChar(pr.Kind)
-		st.seen++
-		st.gpuBusy, st.memBusy = na, na
-		if v, ok := pr.SMUtil.Get(); ok {
-			st.gpuBusy = int64(v)
-			st.gpuBusyCum = addCum(st.gpuBusyCum, st.gpuBusy, &st.seenBusy)
-		}
-		if v, ok := pr.MemUtil.Get(); ok {
-			st.memBusy = int64(v)
-			st.memBusyCum = addCum(st.memBusyCum, st.memBusy, &st.seenMemBusy)
-		}
-		if v, ok := pr.MemBytes.Get(); ok {
-			st.memNow = int64(v / 1024)
-			if st.memCum == na {
-				st.memCum = 0
-			}
-			st.memCum += st.memNow
-			st.sample++
-		} else {
-			st.memNow = na
-		}
+		st.fold(pr)
 	}
 	for pid, st := range g.procs {
 		if seen[pid] {
@@ -281,6 +276,39 @@ func (a *Accumulator) foldProcs(idx int, g *gpuStat) {
 		for c := range a.clients {
 			a.addExited(c, idx, *st)
 		}
+	}
+}
+
+// fold adds one new read of a process (see procStat for what counts).
+func (st *procStat) fold(pr *reading.Process) {
+	st.kind = kindChar(pr.Kind)
+	st.gpuBusy, st.memBusy, st.memNow = na, na, na
+	busy, hasBusy := pr.SMUtil.Get()
+	memBusy, hasMemBusy := pr.MemUtil.Get()
+	mem, hasMem := pr.MemBytes.Get()
+	if hasBusy {
+		st.gpuBusy = int64(busy)
+	}
+	if hasMemBusy {
+		st.memBusy = int64(memBusy)
+	}
+	if hasMem {
+		st.memNow = int64(mem / 1024)
+		st.memCum = max(st.memCum, 0) + st.memNow
+		st.sample++
+	}
+	if (st.hadBusy && !hasBusy) || (st.hadMemBusy && !hasMemBusy) || (st.hadMem && !hasMem) {
+		return // not a version-2 sample: it lacks a figure earlier ones had
+	}
+	st.seen++
+	if hasBusy {
+		st.gpuBusyCum = addCum(st.gpuBusyCum, st.gpuBusy, &st.hadBusy)
+	}
+	if hasMemBusy {
+		st.memBusyCum = addCum(st.memBusyCum, st.memBusy, &st.hadMemBusy)
+	}
+	if hasMem {
+		st.memCumSeen = addCum(st.memCumSeen, st.memNow, &st.hadMem)
 	}
 }
 

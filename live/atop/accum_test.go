@@ -84,6 +84,77 @@ func TestUtilAbsent(t *testing.T) {
 	}
 }
 
+// TestReadFoldedOnce: a process read is folded into the sums once. Seconds
+// with no new read (the pacer stretched the reads, or the GPU backs off and
+// the monitor hands the same read again) change no sum and no count, so
+// atop sees no growth instead of an old read as this second's.
+func TestReadFoldedOnce(t *testing.T) {
+	a := NewAccumulator(twoGPUs()[:1], nil)
+	a.Procs(procs(0, proc(100, 50, 1024)))
+	for range 3 {
+		a.Second()
+	}
+	checkFolded(t, 100, *a.gpus[0].procs[100], procStat{gpuBusy: 50, memNow: 1024 << 10,
+		memCum: 1024 << 10, sample: 1, gpuBusyCum: 50, memBusyCum: 25, memCumSeen: 1024 << 10, seen: 1})
+
+	c := a.Register()
+	backOff := procs(0, proc(200, 80, 2048)) // 100 exits
+	a.Procs(backOff)
+	a.Second()
+	for range 3 { // the GPU backs off: the monitor hands the same read again
+		a.Procs(backOff)
+		a.Second()
+	}
+	checkFolded(t, 200, *a.gpus[0].procs[200], procStat{gpuBusy: 80, memNow: 2048 << 10,
+		memCum: 2048 << 10, sample: 1, gpuBusyCum: 80, memBusyCum: 40, memCumSeen: 2048 << 10, seen: 1})
+	if body, _ := a.Stats(2, c); string(body) != "@-1 -1 100236288 -1 0 -1 -1 -1#A 200 C 80 40 2097152 2097152 1#E 100 C 50 25 1048576 1048576 1" {
+		t.Errorf("v2 reply: %s", body)
+	}
+}
+
+func checkFolded(t *testing.T, pid uint32, got, want procStat) {
+	t.Helper()
+	for _, f := range []struct {
+		name      string
+		got, want int64
+	}{
+		{"busy", got.gpuBusy, want.gpuBusy}, {"mem now", got.memNow, want.memNow},
+		{"mem cum (v1)", got.memCum, want.memCum}, {"sample (v1)", got.sample, want.sample},
+		{"busy cum (v2)", got.gpuBusyCum, want.gpuBusyCum}, {"mem busy cum (v2)", got.memBusyCum, want.memBusyCum},
+		{"mem cum (v2)", got.memCumSeen, want.memCumSeen}, {"seen (v2)", got.seen, want.seen},
+	} {
+		if f.got != f.want {
+			t.Errorf("pid %d: %s = %d, want %d", pid, f.name, f.got, f.want)
+		}
+	}
+}
+
+// TestV2DivisorFitsEverySum: version 2 divides every sum by one count, so a
+// read lacking a figure the process had before (the utilization call
+// failed this time) is not a version-2 sample: it adds to no sum, and busy
+// and memory stay the averages of the reads that had them. Version 1 keeps
+// its own memory divisor and counts that read's memory. A process whose
+// utilization is never reported counts every read with its memory.
+func TestV2DivisorFitsEverySum(t *testing.T) {
+	a := NewAccumulator(twoGPUs()[:1], nil)
+	noUtil := func(pr reading.Process) reading.Process {
+		pr.SMUtil, pr.MemUtil, pr.UtilSupported = reading.Opt[uint32]{}, reading.Opt[uint32]{}, false
+		return pr
+	}
+	for _, list := range [][]reading.Process{
+		{proc(100, 60, 1000), noUtil(proc(300, 0, 100))},
+		{noUtil(proc(100, 0, 4000)), noUtil(proc(300, 0, 300))}, // the utilization call failed
+		{proc(100, 20, 3000), noUtil(proc(300, 0, 200))},
+	} {
+		a.Procs(procs(0, list...))
+		a.Second()
+	}
+	checkFolded(t, 100, *a.gpus[0].procs[100], procStat{gpuBusy: 20, memNow: 3000 << 10,
+		memCum: 8000 << 10, sample: 3, gpuBusyCum: 80, memBusyCum: 40, memCumSeen: 4000 << 10, seen: 2})
+	checkFolded(t, 300, *a.gpus[0].procs[300], procStat{gpuBusy: na, memNow: 200 << 10,
+		memCum: 600 << 10, sample: 3, gpuBusyCum: na, memBusyCum: na, memCumSeen: 600 << 10, seen: 3})
+}
+
 // TestExitedPerClient: each client sees an exit once, in its own next
 // request; a client that connects later does not see older exits.
 func TestExitedPerClient(t *testing.T) {

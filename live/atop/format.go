@@ -23,7 +23,8 @@ const (
 	pfTimeMs
 	pfMemNow
 	pfMemCum
-	pfSample
+	pfSample     // version 1's divisor (reads with a memory figure)
+	pfMemCumSeen // memory summed over version 2's samples (pfSeen)
 	pfGPUBusyCum
 	pfMemBusyCum
 	pfSeen
@@ -66,12 +67,14 @@ var layouts = [Newest + 1]layout{
 	// atop 2.13.0-1 binary (sid), whose only process scan is
 	// "%c %ld %c %lld %lld %lld %lld %lld", and by serving it distinct
 	// figures: state, PID, kind (C, G or U), busy % and memory busy % summed
-	// over the samples, memory now and summed (KiB), samples. atop shows
-	// each busy % as the growth of its sum divided by the growth of the
-	// samples. The per-GPU record is unchanged (same scan as version 1).
+	// over the samples, memory now and summed (KiB) over the same samples,
+	// samples. atop shows each busy % as the growth of its sum divided by the
+	// growth of the samples; the samples are the reads that had every figure
+	// (procStat says which), so that one divisor fits all three sums. The
+	// per-GPU record is unchanged (same scan as version 1).
 	2: {
 		gpu:  []gpuField{gfBusyNow, gfMemBusyNow, gfMemTotal, gfMemUsed, gfSamples, gfBusyCum, gfMemBusyCum, gfMemUsedCum},
-		proc: []procField{pfPID, pfKind, pfGPUBusyCum, pfMemBusyCum, pfMemNow, pfMemCum, pfSeen},
+		proc: []procField{pfPID, pfKind, pfGPUBusyCum, pfMemBusyCum, pfMemNow, pfMemCumSeen, pfSeen},
 	},
 }
 
@@ -120,6 +123,8 @@ func (p *procStat) value(f procField) int64 {
 		return p.memNow
 	case pfMemCum:
 		return p.memCum
+	case pfMemCumSeen:
+		return p.memCumSeen
 	case pfSample:
 		return p.sample
 	case pfGPUBusyCum:
