@@ -28,8 +28,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime/debug"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +35,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
+	"github.com/gpu-telemetry/gpu-telemetry/test/simnvml/internal/nvmlsyms"
 )
 
 const (
@@ -181,46 +180,18 @@ func (c clock) sleepUntil(d time.Duration) {
 	}
 }
 
-// goNvmlDir locates the go-nvml module the test binary was built with.
-func goNvmlDir(t *testing.T) string {
-	t.Helper()
-	if out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/NVIDIA/go-nvml").Output(); err == nil {
-		if d := strings.TrimSpace(string(out)); d != "" {
-			return d
-		}
-	}
-	version := "v0.13.4-1"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, m := range bi.Deps {
-			if m.Path == "github.com/NVIDIA/go-nvml" {
-				version = m.Version
-			}
-		}
-	}
-	cache, err := exec.Command("go", "env", "GOMODCACHE").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(strings.TrimSpace(string(cache)), "github.com", "!n!v!i!d!i!a", "go-nvml@"+version)
-}
-
 // nvmlGoSymbols returns every C.nvmlXxx( symbol go-nvml can call.
 func nvmlGoSymbols(t *testing.T) []string {
 	t.Helper()
-	src, err := os.ReadFile(filepath.Join(goNvmlDir(t), "pkg", "nvml", "nvml.go"))
+	dir, err := nvmlsyms.GoNvmlDir(".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	set := map[string]bool{}
-	for _, m := range regexp.MustCompile(`\bC\.(nvml[A-Za-z0-9_]*)\(`).FindAllStringSubmatch(string(src), -1) {
-		set[m[1]] = true
+	syms, err := nvmlsyms.NvmlSymbols(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	var out []string
-	for s := range set {
-		out = append(out, s)
-	}
-	sort.Strings(out)
-	return out
+	return syms
 }
 
 // exported returns the dynamic symbols a library defines.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/gpu-telemetry/gpu-telemetry/test/simnvml/internal/nvmlsyms"
 	"github.com/gpu-telemetry/gpu-telemetry/test/simnvml/internal/rawnvml"
 )
 
@@ -990,18 +991,9 @@ func TestOldDriver(t *testing.T) {
 }
 
 func oldDriverList(t *testing.T) []string {
-	src, err := os.ReadFile(filepath.Join("csrc", "old_driver.txt"))
+	out, err := nvmlsyms.OldDriverExcluded(".")
 	if err != nil {
 		t.Fatal(err)
-	}
-	var out []string
-	for _, line := range strings.Split(string(src), "\n") {
-		if i := strings.IndexByte(line, '#'); i >= 0 {
-			line = line[:i]
-		}
-		if line = strings.TrimSpace(line); line != "" {
-			out = append(out, line)
-		}
 	}
 	if len(out) < 14 {
 		t.Fatalf("old_driver.txt lists only %d names", len(out))

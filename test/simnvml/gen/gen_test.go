@@ -6,13 +6,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpu-telemetry/gpu-telemetry/test/simnvml/internal/nvmlsyms"
 )
 
 // generate returns the simnvml directory and the stubs the generator
 // writes now.
 func generate(t *testing.T) (root string, src []byte) {
 	t.Helper()
-	root, err := FindSimDir("")
+	root, err := nvmlsyms.FindSimDir("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,12 +30,12 @@ func generate(t *testing.T) (root string, src []byte) {
 // old_driver.txt edited without rerunning `go run ./gen`).
 func TestStubsUpToDate(t *testing.T) {
 	root, want := generate(t)
-	have, err := os.ReadFile(filepath.Join(root, StubsFile))
+	have, err := os.ReadFile(filepath.Join(root, nvmlsyms.StubsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(have, want) {
-		t.Fatalf("%s is out of date: run `go run ./gen` in simnvml/", StubsFile)
+		t.Fatalf("%s is out of date: run `go run ./gen` in simnvml/", nvmlsyms.StubsFile)
 	}
 }
 
@@ -41,15 +43,15 @@ func TestStubsUpToDate(t *testing.T) {
 // either hand-written or stubbed, never both.
 func TestStubsCoverGoNvml(t *testing.T) {
 	root, src := generate(t)
-	dir, err := GoNvmlDir(root)
+	dir, err := nvmlsyms.GoNvmlDir(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	syms, err := NvmlSymbols(dir)
+	syms, err := nvmlsyms.NvmlSymbols(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hand, err := HandWritten(root)
+	hand, err := nvmlsyms.HandWritten(root)
 	if err != nil {
 		t.Fatal(err)
 	}
