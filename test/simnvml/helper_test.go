@@ -183,15 +183,11 @@ func (c clock) sleepUntil(d time.Duration) {
 // nvmlGoSymbols returns every C.nvmlXxx( symbol go-nvml can call.
 func nvmlGoSymbols(t *testing.T) []string {
 	t.Helper()
-	dir, err := nvmlsyms.GoNvmlDir(".")
+	lists, err := nvmlsyms.Load(".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	syms, err := nvmlsyms.NvmlSymbols(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return syms
+	return lists.GoNvml
 }
 
 // exported returns the dynamic symbols a library defines.

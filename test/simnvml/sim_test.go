@@ -972,7 +972,7 @@ func TestOldDriver(t *testing.T) {
 	t.Parallel()
 	oldSyms := oldDriverList(t)
 	normal, old := exported(t, libPath(false)), exported(t, libPath(true))
-	for _, s := range oldSyms {
+	for s := range oldSyms {
 		if !normal[s] {
 			t.Errorf("normal build lacks %s", s)
 		}
@@ -990,15 +990,15 @@ func TestOldDriver(t *testing.T) {
 	runChild(t, opts{old: true, scenarioFile: shipped(t, "old-driver.scn")})
 }
 
-func oldDriverList(t *testing.T) []string {
-	out, err := nvmlsyms.OldDriverExcluded(".")
+func oldDriverList(t *testing.T) map[string]bool {
+	lists, err := nvmlsyms.Load(".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(out) < 14 {
-		t.Fatalf("old_driver.txt lists only %d names", len(out))
+	if len(lists.Old) < 14 {
+		t.Fatalf("old_driver.txt lists only %d names", len(lists.Old))
 	}
-	return out
+	return lists.Old
 }
 
 func TestExportsEveryGoNvmlSymbol(t *testing.T) {

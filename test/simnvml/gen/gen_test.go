@@ -43,19 +43,12 @@ func TestStubsUpToDate(t *testing.T) {
 // either hand-written or stubbed, never both.
 func TestStubsCoverGoNvml(t *testing.T) {
 	root, src := generate(t)
-	dir, err := nvmlsyms.GoNvmlDir(root)
+	lists, err := nvmlsyms.Load(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	syms, err := nvmlsyms.NvmlSymbols(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hand, err := nvmlsyms.HandWritten(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range syms {
+	hand := lists.Hand
+	for _, s := range lists.GoNvml {
 		stubbed := strings.Contains(string(src), "int "+s+"(void)")
 		if stubbed == hand[s] {
 			t.Errorf("%s: hand-written %v, stubbed %v", s, hand[s], stubbed)

@@ -57,36 +57,13 @@ func fatal(err error) {
 
 // Generate returns the content of csrc/stubs_gen.c.
 func Generate(simDir string) ([]byte, error) {
-	nvmlDir, err := nvmlsyms.GoNvmlDir(simDir)
+	lists, err := nvmlsyms.Load(simDir)
 	if err != nil {
 		return nil, err
-	}
-	syms, err := nvmlsyms.NvmlSymbols(nvmlDir)
-	if err != nil {
-		return nil, err
-	}
-	hand, err := nvmlsyms.HandWritten(simDir)
-	if err != nil {
-		return nil, err
-	}
-	old, err := nvmlsyms.OldDriverExcluded(simDir)
-	if err != nil {
-		return nil, err
-	}
-	all := map[string]bool{}
-	for _, s := range syms {
-		all[s] = true
-	}
-	oldSet := map[string]bool{}
-	for _, s := range old {
-		if !all[s] {
-			return nil, fmt.Errorf("csrc/old_driver.txt: %s is not a function go-nvml calls", s)
-		}
-		oldSet[s] = true
 	}
 	var stubs []string
-	for _, s := range syms {
-		if !hand[s] {
+	for _, s := range lists.GoNvml {
+		if !lists.Hand[s] {
 			stubs = append(stubs, s)
 		}
 	}
@@ -115,7 +92,7 @@ func Generate(simDir string) ([]byte, error) {
 			b.WriteString("\n/* Newer than the old driver (old_driver.txt). */\n#ifndef SIMNVML_OLD_DRIVER\n")
 		}
 		for i, s := range stubs {
-			if oldSet[s] == newer {
+			if lists.Old[s] == newer {
 				fmt.Fprintf(&b, "int %s(void) { return stub(%d); }\n", s, i)
 			}
 		}

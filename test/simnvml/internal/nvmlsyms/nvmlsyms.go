@@ -26,7 +26,7 @@ const goNvmlModule = "github.com/NVIDIA/go-nvml"
 const goNvmlFallbackVersion = "v0.13.4-1"
 
 // StubsFile is the generated file of stubs, relative to the simnvml
-// directory; HandWritten skips it.
+// directory; handWritten skips it.
 const StubsFile = "csrc/stubs_gen.c"
 
 var (
@@ -53,10 +53,10 @@ func FindSimDir(dir string) (string, error) {
 	return "", errors.New("cannot find the simnvml directory (no csrc/fns.h); use -dir")
 }
 
-// GoNvmlDir returns the root directory of the go-nvml module: from
+// goNvmlDir returns the root directory of the go-nvml module: from
 // $SIMNVML_GO_NVML_DIR, `go list -m`, or the module cache at the pinned
 // fallback version.
-func GoNvmlDir(simDir string) (string, error) {
+func goNvmlDir(simDir string) (string, error) {
 	if d := os.Getenv("SIMNVML_GO_NVML_DIR"); d != "" {
 		return d, nil
 	}
@@ -80,9 +80,9 @@ func GoNvmlDir(simDir string) (string, error) {
 	return d, nil
 }
 
-// NvmlSymbols returns, sorted, every C.nvmlXxx( symbol in go-nvml's nvml.go.
-func NvmlSymbols(goNvmlDir string) ([]string, error) {
-	src, err := os.ReadFile(filepath.Join(goNvmlDir, "pkg", "nvml", "nvml.go"))
+// nvmlSymbols returns, sorted, every C.nvmlXxx( symbol in go-nvml's nvml.go.
+func nvmlSymbols(moduleDir string) ([]string, error) {
+	src, err := os.ReadFile(filepath.Join(moduleDir, "pkg", "nvml", "nvml.go"))
 	if err != nil {
 		return nil, err
 	}
@@ -93,9 +93,9 @@ func NvmlSymbols(goNvmlDir string) ([]string, error) {
 	return sortedKeys(set), nil
 }
 
-// HandWritten returns the NVML functions defined in csrc/*.c (except the
+// handWritten returns the NVML functions defined in csrc/*.c (except the
 // generated file), and checks them against the SIMFN list in csrc/fns.h.
-func HandWritten(simDir string) (map[string]bool, error) {
+func handWritten(simDir string) (map[string]bool, error) {
 	files, err := filepath.Glob(filepath.Join(simDir, "csrc", "*.c"))
 	if err != nil {
 		return nil, err
@@ -134,8 +134,8 @@ func HandWritten(simDir string) (map[string]bool, error) {
 	return defs, nil
 }
 
-// OldDriverExcluded reads csrc/old_driver.txt.
-func OldDriverExcluded(simDir string) ([]string, error) {
+// oldDriverExcluded reads csrc/old_driver.txt.
+func oldDriverExcluded(simDir string) ([]string, error) {
 	src, err := os.ReadFile(filepath.Join(simDir, "csrc", "old_driver.txt"))
 	if err != nil {
 		return nil, err
@@ -160,4 +160,43 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Lists are the symbol lists of one simnvml directory.
+type Lists struct {
+	GoNvml []string        // every NVML function go-nvml can call, sorted
+	Hand   map[string]bool // those csrc/*.c define by hand
+	Old    map[string]bool // those the old-driver build leaves out
+}
+
+// Load reads the lists of the simnvml directory simDir. A function
+// old_driver.txt names that go-nvml does not call is an error: the
+// old-driver build could not leave it out.
+func Load(simDir string) (Lists, error) {
+	nvmlDir, err := goNvmlDir(simDir)
+	if err != nil {
+		return Lists{}, err
+	}
+	l := Lists{Old: map[string]bool{}}
+	if l.GoNvml, err = nvmlSymbols(nvmlDir); err != nil {
+		return Lists{}, err
+	}
+	if l.Hand, err = handWritten(simDir); err != nil {
+		return Lists{}, err
+	}
+	old, err := oldDriverExcluded(simDir)
+	if err != nil {
+		return Lists{}, err
+	}
+	all := map[string]bool{}
+	for _, s := range l.GoNvml {
+		all[s] = true
+	}
+	for _, s := range old {
+		if !all[s] {
+			return Lists{}, fmt.Errorf("csrc/old_driver.txt: %s is not a function go-nvml calls", s)
+		}
+		l.Old[s] = true
+	}
+	return l, nil
 }
