@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -256,35 +257,106 @@ func TestShutdownIsPromptWithACallStuck(t *testing.T) {
 	}
 }
 
-func TestKernelLogXidsFromFile(t *testing.T) {
-	t.Parallel()
-	p := start(t, opts{scenario: "gpus 2\n", kmsg: true})
-	p.waitForRows(1, 5, 15*time.Second)
-	p.writeKmsg(
-		"6,900,1000000,-;nvidia-modeset: some unrelated line",
-		"this is not a kmsg record",
-		"4,901,1000100,-;NVRM: Xid (PCI:0000:21:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
-		"4,902,1000200,-;NVRM: Xid (PCI:0000:99:00): 119, pid=1, name=x, Timeout after 45s of waiting for RPC response from GPU9 GSP!",
-	)
-	p.waitForEvent("the kmsg Xid in events.log", 10*time.Second, "xid=119")
-	p.waitFor("the crash snapshot", 10*time.Second, func() bool {
-		m, _ := filepath.Glob(filepath.Join(p.dir, "crashes", "crash-*-gpu1.log"))
-		return len(m) == 1
-	})
-	time.Sleep(300 * time.Millisecond)
-	p.stop()
-	ev := readFile(t, filepath.Join(p.dir, "events.log"))
-	if !strings.Contains(ev, "gpu=1 bus=00000000:21:00.0 source=kmsg type=Xid xid=79") {
-		t.Errorf("Xid 79 not mapped to GPU 1:\n%s", ev)
-	}
-	if !strings.Contains(ev, "gpu=? bus=0000:99:00") {
-		t.Errorf("Xid for an unknown bus not logged as such:\n%s", ev)
-	}
-	if !strings.Contains(readFile(t, p.csvFile(1)), "XID(79)") {
-		t.Errorf("GPU 1's rows do not carry XID(79)")
-	}
-	if m, _ := filepath.Glob(filepath.Join(p.dir, "crashes", "crash-*-gpu0.log")); len(m) != 0 {
-		t.Errorf("GPU 0 got a snapshot for GPU 1's Xid")
+// TestKernelLinesReachTheRightGPU feeds the real binary kernel lines (in
+// the shapes of public bug reports, with the simulated GPUs' bus ids) next to
+// look-alikes that must not count, and checks which GPU each lands on: in
+// events.log, in the crash snapshots and in the rows' flags.
+func TestKernelLinesReachTheRightGPU(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		want  []string // in events.log
+		crash []int    // the GPUs that get a crash snapshot; the others get none
+		bad   []string // look-alikes, not in events.log
+		check func(t *testing.T, p *proc)
+	}{
+		{
+			name: "Xids",
+			lines: []string{
+				"6,900,1000000,-;nvidia-modeset: some unrelated line",
+				"this is not a kmsg record",
+				"4,901,1000100,-;NVRM: Xid (PCI:0000:21:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
+				"4,902,1000200,-;NVRM: Xid (PCI:0000:99:00): 119, pid=1, name=x, Timeout after 45s of waiting for RPC response from GPU9 GSP!",
+			},
+			want: []string{
+				"gpu=1 bus=00000000:21:00.0 source=kmsg type=Xid xid=79",
+				"gpu=? bus=0000:99:00", // an Xid for an unknown bus is logged as such
+			},
+			crash: []int{1},
+			check: func(t *testing.T, p *proc) {
+				if !strings.Contains(readFile(t, p.csvFile(1)), "XID(79)") {
+					t.Errorf("GPU 1's rows do not carry XID(79)")
+				}
+			},
+		},
+		{
+			// An uncorrectable AER error whose source is GPU 0, an old
+			// driver's fallen-off-the-bus line for GPU 1.
+			name: "AER and fallen off the bus",
+			lines: []string{
+				"3,950,2000000,-;pcieport 0000:00:01.0: AER: Uncorrected (Fatal) error received: 0000:01:00.0",
+				"3,951,2000010,-;nvidia 0000:01:00.0: AER: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer, (Requester ID)",
+				"4,952,2000119,-;mlx5_core 0000:3b:00.0: XID 119 port event",
+				"4,953,2001119,-;nvme 0000:03:00.0: AER: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer, (Requester ID)",
+				"3,954,2002000,-;NVRM: GPU 0000:21:00.0: GPU has fallen off the bus.",
+			},
+			want: []string{
+				"gpu=0 bus=00000000:01:00.0 source=kmsg type=AER severity=uncorrectable-fatal device=0000:00:01.0 reporter=0000:01:00.0 ktime=2.000000",
+				"gpu=0 bus=00000000:01:00.0 source=kmsg type=AER severity=uncorrectable-fatal device=0000:01:00.0 ktime=2.000010",
+				"gpu=1 bus=00000000:21:00.0 source=kmsg type=FALLEN_OFF_BUS ktime=2.002000",
+			},
+			crash: []int{0, 1},
+			bad:   []string{"mlx5", "nvme", "xid=119"},
+			check: func(t *testing.T, p *proc) {
+				m1, _ := filepath.Glob(filepath.Join(p.dir, "crashes", "crash-*-gpu1.log"))
+				if b := readFile(t, m1[0]); !strings.Contains(b, "Reason: GPU has fallen off the bus (kmsg, no Xid)") {
+					t.Errorf("GPU 1's snapshot reason:\n%s", b[:min(len(b), 600)])
+				}
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := start(t, opts{scenario: "gpus 2\n", kmsg: true})
+			p.waitForRows(1, 5, 15*time.Second)
+			p.writeKmsg(tc.lines...)
+			snapshots := func(gpu int) int {
+				m, _ := filepath.Glob(filepath.Join(p.dir, "crashes", "crash-*-gpu"+strconv.Itoa(gpu)+".log"))
+				return len(m)
+			}
+			p.waitFor("every kernel line's event and crash snapshot", 15*time.Second, func() bool {
+				b, _ := os.ReadFile(filepath.Join(p.dir, "events.log"))
+				for _, w := range tc.want {
+					if !strings.Contains(string(b), w) {
+						return false
+					}
+				}
+				for _, gpu := range tc.crash {
+					if snapshots(gpu) != 1 {
+						return false
+					}
+				}
+				return true
+			})
+			time.Sleep(300 * time.Millisecond) // room for a snapshot or event that must not come
+			p.stop()
+			ev := readFile(t, filepath.Join(p.dir, "events.log"))
+			for _, bad := range tc.bad {
+				if strings.Contains(ev, bad) {
+					t.Errorf("a look-alike counted (%q):\n%s", bad, ev)
+				}
+			}
+			for gpu := range 2 {
+				want := 0
+				if slices.Contains(tc.crash, gpu) {
+					want = 1
+				}
+				if n := snapshots(gpu); n != want {
+					t.Errorf("GPU %d has %d crash snapshots, want %d", gpu, n, want)
+				}
+			}
+			tc.check(t, p)
+		})
 	}
 }
 

@@ -377,20 +377,28 @@ const (
 	malformed               // a whole answer that is not valid JSON or not a status document
 )
 
+// statusRequest sends one status request to the control socket sock, with
+// a second to connect and two to answer, and returns the whole answer.
+func statusRequest(sock string) ([]byte, error) {
+	c, err := net.DialTimeout("unix", sock, time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte("status\n")); err != nil {
+		return nil, err
+	}
+	return io.ReadAll(c)
+}
+
 // askStatus sends one raw status request and classifies the answer. It
 // checks the answer with json.Valid, not by decoding it: the request storm
 // sends 200 a second from this (race-enabled) test binary on the logger's
 // machine, and decoding each one cost enough CPU to starve the logger under
 // test on a loaded machine. rawStatus decodes.
 func askStatus(sock string) ([]byte, answer) {
-	c, err := net.DialTimeout("unix", sock, time.Second)
-	if err != nil {
-		return nil, refused
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(2 * time.Second))
-	c.Write([]byte("status\n"))
-	b, err := io.ReadAll(c)
+	b, err := statusRequest(sock)
 	switch {
 	case err != nil || len(b) == 0:
 		return nil, refused
@@ -407,14 +415,7 @@ func askStatus(sock string) ([]byte, answer) {
 // rawStatus asks the socket directly, without running the status command.
 func rawStatus(sock string) (statusDoc, bool) {
 	var d statusDoc
-	c, err := net.DialTimeout("unix", sock, time.Second)
-	if err != nil {
-		return d, false
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(2 * time.Second))
-	c.Write([]byte("status\n"))
-	b, err := io.ReadAll(c)
+	b, err := statusRequest(sock)
 	if err != nil || !bytes.HasPrefix(b, []byte(`{"schema_version":`+strconv.Itoa(1))) {
 		return d, false
 	}
