@@ -226,11 +226,12 @@ func TestRequestStormKeepsCadence(t *testing.T) {
 	var firstCorrupt atomic.Pointer[string]
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
-	for range 4 {
+	// every runs fn every period, with whether the storm is on, until stop.
+	every := func(period time.Duration, fn func(storming bool)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tk := time.NewTicker(20 * time.Millisecond) // 4 x 50/s = 200/s
+			tk := time.NewTicker(period)
 			defer tk.Stop()
 			for {
 				select {
@@ -238,49 +239,40 @@ func TestRequestStormKeepsCadence(t *testing.T) {
 					return
 				case <-tk.C:
 				}
-				if !storming.Load() {
-					continue
-				}
-				switch b, res := askStatus(sock); res {
-				case answered:
-					ok.Add(1)
-				case refused:
-					failed.Add(1)
-				case malformed:
-					corrupt.Add(1)
-					s := string(b)
-					firstCorrupt.CompareAndSwap(nil, &s)
-				}
+				fn(storming.Load())
 			}
 		}()
 	}
-	wg.Add(1)
-	go func() { // and one scrape in each storm second
-		defer wg.Done()
-		tk := time.NewTicker(100 * time.Millisecond)
-		defer tk.Stop()
-		scraped := false
-		for {
-			select {
-			case <-stop:
+	for range 4 {
+		every(20*time.Millisecond, func(on bool) { // 4 x 50/s = 200/s
+			if !on {
 				return
-			case <-tk.C:
 			}
-			if !storming.Load() {
-				scraped = false
-				continue
+			switch b, res := askStatus(sock); res {
+			case answered:
+				ok.Add(1)
+			case refused:
+				failed.Add(1)
+			case malformed:
+				corrupt.Add(1)
+				s := string(b)
+				firstCorrupt.CompareAndSwap(nil, &s)
 			}
-			if scraped {
-				continue
-			}
-			scraped = true
-			c := http.Client{Timeout: 2 * time.Second}
-			if r, err := c.Get("http://" + addr + "/metrics"); err == nil {
-				io.Copy(io.Discard, r.Body)
-				r.Body.Close()
-			}
+		})
+	}
+	scraped := false
+	every(100*time.Millisecond, func(on bool) { // and one scrape in each storm second
+		if !on || scraped {
+			scraped = on
+			return
 		}
-	}()
+		scraped = true
+		c := http.Client{Timeout: 2 * time.Second}
+		if r, err := c.Get("http://" + addr + "/metrics"); err == nil {
+			io.Copy(io.Discard, r.Body)
+			r.Body.Close()
+		}
+	})
 	// First 3 s: silent clients, more than the connection limit, hold every
 	// connection while the storm goes on; the server must drop them (2 s
 	// read timeout) and answer the storm again, and the logger keep its

@@ -6,13 +6,16 @@ package simnvml_test
 // copy of this test binary:
 //
 //	func TestX(t *testing.T) {
-//		if child(t) {          // true inside the re-executed copy
-//			l := openLib(t)    // go-nvml on $SIMNVML_TEST_LIB, initialised
-//			...assertions...
-//			return
-//		}
-//		runChild(t, opts{scenario: "gpus 2\n..."}) // parent: re-exec, check
+//		t.Parallel()
+//		simulate(t, opts{scenario: "gpus 2\n..."}, func(c clock, l nvml.Interface) {
+//			...assertions... // in the re-executed copy: l is go-nvml on
+//			                 // $SIMNVML_TEST_LIB, initialised
+//		})
 //	}
+//
+// A test that needs more than an initialised library (Init's own result,
+// raw calls, one child per subtest) uses the parts simulate is made of:
+// child(t) is true inside the re-executed copy, runChild/runChildAs re-execute.
 //
 // runChild re-executes os.Args[0] with -test.run=^TestX$ and the env
 // SIMNVML_TEST_CHILD=TestX, SIMNVML_TEST_LIB=<library>, SIMNVML_SCENARIO=<file
@@ -120,6 +123,22 @@ func runChildAs(t *testing.T, name string, o opts) string {
 		t.Fatalf("child %s ran no test:\n%s", name, out.String())
 	}
 	return out.String()
+}
+
+// simulate is the common form of a simulator test: in the re-executed copy
+// it starts the clock, opens the library (initialised) and runs body; in the
+// parent it runs that copy on o and fails t when the child fails. It reports
+// whether it ran in the parent, where a test may then check what the child
+// left (files); the child returns from the test after it.
+func simulate(t *testing.T, o opts, body func(c clock, l nvml.Interface)) (parent bool) {
+	t.Helper()
+	if child(t) {
+		c := startClock()
+		body(c, openLib(t))
+		return false
+	}
+	runChild(t, o)
+	return true
 }
 
 // newLib returns go-nvml bound to the simulator (not initialised).

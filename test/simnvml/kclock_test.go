@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"golang.org/x/sys/unix"
 )
 
@@ -23,22 +24,20 @@ func monoNow(t *testing.T) time.Duration {
 // TestKmsgClock: with kmsg_clock the records' timestamps run behind
 // CLOCK_MONOTONIC by the offset and lose the drift per second since boot.
 func TestKmsgClock(t *testing.T) {
-	if child(t) {
-		c := startClock()
-		l := openLib(t)
-		_ = dev(t, l, 0)
-		c.sleepUntil(800 * time.Millisecond)
-		return
-	}
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "kmsg")
 	before := monoNow(t)
-	runChild(t, opts{env: []string{"SIMNVML_KMSG=" + path}, scenario: `
+	if !simulate(t, opts{env: []string{"SIMNVML_KMSG=" + path}, scenario: `
 gpus 1
 kmsg_clock 37 drift 500
 at 0.2 gpu 0 xid 79
 at 0.6 gpu 0 xid 79
-`})
+`}, func(c clock, l nvml.Interface) {
+		_ = dev(t, l, 0)
+		c.sleepUntil(800 * time.Millisecond)
+	}) {
+		return
+	}
 	after := monoNow(t)
 	data, err := os.ReadFile(path)
 	if err != nil {

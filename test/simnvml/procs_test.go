@@ -13,9 +13,15 @@ import (
 // kind, memory, SM/memory busy and a time window, next to the count-based
 // processes; GetProcessUtilization reports the busy ones.
 func TestScriptedProcesses(t *testing.T) {
-	if child(t) {
-		c := startClock()
-		l := openLib(t)
+	t.Parallel()
+	simulate(t, opts{scenario: `gpus 2
+gpu 0 procs 1
+gpu 0 proc 777 mem 1500 sm 80 memutil 30 for 1.5s
+gpu 0 proc 888 both mem na sm 5
+gpu 0 proc 999 graphics
+gpu 1 proc 777
+gpu 1 fail DeviceGetProcessUtilization not_supported
+`}, func(c clock, l nvml.Interface) {
 		d0, d1 := dev(t, l, 0), dev(t, l, 1)
 		ps, r := d0.GetComputeRunningProcesses()
 		ok(t, r, "compute procs")
@@ -59,17 +65,7 @@ func TestScriptedProcesses(t *testing.T) {
 		if len(ps) != 2 || ps[1].Pid != 888 {
 			t.Fatalf("after 777's window: %+v", ps)
 		}
-		return
-	}
-	t.Parallel()
-	runChild(t, opts{scenario: `gpus 2
-gpu 0 procs 1
-gpu 0 proc 777 mem 1500 sm 80 memutil 30 for 1.5s
-gpu 0 proc 888 both mem na sm 5
-gpu 0 proc 999 graphics
-gpu 1 proc 777
-gpu 1 fail DeviceGetProcessUtilization not_supported
-`})
+	})
 }
 
 func TestScriptedProcessErrors(t *testing.T) {

@@ -19,8 +19,8 @@ import (
 )
 
 func TestDefaults(t *testing.T) {
-	if child(t) {
-		l := openLib(t)
+	t.Parallel()
+	simulate(t, opts{}, func(_ clock, l nvml.Interface) {
 		n, r := l.DeviceGetCount()
 		ok(t, r, "count")
 		if n != 1 {
@@ -138,10 +138,7 @@ func TestDefaults(t *testing.T) {
 		if e2 <= e1 {
 			t.Fatalf("energy not increasing: %d then %d", e1, e2)
 		}
-		return
-	}
-	t.Parallel()
-	runChild(t, opts{})
+	})
 }
 
 // cstr converts a NUL-terminated C char array.
@@ -157,9 +154,25 @@ func cstr(b []int8) string {
 }
 
 func TestValuesOverTime(t *testing.T) {
-	if child(t) {
-		c := startClock()
-		l := openLib(t)
+	t.Parallel()
+	simulate(t, opts{scenario: `
+gpus 2
+gpu all temp 41
+gpu 1 noise temp 2
+gpu 0 ramp temp 40 80 1s
+at 300ms gpu 1 set power 250
+at 0 gpu 1 ramp clk_sm 1000 2000 100
+gpu 0 fan 55
+gpu 0 fan_target 60
+at 0.5 gpu 0 fan1 70
+gpu 0 reasons sw_power_cap|hw_slowdown
+gpu 0 pstate P2
+at 1 gpu 0 plimit 450
+gpu 1 enforced 300
+gpu 0 util_gpu 97
+gpu 0 util_mem 40
+gpu 0 pcie_replay 12
+`}, func(c clock, l nvml.Interface) {
 		d0, d1 := dev(t, l, 0), dev(t, l, 1)
 		temp := func(d nvml.Device) uint32 {
 			v, r := d.GetTemperature(nvml.TEMPERATURE_GPU)
@@ -249,32 +262,18 @@ func TestValuesOverTime(t *testing.T) {
 				t.Fatalf("noisy temp %d", v)
 			}
 		}
-		return
-	}
-	t.Parallel()
-	runChild(t, opts{scenario: `
-gpus 2
-gpu all temp 41
-gpu 1 noise temp 2
-gpu 0 ramp temp 40 80 1s
-at 300ms gpu 1 set power 250
-at 0 gpu 1 ramp clk_sm 1000 2000 100
-gpu 0 fan 55
-gpu 0 fan_target 60
-at 0.5 gpu 0 fan1 70
-gpu 0 reasons sw_power_cap|hw_slowdown
-gpu 0 pstate P2
-at 1 gpu 0 plimit 450
-gpu 1 enforced 300
-gpu 0 util_gpu 97
-gpu 0 util_mem 40
-gpu 0 pcie_replay 12
-`})
+	})
 }
 
 func TestFieldValues(t *testing.T) {
-	if child(t) {
-		l := openLib(t)
+	t.Parallel()
+	simulate(t, opts{scenario: `
+gpu 0 power 321
+gpu 0 plimit 500
+gpu 0 memtemp 71
+gpu 0 pcie_replay 3
+gpu 0 fail field 82 no_permission
+`}, func(_ clock, l nvml.Interface) {
 		d := dev(t, l, 0)
 		ids := []uint32{186, 190, 185, 187, 188, 189, 192, 83, 191, 82, 94, 9999, 186}
 		vals := make([]nvml.FieldValue, len(ids))
@@ -330,21 +329,12 @@ func TestFieldValues(t *testing.T) {
 		if r := d.GetFieldValues(nil); r != nvml.ERROR_INVALID_ARGUMENT {
 			t.Errorf("empty: %v", r)
 		}
-		return
-	}
-	t.Parallel()
-	runChild(t, opts{scenario: `
-gpu 0 power 321
-gpu 0 plimit 500
-gpu 0 memtemp 71
-gpu 0 pcie_replay 3
-gpu 0 fail field 82 no_permission
-`})
+	})
 }
 
 func TestProcesses(t *testing.T) {
-	if child(t) {
-		l := openLib(t)
+	t.Parallel()
+	simulate(t, opts{scenario: "gpus 2\ngpu 0 procs 5\ngpu 0 gprocs 1\ngpu 0 proc_mem 2048\n"}, func(_ clock, l nvml.Interface) {
 		d0, d1 := dev(t, l, 0), dev(t, l, 1)
 		ps, r := d0.GetComputeRunningProcesses()
 		ok(t, r, "compute procs")
@@ -391,16 +381,21 @@ func TestProcesses(t *testing.T) {
 		if r, n, _ := rawnvml.Procs("nvmlDeviceGetGraphicsRunningProcesses_v3", h1, 0, -1, false); r != 0 || n != 0 {
 			t.Fatalf("no processes count query: ret %d count %d", r, n)
 		}
-		return
-	}
-	t.Parallel()
-	runChild(t, opts{scenario: "gpus 2\ngpu 0 procs 5\ngpu 0 gprocs 1\ngpu 0 proc_mem 2048\n"})
+	})
 }
 
 func TestEvents(t *testing.T) {
-	if child(t) {
-		c := startClock()
-		l := openLib(t)
+	t.Parallel()
+	simulate(t, opts{scenario: `
+gpus 2
+at 0.2 gpu 0 xid 43
+at 0.8 gpu 1 xid 31
+at 1.0 gpu 0 xid 13
+at 1.2 gpu 0 xid 154 action 1
+at 1.3 gpu 0 event clock repeat 3 over 300ms
+at 1.7 gpu 1 event pstate
+at 1.7 gpu 0 event pstate
+`}, func(c clock, l nvml.Interface) {
 		d0, d1 := dev(t, l, 0), dev(t, l, 1)
 		uuid0, _ := d0.GetUUID()
 		types, r := d0.GetSupportedEventTypes()
@@ -458,19 +453,7 @@ func TestEvents(t *testing.T) {
 		}
 		_, r = set.Wait(200)
 		wantRet(t, r, nvml.ERROR_TIMEOUT, "final wait")
-		return
-	}
-	t.Parallel()
-	runChild(t, opts{scenario: `
-gpus 2
-at 0.2 gpu 0 xid 43
-at 0.8 gpu 1 xid 31
-at 1.0 gpu 0 xid 13
-at 1.2 gpu 0 xid 154 action 1
-at 1.3 gpu 0 event clock repeat 3 over 300ms
-at 1.7 gpu 1 event pstate
-at 1.7 gpu 0 event pstate
-`})
+	})
 }
 
 func TestEventWaitV1Layout(t *testing.T) {
@@ -508,9 +491,9 @@ func TestEventWaitV1Layout(t *testing.T) {
 }
 
 func TestXidFlood(t *testing.T) {
-	if child(t) {
-		c := startClock()
-		l := openLib(t)
+	t.Parallel()
+	// start 0.8 s into the scenario: the flood runs from 1 s to 3 s
+	simulate(t, opts{scenarioFile: shipped(t, "xid-flood.scn"), env: []string{"SIMNVML_TIME_OFFSET=0.8"}}, func(c clock, l nvml.Interface) {
 		set, r := l.EventSetCreate()
 		ok(t, r, "create")
 		ok(t, dev(t, l, 0).RegisterEvents(nvml.EventTypeXidCriticalError, set), "register")
@@ -539,11 +522,7 @@ func TestXidFlood(t *testing.T) {
 		}
 		_, r = set.Wait(100)
 		wantRet(t, r, nvml.ERROR_TIMEOUT, "after the flood")
-		return
-	}
-	t.Parallel()
-	// start 0.8 s into the scenario: the flood runs from 1 s to 3 s
-	runChild(t, opts{scenarioFile: shipped(t, "xid-flood.scn"), env: []string{"SIMNVML_TIME_OFFSET=0.8"}})
+	})
 }
 
 func shipped(t *testing.T, name string) string {
@@ -555,9 +534,8 @@ func shipped(t *testing.T, name string) string {
 }
 
 func TestLostAndRemoved(t *testing.T) {
-	if child(t) {
-		c := startClock()
-		l := openLib(t)
+	t.Parallel()
+	simulate(t, opts{scenario: "gpus 3\nat 0.3 gpu 1 lost\nat 0.3 gpu 2 removed\n"}, func(c clock, l nvml.Interface) {
 		d0, d1, d2 := dev(t, l, 0), dev(t, l, 1), dev(t, l, 2)
 		uuid2, _ := d2.GetUUID()
 		if n, _ := l.DeviceGetCount(); n != 3 {
@@ -596,16 +574,16 @@ func TestLostAndRemoved(t *testing.T) {
 		if l.ErrorString(nvml.ERROR_GPU_IS_LOST) != "GPU is lost" {
 			t.Fatal("error string")
 		}
-		return
-	}
-	t.Parallel()
-	runChild(t, opts{scenario: "gpus 3\nat 0.3 gpu 1 lost\nat 0.3 gpu 2 removed\n"})
+	})
 }
 
 func TestHang(t *testing.T) {
-	if child(t) {
-		c := startClock()
-		l := openLib(t)
+	t.Parallel()
+	simulate(t, opts{scenario: `
+gpus 2
+at 0.3 gpu 1 hang 1500ms
+at 0.3 gpu 0 hang 1s fn DeviceGetPowerUsage ret timeout
+`}, func(c clock, l nvml.Interface) {
 		d0, d1 := dev(t, l, 0), dev(t, l, 1)
 		c.sleepUntil(400 * time.Millisecond)
 
@@ -659,20 +637,17 @@ func TestHang(t *testing.T) {
 		if _, r := d0.GetPowerUsage(); r != nvml.SUCCESS || time.Since(t0) > 300*time.Millisecond {
 			t.Fatalf("after hang: %v %v", r, time.Since(t0))
 		}
-		return
-	}
-	t.Parallel()
-	runChild(t, opts{scenario: `
-gpus 2
-at 0.3 gpu 1 hang 1500ms
-at 0.3 gpu 0 hang 1s fn DeviceGetPowerUsage ret timeout
-`})
+	})
 }
 
 func TestFailInjection(t *testing.T) {
-	if child(t) {
-		c := startClock()
-		l := openLib(t)
+	t.Parallel()
+	simulate(t, opts{scenario: `
+gpus 2
+gpu 0 fail nvmlDeviceGetPowerUsage not_supported
+gpu 0 fail nvmlDeviceGetPciInfo no_permission
+at 0.3 gpu 0 fail DeviceGetTemperature 4 for 0.4s
+`}, func(c clock, l nvml.Interface) {
 		d := dev(t, l, 0)
 		if _, r := d.GetPowerUsage(); r != nvml.ERROR_NOT_SUPPORTED {
 			t.Fatalf("power: %v", r)
@@ -697,20 +672,22 @@ func TestFailInjection(t *testing.T) {
 		if _, r := dev(t, l, 1).GetPowerUsage(); r != nvml.SUCCESS {
 			t.Fatalf("other GPU: %v", r)
 		}
-		return
-	}
-	t.Parallel()
-	runChild(t, opts{scenario: `
-gpus 2
-gpu 0 fail nvmlDeviceGetPowerUsage not_supported
-gpu 0 fail nvmlDeviceGetPciInfo no_permission
-at 0.3 gpu 0 fail DeviceGetTemperature 4 for 0.4s
-`})
+	})
 }
 
 func TestFanlessAndAbsurd(t *testing.T) {
-	if child(t) {
-		l := openLib(t)
+	t.Parallel()
+	simulate(t, opts{scenario: `
+gpus 2
+gpu 0 name "NVIDIA B200"
+gpu 0 fans 0
+gpu 0 temp 88
+gpu 1 temp 4294967295
+gpu 1 fan1_target -1
+gpu 1 plimit 0
+gpu 1 fan0_policy manual
+gpu 1 sensor_target -1
+`}, func(_ clock, l nvml.Interface) {
 		d0, d1 := dev(t, l, 0), dev(t, l, 1)
 		if n, r := d0.GetNumFans(); r != nvml.SUCCESS || n != 0 {
 			t.Fatalf("fanless numfans %d %v", n, r)
@@ -753,20 +730,7 @@ func TestFanlessAndAbsurd(t *testing.T) {
 		if _, r := d1.GetThermalSettings(5); r != nvml.ERROR_INVALID_ARGUMENT {
 			t.Fatalf("bad sensor index: %v", r)
 		}
-		return
-	}
-	t.Parallel()
-	runChild(t, opts{scenario: `
-gpus 2
-gpu 0 name "NVIDIA B200"
-gpu 0 fans 0
-gpu 0 temp 88
-gpu 1 temp 4294967295
-gpu 1 fan1_target -1
-gpu 1 plimit 0
-gpu 1 fan0_policy manual
-gpu 1 sensor_target -1
-`})
+	})
 }
 
 // TestInitResults covers init failures, driver not loaded, zero GPUs and
@@ -849,18 +813,9 @@ func TestInitResults(t *testing.T) {
 }
 
 func TestKmsg(t *testing.T) {
-	if child(t) {
-		c := startClock()
-		l := openLib(t)
-		_ = dev(t, l, 0)
-		// No NVML calls while the records are due: a background thread
-		// writes them.
-		c.sleepUntil(1200 * time.Millisecond)
-		return
-	}
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "kmsg")
-	runChild(t, opts{env: []string{"SIMNVML_KMSG=" + path}, scenario: `
+	if !simulate(t, opts{env: []string{"SIMNVML_KMSG=" + path}, scenario: `
 gpus 2
 at 0.2 gpu 0 xid 79
 at 0.3 gpu 0 xid 154 action 1
@@ -868,7 +823,14 @@ at 0.4 gpu 1 xid 119
 at 0.5 gpu 0 xid 13 to events
 at 0.6 gpu 1 xid 62 to kmsg msg "custom text"
 at 0.7 gpu 0 xid 154 action 2 to kmsg
-`})
+`}, func(c clock, l nvml.Interface) {
+		_ = dev(t, l, 0)
+		// No NVML calls while the records are due: a background thread
+		// writes them.
+		c.sleepUntil(1200 * time.Millisecond)
+	}) {
+		return
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -940,8 +902,8 @@ func TestCallCounts(t *testing.T) {
 }
 
 func TestOldDriver(t *testing.T) {
-	if child(t) {
-		l := openLib(t)
+	t.Parallel()
+	if !simulate(t, opts{old: true, scenarioFile: shipped(t, "old-driver.scn")}, func(_ clock, l nvml.Interface) {
 		d := dev(t, l, 0)
 		if err := l.Extensions().LookupSymbol("nvmlDeviceGetNumFans"); err == nil {
 			t.Fatal("old driver exports nvmlDeviceGetNumFans")
@@ -967,9 +929,9 @@ func TestOldDriver(t *testing.T) {
 		if drv, _ := l.SystemGetDriverVersion(); drv != "470.256.02" {
 			t.Fatalf("driver %q", drv)
 		}
+	}) {
 		return
 	}
-	t.Parallel()
 	oldSyms := oldDriverList(t)
 	normal, old := exported(t, libPath(false)), exported(t, libPath(true))
 	for s := range oldSyms {
@@ -987,7 +949,6 @@ func TestOldDriver(t *testing.T) {
 			t.Errorf("old-driver build lacks %s", s)
 		}
 	}
-	runChild(t, opts{old: true, scenarioFile: shipped(t, "old-driver.scn")})
 }
 
 func oldDriverList(t *testing.T) map[string]bool {
@@ -1146,8 +1107,8 @@ func checkScenario(t *testing.T, l nvml.Interface, name string, n int) {
 // BenchmarkGetTemperature): a modelled call through go-nvml costs far less
 // than 20 µs even under -race.
 func TestHotPathCost(t *testing.T) {
-	if child(t) {
-		l := openLib(t)
+	t.Parallel()
+	simulate(t, opts{scenario: "gpus 2\ngpu all noise temp 1\nat 5 gpu 0 ramp power 100 500 10\n"}, func(_ clock, l nvml.Interface) {
 		d := dev(t, l, 0)
 		const n = 100000
 		t0 := time.Now()
@@ -1160,10 +1121,7 @@ func TestHotPathCost(t *testing.T) {
 		if per > 20*time.Microsecond {
 			t.Fatalf("%v per call", per)
 		}
-		return
-	}
-	t.Parallel()
-	runChild(t, opts{scenario: "gpus 2\ngpu all noise temp 1\nat 5 gpu 0 ramp power 100 500 10\n"})
+	})
 }
 
 // BenchmarkGetTemperature loads the simulator in this process (no test
