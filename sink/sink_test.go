@@ -463,19 +463,7 @@ func TestFlagsWithCommaAreQuoted(t *testing.T) {
 
 func TestPeriodicSyncRunsOffTheScheduler(t *testing.T) {
 	c := newTestCSV(t, t.TempDir(), CSVConfig{FsyncEvery: 10 * time.Millisecond})
-	before := c.Stats().SyncBatches
-	s := fullSample()
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Stats().SyncBatches < before+2 {
-		s.Time = s.Time.Add(100 * time.Millisecond)
-		if err := c.Write(&s); err != nil {
-			t.Fatal(err)
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the sync thread never completed a batch")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	s := writeUntilSynced(t, c, "the sync thread never completed a batch", nil)
 	if st := c.Stats(); st.SyncErrors != 0 {
 		t.Errorf("sync errors: %+v", st)
 	}
@@ -596,6 +584,19 @@ func TestRotationAcrossDSTChange(t *testing.T) {
 func TestPeriodicSyncPacedByTick(t *testing.T) {
 	tick := make(chan time.Time)
 	c := newTestCSV(t, t.TempDir(), CSVConfig{FsyncEvery: time.Hour, Tick: tick})
+	writeUntilSynced(t, c, "no sync round completed for the ticks sent", func(s *reading.Sample, deadline time.Time) {
+		select {
+		case tick <- s.Time:
+		case <-time.After(time.Until(deadline)):
+		}
+	})
+}
+
+// writeUntilSynced writes rows 100 ms apart until the sync thread has
+// completed two more batches, calling after (when set) after each row, and
+// fails with why when that takes over 10 s. It returns the last row written.
+func writeUntilSynced(t *testing.T, c *CSV, why string, after func(s *reading.Sample, deadline time.Time)) reading.Sample {
+	t.Helper()
 	before := c.Stats().SyncBatches
 	s := fullSample()
 	deadline := time.Now().Add(10 * time.Second)
@@ -604,13 +605,13 @@ func TestPeriodicSyncPacedByTick(t *testing.T) {
 		if err := c.Write(&s); err != nil {
 			t.Fatal(err)
 		}
-		select {
-		case tick <- s.Time:
-		case <-time.After(time.Until(deadline)):
+		if after != nil {
+			after(&s, deadline)
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("no sync round completed for the ticks sent")
+			t.Fatal(why)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	return s
 }
