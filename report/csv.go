@@ -236,14 +236,6 @@ func (l *layout) parseRow(line string, cells []string) (Row, []string, bool) {
 	return r, cells, true
 }
 
-// csvFile is one GPU's CSV day on disk.
-type csvFile struct {
-	path string
-	gpu  int
-	day  time.Time // the day in its name, midnight local
-	gz   bool
-}
-
 // readStats says what reading one file gave, for the "read" and "skipped"
 // lines of the report.
 type readStats struct {
@@ -264,9 +256,9 @@ const seekSlack = 2 * time.Second
 // written in time order), so reading a minute of a 130 MB day costs a few
 // reads; a .gz is decompressed from its start, parsing only what is in the
 // window. A damaged .gz yields the rows before the damage.
-func readWindow(f csvFile, from, to time.Time, progress progressFunc, fn func(Row)) (readStats, error) {
+func readWindow(f sink.CSVDay, from, to time.Time, progress progressFunc, fn func(Row)) (readStats, error) {
 	var st readStats
-	fh, err := os.Open(f.path)
+	fh, err := os.Open(f.Path)
 	if err != nil {
 		return st, err
 	}
@@ -278,10 +270,10 @@ func readWindow(f csvFile, from, to time.Time, progress progressFunc, fn func(Ro
 	total := fi.Size()
 	var r io.Reader = fh
 	counter := &countingReader{r: fh}
-	if f.gz {
+	if f.GZ {
 		zr, err := gzip.NewReader(counter)
 		if err != nil {
-			return st, fmt.Errorf("%s: not a readable gzip file: %w", filepath.Base(f.path), err)
+			return st, fmt.Errorf("%s: not a readable gzip file: %w", filepath.Base(f.Path), err)
 		}
 		r = zr
 	} else {
@@ -300,9 +292,9 @@ func readWindow(f csvFile, from, to time.Time, progress progressFunc, fn func(Ro
 	}
 	lay, err := parseLayout(header)
 	if err != nil {
-		return st, fmt.Errorf("%s: %w", filepath.Base(f.path), err)
+		return st, fmt.Errorf("%s: %w", filepath.Base(f.Path), err)
 	}
-	if !f.gz {
+	if !f.GZ {
 		off, err := seekTime(fh, int64(len(header)), total, from.Add(-seekSlack))
 		if err != nil {
 			return st, err

@@ -8,60 +8,17 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
-// csvName matches the daily CSV files: gpu<i>-deep-<YYYY-MM-DD>.csv[.gz].
-var csvName = regexp.MustCompile(`^gpu(\d+)-deep-(\d{4}-\d{2}-\d{2})\.csv(\.gz)?$`)
-
-// listCSVs returns the CSV files in dir, by GPU then day. A day with both a
-// .csv and a .csv.gz (compression under way) is read from the .csv.
-func listCSVs(dir string, loc *time.Location) ([]csvFile, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	seen := map[string]int{}
-	var out []csvFile
-	for _, e := range ents {
-		m := csvName.FindStringSubmatch(e.Name())
-		if m == nil || !e.Type().IsRegular() {
-			continue
-		}
-		gpu, err := strconv.Atoi(m[1])
-		if err != nil {
-			continue
-		}
-		day, err := time.ParseInLocation("2006-01-02", m[2], loc)
-		if err != nil {
-			continue
-		}
-		f := csvFile{path: filepath.Join(dir, e.Name()), gpu: gpu, day: day, gz: m[3] != ""}
-		key := m[1] + "/" + m[2]
-		if i, ok := seen[key]; ok {
-			if out[i].gz && !f.gz {
-				out[i] = f
-			}
-			continue
-		}
-		seen[key] = len(out)
-		out = append(out, f)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].gpu != out[j].gpu {
-			return out[i].gpu < out[j].gpu
-		}
-		return out[i].day.Before(out[j].day)
-	})
-	return out, nil
-}
-
-// overlaps reports whether a file of day f.day can hold rows between from
+// overlaps reports whether a file of day f.Day can hold rows between from
 // and to. A day's file holds that local day's rows; a row written just after
 // midnight may still land in the day before, so a day is taken to run until
 // 00:01 of the next.
-func (f csvFile) overlaps(from, to time.Time) bool {
-	end := f.day.AddDate(0, 0, 1).Add(time.Minute)
-	return !f.day.After(to) && end.After(from)
+func overlaps(f sink.CSVDay, from, to time.Time) bool {
+	end := f.Day.AddDate(0, 0, 1).Add(time.Minute)
+	return !f.Day.After(to) && end.After(from)
 }
 
 // eventLogs returns events.log and its rotated copies (lumberjack names

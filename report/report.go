@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
 // Options say which incident to report and how much around it.
@@ -103,7 +105,7 @@ func Build(o Options) (*Report, error) {
 	rep.Incident = inc
 	rep.From, rep.To = inc.Time.Add(-o.Before), inc.Time.Add(o.After)
 
-	files, err := listCSVs(o.Dir, o.Loc)
+	files, err := sink.ListDays(o.Dir, o.Loc)
 	if err != nil {
 		return nil, fmt.Errorf("log dir %s: %w", o.Dir, err)
 	}
@@ -114,7 +116,7 @@ func Build(o Options) (*Report, error) {
 	// CPU): a day of 8 GPUs is 8 files, and decompressing them is most of
 	// the work.
 	type job struct {
-		f    csvFile
+		f    sink.CSVDay
 		rows []Row
 		st   readStats
 		err  error
@@ -122,13 +124,13 @@ func Build(o Options) (*Report, error) {
 	var jobs []*job
 	var first, last time.Time
 	for _, f := range files {
-		if first.IsZero() || f.day.Before(first) {
-			first = f.day
+		if first.IsZero() || f.Day.Before(first) {
+			first = f.Day
 		}
-		if f.day.After(last) {
-			last = f.day
+		if f.Day.After(last) {
+			last = f.Day
 		}
-		if (o.GPU >= 0 && f.gpu != o.GPU) || !f.overlaps(rep.From, rep.To) {
+		if (o.GPU >= 0 && f.GPU != o.GPU) || !overlaps(f, rep.From, rep.To) {
 			continue
 		}
 		jobs = append(jobs, &job{f: f})
@@ -141,7 +143,7 @@ func Build(o Options) (*Report, error) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			name := filepath.Base(j.f.path)
+			name := filepath.Base(j.f.Path)
 			var prog progressFunc
 			if o.Progress != nil {
 				prog = func(done, total int64) {
@@ -161,15 +163,15 @@ func Build(o Options) (*Report, error) {
 	wg.Wait()
 	byGPU := map[int]*GPUData{}
 	for _, j := range jobs {
-		name := filepath.Base(j.f.path)
+		name := filepath.Base(j.f.Path)
 		if j.err != nil {
 			rep.Skipped = append(rep.Skipped, name+": "+j.err.Error())
 			continue
 		}
-		g := byGPU[j.f.gpu]
+		g := byGPU[j.f.GPU]
 		if g == nil {
-			g = &GPUData{Index: j.f.gpu}
-			byGPU[j.f.gpu] = g
+			g = &GPUData{Index: j.f.GPU}
+			byGPU[j.f.GPU] = g
 		}
 		// A pause between the last row of one file and the first of the
 		// next (a restart, midnight) is a gap too.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
 // testdata/incident is what `make demo` recorded: the gsp-crash scenario on
@@ -256,7 +257,7 @@ func TestSeekReadsLittle(t *testing.T) {
 	to := from.Add(time.Minute)
 	var rows []Row
 	minDone, reports := int64(-1), 0
-	st, err := readWindow(csvFile{path: path}, from, to, func(d, tot int64) {
+	st, err := readWindow(sink.CSVDay{Path: path}, from, to, func(d, tot int64) {
 		reports++
 		if minDone < 0 || d < minDone {
 			minDone = d
@@ -335,7 +336,7 @@ func BenchmarkReadWindowGz(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		n := 0
-		if _, err := readWindow(csvFile{path: path, gz: true}, start, start.Add(24*time.Hour), nil, func(Row) { n++ }); err != nil || n != 100000 {
+		if _, err := readWindow(sink.CSVDay{Path: path, GZ: true}, start, start.Add(24*time.Hour), nil, func(Row) { n++ }); err != nil || n != 100000 {
 			b.Fatal(err, n)
 		}
 	}
@@ -367,7 +368,7 @@ func BenchmarkWindowOfAGzDay(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		n := 0
-		if _, err := readWindow(csvFile{path: path, gz: true}, from, from.Add(70*time.Second), nil, func(Row) { n++ }); err != nil || n != 701 {
+		if _, err := readWindow(sink.CSVDay{Path: path, GZ: true}, from, from.Add(70*time.Second), nil, func(Row) { n++ }); err != nil || n != 701 {
 			b.Fatal(err, n)
 		}
 	}

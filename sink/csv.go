@@ -204,11 +204,6 @@ func NewCSV(cfg CSVConfig, gpus []GPUColumns) (*CSV, error) {
 	return c, nil
 }
 
-// FileName returns the CSV file name of GPU index on day (local date).
-func FileName(index int, day time.Time) string {
-	return fmt.Sprintf("gpu%d-deep-%s.csv", index, day.Format("2006-01-02"))
-}
-
 // Write formats s and appends it to its GPU's file for the sample's day. It
 // also keeps the row in the GPU's in-memory ring. Errors are logged, counted
 // and returned; they never stop the caller.

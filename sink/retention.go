@@ -13,12 +13,8 @@ import (
 	"time"
 )
 
-// dayFile matches the CSV names this package writes, compressed or not;
-// tmpFile the temp files of a compression in progress.
-var (
-	dayFile = regexp.MustCompile(`^gpu\d+-deep-(\d{4}-\d{2}-\d{2})\.csv(\.gz)?$`)
-	tmpFile = regexp.MustCompile(`^\.gpu\d+-deep-\d{4}-\d{2}-\d{2}\.csv\.gz\.tmp`)
-)
+// tmpFile matches the temp files of a compression in progress.
+var tmpFile = regexp.MustCompile(`^\.gpu\d+-deep-\d{4}-\d{2}-\d{2}\.csv\.gz\.tmp`)
 
 // housekeeping deletes days older than the retention and queues finished,
 // uncompressed days (from this run or earlier ones) for compression. Days are
@@ -39,23 +35,19 @@ func (c *CSV) housekeeping(now time.Time) {
 			os.Remove(filepath.Join(c.cfg.Dir, e.Name()))
 			continue
 		}
-		m := dayFile.FindStringSubmatch(e.Name())
-		if m == nil || !e.Type().IsRegular() {
-			continue
-		}
-		day, err := time.ParseInLocation("2006-01-02", m[1], now.Location())
-		if err != nil {
+		f, ok := ParseFileName(e.Name(), now.Location())
+		if !ok || !e.Type().IsRegular() {
 			continue
 		}
 		path := filepath.Join(c.cfg.Dir, e.Name())
 		switch {
-		case day.Before(cutoff):
+		case f.Day.Before(cutoff):
 			if err := os.Remove(path); err != nil {
 				c.log.Warn("cannot delete expired CSV", "path", path, "error", err)
 			} else {
 				c.log.Info("deleted expired CSV", "path", path, "retention_days", c.cfg.RetentionDays)
 			}
-		case m[2] == "" && day.Before(today) && c.gz != nil:
+		case !f.GZ && f.Day.Before(today) && c.gz != nil:
 			toCompress = append(toCompress, path)
 		}
 	}

@@ -6,17 +6,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
-
-// csvDay matches the daily CSV files: gpu<i>-deep-<YYYY-MM-DD>.csv[.gz].
-var csvDay = regexp.MustCompile(`^gpu(\d+)-deep-(\d{4}-\d{2}-\d{2})\.csv(\.gz)?$`)
 
 // tailBytes is how much of the end of a plain CSV is read for its last rows:
 // 50 rows are about 10 KB, and the new run may already have appended a few
@@ -40,67 +34,42 @@ type gpuRows struct {
 // written before t (the new run's rows come after), looking back across
 // midnight into the previous days' .csv or .csv.gz.
 func lastRowsBefore(dir string, t time.Time, n int) []gpuRows {
-	ents, _ := os.ReadDir(dir)
-	type file struct {
-		name string
-		day  string
-		gz   bool
-	}
-	byGPU := map[int][]file{}
-	for _, e := range ents {
-		m := csvDay.FindStringSubmatch(e.Name())
-		if m == nil {
-			continue
-		}
-		g, _ := strconv.Atoi(m[1])
-		byGPU[g] = append(byGPU[g], file{e.Name(), m[2], m[3] != ""})
-	}
-	var gpus []int
-	for g := range byGPU {
-		gpus = append(gpus, g)
-	}
-	sort.Ints(gpus)
+	files, _ := sink.ListDays(dir, t.Location()) // by GPU, then oldest day first
 	var out []gpuRows
-	for _, g := range gpus {
-		files := byGPU[g]
-		// Newest day first; of one day, the plain file first (it is the
-		// newer form while compression is under way).
-		sort.Slice(files, func(i, j int) bool {
-			if files[i].day != files[j].day {
-				return files[i].day > files[j].day
-			}
-			return !files[i].gz && files[j].gz
-		})
-		gr := gpuRows{gpu: g}
-		seenDay := map[string]bool{}
-		days := 0
-		for _, f := range files {
-			if len(gr.rows) >= n || days >= maxDaysBack {
-				break
-			}
-			if seenDay[f.day] {
-				continue
-			}
-			seenDay[f.day] = true
-			days++
-			header, rows, err := readRowsBefore(filepath.Join(dir, f.name), f.gz, t, n-len(gr.rows))
-			gr.sources = append(gr.sources, f.name)
-			if err != nil {
-				gr.notes = append(gr.notes, f.name+": "+err.Error()+" (rows before the damage kept)")
-			}
-			if gr.header == "" {
-				gr.header = header
-			}
-			gr.rows = append(rows, gr.rows...)
+	for len(files) > 0 {
+		k := 1
+		for k < len(files) && files[k].GPU == files[0].GPU {
+			k++
 		}
-		if len(gr.rows) > 0 {
-			if ts, err := rowTime(gr.rows[len(gr.rows)-1]); err == nil {
-				gr.last = ts
-			}
-		}
-		out = append(out, gr)
+		out = append(out, rowsBefore(files[:k], t, n))
+		files = files[k:]
 	}
 	return out
+}
+
+// rowsBefore reads one GPU's days, newest first, until it has n rows or
+// has read maxDaysBack days.
+func rowsBefore(days []sink.CSVDay, t time.Time, n int) gpuRows {
+	gr := gpuRows{gpu: days[0].GPU}
+	for i := len(days) - 1; i >= 0 && len(gr.rows) < n && len(days)-i <= maxDaysBack; i-- {
+		f := days[i]
+		name := filepath.Base(f.Path)
+		header, rows, err := readRowsBefore(f.Path, f.GZ, t, n-len(gr.rows))
+		gr.sources = append(gr.sources, name)
+		if err != nil {
+			gr.notes = append(gr.notes, name+": "+err.Error()+" (rows before the damage kept)")
+		}
+		if gr.header == "" {
+			gr.header = header
+		}
+		gr.rows = append(rows, gr.rows...)
+	}
+	if len(gr.rows) > 0 {
+		if ts, err := rowTime(gr.rows[len(gr.rows)-1]); err == nil {
+			gr.last = ts
+		}
+	}
+	return gr
 }
 
 func rowTime(line string) (time.Time, error) {

@@ -1,0 +1,65 @@
+package sink
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestParseFileName(t *testing.T) {
+	day := time.Date(2026, 11, 30, 0, 0, 0, 0, cet)
+	tests := []struct {
+		name string
+		ok   bool
+		gpu  int
+		gz   bool
+	}{
+		{FileName(3, day), true, 3, false},
+		{FileName(12, day) + ".gz", true, 12, true},
+		{"gpu3-deep-2026-11-30.csv.gz.tmp", false, 0, false},
+		{".gpu3-deep-2026-11-30.csv.gz.tmp123", false, 0, false},
+		{"gpu3-deep-2026-13-30.csv", false, 0, false},
+		{"gpu-deep-2026-11-30.csv", false, 0, false},
+		{"events.log", false, 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, ok := ParseFileName(tc.name, cet)
+			if ok != tc.ok || f.GPU != tc.gpu || f.GZ != tc.gz || (ok && (!f.Day.Equal(day) || f.Path != tc.name)) {
+				t.Errorf("got %+v %v, want gpu %d gz %v on %v: %v", f, ok, tc.gpu, tc.gz, day, tc.ok)
+			}
+		})
+	}
+}
+
+// TestListDays: by GPU then day, one entry a day, the .csv while its .gz is
+// being written; other names and directories are left out.
+func TestListDays(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{
+		"gpu1-deep-2026-11-29.csv.gz", "gpu1-deep-2026-11-30.csv", "gpu1-deep-2026-11-30.csv.gz",
+		"gpu0-deep-2026-11-30.csv", "gpu0-deep-2026-11-28.csv.gz", "events.log", ".gpu0-deep-2026-11-29.csv.gz.tmp1",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Mkdir(filepath.Join(dir, "gpu2-deep-2026-11-30.csv"), 0o755)
+	got, err := ListDays(dir, cet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"gpu0-deep-2026-11-28.csv.gz", "gpu0-deep-2026-11-30.csv", "gpu1-deep-2026-11-29.csv.gz", "gpu1-deep-2026-11-30.csv"}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v, want %v", got, want)
+	}
+	for i, f := range got {
+		if f.Path != filepath.Join(dir, want[i]) {
+			t.Errorf("%d: %s, want %s", i, f.Path, want[i])
+		}
+	}
+	if _, err := ListDays(filepath.Join(dir, "none"), cet); err == nil {
+		t.Errorf("a missing directory listed without an error")
+	}
+}
