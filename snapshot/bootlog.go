@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -211,7 +210,7 @@ func pstoreRecords(dirs []string, since time.Time) string {
 	var recs []rec
 	for _, d := range dirs {
 		if _, err := os.Stat(d); err != nil {
-			fmt.Fprintf(&b, "(%s: %s)\n", d, missingOr(err))
+			fmt.Fprintf(&b, "(%s: %s)\n", d, fileErr(err))
 			continue
 		}
 		old := 0
@@ -263,38 +262,12 @@ func pstoreRecords(dirs []string, since time.Time) string {
 	return b.String()
 }
 
-func missingOr(err error) string {
-	if errors.Is(err, fs.ErrNotExist) {
-		return "missing"
-	}
-	return err.Error()
-}
-
-// readTail reads at most max bytes from the end of path.
-func readTail(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if fi.Size() > max {
-		if _, err := f.Seek(fi.Size()-max, io.SeekStart); err != nil {
-			return nil, err
-		}
-	}
-	return io.ReadAll(io.LimitReader(f, max))
-}
-
 // lastIncidents returns the last incident lines of events.log written
 // before t.
 func lastIncidents(path string, t time.Time) string {
 	data, err := readTail(path, eventsTailBytes)
 	if err != nil {
-		return "(events.log: " + missingOr(err) + ")\n"
+		return "(events.log: " + fileErr(err) + ")\n"
 	}
 	var keep []string
 	sc := bufio.NewScanner(bytes.NewReader(data))

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -35,9 +33,6 @@ const (
 	nvidiaProcDir   = "proc/driver/nvidia"
 	nvidiaParamsDir = "sys/module/nvidia/parameters"
 )
-
-// maxFileRead bounds a /proc or /sys file read into a snapshot.
-const maxFileRead = 64 << 10
 
 // aerCounterFiles are the sysfs AER statistics of a PCIe device.
 var aerCounterFiles = []string{"aer_dev_correctable", "aer_dev_nonfatal", "aer_dev_fatal"}
@@ -163,35 +158,6 @@ func (m *Manager) moduleParams() ([]byte, error) {
 		fmt.Fprintf(&b, "%s: %s\n", n, strings.TrimSpace(string(v)))
 	}
 	return []byte(b.String()), nil
-}
-
-// readSmall reads at most maxFileRead bytes of a file.
-func readSmall(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	buf := make([]byte, maxFileRead)
-	n, err := f.Read(buf)
-	if n > 0 || err == nil {
-		return buf[:n], nil
-	}
-	if errors.Is(err, io.EOF) {
-		return nil, nil
-	}
-	return nil, err
-}
-
-// fileErr says why a file could not be read, short.
-func fileErr(err error) string {
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return "missing"
-	case errors.Is(err, fs.ErrPermission):
-		return "no permission"
-	}
-	return err.Error()
 }
 
 // kernelLogJob runs dmesg; when the kernel log is restricted
