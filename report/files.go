@@ -3,13 +3,11 @@ package report
 import (
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
+	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
 // overlaps reports whether a file of day f.Day can hold rows between from
@@ -32,15 +30,10 @@ func eventLogs(dir string) []string {
 	return rotated
 }
 
-// crashName matches crash snapshot files: crash-<YYYYMMDD-HHMMSS.mmm>-gpu<i>.log,
-// without the follow-ups (+10s).
-var crashName = regexp.MustCompile(`^crash-(\d{8}-\d{6}\.\d{3})-gpu(\d+)\.log$`)
-
 // snapshotFile is one crash snapshot on disk.
 type snapshotFile struct {
 	path string
-	at   time.Time
-	gpu  int
+	snapshot.Name
 }
 
 // listSnapshots returns the crash snapshots in dir/crashes, oldest first.
@@ -48,52 +41,19 @@ func listSnapshots(dir string, loc *time.Location) []snapshotFile {
 	ents, _ := os.ReadDir(filepath.Join(dir, "crashes"))
 	var out []snapshotFile
 	for _, e := range ents {
-		if s, ok := parseSnapshotName(filepath.Join(dir, "crashes", e.Name()), loc); ok {
-			out = append(out, s)
+		if n, ok := snapshot.ParseName(e.Name(), loc); ok && n.Kind == "crash" {
+			out = append(out, snapshotFile{filepath.Join(dir, "crashes", e.Name()), n})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].at.Before(out[j].at) })
+	sort.Slice(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
 	return out
 }
 
-func parseSnapshotName(path string, loc *time.Location) (snapshotFile, bool) {
-	m := crashName.FindStringSubmatch(filepath.Base(path))
-	if m == nil {
-		return snapshotFile{}, false
-	}
-	at, err := time.ParseInLocation("20060102-150405.000", m[1], loc)
-	if err != nil {
-		return snapshotFile{}, false
-	}
-	gpu, _ := strconv.Atoi(m[2])
-	return snapshotFile{path: path, at: at, gpu: gpu}, true
-}
-
-// snapshotHeader reads the "Time:", "GPU:" and "Reason:" lines of a crash
-// snapshot's header.
-func snapshotHeader(path string) (at time.Time, gpu int, reason string, ok bool) {
+// snapshotHeader reads the header of the crash snapshot at path.
+func snapshotHeader(path string) (snapshot.Header, bool) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return
+		return snapshot.Header{}, false
 	}
-	gpu = -1
-	for _, l := range strings.SplitN(string(b), "\n", 20) {
-		switch {
-		case strings.HasPrefix(l, "Time: "):
-			t, err := time.Parse(time.RFC3339Nano, strings.TrimPrefix(l, "Time: "))
-			if err == nil {
-				at, ok = t, true
-			}
-		case strings.HasPrefix(l, "GPU: "):
-			f := strings.Fields(strings.TrimPrefix(l, "GPU: "))
-			if len(f) > 0 {
-				if n, err := strconv.Atoi(f[0]); err == nil {
-					gpu = n
-				}
-			}
-		case strings.HasPrefix(l, "Reason: "):
-			reason = strings.TrimPrefix(l, "Reason: ")
-		}
-	}
-	return
+	return snapshot.ParseHeader(string(b))
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
+	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
 // Options say which incident to report and how much around it.
@@ -293,17 +294,17 @@ func eventMarker(e Event) string {
 // findIncident picks the moment the report is about.
 func findIncident(o Options, all []Event) (Incident, error) {
 	if o.Incident != "" {
-		at, gpu, reason, ok := snapshotHeader(o.Incident)
+		h, ok := snapshotHeader(o.Incident)
 		if !ok {
-			if s, ok2 := parseSnapshotName(o.Incident, o.Loc); ok2 {
-				return Incident{Time: s.at, GPU: s.gpu, What: "crash snapshot " + filepath.Base(o.Incident)}, nil
+			if n, ok2 := snapshot.ParseName(filepath.Base(o.Incident), o.Loc); ok2 && n.Kind == "crash" {
+				return Incident{Time: n.Time, GPU: n.GPU, What: "crash snapshot " + filepath.Base(o.Incident)}, nil
 			}
 			return Incident{}, fmt.Errorf("--incident %s: not a readable crash snapshot (no Time: line in its header)", o.Incident)
 		}
 		if o.GPU >= 0 {
-			gpu = o.GPU
+			h.GPUIndex = o.GPU
 		}
-		return Incident{Time: at, GPU: gpu, What: reason}, nil
+		return Incident{Time: h.Time, GPU: h.GPUIndex, What: h.Reason}, nil
 	}
 	if !o.At.IsZero() {
 		inc := Incident{Time: o.At, GPU: o.GPU, What: "the moment asked for (--at)"}
@@ -328,14 +329,13 @@ func findIncident(o Options, all []Event) (Incident, error) {
 	snaps := listSnapshots(o.Dir, o.Loc)
 	for i := len(snaps) - 1; i >= 0; i-- {
 		s := snaps[i]
-		if o.GPU >= 0 && s.gpu != o.GPU {
+		if o.GPU >= 0 && s.GPU != o.GPU {
 			continue
 		}
-		at, gpu, reason, ok := snapshotHeader(s.path)
-		if !ok {
-			at, gpu, reason = s.at, s.gpu, "crash snapshot "+filepath.Base(s.path)
+		if h, ok := snapshotHeader(s.path); ok {
+			return Incident{Time: h.Time, GPU: h.GPUIndex, What: h.Reason}, nil
 		}
-		return Incident{Time: at, GPU: gpu, What: reason}, nil
+		return Incident{Time: s.Time, GPU: s.GPU, What: "crash snapshot " + filepath.Base(s.path)}, nil
 	}
 	return Incident{}, fmt.Errorf("no incident in %s (no critical event in events.log, no crash snapshot); name a moment with --at TIME", o.Dir)
 }

@@ -102,3 +102,33 @@ func writeGPULine(b *strings.Builder, h *Header) {
 	}
 	b.WriteString(" " + orNA(h.GPUName) + " (" + orNA(h.BusID) + ")\n")
 }
+
+// ParseHeader reads back the Title, Time, GPU index and Reason of a header
+// writeHeader wrote at the start of text, up to the empty line that ends it;
+// the other fields stay zero, and GPUIndex is -1 when the GPU line says n/a.
+// ok is false when there is no readable Time line.
+func ParseHeader(text string) (h Header, ok bool) {
+	h.GPUIndex = -1
+	for _, l := range strings.SplitN(text, "\n", 20) {
+		switch {
+		case l == "":
+			return h, ok
+		case strings.HasPrefix(l, "=== ") && strings.HasSuffix(l, " ==="):
+			h.Title = strings.TrimSuffix(strings.TrimPrefix(l, "=== "), " ===")
+		case strings.HasPrefix(l, "Time: "):
+			// RFC 3339 reads sink.TimestampLayout and the seed's times alike.
+			if t, err := time.Parse(time.RFC3339Nano, strings.TrimPrefix(l, "Time: ")); err == nil {
+				h.Time, ok = t, true
+			}
+		case strings.HasPrefix(l, "GPU: "):
+			if f := strings.Fields(strings.TrimPrefix(l, "GPU: ")); len(f) > 0 {
+				if n, err := strconv.Atoi(f[0]); err == nil {
+					h.GPUIndex = n
+				}
+			}
+		case strings.HasPrefix(l, "Reason: "):
+			h.Reason = strings.TrimPrefix(l, "Reason: ")
+		}
+	}
+	return h, ok
+}

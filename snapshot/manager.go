@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -411,20 +410,6 @@ func (m *Manager) failed(kind string, gpu, stage int, err error) {
 	m.stats.Failures++
 	m.mu.Unlock()
 	m.log.Warn("snapshot failed", "kind", kind, "gpu", gpu, "stage", stage, "error", err)
-}
-
-// stampLayout names files to the millisecond: the seed's names, to the
-// second, collided when two snapshots came in the same second.
-const stampLayout = "20060102-150405.000"
-
-// baseName is "<kind>-<stamp>-gpu<N>", or gpuNA for an event that matched no
-// monitored GPU.
-func baseName(kind string, t time.Time, gpu int) string {
-	g := "gpuNA"
-	if gpu >= 0 {
-		g = "gpu" + strconv.Itoa(gpu)
-	}
-	return kind + "-" + t.Format(stampLayout) + "-" + g
 }
 
 // fill sets what the Manager owns in a header (GPU index, suppression count)
