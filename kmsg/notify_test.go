@@ -12,14 +12,7 @@ import (
 // an hour away, only the notice of the appended line can wake the reader,
 // so the record arriving at all shows the file is not left to a poll.
 func TestReaderWakesOnAppendToRegularFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "kmsg.log")
-	if err := os.WriteFile(path, []byte("6,1,10,-;first\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, r := openFile(t, "6,1,10,-;first\n")
 	if r.notify == nil {
 		t.Fatal("a regular file is not watched with inotify")
 	}

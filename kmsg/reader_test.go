@@ -212,14 +212,7 @@ func TestReaderFIFO(t *testing.T) {
 }
 
 func TestReaderCancelAtEndOfFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "kmsg.log")
-	if err := os.WriteFile(path, []byte("6,1,1,-;only\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, r := openFile(t, "6,1,1,-;only\n")
 	ctx, cancel := context.WithCancel(context.Background())
 	recs, done := run(t, ctx, r) // the real 100 ms poll
 	within(t, recs, "the record")
@@ -325,18 +318,26 @@ type fileRun struct {
 	cancel context.CancelFunc
 }
 
+// openFile writes content to a new file and opens a Reader on it.
+func openFile(t *testing.T, content string) (path string, r *Reader) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "kmsg.log")
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, r
+}
+
 // runFile writes content to a new file and runs a Reader over it, stepped
 // by the test; it is cancelled when the test ends at the latest.
 func runFile(t *testing.T, content string) *fileRun {
 	t.Helper()
-	f := &fileRun{path: filepath.Join(t.TempDir(), "kmsg.log")}
-	if err := os.WriteFile(f.path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var err error
-	if f.r, err = Open(f.path); err != nil {
-		t.Fatal(err)
-	}
+	f := &fileRun{}
+	f.path, f.r = openFile(t, content)
 	f.s = newStepper()
 	f.r.wait = f.s.wait
 	var ctx context.Context

@@ -27,15 +27,22 @@ func incidentReport(t *testing.T) *Report {
 	return rep
 }
 
-func TestGoldenTimeline(t *testing.T) {
-	rep := incidentReport(t)
+// incidentGolden renders the incident report with write, compares it with
+// the golden file testdata/name and returns it.
+func incidentGolden(t *testing.T, name string, write func(*Report, io.Writer) error) string {
+	t.Helper()
 	var b bytes.Buffer
-	if err := rep.WriteText(&b); err != nil {
+	if err := write(incidentReport(t), &b); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Golden(t, "incident.txt.golden", b.Bytes())
+	testutil.Golden(t, name, b.Bytes())
+	return b.String()
+}
+
+func TestGoldenTimeline(t *testing.T) {
+	text := incidentGolden(t, "incident.txt.golden", (*Report).WriteText)
 	// What the story must contain, whatever the layout.
-	testutil.Contains(t, "report", b.String(),
+	testutil.Contains(t, "report", text,
 		"Incident: 2026-11-30 19:08:17.623 UTC on GPU 0: Xid 62: Internal micro-controller halt (nvml)",
 		"SPUR_THROT off after 2.0s",
 		"throttle None -> SwPowerCap",
@@ -49,13 +56,7 @@ func TestGoldenTimeline(t *testing.T) {
 }
 
 func TestHTMLParsesAndHasEveryChart(t *testing.T) {
-	rep := incidentReport(t)
-	var b bytes.Buffer
-	if err := rep.WriteHTML(&b); err != nil {
-		t.Fatal(err)
-	}
-	testutil.Golden(t, "incident.html.golden", b.Bytes())
-	page := b.String()
+	page := incidentGolden(t, "incident.html.golden", (*Report).WriteHTML)
 	for _, bad := range []string{"<script", "http://", "https://", "@import", "url("} {
 		if bad == "http://" {
 			// Only the XML namespaces may name a URL.

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 )
 
@@ -109,14 +109,10 @@ func TestLockContention(t *testing.T) {
 // is logged once and counted, and the listeners start anyway: the logger
 // must not stop recording for want of a scrape endpoint.
 func TestMetricsPortTakenCarriesOn(t *testing.T) {
-	held, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Close()
+	held := testutil.TakenAddr(t)
 	var lb bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&lb, nil))
-	cli := &CLI{Socket: "none", MetricsListen: held.Addr().String()}
+	cli := &CLI{Socket: "none", MetricsListen: held}
 	board := live.NewBoard(nil, func() live.Host { return live.Host{} })
 	failed := 0
 	stop, err := startListeners(context.Background(), cli, board, log, func() { failed++ })

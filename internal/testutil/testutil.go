@@ -1,6 +1,7 @@
 // Package testutil holds what the package tests share: golden files with an
 // -update flag, a log buffer safe for concurrent writers, a logger over it,
-// polling with a deadline and a directory listing. Only _test.go files import
+// polling with a deadline, a directory listing, loopback addresses (free or
+// taken) and the simulated NVIDIA driver (simnvml.go). Only _test.go files import
 // it; the -update flag it registers exists in the test binaries that do.
 package testutil
 
@@ -9,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -164,4 +166,28 @@ func Check[In any, Out comparable](t *testing.T, fn string, f func(In) Out, case
 			}
 		})
 	}
+}
+
+// TakenAddr returns a loopback TCP address that stays in use until t ends,
+// for tests of a listener whose port is taken.
+func TakenAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l.Addr().String()
+}
+
+// FreeAddr returns a loopback TCP address that was free a moment ago (the
+// listener that found it is closed), for a server the test starts.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }

@@ -84,13 +84,8 @@ func TestBothVersionsParseAsAtop(t *testing.T) {
 }
 
 func TestPortTakenCarriesOn(t *testing.T) {
-	held, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Close()
 	cfg := testConfig(t)
-	cfg.TCP = held.Addr().String()
+	cfg.TCP = testutil.TakenAddr(t)
 	a, _ := scripted(t)
 	srv, addrs, lb := startServer(t, a, cfg)
 	if len(addrs) != 1 || !strings.HasPrefix(addrs[0], "@") {

@@ -110,7 +110,7 @@ func TestStatusUnknown(t *testing.T) {
 // status requests are answered while it stays stuck.
 func TestHungGPUShownWhileEveryoneAnswers(t *testing.T) {
 	t.Parallel()
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	p := start(t, opts{scenario: "@hang", args: []string{"--metrics-listen", addr}})
 	sock := p.socketPath()
 	// hang.scn: GPU 1 stuck from 3 s to 23 s; the deadline is 1 s.
@@ -152,16 +152,6 @@ func TestHungGPUShownWhileEveryoneAnswers(t *testing.T) {
 	checkMetrics(t, scrapeMetrics(t, addr))
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 func scrapeMetrics(t *testing.T, addr string) string {
 	t.Helper()
 	c := http.Client{Timeout: 5 * time.Second}
@@ -190,7 +180,7 @@ func checkMetrics(t *testing.T, body string) {
 
 func TestMetricsEndpoint(t *testing.T) {
 	t.Parallel()
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	p := start(t, opts{args: []string{"--metrics-listen", addr}})
 	p.waitForRows(0, 6, 10*time.Second)
 	body := scrapeMetrics(t, addr)
@@ -217,7 +207,7 @@ func TestMetricsEndpoint(t *testing.T) {
 func TestRequestStormKeepsCadence(t *testing.T) {
 	// Not parallel: it measures the cadence, which the other e2e tests
 	// running at the same time on a small machine would disturb.
-	addr := freeAddr(t)
+	addr := testutil.FreeAddr(t)
 	p := start(t, opts{args: []string{"--metrics-listen", addr}})
 	sock := p.socketPath()
 	p.waitForRows(0, 6, 10*time.Second)
