@@ -13,12 +13,24 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 )
 
+// testConfig is the sampler's configuration in tests: no reprobe in a test's
+// time, the slow tier every sample, no pacer.
+var testConfig = Config{Reprobe: time.Hour, SlowEvery: 1, FieldWait: time.Millisecond}
+
+// openFake opens the GPUs of lib (sel as in OpenOptions) with testConfig; an
+// InitRet left 0 is SUCCESS.
 func openFake(t *testing.T, lib *fakenvml.Lib, sel ...string) *Host {
+	t.Helper()
+	return openFakeConfig(t, lib, testConfig, sel...)
+}
+
+// openFakeConfig is openFake with another configuration.
+func openFakeConfig(t *testing.T, lib *fakenvml.Lib, cfg Config, sel ...string) *Host {
 	t.Helper()
 	if lib.InitRet == 0 {
 		lib.InitRet = nvml.SUCCESS
 	}
-	h, err := Open(lib, OpenOptions{Select: sel, Config: Config{Reprobe: time.Hour, SlowEvery: 1, FieldWait: time.Millisecond}, Timeout: 5 * time.Second})
+	h, err := Open(lib, OpenOptions{Select: sel, Config: cfg, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

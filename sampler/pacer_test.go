@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
-
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 )
@@ -155,11 +153,9 @@ func TestDueStaggersAndStretches(t *testing.T) {
 // every precursor column is present in every sample.
 func TestStretchedSampleKeepsPrecursors(t *testing.T) {
 	d := fakenvml.NewDev()
-	lib := &fakenvml.Lib{Devs: []*fakenvml.Dev{d}, InitRet: nvml.SUCCESS}
-	h, err := Open(lib, OpenOptions{Config: Config{Reprobe: time.Hour, SlowEvery: 10, FieldWait: time.Millisecond, Interval: 100 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := testConfig
+	cfg.SlowEvery, cfg.Interval = 10, 100*time.Millisecond
+	h := openFakeConfig(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}}, cfg)
 	if h.Pacer == nil {
 		t.Fatal("no pacer with an interval")
 	}
