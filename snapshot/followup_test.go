@@ -12,53 +12,51 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
 
+// newFollowUpManager is newTestManager with the default follow-ups, on the
+// bubble's clock.
+func newFollowUpManager(t *testing.T) *Manager {
+	m, _ := newTestManager(t, func(c *Config) {
+		c.FollowUps = nil
+		c.Now = func() time.Time { return time.Now().UTC() }
+	})
+	return m
+}
+
 func TestFollowUps(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// Inside the bubble time is fake: it starts at 2000-01-01 00:00 UTC and
 		// jumps when every goroutine is blocked, so 370 s take no time.
-		dir := t.TempDir()
-		m := New(Config{
-			Dir:         dir,
-			Runner:      cannedRunner(),
-			Now:         func() time.Time { return time.Now().UTC() },
-			ModulesPath: filepath.Join("testdata", "modules.txt"),
-		})
-		defer m.Close(context.Background()) // on failure too: no goroutine may outlive the bubble
-		crashes := filepath.Join(dir, "crashes")
+		m := newFollowUpManager(t)
+		crashes := filepath.Join(m.cfg.Dir, "crashes")
 		req := func() CrashRequest {
 			r := testCrashRequest()
 			r.Header.Time = time.Time{} // the Manager stamps it
 			return r
 		}
+		var want []string
+		// after lets d pass, then checks that crashes holds the files
+		// written so far and those added.
+		after := func(d time.Duration, when string, added ...string) {
+			t.Helper()
+			time.Sleep(d)
+			synctest.Wait()
+			want = append(want, added...)
+			slices.Sort(want)
+			if got := files(t, crashes, "*"); !slices.Equal(got, want) {
+				t.Fatalf("at %s: %v, want %v", when, got, want)
+			}
+		}
 		if d := m.Crash(3, req); !d.Accepted {
 			t.Fatal("not accepted")
 		}
-		synctest.Wait()
-		want := []string{"crash-20000101-000000.000-gpu3.log"}
-		if got := files(t, crashes, "*"); !slices.Equal(got, want) {
-			t.Fatalf("at 0s: %v, want %v", got, want)
-		}
-
-		time.Sleep(10 * time.Second)
-		synctest.Wait()
-		want = append(want, "crash-20000101-000000.000-gpu3+10s.log")
-		slices.Sort(want)
-		if got := files(t, crashes, "*"); !slices.Equal(got, want) {
-			t.Fatalf("at 10s: %v, want %v", got, want)
-		}
+		after(0, "0s", "crash-20000101-000000.000-gpu3.log")
+		after(10*time.Second, "10s", "crash-20000101-000000.000-gpu3+10s.log")
 		data, err := os.ReadFile(filepath.Join(crashes, "crash-20000101-000000.000-gpu3+10s.log"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		testutil.Golden(t, "followup.golden", data)
-
-		time.Sleep(50 * time.Second)
-		synctest.Wait()
-		want = append(want, "crash-20000101-000000.000-gpu3+60s.log")
-		slices.Sort(want)
-		if got := files(t, crashes, "*"); !slices.Equal(got, want) {
-			t.Fatalf("at 60s: %v, want %v", got, want)
-		}
+		after(50*time.Second, "60s", "crash-20000101-000000.000-gpu3+60s.log")
 
 		// A newer incident on the same GPU (after the cooldown) cancels the
 		// older one's +300s: its own follow-ups supersede it.
@@ -70,18 +68,12 @@ func TestFollowUps(t *testing.T) {
 		if st := m.Stats(); st.FollowUpsCanceled != 1 || st.FollowUpsWritten != 2 {
 			t.Fatalf("after second incident: %+v", st)
 		}
-		time.Sleep(300 * time.Second)
-		synctest.Wait()
-		want = append(want,
+		after(300*time.Second, "370s",
 			"crash-20000101-000110.000-gpu3+10s.log",
 			"crash-20000101-000110.000-gpu3+300s.log",
 			"crash-20000101-000110.000-gpu3+60s.log",
 			"crash-20000101-000110.000-gpu3.log",
 		)
-		slices.Sort(want)
-		if got := files(t, crashes, "*"); !slices.Equal(got, want) {
-			t.Fatalf("at 370s: %v, want %v", got, want)
-		}
 		if err := m.Close(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -93,10 +85,7 @@ func TestFollowUps(t *testing.T) {
 
 func TestCloseCancelsPendingFollowUps(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		dir := t.TempDir()
-		m := New(Config{Dir: dir, Runner: cannedRunner(), Now: func() time.Time { return time.Now().UTC() },
-			ModulesPath: filepath.Join("testdata", "modules.txt")})
-		defer m.Close(context.Background())
+		m := newFollowUpManager(t)
 		m.Crash(0, testCrashRequest)
 		time.Sleep(15 * time.Second)
 		synctest.Wait()
