@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # make bench: the Go benchmarks of the per-sample pipeline, then the real
-# binary on the simulated driver, printed as one table (about 6 minutes on 2
-# cores): 8 GPUs at 100 ms for 60 s next to a CPU floor measured alongside,
-# the same without fdatasync and on tmpfs, 8 and 16 GPUs under the realistic
-# and pessimistic NVML cost profiles (20 s each), and Xid latency runs (NVML
+# binary on the simulated driver, printed as one table (about 8 minutes on 2
+# cores): 8 GPUs at 100 ms with the CSVs on disk, the same without fdatasync
+# and on tmpfs, interleaved in 3 rounds of 15 s, each run next to a CPU floor
+# measured alongside, then the disk run under perf (the rows' write(2) share);
+# the --atop and live interface runs; 8 and 16 GPUs under the realistic and
+# pessimistic NVML cost profiles (20 s each); and Xid latency runs (NVML
 # event and kernel log).
-#   bench.sh BIN BUILDDIR     (BENCH_SECONDS overrides the 60 s,
+#   bench.sh BIN BUILDDIR     (BENCH_ROUNDS and BENCH_ROUND_SECONDS override
+#                              the 3 rounds of 15 s, BENCH_SECONDS the 60 s
+#                              cap of the --atop and live runs,
 #                              BENCH_COST_SECONDS the 20 s; 0 skips the cost runs)
 set -euo pipefail
 BIN=$1 BUILD=$2
@@ -16,6 +20,6 @@ echo "== go test -bench (per-sample pipeline) ..." >&2
 LD_LIBRARY_PATH="$BUILD/sim" SIMNVML_SCENARIO="$PWD/test/simnvml/scenarios/healthy-8gpu.scn" \
   go test -run '^$' -bench . -benchmem -count 1 -ldflags=-extldflags=-Wl,-z,lazy \
   ./sampler/ ./anomaly/ ./sink/ ./snapshot/ | tee "$out" | grep -E '^(Benchmark|ok|FAIL)' >&2
-echo "== whole process: 8 simulated GPUs at 100 ms for ${BENCH_SECONDS:-60} s with a CPU floor, no-fsync and tmpfs runs, cost profiles at 8 and 16 GPUs, Xid latency runs ..." >&2
+echo "== whole process: 8 simulated GPUs at 100 ms, on disk, without fdatasync and on tmpfs (${BENCH_ROUNDS:-3} rounds of ${BENCH_ROUND_SECONDS:-15} s) with a CPU floor, under perf, cost profiles at 8 and 16 GPUs, Xid latency runs ..." >&2
 go run ./test/bench -bin "$BIN" -sim "$BUILD/sim" -scenario "$PWD/test/simnvml/scenarios/healthy-8gpu.scn" \
-  -seconds "${BENCH_SECONDS:-60}" -cost-seconds "${BENCH_COST_SECONDS:-20}" -gobench "$out"
+  -seconds "${BENCH_SECONDS:-60}" -rounds "${BENCH_ROUNDS:-3}" -round-seconds "${BENCH_ROUND_SECONDS:-15}" -cost-seconds "${BENCH_COST_SECONDS:-20}" -gobench "$out"

@@ -2,8 +2,10 @@
 // driver and prints `make bench`'s table: CPU per GPU-sample next to a CPU
 // floor measured at the same time (a bare Go program waking at the same
 // interval: these machines change speed by up to 2x within a day, the ratio
-// does not), the kernel's share of the durability requirements (the same run
-// without fdatasync in the window, and on tmpfs), peak RSS, NVML calls per
+// does not), split into the fdatasync thread (schedstat), the rows' write(2)
+// in the kernel (a perf profile) and the rest, with the same run without
+// fdatasync and on tmpfs interleaved with it round by round (cpu.go), peak
+// RSS, NVML calls per
 // GPU-sample, cadence, the same at 8 and 16 GPUs under the simulated driver's
 // realistic and pessimistic NVML cost profiles (NVML time per GPU-sample and
 // per tick, how late the last GPU of a tick is read, CPU outside the driver,
@@ -42,13 +44,13 @@ func main() { os.Exit(run()) }
 type opts struct {
 	bin, sim, scenario, gobench, dir string
 	seconds, warmup                  int
+	rounds, roundSeconds             int // the CPU rounds (test/bench/cpu.go)
 	interval                         time.Duration
 	xids                             int
 	costSeconds                      int    // per cost-profile run; 0 skips them
 	kmsgXids                         bool   // also time Xids arriving through the kernel log
 	floor                            string // the floor program
 	viaKmsg                          bool   // this Xid run: kernel log only
-	base                             *result
 }
 
 func run() int {
@@ -58,13 +60,15 @@ func run() int {
 	flag.StringVar(&o.scenario, "scenario", "test/simnvml/scenarios/healthy-8gpu.scn", "scenario for the steady-state run")
 	flag.StringVar(&o.gobench, "gobench", "", "go test -bench output to include")
 	flag.StringVar(&o.dir, "dir", "", "directory for the logger's files (default: a temp dir under /var/tmp, a real disk)")
-	flag.IntVar(&o.seconds, "seconds", 60, "measured seconds of the steady-state run")
+	flag.IntVar(&o.seconds, "seconds", 60, "measured seconds of the long runs (the --atop and live interface runs take at most 20 and 30)")
+	flag.IntVar(&o.rounds, "rounds", 3, "rounds of the CPU runs (CSVs on disk, without fdatasync, on tmpfs, interleaved)")
+	flag.IntVar(&o.roundSeconds, "round-seconds", 15, "measured seconds of each CPU run")
 	flag.IntVar(&o.warmup, "warmup", 5, "seconds before measuring")
 	flag.DurationVar(&o.interval, "interval", 100*time.Millisecond, "poll interval")
 	flag.IntVar(&o.xids, "xids", 10, "Xids for the latency run")
 	flag.IntVar(&o.costSeconds, "cost-seconds", 20, "measured seconds of each cost-profile run (8 and 16 GPUs, realistic and pessimistic); 0 skips them")
 	flag.BoolVar(&o.kmsgXids, "kmsg-xids", true, "also time Xids that arrive through the kernel log")
-	only := flag.String("only", "", "run only this part: xid (the Xid latency runs), live (the live interface rows) or steady (the 8-GPU CPU rows)")
+	only := flag.String("only", "", "run only this part: xid (the Xid latency runs), live (the live interface rows) or steady (the 8-GPU CPU rounds)")
 	flag.Parse()
 	if *only == "xid" {
 		return xidOnly(o)
@@ -91,16 +95,15 @@ func run() int {
 		return 0
 	}
 	if *only == "steady" {
-		r, err := measure(o, spec{name: "steady", scenario: o.scenario, seconds: o.seconds})
+		c, err := runCPURounds(o)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "gtbench: steady-state run:", err)
+			fmt.Fprintln(os.Stderr, "gtbench: CPU rounds:", err)
 			return 1
 		}
-		printTable(cpuRows(o, r))
+		printTable(append(c.rows(o), c.cadenceRows(o)...))
 		return 0
 	}
-	steady, base, err := steadyRun(o)
-	o.base = base
+	steady, err := steadyRun(o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gtbench: steady-state run:", err)
 		return 1
@@ -118,23 +121,6 @@ func run() int {
 		return 1
 	}
 	rows = append(rows, liveR...)
-	// The kernel's share of the durability requirements (one write(2) per
-	// row, one fdatasync per file per second): the same run with no
-	// fdatasync in the window, and with the CSVs on tmpfs.
-	disk, err := measure(o, spec{name: "nosync", scenario: o.scenario, seconds: max(o.seconds/2, 10), args: []string{"--fsync-interval", "1h"}})
-	if err == nil {
-		rows = append(rows, cpuRow("... the same with --fsync-interval 1h", disk, "no fdatasync in the window; write(2) per row kept"))
-	}
-	if st, err2 := os.Stat("/dev/shm"); err2 == nil && st.IsDir() && o.dir == "" {
-		if r, err := measure(o, spec{name: "tmpfs", scenario: o.scenario, seconds: max(o.seconds/2, 10), dir: "/dev/shm"}); err == nil {
-			rows = append(rows, cpuRow("... the same with the CSVs on tmpfs", r, "no disk: the logger's own cost"))
-			if base := o.base; base != nil {
-				rows = append(rows, [3]string{"kernel share of durability (disk minus tmpfs)",
-					fmt.Sprintf("%.1f us", base.perSample()-r.perSample()),
-					fmt.Sprintf("of which fdatasync about %.1f us (disk minus --fsync-interval 1h); the rest is ext4 write(2) per row", base.perSample()-disk.perSample())})
-			}
-		}
-	}
 	if o.costSeconds > 0 {
 		c, err := costRuns(o)
 		if err != nil {
@@ -353,6 +339,7 @@ type spec struct {
 	env      []string // SIMNVML_COST, ...
 	args     []string
 	calls    bool // the simulated driver counts calls (and time inside it)
+	perf     bool // profile the logger with perf over the window
 }
 
 // result is what one run measured over its window (after the warm-up).
@@ -366,7 +353,10 @@ type result struct {
 	calls          map[string]callStat // deltas over the window
 	status         map[string]string   // the status line at the end of the window
 	p50, p99, pmax float64             // period deviation, ms
-	mean           float64             // mean period, ms
+	devs           []float64           // every period's deviation, ms
+	prof           *profile            // with spec.perf: the window's profile (nil: profErr says why)
+	profErr        error
+	mean           float64 // mean period, ms
 	periods        int
 	iv             time.Duration
 }
@@ -382,12 +372,7 @@ func (r *result) floorTick() float64 {
 // floorNote sets a CPU figure per tick against the floor measured in the
 // same window.
 func (r *result) floorNote() string {
-	perTick := float64(r.cpu) / 1e3 / r.ticks()
-	return fmt.Sprintf("%.0f us per tick = %.1f x the floor (a bare Go ticker: %.0f us per tick, measured alongside)", perTick, perTick/r.floorTick(), r.floorTick())
-}
-
-func cpuRow(name string, r *result, note string) [3]string {
-	return [3]string{name, fmt.Sprintf("%.1f us", r.perSample()), note + "; " + r.floorNote()}
+	return fmt.Sprintf("%.0f us per tick = %.1f x the floor (a bare Go ticker: %.0f us per tick, measured alongside)", r.perTick(), r.ratio(), r.floorTick())
 }
 
 // buildFloor builds the floor program (test/bench/floor) into a temp dir.
@@ -446,6 +431,10 @@ func measure(o opts, sp spec) (*result, error) {
 		return readCalls(calls)
 	}
 	k0 := sync()
+	var profWait func() (*profile, error)
+	if sp.perf {
+		profWait = perfRecord(pid, time.Duration(sp.seconds)*time.Second, dir)
+	}
 	c0, s0 := taskCPUOf(pid, fsyncThread)
 	t0, f0, rows0 := time.Now(), taskCPU(fl.Process.Pid), countRows(dir)
 	time.Sleep(time.Duration(sp.seconds) * time.Second)
@@ -453,6 +442,9 @@ func measure(o opts, sp spec) (*result, error) {
 	c1, s1 := taskCPUOf(pid, fsyncThread)
 	t1, f1, rows1 := time.Now(), taskCPU(fl.Process.Pid), countRows(dir)
 	r := &result{window: t1.Sub(t0), cpu: c1 - c0, floorCPU: f1 - f0, fsyncCPU: s1 - s0, rows: rows1 - rows0, rss: peakRSS(pid), iv: o.interval}
+	if profWait != nil {
+		r.prof, r.profErr = profWait()
+	}
 	// The status line (SIGUSR1) has the pacer's figures and the skip counters.
 	stderr := filepath.Join(dir, "stderr.log")
 	before, _ := os.ReadFile(stderr)
@@ -474,7 +466,11 @@ func measure(o opts, sp spec) (*result, error) {
 		}
 	}
 	r.gpus = len(csvFiles(dir))
-	r.p50, r.p99, r.pmax, r.mean, r.periods, err = cadence(dir, o.interval)
+	r.devs, r.mean, err = cadence(dir, o.interval)
+	if err == nil {
+		q := func(p float64) float64 { return r.devs[min(int(p*float64(len(r.devs))), len(r.devs)-1)] }
+		r.p50, r.p99, r.pmax, r.periods = q(0.5), q(0.99), r.devs[len(r.devs)-1], len(r.devs)
+	}
 	return r, err
 }
 
@@ -495,40 +491,23 @@ func statusFields(s string) map[string]string {
 	return out
 }
 
-// steadyRun runs the logger on the scenario and measures the window after
-// the warm-up.
-func steadyRun(o opts) ([][3]string, *result, error) {
-	r, err := measure(o, spec{name: "steady", scenario: o.scenario, seconds: o.seconds})
+// steadyRun is the 8-GPU steady state: the interleaved CPU rounds (the
+// whole process, the kernel's share of the durability requirements, the
+// rest, next to the floor), the rounds' cadence and peak RSS, and the NVML
+// calls per GPU-sample.
+func steadyRun(o opts) ([][3]string, error) {
+	c, err := runCPURounds(o)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	perCall := 0.0
 	if o.dir != "/dev/shm" {
 		if perCall, err = callsPerSample(o); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
-	return append(cpuRows(o, r), [][3]string{
-		{"whole process: peak RSS", r.rss, "target <= 30 MB"},
-		{"NVML calls per GPU-sample", fmt.Sprintf("%.2f", perCall), "target < 17 (the seed, 2 fans); counted by the simulated driver"},
-		{"cadence: period deviation p50 / p99 / max", fmt.Sprintf("%.1f / %.1f / %.1f ms", r.p50, r.p99, r.pmax),
-			fmt.Sprintf("target p99 <= 3 ms; %d periods from row timestamps (ms resolution)", r.periods)},
-		{"cadence: mean period (drift)", fmt.Sprintf("%.4f ms (%+.4f ms)", r.mean, r.mean-float64(o.interval)/1e6), "no drift: ticks at start + k x interval"},
-	}...), r, nil
-}
-
-// cpuRows are the steady run's CPU rows: the whole process, its fdatasync
-// thread (the kernel's share of the durability bound), and the rest.
-func cpuRows(o opts, r *result) [][3]string {
-	perRow := func(d time.Duration) float64 { return float64(d) / 1e3 / float64(r.rows) }
-	rest := *r
-	rest.cpu -= r.fsyncCPU
-	return [][3]string{
-		cpuRow("whole process: CPU per GPU-sample", r, fmt.Sprintf("%d GPUs at %v, CSVs on disk, %.0f s: %.1f ms CPU for %d rows", r.gpus, o.interval, r.window.Seconds(), float64(r.cpu)/1e6, r.rows)),
-		{"... of which the fdatasync thread", fmt.Sprintf("%.1f us", perRow(r.fsyncCPU)),
-			fmt.Sprintf("the kernel's share of the durability bound: one fdatasync per CSV per second, on the thread %s (sink/fsync.c), from its own schedstat; %.0f us per tick", fsyncThread, float64(r.fsyncCPU)/1e3/r.ticks())},
-		cpuRow("... the rest: the logger, one write(2) per row included", &rest, "target <= 40 us"),
-	}
+	rows := append(c.rows(o), c.cadenceRows(o)...)
+	return append(rows, [3]string{"NVML calls per GPU-sample", fmt.Sprintf("%.2f", perCall), "target < 17 (the seed, 2 fans); counted by the simulated driver"}), nil
 }
 
 // costRuns measures the logger under the simulated driver's NVML cost
@@ -657,14 +636,13 @@ func countRows(dir string) int {
 }
 
 // cadence computes the deviation of every row-to-row period from the
-// interval, over all GPUs' rows, and the mean period.
-func cadence(dir string, iv time.Duration) (p50, p99, pmax, mean float64, n int, err error) {
-	var dev []float64
+// interval, over all GPUs' rows (sorted), and the mean period.
+func cadence(dir string, iv time.Duration) (dev []float64, mean float64, err error) {
 	var sum float64
 	for _, f := range csvFiles(dir) {
 		fh, err := os.Open(f)
 		if err != nil {
-			return 0, 0, 0, 0, 0, err
+			return nil, 0, err
 		}
 		r := csv.NewReader(fh)
 		var prev time.Time
@@ -676,7 +654,7 @@ func cadence(dir string, iv time.Duration) (p50, p99, pmax, mean float64, n int,
 			}
 			if err != nil {
 				fh.Close()
-				return 0, 0, 0, 0, 0, fmt.Errorf("%s: %w", f, err)
+				return nil, 0, fmt.Errorf("%s: %w", f, err)
 			}
 			if first {
 				first = false
@@ -696,11 +674,10 @@ func cadence(dir string, iv time.Duration) (p50, p99, pmax, mean float64, n int,
 		fh.Close()
 	}
 	if len(dev) == 0 {
-		return 0, 0, 0, 0, 0, fmt.Errorf("no periods")
+		return nil, 0, fmt.Errorf("no periods")
 	}
 	sort.Float64s(dev)
-	q := func(p float64) float64 { return dev[min(int(p*float64(len(dev))), len(dev)-1)] }
-	return q(0.5), q(0.99), dev[len(dev)-1], sum / float64(len(dev)), len(dev), nil
+	return dev, sum / float64(len(dev)), nil
 }
 
 // xidRun measures the time from an Xid (the simulated driver's kernel-log
