@@ -27,11 +27,7 @@ func TestPowerBreach(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f, breached, flagged := d.check(tt.cur)
-			got := ""
-			if flagged {
-				got = string(f.AppendText(nil))
-			}
-			if breached != tt.wantBreached || got != tt.wantFlag {
+			if got := flagText(f, flagged); breached != tt.wantBreached || got != tt.wantFlag {
 				t.Errorf("check = (%q, %v), want (%q, %v)", got, breached, tt.wantFlag, tt.wantBreached)
 			}
 		})

@@ -13,8 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
@@ -29,14 +28,8 @@ func TestDmesgTimeFollowsTheKernelLogClock(t *testing.T) {
 		t.Skipf("mkfifo: %v", err)
 	}
 	r := newRig(t, 1, func(c *Config) { c.KmsgPath = fifo })
-	mono := func() time.Duration {
-		var ts unix.Timespec
-		if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-			t.Fatal(err)
-		}
-		return time.Duration(ts.Nano())
-	}
-	printk := func(m time.Duration) time.Duration { return m - 37*time.Second - time.Duration(300e-6*float64(m)) }
+	printk := testutil.PrintkClock{Offset: 37 * time.Second, Drift: 300e-6}.At
+	mono := func() time.Duration { return testutil.Monotonic(t) }
 	refWall, refMono := time.Now(), mono()
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
 
 // TestDmesgTimeOnTheKernelLogClock is issue 15's done-when. The simulated
@@ -22,15 +22,8 @@ import (
 // belongs to, to within one interval.
 func TestDmesgTimeOnTheKernelLogClock(t *testing.T) {
 	t.Parallel()
-	const offset, drift = 37 * time.Second, 300e-6
-	mono := func() time.Duration {
-		var ts unix.Timespec
-		if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-			t.Fatal(err)
-		}
-		return time.Duration(ts.Nano())
-	}
-	printk := func(m time.Duration) time.Duration { return m - offset - time.Duration(drift*float64(m)) }
+	printk := testutil.PrintkClock{Offset: 37 * time.Second, Drift: 300e-6}.At
+	mono := func() time.Duration { return testutil.Monotonic(t) }
 	// Wall clock and CLOCK_MONOTONIC read together, to put a row's timestamp
 	// on CLOCK_MONOTONIC.
 	refWall, refMono := time.Now(), mono()

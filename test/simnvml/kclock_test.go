@@ -10,23 +10,15 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
-	"golang.org/x/sys/unix"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
-
-func monoNow(t *testing.T) time.Duration {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		t.Fatal(err)
-	}
-	return time.Duration(ts.Nano())
-}
 
 // TestKmsgClock: with kmsg_clock the records' timestamps run behind
 // CLOCK_MONOTONIC by the offset and lose the drift per second since boot.
 func TestKmsgClock(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "kmsg")
-	before := monoNow(t)
+	before := testutil.Monotonic(t)
 	if !simulate(t, opts{env: []string{"SIMNVML_KMSG=" + path}, scenario: `
 gpus 1
 kmsg_clock 37 drift 500
@@ -38,14 +30,12 @@ at 0.6 gpu 0 xid 79
 	}) {
 		return
 	}
-	after := monoNow(t)
+	after := testutil.Monotonic(t)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	printk := func(mono time.Duration) time.Duration {
-		return mono - 37*time.Second - time.Duration(500e-6*float64(mono))
-	}
+	printk := testutil.PrintkClock{Offset: 37 * time.Second, Drift: 500e-6}.At
 	re := regexp.MustCompile(`^4,\d+,(\d+),-;`)
 	var ts []time.Duration
 	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
