@@ -157,7 +157,7 @@ func command(t *testing.T, o opts) (*exec.Cmd, string, string, string) {
 	} else {
 		args = append(args, "--kmsg", "none")
 	}
-	env = append(env, o.env...)
+	env = append(append(env, "TZ="+noonZone(t)), o.env...) // a TZ in o.env wins (exec keeps the last)
 	bin := binPath
 	if o.plain {
 		bin = plainPath

@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"bytes"
 	"compress/gzip"
-	"encoding/binary"
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -30,24 +28,7 @@ func zoneWithMidnightSoon(t *testing.T, lead time.Duration) (string, *time.Locat
 	if off < -12*3600 {
 		off += 24 * 3600
 	}
-	// TZif version 1: header, no transitions, one local time type, "TST".
-	var b bytes.Buffer
-	b.WriteString("TZif")
-	b.Write(make([]byte, 16))
-	for _, n := range []uint32{0, 0, 0, 0, 1, 4} { // isutcnt isstdcnt leapcnt timecnt typecnt charcnt
-		binary.Write(&b, binary.BigEndian, n)
-	}
-	binary.Write(&b, binary.BigEndian, off)
-	b.Write([]byte{0, 0}) // isdst, abbreviation index
-	b.WriteString("TST\x00")
-	path := filepath.Join(t.TempDir(), "midnight.tzif")
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	loc, err := time.LoadLocationFromTZData("TST", b.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, loc := fixedZone(t, off)
 	if l := target.In(loc); l.Hour() != 0 || l.Minute() != 0 || l.Second() != 0 {
 		t.Fatalf("zone built wrong: %v is %v there", target, l)
 	}
