@@ -253,6 +253,23 @@ again:
 		return NVML_SUCCESS;                                     \
 	}
 
+/* ANSWER_AT defines a device query with one result for an index (a sensor,
+ * a threshold kind, a clock type): an index at or above count is an invalid
+ * argument, one where supported is false is not supported, and expr (d, now
+ * and the index are in scope) is the answer. */
+#define ANSWER_AT(fn, itype, index, count, supported, type, arg, expr)   \
+	nvmlReturn_t fn(nvmlDevice_t device, itype index, type *arg)      \
+	{                                                                \
+		ENTER(fn);                                               \
+		NEED(arg);                                               \
+		if ((unsigned)index >= (count))                          \
+			return NVML_ERROR_INVALID_ARGUMENT;              \
+		if (!(supported))                                        \
+			return NVML_ERROR_NOT_SUPPORTED;                 \
+		*arg = (expr);                                           \
+		return NVML_SUCCESS;                                     \
+	}
+
 /* ---- enumeration --------------------------------------------------------- */
 
 static unsigned int present_count(int64_t now)
@@ -504,31 +521,27 @@ ANSWER(nvmlDeviceGetPersistenceMode, nvmlEnableState_t, mode, d->persistence ? N
 
 /* ---- thermal ------------------------------------------------------------- */
 
-nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensors_t sensorType, unsigned int *temp)
-{
-	ENTER(nvmlDeviceGetTemperature);
-	NEED(temp);
-	if ((unsigned)sensorType >= NVML_TEMPERATURE_COUNT)
-		return NVML_ERROR_INVALID_ARGUMENT;
-	if (sensorType != NVML_TEMPERATURE_GPU)
-		return NVML_ERROR_NOT_SUPPORTED;
-	*temp = to_u32(sim_eval(d, M_TEMP, now));
-	return NVML_SUCCESS;
-}
+ANSWER_AT(nvmlDeviceGetTemperature, nvmlTemperatureSensors_t, sensorType, NVML_TEMPERATURE_COUNT,
+	  sensorType == NVML_TEMPERATURE_GPU, unsigned int, temp, to_u32(sim_eval(d, M_TEMP, now)))
 
-nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device, nvmlTemperatureThresholds_t thresholdType, unsigned int *temp)
-{
-	ENTER(nvmlDeviceGetTemperatureThreshold);
-	NEED(temp);
-	if ((unsigned)thresholdType >= NVML_TEMPERATURE_THRESHOLD_COUNT)
-		return NVML_ERROR_INVALID_ARGUMENT;
-	if (d->thresholds[thresholdType] < 0)
-		return NVML_ERROR_NOT_SUPPORTED;
-	*temp = (unsigned int)d->thresholds[thresholdType];
-	return NVML_SUCCESS;
-}
+ANSWER_AT(nvmlDeviceGetTemperatureThreshold, nvmlTemperatureThresholds_t, thresholdType, NVML_TEMPERATURE_THRESHOLD_COUNT,
+	  d->thresholds[thresholdType] >= 0, unsigned int, temp, (unsigned int)d->thresholds[thresholdType])
 
 #ifndef SIMNVML_OLD_DRIVER
+/* thermal_sensor is one sensor of GetThermalSettings, with the default
+ * range every sensor reports (0-127 C). */
+static nvmlGpuThermalSettingsSensor_t thermal_sensor(nvmlThermalController_t controller, nvmlThermalTarget_t target, int temp)
+{
+	nvmlGpuThermalSettingsSensor_t s = {
+		.controller = controller,
+		.defaultMinTemp = 0,
+		.defaultMaxTemp = 127,
+		.currentTemp = temp,
+		.target = target,
+	};
+	return s;
+}
+
 nvmlReturn_t nvmlDeviceGetThermalSettings(nvmlDevice_t device, unsigned int sensorIndex, nvmlGpuThermalSettings_t *pThermalSettings)
 {
 	nvmlGpuThermalSettingsSensor_t all[SIM_MAX_SENSORS];
@@ -538,21 +551,11 @@ nvmlReturn_t nvmlDeviceGetThermalSettings(nvmlDevice_t device, unsigned int sens
 	NEED(pThermalSettings);
 	if (d->sensors == 0)
 		return NVML_ERROR_NOT_SUPPORTED;
-	all[0].controller = (nvmlThermalController_t)to_i32(sim_eval(d, M_SENSOR_CONTROLLER, now));
-	all[0].target = (nvmlThermalTarget_t)to_i32(sim_eval(d, M_SENSOR_TARGET, now));
-	all[0].defaultMinTemp = 0;
-	all[0].defaultMaxTemp = 127;
-	all[0].currentTemp = to_i32(sim_eval(d, d->sensor_temp_explicit ? M_SENSOR_TEMP : M_TEMP, now));
-	all[1].controller = NVML_THERMAL_CONTROLLER_GPU_INTERNAL;
-	all[1].target = NVML_THERMAL_TARGET_MEMORY;
-	all[1].defaultMinTemp = 0;
-	all[1].defaultMaxTemp = 127;
-	all[1].currentTemp = to_i32(sim_eval(d, M_MEMTEMP, now));
-	all[2].controller = NVML_THERMAL_CONTROLLER_GPU_INTERNAL;
-	all[2].target = NVML_THERMAL_TARGET_BOARD;
-	all[2].defaultMinTemp = 0;
-	all[2].defaultMaxTemp = 127;
-	all[2].currentTemp = all[0].currentTemp - 8;
+	all[0] = thermal_sensor((nvmlThermalController_t)to_i32(sim_eval(d, M_SENSOR_CONTROLLER, now)),
+				(nvmlThermalTarget_t)to_i32(sim_eval(d, M_SENSOR_TARGET, now)),
+				to_i32(sim_eval(d, d->sensor_temp_explicit ? M_SENSOR_TEMP : M_TEMP, now)));
+	all[1] = thermal_sensor(NVML_THERMAL_CONTROLLER_GPU_INTERNAL, NVML_THERMAL_TARGET_MEMORY, to_i32(sim_eval(d, M_MEMTEMP, now)));
+	all[2] = thermal_sensor(NVML_THERMAL_CONTROLLER_GPU_INTERNAL, NVML_THERMAL_TARGET_BOARD, all[0].currentTemp - 8);
 
 	memset(pThermalSettings, 0, sizeof(*pThermalSettings));
 	if (sensorIndex == NVML_THERMAL_TARGET_ALL) {
@@ -640,25 +643,10 @@ ANSWER(nvmlDeviceGetPerformanceState, nvmlPstates_t, pState, (nvmlPstates_t)to_u
 
 ANSWER(nvmlDeviceGetPowerState, nvmlPstates_t, pState, (nvmlPstates_t)to_u32(sim_eval(d, M_PSTATE, now)))
 
-nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int *clock)
-{
-	ENTER(nvmlDeviceGetClockInfo);
-	NEED(clock);
-	if ((unsigned)type >= NVML_CLOCK_COUNT)
-		return NVML_ERROR_INVALID_ARGUMENT;
-	*clock = to_u32(sim_eval(d, M_CLK_GFX + (int)type, now));
-	return NVML_SUCCESS;
-}
+ANSWER_AT(nvmlDeviceGetClockInfo, nvmlClockType_t, type, NVML_CLOCK_COUNT, 1, unsigned int, clock,
+	  to_u32(sim_eval(d, M_CLK_GFX + (int)type, now)))
 
-nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int *clock)
-{
-	ENTER(nvmlDeviceGetMaxClockInfo);
-	NEED(clock);
-	if ((unsigned)type >= NVML_CLOCK_COUNT)
-		return NVML_ERROR_INVALID_ARGUMENT;
-	*clock = d->max_clk[type];
-	return NVML_SUCCESS;
-}
+ANSWER_AT(nvmlDeviceGetMaxClockInfo, nvmlClockType_t, type, NVML_CLOCK_COUNT, 1, unsigned int, clock, d->max_clk[type])
 
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *utilization)
 {
@@ -669,25 +657,22 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_
 	return NVML_SUCCESS;
 }
 
-nvmlReturn_t nvmlDeviceGetEncoderUtilization(nvmlDevice_t device, unsigned int *utilization, unsigned int *samplingPeriodUs)
-{
-	ENTER(nvmlDeviceGetEncoderUtilization);
-	NEED(utilization);
-	NEED(samplingPeriodUs);
-	*utilization = to_u32(sim_eval(d, M_UTIL_ENC, now));
-	*samplingPeriodUs = 167000;
-	return NVML_SUCCESS;
-}
+/* ANSWER_CODEC defines the encoder or decoder utilization query: metric m
+ * over NVML's sampling period. */
+#define ANSWER_CODEC(fn, m)                                                                          \
+	nvmlReturn_t fn(nvmlDevice_t device, unsigned int *utilization, unsigned int *samplingPeriodUs) \
+	{                                                                                            \
+		ENTER(fn);                                                                           \
+		NEED(utilization);                                                                   \
+		NEED(samplingPeriodUs);                                                              \
+		*utilization = to_u32(sim_eval(d, (m), now));                                        \
+		*samplingPeriodUs = 167000;                                                          \
+		return NVML_SUCCESS;                                                                 \
+	}
 
-nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t device, unsigned int *utilization, unsigned int *samplingPeriodUs)
-{
-	ENTER(nvmlDeviceGetDecoderUtilization);
-	NEED(utilization);
-	NEED(samplingPeriodUs);
-	*utilization = to_u32(sim_eval(d, M_UTIL_DEC, now));
-	*samplingPeriodUs = 167000;
-	return NVML_SUCCESS;
-}
+ANSWER_CODEC(nvmlDeviceGetEncoderUtilization, M_UTIL_ENC)
+
+ANSWER_CODEC(nvmlDeviceGetDecoderUtilization, M_UTIL_DEC)
 
 static inline unsigned long long mem_used(const struct nvmlDevice_st *d, int64_t now)
 {

@@ -976,19 +976,24 @@ static int stmt_static(struct parser *p, struct nvmlDevice_st *d, char **tok, in
 		d->arch = (unsigned int)u;
 		return 0;
 	}
-	if (strcmp(k, "events") == 0) {
-		ARGS(1, "events TYPE|TYPE...");
-		if (parse_flags(event_names, tok[1], &u) != 0)
-			return perr(p, "bad event type mask \"%s\"", tok[1]);
-		d->supported_events = u;
-		return 0;
-	}
-	if (strcmp(k, "supported_reasons") == 0) {
-		ARGS(1, "supported_reasons MASK");
-		if (parse_flags(reason_names, tok[1], &u) != 0)
-			return perr(p, "bad reasons mask \"%s\"", tok[1]);
-		d->supported_reasons = u;
-		return 0;
+	/* The mask facts: names from a table joined by '|', or a number. */
+	static const struct {
+		const char *key, *usage, *what;
+		const struct named *names;
+		size_t off;
+	} masks[] = {
+		{ "events", "events TYPE|TYPE...", "event type", event_names, offsetof(struct nvmlDevice_st, supported_events) },
+		{ "supported_reasons", "supported_reasons MASK", "reasons", reason_names, offsetof(struct nvmlDevice_st, supported_reasons) },
+	};
+	for (size_t i = 0; i < sizeof(masks) / sizeof(masks[0]); i++) {
+		if (strcmp(k, masks[i].key) == 0) {
+			if (n != 2)
+				return perr(p, "expected: gpu SEL %s", masks[i].usage);
+			if (parse_flags(masks[i].names, tok[1], &u) != 0)
+				return perr(p, "bad %s mask \"%s\"", masks[i].what, tok[1]);
+			*(unsigned long long *)((char *)d + masks[i].off) = u;
+			return 0;
+		}
 	}
 	if (strcmp(k, "energy_start") == 0) {
 		ARGS(1, "energy_start MILLIJOULES");
