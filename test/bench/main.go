@@ -103,47 +103,33 @@ func run() int {
 		printTable(append(c.rows(o), c.cadenceRows(o)...))
 		return 0
 	}
-	steady, err := steadyRun(o)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "gtbench: steady-state run:", err)
-		return 1
+	// The runs of a full bench, in the order of the table: what an error
+	// calls each, whether it runs, and the run.
+	viaKmsg := func(o opts) ([][3]string, error) {
+		o.viaKmsg = true
+		return xidRun(o)
 	}
-	rows = append(rows, steady...)
-	atopR, err := atopRows(o)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "gtbench: --atop call-count runs:", err)
-		return 1
-	}
-	rows = append(rows, atopR...)
-	liveR, err := liveRows(o)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "gtbench: live interface runs:", err)
-		return 1
-	}
-	rows = append(rows, liveR...)
-	if o.costSeconds > 0 {
-		c, err := costRuns(o)
+	for _, r := range []struct {
+		what string
+		on   bool
+		run  func(opts) ([][3]string, error)
+	}{
+		{"steady-state run", true, steadyRun},
+		{"--atop call-count runs", true, atopRows},
+		{"live interface runs", true, liveRows},
+		{"cost profile runs", o.costSeconds > 0, costRuns},
+		{"Xid latency run", true, xidRun},
+		{"Xid latency run (kernel log)", o.kmsgXids, viaKmsg},
+	} {
+		if !r.on {
+			continue
+		}
+		got, err := r.run(o)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "gtbench: cost profile runs:", err)
+			fmt.Fprintf(os.Stderr, "gtbench: %s: %v\n", r.what, err)
 			return 1
 		}
-		rows = append(rows, c...)
-	}
-	lat, err := xidRun(o)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "gtbench: Xid latency run:", err)
-		return 1
-	}
-	rows = append(rows, lat...)
-	if o.kmsgXids {
-		k := o
-		k.viaKmsg = true
-		lat, err := xidRun(k)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "gtbench: Xid latency run (kernel log):", err)
-			return 1
-		}
-		rows = append(rows, lat...)
+		rows = append(rows, got...)
 	}
 	printTable(rows)
 	return 0
