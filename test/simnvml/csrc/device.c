@@ -893,42 +893,23 @@ static nvmlReturn_t procs(const struct nvmlDevice_st *d, int64_t now, int metric
 	return NVML_SUCCESS;
 }
 
-nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_v1_t *infos)
-{
-	ENTER(nvmlDeviceGetComputeRunningProcesses);
-	return procs(d, now, M_PROCS, infoCount, infos, 1);
-}
+/* ANSWER_PROCS defines a running-processes query: the processes of metric m
+ * (M_PROCS compute, M_GPROCS graphics) in the info struct of its version
+ * (v1 set for the old nvmlProcessInfo_v1_t layout). */
+#define ANSWER_PROCS(fn, m, info_t, v1)                                                 \
+	nvmlReturn_t fn(nvmlDevice_t device, unsigned int *infoCount, info_t *infos)    \
+	{                                                                               \
+		ENTER(fn);                                                              \
+		return procs(d, now, (m), infoCount, infos, (v1));                      \
+	}
 
-nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_v2_t *infos)
-{
-	ENTER(nvmlDeviceGetComputeRunningProcesses_v2);
-	return procs(d, now, M_PROCS, infoCount, infos, 0);
-}
-
-nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_v1_t *infos)
-{
-	ENTER(nvmlDeviceGetGraphicsRunningProcesses);
-	return procs(d, now, M_GPROCS, infoCount, infos, 1);
-}
-
-nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_v2_t *infos)
-{
-	ENTER(nvmlDeviceGetGraphicsRunningProcesses_v2);
-	return procs(d, now, M_GPROCS, infoCount, infos, 0);
-}
-
+ANSWER_PROCS(nvmlDeviceGetComputeRunningProcesses, M_PROCS, nvmlProcessInfo_v1_t, 1)
+ANSWER_PROCS(nvmlDeviceGetComputeRunningProcesses_v2, M_PROCS, nvmlProcessInfo_v2_t, 0)
+ANSWER_PROCS(nvmlDeviceGetGraphicsRunningProcesses, M_GPROCS, nvmlProcessInfo_v1_t, 1)
+ANSWER_PROCS(nvmlDeviceGetGraphicsRunningProcesses_v2, M_GPROCS, nvmlProcessInfo_v2_t, 0)
 #ifndef SIMNVML_OLD_DRIVER
-nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_t *infos)
-{
-	ENTER(nvmlDeviceGetComputeRunningProcesses_v3);
-	return procs(d, now, M_PROCS, infoCount, infos, 0);
-}
-
-nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_t *infos)
-{
-	ENTER(nvmlDeviceGetGraphicsRunningProcesses_v3);
-	return procs(d, now, M_GPROCS, infoCount, infos, 0);
-}
+ANSWER_PROCS(nvmlDeviceGetComputeRunningProcesses_v3, M_PROCS, nvmlProcessInfo_t, 0)
+ANSWER_PROCS(nvmlDeviceGetGraphicsRunningProcesses_v3, M_GPROCS, nvmlProcessInfo_t, 0)
 #endif
 
 /* ---- events (device side) ------------------------------------------------ */

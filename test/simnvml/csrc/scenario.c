@@ -1449,9 +1449,40 @@ static int cmp_kmsg(const void *a, const void *b)
 	return x->order < y->order ? -1 : (x->order > y->order);
 }
 
+/* PER_GPU copies the field of the entries of raw list r that belong to GPU
+ * g into a new array out (an empty slot after the last), and their number
+ * into len; compile returns -1 when out cannot be allocated. */
+#define PER_GPU(r, g, out, field, len)                                       \
+	do {                                                               \
+		size_t k_ = 0;                                             \
+		for (i = 0; i < (r).n; i++)                                \
+			k_ += (r).v[i].gpu == (g);                         \
+		(out) = calloc(k_ + 1, sizeof(*(out)));                    \
+		if ((out) == NULL)                                         \
+			return -1;                                         \
+		for (i = 0, k_ = 0; i < (r).n; i++)                        \
+			if ((r).v[i].gpu == (g))                           \
+				(out)[k_++] = (r).v[i].field;              \
+		(len) = (unsigned int)k_;                                    \
+	} while (0)
+
+/* SORTED sorts raw list r with cmp and copies each entry's field into a new
+ * array out (an empty slot after the last), and its length into len. */
+#define SORTED(r, cmp, out, field, len)                                      \
+	do {                                                               \
+		if ((r).n > 0) /* qsort(NULL, 0, ...) is undefined (UBSan) */ \
+			qsort((r).v, (r).n, sizeof(*(r).v), (cmp));        \
+		(out) = calloc((r).n + 1, sizeof(*(out)));                 \
+		if ((out) == NULL)                                         \
+			return -1;                                         \
+		for (i = 0; i < (r).n; i++)                                \
+			(out)[i] = (r).v[i].field;                         \
+		(len) = (r).n;                                               \
+	} while (0)
+
 static int compile(void)
 {
-	size_t i, j, total;
+	size_t i, total;
 	unsigned int g;
 
 	/* enforced limit follows the management limit unless set explicitly */
@@ -1488,46 +1519,16 @@ static int compile(void)
 	for (g = 0; g < g_host.ngpus; g++) {
 		struct nvmlDevice_st *d = &g_devs[g];
 		double *ecum = calloc(d->tr[M_POWER].n + 1, sizeof(double));
-		size_t nh = 0, nf = 0;
 
 		if (ecum == NULL)
 			return -1;
 		sim_energy_prepare(d, ecum);
-		for (i = 0; i < r_hangs.n; i++)
-			nh += r_hangs.v[i].gpu == g;
-		for (i = 0; i < r_fails.n; i++)
-			nf += r_fails.v[i].gpu == g;
-		d->hangs = calloc(nh + 1, sizeof(*d->hangs));
-		d->fails = calloc(nf + 1, sizeof(*d->fails));
-		if (d->hangs == NULL || d->fails == NULL)
-			return -1;
-		for (i = 0, j = 0; i < r_hangs.n; i++)
-			if (r_hangs.v[i].gpu == g)
-				d->hangs[j++] = r_hangs.v[i].h;
-		d->nhang = (unsigned int)nh;
-		for (i = 0, j = 0; i < r_fails.n; i++)
-			if (r_fails.v[i].gpu == g)
-				d->fails[j++] = r_fails.v[i].f;
-		d->nfail = (unsigned int)nf;
+		PER_GPU(r_hangs, g, d->hangs, h, d->nhang);
+		PER_GPU(r_fails, g, d->fails, f, d->nfail);
 	}
 
-	if (r_events.n > 0)
-		qsort(r_events.v, r_events.n, sizeof(*r_events.v), cmp_event);
-	g_events = calloc(r_events.n + 1, sizeof(*g_events));
-	if (g_events == NULL)
-		return -1;
-	for (i = 0; i < r_events.n; i++)
-		g_events[i] = r_events.v[i].e;
-	g_nevents = r_events.n;
-
-	if (r_kmsgs.n > 0)
-		qsort(r_kmsgs.v, r_kmsgs.n, sizeof(*r_kmsgs.v), cmp_kmsg);
-	g_kmsgs = calloc(r_kmsgs.n + 1, sizeof(*g_kmsgs));
-	if (g_kmsgs == NULL)
-		return -1;
-	for (i = 0; i < r_kmsgs.n; i++)
-		g_kmsgs[i] = r_kmsgs.v[i].k;
-	g_nkmsgs = r_kmsgs.n;
+	SORTED(r_events, cmp_event, g_events, e, g_nevents);
+	SORTED(r_kmsgs, cmp_kmsg, g_kmsgs, k, g_nkmsgs);
 
 	free(r_segs.v);
 	free(r_hangs.v);
