@@ -92,3 +92,14 @@ func TestAppendJSONNaN(t *testing.T) {
 		t.Errorf("NaN and Inf: %v, uptime %v", err, back.Host.UptimeS)
 	}
 }
+
+// TestAppendJSONAllocs: into a buffer kept between requests, as the control
+// socket does, encoding a document of eight GPUs allocates nothing.
+func TestAppendJSONAllocs(t *testing.T) {
+	d := NewDoc(live8(livetest.View()))
+	buf := d.AppendJSON(nil)
+	if n := testing.AllocsPerRun(100, func() { buf = d.AppendJSON(buf[:0]) }); n != 0 {
+		t.Errorf("AppendJSON allocates %.0f times per document, want 0", n)
+	}
+}
+
