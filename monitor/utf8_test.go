@@ -3,7 +3,6 @@ package monitor
 import (
 	"bytes"
 	"encoding/json"
-	"os/exec"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -55,10 +54,5 @@ func TestInvalidUTF8FromTheDriver(t *testing.T) {
 	if js := doc.AppendJSON(nil); !json.Valid(js) || !utf8.Valid(js) {
 		t.Errorf("status JSON invalid:\n%s", js)
 	}
-	promtool := testutil.NeedTool(t, "promtool", "prometheus")
-	cmd := exec.Command(promtool, "check", "metrics")
-	cmd.Stdin = bytes.NewReader(b.Bytes())
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Errorf("promtool check metrics: %v\n%s", err, out)
-	}
+	testutil.CheckMetrics(t, b.Bytes())
 }

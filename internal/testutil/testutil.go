@@ -1,7 +1,8 @@
 // Package testutil holds what the package tests share: golden files with an
 // -update flag, a log buffer safe for concurrent writers, a logger over it,
 // polling with a deadline, a directory listing, loopback addresses (free or
-// taken) and the simulated NVIDIA driver (simnvml.go). Only _test.go files import
+// taken), promtool, the kernel log clock (kclock.go) and the simulated NVIDIA
+// driver (simnvml.go). Only _test.go files import
 // it; the -update flag it registers exists in the test binaries that do.
 package testutil
 
@@ -190,4 +191,23 @@ func FreeAddr(t testing.TB) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// Promtool runs Prometheus's promtool with args in dir ("": here), reading
+// stdin, and returns its combined output; a missing promtool is NeedTool's
+// case.
+func Promtool(t testing.TB, dir string, stdin []byte, args ...string) ([]byte, error) {
+	t.Helper()
+	cmd := exec.Command(NeedTool(t, "promtool", "prometheus"), args...)
+	cmd.Dir, cmd.Stdin = dir, bytes.NewReader(stdin)
+	return cmd.CombinedOutput()
+}
+
+// CheckMetrics fails t unless `promtool check metrics` takes body (a
+// Prometheus text exposition) without a word: no error and no lint warning.
+func CheckMetrics(t testing.TB, body []byte) {
+	t.Helper()
+	if out, err := Promtool(t, "", body, "check", "metrics"); err != nil || len(bytes.TrimSpace(out)) > 0 {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -122,6 +123,26 @@ func scenarioPath(t *testing.T, dir, s string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// runTool runs a gpu-telemetry subcommand (probe, status, report) to its end
+// with env (nil: this process's) and returns its exit code, stdout and
+// stderr; one that cannot run at all fails t.
+func runTool(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(binPath, args...)
+	cmd.Env = env
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("gpu-telemetry %s: %v", args[0], err)
+	}
+	return code, out.String(), errOut.String()
 }
 
 // command prepares the logger's command line and environment.

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -24,16 +23,8 @@ import (
 // and output.
 func status(t *testing.T, args ...string) (int, string) {
 	t.Helper()
-	out, err := exec.Command(binPath, append([]string{"status"}, args...)...).CombinedOutput()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, string(out)
-	case errors.As(err, &ee):
-		return ee.ExitCode(), string(out)
-	}
-	t.Fatalf("status: %v", err)
-	return 0, ""
+	code, out, stderr := runTool(t, nil, append([]string{"status"}, args...)...)
+	return code, out + stderr
 }
 
 // statusDoc is the part of the status document the tests read.
@@ -149,7 +140,7 @@ func TestHungGPUShownWhileEveryoneAnswers(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	checkMetrics(t, scrapeMetrics(t, addr))
+	testutil.CheckMetrics(t, []byte(scrapeMetrics(t, addr)))
 }
 
 func scrapeMetrics(t *testing.T, addr string) string {
@@ -167,14 +158,15 @@ func scrapeMetrics(t *testing.T, addr string) string {
 	return string(b)
 }
 
-// checkMetrics runs promtool check metrics on a real scrape.
-func checkMetrics(t *testing.T, body string) {
-	t.Helper()
-	promtool := testutil.NeedTool(t, "promtool", "prometheus")
-	cmd := exec.Command(promtool, "check", "metrics")
-	cmd.Stdin = strings.NewReader(body)
-	if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
-		t.Errorf("promtool check metrics: %v\n%s", err, out)
+// TestAlertRules checks deploy/prometheus's alert rules with promtool and
+// runs their unit tests.
+func TestAlertRules(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(repo, "deploy", "prometheus")
+	for _, args := range [][]string{{"check", "rules", "gpu-telemetry.rules.yml"}, {"test", "rules", "gpu-telemetry.rules.test.yml"}} {
+		if out, err := testutil.Promtool(t, dir, nil, args...); err != nil {
+			t.Errorf("promtool %v: %v\n%s", args, err, out)
+		}
 	}
 }
 
@@ -190,7 +182,7 @@ func TestMetricsEndpoint(t *testing.T) {
 			t.Errorf("metrics lack %s", want)
 		}
 	}
-	checkMetrics(t, body)
+	testutil.CheckMetrics(t, []byte(body))
 	// Off by default: nothing listens without the flag.
 	q := start(t, opts{})
 	q.waitFor("rows", 10*time.Second, func() bool { return rowCount(q.csvFile(0)) > 2 })

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -19,19 +18,11 @@ import (
 func probeRun(t *testing.T, scenario string, env []string, args ...string) (string, string) {
 	t.Helper()
 	base, _, _, calls := command(t, opts{scenario: scenario, env: env})
-	cmd := exec.Command(binPath, append([]string{"probe"}, args...)...)
-	cmd.Env = base.Env
-	var stderr testutil.LogBuf
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("probe: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
+	code, out, stderr := runTool(t, base.Env, append([]string{"probe"}, args...)...)
+	if code != 0 {
+		t.Fatalf("probe: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
 	}
-	b, err := os.ReadFile(calls)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(out), string(b)
+	return out, readFile(t, calls)
 }
 
 // TestProbeShowsTheCostProfile: on the simulated driver the probe shows the
@@ -92,17 +83,15 @@ func TestProbeShowsTheCostProfile(t *testing.T) {
 func TestProbeHungGPU(t *testing.T) {
 	t.Parallel()
 	base, _, _, _ := command(t, opts{scenario: "gpus 2\nat 0 gpu 1 hang 60 fn DeviceGetPowerManagementLimit\n"})
-	cmd := exec.Command(binPath, "probe", "--calls", "10", "--deadline", "300ms")
-	cmd.Env = base.Env
 	t0 := time.Now()
-	out, err := cmd.Output()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
-		t.Fatalf("exit %v, want 1\n%s", err, out)
+	code, out, _ := runTool(t, base.Env, "probe", "--calls", "10", "--deadline", "300ms")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", code, out)
 	}
 	if el := time.Since(t0); el > 30*time.Second {
 		t.Fatalf("probe took %v with a hung GPU", el)
 	}
-	if !strings.Contains(string(out), "GPU 1: nvmlDeviceGetPowerManagementLimit did not return within 300ms") {
+	if !strings.Contains(out, "GPU 1: nvmlDeviceGetPowerManagementLimit did not return within 300ms") {
 		t.Errorf("hung GPU not reported:\n%s", out)
 	}
 }
@@ -110,11 +99,10 @@ func TestProbeHungGPU(t *testing.T) {
 func TestProbeBadArguments(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"--interval", "0"}, {"--calls", "1"}, {"extra"}, {"--bogus"}} {
-		cmd := exec.Command(binPath, append([]string{"probe"}, args...)...)
-		cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+filepath.Dir(testutil.SimLib(simDir, false)))
-		out, err := cmd.CombinedOutput()
-		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || strings.Count(strings.TrimSpace(string(out)), "\n") > 12 {
-			t.Errorf("probe %v: %v, want exit 2 and a short message:\n%s", args, err, out)
+		env := append(os.Environ(), "LD_LIBRARY_PATH="+filepath.Dir(testutil.SimLib(simDir, false)))
+		code, out, stderr := runTool(t, env, append([]string{"probe"}, args...)...)
+		if msg := out + stderr; code != 2 || strings.Count(strings.TrimSpace(msg), "\n") > 12 {
+			t.Errorf("probe %v: exit %d, want 2 and a short message:\n%s", args, code, msg)
 		}
 	}
 }

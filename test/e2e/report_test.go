@@ -26,12 +26,10 @@ func TestReportOfTheGSPCrash(t *testing.T) {
 	p.stop()
 
 	page := filepath.Join(t.TempDir(), "report.html")
-	cmd := exec.Command(binPath, "report", "--log-dir", p.dir, "--last", "--html", page)
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("report: %v\n%s", err, out)
+	code, text, stderr := runTool(t, nil, "report", "--log-dir", p.dir, "--last", "--html", page)
+	if code != 0 {
+		t.Fatalf("report: exit %d\n%s%s", code, text, stderr)
 	}
-	text := string(out)
 	// The scenario sends Xid 62 through NVML events and the kernel log at
 	// the same instant: the incident names whichever the logger read first
 	// (the other is its duplicate), so either source is right.
