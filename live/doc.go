@@ -9,7 +9,9 @@ import (
 
 // SchemaVersion is the version of the status document (Doc). It changes
 // only when a field is removed or changes meaning; new fields keep it.
-const SchemaVersion = 1
+// Version 2 left out the copies of counters outside host.counters:
+// host.pacer.stretches and busy_skips, host.log_lines.delayed and dropped.
+const SchemaVersion = 2
 
 // Doc is the status document: what the control socket answers, what
 // `gpu-telemetry status --json` prints and what `status` and `top` render.
@@ -44,20 +46,27 @@ type HostDoc struct {
 	Counters      []Counter    `json:"counters"`
 }
 
+// Counter returns the value of the counter named name (0 when the daemon
+// has no such counter).
+func (h *HostDoc) Counter(name string) uint64 {
+	for _, c := range h.Counters {
+		if c.Name == name {
+			return c.Value
+		}
+	}
+	return 0
+}
+
 // PacerDoc is Pacer in seconds.
 type PacerDoc struct {
 	Level     int      `json:"level"`
-	Stretches uint64   `json:"stretches"`
-	BusySkips uint64   `json:"busy_skips"`
 	TickNVMLS *float64 `json:"tick_nvml_s"` // null until measured
 	LastLateS *float64 `json:"last_gpu_late_s"`
 }
 
 // LogLinesDoc is LogLines.
 type LogLinesDoc struct {
-	Delayed uint64 `json:"delayed"`
-	Waiting int    `json:"waiting"`
-	Dropped uint64 `json:"dropped"`
+	Waiting int `json:"waiting"`
 }
 
 // CadenceDoc is Cadence in seconds.
@@ -203,9 +212,8 @@ func NewDoc(v View) Doc {
 			MeanPeriodS: secs(h.Cadence.Mean), P99PeriodS: secs(h.Cadence.P99), MaxPeriodS: secs(h.Cadence.Max)},
 		RowsWritten: h.RowsWritten, RowsDropped: h.RowsDropped, RowsDropped10: h.RowsDroppedRecent,
 		Disk: "ok", Kmsg: h.Kmsg, NVMLEvents: h.Events, Counters: h.Counters,
-		Pacer: PacerDoc{Level: h.Pacer.Level, Stretches: h.Pacer.Stretches, BusySkips: h.Pacer.BusySkips,
-			TickNVMLS: optSecs(h.Pacer.TickNVML), LastLateS: optSecs(h.Pacer.LastLate)},
-		LogLines: LogLinesDoc{Delayed: h.LogLines.Delayed, Waiting: h.LogLines.Waiting, Dropped: h.LogLines.Dropped},
+		Pacer:    PacerDoc{Level: h.Pacer.Level, TickNVMLS: optSecs(h.Pacer.TickNVML), LastLateS: optSecs(h.Pacer.LastLate)},
+		LogLines: LogLinesDoc{Waiting: h.LogLines.Waiting},
 	}}
 	if h.DiskPaused {
 		d.Host.Disk = "paused"

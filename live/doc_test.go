@@ -35,7 +35,7 @@ func TestStatusTextAndJSONGolden(t *testing.T) {
 	if b2.String() != b.String() {
 		t.Errorf("text from the decoded JSON differs:\n%s", b2.String())
 	}
-	for _, want := range []string{`"schema_version": 1`, `"decoder_util_pct": null`, `"hung_s": 12`, `"state": "hung"`} {
+	for _, want := range []string{`"schema_version": 2`, `"decoder_util_pct": null`, `"hung_s": 12`, `"state": "hung"`} {
 		if !strings.Contains(string(j), want) {
 			t.Errorf("JSON lacks %s", want)
 		}

@@ -88,21 +88,12 @@ func (h *HostDoc) appendJSON(b []byte) []byte {
 	p := &h.Pacer
 	b = append(b, `,"pacer":{"level":`...)
 	b = strconv.AppendInt(b, int64(p.Level), 10)
-	b = append(b, `,"stretches":`...)
-	b = strconv.AppendUint(b, p.Stretches, 10)
-	b = append(b, `,"busy_skips":`...)
-	b = strconv.AppendUint(b, p.BusySkips, 10)
 	b = append(b, `,"tick_nvml_s":`...)
 	b = jFloatPtr(b, p.TickNVMLS)
 	b = append(b, `,"last_gpu_late_s":`...)
 	b = jFloatPtr(b, p.LastLateS)
-	l := &h.LogLines
-	b = append(b, `},"log_lines":{"delayed":`...)
-	b = strconv.AppendUint(b, l.Delayed, 10)
-	b = append(b, `,"waiting":`...)
-	b = strconv.AppendInt(b, int64(l.Waiting), 10)
-	b = append(b, `,"dropped":`...)
-	b = strconv.AppendUint(b, l.Dropped, 10)
+	b = append(b, `},"log_lines":{"waiting":`...)
+	b = strconv.AppendInt(b, int64(h.LogLines.Waiting), 10)
 	b = append(b, `},"counters":`...)
 	if h.Counters == nil {
 		b = append(b, "null"...)

@@ -32,12 +32,14 @@ type Host struct {
 
 	LastIncident Incident
 
-	// Pacer is the NVML pacer's state: how far it stretched the slow
-	// columns because NVML was too slow for the interval, and the GPU
-	// samples skipped because the previous one was still in the driver.
+	// Pacer is the NVML pacer's state now: how far it stretches the slow
+	// columns because NVML is too slow for the interval, and its tick
+	// times. Its counts (nvml_stretches, busy_skips) are in Counters.
 	Pacer Pacer
-	// LogLines is what the events.log and summary.log writers hold back
-	// or lost while their files could not be written.
+	// LogLines is what the events.log and summary.log writers hold back now
+	// while their files cannot be written. The lines delayed and lost are
+	// in Counters (log_lines_delayed, log_lines_failed,
+	// log_lines_lost_at_exit).
 	LogLines LogLines
 
 	// Counters is every counter of the daemon worth showing, losses first.
@@ -61,25 +63,19 @@ type Cadence struct {
 	Max      time.Duration
 }
 
-// Pacer is the NVML pacer's state (sampler.PacerStats and the busy skips).
+// Pacer is the NVML pacer's state (sampler.PacerStats less its counts).
 type Pacer struct {
-	Level     int    // 0: every column at its normal rate; each step reads the slow columns less often
-	Stretches uint64 // times the pacer stepped up
-	BusySkips uint64 // GPU samples not taken because the GPU's previous sample was still in flight
+	Level int // 0: every column at its normal rate; each step reads the slow columns less often
 	// TickNVML is the median time from the first GPU's sample start to the
 	// last one's end over the last second; LastLate how late the last GPU's
 	// sample ended after the first one's. Absent until first measured.
 	TickNVML, LastLate reading.Opt[time.Duration]
 }
 
-// LogLines is the line logs' (events.log, summary.log) held-back and lost
-// lines, summed over both.
+// LogLines is the line logs' (events.log, summary.log) lines held back
+// now, summed over both.
 type LogLines struct {
-	Delayed uint64 // lines held back while the file could not be written, written later
-	Waiting int    // lines held back now
-	// Dropped is lines lost: the held-back queue was full, or the file
-	// still refused them when the logger exited.
-	Dropped uint64
+	Waiting int // lines held back now, to be written when the file takes them
 }
 
 // Incident is the last critical event on any GPU. A zero Time means none.

@@ -100,10 +100,11 @@ func HostLines(d Doc) []string {
 		"  cadence " + ms(c.MeanPeriodS) + " mean / " + ms(c.P99PeriodS) + " p99 / " + utoa(c.Overruns) + " overruns"
 	l2 := "rows " + utoa(h.RowsWritten) + " written / " + utoa(h.RowsDropped) + " dropped (" + utoa(h.RowsDropped10) + " in 10m)" +
 		"  disk " + h.Disk + "  kernel log " + h.Kmsg + "  NVML events " + h.NVMLEvents
-	p, ll := h.Pacer, h.LogLines
-	pacer := "NVML pacer level " + itoa(p.Level) + " (" + utoa(p.Stretches) + " stretches)  tick " + optMs(p.TickNVMLS) +
-		" in the driver, last GPU " + optMs(p.LastLateS) + " late  busy skips " + utoa(p.BusySkips) +
-		"  log lines " + utoa(ll.Delayed) + " held back (" + itoa(ll.Waiting) + " waiting) / " + utoa(ll.Dropped) + " dropped"
+	// Counts (stretches, busy skips, log lines delayed or lost) are on
+	// the counter lines, from the one table.
+	p := h.Pacer
+	pacer := "NVML pacer level " + itoa(p.Level) + "  tick " + optMs(p.TickNVMLS) +
+		" in the driver, last GPU " + optMs(p.LastLateS) + " late  log lines waiting " + itoa(h.LogLines.Waiting)
 	l3 := "last incident: none"
 	if in := h.LastIncident; in != nil {
 		l3 = "last incident: " + clock(in.Time, d.Time) + " GPU " + itoa(in.GPU) + " " + in.Reason

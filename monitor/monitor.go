@@ -518,12 +518,9 @@ func (m *Monitor) hostView() live.Host {
 	h.Cadence.Ticks, h.Cadence.Overruns = m.ticks.Load(), m.overruns.Load()
 	m.cadence.get(&h.Cadence)
 	ps := m.host.Pacer.Stats()
-	h.Pacer = live.Pacer{Level: ps.Level, Stretches: ps.Stretches, BusySkips: m.busySkips.Load(), TickNVML: ps.TickNVML, LastLate: ps.LastLate}
+	h.Pacer = live.Pacer{Level: ps.Level, TickNVML: ps.TickNVML, LastLate: ps.LastLate}
 	for _, l := range []lineLog{m.events, m.summary} {
-		st := l.Stats()
-		h.LogLines.Delayed += st.Delayed
-		h.LogLines.Waiting += st.Pending
-		h.LogLines.Dropped += st.Overflowed + st.LostAtClose
+		h.LogLines.Waiting += l.Stats().Pending
 	}
 	m.smu.Lock()
 	h.LastIncident, h.Kmsg, h.Events = m.lastIncident, m.kmsgState, m.eventsState

@@ -45,8 +45,8 @@ func View() live.View {
 		Cadence:     live.Cadence{Ticks: 75000, Overruns: 2, Window: time.Minute, Mean: 100 * time.Millisecond, P99: 101 * time.Millisecond, Max: 180 * time.Millisecond},
 		RowsWritten: 149_000, RowsDropped: 0, Kmsg: "following", Events: "watching",
 		LastIncident: live.Incident{Time: now.Add(-11 * time.Second), GPU: 1, Reason: "NVML_HUNG(nvmlDeviceGetTemperature,1000ms)"},
-		Pacer:        live.Pacer{Level: 1, Stretches: 3, BusySkips: 12, TickNVML: reading.Some(4200 * time.Microsecond), LastLate: reading.Some(1100 * time.Microsecond)},
-		LogLines:     live.LogLines{Delayed: 5, Waiting: 2, Dropped: 1},
+		Pacer:        live.Pacer{Level: 1, TickNVML: reading.Some(4200 * time.Microsecond), LastLate: reading.Some(1100 * time.Microsecond)},
+		LogLines:     live.LogLines{Waiting: 2},
 		Counters: []live.Counter{{Name: "tick_overruns", Help: "ticks skipped", Value: 2, Loss: true}, {Name: "busy_skips", Help: "GPU samples skipped", Value: 12, Loss: true},
 			{Name: "nvml_stretches", Help: "pacer steps up", Value: 3, Loss: true}, {Name: "side_drops", Help: "side work dropped", Loss: true}, {Name: "ticks", Help: "ticks", Value: 75000}},
 	}, GPUs: []live.GPU{g0, g1}}

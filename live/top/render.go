@@ -152,8 +152,9 @@ func hostLines(d *live.Doc, width int) []string {
 	c := h.Cadence
 	up := time.Duration(h.UptimeS * float64(time.Second)).Truncate(time.Second)
 	// The pacer shows on narrow screens too once it stretched or skipped.
-	pacer := segment{"  nvml level " + strconv.Itoa(h.Pacer.Level) + " skips " + strconv.FormatUint(h.Pacer.BusySkips, 10), 5}
-	if h.Pacer.Level > 0 || h.Pacer.BusySkips > 0 {
+	skips := h.Counter("busy_skips")
+	pacer := segment{"  nvml level " + strconv.Itoa(h.Pacer.Level) + " skips " + strconv.FormatUint(skips, 10), 5}
+	if h.Pacer.Level > 0 || skips > 0 {
 		pacer.drop = 1
 	}
 	l1 := fit(width,

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
+	"github.com/gpu-telemetry/gpu-telemetry/live"
 )
 
 // status runs `gpu-telemetry status` with args and returns its exit status
@@ -70,7 +71,7 @@ func TestStatusFromTheDaemon(t *testing.T) {
 		t.Errorf("status exit %d:\n%s", code, out)
 	}
 	code, d := statusJSON(t, sock)
-	if code != 0 || d.SchemaVersion != 1 || len(d.GPUs) == 0 || d.GPUs[0].TempC == nil || d.Host.RowsWritten == 0 {
+	if code != 0 || d.SchemaVersion != live.SchemaVersion || len(d.GPUs) == 0 || d.GPUs[0].TempC == nil || d.Host.RowsWritten == 0 {
 		t.Errorf("status --json exit %d: %+v", code, d)
 	}
 	// A second instance on the same socket is refused (its own lock file).
@@ -378,7 +379,7 @@ func askStatus(sock string) ([]byte, answer) {
 		return nil, refused
 	case !json.Valid(b) || !bytes.HasSuffix(b, []byte("}\n")):
 		return b, malformed
-	case bytes.HasPrefix(b, []byte(`{"schema_version":`+strconv.Itoa(1)+`,`)):
+	case bytes.HasPrefix(b, []byte(`{"schema_version":`+strconv.Itoa(live.SchemaVersion)+`,`)):
 		return nil, answered
 	case bytes.HasPrefix(b, []byte(`{"error":"busy`)):
 		return nil, refused
@@ -390,7 +391,7 @@ func askStatus(sock string) ([]byte, answer) {
 func rawStatus(sock string) (statusDoc, bool) {
 	var d statusDoc
 	b, err := statusRequest(sock)
-	if err != nil || !bytes.HasPrefix(b, []byte(`{"schema_version":`+strconv.Itoa(1))) {
+	if err != nil || !bytes.HasPrefix(b, []byte(`{"schema_version":`+strconv.Itoa(live.SchemaVersion))) {
 		return d, false
 	}
 	return d, json.Unmarshal(b, &d) == nil
