@@ -40,9 +40,11 @@ func pidNamespace(root string) nsState {
 // describeRefresh is how long a listed process's name and command line are
 // kept before /proc is read for them again. Reading them every second for
 // every process (two opens, reads and closes each) cost a fifth of the
-// logger's CPU at 8 GPUs; a process keeps its PID while it is listed, and
-// one that leaves the list is forgotten, so a reused PID is read afresh. A
-// process renaming itself (setproctitle) shows within this time.
+// logger's CPU at 8 GPUs. They are kept for a PID and its start time
+// (/proc/<pid>/stat, one small read), so a PID that was reused between two
+// reads (stretched up to a minute apart) is read afresh; one that leaves the
+// list is forgotten. A process renaming itself (setproctitle) shows within
+// this time.
 const describeRefresh = time.Minute
 
 // procDesc is what describe found for a PID, and when (ProcReader.mono).
@@ -52,6 +54,7 @@ type procDesc struct {
 	origin        reading.ProcOrigin
 	at            int64
 	gen           uint64 // the read that last listed the PID
+	start         string // the process's start time (stat field 22); "" when unreadable
 }
 
 // describeAll names the listed processes: from /proc for a PID not listed
@@ -65,12 +68,13 @@ func (p *ProcReader) describeAll(list []reading.Process) {
 	now := p.mono()
 	for i := range list {
 		pr := &list[i]
+		start := p.startTime(pr.PID)
 		d, ok := p.descs[pr.PID]
-		if ok && now-d.at < int64(describeRefresh) {
+		if ok && d.start == start && now-d.at < int64(describeRefresh) {
 			pr.Name, pr.Cmdline, pr.CmdlineTrunc, pr.Origin = d.name, d.cmdline, d.trunc, d.origin
 		} else {
 			p.describe(pr)
-			d = procDesc{name: pr.Name, cmdline: pr.Cmdline, trunc: pr.CmdlineTrunc, origin: pr.Origin, at: now}
+			d = procDesc{name: pr.Name, cmdline: pr.Cmdline, trunc: pr.CmdlineTrunc, origin: pr.Origin, at: now, start: start}
 		}
 		d.gen = p.descGen
 		p.descs[pr.PID] = d
@@ -80,6 +84,31 @@ func (p *ProcReader) describeAll(list []reading.Process) {
 			delete(p.descs, pid)
 		}
 	}
+}
+
+// startTime returns field 22 of /proc/<pid>/stat, the process's start time
+// in clock ticks after boot: with the PID it names one process, whatever
+// reused the PID since. "" when it cannot be read (gone, another
+// namespace).
+func (p *ProcReader) startTime(pid uint32) string {
+	if p.ns != nsHost {
+		return ""
+	}
+	b, err := readCapped(filepath.Join(p.cfg.ProcRoot, strconv.FormatUint(uint64(pid), 10), "stat"), 1024)
+	if err != nil {
+		return ""
+	}
+	// "pid (comm) state ppid ...": comm may hold spaces and parentheses,
+	// so count fields from the last ')': state is field 3, starttime 22.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return ""
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 22-2 {
+		return ""
+	}
+	return string(f[22-3])
 }
 
 // describe fills a process's name and command line from /proc, or says why

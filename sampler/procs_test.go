@@ -311,3 +311,38 @@ func TestProcReaderDescribesOncePerListing(t *testing.T) {
 		t.Errorf("a minute later: %q, want it read again", got)
 	}
 }
+
+// TestProcReaderReusedPID: a PID that exited and was reused between two
+// reads (reads can be a minute apart while the pacer stretches them) is
+// described afresh, told apart by its start time in /proc/<pid>/stat; the
+// same process (same start time) keeps its kept name.
+func TestProcReaderReusedPID(t *testing.T) {
+	d := fakenvml.NewDev()
+	d.Procs = []nvml.ProcessInfo{{Pid: 100, UsedGpuMemory: 1 << 30}}
+	root := fakeProc(t, initPIDNamespace, map[int][2]string{100: {"train", "python3\x00train.py\x00"}})
+	become := func(name string, start int) {
+		dir := filepath.Join(root, "100")
+		// comm with a space and a parenthesis, as the kernel writes it
+		stat := "100 (" + name + " (x)) S 1 100 100 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 " + strconv.Itoa(start) + " 1000 100 18446744073709551615\n"
+		for file, s := range map[string]string{"comm": name + "\n", "cmdline": name + "\x00", "stat": stat} {
+			if err := os.WriteFile(filepath.Join(dir, file), []byte(s), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	become("train", 5000)
+	p := newProcTest(t, d, root)
+	if got := readOnce(t, p).List[0]; got.Name != "train" {
+		t.Fatalf("first read: %q", got.Name)
+	}
+	if err := os.WriteFile(filepath.Join(root, "100", "comm"), []byte("renamed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := readOnce(t, p).List[0]; got.Name != "train" {
+		t.Errorf("same process (start time unchanged): %q, want the name kept", got.Name)
+	}
+	become("intruder", 7000) // exited and PID 100 reused before the next read
+	if got := readOnce(t, p).List[0]; got.Name != "intruder" || got.Cmdline != "intruder" {
+		t.Errorf("reused PID: %q %q, want the new process", got.Name, got.Cmdline)
+	}
+}
