@@ -5,7 +5,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -138,7 +137,7 @@ at 4 gpu 0 hang 20s
 `, pid)})
 	var snap string
 	p.waitFor("the hang's crash snapshot", 30*time.Second, func() bool {
-		m, _ := filepath.Glob(filepath.Join(p.dir, "crashes", "crash-*-gpu0.log"))
+		m := snapshots(p.dir, "crash-*-gpu0.log")
 		if len(m) == 0 {
 			return false
 		}

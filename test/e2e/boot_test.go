@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -27,12 +26,11 @@ func TestSIGKILLThenRestartWritesBootLog(t *testing.T) {
 	p2 := start(t, opts{scenario: "gpus 2\n", dir: dir})
 	var boot string
 	p2.waitFor("the boot log", 20*time.Second, func() bool {
-		m, _ := filepath.Glob(filepath.Join(dir, "crashes", "boot-*.log"))
+		m := snapshots(dir, "boot-*.log")
 		if len(m) == 1 {
 			boot = m[0]
 		}
-		ev, _ := os.ReadFile(filepath.Join(dir, "events.log"))
-		return boot != "" && strings.Contains(string(ev), "type=UNCLEAN_STOP")
+		return boot != "" && strings.Contains(events(dir), "type=UNCLEAN_STOP")
 	})
 	p2.waitFor("rows of the new run", 10*time.Second, func() bool { return rowCount(p2.csvFile(0)) > 5 })
 	p2.signal(syscall.SIGTERM)
@@ -74,7 +72,7 @@ func TestSIGKILLThenRestartWritesBootLog(t *testing.T) {
 	p3.waitFor("rows of the third run", 10*time.Second, func() bool { return rowCount(p3.csvFile(0)) > before+5 })
 	p3.signal(syscall.SIGTERM)
 	p3.wait(15 * time.Second)
-	m, _ := filepath.Glob(filepath.Join(dir, "crashes", "boot-*.log"))
+	m := snapshots(dir, "boot-*.log")
 	if len(m) != 1 || strings.Count(readFile(t, filepath.Join(dir, "events.log")), "UNCLEAN_STOP") != 1 {
 		t.Errorf("a clean restart wrote a boot log: %v", m)
 	}

@@ -57,7 +57,7 @@ func TestGSPCrashStory(t *testing.T) {
 	})
 	// Let the +2 s follow-up and stage 2 of the snapshot land.
 	p.waitFor("the follow-up capture", 20*time.Second, func() bool {
-		m, _ := filepath.Glob(filepath.Join(p.dir, "crashes", "crash-*-gpu0+2s.log"))
+		m := snapshots(p.dir, "crash-*-gpu0+2s.log")
 		return len(m) == 1
 	})
 	p.stop()
@@ -110,7 +110,7 @@ func TestGSPCrashStory(t *testing.T) {
 		}
 	}
 
-	crashes, _ := filepath.Glob(filepath.Join(p.dir, "crashes", "crash-*-gpu0.log"))
+	crashes := snapshots(p.dir, "crash-*-gpu0.log")
 	if len(crashes) != 1 {
 		t.Fatalf("crash snapshots for GPU 0: %v, want 1 (60 s cooldown)", crashes)
 	}
@@ -160,12 +160,11 @@ func TestXidFloodOneSnapshot(t *testing.T) {
 	t.Parallel()
 	p := start(t, opts{scenario: "@xid-flood"})
 	p.waitFor("the flood", 20*time.Second, func() bool {
-		b, _ := os.ReadFile(filepath.Join(p.dir, "events.log"))
-		return strings.Count(string(b), "type=Xid") >= 50
+		return strings.Count(events(p.dir), "type=Xid") >= 50
 	})
 	time.Sleep(500 * time.Millisecond)
 	p.stop()
-	crashes, _ := filepath.Glob(filepath.Join(p.dir, "crashes", "crash-*-gpu0.log"))
+	crashes := snapshots(p.dir, "crash-*-gpu0.log")
 	if len(crashes) != 1 {
 		t.Errorf("crash snapshots: %v, want 1", crashes)
 	}
@@ -185,7 +184,7 @@ func TestHungGPUKeepsOthersAtCadence(t *testing.T) {
 	skipped := logCounters(p, "tick_overruns")
 	// The snapshot is taken while the call is still stuck (hang: 3 s to 23 s).
 	p.waitFor("the crash snapshot of the hung GPU", 15*time.Second, func() bool {
-		m, _ := filepath.Glob(filepath.Join(p.dir, "crashes", "crash-*-gpu1.log"))
+		m := snapshots(p.dir, "crash-*-gpu1.log")
 		return len(m) == 1
 	})
 	p.waitFor("recovery", 40*time.Second, func() bool { return strings.Contains(p.stderr.String(), "NVML answered again after a hang") })
@@ -312,7 +311,7 @@ func TestKernelLinesReachTheRightGPU(t *testing.T) {
 			crash: []int{0, 1},
 			bad:   []string{"mlx5", "nvme", "xid=119"},
 			check: func(t *testing.T, p *proc) {
-				m1, _ := filepath.Glob(filepath.Join(p.dir, "crashes", "crash-*-gpu1.log"))
+				m1 := snapshots(p.dir, "crash-*-gpu1.log")
 				if b := readFile(t, m1[0]); !strings.Contains(b, "Reason: GPU has fallen off the bus (kmsg, no Xid)") {
 					t.Errorf("GPU 1's snapshot reason:\n%s", b[:min(len(b), 600)])
 				}
@@ -324,19 +323,11 @@ func TestKernelLinesReachTheRightGPU(t *testing.T) {
 			p := start(t, opts{scenario: "gpus 2\n", kmsg: true})
 			p.waitForRows(1, 5, 15*time.Second)
 			p.writeKmsg(tc.lines...)
-			snapshots := func(gpu int) int {
-				m, _ := filepath.Glob(filepath.Join(p.dir, "crashes", "crash-*-gpu"+strconv.Itoa(gpu)+".log"))
-				return len(m)
-			}
-			p.waitFor("every kernel line's event and crash snapshot", 15*time.Second, func() bool {
-				b, _ := os.ReadFile(filepath.Join(p.dir, "events.log"))
-				for _, w := range tc.want {
-					if !strings.Contains(string(b), w) {
-						return false
-					}
-				}
+			crashes := func(gpu int) int { return len(snapshots(p.dir, "crash-*-gpu"+strconv.Itoa(gpu)+".log")) }
+			p.waitForEvent("every kernel line's event", 15*time.Second, tc.want...)
+			p.waitFor("every crash snapshot", 15*time.Second, func() bool {
 				for _, gpu := range tc.crash {
-					if snapshots(gpu) != 1 {
+					if crashes(gpu) != 1 {
 						return false
 					}
 				}
@@ -355,7 +346,7 @@ func TestKernelLinesReachTheRightGPU(t *testing.T) {
 				if slices.Contains(tc.crash, gpu) {
 					want = 1
 				}
-				if n := snapshots(gpu); n != want {
+				if n := crashes(gpu); n != want {
 					t.Errorf("GPU %d has %d crash snapshots, want %d", gpu, n, want)
 				}
 			}
@@ -398,7 +389,7 @@ func TestVanishedGPUIsReported(t *testing.T) {
 	if !strings.Contains(ev, "gpu=1 bus=00000000:21:00.0 source=poll type=GPU_LOST") {
 		t.Errorf("events.log:\n%s", ev)
 	}
-	if m, _ := filepath.Glob(filepath.Join(p.dir, "crashes", "crash-*-gpu1.log")); len(m) != 1 {
+	if m := snapshots(p.dir, "crash-*-gpu1.log"); len(m) != 1 {
 		t.Errorf("crash snapshots for the vanished GPU: %v", m)
 	}
 	// GPU 0 is unaffected.

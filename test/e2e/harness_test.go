@@ -298,13 +298,33 @@ func recordRows(t *testing.T, o opts, gpu, n int, limit time.Duration) (*proc, t
 	return p, readCSV(t, p.csvFile(gpu))
 }
 
-// waitForEvent waits until events.log holds line (or part of one).
-func (p *proc) waitForEvent(what string, limit time.Duration, line string) {
+// waitForEvent waits until events.log holds every one of lines (or parts
+// of lines).
+func (p *proc) waitForEvent(what string, limit time.Duration, lines ...string) {
 	p.t.Helper()
 	p.waitFor(what, limit, func() bool {
-		b, _ := os.ReadFile(filepath.Join(p.dir, "events.log"))
-		return strings.Contains(string(b), line)
+		ev := events(p.dir)
+		for _, l := range lines {
+			if !strings.Contains(ev, l) {
+				return false
+			}
+		}
+		return true
 	})
+}
+
+// events returns the events.log of log directory dir as it is now ("" before
+// it exists).
+func events(dir string) string {
+	b, _ := os.ReadFile(filepath.Join(dir, "events.log"))
+	return string(b)
+}
+
+// snapshots returns the files in the crashes/ directory of log directory dir
+// that match glob, e.g. "crash-*-gpu0.log".
+func snapshots(dir, glob string) []string {
+	m, _ := filepath.Glob(filepath.Join(dir, "crashes", glob))
+	return m
 }
 
 // writeKmsg appends records, one a line, to the kernel log the logger reads

@@ -135,7 +135,7 @@ func TestDmesgTimeOnTheKernelLogClock(t *testing.T) {
 	if !regexp.MustCompile(`dmesg_time: printk clock = CLOCK_MONOTONIC - \d+\.\d{6} s, drift`).MatchString(si) {
 		t.Errorf("system-info.txt lacks the measured offset:\n%s", si)
 	}
-	crashes, _ := filepath.Glob(filepath.Join(p.dir, "crashes", "crash-*-gpu0.log"))
+	crashes := snapshots(p.dir, "crash-*-gpu0.log")
 	if len(crashes) == 0 {
 		t.Fatalf("no crash snapshot")
 	}
@@ -150,11 +150,11 @@ func TestDmesgTimeUncheckedWithoutAKernelLog(t *testing.T) {
 	t.Parallel()
 	p := start(t, opts{scenario: "gpus 1\nat 2 gpu 0 xid 13 to events\n"})
 	p.waitFor("the crash snapshot", 20*time.Second, func() bool {
-		m, _ := filepath.Glob(filepath.Join(p.dir, "crashes", "crash-*-gpu0.log"))
+		m := snapshots(p.dir, "crash-*-gpu0.log")
 		return len(m) == 1
 	})
 	p.stop()
-	m, _ := filepath.Glob(filepath.Join(p.dir, "crashes", "crash-*-gpu0.log"))
+	m := snapshots(p.dir, "crash-*-gpu0.log")
 	if c := readFile(t, m[0]); !strings.Contains(c, "Kernel log clock: no kernel log readable: dmesg_time is on CLOCK_MONOTONIC, unchecked") {
 		t.Errorf("header does not say dmesg_time is unchecked:\n%s", c[:min(len(c), 800)])
 	}

@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,10 +18,7 @@ import (
 func TestReportOfTheGSPCrash(t *testing.T) {
 	t.Parallel()
 	p := start(t, opts{scenario: "@gsp-crash", kmsg: true})
-	p.waitFor("GPU 0 lost, with the kernel's Xid 79 in events.log", 40*time.Second, func() bool {
-		b, _ := os.ReadFile(filepath.Join(p.dir, "events.log"))
-		return strings.Contains(string(b), "type=GPU_LOST") && strings.Contains(string(b), "xid=79")
-	})
+	p.waitForEvent("GPU 0 lost, with the kernel's Xid 79 in events.log", 40*time.Second, "type=GPU_LOST", "xid=79")
 	p.stop()
 
 	page := filepath.Join(t.TempDir(), "report.html")

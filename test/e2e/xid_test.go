@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -25,13 +24,9 @@ func TestNewXidsFromTheKernelLog(t *testing.T) {
 	}
 	scn.WriteString(`at 3 gpu 0 xid 149 to kmsg msg "NETIR_LINK_EVT  Fatal   XC0 i0 Link 01 (0x021425c6 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)"` + "\n")
 	p := start(t, opts{scenario: scn.String(), kmsg: true})
-	events := filepath.Join(p.dir, "events.log")
-	p.waitFor("the kernel's Xid 149 in events.log", 30*time.Second, func() bool {
-		b, _ := os.ReadFile(events)
-		return strings.Contains(string(b), "xid=149")
-	})
+	p.waitForEvent("the kernel's Xid 149 in events.log", 30*time.Second, "xid=149")
 	p.stop()
-	ev := readFile(t, events)
+	ev := readFile(t, filepath.Join(p.dir, "events.log"))
 	line := func(code int) string {
 		for _, l := range strings.Split(ev, "\n") {
 			if strings.Contains(l, "source=kmsg type=Xid xid="+strconv.Itoa(code)+" ") {
