@@ -86,6 +86,5 @@ func TestReaderMarksBacklog(t *testing.T) {
 	if rec := within(t, f.recs, "the new record"); rec.Backlog || rec.Message != "new" {
 		t.Errorf("a record appended later is backlog: %+v", rec)
 	}
-	f.cancel()
-	within(t, f.done, "Run to return")
+	f.stop(t)
 }

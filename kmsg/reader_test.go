@@ -94,25 +94,15 @@ func TestReaderFollowsAppendedFile(t *testing.T) {
 	// The second record is still being written: no newline yet.
 	f := runFile(t, "6,1,10,-;first\n6,2,20,-;sec")
 
-	within(t, f.s.idle, "first idle")
-	if got := drain(f.recs); !slices.Equal(got, []string{"first"}) {
-		t.Fatalf("before the newline: got %q, want only \"first\"", got)
-	}
+	f.idleWith(t, "before the newline", "first")
 
 	appendFile(t, f.path, "ond\nnot a record\n SUBSYSTEM=pci\n\n6,3,30,-;third\n")
 	f.s.step <- struct{}{}
-	within(t, f.s.idle, "second idle")
-	if got := drain(f.recs); !slices.Equal(got, []string{"second", "third"}) {
-		t.Fatalf("after the newline: got %q, want [second third]", got)
-	}
+	f.idleWith(t, "after the newline", "second", "third")
 	if got := f.r.Malformed(); got != 1 {
 		t.Errorf("Malformed() = %d, want 1 (dictionary and blank lines are not malformed)", got)
 	}
-
-	f.cancel()
-	if err := within(t, f.done, "Run to return"); err != nil {
-		t.Errorf("Run after cancel = %v, want nil", err)
-	}
+	f.stop(t)
 }
 
 func TestReaderStartsOverAfterTruncation(t *testing.T) {
@@ -128,26 +118,18 @@ func TestReaderStartsOverAfterTruncation(t *testing.T) {
 	f.s.step <- struct{}{} // notices the truncation
 	within(t, f.s.idle, "idle after truncation")
 	f.s.step <- struct{}{} // reads from the start
-	within(t, f.s.idle, "idle after rereading")
-	if got := drain(f.recs); !slices.Equal(got, []string{"after"}) {
-		t.Fatalf("after truncation got %q, want [after]", got)
-	}
-	f.cancel()
-	within(t, f.done, "Run to return")
+	f.idleWith(t, "after truncation", "after")
+	f.stop(t)
 }
 
 func TestReaderDropsOverlongLine(t *testing.T) {
 	long := strings.Repeat("x", maxLineLen+chunkSize+5)
 	f := runFile(t, "6,1,1,-;before\n"+long+"\n6,2,2,-;after\n")
-	within(t, f.s.idle, "idle")
-	if got := drain(f.recs); !slices.Equal(got, []string{"before", "after"}) {
-		t.Errorf("got %q, want [before after]", got)
-	}
+	f.idleWith(t, "around the overlong line", "before", "after")
 	if got := f.r.Malformed(); got != 1 {
 		t.Errorf("Malformed() = %d, want 1", got)
 	}
-	f.cancel()
-	within(t, f.done, "Run to return")
+	f.stop(t)
 }
 
 func TestReaderFIFO(t *testing.T) {
@@ -330,6 +312,26 @@ func openFile(t *testing.T, content string) (path string, r *Reader) {
 		t.Fatal(err)
 	}
 	return path, r
+}
+
+// idleWith waits until the Reader is idle at the end of the data and fails
+// t (saying when: what) unless the records delivered since the last look
+// are want.
+func (f *fileRun) idleWith(t *testing.T, what string, want ...string) {
+	t.Helper()
+	within(t, f.s.idle, "the reader idle "+what)
+	if got := drain(f.recs); !slices.Equal(got, want) {
+		t.Fatalf("%s: got %q, want %q", what, got, want)
+	}
+}
+
+// stop cancels the Reader and requires Run to return nil.
+func (f *fileRun) stop(t *testing.T) {
+	t.Helper()
+	f.cancel()
+	if err := within(t, f.done, "Run to return"); err != nil {
+		t.Errorf("Run after cancel = %v, want nil", err)
+	}
 }
 
 // runFile writes content to a new file and runs a Reader over it, stepped
