@@ -102,4 +102,3 @@ func TestAppendJSONAllocs(t *testing.T) {
 		t.Errorf("AppendJSON allocates %.0f times per document, want 0", n)
 	}
 }
-
