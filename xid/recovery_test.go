@@ -38,6 +38,12 @@ func TestParseRecovery(t *testing.T) {
 		{"no value", "GPU recovery action changed", false, 0, ""},
 		{"unclosed words are dropped", "changed from 0x0 (None) to 0x2 (Node Reb", true, 2, ""},
 		{"too long", "to 0x11112222333344445", false, 0, ""},
+		{"too long after a from", "changed from 0x0 to 0x11112222333344445", false, 0, ""},
+		{"other words for reset", "GPU recovery action changed from 0x0 (None) to 0x1 (PF FLR)", true, 1, "PF FLR"},
+		{"reboot in other words", "GPU recovery action changed from 0x0 (None) to 0x2 (OS Reboot)", true, 2, "OS Reboot"},
+		{"the number wins over words that disagree", "GPU recovery action changed from 0x1 (GPU Reset Required) to 0x4 (None)", true, 4, "None"},
+		{"wide hex", "GPU recovery action changed from 0x00000002 to 0x0000001A", true, 0x1a, ""},
+		{"to glued to another word", "recovery changed auto0x1 into0x2", false, 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
