@@ -148,7 +148,7 @@ func (c *cpuRounds) rows(o opts) [][3]string {
 	}
 	out = append(out, [3]string{"... of which the rows' write(2), in the kernel", writeCell, "one write(2) per row (ext4: page cache, mtime, journal); " + profNote})
 	rest := whole.med - fsync.med - write
-	restNote := fmt.Sprintf("target <= %.0f us: %s; the whole process minus the fdatasync thread minus the rows' write(2): the logger's Go and C code, the simulated driver, the Go runtime and its wake-ups (of which the floor: %.1f us)", cpuTarget, met(rest <= cpuTarget), floorSample.med)
+	restNote := fmt.Sprintf("target <= %.0f us: %s; the whole process minus the fdatasync thread minus the rows' write(2): the logger's Go and C code, the simulated driver, the Go runtime and its wake-ups; the floor's %.1f us included, %.1f us above it", cpuTarget, met(rest <= cpuTarget), floorSample.med, rest-floorSample.med)
 	if c.prof == nil {
 		restNote = fmt.Sprintf("target <= %.0f us: %s; the whole process minus the fdatasync thread, the rows' write(2) included (no profile to take it out)", cpuTarget, met(rest <= cpuTarget))
 	}
