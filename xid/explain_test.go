@@ -73,7 +73,7 @@ func TestExplainNVLink5(t *testing.T) {
 		t.Errorf("non-fatal SAW: %+v", quiet)
 	}
 	undecoded := Explain(144, "SAW_MVB Fatal (0x00000021 0x00000040)")
-	if undecoded.Action != actNVLink5 || !strings.Contains(undecoded.Decode, "not decoded") {
+	if undecoded.Action != catalog[144].Action || !strings.Contains(undecoded.Decode, "not decoded") {
 		t.Errorf("undecodable line: %+v", undecoded)
 	}
 	if e := Explain(150, ""); !strings.HasPrefix(e.Action, "Fatal") {

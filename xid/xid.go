@@ -42,21 +42,21 @@ const (
 	ClassInformational       // reports the consequence of other Xids, not a fault of its own
 )
 
+// classNames gives each class its words and its key in catalog.json.
+var classNames = [...]struct{ key, words string }{
+	ClassUnknown:       {"", "unknown"},
+	ClassApplication:   {"application", "application error"},
+	ClassDriver:        {"driver", "driver/firmware error"},
+	ClassMemory:        {"memory", "memory error"},
+	ClassInterconnect:  {"interconnect", "interconnect error"},
+	ClassHardware:      {"hardware", "hardware/bus error"},
+	ClassInformational: {"informational", "informational"},
+}
+
 // String returns the class in words, e.g. "driver/firmware error".
 func (c Class) String() string {
-	switch c {
-	case ClassApplication:
-		return "application error"
-	case ClassDriver:
-		return "driver/firmware error"
-	case ClassMemory:
-		return "memory error"
-	case ClassInterconnect:
-		return "interconnect error"
-	case ClassHardware:
-		return "hardware/bus error"
-	case ClassInformational:
-		return "informational"
+	if int(c) < len(classNames) {
+		return classNames[c].words
 	}
 	return "unknown"
 }
