@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // A regular file is followed through change notices: with the fallback poll
@@ -63,5 +65,75 @@ func TestFileNotifierPendingChangeAndCancel(t *testing.T) {
 	n.interrupt()
 	if err := within(t, woke, "a cancelled wait to return"); err == nil {
 		t.Fatal("a cancelled wait returned no error")
+	}
+}
+
+// A file replaced under the reader (rename over it, as a log rotation does)
+// while a writer that still holds the old file open (a syslog daemon not yet
+// told to reopen) appends to it: the reader, holding the old file open too,
+// keeps its watch, so with the fallback an hour away the appended line still
+// arrives. The same after the watch is gone (IN_IGNORED, here by removing
+// it): then only polling can see the line, every 100 ms.
+func TestReaderFollowsReplacedFile(t *testing.T) {
+	for _, dropWatch := range []bool{false, true} {
+		t.Run(map[bool]string{false: "watch kept", true: "watch gone"}[dropWatch], func(t *testing.T) {
+			replacedFile(t, dropWatch)
+		})
+	}
+}
+
+func replacedFile(t *testing.T, dropWatch bool) {
+	path, r := openFile(t, "6,1,10,-;first\n")
+	if r.notify == nil {
+		t.Fatal("a regular file is not watched with inotify")
+	}
+	idle := make(chan struct{}, 100)
+	r.wait = func(ctx context.Context) error {
+		select {
+		case idle <- struct{}{}:
+		default:
+		}
+		return r.notify.wait(ctx, time.Hour)
+	}
+	writer, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	recs, done := run(t, ctx, r)
+	within(t, recs, "the first record")
+	within(t, idle, "the reader at the end of the file")
+	replacement := filepath.Join(filepath.Dir(path), "new")
+	if err := os.WriteFile(replacement, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(replacement, path); err != nil {
+		t.Fatal(err)
+	}
+	if dropWatch {
+		// (through the raw descriptor: Fd would take it out of the poller)
+		rc, err := r.notify.f.SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rmErr error
+		if err := rc.Control(func(fd uintptr) { _, rmErr = unix.InotifyRmWatch(int(fd), uint32(r.notify.wd)) }); err != nil || rmErr != nil {
+			t.Fatal(err, rmErr)
+		}
+	}
+	// The notices (link count, IN_IGNORED) wake the reader; it reads
+	// nothing new and waits again.
+	within(t, idle, "the reader waiting again after the replacement")
+	if _, err := writer.WriteString("3,2,20,-;NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus.\n"); err != nil {
+		t.Fatal(err)
+	}
+	if got := within(t, recs, "the record appended to the replaced file"); got.Seq != 2 {
+		t.Fatalf("got seq %d, want 2", got.Seq)
+	}
+	cancel()
+	if err := within(t, done, "Run to return after cancel"); err != nil {
+		t.Fatalf("Run: %v", err)
 	}
 }

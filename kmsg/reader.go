@@ -134,7 +134,8 @@ func openError(err error) error {
 // /dev/kmsg, records the kernel overwrote before they could be read are
 // skipped and counted (see Overruns). A file or FIFO is followed like
 // tail -f: at its end Run waits for more (a regular file: until inotify says
-// it changed, or at most a second; otherwise it polls every 100 ms), emits a
+// it changed, or at most a second; without inotify, or once its watch is
+// gone, and for a FIFO, it polls every 100 ms), emits a
 // line only once its newline has arrived, and starts over when the file is
 // truncated.
 func (r *Reader) Run(ctx context.Context, fn func(Record)) error {
