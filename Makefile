@@ -72,9 +72,16 @@ install: build
 	@if [ -z "$(DESTDIR)" ] && command -v systemctl >/dev/null; then systemctl daemon-reload; \
 		echo "installed; start with: systemctl enable --now gpu-telemetry"; fi
 
+# The drop-ins we ship (deploy/gpu-telemetry.service.d) go with the unit;
+# other files in that directory (an operator's own overrides) stay, and are
+# named.
+DROPINS := $(notdir $(wildcard deploy/gpu-telemetry.service.d/*.conf))
 uninstall:
 	-systemctl disable --now gpu-telemetry 2>/dev/null
 	rm -f $(DESTDIR)$(PREFIX)/bin/gpu-telemetry $(DESTDIR)$(UNITDIR)/gpu-telemetry.service
+	rm -f $(addprefix $(DESTDIR)$(UNITDIR)/gpu-telemetry.service.d/,$(DROPINS))
+	@d=$(DESTDIR)$(UNITDIR)/gpu-telemetry.service.d; if [ -d "$$d" ]; then \
+		rmdir "$$d" 2>/dev/null || echo "kept (not ours): $$(ls "$$d" | tr '\n' ' ')in $$d" >&2; fi
 	-systemctl daemon-reload 2>/dev/null
 
 clean:
