@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,6 +27,11 @@ func views() map[string]live.View {
 	odd.GPUs[0].Info.Name = "Quote \" back \\ slash\nnew line"
 	odd.GPUs[0].Info.Serial = ""
 	odd.Host.Version = `v"1\`
+	// Invalid UTF-8 from a failing board, as the sampler hands it on (each
+	// invalid byte as U+FFFD: promtool refuses the raw bytes, monitor's
+	// utf8_test checks that path), and other non-ASCII text.
+	odd.GPUs[1].Info.Name = strings.ToValidUTF8("NVIDIA \xff\xfe H100", "\uFFFD")
+	odd.GPUs[1].Info.VBIOS = "96.00.é.日本"
 	for _, code := range []uint64{119, 79, 154, 13, 31, 43, 45, 48, 61, 62, 63, 64, 68, 69, 74, 92, 94, 95} {
 		odd.GPUs[0].Xid(code, odd.Host.Now, "x")
 	}
