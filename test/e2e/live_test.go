@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -189,6 +190,42 @@ func TestMetricsEndpoint(t *testing.T) {
 	q.waitFor("rows", 10*time.Second, func() bool { return rowCount(q.csvFile(0)) > 2 })
 	if strings.Contains(q.stderr.String(), "metrics listening") {
 		t.Errorf("metrics endpoint on without --metrics-listen")
+	}
+}
+
+// TestMetricsPortTakenCarriesOn: a --metrics-listen address already in use
+// is logged once and counted as listen_failures, and the logger records on:
+// rows keep coming, and its poll loop keeps syncing them (sync_batches
+// grows; the CSVs have no timer of their own).
+func TestMetricsPortTakenCarriesOn(t *testing.T) {
+	t.Parallel()
+	held := testutil.TakenAddr(t)
+	p := start(t, opts{args: []string{"--metrics-listen", held, "--fsync-interval", "200ms"}})
+	p.waitForRows(0, 10, 20*time.Second)
+	counter := func(name string) (uint64, bool) {
+		d, ok := rawStatus(p.socketPath())
+		for _, c := range d.Host.Counters {
+			if ok && c.Name == name {
+				return c.Value, true
+			}
+		}
+		return 0, false
+	}
+	if n, ok := counter("listen_failures"); !ok || n != 1 {
+		t.Errorf("listen_failures %d (reported %v), want 1", n, ok)
+	}
+	syncs, _ := counter("sync_batches")
+	rows := rowCount(p.csvFile(0))
+	p.waitFor("more rows and sync rounds", 20*time.Second, func() bool {
+		n, _ := counter("sync_batches")
+		return rowCount(p.csvFile(0)) >= rows+10 && n > syncs
+	})
+	p.stop()
+	if n := strings.Count(p.stderr.String(), "cannot listen"); n != 1 {
+		t.Errorf("%d lines about the taken port, want 1:\n%s", n, p.stderr)
+	}
+	if !regexp.MustCompile(`final status.* listen_failures=1 `).MatchString(p.stderr.String()) {
+		t.Errorf("the final status line does not count the taken port:\n%s", p.stderr)
 	}
 }
 
