@@ -97,6 +97,14 @@ var counterTable = []counterDef{
 		get: func(s *counterSources) uint64 { _, f := s.m.procCounts(); return f }},
 	{name: "process_reads_stretched", loss: true, help: "per-GPU process list reads not made because NVML was too slow for the interval (they stretch with the slow tier; nvml_level is the current step)",
 		get: func(s *counterSources) uint64 { return s.m.procsHeld.Load() }},
+	{name: "batch_thread_failures", loss: true, ownLog: true, help: "GPU batch threads that could not be started (the sampler logs the first): that GPU's slow samples stay direct calls, holding the process while in the driver, so other GPUs' samples start late; retried",
+		get: func(s *counterSources) uint64 {
+			var n uint64
+			for _, gs := range s.m.gpus {
+				n += gs.g.BatchThreadFailures()
+			}
+			return n
+		}},
 	{name: "listen_failures", loss: true, ownLog: true, help: "endpoints that could not be opened (--metrics-listen, --atop's TCP port or unix socket: address in use, or refused by the unit's RestrictAddressFamilies): not served, the logger samples on",
 		get: func(s *counterSources) uint64 { return s.m.listenFails.Load() + s.m.atopCounters().ListenFailed }},
 	{name: "atop_clients_refused", loss: true, help: "atop connections closed at once because the connection limit was reached",

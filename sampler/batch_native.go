@@ -25,6 +25,9 @@ type nativeExec struct {
 	dev unsafe.Pointer
 	b   *C.struct_gt_batch
 	th  batchThread // the GPU's C thread for a slow driver (batchthread.go)
+	// threadFailed counts (and logs the first) a batch thread that could
+	// not be started.
+	threadFailed func()
 }
 
 // The Go and C numbering and codes must agree (a difference does not compile).
@@ -45,14 +48,14 @@ var (
 	_ = [1]struct{}{}[int(C.GT_NVML_CLOCK_MEM)-int(nvml.CLOCK_MEM)]
 )
 
-func newNativeExec(index int, fieldWait time.Duration) (*nativeExec, error) {
+func newNativeExec(index int, fieldWait time.Duration, threadFailed func()) (*nativeExec, error) {
 	dev := C.gt_batch_handle(C.uint(index))
 	if dev == nil {
 		return nil, errors.New("no NVML handle for the GPU")
 	}
 	b := (*C.struct_gt_batch)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_gt_batch{}))))
 	b.field_wait_ms = C.uint32_t(max(fieldWait/time.Millisecond, 1))
-	return &nativeExec{dev: dev, b: b}, nil
+	return &nativeExec{dev: dev, b: b, threadFailed: threadFailed}, nil
 }
 
 func (x *nativeExec) current() int32 {

@@ -77,15 +77,25 @@ func (th *batchThread) decide(d time.Duration) bool {
 	return !th.on
 }
 
-// start creates the thread once; false if it cannot (the direct call stays).
+// cThread is the C side of a GPU's batch thread.
+type cThread = C.struct_gt_batch_thread
+
+// threadStart starts a batch thread; false if it cannot (tests replace it).
+var threadStart = func(t *cThread) bool { return C.gt_batch_thread_start(t) == 0 }
+
+// start creates the thread once; false if it cannot (the direct call stays;
+// the failure is counted and the first logged, through x.threadFailed).
 func (th *batchThread) start(x *nativeExec) bool {
 	if th.t != nil {
 		return true
 	}
-	t := (*C.struct_gt_batch_thread)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_gt_batch_thread{}))))
+	t := (*cThread)(C.calloc(1, C.size_t(unsafe.Sizeof(cThread{}))))
 	t.dev, t.b = x.dev, x.b
-	if C.gt_batch_thread_start(t) != 0 {
+	if !threadStart(t) {
 		C.free(unsafe.Pointer(t))
+		if x.threadFailed != nil {
+			x.threadFailed()
+		}
 		return false
 	}
 	th.t, th.done = t, os.NewFile(uintptr(t.done), "gpu-batch-done")

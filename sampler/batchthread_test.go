@@ -1,8 +1,13 @@
 package sampler
 
 import (
+	"bytes"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 )
 
 // TestBatchThreadSwitchesOnARunNotAnOutlier: a GPU moves to its C thread
@@ -46,5 +51,29 @@ func TestBatchThreadSwitchesOnARunNotAnOutlier(t *testing.T) {
 	feed(fast, switchAfter)
 	if th.on {
 		t.Fatalf("still on the thread after %d fast batches", switchAfter)
+	}
+}
+
+// TestBatchThreadStartFailureCounted: a batch thread that cannot be started
+// leaves the GPU on direct calls, and is counted each time (it is tried
+// again) and logged once.
+func TestBatchThreadStartFailureCounted(t *testing.T) {
+	var logs bytes.Buffer
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{fakenvml.NewDev()}})
+	g := h.GPUs[0]
+	g.log = slog.New(slog.NewTextHandler(&logs, nil))
+	defer func(f func(*cThread) bool) { threadStart = f }(threadStart)
+	threadStart = func(*cThread) bool { return false }
+	x := &nativeExec{threadFailed: g.batchThreadFailed}
+	for range 3 {
+		if x.th.start(x) || x.th.t != nil {
+			t.Fatal("a thread that failed to start is in use")
+		}
+	}
+	if n := g.BatchThreadFailures(); n != 3 {
+		t.Errorf("BatchThreadFailures = %d, want 3", n)
+	}
+	if n := strings.Count(logs.String(), "cannot start the GPU's batch thread"); n != 1 {
+		t.Errorf("logged %d times, want once:\n%s", n, logs.String())
 	}
 }

@@ -88,6 +88,8 @@ type GPU struct {
 	cur       atomic.Int32 // Fn
 	callStart atomic.Int64 // ns since base
 
+	threadFails atomic.Uint64 // batch thread starts that failed (batchthread.go)
+
 	// Capability cache: ns since base until which (fn, index) stays off.
 	off      [numFns][reading.MaxFans]int64
 	told     [numFns]bool // logged "not available" once
@@ -122,6 +124,19 @@ type slowTier struct {
 	enc, dec       reading.Opt[uint32]
 	pcieGen, pcieW reading.Opt[uint32]
 	sensor0        reading.Opt[reading.Sensor]
+}
+
+// BatchThreadFailures is how many times the GPU's batch thread could not be
+// started: its slow batches then stay direct cgo calls, holding the
+// process's P while in the driver (other GPUs' samples start late), and the
+// start is tried again after switchAfter more slow batches.
+func (g *GPU) BatchThreadFailures() uint64 { return g.threadFails.Load() }
+
+// batchThreadFailed counts a failed batch thread start and logs the first.
+func (g *GPU) batchThreadFailed() {
+	if g.threadFails.Add(1) == 1 {
+		g.log.Warn("cannot start the GPU's batch thread: its slow samples stay direct calls, which hold the process while in the driver (counted as batch_thread_failures; retried)")
+	}
 }
 
 // NewGPU wraps a device whose static facts are already known.

@@ -269,7 +269,7 @@ func (g *GPU) readStatic(lib Library) {
 	g.lost = false
 	var x executor = newGoExec(dev, g.cfg.FieldWait)
 	if _, native := lib.(*NVML); native {
-		if nx, err := newNativeExec(info.Index, g.cfg.FieldWait); err == nil {
+		if nx, err := newNativeExec(info.Index, g.cfg.FieldWait, g.batchThreadFailed); err == nil {
 			x = nx
 		}
 	}
