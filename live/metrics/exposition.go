@@ -34,6 +34,13 @@ var (
 // WriteText writes one consistent reading of the board in the text
 // exposition format. Concurrent calls take turns to build (tens of
 // microseconds), not to write: a slow reader holds only its own buffer.
+//
+// It checks nothing that client_golang's registry checks at Gather
+// (duplicate series, label counts, valid UTF-8): the families and their
+// labels are fixed in this package, the tests run the registry over the
+// same Collector (TestWriteTextMatchesClientGolang, which fails on any such
+// error) and promtool over the output, and strings from the driver are made
+// valid UTF-8 where the sampler reads them.
 func (c *Collector) WriteText(w io.Writer) error {
 	var out []byte
 	select {
