@@ -100,21 +100,17 @@ type Manager struct {
 
 	wg sync.WaitGroup // one per accepted request, until its last file is written
 
-	mu         sync.Mutex
-	closed     bool
-	gpus       map[int]*gpuState
-	spikeAny   bool
-	spikeLast  time.Time
-	spikeBurst uint64
-	stats      Stats
+	mu        sync.Mutex
+	closed    bool
+	gpus      map[int]*gpuState
+	spikeCool cooldown // one across all GPUs
+	stats     Stats
 }
 
 // gpuState is one GPU's crash cooldown.
 type gpuState struct {
-	any        bool      // an incident was accepted
-	last       time.Time // when
-	burst      uint64    // suppressed since then
-	suppressed uint64    // suppressed in total
+	cool       cooldown
+	suppressed uint64 // suppressed in total
 	stopFollow context.CancelCauseFunc
 }
 
@@ -176,18 +172,25 @@ func New(cfg Config) *Manager {
 	return m
 }
 
-// cooldownLeft returns how long the cooldown that started at last still runs
-// at now; 0 when none ran or it expired. A clock that went backwards counts
-// as expired: losing a crash snapshot is worse than one extra.
-func cooldownLeft(seen bool, last, now time.Time, cooldown time.Duration) time.Duration {
-	if !seen {
-		return 0
+// cooldown lets one snapshot through per period and counts the requests it
+// refuses in between.
+type cooldown struct {
+	any   bool      // a request was let through
+	last  time.Time // when
+	burst uint64    // requests refused since then
+}
+
+// refuse returns how long the cooldown still runs at now, counting the
+// request in the burst; or 0 when it lets the request through, and the
+// cooldown starts again at now. A clock that went backwards counts as
+// expired: losing a crash snapshot is worse than one extra.
+func (c *cooldown) refuse(now time.Time, period time.Duration) time.Duration {
+	if el := now.Sub(c.last); c.any && el >= 0 && el < period {
+		c.burst++
+		return period - el
 	}
-	el := now.Sub(last)
-	if el < 0 || el >= cooldown {
-		return 0
-	}
-	return cooldown - el
+	c.any, c.last, c.burst = true, now, 0
+	return 0
 }
 
 // Crash asks for a crash snapshot of gpu. At most one is taken per GPU per
@@ -208,12 +211,11 @@ func (m *Manager) Crash(gpu int, build func() CrashRequest) Decision {
 		st = &gpuState{}
 		m.gpus[gpu] = st
 	}
-	if left := cooldownLeft(st.any, st.last, now, m.cfg.CrashCooldown); left > 0 {
-		st.burst++
+	if left := st.cool.refuse(now, m.cfg.CrashCooldown); left > 0 {
 		st.suppressed++
 		m.stats.CrashesSuppressed++
 		m.stats.CrashesSuppressedByGPU[gpu]++
-		d := Decision{Burst: st.burst, Suppressed: st.suppressed, CooldownLeft: left}
+		d := Decision{Burst: st.cool.burst, Suppressed: st.suppressed, CooldownLeft: left}
 		m.mu.Unlock()
 		if d.Burst <= loggedSuppressions {
 			m.log.Warn("crash snapshot suppressed by cooldown", "gpu", gpu, "count", d.Burst,
@@ -221,7 +223,6 @@ func (m *Manager) Crash(gpu int, build func() CrashRequest) Decision {
 		}
 		return d
 	}
-	st.any, st.last, st.burst = true, now, 0
 	older := st.stopFollow
 	fctx, stop := context.WithCancelCause(m.follow)
 	st.stopFollow = stop
@@ -286,15 +287,13 @@ func (m *Manager) Spike(gpu int, build func() SpikeRequest) Decision {
 		m.mu.Unlock()
 		return Decision{Closed: true}
 	}
-	if left := cooldownLeft(m.spikeAny, m.spikeLast, now, m.cfg.SpikeCooldown); left > 0 {
-		m.spikeBurst++
+	if left := m.spikeCool.refuse(now, m.cfg.SpikeCooldown); left > 0 {
 		m.stats.SpikesSuppressed++
-		d := Decision{Burst: m.spikeBurst, Suppressed: m.stats.SpikesSuppressed, CooldownLeft: left}
+		d := Decision{Burst: m.spikeCool.burst, Suppressed: m.stats.SpikesSuppressed, CooldownLeft: left}
 		m.mu.Unlock()
 		m.log.Debug("spike snapshot suppressed by cooldown", "gpu", gpu, "count", d.Burst)
 		return d
 	}
-	m.spikeAny, m.spikeLast, m.spikeBurst = true, now, 0
 	suppressed := m.stats.SpikesSuppressed
 	m.wg.Add(1)
 	m.mu.Unlock()
