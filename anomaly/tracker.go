@@ -3,6 +3,7 @@ package anomaly
 import (
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/cooldown"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
@@ -53,7 +54,7 @@ type Tracker struct {
 	lastLimit reading.Opt[uint32] // last present power limit
 	lastMask  reading.Opt[uint64] // last present clocks event reasons mask
 
-	cool [numNoticeKinds]cooldown // indexed by NoticeKind-1
+	cool [numNoticeKinds]cooldown.Cooldown // indexed by NoticeKind-1
 
 	total, window       atomicCounts
 	peakTemp, peakPower atomicPeak
@@ -165,7 +166,7 @@ func (t *Tracker) forget() {
 
 // notify adds n to r unless its kind's cooldown holds it back.
 func (t *Tracker) notify(r *Result, now time.Time, n Notice) {
-	suppressed, ok := t.cool[n.Kind-1].allow(now, t.cfg.LogCooldown)
+	ok, suppressed, _ := t.cool[n.Kind-1].Allow(now, t.cfg.LogCooldown)
 	if !ok {
 		return
 	}

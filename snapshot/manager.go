@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/cooldown"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
@@ -103,13 +104,13 @@ type Manager struct {
 	mu        sync.Mutex
 	closed    bool
 	gpus      map[int]*gpuState
-	spikeCool cooldown // one across all GPUs
+	spikeCool cooldown.Cooldown // one across all GPUs
 	stats     Stats
 }
 
 // gpuState is one GPU's crash cooldown.
 type gpuState struct {
-	cool       cooldown
+	cool       cooldown.Cooldown
 	suppressed uint64 // suppressed in total
 	stopFollow context.CancelCauseFunc
 }
@@ -172,27 +173,6 @@ func New(cfg Config) *Manager {
 	return m
 }
 
-// cooldown lets one snapshot through per period and counts the requests it
-// refuses in between.
-type cooldown struct {
-	any   bool      // a request was let through
-	last  time.Time // when
-	burst uint64    // requests refused since then
-}
-
-// refuse returns how long the cooldown still runs at now, counting the
-// request in the burst; or 0 when it lets the request through, and the
-// cooldown starts again at now. A clock that went backwards counts as
-// expired: losing a crash snapshot is worse than one extra.
-func (c *cooldown) refuse(now time.Time, period time.Duration) time.Duration {
-	if el := now.Sub(c.last); c.any && el >= 0 && el < period {
-		c.burst++
-		return period - el
-	}
-	c.any, c.last, c.burst = true, now, 0
-	return 0
-}
-
 // Crash asks for a crash snapshot of gpu. At most one is taken per GPU per
 // CrashCooldown; the others are counted as suppressed. When accepted, build
 // is called at once on the caller's goroutine, and the files are written in
@@ -211,11 +191,11 @@ func (m *Manager) Crash(gpu int, build func() CrashRequest) Decision {
 		st = &gpuState{}
 		m.gpus[gpu] = st
 	}
-	if left := st.cool.refuse(now, m.cfg.CrashCooldown); left > 0 {
+	if ok, burst, left := st.cool.Allow(now, m.cfg.CrashCooldown); !ok {
 		st.suppressed++
 		m.stats.CrashesSuppressed++
 		m.stats.CrashesSuppressedByGPU[gpu]++
-		d := Decision{Burst: st.cool.burst, Suppressed: st.suppressed, CooldownLeft: left}
+		d := Decision{Burst: burst, Suppressed: st.suppressed, CooldownLeft: left}
 		m.mu.Unlock()
 		if d.Burst <= loggedSuppressions {
 			m.log.Warn("crash snapshot suppressed by cooldown", "gpu", gpu, "count", d.Burst,
@@ -287,9 +267,9 @@ func (m *Manager) Spike(gpu int, build func() SpikeRequest) Decision {
 		m.mu.Unlock()
 		return Decision{Closed: true}
 	}
-	if left := m.spikeCool.refuse(now, m.cfg.SpikeCooldown); left > 0 {
+	if ok, burst, left := m.spikeCool.Allow(now, m.cfg.SpikeCooldown); !ok {
 		m.stats.SpikesSuppressed++
-		d := Decision{Burst: m.spikeCool.burst, Suppressed: m.stats.SpikesSuppressed, CooldownLeft: left}
+		d := Decision{Burst: burst, Suppressed: m.stats.SpikesSuppressed, CooldownLeft: left}
 		m.mu.Unlock()
 		m.log.Debug("spike snapshot suppressed by cooldown", "gpu", gpu, "count", d.Burst)
 		return d

@@ -473,30 +473,3 @@ func TestStage2FailureKeepsStage1(t *testing.T) {
 		t.Errorf("stats = %+v", st)
 	}
 }
-
-// TestCooldownRefuse: the first request passes, the next ones within the
-// period are refused with the time left and counted, one at or after the
-// period passes and starts it again, and so does one from a clock that went
-// backwards.
-func TestCooldownRefuse(t *testing.T) {
-	var c cooldown
-	t0 := incidentTime
-	steps := []struct {
-		at    time.Duration // from t0
-		left  time.Duration
-		burst uint64
-	}{
-		{0, 0, 0},
-		{10 * time.Second, 50 * time.Second, 1},
-		{59 * time.Second, time.Second, 2},
-		{60 * time.Second, 0, 0},
-		{61 * time.Second, 59 * time.Second, 1},
-		{30 * time.Second, 0, 0}, // backwards
-		{31 * time.Second, 59 * time.Second, 1},
-	}
-	for _, s := range steps {
-		if left := c.refuse(t0.Add(s.at), time.Minute); left != s.left || c.burst != s.burst {
-			t.Errorf("at %v: left %v burst %d, want %v and %d", s.at, left, c.burst, s.left, s.burst)
-		}
-	}
-}
