@@ -38,6 +38,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
+	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/test/simnvml/internal/nvmlsyms"
 )
 
@@ -139,6 +140,27 @@ func simulate(t *testing.T, o opts, body func(c clock, l nvml.Interface)) (paren
 	}
 	runChild(t, o)
 	return true
+}
+
+// kmsgRecords reads the kernel log the simulator wrote at path through the
+// logger's own record parser: every line must be a warning (priority 4) of
+// the kernel facility with the flags "-" (no continuation).
+func kmsgRecords(t *testing.T, path string) []kmsg.Record {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []kmsg.Record
+	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		rec, err := kmsg.ParseRecord([]byte(line))
+		header, _, _ := strings.Cut(line, ";")
+		if err != nil || rec.Level != 4 || rec.Facility != 0 || !strings.HasSuffix(header, ",-") {
+			t.Fatalf("bad record %q (%v)", line, err)
+		}
+		recs = append(recs, rec)
+	}
+	return recs
 }
 
 // newLib returns go-nvml bound to the simulator (not initialised).

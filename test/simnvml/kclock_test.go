@@ -1,11 +1,7 @@
 package simnvml_test
 
 import (
-	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -31,23 +27,13 @@ at 0.6 gpu 0 xid 79
 		return
 	}
 	after := testutil.Monotonic(t)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	printk := testutil.PrintkClock{Offset: 37 * time.Second, Drift: 500e-6}.At
-	re := regexp.MustCompile(`^4,\d+,(\d+),-;`)
 	var ts []time.Duration
-	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
-		m := re.FindStringSubmatch(line)
-		if m == nil {
-			t.Fatalf("bad record %q", line)
-		}
-		us, _ := strconv.ParseInt(m[1], 10, 64)
-		ts = append(ts, time.Duration(us)*time.Microsecond)
+	for _, rec := range kmsgRecords(t, path) {
+		ts = append(ts, rec.Time)
 	}
 	if len(ts) != 2 {
-		t.Fatalf("%d records, want 2:\n%s", len(ts), data)
+		t.Fatalf("%d records, want 2", len(ts))
 	}
 	for i, v := range ts {
 		if v < printk(before)-time.Microsecond || v > printk(after) {

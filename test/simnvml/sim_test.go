@@ -831,11 +831,7 @@ at 0.7 gpu 0 xid 154 action 2 to kmsg
 	}) {
 		return
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	recs := kmsgRecords(t, path)
 	want := []string{
 		`NVRM: Xid (PCI:0000:01:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.`,
 		`NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)`,
@@ -843,28 +839,23 @@ at 0.7 gpu 0 xid 154 action 2 to kmsg
 		`NVRM: Xid (PCI:0000:21:00): 62, custom text`,
 		`NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x1 (GPU Reset Required) to 0x2 (Node Reboot Required)`,
 	}
-	if len(lines) != len(want) {
-		t.Fatalf("kmsg has %d lines, want %d:\n%s", len(lines), len(want), data)
+	if len(recs) != len(want) {
+		t.Fatalf("kmsg has %d records, want %d: %+v", len(recs), len(want), recs)
 	}
-	re := regexp.MustCompile(`^4,(\d+),(\d+),-;(.*)$`)
-	var prevSeq, prevTs int64 = -1, -1
-	for i, line := range lines {
-		m := re.FindStringSubmatch(line)
-		if m == nil {
-			t.Fatalf("bad record %q", line)
+	for i, rec := range recs {
+		if rec.Message != want[i] {
+			t.Errorf("record %d:\n got %s\nwant %s", i, rec.Message, want[i])
 		}
-		seq, _ := strconv.ParseInt(m[1], 10, 64)
-		ts, _ := strconv.ParseInt(m[2], 10, 64)
-		if m[3] != want[i] {
-			t.Errorf("record %d:\n got %s\nwant %s", i, m[3], want[i])
+		if i == 0 {
+			continue
 		}
-		if prevSeq >= 0 && (seq != prevSeq+1 || ts <= prevTs) {
-			t.Errorf("record %d: seq %d ts %d after seq %d ts %d", i, seq, ts, prevSeq, prevTs)
+		prev := recs[i-1]
+		if rec.Seq != prev.Seq+1 || rec.Time <= prev.Time {
+			t.Errorf("record %d: seq %d at %v after seq %d at %v", i, rec.Seq, rec.Time, prev.Seq, prev.Time)
 		}
-		if i == 1 && ts-prevTs != 100000 {
-			t.Errorf("records 0.1 s apart differ by %d us", ts-prevTs)
+		if i == 1 && rec.Time-prev.Time != 100*time.Millisecond {
+			t.Errorf("records 0.1 s apart differ by %v", rec.Time-prev.Time)
 		}
-		prevSeq, prevTs = seq, ts
 	}
 }
 
