@@ -52,11 +52,12 @@ type cpuRounds struct {
 func runCPURounds(o opts) (*cpuRounds, error) {
 	vs := cpuVariants(o)
 	c := &cpuRounds{variants: vs, runs: make([][]*result, len(vs)), seconds: o.roundSeconds}
+	gpus := scenarioGPUs(o.scenario)
 	for r := range o.rounds {
 		for k := range vs {
 			i := (k + r) % len(vs)
 			v := vs[i]
-			res, err := measure(o, spec{name: v.name, scenario: o.scenario, seconds: o.roundSeconds, dir: v.dir, args: v.args})
+			res, err := measure(o, spec{name: v.name, scenario: o.scenario, seconds: o.roundSeconds, dir: v.dir, args: v.args, rowsFloor: gpus})
 			if err != nil {
 				return nil, err
 			}
@@ -111,14 +112,22 @@ func (r *result) fsyncPerSample() float64 { return float64(r.fsyncCPU) / 1e3 / f
 // floorPerSample is the floor's CPU per tick shared over the run's GPUs.
 func (r *result) floorPerSample() float64 { return r.floorTick() / float64(max(r.gpus, 1)) }
 
+// writePerRow is what the floor program writing one row per GPU a tick
+// spent more than the bare floor, per row: one write(2) of a row on the
+// logger's file system, Go's system call wrapper included.
+func (r *result) writePerRow() float64 {
+	return float64(r.rowsFloorCPU-r.floorCPU) / 1e3 / r.ticks() / float64(max(r.gpus, 1))
+}
+
 // cpuTarget is the CPU per GPU-sample the logger must stay under (8 GPUs at
 // 100 ms), outside the kernel's share of the durability requirements.
 const cpuTarget = 40.0
 
 // rows are the CPU table rows: the floor, the whole process on disk and its
 // parts (the fdatasync thread from schedstat, the rows' write(2) from perf,
-// the rest), where the process's CPU goes, and the other variants with
-// their difference to the disk run of the same round.
+// the rest), what one write(2) per row costs the floor program, where the
+// process's CPU goes, and the other variants with their difference to the
+// disk run of the same round.
 func (c *cpuRounds) rows(o opts) [][3]string {
 	disk := c.runs[0]
 	n := len(disk)
@@ -136,23 +145,24 @@ func (c *cpuRounds) rows(o opts) [][3]string {
 		{"... of which the fdatasync thread", fsync.fmt(1, " us"),
 			fmt.Sprintf("the kernel's share of the durability bound (one fdatasync per CSV per second) on the thread %s (sink/fsync.c), from its own schedstat", fsyncThread)},
 	}
-	write, writeCell := 0.0, ""
-	profNote := ""
+	write, writeCell, writeNote := 0.0, "", ""
 	if c.prof != nil {
 		write = c.prof.frac(shareWrite) * whole.med
 		writeCell = fmt.Sprintf("%.1f us", write)
-		profNote = fmt.Sprintf("perf: %.1f %% of the logger's CPU samples are in the kernel under sink.(*CSV).Write (%d samples at %d Hz in a %d s window of its own), times the whole process's median; the same profile puts %.1f %% on the fdatasync thread (= %.1f us; its schedstat: %.1f us)",
+		writeNote = fmt.Sprintf("perf: %.1f %% of the logger's CPU samples are in the rows' write(2) under sink.(*CSV).Write, kernel and Go's system call wrapper (%d samples at %d Hz in a %d s window of its own), times the whole process's median; the same profile puts %.1f %% on the fdatasync thread (= %.1f us; its schedstat says %.1f us)",
 			100*c.prof.frac(shareWrite), c.prof.total, perfHz, c.seconds, 100*c.prof.frac(shareFsync), c.prof.frac(shareFsync)*whole.med, fsync.med)
 	} else {
-		profNote = "absent: no profile (" + errText(c.profErr) + ")"
+		writeNote = "absent: no perf profile (" + errText(c.profErr) + ")"
 	}
-	out = append(out, [3]string{"... of which the rows' write(2), in the kernel", writeCell, "one write(2) per row (ext4: page cache, mtime, journal); " + profNote})
+	out = append(out, [3]string{"... of which the rows' write(2)", writeCell, "one write(2) per row (ext4: page cache, i_size and mtime in the journal); " + writeNote})
 	rest := whole.med - fsync.med - write
 	restNote := fmt.Sprintf("target <= %.0f us: %s; the whole process minus the fdatasync thread minus the rows' write(2): the logger's Go and C code, the simulated driver, the Go runtime and its wake-ups; the floor's %.1f us included, %.1f us above it", cpuTarget, met(rest <= cpuTarget), floorSample.med, rest-floorSample.med)
 	if c.prof == nil {
-		restNote = fmt.Sprintf("target <= %.0f us: %s; the whole process minus the fdatasync thread, the rows' write(2) included (no profile to take it out)", cpuTarget, met(rest <= cpuTarget))
+		restNote = fmt.Sprintf("target <= %.0f us: %s; the whole process minus the fdatasync thread, the rows' write(2) included (no profile to take it out); the floor's %.1f us included", cpuTarget, met(rest <= cpuTarget), floorSample.med)
 	}
-	out = append(out, [3]string{"... the rest: the logger's own share", fmt.Sprintf("%.1f us", rest), restNote})
+	out = append(out, [3]string{"... the rest: the logger's own share", fmt.Sprintf("%.1f us", rest), restNote},
+		[3]string{"one write(2) per row added to the floor program", over(disk, (*result).writePerRow).fmt(1, " us"),
+			fmt.Sprintf("a second floor program appending one %d-byte row per GPU a tick to files next to the CSVs, minus the bare floor, same windows, per row: what the write requirement costs a minimal Go program here, the Go runtime's reaction included (its sysmon thread, asleep in the bare floor, is woken by the first write of a tick and polls while the writes run; in the logger the tick's first cgo call wakes it anyway)", rowBytes)})
 	if c.prof != nil {
 		var parts []string
 		for s := range numShares {
@@ -170,7 +180,7 @@ func (c *cpuRounds) rows(o opts) [][3]string {
 			}
 		}
 		out = append(out, [3]string{v.label, over(runs, (*result).perSample).fmt(1, " us"),
-			fmt.Sprintf("%s; per tick %s the floor; the disk run of the same round minus this one: %s", v.note, over(runs, (*result).ratio).fmt(2, " x"), spreadOf(diff).fmt(1, " us"))})
+			fmt.Sprintf("%s; per tick %s the floor; the disk run of the same round minus this one: %s; a row's write(2) here (the floor program writing rows): %s", v.note, over(runs, (*result).ratio).fmt(2, " x"), spreadOf(diff).fmt(1, " us"), over(runs, (*result).writePerRow).fmt(1, " us"))})
 	}
 	return out
 }

@@ -326,6 +326,10 @@ type spec struct {
 	args     []string
 	calls    bool // the simulated driver counts calls (and time inside it)
 	perf     bool // profile the logger with perf over the window
+	// rowsFloor: a second floor program runs alongside, also writing one
+	// row a tick to as many files as the logger has GPUs, in the logger's
+	// directory (its file system): the rows' write(2) without a profiler.
+	rowsFloor int
 }
 
 // result is what one run measured over its window (after the warm-up).
@@ -333,6 +337,7 @@ type result struct {
 	gpus           int
 	window         time.Duration
 	cpu, floorCPU  time.Duration // the logger's and the floor program's, same window
+	rowsFloorCPU   time.Duration // the floor program writing rows (spec.rowsFloor), same window
 	fsyncCPU       time.Duration // the logger's fdatasync thread, same window
 	rows           int
 	rss            string
@@ -359,6 +364,20 @@ func (r *result) floorTick() float64 {
 // same window.
 func (r *result) floorNote() string {
 	return fmt.Sprintf("%.0f us per tick = %.1f x the floor (a bare Go ticker: %.0f us per tick, measured alongside)", r.perTick(), r.ratio(), r.floorTick())
+}
+
+// rowBytes is the length of a row of healthy-8gpu.scn (143 characters and
+// the newline): what the floor program writing rows appends per file a tick.
+const rowBytes = 144
+
+// scenarioGPUs returns the GPU count a scenario declares (its "gpus N" line).
+func scenarioGPUs(path string) int {
+	b, _ := os.ReadFile(path)
+	if m := regexp.MustCompile(`(?m)^gpus (\d+)`).FindSubmatch(b); m != nil {
+		n, _ := strconv.Atoi(string(m[1]))
+		return n
+	}
+	return 0
 }
 
 // buildFloor builds the floor program (test/bench/floor) into a temp dir.
@@ -395,6 +414,24 @@ func measure(o opts, sp spec) (*result, error) {
 		return nil, err
 	}
 	defer func() { fl.Process.Kill(); fl.Wait() }()
+	var wf *exec.Cmd
+	if sp.rowsFloor > 0 {
+		rowsDir := filepath.Join(dir, "floor-rows")
+		if err := os.Mkdir(rowsDir, 0o755); err != nil {
+			return nil, err
+		}
+		wf = exec.Command(o.floor, "-interval", o.interval.String(), "-rows", rowsDir, "-files", strconv.Itoa(sp.rowsFloor), "-row-bytes", strconv.Itoa(rowBytes))
+		if err := wf.Start(); err != nil {
+			return nil, err
+		}
+		defer func() { wf.Process.Kill(); wf.Wait() }()
+	}
+	wfCPU := func() time.Duration {
+		if wf == nil {
+			return 0
+		}
+		return taskCPU(wf.Process.Pid)
+	}
 	cmd, err := start(o, dir, env, sp.args...)
 	if err != nil {
 		return nil, err
@@ -422,12 +459,12 @@ func measure(o opts, sp spec) (*result, error) {
 		profWait = perfRecord(pid, time.Duration(sp.seconds)*time.Second, dir)
 	}
 	c0, s0 := taskCPUOf(pid, fsyncThread)
-	t0, f0, rows0 := time.Now(), taskCPU(fl.Process.Pid), countRows(dir)
+	t0, f0, w0, rows0 := time.Now(), taskCPU(fl.Process.Pid), wfCPU(), countRows(dir)
 	time.Sleep(time.Duration(sp.seconds) * time.Second)
 	k1 := sync()
 	c1, s1 := taskCPUOf(pid, fsyncThread)
-	t1, f1, rows1 := time.Now(), taskCPU(fl.Process.Pid), countRows(dir)
-	r := &result{window: t1.Sub(t0), cpu: c1 - c0, floorCPU: f1 - f0, fsyncCPU: s1 - s0, rows: rows1 - rows0, rss: peakRSS(pid), iv: o.interval}
+	t1, f1, w1, rows1 := time.Now(), taskCPU(fl.Process.Pid), wfCPU(), countRows(dir)
+	r := &result{window: t1.Sub(t0), cpu: c1 - c0, floorCPU: f1 - f0, rowsFloorCPU: w1 - w0, fsyncCPU: s1 - s0, rows: rows1 - rows0, rss: peakRSS(pid), iv: o.interval}
 	if profWait != nil {
 		r.prof, r.profErr = profWait()
 	}

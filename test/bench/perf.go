@@ -16,7 +16,7 @@ type perfShare int
 
 const (
 	shareFsync   perfShare = iota // the fdatasync thread (gt-fsync), all of it
-	shareWrite                    // the kernel's side of the rows' write(2) (a kernel frame over sink.(*CSV).Write)
+	shareWrite                    // the rows' write(2): the system call under sink.(*CSV).Write, kernel and Go's wrapper (os.File.Write down)
 	shareWakeups                  // the kernel's side of the Go runtime sleeping and waking: epoll_pwait, futex, nanosleep (any Go program pays these)
 	shareKernel                   // other kernel time: other system calls, interrupts, page faults
 	shareDriver                   // the simulated driver (user space)
@@ -28,7 +28,7 @@ const (
 // perfShares names the classes, in perfShare order.
 var perfShares = [numShares]string{
 	shareFsync:   "fdatasync thread",
-	shareWrite:   "write(2) of the rows (kernel)",
+	shareWrite:   "the rows' write(2) (kernel and Go's system call wrapper)",
 	shareWakeups: "Go runtime sleeping and waking (kernel: epoll_pwait, futex, nanosleep)",
 	shareKernel:  "other kernel (other system calls, interrupts, faults)",
 	shareDriver:  "simulated driver",
@@ -166,13 +166,14 @@ func classify(comm string, frames []string, kernelLeaf bool) perfShare {
 	if len(frames) > 0 {
 		leaf = frames[0]
 	}
+	if has("sink.(*CSV).Write") && has("os.(*File).Write") {
+		return shareWrite
+	}
 	for _, s := range syscallStubs {
 		kernelLeaf = kernelLeaf || strings.HasPrefix(leaf, s)
 	}
 	if kernelLeaf {
 		switch {
-		case has("sink.(*CSV).Write"):
-			return shareWrite
 		case has("runtime.netpoll", "runtime.futex", "runtime.usleep", "runtime.nanosleep"):
 			return shareWakeups
 		}

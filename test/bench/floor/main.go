@@ -8,13 +8,21 @@
 // one short line, a goroutine per connection as the control socket does:
 // the floor for what a request costs any Go server on the machine (the live
 // interface rows ask it as often as they ask the logger).
+//
+// With -rows DIR it also appends one row of -row-bytes to each of -files
+// files in DIR every wake-up, one write(2) per row as the logger writes its
+// CSVs: next to the bare floor, what the rows' write(2) cost on that file
+// system, measured without a profiler.
 package main
 
 import (
 	"bufio"
+	"bytes"
 	"flag"
+	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime"
 	"time"
 )
@@ -22,6 +30,9 @@ import (
 func main() {
 	iv := flag.Duration("interval", 100*time.Millisecond, "wake-up period")
 	sock := flag.String("socket", "", "also answer connections on this unix socket")
+	rows := flag.String("rows", "", "also append one row to each of -files files in this directory every wake-up")
+	files := flag.Int("files", 8, "files written with -rows")
+	rowBytes := flag.Int("row-bytes", 144, "bytes of a row, newline included, with -rows")
 	flag.Parse()
 	runtime.GOMAXPROCS(1)
 	if *sock != "" {
@@ -32,8 +43,24 @@ func main() {
 		}
 		go serve(ln)
 	}
+	var out []*os.File
+	if *rows != "" {
+		for i := range *files {
+			f, err := os.OpenFile(filepath.Join(*rows, fmt.Sprintf("rows%d.csv", i)), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+			if err != nil {
+				os.Exit(1)
+			}
+			out = append(out, f)
+		}
+	}
+	row := append(bytes.Repeat([]byte("1"), max(*rowBytes-1, 0)), '\n')
 	t := time.NewTicker(*iv)
 	for range t.C {
+		for _, f := range out {
+			if _, err := f.Write(row); err != nil {
+				os.Exit(1)
+			}
+		}
 	}
 }
 
