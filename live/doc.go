@@ -10,7 +10,8 @@ import (
 // SchemaVersion is the version of the status document (Doc). It changes
 // only when a field is removed or changes meaning; new fields keep it.
 // Version 2 left out the copies of counters outside host.counters:
-// host.pacer.stretches and busy_skips, host.log_lines.delayed and dropped.
+// host.pacer.stretches and busy_skips, host.log_lines.delayed and dropped,
+// host.cadence.ticks and overruns, host.rows_written and rows_dropped.
 const SchemaVersion = 2
 
 // Doc is the status document: what the control socket answers, what
@@ -34,9 +35,7 @@ type HostDoc struct {
 	IntervalS     float64      `json:"interval_s"`
 	DeadlineS     float64      `json:"deadline_s"`
 	Cadence       CadenceDoc   `json:"cadence"`
-	RowsWritten   uint64       `json:"rows_written"`
-	RowsDropped   uint64       `json:"rows_dropped"`
-	RowsDropped10 uint64       `json:"rows_dropped_10m"` // in the last 10 minutes
+	RowsDropped10 uint64       `json:"rows_dropped_10m"` // rows_dropped's growth in the last 10 minutes
 	Disk          string       `json:"disk"`             // "ok" or "paused"
 	Kmsg          string       `json:"kmsg"`
 	NVMLEvents    string       `json:"nvml_events"`
@@ -48,14 +47,7 @@ type HostDoc struct {
 
 // Counter returns the value of the counter named name (0 when the daemon
 // has no such counter).
-func (h *HostDoc) Counter(name string) uint64 {
-	for _, c := range h.Counters {
-		if c.Name == name {
-			return c.Value
-		}
-	}
-	return 0
-}
+func (h *HostDoc) Counter(name string) uint64 { return counterValue(h.Counters, name) }
 
 // PacerDoc is Pacer in seconds.
 type PacerDoc struct {
@@ -71,8 +63,6 @@ type LogLinesDoc struct {
 
 // CadenceDoc is Cadence in seconds.
 type CadenceDoc struct {
-	Ticks       uint64  `json:"ticks"`
-	Overruns    uint64  `json:"overruns"`
 	WindowS     float64 `json:"window_s"`
 	MeanPeriodS float64 `json:"mean_period_s"`
 	P99PeriodS  float64 `json:"p99_period_s"`
@@ -208,10 +198,9 @@ func NewDoc(v View) Doc {
 	d := Doc{SchemaVersion: SchemaVersion, Time: now, Host: HostDoc{
 		Version: h.Version, Driver: h.System.DriverVersion, NVML: h.System.NVMLVersion, CUDA: h.System.CUDAVersion,
 		Started: h.Start, UptimeS: secs(now.Sub(h.Start)), IntervalS: secs(h.Interval), DeadlineS: secs(h.Deadline),
-		Cadence: CadenceDoc{Ticks: h.Cadence.Ticks, Overruns: h.Cadence.Overruns, WindowS: secs(h.Cadence.Window),
+		Cadence: CadenceDoc{WindowS: secs(h.Cadence.Window),
 			MeanPeriodS: secs(h.Cadence.Mean), P99PeriodS: secs(h.Cadence.P99), MaxPeriodS: secs(h.Cadence.Max)},
-		RowsWritten: h.RowsWritten, RowsDropped: h.RowsDropped, RowsDropped10: h.RowsDroppedRecent,
-		Disk: "ok", Kmsg: h.Kmsg, NVMLEvents: h.Events, Counters: h.Counters,
+		RowsDropped10: h.RowsDroppedRecent, Disk: "ok", Kmsg: h.Kmsg, NVMLEvents: h.Events, Counters: h.Counters,
 		Pacer:    PacerDoc{Level: h.Pacer.Level, TickNVMLS: optSecs(h.Pacer.TickNVML), LastLateS: optSecs(h.Pacer.LastLate)},
 		LogLines: LogLinesDoc{Waiting: h.LogLines.Waiting},
 	}}

@@ -16,12 +16,13 @@ type Host struct {
 	Interval time.Duration
 	Deadline time.Duration
 
+	// Cadence is the tick period figures; the counts of ticks run and
+	// skipped are in Counters (ticks, tick_overruns).
 	Cadence Cadence
 
-	RowsWritten uint64
-	RowsDropped uint64
-	// RowsDroppedRecent is how many rows were dropped in the last
-	// RecentWindow (as far as the daemon has run).
+	// RowsDroppedRecent is how much rows_dropped (in Counters, with
+	// rows_written) grew in the last RecentWindow (as far as the daemon
+	// has run).
 	RowsDroppedRecent uint64
 	DiskPaused        bool
 	// Kmsg is the kernel-log reader's state: "following", "disabled",
@@ -44,8 +45,23 @@ type Host struct {
 
 	// Counters is every counter of the daemon worth showing, losses first.
 	// Each one of lost, dropped, skipped, failed or suppressed work has
-	// Loss set; status, summary.log and the metrics walk this table.
+	// Loss set; status, summary.log and the metrics walk this table. It is
+	// the only place a count is: the fields above hold what is not one.
 	Counters []Counter
+}
+
+// Counter returns the value of the counter named name (0 when the daemon
+// has no such counter).
+func (h *Host) Counter(name string) uint64 { return counterValue(h.Counters, name) }
+
+// counterValue is the value of the counter named name in cs, 0 when none.
+func counterValue(cs []Counter, name string) uint64 {
+	for _, c := range cs {
+		if c.Name == name {
+			return c.Value
+		}
+	}
+	return 0
 }
 
 // RecentWindow is the span of the "recent" figures (RowsDroppedRecent) and
@@ -55,12 +71,10 @@ const RecentWindow = 10 * time.Minute
 // Cadence describes the poll loop's tick periods over the last complete
 // window (or the current one until a window completed).
 type Cadence struct {
-	Ticks    uint64        // ticks since start
-	Overruns uint64        // ticks skipped whole since start (the loop was late by more than one interval)
-	Window   time.Duration // the span the period figures cover
-	Mean     time.Duration // mean period; 0 when no period was measured
-	P99      time.Duration // 99th percentile period, to the histogram's resolution
-	Max      time.Duration
+	Window time.Duration // the span the period figures cover
+	Mean   time.Duration // mean period; 0 when no period was measured
+	P99    time.Duration // 99th percentile period, to the histogram's resolution
+	Max    time.Duration
 }
 
 // Pacer is the NVML pacer's state (sampler.PacerStats less its counts).

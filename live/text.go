@@ -95,13 +95,14 @@ func StateText(g GPUDoc, now time.Time) string {
 func HostLines(d Doc) []string {
 	h := d.Host
 	c := h.Cadence
+	// Counts come from the counter table, the one place they are.
 	l1 := "gpu-telemetry " + h.Version + "  up " + dur(time.Duration(h.UptimeS*float64(time.Second))) +
 		"  driver " + orNA(h.Driver) + "  interval " + ms(h.IntervalS) +
-		"  cadence " + ms(c.MeanPeriodS) + " mean / " + ms(c.P99PeriodS) + " p99 / " + utoa(c.Overruns) + " overruns"
-	l2 := "rows " + utoa(h.RowsWritten) + " written / " + utoa(h.RowsDropped) + " dropped (" + utoa(h.RowsDropped10) + " in 10m)" +
+		"  cadence " + ms(c.MeanPeriodS) + " mean / " + ms(c.P99PeriodS) + " p99 / " + utoa(h.Counter("tick_overruns")) + " overruns"
+	l2 := "rows " + utoa(h.Counter("rows_written")) + " written / " + utoa(h.Counter("rows_dropped")) + " dropped (" + utoa(h.RowsDropped10) + " in 10m)" +
 		"  disk " + h.Disk + "  kernel log " + h.Kmsg + "  NVML events " + h.NVMLEvents
-	// Counts (stretches, busy skips, log lines delayed or lost) are on
-	// the counter lines, from the one table.
+	// Stretches, busy skips, log lines delayed or lost are on the lost
+	// work line.
 	p := h.Pacer
 	pacer := "NVML pacer level " + itoa(p.Level) + "  tick " + optMs(p.TickNVMLS) +
 		" in the driver, last GPU " + optMs(p.LastLateS) + " late  log lines waiting " + itoa(h.LogLines.Waiting)

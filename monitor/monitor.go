@@ -506,16 +506,15 @@ func (m *Monitor) snapshotWritten(kind string, gpu int, path string) {
 }
 
 // hostView assembles the host view from the counters; readers call it
-// through the Board.
+// through the Board. Counts go in h.Counters only (counterTable); the other
+// fields hold what is not a count.
 func (m *Monitor) hostView() live.Host {
-	cs := m.csv.Stats()
 	h := live.Host{
 		Now: time.Now(), Start: m.start, Version: m.cfg.Version, System: m.host.System,
 		Interval: m.cfg.Interval, Deadline: m.cfg.Deadline,
-		RowsWritten: cs.Written, RowsDropped: cs.Dropped, DiskPaused: cs.Paused,
-		Counters: m.counters(),
+		DiskPaused: m.csv.Stats().Paused,
+		Counters:   m.counters(),
 	}
-	h.Cadence.Ticks, h.Cadence.Overruns = m.ticks.Load(), m.overruns.Load()
 	m.cadence.get(&h.Cadence)
 	ps := m.host.Pacer.Stats()
 	h.Pacer = live.Pacer{Level: ps.Level, TickNVML: ps.TickNVML, LastLate: ps.LastLate}
@@ -524,7 +523,7 @@ func (m *Monitor) hostView() live.Host {
 	}
 	m.smu.Lock()
 	h.LastIncident, h.Kmsg, h.Events = m.lastIncident, m.kmsgState, m.eventsState
-	h.RowsDroppedRecent = m.drops.recent(h.Now, cs.Dropped)
+	h.RowsDroppedRecent = m.drops.recent(h.Now, h.Counter("rows_dropped"))
 	m.smu.Unlock()
 	return h
 }

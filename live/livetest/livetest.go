@@ -42,12 +42,26 @@ func View() live.View {
 
 	return live.View{Host: live.Host{Now: now, Start: now.Add(-2*time.Hour - 5*time.Minute), Version: "1.0", System: reading.System{DriverVersion: "580.95.05", NVMLVersion: "12.580.95.05", CUDAVersion: "13.0"},
 		Interval: 100 * time.Millisecond, Deadline: time.Second,
-		Cadence:     live.Cadence{Ticks: 75000, Overruns: 2, Window: time.Minute, Mean: 100 * time.Millisecond, P99: 101 * time.Millisecond, Max: 180 * time.Millisecond},
-		RowsWritten: 149_000, RowsDropped: 0, Kmsg: "following", Events: "watching",
+		Cadence: live.Cadence{Window: time.Minute, Mean: 100 * time.Millisecond, P99: 101 * time.Millisecond, Max: 180 * time.Millisecond},
+		Kmsg:    "following", Events: "watching",
 		LastIncident: live.Incident{Time: now.Add(-11 * time.Second), GPU: 1, Reason: "NVML_HUNG(nvmlDeviceGetTemperature,1000ms)"},
 		Pacer:        live.Pacer{Level: 1, TickNVML: reading.Some(4200 * time.Microsecond), LastLate: reading.Some(1100 * time.Microsecond)},
 		LogLines:     live.LogLines{Waiting: 2},
 		Counters: []live.Counter{{Name: "tick_overruns", Help: "ticks skipped", Value: 2, Loss: true}, {Name: "busy_skips", Help: "GPU samples skipped", Value: 12, Loss: true},
-			{Name: "nvml_stretches", Help: "pacer steps up", Value: 3, Loss: true}, {Name: "side_drops", Help: "side work dropped", Loss: true}, {Name: "ticks", Help: "ticks", Value: 75000}},
+			{Name: "rows_dropped", Help: "CSV rows not written", Loss: true},
+			{Name: "nvml_stretches", Help: "pacer steps up", Value: 3, Loss: true}, {Name: "side_drops", Help: "side work dropped", Loss: true},
+			{Name: "ticks", Help: "ticks", Value: 75000}, {Name: "rows_written", Help: "CSV rows written", Value: 149_000}},
 	}, GPUs: []live.GPU{g0, g1}}
+}
+
+// SetCounter sets the host counter named name in v; it panics when View
+// has no such counter, so that a test cannot change nothing by mistake.
+func SetCounter(v *live.View, name string, value uint64) {
+	for i := range v.Host.Counters {
+		if c := &v.Host.Counters[i]; c.Name == name {
+			c.Value = value
+			return
+		}
+	}
+	panic("livetest: no counter " + name)
 }

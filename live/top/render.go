@@ -163,7 +163,7 @@ func hostLines(d *live.Doc, width int) []string {
 		segment{"  driver " + h.Driver, 3},
 		segment{"  interval " + ms(h.IntervalS), 4},
 		segment{"  period " + ms(c.MeanPeriodS) + "/" + ms(c.P99PeriodS) + " p99", 1},
-		segment{"  overruns " + strconv.FormatUint(c.Overruns, 10), 1},
+		segment{"  overruns " + strconv.FormatUint(h.Counter("tick_overruns"), 10), 1},
 		pacer,
 	)
 	lost := uint64(0)
@@ -173,7 +173,7 @@ func hostLines(d *live.Doc, width int) []string {
 		}
 	}
 	l2 := fit(width,
-		segment{"rows " + strconv.FormatUint(h.RowsWritten, 10) + " dropped " + strconv.FormatUint(h.RowsDropped, 10), 0},
+		segment{"rows " + strconv.FormatUint(h.Counter("rows_written"), 10) + " dropped " + strconv.FormatUint(h.Counter("rows_dropped"), 10), 0},
 		segment{"  disk " + h.Disk, 0},
 		segment{"  kmsg " + h.Kmsg, 3},
 		segment{"  events " + h.NVMLEvents, 4},

@@ -33,8 +33,7 @@ func status(t *testing.T, args ...string) (int, string) {
 type statusDoc struct {
 	SchemaVersion int `json:"schema_version"`
 	Host          struct {
-		RowsWritten uint64 `json:"rows_written"`
-		Counters    []struct {
+		Counters []struct {
 			Name  string `json:"name"`
 			Value uint64 `json:"value"`
 		} `json:"counters"`
@@ -46,6 +45,17 @@ type statusDoc struct {
 		HungS    *float64 `json:"hung_s"`
 		TempC    *uint32  `json:"temperature_c"`
 	} `json:"gpus"`
+}
+
+// counter returns the host counter named name, and whether the document
+// has it.
+func (d *statusDoc) counter(name string) (uint64, bool) {
+	for _, c := range d.Host.Counters {
+		if c.Name == name {
+			return c.Value, true
+		}
+	}
+	return 0, false
 }
 
 func statusJSON(t *testing.T, sock string) (int, statusDoc) {
@@ -72,7 +82,8 @@ func TestStatusFromTheDaemon(t *testing.T) {
 		t.Errorf("status exit %d:\n%s", code, out)
 	}
 	code, d := statusJSON(t, sock)
-	if code != 0 || d.SchemaVersion != live.SchemaVersion || len(d.GPUs) == 0 || d.GPUs[0].TempC == nil || d.Host.RowsWritten == 0 {
+	// Counts are in host.counters only (schema_version 2).
+	if rows, _ := d.counter("rows_written"); code != 0 || d.SchemaVersion != live.SchemaVersion || len(d.GPUs) == 0 || d.GPUs[0].TempC == nil || rows == 0 {
 		t.Errorf("status --json exit %d: %+v", code, d)
 	}
 	// A second instance on the same socket is refused (its own lock file).
@@ -204,12 +215,10 @@ func TestMetricsPortTakenCarriesOn(t *testing.T) {
 	p.waitForRows(0, 10, 20*time.Second)
 	counter := func(name string) (uint64, bool) {
 		d, ok := rawStatus(p.socketPath())
-		for _, c := range d.Host.Counters {
-			if ok && c.Name == name {
-				return c.Value, true
-			}
+		if !ok {
+			return 0, false
 		}
-		return 0, false
+		return d.counter(name)
 	}
 	if n, ok := counter("listen_failures"); !ok || n != 1 {
 		t.Errorf("listen_failures %d (reported %v), want 1", n, ok)
