@@ -1,9 +1,10 @@
 // nvml_abi: the parts of NVIDIA's nvml.h that batch.c and evthread.c use,
 // copied in one place. NVML is loaded at run time (dlsym), so its header is
-// not needed to build. Pinned three ways: abi_native.go compares every size
-// and field offset with go-nvml's generated types and batch_native.go every
-// code with go-nvml's constants (a difference does not compile), and make
-// csan (test/csan/harness.c) checks all of it against nvml.h itself.
+// not needed to build. Pinned against nvml.h itself (the copy in the go-nvml
+// module) by make csan (test/csan/harness.c), part of make test: every struct
+// size, field offset, field size and code, a difference does not compile.
+// batch_native.go also compares every code with go-nvml's constants, which
+// the Go side of the batch checks results against.
 #ifndef GPU_TELEMETRY_NVML_ABI_H
 #define GPU_TELEMETRY_NVML_ABI_H
 
