@@ -1,19 +1,10 @@
 package anomaly
 
-import (
-	"testing"
-
-	"github.com/gpu-telemetry/gpu-telemetry/reading"
-)
+import "testing"
 
 func TestFanInversion(t *testing.T) {
 	d := fanInversion{tempC: 85, fanPct: 55, warmup: 10}
-	tests := []struct {
-		name string
-		seen int
-		cur  *reading.Sample
-		want string // flag text; "" for none
-	}{
+	tests := []warmCase{
 		{"warm-up: 10 samples seen", 10, mk(tempAt(pct(90)), fansAt(pct(30))), ""},
 		{"after warm-up: 11 samples seen", 11, mk(tempAt(pct(90)), fansAt(pct(30))), "TEMP_FAN_INV(90C@30%)"},
 		{"at both boundaries", 11, mk(tempAt(pct(85)), fansAt(pct(55))), "TEMP_FAN_INV(85C@55%)"},
@@ -26,11 +17,5 @@ func TestFanInversion(t *testing.T) {
 		{"one fan speed read", 11, mk(tempAt(pct(95)), fansAt(absent32, pct(40))), "TEMP_FAN_INV(95C@40%)"},
 		{"temperature absent", 11, mk(tempAt(absent32), fansAt(pct(30))), ""},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := flagText(d.check(tt.seen, tt.cur)); got != tt.want {
-				t.Errorf("check = %q, want %q", got, tt.want)
-			}
-		})
-	}
+	checkWarm(t, d.check, tests)
 }

@@ -1,6 +1,7 @@
 package anomaly
 
 import (
+	"testing"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
@@ -82,4 +83,25 @@ func flagText(f reading.Flag, ok bool) string {
 		return ""
 	}
 	return string(f.AppendText(nil))
+}
+
+// warmCase is one sample given to a detector that flags only after a
+// warm-up of samples seen (fan inversion, spurious throttling).
+type warmCase struct {
+	name string
+	seen int
+	cur  *reading.Sample
+	want string // flag text; "" for none
+}
+
+// checkWarm runs check over the cases, each a subtest.
+func checkWarm(t *testing.T, check func(seen int, cur *reading.Sample) (reading.Flag, bool), cases []warmCase) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := flagText(check(tt.seen, tt.cur)); got != tt.want {
+				t.Errorf("check = %q, want %q", got, tt.want)
+			}
+		})
+	}
 }

@@ -9,12 +9,7 @@ import (
 func TestSpurThrottle(t *testing.T) {
 	d := spurThrottle{fraction: 0.25, warmup: 10}
 	capped := throttleAt(mask(reading.ThrottleSwPowerCap))
-	tests := []struct {
-		name string
-		seen int
-		cur  *reading.Sample
-		want string // flag text; "" for none
-	}{
+	tests := []warmCase{
 		{"warm-up: 10 samples seen", 10, mk(capped, powerAt(watts(100)), limitAt(watts(1000))), ""},
 		{"after warm-up: 11 samples seen", 11, mk(capped, powerAt(watts(100)), limitAt(watts(1000))), "SPUR_THROT(10%ofLim)"},
 		{"just under 25 %", 11, mk(capped, powerAt(mw(249_999)), limitAt(watts(1000))), "SPUR_THROT(25%ofLim)"},
@@ -29,11 +24,5 @@ func TestSpurThrottle(t *testing.T) {
 		{"limit zero", 11, mk(capped, powerAt(watts(100)), limitAt(mw(0))), ""},
 		{"mask absent", 11, mk(throttleAt(absent64), powerAt(watts(100)), limitAt(watts(1000))), ""},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := flagText(d.check(tt.seen, tt.cur)); got != tt.want {
-				t.Errorf("check = %q, want %q", got, tt.want)
-			}
-		})
-	}
+	checkWarm(t, d.check, tests)
 }
