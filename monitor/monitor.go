@@ -505,6 +505,13 @@ func (m *Monitor) snapshotWritten(kind string, gpu int, path string) {
 	}
 }
 
+// pacerState is the NVML pacer's state for the host view and the status
+// line; its count of steps up is nvml_stretches in counterTable.
+func (m *Monitor) pacerState() live.Pacer {
+	ps := m.host.Pacer.Stats()
+	return live.Pacer{Level: ps.Level, TickNVML: ps.TickNVML, LastLate: ps.LastLate}
+}
+
 // hostView assembles the host view from the counters; readers call it
 // through the Board. Counts go in h.Counters only (counterTable); the other
 // fields hold what is not a count.
@@ -516,8 +523,7 @@ func (m *Monitor) hostView() live.Host {
 		Counters:   m.counters(),
 	}
 	m.cadence.get(&h.Cadence)
-	ps := m.host.Pacer.Stats()
-	h.Pacer = live.Pacer{Level: ps.Level, TickNVML: ps.TickNVML, LastLate: ps.LastLate}
+	h.Pacer = m.pacerState()
 	for _, l := range []lineLog{m.events, m.summary} {
 		h.LogLines.Waiting += l.Stats().Pending
 	}

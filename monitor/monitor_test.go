@@ -402,7 +402,7 @@ func TestStatusAndSummaryGolden(t *testing.T) {
 		},
 		WindowCounts: anomaly.Counts{anomaly.CountSamples: 6000, anomaly.CountPowerBreaches: 4440, anomaly.CountFanInversions: 100},
 		Window:       300 * time.Second,
-		NVML:         sampler.PacerStats{Level: 2, Stretches: 2, TickNVML: reading.Some(61_240 * time.Microsecond), LastLate: reading.Some(54_100 * time.Microsecond)},
+		NVML:         live.Pacer{Level: 2, TickNVML: reading.Some(61_240 * time.Microsecond), LastLate: reading.Some(54_100 * time.Microsecond)},
 		GPUs: []GPUStatus{
 			{Index: 0, Samples: 75000, Failures: 3, HungRows: 20, Incidents: 50, PeakTempC: reading.Some[uint32](92), PeakPower: reading.Some[uint32](612_400), Busy: true},
 			{Index: 1, Samples: 74998},

@@ -11,7 +11,6 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
-	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
@@ -21,8 +20,8 @@ type Status struct {
 	// Counters is counterTable's values: every loss counter and the others.
 	Counters     []live.Counter
 	DiskPaused   bool
-	NVML         sampler.PacerStats // how long the driver takes per tick and how far the sampler stretched
-	Total        anomaly.Counters   // all GPUs
+	NVML         live.Pacer       // how far the sampler stretches now and how long the driver takes per tick
+	Total        anomaly.Counters // all GPUs
 	Incidents    uint64
 	GPUs         []GPUStatus
 	WindowCounts anomaly.Counts // current window, all GPUs
@@ -43,7 +42,7 @@ type GPUStatus struct {
 
 // collect gathers the status. Safe from any goroutine.
 func (m *Monitor) collect() Status {
-	st := Status{Uptime: time.Since(m.start), Counters: m.counters(), DiskPaused: m.csvStats().Paused, NVML: m.host.Pacer.Stats()}
+	st := Status{Uptime: time.Since(m.start), Counters: m.counters(), DiskPaused: m.csvStats().Paused, NVML: m.pacerState()}
 	var all []anomaly.Counters
 	for _, gs := range m.gpus {
 		c := gs.tr.Counters()
