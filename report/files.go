@@ -1,22 +1,73 @@
 package report
 
 import (
+	"bufio"
+	"compress/gzip"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
-// overlaps reports whether a file of day f.Day can hold rows between from
+// zoneSlack is the most a UTC offset can be either way (UTC+14 .. UTC-12).
+// A CSV is named by its day in the logger's zone, which need not be the
+// report's: the name alone places the day only to within this much.
+const zoneSlack = 14 * time.Hour
+
+// overlaps reports whether the file for day f.Day can hold rows between from
 // and to. A day's file holds that local day's rows; a row written just after
 // midnight may still land in the day before, so a day is taken to run until
-// 00:01 of the next.
+// 00:01 of the next. The day is first placed from its name alone, widened by
+// zoneSlack either way; a file that passes is placed exactly by its first
+// row, whose timestamp carries the logger's offset: the file runs from that
+// row to the next day's 00:01 in that offset, plus an hour for a DST change
+// during the day. This keeps the day before a window out of the read (a
+// compressed day is read whole to find that it ends before the window).
 func overlaps(f sink.CSVDay, from, to time.Time) bool {
-	end := f.Day.AddDate(0, 0, 1).Add(time.Minute)
-	return !f.Day.After(to) && end.After(from)
+	y, m, d := f.Day.Date()
+	start := time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Add(-zoneSlack)
+	end := start.Add(24*time.Hour + 2*zoneSlack + time.Minute)
+	if start.After(to) || !end.After(from) {
+		return false
+	}
+	first, ok := firstRowTime(f)
+	if !ok {
+		return true // read it: readWindow says what is wrong with it
+	}
+	_, off := first.Zone()
+	end = time.Date(y, m, d+1, 0, 1, 0, 0, time.FixedZone("", off)).Add(time.Hour)
+	return !first.After(to) && end.After(from)
+}
+
+// firstRowTime returns the timestamp of the first row of f; ok is false when
+// the file cannot be read that far or the row has no timestamp.
+func firstRowTime(f sink.CSVDay) (t time.Time, ok bool) {
+	fh, err := os.Open(f.Path)
+	if err != nil {
+		return t, false
+	}
+	defer fh.Close()
+	var r io.Reader = fh
+	if f.GZ {
+		zr, err := gzip.NewReader(fh)
+		if err != nil {
+			return t, false
+		}
+		r = zr
+	}
+	br := bufio.NewReader(r)
+	if _, err := br.ReadString('\n'); err != nil { // the header
+		return t, false
+	}
+	line, _ := br.ReadString('\n')
+	ts, _, _ := strings.Cut(line, ",")
+	t, err = parseTime(ts)
+	return t, err == nil
 }
 
 // eventLogs returns events.log and its rotated copies (lumberjack names

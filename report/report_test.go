@@ -193,6 +193,44 @@ func TestAcrossMidnightGzipAndRestart(t *testing.T) {
 	}
 }
 
+// TestFilesNamedInAnotherZone: the logger names its CSVs by its own day
+// (Tokyo here); a report asked in another zone (Los Angeles, 17 hours
+// behind) still finds the rows, and does not read the day before.
+func TestFilesNamedInAnotherZone(t *testing.T) {
+	dir := t.TempDir()
+	tokyo := time.FixedZone("JST", 9*3600)
+	la := time.FixedZone("PST", -8*3600)
+	// 2026-11-30 08:00 in Tokyo is 2026-11-29 15:00 in Los Angeles.
+	midnight := time.Date(2026, 11, 30, 0, 0, 0, 0, tokyo)
+	writeDay(t, filepath.Join(dir, "gpu0-deep-2026-11-29.csv.gz"), midnight.Add(-time.Hour), 600, 100*time.Millisecond)
+	writeDay(t, filepath.Join(dir, "gpu0-deep-2026-11-30.csv"), midnight.Add(8*time.Hour), 600, 100*time.Millisecond)
+	inc := midnight.Add(8*time.Hour + 30*time.Second)
+	writeEvents(t, dir, inc.Format("2006-01-02T15:04:05.000Z07:00")+` gpu=0 bus=00000000:41:00.0 source=kmsg type=Xid xid=79 name="GPU has fallen off the bus" text="NVRM: Xid (PCI:0000:41:00): 79, GPU has fallen off the bus."`)
+	rep, err := Build(Options{Dir: dir, GPU: -1, Before: 10 * time.Second, After: 5 * time.Second, Loc: la})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.GPUs) != 1 || len(rep.GPUs[0].Rows) != 151 {
+		t.Fatalf("want GPU 0's 151 rows from 08:00:20 to 08:00:35 Tokyo time, got %d GPU(s)", len(rep.GPUs))
+	}
+	for _, tc := range []struct {
+		name string
+		want bool
+	}{
+		{"gpu0-deep-2026-11-29.csv.gz", false}, // ends at 00:01 Tokyo time (+1 h DST slack)
+		{"gpu0-deep-2026-11-30.csv", true},
+	} {
+		f, ok := sink.ParseFileName(tc.name, la)
+		if !ok {
+			t.Fatalf("%s: not a CSV name", tc.name)
+		}
+		f.Path = filepath.Join(dir, tc.name)
+		if got := overlaps(f, rep.From, rep.To); got != tc.want {
+			t.Errorf("overlaps(%s, the window) = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 func TestDamagedInputIsSkippedAndSaid(t *testing.T) {
 	dir := t.TempDir()
 	loc := time.UTC

@@ -145,6 +145,19 @@ func runTool(t *testing.T, env []string, args ...string) (code int, stdout, stde
 	return code, out.String(), errOut.String()
 }
 
+// operatorEnv is the environment of a tool run by an operator on the
+// logger's host: the runner's, with the logger's TZ (the harness gives the
+// logger a zone of its own, which the runner's need not match).
+func (p *proc) operatorEnv() []string {
+	env := os.Environ()
+	for _, kv := range p.cmd.Env {
+		if strings.HasPrefix(kv, "TZ=") {
+			env = append(env, kv) // exec keeps the last
+		}
+	}
+	return env
+}
+
 // command prepares the logger's command line and environment.
 func command(t *testing.T, o opts) (*exec.Cmd, string, string, string) {
 	t.Helper()

@@ -22,7 +22,7 @@ func TestReportOfTheGSPCrash(t *testing.T) {
 	p.stop()
 
 	page := filepath.Join(t.TempDir(), "report.html")
-	code, text, stderr := runTool(t, nil, "report", "--log-dir", p.dir, "--last", "--html", page)
+	code, text, stderr := runTool(t, p.operatorEnv(), "report", "--log-dir", p.dir, "--last", "--html", page)
 	if code != 0 {
 		t.Fatalf("report: exit %d\n%s%s", code, text, stderr)
 	}
