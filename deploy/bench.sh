@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # make bench: the Go benchmarks of the per-sample pipeline, then the real
-# binary on the simulated driver, printed as one table (about 8 minutes on 2
-# cores): 8 GPUs at 100 ms with the CSVs on disk, the same without fdatasync
-# and on tmpfs, interleaved in 3 rounds of 15 s, each run next to a CPU floor
-# measured alongside, then the disk run under perf (the rows' write(2) share);
-# the --atop and live interface runs; 8 and 16 GPUs under the realistic and
-# pessimistic NVML cost profiles (20 s each); and Xid latency runs (NVML
-# event and kernel log).
+# binary on the simulated driver, printed as one table (about 12 minutes on
+# 2 cores shared with other jobs): 8 GPUs at 100 ms with the CSVs on disk,
+# the same without fdatasync and on tmpfs, interleaved in 3 rounds of 15 s,
+# each run next to a CPU floor measured alongside, then the disk run under
+# perf (the rows' write(2) share); the --atop and live interface runs; 8 and
+# 16 GPUs under the realistic and pessimistic NVML cost profiles (20 s
+# each); and Xid latency runs (NVML event and kernel log).
 #   bench.sh BIN BUILDDIR     (BENCH_ROUNDS and BENCH_ROUND_SECONDS override
 #                              the 3 rounds of 15 s, BENCH_SECONDS the 60 s
 #                              cap of the --atop and live runs,
