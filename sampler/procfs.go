@@ -41,11 +41,19 @@ func pidNamespace(root string) nsState {
 // kept before /proc is read for them again. Reading them every second for
 // every process (two opens, reads and closes each) cost a fifth of the
 // logger's CPU at 8 GPUs. They are kept for a PID and its start time
-// (/proc/<pid>/stat, one small read), so a PID that was reused between two
-// reads (stretched up to a minute apart) is read afresh; one that leaves the
-// list is forgotten. A process renaming itself (setproctitle) shows within
-// this time.
+// (/proc/<pid>/stat), so a PID that was reused between two reads (stretched
+// up to a minute apart) is read afresh; one that leaves the list is
+// forgotten. A process renaming itself (setproctitle) shows within this
+// time.
 const describeRefresh = time.Minute
+
+// reuseGap is how far apart two reads must be before a PID listed in both
+// may have been reused in between, and its start time is read again (one
+// open, read and close of /proc/<pid>/stat, about 24 us). Reads a second
+// apart list a PID that stays on the GPU without the reads seeing it leave:
+// for it to name another process by the next read, it would have to exit
+// and the kernel hand out the same PID within that second.
+const reuseGap = 2 * time.Second
 
 // procDesc is what describe found for a PID, and when (ProcReader.mono).
 type procDesc struct {
@@ -59,17 +67,26 @@ type procDesc struct {
 
 // describeAll names the listed processes: from /proc for a PID not listed
 // in the previous read or described over describeRefresh ago, from memory
-// otherwise. PIDs no longer listed are forgotten.
-func (p *ProcReader) describeAll(list []reading.Process) {
+// otherwise. A PID's start time is read only where it could have been
+// reused since it was last seen: it was not in the previous read, or that
+// read is reuseGap old or more (stretched reads, back-off). PIDs no longer
+// listed are forgotten. at is when the read started (the tick's time).
+func (p *ProcReader) describeAll(list []reading.Process, at time.Time) {
 	if p.descs == nil {
 		p.descs = map[uint32]procDesc{}
 	}
 	p.descGen++
 	now := p.mono()
+	gap := at.Sub(p.descAt)
+	recent := p.descGen > 1 && gap >= 0 && gap < reuseGap // a clock set back says nothing
+	p.descAt = at
 	for i := range list {
 		pr := &list[i]
-		start := p.startTime(pr.PID)
 		d, ok := p.descs[pr.PID]
+		start, seen := d.start, ok && recent && d.gen == p.descGen-1
+		if !seen {
+			start = p.startTime(pr.PID)
+		}
 		if ok && d.start == start && now-d.at < int64(describeRefresh) {
 			pr.Name, pr.Cmdline, pr.CmdlineTrunc, pr.Origin = d.name, d.cmdline, d.trunc, d.origin
 		} else {

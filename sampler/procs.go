@@ -53,6 +53,7 @@ type ProcReader struct {
 	failing  bool                // the last read failed: the next failure is not logged again
 	descs    map[uint32]procDesc // names from /proc of the listed processes (procfs.go)
 	descGen  uint64
+	descAt   time.Time // when the read descGen counts started
 	hung     atomic.Bool
 
 	hungs, fails atomic.Uint64 // reads that hung past the deadline / failed
@@ -248,7 +249,7 @@ func (p *ProcReader) read(start time.Time) *reading.Procs {
 	}
 	slices.SortFunc(out.List, func(a, b reading.Process) int { return int(int64(a.PID) - int64(b.PID)) })
 	p.readUtil(dev, out.List)
-	p.describeAll(out.List)
+	p.describeAll(out.List, start)
 	out.Status = reading.ProcOK
 	return p.finish(out)
 }

@@ -39,8 +39,14 @@ func fakeProc(t *testing.T, ns string, procs map[int][2]string) string {
 // readOnce kicks one read and waits for it to be published.
 func readOnce(t *testing.T, p *ProcReader) *reading.Procs {
 	t.Helper()
+	return readAt(t, p, time.Now())
+}
+
+// readAt is readOnce on a tick at now.
+func readAt(t *testing.T, p *ProcReader, now time.Time) *reading.Procs {
+	t.Helper()
 	before := p.Latest()
-	p.Tick(time.Now(), true)
+	p.Tick(now, true)
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		if l := p.Latest(); l != before && l.Status != reading.ProcHung {
@@ -312,37 +318,86 @@ func TestProcReaderDescribesOncePerListing(t *testing.T) {
 	}
 }
 
+// become makes PID 100 of the fake /proc at root the process name, started
+// at start (clock ticks after boot).
+func become(t *testing.T, root, name string, start int) {
+	t.Helper()
+	dir := filepath.Join(root, "100")
+	// comm with a space and a parenthesis, as the kernel writes it
+	stat := "100 (" + name + " (x)) S 1 100 100 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 " + strconv.Itoa(start) + " 1000 100 18446744073709551615\n"
+	for file, s := range map[string]string{"comm": name + "\n", "cmdline": name + "\x00", "stat": stat} {
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestProcReaderReusedPID: a PID that exited and was reused between two
-// reads (reads can be a minute apart while the pacer stretches them) is
-// described afresh, told apart by its start time in /proc/<pid>/stat; the
-// same process (same start time) keeps its kept name.
+// reads reuseGap or more apart (reads can be a minute apart while the pacer
+// stretches them) is described afresh, told apart by its start time in
+// /proc/<pid>/stat; the same process (same start time) keeps its kept name.
 func TestProcReaderReusedPID(t *testing.T) {
 	d := fakenvml.NewDev()
 	d.Procs = []nvml.ProcessInfo{{Pid: 100, UsedGpuMemory: 1 << 30}}
 	root := fakeProc(t, initPIDNamespace, map[int][2]string{100: {"train", "python3\x00train.py\x00"}})
-	become := func(name string, start int) {
-		dir := filepath.Join(root, "100")
-		// comm with a space and a parenthesis, as the kernel writes it
-		stat := "100 (" + name + " (x)) S 1 100 100 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 " + strconv.Itoa(start) + " 1000 100 18446744073709551615\n"
-		for file, s := range map[string]string{"comm": name + "\n", "cmdline": name + "\x00", "stat": stat} {
-			if err := os.WriteFile(filepath.Join(dir, file), []byte(s), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	become("train", 5000)
+	become(t, root, "train", 5000)
 	p := newProcTest(t, d, root)
-	if got := readOnce(t, p).List[0]; got.Name != "train" {
+	tick := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	if got := readAt(t, p, tick).List[0]; got.Name != "train" {
 		t.Fatalf("first read: %q", got.Name)
 	}
 	if err := os.WriteFile(filepath.Join(root, "100", "comm"), []byte("renamed\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got := readOnce(t, p).List[0]; got.Name != "train" {
+	tick = tick.Add(reuseGap)
+	if got := readAt(t, p, tick).List[0]; got.Name != "train" {
 		t.Errorf("same process (start time unchanged): %q, want the name kept", got.Name)
 	}
-	become("intruder", 7000) // exited and PID 100 reused before the next read
-	if got := readOnce(t, p).List[0]; got.Name != "intruder" || got.Cmdline != "intruder" {
+	become(t, root, "intruder", 7000) // exited and PID 100 reused before the next read
+	tick = tick.Add(reuseGap)
+	if got := readAt(t, p, tick).List[0]; got.Name != "intruder" || got.Cmdline != "intruder" {
 		t.Errorf("reused PID: %q %q, want the new process", got.Name, got.Cmdline)
+	}
+}
+
+// TestProcReaderConsecutiveReadsSkipStat: a PID listed by two reads less
+// than reuseGap apart keeps its description without /proc/<pid>/stat being
+// read again (one open per listed process per second). The fake stat is
+// removed after the first read: reading it again would find no start time,
+// take the PID for another process and describe it afresh ("renamed").
+// A PID that leaves the list for one read is looked up afresh when it
+// returns.
+func TestProcReaderConsecutiveReadsSkipStat(t *testing.T) {
+	d := fakenvml.NewDev()
+	d.Procs = []nvml.ProcessInfo{{Pid: 100, UsedGpuMemory: 1 << 30}}
+	root := fakeProc(t, initPIDNamespace, map[int][2]string{100: {"train", "python3\x00train.py\x00"}})
+	become(t, root, "train", 5000)
+	p := newProcTest(t, d, root)
+	tick := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	if got := readAt(t, p, tick).List[0]; got.Name != "train" {
+		t.Fatalf("first read: %q", got.Name)
+	}
+	if err := os.WriteFile(filepath.Join(root, "100", "comm"), []byte("renamed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(root, "100", "stat")); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		tick = tick.Add(time.Second)
+		if got := readAt(t, p, tick).List[0]; got.Name != "train" {
+			t.Fatalf("read %d, 1 s after the last: %q: /proc/100/stat was read again", i+2, got.Name)
+		}
+	}
+	become(t, root, "intruder", 7000)
+	d.Procs = nil
+	tick = tick.Add(time.Second)
+	if got := readAt(t, p, tick); len(got.List) != 0 {
+		t.Fatalf("%d processes listed, want none", len(got.List))
+	}
+	d.Procs = []nvml.ProcessInfo{{Pid: 100, UsedGpuMemory: 1 << 30}}
+	tick = tick.Add(time.Second)
+	if got := readAt(t, p, tick).List[0]; got.Name != "intruder" {
+		t.Errorf("PID 100 back after a read without it: %q, want it described afresh", got.Name)
 	}
 }
