@@ -45,9 +45,19 @@ type HostDoc struct {
 	Counters      []Counter    `json:"counters"`
 }
 
-// Counter returns the value of the counter named name (0 when the daemon
-// has no such counter).
-func (h *HostDoc) Counter(name string) uint64 { return counterValue(h.Counters, name) }
+// Counter returns the value of the counter named name; ok is false when the
+// daemon has no such counter (an older daemon's document, a renamed
+// counter): absent, never 0.
+func (h *HostDoc) Counter(name string) (v uint64, ok bool) { return counterValue(h.Counters, name) }
+
+// CounterText is the counter named name as a view prints it: its value, or
+// n/a when the daemon has no such counter.
+func (h *HostDoc) CounterText(name string) string {
+	if v, ok := h.Counter(name); ok {
+		return strconv.FormatUint(v, 10)
+	}
+	return na
+}
 
 // PacerDoc is Pacer in seconds.
 type PacerDoc struct {

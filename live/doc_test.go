@@ -13,6 +13,27 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
+// TestAbsentCounterIsNA: a counter the document lacks (an older daemon, a
+// renamed row) is absent, n/a in the text and in top, never 0.
+func TestAbsentCounterIsNA(t *testing.T) {
+	d := NewDoc(livetest.View())
+	var kept []Counter
+	for _, c := range d.Host.Counters {
+		if c.Name != CounterRowsWritten {
+			kept = append(kept, c)
+		}
+	}
+	d.Host.Counters = kept
+	if v, ok := d.Host.Counter(CounterRowsWritten); ok {
+		t.Errorf("Counter(%s) = %d, ok; want absent", CounterRowsWritten, v)
+	}
+	var b bytes.Buffer
+	if err := WriteText(&b, d); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Contains(t, "status", b.String(), "rows n/a written / 0 dropped")
+}
+
 func TestStatusTextAndJSONGolden(t *testing.T) {
 	d := NewDoc(livetest.View())
 	var b bytes.Buffer

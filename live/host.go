@@ -50,18 +50,35 @@ type Host struct {
 	Counters []Counter
 }
 
-// Counter returns the value of the counter named name (0 when the daemon
-// has no such counter).
-func (h *Host) Counter(name string) uint64 { return counterValue(h.Counters, name) }
+// Counter returns the value of the counter named name; ok is false when the
+// daemon has no such counter (absent, never 0).
+func (h *Host) Counter(name string) (v uint64, ok bool) { return counterValue(h.Counters, name) }
 
-// counterValue is the value of the counter named name in cs, 0 when none.
-func counterValue(cs []Counter, name string) uint64 {
+// The counters the views (status text, top) and the monitor read by name.
+// Each is a row of the daemon's counter table: monitor's tests check every
+// name in ViewCounters against it, so a rename cannot leave a view reading
+// nothing.
+const (
+	CounterTicks        = "ticks"
+	CounterTickOverruns = "tick_overruns"
+	CounterBusySkips    = "busy_skips"
+	CounterRowsWritten  = "rows_written"
+	CounterRowsDropped  = "rows_dropped"
+)
+
+// ViewCounters lists the counters read by name (the constants above).
+var ViewCounters = []string{CounterTicks, CounterTickOverruns, CounterBusySkips, CounterRowsWritten,
+	CounterRowsDropped}
+
+// counterValue is the value of the counter named name in cs; ok is false
+// when cs has none.
+func counterValue(cs []Counter, name string) (v uint64, ok bool) {
 	for _, c := range cs {
 		if c.Name == name {
-			return c.Value
+			return c.Value, true
 		}
 	}
-	return 0
+	return 0, false
 }
 
 // RecentWindow is the span of the "recent" figures (RowsDroppedRecent) and

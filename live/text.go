@@ -98,8 +98,8 @@ func HostLines(d Doc) []string {
 	// Counts come from the counter table, the one place they are.
 	l1 := "gpu-telemetry " + h.Version + "  up " + dur(time.Duration(h.UptimeS*float64(time.Second))) +
 		"  driver " + orNA(h.Driver) + "  interval " + ms(h.IntervalS) +
-		"  cadence " + ms(c.MeanPeriodS) + " mean / " + ms(c.P99PeriodS) + " p99 / " + utoa(h.Counter("tick_overruns")) + " overruns"
-	l2 := "rows " + utoa(h.Counter("rows_written")) + " written / " + utoa(h.Counter("rows_dropped")) + " dropped (" + utoa(h.RowsDropped10) + " in 10m)" +
+		"  cadence " + ms(c.MeanPeriodS) + " mean / " + ms(c.P99PeriodS) + " p99 / " + h.CounterText(CounterTickOverruns) + " overruns"
+	l2 := "rows " + h.CounterText(CounterRowsWritten) + " written / " + h.CounterText(CounterRowsDropped) + " dropped (" + utoa(h.RowsDropped10) + " in 10m)" +
 		"  disk " + h.Disk + "  kernel log " + h.Kmsg + "  NVML events " + h.NVMLEvents
 	// Stretches, busy skips, log lines delayed or lost are on the lost
 	// work line.

@@ -529,7 +529,8 @@ func (m *Monitor) hostView() live.Host {
 	}
 	m.smu.Lock()
 	h.LastIncident, h.Kmsg, h.Events = m.lastIncident, m.kmsgState, m.eventsState
-	h.RowsDroppedRecent = m.drops.recent(h.Now, h.Counter("rows_dropped"))
+	dropped, _ := h.Counter(live.CounterRowsDropped) // in counterTable (TestViewCountersAreInTheTable)
+	h.RowsDroppedRecent = m.drops.recent(h.Now, dropped)
 	m.smu.Unlock()
 	return h
 }

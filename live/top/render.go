@@ -152,8 +152,8 @@ func hostLines(d *live.Doc, width int) []string {
 	c := h.Cadence
 	up := time.Duration(h.UptimeS * float64(time.Second)).Truncate(time.Second)
 	// The pacer shows on narrow screens too once it stretched or skipped.
-	skips := h.Counter("busy_skips")
-	pacer := segment{"  nvml level " + strconv.Itoa(h.Pacer.Level) + " skips " + strconv.FormatUint(skips, 10), 5}
+	skips, _ := h.Counter(live.CounterBusySkips) // absent: shown n/a, the pacer not forced in
+	pacer := segment{"  nvml level " + strconv.Itoa(h.Pacer.Level) + " skips " + h.CounterText(live.CounterBusySkips), 5}
 	if h.Pacer.Level > 0 || skips > 0 {
 		pacer.drop = 1
 	}
@@ -163,7 +163,7 @@ func hostLines(d *live.Doc, width int) []string {
 		segment{"  driver " + h.Driver, 3},
 		segment{"  interval " + ms(h.IntervalS), 4},
 		segment{"  period " + ms(c.MeanPeriodS) + "/" + ms(c.P99PeriodS) + " p99", 1},
-		segment{"  overruns " + strconv.FormatUint(h.Counter("tick_overruns"), 10), 1},
+		segment{"  overruns " + h.CounterText(live.CounterTickOverruns), 1},
 		pacer,
 	)
 	lost := uint64(0)
@@ -173,7 +173,7 @@ func hostLines(d *live.Doc, width int) []string {
 		}
 	}
 	l2 := fit(width,
-		segment{"rows " + strconv.FormatUint(h.Counter("rows_written"), 10) + " dropped " + strconv.FormatUint(h.Counter("rows_dropped"), 10), 0},
+		segment{"rows " + h.CounterText(live.CounterRowsWritten) + " dropped " + h.CounterText(live.CounterRowsDropped), 0},
 		segment{"  disk " + h.Disk, 0},
 		segment{"  kmsg " + h.Kmsg, 3},
 		segment{"  events " + h.NVMLEvents, 4},
