@@ -59,16 +59,17 @@ func (h *Host) Counter(name string) (v uint64, ok bool) { return counterValue(h.
 // name in ViewCounters against it, so a rename cannot leave a view reading
 // nothing.
 const (
-	CounterTicks        = "ticks"
-	CounterTickOverruns = "tick_overruns"
-	CounterBusySkips    = "busy_skips"
-	CounterRowsWritten  = "rows_written"
-	CounterRowsDropped  = "rows_dropped"
+	CounterTicks           = "ticks"
+	CounterTickOverruns    = "tick_overruns"
+	CounterBusySkips       = "busy_skips"
+	CounterRowsWritten     = "rows_written"
+	CounterRowsDropped     = "rows_dropped"
+	CounterLogLinesDelayed = "log_lines_delayed"
 )
 
 // ViewCounters lists the counters read by name (the constants above).
 var ViewCounters = []string{CounterTicks, CounterTickOverruns, CounterBusySkips, CounterRowsWritten,
-	CounterRowsDropped}
+	CounterRowsDropped, CounterLogLinesDelayed}
 
 // counterValue is the value of the counter named name in cs; ok is false
 // when cs has none.

@@ -101,11 +101,13 @@ func HostLines(d Doc) []string {
 		"  cadence " + ms(c.MeanPeriodS) + " mean / " + ms(c.P99PeriodS) + " p99 / " + h.CounterText(CounterTickOverruns) + " overruns"
 	l2 := "rows " + h.CounterText(CounterRowsWritten) + " written / " + h.CounterText(CounterRowsDropped) + " dropped (" + utoa(h.RowsDropped10) + " in 10m)" +
 		"  disk " + h.Disk + "  kernel log " + h.Kmsg + "  NVML events " + h.NVMLEvents
-	// Stretches, busy skips, log lines delayed or lost are on the lost
-	// work line.
+	// Stretches, busy skips and log lines lost are on the lost work line;
+	// lines delayed by a full disk (written late, with their own
+	// timestamps) are not lost, and show here.
 	p := h.Pacer
 	pacer := "NVML pacer level " + itoa(p.Level) + "  tick " + optMs(p.TickNVMLS) +
-		" in the driver, last GPU " + optMs(p.LastLateS) + " late  log lines waiting " + itoa(h.LogLines.Waiting)
+		" in the driver, last GPU " + optMs(p.LastLateS) + " late  log lines waiting " + itoa(h.LogLines.Waiting) +
+		" / " + h.CounterText(CounterLogLinesDelayed) + " delayed"
 	l3 := "last incident: none"
 	if in := h.LastIncident; in != nil {
 		l3 = "last incident: " + clock(in.Time, d.Time) + " GPU " + itoa(in.GPU) + " " + in.Reason

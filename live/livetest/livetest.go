@@ -50,7 +50,8 @@ func View() live.View {
 		Counters: []live.Counter{{Name: "tick_overruns", Help: "ticks skipped", Value: 2, Loss: true}, {Name: "busy_skips", Help: "GPU samples skipped", Value: 12, Loss: true},
 			{Name: "rows_dropped", Help: "CSV rows not written", Loss: true},
 			{Name: "nvml_stretches", Help: "pacer steps up", Value: 3, Loss: true}, {Name: "side_drops", Help: "side work dropped", Loss: true},
-			{Name: "ticks", Help: "ticks", Value: 75000}, {Name: "rows_written", Help: "CSV rows written", Value: 149_000}},
+			{Name: "ticks", Help: "ticks", Value: 75000}, {Name: "rows_written", Help: "CSV rows written", Value: 149_000},
+			{Name: "log_lines_delayed", Help: "log lines written late", Value: 5}},
 	}, GPUs: []live.GPU{g0, g1}}
 }
 
