@@ -332,23 +332,32 @@ func become(t *testing.T, root, name string, start int) {
 	}
 }
 
-// TestProcReaderReusedPID: a PID that exited and was reused between two
-// reads reuseGap or more apart (reads can be a minute apart while the pacer
-// stretches them) is described afresh, told apart by its start time in
-// /proc/<pid>/stat; the same process (same start time) keeps its kept name.
-func TestProcReaderReusedPID(t *testing.T) {
-	d := fakenvml.NewDev()
+// trainRead starts a process reader on a GPU running PID 100 ("train",
+// started at 5000), reads once at tick, then renames the process in /proc
+// (comm "renamed"): a later read that shows "renamed" read /proc again.
+func trainRead(t *testing.T) (d *fakenvml.Dev, root string, p *ProcReader, tick time.Time) {
+	t.Helper()
+	d = fakenvml.NewDev()
 	d.Procs = []nvml.ProcessInfo{{Pid: 100, UsedGpuMemory: 1 << 30}}
-	root := fakeProc(t, initPIDNamespace, map[int][2]string{100: {"train", "python3\x00train.py\x00"}})
+	root = fakeProc(t, initPIDNamespace, map[int][2]string{100: {"train", "python3\x00train.py\x00"}})
 	become(t, root, "train", 5000)
-	p := newProcTest(t, d, root)
-	tick := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	p = newProcTest(t, d, root)
+	tick = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	if got := readAt(t, p, tick).List[0]; got.Name != "train" {
 		t.Fatalf("first read: %q", got.Name)
 	}
 	if err := os.WriteFile(filepath.Join(root, "100", "comm"), []byte("renamed\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return d, root, p, tick
+}
+
+// TestProcReaderReusedPID: a PID that exited and was reused between two
+// reads reuseGap or more apart (reads can be a minute apart while the pacer
+// stretches them) is described afresh, told apart by its start time in
+// /proc/<pid>/stat; the same process (same start time) keeps its kept name.
+func TestProcReaderReusedPID(t *testing.T) {
+	_, root, p, tick := trainRead(t)
 	tick = tick.Add(reuseGap)
 	if got := readAt(t, p, tick).List[0]; got.Name != "train" {
 		t.Errorf("same process (start time unchanged): %q, want the name kept", got.Name)
@@ -368,18 +377,7 @@ func TestProcReaderReusedPID(t *testing.T) {
 // A PID that leaves the list for one read is looked up afresh when it
 // returns.
 func TestProcReaderConsecutiveReadsSkipStat(t *testing.T) {
-	d := fakenvml.NewDev()
-	d.Procs = []nvml.ProcessInfo{{Pid: 100, UsedGpuMemory: 1 << 30}}
-	root := fakeProc(t, initPIDNamespace, map[int][2]string{100: {"train", "python3\x00train.py\x00"}})
-	become(t, root, "train", 5000)
-	p := newProcTest(t, d, root)
-	tick := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	if got := readAt(t, p, tick).List[0]; got.Name != "train" {
-		t.Fatalf("first read: %q", got.Name)
-	}
-	if err := os.WriteFile(filepath.Join(root, "100", "comm"), []byte("renamed\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	d, root, p, tick := trainRead(t)
 	if err := os.Remove(filepath.Join(root, "100", "stat")); err != nil {
 		t.Fatal(err)
 	}
