@@ -59,6 +59,21 @@ func TestGoldenScreens(t *testing.T) {
 	}
 }
 
+// TestAbsentCounterIsNA: a counter the daemon's document lacks (an older
+// daemon) shows n/a on top's host lines, never 0.
+func TestAbsentCounterIsNA(t *testing.T) {
+	d := live.NewDoc(livetest.View())
+	var kept []live.Counter
+	for _, c := range d.Host.Counters {
+		if c.Name != live.CounterRowsDropped && c.Name != live.CounterTickOverruns {
+			kept = append(kept, c)
+		}
+	}
+	d.Host.Counters = kept
+	out := strings.Join(Render(&d, nil, d.Time, 200, 50), "\n")
+	testutil.Contains(t, "top", out, "rows 149000 dropped n/a", "overruns n/a")
+}
+
 // TestEverySizeFits: from 80x24 up (and below), nothing is wider or longer
 // than the terminal; the hung GPU shows as hung, never with numbers.
 func TestEverySizeFits(t *testing.T) {
