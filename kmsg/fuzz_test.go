@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/gpu-telemetry/gpu-telemetry/xid"
 )
 
 func FuzzParseRecord(f *testing.F) {
@@ -37,7 +39,7 @@ func FuzzParseXid(f *testing.F) {
 		if x.Bus != x.Bus.Slot() {
 			t.Errorf("ParseXid(%q) = %+v: function set", msg, x)
 		}
-		if x.RecoveryAction.OK && x.Code != XidRecoveryAction {
+		if x.RecoveryAction.OK && x.Code != xid.RecoveryXid {
 			t.Errorf("recovery action set on Xid %d", x.Code)
 		}
 		if utf8.ValidString(msg) && !utf8.ValidString(x.Text) {

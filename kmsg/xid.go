@@ -23,10 +23,6 @@ type XidReport struct {
 	RecoveryAction reading.Opt[uint64]
 }
 
-// XidRecoveryAction is the Xid that announces a change of the GPU's recovery
-// action; its text carries the new action.
-const XidRecoveryAction = 154
-
 // xidMarker is what the driver prints before every Xid. The "NVRM: " part
 // keeps NVSwitch "SXid (" lines and other drivers' text from matching.
 const xidMarker = "NVRM: Xid ("
@@ -109,7 +105,7 @@ func ParseXid(msg string) (XidReport, bool) {
 		}
 	}
 	r.Text = strings.TrimRight(s, " \t\r\n")
-	if code == XidRecoveryAction {
+	if code == xid.RecoveryXid {
 		if v, _, ok := xid.ParseRecovery(r.Text); ok {
 			r.RecoveryAction = reading.Some(v)
 		}

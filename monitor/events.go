@@ -60,7 +60,7 @@ func (m *Monitor) runKmsg(ctx context.Context) {
 			e.BusID = x.Bus.String()
 		}
 		m.onEvent(e)
-		if v, ok := x.RecoveryAction.Get(); ok && x.Code == kmsg.XidRecoveryAction {
+		if v, ok := x.RecoveryAction.Get(); ok && x.Code == xid.RecoveryXid {
 			rec := e
 			rec.Kind, rec.Data = reading.EventRecovery, v
 			m.onEvent(rec)
@@ -190,10 +190,7 @@ func (m *Monitor) onEvent(e reading.Event) {
 	switch e.Kind {
 	case reading.EventXid:
 		gs.addXid(int64(e.Data))
-		name := "unknown Xid"
-		if in, ok := xid.Lookup(int(e.Data)); ok {
-			name = in.Name
-		}
+		name := xid.Name(int(e.Data))
 		gs.slot.Update(func(g *live.GPU) { g.Xid(e.Data, e.Time, name) })
 	case reading.EventRecovery:
 		name := xid.RecoveryActionName(e.Data)

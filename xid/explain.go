@@ -24,7 +24,7 @@ const unknownAction = "Not in this catalog: look the code up in NVIDIA's Xid cat
 func Explain(code int, text string) Explanation {
 	in, ok := Lookup(code)
 	if !ok {
-		in = Info{Code: code, Name: "unknown Xid"}
+		in = Info{Code: code, Name: unknownName}
 	}
 	e := Explanation{Info: in, Known: ok, Action: in.Action, Bucket: in.Bucket}
 	if !ok {
@@ -32,19 +32,29 @@ func Explain(code int, text string) Explanation {
 		return e
 	}
 	switch {
-	case code >= 144 && code <= 150:
+	case isNVLink5(code):
 		if d, ok := DecodeNVLink5(code, text); ok {
 			e.Decode, e.Action, e.Bucket = d.String(), d.Action(), d.Bucket
 		} else if text != "" {
 			e.Decode = "fields not decoded (no row in NVIDIA's Xid 144-150 decode for them)"
 		}
-	case code == 154:
+	case code == RecoveryXid:
 		if v, words, ok := ParseRecovery(text); ok {
 			e.Decode = RecoveryDescribe(v, words)
 			e.Action = RecoveryAdvice(v, words)
 		}
 	}
 	return e
+}
+
+// BucketOrNone returns NVIDIA's immediate action for this report (the
+// decode's when the text decoded, else the entry's), or NoBucket when there is
+// none. It hides Info.BucketOrNone, which is the catalog entry's.
+func (e Explanation) BucketOrNone() string {
+	if e.Bucket == "" {
+		return NoBucket
+	}
+	return e.Bucket
 }
 
 // RecoveryDescribe is recovery action v on one line: the number, our name for
@@ -69,11 +79,7 @@ func RecoveryDescribe(v uint64, words string) string {
 func (e Explanation) Fields() []string {
 	kv := []string{"xid=" + strconv.Itoa(e.Code), "name=" + strconv.Quote(e.Name)}
 	if e.Known {
-		bucket := e.Bucket
-		if bucket == "" {
-			bucket = NoBucket
-		}
-		kv = append(kv, "class="+strconv.Quote(e.Class.String()), "bucket="+strconv.Quote(bucket))
+		kv = append(kv, "class="+strconv.Quote(e.Class.String()), "bucket="+strconv.Quote(e.BucketOrNone()))
 	}
 	kv = append(kv, "action="+strconv.Quote(e.Action))
 	if e.Decode != "" {
@@ -93,11 +99,7 @@ func (e Explanation) Reason(src string) string {
 	}
 	s += ". " + e.Action
 	if e.Known {
-		b := e.Bucket
-		if b == "" {
-			b = NoBucket
-		}
-		s += " [NVIDIA: " + b + "]"
+		s += " [NVIDIA: " + e.BucketOrNone() + "]"
 	}
 	return s
 }

@@ -226,13 +226,17 @@ func parseNVLink5Text(text string) (nvl5Fields, bool) {
 	return f, len(f.regs) > 0
 }
 
+// isNVLink5 reports whether code is one of the NVLink 5 Xids, 144 to 150,
+// whose text carries the fields DecodeNVLink5 reads.
+func isNVLink5(code int) bool { return code >= 144 && code <= 150 }
+
 // DecodeNVLink5 decodes the text the driver printed after an Xid 144-150
 // code (everything after "N, "). ok is false when code is not 144-150, the
 // registers cannot be read, or NVIDIA's decode has no row for them; then the
 // caller must fall back on the Xid 154 that comes with it, or on the line's
 // own Fatal/Nonfatal word.
 func DecodeNVLink5(code int, text string) (NVLink5, bool) {
-	if code < 144 || code > 150 {
+	if !isNVLink5(code) {
 		return NVLink5{}, false
 	}
 	f, ok := parseNVLink5Text(text)

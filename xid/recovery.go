@@ -5,6 +5,10 @@ import (
 	"strings"
 )
 
+// RecoveryXid is the Xid that announces a change of the GPU's recovery
+// action; its text carries the new action (see ParseRecovery).
+const RecoveryXid = 154
+
 // recoveryActions names the GPU recovery actions NVML reports as
 // nvmlDeviceGpuRecoveryAction_t and the driver prints in Xid 154 after "to",
 // with what to do about each, in our words. Only 0 to 4 are here: the driver's

@@ -1,7 +1,6 @@
 package xid
 
 import (
-	"cmp"
 	"strconv"
 	"strings"
 )
@@ -29,7 +28,7 @@ func Render(e Explanation) string {
 	if e.Decode != "" {
 		line("decoded:", e.Decode)
 		if e.Bucket != e.Info.Bucket {
-			line("NVIDIA for this:", cmp.Or(e.Bucket, NoBucket))
+			line("NVIDIA for this:", e.BucketOrNone())
 		}
 	}
 	line("what to do:", e.Action)

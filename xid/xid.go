@@ -98,14 +98,22 @@ func Lookup(code int) (Info, bool) {
 	return in, ok
 }
 
+// unknownName is the name of a code the catalog does not cover.
+const unknownName = "unknown Xid"
+
+// Name returns the catalog's name for code, or "unknown Xid" for a code the
+// catalog does not cover.
+func Name(code int) string {
+	if in, ok := Lookup(code); ok {
+		return in.Name
+	}
+	return unknownName
+}
+
 // Describe returns "Xid N: <name>", or "Xid N: unknown Xid" for a code the
 // catalog does not cover.
 func Describe(code int) string {
-	name := "unknown Xid"
-	if in, ok := Lookup(code); ok {
-		name = in.Name
-	}
-	return "Xid " + strconv.Itoa(code) + ": " + name
+	return "Xid " + strconv.Itoa(code) + ": " + Name(code)
 }
 
 // Codes returns every code the catalog covers, in ascending order.
