@@ -34,52 +34,45 @@
 
 /* ---- nvml_abi.h against nvml.h ------------------------------------------- */
 
-#define SAME_SIZE(ours, theirs) _Static_assert(sizeof(ours) == sizeof(theirs), #ours " and " #theirs " differ in size")
-#define SAME_FIELD(ours, of, theirs, tf)                                                          \
+/* One row a pinned field: our struct, our field, nvml.h's struct, its field.
+ * PIN_FIELD checks the two structs' sizes, the field's offset and its size,
+ * so a new pinned struct is its fields' rows. */
+#define ABI_FIELDS(X) \
+	X(struct gt_nvml_field_value, field_id, nvmlFieldValue_t, fieldId) \
+	X(struct gt_nvml_field_value, scope_id, nvmlFieldValue_t, scopeId) \
+	X(struct gt_nvml_field_value, timestamp, nvmlFieldValue_t, timestamp) \
+	X(struct gt_nvml_field_value, latency_usec, nvmlFieldValue_t, latencyUsec) \
+	X(struct gt_nvml_field_value, value_type, nvmlFieldValue_t, valueType) \
+	X(struct gt_nvml_field_value, nvml_return, nvmlFieldValue_t, nvmlReturn) \
+	X(struct gt_nvml_field_value, value, nvmlFieldValue_t, value) \
+	X(struct gt_nvml_utilization, gpu, nvmlUtilization_t, gpu) \
+	X(struct gt_nvml_utilization, memory, nvmlUtilization_t, memory) \
+	X(struct gt_nvml_memory_v2, version, nvmlMemory_v2_t, version) \
+	X(struct gt_nvml_memory_v2, total, nvmlMemory_v2_t, total) \
+	X(struct gt_nvml_memory_v2, reserved, nvmlMemory_v2_t, reserved) \
+	X(struct gt_nvml_memory_v2, free, nvmlMemory_v2_t, free) \
+	X(struct gt_nvml_memory_v2, used, nvmlMemory_v2_t, used) \
+	X(struct gt_nvml_memory, total, nvmlMemory_t, total) \
+	X(struct gt_nvml_memory, free, nvmlMemory_t, free) \
+	X(struct gt_nvml_memory, used, nvmlMemory_t, used) \
+	X(struct gt_nvml_thermal_sensor, controller, nvmlGpuThermalSettingsSensor_t, controller) \
+	X(struct gt_nvml_thermal_sensor, default_min_temp, nvmlGpuThermalSettingsSensor_t, defaultMinTemp) \
+	X(struct gt_nvml_thermal_sensor, default_max_temp, nvmlGpuThermalSettingsSensor_t, defaultMaxTemp) \
+	X(struct gt_nvml_thermal_sensor, current_temp, nvmlGpuThermalSettingsSensor_t, currentTemp) \
+	X(struct gt_nvml_thermal_sensor, target, nvmlGpuThermalSettingsSensor_t, target) \
+	X(struct gt_nvml_thermal_settings, count, nvmlGpuThermalSettings_t, count) \
+	X(struct gt_nvml_thermal_settings, sensor, nvmlGpuThermalSettings_t, sensor) \
+	X(struct gt_nvml_event_data, device, nvmlEventData_t, device) \
+	X(struct gt_nvml_event_data, type, nvmlEventData_t, eventType) \
+	X(struct gt_nvml_event_data, data, nvmlEventData_t, eventData) \
+	X(struct gt_nvml_event_data, gpu_instance_id, nvmlEventData_t, gpuInstanceId) \
+	X(struct gt_nvml_event_data, compute_instance_id, nvmlEventData_t, computeInstanceId)
+
+#define PIN_FIELD(ours, of, theirs, tf)                                                                          \
+	_Static_assert(sizeof(ours) == sizeof(theirs), #ours " and " #theirs " differ in size");                    \
 	_Static_assert(offsetof(ours, of) == offsetof(theirs, tf), #ours "." #of " is not at " #theirs "." #tf); \
-	_Static_assert(sizeof(((ours *)0)->of) == sizeof(((theirs *)0)->tf), #ours "." #of " and " #theirs "." #tf " differ in size")
-
-SAME_SIZE(struct gt_nvml_field_value, nvmlFieldValue_t);
-SAME_FIELD(struct gt_nvml_field_value, field_id, nvmlFieldValue_t, fieldId);
-SAME_FIELD(struct gt_nvml_field_value, scope_id, nvmlFieldValue_t, scopeId);
-SAME_FIELD(struct gt_nvml_field_value, timestamp, nvmlFieldValue_t, timestamp);
-SAME_FIELD(struct gt_nvml_field_value, latency_usec, nvmlFieldValue_t, latencyUsec);
-SAME_FIELD(struct gt_nvml_field_value, value_type, nvmlFieldValue_t, valueType);
-SAME_FIELD(struct gt_nvml_field_value, nvml_return, nvmlFieldValue_t, nvmlReturn);
-SAME_FIELD(struct gt_nvml_field_value, value, nvmlFieldValue_t, value);
-
-SAME_SIZE(struct gt_nvml_utilization, nvmlUtilization_t);
-SAME_FIELD(struct gt_nvml_utilization, gpu, nvmlUtilization_t, gpu);
-SAME_FIELD(struct gt_nvml_utilization, memory, nvmlUtilization_t, memory);
-
-SAME_SIZE(struct gt_nvml_memory_v2, nvmlMemory_v2_t);
-SAME_FIELD(struct gt_nvml_memory_v2, version, nvmlMemory_v2_t, version);
-SAME_FIELD(struct gt_nvml_memory_v2, total, nvmlMemory_v2_t, total);
-SAME_FIELD(struct gt_nvml_memory_v2, reserved, nvmlMemory_v2_t, reserved);
-SAME_FIELD(struct gt_nvml_memory_v2, free, nvmlMemory_v2_t, free);
-SAME_FIELD(struct gt_nvml_memory_v2, used, nvmlMemory_v2_t, used);
-
-SAME_SIZE(struct gt_nvml_memory, nvmlMemory_t);
-SAME_FIELD(struct gt_nvml_memory, total, nvmlMemory_t, total);
-SAME_FIELD(struct gt_nvml_memory, free, nvmlMemory_t, free);
-SAME_FIELD(struct gt_nvml_memory, used, nvmlMemory_t, used);
-
-SAME_SIZE(struct gt_nvml_thermal_sensor, nvmlGpuThermalSettingsSensor_t);
-SAME_FIELD(struct gt_nvml_thermal_sensor, controller, nvmlGpuThermalSettingsSensor_t, controller);
-SAME_FIELD(struct gt_nvml_thermal_sensor, default_min_temp, nvmlGpuThermalSettingsSensor_t, defaultMinTemp);
-SAME_FIELD(struct gt_nvml_thermal_sensor, default_max_temp, nvmlGpuThermalSettingsSensor_t, defaultMaxTemp);
-SAME_FIELD(struct gt_nvml_thermal_sensor, current_temp, nvmlGpuThermalSettingsSensor_t, currentTemp);
-SAME_FIELD(struct gt_nvml_thermal_sensor, target, nvmlGpuThermalSettingsSensor_t, target);
-SAME_SIZE(struct gt_nvml_thermal_settings, nvmlGpuThermalSettings_t);
-SAME_FIELD(struct gt_nvml_thermal_settings, count, nvmlGpuThermalSettings_t, count);
-SAME_FIELD(struct gt_nvml_thermal_settings, sensor, nvmlGpuThermalSettings_t, sensor);
-
-SAME_SIZE(struct gt_nvml_event_data, nvmlEventData_t);
-SAME_FIELD(struct gt_nvml_event_data, device, nvmlEventData_t, device);
-SAME_FIELD(struct gt_nvml_event_data, type, nvmlEventData_t, eventType);
-SAME_FIELD(struct gt_nvml_event_data, data, nvmlEventData_t, eventData);
-SAME_FIELD(struct gt_nvml_event_data, gpu_instance_id, nvmlEventData_t, gpuInstanceId);
-SAME_FIELD(struct gt_nvml_event_data, compute_instance_id, nvmlEventData_t, computeInstanceId);
+	_Static_assert(sizeof(((ours *)0)->of) == sizeof(((theirs *)0)->tf), #ours "." #of " and " #theirs "." #tf " differ in size");
+ABI_FIELDS(PIN_FIELD)
 
 _Static_assert(GT_NVML_SUCCESS == NVML_SUCCESS, "NVML_SUCCESS");
 _Static_assert(GT_NVML_ERROR_NOT_SUPPORTED == NVML_ERROR_NOT_SUPPORTED, "NVML_ERROR_NOT_SUPPORTED");
