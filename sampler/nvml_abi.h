@@ -1,10 +1,11 @@
 // nvml_abi: the parts of NVIDIA's nvml.h that batch.c and evthread.c use,
 // copied in one place. NVML is loaded at run time (dlsym), so its header is
-// not needed to build. Pinned against nvml.h itself (the copy in the go-nvml
-// module) by make csan (test/csan/harness.c), part of make test: every struct
-// size, field offset, field size and code, a difference does not compile.
-// batch_native.go also compares every code with go-nvml's constants, which
-// the Go side of the batch checks results against.
+// not needed to build. The structs are pinned against nvml.h itself (the copy
+// in the go-nvml module) by make csan (test/csan/harness.c), part of make
+// test: every struct size, field offset and field size. The codes are pinned
+// by batch_native.go against go-nvml's constants (generated from that nvml.h),
+// which the Go side checks the batch's results against, in every build. A
+// difference does not compile.
 #ifndef GPU_TELEMETRY_NVML_ABI_H
 #define GPU_TELEMETRY_NVML_ABI_H
 

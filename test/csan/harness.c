@@ -6,11 +6,14 @@
  * detector and ASan cannot share one binary, so this is a C program; `make
  * test` builds and runs it (make csan). Any sanitizer report aborts it.
  *
- * It also pins sampler/nvml_abi.h to NVIDIA's nvml.h (from the go-nvml
- * module): every struct size, field offset, field size and code is checked
+ * It also pins sampler/nvml_abi.h's structs to NVIDIA's nvml.h (from the
+ * go-nvml module): every struct size, field offset and field size is checked
  * at compile time. This is the one layout pin: go-nvml's Go types are
  * generated from this same header, and nvmlEventData_t has no exported Go
- * twin, so a Go-side copy would check less.
+ * twin, so a Go-side copy would check less. The codes (GT_NVML_*) have their
+ * one pin in sampler/batch_native.go, against go-nvml's constants: it fails
+ * every build of the binary, not only make csan, and compares them with the
+ * values the Go side classifies results by.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -74,15 +77,6 @@
 	_Static_assert(sizeof(((ours *)0)->of) == sizeof(((theirs *)0)->tf), #ours "." #of " and " #theirs "." #tf " differ in size");
 ABI_FIELDS(PIN_FIELD)
 
-_Static_assert(GT_NVML_SUCCESS == NVML_SUCCESS, "NVML_SUCCESS");
-_Static_assert(GT_NVML_ERROR_NOT_SUPPORTED == NVML_ERROR_NOT_SUPPORTED, "NVML_ERROR_NOT_SUPPORTED");
-_Static_assert(GT_NVML_ERROR_TIMEOUT == NVML_ERROR_TIMEOUT, "NVML_ERROR_TIMEOUT");
-_Static_assert(GT_NVML_ERROR_FUNCTION_NOT_FOUND == NVML_ERROR_FUNCTION_NOT_FOUND, "NVML_ERROR_FUNCTION_NOT_FOUND");
-_Static_assert(GT_NVML_ERROR_GPU_IS_LOST == NVML_ERROR_GPU_IS_LOST, "NVML_ERROR_GPU_IS_LOST");
-_Static_assert(GT_NVML_TEMPERATURE_GPU == NVML_TEMPERATURE_GPU, "NVML_TEMPERATURE_GPU");
-_Static_assert(GT_NVML_CLOCK_GRAPHICS == NVML_CLOCK_GRAPHICS, "NVML_CLOCK_GRAPHICS");
-_Static_assert(GT_NVML_CLOCK_SM == NVML_CLOCK_SM, "NVML_CLOCK_SM");
-_Static_assert(GT_NVML_CLOCK_MEM == NVML_CLOCK_MEM, "NVML_CLOCK_MEM");
 _Static_assert(NVML_MAX_THERMAL_SENSORS_PER_GPU == 3, "NVML_MAX_THERMAL_SENSORS_PER_GPU");
 
 /* ---- the run ------------------------------------------------------------- */
