@@ -1,7 +1,6 @@
 package monitor
 
 import (
-	"context"
 	"encoding/csv"
 	"fmt"
 	"os"
@@ -31,23 +30,22 @@ func TestDmesgTimeFollowsTheKernelLogClock(t *testing.T) {
 	printk := testutil.PrintkClock{Offset: 37 * time.Second, Drift: 300e-6}.At
 	mono := func() time.Duration { return testutil.Monotonic(t) }
 	refWall, refMono := time.Now(), mono()
-
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.m.Run(ctx, r.sigs) }()
-	w, err := os.OpenFile(fifo, os.O_WRONLY, 0) // waits for the reader
-	if err != nil {
-		t.Fatal(err)
-	}
-	firstAt := time.Now()
-	for i := range 60 {
-		fmt.Fprintf(w, "6,%d,%d,-;test: a kernel line\n", i, printk(mono())/time.Microsecond)
-		time.Sleep(50 * time.Millisecond)
-	}
-	w.Close()
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	var firstAt time.Time
+	r.run(0, func() {
+		w, err := os.OpenFile(fifo, os.O_WRONLY, 0) // waits for the reader
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		firstAt = time.Now()
+		for i := range 60 {
+			fmt.Fprintf(w, "6,%d,%d,-;test: a kernel line\n", i, printk(mono())/time.Microsecond)
+			time.Sleep(50 * time.Millisecond)
+		}
+		w.Close()
+	})
+	if t.Failed() {
+		t.FailNow()
 	}
 
 	paths, _ := filepath.Glob(filepath.Join(r.dir, "gpu0-deep-*.csv"))

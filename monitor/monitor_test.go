@@ -67,20 +67,26 @@ type rig struct {
 // newRig builds a monitor over n fake GPUs writing into a temp dir.
 func newRig(t *testing.T, n int, tweak func(*Config)) *rig {
 	t.Helper()
-	r := &rig{t: t, dir: t.TempDir(), logs: &testutil.LogBuf{}, sigs: make(chan os.Signal, 4)}
 	lib := &fakenvml.Lib{InitRet: nvml.SUCCESS}
 	for i := range n {
 		d := fakenvml.NewDev()
 		d.UUID = "GPU-" + string(rune('a'+i))
 		d.Bus = "00000000:0" + string(rune('1'+i)) + ":00.0"
-		r.devs = append(r.devs, d)
 		lib.Devs = append(lib.Devs, d)
 	}
+	return newRigOn(t, lib, tweak)
+}
+
+// newRigOn builds a monitor over the fake driver lib writing into a temp
+// dir. A rig that is never run closes its CSV files at the end of the test,
+// as Run would have.
+func newRigOn(t *testing.T, lib *fakenvml.Lib, tweak func(*Config)) *rig {
+	t.Helper()
+	r := &rig{t: t, dir: t.TempDir(), logs: &testutil.LogBuf{}, sigs: make(chan os.Signal, 4), lib: lib, devs: lib.Devs}
 	host, err := sampler.Open(lib, sampler.OpenOptions{Config: sampler.DefaultConfig(100 * time.Millisecond)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.lib = lib
 	var mu sync.Mutex
 	cfg := Config{
 		Version: "test", LogDir: r.dir, Interval: 100 * time.Millisecond, Anomaly: anomaly.DefaultConfig(),
@@ -103,11 +109,14 @@ func newRig(t *testing.T, n int, tweak func(*Config)) *rig {
 		t.Fatal(err)
 	}
 	r.m = m
+	t.Cleanup(func() { m.csv.Close() }) // a no-op after Run
 	return r
 }
 
-// run runs the monitor for d (fake time inside a synctest bubble) and stops it.
-func (r *rig) run(d time.Duration, during func()) {
+// run runs the monitor, calls during (when not nil), lets it run for d more
+// (fake time inside a synctest bubble) and stops it. It returns how long Run
+// took to return once stopped.
+func (r *rig) run(d time.Duration, during func()) (stopping time.Duration) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- r.m.Run(ctx, r.sigs) }()
@@ -115,10 +124,25 @@ func (r *rig) run(d time.Duration, during func()) {
 		during()
 	}
 	time.Sleep(d)
+	stop := time.Now()
 	cancel()
 	if err := <-done; err != nil {
 		r.t.Errorf("Run: %v", err)
 	}
+	return time.Since(stop)
+}
+
+// statusLine renders st as the daemon's status line, without the time.
+func statusLine(st Status) string {
+	var b bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&b, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}}))
+	log.LogAttrs(context.Background(), slog.LevelInfo, "status", st.Attrs()...)
+	return b.String()
 }
 
 func (r *rig) rows(gpu int) []string {
@@ -368,14 +392,7 @@ func TestShutdownWithStuckCallIsBounded(t *testing.T) {
 		r := newRig(t, 1, nil)
 		release := r.devs[0].Block("GetTemperature", nil)
 		defer release()
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { r.m.Run(ctx, r.sigs); close(done) }()
-		time.Sleep(2 * time.Second)
-		stop := time.Now()
-		cancel()
-		<-done
-		if d := time.Since(stop); d > 8*time.Second {
+		if d := r.run(2*time.Second, nil); d > 8*time.Second {
 			t.Errorf("shutdown took %v with a stuck call", d)
 		}
 		if !strings.Contains(r.logs.String(), "skipping nvmlShutdown") {
@@ -408,14 +425,7 @@ func TestStatusAndSummaryGolden(t *testing.T) {
 			{Index: 1, Samples: 74998},
 		},
 	}
-	var b bytes.Buffer
-	log := slog.New(slog.NewTextHandler(&b, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-		if a.Key == slog.TimeKey {
-			return slog.Attr{}
-		}
-		return a
-	}}))
-	log.LogAttrs(context.Background(), slog.LevelInfo, "status", st.Attrs()...)
+	b := bytes.NewBufferString(statusLine(st))
 	now := time.Date(2026, 11, 29, 15, 35, 0, 0, time.FixedZone("CET", 3600))
 	b.WriteString(SummaryLine(now, st, st.WindowCounts, 300*time.Second) + "\n")
 	testutil.Golden(t, "status-and-summary.golden", b.Bytes())
@@ -630,10 +640,8 @@ func TestLostWorkIsCountedShownAndLogged(t *testing.T) {
 			}
 			m.checkLosses(make([]bool, len(counterTable)))
 			st := m.collect()
-			var b bytes.Buffer
-			slog.New(slog.NewTextHandler(&b, nil)).LogAttrs(context.Background(), slog.LevelInfo, "status", st.Attrs()...)
 			summary := SummaryLine(time.Now(), st, anomaly.Counts{}, time.Minute)
-			for name, out := range map[string]string{"status line": b.String(), "summary.log": summary} {
+			for name, out := range map[string]string{"status line": statusLine(st), "summary.log": summary} {
 				if !strings.Contains(out, " "+tc.counter+"=") || strings.Contains(out, " "+tc.counter+"=0 ") || strings.HasSuffix(out, " "+tc.counter+"=0") {
 					t.Errorf("%s does not show a non-zero %s: %s", name, tc.counter, out)
 				}
@@ -645,7 +653,6 @@ func TestLostWorkIsCountedShownAndLogged(t *testing.T) {
 			if !strings.Contains(logs, tc.lost) {
 				t.Errorf("log does not say what was lost (%q):\n%s", tc.lost, logs)
 			}
-			m.csv.Close()
 		})
 	}
 }
@@ -654,16 +661,13 @@ func TestLostWorkIsCountedShownAndLogged(t *testing.T) {
 // counter is in the status line and the summary line.
 func TestEveryLossCounterReachesEveryOutput(t *testing.T) {
 	r := newRig(t, 1, nil)
-	defer r.m.csv.Close()
 	st := r.m.collect()
-	var b bytes.Buffer
-	slog.New(slog.NewTextHandler(&b, nil)).LogAttrs(context.Background(), slog.LevelInfo, "status", st.Attrs()...)
-	summary := SummaryLine(time.Now(), st, anomaly.Counts{}, time.Minute)
+	status, summary := statusLine(st), SummaryLine(time.Now(), st, anomaly.Counts{}, time.Minute)
 	for _, d := range counterTable {
 		if d.help == "" {
 			t.Errorf("counter %s has no help text", d.name)
 		}
-		for name, out := range map[string]string{"status line": b.String(), "summary.log": summary} {
+		for name, out := range map[string]string{"status line": status, "summary.log": summary} {
 			if !strings.Contains(out, " "+d.name+"=") {
 				t.Errorf("%s lacks %s", name, d.name)
 			}

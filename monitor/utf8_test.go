@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -12,7 +11,6 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/live/metrics"
-	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 )
 
@@ -25,13 +23,9 @@ func TestInvalidUTF8FromTheDriver(t *testing.T) {
 	d := fakenvml.NewDev()
 	d.Name, d.Serial, d.Vbios, d.UUID = "NVIDIA \xff\xfe H100", "16\xc3", "98.\xe2\x82", "GPU-\x80a"
 	lib.Devs = append(lib.Devs, d)
-	host, err := sampler.Open(lib, sampler.OpenOptions{Config: sampler.DefaultConfig(100 * time.Millisecond)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer host.Close(time.Second)
-	i := host.GPUs[0].Info()
-	for _, s := range []string{i.Name, i.Serial, i.VBIOS, i.UUID, host.System.DriverVersion} {
+	r := newRigOn(t, lib, nil)
+	i := r.m.gpus[0].info()
+	for _, s := range []string{i.Name, i.Serial, i.VBIOS, i.UUID, r.m.host.System.DriverVersion} {
 		if !utf8.ValidString(s) {
 			t.Errorf("%q entered unsanitised", s)
 		}
@@ -39,10 +33,7 @@ func TestInvalidUTF8FromTheDriver(t *testing.T) {
 	if i.Name != "NVIDIA \uFFFD H100" {
 		t.Errorf("name %q, want the invalid bytes as U+FFFD", i.Name)
 	}
-	slot := live.NewSlot(i)
-	board := live.NewBoard([]*live.Slot{slot}, func() live.Host {
-		return live.Host{Now: time.Now(), Start: time.Now(), Version: "test", System: host.System, Interval: 100 * time.Millisecond}
-	})
+	board := r.m.Board()
 	var b bytes.Buffer
 	if err := metrics.New(board).WriteText(&b); err != nil {
 		t.Fatal(err)
