@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -38,45 +39,28 @@ func TestIntervalParsing(t *testing.T) {
 }
 
 func TestRunExitCodes(t *testing.T) {
-	cases := []struct {
-		name string
-		args []string
-		code int
-		want string
-	}{
-		{"help", []string{"--help"}, 0, "--interval=100ms"},
-		{"version", []string{"--version"}, 0, "gpu-telemetry "},
-		{"zero interval", []string{"--interval", "0"}, 2, "--interval 0s: must be > 0"},
-		{"interval over an hour", []string{"--interval", "61m"}, 2, "--interval 1h1m0s"},
-		{"bad interval", []string{"--interval", "soon"}, 2, "--interval"},
-		{"spike threshold", []string{"--spike-threshold", "101"}, 2, "--spike-threshold 101"},
-		{"retention", []string{"--retention-days", "0"}, 2, "--retention-days 0"},
-		{"fsync", []string{"--fsync-interval", "0"}, 2, "--fsync-interval"},
-		{"follow-ups", []string{"--follow-ups", "10s,-1s"}, 2, "--follow-ups"},
-		{"empty gpu selector", []string{"--gpu", "0,,1"}, 2, "--gpu: empty GPU selector"},
-		{"log level", []string{"--log-level", "chatty"}, 2, "--log-level"},
-		{"unknown flag", []string{"--fan-curve"}, 2, "--fan-curve"},
-		{"metrics address without a port", []string{"--metrics-listen", "127.0.0.1"}, 2, "--metrics-listen 127.0.0.1: "},
-		{"metrics port not a number", []string{"--metrics-listen", "127.0.0.1:http9"}, 2, "--metrics-listen 127.0.0.1:http9: port"},
+	// Never touch the system's log dir or lock file from a test. run has
+	// one writer, for messages: they are stderr here.
+	dir := t.TempDir()
+	safe := func(args []string, _, stderr io.Writer) int {
+		return run(append([]string{"--log-dir", dir, "--lock-file", dir + "/lock"}, args...), stderr)
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			var b bytes.Buffer
-			// Never touch the system's log dir or lock file from a test.
-			dir := t.TempDir()
-			args := append([]string{"--log-dir", dir, "--lock-file", dir + "/lock"}, c.args...)
-			code := run(args, &b)
-			if code != c.code {
-				t.Errorf("exit %d, want %d; output:\n%s", code, c.code, b.String())
-			}
-			if !strings.Contains(b.String(), c.want) {
-				t.Errorf("output lacks %q:\n%s", c.want, b.String())
-			}
-			if c.code == 2 && strings.Count(strings.TrimSpace(b.String()), "\n") != 0 {
-				t.Errorf("error should be one line:\n%s", b.String())
-			}
-		})
-	}
+	checkCLI(t, safe, []cliCase{
+		{"help", []string{"--help"}, 0, "", "--interval=100ms"},
+		{"version", []string{"--version"}, 0, "", "gpu-telemetry "},
+		{"zero interval", []string{"--interval", "0"}, 2, "", "--interval 0s: must be > 0"},
+		{"interval over an hour", []string{"--interval", "61m"}, 2, "", "--interval 1h1m0s"},
+		{"bad interval", []string{"--interval", "soon"}, 2, "", "--interval"},
+		{"spike threshold", []string{"--spike-threshold", "101"}, 2, "", "--spike-threshold 101"},
+		{"retention", []string{"--retention-days", "0"}, 2, "", "--retention-days 0"},
+		{"fsync", []string{"--fsync-interval", "0"}, 2, "", "--fsync-interval"},
+		{"follow-ups", []string{"--follow-ups", "10s,-1s"}, 2, "", "--follow-ups"},
+		{"empty gpu selector", []string{"--gpu", "0,,1"}, 2, "", "--gpu: empty GPU selector"},
+		{"log level", []string{"--log-level", "chatty"}, 2, "", "--log-level"},
+		{"unknown flag", []string{"--fan-curve"}, 2, "", "--fan-curve"},
+		{"metrics address without a port", []string{"--metrics-listen", "127.0.0.1"}, 2, "", "--metrics-listen 127.0.0.1: "},
+		{"metrics port not a number", []string{"--metrics-listen", "127.0.0.1:http9"}, 2, "", "--metrics-listen 127.0.0.1:http9: port"},
+	})
 }
 
 func TestHelpShowsDefaults(t *testing.T) {

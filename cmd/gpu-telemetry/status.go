@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/live"
@@ -32,12 +33,13 @@ func socketFlags(args []string, bools ...string) (string, map[string]bool, error
 	path, set := defaultSocket, map[string]bool{}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
+		v, eq := strings.CutPrefix(a, "--socket=")
 		switch {
 		case a == "--socket" && i+1 < len(args):
 			path = args[i+1]
 			i++
-		case len(a) > 9 && a[:9] == "--socket=":
-			path = a[9:]
+		case eq:
+			path = v
 		default:
 			known := false
 			for _, b := range bools {
