@@ -101,6 +101,88 @@ static void set_busid(struct nvmlDevice_st *d, unsigned int domain, unsigned int
 		 dev);
 }
 
+struct metric_def {
+	const char *name;
+	int m;
+	double scale;
+	const char *unit;
+	double def; /* before the scenario sets it, in unit */
+};
+
+/* The time-varying values a scenario names ("gpu 0 temp 80"), with their
+ * defaults; the fans' ("fan1", "fan_target") are named in parse_metric. */
+static const struct metric_def metrics[] = {
+	{ "temp", M_TEMP, 1, "C", 38 },
+	{ "memtemp", M_MEMTEMP, 1, "C", 46 },
+	{ "power", M_POWER, 1000, "W", 32 },
+	{ "plimit", M_PLIMIT, 1000, "W", 0 },
+	{ "enforced", M_ENFORCED, 1000, "W", 0 },
+	{ "pstate", M_PSTATE, 1, "", 8 },
+	{ "clk_gfx", M_CLK_GFX, 1, "MHz", 180 },
+	{ "clk_sm", M_CLK_SM, 1, "MHz", 180 },
+	{ "clk_mem", M_CLK_MEM, 1, "MHz", 405 },
+	{ "clk_video", M_CLK_VIDEO, 1, "MHz", 600 },
+	{ "util_gpu", M_UTIL_GPU, 1, "%", 0 },
+	{ "util_mem", M_UTIL_MEM, 1, "%", 0 },
+	{ "util_enc", M_UTIL_ENC, 1, "%", 0 },
+	{ "util_dec", M_UTIL_DEC, 1, "%", 0 },
+	{ "mem_used", M_MEM_USED, 1, "MiB", 14 },
+	{ "pcie_gen", M_PCIE_GEN, 1, "", 5 },
+	{ "pcie_width", M_PCIE_WIDTH, 1, "", 16 },
+	{ "pcie_replay", M_PCIE_REPLAY, 1, "", 0 },
+	{ "reasons", M_REASONS, 1, "", nvmlClocksEventReasonGpuIdle },
+	{ "sensor_target", M_SENSOR_TARGET, 1, "", NVML_THERMAL_TARGET_GPU },
+	{ "sensor_controller", M_SENSOR_CONTROLLER, 1, "", NVML_THERMAL_CONTROLLER_GPU_INTERNAL },
+	{ "sensor_temp", M_SENSOR_TEMP, 1, "C", 0 },
+	{ "procs", M_PROCS, 1, "", 0 },
+	{ "gprocs", M_GPROCS, 1, "", 0 },
+	{ "proc_mem", M_PROC_MEM, 1, "MiB", 1024 },
+	{ NULL, 0, 0, NULL, 0 },
+};
+
+/* The GPUs' integer facts a scenario sets ("gpu 0 power_max 450"), with their
+ * defaults in the scenario's units. */
+struct int_fact {
+	const char *key;
+	size_t off;
+	int kind; /* 0 uint, 1 watts->mW, 2 MiB->bytes (ull) */
+	unsigned long long max;
+	double def;
+};
+
+static const struct int_fact int_facts[] = {
+	{ "pci_device_id", offsetof(struct nvmlDevice_st, pci_device_id), 0, 0xffffffffULL, 0x2BB110DE },
+	{ "pci_subsystem_id", offsetof(struct nvmlDevice_st, pci_subsystem_id), 0, 0xffffffffULL, 0x204B10DE },
+	{ "brand", offsetof(struct nvmlDevice_st, brand), 0, 0xffffffffULL, NVML_BRAND_NVIDIA_RTX },
+	{ "minor", offsetof(struct nvmlDevice_st, minor), 0, 0xffffffffULL, 0 /* dev_defaults: the index */ },
+	{ "fans", offsetof(struct nvmlDevice_st, fans), 0, SIM_MAX_FANS, 2 },
+	{ "sensors", offsetof(struct nvmlDevice_st, sensors), 0, SIM_MAX_SENSORS, 1 },
+	{ "max_clk_gfx", offsetof(struct nvmlDevice_st, max_clk[NVML_CLOCK_GRAPHICS]), 0, 0xffffffffULL, 3090 },
+	{ "max_clk_sm", offsetof(struct nvmlDevice_st, max_clk[NVML_CLOCK_SM]), 0, 0xffffffffULL, 3090 },
+	{ "max_clk_mem", offsetof(struct nvmlDevice_st, max_clk[NVML_CLOCK_MEM]), 0, 0xffffffffULL, 14001 },
+	{ "max_clk_video", offsetof(struct nvmlDevice_st, max_clk[NVML_CLOCK_VIDEO]), 0, 0xffffffffULL, 3090 },
+	{ "max_pcie_gen", offsetof(struct nvmlDevice_st, max_pcie_gen), 0, 0xffffffffULL, 5 },
+	{ "max_pcie_width", offsetof(struct nvmlDevice_st, max_pcie_width), 0, 0xffffffffULL, 16 },
+	{ "power_default", offsetof(struct nvmlDevice_st, p_default), 1, 4294967ULL, 600 },
+	{ "power_min", offsetof(struct nvmlDevice_st, p_min), 1, 4294967ULL, 150 },
+	{ "power_max", offsetof(struct nvmlDevice_st, p_max), 1, 4294967ULL, 600 },
+	{ "mem_total", offsetof(struct nvmlDevice_st, mem_total), 2, 1ULL << 40, 97887 },
+	{ "mem_reserved", offsetof(struct nvmlDevice_st, mem_reserved), 2, 1ULL << 40, 512 },
+	{ NULL, 0, 0, 0, 0 },
+};
+
+static void set_int_fact(struct nvmlDevice_st *d, const struct int_fact *f, double v)
+{
+	char *base = (char *)d + f->off;
+
+	if (f->kind == 0)
+		*(unsigned int *)base = (unsigned int)v;
+	else if (f->kind == 1)
+		*(unsigned int *)base = (unsigned int)(v * 1000 + 0.5);
+	else
+		*(unsigned long long *)base = (unsigned long long)(v * 1048576.0 + 0.5);
+}
+
 static void host_defaults(void)
 {
 	memset(&g_host, 0, sizeof(g_host));
@@ -116,6 +198,8 @@ static void host_defaults(void)
 static void dev_defaults(struct nvmlDevice_st *d, unsigned int i)
 {
 	uint64_t a = mix64(0x51ed0000ULL + i), b = mix64(0xc0ffee00ULL + i);
+	const struct metric_def *md;
+	const struct int_fact *fact;
 	int f;
 
 	memset(d, 0, sizeof(*d));
@@ -130,14 +214,11 @@ static void dev_defaults(struct nvmlDevice_st *d, unsigned int i)
 	snprintf(d->vbios, sizeof(d->vbios), "98.02.52.00.02");
 	snprintf(d->part, sizeof(d->part), "900-5G144-2200-000");
 	set_busid(d, 0, i < 8 ? 0x01 + 0x20 * i : 0x11 + 0x20 * (i - 8), 0);
-	d->pci_device_id = 0x2BB110DE;
-	d->pci_subsystem_id = 0x204B10DE;
 	d->arch = NVML_DEVICE_ARCH_BLACKWELL;
-	d->brand = NVML_BRAND_NVIDIA_RTX;
+	for (fact = int_facts; fact->key != NULL; fact++)
+		set_int_fact(d, fact, fact->def);
 	d->minor = i;
 	d->persistence = 1;
-	d->fans = 2;
-	d->sensors = 1;
 	d->gsp_enabled = 1;
 	d->gsp_default = 1;
 	d->thresholds[NVML_TEMPERATURE_THRESHOLD_SHUTDOWN] = 98;
@@ -148,37 +229,13 @@ static void dev_defaults(struct nvmlDevice_st *d, unsigned int i)
 	d->thresholds[NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_CURR] = 83;
 	d->thresholds[NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_MAX] = 93;
 	d->thresholds[NVML_TEMPERATURE_THRESHOLD_GPS_CURR] = -1;
-	d->p_default = 600000;
-	d->p_min = 150000;
-	d->p_max = 600000;
-	d->max_clk[NVML_CLOCK_GRAPHICS] = 3090;
-	d->max_clk[NVML_CLOCK_SM] = 3090;
-	d->max_clk[NVML_CLOCK_MEM] = 14001;
-	d->max_clk[NVML_CLOCK_VIDEO] = 3090;
-	d->max_pcie_gen = 5;
-	d->max_pcie_width = 16;
-	d->mem_total = 97887ULL << 20;
-	d->mem_reserved = 512ULL << 20;
 	d->supported_events = nvmlEventTypeSingleBitEccError | nvmlEventTypeDoubleBitEccError | nvmlEventTypePState |
 			      nvmlEventTypeXidCriticalError | nvmlEventTypeClock | nvmlEventTypeGpuUnavailableError |
 			      nvmlEventTypeGpuRecoveryAction;
 	d->supported_reasons = nvmlClocksEventReasonAll;
 
-	d->tr[M_TEMP].def = 38;
-	d->tr[M_MEMTEMP].def = 46;
-	d->tr[M_POWER].def = 32000;
-	d->tr[M_PSTATE].def = 8;
-	d->tr[M_CLK_GFX].def = 180;
-	d->tr[M_CLK_SM].def = 180;
-	d->tr[M_CLK_MEM].def = 405;
-	d->tr[M_CLK_VIDEO].def = 600;
-	d->tr[M_MEM_USED].def = 14;
-	d->tr[M_PCIE_GEN].def = 5;
-	d->tr[M_PCIE_WIDTH].def = 16;
-	d->tr[M_REASONS].def = nvmlClocksEventReasonGpuIdle;
-	d->tr[M_SENSOR_TARGET].def = NVML_THERMAL_TARGET_GPU;
-	d->tr[M_SENSOR_CONTROLLER].def = NVML_THERMAL_CONTROLLER_GPU_INTERNAL;
-	d->tr[M_PROC_MEM].def = 1024;
+	for (md = metrics; md->name != NULL; md++)
+		d->tr[md->m].def = md->def * md->scale;
 	for (f = 0; f < SIM_MAX_FANS; f++) {
 		d->tr[M_FAN0 + f].def = 30;
 		d->tr[M_FANT0 + f].def = 30;
@@ -485,42 +542,6 @@ static int parse_fnset(struct parser *p, const char *s, struct sim_fnset *out)
 }
 
 /* ---- metrics ------------------------------------------------------------- */
-
-struct metric_def {
-	const char *name;
-	int m;
-	double scale;
-	const char *unit;
-};
-
-static const struct metric_def metrics[] = {
-	{ "temp", M_TEMP, 1, "C" },
-	{ "memtemp", M_MEMTEMP, 1, "C" },
-	{ "power", M_POWER, 1000, "W" },
-	{ "plimit", M_PLIMIT, 1000, "W" },
-	{ "enforced", M_ENFORCED, 1000, "W" },
-	{ "pstate", M_PSTATE, 1, "" },
-	{ "clk_gfx", M_CLK_GFX, 1, "MHz" },
-	{ "clk_sm", M_CLK_SM, 1, "MHz" },
-	{ "clk_mem", M_CLK_MEM, 1, "MHz" },
-	{ "clk_video", M_CLK_VIDEO, 1, "MHz" },
-	{ "util_gpu", M_UTIL_GPU, 1, "%" },
-	{ "util_mem", M_UTIL_MEM, 1, "%" },
-	{ "util_enc", M_UTIL_ENC, 1, "%" },
-	{ "util_dec", M_UTIL_DEC, 1, "%" },
-	{ "mem_used", M_MEM_USED, 1, "MiB" },
-	{ "pcie_gen", M_PCIE_GEN, 1, "" },
-	{ "pcie_width", M_PCIE_WIDTH, 1, "" },
-	{ "pcie_replay", M_PCIE_REPLAY, 1, "" },
-	{ "reasons", M_REASONS, 1, "" },
-	{ "sensor_target", M_SENSOR_TARGET, 1, "" },
-	{ "sensor_controller", M_SENSOR_CONTROLLER, 1, "" },
-	{ "sensor_temp", M_SENSOR_TEMP, 1, "C" },
-	{ "procs", M_PROCS, 1, "" },
-	{ "gprocs", M_GPROCS, 1, "" },
-	{ "proc_mem", M_PROC_MEM, 1, "MiB" },
-	{ NULL, 0, 0, NULL },
-};
 
 /* Resolves a metric name. Fan metrics may name one fan ("fan1",
  * "fan1_target", "fan1_policy") or all fans ("fan", "fan_target",
@@ -1004,47 +1025,16 @@ static int stmt_static(struct parser *p, struct nvmlDevice_st *d, char **tok, in
 	}
 
 	{
-		static const struct {
-			const char *key;
-			size_t off;
-			int kind; /* 0 uint, 1 watts->mW, 2 MiB->bytes (ull) */
-			unsigned long long max;
-		} ints[] = {
-			{ "pci_device_id", offsetof(struct nvmlDevice_st, pci_device_id), 0, 0xffffffffULL },
-			{ "pci_subsystem_id", offsetof(struct nvmlDevice_st, pci_subsystem_id), 0, 0xffffffffULL },
-			{ "brand", offsetof(struct nvmlDevice_st, brand), 0, 0xffffffffULL },
-			{ "minor", offsetof(struct nvmlDevice_st, minor), 0, 0xffffffffULL },
-			{ "fans", offsetof(struct nvmlDevice_st, fans), 0, SIM_MAX_FANS },
-			{ "sensors", offsetof(struct nvmlDevice_st, sensors), 0, SIM_MAX_SENSORS },
-			{ "max_clk_gfx", offsetof(struct nvmlDevice_st, max_clk[NVML_CLOCK_GRAPHICS]), 0, 0xffffffffULL },
-			{ "max_clk_sm", offsetof(struct nvmlDevice_st, max_clk[NVML_CLOCK_SM]), 0, 0xffffffffULL },
-			{ "max_clk_mem", offsetof(struct nvmlDevice_st, max_clk[NVML_CLOCK_MEM]), 0, 0xffffffffULL },
-			{ "max_clk_video", offsetof(struct nvmlDevice_st, max_clk[NVML_CLOCK_VIDEO]), 0, 0xffffffffULL },
-			{ "max_pcie_gen", offsetof(struct nvmlDevice_st, max_pcie_gen), 0, 0xffffffffULL },
-			{ "max_pcie_width", offsetof(struct nvmlDevice_st, max_pcie_width), 0, 0xffffffffULL },
-			{ "power_default", offsetof(struct nvmlDevice_st, p_default), 1, 4294967ULL },
-			{ "power_min", offsetof(struct nvmlDevice_st, p_min), 1, 4294967ULL },
-			{ "power_max", offsetof(struct nvmlDevice_st, p_max), 1, 4294967ULL },
-			{ "mem_total", offsetof(struct nvmlDevice_st, mem_total), 2, 1ULL << 40 },
-			{ "mem_reserved", offsetof(struct nvmlDevice_st, mem_reserved), 2, 1ULL << 40 },
-			{ NULL, 0, 0, 0 },
-		};
-		int i;
+		const struct int_fact *f;
 
-		for (i = 0; ints[i].key != NULL; i++) {
-			char *base = (char *)d + ints[i].off;
-			if (strcmp(k, ints[i].key) != 0)
+		for (f = int_facts; f->key != NULL; f++) {
+			if (strcmp(k, f->key) != 0)
 				continue;
 			if (n != 2)
 				return perr(p, "expected: gpu SEL %s VALUE", k);
-			if (parse_num(tok[1], &v) != 0 || v < 0 || v > (double)ints[i].max)
-				return perr(p, "bad value \"%s\" for %s (0..%llu)", tok[1], k, ints[i].max);
-			if (ints[i].kind == 0)
-				*(unsigned int *)base = (unsigned int)v;
-			else if (ints[i].kind == 1)
-				*(unsigned int *)base = (unsigned int)(v * 1000 + 0.5);
-			else
-				*(unsigned long long *)base = (unsigned long long)(v * 1048576.0 + 0.5);
+			if (parse_num(tok[1], &v) != 0 || v < 0 || v > (double)f->max)
+				return perr(p, "bad value \"%s\" for %s (0..%llu)", tok[1], k, f->max);
+			set_int_fact(d, f, v);
 			return 0;
 		}
 	}
