@@ -199,6 +199,23 @@ func wantRet(t *testing.T, got, want nvml.Return, what string) {
 	}
 }
 
+// answer is a query's two results, for want: got(d.GetFanSpeed()).want(t, "fan", 55).
+type answer[T comparable] struct {
+	v T
+	r nvml.Return
+}
+
+func got[T comparable](v T, r nvml.Return) answer[T] { return answer[T]{v, r} }
+
+// want fails the test unless the query succeeded with w.
+func (a answer[T]) want(t *testing.T, what string, w T) {
+	t.Helper()
+	ok(t, a.r, what)
+	if a.v != w {
+		t.Fatalf("%s = %v, want %v", what, a.v, w)
+	}
+}
+
 func dev(t *testing.T, l nvml.Interface, i int) nvml.Device {
 	t.Helper()
 	d, r := l.DeviceGetHandleByIndex(i)

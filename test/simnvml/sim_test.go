@@ -57,9 +57,7 @@ func TestDefaults(t *testing.T) {
 		for _, id := range []string{"00000000:01:00.0", "0000:01:00.0", "00000000:01:00.0"} {
 			h, r := l.DeviceGetHandleByPciBusId(id)
 			ok(t, r, "by bus id "+id)
-			if u, _ := h.GetUUID(); u != uuid {
-				t.Fatalf("by bus id %s: uuid %s", id, u)
-			}
+			got(h.GetUUID()).want(t, "uuid by bus id "+id, uuid)
 		}
 		if _, r := l.DeviceGetHandleByPciBusId("00000000:02:00.0"); r != nvml.ERROR_NOT_FOUND {
 			t.Fatalf("unknown bus id: %v", r)
@@ -70,33 +68,19 @@ func TestDefaults(t *testing.T) {
 		}
 		h, r := l.DeviceGetHandleByUUID(uuid)
 		ok(t, r, "by uuid")
-		if idx, r := h.GetIndex(); r != nvml.SUCCESS || idx != 0 {
-			t.Fatalf("index %d %v", idx, r)
-		}
-		if fans, r := d.GetNumFans(); r != nvml.SUCCESS || fans != 2 {
-			t.Fatalf("fans %d %v", fans, r)
-		}
-		if lim, r := d.GetPowerManagementLimit(); r != nvml.SUCCESS || lim != 600000 {
-			t.Fatalf("limit %d %v", lim, r)
-		}
-		if lim, r := d.GetEnforcedPowerLimit(); r != nvml.SUCCESS || lim != 600000 {
-			t.Fatalf("enforced %d %v", lim, r)
-		}
+		got(h.GetIndex()).want(t, "index", 0)
+		got(d.GetNumFans()).want(t, "fans", 2)
+		got(d.GetPowerManagementLimit()).want(t, "limit", 600000)
+		got(d.GetEnforcedPowerLimit()).want(t, "enforced", 600000)
 		if mn, mx, r := d.GetPowerManagementLimitConstraints(); r != nvml.SUCCESS || mn != 150000 || mx != 600000 {
 			t.Fatalf("constraints %d %d %v", mn, mx, r)
 		}
-		if a, r := d.GetArchitecture(); r != nvml.SUCCESS || a != nvml.DEVICE_ARCH_BLACKWELL {
-			t.Fatalf("arch %d %v", a, r)
-		}
-		if v, r := d.GetGspFirmwareVersion(); r != nvml.SUCCESS || v != "580.95.05" {
-			t.Fatalf("gsp %q %v", v, r)
-		}
+		got(d.GetArchitecture()).want(t, "arch", nvml.DEVICE_ARCH_BLACKWELL)
+		got(d.GetGspFirmwareVersion()).want(t, "gsp", "580.95.05")
 		if en, def, r := d.GetGspFirmwareMode(); r != nvml.SUCCESS || !en || !def {
 			t.Fatalf("gsp mode %v %v %v", en, def, r)
 		}
-		if th, r := d.GetTemperatureThreshold(nvml.TEMPERATURE_THRESHOLD_SLOWDOWN); r != nvml.SUCCESS || th != 95 {
-			t.Fatalf("slowdown %d %v", th, r)
-		}
+		got(d.GetTemperatureThreshold(nvml.TEMPERATURE_THRESHOLD_SLOWDOWN)).want(t, "slowdown", 95)
 		if _, r := d.GetTemperatureThreshold(nvml.TEMPERATURE_THRESHOLD_GPS_CURR); r != nvml.ERROR_NOT_SUPPORTED {
 			t.Fatalf("gps threshold %v", r)
 		}
@@ -185,24 +169,12 @@ gpu 0 pcie_replay 12
 		if v := temp(d1); v < 39 || v > 43 {
 			t.Fatalf("gpu1 temp %d, want 41 +- 2", v)
 		}
-		if v, _ := d1.GetPowerUsage(); v != 32000 {
-			t.Fatalf("gpu1 power before set %d", v)
-		}
-		if v, _ := d0.GetFanSpeed_v2(0); v != 55 {
-			t.Fatalf("fan0 %d", v)
-		}
-		if v, _ := d0.GetTargetFanSpeed(1); v != 60 {
-			t.Fatalf("fan1 target %d", v)
-		}
-		if v, _ := d0.GetCurrentClocksEventReasons(); v != 0xC {
-			t.Fatalf("reasons %#x", v)
-		}
-		if v, _ := d0.GetCurrentClocksThrottleReasons(); v != 0xC {
-			t.Fatalf("throttle reasons %#x", v)
-		}
-		if v, _ := d0.GetPerformanceState(); v != nvml.PSTATE_2 {
-			t.Fatalf("pstate %d", v)
-		}
+		got(d1.GetPowerUsage()).want(t, "gpu1 power before set", 32000)
+		got(d0.GetFanSpeed_v2(0)).want(t, "fan0", 55)
+		got(d0.GetTargetFanSpeed(1)).want(t, "fan1 target", 60)
+		got(d0.GetCurrentClocksEventReasons()).want(t, "reasons", 0xC)
+		got(d0.GetCurrentClocksThrottleReasons()).want(t, "throttle reasons", 0xC)
+		got(d0.GetPerformanceState()).want(t, "pstate", nvml.PSTATE_2)
 		// ramp midpoint: 40 + 40*t/1s
 		c.sleepUntil(500 * time.Millisecond)
 		el := c.since().Seconds()
@@ -213,27 +185,13 @@ gpu 0 pcie_replay 12
 		if v := temp(d0); v != 80 {
 			t.Fatalf("gpu0 temp after ramp %d", v)
 		}
-		if v, _ := d1.GetPowerUsage(); v != 250000 {
-			t.Fatalf("gpu1 power after set %d", v)
-		}
-		if v, _ := d0.GetFanSpeed_v2(1); v != 70 {
-			t.Fatalf("fan1 after set %d", v)
-		}
-		if v, _ := d0.GetFanSpeed(); v != 55 {
-			t.Fatalf("fan (v1) %d", v)
-		}
-		if v, _ := d0.GetPowerManagementLimit(); v != 450000 {
-			t.Fatalf("limit %d", v)
-		}
-		if v, _ := d0.GetEnforcedPowerLimit(); v != 450000 {
-			t.Fatalf("enforced follows limit: %d", v)
-		}
-		if v, _ := d1.GetEnforcedPowerLimit(); v != 300000 {
-			t.Fatalf("explicit enforced %d", v)
-		}
-		if v, _ := d1.GetPowerManagementLimit(); v != 600000 {
-			t.Fatalf("gpu1 limit %d", v)
-		}
+		got(d1.GetPowerUsage()).want(t, "gpu1 power after set", 250000)
+		got(d0.GetFanSpeed_v2(1)).want(t, "fan1 after set", 70)
+		got(d0.GetFanSpeed()).want(t, "fan (v1)", 55)
+		got(d0.GetPowerManagementLimit()).want(t, "limit", 450000)
+		got(d0.GetEnforcedPowerLimit()).want(t, "enforced follows limit", 450000)
+		got(d1.GetEnforcedPowerLimit()).want(t, "explicit enforced", 300000)
+		got(d1.GetPowerManagementLimit()).want(t, "gpu1 limit", 600000)
 		// energy: 32 W until 0.3 s, then 250 W.
 		e, _ := d1.GetTotalEnergyConsumption()
 		el = c.since().Seconds()
@@ -246,16 +204,12 @@ gpu 0 pcie_replay 12
 		if v < 1000 || v > 1000+uint32(10*el)+2 {
 			t.Fatalf("clk_sm %d at %.2f", v, el)
 		}
-		if v, _ := d1.GetClockInfo(nvml.CLOCK_MEM); v != 405 {
-			t.Fatalf("clk_mem default %d", v)
-		}
+		got(d1.GetClockInfo(nvml.CLOCK_MEM)).want(t, "clk_mem default", 405)
 		u, _ := d0.GetUtilizationRates()
 		if u.Gpu != 97 || u.Memory != 40 {
 			t.Fatalf("util %+v", u)
 		}
-		if v, _ := d0.GetPcieReplayCounter(); v != 12 {
-			t.Fatalf("replay %d", v)
-		}
+		got(d0.GetPcieReplayCounter()).want(t, "replay", 12)
 		// noise stays within its amplitude around the base value
 		for i := 0; i < 20; i++ {
 			if v := temp(d1); v < 39 || v > 43 {
@@ -538,16 +492,12 @@ func TestLostAndRemoved(t *testing.T) {
 	simulate(t, opts{scenario: "gpus 3\nat 0.3 gpu 1 lost\nat 0.3 gpu 2 removed\n"}, func(c clock, l nvml.Interface) {
 		d0, d1, d2 := dev(t, l, 0), dev(t, l, 1), dev(t, l, 2)
 		uuid2, _ := d2.GetUUID()
-		if n, _ := l.DeviceGetCount(); n != 3 {
-			t.Fatalf("count %d", n)
-		}
+		got(l.DeviceGetCount()).want(t, "count", 3)
 		if _, r := d1.GetTemperature(nvml.TEMPERATURE_GPU); r != nvml.SUCCESS {
 			t.Fatalf("before lost: %v", r)
 		}
 		c.sleepUntil(400 * time.Millisecond)
-		if n, _ := l.DeviceGetCount(); n != 2 {
-			t.Fatalf("count after removal %d, want 2", n)
-		}
+		got(l.DeviceGetCount()).want(t, "count after removal", 2)
 		for _, d := range []nvml.Device{d1, d2} {
 			if _, r := d.GetTemperature(nvml.TEMPERATURE_GPU); r != nvml.ERROR_GPU_IS_LOST {
 				t.Fatalf("temp on lost/removed: %v", r)
@@ -689,9 +639,7 @@ gpu 1 fan0_policy manual
 gpu 1 sensor_target -1
 `}, func(_ clock, l nvml.Interface) {
 		d0, d1 := dev(t, l, 0), dev(t, l, 1)
-		if n, r := d0.GetNumFans(); r != nvml.SUCCESS || n != 0 {
-			t.Fatalf("fanless numfans %d %v", n, r)
-		}
+		got(d0.GetNumFans()).want(t, "fanless numfans", 0)
 		if _, r := d0.GetFanSpeed(); r != nvml.ERROR_NOT_SUPPORTED {
 			t.Fatalf("fanless fan speed %v", r)
 		}
@@ -704,24 +652,16 @@ gpu 1 sensor_target -1
 		if _, r := d0.GetFanControlPolicy_v2(0); r != nvml.ERROR_NOT_SUPPORTED {
 			t.Fatalf("fanless policy %v", r)
 		}
-		if v, _ := d0.GetTemperature(nvml.TEMPERATURE_GPU); v != 88 {
-			t.Fatalf("fanless temp %d", v)
-		}
-		if v, r := d1.GetTemperature(nvml.TEMPERATURE_GPU); r != nvml.SUCCESS || v != 4294967295 {
-			t.Fatalf("absurd temp %d %v", v, r)
-		}
+		got(d0.GetTemperature(nvml.TEMPERATURE_GPU)).want(t, "fanless temp", 88)
+		got(d1.GetTemperature(nvml.TEMPERATURE_GPU)).want(t, "absurd temp", 4294967295)
 		if v, r := d1.GetTargetFanSpeed(1); r != nvml.SUCCESS || uint32(v) != 0xFFFFFFFF {
 			t.Fatalf("absurd target %d %v", v, r)
 		}
 		if _, r := d1.GetTargetFanSpeed(2); r != nvml.ERROR_INVALID_ARGUMENT {
 			t.Fatalf("fan index past count: %v", r)
 		}
-		if v, r := d1.GetPowerManagementLimit(); r != nvml.SUCCESS || v != 0 {
-			t.Fatalf("zero limit %d %v", v, r)
-		}
-		if p, r := d1.GetFanControlPolicy_v2(0); r != nvml.SUCCESS || p != nvml.FAN_POLICY_MANUAL {
-			t.Fatalf("policy %d %v", p, r)
-		}
+		got(d1.GetPowerManagementLimit()).want(t, "zero limit", 0)
+		got(d1.GetFanControlPolicy_v2(0)).want(t, "policy", nvml.FAN_POLICY_MANUAL)
 		ts, r := d1.GetThermalSettings(0)
 		ok(t, r, "thermal")
 		if ts.Count != 1 || ts.Sensor[0].Target != -1 {
@@ -908,18 +848,14 @@ func TestOldDriver(t *testing.T) {
 		if _, r := d.GetComputeRunningProcesses(); r != nvml.SUCCESS { // _v2
 			t.Fatalf("procs: %v", r)
 		}
-		if v, r := d.GetCurrentClocksThrottleReasons(); r != nvml.SUCCESS || v != 1 {
-			t.Fatalf("throttle reasons %#x %v", v, r)
-		}
+		got(d.GetCurrentClocksThrottleReasons()).want(t, "throttle reasons", 1)
 		set, r := l.EventSetCreate()
 		ok(t, r, "create")
 		ok(t, d.RegisterEvents(nvml.EventTypeXidCriticalError, set), "register")
 		if _, r := set.Wait(10); r != nvml.ERROR_TIMEOUT { // nvmlEventSetWait (v1)
 			t.Fatalf("wait: %v", r)
 		}
-		if drv, _ := l.SystemGetDriverVersion(); drv != "470.256.02" {
-			t.Fatalf("driver %q", drv)
-		}
+		got(l.SystemGetDriverVersion()).want(t, "driver", "470.256.02")
 	}) {
 		return
 	}
@@ -1048,24 +984,18 @@ func checkScenario(t *testing.T, l nvml.Interface, name string, n int) {
 		for _, id := range []string{"00000000:A1:00.0", "0000:a1:00.0", "a1:00.0"} {
 			h, r := l.DeviceGetHandleByPciBusId(id)
 			ok(t, r, "bus id "+id)
-			if i, _ := h.GetIndex(); i != 5 {
-				t.Fatalf("bus id %s is GPU %d, want 5", id, i)
-			}
+			got(h.GetIndex()).want(t, "GPU at bus id "+id, 5)
 		}
 		if p, _ := d5.GetPciInfo(); cstr(p.BusId[:]) != "00000000:A1:00.0" {
 			t.Fatalf("GPU 5 bus id %q", cstr(p.BusId[:]))
 		}
 	case "fanless.scn":
 		d := dev(t, l, 0)
-		if f, _ := d.GetNumFans(); f != 0 {
-			t.Fatalf("fans %d", f)
-		}
+		got(d.GetNumFans()).want(t, "fans", 0)
 		if v, _ := d.GetTemperature(nvml.TEMPERATURE_GPU); v < 85 {
 			t.Fatalf("temp %d", v)
 		}
-		if name, _ := d.GetName(); name != "NVIDIA B200" {
-			t.Fatalf("name %q", name)
-		}
+		got(d.GetName()).want(t, "name", "NVIDIA B200")
 	case "zero-gpus.scn":
 		if n != 0 {
 			t.Fatalf("gpus %d", n)
@@ -1088,9 +1018,7 @@ func checkScenario(t *testing.T, l nvml.Interface, name string, n int) {
 		}
 	case "absurd.scn":
 		d := dev(t, l, 0)
-		if v, _ := d.GetTemperature(nvml.TEMPERATURE_GPU); v != 4294967295 {
-			t.Fatalf("temp %d", v)
-		}
+		got(d.GetTemperature(nvml.TEMPERATURE_GPU)).want(t, "temp", 4294967295)
 	}
 }
 
