@@ -32,7 +32,7 @@ const (
 
 // gpuState is one GPU's pipeline. Every sample goes one way through it, on
 // the GPU's worker goroutine (handle): classify -> detect -> record ->
-// publish. The published view (slot) is the only thing readers see; the poll
+// publish, then the incident it raised, if any. The published view (slot) is the only thing readers see; the poll
 // loop writes it too when the worker is stuck (hung).
 type gpuState struct {
 	m    *Monitor
@@ -101,18 +101,23 @@ func (gs *gpuState) takeXids(s *reading.Sample) {
 }
 
 // handle is the per-sample pipeline, run on the GPU's worker goroutine for
-// every sample. Each stage only hands its result to the next.
+// every sample. Each stage only hands its result to the next. A critical
+// event (failure, loss) is raised last, once the sample is a row and
+// published: the crash snapshot's rows end with it and its counters count it.
 func (gs *gpuState) handle(s *reading.Sample) {
-	stalled := gs.classify(s)
+	stalled, critical := gs.classify(s)
 	r := gs.detect(s)
 	gs.record(s, &r, stalled)
 	gs.publish(s)
+	if critical != "" {
+		gs.m.critical(gs, s.Time, critical)
+	}
 }
 
 // classify looks at the sample's status: recovery after a hang (restamping
-// the sample), back-off after failures, loss, and the critical events they
-// raise. It reports whether the sample ends a hang.
-func (gs *gpuState) classify(s *reading.Sample) (stalled bool) {
+// the sample), back-off after failures, loss. It reports whether the sample
+// ends a hang, and the reason of the critical event it raises ("": none).
+func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical string) {
 	m := gs.m
 	if st := gs.stallStart.Swap(0); st != 0 {
 		stalled = true
@@ -142,7 +147,7 @@ func (gs *gpuState) classify(s *reading.Sample) (stalled bool) {
 			gs.lostRetry = lostFirstRetry
 			gs.log.Error("GPU is lost (NVML_ERROR_GPU_IS_LOST); re-probing with back-off")
 			m.eventLine(now, gs.idx, gs.info().BusID, "type=GPU_LOST", "source=poll")
-			m.critical(gs, now, "GPU lost: NVML_ERROR_GPU_IS_LOST")
+			critical = "GPU lost: NVML_ERROR_GPU_IS_LOST"
 		} else {
 			gs.lostRetry = min(2*gs.lostRetry, lostMaxRetry)
 		}
@@ -153,7 +158,7 @@ func (gs *gpuState) classify(s *reading.Sample) (stalled bool) {
 		if gs.fails == 1 {
 			gs.log.Error("NVML failed: GPU crash?", "error", s.Err)
 			m.eventLine(now, gs.idx, gs.info().BusID, "type=NVML_FAILED", "error="+strconv.Quote(s.Err))
-			m.critical(gs, now, "NVML_FAILED: "+s.Err)
+			critical = "NVML_FAILED: " + s.Err
 		}
 		switch {
 		case gs.fails > failStopAfter:
@@ -165,7 +170,7 @@ func (gs *gpuState) classify(s *reading.Sample) (stalled bool) {
 			gs.nextTry.Store(now.Add(failSlowEvery).UnixNano())
 		}
 	}
-	return stalled
+	return stalled, critical
 }
 
 // detect adds the pending Xid flags and runs the anomaly detectors, which add
@@ -210,7 +215,7 @@ func (gs *gpuState) record(s *reading.Sample, r *anomaly.Result, stalled bool) {
 	}
 }
 
-// publish updates the GPU's published view; it is the pipeline's last stage.
+// publish updates the GPU's published view; the last stage a sample goes through.
 // Per-sample accumulators for the live readers (per-second averages and the
 // like) belong in live.GPU.Observe, which runs here under the slot's lock.
 func (gs *gpuState) publish(s *reading.Sample) {

@@ -160,6 +160,20 @@ func (r *rig) rows(gpu int) []string {
 	return rows
 }
 
+// snapshotEnd returns a snapshot file's text and the last of its telemetry
+// rows.
+func snapshotEnd(t *testing.T, path string) (text, lastRow string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rows, _ := strings.Cut(string(b), "=== Last 50 telemetry readings ===\n")
+	rows, _, _ = strings.Cut(rows, "\n\n")
+	lines := strings.Split(rows, "\n")
+	return string(b), strings.TrimSpace(lines[len(lines)-1])
+}
+
 func rowTime(t *testing.T, row string) time.Time {
 	t.Helper()
 	ts, err := time.Parse(sink.TimestampLayout, row[:strings.IndexByte(row, ',')])
@@ -301,7 +315,11 @@ func TestLostGPUBacksOffAndOthersContinue(t *testing.T) {
 		}
 		crashes, _ := filepath.Glob(filepath.Join(r.dir, "crashes", "crash-*-gpu1.log"))
 		if len(crashes) != 1 {
-			t.Errorf("crash snapshots: %v, want 1", crashes)
+			t.Fatalf("crash snapshots: %v, want 1", crashes)
+		}
+		// The snapshot is taken once the sample that raised it is a row.
+		if _, last := snapshotEnd(t, crashes[0]); !strings.HasSuffix(last, ",GPU_LOST") {
+			t.Errorf("crash snapshot's last row %q is not the GPU_LOST one", last)
 		}
 	})
 }
@@ -474,8 +492,15 @@ func TestFailuresBackOffAndRecover(t *testing.T) {
 		if n := len(r.rows(0)); n != 81 {
 			t.Errorf("healthy GPU wrote %d rows, want 81", n)
 		}
-		if c, _ := filepath.Glob(filepath.Join(r.dir, "crashes", "crash-*-gpu1.log")); len(c) != 1 {
-			t.Errorf("crash snapshots on the first failure: %v", c)
+		c, _ := filepath.Glob(filepath.Join(r.dir, "crashes", "crash-*-gpu1.log"))
+		if len(c) != 1 {
+			t.Fatalf("crash snapshots on the first failure: %v", c)
+		}
+		// Taken once the failed sample is a row and counted: its rows end
+		// with it and its header counts it.
+		text, last := snapshotEnd(t, c[0])
+		if !strings.Contains(last, "NVML_FAILED:") || !strings.Contains(text, " nvml_failures=1 ") {
+			t.Errorf("crash snapshot of the first failure: last row %q, header:\n%s", last, text)
 		}
 	})
 }
