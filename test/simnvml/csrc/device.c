@@ -253,6 +253,19 @@ again:
 		return NVML_SUCCESS;                                     \
 	}
 
+/* ANSWER2 defines a device query with two results of one type, expr_a and
+ * expr_b, like ANSWER. */
+#define ANSWER2(fn, type, a, expr_a, b, expr_b)                          \
+	nvmlReturn_t fn(nvmlDevice_t device, type *a, type *b)           \
+	{                                                                \
+		ENTER(fn);                                               \
+		NEED(a);                                                 \
+		NEED(b);                                                 \
+		*a = (expr_a);                                           \
+		*b = (expr_b);                                           \
+		return NVML_SUCCESS;                                     \
+	}
+
 /* ANSWER_AT defines a device query with one result for an index (a sensor,
  * a threshold kind, a clock type): an index at or above count is an invalid
  * argument, one where supported is false is not supported, and expr (d, now
@@ -487,30 +500,23 @@ static void fill_pci(const struct nvmlDevice_st *d, nvmlPciInfo_t *pci)
 	pci->pciSubSystemId = d->pci_subsystem_id;
 }
 
-nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t device, nvmlPciInfo_t *pci)
-{
-	ENTER(nvmlDeviceGetPciInfo);
-	NEED(pci);
-	fill_pci(d, pci);
-	return NVML_SUCCESS;
-}
+/* ANSWER_PCI defines one version of the PCI info query (they differ only in
+ * the name a driver exports). */
+#define ANSWER_PCI(fn)                                                  \
+	nvmlReturn_t fn(nvmlDevice_t device, nvmlPciInfo_t *pci)        \
+	{                                                               \
+		ENTER(fn);                                              \
+		NEED(pci);                                              \
+		fill_pci(d, pci);                                       \
+		return NVML_SUCCESS;                                    \
+	}
 
-nvmlReturn_t nvmlDeviceGetPciInfo_v2(nvmlDevice_t device, nvmlPciInfo_t *pci)
-{
-	ENTER(nvmlDeviceGetPciInfo_v2);
-	NEED(pci);
-	fill_pci(d, pci);
-	return NVML_SUCCESS;
-}
+ANSWER_PCI(nvmlDeviceGetPciInfo)
+
+ANSWER_PCI(nvmlDeviceGetPciInfo_v2)
 
 #ifndef SIMNVML_OLD_DRIVER
-nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci)
-{
-	ENTER(nvmlDeviceGetPciInfo_v3);
-	NEED(pci);
-	fill_pci(d, pci);
-	return NVML_SUCCESS;
-}
+ANSWER_PCI(nvmlDeviceGetPciInfo_v3)
 #endif
 
 ANSWER(nvmlDeviceGetArchitecture, nvmlDeviceArchitecture_t, arch, d->arch)
@@ -625,15 +631,7 @@ ANSWER(nvmlDeviceGetEnforcedPowerLimit, unsigned int, limit, to_u32(sim_eval(d, 
 
 ANSWER(nvmlDeviceGetPowerManagementDefaultLimit, unsigned int, defaultLimit, d->p_default)
 
-nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t device, unsigned int *minLimit, unsigned int *maxLimit)
-{
-	ENTER(nvmlDeviceGetPowerManagementLimitConstraints);
-	NEED(minLimit);
-	NEED(maxLimit);
-	*minLimit = d->p_min;
-	*maxLimit = d->p_max;
-	return NVML_SUCCESS;
-}
+ANSWER2(nvmlDeviceGetPowerManagementLimitConstraints, unsigned int, minLimit, d->p_min, maxLimit, d->p_max)
 
 ANSWER(nvmlDeviceGetTotalEnergyConsumption, unsigned long long, energy, to_u64(energy_at(d, now)))
 
@@ -659,16 +657,8 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_
 
 /* ANSWER_CODEC defines the encoder or decoder utilization query: metric m
  * over NVML's sampling period. */
-#define ANSWER_CODEC(fn, m)                                                                          \
-	nvmlReturn_t fn(nvmlDevice_t device, unsigned int *utilization, unsigned int *samplingPeriodUs) \
-	{                                                                                            \
-		ENTER(fn);                                                                           \
-		NEED(utilization);                                                                   \
-		NEED(samplingPeriodUs);                                                              \
-		*utilization = to_u32(sim_eval(d, (m), now));                                        \
-		*samplingPeriodUs = 167000;                                                          \
-		return NVML_SUCCESS;                                                                 \
-	}
+#define ANSWER_CODEC(fn, m) \
+	ANSWER2(fn, unsigned int, utilization, to_u32(sim_eval(d, (m), now)), samplingPeriodUs, 167000)
 
 ANSWER_CODEC(nvmlDeviceGetEncoderUtilization, M_UTIL_ENC)
 
@@ -749,15 +739,7 @@ nvmlReturn_t nvmlDeviceGetGspFirmwareVersion(nvmlDevice_t device, char *version)
 	return NVML_SUCCESS;
 }
 
-nvmlReturn_t nvmlDeviceGetGspFirmwareMode(nvmlDevice_t device, unsigned int *isEnabled, unsigned int *defaultMode)
-{
-	ENTER(nvmlDeviceGetGspFirmwareMode);
-	NEED(isEnabled);
-	NEED(defaultMode);
-	*isEnabled = d->gsp_enabled;
-	*defaultMode = d->gsp_default;
-	return NVML_SUCCESS;
-}
+ANSWER2(nvmlDeviceGetGspFirmwareMode, unsigned int, isEnabled, d->gsp_enabled, defaultMode, d->gsp_default)
 #endif
 
 /* ---- field values -------------------------------------------------------- */
