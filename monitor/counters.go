@@ -18,9 +18,14 @@ type lossCounter struct{ n atomic.Uint64 }
 // add counts one loss; the first is logged with what (what was lost) and
 // attrs.
 func (c *lossCounter) add(log *slog.Logger, name, what string, attrs ...slog.Attr) {
-	if c.n.Add(1) != 1 {
-		return
+	if c.n.Add(1) == 1 {
+		logFirstLoss(log, name, what, attrs...)
 	}
+}
+
+// logFirstLoss logs the first occurrence of the loss counted by counter
+// name: what was lost, and attrs. Later ones are only counted.
+func logFirstLoss(log *slog.Logger, name, what string, attrs ...slog.Attr) {
 	attrs = append([]slog.Attr{slog.String("counter", name), slog.String("lost", what)}, attrs...)
 	log.LogAttrs(context.Background(), slog.LevelWarn, "work lost (first occurrence; later ones are counted)", attrs...)
 }
@@ -163,12 +168,17 @@ func (m *Monitor) kmsgStat(f func(kmsgCounters) uint64) uint64 {
 	return 0
 }
 
+// sources gathers what the counter table reads.
+func (m *Monitor) sources() *counterSources {
+	return &counterSources{m: m, csv: m.csv.Stats(), snap: m.snaps.Stats()}
+}
+
 // counters returns the counter table's current values.
 func (m *Monitor) counters() []live.Counter {
-	src := counterSources{m: m, csv: m.csv.Stats(), snap: m.snaps.Stats()}
+	src := m.sources()
 	out := make([]live.Counter, len(counterTable))
 	for i, d := range counterTable {
-		out[i] = live.Counter{Name: d.name, Help: d.help, Value: d.get(&src), Loss: d.loss}
+		out[i] = live.Counter{Name: d.name, Help: d.help, Value: d.get(src), Loss: d.loss}
 	}
 	return out
 }
@@ -255,11 +265,11 @@ func (m *Monitor) checkLosses(logged []bool) {
 			continue
 		}
 		if src == nil {
-			src = &counterSources{m: m, csv: m.csv.Stats(), snap: m.snaps.Stats()}
+			src = m.sources()
 		}
 		if v := d.get(src); v > 0 {
 			logged[i] = true
-			m.log.Warn("work lost (first occurrence; later ones are counted)", "counter", d.name, "lost", d.help, "count", v)
+			logFirstLoss(m.log, d.name, d.help, slog.Uint64("count", v))
 		}
 	}
 }
