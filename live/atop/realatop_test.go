@@ -13,6 +13,15 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
+// TestMain runs the package's tests in a network namespace of their own
+// (atoptest.OwnNetwork): TestRealAtop's server must own 127.0.0.1:59123.
+func TestMain(m *testing.M) {
+	if code, done := atoptest.OwnNetwork(); done {
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
 // TestRealAtop serves scripted figures and reads them back through a real
 // atop: Debian's atop 2.8.1 on 127.0.0.1:59123 (API version 1) and, when
 // ATOP213 names one, an atop 2.13 on the abstract socket (API version 2).

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
+	"github.com/gpu-telemetry/gpu-telemetry/live/atop/atoptest"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
@@ -34,6 +35,11 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// The --atop tests' loggers must own 127.0.0.1:59123: a network
+	// namespace of the package's own (atoptest.OwnNetwork).
+	if code, done := atoptest.OwnNetwork(); done {
+		os.Exit(code)
+	}
 	repo = testutil.Repo()
 	binPath = os.Getenv("GPU_TELEMETRY_BIN")
 	plainPath = os.Getenv("GPU_TELEMETRY_PLAIN_BIN")

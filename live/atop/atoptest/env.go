@@ -1,12 +1,16 @@
 package atoptest
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
@@ -18,10 +22,12 @@ func NeedAtop(t testing.TB) string {
 	return testutil.NeedTool(t, "atop", "atop")
 }
 
-// LockPort serializes the tests of all packages that need atop's fixed
-// addresses (TCP port 59123, the abstract socket atopgpud_nvidia), since go
-// test runs packages in parallel: an flock on a file in the temp directory,
-// released when the test ends.
+// LockPort serializes the tests that need atop's fixed addresses (TCP port
+// 59123, the abstract socket atopgpud_nvidia): an flock on a file in the temp
+// directory, released when the test ends. Inside OwnNetwork's namespace it
+// orders the package's own tests; where no namespace could be made it also
+// orders them against the other packages' (go test runs packages in
+// parallel).
 func LockPort(t testing.TB) {
 	t.Helper()
 	f, err := os.OpenFile(filepath.Join(os.TempDir(), "gpu-telemetry-test-atop-59123.lock"), os.O_CREATE|os.O_RDWR, 0o600)
@@ -56,4 +62,78 @@ func Parseable(out []byte, label string) [][]string {
 		}
 	}
 	return recs
+}
+
+// ownNetworkEnv marks the test binary OwnNetwork started in its namespace.
+const ownNetworkEnv = "GPU_TELEMETRY_TEST_OWN_NETWORK"
+
+// OwnNetwork puts a test package that binds atop's fixed addresses in a
+// network namespace of its own; call it first in TestMain. In the parent it
+// re-runs the test binary (same arguments) in a new network namespace with
+// the loopback up and port 59123 taken out of the ephemeral range, waits for
+// it, and returns its exit status and true: TestMain exits with it. In that
+// child, and where no namespace can be made (CAP_SYS_ADMIN is needed: one
+// line says so on stderr), it returns false and TestMain goes on.
+//
+// Why: atop 2.8 connects to 127.0.0.1:59123 and nowhere else, so the test's
+// server must own that port, and on the host's loopback anything may hold it:
+// a logger run by hand or by make bench with --atop, a real atopgpud, or any
+// program's socket that the kernel gave 59123 as an ephemeral port (it lies
+// in Linux's 32768-60999; bind(0) without SO_REUSEADDR draws from the whole
+// range). LockPort orders only our tests; in the namespace nothing else can
+// hold the port, and the abstract socket (scoped by network namespace too)
+// is the package's own.
+func OwnNetwork() (code int, done bool) {
+	if os.Getenv(ownNetworkEnv) != "" {
+		if err := setUpOwnNetwork(); err != nil {
+			fmt.Fprintln(os.Stderr, "atoptest: setting up the test's network namespace:", err)
+			return 1, true
+		}
+		return 0, false
+	}
+	cmd := exec.Command(os.Args[0], os.Args[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = append(os.Environ(), ownNetworkEnv+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Pdeathsig: syscall.SIGKILL}
+	err := cmd.Start()
+	if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) {
+		fmt.Fprintf(os.Stderr, "atoptest: no network namespace of our own (%v): tests share the host's loopback, where something else may hold port 59123\n", err)
+		return 0, false
+	}
+	if err == nil {
+		err = cmd.Wait()
+	}
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, true
+	case errors.As(err, &exit) && exit.ExitCode() > 0:
+		return exit.ExitCode(), true
+	default:
+		fmt.Fprintln(os.Stderr, "atoptest: test binary in its own network namespace:", err)
+		return 1, true
+	}
+}
+
+// setUpOwnNetwork brings the new namespace's loopback up (it starts down)
+// and reserves port 59123 there, so that no socket of the package's own
+// tests is given it as an ephemeral port.
+func setUpOwnNetwork() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("lo flags: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("lo up: %w", err)
+	}
+	return os.WriteFile("/proc/sys/net/ipv4/ip_local_reserved_ports", []byte("59123\n"), 0)
 }
