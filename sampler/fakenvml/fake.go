@@ -175,14 +175,13 @@ func (d *Dev) GetVbiosVersion() (string, nvml.Return) {
 	return answer(d, "GetVbiosVersion", func() string { return d.Vbios })
 }
 func (d *Dev) GetPciInfo() (nvml.PciInfo, nvml.Return) {
-	r := d.call("GetPciInfo")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	var p nvml.PciInfo
-	for i := 0; i < len(d.Bus); i++ {
-		p.BusId[i] = int8(d.Bus[i])
-	}
-	return p, r
+	return answer(d, "GetPciInfo", func() nvml.PciInfo {
+		var p nvml.PciInfo
+		for i := 0; i < len(d.Bus); i++ {
+			p.BusId[i] = int8(d.Bus[i])
+		}
+		return p
+	})
 }
 func (d *Dev) GetMinorNumber() (int, nvml.Return) {
 	return answer(d, "GetMinorNumber", func() int { return 3 })
@@ -204,10 +203,8 @@ func (d *Dev) GetGspFirmwareVersion() (string, nvml.Return) {
 	return answer(d, "GetGspFirmwareVersion", func() string { return "570.124.06" })
 }
 func (d *Dev) GetGspFirmwareMode() (bool, bool, nvml.Return) {
-	r := d.call("GetGspFirmwareMode")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return true, true, r
+	on, r := answer(d, "GetGspFirmwareMode", func() bool { return true })
+	return on, on, r
 }
 func (d *Dev) GetPowerManagementDefaultLimit() (uint32, nvml.Return) {
 	return answer(d, "GetPowerManagementDefaultLimit", func() uint32 { return 600_000 })
@@ -299,16 +296,12 @@ func (d *Dev) GetThermalSettings(uint32) (nvml.GpuThermalSettings, nvml.Return) 
 	})
 }
 func (d *Dev) GetEncoderUtilization() (uint32, uint32, nvml.Return) {
-	r := d.call("GetEncoderUtilization")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.Enc, 1000, r
+	v, r := answer(d, "GetEncoderUtilization", func() uint32 { return d.Enc })
+	return v, 1000, r
 }
 func (d *Dev) GetDecoderUtilization() (uint32, uint32, nvml.Return) {
-	r := d.call("GetDecoderUtilization")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.Dec, 1000, r
+	v, r := answer(d, "GetDecoderUtilization", func() uint32 { return d.Dec })
+	return v, 1000, r
 }
 func (d *Dev) GetPowerUsage() (uint32, nvml.Return) {
 	return answer(d, "GetPowerUsage", func() uint32 { return d.Power })
