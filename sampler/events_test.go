@@ -63,6 +63,7 @@ type eventHost struct {
 	mu      sync.Mutex
 	streams []*fakeStream
 	got     []reading.Event
+	states  []string
 }
 
 func newEventHost(t *testing.T, late ...bool) *eventHost {
@@ -100,9 +101,15 @@ func (e *eventHost) events() []reading.Event {
 	return append([]reading.Event(nil), e.got...)
 }
 
-// follow runs FollowEvents until the returned stop is called.
-func (e *eventHost) follow() (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
+func (e *eventHost) reported() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.states...)
+}
+
+// run runs FollowEvents until ctx ends, keeping the events and the states it
+// reports; the channel is closed when FollowEvents has returned.
+func (e *eventHost) run(ctx context.Context) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -110,8 +117,19 @@ func (e *eventHost) follow() (stop func()) {
 			e.mu.Lock()
 			e.got = append(e.got, ev)
 			e.mu.Unlock()
-		}, nil)
+		}, func(s string) {
+			e.mu.Lock()
+			e.states = append(e.states, s)
+			e.mu.Unlock()
+		})
 	}()
+	return done
+}
+
+// follow runs FollowEvents until the returned stop is called.
+func (e *eventHost) follow() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := e.run(ctx)
 	return func() {
 		cancel()
 		for _, s := range e.opened() {
@@ -175,15 +193,8 @@ func TestFollowEventsWithoutEventSets(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEventHost(t, false, true)
 		e.h.openEvents = func([]uint64) (EventStream, error) { return nil, errNoEventSets }
-		var states []string
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			e.h.FollowEvents(context.Background(), slog.New(slog.DiscardHandler), func(reading.Event) {},
-				func(s string) { states = append(states, s) })
-		}()
-		<-done
-		if len(states) == 0 || states[len(states)-1] != "unavailable: the driver lacks NVML event sets" {
+		<-e.run(context.Background())
+		if states := e.reported(); len(states) == 0 || states[len(states)-1] != "unavailable: the driver lacks NVML event sets" {
 			t.Fatalf("states %q", states)
 		}
 	})
@@ -287,11 +298,7 @@ func TestFollowEventsStopsWithContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEventHost(t, false)
 		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			e.h.FollowEvents(ctx, slog.New(slog.DiscardHandler), func(reading.Event) {}, nil)
-		}()
+		done := e.run(ctx)
 		synctest.Wait()
 		cancel()
 		synctest.Wait()
