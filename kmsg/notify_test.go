@@ -137,3 +137,37 @@ func replacedFile(t *testing.T, dropWatch bool) {
 		t.Fatalf("Run: %v", err)
 	}
 }
+
+// A file created at the path after the old one was renamed away wakes the
+// reader through the watch on the directory: with the fallback poll an hour
+// away, nothing else could, so the new file's record arriving at all shows
+// it.
+func TestReaderWakesOnNewFileAtPath(t *testing.T) {
+	path, r := openFile(t, "6,1,10,-;first\n")
+	idle := make(chan struct{}, 100)
+	r.wait = func(ctx context.Context) error {
+		select {
+		case idle <- struct{}{}:
+		default:
+		}
+		return r.notify.wait(ctx, time.Hour)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	recs, done := run(t, ctx, r)
+	within(t, recs, "the first record")
+	within(t, idle, "the reader at the end of the file")
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	// The rename's notice wakes the reader; no file at the path yet.
+	within(t, idle, "the reader waiting again after the rename")
+	writeNew(t, path, "3,1,20,-;NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus.\n")
+	if got := within(t, recs, "the record of the new file"); got.Seq != 1 || got.Backlog {
+		t.Fatalf("got seq %d backlog %v, want the fresh record 1 of the new file", got.Seq, got.Backlog)
+	}
+	cancel()
+	if err := within(t, done, "Run to return after cancel"); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}

@@ -348,3 +348,73 @@ func runFile(t *testing.T, content string) *fileRun {
 	f.recs, f.done = run(t, ctx, f.r)
 	return f
 }
+
+// A --kmsg file replaced under the reader (renamed away by a log rotation,
+// deleted and created again by a restarted simulator, or renamed over) is
+// followed by its path: what the old file got before the new one has data is
+// read, then the new file from its start, and later appends to it.
+func TestReaderReopensReplacedFile(t *testing.T) {
+	const xid = "NVRM: Xid (PCI:0000:01:00): 79, pid=1, GPU has fallen off the bus."
+	tests := []struct {
+		name    string
+		replace func(t *testing.T, path, content string)
+	}{
+		{"renamed away and created again (logrotate)", func(t *testing.T, path, content string) {
+			if err := os.Rename(path, path+".1"); err != nil {
+				t.Fatal(err)
+			}
+			writeNew(t, path, content)
+		}},
+		{"deleted and created again (the simulator restarting)", func(t *testing.T, path, content string) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			writeNew(t, path, content)
+		}},
+		{"renamed over", func(t *testing.T, path, content string) {
+			tmp := path + ".tmp"
+			writeNew(t, tmp, content)
+			if err := os.Rename(tmp, path); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := runFile(t, "6,1,10,-;first\n")
+			f.idleWith(t, "before the replacement", "first")
+			old, err := os.OpenFile(f.path, os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer old.Close()
+			tt.replace(t, f.path, "3,1,30,-;"+xid+"\n")
+			// The writer of the old file had one more line in it.
+			if _, err := old.WriteString("6,2,20,-;last old line\n"); err != nil {
+				t.Fatal(err)
+			}
+			f.s.step <- struct{}{}
+			f.idleWith(t, "after the replacement", "last old line", xid)
+
+			appendFile(t, f.path, "6,2,40,-;later\n")
+			f.s.step <- struct{}{}
+			f.idleWith(t, "after an append to the new file", "later")
+			f.stop(t)
+		})
+	}
+}
+
+// writeNew creates path, a new file (it must not exist), with content.
+func writeNew(t *testing.T, path, content string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(content); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
