@@ -61,7 +61,7 @@ func TestDevKmsgRoundTrip(t *testing.T) {
 	w := openKmsgWriter(t)
 	tag := fmt.Sprintf("gpu-telemetry-kmsg-test-%d-%d", os.Getpid(), time.Now().UnixNano())
 
-	r, err := Open("/dev/kmsg")
+	r, err := Open("/dev/kmsg", discard)
 	if err != nil {
 		t.Fatalf("Open(/dev/kmsg) as a writer of it: %v", err)
 	}
@@ -97,7 +97,7 @@ func TestDevKmsgRoundTrip(t *testing.T) {
 	}
 
 	// A restart: the first records are not replayed as new.
-	r2, err := Open("/dev/kmsg")
+	r2, err := Open("/dev/kmsg", discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -45,9 +46,15 @@ const (
 // Reader follows the kernel log, or a file or FIFO of records in the
 // /dev/kmsg format, and hands each record to a callback.
 type Reader struct {
+	// mu guards f, notify and closed against interrupt and Close, which
+	// run on other goroutines while Run replaces the file (reopen).
+	mu     sync.Mutex
 	f      *os.File
+	closed bool
+
 	path   string
 	device bool // a character device (/dev/kmsg): one record per read, starting at the end
+	log    *slog.Logger
 
 	// read reads one /dev/kmsg record (f.Read). Tests replace it to return
 	// what the real device only does under load: EPIPE after an overrun.
@@ -60,62 +67,80 @@ type Reader struct {
 
 	malformed atomic.Uint64
 	overruns  atomic.Uint64
+	restarts  atomic.Uint64
 
 	caughtUp bool // a file or FIFO's end was reached once: later records are fresh
 
 	notify *fileNotifier // a regular file's change notices; nil: polled
 
+	reopenFailed bool // the replacement of the file could not be opened (logged once)
+
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// Open opens path for Run. A character device is taken to be /dev/kmsg and
-// positioned at its end, so that records from before the start (earlier in
-// this boot) are not replayed as new Xids. A regular file or a FIFO is read
-// from its start. Open never blocks waiting for a FIFO's writer.
+// Open opens path for Run; Run logs to log what happens to a file it
+// follows (replaced, truncated). A character device is taken to be /dev/kmsg
+// and positioned at its end, so that records from before the start (earlier
+// in this boot) are not replayed as new Xids. A regular file or a FIFO is
+// read from its start. Open never blocks waiting for a FIFO's writer.
 //
 // An error wraps ErrPermission when path may not be read.
-func Open(path string) (*Reader, error) {
+func Open(path string, log *slog.Logger) (*Reader, error) {
+	f, mode, err := openPath(path)
+	if err != nil {
+		return nil, err
+	}
+	device := mode&os.ModeCharDevice != 0
+	// A pipe holds only what was written since it was opened: no backlog.
+	r := &Reader{f: f, path: path, device: device, log: log, caughtUp: mode&os.ModeNamedPipe != 0, read: f.Read}
+	r.wait = r.waitChange
+	if mode.IsRegular() {
+		r.notify = newFileNotifier(path)
+	}
+	return r, nil
+}
+
+// openPath opens path for reading and says what it is: a character device
+// (positioned at its end), a FIFO (non-blocking) or a regular file.
+func openPath(path string) (*os.File, fs.FileMode, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, openError(err)
+		return nil, 0, openError(err)
 	}
 	mode := fi.Mode()
 	flag := os.O_RDONLY
-	device, fifo := false, false
 	switch {
 	case mode&os.ModeCharDevice != 0:
-		device = true
 	case mode&os.ModeNamedPipe != 0:
 		// Without O_NONBLOCK, open(2) on a FIFO blocks until a writer opens
 		// it, and nothing could cancel that. With it, the runtime poller
 		// watches the FIFO and reads see EOF while no writer is attached.
 		flag |= syscall.O_NONBLOCK
-		fifo = true
 	case mode.IsRegular():
 	default:
-		return nil, fmt.Errorf("kmsg: open %s: is a %v, want /dev/kmsg, a regular file or a FIFO", path, mode.Type())
+		return nil, 0, fmt.Errorf("kmsg: open %s: is a %v, want /dev/kmsg, a regular file or a FIFO", path, mode.Type())
 	}
 	f, err := os.OpenFile(path, flag, 0)
 	if err != nil {
-		return nil, openError(err)
+		return nil, 0, openError(err)
 	}
-	if device {
+	if mode&os.ModeCharDevice != 0 {
 		if _, err := f.Seek(0, io.SeekEnd); err != nil {
 			f.Close()
-			return nil, fmt.Errorf("kmsg: seek to the end of %s: %w", path, err)
+			return nil, 0, fmt.Errorf("kmsg: seek to the end of %s: %w", path, err)
 		}
 	}
-	// A pipe holds only what was written since it was opened: no backlog.
-	r := &Reader{f: f, path: path, device: device, caughtUp: fifo, read: f.Read}
-	r.wait = func(ctx context.Context) error { return sleep(ctx, defaultPoll) }
-	if mode.IsRegular() {
-		if n := newFileNotifier(path); n != nil {
-			r.notify = n
-			r.wait = func(ctx context.Context) error { return n.wait(ctx, notifyFallback) }
-		}
+	return f, mode, nil
+}
+
+// waitChange waits for a file or FIFO to change: until inotify says a
+// regular file did (notifyFallback at most), else for the poll interval.
+func (r *Reader) waitChange(ctx context.Context) error {
+	if r.notify != nil {
+		return r.notify.wait(ctx, notifyFallback)
 	}
-	return r, nil
+	return sleep(ctx, defaultPoll)
 }
 
 func openError(err error) error {
@@ -137,7 +162,10 @@ func openError(err error) error {
 // it changed, or at most a second; without inotify, or once its watch is
 // gone, and for a FIFO, it polls every 100 ms), emits a
 // line only once its newline has arrived, and starts over when the file is
-// truncated.
+// truncated. When the path comes to name another file (a log rotation
+// renamed it away, a restarted writer created it again), the old file is
+// read to its end once the new one has data, then the new one from its
+// start; see Restarts.
 func (r *Reader) Run(ctx context.Context, fn func(Record)) error {
 	defer r.Close()
 	if fn == nil {
@@ -158,10 +186,13 @@ func (r *Reader) Run(ctx context.Context, fn func(Record)) error {
 // and the loop notices ctx by itself; closing is the fallback for anything
 // else.
 func (r *Reader) interrupt() {
-	if r.notify != nil {
-		r.notify.interrupt()
+	r.mu.Lock()
+	f, n := r.f, r.notify
+	r.mu.Unlock()
+	if n != nil {
+		n.interrupt()
 	}
-	if err := r.f.SetReadDeadline(time.Unix(1, 0)); err != nil {
+	if err := f.SetReadDeadline(time.Unix(1, 0)); err != nil {
 		r.Close()
 	}
 }
@@ -204,6 +235,7 @@ func (r *Reader) runStream(ctx context.Context, fn func(Record)) error {
 		pending    []byte // the start of a line whose newline has not arrived
 		offset     int64  // bytes read so far, to notice truncation
 		discarding bool   // inside an over-long line, dropping up to its newline
+		drained    bool   // the old file was read to its end after the path named a new one
 	)
 	for {
 		if ctx.Err() != nil {
@@ -225,17 +257,104 @@ func (r *Reader) runStream(ctx context.Context, fn func(Record)) error {
 			return readError(err)
 		}
 		r.caughtUp = true
+		if r.replaced() {
+			if !drained {
+				// Read what the old file got until the new one had
+				// data (a writer's last lines), then switch.
+				drained = true
+				continue
+			}
+			if r.reopen() {
+				pending, discarding = r.abandon(pending, discarding)
+				offset, drained = 0, false
+				continue
+			}
+		}
+		drained = false
 		if fi, err := r.f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() < offset {
 			// Truncated (log rotation by copytruncate): start over.
 			if _, err := r.f.Seek(0, io.SeekStart); err != nil {
 				return fmt.Errorf("kmsg: rewind truncated %s: %w", r.path, err)
 			}
-			pending, offset, discarding = pending[:0], 0, false
+			pending, discarding = r.abandon(pending, discarding)
+			offset = 0
+			r.restarts.Add(1)
+			r.log.Info("kernel log file truncated: reading it again from its start", "path", r.path)
 		}
 		if err := r.wait(ctx); err != nil {
 			return nil
 		}
 	}
+}
+
+// replaced reports whether the path now names another file than the one
+// being read, one a writer has begun: a regular file with data, or a FIFO.
+// An empty new file is not switched to yet: a writer that has not been told
+// to reopen (a syslog daemon before its rotation signal) still appends to the
+// old one.
+func (r *Reader) replaced() bool {
+	cur, err := r.f.Stat()
+	if err != nil {
+		return false
+	}
+	fi, err := os.Stat(r.path)
+	if err != nil || os.SameFile(cur, fi) {
+		return false // gone (renamed away, not created again yet), or the same
+	}
+	m := fi.Mode()
+	return m&os.ModeNamedPipe != 0 || (m.IsRegular() && fi.Size() > 0)
+}
+
+// reopen replaces the file being read with the one the path names now, and
+// reports whether it could. A failure is logged once and tried again at the
+// next end of the old file, which is followed meanwhile.
+func (r *Reader) reopen() bool {
+	f, mode, err := openPath(r.path)
+	if err == nil && mode&os.ModeCharDevice != 0 {
+		f.Close()
+		err = fmt.Errorf("kmsg: %s became a character device", r.path)
+	}
+	if err != nil {
+		if !r.reopenFailed {
+			r.log.Warn("kernel log file replaced, but the new one cannot be opened: following the old one, trying again", "path", r.path, "error", err)
+		}
+		r.reopenFailed = true
+		return false
+	}
+	r.reopenFailed = false
+	var n *fileNotifier
+	if mode.IsRegular() {
+		n = newFileNotifier(r.path)
+	}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		f.Close()
+		if n != nil {
+			n.close()
+		}
+		return false
+	}
+	oldF, oldN := r.f, r.notify
+	r.f, r.notify = f, n
+	r.mu.Unlock()
+	oldF.Close()
+	if oldN != nil {
+		oldN.close()
+	}
+	r.restarts.Add(1)
+	r.log.Info("kernel log file replaced: reading the new one from its start", "path", r.path)
+	return true
+}
+
+// abandon drops the start of a line whose newline will never come (its file
+// was replaced or truncated), counted as malformed, and returns the emptied
+// buffer and line state.
+func (r *Reader) abandon(pending []byte, discarding bool) ([]byte, bool) {
+	if len(pending) > 0 && !discarding {
+		r.malformed.Add(1)
+	}
+	return pending[:0], false
 }
 
 // lines hands every complete line in buf to handleLine and returns what is
@@ -309,13 +428,22 @@ func (r *Reader) Malformed() uint64 { return r.malformed.Load() }
 // safe to call while Run is running.
 func (r *Reader) Overruns() uint64 { return r.overruns.Load() }
 
+// Restarts returns how many times a followed file was replaced (the new one
+// is read from its start) or truncated (read again from its start); each is
+// logged. It is safe to call while Run is running.
+func (r *Reader) Restarts() uint64 { return r.restarts.Load() }
+
 // Close releases the file. Run closes it on return; Close is for a Reader
 // that is never run, and is safe to call more than once.
 func (r *Reader) Close() error {
 	r.closeOnce.Do(func() {
-		r.closeErr = r.f.Close()
-		if r.notify != nil {
-			r.notify.close()
+		r.mu.Lock()
+		r.closed = true
+		f, n := r.f, r.notify
+		r.mu.Unlock()
+		r.closeErr = f.Close()
+		if n != nil {
+			n.close()
 		}
 	})
 	return r.closeErr

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,7 +12,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
+
+// discard is the logger of Readers whose logs no test reads.
+var discard = slog.New(slog.DiscardHandler)
 
 // guard bounds every wait so a broken Reader fails the test instead of
 // hanging it. It is a failure guard only: nothing asserts on timing.
@@ -119,6 +125,10 @@ func TestReaderStartsOverAfterTruncation(t *testing.T) {
 	within(t, f.s.idle, "idle after truncation")
 	f.s.step <- struct{}{} // reads from the start
 	f.idleWith(t, "after truncation", "after")
+	if got := f.r.Restarts(); got != 1 {
+		t.Errorf("Restarts() = %d, want 1", got)
+	}
+	testutil.Contains(t, "the reader's log", f.logs.String(), "kernel log file truncated", "path="+f.path)
 	f.stop(t)
 }
 
@@ -140,7 +150,7 @@ func TestReaderFIFO(t *testing.T) {
 	// Open must not wait for a writer.
 	opened := make(chan *Reader, 1)
 	go func() {
-		r, err := Open(path)
+		r, err := Open(path, discard)
 		if err != nil {
 			t.Error(err)
 		}
@@ -215,7 +225,7 @@ func TestOpenPermissionDenied(t *testing.T) {
 	if err := os.WriteFile(path, []byte("6,1,1,-;x\n"), 0); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Open(path)
+	_, err := Open(path, discard)
 	if !errors.Is(err, ErrPermission) {
 		t.Errorf("Open of an unreadable file = %v, want ErrPermission", err)
 	}
@@ -261,7 +271,7 @@ func TestOpenRefusesOtherKinds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := Open(tt.path)
+			r, err := Open(tt.path, discard)
 			if err == nil {
 				r.Close()
 				t.Fatalf("Open(%q) succeeded, want an error", tt.path)
@@ -281,7 +291,7 @@ func TestRunNilCallback(t *testing.T) {
 	if err := os.WriteFile(path, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r, err := Open(path)
+	r, err := Open(path, discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,6 +304,7 @@ func TestRunNilCallback(t *testing.T) {
 type fileRun struct {
 	path   string
 	r      *Reader
+	logs   *testutil.LogBuf // what the Reader logged
 	s      *stepper
 	recs   <-chan Record
 	done   <-chan error
@@ -307,7 +318,7 @@ func openFile(t *testing.T, content string) (path string, r *Reader) {
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r, err := Open(path)
+	r, err := Open(path, discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,6 +353,8 @@ func runFile(t *testing.T, content string) *fileRun {
 	f.path, f.r = openFile(t, content)
 	f.s = newStepper()
 	f.r.wait = f.s.wait
+	f.logs = &testutil.LogBuf{}
+	f.r.log = f.logs.Logger()
 	var ctx context.Context
 	ctx, f.cancel = context.WithCancel(context.Background())
 	t.Cleanup(f.cancel)
@@ -352,7 +365,9 @@ func runFile(t *testing.T, content string) *fileRun {
 // A --kmsg file replaced under the reader (renamed away by a log rotation,
 // deleted and created again by a restarted simulator, or renamed over) is
 // followed by its path: what the old file got before the new one has data is
-// read, then the new file from its start, and later appends to it.
+// read, then the new file from its start, and later appends to it. The
+// switch is counted and logged; the old file's last line, never finished, is
+// counted as malformed.
 func TestReaderReopensReplacedFile(t *testing.T) {
 	const xid = "NVRM: Xid (PCI:0000:01:00): 79, pid=1, GPU has fallen off the bus."
 	tests := []struct {
@@ -389,12 +404,20 @@ func TestReaderReopensReplacedFile(t *testing.T) {
 			}
 			defer old.Close()
 			tt.replace(t, f.path, "3,1,30,-;"+xid+"\n")
-			// The writer of the old file had one more line in it.
-			if _, err := old.WriteString("6,2,20,-;last old line\n"); err != nil {
+			// The writer of the old file had one more line in it, and the
+			// start of another.
+			if _, err := old.WriteString("6,2,20,-;last old line\n6,3,21,-;cut"); err != nil {
 				t.Fatal(err)
 			}
 			f.s.step <- struct{}{}
 			f.idleWith(t, "after the replacement", "last old line", xid)
+			if got := f.r.Restarts(); got != 1 {
+				t.Errorf("Restarts() = %d, want 1", got)
+			}
+			if got := f.r.Malformed(); got != 1 {
+				t.Errorf("Malformed() = %d, want 1 (the old file's unfinished line)", got)
+			}
+			testutil.Contains(t, "the reader's log", f.logs.String(), "kernel log file replaced", "path="+f.path)
 
 			appendFile(t, f.path, "6,2,40,-;later\n")
 			f.s.step <- struct{}{}

@@ -133,6 +133,10 @@ var counterTable = []counterDef{
 		get: func(s *counterSources) uint64 { return s.m.nvmlEvents.Load() }},
 	{name: "kmsg_xids", help: "Xid lines read from the kernel log",
 		get: func(s *counterSources) uint64 { return s.m.kmsgXids.Load() }},
+	{name: "kmsg_file_restarts", help: "times a --kmsg file was replaced (the new one read from its start) or truncated (read again from its start); each is logged",
+		get: func(s *counterSources) uint64 {
+			return s.m.kmsgStat(func(r kmsgCounters) uint64 { return r.Restarts() })
+		}},
 	{name: "kernel_lines", help: "kernel AER, fallen-off-the-bus, RmInitAdapter and GSP lines written to events.log",
 		get: func(s *counterSources) uint64 { return s.m.kern.written.load() }},
 	{name: "duplicate_xids", help: "Xids reported by both NVML events and the kernel log, counted once",
@@ -158,6 +162,7 @@ func (m *Monitor) linesLostAtExit() uint64 {
 type kmsgCounters interface {
 	Malformed() uint64
 	Overruns() uint64
+	Restarts() uint64
 }
 
 // kmsgStat reads a kernel log reader counter; 0 while no reader runs.

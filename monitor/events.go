@@ -25,7 +25,7 @@ func (m *Monitor) runEvents(ctx context.Context) {
 // runKmsg follows the kernel log for NVRM Xid lines. NVML events do not
 // deliver some Xids (79, 119, 120), so this is the only source for them.
 func (m *Monitor) runKmsg(ctx context.Context) {
-	r, err := kmsg.Open(m.cfg.KmsgPath)
+	r, err := kmsg.Open(m.cfg.KmsgPath, m.log)
 	if err != nil {
 		if errors.Is(err, kmsg.ErrPermission) {
 			m.setState(&m.kmsgState, "permission denied")

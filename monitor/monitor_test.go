@@ -600,6 +600,7 @@ type fakeKmsg struct{ malformed, overruns uint64 }
 
 func (f fakeKmsg) Malformed() uint64 { return f.malformed }
 func (f fakeKmsg) Overruns() uint64  { return f.overruns }
+func (f fakeKmsg) Restarts() uint64  { return 0 }
 
 // failingLog refuses every line.
 type failingLog struct{}

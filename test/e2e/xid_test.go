@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -50,5 +51,27 @@ func TestNewXidsFromTheKernelLog(t *testing.T) {
 	}
 	if l := line(149); l != "" && (!strings.Contains(l, `action="Link fatal`) || !strings.Contains(l, `decode="NETIR_LINK_EVT link 1`)) {
 		t.Errorf("Xid 149 link down not decoded as link fatal:\n%s", l)
+	}
+}
+
+// TestKmsgFileReplaced: a --kmsg file replaced under the running logger
+// (renamed away by a rotation, a new file created at its path, as a restarted
+// simulator does) is followed by its path: an Xid written to the new file
+// reaches events.log, and the switch is logged.
+func TestKmsgFileReplaced(t *testing.T) {
+	t.Parallel()
+	p := start(t, opts{scenario: "gpus 1\n", kmsg: true})
+	p.writeKmsg("4,1,1000000,-;NVRM: Xid (PCI:0000:01:00): 13, pid=1, name=x, Graphics SM Warp Exception")
+	p.waitForEvent("the Xid of the first file in events.log", 30*time.Second, "source=kmsg type=Xid xid=13 ")
+	if err := os.Rename(p.kmsg, p.kmsg+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p.kmsg, []byte("4,1,2000000,-;NVRM: Xid (PCI:0000:01:00): 31, pid=1, name=x, MMU Fault\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.waitForEvent("the Xid of the new file in events.log", 30*time.Second, "source=kmsg type=Xid xid=31 ")
+	p.stop()
+	if !strings.Contains(p.stderr.String(), "kernel log file replaced") {
+		t.Errorf("the switch to the new file is not logged:\n%s", p.stderr.String())
 	}
 }
