@@ -109,12 +109,7 @@ func u[T uint32 | uint64](o reading.Opt[T]) reading.Opt[uint64] {
 
 func TestCallsPerSampleBelowSeed(t *testing.T) {
 	d := fakenvml.NewDev()
-	lib := &fakenvml.Lib{Devs: []*fakenvml.Dev{d}}
-	lib.InitRet = nvml.SUCCESS
-	h, err := Open(lib, OpenOptions{Config: DefaultConfig(100 * time.Millisecond)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := openFakeConfig(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}}, DefaultConfig(100*time.Millisecond))
 	before := d.Total()
 	var s reading.Sample
 	const n = 100
@@ -304,11 +299,7 @@ func TestAllCallsFailing(t *testing.T) {
 
 func TestSlowTierCarriedForward(t *testing.T) {
 	d := fakenvml.NewDev()
-	lib := &fakenvml.Lib{Devs: []*fakenvml.Dev{d}, InitRet: nvml.SUCCESS}
-	h, err := Open(lib, OpenOptions{Config: Config{Reprobe: time.Hour, SlowEvery: 10, FieldWait: time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := openFakeConfig(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}}, Config{Reprobe: time.Hour, SlowEvery: 10, FieldWait: time.Millisecond})
 	var s reading.Sample
 	for i := range 25 {
 		h.GPUs[0].Sample(&s)
