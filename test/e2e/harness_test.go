@@ -389,12 +389,7 @@ func (tb table) get(row []string, name string) string {
 // readCSV parses a CSV strictly: every line must have the header's width.
 func readCSV(t *testing.T, path string) table {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read %s: %v", path, err)
-	}
-	r := csv.NewReader(bytes.NewReader(b))
-	recs, err := r.ReadAll()
+	recs, err := csv.NewReader(strings.NewReader(readFile(t, path))).ReadAll()
 	if err != nil {
 		t.Fatalf("%s is not a well-formed CSV: %v", path, err)
 	}
