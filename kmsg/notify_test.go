@@ -14,31 +14,17 @@ import (
 // an hour away, only the notice of the appended line can wake the reader,
 // so the record arriving at all shows the file is not left to a poll.
 func TestReaderWakesOnAppendToRegularFile(t *testing.T) {
-	path, r := openFile(t, "6,1,10,-;first\n")
-	if r.notify == nil {
-		t.Fatal("a regular file is not watched with inotify")
-	}
-	idle := make(chan struct{}, 10)
-	r.wait = func(ctx context.Context) error {
-		idle <- struct{}{}
-		return r.notify.wait(ctx, time.Hour)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	recs, done := run(t, ctx, r)
-	if got := within(t, recs, "the first record"); got.Message != "first" {
+	f := runWatched(t, "6,1,10,-;first\n")
+	if got := within(t, f.recs, "the first record"); got.Message != "first" {
 		t.Fatalf("got %q, want first", got.Message)
 	}
-	within(t, idle, "the reader at the end of the file")
-	appendFile(t, path, "3,2,20,-;NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus.\n")
-	if got := within(t, recs, "the appended record"); got.Seq != 2 || got.Backlog {
+	within(t, f.idle, "the reader at the end of the file")
+	appendFile(t, f.path, "3,2,20,-;NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus.\n")
+	if got := within(t, f.recs, "the appended record"); got.Seq != 2 || got.Backlog {
 		t.Fatalf("got seq %d backlog %v, want the fresh record 2", got.Seq, got.Backlog)
 	}
 	// Cancelling wakes the wait on the notice descriptor.
-	cancel()
-	if err := within(t, done, "Run to return after cancel"); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	f.stop(t)
 }
 
 // Changes made while nobody waits are not lost: the next wait returns at
@@ -83,28 +69,15 @@ func TestReaderFollowsReplacedFile(t *testing.T) {
 }
 
 func replacedFile(t *testing.T, dropWatch bool) {
-	path, r := openFile(t, "6,1,10,-;first\n")
-	if r.notify == nil {
-		t.Fatal("a regular file is not watched with inotify")
-	}
-	idle := make(chan struct{}, 100)
-	r.wait = func(ctx context.Context) error {
-		select {
-		case idle <- struct{}{}:
-		default:
-		}
-		return r.notify.wait(ctx, time.Hour)
-	}
+	f := runWatched(t, "6,1,10,-;first\n")
+	path, r := f.path, f.r
 	writer, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer writer.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	recs, done := run(t, ctx, r)
-	within(t, recs, "the first record")
-	within(t, idle, "the reader at the end of the file")
+	within(t, f.recs, "the first record")
+	within(t, f.idle, "the reader at the end of the file")
 	replacement := filepath.Join(filepath.Dir(path), "new")
 	if err := os.WriteFile(replacement, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -125,17 +98,14 @@ func replacedFile(t *testing.T, dropWatch bool) {
 	}
 	// The notices (link count, IN_IGNORED) wake the reader; it reads
 	// nothing new and waits again.
-	within(t, idle, "the reader waiting again after the replacement")
+	within(t, f.idle, "the reader waiting again after the replacement")
 	if _, err := writer.WriteString("3,2,20,-;NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus.\n"); err != nil {
 		t.Fatal(err)
 	}
-	if got := within(t, recs, "the record appended to the replaced file"); got.Seq != 2 {
+	if got := within(t, f.recs, "the record appended to the replaced file"); got.Seq != 2 {
 		t.Fatalf("got seq %d, want 2", got.Seq)
 	}
-	cancel()
-	if err := within(t, done, "Run to return after cancel"); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	f.stop(t)
 }
 
 // A file created at the path after the old one was renamed away wakes the
@@ -143,31 +113,17 @@ func replacedFile(t *testing.T, dropWatch bool) {
 // away, nothing else could, so the new file's record arriving at all shows
 // it.
 func TestReaderWakesOnNewFileAtPath(t *testing.T) {
-	path, r := openFile(t, "6,1,10,-;first\n")
-	idle := make(chan struct{}, 100)
-	r.wait = func(ctx context.Context) error {
-		select {
-		case idle <- struct{}{}:
-		default:
-		}
-		return r.notify.wait(ctx, time.Hour)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	recs, done := run(t, ctx, r)
-	within(t, recs, "the first record")
-	within(t, idle, "the reader at the end of the file")
-	if err := os.Rename(path, path+".1"); err != nil {
+	f := runWatched(t, "6,1,10,-;first\n")
+	within(t, f.recs, "the first record")
+	within(t, f.idle, "the reader at the end of the file")
+	if err := os.Rename(f.path, f.path+".1"); err != nil {
 		t.Fatal(err)
 	}
 	// The rename's notice wakes the reader; no file at the path yet.
-	within(t, idle, "the reader waiting again after the rename")
-	writeNew(t, path, "3,1,20,-;NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus.\n")
-	if got := within(t, recs, "the record of the new file"); got.Seq != 1 || got.Backlog {
+	within(t, f.idle, "the reader waiting again after the rename")
+	writeNew(t, f.path, "3,1,20,-;NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus.\n")
+	if got := within(t, f.recs, "the record of the new file"); got.Seq != 1 || got.Backlog {
 		t.Fatalf("got seq %d backlog %v, want the fresh record 1 of the new file", got.Seq, got.Backlog)
 	}
-	cancel()
-	if err := within(t, done, "Run to return after cancel"); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	f.stop(t)
 }

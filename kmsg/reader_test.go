@@ -82,9 +82,22 @@ func drain(recs <-chan Record) []string {
 	}
 }
 
+// appendFile appends s to the file at path.
 func appendFile(t *testing.T, path, s string) {
 	t.Helper()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	writeFile(t, path, os.O_APPEND, s)
+}
+
+// writeNew creates path, a new file (it must not exist), with content.
+func writeNew(t *testing.T, path, content string) {
+	t.Helper()
+	writeFile(t, path, os.O_CREATE|os.O_EXCL, content)
+}
+
+// writeFile writes s to path opened write-only with flag.
+func writeFile(t *testing.T, path string, flag int, s string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|flag, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,12 +313,14 @@ func TestRunNilCallback(t *testing.T) {
 	}
 }
 
-// fileRun is a Reader over a file the test wrote, run with a stepper.
+// fileRun is a Reader over a file the test wrote, run with a stepper
+// (runFile) or woken by inotify alone (runWatched).
 type fileRun struct {
 	path   string
 	r      *Reader
 	logs   *testutil.LogBuf // what the Reader logged
-	s      *stepper
+	s      *stepper         // nil: woken by inotify
+	idle   <-chan struct{}  // a value each time the Reader reached the end of the data
 	recs   <-chan Record
 	done   <-chan error
 	cancel context.CancelFunc
@@ -330,7 +345,7 @@ func openFile(t *testing.T, content string) (path string, r *Reader) {
 // are want.
 func (f *fileRun) idleWith(t *testing.T, what string, want ...string) {
 	t.Helper()
-	within(t, f.s.idle, "the reader idle "+what)
+	within(t, f.idle, "the reader idle "+what)
 	if got := drain(f.recs); !slices.Equal(got, want) {
 		t.Fatalf("%s: got %q, want %q", what, got, want)
 	}
@@ -349,17 +364,45 @@ func (f *fileRun) stop(t *testing.T) {
 // by the test; it is cancelled when the test ends at the latest.
 func runFile(t *testing.T, content string) *fileRun {
 	t.Helper()
+	f := &fileRun{s: newStepper()}
+	f.path, f.r = openFile(t, content)
+	f.r.wait, f.idle = f.s.wait, f.s.idle
+	f.start(t)
+	return f
+}
+
+// runWatched writes content to a new file and runs a Reader over it that
+// only inotify can wake: the fallback poll is an hour away. It is cancelled
+// when the test ends at the latest.
+func runWatched(t *testing.T, content string) *fileRun {
+	t.Helper()
 	f := &fileRun{}
 	f.path, f.r = openFile(t, content)
-	f.s = newStepper()
-	f.r.wait = f.s.wait
+	if f.r.notify == nil {
+		t.Fatal("a regular file is not watched with inotify")
+	}
+	idle := make(chan struct{}, 100)
+	f.r.wait = func(ctx context.Context) error {
+		select {
+		case idle <- struct{}{}:
+		default:
+		}
+		return f.r.notify.wait(ctx, time.Hour)
+	}
+	f.idle = idle
+	f.start(t)
+	return f
+}
+
+// start runs the Reader, logging into f.logs, until f.cancel.
+func (f *fileRun) start(t *testing.T) {
+	t.Helper()
 	f.logs = &testutil.LogBuf{}
 	f.r.log = f.logs.Logger()
 	var ctx context.Context
 	ctx, f.cancel = context.WithCancel(context.Background())
 	t.Cleanup(f.cancel)
 	f.recs, f.done = run(t, ctx, f.r)
-	return f
 }
 
 // A --kmsg file replaced under the reader (renamed away by a log rotation,
@@ -424,20 +467,5 @@ func TestReaderReopensReplacedFile(t *testing.T) {
 			f.idleWith(t, "after an append to the new file", "later")
 			f.stop(t)
 		})
-	}
-}
-
-// writeNew creates path, a new file (it must not exist), with content.
-func writeNew(t *testing.T, path, content string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString(content); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
 	}
 }
