@@ -19,25 +19,37 @@ const (
 	NoticePowerOver                              // power above the limit by more than the flag threshold
 )
 
+// noticeDef is how one kind of notice is logged.
+type noticeDef struct {
+	name, msg string
+	level     slog.Level
+}
+
+// noticeKinds declares each kind once, indexed by NoticeKind: its name in
+// logs, its message, and its level: Warn for anomalies, Info for changes an
+// operator may have made on purpose. Index 0 is what an unknown kind gets.
+var noticeKinds = [...]noticeDef{
+	0:                      {"unknown", "anomaly: unknown notice", slog.LevelWarn},
+	NoticeThrottleChange:   {"throttle_change", "throttle reasons changed", slog.LevelInfo},
+	NoticeTDPChange:        {"tdp_change", "power limit changed", slog.LevelInfo},
+	NoticeFanInversion:     {"fan_inversion", "anomaly: GPU hot but fans slow", slog.LevelWarn},
+	NoticeSpuriousThrottle: {"spurious_throttle", "anomaly: SwPowerCap throttle at low power", slog.LevelWarn},
+	NoticePowerOver:        {"power_over", "anomaly: power above limit", slog.LevelWarn},
+}
+
 // numNoticeKinds is how many notice kinds there are: at most one of each per sample.
-const numNoticeKinds = 5
+const numNoticeKinds = len(noticeKinds) - 1
+
+// def returns the kind's entry in noticeKinds, entry 0 for an unknown kind.
+func (k NoticeKind) def() noticeDef {
+	if int(k) < len(noticeKinds) {
+		return noticeKinds[k]
+	}
+	return noticeKinds[0]
+}
 
 // String returns the kind's name as used in logs.
-func (k NoticeKind) String() string {
-	switch k {
-	case NoticeThrottleChange:
-		return "throttle_change"
-	case NoticeTDPChange:
-		return "tdp_change"
-	case NoticeFanInversion:
-		return "fan_inversion"
-	case NoticeSpuriousThrottle:
-		return "spurious_throttle"
-	case NoticePowerOver:
-		return "power_over"
-	}
-	return "unknown"
-}
+func (k NoticeKind) String() string { return k.def().name }
 
 // Notice is one log line that Observe says is due. Only the fields of its kind
 // are set; it holds no pointers, so a Result can carry it without allocating.
@@ -62,52 +74,41 @@ type Notice struct {
 
 // Level returns the level to log the notice at: Warn for anomalies, Info for
 // changes an operator may have made on purpose.
-func (n Notice) Level() slog.Level {
-	switch n.Kind {
-	case NoticeThrottleChange, NoticeTDPChange:
-		return slog.LevelInfo
-	}
-	return slog.LevelWarn
-}
+func (n Notice) Level() slog.Level { return n.Kind.def().level }
 
 // LogAttrs returns the message and attributes to log the notice with. It
 // allocates; notices are rare (at most one per kind per GPU per cooldown).
 func (n Notice) LogAttrs() (msg string, attrs []slog.Attr) {
+	msg = n.Kind.def().msg
 	attrs = make([]slog.Attr, 0, 8)
 	attrs = append(attrs, slog.Int("gpu", n.GPU))
 	switch n.Kind {
 	case NoticeThrottleChange:
-		msg = "throttle reasons changed"
 		attrs = append(attrs,
 			slog.String("from", reading.ThrottleNames(n.FromMask)),
 			slog.String("to", reading.ThrottleNames(n.ToMask)),
 			slog.String("from_mask", hexMask(n.FromMask)),
 			slog.String("to_mask", hexMask(n.ToMask)))
 	case NoticeTDPChange:
-		msg = "power limit changed"
 		attrs = append(attrs,
 			slog.Int64("from_w", n.TDP.FromW()),
 			slog.Int64("to_w", n.TDP.ToW()),
 			slog.Int64("delta_w", n.TDP.DeltaW()))
 	case NoticeFanInversion:
-		msg = "anomaly: GPU hot but fans slow"
 		attrs = append(attrs,
 			slog.Int64("temp_c", int64(n.TempC)),
 			slog.Int64("fan_pct", int64(n.FanPct)))
 	case NoticeSpuriousThrottle:
-		msg = "anomaly: SwPowerCap throttle at low power"
 		attrs = append(attrs,
 			slog.Int64("power_w", roundW(n.PowerMW)),
 			slog.Int64("limit_w", roundW(n.LimitMW)),
 			slog.Int64("pct_of_limit", pctOrZero(n.PowerMW, n.LimitMW)))
 	case NoticePowerOver:
-		msg = "anomaly: power above limit"
 		attrs = append(attrs,
 			slog.Int64("power_w", roundW(n.PowerMW)),
 			slog.Int64("limit_w", roundW(n.LimitMW)),
 			slog.Int64("over_w", roundDeltaW(int64(n.PowerMW)-int64(n.LimitMW))))
 	default:
-		msg = "anomaly: unknown notice"
 		attrs = append(attrs, slog.Int("kind", int(n.Kind)))
 	}
 	if n.Suppressed > 0 {
