@@ -32,7 +32,7 @@ func TestSIGKILLThenRestartWritesBootLog(t *testing.T) {
 		}
 		return boot != "" && strings.Contains(events(dir), "type=UNCLEAN_STOP")
 	})
-	p2.waitFor("rows of the new run", 10*time.Second, func() bool { return rowCount(p2.csvFile(0)) > 5 })
+	p2.waitForRows(0, 6, 10*time.Second)
 	p2.signal(syscall.SIGTERM)
 	if code := p2.wait(15 * time.Second); code != 0 {
 		t.Errorf("second run exited %d", code)

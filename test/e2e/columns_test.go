@@ -110,16 +110,13 @@ func TestEveryColumnFromTheDriver(t *testing.T) {
 // were filled). This runs the C path (batch.c) of the real binary.
 func TestRefusedFieldFilledFromTheFirstRow(t *testing.T) {
 	t.Parallel()
-	p := start(t, opts{scenario: `gpus 1
+	_, tb := recordRows(t, opts{scenario: `gpus 1
 gpu 0 power 250
 gpu 0 enforced 433
 gpu 0 pcie_replay 7
 gpu 0 fail field 190 not_supported
 gpu 0 fail field 186 not_supported
-`})
-	p.waitForRows(0, 3, 20*time.Second)
-	p.stop()
-	tb := readCSV(t, p.csvFile(0))
+`}, 0, 3, 20*time.Second)
 	for i, row := range tb.rows {
 		for _, w := range []struct{ col, cell string }{
 			{"power_enforced_limit", "433"}, // field 190 refused: GetEnforcedPowerLimit

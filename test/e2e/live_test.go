@@ -198,7 +198,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	testutil.CheckMetrics(t, []byte(body))
 	// Off by default: nothing listens without the flag.
 	q := start(t, opts{})
-	q.waitFor("rows", 10*time.Second, func() bool { return rowCount(q.csvFile(0)) > 2 })
+	q.waitForRows(0, 3, 10*time.Second)
 	if strings.Contains(q.stderr.String(), "metrics listening") {
 		t.Errorf("metrics endpoint on without --metrics-listen")
 	}

@@ -142,15 +142,12 @@ func TestNVMLCallsPerSampleAsDocumented(t *testing.T) {
 
 func TestUnsupportedReadingsAreEmptyCells(t *testing.T) {
 	t.Parallel()
-	p := start(t, opts{scenario: `gpus 1
+	p, tb := recordRows(t, opts{scenario: `gpus 1
 gpu 0 fail nvmlDeviceGetTemperature not_supported
 gpu 0 fail nvmlDeviceGetFanSpeed_v2 no_permission
 gpu 0 fail field 82 not_supported
 gpu 0 fan_target 0
-`})
-	p.waitForRows(0, 15, 15*time.Second)
-	p.stop()
-	tb := readCSV(t, p.csvFile(0))
+`}, 0, 15, 15*time.Second)
 	for _, row := range tb.rows {
 		for _, c := range []string{"gpu_temp", "gpu_tlimit", "fan0_speed_pct", "fan1_speed_pct", "mem_temp"} {
 			if v := tb.get(row, c); v != "" {
@@ -380,9 +377,7 @@ func TestSIGKILLThenRestartLeavesParseableFile(t *testing.T) {
 
 func TestOldDriverRunsWithoutNewerSymbols(t *testing.T) {
 	t.Parallel()
-	p := start(t, opts{scenario: "@old-driver", oldLib: true})
-	p.waitForRows(0, 20, 15*time.Second)
-	p.stop()
+	p, tb := recordRows(t, opts{scenario: "@old-driver", oldLib: true}, 0, 20, 15*time.Second)
 	stderr := p.stderr.String()
 	if strings.Contains(stderr, "symbol lookup error") {
 		t.Fatalf("died on a missing symbol:\n%s", stderr)
@@ -390,7 +385,6 @@ func TestOldDriverRunsWithoutNewerSymbols(t *testing.T) {
 	if !strings.Contains(stderr, "driver lacks newer functions") {
 		t.Errorf("missing functions not reported at start")
 	}
-	tb := readCSV(t, p.csvFile(0))
 	for _, row := range tb.rows {
 		// Throttle reasons come from the older nvmlDeviceGetCurrentClocksThrottleReasons.
 		if tb.get(row, "throttle_bitmask") == "" || tb.get(row, "gpu_temp") == "" || tb.get(row, "vram_used_mb") == "" {

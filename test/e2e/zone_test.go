@@ -56,10 +56,8 @@ func noonZone(t *testing.T) string {
 // the logger writes its timestamps in it, with the offset.
 func TestNoonZone(t *testing.T) {
 	t.Parallel()
-	p := start(t, opts{})
-	p.waitFor("rows", 20*time.Second, func() bool { return rowCount(p.csvFile(0)) >= 2 })
-	p.stop()
-	rows := readCSV(t, p.csvFile(0)).rows
+	_, tb := recordRows(t, opts{}, 0, 2, 20*time.Second)
+	rows := tb.rows
 	ts := parseTime(t, rows[len(rows)-1][0])
 	if h := ts.Hour(); h < 10 || h > 13 {
 		t.Errorf("last row stamped %s: local hour %d, want about noon", rows[len(rows)-1][0], h)
