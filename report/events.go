@@ -4,8 +4,9 @@ import (
 	"bufio"
 	"os"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
 // Event is one events.log line, taken apart.
@@ -18,45 +19,13 @@ type Event struct {
 
 // parseEventLine parses "<timestamp> key=value key="quoted value" ...".
 func parseEventLine(line string) (Event, bool) {
-	ts, rest, ok := strings.Cut(line, " ")
+	l, ok := sink.ParseEventLine(line)
 	if !ok {
 		return Event{}, false
 	}
-	t, err := parseTime(ts)
-	if err != nil {
-		return Event{}, false
-	}
-	e := Event{Time: t, GPU: -1, KV: map[string]string{}}
-	for rest != "" {
-		rest = strings.TrimLeft(rest, " ")
-		eq := strings.IndexByte(rest, '=')
-		if eq <= 0 {
-			break
-		}
-		key := rest[:eq]
-		if strings.ContainsAny(key, " \"") {
-			return Event{}, false
-		}
-		rest = rest[eq+1:]
-		var val string
-		if strings.HasPrefix(rest, `"`) {
-			q, err := strconv.QuotedPrefix(rest)
-			if err != nil {
-				return Event{}, false
-			}
-			val, _ = strconv.Unquote(q)
-			rest = rest[len(q):]
-		} else {
-			val, rest, _ = strings.Cut(rest, " ")
-		}
-		e.KV[key] = val
-	}
-	e.Type = e.KV["type"]
+	e := Event{Time: l.Time, GPU: -1, Type: l.Type(), KV: l.KV}
 	if g, err := strconv.Atoi(e.KV["gpu"]); err == nil && g >= 0 {
 		e.GPU = g
-	}
-	if e.Type == "" {
-		return Event{}, false
 	}
 	// An unclean stop is written at the next start; what it reports
 	// happened when the rows stopped.
@@ -105,17 +74,7 @@ func readEvents(paths []string, from, to time.Time) (evs []Event, bad int, err e
 // critical reports whether an event starts an incident: what makes the
 // logger take a crash snapshot.
 func (e Event) critical() bool {
-	if e.KV["duplicate_of"] != "" {
-		return false
-	}
-	switch e.Type {
-	case "Xid", "GpuRecoveryAction", "GPU_LOST", "NVML_HUNG", "FALLEN_OFF_BUS", "RM_INIT_FAILED",
-		"GSP_TIMEOUT", "GSP_CRASH", "UNCLEAN_STOP":
-		return true
-	case "AER":
-		return strings.HasPrefix(e.KV["severity"], "uncorrectable")
-	}
-	return false
+	return sink.EventLine{Time: e.Time, KV: e.KV}.Class() == sink.EventIncident
 }
 
 // describe is a one-line account of the event for the timeline.

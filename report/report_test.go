@@ -446,3 +446,31 @@ func TestTickLabel(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryIncidentTypeIsFound: the report is about the latest incident of
+// any type the events.log vocabulary calls one (sink.EventTypes), and never
+// about a notable line alone.
+func TestEveryIncidentTypeIsFound(t *testing.T) {
+	at := time.Date(2026, 11, 30, 19, 8, 17, 623e6, time.UTC)
+	for _, typ := range sink.EventTypes() {
+		t.Run(typ, func(t *testing.T) {
+			line := at.Format(sink.TimestampLayout) + " gpu=1 type=" + typ + " severity=uncorrectable-fatal"
+			l, _ := sink.ParseEventLine(line)
+			e, ok := parseEventLine(line)
+			if !ok {
+				t.Fatalf("%q did not parse", line)
+			}
+			routine, _ := parseEventLine(at.Add(time.Second).Format(sink.TimestampLayout) + " gpu=1 source=nvml type=PState data=1")
+			inc, err := findIncident(Options{GPU: -1}, []Event{e, routine})
+			if l.Class() != sink.EventIncident {
+				if err == nil {
+					t.Errorf("a %s line alone made an incident: %+v", typ, inc)
+				}
+				return
+			}
+			if err != nil || !inc.Time.Equal(at) || inc.GPU != 1 {
+				t.Errorf("findIncident = %+v, %v; want the %s line at %v on GPU 1", inc, err, typ, at)
+			}
+		})
+	}
+}

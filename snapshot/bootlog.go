@@ -64,9 +64,6 @@ type BootLog struct {
 // the NVIDIA driver, Xids, GPUs, PCIe AER and bus errors.
 var bootLogPattern = regexp.MustCompile(`(?i)NVRM|Xid|nvidia|AER|GPU|pcieport|PCIe Bus Error|fallen off`)
 
-// incidentTypes are the events.log lines listed as the last incidents.
-var incidentTypes = regexp.MustCompile(` type=(Xid|GpuRecoveryAction|GPU_LOST|NVML_HUNG|NVML_FAILED|AER|FALLEN_OFF_BUS|RM_INIT_FAILED|GSP_TIMEOUT|GSP_CRASH|UNCLEAN_STOP|TDP_CHANGE)( |$)`)
-
 // WriteBootLog collects the evidence of an unclean stop and writes it to
 // crashes/boot-<time>.log: the last rows per GPU and the gap to now, the
 // previous boot's kernel log (when the host went down), pstore records and
@@ -262,8 +259,8 @@ func pstoreRecords(dirs []string, since time.Time) string {
 	return b.String()
 }
 
-// lastIncidents returns the last incident lines of events.log written
-// before t.
+// lastIncidents returns the last lines of events.log written before t
+// that tell of trouble: incidents and notable lines (sink.EventLine.Class).
 func lastIncidents(path string, t time.Time) string {
 	data, err := readTail(path, eventsTailBytes)
 	if err != nil {
@@ -274,11 +271,7 @@ func lastIncidents(path string, t time.Time) string {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		ts, _, _ := strings.Cut(line, " ")
-		if at, err := time.Parse(sink.TimestampLayout, ts); err != nil || !at.Before(t) {
-			continue
-		}
-		if incidentTypes.MatchString(line) {
+		if e, ok := sink.ParseEventLine(line); ok && e.Time.Before(t) && e.Class() != sink.EventRoutine {
 			keep = append(keep, line)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
 func TestBeginRunAndCleanStop(t *testing.T) {
@@ -218,4 +219,29 @@ func TestBootLogRealJournalctl(t *testing.T) {
 		t.Errorf("real journalctl:\n%s", sec)
 	}
 	t.Logf("real journalctl on an empty journal:\n%s", sec)
+}
+
+// TestLastIncidentsShowsEveryType: the boot log lists a line of every type
+// the events.log vocabulary calls trouble (sink.EventTypes), and no routine
+// line or line from this run.
+func TestLastIncidentsShowsEveryType(t *testing.T) {
+	start := time.Date(2026, 11, 30, 0, 7, 30, 0, time.UTC)
+	before := start.Add(-time.Minute).Format(sink.TimestampLayout)
+	for _, typ := range sink.EventTypes() {
+		t.Run(typ, func(t *testing.T) {
+			line := before + " gpu=0 type=" + typ
+			events := strings.Join([]string{
+				line,
+				before + " gpu=0 source=nvml type=PState data=1",
+				start.Format(sink.TimestampLayout) + " gpu=0 type=" + typ + " this_run=true",
+			}, "\n") + "\n"
+			path := filepath.Join(t.TempDir(), "events.log")
+			if err := os.WriteFile(path, []byte(events), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if got := lastIncidents(path, start); got != line+"\n" {
+				t.Errorf("lastIncidents = %q, want %q", got, line+"\n")
+			}
+		})
+	}
 }

@@ -1,0 +1,85 @@
+package sink
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestEventClass is the spec of which events.log lines tell of trouble: every
+// type the logger writes, with the fields that change its class.
+func TestEventClass(t *testing.T) {
+	cases := []struct {
+		name   string
+		fields string
+		want   EventClass
+	}{
+		{"Xid", "source=nvml type=Xid xid=79", EventIncident},
+		{"Xid reported again", "source=kmsg type=Xid xid=79 duplicate_of=nvml", EventNotable},
+		{"GpuRecoveryAction", "source=nvml type=GpuRecoveryAction action=1", EventIncident},
+		{"GPU_LOST", "type=GPU_LOST source=poll", EventIncident},
+		{"NVML_HUNG", "type=NVML_HUNG function=nvmlDeviceGetPowerUsage", EventIncident},
+		{"NVML_FAILED", `type=NVML_FAILED error="Unknown Error"`, EventIncident},
+		{"AER fatal", "source=kmsg type=AER severity=uncorrectable-fatal device=0000:41:00.0", EventIncident},
+		{"AER non-fatal", "source=kmsg type=AER severity=uncorrectable-nonfatal device=0000:41:00.0", EventIncident},
+		{"AER corrected", "source=kmsg type=AER severity=corrected device=0000:40:01.1", EventNotable},
+		{"AER unknown severity", "source=kmsg type=AER severity=unknown device=0000:40:01.1", EventNotable},
+		{"AER whose text names a severity", `source=kmsg type=AER severity=corrected text="AER: severity=Uncorrected (Fatal), type=Transaction Layer"`, EventNotable},
+		{"FALLEN_OFF_BUS", "source=kmsg type=FALLEN_OFF_BUS", EventIncident},
+		{"RM_INIT_FAILED", "source=kmsg type=RM_INIT_FAILED", EventIncident},
+		{"GSP_TIMEOUT", "source=kmsg type=GSP_TIMEOUT", EventIncident},
+		{"GSP_CRASH", "source=kmsg type=GSP_CRASH", EventIncident},
+		{"UNCLEAN_STOP", "source=start type=UNCLEAN_STOP same_boot=false", EventIncident},
+		{"TDP_CHANGE", "type=TDP_CHANGE from=600W to=450W delta=-150W", EventNotable},
+		{"PState", "source=nvml type=PState data=1", EventRoutine},
+		{"Clock", "source=nvml type=Clock data=4", EventRoutine},
+		{"NVML_RECOVERED", "type=NVML_RECOVERED failures=3", EventRoutine},
+		{"GPU_ENUMERATED_AGAIN", "source=poll type=GPU_ENUMERATED_AGAIN", EventRoutine},
+		{"KERNEL_LINES_SUPPRESSED", "source=kmsg type=KERNEL_LINES_SUPPRESSED kind=AER/corrected lines=40", EventRoutine},
+		{"Xid inside a routine line's text", `source=nvml type=PState text="type=Xid"`, EventRoutine},
+	}
+	var named []string
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e, ok := ParseEventLine("2026-11-30T19:08:17.623Z gpu=0 bus=00000000:01:00.0 " + c.fields)
+			if !ok {
+				t.Fatalf("line did not parse")
+			}
+			if got := e.Class(); got != c.want {
+				t.Errorf("class %d, want %d", got, c.want)
+			}
+		})
+		if e, _ := ParseEventLine("2026-11-30T19:08:17.623Z " + c.fields); c.want != EventRoutine && !slices.Contains(named, e.Type()) {
+			named = append(named, e.Type())
+		}
+	}
+	slices.Sort(named)
+	if got := EventTypes(); !slices.Equal(got, named) {
+		t.Errorf("EventTypes() = %q, want the types above that are not routine: %q", got, named)
+	}
+}
+
+func TestParseEventLine(t *testing.T) {
+	e, ok := ParseEventLine(`2026-11-30T19:08:17.623Z gpu=0 source=kmsg type=Xid xid=62 name="Internal micro-controller halt" text="NVRM: \"x\" y"`)
+	want := map[string]string{"gpu": "0", "source": "kmsg", "type": "Xid", "xid": "62", "name": "Internal micro-controller halt", "text": `NVRM: "x" y`}
+	if !ok || !e.Time.Equal(time.Date(2026, 11, 30, 19, 8, 17, 623e6, time.UTC)) || len(e.KV) != len(want) {
+		t.Fatalf("ParseEventLine = %+v, %v", e, ok)
+	}
+	for k, v := range want {
+		if e.KV[k] != v {
+			t.Errorf("%s=%q, want %q", k, e.KV[k], v)
+		}
+	}
+	for _, bad := range []string{
+		"",
+		"2026-11-30T19:08:17.623Z",
+		"2026-11-30 gpu=0 type=Xid",
+		"2026-11-30T19:08:17.623Z gpu=0 source=nvml",
+		`2026-11-30T19:08:17.623Z gpu=0 type=Xid name="unterminated`,
+		`2026-11-30T19:08:17.623Z gpu=0 type=Xid a"b=c`,
+	} {
+		if e, ok := ParseEventLine(bad); ok {
+			t.Errorf("ParseEventLine(%q) = %+v, want not ok", bad, e)
+		}
+	}
+}
