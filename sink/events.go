@@ -1,7 +1,8 @@
 package sink
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -89,14 +90,7 @@ var eventClasses = map[string]EventClass{
 }
 
 // EventTypes returns the types Class does not call routine, sorted.
-func EventTypes() []string {
-	ts := make([]string, 0, len(eventClasses))
-	for t := range eventClasses {
-		ts = append(ts, t)
-	}
-	sort.Strings(ts)
-	return ts
-}
+func EventTypes() []string { return slices.Sorted(maps.Keys(eventClasses)) }
 
 // Class says what the line tells: an incident, notable trouble, or nothing
 // of the kind. A line that repeats another source's report of an event
