@@ -28,18 +28,7 @@ func (d *Doc) AppendJSON(b []byte) []byte {
 	b = append(b, `,"host":`...)
 	b = d.Host.appendJSON(b)
 	b = append(b, `,"gpus":`...)
-	if d.GPUs == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i := range d.GPUs {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = d.GPUs[i].appendJSON(b)
-		}
-		b = append(b, ']')
-	}
+	b = jArray(b, d.GPUs, func(b []byte, g *GPUDoc) []byte { return g.appendJSON(b) })
 	return append(b, '}')
 }
 
@@ -89,26 +78,17 @@ func (h *HostDoc) appendJSON(b []byte) []byte {
 	b = append(b, `},"log_lines":{"waiting":`...)
 	b = strconv.AppendInt(b, int64(h.LogLines.Waiting), 10)
 	b = append(b, `},"counters":`...)
-	if h.Counters == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i, k := range h.Counters {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"name":`...)
-			b = jStr(b, k.Name)
-			b = append(b, `,"help":`...)
-			b = jStr(b, k.Help)
-			b = append(b, `,"value":`...)
-			b = strconv.AppendUint(b, k.Value, 10)
-			b = append(b, `,"loss":`...)
-			b = strconv.AppendBool(b, k.Loss)
-			b = append(b, '}')
-		}
-		b = append(b, ']')
-	}
+	b = jArray(b, h.Counters, func(b []byte, k *Counter) []byte {
+		b = append(b, `{"name":`...)
+		b = jStr(b, k.Name)
+		b = append(b, `,"help":`...)
+		b = jStr(b, k.Help)
+		b = append(b, `,"value":`...)
+		b = strconv.AppendUint(b, k.Value, 10)
+		b = append(b, `,"loss":`...)
+		b = strconv.AppendBool(b, k.Loss)
+		return append(b, '}')
+	})
 	return append(b, '}')
 }
 
@@ -157,14 +137,8 @@ func (g *GPUDoc) appendJSON(b []byte) []byte {
 	b = jTimePtr(b, g.StateSince)
 	b = append(b, `,"hung_s":`...)
 	b = jFloatPtr(b, g.HungS)
-	if g.Function != "" {
-		b = append(b, `,"function":`...)
-		b = jStr(b, g.Function)
-	}
-	if g.Error != "" {
-		b = append(b, `,"error":`...)
-		b = jStr(b, g.Error)
-	}
+	b = jOmitEmpty(b, `,"function":`, g.Function)
+	b = jOmitEmpty(b, `,"error":`, g.Error)
 	b = append(b, `,"sample_time":`...)
 	b = jTimePtr(b, g.SampleTime)
 	b = append(b, `,"temperature_c":`...)
@@ -172,22 +146,13 @@ func (g *GPUDoc) appendJSON(b []byte) []byte {
 	b = append(b, `,"memory_temperature_c":`...)
 	b = jU32(b, g.MemTempC)
 	b = append(b, `,"fans":`...)
-	if g.Fans == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i, f := range g.Fans {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"speed_pct":`...)
-			b = jU32(b, f.Speed)
-			b = append(b, `,"target_pct":`...)
-			b = jU32(b, f.Target)
-			b = append(b, '}')
-		}
-		b = append(b, ']')
-	}
+	b = jArray(b, g.Fans, func(b []byte, f *FanDoc) []byte {
+		b = append(b, `{"speed_pct":`...)
+		b = jU32(b, f.Speed)
+		b = append(b, `,"target_pct":`...)
+		b = jU32(b, f.Target)
+		return append(b, '}')
+	})
 	for _, f := range [...]struct {
 		key string
 		v   *float64
@@ -216,39 +181,19 @@ func (g *GPUDoc) appendJSON(b []byte) []byte {
 	b = append(b, `,"pcie_replay":`...)
 	b = jU64(b, g.PCIeReplay)
 	b = append(b, `,"throttle_reasons":`...)
-	if g.ThrottleReasons == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i, r := range g.ThrottleReasons {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = jStr(b, r)
-		}
-		b = append(b, ']')
-	}
+	b = jArray(b, g.ThrottleReasons, func(b []byte, r *string) []byte { return jStr(b, *r) })
 	b = append(b, `,"throttle_seconds":`...)
 	b = jMap(b, g.ThrottleS, jFloat)
 	b = append(b, `,"flags":`...)
-	if g.Flags == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i, f := range g.Flags {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"kind":`...)
-			b = jStr(b, f.Kind)
-			b = append(b, `,"count":`...)
-			b = strconv.AppendUint(b, f.Count, 10)
-			b = append(b, `,"last":`...)
-			b = jTime(b, f.Last)
-			b = append(b, '}')
-		}
-		b = append(b, ']')
-	}
+	b = jArray(b, g.Flags, func(b []byte, f *FlagDoc) []byte {
+		b = append(b, `{"kind":`...)
+		b = jStr(b, f.Kind)
+		b = append(b, `,"count":`...)
+		b = strconv.AppendUint(b, f.Count, 10)
+		b = append(b, `,"last":`...)
+		b = jTime(b, f.Last)
+		return append(b, '}')
+	})
 	b = append(b, `,"last_xid":`...)
 	b = g.LastXid.appendJSON(b)
 	b = append(b, `,"xids":`...)
@@ -278,47 +223,53 @@ func (p *ProcsDoc) appendJSON(b []byte) []byte {
 	}
 	b = append(b, `{"status":`...)
 	b = jStr(b, p.Status)
-	if p.Error != "" {
-		b = append(b, `,"error":`...)
-		b = jStr(b, p.Error)
-	}
+	b = jOmitEmpty(b, `,"error":`, p.Error)
 	b = append(b, `,"read_at":`...)
 	b = jTimePtr(b, p.ReadAt)
 	b = append(b, `,"list":`...)
-	if p.List == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i := range p.List {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			r := &p.List[i]
-			b = append(b, `{"pid":`...)
-			b = strconv.AppendUint(b, uint64(r.PID), 10)
-			b = append(b, `,"type":`...)
-			b = jStr(b, r.Type)
-			b = append(b, `,"memory_bytes":`...)
-			b = jU64(b, r.MemBytes)
-			b = append(b, `,"sm_util_pct":`...)
-			b = jU32(b, r.SMUtil)
-			b = append(b, `,"memory_util_pct":`...)
-			b = jU32(b, r.MemUtil)
-			b = append(b, `,"origin":`...)
-			b = jStr(b, r.Origin)
-			if r.Name != "" {
-				b = append(b, `,"name":`...)
-				b = jStr(b, r.Name)
-			}
-			if r.Cmdline != "" {
-				b = append(b, `,"cmdline":`...)
-				b = jStr(b, r.Cmdline)
-			}
-			b = append(b, '}')
-		}
-		b = append(b, ']')
-	}
+	b = jArray(b, p.List, func(b []byte, r *ProcDoc) []byte {
+		b = append(b, `{"pid":`...)
+		b = strconv.AppendUint(b, uint64(r.PID), 10)
+		b = append(b, `,"type":`...)
+		b = jStr(b, r.Type)
+		b = append(b, `,"memory_bytes":`...)
+		b = jU64(b, r.MemBytes)
+		b = append(b, `,"sm_util_pct":`...)
+		b = jU32(b, r.SMUtil)
+		b = append(b, `,"memory_util_pct":`...)
+		b = jU32(b, r.MemUtil)
+		b = append(b, `,"origin":`...)
+		b = jStr(b, r.Origin)
+		b = jOmitEmpty(b, `,"name":`, r.Name)
+		b = jOmitEmpty(b, `,"cmdline":`, r.Cmdline)
+		return append(b, '}')
+	})
 	return append(b, '}')
+}
+
+// jArray writes a slice as encoding/json does: null when nil, else its
+// elements, each written by elem, between brackets.
+func jArray[T any](b []byte, s []T, elem func([]byte, *T) []byte) []byte {
+	if s == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range s {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = elem(b, &s[i])
+	}
+	return append(b, ']')
+}
+
+// jOmitEmpty writes the key (`,"name":`) and the string unless the string is
+// empty, as encoding/json does for a field tagged omitempty.
+func jOmitEmpty(b []byte, key, s string) []byte {
+	if s == "" {
+		return b
+	}
+	return jStr(append(b, key...), s)
 }
 
 // jMap writes a map with its keys sorted, as encoding/json does. The
