@@ -33,12 +33,7 @@ type fanColumn struct {
 var csvColumns = []column{
 	{name: "timestamp", cell: func(b []byte, s *reading.Sample) []byte { return AppendTimestamp(b, s.Time) }},
 	{name: "gpu_temp", cell: func(b []byte, s *reading.Sample) []byte { return appendU(b, s.TempC) }},
-	{name: "gpu_tlimit", cell: func(b []byte, s *reading.Sample) []byte {
-		if v, ok := s.TLimitC.Get(); ok {
-			b = strconv.AppendInt(b, int64(v), 10)
-		}
-		return b
-	}},
+	{name: "gpu_tlimit", cell: func(b []byte, s *reading.Sample) []byte { return appendI(b, s.TLimitC) }},
 	{name: "power_instant", cell: func(b []byte, s *reading.Sample) []byte {
 		if v, ok := s.PowerMW.Get(); ok {
 			b = appendCenti(b, (uint64(v)+5)/10) // W with 2 decimals, as the seed
@@ -89,24 +84,9 @@ var csvColumns = []column{
 			return b
 		}},
 	}},
-	{name: "sensor0_temp", cell: func(b []byte, s *reading.Sample) []byte {
-		if v, ok := s.Sensor0.Get(); ok {
-			b = strconv.AppendInt(b, int64(v.Temp), 10)
-		}
-		return b
-	}},
-	{name: "sensor0_target", cell: func(b []byte, s *reading.Sample) []byte {
-		if v, ok := s.Sensor0.Get(); ok {
-			b = strconv.AppendInt(b, int64(v.Target), 10)
-		}
-		return b
-	}},
-	{name: "sensor0_controller", cell: func(b []byte, s *reading.Sample) []byte {
-		if v, ok := s.Sensor0.Get(); ok {
-			b = strconv.AppendInt(b, int64(v.Controller), 10)
-		}
-		return b
-	}},
+	{name: "sensor0_temp", cell: sensor0Cell(func(v reading.Sensor) int32 { return v.Temp })},
+	{name: "sensor0_target", cell: sensor0Cell(func(v reading.Sensor) int32 { return v.Target })},
+	{name: "sensor0_controller", cell: sensor0Cell(func(v reading.Sensor) int32 { return v.Controller })},
 	// New columns: the kernel-log clock (seconds since boot, as dmesg
 	// prints it), then what forensics needs and the seed did not record.
 	{name: "dmesg_time", cell: func(b []byte, s *reading.Sample) []byte { return appendKernelTime(b, s.KernelTime) }},
@@ -278,6 +258,26 @@ func appendU[T uint32 | uint64](b []byte, o reading.Opt[T]) []byte {
 		return b
 	}
 	return strconv.AppendUint(b, uint64(o.V), 10)
+}
+
+// appendI writes a signed reading, nothing when it is absent: appendU for
+// the signed ones.
+func appendI(b []byte, o reading.Opt[int32]) []byte {
+	if !o.OK {
+		return b
+	}
+	return strconv.AppendInt(b, int64(o.V), 10)
+}
+
+// sensor0Cell is the cell of one field of thermal sensor 0: empty when the
+// sensor was not read.
+func sensor0Cell(field func(reading.Sensor) int32) func([]byte, *reading.Sample) []byte {
+	return func(b []byte, s *reading.Sample) []byte {
+		if v, ok := s.Sensor0.Get(); ok {
+			b = strconv.AppendInt(b, int64(field(v)), 10)
+		}
+		return b
+	}
 }
 
 // appendWatts writes milliwatts as whole watts, rounded (the seed's "%.0f").
