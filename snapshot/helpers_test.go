@@ -180,7 +180,11 @@ func newTestManager(t *testing.T, mod func(*Config)) (*Manager, *testClock) {
 		mod(&cfg)
 	}
 	m := New(cfg)
-	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	t.Cleanup(func() { // bounded: a writer that never ends fails its test, not the run's timeout
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = m.Close(ctx)
+	})
 	return m, clk
 }
 

@@ -213,21 +213,10 @@ func (m *Manager) Crash(gpu int, build func() CrashRequest) Decision {
 		older(errSuperseded)
 	}
 
-	started := false
-	defer func() { // build panicked: do not leave Close waiting for a writer that never ran
-		if !started {
-			stop(nil)
-			m.wg.Done()
-		}
-	}()
-	var req CrashRequest
-	if build != nil {
-		req = build()
-	}
+	req := buildCounted(&m.wg, build, func() { stop(nil) })
 	req.Header.fill(gpu, suppressed, crashTitle, now)
 	start := time.Now() // the follow-ups' offsets count from here, on the monotonic clock
 	go m.crash(fctx, stop, gpu, &req, now, start)
-	started = true
 	return Decision{Accepted: true, Suppressed: suppressed}
 }
 
@@ -278,20 +267,32 @@ func (m *Manager) Spike(gpu int, build func() SpikeRequest) Decision {
 	m.wg.Add(1)
 	m.mu.Unlock()
 
-	started := false
+	req := buildCounted(&m.wg, build, nil)
+	req.Header.fill(gpu, suppressed, spikeTitle, now)
+	go m.spike(gpu, &req, now)
+	return Decision{Accepted: true, Suppressed: suppressed}
+}
+
+// buildCounted calls build (nil builds the zero request) for a writer the
+// caller has already counted in wg. When build panics, abandon (if any)
+// runs and the count is released before the panic goes on, so that Close
+// does not wait for a writer that never ran.
+func buildCounted[R any](wg *sync.WaitGroup, build func() R, abandon func()) R {
+	built := false
 	defer func() {
-		if !started {
-			m.wg.Done()
+		if !built {
+			if abandon != nil {
+				abandon()
+			}
+			wg.Done()
 		}
 	}()
-	var req SpikeRequest
+	var req R
 	if build != nil {
 		req = build()
 	}
-	req.Header.fill(gpu, suppressed, spikeTitle, now)
-	go m.spike(gpu, &req, now)
-	started = true
-	return Decision{Accepted: true, Suppressed: suppressed}
+	built = true
+	return req
 }
 
 // spike writes one spike snapshot.

@@ -473,3 +473,33 @@ func TestStage2FailureKeepsStage1(t *testing.T) {
 		t.Errorf("stats = %+v", st)
 	}
 }
+
+// TestBuildPanicDoesNotHoldClose: a request builder that panics (the panic
+// reaches the caller) leaves no writer counted, so Close returns at once
+// instead of waiting out its deadline for a snapshot that never started.
+func TestBuildPanicDoesNotHoldClose(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ask  func(m *Manager)
+	}{
+		{"crash", func(m *Manager) { m.Crash(0, func() CrashRequest { panic("build failed") }) }},
+		{"spike", func(m *Manager) { m.Spike(0, func() SpikeRequest { panic("build failed") }) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, _ := newTestManager(t, nil)
+			func() {
+				defer func() {
+					if r := recover(); r != "build failed" {
+						t.Errorf("recovered %v, want the builder's panic", r)
+					}
+				}()
+				tc.ask(m)
+			}()
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			if err := m.Close(ctx); err != nil {
+				t.Errorf("Close after a panicking build: %v", err)
+			}
+		})
+	}
+}
