@@ -11,6 +11,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 )
@@ -47,15 +48,11 @@ func readAt(t *testing.T, p *ProcReader, now time.Time) *reading.Procs {
 	t.Helper()
 	before := p.Latest()
 	p.Tick(now, true)
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if l := p.Latest(); l != before && l.Status != reading.ProcHung {
-			return l
-		}
-		time.Sleep(time.Millisecond)
+	var l *reading.Procs
+	if !testutil.WaitUntil(5*time.Second, func() bool { l = p.Latest(); return l != before && l.Status != reading.ProcHung }) {
+		t.Fatal("no read published")
 	}
-	t.Fatal("no read published")
-	return nil
+	return l
 }
 
 func newProcTest(t *testing.T, d *fakenvml.Dev, root string) *ProcReader {
@@ -229,10 +226,7 @@ func TestProcReaderHungKeepsLastGood(t *testing.T) {
 		t.Error("a second read started while one is stuck")
 	}
 	release()
-	deadline := time.Now().Add(5 * time.Second)
-	for p.Latest().Status == reading.ProcHung && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	testutil.WaitUntil(5*time.Second, func() bool { return p.Latest().Status != reading.ProcHung })
 	if p.Latest().Status != reading.ProcOK {
 		t.Errorf("after the call returned: %+v", p.Latest())
 	}
