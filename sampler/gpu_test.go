@@ -9,7 +9,6 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 )
@@ -354,8 +353,12 @@ func TestWorkerReportsStuckCall(t *testing.T) {
 	if st := <-samples; st != reading.StatusOK {
 		t.Errorf("sample after release: %v", st)
 	}
-	if !testutil.WaitUntil(5*time.Second, func() bool { return w.Dispatch(time.Now()) }) {
-		t.Fatal("worker never became free")
+	deadline := time.Now().Add(5 * time.Second)
+	for !w.Dispatch(time.Now()) {
+		if time.Now().After(deadline) {
+			t.Fatal("worker never became free")
+		}
+		time.Sleep(time.Millisecond)
 	}
 	<-samples
 }

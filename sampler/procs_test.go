@@ -11,7 +11,6 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 )
@@ -48,11 +47,15 @@ func readAt(t *testing.T, p *ProcReader, now time.Time) *reading.Procs {
 	t.Helper()
 	before := p.Latest()
 	p.Tick(now, true)
-	var l *reading.Procs
-	if !testutil.WaitUntil(5*time.Second, func() bool { l = p.Latest(); return l != before && l.Status != reading.ProcHung }) {
-		t.Fatal("no read published")
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if l := p.Latest(); l != before && l.Status != reading.ProcHung {
+			return l
+		}
+		time.Sleep(time.Millisecond)
 	}
-	return l
+	t.Fatal("no read published")
+	return nil
 }
 
 func newProcTest(t *testing.T, d *fakenvml.Dev, root string) *ProcReader {
@@ -226,7 +229,10 @@ func TestProcReaderHungKeepsLastGood(t *testing.T) {
 		t.Error("a second read started while one is stuck")
 	}
 	release()
-	testutil.WaitUntil(5*time.Second, func() bool { return p.Latest().Status != reading.ProcHung })
+	deadline := time.Now().Add(5 * time.Second)
+	for p.Latest().Status == reading.ProcHung && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
 	if p.Latest().Status != reading.ProcOK {
 		t.Errorf("after the call returned: %+v", p.Latest())
 	}

@@ -13,8 +13,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
 
 func seedColumns(fans int) []string {
@@ -103,10 +101,13 @@ func TestNVMLCallsPerSampleAsDocumented(t *testing.T) {
 	// snap waits for the sim's next rewrite of its count file (every second).
 	snap := func() map[string]int {
 		st, _ := os.Stat(p.calls)
-		testutil.WaitUntil(5*time.Second, func() bool {
-			st2, err := os.Stat(p.calls)
-			return err == nil && (st == nil || !st2.ModTime().Equal(st.ModTime()))
-		})
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			time.Sleep(2 * time.Millisecond)
+			if st2, err := os.Stat(p.calls); err == nil && (st == nil || !st2.ModTime().Equal(st.ModTime())) {
+				break
+			}
+		}
 		return readCalls(t, p.calls)
 	}
 	c0 := snap()
