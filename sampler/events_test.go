@@ -139,6 +139,18 @@ func (e *eventHost) follow() (stop func()) {
 	}
 }
 
+// delivered lets FollowEvents pass on what the test sent and checks that n
+// events have reached its callback in all.
+func (e *eventHost) delivered(t *testing.T, n int) []reading.Event {
+	t.Helper()
+	synctest.Wait()
+	got := e.events()
+	if len(got) != n {
+		t.Fatalf("%d events delivered, want %d: %+v", len(got), n, got)
+	}
+	return got
+}
+
 func xid(gpu int) reading.Event {
 	return reading.Event{GPU: gpu, Kind: reading.EventXid, Source: reading.SourceNVML, Data: 62}
 }
@@ -163,9 +175,8 @@ func TestFollowEventsWhenEveryGPUIsLate(t *testing.T) {
 			t.Fatalf("after GPU 1 answered: %d sets, masks %v", len(s), s[0].masks)
 		}
 		s[0].recs <- fakeRec{ev: xid(1)}
-		synctest.Wait()
-		if got := e.events(); len(got) != 1 || got[0].GPU != 1 {
-			t.Fatalf("events delivered: %+v", got)
+		if got := e.delivered(t, 1); got[0].GPU != 1 {
+			t.Fatalf("event delivered for GPU %d, want 1", got[0].GPU)
 		}
 		// GPU 0 answers later: it gets a set of its own, and GPU 1's set is
 		// left alone (closing it would lose GPU 1's events meanwhile).
@@ -181,10 +192,7 @@ func TestFollowEventsWhenEveryGPUIsLate(t *testing.T) {
 		}
 		s[1].recs <- fakeRec{ev: xid(0)}
 		s[0].recs <- fakeRec{ev: xid(1)}
-		synctest.Wait()
-		if got := e.events(); len(got) != 3 {
-			t.Fatalf("events delivered: %+v", got)
-		}
+		e.delivered(t, 3)
 	})
 }
 
@@ -249,10 +257,7 @@ func TestFollowEventsReopensOnlyAfterTheFailedStreamEnded(t *testing.T) {
 			t.Fatalf("second reopen missing: %d sets", len(s))
 		}
 		s[2].recs <- fakeRec{ev: xid(0)}
-		synctest.Wait()
-		if got := e.events(); len(got) != 1 {
-			t.Fatalf("events after reopening: %+v", got)
-		}
+		e.delivered(t, 1)
 		if n := e.h.EventFailures(); n != 2 {
 			t.Errorf("EventFailures = %d after two failed streams, want 2", n)
 		}
@@ -286,10 +291,7 @@ func TestFollowEventsCountsSetsThatDoNotOpen(t *testing.T) {
 			t.Fatalf("after the back-off: EventFailures = %d, %d sets, want 2 and 1", n, len(s))
 		}
 		s[0].recs <- fakeRec{ev: xid(0)}
-		synctest.Wait()
-		if got := e.events(); len(got) != 1 {
-			t.Fatalf("events once open: %+v", got)
-		}
+		e.delivered(t, 1)
 	})
 }
 
