@@ -36,7 +36,7 @@ type CLI struct {
 	InventoryEvery Interval         `name:"inventory-interval" help:"How often the GPU list is checked against the driver's enumeration (vanished GPUs). Default: ${default}." default:"30s"`
 	StartTimeout   Interval         `name:"start-timeout" help:"How long start-up waits for the driver (init, enumeration) and for each GPU's static facts before going on without them. Default: ${default}." default:"20s"`
 	NoCompress     bool             `help:"Do not gzip finished CSV days."`
-	Socket         string           `help:"Control socket for 'gpu-telemetry status' and 'top'; 'none' disables. Default: ${default}." default:"/run/gpu-telemetry/control.sock"`
+	Socket         string           `help:"Control socket for 'gpu-telemetry status' and 'top'; 'none' disables. Default: ${default}." default:"${socket}"`
 	SocketGroup    string           `help:"Group allowed to use the control socket (mode 0660); without it the socket is mode 0600 (root only)."`
 	MetricsListen  string           `help:"Serve Prometheus metrics on this address (e.g. 127.0.0.1:9464); off by default."`
 	WebConfigFile  string           `name:"web.config.file" help:"Prometheus exporter-toolkit web config (TLS, basic auth) for --metrics-listen."`

@@ -4,70 +4,65 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
+	"github.com/alecthomas/kong"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/live/control"
 )
 
-const statusUsage = `usage: gpu-telemetry status [--socket PATH] [--json]
-Asks the running daemon (its control socket) and prints one screen: the host
-line and one block per GPU. --json prints the same as one JSON document.
-Exit status (monitoring-plugin convention): 0 OK, 1 warning (anomaly flags,
-disk paused or rows dropped in the last 10 minutes), 2 critical (a GPU hung,
-lost or failing, or an Xid or recovery action in the last 10 minutes),
-3 unknown (no daemon, bad flags).
-`
+// statusDescription is what `gpu-telemetry status --help` says the command does.
+const statusDescription = "Asks the running daemon (its control socket) and prints one screen: the host line and one block per GPU. " +
+	"--json prints the same as one JSON document. Exit status (monitoring-plugin convention): 0 OK, " +
+	"1 warning (anomaly flags, disk paused or rows dropped in the last 10 minutes), 2 critical (a GPU hung, " +
+	"lost or failing, or an Xid or recovery action in the last 10 minutes), 3 unknown (no daemon, bad flags)."
 
-// defaultSocket is the daemon's --socket default.
+// defaultSocket is the daemon's --socket default, and where status and top
+// look for it (the ${socket} of every flag grammar).
 const defaultSocket = "/run/gpu-telemetry/control.sock"
 
 // statusTimeout bounds the whole exchange with the daemon.
 const statusTimeout = 5 * time.Second
 
-// socketFlags parses [--socket PATH] plus the boolean flags named in bools.
-// It returns the socket path, the booleans set, and an error naming a bad
-// argument.
-func socketFlags(args []string, bools ...string) (string, map[string]bool, error) {
-	path, set := defaultSocket, map[string]bool{}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		v, eq := strings.CutPrefix(a, "--socket=")
-		switch {
-		case a == "--socket" && i+1 < len(args):
-			path = args[i+1]
-			i++
-		case eq:
-			path = v
-		default:
-			known := false
-			for _, b := range bools {
-				if a == b {
-					set[b], known = true, true
-				}
-			}
-			if !known {
-				return "", nil, fmt.Errorf("unknown argument %q", a)
-			}
+// SocketFlag is the --socket flag of the commands that ask the daemon.
+type SocketFlag struct {
+	Socket string `help:"The daemon's control socket (its --socket). Default: ${default}." default:"${socket}"`
+}
+
+// socket is the path given, for socketFlags.
+func (f *SocketFlag) socket() string { return f.Socket }
+
+// StatusCLI is `gpu-telemetry status`.
+type StatusCLI struct {
+	SocketFlag
+	JSON bool `name:"json" help:"Print the daemon's status document as JSON."`
+}
+
+// socketFlags parses the flags of a command that asks the daemon (status,
+// top) into grammar, which embeds SocketFlag. It returns the socket path, or
+// ok false and the exit status: 0 after --help, live.CheckUnknown (3) for bad
+// flags, as for no daemon.
+func socketFlags(grammar interface{ socket() string }, name, description string, args []string, stdout, stderr io.Writer) (path string, code int, ok bool) {
+	if code, ok := parseFlags(grammar, name, args, stdout, stderr, kong.Description(description)); !ok {
+		if code != 0 {
+			code = live.CheckUnknown
 		}
+		return "", code, false
 	}
+	path = grammar.socket()
 	if path == "" || path == "none" {
-		return "", nil, fmt.Errorf("--socket %q: needs the daemon's socket path", path)
+		fmt.Fprintf(stderr, "%s: --socket %q: needs the daemon's socket path\n", name, path)
+		return "", live.CheckUnknown, false
 	}
-	return path, set, nil
+	return path, 0, true
 }
 
 // runStatus runs `gpu-telemetry status`; it returns the exit status.
 func runStatus(args []string, stdout, stderr io.Writer) int {
-	path, set, err := socketFlags(args, "--json", "-h", "--help")
-	if err != nil {
-		fmt.Fprintf(stderr, "gpu-telemetry status: %v\n%s", err, statusUsage)
-		return live.CheckUnknown
-	}
-	if set["-h"] || set["--help"] {
-		fmt.Fprint(stdout, statusUsage)
-		return live.CheckOK
+	var cli StatusCLI
+	path, code, ok := socketFlags(&cli, "gpu-telemetry status", statusDescription, args, stdout, stderr)
+	if !ok {
+		return code
 	}
 	d, raw, err := control.Query(path, statusTimeout)
 	if err != nil {
@@ -75,7 +70,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		return live.CheckUnknown
 	}
 	code, reasons := live.Check(d)
-	if set["--json"] {
+	if cli.JSON {
 		var v any
 		if json.Unmarshal(raw, &v) == nil {
 			out, _ := json.MarshalIndent(v, "", "  ")

@@ -12,22 +12,20 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/live/top"
 )
 
-const topUsage = `usage: gpu-telemetry top [--socket PATH]
-A full-screen live view of every GPU, refreshed every second from the
-daemon's control socket. q, Esc or Ctrl-C quits.
-`
+// TopCLI is `gpu-telemetry top`.
+type TopCLI struct {
+	SocketFlag
+}
 
 // runTop runs `gpu-telemetry top`; it returns the exit status (3 for bad
 // flags or no terminal, as status).
 func runTop(args []string, stderr io.Writer) int {
-	path, set, err := socketFlags(args, "-h", "--help")
-	if err != nil {
-		fmt.Fprintf(stderr, "gpu-telemetry top: %v\n%s", err, topUsage)
-		return live.CheckUnknown
-	}
-	if set["-h"] || set["--help"] {
-		fmt.Fprint(stderr, topUsage)
-		return 0
+	var cli TopCLI
+	path, code, ok := socketFlags(&cli, "gpu-telemetry top",
+		"A full-screen live view of every GPU, refreshed every second from the daemon's control socket. q, Esc or Ctrl-C quits.",
+		args, stderr, stderr)
+	if !ok {
+		return code
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
