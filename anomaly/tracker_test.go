@@ -338,20 +338,14 @@ func BenchmarkObserve(b *testing.B) {
 
 func TestForgetRestartsWarmup(t *testing.T) {
 	tr := NewTracker(0, DefaultConfig())
-	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	s := reading.Sample{Status: reading.StatusOK, NumFans: 1, PowerLimitMW: reading.Some[uint32](600_000)}
-	s.Fans[0].Speed = reading.Some[uint32](30)
 	for i := range 5 {
-		c := s
-		tr.Observe(&c, now.Add(time.Duration(i)*100*time.Millisecond))
+		tr.Observe(mk(fansAt(pct(30))), t0.Add(time.Duration(i)*tick))
 	}
 	tr.Forget()
 	// After an unseen outage the fans and the limit moved: no spike, no TDP flag.
-	c := s
-	c.Fans[0].Speed = reading.Some[uint32](90)
-	c.PowerLimitMW = reading.Some[uint32](300_000)
-	tr.Observe(&c, now.Add(time.Second))
-	if c.Flags.Len() != 0 {
-		t.Errorf("flags after Forget: %s", c.Flags.String())
+	s := mk(fansAt(pct(90)), limitAt(watts(300)))
+	tr.Observe(s, t0.Add(time.Second))
+	if s.Flags.Len() != 0 {
+		t.Errorf("flags after Forget: %s", s.Flags.String())
 	}
 }
