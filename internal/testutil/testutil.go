@@ -181,18 +181,6 @@ func TakenAddr(t testing.TB) string {
 	return l.Addr().String()
 }
 
-// FreeAddr returns a loopback TCP address that was free a moment ago (the
-// listener that found it is closed), for a server the test starts.
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // Promtool runs Prometheus's promtool with args in dir ("": here), reading
 // stdin, and returns its combined output; a missing promtool is NeedTool's
 // case.

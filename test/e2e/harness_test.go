@@ -217,6 +217,26 @@ func (p *proc) socketPath() string {
 	return ""
 }
 
+// metricsAddr waits for the logger's "metrics listening" line and returns
+// the address it bound. Tests pass --metrics-listen 127.0.0.1:0, so the
+// kernel picks a free port as the logger binds it: a port probed free before
+// the start could be taken by another test in between.
+func (p *proc) metricsAddr() string {
+	p.t.Helper()
+	const line = `msg="metrics listening" address=`
+	var addr string
+	p.waitFor("the metrics listener", 15*time.Second, func() bool {
+		s := p.stderr.String()
+		i := strings.Index(s, line)
+		if i < 0 {
+			return false
+		}
+		addr = strings.Fields(s[i+len(line):])[0]
+		return true
+	})
+	return addr
+}
+
 // start starts the logger; it is killed at the end of the test if still running.
 func start(t *testing.T, o opts) *proc {
 	t.Helper()

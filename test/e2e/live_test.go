@@ -114,8 +114,8 @@ func TestStatusUnknown(t *testing.T) {
 // status requests are answered while it stays stuck.
 func TestHungGPUShownWhileEveryoneAnswers(t *testing.T) {
 	t.Parallel()
-	addr := testutil.FreeAddr(t)
-	p := start(t, opts{scenario: "@hang", args: []string{"--metrics-listen", addr}})
+	p := start(t, opts{scenario: "@hang", args: []string{"--metrics-listen", "127.0.0.1:0"}})
+	addr := p.metricsAddr()
 	sock := p.socketPath()
 	// hang.scn: GPU 1 stuck from 3 s to 23 s; the deadline is 1 s.
 	p.waitForRows(0, 6, 10*time.Second)
@@ -185,8 +185,8 @@ func TestAlertRules(t *testing.T) {
 
 func TestMetricsEndpoint(t *testing.T) {
 	t.Parallel()
-	addr := testutil.FreeAddr(t)
-	p := start(t, opts{args: []string{"--metrics-listen", addr}})
+	p := start(t, opts{args: []string{"--metrics-listen", "127.0.0.1:0"}})
+	addr := p.metricsAddr()
 	p.waitForRows(0, 6, 10*time.Second)
 	body := scrapeMetrics(t, addr)
 	for _, want := range []string{"gpu_telemetry_build_info{", `gpu_telemetry_gpu_info{driver="`, `gpu_telemetry_temperature_celsius{gpu="0",uuid="GPU-`,
@@ -246,8 +246,8 @@ func TestMetricsPortTakenCarriesOn(t *testing.T) {
 func TestRequestStormKeepsCadence(t *testing.T) {
 	// Not parallel: it measures the cadence, which the other e2e tests
 	// running at the same time on a small machine would disturb.
-	addr := testutil.FreeAddr(t)
-	p := start(t, opts{args: []string{"--metrics-listen", addr}})
+	p := start(t, opts{args: []string{"--metrics-listen", "127.0.0.1:0"}})
+	addr := p.metricsAddr()
 	sock := p.socketPath()
 	p.waitForRows(0, 6, 10*time.Second)
 	var storming atomic.Bool
