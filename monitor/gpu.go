@@ -50,9 +50,23 @@ type gpuState struct {
 	lostRetry time.Duration
 
 	// Shared.
-	nextTry    atomic.Int64 // UnixNano before which the poll loop does not dispatch
-	stallStart atomic.Int64 // UnixNano when the current hang was first reported; 0: none
-	delivered  atomic.Bool  // at least one row written (readiness)
+	nextTry   atomic.Int64 // UnixNano before which the poll loop does not dispatch
+	delivered atomic.Bool  // at least one row written (readiness)
+	// Jobs writing rows of this GPU queued on the side goroutine and not yet
+	// run or dropped (queueRows). While there are any, the worker queues its
+	// rows behind them (record): the file stays in time order whatever the
+	// side goroutine's lag.
+	sideRows atomic.Int64
+
+	// hmu orders a hang's report (hung, on the poll goroutine) against the
+	// return of the sample it reports (classify, on the worker): the poll
+	// loop sees the sample stuck, then reports it, and the sample can come
+	// back in between. Either the report comes first, and the sample's late
+	// row is queued behind the hang's rows, or the sample came back first and
+	// there is no hang left to report.
+	hmu        sync.Mutex
+	stallStart int64 // UnixNano when the current hang was first reported; 0: none
+	finished   int64 // UnixNano when the last sample classified was dispatched
 
 	xmu     sync.Mutex
 	pending []int64 // Xids to flag on the next row
@@ -107,10 +121,16 @@ func (gs *gpuState) takeXids(s *reading.Sample) {
 func (gs *gpuState) handle(s *reading.Sample) {
 	stalled, critical := gs.classify(s)
 	r := gs.detect(s)
-	gs.record(s, &r, stalled)
+	queued := gs.record(s, &r, stalled)
 	gs.publish(s)
 	if critical != "" {
-		gs.m.critical(gs, s.Time, critical)
+		if queued {
+			// The snapshot's rows end with this one, which is queued.
+			when := s.Time
+			gs.m.queue("a crash snapshot request ("+critical+")", gs.idx, func() { gs.m.critical(gs, when, critical) })
+		} else {
+			gs.m.critical(gs, s.Time, critical)
+		}
 	}
 }
 
@@ -119,7 +139,14 @@ func (gs *gpuState) handle(s *reading.Sample) {
 // ends a hang, and the reason of the critical event it raises ("": none).
 func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical string) {
 	m := gs.m
-	if st := gs.stallStart.Swap(0); st != 0 {
+	gs.hmu.Lock()
+	st := gs.stallStart
+	gs.stallStart = 0
+	if since, busy := gs.w.Busy(); busy {
+		gs.finished = since.UnixNano()
+	}
+	gs.hmu.Unlock()
+	if st != 0 {
 		stalled = true
 		// The sample began before the hang rows that were written while it
 		// was stuck. Its readings were taken when the driver answered, so it
@@ -181,8 +208,9 @@ func (gs *gpuState) detect(s *reading.Sample) anomaly.Result {
 }
 
 // record writes what the sample and its detections leave behind: log
-// notices, events.log lines, the CSV row and a spike snapshot.
-func (gs *gpuState) record(s *reading.Sample, r *anomaly.Result, stalled bool) {
+// notices, events.log lines, the CSV row and a spike snapshot. It reports
+// whether the row was queued on the side goroutine rather than written.
+func (gs *gpuState) record(s *reading.Sample, r *anomaly.Result, stalled bool) (queued bool) {
 	m := gs.m
 	now := s.Time
 	for i := range r.NumNotices() {
@@ -201,17 +229,42 @@ func (gs *gpuState) record(s *reading.Sample, r *anomaly.Result, stalled bool) {
 				slog.Int("gpu", gs.idx), slog.String("kept", s.Flags.String()))
 		}
 	}
-	if stalled {
-		// The hang rows of this stall are queued on the side goroutine;
-		// this row goes after them so the file stays in time order.
-		cp := *s
-		m.queue("the late row of a sample that was stuck in the driver", gs.idx, func() { m.csv.Write(&cp) })
-	} else {
+	queued = stalled || gs.sideRows.Load() > 0
+	if !queued {
 		m.csv.Write(s)
+		gs.delivered.Store(true)
+		if r.Spike {
+			gs.spike(s)
+		}
+		return false
 	}
+	// Rows of this GPU are queued on the side goroutine (the hang rows of
+	// this stall, at least): this one goes after them so the file stays in
+	// time order, and so does its spike snapshot, whose rows end with it.
+	what := "a row queued behind the GPU's earlier rows"
+	if stalled {
+		what = "the late row of a sample that was stuck in the driver"
+	}
+	cp, spike := *s, r.Spike
+	gs.queueRows(what, func() {
+		m.csv.Write(&cp)
+		if spike {
+			gs.spike(&cp)
+		}
+	})
 	gs.delivered.Store(true)
-	if r.Spike {
-		gs.spike(s)
+	return true
+}
+
+// queueRows queues f, which writes rows of the GPU, on the side goroutine
+// and counts it in sideRows until it has run or was dropped.
+func (gs *gpuState) queueRows(what string, f func()) {
+	gs.sideRows.Add(1)
+	if !gs.m.queue(what, gs.idx, func() {
+		defer gs.sideRows.Add(-1)
+		f()
+	}) {
+		gs.sideRows.Add(-1)
 	}
 }
 
@@ -233,10 +286,19 @@ func (gs *gpuState) publish(s *reading.Sample) {
 // the hang, not a gap), takes a crash snapshot while the call is still stuck,
 // and writes one row per tick after that. It runs on the poll goroutine and
 // only queues the file work (see Monitor.side), so a slow disk cannot stall
-// the other GPUs' ticks.
+// the other GPUs' ticks. A sample that came back since the poll loop saw it
+// stuck is not reported (see hmu).
 func (gs *gpuState) hung(now, since time.Time, fn sampler.Fn) {
 	m := gs.m
-	first := gs.stallStart.CompareAndSwap(0, since.UnixNano())
+	gs.hmu.Lock()
+	defer gs.hmu.Unlock()
+	if gs.finished >= since.UnixNano() {
+		return
+	}
+	first := gs.stallStart == 0
+	if first {
+		gs.stallStart = since.UnixNano()
+	}
 	times := append(gs.skipped[:0:0], now)
 	if first {
 		times = append(append(times[:0], gs.skipped...), now)
@@ -249,7 +311,7 @@ func (gs *gpuState) hung(now, since time.Time, fn sampler.Fn) {
 	if first {
 		what = "the first NVML_HUNG rows of a hang, its events.log line and its crash snapshot request"
 	}
-	m.queue(what, gs.idx, func() {
+	gs.queueRows(what, func() {
 		for _, t := range times {
 			elapsed := t.Sub(since)
 			s := reading.Sample{GPU: gs.idx, Time: t, KernelTime: m.host.KernelTime(t), Status: reading.StatusHung,

@@ -392,11 +392,14 @@ func (m *Monitor) summaryStart() time.Time {
 // loop must not wait for (hang rows, late rows, summaries). When the side
 // goroutine is that far behind (the disk is stuck), f is dropped and counted,
 // and the first drop is logged with what (what f carried) and gpu (-1: none).
-func (m *Monitor) queue(what string, gpu int, f func()) {
+// It reports whether f was queued.
+func (m *Monitor) queue(what string, gpu int, f func()) bool {
 	select {
 	case m.side <- f:
+		return true
 	default:
 		m.sideDrops.add(m.log, "side_drops", what, slog.Int("gpu", gpu))
+		return false
 	}
 }
 

@@ -141,7 +141,7 @@ func TestMidnightWithEightGPUs(t *testing.T) {
 		for i := 1; i < len(times); i++ {
 			d := times[i].Sub(times[i-1])
 			if d <= 0 {
-				t.Errorf("gpu %d: rows out of order at %v", gpu, times[i])
+				t.Errorf("gpu %d: rows out of order at %v after %v", gpu, times[i], times[i-1])
 			}
 			if times[i].After(midnight.Add(-time.Second)) && times[i].Before(midnight.Add(time.Second)) {
 				if from.IsZero() {

@@ -1,0 +1,133 @@
+package monitor
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// requireInOrder fails unless gpu's CSV rows are want rows whose times
+// strictly increase.
+func (r *rig) requireInOrder(gpu, want int) {
+	r.t.Helper()
+	rows := r.rows(gpu)
+	if len(rows) != want {
+		r.t.Errorf("gpu %d: %d rows, want %d", gpu, len(rows), want)
+	}
+	for i := 1; i < len(rows); i++ {
+		if prev, cur := rowTime(r.t, rows[i-1]), rowTime(r.t, rows[i]); !cur.After(prev) {
+			r.t.Errorf("gpu %d: row %d at %v after row %d at %v:\n%s\n%s", gpu, i, cur.Format(time.TimeOnly+".000"),
+				i-1, prev.Format(time.TimeOnly+".000"), rows[i-1], rows[i])
+		}
+	}
+}
+
+// A hang's rows are written by the side goroutine; while it lags (a slow
+// disk, a snapshot being taken, a starved CPU) the rows the GPU's worker
+// produces after the hang must still land after them: the file is in time
+// order whatever the side goroutine's lag, and no row is lost.
+func TestRowsStayInOrderWhileSideWorkLags(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 2, nil)
+		hold := make(chan struct{})
+		r.m.side <- func() { <-hold } // the side goroutine's first job: a disk that does not answer
+		release := r.devs[1].Block("GetTemperature", nil)
+		r.run(5*time.Second+50*time.Millisecond, func() {
+			go func() {
+				time.Sleep(2950 * time.Millisecond) // between two ticks: the late row has a time of its own
+				release()
+				time.Sleep(time.Second) // the recovered GPU writes ten rows while the side work still waits
+				close(hold)
+			}()
+		})
+		r.requireInOrder(0, 51)
+		// GPU 1: NVML_HUNG rows for the ticks 0.1-2.9 s, the late row of the
+		// stuck sample at 2.95 s, then the ticks 3.0-5.0 s.
+		r.requireInOrder(1, 29+1+21)
+		if n := r.m.sideDrops.n.Load(); n != 0 {
+			t.Errorf("side_drops %d", n)
+		}
+		if n := r.m.gpus[1].sideRows.Load(); n != 0 {
+			t.Errorf("gpu 1 still counts %d queued rows after shutdown", n)
+		}
+	})
+}
+
+// The poll loop sees a sample stuck past its deadline, and the sample
+// comes back before the loop reports it (hung). The report must not turn
+// into a new hang: no NVML_HUNG row after the late row, no second
+// NVML_HUNG event (nor crash snapshot request), and no NVML_RECOVERED for
+// the next, healthy, sample.
+func TestHangReportRacingTheSampleItReports(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 1, nil)
+		gs := r.m.gpus[0]
+		release := r.devs[0].Block("GetTemperature", nil)
+		start := time.Now()
+		var raced bool
+		r.m.tickHook = func(now time.Time) {
+			if raced || now.Sub(start) < 1500*time.Millisecond {
+				return
+			}
+			raced = true
+			time.Sleep(10 * time.Millisecond) // between two ticks
+			// The poll loop's two steps (tick), with the sample's return
+			// in between.
+			fn, since, stuck := gs.w.Stuck(time.Now(), r.m.cfg.Deadline)
+			if !stuck {
+				t.Errorf("sample not stuck at %v", time.Since(start))
+				return
+			}
+			release()
+			for _, busy := gs.w.Busy(); busy; _, busy = gs.w.Busy() {
+				runtime.Gosched()
+			}
+			gs.hung(time.Now(), since, fn)
+		}
+		r.run(3*time.Second+50*time.Millisecond, nil)
+		if !raced {
+			t.Fatal("the race was not driven")
+		}
+		// NVML_HUNG rows for the ticks 0.1-1.5 s, the late row at 1.51 s,
+		// the ticks 1.6-3.0 s.
+		r.requireInOrder(0, 15+1+15)
+		ev, err := os.ReadFile(filepath.Join(r.dir, "events.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, typ := range []string{"type=NVML_HUNG", "type=NVML_RECOVERED"} {
+			if n := strings.Count(string(ev), typ+" "); n != 1 {
+				t.Errorf("%d %s lines, want 1:\n%s", n, typ, ev)
+			}
+		}
+		if hung := gs.slot.Get().HungRows; hung != 15 {
+			t.Errorf("hung_rows %d, want 15", hung)
+		}
+	})
+}
+
+// A sample of a GPU without rows on the side goroutine (every sample but
+// those of a hang and its aftermath) is written without allocating: the
+// check that keeps rows in order (sideRows) costs an atomic load.
+func TestHandleDoesNotAllocate(t *testing.T) {
+	r := newRig(t, 1, nil)
+	gs := r.m.gpus[0]
+	var s reading.Sample
+	gs.g.Sample(&s)
+	if s.Status != reading.StatusOK {
+		t.Fatalf("fake GPU's sample: status %v %s", s.Status, s.Err)
+	}
+	gs.handle(&s)
+	if n := testing.AllocsPerRun(100, func() {
+		s.Time = s.Time.Add(100 * time.Millisecond)
+		gs.handle(&s)
+	}); n != 0 {
+		t.Errorf("handle: %v allocations per sample, want 0", n)
+	}
+}
