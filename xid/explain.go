@@ -1,6 +1,7 @@
 package xid
 
 import (
+	"cmp"
 	"strconv"
 )
 
@@ -50,12 +51,7 @@ func Explain(code int, text string) Explanation {
 // BucketOrNone returns NVIDIA's immediate action for this report (the
 // decode's when the text decoded, else the entry's), or NoBucket when there is
 // none. It hides Info.BucketOrNone, which is the catalog entry's.
-func (e Explanation) BucketOrNone() string {
-	if e.Bucket == "" {
-		return NoBucket
-	}
-	return e.Bucket
-}
+func (e Explanation) BucketOrNone() string { return cmp.Or(e.Bucket, NoBucket) }
 
 // RecoveryDescribe is recovery action v on one line: the number, our name for
 // it (0 to 4 only) and the driver's words, e.g. `0x3 drain P2P (driver: "Drain

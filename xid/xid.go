@@ -22,6 +22,7 @@
 package xid
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 )
@@ -81,12 +82,7 @@ const NoBucket = "none given"
 
 // BucketOrNone returns the immediate-action bucket, or NoBucket when the
 // catalog gives none.
-func (in Info) BucketOrNone() string {
-	if in.Bucket == "" {
-		return NoBucket
-	}
-	return in.Bucket
-}
+func (in Info) BucketOrNone() string { return cmp.Or(in.Bucket, NoBucket) }
 
 // Lookup returns the catalog entry for code; ok is false for a code the
 // catalog does not cover (the driver may still print it: report the number).
