@@ -59,6 +59,11 @@ type Monitor struct {
 	tickHook func(now time.Time) // tests: runs at the end of every tick
 
 	side chan func() // file work queued by the poll loop
+	// sideMu orders every queue against the side goroutine's last drain at
+	// shutdown: work queued before sideClosed is set is in side when the
+	// drain begins, so it runs; work queued after is counted and dropped.
+	sideMu     sync.Mutex
+	sideClosed bool
 
 	// Lost work the monitor itself drops (see counterTable).
 	sideDrops, lineFails, flagsDropped, xidFlagsDropped lossCounter
@@ -209,20 +214,22 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	m.loop(ctx, sigs)
 
 	// Shutdown, in this order: stop producers, wait for them (bounded), flush
-	// and close the sinks, report, release the hardware.
+	// and close the sinks, report, release the hardware. The side goroutine
+	// stops last of the producers: a sample that comes back from the driver
+	// while the workers are waited for still has its late row written.
 	m.cfg.trace("stop-sampling")
-	close(sideStop)
-	select {
-	case <-sideDone:
-	case <-time.After(2 * time.Second):
-		m.log.Warn("queued file work still running at shutdown")
-	}
 	m.cfg.Notifier.Stopping()
 	stopBG()
 	waitBounded(&listeners, 3*time.Second)
 	m.cfg.trace("listeners-stopped")
 	stuck := append(m.waitWorkers(2*time.Second), m.procsStuck()...)
 	m.cfg.trace("workers-stopped")
+	close(sideStop)
+	select {
+	case <-sideDone:
+	case <-time.After(2 * time.Second):
+		m.log.Warn("queued file work still running at shutdown")
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	if err := m.snaps.Close(sctx); err != nil {
 		m.log.Warn("snapshots cut short at shutdown", "error", err)
@@ -392,20 +399,33 @@ func (m *Monitor) summaryStart() time.Time {
 // loop must not wait for (hang rows, late rows, summaries). When the side
 // goroutine is that far behind (the disk is stuck), f is dropped and counted,
 // and the first drop is logged with what (what f carried) and gpu (-1: none).
+// Work queued once the side goroutine has stopped (a worker that came back
+// from a stuck call after shutdown) is dropped and counted the same way.
 // It reports whether f was queued.
 func (m *Monitor) queue(what string, gpu int, f func()) bool {
-	select {
-	case m.side <- f:
-		return true
-	default:
-		m.sideDrops.add(m.log, "side_drops", what, slog.Int("gpu", gpu))
-		return false
+	m.sideMu.Lock()
+	closed, queued := m.sideClosed, false
+	if !closed {
+		select {
+		case m.side <- f:
+			queued = true
+		default:
+		}
 	}
+	m.sideMu.Unlock()
+	if !queued {
+		if closed {
+			what += " (queued after shutdown)"
+		}
+		m.sideDrops.add(m.log, "side_drops", what, slog.Int("gpu", gpu))
+	}
+	return queued
 }
 
 // runSide runs queued work until stop is closed, then what is still queued.
 // The queue itself is never closed: a worker that comes back from a stuck
-// call after shutdown may still queue (and its work is dropped).
+// call after shutdown may still call queue, which then drops its work and
+// counts it (sideClosed).
 func (m *Monitor) runSide(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	for {
@@ -413,6 +433,9 @@ func (m *Monitor) runSide(stop <-chan struct{}, done chan<- struct{}) {
 		case f := <-m.side:
 			f()
 		case <-stop:
+			m.sideMu.Lock()
+			m.sideClosed = true
+			m.sideMu.Unlock()
 			for {
 				select {
 				case f := <-m.side:

@@ -424,6 +424,58 @@ func TestShutdownWithStuckCallIsBounded(t *testing.T) {
 	})
 }
 
+// A sample stuck in the driver across shutdown comes back while Run waits
+// for the workers, after the poll loop stopped: its late row is written,
+// not left in a queue nobody reads.
+func TestLateRowDuringShutdownIsWritten(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var release func()
+		r := newRig(t, 1, func(c *Config) {
+			trace := c.trace
+			c.trace = func(s string) {
+				trace(s)
+				if s == "listeners-stopped" {
+					release() // Run now waits for the worker, which queues its late row
+				}
+			}
+		})
+		release = r.devs[0].Block("GetTemperature", nil)
+		r.run(2*time.Second+50*time.Millisecond, nil)
+		// NVML_HUNG rows for the ticks 0.1-2.0 s, then the late row.
+		r.requireInOrder(0, 20+1)
+		if n := r.m.sideDrops.n.Load(); n != 0 {
+			t.Errorf("side_drops %d, want 0", n)
+		}
+	})
+}
+
+// A sample stuck in the driver past shutdown comes back after Run
+// returned: its late row can no longer be written, and is counted in
+// side_drops and logged with what was lost, never dropped silently.
+func TestLateRowAfterShutdownIsCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 1, nil)
+		release := r.devs[0].Block("GetTemperature", nil)
+		defer release()
+		r.run(2*time.Second+50*time.Millisecond, nil)
+		rows := len(r.rows(0))
+		release()
+		synctest.Wait() // the worker handles the sample that came back
+		if n := r.m.sideDrops.n.Load(); n != 1 {
+			t.Errorf("side_drops %d after a late row came back past shutdown, want 1", n)
+		}
+		if logs := r.logs.String(); !strings.Contains(logs, "counter=side_drops") || !strings.Contains(logs, "late row") {
+			t.Errorf("the lost late row is not logged:\n%s", logs)
+		}
+		if n := r.m.gpus[0].sideRows.Load(); n != 0 {
+			t.Errorf("gpu 0 still counts %d queued rows", n)
+		}
+		if got := len(r.rows(0)); got != rows {
+			t.Errorf("%d rows after shutdown, %d before", got, rows)
+		}
+	})
+}
+
 func TestStatusAndSummaryGolden(t *testing.T) {
 	var counters []live.Counter
 	for i, d := range counterTable {
