@@ -32,8 +32,9 @@ const (
 
 // gpuState is one GPU's pipeline. Every sample goes one way through it, on
 // the GPU's worker goroutine (handle): classify -> detect -> record ->
-// publish, then the incident it raised, if any. The published view (slot) is the only thing readers see; the poll
-// loop writes it too when the worker is stuck (hung).
+// publish -> incidents (the snapshots it asks for). The published view
+// (slot) is the only thing readers see; the poll loop writes it too when the
+// worker is stuck (hung).
 type gpuState struct {
 	m    *Monitor
 	g    *sampler.GPU
@@ -115,21 +116,35 @@ func (gs *gpuState) takeXids(s *reading.Sample) {
 }
 
 // handle is the per-sample pipeline, run on the GPU's worker goroutine for
-// every sample. Each stage only hands its result to the next. A critical
-// event (failure, loss) is raised last, once the sample is a row and
-// published: the crash snapshot's rows end with it and its counters count it.
+// every sample. Each stage only hands its result to the next. The snapshots
+// the sample asks for are requested last (incidents), once it is a row and
+// published: their rows end with it and their headers count it.
 func (gs *gpuState) handle(s *reading.Sample) {
 	stalled, critical := gs.classify(s)
 	r := gs.detect(s)
 	queued := gs.record(s, &r, stalled)
 	gs.publish(s)
+	gs.incidents(s.Time, queued, critical, r.Spike)
+}
+
+// incidents raises the critical event critical ("": none) and asks for a
+// spike snapshot when spike: the last stage, for a sample already recorded
+// and published at when. When its row was queued on the side goroutine, the
+// requests are queued behind it, since the snapshots' rows end with it.
+func (gs *gpuState) incidents(when time.Time, queued bool, critical string, spike bool) {
+	m := gs.m
 	if critical != "" {
 		if queued {
-			// The snapshot's rows end with this one, which is queued.
-			when := s.Time
-			gs.m.queue("a crash snapshot request ("+critical+")", gs.idx, func() { gs.m.critical(gs, when, critical) })
+			m.queue("a crash snapshot request ("+critical+")", gs.idx, func() { m.critical(gs, when, critical) })
 		} else {
-			gs.m.critical(gs, s.Time, critical)
+			m.critical(gs, when, critical)
+		}
+	}
+	if spike {
+		if queued {
+			m.queue("a fan spike snapshot request", gs.idx, func() { gs.spike(when) })
+		} else {
+			gs.spike(when)
 		}
 	}
 }
@@ -208,8 +223,8 @@ func (gs *gpuState) detect(s *reading.Sample) anomaly.Result {
 }
 
 // record writes what the sample and its detections leave behind: log
-// notices, events.log lines, the CSV row and a spike snapshot. It reports
-// whether the row was queued on the side goroutine rather than written.
+// notices, events.log lines and the CSV row. It reports whether the row was
+// queued on the side goroutine rather than written.
 func (gs *gpuState) record(s *reading.Sample, r *anomaly.Result, stalled bool) (queued bool) {
 	m := gs.m
 	now := s.Time
@@ -233,25 +248,17 @@ func (gs *gpuState) record(s *reading.Sample, r *anomaly.Result, stalled bool) (
 	if !queued {
 		m.csv.Write(s)
 		gs.delivered.Store(true)
-		if r.Spike {
-			gs.spike(s)
-		}
 		return false
 	}
 	// Rows of this GPU are queued on the side goroutine (the hang rows of
 	// this stall, at least): this one goes after them so the file stays in
-	// time order, and so does its spike snapshot, whose rows end with it.
+	// time order.
 	what := "a row queued behind the GPU's earlier rows"
 	if stalled {
 		what = "the late row of a sample that was stuck in the driver"
 	}
-	cp, spike := *s, r.Spike
-	gs.queueRows(what, func() {
-		m.csv.Write(&cp)
-		if spike {
-			gs.spike(&cp)
-		}
-	})
+	cp := *s
+	gs.queueRows(what, func() { m.csv.Write(&cp) })
 	gs.delivered.Store(true)
 	return true
 }
@@ -333,8 +340,9 @@ func (gs *gpuState) hung(now, since time.Time, fn sampler.Fn) {
 	})
 }
 
-// spike asks for a spike snapshot (rate-limited by the snapshot manager).
-func (gs *gpuState) spike(s *reading.Sample) {
+// spike asks for a spike snapshot of the spike seen at when (rate-limited by
+// the snapshot manager).
+func (gs *gpuState) spike(when time.Time) {
 	m := gs.m
 	d := m.snaps.Spike(gs.idx, func() snapshot.SpikeRequest {
 		hdr, rows := m.csv.Rows(gs.idx)
@@ -342,7 +350,7 @@ func (gs *gpuState) spike(s *reading.Sample) {
 		values := splitRow(rows)
 		info := gs.info()
 		return snapshot.SpikeRequest{
-			Header:      gs.header(s.Time, "FAN_SPIKE", 0),
+			Header:      gs.header(when, "FAN_SPIKE", 0),
 			Columns:     cols,
 			Values:      values,
 			CSVHeader:   hdr,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 )
 
 // requireInOrder fails unless gpu's CSV rows are want rows whose times
@@ -129,5 +130,57 @@ func TestHandleDoesNotAllocate(t *testing.T) {
 		gs.handle(&s)
 	}); n != 0 {
 		t.Errorf("handle: %v allocations per sample, want 0", n)
+	}
+}
+
+// A fan spike's snapshot is taken once the sample that raised it is a row
+// and published: its header counts that sample, and its rows end with it,
+// whether the row was written at once or queued behind earlier rows of the
+// GPU (then the request waits behind the row).
+func TestSpikeSnapshotCountsItsSample(t *testing.T) {
+	for _, queued := range []bool{false, true} {
+		name := "written"
+		if queued {
+			name = "queued"
+		}
+		t.Run(name, func(t *testing.T) {
+			r := newRig(t, 1, nil)
+			gs := r.m.gpus[0]
+			var s reading.Sample
+			start := time.Now()
+			sample := func(n int) {
+				gs.g.Sample(&s)
+				s.Time = start.Add(time.Duration(n) * 100 * time.Millisecond)
+				gs.handle(&s)
+			}
+			for n := range 5 {
+				sample(n)
+			}
+			r.devs[0].Update(func(d *fakenvml.Dev) { d.FanSpeed[0] = 90 })
+			if queued {
+				gs.sideRows.Add(1) // a row of the GPU still waits on the side goroutine
+			}
+			sample(5)
+			if queued {
+				gs.sideRows.Add(-1)
+				for len(r.m.side) > 0 { // what the side goroutine would run, in order
+					(<-r.m.side)()
+				}
+			}
+			if err := r.m.snaps.Close(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			spikes, _ := filepath.Glob(filepath.Join(r.dir, "spikes", "spike-*-gpu0.log"))
+			if len(spikes) != 1 {
+				t.Fatalf("spike snapshots: %v, want 1", spikes)
+			}
+			text, last := snapshotEnd(t, spikes[0])
+			if !strings.Contains(text, ", 6 samples\n") {
+				t.Errorf("spike snapshot's header does not count the 6 samples:\n%s", text)
+			}
+			if want := s.Time.Format("15:04:05.000"); !strings.Contains(last, want) {
+				t.Errorf("spike snapshot's last row %q is not the spike's (%s)", last, want)
+			}
+		})
 	}
 }
