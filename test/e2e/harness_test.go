@@ -117,7 +117,11 @@ type proc struct {
 	calls  string
 	stderr *testutil.LogBuf
 	done   chan struct{}
-	err    error
+	// started is taken just before the process starts: no earlier than
+	// the simulated driver's clock (0 when the library loads) and the
+	// first row.
+	started time.Time
+	err     error
 }
 
 func scenarioPath(t *testing.T, dir, s string) string {
@@ -243,6 +247,7 @@ func start(t *testing.T, o opts) *proc {
 	cmd, dir, kmsg, calls := command(t, o)
 	p := &proc{t: t, cmd: cmd, dir: dir, kmsg: kmsg, calls: calls, stderr: &testutil.LogBuf{}, done: make(chan struct{})}
 	cmd.Stderr = p.stderr
+	p.started = time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
