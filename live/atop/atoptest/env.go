@@ -3,6 +3,7 @@ package atoptest
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,13 +69,22 @@ func Parseable(out []byte, label string) [][]string {
 // ownNetworkEnv marks the test binary OwnNetwork started in its namespace.
 const ownNetworkEnv = "GPU_TELEMETRY_TEST_OWN_NETWORK"
 
+// setupReportFD is the child's descriptor (ExtraFiles[0]) on which it
+// reports that it could not set its namespace up; it closes it unwritten
+// once the namespace is ready.
+const setupReportFD = 3
+
 // OwnNetwork puts a test package that binds atop's fixed addresses in a
 // network namespace of its own; call it first in TestMain. In the parent it
 // re-runs the test binary (same arguments) in a new network namespace with
 // the loopback up and port 59123 taken out of the ephemeral range, waits for
-// it, and returns its exit status and true: TestMain exits with it. In that
-// child, and where no namespace can be made (CAP_SYS_ADMIN is needed: one
-// line says so on stderr), it returns false and TestMain goes on.
+// it, and returns its exit status and true: TestMain exits with it, so a
+// test failing in the namespace fails the run. In that child it returns
+// false and TestMain goes on. Where the namespace cannot be made (CAP_SYS_ADMIN
+// is needed; the kernel may also refuse, say when user.max_net_namespaces is
+// spent) or the child cannot set it up (bringing the loopback up needs
+// CAP_NET_ADMIN), one line on stderr says why and that the tests share the
+// host's loopback, and the parent returns false to run them itself.
 //
 // Why: atop 2.8 connects to 127.0.0.1:59123 and nowhere else, so the test's
 // server must own that port, and on the host's loopback anything may hold it:
@@ -86,34 +96,81 @@ const ownNetworkEnv = "GPU_TELEMETRY_TEST_OWN_NETWORK"
 // is the package's own.
 func OwnNetwork() (code int, done bool) {
 	if os.Getenv(ownNetworkEnv) != "" {
-		if err := setUpOwnNetwork(); err != nil {
-			fmt.Fprintln(os.Stderr, "atoptest: setting up the test's network namespace:", err)
-			return 1, true
-		}
-		return 0, false
+		return setUpChild(os.NewFile(setupReportFD, "atoptest-setup-report"), setUpOwnNetwork)
 	}
 	// Pdeathsig follows the thread that started the child: keep this one.
 	runtime.LockOSThread()
+	return ownNetworkOutcome(runInOwnNetwork(), os.Stderr)
+}
+
+// setUpChild runs setUp in the child OwnNetwork started. When it fails, the
+// child reports why on report (setupReportFD) and exits (done) without
+// running a test: the parent runs them on the host's loopback instead. It
+// closes report either way.
+func setUpChild(report io.WriteCloser, setUp func() error) (code int, done bool) {
+	defer report.Close()
+	if err := setUp(); err != nil {
+		fmt.Fprint(report, err)
+		return 1, true
+	}
+	return 0, false
+}
+
+// nsRun is how the test binary's run in a namespace of its own went.
+type nsRun struct {
+	start error  // the namespace or the child could not be made
+	setup string // the child's report that it could not set the namespace up
+	wait  error  // the child's exit (nil: all its tests passed)
+}
+
+// runInOwnNetwork runs the test binary, with the same arguments, in a new
+// network namespace and waits for it.
+func runInOwnNetwork() nsRun {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nsRun{start: err}
+	}
+	defer r.Close()
 	cmd := exec.Command(os.Args[0], os.Args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.ExtraFiles = []*os.File{w} // setupReportFD in the child
 	cmd.Env = append(os.Environ(), ownNetworkEnv+"=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Pdeathsig: syscall.SIGKILL}
-	err := cmd.Start()
-	if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) {
-		fmt.Fprintf(os.Stderr, "atoptest: no network namespace of our own (%v): tests share the host's loopback, where something else may hold port 59123\n", err)
-		return 0, false
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		return nsRun{start: err}
 	}
-	if err == nil {
-		err = cmd.Wait()
+	// The child closes its end before its tests start (or writes and
+	// exits): this read ends there.
+	report, _ := io.ReadAll(r)
+	return nsRun{setup: string(report), wait: cmd.Wait()}
+}
+
+// ownNetworkOutcome turns a run into OwnNetwork's result: the child's exit
+// status when it ran the tests in its namespace; when no namespace could be
+// made or set up, one line on stderr and false, so that the caller runs the
+// tests itself on the host's loopback.
+func ownNetworkOutcome(run nsRun, stderr io.Writer) (code int, done bool) {
+	why := ""
+	switch {
+	case run.start != nil:
+		why = "cannot make one: " + run.start.Error()
+	case run.setup != "":
+		why = "cannot set it up: " + run.setup
+	}
+	if why != "" {
+		fmt.Fprintf(stderr, "atoptest: no network namespace of our own (%s): tests share the host's loopback, where something else may hold port 59123\n", why)
+		return 0, false
 	}
 	var exit *exec.ExitError
 	switch {
-	case err == nil:
+	case run.wait == nil:
 		return 0, true
-	case errors.As(err, &exit) && exit.ExitCode() > 0:
+	case errors.As(run.wait, &exit) && exit.ExitCode() > 0:
 		return exit.ExitCode(), true
 	default:
-		fmt.Fprintln(os.Stderr, "atoptest: test binary in its own network namespace:", err)
+		fmt.Fprintln(stderr, "atoptest: test binary in its own network namespace:", run.wait)
 		return 1, true
 	}
 }
