@@ -8,7 +8,10 @@ import (
 )
 
 // cliCase is one run of a command: its arguments, the exit status it must
-// return, and text its stdout and stderr must contain ("" for anything).
+// return, and text its stdout and stderr must contain ("" for anything). A
+// failing case whose stderr text runs into "\nusage:" expects the command's
+// usage text after its one-line error; no other failing run may print more
+// than one line.
 type cliCase struct {
 	name   string
 	args   []string
@@ -20,7 +23,8 @@ type cliCase struct {
 // checkCLI runs each case through run (a command's run function), each a
 // subtest. Beyond the case's own checks it holds every command to the rule
 // for bad input: a run that fails prints nothing to stdout unless the case
-// expects it, and says why on one line of stderr (a usage text may follow).
+// expects it, and says why on one line of stderr, all of its stderr unless
+// the case expects a usage text to follow.
 func checkCLI(t *testing.T, run func(args []string, stdout, stderr io.Writer) int, cases []cliCase) {
 	t.Helper()
 	for _, tc := range cases {
@@ -41,7 +45,10 @@ func checkCLI(t *testing.T, run func(args []string, stdout, stderr io.Writer) in
 			if tc.stdout == "" && out.Len() != 0 {
 				t.Errorf("failed run printed to stdout: %q", out.String())
 			}
-			why, _, _ := strings.Cut(errb.String(), "\nusage:")
+			why := errb.String()
+			if strings.Contains(tc.stderr, "\nusage:") {
+				why, _, _ = strings.Cut(why, "\nusage:")
+			}
 			if strings.Contains(strings.TrimSpace(why), "\n") {
 				t.Errorf("error is more than one line: %q", errb.String())
 			}

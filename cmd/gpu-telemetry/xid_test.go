@@ -10,7 +10,7 @@ func TestXidSubcommand(t *testing.T) {
 		{"unknown code", []string{"999"}, 1, "unknown Xid", ""},
 		{"list", []string{"--list"}, 0, "172  none given", ""},
 		{"help", []string{"--help"}, 0, "usage: gpu-telemetry xid", ""},
-		{"no argument", nil, 2, "", "needs an Xid number"},
+		{"no argument", nil, 2, "", "needs an Xid number, a kernel log line or --list\nusage: gpu-telemetry xid"},
 		{"garbage", []string{"abc"}, 2, "", "neither an Xid number"},
 		{"negative", []string{"-5"}, 2, "", "not an Xid number"},
 		{"list with extra", []string{"--list", "3"}, 2, "", "takes no arguments"},
