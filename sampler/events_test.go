@@ -107,9 +107,19 @@ func (e *eventHost) reported() []string {
 	return append([]string(nil), e.states...)
 }
 
-// run runs FollowEvents until ctx ends, keeping the events and the states it
-// reports; the channel is closed when FollowEvents has returned.
-func (e *eventHost) run(ctx context.Context) <-chan struct{} {
+// run runs FollowEvents until ctx ends, keeping the events and, with
+// keepStates, the states it reports; without, it passes no state callback
+// (nil, as a caller that does not want them does). The channel is closed when
+// FollowEvents has returned.
+func (e *eventHost) run(ctx context.Context, keepStates bool) <-chan struct{} {
+	var state func(string)
+	if keepStates {
+		state = func(s string) {
+			e.mu.Lock()
+			e.states = append(e.states, s)
+			e.mu.Unlock()
+		}
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -117,19 +127,16 @@ func (e *eventHost) run(ctx context.Context) <-chan struct{} {
 			e.mu.Lock()
 			e.got = append(e.got, ev)
 			e.mu.Unlock()
-		}, func(s string) {
-			e.mu.Lock()
-			e.states = append(e.states, s)
-			e.mu.Unlock()
-		})
+		}, state)
 	}()
 	return done
 }
 
-// follow runs FollowEvents until the returned stop is called.
+// follow runs FollowEvents, with no state callback, until the returned stop
+// is called.
 func (e *eventHost) follow() (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	done := e.run(ctx)
+	done := e.run(ctx, false)
 	return func() {
 		cancel()
 		for _, s := range e.opened() {
@@ -201,7 +208,7 @@ func TestFollowEventsWithoutEventSets(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEventHost(t, false, true)
 		e.h.openEvents = func([]uint64) (EventStream, error) { return nil, errNoEventSets }
-		<-e.run(context.Background())
+		<-e.run(context.Background(), true)
 		if states := e.reported(); len(states) == 0 || states[len(states)-1] != "unavailable: the driver lacks NVML event sets" {
 			t.Fatalf("states %q", states)
 		}
@@ -295,12 +302,13 @@ func TestFollowEventsCountsSetsThatDoNotOpen(t *testing.T) {
 	})
 }
 
-// Shutdown ends the stream through Close and FollowEvents returns once it has.
+// Shutdown ends the stream through Close and FollowEvents returns once it has
+// (with no state callback: nil is allowed).
 func TestFollowEventsStopsWithContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEventHost(t, false)
 		ctx, cancel := context.WithCancel(context.Background())
-		done := e.run(ctx)
+		done := e.run(ctx, false)
 		synctest.Wait()
 		cancel()
 		synctest.Wait()
