@@ -56,8 +56,10 @@ type Reader struct {
 	device bool // a character device (/dev/kmsg): one record per read, starting at the end
 	log    *slog.Logger
 
-	// read reads one /dev/kmsg record (f.Read). Tests replace it to return
-	// what the real device only does under load: EPIPE after an overrun.
+	// read reads from the file being read (readFile): one /dev/kmsg record,
+	// or the next chunk of a file or FIFO. Tests replace it to return what
+	// the real device only does under load (EPIPE after an overrun), or to
+	// act on a file at a chosen point of the loop.
 	read func([]byte) (int, error)
 
 	// wait is called when a file or FIFO has no more data; it returns after
@@ -93,8 +95,8 @@ func Open(path string, log *slog.Logger) (*Reader, error) {
 	}
 	device := mode&os.ModeCharDevice != 0
 	// A pipe holds only what was written since it was opened: no backlog.
-	r := &Reader{f: f, path: path, device: device, log: log, caughtUp: mode&os.ModeNamedPipe != 0, read: f.Read}
-	r.wait = r.waitChange
+	r := &Reader{f: f, path: path, device: device, log: log, caughtUp: mode&os.ModeNamedPipe != 0}
+	r.read, r.wait = r.readFile, r.waitChange
 	if mode.IsRegular() {
 		r.notify = newFileNotifier(path)
 	}
@@ -181,6 +183,10 @@ func (r *Reader) Run(ctx context.Context, fn func(Record)) error {
 	return r.runStream(ctx, fn)
 }
 
+// readFile reads from the file being read: the one Run opened last (only
+// Run's goroutine replaces it).
+func (r *Reader) readFile(b []byte) (int, error) { return r.f.Read(b) }
+
 // interrupt wakes a read blocked in the poller. A deadline in the past fails
 // it at once. A file the poller does not watch (a regular file) never blocks,
 // and the loop notices ctx by itself; closing is the fallback for anything
@@ -241,7 +247,7 @@ func (r *Reader) runStream(ctx context.Context, fn func(Record)) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		n, err := r.f.Read(chunk)
+		n, err := r.read(chunk)
 		if n > 0 {
 			offset += int64(n)
 			pending = append(pending, chunk[:n]...)

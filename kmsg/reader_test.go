@@ -3,6 +3,7 @@ package kmsg
 import (
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -468,4 +469,40 @@ func TestReaderReopensReplacedFile(t *testing.T) {
 			f.stop(t)
 		})
 	}
+}
+
+// A line the old file's writer adds after the reader's last read of it hit
+// the end, but before the reader saw the path name a new file, is still read
+// from the old file (drained once more) before the switch to the new one.
+func TestReaderDrainsOldFileBeforeSwitching(t *testing.T) {
+	const xid = "NVRM: Xid (PCI:0000:01:00): 79, pid=1, GPU has fallen off the bus."
+	f := runFile(t, "6,1,10,-;first\n")
+	f.idleWith(t, "before the replacement", "first")
+	old, err := os.OpenFile(f.path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if err := os.Rename(f.path, f.path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	writeNew(t, f.path, "3,1,30,-;"+xid+"\n")
+	// Run waits in the stepper: the hook is in place before its next read.
+	read, wrote := f.r.read, false
+	f.r.read = func(b []byte) (int, error) {
+		n, err := read(b)
+		if errors.Is(err, io.EOF) && !wrote {
+			wrote = true
+			if _, err := old.WriteString("6,2,20,-;after the old file's end\n"); err != nil {
+				t.Error(err)
+			}
+		}
+		return n, err
+	}
+	f.s.step <- struct{}{}
+	f.idleWith(t, "after the replacement", "after the old file's end", xid)
+	if !wrote {
+		t.Error("the reader never hit the old file's end")
+	}
+	f.stop(t)
 }
