@@ -142,9 +142,14 @@ func (gs *gpuState) incidents(when time.Time, queued bool, critical string, spik
 	}
 	if spike {
 		if queued {
-			m.queue("a fan spike snapshot request", gs.idx, func() { gs.spike(when) })
+			// The side goroutine must not call NVML (it would race this
+			// worker and, stuck, hold up every GPU's file work): the fans'
+			// policies are read here, on the worker, before the request is
+			// queued, even if the cooldown then suppresses the snapshot.
+			fans := gs.g.FanPolicies()
+			m.queue("a fan spike snapshot request", gs.idx, func() { gs.spike(when, func() []string { return fans }) })
 		} else {
-			gs.spike(when)
+			gs.spike(when, gs.g.FanPolicies)
 		}
 	}
 }
@@ -341,8 +346,10 @@ func (gs *gpuState) hung(now, since time.Time, fn sampler.Fn) {
 }
 
 // spike asks for a spike snapshot of the spike seen at when (rate-limited by
-// the snapshot manager).
-func (gs *gpuState) spike(when time.Time) {
+// the snapshot manager). fans returns the fans' control policies; it is
+// called only for a snapshot the manager accepts, and must not call NVML
+// unless spike runs on the GPU's worker.
+func (gs *gpuState) spike(when time.Time, fans func() []string) {
 	m := gs.m
 	d := m.snaps.Spike(gs.idx, func() snapshot.SpikeRequest {
 		hdr, rows := m.csv.Rows(gs.idx)
@@ -356,7 +363,7 @@ func (gs *gpuState) spike(when time.Time) {
 			CSVHeader:   hdr,
 			Rows:        rows,
 			Thresholds:  info.Thresholds,
-			FanPolicies: gs.g.FanPolicies(),
+			FanPolicies: fans(),
 		}
 	})
 	if d.Accepted {

@@ -184,3 +184,58 @@ func TestSpikeSnapshotCountsItsSample(t *testing.T) {
 		})
 	}
 }
+
+// A fan spike of a GPU whose rows wait on the side goroutine (after a hang)
+// queues its snapshot request there too. The side goroutine must not call
+// NVML for it (reading the fans' policies): that call would race the GPU's
+// worker and, stuck in the driver, hold up every GPU's file work. Here the
+// policy read is stuck while the side goroutine is free: it must go on
+// running its queue.
+func TestSpikeQueuedBehindRowsDoesNotCallNVMLOnTheSideGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 1, nil)
+		hold := make(chan struct{})
+		r.m.side <- func() { <-hold } // the side goroutine's first job: a disk that does not answer
+		releaseTemp := r.devs[0].Block("GetTemperature", nil)
+		entered := make(chan string, 64)
+		var policyEntered, sideRan bool
+		r.run(time.Second, func() {
+			time.Sleep(2950 * time.Millisecond) // past the deadline: NVML_HUNG rows queue behind hold
+			releaseTemp()
+			time.Sleep(time.Second) // rows of the recovered GPU queue behind the hang's
+			releasePolicy := r.devs[0].Block("GetFanControlPolicy_v2", entered)
+			defer releasePolicy()
+			r.devs[0].Update(func(d *fakenvml.Dev) { d.FanSpeed[0] = 90 }) // a spike on the next sample
+			time.Sleep(150 * time.Millisecond)
+			close(hold)
+			select {
+			case <-entered:
+				policyEntered = true
+			case <-time.After(time.Second):
+				return
+			}
+			// The policy read is stuck in the driver: the side goroutine
+			// still runs what is queued after it.
+			ran := make(chan struct{})
+			r.m.side <- func() { close(ran) }
+			select {
+			case <-ran:
+				sideRan = true
+			case <-time.After(time.Second):
+			}
+		})
+		if !policyEntered {
+			t.Fatal("no fan spike snapshot read the fans' policies: the spike was not driven")
+		}
+		if !sideRan {
+			t.Error("the side goroutine is stuck in NVML (the fans' policies of a queued spike snapshot)")
+		}
+		spikes, _ := filepath.Glob(filepath.Join(r.dir, "spikes", "spike-*-gpu0.log"))
+		if len(spikes) != 1 {
+			t.Fatalf("spike snapshots: %v, want 1", spikes)
+		}
+		if text, _ := snapshotEnd(t, spikes[0]); !strings.Contains(text, "auto (temperature-controlled)") {
+			t.Errorf("spike snapshot without the fans' policies:\n%s", text)
+		}
+	})
+}
