@@ -32,6 +32,17 @@ func logFirstLoss(log *slog.Logger, name, what string, attrs ...slog.Attr) {
 
 func (c *lossCounter) load() uint64 { return c.n.Load() }
 
+// snapshotRefused logs the first snapshot request (what: which snapshot)
+// that the snapshot manager refused because it was closed, with the GPU and
+// the reason it was asked for. The manager counts them all
+// (snapshots_refused_at_shutdown); watchLosses has stopped by then.
+func (m *Monitor) snapshotRefused(what string, gpu int, reason string) {
+	if m.refusedLogged.CompareAndSwap(false, true) {
+		logFirstLoss(m.log, "snapshots_refused_at_shutdown", what+" asked for after the snapshot writer closed at shutdown",
+			slog.Int("gpu", gpu), slog.String("reason", reason))
+	}
+}
+
 // counterSources is what the counter table reads, gathered once per view.
 type counterSources struct {
 	m    *Monitor
@@ -81,6 +92,8 @@ var counterTable = []counterDef{
 		get: func(s *counterSources) uint64 { return s.snap.FollowUpsCanceled }},
 	{name: "snapshot_failures", loss: true, help: "snapshot files that could not be written",
 		get: func(s *counterSources) uint64 { return s.snap.Failures }},
+	{name: "snapshots_refused_at_shutdown", loss: true, ownLog: true, help: "crash and fan spike snapshots not taken because they were asked for after the snapshot writer closed at shutdown (by a sample that came back late from a stuck NVML call)",
+		get: func(s *counterSources) uint64 { return s.snap.RefusedClosed }},
 	{name: "kmsg_malformed", loss: true, help: "kernel log records that could not be parsed",
 		get: func(s *counterSources) uint64 {
 			return s.m.kmsgStat(func(r kmsgCounters) uint64 { return r.Malformed() })

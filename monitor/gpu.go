@@ -369,6 +369,9 @@ func (gs *gpuState) spike(when time.Time, fans func() []string) {
 	if d.Accepted {
 		gs.log.Warn("fan spike: snapshot taken", "spikes", gs.tr.Counters().Total[anomaly.CountSpikes])
 	}
+	if d.Closed {
+		m.snapshotRefused("a fan spike snapshot", gs.idx, "FAN_SPIKE")
+	}
 }
 
 // splitRow returns the last row's cells.

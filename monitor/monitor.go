@@ -68,6 +68,7 @@ type Monitor struct {
 	// Lost work the monitor itself drops (see counterTable).
 	sideDrops, lineFails, flagsDropped, xidFlagsDropped lossCounter
 	listenFails                                         atomic.Uint64 // ListenerFailed
+	refusedLogged                                       atomic.Bool   // snapshotRefused logged the first
 
 	kmsgReader atomic.Pointer[kmsgCounters] // set while the kernel log is followed
 	kclock     *kernelClock                 // dmesg_time on the kernel log's clock
@@ -499,6 +500,9 @@ func (m *Monitor) critical(gs *gpuState, when time.Time, reason string) {
 	})
 	if d.Accepted {
 		gs.log.Error("critical event: taking crash snapshot", "reason", reason, "incident", n)
+	}
+	if d.Closed {
+		m.snapshotRefused("a crash snapshot", gs.idx, reason)
 	}
 }
 

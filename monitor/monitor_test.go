@@ -476,6 +476,68 @@ func TestLateRowAfterShutdownIsCounted(t *testing.T) {
 	})
 }
 
+// Samples stuck in the driver when shutdown begins, before the poll loop
+// reports them hung, come back lost after the snapshot manager closed: their
+// rows are counted in rows_dropped, and the crash snapshots they ask for must
+// be counted, and the first logged (GPU and reason), not refused silently.
+func TestSnapshotRefusedAfterShutdownIsCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 2, nil)
+		blocked := make(chan []func(), 1)
+		r.run(time.Second+50*time.Millisecond, func() {
+			go func() {
+				time.Sleep(time.Second - 50*time.Millisecond)
+				var releases []func()
+				for _, d := range r.devs {
+					// Not GetFieldValues: a sample waiting for the
+					// process-wide field lock is not durably blocked.
+					d.Set("GetFieldValues", nvml.ERROR_UNKNOWN)
+					d.Set("GetTemperature", nvml.ERROR_GPU_IS_LOST)
+					releases = append(releases, d.Block("GetTemperature", nil))
+				}
+				blocked <- releases
+			}()
+		})
+		releases := <-blocked
+		for i, release := range releases {
+			defer release()
+			if _, busy := r.m.gpus[i].w.Busy(); !busy {
+				t.Fatalf("no sample of gpu %d stuck in the driver at shutdown", i)
+			}
+		}
+		for _, release := range releases { // one at a time: gpu 0's is the first refused
+			release()
+			synctest.Wait() // the worker handles the lost sample that came back
+		}
+		counts := map[string]uint64{}
+		for _, c := range r.m.counters() {
+			if c.Loss {
+				counts[c.Name] = c.Value
+			}
+		}
+		if counts["rows_dropped"] != 2 {
+			t.Errorf("rows_dropped = %d, want 2: the late samples did not come back after the files closed", counts["rows_dropped"])
+		}
+		if n, ok := counts["snapshots_refused_at_shutdown"]; n != 2 {
+			t.Errorf("snapshots_refused_at_shutdown = %d (a loss counter: %v), want 2", n, ok)
+		}
+		logs := r.logs.String()
+		var lines []string
+		for _, l := range strings.Split(logs, "\n") {
+			if strings.Contains(l, "counter=snapshots_refused_at_shutdown") {
+				lines = append(lines, l)
+			}
+		}
+		if len(lines) != 1 {
+			t.Fatalf("the refused snapshots are logged %d times, want once (the first):\n%s", len(lines), logs)
+		}
+		testutil.Contains(t, "the refused snapshot's log line", lines[0], "gpu=0", `reason="GPU lost`, "a crash snapshot")
+		if crashes, _ := filepath.Glob(filepath.Join(r.dir, "crashes", "*")); len(crashes) != 0 {
+			t.Errorf("crash snapshots written after shutdown: %v", crashes)
+		}
+	})
+}
+
 func TestStatusAndSummaryGolden(t *testing.T) {
 	var counters []live.Counter
 	for i, d := range counterTable {

@@ -64,7 +64,7 @@ type Config struct {
 // Decision says what Crash or Spike did with a request.
 type Decision struct {
 	Accepted     bool          // a snapshot will be written
-	Closed       bool          // refused because the Manager is closed
+	Closed       bool          // refused because the Manager is closed (counted in Stats.RefusedClosed)
 	Burst        uint64        // suppressed: how many have been suppressed in this cooldown window, this one included
 	Suppressed   uint64        // suppressed so far in total: for this GPU (Crash) or for all GPUs (Spike)
 	CooldownLeft time.Duration // suppressed: time until the next snapshot can be taken
@@ -80,6 +80,7 @@ type Stats struct {
 	SpikesSuppressed       uint64
 	FollowUpsWritten       uint64
 	FollowUpsCanceled      uint64 // pending follow-ups cancelled by a newer incident or Close
+	RefusedClosed          uint64 // crash and spike requests refused because they came after Close
 	Failures               uint64 // files that could not be written, any kind or stage
 }
 
@@ -183,6 +184,7 @@ func (m *Manager) Crash(gpu int, build func() CrashRequest) Decision {
 	now := m.cfg.Now()
 	m.mu.Lock()
 	if m.closed {
+		m.stats.RefusedClosed++
 		m.mu.Unlock()
 		return Decision{Closed: true}
 	}
@@ -253,6 +255,7 @@ func (m *Manager) Spike(gpu int, build func() SpikeRequest) Decision {
 	now := m.cfg.Now()
 	m.mu.Lock()
 	if m.closed {
+		m.stats.RefusedClosed++
 		m.mu.Unlock()
 		return Decision{Closed: true}
 	}

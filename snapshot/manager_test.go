@@ -331,6 +331,12 @@ func TestStage1WhileCommandBlocked(t *testing.T) {
 	if d := m.Crash(3, testCrashRequest); !d.Closed || d.Accepted {
 		t.Errorf("Crash after Close = %+v, want Closed", d)
 	}
+	if d := m.Spike(3, nil); !d.Closed || d.Accepted {
+		t.Errorf("Spike after Close = %+v, want Closed", d)
+	}
+	if n := m.Stats().RefusedClosed; n != 2 {
+		t.Errorf("RefusedClosed = %d after a crash and a spike request past Close, want 2", n)
+	}
 	if err := m.Close(context.Background()); err != nil {
 		t.Errorf("second Close = %v", err)
 	}
