@@ -67,7 +67,10 @@ type gpuState struct {
 	// there is no hang left to report.
 	hmu        sync.Mutex
 	stallStart int64 // UnixNano when the current hang was first reported; 0: none
-	finished   int64 // UnixNano when the last sample classified was dispatched
+	// UnixNano when the last sample classified was dispatched: the sample's
+	// identity, compared for equality only (the wall clock can step back,
+	// so a later dispatch can have an earlier time).
+	finished int64
 
 	xmu     sync.Mutex
 	pending []int64 // Xids to flag on the next row
@@ -304,8 +307,8 @@ func (gs *gpuState) hung(now, since time.Time, fn sampler.Fn) {
 	m := gs.m
 	gs.hmu.Lock()
 	defer gs.hmu.Unlock()
-	if gs.finished >= since.UnixNano() {
-		return
+	if gs.finished == since.UnixNano() {
+		return // the sample came back (classify) since the poll loop saw it stuck
 	}
 	first := gs.stallStart == 0
 	if first {
