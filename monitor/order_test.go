@@ -11,6 +11,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 )
@@ -135,55 +137,71 @@ func TestHandleDoesNotAllocate(t *testing.T) {
 	}
 }
 
-// A fan spike's snapshot is taken once the sample that raised it is a row
-// and published: its header counts that sample, and its rows end with it,
-// whether the row was written at once or queued behind earlier rows of the
-// GPU (then the request waits behind the row).
-func TestSpikeSnapshotCountsItsSample(t *testing.T) {
-	for _, queued := range []bool{false, true} {
-		name := "written"
-		if queued {
-			name = "queued"
-		}
-		t.Run(name, func(t *testing.T) {
-			r := newRig(t, 1, nil)
-			gs := r.m.gpus[0]
-			var s reading.Sample
-			start := time.Now()
-			sample := func(n int) {
-				gs.g.Sample(&s)
-				s.Time = start.Add(time.Duration(n) * 100 * time.Millisecond)
-				gs.handle(&s)
+// A snapshot a sample asks for (a fan spike's, a crash snapshot for a
+// failed or lost sample) is taken once the sample is a row and published:
+// its header counts that sample, and its rows end with it, whether the row
+// was written at once or queued behind earlier rows of the GPU (then the
+// request waits behind the row).
+func TestIncidentSnapshotCountsItsSample(t *testing.T) {
+	incidents := []struct {
+		name    string
+		provoke func(d *fakenvml.Dev)
+		glob    string
+		counted string // what in the header counts the sample
+	}{
+		{"spike", func(d *fakenvml.Dev) { d.Update(func(d *fakenvml.Dev) { d.FanSpeed[0] = 90 }) }, "spikes/spike-*-gpu0.log", ", 6 samples\n"},
+		{"lost", func(d *fakenvml.Dev) {
+			for _, fn := range []string{"GetFieldValues", "GetTemperature"} {
+				d.Set(fn, nvml.ERROR_GPU_IS_LOST)
 			}
-			for n := range 5 {
-				sample(n)
-			}
-			r.devs[0].Update(func(d *fakenvml.Dev) { d.FanSpeed[0] = 90 })
+		}, "crashes/crash-*-gpu0.log", " nvml_failures=1 "},
+	}
+	for _, in := range incidents {
+		for _, queued := range []bool{false, true} {
+			name := in.name + "/written"
 			if queued {
-				gs.sideRows.Add(1) // a row of the GPU still waits on the side goroutine
+				name = in.name + "/queued"
 			}
-			sample(5)
-			if queued {
-				gs.sideRows.Add(-1)
-				for len(r.m.side) > 0 { // what the side goroutine would run, in order
-					(<-r.m.side)()
+			t.Run(name, func(t *testing.T) {
+				r := newRig(t, 1, nil)
+				gs := r.m.gpus[0]
+				var s reading.Sample
+				start := time.Now()
+				sample := func(n int) {
+					gs.g.Sample(&s)
+					s.Time = start.Add(time.Duration(n) * 100 * time.Millisecond)
+					gs.handle(&s)
 				}
-			}
-			if err := r.m.snaps.Close(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			spikes, _ := filepath.Glob(filepath.Join(r.dir, "spikes", "spike-*-gpu0.log"))
-			if len(spikes) != 1 {
-				t.Fatalf("spike snapshots: %v, want 1", spikes)
-			}
-			text, last := snapshotEnd(t, spikes[0])
-			if !strings.Contains(text, ", 6 samples\n") {
-				t.Errorf("spike snapshot's header does not count the 6 samples:\n%s", text)
-			}
-			if want := s.Time.Format("15:04:05.000"); !strings.Contains(last, want) {
-				t.Errorf("spike snapshot's last row %q is not the spike's (%s)", last, want)
-			}
-		})
+				for n := range 5 {
+					sample(n)
+				}
+				in.provoke(r.devs[0])
+				if queued {
+					gs.sideRows.Add(1) // a row of the GPU still waits on the side goroutine
+				}
+				sample(5)
+				if queued {
+					gs.sideRows.Add(-1)
+					for len(r.m.side) > 0 { // what the side goroutine would run, in order
+						(<-r.m.side)()
+					}
+				}
+				if err := r.m.snaps.Close(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				snaps, _ := filepath.Glob(filepath.Join(r.dir, in.glob))
+				if len(snaps) != 1 {
+					t.Fatalf("%s snapshots: %v, want 1", in.name, snaps)
+				}
+				text, last := snapshotEnd(t, snaps[0])
+				if !strings.Contains(text, in.counted) {
+					t.Errorf("%s snapshot's header lacks %q (its sample):\n%s", in.name, in.counted, text)
+				}
+				if want := s.Time.Format("15:04:05.000"); !strings.Contains(last, want) {
+					t.Errorf("%s snapshot's last row %q is not its sample's (%s)", in.name, last, want)
+				}
+			})
+		}
 	}
 }
 
