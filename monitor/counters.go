@@ -82,7 +82,7 @@ var counterTable = []counterDef{
 		get: func(s *counterSources) uint64 { return s.m.linesLostAtExit() }},
 	{name: "flags_dropped", loss: true, ownLog: true, help: "flags that did not fit in a row's flags cell",
 		get: func(s *counterSources) uint64 { return s.m.flagsDropped.load() }},
-	{name: "xid_flags_dropped", loss: true, ownLog: true, help: "Xids not flagged on a row because too many were waiting for the GPU's next row",
+	{name: "xid_flags_dropped", loss: true, ownLog: true, help: "Xids not flagged on a row because too many were waiting for the GPU's next row, or the GPU wrote no row after them before shutdown (the Xids are in events.log)",
 		get: func(s *counterSources) uint64 { return s.m.xidFlagsDropped.load() }},
 	{name: "crash_snapshots_suppressed", loss: true, help: "crash snapshots not taken because of the per-GPU cooldown",
 		get: func(s *counterSources) uint64 { return s.snap.CrashesSuppressed }},

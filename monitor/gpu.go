@@ -74,6 +74,7 @@ type gpuState struct {
 
 	xmu     sync.Mutex
 	pending []int64 // Xids to flag on the next row
+	xclosed bool    // shut down: no next row will come (closeXids)
 
 	// Poll goroutine only: ticks skipped because the sample in flight had
 	// not yet reached its deadline, and the process read last published.
@@ -98,15 +99,36 @@ func (gs *gpuState) info() reading.GPU { return gs.g.Info() }
 // addXid queues an Xid flag for the GPU's next row.
 func (gs *gpuState) addXid(code int64) {
 	gs.xmu.Lock()
-	full := len(gs.pending) == cap(gs.pending)
-	if !full {
+	closed, full := gs.xclosed, len(gs.pending) == cap(gs.pending)
+	if !closed && !full {
 		gs.pending = append(gs.pending, code)
 	}
 	gs.xmu.Unlock()
-	if full {
-		gs.m.xidFlagsDropped.add(gs.log, "xid_flags_dropped", "an XID flag for the next row (the Xid is in events.log)",
-			slog.Int("gpu", gs.idx), slog.Int64("xid", code))
+	switch {
+	case closed:
+		gs.dropXid(code, "an XID flag reported after shutdown, when no row follows")
+	case full:
+		gs.dropXid(code, "an XID flag for the next row, with too many already waiting (the Xid is in events.log)")
 	}
+}
+
+// closeXids runs at shutdown, once the GPU writes no more rows: the Xid
+// flags still waiting for a next row, and any reported later, are counted
+// in xid_flags_dropped.
+func (gs *gpuState) closeXids() {
+	gs.xmu.Lock()
+	lost := gs.pending
+	gs.pending, gs.xclosed = nil, true
+	gs.xmu.Unlock()
+	for _, code := range lost {
+		gs.dropXid(code, "an XID flag waiting for the GPU's next row, which did not come before shutdown (the Xid is in events.log)")
+	}
+}
+
+// dropXid counts an Xid flag that no row carries; the first is logged with
+// what, the GPU and the Xid.
+func (gs *gpuState) dropXid(code int64, what string) {
+	gs.m.xidFlagsDropped.add(gs.log, "xid_flags_dropped", what, slog.Int64("xid", code)) // gs.log names the GPU
 }
 
 func (gs *gpuState) takeXids(s *reading.Sample) {

@@ -231,6 +231,9 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	case <-time.After(2 * time.Second):
 		m.log.Warn("queued file work still running at shutdown")
 	}
+	for _, gs := range m.gpus {
+		gs.closeXids() // no row follows now: their flags are lost, counted
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	if err := m.snaps.Close(sctx); err != nil {
 		m.log.Warn("snapshots cut short at shutdown", "error", err)

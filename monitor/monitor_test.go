@@ -538,6 +538,34 @@ func TestSnapshotRefusedAfterShutdownIsCounted(t *testing.T) {
 	})
 }
 
+// An Xid reported just before shutdown, after the GPU's last row: its
+// flag waits for a row that never comes. The Xid is in events.log; the lost
+// flag is counted in xid_flags_dropped and logged, never dropped silently.
+func TestXidFlagPendingAtShutdownIsCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 1, nil)
+		r.run(0, func() {
+			time.Sleep(time.Second + 50*time.Millisecond) // between two ticks
+			r.m.onEvent(reading.Event{Time: time.Now(), GPU: 0, Kind: reading.EventXid, Source: reading.SourceNVML, Data: 79})
+		})
+		for _, row := range r.rows(0) {
+			if strings.Contains(row, "XID(79)") {
+				t.Fatalf("a row after the Xid was written: %q", row)
+			}
+		}
+		if n := r.m.xidFlagsDropped.load(); n != 1 {
+			t.Errorf("xid_flags_dropped %d with an Xid flag still waiting at shutdown, want 1", n)
+		}
+		logs := r.logs.String()
+		if !strings.Contains(logs, "counter=xid_flags_dropped") || !strings.Contains(logs, "xid=79") {
+			t.Errorf("the lost Xid flag is not logged:\n%s", logs)
+		}
+		if !strings.Contains(logs, "xid_flags_dropped=1") {
+			t.Errorf("the final status does not count the lost Xid flag:\n%s", logs)
+		}
+	})
+}
+
 func TestStatusAndSummaryGolden(t *testing.T) {
 	var counters []live.Counter
 	for i, d := range counterTable {
