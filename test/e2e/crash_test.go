@@ -409,6 +409,13 @@ func TestKernelLinesReachTheRightGPU(t *testing.T) {
 				}
 				return true
 			})
+			// A row begun after an Xid was queued as a flag carries it. A crash
+			// snapshot is asked for after that, so of the rows written once it
+			// is there, the second was begun after it (the first may have been
+			// in flight): wait for it, or the flag would be lost at the stop.
+			for gpu := range 2 {
+				p.waitForRows(gpu, rowCount(p.csvFile(gpu))+2, 15*time.Second)
+			}
 			time.Sleep(300 * time.Millisecond) // room for a snapshot or event that must not come
 			p.stop()
 			ev := readFile(t, filepath.Join(p.dir, "events.log"))
