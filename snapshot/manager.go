@@ -182,10 +182,7 @@ func New(cfg Config) *Manager {
 // they are empty.
 func (m *Manager) Crash(gpu int, build func() CrashRequest) Decision {
 	now := m.cfg.Now()
-	m.mu.Lock()
-	if m.closed {
-		m.stats.RefusedClosed++
-		m.mu.Unlock()
+	if !m.lockOpen() {
 		return Decision{Closed: true}
 	}
 	st := m.gpus[gpu]
@@ -253,10 +250,7 @@ func (m *Manager) crash(fctx context.Context, stop context.CancelCauseFunc, gpu 
 // build is called at once and the file is written in the background.
 func (m *Manager) Spike(gpu int, build func() SpikeRequest) Decision {
 	now := m.cfg.Now()
-	m.mu.Lock()
-	if m.closed {
-		m.stats.RefusedClosed++
-		m.mu.Unlock()
+	if !m.lockOpen() {
 		return Decision{Closed: true}
 	}
 	if ok, burst, left := m.spikeCool.Allow(now, m.cfg.SpikeCooldown); !ok {
@@ -274,6 +268,19 @@ func (m *Manager) Spike(gpu int, build func() SpikeRequest) Decision {
 	req.Header.fill(gpu, suppressed, spikeTitle, now)
 	go m.spike(gpu, &req, now)
 	return Decision{Accepted: true, Suppressed: suppressed}
+}
+
+// lockOpen takes m.mu when the Manager still accepts requests and reports
+// true. After Close it counts the refusal in Stats.RefusedClosed, leaves
+// m.mu unlocked and reports false.
+func (m *Manager) lockOpen() bool {
+	m.mu.Lock()
+	if m.closed {
+		m.stats.RefusedClosed++
+		m.mu.Unlock()
+		return false
+	}
+	return true
 }
 
 // buildCounted calls build (nil builds the zero request) for a writer the
