@@ -406,6 +406,21 @@ func (f *fileRun) start(t *testing.T) {
 	f.recs, f.done = run(t, ctx, f.r)
 }
 
+// runBeforeReplacement runs a stepped Reader over a file holding one record
+// ("first"), waits until it has read it, and returns it with a writer of that
+// file that stays open past the file's replacement (closed when the test ends).
+func runBeforeReplacement(t *testing.T) (f *fileRun, old *os.File) {
+	t.Helper()
+	f = runFile(t, "6,1,10,-;first\n")
+	f.idleWith(t, "before the replacement", "first")
+	old, err := os.OpenFile(f.path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { old.Close() })
+	return f, old
+}
+
 // A --kmsg file replaced under the reader (renamed away by a log rotation,
 // deleted and created again by a restarted simulator, or renamed over) is
 // followed by its path: what the old file got before the new one has data is
@@ -440,13 +455,7 @@ func TestReaderReopensReplacedFile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := runFile(t, "6,1,10,-;first\n")
-			f.idleWith(t, "before the replacement", "first")
-			old, err := os.OpenFile(f.path, os.O_WRONLY|os.O_APPEND, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer old.Close()
+			f, old := runBeforeReplacement(t)
 			tt.replace(t, f.path, "3,1,30,-;"+xid+"\n")
 			// The writer of the old file had one more line in it, and the
 			// start of another.
@@ -476,13 +485,7 @@ func TestReaderReopensReplacedFile(t *testing.T) {
 // from the old file (drained once more) before the switch to the new one.
 func TestReaderDrainsOldFileBeforeSwitching(t *testing.T) {
 	const xid = "NVRM: Xid (PCI:0000:01:00): 79, pid=1, GPU has fallen off the bus."
-	f := runFile(t, "6,1,10,-;first\n")
-	f.idleWith(t, "before the replacement", "first")
-	old, err := os.OpenFile(f.path, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer old.Close()
+	f, old := runBeforeReplacement(t)
 	if err := os.Rename(f.path, f.path+".1"); err != nil {
 		t.Fatal(err)
 	}
