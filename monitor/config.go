@@ -73,6 +73,10 @@ type Config struct {
 	// newTicker makes the poll loop's ticker; tests use Go timers on fake
 	// time.
 	newTicker func(time.Duration) ticker
+	// mono reads the monotonic clock that durations are measured on (a
+	// hang's length): the wall clock can step. Tests step one without the
+	// other; nil: Go's monotonic clock.
+	mono func() time.Duration
 }
 
 // DefaultDeadline returns the per-GPU sample deadline for an interval.
@@ -107,6 +111,10 @@ func (c *Config) defaults() {
 	}
 	if c.newTicker == nil {
 		c.newTicker = newTimerfdTicker
+	}
+	if c.mono == nil {
+		base := time.Now()
+		c.mono = func() time.Duration { return time.Since(base) }
 	}
 	if c.openLog == nil {
 		c.openLog = func(dir, name string, maxMB int) lineLog {

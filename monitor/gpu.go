@@ -65,8 +65,11 @@ type gpuState struct {
 	// back in between. Either the report comes first, and the sample's late
 	// row is queued behind the hang's rows, or the sample came back first and
 	// there is no hang left to report.
-	hmu        sync.Mutex
-	stallStart int64 // UnixNano when the current hang was first reported; 0: none
+	hmu     sync.Mutex
+	stalled bool // a hang of the sample in flight was reported
+	// When the sample of the current hang was dispatched, on the monotonic
+	// clock (Config.mono): the hang's length is measured from it.
+	stallStart time.Duration
 	// UnixNano when the last sample classified was dispatched: the sample's
 	// identity, compared for equality only (the wall clock can step back,
 	// so a later dispatch can have an earlier time).
@@ -76,9 +79,12 @@ type gpuState struct {
 	pending []int64 // Xids to flag on the next row
 	xclosed bool    // shut down: no next row will come (closeXids)
 
-	// Poll goroutine only: ticks skipped because the sample in flight had
-	// not yet reached its deadline, and the process read last published.
-	skipped    []time.Time
+	// Poll goroutine only: when the sample in flight was dispatched (on the
+	// monotonic clock; 0, the logger's start, for the start-up read of the
+	// static facts), ticks skipped because it had not yet reached its
+	// deadline, and the process read last published.
+	dispatched time.Duration
+	skipped    []instant
 	procsShown *reading.Procs
 }
 
@@ -87,7 +93,7 @@ func newGPUState(m *Monitor, g *sampler.GPU) *gpuState {
 	// Room for the ticks a stuck sample can skip before its deadline.
 	skips := min(int(m.cfg.Deadline/m.cfg.Interval)+2, 1024)
 	gs := &gpuState{m: m, g: g, idx: idx, tr: anomaly.NewTracker(idx, m.cfg.Anomaly),
-		log: m.log.With("gpu", idx), pending: make([]int64, 0, 8), skipped: make([]time.Time, 0, skips),
+		log: m.log.With("gpu", idx), pending: make([]int64, 0, 8), skipped: make([]instant, 0, skips),
 		slot: live.NewSlot(g.Info())}
 	gs.w = sampler.NewWorker(g, gs.handle)
 	return gs
@@ -185,20 +191,19 @@ func (gs *gpuState) incidents(when time.Time, queued bool, critical string, spik
 func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical string) {
 	m := gs.m
 	gs.hmu.Lock()
-	st := gs.stallStart
-	gs.stallStart = 0
+	stalled, st := gs.stalled, gs.stallStart
+	gs.stalled = false
 	if since, busy := gs.w.Busy(); busy {
 		gs.finished = since.UnixNano()
 	}
 	gs.hmu.Unlock()
-	if st != 0 {
-		stalled = true
+	if stalled {
 		// The sample began before the hang rows that were written while it
 		// was stuck. Its readings were taken when the driver answered, so it
 		// is stamped with the time it completed: rows never go back in time.
 		s.Time = time.Now()
 		s.KernelTime = m.host.KernelTime(s.Time)
-		stall := s.Time.Sub(time.Unix(0, st))
+		stall := m.cfg.mono() - st
 		gs.log.Warn("NVML answered again after a hang", "stall", stall.Round(time.Millisecond), "hung_rows", gs.slot.Get().HungRows)
 		m.eventLine(s.Time, gs.idx, gs.info().BusID, "type=NVML_RECOVERED", "stall_ms="+strconv.FormatInt(stall.Milliseconds(), 10))
 		gs.tr.Forget()
@@ -317,7 +322,15 @@ func (gs *gpuState) publish(s *reading.Sample) {
 	gs.atopSample(s)
 }
 
-// hung reports a GPU whose sample has been stuck in the driver since since:
+// instant is one tick's time on both clocks: the wall clock stamps rows,
+// the monotonic one measures how long a sample has been stuck.
+type instant struct {
+	wall time.Time
+	mono time.Duration
+}
+
+// hung reports a GPU whose sample has been stuck in the driver since since
+// (the tick at now.wall):
 // on the first report of a stall it backfills NVML_HUNG rows for the ticks
 // skipped while the sample was still within its deadline (the timeline shows
 // the hang, not a gap), takes a crash snapshot while the call is still stuck,
@@ -325,17 +338,18 @@ func (gs *gpuState) publish(s *reading.Sample) {
 // only queues the file work (see Monitor.side), so a slow disk cannot stall
 // the other GPUs' ticks. A sample that came back since the poll loop saw it
 // stuck is not reported (see hmu).
-func (gs *gpuState) hung(now, since time.Time, fn sampler.Fn) {
+func (gs *gpuState) hung(now instant, since time.Time, fn sampler.Fn) {
 	m := gs.m
 	gs.hmu.Lock()
 	defer gs.hmu.Unlock()
 	if gs.finished == since.UnixNano() {
 		return // the sample came back (classify) since the poll loop saw it stuck
 	}
-	first := gs.stallStart == 0
+	first := !gs.stalled
 	if first {
-		gs.stallStart = since.UnixNano()
+		gs.stalled, gs.stallStart = true, gs.dispatched
 	}
+	start := gs.stallStart
 	times := append(gs.skipped[:0:0], now)
 	if first {
 		times = append(append(times[:0], gs.skipped...), now)
@@ -350,8 +364,8 @@ func (gs *gpuState) hung(now, since time.Time, fn sampler.Fn) {
 	}
 	gs.queueRows(what, func() {
 		for _, t := range times {
-			elapsed := t.Sub(since)
-			s := reading.Sample{GPU: gs.idx, Time: t, KernelTime: m.host.KernelTime(t), Status: reading.StatusHung,
+			elapsed := t.mono - start
+			s := reading.Sample{GPU: gs.idx, Time: t.wall, KernelTime: m.host.KernelTime(t.wall), Status: reading.StatusHung,
 				Err: fn.String(), HungFor: elapsed, NumFans: fans}
 			s.Flags.Add(reading.Flag{Kind: reading.FlagNVMLHung, S: fn.String(), A: elapsed.Milliseconds()})
 			gs.takeXids(&s)
@@ -361,11 +375,11 @@ func (gs *gpuState) hung(now, since time.Time, fn sampler.Fn) {
 		gs.slot.Update(func(g *live.GPU) { g.HungRows += n })
 		gs.delivered.Store(true)
 		if first {
-			elapsed := now.Sub(since)
+			elapsed := now.mono - start
 			gs.log.Error("GPU not answering: NVML call stuck", "function", fn.String(), "elapsed", elapsed.Round(time.Millisecond))
-			m.eventLine(now, gs.idx, gs.info().BusID, "type=NVML_HUNG", "function="+fn.String(),
+			m.eventLine(now.wall, gs.idx, gs.info().BusID, "type=NVML_HUNG", "function="+fn.String(),
 				"elapsed_ms="+strconv.FormatInt(elapsed.Milliseconds(), 10))
-			m.critical(gs, now, "NVML_HUNG("+fn.String()+","+strconv.FormatInt(elapsed.Milliseconds(), 10)+"ms)")
+			m.critical(gs, now.wall, "NVML_HUNG("+fn.String()+","+strconv.FormatInt(elapsed.Milliseconds(), 10)+"ms)")
 		}
 	})
 }

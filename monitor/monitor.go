@@ -336,20 +336,22 @@ func (m *Monitor) tick(now time.Time) {
 		defer m.tickHook(now)
 	}
 	m.cadence.tick(now)
+	at := instant{wall: now, mono: m.cfg.mono()}
 	for _, gs := range m.gpus {
 		if nt := gs.nextTry.Load(); nt != 0 && now.UnixNano() < nt {
 			continue
 		}
 		if gs.w.Dispatch(now) {
+			gs.dispatched = at.mono
 			gs.skipped = gs.skipped[:0]
 			continue
 		}
 		if fn, since, stuck := gs.w.Stuck(now, m.cfg.Deadline); stuck {
-			gs.hung(now, since, fn)
+			gs.hung(at, since, fn)
 		} else {
 			m.busySkips.Add(1)
 			if len(gs.skipped) < cap(gs.skipped) {
-				gs.skipped = append(gs.skipped, now)
+				gs.skipped = append(gs.skipped, at)
 			}
 		}
 	}

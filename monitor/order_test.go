@@ -93,7 +93,7 @@ func TestHangReportRacingTheSampleItReports(t *testing.T) {
 			for _, busy := gs.w.Busy(); busy; _, busy = gs.w.Busy() {
 				runtime.Gosched()
 			}
-			gs.hung(time.Now(), since, fn)
+			gs.hung(instant{wall: time.Now(), mono: r.m.cfg.mono()}, since, fn)
 		}
 		r.run(3*time.Second+50*time.Millisecond, nil)
 		if !raced {
@@ -291,7 +291,7 @@ func TestHangReportedAfterTheWallClockSteppedBack(t *testing.T) {
 	for ; !stuck; fn, since, stuck = gs.w.Stuck(now, r.m.cfg.Deadline) {
 		time.Sleep(time.Millisecond) // until the sample is inside the blocked call
 	}
-	gs.hung(now, since, fn)
+	gs.hung(instant{wall: now, mono: r.m.cfg.mono()}, since, fn)
 	drain()
 	release()
 	idle()
