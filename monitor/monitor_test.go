@@ -174,6 +174,17 @@ func snapshotEnd(t *testing.T, path string) (text, lastRow string) {
 	return string(b), strings.TrimSpace(lines[len(lines)-1])
 }
 
+// oneSnapshot fails t unless exactly one file under dir matches glob (a
+// snapshot), and returns its text and last telemetry row (see snapshotEnd).
+func oneSnapshot(t *testing.T, dir, glob string) (text, lastRow string) {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(dir, glob))
+	if len(paths) != 1 {
+		t.Fatalf("snapshots %s: %v, want 1", glob, paths)
+	}
+	return snapshotEnd(t, paths[0])
+}
+
 func rowTime(t *testing.T, row string) time.Time {
 	t.Helper()
 	ts, err := time.Parse(sink.TimestampLayout, row[:strings.IndexByte(row, ',')])
@@ -313,12 +324,8 @@ func TestLostGPUBacksOffAndOthersContinue(t *testing.T) {
 		if lost != 4 {
 			t.Errorf("%d GPU_LOST rows, want 4 (back-off 1 s, 2 s, 4 s)", lost)
 		}
-		crashes, _ := filepath.Glob(filepath.Join(r.dir, "crashes", "crash-*-gpu1.log"))
-		if len(crashes) != 1 {
-			t.Fatalf("crash snapshots: %v, want 1", crashes)
-		}
 		// The snapshot is taken once the sample that raised it is a row.
-		if _, last := snapshotEnd(t, crashes[0]); !strings.HasSuffix(last, ",GPU_LOST") {
+		if _, last := oneSnapshot(t, r.dir, "crashes/crash-*-gpu1.log"); !strings.HasSuffix(last, ",GPU_LOST") {
 			t.Errorf("crash snapshot's last row %q is not the GPU_LOST one", last)
 		}
 	})
@@ -634,13 +641,9 @@ func TestFailuresBackOffAndRecover(t *testing.T) {
 		if n := len(r.rows(0)); n != 81 {
 			t.Errorf("healthy GPU wrote %d rows, want 81", n)
 		}
-		c, _ := filepath.Glob(filepath.Join(r.dir, "crashes", "crash-*-gpu1.log"))
-		if len(c) != 1 {
-			t.Fatalf("crash snapshots on the first failure: %v", c)
-		}
-		// Taken once the failed sample is a row and counted: its rows end
-		// with it and its header counts it.
-		text, last := snapshotEnd(t, c[0])
+		// One, taken once the failed sample is a row and counted: its rows
+		// end with it and its header counts it.
+		text, last := oneSnapshot(t, r.dir, "crashes/crash-*-gpu1.log")
 		if !strings.Contains(last, "NVML_FAILED:") || !strings.Contains(text, " nvml_failures=1 ") {
 			t.Errorf("crash snapshot of the first failure: last row %q, header:\n%s", last, text)
 		}

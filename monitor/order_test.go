@@ -33,6 +33,14 @@ func (r *rig) requireInOrder(gpu, want int) {
 	}
 }
 
+// holdSide makes the side goroutine's first job a disk that does not
+// answer: every job queued after it waits until unhold is called.
+func (r *rig) holdSide() (unhold func()) {
+	hold := make(chan struct{})
+	r.m.side <- func() { <-hold }
+	return func() { close(hold) }
+}
+
 // A hang's rows are written by the side goroutine; while it lags (a slow
 // disk, a snapshot being taken, a starved CPU) the rows the GPU's worker
 // produces after the hang must still land after them: the file is in time
@@ -40,15 +48,14 @@ func (r *rig) requireInOrder(gpu, want int) {
 func TestRowsStayInOrderWhileSideWorkLags(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, 2, nil)
-		hold := make(chan struct{})
-		r.m.side <- func() { <-hold } // the side goroutine's first job: a disk that does not answer
+		unholdSide := r.holdSide()
 		release := r.devs[1].Block("GetTemperature", nil)
 		r.run(5*time.Second+50*time.Millisecond, func() {
 			go func() {
 				time.Sleep(2950 * time.Millisecond) // between two ticks: the late row has a time of its own
 				release()
 				time.Sleep(time.Second) // the recovered GPU writes ten rows while the side work still waits
-				close(hold)
+				unholdSide()
 			}()
 		})
 		r.requireInOrder(0, 51)
@@ -189,11 +196,7 @@ func TestIncidentSnapshotCountsItsSample(t *testing.T) {
 				if err := r.m.snaps.Close(t.Context()); err != nil {
 					t.Fatal(err)
 				}
-				snaps, _ := filepath.Glob(filepath.Join(r.dir, in.glob))
-				if len(snaps) != 1 {
-					t.Fatalf("%s snapshots: %v, want 1", in.name, snaps)
-				}
-				text, last := snapshotEnd(t, snaps[0])
+				text, last := oneSnapshot(t, r.dir, in.glob)
 				if !strings.Contains(text, in.counted) {
 					t.Errorf("%s snapshot's header lacks %q (its sample):\n%s", in.name, in.counted, text)
 				}
@@ -214,20 +217,19 @@ func TestIncidentSnapshotCountsItsSample(t *testing.T) {
 func TestSpikeQueuedBehindRowsDoesNotCallNVMLOnTheSideGoroutine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, 1, nil)
-		hold := make(chan struct{})
-		r.m.side <- func() { <-hold } // the side goroutine's first job: a disk that does not answer
+		unholdSide := r.holdSide()
 		releaseTemp := r.devs[0].Block("GetTemperature", nil)
 		entered := make(chan string, 64)
 		var policyEntered, sideRan bool
 		r.run(time.Second, func() {
-			time.Sleep(2950 * time.Millisecond) // past the deadline: NVML_HUNG rows queue behind hold
+			time.Sleep(2950 * time.Millisecond) // past the deadline: NVML_HUNG rows queue behind the held side goroutine
 			releaseTemp()
 			time.Sleep(time.Second) // rows of the recovered GPU queue behind the hang's
 			releasePolicy := r.devs[0].Block("GetFanControlPolicy_v2", entered)
 			defer releasePolicy()
 			r.devs[0].Update(func(d *fakenvml.Dev) { d.FanSpeed[0] = 90 }) // a spike on the next sample
 			time.Sleep(150 * time.Millisecond)
-			close(hold)
+			unholdSide()
 			select {
 			case <-entered:
 				policyEntered = true
@@ -250,11 +252,7 @@ func TestSpikeQueuedBehindRowsDoesNotCallNVMLOnTheSideGoroutine(t *testing.T) {
 		if !sideRan {
 			t.Error("the side goroutine is stuck in NVML (the fans' policies of a queued spike snapshot)")
 		}
-		spikes, _ := filepath.Glob(filepath.Join(r.dir, "spikes", "spike-*-gpu0.log"))
-		if len(spikes) != 1 {
-			t.Fatalf("spike snapshots: %v, want 1", spikes)
-		}
-		if text, _ := snapshotEnd(t, spikes[0]); !strings.Contains(text, "auto (temperature-controlled)") {
+		if text, _ := oneSnapshot(t, r.dir, "spikes/spike-*-gpu0.log"); !strings.Contains(text, "auto (temperature-controlled)") {
 			t.Errorf("spike snapshot without the fans' policies:\n%s", text)
 		}
 	})
