@@ -68,22 +68,20 @@ type gpuState struct {
 	hmu     sync.Mutex
 	stalled bool // a hang of the sample in flight was reported
 	// When the sample of the current hang was dispatched, on the monotonic
-	// clock (Config.mono): the hang's length is measured from it.
+	// clock (Config.mono, the worker's readings): the hang's length is
+	// measured from it.
 	stallStart time.Duration
-	// UnixNano when the last sample classified was dispatched: the sample's
-	// identity, compared for equality only (the wall clock can step back,
-	// so a later dispatch can have an earlier time).
-	finished int64
+	// The monotonic reading the last sample classified was dispatched at
+	// (Worker.Busy): the sample's identity, compared for equality only; -1
+	// before any (readings are never negative).
+	finished time.Duration
 
 	xmu     sync.Mutex
 	pending []int64 // Xids to flag on the next row
 	xclosed bool    // shut down: no next row will come (closeXids)
 
-	// Poll goroutine only: when the sample in flight was dispatched (on the
-	// monotonic clock; 0, the logger's start, for the start-up read of the
-	// static facts), ticks skipped because it had not yet reached its
-	// deadline, and the process read last published.
-	dispatched time.Duration
+	// Poll goroutine only: ticks skipped because the sample in flight had
+	// not yet reached its deadline, and the process read last published.
 	skipped    []instant
 	procsShown *reading.Procs
 }
@@ -94,8 +92,8 @@ func newGPUState(m *Monitor, g *sampler.GPU) *gpuState {
 	skips := min(int(m.cfg.Deadline/m.cfg.Interval)+2, 1024)
 	gs := &gpuState{m: m, g: g, idx: idx, tr: anomaly.NewTracker(idx, m.cfg.Anomaly),
 		log: m.log.With("gpu", idx), pending: make([]int64, 0, 8), skipped: make([]instant, 0, skips),
-		slot: live.NewSlot(g.Info())}
-	gs.w = sampler.NewWorker(g, gs.handle)
+		slot: live.NewSlot(g.Info()), finished: -1}
+	gs.w = sampler.NewWorker(g, gs.handle, m.cfg.mono())
 	return gs
 }
 
@@ -194,7 +192,7 @@ func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical string) 
 	stalled, st := gs.stalled, gs.stallStart
 	gs.stalled = false
 	if since, busy := gs.w.Busy(); busy {
-		gs.finished = since.UnixNano()
+		gs.finished = since
 	}
 	gs.hmu.Unlock()
 	if stalled {
@@ -329,8 +327,8 @@ type instant struct {
 	mono time.Duration
 }
 
-// hung reports a GPU whose sample has been stuck in the driver since since
-// (the tick at now.wall):
+// hung reports a GPU whose sample has been stuck in the driver since the
+// monotonic reading since (Worker.Stuck), at the tick now:
 // on the first report of a stall it backfills NVML_HUNG rows for the ticks
 // skipped while the sample was still within its deadline (the timeline shows
 // the hang, not a gap), takes a crash snapshot while the call is still stuck,
@@ -338,16 +336,16 @@ type instant struct {
 // only queues the file work (see Monitor.side), so a slow disk cannot stall
 // the other GPUs' ticks. A sample that came back since the poll loop saw it
 // stuck is not reported (see hmu).
-func (gs *gpuState) hung(now instant, since time.Time, fn sampler.Fn) {
+func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) {
 	m := gs.m
 	gs.hmu.Lock()
 	defer gs.hmu.Unlock()
-	if gs.finished == since.UnixNano() {
+	if gs.finished == since {
 		return // the sample came back (classify) since the poll loop saw it stuck
 	}
 	first := !gs.stalled
 	if first {
-		gs.stalled, gs.stallStart = true, gs.dispatched
+		gs.stalled, gs.stallStart = true, since
 	}
 	start := gs.stallStart
 	times := append(gs.skipped[:0:0], now)
@@ -355,8 +353,11 @@ func (gs *gpuState) hung(now instant, since time.Time, fn sampler.Fn) {
 		times = append(append(times[:0], gs.skipped...), now)
 	}
 	gs.skipped = gs.skipped[:0]
-	// Published here, by the poll loop: the worker is stuck and cannot.
-	gs.slot.Update(func(g *live.GPU) { g.Hung(fn.String(), since) })
+	// Published here, by the poll loop: the worker is stuck and cannot. The
+	// view is on the wall clock: the hang began its monotonic length before
+	// this tick.
+	began := now.wall.Add(since - now.mono)
+	gs.slot.Update(func(g *live.GPU) { g.Hung(fn.String(), began) })
 	fans := min(gs.info().NumFans, reading.MaxFans)
 	what := "NVML_HUNG rows"
 	if first {

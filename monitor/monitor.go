@@ -341,12 +341,11 @@ func (m *Monitor) tick(now time.Time) {
 		if nt := gs.nextTry.Load(); nt != 0 && now.UnixNano() < nt {
 			continue
 		}
-		if gs.w.Dispatch(now) {
-			gs.dispatched = at.mono
+		if gs.w.Dispatch(at.mono) {
 			gs.skipped = gs.skipped[:0]
 			continue
 		}
-		if fn, since, stuck := gs.w.Stuck(now, m.cfg.Deadline); stuck {
+		if fn, since, stuck := gs.w.Stuck(at.mono, m.cfg.Deadline); stuck {
 			gs.hung(at, since, fn)
 		} else {
 			m.busySkips.Add(1)

@@ -1,11 +1,9 @@
 package monitor
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -91,7 +89,7 @@ func TestHangReportRacingTheSampleItReports(t *testing.T) {
 			time.Sleep(10 * time.Millisecond) // between two ticks
 			// The poll loop's two steps (tick), with the sample's return
 			// in between.
-			fn, since, stuck := gs.w.Stuck(time.Now(), r.m.cfg.Deadline)
+			fn, since, stuck := gs.w.Stuck(r.m.cfg.mono(), r.m.cfg.Deadline)
 			if !stuck {
 				t.Errorf("sample not stuck at %v", time.Since(start))
 				return
@@ -256,59 +254,4 @@ func TestSpikeQueuedBehindRowsDoesNotCallNVMLOnTheSideGoroutine(t *testing.T) {
 			t.Errorf("spike snapshot without the fans' policies:\n%s", text)
 		}
 	})
-}
-
-// A hang is reported whatever the wall clock did since the last sample that
-// came back: after the clock steps back, a new sample stuck in the driver
-// was dispatched at a wall time before the last one's, and must still get
-// its NVML_HUNG rows, events.log line and hung_rows count.
-func TestHangReportedAfterTheWallClockSteppedBack(t *testing.T) {
-	r := newRig(t, 1, nil)
-	gs := r.m.gpus[0]
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	go gs.w.Run(ctx)
-	idle := func() {
-		for _, busy := gs.w.Busy(); busy; _, busy = gs.w.Busy() {
-			time.Sleep(time.Millisecond)
-		}
-	}
-	drain := func() {
-		for len(r.m.side) > 0 { // what the side goroutine would run, in order
-			(<-r.m.side)()
-		}
-	}
-	last := time.Now()
-	gs.w.Dispatch(last) // a sample that comes back
-	idle()
-	release := r.devs[0].Block("GetTemperature", nil)
-	back := last.Add(-time.Hour) // the wall clock stepped back an hour
-	gs.w.Dispatch(back)
-	now := back.Add(2 * r.m.cfg.Deadline)
-	fn, since, stuck := gs.w.Stuck(now, r.m.cfg.Deadline)
-	for ; !stuck; fn, since, stuck = gs.w.Stuck(now, r.m.cfg.Deadline) {
-		time.Sleep(time.Millisecond) // until the sample is inside the blocked call
-	}
-	gs.hung(instant{wall: now, mono: r.m.cfg.mono()}, since, fn)
-	drain()
-	release()
-	idle()
-	drain()
-	if err := r.m.snaps.Close(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	r.m.csv.Close()
-	if hung := gs.slot.Get().HungRows; hung != 1 {
-		t.Errorf("hung_rows %d, want 1", hung)
-	}
-	ev, err := os.ReadFile(filepath.Join(r.dir, "events.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(ev), "type=NVML_HUNG ") {
-		t.Errorf("no NVML_HUNG line:\n%s", ev)
-	}
-	if rows := r.rows(0); !slices.ContainsFunc(rows, func(row string) bool { return strings.Contains(row, "NVML_HUNG") }) {
-		t.Errorf("no NVML_HUNG row:\n%s", strings.Join(rows, "\n"))
-	}
 }

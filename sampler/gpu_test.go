@@ -330,23 +330,27 @@ func TestWorkerReportsStuckCall(t *testing.T) {
 	entered := make(chan string, 1)
 	release := d.Block("GetTemperature", entered)
 	samples := make(chan reading.Status, 4)
-	w := NewWorker(h.GPUs[0], func(s *reading.Sample) { samples <- s.Status })
+	// Times are monotonic readings (durations since the caller's base).
+	w := NewWorker(h.GPUs[0], func(s *reading.Sample) { samples <- s.Status }, time.Minute)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go w.Run(ctx)
-	start := time.Now()
+	start := time.Hour
 	if !w.Dispatch(start) {
 		t.Fatal("first dispatch refused")
 	}
 	<-entered
-	if w.Dispatch(time.Now()) {
+	if w.Dispatch(start + time.Second) {
 		t.Error("second dispatch accepted while a sample is in flight")
 	}
-	fn, since, stuck := w.Stuck(start.Add(time.Hour), time.Second)
-	if !stuck || fn != FnTemperature || !since.Equal(time.Unix(0, start.UnixNano())) {
+	fn, since, stuck := w.Stuck(start+time.Second, time.Second)
+	if !stuck || fn != FnTemperature || since != start {
 		t.Errorf("Stuck = %v %v %v, want nvmlDeviceGetTemperature since the dispatch", fn, since, stuck)
 	}
-	if _, _, stuck := w.Stuck(start, time.Second); stuck {
+	if since, busy := w.Busy(); !busy || since != start {
+		t.Errorf("Busy = %v %v, want busy since the dispatch", since, busy)
+	}
+	if _, _, stuck := w.Stuck(start+time.Second-1, time.Second); stuck {
 		t.Error("stuck before the deadline")
 	}
 	release()
@@ -354,7 +358,7 @@ func TestWorkerReportsStuckCall(t *testing.T) {
 		t.Errorf("sample after release: %v", st)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for !w.Dispatch(time.Now()) {
+	for !w.Dispatch(start + 2*time.Second) {
 		if time.Now().After(deadline) {
 			t.Fatal("worker never became free")
 		}
