@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
@@ -38,7 +39,12 @@ func TestDmesgTimeFollowsTheKernelLogClock(t *testing.T) {
 		mono time.Duration
 	}
 	var pairs []clockPair
-	pair := func() { pairs = append(pairs, clockPair{time.Now().Round(0), mono()}) }
+	// Both clocks read at one instant (bracketed): two plain reads can be
+	// ms apart on a loaded machine, which would be the test's error.
+	pair := func() {
+		wall, m := sampler.ClockPair()
+		pairs = append(pairs, clockPair{wall.Round(0), m})
+	}
 	var firstAt time.Time
 	r.run(0, func() {
 		w, err := os.OpenFile(fifo, os.O_WRONLY, 0) // waits for the reader

@@ -27,13 +27,44 @@ type KernelClock struct {
 
 // NewKernelClock anchors the kernel clock to now.
 func NewKernelClock() KernelClock {
-	var ts unix.Timespec
-	now := time.Now()
-	k := KernelClock{base: now, fit: new(atomic.Pointer[reading.KernelClockFit])}
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err == nil {
-		k.baseK = time.Duration(ts.Nano())
+	now, mono := ClockPair()
+	return KernelClock{base: now, baseK: mono, fit: new(atomic.Pointer[reading.KernelClockFit])}
+}
+
+// clockPairTries bounds ClockPair's retries; clockPairSpread is a bracket
+// tight enough to stop at.
+const (
+	clockPairTries  = 16
+	clockPairSpread = 20 * time.Microsecond
+)
+
+// ClockPair reads Go's clock (wall and monotonic) and CLOCK_MONOTONIC at
+// about the same instant: CLOCK_MONOTONIC is read before and after time.Now
+// and the middle is taken, from the tightest of a few tries. Two plain reads
+// in a row can be milliseconds apart when the thread is preempted between
+// them (a loaded host). With no kernel log read, dmesg_time is CLOCK_MONOTONIC
+// through this anchor, so its error would shift every dmesg_time for the life
+// of the process. mono is 0 if CLOCK_MONOTONIC cannot be read.
+func ClockPair() (now time.Time, mono time.Duration) {
+	best := time.Duration(-1)
+	for range clockPairTries {
+		var a, b unix.Timespec
+		if unix.ClockGettime(unix.CLOCK_MONOTONIC, &a) != nil {
+			return time.Now(), 0
+		}
+		t := time.Now()
+		if unix.ClockGettime(unix.CLOCK_MONOTONIC, &b) != nil {
+			return t, 0
+		}
+		before, after := time.Duration(a.Nano()), time.Duration(b.Nano())
+		if spread := after - before; best < 0 || spread < best {
+			best, now, mono = spread, t, before+spread/2
+		}
+		if best <= clockPairSpread {
+			break
+		}
 	}
-	return k
+	return now, mono
 }
 
 // Mono returns CLOCK_MONOTONIC at wall-clock reading t.
