@@ -11,54 +11,91 @@ import (
 	"time"
 )
 
+// clockRig is a rig of one GPU, with its worker running, whose monotonic
+// clock (Config.mono) the test sets: the poll loop's ticks are driven by
+// hand (Monitor.tick) at a wall time and a monotonic reading of the test's
+// choosing, and the side goroutine's work is run by drain.
+type clockRig struct {
+	*rig
+	gs   *gpuState
+	mono atomic.Int64 // the monotonic clock, in ns
+}
+
+func newClockRig(t *testing.T) *clockRig {
+	c := &clockRig{}
+	c.rig = newRig(t, 1, func(cfg *Config) { cfg.mono = func() time.Duration { return time.Duration(c.mono.Load()) } })
+	c.gs = c.m.gpus[0]
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	go c.gs.w.Run(ctx)
+	return c
+}
+
+// tick runs the poll loop's tick at wall, with the monotonic clock at mono.
+func (c *clockRig) tick(wall time.Time, mono time.Duration) {
+	c.mono.Store(int64(mono))
+	c.m.tick(wall)
+}
+
+// inFlight waits until the sample is inside an NVML call (one blocked, say).
+func (c *clockRig) inFlight() {
+	for _, _, in := c.gs.g.InFlight(); !in; _, _, in = c.gs.g.InFlight() {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// idle waits until no sample is in flight.
+func (c *clockRig) idle() {
+	for _, busy := c.gs.w.Busy(); busy; _, busy = c.gs.w.Busy() {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// drain runs what the side goroutine would run, in order.
+func (c *clockRig) drain() {
+	for len(c.m.side) > 0 {
+		(<-c.m.side)()
+	}
+}
+
+// events closes the snapshots and the CSV and returns events.log.
+func (c *clockRig) events() string {
+	c.t.Helper()
+	if err := c.m.snaps.Close(c.t.Context()); err != nil {
+		c.t.Fatal(err)
+	}
+	c.m.csv.Close()
+	ev, err := os.ReadFile(filepath.Join(c.dir, "events.log"))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return string(ev)
+}
+
 // A hang's length is measured on the monotonic clock, not the wall clock,
 // which can step (NTP, an operator): the wall clock steps 7.3 s forward
 // during a 20 s hang, and the stall logged and events.log's stall_ms still
 // say 20 s, the NVML_HUNG line's elapsed_ms and the hang row the 2 s the
 // sample had been stuck when it was reported.
 func TestStallIsMeasuredOnTheMonotonicClock(t *testing.T) {
-	var mono atomic.Int64 // the monotonic clock the test steps, in ns
-	mono.Store(int64(100 * time.Second))
-	r := newRig(t, 1, func(c *Config) { c.mono = func() time.Duration { return time.Duration(mono.Load()) } })
-	gs := r.m.gpus[0]
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	go gs.w.Run(ctx)
-	drain := func() {
-		for len(r.m.side) > 0 { // what the side goroutine would run, in order
-			(<-r.m.side)()
-		}
-	}
+	r := newClockRig(t)
 	release := r.devs[0].Block("GetTemperature", nil)
 	defer release()
 	// The sample comes back stamped with the real wall clock (classify):
 	// it was dispatched 27.3 s before on the wall clock, 20 s before on the
 	// monotonic one.
 	dispatched := time.Now().Add(-27300 * time.Millisecond)
-	r.m.tick(dispatched)
-	now := dispatched.Add(2 * time.Second)
-	for _, _, in := gs.g.InFlight(); !in; _, _, in = gs.g.InFlight() {
-		time.Sleep(time.Millisecond) // until the sample is inside the blocked call
-	}
-	mono.Add(int64(2 * time.Second))
-	r.m.tick(now) // reports the hang
-	drain()
-	mono.Add(int64(18 * time.Second))
+	r.tick(dispatched, 100*time.Second)
+	r.inFlight()
+	r.tick(dispatched.Add(2*time.Second), 102*time.Second) // reports the hang
+	r.drain()
+	r.mono.Store(int64(120 * time.Second))
 	release()
-	for _, busy := gs.w.Busy(); busy; _, busy = gs.w.Busy() {
-		time.Sleep(time.Millisecond)
-	}
-	drain()
-	if err := r.m.snaps.Close(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	r.m.csv.Close()
-	ev, err := os.ReadFile(filepath.Join(r.dir, "events.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	r.idle()
+	r.drain()
+	ev := r.events()
 	for _, want := range []string{"type=NVML_HUNG function=nvmlDeviceGetTemperature elapsed_ms=2000\n", "type=NVML_RECOVERED stall_ms=20000\n"} {
-		if !strings.Contains(string(ev), want) {
+		if !strings.Contains(ev, want) {
 			t.Errorf("events.log lacks %q:\n%s", want, ev)
 		}
 	}
@@ -109,22 +146,7 @@ func TestHangDeadlineIsOnTheMonotonicClock(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var mono atomic.Int64 // the monotonic clock the test steps, in ns
-			r := newRig(t, 1, func(c *Config) { c.mono = func() time.Duration { return time.Duration(mono.Load()) } })
-			gs := r.m.gpus[0]
-			ctx, cancel := context.WithCancel(t.Context())
-			defer cancel()
-			go gs.w.Run(ctx)
-			idle := func() {
-				for _, busy := gs.w.Busy(); busy; _, busy = gs.w.Busy() {
-					time.Sleep(time.Millisecond)
-				}
-			}
-			drain := func() {
-				for len(r.m.side) > 0 { // what the side goroutine would run, in order
-					(<-r.m.side)()
-				}
-			}
+			r := newClockRig(t)
 			release := func() {}
 			defer func() { release() }()
 			wall0, mono0 := time.Now(), 100*time.Second
@@ -132,36 +154,26 @@ func TestHangDeadlineIsOnTheMonotonicClock(t *testing.T) {
 				if tk.block {
 					release = r.devs[0].Block("GetTemperature", nil)
 				}
-				mono.Store(int64(mono0 + tk.mono))
-				r.m.tick(wall0.Add(tk.wall))
+				r.tick(wall0.Add(tk.wall), mono0+tk.mono)
 				if tk.block {
-					for _, _, in := gs.g.InFlight(); !in; _, _, in = gs.g.InFlight() {
-						time.Sleep(time.Millisecond) // until the sample is inside the blocked call
-					}
+					r.inFlight()
 				} else if i == 0 {
-					idle() // the sample came back
+					r.idle() // the sample came back
 				}
-				drain()
-				if hung := gs.slot.Get().HungRows > 0; hung != tk.hung {
+				r.drain()
+				if hung := r.gs.slot.Get().HungRows > 0; hung != tk.hung {
 					t.Fatalf("after the tick %v on the wall clock, %v on the monotonic one: reported hung %v, want %v",
 						tk.wall, tk.mono, hung, tk.hung)
 				}
-				if st := gs.slot.Get().State; tk.hung && !st.Since.Equal(wall0.Add(tk.wall-c.elapsed)) {
+				if st := r.gs.slot.Get().State; tk.hung && !st.Since.Equal(wall0.Add(tk.wall-c.elapsed)) {
 					t.Errorf("published hung since %v, want %v before the tick at %v", st.Since, c.elapsed, wall0.Add(tk.wall))
 				}
 			}
 			release()
-			idle()
-			drain()
-			if err := r.m.snaps.Close(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			r.m.csv.Close()
-			ev, err := os.ReadFile(filepath.Join(r.dir, "events.log"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := "type=NVML_HUNG function=nvmlDeviceGetTemperature elapsed_ms=" + strconv.FormatInt(c.elapsed.Milliseconds(), 10) + "\n"; !strings.Contains(string(ev), want) {
+			r.idle()
+			r.drain()
+			ev := r.events()
+			if want := "type=NVML_HUNG function=nvmlDeviceGetTemperature elapsed_ms=" + strconv.FormatInt(c.elapsed.Milliseconds(), 10) + "\n"; !strings.Contains(ev, want) {
 				t.Errorf("events.log lacks %q:\n%s", want, ev)
 			}
 		})
