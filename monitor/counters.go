@@ -74,7 +74,7 @@ var counterTable = []counterDef{
 		get: func(s *counterSources) uint64 { return s.csv.SyncErrors }},
 	{name: "sync_skips", loss: true, help: "periodic CSV sync rounds skipped because the previous one was still on the disk",
 		get: func(s *counterSources) uint64 { return s.csv.SyncSkips }},
-	{name: "side_drops", loss: true, ownLog: true, help: "file work dropped because the side queue was full, or queued after it stopped at shutdown (late rows, hang rows with their crash snapshot request, snapshot requests, summaries)",
+	{name: "side_drops", loss: true, ownLog: true, help: "file work dropped because the side queue was full, queued after it stopped at shutdown, or still queued when shutdown stopped waiting for it (late rows, hang rows with their crash snapshot request, snapshot requests, summaries)",
 		get: func(s *counterSources) uint64 { return s.m.sideDrops.load() }},
 	{name: "log_lines_failed", loss: true, ownLog: true, help: "events.log and summary.log lines lost: too many were already waiting for a full disk, or the log was closed",
 		get: func(s *counterSources) uint64 { return s.m.lineFails.load() }},

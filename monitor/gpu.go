@@ -300,12 +300,10 @@ func (gs *gpuState) record(s *reading.Sample, r *anomaly.Result, stalled bool) (
 // and counts it in sideRows until it has run or was dropped.
 func (gs *gpuState) queueRows(what string, f func()) {
 	gs.sideRows.Add(1)
-	if !gs.m.queue(what, gs.idx, func() {
+	gs.m.enqueue(sideJob{what: what, gpu: gs.idx, rows: &gs.sideRows, f: func() {
 		defer gs.sideRows.Add(-1)
 		f()
-	}) {
-		gs.sideRows.Add(-1)
-	}
+	}})
 }
 
 // publish updates the GPU's published view; the last stage a sample goes through.

@@ -58,10 +58,11 @@ type Monitor struct {
 
 	tickHook func(now time.Time) // tests: runs at the end of every tick
 
-	side chan func() // file work queued by the poll loop
+	side chan sideJob // file work queued by the poll loop
 	// sideMu orders every queue against the side goroutine's last drain at
 	// shutdown: work queued before sideClosed is set is in side when the
-	// drain begins, so it runs; work queued after is counted and dropped.
+	// drain begins, so it runs (or, if the drain is cut short, is counted
+	// and dropped); work queued after is counted and dropped.
 	sideMu     sync.Mutex
 	sideClosed bool
 
@@ -116,7 +117,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		return nil, err
 	}
 	m := &Monitor{cfg: cfg, log: cfg.Logger, host: host, byIndex: map[int]*gpuState{}, byBus: map[reading.PCIAddr]*gpuState{},
-		start: time.Now(), xidSeen: map[xidKey]xidSeen{}, side: make(chan func(), 256),
+		start: time.Now(), xidSeen: map[xidKey]xidSeen{}, side: make(chan sideJob, 256),
 		syncTick: make(chan time.Time, 1), secondTick: make(chan time.Time, 1),
 		cadence: newCadence(cfg.Interval), kmsgState: "disabled", eventsState: "starting",
 		kclock: newKernelClock(host.KernelClock())}
@@ -225,11 +226,15 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	m.cfg.trace("listeners-stopped")
 	stuck := append(m.waitWorkers(2*time.Second), m.procsStuck()...)
 	m.cfg.trace("workers-stopped")
+	m.sideMu.Lock()
+	m.sideClosed = true // from here queue drops and counts
+	m.sideMu.Unlock()
 	close(sideStop)
 	select {
 	case <-sideDone:
 	case <-time.After(2 * time.Second):
-		m.log.Warn("queued file work still running at shutdown")
+		m.log.Warn("queued file work still running at shutdown; what has not started is dropped, counted in side_drops",
+			"dropped", m.dropSide())
 	}
 	for _, gs := range m.gpus {
 		gs.closeXids() // no row follows now: their flags are lost, counted
@@ -408,11 +413,26 @@ func (m *Monitor) summaryStart() time.Time {
 // from a stuck call after shutdown) is dropped and counted the same way.
 // It reports whether f was queued.
 func (m *Monitor) queue(what string, gpu int, f func()) bool {
+	return m.enqueue(sideJob{what: what, gpu: gpu, f: f})
+}
+
+// sideJob is one piece of work for the side goroutine, with what it
+// carries and its GPU (-1: none), to count and log it if it is dropped.
+type sideJob struct {
+	what string
+	gpu  int
+	rows *atomic.Int64 // gpuState.sideRows when the job writes the GPU's rows, else nil
+	f    func()
+}
+
+// enqueue is queue for a job; a dropped job's rows are taken off its count.
+func (m *Monitor) enqueue(j sideJob) bool {
+	what, gpu := j.what, j.gpu
 	m.sideMu.Lock()
 	closed, queued := m.sideClosed, false
 	if !closed {
 		select {
-		case m.side <- f:
+		case m.side <- j:
 			queued = true
 		default:
 		}
@@ -423,28 +443,49 @@ func (m *Monitor) queue(what string, gpu int, f func()) bool {
 			what += " (queued after shutdown)"
 		}
 		m.sideDrops.add(m.log, "side_drops", what, slog.Int("gpu", gpu))
+		if j.rows != nil {
+			j.rows.Add(-1)
+		}
 	}
 	return queued
 }
 
+// dropSide takes the jobs still queued off the side queue once the side
+// goroutine, stuck in one of them, did not finish them in time at shutdown,
+// and counts each in side_drops (the first logged with what it carried). It
+// runs none: the stuck job is still running, and the files close next. It
+// returns how many it dropped.
+func (m *Monitor) dropSide() int {
+	n := 0
+	for {
+		select {
+		case j := <-m.side:
+			n++
+			m.sideDrops.add(m.log, "side_drops", j.what+" (still queued at shutdown)", slog.Int("gpu", j.gpu))
+			if j.rows != nil {
+				j.rows.Add(-1)
+			}
+		default:
+			return n
+		}
+	}
+}
+
 // runSide runs queued work until stop is closed, then what is still queued.
-// The queue itself is never closed: a worker that comes back from a stuck
-// call after shutdown may still call queue, which then drops its work and
-// counts it (sideClosed).
+// Run sets sideClosed before it closes stop. The queue itself is never
+// closed: a worker that comes back from a stuck call after shutdown may
+// still call queue, which then drops its work and counts it (sideClosed).
 func (m *Monitor) runSide(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	for {
 		select {
-		case f := <-m.side:
-			f()
+		case j := <-m.side:
+			j.f()
 		case <-stop:
-			m.sideMu.Lock()
-			m.sideClosed = true
-			m.sideMu.Unlock()
 			for {
 				select {
-				case f := <-m.side:
-					f()
+				case j := <-m.side:
+					j.f()
 				default:
 					return
 				}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -483,6 +484,49 @@ func TestLateRowAfterShutdownIsCounted(t *testing.T) {
 	})
 }
 
+// The side goroutine blocked at shutdown (a disk that does not answer)
+// while a GPU is hung: the work still queued when Run stops waiting for it
+// (NVML_HUNG rows, the hang's events.log line and crash snapshot request)
+// is lost. Each job must be counted in side_drops before the final status
+// line, and the first logged with what it was, never dropped silently; the
+// blocked job itself is left to the side goroutine.
+func TestSideWorkQueuedPastShutdownIsCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var r *rig
+		var queued int
+		r = newRig(t, 1, func(c *Config) {
+			trace := c.trace
+			c.trace = func(s string) {
+				trace(s)
+				if s == "workers-stopped" {
+					queued = len(r.m.side) // the side goroutine runs none of them
+				}
+			}
+		})
+		unholdSide := r.holdSide()
+		release := r.devs[0].Block("GetTemperature", nil)
+		r.run(2*time.Second+50*time.Millisecond, nil)
+		if queued == 0 {
+			t.Fatal("no work queued behind the blocked side job at shutdown: the loss was not driven")
+		}
+		logs := r.logs.String()
+		before, final, _ := strings.Cut(logs, `msg="final status"`)
+		final, _, _ = strings.Cut(final, "\n")
+		if want := " side_drops=" + strconv.Itoa(queued) + " "; !strings.Contains(final, want) {
+			t.Errorf("%d jobs left queued at shutdown, the final status wants %q:\n%s", queued, want, final)
+		}
+		if !strings.Contains(before, "counter=side_drops") || !strings.Contains(before, "NVML_HUNG rows") {
+			t.Errorf("the lost side work is not logged with what it was before the final status:\n%s", logs)
+		}
+		if n := r.m.gpus[0].sideRows.Load(); n != 0 {
+			t.Errorf("gpu 0 still counts %d queued rows", n)
+		}
+		unholdSide()
+		release()
+		synctest.Wait() // the side goroutine and the worker finish before the temp dir goes
+	})
+}
+
 // Samples stuck in the driver when shutdown begins, before the poll loop
 // reports them hung, come back lost after the snapshot manager closed: their
 // rows are counted in rows_dropped, and the crash snapshots they ask for must
@@ -768,7 +812,7 @@ func TestLostWorkIsCountedShownAndLogged(t *testing.T) {
 	}{
 		{counter: "side_drops", lost: "late row", times: 2, provoke: func(m *Monitor) {
 			for len(m.side) < cap(m.side) {
-				m.side <- func() {}
+				m.side <- sideJob{gpu: -1, f: func() {}}
 			}
 			m.queue("the late row of a sample that was stuck in the driver", 0, func() {})
 		}},

@@ -35,7 +35,7 @@ func (r *rig) requireInOrder(gpu, want int) {
 // answer: every job queued after it waits until unhold is called.
 func (r *rig) holdSide() (unhold func()) {
 	hold := make(chan struct{})
-	r.m.side <- func() { <-hold }
+	r.m.side <- sideJob{gpu: -1, f: func() { <-hold }}
 	return func() { close(hold) }
 }
 
@@ -188,7 +188,7 @@ func TestIncidentSnapshotCountsItsSample(t *testing.T) {
 				if queued {
 					gs.sideRows.Add(-1)
 					for len(r.m.side) > 0 { // what the side goroutine would run, in order
-						(<-r.m.side)()
+						(<-r.m.side).f()
 					}
 				}
 				if err := r.m.snaps.Close(t.Context()); err != nil {
@@ -237,7 +237,7 @@ func TestSpikeQueuedBehindRowsDoesNotCallNVMLOnTheSideGoroutine(t *testing.T) {
 			// The policy read is stuck in the driver: the side goroutine
 			// still runs what is queued after it.
 			ran := make(chan struct{})
-			r.m.side <- func() { close(ran) }
+			r.m.side <- sideJob{gpu: -1, f: func() { close(ran) }}
 			select {
 			case <-ran:
 				sideRan = true

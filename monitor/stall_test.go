@@ -54,7 +54,7 @@ func (c *clockRig) idle() {
 // drain runs what the side goroutine would run, in order.
 func (c *clockRig) drain() {
 	for len(c.m.side) > 0 {
-		(<-c.m.side)()
+		(<-c.m.side).f()
 	}
 }
 
