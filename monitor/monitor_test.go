@@ -443,7 +443,14 @@ func TestLateRowDuringShutdownIsWritten(t *testing.T) {
 			c.trace = func(s string) {
 				trace(s)
 				if s == "listeners-stopped" {
-					release() // Run now waits for the worker, which queues its late row
+					// The sample comes back once Run is blocked past this
+					// point, waiting for the worker: were the side goroutine
+					// stopped before the workers are waited for, it would
+					// be stopped by then, whatever the scheduling.
+					go func() {
+						synctest.Wait()
+						release() // the worker queues its late row
+					}()
 				}
 			}
 		})
