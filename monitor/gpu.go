@@ -170,11 +170,12 @@ func (gs *gpuState) incidents(when time.Time, queued bool, critical string, spik
 		}
 	}
 	if spike {
+		// The fans' policies come from memory (the sampler reads them as
+		// part of a sample): no NVML call after classify, where a hang
+		// could not be reported. They are the worker's: for a queued
+		// request they are taken here, before it is queued, even if the
+		// cooldown then suppresses the snapshot.
 		if queued {
-			// The side goroutine must not call NVML (it would race this
-			// worker and, stuck, hold up every GPU's file work): the fans'
-			// policies are read here, on the worker, before the request is
-			// queued, even if the cooldown then suppresses the snapshot.
 			fans := gs.g.FanPolicies()
 			m.queue("a fan spike snapshot request", gs.idx, func() { gs.spike(when, func() []string { return fans }) })
 		} else {
@@ -333,13 +334,14 @@ type instant struct {
 // and writes one row per tick after that. It runs on the poll goroutine and
 // only queues the file work (see Monitor.side), so a slow disk cannot stall
 // the other GPUs' ticks. A sample that came back since the poll loop saw it
-// stuck is not reported (see hmu).
-func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) {
+// stuck is not reported (see hmu): hung then reports false, and the tick
+// is the caller's to count.
+func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (reported bool) {
 	m := gs.m
 	gs.hmu.Lock()
 	defer gs.hmu.Unlock()
 	if gs.finished == since {
-		return // the sample came back (classify) since the poll loop saw it stuck
+		return false // the sample came back (classify) since the poll loop saw it stuck
 	}
 	first := !gs.stalled
 	if first {
@@ -381,12 +383,12 @@ func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) {
 			m.critical(gs, now.wall, "NVML_HUNG("+fn.String()+","+strconv.FormatInt(elapsed.Milliseconds(), 10)+"ms)")
 		}
 	})
+	return true
 }
 
 // spike asks for a spike snapshot of the spike seen at when (rate-limited by
 // the snapshot manager). fans returns the fans' control policies; it is
-// called only for a snapshot the manager accepts, and must not call NVML
-// unless spike runs on the GPU's worker.
+// called only for a snapshot the manager accepts, and must not call NVML.
 func (gs *gpuState) spike(when time.Time, fans func() []string) {
 	m := gs.m
 	d := m.snaps.Spike(gs.idx, func() snapshot.SpikeRequest {

@@ -350,13 +350,15 @@ func (m *Monitor) tick(now time.Time) {
 			gs.skipped = gs.skipped[:0]
 			continue
 		}
-		if fn, since, stuck := gs.w.Stuck(at.mono, m.cfg.Deadline); stuck {
-			gs.hung(at, since, fn)
-		} else {
-			m.busySkips.Add(1)
-			if len(gs.skipped) < cap(gs.skipped) {
-				gs.skipped = append(gs.skipped, at)
-			}
+		if fn, since, stuck := gs.w.Stuck(at.mono, m.cfg.Deadline); stuck && gs.hung(at, since, fn) {
+			continue
+		}
+		// Still within its deadline, late outside NVML, or inside NVML
+		// with the sample already classified (hung declines): the tick is
+		// skipped, and counted.
+		m.busySkips.Add(1)
+		if len(gs.skipped) < cap(gs.skipped) {
+			gs.skipped = append(gs.skipped, at)
 		}
 	}
 	if !m.ready {

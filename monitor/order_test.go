@@ -210,15 +210,16 @@ func TestIncidentSnapshotCountsItsSample(t *testing.T) {
 // queues its snapshot request there too. The side goroutine must not call
 // NVML for it (reading the fans' policies): that call would race the GPU's
 // worker and, stuck in the driver, hold up every GPU's file work. Here the
-// policy read is stuck while the side goroutine is free: it must go on
-// running its queue.
+// policy read would be stuck while the side goroutine is free: no policy
+// call is made for the snapshot (they come from memory), and the side
+// goroutine goes on running its queue.
 func TestSpikeQueuedBehindRowsDoesNotCallNVMLOnTheSideGoroutine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, 1, nil)
 		unholdSide := r.holdSide()
 		releaseTemp := r.devs[0].Block("GetTemperature", nil)
 		entered := make(chan string, 64)
-		var policyEntered, sideRan bool
+		var sideRan bool
 		r.run(time.Second, func() {
 			time.Sleep(2950 * time.Millisecond) // past the deadline: NVML_HUNG rows queue behind the held side goroutine
 			releaseTemp()
@@ -228,14 +229,8 @@ func TestSpikeQueuedBehindRowsDoesNotCallNVMLOnTheSideGoroutine(t *testing.T) {
 			r.devs[0].Update(func(d *fakenvml.Dev) { d.FanSpeed[0] = 90 }) // a spike on the next sample
 			time.Sleep(150 * time.Millisecond)
 			unholdSide()
-			select {
-			case <-entered:
-				policyEntered = true
-			case <-time.After(time.Second):
-				return
-			}
-			// The policy read is stuck in the driver: the side goroutine
-			// still runs what is queued after it.
+			// The policy read would be stuck in the driver: the side
+			// goroutine still runs what is queued after the snapshot.
 			ran := make(chan struct{})
 			r.m.side <- sideJob{gpu: -1, f: func() { close(ran) }}
 			select {
@@ -244,14 +239,92 @@ func TestSpikeQueuedBehindRowsDoesNotCallNVMLOnTheSideGoroutine(t *testing.T) {
 			case <-time.After(time.Second):
 			}
 		})
-		if !policyEntered {
-			t.Fatal("no fan spike snapshot read the fans' policies: the spike was not driven")
+		if n := len(entered); n != 0 {
+			t.Errorf("%d calls of the fans' policies for the queued spike snapshot, want none", n)
 		}
 		if !sideRan {
 			t.Error("the side goroutine is stuck in NVML (the fans' policies of a queued spike snapshot)")
 		}
 		if text, _ := oneSnapshot(t, r.dir, "spikes/spike-*-gpu0.log"); !strings.Contains(text, "auto (temperature-controlled)") {
 			t.Errorf("spike snapshot without the fans' policies:\n%s", text)
+		}
+	})
+}
+
+// A fan spike's snapshot shows the fans' control policies as the worker
+// last read them, as part of a sample: the handler makes no NVML call after
+// classify. Were it to call the driver there and the call hang, the poll
+// loop would see the worker stuck but the hang report would find the sample
+// already classified: no NVML_HUNG rows, no events.log line, no crash
+// snapshot, and the ticks lost uncounted. Here the policy call hangs from
+// just before a spike (fan 0 to 90 %) for 3 s: the GPU keeps a row for every
+// tick, and the snapshot shows the policies read before.
+func TestSpikeSnapshotMakesNoNVMLCallAfterClassify(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 1, nil)
+		entered := make(chan string, 64)
+		r.run(600*time.Millisecond, func() {
+			time.Sleep(450 * time.Millisecond) // the first samples read the policies
+			release := r.devs[0].Block("GetFanControlPolicy_v2", entered)
+			r.devs[0].Update(func(d *fakenvml.Dev) { d.FanSpeed[0] = 90 }) // a spike on the next sample
+			time.Sleep(3 * time.Second)
+			release()
+		})
+		if len(entered) != 0 {
+			t.Errorf("%d calls of the fans' policies while the spike was handled", len(entered))
+		}
+		ticks, busy := r.m.ticks.Load(), r.m.busySkips.Load()
+		rows := r.rows(0)
+		if uint64(len(rows)) != ticks || busy != 0 {
+			t.Errorf("%d ticks: %d rows, %d busy skips; want a row for every tick", ticks, len(rows), busy)
+		}
+		if hung := r.m.gpus[0].slot.Get().HungRows; hung != 0 {
+			t.Errorf("hung_rows %d, want 0", hung)
+		}
+		// Read by the first sample, 500 ms before the spike's.
+		want := "fan[0]: policy=auto (temperature-controlled) (read 500ms before this sample)\n"
+		if text, _ := oneSnapshot(t, r.dir, "spikes/spike-*-gpu0.log"); !strings.Contains(text, want) {
+			t.Errorf("spike snapshot lacks %q:\n%s", want, text)
+		}
+	})
+}
+
+// A worker can be busy inside an NVML call with its sample already
+// classified (a call in the handler). The hang report then declines (the
+// sample came back) and the poll loop does not dispatch: each such tick is
+// still counted in busy_skips, never lost. Driven here by marking the stuck
+// sample classified, as its handler would have.
+func TestTickOfAClassifiedSampleStillBusyIsCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 1, nil)
+		gs := r.m.gpus[0]
+		var marked bool
+		r.m.tickHook = func(time.Time) {
+			if since, busy := gs.w.Busy(); busy && !marked {
+				if _, _, ok := gs.g.InFlight(); ok {
+					marked = true
+					gs.hmu.Lock()
+					gs.finished = since
+					gs.hmu.Unlock()
+				}
+			}
+		}
+		r.run(600*time.Millisecond, func() {
+			time.Sleep(450 * time.Millisecond)
+			release := r.devs[0].Block("GetTemperature", nil)
+			time.Sleep(3 * time.Second) // past the deadline
+			release()
+		})
+		if !marked {
+			t.Fatal("no sample was stuck in the driver")
+		}
+		ticks, busy := r.m.ticks.Load(), r.m.busySkips.Load()
+		rows := r.rows(0)
+		if uint64(len(rows))+busy != ticks {
+			t.Errorf("%d ticks: %d rows + %d busy skips; every tick must be a row or counted", ticks, len(rows), busy)
+		}
+		if hung := gs.slot.Get().HungRows; hung != 0 {
+			t.Errorf("hung_rows %d, want 0 (the hang report declines for a classified sample)", hung)
 		}
 	})
 }

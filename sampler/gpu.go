@@ -103,6 +103,7 @@ type GPU struct {
 	slow   slowTier
 	second secondTier
 	pacer  *Pacer // shared by the host's GPUs; nil: every column at its normal rate
+	fanPol fanPolicies
 
 	// Per-sample bookkeeping.
 	attempts, fails int
@@ -346,6 +347,7 @@ func (g *GPU) Sample(s *reading.Sample) {
 			Status: reading.StatusFailed, Err: g.firstErr.String() + ": " + retText(g.firstRet)}
 		g.slow, g.second = slowTier{}, secondTier{}
 	}
+	g.readFanPolicies(s)
 }
 
 // fieldUint decodes a field value of an unsigned or non-negative type.
@@ -374,29 +376,72 @@ func fieldUint(fv *nvml.FieldValue) (uint64, bool) {
 	return 0, false
 }
 
-// FanPolicies returns each fan's control policy as text ("auto", "manual",
-// "n/a"), for spike snapshots. Call it from the GPU's worker goroutine.
-func (g *GPU) FanPolicies() []string {
-	info := g.Info()
-	n := min(info.NumFans, reading.MaxFans)
-	out := make([]string, n)
-	for i := range n {
-		out[i] = "n/a"
-		if g.dev == nil || !g.can(FnFanPolicy, i) {
+// fanPolicyEvery is how often the fans' control policies are read (on the
+// first sample, then with the sample due after each period). They change
+// when someone takes manual control of the fans, not within a second, and
+// are shown only in spike snapshots: reading them with every sample would
+// add one call per fan to each.
+const fanPolicyEvery = 30 * time.Second
+
+// fanPolicies holds the fans' control policies as last read (worker only).
+type fanPolicies struct {
+	text [reading.MaxFans]string // "" when the policy could not be read: absent
+	at   time.Time               // the sample that read them; zero: never read
+	next int64                   // mono() from which the next sample reads them
+	last time.Time               // the latest sample's time
+}
+
+// readFanPolicies reads each fan's control policy when due, as the last
+// part of sample s, when s succeeded (a GPU that does not answer is not
+// asked more). The read does not change s: each call is guarded like the
+// others (and reported if it hangs), and a policy that could not be read is
+// absent.
+func (g *GPU) readFanPolicies(s *reading.Sample) {
+	p := &g.fanPol
+	p.last = s.Time
+	if s.Status != reading.StatusOK || g.mono() < p.next {
+		return
+	}
+	p.next = g.mono() + int64(fanPolicyEvery)
+	p.at = s.Time
+	for i := range s.NumFans {
+		p.text[i] = ""
+		if !g.can(FnFanPolicy, i) {
 			continue
 		}
 		g.begin(FnFanPolicy)
-		p, ret := g.dev.GetFanControlPolicy_v2(i)
+		pol, ret := g.dev.GetFanControlPolicy_v2(i)
 		if !g.end(FnFanPolicy, i, ret) {
 			continue
 		}
-		switch p {
+		switch pol {
 		case nvml.FAN_POLICY_TEMPERATURE_CONTINOUS_SW:
-			out[i] = "auto (temperature-controlled)"
+			p.text[i] = "auto (temperature-controlled)"
 		case nvml.FAN_POLICY_MANUAL:
-			out[i] = "manual"
+			p.text[i] = "manual"
 		default:
-			out[i] = "unknown (" + strconv.Itoa(int(p)) + ")"
+			p.text[i] = "unknown (" + strconv.Itoa(int(pol)) + ")"
+		}
+	}
+}
+
+// FanPolicies returns each fan's control policy as text ("auto
+// (temperature-controlled)", "manual", "n/a" when it could not be read),
+// for spike snapshots, as read by a recent sample: a policy not read by the
+// latest sample says how long before it was read. It makes no NVML call.
+// Call it from the GPU's worker goroutine.
+func (g *GPU) FanPolicies() []string {
+	p := &g.fanPol
+	n := min(g.Info().NumFans, reading.MaxFans)
+	out := make([]string, n)
+	for i := range out {
+		switch {
+		case p.at.IsZero() || p.text[i] == "":
+			out[i] = "n/a"
+		case p.at.Equal(p.last):
+			out[i] = p.text[i]
+		default:
+			out[i] = p.text[i] + " (read " + p.last.Sub(p.at).Round(time.Millisecond).String() + " before this sample)"
 		}
 	}
 	return out

@@ -1,0 +1,63 @@
+package sampler
+
+import (
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
+)
+
+// The fans' control policies are read as part of a sample (the first, then
+// one every fanPolicyEvery), not when a spike snapshot asks for them:
+// FanPolicies answers from memory, with the age of a policy not read by the
+// latest sample.
+func TestFanPoliciesReadWithTheSampleNowAndThen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := fakenvml.NewDev()
+		g := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}}).GPUs[0]
+		var s reading.Sample
+		sample := func() {
+			g.Sample(&s)
+			if s.Status != reading.StatusOK {
+				t.Fatalf("sample: %v %s", s.Status, s.Err)
+			}
+		}
+		if got, want := g.FanPolicies(), []string{"n/a", "n/a"}; !slices.Equal(got, want) {
+			t.Errorf("before any sample: %q, want %q", got, want)
+		}
+		sample()
+		auto := "auto (temperature-controlled)"
+		if got, want := g.FanPolicies(), []string{auto, auto}; !slices.Equal(got, want) {
+			t.Errorf("after the first sample: %q, want %q", got, want)
+		}
+		for range 12 {
+			time.Sleep(100 * time.Millisecond)
+			sample()
+		}
+		if n := d.Count("GetFanControlPolicy_v2"); n != 2 {
+			t.Errorf("%d policy calls after 13 samples, want 2 (one per fan, the first sample)", n)
+		}
+		old := auto + " (read 1.2s before this sample)"
+		if got, want := g.FanPolicies(), []string{old, old}; !slices.Equal(got, want) {
+			t.Errorf("12 samples later: %q, want %q", got, want)
+		}
+		if n := d.Count("GetFanControlPolicy_v2"); n != 2 {
+			t.Errorf("FanPolicies called the driver: %d policy calls, want 2", n)
+		}
+		time.Sleep(fanPolicyEvery)
+		d.Set("GetFanControlPolicy_v2", nvml.ERROR_NOT_SUPPORTED)
+		sample()
+		if n := d.Count("GetFanControlPolicy_v2"); n != 4 {
+			t.Errorf("%d policy calls after %v, want 4", n, fanPolicyEvery)
+		}
+		// Refused: absent, not the last value read.
+		if got, want := g.FanPolicies(), []string{"n/a", "n/a"}; !slices.Equal(got, want) {
+			t.Errorf("refused: %q, want %q", got, want)
+		}
+	})
+}
