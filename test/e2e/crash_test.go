@@ -223,7 +223,7 @@ func TestHungGPUKeepsOthersAtCadence(t *testing.T) {
 		return len(m) == 1
 	})
 	p.waitFor("recovery", 40*time.Second, func() bool { return strings.Contains(p.stderr.String(), "NVML answered again after a hang") })
-	time.Sleep(time.Second)
+	time.Sleep(2 * time.Second) // the second after the recovery's is checked too
 	p.stop()
 	skipped.stop(t, p)
 
@@ -253,37 +253,57 @@ func TestHungGPUKeepsOthersAtCadence(t *testing.T) {
 	}
 	// GPU 1's busy skips before its hang passed the 1 s deadline are its
 	// backfilled NVML_HUNG rows (time in the call under 1 s), at their
-	// ticks; at monotonic times like GPU 0's (same clock, same anchor).
+	// ticks; at monotonic times like GPU 0's (same clock, same anchor). Its
+	// hang is reported at its first NVML_HUNG row of 1 s or more, and ends
+	// at its first row after them.
 	tb1 := readCSV(t, p.csvFile(1))
 	hungFlag := regexp.MustCompile(`^NVML_HUNG\([^,]*,(\d+)ms\)`)
 	var gpu1Skips []time.Time
+	reported, recovered := -1, -1
 	for _, row := range tb1.rows {
-		if m := hungFlag.FindStringSubmatch(tb1.get(row, "flags")); m != nil {
-			if ms, _ := strconv.Atoi(m[1]); ms < 1000 {
-				d, _ := strconv.ParseFloat(tb1.get(row, "dmesg_time"), 64)
-				gpu1Skips = append(gpu1Skips, atMono(time.Duration(d*float64(time.Second))))
+		d, _ := strconv.ParseFloat(tb1.get(row, "dmesg_time"), 64)
+		at := atMono(time.Duration(d * float64(time.Second)))
+		if m := hungFlag.FindStringSubmatch(tb1.get(row, "flags")); m == nil {
+			if reported >= 0 && recovered < 0 {
+				recovered = int(at.Sub(t0).Seconds())
 			}
+		} else if ms, _ := strconv.Atoi(m[1]); ms < 1000 {
+			gpu1Skips = append(gpu1Skips, at)
+		} else if reported < 0 {
+			reported = int(at.Sub(t0).Seconds())
 		}
 	}
+	// Every whole second of GPU 0's rows is checked, the last (cut by the
+	// stop) aside; among them must be the seconds of the hang report and of
+	// the recovery and the ones either side, where a poll loop that waited
+	// on the hung GPU would show.
+	last := int(mono(tb0.rows[len(tb0.rows)-1]).Sub(t0).Seconds())
+	if reported < 2 || recovered < 0 || recovered+1 >= last {
+		t.Fatalf("hang reported in second %d, recovered in second %d, GPU 0's last whole second %d: the seconds around them are not all checked", reported, recovered, last-1)
+	}
 	total := 0
-	for s := 1; s < 23; s++ {
+	for s := 1; s < last; s++ {
 		// 10 expected; 9 when a row's timestamp jitters across the bucket
 		// edge (the next bucket then has 11). Fewer is a skipped tick, which
 		// a loaded machine explains only when the logger counted it in that
 		// second.
 		from := t0.Add(time.Duration(s) * time.Second)
-		n, counted := perSecond[s], skipped.between(from, from.Add(time.Second))
-		// Only GPU 1's skips surely inside between's window are taken
-		// off (from less 200 ms to the end plus 1.5 s, see between).
+		n := perSecond[s]
+		counted, lo, hi := skipped.span(from, from.Add(time.Second))
+		// GPU 1's skips the count may hold are taken off: they excuse
+		// none of GPU 0's ticks.
 		for _, at := range gpu1Skips {
-			if counted > 0 && !at.Before(from.Add(-200*time.Millisecond)) && !at.After(from.Add(2500*time.Millisecond)) {
+			if counted > 0 && at.After(lo) && !at.After(hi) {
 				counted--
 			}
 		}
 		if n < 9 && uint64(9-n) > counted {
-			t.Errorf("GPU 0 wrote %d rows in second %d while GPU 1 hung (%d ticks counted as skipped then); want 10 (at least 9, less one per counted tick)", n, s, counted)
+			t.Errorf("GPU 0 wrote %d rows in second %d (GPU 1's hang reported in second %d, recovered in second %d; %d ticks counted as skipped then); want 10 (at least 9, less one per counted tick)",
+				n, s, reported, recovered, counted)
 		}
-		total += n
+		if s < 23 {
+			total += n
+		}
 	}
 	// A loop held up by the hung GPU would skip, and count, GPU 0's ticks
 	// all through the 20 s stall; a loaded machine skips some here and

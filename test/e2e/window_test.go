@@ -87,22 +87,31 @@ func (l *counterLog) stop(t *testing.T, p *proc) {
 // counted when the late loop wakes, and status publishes the counters a
 // little later). The window is wider than [from, to], never narrower.
 func (l *counterLog) between(from, to time.Time) uint64 {
+	n, _, _ := l.span(from, to)
+	return n
+}
+
+// span is between, with the window the growth may cover: a count made
+// after lo (the zero time: from the start) and no later than hi may be in
+// it; one made outside is not.
+func (l *counterLog) span(from, to time.Time) (n uint64, lo, hi time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var base uint64
 	for _, s := range l.seen {
 		if s.got.Before(from.Add(-200 * time.Millisecond)) {
-			base = s.sum
+			base, lo = s.sum, s.asked
 		}
 	}
-	end := l.seen[len(l.seen)-1].sum
+	last := l.seen[len(l.seen)-1]
+	end, hi := last.sum, last.got
 	for _, s := range l.seen {
 		if s.asked.After(to.Add(1500 * time.Millisecond)) {
-			end = s.sum
+			end, hi = s.sum, s.got
 			break
 		}
 	}
-	return end - base
+	return end - base, lo, hi
 }
 
 // missedTicks is how many 100 ms ticks a gap between two rows stands for
