@@ -51,8 +51,10 @@ type gpuState struct {
 	lostRetry time.Duration
 
 	// Shared.
-	nextTry   atomic.Int64 // UnixNano before which the poll loop does not dispatch
-	delivered atomic.Bool  // at least one row written (readiness)
+	// The monotonic reading (Config.mono, ns) before which the poll loop
+	// does not dispatch: the back-off of a failing or lost GPU; 0: none.
+	nextTry   atomic.Int64
+	delivered atomic.Bool // at least one row written (readiness)
 	// Jobs writing rows of this GPU queued on the side goroutine and not yet
 	// run or dropped (queueRows). While there are any, the worker queues its
 	// rows behind them (record): the file stays in time order whatever the
@@ -227,7 +229,7 @@ func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical string) 
 		} else {
 			gs.lostRetry = min(2*gs.lostRetry, lostMaxRetry)
 		}
-		gs.nextTry.Store(now.Add(gs.lostRetry).UnixNano())
+		gs.backOff(gs.lostRetry)
 	case reading.StatusFailed:
 		gs.fails++
 		s.Flags.Add(reading.Flag{Kind: reading.FlagNVMLFailed, S: truncate(s.Err, 80)})
@@ -238,15 +240,31 @@ func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical string) 
 		}
 		switch {
 		case gs.fails > failStopAfter:
-			gs.nextTry.Store(now.Add(failStopEvery).UnixNano())
+			gs.backOff(failStopEvery)
 		case gs.fails >= failSlowAfter:
 			if gs.fails == failSlowAfter {
 				gs.log.Warn("GPU still failing; backing off", "failures", gs.fails)
 			}
-			gs.nextTry.Store(now.Add(failSlowEvery).UnixNano())
+			gs.backOff(failSlowEvery)
 		}
 	}
 	return stalled, critical
+}
+
+// backOff keeps the poll loop from dispatching the GPU's next sample until
+// d has passed since now on the monotonic clock (Config.mono), which the
+// poll loop compares nextTry with: a step of the wall clock neither delays
+// nor hastens the next try.
+func (gs *gpuState) backOff(d time.Duration) {
+	gs.nextTry.Store(int64(gs.m.cfg.mono() + d))
+}
+
+// backingOff reports whether the GPU is still backing off at the monotonic
+// reading mono (backOff): the poll loop neither samples it nor reads its
+// processes.
+func (gs *gpuState) backingOff(mono time.Duration) bool {
+	nt := gs.nextTry.Load()
+	return nt != 0 && int64(mono) < nt
 }
 
 // detect adds the pending Xid flags and runs the anomaly detectors, which add

@@ -343,7 +343,7 @@ func (m *Monitor) tick(now time.Time) {
 	m.cadence.tick(now)
 	at := instant{wall: now, mono: m.cfg.mono()}
 	for _, gs := range m.gpus {
-		if nt := gs.nextTry.Load(); nt != 0 && now.UnixNano() < nt {
+		if gs.backingOff(at.mono) {
 			continue
 		}
 		if gs.w.Dispatch(at.mono) {
@@ -373,7 +373,7 @@ func (m *Monitor) tick(now time.Time) {
 		}
 	}
 	k := m.ticks.Load()
-	m.procTick(now, k)
+	m.procTick(at, k)
 	if now.Sub(m.lastSync) >= m.cfg.FsyncEvery {
 		m.lastSync = now
 		nudge(m.syncTick, now)

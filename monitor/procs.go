@@ -62,15 +62,14 @@ func (m *Monitor) runProcs(ctx context.Context) {
 // deadline is published as hung. Once a second the latest lists go to atop,
 // whose second closes. Nothing here waits on NVML: a read runs on its GPU's
 // reader goroutine.
-func (m *Monitor) procTick(now time.Time, k uint64) {
+func (m *Monitor) procTick(at instant, k uint64) {
 	for i, gs := range m.gpus {
-		nt := gs.nextTry.Load()
-		answering := nt == 0 || now.UnixNano() >= nt
+		answering := !gs.backingOff(at.mono)
 		due, held := m.host.Pacer.SlowDue(k, i, m.procTicks)
 		if held && answering {
 			m.procsHeld.Add(1)
 		}
-		gs.pr.Tick(now, due && answering)
+		gs.pr.Tick(at.wall, due && answering)
 		if p := gs.pr.Latest(); p != gs.procsShown {
 			gs.procsShown = p
 			gs.slot.Update(func(g *live.GPU) { g.Processes = p })

@@ -4,11 +4,15 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 )
 
 // clockRig is a rig of one GPU, with its worker running, whose monotonic
@@ -177,5 +181,86 @@ func TestHangDeadlineIsOnTheMonotonicClock(t *testing.T) {
 				t.Errorf("events.log lacks %q:\n%s", want, ev)
 			}
 		})
+	}
+}
+
+// failQueries makes every query of the fake device return ret from now on.
+func failQueries(d *fakenvml.Dev, ret nvml.Return) {
+	ty := reflect.TypeOf(d)
+	for i := range ty.NumMethod() {
+		if name := ty.Method(i).Name; strings.HasPrefix(name, "Get") {
+			d.Set(name, ret)
+		}
+	}
+}
+
+// The back-off of a failing or lost GPU is kept on the monotonic clock, like
+// the hang deadline: the wall clock stepping back an hour (NTP or chrony, an
+// RTC corrected after boot) must not keep a GPU that came back unseen for an
+// hour, and stepping forward must not retry it early. The GPU's samples fail
+// at ticks 100 ms apart until it backs off; the wall clock then steps, and
+// the GPU is sampled again, and its processes read again (they are held
+// back while it backs off), when, and only when, the back-off has elapsed on
+// the monotonic clock since its last failed sample.
+func TestBackOffIsOnTheMonotonicClock(t *testing.T) {
+	const gap = 100 * time.Millisecond
+	kinds := []struct {
+		name    string
+		ret     nvml.Return
+		samples int           // failed samples until the GPU backs off
+		backOff time.Duration // then
+		event   string        // in events.log, once
+	}{
+		{"failing", nvml.ERROR_UNKNOWN, failSlowAfter, failSlowEvery, "type=NVML_FAILED"},
+		{"lost", nvml.ERROR_GPU_IS_LOST, 1, lostFirstRetry, "type=GPU_LOST"},
+	}
+	for _, k := range kinds {
+		for _, step := range []time.Duration{-time.Hour, time.Hour} {
+			t.Run(k.name+"/wall clock steps "+step.String(), func(t *testing.T) {
+				r := newClockRig(t)
+				go r.gs.pr.Run(t.Context())
+				failQueries(r.devs[0], k.ret)
+				wall0, mono0 := time.Now(), 100*time.Second
+				failures := func() uint64 { return r.gs.slot.Get().Failures }
+				reads := func() int { return r.devs[0].Count("GetComputeRunningProcesses") }
+				tick := func(wall, mono time.Duration) {
+					r.tick(wall0.Add(wall), mono0+mono)
+					r.idle()
+					for busy, _ := r.gs.pr.Busy(); busy; busy, _ = r.gs.pr.Busy() {
+						time.Sleep(time.Millisecond)
+					}
+					r.drain()
+				}
+				for i := range k.samples {
+					tick(time.Duration(i)*gap, time.Duration(i)*gap)
+				}
+				if n := failures(); n != uint64(k.samples) {
+					t.Fatalf("%d failed samples, want %d", n, k.samples)
+				}
+				last := time.Duration(k.samples-1) * gap // the last failed sample, on both clocks
+				for _, c := range []struct {
+					mono   time.Duration // since the last failed sample
+					sample bool          // the tick samples the GPU
+				}{
+					{gap, false},
+					{k.backOff - gap, false},
+					{k.backOff, true},
+				} {
+					before, read := failures(), reads()
+					tick(last+step+c.mono, last+c.mono)
+					if sampled := failures() > before; sampled != c.sample {
+						t.Fatalf("a tick %v after the last failed sample on the monotonic clock, the wall clock stepped %v: sampled %v, want %v (back-off %v)",
+							c.mono, step, sampled, c.sample, k.backOff)
+					}
+					if asked := reads() > read; asked != c.sample {
+						t.Fatalf("a tick %v after the last failed sample on the monotonic clock, the wall clock stepped %v: processes read %v, want %v (back-off %v)",
+							c.mono, step, asked, c.sample, k.backOff)
+					}
+				}
+				if ev := r.events(); strings.Count(ev, k.event) != 1 {
+					t.Errorf("events.log has not one %q:\n%s", k.event, ev)
+				}
+			})
+		}
 	}
 }
