@@ -95,7 +95,9 @@ type Monitor struct {
 	eventsState  string
 	drops        dropHistory
 
-	windowStart atomic.Int64 // UnixNano when the current summary window began
+	// The monotonic reading (Config.mono, ns) the current summary window
+	// began at: the status line's window is measured from it.
+	windowStart atomic.Int64
 
 	enumerating atomic.Bool // a GPU enumeration is inside the driver
 }
@@ -124,6 +126,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	if cfg.KmsgPath != "" {
 		m.kmsgState = "starting"
 	}
+	m.windowStart.Store(int64(cfg.mono())) // until Run begins the first window
 	var cols []sink.GPUColumns
 	var slots []*live.Slot
 	for _, g := range host.GPUs {
@@ -304,7 +307,7 @@ func (m *Monitor) waitWorkers(d time.Duration) []string {
 func (m *Monitor) loop(ctx context.Context, sigs <-chan os.Signal) {
 	tk := m.cfg.newTicker(m.cfg.Interval)
 	m.lastSummary = time.Now()
-	m.windowStart.Store(m.lastSummary.UnixNano())
+	m.windowStart.Store(int64(m.cfg.mono()))
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
@@ -385,7 +388,7 @@ func (m *Monitor) tick(now time.Time) {
 	if now.Sub(m.lastSummary) >= m.cfg.SummaryEvery {
 		elapsed := now.Sub(m.lastSummary)
 		m.lastSummary = now
-		m.windowStart.Store(now.UnixNano())
+		m.windowStart.Store(int64(at.mono))
 		m.queue("a summary.log line", -1, func() { m.writeSummary(now, elapsed) })
 	}
 }
@@ -397,14 +400,6 @@ func nudge(ch chan<- time.Time, now time.Time) {
 	case ch <- now:
 	default:
 	}
-}
-
-// summaryStart returns when the current summary window began.
-func (m *Monitor) summaryStart() time.Time {
-	if ns := m.windowStart.Load(); ns != 0 {
-		return time.Unix(0, ns)
-	}
-	return m.start
 }
 
 // queue runs f on the side goroutine, which does the file work the poll

@@ -264,3 +264,17 @@ func TestBackOffIsOnTheMonotonicClock(t *testing.T) {
 		}
 	}
 }
+
+// The status line's window (and the rates over it) is measured on the
+// monotonic clock: the wall clock was an hour ahead when the summary window
+// began and has been stepped back since, and the window still says the 30 s
+// that passed, not minus an hour.
+func TestStatusWindowIsOnTheMonotonicClock(t *testing.T) {
+	r := newClockRig(t)
+	r.tick(time.Now().Add(time.Hour), 100*time.Second) // begins a summary window
+	r.drain()
+	r.mono.Store(int64(130 * time.Second))
+	if w := r.m.collect().Window; w != 30*time.Second {
+		t.Errorf("status window %v, want 30s", w)
+	}
+}

@@ -55,7 +55,7 @@ func (m *Monitor) collect() Status {
 	}
 	st.Total = anomaly.Sum(all)
 	st.WindowCounts = st.Total.Window
-	st.Window = time.Since(m.summaryStart())
+	st.Window = m.cfg.mono() - time.Duration(m.windowStart.Load())
 	return st
 }
 
