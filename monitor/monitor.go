@@ -222,6 +222,20 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	// and close the sinks, report, release the hardware. The side goroutine
 	// stops last of the producers: a sample that comes back from the driver
 	// while the workers are waited for still has its late row written.
+	//
+	// Every step that can still count lost work runs before the final
+	// summary.log line, so that line holds the totals: the side queue's
+	// drain (side_drops), the Xid flags no row will carry
+	// (xid_flags_dropped), the snapshot writer's close (follow_ups_canceled,
+	// snapshot_failures), the CSV's last fsync (sync_errors) and events.log's
+	// close (log_lines_lost_at_exit). The final summary line covers the
+	// window the stop cut short and is marked final; then summary.log
+	// closes. What is counted after that line (summary.log's own close:
+	// the final line itself, if the disk is full) is in the final status
+	// line on stderr, which comes after the files. A sample that comes
+	// back from a stuck call after that has its loss (rows_dropped,
+	// side_drops, snapshots_refused_at_shutdown) counted and the first
+	// logged, but no status line follows it.
 	m.cfg.trace("stop-sampling")
 	m.cfg.Notifier.Stopping()
 	stopBG()
@@ -252,6 +266,8 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 		m.log.Error("closing CSV files", "error", err)
 	}
 	m.events.Close()
+	m.writeFinalSummary()
+	m.cfg.trace("summary-written")
 	m.summary.Close()
 	m.cfg.trace("files-closed")
 	m.markCleanStop()

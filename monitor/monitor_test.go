@@ -3,12 +3,14 @@ package monitor
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -396,7 +398,7 @@ func TestSignalsAndShutdownOrder(t *testing.T) {
 		if err != nil || !bytes.HasPrefix(b, []byte("timestamp,")) {
 			t.Errorf("after SIGHUP the CSV was not reopened with a header: %v", err)
 		}
-		want := []string{"stop-sampling", "listeners-stopped", "workers-stopped", "snapshots-closed", "files-closed", "nvml-closed"}
+		want := []string{"stop-sampling", "listeners-stopped", "workers-stopped", "snapshots-closed", "summary-written", "files-closed", "nvml-closed"}
 		if strings.Join(r.steps, ",") != strings.Join(want, ",") {
 			t.Errorf("shutdown steps %v, want %v", r.steps, want)
 		}
@@ -525,6 +527,9 @@ func TestSideWorkQueuedPastShutdownIsCounted(t *testing.T) {
 		if !strings.Contains(before, "counter=side_drops") || !strings.Contains(before, "NVML_HUNG rows") {
 			t.Errorf("the lost side work is not logged with what it was before the final status:\n%s", logs)
 		}
+		// summary.log's final line, written after the drops, counts them.
+		lines := r.summaryLines()
+		testutil.Contains(t, "the final summary.log line", lines[len(lines)-1], " final | ", " side_drops="+strconv.Itoa(queued)+" ")
 		if n := r.m.gpus[0].sideRows.Load(); n != 0 {
 			t.Errorf("gpu 0 still counts %d queued rows", n)
 		}
@@ -621,6 +626,98 @@ func TestXidFlagPendingAtShutdownIsCounted(t *testing.T) {
 		if !strings.Contains(logs, "xid_flags_dropped=1") {
 			t.Errorf("the final status does not count the lost Xid flag:\n%s", logs)
 		}
+		// summary.log too: its final line is written after the Xid flags
+		// are given up (no summary window ended before the stop).
+		lines := r.summaryLines()
+		if len(lines) != 1 {
+			t.Fatalf("summary.log has %d lines, want the final one:\n%s", len(lines), strings.Join(lines, "\n"))
+		}
+		testutil.Contains(t, "the final summary.log line", lines[0], " final | ", " xid_flags_dropped=1 ")
+	})
+}
+
+// summaryLines returns summary.log's lines.
+func (r *rig) summaryLines() []string {
+	r.t.Helper()
+	b, err := os.ReadFile(filepath.Join(r.dir, "summary.log"))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+}
+
+// lossyCloseLog is a line log that loses lost lines at Close, as a
+// sink.LineLog does with lines still waiting for a full disk.
+type lossyCloseLog struct {
+	plainLog
+	lost   uint64
+	closed atomic.Bool
+}
+
+func (l *lossyCloseLog) Close() error { l.closed.Store(true); return nil }
+
+func (l *lossyCloseLog) Stats() sink.LineLogStats {
+	if l.closed.Load() {
+		return sink.LineLogStats{LostAtClose: l.lost}
+	}
+	return sink.LineLogStats{}
+}
+
+// The final summary.log line is written once events.log is closed: the
+// events.log lines its close gives up on are in the line's totals.
+func TestFinalSummaryLineCountsEventsLostAtClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 1, func(c *Config) {
+			open := c.openLog
+			c.openLog = func(dir, name string, mb int) lineLog {
+				if name == "events.log" {
+					return &lossyCloseLog{plainLog: plainLog{path: filepath.Join(dir, name)}, lost: 3}
+				}
+				return open(dir, name, mb)
+			}
+		})
+		r.run(time.Second, nil)
+		lines := r.summaryLines()
+		testutil.Contains(t, "the final summary.log line", lines[len(lines)-1], " final | ", " log_lines_lost_at_exit=3 ")
+	})
+}
+
+// A clean stop in the middle of a summary window writes a last summary.log
+// line, marked final, over the part of the window that elapsed: every
+// sample is in exactly one window, so the windows' counts add up to the
+// total, which is the rows written.
+func TestFinalSummaryLineAtStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 1, func(c *Config) { c.SummaryEvery = 2 * time.Second })
+		r.run(4*time.Second+550*time.Millisecond, nil)
+		lines := r.summaryLines()
+		if len(lines) != 3 {
+			t.Fatalf("summary.log has %d lines, want 2 whole windows and the final one:\n%s", len(lines), strings.Join(lines, "\n"))
+		}
+		rows := len(r.rows(0))
+		var inWindows int
+		for i, l := range lines {
+			final := strings.Contains(l, " final | ")
+			if final != (i == len(lines)-1) {
+				t.Errorf("line %d marked final: %v:\n%s", i, final, l)
+			}
+			var total, window int
+			if _, err := fmt.Sscanf(l[strings.Index(l, " samples="):], " samples=%d (+%d)", &total, &window); err != nil {
+				t.Fatalf("line %d: %v: %s", i, err, l)
+			}
+			inWindows += window
+			if i == len(lines)-1 && total != rows {
+				t.Errorf("the final line counts %d samples, %d rows were written:\n%s", total, rows, l)
+			}
+		}
+		if inWindows != rows {
+			t.Errorf("the windows count %d samples, %d rows were written:\n%s", inWindows, rows, strings.Join(lines, "\n"))
+		}
+		// The final window is the 0.55 s since the last whole one (rates
+		// take at least 1 s), not a whole window: its rates are over what
+		// elapsed.
+		testutil.Contains(t, "a whole window's line", lines[1], " window=2s | ")
+		testutil.Contains(t, "the final line", lines[2], " window=1s final | ")
 	})
 }
 
@@ -645,7 +742,8 @@ func TestStatusAndSummaryGolden(t *testing.T) {
 	}
 	b := bytes.NewBufferString(statusLine(st))
 	now := time.Date(2026, 11, 29, 15, 35, 0, 0, time.FixedZone("CET", 3600))
-	b.WriteString(SummaryLine(now, st, st.WindowCounts, 300*time.Second) + "\n")
+	b.WriteString(SummaryLine(now, st, st.WindowCounts, 300*time.Second, false) + "\n")
+	b.WriteString(SummaryLine(now.Add(42*time.Second), st, anomaly.Counts{anomaly.CountSamples: 840, anomaly.CountPowerBreaches: 21}, 42*time.Second, true) + "\n")
 	testutil.Golden(t, "status-and-summary.golden", b.Bytes())
 }
 
@@ -862,7 +960,7 @@ func TestLostWorkIsCountedShownAndLogged(t *testing.T) {
 			}
 			m.checkLosses(make([]bool, len(counterTable)))
 			st := m.collect()
-			summary := SummaryLine(time.Now(), st, anomaly.Counts{}, time.Minute)
+			summary := SummaryLine(time.Now(), st, anomaly.Counts{}, time.Minute, false)
 			for name, out := range map[string]string{"status line": statusLine(st), "summary.log": summary} {
 				if !strings.Contains(out, " "+tc.counter+"=") || strings.Contains(out, " "+tc.counter+"=0 ") || strings.HasSuffix(out, " "+tc.counter+"=0") {
 					t.Errorf("%s does not show a non-zero %s: %s", name, tc.counter, out)
@@ -884,7 +982,7 @@ func TestLostWorkIsCountedShownAndLogged(t *testing.T) {
 func TestEveryLossCounterReachesEveryOutput(t *testing.T) {
 	r := newRig(t, 1, nil)
 	st := r.m.collect()
-	status, summary := statusLine(st), SummaryLine(time.Now(), st, anomaly.Counts{}, time.Minute)
+	status, summary := statusLine(st), SummaryLine(time.Now(), st, anomaly.Counts{}, time.Minute, false)
 	for _, d := range counterTable {
 		if d.help == "" {
 			t.Errorf("counter %s has no help text", d.name)

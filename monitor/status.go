@@ -123,13 +123,19 @@ func (st Status) Attrs() []slog.Attr {
 }
 
 // SummaryLine renders one summary.log line as the seed does: cumulative
-// totals and per-minute rates over the window that actually elapsed.
-func SummaryLine(now time.Time, st Status, window anomaly.Counts, elapsed time.Duration) string {
+// totals and per-minute rates over the window that actually elapsed. final
+// marks the line a clean stop writes last, over the partial window it cut
+// short: "window=42s final |".
+func SummaryLine(now time.Time, st Status, window anomaly.Counts, elapsed time.Duration, final bool) string {
 	r := anomaly.Rates(window, elapsed)
 	t := st.Total.Total
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s | %s | window=%.0fs |", now.Format(sink.TimestampLayout), fmtUptime(st.Uptime),
+	fmt.Fprintf(&b, "%s | %s | window=%.0fs", now.Format(sink.TimestampLayout), fmtUptime(st.Uptime),
 		anomaly.RateWindow(elapsed).Seconds())
+	if final {
+		b.WriteString(" final")
+	}
+	b.WriteString(" |")
 	// The detectors' counters (anomaly.CounterDefs), windows as the seed shows them.
 	for i, d := range anomaly.CounterDefs {
 		fmt.Fprintf(&b, " %s=%d", d.Name, t[i])
@@ -151,18 +157,32 @@ func SummaryLine(now time.Time, st Status, window anomaly.Counts, elapsed time.D
 }
 
 // writeSummary closes the current window, which lasted elapsed, and appends
-// a summary line.
+// a summary line; a periodic one is also logged as a status line.
 func (m *Monitor) writeSummary(now time.Time, elapsed time.Duration) {
+	m.summaryLine(now, elapsed, false)
+	m.status("summary")
+}
+
+// writeFinalSummary appends the last summary line at a clean stop: the
+// window cut short by the stop, and every counter as it stands once the
+// shutdown's drains have counted what they lost (see Run). The final status
+// line follows on stderr, so it is not logged here.
+func (m *Monitor) writeFinalSummary() {
+	m.summaryLine(time.Now(), m.cfg.mono()-time.Duration(m.windowStart.Load()), true)
+}
+
+// summaryLine takes the current window's counts, which lasted elapsed, and
+// appends the summary line; final marks the last one (SummaryLine).
+func (m *Monitor) summaryLine(now time.Time, elapsed time.Duration, final bool) {
 	var window anomaly.Counts
 	for _, gs := range m.gpus {
 		window = window.Add(gs.tr.TakeWindow().Window)
 	}
 	st := m.collect()
-	line := SummaryLine(now, st, window, elapsed)
+	line := SummaryLine(now, st, window, elapsed, final)
 	if err := m.summary.Line(line); err != nil {
 		m.lineFails.add(m.log, "log_lines_failed", "a summary.log line", slog.String("line", line), slog.String("error", err.Error()))
 	}
-	m.status("summary")
 }
 
 // optMs is a measured duration in milliseconds, n/a until measured.

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
 
 func seedColumns(fans int) []string {
@@ -223,6 +225,35 @@ func TestSIGHUPReopensMovedFiles(t *testing.T) {
 	if n := strings.Count(readFile(t, summary), "\n"); n < 1 {
 		t.Errorf("new summary.log has %d lines", n)
 	}
+}
+
+// TestFinalSummaryLineAtStop stops the logger with SIGTERM in the middle of
+// its first summary window, with a kernel Xid that arrived after the GPU's
+// last row: the Xid's flag is lost at shutdown (no row follows), and
+// summary.log must end with a line marked final that counts it, as the
+// final status line on stderr does.
+func TestFinalSummaryLineAtStop(t *testing.T) {
+	t.Parallel()
+	// A 10 s interval: the Xid and the stop both fall between the first
+	// tick and the second.
+	p := start(t, opts{scenario: "gpus 2\n", kmsg: true, args: []string{"--interval", "10s"}})
+	p.waitForRows(0, 1, 15*time.Second)
+	p.waitForRows(1, 1, 15*time.Second)
+	p.writeKmsg("4,700,9000000,-;NVRM: Xid (PCI:0000:21:00): 31, pid=7, name=before-stop, test") // GPU 1
+	p.waitForEvent("the Xid in events.log", 5*time.Second, "gpu=1 ", "type=Xid xid=31 ")
+	p.stop()
+	for gpu := range 2 {
+		if n := rowCount(p.csvFile(gpu)); n != 1 {
+			t.Fatalf("GPU %d has %d rows, want 1: a second tick ran, the Xid's flag may not have been lost at shutdown", gpu, n)
+		}
+	}
+	b := readFile(t, filepath.Join(p.dir, "summary.log"))
+	lines := strings.Split(strings.TrimSuffix(b, "\n"), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("summary.log has %d lines, want the final one:\n%s", len(lines), b)
+	}
+	testutil.Contains(t, "the final summary.log line", lines[0], " final | ", " samples=2 (+2) ", " kmsg_xids=1 ", " xid_flags_dropped=1 ")
+	testutil.Contains(t, "the final status line", p.stderr.String(), "final status", " xid_flags_dropped=1 ")
 }
 
 func TestSecondInstanceIsRefused(t *testing.T) {
