@@ -69,7 +69,7 @@ func (m *Monitor) procTick(at instant, k uint64) {
 		if held && answering {
 			m.procsHeld.Add(1)
 		}
-		gs.pr.Tick(at.wall, due && answering)
+		gs.pr.Tick(at.wall, at.mono, due && answering)
 		if p := gs.pr.Latest(); p != gs.procsShown {
 			gs.procsShown = p
 			gs.slot.Update(func(g *live.GPU) { g.Processes = p })
@@ -96,13 +96,15 @@ func (gs *gpuState) atopSample(s *reading.Sample) {
 	}
 }
 
-// procSection is the crash snapshot's "Processes on this GPU" section, from
-// the slow tier's latest read (never a new NVML call: the GPU may be hung).
+// procSection is the crash snapshot's "Processes on this GPU" section at
+// when, from the slow tier's latest read (never a new NVML call: the GPU may
+// be hung). Whether a read in flight is stuck is judged now, on the
+// monotonic clock.
 func (gs *gpuState) procSection(when time.Time) []snapshot.Section {
 	if gs.pr == nil {
 		return nil
 	}
-	return []snapshot.Section{snapshot.ProcessesSection(gs.pr.Snapshot(when, procStuckAfter), when)}
+	return []snapshot.Section{snapshot.ProcessesSection(gs.pr.Snapshot(gs.m.cfg.mono(), procStuckAfter), when)}
 }
 
 // procsStuck names the GPUs whose process read is inside the driver (so

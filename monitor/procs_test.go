@@ -111,3 +111,57 @@ func TestProcessReadsStretchWithTheSlowTier(t *testing.T) {
 		t.Errorf("the final status line does not count the held-back reads:\n%s", status)
 	}
 }
+
+// Whether a process read is hung, in the published view and in a crash
+// snapshot, is decided on the monotonic clock, like a sample's hang (see
+// TestHangDeadlineIsOnTheMonotonicClock): the wall clock stepping an hour
+// forward while a read is in the driver must not report it hung before the
+// deadline (a false ProcHung, hungs counted), and stepping back must not hide
+// one stuck past it. The read started at a tick (wall0, mono0) blocks in the
+// driver; each later check is at the wall clock stepped by step and a
+// monotonic reading after mono0.
+func TestProcessHangIsOnTheMonotonicClock(t *testing.T) {
+	for _, step := range []time.Duration{-time.Hour, time.Hour} {
+		t.Run("wall clock steps "+step.String(), func(t *testing.T) {
+			r := newClockRig(t)
+			go r.gs.pr.Run(t.Context())
+			entered := make(chan string, 1)
+			release := r.devs[0].Block("GetComputeRunningProcesses", entered)
+			defer release()
+			deadline := r.m.cfg.Deadline
+			wall0, mono0 := time.Now(), 100*time.Second
+			r.tick(wall0, mono0)
+			<-entered
+			r.idle()
+			r.drain()
+			hung := func() bool {
+				h, _ := r.gs.pr.Counts()
+				return r.gs.pr.Latest().Status == reading.ProcHung || h > 0
+			}
+			snapStuck := func(mono time.Duration) bool {
+				r.mono.Store(int64(mono0 + mono))
+				sec := r.gs.procSection(wall0.Add(step + mono))
+				return strings.Contains(sec[0].Body, "not returned yet")
+			}
+			if snapStuck(procStuckAfter / 2) {
+				t.Errorf("a crash snapshot %v into the read (monotonic) says it has not returned", procStuckAfter/2)
+			}
+			if !snapStuck(2 * procStuckAfter) {
+				t.Errorf("a crash snapshot %v into the read (monotonic) does not say it has not returned", 2*procStuckAfter)
+			}
+			r.tick(wall0.Add(step+deadline/2), mono0+deadline/2)
+			r.drain()
+			if hung() {
+				t.Fatalf("the read is reported hung %v into it on the monotonic clock (deadline %v): %+v", deadline/2, deadline, r.gs.pr.Latest())
+			}
+			r.tick(wall0.Add(step+2*deadline), mono0+2*deadline)
+			r.drain()
+			if !hung() {
+				t.Fatalf("the read is not reported hung %v into it on the monotonic clock (deadline %v): %+v", 2*deadline, deadline, r.gs.pr.Latest())
+			}
+			if p := r.gs.slot.Get().Processes; p == nil || p.Status != reading.ProcHung || !p.Time.Equal(wall0) {
+				t.Errorf("published processes %+v, want hung since the tick that started the read (%v)", p, wall0)
+			}
+		})
+	}
+}

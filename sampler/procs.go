@@ -40,8 +40,8 @@ type ProcReader struct {
 
 	kick   chan struct{}
 	busy   atomic.Bool
-	start  atomic.Int64 // UnixNano when the read in flight began
-	cur    atomic.Int32 // Fn in flight
+	start  atomic.Pointer[readStart] // when the read in flight began (both clocks)
+	cur    atomic.Int32              // Fn in flight
 	latest atomic.Pointer[reading.Procs]
 
 	// Owned by the reading goroutine.
@@ -57,6 +57,15 @@ type ProcReader struct {
 	hung     atomic.Bool
 
 	hungs, fails atomic.Uint64 // reads that hung past the deadline / failed
+}
+
+// readStart is when a read began on both clocks: the wall time stamps the
+// published read, the monotonic reading (the caller's, as given to Tick)
+// decides whether it is hung, since the wall clock can step by hours (NTP,
+// an RTC corrected after boot).
+type readStart struct {
+	wall time.Time
+	mono time.Duration
 }
 
 // Counts returns how many reads hung past the deadline and how many failed
@@ -94,29 +103,33 @@ func (p *ProcReader) Run(ctx context.Context) {
 			return
 		case <-p.kick:
 		}
-		r := p.read(time.Unix(0, p.start.Load()))
+		r := p.read(p.start.Load().wall)
 		p.hung.Store(false)
 		p.latest.Store(r)
 		p.busy.Store(false)
 	}
 }
 
-// Tick is called about once a second (from one goroutine for all GPUs). It
-// starts a read when none is in flight and start is true (the caller holds
-// reads back while the GPU backs off after failures), and publishes "hung"
-// for a read that has passed the deadline. It never waits on NVML.
-func (p *ProcReader) Tick(now time.Time, start bool) {
+// Tick is called about once a second (from one goroutine for all GPUs) at
+// the wall time now and the monotonic reading mono (a duration since a base
+// of the caller's choosing, as sampler.Worker takes). It starts a read when
+// none is in flight and start is true (the caller holds reads back while the
+// GPU backs off after failures), and publishes "hung" for a read that has
+// passed the deadline on the monotonic clock. The read is stamped with now.
+// It never waits on NVML.
+func (p *ProcReader) Tick(now time.Time, mono time.Duration, start bool) {
 	if !p.busy.Load() {
 		if start && p.busy.CompareAndSwap(false, true) {
-			p.start.Store(now.UnixNano())
+			p.start.Store(&readStart{wall: now, mono: mono})
 			p.kick <- struct{}{}
 		}
 		return
 	}
-	since := time.Unix(0, p.start.Load())
-	if now.Sub(since) < p.cfg.Deadline || p.hung.Load() {
+	st := p.start.Load()
+	if mono-st.mono < p.cfg.Deadline || p.hung.Load() {
 		return
 	}
+	since := st.wall
 	fn := Fn(p.cur.Load())
 	if fn == FnNone {
 		return // late for another reason (reading /proc): not the driver
@@ -131,21 +144,22 @@ func (p *ProcReader) Tick(now time.Time, start bool) {
 }
 
 // Snapshot returns what a crash snapshot should say about the processes at
-// now: the latest read, or, when a read has been inside the driver for at
-// least stuckAfter without being reported hung yet, a hung read that keeps
-// the last good list (a GPU in a GSP fault takes the process calls down
-// with it, before their deadline passes).
-func (p *ProcReader) Snapshot(now time.Time, stuckAfter time.Duration) *reading.Procs {
+// the monotonic reading mono (on Tick's clock): the latest read, or, when a
+// read has been inside the driver for at least stuckAfter without being
+// reported hung yet, a hung read that keeps the last good list (a GPU in a
+// GSP fault takes the process calls down with it, before their deadline
+// passes).
+func (p *ProcReader) Snapshot(mono, stuckAfter time.Duration) *reading.Procs {
 	l := p.latest.Load()
 	fn := Fn(p.cur.Load())
 	if !p.busy.Load() || fn == FnNone || l.Status == reading.ProcHung {
 		return l
 	}
-	since := time.Unix(0, p.start.Load())
-	if now.Sub(since) < stuckAfter {
+	st := p.start.Load()
+	if mono-st.mono < stuckAfter {
 		return l
 	}
-	return &reading.Procs{GPU: l.GPU, Time: since, Status: reading.ProcHung,
+	return &reading.Procs{GPU: l.GPU, Time: st.wall, Status: reading.ProcHung,
 		Err: fn.String() + " not returned yet", LastOK: l.Good()}
 }
 

@@ -42,11 +42,15 @@ func readOnce(t *testing.T, p *ProcReader) *reading.Procs {
 	return readAt(t, p, time.Now())
 }
 
-// readAt is readOnce on a tick at now.
+// testBase is the base of the monotonic readings readAt ticks at.
+var testBase = time.Now()
+
+// readAt is readOnce on a tick at the wall time now (and the monotonic clock
+// as it is).
 func readAt(t *testing.T, p *ProcReader, now time.Time) *reading.Procs {
 	t.Helper()
 	before := p.Latest()
-	p.Tick(now, true)
+	p.Tick(now, time.Since(testBase), true)
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		if l := p.Latest(); l != before && l.Status != reading.ProcHung {
@@ -200,31 +204,38 @@ func TestProcReaderHungKeepsLastGood(t *testing.T) {
 	entered := make(chan string, 1)
 	release := d.Block("GetComputeRunningProcesses", entered)
 	defer release()
-	t0 := time.Now()
-	p.Tick(t0, true)
+	// Ticks at a wall time and a monotonic reading: the hang is decided on
+	// the monotonic one, whatever steps the wall clock makes.
+	t0, m0 := time.Now(), time.Since(testBase)
+	p.Tick(t0, m0, true)
 	<-entered
 	calls := d.Count("GetComputeRunningProcesses")
-	p.Tick(t0.Add(10*time.Millisecond), true) // before the deadline: nothing
+	p.Tick(t0.Add(time.Hour), m0+10*time.Millisecond, true) // before the deadline, the wall clock an hour on: nothing
 	if p.Latest() != good {
 		t.Fatal("published hung before the deadline")
 	}
 	// A crash snapshot before the deadline still learns the read is stuck.
-	if s := p.Snapshot(t0.Add(100*time.Millisecond), 250*time.Millisecond); s != good {
+	if s := p.Snapshot(m0+100*time.Millisecond, 250*time.Millisecond); s != good {
 		t.Errorf("snapshot 100 ms into the read: %+v, want the last read", s)
 	}
-	if s := p.Snapshot(t0.Add(300*time.Millisecond), 250*time.Millisecond); s.Status != reading.ProcHung ||
-		s.Good() != good || !strings.Contains(s.Err, "not returned yet") {
+	if s := p.Snapshot(m0+300*time.Millisecond, 250*time.Millisecond); s.Status != reading.ProcHung ||
+		s.Good() != good || !strings.Contains(s.Err, "not returned yet") || !s.Time.Equal(t0) {
 		t.Errorf("snapshot 300 ms into the read: %+v", s)
 	}
-	p.Tick(t0.Add(time.Second), false) // hang detection still runs while reads are held back
+	// Hang detection still runs while reads are held back, and after the
+	// wall clock stepped back an hour.
+	p.Tick(t0.Add(-time.Hour), m0+time.Second, false)
 	h1 := p.Latest()
-	if h1.Status != reading.ProcHung || !strings.Contains(h1.Err, "nvmlDeviceGetComputeRunningProcesses") {
+	if h1.Status != reading.ProcHung || !strings.Contains(h1.Err, "nvmlDeviceGetComputeRunningProcesses") || !h1.Time.Equal(t0) {
 		t.Fatalf("after the deadline: %+v", h1)
 	}
 	if h1.Good() != good || len(h1.List) != 0 {
 		t.Errorf("hung read must keep the last good list apart: %+v", h1)
 	}
-	p.Tick(t0.Add(2*time.Second), true)
+	if h, _ := p.Counts(); h != 1 {
+		t.Errorf("%d hung reads counted, want 1", h)
+	}
+	p.Tick(t0.Add(2*time.Second), m0+2*time.Second, true)
 	if d.Count("GetComputeRunningProcesses") != calls {
 		t.Error("a second read started while one is stuck")
 	}
@@ -261,7 +272,7 @@ func TestProcReaderHeldBack(t *testing.T) {
 	d := fakenvml.NewDev()
 	p := newProcTest(t, d, fakeProc(t, initPIDNamespace, nil))
 	for range 3 {
-		p.Tick(time.Now(), false)
+		p.Tick(time.Now(), time.Since(testBase), false)
 	}
 	time.Sleep(50 * time.Millisecond)
 	if n := d.Count("GetComputeRunningProcesses"); n != 0 || p.Latest().Status != reading.ProcNotRead {
