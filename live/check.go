@@ -30,8 +30,7 @@ var anomalyFlag = map[string]bool{
 // Check returns the document's exit code and the reasons for it, worst
 // first: critical reasons, then warnings.
 func Check(d Doc) (code int, reasons []string) {
-	since := d.Time.Add(-RecentWindow)
-	recent := func(t time.Time) bool { return !t.IsZero() && !t.Before(since) }
+	recent := func(t time.Time, age *float64) bool { return within(t, age, d.Time, RecentWindow) }
 	var crit, warn []string
 	for _, g := range d.GPUs {
 		name := "GPU " + itoa(g.Index)
@@ -41,14 +40,14 @@ func Check(d Doc) (code int, reasons []string) {
 		case StateNotStarted.String():
 			warn = append(warn, name+" not answering yet")
 		}
-		if g.LastXid != nil && recent(g.LastXid.Time) {
+		if g.LastXid != nil && recent(g.LastXid.Time, g.LastXid.AgeS) {
 			crit = append(crit, name+" Xid "+utoa(g.LastXid.Code)+" in the last 10 minutes")
 		}
-		if g.LastRecovery != nil && recent(g.LastRecovery.Time) {
+		if g.LastRecovery != nil && recent(g.LastRecovery.Time, g.LastRecovery.AgeS) {
 			crit = append(crit, name+" recovery action "+utoa(g.LastRecovery.Code)+" in the last 10 minutes")
 		}
 		for _, f := range g.Flags {
-			if anomalyFlag[f.Kind] && recent(f.Last) {
+			if anomalyFlag[f.Kind] && recent(f.Last, f.AgeS) {
 				warn = append(warn, name+" "+f.Kind+" in the last 10 minutes")
 			}
 		}

@@ -91,6 +91,10 @@ type EventDoc struct {
 	Code uint64    `json:"code"`
 	Time time.Time `json:"time"`
 	Name string    `json:"name"`
+	// AgeS is how long before the document's time it was, in seconds,
+	// measured on the daemon's monotonic clock: right across a wall-clock
+	// step, which Time is not. null from a daemon that does not send it.
+	AgeS *float64 `json:"age_s"`
 }
 
 // FanDoc is one fan, in percent.
@@ -105,6 +109,7 @@ type FlagDoc struct {
 	Kind  string    `json:"kind"`
 	Count uint64    `json:"count"`
 	Last  time.Time `json:"last"`
+	AgeS  *float64  `json:"age_s"` // Last's age, as EventDoc.AgeS
 }
 
 // GPUDoc is one GPU in Doc.
@@ -201,6 +206,25 @@ func optSecs(o reading.Opt[time.Duration]) *float64 {
 	return &s
 }
 
+// ageS is how long before now t was, in seconds, never negative. In the
+// daemon both carry Go's monotonic reading (time.Now's, which a wall-clock
+// step does not move), and the difference is taken on it.
+func ageS(now, t time.Time) *float64 {
+	s := max(now.Sub(t), 0).Seconds()
+	return &s
+}
+
+// within reports whether an event at t, age seconds before the document's
+// time now (nil: the document has no age, from an older daemon), was at
+// most d before now. The age decides when there is one: wall times stamped
+// before and after a wall-clock step cannot be compared.
+func within(t time.Time, age *float64, now time.Time, d time.Duration) bool {
+	if age != nil {
+		return *age <= d.Seconds()
+	}
+	return !t.IsZero() && !t.Before(now.Add(-d))
+}
+
 // NewDoc builds the status document from a view.
 func NewDoc(v View) Doc {
 	h := v.Host
@@ -276,11 +300,11 @@ func gpuDoc(g *GPU, now time.Time) GPUDoc {
 	}
 	for k, n := range g.FlagCount {
 		if n > 0 {
-			d.Flags = append(d.Flags, FlagDoc{Kind: FlagKindNames[k], Count: n, Last: g.FlagLast[k]})
+			d.Flags = append(d.Flags, FlagDoc{Kind: FlagKindNames[k], Count: n, Last: g.FlagLast[k], AgeS: ageS(now, g.FlagLast[k])})
 		}
 	}
 	if !g.LastXid.Time.IsZero() {
-		d.LastXid = &EventDoc{Code: g.LastXid.Code, Time: g.LastXid.Time, Name: g.LastXid.Name}
+		d.LastXid = &EventDoc{Code: g.LastXid.Code, Time: g.LastXid.Time, Name: g.LastXid.Name, AgeS: ageS(now, g.LastXid.Time)}
 	}
 	d.Xids = map[string]uint64{}
 	for _, x := range g.Xids {
@@ -292,7 +316,8 @@ func gpuDoc(g *GPU, now time.Time) GPUDoc {
 		d.Xids["other"] = g.XidsOther
 	}
 	if !g.LastRecovery.Time.IsZero() {
-		d.LastRecovery = &EventDoc{Code: g.LastRecovery.Code, Time: g.LastRecovery.Time, Name: g.LastRecovery.Name}
+		d.LastRecovery = &EventDoc{Code: g.LastRecovery.Code, Time: g.LastRecovery.Time, Name: g.LastRecovery.Name,
+			AgeS: ageS(now, g.LastRecovery.Time)}
 	}
 	if !g.LastIncident.IsZero() {
 		d.LastIncident = &IncidentDoc{Time: g.LastIncident, GPU: in.Index, Reason: g.LastIncidentReason}

@@ -131,6 +131,62 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// The status check's "in the last 10 minutes" (and the status screens' recent
+// flags) is decided on the ages the daemon measured on its monotonic clock
+// (age_s), not by comparing wall times the daemon stamped before and after a
+// wall-clock step (NTP, chrony, an RTC corrected after boot): the wall clock
+// stepping an hour forward a minute after an Xid must not clear the critical
+// state at once, nor a step back keep it an hour longer. Each case is a
+// document as the daemon sends it; one without ages (an older daemon) is
+// judged on its wall times.
+func TestCheckAcrossAWallClockStep(t *testing.T) {
+	at := time.Date(2026, 11, 30, 15, 0, 0, 0, time.UTC) // the event, on the wall clock
+	kinds := []struct {
+		name string
+		gpu  func(event string) string // the GPU's fields carrying the event
+		code int
+	}{
+		{"Xid", func(e string) string { return `"last_xid":{"code":79,"time":` + e + `}` }, CheckCritical},
+		{"recovery action", func(e string) string { return `"last_recovery_action":{"code":1,"time":` + e + `}` }, CheckCritical},
+		{"anomaly flag", func(e string) string { return `"flags":[{"kind":"spur_throt","count":1,"last":` + e + `}]` }, CheckWarning},
+	}
+	cases := []struct {
+		name   string
+		doc    time.Duration // the document's time after the event, on the wall clock
+		age    string        // its age_s field, "" for none
+		recent bool
+	}{
+		{"the wall clock stepped an hour forward a minute after it", time.Hour + time.Minute, `,"age_s":60`, true},
+		{"the wall clock stepped an hour back 15 minutes after it", -time.Hour + 15*time.Minute, `,"age_s":900`, false},
+		{"no age (an older daemon), a minute after it", time.Minute, "", true},
+		{"no age (an older daemon), 15 minutes after it", 15 * time.Minute, "", false},
+	}
+	for _, k := range kinds {
+		for _, c := range cases {
+			t.Run(k.name+"/"+c.name, func(t *testing.T) {
+				js := `{"schema_version":2,"time":"` + at.Add(c.doc).Format(time.RFC3339Nano) + `","host":{"disk":"ok"},` +
+					`"gpus":[{"index":0,"state":"ok",` + k.gpu(`"`+at.Format(time.RFC3339Nano)+`"`+c.age) + `}]}`
+				var d Doc
+				if err := json.Unmarshal([]byte(js), &d); err != nil {
+					t.Fatal(err)
+				}
+				want := CheckOK
+				if c.recent {
+					want = k.code
+				}
+				if code, reasons := Check(d); code != want {
+					t.Errorf("check %d %q, want %d, for %s", code, reasons, want, js)
+				}
+				if k.name == "anomaly flag" {
+					if f := RecentFlags(d.GPUs[0], d.Time, 10*time.Minute); (len(f) > 0) != c.recent {
+						t.Errorf("recent flags %q, want recent %v, for %s", f, c.recent, js)
+					}
+				}
+			})
+		}
+	}
+}
+
 // BenchmarkStatusAnswer is what the control socket does per status request
 // for eight GPUs: build the document from a view and encode it into a
 // buffer kept between requests.

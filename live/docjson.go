@@ -115,6 +115,8 @@ func (e *EventDoc) appendJSON(b []byte) []byte {
 	b = jTime(b, e.Time)
 	b = append(b, `,"name":`...)
 	b = jStr(b, e.Name)
+	b = append(b, `,"age_s":`...)
+	b = jFloatPtr(b, e.AgeS)
 	return append(b, '}')
 }
 
@@ -192,6 +194,8 @@ func (g *GPUDoc) appendJSON(b []byte) []byte {
 		b = strconv.AppendUint(b, f.Count, 10)
 		b = append(b, `,"last":`...)
 		b = jTime(b, f.Last)
+		b = append(b, `,"age_s":`...)
+		b = jFloatPtr(b, f.AgeS)
 		return append(b, '}')
 	})
 	b = append(b, `,"last_xid":`...)

@@ -132,11 +132,12 @@ func orNA(s string) string {
 	return s
 }
 
-// RecentFlags returns the kinds of flag a GPU showed in the last d.
+// RecentFlags returns the kinds of flag a GPU showed in the last d before
+// now, the document's time (on the flags' ages when the document has them).
 func RecentFlags(g GPUDoc, now time.Time, d time.Duration) []string {
 	var out []string
 	for _, f := range g.Flags {
-		if !f.Last.Before(now.Add(-d)) {
+		if within(f.Last, f.AgeS, now, d) {
 			out = append(out, f.Kind)
 		}
 	}
