@@ -86,7 +86,11 @@ type xidSeen struct {
 
 // duplicate reports whether the same Xid (or recovery action) on the same GPU
 // was already reported by the other source within XidDedupe. Repeats from the
-// same source are real repeats (an Xid flood) and are not duplicates.
+// same source are real repeats (an Xid flood) and are not duplicates. Both
+// sources' times are receipt times from time.Now (reading.Event.Time), so the
+// window is measured on Go's monotonic clock: a wall-clock step neither
+// splits one Xid into two incidents nor merges two. (Not the kernel's printk
+// time: NVML events have none.)
 func (m *Monitor) duplicate(e reading.Event) (bool, reading.Source) {
 	k := xidKey{gpu: e.GPU, kind: e.Kind, data: e.Data}
 	m.xmu.Lock()
@@ -109,7 +113,8 @@ func (m *Monitor) duplicate(e reading.Event) (bool, reading.Source) {
 
 // clockBurst collapses chatty clock-change events, as the seed does: every
 // event of a burst is counted, only the first few go to events.log, and a
-// burst line marks the tenth within one second.
+// burst line marks the tenth within one second. The window runs on the
+// events' receipt times, on Go's monotonic clock (see duplicate).
 type clockBurst struct {
 	start time.Time
 	n     int

@@ -155,7 +155,9 @@ func (m *Monitor) kernelCritical(gs *gpuState, now time.Time, reason string) {
 
 // kernelLineAllowed counts a line of kind for gpu and says whether it is
 // within the burst limit. When a window with suppressed lines ends, one
-// line says how many.
+// line says how many. now is the line's receipt time from time.Now, so the
+// window is measured on Go's monotonic clock and a wall-clock step neither
+// stretches nor cuts it; it must not be a time without that reading.
 func (m *Monitor) kernelLineAllowed(gpu int, kind string, now time.Time) bool {
 	k := &m.kern
 	k.mu.Lock()

@@ -39,6 +39,13 @@ func (s Source) String() string {
 
 // Event is one GPU event.
 type Event struct {
+	// Time is when the event was received, as time.Now returned it. Files
+	// print its wall time; the monitor's de-dup and burst windows subtract
+	// these times, which Go does on the monotonic reading time.Now carries,
+	// so a wall-clock step does not move them. Never set it from another
+	// clock (the kernel's time is KernelTime) nor strip that reading (Round,
+	// UTC, a time decoded from text): the windows would fall back to the
+	// wall clock.
 	Time     time.Time
 	GPU      int // GPU index; -1 when no monitored GPU matched
 	BusID    string
