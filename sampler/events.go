@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -49,9 +50,15 @@ type EventStream interface {
 // Event-stream timing.
 const (
 	// lateGPUPoll: how often GPUs not yet registered (stuck or failing at
-	// start) are checked while some are missing. Nothing wakes the process
-	// for it once every GPU is registered.
+	// start, or with a sample stuck in the driver) are checked while some
+	// are missing. Nothing wakes the process for it once every GPU is
+	// registered.
 	lateGPUPoll = 2 * time.Second
+	// stuckSample: a GPU whose sample has been inside the driver this long
+	// is stuck (a sample takes tens of microseconds; the logger's default
+	// hang deadline is 1 s). Its event set is not opened meanwhile: the
+	// registration would only park one more thread in the hung driver.
+	stuckSample = time.Second
 	// eventRetryMin and eventRetryMax bound the back-off between reopening
 	// a failed event set; a stream that ran eventRetryReset resets it.
 	eventRetryMin   = time.Second
@@ -59,20 +66,28 @@ const (
 	eventRetryReset = time.Minute
 )
 
+// registering counts the event-set registrations (supported types, set
+// creation, device registration) in progress in this process: none is
+// bounded, and nvmlShutdown must not run under one (EventsIdle).
+var registering atomic.Int64
+
 // FollowEvents calls on for every NVML event of the host's GPUs until ctx is
-// done. Each GPU is registered as soon as it answers (its static facts read
-// and a handle had), whatever the other GPUs do: the GPUs that answered at
-// start share one event set; a GPU stuck at start gets a set of its own when
-// it comes back (the others' set is not touched, so nothing of theirs is
-// missed meanwhile); while no GPU has answered no set is opened. A set that
-// fails is opened again with back-off, each time only after the previous one
-// has ended (no timing margin: the stream says when it has). FollowEvents
-// stops early, for good, only when the driver lacks event sets or every GPU
-// has answered and none supports the watched types. on is called from one
-// goroutine at a time; state, if not nil, is told what the events are doing
-// ("waiting for a GPU to answer", "watching", "reopening after: ...",
-// "unavailable: ..."). FollowEvents returns once every set it opened has
-// ended.
+// done. Each GPU has an event set of its own, registered as soon as the GPU
+// answers (its static facts read and a handle had) and opened again with
+// back-off when it fails, each time only after the previous one has ended
+// (no timing margin: the stream says when it has), and never while the
+// GPU's sample is stuck in the driver. So a GPU that hangs, at start or
+// while its set is reopened, never holds back another GPU's events: the
+// registration calls cannot be bounded (NVML calls cannot be cancelled),
+// and only the hung GPU's own set waits on them. While no GPU has answered
+// no set is opened. FollowEvents stops early, for good, only when the driver
+// lacks event sets or every GPU has answered and none supports the watched
+// types. on is called from one goroutine at a time; state, if not nil, is
+// told what the events are doing ("waiting for a GPU to answer",
+// "watching", "reopening after: ...", "unavailable: ..."). FollowEvents
+// returns once every set it opened has ended; a registration still inside
+// the driver is not waited for (EventsIdle counts it, and the set it opens
+// late is closed at once, its events dropped).
 func (h *Host) FollowEvents(ctx context.Context, log *slog.Logger, on func(reading.Event), state func(string)) {
 	if state == nil {
 		state = func(string) {}
@@ -88,33 +103,29 @@ func (h *Host) FollowEvents(ctx context.Context, log *slog.Logger, on func(readi
 		defer stateMu.Unlock()
 		state(s)
 	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	results := make(chan error, len(h.GPUs))
-	handed := make([]bool, len(h.GPUs)) // given to a set (registered, or found to support nothing)
+	var sets openSets
+	defer sets.wait() // after cancel: the sets close
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results := make(chan error, len(h.GPUs)) // one per GPU at most: never blocks
+	handed := make([]bool, len(h.GPUs))      // given its set (registered, or found to support nothing)
 	running := 0
 	tick := time.NewTicker(lateGPUPoll)
 	defer tick.Stop()
 	for {
 		ready := h.readyGPUs()
-		group := make([]bool, len(h.GPUs))
 		var idx []int
 		for i := range ready {
-			if ready[i] && !handed[i] {
-				group[i], handed[i] = true, true
-				idx = append(idx, h.GPUs[i].Info().Index)
+			if !ready[i] || handed[i] {
+				continue
 			}
-		}
-		if len(idx) > 0 {
-			if running > 0 {
-				log.Info("a GPU answered late; registering its NVML events", "gpus", fmt.Sprint(idx))
-			}
+			handed[i] = true
+			idx = append(idx, h.GPUs[i].Info().Index)
 			running++
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				results <- h.followSet(ctx, log, group, deliver, tell)
-			}()
+			go func() { results <- h.followSet(ctx, log, i, &sets, deliver, tell) }()
+		}
+		if len(idx) > 0 && running > len(idx) {
+			log.Info("a GPU answered late; registering its NVML events", "gpus", fmt.Sprint(idx))
 		}
 		if running == 0 && !anyTrue(handed) {
 			tell("waiting for a GPU to answer") // every GPU is stuck at start
@@ -144,20 +155,56 @@ func (h *Host) FollowEvents(ctx context.Context, log *slog.Logger, on func(readi
 	}
 }
 
-// followSet follows the event set of the GPUs in group, opening it again with
-// back-off when it fails, until ctx is done (nil). It returns errNoEventSets
-// or errNoneRegistered when the set cannot hold any of them.
-func (h *Host) followSet(ctx context.Context, log *slog.Logger, group []bool, on func(reading.Event), state func(string)) error {
+// openSets tracks the event sets being drained, so that FollowEvents returns
+// only once each has ended. A set whose registration returns after wait
+// began is not tracked: its opener closes it and drains it to its end alone.
+type openSets struct {
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// enter tracks one more set; false once wait has begun.
+func (o *openSets) enter() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return false
+	}
+	o.wg.Add(1)
+	return true
+}
+
+func (o *openSets) leave() { o.wg.Done() }
+
+// wait stops tracking and waits for the tracked sets to end.
+func (o *openSets) wait() {
+	o.mu.Lock()
+	o.closed = true
+	o.mu.Unlock()
+	o.wg.Wait()
+}
+
+// followSet follows the event set of GPU i, opening it again with back-off
+// when it fails, until ctx is done (nil). It returns errNoEventSets or
+// errNoneRegistered when the set cannot hold the GPU.
+func (h *Host) followSet(ctx context.Context, log *slog.Logger, i int, sets *openSets, on func(reading.Event), state func(string)) error {
+	g := h.GPUs[i]
 	retry := eventRetryMin
 	logged := false
 	for ctx.Err() == nil {
-		st, err := h.watch(log, group)
+		if !h.waitAnswering(ctx, log, g) {
+			return nil
+		}
+		registering.Add(1)
+		st, err := h.watch(log, i)
+		registering.Add(-1)
 		switch {
 		case errors.Is(err, errNoEventSets), errors.Is(err, errNoneRegistered):
 			return err
 		case err != nil:
 			h.eventFailures.Add(1)
-			log.Warn("cannot open NVML events; trying again", "error", err, "retry_in", retry)
+			log.Warn("cannot open NVML events; trying again", "gpu", g.Info().Index, "error", err, "retry_in", retry)
 			state("reopening after: " + err.Error())
 			if !sleepCtx(ctx, retry) {
 				return nil
@@ -165,17 +212,20 @@ func (h *Host) followSet(ctx context.Context, log *slog.Logger, group []bool, on
 			retry = min(2*retry, eventRetryMax)
 			continue
 		}
+		if !sets.enter() {
+			// The registration returned after FollowEvents ended: close
+			// the set at once (ctx is done) and wait for its end here.
+			h.drain(ctx, st, func(reading.Event) {})
+			return nil
+		}
 		if !logged {
 			logged = true
-			for i, m := range st.Masks() {
-				if group[i] {
-					log.Info("NVML events registered", "gpu", h.GPUs[i].Info().Index, "types", EventTypeNames(m))
-				}
-			}
+			log.Info("NVML events registered", "gpu", g.Info().Index, "types", EventTypeNames(st.Masks()[i]))
 		}
 		state("watching")
 		opened := time.Now()
 		failed := h.drain(ctx, st, on)
+		sets.leave()
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -186,7 +236,7 @@ func (h *Host) followSet(ctx context.Context, log *slog.Logger, group []bool, on
 		if time.Since(opened) >= eventRetryReset {
 			retry = eventRetryMin
 		}
-		log.Warn("NVML event stream failed; opening it again", "error", failed, "retry_in", retry)
+		log.Warn("NVML event stream failed; opening it again", "gpu", g.Info().Index, "error", failed, "retry_in", retry)
 		state("reopening after: " + failed.Error())
 		if !sleepCtx(ctx, retry) {
 			return nil
@@ -194,6 +244,25 @@ func (h *Host) followSet(ctx context.Context, log *slog.Logger, group []bool, on
 		retry = min(2*retry, eventRetryMax)
 	}
 	return nil
+}
+
+// waitAnswering waits while g's sample is stuck in the driver (checked every
+// lateGPUPoll); false if ctx ended first. The first wait of each stall is
+// logged.
+func (h *Host) waitAnswering(ctx context.Context, log *slog.Logger, g *GPU) bool {
+	for told := false; ; told = true {
+		fn, since, ok := g.InFlight()
+		if !ok || time.Since(since) < stuckSample {
+			return true
+		}
+		if !told {
+			log.Warn("GPU stuck in the driver; its NVML events are registered once it answers",
+				"gpu", g.Info().Index, "function", fn.String())
+		}
+		if !sleepCtx(ctx, lateGPUPoll) {
+			return false
+		}
+	}
 }
 
 // EventFailures is how many times NVML events were not watched: an event set
@@ -230,35 +299,27 @@ func (h *Host) readyGPUs() []bool {
 	return ready
 }
 
-// watch opens one event set holding the GPUs in group, for the subset of
-// WatchedEvents each supports. Call it from the goroutine that reads the
-// events: the registration calls are not bounded.
-func (h *Host) watch(log *slog.Logger, group []bool) (EventStream, error) {
+// watch opens an event set holding GPU i, for the subset of WatchedEvents
+// it supports. Call it from the goroutine that reads the events, counted in
+// registering: the registration calls are not bounded.
+func (h *Host) watch(log *slog.Logger, i int) (EventStream, error) {
 	if h.openEvents == nil && (!h.Syms.Has(FnEventSetCreate) || !h.Syms.Has(FnRegisterEvents) || !h.Syms.Has(FnEventSetWait)) {
 		return nil, errNoEventSets
 	}
+	g := h.GPUs[i]
+	supported := WatchedEvents
+	if h.Syms.Has(FnSupportedEvents) {
+		s, ret := g.Device().GetSupportedEventTypes()
+		if ret != nvml.SUCCESS {
+			h.eventFailures.Add(1)
+			log.Warn("cannot query supported event types; the GPU's NVML events are not watched", "gpu", g.Info().Index, "error", retText(ret))
+			return nil, errNoneRegistered
+		}
+		supported = s
+	}
 	masks := make([]uint64, len(h.GPUs))
-	for i, g := range h.GPUs {
-		if !group[i] {
-			continue
-		}
-		supported := WatchedEvents
-		if h.Syms.Has(FnSupportedEvents) {
-			s, ret := g.Device().GetSupportedEventTypes()
-			if ret != nvml.SUCCESS {
-				h.eventFailures.Add(1)
-				log.Warn("cannot query supported event types; the GPU's NVML events are not watched", "gpu", g.Info().Index, "error", retText(ret))
-				continue
-			}
-			supported = s
-		}
-		masks[i] = supported & WatchedEvents
-	}
-	any := false
-	for _, m := range masks {
-		any = any || m != 0
-	}
-	if !any {
+	masks[i] = supported & WatchedEvents
+	if masks[i] == 0 {
 		return nil, errNoneRegistered
 	}
 	if h.openEvents != nil {

@@ -104,12 +104,14 @@ func (e *nativeEvents) Next() (reading.Event, error) {
 	return makeEvent(e.gpus, int(r.index), uint64(r._type), uint64(r.data)), nil
 }
 
-// EventsIdle waits at most d until no event thread is left inside NVML (they
-// end within about a second of their stream's Close unless NVML holds them),
-// and reports whether that happened. NVML must not be shut down before.
+// EventsIdle waits at most d until no event thread and no event-set
+// registration is left inside NVML (threads end within about a second of
+// their stream's Close unless NVML holds them; a registration stuck on a hung
+// GPU is never waited for by anything else), and reports whether that
+// happened. NVML must not be shut down before.
 func EventsIdle(d time.Duration) bool {
 	deadline := time.Now().Add(d)
-	for C.gt_events_running() != 0 {
+	for registering.Load() != 0 || C.gt_events_running() != 0 {
 		if time.Now().After(deadline) {
 			return false
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -323,5 +324,103 @@ func TestFollowEventsStopsWithContext(t *testing.T) {
 		}
 		s[0].end()
 		<-done
+	})
+}
+
+// forGPU returns the sets opened so far that registered GPU i.
+func (e *eventHost) forGPU(i int) []*fakeStream {
+	var out []*fakeStream
+	for _, s := range e.opened() {
+		if s.masks[i] != 0 {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// A GPU that hangs while its set is being opened again holds back no other
+// GPU's events (the reopen registered every GPU of a shared set in one
+// unbounded step, and GPU 0's Xids were lost for as long as GPU 1 hung);
+// shutdown knows that the registration is still inside the driver, and
+// FollowEvents returns without waiting for it.
+func TestFollowEventsReopenIsNotHeldByAHungGPU(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEventHost(t, false, false)
+		open := e.h.openEvents
+		hung := make(chan struct{})
+		var opens1 atomic.Int32
+		e.h.openEvents = func(masks []uint64) (EventStream, error) {
+			if masks[1] != 0 && opens1.Add(1) > 1 {
+				<-hung // GPU 1 hangs in its registration
+			}
+			return open(masks)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := e.run(ctx, false)
+		synctest.Wait()
+		for _, s := range e.opened() {
+			s.recs <- fakeRec{err: errors.New("nvmlEventSetWait: Unknown Error")}
+			s.end()
+		}
+		time.Sleep(eventRetryMin)
+		synctest.Wait()
+		s := e.forGPU(0)
+		if len(s) != 2 {
+			t.Fatalf("GPU 0's set not reopened while GPU 1 hangs in its registration: %d sets", len(s))
+		}
+		s[1].recs <- fakeRec{ev: xid(0)}
+		e.delivered(t, 1)
+		if EventsIdle(0) {
+			t.Fatalf("EventsIdle reported idle with a registration inside the driver")
+		}
+		cancel()
+		synctest.Wait()
+		if !s[1].isClosed() {
+			t.Fatalf("GPU 0's set not closed at shutdown")
+		}
+		s[1].end()
+		<-done // not waiting for GPU 1's registration
+		close(hung)
+		synctest.Wait()
+		late := e.forGPU(1)
+		if len(late) != 2 || !late[1].isClosed() {
+			t.Fatalf("a set registered after shutdown was not closed (%d sets of GPU 1)", len(late))
+		}
+		late[1].end()
+		synctest.Wait()
+		if !EventsIdle(0) {
+			t.Fatalf("EventsIdle not idle once the registration returned")
+		}
+		if n := len(e.events()); n != 1 {
+			t.Fatalf("%d events delivered, want 1 (none after shutdown)", n)
+		}
+	})
+}
+
+// A GPU whose sample is stuck in the driver is not registered (that would
+// park one more thread in the hung driver) until its sample returns; the
+// other GPU is registered at once.
+func TestFollowEventsSkipsAGPUStuckInTheDriver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEventHost(t, false, false)
+		g := e.h.GPUs[0]
+		g.started(time.Now())
+		g.begin(FnFanSpeed)
+		time.Sleep(stuckSample)
+		stop := e.follow()
+		defer stop()
+		synctest.Wait()
+		if n, m := len(e.forGPU(0)), len(e.forGPU(1)); n != 0 || m != 1 {
+			t.Fatalf("with GPU 0 stuck: %d sets registered GPU 0, %d GPU 1; want 0 and 1", n, m)
+		}
+		g.begin(FnNone) // the sample returns
+		time.Sleep(lateGPUPoll)
+		synctest.Wait()
+		s := e.forGPU(0)
+		if len(s) != 1 {
+			t.Fatalf("GPU 0 not registered once it answered: %d sets", len(s))
+		}
+		s[0].recs <- fakeRec{ev: xid(0)}
+		e.delivered(t, 1)
 	})
 }

@@ -547,6 +547,16 @@ func TestNVMLEventsSurviveLateGPUsAndFailures(t *testing.T) {
 			line:     "gpu=0 bus=00000000:01:00.0 source=nvml type=Xid xid=62",
 			logged:   "NVML event stream failed; opening it again",
 		},
+		{
+			// The set fails and, before it is opened again, GPU 1 hangs for
+			// 20 s: its registration must not hold GPU 0's back (the
+			// reopen used to wait on GPU 1 inside the driver, and GPU 0's
+			// Xid at 5 s was lost).
+			name:     "a failed set, then one GPU hangs before the reopen",
+			scenario: "gpus 2\nat 1 eventset fail unknown for 0.5s\nat 1.2 gpu 1 hang 20s\nat 5 gpu 0 xid 62 to events\n",
+			line:     "gpu=0 bus=00000000:01:00.0 source=nvml type=Xid xid=62",
+			logged:   "NVML event stream failed; opening it again",
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
