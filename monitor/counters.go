@@ -133,6 +133,10 @@ var counterTable = []counterDef{
 		get: func(s *counterSources) uint64 { return s.m.atopCounters().CutRecord }},
 	{name: "atop_exits_dropped", loss: true, ownLog: true, help: "exited-process records dropped for atop clients that did not ask for over 4096 of them",
 		get: func(s *counterSources) uint64 { return s.m.atopCounters().ExitedDropped }},
+	{name: "control_clients_refused", loss: true, help: "control socket connections closed at once, busy, because the connection limit was reached",
+		get: func(s *counterSources) uint64 { _, r, _ := s.m.controlCounts(); return r }},
+	{name: "control_requests_failed", loss: true, help: "control socket requests not answered: a request the socket does not know, a client silent past the read timeout, or gone before the answer",
+		get: func(s *counterSources) uint64 { _, _, f := s.m.controlCounts(); return f }},
 
 	{name: "ticks", help: "poll-loop ticks run",
 		get: func(s *counterSources) uint64 { return s.m.ticks.Load() }},
@@ -162,6 +166,29 @@ var counterTable = []counterDef{
 		get: func(s *counterSources) uint64 { return s.snap.FollowUpsWritten }},
 	{name: "atop_requests", help: "atopgpud protocol requests answered",
 		get: func(s *counterSources) uint64 { return s.m.atopCounters().Requests }},
+	{name: "control_requests", help: "control socket requests answered (status, ping)",
+		get: func(s *counterSources) uint64 { a, _, _ := s.m.controlCounts(); return a }},
+}
+
+// controlStats reads the control socket's counts: requests answered,
+// connections refused (busy), requests failed.
+type controlStats func() (answered, refused, failed uint64)
+
+// CountControl makes the control socket's counts part of the counter table
+// (control_requests, control_clients_refused, control_requests_failed). The
+// socket is opened by the caller, once the monitor exists; until then they
+// read 0.
+func (m *Monitor) CountControl(stats func() (answered, refused, failed uint64)) {
+	f := controlStats(stats)
+	m.control.Store(&f)
+}
+
+// controlCounts reads the control socket's counts; 0 without a socket.
+func (m *Monitor) controlCounts() (answered, refused, failed uint64) {
+	if f := m.control.Load(); f != nil {
+		return (*f)()
+	}
+	return 0, 0, 0
 }
 
 // linesLostAtExit counts the lines the line logs still held when closed

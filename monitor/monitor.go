@@ -72,6 +72,7 @@ type Monitor struct {
 	refusedLogged                                       atomic.Bool   // snapshotRefused logged the first
 
 	kmsgReader atomic.Pointer[kmsgCounters] // set while the kernel log is followed
+	control    atomic.Pointer[controlStats] // the control socket's counts (CountControl)
 	kclock     *kernelClock                 // dmesg_time on the kernel log's clock
 
 	board   *live.Board

@@ -75,7 +75,7 @@ type Stats struct {
 	CrashesWritten         uint64         // incidents whose stage-1 file is on disk
 	CrashesCompleted       uint64         // incidents whose file was replaced by the full version
 	CrashesSuppressed      uint64         // crash requests suppressed by the cooldown
-	CrashesSuppressedByGPU map[int]uint64 // the same per GPU index
+	CrashesSuppressedByGPU map[int]uint64 // the same per GPU index: each GPU's count, which its crash snapshots' headers show
 	SpikesWritten          uint64
 	SpikesSuppressed       uint64
 	FollowUpsWritten       uint64
@@ -167,7 +167,6 @@ func New(cfg Config) *Manager {
 		crashDir: filepath.Join(cfg.Dir, "crashes"),
 		spikeDir: filepath.Join(cfg.Dir, "spikes"),
 		gpus:     make(map[int]*gpuState),
-		stats:    Stats{CrashesSuppressedByGPU: make(map[int]uint64)},
 	}
 	m.work, m.stopWork = context.WithCancel(context.Background())
 	m.follow, m.stopFollow = context.WithCancelCause(context.Background())
@@ -193,7 +192,6 @@ func (m *Manager) Crash(gpu int, build func() CrashRequest) Decision {
 	if ok, burst, left := st.cool.Allow(now, m.cfg.CrashCooldown); !ok {
 		st.suppressed++
 		m.stats.CrashesSuppressed++
-		m.stats.CrashesSuppressedByGPU[gpu]++
 		d := Decision{Burst: burst, Suppressed: st.suppressed, CooldownLeft: left}
 		m.mu.Unlock()
 		if d.Burst <= loggedSuppressions {
@@ -317,9 +315,11 @@ func (m *Manager) Stats() Stats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.stats
-	s.CrashesSuppressedByGPU = make(map[int]uint64, len(m.stats.CrashesSuppressedByGPU))
-	for k, v := range m.stats.CrashesSuppressedByGPU {
-		s.CrashesSuppressedByGPU[k] = v
+	s.CrashesSuppressedByGPU = make(map[int]uint64, len(m.gpus))
+	for gpu, st := range m.gpus {
+		if st.suppressed > 0 {
+			s.CrashesSuppressedByGPU[gpu] = st.suppressed
+		}
 	}
 	return s
 }

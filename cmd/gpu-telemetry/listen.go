@@ -9,13 +9,20 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/live/control"
 )
 
+// listenerCounts is where the listeners' counts go: the monitor's counter
+// table.
+type listenerCounts interface {
+	ListenerFailed()                                              // an endpoint that could not be opened
+	CountControl(stats func() (answered, refused, failed uint64)) // the control socket's requests
+}
+
 // startListeners opens the control socket (and the metrics endpoint when
 // asked) over the monitor's published state. Opening the control socket
 // fails with one line (a live socket held by another instance, a bad
 // group); a metrics address that cannot be bound is logged and counted
-// through failed (serveMetrics). Serving stops when ctx is cancelled or
-// stop is called.
-func startListeners(ctx context.Context, cli *CLI, board *live.Board, log *slog.Logger, failed func()) (stop func(), err error) {
+// (serveMetrics). The control socket's requests are counted in counts.
+// Serving stops when ctx is cancelled or stop is called.
+func startListeners(ctx context.Context, cli *CLI, board *live.Board, log *slog.Logger, counts listenerCounts) (stop func(), err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	var waits []chan struct{}
 	stop = func() {
@@ -34,12 +41,13 @@ func startListeners(ctx context.Context, cli *CLI, board *live.Board, log *slog.
 			return nil, err
 		}
 		log.Info("control socket listening", "path", cli.Socket)
+		counts.CountControl(srv.Stats)
 		done := make(chan struct{})
 		waits = append(waits, done)
 		go func() { defer close(done); srv.Serve(ctx) }()
 	}
 	if cli.MetricsListen != "" {
-		done, err := serveMetrics(ctx, cli, board, log, failed)
+		done, err := serveMetrics(ctx, cli, board, log, counts.ListenerFailed)
 		if err != nil {
 			stop()
 			return nil, err

@@ -88,6 +88,13 @@ func TestLockContention(t *testing.T) {
 	}
 }
 
+// fakeCounts counts the endpoints startListeners could not open.
+type fakeCounts struct{ failed int }
+
+func (f *fakeCounts) ListenerFailed() { f.failed++ }
+
+func (f *fakeCounts) CountControl(func() (answered, refused, failed uint64)) {}
+
 // TestMetricsPortTakenCarriesOn: a --metrics-listen address that cannot be
 // bound at run time (in use here; EAFNOSUPPORT under a unit without AF_INET)
 // is logged once and counted, and the listeners start anyway: the logger
@@ -98,14 +105,14 @@ func TestMetricsPortTakenCarriesOn(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&lb, nil))
 	cli := &CLI{Socket: "none", MetricsListen: held}
 	board := live.NewBoard(nil, func() live.Host { return live.Host{} })
-	failed := 0
-	stop, err := startListeners(context.Background(), cli, board, log, func() { failed++ })
+	var counts fakeCounts
+	stop, err := startListeners(context.Background(), cli, board, log, &counts)
 	if err != nil {
 		t.Fatalf("a taken metrics port stopped the start: %v", err)
 	}
 	stop()
-	if failed != 1 {
-		t.Errorf("failure counted %d times, want 1", failed)
+	if counts.failed != 1 {
+		t.Errorf("failure counted %d times, want 1", counts.failed)
 	}
 	if n := strings.Count(lb.String(), "cannot listen"); n != 1 {
 		t.Errorf("%d log lines about the taken port, want 1:\n%s", n, lb.String())

@@ -100,6 +100,44 @@ func TestStatusFromTheDaemon(t *testing.T) {
 	}
 }
 
+// TestControlRequestsAreCounted: the control socket's answered and failed
+// requests reach the counters (status line, summary.log, the status
+// document), like every other count of lost work: a client that sends a
+// request the socket does not know gets an error and is counted.
+func TestControlRequestsAreCounted(t *testing.T) {
+	t.Parallel()
+	p := start(t, opts{})
+	sock := p.socketPath()
+	p.waitForRows(0, 2, 10*time.Second)
+	c, err := net.DialTimeout("unix", sock, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	c.Write([]byte("no-such-request\n"))
+	b, _ := io.ReadAll(c)
+	c.Close()
+	if !bytes.HasPrefix(b, []byte(`{"error":`)) {
+		t.Fatalf("an unknown request was answered %q, want an error", b)
+	}
+	// A status answer counts the requests answered before it was built
+	// (one answer serves every request for 50 ms): ask until one counts
+	// an earlier answer.
+	var d statusDoc
+	p.waitFor("a status answer counting an earlier one", 5*time.Second, func() bool {
+		var ok bool
+		d, ok = rawStatus(sock)
+		n, _ := d.counter("control_requests")
+		return ok && n >= 1
+	})
+	if n, ok := d.counter("control_requests_failed"); !ok || n != 1 {
+		t.Errorf("status document: control_requests_failed = %d (present: %v), want 1", n, ok)
+	}
+	p.stop()
+	testutil.Contains(t, "the final status line", p.stderr.String(), " control_requests_failed=1 ", " control_clients_refused=0 ")
+	testutil.Contains(t, "summary.log", readFile(t, filepath.Join(p.dir, "summary.log")), " control_requests_failed=1 ")
+}
+
 func TestStatusUnknown(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"--socket", filepath.Join(t.TempDir(), "none.sock")}, {"--bogus"}, {"--socket"}} {
