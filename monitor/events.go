@@ -54,7 +54,7 @@ func (m *Monitor) runKmsg(ctx context.Context) {
 		m.kmsgXids.Add(1)
 		e := reading.Event{Time: time.Now(), GPU: -1, Kind: reading.EventXid, Source: reading.SourceKmsg,
 			Data: uint64(x.Code), Text: rec.Message, KernelTime: rec.Time}
-		if gs := m.byBus[x.Bus]; gs != nil {
+		if gs := m.gpuByBus(x.Bus); gs != nil {
 			e.GPU, e.BusID = gs.idx, gs.info().BusID
 		} else {
 			e.BusID = x.Bus.String()

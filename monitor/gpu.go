@@ -49,6 +49,7 @@ type gpuState struct {
 	fails     int
 	lost      bool
 	lostRetry time.Duration
+	late      bool // static facts not known at start: checkStatic until they are
 
 	// Shared.
 	// The monotonic reading (Config.mono, ns) before which the poll loop
@@ -95,6 +96,7 @@ func newGPUState(m *Monitor, g *sampler.GPU) *gpuState {
 	gs := &gpuState{m: m, g: g, idx: idx, tr: anomaly.NewTracker(idx, m.cfg.Anomaly),
 		log: m.log.With("gpu", idx), pending: make([]int64, 0, 8), skipped: make([]instant, 0, skips),
 		slot: live.NewSlot(g.Info()), finished: -1}
+	gs.late = !factsKnown(gs)
 	gs.w = sampler.NewWorker(g, gs.handle, m.cfg.mono())
 	return gs
 }
@@ -151,6 +153,9 @@ func (gs *gpuState) takeXids(s *reading.Sample) {
 // the sample asks for are requested last (incidents), once it is a row and
 // published: their rows end with it and their headers count it.
 func (gs *gpuState) handle(s *reading.Sample) {
+	if gs.late {
+		gs.checkStatic()
+	}
 	stalled, critical := gs.classify(s)
 	r := gs.detect(s)
 	queued := gs.record(s, &r, stalled)

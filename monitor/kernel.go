@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
@@ -25,10 +26,11 @@ const (
 )
 
 // kernelLines is the monitor's state for these lines. The zero value is
-// ready; the AER path table is built from sysfs on first use.
+// ready; the AER path table is built from sysfs on first use, and again on
+// the next use after a GPU stuck at start gave its bus id (stale).
 type kernelLines struct {
-	once  sync.Once
-	paths *kmsg.AERPaths
+	paths *kmsg.AERPaths // the kernel log goroutine's only
+	stale atomic.Bool    // set by staticKnown: paths lacks a GPU
 
 	mu     sync.Mutex
 	nums   kmsg.GPUNumbers
@@ -49,26 +51,29 @@ type burst struct {
 	dropped int
 }
 
-// initPaths reads, once, which bridges lead to each GPU.
+// initPaths reads which bridges lead to each GPU whose bus id is known: on
+// first use, and again once a GPU stuck at start has given its bus id. It
+// runs on the kernel log goroutine.
 func (m *Monitor) initPaths() {
 	k := &m.kern
-	k.once.Do(func() {
-		k.paths = kmsg.NewAERPaths()
-		dir := filepath.Join(m.cfg.HostRoot, kmsg.DefaultPCIDevices)
-		for _, gs := range m.gpus {
-			a, err := reading.ParsePCIAddr(gs.info().BusID)
-			if err != nil {
-				continue
-			}
-			bridges, err := kmsg.PCIPath(dir, a)
-			if err != nil {
-				// No sysfs (a container, the simulated driver): AER lines
-				// naming the GPU itself still match.
-				m.log.Debug("no PCI path for the GPU; AER lines on its bridges will not be matched", "gpu", gs.idx, "error", err)
-			}
-			k.paths.Add(gs.idx, a, bridges)
+	if k.paths != nil && !k.stale.Swap(false) {
+		return
+	}
+	k.paths = kmsg.NewAERPaths()
+	dir := filepath.Join(m.cfg.HostRoot, kmsg.DefaultPCIDevices)
+	for _, gs := range m.gpus {
+		a, err := reading.ParsePCIAddr(gs.info().BusID)
+		if err != nil {
+			continue
 		}
-	})
+		bridges, err := kmsg.PCIPath(dir, a)
+		if err != nil {
+			// No sysfs (a container, the simulated driver): AER lines
+			// naming the GPU itself still match.
+			m.log.Debug("no PCI path for the GPU; AER lines on its bridges will not be matched", "gpu", gs.idx, "error", err)
+		}
+		k.paths.Add(gs.idx, a, bridges)
+	}
 }
 
 // learnXid notes the driver's GPU number an Xid line names (GSP lines name
@@ -116,7 +121,7 @@ func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 	m.kern.mu.Unlock()
 	gpu, bus := -1, ""
 	if a, ok := r.Bus.Get(); ok {
-		if gs := m.byBus[a.Slot()]; gs != nil {
+		if gs := m.gpuByBus(a); gs != nil {
 			gpu, bus = gs.idx, gs.info().BusID
 		} else {
 			bus = a.String()

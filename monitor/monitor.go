@@ -34,7 +34,12 @@ type Monitor struct {
 	host    *sampler.Host
 	gpus    []*gpuState
 	byIndex map[int]*gpuState
-	byBus   map[reading.PCIAddr]*gpuState
+	// byBus finds a GPU by its PCI slot (kernel log lines name GPUs so). It
+	// is read by the kernel log goroutine and replaced, copied, when a GPU
+	// stuck at start gives its bus id (staticKnown, under busMu): readers
+	// take it with one atomic load.
+	byBus atomic.Pointer[map[reading.PCIAddr]*gpuState]
+	busMu sync.Mutex
 
 	csv     *sink.CSV
 	events  lineLog
@@ -119,7 +124,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	m := &Monitor{cfg: cfg, log: cfg.Logger, host: host, byIndex: map[int]*gpuState{}, byBus: map[reading.PCIAddr]*gpuState{},
+	m := &Monitor{cfg: cfg, log: cfg.Logger, host: host, byIndex: map[int]*gpuState{},
 		start: time.Now(), xidSeen: map[xidKey]xidSeen{}, side: make(chan sideJob, 256),
 		syncTick: make(chan time.Time, 1), secondTick: make(chan time.Time, 1),
 		cadence: newCadence(cfg.Interval), kmsgState: "disabled", eventsState: "starting",
@@ -130,6 +135,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	m.windowStart.Store(int64(cfg.mono())) // until Run begins the first window
 	var cols []sink.GPUColumns
 	var slots []*live.Slot
+	byBus := map[reading.PCIAddr]*gpuState{}
 	for _, g := range host.GPUs {
 		gs := newGPUState(m, g)
 		m.gpus = append(m.gpus, gs)
@@ -137,10 +143,11 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		m.byIndex[gs.idx] = gs
 		info := g.Info()
 		if a, err := reading.ParsePCIAddr(info.BusID); err == nil {
-			m.byBus[a.Slot()] = gs
+			byBus[a.Slot()] = gs
 		}
 		cols = append(cols, sink.GPUColumns{Index: gs.idx, Fans: info.NumFans})
 	}
+	m.byBus.Store(&byBus)
 	m.board = live.NewBoard(slots, m.hostView)
 	m.setupProcs()
 	csv, err := sink.NewCSV(sink.CSVConfig{

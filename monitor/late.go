@@ -1,0 +1,66 @@
+package monitor
+
+import (
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// A GPU stuck at start (the service restarted in the middle of a GSP fault)
+// is monitored from the start with only its index known: its bus id, name
+// and fan count come when the driver answers. staticKnown is the one place
+// where the monitor learns them; everything built from a GPU's static facts
+// at start is brought up to date there.
+
+// factsKnown reports whether the GPU's static facts have been read: the
+// start-up read returned with a handle. A GPU whose handle failed at start
+// has them once the worker's retry gets one (sampler.GPU.Sample).
+func factsKnown(gs *gpuState) bool {
+	return gs.g.StaticDone() && gs.g.Device() != nil
+}
+
+// checkStatic runs on the GPU's worker goroutine at the start of every
+// sample's pipeline while the GPU's static facts were not known at start
+// (gs.late), and calls staticKnown once they are.
+func (gs *gpuState) checkStatic() {
+	if !factsKnown(gs) {
+		return
+	}
+	gs.late = false
+	gs.m.staticKnown(gs)
+}
+
+// staticKnown is called once, on the GPU's worker goroutine before its first
+// sample with them goes through the pipeline, when the static facts of a GPU
+// that had none at start become known. It registers the GPU's bus id (kernel
+// log lines naming it then reach it), has the AER path table rebuilt, and
+// rewrites system-info.txt. Whatever else is built from static facts at
+// start and must follow a late GPU belongs here.
+func (m *Monitor) staticKnown(gs *gpuState) {
+	info := gs.info()
+	gs.log.Info("GPU answered after start-up gave up on it; its static facts are known now",
+		"name", info.Name, "bus", info.BusID, "uuid", info.UUID, "fans", info.NumFans)
+	if a, err := reading.ParsePCIAddr(info.BusID); err == nil {
+		m.addBus(a.Slot(), gs)
+		m.kern.stale.Store(true)
+	}
+	m.queue("system-info.txt", -1, m.writeSystemInfo)
+}
+
+// addBus registers gs under PCI slot a: a copy of the map with it is
+// swapped in, so readers (gpuByBus) take no lock.
+func (m *Monitor) addBus(a reading.PCIAddr, gs *gpuState) {
+	m.busMu.Lock()
+	defer m.busMu.Unlock()
+	old := *m.byBus.Load()
+	next := make(map[reading.PCIAddr]*gpuState, len(old)+1)
+	for k, v := range old {
+		next[k] = v
+	}
+	next[a] = gs
+	m.byBus.Store(&next)
+}
+
+// gpuByBus returns the monitored GPU at PCI address a (any function of its
+// slot), or nil.
+func (m *Monitor) gpuByBus(a reading.PCIAddr) *gpuState {
+	return (*m.byBus.Load())[a.Slot()]
+}
