@@ -87,6 +87,10 @@ type gpuState struct {
 	// not yet reached its deadline, and the process read last published.
 	skipped    []instant
 	procsShown *reading.Procs
+	// Poll goroutine only: the GPU was backing off when this tick began.
+	// procTick holds the process read back on it, not on nextTry as the
+	// tick's own sample may have set it since (a fast failure).
+	offAtTick bool
 }
 
 func newGPUState(m *Monitor, g *sampler.GPU) *gpuState {

@@ -370,7 +370,7 @@ func (m *Monitor) tick(now time.Time) {
 	m.cadence.tick(now)
 	at := instant{wall: now, mono: m.cfg.mono()}
 	for _, gs := range m.gpus {
-		if gs.backingOff(at.mono) {
+		if gs.offAtTick = gs.backingOff(at.mono); gs.offAtTick {
 			continue
 		}
 		if gs.w.Dispatch(at.mono) {

@@ -57,14 +57,14 @@ func (m *Monitor) runProcs(ctx context.Context) {
 // on a different tick for each GPU, and less often while the pacer stretches
 // the slow tier because NVML is too slow for the interval; a read held back
 // that way is counted (process_reads_stretched). A GPU backing off after
-// failures or loss is not asked either: a faulted GPU answers only after
-// long timeouts, and its last read stays (with its age). A read past the
+// failures or loss when the tick began is not asked either: a faulted GPU
+// answers only after long timeouts, and its last read stays (with its age). A read past the
 // deadline is published as hung. Once a second the latest lists go to atop,
 // whose second closes. Nothing here waits on NVML: a read runs on its GPU's
 // reader goroutine.
 func (m *Monitor) procTick(at instant, k uint64) {
 	for i, gs := range m.gpus {
-		answering := !gs.backingOff(at.mono)
+		answering := !gs.offAtTick
 		due, held := m.host.Pacer.SlowDue(k, i, m.procTicks)
 		if held && answering {
 			m.procsHeld.Add(1)
