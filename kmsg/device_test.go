@@ -2,13 +2,16 @@ package kmsg
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
 // openKmsgWriter opens /dev/kmsg for writing, or skips the test saying why.
@@ -154,7 +157,7 @@ func TestDeviceOverrunIsCountedAndSkipped(t *testing.T) {
 		"not a record\n",
 		"4,400,3000,-;NVRM: Xid (PCI:0000:4b:00): 119, pid=1, name=x, after two overruns\n",
 	}}
-	r := &Reader{f: pr, path: "/dev/kmsg", device: true, read: dev.read}
+	r := &Reader{f: pr, path: "/dev/kmsg", device: true, read: dev.read, log: discard}
 	ctx, cancel := context.WithCancel(context.Background())
 	recs, done := run(t, ctx, r)
 	var seqs []uint64
@@ -167,24 +170,215 @@ func TestDeviceOverrunIsCountedAndSkipped(t *testing.T) {
 	if r.Overruns() != 3 || r.Malformed() != 1 {
 		t.Errorf("overruns %d malformed %d, want 3 and 1", r.Overruns(), r.Malformed())
 	}
+	// 101..249 and 251..399 were overwritten unread.
+	if r.Lost() != 149+149 {
+		t.Errorf("Lost() = %d, want %d (the gaps in the sequence numbers)", r.Lost(), 149+149)
+	}
 	cancel()
 	if err := within(t, done, "Run to return after cancel"); err != nil {
 		t.Errorf("Run = %v, want nil", err)
 	}
 }
 
-// TestDeviceReadErrorStopsWithIt: any other read error ends Run with an
-// error that names it.
-func TestDeviceReadErrorStopsWithIt(t *testing.T) {
-	pr, pw, err := os.Pipe()
+// TestDeviceReplaysRecordsWrittenBeforeOpen is a restart in the same boot
+// on the real /dev/kmsg: the previous run handed on the record before the
+// test's first one; a tagged Xid written while no reader was open (the
+// logger restarting, or waiting on a stuck GPU) is handed on by the new
+// Reader, as backlog, and nothing up to the saved record is.
+func TestDeviceReplaysRecordsWrittenBeforeOpen(t *testing.T) {
+	w := openKmsgWriter(t)
+	tag := fmt.Sprintf("gpu-telemetry-kmsg-replay-%d-%d", os.Getpid(), time.Now().UnixNano())
+
+	// The previous run: it handed on the tagged "seen" record, and stopped.
+	r0, err := Open("/dev/kmsg", discard)
+	if err != nil {
+		t.Fatalf("Open(/dev/kmsg) as a writer of it: %v", err)
+	}
+	// A first start in a boot begins at the end, and knows where that is.
+	if _, ok := r0.LastSeq(); !ok {
+		t.Error("LastSeq() unknown after opening /dev/kmsg at its end")
+	}
+	ctx0, cancel0 := context.WithCancel(context.Background())
+	recs0, done0 := run(t, ctx0, r0)
+	writeRecords(t, w, 6, tag+" seen by the previous run")
+	seen := readTagged(t, recs0, tag, 1)[0]
+	cancel0()
+	within(t, done0, "the previous run to stop")
+	if last, ok := r0.LastSeq(); !ok || last < seen.Seq {
+		t.Fatalf("LastSeq() = %d, %v after handing on record %d", last, ok, seen.Seq)
+	}
+	saved, _ := r0.LastSeq()
+
+	// Written while nothing reads the kernel log.
+	xid := tag + " NVRM: Xid (PCI:0000:4b:00): 79, pid=1, name=x, GPU has fallen off the bus."
+	writeRecords(t, w, 4, xid)
+
+	r, err := OpenWith("/dev/kmsg", Options{Log: discard, ResumeAfter: reading.Some(saved)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pw.Close()
-	dev := &scriptedDevice{idle: pr, script: []any{&os.PathError{Op: "read", Path: "/dev/kmsg", Err: syscall.EIO}}}
-	r := &Reader{f: pr, path: "/dev/kmsg", device: true, read: dev.read}
-	_, done := run(t, context.Background(), r)
-	if err := within(t, done, "Run to fail"); !errors.Is(err, syscall.EIO) {
-		t.Errorf("Run = %v, want EIO", err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	recs, done := run(t, ctx, r)
+	writeRecords(t, w, 6, tag+" after the start")
+	var got []Record
+	for len(got) < 2 {
+		rec := within(t, recs, "a record after the saved one")
+		if rec.Seq <= saved {
+			t.Fatalf("record %d (%q) is not after the saved %d: replayed too much", rec.Seq, rec.Message, saved)
+		}
+		if strings.Contains(rec.Message, tag) {
+			got = append(got, rec)
+		}
 	}
+	if got[0].Message != xid || !got[0].Backlog {
+		t.Errorf("first tagged record %q backlog %v, want the Xid written before Open, as backlog", got[0].Message, got[0].Backlog)
+	}
+	// Whether it is backlog depends on whether Run had emptied the ring
+	// when it was written (TestDeviceBacklogThenFresh pins that).
+	if got[1].Message != tag+" after the start" {
+		t.Errorf("second tagged record %q, want the one written after the start", got[1].Message)
+	}
+	if x, ok := ParseXid(got[0].Message); !ok || x.Code != 79 {
+		t.Errorf("ParseXid(%q) = %+v, %v", got[0].Message, x, ok)
+	}
+	if r.Lost() != 0 {
+		t.Errorf("Lost() = %d, want 0: the ring still held every record", r.Lost())
+	}
+	cancel()
+	if err := within(t, done, "Run to return"); err != nil {
+		t.Errorf("Run after cancel = %v", err)
+	}
+}
+
+// scriptedReader is a /dev/kmsg Reader over dev: reads follow its script,
+// a reopen after a read error hands back a pipe and counts the tries (fails
+// while failOpens is above zero), and the back-off's waits are recorded,
+// not slept.
+type scriptedReader struct {
+	*Reader
+	logs      *testutil.LogBuf
+	opens     int
+	failOpens int
+	pauses    []time.Duration
+	states    []string
+}
+
+func newScriptedReader(t *testing.T, dev *scriptedDevice, now *scriptedDevice) *scriptedReader {
+	t.Helper()
+	// The file being read is a pipe that the script's idle reads block on,
+	// so that cancelling Run wakes them; a reopen makes a new one.
+	idlePipe := func() *os.File {
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { pw.Close() })
+		dev.idle = pr
+		return pr
+	}
+	s := &scriptedReader{logs: &testutil.LogBuf{}}
+	s.Reader = &Reader{f: idlePipe(), path: "/dev/kmsg", device: true, read: dev.read, log: s.logs.Logger()}
+	if now != nil {
+		s.readNow = now.read
+	}
+	s.open = func(string) (*os.File, fs.FileMode, error) {
+		s.opens++
+		if s.failOpens > 0 {
+			s.failOpens--
+			return nil, 0, &os.PathError{Op: "open", Path: "/dev/kmsg", Err: syscall.ENODEV}
+		}
+		return idlePipe(), fs.ModeDevice | fs.ModeCharDevice, nil
+	}
+	s.pause = func(ctx context.Context, d time.Duration) error {
+		s.pauses = append(s.pauses, d)
+		return ctx.Err()
+	}
+	s.OnState(func(st string) { s.states = append(s.states, st) })
+	return s
+}
+
+// TestDeviceReadErrorReopens: a read error that is not an overrun does not
+// stop the reader for good: it is counted and logged once, the device is
+// opened again with back-off (1 s, doubling), and reading resumes after the
+// last record handed on: the records read again are skipped, the ones
+// overwritten meanwhile counted as lost.
+func TestDeviceReadErrorReopens(t *testing.T) {
+	eio := &os.PathError{Op: "read", Path: "/dev/kmsg", Err: syscall.EIO}
+	dev := &scriptedDevice{script: []any{
+		"6,100,1000,-;before the error\n",
+		eio,
+		// After the reopen, the ring from its oldest record.
+		"6,99,900,-;old\n",
+		"6,100,1000,-;before the error\n",
+		"6,101,1100,-;after the error\n",
+		"4,103,1300,-;NVRM: Xid (PCI:0000:4b:00): 79, pid=1, name=x, after a lost record\n",
+		eio,
+		"6,104,1400,-;after the second error\n",
+	}}
+	s := newScriptedReader(t, dev, nil)
+	s.failOpens = 2 // the first reopen needs three tries
+	ctx, cancel := context.WithCancel(context.Background())
+	recs, done := run(t, ctx, s.Reader)
+	var seqs []uint64
+	for range 4 {
+		seqs = append(seqs, within(t, recs, "a record").Seq)
+	}
+	cancel()
+	if err := within(t, done, "Run to return after cancel"); err != nil {
+		t.Errorf("Run = %v, want nil", err)
+	}
+	if fmt.Sprint(seqs) != "[100 101 103 104]" {
+		t.Errorf("records %v, want [100 101 103 104]: each once, in order", seqs)
+	}
+	if s.Reopens() != 2 || s.Lost() != 1 {
+		t.Errorf("Reopens() %d Lost() %d, want 2 and 1", s.Reopens(), s.Lost())
+	}
+	if s.opens != 4 || fmt.Sprint(s.pauses) != "[1s 2s 4s 1s]" {
+		t.Errorf("%d opens after waits %v, want 4 after [1s 2s 4s 1s] (back-off doubling, reset by a reopen)", s.opens, s.pauses)
+	}
+	if len(s.states) != 4 || !strings.Contains(s.states[0], "reopening after a read error") || !strings.Contains(s.states[0], "input/output error") || s.states[1] != "following" {
+		t.Errorf("states %q, want reopening (with the error) then following, twice", s.states)
+	}
+	logs := s.logs.String()
+	if n := strings.Count(logs, "kernel log read failed"); n != 1 {
+		t.Errorf("the read failure logged %d times, want once (the first):\n%s", n, logs)
+	}
+	testutil.Contains(t, "the reader's log", logs, "input/output error", "overwritten before they were read")
+}
+
+// TestDeviceBacklogThenFresh: the records in the ring when Run begins are
+// read without waiting and marked backlog, the saved record and those
+// before it skipped, the gap between the saved record and the oldest one
+// left counted and logged as records lost while the logger was not
+// reading; once the ring is empty (EAGAIN) records are fresh.
+func TestDeviceBacklogThenFresh(t *testing.T) {
+	eagain := &os.PathError{Op: "read", Path: "/dev/kmsg", Err: syscall.EAGAIN}
+	now := &scriptedDevice{script: []any{
+		"6,45,450,-;overwritten ones were 41..44\n",
+		"4,46,460,-;NVRM: Xid (PCI:0000:4b:00): 119, pid=1, name=x, while restarting\n",
+		eagain,
+	}}
+	dev := &scriptedDevice{script: []any{"6,47,470,-;fresh\n"}}
+	s := newScriptedReader(t, dev, now)
+	s.seq.handed(40) // the previous run's last record
+	ctx, cancel := context.WithCancel(context.Background())
+	recs, done := run(t, ctx, s.Reader)
+	var got []string
+	for range 3 {
+		rec := within(t, recs, "a record")
+		got = append(got, fmt.Sprintf("%d:%v", rec.Seq, rec.Backlog))
+	}
+	cancel()
+	within(t, done, "Run to return")
+	if fmt.Sprint(got) != "[45:true 46:true 47:false]" {
+		t.Errorf("records (seq:backlog) %v, want [45:true 46:true 47:false]", got)
+	}
+	if s.Lost() != 4 {
+		t.Errorf("Lost() = %d, want 4 (41..44)", s.Lost())
+	}
+	if last, ok := s.LastSeq(); !ok || last != 47 {
+		t.Errorf("LastSeq() = %d, %v, want 47", last, ok)
+	}
+	testutil.Contains(t, "the reader's log", s.logs.String(), "written while the logger was not reading were overwritten", "lost=4", "first_seq_read=45")
 }

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
 // ErrPermission is wrapped by the errors of Open and Run when the kernel log
@@ -67,9 +69,29 @@ type Reader struct {
 	// to step the loop by hand instead of sleeping.
 	wait func(ctx context.Context) error
 
+	// readNow reads one /dev/kmsg record without waiting (readDevNow):
+	// EAGAIN once every record in the ring has been read. Run reads the
+	// records there when it begins (or after a reopen) with it, as backlog.
+	// nil: no backlog phase (tests of the waiting read alone).
+	readNow func([]byte) (int, error)
+
+	// open opens the path again after a read error (openPath); tests
+	// replace it to fail, or to hand back a stand-in for /dev/kmsg.
+	open func(path string) (*os.File, fs.FileMode, error)
+
+	// pause waits out the back-off before a reopen after a read error;
+	// tests replace it to step the loop by hand.
+	pause func(ctx context.Context, d time.Duration) error
+
+	onState func(string) // told about reopens (OnState); nil: nobody
+
+	seq seqTrack // /dev/kmsg: the last record handed on
+
 	malformed atomic.Uint64
 	overruns  atomic.Uint64
 	restarts  atomic.Uint64
+	lost      atomic.Uint64 // /dev/kmsg records overwritten unread (sequence gaps)
+	reopens   atomic.Uint64 // reads failed and the path opened again
 
 	caughtUp bool // a file or FIFO's end was reached once: later records are fresh
 
@@ -81,30 +103,69 @@ type Reader struct {
 	closeErr  error
 }
 
-// Open opens path for Run; Run logs to log what happens to a file it
-// follows (replaced, truncated). A character device is taken to be /dev/kmsg
-// and positioned at its end, so that records from before the start (earlier
-// in this boot) are not replayed as new Xids. A regular file or a FIFO is
-// read from its start. Open never blocks waiting for a FIFO's writer.
+// Options are Open's settings besides the path.
+type Options struct {
+	// Log is told what happens to the source: a file replaced or
+	// truncated, records lost, a read error and the reopen.
+	Log *slog.Logger
+	// ResumeAfter, for /dev/kmsg, is the sequence number of the last record
+	// the previous run handed on in this boot: Run begins at the oldest
+	// record still in the kernel's ring, skips that one and those before
+	// it, and hands on the newer ones first, as backlog; the records the
+	// kernel overwrote before they could be read are counted (Lost) and
+	// logged. Absent (a first start in this boot), reading begins at the
+	// end of the log: the boot's earlier records are not replayed as new
+	// Xids. A file or FIFO ignores it: a file is read from its start, a
+	// FIFO holds only what was written since it was opened.
+	ResumeAfter reading.Opt[uint64]
+}
+
+// Open opens path for Run with only a logger (Options.Log): /dev/kmsg from
+// its end, a file or FIFO from its start.
+func Open(path string, log *slog.Logger) (*Reader, error) {
+	return OpenWith(path, Options{Log: log})
+}
+
+// OpenWith opens path for Run. A character device is taken to be
+// /dev/kmsg. Records written from the moment it returns stay in the
+// kernel's ring, and a file or FIFO holds them, until Run reads them, so
+// the caller may open the log early (before a slow start-up) and Run later
+// without losing what came in between: Run hands those on first, as
+// backlog. A ring that overflowed meanwhile is counted (Overruns, Lost).
+// OpenWith never blocks waiting for a FIFO's writer.
 //
 // An error wraps ErrPermission when path may not be read.
-func Open(path string, log *slog.Logger) (*Reader, error) {
+func OpenWith(path string, o Options) (*Reader, error) {
 	f, mode, err := openPath(path)
 	if err != nil {
 		return nil, err
 	}
 	device := mode&os.ModeCharDevice != 0
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	// A pipe holds only what was written since it was opened: no backlog.
-	r := &Reader{f: f, path: path, device: device, log: log, caughtUp: mode&os.ModeNamedPipe != 0}
+	r := &Reader{f: f, path: path, device: device, log: log, caughtUp: mode&os.ModeNamedPipe != 0, open: openPath, pause: sleep}
 	r.read, r.wait = r.readFile, r.waitChange
 	if mode.IsRegular() {
 		r.notify = newFileNotifier(path)
+	}
+	if device {
+		r.readNow = r.readDevNow
+		if after, ok := o.ResumeAfter.Get(); ok {
+			r.seq.handed(after)
+		} else if err := r.skipToEnd(); err != nil {
+			r.Close()
+			return nil, err
+		}
 	}
 	return r, nil
 }
 
 // openPath opens path for reading and says what it is: a character device
-// (positioned at its end), a FIFO (non-blocking) or a regular file.
+// (non-blocking, at the oldest record in its ring), a FIFO (non-blocking)
+// or a regular file.
 func openPath(path string) (*os.File, fs.FileMode, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -114,6 +175,10 @@ func openPath(path string) (*os.File, fs.FileMode, error) {
 	flag := os.O_RDONLY
 	switch {
 	case mode&os.ModeCharDevice != 0:
+		// Non-blocking, so that a raw read(2) says when the ring has been
+		// read (EAGAIN) instead of waiting (readDevNow); Go's reads still
+		// wait for a record in the runtime poller.
+		flag |= syscall.O_NONBLOCK
 	case mode&os.ModeNamedPipe != 0:
 		// Without O_NONBLOCK, open(2) on a FIFO blocks until a writer opens
 		// it, and nothing could cancel that. With it, the runtime poller
@@ -128,9 +193,9 @@ func openPath(path string) (*os.File, fs.FileMode, error) {
 		return nil, 0, openError(err)
 	}
 	if mode&os.ModeCharDevice != 0 {
-		if _, err := f.Seek(0, io.SeekEnd); err != nil {
+		if err := rewind(f, path); err != nil {
 			f.Close()
-			return nil, 0, fmt.Errorf("kmsg: seek to the end of %s: %w", path, err)
+			return nil, 0, err
 		}
 	}
 	return f, mode, nil
@@ -154,12 +219,16 @@ func openError(err error) error {
 
 // Run reads records and calls fn with each, in order, from the calling
 // goroutine, until ctx is cancelled; then it closes the Reader and returns
-// nil. It returns an error only for a failure that stops reading (wrapping
-// ErrPermission when reading is not allowed). Run may be called once.
+// nil. It returns an error only when fn is nil. Run may be called once.
 //
 // A record that does not parse is skipped and counted (see Malformed). On
-// /dev/kmsg, records the kernel overwrote before they could be read are
-// skipped and counted (see Overruns). A file or FIFO is followed like
+// /dev/kmsg, the records already in the ring when Run begins (written since
+// OpenWith, and with Options.ResumeAfter those since the previous run's
+// last one) come first, marked Backlog; records the kernel overwrote before
+// they could be read are counted (see Overruns and Lost). A read that fails
+// otherwise is counted (see Reopens), the first logged, and the path opened
+// again with back-off (1 s doubling to 1 min): /dev/kmsg resumes after the
+// last record handed on, a file where it was. A file or FIFO is followed like
 // tail -f: at its end Run waits for more (a regular file: until inotify says
 // it changed, or at most a second; without inotify, or once its watch is
 // gone, and for a FIFO, it polls every 100 ms), emits a
@@ -205,35 +274,59 @@ func (r *Reader) interrupt() {
 
 func (r *Reader) runDevice(ctx context.Context, fn func(Record)) error {
 	buf := make([]byte, recordBufSize)
+	// The records already in the ring when Run begins (after the last one
+	// handed on) are read without waiting, as backlog, until it is empty.
+	backlog := r.readNow != nil
 	for {
-		n, err := r.read(buf)
+		var (
+			n   int
+			err error
+		)
+		if backlog {
+			n, err = r.readNow(buf)
+		} else {
+			n, err = r.read(buf)
+		}
 		if ctx.Err() != nil {
 			return nil
 		}
 		if err != nil {
 			switch {
-			case errors.Is(err, syscall.EPIPE):
+			case backlog && isEAGAIN(err):
+				backlog = false // caught up: later records are fresh
+				continue
+			case isEPIPE(err):
 				// The kernel overwrote records we had not read yet; the
-				// next read returns the oldest one still there.
+				// next read returns the oldest one still there, and the
+				// gap in sequence numbers says how many were lost.
 				r.overruns.Add(1)
 				continue
-			case errors.Is(err, io.EOF):
-				// /dev/kmsg never ends; another character device might.
+			case errors.Is(err, io.EOF), isEAGAIN(err):
+				// /dev/kmsg never ends, and waits in the poller; another
+				// character device might end, or not be pollable.
 				if err := r.wait(ctx); err != nil {
 					return nil
 				}
 				continue
 			}
-			return readError(err)
+			if _, ok := r.reopenAfterError(ctx, err); !ok {
+				return nil
+			}
+			backlog = r.readNow != nil // read what came meanwhile, after the last record handed on
+			continue
 		}
 		rec, err := ParseRecord(buf[:n])
 		if err != nil {
 			r.malformed.Add(1)
 			continue
 		}
-		fn(rec)
+		rec.Backlog = backlog
+		r.handOn(rec, fn)
 	}
 }
+
+func isEAGAIN(err error) bool { return errors.Is(err, syscall.EAGAIN) }
+func isEPIPE(err error) bool  { return errors.Is(err, syscall.EPIPE) }
 
 func (r *Reader) runStream(ctx context.Context, fn func(Record)) error {
 	chunk := make([]byte, chunkSize)
@@ -260,7 +353,21 @@ func (r *Reader) runStream(ctx context.Context, fn func(Record)) error {
 			return nil
 		}
 		if !errors.Is(err, io.EOF) {
-			return readError(err)
+			same, ok := r.reopenAfterError(ctx, err)
+			if !ok {
+				return nil
+			}
+			if same && offset > 0 {
+				// The same file: go on where the read failed.
+				if _, err := r.f.Seek(offset, io.SeekStart); err == nil {
+					continue
+				}
+			}
+			// Another file (or one that cannot be positioned): from its
+			// start, like a replaced one.
+			pending, discarding = r.abandon(pending, discarding)
+			offset, drained = 0, false
+			continue
 		}
 		r.caughtUp = true
 		if r.replaced() {
@@ -332,6 +439,18 @@ func (r *Reader) reopen() bool {
 	if mode.IsRegular() {
 		n = newFileNotifier(r.path)
 	}
+	if !r.swap(f, n) {
+		return false
+	}
+	r.restarts.Add(1)
+	r.log.Info("kernel log file replaced: reading the new one from its start", "path", r.path)
+	return true
+}
+
+// swap makes f (watched by n, nil for none) the file being read and closes
+// the old one; it reports false, closing f and n instead, when the Reader
+// was closed meanwhile.
+func (r *Reader) swap(f *os.File, n *fileNotifier) bool {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -348,8 +467,6 @@ func (r *Reader) reopen() bool {
 	if oldN != nil {
 		oldN.close()
 	}
-	r.restarts.Add(1)
-	r.log.Info("kernel log file replaced: reading the new one from its start", "path", r.path)
 	return true
 }
 

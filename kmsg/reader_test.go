@@ -509,3 +509,39 @@ func TestReaderDrainsOldFileBeforeSwitching(t *testing.T) {
 	}
 	f.stop(t)
 }
+
+// TestFileReadErrorReopensWhereItWas: a read error on a followed file does
+// not stop the reader: it is counted and logged, the file is opened again
+// after the back-off, and, the path still naming the same file, read on
+// from where it was: no record is handed on twice or skipped.
+func TestFileReadErrorReopensWhereItWas(t *testing.T) {
+	f := &fileRun{s: newStepper()}
+	f.path, f.r = openFile(t, "6,1,10,-;one\n")
+	f.r.wait, f.idle = f.s.wait, f.s.idle
+	calls := 0
+	f.r.read = func(b []byte) (int, error) {
+		calls++
+		if calls == 2 {
+			return 0, &fs.PathError{Op: "read", Path: f.path, Err: syscall.EIO}
+		}
+		return f.r.readFile(b)
+	}
+	var pauses []time.Duration
+	f.r.pause = func(ctx context.Context, d time.Duration) error {
+		pauses = append(pauses, d)
+		return ctx.Err()
+	}
+	f.start(t)
+	f.idleWith(t, "after the error and the reopen", "one")
+	appendFile(t, f.path, "6,2,20,-;two\n")
+	f.s.step <- struct{}{}
+	f.idleWith(t, "after an append", "two")
+	f.stop(t)
+	if f.r.Reopens() != 1 || len(pauses) != 1 || pauses[0] != reopenFirst {
+		t.Errorf("Reopens() = %d after waits %v, want 1 after [%v]", f.r.Reopens(), pauses, reopenFirst)
+	}
+	if f.r.Restarts() != 0 || f.r.Malformed() != 0 {
+		t.Errorf("Restarts() %d Malformed() %d, want 0 and 0: the same file goes on where it was", f.r.Restarts(), f.r.Malformed())
+	}
+	testutil.Contains(t, "the reader's log", f.logs.String(), "kernel log read failed", "input/output error", "same_file=true")
+}
