@@ -138,7 +138,7 @@ func WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
 	b.WriteString("\n=== Previous boot's kernel log (journalctl -k -b -1): NVIDIA, GPU and PCIe lines ===\n")
 	var journal result
 	if res.SameBoot {
-		b.WriteString("(not collected: the previous run was in this boot; its kernel lines are in dmesg and in the crash snapshots)\n")
+		b.WriteString("(not collected: the previous run was in this boot; its kernel lines are in dmesg and in the crash snapshots, and those logged after the last record it read (kmsg_seq in run-state) are replayed into events.log, marked backlog=true)\n")
 	} else {
 		args := []string{"-k", "-b", "-1", "--no-pager", "-o", "short-monotonic"}
 		if c.JournalDir != "" {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
@@ -28,11 +29,18 @@ const (
 // DefaultBootIDPath is where the kernel gives this boot's random id.
 const DefaultBootIDPath = "/proc/sys/kernel/random/boot_id"
 
-// RunState is what a run records about itself at start.
+// RunState is what a run records about itself: at start, and when the
+// kernel log position changes (refreshed while it runs and at stop).
 type RunState struct {
 	BootID  string
 	Started time.Time
 	PID     int
+	// KmsgSeq is the sequence number of the last /dev/kmsg record the run
+	// handed on: a restart in the same boot (same BootID) reads the
+	// kernel's ring from there, so that the records written while no
+	// logger was reading are not lost. Absent when the kernel log is not
+	// /dev/kmsg, or not read.
+	KmsgSeq reading.Opt[uint64]
 }
 
 // PreviousRun is what BeginRun found of the run before this one.
@@ -61,26 +69,44 @@ func ReadBootID(path string) string {
 // be recorded (the next start will not know how it ended); prev is still
 // valid.
 func BeginRun(dir string, cur RunState) (prev PreviousRun, err error) {
-	b, rerr := os.ReadFile(filepath.Join(dir, RunStateFile))
-	if rerr == nil {
-		prev.Found = true
-		prev.State = parseRunState(b)
+	prev.State, prev.Found, err = ReadRunState(dir)
+	if err != nil {
+		return prev, err
+	}
+	if prev.Found {
 		_, serr := os.Stat(filepath.Join(dir, CleanStopFile))
 		prev.Clean = serr == nil
-	} else if !errors.Is(rerr, fs.ErrNotExist) {
-		return prev, fmt.Errorf("read %s: %w", RunStateFile, rerr)
 	}
 	if err := os.Remove(filepath.Join(dir, CleanStopFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return prev, fmt.Errorf("remove %s: %w", CleanStopFile, err)
 	}
-	var s strings.Builder
-	s.WriteString("boot_id=" + cur.BootID + "\n")
-	s.WriteString("started=" + cur.Started.Format(time.RFC3339Nano) + "\n")
-	s.WriteString("pid=" + strconv.Itoa(cur.PID) + "\n")
-	if err := sink.WriteFileAtomic(filepath.Join(dir, RunStateFile), []byte(s.String()), 0o644); err != nil {
-		return prev, err
+	return prev, WriteRunState(dir, cur)
+}
+
+// ReadRunState returns the run-state in dir, as the last run left it (this
+// run's once BeginRun wrote it); found is false when there is none.
+func ReadRunState(dir string) (s RunState, found bool, err error) {
+	b, err := os.ReadFile(filepath.Join(dir, RunStateFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return RunState{}, false, nil
 	}
-	return prev, nil
+	if err != nil {
+		return RunState{}, false, fmt.Errorf("read %s: %w", RunStateFile, err)
+	}
+	return parseRunState(b), true, nil
+}
+
+// WriteRunState replaces the run-state in dir with s, atomically: a crash
+// leaves the old file or the new one, never a mix.
+func WriteRunState(dir string, s RunState) error {
+	var b strings.Builder
+	b.WriteString("boot_id=" + s.BootID + "\n")
+	b.WriteString("started=" + s.Started.Format(time.RFC3339Nano) + "\n")
+	b.WriteString("pid=" + strconv.Itoa(s.PID) + "\n")
+	if seq, ok := s.KmsgSeq.Get(); ok {
+		b.WriteString("kmsg_seq=" + strconv.FormatUint(seq, 10) + "\n")
+	}
+	return sink.WriteFileAtomic(filepath.Join(dir, RunStateFile), []byte(b.String()), 0o644)
 }
 
 // MarkCleanStop writes the clean-stop marker. Call it last at shutdown,
@@ -104,6 +130,10 @@ func parseRunState(b []byte) RunState {
 			s.Started, _ = time.Parse(time.RFC3339Nano, v)
 		case "pid":
 			s.PID, _ = strconv.Atoi(v)
+		case "kmsg_seq":
+			if seq, err := strconv.ParseUint(v, 10, 64); err == nil {
+				s.KmsgSeq = reading.Some(seq)
+			}
 		}
 	}
 	return s

@@ -1,0 +1,52 @@
+package snapshot
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// TestRunStateKeepsKmsgSeq: the kernel log position a run saves (at start
+// and refreshed later) is what the next start reads back, with the boot it
+// belongs to; a run-state without one (an older version, or no /dev/kmsg)
+// reads as absent, not as sequence number 0.
+func TestRunStateKeepsKmsgSeq(t *testing.T) {
+	dir := t.TempDir()
+	t0 := time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC)
+	if _, found, err := ReadRunState(dir); found || err != nil {
+		t.Fatalf("ReadRunState of an empty dir: found %v, %v", found, err)
+	}
+	cur := RunState{BootID: "boot-a", Started: t0, PID: 100, KmsgSeq: reading.Some[uint64](41)}
+	if _, err := BeginRun(dir, cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.KmsgSeq = reading.Some[uint64](1234567)
+	if err := WriteRunState(dir, cur); err != nil {
+		t.Fatal(err)
+	}
+	got, found, err := ReadRunState(dir)
+	if err != nil || !found || got.BootID != "boot-a" || got.PID != 100 || !got.Started.Equal(t0) || got.KmsgSeq != reading.Some[uint64](1234567) {
+		t.Fatalf("ReadRunState = %+v, %v, %v; want what was written", got, found, err)
+	}
+	prev, err := BeginRun(dir, RunState{BootID: "boot-a", Started: t0.Add(time.Minute), PID: 200})
+	if err != nil || prev.State.KmsgSeq != reading.Some[uint64](1234567) {
+		t.Fatalf("BeginRun found %+v, %v; want the saved kmsg_seq", prev.State, err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, RunStateFile))
+	if strings.Contains(string(b), "kmsg_seq") {
+		t.Errorf("run-state of a run without a kernel log position names one:\n%s", b)
+	}
+	if got, _, _ := ReadRunState(dir); got.KmsgSeq.OK {
+		t.Errorf("absent kmsg_seq read as %+v", got.KmsgSeq)
+	}
+	if err := os.WriteFile(filepath.Join(dir, RunStateFile), []byte("boot_id=x\nkmsg_seq=-1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := ReadRunState(dir); got.KmsgSeq.OK {
+		t.Errorf("a bad kmsg_seq read as %+v, want absent", got.KmsgSeq)
+	}
+}
