@@ -2,7 +2,6 @@ package monitor
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -17,7 +16,7 @@ import (
 // restart writes nothing.
 func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
 	bootID := snapshot.ReadBootID(filepath.Join(m.cfg.HostRoot, snapshot.DefaultBootIDPath))
-	prev, err := snapshot.BeginRun(m.cfg.LogDir, snapshot.RunState{BootID: bootID, Started: m.start, PID: os.Getpid()})
+	prev, err := m.beginRun(bootID)
 	if err != nil {
 		m.log.Warn("cannot record this run; the next start will not know whether it stopped cleanly", "error", err)
 	}

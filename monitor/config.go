@@ -37,6 +37,9 @@ type Config struct {
 	SummaryEvery time.Duration
 	// KmsgPath is the kernel log to follow for Xids; "" disables it.
 	KmsgPath string
+	// KernelLog is KmsgPath opened before the start-up wait
+	// (OpenKernelLog); nil: New plans it and Run opens it.
+	KernelLog *KernelLog
 	// KmsgMarkers lets the logger write a tagged marker to the kernel log
 	// (at most hourly, when it has been quiet for an hour, only on the
 	// kernel's log device and where writing is allowed) to keep the

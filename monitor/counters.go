@@ -102,6 +102,14 @@ var counterTable = []counterDef{
 		get: func(s *counterSources) uint64 {
 			return s.m.kmsgStat(func(r kmsgCounters) uint64 { return r.Overruns() })
 		}},
+	{name: "kmsg_records_lost", loss: true, ownLog: true, help: "/dev/kmsg records the kernel overwrote before they were read (the gaps in their sequence numbers): after an overrun, or, at a restart in the same boot, logged while no logger was reading and overwritten before the replay reached them (the reader logs each replay's and the first other)",
+		get: func(s *counterSources) uint64 {
+			return s.m.kmsgStat(func(r kmsgCounters) uint64 { return r.Lost() })
+		}},
+	{name: "kmsg_reopens", loss: true, ownLog: true, help: "kernel log read errors after which the log was opened again, with back-off from 1 s to 1 min (the reader logs the first; /dev/kmsg resumes after the last record read, the records lost meanwhile are in kmsg_records_lost)",
+		get: func(s *counterSources) uint64 {
+			return s.m.kmsgStat(func(r kmsgCounters) uint64 { return r.Reopens() })
+		}},
 
 	{name: "nvml_stretches", loss: true, ownLog: true, help: "times NVML was too slow for the interval and the slow tier, then P-state/utilization/memory, were read less often (the sampler logs the first; nvml_level in the status line is the current step)",
 		get: func(s *counterSources) uint64 { return s.m.host.Pacer.Stats().Stretches }},
@@ -150,6 +158,8 @@ var counterTable = []counterDef{
 		get: func(s *counterSources) uint64 { return s.m.nvmlEvents.Load() }},
 	{name: "kmsg_xids", help: "Xid lines read from the kernel log",
 		get: func(s *counterSources) uint64 { return s.m.kmsgXids.Load() }},
+	{name: "kmsg_backlog_xids", help: "Xids of kernel log records read after the fact (logged before the logger was ready, or, after a restart in the same boot, while no logger was reading); in events.log with backlog=true and their ktime, and counted in kmsg_xids",
+		get: func(s *counterSources) uint64 { return s.m.kmsgBacklogXids.Load() }},
 	{name: "kmsg_file_restarts", help: "times a --kmsg file was replaced (the new one read from its start) or truncated (read again from its start); each is logged",
 		get: func(s *counterSources) uint64 {
 			return s.m.kmsgStat(func(r kmsgCounters) uint64 { return r.Restarts() })
@@ -203,6 +213,8 @@ type kmsgCounters interface {
 	Malformed() uint64
 	Overruns() uint64
 	Restarts() uint64
+	Lost() uint64
+	Reopens() uint64
 }
 
 // kmsgStat reads a kernel log reader counter; 0 while no reader runs.

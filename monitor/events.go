@@ -24,8 +24,13 @@ func (m *Monitor) runEvents(ctx context.Context) {
 
 // runKmsg follows the kernel log for NVRM Xid lines. NVML events do not
 // deliver some Xids (79, 119, 120), so this is the only source for them.
+// The log was opened before the start-up wait (OpenKernelLog), or by Run;
+// the records logged before the monitor was ready, and after a restart
+// in the same boot those since the previous run's last one, come first,
+// marked backlog. The position reached is saved in run-state
+// (kernlog.go) every kmsgSeqRefresh, once the backlog is read, and at stop.
 func (m *Monitor) runKmsg(ctx context.Context) {
-	r, err := kmsg.Open(m.cfg.KmsgPath, m.log)
+	r, err := m.klog.r, m.klog.err
 	if err != nil {
 		if errors.Is(err, kmsg.ErrPermission) {
 			m.setState(&m.kmsgState, "permission denied")
@@ -38,12 +43,23 @@ func (m *Monitor) runKmsg(ctx context.Context) {
 	}
 	var kc kmsgCounters = r
 	m.kmsgReader.Store(&kc)
+	r.OnState(func(s string) { m.setState(&m.kmsgState, s) })
 	m.setState(&m.kmsgState, "following")
 	m.log.Info("following the kernel log for Xids", "path", m.cfg.KmsgPath)
 	clockDone := make(chan struct{})
 	defer func() { <-clockDone }()
 	go func() { defer close(clockDone); m.runKernelClock(ctx) }()
+	seqDone := make(chan struct{})
+	defer func() { <-seqDone; m.saveKmsgSeq() }() // the position at stop
+	go func() { defer close(seqDone); m.refreshKmsgSeq(ctx) }()
+	inBacklog := false
 	err = r.Run(ctx, func(rec kmsg.Record) {
+		if rec.Backlog {
+			inBacklog = true
+		} else if inBacklog {
+			inBacklog = false
+			m.saveKmsgSeq() // a restart loop must not replay the same records again
+		}
 		m.observeKmsg(rec)
 		x, ok := kmsg.ParseXid(rec.Message)
 		if !ok {
@@ -52,8 +68,11 @@ func (m *Monitor) runKmsg(ctx context.Context) {
 		}
 		m.learnXid(x)
 		m.kmsgXids.Add(1)
+		if rec.Backlog {
+			m.kmsgBacklogXids.Add(1)
+		}
 		e := reading.Event{Time: time.Now(), GPU: -1, Kind: reading.EventXid, Source: reading.SourceKmsg,
-			Data: uint64(x.Code), Text: rec.Message, KernelTime: rec.Time}
+			Data: uint64(x.Code), Text: rec.Message, KernelTime: rec.Time, Backlog: rec.Backlog}
 		if gs := m.gpuByBus(x.Bus); gs != nil {
 			e.GPU, e.BusID = gs.idx, gs.info().BusID
 		} else {
@@ -158,17 +177,23 @@ func (m *Monitor) onEvent(e reading.Event) {
 	dup, first := m.duplicate(e)
 	kv := []string{src}
 	var reason string
+	// A record read after the fact still takes its snapshot (the GPU may
+	// still be broken: its state now is the evidence left), and says so.
+	from := e.Source.String()
+	if e.Backlog {
+		from += " backlog, logged at " + kernelTimeField(e.KernelTime)
+	}
 	switch e.Kind {
 	case reading.EventXid:
 		// The catalog reads the driver's text after the code (NVLink 5
 		// fields, Xid 154's action); an NVML report has none.
 		ex := xid.Explain(int(e.Data), xidText(e.Text))
 		kv = append(append(kv, "type=Xid"), ex.Fields()...)
-		reason = ex.Reason(e.Source.String())
+		reason = ex.Reason(from)
 	case reading.EventRecovery:
 		_, words, _ := xid.ParseRecovery(xidText(e.Text))
 		kv = append(append(kv, "type=GpuRecoveryAction"), xid.RecoveryFields(e.Data, words)...)
-		reason = xid.RecoveryReason(e.Data, words, e.Source.String())
+		reason = xid.RecoveryReason(e.Data, words, from)
 	case reading.EventLost:
 		kv = append(kv, "type=GPU_LOST")
 		reason = "GPU lost (" + e.Source.String() + ")"
@@ -182,6 +207,9 @@ func (m *Monitor) onEvent(e reading.Event) {
 	if dup {
 		m.dupXids.Add(1)
 		kv = append(kv, "duplicate_of="+first.String())
+	}
+	if e.Backlog {
+		kv = append(kv, backlogField)
 	}
 	m.eventLine(e.Time, e.GPU, e.BusID, kv...)
 	if dup {

@@ -100,6 +100,9 @@ func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 			kv = append(kv, "reporter="+s.String())
 		}
 		kv = append(kv, ktime, "text="+strconv.Quote(rec.Message))
+		if rec.Backlog {
+			kv = append(kv, backlogField)
+		}
 		for _, g := range gpus {
 			gs := m.byIndex[g]
 			if !m.kernelLineAllowed(g, "AER/"+r.Severity.String(), now) {
@@ -135,6 +138,9 @@ func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 		kv = append(kv, "driver_gpu="+strconv.Itoa(r.DriverGPU))
 	}
 	kv = append(kv, ktime, "text="+strconv.Quote(rec.Message))
+	if rec.Backlog {
+		kv = append(kv, backlogField)
+	}
 	m.eventLine(now, gpu, bus, kv...)
 	if gs := m.byIndex[gpu]; gs != nil {
 		m.kernelCritical(gs, now, nvrmReasons[r.Kind])
@@ -197,6 +203,12 @@ func (m *Monitor) kernelLineAllowed(gpu int, kind string, now time.Time) bool {
 	}
 	return ok
 }
+
+// backlogField ends the events.log line of a kernel record read after the
+// fact (kmsg.Record.Backlog): logged while no logger was reading, or before
+// it was ready. Its line's time is when it was read; ktime is when it was
+// logged.
+const backlogField = "backlog=true"
 
 // kernelTimeField is the events.log field of a kernel line's printk
 // timestamp, in seconds as dmesg prints it: `gpu-telemetry report` places the

@@ -78,7 +78,12 @@ type Monitor struct {
 
 	kmsgReader atomic.Pointer[kmsgCounters] // set while the kernel log is followed
 	control    atomic.Pointer[controlStats] // the control socket's counts (CountControl)
-	kclock     *kernelClock                 // dmesg_time on the kernel log's clock
+	klog       *KernelLog                   // nil: no kernel log (kernlog.go)
+	runState   runState                     // this run's run-state, with the kernel log position
+	// kmsgSaveFailed: a failure to save the kernel log position was logged.
+	kmsgSaveFailed  atomic.Bool
+	kmsgBacklogXids atomic.Uint64 // Xids of kernel log records read after the fact
+	kclock          *kernelClock  // dmesg_time on the kernel log's clock
 
 	board   *live.Board
 	cadence *cadence
@@ -131,6 +136,10 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		kclock: newKernelClock(host.KernelClock())}
 	if cfg.KmsgPath != "" {
 		m.kmsgState = "starting"
+		m.klog = cfg.KernelLog
+		if m.klog == nil {
+			m.klog = planKernelLog(cfg)
+		}
 	}
 	m.windowStart.Store(int64(cfg.mono())) // until Run begins the first window
 	var cols []sink.GPUColumns
@@ -207,6 +216,7 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	listeners.Add(1)
 	go func() { defer listeners.Done(); m.runInventory(bg) }()
 	if m.cfg.KmsgPath != "" {
+		m.klog.open(m.log) // unless OpenKernelLog did, before the start-up wait
 		listeners.Add(1)
 		go func() { defer listeners.Done(); m.runKmsg(bg) }()
 	}

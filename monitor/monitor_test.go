@@ -895,6 +895,8 @@ type fakeKmsg struct{ malformed, overruns uint64 }
 func (f fakeKmsg) Malformed() uint64 { return f.malformed }
 func (f fakeKmsg) Overruns() uint64  { return f.overruns }
 func (f fakeKmsg) Restarts() uint64  { return 0 }
+func (f fakeKmsg) Lost() uint64      { return 0 }
+func (f fakeKmsg) Reopens() uint64   { return 0 }
 
 // failingLog refuses every line.
 type failingLog struct{}

@@ -58,4 +58,10 @@ type Event struct {
 	// only; 0 otherwise): it places the line among the rows by their
 	// dmesg_time, which arrival time cannot.
 	KernelTime time.Duration
+	// Backlog marks a kernel log record read after the fact: logged while
+	// no logger was reading (replayed after a restart in the same boot),
+	// before the logger was ready, or a --kmsg file's content from before
+	// its end was reached. Time is when it was read; KernelTime is when it
+	// was logged.
+	Backlog bool
 }

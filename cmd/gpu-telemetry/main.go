@@ -101,6 +101,14 @@ func serve(cli *CLI, stderr io.Writer) int {
 	}
 	defer lock.Unlock()
 
+	// The kernel log before NVML: what the kernel logs while the start-up
+	// waits on a stuck GPU (up to --start-timeout) is kept in its ring for
+	// the monitor, and a restart in this boot reads what was logged while
+	// no logger ran. Run closes it; Close is for the paths that never run.
+	mcfg := cli.monitorConfig(log)
+	mcfg.KernelLog = monitor.OpenKernelLog(mcfg)
+	defer mcfg.KernelLog.Close()
+
 	host, err := sampler.Open(sampler.NewNVML(), sampler.OpenOptions{
 		Select:  cli.GPU,
 		Config:  sampler.DefaultConfig(time.Duration(cli.Interval)),
@@ -127,7 +135,7 @@ func serve(cli *CLI, stderr io.Writer) int {
 		log.Info("GPU", "index", i.Index, "name", i.Name, "uuid", i.UUID, "bus", i.BusID, "fans", i.NumFans, "gsp", i.GSPVersion)
 	}
 
-	mon, err := monitor.New(cli.monitorConfig(log), host)
+	mon, err := monitor.New(mcfg, host)
 	if err != nil {
 		host.Close(2 * time.Second)
 		fmt.Fprintf(stderr, "gpu-telemetry: %v\n", err)

@@ -1,0 +1,165 @@
+package monitor
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
+	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
+)
+
+// kmsgRestart prepares a restart in this boot on the real /dev/kmsg: a
+// host root whose boot id is this boot's, and the sequence number of a
+// tagged record that stands for the previous run's last one. It skips the
+// test where /dev/kmsg is not writable (CI runs as root).
+func kmsgRestart(t *testing.T, tag string) (w *os.File, hostRoot string, boot string, lastSeq uint64) {
+	t.Helper()
+	w, err := os.OpenFile("/dev/kmsg", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skipf("/dev/kmsg is not writable here (%v): the replay test needs root (CI runs as root)", err)
+	}
+	t.Cleanup(func() { w.Close() })
+	boot = snapshot.ReadBootID(snapshot.DefaultBootIDPath)
+	if boot == "" {
+		t.Skip("no boot id")
+	}
+	hostRoot = t.TempDir()
+	idDir := filepath.Join(hostRoot, filepath.Dir(snapshot.DefaultBootIDPath))
+	if err := os.MkdirAll(idDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(hostRoot, snapshot.DefaultBootIDPath), []byte(boot+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := kmsg.Open("/dev/kmsg", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	seqs := make(chan uint64, 1)
+	go r.Run(ctx, func(rec kmsg.Record) {
+		if strings.Contains(rec.Message, tag) {
+			select {
+			case seqs <- rec.Seq:
+			default:
+			}
+		}
+	})
+	fmt.Fprintf(w, "<6>%s: the previous run's last record\n", tag)
+	select {
+	case lastSeq = <-seqs:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the tagged record did not come back from /dev/kmsg")
+	}
+	return w, hostRoot, boot, lastSeq
+}
+
+// waitFor polls path (real time, at most 10 s) until it holds want.
+func waitFor(t *testing.T, path, want string) string {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if b, _ := os.ReadFile(path); strings.Contains(string(b), want) {
+			return string(b)
+		}
+	}
+	b, _ := os.ReadFile(path)
+	t.Fatalf("%s never held %q:\n%s", path, want, b)
+	return ""
+}
+
+// TestKmsgXidWhileStoppedIsReplayed: an Xid 79 the kernel logged while the
+// logger was stopped (systemctl restart, a crash and RestartSec) is read at
+// the next start in the same boot, from the position the previous run saved
+// in run-state: written to events.log as backlog with its own kernel time,
+// counted, and taken as a critical event (a crash snapshot: the GPU may
+// still be off the bus). The position reached is saved again at stop.
+func TestKmsgXidWhileStoppedIsReplayed(t *testing.T) {
+	tag := fmt.Sprintf("gpu-telemetry-replay-%d-%d", os.Getpid(), time.Now().UnixNano())
+	w, hostRoot, boot, last := kmsgRestart(t, tag)
+	dir := t.TempDir()
+	state := fmt.Sprintf("boot_id=%s\nstarted=2026-12-01T06:00:00Z\npid=77\nkmsg_seq=%d\n", boot, last)
+	if err := os.WriteFile(filepath.Join(dir, snapshot.RunStateFile), []byte(state), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := snapshot.MarkCleanStop(dir, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// Logged while no logger runs.
+	fmt.Fprintf(w, "<4>NVRM: Xid (PCI:0000:01:00): 79, pid=1, name=%s, GPU has fallen off the bus.\n", tag)
+
+	r := newRig(t, 1, func(c *Config) { c.LogDir, c.HostRoot, c.KmsgPath = dir, hostRoot, "/dev/kmsg" })
+	var ev string
+	r.run(0, func() { ev = waitFor(t, filepath.Join(dir, "events.log"), tag) })
+	var line string
+	for _, l := range strings.Split(ev, "\n") {
+		if strings.Contains(l, tag) {
+			line = l
+		}
+	}
+	for _, want := range []string{"gpu=0 ", "source=kmsg type=Xid xid=79", "ktime=", "backlog=true"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("the replayed Xid's line lacks %q:\n%s", want, line)
+		}
+	}
+	if n := r.m.kmsgBacklogXids.Load(); n < 1 {
+		t.Errorf("kmsg_backlog_xids = %d, want the replayed Xid counted", n)
+	}
+	crashes, _ := filepath.Glob(filepath.Join(dir, "crashes", "crash-*-gpu0.log"))
+	if len(crashes) == 0 {
+		t.Error("no crash snapshot for the replayed Xid 79")
+	} else if b, _ := os.ReadFile(crashes[0]); !strings.Contains(string(b), "kmsg backlog, logged at ktime=") {
+		t.Errorf("the snapshot's reason does not say the Xid was read after the fact:\n%.600s", b)
+	}
+	st, _, err := snapshot.ReadRunState(dir)
+	if seq, ok := st.KmsgSeq.Get(); err != nil || !ok || seq <= last || st.BootID != boot {
+		t.Errorf("run-state after stop: %+v, %v; want this boot and a kmsg_seq past %d", st, err, last)
+	}
+}
+
+// TestKmsgOtherBootIsNotReplayed: a position saved in another boot is
+// meaningless for this one's ring: the start reads from the end of the
+// log, as a first start in a boot does, and the boot's older records (here
+// an Xid logged before the start) are not replayed as new; an Xid logged
+// once the log is followed is read.
+func TestKmsgOtherBootIsNotReplayed(t *testing.T) {
+	tag := fmt.Sprintf("gpu-telemetry-otherboot-%d-%d", os.Getpid(), time.Now().UnixNano())
+	w, hostRoot, _, last := kmsgRestart(t, tag)
+	dir := t.TempDir()
+	state := "boot_id=another-boot\nstarted=2026-12-01T06:00:00Z\npid=77\nkmsg_seq=" + strconv.FormatUint(last, 10) + "\n"
+	if err := os.WriteFile(filepath.Join(dir, snapshot.RunStateFile), []byte(state), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(w, "<4>NVRM: Xid (PCI:0000:01:00): 13, pid=1, name=%s-before, Graphics Exception\n", tag)
+	r := newRig(t, 1, func(c *Config) { c.LogDir, c.HostRoot, c.KmsgPath = dir, hostRoot, "/dev/kmsg" })
+	var ev string
+	r.run(0, func() {
+		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+			r.m.smu.Lock()
+			s := r.m.kmsgState
+			r.m.smu.Unlock()
+			if s == "following" {
+				break
+			}
+		}
+		fmt.Fprintf(w, "<4>NVRM: Xid (PCI:0000:01:00): 31, pid=1, name=%s-after, MMU Fault\n", tag)
+		ev = waitFor(t, filepath.Join(dir, "events.log"), tag+"-after")
+	})
+	if strings.Contains(ev, tag+"-before") {
+		t.Errorf("an Xid from before the start was replayed with another boot's position:\n%s", ev)
+	}
+	if m := regexp.MustCompile(`.*` + tag + `-after.*`).FindString(ev); strings.Contains(m, "backlog=true") {
+		// Logged after the reader was following: fresh, unless it reached
+		// the ring before the reader had read the ring's records (then it
+		// is backlog, and still read).
+		t.Logf("the Xid logged after the start was read as backlog: %s", m)
+	}
+}
