@@ -19,20 +19,6 @@ const (
 	NVRMGSPCrash                         // GSP heartbeat lost or crash report
 )
 
-func (k NVRMKind) String() string {
-	switch k {
-	case NVRMFallenOffBus:
-		return "FALLEN_OFF_BUS"
-	case NVRMInitFailed:
-		return "RM_INIT_FAILED"
-	case NVRMGSPTimeout:
-		return "GSP_TIMEOUT"
-	case NVRMGSPCrash:
-		return "GSP_CRASH"
-	}
-	return "NVRM"
-}
-
 // NVRMReport is one such line, taken apart.
 type NVRMReport struct {
 	Kind NVRMKind

@@ -9,6 +9,7 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/xid"
 )
 
@@ -159,15 +160,15 @@ func (m *Monitor) onEvent(e reading.Event) {
 		n := m.clock.n
 		m.xmu.Unlock()
 		if n <= clockBurstLogged {
-			m.eventLine(e.Time, e.GPU, e.BusID, src, "type=Clock", "data="+strconv.FormatUint(e.Data, 10))
+			m.eventLine(e.Time, e.GPU, e.BusID, src, "type="+sink.TypeClock, "data="+strconv.FormatUint(e.Data, 10))
 		}
 		if n == clockBurstMark {
 			m.log.Info("clock event burst", "events", n, "window", clockBurstWindow)
-			m.eventLine(e.Time, e.GPU, e.BusID, src, "type=ClockBurst", "events="+strconv.Itoa(n), "window=1s")
+			m.eventLine(e.Time, e.GPU, e.BusID, src, "type="+sink.TypeClockBurst, "events="+strconv.Itoa(n), "window=1s")
 		}
 		return
 	case reading.EventPState:
-		m.eventLine(e.Time, e.GPU, e.BusID, src, "type=PState", "data="+strconv.FormatUint(e.Data, 10))
+		m.eventLine(e.Time, e.GPU, e.BusID, src, "type="+sink.TypePState, "data="+strconv.FormatUint(e.Data, 10))
 		return
 	case reading.EventOther:
 		m.eventLine(e.Time, e.GPU, e.BusID, src, "type=0x"+strconv.FormatUint(e.NVMLType, 16), "data="+strconv.FormatUint(e.Data, 10))
@@ -188,14 +189,14 @@ func (m *Monitor) onEvent(e reading.Event) {
 		// The catalog reads the driver's text after the code (NVLink 5
 		// fields, Xid 154's action); an NVML report has none.
 		ex := xid.Explain(int(e.Data), xidText(e.Text))
-		kv = append(append(kv, "type=Xid"), ex.Fields()...)
+		kv = append(append(kv, "type="+sink.TypeXid), ex.Fields()...)
 		reason = ex.Reason(from)
 	case reading.EventRecovery:
 		_, words, _ := xid.ParseRecovery(xidText(e.Text))
-		kv = append(append(kv, "type=GpuRecoveryAction"), xid.RecoveryFields(e.Data, words)...)
+		kv = append(append(kv, "type="+sink.TypeRecoveryAction), xid.RecoveryFields(e.Data, words)...)
 		reason = xid.RecoveryReason(e.Data, words, from)
 	case reading.EventLost:
-		kv = append(kv, "type=GPU_LOST")
+		kv = append(kv, "type="+sink.TypeGPULost)
 		reason = "GPU lost (" + e.Source.String() + ")"
 	}
 	if e.KernelTime > 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
@@ -215,7 +216,7 @@ func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical string) 
 		s.KernelTime = m.host.KernelTime(s.Time)
 		stall := m.cfg.mono() - st
 		gs.log.Warn("NVML answered again after a hang", "stall", stall.Round(time.Millisecond), "hung_rows", gs.slot.Get().HungRows)
-		m.eventLine(s.Time, gs.idx, gs.info().BusID, "type=NVML_RECOVERED", "stall_ms="+strconv.FormatInt(stall.Milliseconds(), 10))
+		m.eventLine(s.Time, gs.idx, gs.info().BusID, "type="+sink.TypeNVMLRecovered, "stall_ms="+strconv.FormatInt(stall.Milliseconds(), 10))
 		gs.tr.Forget()
 	}
 	now := s.Time
@@ -223,7 +224,7 @@ func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical string) 
 	case reading.StatusOK:
 		if gs.fails > 0 || gs.lost {
 			gs.log.Info("GPU answers again", "after_failures", gs.fails, "was_lost", gs.lost)
-			m.eventLine(now, gs.idx, gs.info().BusID, "type=NVML_RECOVERED", "failures="+strconv.Itoa(gs.fails))
+			m.eventLine(now, gs.idx, gs.info().BusID, "type="+sink.TypeNVMLRecovered, "failures="+strconv.Itoa(gs.fails))
 		}
 		gs.fails, gs.lost, gs.lostRetry = 0, false, 0
 		gs.nextTry.Store(0)
@@ -233,7 +234,7 @@ func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical string) 
 			gs.lost = true
 			gs.lostRetry = lostFirstRetry
 			gs.log.Error("GPU is lost (NVML_ERROR_GPU_IS_LOST); re-probing with back-off")
-			m.eventLine(now, gs.idx, gs.info().BusID, "type=GPU_LOST", "source=poll")
+			m.eventLine(now, gs.idx, gs.info().BusID, "type="+sink.TypeGPULost, "source=poll")
 			critical = "GPU lost: NVML_ERROR_GPU_IS_LOST"
 		} else {
 			gs.lostRetry = min(2*gs.lostRetry, lostMaxRetry)
@@ -244,7 +245,7 @@ func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical string) 
 		s.Flags.Add(reading.Flag{Kind: reading.FlagNVMLFailed, S: truncate(s.Err, 80)})
 		if gs.fails == 1 {
 			gs.log.Error("NVML failed: GPU crash?", "error", s.Err)
-			m.eventLine(now, gs.idx, gs.info().BusID, "type=NVML_FAILED", "error="+strconv.Quote(s.Err))
+			m.eventLine(now, gs.idx, gs.info().BusID, "type="+sink.TypeNVMLFailed, "error="+strconv.Quote(s.Err))
 			critical = "NVML_FAILED: " + s.Err
 		}
 		switch {
@@ -295,7 +296,7 @@ func (gs *gpuState) record(s *reading.Sample, r *anomaly.Result, stalled bool) (
 		m.log.LogAttrs(context.Background(), n.Level(), msg, attrs...) // the notice carries the gpu
 	}
 	if t, ok := r.TDP.Get(); ok {
-		m.eventLine(now, gs.idx, gs.info().BusID, "type=TDP_CHANGE",
+		m.eventLine(now, gs.idx, gs.info().BusID, "type="+sink.TypeTDPChange,
 			"from="+strconv.FormatUint(uint64(t.FromW()), 10)+"W", "to="+strconv.FormatUint(uint64(t.ToW()), 10)+"W",
 			"delta="+strconv.FormatInt(t.DeltaW(), 10)+"W")
 	}
@@ -405,7 +406,7 @@ func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (repor
 		if first {
 			elapsed := now.mono - start
 			gs.log.Error("GPU not answering: NVML call stuck", "function", fn.String(), "elapsed", elapsed.Round(time.Millisecond))
-			m.eventLine(now.wall, gs.idx, gs.info().BusID, "type=NVML_HUNG", "function="+fn.String(),
+			m.eventLine(now.wall, gs.idx, gs.info().BusID, "type="+sink.TypeNVMLHung, "function="+fn.String(),
 				"elapsed_ms="+strconv.FormatInt(elapsed.Milliseconds(), 10))
 			m.critical(gs, now.wall, "NVML_HUNG("+fn.String()+","+strconv.FormatInt(elapsed.Milliseconds(), 10)+"ms)")
 		}

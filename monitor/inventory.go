@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
 // inventoryEvery is how often the GPU list is compared with what the driver
@@ -90,7 +91,7 @@ func (m *Monitor) runInventory(ctx context.Context) {
 				if reported[info.UUID] && r.uuids == nil {
 					delete(reported, info.UUID)
 					gs.log.Info("GPU is enumerated again", "uuid", info.UUID)
-					m.eventLine(time.Now(), gs.idx, info.BusID, "source=poll", "type=GPU_ENUMERATED_AGAIN")
+					m.eventLine(time.Now(), gs.idx, info.BusID, "source=poll", "type="+sink.TypeGPUEnumeratedAgain)
 				}
 			}
 		}

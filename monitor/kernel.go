@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
 // Kernel lines other than Xids (PCIe AER, fallen off the bus without an Xid,
@@ -95,7 +96,7 @@ func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 		if len(gpus) == 0 {
 			return // another device's AER line
 		}
-		kv := []string{"source=kmsg", "type=AER", "severity=" + r.Severity.String(), "device=" + r.Device.String()}
+		kv := []string{"source=kmsg", "type=" + sink.TypeAER, "severity=" + r.Severity.String(), "device=" + r.Device.String()}
 		if s, ok := r.Source.Get(); ok {
 			kv = append(kv, "reporter="+s.String())
 		}
@@ -130,10 +131,11 @@ func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 			bus = a.String()
 		}
 	}
-	if !m.kernelLineAllowed(gpu, r.Kind.String(), now) {
+	line := nvrmLines[r.Kind]
+	if !m.kernelLineAllowed(gpu, line.typ, now) {
 		return
 	}
-	kv := []string{"source=kmsg", "type=" + r.Kind.String()}
+	kv := []string{"source=kmsg", "type=" + line.typ}
 	if r.DriverGPU >= 0 {
 		kv = append(kv, "driver_gpu="+strconv.Itoa(r.DriverGPU))
 	}
@@ -143,18 +145,20 @@ func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 	}
 	m.eventLine(now, gpu, bus, kv...)
 	if gs := m.byIndex[gpu]; gs != nil {
-		m.kernelCritical(gs, now, nvrmReasons[r.Kind])
+		m.kernelCritical(gs, now, line.reason)
 	} else {
 		m.log.Warn("GPU failure line in the kernel log for a GPU that is not monitored", "line", rec.Message)
 	}
 }
 
-// nvrmReasons are the crash snapshot reasons of the NVRM lines.
-var nvrmReasons = map[kmsg.NVRMKind]string{
-	kmsg.NVRMFallenOffBus: "GPU has fallen off the bus (kmsg, no Xid)",
-	kmsg.NVRMInitFailed:   "RmInitAdapter failed (kmsg)",
-	kmsg.NVRMGSPTimeout:   "GSP RPC timeout (kmsg)",
-	kmsg.NVRMGSPCrash:     "GSP heartbeat lost or crash report (kmsg)",
+// nvrmLines are the events.log type (also the kind= of their
+// KERNEL_LINES_SUPPRESSED lines) and the crash snapshot reason of each kind
+// of NVRM line.
+var nvrmLines = map[kmsg.NVRMKind]struct{ typ, reason string }{
+	kmsg.NVRMFallenOffBus: {sink.TypeFallenOffBus, "GPU has fallen off the bus (kmsg, no Xid)"},
+	kmsg.NVRMInitFailed:   {sink.TypeRMInitFailed, "RmInitAdapter failed (kmsg)"},
+	kmsg.NVRMGSPTimeout:   {sink.TypeGSPTimeout, "GSP RPC timeout (kmsg)"},
+	kmsg.NVRMGSPCrash:     {sink.TypeGSPCrash, "GSP heartbeat lost or crash report (kmsg)"},
 }
 
 // kernelCritical makes a kernel line a critical event of the GPU.
@@ -192,7 +196,7 @@ func (m *Monitor) kernelLineAllowed(gpu int, kind string, now time.Time) bool {
 	}
 	k.mu.Unlock()
 	if summary > 0 {
-		m.eventLine(now, gpu, "", "source=kmsg", "type=KERNEL_LINES_SUPPRESSED", "kind="+kind,
+		m.eventLine(now, gpu, "", "source=kmsg", "type="+sink.TypeKernelLinesSuppressed, "kind="+kind,
 			"lines="+strconv.Itoa(summary), "window="+kernelLineWindow.String())
 	}
 	if ok {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -13,6 +14,7 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
 // fakePCITree gives the rig's GPUs (01:00.0 and 02:00.0) a sysfs path: GPU 0
@@ -164,4 +166,23 @@ func TestXidLinesGolden(t *testing.T) {
 		}
 		testutil.Golden(t, "xid-lines.golden", b.Bytes())
 	})
+}
+
+// Every kind of NVRM line is written with an events.log type the class
+// table calls an incident, and has a crash snapshot reason: a kind added to
+// kmsg without its line here fails.
+func TestNVRMLinesHaveAnIncidentType(t *testing.T) {
+	for k := kmsg.NVRMKind(1); k <= kmsg.NVRMGSPCrash; k++ {
+		line, ok := nvrmLines[k]
+		if !ok {
+			t.Errorf("NVRM kind %d has no events.log line", k)
+			continue
+		}
+		if !slices.Contains(sink.EventTypes(), line.typ) || line.reason == "" {
+			t.Errorf("NVRM kind %d: type %q (not an incident type of %v) or no reason %q", k, line.typ, sink.EventTypes(), line.reason)
+		}
+	}
+	if len(nvrmLines) != int(kmsg.NVRMGSPCrash) {
+		t.Errorf("nvrmLines has %d kinds, kmsg %d", len(nvrmLines), kmsg.NVRMGSPCrash)
+	}
 }

@@ -29,7 +29,7 @@ func parseEventLine(line string) (Event, bool) {
 	}
 	// An unclean stop is written at the next start; what it reports
 	// happened when the rows stopped.
-	if e.Type == "UNCLEAN_STOP" {
+	if e.Type == sink.TypeUncleanStop {
 		if t, err := parseTime(e.KV["last_row"]); err == nil {
 			e.Time = t
 		}
@@ -81,7 +81,7 @@ func (e Event) critical() bool {
 func (e Event) describe() string {
 	kv := e.KV
 	switch e.Type {
-	case "Xid":
+	case sink.TypeXid:
 		s := "Xid " + kv["xid"] + ": " + kv["name"]
 		if kv["source"] != "" {
 			s += " (" + kv["source"] + ")"
@@ -90,24 +90,24 @@ func (e Event) describe() string {
 			s += ", also reported by " + kv["duplicate_of"]
 		}
 		return s
-	case "GpuRecoveryAction":
+	case sink.TypeRecoveryAction:
 		return "recovery action " + kv["action"] + ": " + kv["meaning"]
-	case "TDP_CHANGE":
+	case sink.TypeTDPChange:
 		return "TDP " + kv["from"] + " -> " + kv["to"] + " (" + kv["delta"] + ")"
-	case "GPU_LOST":
+	case sink.TypeGPULost:
 		return "GPU lost (" + kv["source"] + ")"
-	case "NVML_HUNG":
+	case sink.TypeNVMLHung:
 		return "NVML call hung: " + kv["function"]
-	case "NVML_RECOVERED":
+	case sink.TypeNVMLRecovered:
 		if kv["stall_ms"] != "" {
 			return "NVML answers again after a " + kv["stall_ms"] + " ms stall"
 		}
 		return "NVML answers again after " + kv["failures"] + " failures"
-	case "NVML_FAILED":
+	case sink.TypeNVMLFailed:
 		return "NVML failing: " + kv["error"]
-	case "AER":
+	case sink.TypeAER:
 		return "PCIe AER " + kv["severity"] + ": " + kv["text"]
-	case "UNCLEAN_STOP":
+	case sink.TypeUncleanStop:
 		s := "last row before the logger stopped without a clean exit ("
 		if kv["same_boot"] == "true" {
 			s += "killed; same boot"

@@ -214,7 +214,7 @@ func Build(o Options) (*Report, error) {
 
 // noise are event types left out of the timeline: they come by the dozen
 // and tell nothing about a crash on their own.
-var noise = map[string]bool{"Clock": true, "ClockBurst": true, "PState": true}
+var noise = map[string]bool{sink.TypeClock: true, sink.TypeClockBurst: true, sink.TypePState: true}
 
 func (rep *Report) buildTimeline(all []Event, o Options) {
 	rows := map[int][]Row{}
@@ -274,15 +274,15 @@ var kindRank = map[EntryKind]int{KindStart: 0, KindIncident: 1, KindEvent: 2, Ki
 
 func eventMarker(e Event) string {
 	switch e.Type {
-	case "Xid", "GpuRecoveryAction":
+	case sink.TypeXid, sink.TypeRecoveryAction:
 		return "xid"
-	case "NVML_HUNG":
+	case sink.TypeNVMLHung:
 		return "hang"
-	case "GPU_LOST", "FALLEN_OFF_BUS":
+	case sink.TypeGPULost, sink.TypeFallenOffBus:
 		return "lost"
-	case "AER":
+	case sink.TypeAER:
 		return "aer"
-	case "TDP_CHANGE":
+	case sink.TypeTDPChange:
 		return "flag"
 	}
 	if e.critical() {

@@ -1,7 +1,6 @@
 package sink
 
 import (
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -70,27 +69,69 @@ const (
 	EventIncident                   // an incident: what makes the logger take a crash snapshot (UNCLEAN_STOP: a boot log)
 )
 
-// eventClasses are the types of events.log lines that tell of trouble: the
-// one list that `gpu-telemetry report` (which incident a report is about)
-// and the boot log (the last incidents before an unclean stop) read. An AER
-// line is an incident only when uncorrectable (see Class).
+// The types of events.log lines (the type= field), each named once: writers
+// put "type="+TypeXid, readers compare a line's Type with them, and
+// eventClasses gives each its class, so a new type is one edit here. The
+// strings are what the files hold, read by operators and by `report`:
+// never change one. An NVML event of a type with no name here is written as
+// its number (type=0x...), routine.
+const (
+	TypeXid                   = "Xid"                     // an Xid, from NVML events or the kernel log
+	TypeRecoveryAction        = "GpuRecoveryAction"       // the driver asks for a recovery action (NVML event or kernel log)
+	TypeGPULost               = "GPU_LOST"                // NVML says the GPU is lost (event or sample)
+	TypeNVMLHung              = "NVML_HUNG"               // a sample stuck in the driver past the deadline
+	TypeNVMLFailed            = "NVML_FAILED"             // samples failing: the GPU backs off
+	TypeNVMLRecovered         = "NVML_RECOVERED"          // the GPU answers again after a hang or failures
+	TypeAER                   = "AER"                     // a PCIe AER kernel line on the GPU's path
+	TypeFallenOffBus          = "FALLEN_OFF_BUS"          // kernel: fallen off the bus, without an Xid
+	TypeRMInitFailed          = "RM_INIT_FAILED"          // kernel: RmInitAdapter failed
+	TypeGSPTimeout            = "GSP_TIMEOUT"             // kernel: a GSP RPC timed out
+	TypeGSPCrash              = "GSP_CRASH"               // kernel: GSP heartbeat lost or crash report
+	TypeUncleanStop           = "UNCLEAN_STOP"            // the previous run did not stop cleanly (written at start)
+	TypeTDPChange             = "TDP_CHANGE"              // the enforced power limit changed
+	TypePState                = "PState"                  // NVML P-state change event
+	TypeClock                 = "Clock"                   // NVML clock change event
+	TypeClockBurst            = "ClockBurst"              // clock events past the burst limit: the rest of the second is not written
+	TypeGPUEnumeratedAgain    = "GPU_ENUMERATED_AGAIN"    // a vanished GPU is in the driver's enumeration again
+	TypeKernelLinesSuppressed = "KERNEL_LINES_SUPPRESSED" // kernel lines over the burst limit in the last window
+)
+
+// eventClasses is the class of every type the logger writes: what
+// `gpu-telemetry report` (which incident a report is about) and the boot log
+// (the last incidents before an unclean stop) read. An AER line is an
+// incident only when uncorrectable (see Class).
 var eventClasses = map[string]EventClass{
-	"Xid":               EventIncident,
-	"GpuRecoveryAction": EventIncident,
-	"GPU_LOST":          EventIncident,
-	"NVML_HUNG":         EventIncident,
-	"NVML_FAILED":       EventIncident,
-	"AER":               EventIncident,
-	"FALLEN_OFF_BUS":    EventIncident,
-	"RM_INIT_FAILED":    EventIncident,
-	"GSP_TIMEOUT":       EventIncident,
-	"GSP_CRASH":         EventIncident,
-	"UNCLEAN_STOP":      EventIncident,
-	"TDP_CHANGE":        EventNotable,
+	TypeXid:                   EventIncident,
+	TypeRecoveryAction:        EventIncident,
+	TypeGPULost:               EventIncident,
+	TypeNVMLHung:              EventIncident,
+	TypeNVMLFailed:            EventIncident,
+	TypeAER:                   EventIncident,
+	TypeFallenOffBus:          EventIncident,
+	TypeRMInitFailed:          EventIncident,
+	TypeGSPTimeout:            EventIncident,
+	TypeGSPCrash:              EventIncident,
+	TypeUncleanStop:           EventIncident,
+	TypeTDPChange:             EventNotable,
+	TypeNVMLRecovered:         EventRoutine,
+	TypePState:                EventRoutine,
+	TypeClock:                 EventRoutine,
+	TypeClockBurst:            EventRoutine,
+	TypeGPUEnumeratedAgain:    EventRoutine,
+	TypeKernelLinesSuppressed: EventRoutine,
 }
 
 // EventTypes returns the types Class does not call routine, sorted.
-func EventTypes() []string { return slices.Sorted(maps.Keys(eventClasses)) }
+func EventTypes() []string {
+	var out []string
+	for t, c := range eventClasses {
+		if c != EventRoutine {
+			out = append(out, t)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
 
 // Class says what the line tells: an incident, notable trouble, or nothing
 // of the kind. A line that repeats another source's report of an event
@@ -99,7 +140,7 @@ func EventTypes() []string { return slices.Sorted(maps.Keys(eventClasses)) }
 func (e EventLine) Class() EventClass {
 	c := eventClasses[e.Type()]
 	if c == EventIncident && (e.KV["duplicate_of"] != "" ||
-		e.Type() == "AER" && !strings.HasPrefix(e.KV["severity"], "uncorrectable")) {
+		e.Type() == TypeAER && !strings.HasPrefix(e.KV["severity"], "uncorrectable")) {
 		return EventNotable
 	}
 	return c

@@ -33,12 +33,14 @@ func TestEventClass(t *testing.T) {
 		{"TDP_CHANGE", "type=TDP_CHANGE from=600W to=450W delta=-150W", EventNotable},
 		{"PState", "source=nvml type=PState data=1", EventRoutine},
 		{"Clock", "source=nvml type=Clock data=4", EventRoutine},
+		{"ClockBurst", "source=nvml type=ClockBurst events=20 window=1s", EventRoutine},
 		{"NVML_RECOVERED", "type=NVML_RECOVERED failures=3", EventRoutine},
 		{"GPU_ENUMERATED_AGAIN", "source=poll type=GPU_ENUMERATED_AGAIN", EventRoutine},
 		{"KERNEL_LINES_SUPPRESSED", "source=kmsg type=KERNEL_LINES_SUPPRESSED kind=AER/corrected lines=40", EventRoutine},
 		{"Xid inside a routine line's text", `source=nvml type=PState text="type=Xid"`, EventRoutine},
 	}
 	var named []string
+	written := map[string]bool{}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e, ok := ParseEventLine("2026-11-30T19:08:17.623Z gpu=0 bus=00000000:01:00.0 " + c.fields)
@@ -49,8 +51,17 @@ func TestEventClass(t *testing.T) {
 				t.Errorf("class %d, want %d", got, c.want)
 			}
 		})
-		if e, _ := ParseEventLine("2026-11-30T19:08:17.623Z " + c.fields); c.want != EventRoutine && !slices.Contains(named, e.Type()) {
+		e, _ := ParseEventLine("2026-11-30T19:08:17.623Z " + c.fields)
+		written[e.Type()] = true
+		if c.want != EventRoutine && !slices.Contains(named, e.Type()) {
 			named = append(named, e.Type())
+		}
+	}
+	// The cases spell every type out as the files hold it: a type
+	// constant's string cannot change unnoticed.
+	for typ := range eventClasses {
+		if !written[typ] {
+			t.Errorf("type %q has no case above", typ)
 		}
 	}
 	slices.Sort(named)

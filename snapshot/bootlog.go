@@ -286,7 +286,7 @@ func lastIncidents(path string, t time.Time) string {
 
 // Fields returns the UNCLEAN_STOP events.log fields for this boot log.
 func (l BootLog) Fields(prev PreviousRun, bootID string) []string {
-	kv := []string{"type=UNCLEAN_STOP", "prev_boot=" + orUnknown(prev.State.BootID), "boot=" + orUnknown(bootID),
+	kv := []string{"type=" + sink.TypeUncleanStop, "prev_boot=" + orUnknown(prev.State.BootID), "boot=" + orUnknown(bootID),
 		"same_boot=" + strconv.FormatBool(l.SameBoot)}
 	if !l.LastRow.IsZero() {
 		kv = append(kv, "last_row="+l.LastRow.Format(sink.TimestampLayout))
