@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"gopkg.in/natefinch/lumberjack.v2"
@@ -43,8 +44,13 @@ type LineLog struct {
 	retrying   bool // the retry goroutine runs
 	stop       chan struct{}
 	wg         sync.WaitGroup
-	st         LineLogStats
 	overflowed bool // this outage's first overflow was logged
+
+	// The counters are atomics, changed under mu and read without it:
+	// Stats serves status requests and scrapes, which must not wait
+	// behind a write(2) or a rotation stuck on a stalled disk.
+	delayed, overflowedN, lostAtClose atomic.Uint64
+	pendingN                          atomic.Int64 // len(pending)
 }
 
 // LineLogStats are a LineLog's counters.
@@ -100,7 +106,7 @@ func (l *LineLog) Line(s string) error {
 // the queue is full.
 func (l *LineLog) keepLocked(s string) error {
 	if len(l.pending) >= maxPendingLines || l.pendBytes+len(s)+1 > maxPendingBytes {
-		l.st.Overflowed++
+		l.overflowedN.Add(1)
 		if !l.overflowed {
 			l.overflowed = true
 			l.log.Error("too many lines waiting for a log file; dropping new ones (counted as lost)",
@@ -110,7 +116,8 @@ func (l *LineLog) keepLocked(s string) error {
 	}
 	l.pending = append(l.pending, append([]byte(s), '\n'))
 	l.pendBytes += len(s) + 1
-	l.st.Delayed++
+	l.pendingN.Store(int64(len(l.pending)))
+	l.delayed.Add(1)
 	if !l.retrying {
 		l.retrying = true
 		l.wg.Add(1)
@@ -151,10 +158,11 @@ func (l *LineLog) flushLocked() {
 		return
 	}
 	l.pending = l.pending[done:]
+	l.pendingN.Store(int64(len(l.pending)))
 	if len(l.pending) == 0 {
 		l.pending = nil
 		l.log.Info("log file writable again; wrote the lines kept meanwhile", "path", l.path,
-			"delayed_total", l.st.Delayed, "overflowed_total", l.st.Overflowed)
+			"delayed_total", l.delayed.Load(), "overflowed_total", l.overflowedN.Load())
 		l.overflowed = false
 	}
 }
@@ -183,13 +191,11 @@ func (l *LineLog) retry() {
 	}
 }
 
-// Stats returns the counters.
+// Stats returns the counters. It never waits for the file: a line stuck
+// in a write to a stalled disk does not hold it up.
 func (l *LineLog) Stats() LineLogStats {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	st := l.st
-	st.Pending = len(l.pending)
-	return st
+	return LineLogStats{Delayed: l.delayed.Load(), Pending: int(l.pendingN.Load()),
+		Overflowed: l.overflowedN.Load(), LostAtClose: l.lostAtClose.Load()}
 }
 
 // Reopen closes the file; the next line reopens it by name (SIGHUP).
@@ -212,10 +218,11 @@ func (l *LineLog) Close() error {
 	close(l.stop)
 	l.flushLocked()
 	if n := len(l.pending); n > 0 {
-		l.st.LostAtClose += uint64(n)
+		l.lostAtClose.Add(uint64(n))
 		l.log.Error("log file still not writable at exit; its waiting lines are lost", "path", l.path,
 			"lines", n, "first", string(l.pending[0][:len(l.pending[0])-1]))
 		l.pending, l.pendBytes = nil, 0
+		l.pendingN.Store(0)
 	}
 	err := l.w.Close()
 	l.mu.Unlock()
