@@ -92,7 +92,9 @@ func statfsFree(dir string) (uint64, error) {
 	return st.Bavail * uint64(st.Bsize), nil
 }
 
-// CSV writes one CSV per GPU per local day: gpu<index>-deep-<YYYY-MM-DD>.csv.
+// CSV writes one CSV per GPU per local day: gpu<index>-deep-<YYYY-MM-DD>.csv,
+// continued in gpu<index>-deep-<YYYY-MM-DD>_<n>.csv when the GPU's column
+// set changes (see PartName): every file is one table under one header.
 // Each row goes to the kernel in one write(2) as soon as it is formatted;
 // files are fsync'ed every FsyncEvery and on Sync and Close. A write that
 // fails half-way is cut back to the last whole line, so a file never holds a
@@ -134,12 +136,12 @@ type CSV struct {
 type gpuFile struct {
 	mu       sync.Mutex
 	index    int
-	fans     int
+	fans     int // fan column pairs; changed by SetFans under mu
 	header   []byte
 	f        file
 	osf      *os.File // f's os.File, for the sync thread
 	path     string
-	day      time.Time // local midnight starting the file's day
+	day      time.Time // local midnight starting the file's day (kept while closed)
 	next     time.Time // local midnight ending it
 	size     int64     // bytes in the file, all whole lines
 	dirty    atomic.Bool
@@ -203,6 +205,13 @@ func NewCSV(cfg CSVConfig, gpus []GPUColumns) (*CSV, error) {
 	go c.background()
 	return c, nil
 }
+
+// lateRowSlack is how far before the open file's day a row may be stamped
+// and still go into that file: a sample that was stuck in the driver over
+// midnight (an NVML call can block 45 s), or a small step of the clock. Its
+// own day may be finished and compressed by then. A row further back (the
+// wall clock stepped back across midnight) goes to its own day's file.
+const lateRowSlack = 2 * time.Minute
 
 // Write formats s and appends it to its GPU's file for the sample's day. It
 // also keeps the row in the GPU's in-memory ring. Errors are logged, counted
@@ -297,7 +306,34 @@ func (c *CSV) Columns(index int) []string {
 	if gf == nil {
 		return nil
 	}
+	gf.mu.Lock()
+	defer gf.mu.Unlock()
 	return Columns(gf.fans)
+}
+
+// SetFans changes GPU index's column set to fans fan column pairs, from its
+// next row on: a GPU that did not answer at start (0 fans known) gets its
+// fan columns once its facts arrive. The file under the old header is closed
+// and the next row starts a new part of the day under the new header
+// (PartName), so every file stays one table. The in-memory ring, laid out
+// for the old header, is emptied. Nothing happens when fans is unchanged.
+func (c *CSV) SetFans(index, fans int) {
+	gf := c.files[index]
+	if gf == nil {
+		return
+	}
+	fans = min(max(fans, 0), reading.MaxFans)
+	gf.mu.Lock()
+	defer gf.mu.Unlock()
+	if fans == gf.fans {
+		return
+	}
+	c.log.Info("CSV column set changes: the next row starts a new part of the day", "gpu", index, "fans_before", gf.fans, "fans", fans)
+	gf.fans, gf.header = fans, Header(fans)
+	gf.ringNext, gf.ringLen = 0, 0
+	if gf.f != nil {
+		c.leave(gf, false)
+	}
 }
 
 // cutBack truncates the file to its last whole line after a failed write.
@@ -309,28 +345,41 @@ func (c *CSV) cutBack(gf *gpuFile) {
 		// Leave the file to be reopened (and repaired) on the next row.
 		gf.f.Close()
 		gf.f, gf.osf = nil, nil
+		c.released(gf.path)
 	}
 }
 
 // ensureOpen opens the file for the day of t, rotating at local midnight.
+// A row stamped up to lateRowSlack before the open day goes into it; one
+// further back (the wall clock stepped back across midnight) opens its own
+// day's file, and the day it leaves is not compressed (its rows continue
+// once the clock is back).
 func (c *CSV) ensureOpen(gf *gpuFile, t time.Time) error {
-	if gf.f != nil && t.Before(gf.next) {
+	if !gf.day.IsZero() && t.Before(gf.day) && gf.day.Sub(t) <= lateRowSlack {
+		// A late row: the current day, never a finished one that may be
+		// compressed by now.
+		t = gf.day
+	}
+	if gf.f != nil && !t.Before(gf.day) && t.Before(gf.next) {
 		return nil
 	}
+	back := !gf.day.IsZero() && t.Before(gf.day)
 	if gf.f != nil {
-		c.finish(gf)
-	}
-	if t.Before(gf.day) {
-		// A row stamped before the day already opened (a sample that was
-		// stuck over midnight): it belongs to the current file, never to a
-		// finished day that may be compressed by now.
-		t = gf.day
+		c.leave(gf, !back)
 	}
 	y, m, d := t.Date()
 	day := time.Date(y, m, d, 0, 0, 0, 0, t.Location())
-	path := filepath.Join(c.cfg.Dir, FileName(gf.index, day))
+	if back {
+		c.log.Warn("CSV row stamped a day before the open file (the wall clock stepped back); writing it to its own day's file",
+			"gpu", gf.index, "row_time", t, "open_day", gf.day.Format(dayLayout))
+	}
+	path, err := c.pickPart(gf, day)
+	if err != nil {
+		return err
+	}
 	f, size, created, err := openAppend(path, gf.header, c.log)
 	if err != nil {
+		c.released(path)
 		return err
 	}
 	if created {
@@ -344,21 +393,105 @@ func (c *CSV) ensureOpen(gf *gpuFile, t time.Time) error {
 	return nil
 }
 
-// finish hands the current file to a goroutine that syncs and closes it and
-// then queues it for compression. Called with gf.mu held at rotation: a day's
-// file can be 100 MB, and its fsync must not hold up the GPU's first row of
-// the new day.
-func (c *CSV) finish(gf *gpuFile) {
+// pickPart returns the path of the part of day that GPU gf's rows go to,
+// held from the compressor (see compressor.hold): the day's last part when
+// it is a plain file under gf's header (or does not exist yet), else a new
+// part after it, whose start is logged with the reason: a restart or a
+// SetFans with another column set, or a day already compressed (rows of a
+// day the clock stepped back to).
+func (c *CSV) pickPart(gf *gpuFile, day time.Time) (string, error) {
+	last := 1
+	for exists(filepath.Join(c.cfg.Dir, PartName(gf.index, day, last+1))) ||
+		exists(filepath.Join(c.cfg.Dir, PartName(gf.index, day, last+1)+".gz")) {
+		last++
+	}
+	for part := last; part < last+100; part++ {
+		path := filepath.Join(c.cfg.Dir, PartName(gf.index, day, part))
+		why := ""
+		switch {
+		case c.gz != nil && !c.gz.hold(path):
+			why = "the day's file is being compressed"
+		case exists(path):
+			first, err := firstLine(path)
+			if err != nil {
+				c.released(path)
+				return "", err
+			}
+			if first != "" && first != string(gf.header) {
+				why = "the day's file has other columns"
+			}
+		case exists(path + ".gz"):
+			why = "the day's file is compressed already"
+		}
+		if why == "" {
+			return path, nil
+		}
+		c.released(path)
+		c.log.Info("CSV continues in a new part of the day", "gpu", gf.index, "reason", why,
+			"after", filepath.Base(path), "part", part+1)
+	}
+	return "", fmt.Errorf("csv for gpu %d: no usable part of %s", gf.index, day.Format(dayLayout))
+}
+
+// released tells the compressor that path is no longer open for writing.
+func (c *CSV) released(path string) {
+	if c.gz != nil {
+		c.gz.release(path)
+	}
+}
+
+// exists reports whether path names anything.
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// firstLine returns the first line of path with its newline, or "" when
+// the file holds no whole line (a new file, or one cut in its header, which
+// openAppend rewrites).
+func firstLine(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	buf := make([]byte, 4096)
+	n, err := io.ReadFull(f, buf)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return "", err
+	}
+	if i := bytes.IndexByte(buf[:n], '\n'); i >= 0 {
+		return string(buf[:i+1]), nil
+	}
+	if n == len(buf) {
+		return string(buf), nil // longer than any header: not ours
+	}
+	return "", nil
+}
+
+// leave hands the current file to a goroutine that syncs and closes it;
+// with finished set (rotation at midnight) it then queues it for
+// compression. Called with gf.mu held: a day's file can be 100 MB, and its
+// fsync must not hold up the GPU's next row. A file left for another
+// reason (a new column set, the clock stepped back) is not compressed: its
+// day is not over.
+func (c *CSV) leave(gf *gpuFile, finished bool) {
 	f, path := gf.f, gf.path
 	gf.f, gf.osf = nil, nil
 	gf.dirty.Store(false)
-	c.log.Info("CSV day finished", "gpu", gf.index, "path", path)
+	if finished {
+		c.log.Info("CSV day finished", "gpu", gf.index, "path", path)
+	}
 	go func() {
 		if err := f.Sync(); err != nil {
 			c.syncFailed(gf.index, path, err)
 		}
 		if err := f.Close(); err != nil {
 			c.syncFailed(gf.index, path, err)
+		}
+		c.released(path)
+		if !finished {
+			return
 		}
 		if c.gz != nil {
 			c.gz.add(path)
@@ -552,16 +685,26 @@ func (c *CSV) syncDirty() {
 
 // Reopen closes every file so that the next row reopens it by name (SIGHUP:
 // an external tool moved the files away).
+// Each file is synced and closed outside its GPU's lock (a slow disk does
+// not hold up rows); a failure counts in sync_errors, the first logged.
 func (c *CSV) Reopen() {
 	for _, i := range c.order {
 		gf := c.files[i]
 		gf.mu.Lock()
-		if gf.f != nil {
-			gf.f.Sync()
-			gf.f.Close()
-			gf.f, gf.osf = nil, nil
-		}
+		f, path := gf.f, gf.path
+		gf.f, gf.osf = nil, nil
+		gf.dirty.Store(false)
 		gf.mu.Unlock()
+		if f == nil {
+			continue
+		}
+		if err := f.Sync(); err != nil {
+			c.syncFailed(i, path, err)
+		}
+		if err := f.Close(); err != nil {
+			c.syncFailed(i, path, err)
+		}
+		c.released(path)
 	}
 }
 
@@ -616,6 +759,7 @@ func (c *CSV) Close() error {
 				errs = append(errs, err)
 			}
 			gf.f, gf.osf = nil, nil
+			c.released(gf.path)
 		}
 		gf.mu.Unlock()
 	}

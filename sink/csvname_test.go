@@ -63,3 +63,50 @@ func TestListDays(t *testing.T) {
 		t.Errorf("a missing directory listed without an error")
 	}
 }
+
+// TestDayParts: a day continued in more parts (another column set, a day
+// compressed already) lists its parts in order after the first, and only
+// names PartName writes parse.
+func TestDayParts(t *testing.T) {
+	day := time.Date(2026, 12, 1, 0, 0, 0, 0, cet)
+	for _, tc := range []struct {
+		name string
+		ok   bool
+		part int
+	}{
+		{PartName(0, day, 1), true, 1},
+		{PartName(0, day, 2), true, 2},
+		{PartName(0, day, 12) + ".gz", true, 12},
+		{"gpu0-deep-2026-12-01_1.csv", false, 0}, // part 1 has no suffix
+		{"gpu0-deep-2026-12-01_02.csv", false, 0},
+		{"gpu0-deep-2026-12-01_.csv", false, 0},
+	} {
+		f, ok := ParseFileName(tc.name, cet)
+		if ok != tc.ok || f.Part != tc.part || (ok && (f.GPU != 0 || !f.Day.Equal(day))) {
+			t.Errorf("%s: got %+v %v, want part %d ok %v", tc.name, f, ok, tc.part, tc.ok)
+		}
+	}
+	if PartName(0, day, 1) != FileName(0, day) || PartName(0, day, 2) != "gpu0-deep-2026-12-01_2.csv" {
+		t.Errorf("part names: %s %s", PartName(0, day, 1), PartName(0, day, 2))
+	}
+	dir := t.TempDir()
+	for _, n := range []string{"gpu0-deep-2026-12-02.csv", "gpu0-deep-2026-12-01_10.csv", "gpu0-deep-2026-12-01_2.csv.gz",
+		"gpu0-deep-2026-12-01_2.csv", "gpu0-deep-2026-12-01.csv.gz"} {
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := ListDays(dir, cet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"gpu0-deep-2026-12-01.csv.gz", "gpu0-deep-2026-12-01_2.csv", "gpu0-deep-2026-12-01_10.csv", "gpu0-deep-2026-12-02.csv"}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v, want %v", got, want)
+	}
+	for i, f := range got {
+		if filepath.Base(f.Path) != want[i] {
+			t.Errorf("%d: %s, want %s", i, filepath.Base(f.Path), want[i])
+		}
+	}
+}

@@ -14,7 +14,7 @@ import (
 )
 
 // tmpFile matches the temp files of a compression in progress.
-var tmpFile = regexp.MustCompile(`^\.gpu\d+-deep-\d{4}-\d{2}-\d{2}\.csv\.gz\.tmp`)
+var tmpFile = regexp.MustCompile(`^\.gpu\d+-deep-\d{4}-\d{2}-\d{2}(_\d+)?\.csv\.gz\.tmp`)
 
 // housekeeping deletes days older than the retention and queues finished,
 // uncompressed days (from this run or earlier ones) for compression. Days are
@@ -74,16 +74,18 @@ func (c *CSV) isOpen(path string) bool {
 // compressor gzips finished days one at a time on its own goroutine, so the
 // poll loop never waits for it (a day at 100 ms is ~100 MB per GPU).
 type compressor struct {
-	log    *slog.Logger
-	mu     sync.Mutex
-	queued map[string]bool
-	work   chan string
-	stop   chan struct{}
-	done   chan struct{}
+	log     *slog.Logger
+	mu      sync.Mutex
+	queued  map[string]bool
+	held    map[string]int // files open for writing (hold): never compressed
+	running string         // the file being compressed now
+	work    chan string
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 func newCompressor(log *slog.Logger) *compressor {
-	z := &compressor{log: log, queued: map[string]bool{}, work: make(chan string, 1024),
+	z := &compressor{log: log, queued: map[string]bool{}, held: map[string]int{}, work: make(chan string, 1024),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go z.run()
 	return z
@@ -94,6 +96,31 @@ func (z *compressor) busy() bool {
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	return len(z.queued) > 0
+}
+
+// hold marks path as open for writing, so that it is not compressed (and
+// removed) under the writer; false when it is being compressed right now:
+// the writer must use another file. Every successful hold is ended by a
+// release.
+func (z *compressor) hold(path string) bool {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.running == path {
+		return false
+	}
+	z.held[path]++
+	return true
+}
+
+// release ends a hold of path.
+func (z *compressor) release(path string) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.held[path] <= 1 {
+		delete(z.held, path)
+		return
+	}
+	z.held[path]--
 }
 
 func (z *compressor) add(path string) {
@@ -116,6 +143,16 @@ func (z *compressor) run() {
 		case <-z.stop:
 			return
 		case p := <-z.work:
+			z.mu.Lock()
+			if z.held[p] > 0 {
+				// Open for writing again (the clock stepped back to its
+				// day): it is queued again when it is finished.
+				delete(z.queued, p)
+				z.mu.Unlock()
+				continue
+			}
+			z.running = p
+			z.mu.Unlock()
 			if err := gzipFile(p, z.stop); err != nil {
 				z.log.Warn("compressing finished CSV failed; it stays uncompressed", "path", p, "error", err)
 			} else {
@@ -123,6 +160,7 @@ func (z *compressor) run() {
 			}
 			z.mu.Lock()
 			delete(z.queued, p)
+			z.running = ""
 			z.mu.Unlock()
 		}
 	}

@@ -47,19 +47,25 @@ func lastRowsBefore(dir string, t time.Time, n int) []gpuRows {
 	return out
 }
 
-// rowsBefore reads one GPU's days, newest first, until it has n rows or
-// has read maxDaysBack days.
+// rowsBefore reads one GPU's files (parts of days), newest first, until it
+// has n rows or has gone maxDaysBack days back. Rows under another header
+// (an older part with another column set) are not joined to the newer ones.
 func rowsBefore(days []sink.CSVDay, t time.Time, n int) gpuRows {
 	gr := gpuRows{gpu: days[0].GPU}
-	for i := len(days) - 1; i >= 0 && len(gr.rows) < n && len(days)-i <= maxDaysBack; i-- {
+	newest := days[len(days)-1].Day
+	for i := len(days) - 1; i >= 0 && len(gr.rows) < n && !days[i].Day.Before(newest.AddDate(0, 0, 1-maxDaysBack)); i-- {
 		f := days[i]
 		name := filepath.Base(f.Path)
 		header, rows, err := readRowsBefore(f.Path, f.GZ, t, n-len(gr.rows))
+		if gr.header != "" && len(rows) > 0 && header != gr.header {
+			gr.notes = append(gr.notes, name+": older rows have other columns; not shown")
+			break
+		}
 		gr.sources = append(gr.sources, name)
 		if err != nil {
 			gr.notes = append(gr.notes, name+": "+err.Error()+" (rows before the damage kept)")
 		}
-		if gr.header == "" {
+		if gr.header == "" && len(rows) > 0 {
 			gr.header = header
 		}
 		gr.rows = append(rows, gr.rows...)

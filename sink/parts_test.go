@@ -1,0 +1,206 @@
+package sink
+
+import (
+	"compress/gzip"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// readAny returns the lines of a plain or gzipped CSV.
+func readAny(t *testing.T, path string) []string {
+	t.Helper()
+	if !strings.HasSuffix(path, ".gz") {
+		return readLines(t, path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+}
+
+// checkTable fails unless every line of lines has the field count of its
+// header, the first line.
+func checkTable(t *testing.T, name string, lines []string) {
+	t.Helper()
+	if !strings.HasPrefix(lines[0], "timestamp,") {
+		t.Fatalf("%s does not start with a header: %q", name, lines[0])
+	}
+	n := strings.Count(lines[0], ",")
+	for i, l := range lines[1:] {
+		if strings.Count(l, ",") != n {
+			t.Errorf("%s line %d has %d fields under a header of %d: %q", name, i+2, strings.Count(l, ",")+1, n+1, l)
+		}
+	}
+}
+
+// TestCSVSetFansStartsANewPart: a GPU that was stuck at start (0 fans)
+// gets its fan columns from the row after SetFans, in a new part of the day
+// under its own header; the rows before stay in the first part.
+func TestCSVSetFansStartsANewPart(t *testing.T) {
+	dir := t.TempDir()
+	c := newTestCSV(t, dir, CSVConfig{})
+	s := fullSample()
+	s.GPU = 1 // configured with 0 fans
+	s.NumFans = 0
+	c.Write(&s)
+	c.SetFans(1, 2)
+	if got := c.Columns(1); len(got) != len(Columns(2)) {
+		t.Errorf("columns after SetFans: %d, want %d", len(got), len(Columns(2)))
+	}
+	if hdr, rows := c.Rows(1); hdr+"\n" != string(Header(2)) || len(rows) != 0 {
+		t.Errorf("ring after SetFans: header %q, %d rows; want the new header and no rows of the old layout", hdr, len(rows))
+	}
+	s.NumFans = 2
+	for range 2 {
+		s.Time = s.Time.Add(time.Second)
+		if err := c.Write(&s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.SetFans(1, 2) // unchanged: no new part
+	s.Time = s.Time.Add(time.Second)
+	c.Write(&s)
+	if hdr, rows := c.Rows(1); hdr+"\n" != string(Header(2)) || len(rows) != 3 {
+		t.Errorf("ring: header %q, %d rows; want 3 under the new header", hdr, len(rows))
+	}
+	c.Close()
+	p1 := filepath.Join(dir, PartName(1, s.Time, 1))
+	p2 := filepath.Join(dir, PartName(1, s.Time, 2))
+	l1, l2 := readLines(t, p1), readLines(t, p2)
+	checkTable(t, p1, l1)
+	checkTable(t, p2, l2)
+	if l1[0]+"\n" != string(Header(0)) || len(l1) != 2 {
+		t.Errorf("part 1: %q, want the 0-fan header and 1 row", l1)
+	}
+	if l2[0]+"\n" != string(Header(2)) || len(l2) != 4 {
+		t.Errorf("part 2: %q, want the 2-fan header and 3 rows", l2)
+	}
+	if !strings.Contains(l2[1], ",30,30,0,31,") {
+		t.Errorf("part 2's first row lacks the fan cells: %q", l2[1])
+	}
+}
+
+// TestCSVClockStepBackAcrossMidnight: the wall clock steps back from just
+// after midnight to the evening before. The evening's rows go to that day's
+// file (a new part when the day is compressed already), never to the next
+// day's; once the clock is back, rows continue in the next day's file,
+// which was neither compressed nor split meanwhile.
+func TestCSVClockStepBackAcrossMidnight(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		compress bool
+		evening  string // where the stepped-back rows go
+	}{
+		{"plain", false, "gpu0-deep-2026-12-01.csv"},
+		{"compressed", true, "gpu0-deep-2026-12-01_2.csv"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var mu sync.Mutex
+			now := time.Date(2026, 12, 1, 23, 59, 50, 0, cet)
+			clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+			c := newTestCSV(t, dir, CSVConfig{Compress: tc.compress, Now: clock})
+			s := fullSample()
+			write := func(tm time.Time) {
+				t.Helper()
+				mu.Lock()
+				now = tm
+				mu.Unlock()
+				s.Time = tm
+				if err := c.Write(&s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			write(time.Date(2026, 12, 1, 23, 59, 50, 0, cet))
+			write(time.Date(2026, 12, 2, 0, 0, 10, 0, cet)) // midnight: 12-01 finished
+			if tc.compress {
+				waitCompressed(t, filepath.Join(dir, "gpu0-deep-2026-12-01.csv"))
+			}
+			// The clock steps back six hours.
+			write(time.Date(2026, 12, 1, 18, 0, 10, 0, cet))
+			write(time.Date(2026, 12, 1, 20, 0, 0, 0, cet))
+			write(time.Date(2026, 12, 1, 22, 0, 0, 0, cet))
+			// It is set right again; a sample a little late over midnight
+			// still joins the day it ends up in.
+			write(time.Date(2026, 12, 2, 0, 0, 20, 0, cet))
+			write(time.Date(2026, 12, 1, 23, 59, 30, 0, cet))
+			write(time.Date(2026, 12, 2, 0, 0, 30, 0, cet))
+			c.Close()
+
+			evening := readLines(t, filepath.Join(dir, tc.evening))
+			checkTable(t, tc.evening, evening)
+			var rows []string
+			for _, l := range evening[1:] {
+				rows = append(rows, l[:len("2026-12-01T18:00")])
+			}
+			want := []string{"2026-12-01T18:00", "2026-12-01T20:00", "2026-12-01T22:00"}
+			if !tc.compress {
+				want = append([]string{"2026-12-01T23:59"}, want...)
+			}
+			if strings.Join(rows, " ") != strings.Join(want, " ") {
+				t.Errorf("%s rows at %q, want %q", tc.evening, rows, want)
+			}
+			next := readLines(t, filepath.Join(dir, "gpu0-deep-2026-12-02.csv"))
+			if len(next) != 5 {
+				t.Errorf("12-02 has %d lines, want header + 4 rows: %q", len(next), next)
+			}
+			for _, l := range next[1:] {
+				if strings.HasPrefix(l, "2026-12-01T18") || strings.HasPrefix(l, "2026-12-01T20") || strings.HasPrefix(l, "2026-12-01T22") {
+					t.Errorf("an evening row landed in the next day's file: %q", l)
+				}
+			}
+			if tc.compress {
+				first := readAny(t, filepath.Join(dir, "gpu0-deep-2026-12-01.csv.gz"))
+				if len(first) != 2 || !strings.HasPrefix(first[1], "2026-12-01T23:59:50") {
+					t.Errorf("the compressed day changed: %q", first)
+				}
+			}
+		})
+	}
+}
+
+// waitCompressed waits until path was replaced by path.gz (compression
+// runs on its own goroutine after the rotation).
+func waitCompressed(t *testing.T, path string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if exists(path+".gz") && !exists(path) {
+			return
+		}
+	}
+	t.Fatalf("%s was not compressed", path)
+}
+
+// syncFailFile is a file whose fsync fails, as on a disk gone bad.
+type syncFailFile struct{ *os.File }
+
+func (f syncFailFile) Sync() error { return syscall.EIO }
+
+// TestReopenCountsSyncErrors: the fsync of a file closed by SIGHUP is
+// counted like every other (sync_errors), not dropped.
+func TestReopenCountsSyncErrors(t *testing.T) {
+	dir := t.TempDir()
+	c := newTestCSV(t, dir, CSVConfig{wrap: func(f *os.File) file { return syncFailFile{f} }})
+	s := fullSample()
+	c.Write(&s)
+	c.Reopen()
+	if got := c.Stats().SyncErrors; got != 1 {
+		t.Errorf("sync_errors after a failed fsync at reopen: %d, want 1", got)
+	}
+}
