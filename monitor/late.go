@@ -31,9 +31,10 @@ func (gs *gpuState) checkStatic() {
 // staticKnown is called once, on the GPU's worker goroutine before its first
 // sample with them goes through the pipeline, when the static facts of a GPU
 // that had none at start become known. It registers the GPU's bus id (kernel
-// log lines naming it then reach it), has the AER path table rebuilt, and
-// rewrites system-info.txt. Whatever else is built from static facts at
-// start and must follow a late GPU belongs here.
+// log lines naming it then reach it), has the AER path table rebuilt,
+// rewrites system-info.txt, and gives its CSV the fan columns. Whatever
+// else is built from static facts at start and must follow a late GPU
+// belongs here.
 func (m *Monitor) staticKnown(gs *gpuState) {
 	info := gs.info()
 	gs.log.Info("GPU answered after start-up gave up on it; its static facts are known now",
@@ -43,6 +44,7 @@ func (m *Monitor) staticKnown(gs *gpuState) {
 		m.kern.stale.Store(true)
 	}
 	m.queue("system-info.txt", -1, m.writeSystemInfo)
+	m.csv.SetFans(gs.idx, info.NumFans) // its fan columns, from its next row (a new part of the day)
 }
 
 // addBus registers gs under PCI slot a: a copy of the map with it is
