@@ -382,3 +382,24 @@ func TestDeviceBacklogThenFresh(t *testing.T) {
 	}
 	testutil.Contains(t, "the reader's log", s.logs.String(), "written while the logger was not reading were overwritten", "lost=4", "first_seq_read=45")
 }
+
+// TestDeviceSavedPositionAheadOfTheRing: a saved position beyond the
+// newest record in the ring cannot be this ring's; skipping up to it would
+// drop every new record unseen. Once the ring is read, reading goes on from
+// its end, and says so.
+func TestDeviceSavedPositionAheadOfTheRing(t *testing.T) {
+	eagain := &os.PathError{Op: "read", Path: "/dev/kmsg", Err: syscall.EAGAIN}
+	now := &scriptedDevice{script: []any{"6,7,70,-;old\n", "6,8,80,-;newest in the ring\n", eagain}}
+	dev := &scriptedDevice{script: []any{"4,9,90,-;NVRM: Xid (PCI:0000:4b:00): 79, pid=1, name=x, fresh\n"}}
+	s := newScriptedReader(t, dev, now)
+	s.seq.handed(5000) // not this ring's
+	ctx, cancel := context.WithCancel(context.Background())
+	recs, done := run(t, ctx, s.Reader)
+	rec := within(t, recs, "the fresh record")
+	cancel()
+	within(t, done, "Run to return")
+	if rec.Seq != 9 || rec.Backlog {
+		t.Errorf("got seq %d backlog %v, want the fresh record 9", rec.Seq, rec.Backlog)
+	}
+	testutil.Contains(t, "the reader's log", s.logs.String(), "beyond the newest record in the ring", "saved_seq=5000", "newest_seq=8")
+}

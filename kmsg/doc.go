@@ -6,8 +6,9 @@
 // Reading is split from parsing: ParseRecord turns one /dev/kmsg record into a
 // Record, and ParseXid turns a message into an XidReport whose address is a
 // reading.PCIAddr, comparable with NVML's bus id. None of them does I/O, so they are tested (and fuzzed) on plain strings. The
-// Reader does the I/O: it follows /dev/kmsg from its end, or a file or FIFO of
-// records from its start, and hands each record to a callback.
+// Reader does the I/O: it follows /dev/kmsg from its end (or, after a restart
+// in the same boot, from the record after a saved sequence number), or a file
+// or FIFO of records from its start, and hands each record to a callback.
 //
 // The package knows the kernel log and the text the NVIDIA driver prints, not
 // NVML; what an Xid code means lives in package xid.

@@ -277,6 +277,7 @@ func (r *Reader) runDevice(ctx context.Context, fn func(Record)) error {
 	// The records already in the ring when Run begins (after the last one
 	// handed on) are read without waiting, as backlog, until it is empty.
 	backlog := r.readNow != nil
+	var newest reading.Opt[uint64] // the newest record read in the backlog phase
 	for {
 		var (
 			n   int
@@ -294,6 +295,8 @@ func (r *Reader) runDevice(ctx context.Context, fn func(Record)) error {
 			switch {
 			case backlog && isEAGAIN(err):
 				backlog = false // caught up: later records are fresh
+				r.checkAhead(newest)
+				newest = reading.Opt[uint64]{}
 				continue
 			case isEPIPE(err):
 				// The kernel overwrote records we had not read yet; the
@@ -321,6 +324,9 @@ func (r *Reader) runDevice(ctx context.Context, fn func(Record)) error {
 			continue
 		}
 		rec.Backlog = backlog
+		if backlog {
+			newest = reading.Some(rec.Seq)
+		}
 		r.handOn(rec, fn)
 	}
 }

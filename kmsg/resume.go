@@ -6,6 +6,8 @@ import (
 	"os"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
 // /dev/kmsg numbers its records: every record of a boot has the next
@@ -135,6 +137,22 @@ func (r *Reader) countLost(n uint64, next Record) {
 		r.log.Warn("kernel log records overwritten before they were read (first occurrence; later ones are counted in kmsg_records_lost)",
 			"path", r.path, "lost", n, "first_seq_read", next.Seq)
 	}
+}
+
+// checkAhead is called once the ring has been read to its end, newest
+// being the last record read from it: a position to resume after that lies
+// beyond it cannot be this ring's (a run-state copied from another host, a
+// boot id that did not change), and skipping up to it would drop every new
+// record unseen. It is logged, and reading goes on from the ring's end.
+func (r *Reader) checkAhead(newest reading.Opt[uint64]) {
+	top, ok := newest.Get()
+	last, known := r.seq.get()
+	if !ok || !known || top >= last {
+		return
+	}
+	r.log.Warn("the saved kernel log position is beyond the newest record in the ring; reading on from the ring's end",
+		"path", r.path, "saved_seq", last, "newest_seq", top)
+	r.seq.handed(top)
 }
 
 // LastSeq returns the sequence number of the last /dev/kmsg record handed
