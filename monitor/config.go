@@ -65,6 +65,10 @@ type Config struct {
 
 	Logger   *slog.Logger
 	Notifier Notifier // nil: not under systemd
+	// WatchdogEvery is how often Notifier.Watchdog is called while the poll
+	// loop is alive, whatever the interval (systemd: half of WatchdogSec);
+	// 0: never.
+	WatchdogEvery time.Duration
 	// HostRoot is where host facts are read from for system-info.txt.
 	HostRoot string
 
@@ -151,7 +155,7 @@ func (c Config) Validate() error {
 // sd_notify). Each method is cheap and never blocks for long.
 type Notifier interface {
 	Ready()    // the first complete sample is written
-	Watchdog() // the poll loop is alive
+	Watchdog() // the poll loop is alive (every Config.WatchdogEvery)
 	Stopping() // shutdown has begun
 }
 

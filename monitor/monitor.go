@@ -111,6 +111,8 @@ type Monitor struct {
 	windowStart atomic.Int64
 
 	enumerating atomic.Bool // a GPU enumeration is inside the driver
+
+	beat loopBeat // the poll loop's progress, for the watchdog pinger (watchdog.go)
 }
 
 // lineLog is an append-only text log (sink.LineLog).
@@ -357,8 +359,14 @@ func (m *Monitor) loop(ctx context.Context, sigs <-chan os.Signal) {
 			}
 		}
 	}()
+	if m.cfg.WatchdogEvery > 0 {
+		wd := m.cfg.newTicker(m.cfg.WatchdogEvery)
+		pinged := make(chan struct{})
+		go func() { defer close(pinged); m.keepAlive(wd) }()
+		defer func() { wd.Stop(); <-pinged }()
+	}
 	m.lastSync = time.Now() // the first sync round one FsyncEvery after the start
-	m.tick(time.Now())
+	m.beatTick(time.Now())
 	m.ticks.Add(1)
 	for {
 		missed, ok := tk.Next()
@@ -366,7 +374,7 @@ func (m *Monitor) loop(ctx context.Context, sigs <-chan os.Signal) {
 			return
 		}
 		m.overruns.Add(missed)
-		m.tick(time.Now())
+		m.beatTick(time.Now())
 		m.ticks.Add(1)
 	}
 }
@@ -418,7 +426,6 @@ func (m *Monitor) tick(now time.Time) {
 	if k%uint64(m.procTicks) == 0 {
 		nudge(m.secondTick, now)
 	}
-	m.cfg.Notifier.Watchdog()
 	if now.Sub(m.lastSummary) >= m.cfg.SummaryEvery {
 		elapsed := now.Sub(m.lastSummary)
 		m.lastSummary = now

@@ -162,6 +162,7 @@ func (c *CLI) monitorConfig(log *slog.Logger) monitor.Config {
 	for _, f := range c.FollowUps {
 		follow = append(follow, time.Duration(f))
 	}
+	sd := newSystemd(log)
 	return monitor.Config{
 		Version:        version,
 		LogDir:         c.LogDir,
@@ -180,7 +181,8 @@ func (c *CLI) monitorConfig(log *slog.Logger) monitor.Config {
 		SpikeCooldown:  time.Duration(c.SpikeCooldown),
 		FollowUps:      follow,
 		Logger:         log,
-		Notifier:       newSystemd(log),
+		Notifier:       sd,
+		WatchdogEvery:  sd.watchdog,
 		Atop:           c.atopConfig(),
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
@@ -15,8 +14,6 @@ type systemd struct {
 	log      *slog.Logger
 	enabled  bool
 	watchdog time.Duration // ping interval: half of WatchdogSec; 0: no watchdog
-	mu       sync.Mutex
-	last     time.Time
 }
 
 func newSystemd(log *slog.Logger) *systemd {
@@ -45,21 +42,11 @@ func (s *systemd) Ready() { s.notify(daemon.SdNotifyReady) }
 // Stopping implements monitor.Notifier.
 func (s *systemd) Stopping() { s.notify(daemon.SdNotifyStopping) }
 
-// Watchdog implements monitor.Notifier. The poll loop calls it every tick;
-// it pings once half of WatchdogSec has passed since the last ping, so pings
-// come every half timeout (plus at most a tick), as systemd advises.
+// Watchdog implements monitor.Notifier: one ping. The monitor calls it every
+// half WatchdogSec (Config.WatchdogEvery, from watchdog) while its poll loop
+// is alive, whatever the interval, as systemd advises.
 func (s *systemd) Watchdog() {
-	if !s.enabled || s.watchdog == 0 {
-		return
-	}
-	s.mu.Lock()
-	now := time.Now()
-	due := now.Sub(s.last) >= s.watchdog
-	if due {
-		s.last = now
-	}
-	s.mu.Unlock()
-	if due {
+	if s.watchdog > 0 {
 		s.notify(daemon.SdNotifyWatchdog)
 	}
 }

@@ -16,9 +16,25 @@ import (
 // TestSystemdNotify runs the logger as systemd would (Type=notify with a
 // watchdog) and checks READY after the first row of every GPU, WATCHDOG pings
 // every half WatchdogSec (never closer, never as far apart as the timeout),
-// and STOPPING at shutdown.
+// and STOPPING at shutdown; at a 10 s interval too (one ping per tick let
+// systemd kill the logger at intervals of half WatchdogSec and more).
 func TestSystemdNotify(t *testing.T) {
 	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"default interval", nil},
+		{"interval longer than WatchdogSec", []string{"--interval", "10"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			testSystemdNotify(t, tc.args)
+		})
+	}
+}
+
+func testSystemdNotify(t *testing.T, args []string) {
 	sock := filepath.Join(t.TempDir(), "notify.sock")
 	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
 	if err != nil {
@@ -72,7 +88,7 @@ func TestSystemdNotify(t *testing.T) {
 	mu.Lock()
 	dir = logDir
 	mu.Unlock()
-	p := start(t, opts{scenario: "gpus 2\n", dir: logDir,
+	p := start(t, opts{scenario: "gpus 2\n", dir: logDir, args: args,
 		env: []string{"NOTIFY_SOCKET=" + sock, "WATCHDOG_USEC=" + strconv.FormatInt(watchdogSec.Microseconds(), 10)}})
 	p.waitFor("READY=1", 15*time.Second, func() bool { return strings.Contains(got(), "READY=1") })
 	mu.Lock()

@@ -1,0 +1,65 @@
+package monitor
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// The service manager's watchdog (systemd's WatchdogSec) is pinged by a
+// pinger of its own, every Config.WatchdogEvery, whatever the poll interval:
+// at --interval 30 s and more, a ping per tick would come too late, and the
+// unit would be killed. The pinger still proves the loop is alive: it pings
+// only while the loop is waiting for a tick that is not overdue, or is in a
+// tick that began less than WatchdogEvery ago. A loop stuck in a tick, or a
+// ticker that stopped waking it, stops the pings, and the service manager
+// restarts the logger within WatchdogSec.
+
+// loopBeat is what the poll loop tells the pinger: when its current or last
+// tick began (Config.mono, ns), and whether it is in it.
+type loopBeat struct {
+	began  atomic.Int64
+	inTick atomic.Bool
+}
+
+// keepAlive pings the watchdog on every tick of tk while the loop is alive,
+// until tk stops. The first ping held back in a stall is logged.
+func (m *Monitor) keepAlive(tk ticker) {
+	told := false
+	for {
+		if _, ok := tk.Next(); !ok {
+			return
+		}
+		now := m.cfg.mono()
+		alive := m.loopAlive(now)
+		switch {
+		case alive:
+			m.cfg.Notifier.Watchdog()
+			told = false
+		case !told:
+			told = true
+			m.log.Error("poll loop stuck; the watchdog is no longer pinged (the service manager restarts the logger)",
+				"tick_began_ago", now-time.Duration(m.beat.began.Load()))
+		}
+	}
+}
+
+// loopAlive reports whether the poll loop is in a tick that began less than
+// WatchdogEvery before now, or waits for a tick due less than WatchdogEvery
+// ago.
+func (m *Monitor) loopAlive(now time.Duration) bool {
+	in := m.beat.inTick.Load() // before began: began is stored first
+	began := time.Duration(m.beat.began.Load())
+	if in {
+		return now-began < m.cfg.WatchdogEvery
+	}
+	// Waiting: the next tick is due at most an interval after the last began.
+	return now-began < m.cfg.Interval+m.cfg.WatchdogEvery
+}
+
+// beatTick runs one tick of the poll loop, telling the pinger.
+func (m *Monitor) beatTick(now time.Time) {
+	m.beat.began.Store(int64(m.cfg.mono()))
+	m.beat.inTick.Store(true)
+	m.tick(now)
+	m.beat.inTick.Store(false)
+}
