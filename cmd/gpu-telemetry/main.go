@@ -94,12 +94,23 @@ func serve(cli *CLI, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gpu-telemetry: --log-dir %s: %v\n", cli.LogDir, err)
 		return 1
 	}
-	lock, err := takeLock(cli.LockFile)
+	lock, err := takeLock("--lock-file", cli.LockFile)
 	if err != nil {
 		fmt.Fprintf(stderr, "gpu-telemetry: %v\n", err)
 		return 1
 	}
 	defer lock.Unlock()
+	// The log dir has a lock of its own: two loggers with different
+	// --lock-file (a manual run next to the service) must not append to
+	// the same CSVs and take over run-state and clean-stop.
+	if dl := filepath.Join(cli.LogDir, logDirLock); filepath.Clean(cli.LockFile) != dl {
+		dirLock, err := takeLock("--log-dir", dl)
+		if err != nil {
+			fmt.Fprintf(stderr, "gpu-telemetry: %v\n", err)
+			return 1
+		}
+		defer dirLock.Unlock()
+	}
 
 	// The kernel log before NVML: what the kernel logs while the start-up
 	// waits on a stuck GPU (up to --start-timeout) is kept in its ring for
@@ -172,16 +183,20 @@ func checkWritable(dir string) error {
 	return os.Remove(name)
 }
 
-// takeLock takes the single-instance lock and writes our PID into it. When
-// another instance holds it, the error names the file and the holder's PID.
-func takeLock(path string) (*flock.Flock, error) {
+// logDirLock is the lock file inside --log-dir.
+const logDirLock = "gpu-telemetry.lock"
+
+// takeLock takes a single-instance lock (flag names what it guards in the
+// messages) and writes our PID into it. When another instance holds it, the
+// error names the file and the holder's PID.
+func takeLock(flag, path string) (*flock.Flock, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("--lock-file %s: %w", path, err)
+		return nil, fmt.Errorf("%s: lock file %s: %w", flag, path, err)
 	}
 	l := flock.New(path)
 	ok, err := l.TryLock()
 	if err != nil {
-		return nil, fmt.Errorf("--lock-file %s: %w", path, err)
+		return nil, fmt.Errorf("%s: lock file %s: %w", flag, path, err)
 	}
 	if !ok {
 		holder := "unknown"
@@ -190,12 +205,12 @@ func takeLock(path string) (*flock.Flock, error) {
 				holder = strconv.Itoa(pid)
 			}
 		}
-		return nil, fmt.Errorf("another gpu-telemetry is running (pid %s): lock file %s is held", holder, path)
+		return nil, fmt.Errorf("another gpu-telemetry is running (pid %s): %s lock file %s is held", holder, flag, path)
 	}
 	// flock locks the inode, so writing through a second descriptor is fine.
 	if err := os.WriteFile(path, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
 		l.Unlock()
-		return nil, fmt.Errorf("--lock-file %s: %w", path, err)
+		return nil, fmt.Errorf("%s: lock file %s: %w", flag, path, err)
 	}
 	return l, nil
 }

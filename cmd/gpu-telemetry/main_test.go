@@ -77,12 +77,12 @@ func TestHelpShowsDefaults(t *testing.T) {
 
 func TestLockContention(t *testing.T) {
 	path := t.TempDir() + "/lock"
-	l, err := takeLock(path)
+	l, err := takeLock("--lock-file", path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Unlock()
-	_, err = takeLock(path)
+	_, err = takeLock("--lock-file", path)
 	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "pid ") {
 		t.Errorf("second lock: %v", err)
 	}

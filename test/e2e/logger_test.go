@@ -274,6 +274,32 @@ func TestSecondInstanceIsRefused(t *testing.T) {
 	first.stop()
 }
 
+// A second logger on the same --log-dir is refused even with a lock file of
+// its own (a manual run next to the service, whose unit names another
+// --lock-file than the default): it would append to the same CSVs and take
+// over run-state and clean-stop.
+func TestSecondInstanceOnTheSameLogDirIsRefused(t *testing.T) {
+	t.Parallel()
+	first := start(t, opts{})
+	first.waitFor("first instance running", 15*time.Second, func() bool { return rowCount(first.csvFile(0)) >= 2 })
+	code, stderr := runToEnd(t, opts{dir: first.dir}, 15*time.Second) // the harness gives it a lock file of its own
+	if code == 0 {
+		t.Fatalf("second instance on the same log dir exited 0")
+	}
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	want := fmt.Sprintf("pid %d", first.cmd.Process.Pid)
+	if len(lines) != 1 || !strings.Contains(lines[0], first.dir) || !strings.Contains(lines[0], want) {
+		t.Errorf("refusal should be one line naming %s and %s:\n%s", first.dir, want, stderr)
+	}
+	if rs := readFile(t, filepath.Join(first.dir, "run-state")); !strings.Contains(rs, "pid="+strconv.Itoa(first.cmd.Process.Pid)+"\n") {
+		t.Errorf("run-state taken over by the refused instance:\n%s", rs)
+	}
+	first.stop()
+	if _, err := os.Stat(filepath.Join(first.dir, "clean-stop")); err != nil {
+		t.Errorf("no clean-stop after the first instance stopped: %v", err)
+	}
+}
+
 func TestNothingToMonitorExitsZero(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
