@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/live"
+	"github.com/gpu-telemetry/gpu-telemetry/live/atop"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
@@ -48,6 +49,7 @@ type counterSources struct {
 	m    *Monitor
 	csv  sink.Stats
 	snap snapshot.Stats
+	atop atop.Counters // zero without --atop
 }
 
 // counterDef declares one counter: every output (status line, summary.log,
@@ -132,15 +134,17 @@ var counterTable = []counterDef{
 			return n
 		}},
 	{name: "listen_failures", loss: true, ownLog: true, help: "endpoints that could not be opened (--metrics-listen, --atop's TCP port or unix socket: address in use, or refused by the unit's RestrictAddressFamilies): not served, the logger samples on",
-		get: func(s *counterSources) uint64 { return s.m.listenFails.Load() + s.m.atopCounters().ListenFailed }},
+		get: func(s *counterSources) uint64 { return s.m.listenFails.Load() + s.atop.ListenFailed }},
 	{name: "atop_clients_refused", loss: true, help: "atop connections closed at once because the connection limit was reached",
-		get: func(s *counterSources) uint64 { return s.m.atopCounters().Refused }},
+		get: func(s *counterSources) uint64 { return s.atop.Refused }},
 	{name: "atop_clients_dropped", loss: true, help: "atop connections dropped for a request atop never sends, silence, or a reply not taken",
-		get: func(s *counterSources) uint64 { c := s.m.atopCounters(); return c.Bad + c.TimedOut }},
+		get: func(s *counterSources) uint64 { return s.atop.Bad + s.atop.TimedOut }},
+	{name: "atop_replies_cut", loss: true, ownLog: true, help: "atop replies that left process records out to stay within 8192 bytes (the atop server logs the first)",
+		get: func(s *counterSources) uint64 { return s.atop.CutReply }},
 	{name: "atop_records_cut", loss: true, help: "process records left out of atop replies to stay within 8192 bytes (least busy first)",
-		get: func(s *counterSources) uint64 { return s.m.atopCounters().CutRecord }},
+		get: func(s *counterSources) uint64 { return s.atop.CutRecord }},
 	{name: "atop_exits_dropped", loss: true, ownLog: true, help: "exited-process records dropped for atop clients that did not ask for over 4096 of them",
-		get: func(s *counterSources) uint64 { return s.m.atopCounters().ExitedDropped }},
+		get: func(s *counterSources) uint64 { return s.atop.ExitedDropped }},
 	{name: "control_clients_refused", loss: true, help: "control socket connections closed at once, busy, because the connection limit was reached",
 		get: func(s *counterSources) uint64 { _, r, _ := s.m.controlCounts(); return r }},
 	{name: "control_requests_failed", loss: true, help: "control socket requests not answered: a request the socket does not know, a client silent past the read timeout, or gone before the answer",
@@ -172,10 +176,14 @@ var counterTable = []counterDef{
 		get: func(s *counterSources) uint64 { return s.snap.CrashesWritten }},
 	{name: "spike_snapshots", help: "fan spike snapshots written",
 		get: func(s *counterSources) uint64 { return s.snap.SpikesWritten }},
+	{name: "crash_snapshots_completed", help: "crash snapshots whose full version (every command's output) replaced the first file",
+		get: func(s *counterSources) uint64 { return s.snap.CrashesCompleted }},
 	{name: "follow_ups", help: "crash snapshot follow-ups written",
 		get: func(s *counterSources) uint64 { return s.snap.FollowUpsWritten }},
+	{name: "atop_connections", help: "atop connections accepted and served",
+		get: func(s *counterSources) uint64 { return s.atop.Accepted }},
 	{name: "atop_requests", help: "atopgpud protocol requests answered",
-		get: func(s *counterSources) uint64 { return s.m.atopCounters().Requests }},
+		get: func(s *counterSources) uint64 { return s.atop.Requests }},
 	{name: "control_requests", help: "control socket requests answered (status, ping)",
 		get: func(s *counterSources) uint64 { a, _, _ := s.m.controlCounts(); return a }},
 }
@@ -227,7 +235,7 @@ func (m *Monitor) kmsgStat(f func(kmsgCounters) uint64) uint64 {
 
 // sources gathers what the counter table reads.
 func (m *Monitor) sources() *counterSources {
-	return &counterSources{m: m, csv: m.csv.Stats(), snap: m.snaps.Stats()}
+	return &counterSources{m: m, csv: m.csv.Stats(), snap: m.snaps.Stats(), atop: m.atopCounters()}
 }
 
 // counters returns the counter table's current values.

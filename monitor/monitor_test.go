@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -976,6 +978,43 @@ func TestLostWorkIsCountedShownAndLogged(t *testing.T) {
 				t.Errorf("log does not say what was lost (%q):\n%s", tc.lost, logs)
 			}
 		})
+	}
+}
+
+// TestEveryStatsCountIsInTheTable: every count the CSV sink, the snapshot
+// writer and the atop server keep (each uint64 field of their stats) is read
+// by some counter of the table, so it reaches the status line, summary.log
+// and the metrics: a count added to one of them and not to the table fails.
+func TestEveryStatsCountIsInTheTable(t *testing.T) {
+	r := newRig(t, 1, nil)
+	base := &counterSources{m: r.m}
+	values := func(src *counterSources) []uint64 {
+		out := make([]uint64, len(counterTable))
+		for i, d := range counterTable {
+			out[i] = d.get(src)
+		}
+		return out
+	}
+	zero := values(base)
+	for _, part := range []struct {
+		name  string
+		field func(src *counterSources) reflect.Value
+	}{
+		{"sink.Stats", func(src *counterSources) reflect.Value { return reflect.ValueOf(&src.csv).Elem() }},
+		{"snapshot.Stats", func(src *counterSources) reflect.Value { return reflect.ValueOf(&src.snap).Elem() }},
+		{"atop.Counters", func(src *counterSources) reflect.Value { return reflect.ValueOf(&src.atop).Elem() }},
+	} {
+		typ := part.field(base).Type()
+		for i := range typ.NumField() {
+			if typ.Field(i).Type.Kind() != reflect.Uint64 {
+				continue // Paused, the per-GPU map: not counts of their own
+			}
+			src := *base
+			part.field(&src).Field(i).SetUint(1)
+			if slices.Equal(values(&src), zero) {
+				t.Errorf("%s.%s is in no counter of counterTable", part.name, typ.Field(i).Name)
+			}
+		}
 	}
 }
 
