@@ -15,13 +15,24 @@ import (
 // rows a second apart from start, and closes it (one run of the logger).
 func writeRun(t *testing.T, dir string, fans int, start time.Time, n int) {
 	t.Helper()
-	c, err := sink.NewCSV(sink.CSVConfig{Dir: dir, Now: func() time.Time { return start },
+	var times []time.Time
+	for i := range n {
+		times = append(times, start.Add(time.Duration(i)*time.Second))
+	}
+	writeRows(t, dir, fans, times)
+}
+
+// writeRows runs the CSV sink once with GPU 0 reporting fans fans, writing
+// a row at each of times (the wall clock as the logger saw it), and closes it.
+func writeRows(t *testing.T, dir string, fans int, times []time.Time) {
+	t.Helper()
+	c, err := sink.NewCSV(sink.CSVConfig{Dir: dir, Now: func() time.Time { return times[0] },
 		FreeBytes: func(string) (uint64, error) { return 1 << 40, nil }}, []sink.GPUColumns{{Index: 0, Fans: fans}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range n {
-		s := reading.Sample{GPU: 0, Time: start.Add(time.Duration(i) * time.Second), TempC: reading.Some[uint32](60), NumFans: fans}
+	for _, tm := range times {
+		s := reading.Sample{GPU: 0, Time: tm, TempC: reading.Some[uint32](60), NumFans: fans}
 		for f := range fans {
 			s.Fans[f] = reading.Fan{Speed: reading.Some[uint32](40), Target: reading.Some[uint32](41)}
 		}
@@ -98,5 +109,31 @@ func TestRestartWithOtherColumnsSameDay(t *testing.T) {
 				t.Errorf("row %d: fan %+v, want 40/41", i, f)
 			}
 		}
+	}
+}
+
+// TestReportFindsRowsOfAClockStepBack: the wall clock steps back from just
+// after midnight to 18:00 the evening before and runs on to 22:00. A report
+// at 20:00 that evening finds the rows written then.
+func TestReportFindsRowsOfAClockStepBack(t *testing.T) {
+	dir := t.TempDir()
+	loc := time.UTC
+	times := []time.Time{time.Date(2026, 12, 1, 23, 59, 50, 0, loc), time.Date(2026, 12, 2, 0, 0, 10, 0, loc)}
+	for m := 0; m <= 240; m += 10 { // 18:00 .. 22:00, every 10 minutes
+		times = append(times, time.Date(2026, 12, 1, 18, m, 0, 0, loc))
+	}
+	times = append(times, time.Date(2026, 12, 2, 0, 0, 20, 0, loc)) // the clock is set right again
+	writeRows(t, dir, 2, times)
+	at := time.Date(2026, 12, 1, 20, 0, 0, 0, loc)
+	rep, err := Build(Options{Dir: dir, At: at, GPU: -1, Before: time.Hour, After: time.Hour, Loc: loc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.GPUs) != 1 || len(rep.GPUs[0].Rows) != 13 {
+		n := 0
+		if len(rep.GPUs) > 0 {
+			n = len(rep.GPUs[0].Rows)
+		}
+		t.Fatalf("%d rows between 19:00 and 21:00, want 13; read %q skipped %q", n, rep.Read, rep.Skipped)
 	}
 }

@@ -142,6 +142,7 @@ type gpuFile struct {
 	osf      *os.File // f's os.File, for the sync thread
 	path     string
 	day      time.Time // local midnight starting the file's day (kept while closed)
+	last     time.Time // the latest row time in the open file (zero: none)
 	next     time.Time // local midnight ending it
 	size     int64     // bytes in the file, all whole lines
 	dirty    atomic.Bool
@@ -206,11 +207,14 @@ func NewCSV(cfg CSVConfig, gpus []GPUColumns) (*CSV, error) {
 	return c, nil
 }
 
-// lateRowSlack is how far before the open file's day a row may be stamped
-// and still go into that file: a sample that was stuck in the driver over
-// midnight (an NVML call can block 45 s), or a small step of the clock. Its
-// own day may be finished and compressed by then. A row further back (the
-// wall clock stepped back across midnight) goes to its own day's file.
+// lateRowSlack is how far before the open file's day, or before the latest
+// row in the file, a row may be stamped and still go into that file: a
+// sample that was stuck in the driver over midnight (an NVML call can block
+// 45 s), or a small step of the clock. Its own day may be finished and
+// compressed by then. A row further back (the wall clock stepped back) goes
+// to its own day's file, to a new part of it when that file holds later
+// rows: every file stays in time order to within this slack, which readers
+// that search a file by time (report) rely on.
 const lateRowSlack = 2 * time.Minute
 
 // Write formats s and appends it to its GPU's file for the sample's day. It
@@ -263,6 +267,9 @@ func (c *CSV) Write(s *reading.Sample) error {
 		c.log.Info("CSV writes work again", "gpu", gf.index, "path", gf.path)
 	}
 	gf.size += int64(n)
+	if s.Time.After(gf.last) {
+		gf.last = s.Time
+	}
 	gf.dirty.Store(true)
 	c.written.Add(1)
 	return nil
@@ -349,31 +356,34 @@ func (c *CSV) cutBack(gf *gpuFile) {
 	}
 }
 
-// ensureOpen opens the file for the day of t, rotating at local midnight.
-// A row stamped up to lateRowSlack before the open day goes into it; one
-// further back (the wall clock stepped back across midnight) opens its own
-// day's file, and the day it leaves is not compressed (its rows continue
-// once the clock is back).
+// ensureOpen opens the file for the row stamped t, rotating at local
+// midnight. A row stamped up to lateRowSlack before the open day, or before
+// the file's latest row, goes into it; one further back (the wall clock
+// stepped back) opens its own day's file, a new part of it when that file
+// holds later rows, and the day it leaves is not compressed (its rows
+// continue once the clock is back).
 func (c *CSV) ensureOpen(gf *gpuFile, t time.Time) error {
+	row := t
 	if !gf.day.IsZero() && t.Before(gf.day) && gf.day.Sub(t) <= lateRowSlack {
 		// A late row: the current day, never a finished one that may be
 		// compressed by now.
 		t = gf.day
 	}
-	if gf.f != nil && !t.Before(gf.day) && t.Before(gf.next) {
+	stepBack := gf.f != nil && gf.last.Sub(row) > lateRowSlack
+	if gf.f != nil && !t.Before(gf.day) && t.Before(gf.next) && !stepBack {
 		return nil
 	}
-	back := !gf.day.IsZero() && t.Before(gf.day)
+	back := stepBack || (!gf.day.IsZero() && t.Before(gf.day))
 	if gf.f != nil {
 		c.leave(gf, !back)
 	}
 	y, m, d := t.Date()
 	day := time.Date(y, m, d, 0, 0, 0, 0, t.Location())
 	if back {
-		c.log.Warn("CSV row stamped a day before the open file (the wall clock stepped back); writing it to its own day's file",
-			"gpu", gf.index, "row_time", t, "open_day", gf.day.Format(dayLayout))
+		c.log.Warn("CSV row stamped before the rows already written (the wall clock stepped back); writing it to its own day's file, in time order",
+			"gpu", gf.index, "row_time", row, "open_day", gf.day.Format(dayLayout))
 	}
-	path, err := c.pickPart(gf, day)
+	path, last, err := c.pickPart(gf, day, row)
 	if err != nil {
 		return err
 	}
@@ -385,7 +395,7 @@ func (c *CSV) ensureOpen(gf *gpuFile, t time.Time) error {
 	if created {
 		c.newEntry.Store(true)
 	}
-	gf.f, gf.osf, gf.path, gf.size = f, f, path, size
+	gf.f, gf.osf, gf.path, gf.size, gf.last = f, f, path, size, last
 	if c.cfg.wrap != nil {
 		gf.f = c.cfg.wrap(f)
 	}
@@ -393,13 +403,14 @@ func (c *CSV) ensureOpen(gf *gpuFile, t time.Time) error {
 	return nil
 }
 
-// pickPart returns the path of the part of day that GPU gf's rows go to,
-// held from the compressor (see compressor.hold): the day's last part when
-// it is a plain file under gf's header (or does not exist yet), else a new
-// part after it, whose start is logged with the reason: a restart or a
-// SetFans with another column set, or a day already compressed (rows of a
-// day the clock stepped back to).
-func (c *CSV) pickPart(gf *gpuFile, day time.Time) (string, error) {
+// pickPart returns the path of the part of day that GPU gf's row stamped
+// row goes to, held from the compressor (see compressor.hold), and the time
+// of the latest row in it: the day's last part when it is a plain file under
+// gf's header without rows later than row (or does not exist yet), else a
+// new part after it, whose start is logged with the reason: a restart or a
+// SetFans with another column set, a day already compressed, or later rows
+// (the clock stepped back).
+func (c *CSV) pickPart(gf *gpuFile, day, row time.Time) (string, time.Time, error) {
 	last := 1
 	for exists(filepath.Join(c.cfg.Dir, PartName(gf.index, day, last+1))) ||
 		exists(filepath.Join(c.cfg.Dir, PartName(gf.index, day, last+1)+".gz")) {
@@ -408,29 +419,36 @@ func (c *CSV) pickPart(gf *gpuFile, day time.Time) (string, error) {
 	for part := last; part < last+100; part++ {
 		path := filepath.Join(c.cfg.Dir, PartName(gf.index, day, part))
 		why := ""
+		var last time.Time
 		switch {
 		case c.gz != nil && !c.gz.hold(path):
 			why = "the day's file is being compressed"
 		case exists(path):
 			first, err := firstLine(path)
+			if err == nil {
+				last, err = lastRowTime(path)
+			}
 			if err != nil {
 				c.released(path)
-				return "", err
+				return "", time.Time{}, err
 			}
-			if first != "" && first != string(gf.header) {
+			switch {
+			case first != "" && first != string(gf.header):
 				why = "the day's file has other columns"
+			case last.Sub(row) > lateRowSlack:
+				why = "the day's file has later rows (the clock stepped back)"
 			}
 		case exists(path + ".gz"):
 			why = "the day's file is compressed already"
 		}
 		if why == "" {
-			return path, nil
+			return path, last, nil
 		}
 		c.released(path)
 		c.log.Info("CSV continues in a new part of the day", "gpu", gf.index, "reason", why,
 			"after", filepath.Base(path), "part", part+1)
 	}
-	return "", fmt.Errorf("csv for gpu %d: no usable part of %s", gf.index, day.Format(dayLayout))
+	return "", time.Time{}, fmt.Errorf("csv for gpu %d: no usable part of %s", gf.index, day.Format(dayLayout))
 }
 
 // released tells the compressor that path is no longer open for writing.
@@ -467,6 +485,37 @@ func firstLine(path string) (string, error) {
 		return string(buf), nil // longer than any header: not ours
 	}
 	return "", nil
+}
+
+// lastRowTime returns the timestamp of the last whole row of path; zero
+// when it has none (only a header) or the row's timestamp does not parse.
+func lastRowTime(path string) (time.Time, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return time.Time{}, err
+	}
+	const tail = 16 << 10 // many rows: a row is under 1 KiB
+	off := max(st.Size()-tail, 0)
+	buf := make([]byte, st.Size()-off)
+	if _, err := f.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
+		return time.Time{}, err
+	}
+	end := bytes.LastIndexByte(buf, '\n') // a partial last line is cut off at open
+	if end < 0 {
+		return time.Time{}, nil
+	}
+	line := buf[bytes.LastIndexByte(buf[:end], '\n')+1 : end]
+	ts, _, _ := bytes.Cut(line, []byte(","))
+	t, err := time.Parse(TimestampLayout, string(ts))
+	if err != nil {
+		return time.Time{}, nil // the header, or not a row of ours
+	}
+	return t, nil
 }
 
 // leave hands the current file to a goroutine that syncs and closes it;

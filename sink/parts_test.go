@@ -98,17 +98,24 @@ func TestCSVSetFansStartsANewPart(t *testing.T) {
 
 // TestCSVClockStepBackAcrossMidnight: the wall clock steps back from just
 // after midnight to the evening before. The evening's rows go to that day's
-// file (a new part when the day is compressed already), never to the next
-// day's; once the clock is back, rows continue in the next day's file,
-// which was neither compressed nor split meanwhile.
+// file, never to the next day's: a new part when the day is compressed
+// already or holds later rows (every file stays in time order); once the
+// clock is back, rows continue in the next day's file, which was neither
+// compressed nor split meanwhile.
 func TestCSVClockStepBackAcrossMidnight(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		compress bool
-		evening  string // where the stepped-back rows go
+		first    time.Time // the day's last row before midnight
+		evening  string    // where the stepped-back rows go
+		want     []string  // the rows there
 	}{
-		{"plain", false, "gpu0-deep-2026-12-01.csv"},
-		{"compressed", true, "gpu0-deep-2026-12-01_2.csv"},
+		{"compressed", true, time.Date(2026, 12, 1, 23, 59, 50, 0, cet), "gpu0-deep-2026-12-01_2.csv",
+			[]string{"2026-12-01T18:00", "2026-12-01T20:00", "2026-12-01T22:00"}},
+		{"later rows", false, time.Date(2026, 12, 1, 23, 59, 50, 0, cet), "gpu0-deep-2026-12-01_2.csv",
+			[]string{"2026-12-01T18:00", "2026-12-01T20:00", "2026-12-01T22:00"}},
+		{"earlier rows", false, time.Date(2026, 12, 1, 17, 0, 0, 0, cet), "gpu0-deep-2026-12-01.csv",
+			[]string{"2026-12-01T17:00", "2026-12-01T18:00", "2026-12-01T20:00", "2026-12-01T22:00"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -127,7 +134,7 @@ func TestCSVClockStepBackAcrossMidnight(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			write(time.Date(2026, 12, 1, 23, 59, 50, 0, cet))
+			write(tc.first)
 			write(time.Date(2026, 12, 2, 0, 0, 10, 0, cet)) // midnight: 12-01 finished
 			if tc.compress {
 				waitCompressed(t, filepath.Join(dir, "gpu0-deep-2026-12-01.csv"))
@@ -149,12 +156,8 @@ func TestCSVClockStepBackAcrossMidnight(t *testing.T) {
 			for _, l := range evening[1:] {
 				rows = append(rows, l[:len("2026-12-01T18:00")])
 			}
-			want := []string{"2026-12-01T18:00", "2026-12-01T20:00", "2026-12-01T22:00"}
-			if !tc.compress {
-				want = append([]string{"2026-12-01T23:59"}, want...)
-			}
-			if strings.Join(rows, " ") != strings.Join(want, " ") {
-				t.Errorf("%s rows at %q, want %q", tc.evening, rows, want)
+			if strings.Join(rows, " ") != strings.Join(tc.want, " ") {
+				t.Errorf("%s rows at %q, want %q", tc.evening, rows, tc.want)
 			}
 			next := readLines(t, filepath.Join(dir, "gpu0-deep-2026-12-02.csv"))
 			if len(next) != 5 {
@@ -167,7 +170,7 @@ func TestCSVClockStepBackAcrossMidnight(t *testing.T) {
 			}
 			if tc.compress {
 				first := readAny(t, filepath.Join(dir, "gpu0-deep-2026-12-01.csv.gz"))
-				if len(first) != 2 || !strings.HasPrefix(first[1], "2026-12-01T23:59:50") {
+				if len(first) != 2 || !strings.HasPrefix(first[1], string(AppendTimestamp(nil, tc.first))) {
 					t.Errorf("the compressed day changed: %q", first)
 				}
 			}
@@ -185,6 +188,49 @@ func waitCompressed(t *testing.T, path string) {
 		}
 	}
 	t.Fatalf("%s was not compressed", path)
+}
+
+// TestCSVClockStepBackWithinADay: a step back of the clock by more than
+// lateRowSlack within a day starts a new part, so that each file stays in
+// time order (report finds its window by binary search); a smaller one
+// (a late sample) stays in the file.
+func TestCSVClockStepBackWithinADay(t *testing.T) {
+	dir := t.TempDir()
+	c := newTestCSV(t, dir, CSVConfig{})
+	s := fullSample()
+	var want1, want2 []string
+	for i, tm := range []time.Time{
+		time.Date(2026, 12, 1, 10, 0, 0, 0, cet),
+		time.Date(2026, 12, 1, 10, 0, 1, 0, cet),
+		time.Date(2026, 12, 1, 9, 59, 30, 0, cet), // 31 s late: stays
+		time.Date(2026, 12, 1, 9, 0, 0, 0, cet),   // an hour back: a new part
+		time.Date(2026, 12, 1, 9, 0, 1, 0, cet),
+	} {
+		s.Time = tm
+		if err := c.Write(&s); err != nil {
+			t.Fatal(err)
+		}
+		if i < 3 {
+			want1 = append(want1, string(AppendTimestamp(nil, tm)))
+		} else {
+			want2 = append(want2, string(AppendTimestamp(nil, tm)))
+		}
+	}
+	c.Close()
+	for _, f := range []struct {
+		name string
+		want []string
+	}{{"gpu0-deep-2026-12-01.csv", want1}, {"gpu0-deep-2026-12-01_2.csv", want2}} {
+		lines := readLines(t, filepath.Join(dir, f.name))
+		checkTable(t, f.name, lines)
+		var got []string
+		for _, l := range lines[1:] {
+			got = append(got, l[:strings.IndexByte(l, ',')])
+		}
+		if strings.Join(got, " ") != strings.Join(f.want, " ") {
+			t.Errorf("%s: rows %q, want %q", f.name, got, f.want)
+		}
+	}
 }
 
 // syncFailFile is a file whose fsync fails, as on a disk gone bad.
