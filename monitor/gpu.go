@@ -101,7 +101,7 @@ func newGPUState(m *Monitor, g *sampler.GPU) *gpuState {
 	gs := &gpuState{m: m, g: g, idx: idx, tr: anomaly.NewTracker(idx, m.cfg.Anomaly),
 		log: m.log.With("gpu", idx), pending: make([]int64, 0, 8), skipped: make([]instant, 0, skips),
 		slot: live.NewSlot(g.Info()), finished: -1}
-	gs.late = !factsKnown(gs)
+	gs.late = !g.FactsKnown()
 	gs.w = sampler.NewWorker(g, gs.handle, m.cfg.mono())
 	return gs
 }

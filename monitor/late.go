@@ -1,6 +1,8 @@
 package monitor
 
 import (
+	"strings"
+
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
@@ -10,18 +12,11 @@ import (
 // where the monitor learns them; everything built from a GPU's static facts
 // at start is brought up to date there.
 
-// factsKnown reports whether the GPU's static facts have been read: the
-// start-up read returned with a handle. A GPU whose handle failed at start
-// has them once the worker's retry gets one (sampler.GPU.Sample).
-func factsKnown(gs *gpuState) bool {
-	return gs.g.StaticDone() && gs.g.Device() != nil
-}
-
 // checkStatic runs on the GPU's worker goroutine at the start of every
 // sample's pipeline while the GPU's static facts were not known at start
 // (gs.late), and calls staticKnown once they are.
 func (gs *gpuState) checkStatic() {
-	if !factsKnown(gs) {
+	if !gs.g.FactsKnown() {
 		return
 	}
 	gs.late = false
@@ -45,6 +40,16 @@ func (m *Monitor) staticKnown(gs *gpuState) {
 	}
 	m.queue("system-info.txt", -1, m.writeSystemInfo)
 	m.csv.SetFans(gs.idx, info.NumFans) // its fan columns, from its next row (a new part of the day)
+	if pending := m.host.Pending(); len(pending) > 0 {
+		// The GPU was selected in the place of --gpu selectors that named
+		// no GPU that answered at start (sampler.Open).
+		if names := m.host.Names(gs.g); len(names) > 0 {
+			gs.log.Info("the GPU that answered late is the one --gpu names", "selectors", strings.Join(names, ","))
+		} else {
+			gs.log.Warn("the GPU that answered late is not one --gpu names; it stays monitored until the logger restarts",
+				"pending", strings.Join(pending, ","))
+		}
+	}
 }
 
 // addBus registers gs under PCI slot a: a copy of the map with it is

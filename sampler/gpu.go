@@ -72,9 +72,11 @@ type GPU struct {
 	base   time.Time // origin of the monotonic nanoseconds below
 
 	// staticDone is closed once the static facts were read (nil: known from
-	// the start). staticErr says why they could not be read.
+	// the start). staticErr says why they could not be read: set by the
+	// start-up read and its retries on the worker, read by any goroutine
+	// (StaticErr).
 	staticDone chan struct{}
-	staticErr  string
+	staticErr  atomic.Pointer[string]
 	lib        Library   // for retrying the start-up read when the handle failed
 	nextStatic time.Time // worker only: when to retry it
 
@@ -184,8 +186,13 @@ func (g *GPU) StaticErr() string {
 	if !g.StaticDone() {
 		return ""
 	}
-	return g.staticErr
+	if e := g.staticErr.Load(); e != nil {
+		return *e
+	}
+	return ""
 }
+
+func (g *GPU) setStaticErr(e string) { g.staticErr.Store(&e) }
 
 // Device returns the underlying device (events, snapshots); nil until the
 // GPU's handle could be had.
@@ -320,7 +327,7 @@ func (g *GPU) Sample(s *reading.Sample) {
 			g.readStatic(g.lib)
 		}
 		if g.dev == nil {
-			s.Status, s.Err = reading.StatusFailed, g.staticErr
+			s.Status, s.Err = reading.StatusFailed, g.StaticErr()
 			return
 		}
 		info = g.info.Load()

@@ -3,6 +3,7 @@ package sampler
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -470,5 +471,110 @@ func TestHandleFailureAtStartIsRetried(t *testing.T) {
 	g.Sample(&s)
 	if s.Status != reading.StatusOK || !s.TempC.OK || g.Info().UUID != "GPU-1111" || s.NumFans != 2 {
 		t.Errorf("after the retry: status %v temp %+v uuid %q fans %d", s.Status, s.TempC, g.Info().UUID, s.NumFans)
+	}
+}
+
+// TestSelectorOfAGPUStuckAtStart: a --gpu selector by UUID or bus id that
+// names no GPU that answered at start, while GPU 1 is stuck in its static
+// facts (or has no handle), selects GPU 1 in its place and is pending; once
+// GPU 1's facts are in, Names tells whether it is the GPU the selector
+// names. An index never waits for facts, and a selector that names nothing
+// when every GPU answered is still an error (TestOpenErrors).
+func TestSelectorOfAGPUStuckAtStart(t *testing.T) {
+	cases := []struct {
+		name     string
+		noHandle bool // GPU 1's handle fails at start instead of its facts being stuck
+		sel      []string
+		want     []int    // the GPUs selected
+		pending  []string // Host.Pending
+		names    []string // Host.Names of GPU 1 once its facts are in
+		err      string   // Open's error, if any
+	}{
+		{name: "bus id of the stuck GPU", sel: []string{"00000000:21:00.0"}, want: []int{1},
+			pending: []string{"00000000:21:00.0"}, names: []string{"00000000:21:00.0"}},
+		{name: "uuid of the stuck GPU, with an index", sel: []string{"0", "gpu-2222"}, want: []int{0, 1},
+			pending: []string{"gpu-2222"}, names: []string{"gpu-2222"}},
+		{name: "a selector naming another GPU", sel: []string{"GPU-nope"}, want: []int{1},
+			pending: []string{"GPU-nope"}},
+		{name: "the answered GPU's bus id", sel: []string{"0000:4b:00.0"}, want: []int{0}},
+		{name: "no handle at start", noHandle: true, sel: []string{"PCI:0000:21:00"}, want: []int{1},
+			pending: []string{"PCI:0000:21:00"}, names: []string{"PCI:0000:21:00"}},
+		{name: "index out of range", sel: []string{"5"}, err: "no GPU with index 5"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := fakenvml.NewDev(), fakenvml.NewDev()
+			b.UUID, b.Bus = "GPU-2222", "00000000:21:00.0"
+			lib := &fakenvml.Lib{InitRet: nvml.SUCCESS, Devs: []*fakenvml.Dev{a, b}}
+			release := func() {}
+			if tc.noHandle {
+				lib.HandleRet = map[int]nvml.Return{1: nvml.ERROR_UNKNOWN}
+			} else {
+				release = b.Block("GetName", nil)
+			}
+			defer release()
+			h, err := Open(lib, OpenOptions{Select: tc.sel, Config: testConfig, Timeout: 100 * time.Millisecond})
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			var got []int
+			for _, g := range h.GPUs {
+				got = append(got, g.Info().Index)
+			}
+			if !slices.Equal(got, tc.want) || !slices.Equal(h.Pending(), tc.pending) {
+				t.Fatalf("selected %v pending %q, want %v %q", got, h.Pending(), tc.want, tc.pending)
+			}
+			if tc.pending == nil {
+				return
+			}
+			g := h.GPUs[len(h.GPUs)-1]
+			if n := h.Names(g); n != nil {
+				t.Fatalf("before GPU 1's facts are in: Names %q, want none", n)
+			}
+			release()
+			if tc.noHandle {
+				lib.HandleRet[1] = nvml.SUCCESS
+				var s reading.Sample
+				g.Sample(&s) // the retry of the start-up read (its first, due at once)
+			}
+			for deadline := time.Now().Add(5 * time.Second); !g.FactsKnown(); time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("GPU 1's facts never came in")
+				}
+			}
+			if n := h.Names(g); !slices.Equal(n, tc.names) {
+				t.Errorf("once GPU 1's facts are in: Names %q, want %q", n, tc.names)
+			}
+		})
+	}
+}
+
+// TestStaticErrReadWhileRetried: StaticErr is read by other goroutines (the
+// monitor's system-info.txt, rewritten when another GPU answers late) while
+// the GPU's worker retries its start-up read and sets it: no data race.
+func TestStaticErrReadWhileRetried(t *testing.T) {
+	lib := &fakenvml.Lib{Devs: []*fakenvml.Dev{fakenvml.NewDev()}, HandleRet: map[int]nvml.Return{0: nvml.ERROR_UNKNOWN}}
+	g := openFake(t, lib).GPUs[0]
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 100 {
+			_ = g.StaticErr()
+		}
+	}()
+	var s reading.Sample
+	for range 100 {
+		g.nextStatic = time.Time{}
+		g.Sample(&s)
+	}
+	<-done
+	if e := g.StaticErr(); !strings.Contains(e, "nvmlDeviceGetHandleByIndex") {
+		t.Errorf("StaticErr %q", e)
 	}
 }

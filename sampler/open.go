@@ -52,6 +52,8 @@ type Host struct {
 	openEvents func(masks []uint64) (EventStream, error)
 	// eventFailures counts NVML event-set failures (EventFailures).
 	eventFailures atomic.Uint64
+	// pending are the --gpu selectors not resolved at start (Pending).
+	pending []string
 }
 
 // bounded runs f and waits at most d for it. NVML calls cannot be cancelled:
@@ -153,12 +155,22 @@ func Open(lib Library, o OpenOptions) (*Host, error) {
 		}
 	}
 
-	sel, err := selectGPUs(all, o.Select)
+	sel, pending, err := selectGPUs(all, o.Select)
 	if err != nil {
 		h.Close(o.Timeout)
 		return nil, err
 	}
-	h.GPUs = sel
+	if len(pending) > 0 {
+		var idx []string
+		for _, g := range sel {
+			if !g.FactsKnown() {
+				idx = append(idx, strconv.Itoa(g.Info().Index))
+			}
+		}
+		log.Warn("--gpu selectors name no GPU that answered at start; monitoring the GPUs that did not answer in their place, until their facts show which they name",
+			"pending", strings.Join(pending, ","), "gpus", strings.Join(idx, ","))
+	}
+	h.GPUs, h.pending = sel, pending
 	if o.Config.Interval > 0 {
 		h.Pacer = NewPacer(o.Config.Interval, log)
 		for _, g := range sel {
@@ -181,10 +193,10 @@ func (g *GPU) readStatic(lib Library) {
 	g.begin(FnGetHandle)
 	dev, ret := lib.DeviceGetHandleByIndex(info.Index)
 	if !g.end(FnGetHandle, 0, ret) {
-		g.staticErr = fmt.Sprintf("%s: %s", FnGetHandle, retText(ret))
+		g.setStaticErr(fmt.Sprintf("%s: %s", FnGetHandle, retText(ret)))
 		return
 	}
-	g.staticErr = ""
+	g.setStaticErr("")
 	g.hmu.Lock()
 	g.dev = dev
 	g.hmu.Unlock()
@@ -264,7 +276,7 @@ func (g *GPU) readStatic(lib Library) {
 		}
 	}
 	if g.lost {
-		g.staticErr = "GPU is lost"
+		g.setStaticErr("GPU is lost")
 	}
 	g.lost = false
 	var x executor = newGoExec(dev, g.cfg.FieldWait)
@@ -322,10 +334,15 @@ func cString(b []int8) string {
 	return text(string(s))
 }
 
-// selectGPUs resolves --gpu selectors (index, UUID or PCI bus id).
-func selectGPUs(all []*GPU, sel []string) ([]*GPU, error) {
+// selectGPUs resolves --gpu selectors (index, UUID or PCI bus id). A
+// selector that names no GPU whose facts are known, while some GPUs' facts
+// are not (stuck at start, or no handle), is pending: those GPUs are selected
+// in its place, since one of them may be the GPU it names (a GPU stuck in a
+// fault is the one to record), and it is returned in pending. A selector
+// that names nothing when every GPU's facts are known is an error.
+func selectGPUs(all []*GPU, sel []string) (out []*GPU, pending []string, err error) {
 	if len(sel) == 0 {
-		return all, nil
+		return all, nil, nil
 	}
 	picked := make([]bool, len(all))
 	for _, s := range sel {
@@ -334,21 +351,52 @@ func selectGPUs(all []*GPU, sel []string) ([]*GPU, error) {
 			continue
 		}
 		i, err := matchGPU(all, s)
-		if err != nil {
-			return nil, err
+		if err == nil {
+			picked[i] = true
+			continue
 		}
-		picked[i] = true
+		unknown := unknownGPUs(all)
+		if !errors.Is(err, ErrUnknownGPU) || len(unknown) == 0 || isIndex(s) {
+			return nil, nil, err
+		}
+		pending = append(pending, s)
+		for _, i := range unknown {
+			picked[i] = true
+		}
 	}
-	var out []*GPU
 	for i, g := range all {
 		if picked[i] {
 			out = append(out, g)
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: none selected", ErrUnknownGPU)
+		return nil, nil, fmt.Errorf("%w: none selected", ErrUnknownGPU)
 	}
-	return out, nil
+	return out, pending, nil
+}
+
+// isIndex reports whether selector s is a GPU index: an index needs no
+// static facts, so it never waits for them.
+func isIndex(s string) bool {
+	_, err := strconv.Atoi(s)
+	return err == nil
+}
+
+// FactsKnown reports whether the GPU's static facts (UUID, bus id, fans...)
+// have been read: the start-up read returned with a handle. A GPU whose
+// handle failed at start has them once a sample's retry got one.
+func (g *GPU) FactsKnown() bool { return g.StaticDone() && g.Device() != nil }
+
+// unknownGPUs returns the indexes (in all) of the GPUs whose static facts are
+// not known.
+func unknownGPUs(all []*GPU) []int {
+	var out []int
+	for i, g := range all {
+		if !g.FactsKnown() {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 func matchGPU(all []*GPU, s string) (int, error) {
@@ -360,15 +408,41 @@ func matchGPU(all []*GPU, s string) (int, error) {
 	}
 	want, busErr := reading.ParsePCIAddr(s)
 	for i, g := range all {
-		info := g.Info()
-		if strings.EqualFold(info.UUID, s) && info.UUID != "" {
-			return i, nil
-		}
-		if a, err := reading.ParsePCIAddr(info.BusID); busErr == nil && err == nil && a.Slot() == want.Slot() {
+		if matches(g.Info(), s, want, busErr == nil) {
 			return i, nil
 		}
 	}
 	return 0, fmt.Errorf("%w: %s: no GPU has this index, UUID or PCI bus id", ErrUnknownGPU, s)
+}
+
+// matches reports whether a GPU with facts info is the one selector s names
+// by UUID or, when isBus, by the PCI address want (any function of its slot).
+func matches(info reading.GPU, s string, want reading.PCIAddr, isBus bool) bool {
+	if info.UUID != "" && strings.EqualFold(info.UUID, s) {
+		return true
+	}
+	a, err := reading.ParsePCIAddr(info.BusID)
+	return isBus && err == nil && a.Slot() == want.Slot()
+}
+
+// Pending returns the --gpu selectors that named no GPU whose facts were
+// known at start while some GPUs' facts were not: those GPUs are monitored in
+// their place (see Open). Nil when every selector was resolved.
+func (h *Host) Pending() []string { return h.pending }
+
+// Names returns the pending selectors (Pending) that g's static facts match,
+// once it has them: the monitor asks when a GPU monitored in a pending
+// selector's place answers.
+func (h *Host) Names(g *GPU) []string {
+	var out []string
+	info := g.Info()
+	for _, s := range h.pending {
+		want, err := reading.ParsePCIAddr(s)
+		if matches(info, s, want, err == nil) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // KernelTime converts a wall-clock reading to the kernel log's clock.

@@ -79,3 +79,29 @@ func TestGPULateAtStartInSystemInfo(t *testing.T) {
 	})
 	p.stop()
 }
+
+// TestGPUSelectorOfAGPUStuckAtStart: --gpu names by bus id the GPU that is
+// stuck at start. The logger does not exit (systemd would restart it in a
+// loop, recording nothing of the fault): it monitors the stuck GPU in the
+// selector's place, says so, and once the GPU answers says it is the one
+// named. The GPU that answered and is not named gets no file.
+func TestGPUSelectorOfAGPUStuckAtStart(t *testing.T) {
+	t.Parallel()
+	p := start(t, opts{scenario: "gpus 2\nat 0 gpu 1 hang 4s\n",
+		args: []string{"--gpu", "00000000:21:00.0", "--start-timeout", "1s"}})
+	p.waitFor("the late GPU named by --gpu", 30*time.Second, func() bool {
+		return strings.Contains(p.stderr.String(), "the GPU that answered late is the one --gpu names")
+	})
+	p.waitForRows(1, rowCount(p.csvFile(1))+2, 15*time.Second)
+	p.stop()
+	errs := p.stderr.String()
+	if !strings.Contains(errs, `pending=00000000:21:00.0 gpus=1`) {
+		t.Errorf("the pending selector and the GPU monitored in its place not logged")
+	}
+	if p.csvFile(0) != "" {
+		t.Errorf("GPU 0, not selected, has a CSV: %s", p.csvFile(0))
+	}
+	if !strings.Contains(readFile(t, p.csvFile(1)), "NVML_HUNG") {
+		t.Errorf("GPU 1's CSV lacks the hang at start")
+	}
+}
