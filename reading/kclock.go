@@ -83,5 +83,6 @@ func (f KernelClockFit) Describe(mono time.Duration, readable bool) string {
 	}
 	return "printk clock = CLOCK_MONOTONIC " + sign + " " + strconv.FormatFloat(off.Seconds(), 'f', 6, 64) + " s" +
 		", drift " + ppm + " ppm; last confirmed " + strconv.FormatFloat(f.Age(mono).Seconds(), 'f', 1, 64) + " s ago (" +
-		strconv.FormatUint(f.Records, 10) + " records, " + strconv.FormatUint(f.Steps, 10) + " steps)"
+		strconv.FormatUint(f.Records, 10) + " records, " + strconv.FormatUint(f.Markers, 10) + " of them our markers, " +
+		strconv.FormatUint(f.Steps, 10) + " steps)"
 }

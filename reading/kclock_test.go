@@ -28,16 +28,16 @@ func TestKernelClockFitZeroIsIdentity(t *testing.T) {
 }
 
 func TestKernelClockFitDescribe(t *testing.T) {
-	f := KernelClockFit{Ref: 100 * time.Second, Offset: 37000412 * time.Microsecond, Rate: 200e-6, Confirmed: 90 * time.Second, Records: 1234}
+	f := KernelClockFit{Ref: 100 * time.Second, Offset: 37000412 * time.Microsecond, Rate: 200e-6, Confirmed: 90 * time.Second, Records: 1234, Markers: 2}
 	tests := []struct {
 		name     string
 		f        KernelClockFit
 		readable bool
 		want     string
 	}{
-		{"estimate", f, true, "printk clock = CLOCK_MONOTONIC - 37.000412 s, drift +200.0 ppm; last confirmed 10.0 s ago (1234 records, 0 steps)"},
+		{"estimate", f, true, "printk clock = CLOCK_MONOTONIC - 37.000412 s, drift +200.0 ppm; last confirmed 10.0 s ago (1234 records, 2 of them our markers, 0 steps)"},
 		{"printk ahead", KernelClockFit{Ref: 100 * time.Second, Offset: -2 * time.Second, Rate: -5e-6, Confirmed: 100 * time.Second, Records: 3, Steps: 1}, true,
-			"printk clock = CLOCK_MONOTONIC + 2.000000 s, drift -5.0 ppm; last confirmed 0.0 s ago (3 records, 1 steps)"},
+			"printk clock = CLOCK_MONOTONIC + 2.000000 s, drift -5.0 ppm; last confirmed 0.0 s ago (3 records, 0 of them our markers, 1 steps)"},
 		{"nothing seen", KernelClockFit{}, true, "no kernel log record seen yet: dmesg_time is on CLOCK_MONOTONIC, unchecked"},
 		{"no kernel log", f, false, "no kernel log readable: dmesg_time is on CLOCK_MONOTONIC, unchecked"},
 	}

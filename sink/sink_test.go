@@ -381,7 +381,7 @@ func TestSystemInfo(t *testing.T) {
 			{Index: 1},
 		},
 		Notes:       map[int]string{1: "static facts not read: nvmlDeviceGetName hung"},
-		KernelClock: "printk clock = CLOCK_MONOTONIC - 37.000412 s, drift +200.0 ppm; last confirmed 10.0 s ago (1234 records, 0 steps)",
+		KernelClock: "printk clock = CLOCK_MONOTONIC - 37.000412 s, drift +200.0 ppm; last confirmed 10.0 s ago (1234 records, 2 of them our markers, 0 steps)",
 	}
 	testutil.Golden(t, "system-info.golden", RenderSystemInfo(si))
 
