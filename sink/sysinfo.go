@@ -121,7 +121,7 @@ func RenderSystemInfo(si SystemInfo) []byte {
 		} else {
 			fmt.Fprintf(&b, " Default power limit: n/a\n")
 		}
-		fmt.Fprintf(&b, " CSV: gpu%d-deep-YYYY-MM-DD.csv\n", g.Index)
+		fmt.Fprintf(&b, " CSV: gpu%d-deep-YYYY-MM-DD.csv (a day's later parts: _2.csv, _3.csv, ...)\n", g.Index)
 		if n := si.Notes[g.Index]; n != "" {
 			fmt.Fprintf(&b, " Note: %s\n", n)
 		}

@@ -94,23 +94,12 @@ func serve(cli *CLI, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gpu-telemetry: --log-dir %s: %v\n", cli.LogDir, err)
 		return 1
 	}
-	lock, err := takeLock("--lock-file", cli.LockFile)
+	unlock, err := takeLocks(cli.LockFile, cli.LogDir)
 	if err != nil {
 		fmt.Fprintf(stderr, "gpu-telemetry: %v\n", err)
 		return 1
 	}
-	defer lock.Unlock()
-	// The log dir has a lock of its own: two loggers with different
-	// --lock-file (a manual run next to the service) must not append to
-	// the same CSVs and take over run-state and clean-stop.
-	if dl := filepath.Join(cli.LogDir, logDirLock); filepath.Clean(cli.LockFile) != dl {
-		dirLock, err := takeLock("--log-dir", dl)
-		if err != nil {
-			fmt.Fprintf(stderr, "gpu-telemetry: %v\n", err)
-			return 1
-		}
-		defer dirLock.Unlock()
-	}
+	defer unlock()
 
 	// The kernel log before NVML: what the kernel logs while the start-up
 	// waits on a stuck GPU (up to --start-timeout) is kept in its ring for
@@ -189,6 +178,31 @@ const logDirLock = "gpu-telemetry.lock"
 // takeLock takes a single-instance lock (flag names what it guards in the
 // messages) and writes our PID into it. When another instance holds it, the
 // error names the file and the holder's PID.
+// takeLocks takes --lock-file and the log dir's own lock: two loggers with
+// different --lock-file (a manual run next to the service) must not append
+// to the same CSVs and take over run-state and clean-stop. When --lock-file
+// is the log dir's lock file, by whatever path (relative, through a link),
+// it is taken once: flock refuses a second descriptor of the same file even
+// in the same process.
+func takeLocks(lockFile, logDir string) (unlock func(), err error) {
+	lock, err := takeLock("--lock-file", lockFile)
+	if err != nil {
+		return nil, err
+	}
+	dl := filepath.Join(logDir, logDirLock)
+	if a, err := os.Stat(lockFile); err == nil {
+		if b, err := os.Stat(dl); err == nil && os.SameFile(a, b) {
+			return func() { lock.Unlock() }, nil
+		}
+	}
+	dirLock, err := takeLock("--log-dir", dl)
+	if err != nil {
+		lock.Unlock()
+		return nil, err
+	}
+	return func() { dirLock.Unlock(); lock.Unlock() }, nil
+}
+
 func takeLock(flag, path string) (*flock.Flock, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("%s: lock file %s: %w", flag, path, err)

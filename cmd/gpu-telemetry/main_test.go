@@ -5,6 +5,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -85,6 +87,35 @@ func TestLockContention(t *testing.T) {
 	_, err = takeLock("--lock-file", path)
 	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "pid ") {
 		t.Errorf("second lock: %v", err)
+	}
+}
+
+// TestLockFileInTheLogDirByAnotherPath: --lock-file naming the log dir's
+// own lock file by another spelling (relative, through a link) is one lock,
+// not a second logger; another logger on the same log dir is still refused.
+func TestLockFileInTheLogDirByAnotherPath(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "logs")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(dir, filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, lockFile := range []string{
+		filepath.Join(dir, logDirLock),
+		filepath.Join(root, "link", logDirLock),
+		filepath.Join(dir, ".", logDirLock),
+	} {
+		unlock, err := takeLocks(lockFile, dir)
+		if err != nil {
+			t.Fatalf("--lock-file %s --log-dir %s: %v", lockFile, dir, err)
+		}
+		_, err = takeLocks(filepath.Join(root, "other.pid"), dir)
+		if err == nil || !strings.Contains(err.Error(), "--log-dir") {
+			t.Errorf("a second logger on %s with another --lock-file: %v, want refused by the --log-dir lock", dir, err)
+		}
+		unlock()
 	}
 }
 
