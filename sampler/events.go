@@ -27,7 +27,9 @@ var ErrEventsClosed = errors.New("event stream closed")
 // errNoEventSets: the driver lacks event sets (permanent).
 var errNoEventSets = errors.New("the driver lacks NVML event sets")
 
-// errNoneRegistered: no GPU offered to the set could be registered.
+// errNoneRegistered: the GPU's supported event types were read and hold
+// none of WatchedEvents (permanent). A failed query is not this: it is
+// retried like any other failed open.
 var errNoneRegistered = errors.New("no GPU supports the watched NVML events")
 
 // EventStream delivers the NVML events of one event set.
@@ -197,7 +199,7 @@ func (h *Host) followSet(ctx context.Context, log *slog.Logger, i int, sets *ope
 			return nil
 		}
 		registering.Add(1)
-		st, err := h.watch(log, i)
+		st, err := h.watch(i)
 		registering.Add(-1)
 		switch {
 		case errors.Is(err, errNoEventSets), errors.Is(err, errNoneRegistered):
@@ -302,7 +304,7 @@ func (h *Host) readyGPUs() []bool {
 // watch opens an event set holding GPU i, for the subset of WatchedEvents
 // it supports. Call it from the goroutine that reads the events, counted in
 // registering: the registration calls are not bounded.
-func (h *Host) watch(log *slog.Logger, i int) (EventStream, error) {
+func (h *Host) watch(i int) (EventStream, error) {
 	if h.openEvents == nil && (!h.Syms.Has(FnEventSetCreate) || !h.Syms.Has(FnRegisterEvents) || !h.Syms.Has(FnEventSetWait)) {
 		return nil, errNoEventSets
 	}
@@ -311,9 +313,9 @@ func (h *Host) watch(log *slog.Logger, i int) (EventStream, error) {
 	if h.Syms.Has(FnSupportedEvents) {
 		s, ret := g.Device().GetSupportedEventTypes()
 		if ret != nvml.SUCCESS {
-			h.eventFailures.Add(1)
-			log.Warn("cannot query supported event types; the GPU's NVML events are not watched", "gpu", g.Info().Index, "error", retText(ret))
-			return nil, errNoneRegistered
+			// Not an answer about the GPU (it may have just come back from
+			// a hang): asked again at the next reopen, after the back-off.
+			return nil, fmt.Errorf("nvmlDeviceGetSupportedEventTypes: %s", retText(ret))
 		}
 		supported = s
 	}

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
@@ -393,6 +396,83 @@ func TestFollowEventsReopenIsNotHeldByAHungGPU(t *testing.T) {
 		}
 		if n := len(e.events()); n != 1 {
 			t.Fatalf("%d events delivered, want 1 (none after shutdown)", n)
+		}
+	})
+}
+
+// A GPU whose supported event types cannot be read (as right after a stuck
+// GPU answers) is asked again at the next reopen, after the back-off, like
+// any set that does not open: its events were left off for the whole run,
+// and with every GPU failing so FollowEvents said "unavailable" and stopped.
+func TestFollowEventsRetriesAFailedSupportedTypesQuery(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		gpus int // GPU 0's query fails once; the others answer
+	}{
+		{"one of two GPUs", 2},
+		{"the only GPU", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEventHost(t, make([]bool, tc.gpus)...)
+				d0 := e.h.GPUs[0].Device().(*fakenvml.Dev)
+				d0.Set("GetSupportedEventTypes", nvml.ERROR_UNKNOWN)
+				ctx, cancel := context.WithCancel(context.Background())
+				done := e.run(ctx, true)
+				defer func() {
+					cancel()
+					for _, s := range e.opened() {
+						s.end()
+					}
+					<-done
+				}()
+				synctest.Wait()
+				if n := len(e.forGPU(0)); n != 0 || d0.Count("GetSupportedEventTypes") != 1 {
+					t.Fatalf("after the failed query: %d sets of GPU 0, %d queries", n, d0.Count("GetSupportedEventTypes"))
+				}
+				if n := e.h.EventFailures(); n != 1 {
+					t.Errorf("EventFailures = %d after one failed query, want 1", n)
+				}
+				d0.Set("GetSupportedEventTypes", nvml.SUCCESS)
+				time.Sleep(eventRetryMin)
+				synctest.Wait()
+				s := e.forGPU(0)
+				if len(s) != 1 || s[0].masks[0] != WatchedEvents {
+					t.Fatalf("GPU 0 not registered after the back-off: %d sets, %d queries, states %q",
+						len(s), d0.Count("GetSupportedEventTypes"), e.reported())
+				}
+				s[0].recs <- fakeRec{ev: xid(0)}
+				if got := e.delivered(t, 1); got[0].GPU != 0 {
+					t.Fatalf("event delivered for GPU %d, want 0", got[0].GPU)
+				}
+				if tc.gpus > 1 && len(e.forGPU(1)) != 1 {
+					t.Fatalf("GPU 1: %d sets, want 1", len(e.forGPU(1)))
+				}
+				states := e.reported()
+				want := "reopening after: nvmlDeviceGetSupportedEventTypes: " + retText(nvml.ERROR_UNKNOWN)
+				if !slices.Contains(states, want) || states[len(states)-1] != "watching" {
+					t.Fatalf("states %q, want %q then watching", states, want)
+				}
+			})
+		})
+	}
+}
+
+// A GPU whose supported event types were read and hold none of the watched
+// ones is left out for good: with no other GPU, FollowEvents says so and
+// stops, asking once.
+func TestFollowEventsStopsWhenNoGPUSupportsTheWatchedTypes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEventHost(t, false)
+		d0 := e.h.GPUs[0].Device().(*fakenvml.Dev)
+		d0.EventTypes = uint64(nvml.EventTypeSingleBitEccError)
+		<-e.run(context.Background(), true)
+		states := e.reported()
+		if len(states) == 0 || states[len(states)-1] != "unavailable: "+errNoneRegistered.Error() {
+			t.Fatalf("states %q", states)
+		}
+		if n, q := len(e.opened()), d0.Count("GetSupportedEventTypes"); n != 0 || q != 1 {
+			t.Fatalf("%d sets opened, %d queries; want 0 and 1", n, q)
 		}
 	})
 }

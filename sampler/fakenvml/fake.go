@@ -46,6 +46,7 @@ type Dev struct {
 	Procs, GProcs                  []nvml.ProcessInfo     // compute and graphics processes
 	ProcUtil                       []nvml.ProcessUtilizationSample
 	MemTotal                       uint64
+	EventTypes                     uint64 // GetSupportedEventTypes' mask
 	// Latency is how long every call takes: a real wait (fake time inside a
 	// synctest bubble), as on a slow driver.
 	Latency time.Duration
@@ -69,6 +70,7 @@ func NewDev() *Dev {
 		Throttle: 0x4, FanSpeed: []uint32{30, 31}, FanTarget: []int{30, 31},
 		Sensor: nvml.GpuThermalSettingsSensor{Controller: 5, CurrentTemp: 60, Target: 1},
 		Enc:    0, Dec: 12, MemTotal: 96 << 30,
+		EventTypes: uint64(nvml.EventTypeXidCriticalError | nvml.EventTypePState | nvml.EventTypeClock | nvml.EventTypeGpuRecoveryAction),
 	}
 }
 
@@ -346,9 +348,7 @@ func (d *Dev) GetProcessUtilization(last uint64) ([]nvml.ProcessUtilizationSampl
 	return out, r
 }
 func (d *Dev) GetSupportedEventTypes() (uint64, nvml.Return) {
-	return answer(d, "GetSupportedEventTypes", func() uint64 {
-		return uint64(nvml.EventTypeXidCriticalError | nvml.EventTypePState | nvml.EventTypeClock | nvml.EventTypeGpuRecoveryAction)
-	})
+	return answer(d, "GetSupportedEventTypes", func() uint64 { return d.EventTypes })
 }
 
 // Lib is a Library over fake devices.
