@@ -194,9 +194,13 @@ func (g *GPU) MemTotalBytes() reading.Opt[uint64] {
 // Lost marks the GPU lost since t (it vanished from the driver's enumeration).
 func (g *GPU) Lost(t time.Time) { g.setState(State{Kind: StateLost, Since: t}) }
 
-// Xid records an Xid seen at t with the catalog's name.
+// Xid records an Xid seen at t with the catalog's name. It becomes the last
+// Xid unless that one is newer (t is a kernel record's own time when it was
+// read after the fact); it is counted either way.
 func (g *GPU) Xid(code uint64, t time.Time, name string) {
-	g.LastXid = Event{Code: code, Time: t, Name: name}
+	if !t.Before(g.LastXid.Time) {
+		g.LastXid = Event{Code: code, Time: t, Name: name}
+	}
 	for i := range g.Xids {
 		switch {
 		case g.Xids[i].Count == 0:
@@ -210,9 +214,12 @@ func (g *GPU) Xid(code uint64, t time.Time, name string) {
 	g.XidsOther++
 }
 
-// Recovery records a GPU recovery action seen at t.
+// Recovery records a GPU recovery action seen at t, unless the last one
+// recorded is newer (see Xid).
 func (g *GPU) Recovery(action uint64, t time.Time, name string) {
-	g.LastRecovery = Event{Code: action, Time: t, Name: name}
+	if !t.Before(g.LastRecovery.Time) {
+		g.LastRecovery = Event{Code: action, Time: t, Name: name}
+	}
 }
 
 // Incident counts a critical event and returns its number on this GPU.

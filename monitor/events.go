@@ -106,12 +106,18 @@ type xidSeen struct {
 
 // duplicate reports whether the same Xid (or recovery action) on the same GPU
 // was already reported by the other source within XidDedupe. Repeats from the
-// same source are real repeats (an Xid flood) and are not duplicates. Both
+// same source are real repeats (an Xid flood) and are not duplicates. A
+// kernel record read after the fact (Backlog) takes no part: logged maybe
+// hours ago, it is no report of an Xid NVML reports now, nor is a fresh
+// report of one of it. Both
 // sources' times are receipt times from time.Now (reading.Event.Time), so the
 // window is measured on Go's monotonic clock: a wall-clock step neither
 // splits one Xid into two incidents nor merges two. (Not the kernel's printk
 // time: NVML events have none.)
 func (m *Monitor) duplicate(e reading.Event) (bool, reading.Source) {
+	if e.Backlog {
+		return false, 0
+	}
 	k := xidKey{gpu: e.GPU, kind: e.Kind, data: e.Data}
 	m.xmu.Lock()
 	defer m.xmu.Unlock()
@@ -221,14 +227,20 @@ func (m *Monitor) onEvent(e reading.Event) {
 		return
 	}
 	gs.log.Error("critical GPU event", "reason", reason)
+	at := m.happenedAt(e)
 	switch e.Kind {
 	case reading.EventXid:
-		gs.addXid(int64(e.Data))
+		if !e.Backlog {
+			// A record read after the fact does not flag the row being
+			// written now: it was logged before it (events.log has it,
+			// with its ktime, and report places it by that).
+			gs.addXid(int64(e.Data))
+		}
 		name := xid.Name(int(e.Data))
-		gs.slot.Update(func(g *live.GPU) { g.Xid(e.Data, e.Time, name) })
+		gs.slot.Update(func(g *live.GPU) { g.Xid(e.Data, at, name) })
 	case reading.EventRecovery:
 		name := xid.RecoveryActionName(e.Data)
-		gs.slot.Update(func(g *live.GPU) { g.Recovery(e.Data, e.Time, name) })
+		gs.slot.Update(func(g *live.GPU) { g.Recovery(e.Data, at, name) })
 	case reading.EventLost:
 		gs.slot.Update(func(g *live.GPU) { g.Lost(e.Time) })
 	}
@@ -237,6 +249,23 @@ func (m *Monitor) onEvent(e reading.Event) {
 	// (and carries the XID flag without waiting out the back-off).
 	gs.nextTry.Store(0)
 	m.critical(gs, e.Time, reason)
+}
+
+// happenedAt is when e happened, for the live view (last Xid, last recovery
+// action, and their age in status and the check): its receipt time, or for
+// a kernel record read after the fact (Backlog) when the kernel logged it,
+// its printk time through the kernel log clock (the estimate once a fresh
+// record has been read; before that CLOCK_MONOTONIC, unchecked, as
+// dmesg_time), and never later than when it was read. Like e.Time it
+// carries Go's monotonic reading, so its age is measured on that clock.
+func (m *Monitor) happenedAt(e reading.Event) time.Time {
+	if !e.Backlog {
+		return e.Time
+	}
+	if t := m.kclock.clock.Wall(e.KernelTime); t.Before(e.Time) {
+		return t
+	}
+	return e.Time
 }
 
 // xidText is the driver's text after the code of a kernel-log Xid message;

@@ -10,9 +10,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
+	"github.com/gpu-telemetry/gpu-telemetry/live"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
@@ -162,4 +166,103 @@ func TestKmsgOtherBootIsNotReplayed(t *testing.T) {
 		// is backlog, and still read).
 		t.Logf("the Xid logged after the start was read as backlog: %s", m)
 	}
+}
+
+// replayedXid is a kernel-log Xid read after the fact (kmsg.Record.Backlog)
+// at read, that the kernel logged at logged: its KernelTime is logged on the
+// monitor's kernel log clock.
+func replayedXid(m *Monitor, code int, read, logged time.Time) reading.Event {
+	msg := fmt.Sprintf("NVRM: Xid (PCI:0000:01:00): %d, pid=1, name=x, replayed", code)
+	return reading.Event{Time: read, GPU: 0, BusID: "00000000:01:00.0", Kind: reading.EventXid, Source: reading.SourceKmsg,
+		Data: uint64(code), Text: msg, KernelTime: m.kclock.clock.At(logged), Backlog: true}
+}
+
+// runReplay runs a one-GPU rig (inside a synctest bubble), calls feed half
+// a second in with the time then, and returns the rig and the status
+// document of a second after feed returned.
+func runReplay(t *testing.T, feed func(r *rig, now time.Time)) (*rig, live.Doc) {
+	r := newRig(t, 1, nil)
+	var doc live.Doc
+	r.run(0, func() {
+		time.Sleep(500 * time.Millisecond)
+		feed(r, time.Now())
+		time.Sleep(time.Second)
+		doc = live.NewDoc(r.m.Board().View())
+	})
+	return r, doc
+}
+
+// TestReplayedXidIsNotFresh: an Xid the kernel logged an hour before the
+// logger read it (a restart's replay) is written to events.log as backlog,
+// counted and takes its crash snapshot, but does not flag the GPU's current
+// row (the row of its time was written long ago, or never) and is not a
+// fresh Xid in the live view: its age is the hour, so the status check does
+// not go critical for it.
+func TestReplayedXidIsNotFresh(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, doc := runReplay(t, func(r *rig, now time.Time) {
+			r.m.onEvent(replayedXid(r.m, 79, now, now.Add(-time.Hour)))
+		})
+		ev, _ := os.ReadFile(filepath.Join(r.dir, "events.log"))
+		testutil.Contains(t, "events.log", string(ev), "source=kmsg type=Xid xid=79", "ktime=", "backlog=true")
+		for _, row := range r.rows(0) {
+			if strings.Contains(row, "XID(79)") {
+				t.Errorf("a row carries the flag of an Xid logged an hour before it: %q", row)
+			}
+		}
+		if crashes, _ := filepath.Glob(filepath.Join(r.dir, "crashes", "crash-*-gpu0.log")); len(crashes) != 1 {
+			t.Errorf("crash snapshots %v, want the replayed Xid's one", crashes)
+		}
+		g := doc.GPUs[0]
+		if g.Xids["79"] != 1 {
+			t.Errorf("xids %v, want the replayed Xid 79 counted", g.Xids)
+		}
+		if g.LastXid == nil || g.LastXid.AgeS == nil || *g.LastXid.AgeS < (59*time.Minute).Seconds() || *g.LastXid.AgeS > (61*time.Minute).Seconds() {
+			t.Errorf("last_xid %+v, want Xid 79 about an hour old", g.LastXid)
+		} else if age := doc.Time.Sub(g.LastXid.Time); age < 59*time.Minute || age > 61*time.Minute {
+			t.Errorf("last_xid time %v is %v before the document's, want about an hour", g.LastXid.Time, age)
+		}
+		if code, reasons := live.Check(doc); code == live.CheckCritical {
+			t.Errorf("status check critical for an Xid of an hour ago: %v", reasons)
+		}
+	})
+}
+
+// TestReplayedXidIsNoDuplicate: a replayed Xid 79 and, within XidDedupe, a
+// fresh NVML report of Xid 79 are two incidents, not one: the fresh one is
+// not marked a duplicate of the old kernel record, and flags the row and is
+// the live view's last Xid. An older replayed Xid read after it does not
+// take its place there.
+func TestReplayedXidIsNoDuplicate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, doc := runReplay(t, func(r *rig, now time.Time) {
+			r.m.onEvent(replayedXid(r.m, 79, now, now.Add(-time.Hour)))
+			time.Sleep(time.Second)
+			r.m.onEvent(reading.Event{Time: time.Now(), GPU: 0, Kind: reading.EventXid, Source: reading.SourceNVML, Data: 79})
+			r.m.onEvent(replayedXid(r.m, 13, time.Now(), now.Add(-30*time.Minute)))
+		})
+		ev, _ := os.ReadFile(filepath.Join(r.dir, "events.log"))
+		if strings.Contains(string(ev), "duplicate_of=") || r.m.dupXids.Load() != 0 {
+			t.Errorf("a fresh Xid taken as a duplicate of a replayed one (duplicate_xids %d):\n%s", r.m.dupXids.Load(), ev)
+		}
+		flagged := 0
+		for _, row := range r.rows(0) {
+			if strings.Contains(row, "XID(79)") {
+				flagged++
+			}
+		}
+		if flagged != 1 {
+			t.Errorf("%d rows carry XID(79), want the fresh report's one", flagged)
+		}
+		g := doc.GPUs[0]
+		if g.LastXid == nil || g.LastXid.Code != 79 || g.LastXid.AgeS == nil || *g.LastXid.AgeS > 5 {
+			t.Errorf("last_xid %+v, want the fresh Xid 79 of a second ago", g.LastXid)
+		}
+		if g.Xids["79"] != 2 || g.Xids["13"] != 1 {
+			t.Errorf("xids %v, want 79 twice and 13 once", g.Xids)
+		}
+		if code, _ := live.Check(doc); code != live.CheckCritical {
+			t.Errorf("status check %d after a fresh Xid 79, want critical", code)
+		}
+	})
 }
