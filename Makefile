@@ -66,7 +66,7 @@ install: build
 	install -D -m 0644 deploy/gpu-telemetry.service $(DESTDIR)$(UNITDIR)/gpu-telemetry.service
 	@for f in $(DESTDIR)$(UNITDIR)/gpu-telemetry.service.d/*.conf; do \
 		if [ -f "$$f" ] && grep -Eq '^[[:space:]]*ExecStart=.*--(metrics-listen|atop)' "$$f"; then \
-			echo "WARNING: $$f passes --metrics-listen or --atop in an ExecStart= override: the unit now allows no IP traffic, so that listener cannot open (the logger carries on without it). Replace the override with deploy/gpu-telemetry.service.d/metrics.conf or atop.conf (README \"Upgrading from an ExecStart override\")." >&2; \
+			echo "WARNING: $$f passes --metrics-listen or --atop in an ExecStart= override: the unit now allows no IP traffic, so that listener cannot open (the logger carries on without it). Replace the override with deploy/gpu-telemetry.service.d/metrics.conf or atop.conf (docs/install.md, \"Upgrading from an ExecStart override\")." >&2; \
 		fi; \
 	done
 	@if [ -z "$(DESTDIR)" ] && command -v systemctl >/dev/null; then systemctl daemon-reload; \

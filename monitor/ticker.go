@@ -26,7 +26,7 @@ type ticker interface {
 // newTimerfdTicker returns a ticker on a kernel timerfd read through Go's
 // poller: the process wakes exactly once per tick. Go's own timers wake the
 // poller with millisecond timeouts, which costs an extra early wake-up every
-// tick; at 10 Hz for months that is measurable (see README, performance).
+// tick; at 10 Hz for months that is measurable (see docs/performance.md).
 // It falls back to a Go timer where timerfd is unavailable.
 func newTimerfdTicker(iv time.Duration) ticker {
 	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)

@@ -42,7 +42,7 @@ func TestRealAtop(t *testing.T) {
 
 // needAtop213 returns the command that runs an atop 2.13 (the ATOP213
 // environment variable, split on spaces: Debian stable has none, and sid's
-// needs a newer C library than the build host; README "atop" shows how to
+// needs a newer C library than the build host; docs/atop.md shows how to
 // run it), skipping the test when it is not set.
 func needAtop213(t *testing.T) []string {
 	cmd := strings.Fields(os.Getenv("ATOP213"))

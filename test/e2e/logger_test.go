@@ -90,7 +90,7 @@ func TestEightGPUsAtCadenceWithSignals(t *testing.T) {
 	}
 }
 
-// TestNVMLCallsPerSampleAsDocumented pins the driver load to README's
+// TestNVMLCallsPerSampleAsDocumented pins the driver load to docs/crash.md's
 // figure: 14.5 NVML calls per GPU-sample with two fans (14 every sample, 5
 // slow-tier calls about once a second), plus the process reads (three calls
 // per GPU per second, about 0.3 per GPU-sample). Counted by the simulated
@@ -135,10 +135,10 @@ func TestNVMLCallsPerSampleAsDocumented(t *testing.T) {
 	t.Logf("%.3f NVML calls per GPU-sample, %.3f process calls per GPU-sample (%d samples)", per, float64(procs)/float64(samples), samples)
 	// A window edge cuts at most one slow-tier round per GPU: 8 x 5 calls.
 	if math.Abs(per-14.5) > 0.1 {
-		t.Errorf("%.3f NVML calls per GPU-sample; README documents 14.5 with two fans", per)
+		t.Errorf("%.3f NVML calls per GPU-sample; docs/crash.md documents 14.5 with two fans", per)
 	}
 	if pp := float64(procs) / float64(samples); pp < 0.2 || pp > 0.4 {
-		t.Errorf("%.3f process calls per GPU-sample; README documents about 0.3", pp)
+		t.Errorf("%.3f process calls per GPU-sample; docs/crash.md documents about 0.3", pp)
 	}
 }
 
