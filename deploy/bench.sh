@@ -3,7 +3,9 @@
 # binary on the simulated driver, printed as one table (about 12 minutes on
 # 2 cores shared with other jobs): 8 GPUs at 100 ms with the CSVs on disk,
 # the same without fdatasync and on tmpfs, interleaved in 3 rounds of 15 s,
-# each run next to a CPU floor measured alongside, then the disk run under
+# each run next to two CPU floors measured alongside (a bare Go ticker, and
+# the write floor: the same keeping one file per GPU, one write(2) per row,
+# one fdatasync per file a second, on the same disk), then the disk run under
 # perf (the rows' write(2) share); the --atop and live interface runs; 8 and
 # 16 GPUs under the realistic and pessimistic NVML cost profiles (20 s
 # each); and Xid latency runs (NVML event and kernel log).

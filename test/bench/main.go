@@ -2,7 +2,9 @@
 // driver and prints `make bench`'s table: CPU per GPU-sample next to a CPU
 // floor measured at the same time (a bare Go program waking at the same
 // interval: these machines change speed by up to 2x within a day, the ratio
-// does not), split into the fdatasync thread (schedstat), the rows' write(2)
+// does not) and next to the write floor (the same program keeping the
+// durability requirement: a row per GPU a tick, an fdatasync per file a
+// second, on the logger's disk), split into the fdatasync thread (schedstat), the rows' write(2)
 // in the kernel (a perf profile) and the rest, with the same run without
 // fdatasync and on tmpfs interleaved with it round by round (cpu.go), peak
 // RSS, NVML calls per
@@ -218,8 +220,12 @@ func taskCPU(pid int) time.Duration {
 	return total
 }
 
-// fsyncThread is the name of the logger's fdatasync thread (sink/fsync.c).
-const fsyncThread = "gt-fsync"
+// fsyncThread is the name of the logger's fdatasync thread (sink/fsync.c),
+// floorSyncThread the write floor's (test/bench/floor).
+const (
+	fsyncThread     = "gt-fsync"
+	floorSyncThread = "floor-fsync"
+)
 
 // taskCPUOf returns the CPU time of every thread of pid, and of those named
 // comm.
@@ -326,10 +332,11 @@ type spec struct {
 	args     []string
 	calls    bool // the simulated driver counts calls (and time inside it)
 	perf     bool // profile the logger with perf over the window
-	// rowsFloor: a second floor program runs alongside, also writing one
-	// row a tick to as many files as the logger has GPUs, in the logger's
-	// directory (its file system): the rows' write(2) without a profiler.
-	rowsFloor int
+	// writeFloor: the write floor runs alongside too, keeping the whole
+	// durability requirement for as many files as the logger has GPUs, in
+	// the logger's directory (its file system): one write(2) per row a
+	// tick, one fdatasync per file a second (test/bench/floor -rows).
+	writeFloor int
 }
 
 // result is what one run measured over its window (after the warm-up).
@@ -337,7 +344,8 @@ type result struct {
 	gpus           int
 	window         time.Duration
 	cpu, floorCPU  time.Duration // the logger's and the floor program's, same window
-	rowsFloorCPU   time.Duration // the floor program writing rows (spec.rowsFloor), same window
+	writeFloorCPU  time.Duration // the write floor (spec.writeFloor), same window
+	writeSyncCPU   time.Duration // ... of which its fdatasync thread
 	fsyncCPU       time.Duration // the logger's fdatasync thread, same window
 	rows           int
 	rss            string
@@ -363,11 +371,15 @@ func (r *result) floorTick() float64 {
 // floorNote sets a CPU figure per tick against the floor measured in the
 // same window.
 func (r *result) floorNote() string {
-	return fmt.Sprintf("%.0f us per tick = %.1f x the floor (a bare Go ticker: %.0f us per tick, measured alongside)", r.perTick(), r.ratio(), r.floorTick())
+	s := fmt.Sprintf("%.0f us per tick = %.1f x the floor (a bare Go ticker: %.0f us per tick, measured alongside)", r.perTick(), r.ratio(), r.floorTick())
+	if r.writeFloorCPU > 0 {
+		s += fmt.Sprintf(" = %.2f x the write floor (one write(2) per row, one fdatasync per file a second: %.0f us per tick, measured alongside)", r.writeRatio(), r.writeFloorTick())
+	}
+	return s
 }
 
 // rowBytes is the length of a row of healthy-8gpu.scn (143 characters and
-// the newline): what the floor program writing rows appends per file a tick.
+// the newline): what the write floor appends per file a tick.
 const rowBytes = 144
 
 // scenarioGPUs returns the GPU count a scenario declares (its "gpus N" line).
@@ -415,22 +427,23 @@ func measure(o opts, sp spec) (*result, error) {
 	}
 	defer func() { fl.Process.Kill(); fl.Wait() }()
 	var wf *exec.Cmd
-	if sp.rowsFloor > 0 {
+	if sp.writeFloor > 0 {
 		rowsDir := filepath.Join(dir, "floor-rows")
 		if err := os.Mkdir(rowsDir, 0o755); err != nil {
 			return nil, err
 		}
-		wf = exec.Command(o.floor, "-interval", o.interval.String(), "-rows", rowsDir, "-files", strconv.Itoa(sp.rowsFloor), "-row-bytes", strconv.Itoa(rowBytes))
+		wf = exec.Command(o.floor, "-interval", o.interval.String(), "-rows", rowsDir, "-files", strconv.Itoa(sp.writeFloor),
+			"-row-bytes", strconv.Itoa(rowBytes), "-sync-interval", "1s")
 		if err := wf.Start(); err != nil {
 			return nil, err
 		}
 		defer func() { wf.Process.Kill(); wf.Wait() }()
 	}
-	wfCPU := func() time.Duration {
+	wfCPU := func() (total, sync time.Duration) {
 		if wf == nil {
-			return 0
+			return 0, 0
 		}
-		return taskCPU(wf.Process.Pid)
+		return taskCPUOf(wf.Process.Pid, floorSyncThread)
 	}
 	cmd, err := start(o, dir, env, sp.args...)
 	if err != nil {
@@ -459,12 +472,14 @@ func measure(o opts, sp spec) (*result, error) {
 		profWait = perfRecord(pid, time.Duration(sp.seconds)*time.Second, dir)
 	}
 	c0, s0 := taskCPUOf(pid, fsyncThread)
-	t0, f0, w0, rows0 := time.Now(), taskCPU(fl.Process.Pid), wfCPU(), countRows(dir)
+	w0, ws0 := wfCPU()
+	t0, f0, rows0 := time.Now(), taskCPU(fl.Process.Pid), countRows(dir)
 	time.Sleep(time.Duration(sp.seconds) * time.Second)
 	k1 := sync()
 	c1, s1 := taskCPUOf(pid, fsyncThread)
-	t1, f1, w1, rows1 := time.Now(), taskCPU(fl.Process.Pid), wfCPU(), countRows(dir)
-	r := &result{window: t1.Sub(t0), cpu: c1 - c0, floorCPU: f1 - f0, rowsFloorCPU: w1 - w0, fsyncCPU: s1 - s0, rows: rows1 - rows0, rss: peakRSS(pid), iv: o.interval}
+	w1, ws1 := wfCPU()
+	t1, f1, rows1 := time.Now(), taskCPU(fl.Process.Pid), countRows(dir)
+	r := &result{window: t1.Sub(t0), cpu: c1 - c0, floorCPU: f1 - f0, writeFloorCPU: w1 - w0, writeSyncCPU: ws1 - ws0, fsyncCPU: s1 - s0, rows: rows1 - rows0, rss: peakRSS(pid), iv: o.interval}
 	if profWait != nil {
 		r.prof, r.profErr = profWait()
 	}
@@ -553,7 +568,7 @@ func costRuns(o opts) ([][3]string, error) {
 			return nil, err
 		}
 		for _, prof := range []string{"realistic", "pessimistic"} {
-			r, err := measure(o, spec{name: prof, scenario: scn, seconds: o.costSeconds, env: []string{"SIMNVML_COST=" + prof}, calls: true})
+			r, err := measure(o, spec{name: prof, scenario: scn, seconds: o.costSeconds, env: []string{"SIMNVML_COST=" + prof}, calls: true, writeFloor: gpus})
 			if err != nil {
 				return nil, err
 			}

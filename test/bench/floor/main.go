@@ -9,9 +9,13 @@
 // the floor for what a request costs any Go server on the machine (the live
 // interface rows ask it as often as they ask the logger).
 //
-// With -rows DIR it also appends one row of -row-bytes to each of -files
-// files in DIR every wake-up, one write(2) per row as the logger writes its
-// CSVs: next to the bare floor, what the rows' write(2) cost on that file
+// With -rows DIR it is the write floor: the whole durability requirement
+// the logger keeps, and nothing else. It appends one row of -row-bytes to
+// each of -files files in DIR every wake-up, one write(2) per row as the
+// logger writes its CSVs, and every -sync-interval fdatasyncs each file, on
+// a thread of its own named floor-fsync (as the logger's fdatasync thread
+// is its own), so that its share can be read from schedstat. Next to the
+// bare floor, what the requirement costs a minimal Go program on that file
 // system, measured without a profiler.
 package main
 
@@ -25,7 +29,14 @@ import (
 	"path/filepath"
 	"runtime"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
+
+// syncThread names the write floor's fdatasync thread (test/bench reads
+// its schedstat by this name).
+const syncThread = "floor-fsync"
 
 func main() {
 	iv := flag.Duration("interval", 100*time.Millisecond, "wake-up period")
@@ -33,6 +44,7 @@ func main() {
 	rows := flag.String("rows", "", "also append one row to each of -files files in this directory every wake-up")
 	files := flag.Int("files", 8, "files written with -rows")
 	rowBytes := flag.Int("row-bytes", 144, "bytes of a row, newline included, with -rows")
+	syncEvery := flag.Duration("sync-interval", time.Second, "with -rows, fdatasync each file this often (0: never)")
 	flag.Parse()
 	runtime.GOMAXPROCS(1)
 	if *sock != "" {
@@ -53,11 +65,29 @@ func main() {
 			out = append(out, f)
 		}
 	}
+	if len(out) > 0 && *syncEvery > 0 {
+		go syncLoop(out, *syncEvery)
+	}
 	row := append(bytes.Repeat([]byte("1"), max(*rowBytes-1, 0)), '\n')
 	t := time.NewTicker(*iv)
 	for range t.C {
 		for _, f := range out {
 			if _, err := f.Write(row); err != nil {
+				os.Exit(1)
+			}
+		}
+	}
+}
+
+// syncLoop fdatasyncs every file each period, one after the other, on a
+// thread of its own.
+func syncLoop(files []*os.File, every time.Duration) {
+	runtime.LockOSThread()
+	unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&append([]byte(syncThread), 0)[0])), 0, 0, 0)
+	t := time.NewTicker(every)
+	for range t.C {
+		for _, f := range files {
+			if err := unix.Fdatasync(int(f.Fd())); err != nil {
 				os.Exit(1)
 			}
 		}
