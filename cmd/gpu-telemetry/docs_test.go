@@ -1,0 +1,133 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
+)
+
+// docPages returns README.md and every page under docs/, as paths
+// relative to the repository root.
+func docPages(t *testing.T) []string {
+	t.Helper()
+	root := testutil.Repo()
+	pages := []string{"README.md"}
+	err := filepath.WalkDir(filepath.Join(root, "docs"), func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(p, ".md") {
+			rel, _ := filepath.Rel(root, p)
+			pages = append(pages, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(pages)
+	return pages
+}
+
+var (
+	mdLink    = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	mdHeading = regexp.MustCompile(`(?m)^#{1,6} +(.+?) *$`)
+	mdFence   = regexp.MustCompile("(?ms)^```.*?^```")
+	mdCode    = regexp.MustCompile("`[^`\n]*`")
+)
+
+// anchors returns the GitHub anchors of a Markdown page's headings.
+func anchors(text string) map[string]bool {
+	text = mdFence.ReplaceAllString(text, "")
+	out := map[string]bool{}
+	for _, m := range mdHeading.FindAllStringSubmatch(text, -1) {
+		var b strings.Builder
+		for _, r := range strings.ToLower(m[1]) {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127:
+				b.WriteRune(r)
+			}
+		}
+		a := b.String()
+		for n := 1; out[a]; n++ { // GitHub numbers repeated headings
+			a = b.String() + "-" + strconv.Itoa(n)
+		}
+		out[a] = true
+	}
+	return out
+}
+
+// TestDocLinksResolve: every relative link in README.md and docs/ names a
+// file or directory of the repository, and every #anchor a heading of the
+// page it points into, so that moving or renaming a page or a heading
+// cannot leave a dead link behind.
+func TestDocLinksResolve(t *testing.T) {
+	root := testutil.Repo()
+	texts := map[string]string{}
+	read := func(rel string) string {
+		if s, ok := texts[rel]; ok {
+			return s
+		}
+		b, err := os.ReadFile(filepath.Join(root, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts[rel] = string(b)
+		return texts[rel]
+	}
+	checked := 0
+	for _, page := range docPages(t) {
+		text := mdCode.ReplaceAllString(mdFence.ReplaceAllString(read(page), ""), "")
+		for _, m := range mdLink.FindAllStringSubmatch(text, -1) {
+			link := m[1]
+			if strings.Contains(link, "://") || strings.HasPrefix(link, "mailto:") {
+				continue
+			}
+			checked++
+			target, anchor, _ := strings.Cut(link, "#")
+			rel := page
+			if target != "" {
+				rel = filepath.Clean(filepath.Join(filepath.Dir(page), target))
+				if strings.HasPrefix(rel, "..") {
+					t.Errorf("%s: link %s leaves the repository", page, link)
+					continue
+				}
+				if _, err := os.Stat(filepath.Join(root, rel)); err != nil {
+					t.Errorf("%s: link %s: %s does not exist", page, link, rel)
+					continue
+				}
+			}
+			if anchor != "" {
+				if !strings.HasSuffix(rel, ".md") {
+					t.Errorf("%s: link %s: an anchor into a file that is not Markdown", page, link)
+				} else if !anchors(read(rel))[anchor] {
+					t.Errorf("%s: link %s: %s has no heading #%s", page, link, rel, anchor)
+				}
+			}
+		}
+	}
+	if checked < 10 {
+		t.Errorf("only %d relative links found in README.md and docs/: is the link pattern broken?", checked)
+	}
+}
+
+// TestDocAnchors pins the anchor rule the link check relies on.
+func TestDocAnchors(t *testing.T) {
+	got := anchors("# Lost work\n## atop: replacing atopgpud\n### `gpu-telemetry probe`: what sampling costs\n```\n# not a heading\n```\n## Lost work\n")
+	for _, want := range []string{"lost-work", "atop-replacing-atopgpud", "gpu-telemetry-probe-what-sampling-costs", "lost-work-1"} {
+		if !got[want] {
+			t.Errorf("no anchor %q in %v", want, got)
+		}
+	}
+	if got["not-a-heading"] {
+		t.Errorf("a line in a code block was taken for a heading: %v", got)
+	}
+}
