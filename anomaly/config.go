@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// Config holds every threshold the detectors use. The defaults are the seed
-// script's constants (gpu-telemetry-deep.py v2.5.0).
+// Config holds every threshold the detectors use. The defaults are the
+// thresholds the logger has always used (DefaultConfig).
 type Config struct {
 	// SpikeThresholdPct is the change of one fan's speed between two samples,
 	// in percentage points, that counts as a spike (seed: DEFAULT_SPIKE_THRESHOLD).

@@ -114,7 +114,7 @@ func TestKernelLinesReachEventsLogForTheRightGPU(t *testing.T) {
 
 // TestXidLinesGolden pins the events.log lines and the crash snapshot's
 // Reason and Kernel log clock lines for a sample of old and new Xids, from
-// NVML and from the kernel log (issue 14). The timestamp at the start of each
+// NVML and from the kernel log. The timestamp at the start of each
 // events.log line is cut (it is local time).
 func TestXidLinesGolden(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

@@ -167,7 +167,7 @@ func xid(gpu int) reading.Event {
 }
 
 // Every GPU is stuck at start: no set is opened (nothing could be
-// registered), and the first GPU that answers is registered (issue 12 bug 1).
+// registered), and the first GPU that answers is registered.
 func TestFollowEventsWhenEveryGPUIsLate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEventHost(t, true, true)
@@ -220,8 +220,8 @@ func TestFollowEventsWithoutEventSets(t *testing.T) {
 }
 
 // A failed wait ends the stream; the next one is opened only once the failed
-// one has ended, however long that takes, and after the back-off (issue 12
-// bug 2: a timing margin gave up on events for good).
+// one has ended, however long that takes, and after the back-off (a hand-off by a
+// timing margin gave up on events for good).
 func TestFollowEventsReopensOnlyAfterTheFailedStreamEnded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEventHost(t, false)

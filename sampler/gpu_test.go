@@ -199,7 +199,7 @@ func TestMissingSymbolsUseFallbacks(t *testing.T) {
 
 // A field the driver refuses inside a successful GetFieldValues is read by
 // its own call in the same sample: the first row is as complete as the rest
-// (issue 12, bug 4: row 1 had an empty power_enforced_limit).
+// (not only the later rows: once, row 1 had an empty power_enforced_limit).
 func TestFieldEntryUnsupportedFallsBack(t *testing.T) {
 	d := fakenvml.NewDev()
 	d.FieldRet[nvml.FI_DEV_POWER_INSTANT] = nvml.ERROR_NOT_SUPPORTED

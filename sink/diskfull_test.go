@@ -32,7 +32,7 @@ func (f *fullDisk) Write(b []byte) (int, error) {
 
 // TestFullDiskRowsResumeWithinATick: after ENOSPC paused rows, they resume
 // within about one fsync tick of space returning, not at the next 10 s disk
-// check (issue 12 bug 3). While little space is back, rows stay paused.
+// check. While little space is back, rows stay paused.
 func TestFullDiskRowsResumeWithinATick(t *testing.T) {
 	for _, minFreeMB := range []uint64{0, 1} {
 		t.Run("min-free-mb="+strconv.FormatUint(minFreeMB, 10), func(t *testing.T) {
@@ -81,7 +81,7 @@ func TestFullDiskRowsResumeWithinATick(t *testing.T) {
 
 // TestFdatasyncFailureIsCountedAndLoggedWithPath: a failed periodic
 // fdatasync is counted in the sink's stats and its first occurrence logged
-// with the file it concerned (issue 12 bug 5).
+// with the file it concerned.
 func TestFdatasyncFailureIsCountedAndLoggedWithPath(t *testing.T) {
 	var logs testutil.LogBuf
 	dir := t.TempDir()
@@ -181,7 +181,7 @@ func testLineLog(t *testing.T, logs *testutil.LogBuf) (*LineLog, *flakyWriter) {
 
 // TestLineLogKeepsLinesWhileDiskFull: lines that cannot be written are kept,
 // in order, and written with their own text (timestamps included) once
-// writing works, without waiting for a new line (issue 12 bug 6).
+// writing works, without waiting for a new line.
 func TestLineLogKeepsLinesWhileDiskFull(t *testing.T) {
 	var logs testutil.LogBuf
 	l, fw := testLineLog(t, &logs)

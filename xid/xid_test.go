@@ -26,7 +26,7 @@ var hopperBlackwell = []int{
 // noBucket are the codes for which the catalog gives no immediate action.
 var noBucket = []int{162, 163, 164, 165, 166, 167, 168, 169, 170, 171, 172}
 
-// TestEveryHopperBlackwellXidHasAnEntry is the table test of issue 14: every
+// TestEveryHopperBlackwellXidHasAnEntry is the catalog's table test: every
 // Xid NVIDIA lists for Hopper or Blackwell has an entry, which
 // TestEveryEntryIsComplete holds to the standard.
 func TestEveryHopperBlackwellXidHasAnEntry(t *testing.T) {

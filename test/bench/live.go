@@ -14,7 +14,7 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/live/control"
 )
 
-// liveRows measures the live interfaces (issue 9): the logger's CPU per
+// liveRows measures the live interfaces: the logger's CPU per
 // GPU-sample with one status request and one scrape a second against a
 // logger without them running side by side in the same window (this machine
 // is shared: two runs one after the other see different loads), with the

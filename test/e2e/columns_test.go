@@ -106,8 +106,8 @@ func TestEveryColumnFromTheDriver(t *testing.T) {
 
 // A field GetFieldValues refuses (the call succeeds, the entry does not) is
 // read by its own call in the same sample, so the first row is complete too
-// (issue 12, bug 4: row 1 had an empty power_enforced_limit, rows after it
-// were filled). This runs the C path (batch.c) of the real binary.
+// (not only the rows after it: once, row 1 had an empty power_enforced_limit).
+// This runs the C path (batch.c) of the real binary.
 func TestRefusedFieldFilledFromTheFirstRow(t *testing.T) {
 	t.Parallel()
 	_, tb := recordRows(t, opts{scenario: `gpus 1

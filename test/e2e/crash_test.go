@@ -528,8 +528,8 @@ func TestNVMLEventsSurviveLateGPUsAndFailures(t *testing.T) {
 			// The only GPU is stuck at start (a single-GPU host restarted in
 			// the middle of a GSP fault): no GPU can be registered at first,
 			// and NVML events must still be registered once it answers
-			// (issue 12, bug 1: the event loop gave up for good with "no GPU
-			// supports the watched NVML events").
+			// (not give up for good with "no GPU supports the watched NVML
+			// events").
 			name:     "every GPU late at start",
 			scenario: "gpus 1\nat 0 gpu 0 hang 3s\nat 7 gpu 0 xid 62 to events\n",
 			args:     []string{"--start-timeout", "1s"},
@@ -539,9 +539,9 @@ func TestNVMLEventsSurviveLateGPUsAndFailures(t *testing.T) {
 			// nvmlEventSetWait fails, and the wait after it stalls inside the
 			// driver for longer than any margin a hand-off by timing could
 			// allow: the event stream is opened again, once the failed one
-			// has ended (issue 12, bug 2: the C thread slept 1 s and waited
-			// 1 s more while Go waited 2 s, then gave up on NVML events for
-			// good).
+			// has ended (a hand-off by timing, the C thread sleeping 1 s
+			// and waiting 1 s more while Go waited 2 s, gave up on NVML
+			// events for good).
 			name:     "a failed wait, then a stalled one",
 			scenario: "gpus 1\nat 1 eventset fail unknown for 0.5s\nat 1.6 eventset hang 3s\nat 7 gpu 0 xid 62 to events\n",
 			line:     "gpu=0 bus=00000000:01:00.0 source=nvml type=Xid xid=62",

@@ -48,8 +48,7 @@ func fillDisk(t *testing.T, path string) {
 // TestFullDiskKeepsEventsAndResumesRows fills the log directory's disk, sends
 // kernel Xids while it is full, then frees the space: every Xid must reach
 // events.log with the time it happened, the summary lines of the outage must
-// reach summary.log, and rows must resume within about a second (issue 12
-// bugs 3 and 6).
+// reach summary.log, and rows must resume within about a second.
 func TestFullDiskKeepsEventsAndResumesRows(t *testing.T) {
 	t.Parallel()
 	dir := smallDisk(t, "2m")

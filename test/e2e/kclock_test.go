@@ -14,7 +14,7 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
 
-// TestDmesgTimeOnTheKernelLogClock is issue 15's done-when. The simulated
+// TestDmesgTimeOnTheKernelLogClock checks dmesg_time end to end. The simulated
 // driver's kernel log runs 37 s behind CLOCK_MONOTONIC and loses 300 ppm
 // (kmsg_clock), and so do the other records the test appends to it, as a
 // busy kernel log would have them. dmesg_time must follow the kernel log's

@@ -11,8 +11,8 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/xid"
 )
 
-// TestNewXidsFromTheKernelLog is issue 14's done-when: kernel-log Xids the
-// catalog lacked before (46, 136, 156, 158, 167, 169, 171, 172) reach
+// TestNewXidsFromTheKernelLog checks kernel-log Xids end to end: Xids the
+// catalog once lacked (46, 136, 156, 158, 167, 169, 171, 172) reach
 // events.log with NVIDIA's name and our advice, and an NVLink 5 line with its
 // decode.
 func TestNewXidsFromTheKernelLog(t *testing.T) {
