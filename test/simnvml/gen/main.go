@@ -1,7 +1,7 @@
-// Command gen writes simnvml/csrc/stubs_gen.c: one stub returning
+// Command gen writes test/simnvml/csrc/stubs_gen.c: one stub returning
 // NVML_ERROR_NOT_SUPPORTED for every NVML function go-nvml can call
 // (every C.nvmlXxx( in go-nvml's pkg/nvml/nvml.go) that the hand-written C
-// files in simnvml/csrc do not define.
+// files in test/simnvml/csrc do not define.
 //
 // Stubs named in csrc/old_driver.txt are wrapped in #ifndef SIMNVML_OLD_DRIVER
 // so the old-driver build does not export them.
@@ -41,7 +41,7 @@ func main() {
 	if *check {
 		have, err := os.ReadFile(path)
 		if err != nil || !bytes.Equal(have, want) {
-			fatal(fmt.Errorf("%s is out of date: run `go run ./gen` in simnvml/", path))
+			fatal(fmt.Errorf("%s is out of date: run `go run ./gen` in test/simnvml/", path))
 		}
 		return
 	}
