@@ -27,7 +27,7 @@ type CLI struct {
 	RetentionDays  int              `help:"Delete CSV days older than this. Default: ${default}." default:"14"`
 	FsyncInterval  Interval         `help:"Longest time rows wait in the page cache before fsync. Default: ${default}." default:"1s"`
 	MinFreeMB      uint64           `name:"min-free-mb" help:"Stop writing rows below this much free disk space (MB); resume when it returns. Default: ${default}." default:"500"`
-	Deadline       Interval         `help:"Time a GPU's sample may take before the GPU is reported hung (NVML_HUNG rows and a crash snapshot). Default: max(2 x interval, 1s)." default:"0s"`
+	Deadline       Interval         `help:"Time a GPU's sample may take before the GPU is reported hung (NVML_HUNG rows and a crash snapshot). Default: max(2 x interval, 1s)." placeholder:"DURATION"`
 	Kmsg           string           `help:"Kernel log to follow for NVRM Xid lines (a file or FIFO in /dev/kmsg format for tests); 'none' disables. Default: ${default}." default:"/dev/kmsg"`
 	FollowUps      []Interval       `name:"follow-ups" help:"Extra captures after a crash snapshot, filed with the same incident. Default: ${default}." default:"10s,60s,300s" sep:","`
 	CrashCooldown  Interval         `help:"At most one crash snapshot per GPU per this long. Default: ${default}." default:"60s"`

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -129,5 +130,45 @@ func TestDocAnchors(t *testing.T) {
 	}
 	if got["not-a-heading"] {
 		t.Errorf("a line in a code block was taken for a heading: %v", got)
+	}
+}
+
+// helpFlag is a flag named in help text.
+var helpFlag = regexp.MustCompile(`(?:^|[\s(\[|'"])(--[a-z][a-z0-9.-]*[a-z0-9])`)
+
+// TestEveryFlagIsDocumented: every flag the logger's and each command's
+// --help lists appears in docs/cli.md, so the page cannot fall behind the
+// binary.
+func TestEveryFlagIsDocumented(t *testing.T) {
+	page, err := os.ReadFile(filepath.Join(testutil.Repo(), "docs", "cli.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	helps := map[string][]string{"gpu-telemetry": {"--help"}}
+	for _, c := range commands {
+		if c.name != "help" {
+			helps["gpu-telemetry "+c.name] = []string{c.name, "--help"}
+		}
+	}
+	seen := 0
+	for name, args := range helps {
+		var out bytes.Buffer
+		run(args, &out, &out)
+		flags := helpFlag.FindAllStringSubmatch(out.String(), -1)
+		if len(flags) == 0 {
+			t.Errorf("%s --help lists no flags:\n%s", name, out.String())
+		}
+		for _, f := range flags {
+			seen++
+			if f[1] == "--help" {
+				continue
+			}
+			if !bytes.Contains(page, []byte("`"+f[1])) {
+				t.Errorf("docs/cli.md does not document %s %s", name, f[1])
+			}
+		}
+	}
+	if seen < 30 {
+		t.Errorf("only %d flags found in the help texts: is the pattern broken?", seen)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"regexp"
 
 	"github.com/alecthomas/kong"
 )
@@ -31,9 +32,41 @@ func parseFlags(grammar any, name string, args []string, stdout, stderr io.Write
 			code, ok = int(c), false
 		}
 	}()
-	if _, err := parser.Parse(args); err != nil {
+	if _, err := parser.Parse(joinNegativeValues(parser, args)); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 2, false
 	}
 	return 0, true
+}
+
+// negativeNumber is a value that starts like a short flag: -1, -0.5, -1s.
+var negativeNumber = regexp.MustCompile(`^-[0-9.]`)
+
+// joinNegativeValues writes "--flag -1" as "--flag=-1" for every flag that
+// takes a value, so that a negative number reaches the flag's own check
+// ("--interval -1s: must be > 0") instead of kong reading it as a short
+// flag.
+func joinNegativeValues(parser *kong.Kong, args []string) []string {
+	takesValue := map[string]bool{}
+	for _, group := range parser.Model.AllFlags(false) {
+		for _, f := range group {
+			if !f.IsBool() && !f.IsCounter() {
+				takesValue["--"+f.Name] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if takesValue[a] && i+1 < len(args) && negativeNumber.MatchString(args[i+1]) {
+			out = append(out, a+"="+args[i+1])
+			i++
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }

@@ -41,29 +41,29 @@ func main() {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
 	}
-	os.Exit(run(os.Args[1:], os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// run is the whole program; it returns the exit status.
-func run(args []string, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "xid" {
-		return runXid(args[1:], os.Stdout, stderr)
+// run is the whole program; it returns the exit status. Help and the
+// version go to stdout, messages to stderr.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		if args[0] == "help" {
+			return runHelp(args[1:], stdout, stderr)
+		}
+		c, ok := lookupCommand(args[0])
+		if !ok {
+			fmt.Fprintf(stderr, "gpu-telemetry: unknown command %q (commands: %s; the logger itself takes only flags)\n", args[0], commandNames())
+			return 2
+		}
+		return c.run(args[1:], stdout, stderr)
 	}
-	if len(args) > 0 && args[0] == "report" {
-		return runReport(args[1:], os.Stdout, stderr)
-	}
-	if len(args) > 0 && args[0] == "status" {
-		return runStatus(args[1:], os.Stdout, stderr)
-	}
-	if len(args) > 0 && args[0] == "top" {
-		return runTop(args[1:], stderr)
-	}
-	if len(args) > 0 && args[0] == "probe" {
-		return runProbe(args[1:], os.Stdout, stderr)
+	if len(args) > 0 && args[0] == manFlag {
+		return writeMan(stdout, stderr)
 	}
 	var cli CLI
-	if code, ok := parseFlags(&cli, "gpu-telemetry", args, stderr, stderr,
-		kong.Description("Records NVIDIA GPU telemetry every 100 ms and captures crash forensics (Xid, GSP faults, hangs)."),
+	if code, ok := parseFlags(&cli, "gpu-telemetry", args, stdout, stderr,
+		kong.Description(loggerDescription), kong.Help(topHelp),
 		kong.Vars{"version": "gpu-telemetry " + version}); !ok {
 		return code
 	}
@@ -86,15 +86,17 @@ func serve(cli *CLI, stderr io.Writer) int {
 	defer signal.Stop(sigs)
 
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cli.LogLevel.level()}))
+	// A log dir that cannot be made or written is bad input (2), as a bad
+	// flag: the operator named it.
 	if err := os.MkdirAll(cli.LogDir, 0o755); err != nil {
-		fmt.Fprintf(stderr, "gpu-telemetry: --log-dir %s: %v\n", cli.LogDir, err)
-		return 1
+		fmt.Fprintf(stderr, "gpu-telemetry: --log-dir %s: %v\n", cli.LogDir, errors.Unwrap(err))
+		return 2
 	}
 	if err := checkWritable(cli.LogDir); err != nil {
 		fmt.Fprintf(stderr, "gpu-telemetry: --log-dir %s: %v\n", cli.LogDir, err)
-		return 1
+		return 2
 	}
-	unlock, err := takeLocks(cli.LockFile, cli.LogDir)
+	unlock, removeLocks, err := takeLocks(cli.LockFile, cli.LogDir)
 	if err != nil {
 		fmt.Fprintf(stderr, "gpu-telemetry: %v\n", err)
 		return 1
@@ -119,11 +121,14 @@ func serve(cli *CLI, stderr io.Writer) int {
 	case errors.Is(err, sampler.ErrNoDriver), errors.Is(err, sampler.ErrNoGPU):
 		// Nothing to monitor is not a failure (as atopgpud): systemd must
 		// not restart us in a loop on a host without GPUs.
+		// Nor does it leave a lock file behind: nothing ran.
 		log.Warn("nothing to monitor; exiting", "reason", err.Error())
+		removeLocks()
 		return 0
 	case errors.Is(err, sampler.ErrUnknownGPU):
+		// A selector that names no GPU is bad input, as a bad flag.
 		fmt.Fprintf(stderr, "gpu-telemetry: --gpu %v\n", strings.TrimPrefix(err.Error(), sampler.ErrUnknownGPU.Error()+": "))
-		return 1
+		return 2
 	case err != nil:
 		fmt.Fprintf(stderr, "gpu-telemetry: %v\n", err)
 		return 1
@@ -175,34 +180,36 @@ func checkWritable(dir string) error {
 // logDirLock is the lock file inside --log-dir.
 const logDirLock = "gpu-telemetry.lock"
 
-// takeLock takes a single-instance lock (flag names what it guards in the
-// messages) and writes our PID into it. When another instance holds it, the
-// error names the file and the holder's PID.
 // takeLocks takes --lock-file and the log dir's own lock: two loggers with
 // different --lock-file (a manual run next to the service) must not append
 // to the same CSVs and take over run-state and clean-stop. When --lock-file
 // is the log dir's lock file, by whatever path (relative, through a link),
 // it is taken once: flock refuses a second descriptor of the same file even
-// in the same process.
-func takeLocks(lockFile, logDir string) (unlock func(), err error) {
+// in the same process. remove deletes the lock files while they are still
+// held (for a run that ends before it recorded anything); unlock releases
+// them.
+func takeLocks(lockFile, logDir string) (unlock, remove func(), err error) {
 	lock, err := takeLock("--lock-file", lockFile)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	dl := filepath.Join(logDir, logDirLock)
 	if a, err := os.Stat(lockFile); err == nil {
 		if b, err := os.Stat(dl); err == nil && os.SameFile(a, b) {
-			return func() { lock.Unlock() }, nil
+			return func() { lock.Unlock() }, func() { os.Remove(lockFile) }, nil
 		}
 	}
 	dirLock, err := takeLock("--log-dir", dl)
 	if err != nil {
 		lock.Unlock()
-		return nil, err
+		return nil, nil, err
 	}
-	return func() { dirLock.Unlock(); lock.Unlock() }, nil
+	return func() { dirLock.Unlock(); lock.Unlock() }, func() { os.Remove(dl); os.Remove(lockFile) }, nil
 }
 
+// takeLock takes a single-instance lock (flag names what it guards in the
+// messages) and writes our PID into it. When another instance holds it, the
+// error names the file and the holder's PID.
 func takeLock(flag, path string) (*flock.Flock, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("%s: lock file %s: %w", flag, path, err)

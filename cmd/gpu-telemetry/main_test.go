@@ -41,19 +41,27 @@ func TestIntervalParsing(t *testing.T) {
 }
 
 func TestRunExitCodes(t *testing.T) {
-	// Never touch the system's log dir or lock file from a test. run has
-	// one writer, for messages: they are stderr here.
+	// Never touch the system's log dir or lock file from a test.
 	dir := t.TempDir()
-	safe := func(args []string, _, stderr io.Writer) int {
-		return run(append([]string{"--log-dir", dir, "--lock-file", dir + "/lock"}, args...), stderr)
+	safe := func(args []string, stdout, stderr io.Writer) int {
+		return run(append([]string{"--log-dir", dir, "--lock-file", dir + "/lock"}, args...), stdout, stderr)
+	}
+	file := filepath.Join(dir, "a-file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	checkCLI(t, safe, []cliCase{
-		{"help", []string{"--help"}, 0, "", "--interval=100ms"},
-		{"version", []string{"--version"}, 0, "", "gpu-telemetry "},
+		{"help", []string{"--help"}, 0, "--interval=100ms", ""},
+		{"version", []string{"--version"}, 0, "gpu-telemetry ", ""},
 		{"zero interval", []string{"--interval", "0"}, 2, "", "--interval 0s: must be > 0"},
+		{"negative interval", []string{"--interval", "-1"}, 2, "", "gpu-telemetry: --interval -1s: must be > 0 and at most 1h"},
+		{"negative interval joined", []string{"--interval=-0.5"}, 2, "", "--interval -500ms: must be > 0"},
 		{"interval over an hour", []string{"--interval", "61m"}, 2, "", "--interval 1h1m0s"},
-		{"bad interval", []string{"--interval", "soon"}, 2, "", "--interval"},
+		{"bad interval", []string{"--interval", "soon"}, 2, "", `--interval: "soon" is neither seconds (0.1) nor a duration (100ms)`},
+		{"interval without a value", []string{"--interval"}, 2, "", "--interval"},
+		{"negative deadline", []string{"--deadline", "-1s"}, 2, "", "--deadline -1s: must be between 0 (automatic) and 1h"},
 		{"spike threshold", []string{"--spike-threshold", "101"}, 2, "", "--spike-threshold 101"},
+		{"negative spike threshold", []string{"--spike-threshold", "-3"}, 2, "", "--spike-threshold"},
 		{"retention", []string{"--retention-days", "0"}, 2, "", "--retention-days 0"},
 		{"fsync", []string{"--fsync-interval", "0"}, 2, "", "--fsync-interval"},
 		{"follow-ups", []string{"--follow-ups", "10s,-1s"}, 2, "", "--follow-ups"},
@@ -62,12 +70,14 @@ func TestRunExitCodes(t *testing.T) {
 		{"unknown flag", []string{"--fan-curve"}, 2, "", "--fan-curve"},
 		{"metrics address without a port", []string{"--metrics-listen", "127.0.0.1"}, 2, "", "--metrics-listen 127.0.0.1: "},
 		{"metrics port not a number", []string{"--metrics-listen", "127.0.0.1:http9"}, 2, "", "--metrics-listen 127.0.0.1:http9: port"},
+		{"web config without metrics", []string{"--web.config.file", "/etc/web.yml"}, 2, "", "--web.config.file: needs --metrics-listen"},
+		{"log dir under a file", []string{"--log-dir", filepath.Join(file, "logs")}, 2, "", "--log-dir " + filepath.Join(file, "logs") + ": not a directory"},
 	})
 }
 
 func TestHelpShowsDefaults(t *testing.T) {
 	var b bytes.Buffer
-	run([]string{"--help"}, &b)
+	run([]string{"--help"}, &b, io.Discard)
 	help := strings.Join(strings.Fields(b.String()), " ") // undo line wrapping
 	for _, d := range []string{"Default: 100ms", "Default: /var/log/gpu-telemetry", "Default: 15", "Default: /run/gpu-telemetry.pid",
 		"Default: 14", "Default: 500", "Default: /dev/kmsg", "Default: 10s,60s,300s"} {
@@ -107,11 +117,11 @@ func TestLockFileInTheLogDirByAnotherPath(t *testing.T) {
 		filepath.Join(root, "link", logDirLock),
 		filepath.Join(dir, ".", logDirLock),
 	} {
-		unlock, err := takeLocks(lockFile, dir)
+		unlock, _, err := takeLocks(lockFile, dir)
 		if err != nil {
 			t.Fatalf("--lock-file %s --log-dir %s: %v", lockFile, dir, err)
 		}
-		_, err = takeLocks(filepath.Join(root, "other.pid"), dir)
+		_, _, err = takeLocks(filepath.Join(root, "other.pid"), dir)
 		if err == nil || !strings.Contains(err.Error(), "--log-dir") {
 			t.Errorf("a second logger on %s with another --lock-file: %v, want refused by the --log-dir lock", dir, err)
 		}

@@ -16,9 +16,12 @@ type ProbeCLI struct {
 	Interval     Interval `help:"The interval to judge the costs against: seconds (0.1) or a Go duration (100ms); > 0 and at most 1h. Default: ${default}." default:"100ms"`
 	GPU          []string `help:"GPUs to measure by index, UUID or PCI bus id, as the daemon's --gpu. Default: all GPUs." sep:","`
 	Calls        int      `help:"Calls timed per NVML function and GPU, 10 to 100000. Default: ${default}." default:"200"`
-	Deadline     Interval `help:"Time one call may take before its GPU is reported hung and left alone. Default: max(2 x interval, 1s), as the daemon." default:"0s"`
+	Deadline     Interval `help:"Time one call may take before its GPU is reported hung and left alone. Default: max(2 x interval, 1s), as the daemon." placeholder:"DURATION"`
 	StartTimeout Interval `name:"start-timeout" help:"How long start-up waits for the driver and each GPU. Default: ${default}." default:"20s"`
 }
+
+// probeDescription is what `gpu-telemetry probe --help` says it does.
+const probeDescription = "Measures what each NVML call the logger makes costs on this host (p50 and p99, each GPU alone and all GPUs at once) and prints the expected NVML time per tick and the driver calls per second at --interval. It only reads: no setting is changed. A GPU whose call does not return within --deadline is reported and left alone. Exit status: 0 measured, 1 no driver, no GPU or a GPU hung, 2 bad arguments."
 
 // runProbe runs `gpu-telemetry probe`; it returns the exit status: 0
 // measured, 1 no driver, no GPU or a GPU hung, 2 bad arguments. The
@@ -26,7 +29,7 @@ type ProbeCLI struct {
 func runProbe(args []string, stdout, stderr io.Writer) int {
 	var cli ProbeCLI
 	if code, ok := parseFlags(&cli, "gpu-telemetry probe", args, stdout, stderr,
-		kong.Description("Measures what each NVML call the logger makes costs on this host (p50 and p99, each GPU alone and all GPUs at once) and prints the expected NVML time per tick and the driver calls per second at --interval. It only reads: no setting is changed. A GPU whose call does not return within --deadline is reported and left alone. Exit status: 0 measured, 1 no driver, no GPU or a GPU hung, 2 bad arguments.")); !ok {
+		kong.Description(probeDescription)); !ok {
 		return code
 	}
 	iv, deadline := cli.Interval, cli.Deadline

@@ -23,11 +23,14 @@ type ReportCLI struct {
 	HTML     string   `name:"html" help:"Also write a self-contained HTML page with charts to this file." type:"path"`
 }
 
+// reportDescription is what `gpu-telemetry report --help` says it does.
+const reportDescription = "Prints the timeline, peaks and precursors of an incident from the logger's files; --html also draws it. " +
+	"Exit status: 0 reported, 1 nothing to report (no such directory, no incident, a time outside the data), 2 bad flags."
+
 // runReport runs the report subcommand; it returns the exit status.
 func runReport(args []string, stdout, stderr io.Writer) int {
 	var cli ReportCLI
-	if code, ok := parseFlags(&cli, "gpu-telemetry report", args, stdout, stderr,
-		kong.Description("Prints the timeline, peaks and precursors of an incident from the logger's files; --html also draws it.")); !ok {
+	if code, ok := parseFlags(&cli, "gpu-telemetry report", args, stdout, stderr, kong.Description(reportDescription)); !ok {
 		return code
 	}
 	if cli.Before < 0 || cli.After < 0 {

@@ -1,9 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/alecthomas/kong"
@@ -15,7 +22,8 @@ import (
 const statusDescription = "Asks the running daemon (its control socket) and prints one screen: the host line and one block per GPU. " +
 	"--json prints the same as one JSON document. Exit status (monitoring-plugin convention): 0 OK, " +
 	"1 warning (anomaly flags, disk paused or rows dropped in the last 10 minutes), 2 critical (a GPU hung, " +
-	"lost or failing, or an Xid or recovery action in the last 10 minutes), 3 unknown (no daemon, bad flags)."
+	"lost or failing, or an Xid or recovery action in the last 10 minutes), 3 unknown (no daemon, bad flags). " +
+	"With --json, a daemon that cannot be asked is a JSON document too: {\"schema_version\": N, \"error\": \"...\"}."
 
 // defaultSocket is the daemon's --socket default, and where status and top
 // look for it (the ${socket} of every flag grammar).
@@ -40,33 +48,74 @@ type StatusCLI struct {
 
 // socketFlags parses the flags of a command that asks the daemon (status,
 // top) into grammar, which embeds SocketFlag. It returns the socket path, or
-// ok false and the exit status: 0 after --help, live.CheckUnknown (3) for bad
-// flags, as for no daemon.
-func socketFlags(grammar interface{ socket() string }, name, description string, args []string, stdout, stderr io.Writer) (path string, code int, ok bool) {
+// ok false and the exit status: 0 after --help, bad for bad flags.
+func socketFlags(grammar interface{ socket() string }, name, description string, bad int, args []string, stdout, stderr io.Writer) (path string, code int, ok bool) {
 	if code, ok := parseFlags(grammar, name, args, stdout, stderr, kong.Description(description)); !ok {
 		if code != 0 {
-			code = live.CheckUnknown
+			code = bad
 		}
 		return "", code, false
 	}
 	path = grammar.socket()
 	if path == "" || path == "none" {
 		fmt.Fprintf(stderr, "%s: --socket %q: needs the daemon's socket path\n", name, path)
-		return "", live.CheckUnknown, false
+		return "", bad, false
 	}
 	return path, 0, true
+}
+
+// whyNoAnswer says in one line why the daemon at path could not be asked,
+// and what to try.
+func whyNoAnswer(path string, err error) string {
+	hint := ""
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		hint = "no socket there: is the logger running (systemctl status gpu-telemetry), or was it started with another --socket?"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		hint = "nothing listens on it: is the logger running (systemctl status gpu-telemetry)?"
+	case errors.Is(err, fs.ErrPermission):
+		hint = "permission denied: run as root, or start the logger with --socket-group GROUP and be in that group"
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		hint = fmt.Sprintf("no answer within %v", statusTimeout)
+	default:
+		return fmt.Sprintf("cannot ask the daemon at %s: %v", path, err)
+	}
+	return fmt.Sprintf("cannot ask the daemon at %s: %s (%v)", path, hint, err)
+}
+
+// statusError is the document `status --json` prints when it cannot ask
+// the daemon (or its flags are bad): scripts always get JSON to parse.
+type statusError struct {
+	SchemaVersion int    `json:"schema_version"`
+	Error         string `json:"error"`
+	Socket        string `json:"socket,omitempty"`
 }
 
 // runStatus runs `gpu-telemetry status`; it returns the exit status.
 func runStatus(args []string, stdout, stderr io.Writer) int {
 	var cli StatusCLI
-	path, code, ok := socketFlags(&cli, "gpu-telemetry status", statusDescription, args, stdout, stderr)
+	// With --json anywhere in the arguments, even a parse error is
+	// answered with a JSON document.
+	var msgs bytes.Buffer
+	wantJSON := slices.Contains(args, "--json")
+	msgw := stderr
+	if wantJSON {
+		msgw = io.MultiWriter(stderr, &msgs)
+	}
+	path, code, ok := socketFlags(&cli, "gpu-telemetry status", statusDescription, live.CheckUnknown, args, stdout, msgw)
 	if !ok {
+		if code != 0 && wantJSON {
+			writeStatusError(stdout, statusError{Error: strings.TrimSpace(msgs.String())})
+		}
 		return code
 	}
 	d, raw, err := control.Query(path, statusTimeout)
 	if err != nil {
-		fmt.Fprintf(stderr, "gpu-telemetry status: cannot ask the daemon at %s: %v\n", path, err)
+		msg := whyNoAnswer(path, err)
+		fmt.Fprintf(stderr, "gpu-telemetry status: %s\n", msg)
+		if cli.JSON {
+			writeStatusError(stdout, statusError{Error: msg, Socket: path})
+		}
 		return live.CheckUnknown
 	}
 	code, reasons := live.Check(d)
@@ -82,6 +131,13 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	live.WriteText(stdout, d)
 	fmt.Fprintln(stdout, checkLine(code, reasons))
 	return code
+}
+
+// writeStatusError prints e as an indented JSON document.
+func writeStatusError(w io.Writer, e statusError) {
+	e.SchemaVersion = live.SchemaVersion
+	out, _ := json.MarshalIndent(e, "", "  ")
+	fmt.Fprintf(w, "%s\n", out)
 }
 
 // checkLine is the status screen's last line: the verdict and its reasons.

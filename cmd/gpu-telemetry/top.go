@@ -17,25 +17,32 @@ type TopCLI struct {
 	SocketFlag
 }
 
-// runTop runs `gpu-telemetry top`; it returns the exit status (3 for bad
-// flags or no terminal, as status).
-func runTop(args []string, stderr io.Writer) int {
+// topDescription is what `gpu-telemetry top --help` says the command does.
+const topDescription = "A full-screen live view of every GPU, refreshed every second from the daemon's control socket. " +
+	"q, Esc or Ctrl-C quits. Exit status: 0 quit, 1 no daemon to ask or no terminal, 2 bad flags."
+
+// runTop runs `gpu-telemetry top`; it returns the exit status. The daemon
+// is asked once before the screen is taken, so that a daemon that is not
+// there is one line on the terminal, not a full screen.
+func runTop(args []string, stdout, stderr io.Writer) int {
 	var cli TopCLI
-	path, code, ok := socketFlags(&cli, "gpu-telemetry top",
-		"A full-screen live view of every GPU, refreshed every second from the daemon's control socket. q, Esc or Ctrl-C quits.",
-		args, stderr, stderr)
+	path, code, ok := socketFlags(&cli, "gpu-telemetry top", topDescription, 2, args, stdout, stderr)
 	if !ok {
 		return code
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
-	defer stop()
 	fetch := func() (live.Doc, error) {
 		d, _, err := control.Query(path, statusTimeout)
 		return d, err
 	}
+	if _, err := fetch(); err != nil {
+		fmt.Fprintf(stderr, "gpu-telemetry top: %s\n", whyNoAnswer(path, err))
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
 	if err := top.Run(ctx, fetch); err != nil {
 		fmt.Fprintf(stderr, "gpu-telemetry top: %v\n", err)
-		return live.CheckUnknown
+		return 1
 	}
 	return 0
 }

@@ -313,7 +313,7 @@ func TestNothingToMonitorExitsZero(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			o := opts{scenario: c.scenario}
+			o := opts{scenario: c.scenario, dir: t.TempDir()}
 			if c.noLib {
 				o.env = []string{"LD_LIBRARY_PATH=" + t.TempDir()}
 			}
@@ -323,6 +323,10 @@ func TestNothingToMonitorExitsZero(t *testing.T) {
 			}
 			if !strings.Contains(stderr, c.want) {
 				t.Errorf("stderr does not say %q:\n%s", c.want, stderr)
+			}
+			// Nothing ran, so nothing is left behind: no lock file.
+			if _, err := os.Stat(filepath.Join(o.dir, "gpu-telemetry.lock")); err == nil {
+				t.Errorf("a run with nothing to monitor left gpu-telemetry.lock in its log dir")
 			}
 		})
 	}
@@ -341,12 +345,13 @@ func TestBadInput(t *testing.T) {
 		{"interval zero", []string{"--interval", "0"}, 2, "--interval"},
 		{"interval too long", []string{"--interval", "2h"}, 2, "--interval"},
 		{"interval garbage", []string{"--interval", "fast"}, 2, "--interval"},
-		{"negative interval", []string{"--interval=-1"}, 2, "--interval"},
+		{"negative interval", []string{"--interval=-1"}, 2, "--interval -1s: must be > 0"},
+		{"negative interval, separate value", []string{"--interval", "-1"}, 2, "--interval -1s: must be > 0"},
 		{"spike threshold", []string{"--spike-threshold", "0"}, 2, "--spike-threshold"},
 		{"unknown flag", []string{"--colour"}, 2, "--colour"},
-		{"log dir under a file", []string{"--log-dir", filepath.Join(file, "logs")}, 1, "--log-dir"},
-		{"unknown gpu", []string{"--gpu", "GPU-does-not-exist"}, 1, "--gpu GPU-does-not-exist"},
-		{"gpu index out of range", []string{"--gpu", "5"}, 1, "--gpu 5"},
+		{"log dir under a file", []string{"--log-dir", filepath.Join(file, "logs")}, 2, "--log-dir"},
+		{"unknown gpu", []string{"--gpu", "GPU-does-not-exist"}, 2, "--gpu GPU-does-not-exist"},
+		{"gpu index out of range", []string{"--gpu", "5"}, 2, "--gpu 5"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
