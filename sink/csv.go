@@ -122,6 +122,10 @@ type CSV struct {
 	newEntry     atomic.Bool
 	dirErrLogged atomic.Bool
 
+	// leaving counts the parts let go of (leave) whose fsync and close
+	// still run on goroutines of their own: Close waits for them.
+	leaving sync.WaitGroup
+
 	stop      chan struct{}
 	done      chan struct{}
 	closeMu   sync.Mutex
@@ -147,7 +151,7 @@ type gpuFile struct {
 	size     int64     // bytes in the file, all whole lines
 	dirty    atomic.Bool
 	buf      []byte
-	ring     [][]byte
+	ring     []reading.Sample // the last rows, as samples: Rows lays them out under the current header
 	ringNext int
 	ringLen  int
 	failing  bool // last write failed (logged once)
@@ -194,7 +198,7 @@ func NewCSV(cfg CSVConfig, gpus []GPUColumns) (*CSV, error) {
 	c := &CSV{cfg: cfg, log: cfg.Logger, files: map[int]*gpuFile{}, stop: make(chan struct{}), done: make(chan struct{})}
 	for _, g := range gpus {
 		fans := min(max(g.Fans, 0), reading.MaxFans)
-		gf := &gpuFile{index: g.Index, fans: fans, header: Header(fans), ring: make([][]byte, cfg.RingRows)}
+		gf := &gpuFile{index: g.Index, fans: fans, header: Header(fans), ring: make([]reading.Sample, cfg.RingRows)}
 		c.files[g.Index] = gf
 		c.order = append(c.order, g.Index)
 	}
@@ -233,7 +237,7 @@ func (c *CSV) Write(s *reading.Sample) error {
 		return errClosed
 	}
 	gf.buf = AppendRow(gf.buf[:0], s, gf.fans)
-	gf.remember(gf.buf)
+	gf.remember(s)
 	if c.paused.Load() != 0 {
 		c.dropped.Add(1)
 		return nil
@@ -275,13 +279,12 @@ func (c *CSV) Write(s *reading.Sample) error {
 	return nil
 }
 
-// remember copies row into the ring, reusing the slot's buffer.
-func (gf *gpuFile) remember(row []byte) {
+// remember copies the sample of a row into the ring.
+func (gf *gpuFile) remember(s *reading.Sample) {
 	if len(gf.ring) == 0 {
 		return
 	}
-	slot := gf.ring[gf.ringNext]
-	gf.ring[gf.ringNext] = append(slot[:0], row...)
+	gf.ring[gf.ringNext] = *s
 	gf.ringNext = (gf.ringNext + 1) % len(gf.ring)
 	if gf.ringLen < len(gf.ring) {
 		gf.ringLen++
@@ -289,8 +292,9 @@ func (gf *gpuFile) remember(row []byte) {
 }
 
 // Rows returns the GPU's header line and its last rows, oldest first, without
-// newlines. They come from memory, so they are there even when the file is
-// not.
+// newlines, all laid out under the current header (a row written before
+// the GPU's fans were known has empty fan cells). They come from memory, so
+// they are there even when the file is not.
 func (c *CSV) Rows(index int) (header string, rows []string) {
 	gf := c.files[index]
 	if gf == nil {
@@ -300,9 +304,10 @@ func (c *CSV) Rows(index int) (header string, rows []string) {
 	defer gf.mu.Unlock()
 	rows = make([]string, 0, gf.ringLen)
 	start := (gf.ringNext - gf.ringLen + len(gf.ring)) % max(len(gf.ring), 1)
+	var b []byte
 	for i := range gf.ringLen {
-		r := gf.ring[(start+i)%len(gf.ring)]
-		rows = append(rows, string(bytes.TrimSuffix(r, []byte("\n"))))
+		b = AppendRow(b[:0], &gf.ring[(start+i)%len(gf.ring)], gf.fans)
+		rows = append(rows, string(bytes.TrimSuffix(b, []byte("\n"))))
 	}
 	return string(bytes.TrimSuffix(gf.header, []byte("\n"))), rows
 }
@@ -322,8 +327,9 @@ func (c *CSV) Columns(index int) []string {
 // next row on: a GPU that did not answer at start (0 fans known) gets its
 // fan columns once its facts arrive. The file under the old header is closed
 // and the next row starts a new part of the day under the new header
-// (PartName), so every file stays one table. The in-memory ring, laid out
-// for the old header, is emptied. Nothing happens when fans is unchanged.
+// (PartName), so every file stays one table. The in-memory ring keeps its
+// rows: Rows lays them out under the new header. Nothing happens when fans
+// is unchanged.
 func (c *CSV) SetFans(index, fans int) {
 	gf := c.files[index]
 	if gf == nil {
@@ -337,7 +343,6 @@ func (c *CSV) SetFans(index, fans int) {
 	}
 	c.log.Info("CSV column set changes: the next row starts a new part of the day", "gpu", index, "fans_before", gf.fans, "fans", fans)
 	gf.fans, gf.header = fans, Header(fans)
-	gf.ringNext, gf.ringLen = 0, 0
 	if gf.f != nil {
 		c.leave(gf, false)
 	}
@@ -531,7 +536,9 @@ func (c *CSV) leave(gf *gpuFile, finished bool) {
 	if finished {
 		c.log.Info("CSV day finished", "gpu", gf.index, "path", path)
 	}
+	c.leaving.Add(1)
 	go func() {
+		defer c.leaving.Done()
 		if err := f.Sync(); err != nil {
 			c.syncFailed(gf.index, path, err)
 		}
@@ -772,7 +779,8 @@ func (c *CSV) Stats() Stats {
 		SyncErrors: c.syncErrs.Load(), SyncSkips: c.syncSkips.Load(), Paused: c.paused.Load() != 0}
 }
 
-// Close stops the background work, fsyncs and closes every file. Pending
+// Close stops the background work, fsyncs and closes every file, and waits
+// for the fsync and close of the parts let go of before (leave). Pending
 // compressions are abandoned (they are picked up at the next start).
 func (c *CSV) Close() error {
 	c.closeMu.Lock()
@@ -812,6 +820,10 @@ func (c *CSV) Close() error {
 		}
 		gf.mu.Unlock()
 	}
+	// A part let go of just before (a new column set, midnight) is synced
+	// on its own goroutine: its rows are on the disk, and its fsync's
+	// outcome in sync_errors, before Close returns.
+	c.leaving.Wait()
 	if c.gz != nil {
 		c.gz.close()
 	}

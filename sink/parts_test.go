@@ -63,8 +63,15 @@ func TestCSVSetFansStartsANewPart(t *testing.T) {
 	if got := c.Columns(1); len(got) != len(Columns(2)) {
 		t.Errorf("columns after SetFans: %d, want %d", len(got), len(Columns(2)))
 	}
-	if hdr, rows := c.Rows(1); hdr+"\n" != string(Header(2)) || len(rows) != 0 {
-		t.Errorf("ring after SetFans: header %q, %d rows; want the new header and no rows of the old layout", hdr, len(rows))
+	// The ring keeps the row written before (a crash snapshot of the GPU's
+	// first answers shows what it wrote while stuck), laid out under the new
+	// header, its fan cells empty: those fans were not read.
+	hdr, rows := c.Rows(1)
+	if hdr+"\n" != string(Header(2)) || len(rows) != 1 {
+		t.Fatalf("ring after SetFans: header %q, %d rows; want the new header and the row written before", hdr, len(rows))
+	}
+	if cells := strings.Split(rows[0], ","); len(cells) != len(Columns(2)) || !strings.Contains(rows[0], ",,,,,") {
+		t.Errorf("ring row after SetFans: %q, want %d cells with the fan cells empty", rows[0], len(Columns(2)))
 	}
 	s.NumFans = 2
 	for range 2 {
@@ -76,8 +83,8 @@ func TestCSVSetFansStartsANewPart(t *testing.T) {
 	c.SetFans(1, 2) // unchanged: no new part
 	s.Time = s.Time.Add(time.Second)
 	c.Write(&s)
-	if hdr, rows := c.Rows(1); hdr+"\n" != string(Header(2)) || len(rows) != 3 {
-		t.Errorf("ring: header %q, %d rows; want 3 under the new header", hdr, len(rows))
+	if hdr, rows := c.Rows(1); hdr+"\n" != string(Header(2)) || len(rows) != 4 {
+		t.Errorf("ring: header %q, %d rows; want 4 under the new header", hdr, len(rows))
 	}
 	c.Close()
 	p1 := filepath.Join(dir, PartName(1, s.Time, 1))
@@ -248,5 +255,51 @@ func TestReopenCountsSyncErrors(t *testing.T) {
 	c.Reopen()
 	if got := c.Stats().SyncErrors; got != 1 {
 		t.Errorf("sync_errors after a failed fsync at reopen: %d, want 1", got)
+	}
+}
+
+// slowSyncFile is a file whose fsync takes a while and then fails, as on a
+// slow disk going bad; synced is closed when the fsync has returned.
+type slowSyncFile struct {
+	*os.File
+	synced chan struct{}
+	once   *sync.Once
+}
+
+func (f slowSyncFile) Sync() error {
+	time.Sleep(50 * time.Millisecond)
+	f.once.Do(func() { close(f.synced) })
+	return syscall.EIO
+}
+
+// TestCSVCloseWaitsForALeftPart: a part let go of before Close (a new
+// column set) is synced on a goroutine of its own; Close returns only once
+// that fsync is done, so its outcome is in Stats (sync_errors) when the
+// final summary reads them and no row of it is still only in the page
+// cache when the process exits.
+func TestCSVCloseWaitsForALeftPart(t *testing.T) {
+	dir := t.TempDir()
+	synced := make(chan struct{})
+	var once sync.Once
+	c, err := NewCSV(CSVConfig{Dir: dir, FreeBytes: func(string) (uint64, error) { return 1 << 40, nil },
+		wrap: func(f *os.File) file { return slowSyncFile{File: f, synced: synced, once: &once} }},
+		[]GPUColumns{{Index: 1, Fans: 0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := fullSample()
+	s.GPU, s.NumFans = 1, 0
+	if err := c.Write(&s); err != nil {
+		t.Fatal(err)
+	}
+	c.SetFans(1, 2) // the part is let go of, synced on its own goroutine
+	c.Close()       // no file open: nothing of its own to sync
+	select {
+	case <-synced:
+	default:
+		t.Fatal("Close returned before the fsync of the part it let go of")
+	}
+	if got := c.Stats().SyncErrors; got != 1 {
+		t.Errorf("sync_errors after Close: %d, want 1 (the left part's failed fsync)", got)
 	}
 }
