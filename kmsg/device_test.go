@@ -403,3 +403,33 @@ func TestDeviceSavedPositionAheadOfTheRing(t *testing.T) {
 	}
 	testutil.Contains(t, "the reader's log", s.logs.String(), "beyond the newest record in the ring", "saved_seq=5000", "newest_seq=8")
 }
+
+// TestDeviceCaughtUpWithoutAFreshRecord: once the ring's records are read
+// (EAGAIN), OnCaughtUp is told so at once, with LastSeq at the replay's last
+// record, though no fresh record follows: the caller saves the position
+// then, not when the log next speaks.
+func TestDeviceCaughtUpWithoutAFreshRecord(t *testing.T) {
+	eagain := &os.PathError{Op: "read", Path: "/dev/kmsg", Err: syscall.EAGAIN}
+	now := &scriptedDevice{script: []any{
+		"6,45,450,-;replayed one\n",
+		"4,46,460,-;NVRM: Xid (PCI:0000:4b:00): 119, pid=1, name=x, replayed two\n",
+		eagain,
+	}}
+	s := newScriptedReader(t, &scriptedDevice{}, now) // nothing fresh: the read waits
+	s.seq.handed(44)
+	caught := make(chan uint64, 1)
+	s.OnCaughtUp(func() {
+		last, _ := s.LastSeq()
+		caught <- last
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	recs, done := run(t, ctx, s.Reader)
+	for range 2 {
+		within(t, recs, "a replayed record")
+	}
+	if last := within(t, caught, "OnCaughtUp"); last != 46 {
+		t.Errorf("LastSeq when caught up = %d, want 46", last)
+	}
+	cancel()
+	within(t, done, "Run to return")
+}

@@ -83,7 +83,8 @@ type Reader struct {
 	// tests replace it to step the loop by hand.
 	pause func(ctx context.Context, d time.Duration) error
 
-	onState func(string) // told about reopens (OnState); nil: nobody
+	onState    func(string) // told about reopens (OnState); nil: nobody
+	onCaughtUp func()       // told when /dev/kmsg's backlog is read (OnCaughtUp); nil: nobody
 
 	seq seqTrack // /dev/kmsg: the last record handed on
 
@@ -297,6 +298,9 @@ func (r *Reader) runDevice(ctx context.Context, fn func(Record)) error {
 				backlog = false // caught up: later records are fresh
 				r.checkAhead(newest)
 				newest = reading.Opt[uint64]{}
+				if r.onCaughtUp != nil {
+					r.onCaughtUp()
+				}
 				continue
 			case isEPIPE(err):
 				// The kernel overwrote records we had not read yet; the

@@ -161,6 +161,13 @@ func (r *Reader) checkAhead(newest reading.Opt[uint64]) {
 // is running.
 func (r *Reader) LastSeq() (uint64, bool) { return r.seq.get() }
 
+// OnCaughtUp sets a function called on Run's goroutine each time the
+// records already in /dev/kmsg's ring when reading began (at the start, and
+// after a reopen) have all been handed on, fresh record or not: the moment
+// a position saved for the next run (LastSeq) covers the whole replay. It
+// must not block. Call it before Run; a file or FIFO never calls it.
+func (r *Reader) OnCaughtUp(f func()) { r.onCaughtUp = f }
+
 // Lost returns how many /dev/kmsg records the kernel overwrote before they
 // were read: the gaps in the sequence numbers, at a replay and after an
 // overrun. It is safe to call while Run is running.

@@ -29,7 +29,8 @@ func (m *Monitor) runEvents(ctx context.Context) {
 // the records logged before the monitor was ready, and after a restart
 // in the same boot those since the previous run's last one, come first,
 // marked backlog. The position reached is saved in run-state
-// (kernlog.go) every kmsgSeqRefresh, once the backlog is read, and at stop.
+// (kernlog.go) every kmsgSeqRefresh, once the backlog is read, and at stop,
+// off the reading goroutine.
 func (m *Monitor) runKmsg(ctx context.Context) {
 	r, err := m.klog.r, m.klog.err
 	if err != nil {
@@ -50,17 +51,21 @@ func (m *Monitor) runKmsg(ctx context.Context) {
 	clockDone := make(chan struct{})
 	defer func() { <-clockDone }()
 	go func() { defer close(clockDone); m.runKernelClock(ctx) }()
+	// The position is saved on a goroutine of its own (a stalled disk must
+	// not stall reading): every kmsgSeqRefresh, and at once when a replay
+	// has been read, so that a restart loop does not replay the same
+	// records again.
+	replayed := make(chan struct{}, 1)
+	r.OnCaughtUp(func() {
+		select {
+		case replayed <- struct{}{}:
+		default:
+		}
+	})
 	seqDone := make(chan struct{})
 	defer func() { <-seqDone; m.saveKmsgSeq() }() // the position at stop
-	go func() { defer close(seqDone); m.refreshKmsgSeq(ctx) }()
-	inBacklog := false
+	go func() { defer close(seqDone); m.refreshKmsgSeq(ctx, replayed) }()
 	err = r.Run(ctx, func(rec kmsg.Record) {
-		if rec.Backlog {
-			inBacklog = true
-		} else if inBacklog {
-			inBacklog = false
-			m.saveKmsgSeq() // a restart loop must not replay the same records again
-		}
 		m.observeKmsg(rec)
 		x, ok := kmsg.ParseXid(rec.Message)
 		if !ok {

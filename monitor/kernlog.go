@@ -104,6 +104,8 @@ type runState struct {
 	mu    sync.Mutex
 	begun bool // BeginRun has read the previous run's state and written ours
 	cur   snapshot.RunState
+	// write rewrites run-state (snapshot.WriteRunState); tests stall it.
+	write func(dir string, s snapshot.RunState) error
 }
 
 // kmsgSeq is the position to save: the last /dev/kmsg record handed on.
@@ -139,7 +141,11 @@ func (m *Monitor) saveKmsgSeq() {
 	}
 	next := rs.cur
 	next.KmsgSeq = seq
-	if err := snapshot.WriteRunState(m.cfg.LogDir, next); err != nil {
+	write := rs.write
+	if write == nil {
+		write = snapshot.WriteRunState
+	}
+	if err := write(m.cfg.LogDir, next); err != nil {
 		if m.kmsgSaveFailed.CompareAndSwap(false, true) {
 			m.log.Warn("cannot save the kernel log position; a restart may replay or miss records logged meanwhile (tried again later)", "error", err)
 		}
@@ -148,9 +154,11 @@ func (m *Monitor) saveKmsgSeq() {
 	rs.cur = next
 }
 
-// refreshKmsgSeq saves the kernel log position every kmsgSeqRefresh until
-// ctx is done.
-func (m *Monitor) refreshKmsgSeq(ctx context.Context) {
+// refreshKmsgSeq saves the kernel log position every kmsgSeqRefresh, and
+// whenever now delivers (a replay has been read), until ctx is done. It is
+// the only saver while the kernel log is read: the reader never waits on
+// the disk.
+func (m *Monitor) refreshKmsgSeq(ctx context.Context, now <-chan struct{}) {
 	t := time.NewTicker(kmsgSeqRefresh)
 	defer t.Stop()
 	for {
@@ -158,7 +166,8 @@ func (m *Monitor) refreshKmsgSeq(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			m.saveKmsgSeq()
+		case <-now:
 		}
+		m.saveKmsgSeq()
 	}
 }

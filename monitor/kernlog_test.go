@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -264,5 +265,73 @@ func TestReplayedXidIsNoDuplicate(t *testing.T) {
 		if code, _ := live.Check(doc); code != live.CheckCritical {
 			t.Errorf("status check %d after a fresh Xid 79, want critical", code)
 		}
+	})
+}
+
+// replayRig starts a one-GPU rig on the real /dev/kmsg after a previous
+// run whose last record was tagged tag, with an Xid 79 (named tag) logged
+// while no logger ran; tweak may change the monitor before it runs.
+func replayRig(t *testing.T, tag string, tweak func(m *Monitor)) (r *rig, w *os.File, last uint64) {
+	w, hostRoot, boot, last := kmsgRestart(t, tag)
+	dir := t.TempDir()
+	state := fmt.Sprintf("boot_id=%s\nstarted=2026-12-01T06:00:00Z\npid=77\nkmsg_seq=%d\n", boot, last)
+	if err := os.WriteFile(filepath.Join(dir, snapshot.RunStateFile), []byte(state), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := snapshot.MarkCleanStop(dir, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(w, "<4>NVRM: Xid (PCI:0000:01:00): 79, pid=1, name=%s, GPU has fallen off the bus.\n", tag)
+	r = newRig(t, 1, func(c *Config) { c.LogDir, c.HostRoot, c.KmsgPath = dir, hostRoot, "/dev/kmsg" })
+	r.dir = dir
+	if tweak != nil {
+		tweak(r.m)
+	}
+	return r, w, last
+}
+
+// TestReplayPositionSavedOnceCaughtUp: the position a replay reached is in
+// run-state as soon as the ring's records are read, not only once a fresh
+// record arrives or the periodic refresh runs (10 s): a crash loop faster
+// than that would replay the same records again at every start.
+func TestReplayPositionSavedOnceCaughtUp(t *testing.T) {
+	tag := fmt.Sprintf("gpu-telemetry-replaysave-%d-%d", os.Getpid(), time.Now().UnixNano())
+	r, _, last := replayRig(t, tag, nil)
+	var seq uint64
+	r.run(0, func() {
+		waitFor(t, filepath.Join(r.dir, "events.log"), tag)
+		for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+			st, _, _ := snapshot.ReadRunState(r.dir)
+			if v, ok := st.KmsgSeq.Get(); ok && v > last {
+				seq = v
+				return
+			}
+		}
+	})
+	if seq == 0 {
+		t.Errorf("run-state's kmsg_seq stayed at %d for 3 s after the replay was read (want it saved once caught up, well before the %v refresh)", last, kmsgSeqRefresh)
+	}
+}
+
+// TestStalledRunStateDoesNotStallKmsg: saving the kernel log position is
+// disk work; a disk that stalls it must not stall the reading of the kernel
+// log: an Xid logged after the replay is read while the save still waits.
+func TestStalledRunStateDoesNotStallKmsg(t *testing.T) {
+	tag := fmt.Sprintf("gpu-telemetry-stallsave-%d-%d", os.Getpid(), time.Now().UnixNano())
+	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	defer unblock()
+	r, w, _ := replayRig(t, tag, func(m *Monitor) {
+		m.runState.write = func(dir string, s snapshot.RunState) error {
+			<-release // the disk is stuck
+			return snapshot.WriteRunState(dir, s)
+		}
+	})
+	r.run(0, func() {
+		defer unblock() // let the stop's own save through
+		waitFor(t, filepath.Join(r.dir, "events.log"), tag)
+		fmt.Fprintf(w, "<4>NVRM: Xid (PCI:0000:01:00): 13, pid=1, name=%s-fresh, Graphics Exception\n", tag)
+		waitFor(t, filepath.Join(r.dir, "events.log"), tag+"-fresh")
 	})
 }
