@@ -86,7 +86,8 @@ var registering atomic.Int64
 // lacks event sets or every GPU has answered and none supports the watched
 // types. on is called from one goroutine at a time; state, if not nil, is
 // told what the events are doing ("waiting for a GPU to answer",
-// "watching", "reopening after: ...", "unavailable: ..."). FollowEvents
+// "watching", "reopening after: ...", "unavailable: ..."), for all the
+// GPUs' sets: "watching" only while every set opened is. FollowEvents
 // returns once every set it opened has ended; a registration still inside
 // the driver is not waited for (EventsIdle counts it, and the set it opens
 // late is closed at once, its events dropped).
@@ -104,6 +105,20 @@ func (h *Host) FollowEvents(ctx context.Context, log *slog.Logger, on func(readi
 		stateMu.Lock()
 		defer stateMu.Unlock()
 		state(s)
+	}
+	// Each GPU's set has a state of its own; the events' state is the
+	// worst of them (sets.state), so that one GPU's set watching again
+	// does not hide another's being reopened.
+	perGPU := make([]string, len(h.GPUs))
+	tellGPU := func(i int) func(string) {
+		return func(s string) {
+			stateMu.Lock()
+			defer stateMu.Unlock()
+			perGPU[i] = s
+			if agg := worstState(perGPU); agg != "" {
+				state(agg)
+			}
+		}
 	}
 	var sets openSets
 	defer sets.wait() // after cancel: the sets close
@@ -124,7 +139,15 @@ func (h *Host) FollowEvents(ctx context.Context, log *slog.Logger, on func(readi
 			handed[i] = true
 			idx = append(idx, h.GPUs[i].Info().Index)
 			running++
-			go func() { results <- h.followSet(ctx, log, i, &sets, deliver, tell) }()
+			go func() {
+				err := h.followSet(ctx, log, i, &sets, deliver, tellGPU(i))
+				if err != nil {
+					stateMu.Lock()
+					perGPU[i] = "" // left out for good: not part of the state
+					stateMu.Unlock()
+				}
+				results <- err
+			}()
 		}
 		if len(idx) > 0 && running > len(idx) {
 			log.Info("a GPU answered late; registering its NVML events", "gpus", fmt.Sprint(idx))
@@ -155,6 +178,23 @@ func (h *Host) FollowEvents(ctx context.Context, log *slog.Logger, on func(readi
 			tick.Stop() // nothing left to wait for: no timer waking the process
 		}
 	}
+}
+
+// worstState is the state of the events as a whole from each GPU's set's
+// state ("": none yet, or left out): "watching" only when every set that
+// has one is watching, else the first other state.
+func worstState(perGPU []string) string {
+	agg := ""
+	for _, s := range perGPU {
+		switch s {
+		case "":
+		case "watching":
+			agg = s
+		default:
+			return s
+		}
+	}
+	return agg
 }
 
 // openSets tracks the event sets being drained, so that FollowEvents returns

@@ -504,3 +504,47 @@ func TestFollowEventsSkipsAGPUStuckInTheDriver(t *testing.T) {
 		e.delivered(t, 1)
 	})
 }
+
+// The state is the events' as a whole, not the last GPU's to speak: while
+// one GPU's set is being opened again, the events are not "watching",
+// though another GPU's set opened after it; once every set is open again,
+// they are.
+func TestFollowEventsStateCoversEveryGPU(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEventHost(t, false, false)
+		open := e.h.openEvents
+		var refuse atomic.Bool
+		refuse.Store(true)
+		e.h.openEvents = func(masks []uint64) (EventStream, error) {
+			if masks[0] != 0 && refuse.Load() {
+				return nil, errors.New("nvmlEventSetCreate: Unknown Error")
+			}
+			return open(masks)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := e.run(ctx, true)
+		defer func() {
+			cancel()
+			for _, s := range e.opened() {
+				s.end()
+			}
+			<-done
+		}()
+		time.Sleep(10 * time.Millisecond)
+		synctest.Wait()
+		if len(e.forGPU(1)) != 1 || len(e.forGPU(0)) != 0 {
+			t.Fatalf("sets: GPU 0 %d, GPU 1 %d; want GPU 1's only", len(e.forGPU(0)), len(e.forGPU(1)))
+		}
+		states := e.reported()
+		if last := states[len(states)-1]; last == "watching" {
+			t.Errorf("state %q while GPU 0's set is being opened again (states %q)", last, states)
+		}
+		refuse.Store(false)
+		time.Sleep(eventRetryMin)
+		synctest.Wait()
+		states = e.reported()
+		if len(e.forGPU(0)) != 1 || states[len(states)-1] != "watching" {
+			t.Errorf("once GPU 0's set is open: %d sets of it, states %q; want watching", len(e.forGPU(0)), states)
+		}
+	})
+}
