@@ -253,7 +253,7 @@ func (m *Monitor) onEvent(e reading.Event) {
 	// failures: the row right after an Xid shows the state it left behind
 	// (and carries the XID flag without waiting out the back-off).
 	gs.nextTry.Store(0)
-	m.critical(gs, e.Time, reason)
+	m.criticalAt(gs, e.Time, at, reason)
 }
 
 // happenedAt is when e happened, for the live view (last Xid, last recovery
@@ -264,13 +264,20 @@ func (m *Monitor) onEvent(e reading.Event) {
 // dmesg_time), and never later than when it was read. Like e.Time it
 // carries Go's monotonic reading, so its age is measured on that clock.
 func (m *Monitor) happenedAt(e reading.Event) time.Time {
-	if !e.Backlog {
-		return e.Time
+	return m.loggedAt(e.Time, e.KernelTime, e.Backlog)
+}
+
+// loggedAt is when a kernel record read at read, with printk time ktime,
+// happened: read, or for a record read after the fact (backlog) ktime
+// through the kernel log clock, never later than read (see happenedAt).
+func (m *Monitor) loggedAt(read time.Time, ktime time.Duration, backlog bool) time.Time {
+	if !backlog {
+		return read
 	}
-	if t := m.kclock.clock.Wall(e.KernelTime); t.Before(e.Time) {
+	if t := m.kclock.clock.Wall(ktime); t.Before(read) {
 		return t
 	}
-	return e.Time
+	return read
 }
 
 // xidText is the driver's text after the code of a kernel-log Xid message;

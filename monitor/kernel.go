@@ -90,6 +90,10 @@ func (m *Monitor) learnXid(x kmsg.XidReport) {
 // critical event when it is one. Anything else is ignored.
 func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 	ktime := kernelTimeField(rec.Time)
+	// The incident's time: a line read after the fact happened when the
+	// kernel logged it (its events.log line is stamped when it was read,
+	// with that ktime).
+	at := m.loggedAt(now, rec.Time, rec.Backlog)
 	if r, ok := kmsg.ParseAER(rec.Message); ok {
 		m.initPaths()
 		gpus, _ := m.kern.paths.GPUs(r)
@@ -111,7 +115,7 @@ func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 			}
 			m.eventLine(now, g, gs.info().BusID, kv...)
 			if r.Severity.Uncorrectable() {
-				m.kernelCritical(gs, now, "PCIe AER "+r.Severity.String()+" error on the GPU's path (kmsg)")
+				m.kernelCritical(gs, now, at, "PCIe AER "+r.Severity.String()+" error on the GPU's path (kmsg)")
 			}
 		}
 		return
@@ -145,7 +149,7 @@ func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 	}
 	m.eventLine(now, gpu, bus, kv...)
 	if gs := m.byIndex[gpu]; gs != nil {
-		m.kernelCritical(gs, now, line.reason)
+		m.kernelCritical(gs, now, at, line.reason)
 	} else {
 		m.log.Warn("GPU failure line in the kernel log for a GPU that is not monitored", "line", rec.Message)
 	}
@@ -161,11 +165,12 @@ var nvrmLines = map[kmsg.NVRMKind]struct{ typ, reason string }{
 	kmsg.NVRMGSPCrash:     {sink.TypeGSPCrash, "GSP heartbeat lost or crash report (kmsg)"},
 }
 
-// kernelCritical makes a kernel line a critical event of the GPU.
-func (m *Monitor) kernelCritical(gs *gpuState, now time.Time, reason string) {
+// kernelCritical makes a kernel line read at now a critical event of the
+// GPU that happened at at (earlier for a line read after the fact).
+func (m *Monitor) kernelCritical(gs *gpuState, now, at time.Time, reason string) {
 	gs.log.Error("critical GPU event", "reason", reason)
 	gs.nextTry.Store(0)
-	m.critical(gs, now, reason)
+	m.criticalAt(gs, now, at, reason)
 }
 
 // kernelLineAllowed counts a line of kind for gpu and says whether it is

@@ -186,3 +186,44 @@ func TestNVRMLinesHaveAnIncidentType(t *testing.T) {
 		t.Errorf("nvrmLines has %d kinds, kmsg %d", len(nvrmLines), kmsg.NVRMGSPCrash)
 	}
 }
+
+// TestReplayedKernelLinesAreIncidentsAtTheirKernelTime: an AER or NVRM
+// failure line read after the fact (a restart's replay) is an incident of
+// when the kernel logged it, on the kernel log clock, not of when it was
+// read: the live view's last incident and the crash snapshot's Time say
+// an hour ago.
+func TestReplayedKernelLinesAreIncidentsAtTheirKernelTime(t *testing.T) {
+	for _, msg := range []string{
+		"NVRM: GPU 0000:01:00.0: GPU has fallen off the bus.",
+		"pcieport 0000:01:00.0: AER: Uncorrected (Fatal) error received: 0000:01:00.0",
+	} {
+		t.Run(strings.Fields(msg)[0], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var read time.Time
+				r, doc := runReplay(t, func(r *rig, now time.Time) {
+					read = now
+					r.m.onKernelLine(kmsg.Record{Time: r.m.kclock.clock.At(now.Add(-time.Hour)), Message: msg, Backlog: true}, now)
+				})
+				g := doc.GPUs[0]
+				if g.LastIncident == nil {
+					t.Fatal("no incident")
+				}
+				if age := read.Sub(g.LastIncident.Time); age < 59*time.Minute || age > 61*time.Minute {
+					t.Errorf("last incident at %v, %v before it was read; want about an hour (its kernel time)", g.LastIncident.Time, age)
+				}
+				if in := doc.Host.LastIncident; in == nil || !in.Time.Equal(g.LastIncident.Time) {
+					t.Errorf("host's last incident %+v, want the GPU's", in)
+				}
+				crashes, _ := filepath.Glob(filepath.Join(r.dir, "crashes", "crash-*-gpu0.log"))
+				if len(crashes) != 1 {
+					t.Fatalf("crash snapshots %v, want 1", crashes)
+				}
+				b, _ := os.ReadFile(crashes[0])
+				want := "Time: " + g.LastIncident.Time.Format(sink.TimestampLayout)
+				if !bytes.Contains(b, []byte(want)) {
+					t.Errorf("crash snapshot lacks %q:\n%.400s", want, b)
+				}
+			})
+		})
+	}
+}

@@ -574,12 +574,21 @@ func (m *Monitor) eventLine(t time.Time, gpu int, bus string, kv ...string) {
 // critical counts an incident on a GPU, publishes it and asks for a crash
 // snapshot.
 func (m *Monitor) critical(gs *gpuState, when time.Time, reason string) {
+	m.criticalAt(gs, when, when, reason)
+}
+
+// criticalAt is critical for an incident seen at seen that happened at
+// happened: earlier for a kernel record read after the fact, whose
+// incident and snapshot header are of when the kernel logged it, while the
+// snapshot's process section is of now.
+func (m *Monitor) criticalAt(gs *gpuState, seen, happened time.Time, reason string) {
+	when := happened
 	var n uint64
 	gs.slot.Update(func(g *live.GPU) { n = g.Incident(when, reason) })
 	m.setIncident(live.Incident{Time: when, GPU: gs.idx, Reason: reason})
 	d := m.snaps.Crash(gs.idx, func() snapshot.CrashRequest {
 		hdr, rows := m.csv.Rows(gs.idx)
-		return snapshot.CrashRequest{Header: gs.header(when, reason, n), CSVHeader: hdr, Rows: rows, Extra: gs.procSection(when)}
+		return snapshot.CrashRequest{Header: gs.header(when, reason, n), CSVHeader: hdr, Rows: rows, Extra: gs.procSection(seen)}
 	})
 	if d.Accepted {
 		gs.log.Error("critical event: taking crash snapshot", "reason", reason, "incident", n)
