@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
@@ -177,5 +178,42 @@ func TestPCIPathAndAERPaths(t *testing.T) {
 				t.Errorf("GPUs = %v, %v; want %v, %v", gpus, direct, tc.gpus, tc.direct)
 			}
 		})
+	}
+}
+
+// TestDriverGPUs: the GPUs bound to the nvidia driver in sysfs, in PCI
+// order (NVML's numbering), without the driver's other devices (an
+// NVSwitch) or the driver directory's files.
+func TestDriverGPUs(t *testing.T) {
+	dir := t.TempDir()
+	for name, class := range map[string]string{
+		"0000:c1:00.0": "0x030200", // 3D controller
+		"0000:4b:00.0": "0x030000", // VGA
+		"0000:0a:00.0": "0x068000", // NVSwitch
+		"0001:01:00.0": "0x030200",
+	} {
+		if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name, "class"), []byte(class+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"bind", "unbind", "new_id"} {
+		os.WriteFile(filepath.Join(dir, f), nil, 0o200)
+	}
+	got, err := DriverGPUs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s []string
+	for _, a := range got {
+		s = append(s, a.String())
+	}
+	if want := "0000:4b:00.0 0000:c1:00.0 0001:01:00.0"; strings.Join(s, " ") != want {
+		t.Errorf("DriverGPUs = %q, want %q", s, want)
+	}
+	if _, err := DriverGPUs(filepath.Join(dir, "none")); err == nil {
+		t.Error("no error for a missing driver directory")
 	}
 }

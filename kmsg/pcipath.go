@@ -1,9 +1,12 @@
 package kmsg
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
@@ -12,6 +15,43 @@ import (
 // DefaultPCIDevices is where sysfs lists PCI devices as links into the
 // device tree (/sys/devices/pci0000:40/0000:40:01.1/0000:41:00.0).
 const DefaultPCIDevices = "/sys/bus/pci/devices"
+
+// DefaultNvidiaDriver is where sysfs lists the PCI devices bound to
+// NVIDIA's kernel driver, as links named by address.
+const DefaultNvidiaDriver = "/sys/bus/pci/drivers/nvidia"
+
+// DriverGPUs returns the addresses of the display controllers (PCI class
+// 0x03: the GPUs; an NVSwitch, class 0x0680, is left out) bound to the
+// driver listed at driverDir, in PCI order, which is the order NVML numbers
+// them in. It reads sysfs only, so it answers while a GPU stuck in a fault
+// does not answer NVML.
+func DriverGPUs(driverDir string) ([]reading.PCIAddr, error) {
+	ents, err := os.ReadDir(driverDir)
+	if err != nil {
+		return nil, fmt.Errorf("gpus of the driver: %w", err)
+	}
+	var out []reading.PCIAddr
+	for _, e := range ents {
+		a, ok := fullPCIAddr(e.Name())
+		if !ok || e.Name() != a.String() {
+			continue // bind, unbind, module, new_id...
+		}
+		b, err := os.ReadFile(filepath.Join(driverDir, e.Name(), "class"))
+		if err != nil {
+			continue
+		}
+		class, err := strconv.ParseUint(strings.TrimSpace(string(b)), 0, 32)
+		if err != nil || class>>16 != 0x03 {
+			continue
+		}
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(x, y reading.PCIAddr) int {
+		return cmp.Or(cmp.Compare(x.Domain, y.Domain), cmp.Compare(x.Bus, y.Bus),
+			cmp.Compare(x.Device, y.Device), cmp.Compare(x.Function, y.Function))
+	})
+	return out, nil
+}
 
 // PCIPath returns the bridges between the root complex and the device at
 // addr, nearest the root first, read from the sysfs link under devicesDir

@@ -80,7 +80,7 @@ func (m *Monitor) runKmsg(ctx context.Context) {
 		e := reading.Event{Time: time.Now(), GPU: -1, Kind: reading.EventXid, Source: reading.SourceKmsg,
 			Data: uint64(x.Code), Text: rec.Message, KernelTime: rec.Time, Backlog: rec.Backlog}
 		if gs := m.gpuByBus(x.Bus); gs != nil {
-			e.GPU, e.BusID = gs.idx, gs.info().BusID
+			e.GPU, e.BusID = gs.idx, gs.busID()
 		} else {
 			e.BusID = x.Bus.String()
 		}

@@ -45,6 +45,9 @@ type gpuState struct {
 	log  *slog.Logger
 	slot *live.Slot
 	pr   *sampler.ProcReader // the slow tier's process reads (monitor/procs.go)
+	// sysBus is the bus id sysfs lists for a GPU stuck at start, set by
+	// New before anything runs (busesFromSysfs); absent otherwise.
+	sysBus reading.Opt[reading.PCIAddr]
 
 	// Worker goroutine only.
 	fails     int
@@ -406,7 +409,7 @@ func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (repor
 		if first {
 			elapsed := now.mono - start
 			gs.log.Error("GPU not answering: NVML call stuck", "function", fn.String(), "elapsed", elapsed.Round(time.Millisecond))
-			m.eventLine(now.wall, gs.idx, gs.info().BusID, "type="+sink.TypeNVMLHung, "function="+fn.String(),
+			m.eventLine(now.wall, gs.idx, gs.busID(), "type="+sink.TypeNVMLHung, "function="+fn.String(),
 				"elapsed_ms="+strconv.FormatInt(elapsed.Milliseconds(), 10))
 			m.critical(gs, now.wall, "NVML_HUNG("+fn.String()+","+strconv.FormatInt(elapsed.Milliseconds(), 10)+"ms)")
 		}
@@ -464,7 +467,7 @@ func (gs *gpuState) header(when time.Time, reason string, event uint64) snapshot
 		Time:        when,
 		Version:     "gpu-telemetry " + m.cfg.Version,
 		GPUName:     info.Name,
-		BusID:       info.BusID,
+		BusID:       gs.busID(),
 		UUID:        info.UUID,
 		Reason:      reason,
 		KernelClock: m.kernelClockLine(),

@@ -63,7 +63,7 @@ func (m *Monitor) initPaths() {
 	k.paths = kmsg.NewAERPaths()
 	dir := filepath.Join(m.cfg.HostRoot, kmsg.DefaultPCIDevices)
 	for _, gs := range m.gpus {
-		a, err := reading.ParsePCIAddr(gs.info().BusID)
+		a, err := reading.ParsePCIAddr(gs.busID())
 		if err != nil {
 			continue
 		}
@@ -113,7 +113,7 @@ func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 			if !m.kernelLineAllowed(g, "AER/"+r.Severity.String(), now) {
 				continue
 			}
-			m.eventLine(now, g, gs.info().BusID, kv...)
+			m.eventLine(now, g, gs.busID(), kv...)
 			if r.Severity.Uncorrectable() {
 				m.kernelCritical(gs, now, at, "PCIe AER "+r.Severity.String()+" error on the GPU's path (kmsg)")
 			}
@@ -130,7 +130,7 @@ func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 	gpu, bus := -1, ""
 	if a, ok := r.Bus.Get(); ok {
 		if gs := m.gpuByBus(a); gs != nil {
-			gpu, bus = gs.idx, gs.info().BusID
+			gpu, bus = gs.idx, gs.busID()
 		} else {
 			bus = a.String()
 		}

@@ -11,9 +11,12 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
@@ -226,4 +229,63 @@ func TestReplayedKernelLinesAreIncidentsAtTheirKernelTime(t *testing.T) {
 			})
 		})
 	}
+}
+
+// fakeNvidiaDriver lists the rig's GPUs (01:00.0 and 02:00.0) under the
+// nvidia driver in a sysfs below root, as 3D controllers.
+func fakeNvidiaDriver(t *testing.T, root string) {
+	t.Helper()
+	for _, addr := range []string{"0000:01:00.0", "0000:02:00.0"} {
+		dir := filepath.Join(root, kmsg.DefaultNvidiaDriver, addr)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "class"), []byte("0x030200\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestKernelLinesOfAGPUStuckAtStart: GPU 1 does not answer NVML at start
+// (its bus id unknown to NVML), but sysfs lists it under the nvidia driver:
+// its kernel lines are its own from the first one, an AER line naming it
+// included, with its bus id.
+func TestKernelLinesOfAGPUStuckAtStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hostRoot := t.TempDir()
+		fakeNvidiaDriver(t, hostRoot)
+		lib := fakeLibStuck(t)
+		r := newRigOn(t, lib, func(c *Config) { c.HostRoot = hostRoot })
+		if r.m.gpus[1].g.FactsKnown() {
+			t.Fatal("GPU 1 answered at start")
+		}
+		r.run(2*time.Second, func() {
+			time.Sleep(500 * time.Millisecond)
+			now := time.Now()
+			r.m.onKernelLine(kmsg.Record{Time: 3201 * time.Second, Message: "nvidia 0000:02:00.0: AER: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer, (Requester ID)"}, now)
+			r.m.onKernelLine(kmsg.Record{Time: 3202 * time.Second, Message: "NVRM: GPU 0000:02:00.0: GPU has fallen off the bus."}, now)
+		})
+		ev, _ := os.ReadFile(filepath.Join(r.dir, "events.log"))
+		testutil.Contains(t, "events.log", string(ev),
+			"gpu=1 bus=00000000:02:00.0 source=kmsg type=AER severity=uncorrectable-fatal",
+			"gpu=1 bus=00000000:02:00.0 source=kmsg type=FALLEN_OFF_BUS")
+		if strings.Contains(r.logs.String(), "not monitored") {
+			t.Errorf("a kernel line of the stuck GPU was taken for one of a GPU not monitored:\n%s", r.logs.String())
+		}
+	})
+}
+
+// fakeLibStuck is a two-GPU driver whose GPU 1 does not answer (its name
+// call blocks until the test ends): start-up gives up on its static facts.
+func fakeLibStuck(t *testing.T) *fakenvml.Lib {
+	lib := &fakenvml.Lib{InitRet: nvml.SUCCESS}
+	for i := range 2 {
+		d := fakenvml.NewDev()
+		d.UUID = "GPU-" + string(rune('a'+i))
+		d.Bus = "00000000:0" + string(rune('1'+i)) + ":00.0"
+		lib.Devs = append(lib.Devs, d)
+	}
+	release := lib.Devs[1].Block("GetName", nil)
+	t.Cleanup(release)
+	return lib
 }

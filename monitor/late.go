@@ -1,8 +1,10 @@
 package monitor
 
 import (
+	"path/filepath"
 	"strings"
 
+	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
@@ -35,6 +37,11 @@ func (m *Monitor) staticKnown(gs *gpuState) {
 	gs.log.Info("GPU answered after start-up gave up on it; its static facts are known now",
 		"name", info.Name, "bus", info.BusID, "uuid", info.UUID, "fans", info.NumFans)
 	if a, err := reading.ParsePCIAddr(info.BusID); err == nil {
+		if was, ok := gs.sysBus.Get(); ok && was.Slot() != a.Slot() {
+			gs.log.Warn("the GPU's bus id is not the one sysfs listed for its index; kernel lines naming that one were taken as its own",
+				"bus", info.BusID, "sysfs", was.NVML())
+			m.removeBus(was.Slot(), gs)
+		}
 		m.addBus(a.Slot(), gs)
 		m.kern.stale.Store(true)
 	}
@@ -52,6 +59,67 @@ func (m *Monitor) staticKnown(gs *gpuState) {
 	}
 }
 
+// busesFromSysfs gives the GPUs stuck at start (no bus id from NVML) the
+// bus id sysfs lists for their index under the nvidia driver
+// (kmsg.DriverGPUs, in NVML's order), and registers them in byBus, so that
+// their kernel lines are theirs from the first one. The list is trusted only
+// when it agrees with NVML: as many GPUs as the driver enumerated, and every
+// GPU that answered at its index.
+func (m *Monitor) busesFromSysfs(byBus map[reading.PCIAddr]*gpuState) {
+	var stuck []*gpuState
+	for _, gs := range m.gpus {
+		if _, err := reading.ParsePCIAddr(gs.info().BusID); err != nil {
+			stuck = append(stuck, gs)
+		}
+	}
+	if len(stuck) == 0 {
+		return
+	}
+	list, err := kmsg.DriverGPUs(filepath.Join(m.cfg.HostRoot, kmsg.DefaultNvidiaDriver))
+	if err != nil {
+		m.log.Info("no sysfs list of the nvidia driver's GPUs; the kernel lines of GPUs stuck at start are theirs once they answer", "error", err)
+		return
+	}
+	if n := m.host.Enumerated(); n > 0 && n != len(list) {
+		m.log.Warn("sysfs lists another number of GPUs than the driver enumerated; the kernel lines of GPUs stuck at start are theirs once they answer",
+			"sysfs", len(list), "nvml", n)
+		return
+	}
+	for _, gs := range m.gpus {
+		a, err := reading.ParsePCIAddr(gs.info().BusID)
+		if err == nil && (gs.idx >= len(list) || list[gs.idx].Slot() != a.Slot()) {
+			m.log.Warn("sysfs does not list the nvidia driver's GPUs in NVML's order; the kernel lines of GPUs stuck at start are theirs once they answer",
+				"gpu", gs.idx, "bus", gs.info().BusID)
+			return
+		}
+	}
+	for _, gs := range stuck {
+		if gs.idx >= len(list) {
+			continue
+		}
+		a := list[gs.idx]
+		if _, taken := byBus[a.Slot()]; taken {
+			continue
+		}
+		gs.sysBus = reading.Some(a)
+		byBus[a.Slot()] = gs
+		gs.log.Info("GPU stuck at start: its bus id is sysfs's for its index; its kernel lines reach it", "bus", a.NVML())
+	}
+}
+
+// busID is the GPU's bus id in NVML's spelling: NVML's, or while the GPU
+// has not answered the one sysfs lists for it (busesFromSysfs); "" when
+// neither is known.
+func (gs *gpuState) busID() string {
+	if b := gs.info().BusID; b != "" {
+		return b
+	}
+	if a, ok := gs.sysBus.Get(); ok {
+		return a.NVML()
+	}
+	return ""
+}
+
 // addBus registers gs under PCI slot a: a copy of the map with it is
 // swapped in, so readers (gpuByBus) take no lock.
 func (m *Monitor) addBus(a reading.PCIAddr, gs *gpuState) {
@@ -63,6 +131,23 @@ func (m *Monitor) addBus(a reading.PCIAddr, gs *gpuState) {
 		next[k] = v
 	}
 	next[a] = gs
+	m.byBus.Store(&next)
+}
+
+// removeBus takes gs off PCI slot a, as addBus adds it.
+func (m *Monitor) removeBus(a reading.PCIAddr, gs *gpuState) {
+	m.busMu.Lock()
+	defer m.busMu.Unlock()
+	old := *m.byBus.Load()
+	if old[a] != gs {
+		return
+	}
+	next := make(map[reading.PCIAddr]*gpuState, len(old))
+	for k, v := range old {
+		if k != a {
+			next[k] = v
+		}
+	}
 	m.byBus.Store(&next)
 }
 

@@ -158,6 +158,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		}
 		cols = append(cols, sink.GPUColumns{Index: gs.idx, Fans: info.NumFans})
 	}
+	m.busesFromSysfs(byBus)
 	m.byBus.Store(&byBus)
 	m.board = live.NewBoard(slots, m.hostView)
 	m.setupProcs()
