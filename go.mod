@@ -7,6 +7,7 @@ require (
 	github.com/alecthomas/kong v1.17.0
 	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/gdamore/tcell/v2 v2.13.10
+	github.com/go-logfmt/logfmt v0.6.1
 	github.com/gofrs/flock v0.13.2
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/common v0.72.1

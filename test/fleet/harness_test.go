@@ -203,22 +203,7 @@ func startStack(t *testing.T) *stack {
 	s := &stack{logDir: t.TempDir(), hook: newWebhook(t)}
 	work := t.TempDir()
 
-	// The logger, as on a host, with its kernel log fed by the simulator.
-	kmsg := filepath.Join(work, "kmsg")
-	if err := os.WriteFile(kmsg, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sock, err := os.MkdirTemp("", "gtf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(sock) })
-	env := append(os.Environ(), "LD_LIBRARY_PATH="+filepath.Dir(testutil.SimLib(simDir, false)),
-		"SIMNVML_SCENARIO="+filepath.Join(repo, "test", "fleet", "testdata", "fleet.scn"), "SIMNVML_KMSG="+kmsg, "TZ=UTC")
-	d := startChild(t, binary, env, "--log-dir", s.logDir, "--lock-file", filepath.Join(work, "lock"),
-		"--socket", filepath.Join(sock, "control.sock"), "--kmsg", kmsg, "--follow-ups", "2s",
-		"--metrics-listen", "127.0.0.1:0")
-	s.daemon = d.listenAddr(t)
+	s.daemon = startLogger(t, s.logDir, "fleet.scn")
 
 	// Alertmanager with the shipped example; only the receivers' URLs change.
 	cfg, err := os.ReadFile(filepath.Join(repo, "deploy", "alertmanager", "alertmanager.yml"))
@@ -272,6 +257,31 @@ func ready(addr string) bool {
 	}
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
+}
+
+// startLogger starts gpu-telemetry as on a host, logging into logDir, on
+// the simulated GPUs of testdata/<scenario> with its kernel log fed by the
+// simulator, serving metrics on a loopback port of the kernel's choosing;
+// it returns that port's address.
+func startLogger(t *testing.T, logDir, scenario string) string {
+	t.Helper()
+	built(t)
+	work := t.TempDir()
+	kmsg := filepath.Join(work, "kmsg")
+	if err := os.WriteFile(kmsg, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sock, err := os.MkdirTemp("", "gtf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sock) })
+	env := append(os.Environ(), "LD_LIBRARY_PATH="+filepath.Dir(testutil.SimLib(simDir, false)),
+		"SIMNVML_SCENARIO="+filepath.Join(repo, "test", "fleet", "testdata", scenario), "SIMNVML_KMSG="+kmsg, "TZ=UTC")
+	d := startChild(t, binary, env, "--log-dir", logDir, "--lock-file", filepath.Join(work, "lock"),
+		"--socket", filepath.Join(sock, "control.sock"), "--kmsg", kmsg, "--follow-ups", "2s",
+		"--metrics-listen", "127.0.0.1:0")
+	return d.listenAddr(t)
 }
 
 // receiverPlaceholder is the receivers' base URL in the shipped example.
