@@ -59,6 +59,7 @@ const reuseGap = 2 * time.Second
 type procDesc struct {
 	name, cmdline string
 	trunc         bool
+	workload      reading.Workload
 	origin        reading.ProcOrigin
 	at            int64
 	gen           uint64 // the read that last listed the PID
@@ -88,10 +89,10 @@ func (p *ProcReader) describeAll(list []reading.Process, at time.Time) {
 			start = p.startTime(pr.PID)
 		}
 		if ok && d.start == start && now-d.at < int64(describeRefresh) {
-			pr.Name, pr.Cmdline, pr.CmdlineTrunc, pr.Origin = d.name, d.cmdline, d.trunc, d.origin
+			pr.Name, pr.Cmdline, pr.CmdlineTrunc, pr.Origin, pr.Workload = d.name, d.cmdline, d.trunc, d.origin, d.workload
 		} else {
 			p.describe(pr)
-			d = procDesc{name: pr.Name, cmdline: pr.Cmdline, trunc: pr.CmdlineTrunc, origin: pr.Origin, at: now, start: start}
+			d = procDesc{name: pr.Name, cmdline: pr.Cmdline, trunc: pr.CmdlineTrunc, origin: pr.Origin, workload: pr.Workload, at: now, start: start}
 		}
 		d.gen = p.descGen
 		p.descs[pr.PID] = d
@@ -149,7 +150,16 @@ func (p *ProcReader) describe(pr *reading.Process) {
 	pr.Origin = reading.ProcHere
 	pr.Name = text(string(comm))
 	pr.Cmdline, pr.CmdlineTrunc = cmdline(cmd)
+	// The job it belongs to (best effort: a process that exits in between
+	// keeps its name, without a workload).
+	if cg, err := readCapped(filepath.Join(dir, "cgroup"), maxCgroupFile); err == nil {
+		pr.Workload = parseCgroup(cg)
+	}
 }
+
+// maxCgroupFile is the most of /proc/<pid>/cgroup read: a v1 host lists a
+// dozen hierarchies of a few hundred bytes each.
+const maxCgroupFile = 8 << 10
 
 func originOf(err error) reading.ProcOrigin {
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, os.ErrNotExist) {

@@ -49,6 +49,9 @@ func ProcessesSection(p *reading.Procs, now time.Time) Section {
 	for _, pr := range good.List {
 		fmt.Fprintf(&b, "%8d  %-16s  %10s  %4s  %4s  %s\n", pr.PID, pr.Kind, mem(pr.MemBytes),
 			pct(pr.SMUtil), pct(pr.MemUtil), who(&pr))
+		if j := workloadLine(&pr.Workload); j != "" {
+			fmt.Fprintf(&b, "%8s  job: %s\n", "", j)
+		}
 	}
 	return Section{ProcessesTitle, b.String()}
 }
@@ -74,6 +77,22 @@ func pct(o reading.Opt[uint32]) string {
 		return "n/a"
 	}
 	return strconv.FormatUint(uint64(v), 10)
+}
+
+// workloadLine names the job a process belonged to, from its cgroup, with its
+// systemd unit; "" when its cgroup was not read.
+func workloadLine(w *reading.Workload) string {
+	if !w.Known {
+		return ""
+	}
+	s := w.String()
+	switch {
+	case s == "":
+		return "none named by its cgroup"
+	case w.Unit != "" && !strings.HasPrefix(s, "unit "):
+		s += " (unit " + w.Unit + ")"
+	}
+	return s
 }
 
 func who(pr *reading.Process) string {
