@@ -27,6 +27,9 @@ type Doc struct {
 // HostDoc is the host part of Doc.
 type HostDoc struct {
 	Version       string       `json:"version"`
+	Name          string       `json:"name"`       // the host (--host, else the hostname)
+	MachineID     string       `json:"machine_id"` // "" when the host has none
+	BootID        string       `json:"boot_id"`
 	Driver        string       `json:"driver"`
 	NVML          string       `json:"nvml"`
 	CUDA          string       `json:"cuda"`
@@ -230,7 +233,8 @@ func NewDoc(v View) Doc {
 	h := v.Host
 	now := h.Now
 	d := Doc{SchemaVersion: SchemaVersion, Time: now, Host: HostDoc{
-		Version: h.Version, Driver: h.System.DriverVersion, NVML: h.System.NVMLVersion, CUDA: h.System.CUDAVersion,
+		Version: h.Version, Name: h.Identity.Host, MachineID: h.Identity.MachineID, BootID: h.Identity.BootID,
+		Driver: h.System.DriverVersion, NVML: h.System.NVMLVersion, CUDA: h.System.CUDAVersion,
 		Started: h.Start, UptimeS: secs(now.Sub(h.Start)), IntervalS: secs(h.Interval), DeadlineS: secs(h.Deadline),
 		Cadence: CadenceDoc{WindowS: secs(h.Cadence.Window),
 			MeanPeriodS: secs(h.Cadence.Mean), P99PeriodS: secs(h.Cadence.P99), MaxPeriodS: secs(h.Cadence.Max)},

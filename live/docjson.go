@@ -35,6 +35,12 @@ func (d *Doc) AppendJSON(b []byte) []byte {
 func (h *HostDoc) appendJSON(b []byte) []byte {
 	b = append(b, `{"version":`...)
 	b = jStr(b, h.Version)
+	b = append(b, `,"name":`...)
+	b = jStr(b, h.Name)
+	b = append(b, `,"machine_id":`...)
+	b = jStr(b, h.MachineID)
+	b = append(b, `,"boot_id":`...)
+	b = jStr(b, h.BootID)
 	b = append(b, `,"driver":`...)
 	b = jStr(b, h.Driver)
 	b = append(b, `,"nvml":`...)

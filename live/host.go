@@ -12,6 +12,7 @@ type Host struct {
 	Now      time.Time // when the view was assembled
 	Start    time.Time // when the daemon started
 	Version  string
+	Identity reading.Identity // the host's name, machine id, boot id
 	System   reading.System
 	Interval time.Duration
 	Deadline time.Duration

@@ -96,7 +96,7 @@ func HostLines(d Doc) []string {
 	h := d.Host
 	c := h.Cadence
 	// Counts come from the counter table, the one place they are.
-	l1 := "gpu-telemetry " + h.Version + "  up " + dur(time.Duration(h.UptimeS*float64(time.Second))) +
+	l1 := "gpu-telemetry " + h.Version + " on " + orNA(h.Name) + "  up " + dur(time.Duration(h.UptimeS*float64(time.Second))) +
 		"  driver " + orNA(h.Driver) + "  interval " + ms(h.IntervalS) +
 		"  cadence " + ms(c.MeanPeriodS) + " mean / " + ms(c.P99PeriodS) + " p99 / " + h.CounterText(CounterTickOverruns) + " overruns"
 	l2 := "rows " + h.CounterText(CounterRowsWritten) + " written / " + h.CounterText(CounterRowsDropped) + " dropped (" + utoa(h.RowsDropped10) + " in 10m)" +

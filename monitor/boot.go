@@ -33,7 +33,7 @@ func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
 	go func() {
 		defer wg.Done()
 		bl, err := snapshot.WriteBootLog(ctx, snapshot.BootConfig{Dir: m.cfg.LogDir, Runner: m.cfg.Runner, Now: m.start,
-			Prev: prev, BootID: bootID, PstoreDirs: pstore, CommandTimeout: m.cfg.CommandTimeout})
+			Prev: prev, BootID: bootID, Host: m.ident.Host, MachineID: m.ident.MachineID, PstoreDirs: pstore, CommandTimeout: m.cfg.CommandTimeout})
 		kv := append([]string{"source=start"}, bl.Fields(prev, bootID)...)
 		if err != nil {
 			kv = append(kv, "error="+strconv.Quote(err.Error()))

@@ -20,7 +20,10 @@ import (
 
 // Config is everything the monitor needs besides the opened NVML host.
 type Config struct {
-	Version  string
+	Version string
+	// Host names this host in every output (--host); "" means the
+	// hostname.
+	Host     string
 	LogDir   string
 	Interval time.Duration
 	// Deadline is how long a GPU's sample may take before the GPU is

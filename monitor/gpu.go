@@ -466,6 +466,7 @@ func (gs *gpuState) header(when time.Time, reason string, event uint64) snapshot
 	h := snapshot.Header{
 		Time:        when,
 		Version:     "gpu-telemetry " + m.cfg.Version,
+		Host:        m.ident,
 		GPUName:     info.Name,
 		BusID:       gs.busID(),
 		UUID:        info.UUID,

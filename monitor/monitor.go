@@ -32,6 +32,7 @@ type Monitor struct {
 	cfg     Config
 	log     *slog.Logger
 	host    *sampler.Host
+	ident   reading.Identity // the host's name, machine id and boot id, read once at start
 	gpus    []*gpuState
 	byIndex map[int]*gpuState
 	// byBus finds a GPU by its PCI slot (kernel log lines name GPUs so). It
@@ -136,6 +137,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		syncTick: make(chan time.Time, 1), secondTick: make(chan time.Time, 1),
 		cadence: newCadence(cfg.Interval), kmsgState: "disabled", eventsState: "starting",
 		kclock: newKernelClock(host.KernelClock())}
+	m.ident = readIdentity(cfg.Host, cfg.HostRoot, m.log)
 	if cfg.KmsgPath != "" {
 		m.kmsgState = "starting"
 		m.klog = cfg.KernelLog
@@ -553,6 +555,8 @@ func (m *Monitor) signal(sig os.Signal) {
 func (m *Monitor) eventLine(t time.Time, gpu int, bus string, kv ...string) {
 	var b strings.Builder
 	b.WriteString(t.Format(sink.TimestampLayout))
+	b.WriteString(" host=")
+	b.WriteString(logfmtValue(m.ident.Host))
 	if gpu >= 0 {
 		b.WriteString(" gpu=")
 		b.WriteString(strconv.Itoa(gpu))
@@ -640,7 +644,7 @@ func (m *Monitor) pacerState() live.Pacer {
 // fields hold what is not a count.
 func (m *Monitor) hostView() live.Host {
 	h := live.Host{
-		Now: time.Now(), Start: m.start, Version: m.cfg.Version, System: m.host.System,
+		Now: time.Now(), Start: m.start, Version: m.cfg.Version, System: m.host.System, Identity: m.ident,
 		Interval: m.cfg.Interval, Deadline: m.cfg.Deadline,
 		DiskPaused: m.csv.Stats().Paused,
 		Counters:   m.counters(),

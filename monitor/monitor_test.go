@@ -94,7 +94,7 @@ func newRigOn(t *testing.T, lib *fakenvml.Lib, tweak func(*Config)) *rig {
 	}
 	var mu sync.Mutex
 	cfg := Config{
-		Version: "test", LogDir: r.dir, Interval: 100 * time.Millisecond, Anomaly: anomaly.DefaultConfig(),
+		Version: "test", Host: "testhost", LogDir: r.dir, Interval: 100 * time.Millisecond, Anomaly: anomaly.DefaultConfig(),
 		RetentionDays: 14, FsyncEvery: time.Second, Runner: fakeRunner{}, FollowUps: []time.Duration{},
 		Logger:    slog.New(slog.NewTextHandler(r.logs, nil)),
 		HostRoot:  t.TempDir(),

@@ -44,6 +44,8 @@ type BootConfig struct {
 	Now            time.Time   // this run's start: rows and events after it are this run's
 	Prev           PreviousRun // what BeginRun found
 	BootID         string      // this boot's id ("" when unknown)
+	Host           string      // the host's name as every output gives it
+	MachineID      string      // "" when unknown
 	PstoreDirs     []string    // nil means DefaultPstoreDirs
 	CommandTimeout time.Duration
 	// JournalDir, when set, is given to journalctl as --directory (tests
@@ -84,6 +86,7 @@ func WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
 	var b strings.Builder
 	b.WriteString("=== UNCLEAN STOP OF THE PREVIOUS RUN ===\n")
 	b.WriteString("Time: " + c.Now.Format(time.RFC3339Nano) + "\n")
+	b.WriteString("Host: " + orUnknown(c.Host) + " (machine id " + orUnknown(c.MachineID) + ")\n")
 	ps := c.Prev.State
 	started := "unknown"
 	if !ps.Started.IsZero() {

@@ -122,7 +122,7 @@ func TestBootLogGolden(t *testing.T) {
 	pstore := pstoreFixture(t, prevStart)
 	runner := &fakeRunner{results: map[string]fakeResult{"journalctl": {out: cannedJournal}}}
 	prev := PreviousRun{Found: true, State: RunState{BootID: "0f4c1a7e-aaaa", Started: prevStart, PID: 4242}}
-	bl, err := WriteBootLog(context.Background(), BootConfig{Dir: dir, Runner: runner, Now: now, Prev: prev,
+	bl, err := WriteBootLog(context.Background(), BootConfig{Dir: dir, Runner: runner, Now: now, Prev: prev, Host: "gpu-node-07", MachineID: "4f0c8d6a2b7e4e1c9a3d5b7f1e2c4a6b",
 		BootID: "9d2b77c1-bbbb", PstoreDirs: []string{pstore, filepath.Join(dir, "no-such-pstore")}})
 	if err != nil {
 		t.Fatal(err)

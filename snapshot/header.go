@@ -15,6 +15,7 @@ type Header struct {
 	Title       string               // e.g. "GPU CRASH DETECTED"; empty: the Manager fills in the kind's title
 	Time        time.Time            // when it happened; zero: the Manager uses the time it accepted the request
 	Version     string               // daemon version, e.g. "gpu-telemetry 1.0.0"
+	Host        reading.Identity     // the host: name, machine id, boot id
 	GPUIndex    int                  // NVML index; the Manager sets it from the gpu argument; negative prints n/a
 	GPUName     string               // "NVIDIA H100 80GB HBM3"
 	BusID       string               // NVML form: 00000000:4B:00.0
@@ -58,6 +59,7 @@ func writeHeader(b *strings.Builder, h *Header) {
 		b.WriteString(h.Time.Format(sink.TimestampLayout))
 	}
 	b.WriteString("\nVersion: " + orNA(h.Version) + "\n")
+	writeHostLine(b, h)
 	writeGPULine(b, h)
 	b.WriteString("UUID: " + orNA(h.UUID) + "\n")
 	b.WriteString("Reason: " + orNA(h.Reason) + "\n")
@@ -131,4 +133,9 @@ func ParseHeader(text string) (h Header, ok bool) {
 		}
 	}
 	return h, ok
+}
+
+// writeHostLine names the host: every snapshot says where it was taken.
+func writeHostLine(b *strings.Builder, h *Header) {
+	b.WriteString("Host: " + orNA(h.Host.Host) + " (machine id " + orNA(h.Host.MachineID) + ", boot " + orNA(h.Host.BootID) + ")\n")
 }

@@ -122,6 +122,7 @@ func testHeader() Header {
 	return Header{
 		Time:        incidentTime,
 		Version:     "gpu-telemetry 1.0.0",
+		Host:        reading.Identity{Host: "gpu-node-07", MachineID: "4f0c8d6a2b7e4e1c9a3d5b7f1e2c4a6b", BootID: "9b1d3f5e-7a2c-4e6b-8d0f-1a3c5e7b9d2f"},
 		GPUName:     "NVIDIA H100 80GB HBM3",
 		BusID:       "00000000:4B:00.0",
 		UUID:        "GPU-8a1c7c8e-43d6-5a0e-11b2-9c1f0e3d7a21",

@@ -38,6 +38,7 @@ type CLI struct {
 	NoCompress     bool             `help:"Do not gzip finished CSV days."`
 	Socket         string           `help:"Control socket for 'gpu-telemetry status' and 'top'; 'none' disables. Default: ${default}." default:"${socket}"`
 	SocketGroup    string           `help:"Group allowed to use the control socket (mode 0660); without it the socket is mode 0600 (root only)."`
+	Host           string           `help:"Name of this host in every output: metrics (gpu_telemetry_host_info), events.log, snapshot headers, status. Letters, digits, '.', '-', '_'. Default: the hostname (in a container: the node's name, not the pod's; set it)."`
 	MetricsListen  string           `help:"Serve Prometheus metrics on this address (e.g. 127.0.0.1:9464); off by default."`
 	WebConfigFile  string           `name:"web.config.file" help:"Prometheus exporter-toolkit web config (TLS, basic auth) for --metrics-listen."`
 	NoKmsgMarkers  bool             `name:"no-kmsg-markers" help:"Never write a clock-check marker to the kernel log (by default one is written when the log has been quiet for an hour, at most hourly, where the logger may write /dev/kmsg)."`
@@ -133,6 +134,9 @@ func (c *CLI) Validate() error {
 	if c.LogDir == "" {
 		errs = append(errs, errors.New("--log-dir: must not be empty"))
 	}
+	if c.Host != "" && !validHost(c.Host) {
+		errs = append(errs, fmt.Errorf("--host %q: must be 1-253 letters, digits, '.', '-' or '_'", c.Host))
+	}
 	if c.Socket == "" {
 		errs = append(errs, errors.New("--socket: must be a path or 'none'"))
 	}
@@ -165,6 +169,7 @@ func (c *CLI) monitorConfig(log *slog.Logger) monitor.Config {
 	sd := newSystemd(log)
 	return monitor.Config{
 		Version:        version,
+		Host:           c.Host,
 		LogDir:         c.LogDir,
 		Interval:       time.Duration(c.Interval),
 		Deadline:       time.Duration(c.Deadline),
@@ -199,4 +204,19 @@ func checkListenAddr(addr string) error {
 		return fmt.Errorf("port %q: must be a number from 0 to 65535", port)
 	}
 	return nil
+}
+
+// validHost reports whether s can name a host in every output as it is
+// (a label value, a logfmt value without quotes, a file's header).
+func validHost(s string) bool {
+	if len(s) == 0 || len(s) > 253 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }

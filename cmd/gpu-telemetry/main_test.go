@@ -63,6 +63,7 @@ func TestRunExitCodes(t *testing.T) {
 		{"spike threshold", []string{"--spike-threshold", "101"}, 2, "", "--spike-threshold 101"},
 		{"negative spike threshold", []string{"--spike-threshold", "-3"}, 2, "", "--spike-threshold"},
 		{"retention", []string{"--retention-days", "0"}, 2, "", "--retention-days 0"},
+		{"host with a space", []string{"--host", "gpu node"}, 2, "", `--host "gpu node": must be 1-253 letters`},
 		{"fsync", []string{"--fsync-interval", "0"}, 2, "", "--fsync-interval"},
 		{"follow-ups", []string{"--follow-ups", "10s,-1s"}, 2, "", "--follow-ups"},
 		{"empty gpu selector", []string{"--gpu", "0,,1"}, 2, "", "--gpu: empty GPU selector"},

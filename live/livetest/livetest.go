@@ -40,7 +40,7 @@ func View() live.View {
 	g1.HungRows = 110
 	g1.NewestSnapshot = "/var/log/gpu-telemetry/crashes/crash-20261130-150354.000-gpu1.log"
 
-	return live.View{Host: live.Host{Now: now, Start: now.Add(-2*time.Hour - 5*time.Minute), Version: "1.0", System: reading.System{DriverVersion: "580.95.05", NVMLVersion: "12.580.95.05", CUDAVersion: "13.0"},
+	return live.View{Host: live.Host{Now: now, Start: now.Add(-2*time.Hour - 5*time.Minute), Version: "1.0", Identity: reading.Identity{Host: "gpu-node-07", MachineID: "4f0c8d6a2b7e4e1c9a3d5b7f1e2c4a6b", BootID: "9b1d3f5e-7a2c-4e6b-8d0f-1a3c5e7b9d2f"}, System: reading.System{DriverVersion: "580.95.05", NVMLVersion: "12.580.95.05", CUDAVersion: "13.0"},
 		Interval: 100 * time.Millisecond, Deadline: time.Second,
 		Cadence: live.Cadence{Window: time.Minute, Mean: 100 * time.Millisecond, P99: 101 * time.Millisecond, Max: 180 * time.Millisecond},
 		Kmsg:    "following", Events: "watching",

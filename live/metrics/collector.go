@@ -101,6 +101,7 @@ var readings = []readingMetric{
 // The host metrics.
 var (
 	mBuild    = &metric{"build_info", "Build of the running gpu-telemetry (value 1).", prometheus.GaugeValue, []string{"version", "goversion"}}
+	mHost     = &metric{"host_info", "The host as every output names it: --host (else the hostname), machine id, boot id (value 1).", prometheus.GaugeValue, []string{"host", "machine_id", "boot_id"}}
 	mStart    = &metric{"start_time_seconds", "When the daemon started (Unix seconds).", prometheus.GaugeValue, nil}
 	mDisk     = &metric{"disk_paused", "1 while CSV writes are paused (disk full or below --min-free-mb).", prometheus.GaugeValue, nil}
 	mGPUs     = &metric{"gpus", "Monitored GPUs.", prometheus.GaugeValue, nil}
@@ -176,7 +177,7 @@ func New(board *live.Board) *Collector {
 	for i := range readings {
 		c.fams[&readings[i].metric] = newFamily(&readings[i].metric, gpuLabels)
 	}
-	for _, m := range []*metric{mBuild, mStart, mDisk, mGPUs, mAnswer, mPeriod, mInterval, mPacer, mTickNVML, mLogWait} {
+	for _, m := range []*metric{mBuild, mHost, mStart, mDisk, mGPUs, mAnswer, mPeriod, mInterval, mPacer, mTickNVML, mLogWait} {
 		c.fams[m] = newFamily(m, nil)
 	}
 	for _, k := range board.View().Host.Counters {
@@ -254,6 +255,7 @@ func (w *walker) addF(f *family, v float64, lv ...string) {
 func (w *walker) walk(v live.View) {
 	h := &v.Host
 	w.add(mBuild, 1, h.Version, runtime.Version())
+	w.add(mHost, 1, h.Identity.Host, h.Identity.MachineID, h.Identity.BootID)
 	w.add(mStart, unix(h.Start.UnixNano()))
 	w.add(mDisk, b2f(h.DiskPaused))
 	w.add(mGPUs, float64(len(v.GPUs)))

@@ -95,3 +95,33 @@ func TestTickNVMLAbsentUntilMeasured(t *testing.T) {
 		t.Errorf("measured tick time missing")
 	}
 }
+
+// TestNoLabelClashesWithPrometheus: no series of the logger has a label
+// Prometheus (or a Kubernetes service discovery) sets on the target:
+// instance, job, pod, namespace. Prometheus would rename the logger's own
+// to exported_* and dashboards would read the wrong host. The host is the
+// host label of gpu_telemetry_host_info.
+func TestNoLabelClashesWithPrometheus(t *testing.T) {
+	c := New(board(livetest.View()))
+	fams := []*family{}
+	for _, f := range c.fams {
+		fams = append(fams, f)
+	}
+	for _, f := range c.counters {
+		fams = append(fams, f)
+	}
+	for _, f := range fams {
+		for _, l := range f.labels {
+			switch l {
+			case "instance", "job", "pod", "namespace":
+				t.Errorf("%s has the label %s, which Prometheus or its Kubernetes discovery sets on the target", f.full, l)
+			}
+			if strings.HasPrefix(l, "exported_") || strings.HasPrefix(l, "__") {
+				t.Errorf("%s has the reserved label name %s", f.full, l)
+			}
+		}
+	}
+	if got := string(scrape(t, board(livetest.View()))); !strings.Contains(got, `gpu_telemetry_host_info{boot_id="9b1d3f5e-7a2c-4e6b-8d0f-1a3c5e7b9d2f",host="gpu-node-07",machine_id="4f0c8d6a2b7e4e1c9a3d5b7f1e2c4a6b"} 1`) {
+		t.Errorf("no host_info series naming the host:\n%s", got)
+	}
+}

@@ -1,7 +1,11 @@
 package fleet
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -38,7 +42,68 @@ func TestFleet(t *testing.T) {
 	}
 	t.Run("dashboards", func(t *testing.T) { s.checkDashboards(t) })
 	t.Run("triage", func(t *testing.T) { s.checkTriage(t, triage) })
+	t.Run("host identity", func(t *testing.T) { s.checkIdentity(t) })
 	t.Run("alerts", func(t *testing.T) { s.checkAlerts(t) })
+}
+
+// checkIdentity: every output names the host as --host says, whatever the
+// machine's hostname: gpu_telemetry_host_info (with Prometheus's own job
+// and instance untouched: no exported_* label anywhere), each events.log
+// line, every snapshot header and status (text and JSON).
+func (s *stack) checkIdentity(t *testing.T) {
+	if rs := s.query(t, `gpu_telemetry_host_info{host="`+testHost+`"}`); len(rs) != 1 || rs[0].Metric["instance"] != s.daemon || rs[0].Metric["job"] != "gpu-telemetry" {
+		t.Errorf("gpu_telemetry_host_info naming %s: %v", testHost, rs)
+	}
+	for _, r := range s.query(t, `{__name__=~"gpu_telemetry_.+"}`) {
+		for l := range r.Metric {
+			if strings.HasPrefix(l, "exported_") {
+				t.Errorf("Prometheus renamed a clashing label of the logger: %v", r.Metric)
+			}
+		}
+	}
+	events, err := os.ReadFile(filepath.Join(s.logDir, "events.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(events)), "\n") {
+		if kv, _, err := logfmtFields(l); err != nil || kv["host"] != testHost {
+			t.Errorf("events.log line without host=%s (%v): %s", testHost, err, l)
+		}
+	}
+	snaps, _ := filepath.Glob(filepath.Join(s.logDir, "crashes", "*.log"))
+	if len(snaps) == 0 {
+		t.Error("no crash snapshot")
+	}
+	for _, p := range snaps {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), "\nHost: "+testHost+" (machine id ") {
+			t.Errorf("%s does not name the host in its header:\n%s", filepath.Base(p), head(string(b), 400))
+		}
+	}
+	out, _ := exec.Command(binary, "status", "--socket", s.socket).Output()
+	if first, _, _ := strings.Cut(string(out), "\n"); !strings.Contains(first, " on "+testHost+" ") {
+		t.Errorf("status does not name the host on its first line: %q", first)
+	}
+	out, _ = exec.Command(binary, "status", "--json", "--socket", s.socket).Output()
+	var doc struct {
+		Host struct {
+			Name   string `json:"name"`
+			BootID string `json:"boot_id"`
+		} `json:"host"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil || doc.Host.Name != testHost {
+		t.Errorf("status --json host.name %q (%v), want %s", doc.Host.Name, err, testHost)
+	}
+}
+
+func head(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
 }
 
 // triageQuery returns the fleet dashboard's triage table query (refId A).

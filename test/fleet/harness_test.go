@@ -186,6 +186,7 @@ func listening(pid int) string {
 // example with its receivers pointed at the test's webhook.
 type stack struct {
 	daemon, prom, am string // addresses
+	socket           string // the logger's control socket
 	hook             *webhook
 	logDir           string
 }
@@ -203,7 +204,8 @@ func startStack(t *testing.T) *stack {
 	s := &stack{logDir: t.TempDir(), hook: newWebhook(t)}
 	work := t.TempDir()
 
-	s.daemon = startLogger(t, s.logDir, "fleet.scn")
+	l := startLogger(t, s.logDir, "fleet.scn")
+	s.daemon, s.socket = l.metrics, l.socket
 
 	// Alertmanager with the shipped example; only the receivers' URLs change.
 	cfg, err := os.ReadFile(filepath.Join(repo, "deploy", "alertmanager", "alertmanager.yml"))
@@ -259,11 +261,19 @@ func ready(addr string) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-// startLogger starts gpu-telemetry as on a host, logging into logDir, on
-// the simulated GPUs of testdata/<scenario> with its kernel log fed by the
-// simulator, serving metrics on a loopback port of the kernel's choosing;
-// it returns that port's address.
-func startLogger(t *testing.T, logDir, scenario string) string {
+// testHost is the --host the tests' loggers are given: every output must
+// name the host so, whatever the machine's hostname.
+const testHost = "fleet-host-1"
+
+// logger is a running gpu-telemetry: its metrics address and control
+// socket.
+type logger struct{ metrics, socket string }
+
+// startLogger starts gpu-telemetry as on a host named testHost, logging
+// into logDir, on the simulated GPUs of testdata/<scenario> with its kernel
+// log fed by the simulator, serving metrics on a loopback port of the
+// kernel's choosing.
+func startLogger(t *testing.T, logDir, scenario string) logger {
 	t.Helper()
 	built(t)
 	work := t.TempDir()
@@ -278,10 +288,11 @@ func startLogger(t *testing.T, logDir, scenario string) string {
 	t.Cleanup(func() { os.RemoveAll(sock) })
 	env := append(os.Environ(), "LD_LIBRARY_PATH="+filepath.Dir(testutil.SimLib(simDir, false)),
 		"SIMNVML_SCENARIO="+filepath.Join(repo, "test", "fleet", "testdata", scenario), "SIMNVML_KMSG="+kmsg, "TZ=UTC")
+	socket := filepath.Join(sock, "control.sock")
 	d := startChild(t, binary, env, "--log-dir", logDir, "--lock-file", filepath.Join(work, "lock"),
-		"--socket", filepath.Join(sock, "control.sock"), "--kmsg", kmsg, "--follow-ups", "2s",
-		"--metrics-listen", "127.0.0.1:0")
-	return d.listenAddr(t)
+		"--socket", socket, "--kmsg", kmsg, "--follow-ups", "2s",
+		"--metrics-listen", "127.0.0.1:0", "--host", testHost)
+	return logger{metrics: d.listenAddr(t), socket: socket}
 }
 
 // receiverPlaceholder is the receivers' base URL in the shipped example.

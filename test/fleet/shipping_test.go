@@ -118,6 +118,9 @@ input(type="imfile" file=%[3]q tag="gpu-telemetry" severity="info" facility="loc
 		if len(bare) != 1 {
 			t.Errorf("a received line has %d bare words, want its timestamp alone: %q", len(bare), bare)
 		}
+		if kv["host"] != testHost {
+			t.Errorf("a received line does not name its host (%s): %s", testHost, l)
+		}
 		if kv["type"] == "Xid" {
 			for _, k := range []string{"gpu", "bus", "source", "xid", "name", "class", "action"} {
 				if kv[k] == "" {

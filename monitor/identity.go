@@ -1,0 +1,56 @@
+package monitor
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
+)
+
+// readIdentity names the host: name (--host, else the kernel's hostname),
+// the machine id (systemd's /etc/machine-id, else D-Bus's copy) and this
+// boot's id, read under root once at start. A name that cannot tell hosts
+// apart (localhost, or none) is logged: every host of a fleet would report
+// the same one.
+func readIdentity(name, root string, log *slog.Logger) reading.Identity {
+	read := func(p string) string {
+		b, err := os.ReadFile(filepath.Join(root, p))
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(b))
+	}
+	id := reading.Identity{Host: name, BootID: snapshot.ReadBootID(filepath.Join(root, snapshot.DefaultBootIDPath))}
+	if id.Host == "" {
+		id.Host = read("proc/sys/kernel/hostname")
+	}
+	if id.Host == "" && root == "/" {
+		id.Host, _ = os.Hostname()
+	}
+	for _, p := range []string{"etc/machine-id", "var/lib/dbus/machine-id"} {
+		if id.MachineID = read(p); id.MachineID != "" {
+			break
+		}
+	}
+	if id.Host == "" || strings.HasPrefix(id.Host, "localhost") {
+		log.Warn("the host's name does not tell it apart from others: set --host", "host", id.Host, "machine_id", id.MachineID)
+		if id.Host == "" {
+			id.Host = "unknown"
+		}
+	}
+	log.Info("host", "host", id.Host, "machine_id", id.MachineID, "boot_id", id.BootID)
+	return id
+}
+
+// logfmtValue is s as a logfmt value: as it is when it needs no quotes,
+// else quoted (a hostname the kernel gives may hold anything).
+func logfmtValue(s string) string {
+	if s == "" || strings.IndexFunc(s, func(r rune) bool { return r <= ' ' || r == '"' || r == '=' || r == '\\' || r >= 0x7f }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
+}
