@@ -218,21 +218,6 @@ again:
 	return NVML_SUCCESS;
 }
 
-#define ENTER(fn)                                                        \
-	struct nvmlDevice_st *d;                                         \
-	int64_t now;                                                     \
-	nvmlReturn_t enter_rc_;                                          \
-	SIM_COUNT(fn);                                                   \
-	enter_rc_ = sim_dev_enter(FN_##fn, device, &d, &now);            \
-	if (enter_rc_ != NVML_SUCCESS)                                   \
-		return enter_rc_
-
-#define NEED(p)                                     \
-	do {                                        \
-		if ((p) == NULL)                    \
-			return NVML_ERROR_INVALID_ARGUMENT; \
-	} while (0)
-
 /* ANSWER_STR defines a device query copying the string src into the
  * caller's buffer arg of length bytes. */
 #define ANSWER_STR(fn, arg, src)                                           \
@@ -821,7 +806,7 @@ nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount, nvml
 			v->value.ullVal = to_u32(sim_eval(d, M_PCIE_REPLAY, now));
 			break;
 		default:
-			r = NVML_ERROR_NOT_SUPPORTED;
+			r = sim_health_field(d, v, now);
 			break;
 		}
 		/* Power fields: only scope 0 (GPU) is modelled. */

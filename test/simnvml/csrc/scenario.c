@@ -21,6 +21,7 @@ struct sim_seg *g_segs;
 struct rawseg {
 	unsigned int gpu;
 	int metric;
+	int rel; /* "raise": v0, v1 are added to the track's value at t0 */
 	size_t order;
 	struct sim_seg s;
 };
@@ -236,6 +237,7 @@ static void dev_defaults(struct nvmlDevice_st *d, unsigned int i)
 
 	for (md = metrics; md->name != NULL; md++)
 		d->tr[md->m].def = md->def * md->scale;
+	sim_health_defaults(d);
 	for (f = 0; f < SIM_MAX_FANS; f++) {
 		d->tr[M_FAN0 + f].def = 30;
 		d->tr[M_FANT0 + f].def = 30;
@@ -545,13 +547,23 @@ static int parse_fnset(struct parser *p, const char *s, struct sim_fnset *out)
 
 /* Resolves a metric name. Fan metrics may name one fan ("fan1",
  * "fan1_target", "fan1_policy") or all fans ("fan", "fan_target",
- * "fan_policy"). Returns the first metric id, count and scale. */
-static int parse_metric(const char *s, int *m, int *count, double *scale)
+ * "fan_policy"); health metrics (health.h) one link ("nvlink3_state") or
+ * every link ("nvlink_state"). Returns the first metric id, count, the
+ * stride between the count metrics, and scale. */
+static int parse_metric(const char *s, int *m, int *count, int *stride, double *scale)
 {
 	const struct metric_def *md;
 	int base = -1, fan = -1;
 	const char *rest;
 
+	*stride = 1;
+	if (sim_health_metric(s, m, count, scale) == 0) {
+		if (*count < 0) { /* every link: one track per link */
+			*stride = *m >= M_C0 ? CF_COUNT : LF_COUNT;
+			*count = -*count;
+		}
+		return 0;
+	}
 	for (md = metrics; md->name != NULL; md++) {
 		if (strcmp(md->name, s) == 0) {
 			*m = md->m;
@@ -653,7 +665,8 @@ static int parse_gpus(struct parser *p, const char *s, uint32_t *mask)
 	return 0;
 }
 
-static int add_seg(struct parser *p, uint32_t mask, int m, int count, int64_t t0, int64_t t1, double v0, double v1)
+static int add_seg_rel(struct parser *p, uint32_t mask, int m, int count, int stride, int rel, int64_t t0, int64_t t1,
+		       double v0, double v1)
 {
 	unsigned int g;
 	int k;
@@ -664,7 +677,8 @@ static int add_seg(struct parser *p, uint32_t mask, int m, int count, int64_t t0
 		for (k = 0; k < count; k++) {
 			struct rawseg r;
 			r.gpu = g;
-			r.metric = m + k;
+			r.metric = m + k * stride;
+			r.rel = rel;
 			r.order = r_segs.n;
 			r.s.t0 = t0;
 			r.s.t1 = t1;
@@ -672,13 +686,103 @@ static int add_seg(struct parser *p, uint32_t mask, int m, int count, int64_t t0
 			r.s.v1 = v1;
 			if (PUSH(r_segs, r) != 0)
 				return perr(p, "out of memory");
-			if (m + k == M_ENFORCED)
+			if (r.metric == M_ENFORCED)
 				g_devs[g].enforced_explicit = 1;
-			if (m + k == M_SENSOR_TEMP)
+			if (r.metric == M_SENSOR_TEMP)
 				g_devs[g].sensor_temp_explicit = 1;
 		}
 	}
 	return 0;
+}
+
+static int add_seg(struct parser *p, uint32_t mask, int m, int count, int stride, int64_t t0, int64_t t1, double v0,
+		   double v1)
+{
+	return add_seg_rel(p, mask, m, count, stride, 0, t0, t1, v0, v1);
+}
+
+/* [at T] gpu SEL raise METRIC N [over DURATION]: the metric grows by N from
+ * its value at T, at once or linearly over DURATION. */
+static int stmt_raise(struct parser *p, uint32_t mask, int64_t t, char **tok, int n)
+{
+	int m, count, stride;
+	double scale, v;
+	int64_t dur = 0;
+
+	if ((n != 3 && n != 5) || parse_metric(tok[1], &m, &count, &stride, &scale) != 0)
+		return perr(p, "expected: [at T] gpu SEL raise METRIC N [over DURATION]");
+	if (parse_metric_value(p, m, scale, tok[2], &v) != 0)
+		return -1;
+	if (n == 5 && (strcmp(tok[3], "over") != 0 || parse_dur(tok[4], &dur) != 0))
+		return perr(p, "expected: [at T] gpu SEL raise METRIC N [over DURATION]");
+	return add_seg_rel(p, mask, m, count, stride, 1, t, t + dur, 0, v);
+}
+
+/* at T gpu SEL remap pending|applied|failure|cor N|unc N: row remapping. */
+static int stmt_remap(struct parser *p, uint32_t mask, int64_t t, char **tok, int n)
+{
+	const char *usage = "expected: [at T] gpu SEL remap pending|applied|failure|cor N|unc N";
+	double v;
+
+	if (n == 2 && strcmp(tok[1], "pending") == 0)
+		return add_seg(p, mask, M_H0 + HF_remap_pending, 1, 1, t, t, 1, 1);
+	if (n == 2 && strcmp(tok[1], "applied") == 0)
+		return add_seg(p, mask, M_H0 + HF_remap_pending, 1, 1, t, t, 0, 0);
+	if (n == 2 && strcmp(tok[1], "failure") == 0)
+		return add_seg(p, mask, M_H0 + HF_remap_failure, 1, 1, t, t, 1, 1);
+	if (n == 3 && (strcmp(tok[1], "cor") == 0 || strcmp(tok[1], "unc") == 0)) {
+		if (parse_num(tok[2], &v) != 0)
+			return perr(p, "bad number \"%s\"", tok[2]);
+		return add_seg_rel(p, mask, M_H0 + (tok[1][0] == 'c' ? HF_remap_cor : HF_remap_unc), 1, 1, 1, t, t, 0, v);
+	}
+	return perr(p, "%s", usage);
+}
+
+/* at T gpu SEL link L|all down|up|flap COUNT over DURATION: NVLink state.
+ * A flap takes the link down and up COUNT times, evenly over DURATION, each
+ * a successful link recovery (recovery_ok and recovery_all + 1). */
+static int stmt_link(struct parser *p, uint32_t mask, int64_t t, char **tok, int n)
+{
+	const char *usage = "expected: [at T] gpu SEL link L|all down|up|flap COUNT over DURATION";
+	unsigned long long l, cnt, i;
+	int first, nlinks;
+	int64_t over;
+
+	if (n < 3)
+		return perr(p, "%s", usage);
+	if (strcmp(tok[1], "all") == 0) {
+		first = 0;
+		nlinks = SIM_MAX_LINKS;
+	} else {
+		if (parse_uint(tok[1], SIM_MAX_LINKS - 1, &l) != 0)
+			return perr(p, "bad NVLink link \"%s\" (0..%d or all)", tok[1], SIM_MAX_LINKS - 1);
+		first = (int)l;
+		nlinks = 1;
+	}
+#define LM(f) (M_L0 + first * LF_COUNT + LF_##f)
+	if (n == 3 && (strcmp(tok[2], "down") == 0 || strcmp(tok[2], "up") == 0)) {
+		double st = tok[2][0] == 'd' ? NVML_NVLINK_STATE_INACTIVE : NVML_NVLINK_STATE_ACTIVE;
+		return add_seg(p, mask, LM(state), nlinks, LF_COUNT, t, t, st, st);
+	}
+	if (n == 6 && strcmp(tok[2], "flap") == 0) {
+		if (parse_uint(tok[3], 10000, &cnt) != 0 || cnt == 0 || strcmp(tok[4], "over") != 0 ||
+		    parse_dur(tok[5], &over) != 0)
+			return perr(p, "%s", usage);
+		for (i = 0; i < cnt; i++) {
+			int64_t down = t + (int64_t)(i * (uint64_t)over / cnt);
+			int64_t up = down + over / (int64_t)(2 * cnt);
+			if (add_seg(p, mask, LM(state), nlinks, LF_COUNT, down, down, NVML_NVLINK_STATE_INACTIVE,
+				    NVML_NVLINK_STATE_INACTIVE) != 0 ||
+			    add_seg(p, mask, LM(state), nlinks, LF_COUNT, up, up, NVML_NVLINK_STATE_ACTIVE,
+				    NVML_NVLINK_STATE_ACTIVE) != 0 ||
+			    add_seg_rel(p, mask, LM(recovery_ok), nlinks, LF_COUNT, 1, up, up, 0, 1) != 0 ||
+			    add_seg_rel(p, mask, LM(recovery_all), nlinks, LF_COUNT, 1, up, up, 0, 1) != 0)
+				return -1;
+		}
+		return 0;
+	}
+#undef LM
+	return perr(p, "%s", usage);
 }
 
 /* Optional trailing "repeat COUNT over DURATION". */
@@ -864,8 +968,9 @@ static int stmt_fail(struct parser *p, uint32_t mask, int64_t t, char **tok, int
 	r.f.from = t;
 	r.f.until = SIM_NEVER;
 	if (n >= 4 && strcmp(tok[1], "field") == 0) {
-		if (parse_uint(tok[2], 0xffffffffULL, &field) != 0 || field == 0)
-			return perr(p, "bad field id \"%s\"", tok[2]);
+		if ((parse_uint(tok[2], 0xffffffffULL, &field) != 0 || field == 0) &&
+		    (field = sim_health_field_id(tok[2])) == 0)
+			return perr(p, "bad field id \"%s\" (a number or a health metric read by a field)", tok[2]);
 		r.f.field = (unsigned int)field;
 		i = 3;
 	} else if (n >= 3) {
@@ -1016,6 +1121,26 @@ static int stmt_static(struct parser *p, struct nvmlDevice_st *d, char **tok, in
 			return 0;
 		}
 	}
+	if (strcmp(k, "class") == 0) {
+		ARGS(1, "class rtx-pro-6000|rtx-5090|b200|gb200|h100");
+		if (sim_health_class(d, tok[1]) != 0)
+			return perr(p, "unknown GPU class \"%s\" (rtx-pro-6000 rtx-5090 b200 gb200 h100)", tok[1]);
+		return 0;
+	}
+	if (strcmp(k, "health") == 0) {
+		ARGS(1, "health GROUP|GROUP...");
+		if (sim_health_groups(tok[1], &d->health) != 0)
+			return perr(p, "bad health groups \"%s\" (ecc remap remap_phantom retired pcie clkev nvlink nvlink5 nvlink_legacy c2c recovery repair sram histogram none)", tok[1]);
+		return 0;
+	}
+	if (strcmp(k, "nvlinks") == 0 || strcmp(k, "c2c_links") == 0) {
+		unsigned long long max = k[0] == 'n' ? SIM_MAX_LINKS : SIM_MAX_C2C;
+		ARGS(1, "nvlinks|c2c_links N");
+		if (parse_uint(tok[1], max, &u) != 0)
+			return perr(p, "bad link count \"%s\" (0..%llu)", tok[1], max);
+		*(k[0] == 'n' ? &d->links : &d->c2c_links) = (unsigned int)u;
+		return 0;
+	}
 	if (strcmp(k, "energy_start") == 0) {
 		ARGS(1, "energy_start MILLIJOULES");
 		if (parse_num(tok[1], &v) != 0 || v < 0)
@@ -1046,7 +1171,7 @@ static int stmt_gpu(struct parser *p, int timed, int64_t t, char **tok, int n)
 {
 	uint32_t mask;
 	unsigned int g;
-	int m, count;
+	int m, count, stride;
 	double scale, v0, v1;
 	int64_t dur;
 
@@ -1058,38 +1183,39 @@ static int stmt_gpu(struct parser *p, int timed, int64_t t, char **tok, int n)
 	tok += 2;
 	n -= 2;
 
-	if (strcmp(tok[0], "set") == 0 || parse_metric(tok[0], &m, &count, &scale) == 0) {
+	if (strcmp(tok[0], "set") == 0 || parse_metric(tok[0], &m, &count, &stride, &scale) == 0) {
 		if (strcmp(tok[0], "set") == 0) {
 			tok++;
 			n--;
 		}
-		if (n != 2 || parse_metric(tok[0], &m, &count, &scale) != 0)
+		if (n != 2 || parse_metric(tok[0], &m, &count, &stride, &scale) != 0)
 			return perr(p, "expected: [at T] gpu SEL [set] METRIC VALUE (unknown metric \"%s\"?)",
 				    n > 0 ? tok[0] : "");
 		if (parse_metric_value(p, m, scale, tok[1], &v0) != 0)
 			return -1;
-		return add_seg(p, mask, m, count, t, t, v0, v0);
+		return add_seg(p, mask, m, count, stride, t, t, v0, v0);
 	}
 	if (strcmp(tok[0], "ramp") == 0) {
-		if (n != 5 || parse_metric(tok[1], &m, &count, &scale) != 0)
+		if (n != 5 || parse_metric(tok[1], &m, &count, &stride, &scale) != 0)
 			return perr(p, "expected: [at T] gpu SEL ramp METRIC FROM TO DURATION");
 		if (parse_metric_value(p, m, scale, tok[2], &v0) != 0 || parse_metric_value(p, m, scale, tok[3], &v1) != 0)
 			return -1;
 		if (parse_dur(tok[4], &dur) != 0)
 			return perr(p, "bad duration \"%s\" (like 10, 2.5s, 500ms)", tok[4]);
-		return add_seg(p, mask, m, count, t, t + dur, v0, v1);
+		return add_seg(p, mask, m, count, stride, t, t + dur, v0, v1);
 	}
 	if (strcmp(tok[0], "noise") == 0) {
 		if (timed)
 			return perr(p, "noise cannot be timed");
-		if (n != 3 || parse_metric(tok[1], &m, &count, &scale) != 0 || parse_num(tok[2], &v0) != 0 || v0 < 0)
+		if (n != 3 || parse_metric(tok[1], &m, &count, &stride, &scale) != 0 || parse_num(tok[2], &v0) != 0 ||
+		    v0 < 0)
 			return perr(p, "expected: gpu SEL noise METRIC AMPLITUDE");
 		for (g = 0; g < g_host.ngpus; g++) {
 			int k;
 			if (!(mask & (1u << g)))
 				continue;
 			for (k = 0; k < count; k++)
-				g_devs[g].tr[m + k].noise = v0 * scale;
+				g_devs[g].tr[m + k * stride].noise = v0 * scale;
 		}
 		return 0;
 	}
@@ -1101,6 +1227,12 @@ static int stmt_gpu(struct parser *p, int timed, int64_t t, char **tok, int n)
 		return stmt_hang(p, mask, t, tok, n);
 	if (strcmp(tok[0], "fail") == 0)
 		return stmt_fail(p, mask, t, tok, n);
+	if (strcmp(tok[0], "raise") == 0)
+		return stmt_raise(p, mask, t, tok, n);
+	if (strcmp(tok[0], "remap") == 0)
+		return stmt_remap(p, mask, t, tok, n);
+	if (strcmp(tok[0], "link") == 0)
+		return stmt_link(p, mask, t, tok, n);
 	if (strcmp(tok[0], "proc") == 0)
 		return sim_stmt_proc(p->err, sizeof(p->err), mask, t, tok, n);
 	if (strcmp(tok[0], "lost") == 0 || strcmp(tok[0], "removed") == 0) {
@@ -1500,10 +1632,23 @@ static int compile(void)
 		return -1;
 	for (i = 0; i < r_segs.n; i++) {
 		struct sim_track *tr = &g_devs[r_segs.v[i].gpu].tr[r_segs.v[i].metric];
+		struct sim_seg s = r_segs.v[i].s;
+		if (r_segs.v[i].rel) {
+			/* raise: from the value the track has at t0 (earlier segments only) */
+			double base = tr->def;
+			if (tr->n > 0) {
+				const struct sim_seg *pv = &g_segs[i - 1];
+				base = s.t0 >= pv->t1 || pv->t1 == pv->t0 ?
+					       pv->v1 :
+					       pv->v0 + (pv->v1 - pv->v0) * (double)(s.t0 - pv->t0) / (double)(pv->t1 - pv->t0);
+			}
+			s.v0 += base;
+			s.v1 += base;
+		}
 		if (tr->n == 0)
 			tr->off = (uint32_t)i;
 		tr->n++;
-		g_segs[i] = r_segs.v[i].s;
+		g_segs[i] = s;
 	}
 
 	for (g = 0; g < g_host.ngpus; g++) {

@@ -58,6 +58,45 @@ extern const unsigned int simnvml_nstubs;
 
 #define SIM_COUNT(name) __atomic_fetch_add(&sim_fn_calls[FN_##name], 1, __ATOMIC_RELAXED)
 
+/* ---- hardware health counters (health.h, health.c) ------------------------ */
+
+#define SIM_MAX_LINKS 18 /* NVLink links modelled per GPU (B200: 18) */
+#define SIM_MAX_C2C 2 /* C2C links modelled per GPU (GB200: 2) */
+
+/* Health groups: which quantities a GPU class supports ("gpu SEL health ..."). */
+enum sim_hgroup {
+	HG_ECC = 1 << 0, /* ECC mode and SBE/DBE totals */
+	HG_REMAP = 1 << 1, /* row remapping fields */
+	HG_REMAP_PHANTOM = 1 << 2, /* remap fields answer SUCCESS with 0 on a GPU without remapping */
+	HG_RETIRED = 1 << 3, /* retired pages (pre-Ampere) */
+	HG_PCIE = 1 << 4, /* PCIe error counters */
+	HG_CLKEV = 1 << 5, /* clock-event time counters */
+	HG_NVLINK = 1 << 6, /* NVLink inventory: count, state, speed, version (fields and getters) */
+	HG_NVLINK5 = 1 << 7, /* NVLink5 NVLINK_COUNT_* error fields */
+	HG_NVLINK_LEGACY = 1 << 8, /* nvmlDeviceGetNvLinkErrorCounter (pre-Blackwell) */
+	HG_C2C = 1 << 9, /* C2C link fields */
+	HG_RECOVERY = 1 << 10, /* GET_GPU_RECOVERY_ACTION field */
+	HG_REPAIR = 1 << 11, /* nvmlDeviceGetRepairStatus, GetUnrepairableMemoryFlag_v1 */
+	HG_SRAM = 1 << 12, /* nvmlDeviceGetSramEccErrorStatus */
+	HG_HISTOGRAM = 1 << 13, /* nvmlDeviceGetRowRemapperHistogram */
+};
+
+enum sim_hf {
+#define SIMHF(key, id, group, type, def, scale) HF_##key,
+#include "health.h"
+	HF_COUNT
+};
+enum sim_lf {
+#define SIMLF(key, id, group, type, def, scale) LF_##key,
+#include "health.h"
+	LF_COUNT
+};
+enum sim_cf {
+#define SIMCF(key, id, group, type, def, scale) CF_##key,
+#include "health.h"
+	CF_COUNT
+};
+
 /* ---- time-varying values ------------------------------------------------- */
 
 enum sim_metric {
@@ -89,7 +128,10 @@ enum sim_metric {
 	M_FAN0, /* M_FAN0 + i: fan i speed % */
 	M_FANT0 = M_FAN0 + SIM_MAX_FANS, /* fan i target % */
 	M_FANP0 = M_FANT0 + SIM_MAX_FANS, /* fan i control policy */
-	M_COUNT = M_FANP0 + SIM_MAX_FANS
+	M_H0 = M_FANP0 + SIM_MAX_FANS, /* health.h: GPU-level quantity HF_x at M_H0 + HF_x */
+	M_L0 = M_H0 + HF_COUNT, /* NVLink link l, quantity LF_x: M_L0 + l * LF_COUNT + LF_x */
+	M_C0 = M_L0 + SIM_MAX_LINKS * LF_COUNT, /* C2C link l, quantity CF_x: M_C0 + l * CF_COUNT + CF_x */
+	M_COUNT = M_C0 + SIM_MAX_C2C * CF_COUNT
 };
 
 /* One "set" (t1 == t0) or "ramp" (v0 at t0 .. v1 at t1, then v1). */
@@ -156,6 +198,8 @@ struct nvmlDevice_st {
 	double energy_start; /* mJ */
 	int enforced_explicit;
 	int sensor_temp_explicit; /* M_SENSOR_TEMP set: sensor 0 no longer reads M_TEMP */
+	unsigned int health; /* enum sim_hgroup bits this GPU supports */
+	unsigned int links, c2c_links; /* NVLink and C2C links */
 };
 
 /* ---- timeline events ----------------------------------------------------- */
@@ -259,6 +303,24 @@ void sim_cost_wait(int fn);
 double sim_eval(const struct nvmlDevice_st *d, int m, int64_t t);
 nvmlReturn_t sim_dev_enter(int fn, nvmlDevice_t device, struct nvmlDevice_st **out, int64_t *now);
 int sim_dev_present(const struct nvmlDevice_st *d, int64_t now);
+
+/* ENTER begins a modelled device call fn: counts it, applies hangs, cost,
+ * loss and fail rules, and puts the device d and the time now in scope. */
+#define ENTER(fn)                                                        \
+	struct nvmlDevice_st *d;                                         \
+	int64_t now;                                                     \
+	nvmlReturn_t enter_rc_;                                          \
+	SIM_COUNT(fn);                                                   \
+	enter_rc_ = sim_dev_enter(FN_##fn, device, &d, &now);            \
+	if (enter_rc_ != NVML_SUCCESS)                                   \
+		return enter_rc_
+
+#define NEED(p)                                     \
+	do {                                        \
+		if ((p) == NULL)                    \
+			return NVML_ERROR_INVALID_ARGUMENT; \
+	} while (0)
+
 void sim_energy_prepare(struct nvmlDevice_st *d, double *ecum);
 /* sim_copy_str copies src into dst of len bytes, as NVML string queries do:
  * NULL refused, a short buffer is NVML_ERROR_INSUFFICIENT_SIZE. */
@@ -272,6 +334,17 @@ int sim_stmt_proc(char *err, size_t errlen, uint32_t mask, int64_t t, char **tok
 unsigned int sim_procs_count(const struct nvmlDevice_st *d, int64_t now, int kind);
 void sim_procs_fill(const struct nvmlDevice_st *d, int64_t now, int kind, void *infos, unsigned int first, int v1);
 int sim_parse_duration(const char *s, int64_t *ns); /* scenario.c */
+
+/* health.c: GPU classes and health counters */
+int sim_health_metric(const char *s, int *m, int *count, double *scale); /* 0 ok, -1 not a health metric */
+double sim_health_default(int m); /* default of health metric m (scaled) */
+unsigned int sim_health_field_id(const char *key); /* field id of a health metric name; 0: none */
+int sim_health_class(struct nvmlDevice_st *d, const char *name); /* 0 ok, -1 unknown class */
+int sim_health_groups(const char *s, unsigned int *out); /* "ecc|pcie" or a number */
+void sim_health_defaults(struct nvmlDevice_st *d);
+/* sim_health_field answers one GetFieldValues entry the main switch does not
+ * know: NVML_ERROR_NOT_SUPPORTED when no health quantity has that id. */
+nvmlReturn_t sim_health_field(const struct nvmlDevice_st *d, nvmlFieldValue_t *v, int64_t now);
 
 /* events.c */
 void sim_start_kmsg(void);

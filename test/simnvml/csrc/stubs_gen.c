@@ -6,7 +6,7 @@
  * old_driver.txt are left out of the -DSIMNVML_OLD_DRIVER build.
  */
 
-#define SIMNVML_NSTUBS 351
+#define SIMNVML_NSTUBS 343
 
 unsigned long long simnvml_stub_calls[SIMNVML_NSTUBS + 1];
 const unsigned int simnvml_nstubs = SIMNVML_NSTUBS;
@@ -127,16 +127,13 @@ const char *const simnvml_stub_names[SIMNVML_NSTUBS + 1] = {
 	"nvmlDeviceGetNumGpuCores",
 	"nvmlDeviceGetNumaNodeId",
 	"nvmlDeviceGetNvLinkCapability",
-	"nvmlDeviceGetNvLinkErrorCounter",
 	"nvmlDeviceGetNvLinkInfo",
 	"nvmlDeviceGetNvLinkRemoteDeviceType",
 	"nvmlDeviceGetNvLinkRemotePciInfo",
 	"nvmlDeviceGetNvLinkRemotePciInfo_v2",
-	"nvmlDeviceGetNvLinkState",
 	"nvmlDeviceGetNvLinkTelemetrySamples_v1",
 	"nvmlDeviceGetNvLinkUtilizationControl",
 	"nvmlDeviceGetNvLinkUtilizationCounter",
-	"nvmlDeviceGetNvLinkVersion",
 	"nvmlDeviceGetNvlinkBwMode",
 	"nvmlDeviceGetNvlinkSupportedBwModes",
 	"nvmlDeviceGetOfaUtilization",
@@ -153,16 +150,12 @@ const char *const simnvml_stub_names[SIMNVML_NSTUBS + 1] = {
 	"nvmlDeviceGetPowerMizerMode_v1",
 	"nvmlDeviceGetPowerSource",
 	"nvmlDeviceGetProcessesUtilizationInfo",
-	"nvmlDeviceGetRemappedRows",
 	"nvmlDeviceGetRemappedRows_v2",
-	"nvmlDeviceGetRepairStatus",
 	"nvmlDeviceGetRetiredPages",
 	"nvmlDeviceGetRetiredPagesPendingStatus",
 	"nvmlDeviceGetRetiredPages_v2",
-	"nvmlDeviceGetRowRemapperHistogram",
 	"nvmlDeviceGetRunningProcessDetailList",
 	"nvmlDeviceGetSamples",
-	"nvmlDeviceGetSramEccErrorStatus",
 	"nvmlDeviceGetSramUniqueUncorrectedEccErrorCounts",
 	"nvmlDeviceGetSupportedGraphicsClocks",
 	"nvmlDeviceGetSupportedMemoryClocks",
@@ -172,7 +165,6 @@ const char *const simnvml_stub_names[SIMNVML_NSTUBS + 1] = {
 	"nvmlDeviceGetTopologyCommonAncestor",
 	"nvmlDeviceGetTopologyNearestGpus",
 	"nvmlDeviceGetTotalEccErrors",
-	"nvmlDeviceGetUnrepairableMemoryFlag_v1",
 	"nvmlDeviceGetVgpuCapabilities",
 	"nvmlDeviceGetVgpuHeterogeneousMode",
 	"nvmlDeviceGetVgpuInstancesUtilizationInfo",
@@ -462,190 +454,185 @@ int nvmlDeviceGetMinMaxClockOfPState(void) { return stub(109); }
 int nvmlDeviceGetMultiGpuBoard(void) { return stub(112); }
 int nvmlDeviceGetNumGpuCores(void) { return stub(113); }
 int nvmlDeviceGetNvLinkCapability(void) { return stub(115); }
-int nvmlDeviceGetNvLinkErrorCounter(void) { return stub(116); }
-int nvmlDeviceGetNvLinkRemoteDeviceType(void) { return stub(118); }
-int nvmlDeviceGetNvLinkRemotePciInfo(void) { return stub(119); }
-int nvmlDeviceGetNvLinkRemotePciInfo_v2(void) { return stub(120); }
-int nvmlDeviceGetNvLinkState(void) { return stub(121); }
-int nvmlDeviceGetNvLinkTelemetrySamples_v1(void) { return stub(122); }
-int nvmlDeviceGetNvLinkUtilizationControl(void) { return stub(123); }
-int nvmlDeviceGetNvLinkUtilizationCounter(void) { return stub(124); }
-int nvmlDeviceGetNvLinkVersion(void) { return stub(125); }
-int nvmlDeviceGetNvlinkSupportedBwModes(void) { return stub(127); }
-int nvmlDeviceGetP2PStatus(void) { return stub(129); }
-int nvmlDeviceGetPcieThroughput(void) { return stub(133); }
-int nvmlDeviceGetPgpuMetadataString(void) { return stub(136); }
-int nvmlDeviceGetPowerManagementMode(void) { return stub(138); }
-int nvmlDeviceGetProcessesUtilizationInfo(void) { return stub(141); }
-int nvmlDeviceGetRemappedRows(void) { return stub(142); }
-int nvmlDeviceGetRemappedRows_v2(void) { return stub(143); }
-int nvmlDeviceGetRetiredPages(void) { return stub(145); }
-int nvmlDeviceGetRetiredPagesPendingStatus(void) { return stub(146); }
-int nvmlDeviceGetRetiredPages_v2(void) { return stub(147); }
-int nvmlDeviceGetRowRemapperHistogram(void) { return stub(148); }
-int nvmlDeviceGetSamples(void) { return stub(150); }
-int nvmlDeviceGetSupportedGraphicsClocks(void) { return stub(153); }
-int nvmlDeviceGetSupportedMemoryClocks(void) { return stub(154); }
-int nvmlDeviceGetSupportedPerformanceStates(void) { return stub(155); }
-int nvmlDeviceGetSupportedVgpus(void) { return stub(156); }
-int nvmlDeviceGetTopologyCommonAncestor(void) { return stub(158); }
-int nvmlDeviceGetTopologyNearestGpus(void) { return stub(159); }
-int nvmlDeviceGetTotalEccErrors(void) { return stub(160); }
-int nvmlDeviceGetVgpuCapabilities(void) { return stub(162); }
-int nvmlDeviceGetVgpuInstancesUtilizationInfo(void) { return stub(164); }
-int nvmlDeviceGetVgpuMetadata(void) { return stub(165); }
-int nvmlDeviceGetVgpuProcessUtilization(void) { return stub(166); }
-int nvmlDeviceGetVgpuProcessesUtilizationInfo(void) { return stub(167); }
-int nvmlDeviceGetVgpuSchedulerCapabilities(void) { return stub(168); }
-int nvmlDeviceGetVgpuSchedulerLog(void) { return stub(169); }
-int nvmlDeviceGetVgpuSchedulerLog_v2(void) { return stub(170); }
-int nvmlDeviceGetVgpuSchedulerState(void) { return stub(171); }
-int nvmlDeviceGetVgpuSchedulerState_v2(void) { return stub(172); }
-int nvmlDeviceGetVgpuTypeCreatablePlacements(void) { return stub(173); }
-int nvmlDeviceGetVgpuTypeSupportedPlacements(void) { return stub(174); }
-int nvmlDeviceGetVgpuUtilization(void) { return stub(175); }
-int nvmlDeviceGetViolationStatus(void) { return stub(176); }
-int nvmlDeviceGetVirtualizationMode(void) { return stub(177); }
-int nvmlDeviceIsMigDeviceHandle(void) { return stub(178); }
-int nvmlDeviceModifyDrainState(void) { return stub(179); }
-int nvmlDeviceOnSameBoard(void) { return stub(180); }
-int nvmlDevicePerfMetricsGetSamples_v1(void) { return stub(181); }
-int nvmlDevicePowerSmoothingActivatePresetProfile(void) { return stub(182); }
-int nvmlDevicePowerSmoothingSetState(void) { return stub(183); }
-int nvmlDevicePowerSmoothingUpdatePresetProfileParam(void) { return stub(184); }
-int nvmlDeviceQueryDrainState(void) { return stub(185); }
-int nvmlDeviceReadPRMCounters_v1(void) { return stub(186); }
-int nvmlDeviceReadWritePRM_v1(void) { return stub(187); }
-int nvmlDeviceRemoveGpu(void) { return stub(188); }
-int nvmlDeviceRemoveGpu_v2(void) { return stub(189); }
-int nvmlDeviceResetApplicationsClocks(void) { return stub(190); }
-int nvmlDeviceResetGpuLockedClocks(void) { return stub(191); }
-int nvmlDeviceResetMemoryLockedClocks(void) { return stub(192); }
-int nvmlDeviceResetNvLinkErrorCounters(void) { return stub(193); }
-int nvmlDeviceResetNvLinkUtilizationCounter(void) { return stub(194); }
-int nvmlDeviceSetAPIRestriction(void) { return stub(195); }
-int nvmlDeviceSetAccountingMode(void) { return stub(196); }
-int nvmlDeviceSetAdaptiveTgpMode_v1(void) { return stub(197); }
-int nvmlDeviceSetApplicationsClocks(void) { return stub(198); }
-int nvmlDeviceSetAutoBoostedClocksEnabled(void) { return stub(199); }
-int nvmlDeviceSetClockOffsets(void) { return stub(200); }
-int nvmlDeviceSetComputeMode(void) { return stub(201); }
-int nvmlDeviceSetConfComputeUnprotectedMemSize(void) { return stub(202); }
-int nvmlDeviceSetCpuAffinity(void) { return stub(203); }
-int nvmlDeviceSetDefaultAutoBoostedClocksEnabled(void) { return stub(204); }
-int nvmlDeviceSetDefaultFanSpeed_v2(void) { return stub(205); }
-int nvmlDeviceSetDramEncryptionMode(void) { return stub(206); }
-int nvmlDeviceSetDriverModel(void) { return stub(207); }
-int nvmlDeviceSetEccMode(void) { return stub(208); }
-int nvmlDeviceSetGpcClkVfOffset(void) { return stub(211); }
-int nvmlDeviceSetGpuLockedClocks(void) { return stub(212); }
-int nvmlDeviceSetGpuOperationMode(void) { return stub(213); }
-int nvmlDeviceSetHostname_v1(void) { return stub(214); }
-int nvmlDeviceSetMemClkVfOffset(void) { return stub(215); }
-int nvmlDeviceSetMemoryLimits_v1(void) { return stub(216); }
-int nvmlDeviceSetMemoryLockedClocks(void) { return stub(217); }
-int nvmlDeviceSetMigMode(void) { return stub(218); }
-int nvmlDeviceSetNvLinkDeviceLowPowerThreshold(void) { return stub(219); }
-int nvmlDeviceSetNvLinkUtilizationControl(void) { return stub(220); }
-int nvmlDeviceSetNvlinkBwMode(void) { return stub(221); }
-int nvmlDeviceSetNvlinkBwModeAsync_v1(void) { return stub(222); }
-int nvmlDeviceSetPersistenceMode(void) { return stub(223); }
-int nvmlDeviceSetPowerManagementLimit(void) { return stub(224); }
-int nvmlDeviceSetPowerManagementLimit_v2(void) { return stub(225); }
-int nvmlDeviceSetPowerMizerMode_v1(void) { return stub(226); }
-int nvmlDeviceSetRusdSettings_v1(void) { return stub(227); }
-int nvmlDeviceSetTemperatureThreshold(void) { return stub(228); }
-int nvmlDeviceSetVgpuCapabilities(void) { return stub(229); }
-int nvmlDeviceSetVgpuHeterogeneousMode(void) { return stub(230); }
-int nvmlDeviceSetVgpuSchedulerState(void) { return stub(231); }
-int nvmlDeviceSetVgpuSchedulerState_v2(void) { return stub(232); }
-int nvmlDeviceSetVirtualizationMode(void) { return stub(233); }
-int nvmlDeviceValidateInforom(void) { return stub(234); }
-int nvmlDeviceVgpuForceGspUnload(void) { return stub(235); }
-int nvmlGetExcludedDeviceCount(void) { return stub(247); }
-int nvmlGetExcludedDeviceInfoByIndex(void) { return stub(248); }
-int nvmlGetVgpuCompatibility(void) { return stub(249); }
-int nvmlGetVgpuDriverCapabilities(void) { return stub(250); }
-int nvmlGetVgpuVersion(void) { return stub(251); }
-int nvmlGpuInstanceCreateComputeInstance(void) { return stub(260); }
-int nvmlGpuInstanceCreateComputeInstanceWithPlacement(void) { return stub(261); }
-int nvmlGpuInstanceDestroy(void) { return stub(262); }
-int nvmlGpuInstanceGetActiveVgpus(void) { return stub(263); }
-int nvmlGpuInstanceGetComputeInstanceById(void) { return stub(264); }
-int nvmlGpuInstanceGetComputeInstancePossiblePlacements(void) { return stub(265); }
-int nvmlGpuInstanceGetComputeInstanceProfileInfo(void) { return stub(266); }
-int nvmlGpuInstanceGetComputeInstanceProfileInfoV(void) { return stub(267); }
-int nvmlGpuInstanceGetComputeInstanceRemainingCapacity(void) { return stub(268); }
-int nvmlGpuInstanceGetComputeInstances(void) { return stub(269); }
-int nvmlGpuInstanceGetCreatableVgpus(void) { return stub(270); }
-int nvmlGpuInstanceGetInfo(void) { return stub(271); }
-int nvmlGpuInstanceGetVgpuHeterogeneousMode(void) { return stub(272); }
-int nvmlGpuInstanceGetVgpuSchedulerLog(void) { return stub(273); }
-int nvmlGpuInstanceGetVgpuSchedulerLog_v2(void) { return stub(274); }
-int nvmlGpuInstanceGetVgpuSchedulerState(void) { return stub(275); }
-int nvmlGpuInstanceGetVgpuSchedulerState_v2(void) { return stub(276); }
-int nvmlGpuInstanceGetVgpuTypeCreatablePlacements(void) { return stub(277); }
-int nvmlGpuInstanceSetVgpuHeterogeneousMode(void) { return stub(278); }
-int nvmlGpuInstanceSetVgpuSchedulerState(void) { return stub(279); }
-int nvmlGpuInstanceSetVgpuSchedulerState_v2(void) { return stub(280); }
-int nvmlSetVgpuVersion(void) { return stub(281); }
-int nvmlSystemGetHicVersion(void) { return stub(292); }
-int nvmlSystemGetProcessName(void) { return stub(294); }
-int nvmlSystemGetTopologyGpuSet(void) { return stub(295); }
-int nvmlSystemSetConfComputeGpusReadyState(void) { return stub(297); }
-int nvmlSystemSetConfComputeKeyRotationThresholdInfo(void) { return stub(298); }
-int nvmlSystemSetNvlinkBwMode(void) { return stub(299); }
-int nvmlUnitGetCount(void) { return stub(300); }
-int nvmlUnitGetDevices(void) { return stub(301); }
-int nvmlUnitGetFanSpeedInfo(void) { return stub(302); }
-int nvmlUnitGetHandleByIndex(void) { return stub(303); }
-int nvmlUnitGetLedState(void) { return stub(304); }
-int nvmlUnitGetPsuInfo(void) { return stub(305); }
-int nvmlUnitGetTemperature(void) { return stub(306); }
-int nvmlUnitGetUnitInfo(void) { return stub(307); }
-int nvmlUnitSetLedState(void) { return stub(308); }
-int nvmlVgpuInstanceClearAccountingPids(void) { return stub(309); }
-int nvmlVgpuInstanceGetAccountingMode(void) { return stub(310); }
-int nvmlVgpuInstanceGetAccountingPids(void) { return stub(311); }
-int nvmlVgpuInstanceGetAccountingStats(void) { return stub(312); }
-int nvmlVgpuInstanceGetEccMode(void) { return stub(313); }
-int nvmlVgpuInstanceGetEncoderCapacity(void) { return stub(314); }
-int nvmlVgpuInstanceGetEncoderSessions(void) { return stub(315); }
-int nvmlVgpuInstanceGetEncoderStats(void) { return stub(316); }
-int nvmlVgpuInstanceGetFBCSessions(void) { return stub(317); }
-int nvmlVgpuInstanceGetFBCStats(void) { return stub(318); }
-int nvmlVgpuInstanceGetFbUsage(void) { return stub(319); }
-int nvmlVgpuInstanceGetFrameRateLimit(void) { return stub(320); }
-int nvmlVgpuInstanceGetGpuInstanceId(void) { return stub(321); }
-int nvmlVgpuInstanceGetGpuPciId(void) { return stub(322); }
-int nvmlVgpuInstanceGetLicenseInfo(void) { return stub(323); }
-int nvmlVgpuInstanceGetLicenseInfo_v2(void) { return stub(324); }
-int nvmlVgpuInstanceGetLicenseStatus(void) { return stub(325); }
-int nvmlVgpuInstanceGetMdevUUID(void) { return stub(326); }
-int nvmlVgpuInstanceGetMetadata(void) { return stub(327); }
-int nvmlVgpuInstanceGetPlacementId(void) { return stub(328); }
-int nvmlVgpuInstanceGetRuntimeStateSize(void) { return stub(329); }
-int nvmlVgpuInstanceGetType(void) { return stub(330); }
-int nvmlVgpuInstanceGetUUID(void) { return stub(331); }
-int nvmlVgpuInstanceGetVmDriverVersion(void) { return stub(332); }
-int nvmlVgpuInstanceGetVmID(void) { return stub(333); }
-int nvmlVgpuInstanceSetEncoderCapacity(void) { return stub(334); }
-int nvmlVgpuTypeGetBAR1Info(void) { return stub(335); }
-int nvmlVgpuTypeGetCapabilities(void) { return stub(336); }
-int nvmlVgpuTypeGetClass(void) { return stub(337); }
-int nvmlVgpuTypeGetDeviceID(void) { return stub(338); }
-int nvmlVgpuTypeGetFbReservation(void) { return stub(339); }
-int nvmlVgpuTypeGetFrameRateLimit(void) { return stub(340); }
-int nvmlVgpuTypeGetFramebufferSize(void) { return stub(341); }
-int nvmlVgpuTypeGetGpuInstanceProfileId(void) { return stub(342); }
-int nvmlVgpuTypeGetGspHeapSize(void) { return stub(343); }
-int nvmlVgpuTypeGetLicense(void) { return stub(344); }
-int nvmlVgpuTypeGetMaxInstances(void) { return stub(345); }
-int nvmlVgpuTypeGetMaxInstancesPerGpuInstance(void) { return stub(346); }
-int nvmlVgpuTypeGetMaxInstancesPerVm(void) { return stub(347); }
-int nvmlVgpuTypeGetName(void) { return stub(348); }
-int nvmlVgpuTypeGetNumDisplayHeads(void) { return stub(349); }
-int nvmlVgpuTypeGetResolution(void) { return stub(350); }
+int nvmlDeviceGetNvLinkRemoteDeviceType(void) { return stub(117); }
+int nvmlDeviceGetNvLinkRemotePciInfo(void) { return stub(118); }
+int nvmlDeviceGetNvLinkRemotePciInfo_v2(void) { return stub(119); }
+int nvmlDeviceGetNvLinkTelemetrySamples_v1(void) { return stub(120); }
+int nvmlDeviceGetNvLinkUtilizationControl(void) { return stub(121); }
+int nvmlDeviceGetNvLinkUtilizationCounter(void) { return stub(122); }
+int nvmlDeviceGetNvlinkSupportedBwModes(void) { return stub(124); }
+int nvmlDeviceGetP2PStatus(void) { return stub(126); }
+int nvmlDeviceGetPcieThroughput(void) { return stub(130); }
+int nvmlDeviceGetPgpuMetadataString(void) { return stub(133); }
+int nvmlDeviceGetPowerManagementMode(void) { return stub(135); }
+int nvmlDeviceGetProcessesUtilizationInfo(void) { return stub(138); }
+int nvmlDeviceGetRemappedRows_v2(void) { return stub(139); }
+int nvmlDeviceGetRetiredPages(void) { return stub(140); }
+int nvmlDeviceGetRetiredPagesPendingStatus(void) { return stub(141); }
+int nvmlDeviceGetRetiredPages_v2(void) { return stub(142); }
+int nvmlDeviceGetSamples(void) { return stub(144); }
+int nvmlDeviceGetSupportedGraphicsClocks(void) { return stub(146); }
+int nvmlDeviceGetSupportedMemoryClocks(void) { return stub(147); }
+int nvmlDeviceGetSupportedPerformanceStates(void) { return stub(148); }
+int nvmlDeviceGetSupportedVgpus(void) { return stub(149); }
+int nvmlDeviceGetTopologyCommonAncestor(void) { return stub(151); }
+int nvmlDeviceGetTopologyNearestGpus(void) { return stub(152); }
+int nvmlDeviceGetTotalEccErrors(void) { return stub(153); }
+int nvmlDeviceGetVgpuCapabilities(void) { return stub(154); }
+int nvmlDeviceGetVgpuInstancesUtilizationInfo(void) { return stub(156); }
+int nvmlDeviceGetVgpuMetadata(void) { return stub(157); }
+int nvmlDeviceGetVgpuProcessUtilization(void) { return stub(158); }
+int nvmlDeviceGetVgpuProcessesUtilizationInfo(void) { return stub(159); }
+int nvmlDeviceGetVgpuSchedulerCapabilities(void) { return stub(160); }
+int nvmlDeviceGetVgpuSchedulerLog(void) { return stub(161); }
+int nvmlDeviceGetVgpuSchedulerLog_v2(void) { return stub(162); }
+int nvmlDeviceGetVgpuSchedulerState(void) { return stub(163); }
+int nvmlDeviceGetVgpuSchedulerState_v2(void) { return stub(164); }
+int nvmlDeviceGetVgpuTypeCreatablePlacements(void) { return stub(165); }
+int nvmlDeviceGetVgpuTypeSupportedPlacements(void) { return stub(166); }
+int nvmlDeviceGetVgpuUtilization(void) { return stub(167); }
+int nvmlDeviceGetViolationStatus(void) { return stub(168); }
+int nvmlDeviceGetVirtualizationMode(void) { return stub(169); }
+int nvmlDeviceIsMigDeviceHandle(void) { return stub(170); }
+int nvmlDeviceModifyDrainState(void) { return stub(171); }
+int nvmlDeviceOnSameBoard(void) { return stub(172); }
+int nvmlDevicePerfMetricsGetSamples_v1(void) { return stub(173); }
+int nvmlDevicePowerSmoothingActivatePresetProfile(void) { return stub(174); }
+int nvmlDevicePowerSmoothingSetState(void) { return stub(175); }
+int nvmlDevicePowerSmoothingUpdatePresetProfileParam(void) { return stub(176); }
+int nvmlDeviceQueryDrainState(void) { return stub(177); }
+int nvmlDeviceReadPRMCounters_v1(void) { return stub(178); }
+int nvmlDeviceReadWritePRM_v1(void) { return stub(179); }
+int nvmlDeviceRemoveGpu(void) { return stub(180); }
+int nvmlDeviceRemoveGpu_v2(void) { return stub(181); }
+int nvmlDeviceResetApplicationsClocks(void) { return stub(182); }
+int nvmlDeviceResetGpuLockedClocks(void) { return stub(183); }
+int nvmlDeviceResetMemoryLockedClocks(void) { return stub(184); }
+int nvmlDeviceResetNvLinkErrorCounters(void) { return stub(185); }
+int nvmlDeviceResetNvLinkUtilizationCounter(void) { return stub(186); }
+int nvmlDeviceSetAPIRestriction(void) { return stub(187); }
+int nvmlDeviceSetAccountingMode(void) { return stub(188); }
+int nvmlDeviceSetAdaptiveTgpMode_v1(void) { return stub(189); }
+int nvmlDeviceSetApplicationsClocks(void) { return stub(190); }
+int nvmlDeviceSetAutoBoostedClocksEnabled(void) { return stub(191); }
+int nvmlDeviceSetClockOffsets(void) { return stub(192); }
+int nvmlDeviceSetComputeMode(void) { return stub(193); }
+int nvmlDeviceSetConfComputeUnprotectedMemSize(void) { return stub(194); }
+int nvmlDeviceSetCpuAffinity(void) { return stub(195); }
+int nvmlDeviceSetDefaultAutoBoostedClocksEnabled(void) { return stub(196); }
+int nvmlDeviceSetDefaultFanSpeed_v2(void) { return stub(197); }
+int nvmlDeviceSetDramEncryptionMode(void) { return stub(198); }
+int nvmlDeviceSetDriverModel(void) { return stub(199); }
+int nvmlDeviceSetEccMode(void) { return stub(200); }
+int nvmlDeviceSetGpcClkVfOffset(void) { return stub(203); }
+int nvmlDeviceSetGpuLockedClocks(void) { return stub(204); }
+int nvmlDeviceSetGpuOperationMode(void) { return stub(205); }
+int nvmlDeviceSetHostname_v1(void) { return stub(206); }
+int nvmlDeviceSetMemClkVfOffset(void) { return stub(207); }
+int nvmlDeviceSetMemoryLimits_v1(void) { return stub(208); }
+int nvmlDeviceSetMemoryLockedClocks(void) { return stub(209); }
+int nvmlDeviceSetMigMode(void) { return stub(210); }
+int nvmlDeviceSetNvLinkDeviceLowPowerThreshold(void) { return stub(211); }
+int nvmlDeviceSetNvLinkUtilizationControl(void) { return stub(212); }
+int nvmlDeviceSetNvlinkBwMode(void) { return stub(213); }
+int nvmlDeviceSetNvlinkBwModeAsync_v1(void) { return stub(214); }
+int nvmlDeviceSetPersistenceMode(void) { return stub(215); }
+int nvmlDeviceSetPowerManagementLimit(void) { return stub(216); }
+int nvmlDeviceSetPowerManagementLimit_v2(void) { return stub(217); }
+int nvmlDeviceSetPowerMizerMode_v1(void) { return stub(218); }
+int nvmlDeviceSetRusdSettings_v1(void) { return stub(219); }
+int nvmlDeviceSetTemperatureThreshold(void) { return stub(220); }
+int nvmlDeviceSetVgpuCapabilities(void) { return stub(221); }
+int nvmlDeviceSetVgpuHeterogeneousMode(void) { return stub(222); }
+int nvmlDeviceSetVgpuSchedulerState(void) { return stub(223); }
+int nvmlDeviceSetVgpuSchedulerState_v2(void) { return stub(224); }
+int nvmlDeviceSetVirtualizationMode(void) { return stub(225); }
+int nvmlDeviceValidateInforom(void) { return stub(226); }
+int nvmlDeviceVgpuForceGspUnload(void) { return stub(227); }
+int nvmlGetExcludedDeviceCount(void) { return stub(239); }
+int nvmlGetExcludedDeviceInfoByIndex(void) { return stub(240); }
+int nvmlGetVgpuCompatibility(void) { return stub(241); }
+int nvmlGetVgpuDriverCapabilities(void) { return stub(242); }
+int nvmlGetVgpuVersion(void) { return stub(243); }
+int nvmlGpuInstanceCreateComputeInstance(void) { return stub(252); }
+int nvmlGpuInstanceCreateComputeInstanceWithPlacement(void) { return stub(253); }
+int nvmlGpuInstanceDestroy(void) { return stub(254); }
+int nvmlGpuInstanceGetActiveVgpus(void) { return stub(255); }
+int nvmlGpuInstanceGetComputeInstanceById(void) { return stub(256); }
+int nvmlGpuInstanceGetComputeInstancePossiblePlacements(void) { return stub(257); }
+int nvmlGpuInstanceGetComputeInstanceProfileInfo(void) { return stub(258); }
+int nvmlGpuInstanceGetComputeInstanceProfileInfoV(void) { return stub(259); }
+int nvmlGpuInstanceGetComputeInstanceRemainingCapacity(void) { return stub(260); }
+int nvmlGpuInstanceGetComputeInstances(void) { return stub(261); }
+int nvmlGpuInstanceGetCreatableVgpus(void) { return stub(262); }
+int nvmlGpuInstanceGetInfo(void) { return stub(263); }
+int nvmlGpuInstanceGetVgpuHeterogeneousMode(void) { return stub(264); }
+int nvmlGpuInstanceGetVgpuSchedulerLog(void) { return stub(265); }
+int nvmlGpuInstanceGetVgpuSchedulerLog_v2(void) { return stub(266); }
+int nvmlGpuInstanceGetVgpuSchedulerState(void) { return stub(267); }
+int nvmlGpuInstanceGetVgpuSchedulerState_v2(void) { return stub(268); }
+int nvmlGpuInstanceGetVgpuTypeCreatablePlacements(void) { return stub(269); }
+int nvmlGpuInstanceSetVgpuHeterogeneousMode(void) { return stub(270); }
+int nvmlGpuInstanceSetVgpuSchedulerState(void) { return stub(271); }
+int nvmlGpuInstanceSetVgpuSchedulerState_v2(void) { return stub(272); }
+int nvmlSetVgpuVersion(void) { return stub(273); }
+int nvmlSystemGetHicVersion(void) { return stub(284); }
+int nvmlSystemGetProcessName(void) { return stub(286); }
+int nvmlSystemGetTopologyGpuSet(void) { return stub(287); }
+int nvmlSystemSetConfComputeGpusReadyState(void) { return stub(289); }
+int nvmlSystemSetConfComputeKeyRotationThresholdInfo(void) { return stub(290); }
+int nvmlSystemSetNvlinkBwMode(void) { return stub(291); }
+int nvmlUnitGetCount(void) { return stub(292); }
+int nvmlUnitGetDevices(void) { return stub(293); }
+int nvmlUnitGetFanSpeedInfo(void) { return stub(294); }
+int nvmlUnitGetHandleByIndex(void) { return stub(295); }
+int nvmlUnitGetLedState(void) { return stub(296); }
+int nvmlUnitGetPsuInfo(void) { return stub(297); }
+int nvmlUnitGetTemperature(void) { return stub(298); }
+int nvmlUnitGetUnitInfo(void) { return stub(299); }
+int nvmlUnitSetLedState(void) { return stub(300); }
+int nvmlVgpuInstanceClearAccountingPids(void) { return stub(301); }
+int nvmlVgpuInstanceGetAccountingMode(void) { return stub(302); }
+int nvmlVgpuInstanceGetAccountingPids(void) { return stub(303); }
+int nvmlVgpuInstanceGetAccountingStats(void) { return stub(304); }
+int nvmlVgpuInstanceGetEccMode(void) { return stub(305); }
+int nvmlVgpuInstanceGetEncoderCapacity(void) { return stub(306); }
+int nvmlVgpuInstanceGetEncoderSessions(void) { return stub(307); }
+int nvmlVgpuInstanceGetEncoderStats(void) { return stub(308); }
+int nvmlVgpuInstanceGetFBCSessions(void) { return stub(309); }
+int nvmlVgpuInstanceGetFBCStats(void) { return stub(310); }
+int nvmlVgpuInstanceGetFbUsage(void) { return stub(311); }
+int nvmlVgpuInstanceGetFrameRateLimit(void) { return stub(312); }
+int nvmlVgpuInstanceGetGpuInstanceId(void) { return stub(313); }
+int nvmlVgpuInstanceGetGpuPciId(void) { return stub(314); }
+int nvmlVgpuInstanceGetLicenseInfo(void) { return stub(315); }
+int nvmlVgpuInstanceGetLicenseInfo_v2(void) { return stub(316); }
+int nvmlVgpuInstanceGetLicenseStatus(void) { return stub(317); }
+int nvmlVgpuInstanceGetMdevUUID(void) { return stub(318); }
+int nvmlVgpuInstanceGetMetadata(void) { return stub(319); }
+int nvmlVgpuInstanceGetPlacementId(void) { return stub(320); }
+int nvmlVgpuInstanceGetRuntimeStateSize(void) { return stub(321); }
+int nvmlVgpuInstanceGetType(void) { return stub(322); }
+int nvmlVgpuInstanceGetUUID(void) { return stub(323); }
+int nvmlVgpuInstanceGetVmDriverVersion(void) { return stub(324); }
+int nvmlVgpuInstanceGetVmID(void) { return stub(325); }
+int nvmlVgpuInstanceSetEncoderCapacity(void) { return stub(326); }
+int nvmlVgpuTypeGetBAR1Info(void) { return stub(327); }
+int nvmlVgpuTypeGetCapabilities(void) { return stub(328); }
+int nvmlVgpuTypeGetClass(void) { return stub(329); }
+int nvmlVgpuTypeGetDeviceID(void) { return stub(330); }
+int nvmlVgpuTypeGetFbReservation(void) { return stub(331); }
+int nvmlVgpuTypeGetFrameRateLimit(void) { return stub(332); }
+int nvmlVgpuTypeGetFramebufferSize(void) { return stub(333); }
+int nvmlVgpuTypeGetGpuInstanceProfileId(void) { return stub(334); }
+int nvmlVgpuTypeGetGspHeapSize(void) { return stub(335); }
+int nvmlVgpuTypeGetLicense(void) { return stub(336); }
+int nvmlVgpuTypeGetMaxInstances(void) { return stub(337); }
+int nvmlVgpuTypeGetMaxInstancesPerGpuInstance(void) { return stub(338); }
+int nvmlVgpuTypeGetMaxInstancesPerVm(void) { return stub(339); }
+int nvmlVgpuTypeGetName(void) { return stub(340); }
+int nvmlVgpuTypeGetNumDisplayHeads(void) { return stub(341); }
+int nvmlVgpuTypeGetResolution(void) { return stub(342); }
 
 /* Newer than the old driver (old_driver.txt). */
 #ifndef SIMNVML_OLD_DRIVER
@@ -676,57 +663,54 @@ int nvmlDeviceGetMemClkVfOffset(void) { return stub(102); }
 int nvmlDeviceGetMinMaxFanSpeed(void) { return stub(110); }
 int nvmlDeviceGetModuleId(void) { return stub(111); }
 int nvmlDeviceGetNumaNodeId(void) { return stub(114); }
-int nvmlDeviceGetNvLinkInfo(void) { return stub(117); }
-int nvmlDeviceGetNvlinkBwMode(void) { return stub(126); }
-int nvmlDeviceGetOfaUtilization(void) { return stub(128); }
-int nvmlDeviceGetPciInfoExt(void) { return stub(130); }
-int nvmlDeviceGetPcieLinkMaxSpeed(void) { return stub(131); }
-int nvmlDeviceGetPcieSpeed(void) { return stub(132); }
-int nvmlDeviceGetPdi(void) { return stub(134); }
-int nvmlDeviceGetPerformanceModes(void) { return stub(135); }
-int nvmlDeviceGetPlatformInfo(void) { return stub(137); }
-int nvmlDeviceGetPowerMizerMode_v1(void) { return stub(139); }
-int nvmlDeviceGetPowerSource(void) { return stub(140); }
-int nvmlDeviceGetRepairStatus(void) { return stub(144); }
-int nvmlDeviceGetRunningProcessDetailList(void) { return stub(149); }
-int nvmlDeviceGetSramEccErrorStatus(void) { return stub(151); }
-int nvmlDeviceGetSramUniqueUncorrectedEccErrorCounts(void) { return stub(152); }
-int nvmlDeviceGetTemperatureV(void) { return stub(157); }
-int nvmlDeviceGetUnrepairableMemoryFlag_v1(void) { return stub(161); }
-int nvmlDeviceGetVgpuHeterogeneousMode(void) { return stub(163); }
-int nvmlDeviceSetFanControlPolicy(void) { return stub(209); }
-int nvmlDeviceSetFanSpeed_v2(void) { return stub(210); }
-int nvmlDeviceWorkloadPowerProfileClearRequestedProfiles(void) { return stub(236); }
-int nvmlDeviceWorkloadPowerProfileGetCurrentProfiles(void) { return stub(237); }
-int nvmlDeviceWorkloadPowerProfileGetProfilesInfo(void) { return stub(238); }
-int nvmlDeviceWorkloadPowerProfileSetRequestedProfiles(void) { return stub(239); }
-int nvmlDeviceWorkloadPowerProfileUpdateProfiles_v1(void) { return stub(240); }
-int nvmlEventSetGetContextCount_v1(void) { return stub(241); }
-int nvmlEventSetGetContextData_v1(void) { return stub(242); }
-int nvmlEventSetGetContextInfo_v1(void) { return stub(243); }
-int nvmlEventSetGetGpuOperationalEventContextLegacyXid_v1(void) { return stub(244); }
-int nvmlEventSetRegisterGpuOperationalEvents_v1(void) { return stub(245); }
-int nvmlEventSetWait_v3(void) { return stub(246); }
-int nvmlGpmMetricsGet(void) { return stub(252); }
-int nvmlGpmMigSampleGet(void) { return stub(253); }
-int nvmlGpmQueryDeviceSupport(void) { return stub(254); }
-int nvmlGpmQueryIfStreamingEnabled(void) { return stub(255); }
-int nvmlGpmSampleAlloc(void) { return stub(256); }
-int nvmlGpmSampleFree(void) { return stub(257); }
-int nvmlGpmSampleGet(void) { return stub(258); }
-int nvmlGpmSetStreamingEnabled(void) { return stub(259); }
-int nvmlSystemEventSetCreate(void) { return stub(282); }
-int nvmlSystemEventSetFree(void) { return stub(283); }
-int nvmlSystemEventSetWait(void) { return stub(284); }
-int nvmlSystemGetCPER_v1(void) { return stub(285); }
-int nvmlSystemGetConfComputeCapabilities(void) { return stub(286); }
-int nvmlSystemGetConfComputeGpusReadyState(void) { return stub(287); }
-int nvmlSystemGetConfComputeKeyRotationThresholdInfo(void) { return stub(288); }
-int nvmlSystemGetConfComputeSettings(void) { return stub(289); }
-int nvmlSystemGetConfComputeState(void) { return stub(290); }
-int nvmlSystemGetDriverBranch(void) { return stub(291); }
-int nvmlSystemGetNvlinkBwMode(void) { return stub(293); }
-int nvmlSystemRegisterEvents(void) { return stub(296); }
+int nvmlDeviceGetNvLinkInfo(void) { return stub(116); }
+int nvmlDeviceGetNvlinkBwMode(void) { return stub(123); }
+int nvmlDeviceGetOfaUtilization(void) { return stub(125); }
+int nvmlDeviceGetPciInfoExt(void) { return stub(127); }
+int nvmlDeviceGetPcieLinkMaxSpeed(void) { return stub(128); }
+int nvmlDeviceGetPcieSpeed(void) { return stub(129); }
+int nvmlDeviceGetPdi(void) { return stub(131); }
+int nvmlDeviceGetPerformanceModes(void) { return stub(132); }
+int nvmlDeviceGetPlatformInfo(void) { return stub(134); }
+int nvmlDeviceGetPowerMizerMode_v1(void) { return stub(136); }
+int nvmlDeviceGetPowerSource(void) { return stub(137); }
+int nvmlDeviceGetRunningProcessDetailList(void) { return stub(143); }
+int nvmlDeviceGetSramUniqueUncorrectedEccErrorCounts(void) { return stub(145); }
+int nvmlDeviceGetTemperatureV(void) { return stub(150); }
+int nvmlDeviceGetVgpuHeterogeneousMode(void) { return stub(155); }
+int nvmlDeviceSetFanControlPolicy(void) { return stub(201); }
+int nvmlDeviceSetFanSpeed_v2(void) { return stub(202); }
+int nvmlDeviceWorkloadPowerProfileClearRequestedProfiles(void) { return stub(228); }
+int nvmlDeviceWorkloadPowerProfileGetCurrentProfiles(void) { return stub(229); }
+int nvmlDeviceWorkloadPowerProfileGetProfilesInfo(void) { return stub(230); }
+int nvmlDeviceWorkloadPowerProfileSetRequestedProfiles(void) { return stub(231); }
+int nvmlDeviceWorkloadPowerProfileUpdateProfiles_v1(void) { return stub(232); }
+int nvmlEventSetGetContextCount_v1(void) { return stub(233); }
+int nvmlEventSetGetContextData_v1(void) { return stub(234); }
+int nvmlEventSetGetContextInfo_v1(void) { return stub(235); }
+int nvmlEventSetGetGpuOperationalEventContextLegacyXid_v1(void) { return stub(236); }
+int nvmlEventSetRegisterGpuOperationalEvents_v1(void) { return stub(237); }
+int nvmlEventSetWait_v3(void) { return stub(238); }
+int nvmlGpmMetricsGet(void) { return stub(244); }
+int nvmlGpmMigSampleGet(void) { return stub(245); }
+int nvmlGpmQueryDeviceSupport(void) { return stub(246); }
+int nvmlGpmQueryIfStreamingEnabled(void) { return stub(247); }
+int nvmlGpmSampleAlloc(void) { return stub(248); }
+int nvmlGpmSampleFree(void) { return stub(249); }
+int nvmlGpmSampleGet(void) { return stub(250); }
+int nvmlGpmSetStreamingEnabled(void) { return stub(251); }
+int nvmlSystemEventSetCreate(void) { return stub(274); }
+int nvmlSystemEventSetFree(void) { return stub(275); }
+int nvmlSystemEventSetWait(void) { return stub(276); }
+int nvmlSystemGetCPER_v1(void) { return stub(277); }
+int nvmlSystemGetConfComputeCapabilities(void) { return stub(278); }
+int nvmlSystemGetConfComputeGpusReadyState(void) { return stub(279); }
+int nvmlSystemGetConfComputeKeyRotationThresholdInfo(void) { return stub(280); }
+int nvmlSystemGetConfComputeSettings(void) { return stub(281); }
+int nvmlSystemGetConfComputeState(void) { return stub(282); }
+int nvmlSystemGetDriverBranch(void) { return stub(283); }
+int nvmlSystemGetNvlinkBwMode(void) { return stub(285); }
+int nvmlSystemRegisterEvents(void) { return stub(288); }
 #endif
 
 #pragma GCC visibility pop
