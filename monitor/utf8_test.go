@@ -3,6 +3,7 @@ package monitor
 import (
 	"bytes"
 	"encoding/json"
+	"net/http/httptest"
 	"testing"
 	"unicode/utf8"
 
@@ -34,16 +35,21 @@ func TestInvalidUTF8FromTheDriver(t *testing.T) {
 		t.Errorf("name %q, want the invalid bytes as U+FFFD", i.Name)
 	}
 	board := r.m.Board()
-	var b bytes.Buffer
-	if err := metrics.New(board).WriteText(&b); err != nil {
+	h, err := metrics.New(board).Handler(nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !utf8.Valid(b.Bytes()) {
-		t.Errorf("/metrics is not valid UTF-8")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+	if !utf8.Valid(w.Body.Bytes()) || !bytes.Contains(w.Body.Bytes(), []byte("model=\"NVIDIA \uFFFD H100\"")) {
+		t.Errorf("/metrics is not valid UTF-8, or lacks the GPU's info series:\n%s", w.Body.Bytes())
 	}
-	doc := live.NewDoc(board.View())
-	if js := doc.AppendJSON(nil); !json.Valid(js) || !utf8.Valid(js) {
-		t.Errorf("status JSON invalid:\n%s", js)
+	if bytes.Contains(w.Body.Bytes(), []byte(`cause="gathering"} 1`)) {
+		t.Errorf("a series was refused:\n%s", w.Body.Bytes())
 	}
-	testutil.CheckMetrics(t, b.Bytes())
+	js, err := json.Marshal(live.NewDoc(board.View()))
+	if err != nil || !utf8.Valid(js) {
+		t.Errorf("status JSON invalid (%v):\n%s", err, js)
+	}
+	testutil.CheckMetrics(t, w.Body.Bytes())
 }

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/exporter-toolkit/web"
 	"golang.org/x/net/netutil"
 
@@ -32,19 +31,14 @@ const (
 // metrics (as --atop does with a taken port): losing every recording for
 // want of a scrape endpoint would be the worse failure. done is nil then.
 func serveMetrics(ctx context.Context, cli *CLI, board *live.Board, log *slog.Logger, failed func()) (chan struct{}, error) {
-	col := metrics.New(board)
-	// client_golang checks the collector's descriptors once (names, labels,
-	// no duplicates); scrapes are served by the collector's own text
-	// writer, byte for byte what promhttp would serve and a tenth of its
-	// CPU (live/metrics/exposition.go). No gzip: it would cost more than
-	// the scrape to save a few tens of kB every 15 s; no promhttp Timeout:
-	// its http.TimeoutHandler buffered every answer in a fresh 100 kB
-	// buffer, and the server's WriteTimeout bounds a scrape already.
-	if err := prometheus.NewRegistry().Register(col); err != nil {
+	// promhttp over the collector (live/metrics/handler.go); registering
+	// checks its descriptors once (names, labels, no duplicates).
+	h, err := metrics.New(board).Handler(log)
+	if err != nil {
 		return nil, fmt.Errorf("--metrics-listen: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", col.Handler(log))
+	mux.Handle("/metrics", h)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			http.NotFound(w, r)

@@ -12,6 +12,7 @@ package control
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -72,6 +73,8 @@ type Server struct {
 	cachedAt time.Time
 	spare    *answer   // an answer no request holds, to build the next one in
 	view     live.View // reused from build to build
+	// encodeErr logs the first document encoding/json refused.
+	encodeErr sync.Once
 }
 
 // answer is one encoded status document, shared by the requests served
@@ -133,7 +136,11 @@ func Listen(cfg Config, board *live.Board) (*Server, error) {
 	if err := os.Rename(tmp, cfg.Path); err != nil {
 		return fail(err)
 	}
-	return &Server{cfg: cfg, board: board, log: cfg.Logger, ln: ln, sem: make(chan struct{}, MaxConns)}, nil
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Server{cfg: cfg, board: board, log: log, ln: ln, sem: make(chan struct{}, MaxConns)}, nil
 }
 
 // clearStale removes a socket file nobody accepts on, and refuses one that
@@ -262,8 +269,7 @@ func (s *Server) status() *answer {
 			a = &answer{}
 		}
 		s.board.ViewInto(&s.view)
-		doc := live.NewDoc(s.view)
-		a.b = append(doc.AppendJSON(a.b[:0]), '\n')
+		a.b = s.encode(a.b[:0], live.NewDoc(s.view))
 		if old := s.cached; old != nil && old.refs == 0 {
 			s.spare = old
 		}
@@ -271,6 +277,21 @@ func (s *Server) status() *answer {
 	}
 	s.cached.refs++
 	return s.cached
+}
+
+// encode appends the document and its newline to b with encoding/json.
+// The document holds no float that encoding/json refuses (NaN, Inf: every
+// one is a duration or a scaled integer); should one appear, the request
+// is answered with the error, which is logged the first time.
+func (s *Server) encode(b []byte, d live.Doc) []byte {
+	buf := bytes.NewBuffer(b)
+	err := json.NewEncoder(buf).Encode(&d)
+	if err == nil {
+		return buf.Bytes()
+	}
+	s.encodeErr.Do(func() { s.log.Error("control: status document not encodable; answering the error", "error", err) })
+	b, _ = json.Marshal(errorReply{Error: "status document: " + err.Error()})
+	return append(b, '\n')
 }
 
 // release gives back an answer taken with status.

@@ -1,9 +1,7 @@
 // Package metrics exports the daemon's published state to Prometheus: one
 // custom Collector that reads the live.Board at scrape time (node_exporter's
 // pattern), so no metric work happens on the 100 ms path and a scrape never
-// waits on NVML. The daemon serves the Collector's series through its own
-// text writer (Collector.Handler), byte for byte what client_golang makes
-// of them at a tenth of the CPU (exposition.go says why).
+// waits on NVML. Handler serves it with promhttp.
 //
 // Per-GPU series carry the labels gpu (index) and uuid. A GPU that is not
 // answering (hung, lost, failing, not started) keeps its state, counters and
@@ -14,9 +12,7 @@ package metrics
 
 import (
 	"runtime"
-	"sort"
 	"strconv"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -117,16 +113,12 @@ var (
 var stateLabels = [...]string{live.StateNotStarted: "not_started", live.StateOK: "answering", live.StateHung: "hung", live.StateLost: "lost", live.StateFailing: "failing"}
 
 // family is a metric as exported: its full name, every label name (the
-// scope's labels, then the metric's own) and what the exposition needs,
-// computed once.
+// scope's labels, then the metric's own) and its descriptor, computed once.
 type family struct {
 	*metric
-	full   string           // gpu_telemetry_<name>
-	labels []string         // label names in the order values are given
-	order  []int            // positions in labels, sorted by name: the exposition's label order
-	header string           // the # HELP and # TYPE lines
-	rank   int              // place of full among the collector's names (the exposition's family order)
-	desc   *prometheus.Desc // for client_golang
+	full   string   // gpu_telemetry_<name>
+	labels []string // label names in the order values are given
+	desc   *prometheus.Desc
 }
 
 func newFamily(m *metric, scope []string) *family {
@@ -134,43 +126,21 @@ func newFamily(m *metric, scope []string) *family {
 	if len(f.labels) > maxLabels {
 		panic("metrics: " + f.full + " has more than maxLabels labels")
 	}
-	f.order = make([]int, len(f.labels))
-	for i := range f.order {
-		f.order[i] = i
-	}
-	sort.Slice(f.order, func(i, j int) bool { return f.labels[f.order[i]] < f.labels[f.order[j]] })
-	typ := "gauge"
-	if m.typ == prometheus.CounterValue {
-		typ = "counter"
-	}
-	f.header = "# HELP " + f.full + " " + helpEscaper.Replace(m.help) + "\n# TYPE " + f.full + " " + typ + "\n"
 	f.desc = prometheus.NewDesc(f.full, m.help, f.labels, nil)
 	return f
 }
 
-// Collector reads a live.Board at scrape time. It is a client_golang
-// Collector, and it writes the same exposition itself (WriteText), which is
-// what the daemon serves: see exposition.go.
+// Collector reads a live.Board at scrape time: a client_golang Collector.
 type Collector struct {
 	board *live.Board
 	fams  map[*metric]*family
 	// counters are the host counter table's metrics, by counter name.
 	counters map[string]*family
-
-	mu   sync.Mutex // WriteText's walk buffers, reused from scrape to scrape
-	view live.View
-	buf  []sample
-	idx  []int32
-	// spare holds output buffers between scrapes.
-	spare chan []byte
 }
-
-// spareBuffers is how many output buffers are kept between scrapes.
-const spareBuffers = 2
 
 // New returns a collector over board.
 func New(board *live.Board) *Collector {
-	c := &Collector{board: board, fams: map[*metric]*family{}, counters: map[string]*family{}, spare: make(chan []byte, spareBuffers)}
+	c := &Collector{board: board, fams: map[*metric]*family{}, counters: map[string]*family{}}
 	for _, m := range []*metric{mInfo, mState, mStall, mFan, mFanT, mClock, mUtil, mThrA, mThrS, mFlags, mXids, mLastX, mRecov, mRecT, mLastS, mInc, mSamp, mFail, mHung, mMemTot} {
 		c.fams[m] = newFamily(m, gpuLabels)
 	}
@@ -182,17 +152,6 @@ func New(board *live.Board) *Collector {
 	}
 	for _, k := range board.View().Host.Counters {
 		c.counters[k.Name] = newFamily(&metric{k.Name + "_total", capital(k.Help) + ".", prometheus.CounterValue, nil}, nil)
-	}
-	var all []*family
-	for _, f := range c.fams {
-		all = append(all, f)
-	}
-	for _, f := range c.counters {
-		all = append(all, f)
-	}
-	sort.Slice(all, func(i, j int) bool { return all[i].full < all[j].full })
-	for i, f := range all {
-		f.rank = i
 	}
 	return c
 }
@@ -215,13 +174,19 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect implements prometheus.Collector: one consistent copy of the
-// board, then the series.
+// board, then the series. A series client_golang refuses (a label value
+// that is not valid UTF-8) goes to the registry as an invalid metric: the
+// scrape reports it and serves the others.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	w := walker{c: c}
 	w.walk(c.board.View())
 	for i := range w.out {
 		s := &w.out[i]
-		ch <- prometheus.MustNewConstMetric(s.f.desc, s.f.typ, s.v, s.lv[:s.n]...)
+		m, err := prometheus.NewConstMetric(s.f.desc, s.f.typ, s.v, s.lv[:s.n]...)
+		if err != nil {
+			m = prometheus.NewInvalidMetric(s.f.desc, err)
+		}
+		ch <- m
 	}
 }
 
@@ -237,8 +202,7 @@ type sample struct {
 	lv [maxLabels]string
 }
 
-// walker lists a view's series; both outputs (Collect, WriteText) walk
-// the view through it, so a series is declared once.
+// walker lists a view's series.
 type walker struct {
 	c   *Collector
 	out []sample

@@ -52,6 +52,7 @@ type opts struct {
 	costSeconds                      int    // per cost-profile run; 0 skips them
 	kmsgXids                         bool   // also time Xids arriving through the kernel log
 	floor                            string // the floor program
+	before                           string // a second binary for the live runs' before/after (-before)
 	viaKmsg                          bool   // this Xid run: kernel log only
 }
 
@@ -70,6 +71,7 @@ func run() int {
 	flag.IntVar(&o.xids, "xids", 10, "Xids for the latency run")
 	flag.IntVar(&o.costSeconds, "cost-seconds", 20, "measured seconds of each cost-profile run (8 and 16 GPUs, realistic and pessimistic); 0 skips them")
 	flag.BoolVar(&o.kmsgXids, "kmsg-xids", true, "also time Xids that arrive through the kernel log")
+	flag.StringVar(&o.before, "before", "", "a second gpu-telemetry binary (the one before a change) run side by side with -bin in the live interface runs, same requests, same window")
 	only := flag.String("only", "", "run only this part: xid (the Xid latency runs), live (the live interface rows) or steady (the 8-GPU CPU rounds)")
 	flag.Parse()
 	if *only == "xid" {
@@ -193,6 +195,9 @@ func goBench(path string) [][3]string {
 		"BenchmarkCrashRender":        "render a crash snapshot (no disk)",
 		"BenchmarkCrashSuppressed":    "a crash request inside the cooldown (an Xid flood)",
 		"BenchmarkPacerRecord":        "the NVML pacer's bookkeeping per GPU-sample",
+		"BenchmarkStatusAnswer":       "build the status document of 8 GPUs and encode it (encoding/json)",
+		"BenchmarkScrape":             "one /metrics scrape of 8 GPUs (promhttp over the collector)",
+		"BenchmarkScrapeNVLink":       "the same with a B200's NVLink series added (18 links x 6 series per GPU, synthetic)",
 	}
 	var out [][3]string
 	sc := bufio.NewScanner(f)
