@@ -210,7 +210,9 @@ func (m *Monitor) onEvent(e reading.Event) {
 		kv = append(kv, "type="+sink.TypeGPULost)
 		reason = "GPU lost (" + e.Source.String() + ")"
 	}
-	if e.KernelTime > 0 {
+	if e.Source == reading.SourceKmsg {
+		// The record's own timestamp, whatever it reads: 0.000000 is a
+		// time (logged before the kernel's clock ran), not "none".
 		kv = append(kv, kernelTimeField(e.KernelTime))
 	}
 	if e.Text != "" {

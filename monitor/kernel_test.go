@@ -139,6 +139,9 @@ func TestXidLinesGolden(t *testing.T) {
 			time.Sleep(500 * time.Millisecond)
 			for i, e := range events {
 				e.Time = time.Now().Add(time.Duration(i) * time.Millisecond)
+				if e.Source == reading.SourceKmsg {
+					e.KernelTime = 3201*time.Second + time.Duration(i)*time.Millisecond // the record's printk time
+				}
 				r.m.onEvent(e)
 			}
 		})

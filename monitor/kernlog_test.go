@@ -18,6 +18,7 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
@@ -178,11 +179,17 @@ func replayedXid(m *Monitor, code int, read, logged time.Time) reading.Event {
 		Data: uint64(code), Text: msg, KernelTime: m.kclock.clock.At(logged), Backlog: true}
 }
 
-// runReplay runs a one-GPU rig (inside a synctest bubble), calls feed half
-// a second in with the time then, and returns the rig and the status
-// document of a second after feed returned.
+// replayUptime is how long the boot has run when a replay test's logger
+// starts: its kernel log clock is the test's own (sampler.KernelClockAt),
+// so an Xid of an hour ago lies in this boot whatever the host's uptime.
+const replayUptime = 24 * time.Hour
+
+// runReplay runs a one-GPU rig (inside a synctest bubble) on a kernel log
+// clock that reads replayUptime at its start, calls feed half a second in
+// with the time then, and returns the rig and the status document of a
+// second after feed returned.
 func runReplay(t *testing.T, feed func(r *rig, now time.Time)) (*rig, live.Doc) {
-	r := newRig(t, 1, nil)
+	r := newRigClock(t, fakeLib(1), sampler.KernelClockAt(time.Now(), replayUptime), nil)
 	var doc live.Doc
 	r.run(0, func() {
 		time.Sleep(500 * time.Millisecond)
@@ -205,7 +212,9 @@ func TestReplayedXidIsNotFresh(t *testing.T) {
 			r.m.onEvent(replayedXid(r.m, 79, now, now.Add(-time.Hour)))
 		})
 		ev, _ := os.ReadFile(filepath.Join(r.dir, "events.log"))
-		testutil.Contains(t, "events.log", string(ev), "source=kmsg type=Xid xid=79", "ktime=", "backlog=true")
+		// Logged an hour before the start, on the test's clock.
+		ktime := kernelTimeField(replayUptime - time.Hour + 500*time.Millisecond)
+		testutil.Contains(t, "events.log", string(ev), "source=kmsg type=Xid xid=79", ktime, "backlog=true")
 		for _, row := range r.rows(0) {
 			if strings.Contains(row, "XID(79)") {
 				t.Errorf("a row carries the flag of an Xid logged an hour before it: %q", row)
@@ -334,4 +343,53 @@ func TestStalledRunStateDoesNotStallKmsg(t *testing.T) {
 		fmt.Fprintf(w, "<4>NVRM: Xid (PCI:0000:01:00): 13, pid=1, name=%s-fresh, Graphics Exception\n", tag)
 		waitFor(t, filepath.Join(r.dir, "events.log"), tag+"-fresh")
 	})
+}
+
+// TestReplayedXidKeepsItsKernelTime: a kernel log record read after the
+// fact keeps the kernel's own timestamp in events.log and in its crash
+// snapshot's reason, whatever it is: one stamped 0.000000 (logged before the
+// kernel's clock ran, or by a --kmsg file that says so) is not taken for "no
+// time", and one logged long before the logger's clock was anchored is
+// placed in the live view by it. The log is a --kmsg file: all of it is
+// backlog.
+func TestReplayedXidKeepsItsKernelTime(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kmsg")
+	recs := "4,7,0,-;NVRM: Xid (PCI:0000:01:00): 79, pid=1, name=at-zero, GPU has fallen off the bus.\n" +
+		"4,8,60000000,-;NVRM: Xid (PCI:0000:01:00): 13, pid=1, name=at-one-minute, Graphics Exception\n"
+	if err := os.WriteFile(path, []byte(recs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// CLOCK_MONOTONIC reads two hours at the start: the records were logged
+	// about two hours before it.
+	kc := sampler.KernelClockAt(time.Now(), 2*time.Hour)
+	r := newRigClock(t, fakeLib(1), kc, func(c *Config) { c.KmsgPath = path })
+	var ev string
+	var doc live.Doc
+	r.run(0, func() {
+		ev = waitFor(t, filepath.Join(r.dir, "events.log"), "at-one-minute")
+		doc = live.NewDoc(r.m.Board().View())
+	})
+	for name, want := range map[string]string{"at-zero": "ktime=0.000000", "at-one-minute": "ktime=60.000000"} {
+		line := regexp.MustCompile(`.*name=` + name + `.*`).FindString(ev)
+		if !strings.Contains(line, want) || !strings.Contains(line, "backlog=true") {
+			t.Errorf("the replayed Xid %s lacks %q or backlog=true:\n%s", name, want, line)
+		}
+	}
+	crashes, _ := filepath.Glob(filepath.Join(r.dir, "crashes", "crash-*-gpu0.log"))
+	var reasons string
+	for _, c := range crashes {
+		b, _ := os.ReadFile(c)
+		reasons += string(b)
+	}
+	if !strings.Contains(reasons, "kmsg backlog, logged at ktime=0.000000") {
+		t.Errorf("no crash snapshot says the Xid 79 was logged at ktime=0.000000 (%d snapshots)", len(crashes))
+	}
+	g := doc.GPUs[0]
+	if g.LastXid == nil || g.LastXid.AgeS == nil {
+		t.Fatalf("last_xid %+v, want the replayed Xid 13", g.LastXid)
+	}
+	// Logged at 60 s of a boot two hours old at the start: 1 h 59 min ago.
+	if age := time.Duration(*g.LastXid.AgeS * float64(time.Second)); age < 2*time.Hour-time.Minute-10*time.Second || age > 2*time.Hour-time.Minute+10*time.Second {
+		t.Errorf("last_xid %+v is %v old, want 1h59m (its kernel time on the logger's clock)", g.LastXid, age)
+	}
 }

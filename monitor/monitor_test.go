@@ -72,6 +72,11 @@ type rig struct {
 // newRig builds a monitor over n fake GPUs writing into a temp dir.
 func newRig(t *testing.T, n int, tweak func(*Config)) *rig {
 	t.Helper()
+	return newRigOn(t, fakeLib(n), tweak)
+}
+
+// fakeLib is a fake driver with n GPUs.
+func fakeLib(n int) *fakenvml.Lib {
 	lib := &fakenvml.Lib{InitRet: nvml.SUCCESS}
 	for i := range n {
 		d := fakenvml.NewDev()
@@ -79,7 +84,7 @@ func newRig(t *testing.T, n int, tweak func(*Config)) *rig {
 		d.Bus = "00000000:0" + string(rune('1'+i)) + ":00.0"
 		lib.Devs = append(lib.Devs, d)
 	}
-	return newRigOn(t, lib, tweak)
+	return lib
 }
 
 // newRigOn builds a monitor over the fake driver lib writing into a temp
@@ -87,8 +92,16 @@ func newRig(t *testing.T, n int, tweak func(*Config)) *rig {
 // as Run would have.
 func newRigOn(t *testing.T, lib *fakenvml.Lib, tweak func(*Config)) *rig {
 	t.Helper()
+	return newRigClock(t, lib, sampler.KernelClock{}, tweak)
+}
+
+// newRigClock is newRigOn on the kernel log clock kc (sampler.KernelClockAt):
+// a test that places kernel records in the past chooses the boot's length
+// instead of taking the host's uptime. The zero kc is the host's own clock.
+func newRigClock(t *testing.T, lib *fakenvml.Lib, kc sampler.KernelClock, tweak func(*Config)) *rig {
+	t.Helper()
 	r := &rig{t: t, dir: t.TempDir(), logs: &testutil.LogBuf{}, sigs: make(chan os.Signal, 4), lib: lib, devs: lib.Devs}
-	host, err := sampler.Open(lib, sampler.OpenOptions{Config: sampler.DefaultConfig(100 * time.Millisecond)})
+	host, err := sampler.Open(lib, sampler.OpenOptions{Config: sampler.DefaultConfig(100 * time.Millisecond), KernelClock: kc})
 	if err != nil {
 		t.Fatal(err)
 	}

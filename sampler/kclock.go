@@ -27,8 +27,15 @@ type KernelClock struct {
 
 // NewKernelClock anchors the kernel clock to now.
 func NewKernelClock() KernelClock {
-	now, mono := ClockPair()
-	return KernelClock{base: now, baseK: mono, fit: new(atomic.Pointer[reading.KernelClockFit])}
+	return KernelClockAt(ClockPair())
+}
+
+// KernelClockAt is a kernel clock on which CLOCK_MONOTONIC read mono at at
+// (a time.Now reading: later times are measured from its monotonic reading).
+// Tests use it to run on a boot of the length they choose instead of the
+// host's uptime.
+func KernelClockAt(at time.Time, mono time.Duration) KernelClock {
+	return KernelClock{base: at, baseK: mono, fit: new(atomic.Pointer[reading.KernelClockFit])}
 }
 
 // clockPairTries bounds ClockPair's retries; clockPairSpread is a bracket

@@ -35,6 +35,10 @@ type OpenOptions struct {
 	Timeout time.Duration
 	// Logger receives start-up notes.
 	Logger *slog.Logger
+	// KernelClock is the kernel log clock the GPUs stamp dmesg_time on; the
+	// zero value is anchored to CLOCK_MONOTONIC at Open (NewKernelClock).
+	// Tests set one (KernelClockAt) to choose the boot's length.
+	KernelClock KernelClock
 }
 
 // Host is the opened driver with the selected GPUs.
@@ -96,7 +100,10 @@ func Open(lib Library, o OpenOptions) (*Host, error) {
 	default:
 		return nil, fmt.Errorf("nvmlInit: %s", retText(ret))
 	}
-	h := &Host{lib: lib, kclock: NewKernelClock()}
+	h := &Host{lib: lib, kclock: o.KernelClock}
+	if h.kclock.fit == nil {
+		h.kclock = NewKernelClock()
+	}
 	h.Syms = LookupSymbols(lib.LookupSymbol)
 	if m := h.Syms.Missing(); len(m) > 0 {
 		log.Info("driver lacks newer functions; using fallbacks or leaving readings empty", "missing", strings.Join(m, ","))
