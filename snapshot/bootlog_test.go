@@ -142,7 +142,7 @@ func TestBootLogGolden(t *testing.T) {
 	}
 	got := strings.NewReplacer(dir, "$DIR", pstore, "$PSTORE").Replace(string(b))
 	// pstore mtimes are printed in the local zone.
-	got = strings.ReplaceAll(got, prevStart.Add(time.Hour).Format(time.RFC3339), "$MTIME")
+	got = strings.ReplaceAll(got, prevStart.Add(time.Hour).Local().Format(time.RFC3339), "$MTIME")
 	testutil.Golden(t, "boot.golden", []byte(got))
 	testutil.Contains(t, "boot log", got,
 		"Cause: a different boot",
