@@ -154,7 +154,7 @@ func WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
 		if err != nil {
 			journal.status = commandStatus("journalctl", err)
 		}
-		b.WriteString(filtered(journal, bootLogPattern, bootJournalMatches))
+		b.WriteString(filtered(journal, bootLogPattern.MatchString, bootJournalMatches))
 		b.WriteString("\n=== Previous boot's kernel log: last 200 lines ===\n")
 		b.WriteString(filtered(journal, nil, bootJournalLines))
 	}

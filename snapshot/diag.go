@@ -7,20 +7,16 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
-// The seed's grep -iE patterns, matched in Go over one dmesg run instead of
-// three dmesg|grep|tail pipelines. The whole pattern is case-insensitive, as
-// with grep -i (so BUG also matches "debug"; kept as the seed had it).
-var (
-	gpuLogPattern    = regexp.MustCompile(`(?i)nvidia|gpu|nvrm|xid|uvm|BUG|ca7d|ca7e|GPU_IS_LOST|fallen|reg.read|gsp|pmu.*halt`)
-	aerLogPattern    = regexp.MustCompile(`(?i)AER|corrected|uncorrect|pcie.*error`)
-	nvidiaModPattern = regexp.MustCompile(`(?i)nvidia`)
-)
+// nvidiaModule picks the lines of /proc/modules that name an NVIDIA module,
+// as the module or among its users (drm_kms_helper used by nvidia_drm).
+var nvidiaModule = regexp.MustCompile(`(?i)nvidia`).MatchString
 
 // Line counts of the seed's tail -N.
 const (
@@ -119,25 +115,25 @@ func (m *Manager) followUpJobs(busID string) []job {
 }
 
 // crashSections renders the diagnostics of a crash snapshot in the seed's order.
-func crashSections(r map[string]result) []Section {
+func crashSections(r map[string]result, f kernelFilter) []Section {
 	return append([]Section{
-		{"dmesg (nvidia/gpu errors)", filtered(r[diagDmesg], gpuLogPattern, gpuLogLines)},
+		{"dmesg (nvidia/gpu errors)", filtered(r[diagDmesg], f.GPULine, gpuLogLines)},
 		{"dmesg (last 200 lines)", filtered(r[diagDmesg], nil, dmesgLines)},
-		{"PCIe AER errors", filtered(r[diagDmesg], aerLogPattern, aerLogLines)},
+		{"PCIe AER errors", filtered(r[diagDmesg], f.AERLine, aerLogLines)},
 		{"PCIe device state", raw(r[diagLspci])},
 		{"GPU register test (ffff = off bus)", raw(r[diagSetpci])},
 		{"nvidia-smi (may fail)", raw(r[diagSMI])},
-		{"NVIDIA kernel modules", filtered(r[diagModules], nvidiaModPattern, 0)},
+		{"NVIDIA kernel modules", filtered(r[diagModules], nvidiaModule, 0)},
 		{"System memory", raw(r[diagFree])},
 		{"System load", raw(r[diagUptime])},
 	}, bugReportSections(r)...)
 }
 
 // followUpSections renders the diagnostics of a follow-up.
-func followUpSections(r map[string]result) []Section {
+func followUpSections(r map[string]result, f kernelFilter) []Section {
 	return []Section{
-		{"dmesg (nvidia/gpu errors)", filtered(r[diagDmesg], gpuLogPattern, gpuLogLines)},
-		{"PCIe AER errors", filtered(r[diagDmesg], aerLogPattern, aerLogLines)},
+		{"dmesg (nvidia/gpu errors)", filtered(r[diagDmesg], f.GPULine, gpuLogLines)},
+		{"PCIe AER errors", filtered(r[diagDmesg], f.AERLine, aerLogLines)},
 		{"PCIe device state", raw(r[diagLspci])},
 		{"GPU register test (ffff = off bus)", raw(r[diagSetpci])},
 		{"nvidia-smi (may fail)", raw(r[diagSMI])},
@@ -241,16 +237,17 @@ func raw(r result) string {
 	return b.String()
 }
 
-// filtered renders the last n lines of the output that match re (all lines
-// when re is nil; all matches when n is 0), followed by the status line.
-func filtered(r result, re *regexp.Regexp, n int) string {
-	lines := lastLines(r.out, re, n)
+// filtered renders the last n lines of the output that keep takes (all
+// lines when keep is nil; all it takes when n is 0), followed by the status
+// line.
+func filtered(r result, keep func(string) bool, n int) string {
+	lines := lastLines(r.out, keep, n)
 	var b strings.Builder
 	for _, l := range lines {
 		b.WriteString(l + "\n")
 	}
 	if len(lines) == 0 && (len(r.out) > 0 || r.status == "") {
-		if re == nil {
+		if keep == nil {
 			b.WriteString("(no output)\n")
 		} else {
 			b.WriteString("(no matching lines)\n")
@@ -262,22 +259,20 @@ func filtered(r result, re *regexp.Regexp, n int) string {
 	return b.String()
 }
 
-// lastLines returns the last n lines of out that match re (every line when re
-// is nil; every match when n <= 0), oldest first.
-func lastLines(out []byte, re *regexp.Regexp, n int) []string {
+// lastLines returns the last n lines of out that keep takes (every line when
+// keep is nil; every one it takes when n <= 0), oldest first.
+func lastLines(out []byte, keep func(string) bool, n int) []string {
 	text := strings.TrimSuffix(string(bytes.ReplaceAll(out, []byte("\r\n"), []byte("\n"))), "\n")
 	if text == "" {
 		return nil
 	}
 	all := strings.Split(text, "\n")
-	var keep []string
-	for i := len(all) - 1; i >= 0 && (n <= 0 || len(keep) < n); i-- {
-		if re == nil || re.MatchString(all[i]) {
-			keep = append(keep, all[i])
+	var kept []string
+	for i := len(all) - 1; i >= 0 && (n <= 0 || len(kept) < n); i-- {
+		if keep == nil || keep(all[i]) {
+			kept = append(kept, all[i])
 		}
 	}
-	for i, j := 0, len(keep)-1; i < j; i, j = i+1, j-1 {
-		keep[i], keep[j] = keep[j], keep[i]
-	}
-	return keep
+	slices.Reverse(kept)
+	return kept
 }

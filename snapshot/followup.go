@@ -88,7 +88,7 @@ func (m *Manager) followUps(ctx context.Context, gpu int, incident string, h *He
 		t0 := time.Now()
 		res := m.collect(m.work, m.followUpJobs(h.BusID))
 		res[diagDmesg] = placeKernelLines(res[diagDmesg], m.cfg.KernelWall)
-		data := renderFollowUp(h, incident, off, m.cfg.Now(), followUpSections(res))
+		data := renderFollowUp(h, incident, off, m.cfg.Now(), followUpSections(res, m.kernelFilterFor(h.BusID)))
 		m.save("follow-up", gpu, 0, m.crashDir, followUpName(incident, off), data, t0, &m.stats.FollowUpsWritten)
 	}
 }

@@ -234,7 +234,7 @@ func (m *Manager) crash(fctx context.Context, stop context.CancelCauseFunc, gpu 
 
 	res := m.collect(m.work, m.crashJobs(req.Header.BusID))
 	res[diagDmesg] = placeKernelLines(res[diagDmesg], m.cfg.KernelWall)
-	if err := m.files.Replace(path, renderCrash(req, crashSections(res), 0)); err != nil {
+	if err := m.files.Replace(path, renderCrash(req, crashSections(res, m.kernelFilterFor(req.Header.BusID)), 0)); err != nil {
 		m.failed("crash", gpu, 2, err)
 	} else {
 		m.written("crash", gpu, 2, path, t0, nil, &m.stats.CrashesCompleted)

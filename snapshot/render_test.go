@@ -1,7 +1,6 @@
 package snapshot
 
 import (
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -22,19 +21,19 @@ func TestLastLines(t *testing.T) {
 	out := []byte("a nvidia\nb\r\nc NVRM\nd\ne GPU\n")
 	tests := []struct {
 		name string
-		re   *regexp.Regexp
+		keep func(string) bool
 		n    int
 		want []string
 	}{
 		{"all", nil, 0, []string{"a nvidia", "b", "c NVRM", "d", "e GPU"}},
 		{"tail", nil, 2, []string{"d", "e GPU"}},
-		{"matching, case-insensitive", gpuLogPattern, 0, []string{"a nvidia", "c NVRM", "e GPU"}},
-		{"last matching", gpuLogPattern, 2, []string{"c NVRM", "e GPU"}},
-		{"none", aerLogPattern, 5, nil},
+		{"matching", kernelFilter{}.GPULine, 0, []string{"a nvidia", "c NVRM", "e GPU"}},
+		{"last matching", kernelFilter{}.GPULine, 2, []string{"c NVRM", "e GPU"}},
+		{"none", kernelFilter{}.AERLine, 5, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := lastLines(out, tt.re, tt.n); !slices.Equal(got, tt.want) {
+			if got := lastLines(out, tt.keep, tt.n); !slices.Equal(got, tt.want) {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
@@ -54,9 +53,9 @@ func TestSectionBodies(t *testing.T) {
 		{"raw empty", raw(result{}), "(no output)\n"},
 		{"raw failed", raw(result{out: []byte("err text\n"), status: "(failed: x)"}), "err text\n(failed: x)\n"},
 		{"raw failed silent", raw(result{status: "(failed: x)"}), "(failed: x)\n"},
-		{"filtered none", filtered(result{out: []byte("x\n")}, aerLogPattern, 5), "(no matching lines)\n"},
-		{"filtered failed", filtered(result{status: "(timed out after 5s)"}, aerLogPattern, 5), "(timed out after 5s)\n"},
-		{"filtered partial", filtered(result{out: []byte("AER: x\n"), status: "(timed out after 5s)"}, aerLogPattern, 5), "AER: x\n(timed out after 5s)\n"},
+		{"filtered none", filtered(result{out: []byte("x\n")}, kernelFilter{}.AERLine, 5), "(no matching lines)\n"},
+		{"filtered failed", filtered(result{status: "(timed out after 5s)"}, kernelFilter{}.AERLine, 5), "(timed out after 5s)\n"},
+		{"filtered partial", filtered(result{out: []byte("pcieport 0000:00:01.0: AER: x\n"), status: "(timed out after 5s)"}, kernelFilter{}.AERLine, 5), "pcieport 0000:00:01.0: AER: x\n(timed out after 5s)\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,189 @@
+package snapshot
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// kernelFilter picks, out of a whole dmesg, the lines about one GPU: what the
+// NVIDIA driver printed, what the kernel printed about the GPU's PCI device
+// (any of its functions) and the AER reports of the bridges on its path. It
+// matches by words and device addresses, never by substrings: "debug",
+// "[Firmware Bug]" and "amdgpu 0000:03:00.0: ... GPU init" are not the
+// GPU's lines.
+type kernelFilter struct {
+	gpu     reading.Opt[reading.PCIAddr] // absent when the bus id did not parse
+	bridges []reading.PCIAddr            // nearest the root first; nil when unknown
+	// pathKnown: bridges was read from sysfs (it may be empty, a GPU on a
+	// root port of its own). When it was not, any PCIe port's AER lines
+	// are kept: none can be ruled out.
+	pathKnown bool
+}
+
+// gpuWords are the words that make a line that names no PCI device a GPU
+// line: the driver's prefix (NVRM, also on the continuation lines of its
+// multi-line reports), its modules (nvidia, nvidia-modeset, nvidia-uvm, and
+// "[nvidia]" in a stack trace), Xid, GPU as a word, GPU_IS_LOST, and the
+// kernel's own "BUG:" (an oops; "[Firmware Bug]" and "bug" are not it).
+var gpuWords = regexp.MustCompile(`\bNVRM\b|(?i:\bnvidia)|\bXid\b|\bGPU\b|GPU_IS_LOST|(^|[^\w\[])BUG: `)
+
+// messageOf strips what dmesg and journalctl put before the kernel's
+// message: the printk time ("[ 5.123456]"), the wall time placeKernelLines
+// adds ("{2026-...Z}"), and journalctl's "host kernel: ".
+func messageOf(line string) string {
+	s := strings.TrimLeft(line, " \t")
+	if strings.HasPrefix(s, "[") {
+		if i := strings.IndexByte(s, ']'); i > 0 {
+			s = strings.TrimLeft(s[i+1:], " ")
+		}
+	}
+	if strings.HasPrefix(s, "{") {
+		if i := strings.IndexByte(s, '}'); i > 0 {
+			s = strings.TrimLeft(s[i+1:], " ")
+		}
+	}
+	if host, rest, ok := strings.Cut(s, " "); ok && host != "" && strings.HasPrefix(rest, "kernel: ") {
+		s = strings.TrimPrefix(rest, "kernel: ")
+	}
+	return s
+}
+
+// deviceOf reads the driver and device of a line the kernel printed through
+// dev_printk ("pcieport 0000:00:01.0: AER: ..."). ok is false when the
+// message names no device that way.
+func deviceOf(msg string) (driver string, dev reading.PCIAddr, text string, ok bool) {
+	drv, rest, found := strings.Cut(msg, " ")
+	if !found || drv == "" {
+		return "", dev, "", false
+	}
+	addr, text, found := strings.Cut(rest, ": ")
+	if !found || len(addr) < 2 || addr[len(addr)-2] != '.' {
+		return "", dev, "", false
+	}
+	a, err := reading.ParsePCIAddr(addr)
+	if err != nil {
+		return "", dev, "", false
+	}
+	return drv, a, text, true
+}
+
+// sameBoard reports whether a is a function of the GPU's device (the GPU,
+// its audio, USB and UCSI functions share domain, bus and device).
+func (f kernelFilter) sameBoard(a reading.PCIAddr) bool {
+	g, ok := f.gpu.Get()
+	return ok && a.Domain == g.Domain && a.Bus == g.Bus && a.Device == g.Device
+}
+
+// onPath reports whether a is one of the bridges above the GPU.
+func (f kernelFilter) onPath(a reading.PCIAddr) bool {
+	for _, b := range f.bridges {
+		if b == a {
+			return true
+		}
+	}
+	return false
+}
+
+// namesGPU reports whether msg names the GPU's device in any of the forms
+// the kernel and the driver print it ("0000:4b:00.0", "PCI:0000:4b:00").
+func (f kernelFilter) namesGPU(msg string) bool {
+	g, ok := f.gpu.Get()
+	if !ok {
+		return false
+	}
+	low := strings.ToLower(msg)
+	for _, form := range []string{g.String(), strings.ToLower(g.NVML())} {
+		board := form[:len(form)-2] // without ".f": the driver prints none
+		for i := 0; i < len(low); {
+			j := strings.Index(low[i:], board)
+			if j < 0 {
+				break
+			}
+			start, end := i+j, i+j+len(board)
+			if (start == 0 || !isHexDigit(low[start-1])) && (end == len(low) || !isHexDigit(low[end]) && low[end] != ':') {
+				return true
+			}
+			i = end
+		}
+	}
+	return false
+}
+
+func isHexDigit(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// aerText reports whether the text after a device prefix is part of an AER
+// report: the AER service's lines, the decoded report, and its indented
+// detail lines ("  device [10de:2bb1] error status/mask=...", "   [ 0] RxErr").
+func aerText(text string) bool {
+	t := strings.TrimLeft(text, " ")
+	return strings.HasPrefix(t, "AER:") || strings.HasPrefix(t, "PCIe Bus Error:") ||
+		(t != text && (strings.HasPrefix(t, "device [") || strings.HasPrefix(t, "[")))
+}
+
+// bridgeLine reports whether a line a bridge printed is about the GPU: an
+// AER line that names no source, or names the GPU or a bridge on its path
+// (a port reports for every device below it: an NVMe drive's error is not
+// the GPU's), or a hotplug or DPC line of the port (link down, containment).
+func (f kernelFilter) bridgeLine(msg, text string) bool {
+	if r, ok := kmsg.ParseAER(msg); ok {
+		src, named := r.Source.Get()
+		return !named || f.sameBoard(src) || f.onPath(src)
+	}
+	t := strings.TrimLeft(text, " ")
+	return aerText(text) || strings.HasPrefix(t, "pciehp: ") || strings.HasPrefix(t, "DPC: ")
+}
+
+// GPULine reports whether a dmesg line belongs in the GPU section.
+func (f kernelFilter) GPULine(line string) bool {
+	msg := messageOf(line)
+	if drv, dev, text, ok := deviceOf(msg); ok {
+		switch {
+		case f.sameBoard(dev), strings.HasPrefix(drv, "nvidia"):
+			return true
+		case f.onPath(dev):
+			return f.bridgeLine(msg, text)
+		case !f.pathKnown && drv == "pcieport":
+			return aerText(text)
+		}
+		// Another device's line: an Intel or AMD GPU, a NIC, a disk.
+		return false
+	}
+	return gpuWords.MatchString(msg) || f.namesGPU(msg)
+}
+
+// AERLine reports whether a dmesg line belongs in the AER section: a line of
+// an AER report printed by the GPU or a bridge on its path.
+func (f kernelFilter) AERLine(line string) bool {
+	msg := messageOf(line)
+	drv, dev, text, ok := deviceOf(msg)
+	switch {
+	case !ok:
+		return false
+	case f.sameBoard(dev):
+		return aerText(text)
+	case f.onPath(dev):
+		return aerText(text) && f.bridgeLine(msg, text)
+	case !f.pathKnown && drv == "pcieport":
+		return aerText(text)
+	}
+	return false
+}
+
+// kernelFilterFor builds the filter of the GPU at busID, reading the bridges
+// above it from sysfs under HostRoot.
+func (m *Manager) kernelFilterFor(busID string) kernelFilter {
+	a, err := reading.ParsePCIAddr(busID)
+	if err != nil {
+		return kernelFilter{}
+	}
+	f := kernelFilter{gpu: reading.Some(a)}
+	if path, err := kmsg.PCIPath(m.hostPath(pciDevicesDir), a); err == nil {
+		f.bridges, f.pathKnown = path, true
+	}
+	return f
+}
