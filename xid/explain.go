@@ -14,6 +14,10 @@ type Explanation struct {
 	Decode string // what the text decoded to; empty when it added nothing
 	Action string // what to do about this report: the decode's advice, else the entry's
 	Bucket string // NVIDIA's immediate action for this report; empty: none given
+	// Recovery is, for Xid 154 whose text gave it, the new recovery action
+	// (HasRecovery says it did).
+	Recovery    uint64
+	HasRecovery bool
 }
 
 // unknownAction is the advice for a code the catalog does not cover.
@@ -41,6 +45,7 @@ func Explain(code int, text string) Explanation {
 		}
 	case code == RecoveryXid:
 		if v, words, ok := ParseRecovery(text); ok {
+			e.Recovery, e.HasRecovery = v, true
 			e.Decode = RecoveryDescribe(v, words)
 			e.Action = RecoveryAdvice(v, words)
 		}
@@ -71,7 +76,8 @@ func RecoveryDescribe(v uint64, words string) string {
 
 // Fields returns the report as key=value pairs for events.log, in this order:
 // xid, name, then for a known code class, bucket, action and decode (when the
-// text decoded). Values other than numbers are quoted with strconv.Quote.
+// text decoded), and recovery (Xid 154's new action, the number, when its
+// text gave one). Values other than numbers are quoted with strconv.Quote.
 func (e Explanation) Fields() []string {
 	kv := []string{"xid=" + strconv.Itoa(e.Code), "name=" + strconv.Quote(e.Name)}
 	if e.Known {
@@ -80,6 +86,9 @@ func (e Explanation) Fields() []string {
 	kv = append(kv, "action="+strconv.Quote(e.Action))
 	if e.Decode != "" {
 		kv = append(kv, "decode="+strconv.Quote(e.Decode))
+	}
+	if e.HasRecovery {
+		kv = append(kv, "recovery="+strconv.FormatUint(e.Recovery, 10))
 	}
 	return kv
 }

@@ -105,3 +105,18 @@ func TestRenderGolden(t *testing.T) {
 	b.WriteString(List())
 	testutil.Golden(t, "render.golden", []byte(b.String()))
 }
+
+// TestRecoveryField: Xid 154's line carries the new action as recovery=
+// whenever the driver's text gave it; a report without text (NVML's) has
+// none, and its action says where the action is then.
+func TestRecoveryField(t *testing.T) {
+	e := Explain(RecoveryXid, "GPU recovery action changed from 0x0 (None) to 0x3 (Drain P2P)")
+	testutil.Contains(t, "events.log fields", strings.Join(e.Fields(), " "), "recovery=3")
+	bare := Explain(RecoveryXid, "")
+	for _, f := range bare.Fields() {
+		if strings.HasPrefix(f, "recovery=") {
+			t.Errorf("a report without text has %s", f)
+		}
+	}
+	testutil.Contains(t, "action without text", bare.Action, "GpuRecoveryAction line")
+}
