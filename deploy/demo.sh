@@ -14,7 +14,7 @@ export SIMNVML_SCENARIO="$SCN" SIMNVML_KMSG="$OUT/kmsg.sim"
 echo "== gpu-telemetry on simulated GPUs: $(basename "$SCN"), ${SECS}s, writing to $OUT/"
 # The lock file and the kernel log go into the demo dir: no root needed.
 "$BIN" --interval 0.1 --log-dir "$OUT" --lock-file "$OUT/gpu-telemetry.pid" \
-  --kmsg "$OUT/kmsg.sim" --follow-ups 5s --socket "$OUT/control.sock" 2>"$OUT/stderr.log" &
+  --kmsg "$OUT/kmsg.sim" --follow-ups 2s,6s --socket "$OUT/control.sock" 2>"$OUT/stderr.log" &
 pid=$!
 sleep $((SECS / 2))
 kill -USR1 $pid 2>/dev/null

@@ -10,6 +10,7 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
+	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 	"github.com/gpu-telemetry/gpu-telemetry/xid"
 )
 
@@ -189,6 +190,7 @@ func (m *Monitor) onEvent(e reading.Event) {
 	dup, first := m.duplicate(e)
 	kv := []string{src}
 	var reason string
+	var ev snapshot.Event
 	// A record read after the fact still takes its snapshot (the GPU may
 	// still be broken: its state now is the evidence left), and says so.
 	from := e.Source.String()
@@ -202,13 +204,16 @@ func (m *Monitor) onEvent(e reading.Event) {
 		ex := xid.Explain(int(e.Data), xidText(e.Text))
 		kv = append(append(kv, "type="+sink.TypeXid), ex.Fields()...)
 		reason = ex.Reason(from)
+		ev = snapshot.XidEvent(e.Time, ex, reason)
 	case reading.EventRecovery:
 		_, words, _ := xid.ParseRecovery(xidText(e.Text))
 		kv = append(append(kv, "type="+sink.TypeRecoveryAction), xid.RecoveryFields(e.Data, words)...)
 		reason = xid.RecoveryReason(e.Data, words, from)
+		ev = snapshot.RecoveryEvent(e.Time, e.Data, reason)
 	case reading.EventLost:
 		kv = append(kv, "type="+sink.TypeGPULost)
 		reason = "GPU lost (" + e.Source.String() + ")"
+		ev = snapshot.Event{Time: e.Time, What: "GPU lost", Reason: reason, Stage: snapshot.StageLost}
 	}
 	if e.Source == reading.SourceKmsg {
 		// The record's own timestamp, whatever it reads: 0.000000 is a
@@ -233,7 +238,13 @@ func (m *Monitor) onEvent(e reading.Event) {
 		m.log.Warn("critical event for a GPU that is not monitored", "bus", e.BusID, "reason", reason)
 		return
 	}
-	gs.log.Error("critical GPU event", "reason", reason)
+	if ev.Stage == snapshot.StageNotice {
+		// Xid 45 or 154, a recovery action: the consequence of other
+		// events, which are the critical ones.
+		gs.log.Warn("GPU event (reports the consequence of other events)", "reason", reason)
+	} else {
+		gs.log.Error("critical GPU event", "reason", reason)
+	}
 	at := m.happenedAt(e)
 	switch e.Kind {
 	case reading.EventXid:
@@ -255,7 +266,8 @@ func (m *Monitor) onEvent(e reading.Event) {
 	// failures: the row right after an Xid shows the state it left behind
 	// (and carries the XID flag without waiting out the back-off).
 	gs.nextTry.Store(0)
-	m.criticalAt(gs, e.Time, at, reason)
+	ev.Time = at
+	m.criticalEvent(gs, e.Time, ev)
 }
 
 // happenedAt is when e happened, for the live view (last Xid, last recovery

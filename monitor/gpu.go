@@ -238,7 +238,7 @@ func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical string) 
 			gs.lostRetry = lostFirstRetry
 			gs.log.Error("GPU is lost (NVML_ERROR_GPU_IS_LOST); re-probing with back-off")
 			m.eventLine(now, gs.idx, gs.info().BusID, "type="+sink.TypeGPULost, "source=poll")
-			critical = "GPU lost: NVML_ERROR_GPU_IS_LOST"
+			critical = lostReason
 		} else {
 			gs.lostRetry = min(2*gs.lostRetry, lostMaxRetry)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
+	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
 // Kernel lines other than Xids (PCIe AER, fallen off the bus without an Xid,
@@ -115,7 +116,7 @@ func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 			}
 			m.eventLine(now, g, gs.busID(), kv...)
 			if r.Severity.Uncorrectable() {
-				m.kernelCritical(gs, now, at, "PCIe AER "+r.Severity.String()+" error on the GPU's path (kmsg)")
+				m.kernelCritical(gs, now, snapshot.Event{Time: at, Reason: "PCIe AER " + r.Severity.String() + " error on the GPU's path (kmsg)", Stage: snapshot.StageFault})
 			}
 		}
 		return
@@ -149,28 +150,31 @@ func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 	}
 	m.eventLine(now, gpu, bus, kv...)
 	if gs := m.byIndex[gpu]; gs != nil {
-		m.kernelCritical(gs, now, at, line.reason)
+		m.kernelCritical(gs, now, snapshot.Event{Time: at, What: line.what, Reason: line.reason, Stage: line.stage})
 	} else {
 		m.log.Warn("GPU failure line in the kernel log for a GPU that is not monitored", "line", rec.Message)
 	}
 }
 
 // nvrmLines are the events.log type (also the kind= of their
-// KERNEL_LINES_SUPPRESSED lines) and the crash snapshot reason of each kind
-// of NVRM line.
-var nvrmLines = map[kmsg.NVRMKind]struct{ typ, reason string }{
-	kmsg.NVRMFallenOffBus: {sink.TypeFallenOffBus, "GPU has fallen off the bus (kmsg, no Xid)"},
-	kmsg.NVRMInitFailed:   {sink.TypeRMInitFailed, "RmInitAdapter failed (kmsg)"},
-	kmsg.NVRMGSPTimeout:   {sink.TypeGSPTimeout, "GSP RPC timeout (kmsg)"},
-	kmsg.NVRMGSPCrash:     {sink.TypeGSPCrash, "GSP heartbeat lost or crash report (kmsg)"},
+// KERNEL_LINES_SUPPRESSED lines), the crash snapshot reason, the headline's
+// words and the stage of each kind of NVRM line.
+var nvrmLines = map[kmsg.NVRMKind]struct {
+	typ, reason, what string
+	stage             snapshot.Stage
+}{
+	kmsg.NVRMFallenOffBus: {sink.TypeFallenOffBus, "GPU has fallen off the bus (kmsg, no Xid)", "fell off the bus (no Xid)", snapshot.StageLost},
+	kmsg.NVRMInitFailed:   {sink.TypeRMInitFailed, "RmInitAdapter failed (kmsg)", "RmInitAdapter failed", snapshot.StageFault},
+	kmsg.NVRMGSPTimeout:   {sink.TypeGSPTimeout, "GSP RPC timeout (kmsg)", "GSP RPC timeout", snapshot.StageFirmware},
+	kmsg.NVRMGSPCrash:     {sink.TypeGSPCrash, "GSP heartbeat lost or crash report (kmsg)", "GSP heartbeat lost or crashed", snapshot.StageFirmware},
 }
 
 // kernelCritical makes a kernel line read at now a critical event of the
-// GPU that happened at at (earlier for a line read after the fact).
-func (m *Monitor) kernelCritical(gs *gpuState, now, at time.Time, reason string) {
-	gs.log.Error("critical GPU event", "reason", reason)
+// GPU that happened at ev.Time (earlier for a line read after the fact).
+func (m *Monitor) kernelCritical(gs *gpuState, now time.Time, ev snapshot.Event) {
+	gs.log.Error("critical GPU event", "reason", ev.Reason)
 	gs.nextTry.Store(0)
-	m.criticalAt(gs, now, at, reason)
+	m.criticalEvent(gs, now, ev)
 }
 
 // kernelLineAllowed counts a line of kind for gpu and says whether it is

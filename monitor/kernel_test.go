@@ -155,8 +155,10 @@ func TestXidLinesGolden(t *testing.T) {
 				b.WriteString(rest + "\n")
 			}
 		}
-		// The first snapshot of each GPU (later ones are within the cooldown).
-		crashes, _ := filepath.Glob(filepath.Join(r.dir, "crashes", "crash-*.log"))
+		// The first snapshot of each GPU: the later ones within the
+		// cooldown are its escalations (Xid 48 asks for a reset, recovery
+		// action 6 is unknown), written in the same millisecond (-2, -3).
+		crashes, _ := filepath.Glob(filepath.Join(r.dir, "crashes", "crash-*-gpu[0-9].log"))
 		if len(crashes) != 2 {
 			t.Fatalf("crash snapshots %v, want one per GPU", crashes)
 		}

@@ -576,32 +576,48 @@ func (m *Monitor) eventLine(t time.Time, gpu int, bus string, kv ...string) {
 	}
 }
 
-// critical counts an incident on a GPU, publishes it and asks for a crash
-// snapshot.
+// critical counts an incident on a GPU for an event known by its reason
+// alone (an NVML hang or failure, the GPU lost): a fault, or the GPU lost.
 func (m *Monitor) critical(gs *gpuState, when time.Time, reason string) {
-	m.criticalAt(gs, when, when, reason)
+	ev := snapshot.Event{Time: when, Reason: reason, Stage: snapshot.StageFault}
+	if reason == lostReason {
+		ev.What, ev.Stage = "GPU lost", snapshot.StageLost
+	}
+	m.criticalEvent(gs, when, ev)
 }
 
-// criticalAt is critical for an incident seen at seen that happened at
-// happened: earlier for a kernel record read after the fact, whose
-// incident and snapshot header are of when the kernel logged it, while the
-// snapshot's process section is of now.
-func (m *Monitor) criticalAt(gs *gpuState, seen, happened time.Time, reason string) {
-	when := happened
+// criticalEvent counts a critical event on a GPU, asks for a crash snapshot
+// (the snapshot Manager decides by the event's stage whether the cooldown
+// holds it back) and publishes the incident by its headline. ev.Time is
+// when it happened, seen when it was seen: earlier for a kernel record read
+// after the fact, whose incident and snapshot header are of when the kernel
+// logged it, while the snapshot's process section is of now.
+func (m *Monitor) criticalEvent(gs *gpuState, seen time.Time, ev snapshot.Event) {
 	var n uint64
-	gs.slot.Update(func(g *live.GPU) { n = g.Incident(when, reason) })
-	m.setIncident(live.Incident{Time: when, GPU: gs.idx, Reason: reason})
-	d := m.snaps.Crash(gs.idx, func() snapshot.CrashRequest {
+	gs.slot.Update(func(g *live.GPU) { n = g.Incident(ev.Time, ev.Reason) })
+	d := m.snaps.Crash(gs.idx, ev, func() snapshot.CrashRequest {
 		hdr, rows := m.csv.Rows(gs.idx)
-		return snapshot.CrashRequest{Header: gs.header(when, reason, n), CSVHeader: hdr, Rows: rows, Extra: gs.procSection(seen)}
+		return snapshot.CrashRequest{Header: gs.header(ev.Time, ev.Reason, n), CSVHeader: hdr, Rows: rows, Extra: gs.procSection(seen)}
 	})
+	in := live.Incident{Time: ev.Time, GPU: gs.idx, Reason: ev.Reason}
+	if d.Headline != "" {
+		in.Time, in.Reason = d.IncidentStart, d.Headline
+	}
+	m.setIncident(in)
 	if d.Accepted {
-		gs.log.Error("critical event: taking crash snapshot", "reason", reason, "incident", n)
+		msg := "critical event: taking crash snapshot"
+		if d.Escalation {
+			msg = "critical event: a worse stage of the incident, taking a crash snapshot inside the cooldown"
+		}
+		gs.log.Error(msg, "reason", ev.Reason, "incident", n, "headline", d.Headline)
 	}
 	if d.Closed {
-		m.snapshotRefused("a crash snapshot", gs.idx, reason)
+		m.snapshotRefused("a crash snapshot", gs.idx, ev.Reason)
 	}
 }
+
+// lostReason is the reason of the critical event of a GPU NVML reports lost.
+const lostReason = "GPU lost: NVML_ERROR_GPU_IS_LOST"
 
 // csvStats returns the sink's counters.
 func (m *Monitor) csvStats() sink.Stats { return m.csv.Stats() }

@@ -148,7 +148,7 @@ func SummaryLine(now time.Time, st Status, window anomaly.Counts, elapsed time.D
 			fmt.Fprintf(&b, " (period=%d)", window[i])
 		}
 	}
-	fmt.Fprintf(&b, " crashes=%d peak_temp=%s peak_power=%s", st.Incidents, optTemp(st.Total.PeakTempC), optWatts(st.Total.PeakPowerMW))
+	fmt.Fprintf(&b, " critical_events=%d peak_temp=%s peak_power=%s", st.Incidents, optTemp(st.Total.PeakTempC), optWatts(st.Total.PeakPowerMW))
 	// Every counter, losses first (counterTable).
 	for _, c := range st.Counters {
 		fmt.Fprintf(&b, " %s=%d", c.Name, c.Value)

@@ -14,7 +14,8 @@ type CrashRequest struct {
 	Rows      []string  // that GPU's last rows as CSV lines, oldest first; the last 50 are kept
 	Extra     []Section // optional sections, e.g. running processes, written after the diagnostics
 
-	early []Section // sections read before anything else (the GPU's power state), shown after the rows
+	early  []Section // sections read before anything else (the GPU's power state), shown after the rows
+	events Section   // the incident's events up to this one, shown before the rows
 }
 
 // Section is one titled block of a snapshot.
@@ -32,6 +33,9 @@ const crashTitle = "GPU CRASH DETECTED"
 func renderCrash(req *CrashRequest, diags []Section, limit time.Duration) []byte {
 	var b strings.Builder
 	writeHeader(&b, &req.Header)
+	if req.events.Title != "" {
+		b.WriteString("=== " + req.events.Title + " ===\n" + req.events.Body + "\n")
+	}
 	writeRows(&b, req.CSVHeader, req.Rows)
 	for _, s := range req.early {
 		writeSection(&b, s)

@@ -42,7 +42,7 @@ func followUpName(incident string, offset time.Duration) string {
 
 // renderFollowUp renders one follow-up capture. Its header is short: the
 // counters of the incident's header would be stale by now.
-func renderFollowUp(h *Header, incident string, offset time.Duration, now time.Time, diags []Section) []byte {
+func renderFollowUp(h *Header, incident string, offset time.Duration, now time.Time, headline string, events Section, diags []Section) []byte {
 	var b strings.Builder
 	b.WriteString("=== GPU CRASH FOLLOW-UP " + offsetLabel(offset) + " ===\n")
 	b.WriteString("Time: " + now.Format(sink.TimestampLayout) + "\n")
@@ -55,6 +55,12 @@ func renderFollowUp(h *Header, incident string, offset time.Duration, now time.T
 		b.WriteString(" at " + h.Time.Format(sink.TimestampLayout))
 	}
 	b.WriteString("\nReason: " + orNA(h.Reason) + "\n")
+	if headline != "" {
+		b.WriteString("Headline: " + headline + "\n")
+	}
+	if events.Title != "" {
+		writeSection(&b, events)
+	}
 	for _, s := range diags {
 		writeSection(&b, s)
 	}
@@ -63,10 +69,10 @@ func renderFollowUp(h *Header, incident string, offset time.Duration, now time.T
 }
 
 // followUps captures the follow-ups of one incident, each at its offset from
-// start (measured with the time package's monotonic clock, so tests can run
+// start, each listing the incident's events up to its own time (measured with the time package's monotonic clock, so tests can run
 // it under testing/synctest). Cancelling ctx cancels those not yet started;
 // one already running finishes.
-func (m *Manager) followUps(ctx context.Context, gpu int, incident string, h *Header, start time.Time) {
+func (m *Manager) followUps(ctx context.Context, gpu int, incident string, h *Header, start time.Time, inc *incident) {
 	for i, off := range m.cfg.FollowUps {
 		if wait := off - time.Since(start); wait > 0 {
 			t := time.NewTimer(wait)
@@ -88,7 +94,10 @@ func (m *Manager) followUps(ctx context.Context, gpu int, incident string, h *He
 		t0 := time.Now()
 		res := m.collect(m.work, m.followUpJobs(h.BusID))
 		res[diagDmesg] = placeKernelLines(res[diagDmesg], m.cfg.KernelWall)
-		data := renderFollowUp(h, incident, off, m.cfg.Now(), followUpSections(res, m.kernelFilterFor(h.BusID)))
+		m.mu.Lock()
+		headline, events := gpuHeadline(gpu, inc.headline()), inc.eventsSection(-1)
+		m.mu.Unlock()
+		data := renderFollowUp(h, incident, off, m.cfg.Now(), headline, events, followUpSections(res, m.kernelFilterFor(h.BusID)))
 		m.save("follow-up", gpu, 0, m.crashDir, followUpName(incident, off), data, t0, &m.stats.FollowUpsWritten)
 	}
 }

@@ -21,6 +21,7 @@ type Header struct {
 	BusID       string               // NVML form: 00000000:4B:00.0
 	UUID        string               // GPU-...
 	Reason      string               // "Xid 79: GPU has fallen off the bus (kmsg)", "NVML_HUNG(nvmlDeviceGetPowerUsage,2300ms)"
+	Headline    string               // crash only: the incident named by its worst events ("GPU 0: GSP RPC Timeout (Xid 119); started with ..."); set by the Manager, not printed when empty
 	KernelClock string               // how dmesg_time relates to the kernel log's clock (reading.KernelClockFit.Describe)
 	Uptime      time.Duration        // daemon uptime; printed to the second
 	Samples     uint64               // samples taken of this GPU so far (0 is a real count)
@@ -63,6 +64,9 @@ func writeHeader(b *strings.Builder, h *Header) {
 	writeGPULine(b, h)
 	b.WriteString("UUID: " + orNA(h.UUID) + "\n")
 	b.WriteString("Reason: " + orNA(h.Reason) + "\n")
+	if h.Headline != "" {
+		b.WriteString("Headline: " + h.Headline + "\n")
+	}
 	b.WriteString("Kernel log clock: " + orNA(h.KernelClock) + "\n")
 	b.WriteString("Uptime: " + h.Uptime.Truncate(time.Second).String() +
 		", " + strconv.FormatUint(h.Samples, 10) + " samples\n")
@@ -105,7 +109,7 @@ func writeGPULine(b *strings.Builder, h *Header) {
 	b.WriteString(" " + orNA(h.GPUName) + " (" + orNA(h.BusID) + ")\n")
 }
 
-// ParseHeader reads back the Title, Time, GPU index and Reason of a header
+// ParseHeader reads back the Title, Time, GPU index, Reason and Headline of a header
 // writeHeader wrote at the start of text, up to the empty line that ends it;
 // the other fields stay zero, and GPUIndex is -1 when the GPU line says n/a.
 // ok is false when there is no readable Time line.
@@ -130,6 +134,8 @@ func ParseHeader(text string) (h Header, ok bool) {
 			}
 		case strings.HasPrefix(l, "Reason: "):
 			h.Reason = strings.TrimPrefix(l, "Reason: ")
+		case strings.HasPrefix(l, "Headline: "):
+			h.Headline = strings.TrimPrefix(l, "Headline: ")
 		}
 	}
 	return h, ok

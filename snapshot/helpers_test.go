@@ -154,6 +154,9 @@ func testRows(n int) []string {
 
 // testCrashRequest is the request of the golden crash files: 60 rows (the
 // last 50 are kept) and one extra section.
+// testEvent is the event the tests' crash requests are for.
+var testEvent = Event{Reason: "Xid 79: GPU has fallen off the bus (kmsg)", What: "GPU has fallen off the bus (Xid 79)", Stage: StageLost, Asks: AsksReboot}
+
 func testCrashRequest() CrashRequest {
 	return CrashRequest{
 		Header:    testHeader(),

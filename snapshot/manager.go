@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -68,12 +69,18 @@ type Decision struct {
 	Burst        uint64        // suppressed: how many have been suppressed in this cooldown window, this one included
 	Suppressed   uint64        // suppressed so far in total: for this GPU (Crash) or for all GPUs (Spike)
 	CooldownLeft time.Duration // suppressed: time until the next snapshot can be taken
+	// Crash only:
+	Escalation    bool      // accepted inside the cooldown: the event is a worse stage of the incident
+	Headline      string    // the incident's headline, the event counted in (without the GPU)
+	IncidentStart time.Time // when the incident began (its first event)
 }
 
 // Stats are the Manager's counters since New.
 type Stats struct {
-	CrashesWritten         uint64         // incidents whose stage-1 file is on disk
-	CrashesCompleted       uint64         // incidents whose file was replaced by the full version
+	Incidents              uint64         // incidents begun: a GPU's critical events from the first until its cooldown ends
+	Escalations            uint64         // crash snapshots taken inside an incident's cooldown for a worse stage
+	CrashesWritten         uint64         // crash snapshots whose stage-1 file is on disk (escalations included)
+	CrashesCompleted       uint64         // crash snapshots whose file was replaced by the full version
 	CrashesSuppressed      uint64         // crash requests suppressed by the cooldown
 	CrashesSuppressedByGPU map[int]uint64 // the same per GPU index: each GPU's count, which its crash snapshots' headers show
 	SpikesWritten          uint64
@@ -109,10 +116,13 @@ type Manager struct {
 	stats     Stats
 }
 
-// gpuState is one GPU's crash cooldown.
+// gpuState is one GPU's crash cooldown and its current incident.
 type gpuState struct {
 	cool       cooldown.Cooldown
-	suppressed uint64 // suppressed in total
+	inc        *incident // the current or last incident; nil before the first
+	lastBase   string    // the base name of its last crash snapshot
+	sameBase   int       // how many snapshots took lastBase
+	suppressed uint64    // suppressed in total
 	stopFollow context.CancelCauseFunc
 }
 
@@ -173,14 +183,22 @@ func New(cfg Config) *Manager {
 	return m
 }
 
-// Crash asks for a crash snapshot of gpu. At most one is taken per GPU per
-// CrashCooldown; the others are counted as suppressed. When accepted, build
-// is called at once on the caller's goroutine, and the files are written in
-// the background: Crash never waits for the disk or for any command. The
-// Manager sets the header's GPUIndex and Suppressed, and Title and Time when
-// they are empty.
-func (m *Manager) Crash(gpu int, build func() CrashRequest) Decision {
+// Crash asks for a crash snapshot of gpu for the critical event ev. The
+// first event outside the GPU's CrashCooldown begins an incident and takes a
+// snapshot. Inside the cooldown, an event of a worse stage, or one asking for
+// more (Event.Stage, Event.Asks), than every event the incident has captured
+// takes its own snapshot (an escalation: at most one per stage and ask
+// level); the others are counted as suppressed. Every event is kept in the
+// incident's list, which its snapshots and follow-ups show. When accepted,
+// build is called at once on the caller's goroutine, and the files are
+// written in the background: Crash never waits for the disk or for any
+// command. The Manager sets the header's GPUIndex, Suppressed and Headline,
+// and Title and Time when they are empty.
+func (m *Manager) Crash(gpu int, ev Event, build func() CrashRequest) Decision {
 	now := m.cfg.Now()
+	if ev.Time.IsZero() {
+		ev.Time = now
+	}
 	if !m.lockOpen() {
 		return Decision{Closed: true}
 	}
@@ -189,20 +207,43 @@ func (m *Manager) Crash(gpu int, build func() CrashRequest) Decision {
 		st = &gpuState{}
 		m.gpus[gpu] = st
 	}
-	if ok, burst, left := st.cool.Allow(now, m.cfg.CrashCooldown); !ok {
+	ok, burst, left := st.cool.Allow(now, m.cfg.CrashCooldown)
+	if ok || st.inc == nil {
+		st.inc = &incident{gpu: gpu, start: ev.Time}
+		m.stats.Incidents++
+		ok = true
+	}
+	inc := st.inc
+	escalates, idx := inc.add(ev, ok)
+	d := Decision{Headline: inc.headline(), IncidentStart: inc.start}
+	if !escalates {
 		st.suppressed++
 		m.stats.CrashesSuppressed++
-		d := Decision{Burst: burst, Suppressed: st.suppressed, CooldownLeft: left}
+		d.Burst, d.Suppressed, d.CooldownLeft = burst, st.suppressed, left
 		m.mu.Unlock()
 		if d.Burst <= loggedSuppressions {
 			m.log.Warn("crash snapshot suppressed by cooldown", "gpu", gpu, "count", d.Burst,
-				"suppressed_total", d.Suppressed, "cooldown_left", left)
+				"suppressed_total", d.Suppressed, "cooldown_left", left, "event", ev.what())
 		}
 		return d
 	}
-	older := st.stopFollow
-	fctx, stop := context.WithCancelCause(m.follow)
-	st.stopFollow = stop
+	var fctx context.Context
+	var stop, older context.CancelCauseFunc
+	if ok {
+		// A new incident: its follow-ups replace the older one's.
+		older = st.stopFollow
+		fctx, stop = context.WithCancelCause(m.follow)
+		st.stopFollow = stop
+	} else {
+		// An escalation: the incident's follow-ups, already scheduled,
+		// list it with the rest.
+		m.stats.Escalations++
+		d.Escalation = true
+	}
+	// The name is taken here, in the order the events came: an escalation
+	// in the same millisecond as the snapshot before it gets "-2".
+	base := st.name(baseName("crash", now, gpu))
+	inc.wrote(idx, base+".log") // corrected once written, should the disk hold that name already
 	suppressed := st.suppressed
 	m.wg.Add(1)
 	m.mu.Unlock()
@@ -210,36 +251,77 @@ func (m *Manager) Crash(gpu int, build func() CrashRequest) Decision {
 		older(errSuperseded)
 	}
 
-	req := buildCounted(&m.wg, build, func() { stop(nil) })
+	abandon := func() {}
+	if stop != nil {
+		abandon = func() { stop(nil) }
+	}
+	req := buildCounted(&m.wg, build, abandon)
 	req.Header.fill(gpu, suppressed, crashTitle, now)
+	req.Header.Headline = gpuHeadline(gpu, d.Headline)
 	start := time.Now() // the follow-ups' offsets count from here, on the monotonic clock
-	go m.crash(fctx, stop, gpu, &req, now, start)
-	return Decision{Accepted: true, Suppressed: suppressed}
+	go m.crash(fctx, stop, gpu, &req, base, start, inc, idx)
+	d.Accepted, d.Suppressed = true, suppressed
+	return d
 }
 
-// crash writes one incident: stage 1, stage 2, then the follow-ups.
-func (m *Manager) crash(fctx context.Context, stop context.CancelCauseFunc, gpu int, req *CrashRequest, at, start time.Time) {
+// name returns base, or base-2, base-3 ... when the GPU's last snapshot had
+// the same base name (two in one millisecond). Called with m.mu held.
+func (st *gpuState) name(base string) string {
+	if base != st.lastBase {
+		st.lastBase, st.sameBase = base, 1
+		return base
+	}
+	st.sameBase++
+	return base + "-" + strconv.Itoa(st.sameBase)
+}
+
+// incidentEvents is the incident's events section for the file of the
+// event at idx.
+func (m *Manager) incidentEvents(inc *incident, idx int) Section {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return inc.eventsSection(idx)
+}
+
+// gpuHeadline is the headline with the GPU it is about: "GPU 0: ...".
+func gpuHeadline(gpu int, h string) string {
+	return "GPU " + strconv.Itoa(gpu) + ": " + h
+}
+
+// crash writes one snapshot: stage 1, stage 2, then, for the snapshot that
+// began an incident (fctx not nil), the incident's follow-ups.
+func (m *Manager) crash(fctx context.Context, stop context.CancelCauseFunc, gpu int, req *CrashRequest, base string, start time.Time, inc *incident, idx int) {
 	defer m.wg.Done()
-	defer stop(nil)
+	if stop != nil {
+		defer stop(nil)
+	}
 	// Before anything that could wake the GPU from runtime suspend.
 	req.early = append(req.early, m.powerState(req.Header.BusID))
 	m.flush(gpu)
 
 	t0 := time.Now()
-	path := m.save("crash", gpu, 1, m.crashDir, baseName("crash", at, gpu),
+	req.events = m.incidentEvents(inc, idx)
+	path := m.save("crash", gpu, 1, m.crashDir, base,
 		renderCrash(req, nil, m.cfg.DiagnosticsTimeout), t0, &m.stats.CrashesWritten)
 	if path == "" {
 		return
 	}
+	m.mu.Lock()
+	inc.wrote(idx, filepath.Base(path))
+	m.mu.Unlock()
 
 	res := m.collect(m.work, m.crashJobs(req.Header.BusID))
 	res[diagDmesg] = placeKernelLines(res[diagDmesg], m.cfg.KernelWall)
+	// The events that came while the diagnostics ran are listed too.
+	req.events = m.incidentEvents(inc, idx)
 	if err := m.files.Replace(path, renderCrash(req, crashSections(res, m.kernelFilterFor(req.Header.BusID)), 0)); err != nil {
 		m.failed("crash", gpu, 2, err)
 	} else {
 		m.written("crash", gpu, 2, path, t0, nil, &m.stats.CrashesCompleted)
 	}
-	m.followUps(fctx, gpu, path, &req.Header, start)
+	if fctx != nil {
+		m.followUps(fctx, gpu, path, &req.Header, start, inc)
+	}
 }
 
 // Spike asks for a spike snapshot of gpu. At most one is taken per

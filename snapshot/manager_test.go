@@ -18,7 +18,7 @@ import (
 func TestCrashStage2Golden(t *testing.T) {
 	run := cannedRunner()
 	m, _ := newTestManager(t, func(c *Config) { c.Runner = run })
-	if d := m.Crash(3, testCrashRequest); !d.Accepted {
+	if d := m.Crash(3, testEvent, testCrashRequest); !d.Accepted {
 		t.Fatalf("Crash = %+v, want accepted", d)
 	}
 	closeManager(t, m)
@@ -122,7 +122,7 @@ func TestCrashCooldown(t *testing.T) {
 				clk.mu.Lock()
 				clk.t = incidentTime.Add(s.at)
 				clk.mu.Unlock()
-				d := m.Crash(s.gpu, testCrashRequest)
+				d := m.Crash(s.gpu, testEvent, testCrashRequest)
 				if d.Accepted != s.accepted {
 					t.Fatalf("step %d (%v, gpu %d): Accepted = %v, want %v", i, s.at, s.gpu, d.Accepted, s.accepted)
 				}
@@ -155,7 +155,7 @@ func TestCrashBurst(t *testing.T) {
 	m, clk := newTestManager(t, func(c *Config) { c.Logger = slog.New(rec) })
 	var accepted int
 	for i := range 50 {
-		d := m.Crash(2, testCrashRequest)
+		d := m.Crash(2, testEvent, testCrashRequest)
 		if d.Accepted {
 			accepted++
 		} else if d.Burst != uint64(i) {
@@ -187,12 +187,12 @@ func TestCrashBurst(t *testing.T) {
 
 func TestSuppressedCountInNextHeader(t *testing.T) {
 	m, clk := newTestManager(t, nil)
-	m.Crash(0, testCrashRequest)
+	m.Crash(0, testEvent, testCrashRequest)
 	for range 5 {
-		m.Crash(0, testCrashRequest)
+		m.Crash(0, testEvent, testCrashRequest)
 	}
 	clk.Advance(DefaultCrashCooldown)
-	d := m.Crash(0, testCrashRequest)
+	d := m.Crash(0, testEvent, testCrashRequest)
 	if !d.Accepted || d.Suppressed != 5 {
 		t.Fatalf("Crash = %+v, want accepted with 5 suppressed", d)
 	}
@@ -253,7 +253,7 @@ func TestFlushBeforeSnapshot(t *testing.T) {
 			return errors.New("disk full") // a failed flush does not stop the snapshot
 		}
 	})
-	m.Crash(5, testCrashRequest)
+	m.Crash(5, testEvent, testCrashRequest)
 	closeManager(t, m)
 	mu.Lock()
 	defer mu.Unlock()
@@ -297,7 +297,7 @@ func TestStage1WhileCommandBlocked(t *testing.T) {
 		c.CommandTimeout = time.Hour // only Close can end it
 	})
 	start := time.Now()
-	if d := m.Crash(3, testCrashRequest); !d.Accepted {
+	if d := m.Crash(3, testEvent, testCrashRequest); !d.Accepted {
 		t.Fatal("not accepted")
 	}
 	if took := time.Since(start); took > time.Second {
@@ -328,7 +328,7 @@ func TestStage1WhileCommandBlocked(t *testing.T) {
 		"GPU has fallen off the bus.", // the other diagnostics made it
 		"\n=== End of snapshot ===\n",
 	)
-	if d := m.Crash(3, testCrashRequest); !d.Closed || d.Accepted {
+	if d := m.Crash(3, testEvent, testCrashRequest); !d.Closed || d.Accepted {
 		t.Errorf("Crash after Close = %+v, want Closed", d)
 	}
 	if d := m.Spike(3, nil); !d.Closed || d.Accepted {
@@ -351,7 +351,7 @@ func TestDiagnosticsOverallBound(t *testing.T) {
 		c.Runner = ignoringRunner{run, release}
 		c.DiagnosticsTimeout = 50 * time.Millisecond
 	})
-	m.Crash(0, testCrashRequest)
+	m.Crash(0, testEvent, testCrashRequest)
 	testutil.Contains(t, "snapshot", crashText(t, m), "=== nvidia-smi (may fail) ===\n(no answer within 50ms; abandoned)\n")
 }
 
@@ -375,14 +375,14 @@ func TestCommandTimeoutSection(t *testing.T) {
 		c.Runner = run
 		c.CommandTimeout = 20 * time.Millisecond
 	})
-	m.Crash(0, testCrashRequest)
+	m.Crash(0, testEvent, testCrashRequest)
 	testutil.Contains(t, "snapshot", crashText(t, m), "=== GPU register test (ffff = off bus) ===\npartial output\n(timed out after 20ms)\n")
 }
 
 func TestInvalidBusIDNotPassed(t *testing.T) {
 	run := cannedRunner()
 	m, _ := newTestManager(t, func(c *Config) { c.Runner = run })
-	m.Crash(0, func() CrashRequest {
+	m.Crash(0, testEvent, func() CrashRequest {
 		r := testCrashRequest()
 		r.Header.BusID = "00000000:4B:00.0; reboot"
 		return r
@@ -405,7 +405,7 @@ func TestSameMillisecondNoCollision(t *testing.T) {
 		c.Now = func() time.Time { clk.Advance(time.Microsecond); return clk.Now() }
 	})
 	for range 3 {
-		if d := m.Crash(7, testCrashRequest); !d.Accepted {
+		if d := m.Crash(7, testEvent, testCrashRequest); !d.Accepted {
 			t.Fatalf("not accepted: %+v", d)
 		}
 	}
@@ -433,7 +433,7 @@ func TestWriteFailureCountedAndCleaned(t *testing.T) {
 	rec := &recorder{}
 	m, _ := newTestManager(t, func(c *Config) { c.Logger = slog.New(rec) })
 	m.files.Ops.Write = func(*os.File, []byte) (int, error) { return 0, errors.New("no space left on device") }
-	m.Crash(0, testCrashRequest)
+	m.Crash(0, testEvent, testCrashRequest)
 	m.Spike(0, func() SpikeRequest { return SpikeRequest{} })
 	closeManager(t, m)
 	for _, sub := range []string{"crashes", "spikes"} {
@@ -464,7 +464,7 @@ func TestStage2FailureKeepsStage1(t *testing.T) {
 		}
 		return f.Write(p)
 	}
-	m.Crash(0, testCrashRequest)
+	m.Crash(0, testEvent, testCrashRequest)
 	closeManager(t, m)
 	dir := filepath.Join(m.cfg.Dir, "crashes")
 	e := testutil.Entries(t, dir)
@@ -488,7 +488,7 @@ func TestBuildPanicDoesNotHoldClose(t *testing.T) {
 		name string
 		ask  func(m *Manager)
 	}{
-		{"crash", func(m *Manager) { m.Crash(0, func() CrashRequest { panic("build failed") }) }},
+		{"crash", func(m *Manager) { m.Crash(0, testEvent, func() CrashRequest { panic("build failed") }) }},
 		{"spike", func(m *Manager) { m.Spike(0, func() SpikeRequest { panic("build failed") }) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -142,9 +142,28 @@ func TestGSPCrashStory(t *testing.T) {
 		}
 	}
 
+	// The 60 s cooldown holds back Xid 45, 154 and the duplicates, not the
+	// worse stages: the GSP timeout (119) and the fall off the bus (79)
+	// take their own snapshots.
 	crashes := snapshots(p.dir, "crash-*-gpu0.log")
-	if len(crashes) != 1 {
-		t.Fatalf("crash snapshots for GPU 0: %v, want 1 (60 s cooldown)", crashes)
+	if len(crashes) != 3 {
+		t.Fatalf("crash snapshots for GPU 0: %v, want 3 (Xid 62, then the escalations to 119 and 79)", crashes)
+	}
+	for i, want := range []string{"Reason: Xid 62:", "Reason: Xid 119:", "Reason: Xid 79:"} {
+		if s := readFile(t, crashes[i]); !strings.Contains(s, want) {
+			t.Errorf("crash snapshot %d lacks %q", i, want)
+		}
+	}
+	headline := "Headline: GPU 0: GSP RPC Timeout (Xid 119), then GPU has fallen off the bus (Xid 79); started with Internal micro-controller halt (Xid 62)\n"
+	if s := readFile(t, crashes[2]); !strings.Contains(s, headline) {
+		t.Errorf("the last snapshot lacks %q", headline)
+	}
+	// The follow-up lists the incident's events, those after the snapshot too.
+	fu := readFile(t, snapshots(p.dir, "crash-*-gpu0+2s.log")[0])
+	for _, want := range []string{"=== Critical events of this GPU in this incident (", " +0.000s Xid 62: ", "s Xid 45: "} {
+		if !strings.Contains(fu, want) {
+			t.Errorf("follow-up lacks %q:\n%s", want, fu)
+		}
 	}
 	snap := readFile(t, crashes[0])
 	for _, sec := range []string{"=== GPU CRASH DETECTED ===", "Reason: Xid 62", "=== Last 50 telemetry readings ===",

@@ -1,0 +1,117 @@
+package snapshot
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
+	"github.com/gpu-telemetry/gpu-telemetry/xid"
+)
+
+// TestEscalationInsideCooldown plays the Blackwell GSP crash story on one
+// GPU within seconds: the cooldown holds back the flood of one stage, never
+// the next, worse stage. Snapshots: Xid 62 (the start), 119 (GSP timeout)
+// and 79 (fallen off the bus); not 45, a second 119, 154 (asking for a reset,
+// which 62 already asked for), or the GPU lost after 79.
+func TestEscalationInsideCooldown(t *testing.T) {
+	m, clk := newTestManager(t, nil)
+	xidEv := func(code int, text string) Event {
+		e := xid.Explain(code, text)
+		return XidEvent(clk.Now(), e, e.Reason("kmsg"))
+	}
+	steps := []struct {
+		ev     Event
+		accept bool
+	}{
+		{xidEv(62, ""), true},
+		{xidEv(45, ""), false},
+		{xidEv(119, ""), true},
+		{xidEv(119, ""), false},
+		{xidEv(154, "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)"), false},
+		{RecoveryEvent(clk.Now(), 1, "GPU recovery action 1: GPU reset (kmsg)"), false},
+		{xidEv(79, ""), true},
+		{Event{What: "GPU lost", Reason: "GPU lost: NVML_ERROR_GPU_IS_LOST", Stage: StageLost}, false},
+		{RecoveryEvent(clk.Now(), 2, "GPU recovery action 2: node reboot (nvml)"), false},
+	}
+	var last Decision
+	for i, s := range steps {
+		s.ev.Time = clk.Now()
+		last = m.Crash(0, s.ev, testCrashRequest)
+		if last.Accepted != s.accept {
+			t.Errorf("step %d (%s): accepted %v, want %v", i, s.ev.what(), last.Accepted, s.accept)
+		}
+		if last.Accepted && last.Escalation != (i > 0) {
+			t.Errorf("step %d: escalation %v", i, last.Escalation)
+		}
+		clk.Advance(time.Second)
+	}
+	wantHeadline := "GSP RPC Timeout (Xid 119), then GPU has fallen off the bus (Xid 79); started with Internal micro-controller halt (Xid 62)"
+	if last.Headline != wantHeadline {
+		t.Errorf("headline %q, want %q", last.Headline, wantHeadline)
+	}
+	closeManager(t, m)
+	st := m.Stats()
+	if st.Incidents != 1 || st.Escalations != 2 || st.CrashesWritten != 3 || st.CrashesSuppressed != 6 {
+		t.Errorf("stats %+v", st)
+	}
+	dir := filepath.Join(m.cfg.Dir, "crashes")
+	names := files(t, dir, "crash-*")
+	want := []string{"crash-20260314-092653.589-gpu0.log", "crash-20260314-092655.589-gpu0.log", "crash-20260314-092659.589-gpu0.log"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("snapshots %v, want %v", names, want)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, want[2]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	testutil.Contains(t, "the Xid 79 snapshot", s,
+		"Headline: GPU 0: "+wantHeadline+"\n",
+		"=== Critical events of this GPU in this incident (",
+		"2026-03-14T09:26:53.589Z +0.000s Xid 62: Internal micro-controller halt (kmsg)",
+		"[snapshot crash-20260314-092653.589-gpu0.log]\n",
+		"2026-03-14T09:26:54.589Z +1.000s Xid 45: ",
+		"2026-03-14T09:26:59.589Z +6.000s Xid 79: GPU has fallen off the bus (kmsg)",
+		"(kmsg). Reboot the node (cold if needed); check PCIe, power, cooling and the system event log. [NVIDIA: RESTART_BM] [this snapshot]\n",
+	)
+	if h, ok := ParseHeader(s); !ok || h.Headline != "GPU 0: "+wantHeadline {
+		t.Errorf("ParseHeader: %+v", h)
+	}
+
+	// After the cooldown a new incident begins, with the least of events.
+	m2, clk2 := newTestManager(t, nil)
+	m2.Crash(1, XidEvent(clk2.Now(), xid.Explain(79, ""), "Xid 79"), testCrashRequest)
+	clk2.Advance(DefaultCrashCooldown)
+	if d := m2.Crash(1, XidEvent(clk2.Now(), xid.Explain(45, ""), "Xid 45"), testCrashRequest); !d.Accepted || d.Escalation {
+		t.Errorf("after the cooldown: %+v", d)
+	}
+	closeManager(t, m2)
+	if st := m2.Stats(); st.Incidents != 2 || st.Escalations != 0 {
+		t.Errorf("second manager: %+v", st)
+	}
+}
+
+// TestFloodStaysOneSnapshot: a flood of one stage inside the cooldown is one
+// snapshot, and the incident's list is bounded.
+func TestFloodStaysOneSnapshot(t *testing.T) {
+	m, clk := newTestManager(t, nil)
+	for i := 0; i < maxIncidentEvents+50; i++ {
+		e := xid.Explain(13, "")
+		m.Crash(2, XidEvent(clk.Now(), e, e.Reason("nvml")), testCrashRequest)
+		clk.Advance(10 * time.Millisecond)
+	}
+	closeManager(t, m)
+	if st := m.Stats(); st.CrashesWritten != 1 || st.Escalations != 0 || st.CrashesSuppressed != maxIncidentEvents+49 {
+		t.Errorf("stats %+v", st)
+	}
+	m.mu.Lock()
+	sec := m.gpus[2].inc.eventsSection(-1)
+	m.mu.Unlock()
+	if n := strings.Count(sec.Body, "\n"); n != maxIncidentEvents+1 || !strings.Contains(sec.Body, "(50 later events not listed)") {
+		t.Errorf("%d lines; title %q; tail %q", n, sec.Title, sec.Body[len(sec.Body)-60:])
+	}
+}
