@@ -5,6 +5,7 @@ import (
 	"html"
 	"io"
 	"math"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -105,6 +106,8 @@ func (rep *Report) WriteHTMLFile(path string) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	defer os.Remove(tmp.Name())
+	rep.htmlDir = filepath.Dir(path)
+	defer func() { rep.htmlDir = "" }()
 	if err := rep.WriteHTML(tmp); err != nil {
 		tmp.Close()
 		return fmt.Errorf("write %s: %w", path, err)
@@ -118,6 +121,25 @@ func (rep *Report) WriteHTMLFile(path string) error {
 	return os.Rename(tmp.Name(), path)
 }
 
+// link is the path to a file of the log dir as the page links it: relative
+// to the page's own directory when WriteHTMLFile knows it, else the log dir
+// as given joined with the file.
+func (rep *Report) link(rel string) string {
+	p := filepath.Join(rep.Dir, rel)
+	if rep.htmlDir == "" {
+		return p
+	}
+	abs, err1 := filepath.Abs(p)
+	page, err2 := filepath.Abs(rep.htmlDir)
+	if err1 != nil || err2 != nil {
+		return p
+	}
+	if r, err := filepath.Rel(page, abs); err == nil {
+		return r
+	}
+	return abs
+}
+
 // WriteHTML writes one self-contained page (XHTML-compatible: it parses as
 // XML): the incident, SVG charts per GPU on one shared time axis, the
 // timeline as a table, peaks and precursors. Nothing is loaded from anywhere.
@@ -126,6 +148,9 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 	esc := html.EscapeString
 	inc := rep.Incident
 	title := "gpu-telemetry report: " + inc.What + " at " + fmtTime(inc.Time, rep.Loc)
+	if rep.Headline != "" {
+		title = "gpu-telemetry report: " + rep.Headline + " at " + fmtTime(inc.Time, rep.Loc)
+	}
 	b.WriteString("<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n")
 	b.WriteString("<title>" + esc(title) + "</title>\n<style>\n" + css + "</style>\n</head>\n<body>\n")
 	b.WriteString("<h1>" + esc(title) + "</h1>\n<p>")
@@ -133,8 +158,17 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 	if inc.GPU >= 0 {
 		gpu = "GPU " + strconv.Itoa(inc.GPU)
 	}
-	b.WriteString(esc(fmt.Sprintf("Incident on %s. Window %s .. %s. Log dir %s.", gpu, fmtTime(rep.From, rep.Loc), fmtTime(rep.To, rep.Loc), rep.Dir)))
+	b.WriteString(esc(fmt.Sprintf("Incident on %s, began with %s. Window %s .. %s. Log dir %s.", gpu, inc.What, fmtTime(rep.From, rep.Loc), fmtTime(rep.To, rep.Loc), rep.Dir)))
 	b.WriteString("</p>\n")
+	if len(rep.Files) > 0 {
+		b.WriteString("<h2>Snapshots of this incident</h2>\n<ul class=\"files\">\n")
+		for _, f := range rep.Files {
+			href := (&url.URL{Path: filepath.ToSlash(rep.link(f.Path))}).String()
+			b.WriteString("<li>" + esc(strings.TrimSpace(f.label())) + " <a href=\"" + esc(href) + "\">" + esc(f.Path) + "</a> " +
+				esc(strings.TrimPrefix(f.describe(rep.Loc), f.Path+" ")) + "</li>\n")
+		}
+		b.WriteString("</ul>\n")
+	}
 	if len(rep.Skipped) > 0 {
 		b.WriteString("<ul class=\"skipped\">\n")
 		for _, s := range rep.Skipped {

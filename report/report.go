@@ -45,8 +45,13 @@ type GPUData struct {
 
 // Report is everything the text and HTML forms show.
 type Report struct {
-	Dir        string
-	Incident   Incident
+	Dir      string
+	Incident Incident
+	// Headline names the incident by its worst events, as its last crash
+	// snapshot does ("GPU 0: GSP RPC Timeout (Xid 119), then ...; started
+	// with ..."); empty when no snapshot of it says.
+	Headline   string
+	Files      []IncidentFile // the incident's crash snapshots and follow-ups, oldest first
 	From, To   time.Time
 	GPUs       []GPUData
 	Timeline   []Entry
@@ -55,6 +60,8 @@ type Report struct {
 	Read       []string // what was read: "gpu0-deep-2026-11-30.csv: 700 rows"
 	Skipped    []string // what was not, and why
 	Loc        *time.Location
+
+	htmlDir string // while WriteHTMLFile writes: the page's directory, for its links
 }
 
 // mergeWindow: critical events on one GPU closer than this to the one before
@@ -104,6 +111,9 @@ func Build(o Options) (*Report, error) {
 		return nil, err
 	}
 	rep.Incident = inc
+	if inc.GPU >= 0 {
+		rep.Files, rep.Headline = incidentFiles(o.Dir, inc.GPU, inc.Time, o.Loc)
+	}
 	rep.From, rep.To = inc.Time.Add(-o.Before), inc.Time.Add(o.After)
 
 	files, err := sink.ListDays(o.Dir, o.Loc)

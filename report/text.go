@@ -18,7 +18,12 @@ func (rep *Report) WriteText(w io.Writer) error {
 	if inc.GPU >= 0 {
 		gpu = "GPU " + strconv.Itoa(inc.GPU)
 	}
-	fmt.Fprintf(&b, "Incident: %s on %s: %s\n", fmtTime(inc.Time, rep.Loc), gpu, inc.What)
+	if rep.Headline != "" {
+		fmt.Fprintf(&b, "Incident: %s, %s\n", fmtTime(inc.Time, rep.Loc), rep.Headline)
+		fmt.Fprintf(&b, "Began:    %s\n", inc.What)
+	} else {
+		fmt.Fprintf(&b, "Incident: %s on %s: %s\n", fmtTime(inc.Time, rep.Loc), gpu, inc.What)
+	}
 	fmt.Fprintf(&b, "Window:   %s .. %s (%s before, %s after)\n", fmtTime(rep.From, rep.Loc), fmtTime(rep.To, rep.Loc),
 		fmtDur(inc.Time.Sub(rep.From)), fmtDur(rep.To.Sub(inc.Time)))
 	fmt.Fprintf(&b, "Log dir:  %s\n", rep.Dir)
@@ -27,6 +32,9 @@ func (rep *Report) WriteText(w io.Writer) error {
 	}
 	for _, s := range rep.Skipped {
 		fmt.Fprintf(&b, "Skipped:  %s\n", s)
+	}
+	for _, f := range rep.Files {
+		fmt.Fprintf(&b, "%s %s\n", f.label(), f.describe(rep.Loc))
 	}
 
 	b.WriteString("\n== Timeline (offset from the incident; values: temp, mem temp, fans speed/target, power/limit, clocks)\n")
@@ -65,4 +73,24 @@ func offset(d time.Duration) string {
 		sign, d = "-", -d
 	}
 	return sign + strconv.FormatFloat(d.Seconds(), 'f', 3, 64) + "s"
+}
+
+// label is "Snapshot: " or "Follow-up:" (aligned with the header's labels).
+func (f IncidentFile) label() string {
+	if f.FollowUp != "" {
+		return "Follow-up:"
+	}
+	return "Snapshot: "
+}
+
+// describe is the file and what it holds: "crashes/crash-...log (Xid 62:
+// ...)", "crashes/crash-...+10s.log (10s after, with every event since)".
+func (f IncidentFile) describe(loc *time.Location) string {
+	if f.FollowUp != "" {
+		return f.Path + " (" + strings.TrimPrefix(f.FollowUp, "+") + " after: every event of the incident since, and the GPU's state then)"
+	}
+	if f.Reason == "" {
+		return f.Path
+	}
+	return f.Path + " (" + f.Time.In(loc).Format("15:04:05.000") + ", " + f.Reason + ")"
 }

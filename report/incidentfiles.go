@@ -1,0 +1,73 @@
+package report
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
+)
+
+// IncidentFile is one file the logger wrote for the incident: a crash
+// snapshot (the first, and each escalation to a worse stage) or a follow-up.
+type IncidentFile struct {
+	Path     string // under the log dir: crashes/crash-...log
+	FollowUp string // "+10s" for a follow-up; empty for a crash snapshot
+	Time     time.Time
+	Reason   string // a crash snapshot's Reason line
+	headline string
+}
+
+// followUpName matches a follow-up's name: the incident's base name, then
+// the offset ("+10s", "+1.5s").
+var followUpName = regexp.MustCompile(`^(crash-.*)(\+[0-9.]+[a-zµ]+)\.log$`)
+
+// incidentFiles returns the crash snapshots and follow-ups of the incident
+// on gpu that began at start: those of that GPU named from start to the end
+// of the cooldown window (mergeWindow) after it, oldest first, and the
+// headline of the last snapshot that has one (the incident named by its
+// worst events).
+func incidentFiles(dir string, gpu int, start time.Time, loc *time.Location) ([]IncidentFile, string) {
+	ents, _ := os.ReadDir(filepath.Join(dir, "crashes"))
+	// Names carry the time to the millisecond; the incident's time may be
+	// the event's receipt, a moment before the snapshot was named.
+	from, to := start.Add(-time.Second), start.Add(mergeWindow)
+	var out []IncidentFile
+	for _, e := range ents {
+		name, follow := e.Name(), ""
+		if m := followUpName.FindStringSubmatch(name); m != nil {
+			name, follow = m[1]+".log", m[2]
+		}
+		n, ok := snapshot.ParseName(name, loc)
+		if !ok || n.Kind != "crash" || n.GPU != gpu || n.Time.Before(from) || n.Time.After(to) {
+			continue
+		}
+		f := IncidentFile{Path: filepath.Join("crashes", e.Name()), FollowUp: follow, Time: n.Time}
+		if d, err := time.ParseDuration(strings.TrimPrefix(follow, "+")); err == nil {
+			f.Time = n.Time.Add(d) // when it was taken: after the snapshots before it
+		}
+		if h, ok := snapshotHeader(filepath.Join(dir, "crashes", e.Name())); ok {
+			f.Reason, f.headline = h.Reason, h.Headline
+			if follow == "" {
+				f.Time = h.Time
+			}
+		}
+		out = append(out, f)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].Time.Equal(out[j].Time) {
+			return out[i].Time.Before(out[j].Time)
+		}
+		return out[i].Path < out[j].Path
+	})
+	headline := ""
+	for _, f := range out {
+		if f.FollowUp == "" && f.headline != "" {
+			headline = f.headline
+		}
+	}
+	return out, headline
+}
