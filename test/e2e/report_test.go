@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,8 +30,15 @@ func TestReportOfTheGSPCrash(t *testing.T) {
 	// The scenario sends Xid 62 through NVML events and the kernel log at
 	// the same instant: the incident names whichever the logger read first
 	// (the other is its duplicate), so either source is right.
-	if !regexp.MustCompile(`on GPU 0: Xid 62: Internal micro-controller halt \((nvml|kmsg)\)`).MatchString(text) {
-		t.Errorf("report's incident is not GPU 0's Xid 62")
+	if !regexp.MustCompile(`\nBegan: +Xid 62: Internal micro-controller halt \((nvml|kmsg)\)`).MatchString(text) {
+		t.Errorf("report's incident did not begin with GPU 0's Xid 62")
+	}
+	// The incident is named by its worst events, and its snapshots (62,
+	// then the escalations to 119 and 79) are named.
+	testutil.Contains(t, "report", text,
+		", GPU 0: GSP RPC Timeout (Xid 119), then GPU has fallen off the bus (Xid 79); started with Internal micro-controller halt (Xid 62)\n")
+	if n := strings.Count(text, "\nSnapshot:  crashes/crash-"); n != 3 {
+		t.Errorf("report names %d crash snapshots, want 3", n)
 	}
 	testutil.Contains(t, "report", text,
 		"THROTTLE throttle None -> SwPowerCap",
