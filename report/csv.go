@@ -242,6 +242,7 @@ type readStats struct {
 	Rows      int    // rows in the window
 	Malformed int    // lines that did not parse (cut by a crash, damaged)
 	Damage    string // why reading stopped early (a damaged .gz), or ""
+	Before    bool   // the file has rows before the window: the data did not start inside it
 }
 
 // progressFunc is told how many bytes of the file have been read.
@@ -321,7 +322,9 @@ func readWindow(f sink.CSVDay, from, to time.Time, progress progressFunc, fn fun
 		}
 		// Rows before the window are skipped on their timestamp's bytes,
 		// without a string or a parse (most of a day is skipped).
-		if len(b) > 0 && !(b[len(b)-1] == '\n' && skip.before(b)) {
+		if len(b) > 0 && b[len(b)-1] == '\n' && skip.before(b) {
+			st.Before = true
+		} else if len(b) > 0 {
 			complete := b[len(b)-1] == '\n'
 			line := strings.TrimRight(string(b), "\r\n")
 			switch {
@@ -342,6 +345,7 @@ func readWindow(f sink.CSVDay, from, to time.Time, progress progressFunc, fn fun
 					break
 				}
 				if t.Before(from) {
+					st.Before = true
 					break
 				}
 				if t.After(to) {

@@ -27,10 +27,14 @@ import (
 const (
 	svgWidth   = 1200
 	plotLeft   = 96  // room for the y labels and throttle reason names
-	plotRight  = 70  // room for the right axis (memory clock) and legends
+	plotRight  = 70  // room for a right axis and legends
 	panelH     = 110 // one chart panel
 	panelGap   = 26  // between panels: the panel title sits here
-	markerH    = 44  // the marker strip above the panels: three rows of labels
+	noteH      = 18  // the line above the chart: where its data starts, and why
+	markerRowH = 12  // one row of marker numbers in the strip above the panels
+	keyTitleH  = 18  // the marker key's title below the time axis
+	keyRowH    = 13  // one marker in the key
+	keyChars   = 180 // a key line's label is cut after this many bytes (the table has it whole)
 	axisH      = 34  // the time axis below
 	bandRowH   = 13  // one throttle reason band
 	plotWidth  = svgWidth - plotLeft - plotRight
@@ -51,13 +55,17 @@ type panel struct {
 	title  string
 	unit   string
 	series []series
+	// minSpan is the least y-range shown: a healthy GPU's noise (55 +- 1 C,
+	// 35 +- 1 % fan, 380 +- 10 W) fills a tenth of the panel or less, so
+	// it looks flat, as it is, and a real change still fills it.
+	minSpan float64
 }
 
 var palette = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"}
 
 // panels returns the charts of a GPU; fans depend on its fan count.
 func panels(fans int) []panel {
-	fan := panel{title: "Fans: speed (solid) against target (dashed)", unit: "%"}
+	fan := panel{title: "Fans: speed (solid) against target (dashed)", unit: "%", minSpan: 20}
 	for i := 0; i < fans; i++ {
 		i := i
 		c := palette[i%len(palette)]
@@ -66,7 +74,7 @@ func panels(fans int) []panel {
 			series{name: "fan" + strconv.Itoa(i) + " target", color: c, dash: "5,3", get: func(r Row) reading.Opt[float64] { return fanAt(r, i, true) }})
 	}
 	out := []panel{
-		{title: "Temperature", unit: "C", series: []series{
+		{title: "Temperature", unit: "C", minSpan: 20, series: []series{
 			{name: "GPU", color: "#d62728", get: func(r Row) reading.Opt[float64] { return r.Temp }},
 			{name: "memory", color: "#ff7f0e", get: func(r Row) reading.Opt[float64] { return r.MemTemp }},
 		}},
@@ -75,15 +83,19 @@ func panels(fans int) []panel {
 		out = append(out, fan)
 	}
 	return append(out,
-		panel{title: "Power against limit and enforced limit", unit: "W", series: []series{
+		panel{title: "Power against limit and enforced limit", unit: "W", minSpan: 100, series: []series{
 			{name: "power", color: "#1f77b4", get: func(r Row) reading.Opt[float64] { return r.Power }},
 			{name: "limit", color: "#000000", dash: "6,3", get: func(r Row) reading.Opt[float64] { return r.Limit }},
 			{name: "enforced", color: "#7f7f7f", dash: "2,2", get: func(r Row) reading.Opt[float64] { return r.Enforced }},
 		}},
-		panel{title: "Clocks (memory clock on the right axis)", unit: "MHz", series: []series{
+		panel{title: "Clocks: graphics and SM", unit: "MHz", minSpan: 300, series: []series{
 			{name: "graphics", color: "#2ca02c", get: func(r Row) reading.Opt[float64] { return r.GPUClock }},
 			{name: "SM", color: "#9467bd", dash: "4,2", get: func(r Row) reading.Opt[float64] { return r.SMClock }},
-			{name: "memory", color: "#8c564b", get: func(r Row) reading.Opt[float64] { return r.MemClock }, right: true},
+		}},
+		// The memory clock is ten times the others and moves on its own:
+		// a panel of its own, so it neither hides them nor flattens them.
+		panel{title: "Memory clock", unit: "MHz", minSpan: 300, series: []series{
+			{name: "memory", color: "#8c564b", get: func(r Row) reading.Opt[float64] { return r.MemClock }},
 		}},
 	)
 }
@@ -151,7 +163,7 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 	if rep.Headline != "" {
 		title = "gpu-telemetry report: " + rep.Headline + " at " + fmtTime(inc.Time, rep.Loc)
 	}
-	b.WriteString("<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n")
+	b.WriteString("<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n")
 	b.WriteString("<title>" + esc(title) + "</title>\n<style>\n" + css + "</style>\n</head>\n<body>\n")
 	b.WriteString("<h1>" + esc(title) + "</h1>\n<p>")
 	gpu := "all GPUs"
@@ -189,7 +201,7 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 		rep.writeSVG(&b, g)
 	}
 
-	b.WriteString("<h2>Timeline</h2>\n<table>\n<tr><th>time</th><th>offset</th><th>GPU</th><th>kind</th><th>what</th><th>values</th></tr>\n")
+	b.WriteString("<h2>Timeline</h2>\n<div class=\"scroll\"><table>\n<tr><th>time</th><th>offset</th><th>GPU</th><th>kind</th><th>what</th><th>values</th></tr>\n")
 	for _, e := range rep.Timeline {
 		g := "-"
 		if e.GPU >= 0 {
@@ -202,12 +214,12 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 		fmt.Fprintf(&b, "<tr%s><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", cls,
 			esc(e.Time.In(rep.Loc).Format("15:04:05.000")), esc(offset(e.Time.Sub(inc.Time))), g, esc(string(e.Kind)), esc(e.What), esc(e.Values))
 	}
-	b.WriteString("</table>\n<h2>Peaks</h2>\n<table>\n<tr><th>GPU</th><th>reading</th><th>value</th><th>time</th><th>offset</th></tr>\n")
+	b.WriteString("</table></div>\n<h2>Peaks</h2>\n<div class=\"scroll\"><table>\n<tr><th>GPU</th><th>reading</th><th>value</th><th>time</th><th>offset</th></tr>\n")
 	for _, p := range rep.Peaks {
 		fmt.Fprintf(&b, "<tr><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", p.GPU, esc(p.What), esc(p.Value),
 			esc(p.Time.In(rep.Loc).Format("15:04:05.000")), esc(offset(p.Time.Sub(inc.Time))))
 	}
-	b.WriteString("</table>\n<p class=\"foot\">Read: " + esc(strings.Join(rep.Read, "; ")) + "</p>\n</body>\n</html>\n")
+	b.WriteString("</table></div>\n<p class=\"foot\">Read: " + esc(strings.Join(rep.Read, "; ")) + "</p>\n</body>\n</html>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -223,7 +235,8 @@ tr.m-flag td { background: #eef4ff; }
 .skipped { color: #a00; }
 .legend span { display: inline-block; margin-right: 14px; font-size: 13px; }
 .foot { color: #666; font-size: 12px; }
-svg { display: block; }
+svg { display: block; max-width: 100%; height: auto; }
+.scroll { overflow-x: auto; max-width: 100%; }
 `
 
 // markerColors: one colour per marker kind, on the charts and in the legend.
@@ -305,12 +318,20 @@ func (rep *Report) writeSVG(b *strings.Builder, g GPUData) {
 	ps := panels(fans)
 	reasons := throttleNames(g.Rows)
 	bandH := max(bandRowH*len(reasons), bandRowH)
-	height := markerH + len(ps)*(panelH+panelGap) + panelGap + bandH + axisH
 	xm := rep.axis()
+	ms, stripRows := rep.chartMarkers(g.Index, xm)
+	stripTop := noteH
+	stripH := 8 + markerRowH*max(stripRows, 1)
+	keyH := 0
+	if len(ms) > 0 {
+		keyH = keyTitleH + keyRowH*len(ms)
+	}
+	height := stripTop + stripH + len(ps)*(panelH+panelGap) + panelGap + bandH + axisH + keyH
 	fmt.Fprintf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"11\">\n",
 		svgWidth, height, svgWidth, height)
 	b.WriteString("<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n")
-	top := markerH
+	fmt.Fprintf(b, "<text x=\"%d\" y=\"13\" font-size=\"11\" fill=\"#444\">%s</text>\n", plotLeft, html.EscapeString(rep.dataNote(g)))
+	top := stripTop + stripH
 	for _, p := range ps {
 		top += panelGap
 		drawPanel(b, p, g.Rows, xm, top)
@@ -332,8 +353,9 @@ func (rep *Report) writeSVG(b *strings.Builder, g GPUData) {
 		fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\" font-size=\"10\" fill=\"#666\">none in the window</text>\n", plotLeft+4, top+10)
 	}
 	bottom := top + bandH
-	drawAxis(b, xm, rep.Incident.Time, markerH, bottom, rep.Loc)
-	drawMarkers(b, rep, g.Index, xm, bottom)
+	drawAxis(b, xm, rep.Incident.Time, stripTop, bottom, rep.Loc)
+	drawMarkers(b, rep, ms, stripTop, bottom)
+	drawMarkerKey(b, rep, ms, bottom+axisH)
 	b.WriteString("</svg>\n")
 }
 
@@ -342,7 +364,7 @@ func (rep *Report) writeSVG(b *strings.Builder, g GPUData) {
 func drawPanel(b *strings.Builder, p panel, rows []Row, xm xmap, top int) {
 	fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\" font-weight=\"bold\">%s (%s)</text>\n", plotLeft, top-8, html.EscapeString(p.title), html.EscapeString(p.unit))
 	fmt.Fprintf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#fafafa\" stroke=\"#bbb\"/>\n", plotLeft, top, plotWidth, panelH)
-	left, right := yRange(p.series, rows, false), yRange(p.series, rows, true)
+	left, right := yRange(p.series, rows, false, p.minSpan), yRange(p.series, rows, true, p.minSpan)
 	drawYAxis(b, left, top, plotLeft-4, "end", true)
 	if right.ok {
 		drawYAxis(b, right, top, plotLeft+plotWidth+4, "start", false)
@@ -390,8 +412,8 @@ func (r yrange) y(v float64, top int) float64 {
 }
 
 // yRange finds the range of the series on one side, padded and widened to
-// at least a few units so a flat line sits in the middle.
-func yRange(ss []series, rows []Row, right bool) yrange {
+// at least minSpan (at least 10) so noise and a flat line sit in the middle.
+func yRange(ss []series, rows []Row, right bool, minSpan float64) yrange {
 	var r yrange
 	for _, s := range ss {
 		if s.right != right {
@@ -412,9 +434,13 @@ func yRange(ss []series, rows []Row, right bool) yrange {
 		return r
 	}
 	span := r.hi - r.lo
-	if span < 10 {
+	minSpan = math.Max(minSpan, 10)
+	if span < minSpan {
 		mid := (r.hi + r.lo) / 2
-		r.lo, r.hi, span = mid-5, mid+5, 10
+		r.lo, r.hi, span = mid-minSpan/2, mid+minSpan/2, minSpan
+		if r.lo < 0 {
+			r.lo, r.hi = 0, minSpan // readings are never negative
+		}
 	}
 	r.lo -= span * 0.08
 	r.hi += span * 0.08
@@ -629,43 +655,109 @@ func tickLabel(s, step float64) string {
 	return sign + strconv.Itoa(h) + "h" + pad2(m) + "m"
 }
 
-// drawMarkers draws the timeline's marked entries of this GPU (and those
-// tied to no GPU) as vertical lines across all panels, labelled in the strip
-// at the top; every marker has a tooltip with the whole line.
-func drawMarkers(b *strings.Builder, rep *Report, gpu int, xm xmap, bottom int) {
-	rowEnd := []float64{-1e9, -1e9, -1e9}
+// chartMarker is one marked timeline entry on a GPU's chart, numbered for
+// the key below the chart.
+type chartMarker struct {
+	n   int
+	x   float64
+	row int // the strip row its number is written in
+	e   Entry
+}
+
+// chartMarkers returns the timeline's marked entries of this GPU (and those
+// tied to no GPU) inside the axis, numbered in time order, each given the
+// first strip row with room for its number, and how many rows that takes.
+func (rep *Report) chartMarkers(gpu int, xm xmap) ([]chartMarker, int) {
+	var out []chartMarker
+	var rowEnd []float64
 	for _, e := range rep.Timeline {
 		if e.Marker == "" || (e.GPU != gpu && e.GPU >= 0) || e.Time.Before(xm.from) || e.Time.After(xm.to) {
 			continue
 		}
-		x := xm.x(e.Time)
-		c := markerColor(e.Marker)
-		w := "1.2"
-		if e.Marker == "incident" {
-			w = "2.5"
-		}
-		fmt.Fprintf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"%s\" stroke-width=\"%s\" opacity=\"0.75\"><title>%s</title></line>\n",
-			x, markerH-6, x, bottom, c, w, html.EscapeString(offset(e.Time.Sub(rep.Incident.Time))+" "+e.What))
-		if e.Marker == "flag" && e.Kind != KindEvent {
-			continue // flags are many: line only, the table says which
-		}
-		label := shortIncident(e.What)
-		if len(label) > 24 {
-			label = label[:24] + "..."
-		}
-		// The first of three label rows with room; none left: the line
-		// keeps its tooltip and the table below says what it is.
-		row := -1
+		m := chartMarker{n: len(out) + 1, x: xm.x(e.Time), e: e, row: -1}
+		w := float64(6*len(strconv.Itoa(m.n)) + 4)
 		for i := range rowEnd {
-			if x > rowEnd[i]+4 {
-				row = i
+			if m.x > rowEnd[i]+2 {
+				m.row = i
 				break
 			}
 		}
-		if row < 0 || x+float64(6*len(label)) > svgWidth {
-			continue
+		if m.row < 0 {
+			m.row = len(rowEnd)
+			rowEnd = append(rowEnd, 0)
 		}
-		rowEnd[row] = x + 2 + float64(6*len(label))
-		fmt.Fprintf(b, "<text x=\"%.1f\" y=\"%d\" font-size=\"10\" fill=\"%s\">%s</text>\n", x+2, 11+11*row, c, html.EscapeString(label))
+		rowEnd[m.row] = m.x + w
+		out = append(out, m)
 	}
+	return out, len(rowEnd)
+}
+
+// drawMarkers draws the markers as vertical lines across all panels, each
+// numbered in the strip at the top (the key below the chart says what each
+// is, so a picture or a printout of the chart is complete), with a tooltip
+// with the whole line.
+func drawMarkers(b *strings.Builder, rep *Report, ms []chartMarker, stripTop, bottom int) {
+	for _, m := range ms {
+		c := markerColor(m.e.Marker)
+		w := "1.2"
+		if m.e.Marker == "incident" {
+			w = "2.5"
+		}
+		y := stripTop + markerRowH*(m.row+1)
+		fmt.Fprintf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"%s\" stroke-width=\"%s\" opacity=\"0.75\"><title>%s</title></line>\n",
+			m.x, y-markerRowH+2, m.x, bottom, c, w, html.EscapeString(strconv.Itoa(m.n)+": "+offset(m.e.Time.Sub(rep.Incident.Time))+" "+m.e.What))
+		fmt.Fprintf(b, "<text x=\"%.1f\" y=\"%d\" font-size=\"10\" font-weight=\"bold\" fill=\"%s\">%d</text>\n", m.x+2, y, c, m.n)
+	}
+}
+
+// drawMarkerKey writes the key of the numbered markers below the chart: the
+// number, the offset from the incident, the kind and the whole label.
+func drawMarkerKey(b *strings.Builder, rep *Report, ms []chartMarker, top int) {
+	if len(ms) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\" font-weight=\"bold\">Markers</text>\n", plotLeft, top+12)
+	for i, m := range ms {
+		y := top + keyTitleH + keyRowH*i + 10
+		label := m.e.What
+		if len(label) > keyChars {
+			label = label[:keyChars] + "..."
+		}
+		fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" font-size=\"10\" font-weight=\"bold\" fill=\"%s\">%d</text>\n", plotLeft-6, y, markerColor(m.e.Marker), m.n)
+		fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\" font-size=\"10\">%s</text>\n", plotLeft, y,
+			html.EscapeString(offset(m.e.Time.Sub(rep.Incident.Time))+"  "+string(m.e.Kind)+"  "+label))
+	}
+}
+
+// dataNote says where the chart's data starts and why, against the window
+// asked for: the logger started, the GPU joined, or a gap before it.
+func (rep *Report) dataNote(g GPUData) string {
+	asked := "window asked: " + offset(rep.From.Sub(rep.Incident.Time)) + " .. " + offset(rep.To.Sub(rep.Incident.Time))
+	if len(g.Rows) == 0 {
+		return "No rows in the window; " + asked
+	}
+	first := g.Rows[0].Time
+	at := "Data from " + offset(first.Sub(rep.Incident.Time)) + " (" + first.In(rep.Loc).Format("15:04:05.000") + ")"
+	if first.Sub(rep.From) < time.Second {
+		return at + "; " + asked
+	}
+	why := "the logger started then (no earlier row of this GPU)"
+	switch {
+	case g.Earlier:
+		why = "no rows of this GPU between the window's start and then (logger down, GPU hung or disk paused)"
+	case rep.firstRow().Before(first.Add(-time.Second)):
+		why = "GPU " + strconv.Itoa(g.Index) + " joined then (its first row, after the other GPUs')"
+	}
+	return at + ": " + why + "; " + asked
+}
+
+// firstRow is the earliest row of any GPU.
+func (rep *Report) firstRow() time.Time {
+	var t time.Time
+	for _, g := range rep.GPUs {
+		if len(g.Rows) > 0 && (t.IsZero() || g.Rows[0].Time.Before(t)) {
+			t = g.Rows[0].Time
+		}
+	}
+	return t
 }

@@ -41,6 +41,9 @@ type Incident struct {
 type GPUData struct {
 	Index int
 	Rows  []Row
+	// Earlier: a file read has rows of this GPU before the window, so rows
+	// that start inside it follow a gap, not the logger's start.
+	Earlier bool
 }
 
 // Report is everything the text and HTML forms show.
@@ -193,6 +196,7 @@ func Build(o Options) (*Report, error) {
 			}
 		}
 		g.Rows = append(g.Rows, j.rows...)
+		g.Earlier = g.Earlier || j.st.Before
 		st := j.st
 		rep.Read = append(rep.Read, fmt.Sprintf("%s: %d rows in the window", name, st.Rows))
 		if st.Malformed > 0 {
@@ -241,15 +245,15 @@ func (rep *Report) buildTimeline(all []Event, o Options) {
 		}
 		t := e.Time
 		what := e.describe()
+		if t.Equal(rep.Incident.Time) && what == rep.Incident.What {
+			continue // the incident line says it (also when the kernel's time places it a moment apart)
+		}
 		if kt, ok := kernelTime(rows[e.GPU], e.KV["ktime"]); ok && e.KV["ktime"] != "" {
 			t = kt
 			what += " [kernel time " + e.KV["ktime"] + "s]"
 		}
 		if t.Before(rep.From) || t.After(rep.To) {
 			continue
-		}
-		if t.Equal(rep.Incident.Time) && what == rep.Incident.What {
-			continue // the incident line says it
 		}
 		en := Entry{Time: t, GPU: e.GPU, Kind: KindEvent, What: what, Marker: eventMarker(e)}
 		if r, ok := rowAt(rows[e.GPU], t); ok {

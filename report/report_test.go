@@ -5,14 +5,17 @@ import (
 	"compress/gzip"
 	"encoding/xml"
 	"fmt"
+	"html"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
@@ -108,7 +111,7 @@ func TestHTMLParsesAndHasEveryChart(t *testing.T) {
 		t.Errorf("%d charts, want one per GPU (2)", svgs)
 	}
 	for _, want := range []string{"Temperature", "Fans: speed (solid) against target (dashed)", "Power against limit and enforced limit",
-		"Clocks (memory clock on the right axis)", "Throttle reasons", "SwPowerCap", "Xid 62"} {
+		"Clocks: graphics and SM", "Memory clock", "Throttle reasons", "SwPowerCap", "Markers", "Data from "} {
 		found := false
 		for k := range titles {
 			found = found || strings.HasPrefix(k, want)
@@ -117,9 +120,61 @@ func TestHTMLParsesAndHasEveryChart(t *testing.T) {
 			t.Errorf("no chart text %q", want)
 		}
 	}
-	// 2 GPUs x (2 temperature + 4 fan + 3 power + 3 clock) lines.
+	// 2 GPUs x (2 temperature + 4 fan + 3 power + 2 clock + 1 memory clock) lines.
 	if paths != 24 {
 		t.Errorf("%d lines drawn, want 24", paths)
+	}
+}
+
+// TestEveryMarkerLabelled: every marker on a chart has its number in the
+// strip and a line in the key below the chart, with its whole label, so a
+// picture or a printout of the chart is complete; none is left to a
+// tooltip, and the incident's own event is marked once.
+func TestEveryMarkerLabelled(t *testing.T) {
+	rep := incidentReport(t)
+	var b strings.Builder
+	if err := rep.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, g := range rep.GPUs {
+		ms, _ := rep.chartMarkers(g.Index, rep.axis())
+		want := 0
+		for _, e := range rep.Timeline {
+			if e.Marker != "" && (e.GPU == g.Index || e.GPU < 0) {
+				want++
+			}
+		}
+		if len(ms) != want || (g.Index == 0 && want < 10) {
+			t.Errorf("GPU %d: %d markers, want %d (every marked timeline entry)", g.Index, len(ms), want)
+		}
+		for _, m := range ms {
+			num := ">" + strconv.Itoa(m.n) + "</text>"
+			if strings.Count(page, num) < 2 {
+				t.Errorf("GPU %d marker %d (%s) is not numbered in the strip and in the key", g.Index, m.n, m.e.What)
+			}
+			if !strings.Contains(page, html.EscapeString(offset(m.e.Time.Sub(rep.Incident.Time))+"  "+string(m.e.Kind)+"  "+m.e.What)) {
+				t.Errorf("GPU %d marker %d has no key line: %s", g.Index, m.n, m.e.What)
+			}
+		}
+	}
+	if n := strings.Count(page, "INCIDENT  Xid 62"); n != 1 {
+		t.Errorf("the incident is in the key %d times, want 1", n)
+	}
+}
+
+// TestMinimumYRange: a healthy GPU's noise is not scaled up into what looks
+// like oscillation: each panel spans at least its quantity's minimum.
+func TestMinimumYRange(t *testing.T) {
+	rows := []Row{{Temp: reading.Some(54.0)}, {Temp: reading.Some(56.0)}}
+	for _, p := range panels(1) {
+		if p.minSpan < 20 && p.unit != "W" {
+			t.Errorf("%s: minimum span %v", p.title, p.minSpan)
+		}
+	}
+	r := yRange(panels(0)[0].series, rows, false, panels(0)[0].minSpan)
+	if span := r.hi - r.lo; span < 20 || (56-54)/span > 0.1 {
+		t.Errorf("55 +- 1 C spans %v..%v: the noise fills %.0f%% of the panel", r.lo, r.hi, 100*2/span)
 	}
 }
 
