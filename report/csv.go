@@ -271,7 +271,21 @@ func readWindow(f sink.CSVDay, from, to time.Time, progress progressFunc, fn fun
 	total := fi.Size()
 	var r io.Reader = fh
 	counter := &countingReader{r: fh}
+	// A .gz the logger wrote in members (sink.GzMembers) is entered at the
+	// member before the window; its layout is the header member's before it.
+	var start int64
+	header := ""
 	if f.GZ {
+		if ms, ok := sink.GzMembers(fh, total); ok {
+			var hdr int64
+			start, hdr = gzStart(ms, from.Add(-seekSlack))
+			if start > 0 {
+				if header, err = gzFirstLine(fh, hdr, total); err != nil {
+					return st, fmt.Errorf("%s: not a readable gzip file: %w", filepath.Base(f.Path), err)
+				}
+				counter = &countingReader{r: io.NewSectionReader(fh, start, total-start), n: start}
+			}
+		}
 		zr, err := gzip.NewReader(counter)
 		if err != nil {
 			return st, fmt.Errorf("%s: not a readable gzip file: %w", filepath.Base(f.Path), err)
@@ -281,7 +295,9 @@ func readWindow(f sink.CSVDay, from, to time.Time, progress progressFunc, fn fun
 		r = counter
 	}
 	br := bufio.NewReaderSize(r, 256<<10)
-	header, err := br.ReadString('\n')
+	if start == 0 {
+		header, err = br.ReadString('\n')
+	}
 	if err != nil {
 		if err == io.EOF && header == "" {
 			return st, nil // an empty file
@@ -372,6 +388,42 @@ func readWindow(f sink.CSVDay, from, to time.Time, progress progressFunc, fn fun
 			return st, nil
 		}
 	}
+}
+
+// gzStart picks, of a .gz's members, where to start reading for rows from
+// from on: the last member that begins before it (0: the file's start), and
+// the header member that gives the layout there.
+func gzStart(ms []sink.GzMember, from time.Time) (start, header int64) {
+	for _, m := range ms {
+		if m.Header {
+			continue
+		}
+		t, err := parseTime(m.First)
+		if err != nil || !t.Before(from) {
+			break
+		}
+		start = m.Offset
+	}
+	// The header member in force at start: the last one before it.
+	for _, m := range ms {
+		if m.Offset > start {
+			break
+		}
+		if m.Header {
+			header = m.Offset
+		}
+	}
+	return start, header
+}
+
+// gzFirstLine reads the first line of the member at off.
+func gzFirstLine(f io.ReaderAt, off, total int64) (string, error) {
+	zr, err := gzip.NewReader(io.NewSectionReader(f, off, total-off))
+	if err != nil {
+		return "", err
+	}
+	zr.Multistream(false)
+	return bufio.NewReader(zr).ReadString('\n')
 }
 
 // beforeCheck tells whether a row's timestamp is before from by comparing

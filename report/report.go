@@ -195,7 +195,12 @@ func Build(o Options) (*Report, error) {
 				j.rows[0].Gap = d
 			}
 		}
-		g.Rows = append(g.Rows, j.rows...)
+		if len(g.Rows) == 0 {
+			g.Rows = j.rows // no copy: a day's rows are the most memory the report holds
+		} else {
+			g.Rows = append(g.Rows, j.rows...)
+		}
+		j.rows = nil
 		g.Earlier = g.Earlier || j.st.Before
 		st := j.st
 		rep.Read = append(rep.Read, fmt.Sprintf("%s: %d rows in the window", name, st.Rows))

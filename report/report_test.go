@@ -529,3 +529,64 @@ func TestEveryIncidentTypeIsFound(t *testing.T) {
 		})
 	}
 }
+
+// TestWindowOfAMembersGz: a day gzipped by the logger (in members) is
+// entered at the member before the window: the rows read are those of the
+// plain file, wherever the window is (start, middle, end, after a header
+// written again), and a minute of the day costs a member or two of it.
+func TestWindowOfAMembersGz(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	plain := filepath.Join(dir, "plain", "gpu0-deep-2026-11-30.csv")
+	os.MkdirAll(filepath.Dir(plain), 0o755)
+	var b bytes.Buffer
+	b.WriteString(header)
+	n := 200000
+	for i := 0; i < n; i++ {
+		b.WriteString(rowLine(start.Add(time.Duration(i)*100*time.Millisecond), 50+i%10, ""))
+		if i == 120000 {
+			b.WriteString(header) // a restart writes the header again
+		}
+	}
+	if err := os.WriteFile(plain, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gz := filepath.Join(dir, "gpu0-deep-2026-11-30.csv")
+	if err := os.WriteFile(gz, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.CompressFile(gz); err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := os.Stat(gz + ".gz")
+	for _, at := range []time.Duration{0, 10 * time.Second, 3 * time.Hour, 12000 * time.Second, 12001 * time.Second, time.Duration(n-300) * 100 * time.Millisecond} {
+		from, to := start.Add(at), start.Add(at+70*time.Second)
+		var want, got []Row
+		if _, err := readWindow(sink.CSVDay{Path: plain}, from, to, nil, func(r Row) { want = append(want, r) }); err != nil {
+			t.Fatal(err)
+		}
+		st, err := readWindow(sink.CSVDay{Path: gz + ".gz", GZ: true}, from, to, nil, func(r Row) { got = append(got, r) })
+		if err != nil || st.Malformed > 0 {
+			t.Fatalf("at %v: %v, %+v", at, err, st)
+		}
+		if len(got) != len(want) || len(got) == 0 || !got[0].Time.Equal(want[0].Time) || !got[len(got)-1].Time.Equal(want[len(want)-1].Time) ||
+			got[0].Temp != want[0].Temp {
+			t.Errorf("at %v: %d rows from the .gz, %d from the plain file", at, len(got), len(want))
+		}
+		// Entered at the last member that begins before the window.
+		f, _ := os.Open(gz + ".gz")
+		ms, ok := sink.GzMembers(f, fi.Size())
+		f.Close()
+		off, _ := gzStart(ms, from.Add(-seekSlack))
+		if !ok || (at >= time.Hour && off == 0) {
+			t.Fatalf("at %v: members %v, start %d", at, ok, off)
+		}
+		for i, m := range ms {
+			if m.Offset == off && i+1 < len(ms) && !ms[i+1].Header {
+				if next, _ := parseTime(ms[i+1].First); next.Before(from.Add(-seekSlack)) {
+					t.Errorf("at %v: entered at member %d, but member %d also begins before the window", at, i, i+1)
+				}
+			}
+		}
+	}
+}

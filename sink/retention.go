@@ -1,8 +1,6 @@
 package sink
 
 import (
-	"compress/gzip"
-	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -187,7 +185,13 @@ func (z *compressor) wait(d time.Duration) bool {
 	return false
 }
 
-// gzipFile writes path.gz atomically (see Atomic.CreateFrom: an existing
+// CompressFile gzips the finished CSV at path as the logger does (path.gz,
+// in members, then path removed): for tools and benchmarks that need the
+// logger's own archive.
+func CompressFile(path string) error { return gzipFile(path, nil) }
+
+// gzipFile writes path.gz, in members a reader can seek to (gzindex.go),
+// atomically (see Atomic.CreateFrom: an existing
 // .gz is never replaced) and then removes path. It gives up, leaving path
 // alone, when stop is closed. When the directory cannot be fsynced, path is
 // kept too: the new .gz might not survive a power loss.
@@ -198,30 +202,7 @@ func gzipFile(path string, stop <-chan struct{}) error {
 	}
 	defer in.Close()
 	err = Atomic{Perm: 0o644}.CreateFrom(path+".gz", func(w io.Writer) error {
-		zw, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
-		if err != nil {
-			return err
-		}
-		buf := make([]byte, 256<<10)
-		for {
-			select {
-			case <-stop:
-				return errors.New("stopped")
-			default:
-			}
-			n, rerr := in.Read(buf)
-			if n > 0 {
-				if _, err := zw.Write(buf[:n]); err != nil {
-					return err
-				}
-			}
-			if rerr == io.EOF {
-				return zw.Close()
-			}
-			if rerr != nil {
-				return rerr
-			}
-		}
+		return gzWriteMembers(w, in, stop)
 	})
 	if err != nil {
 		return err

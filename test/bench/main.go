@@ -198,6 +198,8 @@ func goBench(path string) [][3]string {
 		"BenchmarkStatusAnswer":       "build the status document of 8 GPUs and encode it (encoding/json)",
 		"BenchmarkScrape":             "one /metrics scrape of 8 GPUs (promhttp over the collector)",
 		"BenchmarkScrapeNVLink":       "the same with a B200's NVLink series added (18 links x 6 series per GPU, synthetic)",
+		"BenchmarkReportWindow70s":    "gpu-telemetry report of a 70 s window of a gzipped day of 8 GPUs (the logger's archive; target under 0.5 s)",
+		"BenchmarkReportWindow24h":    "gpu-telemetry report of the whole gzipped day of 8 GPUs (target under 200 MB)",
 	}
 	var out [][3]string
 	sc := bufio.NewScanner(f)

@@ -1,0 +1,162 @@
+package sink
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"errors"
+	"io"
+)
+
+// A finished day is gzipped as a series of gzip members (RFC 1952 allows
+// any number; gunzip, zcat and Go's gzip.Reader read them as one stream),
+// each about gzMemberInput bytes of whole CSV lines, a header line always
+// starting a member of its own. Each member's header carries an extra field
+// (subfield "GT") with the member's length and its first line's timestamp,
+// so a reader walks the members' headers, seeks to the one before the time
+// it wants and decompresses from there: a minute of a day costs a member or
+// two, not the day. This is the idea of BGZF (the SAM/BAM block gzip),
+// with the timestamps added.
+const gzMemberInput = 1 << 20
+
+// gzExtraID is the extra subfield's id ("GT": gpu-telemetry).
+var gzExtraID = [2]byte{'G', 'T'}
+
+// Layout of the subfield's data: the member's length in bytes (header to
+// trailer, little endian), flags, then the timestamp of its first line (up
+// to the first comma; empty for a member that starts with the header line).
+const (
+	gzLenBytes   = 4
+	gzFlagHeader = 1 // the member starts with a CSV header line
+	gzMaxStamp   = 40
+)
+
+// GzMember is one member of a day's .gz, as its header tells.
+type GzMember struct {
+	Offset int64  // where it starts in the file
+	Header bool   // it starts with a CSV header line
+	First  string // its first row's timestamp ("" for a header member)
+}
+
+// gzWriteMembers compresses r into w as members (see gzMemberInput),
+// checking stop between members.
+func gzWriteMembers(w io.Writer, r io.Reader, stop <-chan struct{}) error {
+	br := bufio.NewReaderSize(r, 256<<10)
+	var chunk, member bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&member, gzip.BestSpeed)
+	if err != nil {
+		return err
+	}
+	flush := func() error {
+		if chunk.Len() == 0 {
+			return nil
+		}
+		select {
+		case <-stop:
+			return errors.New("stopped")
+		default:
+		}
+		data := chunk.Bytes()
+		var flags byte
+		stamp := data
+		if bytes.HasPrefix(data, []byte("timestamp,")) {
+			flags, stamp = gzFlagHeader, nil
+		} else if i := bytes.IndexByte(stamp, ','); i >= 0 && i <= gzMaxStamp {
+			stamp = stamp[:i]
+		} else {
+			stamp = nil
+		}
+		extra := make([]byte, 4, 4+gzLenBytes+1+len(stamp))
+		extra[0], extra[1] = gzExtraID[0], gzExtraID[1]
+		binary.LittleEndian.PutUint16(extra[2:], uint16(gzLenBytes+1+len(stamp)))
+		extra = append(extra, 0, 0, 0, 0, flags)
+		extra = append(extra, stamp...)
+		member.Reset()
+		zw.Reset(&member)
+		zw.Header.Extra = extra
+		if _, err := zw.Write(data); err != nil {
+			return err
+		}
+		if err := zw.Close(); err != nil {
+			return err
+		}
+		// The header is 10 bytes, then XLEN (2), then the subfield's id and
+		// length (4): the member's length goes right after.
+		b := member.Bytes()
+		binary.LittleEndian.PutUint32(b[16:], uint32(len(b)))
+		chunk.Reset()
+		_, err := w.Write(b)
+		return err
+	}
+	for {
+		line, rerr := br.ReadSlice('\n')
+		if rerr == bufio.ErrBufferFull {
+			// A line longer than the buffer: keep it whole in its member.
+			chunk.Write(line)
+			continue
+		}
+		if len(line) > 0 && bytes.HasPrefix(line, []byte("timestamp,")) {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		chunk.Write(line)
+		if chunk.Len() >= gzMemberInput && len(line) > 0 && line[len(line)-1] == '\n' {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		if rerr == io.EOF {
+			return flush()
+		}
+		if rerr != nil {
+			return rerr
+		}
+	}
+}
+
+// GzMembers lists the members of a .gz written in members (gzWriteMembers)
+// by reading their headers only. ok is false for a file written otherwise
+// (one member, as older versions and gzip(1) write) or damaged before its
+// end: then it is read from its start. A damaged member after the first few
+// ends the list there; the reader sees the damage when it gets there.
+func GzMembers(r io.ReaderAt, size int64) (members []GzMember, ok bool) {
+	var hdr [12]byte
+	for off := int64(0); off < size; {
+		if _, err := r.ReadAt(hdr[:], off); err != nil || hdr[0] != 0x1f || hdr[1] != 0x8b || hdr[3]&0x04 == 0 {
+			return members, len(members) > 0 && off == size
+		}
+		xlen := int(binary.LittleEndian.Uint16(hdr[10:]))
+		extra := make([]byte, xlen)
+		if _, err := r.ReadAt(extra, off+12); err != nil {
+			return members, false
+		}
+		m, n, found := parseGzExtra(extra)
+		if !found || n <= 0 || off+n > size {
+			return members, false
+		}
+		m.Offset = off
+		members = append(members, m)
+		off += n
+	}
+	return members, len(members) > 0
+}
+
+// parseGzExtra finds the "GT" subfield in a gzip header's extra field.
+func parseGzExtra(extra []byte) (m GzMember, length int64, ok bool) {
+	for len(extra) >= 4 {
+		n := int(binary.LittleEndian.Uint16(extra[2:]))
+		if len(extra) < 4+n {
+			return m, 0, false
+		}
+		data := extra[4 : 4+n]
+		if extra[0] == gzExtraID[0] && extra[1] == gzExtraID[1] && n >= gzLenBytes+1 {
+			m.Header = data[gzLenBytes]&gzFlagHeader != 0
+			m.First = string(data[gzLenBytes+1:])
+			return m, int64(binary.LittleEndian.Uint32(data)), true
+		}
+		extra = extra[4+n:]
+	}
+	return m, 0, false
+}
