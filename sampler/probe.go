@@ -13,7 +13,7 @@ import (
 
 // Probe measures what each NVML call the sampler makes costs on this host,
 // for `gpu-telemetry probe`. It only reads (the same getters the daemon
-// calls, through the same code, the Go executor), calls nothing the driver
+// calls, through the daemon's own executor), calls nothing the driver
 // lacks (the symbols were looked up by Open), and runs every call under a
 // deadline: a GPU whose call does not return in time is reported hung and
 // left alone, with at most that one call in flight.
@@ -259,7 +259,14 @@ func (p *prober) phase(idx []int, together bool) {
 // gpu times every kind on GPU i.
 func (p *prober) gpu(i int, together bool) {
 	g := p.gpus[i]
-	x := newGoExec(g.Device(), 20*time.Millisecond)
+	// The daemon's own executor (the C batch on the real driver), so the
+	// figures are what the daemon's calls cost.
+	g.hmu.Lock()
+	x := g.exec
+	g.hmu.Unlock()
+	if x == nil {
+		x = newGoExec(g.Device(), 20*time.Millisecond)
+	}
 	buf := make([]time.Duration, 0, p.o.Calls)
 	var r raw
 	for k, pc := range p.calls {
@@ -301,9 +308,9 @@ func (p *prober) gpu(i int, together bool) {
 	}
 }
 
-// one makes call c once through the Go executor (the process reader's calls
+// one makes call c once through the daemon's executor (the process reader's calls
 // directly) and returns its result.
-func (p *prober) one(g *GPU, x *goExec, r *raw, c call) nvml.Return {
+func (p *prober) one(g *GPU, x executor, r *raw, c call) nvml.Return {
 	if c == cProcs {
 		d := g.Device()
 		ret := nvml.SUCCESS

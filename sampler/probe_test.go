@@ -129,3 +129,25 @@ func TestProbeReportGolden(t *testing.T) {
 		testutil.Golden(t, name, b.Bytes())
 	}
 }
+
+// The probe makes its calls through the GPU's own executor (on the real
+// driver the C batch the daemon samples with), so the call in flight is the
+// one the GPU reports.
+func TestProbeUsesTheGPUsExecutor(t *testing.T) {
+	d := fakenvml.NewDev()
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
+	entered := make(chan string, 1)
+	release := d.Block("GetPowerManagementLimit", entered)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Probe(h, ProbeOptions{Calls: 1, Deadline: 5 * time.Second, Interval: 100 * time.Millisecond, SlowEvery: 10})
+	}()
+	<-entered
+	fn, _, ok := h.GPUs[0].InFlight()
+	release()
+	<-done
+	if !ok || fn != FnPowerLimit {
+		t.Errorf("GPU's call in flight during the probe's power limit call: %v %v, want %v", fn, ok, FnPowerLimit)
+	}
+}
