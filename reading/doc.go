@@ -2,7 +2,8 @@
 // detectors, the sinks and the snapshots: one GPU's static facts, one sample of
 // its live state, and the flags raised on it.
 //
-// It knows nothing of NVML or of files. Every live value is an Opt: a reading
-// that NVML refused, does not support or did not deliver in time is absent
-// (OK false), never a fake zero.
+// It calls nothing of NVML and opens no files; its table of readings
+// (table.go) names where NVML gives each reading, as data the sampler acts
+// on. Every live value is an Opt: a reading that NVML refused, does not
+// support or did not deliver in time is absent (OK false), never a fake zero.
 package reading

@@ -144,7 +144,7 @@ void gt_batch_run(void *dev, struct gt_batch *b)
 		} else {
 			// A field the driver refused is read by its own call in
 			// this same sample.
-			for (int i = 0; i < b->nfields && i < GT_NQ; i++)
+			for (int i = 0; i < b->nfields && i < GT_MAXFIELDS; i++)
 				if (b->fields[i].nvml_return != GT_NVML_SUCCESS)
 					b->plan |= b->field_fallback[i];
 		}

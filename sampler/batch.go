@@ -1,6 +1,8 @@
 package sampler
 
 import (
+	"math"
+
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
@@ -47,43 +49,174 @@ const (
 	numCalls   = cTarget + reading.MaxFans
 )
 
-// callFn maps each call to its function and capability index.
-var callFn = func() (t [numCalls]struct {
-	fn  Fn
-	idx int
-}) {
-	set := func(c call, fn Fn, idx int) { t[c].fn, t[c].idx = fn, idx }
-	set(cFields, FnFieldValues, 0)
-	set(cTemp, FnTemperature, 0)
-	set(cPowerLim, FnPowerLimit, 0)
-	set(cPState, FnPState, 0)
-	set(cClockGfx, FnClock, 0)
-	set(cClockSM, FnClock, 1)
-	set(cClockMem, FnClock, 2)
-	set(cUtil, FnUtilization, 0)
-	set(cMemV2, FnMemoryInfoV2, 0)
-	set(cMem, FnMemoryInfo, 0)
-	set(cReasons, FnClocksEventReasons, 0)
-	set(cThrottle, FnClocksThrottleReasons, 0)
-	set(cFanSpeed1, FnFanSpeed, 0)
-	set(cEnc, FnEncoderUtil, 0)
-	set(cDec, FnDecoderUtil, 0)
-	set(cPcieGen, FnPcieGen, 0)
-	set(cPcieWidth, FnPcieWidth, 0)
-	set(cThermal, FnThermalSettings, 0)
-	set(cPower, FnPowerUsage, 0)
-	set(cEnforced, FnEnforcedLimit, 0)
-	set(cEnergy, FnEnergy, 0)
-	set(cReplay, FnPcieReplay, 0)
+// callDef is one call: its function and capability index, how the Go
+// executor makes it (the C one, batch.c, has its own copy of each getter
+// call; a field reading needs neither: its ID is data), and the readings of
+// reading.Table it gives (by name; value part
+// i of the call is reads[i]). A reading given by several calls takes the
+// first that answers, in call order: the later ones are old drivers'.
+type callDef struct {
+	fn    Fn
+	idx   int
+	run   func(d Device, r *raw, c call) nvml.Return
+	reads []string
+}
+
+// callFn is every call of a sample.
+var callFn = func() (t [numCalls]callDef) {
+	set := func(c call, fn Fn, idx int, run func(Device, *raw, call) nvml.Return, reads ...string) {
+		t[c] = callDef{fn, idx, run, reads}
+	}
+	set(cFields, FnFieldValues, 0, func(d Device, r *raw, _ call) nvml.Return { return d.GetFieldValues(r.fields[:r.nfields]) })
+	set(cTemp, FnTemperature, 0, u32(func(d Device) (uint32, nvml.Return) { return d.GetTemperature(nvml.TEMPERATURE_GPU) }), "TempC")
+	set(cPowerLim, FnPowerLimit, 0, u32(Device.GetPowerManagementLimit), "PowerLimitMW")
+	set(cPState, FnPState, 0, u32(func(d Device) (uint32, nvml.Return) { v, r := d.GetPerformanceState(); return uint32(v), r }), "PState")
+	for i, ct := range [3]nvml.ClockType{nvml.CLOCK_GRAPHICS, nvml.CLOCK_SM, nvml.CLOCK_MEM} {
+		set(cClockGfx+call(i), FnClock, i, u32(func(d Device) (uint32, nvml.Return) { return d.GetClockInfo(ct) }), [3]string{"GraphicsMHz", "SMMHz", "MemMHz"}[i])
+	}
+	set(cUtil, FnUtilization, 0, func(d Device, r *raw, c call) nvml.Return {
+		u, ret := d.GetUtilizationRates()
+		r.v[c] = [2]uint64{uint64(u.Gpu), uint64(u.Memory)}
+		return ret
+	}, "GPUUtil", "MemUtil")
+	set(cMemV2, FnMemoryInfoV2, 0, u64(func(d Device) (uint64, nvml.Return) { m, r := d.GetMemoryInfo_v2(); return m.Used, r }), "VRAMUsedBytes")
+	set(cMem, FnMemoryInfo, 0, u64(func(d Device) (uint64, nvml.Return) { m, r := d.GetMemoryInfo(); return m.Used, r }), "VRAMUsedBytes")
+	set(cReasons, FnClocksEventReasons, 0, u64(Device.GetCurrentClocksEventReasons), "Throttle")
+	set(cThrottle, FnClocksThrottleReasons, 0, u64(Device.GetCurrentClocksThrottleReasons), "Throttle")
+	set(cFanSpeed1, FnFanSpeed, 0, u32(Device.GetFanSpeed))
+	set(cEnc, FnEncoderUtil, 0, u32(func(d Device) (uint32, nvml.Return) { v, _, r := d.GetEncoderUtilization(); return v, r }), "EncUtil")
+	set(cDec, FnDecoderUtil, 0, u32(func(d Device) (uint32, nvml.Return) { v, _, r := d.GetDecoderUtilization(); return v, r }), "DecUtil")
+	set(cPcieGen, FnPcieGen, 0, u32(func(d Device) (uint32, nvml.Return) { v, r := d.GetCurrPcieLinkGeneration(); return uint32(v), r }), "PCIeGen")
+	set(cPcieWidth, FnPcieWidth, 0, u32(func(d Device) (uint32, nvml.Return) { v, r := d.GetCurrPcieLinkWidth(); return uint32(v), r }), "PCIeWidth")
+	set(cThermal, FnThermalSettings, 0, func(d Device, r *raw, _ call) nvml.Return {
+		th, ret := d.GetThermalSettings(0)
+		r.thCount, r.th = th.Count, th.Sensor[0]
+		return ret
+	})
+	// Field fallbacks (reading.Def.Getter of a field reading).
+	set(cPower, FnPowerUsage, 0, u32(Device.GetPowerUsage))
+	set(cEnforced, FnEnforcedLimit, 0, u32(Device.GetEnforcedPowerLimit))
+	set(cEnergy, FnEnergy, 0, u64(Device.GetTotalEnergyConsumption))
+	set(cReplay, FnPcieReplay, 0, u32(func(d Device) (uint32, nvml.Return) { v, r := d.GetPcieReplayCounter(); return uint32(v), r }))
 	for i := range reading.MaxFans {
-		set(cFanSpeed+call(i), FnFanSpeedV2, i)
-		set(cTarget+call(i), FnTargetFanSpeed, i)
+		set(cFanSpeed+call(i), FnFanSpeedV2, i, u32(func(d Device) (uint32, nvml.Return) { return d.GetFanSpeed_v2(i) }))
+		set(cTarget+call(i), FnTargetFanSpeed, i, u32(func(d Device) (uint32, nvml.Return) { v, r := d.GetTargetFanSpeed(i); return uint32(v), r }))
 	}
 	return t
 }()
 
-// qCall is each batched quantity's fallback call; cFields means none.
-var qCall = [numQ]call{qPower: cPower, qEnforced: cEnforced, qEnergy: cEnergy, qMemTemp: cFields, qReplay: cReplay}
+// u32 and u64 make a call of a getter returning one value, left in r.v[c][0].
+func u32(f func(Device) (uint32, nvml.Return)) func(Device, *raw, call) nvml.Return {
+	return func(d Device, r *raw, c call) nvml.Return {
+		v, ret := f(d)
+		r.v[c][0] = uint64(v)
+		return ret
+	}
+}
+
+func u64(f func(Device) (uint64, nvml.Return)) func(Device, *raw, call) nvml.Return {
+	return func(d Device, r *raw, c call) nvml.Return {
+		v, ret := f(d)
+		r.v[c][0] = v
+		return ret
+	}
+}
+
+// getterReading is a reading of reading.Table read by its own call: the
+// calls that give it (the first one planned and answering is used) and
+// which of each call's values it is.
+type getterReading struct {
+	def   *reading.Def
+	idx   int // in reading.Table
+	calls []call
+	part  []int
+}
+
+// getterReadings is reading.Table's getter readings, in table order.
+var getterReadings = func() (g []getterReading) {
+	for i := range reading.Table {
+		d := &reading.Table[i]
+		if d.Field != 0 {
+			continue
+		}
+		gr := getterReading{def: d, idx: i}
+		for c := range callFn {
+			for p, name := range callFn[c].reads {
+				if name == d.Name {
+					gr.calls, gr.part = append(gr.calls, call(c)), append(gr.part, p)
+				}
+			}
+		}
+		if len(gr.calls) > 0 {
+			g = append(g, gr)
+		}
+	}
+	if len(reading.Table) > maxReadings {
+		panic("reading.Table: more readings than maxReadings")
+	}
+	return g
+}()
+
+// fieldReading is a reading of reading.Table that NVML gives as a field
+// value: read in the sample's one GetFieldValues, with the getter call made
+// instead in the same sample when the driver refuses the field (cFields:
+// none), and the function whose "absurd value" it logs.
+type fieldReading struct {
+	def  *reading.Def
+	idx  int // in reading.Table
+	call call
+	fn   Fn
+}
+
+// maxFields bounds the field readings of a sample (the batch's size),
+// maxReadings the table.
+const (
+	maxFields   = 64
+	maxReadings = 128
+)
+
+// fieldReadings is reading.Table's field readings, in table order; numQ of
+// them.
+var fieldReadings, numQ = func() ([]fieldReading, int) {
+	var f []fieldReading
+	for i := range reading.Table {
+		d := &reading.Table[i]
+		if d.Field == 0 {
+			continue
+		}
+		fr := fieldReading{def: d, idx: i, call: cFields, fn: FnFieldValues}
+		if d.Getter != "" {
+			fr.call = getterCall(d.Getter)
+			fr.fn = callFn[fr.call].fn
+		}
+		f = append(f, fr)
+	}
+	if len(f) > maxFields {
+		panic("reading.Table: more field readings than maxFields")
+	}
+	return f, len(f)
+}()
+
+// getterCall returns the field-fallback call of the NVML function named.
+func getterCall(name string) call {
+	for c := cPower; c < cFanSpeed; c++ {
+		if fnInfo[callFn[c].fn].name == name {
+			return c
+		}
+	}
+	panic("reading.Table: no field fallback call for " + name)
+}
+
+// tierDue reports whether a reading of tier t is read in a sample.
+func tierDue(t reading.Tier, slow, second bool) bool {
+	switch t {
+	case reading.Slow:
+		return slow
+	case reading.Secondary:
+		return second
+	}
+	return true
+}
 
 // Result codes an executor records besides NVML's.
 const (
@@ -97,30 +230,19 @@ type raw struct {
 	fallback uint64 // calls to make only if cFields did not succeed
 	// fieldFallback[i]: the call to make, in the same sample, when the
 	// driver refuses field i alone (cFields succeeded, the entry did not).
-	fieldFallback [numQ]uint64
+	fieldFallback [maxFields]uint64
 	slow          bool // the slow tier is read in this sample
 	second        bool // the secondary columns (P-state, utilization, memory) are read
 	ret           [numCalls]int32
 
 	nfields int
-	fields  [numQ]nvml.FieldValue
-	fieldQ  [numQ]int
+	fields  [maxFields]nvml.FieldValue
+	fieldQ  [maxFields]int  // the fieldReadings index of each entry
+	due     [maxFields]bool // fieldReadings whose tier is read in this sample
 
-	temp, powerLim, pstate uint32
-	clk                    [3]uint32
-	utilGPU, utilMem       uint32
-	memUsed                uint64
-	reasons                uint64
-	fan1                   uint32
-	enc, dec               uint32
-	pcieGen, pcieWidth     uint32
-	thCount                uint32
-	th                     nvml.GpuThermalSettingsSensor
-	power, enforced        uint32
-	energy                 uint64
-	replay                 uint32
-	fan                    [reading.MaxFans]uint32
-	target                 [reading.MaxFans]uint32
+	v       [numCalls][2]uint64 // each getter call's values (callDef.reads)
+	thCount uint32
+	th      nvml.GpuThermalSettingsSensor
 }
 
 func (r *raw) planned(c call) bool { return r.plan&(1<<c) != 0 }
@@ -139,7 +261,7 @@ type executor interface {
 // plan fills r.plan for the next sample.
 func (g *GPU) plan(r *raw, fans int, slow, second bool) {
 	r.plan, r.fallback, r.slow, r.second = 0, 0, slow, second
-	r.fieldFallback = [numQ]uint64{}
+	r.fieldFallback = [maxFields]uint64{}
 	for i := range r.ret {
 		r.ret[i] = retNotRun
 	}
@@ -150,16 +272,18 @@ func (g *GPU) plan(r *raw, fans int, slow, second bool) {
 		}
 		return false
 	}
-	entry := [numQ]int{} // field entry + 1 of each quantity in the batch
-	if g.can(FnFieldValues, 0) && g.buildFields(r) > 0 {
+	entry := [maxFields]int{} // field entry + 1 of each field reading in the batch
+	if g.can(FnFieldValues, 0) && g.buildFields(r, slow, second) > 0 {
 		r.plan |= 1 << cFields
 		for i := 0; i < r.nfields; i++ {
 			entry[r.fieldQ[i]] = i + 1
 		}
+	} else {
+		g.fieldsDue(r, slow, second)
 	}
-	for q := 0; q < numQ; q++ {
-		c := qCall[q]
-		if c == cFields || !g.can(callFn[c].fn, 0) {
+	for q, fr := range fieldReadings {
+		c := fr.call
+		if c == cFields || !r.due[q] || !g.can(callFn[c].fn, 0) {
 			continue
 		}
 		if i := entry[q] - 1; i >= 0 {
@@ -171,20 +295,14 @@ func (g *GPU) plan(r *raw, fans int, slow, second bool) {
 			r.plan |= 1 << c
 		}
 	}
-	add(cTemp)
-	add(cPowerLim)
-	add(cClockGfx)
-	add(cClockSM)
-	add(cClockMem)
-	if second {
-		add(cPState)
-		add(cUtil)
-		if !add(cMemV2) {
-			add(cMem)
+	for _, gr := range getterReadings {
+		if tierDue(gr.def.Tier, slow, second) {
+			for _, c := range gr.calls {
+				if add(c) {
+					break
+				}
+			}
 		}
-	}
-	if !add(cReasons) {
-		add(cThrottle)
 	}
 	for i := 0; i < fans; i++ {
 		if g.syms.Has(FnFanSpeedV2) {
@@ -195,20 +313,27 @@ func (g *GPU) plan(r *raw, fans int, slow, second bool) {
 		add(cTarget + call(i))
 	}
 	if slow {
-		add(cEnc)
-		add(cDec)
-		add(cPcieGen)
-		add(cPcieWidth)
 		add(cThermal)
 	}
 }
 
-// buildFields fills the field batch with the quantities whose field is not
-// switched off and returns how many there are.
-func (g *GPU) buildFields(r *raw) int {
+// fieldsDue marks the field readings whose tier is read in this sample.
+func (g *GPU) fieldsDue(r *raw, slow, second bool) {
+	for q, fr := range fieldReadings {
+		r.due[q] = tierDue(fr.def.Tier, slow, second)
+	}
+}
+
+// buildFields fills the field batch with the field readings due in this
+// sample whose field is not switched off and returns how many there are.
+func (g *GPU) buildFields(r *raw, slow, second bool) int {
+	g.fieldsDue(r, slow, second)
 	var now int64
 	n := 0
-	for q := 0; q < numQ; q++ {
+	for q, fr := range fieldReadings {
+		if !r.due[q] {
+			continue
+		}
 		if g.fieldOff[q] != 0 {
 			if now == 0 {
 				now = g.mono()
@@ -217,12 +342,20 @@ func (g *GPU) buildFields(r *raw) int {
 				continue
 			}
 		}
-		r.fields[n] = nvml.FieldValue{FieldId: qField[q]}
+		r.fields[n] = nvml.FieldValue{FieldId: fr.def.Field}
 		r.fieldQ[n] = q
 		n++
 	}
 	r.nfields = n
 	return n
+}
+
+// bound is a table's Max: 0 is unbounded.
+func bound(max uint64) uint64 {
+	if max == 0 {
+		return math.MaxUint64
+	}
+	return max
 }
 
 // result classifies call c's result; true means its value may be used.
@@ -236,8 +369,8 @@ func (g *GPU) result(r *raw, c call) bool {
 
 // interpret turns r into s. s already holds the time and the fan count.
 func (g *GPU) interpret(r *raw, s *reading.Sample, info *reading.GPU) {
-	var got [numQ]bool
-	var val [numQ]uint64
+	var got [maxFields]bool
+	var val [maxFields]uint64
 	if r.planned(cFields) && g.result(r, cFields) {
 		now := g.mono()
 		for i := 0; i < r.nfields; i++ {
@@ -256,102 +389,68 @@ func (g *GPU) interpret(r *raw, s *reading.Sample, info *reading.GPU) {
 			}
 		}
 	}
-	fallback := [numQ]uint64{qPower: uint64(r.power), qEnforced: uint64(r.enforced), qEnergy: r.energy, qReplay: uint64(r.replay)}
-	for q := 0; q < numQ; q++ {
-		if c := qCall[q]; !got[q] && c != cFields && g.result(r, c) {
-			val[q], got[q] = fallback[q], true
+	for q, fr := range fieldReadings {
+		if !r.due[q] { // another tier's sample: carried forward
+			if v, ok := g.carry[fr.idx].Get(); ok {
+				fr.def.Set(s, v)
+			}
+			continue
 		}
-	}
-	if got[qPower] && g.sane(FnPowerUsage, val[qPower], maxPowerMW) {
-		s.PowerMW = reading.Some(uint32(val[qPower]))
-	}
-	if got[qEnforced] && g.within(FnEnforcedLimit, val[qEnforced], 1, maxPowerMW) {
-		s.EnforcedLimitMW = reading.Some(uint32(val[qEnforced]))
-	}
-	if got[qEnergy] {
-		s.EnergyMJ = reading.Some(val[qEnergy])
-	}
-	if got[qMemTemp] && g.sane(FnFieldValues, val[qMemTemp], maxTempC) {
-		s.MemTempC = reading.Some(uint32(val[qMemTemp]))
-	}
-	if got[qReplay] {
-		s.PCIeReplay = reading.Some(val[qReplay])
+		if c := fr.call; !got[q] && c != cFields && g.result(r, c) {
+			val[q], got[q] = r.v[c][0], true
+		}
+		g.carry[fr.idx] = reading.Opt[uint64]{}
+		if d := fr.def; got[q] && g.within(fr.fn, val[q], d.Min, bound(d.Max)) {
+			d.Set(s, val[q])
+			g.carry[fr.idx] = reading.Some(val[q])
+		}
 	}
 
-	if g.result(r, cTemp) && g.sane(FnTemperature, uint64(r.temp), maxTempC) {
-		s.TempC = reading.Some(r.temp)
+	for _, gr := range getterReadings {
+		d := gr.def
+		if !tierDue(d.Tier, r.slow, r.second) { // carried forward
+			if v, ok := g.carry[gr.idx].Get(); ok {
+				d.Set(s, v)
+			}
+			continue
+		}
+		g.carry[gr.idx] = reading.Opt[uint64]{}
+		for j, c := range gr.calls {
+			if !g.result(r, c) {
+				continue
+			}
+			if v := r.v[c][gr.part[j]]; g.within(callFn[c].fn, v, d.Min, bound(d.Max)) {
+				d.Set(s, v)
+				g.carry[gr.idx] = reading.Some(v)
+			}
+			break
+		}
+	}
+	if t, ok := s.TempC.Get(); ok {
 		if m, ok := info.Thresholds.GPUMax.Get(); ok {
-			s.TLimitC = reading.Some(int32(m) - int32(r.temp))
+			s.TLimitC = reading.Some(int32(m) - int32(t))
 		}
 	}
-	// A limit of 0 W is a driver error (and would divide by zero).
-	if g.result(r, cPowerLim) && g.within(FnPowerLimit, uint64(r.powerLim), 1, maxPowerMW) {
-		s.PowerLimitMW = reading.Some(r.powerLim)
-	}
-	clocks := [3]*reading.Opt[uint32]{&s.GraphicsMHz, &s.SMMHz, &s.MemMHz}
-	for i, c := range [3]call{cClockGfx, cClockSM, cClockMem} {
-		if g.result(r, c) && g.sane(FnClock, uint64(r.clk[i]), maxClockMHz) {
-			*clocks[i] = reading.Some(r.clk[i])
-		}
-	}
-	if r.second { // the secondary columns were read: replace the carried values
-		t := &g.second
-		*t = secondTier{}
-		if g.result(r, cPState) && g.sane(FnPState, uint64(r.pstate), maxPState) {
-			t.pstate = reading.Some(r.pstate)
-		}
-		if g.result(r, cUtil) {
-			if g.sane(FnUtilization, uint64(r.utilGPU), maxPercent) {
-				t.gpuUtil = reading.Some(r.utilGPU)
-			}
-			if g.sane(FnUtilization, uint64(r.utilMem), maxPercent) {
-				t.memUtil = reading.Some(r.utilMem)
-			}
-		}
-		if (g.result(r, cMemV2) || g.result(r, cMem)) && g.sane(FnMemoryInfo, r.memUsed, maxVRAM) {
-			t.vram = reading.Some(r.memUsed)
-		}
-	}
-	s.PState, s.GPUUtil, s.MemUtil, s.VRAMUsedBytes = g.second.pstate, g.second.gpuUtil, g.second.memUtil, g.second.vram
-	if g.result(r, cReasons) || g.result(r, cThrottle) {
-		s.Throttle = reading.Some(r.reasons)
-	}
-	if g.result(r, cFanSpeed1) && g.sane(FnFanSpeed, uint64(r.fan1), maxFanPct) {
-		s.Fans[0].Speed = reading.Some(r.fan1)
+	if g.result(r, cFanSpeed1) && g.sane(FnFanSpeed, r.v[cFanSpeed1][0], maxFanPct) {
+		s.Fans[0].Speed = reading.Some(uint32(r.v[cFanSpeed1][0]))
 	}
 	for i := 0; i < s.NumFans; i++ {
-		if g.result(r, cFanSpeed+call(i)) && g.sane(FnFanSpeedV2, uint64(r.fan[i]), maxFanPct) {
-			s.Fans[i].Speed = reading.Some(r.fan[i])
+		if c := cFanSpeed + call(i); g.result(r, c) && g.sane(FnFanSpeedV2, r.v[c][0], maxFanPct) {
+			s.Fans[i].Speed = reading.Some(uint32(r.v[c][0]))
 		}
 		// A "negative" target arrives as 4294967295: out of range, absent.
-		if g.result(r, cTarget+call(i)) && g.sane(FnTargetFanSpeed, uint64(r.target[i]), maxPercent) {
-			s.Fans[i].Target = reading.Some(r.target[i])
+		if c := cTarget + call(i); g.result(r, c) && g.sane(FnTargetFanSpeed, r.v[c][0], maxPercent) {
+			s.Fans[i].Target = reading.Some(uint32(r.v[c][0]))
 		}
 	}
-	if r.slow { // the slow tier was read: replace the carried values
-		t := &g.slow
-		*t = slowTier{}
-		if g.result(r, cEnc) && g.sane(FnEncoderUtil, uint64(r.enc), maxPercent) {
-			t.enc = reading.Some(r.enc)
-		}
-		if g.result(r, cDec) && g.sane(FnDecoderUtil, uint64(r.dec), maxPercent) {
-			t.dec = reading.Some(r.dec)
-		}
-		// Generation 0 or width 0 is no link at all: not a reading.
-		if g.result(r, cPcieGen) && g.within(FnPcieGen, uint64(r.pcieGen), 1, maxPCIeGen) {
-			t.pcieGen = reading.Some(r.pcieGen)
-		}
-		if g.result(r, cPcieWidth) && g.within(FnPcieWidth, uint64(r.pcieWidth), 1, maxPCIeWidth) {
-			t.pcieW = reading.Some(r.pcieWidth)
-		}
+	if r.slow { // the slow tier was read: replace the carried value
+		g.sensor0 = reading.Opt[reading.Sensor]{}
 		if g.result(r, cThermal) && r.thCount > 0 {
 			s0 := r.th
 			if s0.CurrentTemp > -100 && g.sane(FnThermalSettings, uint64(max(s0.CurrentTemp, 0)), maxTempC) {
-				t.sensor0 = reading.Some(reading.Sensor{Temp: s0.CurrentTemp, Target: s0.Target, Controller: s0.Controller})
+				g.sensor0 = reading.Some(reading.Sensor{Temp: s0.CurrentTemp, Target: s0.Target, Controller: s0.Controller})
 			}
 		}
 	}
-	s.EncUtil, s.DecUtil = g.slow.enc, g.slow.dec
-	s.PCIeGen, s.PCIeWidth = g.slow.pcieGen, g.slow.pcieW
-	s.Sensor0 = g.slow.sensor0
+	s.Sensor0 = g.sensor0
 }

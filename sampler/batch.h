@@ -9,7 +9,7 @@
 #include "nvml_abi.h"
 
 #define GT_MAXFANS 8
-#define GT_NQ 5
+#define GT_MAXFIELDS 64 // the field readings a sample can batch (sampler's maxFields)
 
 enum {
 	GT_FIELDS, GT_TEMP, GT_POWERLIM, GT_PSTATE, GT_CLK_GFX, GT_CLK_SM, GT_CLK_MEM, GT_UTIL,
@@ -26,10 +26,10 @@ struct gt_batch {
 	uint32_t field_wait_ms; // longest wait for the process-wide field lock
 	uint64_t plan;
 	uint64_t fallback;              // calls added to plan when GT_FIELDS fails as a whole
-	uint64_t field_fallback[GT_NQ]; // call added to plan when field i alone is refused
+	uint64_t field_fallback[GT_MAXFIELDS]; // call added to plan when field i alone is refused
 	int32_t ret[GT_NCALLS];
 	int32_t nfields;
-	struct gt_nvml_field_value fields[GT_NQ];
+	struct gt_nvml_field_value fields[GT_MAXFIELDS];
 	uint32_t temp, power_lim, pstate, clk[3], util_gpu, util_mem, fan1, enc, dec, pcie_gen, pcie_width;
 	uint32_t th_count;
 	int32_t th_controller, th_current, th_target;

@@ -35,7 +35,7 @@ type nativeExec struct {
 // are generated from nvml.h); its structs are pinned by test/csan/harness.c.
 var (
 	_ = [1]struct{}{}[int(C.GT_NCALLS)-int(numCalls)]
-	_ = [1]struct{}{}[int(C.GT_NQ)-numQ]
+	_ = [1]struct{}{}[int(C.GT_MAXFIELDS)-maxFields]
 	_ = [1]struct{}{}[int(C.GT_MAXFANS)-reading.MaxFans]
 	_ = [1]struct{}{}[int(C.GT_NOT_RUN)-retNotRun]
 	_ = [1]struct{}{}[int(C.GT_LOCK_TIMEOUT)-retLockTimeout]
@@ -86,18 +86,31 @@ func (x *nativeExec) run(r *raw) {
 		r.fields[i].NvmlReturn = uint32(f.nvml_return)
 		r.fields[i].Value = *(*[8]byte)(unsafe.Pointer(&f.value))
 	}
-	r.temp, r.powerLim, r.pstate = uint32(b.temp), uint32(b.power_lim), uint32(b.pstate)
-	for i := range r.clk {
-		r.clk[i] = uint32(b.clk[i])
+	v := func(c call, x ...uint64) { copy(r.v[c][:], x) }
+	v(cTemp, uint64(b.temp))
+	v(cPowerLim, uint64(b.power_lim))
+	v(cPState, uint64(b.pstate))
+	for i := range 3 {
+		v(cClockGfx+call(i), uint64(b.clk[i]))
 	}
-	r.utilGPU, r.utilMem = uint32(b.util_gpu), uint32(b.util_mem)
-	r.memUsed, r.reasons, r.fan1 = uint64(b.mem_used), uint64(b.reasons), uint32(b.fan1)
-	r.enc, r.dec = uint32(b.enc), uint32(b.dec)
-	r.pcieGen, r.pcieWidth = uint32(b.pcie_gen), uint32(b.pcie_width)
+	v(cUtil, uint64(b.util_gpu), uint64(b.util_mem))
+	v(cMemV2, uint64(b.mem_used))
+	v(cMem, uint64(b.mem_used))
+	v(cReasons, uint64(b.reasons))
+	v(cThrottle, uint64(b.reasons))
+	v(cFanSpeed1, uint64(b.fan1))
+	v(cEnc, uint64(b.enc))
+	v(cDec, uint64(b.dec))
+	v(cPcieGen, uint64(b.pcie_gen))
+	v(cPcieWidth, uint64(b.pcie_width))
 	r.thCount = uint32(b.th_count)
 	r.th = nvml.GpuThermalSettingsSensor{Controller: int32(b.th_controller), CurrentTemp: int32(b.th_current), Target: int32(b.th_target)}
-	r.power, r.enforced, r.energy, r.replay = uint32(b.power), uint32(b.enforced), uint64(b.energy), uint32(b.replay)
-	for i := range r.fan {
-		r.fan[i], r.target[i] = uint32(b.fan[i]), uint32(b.target[i])
+	v(cPower, uint64(b.power))
+	v(cEnforced, uint64(b.enforced))
+	v(cEnergy, uint64(b.energy))
+	v(cReplay, uint64(b.replay))
+	for i := range reading.MaxFans {
+		v(cFanSpeed+call(i), uint64(b.fan[i]))
+		v(cTarget+call(i), uint64(b.target[i]))
 	}
 }

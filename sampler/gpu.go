@@ -42,24 +42,6 @@ func DefaultConfig(interval time.Duration) Config {
 	return Config{Reprobe: 10 * time.Minute, SlowEvery: slow, FieldWait: 20 * time.Millisecond, Interval: interval}
 }
 
-// Quantities read through GetFieldValues, each with an individual fallback.
-const (
-	qPower = iota
-	qEnforced
-	qEnergy
-	qMemTemp
-	qReplay
-	numQ
-)
-
-var qField = [numQ]uint32{
-	qPower:    nvml.FI_DEV_POWER_INSTANT,
-	qEnforced: nvml.FI_DEV_POWER_CURRENT_LIMIT,
-	qEnergy:   nvml.FI_DEV_TOTAL_ENERGY_CONSUMPTION,
-	qMemTemp:  nvml.FI_DEV_MEMORY_TEMP,
-	qReplay:   nvml.FI_DEV_PCIE_REPLAY_COUNTER,
-}
-
 // GPU samples one GPU. Sample must be called from one goroutine at a time (the
 // GPU's Worker); InFlight may be called from any goroutine.
 type GPU struct {
@@ -96,14 +78,17 @@ type GPU struct {
 	off      [numFns][reading.MaxFans]int64
 	told     [numFns]bool // logged "not available" once
 	absurd   [numFns]bool // logged "absurd value" once
-	fieldOff [numQ]int64
+	fieldOff [maxFields]int64
+	// carry: each reading's value (by reading.Table index) from the last
+	// sample that read its tier, carried forward in the samples that do
+	// not; sensor0 the same for thermal sensor 0 (the slow tier).
+	carry   [maxReadings]reading.Opt[uint64]
+	sensor0 reading.Opt[reading.Sensor]
 
 	exec executor // makes a sample's calls (Go, or one cgo call); set with the static facts
 	raw  raw      // the current sample's calls and results
 
 	n      uint64 // samples taken
-	slow   slowTier
-	second secondTier
 	pacer  *Pacer // shared by the host's GPUs; nil: every column at its normal rate
 	fanPol fanPolicies
 
@@ -112,21 +97,6 @@ type GPU struct {
 	firstErr        Fn
 	firstRet        nvml.Return
 	lost            bool
-}
-
-// secondTier holds the secondary columns, read every sample unless the pacer
-// stretched them (NVML too slow for the interval), and carried forward in
-// between like the slow tier.
-type secondTier struct {
-	pstate           reading.Opt[uint32]
-	gpuUtil, memUtil reading.Opt[uint32]
-	vram             reading.Opt[uint64]
-}
-
-type slowTier struct {
-	enc, dec       reading.Opt[uint32]
-	pcieGen, pcieW reading.Opt[uint32]
-	sensor0        reading.Opt[reading.Sensor]
 }
 
 // BatchThreadFailures is how many times the GPU's batch thread could not be
@@ -295,17 +265,14 @@ func (g *GPU) within(fn Fn, v, lo, hi uint64) bool {
 // tried again.
 const staticRetry = 10 * time.Second
 
-// Bounds for sane values. Generous: they reject garbage, not extremes.
+// Bounds for the sane values of what is not a scalar reading of
+// reading.Table (whose rows carry their own). Generous: they reject
+// garbage, not extremes.
 const (
-	maxTempC     = 200       // no GPU survives 200 C; 4294967295 is a driver error
-	maxPowerMW   = 5_000_000 // 5 kW: more than any single GPU board draws
-	maxClockMHz  = 20_000    // far above any shipping GPU clock
-	maxPercent   = 100       // utilization and fan targets
-	maxFanPct    = 200       // NVML documents fan speed may exceed 100 %
-	maxPState    = 15        // P0..P15; 32 means unknown
-	maxPCIeGen   = 16        // generous; Gen 6 ships today
-	maxPCIeWidth = 32        // x32 is the widest link defined
-	maxVRAM      = 1 << 50   // 1 PiB
+	maxTempC   = 200     // no GPU survives 200 C; 4294967295 is a driver error
+	maxPercent = 100     // fan targets, process utilization
+	maxFanPct  = 200     // NVML documents fan speed may exceed 100 %
+	maxVRAM    = 1 << 50 // 1 PiB
 )
 
 // Sample reads the GPU's live state into s. It never returns an error: a
@@ -348,11 +315,11 @@ func (g *GPU) Sample(s *reading.Sample) {
 		// The rest of the sample is meaningless: a lost GPU answers nothing.
 		*s = reading.Sample{GPU: s.GPU, Time: s.Time, KernelTime: s.KernelTime, NumFans: s.NumFans,
 			Status: reading.StatusLost, Err: "GPU is lost"}
-		g.slow, g.second = slowTier{}, secondTier{}
+		g.carry, g.sensor0 = [maxReadings]reading.Opt[uint64]{}, reading.Opt[reading.Sensor]{}
 	case g.attempts > 0 && g.fails == g.attempts:
 		*s = reading.Sample{GPU: s.GPU, Time: s.Time, KernelTime: s.KernelTime, NumFans: s.NumFans,
 			Status: reading.StatusFailed, Err: g.firstErr.String() + ": " + retText(g.firstRet)}
-		g.slow, g.second = slowTier{}, secondTier{}
+		g.carry, g.sensor0 = [maxReadings]reading.Opt[uint64]{}, reading.Opt[reading.Sensor]{}
 	}
 	g.readFanPolicies(s)
 }

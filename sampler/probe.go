@@ -326,7 +326,7 @@ func (p *prober) one(g *GPU, x executor, r *raw, c call) nvml.Return {
 	}
 	r.plan, r.fallback = 1<<c, 0
 	if c == cFields {
-		g.buildFields(r)
+		g.buildFields(r, true, true)
 	}
 	x.run(r)
 	return nvml.Return(r.ret[c])

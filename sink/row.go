@@ -28,80 +28,86 @@ type fanColumn struct {
 	cell   func(b []byte, s *reading.Sample, fan int) []byte
 }
 
-// csvColumns: the seed script's columns with its names and units first, the
-// columns it lacked after them, flags last.
-var csvColumns = []column{
-	{name: "timestamp", cell: func(b []byte, s *reading.Sample) []byte { return AppendTimestamp(b, s.Time) }},
-	{name: "gpu_temp", cell: func(b []byte, s *reading.Sample) []byte { return appendU(b, s.TempC) }},
-	{name: "gpu_tlimit", cell: func(b []byte, s *reading.Sample) []byte { return appendI(b, s.TLimitC) }},
-	{name: "power_instant", cell: func(b []byte, s *reading.Sample) []byte {
-		if v, ok := s.PowerMW.Get(); ok {
-			b = appendCenti(b, (uint64(v)+5)/10) // W with 2 decimals, as the seed
+// csvColumns: the timestamp, then the readings with a CSV column in the
+// table's order (reading.Table: the seed script's columns with its names and
+// units first, the columns it lacked after them), the columns that are not
+// scalar readings where they follow (afterColumn), flags last.
+var csvColumns = func() []column {
+	cols := []column{{name: "timestamp", cell: func(b []byte, s *reading.Sample) []byte { return AppendTimestamp(b, s.Time) }}}
+	for i := range reading.Table {
+		d := &reading.Table[i]
+		if d.CSV == "" {
+			continue
 		}
-		return b
-	}},
-	{name: "power_limit", cell: func(b []byte, s *reading.Sample) []byte { return appendWatts(b, s.PowerLimitMW) }},
-	{name: "pstate", cell: func(b []byte, s *reading.Sample) []byte { return appendU(b, s.PState) }},
-	{name: "gpu_clock", cell: func(b []byte, s *reading.Sample) []byte { return appendU(b, s.GraphicsMHz) }},
-	{name: "mem_clock", cell: func(b []byte, s *reading.Sample) []byte { return appendU(b, s.MemMHz) }},
-	{name: "gpu_util", cell: func(b []byte, s *reading.Sample) []byte { return appendU(b, s.GPUUtil) }},
-	{name: "mem_util", cell: func(b []byte, s *reading.Sample) []byte { return appendU(b, s.MemUtil) }},
-	{name: "vram_used_mb", cell: func(b []byte, s *reading.Sample) []byte {
-		if v, ok := s.VRAMUsedBytes.Get(); ok {
-			b = strconv.AppendUint(b, v>>20, 10)
-		}
-		return b
-	}},
-	{name: "pcie_gen", cell: func(b []byte, s *reading.Sample) []byte { return appendU(b, s.PCIeGen) }},
-	{name: "pcie_width", cell: func(b []byte, s *reading.Sample) []byte { return appendU(b, s.PCIeWidth) }},
-	{name: "throttle_bitmask", cell: func(b []byte, s *reading.Sample) []byte {
-		if v, ok := s.Throttle.Get(); ok {
-			b = append(b, "0x"...) // the seed's "0x%04x"
-			for n := hexDigits(v); n < 4; n++ {
-				b = append(b, '0')
-			}
-			b = strconv.AppendUint(b, v, 16)
-		}
-		return b
-	}},
-	{name: "throttle_reasons", cell: func(b []byte, s *reading.Sample) []byte {
-		if v, ok := s.Throttle.Get(); ok {
-			b = reading.AppendThrottleNames(b, v)
-		}
-		return b
-	}},
-	{perFan: []fanColumn{
-		{suffix: "speed_pct", cell: func(b []byte, s *reading.Sample, i int) []byte {
-			if i < s.NumFans {
-				b = appendU(b, s.Fans[i].Speed)
-			}
-			return b
-		}},
-		{suffix: "target_pct", cell: func(b []byte, s *reading.Sample, i int) []byte {
-			if i < s.NumFans {
-				b = appendU(b, s.Fans[i].Target)
-			}
-			return b
-		}},
-	}},
-	{name: "sensor0_temp", cell: sensor0Cell(func(v reading.Sensor) int32 { return v.Temp })},
-	{name: "sensor0_target", cell: sensor0Cell(func(v reading.Sensor) int32 { return v.Target })},
-	{name: "sensor0_controller", cell: sensor0Cell(func(v reading.Sensor) int32 { return v.Controller })},
-	// New columns: the kernel-log clock (seconds since boot, as dmesg
-	// prints it), then what forensics needs and the seed did not record.
-	{name: "dmesg_time", cell: func(b []byte, s *reading.Sample) []byte { return appendKernelTime(b, s.KernelTime) }},
-	{name: "sm_clock", cell: func(b []byte, s *reading.Sample) []byte { return appendU(b, s.SMMHz) }},
-	{name: "power_enforced_limit", cell: func(b []byte, s *reading.Sample) []byte { return appendWatts(b, s.EnforcedLimitMW) }},
-	{name: "energy_mj", cell: func(b []byte, s *reading.Sample) []byte { return appendU(b, s.EnergyMJ) }},
-	{name: "pcie_replay", cell: func(b []byte, s *reading.Sample) []byte { return appendU(b, s.PCIeReplay) }},
-	{name: "mem_temp", cell: func(b []byte, s *reading.Sample) []byte { return appendU(b, s.MemTempC) }},
-	{name: "enc_util", cell: func(b []byte, s *reading.Sample) []byte { return appendU(b, s.EncUtil) }},
-	{name: "dec_util", cell: func(b []byte, s *reading.Sample) []byte { return appendU(b, s.DecUtil) }},
-	{name: "flags", cell: func(b []byte, s *reading.Sample) []byte {
+		cols = append(cols, column{name: d.CSV, cell: readingCell(d)})
+		cols = append(cols, afterColumn[d.CSV]...)
+	}
+	return append(cols, column{name: "flags", cell: func(b []byte, s *reading.Sample) []byte {
 		start := len(b)
 		b = s.Flags.AppendText(b)
 		return quoteCell(b, start)
-	}},
+	}})
+}()
+
+// afterColumn: the columns that are not a scalar reading of reading.Table,
+// by the reading column they follow.
+var afterColumn = map[string][]column{
+	"throttle_bitmask": {
+		{name: "throttle_reasons", cell: func(b []byte, s *reading.Sample) []byte {
+			if v, ok := s.Throttle.Get(); ok {
+				b = reading.AppendThrottleNames(b, v)
+			}
+			return b
+		}},
+		{perFan: []fanColumn{
+			{suffix: "speed_pct", cell: func(b []byte, s *reading.Sample, i int) []byte {
+				if i < s.NumFans {
+					b = appendU(b, s.Fans[i].Speed)
+				}
+				return b
+			}},
+			{suffix: "target_pct", cell: func(b []byte, s *reading.Sample, i int) []byte {
+				if i < s.NumFans {
+					b = appendU(b, s.Fans[i].Target)
+				}
+				return b
+			}},
+		}},
+		{name: "sensor0_temp", cell: sensor0Cell(func(v reading.Sensor) int32 { return v.Temp })},
+		{name: "sensor0_target", cell: sensor0Cell(func(v reading.Sensor) int32 { return v.Target })},
+		{name: "sensor0_controller", cell: sensor0Cell(func(v reading.Sensor) int32 { return v.Controller })},
+		// The kernel-log clock (seconds since boot, as dmesg prints it),
+		// then what forensics needs and the seed did not record.
+		{name: "dmesg_time", cell: func(b []byte, s *reading.Sample) []byte { return appendKernelTime(b, s.KernelTime) }},
+	},
+}
+
+// readingCell writes reading d's cell in its format; nothing when absent.
+func readingCell(d *reading.Def) func([]byte, *reading.Sample) []byte {
+	return func(b []byte, s *reading.Sample) []byte {
+		v, ok := d.Get(s)
+		if !ok {
+			return b
+		}
+		switch d.Format {
+		case reading.Watts:
+			return strconv.AppendUint(b, (v+500)/1000, 10)
+		case reading.CentiWatt:
+			return appendCenti(b, (v+5)/10)
+		case reading.MiB:
+			return strconv.AppendUint(b, v>>20, 10)
+		case reading.Hex4:
+			b = append(b, "0x"...)
+			for n := hexDigits(v); n < 4; n++ {
+				b = append(b, '0')
+			}
+			return strconv.AppendUint(b, v, 16)
+		}
+		if d.Signed() {
+			return strconv.AppendInt(b, int64(v), 10)
+		}
+		return strconv.AppendUint(b, v, 10)
+	}
 }
 
 // Columns returns the CSV column names for a GPU with fans fans (csvColumns).
@@ -260,15 +266,6 @@ func appendU[T uint32 | uint64](b []byte, o reading.Opt[T]) []byte {
 	return strconv.AppendUint(b, uint64(o.V), 10)
 }
 
-// appendI writes a signed reading, nothing when it is absent: appendU for
-// the signed ones.
-func appendI(b []byte, o reading.Opt[int32]) []byte {
-	if !o.OK {
-		return b
-	}
-	return strconv.AppendInt(b, int64(o.V), 10)
-}
-
 // sensor0Cell is the cell of one field of thermal sensor 0: empty when the
 // sensor was not read.
 func sensor0Cell(field func(reading.Sensor) int32) func([]byte, *reading.Sample) []byte {
@@ -278,14 +275,6 @@ func sensor0Cell(field func(reading.Sensor) int32) func([]byte, *reading.Sample)
 		}
 		return b
 	}
-}
-
-// appendWatts writes milliwatts as whole watts, rounded (the seed's "%.0f").
-func appendWatts(b []byte, o reading.Opt[uint32]) []byte {
-	if !o.OK {
-		return b
-	}
-	return strconv.AppendUint(b, (uint64(o.V)+500)/1000, 10)
 }
 
 // appendCenti writes hundredths as a decimal with two places.

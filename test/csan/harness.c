@@ -118,6 +118,8 @@ static void *must_sym(const char *name)
 	return p;
 }
 
+#define NQ 5 /* the fields the sampler batches today */
+
 struct sampler_arg {
 	int gpu;
 	int samples, lost, lock_timeouts;
@@ -127,10 +129,10 @@ struct sampler_arg {
  * them (fallbacks on a failed batch or a refused field). */
 static void *sample_gpu(void *p)
 {
-	static const uint32_t fields[GT_NQ] = { NVML_FI_DEV_POWER_INSTANT, NVML_FI_DEV_POWER_CURRENT_LIMIT,
+	static const uint32_t fields[NQ] = { NVML_FI_DEV_POWER_INSTANT, NVML_FI_DEV_POWER_CURRENT_LIMIT,
 						NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION, NVML_FI_DEV_MEMORY_TEMP,
 						NVML_FI_DEV_PCIE_REPLAY_COUNTER };
-	static const int fallback[GT_NQ] = { GT_POWER, GT_ENFORCED, GT_ENERGY, -1, GT_REPLAY };
+	static const int fallback[NQ] = { GT_POWER, GT_ENFORCED, GT_ENERGY, -1, GT_REPLAY };
 	struct sampler_arg *a = p;
 	void *dev = gt_batch_handle((unsigned int)a->gpu);
 	struct gt_batch *b = calloc(1, sizeof(*b));
@@ -149,8 +151,8 @@ static void *sample_gpu(void *p)
 			    c != GT_ENERGY && c != GT_REPLAY)
 				b->plan |= 1ULL << c;
 		}
-		b->nfields = GT_NQ;
-		for (int i = 0; i < GT_NQ; i++) {
+		b->nfields = NQ;
+		for (int i = 0; i < NQ; i++) {
 			b->fields[i].field_id = fields[i];
 			if (fallback[i] >= 0) {
 				b->fallback |= 1ULL << fallback[i];
