@@ -45,6 +45,7 @@ type Metric struct {
 	Help    string
 	Counter bool      // a counter (else a gauge)
 	Scale   float64   // stored value times Scale is the exported value
+	Div     float64   // when set, the stored value divided by Div instead
 	Label   [2]string // label name and this reading's value, for readings sharing a family ("" none)
 }
 
@@ -189,7 +190,7 @@ var Table = []Def{
 		Metric: Metric{Name: "power_enforced_limit_watts", Help: "Enforced power limit.", Scale: 1e-3},
 		u32:    func(s *Sample) *Opt[uint32] { return &s.EnforcedLimitMW }},
 	{Name: "EnergyMJ", Field: 83 /* NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION */, Getter: "nvmlDeviceGetTotalEnergyConsumption", Unit: "mJ", CSV: "energy_mj", Key: "energy_j",
-		Metric: Metric{Name: "energy_joules_total", Help: "Energy consumed since the driver loaded.", Counter: true, Scale: 1e-3},
+		Metric: Metric{Name: "energy_joules_total", Help: "Energy consumed since the driver loaded.", Counter: true, Div: 1000},
 		u64:    func(s *Sample) *Opt[uint64] { return &s.EnergyMJ }},
 	{Name: "PCIeReplay", Field: 94 /* NVML_FI_DEV_PCIE_REPLAY_COUNTER */, Getter: "nvmlDeviceGetPcieReplayCounter", Unit: "count", CSV: "pcie_replay", Key: "pcie_replay",
 		Metric: Metric{Name: "pcie_replays_total", Help: "PCIe replay counter.", Counter: true, Scale: 1},

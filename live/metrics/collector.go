@@ -41,8 +41,6 @@ var (
 	mStall = &metric{"stall_seconds", "Seconds the GPU's current NVML call has been stuck; 0 when not hung.", prometheus.GaugeValue, nil}
 	mFan   = &metric{"fan_speed_ratio", "Fan speed (0-1).", prometheus.GaugeValue, []string{"fan"}}
 	mFanT  = &metric{"fan_target_ratio", "Fan speed the controller targets (0-1).", prometheus.GaugeValue, []string{"fan"}}
-	mClock = &metric{"clock_hz", "Clock frequency.", prometheus.GaugeValue, []string{"clock"}}
-	mUtil  = &metric{"utilization_ratio", "Utilization over the driver's last sample period (0-1).", prometheus.GaugeValue, []string{"engine"}}
 	mThrA  = &metric{"throttle_reason_active", "Clocks event (throttle) reason active in the last sample (0 or 1).", prometheus.GaugeValue, []string{"reason"}}
 	mThrS  = &metric{"throttle_reason_seconds_total", "Seconds spent with the clocks event reason active.", prometheus.CounterValue, []string{"reason"}}
 	mFlags = &metric{"anomaly_flags_total", "Rows that carried the anomaly flag.", prometheus.CounterValue, []string{"kind"}}
@@ -59,10 +57,12 @@ var (
 	mMemTot = &metric{"memory_total_bytes", "GPU memory size.", prometheus.GaugeValue, nil}
 )
 
-// reading is one per-sample value exported as its own metric.
+// readingMetric is a reading of reading.Table with a metric: its row and
+// its family (shared by the rows of one metric name, told apart by the
+// row's label value).
 type readingMetric struct {
-	metric
-	get func(s *reading.Sample) (float64, bool)
+	def *reading.Def
+	m   *metric
 }
 
 func u32(o reading.Opt[uint32], scale float64) (float64, bool) {
@@ -70,28 +70,42 @@ func u32(o reading.Opt[uint32], scale float64) (float64, bool) {
 	return float64(v) * scale, ok
 }
 
-// readings is the table of per-sample metrics without extra labels.
-var readings = []readingMetric{
-	{metric{"temperature_celsius", "GPU temperature.", prometheus.GaugeValue, nil}, func(s *reading.Sample) (float64, bool) { return u32(s.TempC, 1) }},
-	{metric{"memory_temperature_celsius", "GPU memory temperature.", prometheus.GaugeValue, nil}, func(s *reading.Sample) (float64, bool) { return u32(s.MemTempC, 1) }},
-	{metric{"power_watts", "Power draw.", prometheus.GaugeValue, nil}, func(s *reading.Sample) (float64, bool) { return u32(s.PowerMW, 1e-3) }},
-	{metric{"power_limit_watts", "Power management limit.", prometheus.GaugeValue, nil}, func(s *reading.Sample) (float64, bool) { return u32(s.PowerLimitMW, 1e-3) }},
-	{metric{"power_enforced_limit_watts", "Enforced power limit.", prometheus.GaugeValue, nil}, func(s *reading.Sample) (float64, bool) { return u32(s.EnforcedLimitMW, 1e-3) }},
-	{metric{"energy_joules_total", "Energy consumed since the driver loaded.", prometheus.CounterValue, nil}, func(s *reading.Sample) (float64, bool) {
-		v, ok := s.EnergyMJ.Get()
-		return float64(v) / 1000, ok
-	}},
-	{metric{"memory_used_bytes", "GPU memory used.", prometheus.GaugeValue, nil}, func(s *reading.Sample) (float64, bool) {
-		v, ok := s.VRAMUsedBytes.Get()
-		return float64(v), ok
-	}},
-	{metric{"pstate", "Performance state (0 fastest, 15 slowest).", prometheus.GaugeValue, nil}, func(s *reading.Sample) (float64, bool) { return u32(s.PState, 1) }},
-	{metric{"pcie_link_generation", "Current PCIe link generation.", prometheus.GaugeValue, nil}, func(s *reading.Sample) (float64, bool) { return u32(s.PCIeGen, 1) }},
-	{metric{"pcie_link_width", "Current PCIe link width (lanes).", prometheus.GaugeValue, nil}, func(s *reading.Sample) (float64, bool) { return u32(s.PCIeWidth, 1) }},
-	{metric{"pcie_replays_total", "PCIe replay counter.", prometheus.CounterValue, nil}, func(s *reading.Sample) (float64, bool) {
-		v, ok := s.PCIeReplay.Get()
-		return float64(v), ok
-	}},
+// readings and readingFamilies: reading.Table's metrics, in table order.
+var readings, readingFamilies = func() (r []readingMetric, fams []*metric) {
+	byName := map[string]*metric{}
+	for i := range reading.Table {
+		d := &reading.Table[i]
+		dm := &d.Metric
+		if dm.Name == "" {
+			continue
+		}
+		m := byName[dm.Name]
+		if m == nil {
+			m = &metric{dm.Name, dm.Help, prometheus.GaugeValue, nil}
+			if dm.Counter {
+				m.typ = prometheus.CounterValue
+			}
+			if dm.Label[0] != "" {
+				m.labels = []string{dm.Label[0]}
+			}
+			byName[dm.Name] = m
+			fams = append(fams, m)
+		}
+		r = append(r, readingMetric{d, m})
+	}
+	return r, fams
+}()
+
+// value is the reading's exported value in s.
+func (rm *readingMetric) value(s *reading.Sample) (float64, bool) {
+	v, ok := rm.def.Get(s)
+	if !ok {
+		return 0, false
+	}
+	if d := rm.def.Metric.Div; d != 0 {
+		return float64(v) / d, true
+	}
+	return float64(v) * rm.def.Metric.Scale, true
 }
 
 // The host metrics.
@@ -141,11 +155,11 @@ type Collector struct {
 // New returns a collector over board.
 func New(board *live.Board) *Collector {
 	c := &Collector{board: board, fams: map[*metric]*family{}, counters: map[string]*family{}}
-	for _, m := range []*metric{mInfo, mState, mStall, mFan, mFanT, mClock, mUtil, mThrA, mThrS, mFlags, mXids, mLastX, mRecov, mRecT, mLastS, mInc, mSamp, mFail, mHung, mMemTot} {
+	for _, m := range []*metric{mInfo, mState, mStall, mFan, mFanT, mThrA, mThrS, mFlags, mXids, mLastX, mRecov, mRecT, mLastS, mInc, mSamp, mFail, mHung, mMemTot} {
 		c.fams[m] = newFamily(m, gpuLabels)
 	}
-	for i := range readings {
-		c.fams[&readings[i].metric] = newFamily(&readings[i].metric, gpuLabels)
+	for _, m := range readingFamilies {
+		c.fams[m] = newFamily(m, gpuLabels)
 	}
 	for _, m := range []*metric{mBuild, mHost, mStart, mDisk, mGPUs, mAnswer, mPeriod, mInterval, mPacer, mTickNVML, mLogWait} {
 		c.fams[m] = newFamily(m, nil)
@@ -298,8 +312,13 @@ func (w *walker) gpu(g *live.GPU, h *live.Host) {
 		return // no stale readings
 	}
 	for i := range readings {
-		if val, ok := readings[i].get(s); ok {
-			w.add(&readings[i].metric, val, gpu, uuid)
+		rm := &readings[i]
+		if val, ok := rm.value(s); ok {
+			if l := rm.def.Metric.Label[1]; l != "" {
+				w.add(rm.m, val, gpu, uuid, l)
+			} else {
+				w.add(rm.m, val, gpu, uuid)
+			}
 		}
 	}
 	if t, ok := g.MemTotalBytes().Get(); ok {
@@ -312,22 +331,6 @@ func (w *walker) gpu(g *live.GPU, h *live.Host) {
 		}
 		if v, ok := u32(s.Fans[i].Target, 0.01); ok {
 			w.add(mFanT, v, gpu, uuid, fan)
-		}
-	}
-	for _, cl := range [...]struct {
-		name string
-		v    reading.Opt[uint32]
-	}{{"graphics", s.GraphicsMHz}, {"sm", s.SMMHz}, {"memory", s.MemMHz}} {
-		if v, ok := u32(cl.v, 1e6); ok {
-			w.add(mClock, v, gpu, uuid, cl.name)
-		}
-	}
-	for _, u := range [...]struct {
-		name string
-		v    reading.Opt[uint32]
-	}{{"gpu", s.GPUUtil}, {"memory", s.MemUtil}, {"encoder", s.EncUtil}, {"decoder", s.DecUtil}} {
-		if v, ok := u32(u.v, 0.01); ok {
-			w.add(mUtil, v, gpu, uuid, u.name)
 		}
 	}
 	if m, ok := s.Throttle.Get(); ok {

@@ -1,0 +1,51 @@
+package live_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/live"
+	"github.com/gpu-telemetry/gpu-telemetry/live/livetest"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// TestTableReachesStatus walks reading.Table: a reading that declares a
+// status key is that key of its GPU in the status document, null while
+// absent.
+func TestTableReachesStatus(t *testing.T) {
+	for i := range reading.Table {
+		d := &reading.Table[i]
+		if d.Key == "" {
+			continue
+		}
+		t.Run(d.Name, func(t *testing.T) {
+			value := func(present bool) (json.RawMessage, bool) {
+				v := livetest.View()
+				g := &v.GPUs[0]
+				s := reading.Sample{GPU: 0, Time: v.Host.Now.Add(-time.Second)}
+				if present {
+					d.Set(&s, max(d.Min, 1000))
+				}
+				*g = live.GPU{Info: g.Info}
+				g.Observe(&s, 100*time.Millisecond)
+				b, err := json.Marshal(live.NewDoc(v))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var doc struct{ GPUs []map[string]json.RawMessage }
+				if err := json.Unmarshal(b, &doc); err != nil {
+					t.Fatal(err)
+				}
+				m, ok := doc.GPUs[0][d.Key]
+				return m, ok
+			}
+			if m, ok := value(true); !ok || string(m) == "null" {
+				t.Errorf("%s set: key %q is %s (present %v)", d.Name, d.Key, m, ok)
+			}
+			if m, ok := value(false); !ok || string(m) != "null" {
+				t.Errorf("%s absent: key %q is %s (present %v), want null", d.Name, d.Key, m, ok)
+			}
+		})
+	}
+}
