@@ -113,6 +113,22 @@ static int lock_fields(uint32_t wait_ms)
 	}
 }
 
+// gt_batch_fields makes one GetFieldValues call outside a batch (the health
+// counters), under the same field lock as the batches, so that field calls
+// stay serialized across GPUs. Returns GT_LOCK_TIMEOUT when the lock was not
+// had within wait_ms.
+int32_t gt_batch_fields(void *dev, int32_t n, struct gt_nvml_field_value *f, uint32_t wait_ms)
+{
+	int32_t r;
+	if (!fn.fields)
+		return GT_NVML_ERROR_FUNCTION_NOT_FOUND;
+	if (!lock_fields(wait_ms))
+		return GT_LOCK_TIMEOUT;
+	r = fn.fields(dev, n, f);
+	pthread_mutex_unlock(&field_mu);
+	return r;
+}
+
 #define PLANNED(c) (b->plan & (1ULL << (c)))
 // CALL records call c's result; after a lost GPU nothing more is called.
 #define CALL(c, f, ...)                                                            \

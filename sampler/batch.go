@@ -256,6 +256,10 @@ type executor interface {
 	run(r *raw)
 	// current returns the call in flight + 1, or 0; safe from any goroutine.
 	current() int32
+	// fields makes one GetFieldValues call outside the batch, under the
+	// field lock that serializes field calls across GPUs; false: the lock
+	// was not had within FieldWait (another GPU is stuck in the driver).
+	fields(fv []nvml.FieldValue) (nvml.Return, bool)
 }
 
 // plan fills r.plan for the next sample.

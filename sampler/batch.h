@@ -41,6 +41,10 @@ struct gt_batch {
 // gt_batch_handle returns the NVML device handle of index, or NULL.
 void *gt_batch_handle(unsigned int index);
 
+// gt_batch_fields makes one GetFieldValues call on dev under the field lock
+// (GT_LOCK_TIMEOUT: not had within wait_ms).
+int32_t gt_batch_fields(void *dev, int32_t n, struct gt_nvml_field_value *f, uint32_t wait_ms);
+
 // gt_batch_run makes the planned calls on dev.
 void gt_batch_run(void *dev, struct gt_batch *b);
 

@@ -45,6 +45,14 @@ func (x *goExec) lockFields() bool {
 
 func (x *goExec) current() int32 { return x.cur.Load() }
 
+func (x *goExec) fields(fv []nvml.FieldValue) (nvml.Return, bool) {
+	if !x.lockFields() {
+		return 0, false
+	}
+	defer func() { <-fieldSem }()
+	return x.dev.GetFieldValues(fv), true
+}
+
 func (x *goExec) run(r *raw) {
 	cur := &x.cur
 	defer cur.Store(0)

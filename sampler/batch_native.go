@@ -60,6 +60,20 @@ func newNativeExec(index int, fieldWait time.Duration, threadFailed func()) (*na
 	return &nativeExec{dev: dev, b: b, threadFailed: threadFailed}, nil
 }
 
+// The health counters' field values are passed to C as they are.
+var _ = [1]struct{}{}[unsafe.Sizeof(nvml.FieldValue{})-unsafe.Sizeof(C.struct_gt_nvml_field_value{})]
+
+func (x *nativeExec) fields(fv []nvml.FieldValue) (nvml.Return, bool) {
+	if len(fv) == 0 {
+		return nvml.ERROR_INVALID_ARGUMENT, true
+	}
+	r := C.gt_batch_fields(x.dev, C.int32_t(len(fv)), (*C.struct_gt_nvml_field_value)(unsafe.Pointer(&fv[0])), x.b.field_wait_ms)
+	if int(r) == retLockTimeout {
+		return 0, false
+	}
+	return nvml.Return(r), true
+}
+
 func (x *nativeExec) current() int32 {
 	return atomic.LoadInt32((*int32)(unsafe.Pointer(&x.b.cur)))
 }

@@ -54,6 +54,8 @@ const (
 	FnProcesses
 	FnGraphicsProcesses
 	FnProcessUtil
+	FnHealthFields // nvmlDeviceGetFieldValues for the GPU-level health counters
+	FnNVLinkFields // nvmlDeviceGetFieldValues for the per-link NVLink and C2C counters
 	numFns
 )
 
@@ -114,6 +116,8 @@ var fnInfo = [numFns]struct {
 	FnProcesses:             {"nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetComputeRunningProcesses"},
 	FnGraphicsProcesses:     {"nvmlDeviceGetGraphicsRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"},
 	FnProcessUtil:           {"nvmlDeviceGetProcessUtilization", "nvmlDeviceGetProcessUtilization"},
+	FnHealthFields:          {"nvmlDeviceGetFieldValues/health", "nvmlDeviceGetFieldValues"},
+	FnNVLinkFields:          {"nvmlDeviceGetFieldValues/nvlink", "nvmlDeviceGetFieldValues"},
 }
 
 func (f Fn) String() string {

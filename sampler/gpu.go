@@ -91,6 +91,7 @@ type GPU struct {
 	n      uint64 // samples taken
 	pacer  *Pacer // shared by the host's GPUs; nil: every column at its normal rate
 	fanPol fanPolicies
+	hlt    healthTier // hardware health counters (health.go)
 
 	// Per-sample bookkeeping.
 	attempts, fails int
@@ -321,6 +322,13 @@ func (g *GPU) Sample(s *reading.Sample) {
 			Status: reading.StatusFailed, Err: g.firstErr.String() + ": " + retText(g.firstRet)}
 		g.carry, g.sensor0 = [maxReadings]reading.Opt[uint64]{}, reading.Opt[reading.Sensor]{}
 	}
+	switch {
+	case s.Status != reading.StatusOK:
+		g.hlt.vals = [reading.NumHealth]reading.Opt[uint64]{}
+	case slow:
+		g.readHealth(s)
+	}
+	s.Health = g.hlt.vals
 	g.readFanPolicies(s)
 }
 

@@ -207,6 +207,7 @@ func (g *GPU) readStatic(lib Library) {
 	g.hmu.Lock()
 	g.dev = dev
 	g.hmu.Unlock()
+	g.resetHealth()
 	str := func(fn Fn, f func() (string, nvml.Return)) string {
 		if !g.can(fn, 0) {
 			return ""

@@ -43,10 +43,15 @@ type Dev struct {
 	Sensor                         nvml.GpuThermalSettingsSensor
 	Enc, Dec                       uint32
 	FieldRet                       map[uint32]nvml.Return // per-entry return in GetFieldValues
-	Procs, GProcs                  []nvml.ProcessInfo     // compute and graphics processes
-	ProcUtil                       []nvml.ProcessUtilizationSample
-	MemTotal                       uint64
-	EventTypes                     uint64 // GetSupportedEventTypes' mask
+	// Fields answers other field ids (the health counters) with an
+	// UNSIGNED_LONG_LONG value at scope 0; LinkFields by field and scope
+	// (link). An id in neither is NOT_SUPPORTED.
+	Fields        map[uint32]uint64
+	LinkFields    map[[2]uint32]uint64
+	Procs, GProcs []nvml.ProcessInfo // compute and graphics processes
+	ProcUtil      []nvml.ProcessUtilizationSample
+	MemTotal      uint64
+	EventTypes    uint64 // GetSupportedEventTypes' mask
 	// Latency is how long every call takes: a real wait (fake time inside a
 	// synctest bubble), as on a slow driver.
 	Latency time.Duration
@@ -239,7 +244,16 @@ func (d *Dev) GetFieldValues(v []nvml.FieldValue) nvml.Return {
 		case nvml.FI_DEV_PCIE_REPLAY_COUNTER:
 			putU32(f, uint32(d.Replay))
 		default:
-			f.NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
+			v, ok := d.LinkFields[[2]uint32{f.FieldId, f.ScopeId}]
+			if !ok && f.ScopeId == 0 {
+				v, ok = d.Fields[f.FieldId]
+			}
+			if !ok {
+				f.NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
+				break
+			}
+			f.ValueType = uint32(nvml.VALUE_TYPE_UNSIGNED_LONG_LONG)
+			binary.LittleEndian.PutUint64(f.Value[:], v)
 		}
 	}
 	return r

@@ -1,0 +1,313 @@
+package reading
+
+import (
+	"strconv"
+	"time"
+)
+
+// Hardware health counters: what the GPU itself counted going wrong (ECC
+// errors, row remapping, PCIe errors, time spent in each clock event
+// reason, NVLink). Each is declared once in HealthDefs (name, NVML field,
+// group, kind); the sampler, the CSV, events.log, status, metrics and the
+// snapshot walk that table, so adding a counter is one entry.
+
+// HealthKind says how a health counter changes and how it is written.
+type HealthKind uint8
+
+const (
+	// HealthCount only grows while the driver stays loaded: events.log
+	// writes a change as "+N".
+	HealthCount HealthKind = iota
+	// HealthState is a mode, a flag or an action: every change matters.
+	HealthState
+	// HealthNanos is a time in ns that only grows; the CSV writes seconds
+	// with 3 decimals.
+	HealthNanos
+)
+
+// HealthGroup is a set of counters a GPU supports together or not at all.
+type HealthGroup uint8
+
+// The health groups, in the order system-info.txt lists them.
+const (
+	GroupECC HealthGroup = iota
+	GroupRemap
+	GroupRetired
+	GroupPCIe
+	GroupClockEvents
+	GroupNVLink
+	GroupC2C
+	GroupRecovery
+	NumHealthGroups
+)
+
+// HealthGroupNames names the groups (system-info.txt, status --json).
+var HealthGroupNames = [NumHealthGroups]string{
+	GroupECC: "ecc", GroupRemap: "row_remap", GroupRetired: "retired_pages", GroupPCIe: "pcie",
+	GroupClockEvents: "clock_events", GroupNVLink: "nvlink", GroupC2C: "c2c", GroupRecovery: "recovery_action",
+}
+
+// HealthID names one GPU-level health counter; it indexes Sample.Health.
+type HealthID uint8
+
+// The GPU-level health counters.
+const (
+	HECCMode HealthID = iota
+	HECCPending
+	HSBEVolatile
+	HDBEVolatile
+	HSBEAggregate
+	HDBEAggregate
+	HRetiredSBE
+	HRetiredDBE
+	HRetiredPending
+	HRemapCorrectable
+	HRemapUncorrectable
+	HRemapPending
+	HRemapFailure
+	HPCIeReplayRollover
+	HPCIeL0Recovery
+	HPCIeCorrectable
+	HPCIeNAKsReceived
+	HPCIeReceiverErrors
+	HPCIeBadTLP
+	HPCIeNAKsSent
+	HPCIeBadDLLP
+	HPCIeNonFatal
+	HPCIeFatal
+	HPCIeUnsupportedReq
+	HPCIeLCRC
+	HClkSWPowerCap
+	HClkSyncBoost
+	HClkSWThermal
+	HClkHWThermal
+	HClkHWPowerBrake
+	HClkBoardLimit
+	HClkReliability
+	HNVLinkCount
+	HNVLinkUp       // derived: links whose state is active
+	HNVLinkErrors   // derived: the links' error counters summed
+	HNVLinkRecovery // derived: successful link recoveries summed
+	HNVLinkRecoveryFailed
+	HC2CCount
+	HC2CUp     // derived: C2C links whose status is active
+	HC2CErrors // derived: the C2C links' CRC and replay counters summed
+	HRecoveryAction
+	NumHealth
+)
+
+// HealthDef declares one GPU-level health counter.
+type HealthDef struct {
+	// Name is the CSV column, the events.log counter= value and the metric
+	// name's suffix.
+	Name string
+	// Field is the NVML field id (nvml.h NVML_FI_DEV_*, pinned against
+	// go-nvml's constants by a sampler test) read with scopeId 0; 0 means
+	// derived from the per-link readings.
+	Field uint32
+	Group HealthGroup
+	Kind  HealthKind
+	Help  string
+}
+
+// HealthDefs declares every GPU-level health counter, indexed by HealthID.
+var HealthDefs = [NumHealth]HealthDef{
+	HECCMode:              {"ecc_mode", 1, GroupECC, HealthState, "ECC mode now (1 on, 0 off)"},
+	HECCPending:           {"ecc_mode_pending", 2, GroupECC, HealthState, "ECC mode after the next reset"},
+	HSBEVolatile:          {"ecc_sbe_volatile", 3, GroupECC, HealthCount, "single-bit (corrected) ECC errors since the driver loaded"},
+	HDBEVolatile:          {"ecc_dbe_volatile", 4, GroupECC, HealthCount, "double-bit (uncorrected) ECC errors since the driver loaded"},
+	HSBEAggregate:         {"ecc_sbe_aggregate", 5, GroupECC, HealthCount, "single-bit ECC errors over the GPU's life"},
+	HDBEAggregate:         {"ecc_dbe_aggregate", 6, GroupECC, HealthCount, "double-bit ECC errors over the GPU's life"},
+	HRetiredSBE:           {"retired_pages_sbe", 29, GroupRetired, HealthCount, "pages retired for single-bit errors (pre-Ampere)"},
+	HRetiredDBE:           {"retired_pages_dbe", 30, GroupRetired, HealthCount, "pages retired for double-bit errors (pre-Ampere)"},
+	HRetiredPending:       {"retired_pages_pending", 31, GroupRetired, HealthState, "pages waiting to be retired at the next reset (1 yes)"},
+	HRemapCorrectable:     {"remap_correctable", 142, GroupRemap, HealthCount, "rows remapped for correctable errors"},
+	HRemapUncorrectable:   {"remap_uncorrectable", 143, GroupRemap, HealthCount, "rows remapped for uncorrectable errors"},
+	HRemapPending:         {"remap_pending", 144, GroupRemap, HealthState, "a row remap waits for a GPU reset (1 yes)"},
+	HRemapFailure:         {"remap_failure", 145, GroupRemap, HealthState, "a row remap failed (1 yes)"},
+	HPCIeReplayRollover:   {"pcie_replay_rollover", 95, GroupPCIe, HealthCount, "PCIe replay counter rollovers"},
+	HPCIeL0Recovery:       {"pcie_l0_recovery", 169, GroupPCIe, HealthCount, "PCIe link L0 to recovery transitions"},
+	HPCIeCorrectable:      {"pcie_correctable", 173, GroupPCIe, HealthCount, "PCIe correctable errors"},
+	HPCIeNAKsReceived:     {"pcie_naks_received", 174, GroupPCIe, HealthCount, "PCIe NAKs received"},
+	HPCIeReceiverErrors:   {"pcie_receiver_errors", 175, GroupPCIe, HealthCount, "PCIe receiver errors"},
+	HPCIeBadTLP:           {"pcie_bad_tlp", 176, GroupPCIe, HealthCount, "PCIe bad TLPs"},
+	HPCIeNAKsSent:         {"pcie_naks_sent", 177, GroupPCIe, HealthCount, "PCIe NAKs sent"},
+	HPCIeBadDLLP:          {"pcie_bad_dllp", 178, GroupPCIe, HealthCount, "PCIe bad DLLPs"},
+	HPCIeNonFatal:         {"pcie_nonfatal", 179, GroupPCIe, HealthCount, "PCIe non-fatal errors"},
+	HPCIeFatal:            {"pcie_fatal", 180, GroupPCIe, HealthCount, "PCIe fatal errors"},
+	HPCIeUnsupportedReq:   {"pcie_unsupported_req", 181, GroupPCIe, HealthCount, "PCIe unsupported requests"},
+	HPCIeLCRC:             {"pcie_lcrc", 182, GroupPCIe, HealthCount, "PCIe LCRC errors"},
+	HClkSWPowerCap:        {"clk_sw_power_cap_s", 74, GroupClockEvents, HealthNanos, "time clocks were held by the software power cap"},
+	HClkSyncBoost:         {"clk_sync_boost_s", 76, GroupClockEvents, HealthNanos, "time clocks were held by sync boost"},
+	HClkSWThermal:         {"clk_sw_thermal_s", 269, GroupClockEvents, HealthNanos, "time clocks were held by software thermal slowdown"},
+	HClkHWThermal:         {"clk_hw_thermal_s", 270, GroupClockEvents, HealthNanos, "time clocks were held by hardware thermal slowdown"},
+	HClkHWPowerBrake:      {"clk_hw_power_brake_s", 271, GroupClockEvents, HealthNanos, "time clocks were held by the hardware power brake"},
+	HClkBoardLimit:        {"clk_board_limit_s", 77, GroupClockEvents, HealthNanos, "time clocks were held by the board limit"},
+	HClkReliability:       {"clk_reliability_s", 79, GroupClockEvents, HealthNanos, "time clocks were held by the reliability policy"},
+	HNVLinkCount:          {"nvlink_links", 91, GroupNVLink, HealthState, "NVLink links present"},
+	HNVLinkUp:             {"nvlink_up", 0, GroupNVLink, HealthState, "NVLink links active"},
+	HNVLinkErrors:         {"nvlink_errors", 0, GroupNVLink, HealthCount, "NVLink error counters summed over the links (malformed, buffer overrun, rx, local integrity, tx discards, effective)"},
+	HNVLinkRecovery:       {"nvlink_recoveries", 0, GroupNVLink, HealthCount, "successful NVLink link recoveries summed over the links"},
+	HNVLinkRecoveryFailed: {"nvlink_recovery_failed", 0, GroupNVLink, HealthCount, "failed NVLink link recoveries summed over the links"},
+	HC2CCount:             {"c2c_links", 170, GroupC2C, HealthState, "C2C links present"},
+	HC2CUp:                {"c2c_up", 0, GroupC2C, HealthState, "C2C links active"},
+	HC2CErrors:            {"c2c_errors", 0, GroupC2C, HealthCount, "C2C CRC and replay errors summed over the links"},
+	HRecoveryAction:       {"recovery_action", 230, GroupRecovery, HealthState, "recovery action the driver asks for (0 none, 1 reset, 2 reboot, 3 drain P2P, 4 drain and reset)"},
+}
+
+// MaxLinks is the number of NVLink links per GPU the sampler records (a
+// B200 has 18).
+const MaxLinks = 18
+
+// MaxC2C is the number of C2C links per GPU the sampler records.
+const MaxC2C = 4
+
+// LinkCounterID names one per-link NVLink error counter.
+type LinkCounterID uint8
+
+// The per-link NVLink5 counters.
+const (
+	LMalformed LinkCounterID = iota
+	LBufferOverrun
+	LRxErrors
+	LLocalIntegrity
+	LTxDiscards
+	LEffectiveErrors
+	LRecoveryOK
+	LRecoveryFailed
+	LSymbolErrors
+	LEffectiveBER // packed BER (DecodeBER)
+	LSymbolBER    // packed BER
+	NumLinkCounters
+)
+
+// LinkDef declares one per-link counter.
+type LinkDef struct {
+	Name  string // metric label value and snapshot column
+	Field uint32 // NVML field read with scopeId = link
+	BER   bool   // a packed bit error rate, not a count
+	// Error says the counter is summed into nvlink_errors.
+	Error bool
+}
+
+// LinkDefs declares the per-link counters, indexed by LinkCounterID.
+var LinkDefs = [NumLinkCounters]LinkDef{
+	LMalformed:       {Name: "malformed", Field: 206, Error: true},
+	LBufferOverrun:   {Name: "buffer_overrun", Field: 207, Error: true},
+	LRxErrors:        {Name: "rx_errors", Field: 208, Error: true},
+	LLocalIntegrity:  {Name: "local_integrity", Field: 211, Error: true},
+	LTxDiscards:      {Name: "tx_discards", Field: 212, Error: true},
+	LEffectiveErrors: {Name: "effective_errors", Field: 219, Error: true},
+	LRecoveryOK:      {Name: "recovery_ok", Field: 213},
+	LRecoveryFailed:  {Name: "recovery_failed", Field: 214},
+	LSymbolErrors:    {Name: "symbol_errors", Field: 221},
+	LEffectiveBER:    {Name: "effective_ber", Field: 220, BER: true},
+	LSymbolBER:       {Name: "symbol_ber", Field: 222, BER: true},
+}
+
+// The per-link inventory fields.
+const (
+	FieldLinkSpeed   = 164 // NVLink speed, MB/s
+	FieldLinkState   = 165 // NVML_NVLINK_STATE_*: 0 inactive, 1 active, 2 sleep, 3 active, traffic disabled
+	FieldLinkVersion = 166 // nvmlNvlinkVersion_t
+	FieldC2CStatus   = 171 // 0 inactive, 1 active
+	FieldC2CCRC      = 231
+	FieldC2CReplay   = 232
+	FieldC2CReplayB2 = 233
+)
+
+// LinkStateActive is NVML_NVLINK_STATE_ACTIVE.
+const LinkStateActive = 1
+
+// Link is one NVLink link as last read.
+type Link struct {
+	State     Opt[uint32]
+	SpeedMBps Opt[uint32]
+	Version   Opt[uint32]
+	C         [NumLinkCounters]Opt[uint64]
+}
+
+// Up reports whether the link's state is known and active.
+func (l *Link) Up() bool { return l.State.OK && l.State.V == LinkStateActive }
+
+// LinkStateName returns the text of an NVML_NVLINK_STATE_* value.
+func LinkStateName(v uint32) string {
+	switch v {
+	case 0:
+		return "inactive"
+	case 1:
+		return "active"
+	case 2:
+		return "sleep"
+	case 3:
+		return "active_traffic_disabled"
+	}
+	return "state_" + strconv.FormatUint(uint64(v), 10)
+}
+
+// NVLinks is every NVLink link of a GPU as last read, with when. It is a
+// plain value, published whole by the sampler.
+type NVLinks struct {
+	At time.Time // the sample that read them; zero: never read
+	N  int       // links present (at most MaxLinks recorded)
+	L  [MaxLinks]Link
+}
+
+// DecodeBER decodes a packed NVLink bit error rate: mantissa in bits 8-11,
+// exponent in bits 0-7, rate = mantissa x 10^-exponent.
+func DecodeBER(v uint64) float64 {
+	mant := float64((v >> 8) & 0xf)
+	exp := int(v & 0xff)
+	r := mant
+	for range exp {
+		r /= 10
+	}
+	return r
+}
+
+// RecoveryActionName returns the text of an nvmlDeviceGpuRecoveryAction_t
+// value. Values newer drivers add read "action_N": they still need action.
+func RecoveryActionName(v uint64) string {
+	switch v {
+	case 0:
+		return "none"
+	case 1:
+		return "gpu_reset"
+	case 2:
+		return "node_reboot"
+	case 3:
+		return "drain_p2p"
+	case 4:
+		return "drain_and_reset"
+	case 5:
+		return "recover_imex_domain"
+	case 6:
+		return "bus_reset"
+	case 7:
+		return "system_reboot"
+	}
+	return "action_" + strconv.FormatUint(v, 10)
+}
+
+// AppendHealthCell appends counter id's CSV cell: nothing when absent,
+// seconds with 3 decimals for a time, the number otherwise.
+func AppendHealthCell(b []byte, id HealthID, v Opt[uint64]) []byte {
+	x, ok := v.Get()
+	if !ok {
+		return b
+	}
+	if HealthDefs[id].Kind == HealthNanos {
+		ms := x / 1_000_000
+		b = strconv.AppendUint(b, ms/1000, 10)
+		b = append(b, '.')
+		frac := ms % 1000
+		if frac < 100 {
+			b = append(b, '0')
+		}
+		if frac < 10 {
+			b = append(b, '0')
+		}
+		return strconv.AppendUint(b, frac, 10)
+	}
+	return strconv.AppendUint(b, x, 10)
+}

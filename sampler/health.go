@@ -1,0 +1,296 @@
+package sampler
+
+import (
+	"sync/atomic"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// The hardware health counters (reading.HealthDefs) are read on the slow
+// tier, after the sample's own calls, in at most two nvmlDeviceGetFieldValues
+// calls: one for the GPU-level fields and, on a GPU with NVLink or C2C links,
+// one for the per-link fields (on GB200, ECC fields batched with NVLink
+// counters were reported to come back N/A: DCGM issue 265). Each entry's own
+// nvmlReturn decides: the call's SUCCESS proves nothing about a field. A field
+// the driver refuses (not supported, no permission) stays off for Reprobe,
+// per field, and the cache is cleared when the GPU's handle is had again.
+
+// healthTier is the health counters as last read and the per-field
+// capability cache (worker only, except links).
+type healthTier struct {
+	vals    [reading.NumHealth]reading.Opt[uint64]
+	off     [reading.NumHealth]int64 // ns since base until which the field stays off
+	linkOff [numLinkFields]int64
+	fv      []nvml.FieldValue
+	fvID    []reading.HealthID
+	lfv     []nvml.FieldValue
+	links   atomic.Pointer[reading.NVLinks] // the latest per-link reading; nil: none
+	groups  atomic.Uint32                   // bit g: group g answered at least one field
+	skips   atomic.Uint64                   // reads put off: the field lock was busy
+}
+
+// Per-link fields: the inventory three, the counters, then C2C's.
+const (
+	lfState = iota
+	lfSpeed
+	lfVersion
+	lfCounter0
+	lfC2CStatus   = lfCounter0 + int(reading.NumLinkCounters)
+	lfC2CCRC      = lfC2CStatus + 1
+	lfC2CReplay   = lfC2CStatus + 2
+	lfC2CB2B      = lfC2CStatus + 3
+	numLinkFields = lfC2CStatus + 4
+)
+
+var linkField = func() (t [numLinkFields]uint32) {
+	t[lfState], t[lfSpeed], t[lfVersion] = reading.FieldLinkState, reading.FieldLinkSpeed, reading.FieldLinkVersion
+	for i, d := range reading.LinkDefs {
+		t[lfCounter0+i] = d.Field
+	}
+	t[lfC2CStatus], t[lfC2CCRC], t[lfC2CReplay], t[lfC2CB2B] = reading.FieldC2CStatus, reading.FieldC2CCRC, reading.FieldC2CReplay, reading.FieldC2CReplayB2
+	return t
+}()
+
+// resetHealth forgets the capability cache and the values (a new handle:
+// the driver may have been reloaded, with other support).
+func (g *GPU) resetHealth() {
+	h := &g.hlt
+	h.vals = [reading.NumHealth]reading.Opt[uint64]{}
+	h.off = [reading.NumHealth]int64{}
+	h.linkOff = [numLinkFields]int64{}
+	h.links.Store(nil)
+}
+
+// NVLinks returns the GPU's per-link NVLink reading as last read by the
+// slow tier; N is 0 when the GPU has no NVLink (or it was never read). Safe
+// from any goroutine; makes no NVML call.
+func (g *GPU) NVLinks() reading.NVLinks {
+	if p := g.hlt.links.Load(); p != nil {
+		return *p
+	}
+	return reading.NVLinks{}
+}
+
+// HealthGroups reports which health groups answered at least one field
+// since start (system-info.txt, status). Safe from any goroutine.
+func (g *GPU) HealthGroups() [reading.NumHealthGroups]bool {
+	var out [reading.NumHealthGroups]bool
+	b := g.hlt.groups.Load()
+	for i := range out {
+		out[i] = b&(1<<i) != 0
+	}
+	return out
+}
+
+// HealthSkips is how many health reads were put off because another GPU
+// held the field lock (stuck in the driver): the last reading was kept.
+func (g *GPU) HealthSkips() uint64 { return g.hlt.skips.Load() }
+
+func (g *GPU) healthLockBusy() {
+	g.cur.Store(int32(FnNone))
+	if g.hlt.skips.Add(1) == 1 {
+		g.log.Warn("health counters not read: another GPU holds the field lock; the last reading is kept (counted as health_skips)")
+	}
+}
+
+// fieldOn reports whether a field whose cache entry is off may be asked now.
+func (g *GPU) fieldOn(off int64) bool { return off == 0 || g.mono() >= off }
+
+// readHealth reads the health counters into g.hlt (slow samples that
+// succeeded only). A GPU lost during it is noted in g.lost.
+func (g *GPU) readHealth(s *reading.Sample) {
+	h := &g.hlt
+	var vals [reading.NumHealth]reading.Opt[uint64]
+	if g.can(FnHealthFields, 0) {
+		h.fv, h.fvID = h.fv[:0], h.fvID[:0]
+		for id, d := range reading.HealthDefs {
+			if d.Field == 0 || !g.fieldOn(h.off[id]) {
+				continue
+			}
+			// A fresh, zeroed entry per call: values must not carry over.
+			h.fv = append(h.fv, nvml.FieldValue{FieldId: d.Field})
+			h.fvID = append(h.fvID, reading.HealthID(id))
+		}
+		if len(h.fv) > 0 {
+			g.begin(FnHealthFields)
+			ret, locked := g.exec.fields(h.fv)
+			if !locked {
+				g.healthLockBusy()
+				return // the last reading stays, one slow period older
+			}
+			if g.end(FnHealthFields, 0, ret) {
+				for i := range h.fv {
+					if v, ok := g.healthEntry(&h.fv[i], &h.off[h.fvID[i]]); ok {
+						vals[h.fvID[i]] = reading.Some(v)
+					}
+				}
+			}
+		}
+	}
+	judgeSupport(&vals)
+	g.readLinks(s, &vals)
+	h.vals = vals
+	var groups uint32
+	for id, v := range vals {
+		if v.OK {
+			groups |= 1 << reading.HealthDefs[id].Group
+		}
+	}
+	h.groups.Store(h.groups.Load() | groups)
+}
+
+// healthEntry classifies one field entry; a refused field's cache entry
+// *off is set. It returns the decoded value when the entry succeeded.
+func (g *GPU) healthEntry(fv *nvml.FieldValue, off *int64) (uint64, bool) {
+	switch c := Classify(nvml.Return(fv.NvmlReturn)); {
+	case c == ClassOK:
+		*off = 0
+		return fieldUint(fv)
+	case c.capability():
+		*off = g.mono() + int64(g.cfg.Reprobe)
+	case c == ClassGPULost:
+		g.lost = true
+	}
+	return 0, false
+}
+
+// judgeSupport drops what the driver answered but the GPU cannot have: ECC
+// totals, retired pages and row remapping need ECC on. A GeForce board was
+// seen answering the remap fields with SUCCESS and zeros (gpud, RTX 4090);
+// without ECC there is nothing to remap, so those zeros are absent, not 0.
+func judgeSupport(v *[reading.NumHealth]reading.Opt[uint64]) {
+	if m, ok := v[reading.HECCMode].Get(); ok && m == 1 {
+		return
+	}
+	for id, d := range reading.HealthDefs {
+		switch {
+		case reading.HealthID(id) == reading.HECCMode || reading.HealthID(id) == reading.HECCPending:
+		case d.Group == reading.GroupECC || d.Group == reading.GroupRemap || d.Group == reading.GroupRetired:
+			v[id] = reading.Opt[uint64]{}
+		}
+	}
+}
+
+// readLinks reads the per-link NVLink and C2C fields in a call of their own
+// when the GPU has links, publishes them and fills the derived sums.
+func (g *GPU) readLinks(s *reading.Sample, vals *[reading.NumHealth]reading.Opt[uint64]) {
+	h := &g.hlt
+	nl, _ := vals[reading.HNVLinkCount].Get()
+	nc, _ := vals[reading.HC2CCount].Get()
+	nl, nc = min(nl, reading.MaxLinks), min(nc, reading.MaxC2C)
+	if (nl == 0 && nc == 0) || g.lost || !g.can(FnNVLinkFields, 0) {
+		h.links.Store(nil)
+		return
+	}
+	type ref struct{ link, f int }
+	h.lfv = h.lfv[:0]
+	refs := make([]ref, 0, int(nl)*lfC2CStatus+int(nc)*4)
+	for l := range int(nl) {
+		for f := lfState; f < lfC2CStatus; f++ {
+			if g.fieldOn(h.linkOff[f]) {
+				h.lfv = append(h.lfv, nvml.FieldValue{FieldId: linkField[f], ScopeId: uint32(l)})
+				refs = append(refs, ref{l, f})
+			}
+		}
+	}
+	for l := range int(nc) {
+		for f := lfC2CStatus; f < numLinkFields; f++ {
+			if g.fieldOn(h.linkOff[f]) {
+				h.lfv = append(h.lfv, nvml.FieldValue{FieldId: linkField[f], ScopeId: uint32(l)})
+				refs = append(refs, ref{l, f})
+			}
+		}
+	}
+	if len(h.lfv) == 0 {
+		h.links.Store(nil)
+		return
+	}
+	g.begin(FnNVLinkFields)
+	ret, locked := g.exec.fields(h.lfv)
+	if !locked {
+		g.cur.Store(int32(FnNone))
+		g.healthLockBusy()
+		if old := h.links.Load(); old != nil {
+			for _, id := range []reading.HealthID{reading.HNVLinkUp, reading.HNVLinkErrors, reading.HNVLinkRecovery, reading.HNVLinkRecoveryFailed, reading.HC2CUp, reading.HC2CErrors} {
+				vals[id] = h.vals[id]
+			}
+		}
+		return
+	}
+	if !g.end(FnNVLinkFields, 0, ret) {
+		h.links.Store(nil)
+		return
+	}
+	out := &reading.NVLinks{At: s.Time, N: int(nl)}
+	var c2cUp, c2cErr uint64
+	var c2cUpOK, c2cErrOK bool
+	for i := range h.lfv {
+		r := refs[i]
+		v, ok := g.healthEntry(&h.lfv[i], &h.linkOff[r.f])
+		if !ok {
+			continue
+		}
+		switch {
+		case r.f == lfState:
+			out.L[r.link].State = reading.Some(uint32(v))
+		case r.f == lfSpeed:
+			out.L[r.link].SpeedMBps = reading.Some(uint32(v))
+		case r.f == lfVersion:
+			out.L[r.link].Version = reading.Some(uint32(v))
+		case r.f < lfC2CStatus:
+			out.L[r.link].C[r.f-lfCounter0] = reading.Some(v)
+		case r.f == lfC2CStatus:
+			c2cUpOK = true
+			if v == 1 {
+				c2cUp++
+			}
+		default:
+			c2cErr, c2cErrOK = c2cErr+v, true
+		}
+	}
+	if nl > 0 {
+		h.links.Store(out)
+		var up, errs, rec, fail uint64
+		var upOK, errsOK, recOK, failOK bool
+		for l := range out.N {
+			k := &out.L[l]
+			if k.State.OK {
+				upOK = true
+				if k.Up() {
+					up++
+				}
+			}
+			for c, d := range reading.LinkDefs {
+				v, ok := k.C[c].Get()
+				switch {
+				case !ok:
+				case d.Error:
+					errs, errsOK = errs+v, true
+				case reading.LinkCounterID(c) == reading.LRecoveryOK:
+					rec, recOK = rec+v, true
+				case reading.LinkCounterID(c) == reading.LRecoveryFailed:
+					fail, failOK = fail+v, true
+				}
+			}
+		}
+		set := func(id reading.HealthID, v uint64, ok bool) {
+			if ok {
+				vals[id] = reading.Some(v)
+			}
+		}
+		set(reading.HNVLinkUp, up, upOK)
+		set(reading.HNVLinkErrors, errs, errsOK)
+		set(reading.HNVLinkRecovery, rec, recOK)
+		set(reading.HNVLinkRecoveryFailed, fail, failOK)
+	} else {
+		h.links.Store(nil)
+	}
+	if c2cUpOK {
+		vals[reading.HC2CUp] = reading.Some(c2cUp)
+	}
+	if c2cErrOK {
+		vals[reading.HC2CErrors] = reading.Some(c2cErr)
+	}
+}

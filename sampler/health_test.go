@@ -1,0 +1,212 @@
+package sampler
+
+import (
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
+)
+
+// The field ids in reading's tables are nvml.h's (go-nvml's constants are
+// generated from it).
+func TestHealthFieldIDsMatchNVML(t *testing.T) {
+	want := map[reading.HealthID]uint32{
+		reading.HECCMode: nvml.FI_DEV_ECC_CURRENT, reading.HECCPending: nvml.FI_DEV_ECC_PENDING,
+		reading.HSBEVolatile: nvml.FI_DEV_ECC_SBE_VOL_TOTAL, reading.HDBEVolatile: nvml.FI_DEV_ECC_DBE_VOL_TOTAL,
+		reading.HSBEAggregate: nvml.FI_DEV_ECC_SBE_AGG_TOTAL, reading.HDBEAggregate: nvml.FI_DEV_ECC_DBE_AGG_TOTAL,
+		reading.HRetiredSBE: nvml.FI_DEV_RETIRED_SBE, reading.HRetiredDBE: nvml.FI_DEV_RETIRED_DBE,
+		reading.HRetiredPending: nvml.FI_DEV_RETIRED_PENDING,
+		reading.HRemapCorrectable: nvml.FI_DEV_REMAPPED_COR, reading.HRemapUncorrectable: nvml.FI_DEV_REMAPPED_UNC,
+		reading.HRemapPending: nvml.FI_DEV_REMAPPED_PENDING, reading.HRemapFailure: nvml.FI_DEV_REMAPPED_FAILURE,
+		reading.HPCIeReplayRollover: nvml.FI_DEV_PCIE_REPLAY_ROLLOVER_COUNTER,
+		reading.HPCIeL0Recovery:     nvml.FI_DEV_PCIE_L0_TO_RECOVERY_COUNTER,
+		reading.HPCIeCorrectable:    nvml.FI_DEV_PCIE_COUNT_CORRECTABLE_ERRORS,
+		reading.HPCIeNAKsReceived:   nvml.FI_DEV_PCIE_COUNT_NAKS_RECEIVED,
+		reading.HPCIeReceiverErrors: nvml.FI_DEV_PCIE_COUNT_RECEIVER_ERROR,
+		reading.HPCIeBadTLP:         nvml.FI_DEV_PCIE_COUNT_BAD_TLP,
+		reading.HPCIeNAKsSent:       nvml.FI_DEV_PCIE_COUNT_NAKS_SENT,
+		reading.HPCIeBadDLLP:        nvml.FI_DEV_PCIE_COUNT_BAD_DLLP,
+		reading.HPCIeNonFatal:       nvml.FI_DEV_PCIE_COUNT_NON_FATAL_ERROR,
+		reading.HPCIeFatal:          nvml.FI_DEV_PCIE_COUNT_FATAL_ERROR,
+		reading.HPCIeUnsupportedReq: nvml.FI_DEV_PCIE_COUNT_UNSUPPORTED_REQ,
+		reading.HPCIeLCRC:           nvml.FI_DEV_PCIE_COUNT_LCRC_ERROR,
+		reading.HClkSWPowerCap:      nvml.FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP,
+		reading.HClkSyncBoost:       nvml.FI_DEV_CLOCKS_EVENT_REASON_SYNC_BOOST,
+		reading.HClkSWThermal:       nvml.FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN,
+		reading.HClkHWThermal:       nvml.FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN,
+		reading.HClkHWPowerBrake:    nvml.FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN,
+		reading.HClkBoardLimit:      nvml.FI_DEV_PERF_POLICY_BOARD_LIMIT,
+		reading.HClkReliability:     nvml.FI_DEV_PERF_POLICY_RELIABILITY,
+		reading.HNVLinkCount:        nvml.FI_DEV_NVLINK_LINK_COUNT,
+		reading.HC2CCount:           nvml.FI_DEV_C2C_LINK_COUNT,
+		reading.HRecoveryAction:     nvml.FI_DEV_GET_GPU_RECOVERY_ACTION,
+	}
+	for id, d := range reading.HealthDefs {
+		w, ok := want[reading.HealthID(id)]
+		if !ok {
+			w = 0 // derived
+		}
+		if d.Field != w {
+			t.Errorf("%s: field %d, nvml.h says %d", d.Name, d.Field, w)
+		}
+	}
+	link := map[reading.LinkCounterID]uint32{
+		reading.LMalformed: nvml.FI_DEV_NVLINK_COUNT_MALFORMED_PACKET_ERRORS, reading.LBufferOverrun: nvml.FI_DEV_NVLINK_COUNT_BUFFER_OVERRUN_ERRORS,
+		reading.LRxErrors: nvml.FI_DEV_NVLINK_COUNT_RCV_ERRORS, reading.LLocalIntegrity: nvml.FI_DEV_NVLINK_COUNT_LOCAL_LINK_INTEGRITY_ERRORS,
+		reading.LTxDiscards: nvml.FI_DEV_NVLINK_COUNT_XMIT_DISCARDS, reading.LEffectiveErrors: nvml.FI_DEV_NVLINK_COUNT_EFFECTIVE_ERRORS,
+		reading.LRecoveryOK: nvml.FI_DEV_NVLINK_COUNT_LINK_RECOVERY_SUCCESSFUL_EVENTS, reading.LRecoveryFailed: nvml.FI_DEV_NVLINK_COUNT_LINK_RECOVERY_FAILED_EVENTS,
+		reading.LSymbolErrors: nvml.FI_DEV_NVLINK_COUNT_SYMBOL_ERRORS, reading.LEffectiveBER: nvml.FI_DEV_NVLINK_COUNT_EFFECTIVE_BER,
+		reading.LSymbolBER: nvml.FI_DEV_NVLINK_COUNT_SYMBOL_BER,
+	}
+	for id, d := range reading.LinkDefs {
+		if d.Field != link[reading.LinkCounterID(id)] {
+			t.Errorf("link %s: field %d, nvml.h says %d", d.Name, d.Field, link[reading.LinkCounterID(id)])
+		}
+	}
+	for _, c := range []struct{ got, want uint32 }{
+		{reading.FieldLinkSpeed, nvml.FI_DEV_NVLINK_GET_SPEED}, {reading.FieldLinkState, nvml.FI_DEV_NVLINK_GET_STATE},
+		{reading.FieldLinkVersion, nvml.FI_DEV_NVLINK_GET_VERSION}, {reading.FieldC2CStatus, nvml.FI_DEV_C2C_LINK_GET_STATUS},
+		{reading.FieldC2CCRC, nvml.FI_DEV_C2C_LINK_ERROR_INTR}, {reading.FieldC2CReplay, nvml.FI_DEV_C2C_LINK_ERROR_REPLAY},
+		{reading.FieldC2CReplayB2, nvml.FI_DEV_C2C_LINK_ERROR_REPLAY_B2B}, {reading.LinkStateActive, nvml.NVLINK_STATE_ACTIVE},
+	} {
+		if c.got != c.want {
+			t.Errorf("field %d, nvml.h says %d", c.got, c.want)
+		}
+	}
+}
+
+func healthDev() *fakenvml.Dev {
+	d := fakenvml.NewDev()
+	d.Fields = map[uint32]uint64{
+		nvml.FI_DEV_ECC_CURRENT: 1, nvml.FI_DEV_ECC_SBE_VOL_TOTAL: 7, nvml.FI_DEV_ECC_DBE_VOL_TOTAL: 0,
+		nvml.FI_DEV_REMAPPED_PENDING: 1, nvml.FI_DEV_PCIE_COUNT_BAD_TLP: 3,
+		nvml.FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN: 2_500_000_000,
+	}
+	return d
+}
+
+func TestHealthPerFieldReturns(t *testing.T) {
+	d := healthDev()
+	d.FieldRet[nvml.FI_DEV_PCIE_COUNT_BAD_TLP] = nvml.ERROR_NO_PERMISSION
+	h := openFakeConfig(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}}, Config{Reprobe: time.Hour, SlowEvery: 1, FieldWait: time.Millisecond})
+	var s reading.Sample
+	h.GPUs[0].Sample(&s)
+	checks := []struct {
+		id   reading.HealthID
+		want reading.Opt[uint64]
+	}{
+		{reading.HECCMode, reading.Some[uint64](1)},
+		{reading.HSBEVolatile, reading.Some[uint64](7)},
+		{reading.HDBEVolatile, reading.Some[uint64](0)}, // a real zero
+		{reading.HRemapPending, reading.Some[uint64](1)},
+		{reading.HPCIeBadTLP, reading.Opt[uint64]{}},   // refused: absent, not 0
+		{reading.HPCIeFatal, reading.Opt[uint64]{}},    // not supported
+		{reading.HNVLinkCount, reading.Opt[uint64]{}},  // a PCIe board
+		{reading.HNVLinkErrors, reading.Opt[uint64]{}}, // no links, no sum
+		{reading.HClkHWThermal, reading.Some[uint64](2_500_000_000)},
+	}
+	for _, c := range checks {
+		if s.Health[c.id] != c.want {
+			t.Errorf("%s = %+v, want %+v", reading.HealthDefs[c.id].Name, s.Health[c.id], c.want)
+		}
+	}
+	// One call for the batch, one for the health counters; no NVLink call
+	// on a GPU without links.
+	if n := d.Count("GetFieldValues"); n != 2 {
+		t.Errorf("field calls %d, want 2", n)
+	}
+	// The refused fields are not asked again (capability cache); the rest is.
+	d.FieldRet = map[uint32]nvml.Return{}
+	d.Fields[nvml.FI_DEV_ECC_SBE_VOL_TOTAL] = 9
+	h.GPUs[0].Sample(&s)
+	if v := s.Health[reading.HPCIeBadTLP]; v.OK {
+		t.Errorf("refused field asked again before Reprobe: %+v", v)
+	}
+	if v := s.Health[reading.HSBEVolatile]; v != reading.Some[uint64](9) {
+		t.Errorf("SBE after change %+v", v)
+	}
+	// A new handle (the driver reloaded) asks everything again.
+	h.GPUs[0].resetHealth()
+	h.GPUs[0].Sample(&s)
+	if v := s.Health[reading.HPCIeBadTLP]; v != reading.Some[uint64](3) {
+		t.Errorf("after reset: %+v", v)
+	}
+}
+
+// Without ECC the remap fields' SUCCESS and zeros prove nothing (a GeForce
+// board answers them): absent.
+func TestHealthNoECCMeansNoRemap(t *testing.T) {
+	d := fakenvml.NewDev()
+	d.Fields = map[uint32]uint64{nvml.FI_DEV_REMAPPED_PENDING: 0, nvml.FI_DEV_REMAPPED_FAILURE: 0, nvml.FI_DEV_PCIE_COUNT_BAD_TLP: 0}
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
+	var s reading.Sample
+	h.GPUs[0].Sample(&s)
+	if s.Health[reading.HRemapPending].OK || s.Health[reading.HRemapFailure].OK {
+		t.Errorf("remap fields kept without ECC: %+v %+v", s.Health[reading.HRemapPending], s.Health[reading.HRemapFailure])
+	}
+	if !s.Health[reading.HPCIeBadTLP].OK {
+		t.Errorf("PCIe counter dropped")
+	}
+	g := h.GPUs[0].HealthGroups()
+	if g[reading.GroupECC] || g[reading.GroupRemap] || !g[reading.GroupPCIe] {
+		t.Errorf("groups %v", g)
+	}
+}
+
+func TestHealthNVLinkOwnCall(t *testing.T) {
+	d := healthDev()
+	d.Fields[nvml.FI_DEV_NVLINK_LINK_COUNT] = 3
+	d.LinkFields = map[[2]uint32]uint64{}
+	for l := uint32(0); l < 3; l++ {
+		d.LinkFields[[2]uint32{nvml.FI_DEV_NVLINK_GET_STATE, l}] = 1
+		d.LinkFields[[2]uint32{nvml.FI_DEV_NVLINK_COUNT_RCV_ERRORS, l}] = uint64(l)
+		d.LinkFields[[2]uint32{nvml.FI_DEV_NVLINK_COUNT_LINK_RECOVERY_FAILED_EVENTS, l}] = 0
+	}
+	d.LinkFields[[2]uint32{nvml.FI_DEV_NVLINK_GET_STATE, 1}] = 0 // down
+	d.LinkFields[[2]uint32{nvml.FI_DEV_NVLINK_COUNT_SYMBOL_BER, 2}] = 4<<8 | 11
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
+	var s reading.Sample
+	h.GPUs[0].Sample(&s)
+	if n := d.Count("GetFieldValues"); n != 3 {
+		t.Errorf("field calls %d, want 3 (batch, health, NVLink)", n)
+	}
+	want := map[reading.HealthID]reading.Opt[uint64]{
+		reading.HNVLinkCount: reading.Some[uint64](3), reading.HNVLinkUp: reading.Some[uint64](2),
+		reading.HNVLinkErrors: reading.Some[uint64](3), reading.HNVLinkRecoveryFailed: reading.Some[uint64](0),
+		reading.HNVLinkRecovery: {},
+	}
+	for id, w := range want {
+		if s.Health[id] != w {
+			t.Errorf("%s = %+v, want %+v", reading.HealthDefs[id].Name, s.Health[id], w)
+		}
+	}
+	links := h.GPUs[0].NVLinks()
+	if links.N != 3 || links.L[1].Up() || !links.L[0].Up() {
+		t.Fatalf("links %+v", links)
+	}
+	if ber := reading.DecodeBER(links.L[2].C[reading.LSymbolBER].V); ber < 3.9e-11 || ber > 4.1e-11 {
+		t.Errorf("BER %g", ber)
+	}
+}
+
+func TestHealthFieldLockBusyKeepsReading(t *testing.T) {
+	d := healthDev()
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
+	var s reading.Sample
+	h.GPUs[0].Sample(&s)
+	fieldSem <- struct{}{} // another GPU is stuck inside GetFieldValues
+	d.Fields[nvml.FI_DEV_ECC_SBE_VOL_TOTAL] = 99
+	for range 3 {
+		h.GPUs[0].Sample(&s)
+	}
+	<-fieldSem
+	if v := s.Health[reading.HSBEVolatile]; v != reading.Some[uint64](7) {
+		t.Errorf("kept reading %+v, want the last one (7)", v)
+	}
+	if h.GPUs[0].HealthSkips() == 0 {
+		t.Errorf("skips not counted")
+	}
+}
