@@ -20,6 +20,8 @@ const (
 	CountSpuriousThrottles
 	CountTDPChanges
 	CountThrottleChanges
+	CountHealthWarnings
+	CountHealthCritical
 	NumCounters
 )
 
@@ -57,6 +59,8 @@ var CounterDefs = [NumCounters]CounterDef{
 	CountSpuriousThrottles: {Name: "spurious_throttles", Short: "spur", Snapshot: "spur_throt", Help: "spurious throttles (SPUR_THROT)", Window: WindowRate},
 	CountTDPChanges:        {Name: "tdp_changes", Short: "tdp_chg", Snapshot: "tdp_changes", Help: "TDP_REDUCED and TDP_RESTORED", Window: WindowPeriod},
 	CountThrottleChanges:   {Name: "throttle_changes", Short: "throt_chg", Help: "clocks event reasons transitions"},
+	CountHealthWarnings:    {Name: "health_warnings", Short: "hw_warn", Snapshot: "health_warn", Help: "hardware health warnings begun (HEALTH_WARN)"},
+	CountHealthCritical:    {Name: "health_critical", Short: "hw_crit", Snapshot: "health_crit", Help: "hardware health critical conditions begun (HEALTH_CRIT)"},
 }
 
 // Counts is how many of each thing a Tracker saw, over some span, indexed

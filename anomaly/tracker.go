@@ -1,6 +1,7 @@
 package anomaly
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/cooldown"
@@ -16,10 +17,26 @@ type Result struct {
 	// TDP is the power limit change on this sample, if any, for events.log.
 	// It is reported on every change, even when its log notice is suppressed.
 	TDP reading.Opt[TDPChange]
+	// HealthBaseline: this sample holds the GPU's first health reading,
+	// for events.log (type=HEALTH_BASELINE with every counter present).
+	HealthBaseline bool
+	// HealthCritical is the first critical health reason that began on
+	// this sample, if any: the caller raises an incident.
+	HealthCritical reading.Opt[HealthReason]
+	// Verdict is the GPU's hardware health after this sample.
+	Verdict HealthVerdict
 
 	n       int
 	notices [numNoticeKinds]Notice
+	nh      int
+	health  [reading.NumHealth]HealthChange
 }
+
+// NumHealthChanges returns how many health counters changed on this sample.
+func (r *Result) NumHealthChanges() int { return r.nh }
+
+// HealthChange returns change i, 0 <= i < NumHealthChanges().
+func (r *Result) HealthChange(i int) HealthChange { return r.health[:r.nh][i] }
 
 // NumNotices returns how many log notices are due.
 func (r *Result) NumNotices() int { return r.n }
@@ -46,6 +63,10 @@ type Tracker struct {
 	inv      fanInversion
 	spur     spurThrottle
 	power    powerBreach
+	hchg     healthChanges
+	hwatch   healthWatch
+	reasons  uint32        // the verdict's reasons after the last sample
+	verdict  atomic.Uint32 // the same, for other goroutines
 
 	// Memory of earlier good samples, cleared by every failed, hung or lost one.
 	prev      reading.Sample      // the previous good sample; valid when hasPrev
@@ -136,6 +157,8 @@ func (t *Tracker) Observe(s *reading.Sample, now time.Time) Result {
 		}
 	}
 
+	t.health(&r, s, now)
+
 	if v, ok := s.TempC.Get(); ok {
 		t.peakTemp.observe(v)
 	}
@@ -148,6 +171,37 @@ func (t *Tracker) Observe(s *reading.Sample, now time.Time) Result {
 	t.seen++
 	return r
 }
+
+// health runs the health counter detectors: changes for events.log, the
+// verdict, a flag and a count for each reason that began.
+func (t *Tracker) health(r *Result, s *reading.Sample, now time.Time) {
+	r.nh, r.HealthBaseline = t.hchg.check(s, now, &r.health)
+	v := t.hwatch.check(s, now)
+	began := v.Reasons &^ t.reasons
+	for rs := range NumHealthReasons {
+		if began&(1<<rs) == 0 {
+			continue
+		}
+		d := HealthReasonDefs[rs]
+		if d.Critical {
+			s.Flags.Add(reading.Flag{Kind: reading.FlagHealthCrit, S: d.Name})
+			t.count(CountHealthCritical)
+			if !r.HealthCritical.OK {
+				r.HealthCritical = reading.Some(rs)
+			}
+		} else {
+			s.Flags.Add(reading.Flag{Kind: reading.FlagHealthWarn, S: d.Name})
+			t.count(CountHealthWarnings)
+		}
+	}
+	t.reasons = v.Reasons
+	t.verdict.Store(v.Reasons)
+	r.Verdict = v
+}
+
+// Verdict returns the GPU's hardware health as of the last sample. Safe
+// for concurrent use.
+func (t *Tracker) Verdict() HealthVerdict { return HealthVerdict{Reasons: t.verdict.Load()} }
 
 // Forget clears the memory of earlier samples, as a failed sample does. Call
 // it from the Observe goroutine after an outage the tracker did not see (a

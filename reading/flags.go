@@ -18,9 +18,11 @@ const (
 	FlagNVMLHung                        // NVML_HUNG(<S>,<A>ms) with A in ms
 	FlagNVMLFailed                      // NVML_FAILED:<S>
 	FlagGPULost                         // GPU_LOST
+	FlagHealthWarn                      // HEALTH_WARN(<S>) with S a health reason
+	FlagHealthCrit                      // HEALTH_CRIT(<S>) with S a health reason
 
 	// NumFlagKinds bounds the kinds: arrays indexed by FlagKind have this length.
-	NumFlagKinds = int(FlagGPULost) + 1
+	NumFlagKinds = int(FlagHealthCrit) + 1
 )
 
 // Flag is one flag with its numeric arguments. S is used by NVML_HUNG (the
@@ -111,6 +113,10 @@ func (f Flag) AppendText(b []byte) []byte {
 		return append(append(b, "NVML_FAILED:"...), f.S...)
 	case FlagGPULost:
 		return append(b, "GPU_LOST"...)
+	case FlagHealthWarn:
+		return append(append(append(b, "HEALTH_WARN("...), f.S...), ')')
+	case FlagHealthCrit:
+		return append(append(append(b, "HEALTH_CRIT("...), f.S...), ')')
 	}
 	return appendNum(b, "FLAG(", int64(f.Kind), ")")
 }

@@ -1,0 +1,239 @@
+package anomaly
+
+import (
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// HealthReason is one reason a GPU's hardware health is not ok. Each is
+// declared once in HealthReasonDefs with its level; every output (status,
+// metrics, flags) walks that table.
+type HealthReason uint8
+
+// The health reasons. Thresholds come from DCGM's health watches
+// (NVIDIA/DCGM modules/health/DcgmHealthWatch.cpp, common/DcgmGPUHardwareLimits.h)
+// where DCGM has one; the others say where they come from.
+const (
+	// critical
+	ReasonDBE                  HealthReason = iota // volatile DBE count > 0 (DCGM memory watch: fail)
+	ReasonRemapFailure                             // a row remap failed (DCGM: fail)
+	ReasonNVLinkDown                               // a link seen active is down, or every link is inactive (DCGM: a link down fails; gpud issue 1085)
+	ReasonNVLinkRecoveryFailed                     // NVLink5 failed link recovery count grew (DCGM: fail)
+	ReasonC2CErrors                                // C2C CRC or replay errors grew (no DCGM watch; any error on a chip-to-chip link)
+	ReasonRecoveryAction                           // recovery action reset, reboot, drain and reset, or one newer than we know (DCGM: fail)
+	// warning
+	ReasonRemapPending     // a row remap waits for a reset (DCGM does not check it; it needs a reset to apply)
+	ReasonRemapNearLimit   // uncorrectable remaps >= 512 (DCGM: warn)
+	ReasonSBERate          // single-bit errors grew by >= SBERatePerMin within a minute (our choice: DCGM has no SBE watch; Xid 92 reports high SBE rates)
+	ReasonPCIeReplays      // PCIe replays above DCGM's per-generation rate x width within a minute (DCGM: warn)
+	ReasonNVLinkErrors     // NVLink error counters grew (DCGM NVLink5 fails on any delta; reported here as a warning, the link-down and failed-recovery reasons are the critical ones)
+	ReasonNVLinkRecovered  // successful NVLink link recoveries grew (DCGM: warn)
+	ReasonHWSlowdown       // HW thermal slowdown or HW power brake time grew (DCGM thermal/power watch: warn)
+	ReasonRecoveryDrainP2P // recovery action drain P2P (DCGM: warn)
+	NumHealthReasons
+)
+
+// HealthReasonDef declares one health reason.
+type HealthReasonDef struct {
+	Name     string // status, metrics label, flag text
+	Critical bool
+	Help     string
+}
+
+// HealthReasonDefs declares every reason, indexed by HealthReason.
+var HealthReasonDefs = [NumHealthReasons]HealthReasonDef{
+	ReasonDBE:                  {"ecc_dbe", true, "double-bit ECC errors since the driver loaded"},
+	ReasonRemapFailure:         {"remap_failure", true, "a row remap failed"},
+	ReasonNVLinkDown:           {"nvlink_down", true, "an NVLink link that was active is down, or every link is inactive"},
+	ReasonNVLinkRecoveryFailed: {"nvlink_recovery_failed", true, "an NVLink link recovery failed"},
+	ReasonC2CErrors:            {"c2c_errors", true, "C2C link errors grew"},
+	ReasonRecoveryAction:       {"recovery_action", true, "the driver asks for a GPU reset, a reboot or a drain and reset"},
+	ReasonRemapPending:         {"remap_pending", false, "a row remap waits for a GPU reset"},
+	ReasonRemapNearLimit:       {"remap_near_limit", false, "512 or more rows remapped for uncorrectable errors"},
+	ReasonSBERate:              {"ecc_sbe_rate", false, "single-bit ECC errors at a high rate"},
+	ReasonPCIeReplays:          {"pcie_replays", false, "PCIe replays above DCGM's rate for the link"},
+	ReasonNVLinkErrors:         {"nvlink_errors", false, "NVLink error counters grew"},
+	ReasonNVLinkRecovered:      {"nvlink_recovered", false, "NVLink links went through recovery"},
+	ReasonHWSlowdown:           {"hw_slowdown", false, "time in HW thermal slowdown or HW power brake grew"},
+	ReasonRecoveryDrainP2P:     {"recovery_drain_p2p", false, "the driver asks to drain peer-to-peer traffic"},
+}
+
+// Thresholds of the health watches.
+const (
+	// RemapUncLimit: DCGM warns at 512 uncorrectable row remaps.
+	RemapUncLimit = 512
+	// SBERatePerMin is our threshold for ReasonSBERate (DCGM has none).
+	SBERatePerMin = 10
+	// healthWindow is the window of the per-minute rates (DCGM's health
+	// watches judge the last minute).
+	healthWindow = time.Minute
+	// healthHold is how long a warning that came from growth stays in the
+	// verdict after the last growth (the status check's "last 10 minutes").
+	healthHold = 10 * time.Minute
+)
+
+// pcieReplayRatePerLane is DCGM's replay rate per lane per minute by PCIe
+// generation (index = generation; DCGM's DcgmGPUHardwareLimits.h).
+var pcieReplayRatePerLane = [...]float64{0, 0.15, 0.30, 0.60, 0.96, 1.92, 3.84}
+
+// PCIeReplayLimit returns DCGM's replays-per-minute warning limit for a
+// link of generation gen and width lanes: ceil(rate x width) (Gen5 x16: 31).
+func PCIeReplayLimit(gen, width uint32) (uint64, bool) {
+	if gen == 0 || width == 0 {
+		return 0, false
+	}
+	g := min(int(gen), len(pcieReplayRatePerLane)-1)
+	lim := pcieReplayRatePerLane[g] * float64(width)
+	n := uint64(lim)
+	if float64(n) < lim {
+		n++
+	}
+	return n, true
+}
+
+// HealthVerdict is a GPU's hardware health: the reasons that hold now.
+type HealthVerdict struct {
+	Reasons uint32 // bit r: HealthReason r holds
+}
+
+// Has reports whether reason r holds.
+func (v HealthVerdict) Has(r HealthReason) bool { return v.Reasons&(1<<r) != 0 }
+
+// Level is "ok", "warning" or "critical".
+func (v HealthVerdict) Level() string {
+	lvl := "ok"
+	for r := range NumHealthReasons {
+		if v.Has(r) {
+			if HealthReasonDefs[r].Critical {
+				return "critical"
+			}
+			lvl = "warning"
+		}
+	}
+	return lvl
+}
+
+// Names lists the reasons that hold, critical first, in table order.
+func (v HealthVerdict) Names() []string {
+	var out []string
+	for r := range NumHealthReasons {
+		if v.Has(r) {
+			out = append(out, HealthReasonDefs[r].Name)
+		}
+	}
+	return out
+}
+
+// healthWatch judges the health counters over time: state reasons from the
+// current reading, growth reasons from the last minute, held for
+// healthHold after the last growth. It is pure: time arrives as a value.
+type healthWatch struct {
+	last     [reading.NumHealth]reading.Opt[uint64] // last present value of each counter
+	base     [reading.NumHealth]reading.Opt[uint64] // value at the start of the current window
+	baseAt   [reading.NumHealth]time.Time
+	replay   reading.Opt[uint64] // PCIe replay counter at the window start
+	replayAt time.Time
+	lastLink reading.Opt[uint64]         // links seen active at most (ReasonNVLinkDown)
+	held     [NumHealthReasons]time.Time // growth reasons: when last seen
+	baseline bool                        // the first reading was reported
+}
+
+// grew reports the growth of counter id since its window started (a
+// drop, after a driver reload, restarts the window).
+func (w *healthWatch) grew(id reading.HealthID, now time.Time, cur reading.Opt[uint64]) uint64 {
+	v, ok := cur.Get()
+	if !ok {
+		return 0
+	}
+	b, bok := w.base[id].Get()
+	if !bok || v < b || now.Sub(w.baseAt[id]) >= healthWindow {
+		d := uint64(0)
+		if bok && v >= b {
+			d = v - b
+		}
+		w.base[id], w.baseAt[id] = cur, now
+		return d
+	}
+	return v - b
+}
+
+// check judges sample s at now: it returns the verdict and whether the
+// counter values changed (changes are listed by healthChanges).
+func (w *healthWatch) check(s *reading.Sample, now time.Time) HealthVerdict {
+	h := &s.Health
+	var v HealthVerdict
+	set := func(r HealthReason, on bool) {
+		if on {
+			v.Reasons |= 1 << r
+		}
+	}
+	hold := func(r HealthReason, on bool) {
+		if on {
+			w.held[r] = now
+		}
+		if t := w.held[r]; !t.IsZero() && now.Sub(t) < healthHold {
+			v.Reasons |= 1 << r
+		}
+	}
+	val := func(id reading.HealthID) (uint64, bool) { return h[id].Get() }
+	inc := func(id reading.HealthID) bool {
+		c, ok := h[id].Get()
+		p, pok := w.last[id].Get()
+		return ok && pok && c > p
+	}
+
+	if n, ok := val(reading.HDBEVolatile); ok {
+		set(ReasonDBE, n > 0)
+	}
+	if n, ok := val(reading.HRemapFailure); ok {
+		set(ReasonRemapFailure, n != 0)
+	}
+	if n, ok := val(reading.HRemapPending); ok {
+		set(ReasonRemapPending, n != 0)
+	}
+	if n, ok := val(reading.HRemapUncorrectable); ok {
+		set(ReasonRemapNearLimit, n >= RemapUncLimit)
+	}
+	if links, ok := val(reading.HNVLinkCount); ok && links > 0 {
+		if up, ok := val(reading.HNVLinkUp); ok {
+			if m, mok := w.lastLink.Get(); !mok || up > m {
+				w.lastLink = reading.Some(up)
+			}
+			set(ReasonNVLinkDown, up == 0 || up < w.lastLink.V)
+		}
+	}
+	hold(ReasonNVLinkRecoveryFailed, inc(reading.HNVLinkRecoveryFailed))
+	hold(ReasonC2CErrors, inc(reading.HC2CErrors))
+	hold(ReasonNVLinkErrors, inc(reading.HNVLinkErrors))
+	hold(ReasonNVLinkRecovered, inc(reading.HNVLinkRecovery))
+	hold(ReasonHWSlowdown, inc(reading.HClkHWThermal) || inc(reading.HClkHWPowerBrake))
+	if a, ok := val(reading.HRecoveryAction); ok {
+		set(ReasonRecoveryAction, a != 0 && a != 3)
+		set(ReasonRecoveryDrainP2P, a == 3)
+	}
+	hold(ReasonSBERate, w.grew(reading.HSBEVolatile, now, h[reading.HSBEVolatile]) >= SBERatePerMin)
+
+	// PCIe replays: the sample's own replay counter (a 100 ms column) against
+	// DCGM's limit for the link's current generation and width.
+	var replays bool
+	if r, ok := s.PCIeReplay.Get(); ok {
+		b, bok := w.replay.Get()
+		switch {
+		case !bok || r < b || now.Sub(w.replayAt) >= healthWindow:
+			w.replay, w.replayAt = s.PCIeReplay, now
+		default:
+			if lim, ok := PCIeReplayLimit(s.PCIeGen.V, s.PCIeWidth.V); ok && s.PCIeGen.OK && s.PCIeWidth.OK {
+				replays = r-b > lim
+			}
+		}
+	}
+	hold(ReasonPCIeReplays, replays)
+
+	for id, c := range h {
+		if c.OK {
+			w.last[id] = c
+		}
+	}
+	return v
+}

@@ -1,0 +1,189 @@
+package anomaly
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// hs returns a sample holding health counters (the rest as mk).
+func hs(vals map[reading.HealthID]uint64) *reading.Sample {
+	s := mk()
+	for id, v := range vals {
+		s.Health[id] = reading.Some(v)
+	}
+	return s
+}
+
+// b200 is a healthy B200's counters.
+func b200(over map[reading.HealthID]uint64) map[reading.HealthID]uint64 {
+	m := map[reading.HealthID]uint64{
+		reading.HECCMode: 1, reading.HSBEVolatile: 0, reading.HDBEVolatile: 0, reading.HRemapPending: 0,
+		reading.HRemapFailure: 0, reading.HRemapUncorrectable: 0, reading.HNVLinkCount: 18, reading.HNVLinkUp: 18,
+		reading.HNVLinkErrors: 0, reading.HNVLinkRecovery: 0, reading.HNVLinkRecoveryFailed: 0, reading.HRecoveryAction: 0,
+		reading.HClkHWThermal: 0, reading.HClkHWPowerBrake: 0,
+	}
+	for k, v := range over {
+		m[k] = v
+	}
+	return m
+}
+
+func TestHealthVerdict(t *testing.T) {
+	type step struct {
+		at   time.Duration
+		vals map[reading.HealthID]uint64
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+		want  []string // the verdict's reasons after the last step
+		level string
+	}{
+		{"healthy B200", []step{{0, b200(nil)}, {time.Second, b200(nil)}}, nil, "ok"},
+		{"RTX 5090 supports none of it", []step{{0, map[reading.HealthID]uint64{reading.HPCIeBadTLP: 0}}, {time.Second, map[reading.HealthID]uint64{reading.HPCIeBadTLP: 0}}}, nil, "ok"},
+		{"volatile DBE", []step{{0, b200(nil)}, {time.Second, b200(map[reading.HealthID]uint64{reading.HDBEVolatile: 1})}}, []string{"ecc_dbe"}, "critical"},
+		{"remap failure", []step{{0, b200(map[reading.HealthID]uint64{reading.HRemapFailure: 1})}}, []string{"remap_failure"}, "critical"},
+		{"remap pending", []step{{0, b200(map[reading.HealthID]uint64{reading.HRemapPending: 1})}}, []string{"remap_pending"}, "warning"},
+		{"remaps near the bank limit (DCGM 512)", []step{{0, b200(map[reading.HealthID]uint64{reading.HRemapUncorrectable: 512})}}, []string{"remap_near_limit"}, "warning"},
+		{"511 remaps", []step{{0, b200(map[reading.HealthID]uint64{reading.HRemapUncorrectable: 511})}}, nil, "ok"},
+		{"link went down", []step{{0, b200(nil)}, {time.Second, b200(map[reading.HealthID]uint64{reading.HNVLinkUp: 17})}}, []string{"nvlink_down"}, "critical"},
+		{"every link inactive from the start (gpud 1085)", []step{{0, b200(map[reading.HealthID]uint64{reading.HNVLinkUp: 0})}}, []string{"nvlink_down"}, "critical"},
+		{"failed recovery", []step{{0, b200(nil)}, {time.Second, b200(map[reading.HealthID]uint64{reading.HNVLinkRecoveryFailed: 1})}}, []string{"nvlink_recovery_failed"}, "critical"},
+		{"failed recovery held 10 min", []step{{0, b200(nil)}, {time.Second, b200(map[reading.HealthID]uint64{reading.HNVLinkRecoveryFailed: 1})}, {9 * time.Minute, b200(map[reading.HealthID]uint64{reading.HNVLinkRecoveryFailed: 1})}}, []string{"nvlink_recovery_failed"}, "critical"},
+		{"failed recovery forgotten after 10 min", []step{{0, b200(nil)}, {time.Second, b200(map[reading.HealthID]uint64{reading.HNVLinkRecoveryFailed: 1})}, {11 * time.Minute, b200(map[reading.HealthID]uint64{reading.HNVLinkRecoveryFailed: 1})}}, nil, "ok"},
+		{"NVLink errors rising", []step{{0, b200(nil)}, {time.Second, b200(map[reading.HealthID]uint64{reading.HNVLinkErrors: 5})}}, []string{"nvlink_errors"}, "warning"},
+		{"recovered link", []step{{0, b200(nil)}, {time.Second, b200(map[reading.HealthID]uint64{reading.HNVLinkRecovery: 1})}}, []string{"nvlink_recovered"}, "warning"},
+		{"HW power brake time grows", []step{{0, b200(nil)}, {time.Second, b200(map[reading.HealthID]uint64{reading.HClkHWPowerBrake: 5e8})}}, []string{"hw_slowdown"}, "warning"},
+		{"recovery action reset", []step{{0, b200(map[reading.HealthID]uint64{reading.HRecoveryAction: 1})}}, []string{"recovery_action"}, "critical"},
+		{"recovery action unknown to us", []step{{0, b200(map[reading.HealthID]uint64{reading.HRecoveryAction: 9})}}, []string{"recovery_action"}, "critical"},
+		{"recovery action drain P2P", []step{{0, b200(map[reading.HealthID]uint64{reading.HRecoveryAction: 3})}}, []string{"recovery_drain_p2p"}, "warning"},
+		{"SBE rate", []step{{0, b200(nil)}, {10 * time.Second, b200(map[reading.HealthID]uint64{reading.HSBEVolatile: 10})}}, []string{"ecc_sbe_rate"}, "warning"},
+		{"SBE slow", []step{{0, b200(nil)}, {10 * time.Second, b200(map[reading.HealthID]uint64{reading.HSBEVolatile: 9})}}, nil, "ok"},
+		{"C2C errors", []step{{0, map[reading.HealthID]uint64{reading.HC2CErrors: 0}}, {time.Second, map[reading.HealthID]uint64{reading.HC2CErrors: 2}}}, []string{"c2c_errors"}, "critical"},
+		{"absent is not zero: DBE turns absent", []step{{0, b200(map[reading.HealthID]uint64{reading.HDBEVolatile: 0})}, {time.Second, map[reading.HealthID]uint64{}}}, nil, "ok"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var w healthWatch
+			var v HealthVerdict
+			for _, st := range tc.steps {
+				v = w.check(hs(st.vals), t0.Add(st.at))
+			}
+			if got := v.Names(); !slices.Equal(got, tc.want) || v.Level() != tc.level {
+				t.Errorf("verdict %v (%s), want %v (%s)", got, v.Level(), tc.want, tc.level)
+			}
+		})
+	}
+}
+
+func TestPCIeReplayLimit(t *testing.T) {
+	for _, tc := range []struct {
+		gen, width uint32
+		want       uint64
+	}{
+		{5, 16, 31}, {4, 16, 16}, {3, 8, 5}, {6, 16, 62}, {1, 1, 1},
+	} {
+		if got, _ := PCIeReplayLimit(tc.gen, tc.width); got != tc.want {
+			t.Errorf("Gen%d x%d: %d, want %d", tc.gen, tc.width, got, tc.want)
+		}
+	}
+	if _, ok := PCIeReplayLimit(0, 16); ok {
+		t.Errorf("unknown generation has a limit")
+	}
+}
+
+func TestPCIeReplaysAboveDCGMRate(t *testing.T) {
+	var w healthWatch
+	s := func(replay uint64) *reading.Sample {
+		x := mk()
+		x.PCIeReplay, x.PCIeGen, x.PCIeWidth = reading.Some(replay), reading.Some[uint32](5), reading.Some[uint32](16)
+		return x
+	}
+	w.check(s(100), t0)
+	if v := w.check(s(131), t0.Add(30*time.Second)); v.Has(ReasonPCIeReplays) {
+		t.Errorf("31 replays in 30 s on Gen5 x16 flagged (the limit is 31 a minute)")
+	}
+	if v := w.check(s(132), t0.Add(40*time.Second)); !v.Has(ReasonPCIeReplays) {
+		t.Errorf("32 replays within a minute not flagged")
+	}
+}
+
+func TestTrackerHealthFlagsAndCounts(t *testing.T) {
+	tr := NewTracker(0, DefaultConfig())
+	r := tr.Observe(hs(b200(nil)), t0)
+	if !r.HealthBaseline || r.NumHealthChanges() != 0 {
+		t.Fatalf("first reading: baseline %v, changes %d", r.HealthBaseline, r.NumHealthChanges())
+	}
+	s := hs(b200(map[reading.HealthID]uint64{reading.HDBEVolatile: 1, reading.HRemapPending: 1}))
+	r = tr.Observe(s, t0.Add(time.Second))
+	if got := s.Flags.String(); got != "HEALTH_CRIT(ecc_dbe)|HEALTH_WARN(remap_pending)" {
+		t.Errorf("flags %q", got)
+	}
+	if rs, ok := r.HealthCritical.Get(); !ok || rs != ReasonDBE {
+		t.Errorf("critical %+v", r.HealthCritical)
+	}
+	if r.NumHealthChanges() != 2 {
+		t.Errorf("changes %d, want 2", r.NumHealthChanges())
+	}
+	// still critical: no new flag, no new incident
+	s = hs(b200(map[reading.HealthID]uint64{reading.HDBEVolatile: 1, reading.HRemapPending: 1}))
+	r = tr.Observe(s, t0.Add(2*time.Second))
+	if s.Flags.Len() != 0 || r.HealthCritical.OK || r.NumHealthChanges() != 0 {
+		t.Errorf("repeated: flags %q critical %+v changes %d", s.Flags.String(), r.HealthCritical, r.NumHealthChanges())
+	}
+	c := tr.Counters().Total
+	if c[CountHealthCritical] != 1 || c[CountHealthWarnings] != 1 {
+		t.Errorf("counts %v", c)
+	}
+	if v := tr.Verdict(); v.Level() != "critical" {
+		t.Errorf("verdict %v", v.Names())
+	}
+}
+
+func TestHealthChangesCoalesceClockTime(t *testing.T) {
+	var d healthChanges
+	var out [reading.NumHealth]HealthChange
+	d.check(hs(map[reading.HealthID]uint64{reading.HClkSWPowerCap: 0}), t0, &out)
+	for i := 1; i < 60; i++ {
+		if n, _ := d.check(hs(map[reading.HealthID]uint64{reading.HClkSWPowerCap: uint64(i) * 1e9}), t0.Add(time.Duration(i)*time.Second), &out); n != 0 {
+			t.Fatalf("clock time reported after %d s", i)
+		}
+	}
+	n, _ := d.check(hs(map[reading.HealthID]uint64{reading.HClkSWPowerCap: 60e9}), t0.Add(time.Minute), &out)
+	if n != 1 || out[0] != (HealthChange{ID: reading.HClkSWPowerCap, From: 0, To: 60e9}) {
+		t.Errorf("after a minute: %d %+v", n, out[0])
+	}
+	// a count is reported on every change
+	d.check(hs(map[reading.HealthID]uint64{reading.HSBEVolatile: 1}), t0.Add(61*time.Second), &out)
+	if n, _ := d.check(hs(map[reading.HealthID]uint64{reading.HSBEVolatile: 2}), t0.Add(62*time.Second), &out); n != 1 || out[0].From != 1 || out[0].To != 2 {
+		t.Errorf("SBE change: %d %+v", n, out[0])
+	}
+}
+
+func TestLinkWatch(t *testing.T) {
+	var w LinkWatch
+	links := func(at time.Duration, state uint32, rx uint64) *reading.NVLinks {
+		l := &reading.NVLinks{At: t0.Add(at), N: 2}
+		for i := range 2 {
+			l.L[i].State = reading.Some[uint32](1)
+			l.L[i].C[reading.LRxErrors] = reading.Some[uint64](0)
+		}
+		l.L[1].State = reading.Some(state)
+		l.L[1].C[reading.LRxErrors] = reading.Some(rx)
+		return l
+	}
+	if ch := w.Check(links(0, 1, 0), t0); len(ch) != 0 {
+		t.Fatalf("baseline: %+v", ch)
+	}
+	cur := links(time.Second, 0, 4)
+	ch := w.Check(cur, t0.Add(time.Second))
+	want := []LinkChange{{Link: 1, Counter: "state", State: true, From: 1, To: 0}, {Link: 1, Counter: "rx_errors", From: 0, To: 4}}
+	if !slices.Equal(ch, want) {
+		t.Errorf("changes %+v, want %+v", ch, want)
+	}
+	if ch := w.Check(cur, t0.Add(2*time.Second)); ch != nil {
+		t.Errorf("same reading again: %+v", ch)
+	}
+}
