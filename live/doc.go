@@ -166,6 +166,7 @@ type GPUDoc struct {
 	Samples        uint64            `json:"samples"`
 	Failures       uint64            `json:"failures"`
 	HungRows       uint64            `json:"hung_rows"`
+	Health         *HealthDoc        `json:"health"` // hardware health counters (healthdoc.go); null before the first sample
 }
 
 // FlagKindNames is the label of each flag kind, indexed by reading.FlagKind
@@ -181,6 +182,8 @@ var FlagKindNames = [reading.NumFlagKinds]string{
 	reading.FlagNVMLHung:    "nvml_hung",
 	reading.FlagNVMLFailed:  "nvml_failed",
 	reading.FlagGPULost:     "gpu_lost",
+	reading.FlagHealthWarn:  "health_warning",
+	reading.FlagHealthCrit:  "health_critical",
 }
 
 func ptr[T any](o reading.Opt[T]) *T {
@@ -260,7 +263,7 @@ func gpuDoc(g *GPU, now time.Time) GPUDoc {
 	d := GPUDoc{Index: in.Index, Name: in.Name, BusID: in.BusID, UUID: in.UUID, Serial: in.Serial, VBIOS: in.VBIOS,
 		State: g.State.Kind.String(), Function: g.State.Function, Error: g.State.Err,
 		Incidents: g.Incidents, NewestSnapshot: g.NewestSnapshot, Samples: g.Samples, Failures: g.Failures, HungRows: g.HungRows,
-		MemTotalBytes: ptr(g.MemTotalBytes()), Processes: procsDoc(g.Processes)}
+		MemTotalBytes: ptr(g.MemTotalBytes()), Processes: procsDoc(g.Processes), Health: healthDoc(g)}
 	if !g.State.Since.IsZero() {
 		t := g.State.Since
 		d.StateSince = &t

@@ -115,6 +115,14 @@ type GPU struct {
 	// since the previous answered one (at most two intervals: a gap is not
 	// attributed to anything).
 	ThrottleTime [NumThrottleReasons]time.Duration
+
+	// HealthLevel is the hardware health verdict ("ok", "warning",
+	// "critical"; "" before the first health reading) and HealthReasons
+	// its reasons (shared, immutable). Links is the latest per-link NVLink
+	// reading (shared, immutable; nil: none).
+	HealthLevel   string
+	HealthReasons []string
+	Links         *reading.NVLinks
 }
 
 // Observe takes an answered, failed or lost sample (never a hung row) into

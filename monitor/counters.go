@@ -133,6 +133,14 @@ var counterTable = []counterDef{
 			}
 			return n
 		}},
+	{name: "health_skips", loss: true, ownLog: true, help: "health counter reads put off because another GPU held the field lock, stuck in the driver (the sampler logs the first): the last reading stays, one slow period older",
+		get: func(s *counterSources) uint64 {
+			var n uint64
+			for _, gs := range s.m.gpus {
+				n += gs.g.HealthSkips()
+			}
+			return n
+		}},
 	{name: "listen_failures", loss: true, ownLog: true, help: "endpoints that could not be opened (--metrics-listen, --atop's TCP port or unix socket: address in use, or refused by the unit's RestrictAddressFamilies): not served, the logger samples on",
 		get: func(s *counterSources) uint64 { return s.m.listenFails.Load() + s.atop.ListenFailed }},
 	{name: "atop_clients_refused", loss: true, help: "atop connections closed at once because the connection limit was reached",

@@ -83,6 +83,10 @@ type gpuState struct {
 	// before any (readings are never negative).
 	finished time.Duration
 
+	// health is the latest health view (health.go), written by the worker.
+	health atomic.Pointer[HealthView]
+	links  anomaly.LinkWatch // worker only
+
 	xmu     sync.Mutex
 	pending []int64 // Xids to flag on the next row
 	xclosed bool    // shut down: no next row will come (closeXids)
@@ -166,6 +170,9 @@ func (gs *gpuState) handle(s *reading.Sample) {
 	}
 	stalled, critical := gs.classify(s)
 	r := gs.detect(s)
+	if critical == "" {
+		critical = healthCritical(&r)
+	}
 	queued := gs.record(s, &r, stalled)
 	gs.publish(s)
 	gs.incidents(s.Time, queued, critical, r.Spike)
@@ -303,6 +310,7 @@ func (gs *gpuState) record(s *reading.Sample, r *anomaly.Result, stalled bool) (
 			"from="+strconv.FormatUint(uint64(t.FromW()), 10)+"W", "to="+strconv.FormatUint(uint64(t.ToW()), 10)+"W",
 			"delta="+strconv.FormatInt(t.DeltaW(), 10)+"W")
 	}
+	gs.recordHealth(s, r)
 	if s.Flags.Dropped > 0 {
 		for range s.Flags.Dropped {
 			m.flagsDropped.add(gs.log, "flags_dropped", "flags beyond the row's capacity (the row keeps the first ones)",
@@ -343,9 +351,17 @@ func (gs *gpuState) queueRows(what string, f func()) {
 // like) belong in live.GPU.Observe, which runs here under the slot's lock.
 func (gs *gpuState) publish(s *reading.Sample) {
 	info, interval := gs.info(), gs.m.cfg.Interval
+	hv := gs.health.Load()
 	gs.slot.Update(func(g *live.GPU) {
 		g.Info = info
 		g.Observe(s, interval)
+		if hv != nil {
+			g.HealthLevel, g.HealthReasons = hv.Level, hv.Reasons
+			g.Links = nil
+			if hv.Links.N > 0 {
+				g.Links = &hv.Links
+			}
+		}
 	})
 	gs.atopSample(s)
 }

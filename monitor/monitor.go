@@ -597,7 +597,8 @@ func (m *Monitor) criticalEvent(gs *gpuState, seen time.Time, ev snapshot.Event)
 	gs.slot.Update(func(g *live.GPU) { n = g.Incident(ev.Time, ev.Reason) })
 	d := m.snaps.Crash(gs.idx, ev, func() snapshot.CrashRequest {
 		hdr, rows := m.csv.Rows(gs.idx)
-		return snapshot.CrashRequest{Header: gs.header(ev.Time, ev.Reason, n), CSVHeader: hdr, Rows: rows, Extra: gs.procSection(seen)}
+		return snapshot.CrashRequest{Header: gs.header(ev.Time, ev.Reason, n), CSVHeader: hdr, Rows: rows,
+			Extra: append(gs.procSection(seen), gs.healthSection(seen)...)}
 	})
 	in := live.Incident{Time: ev.Time, GPU: gs.idx, Reason: ev.Reason}
 	if d.Headline != "" {

@@ -94,6 +94,10 @@ const (
 	TypeClockBurst            = "ClockBurst"              // clock events past the burst limit: the rest of the second is not written
 	TypeGPUEnumeratedAgain    = "GPU_ENUMERATED_AGAIN"    // a vanished GPU is in the driver's enumeration again
 	TypeKernelLinesSuppressed = "KERNEL_LINES_SUPPRESSED" // kernel lines over the burst limit in the last window
+	TypeHealthBaseline        = "HEALTH_BASELINE"         // a GPU's first health counter reading, every counter present
+	TypeHealth                = "HEALTH"                  // a health counter changed (counter=, link= for NVLink, from=, to=)
+	TypeHealthWarning         = "HEALTH_WARNING"          // a hardware health warning began (reason=)
+	TypeHealthCritical        = "HEALTH_CRITICAL"         // a critical hardware health condition began (reason=): a crash snapshot
 )
 
 // eventClasses is the class of every type the logger writes: what
@@ -119,6 +123,10 @@ var eventClasses = map[string]EventClass{
 	TypeClockBurst:            EventRoutine,
 	TypeGPUEnumeratedAgain:    EventRoutine,
 	TypeKernelLinesSuppressed: EventRoutine,
+	TypeHealthBaseline:        EventRoutine,
+	TypeHealth:                EventNotable,
+	TypeHealthWarning:         EventNotable,
+	TypeHealthCritical:        EventIncident,
 }
 
 // EventTypes returns the types Class does not call routine, sorted.

@@ -25,11 +25,28 @@ func View() live.View {
 	s.Fans[0] = reading.Fan{Speed: reading.Some[uint32](45), Target: reading.Some[uint32](50)}
 	s.Fans[1] = reading.Fan{Speed: reading.Some[uint32](46)}
 	s.Flags.Add(reading.Flag{Kind: reading.FlagSpurThrot, A: 20})
+	// Health counters: ECC on, 12 SBEs, a remap pending, 2 of 3 NVLink links up.
+	for id, v := range map[reading.HealthID]uint64{reading.HECCMode: 1, reading.HSBEVolatile: 12, reading.HDBEVolatile: 0,
+		reading.HRemapPending: 1, reading.HClkHWThermal: 1_500_000_000, reading.HNVLinkCount: 3, reading.HNVLinkUp: 2,
+		reading.HNVLinkErrors: 7, reading.HRecoveryAction: 0} {
+		s.Health[id] = reading.Some(v)
+	}
 	prev := s
 	prev.Time = s.Time.Add(-100 * time.Millisecond)
 	g0.Observe(&prev, 100*time.Millisecond)
 	g0.Observe(&s, 100*time.Millisecond)
 	g0.MemTotal = reading.Some[uint64](80 << 30)
+	g0.HealthLevel, g0.HealthReasons = "critical", []string{"nvlink_down", "remap_pending"}
+	links := &reading.NVLinks{At: s.Time, N: 3}
+	for i := range 3 {
+		links.L[i].State = reading.Some[uint32](reading.LinkStateActive)
+		links.L[i].SpeedMBps = reading.Some[uint32](50000)
+		links.L[i].C[reading.LRxErrors] = reading.Some[uint64](0)
+	}
+	links.L[1].State = reading.Some[uint32](0)
+	links.L[1].C[reading.LRxErrors] = reading.Some[uint64](7)
+	links.L[1].C[reading.LSymbolBER] = reading.Some[uint64](4<<8 | 11)
+	g0.Links = links
 
 	g1 := live.GPU{Info: reading.GPU{Index: 1, Name: "NVIDIA H100 80GB HBM3", BusID: "00000000:2B:00.0", UUID: "GPU-bbbb", NumFans: 0}}
 	s1 := reading.Sample{GPU: 1, Time: now.Add(-13 * time.Second), TempC: reading.Some[uint32](65)}

@@ -161,6 +161,9 @@ func New(board *live.Board) *Collector {
 	for _, m := range readingFamilies {
 		c.fams[m] = newFamily(m, gpuLabels)
 	}
+	for _, m := range healthFamilies() {
+		c.fams[m] = newFamily(m, gpuLabels)
+	}
 	for _, m := range []*metric{mBuild, mHost, mStart, mDisk, mGPUs, mAnswer, mPeriod, mInterval, mPacer, mTickNVML, mLogWait} {
 		c.fams[m] = newFamily(m, nil)
 	}
@@ -303,6 +306,7 @@ func (w *walker) gpu(g *live.GPU, h *live.Host) {
 		w.add(mRecov, float64(g.LastRecovery.Code), gpu, uuid)
 		w.add(mRecT, unix(g.LastRecovery.Time.UnixNano()), gpu, uuid)
 	}
+	w.healthVerdict(g, gpu, uuid)
 	s := &g.Sample
 	if s.Time.IsZero() {
 		return
@@ -311,6 +315,7 @@ func (w *walker) gpu(g *live.GPU, h *live.Host) {
 	if g.State.Kind != live.StateOK {
 		return // no stale readings
 	}
+	w.health(g, gpu, uuid)
 	for i := range readings {
 		rm := &readings[i]
 		if val, ok := rm.value(s); ok {

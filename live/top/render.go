@@ -210,7 +210,7 @@ func gpuBlock(g live.GPUDoc, now time.Time, width, barW int) []string {
 		if g.SampleTime != nil {
 			why += " (last sample " + g.SampleTime.In(now.Location()).Format("15:04:05") + ")"
 		}
-		return []string{head, cut(why, width), cut(eventText(g, now), width)}
+		return []string{head, cut(why, width), cut(eventText(g, now), width), cut("  "+live.HealthText(g), width)}
 	}
 	fans := ""
 	for i, f := range g.Fans {
@@ -266,7 +266,7 @@ func gpuBlock(g live.GPUDoc, now time.Time, width, barW int) []string {
 		segment{"  flags " + flags, 1},
 		segment{eventText(g, now), 4},
 	)
-	return []string{head, l2, l3}
+	return []string{head, l2, l3, cut("  "+live.HealthText(g), width)}
 }
 
 // eventText is the last Xid (or recovery action) in a few words.
@@ -286,8 +286,13 @@ func gpuLine(g live.GPUDoc, now time.Time, width int) string {
 	if g.State != "ok" || g.SampleTime == nil {
 		return fit(width, segment{"GPU " + strconv.Itoa(g.Index) + " " + stateText(g, now), 0}, segment{eventText(g, now), 1})
 	}
+	health := ""
+	if g.Health != nil && g.Health.Verdict != "ok" {
+		health = "  health " + strings.ToUpper(g.Health.Verdict)
+	}
 	return fit(width,
 		segment{"GPU " + strconv.Itoa(g.Index) + " ok", 0},
+		segment{health, 0},
 		segment{"  " + num(g.TempC, "C"), 0},
 		segment{"  " + watts(g.PowerW) + "/" + watts(g.PowerLimitW) + "W", 0},
 		segment{"  util " + num(g.GPUUtil, "%"), 0},

@@ -1,0 +1,99 @@
+package live
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// HealthDoc is a GPU's hardware health in the status document: the verdict
+// with its reasons, every GPU-level health counter (null when absent: not
+// supported, refused or not read yet) and the NVLink links.
+type HealthDoc struct {
+	Verdict  string             `json:"verdict"` // ok, warning, critical
+	Reasons  []string           `json:"reasons"`
+	Counters map[string]*uint64 `json:"counters"` // by reading.HealthDefs name; clock-event times in ns
+	NVLink   []LinkDoc          `json:"nvlink"`   // null: no NVLink read
+}
+
+// LinkDoc is one NVLink link.
+type LinkDoc struct {
+	Link      int                 `json:"link"`
+	State     *string             `json:"state"`
+	SpeedMBps *uint32             `json:"speed_mbps"`
+	Version   *uint32             `json:"version"`
+	Counters  map[string]*float64 `json:"counters"` // by reading.LinkDefs name; BERs decoded
+}
+
+func healthDoc(g *GPU) *HealthDoc {
+	if g.Sample.Time.IsZero() {
+		return nil
+	}
+	d := &HealthDoc{Verdict: g.HealthLevel, Reasons: g.HealthReasons, Counters: make(map[string]*uint64, reading.NumHealth)}
+	if d.Verdict == "" {
+		d.Verdict = "ok"
+	}
+	if d.Reasons == nil {
+		d.Reasons = []string{}
+	}
+	for id, def := range reading.HealthDefs {
+		d.Counters[def.Name] = ptr(g.Sample.Health[id])
+	}
+	if l := g.Links; l != nil && l.N > 0 {
+		d.NVLink = make([]LinkDoc, 0, l.N)
+		for i := range min(l.N, reading.MaxLinks) {
+			k := &l.L[i]
+			ld := LinkDoc{Link: i, SpeedMBps: ptr(k.SpeedMBps), Version: ptr(k.Version), Counters: make(map[string]*float64, reading.NumLinkCounters)}
+			if s, ok := k.State.Get(); ok {
+				n := reading.LinkStateName(s)
+				ld.State = &n
+			}
+			for c, def := range reading.LinkDefs {
+				if v, ok := k.C[c].Get(); ok {
+					f := float64(v)
+					if def.BER {
+						f = reading.DecodeBER(v)
+					}
+					ld.Counters[def.Name] = &f
+				} else {
+					ld.Counters[def.Name] = nil
+				}
+			}
+			d.NVLink = append(d.NVLink, ld)
+		}
+	}
+	return d
+}
+
+// HealthText is a GPU's hardware health in one line, as status and top
+// show it: the verdict with its reasons, then the counters an operator
+// looks at first ("n/a" where absent).
+func HealthText(g GPUDoc) string {
+	h := g.Health
+	if h == nil {
+		return "health n/a"
+	}
+	s := "health " + h.Verdict
+	if h.Verdict != "ok" {
+		s = "health " + strings.ToUpper(h.Verdict)
+	}
+	if len(h.Reasons) > 0 {
+		s += " (" + strings.Join(h.Reasons, ",") + ")"
+	}
+	c := func(name string) string {
+		if v := h.Counters[name]; v != nil {
+			return strconv.FormatUint(*v, 10)
+		}
+		return na
+	}
+	s += "  ecc sbe " + c("ecc_sbe_volatile") + " dbe " + c("ecc_dbe_volatile") +
+		"  remap " + c("remap_correctable") + "/" + c("remap_uncorrectable") + " pending " + c("remap_pending")
+	if h.Counters["nvlink_links"] != nil {
+		s += "  nvlink " + c("nvlink_up") + "/" + c("nvlink_links") + " up, errors " + c("nvlink_errors")
+	}
+	if a := h.Counters["recovery_action"]; a != nil && *a != 0 {
+		s += "  recovery " + reading.RecoveryActionName(*a)
+	}
+	return s
+}

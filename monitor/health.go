@@ -1,0 +1,139 @@
+package monitor
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
+	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
+)
+
+// HealthView is a GPU's hardware health as the worker last recorded it:
+// the counters, when each last changed, the per-link NVLink reading and the
+// verdict. It is immutable once published; crash snapshots, status and
+// metrics read it from memory (no NVML call), also while NVML is hung.
+type HealthView struct {
+	At      time.Time // the sample that carried the counters; zero: none yet
+	Vals    [reading.NumHealth]reading.Opt[uint64]
+	Changed [reading.NumHealth]time.Time // zero: no change seen since the baseline
+	Links   reading.NVLinks
+	Verdict anomaly.HealthVerdict
+	Level   string   // Verdict.Level()
+	Reasons []string // Verdict.Names(), shared: never modified
+}
+
+// Health returns the GPU's latest health view (zero value before the
+// first sample). Safe from any goroutine.
+func (gs *gpuState) Health() HealthView {
+	if p := gs.health.Load(); p != nil {
+		return *p
+	}
+	return HealthView{}
+}
+
+// recordHealth writes the sample's health changes to events.log (a
+// baseline line with the first reading, one line per changed counter and
+// per link change, one line per health reason that began) and publishes
+// the GPU's health view. Worker goroutine only.
+func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result) {
+	m := gs.m
+	now := s.Time
+	bus := gs.info().BusID
+	prev := gs.Health()
+	v := prev
+	v.At, v.Vals, v.Verdict = s.Time, s.Health, r.Verdict
+	changed := r.HealthBaseline || r.NumHealthChanges() > 0 || v.Verdict != prev.Verdict
+
+	if r.HealthBaseline {
+		kv := []string{"type=" + sink.TypeHealthBaseline}
+		for id, d := range reading.HealthDefs {
+			if c := s.Health[id]; c.OK {
+				kv = append(kv, d.Name+"="+string(reading.AppendHealthCell(nil, reading.HealthID(id), c)))
+			}
+		}
+		m.eventLine(now, gs.idx, bus, kv...)
+	}
+	for i := range r.NumHealthChanges() {
+		c := r.HealthChange(i)
+		d := reading.HealthDefs[c.ID]
+		kv := []string{"type=" + sink.TypeHealth, "counter=" + d.Name,
+			"from=" + string(reading.AppendHealthCell(nil, c.ID, reading.Some(c.From))),
+			"to=" + string(reading.AppendHealthCell(nil, c.ID, reading.Some(c.To)))}
+		if d.Kind == reading.HealthCount && c.To >= c.From {
+			kv = append(kv, "delta=+"+strconv.FormatUint(c.To-c.From, 10))
+		}
+		if c.ID == reading.HRecoveryAction {
+			kv = append(kv, "action="+reading.RecoveryActionName(c.To))
+		}
+		m.eventLine(now, gs.idx, bus, kv...)
+		v.Changed[c.ID] = now
+	}
+	if links := gs.g.NVLinks(); !links.At.IsZero() {
+		if !links.At.Equal(prev.Links.At) {
+			changed = true
+		}
+		v.Links = links
+		for _, c := range gs.links.Check(&links, now) {
+			kv := []string{"type=" + sink.TypeHealth, "counter=nvlink_" + c.Counter, "link=" + strconv.Itoa(c.Link)}
+			switch {
+			case c.State:
+				kv = append(kv, "from="+reading.LinkStateName(uint32(c.From)), "to="+reading.LinkStateName(uint32(c.To)))
+			case strings.HasSuffix(c.Counter, "_ber"):
+				kv = append(kv, "from="+formatBER(c.From), "to="+formatBER(c.To))
+			default:
+				kv = append(kv, "from="+strconv.FormatUint(c.From, 10), "to="+strconv.FormatUint(c.To, 10))
+				if c.To >= c.From {
+					kv = append(kv, "delta=+"+strconv.FormatUint(c.To-c.From, 10))
+				}
+			}
+			m.eventLine(now, gs.idx, bus, kv...)
+		}
+	} else {
+		v.Links = reading.NVLinks{}
+	}
+	began := v.Verdict.Reasons &^ prev.Verdict.Reasons
+	for rs := range anomaly.NumHealthReasons {
+		if began&(1<<rs) == 0 {
+			continue
+		}
+		d := anomaly.HealthReasonDefs[rs]
+		typ := sink.TypeHealthWarning
+		if d.Critical {
+			typ = sink.TypeHealthCritical
+		}
+		m.eventLine(now, gs.idx, bus, "type="+typ, "reason="+d.Name, "detail="+strconv.Quote(d.Help))
+	}
+	if changed {
+		v.Level, v.Reasons = v.Verdict.Level(), v.Verdict.Names()
+		nv := new(HealthView)
+		*nv = v
+		gs.health.Store(nv)
+	}
+}
+
+// healthCritical is the crash snapshot's reason for a critical health
+// reason that began ("": none).
+func healthCritical(r *anomaly.Result) string {
+	if rs, ok := r.HealthCritical.Get(); ok {
+		d := anomaly.HealthReasonDefs[rs]
+		return "health: " + d.Name + " (" + d.Help + ")"
+	}
+	return ""
+}
+
+func formatBER(v uint64) string {
+	return strconv.FormatFloat(reading.DecodeBER(v), 'g', 3, 64)
+}
+
+// healthSection is the crash snapshot's "Health counters" section, from
+// memory.
+func (gs *gpuState) healthSection(when time.Time) []snapshot.Section {
+	h := gs.Health()
+	return []snapshot.Section{snapshot.HealthSection(snapshot.HealthData{
+		At: h.At, Vals: h.Vals, Changed: h.Changed, Links: h.Links,
+		Level: h.Verdict.Level(), Reasons: h.Verdict.Names(),
+	}, when)}
+}

@@ -1,0 +1,91 @@
+package snapshot
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
+)
+
+// HealthTitle is the title of a crash snapshot's health counter section.
+const HealthTitle = "Health counters"
+
+// HealthData is what the health section shows: the counters as last read
+// (from memory: the sampler's slow tier), when each last changed, the
+// per-link NVLink reading and the verdict.
+type HealthData struct {
+	At      time.Time // the sample that carried the counters; zero: none read
+	Vals    [reading.NumHealth]reading.Opt[uint64]
+	Changed [reading.NumHealth]time.Time
+	Links   reading.NVLinks
+	Level   string   // ok, warning, critical
+	Reasons []string // the verdict's reasons
+}
+
+// HealthSection renders the "Health counters" section: every counter with
+// its value ("n/a" when absent) and last change, then the NVLink table.
+func HealthSection(h HealthData, now time.Time) Section {
+	var b strings.Builder
+	if h.At.IsZero() {
+		b.WriteString("no health counters: none read yet\n")
+		return Section{HealthTitle, b.String()}
+	}
+	fmt.Fprintf(&b, "read by the sample at %s, %s before this snapshot\n", h.At.Format(sink.TimestampLayout), age(now.Sub(h.At)))
+	verdict := h.Level
+	if len(h.Reasons) > 0 {
+		verdict += " (" + strings.Join(h.Reasons, ", ") + ")"
+	}
+	fmt.Fprintf(&b, "verdict: %s\n", verdict)
+	fmt.Fprintf(&b, "%-24s %16s  %s\n", "COUNTER", "VALUE", "LAST CHANGE")
+	for id, d := range reading.HealthDefs {
+		val := "n/a"
+		if v := h.Vals[id]; v.OK {
+			val = string(reading.AppendHealthCell(nil, reading.HealthID(id), v))
+		}
+		ch := "-"
+		if t := h.Changed[id]; !t.IsZero() {
+			ch = t.Format(sink.TimestampLayout) + " (" + age(now.Sub(t)) + " before)"
+		}
+		fmt.Fprintf(&b, "%-24s %16s  %s\n", d.Name, val, ch)
+	}
+	if h.Links.N == 0 {
+		b.WriteString("\nNVLink: no links read\n")
+		return Section{HealthTitle, b.String()}
+	}
+	fmt.Fprintf(&b, "\nNVLink: %d links, read at %s\n", h.Links.N, h.Links.At.Format(sink.TimestampLayout))
+	b.WriteString(fmt.Sprintf("%4s  %-10s %7s %4s", "LINK", "STATE", "MB/s", "VER"))
+	for _, d := range reading.LinkDefs {
+		b.WriteString(fmt.Sprintf(" %*s", max(len(d.Name), 6), d.Name))
+	}
+	b.WriteByte('\n')
+	for l := range min(h.Links.N, reading.MaxLinks) {
+		k := &h.Links.L[l]
+		state := "n/a"
+		if s, ok := k.State.Get(); ok {
+			state = reading.LinkStateName(s)
+		}
+		b.WriteString(fmt.Sprintf("%4d  %-10s %7s %4s", l, state, optU(k.SpeedMBps), optU(k.Version)))
+		for c, d := range reading.LinkDefs {
+			cell := "n/a"
+			if v, ok := k.C[c].Get(); ok {
+				if d.BER {
+					cell = fmt.Sprintf("%.2g", reading.DecodeBER(v))
+				} else {
+					cell = fmt.Sprint(v)
+				}
+			}
+			b.WriteString(fmt.Sprintf(" %*s", max(len(d.Name), 6), cell))
+		}
+		b.WriteByte('\n')
+	}
+	return Section{HealthTitle, b.String()}
+}
+
+func optU(o reading.Opt[uint32]) string {
+	if v, ok := o.Get(); ok {
+		return fmt.Sprint(v)
+	}
+	return "n/a"
+}
