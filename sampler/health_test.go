@@ -18,7 +18,7 @@ func TestHealthFieldIDsMatchNVML(t *testing.T) {
 		reading.HSBEVolatile: nvml.FI_DEV_ECC_SBE_VOL_TOTAL, reading.HDBEVolatile: nvml.FI_DEV_ECC_DBE_VOL_TOTAL,
 		reading.HSBEAggregate: nvml.FI_DEV_ECC_SBE_AGG_TOTAL, reading.HDBEAggregate: nvml.FI_DEV_ECC_DBE_AGG_TOTAL,
 		reading.HRetiredSBE: nvml.FI_DEV_RETIRED_SBE, reading.HRetiredDBE: nvml.FI_DEV_RETIRED_DBE,
-		reading.HRetiredPending: nvml.FI_DEV_RETIRED_PENDING,
+		reading.HRetiredPending:   nvml.FI_DEV_RETIRED_PENDING,
 		reading.HRemapCorrectable: nvml.FI_DEV_REMAPPED_COR, reading.HRemapUncorrectable: nvml.FI_DEV_REMAPPED_UNC,
 		reading.HRemapPending: nvml.FI_DEV_REMAPPED_PENDING, reading.HRemapFailure: nvml.FI_DEV_REMAPPED_FAILURE,
 		reading.HPCIeReplayRollover: nvml.FI_DEV_PCIE_REPLAY_ROLLOVER_COUNTER,
