@@ -107,6 +107,27 @@ func (e Event) describe() string {
 		return "NVML failing: " + kv["error"]
 	case sink.TypeAER:
 		return "PCIe AER " + kv["severity"] + ": " + kv["text"]
+	case sink.TypeHealth:
+		s := "health " + kv["counter"]
+		if kv["link"] != "" {
+			s += " link " + kv["link"]
+		}
+		s += " " + kv["from"] + " -> " + kv["to"]
+		if kv["delta"] != "" {
+			s += " (" + kv["delta"] + ")"
+		}
+		if kv["action"] != "" {
+			s += " " + kv["action"]
+		}
+		return s
+	case sink.TypeHealthWarning, sink.TypeHealthCritical:
+		level := "warning"
+		if e.Type == sink.TypeHealthCritical {
+			level = "CRITICAL"
+		}
+		return "health " + level + " " + kv["reason"] + ": " + kv["detail"]
+	case sink.TypeHealthBaseline:
+		return "health counters first read (the baseline every later HEALTH line starts from)"
 	case sink.TypeUncleanStop:
 		s := "last row before the logger stopped without a clean exit ("
 		if kv["same_boot"] == "true" {
