@@ -55,6 +55,8 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result) {
 			}
 		}
 		m.eventLine(now, gs.idx, bus, kv...)
+		// system-info.txt says which groups the GPU supports, known now.
+		m.queue("rewriting system-info.txt with the GPU's health counter groups", gs.idx, m.writeSystemInfo)
 	}
 	for i := range r.NumHealthChanges() {
 		c := r.HealthChange(i)
@@ -122,6 +124,30 @@ func healthCritical(r *anomaly.Result) string {
 		return "health: " + d.Name + " (" + d.Help + ")"
 	}
 	return ""
+}
+
+// healthGroupsText lists the groups a GPU answered and those it did not,
+// for system-info.txt.
+func healthGroupsText(g [reading.NumHealthGroups]bool, links int) string {
+	var yes, no []string
+	for i, name := range reading.HealthGroupNames {
+		switch {
+		case g[i] && reading.HealthGroup(i) == reading.GroupNVLink:
+			yes = append(yes, name+" ("+strconv.Itoa(links)+" links)")
+		case g[i]:
+			yes = append(yes, name)
+		default:
+			no = append(no, name)
+		}
+	}
+	s := "supported: " + strings.Join(yes, ", ")
+	if len(yes) == 0 {
+		s = "supported: none"
+	}
+	if len(no) > 0 {
+		s += "; not supported: " + strings.Join(no, ", ")
+	}
+	return s
 }
 
 func formatBER(v uint64) string {

@@ -187,9 +187,12 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 
 func (m *Monitor) writeSystemInfo() {
 	si := sink.SystemInfo{Version: m.cfg.Version, Generated: time.Now(), Host: sink.CollectHost(m.cfg.HostRoot),
-		System: m.host.System, Notes: map[int]string{}, KernelClock: m.kernelClockLine()}
+		System: m.host.System, Notes: map[int]string{}, Health: map[int]string{}, KernelClock: m.kernelClockLine()}
 	for _, gs := range m.gpus {
 		si.GPUs = append(si.GPUs, gs.info())
+		if h := gs.Health(); !h.At.IsZero() {
+			si.Health[gs.idx] = healthGroupsText(gs.g.HealthGroups(), h.Links.N)
+		}
 		if !gs.g.StaticDone() {
 			fn, _, _ := gs.g.InFlight()
 			si.Notes[gs.idx] = "static facts not read yet: stuck in " + fn.String()

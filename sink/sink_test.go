@@ -381,6 +381,7 @@ func TestSystemInfo(t *testing.T) {
 			{Index: 1},
 		},
 		Notes:       map[int]string{1: "static facts not read: nvmlDeviceGetName hung"},
+		Health:      map[int]string{0: "supported: ecc, row_remap, pcie, clock_events, nvlink (18 links), recovery_action; not supported: retired_pages, c2c"},
 		KernelClock: "printk clock = CLOCK_MONOTONIC - 37.000412 s, drift +200.0 ppm; last confirmed 10.0 s ago (1234 records, 2 of them our markers, 0 steps)",
 	}
 	testutil.Golden(t, "system-info.golden", RenderSystemInfo(si))

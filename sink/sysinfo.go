@@ -72,6 +72,9 @@ type SystemInfo struct {
 	System    reading.System
 	GPUs      []reading.GPU
 	Notes     map[int]string // per GPU index: why facts are missing
+	// Health is per GPU index which health counter groups the GPU answered
+	// (absent: not read yet).
+	Health map[int]string
 	// KernelClock says how dmesg_time relates to the kernel log's clock
 	// (reading.KernelClockFit.Describe): the measured offset and its age.
 	KernelClock string
@@ -122,6 +125,11 @@ func RenderSystemInfo(si SystemInfo) []byte {
 			fmt.Fprintf(&b, " Default power limit: n/a\n")
 		}
 		fmt.Fprintf(&b, " CSV: gpu%d-deep-YYYY-MM-DD.csv (a day's later parts: _2.csv, _3.csv, ...)\n", g.Index)
+		if h, ok := si.Health[g.Index]; ok {
+			fmt.Fprintf(&b, " Health counters: %s\n", h)
+		} else {
+			fmt.Fprintf(&b, " Health counters: not read yet\n")
+		}
 		if n := si.Notes[g.Index]; n != "" {
 			fmt.Fprintf(&b, " Note: %s\n", n)
 		}

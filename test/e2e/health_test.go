@@ -1,0 +1,214 @@
+package e2e
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
+)
+
+// healthDoc is the part of status --json's health object the tests read.
+type healthDoc struct {
+	GPUs []struct {
+		Health *struct {
+			Verdict  string             `json:"verdict"`
+			Reasons  []string           `json:"reasons"`
+			Counters map[string]*uint64 `json:"counters"`
+			NVLink   []struct {
+				Link  int     `json:"link"`
+				State *string `json:"state"`
+			} `json:"nvlink"`
+		} `json:"health"`
+	} `json:"gpus"`
+}
+
+func healthStatus(t *testing.T, sock string) (int, healthDoc) {
+	t.Helper()
+	code, out := status(t, "--socket", sock, "--json")
+	var d healthDoc
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatalf("status --json (exit %d): %v\n%s", code, err, out)
+	}
+	if len(d.GPUs) != 2 || d.GPUs[0].Health == nil || d.GPUs[1].Health == nil {
+		t.Fatalf("status --json: no health for both GPUs:\n%s", out)
+	}
+	return code, d
+}
+
+// lastRow is the CSV's last row of GPU gpu.
+func (p *proc) lastRow(gpu int) (table, []string) {
+	p.t.Helper()
+	tb := readCSV(p.t, p.csvFile(gpu))
+	if len(tb.rows) == 0 {
+		p.t.Fatalf("no rows for GPU %d", gpu)
+	}
+	return tb, tb.rows[len(tb.rows)-1]
+}
+
+// TestHealthB200ECCStory: b200-ecc.scn from 22 s on (SBEs still climbing):
+// the counters reach the CSV, events.log, status, metrics and the crash
+// snapshot, the DBE is critical, the pending remap a warning, and the
+// healthy GPU 1 shows nothing.
+func TestHealthB200ECCStory(t *testing.T) {
+	t.Parallel()
+	p := start(t, opts{scenario: "@b200-ecc", kmsg: true, env: []string{"SIMNVML_TIME_OFFSET=22"},
+		args: []string{"--metrics-listen", "127.0.0.1:0"}})
+	addr := p.metricsAddr()
+	p.waitForEvent("the DBE", 30*time.Second,
+		"gpu=0 bus=00000000:01:00.0 type=HEALTH counter=ecc_dbe_volatile from=0 to=1 delta=+1",
+		"type=HEALTH_CRITICAL reason=ecc_dbe",
+		"type=HEALTH_WARNING reason=remap_pending",
+		"type=HEALTH counter=remap_pending from=0 to=1",
+		"type=Xid xid=48")
+	// The slow tier reads once a second: the rows after the change carry it.
+	time.Sleep(1500 * time.Millisecond)
+	tb, row := p.lastRow(0)
+	for col, want := range map[string]string{"ecc_mode": "1", "ecc_dbe_volatile": "1", "ecc_sbe_volatile": "60",
+		"remap_pending": "1", "remap_uncorrectable": "1", "nvlink_links": "18", "nvlink_up": "18",
+		"retired_pages_sbe": "", "c2c_links": ""} {
+		if got := tb.get(row, col); got != want {
+			t.Errorf("GPU 0 last row: %s = %q, want %q", col, got, want)
+		}
+	}
+	flagged := false
+	for _, r := range tb.rows {
+		if strings.Contains(tb.get(r, "flags"), "HEALTH_CRIT(ecc_dbe)") {
+			flagged = true
+		}
+	}
+	if !flagged {
+		t.Errorf("no row flagged HEALTH_CRIT(ecc_dbe)")
+	}
+	code, d := healthStatus(t, p.socketPath())
+	h0, h1 := d.GPUs[0].Health, d.GPUs[1].Health
+	if h0.Verdict != "critical" || !contains(h0.Reasons, "ecc_dbe") || !contains(h0.Reasons, "remap_pending") {
+		t.Errorf("GPU 0 health %s %v, want critical with ecc_dbe and remap_pending", h0.Verdict, h0.Reasons)
+	}
+	if v := h0.Counters["ecc_dbe_volatile"]; v == nil || *v != 1 {
+		t.Errorf("GPU 0 ecc_dbe_volatile %v", v)
+	}
+	if h0.Counters["retired_pages_sbe"] != nil {
+		t.Errorf("retired pages on a B200: %v, want null", *h0.Counters["retired_pages_sbe"])
+	}
+	if h1.Verdict != "ok" || len(h1.Reasons) != 0 || len(h1.NVLink) != 18 {
+		t.Errorf("GPU 1 health %s %v, %d links", h1.Verdict, h1.Reasons, len(h1.NVLink))
+	}
+	if code != 2 {
+		t.Logf("status exit %d", code)
+	}
+	body := scrapeMetrics(t, addr)
+	testutil.Contains(t, "metrics", body,
+		`gpu_telemetry_health_ecc_dbe_volatile_total{gpu="0",`,
+		`gpu_telemetry_health_verdict{gpu="0",uuid=`,
+		`gpu_telemetry_health_reason{gpu="0",reason="ecc_dbe",`,
+		`gpu_telemetry_health_remap_pending{gpu="0",`)
+	testutil.CheckMetrics(t, []byte(body))
+	if strings.Contains(body, `gpu_telemetry_nvlink_link_down{`) || strings.Contains(body, `gpu_telemetry_health_reason{gpu="1"`) {
+		t.Errorf("healthy links or GPU 1 export health series they should not")
+	}
+	p.stop()
+	ev := events(p.dir)
+	for _, l := range strings.Split(ev, "\n") {
+		if strings.Contains(l, " gpu=1 ") && strings.Contains(l, "type=HEALTH") && !strings.Contains(l, "type=HEALTH_BASELINE") {
+			t.Errorf("healthy GPU 1: %s", l)
+		}
+	}
+	snaps := snapshots(p.dir, "crash-*-gpu0.log")
+	if len(snaps) == 0 {
+		t.Fatalf("no crash snapshot of GPU 0")
+	}
+	snap := readFile(t, snaps[0])
+	testutil.Contains(t, "crash snapshot", snap, "=== Health counters ===", "ecc_sbe_volatile", "NVLink: 18 links")
+}
+
+// TestHealthB200NVLinkStory: b200-nvlink.scn from 18 s on: link 3 goes down
+// for good with a failed recovery before Xid 74.
+func TestHealthB200NVLinkStory(t *testing.T) {
+	t.Parallel()
+	p := start(t, opts{scenario: "@b200-nvlink", kmsg: true, env: []string{"SIMNVML_TIME_OFFSET=18"},
+		args: []string{"--metrics-listen", "127.0.0.1:0"}})
+	addr := p.metricsAddr()
+	p.waitForEvent("link 3 down", 30*time.Second,
+		"type=HEALTH counter=nvlink_state link=3 from=active to=inactive",
+		"type=HEALTH counter=nvlink_recovery_failed link=3 from=0 to=1 delta=+1",
+		"type=HEALTH_CRITICAL reason=nvlink_down",
+		"type=HEALTH_CRITICAL reason=nvlink_recovery_failed",
+		"type=Xid xid=74")
+	time.Sleep(1500 * time.Millisecond)
+	tb, row := p.lastRow(0)
+	for col, want := range map[string]string{"nvlink_links": "18", "nvlink_up": "17", "nvlink_recovery_failed": "1",
+		"nvlink_recoveries": "3", "nvlink_errors": "52"} {
+		if got := tb.get(row, col); got != want {
+			t.Errorf("GPU 0 last row: %s = %q, want %q", col, got, want)
+		}
+	}
+	_, d := healthStatus(t, p.socketPath())
+	h0 := d.GPUs[0].Health
+	if h0.Verdict != "critical" || !contains(h0.Reasons, "nvlink_down") || len(h0.NVLink) != 18 ||
+		h0.NVLink[3].State == nil || *h0.NVLink[3].State != "inactive" {
+		t.Errorf("GPU 0 health %s %v, link 3 %+v", h0.Verdict, h0.Reasons, h0.NVLink)
+	}
+	body := scrapeMetrics(t, addr)
+	testutil.Contains(t, "metrics", body,
+		`gpu_telemetry_nvlink_link_down{gpu="0",link="3",state="inactive",`,
+		`gpu_telemetry_nvlink_link_errors_total{counter="rx_errors",gpu="0",link="3",`)
+	if strings.Contains(body, `gpu_telemetry_nvlink_link_down{gpu="1"`) || strings.Contains(body, `link="2"`) {
+		t.Errorf("per-link series for healthy links")
+	}
+}
+
+// TestHealthQuietOnHealthyAndGeForce: a GeForce RTX 5090 (no ECC, no
+// NVLink; its remap fields answer SUCCESS with zeros) and a healthy B200:
+// nothing fires, and what the 5090 cannot have is empty, not 0.
+func TestHealthQuietOnHealthyAndGeForce(t *testing.T) {
+	t.Parallel()
+	p := start(t, opts{scenario: "gpus 2\ngpu 0 class rtx-5090\ngpu 1 class b200\ngpu all util_gpu 90\ngpu all power 500\n"})
+	p.waitForRows(0, 40, 20*time.Second)
+	p.waitForRows(1, 40, 20*time.Second)
+	code, d := healthStatus(t, p.socketPath())
+	p.stop()
+	for i, g := range d.GPUs {
+		if g.Health.Verdict != "ok" || len(g.Health.Reasons) != 0 {
+			t.Errorf("GPU %d health %s %v", i, g.Health.Verdict, g.Health.Reasons)
+		}
+	}
+	if code != 0 {
+		t.Errorf("status exit %d", code)
+	}
+	tb, row := p.lastRow(0)
+	for _, col := range []string{"ecc_mode", "ecc_sbe_volatile", "ecc_dbe_volatile", "remap_pending", "remap_failure", "nvlink_links", "nvlink_up"} {
+		if got := tb.get(row, col); got != "" {
+			t.Errorf("RTX 5090 %s = %q, want empty (not supported)", col, got)
+		}
+	}
+	if got := tb.get(row, "pcie_bad_tlp"); got != "0" {
+		t.Errorf("RTX 5090 pcie_bad_tlp %q, want 0", got)
+	}
+	tb1, row1 := p.lastRow(1)
+	if got := tb1.get(row1, "nvlink_up"); got != "18" {
+		t.Errorf("B200 nvlink_up %q", got)
+	}
+	ev := events(p.dir)
+	for _, bad := range []string{"type=HEALTH ", "type=HEALTH_WARNING", "type=HEALTH_CRITICAL"} {
+		if strings.Contains(ev, bad) {
+			t.Errorf("events.log has %q on healthy GPUs:\n%s", bad, ev)
+		}
+	}
+	if len(snapshots(p.dir, "crash-*")) != 0 {
+		t.Errorf("crash snapshots on healthy GPUs")
+	}
+	si := readFile(t, p.dir+"/system-info.txt")
+	testutil.Contains(t, "system-info.txt", si, "Health counters: supported: pcie, clock_events, recovery_action; not supported: ecc, row_remap",
+		"nvlink (18 links)")
+}
+
+func contains(s []string, x string) bool {
+	for _, v := range s {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
