@@ -19,7 +19,7 @@ TESTLDFLAGS := -extldflags=-Wl,-z,lazy
 export CGO_ENABLED := 1
 export CGO_CFLAGS  := -O2 -Wno-deprecated-declarations
 
-.PHONY: all build race sim csan demo test vet bench install uninstall clean
+.PHONY: all build race sim csan demo demo-b200 test vet bench install uninstall clean
 
 all: build sim
 
@@ -50,6 +50,12 @@ csan:
 # About 20 s of the Blackwell GSP crash story on two simulated GPUs.
 demo: build sim
 	@bash deploy/demo.sh $(BIN) $(BUILD)/sim test/simnvml/scenarios/gsp-crash.scn demo-logs
+
+# About 40 s of the B200 HBM story (SBEs climb, a remap goes pending, a DBE
+# and Xid 48); B200_SCN=test/simnvml/scenarios/b200-nvlink.scn plays the NVLink one.
+B200_SCN ?= test/simnvml/scenarios/b200-ecc.scn
+demo-b200: build sim
+	@DEMO_SECONDS=$${DEMO_SECONDS:-40} bash deploy/demo.sh $(BIN) $(BUILD)/sim $(B200_SCN) demo-logs-b200
 
 vet:
 	$(GO) vet ./...
@@ -98,4 +104,4 @@ uninstall:
 	-systemctl daemon-reload 2>/dev/null
 
 clean:
-	rm -rf $(BUILD) demo-logs
+	rm -rf $(BUILD) demo-logs demo-logs-b200
