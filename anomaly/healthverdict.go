@@ -18,7 +18,7 @@ const (
 	// critical
 	ReasonDBE                  HealthReason = iota // volatile DBE count > 0 (DCGM memory watch: fail)
 	ReasonRemapFailure                             // a row remap failed (DCGM: fail)
-	ReasonNVLinkDown                               // a link seen active is down, or every link is inactive (DCGM: a link down fails; gpud issue 1085)
+	ReasonNVLinkDown                               // a link present is not active (DCGM: a link down fails; gpud issue 1085: every link inactive was reported healthy)
 	ReasonNVLinkRecoveryFailed                     // NVLink5 failed link recovery count grew (DCGM: fail)
 	ReasonC2CErrors                                // C2C CRC or replay errors grew (no DCGM watch; any error on a chip-to-chip link)
 	ReasonRecoveryAction                           // recovery action reset, reboot, drain and reset, or one newer than we know (DCGM: fail)
@@ -45,7 +45,7 @@ type HealthReasonDef struct {
 var HealthReasonDefs = [NumHealthReasons]HealthReasonDef{
 	ReasonDBE:                  {"ecc_dbe", true, "double-bit ECC errors since the driver loaded"},
 	ReasonRemapFailure:         {"remap_failure", true, "a row remap failed"},
-	ReasonNVLinkDown:           {"nvlink_down", true, "an NVLink link that was active is down, or every link is inactive"},
+	ReasonNVLinkDown:           {"nvlink_down", true, "an NVLink link is not active"},
 	ReasonNVLinkRecoveryFailed: {"nvlink_recovery_failed", true, "an NVLink link recovery failed"},
 	ReasonC2CErrors:            {"c2c_errors", true, "C2C link errors grew"},
 	ReasonRecoveryAction:       {"recovery_action", true, "the driver asks for a GPU reset, a reboot or a drain and reset"},
@@ -197,10 +197,7 @@ func (w *healthWatch) check(s *reading.Sample, now time.Time) HealthVerdict {
 	}
 	if links, ok := val(reading.HNVLinkCount); ok && links > 0 {
 		if up, ok := val(reading.HNVLinkUp); ok {
-			if m, mok := w.lastLink.Get(); !mok || up > m {
-				w.lastLink = reading.Some(up)
-			}
-			set(ReasonNVLinkDown, up == 0 || up < w.lastLink.V)
+			set(ReasonNVLinkDown, up < min(links, reading.MaxLinks))
 		}
 	}
 	hold(ReasonNVLinkRecoveryFailed, inc(reading.HNVLinkRecoveryFailed))

@@ -46,11 +46,24 @@ func TestEveryColumnFromTheDriver(t *testing.T) {
 		{"sensor0_temp", "62"},
 		{"sensor0_target", "6"},
 		{"sensor0_controller", "9"},
-		{"flags", ""}, // power 75 % of the limit: no SPUR_THROT; 61 C: no inversion
+		// Health counters: slow tier, carried between reads.
+		{"ecc_mode", "1"}, {"ecc_mode_pending", "0"},
+		{"ecc_sbe_volatile", "101"}, {"ecc_dbe_volatile", "102"}, {"ecc_sbe_aggregate", "103"}, {"ecc_dbe_aggregate", "104"},
+		{"retired_pages_sbe", "105"}, {"retired_pages_dbe", "106"}, {"retired_pages_pending", "1"},
+		{"remap_correctable", "107"}, {"remap_uncorrectable", "108"}, {"remap_pending", "1"}, {"remap_failure", "1"},
+		{"pcie_replay_rollover", "109"}, {"pcie_l0_recovery", "110"}, {"pcie_correctable", "111"}, {"pcie_naks_received", "112"},
+		{"pcie_receiver_errors", "113"}, {"pcie_bad_tlp", "114"}, {"pcie_naks_sent", "115"}, {"pcie_bad_dllp", "116"},
+		{"pcie_nonfatal", "117"}, {"pcie_fatal", "118"}, {"pcie_unsupported_req", "119"}, {"pcie_lcrc", "120"},
+		{"clk_sw_power_cap_s", "1.500"}, {"clk_sync_boost_s", "2.500"}, {"clk_sw_thermal_s", "3.500"}, {"clk_hw_thermal_s", "4.500"},
+		{"clk_hw_power_brake_s", "5.500"}, {"clk_board_limit_s", "6.500"}, {"clk_reliability_s", "7.500"},
+		// 2 links, link 1 inactive; errors: malformed 1+1, rx 2+2, tx discards 4 on link 0
+		{"nvlink_links", "2"}, {"nvlink_up", "1"}, {"nvlink_errors", "10"}, {"nvlink_recoveries", "10"}, {"nvlink_recovery_failed", "3"},
+		{"c2c_links", "1"}, {"c2c_up", "1"}, {"c2c_errors", "13"},
+		{"recovery_action", "2"},
 	}
 
 	// Every column of the header is checked, by the table or below.
-	checked := map[string]bool{"timestamp": true, "energy_mj": true, "dmesg_time": true}
+	checked := map[string]bool{"timestamp": true, "energy_mj": true, "dmesg_time": true, "flags": true}
 	for _, w := range want {
 		checked[w.col] = true
 		if _, ok := tb.col[w.col]; !ok {
@@ -64,6 +77,18 @@ func TestEveryColumnFromTheDriver(t *testing.T) {
 	}
 	if t.Failed() {
 		t.FailNow()
+	}
+
+	// flags: power 75 % of the limit: no SPUR_THROT; 61 C: no inversion.
+	// The health reasons begin on the first row and are flagged there only.
+	for i, row := range tb.rows {
+		f := tb.get(row, "flags")
+		switch {
+		case i == 0 && f != "HEALTH_CRIT(ecc_dbe)|HEALTH_CRIT(remap_failure)|HEALTH_CRIT(nvlink_down)|HEALTH_CRIT(recovery_action)|HEALTH_WARN(remap_pending)":
+			t.Errorf("row 1 flags %q", f)
+		case i > 0 && f != "":
+			t.Errorf("row %d flags %q, want none", i+1, f)
+		}
 	}
 
 	var prevEnergy uint64

@@ -52,7 +52,9 @@ func fillDisk(t *testing.T, path string) {
 func TestFullDiskKeepsEventsAndResumesRows(t *testing.T) {
 	t.Parallel()
 	dir := smallDisk(t, "2m")
-	p := start(t, opts{scenario: "gpus 2\n", dir: dir, kmsg: true,
+	// No health counters: their baseline line would leave room in
+	// events.log's last page, which the full disk must not have.
+	p := start(t, opts{scenario: "gpus 2\ngpu all health none\n", dir: dir, kmsg: true,
 		args: []string{"--min-free-mb", "0", "--no-compress", "--summary-interval", "1s", "--crash-cooldown", "1h"}})
 	p.waitForRows(1, 5, 15*time.Second)
 	filler := filepath.Join(dir, "filler")
