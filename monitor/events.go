@@ -9,6 +9,7 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 	"github.com/gpu-telemetry/gpu-telemetry/xid"
@@ -184,6 +185,18 @@ func (m *Monitor) onEvent(e reading.Event) {
 		return
 	case reading.EventOther:
 		m.eventLine(e.Time, e.GPU, e.BusID, src, "type=0x"+strconv.FormatUint(e.NVMLType, 16), "data="+strconv.FormatUint(e.Data, 10))
+		return
+	case reading.EventHealth:
+		h, _ := sampler.HealthEvent(e.NVMLType)
+		sev := "notable"
+		if h.Critical {
+			sev = "critical"
+		}
+		m.eventLine(e.Time, e.GPU, e.BusID, src, "type="+sink.TypeHealthEvent, "event="+h.Name, "severity="+sev,
+			"data="+strconv.FormatUint(e.Data, 10))
+		if h.Critical && gs != nil {
+			m.critical(gs, e.Time, "NVML event: "+h.Name)
+		}
 		return
 	}
 

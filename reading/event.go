@@ -13,6 +13,7 @@ const (
 	EventClock                         // clock change
 	EventLost                          // GPU lost or gone from enumeration
 	EventOther                         // anything else NVML delivers
+	EventHealth                        // a hardware health event (ECC error, DRAM retirement, GPU unavailable): NVMLType says which
 )
 
 // Source says where an event came from.

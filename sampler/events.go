@@ -18,7 +18,12 @@ import (
 // supports them: P-state changes, Xid critical errors, clock changes and GPU
 // recovery actions.
 const WatchedEvents = uint64(nvml.EventTypePState | nvml.EventTypeXidCriticalError |
-	nvml.EventTypeClock | nvml.EventTypeGpuRecoveryAction)
+	nvml.EventTypeClock | nvml.EventTypeGpuRecoveryAction) | HealthEvents
+
+// HealthEvents are the hardware health event types watched where the GPU
+// supports them (the polled health counters are the backstop).
+const HealthEvents = uint64(nvml.EventTypeSingleBitEccError | nvml.EventTypeDoubleBitEccError |
+	nvml.EventTypeDramRetirementEvent | nvml.EventTypeDramRetirementFailure | nvml.EventTypeGpuUnavailableError)
 
 // ErrEventsClosed is returned by EventStream.Next once the stream has ended:
 // nothing of it is inside an NVML call any more.
@@ -421,10 +426,39 @@ func makeEvent(gpus []*GPU, idx int, typ, data uint64) reading.Event {
 		ev.Kind = reading.EventPState
 	case typ&uint64(nvml.EventTypeClock) != 0:
 		ev.Kind = reading.EventClock
+	case typ&HealthEvents != 0:
+		ev.Kind = reading.EventHealth
 	default:
 		ev.Kind = reading.EventOther
 	}
 	return ev
+}
+
+// HealthEventDef names one hardware health event type and says whether it
+// is critical (an incident and a crash snapshot).
+type HealthEventDef struct {
+	Type     uint64
+	Name     string
+	Critical bool
+}
+
+// HealthEventDefs declares the health event types, in HealthEvents.
+var HealthEventDefs = []HealthEventDef{
+	{uint64(nvml.EventTypeSingleBitEccError), "SingleBitEccError", false},
+	{uint64(nvml.EventTypeDoubleBitEccError), "DoubleBitEccError", true},
+	{uint64(nvml.EventTypeDramRetirementEvent), "DramRetirementEvent", false},
+	{uint64(nvml.EventTypeDramRetirementFailure), "DramRetirementFailure", true},
+	{uint64(nvml.EventTypeGpuUnavailableError), "GpuUnavailableError", true},
+}
+
+// HealthEvent returns the definition of health event type typ.
+func HealthEvent(typ uint64) (HealthEventDef, bool) {
+	for _, h := range HealthEventDefs {
+		if typ&h.Type != 0 {
+			return h, true
+		}
+	}
+	return HealthEventDef{}, false
 }
 
 // EventTypeNames returns the names of the watched types in mask.
@@ -442,6 +476,9 @@ func EventTypeNames(mask uint64) string {
 	add(uint64(nvml.EventTypeXidCriticalError), "Xid")
 	add(uint64(nvml.EventTypeClock), "Clock")
 	add(uint64(nvml.EventTypeGpuRecoveryAction), "GpuRecoveryAction")
+	for _, h := range HealthEventDefs {
+		add(h.Type, h.Name)
+	}
 	if s == "" {
 		return "none"
 	}

@@ -98,6 +98,7 @@ const (
 	TypeHealth                = "HEALTH"                  // a health counter changed (counter=, link= for NVLink, from=, to=)
 	TypeHealthWarning         = "HEALTH_WARNING"          // a hardware health warning began (reason=)
 	TypeHealthCritical        = "HEALTH_CRITICAL"         // a critical hardware health condition began (reason=): a crash snapshot
+	TypeHealthEvent           = "HEALTH_EVENT"            // an NVML hardware health event (event=, severity=critical|notable)
 )
 
 // eventClasses is the class of every type the logger writes: what
@@ -127,6 +128,7 @@ var eventClasses = map[string]EventClass{
 	TypeHealth:                EventNotable,
 	TypeHealthWarning:         EventNotable,
 	TypeHealthCritical:        EventIncident,
+	TypeHealthEvent:           EventIncident,
 }
 
 // EventTypes returns the types Class does not call routine, sorted.
@@ -144,11 +146,13 @@ func EventTypes() []string {
 // Class says what the line tells: an incident, notable trouble, or nothing
 // of the kind. A line that repeats another source's report of an event
 // (duplicate_of=) starts no incident of its own, nor does an AER line that
-// is not uncorrectable: both are notable.
+// is not uncorrectable, nor a health event that is not critical: all are
+// notable.
 func (e EventLine) Class() EventClass {
 	c := eventClasses[e.Type()]
 	if c == EventIncident && (e.KV["duplicate_of"] != "" ||
-		e.Type() == TypeAER && !strings.HasPrefix(e.KV["severity"], "uncorrectable")) {
+		e.Type() == TypeAER && !strings.HasPrefix(e.KV["severity"], "uncorrectable") ||
+		e.Type() == TypeHealthEvent && e.KV["severity"] != "critical") {
 		return EventNotable
 	}
 	return c

@@ -37,6 +37,8 @@ func TestEventClass(t *testing.T) {
 		{"NVML_RECOVERED", "type=NVML_RECOVERED failures=3", EventRoutine},
 		{"GPU_ENUMERATED_AGAIN", "source=poll type=GPU_ENUMERATED_AGAIN", EventRoutine},
 		{"KERNEL_LINES_SUPPRESSED", "source=kmsg type=KERNEL_LINES_SUPPRESSED kind=AER/corrected lines=40", EventRoutine},
+		{"HEALTH_EVENT critical", "source=nvml type=HEALTH_EVENT event=DoubleBitEccError severity=critical data=0", EventIncident},
+		{"HEALTH_EVENT notable", "source=nvml type=HEALTH_EVENT event=SingleBitEccError severity=notable data=0", EventNotable},
 		{"HEALTH_BASELINE", "type=HEALTH_BASELINE ecc_mode=1 ecc_sbe_volatile=0", EventRoutine},
 		{"HEALTH", "type=HEALTH counter=ecc_sbe_volatile from=3 to=5 delta=+2", EventNotable},
 		{"HEALTH_WARNING", `type=HEALTH_WARNING reason=remap_pending detail="a row remap waits for a GPU reset"`, EventNotable},

@@ -61,6 +61,8 @@ func TestHealthB200ECCStory(t *testing.T) {
 		"type=HEALTH_CRITICAL reason=ecc_dbe",
 		"type=HEALTH_WARNING reason=remap_pending",
 		"type=HEALTH counter=remap_pending from=0 to=1",
+		"source=nvml type=HEALTH_EVENT event=DoubleBitEccError severity=critical",
+		"source=nvml type=HEALTH_EVENT event=DramRetirementEvent severity=notable",
 		"type=Xid xid=48")
 	// The slow tier reads once a second: the rows after the change carry it.
 	time.Sleep(1500 * time.Millisecond)
@@ -191,7 +193,7 @@ func TestHealthQuietOnHealthyAndGeForce(t *testing.T) {
 		t.Errorf("B200 nvlink_up %q", got)
 	}
 	ev := events(p.dir)
-	for _, bad := range []string{"type=HEALTH ", "type=HEALTH_WARNING", "type=HEALTH_CRITICAL"} {
+	for _, bad := range []string{"type=HEALTH ", "type=HEALTH_WARNING", "type=HEALTH_CRITICAL", "type=HEALTH_EVENT"} {
 		if strings.Contains(ev, bad) {
 			t.Errorf("events.log has %q on healthy GPUs:\n%s", bad, ev)
 		}
