@@ -17,8 +17,8 @@ import (
 // WatchedEvents are the NVML event types registered on every GPU that
 // supports them: P-state changes, Xid critical errors, clock changes and GPU
 // recovery actions.
-const WatchedEvents = uint64(nvml.EventTypePState | nvml.EventTypeXidCriticalError |
-	nvml.EventTypeClock | nvml.EventTypeGpuRecoveryAction) | HealthEvents
+const WatchedEvents = uint64(nvml.EventTypePState|nvml.EventTypeXidCriticalError|
+	nvml.EventTypeClock|nvml.EventTypeGpuRecoveryAction) | HealthEvents
 
 // HealthEvents are the hardware health event types watched where the GPU
 // supports them (the polled health counters are the backstop).
