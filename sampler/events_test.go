@@ -548,6 +548,7 @@ func TestFollowEventsStateCoversEveryGPU(t *testing.T) {
 		}
 	})
 }
+
 // fakeWatched is what a fake GPU registers: the watched types it supports
 // (none of the health events).
 func fakeWatched() uint64 { return WatchedEvents & fakenvml.NewDev().EventTypes }
