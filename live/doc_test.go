@@ -70,7 +70,8 @@ func TestProcessesInStatus(t *testing.T) {
 	now := v.Host.Now
 	good := &reading.Procs{GPU: 0, Time: now.Add(-800 * time.Millisecond), Status: reading.ProcOK, List: []reading.Process{
 		{PID: 4242, Kind: reading.ProcCompute, MemBytes: reading.Some(uint64(30000) << 20), SMUtil: reading.Some(uint32(97)),
-			MemUtil: reading.Some(uint32(41)), Origin: reading.ProcHere, Name: "python3", Cmdline: "python3 train.py"},
+			MemUtil: reading.Some(uint32(41)), Origin: reading.ProcHere, Name: "python3", Cmdline: "python3 train.py",
+			Workload: reading.Workload{Known: true, Unit: "slurmstepd.scope", SlurmJob: "4242", SlurmStep: "0"}},
 		{PID: 77, Kind: reading.ProcGraphics, Origin: reading.ProcOtherNS},
 	}}
 	v.GPUs[0].Processes = good
@@ -81,12 +82,13 @@ func TestProcessesInStatus(t *testing.T) {
 	text := b.String()
 	testutil.Contains(t, "status text", text,
 		"  processes: 2\n",
-		"    pid 4242 compute  mem 30000 MiB  sm 97% membusy 41%  python3: python3 train.py\n",
+		"    pid 4242 compute  mem 30000 MiB  sm 97% membusy 41%  python3: python3 train.py  [slurm job 4242 step 0]\n",
 		"    pid 77 graphics  mem n/a  sm n/a membusy n/a  (other PID namespace)\n",
 		"; now no data (hung: nvmlDeviceGetComputeRunningProcesses stuck)\n",
 	)
 	j, _ := json.Marshal(d)
-	for _, want := range []string{`"processes":{"status":"ok","read_at":`, `"pid":4242,"type":"compute","memory_bytes":31457280000,"sm_util_pct":97`, `"status":"hung","error":"nvmlDeviceGetComputeRunningProcesses stuck"`} {
+	for _, want := range []string{`"processes":{"status":"ok","read_at":`, `"pid":4242,"type":"compute","memory_bytes":31457280000,"sm_util_pct":97`, `"status":"hung","error":"nvmlDeviceGetComputeRunningProcesses stuck"`,
+		`"job":{"unit":"slurmstepd.scope","container_id":"","pod_uid":"","slurm_job":"4242","slurm_step":"0"}`} {
 		if !strings.Contains(string(j), want) {
 			t.Errorf("JSON lacks %s:\n%s", want, j)
 		}

@@ -27,6 +27,32 @@ type ProcDoc struct {
 	Origin   string  `json:"origin"` // here, exited, other PID namespace, unreadable
 	Name     string  `json:"name,omitempty"`
 	Cmdline  string  `json:"cmdline,omitempty"`
+	Job      *JobDoc `json:"job,omitempty"` // from its cgroup; absent when not read
+}
+
+// JobDoc is the job a process belongs to, from its cgroup; a field the
+// cgroup does not give is empty.
+type JobDoc struct {
+	Unit        string `json:"unit"`
+	ContainerID string `json:"container_id"`
+	PodUID      string `json:"pod_uid"`
+	SlurmJob    string `json:"slurm_job"`
+	SlurmStep   string `json:"slurm_step"`
+}
+
+func jobDoc(w reading.Workload) *JobDoc {
+	if !w.Known {
+		return nil
+	}
+	return &JobDoc{Unit: w.Unit, ContainerID: w.ContainerID, PodUID: w.PodUID, SlurmJob: w.SlurmJob, SlurmStep: w.SlurmStep}
+}
+
+// Workload is the job again as the reading type (for its one-line name).
+func (j *JobDoc) Workload() reading.Workload {
+	if j == nil {
+		return reading.Workload{}
+	}
+	return reading.Workload{Known: true, Unit: j.Unit, ContainerID: j.ContainerID, PodUID: j.PodUID, SlurmJob: j.SlurmJob, SlurmStep: j.SlurmStep}
 }
 
 // procsDoc converts a process read; nil stays nil (no reader).
@@ -43,7 +69,7 @@ func procsDoc(p *reading.Procs) *ProcsDoc {
 	d.ReadAt = &t
 	for _, pr := range g.List {
 		d.List = append(d.List, ProcDoc{PID: pr.PID, Type: pr.Kind.String(), MemBytes: ptr(pr.MemBytes),
-			SMUtil: ptr(pr.SMUtil), MemUtil: ptr(pr.MemUtil), Origin: pr.Origin.String(), Name: pr.Name, Cmdline: pr.Cmdline})
+			SMUtil: ptr(pr.SMUtil), MemUtil: ptr(pr.MemUtil), Origin: pr.Origin.String(), Name: pr.Name, Cmdline: pr.Cmdline, Job: jobDoc(pr.Workload)})
 	}
 	return d
 }
@@ -71,6 +97,9 @@ func ProcLines(g GPUDoc, now time.Time) []string {
 		mem := na
 		if pr.MemBytes != nil {
 			mem = utoa(*pr.MemBytes>>20) + " MiB"
+		}
+		if j := pr.Job.Workload().String(); j != "" {
+			who += "  [" + j + "]"
 		}
 		out = append(out, "    pid "+utoa(uint64(pr.PID))+" "+pr.Type+"  mem "+mem+"  sm "+optU(pr.SMUtil, "%")+
 			" membusy "+optU(pr.MemUtil, "%")+"  "+who)

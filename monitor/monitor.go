@@ -570,9 +570,20 @@ func (m *Monitor) eventLine(t time.Time, gpu int, bus string, kv ...string) {
 		b.WriteString(" bus=")
 		b.WriteString(bus)
 	}
+	incident := false
 	for _, s := range kv {
 		b.WriteByte(' ')
 		b.WriteString(s)
+		if t, ok := strings.CutPrefix(s, "type="); ok {
+			incident = sink.EventLine{KV: map[string]string{"type": t}}.Class() == sink.EventIncident
+		}
+	}
+	// The job that was on the GPU when it failed.
+	if gs := m.byIndex[gpu]; incident && gs != nil {
+		if j := gs.jobs(); j != "" {
+			b.WriteString(" job=")
+			b.WriteString(strconv.Quote(j))
+		}
 	}
 	if err := m.events.Line(b.String()); err != nil {
 		m.lineFails.add(m.log, "log_lines_failed", "an events.log line", slog.String("line", b.String()), slog.String("error", err.Error()))

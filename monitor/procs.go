@@ -2,7 +2,9 @@ package monitor
 
 import (
 	"context"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/live"
@@ -143,4 +145,29 @@ func (m *Monitor) atopCounters() atop.Counters {
 		return s.Counters()
 	}
 	return atop.Counters{}
+}
+
+// jobs names the jobs on the GPU in its latest successful process read
+// (memory only: never an NVML call, never a /proc read), one string for
+// an events.log field: "slurm job 4242 step 0; pod <uid> container <id>",
+// or "" when none is known.
+func (gs *gpuState) jobs() string {
+	if gs.pr == nil {
+		return ""
+	}
+	p := gs.pr.Latest()
+	if p == nil {
+		return ""
+	}
+	good := p.Good()
+	if good == nil {
+		return ""
+	}
+	var out []string
+	for i := range good.List {
+		if j := good.List[i].Workload.String(); j != "" && !slices.Contains(out, j) {
+			out = append(out, j)
+		}
+	}
+	return strings.Join(out, "; ")
 }

@@ -165,3 +165,55 @@ func TestProcessHangIsOnTheMonotonicClock(t *testing.T) {
 		})
 	}
 }
+
+// TestIncidentLinesNameTheJob: an Xid's events.log line names the job that
+// was on the GPU (from the cgroup of its processes, as last read), and a
+// routine line does not; a GPU without a known job gets no job field.
+func TestIncidentLinesNameTheJob(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "self", "ns"), 0o755)
+	os.Symlink("pid:[4026531836]", filepath.Join(root, "self", "ns", "pid"))
+	dir := filepath.Join(root, "100")
+	os.MkdirAll(dir, 0o755)
+	for name, s := range map[string]string{"comm": "python3\n", "cmdline": "python3\x00train.py", "stat": "100 (python3) S 1 100 100 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 4242 0 0",
+		"cgroup": "0::/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 2, func(c *Config) { c.ProcRoot = root })
+		r.devs[0].Update(func(d *fakenvml.Dev) { d.Procs = []nvml.ProcessInfo{{Pid: 100, UsedGpuMemory: 1 << 30}} })
+		r.run(time.Second, func() {
+			time.Sleep(1500 * time.Millisecond)
+			now := time.Now()
+			r.m.onEvent(reading.Event{Time: now, GPU: 0, Kind: reading.EventXid, Source: reading.SourceNVML, Data: 48})
+			r.m.onEvent(reading.Event{Time: now, GPU: 1, Kind: reading.EventXid, Source: reading.SourceNVML, Data: 48})
+			r.m.onEvent(reading.Event{Time: now, GPU: 0, Kind: reading.EventPState, Source: reading.SourceNVML})
+		})
+		ev, err := os.ReadFile(filepath.Join(r.dir, "events.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var xid0, xid1, other string
+		for _, l := range strings.Split(string(ev), "\n") {
+			switch {
+			case strings.Contains(l, " gpu=0 ") && strings.Contains(l, "type=Xid"):
+				xid0 = l
+			case strings.Contains(l, " gpu=1 ") && strings.Contains(l, "type=Xid"):
+				xid1 = l
+			case strings.Contains(l, " gpu=0 ") && strings.Contains(l, "job="):
+				other = l
+			}
+		}
+		if !strings.Contains(xid0, ` job="slurm job 4242 step 0"`) {
+			t.Errorf("GPU 0's Xid line does not name its job: %q\n%s", xid0, ev)
+		}
+		if xid1 == "" || strings.Contains(xid1, "job=") {
+			t.Errorf("GPU 1 (no process) Xid line: %q", xid1)
+		}
+		if other != "" {
+			t.Errorf("a routine line names the job: %q", other)
+		}
+	})
+}

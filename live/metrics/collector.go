@@ -12,6 +12,7 @@ package metrics
 
 import (
 	"runtime"
+	"slices"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,6 +54,11 @@ var (
 	mSamp  = &metric{"samples_total", "Answered samples.", prometheus.CounterValue, nil}
 	mFail  = &metric{"sample_failures_total", "Failed or lost samples.", prometheus.CounterValue, nil}
 	mHung  = &metric{"hung_rows_total", "NVML_HUNG rows written.", prometheus.CounterValue, nil}
+	// mWork names the jobs on a GPU (from its processes' cgroups): one
+	// series per distinct job, for dashboards to join on gpu and uuid,
+	// never a label on the per-sample series.
+	mWork = &metric{"gpu_workload_info", "A job with processes on the GPU, from their cgroups (value 1): Slurm job, Kubernetes pod UID, container id; empty where the cgroup does not say.", prometheus.GaugeValue,
+		[]string{"slurm_job", "pod_uid", "container"}}
 	// mMemTot is exported when the GPU's memory size is known (live.GPU.MemTotal).
 	mMemTot = &metric{"memory_total_bytes", "GPU memory size.", prometheus.GaugeValue, nil}
 )
@@ -155,7 +161,7 @@ type Collector struct {
 // New returns a collector over board.
 func New(board *live.Board) *Collector {
 	c := &Collector{board: board, fams: map[*metric]*family{}, counters: map[string]*family{}}
-	for _, m := range []*metric{mInfo, mState, mStall, mFan, mFanT, mThrA, mThrS, mFlags, mXids, mLastX, mRecov, mRecT, mLastS, mInc, mSamp, mFail, mHung, mMemTot} {
+	for _, m := range []*metric{mInfo, mState, mStall, mFan, mFanT, mThrA, mThrS, mFlags, mXids, mLastX, mRecov, mRecT, mLastS, mInc, mSamp, mFail, mHung, mMemTot, mWork} {
 		c.fams[m] = newFamily(m, gpuLabels)
 	}
 	for _, m := range readingFamilies {
@@ -302,6 +308,7 @@ func (w *walker) gpu(g *live.GPU, h *live.Host) {
 	if !g.LastXid.Time.IsZero() {
 		w.add(mLastX, unix(g.LastXid.Time.UnixNano()), gpu, uuid, strconv.FormatUint(g.LastXid.Code, 10))
 	}
+	w.workloads(g, gpu, uuid)
 	if !g.LastRecovery.Time.IsZero() {
 		w.add(mRecov, float64(g.LastRecovery.Code), gpu, uuid)
 		w.add(mRecT, unix(g.LastRecovery.Time.UnixNano()), gpu, uuid)
@@ -342,6 +349,29 @@ func (w *walker) gpu(g *live.GPU, h *live.Host) {
 		for _, r := range reading.ThrottleReasons {
 			w.add(mThrA, b2f(m&r.Bit != 0), gpu, uuid, r.Name)
 		}
+	}
+}
+
+// workloads adds one gpu_workload_info series per distinct job of the
+// GPU's last successful process read.
+func (w *walker) workloads(g *live.GPU, gpu, uuid string) {
+	if g.Processes == nil {
+		return
+	}
+	good := g.Processes.Good()
+	if good == nil {
+		return
+	}
+	type job struct{ slurm, pod, ctr string }
+	seen := make([]job, 0, 4)
+	for i := range good.List {
+		wl := &good.List[i].Workload
+		j := job{wl.SlurmJob, wl.PodUID, wl.ContainerID}
+		if j == (job{}) || slices.Contains(seen, j) {
+			continue
+		}
+		seen = append(seen, j)
+		w.add(mWork, 1, gpu, uuid, j.slurm, j.pod, j.ctr)
 	}
 }
 

@@ -125,3 +125,24 @@ func TestNoLabelClashesWithPrometheus(t *testing.T) {
 		t.Errorf("no host_info series naming the host:\n%s", got)
 	}
 }
+
+// TestWorkloadInfo: one gpu_workload_info series per distinct job on a
+// GPU, from its last successful process read; processes of one job make
+// one series, a process with no job makes none.
+func TestWorkloadInfo(t *testing.T) {
+	v := livetest.View()
+	slurm := reading.Workload{Known: true, Unit: "slurmstepd.scope", SlurmJob: "4242", SlurmStep: "0"}
+	v.GPUs[0].Processes = &reading.Procs{Status: reading.ProcOK, List: []reading.Process{
+		{PID: 1, Origin: reading.ProcHere, Workload: slurm},
+		{PID: 2, Origin: reading.ProcHere, Workload: slurm},
+		{PID: 3, Origin: reading.ProcHere, Workload: reading.Workload{Known: true, PodUID: "0e3a1f2c-4b5d-4c6e-8f70-123456789abc", ContainerID: "4f1d"}},
+		{PID: 4, Origin: reading.ProcHere, Workload: reading.Workload{Known: true, Unit: "sshd.service"}},
+	}}
+	got := string(scrape(t, board(v)))
+	if n := strings.Count(got, "gpu_telemetry_gpu_workload_info{"); n != 2 {
+		t.Errorf("%d gpu_workload_info series, want 2:\n%s", n, got)
+	}
+	testutil.Contains(t, "exposition", got,
+		`gpu_telemetry_gpu_workload_info{container="",gpu="0",pod_uid="",slurm_job="4242",uuid="GPU-aaaa"} 1`,
+		`gpu_telemetry_gpu_workload_info{container="4f1d",gpu="0",pod_uid="0e3a1f2c-4b5d-4c6e-8f70-123456789abc",slurm_job="",uuid="GPU-aaaa"} 1`)
+}
