@@ -554,6 +554,9 @@ func (m *Monitor) signal(sig os.Signal) {
 	}
 }
 
+// levels names each event class as events.log's level= field.
+var levels = [...]string{sink.EventRoutine: "info", sink.EventNotable: "warning", sink.EventIncident: "critical"}
+
 // eventLine appends one line to events.log: time, GPU, then key=value pairs.
 func (m *Monitor) eventLine(t time.Time, gpu int, bus string, kv ...string) {
 	var b strings.Builder
@@ -570,16 +573,33 @@ func (m *Monitor) eventLine(t time.Time, gpu int, bus string, kv ...string) {
 		b.WriteString(" bus=")
 		b.WriteString(bus)
 	}
-	incident := false
+	gs := m.byIndex[gpu]
+	if gs != nil {
+		if u := gs.info().UUID; u != "" {
+			b.WriteString(" uuid=")
+			b.WriteString(logfmtValue(u))
+		}
+	}
+	// How bad it is, for a log pipeline (Loki's level, a journal
+	// priority): an incident is critical, notable trouble a warning.
+	class, incident := sink.EventRoutine, false
+	if e, ok := sink.ParseEventLine("2006-01-02T15:04:05.000Z " + strings.Join(kv, " ")); ok {
+		class = e.Class()
+		incident = class == sink.EventIncident
+		// An application's Xid (13, 31, 43) is the job's fault, not the
+		// GPU's: the logger still snapshots it, but it is no page.
+		if class == sink.EventIncident && e.KV["class"] == "application error" {
+			class = sink.EventNotable
+		}
+	}
+	b.WriteString(" level=")
+	b.WriteString(levels[class])
 	for _, s := range kv {
 		b.WriteByte(' ')
 		b.WriteString(s)
-		if t, ok := strings.CutPrefix(s, "type="); ok {
-			incident = sink.EventLine{KV: map[string]string{"type": t}}.Class() == sink.EventIncident
-		}
 	}
 	// The job that was on the GPU when it failed.
-	if gs := m.byIndex[gpu]; incident && gs != nil {
+	if gs != nil && incident {
 		if j := gs.jobs(); j != "" {
 			b.WriteString(" job=")
 			b.WriteString(strconv.Quote(j))

@@ -122,7 +122,7 @@ input(type="imfile" file=%[3]q tag="gpu-telemetry" severity="info" facility="loc
 			t.Errorf("a received line does not name its host (%s): %s", testHost, l)
 		}
 		if kv["type"] == "Xid" {
-			for _, k := range []string{"gpu", "bus", "source", "xid", "name", "class", "action"} {
+			for _, k := range []string{"gpu", "uuid", "bus", "level", "source", "xid", "name", "class", "action"} {
 				if kv[k] == "" {
 					t.Errorf("a received Xid line lacks %s: %s", k, l)
 				}
