@@ -68,6 +68,9 @@ type Config struct {
 
 	Logger   *slog.Logger
 	Notifier Notifier // nil: not under systemd
+	// Journal also sends every events.log line to the systemd journal with
+	// structured fields (journal.go); nil: off (not under systemd).
+	Journal JournalFunc
 	// WatchdogEvery is how often Notifier.Watchdog is called while the poll
 	// loop is alive, whatever the interval (systemd: half of WatchdogSec);
 	// 0: never.

@@ -82,6 +82,8 @@ var counterTable = []counterDef{
 		get: func(s *counterSources) uint64 { return s.m.lineFails.load() }},
 	{name: "log_lines_lost_at_exit", loss: true, ownLog: true, help: "events.log and summary.log lines still waiting for the disk when the logger exited",
 		get: func(s *counterSources) uint64 { return s.m.linesLostAtExit() }},
+	{name: "journal_drops", loss: true, ownLog: true, help: "events.log lines not sent to the systemd journal: its queue was full (journald stuck) or it refused them (they are in events.log)",
+		get: func(s *counterSources) uint64 { return s.m.journalDrops.load() }},
 	{name: "flags_dropped", loss: true, ownLog: true, help: "flags that did not fit in a row's flags cell",
 		get: func(s *counterSources) uint64 { return s.m.flagsDropped.load() }},
 	{name: "xid_flags_dropped", loss: true, ownLog: true, help: "Xids not flagged on a row because too many were waiting for the GPU's next row, or the GPU wrote no row after them before shutdown (the Xids are in events.log)",

@@ -74,6 +74,8 @@ type Monitor struct {
 
 	// Lost work the monitor itself drops (see counterTable).
 	sideDrops, lineFails, flagsDropped, xidFlagsDropped lossCounter
+	journalDrops                                        lossCounter
+	journalQ                                            chan journalEntry
 	listenFails                                         atomic.Uint64 // ListenerFailed
 	refusedLogged                                       atomic.Bool   // snapshotRefused logged the first
 
@@ -136,7 +138,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		start: time.Now(), xidSeen: map[xidKey]xidSeen{}, side: make(chan sideJob, 256),
 		syncTick: make(chan time.Time, 1), secondTick: make(chan time.Time, 1),
 		cadence: newCadence(cfg.Interval), kmsgState: "disabled", eventsState: "starting",
-		kclock: newKernelClock(host.KernelClock())}
+		kclock: newKernelClock(host.KernelClock()), journalQ: make(chan journalEntry, journalQueue)}
 	m.ident = readIdentity(cfg.Host, cfg.HostRoot, m.log)
 	if cfg.KmsgPath != "" {
 		m.kmsgState = "starting"
@@ -232,6 +234,10 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	go func() { defer listeners.Done(); m.watchLosses(bg) }()
 	listeners.Add(1)
 	go func() { defer listeners.Done(); m.runProcs(bg) }()
+	if m.cfg.Journal != nil {
+		listeners.Add(1)
+		go func() { defer listeners.Done(); m.runJournal(bg) }()
+	}
 	m.startBootCheck(bg, &listeners)
 	names := make([]string, len(m.gpus))
 	for i, gs := range m.gpus {
@@ -605,6 +611,7 @@ func (m *Monitor) eventLine(t time.Time, gpu int, bus string, kv ...string) {
 			b.WriteString(strconv.Quote(j))
 		}
 	}
+	m.journal(b.String())
 	if err := m.events.Line(b.String()); err != nil {
 		m.lineFails.add(m.log, "log_lines_failed", "an events.log line", slog.String("line", b.String()), slog.String("error", err.Error()))
 	}

@@ -187,6 +187,7 @@ func (c *CLI) monitorConfig(log *slog.Logger) monitor.Config {
 		FollowUps:      follow,
 		Logger:         log,
 		Notifier:       sd,
+		Journal:        journalSender(),
 		WatchdogEvery:  sd.watchdog,
 		Atop:           c.atopConfig(),
 	}

@@ -5,6 +5,9 @@ import (
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
+	"github.com/coreos/go-systemd/v22/journal"
+
+	"github.com/gpu-telemetry/gpu-telemetry/monitor"
 )
 
 // systemd implements monitor.Notifier with sd_notify (go-systemd's daemon
@@ -48,5 +51,18 @@ func (s *systemd) Stopping() { s.notify(daemon.SdNotifyStopping) }
 func (s *systemd) Watchdog() {
 	if s.watchdog > 0 {
 		s.notify(daemon.SdNotifyWatchdog)
+	}
+}
+
+// journalSender returns the events.log lines' way into the systemd journal
+// (go-systemd's journal package: the native protocol over journald's
+// socket) when the logger runs under systemd with its stderr connected to
+// the journal (JOURNAL_STREAM), else nil.
+func journalSender() monitor.JournalFunc {
+	if ok, err := journal.StderrIsJournalStream(); err != nil || !ok || !journal.Enabled() {
+		return nil
+	}
+	return func(msg string, prio int, fields map[string]string) error {
+		return journal.Send(msg, journal.Priority(prio), fields)
 	}
 }

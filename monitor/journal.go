@@ -1,0 +1,126 @@
+package monitor
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"log/slog"
+	"strings"
+
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
+)
+
+// JournalFunc sends one entry to the systemd journal: a message, a syslog
+// priority (0 emerg .. 7 debug) and structured fields (go-systemd's
+// journal.Send).
+type JournalFunc func(message string, priority int, fields map[string]string) error
+
+// journalQueue is how many events.log lines may wait for the journal; more
+// are dropped (journal_drops), never waited for: the journal's socket can
+// block when journald is slow, and an events.log line is written from the
+// poll loop's paths.
+const journalQueue = 256
+
+// journalEntry is one events.log line on its way to the journal.
+type journalEntry struct {
+	message  string
+	priority int
+	fields   map[string]string
+}
+
+// journalFields are the events.log keys with journal field names of
+// their own; every other key becomes GPU_TELEMETRY_<KEY>.
+var journalFields = map[string]string{
+	"host": "GPU_TELEMETRY_HOST", "gpu": "GPU_INDEX", "uuid": "GPU_UUID", "bus": "GPU_BUS_ID",
+	"type": "GPU_EVENT", "xid": "XID", "name": "XID_NAME", "level": "GPU_EVENT_LEVEL", "job": "GPU_JOB",
+}
+
+// journalPriority is each level= as a syslog priority.
+var journalPriority = map[string]int{"critical": 2, "warning": 4, "info": 6}
+
+// MessageID is the journal's MESSAGE_ID of an events.log line type: 128
+// bits of SHA-256 of "gpu-telemetry events.log " + type, so each type has
+// one id, the same on every host and release (journalctl MESSAGE_ID=...).
+func MessageID(typ string) string {
+	sum := sha256.Sum256([]byte("gpu-telemetry events.log " + typ))
+	return hex.EncodeToString(sum[:16])
+}
+
+// toJournal turns an events.log line into a journal entry: MESSAGE is the
+// line without its timestamp (the journal stamps it), each key=value a
+// field (upper case, no leading underscore).
+func toJournal(line string) (journalEntry, bool) {
+	e, ok := sink.ParseEventLine(line)
+	if !ok {
+		return journalEntry{}, false
+	}
+	_, msg, _ := strings.Cut(line, " ")
+	f := map[string]string{"SYSLOG_IDENTIFIER": "gpu-telemetry", "MESSAGE_ID": MessageID(e.Type())}
+	for k, v := range e.KV {
+		name, ok := journalFields[k]
+		if !ok {
+			name = "GPU_TELEMETRY_" + journalName(k)
+		}
+		f[name] = v
+	}
+	prio, ok := journalPriority[e.KV["level"]]
+	if !ok {
+		prio = 6
+	}
+	return journalEntry{message: msg, priority: prio, fields: f}, true
+}
+
+// journalName makes an events.log key a journal field name: upper case,
+// letters, digits and underscores.
+func journalName(k string) string {
+	b := []byte(strings.ToUpper(k))
+	for i, c := range b {
+		if !('A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+// journal queues an events.log line for the journal, when it is on; a full
+// queue drops it, counted.
+func (m *Monitor) journal(line string) {
+	if m.cfg.Journal == nil {
+		return
+	}
+	e, ok := toJournal(line)
+	if !ok {
+		return
+	}
+	select {
+	case m.journalQ <- e:
+	default:
+		m.journalDrops.add(m.log, "journal_drops", "an events.log line for the journal", slog.String("line", line))
+	}
+}
+
+// runJournal sends the queued lines until ctx ends; what is still queued
+// then is sent too, once (journald is local: this does not wait long
+// unless it is stuck, and then shutdown's own deadline applies).
+func (m *Monitor) runJournal(ctx context.Context) {
+	send := func(e journalEntry) {
+		if err := m.cfg.Journal(e.message, e.priority, e.fields); err != nil {
+			m.journalDrops.add(m.log, "journal_drops", "an events.log line the journal refused", slog.String("error", err.Error()))
+		}
+	}
+	for {
+		select {
+		case e := <-m.journalQ:
+			send(e)
+		case <-ctx.Done():
+			for {
+				select {
+				case e := <-m.journalQ:
+					send(e)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
