@@ -203,7 +203,7 @@ func (s *stack) checkAlerts(t *testing.T) {
 				t.Errorf("%s arrived without the label %s: %v", k, l, d.Labels)
 			}
 		}
-		host := strings.Split(d.Labels["instance"], ":")[0]
+		host := testHost // gpu_telemetry_host_info names it, not the scrape address
 		if !strings.Contains(d.Annotations["summary"], d.Labels["instance"]) || d.Labels["gpu"] != "" && !strings.Contains(d.Annotations["summary"], "GPU "+d.Labels["gpu"]) {
 			t.Errorf("%s: the summary %q does not name host and GPU", k, d.Annotations["summary"])
 		}

@@ -177,12 +177,12 @@ func (s *stack) checkTriage(t *testing.T, triage string) {
 		if m["state"] != want.state || m["reason"] != want.reason {
 			t.Errorf("GPU %s: state %q reason %q, want %q %q", m["gpu"], m["state"], m["reason"], want.state, want.reason)
 		}
-		for _, l := range []string{"instance", "uuid", "pci_bus_id", "model", "evidence"} {
+		for _, l := range []string{"instance", "host", "uuid", "pci_bus_id", "model", "evidence"} {
 			if m[l] == "" {
 				t.Errorf("GPU %s: no %s column: %v", m["gpu"], l, m)
 			}
 		}
-		if wantEv := "ssh 127.0.0.1 gpu-telemetry report --last --gpu " + m["gpu"]; m["evidence"] != wantEv {
+		if wantEv := "ssh " + testHost + " gpu-telemetry report --last --gpu " + m["gpu"]; m["evidence"] != wantEv {
 			t.Errorf("GPU %s: evidence %q, want %q", m["gpu"], m["evidence"], wantEv)
 		}
 		if r.value() > last {
