@@ -62,7 +62,7 @@ func TestEventsGoToTheJournal(t *testing.T) {
 		if pstate.fields["MESSAGE_ID"] == xid.fields["MESSAGE_ID"] || len(xid.fields["MESSAGE_ID"]) != 32 {
 			t.Errorf("MESSAGE_IDs: Xid %s PState %s, want distinct 128-bit ids", xid.fields["MESSAGE_ID"], pstate.fields["MESSAGE_ID"])
 		}
-		if !strings.HasPrefix(xid.message, "host=testhost gpu=0 ") || !strings.Contains(string(ev), xid.message) {
+		if !strings.HasPrefix(xid.message, "host=testhost uuid=GPU-a level=critical gpu=0 ") || !strings.Contains(string(ev), xid.message) {
 			t.Errorf("MESSAGE %q is not the events.log line without its timestamp:\n%s", xid.message, ev)
 		}
 		for k := range xid.fields {

@@ -565,27 +565,6 @@ var levels = [...]string{sink.EventRoutine: "info", sink.EventNotable: "warning"
 
 // eventLine appends one line to events.log: time, GPU, then key=value pairs.
 func (m *Monitor) eventLine(t time.Time, gpu int, bus string, kv ...string) {
-	var b strings.Builder
-	b.WriteString(t.Format(sink.TimestampLayout))
-	b.WriteString(" host=")
-	b.WriteString(logfmtValue(m.ident.Host))
-	if gpu >= 0 {
-		b.WriteString(" gpu=")
-		b.WriteString(strconv.Itoa(gpu))
-	} else {
-		b.WriteString(" gpu=?")
-	}
-	if bus != "" {
-		b.WriteString(" bus=")
-		b.WriteString(bus)
-	}
-	gs := m.byIndex[gpu]
-	if gs != nil {
-		if u := gs.info().UUID; u != "" {
-			b.WriteString(" uuid=")
-			b.WriteString(logfmtValue(u))
-		}
-	}
 	// How bad it is, for a log pipeline (Loki's level, a journal
 	// priority): an incident is critical, notable trouble a warning.
 	class, incident := sink.EventRoutine, false
@@ -598,8 +577,31 @@ func (m *Monitor) eventLine(t time.Time, gpu int, bus string, kv ...string) {
 			class = sink.EventNotable
 		}
 	}
+	// Who and how bad first (host, the GPU's UUID, level), then the GPU's
+	// index and bus id, then the event's own fields.
+	var b strings.Builder
+	b.WriteString(t.Format(sink.TimestampLayout))
+	b.WriteString(" host=")
+	b.WriteString(logfmtValue(m.ident.Host))
+	gs := m.byIndex[gpu]
+	if gs != nil {
+		if u := gs.info().UUID; u != "" {
+			b.WriteString(" uuid=")
+			b.WriteString(logfmtValue(u))
+		}
+	}
 	b.WriteString(" level=")
 	b.WriteString(levels[class])
+	if gpu >= 0 {
+		b.WriteString(" gpu=")
+		b.WriteString(strconv.Itoa(gpu))
+	} else {
+		b.WriteString(" gpu=?")
+	}
+	if bus != "" {
+		b.WriteString(" bus=")
+		b.WriteString(bus)
+	}
 	for _, s := range kv {
 		b.WriteByte(' ')
 		b.WriteString(s)
