@@ -1,5 +1,6 @@
 # gpu-telemetry. `make demo` runs the logger on simulated GPUs; `make test`
-# runs the whole suite; `make bench` prints the performance table.
+# runs the whole suite; `make bench` prints the performance table; `make deb`
+# builds the Debian package.
 
 GO       ?= go
 BUILD    := $(abspath build)
@@ -19,7 +20,7 @@ TESTLDFLAGS := -extldflags=-Wl,-z,lazy
 export CGO_ENABLED := 1
 export CGO_CFLAGS  := -O2 -Wno-deprecated-declarations
 
-.PHONY: all build race sim csan demo demo-b200 test vet bench install uninstall clean
+.PHONY: all build race sim csan demo demo-b200 test vet bench deb install uninstall clean
 
 all: build sim
 
@@ -61,7 +62,19 @@ vet:
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 
-TESTENV  := GPU_TELEMETRY_BIN=$(RACEBIN) GPU_TELEMETRY_PLAIN_BIN=$(BIN) SIMNVML_DIR=$(BUILD)
+# The Debian package, from a binary built for it (paths trimmed, stripped,
+# position-independent, its version the package's), reproducibly: the
+# timestamps are the commit's (SOURCE_DATE_EPOCH). See deploy/deb/build.sh.
+DEBVERSION = $(shell deploy/deb/version.sh)
+DEBARCH    = $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
+DEBBIN     := $(BUILD)/deb/gpu-telemetry
+deb:
+	CGO_CFLAGS='$(CGO_CFLAGS) -D_FORTIFY_SOURCE=2 -fstack-protector-strong' CGO_LDFLAGS='-Wl,-z,relro' \
+	$(GO) build -trimpath -buildmode=pie -ldflags '-s -w -extldflags=-Wl,-z,lazy -X main.version=$(DEBVERSION)' -o $(DEBBIN) ./cmd/gpu-telemetry
+	@deploy/deb/build.sh $(DEBBIN) $(BUILD) $(DEBVERSION)
+
+TESTENV   = GPU_TELEMETRY_BIN=$(RACEBIN) GPU_TELEMETRY_PLAIN_BIN=$(BIN) SIMNVML_DIR=$(BUILD) \
+            GPU_TELEMETRY_DEB=$(BUILD)/gpu-telemetry_$(DEBVERSION)_$(DEBARCH).deb GPU_TELEMETRY_DEB_BIN=$(DEBBIN)
 GOTEST   := $(GO) test -race -count=1 -ldflags '$(TESTLDFLAGS)'
 # The tests of the packages that read the kernel's clocks (CLOCK_MONOTONIC,
 # the kernel log's printk time), and the simulated driver's and end-to-end
@@ -72,7 +85,7 @@ GOTEST   := $(GO) test -race -count=1 -ldflags '$(TESTLDFLAGS)'
 CLOCKPKGS  := ./monitor/ ./kmsg/ ./snapshot/ ./sampler/ ./reading/ ./sink/
 CLOCKTESTS := ^(TestDmesgTime.*|TestKmsg.*|TestKernelLinesReachTheRightGPU|TestNewXidsFromTheKernelLog|TestGSPCrashStory|TestSIGKILLThenRestartWritesBootLog)$$
 
-test: build race sim vet csan
+test: build race sim vet csan deb
 	$(TESTENV) $(GOTEST) -timeout 15m ./...
 	$(GO) build -o $(BUILD)/timens ./test/timens
 	$(BUILD)/timens -uptime 3m -- env $(TESTENV) sh -c "$(GOTEST) -timeout 5m $(CLOCKPKGS) && $(GOTEST) -timeout 5m -run '$(CLOCKTESTS)' ./test/simnvml/ ./test/e2e/"
@@ -83,6 +96,8 @@ bench: build sim
 install: build
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/gpu-telemetry
 	install -D -m 0644 deploy/gpu-telemetry.service $(DESTDIR)$(UNITDIR)/gpu-telemetry.service
+	install -d $(DESTDIR)$(PREFIX)/share/man/man8
+	$(BIN) --help-man | gzip -9n > $(DESTDIR)$(PREFIX)/share/man/man8/gpu-telemetry.8.gz
 	@for f in $(DESTDIR)$(UNITDIR)/gpu-telemetry.service.d/*.conf; do \
 		if [ -f "$$f" ] && grep -Eq '^[[:space:]]*ExecStart=.*--(metrics-listen|atop)' "$$f"; then \
 			echo "WARNING: $$f passes --metrics-listen or --atop in an ExecStart= override: the unit now allows no IP traffic, so that listener cannot open (the logger carries on without it). Replace the override with deploy/gpu-telemetry.service.d/metrics.conf or atop.conf (docs/install.md, \"Upgrading from an ExecStart override\")." >&2; \
@@ -97,7 +112,7 @@ install: build
 DROPINS := $(notdir $(wildcard deploy/gpu-telemetry.service.d/*.conf))
 uninstall:
 	-systemctl disable --now gpu-telemetry 2>/dev/null
-	rm -f $(DESTDIR)$(PREFIX)/bin/gpu-telemetry $(DESTDIR)$(UNITDIR)/gpu-telemetry.service
+	rm -f $(DESTDIR)$(PREFIX)/bin/gpu-telemetry $(DESTDIR)$(UNITDIR)/gpu-telemetry.service $(DESTDIR)$(PREFIX)/share/man/man8/gpu-telemetry.8.gz
 	rm -f $(addprefix $(DESTDIR)$(UNITDIR)/gpu-telemetry.service.d/,$(DROPINS))
 	@d=$(DESTDIR)$(UNITDIR)/gpu-telemetry.service.d; if [ -d "$$d" ]; then \
 		rmdir "$$d" 2>/dev/null || echo "kept (not ours): $$(ls "$$d" | tr '\n' ' ')in $$d" >&2; fi
