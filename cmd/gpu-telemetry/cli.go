@@ -15,9 +15,10 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/monitor"
 )
 
-// CLI is the command line. Running the logger is the default (and only)
-// command, so the seed's service line keeps working:
-// gpu-telemetry --interval 0.1 --log-dir /var/log/gpu-telemetry
+// CLI is the logger's command line. Running the logger is what a command
+// line of flags only does (the unit's ExecStart, and service lines written
+// for earlier loggers: gpu-telemetry --interval 0.1 --log-dir
+// /var/log/gpu-telemetry); the commands are in the table in commands.go.
 type CLI struct {
 	Interval       Interval         `help:"Time between samples: seconds (0.1) or a Go duration (100ms); > 0 and at most 1h. Default: ${default}." default:"100ms"`
 	LogDir         string           `help:"Directory for CSVs, logs and snapshots (created if missing). Default: ${default}." default:"/var/log/gpu-telemetry" type:"path"`
