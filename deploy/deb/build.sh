@@ -73,7 +73,11 @@ install -d -m 0755 "$root/var/log/gpu-telemetry"
 # run time and is no dependency.
 glibc=$(objdump -T "$bin" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -1)
 mkdir -p "$root/DEBIAN"
-size=$(du -sk --apparent-size --exclude=DEBIAN "$root" | cut -f1)
+# Installed-Size as dpkg-gencontrol counts it (KiB per file rounded up, 1
+# per directory), from the files alone: du would count the build
+# filesystem's directory sizes.
+size=$(find "$root" -path "$root/DEBIAN" -prune -o -printf '%y %s\n' |
+	awk '$1 == "f" { s += int(($2 + 1023) / 1024) } $1 != "f" { s += 1 } END { print s }')
 sed -e "s|@VERSION@|$version|" -e "s|@ARCH@|$arch|" -e "s|@SIZE@|$size|" \
     -e "s|@DEPENDS@|libc6 (>= $glibc)|" "$here/control" > "$root/DEBIAN/control"
 install -m 0755 "$here/postinst" "$here/prerm" "$here/postrm" "$root/DEBIAN/"
@@ -83,5 +87,6 @@ chmod 0644 "$root/DEBIAN/control" "$root/DEBIAN/md5sums"
 find "$root" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
 mkdir -p "$out"
 deb="$out/gpu-telemetry_${version}_${arch}.deb"
-dpkg-deb --root-owner-group -Zxz --build "$root" "$deb" >/dev/null
+# One compression thread: xz output must not depend on the build machine's CPUs.
+dpkg-deb --root-owner-group -Zxz --threads-max=1 --build "$root" "$deb" >/dev/null
 echo "$deb"
