@@ -155,7 +155,22 @@ func TestUnitFileVerifies(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			out, err := exec.Command(sa, "verify", path).CombinedOutput()
+			// verify runs man for the unit's Documentation=man:gpu-telemetry(8):
+			// give it the page the binary prints (the package installs it).
+			man := filepath.Join(dir, "man", "man8")
+			if err := os.MkdirAll(man, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			page, err := exec.Command(binPath, "--help-man").Output()
+			if err != nil {
+				t.Fatalf("gpu-telemetry --help-man: %v", err)
+			}
+			if err := os.WriteFile(filepath.Join(man, "gpu-telemetry.8"), page, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			verify := exec.Command(sa, "verify", path)
+			verify.Env = append(os.Environ(), "MANPATH="+filepath.Dir(man))
+			out, err := verify.CombinedOutput()
 			if err != nil || len(out) > 0 {
 				t.Errorf("systemd-analyze verify: %v\n%s", err, out)
 			}
