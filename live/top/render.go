@@ -100,7 +100,9 @@ func Render(d *live.Doc, err error, fetched time.Time, width, height int) []stri
 		footer += "  updated " + d.Time.In(fetched.Location()).Format("15:04:05")
 	}
 	if err != nil {
-		footer = "daemon not answering: " + err.Error() + "  (q quit)"
+		// The whole reason, wrapped over the last lines, never cut at the
+		// terminal's width.
+		footer = "daemon not answering (q quit): " + err.Error()
 	}
 	if d == nil {
 		lines = append(lines, cut("gpu-telemetry top: waiting for the daemon", width))
@@ -131,20 +133,43 @@ func Render(d *live.Doc, err error, fetched time.Time, width, height int) []stri
 }
 
 // finish pads the screen to height lines of width with the footer last.
+// A footer longer than the width is wrapped over up to a third of the
+// screen.
 func finish(lines []string, footer string, width, height int) []string {
-	if len(lines) > height-1 {
-		lines = lines[:max(height-1, 0)]
+	foot := wrap(footer, width, max(height/3, 1))
+	if len(lines) > height-len(foot) {
+		lines = lines[:max(height-len(foot), 0)]
 	}
-	for len(lines) < height-1 {
+	for len(lines) < height-len(foot) {
 		lines = append(lines, "")
 	}
-	lines = append(lines, cut(footer, width))
+	lines = append(lines, foot...)
+	lines = lines[:min(len(lines), height)]
 	for i, l := range lines {
 		if n := utf8.RuneCountInString(l); n < width {
 			lines[i] = l + strings.Repeat(" ", width-n)
 		}
 	}
 	return lines
+}
+
+// wrap breaks s into lines of at most width runes, at spaces where it can,
+// at most n lines (the last one cut).
+func wrap(s string, width, n int) []string {
+	var out []string
+	r := []rune(s)
+	for len(r) > width && len(out) < n-1 {
+		brk := width
+		for i := width; i > width/2; i-- {
+			if r[i] == ' ' {
+				brk = i
+				break
+			}
+		}
+		out = append(out, string(r[:brk]))
+		r = []rune(strings.TrimLeft(string(r[brk:]), " "))
+	}
+	return append(out, cut(string(r), width))
 }
 
 func hostLines(d *live.Doc, width int) []string {
