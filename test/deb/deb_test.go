@@ -51,19 +51,64 @@ func output(t *testing.T, name string, args ...string) string {
 // date, time, path (and a link's target).
 var contentsLine = regexp.MustCompile(`^(\S+) (\S+) +\d+ \S+ \S+ (.*)$`)
 
+// shipped maps the package's directories whose files are the repository's
+// own trees (docs pages, examples) to those trees: the package must hold
+// exactly their files, however many there are.
+var shipped = []struct {
+	pkg, repo, suffix string // package dir, repository dir, suffix the package adds
+}{
+	{"./usr/share/doc/gpu-telemetry/docs/", "docs/", ".gz"},
+	{"./usr/share/gpu-telemetry/prometheus/", "deploy/prometheus/", ""},
+	{"./usr/share/gpu-telemetry/alertmanager/", "deploy/alertmanager/", ""},
+	{"./usr/share/gpu-telemetry/grafana/", "deploy/grafana/", ""},
+	{"./usr/share/gpu-telemetry/systemd/", "deploy/gpu-telemetry.service.d/", ""},
+}
+
 // TestPackageContents: the package holds exactly the expected files with
 // their modes and owners (sizes change with the code and are left out):
 // testdata/contents.golden, rewritten with -update when a file is added on
-// purpose.
+// purpose; the docs pages and the examples are compared with the
+// repository's trees instead, so that a new page or dashboard needs no
+// golden change.
 func TestPackageContents(t *testing.T) {
 	deb := pkg(t)
+	root := testutil.Repo()
+	want := map[string]bool{}
+	for _, s := range shipped {
+		filepath.WalkDir(filepath.Join(root, s.repo), func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && (s.suffix == "" || strings.HasSuffix(p, ".md")) {
+				rel, _ := filepath.Rel(filepath.Join(root, s.repo), p)
+				want["-rw-r--r-- root/root "+s.pkg+rel+s.suffix] = true
+			}
+			return nil
+		})
+	}
 	var b strings.Builder
 	for _, line := range strings.Split(strings.TrimSpace(output(t, "dpkg-deb", "--contents", deb)), "\n") {
 		m := contentsLine.FindStringSubmatch(line)
 		if m == nil {
 			t.Fatalf("unexpected dpkg-deb --contents line %q", line)
 		}
-		b.WriteString(m[1] + " " + m[2] + " " + m[3] + "\n")
+		entry := m[1] + " " + m[2] + " " + m[3]
+		tree := false
+		for _, s := range shipped {
+			if strings.HasPrefix(m[3], s.pkg) && m[3] != s.pkg {
+				tree = true
+			}
+		}
+		switch {
+		case tree && strings.HasPrefix(m[1], "d"):
+			// a subdirectory of a shipped tree: follows from its files
+		case tree && want[entry]:
+			delete(want, entry)
+		case tree:
+			t.Errorf("the package holds %q, which is not in the repository's tree (or has the wrong mode)", entry)
+		default:
+			b.WriteString(entry + "\n")
+		}
+	}
+	for e := range want {
+		t.Errorf("the package lacks %q", e)
 	}
 	testutil.Golden(t, "contents.golden", []byte(b.String()))
 }
