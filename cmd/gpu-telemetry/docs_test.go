@@ -115,6 +115,13 @@ func TestDocLinksResolve(t *testing.T) {
 			}
 		}
 	}
+	// Every page of docs/ is reachable from README.md's list.
+	readme := read("README.md")
+	for _, page := range docPages(t) {
+		if dir, _ := filepath.Split(page); dir == "docs/" && !strings.Contains(readme, "]("+page+")") {
+			t.Errorf("README.md does not link %s (add it to the Documentation table)", page)
+		}
+	}
 	if checked < 10 {
 		t.Errorf("only %d relative links found in README.md and docs/: is the link pattern broken?", checked)
 	}
