@@ -114,7 +114,12 @@ func (h *Host) FollowEvents(ctx context.Context, log *slog.Logger, on func(readi
 	// Each GPU's set has a state of its own; the events' state is the
 	// worst of them (sets.state), so that one GPU's set watching again
 	// does not hide another's being reopened.
+	// A GPU not yet handed its set (stuck at start) is waiting, not
+	// absent: the events are not "watching" while its Xids cannot arrive.
 	perGPU := make([]string, len(h.GPUs))
+	for i := range perGPU {
+		perGPU[i] = waitingState
+	}
 	tellGPU := func(i int) func(string) {
 		return func(s string) {
 			stateMu.Lock()
@@ -149,6 +154,9 @@ func (h *Host) FollowEvents(ctx context.Context, log *slog.Logger, on func(readi
 				if err != nil {
 					stateMu.Lock()
 					perGPU[i] = "" // left out for good: not part of the state
+					if agg := worstState(perGPU); agg != "" {
+						state(agg) // what the others' sets say, now without it
+					}
 					stateMu.Unlock()
 				}
 				results <- err
@@ -158,7 +166,7 @@ func (h *Host) FollowEvents(ctx context.Context, log *slog.Logger, on func(readi
 			log.Info("a GPU answered late; registering its NVML events", "gpus", fmt.Sprint(idx))
 		}
 		if running == 0 && !anyTrue(handed) {
-			tell("waiting for a GPU to answer") // every GPU is stuck at start
+			tell(waitingState) // every GPU is stuck at start
 		}
 		select {
 		case <-ctx.Done():
@@ -184,6 +192,10 @@ func (h *Host) FollowEvents(ctx context.Context, log *slog.Logger, on func(readi
 		}
 	}
 }
+
+// waitingState is the state of a GPU's events while the GPU has not
+// answered since the start, so its set could not be opened.
+const waitingState = "waiting for a GPU to answer"
 
 // worstState is the state of the events as a whole from each GPU's set's
 // state ("": none yet, or left out): "watching" only when every set that

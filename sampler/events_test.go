@@ -505,6 +505,42 @@ func TestFollowEventsSkipsAGPUStuckInTheDriver(t *testing.T) {
 	})
 }
 
+// A GPU stuck at start has no set yet: the events are not "watching"
+// while its Xids cannot arrive; once its set is open, they are.
+func TestFollowEventsStateWaitsForAGPUStuckAtStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEventHost(t, false, false)
+		g := e.h.GPUs[0]
+		g.started(time.Now())
+		g.begin(FnFanSpeed)
+		time.Sleep(stuckSample)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := e.run(ctx, true)
+		defer func() {
+			cancel()
+			for _, s := range e.opened() {
+				s.end()
+			}
+			<-done
+		}()
+		synctest.Wait()
+		if len(e.forGPU(1)) != 1 {
+			t.Fatalf("GPU 1 not registered while GPU 0 is stuck")
+		}
+		states := e.reported()
+		if len(states) == 0 || states[len(states)-1] == "watching" {
+			t.Errorf("states %q while GPU 0 is stuck at start; want not watching", states)
+		}
+		g.begin(FnNone) // the sample returns
+		time.Sleep(lateGPUPoll)
+		synctest.Wait()
+		states = e.reported()
+		if len(e.forGPU(0)) != 1 || states[len(states)-1] != "watching" {
+			t.Errorf("once GPU 0 answered: states %q; want watching", states)
+		}
+	})
+}
+
 // The state is the events' as a whole, not the last GPU's to speak: while
 // one GPU's set is being opened again, the events are not "watching",
 // though another GPU's set opened after it; once every set is open again,

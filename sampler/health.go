@@ -22,7 +22,7 @@ import (
 type healthTier struct {
 	vals    [reading.NumHealth]reading.Opt[uint64]
 	off     [reading.NumHealth]int64 // ns since base until which the field stays off
-	linkOff [numLinkFields]int64
+	linkOff [max(reading.MaxLinks, reading.MaxC2C)][numLinkFields]int64 // per link: one link's refusal is not another's
 	fv      []nvml.FieldValue
 	fvID    []reading.HealthID
 	lfv     []nvml.FieldValue
@@ -59,7 +59,7 @@ func (g *GPU) resetHealth() {
 	h := &g.hlt
 	h.vals = [reading.NumHealth]reading.Opt[uint64]{}
 	h.off = [reading.NumHealth]int64{}
-	h.linkOff = [numLinkFields]int64{}
+	h.linkOff = [max(reading.MaxLinks, reading.MaxC2C)][numLinkFields]int64{}
 	h.links.Store(nil)
 }
 
@@ -189,7 +189,7 @@ func (g *GPU) readLinks(s *reading.Sample, vals *[reading.NumHealth]reading.Opt[
 	refs := make([]ref, 0, int(nl)*lfC2CStatus+int(nc)*4)
 	for l := range int(nl) {
 		for f := lfState; f < lfC2CStatus; f++ {
-			if g.fieldOn(h.linkOff[f]) {
+			if g.fieldOn(h.linkOff[l][f]) {
 				h.lfv = append(h.lfv, nvml.FieldValue{FieldId: linkField[f], ScopeId: uint32(l)})
 				refs = append(refs, ref{l, f})
 			}
@@ -197,7 +197,7 @@ func (g *GPU) readLinks(s *reading.Sample, vals *[reading.NumHealth]reading.Opt[
 	}
 	for l := range int(nc) {
 		for f := lfC2CStatus; f < numLinkFields; f++ {
-			if g.fieldOn(h.linkOff[f]) {
+			if g.fieldOn(h.linkOff[l][f]) {
 				h.lfv = append(h.lfv, nvml.FieldValue{FieldId: linkField[f], ScopeId: uint32(l)})
 				refs = append(refs, ref{l, f})
 			}
@@ -228,7 +228,7 @@ func (g *GPU) readLinks(s *reading.Sample, vals *[reading.NumHealth]reading.Opt[
 	var c2cUpOK, c2cErrOK bool
 	for i := range h.lfv {
 		r := refs[i]
-		v, ok := g.healthEntry(&h.lfv[i], &h.linkOff[r.f])
+		v, ok := g.healthEntry(&h.lfv[i], &h.linkOff[r.link][r.f])
 		if !ok {
 			continue
 		}
