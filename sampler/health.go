@@ -21,7 +21,7 @@ import (
 // capability cache (worker only, except links).
 type healthTier struct {
 	vals    [reading.NumHealth]reading.Opt[uint64]
-	off     [reading.NumHealth]int64 // ns since base until which the field stays off
+	off     [reading.NumHealth]int64                                    // ns since base until which the field stays off
 	linkOff [max(reading.MaxLinks, reading.MaxC2C)][numLinkFields]int64 // per link: one link's refusal is not another's
 	fv      []nvml.FieldValue
 	fvID    []reading.HealthID
