@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -299,8 +300,13 @@ func TestTickOfAClassifiedSampleStillBusyIsCounted(t *testing.T) {
 		r := newRig(t, 1, nil)
 		gs := r.m.gpus[0]
 		var marked bool
+		var blocked atomic.Bool // the driver holds samples from now on
 		r.m.tickHook = func(time.Time) {
-			if since, busy := gs.w.Busy(); busy && !marked {
+			// Only the sample the block holds: one that is merely still
+			// running when a tick ends (the worker is a goroutine of its
+			// own) comes back, and marking it would leave the stuck one
+			// to be reported hung.
+			if since, busy := gs.w.Busy(); busy && !marked && blocked.Load() {
 				if _, _, ok := gs.g.InFlight(); ok {
 					marked = true
 					gs.hmu.Lock()
@@ -312,6 +318,7 @@ func TestTickOfAClassifiedSampleStillBusyIsCounted(t *testing.T) {
 		r.run(600*time.Millisecond, func() {
 			time.Sleep(450 * time.Millisecond)
 			release := r.devs[0].Block("GetTemperature", nil)
+			blocked.Store(true)
 			time.Sleep(3 * time.Second) // past the deadline
 			release()
 		})
