@@ -138,9 +138,14 @@ func (e *eventHost) run(ctx context.Context, keepStates bool) <-chan struct{} {
 
 // follow runs FollowEvents, with no state callback, until the returned stop
 // is called.
-func (e *eventHost) follow() (stop func()) {
+func (e *eventHost) follow() (stop func()) { return e.start(false) }
+
+// followStates is follow keeping the states FollowEvents reports.
+func (e *eventHost) followStates() (stop func()) { return e.start(true) }
+
+func (e *eventHost) start(keepStates bool) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	done := e.run(ctx, false)
+	done := e.run(ctx, keepStates)
 	return func() {
 		cancel()
 		for _, s := range e.opened() {
@@ -417,15 +422,7 @@ func TestFollowEventsRetriesAFailedSupportedTypesQuery(t *testing.T) {
 				e := newEventHost(t, make([]bool, tc.gpus)...)
 				d0 := e.h.GPUs[0].Device().(*fakenvml.Dev)
 				d0.Set("GetSupportedEventTypes", nvml.ERROR_UNKNOWN)
-				ctx, cancel := context.WithCancel(context.Background())
-				done := e.run(ctx, true)
-				defer func() {
-					cancel()
-					for _, s := range e.opened() {
-						s.end()
-					}
-					<-done
-				}()
+				defer e.followStates()()
 				synctest.Wait()
 				if n := len(e.forGPU(0)); n != 0 || d0.Count("GetSupportedEventTypes") != 1 {
 					t.Fatalf("after the failed query: %d sets of GPU 0, %d queries", n, d0.Count("GetSupportedEventTypes"))
@@ -514,15 +511,7 @@ func TestFollowEventsStateWaitsForAGPUStuckAtStart(t *testing.T) {
 		g.started(time.Now())
 		g.begin(FnFanSpeed)
 		time.Sleep(stuckSample)
-		ctx, cancel := context.WithCancel(context.Background())
-		done := e.run(ctx, true)
-		defer func() {
-			cancel()
-			for _, s := range e.opened() {
-				s.end()
-			}
-			<-done
-		}()
+		defer e.followStates()()
 		synctest.Wait()
 		if len(e.forGPU(1)) != 1 {
 			t.Fatalf("GPU 1 not registered while GPU 0 is stuck")
@@ -557,15 +546,7 @@ func TestFollowEventsStateCoversEveryGPU(t *testing.T) {
 			}
 			return open(masks)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := e.run(ctx, true)
-		defer func() {
-			cancel()
-			for _, s := range e.opened() {
-				s.end()
-			}
-			<-done
-		}()
+		defer e.followStates()()
 		time.Sleep(10 * time.Millisecond)
 		synctest.Wait()
 		if len(e.forGPU(1)) != 1 || len(e.forGPU(0)) != 0 {
