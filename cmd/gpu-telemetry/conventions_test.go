@@ -53,6 +53,22 @@ func TestTopHelpListsEveryCommand(t *testing.T) {
 	})
 }
 
+// TestStatusJSONFalseIsText: --json=false (the last word wins) asks for
+// the text answer, so an error is not a JSON document.
+func TestStatusJSONFalseIsText(t *testing.T) {
+	gone := filepath.Join(t.TempDir(), "control.sock")
+	for _, args := range [][]string{
+		{"--json=false", "--socket", gone},
+		{"--json", "--json=false", "--socket", gone},
+	} {
+		var out, errb bytes.Buffer
+		runStatus(args, &out, &errb)
+		if strings.Contains(out.String(), `"error"`) {
+			t.Errorf("status %s: stdout %q is a JSON document; want text", strings.Join(args, " "), out.String())
+		}
+	}
+}
+
 // TestStatusJSONIsAlwaysJSON: `status --json` prints one JSON document
 // whatever happens, so that a script can parse it: an error object (with
 // the schema version) when the daemon cannot be asked or a flag is bad.
@@ -64,6 +80,9 @@ func TestStatusJSONIsAlwaysJSON(t *testing.T) {
 		{"--json", "--socket", "none"},
 		{"--json", "--bogus"},
 		{"--json", "extra"},
+		{"--json=true", "--bogus"},
+		{"--socket", gone, "--json=1"},
+		{"--json=false", "--json", "--socket", gone},
 	} {
 		var out, errb bytes.Buffer
 		code := runStatus(args, &out, &errb)

@@ -8,7 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -97,7 +97,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	// With --json anywhere in the arguments, even a parse error is
 	// answered with a JSON document.
 	var msgs bytes.Buffer
-	wantJSON := slices.Contains(args, "--json")
+	wantJSON := jsonFlag(args)
 	msgw := stderr
 	if wantJSON {
 		msgw = io.MultiWriter(stderr, &msgs)
@@ -131,6 +131,26 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	live.WriteText(stdout, d)
 	fmt.Fprintln(stdout, checkLine(code, reasons))
 	return code
+}
+
+// jsonFlag reports whether args ask for JSON the way the parser will read
+// them: --json, or --json=V with V a true boolean (--json=true, =1), before
+// any "--". It is read before parsing so that even a parse error is
+// answered in JSON.
+func jsonFlag(args []string) bool {
+	want := false
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "--json" {
+			want = true
+		} else if v, ok := strings.CutPrefix(a, "--json="); ok {
+			b, err := strconv.ParseBool(v)
+			want = err == nil && b
+		}
+	}
+	return want
 }
 
 // writeStatusError prints e as an indented JSON document.
