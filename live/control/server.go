@@ -85,6 +85,9 @@ type Server struct {
 type answer struct {
 	b    []byte
 	refs int
+	// refusedDoc: b is the error reply because encoding/json refused the
+	// document; each request answered with it counts as failed.
+	refusedDoc bool
 }
 
 // ErrInUse is returned by Listen when another live process serves the path.
@@ -242,13 +245,13 @@ func (s *Server) handle(c *net.UnixConn) {
 		writeJSON(c, errorReply{Error: err.Error()})
 		return
 	}
-	reply := pingReply
+	reply, refusedDoc := pingReply, false
 	if req == ReqStatus {
 		a := s.status()
 		defer s.release(a)
-		reply = a.b
+		reply, refusedDoc = a.b, a.refusedDoc
 	}
-	if _, err := c.Write(reply); err != nil {
+	if _, err := c.Write(reply); err != nil || refusedDoc {
 		s.failed.Add(1)
 		return
 	}
@@ -269,7 +272,7 @@ func (s *Server) status() *answer {
 			a = &answer{}
 		}
 		s.board.ViewInto(&s.view)
-		a.b = s.encode(a.b[:0], live.NewDoc(s.view))
+		a.b, a.refusedDoc = s.encode(a.b[:0], live.NewDoc(s.view))
 		if old := s.cached; old != nil && old.refs == 0 {
 			s.spare = old
 		}
@@ -282,16 +285,17 @@ func (s *Server) status() *answer {
 // encode appends the document and its newline to b with encoding/json.
 // The document holds no float that encoding/json refuses (NaN, Inf: every
 // one is a duration or a scaled integer); should one appear, the request
-// is answered with the error, which is logged the first time.
-func (s *Server) encode(b []byte, d live.Doc) []byte {
+// is answered with the error (refused true), which is logged the first
+// time; each such answer counts as a failed request.
+func (s *Server) encode(b []byte, d live.Doc) (out []byte, refused bool) {
 	buf := bytes.NewBuffer(b)
 	err := json.NewEncoder(buf).Encode(&d)
 	if err == nil {
-		return buf.Bytes()
+		return buf.Bytes(), false
 	}
 	s.encodeErr.Do(func() { s.log.Error("control: status document not encodable; answering the error", "error", err) })
 	b, _ = json.Marshal(errorReply{Error: "status document: " + err.Error()})
-	return append(b, '\n')
+	return append(b, '\n'), true
 }
 
 // release gives back an answer taken with status.

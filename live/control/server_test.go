@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -283,5 +284,27 @@ func TestAnswerReuse(t *testing.T) {
 	}
 	if version(a2) != "2" {
 		t.Errorf("the previous answer changed")
+	}
+}
+
+// TestRefusedDocumentCountsAsFailed: a status document encoding/json
+// refuses is answered with the error and counted as a failed request, not
+// as one served.
+func TestRefusedDocumentCountsAsFailed(t *testing.T) {
+	s, stop := serve(t, Config{})
+	defer stop()
+	b, refused := s.encode(nil, live.Doc{Host: live.HostDoc{UptimeS: math.NaN()}})
+	if !refused || !strings.Contains(string(b), `"error":"status document: `) {
+		t.Fatalf("encode of a NaN document: %q refused=%v, want the error reply", b, refused)
+	}
+	s.cmu.Lock()
+	s.cached, s.cachedAt = &answer{b: b, refusedDoc: true}, time.Now()
+	s.cmu.Unlock()
+	if _, err := Ask(s.Path(), "status", time.Second); err == nil || !strings.Contains(err.Error(), "status document") {
+		t.Errorf("status with a refused document: %v, want its error", err)
+	}
+	served, _, failed := s.Stats()
+	if failed != 1 || served != 0 {
+		t.Errorf("served %d failed %d, want 0 and 1", served, failed)
 	}
 }
