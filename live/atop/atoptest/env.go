@@ -29,10 +29,11 @@ func NeedAtop(t testing.TB) string {
 // directory, released when the test ends. Inside OwnNetwork's namespace it
 // orders the package's own tests; where no namespace could be made it also
 // orders them against the other packages' (go test runs packages in
-// parallel).
+// parallel). The file's name carries the user id: another user's lock file
+// of mode 0600 in a shared /tmp would otherwise fail every test here.
 func LockPort(t testing.TB) {
 	t.Helper()
-	f, err := os.OpenFile(filepath.Join(os.TempDir(), "gpu-telemetry-test-atop-59123.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := os.OpenFile(lockPortPath(), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,6 +41,11 @@ func LockPort(t testing.TB) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
+}
+
+// lockPortPath is LockPort's lock file: one per user in the temp directory.
+func lockPortPath() string {
+	return filepath.Join(os.TempDir(), fmt.Sprintf("gpu-telemetry-test-atop-59123-%d.lock", os.Getuid()))
 }
 
 // Run runs atop (bin) with args, failing the test when it fails, and returns
