@@ -3,10 +3,10 @@ package monitor
 import (
 	"context"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
@@ -34,14 +34,14 @@ func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
 		defer wg.Done()
 		bl, err := snapshot.WriteBootLog(ctx, snapshot.BootConfig{Dir: m.cfg.LogDir, Runner: m.cfg.Runner, Now: m.start,
 			Prev: prev, BootID: bootID, Host: m.ident.Host, MachineID: m.ident.MachineID, PstoreDirs: pstore, CommandTimeout: m.cfg.CommandTimeout})
-		kv := append([]string{"source=start"}, bl.Fields(prev, bootID)...)
+		line := bl.Event(m.start, prev, bootID)
 		if err != nil {
-			kv = append(kv, "error="+strconv.Quote(err.Error()))
+			line.Fields = append(line.Fields, sink.Field{Key: "error", Value: err.Error()})
 			m.log.Warn("cannot write the previous run's boot log", "error", err)
 		} else {
 			m.log.Warn("previous run's evidence written", "path", bl.Path, "same_boot", bl.SameBoot, "last_row", bl.LastRow)
 		}
-		m.eventLine(m.start, -1, "", kv...)
+		m.eventLine(line)
 	}()
 }
 

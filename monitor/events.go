@@ -162,7 +162,8 @@ const (
 // onEvent handles one GPU event from either source.
 func (m *Monitor) onEvent(e reading.Event) {
 	gs := m.byIndex[e.GPU]
-	src := "source=" + e.Source.String()
+	line := sink.Event{Time: e.Time, GPU: e.GPU, Bus: e.BusID, Source: e.Source.String()}
+	data := strconv.FormatUint(e.Data, 10)
 	switch e.Kind {
 	case reading.EventClock:
 		m.xmu.Lock()
@@ -173,18 +174,22 @@ func (m *Monitor) onEvent(e reading.Event) {
 		n := m.clock.n
 		m.xmu.Unlock()
 		if n <= clockBurstLogged {
-			m.eventLine(e.Time, e.GPU, e.BusID, src, "type="+sink.TypeClock, "data="+strconv.FormatUint(e.Data, 10))
+			line.Type, line.Fields = sink.TypeClock, sink.KV("data", data)
+			m.eventLine(line)
 		}
 		if n == clockBurstMark {
 			m.log.Info("clock event burst", "events", n, "window", clockBurstWindow)
-			m.eventLine(e.Time, e.GPU, e.BusID, src, "type="+sink.TypeClockBurst, "events="+strconv.Itoa(n), "window=1s")
+			line.Type, line.Fields = sink.TypeClockBurst, sink.KV("events", strconv.Itoa(n), "window", "1s")
+			m.eventLine(line)
 		}
 		return
 	case reading.EventPState:
-		m.eventLine(e.Time, e.GPU, e.BusID, src, "type="+sink.TypePState, "data="+strconv.FormatUint(e.Data, 10))
+		line.Type, line.Fields = sink.TypePState, sink.KV("data", data)
+		m.eventLine(line)
 		return
 	case reading.EventOther:
-		m.eventLine(e.Time, e.GPU, e.BusID, src, "type=0x"+strconv.FormatUint(e.NVMLType, 16), "data="+strconv.FormatUint(e.Data, 10))
+		line.Type, line.Fields = "0x"+strconv.FormatUint(e.NVMLType, 16), sink.KV("data", data)
+		m.eventLine(line)
 		return
 	case reading.EventHealth:
 		h, _ := sampler.HealthEvent(e.NVMLType)
@@ -192,62 +197,68 @@ func (m *Monitor) onEvent(e reading.Event) {
 		if h.Critical {
 			sev = "critical"
 		}
-		m.eventLine(e.Time, e.GPU, e.BusID, src, "type="+sink.TypeHealthEvent, "event="+h.Name, "severity="+sev,
-			"data="+strconv.FormatUint(e.Data, 10))
+		line.Type, line.Fields = sink.TypeHealthEvent, sink.KV("event", h.Name, "severity", sev, "data", data)
+		var d snapshot.Decision
 		if h.Critical && gs != nil {
-			m.critical(gs, e.Time, "NVML event: "+h.Name)
+			d = m.critical(gs, e.Time, "NVML event: "+h.Name)
 		}
+		m.incidentLine(line, d)
 		return
 	}
 
 	dup, first := m.duplicate(e)
-	kv := []string{src}
 	var reason string
 	var ev snapshot.Event
 	// A record read after the fact still takes its snapshot (the GPU may
 	// still be broken: its state now is the evidence left), and says so.
 	from := e.Source.String()
 	if e.Backlog {
-		from += " backlog, logged at " + kernelTimeField(e.KernelTime)
+		kt := kernelTimeField(e.KernelTime)
+		from += " backlog, logged at " + kt.Key + "=" + kt.Value
 	}
 	switch e.Kind {
 	case reading.EventXid:
 		// The catalog reads the driver's text after the code (NVLink 5
 		// fields, Xid 154's action); an NVML report has none.
 		ex := xid.Explain(int(e.Data), xidText(e.Text))
-		kv = append(append(kv, "type="+sink.TypeXid), ex.Fields()...)
+		line.Type, line.Fields = sink.TypeXid, sink.KV(ex.Fields()...)
 		reason = ex.Reason(from)
 		ev = snapshot.XidEvent(e.Time, ex, reason)
 	case reading.EventRecovery:
 		_, words, _ := xid.ParseRecovery(xidText(e.Text))
-		kv = append(append(kv, "type="+sink.TypeRecoveryAction), xid.RecoveryFields(e.Data, words)...)
+		line.Type, line.Fields = sink.TypeRecoveryAction, sink.KV(xid.RecoveryFields(e.Data, words)...)
 		reason = xid.RecoveryReason(e.Data, words, from)
 		ev = snapshot.RecoveryEvent(e.Time, e.Data, reason)
 	case reading.EventLost:
-		kv = append(kv, "type="+sink.TypeGPULost)
+		line.Type = sink.TypeGPULost
 		reason = "GPU lost (" + e.Source.String() + ")"
 		ev = snapshot.Event{Time: e.Time, What: "GPU lost", Reason: reason, Stage: snapshot.StageLost}
 	}
 	if e.Source == reading.SourceKmsg {
 		// The record's own timestamp, whatever it reads: 0.000000 is a
 		// time (logged before the kernel's clock ran), not "none".
-		kv = append(kv, kernelTimeField(e.KernelTime))
+		line.Fields = append(line.Fields, kernelTimeField(e.KernelTime))
 	}
 	if e.Text != "" {
-		kv = append(kv, "text="+strconv.Quote(e.Text))
+		line.Fields = append(line.Fields, sink.Field{Key: "text", Value: e.Text})
 	}
 	if dup {
 		m.dupXids.Add(1)
-		kv = append(kv, "duplicate_of="+first.String())
+		line.Fields = append(line.Fields, sink.Field{Key: "duplicate_of", Value: first.String()})
 	}
 	if e.Backlog {
-		kv = append(kv, backlogField)
+		line.Fields = append(line.Fields, backlogField)
 	}
-	m.eventLine(e.Time, e.GPU, e.BusID, kv...)
 	if dup {
+		// The first report's incident.
+		if gs != nil {
+			line.Incident, line.Snapshot = m.snaps.Incident(gs.idx)
+		}
+		m.eventLine(line)
 		return
 	}
 	if gs == nil {
+		m.eventLine(line)
 		m.log.Warn("critical event for a GPU that is not monitored", "bus", e.BusID, "reason", reason)
 		return
 	}
@@ -280,7 +291,9 @@ func (m *Monitor) onEvent(e reading.Event) {
 	// (and carries the XID flag without waiting out the back-off).
 	gs.nextTry.Store(0)
 	ev.Time = at
-	m.criticalEvent(gs, e.Time, ev)
+	// The line after the snapshot's decision: it names the incident and
+	// the snapshot.
+	m.incidentLine(line, m.criticalEvent(gs, e.Time, ev))
 }
 
 // happenedAt is when e happened, for the live view (last Xid, last recovery

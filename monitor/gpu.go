@@ -170,25 +170,41 @@ func (gs *gpuState) handle(s *reading.Sample) {
 	}
 	stalled, critical := gs.classify(s)
 	r := gs.detect(s)
-	if critical == "" {
-		critical = healthCritical(&r)
+	if critical.reason == "" {
+		critical = gs.healthCritical(s.Time, &r)
 	}
-	queued := gs.record(s, &r, stalled)
+	queued := gs.record(s, &r, stalled, critical)
 	gs.publish(s)
 	gs.incidents(s.Time, queued, critical, r.Spike)
 }
 
-// incidents raises the critical event critical ("": none) and asks for a
+// event is an events.log line of the GPU at t: its type, then the event's
+// own fields as alternating keys and values.
+func (gs *gpuState) event(t time.Time, typ string, kv ...string) sink.Event {
+	return sink.Event{Time: t, GPU: gs.idx, Bus: gs.info().BusID, Type: typ, Fields: sink.KV(kv...)}
+}
+
+// sampleIncident is the critical event a sample raises: the crash
+// snapshot's reason and its events.log line, written once the snapshot
+// Manager has counted it in an incident (incidents). A zero value: none.
+type sampleIncident struct {
+	reason string
+	line   sink.Event
+}
+
+// incidents raises the critical event critical (if any) and asks for a
 // spike snapshot when spike: the last stage, for a sample already recorded
 // and published at when. When its row was queued on the side goroutine, the
 // requests are queued behind it, since the snapshots' rows end with it.
-func (gs *gpuState) incidents(when time.Time, queued bool, critical string, spike bool) {
+func (gs *gpuState) incidents(when time.Time, queued bool, critical sampleIncident, spike bool) {
 	m := gs.m
-	if critical != "" {
+	if critical.reason != "" {
+		c := critical // only this copy escapes with the queued closure
+		raise := func() { m.incidentLine(c.line, m.critical(gs, when, c.reason)) }
 		if queued {
-			m.queue("a crash snapshot request ("+critical+")", gs.idx, func() { m.critical(gs, when, critical) })
+			m.queue("a crash snapshot request ("+critical.reason+")", gs.idx, raise)
 		} else {
-			m.critical(gs, when, critical)
+			raise()
 		}
 	}
 	if spike {
@@ -208,8 +224,8 @@ func (gs *gpuState) incidents(when time.Time, queued bool, critical string, spik
 
 // classify looks at the sample's status: recovery after a hang (restamping
 // the sample), back-off after failures, loss. It reports whether the sample
-// ends a hang, and the reason of the critical event it raises ("": none).
-func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical string) {
+// ends a hang, and the critical event it raises (if any).
+func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical sampleIncident) {
 	m := gs.m
 	gs.hmu.Lock()
 	stalled, st := gs.stalled, gs.stallStart
@@ -226,7 +242,7 @@ func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical string) 
 		s.KernelTime = m.host.KernelTime(s.Time)
 		stall := m.cfg.mono() - st
 		gs.log.Warn("NVML answered again after a hang", "stall", stall.Round(time.Millisecond), "hung_rows", gs.slot.Get().HungRows)
-		m.eventLine(s.Time, gs.idx, gs.info().BusID, "type="+sink.TypeNVMLRecovered, "stall_ms="+strconv.FormatInt(stall.Milliseconds(), 10))
+		m.eventLine(gs.event(s.Time, sink.TypeNVMLRecovered, "stall_ms", strconv.FormatInt(stall.Milliseconds(), 10)))
 		gs.tr.Forget()
 	}
 	now := s.Time
@@ -234,7 +250,7 @@ func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical string) 
 	case reading.StatusOK:
 		if gs.fails > 0 || gs.lost {
 			gs.log.Info("GPU answers again", "after_failures", gs.fails, "was_lost", gs.lost)
-			m.eventLine(now, gs.idx, gs.info().BusID, "type="+sink.TypeNVMLRecovered, "failures="+strconv.Itoa(gs.fails))
+			m.eventLine(gs.event(now, sink.TypeNVMLRecovered, "failures", strconv.Itoa(gs.fails)))
 		}
 		gs.fails, gs.lost, gs.lostRetry = 0, false, 0
 		gs.nextTry.Store(0)
@@ -244,8 +260,9 @@ func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical string) 
 			gs.lost = true
 			gs.lostRetry = lostFirstRetry
 			gs.log.Error("GPU is lost (NVML_ERROR_GPU_IS_LOST); re-probing with back-off")
-			m.eventLine(now, gs.idx, gs.info().BusID, "type="+sink.TypeGPULost, "source=poll")
-			critical = lostReason
+			line := gs.event(now, sink.TypeGPULost)
+			line.Source = "poll"
+			critical = sampleIncident{lostReason, line}
 		} else {
 			gs.lostRetry = min(2*gs.lostRetry, lostMaxRetry)
 		}
@@ -255,8 +272,7 @@ func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical string) 
 		s.Flags.Add(reading.Flag{Kind: reading.FlagNVMLFailed, S: truncate(s.Err, 80)})
 		if gs.fails == 1 {
 			gs.log.Error("NVML failed: GPU crash?", "error", s.Err)
-			m.eventLine(now, gs.idx, gs.info().BusID, "type="+sink.TypeNVMLFailed, "error="+strconv.Quote(s.Err))
-			critical = "NVML_FAILED: " + s.Err
+			critical = sampleIncident{"NVML_FAILED: " + s.Err, gs.event(now, sink.TypeNVMLFailed, "error", s.Err)}
 		}
 		switch {
 		case gs.fails > failStopAfter:
@@ -297,7 +313,7 @@ func (gs *gpuState) detect(s *reading.Sample) anomaly.Result {
 // record writes what the sample and its detections leave behind: log
 // notices, events.log lines and the CSV row. It reports whether the row was
 // queued on the side goroutine rather than written.
-func (gs *gpuState) record(s *reading.Sample, r *anomaly.Result, stalled bool) (queued bool) {
+func (gs *gpuState) record(s *reading.Sample, r *anomaly.Result, stalled bool, critical sampleIncident) (queued bool) {
 	m := gs.m
 	now := s.Time
 	for i := range r.NumNotices() {
@@ -306,11 +322,11 @@ func (gs *gpuState) record(s *reading.Sample, r *anomaly.Result, stalled bool) (
 		m.log.LogAttrs(context.Background(), n.Level(), msg, attrs...) // the notice carries the gpu
 	}
 	if t, ok := r.TDP.Get(); ok {
-		m.eventLine(now, gs.idx, gs.info().BusID, "type="+sink.TypeTDPChange,
-			"from="+strconv.FormatUint(uint64(t.FromW()), 10)+"W", "to="+strconv.FormatUint(uint64(t.ToW()), 10)+"W",
-			"delta="+strconv.FormatInt(t.DeltaW(), 10)+"W")
+		m.eventLine(gs.event(now, sink.TypeTDPChange,
+			"from", strconv.FormatUint(uint64(t.FromW()), 10)+"W", "to", strconv.FormatUint(uint64(t.ToW()), 10)+"W",
+			"delta", strconv.FormatInt(t.DeltaW(), 10)+"W"))
 	}
-	gs.recordHealth(s, r)
+	gs.recordHealth(s, r, critical)
 	if s.Flags.Dropped > 0 {
 		for range s.Flags.Dropped {
 			m.flagsDropped.add(gs.log, "flags_dropped", "flags beyond the row's capacity (the row keeps the first ones)",
@@ -425,9 +441,9 @@ func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (repor
 		if first {
 			elapsed := now.mono - start
 			gs.log.Error("GPU not answering: NVML call stuck", "function", fn.String(), "elapsed", elapsed.Round(time.Millisecond))
-			m.eventLine(now.wall, gs.idx, gs.busID(), "type="+sink.TypeNVMLHung, "function="+fn.String(),
-				"elapsed_ms="+strconv.FormatInt(elapsed.Milliseconds(), 10))
-			m.critical(gs, now.wall, "NVML_HUNG("+fn.String()+","+strconv.FormatInt(elapsed.Milliseconds(), 10)+"ms)")
+			line := sink.Event{Time: now.wall, GPU: gs.idx, Bus: gs.busID(), Type: sink.TypeNVMLHung,
+				Fields: sink.KV("function", fn.String(), "elapsed_ms", strconv.FormatInt(elapsed.Milliseconds(), 10))}
+			m.incidentLine(line, m.critical(gs, now.wall, "NVML_HUNG("+fn.String()+","+strconv.FormatInt(elapsed.Milliseconds(), 10)+"ms)"))
 		}
 	})
 	return true

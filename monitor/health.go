@@ -37,40 +37,41 @@ func (gs *gpuState) Health() HealthView {
 // recordHealth writes the sample's health changes to events.log (a
 // baseline line with the first reading, one line per changed counter and
 // per link change, one line per health reason that began) and publishes
-// the GPU's health view. Worker goroutine only.
-func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result) {
+// the GPU's health view. The line of the sample's critical event (the
+// reason healthCritical chose) is not written here but once its incident
+// is raised. Worker goroutine only.
+func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical sampleIncident) {
 	m := gs.m
 	now := s.Time
-	bus := gs.info().BusID
 	prev := gs.Health()
 	v := prev
 	v.At, v.Vals, v.Verdict = s.Time, s.Health, r.Verdict
 	changed := r.HealthBaseline || r.NumHealthChanges() > 0 || v.Verdict != prev.Verdict
 
 	if r.HealthBaseline {
-		kv := []string{"type=" + sink.TypeHealthBaseline}
+		line := gs.event(now, sink.TypeHealthBaseline)
 		for id, d := range reading.HealthDefs {
 			if c := s.Health[id]; c.OK {
-				kv = append(kv, d.Name+"="+string(reading.AppendHealthCell(nil, reading.HealthID(id), c)))
+				line.Fields = append(line.Fields, sink.Field{Key: d.Name, Value: string(reading.AppendHealthCell(nil, reading.HealthID(id), c))})
 			}
 		}
-		m.eventLine(now, gs.idx, bus, kv...)
+		m.eventLine(line)
 		// system-info.txt says which groups the GPU supports, known now.
 		m.queue("rewriting system-info.txt with the GPU's health counter groups", gs.idx, m.writeSystemInfo)
 	}
 	for i := range r.NumHealthChanges() {
 		c := r.HealthChange(i)
 		d := reading.HealthDefs[c.ID]
-		kv := []string{"type=" + sink.TypeHealth, "counter=" + d.Name,
-			"from=" + string(reading.AppendHealthCell(nil, c.ID, reading.Some(c.From))),
-			"to=" + string(reading.AppendHealthCell(nil, c.ID, reading.Some(c.To)))}
+		line := gs.event(now, sink.TypeHealth, "counter", d.Name,
+			"from", string(reading.AppendHealthCell(nil, c.ID, reading.Some(c.From))),
+			"to", string(reading.AppendHealthCell(nil, c.ID, reading.Some(c.To))))
 		if d.Kind == reading.HealthCount && c.To >= c.From {
-			kv = append(kv, "delta=+"+strconv.FormatUint(c.To-c.From, 10))
+			line.Fields = append(line.Fields, sink.Field{Key: "delta", Value: "+" + strconv.FormatUint(c.To-c.From, 10)})
 		}
 		if c.ID == reading.HRecoveryAction {
-			kv = append(kv, "action="+reading.RecoveryActionName(c.To))
+			line.Fields = append(line.Fields, sink.Field{Key: "action", Value: reading.RecoveryActionName(c.To)})
 		}
-		m.eventLine(now, gs.idx, bus, kv...)
+		m.eventLine(line)
 		v.Changed[c.ID] = now
 	}
 	if links := gs.g.NVLinks(); !links.At.IsZero() {
@@ -79,19 +80,19 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result) {
 		}
 		v.Links = links
 		for _, c := range gs.links.Check(&links, now) {
-			kv := []string{"type=" + sink.TypeHealth, "counter=nvlink_" + c.Counter, "link=" + strconv.Itoa(c.Link)}
+			kv := []string{"counter", "nvlink_" + c.Counter, "link", strconv.Itoa(c.Link)}
 			switch {
 			case c.State:
-				kv = append(kv, "from="+reading.LinkStateName(uint32(c.From)), "to="+reading.LinkStateName(uint32(c.To)))
+				kv = append(kv, "from", reading.LinkStateName(uint32(c.From)), "to", reading.LinkStateName(uint32(c.To)))
 			case strings.HasSuffix(c.Counter, "_ber"):
-				kv = append(kv, "from="+formatBER(c.From), "to="+formatBER(c.To))
+				kv = append(kv, "from", formatBER(c.From), "to", formatBER(c.To))
 			default:
-				kv = append(kv, "from="+strconv.FormatUint(c.From, 10), "to="+strconv.FormatUint(c.To, 10))
+				kv = append(kv, "from", strconv.FormatUint(c.From, 10), "to", strconv.FormatUint(c.To, 10))
 				if c.To >= c.From {
-					kv = append(kv, "delta=+"+strconv.FormatUint(c.To-c.From, 10))
+					kv = append(kv, "delta", "+"+strconv.FormatUint(c.To-c.From, 10))
 				}
 			}
-			m.eventLine(now, gs.idx, bus, kv...)
+			m.eventLine(gs.event(now, sink.TypeHealth, kv...))
 		}
 	} else {
 		v.Links = reading.NVLinks{}
@@ -101,12 +102,11 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result) {
 		if began&(1<<rs) == 0 {
 			continue
 		}
-		d := anomaly.HealthReasonDefs[rs]
-		typ := sink.TypeHealthWarning
-		if d.Critical {
-			typ = sink.TypeHealthCritical
+		line := healthReasonLine(gs.event(now, ""), rs)
+		if line.Type == critical.line.Type && line.Get("reason") == critical.line.Get("reason") {
+			continue // written with its incident
 		}
-		m.eventLine(now, gs.idx, bus, "type="+typ, "reason="+d.Name, "detail="+strconv.Quote(d.Help))
+		m.eventLine(line)
 	}
 	if changed {
 		v.Level, v.Reasons = v.Verdict.Level(), v.Verdict.Names()
@@ -116,14 +116,26 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result) {
 	}
 }
 
-// healthCritical is the crash snapshot's reason for a critical health
-// reason that began ("": none).
-func healthCritical(r *anomaly.Result) string {
+// healthCritical is the critical event of a critical health reason that
+// began at t (zero: none): the crash snapshot's reason and its line.
+func (gs *gpuState) healthCritical(t time.Time, r *anomaly.Result) sampleIncident {
 	if rs, ok := r.HealthCritical.Get(); ok {
 		d := anomaly.HealthReasonDefs[rs]
-		return "health: " + d.Name + " (" + d.Help + ")"
+		return sampleIncident{"health: " + d.Name + " (" + d.Help + ")", healthReasonLine(gs.event(t, ""), rs)}
 	}
-	return ""
+	return sampleIncident{}
+}
+
+// healthReasonLine is line made the HEALTH_WARNING or HEALTH_CRITICAL line
+// of health reason rs that began.
+func healthReasonLine(line sink.Event, rs anomaly.HealthReason) sink.Event {
+	d := anomaly.HealthReasonDefs[rs]
+	line.Type = sink.TypeHealthWarning
+	if d.Critical {
+		line.Type = sink.TypeHealthCritical
+	}
+	line.Fields = sink.KV("reason", d.Name, "detail", d.Help)
+	return line
 }
 
 // healthGroupsText lists the groups a GPU answered and those it did not,

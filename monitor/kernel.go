@@ -101,11 +101,11 @@ func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 		if len(gpus) == 0 {
 			return // another device's AER line
 		}
-		kv := []string{"source=kmsg", "type=" + sink.TypeAER, "severity=" + r.Severity.String(), "device=" + r.Device.String()}
+		kv := sink.KV("severity", r.Severity.String(), "device", r.Device.String())
 		if s, ok := r.Source.Get(); ok {
-			kv = append(kv, "reporter="+s.String())
+			kv = append(kv, sink.Field{Key: "reporter", Value: s.String()})
 		}
-		kv = append(kv, ktime, "text="+strconv.Quote(rec.Message))
+		kv = append(kv, ktime, sink.Field{Key: "text", Value: rec.Message})
 		if rec.Backlog {
 			kv = append(kv, backlogField)
 		}
@@ -114,10 +114,12 @@ func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 			if !m.kernelLineAllowed(g, "AER/"+r.Severity.String(), now) {
 				continue
 			}
-			m.eventLine(now, g, gs.busID(), kv...)
+			line := sink.Event{Time: now, GPU: g, Bus: gs.busID(), Source: "kmsg", Type: sink.TypeAER, Fields: kv}
+			var d snapshot.Decision
 			if r.Severity.Uncorrectable() {
-				m.kernelCritical(gs, now, snapshot.Event{Time: at, Reason: "PCIe AER " + r.Severity.String() + " error on the GPU's path (kmsg)", Stage: snapshot.StageFault})
+				d = m.kernelCritical(gs, now, snapshot.Event{Time: at, Reason: "PCIe AER " + r.Severity.String() + " error on the GPU's path (kmsg)", Stage: snapshot.StageFault})
 			}
+			m.incidentLine(line, d)
 		}
 		return
 	}
@@ -140,20 +142,21 @@ func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 	if !m.kernelLineAllowed(gpu, line.typ, now) {
 		return
 	}
-	kv := []string{"source=kmsg", "type=" + line.typ}
+	ev := sink.Event{Time: now, GPU: gpu, Bus: bus, Source: "kmsg", Type: line.typ}
 	if r.DriverGPU >= 0 {
-		kv = append(kv, "driver_gpu="+strconv.Itoa(r.DriverGPU))
+		ev.Fields = append(ev.Fields, sink.Field{Key: "driver_gpu", Value: strconv.Itoa(r.DriverGPU)})
 	}
-	kv = append(kv, ktime, "text="+strconv.Quote(rec.Message))
+	ev.Fields = append(ev.Fields, ktime, sink.Field{Key: "text", Value: rec.Message})
 	if rec.Backlog {
-		kv = append(kv, backlogField)
+		ev.Fields = append(ev.Fields, backlogField)
 	}
-	m.eventLine(now, gpu, bus, kv...)
+	var d snapshot.Decision
 	if gs := m.byIndex[gpu]; gs != nil {
-		m.kernelCritical(gs, now, snapshot.Event{Time: at, What: line.what, Reason: line.reason, Stage: line.stage})
+		d = m.kernelCritical(gs, now, snapshot.Event{Time: at, What: line.what, Reason: line.reason, Stage: line.stage})
 	} else {
 		m.log.Warn("GPU failure line in the kernel log for a GPU that is not monitored", "line", rec.Message)
 	}
+	m.incidentLine(ev, d)
 }
 
 // nvrmLines are the events.log type (also the kind= of their
@@ -171,10 +174,10 @@ var nvrmLines = map[kmsg.NVRMKind]struct {
 
 // kernelCritical makes a kernel line read at now a critical event of the
 // GPU that happened at ev.Time (earlier for a line read after the fact).
-func (m *Monitor) kernelCritical(gs *gpuState, now time.Time, ev snapshot.Event) {
+func (m *Monitor) kernelCritical(gs *gpuState, now time.Time, ev snapshot.Event) snapshot.Decision {
 	gs.log.Error("critical GPU event", "reason", ev.Reason)
 	gs.nextTry.Store(0)
-	m.criticalEvent(gs, now, ev)
+	return m.criticalEvent(gs, now, ev)
 }
 
 // kernelLineAllowed counts a line of kind for gpu and says whether it is
@@ -205,8 +208,8 @@ func (m *Monitor) kernelLineAllowed(gpu int, kind string, now time.Time) bool {
 	}
 	k.mu.Unlock()
 	if summary > 0 {
-		m.eventLine(now, gpu, "", "source=kmsg", "type="+sink.TypeKernelLinesSuppressed, "kind="+kind,
-			"lines="+strconv.Itoa(summary), "window="+kernelLineWindow.String())
+		m.eventLine(sink.Event{Time: now, GPU: gpu, Source: "kmsg", Type: sink.TypeKernelLinesSuppressed,
+			Fields: sink.KV("kind", kind, "lines", strconv.Itoa(summary), "window", kernelLineWindow.String())})
 	}
 	if ok {
 		k.written.n.Add(1)
@@ -221,11 +224,11 @@ func (m *Monitor) kernelLineAllowed(gpu int, kind string, now time.Time) bool {
 // fact (kmsg.Record.Backlog): logged while no logger was reading, or before
 // it was ready. Its line's time is when it was read; ktime is when it was
 // logged.
-const backlogField = "backlog=true"
+var backlogField = sink.Field{Key: "backlog", Value: "true"}
 
 // kernelTimeField is the events.log field of a kernel line's printk
 // timestamp, in seconds as dmesg prints it: `gpu-telemetry report` places the
 // line among the rows by their dmesg_time (same clock), not by when it was read.
-func kernelTimeField(t time.Duration) string {
-	return "ktime=" + strconv.FormatFloat(t.Seconds(), 'f', 6, 64)
+func kernelTimeField(t time.Duration) sink.Field {
+	return sink.Field{Key: "ktime", Value: strconv.FormatFloat(t.Seconds(), 'f', 6, 64)}
 }

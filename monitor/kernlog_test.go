@@ -214,7 +214,7 @@ func TestReplayedXidIsNotFresh(t *testing.T) {
 		ev, _ := os.ReadFile(filepath.Join(r.dir, "events.log"))
 		// Logged an hour before the start, on the test's clock.
 		ktime := kernelTimeField(replayUptime - time.Hour + 500*time.Millisecond)
-		testutil.Contains(t, "events.log", string(ev), "source=kmsg type=Xid xid=79", ktime, "backlog=true")
+		testutil.Contains(t, "events.log", string(ev), "source=kmsg type=Xid xid=79", ktime.Key+"="+ktime.Value, "backlog=true")
 		for _, row := range r.rows(0) {
 			if strings.Contains(row, "XID(79)") {
 				t.Errorf("a row carries the flag of an Xid logged an hour before it: %q", row)

@@ -560,73 +560,40 @@ func (m *Monitor) signal(sig os.Signal) {
 	}
 }
 
-// levels names each event class as events.log's level= field.
-var levels = [...]string{sink.EventRoutine: "info", sink.EventNotable: "warning", sink.EventIncident: "critical"}
+// eventLine writes e to events.log (and the journal) with the host, the
+// GPU's UUID and, on an incident line, the job that was on the GPU when it
+// failed (from memory).
+func (m *Monitor) eventLine(e sink.Event) {
+	e.Host = m.ident.Host
+	if gs := m.byIndex[e.GPU]; gs != nil {
+		e.UUID = gs.info().UUID
+		if e.Class() == sink.EventIncident {
+			e.Job = gs.jobs()
+		}
+	}
+	line := e.Line()
+	m.journal(line)
+	if err := m.events.Line(line); err != nil {
+		m.lineFails.add(m.log, "log_lines_failed", "an events.log line", slog.String("line", line), slog.String("error", err.Error()))
+	}
+}
 
-// eventLine appends one line to events.log: time, GPU, then key=value pairs.
-func (m *Monitor) eventLine(t time.Time, gpu int, bus string, kv ...string) {
-	// How bad it is, for a log pipeline (Loki's level, a journal
-	// priority): an incident is critical, notable trouble a warning.
-	class, incident := sink.EventRoutine, false
-	if e, ok := sink.ParseEventLine("2006-01-02T15:04:05.000Z " + strings.Join(kv, " ")); ok {
-		class = e.Class()
-		incident = class == sink.EventIncident
-		// An application's Xid (13, 31, 43) is the job's fault, not the
-		// GPU's: the logger still snapshots it, but it is no page.
-		if class == sink.EventIncident && e.KV["class"] == "application error" {
-			class = sink.EventNotable
-		}
-	}
-	// Who and how bad first (host, the GPU's UUID, level), then the GPU's
-	// index and bus id, then the event's own fields.
-	var b strings.Builder
-	b.WriteString(t.Format(sink.TimestampLayout))
-	b.WriteString(" host=")
-	b.WriteString(logfmtValue(m.ident.Host))
-	gs := m.byIndex[gpu]
-	if gs != nil {
-		if u := gs.info().UUID; u != "" {
-			b.WriteString(" uuid=")
-			b.WriteString(logfmtValue(u))
-		}
-	}
-	b.WriteString(" level=")
-	b.WriteString(levels[class])
-	if gpu >= 0 {
-		b.WriteString(" gpu=")
-		b.WriteString(strconv.Itoa(gpu))
-	} else {
-		b.WriteString(" gpu=?")
-	}
-	if bus != "" {
-		b.WriteString(" bus=")
-		b.WriteString(bus)
-	}
-	for _, s := range kv {
-		b.WriteByte(' ')
-		b.WriteString(s)
-	}
-	// The job that was on the GPU when it failed.
-	if gs != nil && incident {
-		if j := gs.jobs(); j != "" {
-			b.WriteString(" job=")
-			b.WriteString(strconv.Quote(j))
-		}
-	}
-	m.journal(b.String())
-	if err := m.events.Line(b.String()); err != nil {
-		m.lineFails.add(m.log, "log_lines_failed", "an events.log line", slog.String("line", b.String()), slog.String("error", err.Error()))
-	}
+// incidentLine writes e, the line of a critical event, with the incident
+// the snapshot Manager counted it in and the crash snapshot holding its
+// evidence (d; none when the Manager was closed).
+func (m *Monitor) incidentLine(e sink.Event, d snapshot.Decision) {
+	e.Incident, e.Snapshot = d.Incident, d.Snapshot
+	m.eventLine(e)
 }
 
 // critical counts an incident on a GPU for an event known by its reason
 // alone (an NVML hang or failure, the GPU lost): a fault, or the GPU lost.
-func (m *Monitor) critical(gs *gpuState, when time.Time, reason string) {
+func (m *Monitor) critical(gs *gpuState, when time.Time, reason string) snapshot.Decision {
 	ev := snapshot.Event{Time: when, Reason: reason, Stage: snapshot.StageFault}
 	if reason == lostReason {
 		ev.What, ev.Stage = "GPU lost", snapshot.StageLost
 	}
-	m.criticalEvent(gs, when, ev)
+	return m.criticalEvent(gs, when, ev)
 }
 
 // criticalEvent counts a critical event on a GPU, asks for a crash snapshot
@@ -634,8 +601,9 @@ func (m *Monitor) critical(gs *gpuState, when time.Time, reason string) {
 // holds it back) and publishes the incident by its headline. ev.Time is
 // when it happened, seen when it was seen: earlier for a kernel record read
 // after the fact, whose incident and snapshot header are of when the kernel
-// logged it, while the snapshot's process section is of now.
-func (m *Monitor) criticalEvent(gs *gpuState, seen time.Time, ev snapshot.Event) {
+// logged it, while the snapshot's process section is of now. The decision
+// names the incident and the snapshot for the event's events.log line.
+func (m *Monitor) criticalEvent(gs *gpuState, seen time.Time, ev snapshot.Event) snapshot.Decision {
 	var n uint64
 	gs.slot.Update(func(g *live.GPU) { n = g.Incident(ev.Time, ev.Reason) })
 	d := m.snaps.Crash(gs.idx, ev, func() snapshot.CrashRequest {
@@ -658,6 +626,7 @@ func (m *Monitor) criticalEvent(gs *gpuState, seen time.Time, ev snapshot.Event)
 	if d.Closed {
 		m.snapshotRefused("a crash snapshot", gs.idx, ev.Reason)
 	}
+	return d
 }
 
 // lostReason is the reason of the critical event of a GPU NVML reports lost.

@@ -948,11 +948,11 @@ func TestLostWorkIsCountedShownAndLogged(t *testing.T) {
 			for range reading.MaxFlags + 1 {
 				s.Flags.Add(reading.Flag{Kind: reading.FlagXid, A: 13})
 			}
-			m.gpus[0].record(&s, &anomaly.Result{}, false)
+			m.gpus[0].record(&s, &anomaly.Result{}, false, sampleIncident{})
 		}},
 		{counter: "log_lines_failed", lost: "events.log line", times: 3, provoke: func(m *Monitor) {
 			m.events = failingLog{}
-			m.eventLine(time.Now(), 0, "", "type=Test")
+			m.eventLine(sink.Event{Time: time.Now(), Type: "Test"})
 		}},
 		{counter: "kmsg_malformed", lost: "could not be parsed", times: 1, provoke: func(m *Monitor) {
 			var k kmsgCounters = fakeKmsg{malformed: 4}

@@ -98,7 +98,7 @@ func TestStallIsMeasuredOnTheMonotonicClock(t *testing.T) {
 	r.idle()
 	r.drain()
 	ev := r.events()
-	for _, want := range []string{"type=NVML_HUNG function=nvmlDeviceGetTemperature elapsed_ms=2000\n", "type=NVML_RECOVERED stall_ms=20000\n"} {
+	for _, want := range []string{"type=NVML_HUNG function=nvmlDeviceGetTemperature elapsed_ms=2000 incident=", "type=NVML_RECOVERED stall_ms=20000\n"} {
 		if !strings.Contains(ev, want) {
 			t.Errorf("events.log lacks %q:\n%s", want, ev)
 		}
@@ -177,7 +177,7 @@ func TestHangDeadlineIsOnTheMonotonicClock(t *testing.T) {
 			r.idle()
 			r.drain()
 			ev := r.events()
-			if want := "type=NVML_HUNG function=nvmlDeviceGetTemperature elapsed_ms=" + strconv.FormatInt(c.elapsed.Milliseconds(), 10) + "\n"; !strings.Contains(ev, want) {
+			if want := "type=NVML_HUNG function=nvmlDeviceGetTemperature elapsed_ms=" + strconv.FormatInt(c.elapsed.Milliseconds(), 10) + " incident="; !strings.Contains(ev, want) {
 				t.Errorf("events.log lacks %q:\n%s", want, ev)
 			}
 		})

@@ -5,55 +5,183 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/go-logfmt/logfmt"
 )
 
-// EventLine is one events.log line taken apart:
-// "<timestamp> key=value key="quoted value" ...".
+// An events.log line is logfmt, one event per line, self-describing:
+//
+//	time=2026-11-30T19:08:17.623Z host=gpu-node-07 uuid=GPU-... level=critical gpu=0
+//	bus=00000000:01:00.0 source=nvml type=Xid xid=79 name="GPU has fallen off the bus" ...
+//	incident=crash-20261130-200817.623-gpu0 snapshot=/var/log/gpu-telemetry/crashes/crash-....log
+//
+// Event is the line as the logger writes it (Line), EventLine the line as
+// a reader takes it apart (ParseEventLine): the writer and its parser sit
+// side by side here, both through go-logfmt, what Loki's `| logfmt` and
+// Vector's parse_logfmt read. Lines written before time= (a bare local
+// timestamp first: "2026-11-30T20:08:17.623+01:00 host=..."), which older
+// versions left on disk, still parse.
+
+// Event is one events.log line to write: who and how bad first (host, the
+// GPU's UUID, level), then the GPU, where the event came from and its type,
+// then the event's own fields, then the incident it belongs to and the job
+// that was on the GPU.
+type Event struct {
+	Time     time.Time // written in UTC
+	Host     string    // the logger's host identity (--host)
+	UUID     string    // the GPU's; "" before it is known
+	GPU      int       // NVML index; negative: no monitored GPU (gpu=?)
+	Bus      string    // the GPU's PCI bus id, NVML form; "" unknown
+	Source   string    // nvml, kmsg, poll, start; "" for the poll loop's own findings
+	Type     string    // one of the Type constants, or an NVML event's number (0x...)
+	Fields   []Field   // the event's own, in order; one with an empty value is not written
+	Incident string    // the incident the event belongs to (the base name of the crash snapshot that began it); "" none
+	Snapshot string    // the crash snapshot holding its evidence (its own, or its incident's newest); "" none
+	Job      string    // the jobs on the GPU (incident lines only); "" none
+}
+
+// Field is one key=value of an event, its value as it reads (the writer
+// quotes it where logfmt needs quotes).
+type Field struct{ Key, Value string }
+
+// KV pairs alternating keys and values into Fields: KV("from", "600W", "to", "450W").
+// A key left without a value gets "".
+func KV(kv ...string) []Field {
+	f := make([]Field, 0, (len(kv)+1)/2)
+	for i := 0; i < len(kv); i += 2 {
+		v := ""
+		if i+1 < len(kv) {
+			v = kv[i+1]
+		}
+		f = append(f, Field{kv[i], v})
+	}
+	return f
+}
+
+// Get is the value of the event's field key ("" when absent), its common
+// fields included.
+func (e *Event) Get(key string) string {
+	switch key {
+	case "type":
+		return e.Type
+	case "source":
+		return e.Source
+	}
+	for _, f := range e.Fields {
+		if f.Key == key {
+			return f.Value
+		}
+	}
+	return ""
+}
+
+// Class is the event's class (see EventLine.Class).
+func (e *Event) Class() EventClass { return classOf(e.Get) }
+
+// Level is how bad the event is for a log pipeline (Loki's level, a
+// journal priority): critical for an incident, warning for notable trouble,
+// info for the rest. An application's Xid (13, 31, 43) is the job's fault,
+// not the GPU's: the logger still snapshots it, but it is no page.
+func (e *Event) Level() string {
+	c := e.Class()
+	if c == EventIncident && e.Get("class") == "application error" {
+		c = EventNotable
+	}
+	return levels[c]
+}
+
+// levels names each event class as the level= field.
+var levels = [...]string{EventRoutine: "info", EventNotable: "warning", EventIncident: "critical"}
+
+// Line is the event as one events.log line, without its newline.
+func (e *Event) Line() string {
+	var b strings.Builder
+	enc := logfmt.NewEncoder(&b)
+	kv := func(k, v string) {
+		// Keys are the logger's own words and values strings: neither
+		// can fail to encode.
+		_ = enc.EncodeKeyval(k, v)
+	}
+	kv("time", e.Time.UTC().Format(TimestampLayout))
+	kv("host", e.Host)
+	if e.UUID != "" {
+		kv("uuid", e.UUID)
+	}
+	kv("level", e.Level())
+	if e.GPU >= 0 {
+		kv("gpu", strconv.Itoa(e.GPU))
+	} else {
+		kv("gpu", "?")
+	}
+	if e.Bus != "" {
+		kv("bus", e.Bus)
+	}
+	if e.Source != "" {
+		kv("source", e.Source)
+	}
+	kv("type", e.Type)
+	for _, f := range e.Fields {
+		// An empty value reads in logfmt as a key alone, which strict
+		// consumers take for a flag: a field with nothing to say is left out.
+		if f.Value != "" {
+			kv(f.Key, f.Value)
+		}
+	}
+	if e.Incident != "" {
+		kv("incident", e.Incident)
+	}
+	if e.Snapshot != "" {
+		kv("snapshot", e.Snapshot)
+	}
+	if e.Job != "" {
+		kv("job", e.Job)
+	}
+	return b.String()
+}
+
+// EventLine is one events.log line taken apart.
 type EventLine struct {
-	Time time.Time
-	KV   map[string]string // every key=value, quotes undone
+	Time time.Time         // time=, or an older line's leading timestamp
+	KV   map[string]string // every other key=value, quotes undone
 }
 
 // Type is the line's type= field: Xid, GPU_LOST, TDP_CHANGE, AER, ...
 func (e EventLine) Type() string { return e.KV["type"] }
 
-// ParseEventLine takes an events.log line apart. ok is false for a line
-// with a bad timestamp, a malformed field or no type.
+// ParseEventLine takes an events.log line apart: logfmt with time= (as
+// Line writes it), or an older version's line that starts with a bare
+// timestamp. A key without a value reads as "" (logfmt does not tell them
+// apart). ok is false for a line that is not logfmt, or has a bad or no
+// time, or no type.
 func ParseEventLine(line string) (e EventLine, ok bool) {
-	ts, rest, ok := strings.Cut(line, " ")
-	if !ok {
+	d := logfmt.NewDecoder(strings.NewReader(line))
+	if !d.ScanRecord() {
 		return EventLine{}, false
 	}
-	t, err := time.Parse(TimestampLayout, ts)
-	if err != nil {
-		return EventLine{}, false
-	}
-	e = EventLine{Time: t, KV: map[string]string{}}
-	for rest != "" {
-		rest = strings.TrimLeft(rest, " ")
-		eq := strings.IndexByte(rest, '=')
-		if eq <= 0 {
-			break
-		}
-		key := rest[:eq]
-		if strings.ContainsAny(key, " \"") {
-			return EventLine{}, false
-		}
-		rest = rest[eq+1:]
-		var val string
-		if strings.HasPrefix(rest, `"`) {
-			q, err := strconv.QuotedPrefix(rest)
+	e.KV = map[string]string{}
+	first := true
+	for d.ScanKeyval() {
+		k, v := string(d.Key()), d.Value()
+		switch {
+		case first && v == nil:
+			// An older line: its timestamp is the first word.
+			t, err := time.Parse(TimestampLayout, k)
 			if err != nil {
 				return EventLine{}, false
 			}
-			val, _ = strconv.Unquote(q)
-			rest = rest[len(q):]
-		} else {
-			val, rest, _ = strings.Cut(rest, " ")
+			e.Time = t
+		case k == "time":
+			t, err := time.Parse(TimestampLayout, string(v))
+			if err != nil {
+				return EventLine{}, false
+			}
+			e.Time = t
+		default:
+			e.KV[k] = string(v)
 		}
-		e.KV[key] = val
+		first = false
 	}
-	if e.Type() == "" {
+	if d.Err() != nil || d.ScanRecord() || e.Time.IsZero() || e.Type() == "" {
 		return EventLine{}, false
 	}
 	return e, true
@@ -70,7 +198,7 @@ const (
 )
 
 // The types of events.log lines (the type= field), each named once: writers
-// put "type="+TypeXid, readers compare a line's Type with them, and
+// set Event.Type to one, readers compare a line's Type with them, and
 // eventClasses gives each its class, so a new type is one edit here. The
 // strings are what the files hold, read by operators and by `report`:
 // never change one. An NVML event of a type with no name here is written as
@@ -149,10 +277,16 @@ func EventTypes() []string {
 // is not uncorrectable, nor a health event that is not critical: all are
 // notable.
 func (e EventLine) Class() EventClass {
-	c := eventClasses[e.Type()]
-	if c == EventIncident && (e.KV["duplicate_of"] != "" ||
-		e.Type() == TypeAER && !strings.HasPrefix(e.KV["severity"], "uncorrectable") ||
-		e.Type() == TypeHealthEvent && e.KV["severity"] != "critical") {
+	return classOf(func(k string) string { return e.KV[k] })
+}
+
+// classOf is the class of the event whose fields get returns.
+func classOf(get func(key string) string) EventClass {
+	typ := get("type")
+	c := eventClasses[typ]
+	if c == EventIncident && (get("duplicate_of") != "" ||
+		typ == TypeAER && !strings.HasPrefix(get("severity"), "uncorrectable") ||
+		typ == TypeHealthEvent && get("severity") != "critical") {
 		return EventNotable
 	}
 	return c

@@ -1,9 +1,13 @@
 package sink
 
 import (
+	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-logfmt/logfmt"
 )
 
 // TestEventClass is the spec of which events.log lines tell of trouble: every
@@ -94,9 +98,120 @@ func TestParseEventLine(t *testing.T) {
 		"2026-11-30T19:08:17.623Z gpu=0 source=nvml",
 		`2026-11-30T19:08:17.623Z gpu=0 type=Xid name="unterminated`,
 		`2026-11-30T19:08:17.623Z gpu=0 type=Xid a"b=c`,
+		"time=2026-11-30 gpu=0 type=Xid",
+		"time=2026-11-30T19:08:17.623Z gpu=0 source=nvml",
+		"gpu=0 type=Xid",
+		"time=2026-11-30T19:08:17.623Z gpu=0 type=Xid\ntime=2026-11-30T19:08:17.623Z gpu=1 type=Xid",
 	} {
 		if e, ok := ParseEventLine(bad); ok {
 			t.Errorf("ParseEventLine(%q) = %+v, want not ok", bad, e)
 		}
+	}
+}
+
+// TestEventLineRoundTrip: every line the writer puts down is strict logfmt
+// (go-logfmt, what Loki's `| logfmt` and Vector's parse_logfmt read), with
+// time= in UTC first, and its parser gives back every field, values with
+// spaces, quotes, backslashes and '=' included.
+func TestEventLineRoundTrip(t *testing.T) {
+	cet := time.FixedZone("CET", 3600)
+	e := Event{Time: time.Date(2026, 11, 30, 20, 8, 17, 623e6, cet), Host: "gpu node 7", UUID: "GPU-a", GPU: 3,
+		Bus: "00000000:4B:00.0", Source: "kmsg", Type: TypeXid,
+		Fields: KV("xid", "79", "name", "GPU has fallen off the bus", "text", `NVRM: Xid (PCI:0000:4b:00): 79, pid='<unknown>', "quoted" a\b c=d`,
+			"empty", ""),
+		Incident: "crash-20261130-200817.623-gpu3", Snapshot: "/var/log/gpu telemetry/crashes/crash-20261130-200817.623-gpu3.log",
+		Job: `slurm job 4242 step 0 "train"`}
+	line := e.Line()
+	if want := `time=2026-11-30T19:08:17.623Z host="gpu node 7" uuid=GPU-a level=critical gpu=3 bus=00000000:4B:00.0 source=kmsg type=Xid xid=79 name="GPU has fallen off the bus" `; !strings.HasPrefix(line, want) {
+		t.Errorf("line\n%s\nwant prefix\n%s", line, want)
+	}
+	if strings.Contains(line, "\n") || strings.Contains(line, "empty") {
+		t.Errorf("line has a newline or the empty field: %q", line)
+	}
+	d := logfmt.NewDecoder(strings.NewReader(line))
+	strict := map[string]string{}
+	for d.ScanRecord() {
+		for d.ScanKeyval() {
+			if d.Value() == nil {
+				t.Errorf("key %q without a value", d.Key())
+			}
+			strict[string(d.Key())] = string(d.Value())
+		}
+	}
+	if err := d.Err(); err != nil {
+		t.Fatalf("not logfmt: %v: %s", err, line)
+	}
+	p, ok := ParseEventLine(line)
+	if !ok {
+		t.Fatalf("ParseEventLine(%s) failed", line)
+	}
+	if !p.Time.Equal(e.Time) {
+		t.Errorf("time %v, want %v", p.Time, e.Time)
+	}
+	want := map[string]string{"host": e.Host, "uuid": e.UUID, "level": "critical", "gpu": "3", "bus": e.Bus, "source": "kmsg",
+		"type": "Xid", "xid": "79", "name": "GPU has fallen off the bus", "text": e.Fields[2].Value,
+		"incident": e.Incident, "snapshot": e.Snapshot, "job": e.Job}
+	for k, v := range want {
+		if p.KV[k] != v || strict[k] != v {
+			t.Errorf("%s: parsed %q, go-logfmt %q, want %q", k, p.KV[k], strict[k], v)
+		}
+	}
+	if len(p.KV) != len(want) || strict["time"] != "2026-11-30T19:08:17.623Z" {
+		t.Errorf("fields %v, want %v and time", p.KV, want)
+	}
+	if p.Class() != e.Class() {
+		t.Errorf("class %d parsed, %d written", p.Class(), e.Class())
+	}
+}
+
+// TestEventLevel: level= is the line's severity, from its class; an
+// application's Xid is a warning, not a page.
+func TestEventLevel(t *testing.T) {
+	for _, c := range []struct {
+		e    Event
+		want string
+	}{
+		{Event{Type: TypeXid, Fields: KV("xid", "79")}, "critical"},
+		{Event{Type: TypeXid, Fields: KV("xid", "13", "class", "application error")}, "warning"},
+		{Event{Type: TypeXid, Source: "kmsg", Fields: KV("xid", "79", "duplicate_of", "nvml")}, "warning"},
+		{Event{Type: TypeTDPChange}, "warning"},
+		{Event{Type: TypePState}, "info"},
+		{Event{Type: "0x40"}, "info"},
+	} {
+		if got := c.e.Level(); got != c.want {
+			t.Errorf("%+v: level %s, want %s", c.e, got, c.want)
+		}
+	}
+	if got := (&Event{GPU: -1, Type: TypeUncleanStop}).Line(); !strings.Contains(got, " gpu=? type=UNCLEAN_STOP") {
+		t.Errorf("a line of no GPU: %s", got)
+	}
+}
+
+// TestParseOlderEventLines: events.log files an older version left on disk
+// (a bare local timestamp first, no time=) still parse, as `report` on an
+// old log directory and the boot log read them.
+func TestParseOlderEventLines(t *testing.T) {
+	for _, c := range []struct {
+		name, line string
+		want       map[string]string
+	}{
+		{"with host and level", `2026-11-30T20:08:17.623+01:00 host=testhost uuid=GPU-b level=critical gpu=1 source=kmsg type=Xid xid=46 name="GPU stopped processing" ktime=3201.002000 text="NVRM: Xid (PCI:0000:02:00): 46, pid='<unknown>', name=<unknown>, \"x\""`,
+			map[string]string{"host": "testhost", "uuid": "GPU-b", "level": "critical", "gpu": "1", "source": "kmsg", "type": "Xid", "xid": "46",
+				"name": "GPU stopped processing", "ktime": "3201.002000", "text": `NVRM: Xid (PCI:0000:02:00): 46, pid='<unknown>', name=<unknown>, "x"`}},
+		{"before host", `2026-11-30T20:08:17.623+01:00 gpu=0 bus=00000000:01:00.0 type=TDP_CHANGE from=600W to=450W delta=-150W`,
+			map[string]string{"gpu": "0", "bus": "00000000:01:00.0", "type": "TDP_CHANGE", "from": "600W", "to": "450W", "delta": "-150W"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e, ok := ParseEventLine(c.line)
+			if !ok {
+				t.Fatal("did not parse")
+			}
+			if !e.Time.Equal(time.Date(2026, 11, 30, 19, 8, 17, 623e6, time.UTC)) {
+				t.Errorf("time %v", e.Time)
+			}
+			if !maps.Equal(e.KV, c.want) {
+				t.Errorf("fields %v, want %v", e.KV, c.want)
+			}
+		})
 	}
 }

@@ -287,12 +287,13 @@ func lastIncidents(path string, t time.Time) string {
 	return strings.Join(keep, "\n") + "\n"
 }
 
-// Fields returns the UNCLEAN_STOP events.log fields for this boot log.
-func (l BootLog) Fields(prev PreviousRun, bootID string) []string {
-	kv := []string{"type=" + sink.TypeUncleanStop, "prev_boot=" + orUnknown(prev.State.BootID), "boot=" + orUnknown(bootID),
-		"same_boot=" + strconv.FormatBool(l.SameBoot)}
+// Event is the UNCLEAN_STOP events.log line for this boot log, at t, of
+// no GPU (the caller adds what else it knows).
+func (l BootLog) Event(t time.Time, prev PreviousRun, bootID string) sink.Event {
+	kv := sink.KV("prev_boot", orUnknown(prev.State.BootID), "boot", orUnknown(bootID),
+		"same_boot", strconv.FormatBool(l.SameBoot))
 	if !l.LastRow.IsZero() {
-		kv = append(kv, "last_row="+l.LastRow.Format(sink.TimestampLayout))
+		kv = append(kv, sink.Field{Key: "last_row", Value: l.LastRow.Format(sink.TimestampLayout)})
 	}
 	gpus := make([]int, 0, len(l.GapPerGPU))
 	for g := range l.GapPerGPU {
@@ -300,10 +301,10 @@ func (l BootLog) Fields(prev PreviousRun, bootID string) []string {
 	}
 	sort.Ints(gpus)
 	for _, g := range gpus {
-		kv = append(kv, "gap_gpu"+strconv.Itoa(g)+"="+l.GapPerGPU[g].Round(time.Millisecond).String())
+		kv = append(kv, sink.Field{Key: "gap_gpu" + strconv.Itoa(g), Value: l.GapPerGPU[g].Round(time.Millisecond).String()})
 	}
 	if l.Path != "" {
-		kv = append(kv, "file="+filepath.Join("crashes", filepath.Base(l.Path)))
+		kv = append(kv, sink.Field{Key: "file", Value: filepath.Join("crashes", filepath.Base(l.Path))})
 	}
-	return kv
+	return sink.Event{Time: t, GPU: -1, Source: "start", Type: sink.TypeUncleanStop, Fields: kv}
 }

@@ -104,6 +104,8 @@ const maxIncidentEvents = 200
 // cooldown ends. Its fields are guarded by Manager.mu.
 type incident struct {
 	gpu      int
+	id       string    // the base name of the snapshot that began it (events.log's incident=)
+	newest   string    // the path of its newest snapshot
 	start    time.Time // the first event's time
 	events   []loggedEvent
 	dropped  uint64 // events beyond maxIncidentEvents

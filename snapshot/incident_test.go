@@ -37,12 +37,29 @@ func TestEscalationInsideCooldown(t *testing.T) {
 		{Event{What: "GPU lost", Reason: "GPU lost: NVML_ERROR_GPU_IS_LOST", Stage: StageLost}, false},
 		{RecoveryEvent(clk.Now(), 2, "GPU recovery action 2: node reboot (nvml)"), false},
 	}
+	if id, snap := m.Incident(0); id != "" || snap != "" {
+		t.Errorf("Incident(0) = %q, %q before any", id, snap)
+	}
 	var last Decision
+	// Every event names the incident by its first snapshot, and the
+	// snapshot holding its evidence: its own, else the newest one before it.
+	dir := filepath.Join(m.cfg.Dir, "crashes")
+	const first = "crash-20260314-092653.589-gpu0"
+	newest := ""
 	for i, s := range steps {
 		s.ev.Time = clk.Now()
 		last = m.Crash(0, s.ev, testCrashRequest)
 		if last.Accepted != s.accept {
 			t.Errorf("step %d (%s): accepted %v, want %v", i, s.ev.what(), last.Accepted, s.accept)
+		}
+		if s.accept {
+			newest = filepath.Join(dir, baseName("crash", clk.Now(), 0)+".log")
+		}
+		if last.Incident != first || last.Snapshot != newest {
+			t.Errorf("step %d: incident %q, snapshot %q; want %q, %q", i, last.Incident, last.Snapshot, first, newest)
+		}
+		if id, snap := m.Incident(0); id != first || snap != newest {
+			t.Errorf("step %d: Incident(0) = %q, %q; want %q, %q", i, id, snap, first, newest)
 		}
 		if last.Accepted && last.Escalation != (i > 0) {
 			t.Errorf("step %d: escalation %v", i, last.Escalation)
@@ -53,14 +70,18 @@ func TestEscalationInsideCooldown(t *testing.T) {
 	if last.Headline != wantHeadline {
 		t.Errorf("headline %q, want %q", last.Headline, wantHeadline)
 	}
+	// After the cooldown, a new incident with an id of its own.
+	clk.Advance(DefaultCrashCooldown)
+	if d := m.Crash(0, xidEv(62, ""), testCrashRequest); !d.Accepted || d.Incident != baseName("crash", clk.Now(), 0) || d.Incident == first {
+		t.Errorf("the next incident: %+v", d)
+	}
 	closeManager(t, m)
 	st := m.Stats()
-	if st.Incidents != 1 || st.Escalations != 2 || st.CrashesWritten != 3 || st.CrashesSuppressed != 6 {
+	if st.Incidents != 2 || st.Escalations != 2 || st.CrashesWritten != 4 || st.CrashesSuppressed != 6 {
 		t.Errorf("stats %+v", st)
 	}
-	dir := filepath.Join(m.cfg.Dir, "crashes")
 	names := files(t, dir, "crash-*")
-	want := []string{"crash-20260314-092653.589-gpu0.log", "crash-20260314-092655.589-gpu0.log", "crash-20260314-092659.589-gpu0.log"}
+	want := []string{"crash-20260314-092653.589-gpu0.log", "crash-20260314-092655.589-gpu0.log", "crash-20260314-092659.589-gpu0.log", "crash-20260314-092802.589-gpu0.log"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("snapshots %v, want %v", names, want)
 	}

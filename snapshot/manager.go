@@ -73,6 +73,8 @@ type Decision struct {
 	Escalation    bool      // accepted inside the cooldown: the event is a worse stage of the incident
 	Headline      string    // the incident's headline, the event counted in (without the GPU)
 	IncidentStart time.Time // when the incident began (its first event)
+	Incident      string    // the incident's id: the base name of the crash snapshot that began it
+	Snapshot      string    // the crash snapshot that holds the event's evidence: its own when accepted, else the incident's newest
 }
 
 // Stats are the Manager's counters since New.
@@ -215,7 +217,7 @@ func (m *Manager) Crash(gpu int, ev Event, build func() CrashRequest) Decision {
 	}
 	inc := st.inc
 	escalates, idx := inc.add(ev, ok)
-	d := Decision{Headline: inc.headline(), IncidentStart: inc.start}
+	d := Decision{Headline: inc.headline(), IncidentStart: inc.start, Incident: inc.id, Snapshot: inc.newest}
 	if !escalates {
 		st.suppressed++
 		m.stats.CrashesSuppressed++
@@ -244,6 +246,11 @@ func (m *Manager) Crash(gpu int, ev Event, build func() CrashRequest) Decision {
 	// in the same millisecond as the snapshot before it gets "-2".
 	base := st.name(baseName("crash", now, gpu))
 	inc.wrote(idx, base+".log") // corrected once written, should the disk hold that name already
+	if inc.id == "" {
+		inc.id = base
+	}
+	inc.newest = filepath.Join(m.crashDir, base+".log")
+	d.Incident, d.Snapshot = inc.id, inc.newest
 	suppressed := st.suppressed
 	m.wg.Add(1)
 	m.mu.Unlock()
@@ -262,6 +269,19 @@ func (m *Manager) Crash(gpu int, ev Event, build func() CrashRequest) Decision {
 	go m.crash(fctx, stop, gpu, &req, base, start, inc, idx)
 	d.Accepted, d.Suppressed = true, suppressed
 	return d
+}
+
+// Incident is the id and newest snapshot of the GPU's current or last
+// incident (see Decision); empty before its first. It names the incident of
+// an event the caller did not ask a snapshot for because another report of
+// it already did (the same Xid from the other source).
+func (m *Manager) Incident(gpu int) (id, snapshot string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if st := m.gpus[gpu]; st != nil && st.inc != nil {
+		return st.inc.id, st.inc.newest
+	}
+	return "", ""
 }
 
 // name returns base, or base-2, base-3 ... when the GPU's last snapshot had
@@ -308,6 +328,9 @@ func (m *Manager) crash(fctx context.Context, stop context.CancelCauseFunc, gpu 
 	}
 	m.mu.Lock()
 	inc.wrote(idx, filepath.Base(path))
+	if inc.newest == filepath.Join(m.crashDir, base+".log") {
+		inc.newest = path
+	}
 	m.mu.Unlock()
 
 	res := m.collect(m.work, m.crashJobs(req.Header.BusID))

@@ -74,21 +74,21 @@ func RecoveryDescribe(v uint64, words string) string {
 	return s
 }
 
-// Fields returns the report as key=value pairs for events.log, in this order:
-// xid, name, then for a known code class, bucket, action and decode (when the
-// text decoded), and recovery (Xid 154's new action, the number, when its
-// text gave one). Values other than numbers are quoted with strconv.Quote.
+// Fields returns the report's events.log fields as alternating keys and
+// values (unquoted: the writer quotes), in this order: xid, name, then for a
+// known code class and bucket, action, decode (when the text decoded), and
+// recovery (Xid 154's new action, the number, when its text gave one).
 func (e Explanation) Fields() []string {
-	kv := []string{"xid=" + strconv.Itoa(e.Code), "name=" + strconv.Quote(e.Name)}
+	kv := []string{"xid", strconv.Itoa(e.Code), "name", e.Name}
 	if e.Known {
-		kv = append(kv, "class="+strconv.Quote(e.Class.String()), "bucket="+strconv.Quote(e.BucketOrNone()))
+		kv = append(kv, "class", e.Class.String(), "bucket", e.BucketOrNone())
 	}
-	kv = append(kv, "action="+strconv.Quote(e.Action))
+	kv = append(kv, "action", e.Action)
 	if e.Decode != "" {
-		kv = append(kv, "decode="+strconv.Quote(e.Decode))
+		kv = append(kv, "decode", e.Decode)
 	}
 	if e.HasRecovery {
-		kv = append(kv, "recovery="+strconv.FormatUint(e.Recovery, 10))
+		kv = append(kv, "recovery", strconv.FormatUint(e.Recovery, 10))
 	}
 	return kv
 }
@@ -110,15 +110,16 @@ func (e Explanation) Reason(src string) string {
 }
 
 // RecoveryFields returns a recovery action report (Xid 154's new action, or
-// NVML's recovery action event) as key=value pairs for events.log: action (the
+// NVML's recovery action event) as alternating keys and values for
+// events.log, unquoted: action (the
 // number), meaning (our name, or "unknown (0xN)" above 4), driver (the
 // driver's words, when the report carried any) and advice.
 func RecoveryFields(v uint64, words string) []string {
-	kv := []string{"action=" + strconv.FormatUint(v, 10), "meaning=" + strconv.Quote(RecoveryActionName(v))}
+	kv := []string{"action", strconv.FormatUint(v, 10), "meaning", RecoveryActionName(v)}
 	if words != "" {
-		kv = append(kv, "driver="+strconv.Quote(words))
+		kv = append(kv, "driver", words)
 	}
-	return append(kv, "advice="+strconv.Quote(RecoveryAdvice(v, words)))
+	return append(kv, "advice", RecoveryAdvice(v, words))
 }
 
 // RecoveryReason is a recovery action report on one line for a crash

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-logfmt/logfmt"
+
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
 
@@ -42,6 +44,19 @@ var samples = []struct {
 	{999, "pid=1, name=x, from a newer driver"},
 }
 
+// pairs is alternating keys and values as logfmt, as events.log has them.
+func pairs(kv []string) string {
+	a := make([]any, len(kv))
+	for i, s := range kv {
+		a[i] = s
+	}
+	b, err := logfmt.MarshalKeyvals(a...)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
 // TestExplainGolden pins what reaches events.log (the Xid's key=value pairs
 // after "source=... type=Xid") and a crash snapshot's "Reason:" line for a
 // sample of old and new Xids (rewrite with -update).
@@ -50,14 +65,14 @@ func TestExplainGolden(t *testing.T) {
 	for _, s := range samples {
 		e := Explain(s.code, s.text)
 		b.WriteString("text: " + s.text + "\n")
-		b.WriteString("events.log: " + strings.Join(e.Fields(), " ") + "\n")
+		b.WriteString("events.log: " + pairs(e.Fields()) + "\n")
 		b.WriteString("Reason: " + e.Reason("kmsg") + "\n\n")
 	}
 	for _, r := range []struct {
 		v     uint64
 		words string
 	}{{1, "GPU Reset Required"}, {3, ""}, {4, "Drain and Reset"}, {5, "IMEX Domain Recovery"}, {7, ""}} {
-		b.WriteString("recovery events.log: " + strings.Join(RecoveryFields(r.v, r.words), " ") + "\n")
+		b.WriteString("recovery events.log: " + pairs(RecoveryFields(r.v, r.words)) + "\n")
 		b.WriteString("recovery Reason: " + RecoveryReason(r.v, r.words, "nvml") + "\n\n")
 	}
 	testutil.Golden(t, "explain.golden", []byte(b.String()))
@@ -86,8 +101,8 @@ func TestExplainUnknown(t *testing.T) {
 	if e.Known || e.Name != "unknown Xid" || e.Action == "" {
 		t.Errorf("%+v", e)
 	}
-	for _, f := range e.Fields() {
-		if strings.HasPrefix(f, "class=") || strings.HasPrefix(f, "bucket=") {
+	for i, f := range e.Fields() {
+		if i%2 == 0 && (f == "class" || f == "bucket") {
 			t.Errorf("unknown Xid has %s", f)
 		}
 	}
@@ -111,10 +126,10 @@ func TestRenderGolden(t *testing.T) {
 // none, and its action says where the action is then.
 func TestRecoveryField(t *testing.T) {
 	e := Explain(RecoveryXid, "GPU recovery action changed from 0x0 (None) to 0x3 (Drain P2P)")
-	testutil.Contains(t, "events.log fields", strings.Join(e.Fields(), " "), "recovery=3")
+	testutil.Contains(t, "events.log fields", pairs(e.Fields()), "recovery=3")
 	bare := Explain(RecoveryXid, "")
-	for _, f := range bare.Fields() {
-		if strings.HasPrefix(f, "recovery=") {
+	for i, f := range bare.Fields() {
+		if i%2 == 0 && f == "recovery" {
 			t.Errorf("a report without text has %s", f)
 		}
 	}

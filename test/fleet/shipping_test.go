@@ -14,8 +14,8 @@ import (
 
 // logfmtFields parses one line with a strict logfmt decoder (go-logfmt,
 // what Loki's `| logfmt` and Vector's parse_logfmt accept): an error is a
-// line a log pipeline cannot take apart. A bare word (the line's leading
-// timestamp) is a key without a value.
+// line a log pipeline cannot take apart. A bare word (a key without a
+// value) is returned apart: a line of ours has none.
 func logfmtFields(line string) (map[string]string, []string, error) {
 	d := logfmt.NewDecoder(strings.NewReader(line))
 	kv := map[string]string{}
@@ -78,6 +78,7 @@ input(type="imtcp" port="0" listenPortFileName=%[3]q ruleset="in")
 	}
 
 	logDir := t.TempDir()
+	start := time.Now().Add(-time.Second)
 	startLogger(t, logDir, "ship.scn")
 	events := filepath.Join(logDir, "events.log")
 	// The host's side: the recipe in docs/shipping.md.
@@ -115,17 +116,24 @@ input(type="imfile" file=%[3]q tag="gpu-telemetry" severity="info" facility="loc
 			t.Errorf("a received line is not logfmt (%v): %s", err, l)
 			continue
 		}
-		if len(bare) != 1 {
-			t.Errorf("a received line has %d bare words, want its timestamp alone: %q", len(bare), bare)
+		if len(bare) != 0 {
+			t.Errorf("a received line has bare words %q: %s", bare, l)
+		}
+		if ts, err := time.Parse(time.RFC3339Nano, kv["time"]); err != nil || !strings.HasSuffix(kv["time"], "Z") || ts.Before(start) {
+			t.Errorf("a received line's time= is not a UTC time of this run (%v): %s", err, l)
 		}
 		if kv["host"] != testHost {
 			t.Errorf("a received line does not name its host (%s): %s", testHost, l)
 		}
 		if kv["type"] == "Xid" {
-			for _, k := range []string{"gpu", "uuid", "bus", "level", "source", "xid", "name", "class", "action"} {
+			for _, k := range []string{"gpu", "uuid", "bus", "level", "source", "xid", "name", "class", "action", "incident", "snapshot"} {
 				if kv[k] == "" {
 					t.Errorf("a received Xid line lacks %s: %s", k, l)
 				}
+			}
+			// The snapshot it names is on disk, under the logger's crashes/.
+			if p := kv["snapshot"]; filepath.Dir(p) != filepath.Join(logDir, "crashes") || !waitFor(10*time.Second, func() bool { _, err := os.Stat(p); return err == nil }) {
+				t.Errorf("a received Xid line names snapshot %s, not a crash snapshot of this logger", p)
 			}
 		}
 	}
