@@ -5,9 +5,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
+	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
 // fakeRoot makes a host root holding the given files.
@@ -66,4 +70,49 @@ func TestLogfmtValue(t *testing.T) {
 			t.Errorf("logfmtValue(%q) = %s, want %s", in, got, want)
 		}
 	}
+}
+
+// TestEveryOutputNamesTheHostByHostFlag: with --host other than the
+// kernel's hostname, every output names the host by --host: system-info.txt,
+// each events.log line, the crash snapshot's header, and the status
+// document the metrics' host info and `status` are made from. The kernel's
+// name appears only as system-info.txt's note.
+func TestEveryOutputNamesTheHostByHostFlag(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 1, func(c *Config) {
+			c.Host = "rack3-node07"
+			c.HostRoot = fakeRoot(t, map[string]string{"proc/sys/kernel/hostname": "buildbox\n", "etc/machine-id": "4f0c\n"})
+		})
+		var doc live.Doc
+		r.run(time.Second, func() {
+			time.Sleep(300 * time.Millisecond)
+			r.m.onEvent(reading.Event{Time: time.Now(), GPU: 0, Kind: reading.EventXid, Source: reading.SourceNVML, Data: 79})
+			time.Sleep(300 * time.Millisecond)
+			doc = live.NewDoc(r.m.Board().View())
+		})
+		si, _ := os.ReadFile(filepath.Join(r.dir, "system-info.txt"))
+		testutil.Contains(t, "system-info.txt", string(si), "\n Host: rack3-node07 (machine id 4f0c, ")
+		if n := strings.Count(string(si), "buildbox"); n != 1 || !strings.Contains(string(si), "Kernel hostname: buildbox") {
+			t.Errorf("system-info.txt names the kernel's hostname other than as its note:\n%s", si)
+		}
+		ev, _ := os.ReadFile(filepath.Join(r.dir, "events.log"))
+		lines := strings.Split(strings.TrimSpace(string(ev)), "\n")
+		for _, l := range lines {
+			if e, ok := sink.ParseEventLine(l); !ok || e.KV["host"] != "rack3-node07" {
+				t.Errorf("events.log line does not name the host rack3-node07: %s", l)
+			}
+		}
+		if len(lines) == 0 || strings.Contains(string(ev), "buildbox") {
+			t.Errorf("events.log:\n%s", ev)
+		}
+		crashes, _ := filepath.Glob(filepath.Join(r.dir, "crashes", "crash-*.log"))
+		if len(crashes) != 1 {
+			t.Fatalf("crash snapshots %v", crashes)
+		}
+		snap, _ := os.ReadFile(crashes[0])
+		testutil.Contains(t, "crash snapshot", string(snap), "\nHost: rack3-node07 (machine id 4f0c, ")
+		if doc.Host.Name != "rack3-node07" || doc.Host.MachineID != "4f0c" {
+			t.Errorf("status names the host %q (machine id %q)", doc.Host.Name, doc.Host.MachineID)
+		}
+	})
 }

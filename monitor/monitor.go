@@ -188,7 +188,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 }
 
 func (m *Monitor) writeSystemInfo() {
-	si := sink.SystemInfo{Version: m.cfg.Version, Generated: time.Now(), Host: sink.CollectHost(m.cfg.HostRoot),
+	si := sink.SystemInfo{Version: m.cfg.Version, Generated: time.Now(), Identity: m.ident, Host: sink.CollectHost(m.cfg.HostRoot),
 		System: m.host.System, Notes: map[int]string{}, Health: map[int]string{}, KernelClock: m.kernelClockLine()}
 	for _, gs := range m.gpus {
 		si.GPUs = append(si.GPUs, gs.info())

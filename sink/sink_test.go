@@ -372,6 +372,7 @@ func TestSystemInfo(t *testing.T) {
 	si := SystemInfo{
 		Version:   "1.0.0",
 		Generated: time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC),
+		Identity:  reading.Identity{Host: "gpu-host-7", MachineID: "4f0c8d6a2b7e4e1c9a3d5b7f1e2c4a6b", BootID: "9b1d3f5e-7a2c-4e6b-8d0f-1a3c5e7b9d2f"},
 		Host:      Host{Hostname: "gpu-host-7", OS: "Debian GNU/Linux 12 (bookworm)", Kernel: "6.1.0-28-amd64", CPU: "AMD EPYC 9554", Board: "Supermicro H13SSL-N", Modules: []string{"nvidia 12345 0 - Live 0x0"}},
 		System:    reading.System{DriverVersion: "580.95.05", NVMLVersion: "13.580.95.05", CUDAVersion: "13.0"},
 		GPUs: []reading.GPU{
@@ -401,6 +402,20 @@ func TestSystemInfo(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(dir, "system-info.txt"))
 	if !bytes.Contains(b, []byte("Driver: 580.105.08")) {
 		t.Errorf("new driver version missing")
+	}
+}
+
+// TestSystemInfoNamesTheHostAsEveryOutput: with --host other than the
+// kernel's hostname, system-info.txt names the host as --host does (as
+// events.log, the metrics, snapshots and status do); the kernel's name is
+// only a note.
+func TestSystemInfoNamesTheHostAsEveryOutput(t *testing.T) {
+	si := SystemInfo{Identity: reading.Identity{Host: "rack3-node07", MachineID: "4f0c"}, Host: Host{Hostname: "localhost.localdomain"}}
+	got := string(RenderSystemInfo(si))
+	testutil.Contains(t, "system-info.txt", got, "\n Host: rack3-node07 (machine id 4f0c, boot n/a)\n",
+		"\n Kernel hostname: localhost.localdomain (not the host's name here: --host)\n")
+	if strings.Contains(got, "Hostname: localhost") {
+		t.Errorf("system-info.txt names the kernel's hostname as the host:\n%s", got)
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 
 // Host describes the machine for system-info.txt.
 type Host struct {
-	Hostname, OS, Kernel, CPU, Board string
+	Hostname, OS, Kernel, CPU, Board string   // Hostname: the kernel's, which --host may override
 	Modules                          []string // loaded nvidia kernel modules (lines of /proc/modules)
 }
 
@@ -68,6 +68,7 @@ func CollectHost(root string) Host {
 type SystemInfo struct {
 	Version   string // gpu-telemetry's version
 	Generated time.Time
+	Identity  reading.Identity // the host as every output names it (--host, machine id, boot id)
 	Host      Host
 	System    reading.System
 	GPUs      []reading.GPU
@@ -101,8 +102,14 @@ func RenderSystemInfo(si SystemInfo) []byte {
 	fmt.Fprintf(&b, "=== GPU Telemetry - System Info ===\n")
 	fmt.Fprintf(&b, "Generated: %s\n", si.Generated.Format(TimestampLayout))
 	fmt.Fprintf(&b, "gpu-telemetry: %s\n\n", na(si.Version))
-	fmt.Fprintf(&b, "--- Host ---\n Hostname: %s\n OS: %s\n Kernel: %s\n CPU: %s\n Board: %s\n\n",
-		na(si.Host.Hostname), na(si.Host.OS), na(si.Host.Kernel), na(si.Host.CPU), na(si.Host.Board))
+	// The host as events.log, the metrics, snapshots and status name it;
+	// the kernel's hostname only where --host says otherwise.
+	fmt.Fprintf(&b, "--- Host ---\n Host: %s (machine id %s, boot %s)\n", na(si.Identity.Host), na(si.Identity.MachineID), na(si.Identity.BootID))
+	if si.Host.Hostname != "" && si.Host.Hostname != si.Identity.Host {
+		fmt.Fprintf(&b, " Kernel hostname: %s (not the host's name here: --host)\n", si.Host.Hostname)
+	}
+	fmt.Fprintf(&b, " OS: %s\n Kernel: %s\n CPU: %s\n Board: %s\n\n",
+		na(si.Host.OS), na(si.Host.Kernel), na(si.Host.CPU), na(si.Host.Board))
 	fmt.Fprintf(&b, "--- Driver ---\n Driver: %s\n NVML: %s\n CUDA: %s\n\n",
 		na(si.System.DriverVersion), na(si.System.NVMLVersion), na(si.System.CUDAVersion))
 	fmt.Fprintf(&b, "--- Kernel log clock ---\n dmesg_time: %s\n\n", na(si.KernelClock))
