@@ -37,10 +37,9 @@ func rules(t *testing.T) []rule {
 	return rs
 }
 
-// TestAlertsCarryRunbooks: every alert has a severity, a scope, a summary
-// naming host (and GPU where it has one), the evidence command and a
-// runbook_url to its own page under docs/runbooks/, and that page says
-// what the alert means, what to check and what to do.
+// TestAlertsCarryRunbooks: every alert's page under docs/runbooks/ says
+// what the alert means, what to check and what to do (its severity,
+// summary, evidence and runbook_url: TestAlertRulesNameHostAndGPU).
 func TestAlertsCarryRunbooks(t *testing.T) {
 	for _, r := range rules(t) {
 		field := func(name string) string {
@@ -53,17 +52,6 @@ func TestAlertsCarryRunbooks(t *testing.T) {
 		}
 		if s := field("severity"); s != "critical" && s != "warning" {
 			t.Errorf("%s: severity %q", r.name, s)
-		}
-		scope := field("scope")
-		summary := field("summary")
-		if !strings.Contains(summary, "$labels.instance") || scope == "gpu" && !strings.Contains(summary, "$labels.gpu") {
-			t.Errorf("%s (scope %s): the summary does not name the host and GPU: %s", r.name, scope, summary)
-		}
-		if ev := field("evidence"); !strings.Contains(ev, "gpu-telemetry") && !strings.Contains(ev, "journalctl") {
-			t.Errorf("%s: evidence %q is no command on the host", r.name, ev)
-		}
-		if u := field("runbook_url"); u != runbookBase+r.name+".md" {
-			t.Errorf("%s: runbook_url %q, want %s", r.name, u, runbookBase+r.name+".md")
 		}
 		page, err := os.ReadFile(filepath.Join(repo, "docs", "runbooks", r.name+".md"))
 		if err != nil {
@@ -204,7 +192,7 @@ func (s *stack) checkAlerts(t *testing.T) {
 			}
 		}
 		host := testHost // gpu_telemetry_host_info names it, not the scrape address
-		if !strings.Contains(d.Annotations["summary"], d.Labels["instance"]) || d.Labels["gpu"] != "" && !strings.Contains(d.Annotations["summary"], "GPU "+d.Labels["gpu"]) {
+		if sum := d.Annotations["summary"]; !containsWord(sum, host) || strings.Contains(sum, d.Labels["instance"]) || d.Labels["gpu"] != "" && !strings.Contains(sum, "GPU "+d.Labels["gpu"]) {
 			t.Errorf("%s: the summary %q does not name host and GPU", k, d.Annotations["summary"])
 		}
 		if ev := d.Annotations["evidence"]; !strings.HasPrefix(ev, "ssh "+host+" ") || d.Labels["gpu"] != "" && !strings.HasSuffix(ev, "--gpu "+d.Labels["gpu"]) {

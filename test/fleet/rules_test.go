@@ -1,0 +1,138 @@
+package fleet
+
+import (
+	"context"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/template"
+)
+
+// TestAlertRulesNameHostAndGPU walks every alert of the shipped rules as
+// Prometheus loads them (rulefmt) and expands its annotations with
+// Prometheus's own template expander, as the rule manager does when the
+// alert fires on a GPU of a host scraped at 10.0.0.7:9464 whose logger
+// names itself rack3-node07 (--host, in gpu_telemetry_host_info): every
+// alert has a severity and a scope; its summary names the host as the
+// logger does, not the scrape address, and a GPU's alert names the GPU;
+// its evidence is a command run on that host; its runbook_url is its own
+// page under docs/runbooks/, which exists. Without host_info (an older
+// logger) the host is the instance without its port.
+func TestAlertRulesNameHostAndGPU(t *testing.T) {
+	groups, errs := rulefmt.ParseFile(filepath.Join(repo, "deploy", "prometheus", "gpu-telemetry.rules.yml"), false,
+		model.UTF8Validation, parser.NewParser(parser.Options{}), nil)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	const host, instance = "rack3-node07", "10.0.0.7:9464"
+	// The labels an alert of each rule can carry (those its expression
+	// keeps); values the summaries can be checked for.
+	alertLabels := map[string]string{"job": "gpu-telemetry", "instance": instance, "gpu": "3", "uuid": "GPU-5d1e",
+		"xid": "79", "state": "hung", "link": "2", "reason": "remap_pending"}
+	n := 0
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "" {
+				continue
+			}
+			n++
+			t.Run(r.Alert, func(t *testing.T) {
+				if s := r.Labels["severity"]; s != "critical" && s != "warning" {
+					t.Errorf("severity %q", s)
+				}
+				scope := r.Labels["scope"]
+				if scope != "gpu" && scope != "host" && scope != "logger" {
+					t.Errorf("scope %q", scope)
+				}
+				for _, withInfo := range []bool{true, false} {
+					want := host
+					if !withInfo {
+						want = "10.0.0.7"
+					}
+					expand := func(name string) string {
+						text, ok := r.Annotations[name]
+						if !ok {
+							t.Errorf("no %s", name)
+							return ""
+						}
+						return expandAnnotation(t, r.Alert+"/"+name, text, alertLabels, host, withInfo)
+					}
+					summary := expand("summary")
+					if !containsWord(summary, want) || strings.Contains(summary, instance) {
+						t.Errorf("host_info %v: summary does not name the host %s (but the scrape address): %q", withInfo, want, summary)
+					}
+					if scope == "gpu" && !strings.Contains(summary, "GPU 3") {
+						t.Errorf("summary does not name the GPU: %q", summary)
+					}
+					if ev := expand("evidence"); !strings.HasPrefix(ev, "ssh "+want+" ") ||
+						!strings.Contains(ev, "gpu-telemetry") && !strings.Contains(ev, "journalctl") {
+						t.Errorf("host_info %v: evidence %q is no command on host %s", withInfo, ev, want)
+					}
+				}
+				if u := r.Annotations["runbook_url"]; u != runbookBase+r.Alert+".md" {
+					t.Errorf("runbook_url %q, want %s", u, runbookBase+r.Alert+".md")
+				}
+				if _, err := os.Stat(filepath.Join(repo, "docs", "runbooks", r.Alert+".md")); err != nil {
+					t.Errorf("runbook page: %v", err)
+				}
+			})
+		}
+	}
+	if n < 10 {
+		t.Fatalf("only %d alerts", n)
+	}
+}
+
+// expandAnnotation expands an annotation's template as Prometheus's rule
+// manager does, over a store that holds gpu_telemetry_host_info{host=host}
+// when withInfo, and answers any other query with one sample of value 16.
+func expandAnnotation(t *testing.T, name, text string, l map[string]string, host string, withInfo bool) string {
+	t.Helper()
+	query := func(_ context.Context, q string, ts time.Time) (promql.Vector, error) {
+		if strings.HasPrefix(q, "gpu_telemetry_host_info{") {
+			if !withInfo {
+				return nil, nil
+			}
+			return promql.Vector{{T: ts.UnixMilli(), F: 1, Metric: labels.FromStrings("__name__", "gpu_telemetry_host_info",
+				"host", host, "instance", l["instance"], "job", l["job"])}}, nil
+		}
+		return promql.Vector{{T: ts.UnixMilli(), F: 16, Metric: labels.FromStrings("instance", l["instance"])}}, nil
+	}
+	u, _ := url.Parse("http://prometheus.example:9090")
+	// Prometheus prepends these definitions to every annotation template.
+	defs := "{{$labels := .Labels}}{{$externalLabels := .ExternalLabels}}{{$externalURL := .ExternalURL}}{{$value := .Value}}"
+	data := template.AlertTemplateData(l, nil, u.String(), promql.Sample{F: 2})
+	out, err := template.NewTemplateExpander(context.Background(), defs+text, name, data, model.Now(), query, u, nil).Expand()
+	if err != nil {
+		t.Errorf("%s: %v", name, err)
+	}
+	return out
+}
+
+// containsWord reports whether s holds w with no name character (letter,
+// digit, '.', '-', '_') right before or after it.
+func containsWord(s, w string) bool {
+	name := func(c byte) bool {
+		return c == '.' || c == '-' || c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+	}
+	for i := 0; ; {
+		j := strings.Index(s[i:], w)
+		if j < 0 {
+			return false
+		}
+		j += i
+		if (j == 0 || !name(s[j-1])) && (j+len(w) == len(s) || !name(s[j+len(w)])) {
+			return true
+		}
+		i = j + 1
+	}
+}
