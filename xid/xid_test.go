@@ -184,3 +184,31 @@ func TestCatalogGolden(t *testing.T) {
 	}
 	testutil.Golden(t, "catalog.golden", []byte(b.String()))
 }
+
+// TestPagingXids: the Xids that page are in the catalog, none is an
+// application's or one NVIDIA says to ignore, and the ones the catalog
+// answers with a node restart or GPU reset among the reference set
+// (nvidia_gpu_exporter's critical Xids 48, 62, 64, 74, 79, 95, 119, 120)
+// are all there.
+func TestPagingXids(t *testing.T) {
+	p := Paging()
+	if !slices.IsSorted(p) {
+		t.Errorf("Paging() %v is not sorted", p)
+	}
+	for _, c := range p {
+		in, ok := Lookup(c)
+		if !ok || in.Class == ClassApplication || in.Bucket == "IGNORE" {
+			t.Errorf("Xid %d pages: %+v", c, in)
+		}
+	}
+	for _, c := range []int{48, 62, 64, 74, 79, 95, 119, 120} {
+		if !slices.Contains(p, c) {
+			t.Errorf("Xid %d does not page", c)
+		}
+	}
+	for _, c := range []int{13, 31, 43, 63, 92} {
+		if slices.Contains(p, c) {
+			t.Errorf("Xid %d pages", c)
+		}
+	}
+}

@@ -2,9 +2,12 @@ package fleet
 
 import (
 	"context"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +18,8 @@ import (
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/template"
+
+	"github.com/gpu-telemetry/gpu-telemetry/xid"
 )
 
 // TestAlertRulesNameHostAndGPU walks every alert of the shipped rules as
@@ -135,4 +140,101 @@ func containsWord(s, w string) bool {
 		}
 		i = j + 1
 	}
+}
+
+// TestPagingXidsAreTheCatalogs: the Xids the alert rules page on and those
+// the fleet dashboard counts as critical are one list, package xid's
+// Paging: every xid matcher of gpu_telemetry_xids_total in a dashboard
+// query names exactly that set, and the rules' matchers together name
+// exactly it (GPUCriticalXid's set and the alerts of their own: 79, 119,
+// 154), with no Xid in two rules. They disagreed on Xid 63.
+func TestPagingXidsAreTheCatalogs(t *testing.T) {
+	want := map[string]bool{}
+	for _, c := range xid.Paging() {
+		want[strconv.Itoa(c)] = true
+	}
+	p := parser.NewParser(parser.Options{})
+	// xids returns the sets of Xids each selector of gpu_telemetry_xids_total in expr names.
+	xids := func(where, expr string) []map[string]bool {
+		e, err := p.ParseExpr(expr)
+		if err != nil {
+			t.Fatalf("%s: %v", where, err)
+		}
+		var sets []map[string]bool
+		parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+			vs, ok := n.(*parser.VectorSelector)
+			if !ok || vs.Name != "gpu_telemetry_xids_total" {
+				return nil
+			}
+			for _, m := range vs.LabelMatchers {
+				if m.Name != "xid" {
+					continue
+				}
+				set := map[string]bool{}
+				switch m.Type {
+				case labels.MatchEqual:
+					set[m.Value] = true
+				case labels.MatchRegexp:
+					for _, c := range strings.Split(m.Value, "|") {
+						set[c] = true
+					}
+				default:
+					t.Errorf("%s: xid matcher %s", where, m)
+				}
+				sets = append(sets, set)
+			}
+			return nil
+		})
+		return sets
+	}
+	fleet := dashboards(t)["gpu-telemetry-fleet.json"]
+	n := 0
+	for _, q := range queries(t, "gpu-telemetry-fleet.json", fleet) {
+		for _, set := range xids(q.where, expand(t, q.expr, allVars)) {
+			n++
+			if !maps.Equal(set, want) {
+				t.Errorf("%s: counts Xids %v as critical, xid.Paging() is %v", q.where, keys(set), keys(want))
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("the fleet dashboard counts no critical Xids")
+	}
+	groups, errs := rulefmt.ParseFile(filepath.Join(repo, "deploy", "prometheus", "gpu-telemetry.rules.yml"), false,
+		model.UTF8Validation, p, nil)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	paged := map[string]string{} // Xid: the alert that pages for it
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			sets := xids(r.Alert, r.Expr)
+			for i, set := range sets {
+				if !maps.Equal(set, sets[0]) {
+					t.Errorf("%s: selector %d names Xids %v, the first %v", r.Alert, i, keys(set), keys(sets[0]))
+				}
+			}
+			if len(sets) == 0 {
+				continue
+			}
+			for c := range sets[0] {
+				if a, dup := paged[c]; dup {
+					t.Errorf("Xid %s pages in %s and %s", c, a, r.Alert)
+				}
+				paged[c] = r.Alert
+			}
+		}
+	}
+	got := map[string]bool{}
+	for c := range paged {
+		got[c] = true
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("the rules page on Xids %v, xid.Paging() is %v", keys(got), keys(want))
+	}
+}
+
+// keys is a set's members, sorted.
+func keys(m map[string]bool) []string {
+	return slices.Sorted(maps.Keys(m))
 }
