@@ -51,7 +51,7 @@ func (d *healthChanges) check(s *reading.Sample, now time.Time, out *[reading.Nu
 				n++
 			}
 		case v != p:
-			if reading.HealthDefs[id].Kind == reading.HealthNanos && now.Sub(d.lastAt[id]) < nanosEvery {
+			if reading.Health[id].Kind == reading.HealthNanos && now.Sub(d.lastAt[id]) < nanosEvery {
 				continue
 			}
 			out[n] = HealthChange{ID: reading.HealthID(id), From: p, To: v}

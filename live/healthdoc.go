@@ -13,7 +13,7 @@ import (
 type HealthDoc struct {
 	Verdict  string             `json:"verdict"` // ok, warning, critical
 	Reasons  []string           `json:"reasons"`
-	Counters map[string]*uint64 `json:"counters"` // by reading.HealthDefs name; clock-event times in ns
+	Counters map[string]*uint64 `json:"counters"` // by the health counters' Key (reading.Health); clock-event times in ns
 	NVLink   []LinkDoc          `json:"nvlink"`   // null: no NVLink read
 }
 
@@ -37,8 +37,11 @@ func healthDoc(g *GPU) *HealthDoc {
 	if d.Reasons == nil {
 		d.Reasons = []string{}
 	}
-	for id, def := range reading.HealthDefs {
-		d.Counters[def.Name] = ptr(g.Sample.Health[id])
+	for _, def := range reading.Health {
+		d.Counters[def.Key] = nil
+		if v, ok := def.Get(&g.Sample); ok {
+			d.Counters[def.Key] = &v
+		}
 	}
 	if l := g.Links; l != nil && l.N > 0 {
 		d.NVLink = make([]LinkDoc, 0, l.N)

@@ -50,7 +50,7 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 
 	if r.HealthBaseline {
 		line := gs.event(now, sink.TypeHealthBaseline)
-		for id, d := range reading.HealthDefs {
+		for id, d := range reading.Health {
 			if c := s.Health[id]; c.OK {
 				line.Fields = append(line.Fields, sink.Field{Key: d.Name, Value: string(reading.AppendHealthCell(nil, reading.HealthID(id), c))})
 			}
@@ -61,7 +61,7 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 	}
 	for i := range r.NumHealthChanges() {
 		c := r.HealthChange(i)
-		d := reading.HealthDefs[c.ID]
+		d := reading.Health[c.ID]
 		line := gs.event(now, sink.TypeHealth, "counter", d.Name,
 			"from", string(reading.AppendHealthCell(nil, c.ID, reading.Some(c.From))),
 			"to", string(reading.AppendHealthCell(nil, c.ID, reading.Some(c.To))))

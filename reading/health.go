@@ -7,9 +7,11 @@ import (
 
 // Hardware health counters: what the GPU itself counted going wrong (ECC
 // errors, row remapping, PCIe errors, time spent in each clock event
-// reason, NVLink). Each is declared once in HealthDefs (name, NVML field,
-// group, kind); the sampler, the CSV, events.log, status, metrics and the
-// snapshot walk that table, so adding a counter is one entry.
+// reason, NVLink). Each GPU-level counter is a row of Table (health: name,
+// NVML field or getter, group, kind), read on the slow tier; the sampler,
+// the CSV, events.log, status, metrics and the snapshot walk it, so adding
+// a counter is one row and its HealthID. The per-link NVLink counters are
+// the per-link table LinkDefs.
 
 // HealthKind says how a health counter changes and how it is written.
 type HealthKind uint8
@@ -47,7 +49,8 @@ var HealthGroupNames = [NumHealthGroups]string{
 	GroupClockEvents: "clock_events", GroupNVLink: "nvlink", GroupC2C: "c2c", GroupRecovery: "recovery_action",
 }
 
-// HealthID names one GPU-level health counter; it indexes Sample.Health.
+// HealthID names one GPU-level health counter; it indexes Sample.Health and
+// Health.
 type HealthID uint8
 
 // The GPU-level health counters.
@@ -95,65 +98,6 @@ const (
 	HRecoveryAction
 	NumHealth
 )
-
-// HealthDef declares one GPU-level health counter.
-type HealthDef struct {
-	// Name is the CSV column, the events.log counter= value and the metric
-	// name's suffix.
-	Name string
-	// Field is the NVML field id (nvml.h NVML_FI_DEV_*, pinned against
-	// go-nvml's constants by a sampler test) read with scopeId 0; 0 means
-	// derived from the per-link readings.
-	Field uint32
-	Group HealthGroup
-	Kind  HealthKind
-	Help  string
-}
-
-// HealthDefs declares every GPU-level health counter, indexed by HealthID.
-var HealthDefs = [NumHealth]HealthDef{
-	HECCMode:              {"ecc_mode", 1, GroupECC, HealthState, "ECC mode now (1 on, 0 off)"},
-	HECCPending:           {"ecc_mode_pending", 2, GroupECC, HealthState, "ECC mode after the next reset"},
-	HSBEVolatile:          {"ecc_sbe_volatile", 3, GroupECC, HealthCount, "single-bit (corrected) ECC errors since the driver loaded"},
-	HDBEVolatile:          {"ecc_dbe_volatile", 4, GroupECC, HealthCount, "double-bit (uncorrected) ECC errors since the driver loaded"},
-	HSBEAggregate:         {"ecc_sbe_aggregate", 5, GroupECC, HealthCount, "single-bit ECC errors over the GPU's life"},
-	HDBEAggregate:         {"ecc_dbe_aggregate", 6, GroupECC, HealthCount, "double-bit ECC errors over the GPU's life"},
-	HRetiredSBE:           {"retired_pages_sbe", 29, GroupRetired, HealthCount, "pages retired for single-bit errors (pre-Ampere)"},
-	HRetiredDBE:           {"retired_pages_dbe", 30, GroupRetired, HealthCount, "pages retired for double-bit errors (pre-Ampere)"},
-	HRetiredPending:       {"retired_pages_pending", 31, GroupRetired, HealthState, "pages waiting to be retired at the next reset (1 yes)"},
-	HRemapCorrectable:     {"remap_correctable", 142, GroupRemap, HealthCount, "rows remapped for correctable errors"},
-	HRemapUncorrectable:   {"remap_uncorrectable", 143, GroupRemap, HealthCount, "rows remapped for uncorrectable errors"},
-	HRemapPending:         {"remap_pending", 144, GroupRemap, HealthState, "a row remap waits for a GPU reset (1 yes)"},
-	HRemapFailure:         {"remap_failure", 145, GroupRemap, HealthState, "a row remap failed (1 yes)"},
-	HPCIeReplayRollover:   {"pcie_replay_rollover", 95, GroupPCIe, HealthCount, "PCIe replay counter rollovers"},
-	HPCIeL0Recovery:       {"pcie_l0_recovery", 169, GroupPCIe, HealthCount, "PCIe link L0 to recovery transitions"},
-	HPCIeCorrectable:      {"pcie_correctable", 173, GroupPCIe, HealthCount, "PCIe correctable errors"},
-	HPCIeNAKsReceived:     {"pcie_naks_received", 174, GroupPCIe, HealthCount, "PCIe NAKs received"},
-	HPCIeReceiverErrors:   {"pcie_receiver_errors", 175, GroupPCIe, HealthCount, "PCIe receiver errors"},
-	HPCIeBadTLP:           {"pcie_bad_tlp", 176, GroupPCIe, HealthCount, "PCIe bad TLPs"},
-	HPCIeNAKsSent:         {"pcie_naks_sent", 177, GroupPCIe, HealthCount, "PCIe NAKs sent"},
-	HPCIeBadDLLP:          {"pcie_bad_dllp", 178, GroupPCIe, HealthCount, "PCIe bad DLLPs"},
-	HPCIeNonFatal:         {"pcie_nonfatal", 179, GroupPCIe, HealthCount, "PCIe non-fatal errors"},
-	HPCIeFatal:            {"pcie_fatal", 180, GroupPCIe, HealthCount, "PCIe fatal errors"},
-	HPCIeUnsupportedReq:   {"pcie_unsupported_req", 181, GroupPCIe, HealthCount, "PCIe unsupported requests"},
-	HPCIeLCRC:             {"pcie_lcrc", 182, GroupPCIe, HealthCount, "PCIe LCRC errors"},
-	HClkSWPowerCap:        {"clk_sw_power_cap_s", 74, GroupClockEvents, HealthNanos, "time clocks were held by the software power cap"},
-	HClkSyncBoost:         {"clk_sync_boost_s", 76, GroupClockEvents, HealthNanos, "time clocks were held by sync boost"},
-	HClkSWThermal:         {"clk_sw_thermal_s", 269, GroupClockEvents, HealthNanos, "time clocks were held by software thermal slowdown"},
-	HClkHWThermal:         {"clk_hw_thermal_s", 270, GroupClockEvents, HealthNanos, "time clocks were held by hardware thermal slowdown"},
-	HClkHWPowerBrake:      {"clk_hw_power_brake_s", 271, GroupClockEvents, HealthNanos, "time clocks were held by the hardware power brake"},
-	HClkBoardLimit:        {"clk_board_limit_s", 77, GroupClockEvents, HealthNanos, "time clocks were held by the board limit"},
-	HClkReliability:       {"clk_reliability_s", 79, GroupClockEvents, HealthNanos, "time clocks were held by the reliability policy"},
-	HNVLinkCount:          {"nvlink_links", 91, GroupNVLink, HealthState, "NVLink links present"},
-	HNVLinkUp:             {"nvlink_up", 0, GroupNVLink, HealthState, "NVLink links active"},
-	HNVLinkErrors:         {"nvlink_errors", 0, GroupNVLink, HealthCount, "NVLink error counters summed over the links (malformed, buffer overrun, rx, local integrity, tx discards, effective)"},
-	HNVLinkRecovery:       {"nvlink_recoveries", 0, GroupNVLink, HealthCount, "successful NVLink link recoveries summed over the links"},
-	HNVLinkRecoveryFailed: {"nvlink_recovery_failed", 0, GroupNVLink, HealthCount, "failed NVLink link recoveries summed over the links"},
-	HC2CCount:             {"c2c_links", 170, GroupC2C, HealthState, "C2C links present"},
-	HC2CUp:                {"c2c_up", 0, GroupC2C, HealthState, "C2C links active"},
-	HC2CErrors:            {"c2c_errors", 0, GroupC2C, HealthCount, "C2C CRC and replay errors summed over the links"},
-	HRecoveryAction:       {"recovery_action", 230, GroupRecovery, HealthState, "recovery action the driver asks for (0 none, 1 reset, 2 reboot, 3 drain P2P, 4 drain and reset)"},
-}
 
 // MaxLinks is the number of NVLink links per GPU the sampler records (a
 // B200 has 18).
@@ -296,18 +240,24 @@ func AppendHealthCell(b []byte, id HealthID, v Opt[uint64]) []byte {
 	if !ok {
 		return b
 	}
-	if HealthDefs[id].Kind == HealthNanos {
-		ms := x / 1_000_000
-		b = strconv.AppendUint(b, ms/1000, 10)
-		b = append(b, '.')
-		frac := ms % 1000
-		if frac < 100 {
-			b = append(b, '0')
-		}
-		if frac < 10 {
-			b = append(b, '0')
-		}
-		return strconv.AppendUint(b, frac, 10)
+	if Health[id].Format == Seconds {
+		return AppendSeconds(b, x)
 	}
 	return strconv.AppendUint(b, x, 10)
+}
+
+// AppendSeconds appends ns nanoseconds as seconds with 3 decimals
+// (truncated to the millisecond).
+func AppendSeconds(b []byte, ns uint64) []byte {
+	ms := ns / 1_000_000
+	b = strconv.AppendUint(b, ms/1000, 10)
+	b = append(b, '.')
+	frac := ms % 1000
+	if frac < 100 {
+		b = append(b, '0')
+	}
+	if frac < 10 {
+		b = append(b, '0')
+	}
+	return strconv.AppendUint(b, frac, 10)
 }

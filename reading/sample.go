@@ -68,7 +68,7 @@ type Sample struct {
 	Fans            [MaxFans]Fan
 	Sensor0         Opt[Sensor]
 
-	// Health holds the GPU-level health counters (HealthDefs), read on the
+	// Health holds the GPU-level health counters (Health: rows of Table), read on the
 	// slow tier and carried forward in between like its other columns.
 	Health [NumHealth]Opt[uint64]
 

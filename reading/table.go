@@ -1,5 +1,10 @@
 package reading
 
+import (
+	"strconv"
+	"strings"
+)
+
 // The table of readings: every scalar value of a Sample is declared once
 // here, with where NVML gives it, how often it is read, its unit and sane
 // range, and the outputs it reaches. The sampler plans its field batch and
@@ -36,6 +41,19 @@ const (
 	CentiWatt               // milliwatts as watts with 2 decimals (the seed's power_instant)
 	MiB                     // bytes as whole MiB, truncated
 	Hex4                    // "0x" and at least 4 hex digits (the seed's "0x%04x")
+	Seconds                 // nanoseconds as seconds with 3 decimals (AppendSeconds)
+)
+
+// Call is the NVML call that reads a field reading's Field.
+type Call uint8
+
+const (
+	// SampleCall: the sample's one batched nvmlDeviceGetFieldValues.
+	SampleCall Call = iota
+	// HealthCall: the slow tier's health counter call, one of its own after
+	// the sample's calls (on GB200, ECC fields batched with NVLink counters
+	// were reported to come back N/A: DCGM issue 265).
+	HealthCall
 )
 
 // Metric is a reading's Prometheus series: gpu_<Name>, one per GPU (and per
@@ -60,6 +78,7 @@ type Def struct {
 	// refuses the field ("" none).
 	Getter string
 	Tier   Tier
+	Call   Call   // the field call that reads Field
 	Unit   string // of the stored value
 	// Min and Max bound a sane stored value (Max 0: unbounded); a value
 	// outside is a driver error: absent, logged once.
@@ -68,7 +87,12 @@ type Def struct {
 	Format   Format // how the CSV cell writes it
 	Key      string // the status document's key ("" none)
 	Metric   Metric // Metric.Name "" none
+	// Group and Kind of a hardware health counter (IsHealth): the set it is
+	// supported with and how it changes (events.log, detectors).
+	Group HealthGroup
+	Kind  HealthKind
 
+	hid HealthID // a health counter's index in Sample.Health, + 1; 0: not one
 	u32 func(*Sample) *Opt[uint32]
 	u64 func(*Sample) *Opt[uint64]
 	i32 func(*Sample) *Opt[int32]
@@ -115,6 +139,10 @@ func (d *Def) Clear(s *Sample) {
 		*d.i32(s) = Opt[int32]{}
 	}
 }
+
+// Health reports the health counter's index in Sample.Health; ok is false
+// for a reading that is not a hardware health counter.
+func (d *Def) Health() (id HealthID, ok bool) { return d.hid - 1, d.hid != 0 }
 
 // Sane reports whether v is inside the reading's bounds.
 func (d *Def) Sane(v uint64) bool { return v >= d.Min && (d.Max == 0 || v <= d.Max) }
@@ -204,4 +232,87 @@ var Table = []Def{
 	{Name: "DecUtil", Getter: "nvmlDeviceGetDecoderUtilization", Tier: Slow, Unit: "%", Max: maxPercent, CSV: "dec_util", Key: "decoder_util_pct",
 		Metric: utilMetric("decoder"),
 		u32:    func(s *Sample) *Opt[uint32] { return &s.DecUtil }},
+
+	// The hardware health counters (health.go), in HealthID order, read on
+	// the slow tier in their own field call; field 0: derived from the
+	// per-link readings.
+	health(HECCMode, "ecc_mode", 1, GroupECC, HealthState, "ECC mode now (1 on, 0 off)"),
+	health(HECCPending, "ecc_mode_pending", 2, GroupECC, HealthState, "ECC mode after the next reset"),
+	health(HSBEVolatile, "ecc_sbe_volatile", 3, GroupECC, HealthCount, "single-bit (corrected) ECC errors since the driver loaded"),
+	health(HDBEVolatile, "ecc_dbe_volatile", 4, GroupECC, HealthCount, "double-bit (uncorrected) ECC errors since the driver loaded"),
+	health(HSBEAggregate, "ecc_sbe_aggregate", 5, GroupECC, HealthCount, "single-bit ECC errors over the GPU's life"),
+	health(HDBEAggregate, "ecc_dbe_aggregate", 6, GroupECC, HealthCount, "double-bit ECC errors over the GPU's life"),
+	health(HRetiredSBE, "retired_pages_sbe", 29, GroupRetired, HealthCount, "pages retired for single-bit errors (pre-Ampere)"),
+	health(HRetiredDBE, "retired_pages_dbe", 30, GroupRetired, HealthCount, "pages retired for double-bit errors (pre-Ampere)"),
+	health(HRetiredPending, "retired_pages_pending", 31, GroupRetired, HealthState, "pages waiting to be retired at the next reset (1 yes)"),
+	health(HRemapCorrectable, "remap_correctable", 142, GroupRemap, HealthCount, "rows remapped for correctable errors"),
+	health(HRemapUncorrectable, "remap_uncorrectable", 143, GroupRemap, HealthCount, "rows remapped for uncorrectable errors"),
+	health(HRemapPending, "remap_pending", 144, GroupRemap, HealthState, "a row remap waits for a GPU reset (1 yes)"),
+	health(HRemapFailure, "remap_failure", 145, GroupRemap, HealthState, "a row remap failed (1 yes)"),
+	health(HPCIeReplayRollover, "pcie_replay_rollover", 95, GroupPCIe, HealthCount, "PCIe replay counter rollovers"),
+	health(HPCIeL0Recovery, "pcie_l0_recovery", 169, GroupPCIe, HealthCount, "PCIe link L0 to recovery transitions"),
+	health(HPCIeCorrectable, "pcie_correctable", 173, GroupPCIe, HealthCount, "PCIe correctable errors"),
+	health(HPCIeNAKsReceived, "pcie_naks_received", 174, GroupPCIe, HealthCount, "PCIe NAKs received"),
+	health(HPCIeReceiverErrors, "pcie_receiver_errors", 175, GroupPCIe, HealthCount, "PCIe receiver errors"),
+	health(HPCIeBadTLP, "pcie_bad_tlp", 176, GroupPCIe, HealthCount, "PCIe bad TLPs"),
+	health(HPCIeNAKsSent, "pcie_naks_sent", 177, GroupPCIe, HealthCount, "PCIe NAKs sent"),
+	health(HPCIeBadDLLP, "pcie_bad_dllp", 178, GroupPCIe, HealthCount, "PCIe bad DLLPs"),
+	health(HPCIeNonFatal, "pcie_nonfatal", 179, GroupPCIe, HealthCount, "PCIe non-fatal errors"),
+	health(HPCIeFatal, "pcie_fatal", 180, GroupPCIe, HealthCount, "PCIe fatal errors"),
+	health(HPCIeUnsupportedReq, "pcie_unsupported_req", 181, GroupPCIe, HealthCount, "PCIe unsupported requests"),
+	health(HPCIeLCRC, "pcie_lcrc", 182, GroupPCIe, HealthCount, "PCIe LCRC errors"),
+	health(HClkSWPowerCap, "clk_sw_power_cap_s", 74, GroupClockEvents, HealthNanos, "time clocks were held by the software power cap"),
+	health(HClkSyncBoost, "clk_sync_boost_s", 76, GroupClockEvents, HealthNanos, "time clocks were held by sync boost"),
+	health(HClkSWThermal, "clk_sw_thermal_s", 269, GroupClockEvents, HealthNanos, "time clocks were held by software thermal slowdown"),
+	health(HClkHWThermal, "clk_hw_thermal_s", 270, GroupClockEvents, HealthNanos, "time clocks were held by hardware thermal slowdown"),
+	health(HClkHWPowerBrake, "clk_hw_power_brake_s", 271, GroupClockEvents, HealthNanos, "time clocks were held by the hardware power brake"),
+	health(HClkBoardLimit, "clk_board_limit_s", 77, GroupClockEvents, HealthNanos, "time clocks were held by the board limit"),
+	health(HClkReliability, "clk_reliability_s", 79, GroupClockEvents, HealthNanos, "time clocks were held by the reliability policy"),
+	health(HNVLinkCount, "nvlink_links", 91, GroupNVLink, HealthState, "NVLink links present"),
+	health(HNVLinkUp, "nvlink_up", 0, GroupNVLink, HealthState, "NVLink links active"),
+	health(HNVLinkErrors, "nvlink_errors", 0, GroupNVLink, HealthCount, "NVLink error counters summed over the links (malformed, buffer overrun, rx, local integrity, tx discards, effective)"),
+	health(HNVLinkRecovery, "nvlink_recoveries", 0, GroupNVLink, HealthCount, "successful NVLink link recoveries summed over the links"),
+	health(HNVLinkRecoveryFailed, "nvlink_recovery_failed", 0, GroupNVLink, HealthCount, "failed NVLink link recoveries summed over the links"),
+	health(HC2CCount, "c2c_links", 170, GroupC2C, HealthState, "C2C links present"),
+	health(HC2CUp, "c2c_up", 0, GroupC2C, HealthState, "C2C links active"),
+	health(HC2CErrors, "c2c_errors", 0, GroupC2C, HealthCount, "C2C CRC and replay errors summed over the links"),
+	health(HRecoveryAction, "recovery_action", 230, GroupRecovery, HealthState, "recovery action the driver asks for (0 none, 1 reset, 2 reboot, 3 drain P2P, 4 drain and reset)"),
+}
+
+// Health is Table's hardware health counters, by HealthID.
+var Health = func() (h [NumHealth]*Def) {
+	for i := range Table {
+		if id, ok := Table[i].Health(); ok {
+			h[id] = &Table[i]
+		}
+	}
+	for id, d := range h {
+		if d == nil {
+			panic("reading.Table: no row for health counter " + strconv.Itoa(id))
+		}
+	}
+	return h
+}()
+
+// health declares hardware health counter id: a slow-tier reading of the
+// NVML field given (0: derived from the per-link readings) in the health
+// call, its CSV column, status counter key and events.log counter= value
+// name, its metric named from name by kind (health_<name>_total for a
+// count, health_<name>_seconds_total for a time, health_<name> for a
+// state) with help.
+func health(id HealthID, name string, field uint32, g HealthGroup, k HealthKind, help string) Def {
+	d := Def{Name: name, Field: field, Tier: Slow, Call: HealthCall, Unit: "count", CSV: name, Key: name, Group: g, Kind: k, hid: id + 1,
+		u64: func(s *Sample) *Opt[uint64] { return &s.Health[id] }}
+	m := Metric{Name: "health_" + name, Help: strings.ToUpper(help[:1]) + help[1:] + ".", Scale: 1}
+	switch k {
+	case HealthCount:
+		m.Name, m.Counter = m.Name+"_total", true
+	case HealthNanos:
+		m.Name, m.Counter, m.Scale, m.Div = "health_"+strings.TrimSuffix(name, "_s")+"_seconds_total", true, 0, 1e9
+		d.Unit, d.Format = "ns", Seconds
+	default:
+		d.Unit = ""
+	}
+	d.Metric = m
+	return d
 }

@@ -181,7 +181,7 @@ var fieldReadings, numQ = func() ([]fieldReading, int) {
 	var f []fieldReading
 	for i := range reading.Table {
 		d := &reading.Table[i]
-		if d.Field == 0 {
+		if d.Field == 0 || d.Call != reading.SampleCall {
 			continue
 		}
 		fr := fieldReading{def: d, idx: i, call: cFields, fn: FnFieldValues}

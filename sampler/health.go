@@ -8,9 +8,11 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
-// The hardware health counters (reading.HealthDefs) are read on the slow
-// tier, after the sample's own calls, in at most two nvmlDeviceGetFieldValues
-// calls: one for the GPU-level fields and, on a GPU with NVLink or C2C links,
+// The hardware health counters (reading.Health: the rows of reading.Table
+// with a health group) are read on the slow tier: a getter counter by its
+// call in the sample's batch, the field counters after the sample's own
+// calls, in at most two nvmlDeviceGetFieldValues calls: one for the
+// GPU-level fields (reading.HealthCall) and, on a GPU with NVLink or C2C links,
 // one for the per-link fields (on GB200, ECC fields batched with NVLink
 // counters were reported to come back N/A: DCGM issue 265). Each entry's own
 // nvmlReturn decides: the call's SUCCESS proves nothing about a field. A field
@@ -105,8 +107,8 @@ func (g *GPU) readHealth(s *reading.Sample) {
 	var vals [reading.NumHealth]reading.Opt[uint64]
 	if g.can(FnHealthFields, 0) {
 		h.fv, h.fvID = h.fv[:0], h.fvID[:0]
-		for id, d := range reading.HealthDefs {
-			if d.Field == 0 || !g.fieldOn(h.off[id]) {
+		for id, d := range reading.Health {
+			if d.Field == 0 || d.Call != reading.HealthCall || !g.fieldOn(h.off[id]) {
 				continue
 			}
 			// A fresh, zeroed entry per call: values must not carry over.
@@ -135,7 +137,7 @@ func (g *GPU) readHealth(s *reading.Sample) {
 	var groups uint32
 	for id, v := range vals {
 		if v.OK {
-			groups |= 1 << reading.HealthDefs[id].Group
+			groups |= 1 << reading.Health[id].Group
 		}
 	}
 	h.groups.Store(h.groups.Load() | groups)
@@ -164,7 +166,7 @@ func judgeSupport(v *[reading.NumHealth]reading.Opt[uint64]) {
 	if m, ok := v[reading.HECCMode].Get(); ok && m == 1 {
 		return
 	}
-	for id, d := range reading.HealthDefs {
+	for id, d := range reading.Health {
 		switch {
 		case reading.HealthID(id) == reading.HECCMode || reading.HealthID(id) == reading.HECCPending:
 		case d.Group == reading.GroupECC || d.Group == reading.GroupRemap || d.Group == reading.GroupRetired:
@@ -172,6 +174,10 @@ func judgeSupport(v *[reading.NumHealth]reading.Opt[uint64]) {
 		}
 	}
 }
+
+// derivedHealth is the health counters readLinks derives from the per-link
+// readings (their rows have neither field nor getter).
+var derivedHealth = []reading.HealthID{reading.HNVLinkUp, reading.HNVLinkErrors, reading.HNVLinkRecovery, reading.HNVLinkRecoveryFailed, reading.HC2CUp, reading.HC2CErrors}
 
 // readLinks reads the per-link NVLink and C2C fields in a call of their own
 // when the GPU has links, publishes them and fills the derived sums.
@@ -213,7 +219,7 @@ func (g *GPU) readLinks(s *reading.Sample, vals *[reading.NumHealth]reading.Opt[
 		g.cur.Store(int32(FnNone))
 		g.healthLockBusy()
 		if old := h.links.Load(); old != nil {
-			for _, id := range []reading.HealthID{reading.HNVLinkUp, reading.HNVLinkErrors, reading.HNVLinkRecovery, reading.HNVLinkRecoveryFailed, reading.HC2CUp, reading.HC2CErrors} {
+			for _, id := range derivedHealth {
 				vals[id] = h.vals[id]
 			}
 		}

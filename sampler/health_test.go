@@ -44,7 +44,7 @@ func TestHealthFieldIDsMatchNVML(t *testing.T) {
 		reading.HC2CCount:           nvml.FI_DEV_C2C_LINK_COUNT,
 		reading.HRecoveryAction:     nvml.FI_DEV_GET_GPU_RECOVERY_ACTION,
 	}
-	for id, d := range reading.HealthDefs {
+	for id, d := range reading.Health {
 		w, ok := want[reading.HealthID(id)]
 		if !ok {
 			w = 0 // derived
@@ -110,7 +110,7 @@ func TestHealthPerFieldReturns(t *testing.T) {
 	}
 	for _, c := range checks {
 		if s.Health[c.id] != c.want {
-			t.Errorf("%s = %+v, want %+v", reading.HealthDefs[c.id].Name, s.Health[c.id], c.want)
+			t.Errorf("%s = %+v, want %+v", reading.Health[c.id].Name, s.Health[c.id], c.want)
 		}
 	}
 	// One call for the batch, one for the health counters; no NVLink call
@@ -180,7 +180,7 @@ func TestHealthNVLinkOwnCall(t *testing.T) {
 	}
 	for id, w := range want {
 		if s.Health[id] != w {
-			t.Errorf("%s = %+v, want %+v", reading.HealthDefs[id].Name, s.Health[id], w)
+			t.Errorf("%s = %+v, want %+v", reading.Health[id].Name, s.Health[id], w)
 		}
 	}
 	links := h.GPUs[0].NVLinks()

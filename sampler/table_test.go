@@ -1,6 +1,7 @@
 package sampler
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
@@ -9,7 +10,9 @@ import (
 // TestTableIsRead checks reading.Table against the sampler: every reading a
 // call gives is a row of the table, every row that names a getter is read by
 // a call of that function (a field reading: its fallback), and no two rows
-// share a name, a field or a CSV column.
+// share a name, a field or a CSV column. A hardware health counter is read
+// on the slow tier by the health call (its field), by its getter, or derived
+// from the per-link readings.
 func TestTableIsRead(t *testing.T) {
 	rows := map[string]*reading.Def{}
 	fields := map[uint32]string{}
@@ -66,6 +69,23 @@ func TestTableIsRead(t *testing.T) {
 		}
 		if got := fnInfo[callFn[calls[0]].fn].name; got != d.Getter {
 			t.Errorf("%s names getter %s, but is read by %s", d.Name, d.Getter, got)
+		}
+	}
+	for id, d := range reading.Health {
+		if got, ok := d.Health(); !ok || int(got) != id {
+			t.Errorf("health counter %d is row %s, whose id is %d (%v)", id, d.Name, got, ok)
+		}
+		if d.Tier != reading.Slow {
+			t.Errorf("health counter %s: tier %d, want the slow tier", d.Name, d.Tier)
+		}
+		derived := slices.Contains(derivedHealth, reading.HealthID(id))
+		switch {
+		case d.Field != 0 && d.Call != reading.HealthCall:
+			t.Errorf("health counter %s: field %d read in the sample's call, not the health call", d.Name, d.Field)
+		case d.Field == 0 && d.Getter == "" && !derived:
+			t.Errorf("health counter %s: no field, no getter and not derived: never read", d.Name)
+		case derived && (d.Field != 0 || d.Getter != ""):
+			t.Errorf("health counter %s: derived, but also read", d.Name)
 		}
 	}
 }

@@ -30,9 +30,9 @@ type fanColumn struct {
 
 // csvColumns: the timestamp, then the readings with a CSV column in the
 // table's order (reading.Table: the seed script's columns with its names and
-// units first, the columns it lacked after them), the columns that are not
-// scalar readings where they follow (afterColumn), the health counters
-// (reading.HealthDefs), flags last.
+// units first, the columns it lacked after them, the hardware health
+// counters last), the columns that are not scalar readings where they
+// follow (afterColumn), flags last.
 var csvColumns = func() []column {
 	cols := []column{{name: "timestamp", cell: func(b []byte, s *reading.Sample) []byte { return AppendTimestamp(b, s.Time) }}}
 	for i := range reading.Table {
@@ -43,7 +43,6 @@ var csvColumns = func() []column {
 		cols = append(cols, column{name: d.CSV, cell: readingCell(d)})
 		cols = append(cols, afterColumn[d.CSV]...)
 	}
-	cols = append(cols, healthColumns()...)
 	return append(cols, column{name: "flags", cell: func(b []byte, s *reading.Sample) []byte {
 		start := len(b)
 		b = s.Flags.AppendText(b)
@@ -98,6 +97,8 @@ func readingCell(d *reading.Def) func([]byte, *reading.Sample) []byte {
 			return appendCenti(b, (v+5)/10)
 		case reading.MiB:
 			return strconv.AppendUint(b, v>>20, 10)
+		case reading.Seconds:
+			return reading.AppendSeconds(b, v)
 		case reading.Hex4:
 			b = append(b, "0x"...)
 			for n := hexDigits(v); n < 4; n++ {
@@ -303,17 +304,4 @@ func appendKernelTime(b []byte, d time.Duration) []byte {
 		b = append(b, '0')
 	}
 	return strconv.AppendUint(b, f, 10)
-}
-
-// healthColumns is one column per GPU-level health counter, named as the
-// counter: the slow tier's latest reading, empty when absent.
-func healthColumns() []column {
-	c := make([]column, 0, reading.NumHealth)
-	for id, d := range reading.HealthDefs {
-		id := reading.HealthID(id)
-		c = append(c, column{name: d.Name, cell: func(b []byte, s *reading.Sample) []byte {
-			return reading.AppendHealthCell(b, id, s.Health[id])
-		}})
-	}
-	return c
 }

@@ -39,7 +39,7 @@ func HealthSection(h HealthData, now time.Time) Section {
 	}
 	fmt.Fprintf(&b, "verdict: %s\n", verdict)
 	fmt.Fprintf(&b, "%-24s %16s  %s\n", "COUNTER", "VALUE", "LAST CHANGE")
-	for id, d := range reading.HealthDefs {
+	for id, d := range reading.Health {
 		val := "n/a"
 		if v := h.Vals[id]; v.OK {
 			val = string(reading.AppendHealthCell(nil, reading.HealthID(id), v))

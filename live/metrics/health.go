@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -10,28 +9,13 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
-// Hardware health: one metric per GPU-level counter (reading.HealthDefs:
-// counts as health_<name>_total, clock-event times as
-// health_<name>_seconds_total, states as health_<name>), a verdict and its
-// reasons, and per-link NVLink series only for a link that is not active or
+// Hardware health: the GPU-level counters are rows of reading.Table (their
+// metrics: counts as health_<name>_total, clock-event times as
+// health_<name>_seconds_total, states as health_<name>); here a verdict and
+// its reasons, and per-link NVLink series only for a link that is not active or
 // has a nonzero error counter: a healthy B200's 18 links export none (see
 // docs for the series budget).
 var (
-	healthMetrics = func() (t [reading.NumHealth]*metric) {
-		for id, d := range reading.HealthDefs {
-			m := &metric{help: capital(d.Help) + ".", typ: prometheus.CounterValue}
-			switch d.Kind {
-			case reading.HealthCount:
-				m.name = "health_" + d.Name + "_total"
-			case reading.HealthNanos:
-				m.name = "health_" + strings.TrimSuffix(d.Name, "_s") + "_seconds_total"
-			default:
-				m.name, m.typ = "health_"+d.Name, prometheus.GaugeValue
-			}
-			t[id] = m
-		}
-		return t
-	}()
 	mVerdict = &metric{"health_verdict", "Hardware health verdict: 0 ok, 1 warning, 2 critical.", prometheus.GaugeValue, nil}
 	mReason  = &metric{"health_reason", "A hardware health reason that holds now (value 1); absent when it does not.", prometheus.GaugeValue, []string{"reason"}}
 	mLinkDn  = &metric{"nvlink_link_down", "An NVLink link that is not active (value 1); absent for active links.", prometheus.GaugeValue, []string{"link", "state"}}
@@ -41,8 +25,7 @@ var (
 
 // healthFamilies lists the health metrics for New.
 func healthFamilies() []*metric {
-	out := append([]*metric{}, healthMetrics[:]...)
-	return append(out, mVerdict, mReason, mLinkDn, mLinkErr, mLinkBER)
+	return []*metric{mVerdict, mReason, mLinkDn, mLinkErr, mLinkBER}
 }
 
 var verdictValue = map[string]float64{"": 0, "ok": 0, "warning": 1, "critical": 2}
@@ -59,20 +42,9 @@ func (w *walker) healthVerdict(g *live.GPU, gpu, uuid string) {
 	}
 }
 
-// health adds the counters and the per-link series of an answering GPU.
+// health adds the per-link series of an answering GPU (its counters are
+// rows of reading.Table, exported with the other readings).
 func (w *walker) health(g *live.GPU, gpu, uuid string) {
-	s := &g.Sample
-	for id, d := range reading.HealthDefs {
-		v, ok := s.Health[id].Get()
-		if !ok {
-			continue
-		}
-		f := float64(v)
-		if d.Kind == reading.HealthNanos {
-			f /= 1e9
-		}
-		w.add(healthMetrics[id], f, gpu, uuid)
-	}
 	l := g.Links
 	if l == nil {
 		return
