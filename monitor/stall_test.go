@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 )
 
@@ -41,9 +42,12 @@ func (c *clockRig) tick(wall time.Time, mono time.Duration) {
 	c.m.tick(wall)
 }
 
-// inFlight waits until the sample is inside an NVML call (one blocked, say).
+// inFlight waits until the sample is inside the call the tests block
+// (GetTemperature). Any call in flight would not do: under load the sample
+// can still be in the GetFieldValues before it when the next tick reports
+// the hang, which then names that call.
 func (c *clockRig) inFlight() {
-	for _, _, in := c.gs.g.InFlight(); !in; _, _, in = c.gs.g.InFlight() {
+	for fn, _, in := c.gs.g.InFlight(); !in || fn != sampler.FnTemperature; fn, _, in = c.gs.g.InFlight() {
 		time.Sleep(time.Millisecond)
 	}
 }
