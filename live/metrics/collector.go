@@ -59,6 +59,10 @@ var (
 	// never a label on the per-sample series.
 	mWork = &metric{"gpu_workload_info", "A job with processes on the GPU, from their cgroups (value 1): Slurm job, Kubernetes pod UID, container id; empty where the cgroup does not say.", prometheus.GaugeValue,
 		[]string{"slurm_job", "pod_uid", "container"}}
+	// mProcs is the number of processes on a GPU at its last successful
+	// process read (absent before one): the processes panel of the host
+	// dashboard, next to the jobs in mWork.
+	mProcs = &metric{"gpu_processes", "Processes on the GPU (compute and graphics) at its last successful process read; absent before one.", prometheus.GaugeValue, nil}
 	// mMemTot is exported when the GPU's memory size is known (live.GPU.MemTotal).
 	mMemTot = &metric{"memory_total_bytes", "GPU memory size.", prometheus.GaugeValue, nil}
 )
@@ -161,7 +165,7 @@ type Collector struct {
 // New returns a collector over board.
 func New(board *live.Board) *Collector {
 	c := &Collector{board: board, fams: map[*metric]*family{}, counters: map[string]*family{}}
-	for _, m := range []*metric{mInfo, mState, mStall, mFan, mFanT, mThrA, mThrS, mFlags, mXids, mLastX, mRecov, mRecT, mLastS, mInc, mSamp, mFail, mHung, mMemTot, mWork} {
+	for _, m := range []*metric{mInfo, mState, mStall, mFan, mFanT, mThrA, mThrS, mFlags, mXids, mLastX, mRecov, mRecT, mLastS, mInc, mSamp, mFail, mHung, mMemTot, mWork, mProcs} {
 		c.fams[m] = newFamily(m, gpuLabels)
 	}
 	for _, m := range readingFamilies {
@@ -352,8 +356,8 @@ func (w *walker) gpu(g *live.GPU, h *live.Host) {
 	}
 }
 
-// workloads adds one gpu_workload_info series per distinct job of the
-// GPU's last successful process read.
+// workloads adds the GPU's process count and one gpu_workload_info series
+// per distinct job of its last successful process read.
 func (w *walker) workloads(g *live.GPU, gpu, uuid string) {
 	if g.Processes == nil {
 		return
@@ -362,6 +366,7 @@ func (w *walker) workloads(g *live.GPU, gpu, uuid string) {
 	if good == nil {
 		return
 	}
+	w.add(mProcs, float64(len(good.List)), gpu, uuid)
 	type job struct{ slurm, pod, ctr string }
 	seen := make([]job, 0, 4)
 	for i := range good.List {

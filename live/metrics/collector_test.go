@@ -128,7 +128,8 @@ func TestNoLabelClashesWithPrometheus(t *testing.T) {
 
 // TestWorkloadInfo: one gpu_workload_info series per distinct job on a
 // GPU, from its last successful process read; processes of one job make
-// one series, a process with no job makes none.
+// one series, a process with no job makes none. gpu_processes counts the
+// read's processes, and is absent for a GPU with no read.
 func TestWorkloadInfo(t *testing.T) {
 	v := livetest.View()
 	slurm := reading.Workload{Known: true, Unit: "slurmstepd.scope", SlurmJob: "4242", SlurmStep: "0"}
@@ -139,6 +140,10 @@ func TestWorkloadInfo(t *testing.T) {
 		{PID: 4, Origin: reading.ProcHere, Workload: reading.Workload{Known: true, Unit: "sshd.service"}},
 	}}
 	got := string(scrape(t, board(v)))
+	testutil.Contains(t, "exposition", got, "\ngpu_telemetry_gpu_processes{gpu=\"0\",uuid=\"GPU-aaaa\"} 4\n")
+	if strings.Contains(got, "gpu_telemetry_gpu_processes{gpu=\"1\"") {
+		t.Errorf("a process count for a GPU with no process read:\n%s", got)
+	}
 	if n := strings.Count(got, "gpu_telemetry_gpu_workload_info{"); n != 2 {
 		t.Errorf("%d gpu_workload_info series, want 2:\n%s", n, got)
 	}

@@ -117,41 +117,57 @@ func triageQuery(t *testing.T) string {
 	return ""
 }
 
+// checkDashboards runs every dashboard query but those that need NVLink
+// or a job on a GPU, which this stack's GPUs do not have
+// (TestHealthAndProcessPanels runs them, on B200s with a job).
 func (s *stack) checkDashboards(t *testing.T) {
-	// Grafana writes a picked value as a regex inside a PromQL string.
-	one := strings.ReplaceAll(regexp.QuoteMeta(s.daemon), `\`, `\\`)
+	var qs []query
 	for file, d := range dashboards(t) {
 		for _, q := range queries(t, file, d) {
-			// All hosts, and the one host picked as Grafana writes it.
-			for _, inst := range []string{".+", one} {
-				vars := map[string]string{}
-				for k, v := range allVars {
-					vars[k] = v
-				}
-				vars["instance"] = inst
-				if q.annotation {
-					// An annotation marks a change somewhere in the
-					// dashboard's range: the whole scenario.
-					vars["__rate_interval"] = "5m"
-				}
-				expr := expand(t, q.expr, vars)
-				if q.isLabel {
-					expr = fmt.Sprintf("count by (%s) (%s)", q.label, expr)
-				}
-				rs, err := s.tryQuery(t, expr)
-				if err != nil {
-					t.Errorf("%s: %v", q.where, err)
-					continue
-				}
-				if len(rs) == 0 {
-					t.Errorf("%s (instance=~%q): no data from\n%s", q.where, inst, expr)
-					continue
-				}
-				for _, r := range rs {
-					for _, l := range q.usedLabels() {
-						if r.Metric[l] == "" {
-							t.Errorf("%s: a series lacks the label %s its legend shows: %v", q.where, l, r.Metric)
-						}
+			if !needsB200(q) {
+				qs = append(qs, q)
+			}
+		}
+	}
+	s.checkQueries(t, qs)
+}
+
+// checkQueries runs each query against the stack's Prometheus, for all
+// hosts and for the one host picked, and checks it answers with the labels
+// its panel shows.
+func (s *stack) checkQueries(t *testing.T, qs []query) {
+	// Grafana writes a picked value as a regex inside a PromQL string.
+	one := strings.ReplaceAll(regexp.QuoteMeta(s.daemon), `\`, `\\`)
+	for _, q := range qs {
+		// All hosts, and the one host picked as Grafana writes it.
+		for _, inst := range []string{".+", one} {
+			vars := map[string]string{}
+			for k, v := range allVars {
+				vars[k] = v
+			}
+			vars["instance"] = inst
+			if q.annotation {
+				// An annotation marks a change somewhere in the
+				// dashboard's range: the whole scenario.
+				vars["__rate_interval"] = "5m"
+			}
+			expr := expand(t, q.expr, vars)
+			if q.isLabel {
+				expr = fmt.Sprintf("count by (%s) (%s)", q.label, expr)
+			}
+			rs, err := s.tryQuery(t, expr)
+			if err != nil {
+				t.Errorf("%s: %v", q.where, err)
+				continue
+			}
+			if len(rs) == 0 {
+				t.Errorf("%s (instance=~%q): no data from\n%s", q.where, inst, expr)
+				continue
+			}
+			for _, r := range rs {
+				for _, l := range q.usedLabels() {
+					if r.Metric[l] == "" {
+						t.Errorf("%s: a series lacks the label %s its legend shows: %v", q.where, l, r.Metric)
 					}
 				}
 			}

@@ -270,7 +270,8 @@ const testHost = "fleet-host-1"
 type logger struct{ metrics, socket string }
 
 // startLogger starts gpu-telemetry as on a host named testHost, logging
-// into logDir, on the simulated GPUs of testdata/<scenario> with its kernel
+// into logDir, on the simulated GPUs of testdata/<scenario> (or the
+// scenario file at that absolute path) with its kernel
 // log fed by the simulator, serving metrics on a loopback port of the
 // kernel's choosing.
 func startLogger(t *testing.T, logDir, scenario string) logger {
@@ -286,8 +287,11 @@ func startLogger(t *testing.T, logDir, scenario string) logger {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(sock) })
+	if !filepath.IsAbs(scenario) {
+		scenario = filepath.Join(repo, "test", "fleet", "testdata", scenario)
+	}
 	env := append(os.Environ(), "LD_LIBRARY_PATH="+filepath.Dir(testutil.SimLib(simDir, false)),
-		"SIMNVML_SCENARIO="+filepath.Join(repo, "test", "fleet", "testdata", scenario), "SIMNVML_KMSG="+kmsg, "TZ=UTC")
+		"SIMNVML_SCENARIO="+scenario, "SIMNVML_KMSG="+kmsg, "TZ=UTC")
 	socket := filepath.Join(sock, "control.sock")
 	d := startChild(t, binary, env, "--log-dir", logDir, "--lock-file", filepath.Join(work, "lock"),
 		"--socket", socket, "--kmsg", kmsg, "--follow-ups", "2s",
