@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -589,4 +591,75 @@ func TestWindowOfAMembersGz(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestOldAndNewEventLinesReportAlike: testdata/incident was recorded before
+// events.log lines began with time= (a bare local timestamp first); the
+// same log directory with its events.log in today's format (every line
+// rewritten with sink.Event's writer) gives the same report, byte for byte:
+// report reads log directories of either age.
+func TestOldAndNewEventLinesReportAlike(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "incident")
+	if err := os.CopyFS(dir, os.DirFS("testdata/incident")); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "events.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		old, ok := sink.ParseEventLine(l)
+		if !ok || strings.HasPrefix(l, "time=") {
+			t.Fatalf("not an old-format line: %s", l)
+		}
+		out = append(out, rewrite(t, old))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "events.log"), []byte(strings.Join(out, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var old, now bytes.Buffer
+	for _, c := range []struct {
+		dir string
+		out *bytes.Buffer
+	}{{"testdata/incident", &old}, {dir, &now}} {
+		rep, err := Build(Options{Dir: c.dir, GPU: -1, Before: 60 * time.Second, After: 10 * time.Second, Loc: time.UTC})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rep.WriteText(c.out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The log dir's line names the directory read.
+	if got := strings.Replace(now.String(), dir, "testdata/incident", 1); old.String() != got {
+		t.Errorf("the report differs with today's events.log lines:\nold:\n%s\nnew:\n%s", old.String(), got)
+	}
+}
+
+// rewrite writes an old events.log line's fields as today's writer does.
+func rewrite(t *testing.T, l sink.EventLine) string {
+	t.Helper()
+	e := sink.Event{Time: l.Time, GPU: -1, Source: l.KV["source"], Type: l.Type(), Bus: l.KV["bus"], Host: l.KV["host"]}
+	if l.KV["gpu"] != "?" && l.KV["gpu"] != "" {
+		g, err := strconv.Atoi(l.KV["gpu"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.GPU = g
+	}
+	keys := slices.Sorted(maps.Keys(l.KV))
+	for _, k := range keys {
+		switch k {
+		case "source", "type", "bus", "host", "gpu", "level", "uuid":
+			continue
+		}
+		e.Fields = append(e.Fields, sink.Field{Key: k, Value: l.KV[k]})
+	}
+	line := e.Line()
+	back, ok := sink.ParseEventLine(line)
+	if !ok || !back.Time.Equal(l.Time) {
+		t.Fatalf("rewritten line does not parse back: %s", line)
+	}
+	return line
 }
