@@ -40,6 +40,7 @@ func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
 			m.log.Warn("cannot write the previous run's boot log", "error", err)
 		} else {
 			m.log.Warn("previous run's evidence written", "path", bl.Path, "same_boot", bl.SameBoot, "last_row", bl.LastRow)
+			line.Snapshot = bl.Path // its evidence, under the key every incident line uses
 		}
 		m.eventLine(line)
 	}()

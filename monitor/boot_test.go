@@ -36,6 +36,11 @@ func TestUncleanStopThenCleanRestart(t *testing.T) {
 		if !strings.Contains(string(ev), "type=UNCLEAN_STOP prev_boot=boot-before boot=boot-now same_boot=false") {
 			t.Errorf("no UNCLEAN_STOP line:\n%s", ev)
 		}
+		// The boot log is the line's evidence, as snapshot= names it on
+		// every incident line.
+		if !strings.Contains(string(ev), " snapshot="+boots[0]) {
+			t.Errorf("the UNCLEAN_STOP line does not name the boot log %s as snapshot=:\n%s", boots[0], ev)
+		}
 		if _, err := os.Stat(filepath.Join(r.dir, snapshot.CleanStopFile)); err != nil {
 			t.Errorf("no clean-stop marker after a clean shutdown: %v", err)
 		}
