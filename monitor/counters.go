@@ -135,6 +135,14 @@ var counterTable = []counterDef{
 			}
 			return n
 		}},
+	{name: "native_exec_failures", loss: true, ownLog: true, help: "GPU native executors (one cgo call a sample) that could not be started (the sampler logs the first, with why): that GPU's samples are go-nvml calls instead, one cgo call each; tried again with the static facts",
+		get: func(s *counterSources) uint64 {
+			var n uint64
+			for _, gs := range s.m.gpus {
+				n += gs.g.NativeExecFailures()
+			}
+			return n
+		}},
 	{name: "health_skips", loss: true, ownLog: true, help: "health counter reads put off because another GPU held the field lock, stuck in the driver (the sampler logs the first): the last reading stays, one slow period older",
 		get: func(s *counterSources) uint64 {
 			var n uint64

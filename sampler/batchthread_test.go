@@ -2,11 +2,13 @@ package sampler
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 )
 
@@ -75,5 +77,36 @@ func TestBatchThreadStartFailureCounted(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "cannot start the GPU's batch thread"); n != 1 {
 		t.Errorf("logged %d times, want once:\n%s", n, logs.String())
+	}
+}
+
+// TestNativeExecStartFailureCountedAndLogged: a C executor that cannot be
+// started leaves the GPU on go-nvml calls, and is counted each time (it is
+// tried again with the static facts) and logged once, with why.
+func TestNativeExecStartFailureCountedAndLogged(t *testing.T) {
+	var logs bytes.Buffer
+	d := fakenvml.NewDev()
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
+	g := h.GPUs[0]
+	g.log = slog.New(slog.NewTextHandler(&logs, nil))
+	defer func(f func(int, time.Duration, func()) (executor, error)) { startNative = f }(startNative)
+	startNative = func(int, time.Duration, func()) (executor, error) {
+		return nil, errors.New("no NVML handle for the GPU")
+	}
+	for range 2 {
+		if _, ok := g.chooseExec(d, 0, true).(*goExec); !ok {
+			t.Fatal("a GPU whose native executor failed is not on go-nvml calls")
+		}
+	}
+	if n := g.NativeExecFailures(); n != 2 {
+		t.Errorf("NativeExecFailures = %d, want 2", n)
+	}
+	out := logs.String()
+	if n := strings.Count(out, "cannot start the GPU's native executor"); n != 1 {
+		t.Errorf("logged %d times, want once:\n%s", n, out)
+	}
+	testutil.Contains(t, "the log line", out, "native_exec_failures", "no NVML handle for the GPU")
+	if _, ok := g.chooseExec(d, 0, false).(*goExec); !ok || g.NativeExecFailures() != 2 {
+		t.Error("a GPU on a library other than the driver's tried the native executor")
 	}
 }

@@ -73,6 +73,7 @@ type GPU struct {
 	callStart atomic.Int64 // ns since base
 
 	threadFails atomic.Uint64 // batch thread starts that failed (batchthread.go)
+	nativeFails atomic.Uint64 // C executor starts that failed (chooseExec)
 
 	// Capability cache: ns since base until which (fn, index) stays off.
 	off      [numFns][reading.MaxFans]int64
@@ -105,6 +106,11 @@ type GPU struct {
 // process's P while in the driver (other GPUs' samples start late), and the
 // start is tried again after switchAfter more slow batches.
 func (g *GPU) BatchThreadFailures() uint64 { return g.threadFails.Load() }
+
+// NativeExecFailures is how many times the GPU's C executor (one cgo call
+// a sample) could not be started: its samples are then go-nvml calls, one
+// cgo call each. It is tried again each time the static facts are read.
+func (g *GPU) NativeExecFailures() uint64 { return g.nativeFails.Load() }
 
 // batchThreadFailed counts a failed batch thread start and logs the first.
 func (g *GPU) batchThreadFailed() {

@@ -287,16 +287,35 @@ func (g *GPU) readStatic(lib Library) {
 		g.setStaticErr("GPU is lost")
 	}
 	g.lost = false
-	var x executor = newGoExec(dev, g.cfg.FieldWait)
-	if _, native := lib.(*NVML); native {
-		if nx, err := newNativeExec(info.Index, g.cfg.FieldWait, g.batchThreadFailed); err == nil {
-			x = nx
-		}
-	}
+	_, native := lib.(*NVML)
+	x := g.chooseExec(dev, info.Index, native)
 	g.hmu.Lock()
 	g.exec = x
 	g.hmu.Unlock()
 	g.setInfo(info)
+}
+
+// startNative starts the C executor of the GPU at index (newNativeExec);
+// tests replace it to make the start fail.
+var startNative = func(index int, fieldWait time.Duration, threadFailed func()) (executor, error) {
+	return newNativeExec(index, fieldWait, threadFailed)
+}
+
+// chooseExec returns the executor for the GPU's samples: the C one on the
+// real driver (native), else go-nvml calls through dev. A C executor that
+// cannot start leaves the GPU on go-nvml calls, which is counted
+// (NativeExecFailures) and logged the first time with why.
+func (g *GPU) chooseExec(dev Device, index int, native bool) executor {
+	if native {
+		x, err := startNative(index, g.cfg.FieldWait, g.batchThreadFailed)
+		if err == nil {
+			return x
+		}
+		if g.nativeFails.Add(1) == 1 {
+			g.log.Warn("cannot start the GPU's native executor: its samples are made by go-nvml calls instead, each call a cgo call of its own (counted as native_exec_failures)", "err", err)
+		}
+	}
+	return newGoExec(dev, g.cfg.FieldWait)
 }
 
 // readNumFans returns the number of fans; old drivers without
