@@ -1,0 +1,91 @@
+package sink
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+)
+
+// cutBack truncates the file to its last whole line after a failed write.
+func (c *CSV) cutBack(gf *gpuFile) {
+	if gf.f == nil {
+		return
+	}
+	if err := gf.f.Truncate(gf.size); err != nil {
+		// Leave the file to be reopened (and repaired) on the next row.
+		gf.f.Close()
+		gf.f, gf.osf = nil, nil
+		c.released(gf.path)
+	}
+}
+
+// openAppend opens path for appending, writing header to a new or empty file,
+// and reports whether it created the file (its directory entry then needs an
+// fsync). An existing file that ends in a partial line (the last run died
+// mid-write) is cut back to its last whole line first.
+func openAppend(path string, header []byte, log *slog.Logger) (*os.File, int64, bool, error) {
+	_, statErr := os.Stat(path)
+	created := os.IsNotExist(statErr)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, false, err
+	}
+	size := st.Size()
+	if size > 0 {
+		whole, err := lastWholeLine(path, size)
+		if err != nil {
+			f.Close()
+			return nil, 0, false, err
+		}
+		if whole != size {
+			if err := f.Truncate(whole); err != nil {
+				f.Close()
+				return nil, 0, false, fmt.Errorf("repair %s: %w", path, err)
+			}
+			log.Warn("CSV ended in a partial line; cut back to the last whole line", "path", path, "removed_bytes", size-whole)
+			size = whole
+		}
+	}
+	if size == 0 {
+		n, err := f.Write(header)
+		if err != nil {
+			f.Truncate(0)
+			f.Close()
+			return nil, 0, false, fmt.Errorf("write header to %s: %w", path, err)
+		}
+		size = int64(n)
+	}
+	return f, size, created, nil
+}
+
+// lastWholeLine returns the offset just past the last newline of the file.
+func lastWholeLine(path string, size int64) (int64, error) {
+	r, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	const chunk = 64 << 10
+	end := size
+	buf := make([]byte, chunk)
+	for end > 0 {
+		start := max(end-chunk, 0)
+		n, err := r.ReadAt(buf[:end-start], start)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return start + int64(i) + 1, nil
+		}
+		end = start
+	}
+	return 0, nil
+}

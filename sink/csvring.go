@@ -1,0 +1,40 @@
+package sink
+
+import (
+	"bytes"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// remember copies the sample of a row into the ring.
+func (gf *gpuFile) remember(s *reading.Sample) {
+	if len(gf.ring) == 0 {
+		return
+	}
+	gf.ring[gf.ringNext] = *s
+	gf.ringNext = (gf.ringNext + 1) % len(gf.ring)
+	if gf.ringLen < len(gf.ring) {
+		gf.ringLen++
+	}
+}
+
+// Rows returns the GPU's header line and its last rows, oldest first, without
+// newlines, all laid out under the current header (a row written before
+// the GPU's fans were known has empty fan cells). They come from memory, so
+// they are there even when the file is not.
+func (c *CSV) Rows(index int) (header string, rows []string) {
+	gf := c.files[index]
+	if gf == nil {
+		return "", nil
+	}
+	gf.mu.Lock()
+	defer gf.mu.Unlock()
+	rows = make([]string, 0, gf.ringLen)
+	start := (gf.ringNext - gf.ringLen + len(gf.ring)) % max(len(gf.ring), 1)
+	var b []byte
+	for i := range gf.ringLen {
+		b = AppendRow(b[:0], &gf.ring[(start+i)%len(gf.ring)], gf.fans)
+		rows = append(rows, string(bytes.TrimSuffix(b, []byte("\n"))))
+	}
+	return string(bytes.TrimSuffix(gf.header, []byte("\n"))), rows
+}
