@@ -1,11 +1,9 @@
 package kmsg
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -23,28 +21,6 @@ import (
 // once, and carry on without the kernel log.
 var ErrPermission = errors.New("no permission to read the kernel log (needs root or CAP_SYSLOG when kernel.dmesg_restrict=1)")
 
-const (
-	// recordBufSize is the read buffer for /dev/kmsg. One read returns one
-	// record and fails with EINVAL if the buffer is smaller than the record;
-	// the kernel caps a record with its dictionary at 8 KiB
-	// (CONSOLE_EXT_LOG_MAX), so twice that is safe.
-	recordBufSize = 16 << 10
-
-	// chunkSize is how much is read at a time from a file or FIFO.
-	chunkSize = 32 << 10
-
-	// maxLineLen bounds a line of a file or FIFO. A longer one cannot be a
-	// kernel record; it is dropped and counted as malformed, so a runaway
-	// writer cannot grow the buffer without limit.
-	maxLineLen = 64 << 10
-
-	// defaultPoll is how often a file or FIFO is checked for new data once
-	// everything has been read, like tail -f. A regular file is watched with
-	// inotify instead where it can be (notify.go), and read at once when it
-	// changes.
-	defaultPoll = 100 * time.Millisecond
-)
-
 // Reader follows the kernel log, or a file or FIFO of records in the
 // /dev/kmsg format, and hands each record to a callback.
 type Reader struct {
@@ -55,7 +31,7 @@ type Reader struct {
 	closed bool
 
 	path   string
-	device bool // a character device (/dev/kmsg): one record per read, starting at the end
+	device bool // a character device (/dev/kmsg), else a file or FIFO: the source Run follows (source)
 	log    *slog.Logger
 
 	// read reads from the file being read (readFile): one /dev/kmsg record,
@@ -97,8 +73,6 @@ type Reader struct {
 	caughtUp bool // a file or FIFO's end was reached once: later records are fresh
 
 	notify *fileNotifier // a regular file's change notices; nil: polled
-
-	reopenFailed bool // the replacement of the file could not be opened (logged once)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -202,15 +176,6 @@ func openPath(path string) (*os.File, fs.FileMode, error) {
 	return f, mode, nil
 }
 
-// waitChange waits for a file or FIFO to change: until inotify says a
-// regular file did (notifyFallback at most), else for the poll interval.
-func (r *Reader) waitChange(ctx context.Context) error {
-	if r.notify != nil {
-		return r.notify.wait(ctx, notifyFallback)
-	}
-	return sleep(ctx, defaultPoll)
-}
-
 func openError(err error) error {
 	if errors.Is(err, fs.ErrPermission) {
 		return fmt.Errorf("kmsg: %w: %w", err, ErrPermission)
@@ -247,10 +212,24 @@ func (r *Reader) Run(ctx context.Context, fn func(Record)) error {
 	// runtime poller; cancelling ctx must wake them.
 	stop := context.AfterFunc(ctx, r.interrupt)
 	defer stop()
+	return r.source().follow(ctx, fn)
+}
+
+// source is one kind of kernel log Run follows: /dev/kmsg (deviceSource,
+// device.go) or a file or FIFO of its records (streamSource, stream.go).
+// The Reader holds what they share: the file, its reopening after a read
+// error, the counters and Close.
+type source interface {
+	// follow hands each record to fn, in order, until ctx is done.
+	follow(ctx context.Context, fn func(Record)) error
+}
+
+// source returns the source of the kind of file OpenWith found (device).
+func (r *Reader) source() source {
 	if r.device {
-		return r.runDevice(ctx, fn)
+		return deviceSource{r}
 	}
-	return r.runStream(ctx, fn)
+	return &streamSource{Reader: r}
 }
 
 // readFile reads from the file being read: the one Run opened last (only
@@ -271,190 +250,6 @@ func (r *Reader) interrupt() {
 	if err := f.SetReadDeadline(time.Unix(1, 0)); err != nil {
 		r.Close()
 	}
-}
-
-func (r *Reader) runDevice(ctx context.Context, fn func(Record)) error {
-	buf := make([]byte, recordBufSize)
-	// The records already in the ring when Run begins (after the last one
-	// handed on) are read without waiting, as backlog, until it is empty.
-	backlog := r.readNow != nil
-	var newest reading.Opt[uint64] // the newest record read in the backlog phase
-	for {
-		var (
-			n   int
-			err error
-		)
-		if backlog {
-			n, err = r.readNow(buf)
-		} else {
-			n, err = r.read(buf)
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		if err != nil {
-			switch {
-			case backlog && isEAGAIN(err):
-				backlog = false // caught up: later records are fresh
-				r.checkAhead(newest)
-				newest = reading.Opt[uint64]{}
-				if r.onCaughtUp != nil {
-					r.onCaughtUp()
-				}
-				continue
-			case isEPIPE(err):
-				// The kernel overwrote records we had not read yet; the
-				// next read returns the oldest one still there, and the
-				// gap in sequence numbers says how many were lost.
-				r.overruns.Add(1)
-				continue
-			case errors.Is(err, io.EOF), isEAGAIN(err):
-				// /dev/kmsg never ends, and waits in the poller; another
-				// character device might end, or not be pollable.
-				if err := r.wait(ctx); err != nil {
-					return nil
-				}
-				continue
-			}
-			if _, ok := r.reopenAfterError(ctx, err); !ok {
-				return nil
-			}
-			backlog = r.readNow != nil // read what came meanwhile, after the last record handed on
-			continue
-		}
-		rec, err := ParseRecord(buf[:n])
-		if err != nil {
-			r.malformed.Add(1)
-			continue
-		}
-		rec.Backlog = backlog
-		if backlog {
-			newest = reading.Some(rec.Seq)
-		}
-		r.handOn(rec, fn)
-	}
-}
-
-func isEAGAIN(err error) bool { return errors.Is(err, syscall.EAGAIN) }
-func isEPIPE(err error) bool  { return errors.Is(err, syscall.EPIPE) }
-
-func (r *Reader) runStream(ctx context.Context, fn func(Record)) error {
-	chunk := make([]byte, chunkSize)
-	var (
-		pending    []byte // the start of a line whose newline has not arrived
-		offset     int64  // bytes read so far, to notice truncation
-		discarding bool   // inside an over-long line, dropping up to its newline
-		drained    bool   // the old file was read to its end after the path named a new one
-	)
-	for {
-		if ctx.Err() != nil {
-			return nil
-		}
-		n, err := r.read(chunk)
-		if n > 0 {
-			offset += int64(n)
-			pending = append(pending, chunk[:n]...)
-			pending, discarding = r.lines(pending, discarding, fn)
-		}
-		if err == nil {
-			continue
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		if !errors.Is(err, io.EOF) {
-			same, ok := r.reopenAfterError(ctx, err)
-			if !ok {
-				return nil
-			}
-			if same && offset > 0 {
-				// The same file: go on where the read failed.
-				if _, err := r.f.Seek(offset, io.SeekStart); err == nil {
-					continue
-				}
-			}
-			// Another file (or one that cannot be positioned): from its
-			// start, like a replaced one.
-			pending, discarding = r.abandon(pending, discarding)
-			offset, drained = 0, false
-			continue
-		}
-		r.caughtUp = true
-		if r.replaced() {
-			if !drained {
-				// Read what the old file got until the new one had
-				// data (a writer's last lines), then switch.
-				drained = true
-				continue
-			}
-			if r.reopen() {
-				pending, discarding = r.abandon(pending, discarding)
-				offset, drained = 0, false
-				continue
-			}
-		}
-		drained = false
-		if fi, err := r.f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() < offset {
-			// Truncated (log rotation by copytruncate): start over.
-			if _, err := r.f.Seek(0, io.SeekStart); err != nil {
-				return fmt.Errorf("kmsg: rewind truncated %s: %w", r.path, err)
-			}
-			pending, discarding = r.abandon(pending, discarding)
-			offset = 0
-			r.restarts.Add(1)
-			r.log.Info("kernel log file truncated: reading it again from its start", "path", r.path)
-		}
-		if err := r.wait(ctx); err != nil {
-			return nil
-		}
-	}
-}
-
-// replaced reports whether the path now names another file than the one
-// being read, one a writer has begun: a regular file with data, or a FIFO.
-// An empty new file is not switched to yet: a writer that has not been told
-// to reopen (a syslog daemon before its rotation signal) still appends to the
-// old one.
-func (r *Reader) replaced() bool {
-	cur, err := r.f.Stat()
-	if err != nil {
-		return false
-	}
-	fi, err := os.Stat(r.path)
-	if err != nil || os.SameFile(cur, fi) {
-		return false // gone (renamed away, not created again yet), or the same
-	}
-	m := fi.Mode()
-	return m&os.ModeNamedPipe != 0 || (m.IsRegular() && fi.Size() > 0)
-}
-
-// reopen replaces the file being read with the one the path names now, and
-// reports whether it could. A failure is logged once and tried again at the
-// next end of the old file, which is followed meanwhile.
-func (r *Reader) reopen() bool {
-	f, mode, err := openPath(r.path)
-	if err == nil && mode&os.ModeCharDevice != 0 {
-		f.Close()
-		err = fmt.Errorf("kmsg: %s became a character device", r.path)
-	}
-	if err != nil {
-		if !r.reopenFailed {
-			r.log.Warn("kernel log file replaced, but the new one cannot be opened: following the old one, trying again", "path", r.path, "error", err)
-		}
-		r.reopenFailed = true
-		return false
-	}
-	r.reopenFailed = false
-	var n *fileNotifier
-	if mode.IsRegular() {
-		n = newFileNotifier(r.path)
-	}
-	if !r.swap(f, n) {
-		return false
-	}
-	r.restarts.Add(1)
-	r.log.Info("kernel log file replaced: reading the new one from its start", "path", r.path)
-	return true
 }
 
 // swap makes f (watched by n, nil for none) the file being read and closes
@@ -478,59 +273,6 @@ func (r *Reader) swap(f *os.File, n *fileNotifier) bool {
 		oldN.close()
 	}
 	return true
-}
-
-// abandon drops the start of a line whose newline will never come (its file
-// was replaced or truncated), counted as malformed, and returns the emptied
-// buffer and line state.
-func (r *Reader) abandon(pending []byte, discarding bool) ([]byte, bool) {
-	if len(pending) > 0 && !discarding {
-		r.malformed.Add(1)
-	}
-	return pending[:0], false
-}
-
-// lines hands every complete line in buf to handleLine and returns what is
-// left: the start of the next line, moved to the front of buf.
-func (r *Reader) lines(buf []byte, discarding bool, fn func(Record)) ([]byte, bool) {
-	start := 0
-	for {
-		i := bytes.IndexByte(buf[start:], '\n')
-		if i < 0 {
-			break
-		}
-		line := buf[start : start+i]
-		start += i + 1
-		if discarding {
-			discarding = false // this was the tail of an over-long line
-			continue
-		}
-		r.handleLine(line, fn)
-	}
-	rest := buf[start:]
-	if len(rest) > maxLineLen {
-		if !discarding {
-			r.malformed.Add(1)
-		}
-		rest, discarding = rest[:0], true
-	}
-	return append(buf[:0], rest...), discarding
-}
-
-func (r *Reader) handleLine(line []byte, fn func(Record)) {
-	line = bytes.TrimSuffix(line, []byte{'\r'})
-	if len(line) == 0 || line[0] == ' ' {
-		// Blank, or a dictionary line (" SUBSYSTEM=pci") belonging to the
-		// record before it: neither is a record.
-		return
-	}
-	rec, err := ParseRecord(line)
-	if err != nil {
-		r.malformed.Add(1)
-		return
-	}
-	rec.Backlog = !r.caughtUp
-	fn(rec)
 }
 
 func readError(err error) error {
