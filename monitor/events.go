@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/events"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
@@ -99,66 +100,6 @@ func (m *Monitor) runKmsg(ctx context.Context) {
 	}
 }
 
-// xidKey identifies an Xid report for de-duplication across sources.
-type xidKey struct {
-	gpu  int
-	kind reading.EventKind
-	data uint64
-}
-
-type xidSeen struct {
-	at  time.Time
-	src reading.Source
-}
-
-// duplicate reports whether the same Xid (or recovery action) on the same GPU
-// was already reported by the other source within XidDedupe. Repeats from the
-// same source are real repeats (an Xid flood) and are not duplicates. A
-// kernel record read after the fact (Backlog) takes no part: logged maybe
-// hours ago, it is no report of an Xid NVML reports now, nor is a fresh
-// report of one of it. Both
-// sources' times are receipt times from time.Now (reading.Event.Time), so the
-// window is measured on Go's monotonic clock: a wall-clock step neither
-// splits one Xid into two incidents nor merges two. (Not the kernel's printk
-// time: NVML events have none.)
-func (m *Monitor) duplicate(e reading.Event) (bool, reading.Source) {
-	if e.Backlog {
-		return false, 0
-	}
-	k := xidKey{gpu: e.GPU, kind: e.Kind, data: e.Data}
-	m.xmu.Lock()
-	defer m.xmu.Unlock()
-	prev, ok := m.xidSeen[k]
-	if ok && prev.src != e.Source && e.Time.Sub(prev.at) < m.cfg.XidDedupe {
-		delete(m.xidSeen, k) // a second report from the first source is new again
-		return true, prev.src
-	}
-	m.xidSeen[k] = xidSeen{at: e.Time, src: e.Source}
-	if len(m.xidSeen) > 1024 {
-		for kk, v := range m.xidSeen {
-			if e.Time.Sub(v.at) > m.cfg.XidDedupe {
-				delete(m.xidSeen, kk)
-			}
-		}
-	}
-	return false, 0
-}
-
-// clockBurst collapses chatty clock-change events, as the seed does: every
-// event of a burst is counted, only the first few go to events.log, and a
-// burst line marks the tenth within one second. The window runs on the
-// events' receipt times, on Go's monotonic clock (see duplicate).
-type clockBurst struct {
-	start time.Time
-	n     int
-}
-
-const (
-	clockBurstWindow = time.Second
-	clockBurstMark   = 10 // seed: clock_burst_count == 10
-	clockBurstLogged = 3  // events logged individually per window
-)
-
 // onEvent handles one GPU event from either source.
 func (m *Monitor) onEvent(e reading.Event) {
 	gs := m.byIndex[e.GPU]
@@ -166,19 +107,13 @@ func (m *Monitor) onEvent(e reading.Event) {
 	data := strconv.FormatUint(e.Data, 10)
 	switch e.Kind {
 	case reading.EventClock:
-		m.xmu.Lock()
-		if e.Time.Sub(m.clock.start) > clockBurstWindow {
-			m.clock = clockBurst{start: e.Time}
-		}
-		m.clock.n++
-		n := m.clock.n
-		m.xmu.Unlock()
-		if n <= clockBurstLogged {
+		n, alone, burst := m.clocks.Add(e.Time)
+		if alone {
 			line.Type, line.Fields = sink.TypeClock, sink.KV("data", data)
 			m.eventLine(line)
 		}
-		if n == clockBurstMark {
-			m.log.Info("clock event burst", "events", n, "window", clockBurstWindow)
+		if burst {
+			m.log.Info("clock event burst", "events", n, "window", events.ClockBurstWindow)
 			line.Type, line.Fields = sink.TypeClockBurst, sink.KV("events", strconv.Itoa(n), "window", "1s")
 			m.eventLine(line)
 		}
@@ -206,7 +141,7 @@ func (m *Monitor) onEvent(e reading.Event) {
 		return
 	}
 
-	dup, first := m.duplicate(e)
+	dup, first := m.dedup.Duplicate(e)
 	var reason string
 	var ev snapshot.Event
 	// A record read after the fact still takes its snapshot (the GPU may

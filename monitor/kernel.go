@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/events"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
@@ -18,15 +19,6 @@ import (
 // RmInitAdapter failed, GSP timeout and crash reports) go to events.log with
 // the GPU they concern; the serious ones are critical events.
 
-// kernelLineBurst bounds how many lines of one kind for one GPU are written
-// per kernelLineWindow: a flaky link can print corrected AER errors by the
-// thousand. The rest are counted (kernel_lines_suppressed) and summed up in
-// one line when the window ends.
-const (
-	kernelLineBurst  = 10
-	kernelLineWindow = time.Minute
-)
-
 // kernelLines is the monitor's state for these lines. The zero value is
 // ready; the AER path table is built from sysfs on first use, and again on
 // the next use after a GPU stuck at start gave its bus id (stale).
@@ -34,23 +26,12 @@ type kernelLines struct {
 	paths *kmsg.AERPaths // the kernel log goroutine's only
 	stale atomic.Bool    // set by staticKnown: paths lacks a GPU
 
-	mu     sync.Mutex
-	nums   kmsg.GPUNumbers
-	bursts map[burstKey]*burst
+	mu    sync.Mutex
+	nums  kmsg.GPUNumbers
+	limit events.KernelLines // lines per GPU and kind a minute
 
 	written    lossCounter // not a loss: lines written (kernel_lines)
 	suppressed lossCounter // lines over the burst limit
-}
-
-type burstKey struct {
-	gpu  int
-	kind string
-}
-
-type burst struct {
-	start   time.Time
-	n       int
-	dropped int
 }
 
 // initPaths reads which bridges lead to each GPU whose bus id is known: on
@@ -180,41 +161,21 @@ func (m *Monitor) kernelCritical(gs *gpuState, now time.Time, ev snapshot.Event)
 	return m.criticalEvent(gs, now, ev)
 }
 
-// kernelLineAllowed counts a line of kind for gpu and says whether it is
-// within the burst limit. When a window with suppressed lines ends, one
-// line says how many. now is the line's receipt time from time.Now, so the
-// window is measured on Go's monotonic clock and a wall-clock step neither
-// stretches nor cuts it; it must not be a time without that reading.
+// kernelLineAllowed counts a line of kind for gpu received at now and says
+// whether it is within the burst limit (events.KernelLines): the lines over
+// it are counted (kernel_lines_suppressed), and when a window with
+// suppressed lines ends, one line says how many.
 func (m *Monitor) kernelLineAllowed(gpu int, kind string, now time.Time) bool {
 	k := &m.kern
-	k.mu.Lock()
-	if k.bursts == nil {
-		k.bursts = map[burstKey]*burst{}
-	}
-	key := burstKey{gpu, kind}
-	b := k.bursts[key]
-	var summary int
-	if b == nil || now.Sub(b.start) >= kernelLineWindow {
-		if b != nil {
-			summary = b.dropped
-		}
-		b = &burst{start: now}
-		k.bursts[key] = b
-	}
-	b.n++
-	ok := b.n <= kernelLineBurst
-	if !ok {
-		b.dropped++
-	}
-	k.mu.Unlock()
+	ok, summary := k.limit.Allow(gpu, kind, now)
 	if summary > 0 {
 		m.eventLine(sink.Event{Time: now, GPU: gpu, Source: "kmsg", Type: sink.TypeKernelLinesSuppressed,
-			Fields: sink.KV("kind", kind, "lines", strconv.Itoa(summary), "window", kernelLineWindow.String())})
+			Fields: sink.KV("kind", kind, "lines", strconv.Itoa(summary), "window", events.KernelLineWindow.String())})
 	}
 	if ok {
 		k.written.n.Add(1)
 	} else {
-		k.suppressed.add(m.log, "kernel_lines_suppressed", "a kernel log line (over "+strconv.Itoa(kernelLineBurst)+" of one kind per GPU per minute)",
+		k.suppressed.add(m.log, "kernel_lines_suppressed", "a kernel log line (over "+strconv.Itoa(events.KernelLineBurst)+" of one kind per GPU per minute)",
 			slog.Int("gpu", gpu), slog.String("kind", kind))
 	}
 	return ok

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/events"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/live/atop"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
@@ -58,9 +59,8 @@ type Monitor struct {
 	ready       bool
 	lastSummary time.Time
 
-	xmu     sync.Mutex
-	xidSeen map[xidKey]xidSeen
-	clock   clockBurst
+	dedup  events.Dedup      // an Xid both NVML and the kernel log report is one
+	clocks events.ClockBurst // clock-change events collapsed by the second
 
 	tickHook func(now time.Time) // tests: runs at the end of every tick
 
@@ -135,7 +135,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		return nil, err
 	}
 	m := &Monitor{cfg: cfg, log: cfg.Logger, host: host, byIndex: map[int]*gpuState{},
-		start: time.Now(), xidSeen: map[xidKey]xidSeen{}, side: make(chan sideJob, 256),
+		start: time.Now(), dedup: events.Dedup{Window: cfg.XidDedupe}, side: make(chan sideJob, 256),
 		syncTick: make(chan time.Time, 1), secondTick: make(chan time.Time, 1),
 		cadence: newCadence(cfg.Interval), kmsgState: "disabled", eventsState: "starting",
 		kclock: newKernelClock(host.KernelClock()), journalQ: make(chan journalEntry, journalQueue)}
