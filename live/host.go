@@ -1,15 +1,16 @@
 package live
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
-// Host is the host-level view, assembled from the daemon's counters when a
-// reader asks (nothing on the 100 ms path builds it).
+// Host is the host-level view, assembled from the daemon's counters about
+// once a second off the 100 ms path and published on the Board.
 type Host struct {
-	Now      time.Time // when the view was assembled
+	Now      time.Time // when the view was read (Board.ViewInto)
 	Start    time.Time // when the daemon started
 	Version  string
 	Identity reading.Identity // the host's name, machine id, boot id
@@ -133,16 +134,33 @@ type View struct {
 	GPUs []GPU
 }
 
-// Board is where the monitor publishes and readers read.
+// Board is where the monitor publishes and readers read: each GPU's slot,
+// which its pipeline updates, and the host view, which the poll loop
+// publishes as an immutable value (PublishHost). A reader copies what is
+// there and never calls back into the publisher.
 type Board struct {
 	slots []*Slot
-	host  func() Host
+	host  func() Host          // NewBoard's host view source; nil: published
+	pub   atomic.Pointer[Host] // the host view published last (PublishHost)
 }
 
-// NewBoard returns a board over the GPUs' slots; host assembles the host view.
+// NewBoard returns a board over the GPUs' slots whose host view host
+// assembles at each read: a stand-in for the publisher in readers' tests.
 func NewBoard(slots []*Slot, host func() Host) *Board {
 	return &Board{slots: slots, host: host}
 }
+
+// NewPublishedBoard returns a board over the GPUs' slots whose host view is
+// the one published last (PublishHost); the zero Host until the first.
+func NewPublishedBoard(slots []*Slot) *Board {
+	return &Board{slots: slots}
+}
+
+// PublishHost makes h the host view that readers get from now on, its Now
+// the time each reads it. h is shared with every reader: neither the
+// publisher nor a reader may change it, or what it points to (Counters),
+// afterwards.
+func (b *Board) PublishHost(h Host) { b.pub.Store(&h) }
 
 // View copies the current state. It takes each slot's lock only for a copy
 // and never waits on NVML.
@@ -156,7 +174,14 @@ func (b *Board) View() View {
 // asks again and again (a scrape, a status answer) keeps one View instead
 // of making a GPU array of garbage each time.
 func (b *Board) ViewInto(v *View) {
-	v.Host = b.host()
+	if b.host != nil {
+		v.Host = b.host()
+	} else if h := b.pub.Load(); h != nil {
+		v.Host = *h
+		v.Host.Now = time.Now()
+	} else {
+		v.Host = Host{Now: time.Now()}
+	}
 	if cap(v.GPUs) < len(b.slots) {
 		v.GPUs = make([]GPU, len(b.slots))
 	}

@@ -123,3 +123,23 @@ func TestMemTotalFromProcessReads(t *testing.T) {
 		t.Errorf("memory total %d, want the last good read's", v)
 	}
 }
+
+// TestPublishedBoardServesTheLastHost: a published board's readers get the
+// host view published last, as it was published (only Now is the time of
+// the read), and the zero Host before the first.
+func TestPublishedBoardServesTheLastHost(t *testing.T) {
+	b := NewPublishedBoard(nil)
+	if v := b.View(); v.Host.Version != "" || v.Host.Now.IsZero() {
+		t.Errorf("before the first publication: %+v", v.Host)
+	}
+	published := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	b.PublishHost(Host{Now: published, Version: "one", Counters: []Counter{{Name: CounterTicks, Value: 7}}})
+	b.PublishHost(Host{Now: published, Version: "two", Counters: []Counter{{Name: CounterTicks, Value: 9}}})
+	v := b.View()
+	if n, _ := v.Host.Counter(CounterTicks); v.Host.Version != "two" || n != 9 {
+		t.Errorf("host view %+v, want the one published last", v.Host)
+	}
+	if !v.Host.Now.After(published) {
+		t.Errorf("Now %v is the publication's, not the read's", v.Host.Now)
+	}
+}

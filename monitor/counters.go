@@ -326,7 +326,7 @@ func (h *dropHistory) recent(now time.Time, v uint64) uint64 {
 
 // watchLosses logs, once a second (paced by the poll loop), the first
 // occurrence of each loss counter whose owner does not log it with details
-// itself, and keeps the history of dropped rows.
+// itself, keeps the history of dropped rows, and publishes the host view.
 func (m *Monitor) watchLosses(ctx context.Context) {
 	logged := make([]bool, len(counterTable))
 	for {
@@ -340,6 +340,7 @@ func (m *Monitor) watchLosses(ctx context.Context) {
 		m.smu.Lock()
 		m.drops.add(time.Now(), d)
 		m.smu.Unlock()
+		m.publishHost()
 	}
 }
 

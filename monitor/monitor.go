@@ -164,7 +164,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	}
 	m.busesFromSysfs(byBus)
 	m.byBus.Store(&byBus)
-	m.board = live.NewBoard(slots, m.hostView)
+	m.board = live.NewPublishedBoard(slots)
 	m.setupProcs()
 	csv, err := sink.NewCSV(sink.CSVConfig{
 		Dir: cfg.LogDir, RetentionDays: cfg.RetentionDays, FsyncEvery: cfg.FsyncEvery,
@@ -184,6 +184,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		KernelWall: m.kclock.clock.Wall,
 	})
 	m.writeSystemInfo()
+	m.publishHost() // the first host view, before Run
 	return m, nil
 }
 
@@ -303,6 +304,7 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	m.summary.Close()
 	m.cfg.trace("files-closed")
 	m.markCleanStop()
+	m.publishHost() // the final counts, for a reader still asking
 	m.status("final status")
 	eventsStuck := !sampler.EventsIdle(2 * time.Second)
 	if len(stuck) > 0 || eventsStuck || m.enumerating.Load() {
@@ -668,9 +670,14 @@ func (m *Monitor) pacerState() live.Pacer {
 	return live.Pacer{Level: ps.Level, TickNVML: ps.TickNVML, LastLate: ps.LastLate}
 }
 
-// hostView assembles the host view from the counters; readers call it
-// through the Board. Counts go in h.Counters only (counterTable); the other
-// fields hold what is not a count.
+// publishHost publishes the host view on the Board: at New, then once a
+// second (watchLosses, paced by the poll loop) and at stop. Readers take the
+// latest and never call back in.
+func (m *Monitor) publishHost() { m.board.PublishHost(m.hostView()) }
+
+// hostView assembles the host view from the counters. Counts go in
+// h.Counters only (counterTable); the other fields hold what is not a
+// count.
 func (m *Monitor) hostView() live.Host {
 	h := live.Host{
 		Now: time.Now(), Start: m.start, Version: m.cfg.Version, System: m.host.System, Identity: m.ident,

@@ -1151,3 +1151,23 @@ func TestHostViewLogLines(t *testing.T) {
 		}
 	}
 }
+
+// TestHostViewReadsNeverCallBack: a reader of the Board (the control
+// socket, a scrape) gets the host view the monitor published; it never
+// calls back into the monitor, so a monitor busy under its own locks
+// cannot hold up an answer.
+func TestHostViewReadsNeverCallBack(t *testing.T) {
+	r := newRig(t, 1, nil)
+	r.m.smu.Lock() // what assembling the host view takes
+	defer r.m.smu.Unlock()
+	got := make(chan live.View, 1)
+	go func() { got <- r.m.Board().View() }()
+	select {
+	case v := <-got:
+		if v.Host.Version != "test" || len(v.Host.Counters) != len(counterTable) {
+			t.Errorf("host view %+v, want the one New published", v.Host)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("reading the Board waits on the monitor")
+	}
+}
