@@ -179,3 +179,80 @@ func TestEveryFlagIsDocumented(t *testing.T) {
 		t.Errorf("only %d flags found in the help texts: is the pattern broken?", seen)
 	}
 }
+
+// TestReadmeLayoutMatchesTheTree: README.md's Repository layout table names
+// every top-level directory and every directory of Go code one or two
+// levels down (deeper ones belong to the row of their parent), and every
+// path it names exists.
+func TestReadmeLayoutMatchesTheTree(t *testing.T) {
+	root := testutil.Repo()
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(readme), "## Repository layout\n")
+	if !ok {
+		t.Fatal("README.md has no Repository layout section")
+	}
+	table, _, _ = strings.Cut(table, "\n## ")
+	named := map[string]bool{}
+	for _, m := range regexp.MustCompile("`([a-z0-9_./-]+)`").FindAllStringSubmatch(table, -1) {
+		named[strings.TrimSuffix(m[1], "/")] = true
+	}
+	want := map[string]bool{}
+	tops, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range tops {
+		if n := e.Name(); e.IsDir() && !strings.HasPrefix(n, ".") && n != "docs" && n != "build" && !strings.HasPrefix(n, "demo-logs") {
+			want[n] = true
+		}
+	}
+	err = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && rel != "." || d.Name() == "testdata" || rel == "build") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(p, ".go") {
+			if dir := filepath.Dir(rel); strings.Count(dir, "/") <= 1 && dir != "." {
+				want[dir] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	covered := func(dir string) bool {
+		if named[dir] {
+			return true
+		}
+		for p := range named {
+			if strings.HasPrefix(p, dir+"/") {
+				return true // a container (cmd, internal, test): its rows name its parts
+			}
+		}
+		// A directory under a part shown by its parent's row, named there
+		// as `name/`.
+		parent, base := filepath.Split(dir)
+		return parent != "" && named[strings.TrimSuffix(parent, "/")] && named[base]
+	}
+	for dir := range want {
+		if !covered(dir) {
+			t.Errorf("README.md's layout table does not name %s/", dir)
+		}
+	}
+	for p := range named {
+		first, _, _ := strings.Cut(p, "/")
+		if !want[first] {
+			continue // a file or a path inside a row's own part (deb/, grafana/)
+		}
+		if _, err := os.Stat(filepath.Join(root, p)); err != nil {
+			t.Errorf("README.md's layout table names %s, which is not in the tree", p)
+		}
+	}
+}
