@@ -82,7 +82,7 @@ GOTEST   := $(GO) test -race -count=1 -ldflags '$(TESTLDFLAGS)'
 # CLOCK_BOOTTIME reading 3 minutes, in a time namespace (test/timens): a test
 # that holds only on a host up for an hour fails on every host, not only on
 # a fresh one. Where no time namespace can be made, one line says why.
-CLOCKPKGS  := ./monitor/ ./kmsg/ ./snapshot/ ./sampler/ ./reading/ ./sink/
+CLOCKPKGS  := ./monitor/ ./kmsg/ ./snapshot/ ./sampler/ ./reading/ ./sink/ ./internal/kclock/
 CLOCKTESTS := ^(TestDmesgTime.*|TestKmsg.*|TestKernelLinesReachTheRightGPU|TestNewXidsFromTheKernelLog|TestGSPCrashStory|TestSIGKILLThenRestartWritesBootLog)$$
 
 test: build race sim vet csan deb

@@ -11,9 +11,9 @@ import (
 )
 
 // A marker is a record the logger writes to /dev/kmsg itself when the kernel
-// log has been quiet for a long time, so that the ClockEstimator sees a fresh
-// record: the kernel stamps it when it is written and the reader gets it back
-// at once. It is tagged so that a reader of dmesg knows where it came from.
+// log has been quiet for a long time, so that the clock estimator
+// (kclock.Estimator) sees a fresh record: the kernel stamps it when it is
+// written and the reader gets it back at once. It is tagged so that a reader of dmesg knows where it came from.
 const (
 	// MarkerTag starts every marker's message.
 	MarkerTag = "gpu-telemetry: kmsg clock check"

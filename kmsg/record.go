@@ -14,7 +14,7 @@ type Record struct {
 	Level    int           // syslog level, 0 (emerg) .. 7 (debug)
 	Facility int           // syslog facility; 0 is the kernel
 	Seq      uint64        // the kernel's sequence number; a gap means records were lost
-	Time     time.Duration // the printk clock (local_clock()), as dmesg prints it; not CLOCK_MONOTONIC (see ClockEstimator)
+	Time     time.Duration // the printk clock (local_clock()), as dmesg prints it; not CLOCK_MONOTONIC (see kclock.Estimator)
 	Message  string        // the text, with \xNN escapes undone
 
 	// Backlog is set by Reader on a record of a file or FIFO read before its

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/kclock"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 )
@@ -18,7 +19,7 @@ import (
 // estimate is.
 type kernelClock struct {
 	clock sampler.KernelClock
-	est   *kmsg.ClockEstimator // the kernel log goroutine's only
+	est   *kclock.Estimator // the kernel log goroutine's only
 
 	lastArrival atomic.Int64 // CLOCK_MONOTONIC (ns) of the last fresh record
 	lastInfo    atomic.Int64 // CLOCK_MONOTONIC (ns) system-info.txt last got the estimate
@@ -33,7 +34,7 @@ const kernelClockRefresh = time.Hour
 const markerCheck = 5 * time.Minute
 
 func newKernelClock(c sampler.KernelClock) *kernelClock {
-	return &kernelClock{clock: c, est: kmsg.NewClockEstimator(kmsg.ClockConfig{})}
+	return &kernelClock{clock: c, est: kclock.NewEstimator(kclock.Config{})}
 }
 
 // observeKmsg feeds one kernel log record to the estimator. Records of a

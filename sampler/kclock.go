@@ -1,107 +1,24 @@
 package sampler
 
 import (
-	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/kclock"
 )
 
-// KernelClock converts wall-clock readings to the kernel log's clock (the
-// printk clock dmesg and /dev/kmsg print) and back. It reads CLOCK_MONOTONIC
-// once and then derives every later value from Go's own monotonic clock (also
-// CLOCK_MONOTONIC), so no system call is made per sample. The printk clock is
-// not CLOCK_MONOTONIC: it drifts from it, so CLOCK_MONOTONIC is mapped through
-// the latest estimate the kernel log reader published (SetFit); before the
-// first one, and when no kernel log is read, the kernel log's clock is taken
-// to be CLOCK_MONOTONIC, unchecked.
-//
-// Copies share the estimate: SetFit on one is seen by all.
-type KernelClock struct {
-	base  time.Time
-	baseK time.Duration
-	fit   *atomic.Pointer[reading.KernelClockFit]
-}
+// The kernel log clock lives in internal/kclock; the sampler stamps
+// dmesg_time on it, and its users know it by these names.
 
-// NewKernelClock anchors the kernel clock to now.
-func NewKernelClock() KernelClock {
-	return KernelClockAt(ClockPair())
-}
+// KernelClock is the kernel log clock the GPUs stamp dmesg_time on.
+type KernelClock = kclock.Clock
 
-// KernelClockAt is a kernel clock on which CLOCK_MONOTONIC read mono at at
-// (a time.Now reading: later times are measured from its monotonic reading).
-// Tests use it to run on a boot of the length they choose instead of the
-// host's uptime.
-func KernelClockAt(at time.Time, mono time.Duration) KernelClock {
-	return KernelClock{base: at, baseK: mono, fit: new(atomic.Pointer[reading.KernelClockFit])}
-}
+// NewKernelClock anchors a kernel log clock to now (kclock.New).
+func NewKernelClock() KernelClock { return kclock.New() }
 
-// clockPairTries bounds ClockPair's retries; clockPairSpread is a bracket
-// tight enough to stop at.
-const (
-	clockPairTries  = 16
-	clockPairSpread = 20 * time.Microsecond
-)
+// KernelClockAt is a kernel log clock on which CLOCK_MONOTONIC read mono at
+// at (kclock.Anchored): tests choose the boot's length with it.
+func KernelClockAt(at time.Time, mono time.Duration) KernelClock { return kclock.Anchored(at, mono) }
 
-// ClockPair reads Go's clock (wall and monotonic) and CLOCK_MONOTONIC at
-// about the same instant: CLOCK_MONOTONIC is read before and after time.Now
-// and the middle is taken, from the tightest of a few tries. Two plain reads
-// in a row can be milliseconds apart when the thread is preempted between
-// them (a loaded host). With no kernel log read, dmesg_time is CLOCK_MONOTONIC
-// through this anchor, so its error would shift every dmesg_time for the life
-// of the process. mono is 0 if CLOCK_MONOTONIC cannot be read.
-func ClockPair() (now time.Time, mono time.Duration) {
-	best := time.Duration(-1)
-	for range clockPairTries {
-		var a, b unix.Timespec
-		if unix.ClockGettime(unix.CLOCK_MONOTONIC, &a) != nil {
-			return time.Now(), 0
-		}
-		t := time.Now()
-		if unix.ClockGettime(unix.CLOCK_MONOTONIC, &b) != nil {
-			return t, 0
-		}
-		before, after := time.Duration(a.Nano()), time.Duration(b.Nano())
-		if spread := after - before; best < 0 || spread < best {
-			best, now, mono = spread, t, before+spread/2
-		}
-		if best <= clockPairSpread {
-			break
-		}
-	}
-	return now, mono
-}
-
-// Mono returns CLOCK_MONOTONIC at wall-clock reading t.
-func (k KernelClock) Mono(t time.Time) time.Duration { return k.baseK + t.Sub(k.base) }
-
-// At returns the kernel-log (printk) time of wall-clock reading t: what the
-// dmesg_time column holds.
-func (k KernelClock) At(t time.Time) time.Duration {
-	return k.Fit().PrintkAt(k.Mono(t))
-}
-
-// Wall returns the wall-clock time at which the printk clock read p: where a
-// kernel log line stamped p belongs among the rows.
-func (k KernelClock) Wall(p time.Duration) time.Time {
-	return k.base.Add(k.Fit().MonoAt(p) - k.baseK)
-}
-
-// SetFit publishes a new estimate of the printk clock.
-func (k KernelClock) SetFit(f reading.KernelClockFit) {
-	if k.fit != nil {
-		k.fit.Store(&f)
-	}
-}
-
-// Fit returns the latest estimate; the zero value (not Valid) before the first.
-func (k KernelClock) Fit() reading.KernelClockFit {
-	if k.fit != nil {
-		if f := k.fit.Load(); f != nil {
-			return *f
-		}
-	}
-	return reading.KernelClockFit{}
-}
+// ClockPair reads Go's clock and CLOCK_MONOTONIC at about the same instant
+// (kclock.Pair).
+func ClockPair() (now time.Time, mono time.Duration) { return kclock.Pair() }

@@ -101,7 +101,7 @@ func Open(lib Library, o OpenOptions) (*Host, error) {
 		return nil, fmt.Errorf("nvmlInit: %s", retText(ret))
 	}
 	h := &Host{lib: lib, kclock: o.KernelClock}
-	if h.kclock.fit == nil {
+	if h.kclock.IsZero() {
 		h.kclock = NewKernelClock()
 	}
 	h.Syms = LookupSymbols(lib.LookupSymbol)

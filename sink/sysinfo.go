@@ -77,7 +77,7 @@ type SystemInfo struct {
 	// (absent: not read yet).
 	Health map[int]string
 	// KernelClock says how dmesg_time relates to the kernel log's clock
-	// (reading.KernelClockFit.Describe): the measured offset and its age.
+	// (kclock.Fit.Describe): the measured offset and its age.
 	KernelClock string
 }
 

@@ -22,7 +22,7 @@ type Header struct {
 	UUID        string               // GPU-...
 	Reason      string               // "Xid 79: GPU has fallen off the bus (kmsg)", "NVML_HUNG(nvmlDeviceGetPowerUsage,2300ms)"
 	Headline    string               // crash only: the incident named by its worst events ("GPU 0: GSP RPC Timeout (Xid 119); started with ..."); set by the Manager, not printed when empty
-	KernelClock string               // how dmesg_time relates to the kernel log's clock (reading.KernelClockFit.Describe)
+	KernelClock string               // how dmesg_time relates to the kernel log's clock (kclock.Fit.Describe)
 	Uptime      time.Duration        // daemon uptime; printed to the second
 	Samples     uint64               // samples taken of this GPU so far (0 is a real count)
 	PeakTempC   reading.Opt[uint32]  // hottest reading so far; absent before the first one

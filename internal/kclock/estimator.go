@@ -1,13 +1,11 @@
-package kmsg
+package kclock
 
 import (
 	"math"
 	"time"
-
-	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
-// ClockEstimator estimates how the kernel log's printk clock relates to our
+// Estimator estimates how the kernel log's printk clock relates to our
 // CLOCK_MONOTONIC, so that dmesg_time can be written on the kernel log's clock
 // instead of assuming the two are the same. The printk clock (local_clock(),
 // based on sched_clock) is not disciplined by NTP; on bare metal it drifts
@@ -24,16 +22,16 @@ import (
 // clocks jumped, after a suspend for instance): the history is dropped. Minima
 // well above the line for StepConfirm is a step up, handled the same way.
 //
-// ClockEstimator is pure: time comes in as arguments, it does no I/O, and it
+// Estimator is pure: time comes in as arguments, it does no I/O, and it
 // is not safe for concurrent use (one goroutine reads the kernel log).
-type ClockEstimator struct {
-	cfg  ClockConfig
+type Estimator struct {
+	cfg  Config
 	mins []clockPoint // the smallest observation of each bucket, oldest first
-	fit  reading.KernelClockFit
+	fit  Fit
 }
 
-// ClockConfig tunes a ClockEstimator; zero fields take the defaults.
-type ClockConfig struct {
+// Config tunes a Estimator; zero fields take the defaults.
+type Config struct {
 	// Bucket is the width of a bucket of arrival time; one minimum is kept
 	// per bucket. Default 10 s: short enough that a drift of 500 ppm moves
 	// the offset by at most 5 ms within one.
@@ -58,7 +56,7 @@ type ClockConfig struct {
 	StepUp, StepConfirm time.Duration
 }
 
-func (c ClockConfig) withDefaults() ClockConfig {
+func (c Config) withDefaults() Config {
 	def := func(v *time.Duration, d time.Duration) {
 		if *v <= 0 {
 			*v = d
@@ -82,15 +80,15 @@ type clockPoint struct {
 	mono, d time.Duration
 }
 
-// NewClockEstimator returns an estimator with cfg (zero fields: defaults).
-func NewClockEstimator(cfg ClockConfig) *ClockEstimator {
-	return &ClockEstimator{cfg: cfg.withDefaults()}
+// NewEstimator returns an estimator with cfg (zero fields: defaults).
+func NewEstimator(cfg Config) *Estimator {
+	return &Estimator{cfg: cfg.withDefaults()}
 }
 
 // Observe adds a record that arrived at arrival (CLOCK_MONOTONIC) with
 // timestamp stamp (the record's printk time); marker says the logger wrote
 // it itself. It returns the updated fit.
-func (e *ClockEstimator) Observe(arrival, stamp time.Duration, marker bool) reading.KernelClockFit {
+func (e *Estimator) Observe(arrival, stamp time.Duration, marker bool) Fit {
 	p := clockPoint{mono: arrival, d: arrival - stamp}
 	if e.fit.Valid() {
 		// Below the fit by more than the fastest plausible drift since its
@@ -109,25 +107,25 @@ func (e *ClockEstimator) Observe(arrival, stamp time.Duration, marker bool) read
 	if marker {
 		e.fit.Markers++
 	}
-	if p.d-e.fit.OffsetAt(arrival) <= reading.ConfirmTolerance {
+	if p.d-e.fit.OffsetAt(arrival) <= ConfirmTolerance {
 		e.fit.Confirmed = arrival
 	}
 	return e.fit
 }
 
 // Fit returns the current estimate (the zero value before the first record).
-func (e *ClockEstimator) Fit() reading.KernelClockFit { return e.fit }
+func (e *Estimator) Fit() Fit { return e.fit }
 
 // step forgets the history: the offset jumped, and old minima describe the
 // clocks as they were before.
-func (e *ClockEstimator) step() {
+func (e *Estimator) step() {
 	e.mins = e.mins[:0]
 	e.fit.Steps++
 }
 
 // add keeps p if it is the smallest of its bucket, and drops minima older
 // than the window.
-func (e *ClockEstimator) add(p clockPoint) {
+func (e *Estimator) add(p clockPoint) {
 	b := p.mono / e.cfg.Bucket
 	if n := len(e.mins); n > 0 && e.mins[n-1].mono/e.cfg.Bucket == b {
 		if p.d < e.mins[n-1].d {
@@ -146,7 +144,7 @@ func (e *ClockEstimator) add(p clockPoint) {
 // steppedUp reports whether every minimum of the last StepConfirm (at least
 // three buckets) lies more than StepUp above the fit made from the ones
 // before them. It then keeps only those minima.
-func (e *ClockEstimator) steppedUp() bool {
+func (e *Estimator) steppedUp() bool {
 	n := len(e.mins)
 	if n < 4 {
 		return false
@@ -175,7 +173,7 @@ func (e *ClockEstimator) steppedUp() bool {
 // one-way clock skew estimation (Moon, Skelly, Towsley 1999), which is not
 // pulled up by late arrivals as least squares is. Before that, the last known
 // drift (at first none) is kept and the line put under all minima.
-func (e *ClockEstimator) refit() {
+func (e *Estimator) refit() {
 	n := len(e.mins)
 	newest := e.mins[n-1]
 	rate := e.fit.Rate

@@ -1,4 +1,4 @@
-package kmsg
+package kclock
 
 import (
 	"math/rand/v2"
@@ -28,7 +28,7 @@ func (c printkClock) at(mono time.Duration) time.Duration {
 // the moment each is logged) that arrive after delay(rng). check is called
 // after every record with the record's arrival time.
 func feed(t *testing.T, c printkClock, from, to time.Duration, delay func(*rand.Rand) time.Duration,
-	e *ClockEstimator, check func(arrival time.Duration)) {
+	e *Estimator, check func(arrival time.Duration)) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(feedSeed, 2))
 	for logged := from; logged < to; logged += 300*time.Millisecond + time.Duration(rng.Int64N(int64(1700*time.Millisecond))) {
@@ -59,7 +59,7 @@ func polled(rng *rand.Rand) time.Duration {
 }
 
 // closeTo fails unless the estimate of the printk time at mono is within tol.
-func closeTo(t *testing.T, e *ClockEstimator, c printkClock, mono, tol time.Duration) {
+func closeTo(t *testing.T, e *Estimator, c printkClock, mono, tol time.Duration) {
 	t.Helper()
 	got, want := e.Fit().PrintkAt(mono), c.at(mono)
 	if d := got - want; d > tol || d < -tol {
@@ -85,7 +85,7 @@ func TestClockEstimatorFollowsOffsetAndDrift(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := printkClock{offset: tt.offset, drift: tt.drift}
-			e := NewClockEstimator(ClockConfig{})
+			e := NewEstimator(Config{})
 			start := 86400 * time.Second // a day of uptime: the drift has built up 26 s at 300 ppm
 			warm := start + tt.warm
 			feed(t, c, start, start+30*time.Minute, tt.delay, e, func(arrival time.Duration) {
@@ -107,7 +107,7 @@ func TestClockEstimatorFollowsOffsetAndDrift(t *testing.T) {
 }
 
 func TestClockEstimatorUsesTheEarliestArrival(t *testing.T) {
-	e := NewClockEstimator(ClockConfig{})
+	e := NewEstimator(Config{})
 	// The same offset (10 s) seen with delays of 80, 5 and 40 ms.
 	e.Observe(100*time.Second+80*time.Millisecond, 90*time.Second, false)
 	e.Observe(101*time.Second+5*time.Millisecond, 91*time.Second, false)
@@ -159,7 +159,7 @@ func TestClockEstimatorStep(t *testing.T) {
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			e := NewClockEstimator(ClockConfig{})
+			e := NewEstimator(Config{})
 			seen := make([]int, len(tt.windows))
 			feed(t, tt.c, 1000*time.Second, 1000*time.Second+tt.length, realistic, e, func(arrival time.Duration) {
 				for i, w := range tt.windows {
@@ -180,7 +180,7 @@ func TestClockEstimatorBurstAfterStallIsNotAStep(t *testing.T) {
 	// The logger stalls for 40 s; the records logged meanwhile all arrive at
 	// its end, up to 40 s late. Nothing about the clocks changed.
 	c := printkClock{offset: 12 * time.Second, drift: 100e-6}
-	e := NewClockEstimator(ClockConfig{})
+	e := NewEstimator(Config{})
 	feed(t, c, 0, 10*time.Minute, realistic, e, nil)
 	stallEnd := 10*time.Minute + 40*time.Second
 	for logged := 10 * time.Minute; logged < stallEnd; logged += 500 * time.Millisecond {
@@ -196,7 +196,7 @@ func TestClockEstimatorBurstAfterStallIsNotAStep(t *testing.T) {
 
 func TestClockEstimatorQuietLogExtrapolates(t *testing.T) {
 	c := printkClock{offset: 45 * time.Second, drift: 400e-6}
-	e := NewClockEstimator(ClockConfig{})
+	e := NewEstimator(Config{})
 	feed(t, c, 0, 20*time.Minute, realistic, e, nil)
 	// An hour without records: the fitted drift carries the estimate; 400
 	// ppm unfitted would be 1.44 s off.

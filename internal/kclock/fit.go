@@ -1,11 +1,11 @@
-package reading
+package kclock
 
 import (
 	"strconv"
 	"time"
 )
 
-// KernelClockFit relates our CLOCK_MONOTONIC to the kernel log's printk clock
+// Fit relates our CLOCK_MONOTONIC to the kernel log's printk clock
 // (local_clock(), what dmesg and /dev/kmsg print), which is not disciplined by
 // NTP and drifts from CLOCK_MONOTONIC. Offset is CLOCK_MONOTONIC minus printk
 // time at Ref, and it changes by Rate per unit of CLOCK_MONOTONIC:
@@ -14,7 +14,7 @@ import (
 //
 // The zero value is no estimate (Valid is false): no kernel log record has
 // been seen, and dmesg_time is plain CLOCK_MONOTONIC.
-type KernelClockFit struct {
+type Fit struct {
 	Ref       time.Duration // CLOCK_MONOTONIC the fit is anchored at
 	Offset    time.Duration // CLOCK_MONOTONIC minus printk time at Ref
 	Rate      float64       // change of Offset per unit of CLOCK_MONOTONIC (1e-6 = 1 ppm)
@@ -29,16 +29,16 @@ type KernelClockFit struct {
 const ConfirmTolerance = 2 * time.Millisecond
 
 // Valid reports whether the fit holds an estimate.
-func (f KernelClockFit) Valid() bool { return f.Records > 0 }
+func (f Fit) Valid() bool { return f.Records > 0 }
 
 // OffsetAt is the offset (CLOCK_MONOTONIC minus printk time) at mono.
-func (f KernelClockFit) OffsetAt(mono time.Duration) time.Duration {
+func (f Fit) OffsetAt(mono time.Duration) time.Duration {
 	return f.Offset + time.Duration(f.Rate*float64(mono-f.Ref))
 }
 
 // PrintkAt converts CLOCK_MONOTONIC to the printk clock; without an estimate
 // it returns mono unchanged.
-func (f KernelClockFit) PrintkAt(mono time.Duration) time.Duration {
+func (f Fit) PrintkAt(mono time.Duration) time.Duration {
 	if !f.Valid() {
 		return mono
 	}
@@ -48,7 +48,7 @@ func (f KernelClockFit) PrintkAt(mono time.Duration) time.Duration {
 // MonoAt converts a printk timestamp (a kernel log record's time) to
 // CLOCK_MONOTONIC; without an estimate it returns p unchanged. It inverts
 // PrintkAt.
-func (f KernelClockFit) MonoAt(p time.Duration) time.Duration {
+func (f Fit) MonoAt(p time.Duration) time.Duration {
 	if !f.Valid() {
 		return p
 	}
@@ -57,7 +57,7 @@ func (f KernelClockFit) MonoAt(p time.Duration) time.Duration {
 }
 
 // Age is how long before mono the fit was last confirmed by a record.
-func (f KernelClockFit) Age(mono time.Duration) time.Duration {
+func (f Fit) Age(mono time.Duration) time.Duration {
 	return mono - f.Confirmed
 }
 
@@ -65,7 +65,7 @@ func (f KernelClockFit) Age(mono time.Duration) time.Duration {
 // mono, for system-info.txt and snapshot headers: "printk clock = CLOCK_MONOTONIC
 // - 37.000412 s, drift +200.0 ppm; last confirmed 12.3 s ago (1234 records, 0
 // steps)". readable says whether a kernel log is being read at all.
-func (f KernelClockFit) Describe(mono time.Duration, readable bool) string {
+func (f Fit) Describe(mono time.Duration, readable bool) string {
 	if !readable {
 		return "no kernel log readable: dmesg_time is on CLOCK_MONOTONIC, unchecked"
 	}

@@ -1,4 +1,4 @@
-package sampler
+package kclock
 
 import (
 	"testing"
@@ -7,14 +7,14 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
 
-// TestClockPairIsBracketed: the CLOCK_MONOTONIC reading ClockPair returns
+// TestPairIsBracketed: the CLOCK_MONOTONIC reading Pair returns
 // was taken between two reads around the call, and the wall reading is
 // within the call too (not a zero or stale value).
-func TestClockPairIsBracketed(t *testing.T) {
+func TestPairIsBracketed(t *testing.T) {
 	for range 100 {
 		wallBefore := time.Now()
 		before := testutil.Monotonic(t)
-		now, mono := ClockPair()
+		now, mono := Pair()
 		after := testutil.Monotonic(t)
 		wallAfter := time.Now()
 		if mono < before || mono > after {
