@@ -33,17 +33,6 @@ func logFirstLoss(log *slog.Logger, name, what string, attrs ...slog.Attr) {
 
 func (c *lossCounter) load() uint64 { return c.n.Load() }
 
-// snapshotRefused logs the first snapshot request (what: which snapshot)
-// that the snapshot manager refused because it was closed, with the GPU and
-// the reason it was asked for. The manager counts them all
-// (snapshots_refused_at_shutdown); watchLosses has stopped by then.
-func (m *Monitor) snapshotRefused(what string, gpu int, reason string) {
-	if m.refusedLogged.CompareAndSwap(false, true) {
-		logFirstLoss(m.log, "snapshots_refused_at_shutdown", what+" asked for after the snapshot writer closed at shutdown",
-			slog.Int("gpu", gpu), slog.String("reason", reason))
-	}
-}
-
 // counterSources is what the counter table reads, gathered once per view.
 type counterSources struct {
 	m    *Monitor

@@ -135,7 +135,7 @@ func (m *Monitor) onEvent(e reading.Event) {
 		line.Type, line.Fields = sink.TypeHealthEvent, sink.KV("event", h.Name, "severity", sev, "data", data)
 		var d snapshot.Decision
 		if h.Critical && gs != nil {
-			d = m.critical(gs, e.Time, "NVML event: "+h.Name)
+			d = m.inc.critical(gs, e.Time, "NVML event: "+h.Name)
 		}
 		m.incidentLine(line, d)
 		return
@@ -228,7 +228,7 @@ func (m *Monitor) onEvent(e reading.Event) {
 	ev.Time = at
 	// The line after the snapshot's decision: it names the incident and
 	// the snapshot.
-	m.incidentLine(line, m.criticalEvent(gs, e.Time, ev))
+	m.incidentLine(line, m.inc.criticalEvent(gs, e.Time, ev))
 }
 
 // happenedAt is when e happened, for the live view (last Xid, last recovery

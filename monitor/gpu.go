@@ -2,10 +2,8 @@ package monitor
 
 import (
 	"context"
-	"encoding/csv"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,7 +35,7 @@ const (
 // (slot) is the only thing readers see; the poll loop writes it too when the
 // worker is stuck (hung).
 type gpuState struct {
-	m    *Monitor
+	out  *gpuOutputs // where the pipeline writes (outputs.go)
 	g    *sampler.GPU
 	w    *sampler.Worker
 	tr   *anomaly.Tracker
@@ -101,15 +99,15 @@ type gpuState struct {
 	offAtTick bool
 }
 
-func newGPUState(m *Monitor, g *sampler.GPU) *gpuState {
+func newGPUState(cfg *Config, log *slog.Logger, out *gpuOutputs, g *sampler.GPU) *gpuState {
 	idx := g.Info().Index
 	// Room for the ticks a stuck sample can skip before its deadline.
-	skips := min(int(m.cfg.Deadline/m.cfg.Interval)+2, 1024)
-	gs := &gpuState{m: m, g: g, idx: idx, tr: anomaly.NewTracker(idx, m.cfg.Anomaly),
-		log: m.log.With("gpu", idx), pending: make([]int64, 0, 8), skipped: make([]instant, 0, skips),
+	skips := min(int(cfg.Deadline/cfg.Interval)+2, 1024)
+	gs := &gpuState{out: out, g: g, idx: idx, tr: anomaly.NewTracker(idx, cfg.Anomaly),
+		log: log.With("gpu", idx), pending: make([]int64, 0, 8), skipped: make([]instant, 0, skips),
 		slot: live.NewSlot(g.Info()), finished: -1}
 	gs.late = !g.FactsKnown()
-	gs.w = sampler.NewWorker(g, gs.handle, m.cfg.mono())
+	gs.w = sampler.NewWorker(g, gs.handle, cfg.mono())
 	return gs
 }
 
@@ -148,7 +146,7 @@ func (gs *gpuState) closeXids() {
 // dropXid counts an Xid flag that no row carries; the first is logged with
 // what, the GPU and the Xid.
 func (gs *gpuState) dropXid(code int64, what string) {
-	gs.m.xidFlagsDropped.add(gs.log, "xid_flags_dropped", what, slog.Int64("xid", code)) // gs.log names the GPU
+	gs.out.xidFlagsDropped.add(gs.log, "xid_flags_dropped", what, slog.Int64("xid", code)) // gs.log names the GPU
 }
 
 func (gs *gpuState) takeXids(s *reading.Sample) {
@@ -197,7 +195,7 @@ type sampleIncident struct {
 // and published at when. When its row was queued on the side goroutine, the
 // requests are queued behind it, since the snapshots' rows end with it.
 func (gs *gpuState) incidents(when time.Time, queued bool, critical sampleIncident, spike bool) {
-	m := gs.m
+	m := gs.out
 	if critical.reason != "" {
 		c := critical // only this copy escapes with the queued closure
 		raise := func() { m.incidentLine(c.line, m.critical(gs, when, c.reason)) }
@@ -215,9 +213,9 @@ func (gs *gpuState) incidents(when time.Time, queued bool, critical sampleIncide
 		// cooldown then suppresses the snapshot.
 		if queued {
 			fans := gs.g.FanPolicies()
-			m.queue("a fan spike snapshot request", gs.idx, func() { gs.spike(when, func() []string { return fans }) })
+			m.queue("a fan spike snapshot request", gs.idx, func() { m.spike(gs, when, func() []string { return fans }) })
 		} else {
-			gs.spike(when, gs.g.FanPolicies)
+			m.spike(gs, when, gs.g.FanPolicies)
 		}
 	}
 }
@@ -226,7 +224,7 @@ func (gs *gpuState) incidents(when time.Time, queued bool, critical sampleIncide
 // the sample), back-off after failures, loss. It reports whether the sample
 // ends a hang, and the critical event it raises (if any).
 func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical sampleIncident) {
-	m := gs.m
+	m := gs.out
 	gs.hmu.Lock()
 	stalled, st := gs.stalled, gs.stallStart
 	gs.stalled = false
@@ -239,8 +237,8 @@ func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical sampleIn
 		// was stuck. Its readings were taken when the driver answered, so it
 		// is stamped with the time it completed: rows never go back in time.
 		s.Time = time.Now()
-		s.KernelTime = m.host.KernelTime(s.Time)
-		stall := m.cfg.mono() - st
+		s.KernelTime = m.kernelTime(s.Time)
+		stall := m.mono() - st
 		gs.log.Warn("NVML answered again after a hang", "stall", stall.Round(time.Millisecond), "hung_rows", gs.slot.Get().HungRows)
 		m.eventLine(gs.event(s.Time, sink.TypeNVMLRecovered, "stall_ms", strconv.FormatInt(stall.Milliseconds(), 10)))
 		gs.tr.Forget()
@@ -292,7 +290,7 @@ func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical sampleIn
 // poll loop compares nextTry with: a step of the wall clock neither delays
 // nor hastens the next try.
 func (gs *gpuState) backOff(d time.Duration) {
-	gs.nextTry.Store(int64(gs.m.cfg.mono() + d))
+	gs.nextTry.Store(int64(gs.out.mono() + d))
 }
 
 // backingOff reports whether the GPU is still backing off at the monotonic
@@ -314,7 +312,7 @@ func (gs *gpuState) detect(s *reading.Sample) anomaly.Result {
 // notices, events.log lines and the CSV row. It reports whether the row was
 // queued on the side goroutine rather than written.
 func (gs *gpuState) record(s *reading.Sample, r *anomaly.Result, stalled bool, critical sampleIncident) (queued bool) {
-	m := gs.m
+	m := gs.out
 	now := s.Time
 	for i := range r.NumNotices() {
 		n := r.Notice(i)
@@ -356,7 +354,7 @@ func (gs *gpuState) record(s *reading.Sample, r *anomaly.Result, stalled bool, c
 // and counts it in sideRows until it has run or was dropped.
 func (gs *gpuState) queueRows(what string, f func()) {
 	gs.sideRows.Add(1)
-	gs.m.enqueue(sideJob{what: what, gpu: gs.idx, rows: &gs.sideRows, f: func() {
+	gs.out.enqueue(sideJob{what: what, gpu: gs.idx, rows: &gs.sideRows, f: func() {
 		defer gs.sideRows.Add(-1)
 		f()
 	}})
@@ -366,7 +364,7 @@ func (gs *gpuState) queueRows(what string, f func()) {
 // Per-sample accumulators for the live readers (per-second averages and the
 // like) belong in live.GPU.Observe, which runs here under the slot's lock.
 func (gs *gpuState) publish(s *reading.Sample) {
-	info, interval := gs.info(), gs.m.cfg.Interval
+	info, interval := gs.info(), gs.out.interval
 	hv := gs.health.Load()
 	gs.slot.Update(func(g *live.GPU) {
 		g.Info = info
@@ -400,7 +398,7 @@ type instant struct {
 // stuck is not reported (see hmu): hung then reports false, and the tick
 // is the caller's to count.
 func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (reported bool) {
-	m := gs.m
+	m := gs.out
 	gs.hmu.Lock()
 	defer gs.hmu.Unlock()
 	if gs.finished == since {
@@ -429,7 +427,7 @@ func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (repor
 	gs.queueRows(what, func() {
 		for _, t := range times {
 			elapsed := t.mono - start
-			s := reading.Sample{GPU: gs.idx, Time: t.wall, KernelTime: m.host.KernelTime(t.wall), Status: reading.StatusHung,
+			s := reading.Sample{GPU: gs.idx, Time: t.wall, KernelTime: m.kernelTime(t.wall), Status: reading.StatusHung,
 				Err: fn.String(), HungFor: elapsed, NumFans: fans}
 			s.Flags.Add(reading.Flag{Kind: reading.FlagNVMLHung, S: fn.String(), A: elapsed.Milliseconds()})
 			gs.takeXids(&s)
@@ -449,62 +447,22 @@ func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (repor
 	return true
 }
 
-// spike asks for a spike snapshot of the spike seen at when (rate-limited by
-// the snapshot manager). fans returns the fans' control policies; it is
-// called only for a snapshot the manager accepts, and must not call NVML.
-func (gs *gpuState) spike(when time.Time, fans func() []string) {
-	m := gs.m
-	d := m.snaps.Spike(gs.idx, func() snapshot.SpikeRequest {
-		hdr, rows := m.csv.Rows(gs.idx)
-		cols := m.csv.Columns(gs.idx)
-		values := splitRow(rows)
-		info := gs.info()
-		return snapshot.SpikeRequest{
-			Header:      gs.header(when, "FAN_SPIKE", 0),
-			Columns:     cols,
-			Values:      values,
-			CSVHeader:   hdr,
-			Rows:        rows,
-			Thresholds:  info.Thresholds,
-			FanPolicies: fans(),
-		}
-	})
-	if d.Accepted {
-		gs.log.Warn("fan spike: snapshot taken", "spikes", gs.tr.Counters().Total[anomaly.CountSpikes])
-	}
-	if d.Closed {
-		m.snapshotRefused("a fan spike snapshot", gs.idx, "FAN_SPIKE")
-	}
-}
-
-// splitRow returns the last row's cells.
-func splitRow(rows []string) []string {
-	if len(rows) == 0 {
-		return nil
-	}
-	cells, err := csv.NewReader(strings.NewReader(rows[len(rows)-1])).Read()
-	if err != nil {
-		return nil
-	}
-	return cells
-}
-
 // header builds a snapshot header from the GPU's state.
 func (gs *gpuState) header(when time.Time, reason string, event uint64) snapshot.Header {
-	m := gs.m
+	m := gs.out
 	info := gs.info()
 	c := gs.tr.Counters()
 	v := gs.slot.Get()
 	h := snapshot.Header{
 		Time:        when,
-		Version:     "gpu-telemetry " + m.cfg.Version,
-		Host:        m.ident,
+		Version:     "gpu-telemetry " + m.hdr.version,
+		Host:        m.hdr.host,
 		GPUName:     info.Name,
 		BusID:       gs.busID(),
 		UUID:        info.UUID,
 		Reason:      reason,
-		KernelClock: m.kernelClockLine(),
-		Uptime:      time.Since(m.start),
+		KernelClock: m.hdr.kernelClock(),
+		Uptime:      time.Since(m.hdr.start),
 		Samples:     v.Samples,
 		PeakTempC:   c.PeakTempC,
 		EventNumber: event,

@@ -41,7 +41,7 @@ func (gs *gpuState) Health() HealthView {
 // reason healthCritical chose) is not written here but once its incident
 // is raised. Worker goroutine only.
 func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical sampleIncident) {
-	m := gs.m
+	m := gs.out
 	now := s.Time
 	prev := gs.Health()
 	v := prev
@@ -57,7 +57,7 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 		}
 		m.eventLine(line)
 		// system-info.txt says which groups the GPU supports, known now.
-		m.queue("rewriting system-info.txt with the GPU's health counter groups", gs.idx, m.writeSystemInfo)
+		m.healthGroupsKnown(gs.idx)
 	}
 	for i := range r.NumHealthChanges() {
 		c := r.HealthChange(i)

@@ -158,7 +158,7 @@ var nvrmLines = map[kmsg.NVRMKind]struct {
 func (m *Monitor) kernelCritical(gs *gpuState, now time.Time, ev snapshot.Event) snapshot.Decision {
 	gs.log.Error("critical GPU event", "reason", ev.Reason)
 	gs.nextTry.Store(0)
-	return m.criticalEvent(gs, now, ev)
+	return m.inc.criticalEvent(gs, now, ev)
 }
 
 // kernelLineAllowed counts a line of kind for gpu received at now and says

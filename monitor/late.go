@@ -22,7 +22,7 @@ func (gs *gpuState) checkStatic() {
 		return
 	}
 	gs.late = false
-	gs.m.staticKnown(gs)
+	gs.out.staticKnown(gs)
 }
 
 // staticKnown is called once, on the GPU's worker goroutine before its first
@@ -57,6 +57,12 @@ func (m *Monitor) staticKnown(gs *gpuState) {
 				"pending", strings.Join(pending, ","))
 		}
 	}
+}
+
+// healthGroupsKnown rewrites system-info.txt (on the side queue) once GPU
+// gpu's health counter groups are known: it says which the GPU supports.
+func (m *Monitor) healthGroupsKnown(gpu int) {
+	m.queue("rewriting system-info.txt with the GPU's health counter groups", gpu, m.writeSystemInfo)
 }
 
 // busesFromSysfs gives the GPUs stuck at start (no bus id from NVML) the

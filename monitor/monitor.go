@@ -47,6 +47,7 @@ type Monitor struct {
 	events  lineLog
 	summary lineLog
 	snaps   *snapshot.Manager
+	inc     *incidentDesk // critical events and spikes to snapshots
 
 	start       time.Time
 	ticks       atomic.Uint64
@@ -77,7 +78,6 @@ type Monitor struct {
 	journalDrops                                        lossCounter
 	journalQ                                            chan journalEntry
 	listenFails                                         atomic.Uint64 // ListenerFailed
-	refusedLogged                                       atomic.Bool   // snapshotRefused logged the first
 
 	kmsgReader atomic.Pointer[kmsgCounters] // set while the kernel log is followed
 	control    atomic.Pointer[controlStats] // the control socket's counts (CountControl)
@@ -103,11 +103,10 @@ type Monitor struct {
 	syncTick, secondTick chan time.Time
 	lastSync             time.Time // poll goroutine only
 
-	smu          sync.Mutex // guards the fields below
-	lastIncident live.Incident
-	kmsgState    string
-	eventsState  string
-	drops        dropHistory
+	smu         sync.Mutex // guards the fields below
+	kmsgState   string
+	eventsState string
+	drops       dropHistory
 
 	// The monotonic reading (Config.mono, ns) the current summary window
 	// began at: the status line's window is measured from it.
@@ -151,8 +150,12 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	var cols []sink.GPUColumns
 	var slots []*live.Slot
 	byBus := map[reading.PCIAddr]*gpuState{}
+	out := &gpuOutputs{eventSink: m, sideQueue: m, factsSink: m, log: m.log,
+		mono: cfg.mono, kernelTime: host.KernelTime, interval: cfg.Interval,
+		hdr:          headerFacts{version: cfg.Version, start: m.start, kernelClock: m.kernelClockLine},
+		flagsDropped: &m.flagsDropped, xidFlagsDropped: &m.xidFlagsDropped}
 	for _, g := range host.GPUs {
-		gs := newGPUState(m, g)
+		gs := newGPUState(&m.cfg, m.log, out, g)
 		m.gpus = append(m.gpus, gs)
 		slots = append(slots, gs.slot)
 		m.byIndex[gs.idx] = gs
@@ -183,6 +186,8 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		Flush: m.csv.Sync, Written: m.snapshotWritten, HostRoot: cfg.HostRoot,
 		KernelWall: m.kclock.clock.Wall,
 	})
+	m.inc = &incidentDesk{snaps: m.snaps, rows: m.csv, log: m.log}
+	out.csv, out.incidentSink, out.hdr.host, out.atop = m.csv, m.inc, m.ident, m.atop
 	m.writeSystemInfo()
 	m.publishHost() // the first host view, before Run
 	return m, nil
@@ -588,65 +593,12 @@ func (m *Monitor) incidentLine(e sink.Event, d snapshot.Decision) {
 	m.eventLine(e)
 }
 
-// critical counts an incident on a GPU for an event known by its reason
-// alone (an NVML hang or failure, the GPU lost): a fault, or the GPU lost.
-func (m *Monitor) critical(gs *gpuState, when time.Time, reason string) snapshot.Decision {
-	ev := snapshot.Event{Time: when, Reason: reason, Stage: snapshot.StageFault}
-	if reason == lostReason {
-		ev.What, ev.Stage = "GPU lost", snapshot.StageLost
-	}
-	return m.criticalEvent(gs, when, ev)
-}
-
-// criticalEvent counts a critical event on a GPU, asks for a crash snapshot
-// (the snapshot Manager decides by the event's stage whether the cooldown
-// holds it back) and publishes the incident by its headline. ev.Time is
-// when it happened, seen when it was seen: earlier for a kernel record read
-// after the fact, whose incident and snapshot header are of when the kernel
-// logged it, while the snapshot's process section is of now. The decision
-// names the incident and the snapshot for the event's events.log line.
-func (m *Monitor) criticalEvent(gs *gpuState, seen time.Time, ev snapshot.Event) snapshot.Decision {
-	var n uint64
-	gs.slot.Update(func(g *live.GPU) { n = g.Incident(ev.Time, ev.Reason) })
-	d := m.snaps.Crash(gs.idx, ev, func() snapshot.CrashRequest {
-		hdr, rows := m.csv.Rows(gs.idx)
-		return snapshot.CrashRequest{Header: gs.header(ev.Time, ev.Reason, n), CSVHeader: hdr, Rows: rows,
-			Extra: append(gs.procSection(seen), gs.healthSection(seen)...)}
-	})
-	in := live.Incident{Time: ev.Time, GPU: gs.idx, Reason: ev.Reason}
-	if d.Headline != "" {
-		in.Time, in.Reason = d.IncidentStart, d.Headline
-	}
-	m.setIncident(in)
-	if d.Accepted {
-		msg := "critical event: taking crash snapshot"
-		if d.Escalation {
-			msg = "critical event: a worse stage of the incident, taking a crash snapshot inside the cooldown"
-		}
-		gs.log.Error(msg, "reason", ev.Reason, "incident", n, "headline", d.Headline)
-	}
-	if d.Closed {
-		m.snapshotRefused("a crash snapshot", gs.idx, ev.Reason)
-	}
-	return d
-}
-
-// lostReason is the reason of the critical event of a GPU NVML reports lost.
-const lostReason = "GPU lost: NVML_ERROR_GPU_IS_LOST"
-
 // csvStats returns the sink's counters.
 func (m *Monitor) csvStats() sink.Stats { return m.csv.Stats() }
 
 // Board returns the published state that the live readers (control socket,
 // metrics) read.
 func (m *Monitor) Board() *live.Board { return m.board }
-
-// setIncident records the last critical event on any GPU.
-func (m *Monitor) setIncident(in live.Incident) {
-	m.smu.Lock()
-	m.lastIncident = in
-	m.smu.Unlock()
-}
 
 // setState records the kernel log's (kmsg) or the NVML event stream's state
 // for the host view.
@@ -685,13 +637,14 @@ func (m *Monitor) hostView() live.Host {
 		DiskPaused: m.csv.Stats().Paused,
 		Counters:   m.counters(),
 	}
+	h.LastIncident = m.inc.lastIncident()
 	m.cadence.get(&h.Cadence)
 	h.Pacer = m.pacerState()
 	for _, l := range []lineLog{m.events, m.summary} {
 		h.LogLines.Waiting += l.Stats().Pending
 	}
 	m.smu.Lock()
-	h.LastIncident, h.Kmsg, h.Events = m.lastIncident, m.kmsgState, m.eventsState
+	h.Kmsg, h.Events = m.kmsgState, m.eventsState
 	dropped, _ := h.Counter(live.CounterRowsDropped) // in counterTable (TestViewCountersAreInTheTable)
 	h.RowsDroppedRecent = m.drops.recent(h.Now, dropped)
 	m.smu.Unlock()

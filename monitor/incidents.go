@@ -1,0 +1,135 @@
+package monitor
+
+import (
+	"encoding/csv"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
+	"github.com/gpu-telemetry/gpu-telemetry/live"
+	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
+)
+
+// incidentDesk turns critical events and fan spikes into snapshots: it
+// counts the GPU's incident, asks the snapshot manager (whose cooldowns and
+// stages decide), and keeps the host's last incident for the host view. It
+// is the GPUs' incidentSink and the event paths' (NVML events, the kernel
+// log) way to a crash snapshot.
+type incidentDesk struct {
+	snaps *snapshot.Manager
+	rows  rowWriter // the GPUs' recent rows, for the snapshots
+	log   *slog.Logger
+
+	refusedLogged atomic.Bool // refused logged the first
+
+	mu   sync.Mutex
+	last live.Incident // the last critical event on any GPU
+}
+
+// lastIncident returns the last critical event on any GPU.
+func (d *incidentDesk) lastIncident() live.Incident {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.last
+}
+
+// critical counts an incident on a GPU for an event known by its reason
+// alone (an NVML hang or failure, the GPU lost): a fault, or the GPU lost.
+func (d *incidentDesk) critical(gs *gpuState, when time.Time, reason string) snapshot.Decision {
+	ev := snapshot.Event{Time: when, Reason: reason, Stage: snapshot.StageFault}
+	if reason == lostReason {
+		ev.What, ev.Stage = "GPU lost", snapshot.StageLost
+	}
+	return d.criticalEvent(gs, when, ev)
+}
+
+// criticalEvent counts a critical event on a GPU, asks for a crash snapshot
+// (the snapshot Manager decides by the event's stage whether the cooldown
+// holds it back) and publishes the incident by its headline. ev.Time is
+// when it happened, seen when it was seen: earlier for a kernel record read
+// after the fact, whose incident and snapshot header are of when the kernel
+// logged it, while the snapshot's process section is of now. The decision
+// names the incident and the snapshot for the event's events.log line.
+func (d *incidentDesk) criticalEvent(gs *gpuState, seen time.Time, ev snapshot.Event) snapshot.Decision {
+	var n uint64
+	gs.slot.Update(func(g *live.GPU) { n = g.Incident(ev.Time, ev.Reason) })
+	dec := d.snaps.Crash(gs.idx, ev, func() snapshot.CrashRequest {
+		hdr, rows := d.rows.Rows(gs.idx)
+		return snapshot.CrashRequest{Header: gs.header(ev.Time, ev.Reason, n), CSVHeader: hdr, Rows: rows,
+			Extra: append(gs.procSection(seen), gs.healthSection(seen)...)}
+	})
+	in := live.Incident{Time: ev.Time, GPU: gs.idx, Reason: ev.Reason}
+	if dec.Headline != "" {
+		in.Time, in.Reason = dec.IncidentStart, dec.Headline
+	}
+	d.mu.Lock()
+	d.last = in
+	d.mu.Unlock()
+	if dec.Accepted {
+		msg := "critical event: taking crash snapshot"
+		if dec.Escalation {
+			msg = "critical event: a worse stage of the incident, taking a crash snapshot inside the cooldown"
+		}
+		gs.log.Error(msg, "reason", ev.Reason, "incident", n, "headline", dec.Headline)
+	}
+	if dec.Closed {
+		d.refused("a crash snapshot", gs.idx, ev.Reason)
+	}
+	return dec
+}
+
+// lostReason is the reason of the critical event of a GPU NVML reports lost.
+const lostReason = "GPU lost: NVML_ERROR_GPU_IS_LOST"
+
+// spike asks for a spike snapshot of the spike seen at when (rate-limited by
+// the snapshot manager). fans returns the fans' control policies; it is
+// called only for a snapshot the manager accepts, and must not call NVML.
+func (d *incidentDesk) spike(gs *gpuState, when time.Time, fans func() []string) {
+	dec := d.snaps.Spike(gs.idx, func() snapshot.SpikeRequest {
+		hdr, rows := d.rows.Rows(gs.idx)
+		cols := d.rows.Columns(gs.idx)
+		values := splitRow(rows)
+		info := gs.info()
+		return snapshot.SpikeRequest{
+			Header:      gs.header(when, "FAN_SPIKE", 0),
+			Columns:     cols,
+			Values:      values,
+			CSVHeader:   hdr,
+			Rows:        rows,
+			Thresholds:  info.Thresholds,
+			FanPolicies: fans(),
+		}
+	})
+	if dec.Accepted {
+		gs.log.Warn("fan spike: snapshot taken", "spikes", gs.tr.Counters().Total[anomaly.CountSpikes])
+	}
+	if dec.Closed {
+		d.refused("a fan spike snapshot", gs.idx, "FAN_SPIKE")
+	}
+}
+
+// splitRow returns the last row's cells.
+func splitRow(rows []string) []string {
+	if len(rows) == 0 {
+		return nil
+	}
+	cells, err := csv.NewReader(strings.NewReader(rows[len(rows)-1])).Read()
+	if err != nil {
+		return nil
+	}
+	return cells
+}
+
+// refused logs the first snapshot request (what: which snapshot) that the
+// snapshot manager refused because it was closed, with the GPU and the
+// reason it was asked for. The manager counts them all
+// (snapshots_refused_at_shutdown); watchLosses has stopped by then.
+func (d *incidentDesk) refused(what string, gpu int, reason string) {
+	if d.refusedLogged.CompareAndSwap(false, true) {
+		logFirstLoss(d.log, "snapshots_refused_at_shutdown", what+" asked for after the snapshot writer closed at shutdown",
+			slog.Int("gpu", gpu), slog.String("reason", reason))
+	}
+}
