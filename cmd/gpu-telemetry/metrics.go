@@ -24,6 +24,9 @@ const (
 	metricsMaxHeaderSize = 16 << 10
 )
 
+// LinkSeries is --metrics-nvlink-links: which NVLink links get per-link series.
+type LinkSeries = metrics.LinkSeries
+
 // serveMetrics serves /metrics on --metrics-listen with the exporter-toolkit
 // web config (TLS, basic auth). The listener is opened before returning. An
 // address that cannot be bound (in use, or a unit without AF_INET) is logged
@@ -33,7 +36,7 @@ const (
 func serveMetrics(ctx context.Context, cli *CLI, board *live.Board, log *slog.Logger, failed func()) (chan struct{}, error) {
 	// promhttp over the collector (live/metrics/handler.go); registering
 	// checks its descriptors once (names, labels, no duplicates).
-	h, err := metrics.New(board).Handler(log)
+	h, err := metrics.New(board, metrics.NVLinkLinks(cli.MetricsLinks)).Handler(log)
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-listen: %w", err)
 	}

@@ -160,11 +160,16 @@ type Collector struct {
 	fams  map[*metric]*family
 	// counters are the host counter table's metrics, by counter name.
 	counters map[string]*family
+	// linkSeries: which NVLink links get per-link series (linkbudget.go).
+	linkSeries LinkSeries
 }
 
 // New returns a collector over board.
-func New(board *live.Board) *Collector {
+func New(board *live.Board, opts ...Option) *Collector {
 	c := &Collector{board: board, fams: map[*metric]*family{}, counters: map[string]*family{}}
+	for _, o := range opts {
+		o(c)
+	}
 	for _, m := range []*metric{mInfo, mState, mStall, mFan, mFanT, mThrA, mThrS, mFlags, mXids, mLastX, mRecov, mRecT, mLastS, mInc, mSamp, mFail, mHung, mMemTot, mWork, mProcs} {
 		c.fams[m] = newFamily(m, gpuLabels)
 	}

@@ -30,8 +30,14 @@ func board(v live.View) *live.Board {
 // scrape renders the collector's output in the text exposition format.
 func scrape(t *testing.T, b *live.Board) []byte {
 	t.Helper()
+	return scrapeCollector(t, New(b))
+}
+
+// scrapeCollector renders c's output in the text exposition format.
+func scrapeCollector(t *testing.T, c *Collector) []byte {
+	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
-	if err := reg.Register(New(b)); err != nil {
+	if err := reg.Register(c); err != nil {
 		t.Fatal(err)
 	}
 	mfs, err := reg.Gather()
