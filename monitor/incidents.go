@@ -1,9 +1,7 @@
 package monitor
 
 import (
-	"encoding/csv"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -89,16 +87,14 @@ const lostReason = "GPU lost: NVML_ERROR_GPU_IS_LOST"
 // called only for a snapshot the manager accepts, and must not call NVML.
 func (d *incidentDesk) spike(gs *gpuState, when time.Time, fans func() []string) {
 	dec := d.snaps.Spike(gs.idx, func() snapshot.SpikeRequest {
-		hdr, rows := d.rows.Rows(gs.idx)
-		cols := d.rows.Columns(gs.idx)
-		values := splitRow(rows)
+		r := d.rows.Recent(gs.idx) // the spike's row is the last, its cells from the sample
 		info := gs.info()
 		return snapshot.SpikeRequest{
 			Header:      gs.header(when, "FAN_SPIKE", 0),
-			Columns:     cols,
-			Values:      values,
-			CSVHeader:   hdr,
-			Rows:        rows,
+			Columns:     r.Columns,
+			Values:      r.Last,
+			CSVHeader:   r.Header,
+			Rows:        r.Rows,
 			Thresholds:  info.Thresholds,
 			FanPolicies: fans(),
 		}
@@ -109,18 +105,6 @@ func (d *incidentDesk) spike(gs *gpuState, when time.Time, fans func() []string)
 	if dec.Closed {
 		d.refused("a fan spike snapshot", gs.idx, "FAN_SPIKE")
 	}
-}
-
-// splitRow returns the last row's cells.
-func splitRow(rows []string) []string {
-	if len(rows) == 0 {
-		return nil
-	}
-	cells, err := csv.NewReader(strings.NewReader(rows[len(rows)-1])).Read()
-	if err != nil {
-		return nil
-	}
-	return cells
 }
 
 // refused logs the first snapshot request (what: which snapshot) that the

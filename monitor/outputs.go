@@ -47,7 +47,7 @@ func (o *gpuOutputs) queue(what string, gpu int, f func()) bool {
 type rowWriter interface {
 	Write(s *reading.Sample) error
 	Rows(index int) (header string, rows []string)
-	Columns(index int) []string
+	Recent(index int) sink.Recent // Rows with the last row's columns and cells
 	SetFans(index, fans int)
 }
 

@@ -29,6 +29,11 @@ func (c *CSV) Rows(index int) (header string, rows []string) {
 	}
 	gf.mu.Lock()
 	defer gf.mu.Unlock()
+	return gf.rowsLocked()
+}
+
+// rowsLocked is Rows with gf.mu held.
+func (gf *gpuFile) rowsLocked() (header string, rows []string) {
 	rows = make([]string, 0, gf.ringLen)
 	start := (gf.ringNext - gf.ringLen + len(gf.ring)) % max(len(gf.ring), 1)
 	var b []byte
@@ -37,4 +42,30 @@ func (c *CSV) Rows(index int) (header string, rows []string) {
 		rows = append(rows, string(bytes.TrimSuffix(b, []byte("\n"))))
 	}
 	return string(bytes.TrimSuffix(gf.header, []byte("\n"))), rows
+}
+
+// Recent is a GPU's recent rows from memory, for a snapshot: the header
+// line and the rows (Rows), and the last row's columns and cells (Cells).
+type Recent struct {
+	Header  string
+	Rows    []string
+	Columns []string
+	Last    []string // nil without rows
+}
+
+// Recent returns the GPU's recent rows with the last one's cells, all read
+// at once (the last cells are those of the last row in Rows).
+func (c *CSV) Recent(index int) Recent {
+	gf := c.files[index]
+	if gf == nil {
+		return Recent{}
+	}
+	gf.mu.Lock()
+	defer gf.mu.Unlock()
+	r := Recent{Columns: Columns(gf.fans)}
+	r.Header, r.Rows = gf.rowsLocked()
+	if gf.ringLen > 0 {
+		r.Last = Cells(&gf.ring[(gf.ringNext-1+len(gf.ring))%len(gf.ring)], gf.fans)
+	}
+	return r
 }

@@ -2,6 +2,7 @@ package sink
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
@@ -164,6 +165,37 @@ func AppendRow(b []byte, s *reading.Sample, fans int) []byte {
 		}
 	}
 	return append(b, '\n')
+}
+
+// Cells returns the cells of s's row (AppendRow) one by one, as values:
+// a cell AppendRow quotes (the flags) is returned unquoted, as a CSV reader
+// would read it back.
+func Cells(s *reading.Sample, fans int) []string {
+	fans = min(max(fans, 0), reading.MaxFans)
+	var cells []string
+	var b []byte
+	for _, col := range csvColumns {
+		if col.perFan == nil {
+			b = col.cell(b[:0], s)
+			cells = append(cells, unquoteCell(b))
+			continue
+		}
+		for i := range fans {
+			for _, fc := range col.perFan {
+				b = fc.cell(b[:0], s, i)
+				cells = append(cells, unquoteCell(b))
+			}
+		}
+	}
+	return cells
+}
+
+// unquoteCell undoes quoteCell.
+func unquoteCell(b []byte) string {
+	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
+		return string(b)
+	}
+	return strings.ReplaceAll(string(b[1:len(b)-1]), `""`, `"`)
 }
 
 // quoteCell quotes the cell b[start:] as RFC 4180 requires when it holds a
