@@ -3,6 +3,7 @@ package live
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
@@ -15,6 +16,20 @@ type HealthDoc struct {
 	Reasons  []string           `json:"reasons"`
 	Counters map[string]*uint64 `json:"counters"` // by the health counters' Key (reading.Health); clock-event times in ns
 	NVLink   []LinkDoc          `json:"nvlink"`   // null: no NVLink read
+	// RemapHistogram is the row remapper histogram; null: never read
+	// (not supported, or no row remapping on this GPU).
+	RemapHistogram *RemapHistDoc `json:"remap_histogram"`
+}
+
+// RemapHistDoc is the row remapper histogram: the memory banks by spare
+// rows left (reading.RemapHistogram), and when it was read.
+type RemapHistDoc struct {
+	ReadAt  time.Time `json:"read_at"`
+	Max     uint32    `json:"max"`
+	High    uint32    `json:"high"`
+	Partial uint32    `json:"partial"`
+	Low     uint32    `json:"low"`
+	None    uint32    `json:"none"`
 }
 
 // LinkDoc is one NVLink link.
@@ -42,6 +57,9 @@ func healthDoc(g *GPU) *HealthDoc {
 		if v, ok := def.Get(&g.Sample); ok {
 			d.Counters[def.Key] = &v
 		}
+	}
+	if r := g.RemapHist; r != nil {
+		d.RemapHistogram = &RemapHistDoc{ReadAt: r.At, Max: r.Max, High: r.High, Partial: r.Partial, Low: r.Low, None: r.None}
 	}
 	if l := g.Links; l != nil && l.N > 0 {
 		d.NVLink = make([]LinkDoc, 0, l.N)

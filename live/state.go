@@ -123,6 +123,9 @@ type GPU struct {
 	HealthLevel   string
 	HealthReasons []string
 	Links         *reading.NVLinks
+	// RemapHist is the row remapper histogram as last read (shared,
+	// immutable); nil: never read (not supported, or no remapping).
+	RemapHist *reading.RemapHistogram
 }
 
 // Observe takes an answered, failed or lost sample (never a hung row) into

@@ -375,6 +375,7 @@ func (gs *gpuState) publish(s *reading.Sample) {
 			if hv.Links.N > 0 {
 				g.Links = &hv.Links
 			}
+			g.RemapHist = hv.RemapHist
 		}
 	})
 	gs.atopSample(s)

@@ -23,6 +23,10 @@ type HealthView struct {
 	Verdict anomaly.HealthVerdict
 	Level   string   // Verdict.Level()
 	Reasons []string // Verdict.Names(), shared: never modified
+
+	// RemapHist is the row remapper histogram as last read (remaphist.go);
+	// nil: never read.
+	RemapHist *reading.RemapHistogram
 }
 
 // Health returns the GPU's latest health view (zero value before the
@@ -55,6 +59,7 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 				line.Fields = append(line.Fields, sink.Field{Key: d.Name, Value: string(reading.AppendHealthCell(nil, reading.HealthID(id), c))})
 			}
 		}
+		line.Fields = append(line.Fields, gs.remapHistBaseline()...)
 		m.eventLine(line)
 		// system-info.txt says which groups the GPU supports, known now.
 		m.healthGroupsKnown(gs.idx)
@@ -74,6 +79,7 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 		m.eventLine(line)
 		v.Changed[c.ID] = now
 	}
+	changed = gs.recordRemapHist(&v, prev.RemapHist, r.HealthBaseline, now) || changed
 	if links := gs.g.NVLinks(); !links.At.IsZero() {
 		if !links.At.Equal(prev.Links.At) {
 			changed = true
@@ -171,7 +177,7 @@ func formatBER(v uint64) string {
 func (gs *gpuState) healthSection(when time.Time) []snapshot.Section {
 	h := gs.Health()
 	return []snapshot.Section{snapshot.HealthSection(snapshot.HealthData{
-		At: h.At, Vals: h.Vals, Changed: h.Changed, Links: h.Links,
+		At: h.At, Vals: h.Vals, Changed: h.Changed, Links: h.Links, RemapHist: h.RemapHist,
 		Level: h.Verdict.Level(), Reasons: h.Verdict.Names(),
 	}, when)}
 }

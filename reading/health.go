@@ -109,7 +109,9 @@ const MaxC2C = 4
 // LinkCounterID names one per-link NVLink error counter.
 type LinkCounterID uint8
 
-// The per-link NVLink5 counters.
+// The per-link NVLink counters: the NVLink5 fields (Blackwell), then the
+// pre-Blackwell data-link counters, read with nvmlDeviceGetNvLinkErrorCounter
+// on GPUs without the NVLink5 fields.
 const (
 	LMalformed LinkCounterID = iota
 	LBufferOverrun
@@ -122,13 +124,17 @@ const (
 	LSymbolErrors
 	LEffectiveBER // packed BER (DecodeBER)
 	LSymbolBER    // packed BER
+	LDLReplay     // pre-Blackwell: data-link replays
+	LDLRecovery   // pre-Blackwell: data-link recoveries
+	LDLCRCFlit    // pre-Blackwell: flit CRC errors
+	LDLCRCData    // pre-Blackwell: data CRC errors
 	NumLinkCounters
 )
 
 // LinkDef declares one per-link counter.
 type LinkDef struct {
 	Name  string // metric label value and snapshot column
-	Field uint32 // NVML field read with scopeId = link
+	Field uint32 // NVML field read with scopeId = link; 0: read by the pre-Blackwell getter
 	BER   bool   // a packed bit error rate, not a count
 	// Error says the counter is summed into nvlink_errors.
 	Error bool
@@ -147,6 +153,10 @@ var LinkDefs = [NumLinkCounters]LinkDef{
 	LSymbolErrors:    {Name: "symbol_errors", Field: 221},
 	LEffectiveBER:    {Name: "effective_ber", Field: 220, BER: true},
 	LSymbolBER:       {Name: "symbol_ber", Field: 222, BER: true},
+	LDLReplay:        {Name: "dl_replay", Error: true},
+	LDLRecovery:      {Name: "dl_recovery"},
+	LDLCRCFlit:       {Name: "dl_crc_flit", Error: true},
+	LDLCRCData:       {Name: "dl_crc_data", Error: true},
 }
 
 // The per-link inventory fields.

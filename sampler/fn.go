@@ -56,6 +56,8 @@ const (
 	FnProcessUtil
 	FnHealthFields // nvmlDeviceGetFieldValues for the GPU-level health counters
 	FnNVLinkFields // nvmlDeviceGetFieldValues for the per-link NVLink and C2C counters
+	FnRemapHistogram
+	FnNVLinkErrorCounter
 	numFns
 )
 
@@ -118,6 +120,8 @@ var fnInfo = [numFns]struct {
 	FnProcessUtil:           {"nvmlDeviceGetProcessUtilization", "nvmlDeviceGetProcessUtilization"},
 	FnHealthFields:          {"nvmlDeviceGetFieldValues/health", "nvmlDeviceGetFieldValues"},
 	FnNVLinkFields:          {"nvmlDeviceGetFieldValues/nvlink", "nvmlDeviceGetFieldValues"},
+	FnRemapHistogram:        {"nvmlDeviceGetRowRemapperHistogram", "nvmlDeviceGetRowRemapperHistogram"},
+	FnNVLinkErrorCounter:    {"nvmlDeviceGetNvLinkErrorCounter", "nvmlDeviceGetNvLinkErrorCounter"},
 }
 
 func (f Fn) String() string {

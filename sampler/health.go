@@ -31,6 +31,8 @@ type healthTier struct {
 	links   atomic.Pointer[reading.NVLinks] // the latest per-link reading; nil: none
 	groups  atomic.Uint32                   // bit g: group g answered at least one field
 	skips   atomic.Uint64                   // reads put off: the field lock was busy
+	hist    remapHist                       // the row remapper histogram (remaphist.go)
+	dl      dlCounters                      // pre-Blackwell NVLink error counters (nvlinkerr.go)
 }
 
 // Per-link fields: the inventory three, the counters, then C2C's.
@@ -63,6 +65,8 @@ func (g *GPU) resetHealth() {
 	h.off = [reading.NumHealth]int64{}
 	h.linkOff = [max(reading.MaxLinks, reading.MaxC2C)][numLinkFields]int64{}
 	h.links.Store(nil)
+	g.resetRemapHist()
+	g.resetDL()
 }
 
 // NVLinks returns the GPU's per-link NVLink reading as last read by the
@@ -132,6 +136,7 @@ func (g *GPU) readHealth(s *reading.Sample) {
 		}
 	}
 	judgeSupport(&vals)
+	g.readRemapHist(s, &vals)
 	g.readLinks(s, &vals)
 	h.vals = vals
 	var groups uint32
@@ -195,7 +200,7 @@ func (g *GPU) readLinks(s *reading.Sample, vals *[reading.NumHealth]reading.Opt[
 	refs := make([]ref, 0, int(nl)*lfC2CStatus+int(nc)*4)
 	for l := range int(nl) {
 		for f := lfState; f < lfC2CStatus; f++ {
-			if g.fieldOn(h.linkOff[l][f]) {
+			if linkField[f] != 0 && g.fieldOn(h.linkOff[l][f]) { // 0: the pre-Blackwell getter's (readDL)
 				h.lfv = append(h.lfv, nvml.FieldValue{FieldId: linkField[f], ScopeId: uint32(l)})
 				refs = append(refs, ref{l, f})
 			}
@@ -257,6 +262,7 @@ func (g *GPU) readLinks(s *reading.Sample, vals *[reading.NumHealth]reading.Opt[
 		}
 	}
 	if nl > 0 {
+		g.readDL(out)
 		h.links.Store(out)
 		var up, errs, rec, fail uint64
 		var upOK, errsOK, recOK, failOK bool
@@ -274,7 +280,7 @@ func (g *GPU) readLinks(s *reading.Sample, vals *[reading.NumHealth]reading.Opt[
 				case !ok:
 				case d.Error:
 					errs, errsOK = errs+v, true
-				case reading.LinkCounterID(c) == reading.LRecoveryOK:
+				case reading.LinkCounterID(c) == reading.LRecoveryOK || reading.LinkCounterID(c) == reading.LDLRecovery:
 					rec, recOK = rec+v, true
 				case reading.LinkCounterID(c) == reading.LRecoveryFailed:
 					fail, failOK = fail+v, true

@@ -22,6 +22,9 @@ type HealthData struct {
 	Links   reading.NVLinks
 	Level   string   // ok, warning, critical
 	Reasons []string // the verdict's reasons
+
+	// RemapHist is the row remapper histogram as last read; nil: never.
+	RemapHist *reading.RemapHistogram
 }
 
 // HealthSection renders the "Health counters" section: every counter with
@@ -50,13 +53,37 @@ func HealthSection(h HealthData, now time.Time) Section {
 		}
 		fmt.Fprintf(&b, "%-24s %16s  %s\n", d.Name, val, ch)
 	}
+	if r := h.RemapHist; r != nil {
+		fmt.Fprintf(&b, "\nrow remapper histogram (memory banks by spare rows left): %s; read at %s (%s before)\n", r, r.At.Format(sink.TimestampLayout), age(now.Sub(r.At)))
+	} else {
+		b.WriteString("\nrow remapper histogram: n/a\n")
+	}
 	if h.Links.N == 0 {
 		b.WriteString("\nNVLink: no links read\n")
 		return Section{HealthTitle, b.String()}
 	}
 	fmt.Fprintf(&b, "\nNVLink: %d links, read at %s\n", h.Links.N, h.Links.At.Format(sink.TimestampLayout))
+	// A counter no link answered is not a column (an H100 has none of the
+	// NVLink5 ones, a B200 none of the pre-Blackwell ones): it is named once.
+	var cols []reading.LinkCounterID
+	var absent []string
+	for c, d := range reading.LinkDefs {
+		seen := false
+		for l := range min(h.Links.N, reading.MaxLinks) {
+			seen = seen || h.Links.L[l].C[c].OK
+		}
+		if seen {
+			cols = append(cols, reading.LinkCounterID(c))
+		} else {
+			absent = append(absent, d.Name)
+		}
+	}
+	if len(absent) > 0 {
+		fmt.Fprintf(&b, "not answered by any link: %s\n", strings.Join(absent, ", "))
+	}
 	b.WriteString(fmt.Sprintf("%4s  %-10s %7s %4s", "LINK", "STATE", "MB/s", "VER"))
-	for _, d := range reading.LinkDefs {
+	for _, c := range cols {
+		d := reading.LinkDefs[c]
 		b.WriteString(fmt.Sprintf(" %*s", max(len(d.Name), 6), d.Name))
 	}
 	b.WriteByte('\n')
@@ -67,7 +94,8 @@ func HealthSection(h HealthData, now time.Time) Section {
 			state = reading.LinkStateName(s)
 		}
 		b.WriteString(fmt.Sprintf("%4d  %-10s %7s %4s", l, state, optU(k.SpeedMBps), optU(k.Version)))
-		for c, d := range reading.LinkDefs {
+		for _, c := range cols {
+			d := reading.LinkDefs[c]
 			cell := "n/a"
 			if v, ok := k.C[c].Get(); ok {
 				if d.BER {

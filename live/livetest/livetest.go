@@ -47,6 +47,7 @@ func View() live.View {
 	links.L[1].C[reading.LRxErrors] = reading.Some[uint64](7)
 	links.L[1].C[reading.LSymbolBER] = reading.Some[uint64](4<<8 | 11)
 	g0.Links = links
+	g0.RemapHist = &reading.RemapHistogram{At: s.Time.Add(-time.Hour), Max: 63, High: 1}
 
 	g1 := live.GPU{Info: reading.GPU{Index: 1, Name: "NVIDIA H100 80GB HBM3", BusID: "00000000:2B:00.0", UUID: "GPU-bbbb", NumFans: 0}}
 	s1 := reading.Sample{GPU: 1, Time: now.Add(-13 * time.Second), TempC: reading.Some[uint32](65)}

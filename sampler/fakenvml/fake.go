@@ -55,6 +55,12 @@ type Dev struct {
 	// Latency is how long every call takes: a real wait (fake time inside a
 	// synctest bubble), as on a slow driver.
 	Latency time.Duration
+
+	// Hist answers GetRowRemapperHistogram (nil: NOT_SUPPORTED); DL
+	// answers GetNvLinkErrorCounter by link and counter (a pair not in it:
+	// NOT_SUPPORTED).
+	Hist *nvml.RowRemapperHistogramValues
+	DL   map[[2]int]uint64
 }
 
 // NewDev returns a healthy two-fan GPU.
@@ -363,6 +369,30 @@ func (d *Dev) GetProcessUtilization(last uint64) ([]nvml.ProcessUtilizationSampl
 }
 func (d *Dev) GetSupportedEventTypes() (uint64, nvml.Return) {
 	return answer(d, "GetSupportedEventTypes", func() uint64 { return d.EventTypes })
+}
+
+func (d *Dev) GetRowRemapperHistogram() (nvml.RowRemapperHistogramValues, nvml.Return) {
+	r := d.call("GetRowRemapperHistogram")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if r == nvml.SUCCESS && d.Hist == nil {
+		return nvml.RowRemapperHistogramValues{}, nvml.ERROR_NOT_SUPPORTED
+	}
+	if d.Hist == nil {
+		return nvml.RowRemapperHistogramValues{}, r
+	}
+	return *d.Hist, r
+}
+
+func (d *Dev) GetNvLinkErrorCounter(link int, c nvml.NvLinkErrorCounter) (uint64, nvml.Return) {
+	r := d.call("GetNvLinkErrorCounter")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	v, ok := d.DL[[2]int{link, int(c)}]
+	if r == nvml.SUCCESS && !ok {
+		return 0, nvml.ERROR_NOT_SUPPORTED
+	}
+	return v, r
 }
 
 // Lib is a Library over fake devices.

@@ -47,6 +47,9 @@ type Device interface {
 	GetProcessUtilization(lastSeenTimestamp uint64) ([]nvml.ProcessUtilizationSample, nvml.Return)
 
 	GetSupportedEventTypes() (uint64, nvml.Return)
+
+	GetRowRemapperHistogram() (nvml.RowRemapperHistogramValues, nvml.Return)
+	GetNvLinkErrorCounter(link int, counter nvml.NvLinkErrorCounter) (uint64, nvml.Return)
 }
 
 // Library is the part of go-nvml's nvml.Interface the sampler uses.

@@ -17,9 +17,13 @@ type healthDoc struct {
 			Reasons  []string           `json:"reasons"`
 			Counters map[string]*uint64 `json:"counters"`
 			NVLink   []struct {
-				Link  int     `json:"link"`
-				State *string `json:"state"`
+				Link     int                 `json:"link"`
+				State    *string             `json:"state"`
+				Counters map[string]*float64 `json:"counters"`
 			} `json:"nvlink"`
+			RemapHistogram *struct {
+				Max, High uint32
+			} `json:"remap_histogram"`
 		} `json:"health"`
 	} `json:"gpus"`
 }
@@ -63,7 +67,12 @@ func TestHealthB200ECCStory(t *testing.T) {
 		"type=HEALTH counter=remap_pending from=0 to=1",
 		"source=nvml type=HEALTH_EVENT event=DoubleBitEccError severity=critical",
 		"source=nvml type=HEALTH_EVENT event=DramRetirementEvent severity=notable",
-		"type=Xid xid=48")
+		"type=Xid xid=48",
+		// The remapper histogram: read at start (in the baseline), again
+		// when the remap counts changed, and its change written.
+		"gpu=0 bus=00000000:01:00.0 type=HEALTH_BASELINE",
+		"remap_histogram=max:63,high:1,partial:0,low:0,none:0",
+		"type=HEALTH counter=remap_histogram from=max:63,high:1,partial:0,low:0,none:0 to=max:62,high:2,partial:0,low:0,none:0")
 	// The slow tier reads once a second: the rows after the change carry it.
 	time.Sleep(1500 * time.Millisecond)
 	tb, row := p.lastRow(0)
@@ -94,6 +103,12 @@ func TestHealthB200ECCStory(t *testing.T) {
 	if h0.Counters["retired_pages_sbe"] != nil {
 		t.Errorf("retired pages on a B200: %v, want null", *h0.Counters["retired_pages_sbe"])
 	}
+	if r := h0.RemapHistogram; r == nil || r.Max != 62 || r.High != 2 {
+		t.Errorf("GPU 0 remap_histogram %+v, want max 62 high 2", r)
+	}
+	if r := h1.RemapHistogram; r == nil || r.Max != 64 {
+		t.Errorf("GPU 1 remap_histogram %+v, want max 64", r)
+	}
 	if h1.Verdict != "ok" || len(h1.Reasons) != 0 || len(h1.NVLink) != 18 {
 		t.Errorf("GPU 1 health %s %v, %d links", h1.Verdict, h1.Reasons, len(h1.NVLink))
 	}
@@ -122,7 +137,11 @@ func TestHealthB200ECCStory(t *testing.T) {
 		t.Fatalf("no crash snapshot of GPU 0")
 	}
 	snap := readFile(t, snaps[0])
-	testutil.Contains(t, "crash snapshot", snap, "=== Health counters ===", "ecc_sbe_volatile", "NVLink: 18 links")
+	testutil.Contains(t, "crash snapshot", snap, "=== Health counters ===", "ecc_sbe_volatile", "NVLink: 18 links",
+		"row remapper histogram (memory banks by spare rows left): max:6")
+	if n := strings.Count(ev, "counter=remap_histogram"); n != 1 {
+		t.Errorf("%d remap_histogram lines, want 1 (the histogram is read again only when the remap counts change)", n)
+	}
 }
 
 // TestHealthB200NVLinkStory: b200-nvlink.scn from 18 s on: link 3 goes down
@@ -213,4 +232,59 @@ func contains(s []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// TestHealthH100NVLinkErrorCounters: h100-nvlink.scn. An H100 has no NVLink5
+// fields: its links' data-link counters come from
+// nvmlDeviceGetNvLinkErrorCounter, read round-robin, and reach the same
+// outputs as NVLink5's (events.log per link, the GPU sums in the CSV and the
+// verdict, the per-link metrics and status --json); the healthy GPU 1 says
+// nothing.
+func TestHealthH100NVLinkErrorCounters(t *testing.T) {
+	t.Parallel()
+	p := start(t, opts{scenario: "@h100-nvlink", args: []string{"--metrics-listen", "127.0.0.1:0"}})
+	addr := p.metricsAddr()
+	p.waitForEvent("link 2's data-link errors", 40*time.Second,
+		"gpu=0 bus=00000000:01:00.0 type=HEALTH counter=nvlink_dl_crc_flit link=2 from=0 to=",
+		"type=HEALTH counter=nvlink_dl_replay link=2 from=0 to=",
+		"type=HEALTH counter=nvlink_dl_recovery link=2 from=0 to=1 delta=+1",
+		"type=HEALTH_WARNING reason=nvlink_errors",
+		"type=HEALTH_WARNING reason=nvlink_recovered")
+	tb, row := p.lastRow(0)
+	for col, want := range map[string]string{"nvlink_links": "18", "nvlink_up": "18", "nvlink_recoveries": "1", "nvlink_recovery_failed": ""} {
+		if got := tb.get(row, col); got != want {
+			t.Errorf("GPU 0 last row: %s = %q, want %q", col, got, want)
+		}
+	}
+	if got := tb.get(row, "nvlink_errors"); got == "" || got == "0" {
+		t.Errorf("GPU 0 nvlink_errors %q, want the CRC and replay counts", got)
+	}
+	_, d := healthStatus(t, p.socketPath())
+	h0, h1 := d.GPUs[0].Health, d.GPUs[1].Health
+	if len(h0.NVLink) != 18 {
+		t.Fatalf("GPU 0: %d links", len(h0.NVLink))
+	}
+	if c := h0.NVLink[2].Counters; c["dl_crc_flit"] == nil || *c["dl_crc_flit"] == 0 || c["rx_errors"] != nil {
+		t.Errorf("GPU 0 link 2 counters %v: want dl_crc_flit > 0, the NVLink5 rx_errors null", c)
+	}
+	if c := h1.NVLink[7].Counters; c["dl_replay"] == nil || *c["dl_replay"] != 0 {
+		t.Errorf("GPU 1 link 7 dl_replay %v, want a real 0", c["dl_replay"])
+	}
+	if h1.Verdict != "ok" || len(h1.Reasons) != 0 {
+		t.Errorf("GPU 1 health %s %v", h1.Verdict, h1.Reasons)
+	}
+	body := scrapeMetrics(t, addr)
+	testutil.Contains(t, "metrics", body,
+		`gpu_telemetry_nvlink_link_errors_total{counter="dl_crc_flit",gpu="0",link="2",`,
+		`gpu_telemetry_nvlink_link_errors_total{counter="dl_recovery",gpu="0",link="2",`)
+	testutil.CheckMetrics(t, []byte(body))
+	if strings.Contains(body, `link="3"`) || strings.Contains(body, `gpu_telemetry_nvlink_link_errors_total{counter="dl_replay",gpu="1"`) {
+		t.Errorf("per-link series for healthy links")
+	}
+	p.stop()
+	for _, l := range strings.Split(events(p.dir), "\n") {
+		if strings.Contains(l, " gpu=1 ") && strings.Contains(l, "type=HEALTH") && !strings.Contains(l, "type=HEALTH_BASELINE") {
+			t.Errorf("healthy GPU 1: %s", l)
+		}
+	}
 }
