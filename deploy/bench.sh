@@ -7,7 +7,8 @@
 # each run next to two CPU floors measured alongside (a bare Go ticker, and
 # the write floor: the same keeping one file per GPU, one write(2) per row,
 # one fdatasync per file a second, on the same disk), then the disk run under
-# perf (the rows' write(2) share); the --atop and live interface runs; 8 and
+# perf (the rows' write(2) share), the NVML calls per GPU-sample (the GPUs as
+# RTX PRO 6000, B200 and H100); the --atop and live interface runs; 8 and
 # 16 GPUs under the realistic and pessimistic NVML cost profiles (20 s
 # each); and Xid latency runs (NVML event and kernel log).
 #   bench.sh BIN BUILDDIR     (BENCH_ROUNDS and BENCH_ROUND_SECONDS override

@@ -72,7 +72,7 @@ func run() int {
 	flag.IntVar(&o.costSeconds, "cost-seconds", 20, "measured seconds of each cost-profile run (8 and 16 GPUs, realistic and pessimistic); 0 skips them")
 	flag.BoolVar(&o.kmsgXids, "kmsg-xids", true, "also time Xids that arrive through the kernel log")
 	flag.StringVar(&o.before, "before", "", "a second gpu-telemetry binary (the one before a change) run side by side with -bin in the live interface runs, same requests, same window")
-	only := flag.String("only", "", "run only this part: xid (the Xid latency runs), live (the live interface rows) or steady (the 8-GPU CPU rounds)")
+	only := flag.String("only", "", "run only this part: xid (the Xid latency runs), live (the live interface rows) steady (the 8-GPU CPU rounds) or calls (the NVML calls per GPU-sample: RTX PRO 6000, B200, H100)")
 	flag.Parse()
 	if *only == "xid" {
 		return xidOnly(o)
@@ -96,6 +96,20 @@ func run() int {
 			return 1
 		}
 		printTable(liveR)
+		return 0
+	}
+	if *only == "calls" {
+		per, err := callsPerSample(o)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "gtbench: call-count runs:", err)
+			return 1
+		}
+		rows, err := classCalls(o)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "gtbench: call-count runs:", err)
+			return 1
+		}
+		printTable(append([][3]string{{"NVML calls per GPU-sample", fmt.Sprintf("%.2f", per), "counted by the simulated driver"}}, rows...))
 		return 0
 	}
 	if *only == "steady" {
@@ -552,7 +566,47 @@ func steadyRun(o opts) ([][3]string, error) {
 		}
 	}
 	rows := append(c.rows(o), c.cadenceRows(o)...)
-	return append(rows, [3]string{"NVML calls per GPU-sample", fmt.Sprintf("%.2f", perCall), "target < 17 (the seed, 2 fans); counted by the simulated driver"}), nil
+	rows = append(rows, [3]string{"NVML calls per GPU-sample", fmt.Sprintf("%.2f", perCall), "target < 17 (the seed, 2 fans); counted by the simulated driver"})
+	if o.dir == "/dev/shm" {
+		return rows, nil
+	}
+	classRows, err := classCalls(o)
+	return append(rows, classRows...), err
+}
+
+// classCalls measures the NVML calls per GPU-sample of the same host with
+// its GPUs as B200s (18 NVLink5 links: one more field call a second) and as
+// H100s (18 NVLink4 links: the pre-Blackwell error counters, one call per
+// link and counter, round-robin), with the health calls' shares.
+func classCalls(o opts) ([][3]string, error) {
+	base, err := os.ReadFile(o.scenario)
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "gtbench-class-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	var out [][3]string
+	for _, class := range []string{"b200", "h100"} {
+		scn := filepath.Join(tmp, class+".scn")
+		text := regexp.MustCompile(`(?m)^(gpus \d+)$`).ReplaceAllString(string(base), "$1\ngpu all class "+class)
+		if err := os.WriteFile(scn, []byte(text), 0o644); err != nil {
+			return nil, err
+		}
+		oc := o
+		oc.scenario = scn
+		calls, rows, err := callCounts(oc, 12*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		per := func(fn string) float64 { return float64(calls[fn]) / float64(rows) }
+		out = append(out, [3]string{"NVML calls per GPU-sample, the GPUs as " + class, fmt.Sprintf("%.2f", float64(sumDevice(calls))/float64(rows)),
+			fmt.Sprintf("of them GetFieldValues %.3f, GetNvLinkErrorCounter %.3f, GetRowRemapperHistogram %.3f (docs/health.md: Cost)",
+				per("nvmlDeviceGetFieldValues"), per("nvmlDeviceGetNvLinkErrorCounter"), per("nvmlDeviceGetRowRemapperHistogram"))})
+	}
+	return out, nil
 }
 
 // costRuns measures the logger under the simulated driver's NVML cost
