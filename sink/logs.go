@@ -158,13 +158,15 @@ func (l *LineLog) flushLocked() {
 		return
 	}
 	l.pending = l.pending[done:]
-	l.pendingN.Store(int64(len(l.pending)))
 	if len(l.pending) == 0 {
 		l.pending = nil
 		l.log.Info("log file writable again; wrote the lines kept meanwhile", "path", l.path,
 			"delayed_total", l.delayed.Load(), "overflowed_total", l.overflowedN.Load())
 		l.overflowed = false
 	}
+	// Published last: a reader that sees nothing pending also sees the
+	// "writable again" record.
+	l.pendingN.Store(int64(len(l.pending)))
 }
 
 // retry writes the kept lines every retryEvery until none is left or the log
