@@ -2,6 +2,7 @@ package sampler
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
@@ -28,7 +29,7 @@ type remapHist struct {
 
 // remapHistRetry is how long after a failed read (not a refusal, which
 // waits Reprobe) the histogram is asked again while it is due.
-const remapHistRetry = 10_000_000_000 // 10 s in ns
+const remapHistRetry = 10 * time.Second
 
 // RemapHistogram returns the row remapper histogram as last read, shared
 // and immutable (never modify it); nil when never read (not supported, no
@@ -60,7 +61,7 @@ func (g *GPU) readRemapHist(s *reading.Sample, vals *[reading.NumHealth]reading.
 	v, ret := g.dev.GetRowRemapperHistogram()
 	if !g.end(FnRemapHistogram, 0, ret) {
 		// A refusal waits Reprobe (g.can); anything else is retried later.
-		r.retry = g.mono() + remapHistRetry
+		r.retry = g.mono() + int64(remapHistRetry)
 		return
 	}
 	r.due = false
