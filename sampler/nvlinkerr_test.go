@@ -103,6 +103,13 @@ func TestNVLinkErrorCountersOnlyWithoutNVLink5(t *testing.T) {
 	if v := g.NVLinks().L[3].C[reading.LDLCRCData]; v.OK {
 		t.Errorf("refused counter present: %+v", v)
 	}
+	// A new handle (the driver reloaded) asks it again, with every link.
+	d2.Update(func(d *fakenvml.Dev) { d.DL[[2]int{3, int(nvml.NVLINK_ERROR_DL_CRC_DATA)}] = 2 })
+	g.resetHealth()
+	g.Sample(&s)
+	if v := g.NVLinks().L[3].C[reading.LDLCRCData]; v != reading.Some[uint64](2) {
+		t.Errorf("after a new handle: link 3 dl_crc_data %+v, want 2", v)
+	}
 
 	d3 := h100Dev()
 	h3 := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d3}, Missing: map[string]bool{"nvmlDeviceGetNvLinkErrorCounter": true}})
