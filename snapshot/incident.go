@@ -17,10 +17,11 @@ type Stage int
 
 // Stages, least severe first.
 const (
-	StageNotice   Stage = iota // the consequence of other events (Xid 45, 154): part of the story, never a new stage
-	StageFault                 // an Xid, an NVML hang or failure, an uncorrectable AER error: how incidents start
-	StageFirmware              // the GSP firmware timed out or failed (Xid 119, 120, the driver's GSP lines)
-	StageLost                  // fell off the bus, or NVML reports the GPU lost
+	StageNotice      Stage = iota // the consequence of other events (Xid 45, 154): part of the story, never a new stage
+	StageApplication              // the workload faulted (Xid 13, 31, 43: class application): the GPU is usually fine, so a hardware fault after it is a worse stage
+	StageFault                    // an Xid, an NVML hang or failure, an uncorrectable AER error: how incidents start
+	StageFirmware                 // the GSP firmware timed out or failed (Xid 119, 120, the driver's GSP lines)
+	StageLost                     // fell off the bus, or NVML reports the GPU lost
 )
 
 // Asks is what a recovery action asks the operator to do, least first: a
@@ -60,14 +61,18 @@ func XidEvent(t time.Time, e xid.Explanation, reason string) Event {
 		ev.Stage = StageFirmware
 	case e.Known && e.Class == xid.ClassInformational:
 		ev.Stage = StageNotice
+	case e.Known && e.Class == xid.ClassApplication:
+		ev.Stage = StageApplication
 	}
 	switch {
 	case e.HasRecovery:
 		ev.Asks = RecoveryAsks(e.Recovery)
 	case e.Bucket == "RESET_GPU":
 		ev.Asks = AsksReset
-	case strings.HasPrefix(e.Bucket, "RESTART_"): // RESTART_BM, RESTART_VM: the node
+	case e.Bucket == "RESTART_BM" || e.Bucket == "RESTART_VM": // the node, bare metal or VM
 		ev.Asks = AsksReboot
+		// RESTART_APP asks the application to restart: nothing of the
+		// operator, and no reason to hold back the GPU's next fault.
 	}
 	return ev
 }

@@ -136,3 +136,38 @@ func TestFloodStaysOneSnapshot(t *testing.T) {
 		t.Errorf("%d lines; title %q; tail %q", n, sec.Title, sec.Body[len(sec.Body)-60:])
 	}
 }
+
+// TestApplicationXidDoesNotHideAHardwareFault: an application's Xid (13:
+// the workload faulted, NVIDIA's bucket RESTART_APP) asks nothing of the
+// operator and is a stage below a hardware fault, so a double-bit ECC
+// error (Xid 48) a second later takes its own snapshot inside the
+// cooldown. RESTART_BM and RESTART_VM still ask for the node's reboot.
+func TestApplicationXidDoesNotHideAHardwareFault(t *testing.T) {
+	for _, tc := range []struct {
+		code  int
+		stage Stage
+		asks  Asks
+	}{
+		{13, StageApplication, AsksNothing},
+		{31, StageApplication, AsksNothing},
+		{94, StageFault, AsksNothing}, // contained ECC error: restart the application
+		{79, StageLost, AsksReboot},   // RESTART_BM
+		{151, StageFault, AsksReboot}, // RESTART_VM
+	} {
+		ev := XidEvent(time.Time{}, xid.Explain(tc.code, ""), "")
+		if ev.Stage != tc.stage || ev.Asks != tc.asks {
+			t.Errorf("Xid %d: stage %d asks %d, want %d and %d", tc.code, ev.Stage, ev.Asks, tc.stage, tc.asks)
+		}
+	}
+	m, clk := newTestManager(t, nil)
+	for i, step := range []struct {
+		code   int
+		accept bool
+	}{{13, true}, {13, false}, {48, true}, {48, false}} {
+		e := xid.Explain(step.code, "")
+		if d := m.Crash(0, XidEvent(clk.Now(), e, e.Reason("kmsg")), testCrashRequest); d.Accepted != step.accept {
+			t.Errorf("step %d (Xid %d): accepted %v, want %v", i, step.code, d.Accepted, step.accept)
+		}
+		clk.Advance(time.Second)
+	}
+}
