@@ -134,13 +134,22 @@ func (m *Monitor) onEvent(e reading.Event) {
 		}
 		line.Type, line.Fields = sink.TypeHealthEvent, sink.KV("event", h.Name, "severity", sev, "data", data)
 		var d snapshot.Decision
+		var plan *crashPlan
 		if h.Critical && gs != nil {
-			d = m.inc.critical(gs, e.Time, "NVML event: "+h.Name)
+			d, plan = m.inc.critical(gs, e.Time, "NVML event: "+h.Name)
 		}
 		m.incidentLine(line, d)
+		plan.build() // after the line: it reads the GPU's rows, which may wait on the disk
 		return
 	}
 
+	// The de-duplication and the first report's incident decision are one
+	// step for the GPU (reportMu): a duplicate from the other source,
+	// arriving on its own goroutine, then names the incident the first
+	// report was counted in, never none or the GPU's previous one.
+	if gs != nil {
+		gs.reportMu.Lock()
+	}
 	dup, first := m.dedup.Duplicate(e)
 	var reason string
 	var ev snapshot.Event
@@ -188,6 +197,7 @@ func (m *Monitor) onEvent(e reading.Event) {
 		// The first report's incident.
 		if gs != nil {
 			line.Incident, line.Snapshot = m.snaps.Incident(gs.idx)
+			gs.reportMu.Unlock()
 		}
 		m.eventLine(line)
 		return
@@ -196,13 +206,6 @@ func (m *Monitor) onEvent(e reading.Event) {
 		m.eventLine(line)
 		m.log.Warn("critical event for a GPU that is not monitored", "bus", e.BusID, "reason", reason)
 		return
-	}
-	if ev.Stage == snapshot.StageNotice {
-		// Xid 45 or 154, a recovery action: the consequence of other
-		// events, which are the critical ones.
-		gs.log.Warn("GPU event (reports the consequence of other events)", "reason", reason)
-	} else {
-		gs.log.Error("critical GPU event", "reason", reason)
 	}
 	at := m.happenedAt(e)
 	switch e.Kind {
@@ -227,8 +230,19 @@ func (m *Monitor) onEvent(e reading.Event) {
 	gs.nextTry.Store(0)
 	ev.Time = at
 	// The line after the snapshot's decision: it names the incident and
-	// the snapshot.
-	m.incidentLine(line, m.inc.criticalEvent(gs, e.Time, ev))
+	// the snapshot. The snapshot is built after the line: it reads the
+	// GPU's rows, which may wait on the disk.
+	d, plan := m.inc.criticalEvent(gs, e.Time, ev)
+	gs.reportMu.Unlock()
+	if ev.Stage == snapshot.StageNotice {
+		// Xid 45 or 154, a recovery action: the consequence of other
+		// events, which are the critical ones.
+		gs.log.Warn("GPU event (reports the consequence of other events)", "reason", reason)
+	} else {
+		gs.log.Error("critical GPU event", "reason", reason)
+	}
+	m.incidentLine(line, d)
+	plan.build()
 }
 
 // happenedAt is when e happened, for the live view (last Xid, last recovery

@@ -80,10 +80,20 @@ type gpuState struct {
 	// (Worker.Busy): the sample's identity, compared for equality only; -1
 	// before any (readings are never negative).
 	finished time.Duration
+	// hungLine is closed once the current hang's NVML_HUNG line is written
+	// (hung writes it on a goroutine of its own, so that a stalled disk
+	// cannot stall the poll loop); classify waits for it before the
+	// recovery's line, which must come after. nil: none pending.
+	hungLine chan struct{}
 
 	// health is the latest health view (health.go), written by the worker.
 	health atomic.Pointer[HealthView]
 	links  anomaly.LinkWatch // worker only
+
+	// reportMu makes an Xid report's de-duplication and its incident
+	// decision one step (Monitor.onEvent): NVML events and the kernel log
+	// report on goroutines of their own.
+	reportMu sync.Mutex
 
 	xmu     sync.Mutex
 	pending []int64 // Xids to flag on the next row
@@ -192,17 +202,21 @@ type sampleIncident struct {
 
 // incidents raises the critical event critical (if any) and asks for a
 // spike snapshot when spike: the last stage, for a sample already recorded
-// and published at when. When its row was queued on the side goroutine, the
-// requests are queued behind it, since the snapshots' rows end with it.
+// and published at when. The critical event's line is written at once,
+// naming the incident and the snapshot decided on; when the sample's row
+// was queued on the side goroutine, the snapshots are built behind it,
+// since their rows end with it (a crash snapshot whose job is dropped is
+// abandoned, counted and logged).
 func (gs *gpuState) incidents(when time.Time, queued bool, critical sampleIncident, spike bool) {
 	m := gs.out
 	if critical.reason != "" {
-		c := critical // only this copy escapes with the queued closure
-		raise := func() { m.incidentLine(c.line, m.critical(gs, when, c.reason)) }
-		if queued {
-			m.queue("a crash snapshot request ("+critical.reason+")", gs.idx, raise)
+		d, plan := m.critical(gs, when, critical.reason)
+		m.incidentLine(critical.line, d)
+		if plan != nil && queued {
+			m.enqueue(sideJob{what: "the " + plan.what() + " (" + critical.reason + ")", gpu: gs.idx,
+				f: plan.build, dropped: plan.abandon})
 		} else {
-			raise()
+			plan.build()
 		}
 	}
 	if spike {
@@ -226,12 +240,15 @@ func (gs *gpuState) incidents(when time.Time, queued bool, critical sampleIncide
 func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical sampleIncident) {
 	m := gs.out
 	gs.hmu.Lock()
-	stalled, st := gs.stalled, gs.stallStart
-	gs.stalled = false
+	stalled, st, hungLine := gs.stalled, gs.stallStart, gs.hungLine
+	gs.stalled, gs.hungLine = false, nil
 	if since, busy := gs.w.Busy(); busy {
 		gs.finished = since
 	}
 	gs.hmu.Unlock()
+	if hungLine != nil {
+		<-hungLine // the hang's line first (no NVML call waits on it: only events.log)
+	}
 	if stalled {
 		// The sample began before the hang rows that were written while it
 		// was stuck. Its readings were taken when the driver answered, so it
@@ -345,16 +362,17 @@ func (gs *gpuState) record(s *reading.Sample, r *anomaly.Result, stalled bool, c
 		what = "the late row of a sample that was stuck in the driver"
 	}
 	cp := *s
-	gs.queueRows(what, func() { m.csv.Write(&cp) })
+	gs.queueRows(what, nil, func() { m.csv.Write(&cp) })
 	gs.delivered.Store(true)
 	return true
 }
 
 // queueRows queues f, which writes rows of the GPU, on the side goroutine
-// and counts it in sideRows until it has run or was dropped.
-func (gs *gpuState) queueRows(what string, f func()) {
+// and counts it in sideRows until it has run or was dropped; dropped (if
+// not nil) is told why when it is dropped.
+func (gs *gpuState) queueRows(what string, dropped func(why string), f func()) {
 	gs.sideRows.Add(1)
-	gs.out.enqueue(sideJob{what: what, gpu: gs.idx, rows: &gs.sideRows, f: func() {
+	gs.out.enqueue(sideJob{what: what, gpu: gs.idx, rows: &gs.sideRows, dropped: dropped, f: func() {
 		defer gs.sideRows.Add(-1)
 		f()
 	}})
@@ -422,10 +440,27 @@ func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (repor
 	gs.slot.Update(func(g *live.GPU) { g.Hung(fn.String(), began) })
 	fans := min(gs.info().NumFans, reading.MaxFans)
 	what := "NVML_HUNG rows"
+	var plan *crashPlan
 	if first {
-		what = "the first NVML_HUNG rows of a hang, its events.log line and its crash snapshot request"
+		// The hang's line is written now, not behind the rows on the side
+		// goroutine, which may lag or drop them; it names the incident and
+		// the snapshot decided on. The snapshot is built behind the rows,
+		// which it ends with.
+		elapsed := now.mono - start
+		gs.log.Error("GPU not answering: NVML call stuck", "function", fn.String(), "elapsed", elapsed.Round(time.Millisecond))
+		line := sink.Event{Time: now.wall, GPU: gs.idx, Bus: gs.busID(), Type: sink.TypeNVMLHung,
+			Fields: sink.KV("function", fn.String(), "elapsed_ms", strconv.FormatInt(elapsed.Milliseconds(), 10))}
+		var d snapshot.Decision
+		d, plan = m.critical(gs, now.wall, "NVML_HUNG("+fn.String()+","+strconv.FormatInt(elapsed.Milliseconds(), 10)+"ms)")
+		written := make(chan struct{})
+		gs.hungLine = written
+		go func() { defer close(written); m.incidentLine(line, d) }()
+		what = "the first NVML_HUNG rows of a hang"
+		if plan != nil {
+			what += " and its " + plan.what()
+		}
 	}
-	gs.queueRows(what, func() {
+	gs.queueRows(what, plan.abandon, func() {
 		for _, t := range times {
 			elapsed := t.mono - start
 			s := reading.Sample{GPU: gs.idx, Time: t.wall, KernelTime: m.kernelTime(t.wall), Status: reading.StatusHung,
@@ -437,13 +472,7 @@ func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (repor
 		n := uint64(len(times))
 		gs.slot.Update(func(g *live.GPU) { g.HungRows += n })
 		gs.delivered.Store(true)
-		if first {
-			elapsed := now.mono - start
-			gs.log.Error("GPU not answering: NVML call stuck", "function", fn.String(), "elapsed", elapsed.Round(time.Millisecond))
-			line := sink.Event{Time: now.wall, GPU: gs.idx, Bus: gs.busID(), Type: sink.TypeNVMLHung,
-				Fields: sink.KV("function", fn.String(), "elapsed_ms", strconv.FormatInt(elapsed.Milliseconds(), 10))}
-			m.incidentLine(line, m.critical(gs, now.wall, "NVML_HUNG("+fn.String()+","+strconv.FormatInt(elapsed.Milliseconds(), 10)+"ms)"))
-		}
+		plan.build()
 	})
 	return true
 }

@@ -36,7 +36,8 @@ func (d *incidentDesk) lastIncident() live.Incident {
 
 // critical counts an incident on a GPU for an event known by its reason
 // alone (an NVML hang or failure, the GPU lost): a fault, or the GPU lost.
-func (d *incidentDesk) critical(gs *gpuState, when time.Time, reason string) snapshot.Decision {
+// See criticalEvent.
+func (d *incidentDesk) critical(gs *gpuState, when time.Time, reason string) (snapshot.Decision, *crashPlan) {
 	ev := snapshot.Event{Time: when, Reason: reason, Stage: snapshot.StageFault}
 	if reason == lostReason {
 		ev.What, ev.Stage = "GPU lost", snapshot.StageLost
@@ -44,21 +45,21 @@ func (d *incidentDesk) critical(gs *gpuState, when time.Time, reason string) sna
 	return d.criticalEvent(gs, when, ev)
 }
 
-// criticalEvent counts a critical event on a GPU, asks for a crash snapshot
-// (the snapshot Manager decides by the event's stage whether the cooldown
-// holds it back) and publishes the incident by its headline. ev.Time is
-// when it happened, seen when it was seen: earlier for a kernel record read
-// after the fact, whose incident and snapshot header are of when the kernel
-// logged it, while the snapshot's process section is of now. The decision
-// names the incident and the snapshot for the event's events.log line.
-func (d *incidentDesk) criticalEvent(gs *gpuState, seen time.Time, ev snapshot.Event) snapshot.Decision {
+// criticalEvent counts a critical event on a GPU, decides on a crash
+// snapshot (the snapshot Manager decides by the event's stage whether the
+// cooldown holds it back) and publishes the incident by its headline. ev.Time
+// is when it happened, seen when it was seen: earlier for a kernel record
+// read after the fact, whose incident and snapshot header are of when the
+// kernel logged it, while the snapshot's process section is of now. The
+// decision names the incident and the snapshot for the event's events.log
+// line, which the caller writes at once; then it builds the plan (nil when
+// no snapshot is taken), which reads the GPU's recent rows (and so may wait
+// on the CSV file), or abandons it when the work that was to build it is
+// dropped. It does no I/O but the log.
+func (d *incidentDesk) criticalEvent(gs *gpuState, seen time.Time, ev snapshot.Event) (snapshot.Decision, *crashPlan) {
 	var n uint64
 	gs.slot.Update(func(g *live.GPU) { n = g.Incident(ev.Time, ev.Reason) })
-	dec := d.snaps.Crash(gs.idx, ev, func() snapshot.CrashRequest {
-		hdr, rows := d.rows.Rows(gs.idx)
-		return snapshot.CrashRequest{Header: gs.header(ev.Time, ev.Reason, n), CSVHeader: hdr, Rows: rows,
-			Extra: append(gs.procSection(seen), gs.healthSection(seen)...)}
-	})
+	dec, p := d.snaps.Decide(gs.idx, ev)
 	in := live.Incident{Time: ev.Time, GPU: gs.idx, Reason: ev.Reason}
 	if dec.Headline != "" {
 		in.Time, in.Reason = dec.IncidentStart, dec.Headline
@@ -71,13 +72,56 @@ func (d *incidentDesk) criticalEvent(gs *gpuState, seen time.Time, ev snapshot.E
 		if dec.Escalation {
 			msg = "critical event: a worse stage of the incident, taking a crash snapshot inside the cooldown"
 		}
-		gs.log.Error(msg, "reason", ev.Reason, "incident", n, "headline", dec.Headline)
+		gs.log.Error(msg, "reason", ev.Reason, "incident", n, "headline", dec.Headline, "snapshot", dec.Snapshot)
 	}
 	if dec.Closed {
 		d.refused("a crash snapshot", gs.idx, ev.Reason)
 	}
-	return dec
+	if p == nil {
+		return dec, nil
+	}
+	return dec, &crashPlan{desk: d, gs: gs, seen: seen, ev: ev, n: n, p: p, path: dec.Snapshot}
 }
+
+// crashPlan is a crash snapshot the snapshot Manager accepted for a GPU's
+// critical event and that is still to be built from the GPU's recent rows
+// and state: after the event's line is written, and for a sample whose row
+// waits on the side goroutine, behind that row. Its methods do nothing on
+// a nil plan (no snapshot taken).
+type crashPlan struct {
+	desk *incidentDesk
+	gs   *gpuState
+	seen time.Time
+	ev   snapshot.Event
+	n    uint64 // the GPU's incident count, for the header
+	p    *snapshot.Pending
+	path string // the snapshot's file, for the loss when dropped
+}
+
+// build gathers the snapshot's rows and sections and hands them to the
+// snapshot Manager, which writes the file in the background.
+func (c *crashPlan) build() {
+	if c == nil {
+		return
+	}
+	gs, rows := c.gs, c.desk.rows
+	c.p.Build(func() snapshot.CrashRequest {
+		hdr, recent := rows.Rows(gs.idx)
+		return snapshot.CrashRequest{Header: gs.header(c.ev.Time, c.ev.Reason, c.n), CSVHeader: hdr, Rows: recent,
+			Extra: append(gs.procSection(c.seen), gs.healthSection(c.seen)...)}
+	})
+}
+
+// abandon gives the snapshot up: the work that was to build it was dropped
+// (why). The snapshot Manager counts it in snapshot_failures and logs it.
+func (c *crashPlan) abandon(why string) {
+	if c != nil {
+		c.p.Abandon(why)
+	}
+}
+
+// what names the plan's snapshot for a queue that may drop it.
+func (c *crashPlan) what() string { return "crash snapshot " + c.path }
 
 // lostReason is the reason of the critical event of a GPU NVML reports lost.
 const lostReason = "GPU lost: NVML_ERROR_GPU_IS_LOST"

@@ -97,10 +97,12 @@ func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 			}
 			line := sink.Event{Time: now, GPU: g, Bus: gs.busID(), Source: "kmsg", Type: sink.TypeAER, Fields: kv}
 			var d snapshot.Decision
+			var plan *crashPlan
 			if r.Severity.Uncorrectable() {
-				d = m.kernelCritical(gs, now, snapshot.Event{Time: at, Reason: "PCIe AER " + r.Severity.String() + " error on the GPU's path (kmsg)", Stage: snapshot.StageFault})
+				d, plan = m.kernelCritical(gs, now, snapshot.Event{Time: at, Reason: "PCIe AER " + r.Severity.String() + " error on the GPU's path (kmsg)", Stage: snapshot.StageFault})
 			}
 			m.incidentLine(line, d)
+			plan.build()
 		}
 		return
 	}
@@ -132,12 +134,14 @@ func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 		ev.Fields = append(ev.Fields, backlogField)
 	}
 	var d snapshot.Decision
+	var plan *crashPlan
 	if gs := m.byIndex[gpu]; gs != nil {
-		d = m.kernelCritical(gs, now, snapshot.Event{Time: at, What: line.what, Reason: line.reason, Stage: line.stage})
+		d, plan = m.kernelCritical(gs, now, snapshot.Event{Time: at, What: line.what, Reason: line.reason, Stage: line.stage})
 	} else {
 		m.log.Warn("GPU failure line in the kernel log for a GPU that is not monitored", "line", rec.Message)
 	}
 	m.incidentLine(ev, d)
+	plan.build()
 }
 
 // nvrmLines are the events.log type (also the kind= of their
@@ -155,7 +159,8 @@ var nvrmLines = map[kmsg.NVRMKind]struct {
 
 // kernelCritical makes a kernel line read at now a critical event of the
 // GPU that happened at ev.Time (earlier for a line read after the fact).
-func (m *Monitor) kernelCritical(gs *gpuState, now time.Time, ev snapshot.Event) snapshot.Decision {
+// The caller writes the line, then builds the plan (incidentDesk.criticalEvent).
+func (m *Monitor) kernelCritical(gs *gpuState, now time.Time, ev snapshot.Event) (snapshot.Decision, *crashPlan) {
 	gs.log.Error("critical GPU event", "reason", ev.Reason)
 	gs.nextTry.Store(0)
 	return m.inc.criticalEvent(gs, now, ev)

@@ -294,6 +294,10 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	for _, gs := range m.gpus {
 		gs.closeXids() // no row follows now: their flags are lost, counted
 	}
+	// The side queue was run or dropped above, before the snapshot writer
+	// closes: a crash snapshot queued there behind its rows was built, or
+	// abandoned (sideJob.dropped), and one queued from now on is abandoned
+	// at once, so Close waits for no build that will not come.
 	sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	if err := m.snaps.Close(sctx); err != nil {
 		m.log.Warn("snapshots cut short at shutdown", "error", err)
@@ -480,6 +484,9 @@ type sideJob struct {
 	gpu  int
 	rows *atomic.Int64 // gpuState.sideRows when the job writes the GPU's rows, else nil
 	f    func()
+	// dropped, if set, is told why when the job is dropped instead of
+	// run (a crash snapshot it was to build is abandoned).
+	dropped func(why string)
 }
 
 // enqueue is queue for a job; a dropped job's rows are taken off its count.
@@ -496,12 +503,17 @@ func (m *Monitor) enqueue(j sideJob) bool {
 	}
 	m.sideMu.Unlock()
 	if !queued {
+		why := "the side queue was full"
 		if closed {
 			what += " (queued after shutdown)"
+			why = "queued after the side queue stopped at shutdown"
 		}
 		m.sideDrops.add(m.log, "side_drops", what, slog.Int("gpu", gpu))
 		if j.rows != nil {
 			j.rows.Add(-1)
+		}
+		if j.dropped != nil {
+			j.dropped(why)
 		}
 	}
 	return queued
@@ -521,6 +533,9 @@ func (m *Monitor) dropSide() int {
 			m.sideDrops.add(m.log, "side_drops", j.what+" (still queued at shutdown)", slog.Int("gpu", j.gpu))
 			if j.rows != nil {
 				j.rows.Add(-1)
+			}
+			if j.dropped != nil {
+				j.dropped("still queued on the side queue at shutdown")
 			}
 		default:
 			return n

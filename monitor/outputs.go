@@ -65,8 +65,10 @@ type eventSink interface {
 type incidentSink interface {
 	// critical is a critical event known by its reason alone (an NVML hang
 	// or failure, the GPU lost, a critical health reason), seen at when;
-	// the decision names its incident and snapshot for its events.log line.
-	critical(gs *gpuState, when time.Time, reason string) snapshot.Decision
+	// the decision names its incident and snapshot for its events.log line,
+	// which is written before the plan (nil: no snapshot) is built or
+	// abandoned (crashPlan).
+	critical(gs *gpuState, when time.Time, reason string) (snapshot.Decision, *crashPlan)
 	// spike asks for a fan spike snapshot of the spike seen at when; fans
 	// returns the fans' control policies, from memory.
 	spike(gs *gpuState, when time.Time, fans func() []string)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/cooldown"
@@ -185,24 +186,39 @@ func New(cfg Config) *Manager {
 	return m
 }
 
-// Crash asks for a crash snapshot of gpu for the critical event ev. The
-// first event outside the GPU's CrashCooldown begins an incident and takes a
-// snapshot. Inside the cooldown, an event of a worse stage, or one asking for
-// more (Event.Stage, Event.Asks), than every event the incident has captured
-// takes its own snapshot (an escalation: at most one per stage and ask
-// level); the others are counted as suppressed. Every event is kept in the
-// incident's list, which its snapshots and follow-ups show. When accepted,
-// build is called at once on the caller's goroutine, and the files are
-// written in the background: Crash never waits for the disk or for any
-// command. The Manager sets the header's GPUIndex, Suppressed and Headline,
-// and Title and Time when they are empty.
+// Crash asks for a crash snapshot of gpu for the critical event ev: Decide,
+// then, when accepted, Build with build at once on the caller's goroutine.
+// The files are written in the background: Crash never waits for the disk
+// or for any command.
 func (m *Manager) Crash(gpu int, ev Event, build func() CrashRequest) Decision {
+	d, p := m.Decide(gpu, ev)
+	p.Build(build)
+	return d
+}
+
+// Decide decides on a crash snapshot of gpu for the critical event ev,
+// quickly and without building or writing anything, so that the caller can
+// write the event's line (which names the incident and the snapshot) before
+// the snapshot's rows are gathered. The first event outside the GPU's
+// CrashCooldown begins an incident and takes a snapshot. Inside the
+// cooldown, an event of a worse stage, or one asking for more (Event.Stage,
+// Event.Asks), than every event the incident has captured takes its own
+// snapshot (an escalation: at most one per stage and ask level); the others
+// are counted as suppressed. Every event is kept in the incident's list,
+// which its snapshots and follow-ups show.
+//
+// When the snapshot is accepted, the Pending returned (nil otherwise) must
+// be built (Pending.Build) or abandoned (Pending.Abandon) exactly once:
+// Close waits for it. Decision.Snapshot is then the path the file is meant
+// to have; it is written there unless the disk already holds that name
+// (then "-2" is added) or the write fails, both logged.
+func (m *Manager) Decide(gpu int, ev Event) (Decision, *Pending) {
 	now := m.cfg.Now()
 	if ev.Time.IsZero() {
 		ev.Time = now
 	}
 	if !m.lockOpen() {
-		return Decision{Closed: true}
+		return Decision{Closed: true}, nil
 	}
 	st := m.gpus[gpu]
 	if st == nil {
@@ -227,15 +243,15 @@ func (m *Manager) Crash(gpu int, ev Event, build func() CrashRequest) Decision {
 			m.log.Warn("crash snapshot suppressed by cooldown", "gpu", gpu, "count", d.Burst,
 				"suppressed_total", d.Suppressed, "cooldown_left", left, "event", ev.what())
 		}
-		return d
+		return d, nil
 	}
-	var fctx context.Context
-	var stop, older context.CancelCauseFunc
+	p := &Pending{m: m, gpu: gpu, now: now, inc: inc, idx: idx, prevNewest: inc.newest}
+	var older context.CancelCauseFunc
 	if ok {
 		// A new incident: its follow-ups replace the older one's.
 		older = st.stopFollow
-		fctx, stop = context.WithCancelCause(m.follow)
-		st.stopFollow = stop
+		p.fctx, p.stop = context.WithCancelCause(m.follow)
+		st.stopFollow = p.stop
 	} else {
 		// An escalation: the incident's follow-ups, already scheduled,
 		// list it with the rest.
@@ -244,31 +260,90 @@ func (m *Manager) Crash(gpu int, ev Event, build func() CrashRequest) Decision {
 	}
 	// The name is taken here, in the order the events came: an escalation
 	// in the same millisecond as the snapshot before it gets "-2".
-	base := st.name(baseName("crash", now, gpu))
-	inc.wrote(idx, base+".log") // corrected once written, should the disk hold that name already
+	p.base = st.name(baseName("crash", now, gpu))
+	inc.wrote(idx, p.base+".log") // corrected once written, should the disk hold that name already
 	if inc.id == "" {
-		inc.id = base
+		inc.id = p.base
 	}
-	inc.newest = filepath.Join(m.crashDir, base+".log")
+	inc.newest = filepath.Join(m.crashDir, p.base+".log")
 	d.Incident, d.Snapshot = inc.id, inc.newest
-	suppressed := st.suppressed
+	p.suppressed = st.suppressed
 	m.wg.Add(1)
 	m.mu.Unlock()
 	if older != nil {
 		older(errSuperseded)
 	}
+	d.Accepted, d.Suppressed = true, p.suppressed
+	p.headline = d.Headline
+	return d, p
+}
 
+// Pending is a crash snapshot Decide accepted that is still to be built:
+// its name and its place in the incident are taken, and Close waits for it
+// until Build or Abandon.
+type Pending struct {
+	m          *Manager
+	gpu        int
+	now        time.Time // when it was decided: the header's time when the request has none
+	base       string
+	inc        *incident
+	idx        int
+	prevNewest string // the incident's newest snapshot before this one
+	headline   string
+	suppressed uint64
+	fctx       context.Context         // the follow-ups' context: nil for an escalation
+	stop       context.CancelCauseFunc // cancels the follow-ups; nil for an escalation
+	done       atomic.Bool
+}
+
+// Build calls build (nil builds the zero request) on the caller's goroutine
+// and writes the snapshot in the background. It does nothing on a nil
+// Pending or one already built or abandoned. The Manager sets the header's
+// GPUIndex, Suppressed and Headline, and Title and Time when they are empty.
+func (p *Pending) Build(build func() CrashRequest) {
+	if p == nil || !p.done.CompareAndSwap(false, true) {
+		return
+	}
+	m := p.m
 	abandon := func() {}
-	if stop != nil {
-		abandon = func() { stop(nil) }
+	if p.stop != nil {
+		abandon = func() { p.stop(nil) }
 	}
 	req := buildCounted(&m.wg, build, abandon)
-	req.Header.fill(gpu, suppressed, crashTitle, now)
-	req.Header.Headline = gpuHeadline(gpu, d.Headline)
+	req.Header.fill(p.gpu, p.suppressed, crashTitle, p.now)
+	req.Header.Headline = gpuHeadline(p.gpu, p.headline)
 	start := time.Now() // the follow-ups' offsets count from here, on the monotonic clock
-	go m.crash(fctx, stop, gpu, &req, base, start, inc, idx)
-	d.Accepted, d.Suppressed = true, suppressed
-	return d
+	go m.crash(p.fctx, p.stop, p.gpu, &req, p.base, start, p.inc, p.idx)
+}
+
+// Abandon gives up a snapshot that will not be built (its caller dropped
+// the work that was to build it, at shutdown or because its queue was
+// full): Close stops waiting for it, its follow-ups are cancelled, the
+// incident no longer names its file, and the loss is counted in
+// Stats.Failures and logged with why and the file that will not exist. It
+// does nothing on a nil Pending or one already built or abandoned.
+func (p *Pending) Abandon(why string) {
+	if p == nil || !p.done.CompareAndSwap(false, true) {
+		return
+	}
+	m := p.m
+	if p.stop != nil {
+		p.stop(nil)
+	}
+	path := filepath.Join(m.crashDir, p.base+".log")
+	m.mu.Lock()
+	if p.idx >= 0 && p.inc.events[p.idx].file == p.base+".log" {
+		p.inc.wrote(p.idx, "")
+	}
+	if p.inc.newest == path {
+		p.inc.newest = p.prevNewest
+	}
+	m.stats.Failures++
+	id := p.inc.id
+	m.mu.Unlock()
+	m.log.Warn("snapshot abandoned before it was built", "kind", "crash", "gpu", p.gpu, "path", path,
+		"incident", id, "why", why)
+	m.wg.Done()
 }
 
 // Incident is the id and newest snapshot of the GPU's current or last

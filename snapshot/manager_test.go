@@ -509,3 +509,56 @@ func TestBuildPanicDoesNotHoldClose(t *testing.T) {
 		})
 	}
 }
+
+// A snapshot Decide accepted and its caller then abandons (the work that
+// was to build it was dropped) releases Close, which would otherwise wait
+// for it until its deadline, is counted as a failure and logged with its
+// path, and the incident no longer names its file. Build and Abandon after
+// the first are no-ops.
+func TestDecidedSnapshotAbandoned(t *testing.T) {
+	rec := &recorder{}
+	m, _ := newTestManager(t, func(c *Config) { c.Logger = slog.New(rec) })
+	d, p := m.Decide(0, Event{Reason: "Xid 79", Stage: StageLost})
+	if !d.Accepted || p == nil || d.Snapshot == "" || d.Incident == "" {
+		t.Fatalf("not accepted: %+v", d)
+	}
+	if _, snap := m.Incident(0); snap != d.Snapshot {
+		t.Errorf("the incident's snapshot %q before the build, want the decided %q", snap, d.Snapshot)
+	}
+	p.Abandon("dropped by the test")
+	p.Abandon("again")
+	p.Build(testCrashRequest)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := m.Close(ctx); err != nil {
+		t.Fatalf("Close waits for an abandoned snapshot: %v", err)
+	}
+	if st := m.Stats(); st.Failures != 1 || st.CrashesWritten != 0 {
+		t.Errorf("failures %d, written %d; want 1, 0", st.Failures, st.CrashesWritten)
+	}
+	if id, snap := m.Incident(0); id != d.Incident || snap != "" {
+		t.Errorf("incident %q, snapshot %q after the abandon; want %q, none", id, snap, d.Incident)
+	}
+	logged := rec.messages(slog.LevelWarn, "snapshot abandoned before it was built")
+	if len(logged) != 1 || logged[0]["path"] != d.Snapshot || logged[0]["why"] != "dropped by the test" {
+		t.Errorf("abandon logged as %v", logged)
+	}
+	if names := files(t, filepath.Join(m.cfg.Dir, "crashes"), "*"); len(names) != 0 {
+		t.Errorf("files written for an abandoned snapshot: %v", names)
+	}
+}
+
+// A decided snapshot built later (behind the rows it ends with) is written
+// where the decision said.
+func TestDecidedSnapshotBuiltLater(t *testing.T) {
+	m, _ := newTestManager(t, nil)
+	d, p := m.Decide(0, Event{Reason: "Xid 79", Stage: StageLost})
+	if d2, p2 := m.Decide(0, Event{Reason: "Xid 79 again", Stage: StageLost}); d2.Accepted || p2 != nil || d2.Incident != d.Incident {
+		t.Errorf("a repeat inside the cooldown: %+v, want suppressed in incident %s", d2, d.Incident)
+	}
+	p.Build(testCrashRequest)
+	closeManager(t, m)
+	if _, err := os.Stat(d.Snapshot); err != nil {
+		t.Errorf("decided snapshot: %v", err)
+	}
+}
