@@ -150,38 +150,73 @@ func (e EventLine) Type() string { return e.KV["type"] }
 
 // ParseEventLine takes an events.log line apart: logfmt with time= (as
 // Line writes it), or an older version's line that starts with a bare
-// timestamp. A key without a value reads as "" (logfmt does not tell them
-// apart). ok is false for a line that is not logfmt, or has a bad or no
-// time, or no type.
+// timestamp (parseOlderEventLine). A key without a value reads as ""
+// (logfmt does not tell them apart). ok is false for a line that is not
+// logfmt, or has a bad or no time, or no type.
 func ParseEventLine(line string) (e EventLine, ok bool) {
+	if ts, rest, found := strings.Cut(line, " "); found && !strings.Contains(ts, "=") {
+		return parseOlderEventLine(ts, rest)
+	}
 	d := logfmt.NewDecoder(strings.NewReader(line))
 	if !d.ScanRecord() {
 		return EventLine{}, false
 	}
 	e.KV = map[string]string{}
-	first := true
 	for d.ScanKeyval() {
 		k, v := string(d.Key()), d.Value()
-		switch {
-		case first && v == nil:
-			// An older line: its timestamp is the first word.
-			t, err := time.Parse(TimestampLayout, k)
-			if err != nil {
-				return EventLine{}, false
-			}
-			e.Time = t
-		case k == "time":
+		if k == "time" {
 			t, err := time.Parse(TimestampLayout, string(v))
 			if err != nil {
 				return EventLine{}, false
 			}
 			e.Time = t
-		default:
-			e.KV[k] = string(v)
+			continue
 		}
-		first = false
+		e.KV[k] = string(v)
 	}
 	if d.Err() != nil || d.ScanRecord() || e.Time.IsZero() || e.Type() == "" {
+		return EventLine{}, false
+	}
+	return e, true
+}
+
+// parseOlderEventLine takes apart a line written before time= (versions
+// before d800c48): "<timestamp> key=value key="quoted value" ...", its
+// quoted values written by strconv.Quote. It is not logfmt: those values
+// hold Go's escapes (\x1b, \a, \xff: the kernel's \xNN bytes, which
+// kmsg undoes), which go-logfmt refuses, so they are undone the way they
+// were written.
+func parseOlderEventLine(ts, rest string) (e EventLine, ok bool) {
+	t, err := time.Parse(TimestampLayout, ts)
+	if err != nil {
+		return EventLine{}, false
+	}
+	e = EventLine{Time: t, KV: map[string]string{}}
+	for rest != "" {
+		rest = strings.TrimLeft(rest, " ")
+		eq := strings.IndexByte(rest, '=')
+		if eq <= 0 {
+			break
+		}
+		key := rest[:eq]
+		if strings.ContainsAny(key, " \"") {
+			return EventLine{}, false
+		}
+		rest = rest[eq+1:]
+		var val string
+		if strings.HasPrefix(rest, `"`) {
+			q, err := strconv.QuotedPrefix(rest)
+			if err != nil {
+				return EventLine{}, false
+			}
+			val, _ = strconv.Unquote(q)
+			rest = rest[len(q):]
+		} else {
+			val, rest, _ = strings.Cut(rest, " ")
+		}
+		e.KV[key] = val
+	}
+	if e.Type() == "" {
 		return EventLine{}, false
 	}
 	return e, true

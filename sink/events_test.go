@@ -200,6 +200,13 @@ func TestParseOlderEventLines(t *testing.T) {
 				"name": "GPU stopped processing", "ktime": "3201.002000", "text": `NVRM: Xid (PCI:0000:02:00): 46, pid='<unknown>', name=<unknown>, "x"`}},
 		{"before host", `2026-11-30T20:08:17.623+01:00 gpu=0 bus=00000000:01:00.0 type=TDP_CHANGE from=600W to=450W delta=-150W`,
 			map[string]string{"gpu": "0", "bus": "00000000:01:00.0", "type": "TDP_CHANGE", "from": "600W", "to": "450W", "delta": "-150W"}},
+		// The kernel's \xNN bytes, undone by kmsg, written by strconv.Quote:
+		// Go escapes that go-logfmt refuses (\x, \a, \v, \U).
+		{"control and invalid bytes", `2026-11-30T20:08:17.623+01:00 host=h gpu=0 source=kmsg type=Xid xid=13 ktime=1.000000 text="NVRM: Xid (PCI:0000:01:00): 13, \x1b[1m\x7f \a\v \xff\xfe \U0001f600"`,
+			map[string]string{"host": "h", "gpu": "0", "source": "kmsg", "type": "Xid", "xid": "13", "ktime": "1.000000",
+				"text": "NVRM: Xid (PCI:0000:01:00): 13, \x1b[1m\x7f \a\v \xff\xfe \U0001f600"}},
+		{"an escaped quote and backslash", `2026-11-30T20:08:17.623+01:00 gpu=0 type=Xid xid=13 text="a \"b\" c\\d\te"`,
+			map[string]string{"gpu": "0", "type": "Xid", "xid": "13", "text": "a \"b\" c\\d\te"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e, ok := ParseEventLine(c.line)
