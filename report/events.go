@@ -17,7 +17,8 @@ type Event struct {
 	KV   map[string]string // every key=value, quotes undone
 }
 
-// parseEventLine parses "<timestamp> key=value key="quoted value" ...".
+// parseEventLine parses an events.log line (sink.ParseEventLine: logfmt
+// with time=, or an older version's line with a bare timestamp first).
 func parseEventLine(line string) (Event, bool) {
 	l, ok := sink.ParseEventLine(line)
 	if !ok {

@@ -105,7 +105,7 @@ func TestNativeExecStartFailureCountedAndLogged(t *testing.T) {
 	if n := strings.Count(out, "cannot start the GPU's native executor"); n != 1 {
 		t.Errorf("logged %d times, want once:\n%s", n, out)
 	}
-	testutil.Contains(t, "the log line", out, "native_exec_failures", "no NVML handle for the GPU")
+	testutil.Contains(t, "the log line", out, "native_exec_failures", `error="no NVML handle for the GPU"`) // the key every error is logged under
 	if _, ok := g.chooseExec(d, 0, false).(*goExec); !ok || g.NativeExecFailures() != 2 {
 		t.Error("a GPU on a library other than the driver's tried the native executor")
 	}

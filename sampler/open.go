@@ -312,7 +312,7 @@ func (g *GPU) chooseExec(dev Device, index int, native bool) executor {
 			return x
 		}
 		if g.nativeFails.Add(1) == 1 {
-			g.log.Warn("cannot start the GPU's native executor: its samples are made by go-nvml calls instead, each call a cgo call of its own (counted as native_exec_failures)", "err", err)
+			g.log.Warn("cannot start the GPU's native executor: its samples are made by go-nvml calls instead, each call a cgo call of its own (counted as native_exec_failures)", "error", err)
 		}
 	}
 	return newGoExec(dev, g.cfg.FieldWait)

@@ -75,7 +75,7 @@ type Decision struct {
 	Headline      string    // the incident's headline, the event counted in (without the GPU)
 	IncidentStart time.Time // when the incident began (its first event)
 	Incident      string    // the incident's id: the base name of the crash snapshot that began it
-	Snapshot      string    // the crash snapshot that holds the event's evidence: its own when accepted, else the incident's newest
+	Snapshot      string    // the crash snapshot that holds the event's evidence: its own when accepted (the path it is being written to: see Decide), else the incident's newest
 }
 
 // Stats are the Manager's counters since New.
