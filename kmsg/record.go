@@ -133,6 +133,36 @@ func unescape(b []byte) string {
 	return string(out)
 }
 
+// Printed is msg as the kernel prints it in /dev/kmsg, the form ParseRecord
+// undoes: every byte below ' ', from 0x7f up, and '\' as \xNN. It is ASCII,
+// so text written where only valid UTF-8 may go (events.log, the journal)
+// keeps the kernel's bytes, escaped as dmesg shows them, instead of losing
+// the invalid ones.
+func Printed(msg string) string {
+	i := 0
+	for i < len(msg) && !kernelEscapes(msg[i]) {
+		i++
+	}
+	if i == len(msg) {
+		return msg
+	}
+	const hex = "0123456789abcdef"
+	out := make([]byte, i, len(msg)+16)
+	copy(out, msg[:i])
+	for ; i < len(msg); i++ {
+		c := msg[i]
+		if kernelEscapes(c) {
+			out = append(out, '\\', 'x', hex[c>>4], hex[c&0xf])
+			continue
+		}
+		out = append(out, c)
+	}
+	return string(out)
+}
+
+// kernelEscapes reports whether the kernel prints c as \xNN in /dev/kmsg.
+func kernelEscapes(c byte) bool { return c < ' ' || c >= 0x7f || c == '\\' }
+
 func unhex(c byte) (byte, bool) {
 	switch {
 	case '0' <= c && c <= '9':

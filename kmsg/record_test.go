@@ -130,3 +130,21 @@ func TestParseRecordErrorQuotesAreBounded(t *testing.T) {
 		t.Errorf("error is %d bytes long; a bad field should be quoted only in part", len(err.Error()))
 	}
 }
+
+// Printed gives back the kernel's own escaping of a message ParseRecord
+// undid, byte for byte, so text stored as UTF-8 keeps its bytes.
+func TestPrintedIsTheKernelsEscaping(t *testing.T) {
+	for _, printed := range []string{
+		`NVRM: Xid (PCI:0000:01:00): 13, plain`,
+		`NVRM: Xid (PCI:0000:01:00): 13, \x1b[1mbold\x1b[0m \x7f \x07 \xff\xfe \xc3\xa9 \x5c`,
+		`\x0a`,
+	} {
+		rec, err := ParseRecord([]byte("3,1,1000,-;" + printed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Printed(rec.Message); got != printed {
+			t.Errorf("Printed(%q) = %q, want %q", rec.Message, got, printed)
+		}
+	}
+}

@@ -184,7 +184,8 @@ func (m *Monitor) onEvent(e reading.Event) {
 		line.Fields = append(line.Fields, kernelTimeField(e.KernelTime))
 	}
 	if e.Text != "" {
-		line.Fields = append(line.Fields, sink.Field{Key: "text", Value: e.Text})
+		// As the kernel printed it (\xNN kept): events.log is UTF-8.
+		line.Fields = append(line.Fields, sink.Field{Key: "text", Value: kmsg.Printed(e.Text)})
 	}
 	if dup {
 		m.dupXids.Add(1)

@@ -12,10 +12,13 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unicode/utf8"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
 // eventsLog is events.log as written so far.
@@ -239,6 +242,32 @@ func TestConcurrentDuplicateXidsNameTheirIncident(t *testing.T) {
 	}
 	if n != gpus {
 		t.Errorf("%d duplicates, want %d", n, gpus)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r.m.snaps.Close(ctx)
+}
+
+// A kernel Xid whose text holds bytes the kernel escapes (a terminal
+// escape, invalid UTF-8) is written with them as the kernel printed them
+// (\xNN), not with the invalid ones turned into U+FFFD (nor the control
+// bytes into Go escapes): the line stays valid UTF-8 and logfmt, and keeps
+// the kernel's bytes.
+func TestKernelTextKeepsTheKernelsBytes(t *testing.T) {
+	r := newRig(t, 1, nil)
+	const printed = `NVRM: Xid (PCI:0000:01:00): 13, \x1b[1m \xff\xfe \x5c`
+	rec, err := kmsg.ParseRecord([]byte("3,1,1000,-;" + printed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.m.onEvent(reading.Event{Time: time.Now(), GPU: 0, Kind: reading.EventXid, Source: reading.SourceKmsg, Data: 13, Text: rec.Message})
+	log := r.eventsLog()
+	if !utf8.ValidString(log) {
+		t.Errorf("events.log is not UTF-8:\n%q", log)
+	}
+	l, ok := sink.ParseEventLine(strings.TrimSpace(log))
+	if !ok || l.KV["text"] != printed {
+		t.Errorf("text= %q, want the kernel's %q; events.log:\n%s", l.KV["text"], printed, log)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

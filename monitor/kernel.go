@@ -86,7 +86,7 @@ func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 		if s, ok := r.Source.Get(); ok {
 			kv = append(kv, sink.Field{Key: "reporter", Value: s.String()})
 		}
-		kv = append(kv, ktime, sink.Field{Key: "text", Value: rec.Message})
+		kv = append(kv, ktime, sink.Field{Key: "text", Value: kmsg.Printed(rec.Message)})
 		if rec.Backlog {
 			kv = append(kv, backlogField)
 		}
@@ -129,7 +129,7 @@ func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 	if r.DriverGPU >= 0 {
 		ev.Fields = append(ev.Fields, sink.Field{Key: "driver_gpu", Value: strconv.Itoa(r.DriverGPU)})
 	}
-	ev.Fields = append(ev.Fields, ktime, sink.Field{Key: "text", Value: rec.Message})
+	ev.Fields = append(ev.Fields, ktime, sink.Field{Key: "text", Value: kmsg.Printed(rec.Message)})
 	if rec.Backlog {
 		ev.Fields = append(ev.Fields, backlogField)
 	}
