@@ -10,8 +10,8 @@ import (
 // reason, NVLink). Each GPU-level counter is a row of Table (health: name,
 // NVML field or getter, group, kind), read on the slow tier; the sampler,
 // the CSV, events.log, status, metrics and the snapshot walk it, so adding
-// a counter is one row and its HealthID. The per-link NVLink counters are
-// the per-link table LinkDefs.
+// a counter is one row and its HealthID (both in table.go). The per-link
+// NVLink counters are the per-link table LinkDefs.
 
 // HealthKind says how a health counter changes and how it is written.
 type HealthKind uint8
@@ -48,56 +48,6 @@ var HealthGroupNames = [NumHealthGroups]string{
 	GroupECC: "ecc", GroupRemap: "row_remap", GroupRetired: "retired_pages", GroupPCIe: "pcie",
 	GroupClockEvents: "clock_events", GroupNVLink: "nvlink", GroupC2C: "c2c", GroupRecovery: "recovery_action",
 }
-
-// HealthID names one GPU-level health counter; it indexes Sample.Health and
-// Health.
-type HealthID uint8
-
-// The GPU-level health counters.
-const (
-	HECCMode HealthID = iota
-	HECCPending
-	HSBEVolatile
-	HDBEVolatile
-	HSBEAggregate
-	HDBEAggregate
-	HRetiredSBE
-	HRetiredDBE
-	HRetiredPending
-	HRemapCorrectable
-	HRemapUncorrectable
-	HRemapPending
-	HRemapFailure
-	HPCIeReplayRollover
-	HPCIeL0Recovery
-	HPCIeCorrectable
-	HPCIeNAKsReceived
-	HPCIeReceiverErrors
-	HPCIeBadTLP
-	HPCIeNAKsSent
-	HPCIeBadDLLP
-	HPCIeNonFatal
-	HPCIeFatal
-	HPCIeUnsupportedReq
-	HPCIeLCRC
-	HClkSWPowerCap
-	HClkSyncBoost
-	HClkSWThermal
-	HClkHWThermal
-	HClkHWPowerBrake
-	HClkBoardLimit
-	HClkReliability
-	HNVLinkCount
-	HNVLinkUp       // derived: links whose state is active
-	HNVLinkErrors   // derived: the links' error counters summed
-	HNVLinkRecovery // derived: successful link recoveries summed
-	HNVLinkRecoveryFailed
-	HC2CCount
-	HC2CUp     // derived: C2C links whose status is active
-	HC2CErrors // derived: the C2C links' CRC and replay counters summed
-	HRecoveryAction
-	NumHealth
-)
 
 // MaxLinks is the number of NVLink links per GPU the sampler records (a
 // B200 has 18).

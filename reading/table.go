@@ -169,6 +169,56 @@ func utilMetric(engine string) Metric {
 	return Metric{Name: "utilization_ratio", Help: "Utilization over the driver's last sample period (0-1).", Scale: 0.01, Label: [2]string{"engine", engine}}
 }
 
+// HealthID names one GPU-level health counter; it indexes Sample.Health and
+// Health.
+type HealthID uint8
+
+// The GPU-level health counters.
+const (
+	HECCMode HealthID = iota
+	HECCPending
+	HSBEVolatile
+	HDBEVolatile
+	HSBEAggregate
+	HDBEAggregate
+	HRetiredSBE
+	HRetiredDBE
+	HRetiredPending
+	HRemapCorrectable
+	HRemapUncorrectable
+	HRemapPending
+	HRemapFailure
+	HPCIeReplayRollover
+	HPCIeL0Recovery
+	HPCIeCorrectable
+	HPCIeNAKsReceived
+	HPCIeReceiverErrors
+	HPCIeBadTLP
+	HPCIeNAKsSent
+	HPCIeBadDLLP
+	HPCIeNonFatal
+	HPCIeFatal
+	HPCIeUnsupportedReq
+	HPCIeLCRC
+	HClkSWPowerCap
+	HClkSyncBoost
+	HClkSWThermal
+	HClkHWThermal
+	HClkHWPowerBrake
+	HClkBoardLimit
+	HClkReliability
+	HNVLinkCount
+	HNVLinkUp       // derived: links whose state is active
+	HNVLinkErrors   // derived: the links' error counters summed
+	HNVLinkRecovery // derived: successful link recoveries summed
+	HNVLinkRecoveryFailed
+	HC2CCount
+	HC2CUp     // derived: C2C links whose status is active
+	HC2CErrors // derived: the C2C links' CRC and replay counters summed
+	HRecoveryAction
+	NumHealth
+)
+
 // Table is every scalar reading, in CSV column order. Composite readings
 // (fans, thermal sensor 0) and the columns that are not readings (time,
 // kernel time, throttle reason names, flags) are laid out by their outputs.
@@ -293,6 +343,12 @@ var Health = func() (h [NumHealth]*Def) {
 	}
 	return h
 }()
+
+// by names the getter that reads a health counter (its field is 0).
+func (d Def) by(getter string) Def {
+	d.Getter = getter
+	return d
+}
 
 // health declares hardware health counter id: a slow-tier reading of the
 // NVML field given (0: derived from the per-link readings) in the health

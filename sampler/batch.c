@@ -15,28 +15,11 @@ typedef void *dev_t_;
 static struct {
 	int (*handle)(unsigned int, dev_t_ *);
 	int (*fields)(dev_t_, int, struct gt_nvml_field_value *);
-	int (*temp)(dev_t_, int, unsigned int *);
-	int (*power_lim)(dev_t_, unsigned int *);
-	int (*pstate)(dev_t_, int *);
-	int (*clock)(dev_t_, int, unsigned int *);
-	int (*util)(dev_t_, struct gt_nvml_utilization *);
-	int (*memv2)(dev_t_, struct gt_nvml_memory_v2 *);
-	int (*mem)(dev_t_, struct gt_nvml_memory *);
-	int (*reasons)(dev_t_, unsigned long long *);
-	int (*throttle)(dev_t_, unsigned long long *);
-	int (*fan1)(dev_t_, unsigned int *);
-	int (*fan2)(dev_t_, unsigned int, unsigned int *);
-	int (*target)(dev_t_, unsigned int, unsigned int *);
-	int (*enc)(dev_t_, unsigned int *, unsigned int *);
-	int (*dec)(dev_t_, unsigned int *, unsigned int *);
-	int (*pcie_gen)(dev_t_, unsigned int *);
-	int (*pcie_width)(dev_t_, unsigned int *);
-	int (*thermal)(dev_t_, unsigned int, struct gt_nvml_thermal_settings *);
-	int (*power)(dev_t_, unsigned int *);
-	int (*enforced)(dev_t_, unsigned int *);
-	int (*energy)(dev_t_, unsigned long long *);
-	int (*replay)(dev_t_, unsigned int *);
 } fn;
+
+// The getter calls (gt_batch_calls): set once, before any batch runs.
+static struct gt_call calls[GT_MAXCALLS];
+static int32_t ncalls;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -56,27 +39,19 @@ static void resolve(void)
 {
 	fn.handle = sym("nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
 	fn.fields = sym("nvmlDeviceGetFieldValues", NULL);
-	fn.temp = sym("nvmlDeviceGetTemperature", NULL);
-	fn.power_lim = sym("nvmlDeviceGetPowerManagementLimit", NULL);
-	fn.pstate = sym("nvmlDeviceGetPerformanceState", NULL);
-	fn.clock = sym("nvmlDeviceGetClockInfo", NULL);
-	fn.util = sym("nvmlDeviceGetUtilizationRates", NULL);
-	fn.memv2 = sym("nvmlDeviceGetMemoryInfo_v2", NULL);
-	fn.mem = sym("nvmlDeviceGetMemoryInfo", NULL);
-	fn.reasons = sym("nvmlDeviceGetCurrentClocksEventReasons", NULL);
-	fn.throttle = sym("nvmlDeviceGetCurrentClocksThrottleReasons", NULL);
-	fn.fan1 = sym("nvmlDeviceGetFanSpeed", NULL);
-	fn.fan2 = sym("nvmlDeviceGetFanSpeed_v2", NULL);
-	fn.target = sym("nvmlDeviceGetTargetFanSpeed", NULL);
-	fn.enc = sym("nvmlDeviceGetEncoderUtilization", NULL);
-	fn.dec = sym("nvmlDeviceGetDecoderUtilization", NULL);
-	fn.pcie_gen = sym("nvmlDeviceGetCurrPcieLinkGeneration", NULL);
-	fn.pcie_width = sym("nvmlDeviceGetCurrPcieLinkWidth", NULL);
-	fn.thermal = sym("nvmlDeviceGetThermalSettings", NULL);
-	fn.power = sym("nvmlDeviceGetPowerUsage", NULL);
-	fn.enforced = sym("nvmlDeviceGetEnforcedPowerLimit", NULL);
-	fn.energy = sym("nvmlDeviceGetTotalEnergyConsumption", NULL);
-	fn.replay = sym("nvmlDeviceGetPcieReplayCounter", NULL);
+}
+
+void *gt_batch_sym(const char *name)
+{
+	return sym(name, NULL);
+}
+
+void gt_batch_calls(const struct gt_call *c, int32_t n)
+{
+	if (n > GT_MAXCALLS)
+		n = GT_MAXCALLS;
+	memcpy(calls, c, (size_t)n * sizeof(*c));
+	ncalls = n;
 }
 
 void *gt_batch_handle(unsigned int index)
@@ -130,27 +105,63 @@ int32_t gt_batch_fields(void *dev, int32_t n, struct gt_nvml_field_value *f, uin
 }
 
 #define PLANNED(c) (b->plan & (1ULL << (c)))
-// CALL records call c's result; after a lost GPU nothing more is called.
-#define CALL(c, f, ...)                                                            \
-	do {                                                                       \
-		if (!lost && PLANNED(c)) {                                         \
-			if (!(f)) {                                                \
-				b->ret[c] = GT_NVML_ERROR_FUNCTION_NOT_FOUND;         \
-			} else {                                                   \
-				__atomic_store_n(&b->cur, (c) + 1, __ATOMIC_RELEASE); \
-				b->ret[c] = (f)(__VA_ARGS__);                      \
-				lost = b->ret[c] == GT_NVML_ERROR_GPU_IS_LOST;       \
-			}                                                          \
-		}                                                                  \
-	} while (0)
+
+// The getter shapes. NVML's getters take enums and pointers to its structs;
+// they are called through these (an enum is passed as an unsigned int, a
+// struct pointer as any pointer: the same registers on every ABI Go runs on).
+typedef int (*fn_out)(dev_t_, void *);
+typedef int (*fn_arg_out)(dev_t_, unsigned int, void *);
+typedef int (*fn_out_out)(dev_t_, void *, void *);
+
+// call_getter makes call c into a zeroed struct (its version set) and copies
+// its values out.
+static int32_t call_getter(dev_t_ dev, const struct gt_call *c, uint64_t *v)
+{
+	union {
+		unsigned char b[GT_MAXOUT];
+		uint64_t align;
+	} out;
+	int32_t r;
+
+	memset(&out, 0, sizeof(out));
+	if (c->version) {
+		uint32_t ver = GT_NVML_STRUCT_VERSION(c->size, c->version);
+		memcpy(out.b, &ver, sizeof(ver));
+	}
+	switch (c->shape) {
+	case GT_SHAPE_OUT:
+		r = ((fn_out)c->fn)(dev, out.b);
+		break;
+	case GT_SHAPE_ARG_OUT:
+		r = ((fn_arg_out)c->fn)(dev, c->arg, out.b);
+		break;
+	default:
+		r = ((fn_out_out)c->fn)(dev, out.b, out.b + GT_MAXOUT / 2);
+		break;
+	}
+	for (uint32_t i = 0; i < c->nvals && i < GT_MAXVALS; i++) {
+		if (c->width[i] == 8 && c->off[i] <= GT_MAXOUT - 8) {
+			uint64_t x;
+			memcpy(&x, out.b + c->off[i], sizeof(x));
+			v[i] = x;
+		} else if (c->width[i] == 4 && c->off[i] <= GT_MAXOUT - 4) {
+			uint32_t x;
+			memcpy(&x, out.b + c->off[i], sizeof(x));
+			v[i] = x;
+		}
+	}
+	return r;
+}
 
 void gt_batch_run(void *dev, struct gt_batch *b)
 {
-	int lost = 0;
 	pthread_once(&once, resolve);
 	if (PLANNED(GT_FIELDS)) {
-		if (lock_fields(b->field_wait_ms)) {
-			CALL(GT_FIELDS, fn.fields, dev, b->nfields, b->fields);
+		if (!fn.fields) {
+			b->ret[GT_FIELDS] = GT_NVML_ERROR_FUNCTION_NOT_FOUND;
+		} else if (lock_fields(b->field_wait_ms)) {
+			__atomic_store_n(&b->cur, GT_FIELDS + 1, __ATOMIC_RELEASE);
+			b->ret[GT_FIELDS] = fn.fields(dev, b->nfields, b->fields);
 			pthread_mutex_unlock(&field_mu);
 		} else {
 			b->ret[GT_FIELDS] = GT_LOCK_TIMEOUT;
@@ -164,52 +175,23 @@ void gt_batch_run(void *dev, struct gt_batch *b)
 				if (b->fields[i].nvml_return != GT_NVML_SUCCESS)
 					b->plan |= b->field_fallback[i];
 		}
+		if (b->ret[GT_FIELDS] == GT_NVML_ERROR_GPU_IS_LOST) {
+			__atomic_store_n(&b->cur, 0, __ATOMIC_RELEASE);
+			return;
+		}
 	}
-	CALL(GT_TEMP, fn.temp, dev, GT_NVML_TEMPERATURE_GPU, &b->temp);
-	CALL(GT_POWERLIM, fn.power_lim, dev, &b->power_lim);
-	int pstate = 0;
-	CALL(GT_PSTATE, fn.pstate, dev, &pstate);
-	b->pstate = (uint32_t)pstate;
-	CALL(GT_CLK_GFX, fn.clock, dev, GT_NVML_CLOCK_GRAPHICS, &b->clk[0]);
-	CALL(GT_CLK_SM, fn.clock, dev, GT_NVML_CLOCK_SM, &b->clk[1]);
-	CALL(GT_CLK_MEM, fn.clock, dev, GT_NVML_CLOCK_MEM, &b->clk[2]);
-	struct gt_nvml_utilization u = { 0, 0 };
-	CALL(GT_UTIL, fn.util, dev, &u);
-	b->util_gpu = u.gpu;
-	b->util_mem = u.memory;
-	struct gt_nvml_memory_v2 m2;
-	memset(&m2, 0, sizeof(m2));
-	m2.version = GT_NVML_STRUCT_VERSION(sizeof(m2), 2);
-	CALL(GT_MEMV2, fn.memv2, dev, &m2);
-	struct gt_nvml_memory m1 = { 0, 0, 0 };
-	CALL(GT_MEM, fn.mem, dev, &m1);
-	b->mem_used = PLANNED(GT_MEMV2) ? m2.used : m1.used;
-	unsigned long long reasons = 0;
-	CALL(GT_REASONS, fn.reasons, dev, &reasons);
-	CALL(GT_THROTTLE, fn.throttle, dev, &reasons);
-	b->reasons = reasons;
-	CALL(GT_FANSPEED1, fn.fan1, dev, &b->fan1);
-	for (unsigned int i = 0; i < GT_MAXFANS; i++) {
-		CALL(GT_FANSPEED + i, fn.fan2, dev, i, &b->fan[i]);
-		CALL(GT_TARGET + i, fn.target, dev, i, &b->target[i]);
+	// The getters in call order; after a lost GPU nothing more is called.
+	for (int32_t c = GT_FIELDS + 1; c < ncalls; c++) {
+		if (!PLANNED(c))
+			continue;
+		if (!calls[c].fn) {
+			b->ret[c] = GT_NVML_ERROR_FUNCTION_NOT_FOUND;
+			continue;
+		}
+		__atomic_store_n(&b->cur, c + 1, __ATOMIC_RELEASE);
+		b->ret[c] = call_getter(dev, &calls[c], b->v[c]);
+		if (b->ret[c] == GT_NVML_ERROR_GPU_IS_LOST)
+			break;
 	}
-	unsigned int period = 0;
-	CALL(GT_ENC, fn.enc, dev, &b->enc, &period);
-	CALL(GT_DEC, fn.dec, dev, &b->dec, &period);
-	CALL(GT_PCIEGEN, fn.pcie_gen, dev, &b->pcie_gen);
-	CALL(GT_PCIEWIDTH, fn.pcie_width, dev, &b->pcie_width);
-	struct gt_nvml_thermal_settings th;
-	memset(&th, 0, sizeof(th));
-	CALL(GT_THERMAL, fn.thermal, dev, 0, &th);
-	b->th_count = th.count;
-	b->th_controller = th.sensor[0].controller;
-	b->th_current = th.sensor[0].current_temp;
-	b->th_target = th.sensor[0].target;
-	CALL(GT_POWER, fn.power, dev, &b->power);
-	CALL(GT_ENFORCED, fn.enforced, dev, &b->enforced);
-	unsigned long long energy = 0;
-	CALL(GT_ENERGY, fn.energy, dev, &energy);
-	b->energy = energy;
-	CALL(GT_REPLAY, fn.replay, dev, &b->replay);
 	__atomic_store_n(&b->cur, 0, __ATOMIC_RELEASE);
 }

@@ -2,6 +2,7 @@ package sampler
 
 import (
 	"math"
+	"unsafe"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
@@ -18,92 +19,175 @@ import (
 // feed the same interpret.
 
 // call identifies one NVML call of a sample. The order is the order calls are
-// made in; the C executor (batch.h) uses the same numbering.
+// made in, by both executors (the C one is handed callFn's descriptions).
 type call uint8
 
 const (
-	cFields    call                          = iota // nvmlDeviceGetFieldValues: the batched quantities
-	cTemp                                           // nvmlDeviceGetTemperature
-	cPowerLim                                       // nvmlDeviceGetPowerManagementLimit
-	cPState                                         // nvmlDeviceGetPerformanceState
-	cClockGfx                                       // nvmlDeviceGetClockInfo(graphics)
-	cClockSM                                        // nvmlDeviceGetClockInfo(SM)
-	cClockMem                                       // nvmlDeviceGetClockInfo(memory)
-	cUtil                                           // nvmlDeviceGetUtilizationRates
-	cMemV2                                          // nvmlDeviceGetMemoryInfo_v2
-	cMem                                            // nvmlDeviceGetMemoryInfo (old drivers)
-	cReasons                                        // nvmlDeviceGetCurrentClocksEventReasons
-	cThrottle                                       // nvmlDeviceGetCurrentClocksThrottleReasons (old drivers)
-	cFanSpeed1                                      // nvmlDeviceGetFanSpeed: fan 0 on old drivers
-	cEnc                                            // slow tier: nvmlDeviceGetEncoderUtilization
-	cDec                                            // slow tier: nvmlDeviceGetDecoderUtilization
-	cPcieGen                                        // slow tier: nvmlDeviceGetCurrPcieLinkGeneration
-	cPcieWidth                                      // slow tier: nvmlDeviceGetCurrPcieLinkWidth
-	cThermal                                        // slow tier: nvmlDeviceGetThermalSettings(0)
-	cPower                                          // field fallback: nvmlDeviceGetPowerUsage
-	cEnforced                                       // field fallback: nvmlDeviceGetEnforcedPowerLimit
-	cEnergy                                         // field fallback: nvmlDeviceGetTotalEnergyConsumption
-	cReplay                                         // field fallback: nvmlDeviceGetPcieReplayCounter
-	cFanSpeed                                       // nvmlDeviceGetFanSpeed_v2(fan), + fan index
-	cTarget    = cFanSpeed + reading.MaxFans        // nvmlDeviceGetTargetFanSpeed(fan), + fan index
-	numCalls   = cTarget + reading.MaxFans
+	cFields       call                          = iota // nvmlDeviceGetFieldValues: the batched quantities
+	cTemp                                              // nvmlDeviceGetTemperature
+	cPowerLim                                          // nvmlDeviceGetPowerManagementLimit
+	cPState                                            // nvmlDeviceGetPerformanceState
+	cClockGfx                                          // nvmlDeviceGetClockInfo(graphics)
+	cClockSM                                           // nvmlDeviceGetClockInfo(SM)
+	cClockMem                                          // nvmlDeviceGetClockInfo(memory)
+	cUtil                                              // nvmlDeviceGetUtilizationRates
+	cMemV2                                             // nvmlDeviceGetMemoryInfo_v2
+	cMem                                               // nvmlDeviceGetMemoryInfo (old drivers)
+	cReasons                                           // nvmlDeviceGetCurrentClocksEventReasons
+	cThrottle                                          // nvmlDeviceGetCurrentClocksThrottleReasons (old drivers)
+	cFanSpeed1                                         // nvmlDeviceGetFanSpeed: fan 0 on old drivers
+	cEnc                                               // slow tier: nvmlDeviceGetEncoderUtilization
+	cDec                                               // slow tier: nvmlDeviceGetDecoderUtilization
+	cPcieGen                                           // slow tier: nvmlDeviceGetCurrPcieLinkGeneration
+	cPcieWidth                                         // slow tier: nvmlDeviceGetCurrPcieLinkWidth
+	cThermal                                           // slow tier: nvmlDeviceGetThermalSettings(0)
+	cSramEcc                                           // slow tier, health: nvmlDeviceGetSramEccErrorStatus
+	cRepair                                            // slow tier, health: nvmlDeviceGetRepairStatus
+	cUnrepairable                                      // slow tier, health: nvmlDeviceGetUnrepairableMemoryFlag_v1
+	cPower                                             // field fallback: nvmlDeviceGetPowerUsage
+	cEnforced                                          // field fallback: nvmlDeviceGetEnforcedPowerLimit
+	cEnergy                                            // field fallback: nvmlDeviceGetTotalEnergyConsumption
+	cReplay                                            // field fallback: nvmlDeviceGetPcieReplayCounter
+	cFanSpeed                                          // nvmlDeviceGetFanSpeed_v2(fan), + fan index
+	cTarget       = cFanSpeed + reading.MaxFans        // nvmlDeviceGetTargetFanSpeed(fan), + fan index
+	numCalls      = cTarget + reading.MaxFans
 )
 
-// callDef is one call: its function and capability index, how the Go
-// executor makes it (the C one, batch.c, has its own copy of each getter
-// call; a field reading needs neither: its ID is data), and the readings of
-// reading.Table it gives (by name; value part
-// i of the call is reads[i]). A reading given by several calls takes the
-// first that answers, in call order: the later ones are old drivers'.
+// callDef is one call: its function and capability index, how each
+// executor makes it (run: the Go one, through a Device; cc: the C one,
+// batch.c, which knows no getter of its own), and the readings of
+// reading.Table it gives (by name; value i of the call is reads[i]). A
+// reading given by several calls takes the first that answers, in call
+// order: the later ones are old drivers'. A field reading needs none of
+// this: its ID is data.
 type callDef struct {
 	fn    Fn
 	idx   int
+	cc    cCall
 	run   func(d Device, r *raw, c call) nvml.Return
 	reads []string
 }
 
+// cShape is how the C executor calls a getter (batch.h's GT_SHAPE_*).
+type cShape uint32
+
+const (
+	shapeOut    cShape = iota // f(dev, out)
+	shapeArgOut               // f(dev, arg, out)
+	shapeOutOut               // f(dev, out, out2): the values are in out
+)
+
+// cCall is how the C executor makes a call (batch.h's gt_call, less the
+// function, looked up by fnInfo's symbol): its shape and argument, the
+// struct it fills (size and version: go-nvml's type, generated from
+// nvml.h) and where each value is in it.
+type cCall struct {
+	shape   cShape
+	arg     uint32
+	size    uintptr
+	version uint32 // written as NVML_STRUCT_VERSION(size, version); 0 none
+	vals    []cVal
+}
+
+// cVal is where one value of a call is in its struct: offset and size
+// (4 or 8 bytes, unsigned).
+type cVal struct{ off, size uintptr }
+
+// maxVals bounds the values of a call, maxOut the struct it fills (batch.h
+// GT_MAXVALS, GT_MAXOUT).
+const (
+	maxVals = 4
+	maxOut  = 128
+)
+
+// scalar is a getter of one T: f(dev, *T) (with arg: f(dev, arg, *T)).
+func scalar[T uint32 | uint64 | int32]() cCall {
+	var z T
+	return cCall{shape: shapeOut, size: unsafe.Sizeof(z), vals: []cVal{{0, unsafe.Sizeof(z)}}}
+}
+
+func scalarArg[T uint32 | int32](arg uint32) cCall {
+	c := scalar[T]()
+	c.shape, c.arg = shapeArgOut, arg
+	return c
+}
+
+// of is a getter filling a struct T of the version given (0: unversioned),
+// its values at vals.
+func of[T any](version uint32, vals ...cVal) cCall {
+	var z T
+	return cCall{shape: shapeOut, size: unsafe.Sizeof(z), version: version, vals: vals}
+}
+
 // callFn is every call of a sample.
 var callFn = func() (t [numCalls]callDef) {
-	set := func(c call, fn Fn, idx int, run func(Device, *raw, call) nvml.Return, reads ...string) {
-		t[c] = callDef{fn, idx, run, reads}
+	set := func(c call, fn Fn, idx int, cc cCall, run func(Device, *raw, call) nvml.Return, reads ...string) {
+		t[c] = callDef{fn, idx, cc, run, reads}
 	}
-	set(cFields, FnFieldValues, 0, func(d Device, r *raw, _ call) nvml.Return { return d.GetFieldValues(r.fields[:r.nfields]) })
-	set(cTemp, FnTemperature, 0, u32(func(d Device) (uint32, nvml.Return) { return d.GetTemperature(nvml.TEMPERATURE_GPU) }), "TempC")
-	set(cPowerLim, FnPowerLimit, 0, u32(Device.GetPowerManagementLimit), "PowerLimitMW")
-	set(cPState, FnPState, 0, u32(func(d Device) (uint32, nvml.Return) { v, r := d.GetPerformanceState(); return uint32(v), r }), "PState")
+	set(cFields, FnFieldValues, 0, cCall{}, func(d Device, r *raw, _ call) nvml.Return { return d.GetFieldValues(r.fields[:r.nfields]) })
+	set(cTemp, FnTemperature, 0, scalarArg[uint32](uint32(nvml.TEMPERATURE_GPU)),
+		u32(func(d Device) (uint32, nvml.Return) { return d.GetTemperature(nvml.TEMPERATURE_GPU) }), "TempC")
+	set(cPowerLim, FnPowerLimit, 0, scalar[uint32](), u32(Device.GetPowerManagementLimit), "PowerLimitMW")
+	set(cPState, FnPState, 0, scalar[int32](), u32(func(d Device) (uint32, nvml.Return) { v, r := d.GetPerformanceState(); return uint32(v), r }), "PState")
 	for i, ct := range [3]nvml.ClockType{nvml.CLOCK_GRAPHICS, nvml.CLOCK_SM, nvml.CLOCK_MEM} {
-		set(cClockGfx+call(i), FnClock, i, u32(func(d Device) (uint32, nvml.Return) { return d.GetClockInfo(ct) }), [3]string{"GraphicsMHz", "SMMHz", "MemMHz"}[i])
+		set(cClockGfx+call(i), FnClock, i, scalarArg[uint32](uint32(ct)),
+			u32(func(d Device) (uint32, nvml.Return) { return d.GetClockInfo(ct) }), [3]string{"GraphicsMHz", "SMMHz", "MemMHz"}[i])
 	}
-	set(cUtil, FnUtilization, 0, func(d Device, r *raw, c call) nvml.Return {
-		u, ret := d.GetUtilizationRates()
-		r.v[c] = [2]uint64{uint64(u.Gpu), uint64(u.Memory)}
-		return ret
-	}, "GPUUtil", "MemUtil")
-	set(cMemV2, FnMemoryInfoV2, 0, u64(func(d Device) (uint64, nvml.Return) { m, r := d.GetMemoryInfo_v2(); return m.Used, r }), "VRAMUsedBytes")
-	set(cMem, FnMemoryInfo, 0, u64(func(d Device) (uint64, nvml.Return) { m, r := d.GetMemoryInfo(); return m.Used, r }), "VRAMUsedBytes")
-	set(cReasons, FnClocksEventReasons, 0, u64(Device.GetCurrentClocksEventReasons), "Throttle")
-	set(cThrottle, FnClocksThrottleReasons, 0, u64(Device.GetCurrentClocksThrottleReasons), "Throttle")
-	set(cFanSpeed1, FnFanSpeed, 0, u32(Device.GetFanSpeed))
-	set(cEnc, FnEncoderUtil, 0, u32(func(d Device) (uint32, nvml.Return) { v, _, r := d.GetEncoderUtilization(); return v, r }), "EncUtil")
-	set(cDec, FnDecoderUtil, 0, u32(func(d Device) (uint32, nvml.Return) { v, _, r := d.GetDecoderUtilization(); return v, r }), "DecUtil")
-	set(cPcieGen, FnPcieGen, 0, u32(func(d Device) (uint32, nvml.Return) { v, r := d.GetCurrPcieLinkGeneration(); return uint32(v), r }), "PCIeGen")
-	set(cPcieWidth, FnPcieWidth, 0, u32(func(d Device) (uint32, nvml.Return) { v, r := d.GetCurrPcieLinkWidth(); return uint32(v), r }), "PCIeWidth")
-	set(cThermal, FnThermalSettings, 0, func(d Device, r *raw, _ call) nvml.Return {
+	var u nvml.Utilization
+	set(cUtil, FnUtilization, 0, of[nvml.Utilization](0, cVal{unsafe.Offsetof(u.Gpu), 4}, cVal{unsafe.Offsetof(u.Memory), 4}),
+		func(d Device, r *raw, c call) nvml.Return {
+			u, ret := d.GetUtilizationRates()
+			r.v[c] = [maxVals]uint64{uint64(u.Gpu), uint64(u.Memory)}
+			return ret
+		}, "GPUUtil", "MemUtil")
+	var m2 nvml.Memory_v2
+	set(cMemV2, FnMemoryInfoV2, 0, of[nvml.Memory_v2](2, cVal{unsafe.Offsetof(m2.Used), 8}),
+		u64(func(d Device) (uint64, nvml.Return) { m, r := d.GetMemoryInfo_v2(); return m.Used, r }), "VRAMUsedBytes")
+	var m1 nvml.Memory
+	set(cMem, FnMemoryInfo, 0, of[nvml.Memory](0, cVal{unsafe.Offsetof(m1.Used), 8}),
+		u64(func(d Device) (uint64, nvml.Return) { m, r := d.GetMemoryInfo(); return m.Used, r }), "VRAMUsedBytes")
+	set(cReasons, FnClocksEventReasons, 0, scalar[uint64](), u64(Device.GetCurrentClocksEventReasons), "Throttle")
+	set(cThrottle, FnClocksThrottleReasons, 0, scalar[uint64](), u64(Device.GetCurrentClocksThrottleReasons), "Throttle")
+	set(cFanSpeed1, FnFanSpeed, 0, scalar[uint32](), u32(Device.GetFanSpeed))
+	util := scalar[uint32]()
+	util.shape = shapeOutOut // (utilization, sampling period)
+	set(cEnc, FnEncoderUtil, 0, util, u32(func(d Device) (uint32, nvml.Return) { v, _, r := d.GetEncoderUtilization(); return v, r }), "EncUtil")
+	set(cDec, FnDecoderUtil, 0, util, u32(func(d Device) (uint32, nvml.Return) { v, _, r := d.GetDecoderUtilization(); return v, r }), "DecUtil")
+	set(cPcieGen, FnPcieGen, 0, scalar[uint32](), u32(func(d Device) (uint32, nvml.Return) { v, r := d.GetCurrPcieLinkGeneration(); return uint32(v), r }), "PCIeGen")
+	set(cPcieWidth, FnPcieWidth, 0, scalar[uint32](), u32(func(d Device) (uint32, nvml.Return) { v, r := d.GetCurrPcieLinkWidth(); return uint32(v), r }), "PCIeWidth")
+	// Sensor 0: count, controller, current temperature, target (thermalVals).
+	var th nvml.GpuThermalSettings
+	s0 := unsafe.Offsetof(th.Sensor)
+	thermal := of[nvml.GpuThermalSettings](0, cVal{unsafe.Offsetof(th.Count), 4}, cVal{s0 + unsafe.Offsetof(th.Sensor[0].Controller), 4},
+		cVal{s0 + unsafe.Offsetof(th.Sensor[0].CurrentTemp), 4}, cVal{s0 + unsafe.Offsetof(th.Sensor[0].Target), 4})
+	thermal.shape = shapeArgOut // sensor index 0
+	set(cThermal, FnThermalSettings, 0, thermal, func(d Device, r *raw, c call) nvml.Return {
 		th, ret := d.GetThermalSettings(0)
-		r.thCount, r.th = th.Count, th.Sensor[0]
+		s := th.Sensor[0]
+		r.v[c] = [maxVals]uint64{uint64(th.Count), uint64(uint32(s.Controller)), uint64(uint32(s.CurrentTemp)), uint64(uint32(s.Target))}
 		return ret
 	})
 	// Field fallbacks (reading.Def.Getter of a field reading).
-	set(cPower, FnPowerUsage, 0, u32(Device.GetPowerUsage))
-	set(cEnforced, FnEnforcedLimit, 0, u32(Device.GetEnforcedPowerLimit))
-	set(cEnergy, FnEnergy, 0, u64(Device.GetTotalEnergyConsumption))
-	set(cReplay, FnPcieReplay, 0, u32(func(d Device) (uint32, nvml.Return) { v, r := d.GetPcieReplayCounter(); return uint32(v), r }))
+	set(cPower, FnPowerUsage, 0, scalar[uint32](), u32(Device.GetPowerUsage))
+	set(cEnforced, FnEnforcedLimit, 0, scalar[uint32](), u32(Device.GetEnforcedPowerLimit))
+	set(cEnergy, FnEnergy, 0, scalar[uint64](), u64(Device.GetTotalEnergyConsumption))
+	set(cReplay, FnPcieReplay, 0, scalar[uint32](), u32(func(d Device) (uint32, nvml.Return) { v, r := d.GetPcieReplayCounter(); return uint32(v), r }))
 	for i := range reading.MaxFans {
-		set(cFanSpeed+call(i), FnFanSpeedV2, i, u32(func(d Device) (uint32, nvml.Return) { return d.GetFanSpeed_v2(i) }))
-		set(cTarget+call(i), FnTargetFanSpeed, i, u32(func(d Device) (uint32, nvml.Return) { v, r := d.GetTargetFanSpeed(i); return uint32(v), r }))
+		set(cFanSpeed+call(i), FnFanSpeedV2, i, scalarArg[uint32](uint32(i)),
+			u32(func(d Device) (uint32, nvml.Return) { return d.GetFanSpeed_v2(i) }))
+		set(cTarget+call(i), FnTargetFanSpeed, i, scalarArg[int32](uint32(i)),
+			u32(func(d Device) (uint32, nvml.Return) { v, r := d.GetTargetFanSpeed(i); return uint32(v), r }))
 	}
 	return t
 }()
+
+// Thermal settings' values (cThermal): sensor count, then sensor 0's.
+const (
+	thCount = iota
+	thController
+	thCurrent
+	thTarget
+)
 
 // u32 and u64 make a call of a getter returning one value, left in r.v[c][0].
 func u32(f func(Device) (uint32, nvml.Return)) func(Device, *raw, call) nvml.Return {
@@ -119,6 +203,19 @@ func u64(f func(Device) (uint64, nvml.Return)) func(Device, *raw, call) nvml.Ret
 		v, ret := f(d)
 		r.v[c][0] = v
 		return ret
+	}
+}
+
+// optional makes a call of a getter the Device interface does not name (go-
+// nvml's nvml.Device has it): a Device without it (a test's fake) answers
+// NVML_ERROR_FUNCTION_NOT_FOUND, as a driver without the symbol would, so a
+// new getter needs no change of the interface or the fakes.
+func optional[I any](f func(I, *raw, call) nvml.Return) func(Device, *raw, call) nvml.Return {
+	return func(d Device, r *raw, c call) nvml.Return {
+		if x, ok := d.(I); ok {
+			return f(x, r, c)
+		}
+		return nvml.ERROR_FUNCTION_NOT_FOUND
 	}
 }
 
@@ -240,9 +337,7 @@ type raw struct {
 	fieldQ  [maxFields]int  // the fieldReadings index of each entry
 	due     [maxFields]bool // fieldReadings whose tier is read in this sample
 
-	v       [numCalls][2]uint64 // each getter call's values (callDef.reads)
-	thCount uint32
-	th      nvml.GpuThermalSettingsSensor
+	v [numCalls][maxVals]uint64 // each getter call's values (callDef.reads)
 }
 
 func (r *raw) planned(c call) bool { return r.plan&(1<<c) != 0 }
@@ -449,10 +544,10 @@ func (g *GPU) interpret(r *raw, s *reading.Sample, info *reading.GPU) {
 	}
 	if r.slow { // the slow tier was read: replace the carried value
 		g.sensor0 = reading.Opt[reading.Sensor]{}
-		if g.result(r, cThermal) && r.thCount > 0 {
-			s0 := r.th
-			if s0.CurrentTemp > -100 && g.sane(FnThermalSettings, uint64(max(s0.CurrentTemp, 0)), maxTempC) {
-				g.sensor0 = reading.Some(reading.Sensor{Temp: s0.CurrentTemp, Target: s0.Target, Controller: s0.Controller})
+		if th := &r.v[cThermal]; g.result(r, cThermal) && th[thCount] > 0 {
+			cur := int32(uint32(th[thCurrent]))
+			if cur > -100 && g.sane(FnThermalSettings, uint64(max(cur, 0)), maxTempC) {
+				g.sensor0 = reading.Some(reading.Sensor{Temp: cur, Target: int32(uint32(th[thTarget])), Controller: int32(uint32(th[thController]))})
 			}
 		}
 	}

@@ -1,6 +1,10 @@
-// batch: every NVML call of one GPU sample in one cgo call. The call
-// numbering and order match sampler/batch.go; NVML's structs come from
-// nvml_abi.h.
+// batch: every NVML call of one GPU sample in one cgo call. batch.c knows
+// no getter: the Go side describes each call once (sampler/batch.go's
+// callFn: the function, how it is called, the size and version of the
+// struct it fills and where its values are in it, from go-nvml's types) and
+// hands the descriptions over with gt_batch_calls; gt_batch_run makes the
+// planned ones in call order. A new getter whose signature has one of the
+// shapes below is data, not C.
 #ifndef GPU_TELEMETRY_BATCH_H
 #define GPU_TELEMETRY_BATCH_H
 
@@ -8,18 +12,33 @@
 
 #include "nvml_abi.h"
 
-#define GT_MAXFANS 8
 #define GT_MAXFIELDS 64 // the field readings a sample can batch (sampler's maxFields)
+#define GT_MAXCALLS 64  // the calls of a sample: one bit each in plan (sampler's numCalls at most)
+#define GT_MAXVALS 4    // the values one call gives (sampler's maxVals)
+#define GT_MAXOUT 128   // bytes of the struct a call fills (sampler's maxOut)
 
+#define GT_FIELDS 0 // call 0: nvmlDeviceGetFieldValues, the batched fields
+
+// How a getter is called (gt_call.shape); out is a zeroed buffer.
 enum {
-	GT_FIELDS, GT_TEMP, GT_POWERLIM, GT_PSTATE, GT_CLK_GFX, GT_CLK_SM, GT_CLK_MEM, GT_UTIL,
-	GT_MEMV2, GT_MEM, GT_REASONS, GT_THROTTLE, GT_FANSPEED1, GT_ENC, GT_DEC, GT_PCIEGEN,
-	GT_PCIEWIDTH, GT_THERMAL, GT_POWER, GT_ENFORCED, GT_ENERGY, GT_REPLAY,
-	GT_FANSPEED, GT_TARGET = GT_FANSPEED + GT_MAXFANS, GT_NCALLS = GT_TARGET + GT_MAXFANS
+	GT_SHAPE_OUT,	  // f(dev, out)
+	GT_SHAPE_ARG_OUT, // f(dev, arg, out)
+	GT_SHAPE_OUT_OUT, // f(dev, out, out + GT_MAXOUT / 2): the values are in the first
 };
 
 #define GT_NOT_RUN (-1)
 #define GT_LOCK_TIMEOUT (-2)
+
+// gt_call describes one getter call of a sample.
+struct gt_call {
+	void *fn; // the NVML function (gt_batch_sym); NULL: absent, never called
+	uint32_t shape, arg;
+	uint32_t size;	  // bytes of the struct out points to (at most GT_MAXOUT)
+	uint32_t version; // if not 0, written at offset 0 as NVML_STRUCT_VERSION(size, version)
+	uint32_t nvals;
+	uint32_t off[GT_MAXVALS];   // value i: its offset in out
+	uint32_t width[GT_MAXVALS]; // and its size: 4 or 8 bytes, unsigned
+};
 
 struct gt_batch {
 	int32_t cur;            // call in flight + 1, 0 none (read by Go while the batch runs)
@@ -27,16 +46,18 @@ struct gt_batch {
 	uint64_t plan;
 	uint64_t fallback;              // calls added to plan when GT_FIELDS fails as a whole
 	uint64_t field_fallback[GT_MAXFIELDS]; // call added to plan when field i alone is refused
-	int32_t ret[GT_NCALLS];
+	int32_t ret[GT_MAXCALLS];
 	int32_t nfields;
 	struct gt_nvml_field_value fields[GT_MAXFIELDS];
-	uint32_t temp, power_lim, pstate, clk[3], util_gpu, util_mem, fan1, enc, dec, pcie_gen, pcie_width;
-	uint32_t th_count;
-	int32_t th_controller, th_current, th_target;
-	uint32_t power, enforced, replay;
-	uint64_t mem_used, reasons, energy;
-	uint32_t fan[GT_MAXFANS], target[GT_MAXFANS];
+	uint64_t v[GT_MAXCALLS][GT_MAXVALS]; // each getter call's values
 };
+
+// gt_batch_sym returns the NVML function named, or NULL.
+void *gt_batch_sym(const char *name);
+
+// gt_batch_calls sets the getter calls of every batch: calls[c] is call c
+// (calls[GT_FIELDS] is not used). Once, before the first gt_batch_run.
+void gt_batch_calls(const struct gt_call *calls, int32_t n);
 
 // gt_batch_handle returns the NVML device handle of index, or NULL.
 void *gt_batch_handle(unsigned int index);

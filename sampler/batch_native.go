@@ -9,13 +9,12 @@ import "C"
 
 import (
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
-
-	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
 // nativeExec makes a sample's calls in one cgo call (batch.c). The batch
@@ -34,9 +33,14 @@ type nativeExec struct {
 // This is the one pin of nvml_abi.h's codes against NVML (go-nvml's constants
 // are generated from nvml.h); its structs are pinned by test/csan/harness.c.
 var (
-	_ = [1]struct{}{}[int(C.GT_NCALLS)-int(numCalls)]
+	_ = [int(C.GT_MAXCALLS) - int(numCalls)]struct{}{} // numCalls <= GT_MAXCALLS
 	_ = [1]struct{}{}[int(C.GT_MAXFIELDS)-maxFields]
-	_ = [1]struct{}{}[int(C.GT_MAXFANS)-reading.MaxFans]
+	_ = [1]struct{}{}[int(C.GT_MAXVALS)-maxVals]
+	_ = [1]struct{}{}[int(C.GT_MAXOUT)-maxOut]
+	_ = [1]struct{}{}[int(C.GT_FIELDS)-int(cFields)]
+	_ = [1]struct{}{}[int(C.GT_SHAPE_OUT)-int(shapeOut)]
+	_ = [1]struct{}{}[int(C.GT_SHAPE_ARG_OUT)-int(shapeArgOut)]
+	_ = [1]struct{}{}[int(C.GT_SHAPE_OUT_OUT)-int(shapeOutOut)]
 	_ = [1]struct{}{}[int(C.GT_NOT_RUN)-retNotRun]
 	_ = [1]struct{}{}[int(C.GT_LOCK_TIMEOUT)-retLockTimeout]
 	_ = [1]struct{}{}[int(C.GT_NVML_SUCCESS)-int(nvml.SUCCESS)]
@@ -44,13 +48,37 @@ var (
 	_ = [1]struct{}{}[int(C.GT_NVML_ERROR_TIMEOUT)-int(nvml.ERROR_TIMEOUT)]
 	_ = [1]struct{}{}[int(C.GT_NVML_ERROR_FUNCTION_NOT_FOUND)-int(nvml.ERROR_FUNCTION_NOT_FOUND)]
 	_ = [1]struct{}{}[int(C.GT_NVML_ERROR_GPU_IS_LOST)-int(nvml.ERROR_GPU_IS_LOST)]
-	_ = [1]struct{}{}[int(C.GT_NVML_TEMPERATURE_GPU)-int(nvml.TEMPERATURE_GPU)]
-	_ = [1]struct{}{}[int(C.GT_NVML_CLOCK_GRAPHICS)-int(nvml.CLOCK_GRAPHICS)]
-	_ = [1]struct{}{}[int(C.GT_NVML_CLOCK_SM)-int(nvml.CLOCK_SM)]
-	_ = [1]struct{}{}[int(C.GT_NVML_CLOCK_MEM)-int(nvml.CLOCK_MEM)]
 )
 
+// setCalls hands callFn's C descriptions to batch.c, once, before the first
+// batch: each getter's function is looked up by its fnInfo symbol (NULL
+// when the library lacks it: never called).
+var setCalls = sync.OnceFunc(func() {
+	var cs [numCalls]C.struct_gt_call
+	for c := cFields + 1; c < numCalls; c++ {
+		cd := &callFn[c]
+		cc := &cd.cc
+		if cc.size > maxOut || len(cc.vals) > maxVals {
+			panic("sampler: call " + fnInfo[cd.fn].name + " fills more than batch.c holds")
+		}
+		name := C.CString(fnInfo[cd.fn].symbol)
+		x := &cs[c]
+		x.fn = C.gt_batch_sym(name)
+		C.free(unsafe.Pointer(name))
+		x.shape, x.arg, x.size, x.version = C.uint32_t(cc.shape), C.uint32_t(cc.arg), C.uint32_t(cc.size), C.uint32_t(cc.version)
+		x.nvals = C.uint32_t(len(cc.vals))
+		for i, v := range cc.vals {
+			if v.off+v.size > cc.size || (v.size != 4 && v.size != 8) {
+				panic("sampler: a value of call " + fnInfo[cd.fn].name + " is outside its struct")
+			}
+			x.off[i], x.width[i] = C.uint32_t(v.off), C.uint32_t(v.size)
+		}
+	}
+	C.gt_batch_calls(&cs[0], C.int32_t(numCalls))
+})
+
 func newNativeExec(index int, fieldWait time.Duration, threadFailed func()) (*nativeExec, error) {
+	setCalls()
 	dev := C.gt_batch_handle(C.uint(index))
 	if dev == nil {
 		return nil, errors.New("no NVML handle for the GPU")
@@ -100,31 +128,9 @@ func (x *nativeExec) run(r *raw) {
 		r.fields[i].NvmlReturn = uint32(f.nvml_return)
 		r.fields[i].Value = *(*[8]byte)(unsafe.Pointer(&f.value))
 	}
-	v := func(c call, x ...uint64) { copy(r.v[c][:], x) }
-	v(cTemp, uint64(b.temp))
-	v(cPowerLim, uint64(b.power_lim))
-	v(cPState, uint64(b.pstate))
-	for i := range 3 {
-		v(cClockGfx+call(i), uint64(b.clk[i]))
-	}
-	v(cUtil, uint64(b.util_gpu), uint64(b.util_mem))
-	v(cMemV2, uint64(b.mem_used))
-	v(cMem, uint64(b.mem_used))
-	v(cReasons, uint64(b.reasons))
-	v(cThrottle, uint64(b.reasons))
-	v(cFanSpeed1, uint64(b.fan1))
-	v(cEnc, uint64(b.enc))
-	v(cDec, uint64(b.dec))
-	v(cPcieGen, uint64(b.pcie_gen))
-	v(cPcieWidth, uint64(b.pcie_width))
-	r.thCount = uint32(b.th_count)
-	r.th = nvml.GpuThermalSettingsSensor{Controller: int32(b.th_controller), CurrentTemp: int32(b.th_current), Target: int32(b.th_target)}
-	v(cPower, uint64(b.power))
-	v(cEnforced, uint64(b.enforced))
-	v(cEnergy, uint64(b.energy))
-	v(cReplay, uint64(b.replay))
-	for i := range reading.MaxFans {
-		v(cFanSpeed+call(i), uint64(b.fan[i]))
-		v(cTarget+call(i), uint64(b.target[i]))
+	for c := range numCalls {
+		for i := range maxVals {
+			r.v[c][i] = uint64(b.v[c][i])
+		}
 	}
 }

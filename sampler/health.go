@@ -109,6 +109,11 @@ func (g *GPU) fieldOn(off int64) bool { return off == 0 || g.mono() >= off }
 func (g *GPU) readHealth(s *reading.Sample) {
 	h := &g.hlt
 	var vals [reading.NumHealth]reading.Opt[uint64]
+	for id, d := range reading.Health {
+		if d.Getter != "" {
+			vals[id] = s.Health[id] // read by its call in this sample's batch (interpret)
+		}
+	}
 	if g.can(FnHealthFields, 0) {
 		h.fv, h.fvID = h.fv[:0], h.fvID[:0]
 		for id, d := range reading.Health {

@@ -1,5 +1,6 @@
 // nvml_abi: the parts of NVIDIA's nvml.h that batch.c and evthread.c use,
-// copied in one place. NVML is loaded at run time (dlsym), so its header is
+// copied in one place (the getters' structs are not: batch.c is handed their
+// sizes and offsets from go-nvml's generated types, sampler/batch.go). NVML is loaded at run time (dlsym), so its header is
 // not needed to build. The structs are pinned against nvml.h itself (the copy
 // in the go-nvml module) by make csan (test/csan/harness.c), part of make
 // test: every struct size, field offset and field size. The codes are pinned
@@ -18,12 +19,6 @@
 #define GT_NVML_ERROR_FUNCTION_NOT_FOUND 13
 #define GT_NVML_ERROR_GPU_IS_LOST 15
 
-// nvmlTemperatureSensors_t and nvmlClockType_t values.
-#define GT_NVML_TEMPERATURE_GPU 0
-#define GT_NVML_CLOCK_GRAPHICS 0
-#define GT_NVML_CLOCK_SM 1
-#define GT_NVML_CLOCK_MEM 2
-
 // NVML_STRUCT_VERSION(data, ver) for a struct of size sz.
 #define GT_NVML_STRUCT_VERSION(sz, ver) ((unsigned int)(sz) | ((unsigned int)(ver) << 24))
 
@@ -36,33 +31,6 @@ struct gt_nvml_field_value {
 	int32_t value_type;
 	int32_t nvml_return;
 	union { double d; uint32_t ui; unsigned long ul; unsigned long long ull; long long sll; int32_t si; uint16_t us; } value;
-};
-
-// nvmlUtilization_t.
-struct gt_nvml_utilization {
-	unsigned int gpu, memory;
-};
-
-// nvmlMemory_v2_t.
-struct gt_nvml_memory_v2 {
-	unsigned int version;
-	unsigned long long total, reserved, free, used;
-};
-
-// nvmlMemory_t.
-struct gt_nvml_memory {
-	unsigned long long total, free, used;
-};
-
-// The anonymous sensor struct of nvmlGpuThermalSettings_t.
-struct gt_nvml_thermal_sensor {
-	int controller, default_min_temp, default_max_temp, current_temp, target;
-};
-
-// nvmlGpuThermalSettings_t (NVML_MAX_THERMAL_SENSORS_PER_GPU = 3).
-struct gt_nvml_thermal_settings {
-	unsigned int count;
-	struct gt_nvml_thermal_sensor sensor[3];
 };
 
 // nvmlEventData_t (what nvmlEventSetWait_v2 fills; v1 stops after data).

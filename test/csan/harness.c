@@ -8,7 +8,9 @@
  *
  * It also pins sampler/nvml_abi.h's structs to NVIDIA's nvml.h (from the
  * go-nvml module): every struct size, field offset and field size is checked
- * at compile time. This is the one layout pin: go-nvml's Go types are
+ * at compile time. The getters' structs are not in nvml_abi.h: batch.c is
+ * handed their sizes and offsets (gt_batch_calls), here from nvml.h, in the
+ * daemon from go-nvml's types generated from it. This is the one layout pin: go-nvml's Go types are
  * generated from this same header, and nvmlEventData_t has no exported Go
  * twin, so a Go-side copy would check less. The codes (GT_NVML_*) have their
  * one pin in sampler/batch_native.go, against go-nvml's constants: it fails
@@ -20,6 +22,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,23 +51,6 @@
 	X(struct gt_nvml_field_value, value_type, nvmlFieldValue_t, valueType) \
 	X(struct gt_nvml_field_value, nvml_return, nvmlFieldValue_t, nvmlReturn) \
 	X(struct gt_nvml_field_value, value, nvmlFieldValue_t, value) \
-	X(struct gt_nvml_utilization, gpu, nvmlUtilization_t, gpu) \
-	X(struct gt_nvml_utilization, memory, nvmlUtilization_t, memory) \
-	X(struct gt_nvml_memory_v2, version, nvmlMemory_v2_t, version) \
-	X(struct gt_nvml_memory_v2, total, nvmlMemory_v2_t, total) \
-	X(struct gt_nvml_memory_v2, reserved, nvmlMemory_v2_t, reserved) \
-	X(struct gt_nvml_memory_v2, free, nvmlMemory_v2_t, free) \
-	X(struct gt_nvml_memory_v2, used, nvmlMemory_v2_t, used) \
-	X(struct gt_nvml_memory, total, nvmlMemory_t, total) \
-	X(struct gt_nvml_memory, free, nvmlMemory_t, free) \
-	X(struct gt_nvml_memory, used, nvmlMemory_t, used) \
-	X(struct gt_nvml_thermal_sensor, controller, nvmlGpuThermalSettingsSensor_t, controller) \
-	X(struct gt_nvml_thermal_sensor, default_min_temp, nvmlGpuThermalSettingsSensor_t, defaultMinTemp) \
-	X(struct gt_nvml_thermal_sensor, default_max_temp, nvmlGpuThermalSettingsSensor_t, defaultMaxTemp) \
-	X(struct gt_nvml_thermal_sensor, current_temp, nvmlGpuThermalSettingsSensor_t, currentTemp) \
-	X(struct gt_nvml_thermal_sensor, target, nvmlGpuThermalSettingsSensor_t, target) \
-	X(struct gt_nvml_thermal_settings, count, nvmlGpuThermalSettings_t, count) \
-	X(struct gt_nvml_thermal_settings, sensor, nvmlGpuThermalSettings_t, sensor) \
 	X(struct gt_nvml_event_data, device, nvmlEventData_t, device) \
 	X(struct gt_nvml_event_data, type, nvmlEventData_t, eventType) \
 	X(struct gt_nvml_event_data, data, nvmlEventData_t, eventData) \
@@ -77,7 +63,6 @@
 	_Static_assert(sizeof(((ours *)0)->of) == sizeof(((theirs *)0)->tf), #ours "." #of " and " #theirs "." #tf " differ in size");
 ABI_FIELDS(PIN_FIELD)
 
-_Static_assert(NVML_MAX_THERMAL_SENSORS_PER_GPU == 3, "NVML_MAX_THERMAL_SENSORS_PER_GPU");
 
 /* ---- the run ------------------------------------------------------------- */
 
@@ -120,9 +105,73 @@ static void *must_sym(const char *name)
 
 #define NQ 5 /* the fields the sampler batches today */
 
+/* The getter calls of this harness's batch, one of each shape and kind of
+ * struct (scalar, with an argument, two outputs, unversioned and versioned
+ * structs), described as the Go side describes its own (sampler/batch.go). */
+enum {
+	H_FIELDS = GT_FIELDS, H_TEMP, H_POWERLIM, H_PSTATE, H_UTIL, H_MEMV2, H_REASONS, H_ENC, H_THERMAL, H_SRAM, H_REPAIR,
+	H_UNREPAIRABLE, H_POWER, H_ENFORCED, H_ENERGY, H_REPLAY, H_FAN0, H_FAN1, H_NCALLS
+};
+
+#define VAL(type, field) offsetof(type, field), sizeof(((type *)0)->field)
+
+static void set_call(struct gt_call *c, const char *name, uint32_t shape, uint32_t arg, uint32_t size, uint32_t version,
+		     int n, ...)
+{
+	va_list ap;
+	c->fn = gt_batch_sym(name);
+	CHECK(c->fn != NULL, "%s not found", name);
+	c->shape = shape;
+	c->arg = arg;
+	c->size = size;
+	c->version = version;
+	c->nvals = (uint32_t)n;
+	va_start(ap, n);
+	for (int i = 0; i < n; i++) {
+		c->off[i] = (uint32_t)va_arg(ap, size_t);
+		c->width[i] = (uint32_t)va_arg(ap, size_t);
+	}
+	va_end(ap);
+}
+
+static void set_calls(void)
+{
+	static struct gt_call c[H_NCALLS];
+	set_call(&c[H_TEMP], "nvmlDeviceGetTemperature", GT_SHAPE_ARG_OUT, NVML_TEMPERATURE_GPU, 4, 0, 1, (size_t)0, (size_t)4);
+	set_call(&c[H_POWERLIM], "nvmlDeviceGetPowerManagementLimit", GT_SHAPE_OUT, 0, 4, 0, 1, (size_t)0, (size_t)4);
+	set_call(&c[H_PSTATE], "nvmlDeviceGetPerformanceState", GT_SHAPE_OUT, 0, sizeof(nvmlPstates_t), 0, 1, (size_t)0,
+		 sizeof(nvmlPstates_t));
+	set_call(&c[H_UTIL], "nvmlDeviceGetUtilizationRates", GT_SHAPE_OUT, 0, sizeof(nvmlUtilization_t), 0, 2,
+		 VAL(nvmlUtilization_t, gpu), VAL(nvmlUtilization_t, memory));
+	set_call(&c[H_MEMV2], "nvmlDeviceGetMemoryInfo_v2", GT_SHAPE_OUT, 0, sizeof(nvmlMemory_v2_t), 2, 1,
+		 VAL(nvmlMemory_v2_t, used));
+	set_call(&c[H_REASONS], "nvmlDeviceGetCurrentClocksEventReasons", GT_SHAPE_OUT, 0, 8, 0, 1, (size_t)0, (size_t)8);
+	set_call(&c[H_ENC], "nvmlDeviceGetEncoderUtilization", GT_SHAPE_OUT_OUT, 0, 4, 0, 1, (size_t)0, (size_t)4);
+	set_call(&c[H_THERMAL], "nvmlDeviceGetThermalSettings", GT_SHAPE_ARG_OUT, 0, sizeof(nvmlGpuThermalSettings_t), 0, 4,
+		 VAL(nvmlGpuThermalSettings_t, count), VAL(nvmlGpuThermalSettings_t, sensor[0].controller),
+		 VAL(nvmlGpuThermalSettings_t, sensor[0].currentTemp), VAL(nvmlGpuThermalSettings_t, sensor[0].target));
+	set_call(&c[H_SRAM], "nvmlDeviceGetSramEccErrorStatus", GT_SHAPE_OUT, 0, sizeof(nvmlEccSramErrorStatus_t), 1, 4,
+		 VAL(nvmlEccSramErrorStatus_t, volatileCor), VAL(nvmlEccSramErrorStatus_t, volatileUncSecDed),
+		 VAL(nvmlEccSramErrorStatus_t, volatileUncParity), VAL(nvmlEccSramErrorStatus_t, bThresholdExceeded));
+	set_call(&c[H_REPAIR], "nvmlDeviceGetRepairStatus", GT_SHAPE_OUT, 0, sizeof(nvmlRepairStatus_t), 1, 2,
+		 VAL(nvmlRepairStatus_t, bChannelRepairPending), VAL(nvmlRepairStatus_t, bTpcRepairPending));
+	set_call(&c[H_UNREPAIRABLE], "nvmlDeviceGetUnrepairableMemoryFlag_v1", GT_SHAPE_OUT, 0,
+		 sizeof(nvmlUnrepairableMemoryStatus_v1_t), 0, 1, VAL(nvmlUnrepairableMemoryStatus_v1_t, bUnrepairableMemory));
+	set_call(&c[H_POWER], "nvmlDeviceGetPowerUsage", GT_SHAPE_OUT, 0, 4, 0, 1, (size_t)0, (size_t)4);
+	set_call(&c[H_ENFORCED], "nvmlDeviceGetEnforcedPowerLimit", GT_SHAPE_OUT, 0, 4, 0, 1, (size_t)0, (size_t)4);
+	set_call(&c[H_ENERGY], "nvmlDeviceGetTotalEnergyConsumption", GT_SHAPE_OUT, 0, 8, 0, 1, (size_t)0, (size_t)8);
+	set_call(&c[H_REPLAY], "nvmlDeviceGetPcieReplayCounter", GT_SHAPE_OUT, 0, 4, 0, 1, (size_t)0, (size_t)4);
+	set_call(&c[H_FAN0], "nvmlDeviceGetFanSpeed_v2", GT_SHAPE_ARG_OUT, 0, 4, 0, 1, (size_t)0, (size_t)4);
+	set_call(&c[H_FAN1], "nvmlDeviceGetFanSpeed_v2", GT_SHAPE_ARG_OUT, 1, 4, 0, 1, (size_t)0, (size_t)4);
+	_Static_assert(sizeof(nvmlEccSramErrorStatus_t) <= GT_MAXOUT, "GT_MAXOUT");
+	_Static_assert(sizeof(nvmlGpuThermalSettings_t) <= GT_MAXOUT / 2, "GT_MAXOUT");
+	_Static_assert(H_NCALLS <= GT_MAXCALLS, "GT_MAXCALLS");
+	gt_batch_calls(c, H_NCALLS);
+}
+
 struct sampler_arg {
 	int gpu;
-	int samples, lost, lock_timeouts;
+	int samples, lost, lock_timeouts, memv2_ok;
 };
 
 /* Samples one GPU many times with every call planned, as the Go side plans
@@ -132,7 +181,7 @@ static void *sample_gpu(void *p)
 	static const uint32_t fields[NQ] = { NVML_FI_DEV_POWER_INSTANT, NVML_FI_DEV_POWER_CURRENT_LIMIT,
 						NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION, NVML_FI_DEV_MEMORY_TEMP,
 						NVML_FI_DEV_PCIE_REPLAY_COUNTER };
-	static const int fallback[NQ] = { GT_POWER, GT_ENFORCED, GT_ENERGY, -1, GT_REPLAY };
+	static const int fallback[NQ] = { H_POWER, H_ENFORCED, H_ENERGY, -1, H_REPLAY };
 	struct sampler_arg *a = p;
 	void *dev = gt_batch_handle((unsigned int)a->gpu);
 	struct gt_batch *b = calloc(1, sizeof(*b));
@@ -145,10 +194,9 @@ static void *sample_gpu(void *p)
 	for (int n = 0; n < 150; n++) {
 		memset(b, 0, sizeof(*b));
 		b->field_wait_ms = 2;
-		for (int c = 0; c < GT_NCALLS; c++) {
+		for (int c = 0; c < GT_MAXCALLS; c++) {
 			b->ret[c] = GT_NOT_RUN;
-			if (c != GT_MEM && c != GT_THROTTLE && c != GT_FANSPEED1 && c != GT_POWER && c != GT_ENFORCED &&
-			    c != GT_ENERGY && c != GT_REPLAY)
+			if (c < H_NCALLS && c != H_POWER && c != H_ENFORCED && c != H_ENERGY && c != H_REPLAY)
 				b->plan |= 1ULL << c;
 		}
 		b->nfields = NQ;
@@ -161,8 +209,11 @@ static void *sample_gpu(void *p)
 		}
 		gt_batch_run(dev, b);
 		a->samples++;
-		a->lost += b->ret[GT_TEMP] == GT_NVML_ERROR_GPU_IS_LOST || b->ret[GT_FIELDS] == GT_NVML_ERROR_GPU_IS_LOST;
-		a->lock_timeouts += b->ret[GT_FIELDS] == GT_LOCK_TIMEOUT;
+		a->lost += b->ret[H_TEMP] == GT_NVML_ERROR_GPU_IS_LOST || b->ret[H_FIELDS] == GT_NVML_ERROR_GPU_IS_LOST;
+		a->lock_timeouts += b->ret[H_FIELDS] == GT_LOCK_TIMEOUT;
+		/* The simulated driver refuses a wrong struct version: SUCCESS
+		 * proves the version batch.c wrote. */
+		a->memv2_ok += b->ret[H_MEMV2] == GT_NVML_SUCCESS && b->v[H_MEMV2][0] > 0;
 		CHECK(__atomic_load_n(&b->cur, __ATOMIC_ACQUIRE) == 0, "GPU %d: call still marked in flight", a->gpu);
 		struct timespec nap = { 0, 2 * 1000 * 1000 };
 		nanosleep(&nap, NULL);
@@ -285,6 +336,7 @@ int main(void)
 	int evfd = -1;
 	CHECK(start_events(&evfd) == 0, "gt_events_start failed");
 
+	set_calls();
 	pthread_t t[NGPU];
 	struct sampler_arg args[NGPU];
 	for (int i = 0; i < NGPU; i++) {
@@ -295,6 +347,7 @@ int main(void)
 		pthread_join(t[i], NULL);
 	CHECK(args[3].lost > 0, "GPU 3 never reported lost");
 	CHECK(args[0].lost == 0 && args[1].lost == 0 && args[2].lost == 0, "a healthy GPU reported lost");
+	CHECK(args[0].memv2_ok > 0, "GPU 0: nvmlDeviceGetMemoryInfo_v2 never answered with memory used");
 	CHECK(args[0].lock_timeouts + args[2].lock_timeouts + args[3].lock_timeouts > 0,
 	      "no field lock timeout while GPU 1 held the lock in a hung GetFieldValues");
 
