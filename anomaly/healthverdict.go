@@ -22,6 +22,7 @@ const (
 	ReasonNVLinkRecoveryFailed                     // NVLink5 failed link recovery count grew (DCGM: fail)
 	ReasonC2CErrors                                // C2C CRC or replay errors grew (no DCGM watch; any error on a chip-to-chip link)
 	ReasonRecoveryAction                           // recovery action reset, reboot, drain and reset, or one newer than we know (DCGM: fail)
+	ReasonMemoryUnrepairable                       // the unrepairable-memory flag is set (issue 25: critical; NVIDIA: the GPU needs an RMA)
 	// warning
 	ReasonRemapPending     // a row remap waits for a reset (DCGM does not check it; it needs a reset to apply)
 	ReasonRemapNearLimit   // uncorrectable remaps >= 512 (DCGM: warn)
@@ -31,6 +32,8 @@ const (
 	ReasonNVLinkRecovered  // successful NVLink link recoveries grew (DCGM: warn)
 	ReasonHWSlowdown       // HW thermal slowdown or HW power brake time grew (DCGM thermal/power watch: warn)
 	ReasonRecoveryDrainP2P // recovery action drain P2P (DCGM: warn)
+	ReasonRepairPending    // a channel or TPC repair waits for a reset (like a pending remap: it needs a reset to apply)
+	ReasonSRAMThreshold    // the SRAM ECC error threshold of field diagnostics is exceeded (NVML's flag; our choice: a warning)
 	NumHealthReasons
 )
 
@@ -49,6 +52,7 @@ var HealthReasonDefs = [NumHealthReasons]HealthReasonDef{
 	ReasonNVLinkRecoveryFailed: {"nvlink_recovery_failed", true, "an NVLink link recovery failed"},
 	ReasonC2CErrors:            {"c2c_errors", true, "C2C link errors grew"},
 	ReasonRecoveryAction:       {"recovery_action", true, "the driver asks for a GPU reset, a reboot or a drain and reset"},
+	ReasonMemoryUnrepairable:   {"memory_unrepairable", true, "the GPU has memory that can no longer be repaired"},
 	ReasonRemapPending:         {"remap_pending", false, "a row remap waits for a GPU reset"},
 	ReasonRemapNearLimit:       {"remap_near_limit", false, "512 or more rows remapped for uncorrectable errors"},
 	ReasonSBERate:              {"ecc_sbe_rate", false, "single-bit ECC errors at a high rate"},
@@ -57,6 +61,8 @@ var HealthReasonDefs = [NumHealthReasons]HealthReasonDef{
 	ReasonNVLinkRecovered:      {"nvlink_recovered", false, "NVLink links went through recovery"},
 	ReasonHWSlowdown:           {"hw_slowdown", false, "time in HW thermal slowdown or HW power brake grew"},
 	ReasonRecoveryDrainP2P:     {"recovery_drain_p2p", false, "the driver asks to drain peer-to-peer traffic"},
+	ReasonRepairPending:        {"repair_pending", false, "a memory channel or TPC repair waits for a GPU reset"},
+	ReasonSRAMThreshold:        {"sram_threshold", false, "the SRAM ECC error threshold is exceeded"},
 }
 
 // Thresholds of the health watches.
@@ -191,6 +197,15 @@ func (w *healthWatch) check(s *reading.Sample, now time.Time) HealthVerdict {
 	}
 	if n, ok := val(reading.HRemapPending); ok {
 		set(ReasonRemapPending, n != 0)
+	}
+	if n, ok := val(reading.HMemoryUnrepairable); ok {
+		set(ReasonMemoryUnrepairable, n != 0)
+	}
+	ch, chOK := val(reading.HChannelRepairPending)
+	tpc, tpcOK := val(reading.HTPCRepairPending)
+	set(ReasonRepairPending, (chOK && ch != 0) || (tpcOK && tpc != 0))
+	if n, ok := val(reading.HSRAMThreshold); ok {
+		set(ReasonSRAMThreshold, n != 0)
 	}
 	if n, ok := val(reading.HRemapUncorrectable); ok {
 		set(ReasonRemapNearLimit, n >= RemapUncLimit)

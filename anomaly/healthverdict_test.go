@@ -23,7 +23,8 @@ func b200(over map[reading.HealthID]uint64) map[reading.HealthID]uint64 {
 		reading.HECCMode: 1, reading.HSBEVolatile: 0, reading.HDBEVolatile: 0, reading.HRemapPending: 0,
 		reading.HRemapFailure: 0, reading.HRemapUncorrectable: 0, reading.HNVLinkCount: 18, reading.HNVLinkUp: 18,
 		reading.HNVLinkErrors: 0, reading.HNVLinkRecovery: 0, reading.HNVLinkRecoveryFailed: 0, reading.HRecoveryAction: 0,
-		reading.HClkHWThermal: 0, reading.HClkHWPowerBrake: 0,
+		reading.HClkHWThermal: 0, reading.HClkHWPowerBrake: 0, reading.HSRAMThreshold: 0, reading.HChannelRepairPending: 0,
+		reading.HTPCRepairPending: 0, reading.HMemoryUnrepairable: 0,
 	}
 	for k, v := range over {
 		m[k] = v
@@ -63,6 +64,11 @@ func TestHealthVerdict(t *testing.T) {
 		{"SBE rate", []step{{0, b200(nil)}, {10 * time.Second, b200(map[reading.HealthID]uint64{reading.HSBEVolatile: 10})}}, []string{"ecc_sbe_rate"}, "warning"},
 		{"SBE slow", []step{{0, b200(nil)}, {10 * time.Second, b200(map[reading.HealthID]uint64{reading.HSBEVolatile: 9})}}, nil, "ok"},
 		{"C2C errors", []step{{0, map[reading.HealthID]uint64{reading.HC2CErrors: 0}}, {time.Second, map[reading.HealthID]uint64{reading.HC2CErrors: 2}}}, []string{"c2c_errors"}, "critical"},
+		{"unrepairable memory", []step{{0, b200(nil)}, {time.Second, b200(map[reading.HealthID]uint64{reading.HMemoryUnrepairable: 1})}}, []string{"memory_unrepairable"}, "critical"},
+		{"channel repair pending", []step{{0, b200(map[reading.HealthID]uint64{reading.HChannelRepairPending: 1})}}, []string{"repair_pending"}, "warning"},
+		{"TPC repair pending", []step{{0, b200(map[reading.HealthID]uint64{reading.HTPCRepairPending: 1})}}, []string{"repair_pending"}, "warning"},
+		{"SRAM threshold exceeded", []step{{0, b200(map[reading.HealthID]uint64{reading.HSRAMThreshold: 1})}}, []string{"sram_threshold"}, "warning"},
+		{"absent is not zero: unrepairable flag absent", []step{{0, map[reading.HealthID]uint64{reading.HECCMode: 1}}}, nil, "ok"},
 		{"absent is not zero: DBE turns absent", []step{{0, b200(map[reading.HealthID]uint64{reading.HDBEVolatile: 0})}, {time.Second, map[reading.HealthID]uint64{}}}, nil, "ok"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

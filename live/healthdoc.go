@@ -116,5 +116,19 @@ func HealthText(g GPUDoc) string {
 	if a := h.Counters["recovery_action"]; a != nil && *a != 0 {
 		s += "  recovery " + reading.RecoveryActionName(*a)
 	}
+	// The memory repair and SRAM getters, where they say something.
+	set := func(name string) bool { v := h.Counters[name]; return v != nil && *v != 0 }
+	if set("memory_unrepairable") {
+		s += "  memory UNREPAIRABLE"
+	}
+	if set("channel_repair_pending") || set("tpc_repair_pending") {
+		s += "  repair pending"
+	}
+	if set("sram_uncorrectable_secded") || set("sram_uncorrectable_parity") || set("sram_threshold_exceeded") {
+		s += "  sram unc " + c("sram_uncorrectable_secded") + "+" + c("sram_uncorrectable_parity")
+		if set("sram_threshold_exceeded") {
+			s += " THRESHOLD"
+		}
+	}
 	return s
 }

@@ -2,6 +2,7 @@ package live_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,5 +56,33 @@ func TestTableReachesStatus(t *testing.T) {
 				t.Errorf("%s absent: key %q is %s (present %v), want null", d.Name, d.Key, m, ok)
 			}
 		})
+	}
+}
+
+// TestHealthTextShowsRepairAndSRAM: the memory repair and SRAM getters'
+// readings reach the health line of status and top when they say
+// something, and leave it as it was when they do not.
+func TestHealthTextShowsRepairAndSRAM(t *testing.T) {
+	line := func(set map[reading.HealthID]uint64) string {
+		v := livetest.View()
+		g := &v.GPUs[0]
+		s := reading.Sample{GPU: 0, Time: v.Host.Now.Add(-time.Second)}
+		for id, x := range set {
+			s.Health[id] = reading.Some(x)
+		}
+		*g = live.GPU{Info: g.Info}
+		g.Observe(&s, 100*time.Millisecond)
+		return live.HealthText(live.NewDoc(v).GPUs[0])
+	}
+	quiet := line(map[reading.HealthID]uint64{reading.HMemoryUnrepairable: 0, reading.HTPCRepairPending: 0, reading.HSRAMThreshold: 0})
+	if want := line(nil); quiet != want {
+		t.Errorf("zero flags changed the line:\n%s\nwant\n%s", quiet, want)
+	}
+	got := line(map[reading.HealthID]uint64{reading.HMemoryUnrepairable: 1, reading.HTPCRepairPending: 1,
+		reading.HSRAMUncSecDed: 3, reading.HSRAMUncParity: 1, reading.HSRAMThreshold: 1})
+	for _, want := range []string{"memory UNREPAIRABLE", "repair pending", "sram unc 3+1 THRESHOLD"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("health line %q lacks %q", got, want)
+		}
 	}
 }

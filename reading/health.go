@@ -40,6 +40,7 @@ const (
 	GroupNVLink
 	GroupC2C
 	GroupRecovery
+	GroupRepair
 	NumHealthGroups
 )
 
@@ -47,6 +48,7 @@ const (
 var HealthGroupNames = [NumHealthGroups]string{
 	GroupECC: "ecc", GroupRemap: "row_remap", GroupRetired: "retired_pages", GroupPCIe: "pcie",
 	GroupClockEvents: "clock_events", GroupNVLink: "nvlink", GroupC2C: "c2c", GroupRecovery: "recovery_action",
+	GroupRepair: "memory_repair",
 }
 
 // MaxLinks is the number of NVLink links per GPU the sampler records (a

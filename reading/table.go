@@ -216,6 +216,13 @@ const (
 	HC2CUp     // derived: C2C links whose status is active
 	HC2CErrors // derived: the C2C links' CRC and replay counters summed
 	HRecoveryAction
+	HSRAMCorrectable // getter: nvmlDeviceGetSramEccErrorStatus
+	HSRAMUncSecDed
+	HSRAMUncParity
+	HSRAMThreshold
+	HChannelRepairPending // getter: nvmlDeviceGetRepairStatus
+	HTPCRepairPending
+	HMemoryUnrepairable // getter: nvmlDeviceGetUnrepairableMemoryFlag_v1
 	NumHealth
 )
 
@@ -327,6 +334,15 @@ var Table = []Def{
 	health(HC2CUp, "c2c_up", 0, GroupC2C, HealthState, "C2C links active"),
 	health(HC2CErrors, "c2c_errors", 0, GroupC2C, HealthCount, "C2C CRC and replay errors summed over the links"),
 	health(HRecoveryAction, "recovery_action", 230, GroupRecovery, HealthState, "recovery action the driver asks for (0 none, 1 reset, 2 reboot, 3 drain P2P, 4 drain and reset)"),
+	// Getter counters: read by their call in the sample's batch, on the
+	// slow tier (the volatile SRAM counts: since the driver loaded).
+	health(HSRAMCorrectable, "sram_correctable", 0, GroupECC, HealthCount, "correctable SRAM ECC errors since the driver loaded").by("nvmlDeviceGetSramEccErrorStatus"),
+	health(HSRAMUncSecDed, "sram_uncorrectable_secded", 0, GroupECC, HealthCount, "uncorrectable SRAM SEC-DED errors since the driver loaded").by("nvmlDeviceGetSramEccErrorStatus"),
+	health(HSRAMUncParity, "sram_uncorrectable_parity", 0, GroupECC, HealthCount, "uncorrectable SRAM parity errors since the driver loaded").by("nvmlDeviceGetSramEccErrorStatus"),
+	health(HSRAMThreshold, "sram_threshold_exceeded", 0, GroupECC, HealthState, "the SRAM error threshold of field diagnostics is exceeded (1 yes)").by("nvmlDeviceGetSramEccErrorStatus"),
+	health(HChannelRepairPending, "channel_repair_pending", 0, GroupRepair, HealthState, "a memory channel repair waits for a GPU reset (1 yes)").by("nvmlDeviceGetRepairStatus"),
+	health(HTPCRepairPending, "tpc_repair_pending", 0, GroupRepair, HealthState, "a TPC repair waits for a GPU reset (1 yes)").by("nvmlDeviceGetRepairStatus"),
+	health(HMemoryUnrepairable, "memory_unrepairable", 0, GroupRepair, HealthState, "the GPU has memory that can no longer be repaired (1 yes)").by("nvmlDeviceGetUnrepairableMemoryFlag_v1"),
 }
 
 // Health is Table's hardware health counters, by HealthID.

@@ -167,6 +167,35 @@ var callFn = func() (t [numCalls]callDef) {
 		r.v[c] = [maxVals]uint64{uint64(th.Count), uint64(uint32(s.Controller)), uint64(uint32(s.CurrentTemp)), uint64(uint32(s.Target))}
 		return ret
 	})
+	// Hardware health getters (reading.Health rows naming them).
+	var sram nvml.EccSramErrorStatus
+	set(cSramEcc, FnSramEcc, 0, of[nvml.EccSramErrorStatus](1, cVal{unsafe.Offsetof(sram.VolatileCor), 8},
+		cVal{unsafe.Offsetof(sram.VolatileUncSecDed), 8}, cVal{unsafe.Offsetof(sram.VolatileUncParity), 8}, cVal{unsafe.Offsetof(sram.BThresholdExceeded), 4}),
+		optional(func(d interface {
+			GetSramEccErrorStatus() (nvml.EccSramErrorStatus, nvml.Return)
+		}, r *raw, c call) nvml.Return {
+			v, ret := d.GetSramEccErrorStatus()
+			r.v[c] = [maxVals]uint64{v.VolatileCor, v.VolatileUncSecDed, v.VolatileUncParity, uint64(v.BThresholdExceeded)}
+			return ret
+		}), "sram_correctable", "sram_uncorrectable_secded", "sram_uncorrectable_parity", "sram_threshold_exceeded")
+	var rep nvml.RepairStatus
+	set(cRepair, FnRepairStatus, 0, of[nvml.RepairStatus](1, cVal{unsafe.Offsetof(rep.BChannelRepairPending), 4}, cVal{unsafe.Offsetof(rep.BTpcRepairPending), 4}),
+		optional(func(d interface {
+			GetRepairStatus() (nvml.RepairStatus, nvml.Return)
+		}, r *raw, c call) nvml.Return {
+			v, ret := d.GetRepairStatus()
+			r.v[c] = [maxVals]uint64{uint64(v.BChannelRepairPending), uint64(v.BTpcRepairPending)}
+			return ret
+		}), "channel_repair_pending", "tpc_repair_pending")
+	var unr nvml.UnrepairableMemoryStatus_v1
+	set(cUnrepairable, FnUnrepairable, 0, of[nvml.UnrepairableMemoryStatus_v1](0, cVal{unsafe.Offsetof(unr.BUnrepairableMemory), 4}),
+		optional(func(d interface {
+			GetUnrepairableMemoryFlag_v1() (nvml.UnrepairableMemoryStatus_v1, nvml.Return)
+		}, r *raw, c call) nvml.Return {
+			v, ret := d.GetUnrepairableMemoryFlag_v1()
+			r.v[c][0] = uint64(v.BUnrepairableMemory)
+			return ret
+		}), "memory_unrepairable")
 	// Field fallbacks (reading.Def.Getter of a field reading).
 	set(cPower, FnPowerUsage, 0, scalar[uint32](), u32(Device.GetPowerUsage))
 	set(cEnforced, FnEnforcedLimit, 0, scalar[uint32](), u32(Device.GetEnforcedPowerLimit))

@@ -176,6 +176,15 @@ func compareCAndGo(t *testing.T, lib string, old bool) {
 	if v, _ := c.Sensor0.Get(); old == c.Sensor0.OK || (!old && v.Temp != 62) || old == c.Fans[1].Speed.OK {
 		t.Errorf("GPU 0 (old driver %v): sensor 0 %+v, fan 1 %+v", old, c.Sensor0, c.Fans[1])
 	}
+	// The health getters (struct versions and offsets on the C path): the
+	// old driver lacks them (looked up first: absent, the process lives).
+	want := map[reading.HealthID]uint64{reading.HSRAMCorrectable: 121, reading.HSRAMUncSecDed: 122, reading.HSRAMUncParity: 0,
+		reading.HSRAMThreshold: 0, reading.HChannelRepairPending: 1, reading.HTPCRepairPending: 0, reading.HMemoryUnrepairable: 1}
+	for id, w := range want {
+		if v, ok := c.Health[id].Get(); ok == old || (!old && v != w) {
+			t.Errorf("GPU 0 (old driver %v): %s = %+v, want %d", old, reading.Health[id].Name, c.Health[id], w)
+		}
+	}
 	c, _ = twins[1].sample(t)
 	if !c.PowerMW.OK || !c.EnforcedLimitMW.OK || c.MemTempC.OK || c.GraphicsMHz.OK || c.Fans[0].Target.OK || c.EncUtil.OK {
 		t.Errorf("GPU 1 refusals not applied: %+v", c)

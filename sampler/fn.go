@@ -58,6 +58,9 @@ const (
 	FnNVLinkFields // nvmlDeviceGetFieldValues for the per-link NVLink and C2C counters
 	FnRemapHistogram
 	FnNVLinkErrorCounter
+	FnSramEcc
+	FnRepairStatus
+	FnUnrepairable
 	numFns
 )
 
@@ -122,6 +125,9 @@ var fnInfo = [numFns]struct {
 	FnNVLinkFields:          {"nvmlDeviceGetFieldValues/nvlink", "nvmlDeviceGetFieldValues"},
 	FnRemapHistogram:        {"nvmlDeviceGetRowRemapperHistogram", "nvmlDeviceGetRowRemapperHistogram"},
 	FnNVLinkErrorCounter:    {"nvmlDeviceGetNvLinkErrorCounter", "nvmlDeviceGetNvLinkErrorCounter"},
+	FnSramEcc:               {"nvmlDeviceGetSramEccErrorStatus", "nvmlDeviceGetSramEccErrorStatus"},
+	FnRepairStatus:          {"nvmlDeviceGetRepairStatus", "nvmlDeviceGetRepairStatus"},
+	FnUnrepairable:          {"nvmlDeviceGetUnrepairableMemoryFlag_v1", "nvmlDeviceGetUnrepairableMemoryFlag_v1"},
 }
 
 func (f Fn) String() string {

@@ -210,3 +210,47 @@ func TestHealthFieldLockBusyKeepsReading(t *testing.T) {
 		t.Errorf("skips not counted")
 	}
 }
+
+// The health getters (SRAM ECC, repair status, unrepairable memory) are read
+// by their calls on the slow tier and carried between slow samples; a GPU
+// without them leaves them absent, and without ECC the SRAM ones prove
+// nothing either.
+func TestHealthGetters(t *testing.T) {
+	d := healthDev()
+	d.SramEcc = &nvml.EccSramErrorStatus{VolatileCor: 5, VolatileUncSecDed: 2, VolatileUncParity: 1, BThresholdExceeded: 1}
+	d.Repair = &nvml.RepairStatus{BTpcRepairPending: 1}
+	d.Unrepairable = &nvml.UnrepairableMemoryStatus_v1{BUnrepairableMemory: 1}
+	h := openFakeConfig(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}}, Config{Reprobe: time.Hour, SlowEvery: 3, FieldWait: time.Millisecond})
+	want := map[reading.HealthID]reading.Opt[uint64]{
+		reading.HSRAMCorrectable: reading.Some[uint64](5), reading.HSRAMUncSecDed: reading.Some[uint64](2),
+		reading.HSRAMUncParity: reading.Some[uint64](1), reading.HSRAMThreshold: reading.Some[uint64](1),
+		reading.HChannelRepairPending: reading.Some[uint64](0), reading.HTPCRepairPending: reading.Some[uint64](1),
+		reading.HMemoryUnrepairable: reading.Some[uint64](1),
+	}
+	for n := range 3 { // a slow sample, then two that carry it
+		var s reading.Sample
+		h.GPUs[0].Sample(&s)
+		for id, w := range want {
+			if s.Health[id] != w {
+				t.Errorf("sample %d: %s = %+v, want %+v", n, reading.Health[id].Name, s.Health[id], w)
+			}
+		}
+	}
+	if n := d.Count("GetRepairStatus"); n != 1 {
+		t.Errorf("GetRepairStatus called %d times in 3 samples, want 1 (slow tier)", n)
+	}
+	if !h.GPUs[0].HealthGroups()[reading.GroupRepair] {
+		t.Errorf("memory repair group not recorded")
+	}
+
+	plain := fakenvml.NewDev() // no getters, no ECC
+	plain.SramEcc = &nvml.EccSramErrorStatus{VolatileCor: 5}
+	h = openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{plain}})
+	var s reading.Sample
+	h.GPUs[0].Sample(&s)
+	for id := range want {
+		if s.Health[id].OK {
+			t.Errorf("GPU without ECC or the getters: %s = %+v, want absent", reading.Health[id].Name, s.Health[id])
+		}
+	}
+}

@@ -52,6 +52,11 @@ type Dev struct {
 	ProcUtil      []nvml.ProcessUtilizationSample
 	MemTotal      uint64
 	EventTypes    uint64 // GetSupportedEventTypes' mask
+	// SramEcc, Repair and Unrepairable answer the health getters of the
+	// same names; nil: NOT_SUPPORTED (a GPU without them).
+	SramEcc      *nvml.EccSramErrorStatus
+	Repair       *nvml.RepairStatus
+	Unrepairable *nvml.UnrepairableMemoryStatus_v1
 	// Latency is how long every call takes: a real wait (fake time inside a
 	// synctest bubble), as on a slow driver.
 	Latency time.Duration
@@ -337,6 +342,34 @@ func (d *Dev) GetTotalEnergyConsumption() (uint64, nvml.Return) {
 func (d *Dev) GetPcieReplayCounter() (int, nvml.Return) {
 	return answer(d, "GetPcieReplayCounter", func() int { return d.Replay })
 }
+func (d *Dev) GetSramEccErrorStatus() (nvml.EccSramErrorStatus, nvml.Return) {
+	return optional(d, "GetSramEccErrorStatus", func() *nvml.EccSramErrorStatus { return d.SramEcc })
+}
+func (d *Dev) GetRepairStatus() (nvml.RepairStatus, nvml.Return) {
+	return optional(d, "GetRepairStatus", func() *nvml.RepairStatus { return d.Repair })
+}
+func (d *Dev) GetUnrepairableMemoryFlag_v1() (nvml.UnrepairableMemoryStatus_v1, nvml.Return) {
+	return optional(d, "GetUnrepairableMemoryFlag_v1", func() *nvml.UnrepairableMemoryStatus_v1 { return d.Unrepairable })
+}
+
+// optional answers a getter a GPU may lack: NOT_SUPPORTED while v is nil.
+func optional[T any](d *Dev, fn string, v func() *T) (T, nvml.Return) {
+	type opt struct {
+		v  T
+		ok bool
+	}
+	o, r := answer(d, fn, func() opt {
+		if p := v(); p != nil {
+			return opt{*p, true}
+		}
+		return opt{}
+	})
+	if !o.ok && r == nvml.SUCCESS {
+		r = nvml.ERROR_NOT_SUPPORTED
+	}
+	return o.v, r
+}
+
 func (d *Dev) GetFanControlPolicy_v2(int) (nvml.FanControlPolicy, nvml.Return) {
 	return answer(d, "GetFanControlPolicy_v2", func() nvml.FanControlPolicy { return 0 })
 }

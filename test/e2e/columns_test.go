@@ -60,6 +60,9 @@ func TestEveryColumnFromTheDriver(t *testing.T) {
 		{"nvlink_links", "2"}, {"nvlink_up", "1"}, {"nvlink_errors", "10"}, {"nvlink_recoveries", "10"}, {"nvlink_recovery_failed", "3"},
 		{"c2c_links", "1"}, {"c2c_up", "1"}, {"c2c_errors", "13"},
 		{"recovery_action", "2"},
+		// The getters (SRAM ECC: parity is not simulated; memory repair).
+		{"sram_correctable", "121"}, {"sram_uncorrectable_secded", "122"}, {"sram_uncorrectable_parity", "0"}, {"sram_threshold_exceeded", "0"},
+		{"channel_repair_pending", "1"}, {"tpc_repair_pending", "0"}, {"memory_unrepairable", "1"},
 	}
 
 	// Every column of the header is checked, by the table or below.
@@ -84,7 +87,7 @@ func TestEveryColumnFromTheDriver(t *testing.T) {
 	for i, row := range tb.rows {
 		f := tb.get(row, "flags")
 		switch {
-		case i == 0 && f != "HEALTH_CRIT(ecc_dbe)|HEALTH_CRIT(remap_failure)|HEALTH_CRIT(nvlink_down)|HEALTH_CRIT(recovery_action)|HEALTH_WARN(remap_pending)":
+		case i == 0 && f != "HEALTH_CRIT(ecc_dbe)|HEALTH_CRIT(remap_failure)|HEALTH_CRIT(nvlink_down)|HEALTH_CRIT(recovery_action)|HEALTH_CRIT(memory_unrepairable)|HEALTH_WARN(remap_pending)|HEALTH_WARN(repair_pending)":
 			t.Errorf("row 1 flags %q", f)
 		case i > 0 && f != "":
 			t.Errorf("row %d flags %q, want none", i+1, f)
