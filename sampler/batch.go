@@ -1,6 +1,7 @@
 package sampler
 
 import (
+	"encoding/binary"
 	"math"
 	"unsafe"
 
@@ -53,19 +54,24 @@ const (
 	numCalls      = cTarget + reading.MaxFans
 )
 
-// callDef is one call: its function and capability index, how each
-// executor makes it (run: the Go one, through a Device; cc: the C one,
-// batch.c, which knows no getter of its own), and the readings of
-// reading.Table it gives (by name; value i of the call is reads[i]). A
-// reading given by several calls takes the first that answers, in call
-// order: the later ones are old drivers'. A field reading needs none of
-// this: its ID is data.
+// callDef is one call: its function and capability index, how it is made
+// (getter) and the readings of reading.Table it gives (by name; value i of
+// the call is reads[i]). A reading given by several calls takes the first
+// that answers, in call order: the later ones are old drivers'. A field
+// reading needs none of this: its ID is data.
 type callDef struct {
-	fn    Fn
-	idx   int
-	cc    cCall
-	run   func(d Device, r *raw, c call) nvml.Return
+	fn  Fn
+	idx int
+	getter
 	reads []string
+}
+
+// getter is how each executor makes a call: run for the Go one, through a
+// Device; cc for the C one (batch.c, which knows no getter of its own). The
+// values of a struct getter are read at the same offsets by both.
+type getter struct {
+	cc  cCall
+	run func(d Device, r *raw, c call) nvml.Return
 }
 
 // cShape is how the C executor calls a getter (batch.h's GT_SHAPE_*).
@@ -100,112 +106,128 @@ const (
 	maxOut  = 128
 )
 
-// scalar is a getter of one T: f(dev, *T) (with arg: f(dev, arg, *T)).
-func scalar[T uint32 | uint64 | int32]() cCall {
-	var z T
-	return cCall{shape: shapeOut, size: unsafe.Sizeof(z), vals: []cVal{{0, unsafe.Sizeof(z)}}}
+// u32 and u64 are a getter of one value: f(dev, *v), in r.v[c][0].
+func u32(f func(Device) (uint32, nvml.Return)) getter {
+	return getter{cCall{size: 4, vals: []cVal{{0, 4}}}, func(d Device, r *raw, c call) nvml.Return {
+		v, ret := f(d)
+		r.v[c][0] = uint64(v)
+		return ret
+	}}
 }
 
-func scalarArg[T uint32 | int32](arg uint32) cCall {
-	c := scalar[T]()
-	c.shape, c.arg = shapeArgOut, arg
-	return c
+func u64(f func(Device) (uint64, nvml.Return)) getter {
+	return getter{cCall{size: 8, vals: []cVal{{0, 8}}}, func(d Device, r *raw, c call) nvml.Return {
+		v, ret := f(d)
+		r.v[c][0] = v
+		return ret
+	}}
 }
 
-// of is a getter filling a struct T of the version given (0: unversioned),
-// its values at vals.
-func of[T any](version uint32, vals ...cVal) cCall {
+// withArg makes C call f(dev, arg, out); outOut f(dev, out, out2).
+func (g getter) withArg(arg uint32) getter { g.cc.shape, g.cc.arg = shapeArgOut, arg; return g }
+func (g getter) outOut() getter            { g.cc.shape = shapeOutOut; return g }
+
+// structOf is a getter filling a struct T of the version given (0:
+// unversioned): both executors read its values at vals (at).
+func structOf[T any](version uint32, f func(Device) (T, nvml.Return), vals ...cVal) getter {
 	var z T
-	return cCall{shape: shapeOut, size: unsafe.Sizeof(z), version: version, vals: vals}
+	return getter{cCall{size: unsafe.Sizeof(z), version: version, vals: vals}, func(d Device, r *raw, c call) nvml.Return {
+		v, ret := f(d)
+		b := unsafe.Slice((*byte)(unsafe.Pointer(&v)), unsafe.Sizeof(v))
+		for i, cv := range vals {
+			if cv.size == 8 {
+				r.v[c][i] = binary.NativeEndian.Uint64(b[cv.off:])
+			} else {
+				r.v[c][i] = uint64(binary.NativeEndian.Uint32(b[cv.off:]))
+			}
+		}
+		return ret
+	}}
 }
+
+// at is where field f of the struct at base is.
+func at[F uint32 | uint64 | int32](base unsafe.Pointer, f *F) cVal {
+	return cVal{uintptr(unsafe.Pointer(f)) - uintptr(base), unsafe.Sizeof(*f)}
+}
+
+// optional is a getter the Device interface does not name (go-nvml's
+// nvml.Device has it): a Device without it (a test's fake) answers
+// NVML_ERROR_FUNCTION_NOT_FOUND, as a driver without the symbol would, so a
+// new getter needs no change of the interface.
+func optional[I, T any](f func(I) (T, nvml.Return)) func(Device) (T, nvml.Return) {
+	return func(d Device) (T, nvml.Return) {
+		if x, ok := d.(I); ok {
+			return f(x)
+		}
+		var z T
+		return z, nvml.ERROR_FUNCTION_NOT_FOUND
+	}
+}
+
+// The getters go-nvml's nvml.Device has and the Device interface does not
+// name (optional).
+type (
+	sramGetter interface {
+		GetSramEccErrorStatus() (nvml.EccSramErrorStatus, nvml.Return)
+	}
+	repairGetter interface {
+		GetRepairStatus() (nvml.RepairStatus, nvml.Return)
+	}
+	unrepairableGetter interface {
+		GetUnrepairableMemoryFlag_v1() (nvml.UnrepairableMemoryStatus_v1, nvml.Return)
+	}
+)
 
 // callFn is every call of a sample.
 var callFn = func() (t [numCalls]callDef) {
-	set := func(c call, fn Fn, idx int, cc cCall, run func(Device, *raw, call) nvml.Return, reads ...string) {
-		t[c] = callDef{fn, idx, cc, run, reads}
-	}
-	set(cFields, FnFieldValues, 0, cCall{}, func(d Device, r *raw, _ call) nvml.Return { return d.GetFieldValues(r.fields[:r.nfields]) })
-	set(cTemp, FnTemperature, 0, scalarArg[uint32](uint32(nvml.TEMPERATURE_GPU)),
-		u32(func(d Device) (uint32, nvml.Return) { return d.GetTemperature(nvml.TEMPERATURE_GPU) }), "TempC")
-	set(cPowerLim, FnPowerLimit, 0, scalar[uint32](), u32(Device.GetPowerManagementLimit), "PowerLimitMW")
-	set(cPState, FnPState, 0, scalar[int32](), u32(func(d Device) (uint32, nvml.Return) { v, r := d.GetPerformanceState(); return uint32(v), r }), "PState")
+	set := func(c call, fn Fn, idx int, g getter, reads ...string) { t[c] = callDef{fn, idx, g, reads} }
+	set(cFields, FnFieldValues, 0, getter{run: func(d Device, r *raw, _ call) nvml.Return { return d.GetFieldValues(r.fields[:r.nfields]) }})
+	set(cTemp, FnTemperature, 0, u32(func(d Device) (uint32, nvml.Return) { return d.GetTemperature(nvml.TEMPERATURE_GPU) }).withArg(uint32(nvml.TEMPERATURE_GPU)), "TempC")
+	set(cPowerLim, FnPowerLimit, 0, u32(Device.GetPowerManagementLimit), "PowerLimitMW")
+	set(cPState, FnPState, 0, u32(func(d Device) (uint32, nvml.Return) { v, r := d.GetPerformanceState(); return uint32(v), r }), "PState")
 	for i, ct := range [3]nvml.ClockType{nvml.CLOCK_GRAPHICS, nvml.CLOCK_SM, nvml.CLOCK_MEM} {
-		set(cClockGfx+call(i), FnClock, i, scalarArg[uint32](uint32(ct)),
-			u32(func(d Device) (uint32, nvml.Return) { return d.GetClockInfo(ct) }), [3]string{"GraphicsMHz", "SMMHz", "MemMHz"}[i])
+		set(cClockGfx+call(i), FnClock, i, u32(func(d Device) (uint32, nvml.Return) { return d.GetClockInfo(ct) }).withArg(uint32(ct)), [3]string{"GraphicsMHz", "SMMHz", "MemMHz"}[i])
 	}
 	var u nvml.Utilization
-	set(cUtil, FnUtilization, 0, of[nvml.Utilization](0, cVal{unsafe.Offsetof(u.Gpu), 4}, cVal{unsafe.Offsetof(u.Memory), 4}),
-		func(d Device, r *raw, c call) nvml.Return {
-			u, ret := d.GetUtilizationRates()
-			r.v[c] = [maxVals]uint64{uint64(u.Gpu), uint64(u.Memory)}
-			return ret
-		}, "GPUUtil", "MemUtil")
+	set(cUtil, FnUtilization, 0, structOf(0, Device.GetUtilizationRates, at(unsafe.Pointer(&u), &u.Gpu), at(unsafe.Pointer(&u), &u.Memory)), "GPUUtil", "MemUtil")
 	var m2 nvml.Memory_v2
-	set(cMemV2, FnMemoryInfoV2, 0, of[nvml.Memory_v2](2, cVal{unsafe.Offsetof(m2.Used), 8}),
-		u64(func(d Device) (uint64, nvml.Return) { m, r := d.GetMemoryInfo_v2(); return m.Used, r }), "VRAMUsedBytes")
+	set(cMemV2, FnMemoryInfoV2, 0, structOf(2, Device.GetMemoryInfo_v2, at(unsafe.Pointer(&m2), &m2.Used)), "VRAMUsedBytes")
 	var m1 nvml.Memory
-	set(cMem, FnMemoryInfo, 0, of[nvml.Memory](0, cVal{unsafe.Offsetof(m1.Used), 8}),
-		u64(func(d Device) (uint64, nvml.Return) { m, r := d.GetMemoryInfo(); return m.Used, r }), "VRAMUsedBytes")
-	set(cReasons, FnClocksEventReasons, 0, scalar[uint64](), u64(Device.GetCurrentClocksEventReasons), "Throttle")
-	set(cThrottle, FnClocksThrottleReasons, 0, scalar[uint64](), u64(Device.GetCurrentClocksThrottleReasons), "Throttle")
-	set(cFanSpeed1, FnFanSpeed, 0, scalar[uint32](), u32(Device.GetFanSpeed))
-	util := scalar[uint32]()
-	util.shape = shapeOutOut // (utilization, sampling period)
-	set(cEnc, FnEncoderUtil, 0, util, u32(func(d Device) (uint32, nvml.Return) { v, _, r := d.GetEncoderUtilization(); return v, r }), "EncUtil")
-	set(cDec, FnDecoderUtil, 0, util, u32(func(d Device) (uint32, nvml.Return) { v, _, r := d.GetDecoderUtilization(); return v, r }), "DecUtil")
-	set(cPcieGen, FnPcieGen, 0, scalar[uint32](), u32(func(d Device) (uint32, nvml.Return) { v, r := d.GetCurrPcieLinkGeneration(); return uint32(v), r }), "PCIeGen")
-	set(cPcieWidth, FnPcieWidth, 0, scalar[uint32](), u32(func(d Device) (uint32, nvml.Return) { v, r := d.GetCurrPcieLinkWidth(); return uint32(v), r }), "PCIeWidth")
-	// Sensor 0: count, controller, current temperature, target (thermalVals).
+	set(cMem, FnMemoryInfo, 0, structOf(0, Device.GetMemoryInfo, at(unsafe.Pointer(&m1), &m1.Used)), "VRAMUsedBytes")
+	set(cReasons, FnClocksEventReasons, 0, u64(Device.GetCurrentClocksEventReasons), "Throttle")
+	set(cThrottle, FnClocksThrottleReasons, 0, u64(Device.GetCurrentClocksThrottleReasons), "Throttle")
+	set(cFanSpeed1, FnFanSpeed, 0, u32(Device.GetFanSpeed))
+	// (utilization, sampling period)
+	set(cEnc, FnEncoderUtil, 0, u32(func(d Device) (uint32, nvml.Return) { v, _, r := d.GetEncoderUtilization(); return v, r }).outOut(), "EncUtil")
+	set(cDec, FnDecoderUtil, 0, u32(func(d Device) (uint32, nvml.Return) { v, _, r := d.GetDecoderUtilization(); return v, r }).outOut(), "DecUtil")
+	set(cPcieGen, FnPcieGen, 0, u32(func(d Device) (uint32, nvml.Return) { v, r := d.GetCurrPcieLinkGeneration(); return uint32(v), r }), "PCIeGen")
+	set(cPcieWidth, FnPcieWidth, 0, u32(func(d Device) (uint32, nvml.Return) { v, r := d.GetCurrPcieLinkWidth(); return uint32(v), r }), "PCIeWidth")
+	// Sensor 0 (thCount ...): the count, then sensor 0's controller, temperature and target.
 	var th nvml.GpuThermalSettings
-	s0 := unsafe.Offsetof(th.Sensor)
-	thermal := of[nvml.GpuThermalSettings](0, cVal{unsafe.Offsetof(th.Count), 4}, cVal{s0 + unsafe.Offsetof(th.Sensor[0].Controller), 4},
-		cVal{s0 + unsafe.Offsetof(th.Sensor[0].CurrentTemp), 4}, cVal{s0 + unsafe.Offsetof(th.Sensor[0].Target), 4})
-	thermal.shape = shapeArgOut // sensor index 0
-	set(cThermal, FnThermalSettings, 0, thermal, func(d Device, r *raw, c call) nvml.Return {
-		th, ret := d.GetThermalSettings(0)
-		s := th.Sensor[0]
-		r.v[c] = [maxVals]uint64{uint64(th.Count), uint64(uint32(s.Controller)), uint64(uint32(s.CurrentTemp)), uint64(uint32(s.Target))}
-		return ret
-	})
+	b := unsafe.Pointer(&th)
+	set(cThermal, FnThermalSettings, 0, structOf(0, func(d Device) (nvml.GpuThermalSettings, nvml.Return) { return d.GetThermalSettings(0) },
+		at(b, &th.Count), at(b, &th.Sensor[0].Controller), at(b, &th.Sensor[0].CurrentTemp), at(b, &th.Sensor[0].Target)).withArg(0))
 	// Hardware health getters (reading.Health rows naming them).
 	var sram nvml.EccSramErrorStatus
-	set(cSramEcc, FnSramEcc, 0, of[nvml.EccSramErrorStatus](1, cVal{unsafe.Offsetof(sram.VolatileCor), 8},
-		cVal{unsafe.Offsetof(sram.VolatileUncSecDed), 8}, cVal{unsafe.Offsetof(sram.VolatileUncParity), 8}, cVal{unsafe.Offsetof(sram.BThresholdExceeded), 4}),
-		optional(func(d interface {
-			GetSramEccErrorStatus() (nvml.EccSramErrorStatus, nvml.Return)
-		}, r *raw, c call) nvml.Return {
-			v, ret := d.GetSramEccErrorStatus()
-			r.v[c] = [maxVals]uint64{v.VolatileCor, v.VolatileUncSecDed, v.VolatileUncParity, uint64(v.BThresholdExceeded)}
-			return ret
-		}), "sram_correctable", "sram_uncorrectable_secded", "sram_uncorrectable_parity", "sram_threshold_exceeded")
+	b = unsafe.Pointer(&sram)
+	set(cSramEcc, FnSramEcc, 0, structOf(1, optional(sramGetter.GetSramEccErrorStatus),
+		at(b, &sram.VolatileCor), at(b, &sram.VolatileUncSecDed), at(b, &sram.VolatileUncParity), at(b, &sram.BThresholdExceeded)),
+		"sram_correctable", "sram_uncorrectable_secded", "sram_uncorrectable_parity", "sram_threshold_exceeded")
 	var rep nvml.RepairStatus
-	set(cRepair, FnRepairStatus, 0, of[nvml.RepairStatus](1, cVal{unsafe.Offsetof(rep.BChannelRepairPending), 4}, cVal{unsafe.Offsetof(rep.BTpcRepairPending), 4}),
-		optional(func(d interface {
-			GetRepairStatus() (nvml.RepairStatus, nvml.Return)
-		}, r *raw, c call) nvml.Return {
-			v, ret := d.GetRepairStatus()
-			r.v[c] = [maxVals]uint64{uint64(v.BChannelRepairPending), uint64(v.BTpcRepairPending)}
-			return ret
-		}), "channel_repair_pending", "tpc_repair_pending")
+	b = unsafe.Pointer(&rep)
+	set(cRepair, FnRepairStatus, 0, structOf(1, optional(repairGetter.GetRepairStatus), at(b, &rep.BChannelRepairPending), at(b, &rep.BTpcRepairPending)),
+		"channel_repair_pending", "tpc_repair_pending")
 	var unr nvml.UnrepairableMemoryStatus_v1
-	set(cUnrepairable, FnUnrepairable, 0, of[nvml.UnrepairableMemoryStatus_v1](0, cVal{unsafe.Offsetof(unr.BUnrepairableMemory), 4}),
-		optional(func(d interface {
-			GetUnrepairableMemoryFlag_v1() (nvml.UnrepairableMemoryStatus_v1, nvml.Return)
-		}, r *raw, c call) nvml.Return {
-			v, ret := d.GetUnrepairableMemoryFlag_v1()
-			r.v[c][0] = uint64(v.BUnrepairableMemory)
-			return ret
-		}), "memory_unrepairable")
+	set(cUnrepairable, FnUnrepairable, 0, structOf(0, optional(unrepairableGetter.GetUnrepairableMemoryFlag_v1), at(unsafe.Pointer(&unr), &unr.BUnrepairableMemory)),
+		"memory_unrepairable")
 	// Field fallbacks (reading.Def.Getter of a field reading).
-	set(cPower, FnPowerUsage, 0, scalar[uint32](), u32(Device.GetPowerUsage))
-	set(cEnforced, FnEnforcedLimit, 0, scalar[uint32](), u32(Device.GetEnforcedPowerLimit))
-	set(cEnergy, FnEnergy, 0, scalar[uint64](), u64(Device.GetTotalEnergyConsumption))
-	set(cReplay, FnPcieReplay, 0, scalar[uint32](), u32(func(d Device) (uint32, nvml.Return) { v, r := d.GetPcieReplayCounter(); return uint32(v), r }))
+	set(cPower, FnPowerUsage, 0, u32(Device.GetPowerUsage))
+	set(cEnforced, FnEnforcedLimit, 0, u32(Device.GetEnforcedPowerLimit))
+	set(cEnergy, FnEnergy, 0, u64(Device.GetTotalEnergyConsumption))
+	set(cReplay, FnPcieReplay, 0, u32(func(d Device) (uint32, nvml.Return) { v, r := d.GetPcieReplayCounter(); return uint32(v), r }))
 	for i := range reading.MaxFans {
-		set(cFanSpeed+call(i), FnFanSpeedV2, i, scalarArg[uint32](uint32(i)),
-			u32(func(d Device) (uint32, nvml.Return) { return d.GetFanSpeed_v2(i) }))
-		set(cTarget+call(i), FnTargetFanSpeed, i, scalarArg[int32](uint32(i)),
-			u32(func(d Device) (uint32, nvml.Return) { v, r := d.GetTargetFanSpeed(i); return uint32(v), r }))
+		set(cFanSpeed+call(i), FnFanSpeedV2, i, u32(func(d Device) (uint32, nvml.Return) { return d.GetFanSpeed_v2(i) }).withArg(uint32(i)))
+		set(cTarget+call(i), FnTargetFanSpeed, i, u32(func(d Device) (uint32, nvml.Return) { v, r := d.GetTargetFanSpeed(i); return uint32(v), r }).withArg(uint32(i)))
 	}
 	return t
 }()
@@ -217,36 +239,6 @@ const (
 	thCurrent
 	thTarget
 )
-
-// u32 and u64 make a call of a getter returning one value, left in r.v[c][0].
-func u32(f func(Device) (uint32, nvml.Return)) func(Device, *raw, call) nvml.Return {
-	return func(d Device, r *raw, c call) nvml.Return {
-		v, ret := f(d)
-		r.v[c][0] = uint64(v)
-		return ret
-	}
-}
-
-func u64(f func(Device) (uint64, nvml.Return)) func(Device, *raw, call) nvml.Return {
-	return func(d Device, r *raw, c call) nvml.Return {
-		v, ret := f(d)
-		r.v[c][0] = v
-		return ret
-	}
-}
-
-// optional makes a call of a getter the Device interface does not name (go-
-// nvml's nvml.Device has it): a Device without it (a test's fake) answers
-// NVML_ERROR_FUNCTION_NOT_FOUND, as a driver without the symbol would, so a
-// new getter needs no change of the interface or the fakes.
-func optional[I any](f func(I, *raw, call) nvml.Return) func(Device, *raw, call) nvml.Return {
-	return func(d Device, r *raw, c call) nvml.Return {
-		if x, ok := d.(I); ok {
-			return f(x, r, c)
-		}
-		return nvml.ERROR_FUNCTION_NOT_FOUND
-	}
-}
 
 // getterReading is a reading of reading.Table read by its own call: the
 // calls that give it (the first one planned and answering is used) and
