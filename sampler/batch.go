@@ -492,21 +492,9 @@ func (g *GPU) interpret(r *raw, s *reading.Sample, info *reading.GPU) {
 	var got [maxFields]bool
 	var val [maxFields]uint64
 	if r.planned(cFields) && g.result(r, cFields) {
-		now := g.mono()
 		for i := 0; i < r.nfields; i++ {
-			fv := &r.fields[i]
 			q := r.fieldQ[i]
-			c := Classify(nvml.Return(fv.NvmlReturn))
-			switch {
-			case c == ClassOK:
-				if v, ok := fieldUint(fv); ok {
-					val[q], got[q] = v, true
-				}
-			case c.capability():
-				g.fieldOff[q] = now + int64(g.cfg.Reprobe)
-			case c == ClassGPULost:
-				g.lost = true
-			}
+			val[q], got[q] = g.fieldEntry(&r.fields[i], &g.fieldOff[q])
 		}
 	}
 	for q, fr := range fieldReadings {

@@ -133,7 +133,7 @@ func (g *GPU) readHealth(s *reading.Sample) {
 			}
 			if g.end(FnHealthFields, 0, ret) {
 				for i := range h.fv {
-					if v, ok := g.healthEntry(&h.fv[i], &h.off[h.fvID[i]]); ok {
+					if v, ok := g.fieldEntry(&h.fv[i], &h.off[h.fvID[i]]); ok {
 						vals[h.fvID[i]] = reading.Some(v)
 					}
 				}
@@ -153,9 +153,11 @@ func (g *GPU) readHealth(s *reading.Sample) {
 	h.groups.Store(h.groups.Load() | groups)
 }
 
-// healthEntry classifies one field entry; a refused field's cache entry
-// *off is set. It returns the decoded value when the entry succeeded.
-func (g *GPU) healthEntry(fv *nvml.FieldValue, off *int64) (uint64, bool) {
+// fieldEntry classifies one field entry (of any field call: the sample's,
+// the health counters', the links'); a refused field's cache entry *off is
+// set, a GPU lost noted. It returns the decoded value when the entry
+// succeeded.
+func (g *GPU) fieldEntry(fv *nvml.FieldValue, off *int64) (uint64, bool) {
 	switch c := Classify(nvml.Return(fv.NvmlReturn)); {
 	case c == ClassOK:
 		*off = 0
@@ -240,74 +242,58 @@ func (g *GPU) readLinks(s *reading.Sample, vals *[reading.NumHealth]reading.Opt[
 		return
 	}
 	out := &reading.NVLinks{At: s.Time, N: int(nl)}
-	var c2cUp, c2cErr uint64
-	var c2cUpOK, c2cErrOK bool
+	// add sums v into derived counter id: present once any link gave one.
+	add := func(id reading.HealthID, v uint64) { vals[id] = reading.Some(vals[id].V + v) }
 	for i := range h.lfv {
 		r := refs[i]
-		v, ok := g.healthEntry(&h.lfv[i], &h.linkOff[r.link][r.f])
+		v, ok := g.fieldEntry(&h.lfv[i], &h.linkOff[r.link][r.f])
 		if !ok {
 			continue
 		}
-		switch {
+		switch k := &out.L[r.link]; {
 		case r.f == lfState:
-			out.L[r.link].State = reading.Some(uint32(v))
+			k.State = reading.Some(uint32(v))
 		case r.f == lfSpeed:
-			out.L[r.link].SpeedMBps = reading.Some(uint32(v))
+			k.SpeedMBps = reading.Some(uint32(v))
 		case r.f == lfVersion:
-			out.L[r.link].Version = reading.Some(uint32(v))
+			k.Version = reading.Some(uint32(v))
 		case r.f < lfC2CStatus:
-			out.L[r.link].C[r.f-lfCounter0] = reading.Some(v)
+			k.C[r.f-lfCounter0] = reading.Some(v)
 		case r.f == lfC2CStatus:
-			c2cUpOK = true
-			if v == 1 {
-				c2cUp++
-			}
+			add(reading.HC2CUp, b2u(v == 1))
 		default:
-			c2cErr, c2cErrOK = c2cErr+v, true
+			add(reading.HC2CErrors, v)
 		}
 	}
-	if nl > 0 {
-		g.readDL(out)
-		h.links.Store(out)
-		var up, errs, rec, fail uint64
-		var upOK, errsOK, recOK, failOK bool
-		for l := range out.N {
-			k := &out.L[l]
-			if k.State.OK {
-				upOK = true
-				if k.Up() {
-					up++
-				}
-			}
-			for c, d := range reading.LinkDefs {
-				v, ok := k.C[c].Get()
-				switch {
-				case !ok:
-				case d.Error:
-					errs, errsOK = errs+v, true
-				case reading.LinkCounterID(c) == reading.LRecoveryOK || reading.LinkCounterID(c) == reading.LDLRecovery:
-					rec, recOK = rec+v, true
-				case reading.LinkCounterID(c) == reading.LRecoveryFailed:
-					fail, failOK = fail+v, true
-				}
-			}
-		}
-		set := func(id reading.HealthID, v uint64, ok bool) {
-			if ok {
-				vals[id] = reading.Some(v)
-			}
-		}
-		set(reading.HNVLinkUp, up, upOK)
-		set(reading.HNVLinkErrors, errs, errsOK)
-		set(reading.HNVLinkRecovery, rec, recOK)
-		set(reading.HNVLinkRecoveryFailed, fail, failOK)
-	} else {
+	if nl == 0 {
 		h.links.Store(nil)
+		return
 	}
-	if c2cUpOK {
-		vals[reading.HC2CUp] = reading.Some(c2cUp)
+	g.readDL(out)
+	h.links.Store(out)
+	for l := range out.N {
+		k := &out.L[l]
+		if k.State.OK {
+			add(reading.HNVLinkUp, b2u(k.Up()))
+		}
+		for c, d := range reading.LinkDefs {
+			v, ok := k.C[c].Get()
+			switch {
+			case !ok:
+			case d.Error:
+				add(reading.HNVLinkErrors, v)
+			case reading.LinkCounterID(c) == reading.LRecoveryOK || reading.LinkCounterID(c) == reading.LDLRecovery:
+				add(reading.HNVLinkRecovery, v)
+			case reading.LinkCounterID(c) == reading.LRecoveryFailed:
+				add(reading.HNVLinkRecoveryFailed, v)
+			}
+		}
 	}
-	if c2cErrOK {
-		vals[reading.HC2CErrors] = reading.Some(c2cErr)
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
 	}
+	return 0
 }
