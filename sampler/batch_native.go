@@ -128,9 +128,9 @@ func (x *nativeExec) run(r *raw) {
 		r.fields[i].NvmlReturn = uint32(f.nvml_return)
 		r.fields[i].Value = *(*[8]byte)(unsafe.Pointer(&f.value))
 	}
-	for c := range numCalls {
-		for i := range maxVals {
-			r.v[c][i] = uint64(b.v[c][i])
+	for c := cFields + 1; c < numCalls; c++ {
+		if r.plan&(1<<c) != 0 {
+			r.v[c] = *(*[maxVals]uint64)(unsafe.Pointer(&b.v[c]))
 		}
 	}
 }
