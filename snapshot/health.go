@@ -27,6 +27,16 @@ type HealthData struct {
 	RemapHist *reading.RemapHistogram
 }
 
+// healthNameWidth is the counter column's width: the longest counter
+// name, so that no row pushes its value out of line.
+func healthNameWidth() int {
+	w := len("COUNTER")
+	for _, d := range reading.Health {
+		w = max(w, len(d.Name))
+	}
+	return w
+}
+
 // HealthSection renders the "Health counters" section: every counter with
 // its value ("n/a" when absent) and last change, then the NVLink table.
 func HealthSection(h HealthData, now time.Time) Section {
@@ -41,7 +51,8 @@ func HealthSection(h HealthData, now time.Time) Section {
 		verdict += " (" + strings.Join(h.Reasons, ", ") + ")"
 	}
 	fmt.Fprintf(&b, "verdict: %s\n", verdict)
-	fmt.Fprintf(&b, "%-24s %16s  %s\n", "COUNTER", "VALUE", "LAST CHANGE")
+	w := healthNameWidth()
+	fmt.Fprintf(&b, "%-*s %16s  %s\n", w, "COUNTER", "VALUE", "LAST CHANGE")
 	for id, d := range reading.Health {
 		val := "n/a"
 		if v := h.Vals[id]; v.OK {
@@ -51,7 +62,7 @@ func HealthSection(h HealthData, now time.Time) Section {
 		if t := h.Changed[id]; !t.IsZero() {
 			ch = t.Format(sink.TimestampLayout) + " (" + age(now.Sub(t)) + " before)"
 		}
-		fmt.Fprintf(&b, "%-24s %16s  %s\n", d.Name, val, ch)
+		fmt.Fprintf(&b, "%-*s %16s  %s\n", w, d.Name, val, ch)
 	}
 	if r := h.RemapHist; r != nil {
 		fmt.Fprintf(&b, "\nrow remapper histogram (memory banks by spare rows left): %s; read at %s (%s before)\n", r, r.At.Format(sink.TimestampLayout), age(now.Sub(r.At)))
