@@ -33,6 +33,7 @@ type healthTier struct {
 	skips   atomic.Uint64                   // reads put off: the field lock was busy
 	hist    remapHist                       // the row remapper histogram (remaphist.go)
 	dl      dlCounters                      // pre-Blackwell NVLink error counters (nvlinkerr.go)
+	eccMode reading.Opt[uint64]             // the ECC mode last answered since the handle was had (judgeSupport)
 }
 
 // Per-link fields: the inventory three, the counters, then C2C's.
@@ -62,6 +63,7 @@ var linkField = func() (t [numLinkFields]uint32) {
 func (g *GPU) resetHealth() {
 	h := &g.hlt
 	h.vals = [reading.NumHealth]reading.Opt[uint64]{}
+	h.eccMode = reading.Opt[uint64]{}
 	h.off = [reading.NumHealth]int64{}
 	h.linkOff = [max(reading.MaxLinks, reading.MaxC2C)][numLinkFields]int64{}
 	h.links.Store(nil)
@@ -140,7 +142,10 @@ func (g *GPU) readHealth(s *reading.Sample) {
 			}
 		}
 	}
-	judgeSupport(&vals)
+	if vals[reading.HECCMode].OK {
+		h.eccMode = vals[reading.HECCMode]
+	}
+	judgeSupport(&vals, h.eccMode)
 	g.readRemapHist(s, &vals)
 	g.readLinks(s, &vals)
 	h.vals = vals
@@ -174,8 +179,12 @@ func (g *GPU) fieldEntry(fv *nvml.FieldValue, off *int64) (uint64, bool) {
 // totals, retired pages and row remapping need ECC on. A GeForce board was
 // seen answering the remap fields with SUCCESS and zeros (gpud, RTX 4090);
 // without ECC there is nothing to remap, so those zeros are absent, not 0.
-func judgeSupport(v *[reading.NumHealth]reading.Opt[uint64]) {
-	if m, ok := v[reading.HECCMode].Get(); ok && m == 1 {
+// mode is the ECC mode last answered since the handle was had, not only
+// this read's: the mode changes only with a GPU reset (a new handle), so a
+// read whose ECC mode field failed once (a transient error) does not blank
+// the counters the GPU answered in it.
+func judgeSupport(v *[reading.NumHealth]reading.Opt[uint64], mode reading.Opt[uint64]) {
+	if m, ok := mode.Get(); ok && m == 1 {
 		return
 	}
 	for id, d := range reading.Health {

@@ -254,3 +254,29 @@ func TestHealthGetters(t *testing.T) {
 		}
 	}
 }
+
+// TestECCModeHiccupKeepsTheCounters: the ECC mode decides whether the ECC,
+// remap and SRAM counters can be had, and it changes only with a GPU
+// reset. A slow read in which the mode field alone fails (a transient
+// error, not a refusal) keeps the counters the GPU answered in it instead
+// of blanking them, the SRAM threshold flag with them.
+func TestECCModeHiccupKeepsTheCounters(t *testing.T) {
+	d := healthDev()
+	d.SramEcc = &nvml.EccSramErrorStatus{VolatileUncSecDed: 2, BThresholdExceeded: 1}
+	h := openFakeConfig(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}}, Config{Reprobe: time.Hour, SlowEvery: 1, FieldWait: time.Millisecond})
+	var s reading.Sample
+	h.GPUs[0].Sample(&s) // the mode answers 1
+	d.FieldRet[nvml.FI_DEV_ECC_CURRENT] = nvml.ERROR_UNKNOWN
+	h.GPUs[0].Sample(&s)
+	if s.Health[reading.HECCMode].OK {
+		t.Fatalf("ECC mode %+v in the read where it failed, want absent", s.Health[reading.HECCMode])
+	}
+	for id, want := range map[reading.HealthID]reading.Opt[uint64]{
+		reading.HSRAMUncSecDed: reading.Some[uint64](2), reading.HSRAMThreshold: reading.Some[uint64](1),
+		reading.HSBEVolatile: reading.Some[uint64](7),
+	} {
+		if s.Health[id] != want {
+			t.Errorf("after an ECC mode hiccup: %s = %+v, want %+v", reading.Health[id].Name, s.Health[id], want)
+		}
+	}
+}
