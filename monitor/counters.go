@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/live/atop"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
@@ -39,6 +40,15 @@ type counterSources struct {
 	csv  sink.Stats
 	snap snapshot.Stats
 	atop atop.Counters // zero without --atop
+}
+
+// sumGPUs is a sampler counter summed over the GPUs.
+func (s *counterSources) sumGPUs(count func(*sampler.GPU) uint64) uint64 {
+	var n uint64
+	for _, gs := range s.m.gpus {
+		n += count(gs.g)
+	}
+	return n
 }
 
 // counterDef declares one counter: every output (status line, summary.log,
@@ -117,29 +127,11 @@ var counterTable = []counterDef{
 	{name: "process_reads_stretched", loss: true, help: "per-GPU process list reads not made because NVML was too slow for the interval (they stretch with the slow tier; nvml_level is the current step)",
 		get: func(s *counterSources) uint64 { return s.m.procsHeld.Load() }},
 	{name: "batch_thread_failures", loss: true, ownLog: true, help: "GPU batch threads that could not be started (the sampler logs the first): that GPU's slow samples stay direct calls, holding the process while in the driver, so other GPUs' samples start late; retried",
-		get: func(s *counterSources) uint64 {
-			var n uint64
-			for _, gs := range s.m.gpus {
-				n += gs.g.BatchThreadFailures()
-			}
-			return n
-		}},
+		get: func(s *counterSources) uint64 { return s.sumGPUs((*sampler.GPU).BatchThreadFailures) }},
 	{name: "native_exec_failures", loss: true, ownLog: true, help: "GPU native executors (one cgo call a sample) that could not be started (the sampler logs the first, with why): that GPU's samples are go-nvml calls instead, one cgo call each; tried again with the static facts",
-		get: func(s *counterSources) uint64 {
-			var n uint64
-			for _, gs := range s.m.gpus {
-				n += gs.g.NativeExecFailures()
-			}
-			return n
-		}},
+		get: func(s *counterSources) uint64 { return s.sumGPUs((*sampler.GPU).NativeExecFailures) }},
 	{name: "health_skips", loss: true, ownLog: true, help: "health counter reads put off because another GPU held the field lock, stuck in the driver (the sampler logs the first): the last reading stays, one slow period older",
-		get: func(s *counterSources) uint64 {
-			var n uint64
-			for _, gs := range s.m.gpus {
-				n += gs.g.HealthSkips()
-			}
-			return n
-		}},
+		get: func(s *counterSources) uint64 { return s.sumGPUs((*sampler.GPU).HealthSkips) }},
 	{name: "listen_failures", loss: true, ownLog: true, help: "endpoints that could not be opened (--metrics-listen, --atop's TCP port or unix socket: address in use, or refused by the unit's RestrictAddressFamilies): not served, the logger samples on",
 		get: func(s *counterSources) uint64 { return s.m.listenFails.Load() + s.atop.ListenFailed }},
 	{name: "atop_clients_refused", loss: true, help: "atop connections closed at once because the connection limit was reached",
