@@ -2,6 +2,7 @@ package sampler
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"unsafe"
 
@@ -105,6 +106,32 @@ const (
 	maxVals = 4
 	maxOut  = 128
 )
+
+// outLimit is the most bytes a call of shape s may fill: batch.c hands an
+// f(dev, out, out2) call the two halves of its buffer, so its first struct
+// (where its values are) must fit in the first half.
+func outLimit(s cShape) uintptr {
+	if s == shapeOutOut {
+		return maxOut / 2
+	}
+	return maxOut
+}
+
+// fits reports whether call d's description fits what batch.c holds: its
+// struct in the buffer its shape is given, at most maxVals values, each of
+// 4 or 8 bytes inside the struct.
+func (d *callDef) fits() error {
+	cc := &d.cc
+	if cc.size > outLimit(cc.shape) || len(cc.vals) > maxVals {
+		return fmt.Errorf("call %s fills more than batch.c holds", fnInfo[d.fn].name)
+	}
+	for _, v := range cc.vals {
+		if v.off+v.size > cc.size || (v.size != 4 && v.size != 8) {
+			return fmt.Errorf("a value of call %s is outside its struct", fnInfo[d.fn].name)
+		}
+	}
+	return nil
+}
 
 // u32 and u64 are a getter of one value: f(dev, *v), in r.v[c][0].
 func u32(f func(Device) (uint32, nvml.Return)) getter {

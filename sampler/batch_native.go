@@ -58,8 +58,8 @@ var setCalls = sync.OnceFunc(func() {
 	for c := cFields + 1; c < numCalls; c++ {
 		cd := &callFn[c]
 		cc := &cd.cc
-		if cc.size > maxOut || len(cc.vals) > maxVals {
-			panic("sampler: call " + fnInfo[cd.fn].name + " fills more than batch.c holds")
+		if err := cd.fits(); err != nil {
+			panic("sampler: " + err.Error())
 		}
 		name := C.CString(fnInfo[cd.fn].symbol)
 		x := &cs[c]
@@ -68,9 +68,6 @@ var setCalls = sync.OnceFunc(func() {
 		x.shape, x.arg, x.size, x.version = C.uint32_t(cc.shape), C.uint32_t(cc.arg), C.uint32_t(cc.size), C.uint32_t(cc.version)
 		x.nvals = C.uint32_t(len(cc.vals))
 		for i, v := range cc.vals {
-			if v.off+v.size > cc.size || (v.size != 4 && v.size != 8) {
-				panic("sampler: a value of call " + fnInfo[cd.fn].name + " is outside its struct")
-			}
 			x.off[i], x.width[i] = C.uint32_t(v.off), C.uint32_t(v.size)
 		}
 	}

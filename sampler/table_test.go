@@ -89,3 +89,30 @@ func TestTableIsRead(t *testing.T) {
 		}
 	}
 }
+
+// TestCallsFitTheBatch: every call of a sample fits what batch.c holds
+// (callDef.fits, which setCalls enforces at the first native batch), and
+// the check itself refuses what would overrun: an f(dev, out, out2) call
+// whose struct is wider than the half of the buffer it is given, a value
+// past its struct's end.
+func TestCallsFitTheBatch(t *testing.T) {
+	for c := cFields + 1; c < numCalls; c++ {
+		if err := callFn[c].fits(); err != nil {
+			t.Error(err)
+		}
+	}
+	wide := callFn[cEnc]
+	wide.cc.size = maxOut/2 + 4
+	if wide.fits() == nil {
+		t.Errorf("an out/out call filling %d bytes fits; batch.c gives its first struct %d", wide.cc.size, maxOut/2)
+	}
+	wide.cc.shape = shapeOut
+	if err := wide.fits(); err != nil {
+		t.Errorf("a one-struct call of %d bytes: %v", wide.cc.size, err)
+	}
+	past := callFn[cEnc]
+	past.cc.vals = []cVal{{off: past.cc.size - 2, size: 4}}
+	if past.fits() == nil {
+		t.Error("a value reaching past its struct fits")
+	}
+}
