@@ -15,6 +15,7 @@ const (
 	ClassNotSupported           // the GPU or driver does not offer this reading
 	ClassNoPermission           // the reading needs privileges we lack
 	ClassFunctionNotFound       // the installed driver lacks the symbol
+	ClassVersionMismatch        // the driver does not know the version of the struct asked for
 	ClassGPULost                // NVML_ERROR_GPU_IS_LOST: the GPU is gone until reset
 	ClassTimeout                // NVML_ERROR_TIMEOUT (event waits)
 	ClassOther                  // anything else: a failure worth counting
@@ -30,6 +31,8 @@ func (c Class) String() string {
 		return "no permission"
 	case ClassFunctionNotFound:
 		return "function not found"
+	case ClassVersionMismatch:
+		return "struct version not supported"
 	case ClassGPULost:
 		return "gpu lost"
 	case ClassTimeout:
@@ -49,6 +52,8 @@ func Classify(ret nvml.Return) Class {
 		return ClassNoPermission
 	case nvml.ERROR_FUNCTION_NOT_FOUND:
 		return ClassFunctionNotFound
+	case nvml.ERROR_ARGUMENT_VERSION_MISMATCH:
+		return ClassVersionMismatch
 	case nvml.ERROR_GPU_IS_LOST:
 		return ClassGPULost
 	case nvml.ERROR_TIMEOUT:
@@ -61,7 +66,7 @@ func Classify(ret nvml.Return) Class {
 // here" rather than "something broke": such calls are cached as unavailable and
 // re-probed rarely, and they never count as failures.
 func (c Class) capability() bool {
-	return c == ClassNotSupported || c == ClassNoPermission || c == ClassFunctionNotFound
+	return c == ClassNotSupported || c == ClassNoPermission || c == ClassFunctionNotFound || c == ClassVersionMismatch
 }
 
 // retText returns NVML's text for a return code, safe to put in a CSV cell:

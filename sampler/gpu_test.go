@@ -149,6 +149,30 @@ func TestUnsupportedIsAbsentAndNotRepeated(t *testing.T) {
 	}
 }
 
+// TestVersionMismatchIsAbsentAndNotRepeated: a driver that does not know
+// the struct version asked for (NVML_ERROR_ARGUMENT_VERSION_MISMATCH) is
+// refusing the reading, as one that lacks the function is: the reading is
+// absent, the call is not made again every sample and the GPU counts no
+// failure. (It was counted as a failure of every sample.)
+func TestVersionMismatchIsAbsentAndNotRepeated(t *testing.T) {
+	d := fakenvml.NewDev()
+	d.Set("GetTemperature", nvml.ERROR_ARGUMENT_VERSION_MISMATCH)
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
+	var s reading.Sample
+	for range 5 {
+		h.GPUs[0].Sample(&s)
+	}
+	if s.TempC.OK {
+		t.Errorf("refused temperature present: %+v", s.TempC)
+	}
+	if s.Status != reading.StatusOK {
+		t.Errorf("sample status %v, want ok: a refused reading is no failure", s.Status)
+	}
+	if n := d.Count("GetTemperature"); n != 1 {
+		t.Errorf("GetTemperature called %d times, want 1 (cached as unavailable)", n)
+	}
+}
+
 func TestReprobeAfterInterval(t *testing.T) {
 	d := fakenvml.NewDev()
 	d.Set("GetTemperature", nvml.ERROR_NOT_SUPPORTED)
