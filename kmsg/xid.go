@@ -3,24 +3,20 @@ package kmsg
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/xid"
 )
 
-// XidReport is one Xid line of the NVIDIA kernel driver, taken apart.
+// XidReport is one Xid line of the NVIDIA kernel driver, taken apart: the
+// GPU and the code, and what the line says after the code (reading.XidDetail:
+// the process blamed, the text, Xid 154's new recovery action), which the
+// line's events carry on (Events).
 type XidReport struct {
-	Bus         reading.PCIAddr // the GPU's PCI address (function 0: the line carries none)
-	Code        int             // the Xid number
-	PID         int             // process the driver blamed; 0 when absent or '<unknown>'
-	ProcessName string          // its name; empty when absent or <unknown>
-	Text        string          // the rest of the message, after the code and pid/name
-
-	// RecoveryAction is, for Xid 154 only, the new recovery action: the hex
-	// value after "to" (0 none, 1 GPU reset, 2 node reboot, 3 drain P2P,
-	// 4 drain and reset; see xid.RecoveryActionName). Absent when the line
-	// carries no such value.
-	RecoveryAction reading.Opt[uint64]
+	Bus  reading.PCIAddr // the GPU's PCI address (function 0: the line carries none)
+	Code int             // the Xid number
+	reading.XidDetail
 }
 
 // xidMarker is what the driver prints before every Xid. The "NVRM: " part
@@ -40,9 +36,10 @@ const xidMarker = "NVRM: Xid ("
 // msg may start with "Xid (". ok is false when msg is not an Xid line or its
 // address or code is malformed.
 //
-// For Xid 154 the new action is read by xid.ParseRecovery: the hex number
-// after the last "to", never the words in parentheses, which differ between
-// drivers ("GPU Reset Required", "PF FLR").
+// For Xid 154 the new action is read by xid.Detail (xid.ParseRecovery): the
+// hex number after the last "to"; the words in parentheses, which differ
+// between drivers ("GPU Reset Required", "PF FLR"), are kept as the driver's
+// but never decide.
 func ParseXid(msg string) (XidReport, bool) {
 	var s string
 	if i := strings.Index(msg, xidMarker); i >= 0 {
@@ -92,25 +89,40 @@ func ParseXid(msg string) (XidReport, bool) {
 	}
 	s = strings.TrimLeft(strings.TrimPrefix(s, ","), " ")
 
-	r := XidReport{Bus: bus, Code: code}
-	if pid, found := strings.CutPrefix(s, "pid="); found {
-		pid, s, _ = strings.Cut(pid, ",")
-		r.PID = parsePID(pid)
+	var pid int
+	var name string
+	if p, found := strings.CutPrefix(s, "pid="); found {
+		p, s, _ = strings.Cut(p, ",")
+		pid = parsePID(p)
 		s = strings.TrimLeft(s, " ")
 	}
-	if name, found := strings.CutPrefix(s, "name="); found {
-		name, s, _ = strings.Cut(name, ", ")
-		if name != "<unknown>" {
-			r.ProcessName = name
+	if n, found := strings.CutPrefix(s, "name="); found {
+		n, s, _ = strings.Cut(n, ", ")
+		if n != "<unknown>" {
+			name = n
 		}
 	}
-	r.Text = strings.TrimRight(s, " \t\r\n")
-	if code == xid.RecoveryXid {
-		if v, _, ok := xid.ParseRecovery(r.Text); ok {
-			r.RecoveryAction = reading.Some(v)
-		}
-	}
+	r := XidReport{Bus: bus, Code: code, XidDetail: xid.Detail(code, strings.TrimRight(s, " \t\r\n"))}
+	r.PID, r.ProcessName = pid, name
 	return r, true
+}
+
+// Events are the GPU events of the Xid line x was parsed from, read in rec
+// at now: the Xid, and after an Xid 154 that names the new recovery action
+// the recovery action event. Each carries the line (Text, KernelTime,
+// Backlog) and x's detail (reading.Event.Xid), so that nothing parses the
+// message again. GPU is -1 and BusID the line's: the caller knows the
+// monitored GPUs.
+func (x XidReport) Events(rec Record, now time.Time) []reading.Event {
+	e := reading.Event{Time: now, GPU: -1, BusID: x.Bus.String(), Kind: reading.EventXid, Source: reading.SourceKmsg,
+		Data: uint64(x.Code), Text: rec.Message, Xid: x.XidDetail, KernelTime: rec.Time, Backlog: rec.Backlog}
+	v, ok := x.RecoveryAction.Get()
+	if !ok || x.Code != xid.RecoveryXid {
+		return []reading.Event{e}
+	}
+	r := e
+	r.Kind, r.Data = reading.EventRecovery, v
+	return []reading.Event{e, r}
 }
 
 // parsePID reads the pid the driver printed: a number, or '<unknown>' (with

@@ -80,18 +80,12 @@ func (m *Monitor) runKmsg(ctx context.Context) {
 		if rec.Backlog {
 			m.kmsgBacklogXids.Add(1)
 		}
-		e := reading.Event{Time: time.Now(), GPU: -1, Kind: reading.EventXid, Source: reading.SourceKmsg,
-			Data: uint64(x.Code), Text: rec.Message, KernelTime: rec.Time, Backlog: rec.Backlog}
-		if gs := m.gpuByBus(x.Bus); gs != nil {
-			e.GPU, e.BusID = gs.idx, gs.busID()
-		} else {
-			e.BusID = x.Bus.String()
-		}
-		m.onEvent(e)
-		if v, ok := x.RecoveryAction.Get(); ok && x.Code == xid.RecoveryXid {
-			rec := e
-			rec.Kind, rec.Data = reading.EventRecovery, v
-			m.onEvent(rec)
+		gs := m.gpuByBus(x.Bus)
+		for _, e := range x.Events(rec, time.Now()) {
+			if gs != nil {
+				e.GPU, e.BusID = gs.idx, gs.busID()
+			}
+			m.onEvent(e)
 		}
 	})
 	if err != nil && ctx.Err() == nil {
@@ -164,12 +158,12 @@ func (m *Monitor) onEvent(e reading.Event) {
 	case reading.EventXid:
 		// The catalog reads the driver's text after the code (NVLink 5
 		// fields, Xid 154's action); an NVML report has none.
-		ex := xid.Explain(int(e.Data), xidText(e.Text))
+		ex := xid.ExplainDetail(int(e.Data), e.Xid)
 		line.Type, line.Fields = sink.TypeXid, sink.KV(ex.Fields()...)
 		reason = ex.Reason(from)
 		ev = snapshot.XidEvent(e.Time, ex, reason)
 	case reading.EventRecovery:
-		_, words, _ := xid.ParseRecovery(xidText(e.Text))
+		words := e.Xid.RecoveryWords
 		line.Type, line.Fields = sink.TypeRecoveryAction, sink.KV(xid.RecoveryFields(e.Data, words)...)
 		reason = xid.RecoveryReason(e.Data, words, from)
 		ev = snapshot.RecoveryEvent(e.Time, e.Data, reason)
@@ -268,13 +262,4 @@ func (m *Monitor) loggedAt(read time.Time, ktime time.Duration, backlog bool) ti
 		return t
 	}
 	return read
-}
-
-// xidText is the driver's text after the code of a kernel-log Xid message;
-// empty for anything else (an NVML event carries no text).
-func xidText(msg string) string {
-	if x, ok := kmsg.ParseXid(msg); ok {
-		return x.Text
-	}
-	return ""
 }

@@ -122,17 +122,33 @@ func TestKernelLinesReachEventsLogForTheRightGPU(t *testing.T) {
 func TestXidLinesGolden(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, 2, nil)
-		kmsgLine := func(code, text string) string { return "NVRM: Xid (PCI:0000:02:00): " + code + ", " + text }
+		// A kernel log Xid event as the reader makes it of the line
+		// (kmsg.XidReport.Events: the detail parsed once), on GPU 1,
+		// without its bus id: no line of the golden carries one.
+		kmsgEvent := func(kind reading.EventKind, code, text string) reading.Event {
+			msg := "NVRM: Xid (PCI:0000:02:00): " + code + ", " + text
+			x, ok := kmsg.ParseXid(msg)
+			if !ok {
+				t.Fatalf("not an Xid line: %q", msg)
+			}
+			for _, e := range x.Events(kmsg.Record{Message: msg}, time.Time{}) {
+				if e.Kind == kind {
+					e.GPU, e.BusID = 1, ""
+					return e
+				}
+			}
+			t.Fatalf("no event of kind %d from %q", kind, msg)
+			return reading.Event{}
+		}
 		events := []reading.Event{
 			{GPU: 0, Kind: reading.EventXid, Source: reading.SourceNVML, Data: 13},
 			{GPU: 0, Kind: reading.EventXid, Source: reading.SourceNVML, Data: 48},
-			{GPU: 1, Kind: reading.EventXid, Source: reading.SourceKmsg, Data: 46, Text: kmsgLine("46", "pid='<unknown>', name=<unknown>, GPU stopped processing")},
-			{GPU: 1, Kind: reading.EventXid, Source: reading.SourceKmsg, Data: 149,
-				Text: kmsgLine("149", "NETIR_LINK_EVT  Fatal   XC0 i0 Link 01 (0x021425c6 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)")},
-			{GPU: 1, Kind: reading.EventXid, Source: reading.SourceKmsg, Data: 154, Text: kmsgLine("154", "GPU recovery action changed from 0x0 (None) to 0x3 (Drain P2P)")},
-			{GPU: 1, Kind: reading.EventRecovery, Source: reading.SourceKmsg, Data: 3, Text: kmsgLine("154", "GPU recovery action changed from 0x0 (None) to 0x3 (Drain P2P)")},
+			kmsgEvent(reading.EventXid, "46", "pid='<unknown>', name=<unknown>, GPU stopped processing"),
+			kmsgEvent(reading.EventXid, "149", "NETIR_LINK_EVT  Fatal   XC0 i0 Link 01 (0x021425c6 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)"),
+			kmsgEvent(reading.EventXid, "154", "GPU recovery action changed from 0x0 (None) to 0x3 (Drain P2P)"),
+			kmsgEvent(reading.EventRecovery, "154", "GPU recovery action changed from 0x0 (None) to 0x3 (Drain P2P)"),
 			{GPU: 0, Kind: reading.EventRecovery, Source: reading.SourceNVML, Data: 6},
-			{GPU: 1, Kind: reading.EventXid, Source: reading.SourceKmsg, Data: 171, Text: kmsgLine("171", "pid='<unknown>', name=<unknown>, DRAM")},
+			kmsgEvent(reading.EventXid, "171", "pid='<unknown>', name=<unknown>, DRAM"),
 			{GPU: 0, Kind: reading.EventXid, Source: reading.SourceNVML, Data: 999},
 		}
 		r.run(2*time.Second, func() {

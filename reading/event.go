@@ -55,6 +55,12 @@ type Event struct {
 	NVMLType uint64 // NVML event type mask (SourceNVML only)
 	Data     uint64 // Xid number, recovery action, ...
 	Text     string // the kernel log message (SourceKmsg), or other detail
+	// Xid is what a kernel log Xid line says beyond its code, as the
+	// source's parser took it apart (kmsg.ParseXid), on the line's Xid
+	// event and on the recovery action event of its Xid 154: nothing
+	// downstream parses Text again. NVML's Xid and recovery action events
+	// carry no text: zero.
+	Xid XidDetail
 	// KernelTime is the kernel log record's printk timestamp (SourceKmsg
 	// only; 0 otherwise): it places the line among the rows by their
 	// dmesg_time, which arrival time cannot.
@@ -65,4 +71,24 @@ type Event struct {
 	// its end was reached. Time is when it was read; KernelTime is when it
 	// was logged.
 	Backlog bool
+}
+
+// XidDetail is the part of an Xid report after its code: the process the
+// driver blamed, the driver's text, and for an Xid 154 the new recovery
+// action that text names. The kernel log's Xid lines have it (kmsg.ParseXid
+// fills it, xid.Detail reads the text); an NVML event has none.
+type XidDetail struct {
+	PID         int    // process the driver blamed; 0 when absent or '<unknown>'
+	ProcessName string // its name; empty when absent or <unknown>
+	// Text is the rest of the message, after the code and pid/name: what
+	// xid.ExplainDetail decodes (the NVLink 5 fields of Xid 144-150).
+	Text string
+	// RecoveryAction is, for Xid 154 only, the new recovery action: the hex
+	// value after "to" (0 none, 1 GPU reset, 2 node reboot, 3 drain P2P,
+	// 4 drain and reset; see xid.RecoveryActionName). Absent when the text
+	// carries no such value. RecoveryWords are the driver's words for it,
+	// in parentheses after the value ("GPU Reset Required"); empty when
+	// there are none.
+	RecoveryAction Opt[uint64]
+	RecoveryWords  string
 }

@@ -420,7 +420,10 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// makeEvent classifies one NVML event for the GPU with index idx.
+// makeEvent classifies one NVML event for the GPU with index idx. NVML
+// hands over an Xid's code (or the recovery action) and no text: the event's
+// Xid detail (reading.Event.Xid) stays zero, which is what the catalog's
+// explanation of an NVML report reads.
 func makeEvent(gpus []*GPU, idx int, typ, data uint64) reading.Event {
 	ev := reading.Event{Time: time.Now(), GPU: -1, Source: reading.SourceNVML, NVMLType: typ, Data: data}
 	for _, g := range gpus {

@@ -3,6 +3,8 @@ package xid
 import (
 	"cmp"
 	"strconv"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
 // Explanation is what the catalog makes of one Xid report: the entry for its
@@ -25,8 +27,30 @@ const unknownAction = "Not in this catalog: look the code up in NVIDIA's Xid cat
 
 // Explain explains Xid code as reported with text, the driver's text after
 // "N, " on the kernel log line (package kmsg's XidReport.Text); text is empty
-// for a report from NVML, which carries none.
+// for a report from NVML, which carries none. A report already taken apart
+// (reading.Event.Xid) goes to ExplainDetail instead: the text is read once.
 func Explain(code int, text string) Explanation {
+	return ExplainDetail(code, Detail(code, text))
+}
+
+// Detail reads what the driver's text after Xid code says that the catalog
+// uses: for Xid 154, the new recovery action and the driver's words for it
+// (ParseRecovery). Text is text; the process the driver blamed is its
+// parser's (kmsg.ParseXid), which fills PID and ProcessName.
+func Detail(code int, text string) reading.XidDetail {
+	d := reading.XidDetail{Text: text}
+	if code == RecoveryXid {
+		if v, words, ok := ParseRecovery(text); ok {
+			d.RecoveryAction, d.RecoveryWords = reading.Some(v), words
+		}
+	}
+	return d
+}
+
+// ExplainDetail explains Xid code as its report was taken apart (d: the
+// text's NVLink 5 fields are decoded here, Xid 154's recovery action was
+// read by Detail); d is zero for a report from NVML.
+func ExplainDetail(code int, d reading.XidDetail) Explanation {
 	in, ok := Lookup(code)
 	if !ok {
 		in = Info{Code: code, Name: unknownName}
@@ -38,16 +62,16 @@ func Explain(code int, text string) Explanation {
 	}
 	switch {
 	case isNVLink5(code):
-		if d, ok := DecodeNVLink5(code, text); ok {
-			e.Decode, e.Action, e.Bucket = d.String(), d.Action(), d.Bucket
-		} else if text != "" {
+		if nd, ok := DecodeNVLink5(code, d.Text); ok {
+			e.Decode, e.Action, e.Bucket = nd.String(), nd.Action(), nd.Bucket
+		} else if d.Text != "" {
 			e.Decode = "fields not decoded (no row in NVIDIA's Xid 144-150 decode for them)"
 		}
 	case code == RecoveryXid:
-		if v, words, ok := ParseRecovery(text); ok {
+		if v, ok := d.RecoveryAction.Get(); ok {
 			e.Recovery, e.HasRecovery = v, true
-			e.Decode = RecoveryDescribe(v, words)
-			e.Action = RecoveryAdvice(v, words)
+			e.Decode = RecoveryDescribe(v, d.RecoveryWords)
+			e.Action = RecoveryAdvice(v, d.RecoveryWords)
 		}
 	}
 	return e

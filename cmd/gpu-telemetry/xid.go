@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/xid"
 )
 
@@ -37,20 +38,20 @@ func runXid(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	var code int
-	var text string
+	var d reading.XidDetail // what the report says after the code, read once
 	if n, err := strconv.Atoi(args[0]); err == nil {
 		if n < 0 {
 			fmt.Fprintf(stderr, "gpu-telemetry xid: %d is not an Xid number\n", n)
 			return 2
 		}
-		code, text = n, strings.Join(args[1:], " ")
+		code, d = n, xid.Detail(n, strings.Join(args[1:], " "))
 	} else if x, ok := kmsg.ParseXid(strings.Join(args, " ")); ok {
-		code, text = x.Code, x.Text
+		code, d = x.Code, x.XidDetail
 	} else {
 		fmt.Fprintf(stderr, "gpu-telemetry xid: %q is neither an Xid number nor a kernel log line with \"NVRM: Xid (...): N\"\n", args[0])
 		return 2
 	}
-	e := xid.Explain(code, text)
+	e := xid.ExplainDetail(code, d)
 	fmt.Fprint(stdout, xid.Render(e))
 	if !e.Known {
 		return 1
