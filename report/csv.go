@@ -22,8 +22,11 @@ type Fan struct {
 	Speed, Target reading.Opt[float64]
 }
 
-// Row is one CSV row, reduced to the columns the report shows. An absent
-// cell stays absent (OK false), never 0.
+// Row is one CSV row, reduced to what the report shows, in its units (W, not
+// mW). An absent cell stays absent (OK false), never 0. The row's readings
+// are read by walking reading.Table (parseRow); a Row keeps the few it
+// charts, not a reading.Sample (1.5 kB a row: a day's window keeps some
+// 100 000 rows).
 type Row struct {
 	Time                        time.Time
 	Temp, MemTemp               reading.Opt[float64]
@@ -40,46 +43,29 @@ type Row struct {
 	Gap time.Duration
 }
 
-// layout maps the columns of one CSV file (its header) to Row fields.
+// layout maps the columns of one CSV file (its header) to the readings of
+// reading.Table and the other columns the report shows.
 type layout struct {
-	n                                      int // number of columns
-	ts, temp, memTemp, power, limit, enf   int
-	gclk, smclk, mclk, mask, reasons, flag int
-	dmesg                                  int
-	fans                                   [][2]int          // speed, target column per fan
-	names                                  map[string]string // interned throttle reasons
+	n                 int // number of columns
+	ts, reasons, flag int
+	dmesg             int
+	readings          sink.ReadingCells // where the table's readings stand
+	fans              [][2]int          // speed, target column per fan
+	names             map[string]string // interned throttle reasons
+	s                 reading.Sample    // parseRow's readings of the row (the file's columns only)
 }
 
 // parseLayout reads a header line. Columns it does not know are ignored, so
 // files written by other versions still read; the timestamp is required.
 func parseLayout(header string) (*layout, error) {
 	cols := strings.Split(strings.TrimRight(header, "\r\n"), ",")
-	l := &layout{n: len(cols), ts: -1, temp: -1, memTemp: -1, power: -1, limit: -1, enf: -1,
-		gclk: -1, smclk: -1, mclk: -1, mask: -1, reasons: -1, flag: -1, dmesg: -1}
+	l := &layout{n: len(cols), ts: -1, reasons: -1, flag: -1, dmesg: -1, readings: sink.ReadingColumns(cols)}
 	fans := map[int]*[2]int{}
 	maxFan := -1
 	for i, c := range cols {
 		switch c {
 		case "timestamp":
 			l.ts = i
-		case "gpu_temp":
-			l.temp = i
-		case "mem_temp":
-			l.memTemp = i
-		case "power_instant":
-			l.power = i
-		case "power_limit":
-			l.limit = i
-		case "power_enforced_limit":
-			l.enf = i
-		case "gpu_clock":
-			l.gclk = i
-		case "sm_clock":
-			l.smclk = i
-		case "mem_clock":
-			l.mclk = i
-		case "throttle_bitmask":
-			l.mask = i
 		case "throttle_reasons":
 			l.reasons = i
 		case "flags":
@@ -195,6 +181,15 @@ func optFloat(cells []string, i int) reading.Opt[float64] {
 	return reading.Some(v)
 }
 
+// scaled is a stored reading in the report's unit: divided by div (mW to
+// W: 1000).
+func scaled[T uint32 | uint64](o reading.Opt[T], div float64) reading.Opt[float64] {
+	if !o.OK {
+		return reading.Opt[float64]{}
+	}
+	return reading.Some(float64(o.V) / div)
+}
+
 func cell(cells []string, i int) string {
 	if i < 0 || i >= len(cells) {
 		return ""
@@ -218,15 +213,12 @@ func (l *layout) parseRow(line string, cells []string) (Row, []string, bool) {
 	if err != nil {
 		return Row{}, cells, false
 	}
-	r := Row{Time: t, Temp: optFloat(cells, l.temp), MemTemp: optFloat(cells, l.memTemp),
-		Power: optFloat(cells, l.power), Limit: optFloat(cells, l.limit), Enforced: optFloat(cells, l.enf),
-		GPUClock: optFloat(cells, l.gclk), SMClock: optFloat(cells, l.smclk), MemClock: optFloat(cells, l.mclk),
+	l.readings.Read(cells, &l.s)
+	s := &l.s
+	r := Row{Time: t, Temp: scaled(s.TempC, 1), MemTemp: scaled(s.MemTempC, 1),
+		Power: scaled(s.PowerMW, 1000), Limit: scaled(s.PowerLimitMW, 1000), Enforced: scaled(s.EnforcedLimitMW, 1000),
+		GPUClock: scaled(s.GraphicsMHz, 1), SMClock: scaled(s.SMMHz, 1), MemClock: scaled(s.MemMHz, 1), Throttle: s.Throttle,
 		Reasons: l.intern(cell(cells, l.reasons)), Flags: strings.Clone(cell(cells, l.flag)), DmesgTime: optFloat(cells, l.dmesg)}
-	if m := cell(cells, l.mask); strings.HasPrefix(m, "0x") {
-		if v, err := strconv.ParseUint(m[2:], 16, 64); err == nil {
-			r.Throttle = reading.Some(v)
-		}
-	}
 	if len(l.fans) > 0 {
 		r.Fans = make([]Fan, len(l.fans))
 		for i, f := range l.fans {

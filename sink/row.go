@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -112,6 +113,104 @@ func readingCell(d *reading.Def) func([]byte, *reading.Sample) []byte {
 		}
 		return strconv.AppendUint(b, v, 10)
 	}
+}
+
+// ReadCell stores in s the value of reading d's cell as readingCell wrote
+// it, in the stored unit (371.53 in a CentiWatt cell: 371530 mW), with
+// d.Set. An empty cell makes the reading absent, never 0; so does a cell
+// that does not parse, and then ReadCell returns false. A Watts or MiB cell
+// gives back the rounded value the writer kept; a decimal cell may have
+// fewer decimals than the writer writes (files of older versions).
+func ReadCell(d *reading.Def, cell string, s *reading.Sample) bool {
+	if cell == "" {
+		d.Clear(s)
+		return true
+	}
+	var v uint64
+	ok := false
+	switch d.Format {
+	case reading.Watts, reading.CentiWatt:
+		v, ok = parseDecimal(cell, 1000) // W to mW
+	case reading.MiB:
+		if m, err := strconv.ParseUint(cell, 10, 64); err == nil && m <= math.MaxUint64>>20 {
+			v, ok = m<<20, true
+		}
+	case reading.Seconds:
+		v, ok = parseDecimal(cell, 1e9) // s to ns
+	case reading.Hex4:
+		if h, found := strings.CutPrefix(cell, "0x"); found {
+			x, err := strconv.ParseUint(h, 16, 64)
+			v, ok = x, err == nil
+		}
+	default:
+		if d.Signed() {
+			x, err := strconv.ParseInt(cell, 10, 64)
+			v, ok = uint64(x), err == nil
+		} else {
+			x, err := strconv.ParseUint(cell, 10, 64)
+			v, ok = x, err == nil
+		}
+	}
+	if !ok {
+		d.Clear(s)
+		return false
+	}
+	d.Set(s, v)
+	return true
+}
+
+// ReadingCells is where the readings of reading.Table stand in a CSV file's
+// columns: a reader of the logger's files walks it to read a row's readings,
+// so a new reading needs no edit in the reader.
+type ReadingCells []readingAt
+
+type readingAt struct {
+	d   *reading.Def
+	col int
+}
+
+// ReadingColumns finds the table's readings among a header's columns; a
+// file of another version may lack some or have others.
+func ReadingColumns(cols []string) ReadingCells {
+	var rc ReadingCells
+	for i, c := range cols {
+		for j := range reading.Table {
+			if d := &reading.Table[j]; d.CSV != "" && d.CSV == c {
+				rc = append(rc, readingAt{d, i})
+				break
+			}
+		}
+	}
+	return rc
+}
+
+// Read stores a row's readings in s (ReadCell); cells has as many cells as
+// the header had columns.
+func (rc ReadingCells) Read(cells []string, s *reading.Sample) {
+	for _, r := range rc {
+		ReadCell(r.d, cells[r.col], s)
+	}
+}
+
+// parseDecimal reads a non-negative decimal ("371.53", "600") as a whole
+// number of 1/unit (unit a power of ten): exactly, digits past the unit
+// dropped.
+func parseDecimal(s string, unit uint64) (uint64, bool) {
+	ip, fp, _ := strings.Cut(s, ".")
+	i, err := strconv.ParseUint(ip, 10, 64)
+	if err != nil || i > math.MaxUint64/unit {
+		return 0, false
+	}
+	v := i * unit
+	for d := unit / 10; fp != ""; fp = fp[1:] {
+		c := fp[0]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v += uint64(c-'0') * d
+		d /= 10
+	}
+	return v, true
 }
 
 // Columns returns the CSV column names for a GPU with fans fans (csvColumns).

@@ -11,6 +11,34 @@ import (
 // written in that column and nowhere else, and an absent one is an empty
 // cell.
 func TestTableReachesCSV(t *testing.T) {
+	forEachColumn(t, func(t *testing.T, d *reading.Def, col int, at map[string]int) {
+		var s reading.Sample
+		s.NumFans = 1
+		d.Set(&s, max(d.Min, 1000))
+		cells := strings.Split(strings.TrimSuffix(string(AppendRow(nil, &s, 1)), "\n"), ",")
+		if cells[col] == "" {
+			t.Errorf("%s set, its column %s is empty: %v", d.Name, d.CSV, cells)
+		}
+		for j := range reading.Table {
+			o := &reading.Table[j]
+			if o.CSV == "" || o == d {
+				continue
+			}
+			if c := cells[at[o.CSV]]; c != "" {
+				t.Errorf("%s set, column %s of %s holds %q", d.Name, o.CSV, o.Name, c)
+			}
+		}
+		d.Clear(&s)
+		if c := strings.Split(string(AppendRow(nil, &s, 1)), ",")[col]; c != "" {
+			t.Errorf("%s absent, its column holds %q", d.Name, c)
+		}
+	})
+}
+
+// forEachColumn runs f in a subtest for each reading of reading.Table with
+// a CSV column, with its column's index in a one-fan file's header and the
+// index of every column by name.
+func forEachColumn(t *testing.T, f func(t *testing.T, d *reading.Def, col int, at map[string]int)) {
 	cols := Columns(1)
 	at := map[string]int{}
 	for i, c := range cols {
@@ -26,26 +54,66 @@ func TestTableReachesCSV(t *testing.T) {
 			if !ok {
 				t.Fatalf("column %q is not in the header %v", d.CSV, cols)
 			}
-			var s reading.Sample
-			s.NumFans = 1
-			d.Set(&s, max(d.Min, 1000))
-			cells := strings.Split(strings.TrimSuffix(string(AppendRow(nil, &s, 1)), "\n"), ",")
-			if cells[col] == "" {
-				t.Errorf("%s set, its column %s is empty: %v", d.Name, d.CSV, cells)
-			}
-			for j := range reading.Table {
-				o := &reading.Table[j]
-				if o.CSV == "" || o == d {
-					continue
-				}
-				if c := cells[at[o.CSV]]; c != "" {
-					t.Errorf("%s set, column %s of %s holds %q", d.Name, o.CSV, o.Name, c)
-				}
-			}
-			d.Clear(&s)
-			if c := strings.Split(string(AppendRow(nil, &s, 1)), ",")[col]; c != "" {
-				t.Errorf("%s absent, its column holds %q", d.Name, c)
-			}
+			f(t, d, col, at)
 		})
 	}
+}
+
+// TestTableReadsBack walks reading.Table: every reading with a CSV column
+// is read back from its cell by ReadCell (what report reads), a value the
+// cell's format holds exactly as the value written, any value as the value
+// the cell shows (written again, the same cell), and an empty cell as
+// absent.
+func TestTableReadsBack(t *testing.T) {
+	// quantum is the step of the stored value a format's cell shows.
+	quantum := map[reading.Format]uint64{reading.Plain: 1, reading.Hex4: 1,
+		reading.Watts: 1000, reading.CentiWatt: 10, reading.MiB: 1 << 20, reading.Seconds: 1e6}
+	forEachColumn(t, func(t *testing.T, d *reading.Def, col int, _ map[string]int) {
+		q, ok := quantum[d.Format]
+		if !ok {
+			t.Fatalf("format %d has no quantum here: add it", d.Format)
+		}
+		cell := func(s *reading.Sample) string { return Cells(s, 1)[col] }
+		vals := []uint64{4321 * q, 1234567, 0}
+		if d.Signed() {
+			neg := int64(-7)
+			vals = append(vals, uint64(neg))
+		}
+		for _, v := range vals {
+			var w, r reading.Sample
+			w.NumFans = 1
+			d.Set(&w, v)
+			c := cell(&w)
+			if !ReadCell(d, c, &r) {
+				t.Fatalf("%d written as %q does not read back", v, c)
+			}
+			got, ok := d.Get(&r)
+			if !ok {
+				t.Fatalf("%d written as %q reads back absent", v, c)
+			}
+			if v%q == 0 && got != v {
+				t.Errorf("%d written as %q reads back as %d", v, c, got)
+			}
+			if again := cell(&r); again != c {
+				t.Errorf("%d written as %q, read back and written again %q", v, c, again)
+			}
+			// An empty cell: absent, whatever the sample held.
+			d.Clear(&w)
+			if c := cell(&w); c != "" || !ReadCell(d, c, &r) {
+				t.Fatalf("absent: cell %q", c)
+			}
+			if v, ok := d.Get(&r); ok {
+				t.Errorf("an empty cell reads back as %d, not absent", v)
+			}
+		}
+		// A cell that is not the format's: absent, and said.
+		var r reading.Sample
+		d.Set(&r, 5)
+		if ReadCell(d, "x1", &r) {
+			t.Errorf("cell %q read", "x1")
+		}
+		if v, ok := d.Get(&r); ok {
+			t.Errorf("a bad cell reads back as %d, not absent", v)
+		}
+	})
 }
