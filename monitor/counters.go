@@ -158,11 +158,11 @@ var counterTable = []counterDef{
 	{name: "sync_batches", help: "periodic CSV sync rounds completed",
 		get: func(s *counterSources) uint64 { return s.csv.SyncBatches }},
 	{name: "nvml_events", help: "NVML events received",
-		get: func(s *counterSources) uint64 { return s.m.nvmlEvents.Load() }},
+		get: func(s *counterSources) uint64 { return s.m.ev.Stats().NVMLEvents }},
 	{name: "kmsg_xids", help: "Xid lines read from the kernel log",
-		get: func(s *counterSources) uint64 { return s.m.kmsgXids.Load() }},
+		get: func(s *counterSources) uint64 { return s.m.ev.Stats().KmsgXids }},
 	{name: "kmsg_backlog_xids", help: "Xids of kernel log records read after the fact (logged before the logger was ready, or, after a restart in the same boot, while no logger was reading); in events.log with backlog=true and their ktime, and counted in kmsg_xids",
-		get: func(s *counterSources) uint64 { return s.m.kmsgBacklogXids.Load() }},
+		get: func(s *counterSources) uint64 { return s.m.ev.Stats().KmsgBacklogXids }},
 	{name: "kmsg_file_restarts", help: "times a --kmsg file was replaced (the new one read from its start) or truncated (read again from its start); each is logged",
 		get: func(s *counterSources) uint64 {
 			return s.m.kmsgStat(func(r kmsgCounters) uint64 { return r.Restarts() })
@@ -170,7 +170,7 @@ var counterTable = []counterDef{
 	{name: "kernel_lines", help: "kernel AER, fallen-off-the-bus, RmInitAdapter and GSP lines written to events.log",
 		get: func(s *counterSources) uint64 { return s.m.kern.written.load() }},
 	{name: "duplicate_xids", help: "Xids reported by both NVML events and the kernel log, counted once",
-		get: func(s *counterSources) uint64 { return s.m.dupXids.Load() }},
+		get: func(s *counterSources) uint64 { return s.m.ev.Stats().DuplicateXids }},
 	{name: "crash_snapshots", help: "crash snapshots written (the escalations inside an incident included)",
 		get: func(s *counterSources) uint64 { return s.snap.CrashesWritten }},
 	{name: "crash_incidents", help: "incidents begun: a GPU's critical events from the first until its crash cooldown ends are one incident",

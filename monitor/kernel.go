@@ -71,11 +71,11 @@ func (m *Monitor) learnXid(x kmsg.XidReport) {
 // NVRM failure line is written to events.log for its GPU(s), and taken as a
 // critical event when it is one. Anything else is ignored.
 func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
-	ktime := kernelTimeField(rec.Time)
+	ktime := events.KernelTimeField(rec.Time)
 	// The incident's time: a line read after the fact happened when the
 	// kernel logged it (its events.log line is stamped when it was read,
 	// with that ktime).
-	at := m.loggedAt(now, rec.Time, rec.Backlog)
+	at := m.ev.LoggedAt(now, rec.Time, rec.Backlog)
 	if r, ok := kmsg.ParseAER(rec.Message); ok {
 		m.initPaths()
 		gpus, _ := m.kern.paths.GPUs(r)
@@ -88,7 +88,7 @@ func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 		}
 		kv = append(kv, ktime, sink.Field{Key: "text", Value: kmsg.Printed(rec.Message)})
 		if rec.Backlog {
-			kv = append(kv, backlogField)
+			kv = append(kv, events.BacklogField)
 		}
 		for _, g := range gpus {
 			gs := m.byIndex[g]
@@ -131,7 +131,7 @@ func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 	}
 	ev.Fields = append(ev.Fields, ktime, sink.Field{Key: "text", Value: kmsg.Printed(rec.Message)})
 	if rec.Backlog {
-		ev.Fields = append(ev.Fields, backlogField)
+		ev.Fields = append(ev.Fields, events.BacklogField)
 	}
 	var d snapshot.Decision
 	var plan *crashPlan
@@ -184,17 +184,4 @@ func (m *Monitor) kernelLineAllowed(gpu int, kind string, now time.Time) bool {
 			slog.Int("gpu", gpu), slog.String("kind", kind))
 	}
 	return ok
-}
-
-// backlogField ends the events.log line of a kernel record read after the
-// fact (kmsg.Record.Backlog): logged while no logger was reading, or before
-// it was ready. Its line's time is when it was read; ktime is when it was
-// logged.
-var backlogField = sink.Field{Key: "backlog", Value: "true"}
-
-// kernelTimeField is the events.log field of a kernel line's printk
-// timestamp, in seconds as dmesg prints it: `gpu-telemetry report` places the
-// line among the rows by their dmesg_time (same clock), not by when it was read.
-func kernelTimeField(t time.Duration) sink.Field {
-	return sink.Field{Key: "ktime", Value: strconv.FormatFloat(t.Seconds(), 'f', 6, 64)}
 }

@@ -14,6 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/events"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
@@ -116,7 +117,7 @@ func TestKmsgXidWhileStoppedIsReplayed(t *testing.T) {
 			t.Errorf("the replayed Xid's line lacks %q:\n%s", want, line)
 		}
 	}
-	if n := r.m.kmsgBacklogXids.Load(); n < 1 {
+	if n := r.m.ev.Stats().KmsgBacklogXids; n < 1 {
 		t.Errorf("kmsg_backlog_xids = %d, want the replayed Xid counted", n)
 	}
 	crashes, _ := filepath.Glob(filepath.Join(dir, "crashes", "crash-*-gpu0.log"))
@@ -213,7 +214,7 @@ func TestReplayedXidIsNotFresh(t *testing.T) {
 		})
 		ev, _ := os.ReadFile(filepath.Join(r.dir, "events.log"))
 		// Logged an hour before the start, on the test's clock.
-		ktime := kernelTimeField(replayUptime - time.Hour + 500*time.Millisecond)
+		ktime := events.KernelTimeField(replayUptime - time.Hour + 500*time.Millisecond)
 		testutil.Contains(t, "events.log", string(ev), "source=kmsg type=Xid xid=79", ktime.Key+"="+ktime.Value, "backlog=true")
 		for _, row := range r.rows(0) {
 			if strings.Contains(row, "XID(79)") {
@@ -252,8 +253,8 @@ func TestReplayedXidIsNoDuplicate(t *testing.T) {
 			r.m.onEvent(replayedXid(r.m, 13, time.Now(), now.Add(-30*time.Minute)))
 		})
 		ev, _ := os.ReadFile(filepath.Join(r.dir, "events.log"))
-		if strings.Contains(string(ev), "duplicate_of=") || r.m.dupXids.Load() != 0 {
-			t.Errorf("a fresh Xid taken as a duplicate of a replayed one (duplicate_xids %d):\n%s", r.m.dupXids.Load(), ev)
+		if strings.Contains(string(ev), "duplicate_of=") || r.m.ev.Stats().DuplicateXids != 0 {
+			t.Errorf("a fresh Xid taken as a duplicate of a replayed one (duplicate_xids %d):\n%s", r.m.ev.Stats().DuplicateXids, ev)
 		}
 		flagged := 0
 		for _, row := range r.rows(0) {

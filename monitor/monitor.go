@@ -53,15 +53,10 @@ type Monitor struct {
 	ticks       atomic.Uint64
 	overruns    atomic.Uint64
 	busySkips   atomic.Uint64
-	nvmlEvents  atomic.Uint64
-	kmsgXids    atomic.Uint64
-	kern        kernelLines // AER and NVRM failure lines of the kernel log
-	dupXids     atomic.Uint64
+	kern        kernelLines   // AER and NVRM failure lines of the kernel log
+	ev          *events.Stage // the event path: every NVML, kernel log and poll event
 	ready       bool
 	lastSummary time.Time
-
-	dedup  events.Dedup      // an Xid both NVML and the kernel log report is one
-	clocks events.ClockBurst // clock-change events collapsed by the second
 
 	tickHook func(now time.Time) // tests: runs at the end of every tick
 
@@ -84,9 +79,8 @@ type Monitor struct {
 	klog       *KernelLog                   // nil: no kernel log (kernlog.go)
 	runState   runState                     // this run's run-state, with the kernel log position
 	// kmsgSaveFailed: a failure to save the kernel log position was logged.
-	kmsgSaveFailed  atomic.Bool
-	kmsgBacklogXids atomic.Uint64 // Xids of kernel log records read after the fact
-	kclock          *kernelClock  // dmesg_time on the kernel log's clock
+	kmsgSaveFailed atomic.Bool
+	kclock         *kernelClock // dmesg_time on the kernel log's clock
 
 	board   *live.Board
 	cadence *cadence
@@ -134,10 +128,11 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		return nil, err
 	}
 	m := &Monitor{cfg: cfg, log: cfg.Logger, host: host, byIndex: map[int]*gpuState{},
-		start: time.Now(), dedup: events.Dedup{Window: cfg.XidDedupe}, side: make(chan sideJob, 256),
+		start: time.Now(), side: make(chan sideJob, 256),
 		syncTick: make(chan time.Time, 1), secondTick: make(chan time.Time, 1),
 		cadence: newCadence(cfg.Interval), kmsgState: "disabled", eventsState: "starting",
 		kclock: newKernelClock(host.KernelClock()), journalQ: make(chan journalEntry, journalQueue)}
+	m.ev = events.NewStage(events.Config{DedupWindow: cfg.XidDedupe, KernelWall: m.kclock.clock.Wall})
 	m.ident = readIdentity(cfg.Host, cfg.HostRoot, m.log)
 	if cfg.KmsgPath != "" {
 		m.kmsgState = "starting"

@@ -371,8 +371,8 @@ func TestXidFloodOneSnapshotAndDedupe(t *testing.T) {
 		if st.CrashesSuppressed != 49 {
 			t.Errorf("suppressed %d, want 49", st.CrashesSuppressed)
 		}
-		if r.m.dupXids.Load() != 1 {
-			t.Errorf("duplicates %d, want 1", r.m.dupXids.Load())
+		if r.m.ev.Stats().DuplicateXids != 1 {
+			t.Errorf("duplicates %d, want 1", r.m.ev.Stats().DuplicateXids)
 		}
 		ev, _ := os.ReadFile(filepath.Join(r.dir, "events.log"))
 		if n := bytes.Count(ev, []byte("xid=119")); n != 51 {

@@ -1,0 +1,285 @@
+package events
+
+import (
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
+	"github.com/gpu-telemetry/gpu-telemetry/live"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
+	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
+	"github.com/gpu-telemetry/gpu-telemetry/xid"
+)
+
+// Stage is the event path's one stage: every GPU event, from NVML's event
+// sets, the kernel log or the poll loop, goes through Handle once, which
+// merges the two sources' reports of one Xid (Dedup), collapses clock
+// bursts (ClockBurst), explains Xids and recovery actions from the detail
+// their source parsed (reading.Event.Xid) and returns the Record of what the
+// event makes. It counts what arrives (Stats). It holds no GPU and does no
+// I/O: the caller writes the lines, takes the incident to its incident desk
+// and shows the report in the live view. It is safe for concurrent use.
+type Stage struct {
+	dedup  Dedup
+	clocks ClockBurst
+	wall   func(printk time.Duration) time.Time
+
+	nvml, kmsgXids, kmsgBacklog, duplicates atomic.Uint64
+}
+
+// Config is what a Stage is built with.
+type Config struct {
+	// DedupWindow is how far apart NVML's and the kernel log's reports of
+	// one Xid may come and still be one (Dedup.Window).
+	DedupWindow time.Duration
+	// KernelWall is the wall time of a printk time on the kernel log's
+	// clock (sampler.KernelClock.Wall): when a kernel record read after
+	// the fact happened. nil: such a record happened when it was read.
+	KernelWall func(printk time.Duration) time.Time
+}
+
+// NewStage returns a Stage with c.
+func NewStage(c Config) *Stage {
+	return &Stage{dedup: Dedup{Window: c.DedupWindow}, wall: c.KernelWall}
+}
+
+// Stats are the events a Stage has seen, by kind.
+type Stats struct {
+	NVMLEvents      uint64 // events from NVML's event sets
+	KmsgXids        uint64 // Xids of the kernel log (one a line: its Xid 154's recovery action is not another)
+	KmsgBacklogXids uint64 // of these, records read after the fact (reading.Event.Backlog)
+	DuplicateXids   uint64 // Xids and recovery actions the other source had reported first (Duplicate)
+}
+
+// Stats returns the counts so far.
+func (s *Stage) Stats() Stats {
+	return Stats{NVMLEvents: s.nvml.Load(), KmsgXids: s.kmsgXids.Load(),
+		KmsgBacklogXids: s.kmsgBacklog.Load(), DuplicateXids: s.duplicates.Load()}
+}
+
+// Alert says what the daemon's log says of an event besides its events.log
+// line.
+type Alert uint8
+
+// Alerts.
+const (
+	Quiet  Alert = iota // nothing: the line says it
+	Notice              // a warning: a report of the consequence of other events (Xid 45 or 154, a recovery action)
+	Error               // an error: a critical GPU event
+)
+
+// Record is what the Stage makes of one event: what to write, what to count
+// in an incident, what to show and what to log. The caller only carries it
+// out, for the GPU the event names when that GPU is monitored.
+type Record struct {
+	// Lines are the event's events.log lines, in order, without what the
+	// writer adds (host, UUID, job) and without the incident and snapshot
+	// the incident desk decides on: none for a clock event of a burst past
+	// its first few, the CLOCK_BURST line after the event's own for the
+	// burst's mark. The last is the event's own line, which names the
+	// incident of Critical, or for a Duplicate the first report's.
+	Lines []sink.Event
+	// Burst is, on the event that marks a clock burst, how many events its
+	// window held, for the daemon's log; 0 otherwise.
+	Burst int
+	// Critical is the critical event this one is on its GPU, for the
+	// incident desk: the incident's and crash snapshot's reason, stage and
+	// time (when it happened: a kernel record read after the fact happened
+	// when the kernel logged it). nil: none (not critical, or a Duplicate).
+	Critical *snapshot.Event
+	// Duplicate: the other source reported the same Xid (or recovery
+	// action) on the GPU first, within the window: no incident of its own;
+	// its line names the first report's.
+	Duplicate bool
+	// Alert is how the daemon's log reports the event; Reason is its words
+	// there (an Xid's, a recovery action's or a lost GPU's reason).
+	Alert  Alert
+	Reason string
+	// Wake: the event is the GPU's own report (an Xid, a recovery action,
+	// the GPU lost): the live view shows it (Publish), and the GPU is
+	// sampled at the next tick even if it is backing off after failures,
+	// so that the row right after shows the state it left behind.
+	Wake bool
+	// FlagXid: the Xid is flagged on the GPU's next row. Not for a record
+	// read after the fact: it was logged before that row (events.log has it,
+	// with its ktime, and report places it by that).
+	FlagXid bool
+	// Xid is the catalog's explanation of an Xid (EventXid only).
+	Xid xid.Explanation
+
+	kind     reading.EventKind
+	data     uint64
+	seen, at time.Time // when the event was received, and when it happened
+}
+
+// Publish shows a Wake record's report in the GPU's live view g: the last
+// Xid or recovery action and when it happened, or the GPU lost. It does
+// nothing for the other records.
+func (r Record) Publish(g *live.GPU) {
+	switch r.kind {
+	case reading.EventXid:
+		g.Xid(r.data, r.at, xid.Name(int(r.data)))
+	case reading.EventRecovery:
+		g.Recovery(r.data, r.at, xid.RecoveryActionName(r.data))
+	case reading.EventLost:
+		g.Lost(r.seen)
+	}
+}
+
+// Handle runs one event through the stage and returns its record. An Xid's
+// (or recovery action's) de-duplication happens here: the caller that
+// decides on a first report's incident makes Handle and that decision one
+// step for the GPU, so that a duplicate arriving at once from the other
+// source names that incident.
+func (s *Stage) Handle(e reading.Event) Record {
+	s.count(e)
+	line := sink.Event{Time: e.Time, GPU: e.GPU, Bus: e.BusID, Source: e.Source.String()}
+	data := strconv.FormatUint(e.Data, 10)
+	switch e.Kind {
+	case reading.EventClock:
+		var r Record
+		n, alone, burst := s.clocks.Add(e.Time)
+		if alone {
+			line.Type, line.Fields = sink.TypeClock, sink.KV("data", data)
+			r.Lines = append(r.Lines, line)
+		}
+		if burst {
+			r.Burst = n
+			line.Type, line.Fields = sink.TypeClockBurst, sink.KV("events", strconv.Itoa(n), "window", "1s")
+			r.Lines = append(r.Lines, line)
+		}
+		return r
+	case reading.EventPState:
+		line.Type, line.Fields = sink.TypePState, sink.KV("data", data)
+		return Record{Lines: []sink.Event{line}}
+	case reading.EventOther:
+		line.Type, line.Fields = "0x"+strconv.FormatUint(e.NVMLType, 16), sink.KV("data", data)
+		return Record{Lines: []sink.Event{line}}
+	case reading.EventHealth:
+		h, _ := sampler.HealthEvent(e.NVMLType)
+		sev := "notable"
+		if h.Critical {
+			sev = "critical"
+		}
+		line.Type, line.Fields = sink.TypeHealthEvent, sink.KV("event", h.Name, "severity", sev, "data", data)
+		r := Record{Lines: []sink.Event{line}}
+		if h.Critical {
+			r.Critical = &snapshot.Event{Time: e.Time, Reason: "NVML event: " + h.Name, Stage: snapshot.StageFault}
+		}
+		return r
+	}
+	return s.report(e, line)
+}
+
+// count counts e by its source.
+func (s *Stage) count(e reading.Event) {
+	switch {
+	case e.Source == reading.SourceNVML:
+		s.nvml.Add(1)
+	case e.Source == reading.SourceKmsg && e.Kind == reading.EventXid:
+		s.kmsgXids.Add(1)
+		if e.Backlog {
+			s.kmsgBacklog.Add(1)
+		}
+	}
+}
+
+// report is Handle for a GPU's own report: an Xid, a recovery action, the
+// GPU lost. Each is critical unless the other source reported it first.
+func (s *Stage) report(e reading.Event, line sink.Event) Record {
+	dup, first := s.dedup.Duplicate(e)
+	// A record read after the fact still takes its snapshot (the GPU may
+	// still be broken: its state now is the evidence left), and says so.
+	from := e.Source.String()
+	if e.Backlog {
+		kt := KernelTimeField(e.KernelTime)
+		from += " backlog, logged at " + kt.Key + "=" + kt.Value
+	}
+	r := Record{kind: e.Kind, data: e.Data, seen: e.Time}
+	var ev snapshot.Event
+	switch e.Kind {
+	case reading.EventXid:
+		// The catalog reads the driver's text after the code (NVLink 5
+		// fields, Xid 154's action), as the source parsed it; an NVML
+		// report has none.
+		r.Xid = xid.ExplainDetail(int(e.Data), e.Xid)
+		line.Type, line.Fields = sink.TypeXid, sink.KV(r.Xid.Fields()...)
+		r.Reason = r.Xid.Reason(from)
+		ev = snapshot.XidEvent(e.Time, r.Xid, r.Reason)
+	case reading.EventRecovery:
+		words := e.Xid.RecoveryWords
+		line.Type, line.Fields = sink.TypeRecoveryAction, sink.KV(xid.RecoveryFields(e.Data, words)...)
+		r.Reason = xid.RecoveryReason(e.Data, words, from)
+		ev = snapshot.RecoveryEvent(e.Time, e.Data, r.Reason)
+	case reading.EventLost:
+		line.Type = sink.TypeGPULost
+		r.Reason = "GPU lost (" + e.Source.String() + ")"
+		ev = snapshot.Event{Time: e.Time, What: "GPU lost", Reason: r.Reason, Stage: snapshot.StageLost}
+	}
+	if e.Source == reading.SourceKmsg {
+		// The record's own timestamp, whatever it reads: 0.000000 is a
+		// time (logged before the kernel's clock ran), not "none".
+		line.Fields = append(line.Fields, KernelTimeField(e.KernelTime))
+	}
+	if e.Text != "" {
+		// As the kernel printed it (\xNN kept): events.log is UTF-8.
+		line.Fields = append(line.Fields, sink.Field{Key: "text", Value: kmsg.Printed(e.Text)})
+	}
+	if dup {
+		s.duplicates.Add(1)
+		line.Fields = append(line.Fields, sink.Field{Key: "duplicate_of", Value: first.String()})
+	}
+	if e.Backlog {
+		line.Fields = append(line.Fields, BacklogField)
+	}
+	r.Lines = []sink.Event{line}
+	if dup {
+		r.Duplicate = true
+		return r
+	}
+	r.at = s.LoggedAt(e.Time, e.KernelTime, e.Backlog)
+	ev.Time = r.at
+	r.Critical = &ev
+	r.Wake, r.FlagXid = true, e.Kind == reading.EventXid && !e.Backlog
+	r.Alert = Error
+	if ev.Stage == snapshot.StageNotice {
+		// Xid 45 or 154, a recovery action: the consequence of other
+		// events, which are the critical ones.
+		r.Alert = Notice
+	}
+	return r
+}
+
+// LoggedAt is when a kernel record read at read, with printk time ktime,
+// happened: read, or for a record read after the fact (backlog) ktime
+// through the kernel log clock (the estimate once a fresh record has been
+// read; before that CLOCK_MONOTONIC, unchecked, as dmesg_time), and never
+// later than read. It is the time of the live view's last Xid and last
+// recovery action, and of an incident. Like read it carries Go's monotonic
+// reading, so its age is measured on that clock.
+func (s *Stage) LoggedAt(read time.Time, ktime time.Duration, backlog bool) time.Time {
+	if !backlog || s.wall == nil {
+		return read
+	}
+	if t := s.wall(ktime); t.Before(read) {
+		return t
+	}
+	return read
+}
+
+// BacklogField ends the events.log line of a kernel record read after the
+// fact (kmsg.Record.Backlog): logged while no logger was reading, or before
+// it was ready. Its line's time is when it was read; ktime is when it was
+// logged.
+var BacklogField = sink.Field{Key: "backlog", Value: "true"}
+
+// KernelTimeField is the events.log field of a kernel line's printk
+// timestamp, in seconds as dmesg prints it: `gpu-telemetry report` places
+// the line among the rows by their dmesg_time (same clock), not by when it
+// was read.
+func KernelTimeField(t time.Duration) sink.Field {
+	return sink.Field{Key: "ktime", Value: strconv.FormatFloat(t.Seconds(), 'f', 6, 64)}
+}

@@ -1,0 +1,109 @@
+package events
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
+	"github.com/gpu-telemetry/gpu-telemetry/live"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
+	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
+)
+
+// kernelXid is the event the kernel log reader makes of an Xid line on GPU
+// 0 received at t (kmsg.XidReport.Events), of kind.
+func kernelXid(t *testing.T, kind reading.EventKind, msg string, at time.Time, rec kmsg.Record) reading.Event {
+	t.Helper()
+	x, ok := kmsg.ParseXid(msg)
+	if !ok {
+		t.Fatalf("not an Xid line: %q", msg)
+	}
+	rec.Message = msg
+	for _, e := range x.Events(rec, at) {
+		if e.Kind == kind {
+			e.GPU = 0
+			return e
+		}
+	}
+	t.Fatalf("no event of kind %d in %q", kind, msg)
+	return reading.Event{}
+}
+
+// TestStageRecords: what the stage makes of each kind of event, in one
+// record: lines, incident, alert, live view, flag.
+func TestStageRecords(t *testing.T) {
+	logged := t0.Add(-time.Hour)
+	s := NewStage(Config{DedupWindow: 5 * time.Second, KernelWall: func(time.Duration) time.Time { return logged }})
+	xid79 := kernelXid(t, reading.EventXid, "NVRM: Xid (PCI:0000:01:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.", t0, kmsg.Record{Time: 3600 * time.Second})
+	r := s.Handle(xid79)
+	if len(r.Lines) != 1 || r.Lines[0].Type != sink.TypeXid || r.Critical == nil || r.Duplicate || !r.Wake || !r.FlagXid || r.Alert != Error {
+		t.Fatalf("kernel Xid 79: %+v", r)
+	}
+	if r.Critical.Stage != snapshot.StageLost || !r.Critical.Time.Equal(t0) || !strings.HasPrefix(r.Reason, "Xid 79: ") || r.Xid.Code != 79 {
+		t.Errorf("Xid 79's incident %+v, reason %q, explained %d", r.Critical, r.Reason, r.Xid.Code)
+	}
+	if got := r.Lines[0].Line(); !strings.Contains(got, " ktime=3600.000000 ") || !strings.Contains(got, ` text="NVRM: Xid (PCI:0000:01:00): 79,`) {
+		t.Errorf("line %s: want its ktime and text", got)
+	}
+	var g live.GPU
+	r.Publish(&g)
+	if g.LastXid.Code != 79 || !g.LastXid.Time.Equal(t0) {
+		t.Errorf("live view's last Xid %+v, want 79 at the event", g.LastXid)
+	}
+
+	// NVML's report of it a second later is a duplicate: its line only.
+	dup := s.Handle(reading.Event{Time: t0.Add(time.Second), GPU: 0, Kind: reading.EventXid, Source: reading.SourceNVML, Data: 79})
+	if !dup.Duplicate || dup.Critical != nil || dup.Wake || dup.FlagXid || dup.Alert != Quiet || !strings.Contains(dup.Lines[0].Line(), " duplicate_of=kmsg") {
+		t.Errorf("NVML's duplicate: %+v", dup)
+	}
+
+	// A replayed Xid 154 naming drain P2P: its recovery action is a notice,
+	// of when the kernel logged it, with the driver's words; no row flag.
+	rec := kmsg.Record{Time: 10 * time.Second, Backlog: true}
+	msg := "NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x0 (None) to 0x3 (Drain P2P)"
+	rv := s.Handle(kernelXid(t, reading.EventRecovery, msg, t0, rec))
+	if rv.Alert != Notice || rv.FlagXid || !rv.Wake || rv.Critical == nil || !rv.Critical.Time.Equal(logged) {
+		t.Errorf("replayed recovery action: %+v", rv)
+	}
+	if got := rv.Lines[0].Line(); !strings.Contains(got, ` driver="Drain P2P" `) || !strings.HasSuffix(got, " backlog=true") {
+		t.Errorf("recovery line %s: want the driver's words, backlog last", got)
+	}
+	x154 := s.Handle(kernelXid(t, reading.EventXid, msg, t0, rec))
+	if !x154.Xid.HasRecovery || x154.Xid.Recovery != 3 || x154.FlagXid {
+		t.Errorf("replayed Xid 154: explained %+v, flag %v", x154.Xid, x154.FlagXid)
+	}
+
+	// A critical health event: an incident, no report of the GPU's own.
+	h := s.Handle(reading.Event{Time: t0, GPU: 0, Kind: reading.EventHealth, Source: reading.SourceNVML, NVMLType: sampler.HealthEventDefs[1].Type})
+	if h.Critical == nil || h.Critical.Reason != "NVML event: DoubleBitEccError" || h.Wake || h.Alert != Quiet {
+		t.Errorf("double-bit ECC event: %+v", h)
+	}
+
+	st := s.Stats()
+	if st != (Stats{NVMLEvents: 2, KmsgXids: 2, KmsgBacklogXids: 1, DuplicateXids: 1}) {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// TestStageClockBurst: a burst's first few clock events have their line,
+// its tenth the burst line, the others none.
+func TestStageClockBurst(t *testing.T) {
+	s := NewStage(Config{})
+	var lines, bursts int
+	for i := range 12 {
+		r := s.Handle(reading.Event{Time: t0.Add(time.Duration(i) * time.Millisecond), Kind: reading.EventClock, Source: reading.SourceNVML})
+		lines += len(r.Lines)
+		if r.Burst > 0 {
+			bursts++
+			if r.Burst != ClockBurstMark || r.Lines[len(r.Lines)-1].Type != sink.TypeClockBurst {
+				t.Errorf("burst record %+v", r)
+			}
+		}
+	}
+	if lines != 4 || bursts != 1 {
+		t.Errorf("%d lines, %d bursts; want 3 clock lines and one burst line", lines, bursts)
+	}
+}
