@@ -130,28 +130,14 @@ type GPUDoc struct {
 	Function string   `json:"function,omitempty"`
 	Error    string   `json:"error,omitempty"`
 
-	SampleTime      *time.Time `json:"sample_time"` // the values below are from this sample
-	TempC           *uint32    `json:"temperature_c"`
-	MemTempC        *uint32    `json:"memory_temperature_c"`
-	Fans            []FanDoc   `json:"fans"`
-	PowerW          *float64   `json:"power_w"`
-	PowerLimitW     *float64   `json:"power_limit_w"`
-	EnforcedLimitW  *float64   `json:"enforced_limit_w"`
-	EnergyJ         *float64   `json:"energy_j"`
-	GraphicsMHz     *uint32    `json:"graphics_clock_mhz"`
-	SMMHz           *uint32    `json:"sm_clock_mhz"`
-	MemMHz          *uint32    `json:"memory_clock_mhz"`
-	GPUUtil         *uint32    `json:"gpu_util_pct"`
-	MemUtil         *uint32    `json:"memory_util_pct"`
-	EncUtil         *uint32    `json:"encoder_util_pct"`
-	DecUtil         *uint32    `json:"decoder_util_pct"`
-	MemUsedBytes    *uint64    `json:"memory_used_bytes"`
-	MemTotalBytes   *uint64    `json:"memory_total_bytes"`
-	PState          *uint32    `json:"pstate"`
-	PCIeGen         *uint32    `json:"pcie_gen"`
-	PCIeWidth       *uint32    `json:"pcie_width"`
-	PCIeReplay      *uint64    `json:"pcie_replay"`
-	ThrottleReasons []string   `json:"throttle_reasons"` // active now; null when unknown
+	SampleTime *time.Time `json:"sample_time"` // the readings are from this sample
+	// Readings are the sample's readings of reading.Table that have a Key
+	// (but the health counters, in Health), in the table's order: each is
+	// its key at the GPU's level of the JSON (MarshalJSON), null when
+	// absent. Reading gives one by key.
+	Readings      []Value  `json:"-"`
+	Fans          []FanDoc `json:"fans"`
+	MemTotalBytes *uint64  `json:"memory_total_bytes"`
 	// ThrottleS is the time spent in each reason since start, by name.
 	ThrottleS map[string]float64 `json:"throttle_seconds"`
 
@@ -189,14 +175,6 @@ var FlagKindNames = [reading.NumFlagKinds]string{
 func ptr[T any](o reading.Opt[T]) *T {
 	if v, ok := o.Get(); ok {
 		return &v
-	}
-	return nil
-}
-
-func watts(o reading.Opt[uint32]) *float64 {
-	if v, ok := o.Get(); ok {
-		w := float64(v) / 1000
-		return &w
 	}
 	return nil
 }
@@ -276,29 +254,12 @@ func gpuDoc(g *GPU, now time.Time) GPUDoc {
 	if !s.Time.IsZero() {
 		t := s.Time
 		d.SampleTime = &t
-		d.TempC, d.MemTempC = ptr(s.TempC), ptr(s.MemTempC)
-		d.PowerW, d.PowerLimitW, d.EnforcedLimitW = watts(s.PowerMW), watts(s.PowerLimitMW), watts(s.EnforcedLimitMW)
-		if e, ok := s.EnergyMJ.Get(); ok {
-			j := float64(e) / 1000
-			d.EnergyJ = &j
-		}
-		d.GraphicsMHz, d.SMMHz, d.MemMHz = ptr(s.GraphicsMHz), ptr(s.SMMHz), ptr(s.MemMHz)
-		d.GPUUtil, d.MemUtil, d.EncUtil, d.DecUtil = ptr(s.GPUUtil), ptr(s.MemUtil), ptr(s.EncUtil), ptr(s.DecUtil)
-		d.MemUsedBytes, d.PState = ptr(s.VRAMUsedBytes), ptr(s.PState)
-		d.PCIeGen, d.PCIeWidth, d.PCIeReplay = ptr(s.PCIeGen), ptr(s.PCIeWidth), ptr(s.PCIeReplay)
+		d.Readings = readings(s)
 		if s.NumFans > 0 {
 			d.Fans = make([]FanDoc, 0, min(s.NumFans, reading.MaxFans))
 		}
 		for i := 0; i < s.NumFans && i < reading.MaxFans; i++ {
 			d.Fans = append(d.Fans, FanDoc{Speed: ptr(s.Fans[i].Speed), Target: ptr(s.Fans[i].Target)})
-		}
-		if m, ok := s.Throttle.Get(); ok {
-			d.ThrottleReasons = []string{}
-			for _, r := range reading.ThrottleReasons {
-				if m&r.Bit != 0 {
-					d.ThrottleReasons = append(d.ThrottleReasons, r.Name)
-				}
-			}
 		}
 	}
 	d.ThrottleS = make(map[string]float64, len(reading.ThrottleReasons))

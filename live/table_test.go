@@ -2,6 +2,7 @@ package live_test
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,20 +14,33 @@ import (
 
 // TestTableReachesStatus walks reading.Table: a reading that declares a
 // status key is that key of its GPU in the status document (a hardware
-// health counter: of the GPU's health.counters), null while absent.
+// health counter: of the GPU's health.counters), with its value in the
+// form its row declares, null while absent; a GPU decoded from the JSON
+// (status, top) gives it back by key.
 func TestTableReachesStatus(t *testing.T) {
+	const stored = 1234 // 0x4d2: a mask of five reasons, 1.234 W from mW
 	for i := range reading.Table {
 		d := &reading.Table[i]
 		if d.Key == "" {
 			continue
 		}
+		_, health := d.Health()
+		// The key names the document's unit: watts from a row in mW, joules
+		// from one in mJ; a clocks event mask is its reasons' names.
+		want := strconv.Itoa(max(stored, int(d.Min)))
+		switch {
+		case strings.HasSuffix(d.Key, "_w") && d.Unit == "mW", strings.HasSuffix(d.Key, "_j") && d.Unit == "mJ":
+			want = "1.234"
+		case d.Unit == "bitmask":
+			want = `["AppClocks","SyncBoost","HwThermalSlowdown","HwPowerBrakeSlowdown","Reliability"]`
+		}
 		t.Run(d.Name, func(t *testing.T) {
-			value := func(present bool) (json.RawMessage, bool) {
+			value := func(present bool) (json.RawMessage, bool, live.Value) {
 				v := livetest.View()
 				g := &v.GPUs[0]
 				s := reading.Sample{GPU: 0, Time: v.Host.Now.Add(-time.Second)}
 				if present {
-					d.Set(&s, max(d.Min, 1000))
+					d.Set(&s, max(d.Min, stored))
 				}
 				*g = live.GPU{Info: g.Info}
 				g.Observe(&s, 100*time.Millisecond)
@@ -38,8 +52,12 @@ func TestTableReachesStatus(t *testing.T) {
 				if err := json.Unmarshal(b, &doc); err != nil {
 					t.Fatal(err)
 				}
+				var back live.Doc
+				if err := json.Unmarshal(b, &back); err != nil {
+					t.Fatal(err)
+				}
 				keys := doc.GPUs[0]
-				if _, ok := d.Health(); ok {
+				if health {
 					var h struct{ Counters map[string]json.RawMessage }
 					if err := json.Unmarshal(keys["health"], &h); err != nil {
 						t.Fatal(err)
@@ -47,13 +65,24 @@ func TestTableReachesStatus(t *testing.T) {
 					keys = h.Counters
 				}
 				m, ok := keys[d.Key]
-				return m, ok
+				return m, ok, back.GPUs[0].Reading(d.Key)
 			}
-			if m, ok := value(true); !ok || string(m) == "null" {
-				t.Errorf("%s set: key %q is %s (present %v)", d.Name, d.Key, m, ok)
+			m, ok, back := value(true)
+			if !ok || string(m) != want {
+				t.Errorf("%s set: key %q is %s (present %v), want %s", d.Name, d.Key, m, ok, want)
 			}
-			if m, ok := value(false); !ok || string(m) != "null" {
+			if n, isNum := back.Num(); !health && d.Unit != "bitmask" && (!isNum || strconv.FormatFloat(n, 'f', -1, 64) != want) {
+				t.Errorf("%s set: decoded %q is %v (present %v), want %s", d.Name, d.Key, n, isNum, want)
+			}
+			if names, _ := json.Marshal(back.Names()); d.Unit == "bitmask" && string(names) != want {
+				t.Errorf("%s set: decoded %q is %s, want %s", d.Name, d.Key, names, want)
+			}
+			m, ok, back = value(false)
+			if !ok || string(m) != "null" {
 				t.Errorf("%s absent: key %q is %s (present %v), want null", d.Name, d.Key, m, ok)
+			}
+			if _, isNum := back.Num(); isNum || back.Names() != nil || back.Text("C") != "n/a" {
+				t.Errorf("%s absent: decoded %q is present", d.Name, d.Key)
 			}
 		})
 	}

@@ -20,18 +20,20 @@ func optU(p *uint32, unit string) string {
 	return utoa(uint64(*p)) + unit
 }
 
-func optW(p *float64) string {
-	if p == nil {
+// gib is bytes in GiB with one decimal.
+func gib(n float64, ok bool) string {
+	if !ok {
 		return na
 	}
-	return strconv.FormatFloat(*p, 'f', 0, 64) + "W"
+	return strconv.FormatFloat(n/(1<<30), 'f', 1, 64)
 }
 
-func gib(p *uint64) string {
+// u64 is an optional count as Value.Num gives a reading.
+func u64(p *uint64) (float64, bool) {
 	if p == nil {
-		return na
+		return 0, false
 	}
-	return strconv.FormatFloat(float64(*p)/(1<<30), 'f', 1, 64)
+	return float64(*p), true
 }
 
 // clock shows a time of day in now's zone, or the date too when it is not
@@ -163,16 +165,18 @@ func GPULines(g GPUDoc, now time.Time) []string {
 	if len(fans) > 0 {
 		fanText = strings.Join(fans, " ")
 	}
-	l2 := "  temp " + optU(g.TempC, "C") + " mem " + optU(g.MemTempC, "C") + "  fans " + fanText +
-		"  power " + optW(g.PowerW) + " / " + optW(g.PowerLimitW) + " (enforced " + optW(g.EnforcedLimitW) + ")"
-	l3 := "  clocks " + optU(g.GraphicsMHz, "") + "/" + optU(g.SMMHz, "") + "/" + optU(g.MemMHz, "") + " MHz" +
-		"  util gpu " + optU(g.GPUUtil, "%") + " mem " + optU(g.MemUtil, "%") + " enc " + optU(g.EncUtil, "%") + " dec " + optU(g.DecUtil, "%") +
-		"  memory " + gib(g.MemUsedBytes) + "/" + gib(g.MemTotalBytes) + " GiB  pstate " + optP(g.PState)
+	r := g.Reading
+	l2 := "  temp " + r("temperature_c").Text("C") + " mem " + r("memory_temperature_c").Text("C") + "  fans " + fanText +
+		"  power " + r("power_w").Format(0, "W") + " / " + r("power_limit_w").Format(0, "W") + " (enforced " + r("enforced_limit_w").Format(0, "W") + ")"
+	l3 := "  clocks " + r("graphics_clock_mhz").Text("") + "/" + r("sm_clock_mhz").Text("") + "/" + r("memory_clock_mhz").Text("") + " MHz" +
+		"  util gpu " + r("gpu_util_pct").Text("%") + " mem " + r("memory_util_pct").Text("%") + " enc " + r("encoder_util_pct").Text("%") +
+		" dec " + r("decoder_util_pct").Text("%") + "  memory " + gib(r("memory_used_bytes").Num()) + "/" + gib(u64(g.MemTotalBytes)) +
+		" GiB  pstate " + optP(r("pstate"))
 	thr := na
-	if g.ThrottleReasons != nil {
+	if names := r("throttle_reasons").Names(); names != nil {
 		thr = "none"
-		if len(g.ThrottleReasons) > 0 {
-			thr = strings.Join(g.ThrottleReasons, ",")
+		if len(names) > 0 {
+			thr = strings.Join(names, ",")
 		}
 	}
 	flags := "none"
@@ -200,11 +204,12 @@ func eventLine(g GPUDoc, now time.Time) string {
 	return l
 }
 
-func optP(p *uint32) string {
-	if p == nil {
+// optP is a performance state: P0 to P15.
+func optP(v Value) string {
+	if _, ok := v.Num(); !ok {
 		return na
 	}
-	return "P" + utoa(uint64(*p))
+	return "P" + v.Text("")
 }
 
 // WriteText writes the status screen: the host lines, then each GPU's block.

@@ -8,7 +8,8 @@ import (
 // The table of readings: every scalar value of a Sample is declared once
 // here, with where NVML gives it, how often it is read, its unit and sane
 // range, and the outputs it reaches. The sampler plans its field batch and
-// checks values against it, the CSV writer lays out its columns from it;
+// checks values against it, the CSV writer lays out its columns from it,
+// the status document gives each reading with a Key under that key;
 // sampler's TestTableIsRead and sink's TestTableReachesCSV walk it to check
 // that every reading is read and reaches the column it declares.
 //
@@ -42,6 +43,15 @@ const (
 	MiB                     // bytes as whole MiB, truncated
 	Hex4                    // "0x" and at least 4 hex digits (the seed's "0x%04x")
 	Seconds                 // nanoseconds as seconds with 3 decimals (AppendSeconds)
+)
+
+// DocForm is how the status document gives a reading's value under its Key.
+type DocForm uint8
+
+const (
+	DocPlain   DocForm = iota // the stored value, an integer
+	DocMilli                  // the stored value / 1000, a number (W from mW, J from mJ)
+	DocReasons                // a clocks event mask as the names of its bits in ThrottleReasons ([] none)
 )
 
 // Call is the NVML call that reads a field reading's Field.
@@ -87,6 +97,8 @@ type Def struct {
 	Format   Format // how the CSV cell writes it
 	Key      string // the status document's key ("" none)
 	Metric   Metric // Metric.Name "" none
+	// Doc is how the status document gives the value under Key.
+	Doc DocForm
 	// Group and Kind of a hardware health counter (IsHealth): the set it is
 	// supported with and how it changes (events.log, detectors).
 	Group HealthGroup
@@ -235,11 +247,11 @@ var Table = []Def{
 		u32:    func(s *Sample) *Opt[uint32] { return &s.TempC }},
 	{Name: "TLimitC", Unit: "C", CSV: "gpu_tlimit",
 		i32: func(s *Sample) *Opt[int32] { return &s.TLimitC }},
-	{Name: "PowerMW", Field: 186 /* NVML_FI_DEV_POWER_INSTANT */, Getter: "nvmlDeviceGetPowerUsage", Unit: "mW", Max: maxPowerMW, CSV: "power_instant", Format: CentiWatt, Key: "power_w",
+	{Name: "PowerMW", Field: 186 /* NVML_FI_DEV_POWER_INSTANT */, Getter: "nvmlDeviceGetPowerUsage", Unit: "mW", Max: maxPowerMW, CSV: "power_instant", Format: CentiWatt, Key: "power_w", Doc: DocMilli,
 		Metric: Metric{Name: "power_watts", Help: "Power draw.", Scale: 1e-3},
 		u32:    func(s *Sample) *Opt[uint32] { return &s.PowerMW }},
 	// A limit of 0 W is a driver error (and would divide by zero).
-	{Name: "PowerLimitMW", Getter: "nvmlDeviceGetPowerManagementLimit", Unit: "mW", Min: 1, Max: maxPowerMW, CSV: "power_limit", Format: Watts, Key: "power_limit_w",
+	{Name: "PowerLimitMW", Getter: "nvmlDeviceGetPowerManagementLimit", Unit: "mW", Min: 1, Max: maxPowerMW, CSV: "power_limit", Format: Watts, Key: "power_limit_w", Doc: DocMilli,
 		Metric: Metric{Name: "power_limit_watts", Help: "Power management limit.", Scale: 1e-3},
 		u32:    func(s *Sample) *Opt[uint32] { return &s.PowerLimitMW }},
 	{Name: "PState", Getter: "nvmlDeviceGetPerformanceState", Tier: Secondary, Max: maxPState, CSV: "pstate", Key: "pstate",
@@ -266,15 +278,15 @@ var Table = []Def{
 	{Name: "PCIeWidth", Getter: "nvmlDeviceGetCurrPcieLinkWidth", Tier: Slow, Unit: "lanes", Min: 1, Max: maxPCIeW, CSV: "pcie_width", Key: "pcie_width",
 		Metric: Metric{Name: "pcie_link_width", Help: "Current PCIe link width (lanes).", Scale: 1},
 		u32:    func(s *Sample) *Opt[uint32] { return &s.PCIeWidth }},
-	{Name: "Throttle", Getter: "nvmlDeviceGetCurrentClocksEventReasons", Unit: "bitmask", CSV: "throttle_bitmask", Format: Hex4, Key: "throttle_reasons",
+	{Name: "Throttle", Getter: "nvmlDeviceGetCurrentClocksEventReasons", Unit: "bitmask", CSV: "throttle_bitmask", Format: Hex4, Key: "throttle_reasons", Doc: DocReasons,
 		u64: func(s *Sample) *Opt[uint64] { return &s.Throttle }},
 	{Name: "SMMHz", Getter: "nvmlDeviceGetClockInfo", Unit: "MHz", Max: maxClockMHz, CSV: "sm_clock", Key: "sm_clock_mhz",
 		Metric: clockMetric("sm"),
 		u32:    func(s *Sample) *Opt[uint32] { return &s.SMMHz }},
-	{Name: "EnforcedLimitMW", Field: 190 /* NVML_FI_DEV_POWER_CURRENT_LIMIT */, Getter: "nvmlDeviceGetEnforcedPowerLimit", Unit: "mW", Min: 1, Max: maxPowerMW, CSV: "power_enforced_limit", Format: Watts, Key: "enforced_limit_w",
+	{Name: "EnforcedLimitMW", Field: 190 /* NVML_FI_DEV_POWER_CURRENT_LIMIT */, Getter: "nvmlDeviceGetEnforcedPowerLimit", Unit: "mW", Min: 1, Max: maxPowerMW, CSV: "power_enforced_limit", Format: Watts, Key: "enforced_limit_w", Doc: DocMilli,
 		Metric: Metric{Name: "power_enforced_limit_watts", Help: "Enforced power limit.", Scale: 1e-3},
 		u32:    func(s *Sample) *Opt[uint32] { return &s.EnforcedLimitMW }},
-	{Name: "EnergyMJ", Field: 83 /* NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION */, Getter: "nvmlDeviceGetTotalEnergyConsumption", Unit: "mJ", CSV: "energy_mj", Key: "energy_j",
+	{Name: "EnergyMJ", Field: 83 /* NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION */, Getter: "nvmlDeviceGetTotalEnergyConsumption", Unit: "mJ", CSV: "energy_mj", Key: "energy_j", Doc: DocMilli,
 		Metric: Metric{Name: "energy_joules_total", Help: "Energy consumed since the driver loaded.", Counter: true, Div: 1000},
 		u64:    func(s *Sample) *Opt[uint64] { return &s.EnergyMJ }},
 	{Name: "PCIeReplay", Field: 94 /* NVML_FI_DEV_PCIE_REPLAY_COUNTER */, Getter: "nvmlDeviceGetPcieReplayCounter", Unit: "count", CSV: "pcie_replay", Key: "pcie_replay",

@@ -80,13 +80,6 @@ func num(p *uint32, unit string) string {
 	return strconv.FormatUint(uint64(*p), 10) + unit
 }
 
-func watts(p *float64) string {
-	if p == nil {
-		return "n/a"
-	}
-	return strconv.FormatFloat(*p, 'f', 0, 64)
-}
-
 // Render lays out the screen for a document at width x height. err, when
 // not nil, says why the document is old or missing (the daemon did not
 // answer); fetched is when d was fetched.
@@ -244,39 +237,33 @@ func gpuBlock(g live.GPUDoc, now time.Time, width, barW int) []string {
 			fans = "  fan" + fans
 		}
 	}
-	pw, pl := 0.0, 0.0
-	if g.PowerW != nil && g.PowerLimitW != nil {
-		pw, pl = *g.PowerW, *g.PowerLimitW
-	}
+	r := g.Reading
+	pw, _ := r("power_w").Num() // absent: 0, an empty bar (as with no limit)
+	pl, _ := r("power_limit_w").Num()
 	l2 := fit(width,
-		segment{"  " + num(g.TempC, "C"), 0},
-		segment{" mem " + num(g.MemTempC, "C"), 4},
+		segment{"  " + r("temperature_c").Text("C"), 0},
+		segment{" mem " + r("memory_temperature_c").Text("C"), 4},
 		segment{fans, 3},
-		segment{"  pwr " + bar(pw, pl, barW) + " " + watts(g.PowerW) + "/" + watts(g.PowerLimitW) + "W", 0},
-		segment{" enf " + watts(g.EnforcedLimitW) + "W", 5},
-		segment{"  clk " + num(g.GraphicsMHz, "") + "/" + num(g.MemMHz, "") + "MHz", 2},
-		segment{"  P" + num(g.PState, ""), 6},
+		segment{"  pwr " + bar(pw, pl, barW) + " " + r("power_w").Format(0, "") + "/" + r("power_limit_w").Format(0, "") + "W", 0},
+		segment{" enf " + r("enforced_limit_w").Format(0, "") + "W", 5},
+		segment{"  clk " + r("graphics_clock_mhz").Text("") + "/" + r("memory_clock_mhz").Text("") + "MHz", 2},
+		segment{"  P" + r("pstate").Text(""), 6},
 	)
-	gu, mu := 0.0, 0.0
-	if g.GPUUtil != nil {
-		gu = float64(*g.GPUUtil)
-	}
-	if g.MemUtil != nil {
-		mu = float64(*g.MemUtil)
-	}
+	gu, _ := r("gpu_util_pct").Num()
+	mu, _ := r("memory_util_pct").Num()
 	mem := "n/a"
-	if g.MemUsedBytes != nil {
-		mem = strconv.FormatFloat(float64(*g.MemUsedBytes)/(1<<30), 'f', 1, 64)
+	if used, ok := r("memory_used_bytes").Num(); ok {
+		mem = strconv.FormatFloat(used/(1<<30), 'f', 1, 64)
 		if g.MemTotalBytes != nil {
 			mem += "/" + strconv.FormatFloat(float64(*g.MemTotalBytes)/(1<<30), 'f', 1, 64)
 		}
 		mem += "G"
 	}
 	thr := "n/a"
-	if g.ThrottleReasons != nil {
+	if names := r("throttle_reasons").Names(); names != nil {
 		thr = "-"
-		if len(g.ThrottleReasons) > 0 {
-			thr = strings.Join(g.ThrottleReasons, ",")
+		if len(names) > 0 {
+			thr = strings.Join(names, ",")
 		}
 	}
 	flags := "-"
@@ -284,8 +271,8 @@ func gpuBlock(g live.GPUDoc, now time.Time, width, barW int) []string {
 		flags = strings.Join(f, ",")
 	}
 	l3 := fit(width,
-		segment{"  gpu " + bar(gu, 100, barW) + " " + num(g.GPUUtil, "%"), 0},
-		segment{"  mem " + bar(mu, 100, barW) + " " + num(g.MemUtil, "%"), 3},
+		segment{"  gpu " + bar(gu, 100, barW) + " " + r("gpu_util_pct").Text("%"), 0},
+		segment{"  mem " + bar(mu, 100, barW) + " " + r("memory_util_pct").Text("%"), 3},
 		segment{"  vram " + mem, 2},
 		segment{"  thr " + thr, 1},
 		segment{"  flags " + flags, 1},
@@ -318,10 +305,10 @@ func gpuLine(g live.GPUDoc, now time.Time, width int) string {
 	return fit(width,
 		segment{"GPU " + strconv.Itoa(g.Index) + " ok", 0},
 		segment{health, 0},
-		segment{"  " + num(g.TempC, "C"), 0},
-		segment{"  " + watts(g.PowerW) + "/" + watts(g.PowerLimitW) + "W", 0},
-		segment{"  util " + num(g.GPUUtil, "%"), 0},
-		segment{"  " + num(g.GraphicsMHz, "MHz"), 2},
+		segment{"  " + g.Reading("temperature_c").Text("C"), 0},
+		segment{"  " + g.Reading("power_w").Format(0, "") + "/" + g.Reading("power_limit_w").Format(0, "") + "W", 0},
+		segment{"  util " + g.Reading("gpu_util_pct").Text("%"), 0},
+		segment{"  " + g.Reading("graphics_clock_mhz").Text("MHz"), 2},
 		segment{"  flags " + strings.Join(live.RecentFlags(g, now, time.Minute), ","), 3},
 		segment{eventText(g, now), 4},
 	)
