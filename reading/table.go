@@ -1,6 +1,7 @@
 package reading
 
 import (
+	"math"
 	"strconv"
 	"strings"
 )
@@ -123,6 +124,18 @@ func (d *Def) Get(s *Sample) (v uint64, ok bool) {
 		o := d.i32(s)
 		return uint64(int64(o.V)), o.OK
 	}
+}
+
+// Fits reports whether v (as Get gives it: an int64 for a signed reading)
+// is a value the reading can hold; Set would cut one that is not.
+func (d *Def) Fits(v uint64) bool {
+	switch {
+	case d.u32 != nil:
+		return v <= math.MaxUint32
+	case d.i32 != nil:
+		return int64(v) >= math.MinInt32 && int64(v) <= math.MaxInt32
+	}
+	return true
 }
 
 // Signed reports whether Get's value is an int64.

@@ -118,7 +118,8 @@ func readingCell(d *reading.Def) func([]byte, *reading.Sample) []byte {
 // ReadCell stores in s the value of reading d's cell as readingCell wrote
 // it, in the stored unit (371.53 in a CentiWatt cell: 371530 mW), with
 // d.Set. An empty cell makes the reading absent, never 0; so does a cell
-// that does not parse, and then ReadCell returns false. A Watts or MiB cell
+// that does not parse or holds a value the reading cannot (4294967296 for
+// a 32-bit reading), and then ReadCell returns false. A Watts or MiB cell
 // gives back the rounded value the writer kept; a decimal cell may have
 // fewer decimals than the writer writes (files of older versions).
 func ReadCell(d *reading.Def, cell string, s *reading.Sample) bool {
@@ -151,7 +152,7 @@ func ReadCell(d *reading.Def, cell string, s *reading.Sample) bool {
 			v, ok = x, err == nil
 		}
 	}
-	if !ok {
+	if !ok || !d.Fits(v) { // a value the reading cannot hold is not cut to one it can
 		d.Clear(s)
 		return false
 	}

@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -106,6 +107,19 @@ func TestTableReadsBack(t *testing.T) {
 				t.Errorf("an empty cell reads back as %d, not absent", v)
 			}
 		}
+		// A cell past what the reading holds (one more than its type's
+		// largest value; the writer never writes one): absent, and said,
+		// never cut to a smaller value that reads as present.
+		for _, c := range tooBig(t, d) {
+			var r reading.Sample
+			d.Set(&r, 5)
+			if ReadCell(d, c, &r) {
+				t.Errorf("cell %q read, past what the reading holds", c)
+			}
+			if v, ok := d.Get(&r); ok {
+				t.Errorf("cell %q reads back as %d, not absent", c, v)
+			}
+		}
 		// A cell that is not the format's: absent, and said.
 		var r reading.Sample
 		d.Set(&r, 5)
@@ -116,4 +130,33 @@ func TestTableReadsBack(t *testing.T) {
 			t.Errorf("a bad cell reads back as %d, not absent", v)
 		}
 	})
+}
+
+// tooBig is the cells of d's format one step past the largest value d
+// holds (and below the smallest, for a signed reading); none for a 64-bit
+// reading, whose every value a cell can hold is parsed or refused by the
+// parser itself.
+func tooBig(t *testing.T, d *reading.Def) []string {
+	t.Helper()
+	if d.Fits(math.MaxUint32 + 1) {
+		return nil
+	}
+	if d.Signed() {
+		if d.Format != reading.Plain {
+			t.Fatalf("signed reading of format %d: add its cells here", d.Format)
+		}
+		return []string{"2147483648", "-2147483649"}
+	}
+	switch d.Format {
+	case reading.Plain:
+		return []string{"4294967296", "18446744073709551615"}
+	case reading.Hex4:
+		return []string{"0x100000000"}
+	case reading.Watts:
+		return []string{"4294968"} // 4294968000 mW
+	case reading.CentiWatt:
+		return []string{"4294967.30"} // 4294967300 mW
+	}
+	t.Fatalf("32-bit reading of format %d: add its cells here", d.Format)
+	return nil
 }
