@@ -67,10 +67,15 @@ func readings(s *reading.Sample) []Value {
 	return out
 }
 
-// Reading is the GPU's reading whose Key is key (absent when the document
-// has none).
+// Reading is the GPU's reading whose Key is key, absent when the document
+// has none. A key no row of reading.Table has panics: a view's misspelt
+// key fails its golden test instead of showing n/a for ever.
 func (g *GPUDoc) Reading(key string) Value {
-	if i, ok := docIndex[key]; ok && i < len(g.Readings) {
+	i, ok := docIndex[key]
+	if !ok {
+		panic("live: no reading has the status key " + strconv.Quote(key))
+	}
+	if i < len(g.Readings) {
 		return g.Readings[i]
 	}
 	return Value{}

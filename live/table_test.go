@@ -65,6 +65,9 @@ func TestTableReachesStatus(t *testing.T) {
 					keys = h.Counters
 				}
 				m, ok := keys[d.Key]
+				if health {
+					return m, ok, live.Value{}
+				}
 				return m, ok, back.GPUs[0].Reading(d.Key)
 			}
 			m, ok, back := value(true)
