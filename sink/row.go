@@ -170,13 +170,14 @@ type readingAt struct {
 	col int
 }
 
-// ReadingColumns finds the table's readings among a header's columns; a
-// file of another version may lack some or have others.
-func ReadingColumns(cols []string) ReadingCells {
+// ReadingColumns finds the table's readings among a header's columns (those
+// want keeps; nil: all); a file of another version may lack some or have
+// others.
+func ReadingColumns(cols []string, want func(*reading.Def) bool) ReadingCells {
 	var rc ReadingCells
 	for i, c := range cols {
 		for j := range reading.Table {
-			if d := &reading.Table[j]; d.CSV != "" && d.CSV == c {
+			if d := &reading.Table[j]; d.CSV != "" && d.CSV == c && (want == nil || want(d)) {
 				rc = append(rc, readingAt{d, i})
 				break
 			}
