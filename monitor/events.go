@@ -30,18 +30,18 @@ func (m *Monitor) runKmsg(ctx context.Context) {
 	r, err := m.klog.r, m.klog.err
 	if err != nil {
 		if errors.Is(err, kmsg.ErrPermission) {
-			m.setState(&m.kmsgState, "permission denied")
+			m.setKmsgState("permission denied")
 			m.log.Warn("cannot read the kernel log (permission denied); Xids NVML does not report (79, 119, 120) will be missed", "path", m.cfg.KmsgPath)
 		} else {
-			m.setState(&m.kmsgState, "unavailable: "+err.Error())
+			m.setKmsgState("unavailable: " + err.Error())
 			m.log.Warn("cannot read the kernel log; Xids NVML does not report (79, 119, 120) will be missed", "path", m.cfg.KmsgPath, "error", err)
 		}
 		return
 	}
 	var kc kmsgCounters = r
 	m.kmsgReader.Store(&kc)
-	r.OnState(func(s string) { m.setState(&m.kmsgState, s) })
-	m.setState(&m.kmsgState, "following")
+	r.OnState(m.setKmsgState)
+	m.setKmsgState("following")
 	m.log.Info("following the kernel log for Xids", "path", m.cfg.KmsgPath)
 	clockDone := make(chan struct{})
 	defer func() { <-clockDone }()
@@ -77,7 +77,7 @@ func (m *Monitor) runKmsg(ctx context.Context) {
 		}
 	})
 	if err != nil && ctx.Err() == nil {
-		m.setState(&m.kmsgState, "stopped: "+err.Error())
+		m.setKmsgState("stopped: " + err.Error())
 		m.log.Warn("kernel log reader stopped", "error", err)
 	}
 }
@@ -128,7 +128,7 @@ func (m *Monitor) onEvent(e reading.Event) {
 	// incident and the snapshot. The snapshot is built after them: it
 	// reads the GPU's rows, which may wait on the disk.
 	m.eventLines(r, d)
-	plan.build()
+	gs.crashSnapshot(plan)
 }
 
 // eventLines writes a record's events.log lines, the last (the event's own)

@@ -214,9 +214,9 @@ func (gs *gpuState) incidents(when time.Time, queued bool, critical sampleIncide
 		m.incidentLine(critical.line, d)
 		if plan != nil && queued {
 			m.enqueue(sideJob{what: "the " + plan.what() + " (" + critical.reason + ")", gpu: gs.idx,
-				f: plan.build, dropped: plan.abandon})
+				f: func() { gs.crashSnapshot(plan) }, dropped: plan.abandon})
 		} else {
-			plan.build()
+			gs.crashSnapshot(plan)
 		}
 	}
 	if spike {
@@ -472,7 +472,7 @@ func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (repor
 		n := uint64(len(times))
 		gs.slot.Update(func(g *live.GPU) { g.HungRows += n })
 		gs.delivered.Store(true)
-		plan.build()
+		gs.crashSnapshot(plan)
 	})
 	return true
 }

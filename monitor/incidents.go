@@ -80,17 +80,15 @@ func (d *incidentDesk) criticalEvent(gs *gpuState, seen time.Time, ev snapshot.E
 	if p == nil {
 		return dec, nil
 	}
-	return dec, &crashPlan{desk: d, gs: gs, seen: seen, ev: ev, n: n, p: p, path: dec.Snapshot}
+	return dec, &crashPlan{seen: seen, ev: ev, n: n, p: p, path: dec.Snapshot}
 }
 
 // crashPlan is a crash snapshot the snapshot Manager accepted for a GPU's
 // critical event and that is still to be built from the GPU's recent rows
-// and state: after the event's line is written, and for a sample whose row
-// waits on the side goroutine, behind that row. Its methods do nothing on
-// a nil plan (no snapshot taken).
+// and state (gpuState.crashSnapshot): after the event's line is written,
+// and for a sample whose row waits on the side goroutine, behind that row.
+// Its methods do nothing on a nil plan (no snapshot taken).
 type crashPlan struct {
-	desk *incidentDesk
-	gs   *gpuState
 	seen time.Time
 	ev   snapshot.Event
 	n    uint64 // the GPU's incident count, for the header
@@ -98,18 +96,26 @@ type crashPlan struct {
 	path string // the snapshot's file, for the loss when dropped
 }
 
-// build gathers the snapshot's rows and sections and hands them to the
-// snapshot Manager, which writes the file in the background.
-func (c *crashPlan) build() {
+// build hands the snapshot's request, gathered by its GPU
+// (gpuState.crashSnapshot), to the snapshot Manager, which writes the file
+// in the background.
+func (c *crashPlan) build(req snapshot.CrashRequest) {
+	if c != nil {
+		c.p.Build(func() snapshot.CrashRequest { return req })
+	}
+}
+
+// crashSnapshot gathers the crash snapshot c (nil: none taken) from the
+// GPU's recent rows and state and hands it to the snapshot Manager
+// (crashPlan.build): the GPU's evidence goes down to the writer, which
+// never calls back for it.
+func (gs *gpuState) crashSnapshot(c *crashPlan) {
 	if c == nil {
 		return
 	}
-	gs, rows := c.gs, c.desk.rows
-	c.p.Build(func() snapshot.CrashRequest {
-		hdr, recent := rows.Rows(gs.idx)
-		return snapshot.CrashRequest{Header: gs.header(c.ev.Time, c.ev.Reason, c.n), CSVHeader: hdr, Rows: recent,
-			Extra: append(gs.procSection(c.seen), gs.healthSection(c.seen)...)}
-	})
+	hdr, recent := gs.out.csv.Rows(gs.idx)
+	c.build(snapshot.CrashRequest{Header: gs.header(c.ev.Time, c.ev.Reason, c.n), CSVHeader: hdr, Rows: recent,
+		Extra: append(gs.procSection(c.seen), gs.healthSection(c.seen)...)})
 }
 
 // abandon gives the snapshot up: the work that was to build it was dropped

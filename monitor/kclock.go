@@ -23,6 +23,9 @@ type kernelClock struct {
 
 	lastArrival atomic.Int64 // CLOCK_MONOTONIC (ns) of the last fresh record
 	lastInfo    atomic.Int64 // CLOCK_MONOTONIC (ns) system-info.txt last got the estimate
+	// readable: the kernel log is being opened or followed (its state,
+	// Monitor.setKmsgState, is "starting" or "following").
+	readable atomic.Bool
 }
 
 // kernelClockRefresh is how often system-info.txt is rewritten with the
@@ -62,14 +65,18 @@ func (m *Monitor) observeKmsg(rec kmsg.Record) {
 	m.queue("system-info.txt", -1, m.writeSystemInfo)
 }
 
-// kernelClockLine says how dmesg_time relates to the kernel log's clock now.
-// A kernel log counts as readable while it is being opened or followed.
-func (m *Monitor) kernelClockLine() string {
-	m.smu.Lock()
-	state := m.kmsgState
-	m.smu.Unlock()
-	kc := m.kclock
-	return kc.clock.Fit().Describe(kc.clock.Mono(time.Now()), state == "starting" || state == "following")
+// line says how dmesg_time relates to the kernel log's clock now, for
+// system-info.txt and the snapshot headers. A kernel log counts as readable
+// while it is being opened or followed.
+func (kc *kernelClock) line() string {
+	return kc.clock.Fit().Describe(kc.clock.Mono(time.Now()), kc.readable.Load())
+}
+
+// setKmsgState records the kernel log's state for the host view, and for
+// the kernel clock's line whether the log is readable.
+func (m *Monitor) setKmsgState(s string) {
+	m.kclock.readable.Store(s == "starting" || s == "following")
+	m.setState(&m.kmsgState, s)
 }
 
 // runKernelClock runs while the kernel log is followed: it rewrites

@@ -102,7 +102,7 @@ func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 				d, plan = m.kernelCritical(gs, now, snapshot.Event{Time: at, Reason: "PCIe AER " + r.Severity.String() + " error on the GPU's path (kmsg)", Stage: snapshot.StageFault})
 			}
 			m.incidentLine(line, d)
-			plan.build()
+			gs.crashSnapshot(plan)
 		}
 		return
 	}
@@ -135,13 +135,16 @@ func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 	}
 	var d snapshot.Decision
 	var plan *crashPlan
-	if gs := m.byIndex[gpu]; gs != nil {
+	gs := m.byIndex[gpu]
+	if gs != nil {
 		d, plan = m.kernelCritical(gs, now, snapshot.Event{Time: at, What: line.what, Reason: line.reason, Stage: line.stage})
 	} else {
 		m.log.Warn("GPU failure line in the kernel log for a GPU that is not monitored", "line", rec.Message)
 	}
 	m.incidentLine(ev, d)
-	plan.build()
+	if gs != nil {
+		gs.crashSnapshot(plan)
+	}
 }
 
 // nvrmLines are the events.log type (also the kind= of their

@@ -136,6 +136,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	m.ident = readIdentity(cfg.Host, cfg.HostRoot, m.log)
 	if cfg.KmsgPath != "" {
 		m.kmsgState = "starting"
+		m.kclock.readable.Store(true)
 		m.klog = cfg.KernelLog
 		if m.klog == nil {
 			m.klog = planKernelLog(cfg)
@@ -147,7 +148,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	byBus := map[reading.PCIAddr]*gpuState{}
 	out := &gpuOutputs{eventSink: m, sideQueue: m, factsSink: m, log: m.log,
 		mono: cfg.mono, kernelTime: host.KernelTime, interval: cfg.Interval,
-		hdr:          headerFacts{version: cfg.Version, start: m.start, kernelClock: m.kernelClockLine},
+		hdr:          headerFacts{version: cfg.Version, start: m.start, kernelClock: m.kclock.line},
 		flagsDropped: &m.flagsDropped, xidFlagsDropped: &m.xidFlagsDropped}
 	for _, g := range host.GPUs {
 		gs := newGPUState(&m.cfg, m.log, out, g)
@@ -190,7 +191,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 
 func (m *Monitor) writeSystemInfo() {
 	si := sink.SystemInfo{Version: m.cfg.Version, Generated: time.Now(), Identity: m.ident, Host: sink.CollectHost(m.cfg.HostRoot),
-		System: m.host.System, Notes: map[int]string{}, Health: map[int]string{}, KernelClock: m.kernelClockLine()}
+		System: m.host.System, Notes: map[int]string{}, Health: map[int]string{}, KernelClock: m.kclock.line()}
 	for _, gs := range m.gpus {
 		si.GPUs = append(si.GPUs, gs.info())
 		if h := gs.Health(); !h.At.IsZero() {

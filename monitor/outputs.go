@@ -94,7 +94,7 @@ type headerFacts struct {
 	host    reading.Identity
 	start   time.Time
 	// kernelClock says how dmesg_time relates to the kernel log's clock
-	// now (Monitor.kernelClockLine: the estimate and the kernel log's
+	// now (kernelClock.line: the estimate and the kernel log's
 	// state, both from memory).
 	kernelClock func() string
 }
