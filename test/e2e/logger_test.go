@@ -134,8 +134,12 @@ func TestNVMLCallsPerSampleAsDocumented(t *testing.T) {
 	per := float64(sampling) / float64(samples)
 	t.Logf("%.3f NVML calls per GPU-sample, %.3f process calls per GPU-sample (%d samples)", per, float64(procs)/float64(samples), samples)
 	// A window edge cuts at most one slow-tier round per GPU: 8 x 5 calls.
-	if math.Abs(per-14.5) > 0.1 {
-		t.Errorf("%.3f NVML calls per GPU-sample; docs/crash.md documents 14.5 with two fans", per)
+	// 14.6: 14.5 for the readings, and the health counters' one
+	// GetFieldValues a GPU a second (0.1 a GPU-sample). Measured 14.600 in
+	// windows of 480 and 560 samples and 14.602 in one of 488; centred on
+	// 14.5, that one failed.
+	if math.Abs(per-14.6) > 0.1 {
+		t.Errorf("%.3f NVML calls per GPU-sample; docs/crash.md documents 14.6 with two fans and the health counters", per)
 	}
 	if pp := float64(procs) / float64(samples); pp < 0.2 || pp > 0.4 {
 		t.Errorf("%.3f process calls per GPU-sample; docs/crash.md documents about 0.3", pp)
