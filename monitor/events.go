@@ -68,11 +68,7 @@ func (m *Monitor) runKmsg(ctx context.Context) {
 			return
 		}
 		m.learnXid(x)
-		gs := m.gpuByBus(x.Bus)
-		for _, e := range x.Events(rec, time.Now()) {
-			if gs != nil {
-				e.GPU, e.BusID = gs.idx, gs.busID()
-			}
+		for _, e := range m.kernelXidEvents(x, rec, time.Now()) {
 			m.onEvent(e)
 		}
 	})
@@ -80,6 +76,19 @@ func (m *Monitor) runKmsg(ctx context.Context) {
 		m.setKmsgState("stopped: " + err.Error())
 		m.log.Warn("kernel log reader stopped", "error", err)
 	}
+}
+
+// kernelXidEvents are the events of the kernel log's Xid record rec, read
+// at now (kmsg.XidReport.Events: the detail x parsed once), on the GPU its
+// bus id names when that GPU is monitored.
+func (m *Monitor) kernelXidEvents(x kmsg.XidReport, rec kmsg.Record, now time.Time) []reading.Event {
+	evs := x.Events(rec, now)
+	if gs := m.gpuByBus(x.Bus); gs != nil {
+		for i := range evs {
+			evs[i].GPU, evs[i].BusID = gs.idx, gs.busID()
+		}
+	}
+	return evs
 }
 
 // onEvent carries out what the event stage (internal/events) makes of one

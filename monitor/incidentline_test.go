@@ -3,6 +3,7 @@ package monitor
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -195,8 +196,7 @@ func TestDuplicateXidNamesTheFirstReportsIncident(t *testing.T) {
 	case <-blog.entered:
 	case <-done: // logged before its decision: nothing held
 	}
-	r.m.onEvent(reading.Event{Time: now.Add(time.Millisecond), GPU: 0, Kind: reading.EventXid, Source: reading.SourceKmsg, Data: 48,
-		Text: "NVRM: Xid (PCI:0000:01:00): 48, pid=1, DBE (double bit error)"})
+	r.m.onEvent(kernelXid(t, r.m, kmsg.Record{Message: "NVRM: Xid (PCI:0000:01:00): 48, pid=1, DBE (double bit error)"}, now.Add(time.Millisecond)))
 	close(blog.release)
 	<-done
 	log := r.eventsLog()
@@ -221,11 +221,16 @@ func TestConcurrentDuplicateXidsNameTheirIncident(t *testing.T) {
 	const gpus = 8
 	r := newRig(t, gpus, nil)
 	now := time.Now()
+	var nvml, kernel []reading.Event
+	for g := range gpus {
+		nvml = append(nvml, reading.Event{Time: now, GPU: g, Kind: reading.EventXid, Source: reading.SourceNVML, Data: 48})
+		kernel = append(kernel, kernelXid(t, r.m, kmsg.Record{Message: fmt.Sprintf("NVRM: Xid (PCI:0000:%02x:00): 48, pid=1, DBE (double bit error)", g+1)}, now))
+	}
 	var wg sync.WaitGroup
-	for _, src := range []reading.Source{reading.SourceNVML, reading.SourceKmsg} {
+	for _, evs := range [][]reading.Event{nvml, kernel} {
 		wg.Go(func() {
-			for g := range gpus {
-				r.m.onEvent(reading.Event{Time: now, GPU: g, Kind: reading.EventXid, Source: src, Data: 48})
+			for _, e := range evs {
+				r.m.onEvent(e)
 			}
 		})
 	}
@@ -260,7 +265,7 @@ func TestKernelTextKeepsTheKernelsBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.m.onEvent(reading.Event{Time: time.Now(), GPU: 0, Kind: reading.EventXid, Source: reading.SourceKmsg, Data: 13, Text: rec.Message})
+	r.m.onEvent(kernelXid(t, r.m, rec, time.Now()))
 	log := r.eventsLog()
 	if !utf8.ValidString(log) {
 		t.Errorf("events.log is not UTF-8:\n%q", log)

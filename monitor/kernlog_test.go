@@ -171,13 +171,24 @@ func TestKmsgOtherBootIsNotReplayed(t *testing.T) {
 	}
 }
 
-// replayedXid is a kernel-log Xid read after the fact (kmsg.Record.Backlog)
-// at read, that the kernel logged at logged: its KernelTime is logged on the
-// monitor's kernel log clock.
-func replayedXid(m *Monitor, code int, read, logged time.Time) reading.Event {
+// kernelXid is the Xid event the kernel log reader hands on for the record
+// rec read at read, as it makes it (kmsg.XidReport.Events: the detail parsed
+// once; on the GPU its bus id names, as runKmsg attributes it).
+func kernelXid(t testing.TB, m *Monitor, rec kmsg.Record, read time.Time) reading.Event {
+	t.Helper()
+	x, ok := kmsg.ParseXid(rec.Message)
+	if !ok {
+		t.Fatalf("not an Xid line: %q", rec.Message)
+	}
+	return m.kernelXidEvents(x, rec, read)[0]
+}
+
+// replayedXid is a kernel-log Xid on GPU 0 read after the fact
+// (kmsg.Record.Backlog) at read, that the kernel logged at logged: its
+// KernelTime is logged on the monitor's kernel log clock.
+func replayedXid(t testing.TB, m *Monitor, code int, read, logged time.Time) reading.Event {
 	msg := fmt.Sprintf("NVRM: Xid (PCI:0000:01:00): %d, pid=1, name=x, replayed", code)
-	return reading.Event{Time: read, GPU: 0, BusID: "00000000:01:00.0", Kind: reading.EventXid, Source: reading.SourceKmsg,
-		Data: uint64(code), Text: msg, KernelTime: m.kclock.clock.At(logged), Backlog: true}
+	return kernelXid(t, m, kmsg.Record{Time: m.kclock.clock.At(logged), Message: msg, Backlog: true}, read)
 }
 
 // replayUptime is how long the boot has run when a replay test's logger
@@ -210,7 +221,7 @@ func runReplay(t *testing.T, feed func(r *rig, now time.Time)) (*rig, live.Doc) 
 func TestReplayedXidIsNotFresh(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r, doc := runReplay(t, func(r *rig, now time.Time) {
-			r.m.onEvent(replayedXid(r.m, 79, now, now.Add(-time.Hour)))
+			r.m.onEvent(replayedXid(t, r.m, 79, now, now.Add(-time.Hour)))
 		})
 		ev, _ := os.ReadFile(filepath.Join(r.dir, "events.log"))
 		// Logged an hour before the start, on the test's clock.
@@ -247,10 +258,10 @@ func TestReplayedXidIsNotFresh(t *testing.T) {
 func TestReplayedXidIsNoDuplicate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r, doc := runReplay(t, func(r *rig, now time.Time) {
-			r.m.onEvent(replayedXid(r.m, 79, now, now.Add(-time.Hour)))
+			r.m.onEvent(replayedXid(t, r.m, 79, now, now.Add(-time.Hour)))
 			time.Sleep(time.Second)
 			r.m.onEvent(reading.Event{Time: time.Now(), GPU: 0, Kind: reading.EventXid, Source: reading.SourceNVML, Data: 79})
-			r.m.onEvent(replayedXid(r.m, 13, time.Now(), now.Add(-30*time.Minute)))
+			r.m.onEvent(replayedXid(t, r.m, 13, time.Now(), now.Add(-30*time.Minute)))
 		})
 		ev, _ := os.ReadFile(filepath.Join(r.dir, "events.log"))
 		if strings.Contains(string(ev), "duplicate_of=") || r.m.ev.Stats().DuplicateXids != 0 {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
+	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
@@ -360,8 +361,7 @@ func TestXidFloodOneSnapshotAndDedupe(t *testing.T) {
 					Kind: reading.EventXid, Source: reading.SourceNVML, Data: 119})
 			}
 			// The kernel log reports the same Xid: a duplicate, not an incident.
-			r.m.onEvent(reading.Event{Time: now.Add(600 * time.Millisecond), GPU: 0, Kind: reading.EventXid,
-				Source: reading.SourceKmsg, Data: 119, Text: "NVRM: Xid (PCI:0000:01:00): 119, Timeout after 45s"})
+			r.m.onEvent(kernelXid(t, r.m, kmsg.Record{Message: "NVRM: Xid (PCI:0000:01:00): 119, Timeout after 45s"}, now.Add(600*time.Millisecond)))
 		})
 		crashes, _ := filepath.Glob(filepath.Join(r.dir, "crashes", "crash-*.log"))
 		if len(crashes) != 1 {

@@ -20,7 +20,7 @@ import (
 func TestEscalationInsideCooldown(t *testing.T) {
 	m, clk := newTestManager(t, nil)
 	xidEv := func(code int, text string) Event {
-		e := xid.Explain(code, text)
+		e := xid.ExplainDetail(code, xid.Detail(code, text))
 		return XidEvent(clk.Now(), e, e.Reason("kmsg"))
 	}
 	steps := []struct {
@@ -105,9 +105,9 @@ func TestEscalationInsideCooldown(t *testing.T) {
 
 	// After the cooldown a new incident begins, with the least of events.
 	m2, clk2 := newTestManager(t, nil)
-	m2.Crash(1, XidEvent(clk2.Now(), xid.Explain(79, ""), "Xid 79"), testCrashRequest)
+	m2.Crash(1, XidEvent(clk2.Now(), xid.ExplainDetail(79, xid.Detail(79, "")), "Xid 79"), testCrashRequest)
 	clk2.Advance(DefaultCrashCooldown)
-	if d := m2.Crash(1, XidEvent(clk2.Now(), xid.Explain(45, ""), "Xid 45"), testCrashRequest); !d.Accepted || d.Escalation {
+	if d := m2.Crash(1, XidEvent(clk2.Now(), xid.ExplainDetail(45, xid.Detail(45, "")), "Xid 45"), testCrashRequest); !d.Accepted || d.Escalation {
 		t.Errorf("after the cooldown: %+v", d)
 	}
 	closeManager(t, m2)
@@ -121,7 +121,7 @@ func TestEscalationInsideCooldown(t *testing.T) {
 func TestFloodStaysOneSnapshot(t *testing.T) {
 	m, clk := newTestManager(t, nil)
 	for i := 0; i < maxIncidentEvents+50; i++ {
-		e := xid.Explain(13, "")
+		e := xid.ExplainDetail(13, xid.Detail(13, ""))
 		m.Crash(2, XidEvent(clk.Now(), e, e.Reason("nvml")), testCrashRequest)
 		clk.Advance(10 * time.Millisecond)
 	}
@@ -154,7 +154,7 @@ func TestApplicationXidDoesNotHideAHardwareFault(t *testing.T) {
 		{79, StageLost, AsksReboot},   // RESTART_BM
 		{151, StageFault, AsksReboot}, // RESTART_VM
 	} {
-		ev := XidEvent(time.Time{}, xid.Explain(tc.code, ""), "")
+		ev := XidEvent(time.Time{}, xid.ExplainDetail(tc.code, xid.Detail(tc.code, "")), "")
 		if ev.Stage != tc.stage || ev.Asks != tc.asks {
 			t.Errorf("Xid %d: stage %d asks %d, want %d and %d", tc.code, ev.Stage, ev.Asks, tc.stage, tc.asks)
 		}
@@ -164,7 +164,7 @@ func TestApplicationXidDoesNotHideAHardwareFault(t *testing.T) {
 		code   int
 		accept bool
 	}{{13, true}, {13, false}, {48, true}, {48, false}} {
-		e := xid.Explain(step.code, "")
+		e := xid.ExplainDetail(step.code, xid.Detail(step.code, ""))
 		if d := m.Crash(0, XidEvent(clk.Now(), e, e.Reason("kmsg")), testCrashRequest); d.Accepted != step.accept {
 			t.Errorf("step %d (Xid %d): accepted %v, want %v", i, step.code, d.Accepted, step.accept)
 		}

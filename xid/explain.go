@@ -25,15 +25,8 @@ type Explanation struct {
 // unknownAction is the advice for a code the catalog does not cover.
 const unknownAction = "Not in this catalog: look the code up in NVIDIA's Xid catalog (docs.nvidia.com/deploy/xid-errors) and keep nvidia-bug-report.sh output."
 
-// Explain explains Xid code as reported with text, the driver's text after
-// "N, " on the kernel log line (package kmsg's XidReport.Text); text is empty
-// for a report from NVML, which carries none. A report already taken apart
-// (reading.Event.Xid) goes to ExplainDetail instead: the text is read once.
-func Explain(code int, text string) Explanation {
-	return ExplainDetail(code, Detail(code, text))
-}
-
-// Detail reads what the driver's text after Xid code says that the catalog
+// Detail reads what the driver's text after Xid code (after "N, " on the
+// kernel log line: package kmsg's XidReport.Text) says that the catalog
 // uses: for Xid 154, the new recovery action and the driver's words for it
 // (ParseRecovery). Text is text; the process the driver blamed is its
 // parser's (kmsg.ParseXid), which fills PID and ProcessName.

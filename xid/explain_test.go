@@ -63,7 +63,7 @@ func pairs(kv []string) string {
 func TestExplainGolden(t *testing.T) {
 	var b strings.Builder
 	for _, s := range samples {
-		e := Explain(s.code, s.text)
+		e := ExplainDetail(s.code, Detail(s.code, s.text))
 		b.WriteString("text: " + s.text + "\n")
 		b.WriteString("events.log: " + pairs(e.Fields()) + "\n")
 		b.WriteString("Reason: " + e.Reason("kmsg") + "\n\n")
@@ -79,25 +79,25 @@ func TestExplainGolden(t *testing.T) {
 }
 
 func TestExplainNVLink5(t *testing.T) {
-	fatal := Explain(149, "NETIR_LINK_EVT Fatal XC0 i0 Link 01 (0x021425c6 0x00000000)")
+	fatal := ExplainDetail(149, Detail(149, "NETIR_LINK_EVT Fatal XC0 i0 Link 01 (0x021425c6 0x00000000)"))
 	if !strings.HasPrefix(fatal.Action, "Link fatal") || fatal.Bucket != "RESET_GPU" || fatal.Decode == "" {
 		t.Errorf("link down: %+v", fatal)
 	}
-	quiet := Explain(144, "SAW_MVB Nonfatal XC0 i0 Link 03 (0x00000021 0x00000004)")
+	quiet := ExplainDetail(144, Detail(144, "SAW_MVB Nonfatal XC0 i0 Link 03 (0x00000021 0x00000004)"))
 	if !strings.HasPrefix(quiet.Action, "Non-fatal") || quiet.Bucket != "IGNORE" {
 		t.Errorf("non-fatal SAW: %+v", quiet)
 	}
-	undecoded := Explain(144, "SAW_MVB Fatal (0x00000021 0x00000040)")
+	undecoded := ExplainDetail(144, Detail(144, "SAW_MVB Fatal (0x00000021 0x00000040)"))
 	if undecoded.Action != catalog[144].Action || !strings.Contains(undecoded.Decode, "not decoded") {
 		t.Errorf("undecodable line: %+v", undecoded)
 	}
-	if e := Explain(150, ""); !strings.HasPrefix(e.Action, "Fatal") {
+	if e := ExplainDetail(150, Detail(150, "")); !strings.HasPrefix(e.Action, "Fatal") {
 		t.Errorf("Xid 150 without fields must still be fatal: %q", e.Action)
 	}
 }
 
 func TestExplainUnknown(t *testing.T) {
-	e := Explain(999, "")
+	e := ExplainDetail(999, Detail(999, ""))
 	if e.Known || e.Name != "unknown Xid" || e.Action == "" {
 		t.Errorf("%+v", e)
 	}
@@ -115,7 +115,7 @@ func TestRenderGolden(t *testing.T) {
 		code int
 		text string
 	}{{46, ""}, {149, "NETIR_LINK_EVT Fatal XC0 i0 Link 01 (0x021425c6 0x00000000)"}, {154, "GPU recovery action changed from 0x0 (None) to 0x5 (IMEX Domain Recovery)"}, {167, ""}, {999, ""}} {
-		b.WriteString(Render(Explain(s.code, s.text)) + "\n")
+		b.WriteString(Render(ExplainDetail(s.code, Detail(s.code, s.text))) + "\n")
 	}
 	b.WriteString(List())
 	testutil.Golden(t, "render.golden", []byte(b.String()))
@@ -125,9 +125,9 @@ func TestRenderGolden(t *testing.T) {
 // whenever the driver's text gave it; a report without text (NVML's) has
 // none, and its action says where the action is then.
 func TestRecoveryField(t *testing.T) {
-	e := Explain(RecoveryXid, "GPU recovery action changed from 0x0 (None) to 0x3 (Drain P2P)")
+	e := ExplainDetail(RecoveryXid, Detail(RecoveryXid, "GPU recovery action changed from 0x0 (None) to 0x3 (Drain P2P)"))
 	testutil.Contains(t, "events.log fields", pairs(e.Fields()), "recovery=3")
-	bare := Explain(RecoveryXid, "")
+	bare := ExplainDetail(RecoveryXid, Detail(RecoveryXid, ""))
 	for i, f := range bare.Fields() {
 		if i%2 == 0 && f == "recovery" {
 			t.Errorf("a report without text has %s", f)

@@ -19,7 +19,7 @@ Exit status: 0 known Xid, 1 not in the catalog, 2 bad arguments.
 `
 
 // runXid runs `gpu-telemetry xid`; it returns the exit status. The work is
-// in package xid (Explain, Render, List).
+// in package xid (Detail, ExplainDetail, Render, List).
 func runXid(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, "gpu-telemetry xid: needs an Xid number, a kernel log line or --list\n"+xidUsage)
