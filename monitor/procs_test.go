@@ -149,12 +149,20 @@ func TestProcessHangIsOnTheMonotonicClock(t *testing.T) {
 			if !snapStuck(2 * procStuckAfter) {
 				t.Errorf("a crash snapshot %v into the read (monotonic) does not say it has not returned", 2*procStuckAfter)
 			}
+			// After each tick the GPU's own sample is waited for (idle):
+			// only the process read hangs. A sample still inside an NVML
+			// call at the next tick, which moves the monotonic clock past
+			// the deadline, would be reported hung (NVML_HUNG) and take a
+			// crash snapshot, written while the test's directory is
+			// removed.
 			r.tick(wall0.Add(step+deadline/2), mono0+deadline/2)
+			r.idle()
 			r.drain()
 			if hung() {
 				t.Fatalf("the read is reported hung %v into it on the monotonic clock (deadline %v): %+v", deadline/2, deadline, r.gs.pr.Latest())
 			}
 			r.tick(wall0.Add(step+2*deadline), mono0+2*deadline)
+			r.idle()
 			r.drain()
 			if !hung() {
 				t.Fatalf("the read is not reported hung %v into it on the monotonic clock (deadline %v): %+v", 2*deadline, deadline, r.gs.pr.Latest())
