@@ -38,8 +38,7 @@ func (m *Monitor) runKmsg(ctx context.Context) {
 		}
 		return
 	}
-	var kc kmsgCounters = r
-	m.kmsgReader.Store(&kc)
+	r.RegisterCounters(m.reg)
 	r.OnState(m.setKmsgState)
 	m.setKmsgState("following")
 	m.log.Info("following the kernel log for Xids", "path", m.cfg.KmsgPath)

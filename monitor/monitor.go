@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/events"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/live/atop"
@@ -68,16 +69,15 @@ type Monitor struct {
 	sideMu     sync.Mutex
 	sideClosed bool
 
-	// Lost work the monitor itself drops (see counterTable).
+	// Lost work the monitor itself drops (see monitorCounters).
 	sideDrops, lineFails, flagsDropped, xidFlagsDropped lossCounter
 	journalDrops                                        lossCounter
 	journalQ                                            chan journalEntry
 	listenFails                                         atomic.Uint64 // ListenerFailed
 
-	kmsgReader atomic.Pointer[kmsgCounters] // set while the kernel log is followed
-	control    atomic.Pointer[controlStats] // the control socket's counts (CountControl)
-	klog       *KernelLog                   // nil: no kernel log (kernlog.go)
-	runState   runState                     // this run's run-state, with the kernel log position
+	reg      *counters.Registry // every part's counters (counters.go)
+	klog     *KernelLog         // nil: no kernel log (kernlog.go)
+	runState runState           // this run's run-state, with the kernel log position
 	// kmsgSaveFailed: a failure to save the kernel log position was logged.
 	kmsgSaveFailed atomic.Bool
 	kclock         *kernelClock // dmesg_time on the kernel log's clock
@@ -131,7 +131,8 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		start: time.Now(), side: make(chan sideJob, 256),
 		syncTick: make(chan time.Time, 1), secondTick: make(chan time.Time, 1),
 		cadence: newCadence(cfg.Interval), kmsgState: "disabled", eventsState: "starting",
-		kclock: newKernelClock(host.KernelClock()), journalQ: make(chan journalEntry, journalQueue)}
+		kclock: newKernelClock(host.KernelClock()), journalQ: make(chan journalEntry, journalQueue),
+		reg: counters.New()}
 	m.ev = events.NewStage(events.Config{DedupWindow: cfg.XidDedupe, KernelWall: m.kclock.clock.Wall})
 	m.ident = readIdentity(cfg.Host, cfg.HostRoot, m.log)
 	if cfg.KmsgPath != "" {
@@ -184,6 +185,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	})
 	m.inc = &incidentDesk{snaps: m.snaps, rows: m.csv, log: m.log}
 	out.csv, out.incidentSink, out.hdr.host, out.atop = m.csv, m.inc, m.ident, m.atop
+	m.registerCounters()
 	m.writeSystemInfo()
 	m.publishHost() // the first host view, before Run
 	return m, nil
@@ -627,7 +629,7 @@ func (m *Monitor) snapshotWritten(kind string, gpu int, path string) {
 }
 
 // pacerState is the NVML pacer's state for the host view and the status
-// line; its count of steps up is nvml_stretches in counterTable.
+// line; its count of steps up is nvml_stretches, a counter of the registry.
 func (m *Monitor) pacerState() live.Pacer {
 	ps := m.host.Pacer.Stats()
 	return live.Pacer{Level: ps.Level, TickNVML: ps.TickNVML, LastLate: ps.LastLate}
@@ -639,7 +641,7 @@ func (m *Monitor) pacerState() live.Pacer {
 func (m *Monitor) publishHost() { m.board.PublishHost(m.hostView()) }
 
 // hostView assembles the host view from the counters. Counts go in
-// h.Counters only (counterTable); the other fields hold what is not a
+// h.Counters only (the counter registry); the other fields hold what is not a
 // count.
 func (m *Monitor) hostView() live.Host {
 	h := live.Host{
@@ -656,7 +658,7 @@ func (m *Monitor) hostView() live.Host {
 	}
 	m.smu.Lock()
 	h.Kmsg, h.Events = m.kmsgState, m.eventsState
-	dropped, _ := h.Counter(live.CounterRowsDropped) // in counterTable (TestViewCountersAreInTheTable)
+	dropped, _ := h.Counter(live.CounterRowsDropped) // registered by sink (TestViewCountersAreInTheTable)
 	h.RowsDroppedRecent = m.drops.recent(h.Now, dropped)
 	m.smu.Unlock()
 	return h

@@ -21,13 +21,18 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/events"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
+	"github.com/gpu-telemetry/gpu-telemetry/live/atop"
+	"github.com/gpu-telemetry/gpu-telemetry/live/control"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
+	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
 // fakeRunner answers every diagnostic at once.
@@ -737,12 +742,15 @@ func TestFinalSummaryLineAtStop(t *testing.T) {
 }
 
 func TestStatusAndSummaryGolden(t *testing.T) {
-	var counters []live.Counter
-	for i, d := range counterTable {
-		counters = append(counters, live.Counter{Name: d.name, Help: d.help, Loss: d.loss, Value: uint64(i * 3)})
+	// Every counter the monitor registers, in the registry's order, with
+	// made-up values: a part whose counters are not registered, or one out
+	// of place, changes the golden.
+	cs := newRig(t, 1, nil).m.counters()
+	for i := range cs {
+		cs[i].Value = uint64(i * 3)
 	}
 	st := Status{
-		Uptime: 2*time.Hour + 5*time.Minute, Counters: counters, Incidents: 50,
+		Uptime: 2*time.Hour + 5*time.Minute, Counters: cs, Incidents: 50,
 		Total: anomaly.Counters{
 			Total:     anomaly.Counts{anomaly.CountSamples: 149998, anomaly.CountSpikes: 1, anomaly.CountPowerBreaches: 74692, anomaly.CountFanInversions: 900, anomaly.CountSpuriousThrottles: 20, anomaly.CountTDPChanges: 2},
 			PeakTempC: reading.Some[uint32](92), PeakPowerMW: reading.Some[uint32](612_400),
@@ -904,15 +912,6 @@ func TestTimerfdTickerDoesNotAllocate(t *testing.T) {
 	}
 }
 
-// fakeKmsg stands for a kernel log reader's counters.
-type fakeKmsg struct{ malformed, overruns uint64 }
-
-func (f fakeKmsg) Malformed() uint64 { return f.malformed }
-func (f fakeKmsg) Overruns() uint64  { return f.overruns }
-func (f fakeKmsg) Restarts() uint64  { return 0 }
-func (f fakeKmsg) Lost() uint64      { return 0 }
-func (f fakeKmsg) Reopens() uint64   { return 0 }
-
 // failingLog refuses every line.
 type failingLog struct{}
 
@@ -955,12 +954,10 @@ func TestLostWorkIsCountedShownAndLogged(t *testing.T) {
 			m.eventLine(sink.Event{Time: time.Now(), Type: "Test"})
 		}},
 		{counter: "kmsg_malformed", lost: "could not be parsed", times: 1, provoke: func(m *Monitor) {
-			var k kmsgCounters = fakeKmsg{malformed: 4}
-			m.kmsgReader.Store(&k)
+			counters.Add(m.reg, func() kmsg.Counts { return kmsg.Counts{Malformed: 4} }, kmsg.ReaderCounters)
 		}},
 		{counter: "kmsg_overruns", lost: "overwrote", times: 1, provoke: func(m *Monitor) {
-			var k kmsgCounters = fakeKmsg{overruns: 2}
-			m.kmsgReader.Store(&k)
+			counters.Add(m.reg, func() kmsg.Counts { return kmsg.Counts{Overruns: 2} }, kmsg.ReaderCounters)
 		}},
 		{counter: "rows_dropped", lost: "CSV rows not written", times: 2, provoke: func(m *Monitor) {
 			m.csv.Close()
@@ -975,7 +972,7 @@ func TestLostWorkIsCountedShownAndLogged(t *testing.T) {
 			for range tc.times {
 				tc.provoke(m)
 			}
-			m.checkLosses(make([]bool, len(counterTable)))
+			m.checkLosses(map[string]bool{})
 			st := m.collect()
 			summary := SummaryLine(time.Now(), st, anomaly.Counts{}, time.Minute, false)
 			for name, out := range map[string]string{"status line": statusLine(st), "summary.log": summary} {
@@ -994,73 +991,109 @@ func TestLostWorkIsCountedShownAndLogged(t *testing.T) {
 	}
 }
 
-// TestEveryStatsCountIsInTheTable: every count the CSV sink, the snapshot
-// writer and the atop server keep (each uint64 field of their stats) is read
-// by some counter of the table, so it reaches the status line, summary.log
-// and the metrics: a count added to one of them and not to the table fails.
+// TestEveryStatsCountIsInTheTable: every count the CSV sink, the line
+// logs, the snapshot writer, the atop server, the kernel log reader and the
+// event stage keep
+// (each uint64 field of their stats) is read by some counter of the part's
+// table, every part's table is in the registry the monitor builds, and with
+// every part running each counter is read from its part (only the control
+// socket's wait for cmd), so it reaches the status line, summary.log and the
+// metrics: a count added to a part's stats and not to its table, or a part
+// the monitor does not register, fails.
 func TestEveryStatsCountIsInTheTable(t *testing.T) {
-	r := newRig(t, 1, nil)
-	base := &counterSources{m: r.m}
-	values := func(src *counterSources) []uint64 {
-		out := make([]uint64, len(counterTable))
-		for i, d := range counterTable {
-			out[i] = d.get(src)
-		}
-		return out
+	path := filepath.Join(t.TempDir(), "kmsg")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
-	zero := values(base)
-	for _, part := range []struct {
-		name  string
-		field func(src *counterSources) reflect.Value
-	}{
-		{"sink.Stats", func(src *counterSources) reflect.Value { return reflect.ValueOf(&src.csv).Elem() }},
-		{"snapshot.Stats", func(src *counterSources) reflect.Value { return reflect.ValueOf(&src.snap).Elem() }},
-		{"atop.Counters", func(src *counterSources) reflect.Value { return reflect.ValueOf(&src.atop).Elem() }},
-	} {
-		typ := part.field(base).Type()
-		for i := range typ.NumField() {
-			if typ.Field(i).Type.Kind() != reflect.Uint64 {
-				continue // Paused, the per-GPU map: not counts of their own
-			}
-			src := *base
-			part.field(&src).Field(i).SetUint(1)
-			if slices.Equal(values(&src), zero) {
-				t.Errorf("%s.%s is in no counter of counterTable", part.name, typ.Field(i).Name)
-			}
+	r := newRig(t, 1, func(c *Config) { c.KmsgPath, c.Atop = path, &atop.Config{} })
+	names := map[string]bool{}
+	for _, c := range r.m.counters() {
+		names[c.Name] = true
+	}
+	everyCount(t, "sink.Stats", sink.CSVCounters, names, nil)
+	// A line the log refuses is counted by its writer, which logs what it
+	// was: log_lines_failed.
+	everyCount(t, "sink.LineLogStats", sink.LineLogCounters, names, []string{"Overflowed"})
+	everyCount(t, "snapshot.Stats", snapshot.ManagerCounters, names, nil)
+	everyCount(t, "atop.Counters", atop.ServerCounters, names, nil)
+	everyCount(t, "kmsg.Counts", kmsg.ReaderCounters, names, nil)
+	everyCount(t, "events.Stats", events.StageCounters, names, nil)
+	everyCount(t, "sampler.Host", sampler.HostCounters, names, nil)
+	everyCount(t, "sampler.GPU", sampler.GPUCounters, names, nil)
+	everyCount(t, "sampler.ProcReader", sampler.ProcCounters, names, nil)
+	everyCount(t, "control.Server", control.ServerCounters, names, nil)
+	everyCount(t, "monitor", monitorCounters, names, nil)
+
+	var later []string // registered by cmd
+	for _, f := range control.ServerCounters {
+		later = append(later, f.Name)
+	}
+	r.run(0, func() { // the kernel log reader registers once it runs
+		deadline := time.Now().Add(10 * time.Second)
+		for !slices.Equal(r.m.reg.Unread(), later) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	if got := r.m.reg.Unread(); !slices.Equal(got, later) {
+		t.Errorf("counters no running part reads: %v, want only the control socket's %v", got, later)
+	}
+}
+
+// everyCount checks one part's table: each counter is one of names (the
+// registry's), and each uint64 field of a struct S but those in except is
+// read by some counter of it.
+func everyCount[S any](t *testing.T, part string, table []counters.Field[S], names map[string]bool, except []string) {
+	t.Helper()
+	for _, f := range table {
+		if !names[f.Name] {
+			t.Errorf("%s's counter %s is not registered", part, f.Name)
+		}
+	}
+	typ := reflect.TypeFor[S]()
+	if typ.Kind() != reflect.Struct {
+		return // a part read through its methods
+	}
+	for i := range typ.NumField() {
+		if typ.Field(i).Type.Kind() != reflect.Uint64 || slices.Contains(except, typ.Field(i).Name) {
+			continue // Paused, the per-GPU map: not counts of their own
+		}
+		var s S
+		reflect.ValueOf(&s).Elem().Field(i).SetUint(1)
+		if !slices.ContainsFunc(table, func(f counters.Field[S]) bool { return f.Get(s) != 0 }) {
+			t.Errorf("%s.%s is in no counter of its table", part, typ.Field(i).Name)
 		}
 	}
 }
 
-// TestEveryLossCounterReachesEveryOutput walks the counter table: each loss
+// TestEveryLossCounterReachesEveryOutput walks the registry: each loss
 // counter is in the status line and the summary line.
 func TestEveryLossCounterReachesEveryOutput(t *testing.T) {
 	r := newRig(t, 1, nil)
 	st := r.m.collect()
 	status, summary := statusLine(st), SummaryLine(time.Now(), st, anomaly.Counts{}, time.Minute, false)
-	for _, d := range counterTable {
-		if d.help == "" {
-			t.Errorf("counter %s has no help text", d.name)
+	for _, d := range r.m.reg.Read() {
+		if d.Help == "" {
+			t.Errorf("counter %s has no help text", d.Name)
 		}
 		for name, out := range map[string]string{"status line": status, "summary.log": summary} {
-			if !strings.Contains(out, " "+d.name+"=") {
-				t.Errorf("%s lacks %s", name, d.name)
+			if !strings.Contains(out, " "+d.Name+"=") {
+				t.Errorf("%s lacks %s", name, d.Name)
 			}
 		}
 	}
 }
 
 // TestViewCountersAreInTheTable: every counter the views and the monitor
-// read by name is a row of the counter table; a renamed row would otherwise
-// show n/a in status and top forever (and rows_dropped_10m would never
-// warn).
+// read by name is registered; a renamed counter would otherwise show n/a in
+// status and top forever (and rows_dropped_10m would never warn).
 func TestViewCountersAreInTheTable(t *testing.T) {
 	names := map[string]bool{}
-	for _, d := range counterTable {
-		names[d.name] = true
+	for _, c := range newRig(t, 1, nil).m.counters() {
+		names[c.Name] = true
 	}
 	for _, n := range live.ViewCounters {
 		if !names[n] {
-			t.Errorf("counter %q, read by name, is not in counterTable", n)
+			t.Errorf("counter %q, read by name, is not registered", n)
 		}
 	}
 }
@@ -1114,7 +1147,7 @@ func TestPublishedView(t *testing.T) {
 		if h.LastIncident.GPU != 1 || !strings.Contains(h.LastIncident.Reason, "NVML_HUNG") {
 			t.Errorf("last incident %+v", h.LastIncident)
 		}
-		if h.Version != "test" || h.Interval != 100*time.Millisecond || len(h.Counters) != len(counterTable) {
+		if h.Version != "test" || h.Interval != 100*time.Millisecond || len(h.Counters) != len(r.m.reg.Read()) {
 			t.Errorf("host view %+v", h)
 		}
 		// The stuck GPU's ticks were skipped: the busy_skips counter says so.
@@ -1164,7 +1197,7 @@ func TestHostViewReadsNeverCallBack(t *testing.T) {
 	go func() { got <- r.m.Board().View() }()
 	select {
 	case v := <-got:
-		if v.Host.Version != "test" || len(v.Host.Counters) != len(counterTable) {
+		if v.Host.Version != "test" || len(v.Host.Counters) != len(r.m.reg.Read()) {
 			t.Errorf("host view %+v, want the one New published", v.Host)
 		}
 	case <-time.After(10 * time.Second):

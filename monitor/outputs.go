@@ -28,7 +28,7 @@ type gpuOutputs struct {
 	hdr        headerFacts
 	atop       *atop.Accumulator // nil without --atop
 
-	// Lost work a pipeline counts (see counterTable).
+	// Lost work a pipeline counts (see monitorCounters).
 	flagsDropped, xidFlagsDropped *lossCounter
 }
 

@@ -124,28 +124,9 @@ func (m *Monitor) procsStuck() []string {
 	return out
 }
 
-// procCounts sums the process readers' hung and failed reads.
-func (m *Monitor) procCounts() (hung, failed uint64) {
-	for _, gs := range m.gpus {
-		if gs.pr != nil {
-			h, f := gs.pr.Counts()
-			hung, failed = hung+h, failed+f
-		}
-	}
-	return hung, failed
-}
-
 // ListenerFailed counts an endpoint the daemon could not open (its caller
 // logged it): status shows it as listen_failures.
 func (m *Monitor) ListenerFailed() { m.listenFails.Add(1) }
-
-// atopCounters returns the atop server's counters (zero without --atop).
-func (m *Monitor) atopCounters() atop.Counters {
-	if s := m.atopSrv; s != nil {
-		return s.Counters()
-	}
-	return atop.Counters{}
-}
 
 // jobs names the jobs on the GPU in its latest successful process read
 // (memory only: never an NVML call, never a /proc read), one string for

@@ -17,7 +17,7 @@ import (
 // Status is the daemon's state as the status line and summary show it.
 type Status struct {
 	Uptime time.Duration
-	// Counters is counterTable's values: every loss counter and the others.
+	// Counters is every registered counter's value, losses first.
 	Counters     []live.Counter
 	DiskPaused   bool
 	NVML         live.Pacer       // how far the sampler stretches now and how long the driver takes per tick
@@ -149,7 +149,7 @@ func SummaryLine(now time.Time, st Status, window anomaly.Counts, elapsed time.D
 		}
 	}
 	fmt.Fprintf(&b, " critical_events=%d peak_temp=%s peak_power=%s", st.Incidents, optTemp(st.Total.PeakTempC), optWatts(st.Total.PeakPowerMW))
-	// Every counter, losses first (counterTable).
+	// Every counter, losses first (the registry's order).
 	for _, c := range st.Counters {
 		fmt.Fprintf(&b, " %s=%d", c.Name, c.Value)
 	}

@@ -5,15 +5,16 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/live/control"
 )
 
 // listenerCounts is where the listeners' counts go: the monitor's counter
-// table.
+// registry.
 type listenerCounts interface {
-	ListenerFailed()                                              // an endpoint that could not be opened
-	CountControl(stats func() (answered, refused, failed uint64)) // the control socket's requests
+	ListenerFailed()                     // an endpoint that could not be opened
+	CounterRegistry() *counters.Registry // the control socket registers its counters there
 }
 
 // startListeners opens the control socket (and the metrics endpoint when
@@ -41,7 +42,7 @@ func startListeners(ctx context.Context, cli *CLI, board *live.Board, log *slog.
 			return nil, err
 		}
 		log.Info("control socket listening", "path", cli.Socket)
-		counts.CountControl(srv.Stats)
+		srv.RegisterCounters(counts.CounterRegistry())
 		done := make(chan struct{})
 		waits = append(waits, done)
 		go func() { defer close(done); srv.Serve(ctx) }()

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 )
@@ -135,7 +136,7 @@ type fakeCounts struct{ failed int }
 
 func (f *fakeCounts) ListenerFailed() { f.failed++ }
 
-func (f *fakeCounts) CountControl(func() (answered, refused, failed uint64)) {}
+func (f *fakeCounts) CounterRegistry() *counters.Registry { return nil }
 
 // TestMetricsPortTakenCarriesOn: a --metrics-listen address that cannot be
 // bound at run time (in use here; EAFNOSUPPORT under a unit without AF_INET)

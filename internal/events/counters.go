@@ -1,0 +1,22 @@
+package events
+
+import "github.com/gpu-telemetry/gpu-telemetry/internal/counters"
+
+// StageCounters are the event stage's counters (RegisterCounters).
+var StageCounters = []counters.Field[Stats]{
+	{Def: counters.Def{Name: "nvml_events", Place: 440,
+		Help: "NVML events received"},
+		Get: func(s Stats) uint64 { return s.NVMLEvents }},
+	{Def: counters.Def{Name: "kmsg_xids", Place: 450,
+		Help: "Xid lines read from the kernel log"},
+		Get: func(s Stats) uint64 { return s.KmsgXids }},
+	{Def: counters.Def{Name: "kmsg_backlog_xids", Place: 460,
+		Help: "Xids of kernel log records read after the fact (logged before the logger was ready, or, after a restart in the same boot, while no logger was reading); in events.log with backlog=true and their ktime, and counted in kmsg_xids"},
+		Get: func(s Stats) uint64 { return s.KmsgBacklogXids }},
+	{Def: counters.Def{Name: "duplicate_xids", Place: 490,
+		Help: "Xids reported by both NVML events and the kernel log, counted once"},
+		Get: func(s Stats) uint64 { return s.DuplicateXids }},
+}
+
+// RegisterCounters makes the stage's counters (StageCounters) part of r.
+func (s *Stage) RegisterCounters(r *counters.Registry) { counters.Add(r, s.Stats, StageCounters) }
