@@ -335,6 +335,19 @@ func TestFollowEventsStopsWithContext(t *testing.T) {
 	})
 }
 
+// setsAfter lets d pass and returns the sets that registered GPU gpu,
+// failing unless there are n (why: what the test waits for).
+func (e *eventHost) setsAfter(t *testing.T, d time.Duration, gpu, n int, why string) []*fakeStream {
+	t.Helper()
+	time.Sleep(d)
+	synctest.Wait()
+	s := e.forGPU(gpu)
+	if len(s) != n {
+		t.Fatalf("%s: GPU %d has %d sets, want %d (states %q)", why, gpu, len(s), n, e.reported())
+	}
+	return s
+}
+
 // forGPU returns the sets opened so far that registered GPU i.
 func (e *eventHost) forGPU(i int) []*fakeStream {
 	var out []*fakeStream
@@ -370,12 +383,7 @@ func TestFollowEventsReopenIsNotHeldByAHungGPU(t *testing.T) {
 			s.recs <- fakeRec{err: errors.New("nvmlEventSetWait: Unknown Error")}
 			s.end()
 		}
-		time.Sleep(eventRetryMin)
-		synctest.Wait()
-		s := e.forGPU(0)
-		if len(s) != 2 {
-			t.Fatalf("GPU 0's set not reopened while GPU 1 hangs in its registration: %d sets", len(s))
-		}
+		s := e.setsAfter(t, eventRetryMin, 0, 2, "GPU 0's set reopened while GPU 1 hangs in its registration")
 		s[1].recs <- fakeRec{ev: xid(0)}
 		e.delivered(t, 1)
 		if EventsIdle(0) {
@@ -431,12 +439,9 @@ func TestFollowEventsRetriesAFailedSupportedTypesQuery(t *testing.T) {
 					t.Errorf("EventFailures = %d after one failed query, want 1", n)
 				}
 				d0.Set("GetSupportedEventTypes", nvml.SUCCESS)
-				time.Sleep(eventRetryMin)
-				synctest.Wait()
-				s := e.forGPU(0)
-				if len(s) != 1 || s[0].masks[0] != fakeWatched() {
-					t.Fatalf("GPU 0 not registered after the back-off: %d sets, %d queries, states %q",
-						len(s), d0.Count("GetSupportedEventTypes"), e.reported())
+				s := e.setsAfter(t, eventRetryMin, 0, 1, "GPU 0 registered after the back-off")
+				if s[0].masks[0] != fakeWatched() {
+					t.Fatalf("GPU 0 registered for %#x, want %#x", s[0].masks[0], fakeWatched())
 				}
 				s[0].recs <- fakeRec{ev: xid(0)}
 				if got := e.delivered(t, 1); got[0].GPU != 0 {
@@ -491,12 +496,7 @@ func TestFollowEventsSkipsAGPUStuckInTheDriver(t *testing.T) {
 			t.Fatalf("with GPU 0 stuck: %d sets registered GPU 0, %d GPU 1; want 0 and 1", n, m)
 		}
 		g.begin(FnNone) // the sample returns
-		time.Sleep(lateGPUPoll)
-		synctest.Wait()
-		s := e.forGPU(0)
-		if len(s) != 1 {
-			t.Fatalf("GPU 0 not registered once it answered: %d sets", len(s))
-		}
+		s := e.setsAfter(t, lateGPUPoll, 0, 1, "GPU 0 registered once it answered")
 		s[0].recs <- fakeRec{ev: xid(0)}
 		e.delivered(t, 1)
 	})

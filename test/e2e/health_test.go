@@ -41,6 +41,17 @@ func healthStatus(t *testing.T, sock string) (int, healthDoc) {
 	return code, d
 }
 
+// startHealth starts a scenario with metrics on and waits up to limit for
+// the events.log lines of its story (what); it returns the metrics address.
+func startHealth(t *testing.T, o opts, what string, limit time.Duration, lines ...string) (*proc, string) {
+	t.Helper()
+	o.args = append(o.args, "--metrics-listen", "127.0.0.1:0")
+	p := start(t, o)
+	addr := p.metricsAddr()
+	p.waitForEvent(what, limit, lines...)
+	return p, addr
+}
+
 // lastRow is the CSV's last row of GPU gpu.
 func (p *proc) lastRow(gpu int) (table, []string) {
 	p.t.Helper()
@@ -51,16 +62,37 @@ func (p *proc) lastRow(gpu int) (table, []string) {
 	return tb, tb.rows[len(tb.rows)-1]
 }
 
+// wantLastRow checks cells of GPU gpu's last CSV row, by column ("":
+// empty, absent).
+func (p *proc) wantLastRow(gpu int, want map[string]string) (table, []string) {
+	p.t.Helper()
+	tb, row := p.lastRow(gpu)
+	for col, w := range want {
+		if got := tb.get(row, col); got != w {
+			p.t.Errorf("GPU %d last row: %s = %q, want %q", gpu, col, got, w)
+		}
+	}
+	return tb, row
+}
+
+// quietGPU1 fails on an events.log line of health news about GPU 1 (the
+// scenarios' healthy GPU) other than its baseline.
+func quietGPU1(t *testing.T, dir string) {
+	t.Helper()
+	for _, l := range strings.Split(events(dir), "\n") {
+		if strings.Contains(l, " gpu=1 ") && strings.Contains(l, "type=HEALTH") && !strings.Contains(l, "type=HEALTH_BASELINE") {
+			t.Errorf("healthy GPU 1: %s", l)
+		}
+	}
+}
+
 // TestHealthB200ECCStory: b200-ecc.scn from 22 s on (SBEs still climbing):
 // the counters reach the CSV, events.log, status, metrics and the crash
 // snapshot, the DBE is critical, the pending remap a warning, and the
 // healthy GPU 1 shows nothing.
 func TestHealthB200ECCStory(t *testing.T) {
 	t.Parallel()
-	p := start(t, opts{scenario: "@b200-ecc", kmsg: true, env: []string{"SIMNVML_TIME_OFFSET=22"},
-		args: []string{"--metrics-listen", "127.0.0.1:0"}})
-	addr := p.metricsAddr()
-	p.waitForEvent("the DBE", 30*time.Second,
+	p, addr := startHealth(t, opts{scenario: "@b200-ecc", kmsg: true, env: []string{"SIMNVML_TIME_OFFSET=22"}}, "the DBE", 30*time.Second,
 		"gpu=0 bus=00000000:01:00.0 type=HEALTH counter=ecc_dbe_volatile from=0 to=1 delta=+1",
 		"type=HEALTH_CRITICAL reason=ecc_dbe",
 		"type=HEALTH_WARNING reason=remap_pending",
@@ -75,14 +107,9 @@ func TestHealthB200ECCStory(t *testing.T) {
 		"type=HEALTH counter=remap_histogram from=max:63,high:1,partial:0,low:0,none:0 to=max:62,high:2,partial:0,low:0,none:0")
 	// The slow tier reads once a second: the rows after the change carry it.
 	time.Sleep(1500 * time.Millisecond)
-	tb, row := p.lastRow(0)
-	for col, want := range map[string]string{"ecc_mode": "1", "ecc_dbe_volatile": "1", "ecc_sbe_volatile": "60",
+	tb, _ := p.wantLastRow(0, map[string]string{"ecc_mode": "1", "ecc_dbe_volatile": "1", "ecc_sbe_volatile": "60",
 		"remap_pending": "1", "remap_uncorrectable": "1", "nvlink_links": "18", "nvlink_up": "18",
-		"retired_pages_sbe": "", "c2c_links": ""} {
-		if got := tb.get(row, col); got != want {
-			t.Errorf("GPU 0 last row: %s = %q, want %q", col, got, want)
-		}
-	}
+		"retired_pages_sbe": "", "c2c_links": ""})
 	flagged := false
 	for _, r := range tb.rows {
 		if strings.Contains(tb.get(r, "flags"), "HEALTH_CRIT(ecc_dbe)") {
@@ -126,12 +153,8 @@ func TestHealthB200ECCStory(t *testing.T) {
 		t.Errorf("healthy links or GPU 1 export health series they should not")
 	}
 	p.stop()
+	quietGPU1(t, p.dir)
 	ev := events(p.dir)
-	for _, l := range strings.Split(ev, "\n") {
-		if strings.Contains(l, " gpu=1 ") && strings.Contains(l, "type=HEALTH") && !strings.Contains(l, "type=HEALTH_BASELINE") {
-			t.Errorf("healthy GPU 1: %s", l)
-		}
-	}
 	snaps := snapshots(p.dir, "crash-*-gpu0.log")
 	if len(snaps) == 0 {
 		t.Fatalf("no crash snapshot of GPU 0")
@@ -148,23 +171,15 @@ func TestHealthB200ECCStory(t *testing.T) {
 // for good with a failed recovery before Xid 74.
 func TestHealthB200NVLinkStory(t *testing.T) {
 	t.Parallel()
-	p := start(t, opts{scenario: "@b200-nvlink", kmsg: true, env: []string{"SIMNVML_TIME_OFFSET=18"},
-		args: []string{"--metrics-listen", "127.0.0.1:0"}})
-	addr := p.metricsAddr()
-	p.waitForEvent("link 3 down", 30*time.Second,
+	p, addr := startHealth(t, opts{scenario: "@b200-nvlink", kmsg: true, env: []string{"SIMNVML_TIME_OFFSET=18"}}, "link 3 down", 30*time.Second,
 		"type=HEALTH counter=nvlink_state link=3 from=active to=inactive",
 		"type=HEALTH counter=nvlink_recovery_failed link=3 from=0 to=1 delta=+1",
 		"type=HEALTH_CRITICAL reason=nvlink_down",
 		"type=HEALTH_CRITICAL reason=nvlink_recovery_failed",
 		"type=Xid xid=74")
 	time.Sleep(1500 * time.Millisecond)
-	tb, row := p.lastRow(0)
-	for col, want := range map[string]string{"nvlink_links": "18", "nvlink_up": "17", "nvlink_recovery_failed": "1",
-		"nvlink_recoveries": "3", "nvlink_errors": "52"} {
-		if got := tb.get(row, col); got != want {
-			t.Errorf("GPU 0 last row: %s = %q, want %q", col, got, want)
-		}
-	}
+	p.wantLastRow(0, map[string]string{"nvlink_links": "18", "nvlink_up": "17", "nvlink_recovery_failed": "1",
+		"nvlink_recoveries": "3", "nvlink_errors": "52"})
 	_, d := healthStatus(t, p.socketPath())
 	h0 := d.GPUs[0].Health
 	if h0.Verdict != "critical" || !contains(h0.Reasons, "nvlink_down") || len(h0.NVLink) != 18 ||
@@ -198,19 +213,11 @@ func TestHealthQuietOnHealthyAndGeForce(t *testing.T) {
 	if code != 0 {
 		t.Errorf("status exit %d", code)
 	}
-	tb, row := p.lastRow(0)
-	for _, col := range []string{"ecc_mode", "ecc_sbe_volatile", "ecc_dbe_volatile", "remap_pending", "remap_failure", "nvlink_links", "nvlink_up"} {
-		if got := tb.get(row, col); got != "" {
-			t.Errorf("RTX 5090 %s = %q, want empty (not supported)", col, got)
-		}
-	}
-	if got := tb.get(row, "pcie_bad_tlp"); got != "0" {
-		t.Errorf("RTX 5090 pcie_bad_tlp %q, want 0", got)
-	}
-	tb1, row1 := p.lastRow(1)
-	if got := tb1.get(row1, "nvlink_up"); got != "18" {
-		t.Errorf("B200 nvlink_up %q", got)
-	}
+	// The RTX 5090 (GPU 0): what it does not support empty, its PCIe
+	// counters a real 0; the B200 (GPU 1) has its links.
+	p.wantLastRow(0, map[string]string{"ecc_mode": "", "ecc_sbe_volatile": "", "ecc_dbe_volatile": "", "remap_pending": "",
+		"remap_failure": "", "nvlink_links": "", "nvlink_up": "", "pcie_bad_tlp": "0"})
+	p.wantLastRow(1, map[string]string{"nvlink_up": "18"})
 	ev := events(p.dir)
 	for _, bad := range []string{"type=HEALTH ", "type=HEALTH_WARNING", "type=HEALTH_CRITICAL", "type=HEALTH_EVENT"} {
 		if strings.Contains(ev, bad) {
@@ -242,20 +249,13 @@ func contains(s []string, x string) bool {
 // nothing.
 func TestHealthH100NVLinkErrorCounters(t *testing.T) {
 	t.Parallel()
-	p := start(t, opts{scenario: "@h100-nvlink", args: []string{"--metrics-listen", "127.0.0.1:0"}})
-	addr := p.metricsAddr()
-	p.waitForEvent("link 2's data-link errors", 40*time.Second,
+	p, addr := startHealth(t, opts{scenario: "@h100-nvlink"}, "link 2's data-link errors", 40*time.Second,
 		"gpu=0 bus=00000000:01:00.0 type=HEALTH counter=nvlink_dl_crc_flit link=2 from=0 to=",
 		"type=HEALTH counter=nvlink_dl_replay link=2 from=0 to=",
 		"type=HEALTH counter=nvlink_dl_recovery link=2 from=0 to=1 delta=+1",
 		"type=HEALTH_WARNING reason=nvlink_errors",
 		"type=HEALTH_WARNING reason=nvlink_recovered")
-	tb, row := p.lastRow(0)
-	for col, want := range map[string]string{"nvlink_links": "18", "nvlink_up": "18", "nvlink_recoveries": "1", "nvlink_recovery_failed": ""} {
-		if got := tb.get(row, col); got != want {
-			t.Errorf("GPU 0 last row: %s = %q, want %q", col, got, want)
-		}
-	}
+	tb, row := p.wantLastRow(0, map[string]string{"nvlink_links": "18", "nvlink_up": "18", "nvlink_recoveries": "1", "nvlink_recovery_failed": ""})
 	if got := tb.get(row, "nvlink_errors"); got == "" || got == "0" {
 		t.Errorf("GPU 0 nvlink_errors %q, want the CRC and replay counts", got)
 	}
@@ -282,9 +282,5 @@ func TestHealthH100NVLinkErrorCounters(t *testing.T) {
 		t.Errorf("per-link series for healthy links")
 	}
 	p.stop()
-	for _, l := range strings.Split(events(p.dir), "\n") {
-		if strings.Contains(l, " gpu=1 ") && strings.Contains(l, "type=HEALTH") && !strings.Contains(l, "type=HEALTH_BASELINE") {
-			t.Errorf("healthy GPU 1: %s", l)
-		}
-	}
+	quietGPU1(t, p.dir)
 }

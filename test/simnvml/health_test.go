@@ -119,9 +119,7 @@ gpu 3 class gb200
 		if st != nvml.FEATURE_ENABLED {
 			t.Errorf("link 5 state %d", st)
 		}
-		if _, r := dev(t, l, 0).GetNvLinkState(0); r != nvml.ERROR_NOT_SUPPORTED {
-			t.Errorf("pro GetNvLinkState: %v", r)
-		}
+		wantRet(t, ret(dev(t, l, 0).GetNvLinkState(0)), nvml.ERROR_NOT_SUPPORTED, "pro GetNvLinkState")
 		if _, r := dev(t, l, 2).GetNvLinkErrorCounter(0, nvml.NVLINK_ERROR_DL_CRC_FLIT); r != nvml.ERROR_NOT_SUPPORTED {
 			t.Errorf("B200 legacy NVLink error counter: %v, want NOT_SUPPORTED", r)
 		}
@@ -130,17 +128,13 @@ gpu 3 class gb200
 		if h.Max != 64 {
 			t.Errorf("histogram %+v", h)
 		}
-		if _, r := dev(t, l, 1).GetRowRemapperHistogram(); r != nvml.ERROR_NOT_SUPPORTED {
-			t.Errorf("5090 histogram: %v", r)
-		}
+		wantRet(t, ret(dev(t, l, 1).GetRowRemapperHistogram()), nvml.ERROR_NOT_SUPPORTED, "5090 histogram")
 		rs, r := dev(t, l, 2).GetRepairStatus()
 		ok(t, r, "B200 repair status")
 		if rs.BChannelRepairPending != 0 {
 			t.Errorf("repair %+v", rs)
 		}
-		if _, r := dev(t, l, 0).GetRepairStatus(); r != nvml.ERROR_NOT_SUPPORTED {
-			t.Errorf("pro repair status: %v", r)
-		}
+		wantRet(t, ret(dev(t, l, 0).GetRepairStatus()), nvml.ERROR_NOT_SUPPORTED, "pro repair status")
 	})
 }
 

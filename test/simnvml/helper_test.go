@@ -178,9 +178,7 @@ func newLib(t *testing.T) nvml.Interface {
 func openLib(t *testing.T) nvml.Interface {
 	t.Helper()
 	l := newLib(t)
-	if r := l.Init(); r != nvml.SUCCESS {
-		t.Fatalf("Init: %v", r)
-	}
+	wantRet(t, l.Init(), nvml.SUCCESS, "Init")
 	t.Cleanup(func() { l.Shutdown() })
 	return l
 }
@@ -198,6 +196,10 @@ func wantRet(t *testing.T, got, want nvml.Return, what string) {
 		t.Fatalf("%s: got return %d, want %d", what, int32(got), int32(want))
 	}
 }
+
+// ret is a query's return code, its value dropped: wantRet(t,
+// ret(d.GetPowerUsage()), nvml.ERROR_NOT_SUPPORTED, "power").
+func ret[T any](_ T, r nvml.Return) nvml.Return { return r }
 
 // answer is a query's two results, for want: got(d.GetFanSpeed()).want(t, "fan", 55).
 type answer[T comparable] struct {

@@ -55,9 +55,7 @@ gpu 1 fail DeviceGetProcessUtilization not_supported
 		if _, r := d0.GetProcessUtilization(us[0].TimeStamp + 10_000_000); r != nvml.ERROR_NOT_FOUND {
 			t.Fatalf("nothing newer than lastSeen: %v, want NOT_FOUND", r)
 		}
-		if _, r := d1.GetProcessUtilization(0); r != nvml.ERROR_NOT_SUPPORTED {
-			t.Fatalf("gpu 1 fail rule: %v", r)
-		}
+		wantRet(t, ret(d1.GetProcessUtilization(0)), nvml.ERROR_NOT_SUPPORTED, "gpu 1 fail rule")
 
 		// 777 leaves GPU 0 after 1.5 s.
 		c.sleepUntil(2 * time.Second)

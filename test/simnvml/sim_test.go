@@ -59,9 +59,7 @@ func TestDefaults(t *testing.T) {
 			ok(t, r, "by bus id "+id)
 			got(h.GetUUID()).want(t, "uuid by bus id "+id, uuid)
 		}
-		if _, r := l.DeviceGetHandleByPciBusId("00000000:02:00.0"); r != nvml.ERROR_NOT_FOUND {
-			t.Fatalf("unknown bus id: %v", r)
-		}
+		wantRet(t, ret(l.DeviceGetHandleByPciBusId("00000000:02:00.0")), nvml.ERROR_NOT_FOUND, "unknown bus id")
 		if h, r := l.DeviceGetHandleByUUID(strings.ToUpper(uuid[4:]) + ""); r == nvml.SUCCESS {
 			_ = h
 			t.Fatalf("partial uuid matched")
@@ -81,9 +79,7 @@ func TestDefaults(t *testing.T) {
 			t.Fatalf("gsp mode %v %v %v", en, def, r)
 		}
 		got(d.GetTemperatureThreshold(nvml.TEMPERATURE_THRESHOLD_SLOWDOWN)).want(t, "slowdown", 95)
-		if _, r := d.GetTemperatureThreshold(nvml.TEMPERATURE_THRESHOLD_GPS_CURR); r != nvml.ERROR_NOT_SUPPORTED {
-			t.Fatalf("gps threshold %v", r)
-		}
+		wantRet(t, ret(d.GetTemperatureThreshold(nvml.TEMPERATURE_THRESHOLD_GPS_CURR)), nvml.ERROR_NOT_SUPPORTED, "gps threshold")
 		m2, r := d.GetMemoryInfo_v2()
 		ok(t, r, "memory v2")
 		m1, r := d.GetMemoryInfo()
@@ -280,9 +276,7 @@ gpu 0 fail field 82 no_permission
 				}
 			}
 		}
-		if r := d.GetFieldValues(nil); r != nvml.ERROR_INVALID_ARGUMENT {
-			t.Errorf("empty: %v", r)
-		}
+		wantRet(t, d.GetFieldValues(nil), nvml.ERROR_INVALID_ARGUMENT, "empty")
 	})
 }
 
@@ -361,9 +355,7 @@ at 1.7 gpu 0 event pstate
 		set, r := l.EventSetCreate()
 		ok(t, r, "create")
 		defer set.Free()
-		if r := d0.RegisterEvents(nvml.EventTypePowerSourceChange, set); r != nvml.ERROR_NOT_SUPPORTED {
-			t.Fatalf("register unsupported: %v", r)
-		}
+		wantRet(t, d0.RegisterEvents(nvml.EventTypePowerSourceChange, set), nvml.ERROR_NOT_SUPPORTED, "register unsupported")
 		ok(t, d0.RegisterEvents(nvml.EventTypeXidCriticalError|nvml.EventTypeGpuRecoveryAction|nvml.EventTypeClock, set), "register")
 		ok(t, d1.RegisterEvents(nvml.EventTypePState, set), "register gpu1")
 
@@ -493,34 +485,18 @@ func TestLostAndRemoved(t *testing.T) {
 		d0, d1, d2 := dev(t, l, 0), dev(t, l, 1), dev(t, l, 2)
 		uuid2, _ := d2.GetUUID()
 		got(l.DeviceGetCount()).want(t, "count", 3)
-		if _, r := d1.GetTemperature(nvml.TEMPERATURE_GPU); r != nvml.SUCCESS {
-			t.Fatalf("before lost: %v", r)
-		}
+		wantRet(t, ret(d1.GetTemperature(nvml.TEMPERATURE_GPU)), nvml.SUCCESS, "before lost")
 		c.sleepUntil(400 * time.Millisecond)
 		got(l.DeviceGetCount()).want(t, "count after removal", 2)
 		for _, d := range []nvml.Device{d1, d2} {
-			if _, r := d.GetTemperature(nvml.TEMPERATURE_GPU); r != nvml.ERROR_GPU_IS_LOST {
-				t.Fatalf("temp on lost/removed: %v", r)
-			}
-			if _, r := d.GetName(); r != nvml.ERROR_GPU_IS_LOST {
-				t.Fatalf("name on lost/removed: %v", r)
-			}
-			if r := d.GetFieldValues(make([]nvml.FieldValue, 1)); r != nvml.ERROR_GPU_IS_LOST {
-				t.Fatalf("fields on lost/removed: %v", r)
-			}
+			wantRet(t, ret(d.GetTemperature(nvml.TEMPERATURE_GPU)), nvml.ERROR_GPU_IS_LOST, "temp on lost/removed")
+			wantRet(t, ret(d.GetName()), nvml.ERROR_GPU_IS_LOST, "name on lost/removed")
+			wantRet(t, d.GetFieldValues(make([]nvml.FieldValue, 1)), nvml.ERROR_GPU_IS_LOST, "fields on lost/removed")
 		}
-		if _, r := l.DeviceGetHandleByIndex(1); r != nvml.ERROR_GPU_IS_LOST {
-			t.Fatalf("handle of lost GPU: %v", r)
-		}
-		if _, r := l.DeviceGetHandleByIndex(2); r != nvml.ERROR_INVALID_ARGUMENT {
-			t.Fatalf("index past removed GPU: %v", r)
-		}
-		if _, r := l.DeviceGetHandleByUUID(uuid2); r != nvml.ERROR_NOT_FOUND {
-			t.Fatalf("uuid of removed GPU: %v", r)
-		}
-		if _, r := d0.GetTemperature(nvml.TEMPERATURE_GPU); r != nvml.SUCCESS {
-			t.Fatalf("healthy GPU: %v", r)
-		}
+		wantRet(t, ret(l.DeviceGetHandleByIndex(1)), nvml.ERROR_GPU_IS_LOST, "handle of lost GPU")
+		wantRet(t, ret(l.DeviceGetHandleByIndex(2)), nvml.ERROR_INVALID_ARGUMENT, "index past removed GPU")
+		wantRet(t, ret(l.DeviceGetHandleByUUID(uuid2)), nvml.ERROR_NOT_FOUND, "uuid of removed GPU")
+		wantRet(t, ret(d0.GetTemperature(nvml.TEMPERATURE_GPU)), nvml.SUCCESS, "healthy GPU")
 		if l.ErrorString(nvml.ERROR_GPU_IS_LOST) != "GPU is lost" {
 			t.Fatal("error string")
 		}
@@ -599,29 +575,17 @@ gpu 0 fail nvmlDeviceGetPciInfo no_permission
 at 0.3 gpu 0 fail DeviceGetTemperature 4 for 0.4s
 `}, func(c clock, l nvml.Interface) {
 		d := dev(t, l, 0)
-		if _, r := d.GetPowerUsage(); r != nvml.ERROR_NOT_SUPPORTED {
-			t.Fatalf("power: %v", r)
-		}
-		if _, r := d.GetPciInfo(); r != nvml.ERROR_NO_PERMISSION {
-			t.Fatalf("pci (family match of _v3): %v", r)
-		}
-		if _, r := d.GetTemperature(nvml.TEMPERATURE_GPU); r != nvml.SUCCESS {
-			t.Fatalf("temp before window: %v", r)
-		}
+		wantRet(t, ret(d.GetPowerUsage()), nvml.ERROR_NOT_SUPPORTED, "power")
+		wantRet(t, ret(d.GetPciInfo()), nvml.ERROR_NO_PERMISSION, "pci (family match of _v3)")
+		wantRet(t, ret(d.GetTemperature(nvml.TEMPERATURE_GPU)), nvml.SUCCESS, "temp before window")
 		c.sleepUntil(450 * time.Millisecond)
-		if _, r := d.GetTemperature(nvml.TEMPERATURE_GPU); r != nvml.ERROR_NO_PERMISSION {
-			t.Fatalf("temp in window: %v", r)
-		}
+		wantRet(t, ret(d.GetTemperature(nvml.TEMPERATURE_GPU)), nvml.ERROR_NO_PERMISSION, "temp in window")
 		if l.ErrorString(nvml.ERROR_NO_PERMISSION) != "Insufficient Permissions" {
 			t.Fatal("error string")
 		}
 		c.sleepUntil(900 * time.Millisecond)
-		if _, r := d.GetTemperature(nvml.TEMPERATURE_GPU); r != nvml.SUCCESS {
-			t.Fatalf("temp after window: %v", r)
-		}
-		if _, r := dev(t, l, 1).GetPowerUsage(); r != nvml.SUCCESS {
-			t.Fatalf("other GPU: %v", r)
-		}
+		wantRet(t, ret(d.GetTemperature(nvml.TEMPERATURE_GPU)), nvml.SUCCESS, "temp after window")
+		wantRet(t, ret(dev(t, l, 1).GetPowerUsage()), nvml.SUCCESS, "other GPU")
 	})
 }
 
@@ -640,26 +604,16 @@ gpu 1 sensor_target -1
 `}, func(_ clock, l nvml.Interface) {
 		d0, d1 := dev(t, l, 0), dev(t, l, 1)
 		got(d0.GetNumFans()).want(t, "fanless numfans", 0)
-		if _, r := d0.GetFanSpeed(); r != nvml.ERROR_NOT_SUPPORTED {
-			t.Fatalf("fanless fan speed %v", r)
-		}
-		if _, r := d0.GetFanSpeed_v2(0); r != nvml.ERROR_NOT_SUPPORTED {
-			t.Fatalf("fanless fan speed v2 %v", r)
-		}
-		if _, r := d0.GetTargetFanSpeed(0); r != nvml.ERROR_NOT_SUPPORTED {
-			t.Fatalf("fanless target %v", r)
-		}
-		if _, r := d0.GetFanControlPolicy_v2(0); r != nvml.ERROR_NOT_SUPPORTED {
-			t.Fatalf("fanless policy %v", r)
-		}
+		wantRet(t, ret(d0.GetFanSpeed()), nvml.ERROR_NOT_SUPPORTED, "fanless fan speed")
+		wantRet(t, ret(d0.GetFanSpeed_v2(0)), nvml.ERROR_NOT_SUPPORTED, "fanless fan speed v2")
+		wantRet(t, ret(d0.GetTargetFanSpeed(0)), nvml.ERROR_NOT_SUPPORTED, "fanless target")
+		wantRet(t, ret(d0.GetFanControlPolicy_v2(0)), nvml.ERROR_NOT_SUPPORTED, "fanless policy")
 		got(d0.GetTemperature(nvml.TEMPERATURE_GPU)).want(t, "fanless temp", 88)
 		got(d1.GetTemperature(nvml.TEMPERATURE_GPU)).want(t, "absurd temp", 4294967295)
 		if v, r := d1.GetTargetFanSpeed(1); r != nvml.SUCCESS || uint32(v) != 0xFFFFFFFF {
 			t.Fatalf("absurd target %d %v", v, r)
 		}
-		if _, r := d1.GetTargetFanSpeed(2); r != nvml.ERROR_INVALID_ARGUMENT {
-			t.Fatalf("fan index past count: %v", r)
-		}
+		wantRet(t, ret(d1.GetTargetFanSpeed(2)), nvml.ERROR_INVALID_ARGUMENT, "fan index past count")
 		got(d1.GetPowerManagementLimit()).want(t, "zero limit", 0)
 		got(d1.GetFanControlPolicy_v2(0)).want(t, "policy", nvml.FAN_POLICY_MANUAL)
 		ts, r := d1.GetThermalSettings(0)
@@ -667,9 +621,7 @@ gpu 1 sensor_target -1
 		if ts.Count != 1 || ts.Sensor[0].Target != -1 {
 			t.Fatalf("thermal %+v", ts)
 		}
-		if _, r := d1.GetThermalSettings(5); r != nvml.ERROR_INVALID_ARGUMENT {
-			t.Fatalf("bad sensor index: %v", r)
-		}
+		wantRet(t, ret(d1.GetThermalSettings(5)), nvml.ERROR_INVALID_ARGUMENT, "bad sensor index")
 	})
 }
 
@@ -691,13 +643,9 @@ func TestInitResults(t *testing.T) {
 			if n != 0 {
 				t.Fatalf("count %d", n)
 			}
-			if _, r := l.DeviceGetHandleByIndex(0); r != nvml.ERROR_INVALID_ARGUMENT {
-				t.Fatalf("handle 0 on zero GPUs: %v", r)
-			}
+			wantRet(t, ret(l.DeviceGetHandleByIndex(0)), nvml.ERROR_INVALID_ARGUMENT, "handle 0 on zero GPUs")
 		} else {
-			if _, r := l.DeviceGetCount(); r != nvml.ERROR_UNINITIALIZED {
-				t.Fatalf("count after failed init: %v", r)
-			}
+			wantRet(t, ret(l.DeviceGetCount()), nvml.ERROR_UNINITIALIZED, "count after failed init")
 		}
 		return
 	}
@@ -1013,9 +961,7 @@ func checkScenario(t *testing.T, l nvml.Interface, name string, n int) {
 		}
 	case "hang.scn": // at 2 s: the hang starts at 3 s
 		d1 := dev(t, l, 1)
-		if _, r := d1.GetTemperature(nvml.TEMPERATURE_GPU); r != nvml.SUCCESS {
-			t.Fatalf("gpu 1 before hang: %v", r)
-		}
+		wantRet(t, ret(d1.GetTemperature(nvml.TEMPERATURE_GPU)), nvml.SUCCESS, "gpu 1 before hang")
 	case "absurd.scn":
 		d := dev(t, l, 0)
 		got(d.GetTemperature(nvml.TEMPERATURE_GPU)).want(t, "temp", 4294967295)
