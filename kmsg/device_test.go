@@ -14,16 +14,27 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
-// openKmsgWriter opens /dev/kmsg for writing, or skips the test saying why.
+// openKmsgWriter opens /dev/kmsg for writing, or skips the test saying why,
+// with a tag for the test's records unique to this run of test name.
 // CI runs as root, where it is writable; the test is not opt-in there.
-func openKmsgWriter(t *testing.T) *os.File {
+func openKmsgWriter(t *testing.T, name string) (w *os.File, tag string) {
 	t.Helper()
 	w, err := os.OpenFile("/dev/kmsg", os.O_WRONLY, 0)
 	if err != nil {
 		t.Skipf("/dev/kmsg is not writable here (%v): the kernel log round trip needs root (CI runs as root)", err)
 	}
 	t.Cleanup(func() { w.Close() })
-	return w
+	return w, fmt.Sprintf("gpu-telemetry-kmsg-%s-%d-%d", name, os.Getpid(), time.Now().UnixNano())
+}
+
+// openDevKmsg opens a Reader of the real /dev/kmsg (at its end).
+func openDevKmsg(t *testing.T) *Reader {
+	t.Helper()
+	r, err := Open("/dev/kmsg", discard)
+	if err != nil {
+		t.Fatalf("Open(/dev/kmsg) as a writer of it: %v", err)
+	}
+	return r
 }
 
 // writeRecords writes each message as one kernel log record at level
@@ -61,13 +72,8 @@ func readTagged(t *testing.T, recs <-chan Record, tag string, want int) []Record
 // and order intact, nothing from before Open replayed; a second Reader (a
 // restarted daemon) starts at the end again and sees only newer records.
 func TestDevKmsgRoundTrip(t *testing.T) {
-	w := openKmsgWriter(t)
-	tag := fmt.Sprintf("gpu-telemetry-kmsg-test-%d-%d", os.Getpid(), time.Now().UnixNano())
-
-	r, err := Open("/dev/kmsg", discard)
-	if err != nil {
-		t.Fatalf("Open(/dev/kmsg) as a writer of it: %v", err)
-	}
+	w, tag := openKmsgWriter(t, "test")
+	r := openDevKmsg(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	recs, done := run(t, ctx, r)
 	first := []string{tag + " one", tag + " two: NVRM: Xid (PCI:0000:4b:00): 79, pid=1, name=x, test", tag + " three"}
@@ -100,10 +106,7 @@ func TestDevKmsgRoundTrip(t *testing.T) {
 	}
 
 	// A restart: the first records are not replayed as new.
-	r2, err := Open("/dev/kmsg", discard)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r2 := openDevKmsg(t)
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
 	recs2, done2 := run(t, ctx2, r2)
@@ -186,14 +189,10 @@ func TestDeviceOverrunIsCountedAndSkipped(t *testing.T) {
 // logger restarting, or waiting on a stuck GPU) is handed on by the new
 // Reader, as backlog, and nothing up to the saved record is.
 func TestDeviceReplaysRecordsWrittenBeforeOpen(t *testing.T) {
-	w := openKmsgWriter(t)
-	tag := fmt.Sprintf("gpu-telemetry-kmsg-replay-%d-%d", os.Getpid(), time.Now().UnixNano())
+	w, tag := openKmsgWriter(t, "replay")
 
 	// The previous run: it handed on the tagged "seen" record, and stopped.
-	r0, err := Open("/dev/kmsg", discard)
-	if err != nil {
-		t.Fatalf("Open(/dev/kmsg) as a writer of it: %v", err)
-	}
+	r0 := openDevKmsg(t)
 	// A first start in a boot begins at the end, and knows where that is.
 	if _, ok := r0.LastSeq(); !ok {
 		t.Error("LastSeq() unknown after opening /dev/kmsg at its end")

@@ -37,28 +37,10 @@ func TestParseFileName(t *testing.T) {
 // being written; other names and directories are left out.
 func TestListDays(t *testing.T) {
 	dir := t.TempDir()
-	for _, n := range []string{
-		"gpu1-deep-2026-11-29.csv.gz", "gpu1-deep-2026-11-30.csv", "gpu1-deep-2026-11-30.csv.gz",
-		"gpu0-deep-2026-11-30.csv", "gpu0-deep-2026-11-28.csv.gz", "events.log", ".gpu0-deep-2026-11-29.csv.gz.tmp1",
-	} {
-		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	touch(t, dir, "gpu1-deep-2026-11-29.csv.gz", "gpu1-deep-2026-11-30.csv", "gpu1-deep-2026-11-30.csv.gz",
+		"gpu0-deep-2026-11-30.csv", "gpu0-deep-2026-11-28.csv.gz", "events.log", ".gpu0-deep-2026-11-29.csv.gz.tmp1")
 	os.Mkdir(filepath.Join(dir, "gpu2-deep-2026-11-30.csv"), 0o755)
-	got, err := ListDays(dir, cet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"gpu0-deep-2026-11-28.csv.gz", "gpu0-deep-2026-11-30.csv", "gpu1-deep-2026-11-29.csv.gz", "gpu1-deep-2026-11-30.csv"}
-	if len(got) != len(want) {
-		t.Fatalf("got %+v, want %v", got, want)
-	}
-	for i, f := range got {
-		if f.Path != filepath.Join(dir, want[i]) {
-			t.Errorf("%d: %s, want %s", i, f.Path, want[i])
-		}
-	}
+	wantDays(t, dir, "gpu0-deep-2026-11-28.csv.gz", "gpu0-deep-2026-11-30.csv", "gpu1-deep-2026-11-29.csv.gz", "gpu1-deep-2026-11-30.csv")
 	if _, err := ListDays(filepath.Join(dir, "none"), cet); err == nil {
 		t.Errorf("a missing directory listed without an error")
 	}
@@ -90,23 +72,35 @@ func TestDayParts(t *testing.T) {
 		t.Errorf("part names: %s %s", PartName(0, day, 1), PartName(0, day, 2))
 	}
 	dir := t.TempDir()
-	for _, n := range []string{"gpu0-deep-2026-12-02.csv", "gpu0-deep-2026-12-01_10.csv", "gpu0-deep-2026-12-01_2.csv.gz",
-		"gpu0-deep-2026-12-01_2.csv", "gpu0-deep-2026-12-01.csv.gz"} {
+	touch(t, dir, "gpu0-deep-2026-12-02.csv", "gpu0-deep-2026-12-01_10.csv", "gpu0-deep-2026-12-01_2.csv.gz",
+		"gpu0-deep-2026-12-01_2.csv", "gpu0-deep-2026-12-01.csv.gz")
+	wantDays(t, dir, "gpu0-deep-2026-12-01.csv.gz", "gpu0-deep-2026-12-01_2.csv", "gpu0-deep-2026-12-01_10.csv", "gpu0-deep-2026-12-02.csv")
+}
+
+// touch creates empty files in dir.
+func touch(t *testing.T, dir string, names ...string) {
+	t.Helper()
+	for _, n := range names {
 		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// wantDays fails unless ListDays lists exactly the files want of dir, in
+// that order.
+func wantDays(t *testing.T, dir string, want ...string) {
+	t.Helper()
 	got, err := ListDays(dir, cet)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"gpu0-deep-2026-12-01.csv.gz", "gpu0-deep-2026-12-01_2.csv", "gpu0-deep-2026-12-01_10.csv", "gpu0-deep-2026-12-02.csv"}
 	if len(got) != len(want) {
 		t.Fatalf("got %+v, want %v", got, want)
 	}
 	for i, f := range got {
-		if filepath.Base(f.Path) != want[i] {
-			t.Errorf("%d: %s, want %s", i, filepath.Base(f.Path), want[i])
+		if f.Path != filepath.Join(dir, want[i]) {
+			t.Errorf("%d: %s, want %s", i, f.Path, want[i])
 		}
 	}
 }

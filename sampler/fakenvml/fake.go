@@ -405,27 +405,16 @@ func (d *Dev) GetSupportedEventTypes() (uint64, nvml.Return) {
 }
 
 func (d *Dev) GetRowRemapperHistogram() (nvml.RowRemapperHistogramValues, nvml.Return) {
-	r := d.call("GetRowRemapperHistogram")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if r == nvml.SUCCESS && d.Hist == nil {
-		return nvml.RowRemapperHistogramValues{}, nvml.ERROR_NOT_SUPPORTED
-	}
-	if d.Hist == nil {
-		return nvml.RowRemapperHistogramValues{}, r
-	}
-	return *d.Hist, r
+	return optional(d, "GetRowRemapperHistogram", func() *nvml.RowRemapperHistogramValues { return d.Hist })
 }
 
 func (d *Dev) GetNvLinkErrorCounter(link int, c nvml.NvLinkErrorCounter) (uint64, nvml.Return) {
-	r := d.call("GetNvLinkErrorCounter")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	v, ok := d.DL[[2]int{link, int(c)}]
-	if r == nvml.SUCCESS && !ok {
-		return 0, nvml.ERROR_NOT_SUPPORTED
-	}
-	return v, r
+	return optional(d, "GetNvLinkErrorCounter", func() *uint64 {
+		if v, ok := d.DL[[2]int{link, int(c)}]; ok {
+			return &v
+		}
+		return nil
+	})
 }
 
 // Lib is a Library over fake devices.

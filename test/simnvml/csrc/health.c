@@ -346,19 +346,38 @@ static void put(nvmlFieldValue_t *v, int type, double x)
 	}
 }
 
+/* find_id returns the index of field id's definition in defs[0..n), or -1. */
+static int find_id(const struct hdef *defs, int n, unsigned int id)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (defs[i].id == id)
+			return i;
+	return -1;
+}
+
 nvmlReturn_t sim_health_field(const struct nvmlDevice_st *d, nvmlFieldValue_t *v, int64_t now)
 {
 	unsigned int id = v->fieldId;
-	int i, phantom;
+	int i = -1, l = -1, c = -1, phantom;
+	const struct hdef *h;
 
+	/* A GPU-level counter (hf[i]), a per-link NVLink one (lf[l]) or a
+	   per-link C2C one (cf[c]). */
 	if (id == 0)
 		return NVML_ERROR_NOT_SUPPORTED;
-	for (i = 0; i < HF_COUNT; i++) {
-		const struct hdef *h = &hf[i];
-		if (h->id != id)
-			continue;
-		if (!supported(d, h, now, &phantom))
-			return NVML_ERROR_NOT_SUPPORTED;
+	if ((i = find_id(hf, HF_COUNT, id)) >= 0)
+		h = &hf[i];
+	else if ((l = find_id(lf, LF_COUNT, id)) >= 0)
+		h = &lf[l];
+	else if ((c = find_id(cf, CF_COUNT, id)) >= 0)
+		h = &cf[c];
+	else
+		return NVML_ERROR_NOT_SUPPORTED;
+	if (!supported(d, h, now, &phantom))
+		return NVML_ERROR_NOT_SUPPORTED;
+	if (i >= 0) {
 		if (i == HF_nvlink_count)
 			put(v, h->type, d->links);
 		else if (i == HF_c2c_count)
@@ -367,37 +386,24 @@ nvmlReturn_t sim_health_field(const struct nvmlDevice_st *d, nvmlFieldValue_t *v
 			put(v, h->type, phantom ? 0 : sim_eval(d, M_H0 + i, now));
 		return NVML_SUCCESS;
 	}
-	for (i = 0; i < LF_COUNT; i++) {
-		const struct hdef *h = &lf[i];
-		if (h->id != id)
-			continue;
-		if (!supported(d, h, now, &phantom))
-			return NVML_ERROR_NOT_SUPPORTED;
+	if (l >= 0) {
 		if (v->scopeId == 0xffffffffu && h->group == HG_NVLINK5 && h->type != T_B) {
 			double sum = 0;
-			unsigned int l;
-			for (l = 0; l < d->links; l++)
-				sum += (double)u64(sim_eval(d, M_L0 + (int)l * LF_COUNT + i, now));
+			unsigned int k;
+			for (k = 0; k < d->links; k++)
+				sum += (double)u64(sim_eval(d, M_L0 + (int)k * LF_COUNT + l, now));
 			put(v, h->type, sum);
 			return NVML_SUCCESS;
 		}
 		if (v->scopeId >= d->links)
 			return NVML_ERROR_INVALID_ARGUMENT;
-		put(v, h->type, sim_eval(d, M_L0 + (int)v->scopeId * LF_COUNT + i, now));
+		put(v, h->type, sim_eval(d, M_L0 + (int)v->scopeId * LF_COUNT + l, now));
 		return NVML_SUCCESS;
 	}
-	for (i = 0; i < CF_COUNT; i++) {
-		const struct hdef *h = &cf[i];
-		if (h->id != id)
-			continue;
-		if (!supported(d, h, now, &phantom))
-			return NVML_ERROR_NOT_SUPPORTED;
-		if (v->scopeId >= d->c2c_links)
-			return NVML_ERROR_INVALID_ARGUMENT;
-		put(v, h->type, sim_eval(d, M_C0 + (int)v->scopeId * CF_COUNT + i, now));
-		return NVML_SUCCESS;
-	}
-	return NVML_ERROR_NOT_SUPPORTED;
+	if (v->scopeId >= d->c2c_links)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	put(v, h->type, sim_eval(d, M_C0 + (int)v->scopeId * CF_COUNT + c, now));
+	return NVML_SUCCESS;
 }
 
 static double hv(const struct nvmlDevice_st *d, int i, int64_t now)

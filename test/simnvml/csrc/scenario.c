@@ -675,15 +675,8 @@ static int add_seg_rel(struct parser *p, uint32_t mask, int m, int count, int st
 		if (!(mask & (1u << g)))
 			continue;
 		for (k = 0; k < count; k++) {
-			struct rawseg r;
-			r.gpu = g;
-			r.metric = m + k * stride;
-			r.rel = rel;
-			r.order = r_segs.n;
-			r.s.t0 = t0;
-			r.s.t1 = t1;
-			r.s.v0 = v0;
-			r.s.v1 = v1;
+			struct rawseg r = {.gpu = g, .metric = m + k * stride, .rel = rel, .order = r_segs.n,
+					   .s = {.t0 = t0, .t1 = t1, .v0 = v0, .v1 = v1}};
 			if (PUSH(r_segs, r) != 0)
 				return perr(p, "out of memory");
 			if (r.metric == M_ENFORCED)
@@ -804,13 +797,8 @@ static int parse_repeat(struct parser *p, char **tok, int n, int *i, unsigned lo
 
 static int add_event(struct parser *p, unsigned int gpu, int64_t t, unsigned long long type, unsigned long long data)
 {
-	struct rawevent r;
+	struct rawevent r = {.order = r_events.n, .e = {.t = t, .gpu = gpu, .type = type, .data = data}};
 
-	r.order = r_events.n;
-	r.e.t = t;
-	r.e.gpu = gpu;
-	r.e.type = type;
-	r.e.data = data;
 	if (PUSH(r_events, r) != 0)
 		return perr(p, "out of memory");
 	return 0;
@@ -866,13 +854,8 @@ static int stmt_xid(struct parser *p, uint32_t mask, int64_t t, char **tok, int 
 			if (ev && xid == 154 && add_event(p, g, tk, nvmlEventTypeGpuRecoveryAction, action) != 0)
 				return -1;
 			if (km) {
-				struct rawkmsg r;
-				r.order = r_kmsgs.n;
-				r.k.t = tk;
-				r.k.gpu = g;
-				r.k.xid = (unsigned int)xid;
-				r.k.action = (int)action;
-				r.k.text = msg != NULL ? strdup(msg) : NULL;
+				struct rawkmsg r = {.order = r_kmsgs.n, .k = {.t = tk, .gpu = g, .xid = (unsigned int)xid,
+						    .action = (int)action, .text = msg != NULL ? strdup(msg) : NULL}};
 				if ((msg != NULL && r.k.text == NULL) || PUSH(r_kmsgs, r) != 0)
 					return perr(p, "out of memory");
 			}
