@@ -121,6 +121,9 @@ func TestDevKmsgRoundTrip(t *testing.T) {
 	}
 }
 
+// eagain is a non-blocking read of /dev/kmsg with the ring read to its end.
+var eagain = &os.PathError{Op: "read", Path: "/dev/kmsg", Err: syscall.EAGAIN}
+
 // scriptedDevice stands in for /dev/kmsg's read(2): each call returns the
 // next record or error of the script; then reads block on a pipe until the
 // Reader is cancelled (as the real device blocks until a record arrives).
@@ -352,7 +355,6 @@ func TestDeviceReadErrorReopens(t *testing.T) {
 // left counted and logged as records lost while the logger was not
 // reading; once the ring is empty (EAGAIN) records are fresh.
 func TestDeviceBacklogThenFresh(t *testing.T) {
-	eagain := &os.PathError{Op: "read", Path: "/dev/kmsg", Err: syscall.EAGAIN}
 	now := &scriptedDevice{script: []any{
 		"6,45,450,-;overwritten ones were 41..44\n",
 		"4,46,460,-;NVRM: Xid (PCI:0000:4b:00): 119, pid=1, name=x, while restarting\n",
@@ -387,7 +389,6 @@ func TestDeviceBacklogThenFresh(t *testing.T) {
 // drop every new record unseen. Once the ring is read, reading goes on from
 // its end, and says so.
 func TestDeviceSavedPositionAheadOfTheRing(t *testing.T) {
-	eagain := &os.PathError{Op: "read", Path: "/dev/kmsg", Err: syscall.EAGAIN}
 	now := &scriptedDevice{script: []any{"6,7,70,-;old\n", "6,8,80,-;newest in the ring\n", eagain}}
 	dev := &scriptedDevice{script: []any{"4,9,90,-;NVRM: Xid (PCI:0000:4b:00): 79, pid=1, name=x, fresh\n"}}
 	s := newScriptedReader(t, dev, now)
@@ -408,7 +409,6 @@ func TestDeviceSavedPositionAheadOfTheRing(t *testing.T) {
 // record, though no fresh record follows: the caller saves the position
 // then, not when the log next speaks.
 func TestDeviceCaughtUpWithoutAFreshRecord(t *testing.T) {
-	eagain := &os.PathError{Op: "read", Path: "/dev/kmsg", Err: syscall.EAGAIN}
 	now := &scriptedDevice{script: []any{
 		"6,45,450,-;replayed one\n",
 		"4,46,460,-;NVRM: Xid (PCI:0000:4b:00): 119, pid=1, name=x, replayed two\n",

@@ -70,6 +70,18 @@ type eventHost struct {
 	states  []string
 }
 
+// stuckEventHost is an event host of two GPUs whose GPU 0 (returned) has
+// been stuck in a sample for stuckSample.
+func stuckEventHost(t *testing.T) (*eventHost, *GPU) {
+	t.Helper()
+	e := newEventHost(t, false, false)
+	g := e.h.GPUs[0]
+	g.started(time.Now())
+	g.begin(FnFanSpeed)
+	time.Sleep(stuckSample)
+	return e, g
+}
+
 func newEventHost(t *testing.T, late ...bool) *eventHost {
 	t.Helper()
 	syms := LookupSymbols(func(string) error { return nil })
@@ -484,11 +496,7 @@ func TestFollowEventsStopsWhenNoGPUSupportsTheWatchedTypes(t *testing.T) {
 // other GPU is registered at once.
 func TestFollowEventsSkipsAGPUStuckInTheDriver(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEventHost(t, false, false)
-		g := e.h.GPUs[0]
-		g.started(time.Now())
-		g.begin(FnFanSpeed)
-		time.Sleep(stuckSample)
+		e, g := stuckEventHost(t)
 		stop := e.follow()
 		defer stop()
 		synctest.Wait()
@@ -506,11 +514,7 @@ func TestFollowEventsSkipsAGPUStuckInTheDriver(t *testing.T) {
 // while its Xids cannot arrive; once its set is open, they are.
 func TestFollowEventsStateWaitsForAGPUStuckAtStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEventHost(t, false, false)
-		g := e.h.GPUs[0]
-		g.started(time.Now())
-		g.begin(FnFanSpeed)
-		time.Sleep(stuckSample)
+		e, g := stuckEventHost(t)
 		defer e.followStates()()
 		synctest.Wait()
 		if len(e.forGPU(1)) != 1 {
