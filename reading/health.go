@@ -195,31 +195,11 @@ func RecoveryActionName(v uint64) string {
 	return "action_" + strconv.FormatUint(v, 10)
 }
 
-// AppendHealthCell appends counter id's CSV cell: nothing when absent,
-// seconds with 3 decimals for a time, the number otherwise.
+// AppendHealthCell appends counter id's CSV cell (Def.AppendCell): nothing
+// when absent.
 func AppendHealthCell(b []byte, id HealthID, v Opt[uint64]) []byte {
-	x, ok := v.Get()
-	if !ok {
-		return b
+	if x, ok := v.Get(); ok {
+		return Health[id].AppendCell(b, x)
 	}
-	if Health[id].Format == Seconds {
-		return AppendSeconds(b, x)
-	}
-	return strconv.AppendUint(b, x, 10)
-}
-
-// AppendSeconds appends ns nanoseconds as seconds with 3 decimals
-// (truncated to the millisecond).
-func AppendSeconds(b []byte, ns uint64) []byte {
-	ms := ns / 1_000_000
-	b = strconv.AppendUint(b, ms/1000, 10)
-	b = append(b, '.')
-	frac := ms % 1000
-	if frac < 100 {
-		b = append(b, '0')
-	}
-	if frac < 10 {
-		b = append(b, '0')
-	}
-	return strconv.AppendUint(b, frac, 10)
+	return b
 }

@@ -34,7 +34,8 @@ const (
 	Slow
 )
 
-// Format is how a CSV cell writes a reading's value.
+// Format is how a CSV cell writes a reading's value (Def.AppendCell; read
+// back by Def.ParseCell).
 type Format uint8
 
 const (

@@ -1,7 +1,6 @@
 package sink
 
 import (
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -85,74 +84,28 @@ var afterColumn = map[string][]column{
 	},
 }
 
-// readingCell writes reading d's cell in its format; nothing when absent.
+// readingCell writes reading d's cell (Def.AppendCell); nothing when absent.
 func readingCell(d *reading.Def) func([]byte, *reading.Sample) []byte {
 	return func(b []byte, s *reading.Sample) []byte {
-		v, ok := d.Get(s)
-		if !ok {
-			return b
+		if v, ok := d.Get(s); ok {
+			return d.AppendCell(b, v)
 		}
-		switch d.Format {
-		case reading.Watts:
-			return strconv.AppendUint(b, (v+500)/1000, 10)
-		case reading.CentiWatt:
-			return appendCenti(b, (v+5)/10)
-		case reading.MiB:
-			return strconv.AppendUint(b, v>>20, 10)
-		case reading.Seconds:
-			return reading.AppendSeconds(b, v)
-		case reading.Hex4:
-			b = append(b, "0x"...)
-			for n := hexDigits(v); n < 4; n++ {
-				b = append(b, '0')
-			}
-			return strconv.AppendUint(b, v, 16)
-		}
-		if d.Signed() {
-			return strconv.AppendInt(b, int64(v), 10)
-		}
-		return strconv.AppendUint(b, v, 10)
+		return b
 	}
 }
 
-// ReadCell stores in s the value of reading d's cell as readingCell wrote
-// it, in the stored unit (371.53 in a CentiWatt cell: 371530 mW), with
-// d.Set. An empty cell makes the reading absent, never 0; so does a cell
-// that does not parse or holds a value the reading cannot (4294967296 for
-// a 32-bit reading), and then ReadCell returns false. A Watts or MiB cell
-// gives back the rounded value the writer kept; a decimal cell may have
-// fewer decimals than the writer writes (files of older versions).
+// ReadCell stores in s the value of reading d's cell as AppendRow wrote it
+// (Def.ParseCell), with d.Set. An empty cell makes the reading absent,
+// never 0; so does a cell that does not parse or holds a value the reading
+// cannot (4294967296 for a 32-bit reading), and then ReadCell returns
+// false.
 func ReadCell(d *reading.Def, cell string, s *reading.Sample) bool {
 	if cell == "" {
 		d.Clear(s)
 		return true
 	}
-	var v uint64
-	ok := false
-	switch d.Format {
-	case reading.Watts, reading.CentiWatt:
-		v, ok = parseDecimal(cell, 1000) // W to mW
-	case reading.MiB:
-		if m, err := strconv.ParseUint(cell, 10, 64); err == nil && m <= math.MaxUint64>>20 {
-			v, ok = m<<20, true
-		}
-	case reading.Seconds:
-		v, ok = parseDecimal(cell, 1e9) // s to ns
-	case reading.Hex4:
-		if h, found := strings.CutPrefix(cell, "0x"); found {
-			x, err := strconv.ParseUint(h, 16, 64)
-			v, ok = x, err == nil
-		}
-	default:
-		if d.Signed() {
-			x, err := strconv.ParseInt(cell, 10, 64)
-			v, ok = uint64(x), err == nil
-		} else {
-			x, err := strconv.ParseUint(cell, 10, 64)
-			v, ok = x, err == nil
-		}
-	}
-	if !ok || !d.Fits(v) { // a value the reading cannot hold is not cut to one it can
+	v, ok := d.ParseCell(cell)
+	if !ok {
 		d.Clear(s)
 		return false
 	}
@@ -192,27 +145,6 @@ func (rc ReadingCells) Read(cells []string, s *reading.Sample) {
 	for _, r := range rc {
 		ReadCell(r.d, cells[r.col], s)
 	}
-}
-
-// parseDecimal reads a non-negative decimal ("371.53", "600") as a whole
-// number of 1/unit (unit a power of ten): exactly, digits past the unit
-// dropped.
-func parseDecimal(s string, unit uint64) (uint64, bool) {
-	ip, fp, _ := strings.Cut(s, ".")
-	i, err := strconv.ParseUint(ip, 10, 64)
-	if err != nil || i > math.MaxUint64/unit {
-		return 0, false
-	}
-	v := i * unit
-	for d := unit / 10; fp != ""; fp = fp[1:] {
-		c := fp[0]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		v += uint64(c-'0') * d
-		d /= 10
-	}
-	return v, true
 }
 
 // Columns returns the CSV column names for a GPU with fans fans (csvColumns).
@@ -385,16 +317,6 @@ func appendDigits(b []byte, v, width int) []byte {
 	return append(b, tmp[i:]...)
 }
 
-// hexDigits returns the number of hex digits of v (at least 1).
-func hexDigits(v uint64) int {
-	n := 1
-	for v >= 16 {
-		v >>= 4
-		n++
-	}
-	return n
-}
-
 func appendU[T uint32 | uint64](b []byte, o reading.Opt[T]) []byte {
 	if !o.OK {
 		return b
@@ -411,17 +333,6 @@ func sensor0Cell(field func(reading.Sensor) int32) func([]byte, *reading.Sample)
 		}
 		return b
 	}
-}
-
-// appendCenti writes hundredths as a decimal with two places.
-func appendCenti(b []byte, c uint64) []byte {
-	b = strconv.AppendUint(b, c/100, 10)
-	b = append(b, '.')
-	f := c % 100
-	if f < 10 {
-		b = append(b, '0')
-	}
-	return strconv.AppendUint(b, f, 10)
 }
 
 // appendKernelTime writes seconds since boot with microseconds, as dmesg.
