@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -30,11 +29,7 @@ type healthDoc struct {
 
 func healthStatus(t *testing.T, sock string) (int, healthDoc) {
 	t.Helper()
-	code, out := status(t, "--socket", sock, "--json")
-	var d healthDoc
-	if err := json.Unmarshal([]byte(out), &d); err != nil {
-		t.Fatalf("status --json (exit %d): %v\n%s", code, err, out)
-	}
+	code, d, out := statusAs[healthDoc](t, sock)
 	if len(d.GPUs) != 2 || d.GPUs[0].Health == nil || d.GPUs[1].Health == nil {
 		t.Fatalf("status --json: no health for both GPUs:\n%s", out)
 	}

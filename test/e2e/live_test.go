@@ -60,12 +60,19 @@ func (d *statusDoc) counter(name string) (uint64, bool) {
 
 func statusJSON(t *testing.T, sock string) (int, statusDoc) {
 	t.Helper()
-	code, out := status(t, "--socket", sock, "--json")
-	var d statusDoc
+	code, d, _ := statusAs[statusDoc](t, sock)
+	return code, d
+}
+
+// statusAs runs status --json and decodes its document into a T; out is
+// the document.
+func statusAs[T any](t *testing.T, sock string) (code int, d T, out string) {
+	t.Helper()
+	code, out = status(t, "--socket", sock, "--json")
 	if err := json.Unmarshal([]byte(out), &d); err != nil {
 		t.Fatalf("status --json (exit %d): %v\n%s", code, err, out)
 	}
-	return code, d
+	return code, d, out
 }
 
 func TestStatusFromTheDaemon(t *testing.T) {
