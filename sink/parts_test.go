@@ -1,8 +1,6 @@
 package sink
 
 import (
-	"compress/gzip"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,28 +9,6 @@ import (
 	"testing"
 	"time"
 )
-
-// readAny returns the lines of a plain or gzipped CSV.
-func readAny(t *testing.T, path string) []string {
-	t.Helper()
-	if !strings.HasSuffix(path, ".gz") {
-		return readLines(t, path)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-}
 
 // checkTable fails unless every line of lines has the field count of its
 // header, the first line.
@@ -164,7 +140,7 @@ func TestCSVClockStepBackAcrossMidnight(t *testing.T) {
 			if !exists(eveningPath) {
 				eveningPath += ".gz"
 			}
-			evening := readAny(t, eveningPath)
+			evening := readLines(t, eveningPath)
 			checkTable(t, tc.evening, evening)
 			var rows []string
 			for _, l := range evening[1:] {
@@ -183,7 +159,7 @@ func TestCSVClockStepBackAcrossMidnight(t *testing.T) {
 				}
 			}
 			if tc.compress {
-				first := readAny(t, filepath.Join(dir, "gpu0-deep-2026-12-01.csv.gz"))
+				first := readLines(t, filepath.Join(dir, "gpu0-deep-2026-12-01.csv.gz"))
 				if len(first) != 2 || !strings.HasPrefix(first[1], string(AppendTimestamp(nil, tc.first))) {
 					t.Errorf("the compressed day changed: %q", first)
 				}

@@ -2,9 +2,7 @@ package sink
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/csv"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,10 +127,7 @@ func newTestCSV(t *testing.T, dir string, cfg CSVConfig) *CSV {
 
 func readLines(t *testing.T, path string) []string {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := testutil.ReadFile(t, path)
 	if len(b) > 0 && b[len(b)-1] != '\n' {
 		t.Fatalf("%s does not end in a newline: %q", path, b[max(0, len(b)-40):])
 	}
@@ -347,14 +342,7 @@ func TestRetentionAndCompression(t *testing.T) {
 				t.Errorf("%s not compressed", name)
 				continue
 			}
-			f, _ := os.Open(gz)
-			zr, err := gzip.NewReader(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, _ := io.ReadAll(zr)
-			f.Close()
-			if string(b) != "timestamp\nrow "+name+"\n" {
+			if b := testutil.ReadFile(t, gz); string(b) != "timestamp\nrow "+name+"\n" {
 				t.Errorf("%s decompresses to %q", gz, b)
 			}
 		}

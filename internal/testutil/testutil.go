@@ -1,9 +1,10 @@
 // Package testutil holds what the package tests share: golden files with an
 // -update flag, a log buffer safe for concurrent writers, a logger over it,
 // polling with a deadline, a directory listing, loopback addresses (free or
-// taken), promtool, the kernel log clock (kclock.go) and the simulated NVIDIA
-// driver (simnvml.go). Only _test.go files import
-// it; the -update flag it registers exists in the test binaries that do.
+// taken), promtool, reading a file gzipped or not (files.go), the kernel log
+// clock (kclock.go) and the simulated NVIDIA driver (simnvml.go). Only
+// _test.go files import it; the -update flag it registers exists in the
+// test binaries that do.
 package testutil
 
 import (

@@ -1,16 +1,17 @@
 package e2e
 
 import (
-	"compress/gzip"
+	"bytes"
 	"encoding/csv"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
 
 // zoneWithMidnightSoon writes a TZif file for a fixed UTC offset chosen so
@@ -39,20 +40,7 @@ func zoneWithMidnightSoon(t *testing.T, lead time.Duration) (string, *time.Locat
 // every line must have the header's width.
 func readRows(t *testing.T, path string) [][]string {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var r io.Reader = f
-	if filepath.Ext(path) == ".gz" {
-		zr, err := gzip.NewReader(f)
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		r = zr
-	}
-	recs, err := csv.NewReader(r).ReadAll()
+	recs, err := csv.NewReader(bytes.NewReader(testutil.ReadFile(t, path))).ReadAll()
 	if err != nil {
 		t.Fatalf("%s is not a complete CSV: %v", path, err)
 	}
