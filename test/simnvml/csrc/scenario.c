@@ -18,6 +18,13 @@ struct sim_seg *g_segs;
 
 /* ---- growable arrays ------------------------------------------------------ */
 
+/* FOR_SELECTED(g, mask) runs the statement after it for each GPU g that a
+   statement's selection mask names. */
+#define FOR_SELECTED(g, mask)                       \
+	for ((g) = 0; (g) < g_host.ngpus; (g)++)    \
+		if (!((mask) & (1u << (g)))) {      \
+		} else
+
 struct rawseg {
 	unsigned int gpu;
 	int metric;
@@ -671,9 +678,7 @@ static int add_seg_rel(struct parser *p, uint32_t mask, int m, int count, int st
 	unsigned int g;
 	int k;
 
-	for (g = 0; g < g_host.ngpus; g++) {
-		if (!(mask & (1u << g)))
-			continue;
+	FOR_SELECTED(g, mask) {
 		for (k = 0; k < count; k++) {
 			struct rawseg r = {.gpu = g, .metric = m + k * stride, .rel = rel, .order = r_segs.n,
 					   .s = {.t0 = t0, .t1 = t1, .v0 = v0, .v1 = v1}};
@@ -844,9 +849,7 @@ static int stmt_xid(struct parser *p, uint32_t mask, int64_t t, char **tok, int 
 		return perr(p, "unexpected \"%s\" in xid statement", tok[i]);
 	if (have_action && xid != 154)
 		return perr(p, "\"action\" only applies to Xid 154");
-	for (g = 0; g < g_host.ngpus; g++) {
-		if (!(mask & (1u << g)))
-			continue;
+	FOR_SELECTED(g, mask) {
 		for (k = 0; k < count; k++) {
 			int64_t tk = t + (int64_t)((double)over * (double)k / (double)count);
 			if (ev && add_event(p, g, tk, nvmlEventTypeXidCriticalError, xid) != 0)
@@ -891,9 +894,7 @@ static int stmt_event(struct parser *p, uint32_t mask, int64_t t, char **tok, in
 		return -1;
 	if (i != n)
 		return perr(p, "unexpected \"%s\" in %s statement", tok[i], tok[0]);
-	for (g = 0; g < g_host.ngpus; g++) {
-		if (!(mask & (1u << g)))
-			continue;
+	FOR_SELECTED(g, mask) {
 		for (k = 0; k < count; k++)
 			if (add_event(p, g, t + (int64_t)((double)over * (double)k / (double)count), type, data) != 0)
 				return -1;
@@ -929,9 +930,7 @@ static int stmt_hang(struct parser *p, uint32_t mask, int64_t t, char **tok, int
 			return perr(p, "unexpected \"%s\" in hang statement (fn NAME, ret CODE)", tok[i]);
 		}
 	}
-	for (g = 0; g < g_host.ngpus; g++) {
-		if (!(mask & (1u << g)))
-			continue;
+	FOR_SELECTED(g, mask) {
 		r.gpu = g;
 		if (PUSH(r_hangs, r) != 0)
 			return perr(p, "out of memory");
@@ -971,9 +970,7 @@ static int stmt_fail(struct parser *p, uint32_t mask, int64_t t, char **tok, int
 			return perr(p, "expected \"for DURATION\" after the return code");
 		r.f.until = t + dur;
 	}
-	for (g = 0; g < g_host.ngpus; g++) {
-		if (!(mask & (1u << g)))
-			continue;
+	FOR_SELECTED(g, mask) {
 		r.gpu = g;
 		if (PUSH(r_fails, r) != 0)
 			return perr(p, "out of memory");
@@ -1150,8 +1147,19 @@ static int stmt_static(struct parser *p, struct nvmlDevice_st *d, char **tok, in
 #undef ARGS
 }
 
+/* The statements "gpu SEL VERB ..." of a verb of their own, one row a verb. */
+static const struct verb {
+	const char *name;
+	int (*stmt)(struct parser *p, uint32_t mask, int64_t t, char **tok, int n);
+} verbs[] = {
+	{"xid", stmt_xid},   {"event", stmt_event}, {"recovery", stmt_event}, {"hang", stmt_hang},
+	{"fail", stmt_fail}, {"raise", stmt_raise}, {"remap", stmt_remap},    {"link", stmt_link},
+	{NULL, NULL},
+};
+
 static int stmt_gpu(struct parser *p, int timed, int64_t t, char **tok, int n)
 {
+	const struct verb *vb;
 	uint32_t mask;
 	unsigned int g;
 	int m, count, stride;
@@ -1193,38 +1201,23 @@ static int stmt_gpu(struct parser *p, int timed, int64_t t, char **tok, int n)
 		if (n != 3 || parse_metric(tok[1], &m, &count, &stride, &scale) != 0 || parse_num(tok[2], &v0) != 0 ||
 		    v0 < 0)
 			return perr(p, "expected: gpu SEL noise METRIC AMPLITUDE");
-		for (g = 0; g < g_host.ngpus; g++) {
+		FOR_SELECTED(g, mask) {
 			int k;
-			if (!(mask & (1u << g)))
-				continue;
 			for (k = 0; k < count; k++)
 				g_devs[g].tr[m + k * stride].noise = v0 * scale;
 		}
 		return 0;
 	}
-	if (strcmp(tok[0], "xid") == 0)
-		return stmt_xid(p, mask, t, tok, n);
-	if (strcmp(tok[0], "event") == 0 || strcmp(tok[0], "recovery") == 0)
-		return stmt_event(p, mask, t, tok, n);
-	if (strcmp(tok[0], "hang") == 0)
-		return stmt_hang(p, mask, t, tok, n);
-	if (strcmp(tok[0], "fail") == 0)
-		return stmt_fail(p, mask, t, tok, n);
-	if (strcmp(tok[0], "raise") == 0)
-		return stmt_raise(p, mask, t, tok, n);
-	if (strcmp(tok[0], "remap") == 0)
-		return stmt_remap(p, mask, t, tok, n);
-	if (strcmp(tok[0], "link") == 0)
-		return stmt_link(p, mask, t, tok, n);
+	for (vb = verbs; vb->name != NULL; vb++)
+		if (strcmp(tok[0], vb->name) == 0)
+			return vb->stmt(p, mask, t, tok, n);
 	if (strcmp(tok[0], "proc") == 0)
 		return sim_stmt_proc(p->err, sizeof(p->err), mask, t, tok, n);
 	if (strcmp(tok[0], "lost") == 0 || strcmp(tok[0], "removed") == 0) {
 		if (n != 1)
 			return perr(p, "unexpected \"%s\" after %s", tok[1], tok[0]);
-		for (g = 0; g < g_host.ngpus; g++) {
+		FOR_SELECTED(g, mask) {
 			struct nvmlDevice_st *d = &g_devs[g];
-			if (!(mask & (1u << g)))
-				continue;
 			if (tok[0][0] == 'l' && t < d->lost_at)
 				d->lost_at = t;
 			if (tok[0][0] == 'r' && t < d->removed_at)
@@ -1234,10 +1227,8 @@ static int stmt_gpu(struct parser *p, int timed, int64_t t, char **tok, int n)
 	}
 
 	/* static facts */
-	for (g = 0; g < g_host.ngpus; g++) {
+	FOR_SELECTED(g, mask) {
 		int r;
-		if (!(mask & (1u << g)))
-			continue;
 		if (timed && t != 0)
 			return perr(p, "\"%s\" is a static fact and cannot change over time", tok[0]);
 		r = stmt_static(p, &g_devs[g], tok, n);
