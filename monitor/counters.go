@@ -60,9 +60,6 @@ var monitorCounters = []counters.Field[*Monitor]{
 	{Def: counters.Def{Name: "xid_flags_dropped", Loss: true, OwnLog: true, Place: 110,
 		Help: "Xids not flagged on a row because too many were waiting for the GPU's next row, or the GPU wrote no row after them before shutdown (the Xids are in events.log)"},
 		Get: func(m *Monitor) uint64 { return m.xidFlagsDropped.load() }},
-	{Def: counters.Def{Name: "kernel_lines_suppressed", Loss: true, OwnLog: true, Place: 230,
-		Help: "kernel AER/NVRM lines not written to events.log (over 10 of one kind per GPU per minute)"},
-		Get: func(m *Monitor) uint64 { return m.kern.suppressed.load() }},
 	{Def: counters.Def{Name: "process_reads_stretched", Loss: true, Place: 260,
 		Help: "per-GPU process list reads not made because NVML was too slow for the interval (they stretch with the slow tier; nvml_level is the current step)"},
 		Get: func(m *Monitor) uint64 { return m.procsHeld.Load() }},
@@ -71,9 +68,6 @@ var monitorCounters = []counters.Field[*Monitor]{
 	{Def: counters.Def{Name: "ticks", Place: 400,
 		Help: "poll-loop ticks run"},
 		Get: func(m *Monitor) uint64 { return m.ticks.Load() }},
-	{Def: counters.Def{Name: "kernel_lines", Place: 480,
-		Help: "kernel AER, fallen-off-the-bus, RmInitAdapter and GSP lines written to events.log"},
-		Get: func(m *Monitor) uint64 { return m.kern.written.load() }},
 }
 
 // registerCounters puts every part's counters in the registry: the

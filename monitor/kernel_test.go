@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -88,7 +87,7 @@ func TestKernelLinesReachEventsLogForTheRightGPU(t *testing.T) {
 		if n := count("gpu=1 ", "type=AER", "severity=corrected", "device=0000:00:03.1"); n != 10 {
 			t.Errorf("%d corrected AER lines for GPU 1, want 10 (burst limit)", n)
 		}
-		if got := r.m.kern.suppressed.load(); got != 5 {
+		if got := r.m.ev.Stats().KernelLinesHeld; got != 5 {
 			t.Errorf("kernel_lines_suppressed = %d, want 5", got)
 		}
 		if n := count("nvme") + count("mlx5"); n != 0 {
@@ -191,25 +190,6 @@ func TestXidLinesGolden(t *testing.T) {
 		}
 		testutil.Golden(t, "xid-lines.golden", b.Bytes())
 	})
-}
-
-// Every kind of NVRM line is written with an events.log type the class
-// table calls an incident, and has a crash snapshot reason: a kind added to
-// kmsg without its line here fails.
-func TestNVRMLinesHaveAnIncidentType(t *testing.T) {
-	for k := kmsg.NVRMKind(1); k <= kmsg.NVRMGSPCrash; k++ {
-		line, ok := nvrmLines[k]
-		if !ok {
-			t.Errorf("NVRM kind %d has no events.log line", k)
-			continue
-		}
-		if !slices.Contains(sink.EventTypes(), line.typ) || line.reason == "" {
-			t.Errorf("NVRM kind %d: type %q (not an incident type of %v) or no reason %q", k, line.typ, sink.EventTypes(), line.reason)
-		}
-	}
-	if len(nvrmLines) != int(kmsg.NVRMGSPCrash) {
-		t.Errorf("nvrmLines has %d kinds, kmsg %d", len(nvrmLines), kmsg.NVRMGSPCrash)
-	}
 }
 
 // TestReplayedKernelLinesAreIncidentsAtTheirKernelTime: an AER or NVRM

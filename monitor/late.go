@@ -129,22 +129,22 @@ func (gs *gpuState) busID() string {
 // addBus registers gs under PCI slot a: a copy of the map with it is
 // swapped in, so readers (gpuByBus) take no lock.
 func (m *Monitor) addBus(a reading.PCIAddr, gs *gpuState) {
-	m.busMu.Lock()
-	defer m.busMu.Unlock()
-	old := *m.byBus.Load()
+	m.kern.busMu.Lock()
+	defer m.kern.busMu.Unlock()
+	old := *m.kern.byBus.Load()
 	next := make(map[reading.PCIAddr]*gpuState, len(old)+1)
 	for k, v := range old {
 		next[k] = v
 	}
 	next[a] = gs
-	m.byBus.Store(&next)
+	m.kern.byBus.Store(&next)
 }
 
 // removeBus takes gs off PCI slot a, as addBus adds it.
 func (m *Monitor) removeBus(a reading.PCIAddr, gs *gpuState) {
-	m.busMu.Lock()
-	defer m.busMu.Unlock()
-	old := *m.byBus.Load()
+	m.kern.busMu.Lock()
+	defer m.kern.busMu.Unlock()
+	old := *m.kern.byBus.Load()
 	if old[a] != gs {
 		return
 	}
@@ -154,11 +154,11 @@ func (m *Monitor) removeBus(a reading.PCIAddr, gs *gpuState) {
 			next[k] = v
 		}
 	}
-	m.byBus.Store(&next)
+	m.kern.byBus.Store(&next)
 }
 
 // gpuByBus returns the monitored GPU at PCI address a (any function of its
 // slot), or nil.
 func (m *Monitor) gpuByBus(a reading.PCIAddr) *gpuState {
-	return (*m.byBus.Load())[a.Slot()]
+	return (*m.kern.byBus.Load())[a.Slot()]
 }

@@ -37,12 +37,7 @@ type Monitor struct {
 	ident   reading.Identity // the host's name, machine id and boot id, read once at start
 	gpus    []*gpuState
 	byIndex map[int]*gpuState
-	// byBus finds a GPU by its PCI slot (kernel log lines name GPUs so). It
-	// is read by the kernel log goroutine and replaced, copied, when a GPU
-	// stuck at start gives its bus id (staticKnown, under busMu): readers
-	// take it with one atomic load.
-	byBus atomic.Pointer[map[reading.PCIAddr]*gpuState]
-	busMu sync.Mutex
+	kern    kernelGPUs // which GPU a kernel line names (kernel.go)
 
 	csv     *sink.CSV
 	events  lineLog
@@ -54,7 +49,6 @@ type Monitor struct {
 	ticks       atomic.Uint64
 	overruns    atomic.Uint64
 	busySkips   atomic.Uint64
-	kern        kernelLines   // AER and NVRM failure lines of the kernel log
 	ev          *events.Stage // the event path: every NVML, kernel log and poll event
 	ready       bool
 	lastSummary time.Time
@@ -133,7 +127,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		cadence: newCadence(cfg.Interval), kmsgState: "disabled", eventsState: "starting",
 		kclock: newKernelClock(host.KernelClock()), journalQ: make(chan journalEntry, journalQueue),
 		reg: counters.New()}
-	m.ev = events.NewStage(events.Config{DedupWindow: cfg.XidDedupe, KernelWall: m.kclock.clock.Wall})
+	m.ev = events.NewStage(events.Config{DedupWindow: cfg.XidDedupe, KernelClock: m.kclock.clock})
 	m.ident = readIdentity(cfg.Host, cfg.HostRoot, m.log)
 	if cfg.KmsgPath != "" {
 		m.kmsgState = "starting"
@@ -163,7 +157,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		cols = append(cols, sink.GPUColumns{Index: gs.idx, Fans: info.NumFans})
 	}
 	m.busesFromSysfs(byBus)
-	m.byBus.Store(&byBus)
+	m.kern.byBus.Store(&byBus)
 	m.board = live.NewPublishedBoard(slots)
 	m.setupProcs()
 	csv, err := sink.NewCSV(sink.CSVConfig{

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/kclock"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
@@ -19,15 +20,19 @@ import (
 // merges the two sources' reports of one Xid (Dedup), collapses clock
 // bursts (ClockBurst), explains Xids and recovery actions from the detail
 // their source parsed (reading.Event.Xid) and returns the Record of what the
-// event makes. It counts what arrives (Stats). It holds no GPU and does no
-// I/O: the caller writes the lines, takes the incident to its incident desk
-// and shows the report in the live view. It is safe for concurrent use.
+// event makes; a kernel AER or NVRM failure line goes through KernelLine,
+// which bounds them (KernelLines). It counts what arrives (Stats). It holds
+// no GPU and does no I/O: the caller writes the lines, takes the incident
+// to its incident desk and shows the report in the live view. It is safe
+// for concurrent use.
 type Stage struct {
 	dedup  Dedup
 	clocks ClockBurst
-	wall   func(printk time.Duration) time.Time
+	limit  KernelLines // kernel lines per GPU and kind a minute (KernelLine)
+	clock  kclock.Clock
 
 	nvml, kmsgXids, kmsgBacklog, duplicates atomic.Uint64
+	kernelLines, kernelHeld                 atomic.Uint64
 }
 
 // Config is what a Stage is built with.
@@ -35,15 +40,15 @@ type Config struct {
 	// DedupWindow is how far apart NVML's and the kernel log's reports of
 	// one Xid may come and still be one (Dedup.Window).
 	DedupWindow time.Duration
-	// KernelWall is the wall time of a printk time on the kernel log's
-	// clock (sampler.KernelClock.Wall): when a kernel record read after
-	// the fact happened. nil: such a record happened when it was read.
-	KernelWall func(printk time.Duration) time.Time
+	// KernelClock is the kernel log's clock: when a kernel record read
+	// after the fact happened (kclock.Clock.LoggedAt). The zero Clock:
+	// such a record happened when it was read.
+	KernelClock kclock.Clock
 }
 
 // NewStage returns a Stage with c.
 func NewStage(c Config) *Stage {
-	return &Stage{dedup: Dedup{Window: c.DedupWindow}, wall: c.KernelWall}
+	return &Stage{dedup: Dedup{Window: c.DedupWindow}, clock: c.KernelClock}
 }
 
 // Stats are the events a Stage has seen, by kind.
@@ -52,12 +57,15 @@ type Stats struct {
 	KmsgXids        uint64 // Xids of the kernel log (one a line: its Xid 154's recovery action is not another)
 	KmsgBacklogXids uint64 // of these, records read after the fact (reading.Event.Backlog)
 	DuplicateXids   uint64 // Xids and recovery actions the other source had reported first (Duplicate)
+	KernelLines     uint64 // kernel AER and NVRM failure lines written (KernelLine)
+	KernelLinesHeld uint64 // kernel lines over the burst limit, not written (Record.Held)
 }
 
 // Stats returns the counts so far.
 func (s *Stage) Stats() Stats {
 	return Stats{NVMLEvents: s.nvml.Load(), KmsgXids: s.kmsgXids.Load(),
-		KmsgBacklogXids: s.kmsgBacklog.Load(), DuplicateXids: s.duplicates.Load()}
+		KmsgBacklogXids: s.kmsgBacklog.Load(), DuplicateXids: s.duplicates.Load(),
+		KernelLines: s.kernelLines.Load(), KernelLinesHeld: s.kernelHeld.Load()}
 }
 
 // Alert says what the daemon's log says of an event besides its events.log
@@ -109,6 +117,12 @@ type Record struct {
 	FlagXid bool
 	// Xid is the catalog's explanation of an Xid (EventXid only).
 	Xid xid.Explanation
+	// Held is, for a kernel line over the burst limit (KernelLine), its
+	// kind ("AER/corrected", an NVRM line's type): not written, counted
+	// (Stats.KernelLinesHeld). FirstHeld: the first since start, which the
+	// daemon's log reports with what was lost.
+	Held      string
+	FirstHeld bool
 
 	kind     reading.EventKind
 	data     uint64
@@ -219,28 +233,18 @@ func (s *Stage) report(e reading.Event, line sink.Event) Record {
 		r.Reason = "GPU lost (" + e.Source.String() + ")"
 		ev = snapshot.Event{Time: e.Time, What: "GPU lost", Reason: r.Reason, Stage: snapshot.StageLost}
 	}
-	if e.Source == reading.SourceKmsg {
-		// The record's own timestamp, whatever it reads: 0.000000 is a
-		// time (logged before the kernel's clock ran), not "none".
-		line.Fields = append(line.Fields, KernelTimeField(e.KernelTime))
-	}
-	if e.Text != "" {
-		// As the kernel printed it (\xNN kept): events.log is UTF-8.
-		line.Fields = append(line.Fields, sink.Field{Key: "text", Value: kmsg.Printed(e.Text)})
-	}
+	var dupOf []sink.Field
 	if dup {
 		s.duplicates.Add(1)
-		line.Fields = append(line.Fields, sink.Field{Key: "duplicate_of", Value: first.String()})
+		dupOf = []sink.Field{{Key: "duplicate_of", Value: first.String()}}
 	}
-	if e.Backlog {
-		line.Fields = append(line.Fields, BacklogField)
-	}
+	line.Fields = lineTail(line.Fields, e.Source == reading.SourceKmsg, kmsg.Record{Time: e.KernelTime, Message: e.Text, Backlog: e.Backlog}, dupOf...)
 	r.Lines = []sink.Event{line}
 	if dup {
 		r.Duplicate = true
 		return r
 	}
-	r.at = s.LoggedAt(e.Time, e.KernelTime, e.Backlog)
+	r.at = s.clock.LoggedAt(e.Time, e.KernelTime, e.Backlog)
 	ev.Time = r.at
 	r.Critical = &ev
 	r.Wake, r.FlagXid = true, e.Kind == reading.EventXid && !e.Backlog
@@ -253,33 +257,37 @@ func (s *Stage) report(e reading.Event, line sink.Event) Record {
 	return r
 }
 
-// LoggedAt is when a kernel record read at read, with printk time ktime,
-// happened: read, or for a record read after the fact (backlog) ktime
-// through the kernel log clock (the estimate once a fresh record has been
-// read; before that CLOCK_MONOTONIC, unchecked, as dmesg_time), and never
-// later than read. It is the time of the live view's last Xid and last
-// recovery action, and of an incident. Like read it carries Go's monotonic
-// reading, so its age is measured on that clock.
-func (s *Stage) LoggedAt(read time.Time, ktime time.Duration, backlog bool) time.Time {
-	if !backlog || s.wall == nil {
-		return read
-	}
-	if t := s.wall(ktime); t.Before(read) {
-		return t
-	}
-	return read
-}
-
-// BacklogField ends the events.log line of a kernel record read after the
-// fact (kmsg.Record.Backlog): logged while no logger was reading, or before
-// it was ready. Its line's time is when it was read; ktime is when it was
-// logged.
-var BacklogField = sink.Field{Key: "backlog", Value: "true"}
-
 // KernelTimeField is the events.log field of a kernel line's printk
 // timestamp, in seconds as dmesg prints it: `gpu-telemetry report` places
 // the line among the rows by their dmesg_time (same clock), not by when it
 // was read.
 func KernelTimeField(t time.Duration) sink.Field {
 	return sink.Field{Key: "ktime", Value: strconv.FormatFloat(t.Seconds(), 'f', 6, 64)}
+}
+
+// lineTail appends what ends the events.log line of an event, after the
+// fields of what it reports: for a kernel log record (kernel) its printk
+// timestamp (ktime); the source's text (rec.Message: a kernel record's, or
+// a poll event's own words, as a GPU vanished from the enumeration); more (a
+// duplicate's duplicate_of); and backlog=true last for a record read after
+// the fact. Every event's line ends so: Handle's Xids, recovery actions and
+// lost GPUs, and the kernel's AER and NVRM lines (KernelLine).
+func lineTail(fields []sink.Field, kernel bool, rec kmsg.Record, more ...sink.Field) []sink.Field {
+	if kernel {
+		// The record's own timestamp, whatever it reads: 0.000000 is a
+		// time (logged before the kernel's clock ran), not "none".
+		fields = append(fields, KernelTimeField(rec.Time))
+	}
+	if rec.Message != "" {
+		// As the kernel printed it (\xNN kept): events.log is UTF-8.
+		fields = append(fields, sink.Field{Key: "text", Value: kmsg.Printed(rec.Message)})
+	}
+	fields = append(fields, more...)
+	if rec.Backlog {
+		// Logged while no logger was reading, or before it was ready
+		// (kmsg.Record.Backlog): the line's time is when it was read,
+		// ktime when it was logged.
+		fields = append(fields, sink.Field{Key: "backlog", Value: "true"})
+	}
+	return fields
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/kclock"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
@@ -36,7 +37,8 @@ func kernelXid(t *testing.T, kind reading.EventKind, msg string, at time.Time, r
 // record: lines, incident, alert, live view, flag.
 func TestStageRecords(t *testing.T) {
 	logged := t0.Add(-time.Hour)
-	s := NewStage(Config{DedupWindow: 5 * time.Second, KernelWall: func(time.Duration) time.Time { return logged }})
+	clock := kclock.Anchored(t0, 2*time.Hour)
+	s := NewStage(Config{DedupWindow: 5 * time.Second, KernelClock: clock})
 	xid79 := kernelXid(t, reading.EventXid, "NVRM: Xid (PCI:0000:01:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.", t0, kmsg.Record{Time: 3600 * time.Second})
 	r := s.Handle(xid79)
 	if len(r.Lines) != 1 || r.Lines[0].Type != sink.TypeXid || r.Critical == nil || r.Duplicate || !r.Wake || !r.FlagXid || r.Alert != Error {
@@ -62,7 +64,7 @@ func TestStageRecords(t *testing.T) {
 
 	// A replayed Xid 154 naming drain P2P: its recovery action is a notice,
 	// of when the kernel logged it, with the driver's words; no row flag.
-	rec := kmsg.Record{Time: 10 * time.Second, Backlog: true}
+	rec := kmsg.Record{Time: clock.At(logged), Backlog: true}
 	msg := "NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x0 (None) to 0x3 (Drain P2P)"
 	rv := s.Handle(kernelXid(t, reading.EventRecovery, msg, t0, rec))
 	if rv.Alert != Notice || rv.FlagXid || !rv.Wake || rv.Critical == nil || !rv.Critical.Time.Equal(logged) {
@@ -105,5 +107,20 @@ func TestStageClockBurst(t *testing.T) {
 	}
 	if lines != 4 || bursts != 1 {
 		t.Errorf("%d lines, %d bursts; want 3 clock lines and one burst line", lines, bursts)
+	}
+}
+
+// TestStagePollTextIsWritten: an event of the poll loop carries its own words
+// (a GPU vanished from the enumeration): its line has them as text=, without
+// a ktime (it is no kernel record).
+func TestStagePollTextIsWritten(t *testing.T) {
+	s := NewStage(Config{})
+	r := s.Handle(reading.Event{Time: t0, GPU: 1, Kind: reading.EventLost, Source: reading.SourcePoll, Text: "GPU vanished from enumeration (GPU-b)"})
+	if len(r.Lines) != 1 || r.Critical == nil {
+		t.Fatalf("vanished GPU: %+v", r)
+	}
+	got := r.Lines[0].Line()
+	if !strings.HasSuffix(got, `type=GPU_LOST text="GPU vanished from enumeration (GPU-b)"`) || strings.Contains(got, "ktime=") {
+		t.Errorf("line %s: want its text, no ktime", got)
 	}
 }

@@ -107,3 +107,19 @@ func (k Clock) Fit() Fit {
 	}
 	return Fit{}
 }
+
+// LoggedAt is when a kernel record read at read, with printk time ktime,
+// happened: read, or for a record read after the fact (backlog) ktime
+// through the clock (Wall: the estimate once a fresh record has been read;
+// before that CLOCK_MONOTONIC, unchecked, as dmesg_time), and never later
+// than read. The zero Clock places every record at read. Like read it
+// carries Go's monotonic reading, so its age is measured on that clock.
+func (k Clock) LoggedAt(read time.Time, ktime time.Duration, backlog bool) time.Time {
+	if !backlog || k.IsZero() {
+		return read
+	}
+	if t := k.Wall(ktime); t.Before(read) {
+		return t
+	}
+	return read
+}
