@@ -63,7 +63,6 @@ var monitorCounters = []counters.Field[*Monitor]{
 	{Def: counters.Def{Name: "process_reads_stretched", Loss: true, Place: 260,
 		Help: "per-GPU process list reads not made because NVML was too slow for the interval (they stretch with the slow tier; nvml_level is the current step)"},
 		Get: func(m *Monitor) uint64 { return m.procsHeld.Load() }},
-	{Def: counters.ListenFailures, Get: func(m *Monitor) uint64 { return m.listenFails.Load() }},
 
 	{Def: counters.Def{Name: "ticks", Place: 400,
 		Help: "poll-loop ticks run"},
@@ -74,8 +73,10 @@ var monitorCounters = []counters.Field[*Monitor]{
 // monitor's own, those of the parts New built, and, declared so that they
 // read 0 until their part registers, those of the parts built later or not
 // at all (the kernel log reader registers when it runs, the control socket
-// when cmd opens it, the atop server only with --atop). The outputs' order
-// is the counters' places (internal/counters), not this one.
+// and the metrics endpoint when cmd opens them, the atop server only with
+// --atop; listen_failures, which the endpoint and the atop server share, is
+// declared with the atop server's). The outputs' order is the counters'
+// places (internal/counters), not this one.
 func (m *Monitor) registerCounters() {
 	r := m.reg
 	counters.Add(r, func() *Monitor { return m }, monitorCounters)
@@ -98,7 +99,7 @@ func (m *Monitor) registerCounters() {
 }
 
 // CounterRegistry is where the daemon's counters are: a part built after
-// New (the control socket) registers its own there.
+// New (the control socket, the metrics endpoint) registers its own there.
 func (m *Monitor) CounterRegistry() *counters.Registry { return m.reg }
 
 // counters returns every counter's current value, losses first.

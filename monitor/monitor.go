@@ -67,7 +67,6 @@ type Monitor struct {
 	sideDrops, lineFails, flagsDropped, xidFlagsDropped lossCounter
 	journalDrops                                        lossCounter
 	journalQ                                            chan journalEntry
-	listenFails                                         atomic.Uint64 // ListenerFailed
 
 	reg      *counters.Registry // every part's counters (counters.go)
 	klog     *KernelLog         // nil: no kernel log (kernlog.go)

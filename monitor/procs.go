@@ -124,10 +124,6 @@ func (m *Monitor) procsStuck() []string {
 	return out
 }
 
-// ListenerFailed counts an endpoint the daemon could not open (its caller
-// logged it): status shows it as listen_failures.
-func (m *Monitor) ListenerFailed() { m.listenFails.Add(1) }
-
 // jobs names the jobs on the GPU in its latest successful process read
 // (memory only: never an NVML call, never a /proc read), one string for
 // an events.log field: "slurm job 4242 step 0; pod <uid> container <id>",

@@ -10,20 +10,13 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/live/control"
 )
 
-// listenerCounts is where the listeners' counts go: the monitor's counter
-// registry.
-type listenerCounts interface {
-	ListenerFailed()                     // an endpoint that could not be opened
-	CounterRegistry() *counters.Registry // the control socket registers its counters there
-}
-
 // startListeners opens the control socket (and the metrics endpoint when
 // asked) over the monitor's published state. Opening the control socket
 // fails with one line (a live socket held by another instance, a bad
-// group); a metrics address that cannot be bound is logged and counted
-// (serveMetrics). The control socket's requests are counted in counts.
+// group); a metrics address that cannot be bound is logged (serveMetrics)
+// and counted as listen_failures. Both register their counters in reg.
 // Serving stops when ctx is cancelled or stop is called.
-func startListeners(ctx context.Context, cli *CLI, board *live.Board, log *slog.Logger, counts listenerCounts) (stop func(), err error) {
+func startListeners(ctx context.Context, cli *CLI, board *live.Board, log *slog.Logger, reg *counters.Registry) (stop func(), err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	var waits []chan struct{}
 	stop = func() {
@@ -42,13 +35,15 @@ func startListeners(ctx context.Context, cli *CLI, board *live.Board, log *slog.
 			return nil, err
 		}
 		log.Info("control socket listening", "path", cli.Socket)
-		srv.RegisterCounters(counts.CounterRegistry())
+		srv.RegisterCounters(reg)
 		done := make(chan struct{})
 		waits = append(waits, done)
 		go func() { defer close(done); srv.Serve(ctx) }()
 	}
 	if cli.MetricsListen != "" {
-		done, err := serveMetrics(ctx, cli, board, log, counts.ListenerFailed)
+		var failed counters.Counter
+		failed.Register(reg, counters.ListenFailures)
+		done, err := serveMetrics(ctx, cli, board, log, failed.Inc)
 		if err != nil {
 			stop()
 			return nil, err

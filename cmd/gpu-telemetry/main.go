@@ -151,7 +151,7 @@ func serve(cli *CLI, stderr io.Writer) int {
 		log.Info("stopped before sampling began")
 		return 0
 	}
-	stopListeners, err := startListeners(ctx, cli, mon.Board(), log, mon)
+	stopListeners, err := startListeners(ctx, cli, mon.Board(), log, mon.CounterRegistry())
 	if err != nil {
 		host.Close(2 * time.Second)
 		fmt.Fprintf(stderr, "gpu-telemetry: %v\n", err)

@@ -131,13 +131,6 @@ func TestLockFileInTheLogDirByAnotherPath(t *testing.T) {
 	}
 }
 
-// fakeCounts counts the endpoints startListeners could not open.
-type fakeCounts struct{ failed int }
-
-func (f *fakeCounts) ListenerFailed() { f.failed++ }
-
-func (f *fakeCounts) CounterRegistry() *counters.Registry { return nil }
-
 // TestMetricsPortTakenCarriesOn: a --metrics-listen address that cannot be
 // bound at run time (in use here; EAFNOSUPPORT under a unit without AF_INET)
 // is logged once and counted, and the listeners start anyway: the logger
@@ -148,14 +141,14 @@ func TestMetricsPortTakenCarriesOn(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&lb, nil))
 	cli := &CLI{Socket: "none", MetricsListen: held}
 	board := live.NewBoard(nil, func() live.Host { return live.Host{} })
-	var counts fakeCounts
-	stop, err := startListeners(context.Background(), cli, board, log, &counts)
+	reg := counters.New()
+	stop, err := startListeners(context.Background(), cli, board, log, reg)
 	if err != nil {
 		t.Fatalf("a taken metrics port stopped the start: %v", err)
 	}
 	stop()
-	if counts.failed != 1 {
-		t.Errorf("failure counted %d times, want 1", counts.failed)
+	if v := reg.Read(); len(v) != 1 || v[0].Name != "listen_failures" || v[0].Value != 1 {
+		t.Errorf("counted %+v, want listen_failures 1", v)
 	}
 	if n := strings.Count(lb.String(), "cannot listen"); n != 1 {
 		t.Errorf("%d log lines about the taken port, want 1:\n%s", n, lb.String())

@@ -54,6 +54,21 @@ type Value struct {
 var ListenFailures = Def{Name: "listen_failures", Loss: true, OwnLog: true, Place: 300,
 	Help: "endpoints that could not be opened (--metrics-listen, --atop's TCP port or unix socket: address in use, or refused by the unit's RestrictAddressFamilies): not served, the logger samples on"}
 
+// Counter is a count a part owns and registers under one Def (Register),
+// for a part with no stats of its own to read it from.
+type Counter struct{ n atomic.Uint64 }
+
+// Inc counts one.
+func (c *Counter) Inc() { c.n.Add(1) }
+
+// Load returns the count.
+func (c *Counter) Load() uint64 { return c.n.Load() }
+
+// Register makes c the part's value of d in r.
+func (c *Counter) Register(r *Registry, d Def) {
+	Add(r, c.Load, []Field[uint64]{{Def: d, Get: func(v uint64) uint64 { return v }}})
+}
+
 // Registry holds the counters and how to read them. Reading takes no lock:
 // a registration publishes a new table, readers use the one they loaded.
 type Registry struct {

@@ -126,3 +126,15 @@ func TestReadWhileRegistering(t *testing.T) {
 		t.Errorf("a_lost = %d, want 100", got[0].Value)
 	}
 }
+
+// A Counter registered under a Def shared with another part adds to it.
+func TestCounterAddsToASharedDef(t *testing.T) {
+	r := New()
+	Add(r, func() stats { return stats{a: 2} }, part)
+	var c Counter
+	c.Register(r, lossA)
+	c.Inc()
+	if got := r.Read(); got[0].Name != "a_lost" || got[0].Value != 3 {
+		t.Errorf("read %+v, want a_lost = 2 + 1", got)
+	}
+}
