@@ -15,13 +15,13 @@ var HostCounters = []counters.Field[*Host]{
 // GPUCounters are a GPU's counters (GPU.RegisterCounters); every GPU's show
 // summed.
 var GPUCounters = []counters.Field[*GPU]{
-	{Def: counters.Def{Name: "batch_thread_failures", Loss: true, OwnLog: true, Place: 270,
+	{Def: counters.Def{Name: "batch_thread_failures", Loss: true, OwnLog: true, Place: 270, Sum: true,
 		Help: "GPU batch threads that could not be started (the sampler logs the first): that GPU's slow samples stay direct calls, holding the process while in the driver, so other GPUs' samples start late; retried"},
 		Get: (*GPU).BatchThreadFailures},
-	{Def: counters.Def{Name: "native_exec_failures", Loss: true, OwnLog: true, Place: 280,
+	{Def: counters.Def{Name: "native_exec_failures", Loss: true, OwnLog: true, Place: 280, Sum: true,
 		Help: "GPU native executors (one cgo call a sample) that could not be started (the sampler logs the first, with why): that GPU's samples are go-nvml calls instead, one cgo call each; tried again with the static facts"},
 		Get: (*GPU).NativeExecFailures},
-	{Def: counters.Def{Name: "health_skips", Loss: true, OwnLog: true, Place: 290,
+	{Def: counters.Def{Name: "health_skips", Loss: true, OwnLog: true, Place: 290, Sum: true,
 		Help: "health counter reads put off because another GPU held the field lock, stuck in the driver (the sampler logs the first): the last reading stays, one slow period older"},
 		Get: (*GPU).HealthSkips},
 }
@@ -29,10 +29,10 @@ var GPUCounters = []counters.Field[*GPU]{
 // ProcCounters are a GPU's process reader's counters
 // (ProcReader.RegisterCounters); every GPU's show summed.
 var ProcCounters = []counters.Field[*ProcReader]{
-	{Def: counters.Def{Name: "process_reads_hung", Loss: true, Place: 240,
+	{Def: counters.Def{Name: "process_reads_hung", Loss: true, Place: 240, Sum: true,
 		Help: "per-GPU process list reads stuck in the driver past the deadline (no process data meanwhile)"},
 		Get: func(p *ProcReader) uint64 { h, _ := p.Counts(); return h }},
-	{Def: counters.Def{Name: "process_reads_failed", Loss: true, Place: 250,
+	{Def: counters.Def{Name: "process_reads_failed", Loss: true, Place: 250, Sum: true,
 		Help: "per-GPU process list reads that failed (no process data that second)"},
 		Get: func(p *ProcReader) uint64 { _, f := p.Counts(); return f }},
 }

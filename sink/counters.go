@@ -28,10 +28,10 @@ func (c *CSV) RegisterCounters(r *counters.Registry) { counters.Add(r, c.Stats, 
 // show summed. The lines a log refused (Overflowed) are counted by its
 // writer, which knows what the line was.
 var LineLogCounters = []counters.Field[LineLogStats]{
-	{Def: counters.Def{Name: "log_lines_lost_at_exit", Loss: true, OwnLog: true, Place: 80,
+	{Def: counters.Def{Name: "log_lines_lost_at_exit", Loss: true, OwnLog: true, Place: 80, Sum: true,
 		Help: "events.log and summary.log lines still waiting for the disk when the logger exited"},
 		Get: func(s LineLogStats) uint64 { return s.LostAtClose }},
-	{Def: counters.Def{Name: "log_lines_delayed", Place: 420,
+	{Def: counters.Def{Name: "log_lines_delayed", Place: 420, Sum: true,
 		Help: "events.log and summary.log lines kept in memory while the file could not be written (disk full) and written later with their own timestamps"},
 		Get: func(s LineLogStats) uint64 { return s.Delayed }},
 }

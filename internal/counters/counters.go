@@ -10,8 +10,8 @@
 // Place. A place is unique in the daemon; the places are spaced by 10 so that
 // a new counter can stand between two.
 //
-// A counter registered more than once (each GPU's sampler, both line logs,
-// two listeners sharing listen_failures) shows the sum. A counter declared
+// A counter several parts register (each GPU's sampler, both line logs,
+// two listeners sharing listen_failures: Def.Sum) shows the sum. A counter declared
 // whose part is not built, or not yet (the atop server without --atop, the
 // kernel log reader before it runs, the control socket before cmd opens
 // it), reads 0: every output shows the same counters whatever runs.
@@ -34,6 +34,11 @@ type Def struct {
 	// lost; otherwise the monitor logs it, with Help, once it is non-zero.
 	OwnLog bool
 	Place  int // where it stands among the losses, or among the others
+	// Sum: several parts count it (each GPU, both line logs, the listeners)
+	// and it shows their sum. A counter without Sum is one part's: a second
+	// registration of it panics (a part registered twice would count
+	// double).
+	Sum bool
 }
 
 // Field is one counter of a part, read from the part's stats S.
@@ -51,7 +56,7 @@ type Value struct {
 // ListenFailures is the one counter several parts share: each listener that
 // cannot open its endpoint counts it (the monitor for --metrics-listen, the
 // atop server for its own).
-var ListenFailures = Def{Name: "listen_failures", Loss: true, OwnLog: true, Place: 300,
+var ListenFailures = Def{Name: "listen_failures", Loss: true, OwnLog: true, Place: 300, Sum: true,
 	Help: "endpoints that could not be opened (--metrics-listen, --atop's TCP port or unix socket: address in use, or refused by the unit's RestrictAddressFamilies): not served, the logger samples on"}
 
 // Counter is a count a part owns and registers under one Def (Register),
@@ -100,8 +105,9 @@ func Declare[S any](r *Registry, fields []Field[S]) { Add(r, nil, fields) }
 
 // Add registers a part's counters, read from stats: each reading of the
 // registry calls stats once and reads every field from what it returned. A
-// counter already in r with the same Def adds this part's value to it; a nil
-// stats only declares the counters. A nil r is nothing to register with
+// counter already in r with the same Def adds this part's value to it when
+// the Def says Sum, and panics otherwise; a nil stats only declares the
+// counters. A nil r is nothing to register with
 // (a part built without a registry, in tests). Add panics when a name or a
 // place is another counter's: a programming error, found by every test that
 // builds the part.
@@ -157,6 +163,9 @@ func (r *Registry) add(defs []Def, read func(v []uint64)) {
 	if read != nil {
 		s := source{read: read}
 		for _, d := range defs {
+			if !d.Sum && slices.ContainsFunc(t.srcs, func(o source) bool { return slices.Contains(o.names, d.Name) }) {
+				panic(fmt.Sprintf("counters: %s registered by a second part (registered twice? Def.Sum for a counter several parts count)", d.Name))
+			}
 			s.names = append(s.names, d.Name)
 		}
 		t.srcs = append(t.srcs, s)

@@ -10,15 +10,19 @@ import (
 type stats struct{ a, b uint64 }
 
 var (
-	lossA  = Def{Name: "a_lost", Loss: true, Place: 20, Help: "a"}
+	lossA  = Def{Name: "a_lost", Loss: true, Place: 20, Help: "a", Sum: true}
 	lossB  = Def{Name: "b_lost", Loss: true, Place: 10, Help: "b"}
-	countC = Def{Name: "c", Place: 5, Help: "c"}
+	countC = Def{Name: "c", Place: 5, Help: "c", Sum: true}
 )
 
-var part = []Field[stats]{
-	{Def: lossA, Get: func(s stats) uint64 { return s.a }},
-	{Def: countC, Get: func(s stats) uint64 { return s.b }},
-}
+// part's counters are several parts' (Sum), one's only one part's.
+var (
+	part = []Field[stats]{
+		{Def: lossA, Get: func(s stats) uint64 { return s.a }},
+		{Def: countC, Get: func(s stats) uint64 { return s.b }},
+	}
+	one = []Field[uint64]{{Def: lossB, Get: func(v uint64) uint64 { return v }}}
+)
 
 func names(vs []Value) []string {
 	var out []string
@@ -33,7 +37,7 @@ func names(vs []Value) []string {
 func TestOrderIsLossesFirstThenPlace(t *testing.T) {
 	r := New()
 	Add(r, func() stats { return stats{a: 1, b: 2} }, part)
-	Add(r, func() uint64 { return 7 }, []Field[uint64]{{Def: lossB, Get: func(v uint64) uint64 { return v }}})
+	Add(r, func() uint64 { return 7 }, one)
 	got := r.Read()
 	if n := names(got); !slices.Equal(n, []string{"b_lost", "a_lost", "c"}) {
 		t.Fatalf("order %v, want b_lost (loss, place 10), a_lost (loss, 20), c (5, not a loss)", n)
@@ -97,6 +101,25 @@ func TestConflictsPanic(t *testing.T) {
 			Declare(r, []Field[stats]{{Def: tc.def}})
 		})
 	}
+}
+
+// A counter that is one part's (no Sum) registered a second time is a part
+// registered twice: it panics rather than count double; declared first,
+// it takes its one part.
+func TestOnePartsCounterRegisteredTwicePanics(t *testing.T) {
+	r := New()
+	Declare(r, one)
+	Add(r, func() uint64 { return 7 }, one)
+	if got := r.Read(); len(got) != 1 || got[0].Value != 7 {
+		t.Fatalf("declared, then registered: %+v, want b_lost 7", got)
+	}
+	defer func() {
+		if p, _ := recover().(string); !strings.Contains(p, "b_lost registered by a second part") {
+			t.Errorf("panic %q, want one naming b_lost registered by a second part", p)
+		}
+	}()
+	Add(r, func() uint64 { return 7 }, one)
+	t.Errorf("registered twice without Sum: %+v", r.Read())
 }
 
 func TestNilRegistryIsNothing(t *testing.T) {
