@@ -62,7 +62,7 @@ var monitorCounters = []counters.Field[*Monitor]{
 		Get: func(m *Monitor) uint64 { return m.xidFlagsDropped.load() }},
 	{Def: counters.Def{Name: "process_reads_stretched", Loss: true, Place: 260,
 		Help: "per-GPU process list reads not made because NVML was too slow for the interval (they stretch with the slow tier; nvml_level is the current step)"},
-		Get: func(m *Monitor) uint64 { return m.procsHeld.Load() }},
+		Get: func(m *Monitor) uint64 { return m.procs.held.Load() }},
 
 	{Def: counters.Def{Name: "ticks", Place: 400,
 		Help: "poll-loop ticks run"},
@@ -91,8 +91,8 @@ func (m *Monitor) registerCounters() {
 		gs.pr.RegisterCounters(r)
 	}
 	counters.Declare(r, atop.ServerCounters)
-	if m.atopSrv != nil {
-		m.atopSrv.RegisterCounters(r)
+	if m.procs.srv != nil {
+		m.procs.srv.RegisterCounters(r)
 	}
 	counters.Declare(r, kmsg.ReaderCounters)
 	counters.Declare(r, control.ServerCounters)

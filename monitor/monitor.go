@@ -14,7 +14,6 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/events"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
-	"github.com/gpu-telemetry/gpu-telemetry/live/atop"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
@@ -78,11 +77,7 @@ type Monitor struct {
 	board   *live.Board
 	cadence *cadence
 
-	atop    *atop.Accumulator // nil without --atop (monitor/procs.go)
-	atopSrv *atop.Server
-
-	procTicks int           // ticks per process read of a GPU at the normal rate (procs.go)
-	procsHeld atomic.Uint64 // process reads held back by the pacer
+	procs procParts // the process reads and atop's protocol (procs.go)
 
 	// Periodic work paced by the poll loop, so that it runs while the
 	// process is awake for a tick rather than on timers of its own: the
@@ -177,7 +172,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		KernelWall: m.kclock.clock.Wall,
 	})
 	m.inc = &incidentDesk{snaps: m.snaps, rows: m.csv, log: m.log}
-	out.csv, out.incidentSink, out.hdr.host, out.atop = m.csv, m.inc, m.ident, m.atop
+	out.csv, out.incidentSink, out.hdr.host, out.atop = m.csv, m.inc, m.ident, m.procs.atop
 	m.registerCounters()
 	m.writeSystemInfo()
 	m.publishHost() // the first host view, before Run
@@ -437,7 +432,7 @@ func (m *Monitor) tick(now time.Time) {
 		m.lastSync = now
 		nudge(m.syncTick, now)
 	}
-	if k%uint64(m.procTicks) == 0 {
+	if k%uint64(m.procs.ticks) == 0 {
 		nudge(m.secondTick, now)
 	}
 	if now.Sub(m.lastSummary) >= m.cfg.SummaryEvery {

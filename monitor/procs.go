@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/live"
@@ -15,7 +16,7 @@ import (
 )
 
 // procEvery is the slow tier's process cadence at the normal rate:
-// atopgpud's once a second (every procTicks ticks; every tick at intervals
+// atopgpud's once a second (every procParts.ticks ticks; every tick at intervals
 // of a second or more).
 const procEvery = time.Second
 
@@ -23,6 +24,15 @@ const procEvery = time.Second
 // snapshot is taken is reported as not returned (a real driver answers in
 // milliseconds).
 const procStuckAfter = 250 * time.Millisecond
+
+// procParts is the slow tier's process reads, beside the GPUs' own
+// readers, and atop's protocol.
+type procParts struct {
+	atop  *atop.Accumulator // nil without --atop
+	srv   *atop.Server      // nil without --atop
+	ticks int               // ticks per process read of a GPU at the normal rate
+	held  atomic.Uint64     // process reads held back by the pacer
+}
 
 // setupProcs gives every GPU its process reader (the slow tier's per-process
 // reads, for crash snapshots and atop) and, with --atop, the accumulator the
@@ -33,10 +43,10 @@ func (m *Monitor) setupProcs() {
 		gs.pr = sampler.NewProcReader(gs.g, sampler.ProcConfig{Deadline: m.cfg.Deadline, ProcRoot: m.cfg.ProcRoot}, m.log)
 		infos = append(infos, gs.info())
 	}
-	m.procTicks = max(1, int((procEvery+m.cfg.Interval/2)/m.cfg.Interval))
+	m.procs.ticks = max(1, int((procEvery+m.cfg.Interval/2)/m.cfg.Interval))
 	if m.cfg.Atop != nil {
-		m.atop = atop.NewAccumulator(infos, m.log)
-		m.atopSrv = atop.NewServer(m.atop, *m.cfg.Atop, m.log)
+		m.procs.atop = atop.NewAccumulator(infos, m.log)
+		m.procs.srv = atop.NewServer(m.procs.atop, *m.cfg.Atop, m.log)
 	}
 }
 
@@ -47,15 +57,15 @@ func (m *Monitor) runProcs(ctx context.Context) {
 	for _, gs := range m.gpus {
 		go gs.pr.Run(ctx) // not awaited: a read stuck in the driver never returns
 	}
-	if m.atopSrv != nil {
-		m.atopSrv.Start(ctx)
-		defer m.atopSrv.Close()
+	if m.procs.srv != nil {
+		m.procs.srv.Start(ctx)
+		defer m.procs.srv.Close()
 	}
 	<-ctx.Done()
 }
 
 // procTick runs on the poll loop at the end of tick k. Each GPU's process
-// read is part of the slow tier: it starts about once a second (procTicks),
+// read is part of the slow tier: it starts about once a second (procParts.ticks),
 // on a different tick for each GPU, and less often while the pacer stretches
 // the slow tier because NVML is too slow for the interval; a read held back
 // that way is counted (process_reads_stretched). A GPU backing off after
@@ -67,9 +77,9 @@ func (m *Monitor) runProcs(ctx context.Context) {
 func (m *Monitor) procTick(at instant, k uint64) {
 	for i, gs := range m.gpus {
 		answering := !gs.offAtTick
-		due, held := m.host.Pacer.SlowDue(k, i, m.procTicks)
+		due, held := m.host.Pacer.SlowDue(k, i, m.procs.ticks)
 		if held && answering {
-			m.procsHeld.Add(1)
+			m.procs.held.Add(1)
 		}
 		gs.pr.Tick(at.wall, at.mono, due && answering)
 		if p := gs.pr.Latest(); p != gs.procsShown {
@@ -77,15 +87,15 @@ func (m *Monitor) procTick(at instant, k uint64) {
 			gs.slot.Update(func(g *live.GPU) { g.Processes = p })
 		}
 	}
-	if m.atop == nil || k%uint64(m.procTicks) != 0 {
+	if m.procs.atop == nil || k%uint64(m.procs.ticks) != 0 {
 		return
 	}
 	if k > 0 {
-		m.atop.Second()
+		m.procs.atop.Second()
 	}
 	for _, gs := range m.gpus {
-		m.atop.Info(gs.info())
-		m.atop.Procs(gs.pr.Latest())
+		m.procs.atop.Info(gs.info())
+		m.procs.atop.Procs(gs.pr.Latest())
 	}
 }
 
