@@ -56,11 +56,7 @@ func TestIncidentLineNotHeldBehindQueuedRows(t *testing.T) {
 			gs := r.m.gpus[0]
 			var s reading.Sample
 			start := time.Now()
-			sample := func(n int) {
-				gs.g.Sample(&s)
-				s.Time = start.Add(time.Duration(n) * 100 * time.Millisecond)
-				gs.handle(&s)
-			}
+			sample := stepper(gs, &s, start)
 			for n := range 3 {
 				sample(n)
 			}

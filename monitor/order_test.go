@@ -173,11 +173,7 @@ func TestIncidentSnapshotCountsItsSample(t *testing.T) {
 				gs := r.m.gpus[0]
 				var s reading.Sample
 				start := time.Now()
-				sample := func(n int) {
-					gs.g.Sample(&s)
-					s.Time = start.Add(time.Duration(n) * 100 * time.Millisecond)
-					gs.handle(&s)
-				}
+				sample := stepper(gs, &s, start)
 				for n := range 5 {
 					sample(n)
 				}
@@ -334,4 +330,14 @@ func TestTickOfAClassifiedSampleStillBusyIsCounted(t *testing.T) {
 			t.Errorf("hung_rows %d, want 0 (the hang report declines for a classified sample)", hung)
 		}
 	})
+}
+
+// stepper returns what takes GPU gs's sample n into s, stamped n intervals
+// of 100 ms after start, through the GPU's pipeline.
+func stepper(gs *gpuState, s *reading.Sample, start time.Time) func(n int) {
+	return func(n int) {
+		gs.g.Sample(s)
+		s.Time = start.Add(time.Duration(n) * 100 * time.Millisecond)
+		gs.handle(s)
+	}
 }

@@ -181,13 +181,19 @@ func (r *Registry) add(defs []Def, read func(v []uint64)) {
 	r.tab.Store(t)
 }
 
-// Read returns every counter's current value, losses first, then by place.
-// Safe from any goroutine; a nil r reads nothing.
-func (r *Registry) Read() []Value {
+// published is the table readers use; nil for a nil r or before the first
+// registration.
+func (r *Registry) published() *table {
 	if r == nil {
 		return nil
 	}
-	t := r.tab.Load()
+	return r.tab.Load()
+}
+
+// Read returns every counter's current value, losses first, then by place.
+// Safe from any goroutine; a nil r reads nothing.
+func (r *Registry) Read() []Value {
+	t := r.published()
 	if t == nil {
 		return nil
 	}
@@ -208,10 +214,7 @@ func (r *Registry) Read() []Value {
 // Unread names the counters declared that no registered part reads (yet),
 // in output order: with every part built, none.
 func (r *Registry) Unread() []string {
-	if r == nil {
-		return nil
-	}
-	t := r.tab.Load()
+	t := r.published()
 	if t == nil {
 		return nil
 	}
