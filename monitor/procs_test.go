@@ -73,7 +73,7 @@ func TestProcessesPublishedAndInCrashSnapshot(t *testing.T) {
 // when NVML time per tick nears the interval (every call takes 5 ms here, a
 // sample about 70 ms of the 100 ms), the pacer stretches the slow tier and the
 // process reads with it, and every read held back is counted. One GPU: the
-// Go executor's process-wide field-values lock is a channel from outside the
+// process-wide field lock (batch.c) is waited for in C, outside the
 // test's bubble, and a second GPU waiting on it would stop fake time.
 func TestProcessReadsStretchWithTheSlowTier(t *testing.T) {
 	reads := func(latency time.Duration) (perGPU []int, held uint64, status string) {

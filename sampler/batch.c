@@ -1,6 +1,7 @@
-// See batch.h. Functions are looked up once with dlsym in the library go-nvml
-// loaded with RTLD_GLOBAL; the Go side plans only calls whose symbol exists,
-// and a NULL pointer is still never called (recorded as function not found).
+// See batch.h. The driver's functions are looked up with dlsym in the library
+// go-nvml loaded with RTLD_GLOBAL; the Go side plans only calls whose symbol
+// exists, and a NULL pointer is still never called (recorded as function not
+// found).
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -11,17 +12,7 @@
 #include "batch.h"
 
 typedef void *dev_t_;
-
-static struct {
-	int (*handle)(unsigned int, dev_t_ *);
-	int (*fields)(dev_t_, int, struct gt_nvml_field_value *);
-} fn;
-
-// The getter calls (gt_batch_calls): set once, before any batch runs.
-static struct gt_call calls[GT_MAXCALLS];
-static int32_t ncalls;
-
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+typedef int (*fn_fields)(dev_t_, int, struct gt_nvml_field_value *);
 
 // Serializes GetFieldValues across GPUs (it has been seen to misbehave when
 // called concurrently); waiters give up after field_wait_ms.
@@ -35,32 +26,18 @@ static void *sym(const char *a, const char *b)
 	return p;
 }
 
-static void resolve(void)
-{
-	fn.handle = sym("nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
-	fn.fields = sym("nvmlDeviceGetFieldValues", NULL);
-}
-
 void *gt_batch_sym(const char *name)
 {
 	return sym(name, NULL);
 }
 
-void gt_batch_calls(const struct gt_call *c, int32_t n)
+gt_dev gt_batch_handle(unsigned int index)
 {
-	if (n > GT_MAXCALLS)
-		n = GT_MAXCALLS;
-	memcpy(calls, c, (size_t)n * sizeof(*c));
-	ncalls = n;
-}
-
-void *gt_batch_handle(unsigned int index)
-{
+	int (*handle)(unsigned int, dev_t_ *) = sym("nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
 	dev_t_ d = NULL;
-	pthread_once(&once, resolve);
-	if (!fn.handle || fn.handle(index, &d) != GT_NVML_SUCCESS)
-		return NULL;
-	return d;
+	if (!handle || handle(index, &d) != GT_NVML_SUCCESS)
+		return 0;
+	return (gt_dev)d;
 }
 
 // lock_fields takes the field lock, giving up after wait_ms on the monotonic
@@ -92,14 +69,14 @@ static int lock_fields(uint32_t wait_ms)
 // counters), under the same field lock as the batches, so that field calls
 // stay serialized across GPUs. Returns GT_LOCK_TIMEOUT when the lock was not
 // had within wait_ms.
-int32_t gt_batch_fields(void *dev, int32_t n, struct gt_nvml_field_value *f, uint32_t wait_ms)
+int32_t gt_batch_fields(const struct gt_lib *lib, gt_dev dev, int32_t n, struct gt_nvml_field_value *f, uint32_t wait_ms)
 {
 	int32_t r;
-	if (!fn.fields)
+	if (!lib->fields)
 		return GT_NVML_ERROR_FUNCTION_NOT_FOUND;
 	if (!lock_fields(wait_ms))
 		return GT_LOCK_TIMEOUT;
-	r = fn.fields(dev, n, f);
+	r = ((fn_fields)lib->fields)((dev_t_)dev, n, f);
 	pthread_mutex_unlock(&field_mu);
 	return r;
 }
@@ -153,15 +130,15 @@ static int32_t call_getter(dev_t_ dev, const struct gt_call *c, uint64_t *v)
 	return r;
 }
 
-void gt_batch_run(void *dev, struct gt_batch *b)
+void gt_batch_run(gt_dev dev, struct gt_batch *b)
 {
-	pthread_once(&once, resolve);
+	const struct gt_lib *lib = b->lib;
 	if (PLANNED(GT_FIELDS)) {
-		if (!fn.fields) {
+		if (!lib->fields) {
 			b->ret[GT_FIELDS] = GT_NVML_ERROR_FUNCTION_NOT_FOUND;
 		} else if (lock_fields(b->field_wait_ms)) {
 			__atomic_store_n(&b->cur, GT_FIELDS + 1, __ATOMIC_RELEASE);
-			b->ret[GT_FIELDS] = fn.fields(dev, b->nfields, b->fields);
+			b->ret[GT_FIELDS] = ((fn_fields)lib->fields)((dev_t_)dev, b->nfields, b->fields);
 			pthread_mutex_unlock(&field_mu);
 		} else {
 			b->ret[GT_FIELDS] = GT_LOCK_TIMEOUT;
@@ -181,15 +158,15 @@ void gt_batch_run(void *dev, struct gt_batch *b)
 		}
 	}
 	// The getters in call order; after a lost GPU nothing more is called.
-	for (int32_t c = GT_FIELDS + 1; c < ncalls; c++) {
+	for (int32_t c = GT_FIELDS + 1; c < lib->ncalls && c < GT_MAXCALLS; c++) {
 		if (!PLANNED(c))
 			continue;
-		if (!calls[c].fn) {
+		if (!lib->calls[c].fn) {
 			b->ret[c] = GT_NVML_ERROR_FUNCTION_NOT_FOUND;
 			continue;
 		}
 		__atomic_store_n(&b->cur, c + 1, __ATOMIC_RELEASE);
-		b->ret[c] = call_getter(dev, &calls[c], b->v[c]);
+		b->ret[c] = call_getter((dev_t_)dev, &lib->calls[c], b->v[c]);
 		if (b->ret[c] == GT_NVML_ERROR_GPU_IS_LOST)
 			break;
 	}

@@ -1,7 +1,6 @@
 package sampler
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"unsafe"
@@ -15,13 +14,12 @@ import (
 // (capability cache, missing symbols, slow tier, field batch), an executor
 // makes them all and records each result and value in a raw, and interpret
 // classifies the results and turns the values into a reading.Sample. The
-// executor for the real driver makes every call of a sample in one cgo call
-// (batch.c): crossing into C costs far more than a simulated call, and about
-// as much as a real one. Tests use the Go executor over fake devices; both
-// feed the same interpret.
+// executor makes every call of a sample in one cgo call (batch.c): crossing
+// into C costs far more than a simulated call, and about as much as a real
+// one. It calls the driver's functions, or in tests fakenvml's.
 
 // call identifies one NVML call of a sample. The order is the order calls are
-// made in, by both executors (the C one is handed callFn's descriptions).
+// made in (batch.c is handed callFn's descriptions).
 type call uint8
 
 const (
@@ -55,27 +53,19 @@ const (
 	numCalls      = cTarget + reading.MaxFans
 )
 
-// callDef is one call: its function and capability index, how it is made
-// (getter) and the readings of reading.Table it gives (by name; value i of
+// callDef is one call: its function and capability index, how batch.c
+// makes it and the readings of reading.Table it gives (by name; value i of
 // the call is reads[i]). A reading given by several calls takes the first
 // that answers, in call order: the later ones are old drivers'. A field
 // reading needs none of this: its ID is data.
 type callDef struct {
-	fn  Fn
-	idx int
-	getter
+	fn    Fn
+	idx   int
+	cc    cCall
 	reads []string
 }
 
-// getter is how each executor makes a call: run for the Go one, through a
-// Device; cc for the C one (batch.c, which knows no getter of its own). The
-// values of a struct getter are read at the same offsets by both.
-type getter struct {
-	cc  cCall
-	run func(d Device, r *raw, c call) nvml.Return
-}
-
-// cShape is how the C executor calls a getter (batch.h's GT_SHAPE_*).
+// cShape is how batch.c calls a getter (batch.h's GT_SHAPE_*).
 type cShape uint32
 
 const (
@@ -84,8 +74,8 @@ const (
 	shapeOutOut               // f(dev, out, out2): the values are in out
 )
 
-// cCall is how the C executor makes a call (batch.h's gt_call, less the
-// function, looked up by fnInfo's symbol): its shape and argument, the
+// cCall is how batch.c makes a call (batch.h's gt_call, less the function,
+// which each library gives by fnInfo's symbol): its shape and argument, the
 // struct it fills (size and version: go-nvml's type, generated from
 // nvml.h) and where each value is in it.
 type cCall struct {
@@ -133,43 +123,21 @@ func (d *callDef) fits() error {
 	return nil
 }
 
-// u32 and u64 are a getter of one value: f(dev, *v), in r.v[c][0].
-func u32(f func(Device) (uint32, nvml.Return)) getter {
-	return getter{cCall{size: 4, vals: []cVal{{0, 4}}}, func(d Device, r *raw, c call) nvml.Return {
-		v, ret := f(d)
-		r.v[c][0] = uint64(v)
-		return ret
-	}}
-}
+// u32 and u64 are a getter of one value: f(dev, *v).
+var (
+	u32 = cCall{size: 4, vals: []cVal{{0, 4}}}
+	u64 = cCall{size: 8, vals: []cVal{{0, 8}}}
+)
 
-func u64(f func(Device) (uint64, nvml.Return)) getter {
-	return getter{cCall{size: 8, vals: []cVal{{0, 8}}}, func(d Device, r *raw, c call) nvml.Return {
-		v, ret := f(d)
-		r.v[c][0] = v
-		return ret
-	}}
-}
+// withArg makes batch.c call f(dev, arg, out); outOut f(dev, out, out2).
+func (c cCall) withArg(arg uint32) cCall { c.shape, c.arg = shapeArgOut, arg; return c }
+func (c cCall) outOut() cCall            { c.shape = shapeOutOut; return c }
 
-// withArg makes C call f(dev, arg, out); outOut f(dev, out, out2).
-func (g getter) withArg(arg uint32) getter { g.cc.shape, g.cc.arg = shapeArgOut, arg; return g }
-func (g getter) outOut() getter            { g.cc.shape = shapeOutOut; return g }
-
-// structOf is a getter filling a struct T of the version given (0:
-// unversioned): both executors read its values at vals (at).
-func structOf[T any](version uint32, f func(Device) (T, nvml.Return), vals ...cVal) getter {
+// structOf is a getter filling a struct T (go-nvml's type) of the version
+// given (0: unversioned), whose values are at vals (at).
+func structOf[T any](version uint32, vals ...cVal) cCall {
 	var z T
-	return getter{cCall{size: unsafe.Sizeof(z), version: version, vals: vals}, func(d Device, r *raw, c call) nvml.Return {
-		v, ret := f(d)
-		b := unsafe.Slice((*byte)(unsafe.Pointer(&v)), unsafe.Sizeof(v))
-		for i, cv := range vals {
-			if cv.size == 8 {
-				r.v[c][i] = binary.NativeEndian.Uint64(b[cv.off:])
-			} else {
-				r.v[c][i] = uint64(binary.NativeEndian.Uint32(b[cv.off:]))
-			}
-		}
-		return ret
-	}}
+	return cCall{size: unsafe.Sizeof(z), version: version, vals: vals}
 }
 
 // at is where field f of the struct at base is.
@@ -177,84 +145,56 @@ func at[F uint32 | uint64 | int32](base unsafe.Pointer, f *F) cVal {
 	return cVal{uintptr(unsafe.Pointer(f)) - uintptr(base), unsafe.Sizeof(*f)}
 }
 
-// optional is a getter the Device interface does not name (go-nvml's
-// nvml.Device has it): a Device without it (a test's fake) answers
-// NVML_ERROR_FUNCTION_NOT_FOUND, as a driver without the symbol would, so a
-// new getter needs no change of the interface.
-func optional[I, T any](f func(I) (T, nvml.Return)) func(Device) (T, nvml.Return) {
-	return func(d Device) (T, nvml.Return) {
-		if x, ok := d.(I); ok {
-			return f(x)
-		}
-		var z T
-		return z, nvml.ERROR_FUNCTION_NOT_FOUND
-	}
-}
-
-// The getters go-nvml's nvml.Device has and the Device interface does not
-// name (optional).
-type (
-	sramGetter interface {
-		GetSramEccErrorStatus() (nvml.EccSramErrorStatus, nvml.Return)
-	}
-	repairGetter interface {
-		GetRepairStatus() (nvml.RepairStatus, nvml.Return)
-	}
-	unrepairableGetter interface {
-		GetUnrepairableMemoryFlag_v1() (nvml.UnrepairableMemoryStatus_v1, nvml.Return)
-	}
-)
-
 // callFn is every call of a sample.
 var callFn = func() (t [numCalls]callDef) {
-	set := func(c call, fn Fn, idx int, g getter, reads ...string) { t[c] = callDef{fn, idx, g, reads} }
-	set(cFields, FnFieldValues, 0, getter{run: func(d Device, r *raw, _ call) nvml.Return { return d.GetFieldValues(r.fields[:r.nfields]) }})
-	set(cTemp, FnTemperature, 0, u32(func(d Device) (uint32, nvml.Return) { return d.GetTemperature(nvml.TEMPERATURE_GPU) }).withArg(uint32(nvml.TEMPERATURE_GPU)), "TempC")
-	set(cPowerLim, FnPowerLimit, 0, u32(Device.GetPowerManagementLimit), "PowerLimitMW")
-	set(cPState, FnPState, 0, u32(func(d Device) (uint32, nvml.Return) { v, r := d.GetPerformanceState(); return uint32(v), r }), "PState")
+	set := func(c call, fn Fn, idx int, cc cCall, reads ...string) { t[c] = callDef{fn, idx, cc, reads} }
+	set(cFields, FnFieldValues, 0, cCall{})
+	set(cTemp, FnTemperature, 0, u32.withArg(uint32(nvml.TEMPERATURE_GPU)), "TempC")
+	set(cPowerLim, FnPowerLimit, 0, u32, "PowerLimitMW")
+	set(cPState, FnPState, 0, u32, "PState")
 	for i, ct := range [3]nvml.ClockType{nvml.CLOCK_GRAPHICS, nvml.CLOCK_SM, nvml.CLOCK_MEM} {
-		set(cClockGfx+call(i), FnClock, i, u32(func(d Device) (uint32, nvml.Return) { return d.GetClockInfo(ct) }).withArg(uint32(ct)), [3]string{"GraphicsMHz", "SMMHz", "MemMHz"}[i])
+		set(cClockGfx+call(i), FnClock, i, u32.withArg(uint32(ct)), [3]string{"GraphicsMHz", "SMMHz", "MemMHz"}[i])
 	}
 	var u nvml.Utilization
-	set(cUtil, FnUtilization, 0, structOf(0, Device.GetUtilizationRates, at(unsafe.Pointer(&u), &u.Gpu), at(unsafe.Pointer(&u), &u.Memory)), "GPUUtil", "MemUtil")
+	set(cUtil, FnUtilization, 0, structOf[nvml.Utilization](0, at(unsafe.Pointer(&u), &u.Gpu), at(unsafe.Pointer(&u), &u.Memory)), "GPUUtil", "MemUtil")
 	var m2 nvml.Memory_v2
-	set(cMemV2, FnMemoryInfoV2, 0, structOf(2, Device.GetMemoryInfo_v2, at(unsafe.Pointer(&m2), &m2.Used)), "VRAMUsedBytes")
+	set(cMemV2, FnMemoryInfoV2, 0, structOf[nvml.Memory_v2](2, at(unsafe.Pointer(&m2), &m2.Used)), "VRAMUsedBytes")
 	var m1 nvml.Memory
-	set(cMem, FnMemoryInfo, 0, structOf(0, Device.GetMemoryInfo, at(unsafe.Pointer(&m1), &m1.Used)), "VRAMUsedBytes")
-	set(cReasons, FnClocksEventReasons, 0, u64(Device.GetCurrentClocksEventReasons), "Throttle")
-	set(cThrottle, FnClocksThrottleReasons, 0, u64(Device.GetCurrentClocksThrottleReasons), "Throttle")
-	set(cFanSpeed1, FnFanSpeed, 0, u32(Device.GetFanSpeed))
+	set(cMem, FnMemoryInfo, 0, structOf[nvml.Memory](0, at(unsafe.Pointer(&m1), &m1.Used)), "VRAMUsedBytes")
+	set(cReasons, FnClocksEventReasons, 0, u64, "Throttle")
+	set(cThrottle, FnClocksThrottleReasons, 0, u64, "Throttle")
+	set(cFanSpeed1, FnFanSpeed, 0, u32)
 	// (utilization, sampling period)
-	set(cEnc, FnEncoderUtil, 0, u32(func(d Device) (uint32, nvml.Return) { v, _, r := d.GetEncoderUtilization(); return v, r }).outOut(), "EncUtil")
-	set(cDec, FnDecoderUtil, 0, u32(func(d Device) (uint32, nvml.Return) { v, _, r := d.GetDecoderUtilization(); return v, r }).outOut(), "DecUtil")
-	set(cPcieGen, FnPcieGen, 0, u32(func(d Device) (uint32, nvml.Return) { v, r := d.GetCurrPcieLinkGeneration(); return uint32(v), r }), "PCIeGen")
-	set(cPcieWidth, FnPcieWidth, 0, u32(func(d Device) (uint32, nvml.Return) { v, r := d.GetCurrPcieLinkWidth(); return uint32(v), r }), "PCIeWidth")
+	set(cEnc, FnEncoderUtil, 0, u32.outOut(), "EncUtil")
+	set(cDec, FnDecoderUtil, 0, u32.outOut(), "DecUtil")
+	set(cPcieGen, FnPcieGen, 0, u32, "PCIeGen")
+	set(cPcieWidth, FnPcieWidth, 0, u32, "PCIeWidth")
 	// Sensor 0 (thCount ...): the count, then sensor 0's controller, temperature and target.
 	var th nvml.GpuThermalSettings
 	b := unsafe.Pointer(&th)
-	set(cThermal, FnThermalSettings, 0, structOf(0, func(d Device) (nvml.GpuThermalSettings, nvml.Return) { return d.GetThermalSettings(0) },
+	set(cThermal, FnThermalSettings, 0, structOf[nvml.GpuThermalSettings](0,
 		at(b, &th.Count), at(b, &th.Sensor[0].Controller), at(b, &th.Sensor[0].CurrentTemp), at(b, &th.Sensor[0].Target)).withArg(0))
 	// Hardware health getters (reading.Health rows naming them).
 	var sram nvml.EccSramErrorStatus
 	b = unsafe.Pointer(&sram)
-	set(cSramEcc, FnSramEcc, 0, structOf(1, optional(sramGetter.GetSramEccErrorStatus),
+	set(cSramEcc, FnSramEcc, 0, structOf[nvml.EccSramErrorStatus](1,
 		at(b, &sram.VolatileCor), at(b, &sram.VolatileUncSecDed), at(b, &sram.VolatileUncParity), at(b, &sram.BThresholdExceeded)),
 		"sram_correctable", "sram_uncorrectable_secded", "sram_uncorrectable_parity", "sram_threshold_exceeded")
 	var rep nvml.RepairStatus
 	b = unsafe.Pointer(&rep)
-	set(cRepair, FnRepairStatus, 0, structOf(1, optional(repairGetter.GetRepairStatus), at(b, &rep.BChannelRepairPending), at(b, &rep.BTpcRepairPending)),
+	set(cRepair, FnRepairStatus, 0, structOf[nvml.RepairStatus](1, at(b, &rep.BChannelRepairPending), at(b, &rep.BTpcRepairPending)),
 		"channel_repair_pending", "tpc_repair_pending")
 	var unr nvml.UnrepairableMemoryStatus_v1
-	set(cUnrepairable, FnUnrepairable, 0, structOf(0, optional(unrepairableGetter.GetUnrepairableMemoryFlag_v1), at(unsafe.Pointer(&unr), &unr.BUnrepairableMemory)),
+	set(cUnrepairable, FnUnrepairable, 0, structOf[nvml.UnrepairableMemoryStatus_v1](0, at(unsafe.Pointer(&unr), &unr.BUnrepairableMemory)),
 		"memory_unrepairable")
 	// Field fallbacks (reading.Def.Getter of a field reading).
-	set(cPower, FnPowerUsage, 0, u32(Device.GetPowerUsage))
-	set(cEnforced, FnEnforcedLimit, 0, u32(Device.GetEnforcedPowerLimit))
-	set(cEnergy, FnEnergy, 0, u64(Device.GetTotalEnergyConsumption))
-	set(cReplay, FnPcieReplay, 0, u32(func(d Device) (uint32, nvml.Return) { v, r := d.GetPcieReplayCounter(); return uint32(v), r }))
+	set(cPower, FnPowerUsage, 0, u32)
+	set(cEnforced, FnEnforcedLimit, 0, u32)
+	set(cEnergy, FnEnergy, 0, u64)
+	set(cReplay, FnPcieReplay, 0, u32)
 	for i := range reading.MaxFans {
-		set(cFanSpeed+call(i), FnFanSpeedV2, i, u32(func(d Device) (uint32, nvml.Return) { return d.GetFanSpeed_v2(i) }).withArg(uint32(i)))
-		set(cTarget+call(i), FnTargetFanSpeed, i, u32(func(d Device) (uint32, nvml.Return) { v, r := d.GetTargetFanSpeed(i); return uint32(v), r }).withArg(uint32(i)))
+		set(cFanSpeed+call(i), FnFanSpeedV2, i, u32.withArg(uint32(i)))
+		set(cTarget+call(i), FnTargetFanSpeed, i, u32.withArg(uint32(i)))
 	}
 	return t
 }()
@@ -389,21 +329,6 @@ type raw struct {
 }
 
 func (r *raw) planned(c call) bool { return r.plan&(1<<c) != 0 }
-
-// executor makes a planned sample's calls.
-type executor interface {
-	// run makes the calls in r.plan in call order (and r.fallback when the
-	// field batch did not succeed, r.fieldFallback[i] when it succeeded but
-	// entry i did not), records every result in r.ret. After a
-	// NVML_ERROR_GPU_IS_LOST it makes no more calls.
-	run(r *raw)
-	// current returns the call in flight + 1, or 0; safe from any goroutine.
-	current() int32
-	// fields makes one GetFieldValues call outside the batch, under the
-	// field lock that serializes field calls across GPUs; false: the lock
-	// was not had within FieldWait (another GPU is stuck in the driver).
-	fields(fv []nvml.FieldValue) (nvml.Return, bool)
-}
 
 // plan fills r.plan for the next sample.
 func (g *GPU) plan(r *raw, fans int, slow, second bool) {

@@ -1,10 +1,11 @@
 // batch: every NVML call of one GPU sample in one cgo call. batch.c knows
 // no getter: the Go side describes each call once (sampler/batch.go's
 // callFn: the function, how it is called, the size and version of the
-// struct it fills and where its values are in it, from go-nvml's types) and
-// hands the descriptions over with gt_batch_calls; gt_batch_run makes the
+// struct it fills and where its values are in it, from go-nvml's types) in a
+// gt_lib, with the library's function for each; gt_batch_run makes the
 // planned ones in call order. A new getter whose signature has one of the
-// shapes below is data, not C.
+// shapes below is data, not C. The library is the driver's (its functions
+// looked up with gt_batch_sym) or, in tests, fakenvml's.
 #ifndef GPU_TELEMETRY_BATCH_H
 #define GPU_TELEMETRY_BATCH_H
 
@@ -40,7 +41,17 @@ struct gt_call {
 	uint32_t width[GT_MAXVALS]; // and its size: 4 or 8 bytes, unsigned
 };
 
+// gt_lib is one library's calls: its GetFieldValues and each getter call
+// of a sample (calls[GT_FIELDS] is not used). Filled once, before the first
+// batch on it, and never changed.
+struct gt_lib {
+	void *fields; // nvmlDeviceGetFieldValues; NULL: absent, never called
+	int32_t ncalls;
+	struct gt_call calls[GT_MAXCALLS];
+};
+
 struct gt_batch {
+	const struct gt_lib *lib; // the calls; set before the first gt_batch_run
 	int32_t cur;            // call in flight + 1, 0 none (read by Go while the batch runs)
 	uint32_t field_wait_ms; // longest wait for the process-wide field lock
 	uint64_t plan;
@@ -52,21 +63,20 @@ struct gt_batch {
 	uint64_t v[GT_MAXCALLS][GT_MAXVALS]; // each getter call's values
 };
 
-// gt_batch_sym returns the NVML function named, or NULL.
+// A device handle: the driver's nvmlDevice_t, or a fake's number.
+typedef uintptr_t gt_dev;
+
+// gt_batch_sym returns the driver's NVML function named, or NULL.
 void *gt_batch_sym(const char *name);
 
-// gt_batch_calls sets the getter calls of every batch: calls[c] is call c
-// (calls[GT_FIELDS] is not used). Once, before the first gt_batch_run.
-void gt_batch_calls(const struct gt_call *calls, int32_t n);
+// gt_batch_handle returns the driver's device handle of index, or 0.
+gt_dev gt_batch_handle(unsigned int index);
 
-// gt_batch_handle returns the NVML device handle of index, or NULL.
-void *gt_batch_handle(unsigned int index);
+// gt_batch_fields makes one GetFieldValues call of lib on dev under the
+// field lock (GT_LOCK_TIMEOUT: not had within wait_ms).
+int32_t gt_batch_fields(const struct gt_lib *lib, gt_dev dev, int32_t n, struct gt_nvml_field_value *f, uint32_t wait_ms);
 
-// gt_batch_fields makes one GetFieldValues call on dev under the field lock
-// (GT_LOCK_TIMEOUT: not had within wait_ms).
-int32_t gt_batch_fields(void *dev, int32_t n, struct gt_nvml_field_value *f, uint32_t wait_ms);
-
-// gt_batch_run makes the planned calls on dev.
-void gt_batch_run(void *dev, struct gt_batch *b);
+// gt_batch_run makes the planned calls of b->lib on dev.
+void gt_batch_run(gt_dev dev, struct gt_batch *b);
 
 #endif

@@ -9,21 +9,24 @@ import "C"
 
 import (
 	"errors"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpu-telemetry/gpu-telemetry/sampler/nvmlapi"
 )
 
-// nativeExec makes a sample's calls in one cgo call (batch.c). The batch
+// nativeExec makes a sample's calls in one cgo call (batch.c), through a
+// library's C functions (the driver's, or fakenvml's in tests). The batch
 // struct lives in C memory so the C side can publish the call in flight while
 // Go reads it from another goroutine.
 type nativeExec struct {
-	dev unsafe.Pointer
-	b   *C.struct_gt_batch
-	th  batchThread // the GPU's C thread for a slow driver (batchthread.go)
+	dev     C.gt_dev
+	b       *C.struct_gt_batch
+	th      batchThread // the GPU's C thread for a slow driver (batchthread.go)
+	threads bool        // the library's batches may run on that thread
 	// threadFailed counts (and logs the first) a batch thread that could
 	// not be started.
 	threadFailed func()
@@ -50,59 +53,89 @@ var (
 	_ = [1]struct{}{}[int(C.GT_NVML_ERROR_GPU_IS_LOST)-int(nvml.ERROR_GPU_IS_LOST)]
 )
 
-// setCalls hands callFn's C descriptions to batch.c, once, before the first
-// batch: each getter's function is looked up by its fnInfo symbol (NULL
-// when the library lacks it: never called).
-var setCalls = sync.OnceFunc(func() {
-	var cs [numCalls]C.struct_gt_call
+// native is a library's side of the batch: its calls (batch.h's gt_lib,
+// built once, in C memory) and how to have a device's handle.
+type native struct {
+	lib *C.struct_gt_lib
+	nvmlapi.Native
+}
+
+// newNative describes callFn's calls with the library's C functions, each
+// looked up by its fnInfo symbol (NULL when the library lacks it: never
+// called).
+func newNative(l Library) *native {
+	n := l.Native()
+	cl := (*C.struct_gt_lib)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_gt_lib{}))))
+	cl.fields = n.Symbol(fnInfo[FnFieldValues].symbol)
+	cl.ncalls = C.int32_t(numCalls)
 	for c := cFields + 1; c < numCalls; c++ {
 		cd := &callFn[c]
 		cc := &cd.cc
 		if err := cd.fits(); err != nil {
 			panic("sampler: " + err.Error())
 		}
-		name := C.CString(fnInfo[cd.fn].symbol)
-		x := &cs[c]
-		x.fn = C.gt_batch_sym(name)
-		C.free(unsafe.Pointer(name))
+		x := &cl.calls[c]
+		x.fn = n.Symbol(fnInfo[cd.fn].symbol)
 		x.shape, x.arg, x.size, x.version = C.uint32_t(cc.shape), C.uint32_t(cc.arg), C.uint32_t(cc.size), C.uint32_t(cc.version)
 		x.nvals = C.uint32_t(len(cc.vals))
 		for i, v := range cc.vals {
 			x.off[i], x.width[i] = C.uint32_t(v.off), C.uint32_t(v.size)
 		}
 	}
-	C.gt_batch_calls(&cs[0], C.int32_t(numCalls))
-})
+	return &native{lib: cl, Native: n}
+}
 
-func newNativeExec(index int, fieldWait time.Duration, threadFailed func()) (*nativeExec, error) {
-	setCalls()
-	dev := C.gt_batch_handle(C.uint(index))
-	if dev == nil {
+// Native implements Library: the driver's functions, looked up with dlsym
+// in the library go-nvml loaded.
+func (n *NVML) Native() nvmlapi.Native {
+	return nvmlapi.Native{
+		Symbol: func(name string) unsafe.Pointer {
+			s := C.CString(name)
+			defer C.free(unsafe.Pointer(s))
+			return C.gt_batch_sym(s)
+		},
+		Handle:  func(i int) uintptr { return uintptr(C.gt_batch_handle(C.uint(i))) },
+		Threads: true,
+	}
+}
+
+func newNativeExec(n *native, index int, fieldWait time.Duration, threadFailed func()) (*nativeExec, error) {
+	dev := n.Handle(index)
+	if dev == 0 {
 		return nil, errors.New("no NVML handle for the GPU")
 	}
 	b := (*C.struct_gt_batch)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_gt_batch{}))))
+	b.lib = n.lib
 	b.field_wait_ms = C.uint32_t(max(fieldWait/time.Millisecond, 1))
-	return &nativeExec{dev: dev, b: b, threadFailed: threadFailed}, nil
+	return &nativeExec{dev: C.gt_dev(dev), b: b, threads: n.Threads, threadFailed: threadFailed}, nil
 }
 
 // The health counters' field values are passed to C as they are.
 var _ = [1]struct{}{}[unsafe.Sizeof(nvml.FieldValue{})-unsafe.Sizeof(C.struct_gt_nvml_field_value{})]
 
+// fields makes one GetFieldValues call outside the batch, under the field
+// lock that serializes field calls across GPUs; false: the lock was not had
+// within FieldWait (another GPU is stuck in the driver).
 func (x *nativeExec) fields(fv []nvml.FieldValue) (nvml.Return, bool) {
 	if len(fv) == 0 {
 		return nvml.ERROR_INVALID_ARGUMENT, true
 	}
-	r := C.gt_batch_fields(x.dev, C.int32_t(len(fv)), (*C.struct_gt_nvml_field_value)(unsafe.Pointer(&fv[0])), x.b.field_wait_ms)
+	r := C.gt_batch_fields(x.b.lib, x.dev, C.int32_t(len(fv)), (*C.struct_gt_nvml_field_value)(unsafe.Pointer(&fv[0])), x.b.field_wait_ms)
 	if int(r) == retLockTimeout {
 		return 0, false
 	}
 	return nvml.Return(r), true
 }
 
+// current returns the call in flight + 1, or 0; safe from any goroutine.
 func (x *nativeExec) current() int32 {
 	return atomic.LoadInt32((*int32)(unsafe.Pointer(&x.b.cur)))
 }
 
+// run makes the calls in r.plan in call order (and r.fallback when the
+// field batch did not succeed, r.fieldFallback[i] when it succeeded but
+// entry i did not), records every result in r.ret. After a
+// NVML_ERROR_GPU_IS_LOST it makes no more calls.
 func (x *nativeExec) run(r *raw) {
 	b := x.b
 	b.plan, b.fallback = C.uint64_t(r.plan), C.uint64_t(r.fallback)

@@ -54,7 +54,7 @@ func (x *nativeExec) call() {
 	}
 	t0 := time.Now()
 	C.gt_batch_run(x.dev, x.b)
-	if th.decide(time.Since(t0)) && th.start(x) {
+	if th.decide(time.Since(t0)) && x.threads && th.start(x) {
 		th.on = true
 	}
 }

@@ -8,7 +8,7 @@
 #include "batch.h"
 
 struct gt_batch_thread {
-	void *dev;
+	gt_dev dev;
 	struct gt_batch *b;
 	int req;         // eventfd: Go writes 1 to start a batch
 	int done;        // eventfd (non-blocking, read through Go's poller): 1 per finished batch

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 )
 
@@ -80,33 +80,42 @@ func TestBatchThreadStartFailureCounted(t *testing.T) {
 	}
 }
 
-// TestNativeExecStartFailureCountedAndLogged: a C executor that cannot be
-// started leaves the GPU on go-nvml calls, and is counted each time (it is
-// tried again with the static facts) and logged once, with why.
-func TestNativeExecStartFailureCountedAndLogged(t *testing.T) {
+// TestExecStartFailureCountedAndLogged: a GPU whose executor cannot be
+// started has failed samples that say why; the failure is counted each time
+// (it is tried again with the static facts), logged once, and the GPU is
+// sampled once the executor starts.
+func TestExecStartFailureCountedAndLogged(t *testing.T) {
 	var logs bytes.Buffer
 	d := fakenvml.NewDev()
-	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
-	g := h.GPUs[0]
-	g.log = slog.New(slog.NewTextHandler(&logs, nil))
-	defer func(f func(int, time.Duration, func()) (executor, error)) { startNative = f }(startNative)
-	startNative = func(int, time.Duration, func()) (executor, error) {
+	lib := &fakenvml.Lib{Devs: []*fakenvml.Dev{d}}
+	defer func(f func(*native, int, time.Duration, func()) (*nativeExec, error)) { startNative = f }(startNative)
+	startNative = func(*native, int, time.Duration, func()) (*nativeExec, error) {
 		return nil, errors.New("no NVML handle for the GPU")
 	}
-	for range 2 {
-		if _, ok := g.chooseExec(d, 0, true).(*goExec); !ok {
-			t.Fatal("a GPU whose native executor failed is not on go-nvml calls")
-		}
+	h := openFake(t, lib)
+	g := h.GPUs[0]
+	g.log = slog.New(slog.NewTextHandler(&logs, nil))
+	var s reading.Sample
+	g.nextStatic = time.Time{}
+	g.Sample(&s) // a retry that fails again
+	if s.Status != reading.StatusFailed || !strings.Contains(s.Err, "no NVML handle for the GPU") {
+		t.Fatalf("a GPU without an executor: status %v, error %q; want failed, with why", s.Status, s.Err)
 	}
 	if n := g.NativeExecFailures(); n != 2 {
-		t.Errorf("NativeExecFailures = %d, want 2", n)
+		t.Errorf("NativeExecFailures = %d, want 2 (at start and at the retry)", n)
+	}
+	g.Sample(&s) // before the retry interval: not tried again
+	if n := g.NativeExecFailures(); n != 2 {
+		t.Errorf("NativeExecFailures = %d before the retry interval, want 2", n)
+	}
+	startNative = newNativeExec
+	g.nextStatic = time.Time{}
+	g.Sample(&s)
+	if s.Status != reading.StatusOK || !s.TempC.OK || s.TempC.V != 60 {
+		t.Errorf("once the executor starts: status %v, error %q, temperature %v; want a sample", s.Status, s.Err, s.TempC)
 	}
 	out := logs.String()
-	if n := strings.Count(out, "cannot start the GPU's native executor"); n != 1 {
-		t.Errorf("logged %d times, want once:\n%s", n, out)
-	}
-	testutil.Contains(t, "the log line", out, "native_exec_failures", `error="no NVML handle for the GPU"`) // the key every error is logged under
-	if _, ok := g.chooseExec(d, 0, false).(*goExec); !ok || g.NativeExecFailures() != 2 {
-		t.Error("a GPU on a library other than the driver's tried the native executor")
+	if n := strings.Count(out, "cannot start the GPU's executor"); n != 0 {
+		t.Errorf("logged %d times after the first (at start, before this test's logger), want 0:\n%s", n, out)
 	}
 }

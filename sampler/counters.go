@@ -19,7 +19,7 @@ var GPUCounters = []counters.Field[*GPU]{
 		Help: "GPU batch threads that could not be started (the sampler logs the first): that GPU's slow samples stay direct calls, holding the process while in the driver, so other GPUs' samples start late; retried"},
 		Get: (*GPU).BatchThreadFailures},
 	{Def: counters.Def{Name: "native_exec_failures", Loss: true, OwnLog: true, Place: 280, Sum: true,
-		Help: "GPU native executors (one cgo call a sample) that could not be started (the sampler logs the first, with why): that GPU's samples are go-nvml calls instead, one cgo call each; tried again with the static facts"},
+		Help: "GPU sample executors (one cgo call a sample) that could not be started, for want of the GPU's NVML handle (the sampler logs the first, with why): that GPU's samples fail, saying why, until the executor starts; tried again with the static facts"},
 		Get: (*GPU).NativeExecFailures},
 	{Def: counters.Def{Name: "health_skips", Loss: true, OwnLog: true, Place: 290, Sum: true,
 		Help: "health counter reads put off because another GPU held the field lock, stuck in the driver (the sampler logs the first): the last reading stays, one slow period older"},

@@ -60,6 +60,7 @@ type GPU struct {
 	staticDone chan struct{}
 	staticErr  atomic.Pointer[string]
 	lib        Library   // for retrying the start-up read when the handle failed
+	native     *native   // the library's side of the batch (shared by the host's GPUs)
 	nextStatic time.Time // worker only: when to retry it
 
 	// hmu guards dev and exec for goroutines other than the one
@@ -73,7 +74,7 @@ type GPU struct {
 	callStart atomic.Int64 // ns since base
 
 	threadFails atomic.Uint64 // batch thread starts that failed (batchthread.go)
-	nativeFails atomic.Uint64 // C executor starts that failed (chooseExec)
+	nativeFails atomic.Uint64 // executor starts that failed (startExec)
 
 	// Capability cache: ns since base until which (fn, index) stays off.
 	off      [numFns][reading.MaxFans]int64
@@ -86,8 +87,8 @@ type GPU struct {
 	carry   [maxReadings]reading.Opt[uint64]
 	sensor0 reading.Opt[reading.Sensor]
 
-	exec executor // makes a sample's calls (Go, or one cgo call); set with the static facts
-	raw  raw      // the current sample's calls and results
+	exec *nativeExec // makes a sample's calls (one cgo call); set with the static facts
+	raw  raw         // the current sample's calls and results
 
 	n      uint64 // samples taken
 	pacer  *Pacer // shared by the host's GPUs; nil: every column at its normal rate
@@ -107,9 +108,9 @@ type GPU struct {
 // start is tried again after switchAfter more slow batches.
 func (g *GPU) BatchThreadFailures() uint64 { return g.threadFails.Load() }
 
-// NativeExecFailures is how many times the GPU's C executor (one cgo call
-// a sample) could not be started: its samples are then go-nvml calls, one
-// cgo call each. It is tried again each time the static facts are read.
+// NativeExecFailures is how many times the GPU's executor (one cgo call a
+// sample) could not be started: its samples then fail. It is tried again
+// each time the static facts are read.
 func (g *GPU) NativeExecFailures() uint64 { return g.nativeFails.Load() }
 
 // batchThreadFailed counts a failed batch thread start and logs the first.
@@ -132,9 +133,6 @@ func NewGPU(info reading.GPU, dev Device, syms *Symbols, cfg Config, kc KernelCl
 	}
 	g := &GPU{dev: dev, syms: syms, cfg: cfg, kclock: kc,
 		log: log.With("gpu", info.Index), base: time.Now()}
-	if dev != nil {
-		g.exec = newGoExec(dev, cfg.FieldWait)
-	}
 	g.info.Store(&info)
 	return g
 }
@@ -293,14 +291,15 @@ func (g *GPU) Sample(s *reading.Sample) {
 	s.Time = now
 	s.KernelTime = g.kclock.At(now)
 	g.attempts, g.fails, g.firstErr, g.lost = 0, 0, FnNone, false
-	if g.dev == nil {
-		// The handle could not be had at start: retry now and then (the
-		// failure rows go on meanwhile, with the monitor's back-off).
+	if g.dev == nil || g.exec == nil {
+		// The handle or the executor could not be had at start: retry now
+		// and then (the failure rows go on meanwhile, with the monitor's
+		// back-off).
 		if g.lib != nil && now.After(g.nextStatic) {
 			g.nextStatic = now.Add(staticRetry)
 			g.readStatic(g.lib)
 		}
-		if g.dev == nil {
+		if g.dev == nil || g.exec == nil {
 			s.Status, s.Err = reading.StatusFailed, g.StaticErr()
 			return
 		}

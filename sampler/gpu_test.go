@@ -25,6 +25,24 @@ func openFake(t *testing.T, lib *fakenvml.Lib, sel ...string) *Host {
 	return openFakeConfig(t, lib, testConfig, sel...)
 }
 
+// holdFieldLock makes another GPU stick inside GetFieldValues, holding the
+// process-wide field lock (batch.c) until release is called.
+func holdFieldLock(t *testing.T) (release func()) {
+	t.Helper()
+	d := fakenvml.NewDev()
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
+	entered := make(chan string, 1)
+	unblock := d.Block("GetFieldValues", entered)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var s reading.Sample
+		h.GPUs[0].Sample(&s)
+	}()
+	<-entered
+	return func() { unblock(); <-done }
+}
+
 // openFakeConfig is openFake with another configuration.
 func openFakeConfig(t *testing.T, lib *fakenvml.Lib, cfg Config, sel ...string) *Host {
 	t.Helper()
@@ -341,8 +359,7 @@ func TestSlowTierCarriedForward(t *testing.T) {
 func TestFieldLockHeldFallsBack(t *testing.T) {
 	d := fakenvml.NewDev()
 	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
-	fieldSem <- struct{}{} // another GPU is stuck inside GetFieldValues
-	defer func() { <-fieldSem }()
+	defer holdFieldLock(t)()
 	var s reading.Sample
 	h.GPUs[0].Sample(&s)
 	if !s.PowerMW.OK || d.Count("GetFieldValues") != 0 || d.Count("GetPowerUsage") != 1 {

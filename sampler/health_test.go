@@ -197,12 +197,12 @@ func TestHealthFieldLockBusyKeepsReading(t *testing.T) {
 	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
 	var s reading.Sample
 	h.GPUs[0].Sample(&s)
-	fieldSem <- struct{}{} // another GPU is stuck inside GetFieldValues
+	release := holdFieldLock(t) // another GPU is stuck inside GetFieldValues
 	d.Fields[nvml.FI_DEV_ECC_SBE_VOL_TOTAL] = 99
 	for range 3 {
 		h.GPUs[0].Sample(&s)
 	}
-	<-fieldSem
+	release()
 	if v := s.Health[reading.HSBEVolatile]; v != reading.Some[uint64](7) {
 		t.Errorf("kept reading %+v, want the last one (7)", v)
 	}

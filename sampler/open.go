@@ -105,6 +105,7 @@ func Open(lib Library, o OpenOptions) (*Host, error) {
 		h.kclock = NewKernelClock()
 	}
 	h.Syms = LookupSymbols(lib.LookupSymbol)
+	nat := newNative(lib)
 	if m := h.Syms.Missing(); len(m) > 0 {
 		log.Info("driver lacks newer functions; using fallbacks or leaving readings empty", "missing", strings.Join(m, ","))
 	}
@@ -145,7 +146,7 @@ func Open(lib Library, o OpenOptions) (*Host, error) {
 	for i := range count {
 		g := NewGPU(reading.GPU{Index: i}, nil, &h.Syms, o.Config, h.kclock, log)
 		g.staticDone = make(chan struct{})
-		g.lib = lib
+		g.lib, g.native = lib, nat
 		all[i] = g
 		wg.Add(1)
 		go func() {
@@ -287,35 +288,31 @@ func (g *GPU) readStatic(lib Library) {
 		g.setStaticErr("GPU is lost")
 	}
 	g.lost = false
-	_, native := lib.(*NVML)
-	x := g.chooseExec(dev, info.Index, native)
+	x := g.startExec(info.Index)
 	g.hmu.Lock()
 	g.exec = x
 	g.hmu.Unlock()
 	g.setInfo(info)
 }
 
-// startNative starts the C executor of the GPU at index (newNativeExec);
+// startNative starts the executor of the GPU at index (newNativeExec);
 // tests replace it to make the start fail.
-var startNative = func(index int, fieldWait time.Duration, threadFailed func()) (executor, error) {
-	return newNativeExec(index, fieldWait, threadFailed)
-}
+var startNative = newNativeExec
 
-// chooseExec returns the executor for the GPU's samples: the C one on the
-// real driver (native), else go-nvml calls through dev. A C executor that
-// cannot start leaves the GPU on go-nvml calls, which is counted
-// (NativeExecFailures) and logged the first time with why.
-func (g *GPU) chooseExec(dev Device, index int, native bool) executor {
-	if native {
-		x, err := startNative(index, g.cfg.FieldWait, g.batchThreadFailed)
-		if err == nil {
-			return x
-		}
-		if g.nativeFails.Add(1) == 1 {
-			g.log.Warn("cannot start the GPU's native executor: its samples are made by go-nvml calls instead, each call a cgo call of its own (counted as native_exec_failures)", "error", err)
-		}
+// startExec returns the executor for the GPU's samples, or nil when it
+// cannot start (no C handle for the GPU): the GPU's samples then fail with
+// why until the static facts are read again, which is counted
+// (NativeExecFailures) and logged the first time.
+func (g *GPU) startExec(index int) *nativeExec {
+	x, err := startNative(g.native, index, g.cfg.FieldWait, g.batchThreadFailed)
+	if err == nil {
+		return x
 	}
-	return newGoExec(dev, g.cfg.FieldWait)
+	if g.nativeFails.Add(1) == 1 {
+		g.log.Warn("cannot start the GPU's executor: its samples fail until its static facts are read again (counted as native_exec_failures)", "error", err)
+	}
+	g.setStaticErr("cannot start the GPU's executor: " + err.Error())
+	return nil
 }
 
 // readNumFans returns the number of fans; old drivers without

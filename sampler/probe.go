@@ -1,6 +1,7 @@
 package sampler
 
 import (
+	"cmp"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -259,13 +260,21 @@ func (p *prober) phase(idx []int, together bool) {
 // gpu times every kind on GPU i.
 func (p *prober) gpu(i int, together bool) {
 	g := p.gpus[i]
-	// The daemon's own executor (the C batch on the real driver), so the
-	// figures are what the daemon's calls cost.
+	// The daemon's own executor, so the figures are what the daemon's
+	// calls cost.
 	g.hmu.Lock()
 	x := g.exec
 	g.hmu.Unlock()
 	if x == nil {
-		x = newGoExec(g.Device(), 20*time.Millisecond)
+		for k := range p.calls {
+			st := ProbeStat{Err: cmp.Or(g.StaticErr(), "no executor")}
+			if together {
+				p.rep.Kinds[k].Together[i] = st
+			} else {
+				p.rep.Kinds[k].Alone[i] = st
+			}
+		}
+		return
 	}
 	buf := make([]time.Duration, 0, p.o.Calls)
 	var r raw
@@ -310,7 +319,7 @@ func (p *prober) gpu(i int, together bool) {
 
 // one makes call c once through the daemon's executor (the process reader's calls
 // directly) and returns its result.
-func (p *prober) one(g *GPU, x executor, r *raw, c call) nvml.Return {
+func (p *prober) one(g *GPU, x *nativeExec, r *raw, c call) nvml.Return {
 	if c == cProcs {
 		d := g.Device()
 		ret := nvml.SUCCESS

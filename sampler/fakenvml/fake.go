@@ -6,6 +6,7 @@ package fakenvml
 import (
 	"encoding/binary"
 	"maps"
+	"runtime/cgo"
 	"sync"
 	"time"
 
@@ -19,8 +20,10 @@ import (
 // makes the call wait until the channel is closed. Calls are counted.
 type Dev struct {
 	mu      sync.Mutex
+	h       cgo.Handle // the C handle (handle)
 	calls   map[string]int
 	ret     map[string]nvml.Return
+	all     nvml.Return // SetAll's: every call without a ret of its own; 0 none
 	block   map[string]chan struct{}
 	entered chan string // receives the function name when a blocking call starts
 
@@ -94,6 +97,9 @@ func (d *Dev) call(fn string) nvml.Return {
 	d.mu.Lock()
 	d.calls[fn]++
 	r, ok := d.ret[fn]
+	if !ok && d.all != 0 {
+		r, ok = d.all, true
+	}
 	b := d.block[fn]
 	entered := d.entered
 	lat := d.Latency
@@ -168,6 +174,14 @@ func (d *Dev) Total() int {
 func (d *Dev) Set(fn string, r nvml.Return) {
 	d.mu.Lock()
 	d.ret[fn] = r
+	d.mu.Unlock()
+}
+
+// SetAll makes every function without a return set of its own (Set)
+// return r from now on.
+func (d *Dev) SetAll(r nvml.Return) {
+	d.mu.Lock()
+	d.all = r
 	d.mu.Unlock()
 }
 
@@ -275,81 +289,16 @@ func putU32(f *nvml.FieldValue, v uint32) {
 	binary.LittleEndian.PutUint32(f.Value[:], v)
 }
 
-func (d *Dev) GetTemperature(nvml.TemperatureSensors) (uint32, nvml.Return) {
-	return answer(d, "GetTemperature", func() uint32 { return d.Temp })
-}
-func (d *Dev) GetPowerManagementLimit() (uint32, nvml.Return) {
-	return answer(d, "GetPowerManagementLimit", func() uint32 { return d.Limit })
-}
-func (d *Dev) GetPerformanceState() (nvml.Pstates, nvml.Return) {
-	return answer(d, "GetPerformanceState", func() nvml.Pstates { return d.Pstate })
-}
-func (d *Dev) GetClockInfo(t nvml.ClockType) (uint32, nvml.Return) {
-	return answer(d, "GetClockInfo", func() uint32 { return d.Clocks[t] })
-}
-func (d *Dev) GetUtilizationRates() (nvml.Utilization, nvml.Return) {
-	return answer(d, "GetUtilizationRates", func() nvml.Utilization { return d.Util })
-}
 func (d *Dev) GetMemoryInfo_v2() (nvml.Memory_v2, nvml.Return) {
-	return answer(d, "GetMemoryInfo_v2", func() nvml.Memory_v2 { return nvml.Memory_v2{Used: d.MemUsed, Total: d.MemTotal} })
+	return answer(d, "GetMemoryInfo_v2", d.memoryV2)
 }
 func (d *Dev) GetMemoryInfo() (nvml.Memory, nvml.Return) {
-	return answer(d, "GetMemoryInfo", func() nvml.Memory { return nvml.Memory{Used: d.MemUsed, Total: d.MemTotal} })
+	return answer(d, "GetMemoryInfo", d.memory)
 }
-func (d *Dev) GetCurrPcieLinkGeneration() (int, nvml.Return) {
-	return answer(d, "GetCurrPcieLinkGeneration", func() int { return d.Gen })
-}
-func (d *Dev) GetCurrPcieLinkWidth() (int, nvml.Return) {
-	return answer(d, "GetCurrPcieLinkWidth", func() int { return d.Width })
-}
-func (d *Dev) GetCurrentClocksEventReasons() (uint64, nvml.Return) {
-	return answer(d, "GetCurrentClocksEventReasons", func() uint64 { return d.Throttle })
-}
-func (d *Dev) GetCurrentClocksThrottleReasons() (uint64, nvml.Return) {
-	return answer(d, "GetCurrentClocksThrottleReasons", func() uint64 { return d.Throttle })
-}
+func (d *Dev) memoryV2() nvml.Memory_v2 { return nvml.Memory_v2{Used: d.MemUsed, Total: d.MemTotal} }
+func (d *Dev) memory() nvml.Memory      { return nvml.Memory{Used: d.MemUsed, Total: d.MemTotal} }
 func (d *Dev) GetFanSpeed() (uint32, nvml.Return) {
 	return answer(d, "GetFanSpeed", func() uint32 { return d.FanSpeed[0] })
-}
-func (d *Dev) GetFanSpeed_v2(i int) (uint32, nvml.Return) {
-	return answer(d, "GetFanSpeed_v2", func() uint32 { return d.FanSpeed[i] })
-}
-func (d *Dev) GetTargetFanSpeed(i int) (int, nvml.Return) {
-	return answer(d, "GetTargetFanSpeed", func() int { return d.FanTarget[i] })
-}
-func (d *Dev) GetThermalSettings(uint32) (nvml.GpuThermalSettings, nvml.Return) {
-	return answer(d, "GetThermalSettings", func() nvml.GpuThermalSettings {
-		return nvml.GpuThermalSettings{Count: 1, Sensor: [3]nvml.GpuThermalSettingsSensor{d.Sensor}}
-	})
-}
-func (d *Dev) GetEncoderUtilization() (uint32, uint32, nvml.Return) {
-	v, r := answer(d, "GetEncoderUtilization", func() uint32 { return d.Enc })
-	return v, 1000, r
-}
-func (d *Dev) GetDecoderUtilization() (uint32, uint32, nvml.Return) {
-	v, r := answer(d, "GetDecoderUtilization", func() uint32 { return d.Dec })
-	return v, 1000, r
-}
-func (d *Dev) GetPowerUsage() (uint32, nvml.Return) {
-	return answer(d, "GetPowerUsage", func() uint32 { return d.Power })
-}
-func (d *Dev) GetEnforcedPowerLimit() (uint32, nvml.Return) {
-	return answer(d, "GetEnforcedPowerLimit", func() uint32 { return d.Enforced })
-}
-func (d *Dev) GetTotalEnergyConsumption() (uint64, nvml.Return) {
-	return answer(d, "GetTotalEnergyConsumption", func() uint64 { return d.Energy })
-}
-func (d *Dev) GetPcieReplayCounter() (int, nvml.Return) {
-	return answer(d, "GetPcieReplayCounter", func() int { return d.Replay })
-}
-func (d *Dev) GetSramEccErrorStatus() (nvml.EccSramErrorStatus, nvml.Return) {
-	return optional(d, "GetSramEccErrorStatus", func() *nvml.EccSramErrorStatus { return d.SramEcc })
-}
-func (d *Dev) GetRepairStatus() (nvml.RepairStatus, nvml.Return) {
-	return optional(d, "GetRepairStatus", func() *nvml.RepairStatus { return d.Repair })
-}
-func (d *Dev) GetUnrepairableMemoryFlag_v1() (nvml.UnrepairableMemoryStatus_v1, nvml.Return) {
-	return optional(d, "GetUnrepairableMemoryFlag_v1", func() *nvml.UnrepairableMemoryStatus_v1 { return d.Unrepairable })
 }
 
 // optional answers a getter a GPU may lack: NOT_SUPPORTED while v is nil.

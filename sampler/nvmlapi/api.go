@@ -2,10 +2,15 @@
 // interfaces: go-nvml's types satisfy them, and so do the fakes in fakenvml.
 package nvmlapi
 
-import "github.com/NVIDIA/go-nvml/pkg/nvml"
+import (
+	"unsafe"
 
-// Device is the part of go-nvml's nvml.Device the sampler uses. nvml.Device
-// satisfies it; tests use small fakes.
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// Device is the part of go-nvml's nvml.Device the sampler calls from Go: the
+// static facts, the slow tier's lists and counters. A sample's calls are made
+// in C (Native). nvml.Device satisfies it; tests use small fakes.
 type Device interface {
 	GetName() (string, nvml.Return)
 	GetUUID() (string, nvml.Return)
@@ -19,28 +24,9 @@ type Device interface {
 	GetGspFirmwareMode() (bool, bool, nvml.Return)
 	GetPowerManagementDefaultLimit() (uint32, nvml.Return)
 
-	GetFieldValues([]nvml.FieldValue) nvml.Return
-	GetTemperature(nvml.TemperatureSensors) (uint32, nvml.Return)
-	GetPowerManagementLimit() (uint32, nvml.Return)
-	GetPerformanceState() (nvml.Pstates, nvml.Return)
-	GetClockInfo(nvml.ClockType) (uint32, nvml.Return)
-	GetUtilizationRates() (nvml.Utilization, nvml.Return)
 	GetMemoryInfo_v2() (nvml.Memory_v2, nvml.Return)
 	GetMemoryInfo() (nvml.Memory, nvml.Return)
-	GetCurrPcieLinkGeneration() (int, nvml.Return)
-	GetCurrPcieLinkWidth() (int, nvml.Return)
-	GetCurrentClocksEventReasons() (uint64, nvml.Return)
-	GetCurrentClocksThrottleReasons() (uint64, nvml.Return)
 	GetFanSpeed() (uint32, nvml.Return)
-	GetFanSpeed_v2(int) (uint32, nvml.Return)
-	GetTargetFanSpeed(int) (int, nvml.Return)
-	GetThermalSettings(uint32) (nvml.GpuThermalSettings, nvml.Return)
-	GetEncoderUtilization() (uint32, uint32, nvml.Return)
-	GetDecoderUtilization() (uint32, uint32, nvml.Return)
-	GetPowerUsage() (uint32, nvml.Return)
-	GetEnforcedPowerLimit() (uint32, nvml.Return)
-	GetTotalEnergyConsumption() (uint64, nvml.Return)
-	GetPcieReplayCounter() (int, nvml.Return)
 	GetFanControlPolicy_v2(int) (nvml.FanControlPolicy, nvml.Return)
 	GetComputeRunningProcesses() ([]nvml.ProcessInfo, nvml.Return)
 	GetGraphicsRunningProcesses() ([]nvml.ProcessInfo, nvml.Return)
@@ -65,4 +51,22 @@ type Library interface {
 	// LookupSymbol reports whether the loaded library has a symbol. Valid
 	// after Init.
 	LookupSymbol(string) error
+	// Native is how the sample batch (sampler/batch.c) calls the library.
+	// Valid after Init.
+	Native() Native
+}
+
+// Native is how the sample batch, one cgo call a sample, calls a library:
+// the C function of each NVML symbol and the C handle of each device.
+type Native struct {
+	// Symbol returns the C function of an NVML symbol; nil when the library
+	// lacks it.
+	Symbol func(name string) unsafe.Pointer
+	// Handle returns device i's C handle; 0 when it cannot be had.
+	Handle func(i int) uintptr
+	// Threads lets a slow GPU's batches run on a C thread of their own
+	// (the driver). Without it they stay on the calling goroutine: the
+	// fake's answers are Go code, which a test's synctest bubble runs in
+	// its fake time only there.
+	Threads bool
 }

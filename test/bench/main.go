@@ -201,7 +201,7 @@ func goBench(path string) [][3]string {
 	defer f.Close()
 	notes := map[string]string{
 		"BenchmarkSampleSimulatedGPU": "read one GPU through the simulated driver: one cgo call",
-		"BenchmarkSampleFake":         "the sampler's own cost over a fake device (Go executor)",
+		"BenchmarkSampleFake":         "the sampler's own cost over a fake device (batch.c over fakenvml's C functions)",
 		"BenchmarkObserve":            "all anomaly detectors on one sample",
 		"BenchmarkAppendRow":          "format one CSV row",
 		"BenchmarkWriteRow":           "format, write(2) and keep one row",

@@ -9,7 +9,7 @@
  * It also pins sampler/nvml_abi.h's structs to NVIDIA's nvml.h (from the
  * go-nvml module): every struct size, field offset and field size is checked
  * at compile time. The getters' structs are not in nvml_abi.h: batch.c is
- * handed their sizes and offsets (gt_batch_calls), here from nvml.h, in the
+ * handed their sizes and offsets (a struct gt_lib), here from nvml.h, in the
  * daemon from go-nvml's types generated from it. This is the one layout pin: go-nvml's Go types are
  * generated from this same header, and nvmlEventData_t has no exported Go
  * twin, so a Go-side copy would check less. The codes (GT_NVML_*) have their
@@ -134,9 +134,13 @@ static void set_call(struct gt_call *c, const char *name, uint32_t shape, uint32
 	va_end(ap);
 }
 
+/* The library's calls, as the Go side fills them (sampler/batch_native.go's
+ * newNative). */
+static struct gt_lib lib;
+
 static void set_calls(void)
 {
-	static struct gt_call c[H_NCALLS];
+	struct gt_call *c = lib.calls;
 	set_call(&c[H_TEMP], "nvmlDeviceGetTemperature", GT_SHAPE_ARG_OUT, NVML_TEMPERATURE_GPU, 4, 0, 1, (size_t)0, (size_t)4);
 	set_call(&c[H_POWERLIM], "nvmlDeviceGetPowerManagementLimit", GT_SHAPE_OUT, 0, 4, 0, 1, (size_t)0, (size_t)4);
 	set_call(&c[H_PSTATE], "nvmlDeviceGetPerformanceState", GT_SHAPE_OUT, 0, sizeof(nvmlPstates_t), 0, 1, (size_t)0,
@@ -166,7 +170,9 @@ static void set_calls(void)
 	_Static_assert(sizeof(nvmlEccSramErrorStatus_t) <= GT_MAXOUT, "GT_MAXOUT");
 	_Static_assert(sizeof(nvmlGpuThermalSettings_t) <= GT_MAXOUT / 2, "GT_MAXOUT");
 	_Static_assert(H_NCALLS <= GT_MAXCALLS, "GT_MAXCALLS");
-	gt_batch_calls(c, H_NCALLS);
+	lib.fields = gt_batch_sym("nvmlDeviceGetFieldValues");
+	CHECK(lib.fields != NULL, "nvmlDeviceGetFieldValues not found");
+	lib.ncalls = H_NCALLS;
 }
 
 struct sampler_arg {
@@ -183,16 +189,17 @@ static void *sample_gpu(void *p)
 						NVML_FI_DEV_PCIE_REPLAY_COUNTER };
 	static const int fallback[NQ] = { H_POWER, H_ENFORCED, H_ENERGY, -1, H_REPLAY };
 	struct sampler_arg *a = p;
-	void *dev = gt_batch_handle((unsigned int)a->gpu);
+	gt_dev dev = gt_batch_handle((unsigned int)a->gpu);
 	struct gt_batch *b = calloc(1, sizeof(*b));
 
-	CHECK(dev != NULL, "no handle for GPU %d", a->gpu);
-	if (dev == NULL || b == NULL) {
+	CHECK(dev != 0, "no handle for GPU %d", a->gpu);
+	if (dev == 0 || b == NULL) {
 		free(b);
 		return NULL;
 	}
 	for (int n = 0; n < 150; n++) {
 		memset(b, 0, sizeof(*b));
+		b->lib = &lib;
 		b->field_wait_ms = 2;
 		for (int c = 0; c < GT_MAXCALLS; c++) {
 			b->ret[c] = GT_NOT_RUN;
