@@ -16,7 +16,8 @@ import (
 // status key is that key of its GPU in the status document (a hardware
 // health counter: of the GPU's health.counters), with its value in the
 // form its row declares, null while absent; a GPU decoded from the JSON
-// (status, top) gives it back by key.
+// (status, top) gives it back: by key (Reading), a health counter in
+// Health.Counters.
 func TestTableReachesStatus(t *testing.T) {
 	const stored = 1234 // 0x4d2: a mask of five reasons, 1.234 W from mW
 	for i := range reading.Table {
@@ -35,7 +36,9 @@ func TestTableReachesStatus(t *testing.T) {
 			want = `["AppClocks","SyncBoost","HwThermalSlowdown","HwPowerBrakeSlowdown","Reliability"]`
 		}
 		t.Run(d.Name, func(t *testing.T) {
-			value := func(present bool) (json.RawMessage, bool, live.Value) {
+			// value is the key's JSON, and its value as the decoded GPU
+			// gives it in the same form ("" when absent there).
+			value := func(present bool) (m json.RawMessage, ok bool, decoded string) {
 				v := livetest.View()
 				g := &v.GPUs[0]
 				s := reading.Sample{GPU: 0, Time: v.Host.Now.Add(-time.Second)}
@@ -56,36 +59,50 @@ func TestTableReachesStatus(t *testing.T) {
 				if err := json.Unmarshal(b, &back); err != nil {
 					t.Fatal(err)
 				}
-				keys := doc.GPUs[0]
+				keys, bg := doc.GPUs[0], back.GPUs[0]
 				if health {
 					var h struct{ Counters map[string]json.RawMessage }
 					if err := json.Unmarshal(keys["health"], &h); err != nil {
 						t.Fatal(err)
 					}
-					keys = h.Counters
+					m, ok = h.Counters[d.Key]
+					if bg.Health == nil {
+						t.Fatalf("decoded GPU has no health")
+					}
+					if c, in := bg.Health.Counters[d.Key]; !in {
+						decoded = "missing"
+					} else if c != nil {
+						decoded = strconv.FormatUint(*c, 10)
+					}
+					return m, ok, decoded
 				}
-				m, ok := keys[d.Key]
-				if health {
-					return m, ok, live.Value{}
+				m, ok = keys[d.Key]
+				r := bg.Reading(d.Key)
+				if names := r.Names(); names != nil {
+					js, _ := json.Marshal(names)
+					decoded = string(js)
 				}
-				return m, ok, back.GPUs[0].Reading(d.Key)
+				if n, isNum := r.Num(); isNum {
+					decoded = strconv.FormatFloat(n, 'f', -1, 64)
+				}
+				if decoded == "" && r.Text("C") != "n/a" {
+					decoded = "shown as " + r.Text("C")
+				}
+				return m, ok, decoded
 			}
 			m, ok, back := value(true)
 			if !ok || string(m) != want {
 				t.Errorf("%s set: key %q is %s (present %v), want %s", d.Name, d.Key, m, ok, want)
 			}
-			if n, isNum := back.Num(); !health && d.Unit != "bitmask" && (!isNum || strconv.FormatFloat(n, 'f', -1, 64) != want) {
-				t.Errorf("%s set: decoded %q is %v (present %v), want %s", d.Name, d.Key, n, isNum, want)
-			}
-			if names, _ := json.Marshal(back.Names()); d.Unit == "bitmask" && string(names) != want {
-				t.Errorf("%s set: decoded %q is %s, want %s", d.Name, d.Key, names, want)
+			if back != want {
+				t.Errorf("%s set: decoded %q is %q, want %s", d.Name, d.Key, back, want)
 			}
 			m, ok, back = value(false)
 			if !ok || string(m) != "null" {
 				t.Errorf("%s absent: key %q is %s (present %v), want null", d.Name, d.Key, m, ok)
 			}
-			if _, isNum := back.Num(); isNum || back.Names() != nil || back.Text("C") != "n/a" {
-				t.Errorf("%s absent: decoded %q is present", d.Name, d.Key)
+			if back != "" {
+				t.Errorf("%s absent: decoded %q is %q, want absent", d.Name, d.Key, back)
 			}
 		})
 	}
