@@ -2,6 +2,8 @@ package live
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 	"reflect"
 	"strconv"
 
@@ -79,6 +81,25 @@ func (g *GPUDoc) Reading(key string) Value {
 		return g.Readings[i]
 	}
 	return Value{}
+}
+
+// stored is the stored value of row d that v stands for, as Def.Get gives
+// it; ok is false when none does: a DocMilli number beyond 64 bits, or
+// below 0 for an unsigned row (a clocks event mask's names: 0, true).
+func (v Value) stored(d *reading.Def) (u uint64, ok bool) {
+	switch x := v.v.(type) {
+	case *uint64:
+		return *x, true
+	case *int64:
+		return uint64(*x), true
+	case *float64:
+		m := math.Round(*x * 1000)
+		if d.Signed() {
+			return uint64(int64(m)), m >= -(1<<63) && m < 1<<63
+		}
+		return uint64(m), m >= 0 && m < 1<<64
+	}
+	return 0, true
 }
 
 // Num is the reading as a number; ok is false when it is absent or not a
@@ -160,7 +181,9 @@ func (g *GPUDoc) wire() reflect.Value {
 // under their keys.
 func (g GPUDoc) MarshalJSON() ([]byte, error) { return json.Marshal(g.wire().Interface()) }
 
-// UnmarshalJSON decodes what MarshalJSON encodes.
+// UnmarshalJSON decodes what MarshalJSON encodes. A reading whose value its
+// row's storage cannot hold (4294967296 for a 32-bit reading) is an error,
+// never cut to fit.
 func (g *GPUDoc) UnmarshalJSON(b []byte) error {
 	w := g.wire()
 	if err := json.Unmarshal(b, w.Addr().Interface()); err != nil {
@@ -170,11 +193,18 @@ func (g *GPUDoc) UnmarshalJSON(b []byte) error {
 	for _, f := range gpuWire.fields {
 		dst.Field(f[0]).Set(w.Field(f[1]))
 	}
-	g.Readings = make([]Value, len(docDefs))
-	for j := range docDefs {
-		if f := w.Field(gpuWire.at + j); !f.IsNil() {
-			g.Readings[j].v = f.Interface()
+	rs := make([]Value, len(docDefs))
+	for j, d := range docDefs {
+		f := w.Field(gpuWire.at + j)
+		if f.IsNil() {
+			continue
+		}
+		rs[j].v = f.Interface()
+		if u, ok := rs[j].stored(d); !ok || !d.Fits(u) {
+			js, _ := json.Marshal(f.Interface())
+			return fmt.Errorf("status document: %s %s: out of the range reading %s can hold", d.Key, js, d.Name)
 		}
 	}
+	g.Readings = rs
 	return nil
 }

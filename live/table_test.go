@@ -108,6 +108,39 @@ func TestTableReachesStatus(t *testing.T) {
 	}
 }
 
+// TestGPUDecodeRefusesTooWide walks reading.Table: a status document whose
+// reading holds more than the reading's storage (4294967296 for a 32-bit
+// reading, as a number or in W from mW) is refused with an error naming
+// the key, never cut to fit; the widest value that fits is read back as
+// it was.
+func TestGPUDecodeRefusesTooWide(t *testing.T) {
+	n := 0
+	for i := range reading.Table {
+		d := &reading.Table[i]
+		if _, health := d.Health(); d.Key == "" || health || d.Doc == reading.DocReasons || d.Fits(1<<32) {
+			continue
+		}
+		n++
+		wide, widest := "4294967296", "4294967295"
+		if d.Doc == reading.DocMilli {
+			wide, widest = "4294967.296", "4294967.295"
+		}
+		t.Run(d.Name, func(t *testing.T) {
+			var g live.GPUDoc
+			err := json.Unmarshal([]byte(`{"`+d.Key+`":`+wide+`}`), &g)
+			if err == nil || !strings.Contains(err.Error(), d.Key) {
+				t.Errorf("%s %s decoded (error %v), want refused naming the key; read as %s", d.Key, wide, err, g.Reading(d.Key).Text(""))
+			}
+			if err := json.Unmarshal([]byte(`{"`+d.Key+`":`+widest+`}`), &g); err != nil || g.Reading(d.Key).Text("") != widest {
+				t.Errorf("%s %s: %v, read as %s", d.Key, widest, err, g.Reading(d.Key).Text(""))
+			}
+		})
+	}
+	if n == 0 {
+		t.Fatal("no reading with a status key is narrower than 64 bits")
+	}
+}
+
 // TestHealthTextShowsRepairAndSRAM: the memory repair and SRAM getters'
 // readings reach the health line of status and top when they say
 // something, and leave it as it was when they do not.
