@@ -70,12 +70,18 @@ func readings(s *reading.Sample) []Value {
 }
 
 // Reading is the GPU's reading whose Key is key, absent when the document
-// has none. A key no row of reading.Table has panics: a view's misspelt
-// key fails its golden test instead of showing n/a for ever.
+// has none. A key that is not one of Readings panics, naming the key: a
+// view's misspelt key fails its golden test instead of showing n/a for
+// ever.
 func (g *GPUDoc) Reading(key string) Value {
 	i, ok := docIndex[key]
 	if !ok {
-		panic("live: no reading has the status key " + strconv.Quote(key))
+		for _, d := range reading.Health {
+			if d.Key == key {
+				panic("live: GPUDoc.Reading(" + strconv.Quote(key) + "): a hardware health counter's key; it is in GPUDoc.Health.Counters")
+			}
+		}
+		panic("live: GPUDoc.Reading(" + strconv.Quote(key) + "): no row of reading.Table has this Key (GPUDoc.Readings holds the rows with a Key, but the health counters)")
 	}
 	if i < len(g.Readings) {
 		return g.Readings[i]

@@ -2,6 +2,7 @@ package live_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -138,6 +139,27 @@ func TestGPUDecodeRefusesTooWide(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no reading with a status key is narrower than 64 bits")
+	}
+}
+
+// TestReadingPanicsNamingTheKey: GPUDoc.Reading of a key that is not a
+// reading of GPUDoc.Readings panics with the key and where such a key
+// comes from: a hardware health counter's key is in Health.Counters, any
+// other key is no row's of reading.Table.
+func TestReadingPanicsNamingTheKey(t *testing.T) {
+	for _, c := range []struct{ key, want string }{
+		{reading.Health[reading.HECCMode].Key, "Health.Counters"},
+		{"temperature", "reading.Table"},
+	} {
+		msg := func() (msg string) {
+			defer func() { msg = fmt.Sprint(recover()) }()
+			var g live.GPUDoc
+			g.Reading(c.key)
+			return "no panic"
+		}()
+		if !strings.Contains(msg, strconv.Quote(c.key)) || !strings.Contains(msg, c.want) {
+			t.Errorf("Reading(%q) panics %q, want the key and %s", c.key, msg, c.want)
+		}
 	}
 }
 
