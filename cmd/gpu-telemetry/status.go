@@ -120,12 +120,11 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	}
 	code, reasons := live.Check(d)
 	if cli.JSON {
-		var v any
-		if json.Unmarshal(raw, &v) == nil {
-			out, _ := json.MarshalIndent(v, "", "  ")
-			raw = out
-		}
-		fmt.Fprintf(stdout, "%s\n", raw)
+		// The daemon's bytes, indented: its keys in its order, its
+		// integers exact. raw is JSON (Query decoded it): Indent cannot fail.
+		var out bytes.Buffer
+		json.Indent(&out, raw, "", "  ")
+		fmt.Fprintf(stdout, "%s\n", out.Bytes())
 		return code
 	}
 	live.WriteText(stdout, d)

@@ -1,9 +1,19 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"net"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
+	"github.com/gpu-telemetry/gpu-telemetry/live"
+	"github.com/gpu-telemetry/gpu-telemetry/live/control"
+	"github.com/gpu-telemetry/gpu-telemetry/live/livetest"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
 // TestStatusAndTopArguments: status and top share socketFlags. For status,
@@ -41,4 +51,49 @@ func TestStatusAndTopArguments(t *testing.T) {
 			{"no daemon", []string{"--socket", gone}, 1, "", "gpu-telemetry top: cannot ask the daemon at " + gone + ": no socket there"},
 		})
 	})
+}
+
+// TestStatusJSONKeepsTheDocument: status --json prints the daemon's
+// document as it came, indented: its keys in the document's order and its
+// integers exact. Decoding it into an any and encoding that again sorted
+// the keys and rounded 2^53+1 bytes to 2^53.
+func TestStatusJSONKeepsTheDocument(t *testing.T) {
+	v := livetest.View()
+	v.GPUs[0].Sample.VRAMUsedBytes = reading.Some[uint64](1<<53 + 1)
+	slots := make([]*live.Slot, len(v.GPUs))
+	for i := range v.GPUs {
+		slots[i] = live.NewSlot(v.GPUs[i].Info)
+		slots[i].Update(func(g *live.GPU) { *g = v.GPUs[i] })
+	}
+	sock := filepath.Join(t.TempDir(), "control.sock")
+	srv, err := control.Listen(control.Config{Path: sock}, live.NewBoard(slots, func() live.Host { return v.Host }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() { srv.Serve(ctx); close(served) }()
+	defer func() { stop(); <-served }()
+
+	doc, err := json.Marshal(live.NewDoc(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	if err := json.Indent(&want, doc, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	want.WriteByte('\n')
+	var stdout, stderr bytes.Buffer
+	if code := runStatus([]string{"--socket", sock, "--json"}, &stdout, &stderr); code != live.CheckCritical {
+		t.Errorf("exit %d, want %d (GPU 1 hung); stderr %s", code, live.CheckCritical, stderr.String())
+	}
+	got, exp := strings.Split(stdout.String(), "\n"), strings.Split(want.String(), "\n")
+	for i := range max(len(got), len(exp)) {
+		if i >= len(got) || i >= len(exp) || got[i] != exp[i] {
+			t.Errorf("status --json differs from the document the daemon sent at line %d:\n%s", i+1, strings.Join(got[max(i-3, 0):min(i+3, len(got))], "\n"))
+			break
+		}
+	}
+	testutil.Contains(t, "status --json", stdout.String(), `"memory_used_bytes": 9007199254740993,`)
 }
