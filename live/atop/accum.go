@@ -19,7 +19,7 @@ const na = -1
 const maxExitedPerClient = 4096
 
 // procStat is atopgpud's per-process record on one GPU, with the figures of
-// both API versions (format.go's layouts pick them). Only a new process read
+// both API versions (format.go's procLayouts pick them). Only a new process read
 // is folded in: a second without one (reads stretched by the pacer, a GPU
 // backing off) changes no sum and no count, so atop sees no growth rather
 // than the last read again.

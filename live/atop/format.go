@@ -12,56 +12,31 @@ const MaxBody = 8192
 // Newest is the newest API version served.
 const Newest = 2
 
-// procField is one integer of a per-process record.
-type procField uint8
-
-const (
-	pfPID  procField = iota
-	pfKind           // one character, not an integer: C compute, G graphics, U unknown
-	pfGPUBusy
-	pfMemBusy
-	pfTimeMs
-	pfMemNow
-	pfMemCum
-	pfSample     // version 1's divisor (reads with a memory figure)
-	pfMemCumSeen // memory summed over version 2's samples (pfSeen)
-	pfGPUBusyCum
-	pfMemBusyCum
-	pfSeen
-)
-
-// gpuField is one integer of a per-GPU record.
-type gpuField uint8
-
-const (
-	gfBusyNow gpuField = iota
-	gfMemBusyNow
-	gfMemTotal
-	gfMemUsed
-	gfSamples
-	gfBusyCum
-	gfMemBusyCum
-	gfMemUsedCum
-)
-
-// layout is one API version's field order: what atop's gpuparse and pidparse
-// scan, in that order. Both versions send the per-GPU record as
-// "@busy membusy memtotal memused samples busycum membusycum memusedcum" and
-// a process record as "#<state> <fields>".
-type layout struct {
-	gpu  []gpuField
-	proc []procField
+// appendInts appends each of vs after a space.
+func appendInts(b []byte, vs ...int64) []byte {
+	for _, v := range vs {
+		b = strconv.AppendInt(append(b, ' '), v, 10)
+	}
+	return b
 }
 
-// layouts is indexed by API version.
-var layouts = [Newest + 1]layout{
+// appendGPU appends a GPU's record as both API versions send it, what atop's
+// gpuparse scans: "@busy membusy memtotal memused samples busycum
+// membusycum memusedcum".
+func appendGPU(b []byte, g *gpuStat) []byte {
+	b = strconv.AppendInt(append(b, '@'), g.busyNow, 10)
+	return appendInts(b, g.memBusyNow, g.memTotal, g.memUsed, g.samples, g.busyCum, g.memBusyCum, g.memUsedCum)
+}
+
+// procLayouts, indexed by API version, append a process record's fields
+// after "#<state>", what atop's pidparse scans, in that order.
+var procLayouts = [Newest + 1]func(b []byte, p *procStat) []byte{
 	// Version 1 (atop 2.8 to 2.12, TCP): gpucom.c's pidparse scans
 	// "%c %ld %d %d %lld %lld %lld %lld": state, PID, busy % and memory busy %
 	// (atopgpud's accounting figures), accounting ms, memory now and summed
-	// (KiB), samples.
-	1: {
-		gpu:  []gpuField{gfBusyNow, gfMemBusyNow, gfMemTotal, gfMemUsed, gfSamples, gfBusyCum, gfMemBusyCum, gfMemUsedCum},
-		proc: []procField{pfPID, pfGPUBusy, pfMemBusy, pfTimeMs, pfMemNow, pfMemCum, pfSample},
+	// (KiB), samples (the reads with a memory figure).
+	1: func(b []byte, p *procStat) []byte {
+		return appendInts(b, int64(p.pid), p.gpuBusy, p.memBusy, p.timeMs, p.memNow, p.memCum, p.sample)
 	},
 	// Version 2 (atop 2.13, abstract socket): established from Debian's
 	// atop 2.13.0-1 binary (sid), whose only process scan is
@@ -71,10 +46,10 @@ var layouts = [Newest + 1]layout{
 	// samples. atop shows each busy % as the growth of its sum divided by the
 	// growth of the samples; the samples are the reads that had every figure
 	// (procStat says which), so that one divisor fits all three sums. The
-	// per-GPU record is unchanged (same scan as version 1).
-	2: {
-		gpu:  []gpuField{gfBusyNow, gfMemBusyNow, gfMemTotal, gfMemUsed, gfSamples, gfBusyCum, gfMemBusyCum, gfMemUsedCum},
-		proc: []procField{pfPID, pfKind, pfGPUBusyCum, pfMemBusyCum, pfMemNow, pfMemCumSeen, pfSeen},
+	// per-GPU record is unchanged (appendGPU).
+	2: func(b []byte, p *procStat) []byte {
+		b = append(appendInts(b, int64(p.pid)), ' ', p.kind)
+		return appendInts(b, p.gpuBusyCum, p.memBusyCum, p.memNow, p.memCumSeen, p.seen)
 	},
 }
 
@@ -85,56 +60,6 @@ func Version(v byte) byte {
 		return Newest
 	}
 	return v
-}
-
-func (g *gpuStat) value(f gpuField) int64 {
-	switch f {
-	case gfBusyNow:
-		return g.busyNow
-	case gfMemBusyNow:
-		return g.memBusyNow
-	case gfMemTotal:
-		return g.memTotal
-	case gfMemUsed:
-		return g.memUsed
-	case gfSamples:
-		return g.samples
-	case gfBusyCum:
-		return g.busyCum
-	case gfMemBusyCum:
-		return g.memBusyCum
-	case gfMemUsedCum:
-		return g.memUsedCum
-	}
-	return na
-}
-
-func (p *procStat) value(f procField) int64 {
-	switch f {
-	case pfPID:
-		return int64(p.pid)
-	case pfGPUBusy:
-		return p.gpuBusy
-	case pfMemBusy:
-		return p.memBusy
-	case pfTimeMs:
-		return p.timeMs
-	case pfMemNow:
-		return p.memNow
-	case pfMemCum:
-		return p.memCum
-	case pfMemCumSeen:
-		return p.memCumSeen
-	case pfSample:
-		return p.sample
-	case pfGPUBusyCum:
-		return p.gpuBusyCum
-	case pfMemBusyCum:
-		return p.memBusyCum
-	case pfSeen:
-		return p.seen
-	}
-	return na
 }
 
 // Types is the body of the reply to 'T': the GPU count, then per GPU
@@ -170,7 +95,7 @@ type record struct {
 // would pass MaxBody, the busiest processes (GPU busy, then memory) are kept
 // and left is how many records were left out; the GPU records always fit.
 func (a *Accumulator) Stats(version byte, c *Client) (body []byte, left int) {
-	l := &layouts[Version(version)]
+	layout := procLayouts[Version(version)]
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	gpuRecs := make([][]byte, len(a.gpus))
@@ -178,15 +103,8 @@ func (a *Accumulator) Stats(version byte, c *Client) (body []byte, left int) {
 	var recs []record
 	for i := range a.gpus {
 		g := &a.gpus[i]
-		r := []byte{'@'}
-		for k, f := range l.gpu {
-			if k > 0 {
-				r = append(r, ' ')
-			}
-			r = strconv.AppendInt(r, g.value(f), 10)
-		}
-		gpuRecs[i] = r
-		size += len(r)
+		gpuRecs[i] = appendGPU(nil, g)
+		size += len(gpuRecs[i])
 		if g.procsKnown {
 			for _, st := range sortedProcs(g) {
 				recs = append(recs, record{gpu: i, state: 'A', st: st})
@@ -201,15 +119,7 @@ func (a *Accumulator) Stats(version byte, c *Client) (body []byte, left int) {
 	}
 	for k := range recs {
 		r := &recs[k]
-		r.text = append(r.text, '#', r.state)
-		for _, f := range l.proc {
-			r.text = append(r.text, ' ')
-			if f == pfKind {
-				r.text = append(r.text, r.st.kind)
-				continue
-			}
-			r.text = strconv.AppendInt(r.text, r.st.value(f), 10)
-		}
+		r.text = layout(append(r.text, '#', r.state), &r.st)
 	}
 	// Choose the records that fit, busiest first.
 	order := make([]int, len(recs))
