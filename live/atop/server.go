@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -182,8 +183,7 @@ func (s *Server) loop(c net.Conn, cl *Client) {
 	for {
 		c.SetReadDeadline(time.Now().Add(wait))
 		if _, err := io.ReadFull(c, req[:]); err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
 				s.timedOut.Add(1)
 			}
 			return
@@ -199,8 +199,7 @@ func (s *Server) loop(c net.Conn, cl *Client) {
 		}
 		c.SetWriteDeadline(time.Now().Add(s.cfg.Write))
 		if _, err := c.Write(reply); err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
 				s.timedOut.Add(1)
 			}
 			return

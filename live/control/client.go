@@ -3,8 +3,8 @@ package control
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"io"
 	"net"
 	"time"
 
@@ -40,24 +40,14 @@ func Ask(path, req string, timeout time.Duration) ([]byte, error) {
 	// A server that refuses (busy) answers and closes before reading: a
 	// failed write still leaves its answer to read.
 	_, werr := c.Write([]byte(req + "\n"))
-	r := bufio.NewReaderSize(c, 64<<10)
-	var out []byte
-	for {
-		part, err := r.ReadSlice('\n')
-		out = append(out, part...)
-		if len(out) > MaxReply {
-			return nil, fmt.Errorf("answer from %s longer than %d bytes", path, MaxReply)
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if err != nil {
-			if werr != nil {
-				return nil, werr
-			}
-			return nil, fmt.Errorf("reading the answer from %s: %w", path, err)
-		}
-		break
+	out, err := bufio.NewReader(io.LimitReader(c, MaxReply+1)).ReadBytes('\n')
+	switch {
+	case len(out) > MaxReply:
+		return nil, fmt.Errorf("answer from %s longer than %d bytes", path, MaxReply)
+	case err != nil && werr != nil:
+		return nil, werr
+	case err != nil:
+		return nil, fmt.Errorf("reading the answer from %s: %w", path, err)
 	}
 	out = out[:len(out)-1]
 	var e errorReply

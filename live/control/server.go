@@ -139,11 +139,7 @@ func Listen(cfg Config, board *live.Board) (*Server, error) {
 	if err := os.Rename(tmp, cfg.Path); err != nil {
 		return fail(err)
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Server{cfg: cfg, board: board, log: log, ln: ln, sem: make(chan struct{}, MaxConns)}, nil
+	return &Server{cfg: cfg, board: board, log: cfg.Logger, ln: ln, sem: make(chan struct{}, MaxConns)}, nil
 }
 
 // clearStale removes a socket file nobody accepts on, and refuses one that
@@ -234,7 +230,7 @@ func (s *Server) handle(c *net.UnixConn) {
 	c.SetWriteDeadline(time.Now().Add(WriteTimeout))
 	if err != nil {
 		s.failed.Add(1)
-		if !errors.Is(err, io.EOF) && !isTimeout(err) {
+		if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) {
 			writeJSON(c, errorReply{Error: err.Error()})
 		}
 		return
@@ -305,11 +301,6 @@ func (s *Server) release(a *answer) {
 	if a.refs--; a.refs == 0 && a != s.cached {
 		s.spare = a
 	}
-}
-
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // readRequest reads one line of at most MaxRequest bytes.

@@ -312,3 +312,43 @@ func TestRefusedDocumentCountsAsFailed(t *testing.T) {
 		t.Errorf("served %d failed %d, want 0 and 1", served, failed)
 	}
 }
+
+// TestAskBoundsTheAnswer: Ask takes an answer of MaxReply bytes, newline
+// included, and refuses a longer one (with or without its newline) with an
+// error that says so, having read no more than MaxReply+1 bytes of it.
+func TestAskBoundsTheAnswer(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		answer string
+		err    string
+	}{
+		{"MaxReply bytes", `"` + strings.Repeat("x", MaxReply-3) + "\"\n", ""},
+		{"one byte more", `"` + strings.Repeat("x", MaxReply-2) + "\"\n", "longer than"},
+		{"no newline", strings.Repeat("x", 2*MaxReply), "longer than"},
+		{"cut short", `{"ok":`, "reading the answer"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "s.sock")
+			l, err := net.Listen("unix", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			go func() {
+				conn, err := l.Accept()
+				if err != nil {
+					return
+				}
+				defer conn.Close()
+				conn.Write([]byte(c.answer))
+			}()
+			out, err := Ask(path, "status", 10*time.Second)
+			switch {
+			case c.err == "" && (err != nil || len(out) != MaxReply-1):
+				t.Errorf("answer of %d bytes: %d bytes, %v", len(c.answer), len(out), err)
+			case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+				t.Errorf("answer of %d bytes: %v, want an error saying %q", len(c.answer), err, c.err)
+			}
+		})
+	}
+}
