@@ -23,52 +23,78 @@ import (
 
 const ns = "gpu_telemetry_"
 
-// metric declares one metric: name, help, type and its extra labels.
+// metric is one metric family as exported: its type, its full name
+// (gpu_telemetry_<name>), every label name (the scope's, then its own, in
+// the order values are given) and its descriptor, computed once.
 type metric struct {
-	name   string
-	help   string
 	typ    prometheus.ValueType
+	full   string
 	labels []string
+	desc   *prometheus.Desc
 }
 
 var gpuLabels = []string{"gpu", "uuid"}
 
+// all is every metric declared with gpuMetric or hostMetric (Describe).
+var all []*metric
+
+// newMetric is metric name with the scope's labels, then its own.
+func newMetric(name, help string, typ prometheus.ValueType, scope []string, labels ...string) *metric {
+	m := &metric{typ: typ, full: ns + name, labels: append(append([]string{}, scope...), labels...)}
+	if len(m.labels) > maxLabels {
+		panic("metrics: " + m.full + " has more than maxLabels labels")
+	}
+	m.desc = prometheus.NewDesc(m.full, help, m.labels, nil)
+	return m
+}
+
+// gpuMetric declares a per-GPU metric (labels gpu and uuid, then labels).
+func gpuMetric(name, help string, typ prometheus.ValueType, labels ...string) *metric {
+	m := newMetric(name, help, typ, gpuLabels, labels...)
+	all = append(all, m)
+	return m
+}
+
+// hostMetric declares a host metric.
+func hostMetric(name, help string, typ prometheus.ValueType, labels ...string) *metric {
+	m := newMetric(name, help, typ, nil, labels...)
+	all = append(all, m)
+	return m
+}
+
 // The per-GPU metrics, declared once; Collect walks the readings table.
 var (
-	mInfo = &metric{"gpu_info", "Static facts of a monitored GPU (value 1).", prometheus.GaugeValue,
-		[]string{"model", "pci_bus_id", "serial", "vbios", "driver"}}
-	mState = &metric{"gpu_state", "GPU state as the daemon sees it: 1 for the current state (answering, hung, lost, failing, not_started), 0 for the others.", prometheus.GaugeValue,
-		[]string{"state"}}
-	mStall = &metric{"stall_seconds", "Seconds the GPU's current NVML call has been stuck; 0 when not hung.", prometheus.GaugeValue, nil}
-	mFan   = &metric{"fan_speed_ratio", "Fan speed (0-1).", prometheus.GaugeValue, []string{"fan"}}
-	mFanT  = &metric{"fan_target_ratio", "Fan speed the controller targets (0-1).", prometheus.GaugeValue, []string{"fan"}}
-	mThrA  = &metric{"throttle_reason_active", "Clocks event (throttle) reason active in the last sample (0 or 1).", prometheus.GaugeValue, []string{"reason"}}
-	mThrS  = &metric{"throttle_reason_seconds_total", "Seconds spent with the clocks event reason active.", prometheus.CounterValue, []string{"reason"}}
-	mFlags = &metric{"anomaly_flags_total", "Rows that carried the anomaly flag.", prometheus.CounterValue, []string{"kind"}}
-	mXids  = &metric{"xids_total", "Xids seen on the GPU, by code (\"other\" beyond the first 16 codes).", prometheus.CounterValue, []string{"xid"}}
-	mLastX = &metric{"last_xid_timestamp_seconds", "Time of the last Xid on the GPU (Unix seconds); absent when none.", prometheus.GaugeValue, []string{"xid"}}
-	mRecov = &metric{"recovery_action", "Last GPU recovery action the driver asked for (0 none, 1 GPU reset, 2 node reboot, 3 drain P2P, 4 drain and reset); absent when none.", prometheus.GaugeValue, nil}
-	mRecT  = &metric{"last_recovery_action_timestamp_seconds", "Time of the last GPU recovery action (Unix seconds); absent when none.", prometheus.GaugeValue, nil}
-	mLastS = &metric{"last_sample_timestamp_seconds", "Time of the GPU's last answered sample (Unix seconds).", prometheus.GaugeValue, nil}
-	mInc   = &metric{"incidents_total", "Critical events on the GPU (hang, failure, loss, Xid, recovery action).", prometheus.CounterValue, nil}
-	mSamp  = &metric{"samples_total", "Answered samples.", prometheus.CounterValue, nil}
-	mFail  = &metric{"sample_failures_total", "Failed or lost samples.", prometheus.CounterValue, nil}
-	mHung  = &metric{"hung_rows_total", "NVML_HUNG rows written.", prometheus.CounterValue, nil}
+	mInfo  = gpuMetric("gpu_info", "Static facts of a monitored GPU (value 1).", prometheus.GaugeValue, "model", "pci_bus_id", "serial", "vbios", "driver")
+	mState = gpuMetric("gpu_state", "GPU state as the daemon sees it: 1 for the current state (answering, hung, lost, failing, not_started), 0 for the others.", prometheus.GaugeValue, "state")
+	mStall = gpuMetric("stall_seconds", "Seconds the GPU's current NVML call has been stuck; 0 when not hung.", prometheus.GaugeValue)
+	mFan   = gpuMetric("fan_speed_ratio", "Fan speed (0-1).", prometheus.GaugeValue, "fan")
+	mFanT  = gpuMetric("fan_target_ratio", "Fan speed the controller targets (0-1).", prometheus.GaugeValue, "fan")
+	mThrA  = gpuMetric("throttle_reason_active", "Clocks event (throttle) reason active in the last sample (0 or 1).", prometheus.GaugeValue, "reason")
+	mThrS  = gpuMetric("throttle_reason_seconds_total", "Seconds spent with the clocks event reason active.", prometheus.CounterValue, "reason")
+	mFlags = gpuMetric("anomaly_flags_total", "Rows that carried the anomaly flag.", prometheus.CounterValue, "kind")
+	mXids  = gpuMetric("xids_total", "Xids seen on the GPU, by code (\"other\" beyond the first 16 codes).", prometheus.CounterValue, "xid")
+	mLastX = gpuMetric("last_xid_timestamp_seconds", "Time of the last Xid on the GPU (Unix seconds); absent when none.", prometheus.GaugeValue, "xid")
+	mRecov = gpuMetric("recovery_action", "Last GPU recovery action the driver asked for (0 none, 1 GPU reset, 2 node reboot, 3 drain P2P, 4 drain and reset); absent when none.", prometheus.GaugeValue)
+	mRecT  = gpuMetric("last_recovery_action_timestamp_seconds", "Time of the last GPU recovery action (Unix seconds); absent when none.", prometheus.GaugeValue)
+	mLastS = gpuMetric("last_sample_timestamp_seconds", "Time of the GPU's last answered sample (Unix seconds).", prometheus.GaugeValue)
+	mInc   = gpuMetric("incidents_total", "Critical events on the GPU (hang, failure, loss, Xid, recovery action).", prometheus.CounterValue)
+	mSamp  = gpuMetric("samples_total", "Answered samples.", prometheus.CounterValue)
+	mFail  = gpuMetric("sample_failures_total", "Failed or lost samples.", prometheus.CounterValue)
+	mHung  = gpuMetric("hung_rows_total", "NVML_HUNG rows written.", prometheus.CounterValue)
 	// mWork names the jobs on a GPU (from its processes' cgroups): one
 	// series per distinct job, for dashboards to join on gpu and uuid,
 	// never a label on the per-sample series.
-	mWork = &metric{"gpu_workload_info", "A job with processes on the GPU, from their cgroups (value 1): Slurm job, Kubernetes pod UID, container id; empty where the cgroup does not say.", prometheus.GaugeValue,
-		[]string{"slurm_job", "pod_uid", "container"}}
+	mWork = gpuMetric("gpu_workload_info", "A job with processes on the GPU, from their cgroups (value 1): Slurm job, Kubernetes pod UID, container id; empty where the cgroup does not say.", prometheus.GaugeValue, "slurm_job", "pod_uid", "container")
 	// mProcs is the number of processes on a GPU at its last successful
 	// process read (absent before one): the processes panel of the host
 	// dashboard, next to the jobs in mWork.
-	mProcs = &metric{"gpu_processes", "Processes on the GPU (compute and graphics) at its last successful process read; absent before one.", prometheus.GaugeValue, nil}
+	mProcs = gpuMetric("gpu_processes", "Processes on the GPU (compute and graphics) at its last successful process read; absent before one.", prometheus.GaugeValue)
 	// mMemTot is exported when the GPU's memory size is known (live.GPU.MemTotal).
-	mMemTot = &metric{"memory_total_bytes", "GPU memory size.", prometheus.GaugeValue, nil}
+	mMemTot = gpuMetric("memory_total_bytes", "GPU memory size.", prometheus.GaugeValue)
 )
 
 // readingMetric is a reading of reading.Table with a metric: its row and
-// its family (shared by the rows of one metric name, told apart by the
+// its metric (shared by the rows of one metric name, told apart by the
 // row's label value).
 type readingMetric struct {
 	def *reading.Def
@@ -80,8 +106,8 @@ func u32(o reading.Opt[uint32], scale float64) (float64, bool) {
 	return float64(v) * scale, ok
 }
 
-// readings and readingFamilies: reading.Table's metrics, in table order.
-var readings, readingFamilies = func() (r []readingMetric, fams []*metric) {
+// readings are reading.Table's metrics, in table order.
+var readings = func() (r []readingMetric) {
 	byName := map[string]*metric{}
 	for i := range reading.Table {
 		d := &reading.Table[i]
@@ -91,19 +117,19 @@ var readings, readingFamilies = func() (r []readingMetric, fams []*metric) {
 		}
 		m := byName[dm.Name]
 		if m == nil {
-			m = &metric{dm.Name, dm.Help, prometheus.GaugeValue, nil}
+			typ, labels := prometheus.GaugeValue, []string(nil)
 			if dm.Counter {
-				m.typ = prometheus.CounterValue
+				typ = prometheus.CounterValue
 			}
 			if dm.Label[0] != "" {
-				m.labels = []string{dm.Label[0]}
+				labels = []string{dm.Label[0]}
 			}
+			m = gpuMetric(dm.Name, dm.Help, typ, labels...)
 			byName[dm.Name] = m
-			fams = append(fams, m)
 		}
 		r = append(r, readingMetric{d, m})
 	}
-	return r, fams
+	return r
 }()
 
 // value is the reading's exported value in s.
@@ -120,70 +146,39 @@ func (rm *readingMetric) value(s *reading.Sample) (float64, bool) {
 
 // The host metrics.
 var (
-	mBuild    = &metric{"build_info", "Build of the running gpu-telemetry (value 1).", prometheus.GaugeValue, []string{"version", "goversion"}}
-	mHost     = &metric{"host_info", "The host as every output names it: --host (else the hostname), machine id, boot id (value 1).", prometheus.GaugeValue, []string{"host", "machine_id", "boot_id"}}
-	mStart    = &metric{"start_time_seconds", "When the daemon started (Unix seconds).", prometheus.GaugeValue, nil}
-	mDisk     = &metric{"disk_paused", "1 while CSV writes are paused (disk full or below --min-free-mb).", prometheus.GaugeValue, nil}
-	mGPUs     = &metric{"gpus", "Monitored GPUs.", prometheus.GaugeValue, nil}
-	mAnswer   = &metric{"gpus_answering", "Monitored GPUs whose last sample was answered.", prometheus.GaugeValue, nil}
-	mPeriod   = &metric{"tick_period_seconds", "Poll-loop tick period over the last minute (stat: mean, p99, max).", prometheus.GaugeValue, []string{"stat"}}
-	mInterval = &metric{"interval_seconds", "Configured sampling interval.", prometheus.GaugeValue, nil}
-	mPacer    = &metric{"pacer_level", "NVML pacer stretch level: 0 reads every column at its normal rate; each step up (NVML too slow for the interval) reads the slow columns less often.", prometheus.GaugeValue, nil}
-	mTickNVML = &metric{"nvml_tick_seconds", "Median time over the last second from the first GPU's sample start to the last one's end in a tick.", prometheus.GaugeValue, nil}
-	mLogWait  = &metric{"log_lines_waiting", "events.log and summary.log lines held back now because their file cannot be written.", prometheus.GaugeValue, nil}
+	mBuild    = hostMetric("build_info", "Build of the running gpu-telemetry (value 1).", prometheus.GaugeValue, "version", "goversion")
+	mHost     = hostMetric("host_info", "The host as every output names it: --host (else the hostname), machine id, boot id (value 1).", prometheus.GaugeValue, "host", "machine_id", "boot_id")
+	mStart    = hostMetric("start_time_seconds", "When the daemon started (Unix seconds).", prometheus.GaugeValue)
+	mDisk     = hostMetric("disk_paused", "1 while CSV writes are paused (disk full or below --min-free-mb).", prometheus.GaugeValue)
+	mGPUs     = hostMetric("gpus", "Monitored GPUs.", prometheus.GaugeValue)
+	mAnswer   = hostMetric("gpus_answering", "Monitored GPUs whose last sample was answered.", prometheus.GaugeValue)
+	mPeriod   = hostMetric("tick_period_seconds", "Poll-loop tick period over the last minute (stat: mean, p99, max).", prometheus.GaugeValue, "stat")
+	mInterval = hostMetric("interval_seconds", "Configured sampling interval.", prometheus.GaugeValue)
+	mPacer    = hostMetric("pacer_level", "NVML pacer stretch level: 0 reads every column at its normal rate; each step up (NVML too slow for the interval) reads the slow columns less often.", prometheus.GaugeValue)
+	mTickNVML = hostMetric("nvml_tick_seconds", "Median time over the last second from the first GPU's sample start to the last one's end in a tick.", prometheus.GaugeValue)
+	mLogWait  = hostMetric("log_lines_waiting", "events.log and summary.log lines held back now because their file cannot be written.", prometheus.GaugeValue)
 )
 
 // stateLabels names live.StateKind values as label values.
 var stateLabels = [...]string{live.StateNotStarted: "not_started", live.StateOK: "answering", live.StateHung: "hung", live.StateLost: "lost", live.StateFailing: "failing"}
 
-// family is a metric as exported: its full name, every label name (the
-// scope's labels, then the metric's own) and its descriptor, computed once.
-type family struct {
-	*metric
-	full   string   // gpu_telemetry_<name>
-	labels []string // label names in the order values are given
-	desc   *prometheus.Desc
-}
-
-func newFamily(m *metric, scope []string) *family {
-	f := &family{metric: m, full: ns + m.name, labels: append(append([]string{}, scope...), m.labels...)}
-	if len(f.labels) > maxLabels {
-		panic("metrics: " + f.full + " has more than maxLabels labels")
-	}
-	f.desc = prometheus.NewDesc(f.full, m.help, f.labels, nil)
-	return f
-}
-
 // Collector reads a live.Board at scrape time: a client_golang Collector.
 type Collector struct {
 	board *live.Board
-	fams  map[*metric]*family
 	// counters are the host counter table's metrics, by counter name.
-	counters map[string]*family
+	counters map[string]*metric
 	// linkSeries: which NVLink links get per-link series (linkbudget.go).
 	linkSeries LinkSeries
 }
 
 // New returns a collector over board.
 func New(board *live.Board, opts ...Option) *Collector {
-	c := &Collector{board: board, fams: map[*metric]*family{}, counters: map[string]*family{}}
+	c := &Collector{board: board, counters: map[string]*metric{}}
 	for _, o := range opts {
 		o(c)
 	}
-	for _, m := range []*metric{mInfo, mState, mStall, mFan, mFanT, mThrA, mThrS, mFlags, mXids, mLastX, mRecov, mRecT, mLastS, mInc, mSamp, mFail, mHung, mMemTot, mWork, mProcs} {
-		c.fams[m] = newFamily(m, gpuLabels)
-	}
-	for _, m := range readingFamilies {
-		c.fams[m] = newFamily(m, gpuLabels)
-	}
-	for _, m := range healthFamilies() {
-		c.fams[m] = newFamily(m, gpuLabels)
-	}
-	for _, m := range []*metric{mBuild, mHost, mStart, mDisk, mGPUs, mAnswer, mPeriod, mInterval, mPacer, mTickNVML, mLogWait} {
-		c.fams[m] = newFamily(m, nil)
-	}
 	for _, k := range board.View().Host.Counters {
-		c.counters[k.Name] = newFamily(&metric{k.Name + "_total", capital(k.Help) + ".", prometheus.CounterValue, nil}, nil)
+		c.counters[k.Name] = newMetric(k.Name+"_total", capital(k.Help)+".", prometheus.CounterValue, nil)
 	}
 	return c
 }
@@ -197,11 +192,11 @@ func capital(s string) string {
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, f := range c.fams {
-		ch <- f.desc
+	for _, m := range all {
+		ch <- m.desc
 	}
-	for _, f := range c.counters {
-		ch <- f.desc
+	for _, m := range c.counters {
+		ch <- m.desc
 	}
 }
 
@@ -214,9 +209,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	w.walk(c.board.View())
 	for i := range w.out {
 		s := &w.out[i]
-		m, err := prometheus.NewConstMetric(s.f.desc, s.f.typ, s.v, s.lv[:s.n]...)
+		m, err := prometheus.NewConstMetric(s.m.desc, s.m.typ, s.v, s.lv[:s.n]...)
 		if err != nil {
-			m = prometheus.NewInvalidMetric(s.f.desc, err)
+			m = prometheus.NewInvalidMetric(s.m.desc, err)
 		}
 		ch <- m
 	}
@@ -225,10 +220,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 // maxLabels is the most labels a series has (gpu_info).
 const maxLabels = 7
 
-// sample is one series of one scrape: its family, value and label values
-// in the family's label order.
+// sample is one series of one scrape: its metric, value and label values
+// in the metric's label order.
 type sample struct {
-	f  *family
+	m  *metric
 	v  float64
 	n  int
 	lv [maxLabels]string
@@ -240,10 +235,8 @@ type walker struct {
 	out []sample
 }
 
-func (w *walker) add(m *metric, v float64, lv ...string) { w.addF(w.c.fams[m], v, lv...) }
-
-func (w *walker) addF(f *family, v float64, lv ...string) {
-	w.out = append(w.out, sample{f: f, v: v, n: len(lv)})
+func (w *walker) add(m *metric, v float64, lv ...string) {
+	w.out = append(w.out, sample{m: m, v: v, n: len(lv)})
 	copy(w.out[len(w.out)-1].lv[:], lv)
 }
 
@@ -268,7 +261,7 @@ func (w *walker) walk(v live.View) {
 	}
 	for _, k := range h.Counters {
 		if f := w.c.counters[k.Name]; f != nil {
-			w.addF(f, float64(k.Value))
+			w.add(f, float64(k.Value))
 		}
 	}
 	answering := 0
@@ -331,7 +324,7 @@ func (w *walker) gpu(g *live.GPU, h *live.Host) {
 	if g.State.Kind != live.StateOK {
 		return // no stale readings
 	}
-	w.health(g, gpu, uuid)
+	w.links(g, gpu, uuid) // the health counters are readings, exported below
 	for i := range readings {
 		rm := &readings[i]
 		if val, ok := rm.value(s); ok {

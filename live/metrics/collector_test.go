@@ -109,10 +109,7 @@ func TestTickNVMLAbsentUntilMeasured(t *testing.T) {
 // host label of gpu_telemetry_host_info.
 func TestNoLabelClashesWithPrometheus(t *testing.T) {
 	c := New(board(livetest.View()))
-	fams := []*family{}
-	for _, f := range c.fams {
-		fams = append(fams, f)
-	}
+	fams := append([]*metric{}, all...)
 	for _, f := range c.counters {
 		fams = append(fams, f)
 	}

@@ -13,17 +13,12 @@ import (
 // (linkbudget.go): by default only for a link that is not active or has
 // errors, so a healthy B200's 18 links export none.
 var (
-	mVerdict = &metric{"health_verdict", "Hardware health verdict: 0 ok, 1 warning, 2 critical.", prometheus.GaugeValue, nil}
-	mReason  = &metric{"health_reason", "A hardware health reason that holds now (value 1); absent when it does not.", prometheus.GaugeValue, []string{"reason"}}
-	mLinkDn  = &metric{"nvlink_link_down", "An NVLink link that is not active (value 1); absent for active links.", prometheus.GaugeValue, []string{"link", "state"}}
-	mLinkErr = &metric{"nvlink_link_errors_total", "An NVLink per-link counter; by default exported only for a link that is down or has errors.", prometheus.CounterValue, []string{"link", "counter"}}
-	mLinkBER = &metric{"nvlink_link_ber", "An NVLink per-link bit error rate; by default exported only for a link that is down or has errors.", prometheus.GaugeValue, []string{"link", "counter"}}
+	mVerdict = gpuMetric("health_verdict", "Hardware health verdict: 0 ok, 1 warning, 2 critical.", prometheus.GaugeValue)
+	mReason  = gpuMetric("health_reason", "A hardware health reason that holds now (value 1); absent when it does not.", prometheus.GaugeValue, "reason")
+	mLinkDn  = gpuMetric("nvlink_link_down", "An NVLink link that is not active (value 1); absent for active links.", prometheus.GaugeValue, "link", "state")
+	mLinkErr = gpuMetric("nvlink_link_errors_total", "An NVLink per-link counter; by default exported only for a link that is down or has errors.", prometheus.CounterValue, "link", "counter")
+	mLinkBER = gpuMetric("nvlink_link_ber", "An NVLink per-link bit error rate; by default exported only for a link that is down or has errors.", prometheus.GaugeValue, "link", "counter")
 )
-
-// healthFamilies lists the health metrics for New.
-func healthFamilies() []*metric {
-	return []*metric{mVerdict, mReason, mLinkDn, mLinkErr, mLinkBER}
-}
 
 var verdictValue = map[string]float64{"": 0, "ok": 0, "warning": 1, "critical": 2}
 
@@ -37,10 +32,4 @@ func (w *walker) healthVerdict(g *live.GPU, gpu, uuid string) {
 	for _, r := range g.HealthReasons {
 		w.add(mReason, 1, gpu, uuid, r)
 	}
-}
-
-// health adds the per-link series of an answering GPU (its counters are
-// rows of reading.Table, exported with the other readings).
-func (w *walker) health(g *live.GPU, gpu, uuid string) {
-	w.links(g, gpu, uuid)
 }
