@@ -179,8 +179,6 @@ func ptr[T any](o reading.Opt[T]) *T {
 	return nil
 }
 
-func secs(d time.Duration) float64 { return d.Seconds() }
-
 // optSecs is an optional duration in seconds, nil when absent.
 func optSecs(o reading.Opt[time.Duration]) *float64 {
 	if !o.OK {
@@ -216,9 +214,9 @@ func NewDoc(v View) Doc {
 	d := Doc{SchemaVersion: SchemaVersion, Time: now, Host: HostDoc{
 		Version: h.Version, Name: h.Identity.Host, MachineID: h.Identity.MachineID, BootID: h.Identity.BootID,
 		Driver: h.System.DriverVersion, NVML: h.System.NVMLVersion, CUDA: h.System.CUDAVersion,
-		Started: h.Start, UptimeS: secs(now.Sub(h.Start)), IntervalS: secs(h.Interval), DeadlineS: secs(h.Deadline),
-		Cadence: CadenceDoc{WindowS: secs(h.Cadence.Window),
-			MeanPeriodS: secs(h.Cadence.Mean), P99PeriodS: secs(h.Cadence.P99), MaxPeriodS: secs(h.Cadence.Max)},
+		Started: h.Start, UptimeS: now.Sub(h.Start).Seconds(), IntervalS: h.Interval.Seconds(), DeadlineS: h.Deadline.Seconds(),
+		Cadence: CadenceDoc{WindowS: h.Cadence.Window.Seconds(),
+			MeanPeriodS: h.Cadence.Mean.Seconds(), P99PeriodS: h.Cadence.P99.Seconds(), MaxPeriodS: h.Cadence.Max.Seconds()},
 		RowsDropped10: h.RowsDroppedRecent, Disk: "ok", Kmsg: h.Kmsg, NVMLEvents: h.Events, Counters: h.Counters,
 		Pacer:    PacerDoc{Level: h.Pacer.Level, TickNVMLS: optSecs(h.Pacer.TickNVML), LastLateS: optSecs(h.Pacer.LastLate)},
 		LogLines: LogLinesDoc{Waiting: h.LogLines.Waiting},

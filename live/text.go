@@ -1,6 +1,7 @@
 package live
 
 import (
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -50,18 +51,11 @@ func clock(t, now time.Time) string {
 func dur(d time.Duration) string {
 	switch {
 	case d >= time.Hour:
-		return strconv.Itoa(int(d.Hours())) + "h" + pad2(int(d.Minutes())%60) + "m"
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 	case d >= time.Minute:
-		return strconv.Itoa(int(d.Minutes())) + "m" + pad2(int(d.Seconds())%60) + "s"
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
 	}
 	return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
-}
-
-func pad2(i int) string {
-	if i < 10 {
-		return "0" + strconv.Itoa(i)
-	}
-	return strconv.Itoa(i)
 }
 
 func ms(s float64) string { return strconv.FormatFloat(s*1000, 'f', 1, 64) + "ms" }

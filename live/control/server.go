@@ -198,7 +198,7 @@ func (s *Server) Serve(ctx context.Context) {
 		default:
 			s.refused.Add(1)
 			c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-			writeJSON(c, errorReply{Error: "busy: too many connections"})
+			json.NewEncoder(c).Encode(errorReply{Error: "busy: too many connections"})
 			c.Close()
 		}
 	}
@@ -231,14 +231,14 @@ func (s *Server) handle(c *net.UnixConn) {
 	if err != nil {
 		s.failed.Add(1)
 		if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) {
-			writeJSON(c, errorReply{Error: err.Error()})
+			json.NewEncoder(c).Encode(errorReply{Error: err.Error()})
 		}
 		return
 	}
 	req, err := ParseRequest(line)
 	if err != nil {
 		s.failed.Add(1)
-		writeJSON(c, errorReply{Error: err.Error()})
+		json.NewEncoder(c).Encode(errorReply{Error: err.Error()})
 		return
 	}
 	reply, refusedDoc := pingReply, false
@@ -313,13 +313,4 @@ func readRequest(r *bufio.Reader) ([]byte, error) {
 		return nil, err
 	}
 	return line, nil
-}
-
-func writeJSON(w io.Writer, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
 }
