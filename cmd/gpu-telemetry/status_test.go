@@ -60,13 +60,8 @@ func TestStatusAndTopArguments(t *testing.T) {
 func TestStatusJSONKeepsTheDocument(t *testing.T) {
 	v := livetest.View()
 	v.GPUs[0].Sample.VRAMUsedBytes = reading.Some[uint64](1<<53 + 1)
-	slots := make([]*live.Slot, len(v.GPUs))
-	for i := range v.GPUs {
-		slots[i] = live.NewSlot(v.GPUs[i].Info)
-		slots[i].Update(func(g *live.GPU) { *g = v.GPUs[i] })
-	}
 	sock := filepath.Join(t.TempDir(), "control.sock")
-	srv, err := control.Listen(control.Config{Path: sock}, live.NewBoard(slots, func() live.Host { return v.Host }))
+	srv, err := control.Listen(control.Config{Path: sock}, livetest.Board(v))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,6 +73,16 @@ func View() live.View {
 	}, GPUs: []live.GPU{g0, g1}}
 }
 
+// Board is a board over v's GPUs whose host view is v's.
+func Board(v live.View) *live.Board {
+	slots := make([]*live.Slot, len(v.GPUs))
+	for i, g := range v.GPUs {
+		slots[i] = live.NewSlot(g.Info)
+		slots[i].Update(func(p *live.GPU) { *p = g })
+	}
+	return live.NewBoard(slots, func() live.Host { return v.Host })
+}
+
 // SetCounter sets the host counter named name in v; it panics when View
 // has no such counter, so that a test cannot change nothing by mistake.
 func SetCounter(v *live.View, name string, value uint64) {

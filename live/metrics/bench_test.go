@@ -16,7 +16,7 @@ import (
 // BenchmarkScrape is one /metrics request for eight GPUs as gpu-telemetry
 // serves it (Handler, promhttp, no gzip): what a scrape costs the daemon.
 func BenchmarkScrape(b *testing.B) {
-	h, err := New(board(eightGPUs())).Handler(nil)
+	h, err := New(livetest.Board(eightGPUs())).Handler(nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func BenchmarkScrape(b *testing.B) {
 // in the same registry.
 func BenchmarkScrapeNVLink(b *testing.B) {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(New(board(eightGPUs())), nvlinkCollector{gpus: 8, links: 18})
+	reg.MustRegister(New(livetest.Board(eightGPUs())), nvlinkCollector{gpus: 8, links: 18})
 	benchScrape(b, handlerFor(reg, nil))
 }
 

@@ -17,16 +17,6 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
-func board(v live.View) *live.Board {
-	var slots []*live.Slot
-	for _, g := range v.GPUs {
-		sl := live.NewSlot(g.Info)
-		sl.Update(func(p *live.GPU) { *p = g })
-		slots = append(slots, sl)
-	}
-	return live.NewBoard(slots, func() live.Host { return v.Host })
-}
-
 // scrape renders the collector's output in the text exposition format.
 func scrape(t *testing.T, b *live.Board) []byte {
 	t.Helper()
@@ -56,7 +46,7 @@ func scrapeCollector(t *testing.T, c *Collector) []byte {
 }
 
 func TestMetricsGolden(t *testing.T) {
-	got := scrape(t, board(livetest.View()))
+	got := scrape(t, livetest.Board(livetest.View()))
 	testutil.Golden(t, "metrics.txt", got)
 	// The hung GPU: state and stall, no stale readings.
 	for _, want := range []string{
@@ -76,11 +66,11 @@ func TestMetricsGolden(t *testing.T) {
 
 // TestPromtoolCheckMetrics runs Debian's promtool over the output.
 func TestPromtoolCheckMetrics(t *testing.T) {
-	testutil.CheckMetrics(t, scrape(t, board(livetest.View())))
+	testutil.CheckMetrics(t, scrape(t, livetest.Board(livetest.View())))
 }
 
 func TestLint(t *testing.T) {
-	problems, err := prom.CollectAndLint(New(board(livetest.View())))
+	problems, err := prom.CollectAndLint(New(livetest.Board(livetest.View())))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,10 +84,10 @@ func TestLint(t *testing.T) {
 func TestTickNVMLAbsentUntilMeasured(t *testing.T) {
 	v := livetest.View()
 	v.Host.Pacer.TickNVML = reading.Opt[time.Duration]{}
-	if got := string(scrape(t, board(v))); strings.Contains(got, "gpu_telemetry_nvml_tick_seconds ") {
+	if got := string(scrape(t, livetest.Board(v))); strings.Contains(got, "gpu_telemetry_nvml_tick_seconds ") {
 		t.Errorf("unmeasured tick time exported:\n%s", got)
 	}
-	if got := string(scrape(t, board(livetest.View()))); !strings.Contains(got, "gpu_telemetry_nvml_tick_seconds 0.0042\n") {
+	if got := string(scrape(t, livetest.Board(livetest.View()))); !strings.Contains(got, "gpu_telemetry_nvml_tick_seconds 0.0042\n") {
 		t.Errorf("measured tick time missing")
 	}
 }
@@ -108,7 +98,7 @@ func TestTickNVMLAbsentUntilMeasured(t *testing.T) {
 // to exported_* and dashboards would read the wrong host. The host is the
 // host label of gpu_telemetry_host_info.
 func TestNoLabelClashesWithPrometheus(t *testing.T) {
-	c := New(board(livetest.View()))
+	c := New(livetest.Board(livetest.View()))
 	fams := append([]*metric{}, all...)
 	for _, f := range c.counters {
 		fams = append(fams, f)
@@ -124,7 +114,7 @@ func TestNoLabelClashesWithPrometheus(t *testing.T) {
 			}
 		}
 	}
-	if got := string(scrape(t, board(livetest.View()))); !strings.Contains(got, `gpu_telemetry_host_info{boot_id="9b1d3f5e-7a2c-4e6b-8d0f-1a3c5e7b9d2f",host="gpu-node-07",machine_id="4f0c8d6a2b7e4e1c9a3d5b7f1e2c4a6b"} 1`) {
+	if got := string(scrape(t, livetest.Board(livetest.View()))); !strings.Contains(got, `gpu_telemetry_host_info{boot_id="9b1d3f5e-7a2c-4e6b-8d0f-1a3c5e7b9d2f",host="gpu-node-07",machine_id="4f0c8d6a2b7e4e1c9a3d5b7f1e2c4a6b"} 1`) {
 		t.Errorf("no host_info series naming the host:\n%s", got)
 	}
 }
@@ -142,7 +132,7 @@ func TestWorkloadInfo(t *testing.T) {
 		{PID: 3, Origin: reading.ProcHere, Workload: reading.Workload{Known: true, PodUID: "0e3a1f2c-4b5d-4c6e-8f70-123456789abc", ContainerID: "4f1d"}},
 		{PID: 4, Origin: reading.ProcHere, Workload: reading.Workload{Known: true, Unit: "sshd.service"}},
 	}}
-	got := string(scrape(t, board(v)))
+	got := string(scrape(t, livetest.Board(v)))
 	testutil.Contains(t, "exposition", got, "\ngpu_telemetry_gpu_processes{gpu=\"0\",uuid=\"GPU-aaaa\"} 4\n")
 	if strings.Contains(got, "gpu_telemetry_gpu_processes{gpu=\"1\"") {
 		t.Errorf("a process count for a GPU with no process read:\n%s", got)

@@ -65,7 +65,7 @@ func handler(t testing.TB, b *live.Board, log *slog.Logger) *httptest.Server {
 func TestHandlerServesEveryView(t *testing.T) {
 	for name, v := range views() {
 		t.Run(name, func(t *testing.T) {
-			b := board(v)
+			b := livetest.Board(v)
 			s := handler(t, b, nil)
 			body := get(t, s.URL, 200)
 			if !strings.Contains(body, "gpu_telemetry_gpus "+strconv.Itoa(len(v.GPUs))+"\n") {
@@ -85,7 +85,7 @@ func TestHandlerServesEveryView(t *testing.T) {
 // TestHandler: GET and HEAD are served in the text format (the server
 // sends no body for HEAD), other methods refused.
 func TestHandler(t *testing.T) {
-	s := handler(t, board(livetest.View()), nil)
+	s := handler(t, livetest.Board(livetest.View()), nil)
 	const text = "text/plain; version=0.0.4; charset=utf-8; escaping=underscores" // as served before promhttp
 	for _, tc := range []struct {
 		method string
@@ -118,7 +118,7 @@ func TestRefusedSeriesLeftOutAndCounted(t *testing.T) {
 	v := livetest.View()
 	v.GPUs[1].Info.Name = "NVIDIA \xff H100"
 	var logs bytes.Buffer
-	s := handler(t, board(v), slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	s := handler(t, livetest.Board(v), slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	for range 3 {
 		body := get(t, s.URL, 200)
 		if strings.Contains(body, `gpu_info{`) && strings.Contains(body, "\xff") {

@@ -63,7 +63,7 @@ func perLink(body string) (links, all int, linkIDs map[string]bool) {
 
 func scrapeWith(t *testing.T, v live.View, opts ...Option) string {
 	t.Helper()
-	body := scrapeCollector(t, New(board(v), opts...))
+	body := scrapeCollector(t, New(livetest.Board(v), opts...))
 	testutil.CheckMetrics(t, body)
 	return string(body)
 }

@@ -30,7 +30,7 @@ func TestTableReachesMetrics(t *testing.T) {
 				*g = live.GPU{Info: g.Info}
 				g.Observe(&s, 100*time.Millisecond)
 				want := "gpu_telemetry_" + d.Metric.Name + "{"
-				for _, l := range strings.Split(string(scrape(t, board(v))), "\n") {
+				for _, l := range strings.Split(string(scrape(t, livetest.Board(v))), "\n") {
 					if strings.HasPrefix(l, want) && strings.Contains(l, `gpu="0"`) && (d.Metric.Label[0] == "" || strings.Contains(l, d.Metric.Label[0]+`="`+d.Metric.Label[1]+`"`)) {
 						return true
 					}
