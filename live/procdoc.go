@@ -101,8 +101,8 @@ func ProcLines(g GPUDoc, now time.Time) []string {
 		if j := pr.Job.Workload().String(); j != "" {
 			who += "  [" + j + "]"
 		}
-		out = append(out, "    pid "+utoa(uint64(pr.PID))+" "+pr.Type+"  mem "+mem+"  sm "+optU(pr.SMUtil, "%")+
-			" membusy "+optU(pr.MemUtil, "%")+"  "+who)
+		out = append(out, "    pid "+utoa(uint64(pr.PID))+" "+pr.Type+"  mem "+mem+"  sm "+OptUint(pr.SMUtil, "%")+
+			" membusy "+OptUint(pr.MemUtil, "%")+"  "+who)
 	}
 	return out
 }

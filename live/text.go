@@ -14,7 +14,8 @@ func utoa(u uint64) string { return strconv.FormatUint(u, 10) }
 // na is how an absent reading is shown.
 const na = "n/a"
 
-func optU(p *uint32, unit string) string {
+// OptUint is an optional number followed by unit, or n/a when absent.
+func OptUint(p *uint32, unit string) string {
 	if p == nil {
 		return na
 	}
@@ -58,14 +59,15 @@ func dur(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
 }
 
-func ms(s float64) string { return strconv.FormatFloat(s*1000, 'f', 1, 64) + "ms" }
+// Millis is seconds s as milliseconds with one decimal: 4.2ms.
+func Millis(s float64) string { return strconv.FormatFloat(s*1000, 'f', 1, 64) + "ms" }
 
 // optMs is ms, or n/a when nothing was measured.
 func optMs(p *float64) string {
 	if p == nil {
 		return na
 	}
-	return ms(*p)
+	return Millis(*p)
 }
 
 // StateText is a GPU's state as status and top show it: "ok", "hung 12.0s
@@ -93,8 +95,8 @@ func HostLines(d Doc) []string {
 	c := h.Cadence
 	// Counts come from the counter table, the one place they are.
 	l1 := "gpu-telemetry " + h.Version + " on " + orNA(h.Name) + "  up " + dur(time.Duration(h.UptimeS*float64(time.Second))) +
-		"  driver " + orNA(h.Driver) + "  interval " + ms(h.IntervalS) +
-		"  cadence " + ms(c.MeanPeriodS) + " mean / " + ms(c.P99PeriodS) + " p99 / " + h.CounterText(CounterTickOverruns) + " overruns"
+		"  driver " + orNA(h.Driver) + "  interval " + Millis(h.IntervalS) +
+		"  cadence " + Millis(c.MeanPeriodS) + " mean / " + Millis(c.P99PeriodS) + " p99 / " + h.CounterText(CounterTickOverruns) + " overruns"
 	l2 := "rows " + h.CounterText(CounterRowsWritten) + " written / " + h.CounterText(CounterRowsDropped) + " dropped (" + utoa(h.RowsDropped10) + " in 10m)" +
 		"  disk " + h.Disk + "  kernel log " + h.Kmsg + "  NVML events " + h.NVMLEvents
 	// Stretches, busy skips and log lines lost are on the lost work line;
@@ -153,7 +155,7 @@ func GPULines(g GPUDoc, now time.Time) []string {
 	}
 	fans := make([]string, 0, len(g.Fans))
 	for _, f := range g.Fans {
-		fans = append(fans, optU(f.Speed, "%")+"/"+optU(f.Target, "%"))
+		fans = append(fans, OptUint(f.Speed, "%")+"/"+OptUint(f.Target, "%"))
 	}
 	fanText := "none"
 	if len(fans) > 0 {

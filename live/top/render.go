@@ -73,13 +73,6 @@ func bar(value, limit float64, width int) string {
 	return "[" + strings.Repeat("#", n) + strings.Repeat("-", inner-n) + "]"
 }
 
-func num(p *uint32, unit string) string {
-	if p == nil {
-		return "n/a"
-	}
-	return strconv.FormatUint(uint64(*p), 10) + unit
-}
-
 // Render lays out the screen for a document at width x height. err, when
 // not nil, says why the document is old or missing (the daemon did not
 // answer); fetched is when d was fetched.
@@ -179,8 +172,8 @@ func hostLines(d *live.Doc, width int) []string {
 		segment{"gpu-telemetry " + h.Version, 0},
 		segment{"  up " + up.String(), 2},
 		segment{"  driver " + h.Driver, 3},
-		segment{"  interval " + ms(h.IntervalS), 4},
-		segment{"  period " + ms(c.MeanPeriodS) + "/" + ms(c.P99PeriodS) + " p99", 1},
+		segment{"  interval " + live.Millis(h.IntervalS), 4},
+		segment{"  period " + live.Millis(c.MeanPeriodS) + "/" + live.Millis(c.P99PeriodS) + " p99", 1},
 		segment{"  overruns " + h.CounterText(live.CounterTickOverruns), 1},
 		pacer,
 	)
@@ -204,8 +197,6 @@ func hostLines(d *live.Doc, width int) []string {
 	}
 	return []string{l1, l2, cut(inc, width), ""}
 }
-
-func ms(s float64) string { return strconv.FormatFloat(s*1000, 'f', 1, 64) + "ms" }
 
 // stateText is the GPU's state in capitals when it is not ok.
 func stateText(g live.GPUDoc, now time.Time) string {
@@ -232,7 +223,7 @@ func gpuBlock(g live.GPUDoc, now time.Time, width, barW int) []string {
 	}
 	fans := ""
 	for i, f := range g.Fans {
-		fans += " " + num(f.Speed, "%")
+		fans += " " + live.OptUint(f.Speed, "%")
 		if i == 0 {
 			fans = "  fan" + fans
 		}
