@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -91,19 +90,8 @@ func waitFor(t *testing.T, path, want string) string {
 // still be off the bus). The position reached is saved again at stop.
 func TestKmsgXidWhileStoppedIsReplayed(t *testing.T) {
 	tag := fmt.Sprintf("gpu-telemetry-replay-%d-%d", os.Getpid(), time.Now().UnixNano())
-	w, hostRoot, boot, last := kmsgRestart(t, tag)
-	dir := t.TempDir()
-	state := fmt.Sprintf("boot_id=%s\nstarted=2026-12-01T06:00:00Z\npid=77\nkmsg_seq=%d\n", boot, last)
-	if err := os.WriteFile(filepath.Join(dir, snapshot.RunStateFile), []byte(state), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := snapshot.MarkCleanStop(dir, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	// Logged while no logger runs.
-	fmt.Fprintf(w, "<4>NVRM: Xid (PCI:0000:01:00): 79, pid=1, name=%s, GPU has fallen off the bus.\n", tag)
-
-	r := newRig(t, 1, func(c *Config) { c.LogDir, c.HostRoot, c.KmsgPath = dir, hostRoot, "/dev/kmsg" })
+	r, _, boot, last := replayRig(t, tag, nil)
+	dir := r.dir
 	var ev string
 	r.run(0, func() { ev = waitFor(t, filepath.Join(dir, "events.log"), tag) })
 	var line string
@@ -141,12 +129,9 @@ func TestKmsgOtherBootIsNotReplayed(t *testing.T) {
 	tag := fmt.Sprintf("gpu-telemetry-otherboot-%d-%d", os.Getpid(), time.Now().UnixNano())
 	w, hostRoot, _, last := kmsgRestart(t, tag)
 	dir := t.TempDir()
-	state := "boot_id=another-boot\nstarted=2026-12-01T06:00:00Z\npid=77\nkmsg_seq=" + strconv.FormatUint(last, 10) + "\n"
-	if err := os.WriteFile(filepath.Join(dir, snapshot.RunStateFile), []byte(state), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writePreviousRun(t, dir, "another-boot", last)
 	fmt.Fprintf(w, "<4>NVRM: Xid (PCI:0000:01:00): 13, pid=1, name=%s-before, Graphics Exception\n", tag)
-	r := newRig(t, 1, func(c *Config) { c.LogDir, c.HostRoot, c.KmsgPath = dir, hostRoot, "/dev/kmsg" })
+	r := kmsgRig(t, dir, hostRoot)
 	var ev string
 	r.run(0, func() {
 		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
@@ -289,26 +274,42 @@ func TestReplayedXidIsNoDuplicate(t *testing.T) {
 	})
 }
 
-// replayRig starts a one-GPU rig on the real /dev/kmsg after a previous
-// run whose last record was tagged tag, with an Xid 79 (named tag) logged
-// while no logger ran; tweak may change the monitor before it runs.
-func replayRig(t *testing.T, tag string, tweak func(m *Monitor)) (r *rig, w *os.File, last uint64) {
-	w, hostRoot, boot, last := kmsgRestart(t, tag)
-	dir := t.TempDir()
-	state := fmt.Sprintf("boot_id=%s\nstarted=2026-12-01T06:00:00Z\npid=77\nkmsg_seq=%d\n", boot, last)
+// writePreviousRun writes into dir the run-state of a previous run in boot
+// that had read the kernel log up to sequence number seq.
+func writePreviousRun(t *testing.T, dir, boot string, seq uint64) {
+	t.Helper()
+	state := fmt.Sprintf("boot_id=%s\nstarted=2026-12-01T06:00:00Z\npid=77\nkmsg_seq=%d\n", boot, seq)
 	if err := os.WriteFile(filepath.Join(dir, snapshot.RunStateFile), []byte(state), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// kmsgRig is a one-GPU rig writing into dir that reads the real /dev/kmsg,
+// with hostRoot as the host's root.
+func kmsgRig(t *testing.T, dir, hostRoot string) *rig {
+	r := newRig(t, 1, func(c *Config) { c.LogDir, c.HostRoot, c.KmsgPath = dir, hostRoot, "/dev/kmsg" })
+	r.dir = dir
+	return r
+}
+
+// replayRig starts a one-GPU rig on the real /dev/kmsg after a previous
+// run in this boot (boot) that stopped cleanly, its last record (lastSeq)
+// tagged tag, with an Xid 79 (named tag) logged while no logger ran; tweak
+// may change the monitor before it runs.
+func replayRig(t *testing.T, tag string, tweak func(m *Monitor)) (r *rig, w *os.File, boot string, lastSeq uint64) {
+	w, hostRoot, boot, lastSeq := kmsgRestart(t, tag)
+	dir := t.TempDir()
+	writePreviousRun(t, dir, boot, lastSeq)
 	if err := snapshot.MarkCleanStop(dir, time.Now()); err != nil {
 		t.Fatal(err)
 	}
+	// Logged while no logger runs.
 	fmt.Fprintf(w, "<4>NVRM: Xid (PCI:0000:01:00): 79, pid=1, name=%s, GPU has fallen off the bus.\n", tag)
-	r = newRig(t, 1, func(c *Config) { c.LogDir, c.HostRoot, c.KmsgPath = dir, hostRoot, "/dev/kmsg" })
-	r.dir = dir
+	r = kmsgRig(t, dir, hostRoot)
 	if tweak != nil {
 		tweak(r.m)
 	}
-	return r, w, last
+	return r, w, boot, lastSeq
 }
 
 // TestReplayPositionSavedOnceCaughtUp: the position a replay reached is in
@@ -317,7 +318,7 @@ func replayRig(t *testing.T, tag string, tweak func(m *Monitor)) (r *rig, w *os.
 // than that would replay the same records again at every start.
 func TestReplayPositionSavedOnceCaughtUp(t *testing.T) {
 	tag := fmt.Sprintf("gpu-telemetry-replaysave-%d-%d", os.Getpid(), time.Now().UnixNano())
-	r, _, last := replayRig(t, tag, nil)
+	r, _, _, last := replayRig(t, tag, nil)
 	var seq uint64
 	r.run(0, func() {
 		waitFor(t, filepath.Join(r.dir, "events.log"), tag)
@@ -343,7 +344,7 @@ func TestStalledRunStateDoesNotStallKmsg(t *testing.T) {
 	var once sync.Once
 	unblock := func() { once.Do(func() { close(release) }) }
 	defer unblock()
-	r, w, _ := replayRig(t, tag, func(m *Monitor) {
+	r, w, _, _ := replayRig(t, tag, func(m *Monitor) {
 		m.runState.write = func(dir string, s snapshot.RunState) error {
 			<-release // the disk is stuck
 			return snapshot.WriteRunState(dir, s)
