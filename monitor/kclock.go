@@ -101,14 +101,7 @@ func (m *Monitor) runKernelClock(ctx context.Context) {
 	}
 	start := kc.clock.Mono(time.Now())
 	var lastMarker time.Duration
-	t := time.NewTicker(markerCheck)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, markerCheck, nil, func() {
 		now := kc.clock.Mono(time.Now())
 		last := time.Duration(kc.lastArrival.Load())
 		if last == 0 {
@@ -126,5 +119,5 @@ func (m *Monitor) runKernelClock(ctx context.Context) {
 			kc.lastInfo.Store(int64(now))
 			m.queue("system-info.txt", -1, m.writeSystemInfo)
 		}
-	}
+	})
 }

@@ -159,15 +159,5 @@ func (m *Monitor) saveKmsgSeq() {
 // the only saver while the kernel log is read: the reader never waits on
 // the disk.
 func (m *Monitor) refreshKmsgSeq(ctx context.Context, now <-chan struct{}) {
-	t := time.NewTicker(kmsgSeqRefresh)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-now:
-		}
-		m.saveKmsgSeq()
-	}
+	every(ctx, kmsgSeqRefresh, now, m.saveKmsgSeq)
 }

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -333,6 +334,34 @@ func TestReplayPositionSavedOnceCaughtUp(t *testing.T) {
 	if seq == 0 {
 		t.Errorf("run-state's kmsg_seq stayed at %d for 3 s after the replay was read (want it saved once caught up, well before the %v refresh)", last, kmsgSeqRefresh)
 	}
+}
+
+// TestEveryTicksWakesAndStops: every calls its function once a period and once per wake, and
+// returns when its context is done. refreshKmsgSeq's periodic save and its
+// save once a replay is read, and runKernelClock's hourly checks, run on it.
+func TestEveryTicksWakesAndStops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		wake := make(chan struct{})
+		done := make(chan struct{})
+		var calls atomic.Int32
+		go func() {
+			defer close(done)
+			every(ctx, 10*time.Second, wake, func() { calls.Add(1) })
+		}()
+		time.Sleep(35 * time.Second)
+		synctest.Wait()
+		if n := calls.Load(); n != 3 {
+			t.Errorf("%d calls in 35 s at one every 10 s, want 3", n)
+		}
+		wake <- struct{}{}
+		synctest.Wait()
+		if n := calls.Load(); n != 4 {
+			t.Errorf("%d calls after a wake, want 4", n)
+		}
+		cancel()
+		<-done
+	})
 }
 
 // TestStalledRunStateDoesNotStallKmsg: saving the kernel log position is

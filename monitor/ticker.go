@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"context"
 	"encoding/binary"
 	"os"
 	"syscall"
@@ -170,5 +171,22 @@ func (t *goTicker) Stop() {
 	case t.once <- struct{}{}:
 		close(t.stop)
 	default:
+	}
+}
+
+// every calls fn every d, and whenever wake delivers (nil: never), until ctx
+// is done; fn runs on the caller's goroutine, one call at a time. For the
+// slow periodic work beside the poll loop, which needs no grid.
+func every(ctx context.Context, d time.Duration, wake <-chan struct{}, fn func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-wake:
+		}
+		fn()
 	}
 }
