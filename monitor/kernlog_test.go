@@ -73,14 +73,14 @@ func kmsgRestart(t *testing.T, tag string) (w *os.File, hostRoot string, boot st
 // waitFor polls path (real time, at most 10 s) until it holds want.
 func waitFor(t *testing.T, path, want string) string {
 	t.Helper()
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		if b, _ := os.ReadFile(path); strings.Contains(string(b), want) {
-			return string(b)
-		}
+	var b []byte
+	if !testutil.PollUntil(10*time.Second, 20*time.Millisecond, func() bool {
+		b, _ = os.ReadFile(path)
+		return strings.Contains(string(b), want)
+	}) {
+		t.Fatalf("%s never held %q:\n%s", path, want, b)
 	}
-	b, _ := os.ReadFile(path)
-	t.Fatalf("%s never held %q:\n%s", path, want, b)
-	return ""
+	return string(b)
 }
 
 // TestKmsgXidWhileStoppedIsReplayed: an Xid 79 the kernel logged while the
@@ -135,14 +135,11 @@ func TestKmsgOtherBootIsNotReplayed(t *testing.T) {
 	r := kmsgRig(t, dir, hostRoot)
 	var ev string
 	r.run(0, func() {
-		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		testutil.PollUntil(10*time.Second, 10*time.Millisecond, func() bool {
 			r.m.smu.Lock()
-			s := r.m.kmsgState
-			r.m.smu.Unlock()
-			if s == "following" {
-				break
-			}
-		}
+			defer r.m.smu.Unlock()
+			return r.m.kmsgState == "following"
+		})
 		fmt.Fprintf(w, "<4>NVRM: Xid (PCI:0000:01:00): 31, pid=1, name=%s-after, MMU Fault\n", tag)
 		ev = waitFor(t, filepath.Join(dir, "events.log"), tag+"-after")
 	})
@@ -323,22 +320,23 @@ func TestReplayPositionSavedOnceCaughtUp(t *testing.T) {
 	var seq uint64
 	r.run(0, func() {
 		waitFor(t, filepath.Join(r.dir, "events.log"), tag)
-		for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		testutil.PollUntil(3*time.Second, 20*time.Millisecond, func() bool {
 			st, _, _ := snapshot.ReadRunState(r.dir)
 			if v, ok := st.KmsgSeq.Get(); ok && v > last {
 				seq = v
-				return
 			}
-		}
+			return seq != 0
+		})
 	})
 	if seq == 0 {
 		t.Errorf("run-state's kmsg_seq stayed at %d for 3 s after the replay was read (want it saved once caught up, well before the %v refresh)", last, kmsgSeqRefresh)
 	}
 }
 
-// TestEveryTicksWakesAndStops: every calls its function once a period and once per wake, and
-// returns when its context is done. refreshKmsgSeq's periodic save and its
-// save once a replay is read, and runKernelClock's hourly checks, run on it.
+// TestEveryTicksWakesAndStops: every calls its function once a period and
+// once per wake, and returns when its context is done. refreshKmsgSeq's
+// periodic save and its save once a replay is read, and runKernelClock's
+// checks, run on it.
 func TestEveryTicksWakesAndStops(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())

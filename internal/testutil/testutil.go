@@ -93,12 +93,19 @@ func (l *LogBuf) Logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, 
 // WaitUntil polls cond every few milliseconds for up to limit and reports
 // whether it came true.
 func WaitUntil(limit time.Duration, cond func() bool) bool {
+	return PollUntil(limit, 2*time.Millisecond, cond)
+}
+
+// PollUntil polls cond every poll for up to limit (real time: a failure
+// guard, not a timing assertion) and reports whether it came true; cond is
+// asked at least once.
+func PollUntil(limit, poll time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(limit)
 	for !cond() {
 		if time.Now().After(deadline) {
 			return false
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(poll)
 	}
 	return true
 }

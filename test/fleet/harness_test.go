@@ -371,14 +371,7 @@ func getJSON(t *testing.T, u string, v any) {
 // waitFor polls cond every 250 ms until it holds or limit passes (a
 // failure guard, not a timing assertion); it reports whether it held.
 func waitFor(limit time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-	return true
+	return testutil.PollUntil(limit, 250*time.Millisecond, cond)
 }
 
 // needTool is testutil.NeedTool for a *testing.T.
