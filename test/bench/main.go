@@ -89,36 +89,22 @@ func run() int {
 	}
 	defer os.RemoveAll(filepath.Dir(floor))
 	o.floor = floor
-	if *only == "live" {
-		liveR, err := liveRows(o)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "gtbench: live interface runs:", err)
-			return 1
-		}
-		printTable(liveR)
-		return 0
+	// -only live, calls or steady: one part's rows, alone.
+	onlyParts := map[string]struct {
+		what string
+		run  func(opts) ([][3]string, error)
+	}{
+		"live":   {"live interface runs", liveRows},
+		"calls":  {"call-count runs", callsOnly},
+		"steady": {"CPU rounds", cpuRows},
 	}
-	if *only == "calls" {
-		per, err := callsPerSample(o)
+	if p, ok := onlyParts[*only]; ok {
+		got, err := p.run(o)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "gtbench: call-count runs:", err)
+			fmt.Fprintf(os.Stderr, "gtbench: %s: %v\n", p.what, err)
 			return 1
 		}
-		rows, err := classCalls(o)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "gtbench: call-count runs:", err)
-			return 1
-		}
-		printTable(append([][3]string{{"NVML calls per GPU-sample", fmt.Sprintf("%.2f", per), "counted by the simulated driver"}}, rows...))
-		return 0
-	}
-	if *only == "steady" {
-		c, err := runCPURounds(o)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "gtbench: CPU rounds:", err)
-			return 1
-		}
-		printTable(append(c.rows(o), c.cadenceRows(o)...))
+		printTable(got)
 		return 0
 	}
 	// The runs of a full bench, in the order of the table: what an error
@@ -555,7 +541,7 @@ func statusFields(s string) map[string]string {
 // rest, next to the floor), the rounds' cadence and peak RSS, and the NVML
 // calls per GPU-sample.
 func steadyRun(o opts) ([][3]string, error) {
-	c, err := runCPURounds(o)
+	rows, err := cpuRows(o)
 	if err != nil {
 		return nil, err
 	}
@@ -565,7 +551,6 @@ func steadyRun(o opts) ([][3]string, error) {
 			return nil, err
 		}
 	}
-	rows := append(c.rows(o), c.cadenceRows(o)...)
 	rows = append(rows, [3]string{"NVML calls per GPU-sample", fmt.Sprintf("%.2f", perCall), "target < 17 (the seed, 2 fans); counted by the simulated driver"})
 	if o.dir == "/dev/shm" {
 		return rows, nil
@@ -574,37 +559,53 @@ func steadyRun(o opts) ([][3]string, error) {
 	return append(rows, classRows...), err
 }
 
+// cpuRows runs the interleaved CPU rounds (-only steady): their rows, then
+// the rounds' cadence.
+func cpuRows(o opts) ([][3]string, error) {
+	c, err := runCPURounds(o)
+	if err != nil {
+		return nil, err
+	}
+	return append(c.rows(o), c.cadenceRows(o)...), nil
+}
+
+// callsOnly is -only calls: the NVML calls per GPU-sample of the scenario's
+// GPUs, then of the same host with B200s and with H100s.
+func callsOnly(o opts) ([][3]string, error) {
+	per, err := callsPerSample(o)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := classCalls(o)
+	if err != nil {
+		return nil, err
+	}
+	return append([][3]string{{"NVML calls per GPU-sample", fmt.Sprintf("%.2f", per), "counted by the simulated driver"}}, rows...), nil
+}
+
 // classCalls measures the NVML calls per GPU-sample of the same host with
 // its GPUs as B200s (18 NVLink5 links: one more field call a second) and as
 // H100s (18 NVLink4 links: the pre-Blackwell error counters, one call per
 // link and counter, round-robin), with the health calls' shares.
 func classCalls(o opts) ([][3]string, error) {
-	base, err := os.ReadFile(o.scenario)
-	if err != nil {
-		return nil, err
-	}
-	tmp, err := os.MkdirTemp("", "gtbench-class-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(tmp)
 	var out [][3]string
-	for _, class := range []string{"b200", "h100"} {
-		scn := filepath.Join(tmp, class+".scn")
-		text := regexp.MustCompile(`(?m)^(gpus \d+)$`).ReplaceAllString(string(base), "$1\ngpu all class "+class)
-		if err := os.WriteFile(scn, []byte(text), 0o644); err != nil {
-			return nil, err
-		}
-		oc := o
-		oc.scenario = scn
-		calls, rows, err := callCounts(oc, 12*time.Second)
-		if err != nil {
-			return nil, err
-		}
-		per := func(fn string) float64 { return float64(calls[fn]) / float64(rows) }
-		out = append(out, [3]string{"NVML calls per GPU-sample, the GPUs as " + class, fmt.Sprintf("%.2f", float64(sumDevice(calls))/float64(rows)),
-			fmt.Sprintf("of them GetFieldValues %.3f, GetNvLinkErrorCounter %.3f, GetRowRemapperHistogram %.3f (docs/health.md: Cost)",
-				per("nvmlDeviceGetFieldValues"), per("nvmlDeviceGetNvLinkErrorCounter"), per("nvmlDeviceGetRowRemapperHistogram"))})
+	err := eachScenario(o, `(?m)^(gpus \d+)$`, []string{"b200", "h100"},
+		func(class string) string { return "$1\ngpu all class " + class },
+		func(class, scn string) error {
+			oc := o
+			oc.scenario = scn
+			calls, rows, err := callCounts(oc, 12*time.Second)
+			if err != nil {
+				return err
+			}
+			per := func(fn string) float64 { return float64(calls[fn]) / float64(rows) }
+			out = append(out, [3]string{"NVML calls per GPU-sample, the GPUs as " + class, fmt.Sprintf("%.2f", float64(sumDevice(calls))/float64(rows)),
+				fmt.Sprintf("of them GetFieldValues %.3f, GetNvLinkErrorCounter %.3f, GetRowRemapperHistogram %.3f (docs/health.md: Cost)",
+					per("nvmlDeviceGetFieldValues"), per("nvmlDeviceGetNvLinkErrorCounter"), per("nvmlDeviceGetRowRemapperHistogram"))})
+			return nil
+		})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -612,31 +613,50 @@ func classCalls(o opts) ([][3]string, error) {
 // costRuns measures the logger under the simulated driver's NVML cost
 // profiles at 8 and 16 GPUs.
 func costRuns(o opts) ([][3]string, error) {
-	base, err := os.ReadFile(o.scenario)
+	var out [][3]string
+	err := eachScenario(o, `(?m)^gpus \d+`, []int{8, 16},
+		func(gpus int) string { return fmt.Sprintf("gpus %d", gpus) },
+		func(gpus int, scn string) error {
+			for _, prof := range []string{"realistic", "pessimistic"} {
+				r, err := measure(o, spec{name: prof, scenario: scn, seconds: o.costSeconds, env: []string{"SIMNVML_COST=" + prof}, calls: true, writeFloor: gpus})
+				if err != nil {
+					return err
+				}
+				out = append(out, costRows(fmt.Sprintf("%s, %d GPUs", prof, gpus), r)...)
+			}
+			return nil
+		})
 	if err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// eachScenario writes a copy of o.scenario per variant into a temp dir, with
+// what re matches replaced by edit(variant) (regexp.ReplaceAllString: $1 is
+// the first group), and calls each with the variant and the copy's path,
+// stopping at the first error; the dir is removed after.
+func eachScenario[V any](o opts, re string, variants []V, edit func(V) string, each func(v V, scn string) error) error {
+	base, err := os.ReadFile(o.scenario)
+	if err != nil {
+		return err
 	}
 	tmp, err := os.MkdirTemp("", "gtbench-scn-")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer os.RemoveAll(tmp)
-	var out [][3]string
-	for _, gpus := range []int{8, 16} {
-		scn := filepath.Join(tmp, fmt.Sprintf("gpus%d.scn", gpus))
-		text := regexp.MustCompile(`(?m)^gpus \d+`).ReplaceAllString(string(base), fmt.Sprintf("gpus %d", gpus))
-		if err := os.WriteFile(scn, []byte(text), 0o644); err != nil {
-			return nil, err
+	rx := regexp.MustCompile(re)
+	for _, v := range variants {
+		scn := filepath.Join(tmp, fmt.Sprintf("%v.scn", v))
+		if err := os.WriteFile(scn, []byte(rx.ReplaceAllString(string(base), edit(v))), 0o644); err != nil {
+			return err
 		}
-		for _, prof := range []string{"realistic", "pessimistic"} {
-			r, err := measure(o, spec{name: prof, scenario: scn, seconds: o.costSeconds, env: []string{"SIMNVML_COST=" + prof}, calls: true, writeFloor: gpus})
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, costRows(fmt.Sprintf("%s, %d GPUs", prof, gpus), r)...)
+		if err := each(v, scn); err != nil {
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
 func costRows(label string, r *result) [][3]string {
