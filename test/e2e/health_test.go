@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +48,17 @@ func startHealth(t *testing.T, o opts, what string, limit time.Duration, lines .
 	return p, addr
 }
 
+// startB200Story plays the B200 story scenario (with the kernel log) from
+// offset seconds in, as startHealth with 30 s to tell it, then waits 1.5 s
+// more: the slow tier reads once a second, so the rows after the change
+// carry it.
+func startB200Story(t *testing.T, scenario string, offset int, what string, lines ...string) (*proc, string) {
+	t.Helper()
+	p, addr := startHealth(t, opts{scenario: scenario, kmsg: true, env: []string{fmt.Sprintf("SIMNVML_TIME_OFFSET=%d", offset)}}, what, 30*time.Second, lines...)
+	time.Sleep(1500 * time.Millisecond)
+	return p, addr
+}
+
 // lastRow is the CSV's last row of GPU gpu.
 func (p *proc) lastRow(gpu int) (table, []string) {
 	p.t.Helper()
@@ -87,7 +99,7 @@ func quietGPU1(t *testing.T, dir string) {
 // healthy GPU 1 shows nothing.
 func TestHealthB200ECCStory(t *testing.T) {
 	t.Parallel()
-	p, addr := startHealth(t, opts{scenario: "@b200-ecc", kmsg: true, env: []string{"SIMNVML_TIME_OFFSET=22"}}, "the DBE", 30*time.Second,
+	p, addr := startB200Story(t, "@b200-ecc", 22, "the DBE",
 		"gpu=0 bus=00000000:01:00.0 type=HEALTH counter=ecc_dbe_volatile from=0 to=1 delta=+1",
 		"type=HEALTH_CRITICAL reason=ecc_dbe",
 		"type=HEALTH_WARNING reason=remap_pending",
@@ -100,8 +112,6 @@ func TestHealthB200ECCStory(t *testing.T) {
 		"gpu=0 bus=00000000:01:00.0 type=HEALTH_BASELINE",
 		"remap_histogram=max:63,high:1,partial:0,low:0,none:0",
 		"type=HEALTH counter=remap_histogram from=max:63,high:1,partial:0,low:0,none:0 to=max:62,high:2,partial:0,low:0,none:0")
-	// The slow tier reads once a second: the rows after the change carry it.
-	time.Sleep(1500 * time.Millisecond)
 	tb, _ := p.wantLastRow(0, map[string]string{"ecc_mode": "1", "ecc_dbe_volatile": "1", "ecc_sbe_volatile": "60",
 		"remap_pending": "1", "remap_uncorrectable": "1", "nvlink_links": "18", "nvlink_up": "18",
 		"retired_pages_sbe": "", "c2c_links": ""})
@@ -166,13 +176,12 @@ func TestHealthB200ECCStory(t *testing.T) {
 // for good with a failed recovery before Xid 74.
 func TestHealthB200NVLinkStory(t *testing.T) {
 	t.Parallel()
-	p, addr := startHealth(t, opts{scenario: "@b200-nvlink", kmsg: true, env: []string{"SIMNVML_TIME_OFFSET=18"}}, "link 3 down", 30*time.Second,
+	p, addr := startB200Story(t, "@b200-nvlink", 18, "link 3 down",
 		"type=HEALTH counter=nvlink_state link=3 from=active to=inactive",
 		"type=HEALTH counter=nvlink_recovery_failed link=3 from=0 to=1 delta=+1",
 		"type=HEALTH_CRITICAL reason=nvlink_down",
 		"type=HEALTH_CRITICAL reason=nvlink_recovery_failed",
 		"type=Xid xid=74")
-	time.Sleep(1500 * time.Millisecond)
 	p.wantLastRow(0, map[string]string{"nvlink_links": "18", "nvlink_up": "17", "nvlink_recovery_failed": "1",
 		"nvlink_recoveries": "3", "nvlink_errors": "52"})
 	_, d := healthStatus(t, p.socketPath())
