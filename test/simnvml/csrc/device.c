@@ -674,9 +674,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *me
 	unsigned long long used, taken;
 
 	ENTER(nvmlDeviceGetMemoryInfo_v2);
-	NEED(memory);
-	if (memory->version != nvmlMemory_v2)
-		return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+	NEED_VERSION(memory, nvmlMemory_v2);
 	used = mem_used(d, now);
 	taken = used + d->mem_reserved;
 	memory->total = d->mem_total;

@@ -413,11 +413,17 @@ static double hv(const struct nvmlDevice_st *d, int i, int64_t now)
 
 /* ---- getters ------------------------------------------------------------- */
 
-/* LINK checks the GPU supports group g and has link l. */
-#define LINK(g, l)                                      \
+/* GROUP checks the GPU supports group g. */
+#define GROUP(g)                                        \
 	do {                                            \
 		if (!(d->health & (g)))                 \
 			return NVML_ERROR_NOT_SUPPORTED; \
+	} while (0)
+
+/* LINK checks the GPU supports group g and has link l. */
+#define LINK(g, l)                                      \
+	do {                                            \
+		GROUP(g);                               \
 		if ((l) >= d->links)                    \
 			return NVML_ERROR_INVALID_ARGUMENT; \
 	} while (0)
@@ -464,8 +470,7 @@ nvmlReturn_t nvmlDeviceGetRowRemapperHistogram(nvmlDevice_t device, nvmlRowRemap
 {
 	ENTER(nvmlDeviceGetRowRemapperHistogram);
 	NEED(values);
-	if (!(d->health & HG_HISTOGRAM))
-		return NVML_ERROR_NOT_SUPPORTED;
+	GROUP(HG_HISTOGRAM);
 	values->max = (unsigned int)u64(hv(d, HF_hist_max, now));
 	values->high = (unsigned int)u64(hv(d, HF_hist_high, now));
 	values->partial = (unsigned int)u64(hv(d, HF_hist_partial, now));
@@ -497,11 +502,8 @@ nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int *corrRo
 nvmlReturn_t nvmlDeviceGetRepairStatus(nvmlDevice_t device, nvmlRepairStatus_t *repairStatus)
 {
 	ENTER(nvmlDeviceGetRepairStatus);
-	NEED(repairStatus);
-	if (repairStatus->version != nvmlRepairStatus_v1)
-		return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
-	if (!(d->health & HG_REPAIR))
-		return NVML_ERROR_NOT_SUPPORTED;
+	NEED_VERSION(repairStatus, nvmlRepairStatus_v1);
+	GROUP(HG_REPAIR);
 	repairStatus->bChannelRepairPending = (unsigned int)u64(hv(d, HF_channel_repair_pending, now));
 	repairStatus->bTpcRepairPending = (unsigned int)u64(hv(d, HF_tpc_repair_pending, now));
 	return NVML_SUCCESS;
@@ -512,8 +514,7 @@ nvmlReturn_t nvmlDeviceGetUnrepairableMemoryFlag_v1(nvmlDevice_t device,
 {
 	ENTER(nvmlDeviceGetUnrepairableMemoryFlag_v1);
 	NEED(unrepairableMemoryStatus);
-	if (!(d->health & HG_REPAIR))
-		return NVML_ERROR_NOT_SUPPORTED;
+	GROUP(HG_REPAIR);
 	unrepairableMemoryStatus->bUnrepairableMemory = (unsigned int)u64(hv(d, HF_unrepairable, now));
 	return NVML_SUCCESS;
 }
@@ -523,11 +524,8 @@ nvmlReturn_t nvmlDeviceGetSramEccErrorStatus(nvmlDevice_t device, nvmlEccSramErr
 	unsigned int version;
 
 	ENTER(nvmlDeviceGetSramEccErrorStatus);
-	NEED(status);
-	if (status->version != nvmlEccSramErrorStatus_v1)
-		return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
-	if (!(d->health & HG_SRAM))
-		return NVML_ERROR_NOT_SUPPORTED;
+	NEED_VERSION(status, nvmlEccSramErrorStatus_v1);
+	GROUP(HG_SRAM);
 	version = status->version;
 	memset(status, 0, sizeof(*status));
 	status->version = version;

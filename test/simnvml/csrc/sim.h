@@ -321,6 +321,15 @@ int sim_dev_present(const struct nvmlDevice_st *d, int64_t now);
 			return NVML_ERROR_INVALID_ARGUMENT; \
 	} while (0)
 
+/* NEED_VERSION refuses a NULL versioned struct p, and one whose version is
+ * not v (the only one modelled). */
+#define NEED_VERSION(p, v)                                           \
+	do {                                                         \
+		NEED(p);                                             \
+		if ((p)->version != (v))                             \
+			return NVML_ERROR_ARGUMENT_VERSION_MISMATCH; \
+	} while (0)
+
 void sim_energy_prepare(struct nvmlDevice_st *d, double *ecum);
 /* sim_copy_str copies src into dst of len bytes, as NVML string queries do:
  * NULL refused, a short buffer is NVML_ERROR_INSUFFICIENT_SIZE. */
