@@ -10,6 +10,36 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
+// TestBeginRunAndCleanStop: the first start finds no previous run; a start
+// after MarkCleanStop finds a clean one (and removes the marker); a start
+// without the marker finds an unclean one, with its state.
+func TestBeginRunAndCleanStop(t *testing.T) {
+	dir := t.TempDir()
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	prev, err := BeginRun(dir, RunState{BootID: "boot-a", Started: t0, PID: 100})
+	if err != nil || prev.Found || prev.Unclean() {
+		t.Fatalf("first start: %+v, %v; want nothing found", prev, err)
+	}
+	if err := MarkCleanStop(dir, t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	prev, err = BeginRun(dir, RunState{BootID: "boot-a", Started: t0.Add(2 * time.Hour), PID: 200})
+	if err != nil || !prev.Found || !prev.Clean || prev.Unclean() {
+		t.Fatalf("after a clean stop: %+v, %v", prev, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, CleanStopFile)); err == nil {
+		t.Error("clean-stop marker still there after start")
+	}
+	// No marker this time: killed, or the host went down.
+	prev, err = BeginRun(dir, RunState{BootID: "boot-b", Started: t0.Add(5 * time.Hour), PID: 300})
+	if err != nil || !prev.Unclean() {
+		t.Fatalf("after an unclean stop: %+v, %v", prev, err)
+	}
+	if prev.State.BootID != "boot-a" || prev.State.PID != 200 || !prev.State.Started.Equal(t0.Add(2*time.Hour)) {
+		t.Errorf("previous run state %+v", prev.State)
+	}
+}
+
 // TestRunStateKeepsKmsgSeq: the kernel log position a run saves (at start
 // and refreshed later) is what the next start reads back, with the boot it
 // belongs to; a run-state without one (an older version, or no /dev/kmsg)
