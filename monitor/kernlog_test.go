@@ -174,6 +174,17 @@ func replayedXid(t testing.TB, m *Monitor, code int, read, logged time.Time) rea
 	return kernelXid(t, m, kmsg.Record{Time: m.kclock.clock.At(logged), Message: msg, Backlog: true}, read)
 }
 
+// rowsWith is GPU gpu's CSV rows that hold s (a flag).
+func (r *rig) rowsWith(gpu int, s string) []string {
+	var out []string
+	for _, row := range r.rows(gpu) {
+		if strings.Contains(row, s) {
+			out = append(out, row)
+		}
+	}
+	return out
+}
+
 // replayUptime is how long the boot has run when a replay test's logger
 // starts: its kernel log clock is the test's own (sampler.KernelClockAt),
 // so an Xid of an hour ago lies in this boot whatever the host's uptime.
@@ -210,10 +221,8 @@ func TestReplayedXidIsNotFresh(t *testing.T) {
 		// Logged an hour before the start, on the test's clock.
 		ktime := events.KernelTimeField(replayUptime - time.Hour + 500*time.Millisecond)
 		testutil.Contains(t, "events.log", string(ev), "source=kmsg type=Xid xid=79", ktime.Key+"="+ktime.Value, "backlog=true")
-		for _, row := range r.rows(0) {
-			if strings.Contains(row, "XID(79)") {
-				t.Errorf("a row carries the flag of an Xid logged an hour before it: %q", row)
-			}
+		if rows := r.rowsWith(0, "XID(79)"); len(rows) != 0 {
+			t.Errorf("rows carry the flag of an Xid logged an hour before them: %q", rows)
 		}
 		if crashes, _ := filepath.Glob(filepath.Join(r.dir, "crashes", "crash-*-gpu0.log")); len(crashes) != 1 {
 			t.Errorf("crash snapshots %v, want the replayed Xid's one", crashes)
@@ -250,14 +259,8 @@ func TestReplayedXidIsNoDuplicate(t *testing.T) {
 		if strings.Contains(string(ev), "duplicate_of=") || r.m.ev.Stats().DuplicateXids != 0 {
 			t.Errorf("a fresh Xid taken as a duplicate of a replayed one (duplicate_xids %d):\n%s", r.m.ev.Stats().DuplicateXids, ev)
 		}
-		flagged := 0
-		for _, row := range r.rows(0) {
-			if strings.Contains(row, "XID(79)") {
-				flagged++
-			}
-		}
-		if flagged != 1 {
-			t.Errorf("%d rows carry XID(79), want the fresh report's one", flagged)
+		if rows := r.rowsWith(0, "XID(79)"); len(rows) != 1 {
+			t.Errorf("%d rows carry XID(79), want the fresh report's one: %q", len(rows), rows)
 		}
 		g := doc.GPUs[0]
 		if g.LastXid == nil || g.LastXid.Code != 79 || g.LastXid.AgeS == nil || *g.LastXid.AgeS > 5 {
