@@ -65,23 +65,35 @@ type gpuStat struct {
 	busID, name string
 	tasks       int // task-support bits: 1 = process lists (COMPUTE); 2 (ACCOUNT) is never set
 
-	// the second being collected (from the 100 ms rows)
-	secN                    int
-	secUtil, secMemUtil     int64
-	secUtilN, secMemUtilN   int64
-	secMemUsed, secMemUsedN int64
-
-	busyNow, memBusyNow     int64
-	memTotal, memUsed       int64 // KiB
-	samples                 int64
-	busyCum, memBusyCum     int64
-	memUsedCum              int64
-	everBusy, everMemBusy   bool
-	everMemUsed, procsKnown bool
+	secN                   int    // rows in the second being collected
+	busy, memBusy, memUsed figure // memUsed in KiB
+	memTotal               int64  // KiB
+	samples                int64
+	procsKnown             bool
 
 	lastProcs *reading.Procs // the slow tier's latest read
 	folded    *reading.Procs // the read last folded in (a read is folded once)
 	procs     map[uint32]*procStat
+}
+
+// figure is one of atopgpud's per-GPU figures: the sum and count of the
+// values in the second being collected (from the 100 ms rows), the last
+// second's mean (now; na when no row had it) and the sum of those means
+// (cum; na before the first).
+type figure struct {
+	sum, n, now, cum int64
+}
+
+func (f *figure) add(v int64) { f.sum, f.n = f.sum+v, f.n+1 }
+
+// close ends the second: its mean, rounded, is now and is added to cum.
+func (f *figure) close() {
+	f.now = na
+	if f.n > 0 {
+		f.now = (f.sum + f.n/2) / f.n
+		f.cum = max(f.cum, 0) + f.now
+	}
+	f.sum, f.n = 0, 0
 }
 
 // Client is one connected client's bookkeeping: the processes that exited
@@ -115,8 +127,8 @@ func NewAccumulator(gpus []reading.GPU, log *slog.Logger) *Accumulator {
 	for i, g := range gpus {
 		a.pos[g.Index] = i
 		a.gpus[i] = gpuStat{busID: field(g.BusID, "unknown"), name: field(g.Name, "unknown"),
-			busyNow: na, memBusyNow: na, memTotal: na, memUsed: na,
-			busyCum: na, memBusyCum: na, memUsedCum: na, procs: map[uint32]*procStat{}}
+			busy: figure{now: na, cum: na}, memBusy: figure{now: na, cum: na}, memUsed: figure{now: na, cum: na},
+			memTotal: na, procs: map[uint32]*procStat{}}
 	}
 	return a
 }
@@ -156,16 +168,13 @@ func (a *Accumulator) Sample(s *reading.Sample) {
 	}
 	g.secN++
 	if v, ok := s.GPUUtil.Get(); ok {
-		g.secUtil += int64(v)
-		g.secUtilN++
+		g.busy.add(int64(v))
 	}
 	if v, ok := s.MemUtil.Get(); ok {
-		g.secMemUtil += int64(v)
-		g.secMemUtilN++
+		g.memBusy.add(int64(v))
 	}
 	if v, ok := s.VRAMUsedBytes.Get(); ok {
-		g.secMemUsed += int64(v / 1024)
-		g.secMemUsedN++
+		g.memUsed.add(int64(v / 1024))
 	}
 }
 
@@ -204,23 +213,13 @@ func (a *Accumulator) Second() {
 	defer a.mu.Unlock()
 	for i := range a.gpus {
 		g := &a.gpus[i]
-		g.busyNow, g.memBusyNow, g.memUsed = na, na, na
 		if g.secN > 0 {
 			g.samples++
-			if g.secUtilN > 0 {
-				g.busyNow = (g.secUtil + g.secUtilN/2) / g.secUtilN
-				g.busyCum = addCum(g.busyCum, g.busyNow, &g.everBusy)
-			}
-			if g.secMemUtilN > 0 {
-				g.memBusyNow = (g.secMemUtil + g.secMemUtilN/2) / g.secMemUtilN
-				g.memBusyCum = addCum(g.memBusyCum, g.memBusyNow, &g.everMemBusy)
-			}
-			if g.secMemUsedN > 0 {
-				g.memUsed = (g.secMemUsed + g.secMemUsedN/2) / g.secMemUsedN
-				g.memUsedCum = addCum(g.memUsedCum, g.memUsed, &g.everMemUsed)
-			}
 		}
-		g.secN, g.secUtil, g.secUtilN, g.secMemUtil, g.secMemUtilN, g.secMemUsed, g.secMemUsedN = 0, 0, 0, 0, 0, 0, 0
+		g.secN = 0
+		g.busy.close()
+		g.memBusy.close()
+		g.memUsed.close()
 		a.foldProcs(i, g)
 	}
 }

@@ -49,14 +49,14 @@ func TestSecondAverages(t *testing.T) {
 		name      string
 		got, want int64
 	}{
-		{"busy now", g.busyNow, 80},
-		{"mem busy now", g.memBusyNow, 30},
-		{"mem used now (KiB)", g.memUsed, 3000 * 1024},
+		{"busy now", g.busy.now, 80},
+		{"mem busy now", g.memBusy.now, 30},
+		{"mem used now (KiB)", g.memUsed.now, 3000 * 1024},
 		{"mem total (KiB)", g.memTotal, 97887 * 1024},
 		{"samples", g.samples, 2},
-		{"busy cum", g.busyCum, 49 + 80},
-		{"mem busy cum", g.memBusyCum, 40},
-		{"mem used cum", g.memUsedCum, 4000 * 1024},
+		{"busy cum", g.busy.cum, 49 + 80},
+		{"mem busy cum", g.memBusy.cum, 40},
+		{"mem used cum", g.memUsed.cum, 4000 * 1024},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -65,7 +65,7 @@ func TestSecondAverages(t *testing.T) {
 	}
 	// GPU 1 had no rows and no process read: everything -1, no samples.
 	g1 := &a.gpus[1]
-	if g1.busyNow != -1 || g1.busyCum != -1 || g1.memTotal != -1 || g1.memUsedCum != -1 || g1.samples != 0 {
+	if g1.busy.now != -1 || g1.busy.cum != -1 || g1.memTotal != -1 || g1.memUsed.cum != -1 || g1.samples != 0 {
 		t.Errorf("GPU without readings: %+v", *g1)
 	}
 }
@@ -79,7 +79,7 @@ func TestUtilAbsent(t *testing.T) {
 	a.Sample(s)
 	a.Second()
 	g := &a.gpus[0]
-	if g.busyNow != -1 || g.busyCum != -1 || g.memBusyCum != -1 || g.memUsedCum != 512*1024 || g.samples != 1 {
+	if g.busy.now != -1 || g.busy.cum != -1 || g.memBusy.cum != -1 || g.memUsed.cum != 512*1024 || g.samples != 1 {
 		t.Errorf("%+v", *g)
 	}
 }

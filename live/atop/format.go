@@ -24,8 +24,8 @@ func appendInts(b []byte, vs ...int64) []byte {
 // gpuparse scans: "@busy membusy memtotal memused samples busycum
 // membusycum memusedcum".
 func appendGPU(b []byte, g *gpuStat) []byte {
-	b = strconv.AppendInt(append(b, '@'), g.busyNow, 10)
-	return appendInts(b, g.memBusyNow, g.memTotal, g.memUsed, g.samples, g.busyCum, g.memBusyCum, g.memUsedCum)
+	b = strconv.AppendInt(append(b, '@'), g.busy.now, 10)
+	return appendInts(b, g.memBusy.now, g.memTotal, g.memUsed.now, g.samples, g.busy.cum, g.memBusy.cum, g.memUsed.cum)
 }
 
 // procLayouts, indexed by API version, append a process record's fields
