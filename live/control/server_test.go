@@ -1,6 +1,7 @@
 package control
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -340,6 +341,9 @@ func TestAskBoundsTheAnswer(t *testing.T) {
 					return
 				}
 				defer conn.Close()
+				// Read the request first: a close before it is read would fail
+				// Ask's write, and Ask returns that error instead.
+				bufio.NewReader(conn).ReadString('\n')
 				conn.Write([]byte(c.answer))
 			}()
 			out, err := Ask(path, "status", 10*time.Second)
