@@ -81,9 +81,6 @@ type GPU struct {
 	// State says the values are stale.
 	Sample reading.Sample
 
-	// MemTotal is the GPU's memory size, when known.
-	MemTotal reading.Opt[uint64]
-
 	Samples   uint64 // answered samples
 	Failures  uint64 // failed or lost samples
 	HungRows  uint64 // NVML_HUNG rows written
@@ -187,12 +184,9 @@ func (g *GPU) Hung(fn string, since time.Time) {
 	g.setState(State{Kind: StateHung, Since: since, Function: fn})
 }
 
-// MemTotalBytes returns the GPU's memory size: MemTotal, or what the slow
-// tier's process reads learned (absent until one of them did).
+// MemTotalBytes returns the GPU's memory size, as the slow tier's process
+// reads learned it (absent until one of them did).
 func (g *GPU) MemTotalBytes() reading.Opt[uint64] {
-	if g.MemTotal.OK {
-		return g.MemTotal
-	}
 	if p := g.Processes.Good(); p != nil {
 		return p.MemTotalBytes
 	}

@@ -35,7 +35,8 @@ func View() live.View {
 	prev.Time = s.Time.Add(-100 * time.Millisecond)
 	g0.Observe(&prev, 100*time.Millisecond)
 	g0.Observe(&s, 100*time.Millisecond)
-	g0.MemTotal = reading.Some[uint64](80 << 30)
+	// The memory size, as the daemon learns it: from a process read.
+	g0.Processes = &reading.Procs{GPU: 0, Time: s.Time, Status: reading.ProcOK, List: []reading.Process{}, MemTotalBytes: reading.Some[uint64](80 << 30)}
 	g0.HealthLevel, g0.HealthReasons = "critical", []string{"nvlink_down", "remap_pending"}
 	links := &reading.NVLinks{At: s.Time, N: 3}
 	for i := range 3 {

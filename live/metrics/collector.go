@@ -89,7 +89,7 @@ var (
 	// process read (absent before one): the processes panel of the host
 	// dashboard, next to the jobs in mWork.
 	mProcs = gpuMetric("gpu_processes", "Processes on the GPU (compute and graphics) at its last successful process read; absent before one.", prometheus.GaugeValue)
-	// mMemTot is exported when the GPU's memory size is known (live.GPU.MemTotal).
+	// mMemTot is exported when the GPU's memory size is known (live.GPU.MemTotalBytes).
 	mMemTot = gpuMetric("memory_total_bytes", "GPU memory size.", prometheus.GaugeValue)
 )
 
