@@ -23,13 +23,8 @@ import (
 // struct lives in C memory so the C side can publish the call in flight while
 // Go reads it from another goroutine.
 type nativeExec struct {
-	dev     C.gt_dev
-	b       *C.struct_gt_batch
-	th      batchThread // the GPU's C thread for a slow driver (batchthread.go)
-	threads bool        // the library's batches may run on that thread
-	// threadFailed counts (and logs the first) a batch thread that could
-	// not be started.
-	threadFailed func()
+	dev C.gt_dev
+	b   *C.struct_gt_batch
 }
 
 // The Go and C numbering and codes must agree (a difference does not compile).
@@ -94,12 +89,11 @@ func (n *NVML) Native() nvmlapi.Native {
 			defer C.free(unsafe.Pointer(s))
 			return C.gt_batch_sym(s)
 		},
-		Handle:  func(i int) uintptr { return uintptr(C.gt_batch_handle(C.uint(i))) },
-		Threads: true,
+		Handle: func(i int) uintptr { return uintptr(C.gt_batch_handle(C.uint(i))) },
 	}
 }
 
-func newNativeExec(n *native, index int, fieldWait time.Duration, threadFailed func()) (*nativeExec, error) {
+func newNativeExec(n *native, index int, fieldWait time.Duration) (*nativeExec, error) {
 	dev := n.Handle(index)
 	if dev == 0 {
 		return nil, errors.New("no NVML handle for the GPU")
@@ -107,7 +101,7 @@ func newNativeExec(n *native, index int, fieldWait time.Duration, threadFailed f
 	b := (*C.struct_gt_batch)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_gt_batch{}))))
 	b.lib = n.lib
 	b.field_wait_ms = C.uint32_t(max(fieldWait/time.Millisecond, 1))
-	return &nativeExec{dev: C.gt_dev(dev), b: b, threads: n.Threads, threadFailed: threadFailed}, nil
+	return &nativeExec{dev: C.gt_dev(dev), b: b}, nil
 }
 
 // The health counters' field values are passed to C as they are.
@@ -147,7 +141,7 @@ func (x *nativeExec) run(r *raw) {
 		b.fields[i] = C.struct_gt_nvml_field_value{field_id: C.uint32_t(r.fields[i].FieldId)}
 		b.field_fallback[i] = C.uint64_t(r.fieldFallback[i])
 	}
-	x.call() // C.gt_batch_run, directly or on the GPU's thread
+	C.gt_batch_run(x.dev, b)
 	for i := range r.ret {
 		r.ret[i] = int32(b.ret[i])
 	}

@@ -15,9 +15,6 @@ var HostCounters = []counters.Field[*Host]{
 // GPUCounters are a GPU's counters (GPU.RegisterCounters); every GPU's show
 // summed.
 var GPUCounters = []counters.Field[*GPU]{
-	{Def: counters.Def{Name: "batch_thread_failures", Loss: true, OwnLog: true, Place: 270, Sum: true,
-		Help: "GPU batch threads that could not be started (the sampler logs the first): that GPU's slow samples stay direct calls, holding the process while in the driver, so other GPUs' samples start late; retried"},
-		Get: (*GPU).BatchThreadFailures},
 	{Def: counters.Def{Name: "native_exec_failures", Loss: true, OwnLog: true, Place: 280, Sum: true,
 		Help: "GPU sample executors (one cgo call a sample) that could not be started, for want of the GPU's NVML handle (the sampler logs the first, with why): that GPU's samples fail, saying why, until the executor starts; tried again with the static facts"},
 		Get: (*GPU).NativeExecFailures},

@@ -73,7 +73,6 @@ type GPU struct {
 	cur       atomic.Int32 // Fn
 	callStart atomic.Int64 // ns since base
 
-	threadFails atomic.Uint64 // batch thread starts that failed (batchthread.go)
 	nativeFails atomic.Uint64 // executor starts that failed (startExec)
 
 	// Capability cache: ns since base until which (fn, index) stays off.
@@ -102,23 +101,10 @@ type GPU struct {
 	lost            bool
 }
 
-// BatchThreadFailures is how many times the GPU's batch thread could not be
-// started: its slow batches then stay direct cgo calls, holding the
-// process's P while in the driver (other GPUs' samples start late), and the
-// start is tried again after switchAfter more slow batches.
-func (g *GPU) BatchThreadFailures() uint64 { return g.threadFails.Load() }
-
 // NativeExecFailures is how many times the GPU's executor (one cgo call a
 // sample) could not be started: its samples then fail. It is tried again
 // each time the static facts are read.
 func (g *GPU) NativeExecFailures() uint64 { return g.nativeFails.Load() }
-
-// batchThreadFailed counts a failed batch thread start and logs the first.
-func (g *GPU) batchThreadFailed() {
-	if g.threadFails.Add(1) == 1 {
-		g.log.Warn("cannot start the GPU's batch thread: its slow samples stay direct calls, which hold the process while in the driver (counted as batch_thread_failures; retried)")
-	}
-}
 
 // NewGPU wraps a device whose static facts are already known.
 func NewGPU(info reading.GPU, dev Device, syms *Symbols, cfg Config, kc KernelClock, log *slog.Logger) *GPU {

@@ -304,7 +304,7 @@ var startNative = newNativeExec
 // why until the static facts are read again, which is counted
 // (NativeExecFailures) and logged the first time.
 func (g *GPU) startExec(index int) *nativeExec {
-	x, err := startNative(g.native, index, g.cfg.FieldWait, g.batchThreadFailed)
+	x, err := startNative(g.native, index, g.cfg.FieldWait)
 	if err == nil {
 		return x
 	}

@@ -19,9 +19,9 @@ import (
 )
 
 // Native implements nvmlapi.Library: the fake's C functions (a symbol
-// Missing has none) and handles. Batches stay on the calling goroutine. A
-// function the sampler calls that the fake lacks panics, naming it: a new
-// getter needs its fake_ function in cabi.go.
+// Missing has none) and handles. A function the sampler calls that the fake
+// lacks panics, naming it: a new getter needs its fake_ function in
+// cabi.go.
 func (l *Lib) Native() nvmlapi.Native {
 	return nvmlapi.Native{
 		Symbol: func(name string) unsafe.Pointer {

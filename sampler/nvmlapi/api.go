@@ -64,9 +64,4 @@ type Native struct {
 	Symbol func(name string) unsafe.Pointer
 	// Handle returns device i's C handle; 0 when it cannot be had.
 	Handle func(i int) uintptr
-	// Threads lets a slow GPU's batches run on a C thread of their own
-	// (the driver). Without it they stay on the calling goroutine: the
-	// fake's answers are Go code, which a test's synctest bubble runs in
-	// its fake time only there.
-	Threads bool
 }
