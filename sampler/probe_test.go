@@ -134,8 +134,8 @@ func TestProbeReportGolden(t *testing.T) {
 	}
 }
 
-// The probe makes its calls through the GPU's own executor (on the real
-// driver the C batch the daemon samples with), so the call in flight is the
+// The probe makes its calls through the GPU's own executor (the C batch the
+// daemon samples with, here over the fake), so the call in flight is the
 // one the GPU reports.
 func TestProbeUsesTheGPUsExecutor(t *testing.T) {
 	d := fakenvml.NewDev()
