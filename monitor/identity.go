@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
@@ -44,13 +43,4 @@ func readIdentity(name, root string, log *slog.Logger) reading.Identity {
 	}
 	log.Info("host", "host", id.Host, "machine_id", id.MachineID, "boot_id", id.BootID)
 	return id
-}
-
-// logfmtValue is s as a logfmt value: as it is when it needs no quotes,
-// else quoted (a hostname the kernel gives may hold anything).
-func logfmtValue(s string) string {
-	if s == "" || strings.IndexFunc(s, func(r rune) bool { return r <= ' ' || r == '"' || r == '=' || r == '\\' || r >= 0x7f }) >= 0 {
-		return strconv.Quote(s)
-	}
-	return s
 }

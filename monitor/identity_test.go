@@ -64,14 +64,6 @@ func TestReadIdentity(t *testing.T) {
 	}
 }
 
-func TestLogfmtValue(t *testing.T) {
-	for in, want := range map[string]string{"gpu-node-07": "gpu-node-07", "a b": `"a b"`, `x"y`: `"x\"y"`, "k=v": `"k=v"`, "": `""`} {
-		if got := logfmtValue(in); got != want {
-			t.Errorf("logfmtValue(%q) = %s, want %s", in, got, want)
-		}
-	}
-}
-
 // TestEveryOutputNamesTheHostByHostFlag: with --host other than the
 // kernel's hostname, every output names the host by --host: system-info.txt,
 // each events.log line, the crash snapshot's header, and the status

@@ -170,9 +170,6 @@ func (d *Def) Clear(s *Sample) {
 // for a reading that is not a hardware health counter.
 func (d *Def) Health() (id HealthID, ok bool) { return d.hid - 1, d.hid != 0 }
 
-// Sane reports whether v is inside the reading's bounds.
-func (d *Def) Sane(v uint64) bool { return v >= d.Min && (d.Max == 0 || v <= d.Max) }
-
 // Sanity bounds. Generous: they reject garbage, not extremes.
 const (
 	maxTempC    = 200       // no GPU survives 200 C; 4294967295 is a driver error
