@@ -59,9 +59,10 @@ type GPU struct {
 	// (StaticErr).
 	staticDone chan struct{}
 	staticErr  atomic.Pointer[string]
-	lib        Library   // for retrying the start-up read when the handle failed
-	native     *native   // the library's side of the batch (shared by the host's GPUs)
-	nextStatic time.Time // worker only: when to retry it
+	lib        Library                // for retrying the start-up read when the handle or the executor failed
+	native     *native                // the library's side of the batch (shared by the host's GPUs)
+	execErr    atomic.Pointer[string] // why the executor could not start (startExec); nil: it did
+	nextStatic time.Time              // worker only: when to retry it
 
 	// hmu guards dev and exec for goroutines other than the one
 	// sampling (the worker writes them only in readStatic, under hmu).
@@ -154,6 +155,14 @@ func (g *GPU) StaticErr() string {
 }
 
 func (g *GPU) setStaticErr(e string) { g.staticErr.Store(&e) }
+
+// execError says why the GPU has no executor.
+func (g *GPU) execError() string {
+	if e := g.execErr.Load(); e != nil {
+		return *e
+	}
+	return "no executor (the GPU was not opened through a library)"
+}
 
 // Device returns the underlying device (events, snapshots); nil until the
 // GPU's handle could be had.
@@ -285,8 +294,12 @@ func (g *GPU) Sample(s *reading.Sample) {
 			g.nextStatic = now.Add(staticRetry)
 			g.readStatic(g.lib)
 		}
-		if g.dev == nil || g.exec == nil {
+		if g.dev == nil {
 			s.Status, s.Err = reading.StatusFailed, g.StaticErr()
+			return
+		}
+		if g.exec == nil {
+			s.Status, s.Err = reading.StatusFailed, g.execError()
 			return
 		}
 		info = g.info.Load()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 )
@@ -630,18 +631,23 @@ func TestStaticErrReadWhileRetried(t *testing.T) {
 func TestExecStartFailureCountedAndLogged(t *testing.T) {
 	var logs bytes.Buffer
 	d := fakenvml.NewDev()
-	lib := &fakenvml.Lib{Devs: []*fakenvml.Dev{d}}
+	lib := &fakenvml.Lib{InitRet: nvml.SUCCESS, Devs: []*fakenvml.Dev{d}}
 	defer func(f func(*native, int, time.Duration) (*nativeExec, error)) { startNative = f }(startNative)
 	startNative = func(*native, int, time.Duration) (*nativeExec, error) {
 		return nil, errors.New("no NVML handle for the GPU")
 	}
-	h := openFake(t, lib)
+	h, err := Open(lib, OpenOptions{Config: testConfig, Timeout: 5 * time.Second, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
 	g := h.GPUs[0]
-	g.log = slog.New(slog.NewTextHandler(&logs, nil))
+	if e := g.StaticErr(); e != "" {
+		t.Errorf("StaticErr = %q: the static facts were read, only the executor failed", e)
+	}
 	var s reading.Sample
 	g.nextStatic = time.Time{}
 	g.Sample(&s) // a retry that fails again
-	if s.Status != reading.StatusFailed || !strings.Contains(s.Err, "no NVML handle for the GPU") {
+	if s.Status != reading.StatusFailed || !strings.Contains(s.Err, "cannot start the GPU's executor: no NVML handle for the GPU") {
 		t.Fatalf("a GPU without an executor: status %v, error %q; want failed, with why", s.Status, s.Err)
 	}
 	if n := g.NativeExecFailures(); n != 2 {
@@ -651,14 +657,38 @@ func TestExecStartFailureCountedAndLogged(t *testing.T) {
 	if n := g.NativeExecFailures(); n != 2 {
 		t.Errorf("NativeExecFailures = %d before the retry interval, want 2", n)
 	}
+	out := logs.String()
+	if n := strings.Count(out, "cannot start the GPU's executor"); n != 1 {
+		t.Errorf("logged %d times, want once:\n%s", n, out)
+	}
+	testutil.Contains(t, "the log line", out, "native_exec_failures", `error="no NVML handle for the GPU"`)
 	startNative = newNativeExec
 	g.nextStatic = time.Time{}
 	g.Sample(&s)
 	if s.Status != reading.StatusOK || !s.TempC.OK || s.TempC.V != 60 {
 		t.Errorf("once the executor starts: status %v, error %q, temperature %v; want a sample", s.Status, s.Err, s.TempC)
 	}
-	out := logs.String()
-	if n := strings.Count(out, "cannot start the GPU's executor"); n != 0 {
-		t.Errorf("logged %d times after the first (at start, before this test's logger), want 0:\n%s", n, out)
+}
+
+// TestNoCallAfterALostGPU: a getter that answers GPU_IS_LOST ends the batch
+// (batch.c): the later getters of the sample are not called.
+func TestNoCallAfterALostGPU(t *testing.T) {
+	d := fakenvml.NewDev()
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
+	d.Set("GetTemperature", nvml.ERROR_GPU_IS_LOST)
+	before := d.Calls()
+	var s reading.Sample
+	h.GPUs[0].Sample(&s)
+	after := d.Calls()
+	if after["GetFieldValues"] != before["GetFieldValues"]+1 || after["GetTemperature"] != before["GetTemperature"]+1 {
+		t.Fatalf("the fields and the temperature were not called once: %v -> %v", before, after)
+	}
+	for _, fn := range []string{"GetPowerManagementLimit", "GetClockInfo", "GetCurrentClocksEventReasons", "GetFanSpeed_v2", "GetTargetFanSpeed"} {
+		if after[fn] != before[fn] {
+			t.Errorf("%s called after the GPU was lost (%d -> %d)", fn, before[fn], after[fn])
+		}
+	}
+	if s.Status != reading.StatusLost {
+		t.Errorf("status %v, want lost", s.Status)
 	}
 }

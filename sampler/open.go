@@ -306,12 +306,14 @@ var startNative = newNativeExec
 func (g *GPU) startExec(index int) *nativeExec {
 	x, err := startNative(g.native, index, g.cfg.FieldWait)
 	if err == nil {
+		g.execErr.Store(nil)
 		return x
 	}
 	if g.nativeFails.Add(1) == 1 {
 		g.log.Warn("cannot start the GPU's executor: its samples fail until its static facts are read again (counted as native_exec_failures)", "error", err)
 	}
-	g.setStaticErr("cannot start the GPU's executor: " + err.Error())
+	e := "cannot start the GPU's executor: " + err.Error()
+	g.execErr.Store(&e)
 	return nil
 }
 

@@ -267,7 +267,7 @@ func (p *prober) gpu(i int, together bool) {
 	g.hmu.Unlock()
 	if x == nil {
 		for k := range p.calls {
-			st := ProbeStat{Err: cmp.Or(g.StaticErr(), "no executor")}
+			st := ProbeStat{Err: cmp.Or(g.StaticErr(), g.execError())}
 			if together {
 				p.rep.Kinds[k].Together[i] = st
 			} else {

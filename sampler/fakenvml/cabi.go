@@ -36,6 +36,19 @@ func opt[T any](h C.uintptr_t, out unsafe.Pointer, fn string, get func(*Dev) *T)
 	return C.int(r)
 }
 
+// badVersion refuses a versioned struct (version v, its first field) whose
+// version the caller did not set as NVML_STRUCT_VERSION(size, v), as NVML
+// does: the call is counted and answers ARGUMENT_VERSION_MISMATCH. 0: the
+// version is right.
+func badVersion[T any](h C.uintptr_t, out unsafe.Pointer, fn string, v uint32) C.int {
+	var z T
+	if *(*uint32)(out) == uint32(unsafe.Sizeof(z))|v<<24 {
+		return 0
+	}
+	dev(h).call(fn)
+	return C.int(nvml.ERROR_ARGUMENT_VERSION_MISMATCH)
+}
+
 //export fake_nvmlDeviceGetFieldValues
 func fake_nvmlDeviceGetFieldValues(h C.uintptr_t, n C.int, v unsafe.Pointer) C.int {
 	return C.int(dev(h).GetFieldValues(unsafe.Slice((*nvml.FieldValue)(v), int(n))))
@@ -68,6 +81,9 @@ func fake_nvmlDeviceGetUtilizationRates(h C.uintptr_t, out unsafe.Pointer) C.int
 
 //export fake_nvmlDeviceGetMemoryInfo_v2
 func fake_nvmlDeviceGetMemoryInfo_v2(h C.uintptr_t, out unsafe.Pointer) C.int {
+	if r := badVersion[nvml.Memory_v2](h, out, "GetMemoryInfo_v2", 2); r != 0 {
+		return r
+	}
 	return ans(h, out, "GetMemoryInfo_v2", (*Dev).memoryV2)
 }
 
@@ -123,11 +139,17 @@ func fake_nvmlDeviceGetThermalSettings(h C.uintptr_t, _ C.uint, out unsafe.Point
 
 //export fake_nvmlDeviceGetSramEccErrorStatus
 func fake_nvmlDeviceGetSramEccErrorStatus(h C.uintptr_t, out unsafe.Pointer) C.int {
+	if r := badVersion[nvml.EccSramErrorStatus](h, out, "GetSramEccErrorStatus", 1); r != 0 {
+		return r
+	}
 	return opt(h, out, "GetSramEccErrorStatus", func(d *Dev) *nvml.EccSramErrorStatus { return d.SramEcc })
 }
 
 //export fake_nvmlDeviceGetRepairStatus
 func fake_nvmlDeviceGetRepairStatus(h C.uintptr_t, out unsafe.Pointer) C.int {
+	if r := badVersion[nvml.RepairStatus](h, out, "GetRepairStatus", 1); r != 0 {
+		return r
+	}
 	return opt(h, out, "GetRepairStatus", func(d *Dev) *nvml.RepairStatus { return d.Repair })
 }
 

@@ -19,7 +19,9 @@ import (
 )
 
 // Native implements nvmlapi.Library: the fake's C functions (a symbol
-// Missing has none) and handles. A function the sampler calls that the fake
+// Missing has none, as the driver would: defensive, since the sampler plans
+// no call whose symbol LookupSymbol refused) and handles, one cgo.Handle a
+// Dev, kept for the test binary's life. A function the sampler calls that the fake
 // lacks panics, naming it: a new getter needs its fake_ function in
 // cabi.go.
 func (l *Lib) Native() nvmlapi.Native {

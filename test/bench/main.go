@@ -187,7 +187,7 @@ func goBench(path string) [][3]string {
 	defer f.Close()
 	notes := map[string]string{
 		"BenchmarkSampleSimulatedGPU": "read one GPU through the simulated driver: one cgo call",
-		"BenchmarkSampleFake":         "the sampler's own cost over a fake device (batch.c over fakenvml's C functions)",
+		"BenchmarkSampleFake":         "the sampler's own cost over a fake device (batch.c calling back into fakenvml's Go; not comparable with figures before 2026-12-02)",
 		"BenchmarkObserve":            "all anomaly detectors on one sample",
 		"BenchmarkAppendRow":          "format one CSV row",
 		"BenchmarkWriteRow":           "format, write(2) and keep one row",
