@@ -135,9 +135,8 @@ type GPUDoc struct {
 	// (but the health counters, in Health), in the table's order: each is
 	// its key at the GPU's level of the JSON (MarshalJSON), null when
 	// absent. Reading gives one by key.
-	Readings      []Value  `json:"-"`
-	Fans          []FanDoc `json:"fans"`
-	MemTotalBytes *uint64  `json:"memory_total_bytes"`
+	Readings []Value  `json:"-"`
+	Fans     []FanDoc `json:"fans"`
 	// ThrottleS is the time spent in each reason since start, by name.
 	ThrottleS map[string]float64 `json:"throttle_seconds"`
 
@@ -239,7 +238,7 @@ func gpuDoc(g *GPU, now time.Time) GPUDoc {
 	d := GPUDoc{Index: in.Index, Name: in.Name, BusID: in.BusID, UUID: in.UUID, Serial: in.Serial, VBIOS: in.VBIOS,
 		State: g.State.Kind.String(), Function: g.State.Function, Error: g.State.Err,
 		Incidents: g.Incidents, NewestSnapshot: g.NewestSnapshot, Samples: g.Samples, Failures: g.Failures, HungRows: g.HungRows,
-		MemTotalBytes: ptr(g.MemTotalBytes()), Processes: procsDoc(g.Processes), Health: healthDoc(g)}
+		Processes: procsDoc(g.Processes), Health: healthDoc(g)}
 	if !g.State.Since.IsZero() {
 		t := g.State.Since
 		d.StateSince = &t

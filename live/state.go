@@ -184,18 +184,6 @@ func (g *GPU) Hung(fn string, since time.Time) {
 	g.setState(State{Kind: StateHung, Since: since, Function: fn})
 }
 
-// MemTotalBytes returns the GPU's memory size, as the slow tier's process
-// reads learned it (absent until one of them did).
-func (g *GPU) MemTotalBytes() reading.Opt[uint64] {
-	if p := g.Processes.Good(); p != nil {
-		return p.MemTotalBytes
-	}
-	if g.Processes != nil {
-		return g.Processes.MemTotalBytes
-	}
-	return reading.Opt[uint64]{}
-}
-
 // Lost marks the GPU lost since t (it vanished from the driver's enumeration).
 func (g *GPU) Lost(t time.Time) { g.setState(State{Kind: StateLost, Since: t}) }
 

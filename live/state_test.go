@@ -112,18 +112,6 @@ func BenchmarkRead(b *testing.B) {
 	}
 }
 
-func TestMemTotalFromProcessReads(t *testing.T) {
-	var g GPU
-	if g.MemTotalBytes().OK {
-		t.Errorf("memory total known without any read")
-	}
-	ok := &reading.Procs{Status: reading.ProcOK, MemTotalBytes: reading.Some[uint64](80 << 30)}
-	g.Processes = &reading.Procs{Status: reading.ProcHung, LastOK: ok}
-	if v, _ := g.MemTotalBytes().Get(); v != 80<<30 {
-		t.Errorf("memory total %d, want the last good read's", v)
-	}
-}
-
 // TestPublishedBoardServesTheLastHost: a published board's readers get the
 // host view published last, as it was published (only Now is the time of
 // the read), and the zero Host before the first.

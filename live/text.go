@@ -166,7 +166,7 @@ func GPULines(g GPUDoc, now time.Time) []string {
 		"  power " + r("power_w").Format(0, "W") + " / " + r("power_limit_w").Format(0, "W") + " (enforced " + r("enforced_limit_w").Format(0, "W") + ")"
 	l3 := "  clocks " + r("graphics_clock_mhz").Text("") + "/" + r("sm_clock_mhz").Text("") + "/" + r("memory_clock_mhz").Text("") + " MHz" +
 		"  util gpu " + r("gpu_util_pct").Text("%") + " mem " + r("memory_util_pct").Text("%") + " enc " + r("encoder_util_pct").Text("%") +
-		" dec " + r("decoder_util_pct").Text("%") + "  memory " + gib(r("memory_used_bytes").Num()) + "/" + gib(u64(g.MemTotalBytes)) +
+		" dec " + r("decoder_util_pct").Text("%") + "  memory " + gib(r("memory_used_bytes").Num()) + "/" + gib(r("memory_total_bytes").Num()) +
 		" GiB  pstate " + optP(r("pstate"))
 	thr := na
 	if names := r("throttle_reasons").Names(); names != nil {

@@ -106,9 +106,6 @@ type Procs struct {
 	Status ProcStatus
 	Err    string    // ProcFailed/ProcHung: what went wrong
 	List   []Process // sorted by PID; only meaningful with ProcOK
-	// MemTotalBytes is the GPU's memory size (read once by the slow tier; the
-	// 100 ms rows carry only what is used).
-	MemTotalBytes Opt[uint64]
 	// LastOK: for a read that is not ProcOK, the most recent one that was
 	// (nil when there never was one). A crash snapshot names the processes
 	// from it even when the current read is hung.

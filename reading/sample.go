@@ -59,6 +59,7 @@ type Sample struct {
 	EncUtil         Opt[uint32] // percent
 	DecUtil         Opt[uint32] // percent
 	VRAMUsedBytes   Opt[uint64]
+	VRAMTotalBytes  Opt[uint64]
 	PCIeGen         Opt[uint32]
 	PCIeWidth       Opt[uint32]
 	PCIeReplay      Opt[uint64]

@@ -158,9 +158,9 @@ var callFn = func() (t [numCalls]callDef) {
 	var u nvml.Utilization
 	set(cUtil, FnUtilization, 0, structOf[nvml.Utilization](0, at(unsafe.Pointer(&u), &u.Gpu), at(unsafe.Pointer(&u), &u.Memory)), "GPUUtil", "MemUtil")
 	var m2 nvml.Memory_v2
-	set(cMemV2, FnMemoryInfoV2, 0, structOf[nvml.Memory_v2](2, at(unsafe.Pointer(&m2), &m2.Used)), "VRAMUsedBytes")
+	set(cMemV2, FnMemoryInfoV2, 0, structOf[nvml.Memory_v2](2, at(unsafe.Pointer(&m2), &m2.Used), at(unsafe.Pointer(&m2), &m2.Total)), "VRAMUsedBytes", "VRAMTotalBytes")
 	var m1 nvml.Memory
-	set(cMem, FnMemoryInfo, 0, structOf[nvml.Memory](0, at(unsafe.Pointer(&m1), &m1.Used)), "VRAMUsedBytes")
+	set(cMem, FnMemoryInfo, 0, structOf[nvml.Memory](0, at(unsafe.Pointer(&m1), &m1.Used), at(unsafe.Pointer(&m1), &m1.Total)), "VRAMUsedBytes", "VRAMTotalBytes")
 	set(cReasons, FnClocksEventReasons, 0, u64, "Throttle")
 	set(cThrottle, FnClocksThrottleReasons, 0, u64, "Throttle")
 	set(cFanSpeed1, FnFanSpeed, 0, u32)

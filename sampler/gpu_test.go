@@ -97,6 +97,7 @@ func TestSampleReadsEverything(t *testing.T) {
 		{"gpuutil", u(s.GPUUtil), 97},
 		{"memutil", u(s.MemUtil), 41},
 		{"vram", s.VRAMUsedBytes, 40 << 30},
+		{"vram total", s.VRAMTotalBytes, 96 << 30},
 		{"gen", u(s.PCIeGen), 5},
 		{"width", u(s.PCIeWidth), 16},
 		{"throttle", s.Throttle, 4},

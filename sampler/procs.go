@@ -205,8 +205,6 @@ func (p *ProcReader) read(start time.Time) *reading.Procs {
 		out.Status, out.Err = reading.ProcFailed, "no handle for this GPU"
 		return p.finish(out)
 	}
-	p.readMemTotal(dev)
-	out.MemTotalBytes = p.memTotal
 
 	byPID := map[uint32]*reading.Process{}
 	answered, refused := 0, 0
@@ -288,26 +286,6 @@ func (p *ProcReader) finish(out *reading.Procs) *reading.Procs {
 		p.log.Warn("process list read failed; no process data", "error", out.Err)
 	}
 	return out
-}
-
-// readMemTotal reads the GPU's memory size until it is known (once).
-func (p *ProcReader) readMemTotal(dev Device) {
-	if p.memTotal.OK {
-		return
-	}
-	if p.can(FnMemoryInfoV2) {
-		var m nvml.Memory_v2
-		if c, _ := p.call(FnMemoryInfoV2, func() (r nvml.Return) { m, r = dev.GetMemoryInfo_v2(); return }); c == ClassOK && m.Total > 0 && m.Total <= maxVRAM {
-			p.memTotal = reading.Some(m.Total)
-			return
-		}
-	}
-	if p.can(FnMemoryInfo) {
-		var m nvml.Memory
-		if c, _ := p.call(FnMemoryInfo, func() (r nvml.Return) { m, r = dev.GetMemoryInfo(); return }); c == ClassOK && m.Total > 0 && m.Total <= maxVRAM {
-			p.memTotal = reading.Some(m.Total)
-		}
-	}
 }
 
 // readUtil fills SM and memory busy per process from GetProcessUtilization:

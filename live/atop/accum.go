@@ -176,6 +176,9 @@ func (a *Accumulator) Sample(s *reading.Sample) {
 	if v, ok := s.VRAMUsedBytes.Get(); ok {
 		g.memUsed.add(int64(v / 1024))
 	}
+	if v, ok := s.VRAMTotalBytes.Get(); ok {
+		g.memTotal = int64(v / 1024)
+	}
 }
 
 // Info refreshes a GPU's bus id and name (a GPU stuck at start gets its
@@ -239,9 +242,6 @@ func (a *Accumulator) foldProcs(idx int, g *gpuStat) {
 		return
 	}
 	g.folded = p
-	if t, ok := p.MemTotalBytes.Get(); ok {
-		g.memTotal = int64(t / 1024)
-	}
 	switch p.Status {
 	case reading.ProcOK:
 	case reading.ProcUnsupported:

@@ -20,7 +20,7 @@ func View() live.View {
 		PowerMW: reading.Some[uint32](612_400), PowerLimitMW: reading.Some[uint32](700_000), EnforcedLimitMW: reading.Some[uint32](700_000),
 		EnergyMJ: reading.Some[uint64](123_456_789), PState: reading.Some[uint32](0), GraphicsMHz: reading.Some[uint32](1980), SMMHz: reading.Some[uint32](1980),
 		MemMHz: reading.Some[uint32](2619), GPUUtil: reading.Some[uint32](100), MemUtil: reading.Some[uint32](43), EncUtil: reading.Some[uint32](0),
-		VRAMUsedBytes: reading.Some[uint64](40 << 30), PCIeGen: reading.Some[uint32](5), PCIeWidth: reading.Some[uint32](16), PCIeReplay: reading.Some[uint64](3),
+		VRAMUsedBytes: reading.Some[uint64](40 << 30), VRAMTotalBytes: reading.Some[uint64](80 << 30), PCIeGen: reading.Some[uint32](5), PCIeWidth: reading.Some[uint32](16), PCIeReplay: reading.Some[uint64](3),
 		Throttle: reading.Some(reading.ThrottleSwPowerCap), NumFans: 2}
 	s.Fans[0] = reading.Fan{Speed: reading.Some[uint32](45), Target: reading.Some[uint32](50)}
 	s.Fans[1] = reading.Fan{Speed: reading.Some[uint32](46)}
@@ -35,8 +35,7 @@ func View() live.View {
 	prev.Time = s.Time.Add(-100 * time.Millisecond)
 	g0.Observe(&prev, 100*time.Millisecond)
 	g0.Observe(&s, 100*time.Millisecond)
-	// The memory size, as the daemon learns it: from a process read.
-	g0.Processes = &reading.Procs{GPU: 0, Time: s.Time, Status: reading.ProcOK, List: []reading.Process{}, MemTotalBytes: reading.Some[uint64](80 << 30)}
+	g0.Processes = &reading.Procs{GPU: 0, Time: s.Time, Status: reading.ProcOK, List: []reading.Process{}}
 	g0.HealthLevel, g0.HealthReasons = "critical", []string{"nvlink_down", "remap_pending"}
 	links := &reading.NVLinks{At: s.Time, N: 3}
 	for i := range 3 {

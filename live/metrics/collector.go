@@ -89,8 +89,6 @@ var (
 	// process read (absent before one): the processes panel of the host
 	// dashboard, next to the jobs in mWork.
 	mProcs = gpuMetric("gpu_processes", "Processes on the GPU (compute and graphics) at its last successful process read; absent before one.", prometheus.GaugeValue)
-	// mMemTot is exported when the GPU's memory size is known (live.GPU.MemTotalBytes).
-	mMemTot = gpuMetric("memory_total_bytes", "GPU memory size.", prometheus.GaugeValue)
 )
 
 // readingMetric is a reading of reading.Table with a metric: its row and
@@ -334,9 +332,6 @@ func (w *walker) gpu(g *live.GPU, h *live.Host) {
 				w.add(rm.m, val, gpu, uuid)
 			}
 		}
-	}
-	if t, ok := g.MemTotalBytes().Get(); ok {
-		w.add(mMemTot, float64(t), gpu, uuid)
 	}
 	for i := 0; i < s.NumFans && i < reading.MaxFans; i++ {
 		fan := strconv.Itoa(i)

@@ -245,8 +245,8 @@ func gpuBlock(g live.GPUDoc, now time.Time, width, barW int) []string {
 	mem := "n/a"
 	if used, ok := r("memory_used_bytes").Num(); ok {
 		mem = strconv.FormatFloat(used/(1<<30), 'f', 1, 64)
-		if g.MemTotalBytes != nil {
-			mem += "/" + strconv.FormatFloat(float64(*g.MemTotalBytes)/(1<<30), 'f', 1, 64)
+		if total, ok := r("memory_total_bytes").Num(); ok {
+			mem += "/" + strconv.FormatFloat(total/(1<<30), 'f', 1, 64)
 		}
 		mem += "G"
 	}
