@@ -222,17 +222,6 @@ func (g *GPU) Incident(t time.Time, reason string) uint64 {
 	return g.Incidents
 }
 
-// FlagsSince returns the kinds of flag seen at or after t, in FlagKind order.
-func (g *GPU) FlagsSince(t time.Time) []reading.FlagKind {
-	var out []reading.FlagKind
-	for k := range g.FlagLast {
-		if !g.FlagLast[k].IsZero() && !g.FlagLast[k].Before(t) {
-			out = append(out, reading.FlagKind(k))
-		}
-	}
-	return out
-}
-
 // Slot holds one GPU's view. Writers update it in place under its lock;
 // readers copy it out under the same lock, so every copy is consistent and a
 // reader holds the lock only for the copy. A lock rather than an

@@ -44,12 +44,9 @@ func TestObserve(t *testing.T) {
 	if g.FlagCount[reading.FlagSpurThrot] != 2 || g.FlagCount[reading.FlagPowerOver] != 1 {
 		t.Errorf("flag counts %v", g.FlagCount)
 	}
-	got := g.FlagsSince(t0.Add(150 * time.Millisecond))
-	if len(got) != 2 || got[0] != reading.FlagSpurThrot || got[1] != reading.FlagPowerOver {
-		t.Errorf("flags since 150 ms: %v", got)
-	}
-	if got := g.FlagsSince(t0.Add(time.Second)); len(got) != 0 {
-		t.Errorf("flags since 1 s: %v", got)
+	if at := t0.Add(200 * time.Millisecond); g.FlagLast[reading.FlagSpurThrot] != at || g.FlagLast[reading.FlagPowerOver] != at ||
+		!g.FlagLast[reading.FlagFanSpike].IsZero() {
+		t.Errorf("flags last seen %v", g.FlagLast)
 	}
 
 	// Hung, then a failure, then answers again: throttle time does not
