@@ -1,6 +1,7 @@
 package atop
 
 import (
+	"cmp"
 	"log/slog"
 	"slices"
 	"strings"
@@ -362,6 +363,6 @@ func sortedProcs(g *gpuStat) []procStat {
 	for _, st := range g.procs {
 		out = append(out, *st)
 	}
-	slices.SortFunc(out, func(x, y procStat) int { return int(int64(x.pid) - int64(y.pid)) })
+	slices.SortFunc(out, func(x, y procStat) int { return cmp.Compare(x.pid, y.pid) })
 	return out
 }

@@ -1,6 +1,8 @@
 package atop
 
 import (
+	"cmp"
+	"fmt"
 	"slices"
 	"strconv"
 )
@@ -70,12 +72,7 @@ func (a *Accumulator) Types(version byte) []byte {
 	b := strconv.AppendInt(nil, int64(len(a.gpus)), 10)
 	for i := range a.gpus {
 		g := &a.gpus[i]
-		b = append(b, '@')
-		b = append(b, g.busID...)
-		b = append(b, ' ')
-		b = append(b, g.name...)
-		b = append(b, ' ')
-		b = strconv.AppendInt(b, int64(g.tasks), 10)
+		b = fmt.Appendf(b, "@%s %s %d", g.busID, g.name, g.tasks)
 	}
 	return b
 }
@@ -128,16 +125,7 @@ func (a *Accumulator) Stats(version byte, c *Client) (body []byte, left int) {
 	}
 	slices.SortStableFunc(order, func(x, y int) int {
 		a, b := &recs[x].st, &recs[y].st
-		if a.gpuBusy != b.gpuBusy {
-			return int(b.gpuBusy - a.gpuBusy)
-		}
-		if a.memNow != b.memNow {
-			if b.memNow > a.memNow {
-				return 1
-			}
-			return -1
-		}
-		return 0
+		return cmp.Or(cmp.Compare(b.gpuBusy, a.gpuBusy), cmp.Compare(b.memNow, a.memNow))
 	})
 	for _, k := range order {
 		if size+len(recs[k].text) <= MaxBody {
