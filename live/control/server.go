@@ -66,6 +66,8 @@ type Server struct {
 	sem   chan struct{}
 	wg    sync.WaitGroup
 
+	// requests answered, refused (busy) and failed (bad request, timeout,
+	// client gone): ServerCounters
 	served, refused, failed atomic.Uint64
 
 	cmu      sync.Mutex // held while building, so concurrent requests share one build
@@ -212,12 +214,6 @@ func (s *Server) Serve(ctx context.Context) {
 	}
 }
 
-// Stats returns how many requests were answered, refused (busy) and failed
-// (bad request, timeout, client gone).
-func (s *Server) Stats() (served, refused, failed uint64) {
-	return s.served.Load(), s.refused.Load(), s.failed.Load()
-}
-
 type errorReply struct {
 	Error string `json:"error"`
 }
@@ -226,8 +222,11 @@ type errorReply struct {
 func (s *Server) handle(c *net.UnixConn) {
 	defer c.Close()
 	c.SetReadDeadline(time.Now().Add(ReadTimeout))
-	line, err := readRequest(bufio.NewReaderSize(c, MaxRequest))
+	line, err := bufio.NewReaderSize(c, MaxRequest).ReadSlice('\n')
 	c.SetWriteDeadline(time.Now().Add(WriteTimeout))
+	if errors.Is(err, bufio.ErrBufferFull) {
+		err = fmt.Errorf("request longer than %d bytes", MaxRequest)
+	}
 	if err != nil {
 		s.failed.Add(1)
 		if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) {
@@ -301,16 +300,4 @@ func (s *Server) release(a *answer) {
 	if a.refs--; a.refs == 0 && a != s.cached {
 		s.spare = a
 	}
-}
-
-// readRequest reads one line of at most MaxRequest bytes.
-func readRequest(r *bufio.Reader) ([]byte, error) {
-	line, err := r.ReadSlice('\n')
-	switch {
-	case errors.Is(err, bufio.ErrBufferFull):
-		return nil, fmt.Errorf("request longer than %d bytes", MaxRequest)
-	case err != nil:
-		return nil, err
-	}
-	return line, nil
 }

@@ -80,8 +80,7 @@ func TestBadRequestsGetAnErrorAndTheServerGoesOn(t *testing.T) {
 	if _, _, err := Query(s.Path(), time.Second); err != nil {
 		t.Errorf("status after bad requests: %v", err)
 	}
-	_, _, failed := s.Stats()
-	if failed != 5 {
+	if failed := s.failed.Load(); failed != 5 {
 		t.Errorf("failed %d, want 5", failed)
 	}
 }
@@ -126,7 +125,7 @@ func TestConnectionsBounded(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "busy") {
 		t.Errorf("connection beyond the limit: %v, want busy", err)
 	}
-	if _, refused, _ := s.Stats(); refused != 1 {
+	if refused := s.refused.Load(); refused != 1 {
 		t.Errorf("refused %d", refused)
 	}
 }
@@ -308,7 +307,7 @@ func TestRefusedDocumentCountsAsFailed(t *testing.T) {
 	if _, err := Ask(s.Path(), "status", time.Second); err == nil || !strings.Contains(err.Error(), "status document") {
 		t.Errorf("status with a refused document: %v, want its error", err)
 	}
-	served, _, failed := s.Stats()
+	served, failed := s.served.Load(), s.failed.Load()
 	if failed != 1 || served != 0 {
 		t.Errorf("served %d failed %d, want 0 and 1", served, failed)
 	}
