@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/gpu-telemetry/gpu-telemetry/live"
@@ -43,23 +44,14 @@ func (m LinkSeries) String() string {
 	return "LinkSeries(" + strconv.Itoa(int(m)) + ")"
 }
 
-// ParseLinkSeries parses a --metrics-nvlink-links value: all, errors or none.
-func ParseLinkSeries(s string) (LinkSeries, error) {
-	for i, n := range linkSeriesNames {
-		if s == n {
-			return LinkSeries(i), nil
-		}
-	}
-	return 0, fmt.Errorf("%q: want all, errors or none", s)
-}
-
-// UnmarshalText implements encoding.TextUnmarshaler (the flag).
+// UnmarshalText parses a --metrics-nvlink-links value: all, errors or none
+// (encoding.TextUnmarshaler, the flag).
 func (m *LinkSeries) UnmarshalText(b []byte) error {
-	v, err := ParseLinkSeries(string(b))
-	if err != nil {
-		return err
+	i := slices.Index(linkSeriesNames[:], string(b))
+	if i < 0 {
+		return fmt.Errorf("%q: want all, errors or none", b)
 	}
-	*m = v
+	*m = LinkSeries(i)
 	return nil
 }
 

@@ -118,15 +118,16 @@ func TestLinkSeriesBudget(t *testing.T) {
 	}
 }
 
-func TestParseLinkSeries(t *testing.T) {
+func TestLinkSeriesUnmarshalText(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want LinkSeries
 		err  bool
 	}{{"errors", LinkSeriesErrors, false}, {"all", LinkSeriesAll, false}, {"none", LinkSeriesNone, false}, {"", 0, true}, {"ALL", 0, true}, {"some", 0, true}} {
-		got, err := ParseLinkSeries(tc.in)
+		var got LinkSeries
+		err := got.UnmarshalText([]byte(tc.in))
 		if (err != nil) != tc.err || got != tc.want {
-			t.Errorf("ParseLinkSeries(%q) = %v, %v", tc.in, got, err)
+			t.Errorf("UnmarshalText(%q): %v, %v", tc.in, got, err)
 		}
 		if err == nil && got.String() != tc.in {
 			t.Errorf("%v.String() = %q", got, got.String())
