@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/live/atop/atoptest"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
@@ -33,7 +34,7 @@ func TestRealAtop(t *testing.T) {
 		version byte
 		atop    func(t *testing.T) []string
 	}{
-		{"2.8.1 v1", 1, func(t *testing.T) []string { return []string{atoptest.NeedAtop(t)} }},
+		{"2.8.1 v1", 1, func(t *testing.T) []string { return []string{testutil.NeedTool(t, "atop", "atop")} }},
 		{"2.13 v2", 2, needAtop213},
 	} {
 		t.Run(tc.name, func(t *testing.T) { readThroughAtop(t, tc.version, tc.atop(t)) })

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/live/atop/atoptest"
 )
 
@@ -32,7 +33,7 @@ func sleeper(t *testing.T) int {
 // version 1, TCP) and with a client parsing as atop 2.13's gpucom.c (API
 // version 2, abstract socket).
 func TestAtopSeesScriptedGPUsAndProcesses(t *testing.T) {
-	bin := atoptest.NeedAtop(t)
+	bin := testutil.NeedTool(t, "atop", "atop")
 	atoptest.LockPort(t)
 	p0, p1 := sleeper(t), sleeper(t)
 	p := start(t, opts{args: []string{"--atop"}, scenario: fmt.Sprintf(`gpus 2

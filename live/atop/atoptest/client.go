@@ -65,11 +65,10 @@ func Dial(network, addr string, version byte) (*Client, error) {
 	}
 	cl := &Client{c: c, version: version}
 	body, err := cl.ask('T')
-	if err != nil {
-		c.Close()
-		return nil, err
+	if err == nil {
+		err = cl.parseTypes(body)
 	}
-	if err := cl.parseTypes(body); err != nil {
+	if err != nil {
 		c.Close()
 		return nil, err
 	}

@@ -13,16 +13,7 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
-
-// NeedAtop returns the atop binary, skipping the test when it is missing
-// outside CI (under CI=true a missing atop fails: .ci/run installs it).
-func NeedAtop(t testing.TB) string {
-	t.Helper()
-	return testutil.NeedTool(t, "atop", "atop")
-}
 
 // LockPort serializes the tests that need atop's fixed addresses (TCP port
 // 59123, the abstract socket atopgpud_nvidia): an flock on a file in the temp
