@@ -71,14 +71,13 @@ func healthDoc(g *GPU) *HealthDoc {
 				ld.State = &n
 			}
 			for c, def := range reading.LinkDefs {
+				ld.Counters[def.Name] = nil
 				if v, ok := k.C[c].Get(); ok {
 					f := float64(v)
 					if def.BER {
 						f = reading.DecodeBER(v)
 					}
 					ld.Counters[def.Name] = &f
-				} else {
-					ld.Counters[def.Name] = nil
 				}
 			}
 			d.NVLink = append(d.NVLink, ld)

@@ -69,10 +69,8 @@ func loop(ctx context.Context, scr tcell.Screen, fetch Fetch) error {
 		w, h := scr.Size()
 		scr.Clear()
 		for y, line := range Render(doc, last, at, w, h) {
-			x := 0
-			for _, r := range line {
+			for x, r := range []rune(line) {
 				scr.SetContent(x, y, r, nil, tcell.StyleDefault)
-				x++
 			}
 		}
 		scr.Show()
