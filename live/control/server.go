@@ -224,20 +224,18 @@ func (s *Server) handle(c *net.UnixConn) {
 	c.SetReadDeadline(time.Now().Add(ReadTimeout))
 	line, err := bufio.NewReaderSize(c, MaxRequest).ReadSlice('\n')
 	c.SetWriteDeadline(time.Now().Add(WriteTimeout))
-	if errors.Is(err, bufio.ErrBufferFull) {
+	var req Request
+	switch {
+	case errors.Is(err, bufio.ErrBufferFull):
 		err = fmt.Errorf("request longer than %d bytes", MaxRequest)
+	case err == nil:
+		req, err = ParseRequest(line)
 	}
-	if err != nil {
+	if err != nil { // a client gone or silent is not answered
 		s.failed.Add(1)
 		if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) {
 			json.NewEncoder(c).Encode(errorReply{Error: err.Error()})
 		}
-		return
-	}
-	req, err := ParseRequest(line)
-	if err != nil {
-		s.failed.Add(1)
-		json.NewEncoder(c).Encode(errorReply{Error: err.Error()})
 		return
 	}
 	reply, refusedDoc := pingReply, false
