@@ -243,20 +243,16 @@ func (a *Accumulator) foldProcs(idx int, g *gpuStat) {
 		return
 	}
 	g.folded = p
-	switch p.Status {
-	case reading.ProcOK:
-	case reading.ProcUnsupported:
+	g.procsKnown = p.Status == reading.ProcOK
+	if p.Status == reading.ProcUnsupported {
 		g.tasks = 0
-		g.procsKnown = false
-		return
-	default:
+	}
+	if !g.procsKnown {
 		// No process data (hung, failed): keep the counters; nobody is
 		// declared exited on a guess.
-		g.procsKnown = false
 		return
 	}
 	g.tasks = 1
-	g.procsKnown = true
 	seen := make(map[uint32]bool, len(p.List))
 	for i := range p.List {
 		pr := &p.List[i]

@@ -20,9 +20,8 @@ func FuzzRequests(f *testing.F) {
 	srv := NewServer(a, DefaultConfig(), nil)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		c := &memConn{r: bytes.NewReader(in)}
-		cl := a.Register()
-		srv.loop(c, cl)
-		a.Unregister(cl)
+		srv.wg.Add(1) // as accept does
+		srv.serve(c)
 		out := c.w.Bytes()
 		// Expected: one reply per valid request before the first invalid one.
 		want := 0
@@ -63,3 +62,4 @@ func (c *memConn) Read(p []byte) (int, error)       { return c.r.Read(p) }
 func (c *memConn) Write(p []byte) (int, error)      { return c.w.Write(p) }
 func (c *memConn) SetReadDeadline(time.Time) error  { return nil }
 func (c *memConn) SetWriteDeadline(time.Time) error { return nil }
+func (c *memConn) Close() error                     { return nil }

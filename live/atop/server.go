@@ -172,12 +172,6 @@ func (s *Server) serve(c net.Conn) {
 		s.mu.Unlock()
 		s.wg.Done()
 	}()
-	s.loop(c, cl)
-}
-
-// loop reads requests and writes replies until the client goes away,
-// misbehaves or stays silent.
-func (s *Server) loop(c net.Conn, cl *Client) {
 	var req [2]byte
 	wait := s.cfg.First
 	for {
