@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -140,24 +142,20 @@ func (h *Host) FollowEvents(ctx context.Context, log *slog.Logger, on func(readi
 	tick := time.NewTicker(lateGPUPoll)
 	defer tick.Stop()
 	for {
-		ready := h.readyGPUs()
 		var idx []int
-		for i := range ready {
-			if !ready[i] || handed[i] {
+		for i, g := range h.GPUs {
+			if handed[i] || !g.FactsKnown() {
 				continue
 			}
 			handed[i] = true
-			idx = append(idx, h.GPUs[i].Info().Index)
+			idx = append(idx, g.Info().Index)
 			running++
 			go func() {
 				err := h.followSet(ctx, log, i, &sets, deliver, tellGPU(i))
 				if err != nil {
-					stateMu.Lock()
-					perGPU[i] = "" // left out for good: not part of the state
-					if agg := worstState(perGPU); agg != "" {
-						state(agg) // what the others' sets say, now without it
-					}
-					stateMu.Unlock()
+					// Left out for good: not part of the state, which
+					// says what the others' sets say, now without it.
+					tellGPU(i)("")
 				}
 				results <- err
 			}()
@@ -165,7 +163,7 @@ func (h *Host) FollowEvents(ctx context.Context, log *slog.Logger, on func(readi
 		if len(idx) > 0 && running > len(idx) {
 			log.Info("a GPU answered late; registering its NVML events", "gpus", fmt.Sprint(idx))
 		}
-		if running == 0 && !anyTrue(handed) {
+		if running == 0 && !slices.Contains(handed, true) {
 			tell(waitingState) // every GPU is stuck at start
 		}
 		select {
@@ -174,11 +172,8 @@ func (h *Host) FollowEvents(ctx context.Context, log *slog.Logger, on func(readi
 		case err := <-results:
 			running--
 			switch {
-			case errors.Is(err, errNoEventSets):
-				log.Warn("NVML events unavailable; Xids come from the kernel log only", "error", err)
-				tell("unavailable: " + err.Error())
-				return
-			case errors.Is(err, errNoneRegistered) && running == 0 && allTrue(handed):
+			case errors.Is(err, errNoEventSets),
+				errors.Is(err, errNoneRegistered) && running == 0 && !slices.Contains(handed, false):
 				log.Warn("NVML events unavailable; Xids come from the kernel log only", "error", err)
 				tell("unavailable: " + err.Error())
 				return
@@ -187,7 +182,7 @@ func (h *Host) FollowEvents(ctx context.Context, log *slog.Logger, on func(readi
 			}
 		case <-tick.C:
 		}
-		if allTrue(handed) {
+		if !slices.Contains(handed, false) {
 			tick.Stop() // nothing left to wait for: no timer waking the process
 		}
 	}
@@ -349,15 +344,6 @@ func (h *Host) drain(ctx context.Context, st EventStream, on func(reading.Event)
 	}
 }
 
-// readyGPUs reports which GPUs have answered: static facts read, handle had.
-func (h *Host) readyGPUs() []bool {
-	ready := make([]bool, len(h.GPUs))
-	for i, g := range h.GPUs {
-		ready[i] = g.StaticDone() && g.Device() != nil
-	}
-	return ready
-}
-
 // watch opens an event set holding GPU i, for the subset of WatchedEvents
 // it supports. Call it from the goroutine that reads the events, counted in
 // registering: the registration calls are not bounded.
@@ -388,24 +374,6 @@ func (h *Host) watch(i int) (EventStream, error) {
 		return nil, fmt.Errorf("%w (not the real library)", errNoEventSets)
 	}
 	return h.watchNative(masks)
-}
-
-func anyTrue(b []bool) bool {
-	for _, v := range b {
-		if v {
-			return true
-		}
-	}
-	return false
-}
-
-func allTrue(b []bool) bool {
-	for _, v := range b {
-		if !v {
-			return false
-		}
-	}
-	return true
 }
 
 // sleepCtx waits d; false if ctx ended first.
@@ -478,13 +446,10 @@ func HealthEvent(typ uint64) (HealthEventDef, bool) {
 
 // EventTypeNames returns the names of the watched types in mask.
 func EventTypeNames(mask uint64) string {
-	s := ""
+	var names []string
 	add := func(bit uint64, name string) {
 		if mask&bit != 0 {
-			if s != "" {
-				s += "|"
-			}
-			s += name
+			names = append(names, name)
 		}
 	}
 	add(uint64(nvml.EventTypePState), "PState")
@@ -494,8 +459,8 @@ func EventTypeNames(mask uint64) string {
 	for _, h := range HealthEventDefs {
 		add(h.Type, h.Name)
 	}
-	if s == "" {
+	if len(names) == 0 {
 		return "none"
 	}
-	return s
+	return strings.Join(names, "|")
 }
