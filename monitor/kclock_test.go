@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/kclock"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
-	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
@@ -43,7 +43,7 @@ func TestDmesgTimeFollowsTheKernelLogClock(t *testing.T) {
 	// Both clocks read at one instant (bracketed): two plain reads can be
 	// ms apart on a loaded machine, which would be the test's error.
 	pair := func() {
-		wall, m := sampler.ClockPair()
+		wall, m := kclock.Pair()
 		pairs = append(pairs, clockPair{wall.Round(0), m})
 	}
 	var firstAt time.Time

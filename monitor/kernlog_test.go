@@ -15,11 +15,11 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/events"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/kclock"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
-	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
@@ -186,7 +186,7 @@ func (r *rig) rowsWith(gpu int, s string) []string {
 }
 
 // replayUptime is how long the boot has run when a replay test's logger
-// starts: its kernel log clock is the test's own (sampler.KernelClockAt),
+// starts: its kernel log clock is the test's own (kclock.Anchored),
 // so an Xid of an hour ago lies in this boot whatever the host's uptime.
 const replayUptime = 24 * time.Hour
 
@@ -195,7 +195,7 @@ const replayUptime = 24 * time.Hour
 // with the time then, and returns the rig and the status document of a
 // second after feed returned.
 func runReplay(t *testing.T, feed func(r *rig, now time.Time)) (*rig, live.Doc) {
-	r := newRigClock(t, fakeLib(1), sampler.KernelClockAt(time.Now(), replayUptime), nil)
+	r := newRigClock(t, fakeLib(1), kclock.Anchored(time.Now(), replayUptime), nil)
 	var doc live.Doc
 	r.run(0, func() {
 		time.Sleep(500 * time.Millisecond)
@@ -404,7 +404,7 @@ func TestReplayedXidKeepsItsKernelTime(t *testing.T) {
 	}
 	// CLOCK_MONOTONIC reads two hours at the start: the records were logged
 	// about two hours before it.
-	kc := sampler.KernelClockAt(time.Now(), 2*time.Hour)
+	kc := kclock.Anchored(time.Now(), 2*time.Hour)
 	r := newRigClock(t, fakeLib(1), kc, func(c *Config) { c.KmsgPath = path })
 	var ev string
 	var doc live.Doc

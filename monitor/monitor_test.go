@@ -101,7 +101,7 @@ func newRigOn(t *testing.T, lib *fakenvml.Lib, tweak func(*Config)) *rig {
 	return newRigClock(t, lib, sampler.KernelClock{}, tweak)
 }
 
-// newRigClock is newRigOn on the kernel log clock kc (sampler.KernelClockAt):
+// newRigClock is newRigOn on the kernel log clock kc (kclock.Anchored):
 // a test that places kernel records in the past chooses the boot's length
 // instead of taking the host's uptime. The zero kc is the host's own clock.
 func newRigClock(t *testing.T, lib *fakenvml.Lib, kc sampler.KernelClock, tweak func(*Config)) *rig {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/kclock"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
@@ -36,8 +37,8 @@ type OpenOptions struct {
 	// Logger receives start-up notes.
 	Logger *slog.Logger
 	// KernelClock is the kernel log clock the GPUs stamp dmesg_time on; the
-	// zero value is anchored to CLOCK_MONOTONIC at Open (NewKernelClock).
-	// Tests set one (KernelClockAt) to choose the boot's length.
+	// zero value is anchored to CLOCK_MONOTONIC at Open (kclock.New).
+	// Tests set one (kclock.Anchored) to choose the boot's length.
 	KernelClock KernelClock
 }
 
@@ -102,7 +103,7 @@ func Open(lib Library, o OpenOptions) (*Host, error) {
 	}
 	h := &Host{lib: lib, kclock: o.KernelClock}
 	if h.kclock.IsZero() {
-		h.kclock = NewKernelClock()
+		h.kclock = kclock.New()
 	}
 	h.Syms = LookupSymbols(lib.LookupSymbol)
 	nat := newNative(lib)
