@@ -211,12 +211,7 @@ func (g *GPU) readStatic(lib Library) {
 	g.hmu.Unlock()
 	g.resetHealth()
 	str := func(fn Fn, f func() (string, nvml.Return)) string {
-		if !g.can(fn, 0) {
-			return ""
-		}
-		g.begin(fn)
-		v, ret := f()
-		if g.end(fn, 0, ret) {
+		if v, ok := ask(g, fn, 0, f); ok {
 			return text(v)
 		}
 		return ""
@@ -225,32 +220,20 @@ func (g *GPU) readStatic(lib Library) {
 	info.UUID = str(FnUUID, dev.GetUUID)
 	info.Serial = str(FnSerial, dev.GetSerial)
 	info.VBIOS = str(FnVbios, dev.GetVbiosVersion)
-	if g.can(FnPciInfo, 0) {
-		g.begin(FnPciInfo)
-		p, ret := dev.GetPciInfo()
-		if g.end(FnPciInfo, 0, ret) {
-			info.BusID = cString(p.BusId[:])
-			if info.BusID == "" {
-				info.BusID = cString(p.BusIdLegacy[:])
-			}
-			info.BusID = strings.ToUpper(info.BusID)
+	if p, ok := ask(g, FnPciInfo, 0, dev.GetPciInfo); ok {
+		info.BusID = cString(p.BusId[:])
+		if info.BusID == "" {
+			info.BusID = cString(p.BusIdLegacy[:])
 		}
+		info.BusID = strings.ToUpper(info.BusID)
 	}
-	if g.can(FnMinorNumber, 0) {
-		g.begin(FnMinorNumber)
-		v, ret := dev.GetMinorNumber()
-		if g.end(FnMinorNumber, 0, ret) {
-			info.MinorNumber = reading.Some(v)
-		}
+	if v, ok := ask(g, FnMinorNumber, 0, dev.GetMinorNumber); ok {
+		info.MinorNumber = reading.Some(v)
 	}
 	info.NumFans = g.readNumFans(dev)
 	th := func(t nvml.TemperatureThresholds) reading.Opt[uint32] {
-		if !g.can(FnThreshold, int(t)) {
-			return reading.Opt[uint32]{}
-		}
-		g.begin(FnThreshold)
-		v, ret := dev.GetTemperatureThreshold(t)
-		if g.end(FnThreshold, int(t), ret) && v > 0 && g.sane(FnThreshold, uint64(v), maxTempC) {
+		v, ok := ask(g, FnThreshold, int(t), func() (uint32, nvml.Return) { return dev.GetTemperatureThreshold(t) })
+		if ok && v > 0 && g.sane(FnThreshold, uint64(v), maxTempC) {
 			return reading.Some(v)
 		}
 		return reading.Opt[uint32]{}
@@ -278,12 +261,8 @@ func (g *GPU) readStatic(lib Library) {
 			}
 		}
 	}
-	if g.can(FnDefaultLimit, 0) {
-		g.begin(FnDefaultLimit)
-		v, ret := dev.GetPowerManagementDefaultLimit()
-		if g.end(FnDefaultLimit, 0, ret) && v > 0 {
-			info.PowerLimitDefaultMW = reading.Some(v)
-		}
+	if v, ok := ask(g, FnDefaultLimit, 0, dev.GetPowerManagementDefaultLimit); ok && v > 0 {
+		info.PowerLimitDefaultMW = reading.Some(v)
 	}
 	if g.lost {
 		g.setStaticErr("GPU is lost")
@@ -294,6 +273,17 @@ func (g *GPU) readStatic(lib Library) {
 	g.exec = x
 	g.hmu.Unlock()
 	g.setInfo(info)
+}
+
+// ask makes the start-up call fn (for threshold or fan idx) when it may be
+// made (can), marked in flight; ok when it succeeded (end).
+func ask[T any](g *GPU, fn Fn, idx int, f func() (T, nvml.Return)) (v T, ok bool) {
+	if !g.can(fn, idx) {
+		return v, false
+	}
+	g.begin(fn)
+	v, ret := f()
+	return v, g.end(fn, idx, ret)
 }
 
 // startNative starts the executor of the GPU at index (newNativeExec);
@@ -322,22 +312,13 @@ func (g *GPU) startExec(index int) *nativeExec {
 // nvmlDeviceGetNumFans get 1 when the single-fan call answers, else 0.
 func (g *GPU) readNumFans(dev Device) int {
 	if g.syms.Has(FnNumFans) {
-		if !g.can(FnNumFans, 0) {
-			return 0
-		}
-		g.begin(FnNumFans)
-		n, ret := dev.GetNumFans()
-		if g.end(FnNumFans, 0, ret) && n >= 0 && n <= 64 {
+		if n, ok := ask(g, FnNumFans, 0, dev.GetNumFans); ok && n >= 0 && n <= 64 {
 			return n
 		}
 		return 0
 	}
-	if g.can(FnFanSpeed, 0) {
-		g.begin(FnFanSpeed)
-		_, ret := dev.GetFanSpeed()
-		if g.end(FnFanSpeed, 0, ret) {
-			return 1
-		}
+	if _, ok := ask(g, FnFanSpeed, 0, dev.GetFanSpeed); ok {
+		return 1
 	}
 	return 0
 }
@@ -498,22 +479,17 @@ func (h *Host) Enumerated() int { return h.enumerated }
 // so it is meant for after Count dropped; a GPU whose UUID cannot be read is
 // listed as "". The caller bounds it.
 func (h *Host) Enumerate() ([]string, error) {
-	n, ret := h.lib.DeviceGetCount()
-	if ret != nvml.SUCCESS {
-		return nil, fmt.Errorf("nvmlDeviceGetCount: %s", retText(ret))
+	n, err := h.Count()
+	if err != nil {
+		return nil, err
 	}
-	out := make([]string, 0, n)
+	out := make([]string, n)
 	for i := range n {
-		dev, ret := h.lib.DeviceGetHandleByIndex(i)
-		if ret != nvml.SUCCESS {
-			out = append(out, "")
-			continue
+		if dev, ret := h.lib.DeviceGetHandleByIndex(i); ret == nvml.SUCCESS {
+			if u, ret := dev.GetUUID(); ret == nvml.SUCCESS {
+				out[i] = u
+			}
 		}
-		u, ret := dev.GetUUID()
-		if ret != nvml.SUCCESS {
-			u = ""
-		}
-		out = append(out, u)
 	}
 	return out, nil
 }
