@@ -3,6 +3,7 @@ package sampler
 import (
 	"cmp"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -111,9 +112,7 @@ func Probe(h *Host, o ProbeOptions) ProbeReport {
 	}
 	p.phase(all, true)
 	for i := range gpus {
-		if f := p.stuckIn(i); f != "" {
-			rep.Hung[i] = f
-		}
+		rep.Hung[i] = p.stuckIn(i)
 	}
 	return rep
 }
@@ -152,7 +151,7 @@ func probeCalls(gpus []*GPU) []probeCall {
 		case cClockMem:
 			name += "(memory)"
 		case cFields:
-			name += "(" + itoa(numQ) + " fields)"
+			name += "(" + strconv.Itoa(numQ) + " fields)"
 		}
 		out = append(out, probeCall{c, name})
 	}
@@ -160,13 +159,6 @@ func probeCalls(gpus []*GPU) []probeCall {
 		out = append(out, probeCall{cProcs, "process lists + utilization (per GPU, ~1/s)"})
 	}
 	return out
-}
-
-func itoa(n int) string {
-	if n < 10 {
-		return string(rune('0' + n))
-	}
-	return itoa(n/10) + string(rune('0'+n%10))
 }
 
 // perSample counts how often the plan at level lvl makes call c (for a fan
@@ -260,6 +252,13 @@ func (p *prober) phase(idx []int, together bool) {
 // gpu times every kind on GPU i.
 func (p *prober) gpu(i int, together bool) {
 	g := p.gpus[i]
+	put := func(k int, st ProbeStat) {
+		if together {
+			p.rep.Kinds[k].Together[i] = st
+		} else {
+			p.rep.Kinds[k].Alone[i] = st
+		}
+	}
 	// The daemon's own executor, so the figures are what the daemon's
 	// calls cost.
 	g.hmu.Lock()
@@ -267,12 +266,7 @@ func (p *prober) gpu(i int, together bool) {
 	g.hmu.Unlock()
 	if x == nil {
 		for k := range p.calls {
-			st := ProbeStat{Err: cmp.Or(g.StaticErr(), g.execError())}
-			if together {
-				p.rep.Kinds[k].Together[i] = st
-			} else {
-				p.rep.Kinds[k].Alone[i] = st
-			}
+			put(k, ProbeStat{Err: cmp.Or(g.StaticErr(), g.execError())})
 		}
 		return
 	}
@@ -309,11 +303,7 @@ func (p *prober) gpu(i int, together bool) {
 		}
 		st := stat(buf)
 		st.Err = errText
-		if together {
-			p.rep.Kinds[k].Together[i] = st
-		} else {
-			p.rep.Kinds[k].Alone[i] = st
-		}
+		put(k, st)
 	}
 }
 

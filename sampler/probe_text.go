@@ -96,12 +96,7 @@ func (r ProbeReport) Serialization() float64 {
 
 // refused: the driver refused the kind on every GPU (never timed).
 func refused(k ProbeKind) bool {
-	for _, s := range k.Alone {
-		if s.N > 0 {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(k.Alone, func(s ProbeStat) bool { return s.N > 0 })
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.3f ms", float64(d)/1e6) }
