@@ -1,6 +1,7 @@
 package sampler
 
 import (
+	"cmp"
 	"strings"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
@@ -65,15 +66,9 @@ func fromPath(w *reading.Workload, path string) {
 			}
 		}
 	}
-	if w.Unit == "" {
-		w.Unit = unit
-	}
-	if w.ContainerID == "" {
-		w.ContainerID = container
-	}
-	if w.PodUID == "" {
-		w.PodUID = pod
-	}
+	w.Unit = cmp.Or(w.Unit, unit)
+	w.ContainerID = cmp.Or(w.ContainerID, container)
+	w.PodUID = cmp.Or(w.PodUID, pod)
 	if w.SlurmJob == "" {
 		w.SlurmJob, w.SlurmStep = job, step
 	}
@@ -114,20 +109,8 @@ func podUID(c string) string {
 	return uid
 }
 
-func hex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if !('0' <= s[i] && s[i] <= '9' || 'a' <= s[i] && s[i] <= 'f') {
-			return false
-		}
-	}
-	return s != ""
-}
+// hex reports whether s is lower-case hexadecimal digits, at least one.
+func hex(s string) bool { return s != "" && strings.Trim(s, "0123456789abcdef") == "" }
 
-func digits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return s != ""
-}
+// digits reports whether s is decimal digits, at least one.
+func digits(s string) bool { return s != "" && strings.Trim(s, "0123456789") == "" }

@@ -3,11 +3,12 @@ package sampler
 import (
 	"bytes"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
@@ -162,33 +163,23 @@ func (p *ProcReader) describe(pr *reading.Process) {
 const maxCgroupFile = 8 << 10
 
 func originOf(err error) reading.ProcOrigin {
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, os.ErrNotExist) {
-		return reading.ProcGone
-	}
 	// ESRCH: the process exited while we read it.
-	if strings.Contains(err.Error(), "no such process") {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
 		return reading.ProcGone
 	}
 	return reading.ProcUnreadable
 }
 
-// readCapped reads at most n bytes of a file.
+// readCapped reads at most n bytes of a file. Only the open's error is
+// returned: a read that fails midway gives what it read.
 func readCapped(path string, n int) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	buf := make([]byte, n)
-	total := 0
-	for total < n {
-		k, err := f.Read(buf[total:])
-		total += k
-		if err != nil || k == 0 {
-			break
-		}
-	}
-	return buf[:total], nil
+	b, _ := io.ReadAll(io.LimitReader(f, int64(n)))
+	return b, nil
 }
 
 // cmdline turns /proc/<pid>/cmdline (NUL-separated) into one line of at most
