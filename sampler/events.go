@@ -253,45 +253,41 @@ func (h *Host) followSet(ctx context.Context, log *slog.Logger, i int, sets *ope
 		registering.Add(1)
 		st, err := h.watch(i)
 		registering.Add(-1)
-		switch {
-		case errors.Is(err, errNoEventSets), errors.Is(err, errNoneRegistered):
+		if errors.Is(err, errNoEventSets) || errors.Is(err, errNoneRegistered) {
 			return err
-		case err != nil:
-			h.eventFailures.Add(1)
-			log.Warn("cannot open NVML events; trying again", "gpu", g.Info().Index, "error", err, "retry_in", retry)
-			state("reopening after: " + err.Error())
-			if !sleepCtx(ctx, retry) {
+		}
+		msg := "cannot open NVML events; trying again"
+		if err == nil {
+			if !sets.enter() {
+				// The registration returned after FollowEvents ended: close
+				// the set at once (ctx is done) and wait for its end here.
+				h.drain(ctx, st, func(reading.Event) {})
 				return nil
 			}
-			retry = min(2*retry, eventRetryMax)
-			continue
+			if !logged {
+				logged = true
+				log.Info("NVML events registered", "gpu", g.Info().Index, "types", EventTypeNames(st.Masks()[i]))
+			}
+			state("watching")
+			opened := time.Now()
+			err = h.drain(ctx, st, on)
+			sets.leave()
+			if ctx.Err() != nil {
+				return nil
+			}
+			if err == nil {
+				err = errors.New("the event thread stopped")
+			}
+			if time.Since(opened) >= eventRetryReset {
+				retry = eventRetryMin
+			}
+			msg = "NVML event stream failed; opening it again"
 		}
-		if !sets.enter() {
-			// The registration returned after FollowEvents ended: close
-			// the set at once (ctx is done) and wait for its end here.
-			h.drain(ctx, st, func(reading.Event) {})
-			return nil
-		}
-		if !logged {
-			logged = true
-			log.Info("NVML events registered", "gpu", g.Info().Index, "types", EventTypeNames(st.Masks()[i]))
-		}
-		state("watching")
-		opened := time.Now()
-		failed := h.drain(ctx, st, on)
-		sets.leave()
-		if ctx.Err() != nil {
-			return nil
-		}
-		if failed == nil {
-			failed = errors.New("the event thread stopped")
-		}
+		// Opening failed, or the stream did: count it and open again
+		// after the back-off.
 		h.eventFailures.Add(1)
-		if time.Since(opened) >= eventRetryReset {
-			retry = eventRetryMin
-		}
-		log.Warn("NVML event stream failed; opening it again", "gpu", g.Info().Index, "error", failed, "retry_in", retry)
-		state("reopening after: " + failed.Error())
+		log.Warn(msg, "gpu", g.Info().Index, "error", err, "retry_in", retry)
+		state("reopening after: " + err.Error())
 		if !sleepCtx(ctx, retry) {
 			return nil
 		}
