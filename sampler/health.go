@@ -237,9 +237,8 @@ func (g *GPU) readLinks(s *reading.Sample, vals *[reading.NumHealth]reading.Opt[
 	g.begin(FnNVLinkFields)
 	ret, locked := g.exec.fields(h.lfv)
 	if !locked {
-		g.cur.Store(int32(FnNone))
 		g.healthLockBusy()
-		if old := h.links.Load(); old != nil {
+		if h.links.Load() != nil {
 			for _, id := range derivedHealth {
 				vals[id] = h.vals[id]
 			}

@@ -1,6 +1,7 @@
 package sampler
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"slices"
@@ -259,7 +260,7 @@ func (p *ProcReader) read(start time.Time) *reading.Procs {
 	for _, pr := range byPID {
 		out.List = append(out.List, *pr)
 	}
-	slices.SortFunc(out.List, func(a, b reading.Process) int { return int(int64(a.PID) - int64(b.PID)) })
+	slices.SortFunc(out.List, func(a, b reading.Process) int { return cmp.Compare(a.PID, b.PID) })
 	p.readUtil(dev, out.List)
 	p.describeAll(out.List, start)
 	out.Status = reading.ProcOK
@@ -305,9 +306,7 @@ func (p *ProcReader) readUtil(dev Device, list []reading.Process) {
 	type acc struct{ sm, mem, n uint64 }
 	sum := map[uint32]*acc{}
 	for _, s := range samples {
-		if s.TimeStamp > p.lastTS {
-			p.lastTS = s.TimeStamp
-		}
+		p.lastTS = max(p.lastTS, s.TimeStamp)
 		if s.SmUtil > maxPercent || s.MemUtil > maxPercent {
 			continue // garbage from a driver in trouble
 		}

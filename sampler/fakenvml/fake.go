@@ -4,6 +4,7 @@
 package fakenvml
 
 import (
+	"cmp"
 	"encoding/binary"
 	"maps"
 	"runtime/cgo"
@@ -381,10 +382,7 @@ type Lib struct {
 func (l *Lib) Init() nvml.Return     { return l.InitRet }
 func (l *Lib) Shutdown() nvml.Return { l.Shut++; return nvml.SUCCESS }
 func (l *Lib) SystemGetDriverVersion() (string, nvml.Return) {
-	if l.Driver != "" {
-		return l.Driver, nvml.SUCCESS
-	}
-	return "580.95.05", nvml.SUCCESS
+	return cmp.Or(l.Driver, "580.95.05"), nvml.SUCCESS
 }
 func (l *Lib) SystemGetNVMLVersion() (string, nvml.Return) { return "13.580.95.05", nvml.SUCCESS }
 func (l *Lib) SystemGetCudaDriverVersion() (int, nvml.Return) {
