@@ -49,7 +49,6 @@ type ProcReader struct {
 	off      [numFns]int64
 	told     [numFns]bool
 	lastTS   uint64 // newest GetProcessUtilization timestamp seen (us)
-	memTotal reading.Opt[uint64]
 	lastGood *reading.Procs
 	failing  bool                // the last read failed: the next failure is not logged again
 	descs    map[uint32]procDesc // names from /proc of the listed processes (procfs.go)

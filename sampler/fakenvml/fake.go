@@ -290,12 +290,6 @@ func putU32(f *nvml.FieldValue, v uint32) {
 	binary.LittleEndian.PutUint32(f.Value[:], v)
 }
 
-func (d *Dev) GetMemoryInfo_v2() (nvml.Memory_v2, nvml.Return) {
-	return answer(d, "GetMemoryInfo_v2", d.memoryV2)
-}
-func (d *Dev) GetMemoryInfo() (nvml.Memory, nvml.Return) {
-	return answer(d, "GetMemoryInfo", d.memory)
-}
 func (d *Dev) memoryV2() nvml.Memory_v2 { return nvml.Memory_v2{Used: d.MemUsed, Total: d.MemTotal} }
 func (d *Dev) memory() nvml.Memory      { return nvml.Memory{Used: d.MemUsed, Total: d.MemTotal} }
 func (d *Dev) GetFanSpeed() (uint32, nvml.Return) {

@@ -24,8 +24,6 @@ type Device interface {
 	GetGspFirmwareMode() (bool, bool, nvml.Return)
 	GetPowerManagementDefaultLimit() (uint32, nvml.Return)
 
-	GetMemoryInfo_v2() (nvml.Memory_v2, nvml.Return)
-	GetMemoryInfo() (nvml.Memory, nvml.Return)
 	GetFanSpeed() (uint32, nvml.Return)
 	GetFanControlPolicy_v2(int) (nvml.FanControlPolicy, nvml.Return)
 	GetComputeRunningProcesses() ([]nvml.ProcessInfo, nvml.Return)
