@@ -68,7 +68,7 @@ func (g *GPU) resetHealth() {
 	h.linkOff = [max(reading.MaxLinks, reading.MaxC2C)][numLinkFields]int64{}
 	h.links.Store(nil)
 	g.resetRemapHist()
-	g.resetDL()
+	h.dl = dlCounters{}
 }
 
 // NVLinks returns the GPU's per-link NVLink reading as last read by the

@@ -44,11 +44,6 @@ type dlCounters struct {
 	primed bool                                    // every link was read once
 }
 
-// resetDL forgets the counters and their capability cache.
-func (g *GPU) resetDL() {
-	g.hlt.dl = dlCounters{}
-}
-
 // hasNVLink5 reports whether any link of out has an NVLink5 counter.
 func hasNVLink5(out *reading.NVLinks) bool {
 	for l := range min(out.N, reading.MaxLinks) {

@@ -99,7 +99,8 @@ func Probe(h *Host, o ProbeOptions) ProbeReport {
 		}
 		rep.Kinds = append(rep.Kinds, k)
 	}
-	p := &prober{o: o, calls: calls, rep: &rep, gpus: gpus, hung: make([]atomic.Bool, len(gpus))}
+	p := &prober{o: o, calls: calls, rep: &rep, gpus: gpus, hung: make([]atomic.Bool, len(gpus)),
+		done: make([]atomic.Bool, len(gpus)), flight: map[int]inFlight{}}
 	if o.Deadline <= 0 {
 		p.o.Deadline = time.Second
 	}
@@ -214,10 +215,6 @@ func (p *prober) stuckIn(i int) string {
 // phase times every call kind on the GPUs idx at once (one goroutine each)
 // and returns when each has finished or has a call past the deadline.
 func (p *prober) phase(idx []int, together bool) {
-	if p.done == nil {
-		p.done = make([]atomic.Bool, len(p.gpus))
-		p.flight = map[int]inFlight{}
-	}
 	for _, i := range idx {
 		p.done[i].Store(p.hung[i].Load())
 		if !p.hung[i].Load() {
