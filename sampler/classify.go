@@ -21,22 +21,20 @@ const (
 	ClassOther                  // anything else: a failure worth counting
 )
 
+var classNames = [...]string{
+	ClassOK:               "ok",
+	ClassNotSupported:     "not supported",
+	ClassNoPermission:     "no permission",
+	ClassFunctionNotFound: "function not found",
+	ClassVersionMismatch:  "struct version not supported",
+	ClassGPULost:          "gpu lost",
+	ClassTimeout:          "timeout",
+	ClassOther:            "error",
+}
+
 func (c Class) String() string {
-	switch c {
-	case ClassOK:
-		return "ok"
-	case ClassNotSupported:
-		return "not supported"
-	case ClassNoPermission:
-		return "no permission"
-	case ClassFunctionNotFound:
-		return "function not found"
-	case ClassVersionMismatch:
-		return "struct version not supported"
-	case ClassGPULost:
-		return "gpu lost"
-	case ClassTimeout:
-		return "timeout"
+	if int(c) < len(classNames) {
+		return classNames[c]
 	}
 	return "error"
 }
