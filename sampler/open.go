@@ -249,15 +249,12 @@ func (g *GPU) readStatic(lib Library) {
 		g.begin(FnGspMode)
 		enabled, dflt, ret := dev.GetGspFirmwareMode()
 		if g.end(FnGspMode, 0, ret) {
-			switch {
-			case enabled && dflt:
-				info.GSPMode = "enabled (default)"
-			case enabled:
+			info.GSPMode = "disabled"
+			if enabled {
 				info.GSPMode = "enabled"
-			case dflt:
-				info.GSPMode = "disabled (default)"
-			default:
-				info.GSPMode = "disabled"
+			}
+			if dflt {
+				info.GSPMode += " (default)"
 			}
 		}
 	}
