@@ -297,21 +297,18 @@ func (d *Dev) GetFanSpeed() (uint32, nvml.Return) {
 }
 
 // optional answers a getter a GPU may lack: NOT_SUPPORTED while v is nil.
-func optional[T any](d *Dev, fn string, v func() *T) (T, nvml.Return) {
-	type opt struct {
-		v  T
-		ok bool
-	}
-	o, r := answer(d, fn, func() opt {
-		if p := v(); p != nil {
-			return opt{*p, true}
+func optional[T any](d *Dev, fn string, v func() *T) (out T, r nvml.Return) {
+	ok, r := answer(d, fn, func() bool {
+		p := v()
+		if p != nil {
+			out = *p // copied under the device's lock
 		}
-		return opt{}
+		return p != nil
 	})
-	if !o.ok && r == nvml.SUCCESS {
+	if !ok && r == nvml.SUCCESS {
 		r = nvml.ERROR_NOT_SUPPORTED
 	}
-	return o.v, r
+	return out, r
 }
 
 func (d *Dev) GetFanControlPolicy_v2(int) (nvml.FanControlPolicy, nvml.Return) {
