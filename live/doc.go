@@ -100,11 +100,9 @@ type EventDoc struct {
 	AgeS *float64 `json:"age_s"`
 }
 
-// FanDoc is one fan, in percent.
-type FanDoc struct {
-	Speed  *uint32 `json:"speed_pct"`
-	Target *uint32 `json:"target_pct"`
-}
+// FanDoc is one fan: its readings of reading.FanTable by Key, in percent,
+// null when absent.
+type FanDoc map[string]*uint32
 
 // FlagDoc is one kind of anomaly flag on a GPU: how many rows carried it and
 // when it was last seen.
@@ -255,8 +253,16 @@ func gpuDoc(g *GPU, now time.Time) GPUDoc {
 		if s.NumFans > 0 {
 			d.Fans = make([]FanDoc, 0, min(s.NumFans, reading.MaxFans))
 		}
-		for i := 0; i < s.NumFans && i < reading.MaxFans; i++ {
-			d.Fans = append(d.Fans, FanDoc{Speed: ptr(s.Fans[i].Speed), Target: ptr(s.Fans[i].Target)})
+		for i := range min(s.NumFans, reading.MaxFans) {
+			f := make(FanDoc, len(reading.FanTable))
+			for j := range reading.FanTable {
+				fd := &reading.FanTable[j]
+				f[fd.Key] = nil
+				if v, ok := fd.Get(s, i); ok {
+					f[fd.Key] = &v
+				}
+			}
+			d.Fans = append(d.Fans, f)
 		}
 	}
 	d.ThrottleS = make(map[string]float64, len(reading.ThrottleReasons))

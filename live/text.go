@@ -155,7 +155,7 @@ func GPULines(g GPUDoc, now time.Time) []string {
 	}
 	fans := make([]string, 0, len(g.Fans))
 	for _, f := range g.Fans {
-		fans = append(fans, OptUint(f.Speed, "%")+"/"+OptUint(f.Target, "%"))
+		fans = append(fans, OptUint(f["speed_pct"], "%")+"/"+OptUint(f["target_pct"], "%"))
 	}
 	fanText := "none"
 	if len(fans) > 0 {

@@ -21,12 +21,6 @@ const (
 	StatusLost
 )
 
-// Fan is one fan's measured speed and the controller's target, in percent.
-type Fan struct {
-	Speed  Opt[uint32]
-	Target Opt[uint32]
-}
-
 // Sensor is one entry of the thermal settings array (nvmlGpuThermalSettings_t).
 type Sensor struct {
 	Temp       int32

@@ -249,9 +249,10 @@ const (
 	NumHealth
 )
 
-// Table is every scalar reading, in CSV column order. Composite readings
-// (fans, thermal sensor 0) and the columns that are not readings (time,
-// kernel time, throttle reason names, flags) are laid out by their outputs.
+// Table is every scalar reading, in CSV column order. The per-fan readings
+// are FanTable's; thermal sensor 0 and the columns that are not readings
+// (time, kernel time, throttle reason names, flags) are laid out by their
+// outputs.
 var Table = []Def{
 	{Name: "TempC", Getter: "nvmlDeviceGetTemperature", Unit: "C", Max: maxTempC, CSV: "gpu_temp", Key: "temperature_c",
 		Metric: Metric{Name: "temperature_celsius", Help: "GPU temperature.", Scale: 1},

@@ -118,18 +118,16 @@ func parseLayout(header string) (*layout, error) {
 		case "dmesg_time":
 			l.dmesg = i
 		default:
-			var n int
-			var kind string
-			if _, err := fmt.Sscanf(c, "fan%d_%s", &n, &kind); err == nil && n >= 0 && n < 64 {
+			if n, d, ok := reading.FanColumn(c); ok {
 				f := fans[n]
 				if f == nil {
 					f = &[2]int{-1, -1}
 					fans[n] = f
 				}
-				switch kind {
-				case "speed_pct":
+				switch d.Name { // the per-fan readings a Row charts
+				case "Speed":
 					f[0] = i
-				case "target_pct":
+				case "Target":
 					f[1] = i
 				}
 				maxFan = max(maxFan, n)

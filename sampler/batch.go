@@ -3,6 +3,7 @@ package sampler
 import (
 	"fmt"
 	"math"
+	"slices"
 	"unsafe"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -35,7 +36,6 @@ const (
 	cMem                                               // nvmlDeviceGetMemoryInfo (old drivers)
 	cReasons                                           // nvmlDeviceGetCurrentClocksEventReasons
 	cThrottle                                          // nvmlDeviceGetCurrentClocksThrottleReasons (old drivers)
-	cFanSpeed1                                         // nvmlDeviceGetFanSpeed: fan 0 on old drivers
 	cEnc                                               // slow tier: nvmlDeviceGetEncoderUtilization
 	cDec                                               // slow tier: nvmlDeviceGetDecoderUtilization
 	cPcieGen                                           // slow tier: nvmlDeviceGetCurrPcieLinkGeneration
@@ -50,12 +50,14 @@ const (
 	cReplay                                            // field fallback: nvmlDeviceGetPcieReplayCounter
 	cFanSpeed                                          // nvmlDeviceGetFanSpeed_v2(fan), + fan index
 	cTarget       = cFanSpeed + reading.MaxFans        // nvmlDeviceGetTargetFanSpeed(fan), + fan index
-	numCalls      = cTarget + reading.MaxFans
+	cFanSpeed1    = cTarget + reading.MaxFans          // nvmlDeviceGetFanSpeed: fan 0 on old drivers
+	numCalls      = cFanSpeed1 + 1
 )
 
 // callDef is one call: its function and capability index, how batch.c
 // makes it and the readings of reading.Table it gives (by name; value i of
-// the call is reads[i]). A reading given by several calls takes the first
+// the call is reads[i]; "fan." and a reading.FanTable name: that per-fan
+// reading of fan idx). A reading given by several calls takes the first
 // that answers, in call order: the later ones are old drivers'. A field
 // reading needs none of this: its ID is data.
 type callDef struct {
@@ -163,7 +165,6 @@ var callFn = func() (t [numCalls]callDef) {
 	set(cMem, FnMemoryInfo, 0, structOf[nvml.Memory](0, at(unsafe.Pointer(&m1), &m1.Used), at(unsafe.Pointer(&m1), &m1.Total)), "VRAMUsedBytes", "VRAMTotalBytes")
 	set(cReasons, FnClocksEventReasons, 0, u64, "Throttle")
 	set(cThrottle, FnClocksThrottleReasons, 0, u64, "Throttle")
-	set(cFanSpeed1, FnFanSpeed, 0, u32)
 	// (utilization, sampling period)
 	set(cEnc, FnEncoderUtil, 0, u32.outOut(), "EncUtil")
 	set(cDec, FnDecoderUtil, 0, u32.outOut(), "DecUtil")
@@ -193,9 +194,10 @@ var callFn = func() (t [numCalls]callDef) {
 	set(cEnergy, FnEnergy, 0, u64)
 	set(cReplay, FnPcieReplay, 0, u32)
 	for i := range reading.MaxFans {
-		set(cFanSpeed+call(i), FnFanSpeedV2, i, u32.withArg(uint32(i)))
-		set(cTarget+call(i), FnTargetFanSpeed, i, u32.withArg(uint32(i)))
+		set(cFanSpeed+call(i), FnFanSpeedV2, i, u32.withArg(uint32(i)), "fan.Speed")
+		set(cTarget+call(i), FnTargetFanSpeed, i, u32.withArg(uint32(i)), "fan.Target")
 	}
+	set(cFanSpeed1, FnFanSpeed, 0, u32, "fan.Speed")
 	return t
 }()
 
@@ -240,6 +242,28 @@ var getterReadings = func() (g []getterReading) {
 		panic("reading.Table: more readings than maxReadings")
 	}
 	return g
+}()
+
+// fanReading is a row of reading.FanTable and, for each fan, the calls
+// that give its value (the first one planned and answering is used;
+// TestTableIsRead checks every fan has one).
+type fanReading struct {
+	def   *reading.FanDef
+	calls [reading.MaxFans][]call
+}
+
+// fanReadings is reading.FanTable's readings, in table order.
+var fanReadings = func() (f []fanReading) {
+	for i := range reading.FanTable {
+		fr := fanReading{def: &reading.FanTable[i]}
+		for c := range callFn {
+			if slices.Contains(callFn[c].reads, "fan."+fr.def.Name) {
+				fr.calls[callFn[c].idx] = append(fr.calls[callFn[c].idx], call(c))
+			}
+		}
+		f = append(f, fr)
+	}
+	return f
 }()
 
 // fieldReading is a reading of reading.Table that NVML gives as a field
@@ -376,13 +400,19 @@ func (g *GPU) plan(r *raw, fans int, slow, second bool) {
 			}
 		}
 	}
-	for i := 0; i < fans; i++ {
-		if g.syms.Has(FnFanSpeedV2) {
-			add(cFanSpeed + call(i))
-		} else if i == 0 {
-			add(cFanSpeed1) // old drivers: fan 0 only
+	// A fan's reading takes the first of its calls whose function the
+	// library has: the old drivers' nvmlDeviceGetFanSpeed (fan 0 only) is
+	// made where nvmlDeviceGetFanSpeed_v2 is missing, not where it refuses
+	// a fan (that fan's cell stays empty: TestUnsupportedReadingsAreEmptyCells).
+	for i := range fans {
+		for _, fr := range fanReadings {
+			for _, c := range fr.calls[i] {
+				if g.syms.Has(callFn[c].fn) {
+					add(c)
+					break
+				}
+			}
 		}
-		add(cTarget + call(i))
 	}
 	if slow {
 		add(cThermal)
@@ -491,16 +521,17 @@ func (g *GPU) interpret(r *raw, s *reading.Sample, info *reading.GPU) {
 			s.TLimitC = reading.Some(int32(m) - int32(t))
 		}
 	}
-	if g.result(r, cFanSpeed1) && g.sane(FnFanSpeed, r.v[cFanSpeed1][0], maxFanPct) {
-		s.Fans[0].Speed = reading.Some(uint32(r.v[cFanSpeed1][0]))
-	}
-	for i := 0; i < s.NumFans; i++ {
-		if c := cFanSpeed + call(i); g.result(r, c) && g.sane(FnFanSpeedV2, r.v[c][0], maxFanPct) {
-			s.Fans[i].Speed = reading.Some(uint32(r.v[c][0]))
-		}
-		// A "negative" target arrives as 4294967295: out of range, absent.
-		if c := cTarget + call(i); g.result(r, c) && g.sane(FnTargetFanSpeed, r.v[c][0], maxPercent) {
-			s.Fans[i].Target = reading.Some(uint32(r.v[c][0]))
+	for i := range s.NumFans {
+		for _, fr := range fanReadings {
+			for _, c := range fr.calls[i] {
+				if !g.result(r, c) {
+					continue
+				}
+				if v := r.v[c][0]; g.within(callFn[c].fn, v, 0, fr.def.Max) {
+					fr.def.Set(s, i, uint32(v))
+				}
+				break
+			}
 		}
 	}
 	if r.slow { // the slow tier was read: replace the carried value

@@ -270,8 +270,7 @@ const staticRetry = 10 * time.Second
 // garbage, not extremes.
 const (
 	maxTempC   = 200     // no GPU survives 200 C; 4294967295 is a driver error
-	maxPercent = 100     // fan targets, process utilization
-	maxFanPct  = 200     // NVML documents fan speed may exceed 100 %
+	maxPercent = 100     // process utilization
 	maxVRAM    = 1 << 50 // 1 PiB
 )
 

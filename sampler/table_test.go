@@ -7,9 +7,10 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
-// TestTableIsRead checks reading.Table against the sampler: every reading a
-// call gives is a row of the table, every row that names a getter is read by
-// a call of that function (a field reading: its fallback), and no two rows
+// TestTableIsRead checks reading.Table and reading.FanTable against the
+// sampler: every reading a call gives is a row of a table, every row that
+// names a getter is read by a call of that function (a field reading: its
+// fallback; a per-fan reading: for every fan, first), and no two rows
 // share a name, a field or a CSV column. A hardware health counter is read
 // on the slow tier by the health call (its field), by its getter, or derived
 // from the per-link readings.
@@ -36,8 +37,22 @@ func TestTableIsRead(t *testing.T) {
 			csv[d.CSV] = d.Name
 		}
 	}
+	fans := map[string]*reading.FanDef{}
+	for i := range reading.FanTable {
+		d := &reading.FanTable[i]
+		if fans["fan."+d.Name] != nil {
+			t.Errorf("two per-fan rows named %s", d.Name)
+		}
+		fans["fan."+d.Name] = d
+	}
 	for c, cd := range callFn {
 		for _, name := range cd.reads {
+			if fans[name] != nil {
+				if cd.idx >= reading.MaxFans {
+					t.Errorf("call %d (%s) gives %s of fan %d, past MaxFans", c, cd.fn, name, cd.idx)
+				}
+				continue
+			}
 			d := rows[name]
 			if d == nil {
 				t.Errorf("call %d (%s) gives %s, which is not in reading.Table", c, cd.fn, name)
@@ -69,6 +84,17 @@ func TestTableIsRead(t *testing.T) {
 		}
 		if got := fnInfo[callFn[calls[0]].fn].name; got != d.Getter {
 			t.Errorf("%s names getter %s, but is read by %s", d.Name, d.Getter, got)
+		}
+	}
+	for _, fr := range fanReadings {
+		for fan, calls := range fr.calls {
+			if len(calls) == 0 {
+				t.Errorf("%s of fan %d: no call reads it", fr.def.Name, fan)
+				continue
+			}
+			if got := fnInfo[callFn[calls[0]].fn].name; got != fr.def.Getter {
+				t.Errorf("%s of fan %d names getter %s, but is read first by %s", fr.def.Name, fan, fr.def.Getter, got)
+			}
 		}
 	}
 	for id, d := range reading.Health {

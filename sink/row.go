@@ -13,20 +13,13 @@ import (
 const TimestampLayout = "2006-01-02T15:04:05.000Z07:00"
 
 // column declares one CSV column: its name and how a sample's cell is
-// written (nothing for an absent reading). Columns, Header and AppendRow all
-// walk csvColumns, so adding a column is one entry.
+// written (nothing for an absent reading), or, with fans set, the columns of
+// reading.FanTable, fan by fan. Columns, Header and AppendRow all walk
+// csvColumns, so adding a column is one entry.
 type column struct {
 	name string
 	cell func(b []byte, s *reading.Sample) []byte
-	// perFan, instead of name and cell: columns repeated for each fan,
-	// fan by fan, named "fan<i>_<suffix>".
-	perFan []fanColumn
-}
-
-// fanColumn is one of the columns repeated per fan.
-type fanColumn struct {
-	suffix string
-	cell   func(b []byte, s *reading.Sample, fan int) []byte
+	fans bool
 }
 
 // csvColumns: the timestamp, then the readings with a CSV column in the
@@ -61,20 +54,7 @@ var afterColumn = map[string][]column{
 			}
 			return b
 		}},
-		{perFan: []fanColumn{
-			{suffix: "speed_pct", cell: func(b []byte, s *reading.Sample, i int) []byte {
-				if i < s.NumFans {
-					b = appendU(b, s.Fans[i].Speed)
-				}
-				return b
-			}},
-			{suffix: "target_pct", cell: func(b []byte, s *reading.Sample, i int) []byte {
-				if i < s.NumFans {
-					b = appendU(b, s.Fans[i].Target)
-				}
-				return b
-			}},
-		}},
+		{fans: true},
 		{name: "sensor0_temp", cell: sensor0Cell(func(v reading.Sensor) int32 { return v.Temp })},
 		{name: "sensor0_target", cell: sensor0Cell(func(v reading.Sensor) int32 { return v.Target })},
 		{name: "sensor0_controller", cell: sensor0Cell(func(v reading.Sensor) int32 { return v.Controller })},
@@ -147,56 +127,73 @@ func (rc ReadingCells) Read(cells []string, s *reading.Sample) {
 	}
 }
 
-// Columns returns the CSV column names for a GPU with fans fans (csvColumns).
-func Columns(fans int) []string {
+// cellAt is one column of a GPU's file: col, or with col.fans fan's
+// column of reading def of reading.FanTable.
+type cellAt struct {
+	col *column
+	fan int
+	def *reading.FanDef
+}
+
+func (c cellAt) name() string {
+	if c.def == nil {
+		return c.col.name
+	}
+	return "fan" + strconv.Itoa(c.fan) + "_" + c.def.CSV
+}
+
+func (c cellAt) append(b []byte, s *reading.Sample) []byte {
+	if c.def == nil {
+		return c.col.cell(b, s)
+	}
+	if v, ok := c.def.Get(s, c.fan); ok {
+		b = strconv.AppendUint(b, uint64(v), 10)
+	}
+	return b
+}
+
+// eachColumn calls f with each column of a file for a GPU with fans fans,
+// in order (csvColumns).
+func eachColumn(fans int, f func(cellAt)) {
 	fans = min(max(fans, 0), reading.MaxFans)
-	var c []string
-	for _, col := range csvColumns {
-		if col.perFan == nil {
-			c = append(c, col.name)
+	for i := range csvColumns {
+		col := &csvColumns[i]
+		if !col.fans {
+			f(cellAt{col: col})
 			continue
 		}
-		for i := range fans {
-			for _, fc := range col.perFan {
-				c = append(c, "fan"+strconv.Itoa(i)+"_"+fc.suffix)
+		for fan := range fans {
+			for j := range reading.FanTable {
+				f(cellAt{col, fan, &reading.FanTable[j]})
 			}
 		}
 	}
+}
+
+// Columns returns the CSV column names for a GPU with fans fans.
+func Columns(fans int) []string {
+	var c []string
+	eachColumn(fans, func(x cellAt) { c = append(c, x.name()) })
 	return c
 }
 
 // Header returns the CSV header line (with newline) for fans fans.
 func Header(fans int) []byte {
-	var b []byte
-	for i, c := range Columns(fans) {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, c...)
-	}
-	return append(b, '\n')
+	return append([]byte(strings.Join(Columns(fans), ",")), '\n')
 }
 
 // AppendRow appends one CSV line (with newline) for s, laid out for a file
-// with fans fan column pairs (csvColumns). Absent readings are empty cells.
-// It does not allocate when b has room.
+// with fans fans' columns. Absent readings are empty cells. It does not
+// allocate when b has room.
 func AppendRow(b []byte, s *reading.Sample, fans int) []byte {
-	fans = min(max(fans, 0), reading.MaxFans)
-	for n, col := range csvColumns {
-		if col.perFan == nil {
-			if n > 0 {
-				b = append(b, ',')
-			}
-			b = col.cell(b, s)
-			continue
+	first := true
+	eachColumn(fans, func(x cellAt) {
+		if !first {
+			b = append(b, ',')
 		}
-		for i := range fans {
-			for _, fc := range col.perFan {
-				b = append(b, ',')
-				b = fc.cell(b, s, i)
-			}
-		}
-	}
+		first = false
+		b = x.append(b, s)
+	})
 	return append(b, '\n')
 }
 
@@ -204,22 +201,12 @@ func AppendRow(b []byte, s *reading.Sample, fans int) []byte {
 // a cell AppendRow quotes (the flags) is returned unquoted, as a CSV reader
 // would read it back.
 func Cells(s *reading.Sample, fans int) []string {
-	fans = min(max(fans, 0), reading.MaxFans)
 	var cells []string
 	var b []byte
-	for _, col := range csvColumns {
-		if col.perFan == nil {
-			b = col.cell(b[:0], s)
-			cells = append(cells, unquoteCell(b))
-			continue
-		}
-		for i := range fans {
-			for _, fc := range col.perFan {
-				b = fc.cell(b[:0], s, i)
-				cells = append(cells, unquoteCell(b))
-			}
-		}
-	}
+	eachColumn(fans, func(x cellAt) {
+		b = x.append(b[:0], s)
+		cells = append(cells, unquoteCell(b))
+	})
 	return cells
 }
 
@@ -315,13 +302,6 @@ func appendDigits(b []byte, v, width int) []byte {
 	i--
 	tmp[i] = byte('0' + v)
 	return append(b, tmp[i:]...)
-}
-
-func appendU[T uint32 | uint64](b []byte, o reading.Opt[T]) []byte {
-	if !o.OK {
-		return b
-	}
-	return strconv.AppendUint(b, uint64(o.V), 10)
 }
 
 // sensor0Cell is the cell of one field of thermal sensor 0: empty when the

@@ -67,8 +67,6 @@ var (
 	mInfo  = gpuMetric("gpu_info", "Static facts of a monitored GPU (value 1).", prometheus.GaugeValue, "model", "pci_bus_id", "serial", "vbios", "driver")
 	mState = gpuMetric("gpu_state", "GPU state as the daemon sees it: 1 for the current state (answering, hung, lost, failing, not_started), 0 for the others.", prometheus.GaugeValue, "state")
 	mStall = gpuMetric("stall_seconds", "Seconds the GPU's current NVML call has been stuck; 0 when not hung.", prometheus.GaugeValue)
-	mFan   = gpuMetric("fan_speed_ratio", "Fan speed (0-1).", prometheus.GaugeValue, "fan")
-	mFanT  = gpuMetric("fan_target_ratio", "Fan speed the controller targets (0-1).", prometheus.GaugeValue, "fan")
 	mThrA  = gpuMetric("throttle_reason_active", "Clocks event (throttle) reason active in the last sample (0 or 1).", prometheus.GaugeValue, "reason")
 	mThrS  = gpuMetric("throttle_reason_seconds_total", "Seconds spent with the clocks event reason active.", prometheus.CounterValue, "reason")
 	mFlags = gpuMetric("anomaly_flags_total", "Rows that carried the anomaly flag.", prometheus.CounterValue, "kind")
@@ -99,11 +97,6 @@ type readingMetric struct {
 	m   *metric
 }
 
-func u32(o reading.Opt[uint32], scale float64) (float64, bool) {
-	v, ok := o.Get()
-	return float64(v) * scale, ok
-}
-
 // readings are reading.Table's metrics, in table order.
 var readings = func() (r []readingMetric) {
 	byName := map[string]*metric{}
@@ -115,19 +108,34 @@ var readings = func() (r []readingMetric) {
 		}
 		m := byName[dm.Name]
 		if m == nil {
-			typ, labels := prometheus.GaugeValue, []string(nil)
-			if dm.Counter {
-				typ = prometheus.CounterValue
-			}
+			var labels []string
 			if dm.Label[0] != "" {
 				labels = []string{dm.Label[0]}
 			}
-			m = gpuMetric(dm.Name, dm.Help, typ, labels...)
+			m = family(dm, labels...)
 			byName[dm.Name] = m
 		}
 		r = append(r, readingMetric{d, m})
 	}
 	return r
+}()
+
+// family declares a reading's per-GPU metric with labels.
+func family(dm *reading.Metric, labels ...string) *metric {
+	typ := prometheus.GaugeValue
+	if dm.Counter {
+		typ = prometheus.CounterValue
+	}
+	return gpuMetric(dm.Name, dm.Help, typ, labels...)
+}
+
+// fanMetrics are reading.FanTable's metrics, by row, each with the label
+// fan.
+var fanMetrics = func() (m []*metric) {
+	for i := range reading.FanTable {
+		m = append(m, family(&reading.FanTable[i].Metric, "fan"))
+	}
+	return m
 }()
 
 // value is the reading's exported value in s.
@@ -333,13 +341,13 @@ func (w *walker) gpu(g *live.GPU, h *live.Host) {
 			}
 		}
 	}
-	for i := 0; i < s.NumFans && i < reading.MaxFans; i++ {
+	for i := range min(s.NumFans, reading.MaxFans) {
 		fan := strconv.Itoa(i)
-		if v, ok := u32(s.Fans[i].Speed, 0.01); ok {
-			w.add(mFan, v, gpu, uuid, fan)
-		}
-		if v, ok := u32(s.Fans[i].Target, 0.01); ok {
-			w.add(mFanT, v, gpu, uuid, fan)
+		for j := range reading.FanTable {
+			d := &reading.FanTable[j]
+			if v, ok := d.Get(s, i); ok {
+				w.add(fanMetrics[j], float64(v)*d.Metric.Scale, gpu, uuid, fan)
+			}
 		}
 	}
 	if m, ok := s.Throttle.Get(); ok {

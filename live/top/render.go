@@ -223,7 +223,7 @@ func gpuBlock(g live.GPUDoc, now time.Time, width, barW int) []string {
 	}
 	fans := ""
 	for i, f := range g.Fans {
-		fans += " " + live.OptUint(f.Speed, "%")
+		fans += " " + live.OptUint(f["speed_pct"], "%")
 		if i == 0 {
 			fans = "  fan" + fans
 		}

@@ -1,0 +1,80 @@
+package reading
+
+import (
+	"strconv"
+	"strings"
+)
+
+// The per-fan readings: every value a Sample holds for each fan
+// (Sample.Fans[i]) is declared once in FanTable, as Table declares the
+// scalar ones. The sampler reads each with its own call, the fan's index
+// its argument; the CSV writer gives it the column fan<i>_<CSV>, the status
+// document the key Key in each fan's object, the metrics collector the
+// series gpu_telemetry_<Metric.Name>{fan="<i>"}, and a reader of the
+// logger's files finds it by its column (FanColumn).
+
+// Fan is one fan's readings, in percent.
+type Fan struct {
+	Speed  Opt[uint32] // measured
+	Target Opt[uint32] // what the fan controller asks for
+}
+
+// FanDef declares one per-fan reading.
+type FanDef struct {
+	Name string // the Fan field it is stored in
+	// Getter is the NVML function that reads it (the sampler's calls name
+	// this row; an old driver's single-fan call may give fan 0's).
+	Getter string
+	Max    uint64 // a sane value's bound; above it the value is a driver error: absent, logged once
+	CSV    string // the column of fan i is fan<i>_<CSV>
+	Key    string // its key in the status document's object of each fan
+	Metric Metric // the series; its label is fan (Metric.Label is not used)
+	get    func(*Fan) *Opt[uint32]
+}
+
+// FanTable is every per-fan reading, in CSV column order.
+var FanTable = []FanDef{
+	// NVML documents that a fan's speed may exceed 100 %.
+	{Name: "Speed", Getter: "nvmlDeviceGetFanSpeed_v2", Max: 2 * maxPercent, CSV: "speed_pct", Key: "speed_pct",
+		Metric: Metric{Name: "fan_speed_ratio", Help: "Fan speed (0-1).", Scale: 0.01},
+		get:    func(f *Fan) *Opt[uint32] { return &f.Speed }},
+	// A "negative" target arrives as 4294967295: out of range, absent.
+	{Name: "Target", Getter: "nvmlDeviceGetTargetFanSpeed", Max: maxPercent, CSV: "target_pct", Key: "target_pct",
+		Metric: Metric{Name: "fan_target_ratio", Help: "Fan speed the controller targets (0-1).", Scale: 0.01},
+		get:    func(f *Fan) *Opt[uint32] { return &f.Target }},
+}
+
+// Get returns fan's value of the reading in s; absent for a fan s does not
+// have.
+func (d *FanDef) Get(s *Sample, fan int) (uint32, bool) {
+	if fan < 0 || fan >= min(s.NumFans, MaxFans) {
+		return 0, false
+	}
+	return d.get(&s.Fans[fan]).Get()
+}
+
+// Set stores v as fan's value of the reading in s (present).
+func (d *FanDef) Set(s *Sample, fan int, v uint32) { *d.get(&s.Fans[fan]) = Some(v) }
+
+// FanColumn returns the fan and the FanTable row of a CSV column named
+// fan<i>_<CSV>; ok is false for any other column.
+func FanColumn(name string) (fan int, def *FanDef, ok bool) {
+	rest, found := strings.CutPrefix(name, "fan")
+	if !found {
+		return 0, nil, false
+	}
+	i := strings.IndexByte(rest, '_')
+	if i <= 0 {
+		return 0, nil, false
+	}
+	n, err := strconv.Atoi(rest[:i])
+	if err != nil || n < 0 || n >= MaxFans || strconv.Itoa(n) != rest[:i] {
+		return 0, nil, false
+	}
+	for j := range FanTable {
+		if FanTable[j].CSV == rest[i+1:] {
+			return n, &FanTable[j], true
+		}
+	}
+	return 0, nil, false
+}
