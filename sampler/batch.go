@@ -1,6 +1,7 @@
 package sampler
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -452,14 +453,6 @@ func (g *GPU) buildFields(r *raw, slow, second bool) int {
 	return n
 }
 
-// bound is a table's Max: 0 is unbounded.
-func bound(max uint64) uint64 {
-	if max == 0 {
-		return math.MaxUint64
-	}
-	return max
-}
-
 // result classifies call c's result; true means its value may be used.
 func (g *GPU) result(r *raw, c call) bool {
 	ret := r.ret[c]
@@ -490,7 +483,7 @@ func (g *GPU) interpret(r *raw, s *reading.Sample, info *reading.GPU) {
 			val[q], got[q] = r.v[c][0], true
 		}
 		g.carry[fr.idx] = reading.Opt[uint64]{}
-		if d := fr.def; got[q] && g.within(fr.fn, val[q], d.Min, bound(d.Max)) {
+		if d := fr.def; got[q] && g.within(fr.fn, val[q], d.Min, cmp.Or(d.Max, math.MaxUint64)) {
 			d.Set(s, val[q])
 			g.carry[fr.idx] = reading.Some(val[q])
 		}
@@ -509,7 +502,7 @@ func (g *GPU) interpret(r *raw, s *reading.Sample, info *reading.GPU) {
 			if !g.result(r, c) {
 				continue
 			}
-			if v := r.v[c][gr.part[j]]; g.within(callFn[c].fn, v, d.Min, bound(d.Max)) {
+			if v := r.v[c][gr.part[j]]; g.within(callFn[c].fn, v, d.Min, cmp.Or(d.Max, math.MaxUint64)) {
 				d.Set(s, v)
 				g.carry[gr.idx] = reading.Some(v)
 			}
@@ -538,7 +531,7 @@ func (g *GPU) interpret(r *raw, s *reading.Sample, info *reading.GPU) {
 		g.sensor0 = reading.Opt[reading.Sensor]{}
 		if th := &r.v[cThermal]; g.result(r, cThermal) && th[thCount] > 0 {
 			cur := int32(uint32(th[thCurrent]))
-			if cur > -100 && g.sane(FnThermalSettings, uint64(max(cur, 0)), maxTempC) {
+			if cur > -100 && g.within(FnThermalSettings, uint64(max(cur, 0)), 0, maxTempC) {
 				g.sensor0 = reading.Some(reading.Sensor{Temp: cur, Target: int32(uint32(th[thTarget])), Controller: int32(uint32(th[thController]))})
 			}
 		}

@@ -242,14 +242,9 @@ func (g *GPU) disable(fn Fn, idx int, c Class) {
 	}
 }
 
-// sane returns v when it is at most max; otherwise the reading is absent and
-// the first occurrence is logged. Drivers in trouble report values such as
-// 4294967295 C; recording them would poison peaks and detectors.
-func (g *GPU) sane(fn Fn, v uint64, max uint64) bool {
-	return g.within(fn, v, 0, max)
-}
-
-// within is sane with a lower bound too.
+// within reports whether v is in [lo, hi]; otherwise the reading is absent
+// and the first occurrence is logged. Drivers in trouble report values such
+// as 4294967295 C; recording them would poison peaks and detectors.
 func (g *GPU) within(fn Fn, v, lo, hi uint64) bool {
 	if v >= lo && v <= hi {
 		return true
@@ -314,15 +309,14 @@ func (g *GPU) Sample(s *reading.Sample) {
 	g.interpret(r, s, info)
 	g.n++
 
-	switch {
-	case g.lost:
-		// The rest of the sample is meaningless: a lost GPU answers nothing.
-		*s = reading.Sample{GPU: s.GPU, Time: s.Time, KernelTime: s.KernelTime, NumFans: s.NumFans,
-			Status: reading.StatusLost, Err: "GPU is lost"}
-		g.carry, g.sensor0 = [maxReadings]reading.Opt[uint64]{}, reading.Opt[reading.Sensor]{}
-	case g.attempts > 0 && g.fails == g.attempts:
-		*s = reading.Sample{GPU: s.GPU, Time: s.Time, KernelTime: s.KernelTime, NumFans: s.NumFans,
-			Status: reading.StatusFailed, Err: g.firstErr.String() + ": " + retText(g.firstRet)}
+	// A lost GPU answers nothing: the rest of the sample is meaningless; so
+	// is a sample whose every call failed.
+	if g.lost || (g.attempts > 0 && g.fails == g.attempts) {
+		st, err := reading.StatusLost, "GPU is lost"
+		if !g.lost {
+			st, err = reading.StatusFailed, g.firstErr.String()+": "+retText(g.firstRet)
+		}
+		*s = reading.Sample{GPU: s.GPU, Time: s.Time, KernelTime: s.KernelTime, NumFans: s.NumFans, Status: st, Err: err}
 		g.carry, g.sensor0 = [maxReadings]reading.Opt[uint64]{}, reading.Opt[reading.Sensor]{}
 	}
 	switch {
@@ -391,12 +385,8 @@ func (g *GPU) readFanPolicies(s *reading.Sample) {
 	p.at = s.Time
 	for i := range s.NumFans {
 		p.text[i] = ""
-		if !g.can(FnFanPolicy, i) {
-			continue
-		}
-		g.begin(FnFanPolicy)
-		pol, ret := g.dev.GetFanControlPolicy_v2(i)
-		if !g.end(FnFanPolicy, i, ret) {
+		pol, ok := ask(g, FnFanPolicy, i, func() (nvml.FanControlPolicy, nvml.Return) { return g.dev.GetFanControlPolicy_v2(i) })
+		if !ok {
 			continue
 		}
 		switch pol {

@@ -233,7 +233,7 @@ func (g *GPU) readStatic(lib Library) {
 	info.NumFans = g.readNumFans(dev)
 	th := func(t nvml.TemperatureThresholds) reading.Opt[uint32] {
 		v, ok := ask(g, FnThreshold, int(t), func() (uint32, nvml.Return) { return dev.GetTemperatureThreshold(t) })
-		if ok && v > 0 && g.sane(FnThreshold, uint64(v), maxTempC) {
+		if ok && v > 0 && g.within(FnThreshold, uint64(v), 0, maxTempC) {
 			return reading.Some(v)
 		}
 		return reading.Opt[uint32]{}
