@@ -171,9 +171,6 @@ func clearStale(path string) error {
 	return nil
 }
 
-// Path returns the socket path.
-func (s *Server) Path() string { return s.cfg.Path }
-
 // Serve accepts connections until ctx is cancelled, then closes the socket,
 // removes its file and waits (at most WriteTimeout + ReadTimeout) for the
 // connections in progress.

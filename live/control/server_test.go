@@ -45,11 +45,11 @@ func serve(t *testing.T, cfg Config) (*Server, func()) {
 func TestStatusAnswered(t *testing.T) {
 	s, stop := serve(t, Config{})
 	defer stop()
-	fi, err := os.Stat(s.Path())
+	fi, err := os.Stat(s.cfg.Path)
 	if err != nil || fi.Mode().Perm() != 0o600 || fi.Mode()&os.ModeSocket == 0 {
 		t.Fatalf("socket %v mode %v", err, fi.Mode())
 	}
-	d, raw, err := Query(s.Path(), time.Second)
+	d, raw, err := Query(s.cfg.Path, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestStatusAnswered(t *testing.T) {
 	if !strings.Contains(string(raw), `"power_w":null`) {
 		t.Errorf("absent power is not null: %s", raw)
 	}
-	if b, err := Ask(s.Path(), "ping", time.Second); err != nil || string(b) != `{"ok":true}` {
+	if b, err := Ask(s.cfg.Path, "ping", time.Second); err != nil || string(b) != `{"ok":true}` {
 		t.Errorf("ping: %s %v", b, err)
 	}
 }
@@ -72,12 +72,12 @@ func TestBadRequestsGetAnErrorAndTheServerGoesOn(t *testing.T) {
 	s, stop := serve(t, Config{})
 	defer stop()
 	for _, req := range []string{"", "STATUS", "status please", "\xff\xfe", strings.Repeat("x", MaxRequest+10)} {
-		_, err := Ask(s.Path(), req, time.Second)
+		_, err := Ask(s.cfg.Path, req, time.Second)
 		if err == nil || !strings.Contains(err.Error(), "answered") {
 			t.Errorf("request %q: %v, want an error answer", req, err)
 		}
 	}
-	if _, _, err := Query(s.Path(), time.Second); err != nil {
+	if _, _, err := Query(s.cfg.Path, time.Second); err != nil {
 		t.Errorf("status after bad requests: %v", err)
 	}
 	if failed := s.failed.Load(); failed != 5 {
@@ -88,13 +88,13 @@ func TestBadRequestsGetAnErrorAndTheServerGoesOn(t *testing.T) {
 func TestSilentClientIsDropped(t *testing.T) {
 	s, stop := serve(t, Config{})
 	defer stop()
-	c, err := net.Dial("unix", s.Path())
+	c, err := net.Dial("unix", s.cfg.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	// Others are answered while it says nothing.
-	if _, _, err := Query(s.Path(), time.Second); err != nil {
+	if _, _, err := Query(s.cfg.Path, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	c.SetReadDeadline(time.Now().Add(ReadTimeout + 2*time.Second))
@@ -109,7 +109,7 @@ func TestConnectionsBounded(t *testing.T) {
 	defer stop()
 	var conns []net.Conn
 	for range MaxConns {
-		c, err := net.Dial("unix", s.Path())
+		c, err := net.Dial("unix", s.cfg.Path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +121,7 @@ func TestConnectionsBounded(t *testing.T) {
 		}
 	}()
 	time.Sleep(100 * time.Millisecond) // all accepted and waiting for a request
-	_, err := Ask(s.Path(), "status", time.Second)
+	_, err := Ask(s.cfg.Path, "status", time.Second)
 	if err == nil || !strings.Contains(err.Error(), "busy") {
 		t.Errorf("connection beyond the limit: %v, want busy", err)
 	}
@@ -146,7 +146,7 @@ func TestStaleSocketReplacedLiveOneRefused(t *testing.T) {
 	if _, err := Listen(Config{Path: path}, testBoard()); !errors.Is(err, ErrInUse) {
 		t.Errorf("second instance: %v, want ErrInUse", err)
 	}
-	if _, _, err := Query(s.Path(), time.Second); err != nil {
+	if _, _, err := Query(s.cfg.Path, time.Second); err != nil {
 		t.Errorf("first instance after the refused one: %v", err)
 	}
 	stop()
@@ -166,11 +166,11 @@ func TestSocketGroup(t *testing.T) {
 	gid := os.Getgid()
 	s, stop := serve(t, Config{Group: itoa(gid)})
 	defer stop()
-	fi, err := os.Stat(s.Path())
+	fi, err := os.Stat(s.cfg.Path)
 	if err != nil || fi.Mode().Perm() != 0o660 {
 		t.Errorf("mode with a group: %v %v", fi.Mode(), err)
 	}
-	if _, err := Listen(Config{Path: s.Path() + "2", Group: "no-such-group-here"}, testBoard()); err == nil || !strings.Contains(err.Error(), "--socket-group") {
+	if _, err := Listen(Config{Path: s.cfg.Path + "2", Group: "no-such-group-here"}, testBoard()); err == nil || !strings.Contains(err.Error(), "--socket-group") {
 		t.Errorf("unknown group: %v", err)
 	}
 }
@@ -186,7 +186,7 @@ func TestConcurrentStatus(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for {
-				raw, err := Ask(s.Path(), "status", 2*time.Second)
+				raw, err := Ask(s.cfg.Path, "status", 2*time.Second)
 				if err != nil && strings.Contains(err.Error(), "busy") {
 					time.Sleep(time.Millisecond)
 					continue
@@ -304,7 +304,7 @@ func TestRefusedDocumentCountsAsFailed(t *testing.T) {
 	s.cmu.Lock()
 	s.cached, s.cachedAt = &answer{b: b, refusedDoc: true}, time.Now()
 	s.cmu.Unlock()
-	if _, err := Ask(s.Path(), "status", time.Second); err == nil || !strings.Contains(err.Error(), "status document") {
+	if _, err := Ask(s.cfg.Path, "status", time.Second); err == nil || !strings.Contains(err.Error(), "status document") {
 		t.Errorf("status with a refused document: %v, want its error", err)
 	}
 	served, failed := s.served.Load(), s.failed.Load()
