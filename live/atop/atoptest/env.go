@@ -24,7 +24,8 @@ import (
 // of mode 0600 in a shared /tmp would otherwise fail every test here.
 func LockPort(t testing.TB) {
 	t.Helper()
-	f, err := os.OpenFile(lockPortPath(), os.O_CREATE|os.O_RDWR, 0o600)
+	path := filepath.Join(os.TempDir(), fmt.Sprintf("gpu-telemetry-test-atop-59123-%d.lock", os.Getuid()))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,11 +33,6 @@ func LockPort(t testing.TB) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-}
-
-// lockPortPath is LockPort's lock file: one per user in the temp directory.
-func lockPortPath() string {
-	return filepath.Join(os.TempDir(), fmt.Sprintf("gpu-telemetry-test-atop-59123-%d.lock", os.Getuid()))
 }
 
 // Run runs atop (bin) with args, failing the test when it fails, and returns
