@@ -30,14 +30,6 @@ func gib(n float64, ok bool) string {
 	return strconv.FormatFloat(n/(1<<30), 'f', 1, 64)
 }
 
-// u64 is an optional count as Value.Num gives a reading.
-func u64(p *uint64) (float64, bool) {
-	if p == nil {
-		return 0, false
-	}
-	return float64(*p), true
-}
-
 // clock shows a time of day in now's zone, or the date too when it is not
 // now's day.
 func clock(t, now time.Time) string {

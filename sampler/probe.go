@@ -261,15 +261,13 @@ func (p *prober) gpu(i int, together bool) {
 	g.hmu.Lock()
 	x := g.exec
 	g.hmu.Unlock()
-	if x == nil {
-		for k := range p.calls {
-			put(k, ProbeStat{Err: cmp.Or(g.StaticErr(), g.execError())})
-		}
-		return
-	}
 	buf := make([]time.Duration, 0, p.o.Calls)
 	var r raw
 	for k, pc := range p.calls {
+		if x == nil && pc.c != cProcs { // the process reader's calls do not go through it
+			put(k, ProbeStat{Err: cmp.Or(g.StaticErr(), g.execError())})
+			continue
+		}
 		buf = buf[:0]
 		var errText string
 		for n := 0; n < p.o.Calls; n++ {

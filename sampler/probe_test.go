@@ -2,6 +2,7 @@ package sampler
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -153,5 +154,32 @@ func TestProbeUsesTheGPUsExecutor(t *testing.T) {
 	<-done
 	if !ok || fn != FnPowerLimit {
 		t.Errorf("GPU's call in flight during the probe's power limit call: %v %v, want %v", fn, ok, FnPowerLimit)
+	}
+}
+
+// TestProbeWithoutExecutor: a GPU whose executor cannot start has each
+// sample kind reported with why, but its process reader's calls (which do
+// not go through the executor) are still timed.
+func TestProbeWithoutExecutor(t *testing.T) {
+	defer func(f func(*native, int, time.Duration) (*nativeExec, error)) { startNative = f }(startNative)
+	startNative = func(*native, int, time.Duration) (*nativeExec, error) {
+		return nil, errors.New("no NVML handle for the GPU")
+	}
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{fakenvml.NewDev()}})
+	rep := Probe(h, ProbeOptions{Calls: 5, Deadline: time.Second, Interval: 100 * time.Millisecond, SlowEvery: 10})
+	if len(rep.GPUs) != 1 {
+		t.Fatalf("%d GPUs, want 1", len(rep.GPUs))
+	}
+	for k, pc := range probeCalls(h.GPUs) {
+		st := rep.Kinds[k].Alone[0]
+		if pc.c == cProcs {
+			if st.Err != "" || st.N != 5 {
+				t.Errorf("%s: %d timed, error %q; want 5, none (no executor needed)", rep.Kinds[k].Name, st.N, st.Err)
+			}
+			continue
+		}
+		if !strings.Contains(st.Err, "cannot start the GPU's executor") || st.N != 0 {
+			t.Errorf("%s: %d timed, error %q; want none, with why", rep.Kinds[k].Name, st.N, st.Err)
+		}
 	}
 }
