@@ -15,8 +15,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
-
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
@@ -53,16 +51,8 @@ func TestIncidentLineNotHeldBehindQueuedRows(t *testing.T) {
 	for _, end := range []string{"built", "dropped at shutdown", "queued after shutdown"} {
 		t.Run(end, func(t *testing.T) {
 			r := newRig(t, 1, nil)
-			gs := r.m.gpus[0]
-			var s reading.Sample
-			start := time.Now()
-			sample := stepper(gs, &s, start)
-			for n := range 3 {
-				sample(n)
-			}
-			for _, fn := range []string{"GetFieldValues", "GetTemperature"} {
-				r.devs[0].Set(fn, nvml.ERROR_GPU_IS_LOST)
-			}
+			gs, _, sample := stepper(r, 3)
+			loseGPU(r.devs[0])
 			gs.sideRows.Add(1) // a row of the GPU still waits on the side goroutine
 			if end == "queued after shutdown" {
 				r.m.sideClosed = true
@@ -80,9 +70,7 @@ func TestIncidentLineNotHeldBehindQueuedRows(t *testing.T) {
 			}
 			switch end {
 			case "built":
-				for len(r.m.side) > 0 { // what the side goroutine would run, in order
-					(<-r.m.side).f()
-				}
+				r.runSide()
 			case "dropped at shutdown":
 				if n := r.m.dropSide(); n != 2 { // the row, then the snapshot
 					t.Errorf("dropSide dropped %d jobs, want 2", n)

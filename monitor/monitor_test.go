@@ -330,9 +330,7 @@ func TestLostGPUBacksOffAndOthersContinue(t *testing.T) {
 		r.run(10*time.Second+50*time.Millisecond, func() {
 			go func() {
 				time.Sleep(2 * time.Second)
-				for _, fn := range []string{"GetFieldValues", "GetTemperature"} {
-					r.devs[1].Set(fn, nvml.ERROR_GPU_IS_LOST)
-				}
+				loseGPU(r.devs[1])
 			}()
 		})
 		if n := len(r.rows(0)); n != 101 {

@@ -156,11 +156,7 @@ func TestIncidentSnapshotCountsItsSample(t *testing.T) {
 		counted string // what in the header counts the sample
 	}{
 		{"spike", func(d *fakenvml.Dev) { d.Update(func(d *fakenvml.Dev) { d.FanSpeed[0] = 90 }) }, "spikes/spike-*-gpu0.log", ", 6 samples\n"},
-		{"lost", func(d *fakenvml.Dev) {
-			for _, fn := range []string{"GetFieldValues", "GetTemperature"} {
-				d.Set(fn, nvml.ERROR_GPU_IS_LOST)
-			}
-		}, "crashes/crash-*-gpu0.log", " nvml_failures=1 "},
+		{"lost", loseGPU, "crashes/crash-*-gpu0.log", " nvml_failures=1 "},
 	}
 	for _, in := range incidents {
 		for _, queued := range []bool{false, true} {
@@ -170,13 +166,7 @@ func TestIncidentSnapshotCountsItsSample(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				r := newRig(t, 1, nil)
-				gs := r.m.gpus[0]
-				var s reading.Sample
-				start := time.Now()
-				sample := stepper(gs, &s, start)
-				for n := range 5 {
-					sample(n)
-				}
+				gs, s, sample := stepper(r, 5)
 				in.provoke(r.devs[0])
 				if queued {
 					gs.sideRows.Add(1) // a row of the GPU still waits on the side goroutine
@@ -184,9 +174,7 @@ func TestIncidentSnapshotCountsItsSample(t *testing.T) {
 				sample(5)
 				if queued {
 					gs.sideRows.Add(-1)
-					for len(r.m.side) > 0 { // what the side goroutine would run, in order
-						(<-r.m.side).f()
-					}
+					r.runSide()
 				}
 				if err := r.m.snaps.Close(t.Context()); err != nil {
 					t.Fatal(err)
@@ -332,12 +320,33 @@ func TestTickOfAClassifiedSampleStillBusyIsCounted(t *testing.T) {
 	})
 }
 
-// stepper returns what takes GPU gs's sample n into s, stamped n intervals
-// of 100 ms after start, through the GPU's pipeline.
-func stepper(gs *gpuState, s *reading.Sample, start time.Time) func(n int) {
-	return func(n int) {
+// stepper takes r's GPU 0 through samples 0 to warm-1 and returns the GPU,
+// the sample its steps write, and what takes its sample n into it, stamped n
+// intervals of 100 ms after the first, through the GPU's pipeline.
+func stepper(r *rig, warm int) (gs *gpuState, s *reading.Sample, sample func(n int)) {
+	gs, s, start := r.m.gpus[0], new(reading.Sample), time.Now()
+	sample = func(n int) {
 		gs.g.Sample(s)
 		s.Time = start.Add(time.Duration(n) * 100 * time.Millisecond)
 		gs.handle(s)
+	}
+	for n := range warm {
+		sample(n)
+	}
+	return gs, s, sample
+}
+
+// runSide runs what the side goroutine would, in order, until its queue is
+// empty.
+func (r *rig) runSide() {
+	for len(r.m.side) > 0 {
+		(<-r.m.side).f()
+	}
+}
+
+// loseGPU makes d answer as a GPU fallen off the bus.
+func loseGPU(d *fakenvml.Dev) {
+	for _, fn := range []string{"GetFieldValues", "GetTemperature"} {
+		d.Set(fn, nvml.ERROR_GPU_IS_LOST)
 	}
 }
