@@ -28,6 +28,18 @@ func openFake(t *testing.T, lib *fakenvml.Lib, sel ...string) *Host {
 	return openFakeConfig(t, lib, testConfig, sel...)
 }
 
+// sampled opens d as the only GPU, takes n samples into one Sample and
+// returns it.
+func sampled(t *testing.T, d *fakenvml.Dev, n int) reading.Sample {
+	t.Helper()
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
+	var s reading.Sample
+	for range n {
+		h.GPUs[0].Sample(&s)
+	}
+	return s
+}
+
 // holdFieldLock makes another GPU stick inside GetFieldValues, holding the
 // process-wide field lock (batch.c) until release is called.
 func holdFieldLock(t *testing.T) (release func()) {
@@ -152,11 +164,7 @@ func TestUnsupportedIsAbsentAndNotRepeated(t *testing.T) {
 	d := fakenvml.NewDev()
 	d.Set("GetTemperature", nvml.ERROR_NOT_SUPPORTED)
 	d.Set("GetTargetFanSpeed", nvml.ERROR_NO_PERMISSION)
-	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
-	var s reading.Sample
-	for range 5 {
-		h.GPUs[0].Sample(&s)
-	}
+	s := sampled(t, d, 5)
 	if s.TempC.OK || s.TLimitC.OK || s.Fans[0].Target.OK || s.Fans[1].Target.OK {
 		t.Errorf("refused readings present: temp %+v target %+v", s.TempC, s.Fans[0].Target)
 	}
@@ -179,11 +187,7 @@ func TestUnsupportedIsAbsentAndNotRepeated(t *testing.T) {
 func TestVersionMismatchIsAbsentAndNotRepeated(t *testing.T) {
 	d := fakenvml.NewDev()
 	d.Set("GetTemperature", nvml.ERROR_ARGUMENT_VERSION_MISMATCH)
-	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
-	var s reading.Sample
-	for range 5 {
-		h.GPUs[0].Sample(&s)
-	}
+	s := sampled(t, d, 5)
 	if s.TempC.OK {
 		t.Errorf("refused temperature present: %+v", s.TempC)
 	}
@@ -283,9 +287,7 @@ func TestAbsurdValuesAreAbsent(t *testing.T) {
 	d.FanTarget = []int{4294967295, 30}
 	d.Limit = 0
 	d.Power = 4000000000
-	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
-	var s reading.Sample
-	h.GPUs[0].Sample(&s)
+	s := sampled(t, d, 1)
 	if s.TempC.OK || s.TLimitC.OK {
 		t.Errorf("temperature 4294967295 recorded: %+v", s.TempC)
 	}

@@ -81,10 +81,7 @@ func TestNVLinkErrorCountersOnlyWithoutNVLink5(t *testing.T) {
 	for l := range 18 {
 		d.LinkFields[[2]uint32{nvml.FI_DEV_NVLINK_COUNT_RCV_ERRORS, uint32(l)}] = 0
 	}
-	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
-	var s reading.Sample
-	h.GPUs[0].Sample(&s)
-	h.GPUs[0].Sample(&s)
+	s := sampled(t, d, 2)
 	if n := d.Count("GetNvLinkErrorCounter"); n != 0 {
 		t.Errorf("NVLink5 GPU: %d old-getter calls", n)
 	}

@@ -91,9 +91,7 @@ func TestRemapHistogramNeedsRemapCounters(t *testing.T) {
 	d := fakenvml.NewDev()
 	d.Fields = map[uint32]uint64{nvml.FI_DEV_REMAPPED_PENDING: 0, nvml.FI_DEV_REMAPPED_FAILURE: 0}
 	d.Hist = &nvml.RowRemapperHistogramValues{}
-	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
-	var s reading.Sample
-	h.GPUs[0].Sample(&s)
+	sampled(t, d, 1)
 	if n := d.Count("GetRowRemapperHistogram"); n != 0 {
 		t.Errorf("histogram asked without ECC: %d calls", n)
 	}
