@@ -124,7 +124,10 @@ func parseLayout(header string) (*layout, error) {
 					f = &[2]int{-1, -1}
 					fans[n] = f
 				}
-				switch d.Name { // the per-fan readings a Row charts
+				// A Row keeps what the report charts: each fan's speed
+				// against its target (a new row of reading.FanTable is
+				// read only once a chart shows it).
+				switch d.Name {
 				case "Speed":
 					f[0] = i
 				case "Target":

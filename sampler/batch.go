@@ -406,8 +406,8 @@ func (g *GPU) plan(r *raw, fans int, slow, second bool) {
 	// made where nvmlDeviceGetFanSpeed_v2 is missing, not where it refuses
 	// a fan (that fan's cell stays empty: TestUnsupportedReadingsAreEmptyCells).
 	for i := range fans {
-		for _, fr := range fanReadings {
-			for _, c := range fr.calls[i] {
+		for j := range fanReadings {
+			for _, c := range fanReadings[j].calls[i] {
 				if g.syms.Has(callFn[c].fn) {
 					add(c)
 					break
@@ -515,7 +515,8 @@ func (g *GPU) interpret(r *raw, s *reading.Sample, info *reading.GPU) {
 		}
 	}
 	for i := range s.NumFans {
-		for _, fr := range fanReadings {
+		for j := range fanReadings {
+			fr := &fanReadings[j]
 			for _, c := range fr.calls[i] {
 				if !g.result(r, c) {
 					continue

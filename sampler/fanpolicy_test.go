@@ -61,3 +61,32 @@ func TestFanPoliciesReadWithTheSampleNowAndThen(t *testing.T) {
 		}
 	})
 }
+
+// TestOldDriverFanSpeed: a driver without nvmlDeviceGetFanSpeed_v2 gives
+// fan 0's speed through nvmlDeviceGetFanSpeed (the FanTable row's old
+// drivers' call); the other fans' speeds are absent, their targets read;
+// the probe times that call.
+func TestOldDriverFanSpeed(t *testing.T) {
+	d := fakenvml.NewDev()
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}, Missing: map[string]bool{"nvmlDeviceGetFanSpeed_v2": true}})
+	var s reading.Sample
+	h.GPUs[0].Sample(&s)
+	if s.NumFans != 2 || s.Fans[0].Speed != reading.Some[uint32](30) || s.Fans[1].Speed.OK {
+		t.Errorf("fans %d, speeds %+v %+v; want 2, fan 0 at 30 %% (nvmlDeviceGetFanSpeed), fan 1 absent", s.NumFans, s.Fans[0].Speed, s.Fans[1].Speed)
+	}
+	if !s.Fans[1].Target.OK {
+		t.Errorf("fan 1's target absent: %+v", s.Fans[1].Target)
+	}
+	if n := d.Count("GetFanSpeed"); n != 1 {
+		t.Errorf("nvmlDeviceGetFanSpeed made %d times in a sample, want 1", n)
+	}
+	var fns []Fn
+	for _, pc := range probeCalls(h.GPUs) {
+		if pc.c != cProcs {
+			fns = append(fns, callFn[pc.c].fn)
+		}
+	}
+	if !slices.Contains(fns, FnFanSpeed) || slices.Contains(fns, FnFanSpeedV2) {
+		t.Errorf("the probe times %v; want nvmlDeviceGetFanSpeed and not the missing _v2", fns)
+	}
+}

@@ -59,10 +59,12 @@ type GPU struct {
 	// (StaticErr).
 	staticDone chan struct{}
 	staticErr  atomic.Pointer[string]
-	lib        Library                // for retrying the start-up read when the handle or the executor failed
-	native     *native                // the library's side of the batch (shared by the host's GPUs)
-	execErr    atomic.Pointer[string] // why the executor could not start (startExec); nil: it did
-	nextStatic time.Time              // worker only: when to retry it
+	lib        Library // for retrying the start-up read when the handle or the executor failed
+	native     *native // the library's side of the batch (shared by the host's GPUs)
+	// startNative starts the executor (OpenOptions.startNative).
+	startNative func(*native, int, time.Duration) (*nativeExec, error)
+	execErr     atomic.Pointer[string] // why the executor could not start (startExec); nil: it did
+	nextStatic  time.Time              // worker only: when to retry it
 
 	// hmu guards dev and exec for goroutines other than the one
 	// sampling (the worker writes them only in readStatic, under hmu).
@@ -118,7 +120,7 @@ func NewGPU(info reading.GPU, dev Device, syms *Symbols, cfg Config, kc KernelCl
 	if info.NumFans > reading.MaxFans {
 		log.Warn("more fans than recorded", "gpu", info.Index, "fans", info.NumFans, "recorded", reading.MaxFans)
 	}
-	g := &GPU{dev: dev, syms: syms, cfg: cfg, kclock: kc,
+	g := &GPU{dev: dev, syms: syms, cfg: cfg, kclock: kc, startNative: newNativeExec,
 		log: log.With("gpu", info.Index), base: time.Now()}
 	g.info.Store(&info)
 	return g

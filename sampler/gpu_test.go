@@ -635,11 +635,10 @@ func TestExecStartFailureCountedAndLogged(t *testing.T) {
 	var logs bytes.Buffer
 	d := fakenvml.NewDev()
 	lib := &fakenvml.Lib{InitRet: nvml.SUCCESS, Devs: []*fakenvml.Dev{d}}
-	defer func(f func(*native, int, time.Duration) (*nativeExec, error)) { startNative = f }(startNative)
-	startNative = func(*native, int, time.Duration) (*nativeExec, error) {
+	fail := func(*native, int, time.Duration) (*nativeExec, error) {
 		return nil, errors.New("no NVML handle for the GPU")
 	}
-	h, err := Open(lib, OpenOptions{Config: testConfig, Timeout: 5 * time.Second, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	h, err := Open(lib, OpenOptions{Config: testConfig, Timeout: 5 * time.Second, Logger: slog.New(slog.NewTextHandler(&logs, nil)), startNative: fail})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -665,7 +664,7 @@ func TestExecStartFailureCountedAndLogged(t *testing.T) {
 		t.Errorf("logged %d times, want once:\n%s", n, out)
 	}
 	testutil.Contains(t, "the log line", out, "native_exec_failures", `error="no NVML handle for the GPU"`)
-	startNative = newNativeExec
+	g.startNative = newNativeExec
 	g.nextStatic = time.Time{}
 	g.Sample(&s)
 	if s.Status != reading.StatusOK || !s.TempC.OK || s.TempC.V != 60 {

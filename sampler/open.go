@@ -40,6 +40,10 @@ type OpenOptions struct {
 	// zero value is anchored to CLOCK_MONOTONIC at Open (kclock.New).
 	// Tests set one (kclock.Anchored) to choose the boot's length.
 	KernelClock KernelClock
+
+	// startNative starts a GPU's executor (nil: newNativeExec); tests set
+	// one that fails.
+	startNative func(*native, int, time.Duration) (*nativeExec, error)
 }
 
 // Host is the opened driver with the selected GPUs.
@@ -148,6 +152,9 @@ func Open(lib Library, o OpenOptions) (*Host, error) {
 		g := NewGPU(reading.GPU{Index: i}, nil, &h.Syms, o.Config, h.kclock, log)
 		g.staticDone = make(chan struct{})
 		g.lib, g.native = lib, nat
+		if o.startNative != nil {
+			g.startNative = o.startNative
+		}
 		all[i] = g
 		wg.Add(1)
 		go func() {
@@ -283,16 +290,12 @@ func ask[T any](g *GPU, fn Fn, idx int, f func() (T, nvml.Return)) (v T, ok bool
 	return v, g.end(fn, idx, ret)
 }
 
-// startNative starts the executor of the GPU at index (newNativeExec);
-// tests replace it to make the start fail.
-var startNative = newNativeExec
-
 // startExec returns the executor for the GPU's samples, or nil when it
 // cannot start (no C handle for the GPU): the GPU's samples then fail with
 // why until the static facts are read again, which is counted
 // (NativeExecFailures) and logged the first time.
 func (g *GPU) startExec(index int) *nativeExec {
-	x, err := startNative(g.native, index, g.cfg.FieldWait)
+	x, err := g.startNative(g.native, index, g.cfg.FieldWait)
 	if err == nil {
 		g.execErr.Store(nil)
 		return x

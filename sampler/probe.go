@@ -137,11 +137,8 @@ func probeCalls(gpus []*GPU) []probeCall {
 		if skip[c] || !g.syms.Has(callFn[c].fn) {
 			continue
 		}
-		if (c > cFanSpeed && c < cTarget) || c > cTarget {
-			continue // fans 1..: same function as fan 0
-		}
-		if (c == cFanSpeed || c == cTarget) && g.Info().NumFans == 0 {
-			continue
+		if c >= cFanSpeed && (callFn[c].idx > 0 || g.Info().NumFans == 0) {
+			continue // fans 1..: same function as fan 0; no fans: not made
 		}
 		name := callFn[c].fn.String()
 		switch c {

@@ -161,11 +161,13 @@ func TestProbeUsesTheGPUsExecutor(t *testing.T) {
 // sample kind reported with why, but its process reader's calls (which do
 // not go through the executor) are still timed.
 func TestProbeWithoutExecutor(t *testing.T) {
-	defer func(f func(*native, int, time.Duration) (*nativeExec, error)) { startNative = f }(startNative)
-	startNative = func(*native, int, time.Duration) (*nativeExec, error) {
+	fail := func(*native, int, time.Duration) (*nativeExec, error) {
 		return nil, errors.New("no NVML handle for the GPU")
 	}
-	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{fakenvml.NewDev()}})
+	h, err := Open(&fakenvml.Lib{InitRet: nvml.SUCCESS, Devs: []*fakenvml.Dev{fakenvml.NewDev()}}, OpenOptions{Config: testConfig, Timeout: 5 * time.Second, startNative: fail})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
 	rep := Probe(h, ProbeOptions{Calls: 5, Deadline: time.Second, Interval: 100 * time.Millisecond, SlowEvery: 10})
 	if len(rep.GPUs) != 1 {
 		t.Fatalf("%d GPUs, want 1", len(rep.GPUs))

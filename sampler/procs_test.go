@@ -2,10 +2,12 @@ package sampler
 
 import (
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -405,5 +407,22 @@ func TestProcReaderConsecutiveReadsSkipStat(t *testing.T) {
 	tick = tick.Add(time.Second)
 	if got := readAt(t, p, tick).List[0]; got.Name != "intruder" {
 		t.Errorf("PID 100 back after a read without it: %q, want it described afresh", got.Name)
+	}
+}
+
+// TestOriginOf: a process that is gone (its /proc entry missing, or ESRCH
+// while it was read) is told from one that could not be read.
+func TestOriginOf(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want reading.ProcOrigin
+	}{
+		{&fs.PathError{Op: "read", Path: "/proc/7/cmdline", Err: syscall.ESRCH}, reading.ProcGone},
+		{&fs.PathError{Op: "open", Path: "/proc/7/cmdline", Err: fs.ErrNotExist}, reading.ProcGone},
+		{&fs.PathError{Op: "open", Path: "/proc/7/cmdline", Err: syscall.EACCES}, reading.ProcUnreadable},
+	} {
+		if got := originOf(c.err); got != c.want {
+			t.Errorf("originOf(%v) = %v, want %v", c.err, got, c.want)
+		}
 	}
 }
