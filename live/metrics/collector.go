@@ -141,13 +141,15 @@ var fanMetrics = func() (m []*metric) {
 // value is the reading's exported value in s.
 func (rm *readingMetric) value(s *reading.Sample) (float64, bool) {
 	v, ok := rm.def.Get(s)
-	if !ok {
-		return 0, false
+	return exported(&rm.def.Metric, v), ok
+}
+
+// exported is stored value v as metric m exports it (Div, else Scale).
+func exported(m *reading.Metric, v uint64) float64 {
+	if m.Div != 0 {
+		return float64(v) / m.Div
 	}
-	if d := rm.def.Metric.Div; d != 0 {
-		return float64(v) / d, true
-	}
-	return float64(v) * rm.def.Metric.Scale, true
+	return float64(v) * m.Scale
 }
 
 // The host metrics.
@@ -346,7 +348,7 @@ func (w *walker) gpu(g *live.GPU, h *live.Host) {
 		for j := range reading.FanTable {
 			d := &reading.FanTable[j]
 			if v, ok := d.Get(s, i); ok {
-				w.add(fanMetrics[j], float64(v)*d.Metric.Scale, gpu, uuid, fan)
+				w.add(fanMetrics[j], exported(&d.Metric, uint64(v)), gpu, uuid, fan)
 			}
 		}
 	}
