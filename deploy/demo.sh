@@ -32,11 +32,11 @@ show "files"
 (cd "$OUT" && find . -type f | sort | sed 's/^\.\///' | while read -r f; do printf '%8s  %s\n' "$(wc -c <"$f")" "$f"; done)
 for f in "$OUT"/gpu*-deep-*.csv; do
   [ -f "$f" ] || continue
-  show "$(basename "$f"): $(($(wc -l <"$f") - 1)) rows; header and last 5 rows"
-  head -1 "$f"
+  show "$(basename "$f"): $(($(wc -l <"$f") - 2)) rows; board line, header and last 5 rows"
+  head -2 "$f"
   tail -5 "$f"
   show "$(basename "$f"): rows with flags"
-  awk -F, 'NR>1 && $NF!="" {print $1, $NF}' "$f" | awk '{k=$2; if (k!=last) print; last=k}' | head -30
+  awk -F, 'NR>2 && $NF!="" {print $1, $NF}' "$f" | awk '{k=$2; if (k!=last) print; last=k}' | head -30
 done
 show "events.log"
 cat "$OUT/events.log" 2>/dev/null

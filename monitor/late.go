@@ -29,7 +29,8 @@ func (gs *gpuState) checkStatic() {
 // sample with them goes through the pipeline, when the static facts of a GPU
 // that had none at start become known. It registers the GPU's bus id (kernel
 // log lines naming it then reach it), has the AER path table rebuilt,
-// rewrites system-info.txt, and gives its CSV the fan columns. Whatever
+// rewrites system-info.txt, and gives its CSV its board's name and the fan
+// columns. Whatever
 // else is built from static facts at start and must follow a late GPU
 // belongs here.
 func (m *Monitor) staticKnown(gs *gpuState) {
@@ -46,7 +47,7 @@ func (m *Monitor) staticKnown(gs *gpuState) {
 		m.kern.stale.Store(true)
 	}
 	m.queue("system-info.txt", -1, m.writeSystemInfo)
-	m.csv.SetFans(gs.idx, info.NumFans) // its fan columns, from its next row (a new part of the day)
+	m.csv.SetGPU(csvColumns(gs.idx, info)) // its board and fan columns, from its next row (its board's file)
 	if pending := m.host.Pending(); len(pending) > 0 {
 		// The GPU was selected in the place of --gpu selectors that named
 		// no GPU that answered at start (sampler.Open).

@@ -148,7 +148,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		if a, err := reading.ParsePCIAddr(info.BusID); err == nil {
 			byBus[a.Slot()] = gs
 		}
-		cols = append(cols, sink.GPUColumns{Index: gs.idx, Fans: info.NumFans})
+		cols = append(cols, csvColumns(gs.idx, info))
 	}
 	m.busesFromSysfs(byBus)
 	m.kern.byBus.Store(&byBus)
@@ -177,6 +177,13 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	m.writeSystemInfo()
 	m.publishHost() // the first host view, before Run
 	return m, nil
+}
+
+// csvColumns describes GPU index's CSV files from its static facts: its fan
+// columns and its board (the file names and first line).
+func csvColumns(index int, info reading.GPU) sink.GPUColumns {
+	return sink.GPUColumns{Index: index, Fans: info.NumFans,
+		Board: sink.Board{UUID: info.UUID, Serial: info.Serial, Bus: info.BusID, Name: info.Name}}
 }
 
 func (m *Monitor) writeSystemInfo() {

@@ -169,9 +169,15 @@ func statusLine(st Status) string {
 	return b.String()
 }
 
+// csvPath is GPU gpu's CSV of today, named by its board.
+func (r *rig) csvPath(gpu int) string {
+	uuid := r.devs[gpu].UUID
+	return filepath.Join(r.dir, sink.FileName(gpu, sink.BoardID(uuid), time.Now()))
+}
+
 func (r *rig) rows(gpu int) []string {
 	r.t.Helper()
-	paths, _ := filepath.Glob(filepath.Join(r.dir, "gpu"+string(rune('0'+gpu))+"-deep-*.csv"))
+	paths, _ := filepath.Glob(filepath.Join(r.dir, "gpu"+string(rune('0'+gpu))+"-*deep-*.csv"))
 	var rows []string
 	for _, p := range paths {
 		b, err := os.ReadFile(p)
@@ -179,7 +185,7 @@ func (r *rig) rows(gpu int) []string {
 			r.t.Fatal(err)
 		}
 		lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-		rows = append(rows, lines[1:]...)
+		rows = append(rows, lines[2:]...) // after the board line and the header
 	}
 	return rows
 }
@@ -403,7 +409,7 @@ func TestSignalsAndShutdownOrder(t *testing.T) {
 			time.Sleep(500 * time.Millisecond)
 			r.sigs <- syscall.SIGUSR1
 			time.Sleep(100 * time.Millisecond)
-			p := filepath.Join(r.dir, sink.FileName(0, time.Now()))
+			p := r.csvPath(0)
 			os.Rename(p, p+".moved")
 			r.sigs <- syscall.SIGHUP
 		})
@@ -411,10 +417,9 @@ func TestSignalsAndShutdownOrder(t *testing.T) {
 		if strings.Count(logs, "msg=status") != 1 || strings.Count(logs, `msg="final status"`) != 1 {
 			t.Errorf("status lines:\n%s", logs)
 		}
-		p := filepath.Join(r.dir, sink.FileName(0, time.Now()))
-		b, err := os.ReadFile(p)
-		if err != nil || !bytes.HasPrefix(b, []byte("timestamp,")) {
-			t.Errorf("after SIGHUP the CSV was not reopened with a header: %v", err)
+		b, err := os.ReadFile(r.csvPath(0))
+		if err != nil || !bytes.HasPrefix(b, []byte("# gpu=0 uuid=")) || !bytes.Contains(b, []byte("\ntimestamp,")) {
+			t.Errorf("after SIGHUP the CSV was not reopened with its board line and header: %v", err)
 		}
 		want := []string{"stop-sampling", "listeners-stopped", "workers-stopped", "snapshots-closed", "summary-written", "files-closed", "nvml-closed"}
 		if strings.Join(r.steps, ",") != strings.Join(want, ",") {

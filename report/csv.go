@@ -275,6 +275,8 @@ type readStats struct {
 	Malformed int    // lines that did not parse (cut by a crash, damaged)
 	Damage    string // why reading stopped early (a damaged .gz), or ""
 	Before    bool   // the file has rows before the window: the data did not start inside it
+	Board     sink.Board // the board its first line names (HasBoard)
+	HasBoard  bool       // false for files written before the board line was
 }
 
 // progressFunc is told how many bytes of the file have been read.
@@ -305,14 +307,14 @@ func readWindow(f sink.CSVDay, from, to time.Time, progress progressFunc, fn fun
 	counter := &countingReader{r: fh}
 	// A .gz the logger wrote in members (sink.GzMembers) is entered at the
 	// member before the window; its layout is the header member's before it.
-	var start int64
+	var start, preamble int64
 	header := ""
 	if f.GZ {
 		if ms, ok := sink.GzMembers(fh, total); ok {
 			var hdr int64
 			start, hdr = gzStart(ms, from.Add(-seekSlack))
 			if start > 0 {
-				if header, err = gzFirstLine(fh, hdr, total); err != nil {
+				if st.Board, st.HasBoard, header, err = gzPreamble(fh, hdr, total); err != nil {
 					return st, fmt.Errorf("%s: not a readable gzip file: %w", filepath.Base(f.Path), err)
 				}
 				counter = &countingReader{r: io.NewSectionReader(fh, start, total-start), n: start}
@@ -328,7 +330,7 @@ func readWindow(f sink.CSVDay, from, to time.Time, progress progressFunc, fn fun
 	}
 	br := bufio.NewReaderSize(r, 256<<10)
 	if start == 0 {
-		header, err = br.ReadString('\n')
+		st.Board, st.HasBoard, header, preamble, err = sink.ReadPreamble(br)
 	}
 	if err != nil {
 		if err == io.EOF && header == "" {
@@ -344,7 +346,7 @@ func readWindow(f sink.CSVDay, from, to time.Time, progress progressFunc, fn fun
 		return st, fmt.Errorf("%s: %w", filepath.Base(f.Path), err)
 	}
 	if !f.GZ {
-		off, err := seekTime(fh, int64(len(header)), total, from.Add(-seekSlack))
+		off, err := seekTime(fh, preamble, total, from.Add(-seekSlack))
 		if err != nil {
 			return st, err
 		}
@@ -376,6 +378,8 @@ func readWindow(f sink.CSVDay, from, to time.Time, progress progressFunc, fn fun
 			complete := b[len(b)-1] == '\n'
 			line := strings.TrimRight(string(b), "\r\n")
 			switch {
+			case sink.IsComment(b):
+				// A board line: in a file of one board, only at its start.
 			case strings.HasPrefix(line, "timestamp,"):
 				if l, err := parseLayout(line); err == nil {
 					lay = l // a header written again (restart with another layout)
@@ -448,14 +452,15 @@ func gzStart(ms []sink.GzMember, from time.Time) (start, header int64) {
 	return start, header
 }
 
-// gzFirstLine reads the first line of the member at off.
-func gzFirstLine(f io.ReaderAt, off, total int64) (string, error) {
+// gzPreamble reads the board line and the header of the member at off.
+func gzPreamble(f io.ReaderAt, off, total int64) (b sink.Board, ok bool, header string, err error) {
 	zr, err := gzip.NewReader(io.NewSectionReader(f, off, total-off))
 	if err != nil {
-		return "", err
+		return b, false, "", err
 	}
 	zr.Multistream(false)
-	return bufio.NewReader(zr).ReadString('\n')
+	b, ok, header, _, err = sink.ReadPreamble(bufio.NewReader(zr))
+	return b, ok, header, err
 }
 
 // beforeCheck tells whether a row's timestamp is before from by comparing

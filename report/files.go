@@ -61,7 +61,7 @@ func firstRowTime(f sink.CSVDay) (t time.Time, ok bool) {
 		r = zr
 	}
 	br := bufio.NewReader(r)
-	if _, err := br.ReadString('\n'); err != nil { // the header
+	if _, _, _, _, err := sink.ReadPreamble(br); err != nil { // the board line and the header
 		return t, false
 	}
 	line, _ := br.ReadString('\n')

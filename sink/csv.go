@@ -82,9 +82,12 @@ func (c *CSVConfig) defaults() {
 	}
 }
 
-// CSV writes one CSV per GPU per local day: gpu<index>-deep-<YYYY-MM-DD>.csv,
-// continued in gpu<index>-deep-<YYYY-MM-DD>_<n>.csv when the GPU's column
-// set changes (see PartName): every file is one table under one header.
+// CSV writes one CSV per board per local day:
+// gpu<index>-<board>-deep-<YYYY-MM-DD>.csv, named by the GPU's index and its
+// UUID (BoardID), so a file never holds two boards' rows (indices move when
+// a board drops out), and continued in ..._<n>.csv when the GPU's column set
+// changes (see PartName): every file is one table under one header, after
+// the line naming its board (Board.Line).
 // Each row goes to the kernel in one write(2) as soon as it is formatted;
 // files are fsync'ed every FsyncEvery and on Sync and Close. A write that
 // fails half-way is cut back to the last whole line, so a file never holds a
@@ -130,8 +133,10 @@ type CSV struct {
 type gpuFile struct {
 	mu       sync.Mutex
 	index    int
-	fans     int // fan column pairs; changed by SetFans under mu
-	header   []byte
+	fans     int // fan column pairs; changed by SetGPU under mu
+	board    Board
+	header   []byte // the column header
+	preamble []byte // what a file starts with: the board line, then the header
 	f        file
 	osf      *os.File // f's os.File, for the sync thread
 	path     string
@@ -149,10 +154,13 @@ type gpuFile struct {
 
 var errClosed = errors.New("csv: closed")
 
-// GPUColumns describes one GPU's file: its index and fan count.
+// GPUColumns describes one GPU's files: its index, fan count and board
+// (Board.Index is Index). A board with no UUID yet (a GPU that did not
+// answer at start) writes to files named UnknownBoard until SetGPU names it.
 type GPUColumns struct {
 	Index int
 	Fans  int
+	Board Board
 }
 
 // NewCSV prepares the files for gpus (nothing is opened until the first row),
@@ -165,8 +173,8 @@ func NewCSV(cfg CSVConfig, gpus []GPUColumns) (*CSV, error) {
 	}
 	c := &CSV{cfg: cfg, log: cfg.Logger, files: map[int]*gpuFile{}, stop: make(chan struct{}), done: make(chan struct{})}
 	for _, g := range gpus {
-		fans := min(max(g.Fans, 0), reading.MaxFans)
-		gf := &gpuFile{index: g.Index, fans: fans, header: Header(fans), ring: make([]reading.Sample, cfg.RingRows)}
+		gf := &gpuFile{index: g.Index, ring: make([]reading.Sample, cfg.RingRows)}
+		gf.set(g)
 		c.files[g.Index] = gf
 		c.order = append(c.order, g.Index)
 	}
@@ -258,29 +266,43 @@ func (c *CSV) Columns(index int) []string {
 	return Columns(gf.fans)
 }
 
-// SetFans changes GPU index's column set to fans fan column pairs, from its
-// next row on: a GPU that did not answer at start (0 fans known) gets its
-// fan columns once its facts arrive. The file under the old header is closed
-// and the next row starts a new part of the day under the new header
-// (PartName), so every file stays one table. The in-memory ring keeps its
-// rows: Rows lays them out under the new header. Nothing happens when fans
-// is unchanged.
-func (c *CSV) SetFans(index, fans int) {
-	gf := c.files[index]
+// SetGPU changes the column set (fans) and the board of GPU g.Index from
+// its next row on: a GPU that did not answer at start (no UUID, 0 fans
+// known) gets its board's name and its fan columns once its facts arrive.
+// The open file is closed; the next row opens the board's file, or a new
+// part of the day when only the columns changed (PartName), so every file
+// stays one board's, under one header. The in-memory ring keeps its rows:
+// Rows lays them out under the new header. Nothing happens when neither
+// changed.
+func (c *CSV) SetGPU(g GPUColumns) {
+	gf := c.files[g.Index]
 	if gf == nil {
 		return
 	}
-	fans = min(max(fans, 0), reading.MaxFans)
 	gf.mu.Lock()
 	defer gf.mu.Unlock()
-	if fans == gf.fans {
+	fans, board := gf.fans, gf.board
+	if !gf.set(g) {
 		return
 	}
-	c.log.Info("CSV column set changes: the next row starts a new part of the day", "gpu", index, "fans_before", gf.fans, "fans", fans)
-	gf.fans, gf.header = fans, Header(fans)
+	c.log.Info("CSV column set or board changes: the next row starts a new file", "gpu", g.Index,
+		"fans_before", fans, "fans", gf.fans, "board_before", board.ID(), "board", gf.board.ID())
 	if gf.f != nil {
 		c.leave(gf, false)
 	}
+}
+
+// set takes g's fan count and board, and reports whether either changed.
+// Called with gf.mu held, or before gf is shared.
+func (gf *gpuFile) set(g GPUColumns) bool {
+	fans := min(max(g.Fans, 0), reading.MaxFans)
+	g.Board.Index = g.Index
+	if gf.header != nil && fans == gf.fans && g.Board == gf.board {
+		return false
+	}
+	gf.fans, gf.board, gf.header = fans, g.Board, Header(fans)
+	gf.preamble = append(g.Board.Line(), gf.header...)
+	return true
 }
 
 // Reopen closes every file so that the next row reopens it by name (SIGHUP:

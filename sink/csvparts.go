@@ -41,7 +41,7 @@ func (c *CSV) ensureOpen(gf *gpuFile, t time.Time) error {
 	if err != nil {
 		return err
 	}
-	f, size, created, err := openAppend(path, gf.header, c.log)
+	f, size, created, err := openAppend(path, gf.preamble, c.log)
 	if err != nil {
 		c.released(path)
 		return err
@@ -60,25 +60,25 @@ func (c *CSV) ensureOpen(gf *gpuFile, t time.Time) error {
 // pickPart returns the path of the part of day that GPU gf's row stamped
 // row goes to, held from the compressor (see compressor.hold), and the time
 // of the latest row in it: the day's last part when it is a plain file under
-// gf's header without rows later than row (or does not exist yet), else a
+// gf's board line and header without rows later than row (or does not exist yet), else a
 // new part after it, whose start is logged with the reason: a restart or a
-// SetFans with another column set, a day already compressed, or later rows
+// SetGPU with another column set or board line, a day already compressed, or later rows
 // (the clock stepped back).
 func (c *CSV) pickPart(gf *gpuFile, day, row time.Time) (string, time.Time, error) {
 	last := 1
-	for exists(filepath.Join(c.cfg.Dir, PartName(gf.index, day, last+1))) ||
-		exists(filepath.Join(c.cfg.Dir, PartName(gf.index, day, last+1)+".gz")) {
+	for exists(filepath.Join(c.cfg.Dir, PartName(gf.index, gf.board.ID(), day, last+1))) ||
+		exists(filepath.Join(c.cfg.Dir, PartName(gf.index, gf.board.ID(), day, last+1)+".gz")) {
 		last++
 	}
 	for part := last; part < last+100; part++ {
-		path := filepath.Join(c.cfg.Dir, PartName(gf.index, day, part))
+		path := filepath.Join(c.cfg.Dir, PartName(gf.index, gf.board.ID(), day, part))
 		why := ""
 		var last time.Time
 		switch {
 		case c.gz != nil && !c.gz.hold(path):
 			why = "the day's file is being compressed"
 		case exists(path):
-			first, err := firstLine(path)
+			first, err := leading(path, len(gf.preamble))
 			if err == nil {
 				last, err = lastRowTime(path)
 			}
@@ -87,8 +87,8 @@ func (c *CSV) pickPart(gf *gpuFile, day, row time.Time) (string, time.Time, erro
 				return "", time.Time{}, err
 			}
 			switch {
-			case first != "" && first != string(gf.header):
-				why = "the day's file has other columns"
+			case first != "" && first != string(gf.preamble):
+				why = "the day's file has other columns, or names the board otherwise (its serial or bus id changed)"
 			case last.Sub(row) > lateRowSlack:
 				why = "the day's file has later rows (the clock stepped back)"
 			}
@@ -118,25 +118,30 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// firstLine returns the first line of path with its newline, or "" when
-// the file holds no whole line (a new file, or one cut in its header, which
-// openAppend rewrites).
-func firstLine(path string) (string, error) {
+// leading returns the first n bytes of path when they end a line, the
+// lines they hold otherwise: what to compare with a preamble of n bytes.
+// It is "" when the file holds no whole line (a new file, or one cut in its
+// first line, which openAppend rewrites).
+func leading(path string, n int) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
-	buf := make([]byte, 4096)
-	n, err := io.ReadFull(f, buf)
+	buf := make([]byte, max(n, 4096))
+	got, err := io.ReadFull(f, buf)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
 		return "", err
 	}
-	if i := bytes.IndexByte(buf[:n], '\n'); i >= 0 {
-		return string(buf[:i+1]), nil
+	buf = buf[:got]
+	if len(buf) >= n && n > 0 && buf[n-1] == '\n' {
+		return string(buf[:n]), nil
 	}
-	if n == len(buf) {
-		return string(buf), nil // longer than any header: not ours
+	if i := bytes.LastIndexByte(buf[:min(n, len(buf))], '\n'); i >= 0 {
+		return string(buf[:i+1]), nil // another preamble: not the same file's
+	}
+	if got == len(buf) {
+		return string(buf), nil // longer than any preamble: not ours
 	}
 	return "", nil
 }

@@ -116,7 +116,7 @@ func TestFdatasyncFailureIsCountedAndLoggedWithPath(t *testing.T) {
 			t.Fatalf("fdatasync failure %d not counted: %+v", i+1, c.Stats())
 		}
 	}
-	path := filepath.Join(dir, FileName(0, s.Time))
+	path := filepath.Join(dir, FileName(0, UnknownBoard, s.Time))
 	out := logs.String()
 	if n := strings.Count(out, "fsync of a CSV failed"); n != 1 {
 		t.Errorf("logged %d times, want once:\n%s", n, out)

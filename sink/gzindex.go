@@ -11,8 +11,8 @@ import (
 
 // A finished day is gzipped as a series of gzip members (RFC 1952 allows
 // any number; gunzip, zcat and Go's gzip.Reader read them as one stream),
-// each about gzMemberInput bytes of whole CSV lines, a header line always
-// starting a member of its own. Each member's header carries an extra field
+// each about gzMemberInput bytes of whole CSV lines, a file's preamble (its
+// board line and header) always starting a member of its own. Each member's header carries an extra field
 // (subfield "GT") with the member's length and its first line's timestamp,
 // so a reader walks the members' headers, seeks to the one before the time
 // it wants and decompresses from there: a minute of a day costs a member or
@@ -60,7 +60,7 @@ func gzWriteMembers(w io.Writer, r io.Reader, stop <-chan struct{}) error {
 		data := chunk.Bytes()
 		var flags byte
 		stamp := data
-		if bytes.HasPrefix(data, []byte("timestamp,")) {
+		if IsComment(data) || bytes.HasPrefix(data, []byte("timestamp,")) {
 			flags, stamp = gzFlagHeader, nil
 		} else if i := bytes.IndexByte(stamp, ','); i >= 0 && i <= gzMaxStamp {
 			stamp = stamp[:i]
@@ -89,6 +89,7 @@ func gzWriteMembers(w io.Writer, r io.Reader, stop <-chan struct{}) error {
 		_, err := w.Write(b)
 		return err
 	}
+	onlyComments := false // the chunk holds comment lines only (a preamble's start)
 	for {
 		line, rerr := br.ReadSlice('\n')
 		if rerr == bufio.ErrBufferFull {
@@ -96,11 +97,14 @@ func gzWriteMembers(w io.Writer, r io.Reader, stop <-chan struct{}) error {
 			chunk.Write(line)
 			continue
 		}
-		if len(line) > 0 && bytes.HasPrefix(line, []byte("timestamp,")) {
+		// A file's preamble (its board line, then its header) starts a
+		// member of its own.
+		if (IsComment(line) || bytes.HasPrefix(line, []byte("timestamp,"))) && !onlyComments {
 			if err := flush(); err != nil {
 				return err
 			}
 		}
+		onlyComments = IsComment(line) && (onlyComments || chunk.Len() == 0)
 		chunk.Write(line)
 		if chunk.Len() >= gzMemberInput && len(line) > 0 && line[len(line)-1] == '\n' {
 			if err := flush(); err != nil {

@@ -25,29 +25,29 @@ func checkTable(t *testing.T, name string, lines []string) {
 	}
 }
 
-// TestCSVSetFansStartsANewPart: a GPU that was stuck at start (0 fans)
-// gets its fan columns from the row after SetFans, in a new part of the day
+// TestCSVSetGPUStartsANewPart: a GPU that was stuck at start (0 fans)
+// gets its fan columns from the row after SetGPU, in a new part of the day
 // under its own header; the rows before stay in the first part.
-func TestCSVSetFansStartsANewPart(t *testing.T) {
+func TestCSVSetGPUStartsANewPart(t *testing.T) {
 	dir := t.TempDir()
 	c := newTestCSV(t, dir, CSVConfig{})
 	s := fullSample()
 	s.GPU = 1 // configured with 0 fans
 	s.NumFans = 0
 	c.Write(&s)
-	c.SetFans(1, 2)
+	c.SetGPU(GPUColumns{Index: 1, Fans: 2})
 	if got := c.Columns(1); len(got) != len(Columns(2)) {
-		t.Errorf("columns after SetFans: %d, want %d", len(got), len(Columns(2)))
+		t.Errorf("columns after SetGPU: %d, want %d", len(got), len(Columns(2)))
 	}
 	// The ring keeps the row written before (a crash snapshot of the GPU's
 	// first answers shows what it wrote while stuck), laid out under the new
 	// header, its fan cells empty: those fans were not read.
 	hdr, rows := c.Rows(1)
 	if hdr+"\n" != string(Header(2)) || len(rows) != 1 {
-		t.Fatalf("ring after SetFans: header %q, %d rows; want the new header and the row written before", hdr, len(rows))
+		t.Fatalf("ring after SetGPU: header %q, %d rows; want the new header and the row written before", hdr, len(rows))
 	}
 	if cells := strings.Split(rows[0], ","); len(cells) != len(Columns(2)) || !strings.Contains(rows[0], ",,,,,") {
-		t.Errorf("ring row after SetFans: %q, want %d cells with the fan cells empty", rows[0], len(Columns(2)))
+		t.Errorf("ring row after SetGPU: %q, want %d cells with the fan cells empty", rows[0], len(Columns(2)))
 	}
 	s.NumFans = 2
 	for range 2 {
@@ -56,15 +56,15 @@ func TestCSVSetFansStartsANewPart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c.SetFans(1, 2) // unchanged: no new part
+	c.SetGPU(GPUColumns{Index: 1, Fans: 2}) // unchanged: no new part
 	s.Time = s.Time.Add(time.Second)
 	c.Write(&s)
 	if hdr, rows := c.Rows(1); hdr+"\n" != string(Header(2)) || len(rows) != 4 {
 		t.Errorf("ring: header %q, %d rows; want 4 under the new header", hdr, len(rows))
 	}
 	c.Close()
-	p1 := filepath.Join(dir, PartName(1, s.Time, 1))
-	p2 := filepath.Join(dir, PartName(1, s.Time, 2))
+	p1 := filepath.Join(dir, PartName(1, UnknownBoard, s.Time, 1))
+	p2 := filepath.Join(dir, PartName(1, UnknownBoard, s.Time, 2))
 	l1, l2 := readLines(t, p1), readLines(t, p2)
 	checkTable(t, p1, l1)
 	checkTable(t, p2, l2)
@@ -93,11 +93,11 @@ func TestCSVClockStepBackAcrossMidnight(t *testing.T) {
 		evening  string    // where the stepped-back rows go
 		want     []string  // the rows there
 	}{
-		{"compressed", true, time.Date(2026, 12, 1, 23, 59, 50, 0, cet), "gpu0-deep-2026-12-01_2.csv",
+		{"compressed", true, time.Date(2026, 12, 1, 23, 59, 50, 0, cet), "gpu0-unknown-deep-2026-12-01_2.csv",
 			[]string{"2026-12-01T18:00", "2026-12-01T20:00", "2026-12-01T22:00"}},
-		{"later rows", false, time.Date(2026, 12, 1, 23, 59, 50, 0, cet), "gpu0-deep-2026-12-01_2.csv",
+		{"later rows", false, time.Date(2026, 12, 1, 23, 59, 50, 0, cet), "gpu0-unknown-deep-2026-12-01_2.csv",
 			[]string{"2026-12-01T18:00", "2026-12-01T20:00", "2026-12-01T22:00"}},
-		{"earlier rows", false, time.Date(2026, 12, 1, 17, 0, 0, 0, cet), "gpu0-deep-2026-12-01.csv",
+		{"earlier rows", false, time.Date(2026, 12, 1, 17, 0, 0, 0, cet), "gpu0-unknown-deep-2026-12-01.csv",
 			[]string{"2026-12-01T17:00", "2026-12-01T18:00", "2026-12-01T20:00", "2026-12-01T22:00"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -120,7 +120,7 @@ func TestCSVClockStepBackAcrossMidnight(t *testing.T) {
 			write(tc.first)
 			write(time.Date(2026, 12, 2, 0, 0, 10, 0, cet)) // midnight: 12-01 finished
 			if tc.compress {
-				waitCompressed(t, filepath.Join(dir, "gpu0-deep-2026-12-01.csv"))
+				waitCompressed(t, filepath.Join(dir, "gpu0-unknown-deep-2026-12-01.csv"))
 			}
 			// The clock steps back six hours.
 			write(time.Date(2026, 12, 1, 18, 0, 10, 0, cet))
@@ -149,7 +149,7 @@ func TestCSVClockStepBackAcrossMidnight(t *testing.T) {
 			if strings.Join(rows, " ") != strings.Join(tc.want, " ") {
 				t.Errorf("%s rows at %q, want %q", tc.evening, rows, tc.want)
 			}
-			next := readLines(t, filepath.Join(dir, "gpu0-deep-2026-12-02.csv"))
+			next := readLines(t, filepath.Join(dir, "gpu0-unknown-deep-2026-12-02.csv"))
 			if len(next) != 5 {
 				t.Errorf("12-02 has %d lines, want header + 4 rows: %q", len(next), next)
 			}
@@ -159,7 +159,7 @@ func TestCSVClockStepBackAcrossMidnight(t *testing.T) {
 				}
 			}
 			if tc.compress {
-				first := readLines(t, filepath.Join(dir, "gpu0-deep-2026-12-01.csv.gz"))
+				first := readLines(t, filepath.Join(dir, "gpu0-unknown-deep-2026-12-01.csv.gz"))
 				if len(first) != 2 || !strings.HasPrefix(first[1], string(AppendTimestamp(nil, tc.first))) {
 					t.Errorf("the compressed day changed: %q", first)
 				}
@@ -210,7 +210,7 @@ func TestCSVClockStepBackWithinADay(t *testing.T) {
 	for _, f := range []struct {
 		name string
 		want []string
-	}{{"gpu0-deep-2026-12-01.csv", want1}, {"gpu0-deep-2026-12-01_2.csv", want2}} {
+	}{{"gpu0-unknown-deep-2026-12-01.csv", want1}, {"gpu0-unknown-deep-2026-12-01_2.csv", want2}} {
 		lines := readLines(t, filepath.Join(dir, f.name))
 		checkTable(t, f.name, lines)
 		var got []string
@@ -275,7 +275,7 @@ func TestCSVCloseWaitsForALeftPart(t *testing.T) {
 	if err := c.Write(&s); err != nil {
 		t.Fatal(err)
 	}
-	c.SetFans(1, 2) // the part is let go of, synced on its own goroutine
+	c.SetGPU(GPUColumns{Index: 1, Fans: 2}) // the part is let go of, synced on its own goroutine
 	c.Close()       // no file open: nothing of its own to sync
 	select {
 	case <-synced:

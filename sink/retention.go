@@ -12,7 +12,7 @@ import (
 )
 
 // tmpFile matches the temp files of a compression in progress.
-var tmpFile = regexp.MustCompile(`^\.gpu\d+-deep-\d{4}-\d{2}-\d{2}(_\d+)?\.csv\.gz\.tmp`)
+var tmpFile = regexp.MustCompile(`^\.gpu\d+-(?:[0-9a-z]{1,8}-)?deep-\d{4}-\d{2}-\d{2}(_\d+)?\.csv\.gz\.tmp`)
 
 // housekeeping deletes days older than the retention and queues finished,
 // uncompressed days (from this run or earlier ones) for compression. Days are

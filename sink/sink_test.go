@@ -125,13 +125,21 @@ func newTestCSV(t *testing.T, dir string, cfg CSVConfig) *CSV {
 	return c
 }
 
+// readLines returns the lines of the CSV at path after its board line,
+// which it checks: every file the writer makes starts with one, naming the
+// GPU of its name.
 func readLines(t *testing.T, path string) []string {
 	t.Helper()
 	b := testutil.ReadFile(t, path)
 	if len(b) > 0 && b[len(b)-1] != '\n' {
 		t.Fatalf("%s does not end in a newline: %q", path, b[max(0, len(b)-40):])
 	}
-	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	f, named := ParseFileName(filepath.Base(strings.TrimSuffix(path, ".gz")), time.UTC)
+	if bd, ok := ParseBoardLine(lines[0]); !ok || (named && (bd.Index != f.GPU || BoardID(bd.UUID) != f.Board)) {
+		t.Fatalf("%s does not start with its board's line: %q", path, lines[0])
+	}
+	return lines[1:]
 }
 
 func TestRotationAtLocalMidnight(t *testing.T) {
@@ -149,8 +157,8 @@ func TestRotationAtLocalMidnight(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d1 := readLines(t, filepath.Join(dir, "gpu0-deep-2026-11-29.csv"))
-	d2 := readLines(t, filepath.Join(dir, "gpu0-deep-2026-11-30.csv"))
+	d1 := readLines(t, filepath.Join(dir, "gpu0-unknown-deep-2026-11-29.csv"))
+	d2 := readLines(t, filepath.Join(dir, "gpu0-unknown-deep-2026-11-30.csv"))
 	if len(d1) != 2 || len(d2) != 3 {
 		t.Fatalf("day 1 has %d lines, day 2 %d; want 2 and 3", len(d1), len(d2))
 	}
@@ -165,8 +173,8 @@ func TestRotationAtLocalMidnight(t *testing.T) {
 func TestRestartContinuesAndRepairsPartialLine(t *testing.T) {
 	dir := t.TempDir()
 	s := fullSample()
-	path := filepath.Join(dir, FileName(0, s.Time))
-	prev := string(Header(2)) + string(AppendRow(nil, &s, 2))
+	path := filepath.Join(dir, FileName(0, UnknownBoard, s.Time))
+	prev := string(Board{}.Line()) + string(Header(2)) + string(AppendRow(nil, &s, 2))
 	// The last run was killed in the middle of a row.
 	if err := os.WriteFile(path, []byte(prev+"2026-11-29T15:29:19.2"), 0o644); err != nil {
 		t.Fatal(err)
@@ -231,7 +239,7 @@ func TestENOSPCCutsBackToWholeLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	lines := readLines(t, filepath.Join(dir, FileName(0, s.Time)))
+	lines := readLines(t, filepath.Join(dir, FileName(0, UnknownBoard, s.Time)))
 	if len(lines) != 4 {
 		t.Fatalf("%d lines, want header + 3 rows", len(lines))
 	}
@@ -250,7 +258,7 @@ func TestDiskGuard(t *testing.T) {
 	if err := c.Write(&s); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, FileName(0, s.Time))); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(dir, FileName(0, UnknownBoard, s.Time))); !os.IsNotExist(err) {
 		t.Errorf("file written below the free-space floor")
 	}
 	free = 600 << 20
@@ -272,7 +280,7 @@ func TestReopenAfterMove(t *testing.T) {
 	c := newTestCSV(t, dir, CSVConfig{})
 	s := fullSample()
 	c.Write(&s)
-	path := filepath.Join(dir, FileName(0, s.Time))
+	path := filepath.Join(dir, FileName(0, UnknownBoard, s.Time))
 	if err := os.Rename(path, path+".moved"); err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +321,7 @@ func TestRetentionAndCompression(t *testing.T) {
 	var names []string
 	for ago := 0; ago <= 20; ago++ {
 		day := now.AddDate(0, 0, -ago)
-		name := FileName(0, day)
+		name := FileName(0, UnknownBoard, day)
 		names = append(names, name)
 		if err := os.WriteFile(filepath.Join(dir, name), []byte("timestamp\nrow "+name+"\n"), 0o644); err != nil {
 			t.Fatal(err)
@@ -507,17 +515,17 @@ func TestLateRowNeverReopensAFinishedDay(t *testing.T) {
 	s.Time = time.Date(2026, 11, 29, 23, 59, 59, 0, cet) // a sample stuck over midnight
 	c.Write(&s)
 	c.Close()
-	if _, err := os.Stat(filepath.Join(dir, "gpu0-deep-2026-11-29.csv")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(dir, "gpu0-unknown-deep-2026-11-29.csv")); !os.IsNotExist(err) {
 		t.Errorf("the finished day was reopened: %v", err)
 	}
-	if n := len(readLines(t, filepath.Join(dir, "gpu0-deep-2026-11-30.csv"))); n != 3 {
+	if n := len(readLines(t, filepath.Join(dir, "gpu0-unknown-deep-2026-11-30.csv"))); n != 3 {
 		t.Errorf("current day has %d lines, want header + 2 rows", n)
 	}
 }
 
 func TestCompressionNeverReplacesAnExistingGz(t *testing.T) {
 	dir := t.TempDir()
-	p := filepath.Join(dir, "gpu0-deep-2026-11-20.csv")
+	p := filepath.Join(dir, "gpu0-unknown-deep-2026-11-20.csv")
 	os.WriteFile(p, []byte("timestamp\nlate row\n"), 0o644)
 	os.WriteFile(p+".gz", []byte("the real day"), 0o644)
 	if err := gzipFile(p, make(chan struct{})); err == nil {
@@ -571,8 +579,8 @@ func TestRotationAcrossDSTChange(t *testing.T) {
 		}
 	}
 	c.Close()
-	day1 := readLines(t, filepath.Join(dir, "gpu0-deep-2026-10-25.csv"))
-	day2 := readLines(t, filepath.Join(dir, "gpu0-deep-2026-10-26.csv"))
+	day1 := readLines(t, filepath.Join(dir, "gpu0-unknown-deep-2026-10-25.csv"))
+	day2 := readLines(t, filepath.Join(dir, "gpu0-unknown-deep-2026-10-26.csv"))
 	if len(day1) != 4 || len(day2) != 2 {
 		t.Fatalf("day 1 has %d lines, day 2 %d; want 4 and 2", len(day1), len(day2))
 	}

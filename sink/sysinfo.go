@@ -131,7 +131,7 @@ func RenderSystemInfo(si SystemInfo) []byte {
 		} else {
 			fmt.Fprintf(&b, " Default power limit: n/a\n")
 		}
-		fmt.Fprintf(&b, " CSV: gpu%d-deep-YYYY-MM-DD.csv (a day's later parts: _2.csv, _3.csv, ...)\n", g.Index)
+		fmt.Fprintf(&b, " CSV: gpu%d-%s-deep-YYYY-MM-DD.csv (a day's later parts: _2.csv, _3.csv, ...)\n", g.Index, BoardID(g.UUID))
 		if h, ok := si.Health[g.Index]; ok {
 			fmt.Fprintf(&b, " Health counters: %s\n", h)
 		} else {

@@ -110,19 +110,21 @@ func WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
 	}
 	for _, g := range rows {
 		if g.last.IsZero() {
-			fmt.Fprintf(&b, "GPU %d: no rows before this start\n", g.gpu)
+			fmt.Fprintf(&b, "%s: no rows before this start\n", g.name())
 			continue
 		}
 		gap := c.Now.Sub(g.last)
-		res.GapPerGPU[g.gpu] = gap
+		if was, ok := res.GapPerGPU[g.gpu]; !ok || gap < was {
+			res.GapPerGPU[g.gpu] = gap // the index's newest board
+		}
 		res.GPUs++
 		if g.last.After(res.LastRow) {
 			res.LastRow = g.last
 		}
-		fmt.Fprintf(&b, "GPU %d: last row %s, gap %s\n", g.gpu, g.last.Format(sink.TimestampLayout), gap.Round(time.Millisecond))
+		fmt.Fprintf(&b, "%s: last row %s, gap %s\n", g.name(), g.last.Format(sink.TimestampLayout), gap.Round(time.Millisecond))
 	}
 	for _, g := range rows {
-		fmt.Fprintf(&b, "\n=== GPU %d: last %d rows (%s) ===\n", g.gpu, bootRows, strings.Join(g.sources, ", "))
+		fmt.Fprintf(&b, "\n=== %s: last %d rows (%s) ===\n", g.name(), bootRows, strings.Join(g.sources, ", "))
 		for _, n := range g.notes {
 			b.WriteString("(" + n + ")\n")
 		}

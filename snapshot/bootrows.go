@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,9 +21,10 @@ const tailBytes = 2 << 20
 // maxDaysBack bounds how many days back the last rows are looked for.
 const maxDaysBack = 3
 
-// gpuRows is one GPU's last rows from before a moment.
+// gpuRows is one board's last rows as one GPU index from before a moment.
 type gpuRows struct {
 	gpu     int
+	board   string // the board's part of the file names (sink.BoardID); "" in older files' names
 	header  string
 	rows    []string  // oldest first
 	last    time.Time // the last row's time (zero when none)
@@ -30,15 +32,17 @@ type gpuRows struct {
 	notes   []string  // what could not be read
 }
 
-// lastRowsBefore returns, per GPU with CSV files in dir, the last n rows
-// written before t (the new run's rows come after), looking back across
-// midnight into the previous days' .csv or .csv.gz.
+// lastRowsBefore returns, per GPU index and board with CSV files in dir,
+// the last n rows written before t (the new run's rows come after), looking
+// back across midnight into the previous days' .csv or .csv.gz. Two boards
+// seen at one index (the indices moved) are two entries: their rows are
+// never joined.
 func lastRowsBefore(dir string, t time.Time, n int) []gpuRows {
-	files, _ := sink.ListDays(dir, t.Location()) // by GPU, then oldest day first
+	files, _ := sink.ListDays(dir, t.Location()) // by GPU, then board, then oldest day first
 	var out []gpuRows
 	for len(files) > 0 {
 		k := 1
-		for k < len(files) && files[k].GPU == files[0].GPU {
+		for k < len(files) && files[k].GPU == files[0].GPU && files[k].Board == files[0].Board {
 			k++
 		}
 		out = append(out, rowsBefore(files[:k], t, n))
@@ -51,7 +55,7 @@ func lastRowsBefore(dir string, t time.Time, n int) []gpuRows {
 // has n rows or has gone maxDaysBack days back. Rows under another header
 // (an older part with another column set) are not joined to the newer ones.
 func rowsBefore(days []sink.CSVDay, t time.Time, n int) gpuRows {
-	gr := gpuRows{gpu: days[0].GPU}
+	gr := gpuRows{gpu: days[0].GPU, board: days[0].Board}
 	newest := days[len(days)-1].Day
 	for i := len(days) - 1; i >= 0 && len(gr.rows) < n && !days[i].Day.Before(newest.AddDate(0, 0, 1-maxDaysBack)); i-- {
 		f := days[i]
@@ -105,7 +109,7 @@ func readRowsBefore(path string, gz bool, t time.Time, n int) (string, []string,
 		r = zr
 	} else {
 		br := bufio.NewReader(f)
-		header, _ = br.ReadString('\n')
+		_, _, header, _, _ = sink.ReadPreamble(br)
 		if fi, err := f.Stat(); err == nil && fi.Size() > tailBytes {
 			if _, err := f.Seek(fi.Size()-tailBytes, io.SeekStart); err != nil {
 				return "", nil, err
@@ -128,6 +132,9 @@ func readRowsBefore(path string, gz bool, t time.Time, n int) (string, []string,
 			break // a last line without newline was cut by the crash
 		}
 		line = strings.TrimRight(line, "\r\n")
+		if sink.IsComment([]byte(line)) {
+			continue // the board line
+		}
 		if strings.HasPrefix(line, "timestamp,") {
 			if header == "" || first {
 				header = line + "\n"
@@ -147,4 +154,13 @@ func readRowsBefore(path string, gz bool, t time.Time, n int) (string, []string,
 		ring = append(ring, line)
 	}
 	return strings.TrimRight(header, "\r\n"), ring, rerr
+}
+
+// name is how the boot log names the rows' GPU: its index, and its board
+// when the file names say ("GPU 0 (board 5a3c1e2f)").
+func (g gpuRows) name() string {
+	if g.board == "" {
+		return "GPU " + strconv.Itoa(g.gpu)
+	}
+	return "GPU " + strconv.Itoa(g.gpu) + " (board " + g.board + ")"
 }

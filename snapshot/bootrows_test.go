@@ -30,3 +30,35 @@ func TestLastRowsBeforeStopAtAnotherHeader(t *testing.T) {
 		t.Errorf("notes %q: want one saying the older rows have other columns", g.notes)
 	}
 }
+
+// TestLastRowsBeforeOneBoardEach: two boards were GPU 0 (the previous run's
+// board fell off the bus and the indices moved, or the other way round):
+// each board's last rows are shown apart, never joined, the board line
+// skipped.
+func TestLastRowsBeforeOneBoardEach(t *testing.T) {
+	dir := t.TempDir()
+	h := "timestamp,gpu_temp\n"
+	os.WriteFile(filepath.Join(dir, "gpu0-aaaa0001-deep-2026-12-01.csv"),
+		[]byte("# gpu=0 uuid=GPU-aaaa0001-x\n"+h+"2026-12-01T10:00:00.000Z,64\n2026-12-01T10:00:00.100Z,65\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "gpu0-bbbb0002-deep-2026-12-01.csv"),
+		[]byte("# gpu=0 uuid=GPU-bbbb0002-x\n"+h+"2026-12-01T10:05:00.000Z,33\n"), 0o644)
+	now := time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC)
+	rows := lastRowsBefore(dir, now, 50)
+	if len(rows) != 2 {
+		t.Fatalf("%d entries, want one per board", len(rows))
+	}
+	for i, want := range []struct {
+		name  string
+		temps []string
+	}{{"GPU 0 (board aaaa0001)", []string{",64", ",65"}}, {"GPU 0 (board bbbb0002)", []string{",33"}}} {
+		g := rows[i]
+		if g.name() != want.name || g.header+"\n" != h || len(g.rows) != len(want.temps) {
+			t.Fatalf("entry %d: %s header %q rows %q, want %s's %d rows", i, g.name(), g.header, g.rows, want.name, len(want.temps))
+		}
+		for j, r := range g.rows {
+			if !strings.HasSuffix(r, want.temps[j]) {
+				t.Errorf("%s row %d: %q, want its own board's", g.name(), j, r)
+			}
+		}
+	}
+}

@@ -749,7 +749,7 @@ func countRows(dir string) int {
 	n := 0
 	for _, f := range csvFiles(dir) {
 		b, _ := os.ReadFile(f)
-		n += max(strings.Count(string(b), "\n")-1, 0)
+		n += max(strings.Count(string(b), "\n")-2, 0) // after the board line and the header
 	}
 	return n
 }
@@ -764,6 +764,7 @@ func cadence(dir string, iv time.Duration) (dev []float64, mean float64, err err
 			return nil, 0, err
 		}
 		r := csv.NewReader(fh)
+		r.Comment = '#' // the board line
 		var prev time.Time
 		first := true
 		for {

@@ -307,7 +307,7 @@ func runDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := func() bool {
-		m, _ := filepath.Glob(filepath.Join(dir, "gpu0-deep-*.csv"))
+		m, _ := filepath.Glob(filepath.Join(dir, "gpu0-*deep-*.csv"))
 		if len(m) == 0 {
 			return false
 		}

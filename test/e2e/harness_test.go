@@ -387,13 +387,17 @@ func (p *proc) writeKmsg(records ...string) {
 	}
 }
 
-// csvFile returns the path of GPU gpu's CSV for today.
+// csvFile returns the path of the CSV GPU gpu writes to: of its files
+// (named by board, day and part), the one written last.
 func (p *proc) csvFile(gpu int) string {
-	matches, _ := filepath.Glob(filepath.Join(p.dir, fmt.Sprintf("gpu%d-deep-*.csv", gpu)))
-	if len(matches) == 0 {
-		return ""
+	matches, _ := filepath.Glob(filepath.Join(p.dir, fmt.Sprintf("gpu%d-*deep-*.csv", gpu)))
+	newest, at := "", time.Time{}
+	for _, m := range matches {
+		if fi, err := os.Stat(m); err == nil && !fi.ModTime().Before(at) {
+			newest, at = m, fi.ModTime()
+		}
 	}
-	return matches[len(matches)-1]
+	return newest
 }
 
 // table is a parsed CSV: header and rows, every row checked for its width.
@@ -411,10 +415,17 @@ func (tb table) get(row []string, name string) string {
 	return row[i]
 }
 
-// readCSV parses a CSV strictly: every line must have the header's width.
+// readCSV parses a CSV strictly: its first line names its board, then
+// every line must have the header's width.
 func readCSV(t *testing.T, path string) table {
 	t.Helper()
-	recs, err := csv.NewReader(strings.NewReader(readFile(t, path))).ReadAll()
+	text := readFile(t, path)
+	if first, _, _ := strings.Cut(text, "\n"); !strings.HasPrefix(first, "# gpu=") {
+		t.Fatalf("%s does not start with its board line: %q", path, first)
+	}
+	cr := csv.NewReader(strings.NewReader(text))
+	cr.Comment = '#' // the board line
+	recs, err := cr.ReadAll()
 	if err != nil {
 		t.Fatalf("%s is not a well-formed CSV: %v", path, err)
 	}
@@ -438,7 +449,9 @@ func rowCount(path string) int {
 	n := -1
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		n++
+		if !strings.HasPrefix(sc.Text(), "#") { // the board line
+			n++
+		}
 	}
 	return max(n, 0)
 }

@@ -103,7 +103,7 @@ func TestGPUSelectorOfAGPUStuckAtStart(t *testing.T) {
 	}
 	// The hang's rows are in the day's first part (its next part, with the
 	// fan columns, begins once the GPU answered).
-	parts, _ := filepath.Glob(filepath.Join(p.dir, "gpu1-deep-*.csv"))
+	parts, _ := filepath.Glob(filepath.Join(p.dir, "gpu1-*deep-*.csv"))
 	var all strings.Builder
 	for _, f := range parts {
 		all.WriteString(readFile(t, f))

@@ -40,7 +40,9 @@ func zoneWithMidnightSoon(t *testing.T, lead time.Duration) (string, *time.Locat
 // every line must have the header's width.
 func readRows(t *testing.T, path string) [][]string {
 	t.Helper()
-	recs, err := csv.NewReader(bytes.NewReader(testutil.ReadFile(t, path))).ReadAll()
+	cr := csv.NewReader(bytes.NewReader(testutil.ReadFile(t, path)))
+	cr.Comment = '#' // the board line
+	recs, err := cr.ReadAll()
 	if err != nil {
 		t.Fatalf("%s is not a complete CSV: %v", path, err)
 	}
@@ -61,7 +63,11 @@ func TestMidnightWithEightGPUs(t *testing.T) {
 	day1, day2 := midnight.Add(-time.Hour).Format("2006-01-02"), midnight.Format("2006-01-02")
 	p := start(t, opts{scenario: "@healthy-8gpu", env: []string{"TZ=" + tz}})
 	name := func(gpu int, day, ext string) string {
-		return filepath.Join(p.dir, fmt.Sprintf("gpu%d-deep-%s%s", gpu, day, ext))
+		m, _ := filepath.Glob(filepath.Join(p.dir, fmt.Sprintf("gpu%d-*-deep-%s%s", gpu, day, ext)))
+		if len(m) != 1 {
+			return filepath.Join(p.dir, fmt.Sprintf("gpu%d-(one board)-deep-%s%s", gpu, day, ext))
+		}
+		return m[0]
 	}
 	// Ticks the logger itself counted as run late or skipped, in windows.
 	late := logCounters(p, "tick_overruns", "busy_skips")

@@ -64,7 +64,7 @@ func testSystemdNotify(t *testing.T, args []string) {
 				// Counted as READY arrives: rows written later cannot hide
 				// an early READY.
 				for gpu := range rowsAtReady {
-					m, _ := filepath.Glob(filepath.Join(dir, "gpu"+strconv.Itoa(gpu)+"-deep-*.csv"))
+					m, _ := filepath.Glob(filepath.Join(dir, "gpu"+strconv.Itoa(gpu)+"-*deep-*.csv"))
 					if len(m) > 0 {
 						rowsAtReady[gpu] = rowCount(m[0])
 					} else {
