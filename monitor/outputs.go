@@ -48,7 +48,7 @@ type rowWriter interface {
 	Write(s *reading.Sample) error
 	Rows(index int) (header string, rows []string)
 	Recent(index int) sink.Recent // Rows with the last row's columns and cells
-	SetGPU(g sink.GPUColumns) // its columns and board, once known
+	SetGPU(g sink.GPUColumns)     // its columns and board, once known
 }
 
 // eventSink writes events.log lines (and their journal copies): a line,

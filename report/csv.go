@@ -271,10 +271,10 @@ func (l *layout) parseRow(line string, cells []string) (Row, []string, bool) {
 // readStats says what reading one file gave, for the "read" and "skipped"
 // lines of the report.
 type readStats struct {
-	Rows      int    // rows in the window
-	Malformed int    // lines that did not parse (cut by a crash, damaged)
-	Damage    string // why reading stopped early (a damaged .gz), or ""
-	Before    bool   // the file has rows before the window: the data did not start inside it
+	Rows      int        // rows in the window
+	Malformed int        // lines that did not parse (cut by a crash, damaged)
+	Damage    string     // why reading stopped early (a damaged .gz), or ""
+	Before    bool       // the file has rows before the window: the data did not start inside it
 	Board     sink.Board // the board its first line names (HasBoard)
 	HasBoard  bool       // false for files written before the board line was
 }

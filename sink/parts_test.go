@@ -276,7 +276,7 @@ func TestCSVCloseWaitsForALeftPart(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.SetGPU(GPUColumns{Index: 1, Fans: 2}) // the part is let go of, synced on its own goroutine
-	c.Close()       // no file open: nothing of its own to sync
+	c.Close()                               // no file open: nothing of its own to sync
 	select {
 	case <-synced:
 	default:
