@@ -136,7 +136,7 @@ func RecentFlags(g GPUDoc, now time.Time, d time.Duration) []string {
 
 // GPULines is one GPU's block on the status screen.
 func GPULines(g GPUDoc, now time.Time) []string {
-	l1 := "GPU " + itoa(g.Index) + "  " + g.Name + "  " + g.BusID + "  " + StateText(g, now)
+	l1 := "GPU " + itoa(g.Index) + "  " + g.Name + "  " + g.BusID + "  " + orNA(g.UUID) + "  serial " + orNA(g.Serial) + "  " + StateText(g, now)
 	if g.SampleTime == nil {
 		return []string{l1, "  no sample yet"}
 	}

@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"context"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"time"
@@ -20,6 +21,7 @@ func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
 	if err != nil {
 		m.log.Warn("cannot record this run; the next start will not know whether it stopped cleanly", "error", err)
 	}
+	m.compareInventory(prev)
 	if !prev.Unclean() {
 		return
 	}
@@ -44,6 +46,37 @@ func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
 		}
 		m.eventLine(line)
 	}()
+}
+
+// compareInventory compares the boards found with the previous run's
+// (run-state), by UUID: a board missing, new, or at another index or bus id
+// is one INVENTORY line each in events.log (a missing one at warning
+// level), and one start-up log line sums them up. The previous run's CSVs
+// of a board that moved keep its rows under their own board's name.
+func (m *Monitor) compareInventory(prev snapshot.PreviousRun) {
+	if !prev.Found {
+		return // the first run here
+	}
+	if len(prev.State.GPUs) == 0 {
+		m.log.Info("the previous run did not record its GPUs (an older version); the GPUs found are not compared with it")
+		return
+	}
+	changes := sink.CompareInventory(prev.State.GPUs, m.boards())
+	count := map[string]int{}
+	for _, c := range changes {
+		count[c.Change]++
+		m.eventLine(c.Event(m.start))
+	}
+	if len(changes) == 0 {
+		m.log.Info("GPU inventory: the same boards as the previous run, at the same indices", "gpus", len(m.gpus))
+		return
+	}
+	level := slog.LevelInfo
+	if count[sink.InventoryMissing] > 0 {
+		level = slog.LevelWarn
+	}
+	m.log.Log(context.Background(), level, "GPU inventory changed since the previous run (INVENTORY lines in events.log)",
+		"missing", count[sink.InventoryMissing], "new", count[sink.InventoryNew], "moved", count[sink.InventoryMoved])
 }
 
 // markCleanStop writes the clean-stop marker once every file is closed.

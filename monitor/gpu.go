@@ -490,6 +490,7 @@ func (gs *gpuState) header(when time.Time, reason string, event uint64) snapshot
 		GPUName:     info.Name,
 		BusID:       gs.busID(),
 		UUID:        info.UUID,
+		Serial:      info.Serial,
 		Reason:      reason,
 		KernelClock: m.hdr.kernelClock(),
 		Uptime:      time.Since(m.hdr.start),

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
@@ -123,10 +124,42 @@ func (m *Monitor) beginRun(bootID string) (snapshot.PreviousRun, error) {
 	rs := &m.runState
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	rs.cur = snapshot.RunState{BootID: bootID, Started: m.start, PID: os.Getpid(), KmsgSeq: m.kmsgSeq()}
+	rs.cur = snapshot.RunState{BootID: bootID, Started: m.start, PID: os.Getpid(), KmsgSeq: m.kmsgSeq(), GPUs: m.boards()}
 	prev, err := snapshot.BeginRun(m.cfg.LogDir, rs.cur)
 	rs.begun = true
 	return prev, err
+}
+
+// boards are the monitored GPUs' boards, as their static facts name them.
+func (m *Monitor) boards() []sink.Board {
+	out := make([]sink.Board, 0, len(m.gpus))
+	for _, gs := range m.gpus {
+		out = append(out, csvColumns(gs.idx, gs.info()).Board)
+	}
+	return out
+}
+
+// saveBoards rewrites run-state with the boards, once a GPU stuck at start
+// has answered: the next start knows its board. Before beginRun it does
+// nothing (beginRun records them).
+func (m *Monitor) saveBoards() {
+	rs := &m.runState
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if !rs.begun {
+		return
+	}
+	next := rs.cur
+	next.GPUs = m.boards()
+	write := rs.write
+	if write == nil {
+		write = snapshot.WriteRunState
+	}
+	if err := write(m.cfg.LogDir, next); err != nil {
+		m.log.Warn("cannot record the GPU that answered late in run-state; the next start will not compare it", "error", err)
+		return
+	}
+	rs.cur = next
 }
 
 // saveKmsgSeq rewrites run-state when the kernel log position moved. Before

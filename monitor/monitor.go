@@ -183,7 +183,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 // columns and its board (the file names and first line).
 func csvColumns(index int, info reading.GPU) sink.GPUColumns {
 	return sink.GPUColumns{Index: index, Fans: info.NumFans,
-		Board: sink.Board{UUID: info.UUID, Serial: info.Serial, Bus: info.BusID, Name: info.Name}}
+		Board: sink.Board{Index: index, UUID: info.UUID, Serial: info.Serial, Bus: info.BusID, Name: info.Name}}
 }
 
 func (m *Monitor) writeSystemInfo() {

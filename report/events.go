@@ -93,6 +93,15 @@ func (e Event) describe() string {
 		return s
 	case sink.TypeRecoveryAction:
 		return "recovery action " + kv["action"] + ": " + kv["meaning"]
+	case sink.TypeInventory:
+		board := "board " + kv["uuid"] + " (serial " + kv["serial"] + ")"
+		switch kv["change"] {
+		case sink.InventoryMissing:
+			return board + " missing since the previous run (it was GPU " + kv["prev_gpu"] + ", bus " + kv["prev_bus"] + ")"
+		case sink.InventoryMoved:
+			return board + " is GPU " + kv["gpu"] + " now (it was GPU " + kv["prev_gpu"] + ", bus " + kv["prev_bus"] + ")"
+		}
+		return board + " new since the previous run"
 	case sink.TypeTDPChange:
 		return "TDP " + kv["from"] + " -> " + kv["to"] + " (" + kv["delta"] + ")"
 	case sink.TypeGPULost:

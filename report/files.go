@@ -3,13 +3,16 @@ package report
 import (
 	"bufio"
 	"compress/gzip"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
@@ -47,20 +50,11 @@ func overlaps(f sink.CSVDay, from, to time.Time) bool {
 // firstRowTime returns the timestamp of the first row of f; ok is false when
 // the file cannot be read that far or the row has no timestamp.
 func firstRowTime(f sink.CSVDay) (t time.Time, ok bool) {
-	fh, err := os.Open(f.Path)
+	br, closer, err := openDay(f)
 	if err != nil {
 		return t, false
 	}
-	defer fh.Close()
-	var r io.Reader = fh
-	if f.GZ {
-		zr, err := gzip.NewReader(fh)
-		if err != nil {
-			return t, false
-		}
-		r = zr
-	}
-	br := bufio.NewReader(r)
+	defer closer()
 	if _, _, _, _, err := sink.ReadPreamble(br); err != nil { // the board line and the header
 		return t, false
 	}
@@ -68,6 +62,79 @@ func firstRowTime(f sink.CSVDay) (t time.Time, ok bool) {
 	ts, _, _ := strings.Cut(line, ",")
 	t, err = parseTime(ts)
 	return t, err == nil
+}
+
+// boardOf returns the board f's first line names; ok is false for a file
+// that has none (written before it was) or cannot be read.
+func boardOf(f sink.CSVDay) (b sink.Board, ok bool) {
+	br, closer, err := openDay(f)
+	if err != nil {
+		return b, false
+	}
+	defer closer()
+	b, ok, _, _, _ = sink.ReadPreamble(br)
+	return b, ok
+}
+
+// openDay opens f for reading from its start, decompressed.
+func openDay(f sink.CSVDay) (*bufio.Reader, func(), error) {
+	fh, err := os.Open(f.Path)
+	if err != nil {
+		return nil, nil, err
+	}
+	var r io.Reader = fh
+	if f.GZ {
+		zr, err := gzip.NewReader(fh)
+		if err != nil {
+			fh.Close()
+			return nil, nil, err
+		}
+		r = zr
+	}
+	return bufio.NewReader(r), func() { fh.Close() }, nil
+}
+
+// boardIs reports whether f holds the rows of the board with uuid: its
+// name names that board (sink.BoardID), and so does its first line.
+func boardIs(f sink.CSVDay, uuid string) bool {
+	if f.Board != sink.BoardID(uuid) {
+		return false
+	}
+	b, ok := boardOf(f)
+	return ok && strings.EqualFold(b.UUID, uuid)
+}
+
+// pickBoard resolves --gpu given as a UUID (or a prefix of it) or a PCI bus
+// id against the boards the CSVs' first lines name, and returns the UUID of
+// the one board it names. Naming none, or more than one (a shared prefix,
+// or a bus id where boards were swapped), is an error that lists them.
+func pickBoard(s string, files []sink.CSVDay) (string, error) {
+	sel, ok := reading.ParseSelector(s)
+	if !ok || sel.IsIndex() {
+		return "", fmt.Errorf("--gpu %s: not a GPU index, UUID (or a prefix of 4 or more characters) or PCI bus id", s)
+	}
+	var found []sink.Board
+	for _, f := range files {
+		b, ok := boardOf(f)
+		if !ok || !sel.Matches(b.UUID, b.Bus) || slices.ContainsFunc(found, func(x sink.Board) bool { return x.UUID == b.UUID }) {
+			continue
+		}
+		if sel.Exact(b.UUID) {
+			return b.UUID, nil
+		}
+		found = append(found, b)
+	}
+	switch len(found) {
+	case 0:
+		return "", fmt.Errorf("--gpu %s: no board with this UUID or PCI bus id in the CSVs (their first lines name the boards)", s)
+	case 1:
+		return found[0].UUID, nil
+	}
+	var names []string
+	for _, b := range found {
+		names = append(names, fmt.Sprintf("%s (GPU %d, bus %s)", b.UUID, b.Index, b.Bus))
+	}
+	return "", fmt.Errorf("--gpu %s: names %d boards: %s; give more of the UUID", s, len(found), strings.Join(names, ", "))
 }
 
 // eventLogs returns events.log and its rotated copies (lumberjack names

@@ -167,7 +167,10 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 	b.WriteString("<title>" + esc(title) + "</title>\n<style>\n" + css + "</style>\n</head>\n<body>\n")
 	b.WriteString("<h1>" + esc(title) + "</h1>\n<p>")
 	gpu := "all GPUs"
-	if inc.GPU >= 0 {
+	switch {
+	case rep.Board != "":
+		gpu = "board " + rep.Board
+	case inc.GPU >= 0:
 		gpu = "GPU " + strconv.Itoa(inc.GPU)
 	}
 	b.WriteString(esc(fmt.Sprintf("Incident on %s, began with %s. Window %s .. %s. Log dir %s.", gpu, inc.What, fmtTime(rep.From, rep.Loc), fmtTime(rep.To, rep.Loc), rep.Dir)))
@@ -197,7 +200,7 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 	}
 	b.WriteString(legendHTML)
 	for _, g := range rep.GPUs {
-		b.WriteString("<h2>GPU " + strconv.Itoa(g.Index) + "</h2>\n")
+		b.WriteString("<h2>" + esc(g.Name()) + "</h2>\n")
 		rep.writeSVG(&b, g)
 	}
 

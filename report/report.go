@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,16 +20,34 @@ import (
 
 // Options say which incident to report and how much around it.
 type Options struct {
-	Dir      string         // the logger's --log-dir
-	Incident string         // a crash snapshot file: the incident it records
-	At       time.Time      // or a moment; zero: the most recent incident
-	GPU      int            // one GPU only; -1 all
-	Before   time.Duration  // window before the incident
-	After    time.Duration  // and after it
-	Loc      *time.Location // for file names and printed times; nil means time.Local
+	Dir      string    // the logger's --log-dir
+	Incident string    // a crash snapshot file: the incident it records
+	At       time.Time // or a moment; zero: the most recent incident
+	GPU      int       // one GPU index only; -1 all
+	// Board, when set, is one board only, named by its UUID (or a prefix
+	// of it) or its PCI bus id (reading.Selector): its rows and events at
+	// whatever index it had. GPU is then ignored.
+	Board  string
+	Before time.Duration  // window before the incident
+	After  time.Duration  // and after it
+	Loc    *time.Location // for file names and printed times; nil means time.Local
 	// Progress, when set, is called now and then while files are read, with
 	// the file and how much of it is done (0..1).
 	Progress func(file string, done float64)
+
+	uuid string // the board Board names (pickBoard)
+}
+
+// wants reports whether event e is of the GPU or board the report is
+// limited to (all when neither is set).
+func (o Options) wants(e Event) bool {
+	switch {
+	case o.uuid != "":
+		return strings.EqualFold(e.KV["uuid"], o.uuid)
+	case o.GPU >= 0:
+		return e.GPU == o.GPU
+	}
+	return true
 }
 
 // Incident is the moment the report is about.
@@ -37,18 +57,40 @@ type Incident struct {
 	What string // "Xid 62: Internal micro-controller halt (nvml)"
 }
 
-// GPUData is one GPU's rows in the window.
+// GPUData is one board's rows in the window, at one GPU index: two boards
+// seen at one index (the indices moved at a restart) are two GPUData,
+// their rows never joined.
 type GPUData struct {
 	Index int
+	Board sink.Board // as its files' first line names it; only the index for files written before that line was
 	Rows  []Row
 	// Earlier: a file read has rows of this GPU before the window, so rows
 	// that start inside it follow a gap, not the logger's start.
 	Earlier bool
 }
 
+// Name is the GPU's index and its board, as the report shows them: "GPU 0
+// (GPU-5a3c1e2f-..., serial 1791025012340, bus 00000000:01:00.0)", or the
+// index alone for files written before they named their board.
+func (g GPUData) Name() string {
+	s := "GPU " + strconv.Itoa(g.Index)
+	if g.Board.UUID == "" {
+		return s
+	}
+	s += " (" + g.Board.UUID
+	if g.Board.Serial != "" {
+		s += ", serial " + g.Board.Serial
+	}
+	if g.Board.Bus != "" {
+		s += ", bus " + g.Board.Bus
+	}
+	return s + ")"
+}
+
 // Report is everything the text and HTML forms show.
 type Report struct {
 	Dir      string
+	Board    string // the board --gpu named by UUID or bus id (its UUID); "" otherwise
 	Incident Incident
 	// Headline names the incident by its worst events, as its last crash
 	// snapshot does ("GPU 0: GSP RPC Timeout (Xid 119), then ...; started
@@ -109,6 +151,21 @@ func Build(o Options) (*Report, error) {
 		rep.Read = append(rep.Read, fmt.Sprintf("%d events.log file(s): %d events", len(logs), len(all)))
 	}
 
+	files, err := sink.ListDays(o.Dir, o.Loc)
+	if err != nil {
+		return nil, fmt.Errorf("log dir %s: %w", o.Dir, err)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no CSV files (gpu<N>-<board>-deep-<day>.csv[.gz]) in %s", o.Dir)
+	}
+	if o.Board != "" {
+		if o.uuid, err = pickBoard(o.Board, files); err != nil {
+			return nil, err
+		}
+		o.GPU = -1
+		rep.Board = o.uuid
+	}
+
 	inc, err := findIncident(o, all)
 	if err != nil {
 		return nil, err
@@ -119,13 +176,6 @@ func Build(o Options) (*Report, error) {
 	}
 	rep.From, rep.To = inc.Time.Add(-o.Before), inc.Time.Add(o.After)
 
-	files, err := sink.ListDays(o.Dir, o.Loc)
-	if err != nil {
-		return nil, fmt.Errorf("log dir %s: %w", o.Dir, err)
-	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("no CSV files (gpu<N>-deep-<day>.csv[.gz]) in %s", o.Dir)
-	}
 	// Files are read in parallel (one goroutine per file, at most one per
 	// CPU): a day of 8 GPUs is 8 files, and decompressing them is most of
 	// the work.
@@ -144,7 +194,7 @@ func Build(o Options) (*Report, error) {
 		if f.Day.After(last) {
 			last = f.Day
 		}
-		if (o.GPU >= 0 && f.GPU != o.GPU) || !overlaps(f, rep.From, rep.To) {
+		if (o.GPU >= 0 && f.GPU != o.GPU) || (o.uuid != "" && !boardIs(f, o.uuid)) || !overlaps(f, rep.From, rep.To) {
 			continue
 		}
 		jobs = append(jobs, &job{f: f})
@@ -175,17 +225,25 @@ func Build(o Options) (*Report, error) {
 		}()
 	}
 	wg.Wait()
-	byGPU := map[int]*GPUData{}
+	type key struct {
+		gpu   int
+		board string
+	}
+	byGPU := map[key]*GPUData{}
 	for _, j := range jobs {
 		name := filepath.Base(j.f.Path)
 		if j.err != nil {
 			rep.Skipped = append(rep.Skipped, name+": "+j.err.Error())
 			continue
 		}
-		g := byGPU[j.f.GPU]
+		k := key{j.f.GPU, j.f.Board}
+		g := byGPU[k]
 		if g == nil {
-			g = &GPUData{Index: j.f.GPU}
-			byGPU[j.f.GPU] = g
+			g = &GPUData{Index: j.f.GPU, Board: sink.Board{Index: j.f.GPU}}
+			byGPU[k] = g
+		}
+		if j.st.HasBoard {
+			g.Board = j.st.Board
 		}
 		// A pause between the last row of one file and the first of the
 		// next (a restart, midnight) is a gap too.
@@ -219,7 +277,13 @@ func Build(o Options) (*Report, error) {
 			rep.GPUs = append(rep.GPUs, *g)
 		}
 	}
-	sort.Slice(rep.GPUs, func(i, j int) bool { return rep.GPUs[i].Index < rep.GPUs[j].Index })
+	sort.Slice(rep.GPUs, func(i, j int) bool {
+		a, b := rep.GPUs[i], rep.GPUs[j]
+		if a.Index != b.Index {
+			return a.Index < b.Index
+		}
+		return a.Rows[0].Time.Before(b.Rows[0].Time) // two boards at one index: in the order they were there
+	})
 	if n == 0 {
 		return nil, fmt.Errorf("no rows between %s and %s in %s (the CSVs cover %s to %s); pick a time inside with --at",
 			fmtTime(rep.From, o.Loc), fmtTime(rep.To, o.Loc), o.Dir, first.Format("2006-01-02"), last.Format("2006-01-02"))
@@ -236,16 +300,24 @@ func Build(o Options) (*Report, error) {
 var noise = map[string]bool{sink.TypeClock: true, sink.TypeClockBurst: true, sink.TypePState: true}
 
 func (rep *Report) buildTimeline(all []Event, o Options) {
+	// The rows at each index, of whichever board was there: an event's
+	// values are those of the row at its moment.
 	rows := map[int][]Row{}
 	for _, g := range rep.GPUs {
-		rows[g.Index] = g.Rows
-		rep.Timeline = append(rep.Timeline, rowTimeline(g.Index, g.Rows)...)
+		if len(rows[g.Index]) > 0 {
+			rows[g.Index] = slices.SortedFunc(slices.Values(append(slices.Clip(rows[g.Index]), g.Rows...)),
+				func(a, b Row) int { return a.Time.Compare(b.Time) })
+		} else {
+			rows[g.Index] = g.Rows
+		}
+		es := rowTimeline(g.Index, g.Rows)
+		if len(es) > 0 && g.Board.UUID != "" {
+			es[0].What += " of board " + g.Board.UUID // its START: which board the rows are
+		}
+		rep.Timeline = append(rep.Timeline, es...)
 	}
 	for _, e := range all {
-		if noise[e.Type] || e.KV["duplicate_of"] != "" {
-			continue
-		}
-		if o.GPU >= 0 && e.GPU != o.GPU {
+		if noise[e.Type] || e.KV["duplicate_of"] != "" || !o.wants(e) {
 			continue
 		}
 		t := e.Time
@@ -332,7 +404,7 @@ func findIncident(o Options, all []Event) (Incident, error) {
 	// The most recent incident: the first critical event of the last burst.
 	var crit []Event
 	for _, e := range all {
-		if e.critical() && (o.GPU < 0 || e.GPU == o.GPU) {
+		if e.critical() && o.wants(e) {
 			crit = append(crit, e)
 		}
 	}
@@ -351,7 +423,11 @@ func findIncident(o Options, all []Event) (Incident, error) {
 		if o.GPU >= 0 && s.GPU != o.GPU {
 			continue
 		}
-		if h, ok := snapshotHeader(s.path); ok {
+		h, ok := snapshotHeader(s.path)
+		if o.uuid != "" && (!ok || !strings.EqualFold(h.UUID, o.uuid)) {
+			continue
+		}
+		if ok {
 			return Incident{Time: h.Time, GPU: h.GPUIndex, What: h.Reason}, nil
 		}
 		return Incident{Time: s.Time, GPU: s.GPU, What: "crash snapshot " + filepath.Base(s.path)}, nil

@@ -15,7 +15,10 @@ func (rep *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	inc := rep.Incident
 	gpu := "all GPUs"
-	if inc.GPU >= 0 {
+	switch {
+	case rep.Board != "":
+		gpu = "board " + rep.Board
+	case inc.GPU >= 0:
 		gpu = "GPU " + strconv.Itoa(inc.GPU)
 	}
 	if rep.Headline != "" {
@@ -27,6 +30,19 @@ func (rep *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "Window:   %s .. %s (%s before, %s after)\n", fmtTime(rep.From, rep.Loc), fmtTime(rep.To, rep.Loc),
 		fmtDur(inc.Time.Sub(rep.From)), fmtDur(rep.To.Sub(inc.Time)))
 	fmt.Fprintf(&b, "Log dir:  %s\n", rep.Dir)
+	seen := map[int]int{}
+	for _, g := range rep.GPUs {
+		seen[g.Index]++
+		if g.Board.UUID != "" { // files written before the board line name none
+			fmt.Fprintf(&b, "Board:    %s\n", g.Name())
+		}
+	}
+	for _, g := range rep.GPUs {
+		if n := seen[g.Index]; n > 1 {
+			fmt.Fprintf(&b, "Note:     GPU %d was %d boards in this window (the indices moved at a restart): each board's rows are its own\n", g.Index, n)
+			seen[g.Index] = 0
+		}
+	}
 	for _, r := range rep.Read {
 		fmt.Fprintf(&b, "Read:     %s\n", r)
 	}

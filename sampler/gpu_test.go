@@ -430,6 +430,8 @@ func TestOpenErrors(t *testing.T) {
 		{"init failure", &fakenvml.Lib{InitRet: nvml.ERROR_NO_PERMISSION}, nil, nil, "nvmlInit"},
 		{"index out of range", &fakenvml.Lib{InitRet: nvml.SUCCESS, Devs: []*fakenvml.Dev{fakenvml.NewDev()}}, []string{"3"}, nil, "3: no GPU with index 3"},
 		{"unknown uuid", &fakenvml.Lib{InitRet: nvml.SUCCESS, Devs: []*fakenvml.Dev{fakenvml.NewDev()}}, []string{"GPU-nope"}, ErrUnknownGPU, "GPU-nope"},
+		{"uuid prefix of two", &fakenvml.Lib{InitRet: nvml.SUCCESS, Devs: twoDevs("GPU-5a3c0001", "GPU-5a3c0002")}, []string{"5a3c"}, ErrUnknownGPU, "5a3c: names 2 GPUs"},
+		{"too short a prefix", &fakenvml.Lib{InitRet: nvml.SUCCESS, Devs: twoDevs("GPU-5a3c0001", "GPU-6a3c0002")}, []string{"5a3"}, ErrUnknownGPU, "not a GPU index, UUID"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -447,10 +449,18 @@ func TestOpenErrors(t *testing.T) {
 	}
 }
 
+// twoDevs are two fake GPUs with these UUIDs.
+func twoDevs(u0, u1 string) []*fakenvml.Dev {
+	a, b := fakenvml.NewDev(), fakenvml.NewDev()
+	a.UUID, b.UUID = u0, u1
+	b.Bus = "00000000:81:00.0"
+	return []*fakenvml.Dev{a, b}
+}
+
 func TestSelectGPUs(t *testing.T) {
 	a, b, c := fakenvml.NewDev(), fakenvml.NewDev(), fakenvml.NewDev()
 	b.UUID, b.Bus = "GPU-2222", "00000000:81:00.0"
-	c.UUID, c.Bus = "GPU-3333", "00000001:C1:00.0"
+	c.UUID, c.Bus = "GPU-3333-c1c1", "00000001:C1:00.0"
 	lib := &fakenvml.Lib{Devs: []*fakenvml.Dev{a, b, c}}
 	cases := []struct {
 		name string
@@ -464,6 +474,8 @@ func TestSelectGPUs(t *testing.T) {
 		{"kernel bus id", []string{"PCI:0001:c1:00"}, []int{2}},
 		{"lspci bus id", []string{"0000:81:00.0"}, []int{1}},
 		{"mixed and repeated", []string{"2", "0", "GPU-3333"}, []int{0, 2}},
+		{"whole uuid", []string{"GPU-3333-C1C1"}, []int{2}},
+		{"uuid prefix without GPU-, not an index", []string{"3333-c"}, []int{2}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -364,7 +364,8 @@ func selectGPUs(all []*GPU, sel []string) (out []*GPU, pending []string, err err
 			continue
 		}
 		unknown := unknownGPUs(all)
-		if !errors.Is(err, ErrUnknownGPU) || len(unknown) == 0 || isIndex(s) {
+		// An index needs no static facts: it never waits for them.
+		if sel, _ := reading.ParseSelector(s); !errors.Is(err, ErrUnknownGPU) || len(unknown) == 0 || sel.IsIndex() {
 			return nil, nil, err
 		}
 		pending = append(pending, s)
@@ -381,13 +382,6 @@ func selectGPUs(all []*GPU, sel []string) (out []*GPU, pending []string, err err
 		return nil, nil, fmt.Errorf("%w: none selected", ErrUnknownGPU)
 	}
 	return out, pending, nil
-}
-
-// isIndex reports whether selector s is a GPU index: an index needs no
-// static facts, so it never waits for them.
-func isIndex(s string) bool {
-	_, err := strconv.Atoi(s)
-	return err == nil
 }
 
 // FactsKnown reports whether the GPU's static facts (UUID, bus id, fans...)
@@ -407,30 +401,37 @@ func unknownGPUs(all []*GPU) []int {
 	return out
 }
 
+// matchGPU returns the index in all of the GPU selector s names
+// (reading.Selector: index, UUID or a prefix of it, PCI bus id). A UUID
+// prefix that names more than one GPU is an error, as one that names none.
 func matchGPU(all []*GPU, s string) (int, error) {
-	if n, err := strconv.Atoi(s); err == nil {
-		if n < 0 || n >= len(all) {
-			return 0, fmt.Errorf("%w: %s: no GPU with index %d (the driver reports %d GPUs, 0..%d)", ErrUnknownGPU, s, n, len(all), len(all)-1)
-		}
-		return n, nil
+	sel, ok := reading.ParseSelector(s)
+	if !ok {
+		return 0, fmt.Errorf("%w: %s: not a GPU index, UUID (or a prefix of 4 or more characters) or PCI bus id", ErrUnknownGPU, s)
 	}
-	want, busErr := reading.ParsePCIAddr(s)
+	if sel.IsIndex() {
+		if sel.Index >= len(all) {
+			return 0, fmt.Errorf("%w: %s: no GPU with index %d (the driver reports %d GPUs, 0..%d)", ErrUnknownGPU, s, sel.Index, len(all), len(all)-1)
+		}
+		return sel.Index, nil
+	}
+	var found []int
 	for i, g := range all {
-		if matches(g.Info(), s, want, busErr == nil) {
+		info := g.Info()
+		if sel.Exact(info.UUID) {
 			return i, nil
 		}
+		if sel.Matches(info.UUID, info.BusID) {
+			found = append(found, i)
+		}
 	}
-	return 0, fmt.Errorf("%w: %s: no GPU has this index, UUID or PCI bus id", ErrUnknownGPU, s)
-}
-
-// matches reports whether a GPU with facts info is the one selector s names
-// by UUID or, when isBus, by the PCI address want (any function of its slot).
-func matches(info reading.GPU, s string, want reading.PCIAddr, isBus bool) bool {
-	if info.UUID != "" && strings.EqualFold(info.UUID, s) {
-		return true
+	switch len(found) {
+	case 0:
+		return 0, fmt.Errorf("%w: %s: no GPU has this index, UUID or PCI bus id", ErrUnknownGPU, s)
+	case 1:
+		return found[0], nil
 	}
-	a, err := reading.ParsePCIAddr(info.BusID)
-	return isBus && err == nil && a.Slot() == want.Slot()
+	return 0, fmt.Errorf("%w: %s: names %d GPUs (a UUID prefix they share): give more of the UUID", ErrUnknownGPU, s, len(found))
 }
 
 // Pending returns the --gpu selectors that named no GPU whose facts were
@@ -445,8 +446,7 @@ func (h *Host) Names(g *GPU) []string {
 	var out []string
 	info := g.Info()
 	for _, s := range h.pending {
-		want, err := reading.ParsePCIAddr(s)
-		if matches(info, s, want, err == nil) {
+		if sel, ok := reading.ParseSelector(s); ok && sel.Matches(info.UUID, info.BusID) {
 			out = append(out, s)
 		}
 	}

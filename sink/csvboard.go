@@ -41,8 +41,13 @@ func IsComment(line []byte) bool { return len(line) > 0 && line[0] == '#' }
 
 // Line returns the board line of b's files, with its newline.
 func (b Board) Line() []byte {
+	return []byte(commentPrefix + b.Text() + "\n")
+}
+
+// Text is the board as logfmt (gpu= uuid= serial= bus= name=, the unknown
+// ones left out): the board line's text, and run-state's record of it.
+func (b Board) Text() string {
 	var buf bytes.Buffer
-	buf.WriteString(commentPrefix)
 	enc := logfmt.NewEncoder(&buf)
 	// Keys are ours and values strings: neither can fail to encode.
 	_ = enc.EncodeKeyval("gpu", strconv.Itoa(b.Index))
@@ -51,17 +56,22 @@ func (b Board) Line() []byte {
 			_ = enc.EncodeKeyval(kv[0], kv[1])
 		}
 	}
-	buf.WriteByte('\n')
-	return buf.Bytes()
+	return buf.String()
 }
 
 // ParseBoardLine reads a board line (Line); ok is false for any other line.
 func ParseBoardLine(line string) (b Board, ok bool) {
-	rest, found := strings.CutPrefix(strings.TrimRight(line, "\r\n"), commentPrefix)
+	rest, found := strings.CutPrefix(line, commentPrefix)
 	if !found {
 		return Board{}, false
 	}
-	d := logfmt.NewDecoder(strings.NewReader(rest))
+	return ParseBoard(rest)
+}
+
+// ParseBoard reads a board's Text (its first line); ok is false without a
+// gpu= index.
+func ParseBoard(text string) (b Board, ok bool) {
+	d := logfmt.NewDecoder(strings.NewReader(text))
 	if !d.ScanRecord() {
 		return Board{}, false
 	}

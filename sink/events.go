@@ -262,6 +262,7 @@ const (
 	TypeHealthWarning         = "HEALTH_WARNING"          // a hardware health warning began (reason=)
 	TypeHealthCritical        = "HEALTH_CRITICAL"         // a critical hardware health condition began (reason=): a crash snapshot
 	TypeHealthEvent           = "HEALTH_EVENT"            // an NVML hardware health event (event=, severity=critical|notable)
+	TypeInventory             = "INVENTORY"               // at start: a board of the previous run missing, new, or at another index or bus id (change=)
 )
 
 // eventClasses is the class of every type the logger writes: what
@@ -292,6 +293,7 @@ var eventClasses = map[string]EventClass{
 	TypeHealthWarning:         EventNotable,
 	TypeHealthCritical:        EventIncident,
 	TypeHealthEvent:           EventIncident,
+	TypeInventory:             EventNotable, // routine for a board new or moved (classOf)
 }
 
 // EventTypes returns the types Class does not call routine, sorted.
@@ -310,7 +312,8 @@ func EventTypes() []string {
 // of the kind. A line that repeats another source's report of an event
 // (duplicate_of=) starts no incident of its own, nor does an AER line that
 // is not uncorrectable, nor a health event that is not critical: all are
-// notable.
+// notable. An INVENTORY line is notable for a board gone missing, routine
+// for one new or moved.
 func (e EventLine) Class() EventClass {
 	return classOf(func(k string) string { return e.KV[k] })
 }
@@ -319,6 +322,9 @@ func (e EventLine) Class() EventClass {
 func classOf(get func(key string) string) EventClass {
 	typ := get("type")
 	c := eventClasses[typ]
+	if ch := get("change"); typ == TypeInventory && (ch == InventoryNew || ch == InventoryMoved) {
+		return EventRoutine
+	}
 	if c == EventIncident && (get("duplicate_of") != "" ||
 		typ == TypeAER && !strings.HasPrefix(get("severity"), "uncorrectable") ||
 		typ == TypeHealthEvent && get("severity") != "critical") {

@@ -47,6 +47,9 @@ func TestEventClass(t *testing.T) {
 		{"HEALTH", "type=HEALTH counter=ecc_sbe_volatile from=3 to=5 delta=+2", EventNotable},
 		{"HEALTH_WARNING", `type=HEALTH_WARNING reason=remap_pending detail="a row remap waits for a GPU reset"`, EventNotable},
 		{"HEALTH_CRITICAL", `type=HEALTH_CRITICAL reason=ecc_dbe detail="double-bit ECC errors since the driver loaded"`, EventIncident},
+		{"INVENTORY missing", "source=start type=INVENTORY change=missing prev_gpu=0", EventNotable},
+		{"INVENTORY new", "source=start type=INVENTORY change=new", EventRoutine},
+		{"INVENTORY moved", "source=start type=INVENTORY change=moved prev_gpu=1", EventRoutine},
 		{"Xid inside a routine line's text", `source=nvml type=PState text="type=Xid"`, EventRoutine},
 	}
 	var named []string

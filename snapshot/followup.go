@@ -49,7 +49,7 @@ func renderFollowUp(h *Header, incident string, offset time.Duration, now time.T
 	b.WriteString("Version: " + orNA(h.Version) + "\n")
 	writeHostLine(&b, h)
 	writeGPULine(&b, h)
-	b.WriteString("UUID: " + orNA(h.UUID) + "\n")
+	writeBoardLines(&b, h)
 	b.WriteString("Incident: " + filepath.Base(incident))
 	if !h.Time.IsZero() {
 		b.WriteString(" at " + h.Time.Format(sink.TimestampLayout))

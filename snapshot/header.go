@@ -20,6 +20,7 @@ type Header struct {
 	GPUName     string               // "NVIDIA H100 80GB HBM3"
 	BusID       string               // NVML form: 00000000:4B:00.0
 	UUID        string               // GPU-...
+	Serial      string               // the board's serial number (its RMA name); "" unknown
 	Reason      string               // "Xid 79: GPU has fallen off the bus (kmsg)", "NVML_HUNG(nvmlDeviceGetPowerUsage,2300ms)"
 	Headline    string               // crash only: the incident named by its worst events ("GPU 0: GSP RPC Timeout (Xid 119); started with ..."); set by the Manager, not printed when empty
 	KernelClock string               // how dmesg_time relates to the kernel log's clock (kclock.Fit.Describe)
@@ -62,7 +63,7 @@ func writeHeader(b *strings.Builder, h *Header) {
 	b.WriteString("\nVersion: " + orNA(h.Version) + "\n")
 	writeHostLine(b, h)
 	writeGPULine(b, h)
-	b.WriteString("UUID: " + orNA(h.UUID) + "\n")
+	writeBoardLines(b, h)
 	b.WriteString("Reason: " + orNA(h.Reason) + "\n")
 	if h.Headline != "" {
 		b.WriteString("Headline: " + h.Headline + "\n")
@@ -109,7 +110,7 @@ func writeGPULine(b *strings.Builder, h *Header) {
 	b.WriteString(" " + orNA(h.GPUName) + " (" + orNA(h.BusID) + ")\n")
 }
 
-// ParseHeader reads back the Title, Time, GPU index, Reason and Headline of a header
+// ParseHeader reads back the Title, Time, GPU index, UUID, serial, Reason and Headline of a header
 // writeHeader wrote at the start of text, up to the empty line that ends it;
 // the other fields stay zero, and GPUIndex is -1 when the GPU line says n/a.
 // ok is false when there is no readable Time line.
@@ -132,6 +133,10 @@ func ParseHeader(text string) (h Header, ok bool) {
 					h.GPUIndex = n
 				}
 			}
+		case strings.HasPrefix(l, "UUID: "):
+			h.UUID = strings.TrimPrefix(l, "UUID: ")
+		case strings.HasPrefix(l, "Serial: "):
+			h.Serial = strings.TrimPrefix(l, "Serial: ")
 		case strings.HasPrefix(l, "Reason: "):
 			h.Reason = strings.TrimPrefix(l, "Reason: ")
 		case strings.HasPrefix(l, "Headline: "):
@@ -139,6 +144,14 @@ func ParseHeader(text string) (h Header, ok bool) {
 		}
 	}
 	return h, ok
+}
+
+// writeBoardLines names the board: the GPU's UUID and its serial number
+// (what an RMA asks for), each n/a when unknown. ParseHeader reads them back
+// (n/a read back as it is: no UUID or serial is n/a).
+func writeBoardLines(b *strings.Builder, h *Header) {
+	b.WriteString("UUID: " + orNA(h.UUID) + "\n")
+	b.WriteString("Serial: " + orNA(h.Serial) + "\n")
 }
 
 // writeHostLine names the host: every snapshot says where it was taken.

@@ -126,6 +126,7 @@ func testHeader() Header {
 		GPUName:     "NVIDIA H100 80GB HBM3",
 		BusID:       "00000000:4B:00.0",
 		UUID:        "GPU-8a1c7c8e-43d6-5a0e-11b2-9c1f0e3d7a21",
+		Serial:      "1652022014513",
 		Reason:      "Xid 79: GPU has fallen off the bus (kmsg)",
 		KernelClock: "printk clock = CLOCK_MONOTONIC - 37.000412 s, drift +200.0 ppm; last confirmed 10.0 s ago (1234 records, 2 of them our markers, 0 steps)",
 		Uptime:      3*time.Hour + 2*time.Minute + 5*time.Second + 400*time.Millisecond,

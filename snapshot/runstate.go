@@ -41,6 +41,10 @@ type RunState struct {
 	// logger was reading are not lost. Absent when the kernel log is not
 	// /dev/kmsg, or not read.
 	KmsgSeq reading.Opt[uint64]
+	// GPUs are the boards the run monitors (index, UUID, serial, bus id):
+	// the next start compares its own with them (sink.CompareInventory).
+	// A GPU stuck at start is added once it answers.
+	GPUs []sink.Board
 }
 
 // PreviousRun is what BeginRun found of the run before this one.
@@ -106,6 +110,11 @@ func WriteRunState(dir string, s RunState) error {
 	if seq, ok := s.KmsgSeq.Get(); ok {
 		b.WriteString("kmsg_seq=" + strconv.FormatUint(seq, 10) + "\n")
 	}
+	for _, g := range s.GPUs {
+		if g.UUID != "" {
+			b.WriteString("board=" + g.Text() + "\n")
+		}
+	}
 	return sink.WriteFileAtomic(filepath.Join(dir, RunStateFile), []byte(b.String()), 0o644)
 }
 
@@ -130,6 +139,10 @@ func parseRunState(b []byte) RunState {
 			s.Started, _ = time.Parse(time.RFC3339Nano, v)
 		case "pid":
 			s.PID, _ = strconv.Atoi(v)
+		case "board":
+			if g, ok := sink.ParseBoard(v); ok {
+				s.GPUs = append(s.GPUs, g)
+			}
 		case "kmsg_seq":
 			if seq, err := strconv.ParseUint(v, 10, 64); err == nil {
 				s.KmsgSeq = reading.Some(seq)

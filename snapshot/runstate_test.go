@@ -3,11 +3,13 @@ package snapshot
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
 // TestBeginRunAndCleanStop: the first start finds no previous run; a start
@@ -78,5 +80,31 @@ func TestRunStateKeepsKmsgSeq(t *testing.T) {
 	}
 	if got, _, _ := ReadRunState(dir); got.KmsgSeq.OK {
 		t.Errorf("a bad kmsg_seq read as %+v, want absent", got.KmsgSeq)
+	}
+}
+
+// TestRunStateKeepsBoards: the boards a run monitors are what the next
+// start reads back (index, UUID, serial, bus id, name), those without a
+// UUID left out; an older run-state has none.
+func TestRunStateKeepsBoards(t *testing.T) {
+	dir := t.TempDir()
+	boards := []sink.Board{
+		{Index: 0, UUID: "GPU-5a3c1e2f-0b4d", Serial: "1791025012340", Bus: "00000000:01:00.0", Name: "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"},
+		{Index: 1}, // stuck at start
+		{Index: 2, UUID: "GPU-9e8d7c6b-0b4d", Bus: "00000000:41:00.0"},
+	}
+	if _, err := BeginRun(dir, RunState{BootID: "boot-a", PID: 100, GPUs: boards}); err != nil {
+		t.Fatal(err)
+	}
+	prev, err := BeginRun(dir, RunState{BootID: "boot-a", PID: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []sink.Board{boards[0], boards[2]}
+	if !slices.Equal(prev.State.GPUs, want) {
+		t.Errorf("boards read back %+v, want %+v", prev.State.GPUs, want)
+	}
+	if got, _, _ := ReadRunState(dir); len(got.GPUs) != 0 {
+		t.Errorf("a run without boards read back %+v", got.GPUs)
 	}
 }

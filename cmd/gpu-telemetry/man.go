@@ -70,7 +70,7 @@ the other commands say theirs above.
 .SH FILES
 .TP
 .I /var/log/gpu-telemetry/
-daily CSVs (gpu<i>-deep-<YYYY-MM-DD>.csv), events.log, summary.log, system-info.txt,
+daily CSVs, one board per file (gpu<i>-<board>-deep-<YYYY-MM-DD>.csv), events.log, summary.log, system-info.txt,
 crash and spike snapshots (crashes/, spikes/), the boot log of an unclean stop.
 .TP
 .I /run/gpu-telemetry/control.sock

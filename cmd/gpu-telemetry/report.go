@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/report"
 )
 
@@ -17,7 +18,7 @@ type ReportCLI struct {
 	Incident string   `help:"A crash snapshot (crashes/crash-*.log): report the incident it records." type:"path" xor:"which"`
 	At       string   `help:"Report this moment instead: RFC 3339 or local '2006-01-02 15:04:05'." xor:"which"`
 	Last     bool     `help:"Report the most recent incident (the default)." xor:"which"`
-	GPU      int      `name:"gpu" help:"Only this GPU (index). Default: all GPUs." default:"-1"`
+	GPU      string   `name:"gpu" help:"Only this GPU: its index, or its board by UUID (or a prefix of it) or PCI bus id, at whatever index it had. Default: all GPUs."`
 	Before   Interval `help:"Window before the incident. Default: ${default}." default:"60s"`
 	After    Interval `help:"Window after the incident. Default: ${default}." default:"10s"`
 	HTML     string   `name:"html" help:"Also write a self-contained HTML page with charts to this file." type:"path"`
@@ -37,8 +38,20 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gpu-telemetry report: --before and --after must not be negative")
 		return 2
 	}
-	o := report.Options{Dir: cli.LogDir, Incident: cli.Incident, GPU: cli.GPU,
+	o := report.Options{Dir: cli.LogDir, Incident: cli.Incident, GPU: -1,
 		Before: time.Duration(cli.Before), After: time.Duration(cli.After)}
+	if cli.GPU != "" {
+		sel, ok := reading.ParseSelector(cli.GPU)
+		switch {
+		case !ok:
+			fmt.Fprintf(stderr, "gpu-telemetry report: --gpu %s: not a GPU index, UUID (or a prefix of 4 or more characters) or PCI bus id\n", cli.GPU)
+			return 2
+		case sel.IsIndex():
+			o.GPU = sel.Index
+		default:
+			o.Board = cli.GPU
+		}
+	}
 	if cli.At != "" {
 		at, err := report.ParseAt(cli.At, time.Local)
 		if err != nil {

@@ -1,0 +1,82 @@
+package sink
+
+import (
+	"strconv"
+	"time"
+)
+
+// The change= of an INVENTORY line: what became of a board between the
+// previous run and this one.
+const (
+	InventoryMissing = "missing" // the previous run's board is not among this run's GPUs
+	InventoryNew     = "new"     // a board the previous run did not have
+	InventoryMoved   = "moved"   // the same board at another index or bus id
+)
+
+// InventoryChange is one difference between the boards the previous run
+// monitored and this run's, matched by UUID: GPU indices follow PCI
+// enumeration, and move when a board drops out or is added.
+type InventoryChange struct {
+	Change string // InventoryMissing, InventoryNew or InventoryMoved
+	Board  Board  // this run's board; the previous run's when missing
+	Prev   Board  // the previous run's, when moved
+	// Unidentified is how many of this run's GPUs have no UUID yet (stuck
+	// at start): a board said missing may be one of them.
+	Unidentified int
+}
+
+// CompareInventory returns the changes from the boards prev to cur: each
+// board of prev missing from cur, each of cur new, each at another index or
+// bus id; in prev's order, then cur's. Boards without a UUID are not
+// matched: a GPU stuck at start is unidentified, neither new nor missing.
+func CompareInventory(prev, cur []Board) []InventoryChange {
+	now := map[string]Board{}
+	unidentified := 0
+	for _, b := range cur {
+		if b.UUID == "" {
+			unidentified++
+			continue
+		}
+		now[b.UUID] = b
+	}
+	var out []InventoryChange
+	was := map[string]bool{}
+	for _, p := range prev {
+		if p.UUID == "" {
+			continue
+		}
+		was[p.UUID] = true
+		c, ok := now[p.UUID]
+		switch {
+		case !ok:
+			out = append(out, InventoryChange{Change: InventoryMissing, Board: p, Unidentified: unidentified})
+		case c.Index != p.Index || c.Bus != p.Bus:
+			out = append(out, InventoryChange{Change: InventoryMoved, Board: c, Prev: p})
+		}
+	}
+	for _, b := range cur {
+		if b.UUID != "" && !was[b.UUID] {
+			out = append(out, InventoryChange{Change: InventoryNew, Board: b})
+		}
+	}
+	return out
+}
+
+// Event is the change's events.log line (type=INVENTORY), at at: a missing
+// board names no monitored GPU (gpu=?) and says where it was.
+func (c InventoryChange) Event(at time.Time) Event {
+	b := c.Board
+	e := Event{Time: at, UUID: b.UUID, GPU: b.Index, Bus: b.Bus, Source: "start", Type: TypeInventory,
+		Fields: KV("change", c.Change, "serial", b.Serial, "name", b.Name)}
+	switch c.Change {
+	case InventoryMissing:
+		e.GPU, e.Bus = -1, ""
+		e.Fields = append(e.Fields, KV("prev_gpu", strconv.Itoa(b.Index), "prev_bus", b.Bus)...)
+		if c.Unidentified > 0 {
+			e.Fields = append(e.Fields, Field{"unidentified", strconv.Itoa(c.Unidentified)})
+		}
+	case InventoryMoved:
+		e.Fields = append(e.Fields, KV("prev_gpu", strconv.Itoa(c.Prev.Index), "prev_bus", c.Prev.Bus)...)
+	}
+	return e
+}

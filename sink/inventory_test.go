@@ -1,0 +1,81 @@
+package sink
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCompareInventory: boards are matched by UUID, never by index.
+func TestCompareInventory(t *testing.T) {
+	b := func(i int, uuid, bus string) Board {
+		return Board{Index: i, UUID: uuid, Serial: "s-" + uuid, Bus: bus}
+	}
+	eight := func(skip string) []Board {
+		var out []Board
+		for i, u := range []string{"GPU-a", "GPU-b", "GPU-c"} {
+			if u != skip {
+				out = append(out, b(i, u, "bus-"+u))
+			}
+		}
+		return out
+	}
+	renumber := func(bs []Board) []Board {
+		for i := range bs {
+			bs[i].Index = i
+		}
+		return bs
+	}
+	for _, tc := range []struct {
+		name      string
+		prev, cur []Board
+		want      []string // change:uuid:index
+	}{
+		{"same", eight(""), eight(""), nil},
+		{"first run", nil, eight(""), []string{"new:GPU-a:0", "new:GPU-b:1", "new:GPU-c:2"}},
+		{"GPU 0 fell off, the others moved down", eight(""), renumber(eight("GPU-a")), []string{"missing:GPU-a:0", "moved:GPU-b:0", "moved:GPU-c:1"}},
+		{"a board added", renumber(eight("GPU-a")), eight(""), []string{"moved:GPU-b:1", "moved:GPU-c:2", "new:GPU-a:0"}},
+		{"same index, another slot", []Board{b(0, "GPU-a", "x")}, []Board{b(0, "GPU-a", "y")}, []string{"moved:GPU-a:0"}},
+		{"a board swapped for another", []Board{b(0, "GPU-a", "x")}, []Board{b(0, "GPU-z", "x")}, []string{"missing:GPU-a:0", "new:GPU-z:0"}},
+		{"stuck at start: not matched", []Board{b(0, "GPU-a", "x"), b(1, "GPU-b", "y")}, []Board{b(0, "", ""), b(1, "GPU-b", "y")}, []string{"missing:GPU-a:0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, c := range CompareInventory(tc.prev, tc.cur) {
+				got = append(got, c.Change+":"+c.Board.UUID+":"+strconv.Itoa(c.Board.Index))
+			}
+			if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestInventoryEvent: the events.log lines, a missing board at warning
+// level with where it was, a moved one with where it was before.
+func TestInventoryEvent(t *testing.T) {
+	at := time.Date(2026, 12, 6, 7, 0, 0, 0, time.UTC)
+	a := Board{Index: 0, UUID: "GPU-a", Serial: "1791025012340", Bus: "00000000:01:00.0", Name: "NVIDIA X"}
+	moved := a
+	moved.Index, moved.Bus = 1, "00000000:21:00.0"
+	for _, tc := range []struct {
+		c     InventoryChange
+		want  string
+		level string
+	}{
+		{InventoryChange{Change: InventoryMissing, Board: a, Unidentified: 1},
+			`uuid=GPU-a level=warning gpu=? source=start type=INVENTORY change=missing serial=1791025012340 name="NVIDIA X" prev_gpu=0 prev_bus=00000000:01:00.0 unidentified=1`, "warning"},
+		{InventoryChange{Change: InventoryNew, Board: a},
+			`uuid=GPU-a level=info gpu=0 bus=00000000:01:00.0 source=start type=INVENTORY change=new serial=1791025012340 name="NVIDIA X"`, "info"},
+		{InventoryChange{Change: InventoryMoved, Board: moved, Prev: a},
+			`uuid=GPU-a level=info gpu=1 bus=00000000:21:00.0 source=start type=INVENTORY change=moved serial=1791025012340 name="NVIDIA X" prev_gpu=0 prev_bus=00000000:01:00.0`, "info"},
+	} {
+		e := tc.c.Event(at)
+		e.Host = "h"
+		line := e.Line()
+		if want := "time=2026-12-06T07:00:00.000Z host=h " + tc.want; line != want {
+			t.Errorf("line\n got %s\nwant %s", line, want)
+		}
+	}
+}
