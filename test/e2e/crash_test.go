@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -479,11 +479,7 @@ func TestKernelLinesReachTheRightGPU(t *testing.T) {
 
 func TestFullDiskKeepsFilesWhole(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a small tmpfs here (%v: %s); the injected-writer test in sink covers ENOSPC", err, out)
-	}
-	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+	dir := testutil.SmallDisk(t, "64k")
 	p := start(t, opts{scenario: "@healthy-8gpu", dir: dir, args: []string{"--min-free-mb", "0", "--no-compress"}})
 	p.waitFor("the disk to fill", 30*time.Second, func() bool { return strings.Contains(p.stderr.String(), "disk full") })
 	time.Sleep(time.Second)

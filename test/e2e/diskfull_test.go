@@ -1,49 +1,14 @@
 package e2e
 
 import (
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
-
-// smallDisk mounts a tmpfs of size at a new directory. Outside CI a host
-// that cannot mount skips; CI runs as root and must be able to.
-func smallDisk(t *testing.T, size string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("cannot mount a small tmpfs (%v: %s); CI runs as root and must", err, out)
-		}
-		t.Skipf("cannot mount a small tmpfs here (%v: %s); the sink tests cover ENOSPC with an injected writer", err, out)
-	}
-	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
-	return dir
-}
-
-// fillDisk writes path until the file system is full.
-func fillDisk(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	chunk := make([]byte, 4096)
-	for {
-		if _, err := f.Write(chunk); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatal(err)
-			}
-			return
-		}
-	}
-}
 
 // TestFullDiskKeepsEventsAndResumesRows fills the log directory's disk, sends
 // kernel Xids while it is full, then frees the space: every Xid must reach
@@ -51,14 +16,14 @@ func fillDisk(t *testing.T, path string) {
 // reach summary.log, and rows must resume within about a second.
 func TestFullDiskKeepsEventsAndResumesRows(t *testing.T) {
 	t.Parallel()
-	dir := smallDisk(t, "2m")
+	dir := testutil.SmallDisk(t, "2m")
 	// No health counters: their baseline line would leave room in
 	// events.log's last page, which the full disk must not have.
 	p := start(t, opts{scenario: "gpus 2\ngpu all health none\n", dir: dir, kmsg: true,
 		args: []string{"--min-free-mb", "0", "--no-compress", "--summary-interval", "1s", "--crash-cooldown", "1h"}})
 	p.waitForRows(1, 5, 15*time.Second)
 	filler := filepath.Join(dir, "filler")
-	fillDisk(t, filler)
+	testutil.FillDisk(t, filler)
 	p.waitFor("the disk guard to see the full disk", 30*time.Second, func() bool {
 		return strings.Contains(p.stderr.String(), "disk full (ENOSPC)")
 	})
