@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 )
@@ -40,16 +41,12 @@ func openAppend(path string, header []byte, log *slog.Logger) (*os.File, int64, 
 	}
 	size := st.Size()
 	if size > 0 {
-		whole, err := lastWholeLine(path, size)
+		whole, err := cutToWholeLine(f, path, size)
 		if err != nil {
 			f.Close()
 			return nil, 0, false, err
 		}
 		if whole != size {
-			if err := f.Truncate(whole); err != nil {
-				f.Close()
-				return nil, 0, false, fmt.Errorf("repair %s: %w", path, err)
-			}
 			log.Warn("CSV ended in a partial line; cut back to the last whole line", "path", path, "removed_bytes", size-whole)
 			size = whole
 		}
@@ -64,6 +61,44 @@ func openAppend(path string, header []byte, log *slog.Logger) (*os.File, int64, 
 		size = int64(n)
 	}
 	return f, size, created, nil
+}
+
+// cutToWholeLine truncates f, open at path and size bytes long, to its last
+// whole line and returns its new length. A CSV at open and a line log after a
+// failed write (or at its first write) are repaired through it.
+func cutToWholeLine(f *os.File, path string, size int64) (int64, error) {
+	whole, err := lastWholeLine(path, size)
+	if err != nil {
+		return 0, fmt.Errorf("repair %s: %w", path, err)
+	}
+	if whole != size {
+		if err := f.Truncate(whole); err != nil {
+			return 0, fmt.Errorf("repair %s: %w", path, err)
+		}
+	}
+	return whole, nil
+}
+
+// cutPathToWholeLine cuts the file at path back to its last whole line and
+// returns how many bytes it removed. A missing file has nothing to cut.
+func cutPathToWholeLine(path string) (int64, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("repair %s: %w", path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("repair %s: %w", path, err)
+	}
+	whole, err := cutToWholeLine(f, path, st.Size())
+	if err != nil {
+		return 0, err
+	}
+	return st.Size() - whole, nil
 }
 
 // lastWholeLine returns the offset just past the last newline of the file.

@@ -23,7 +23,10 @@ const (
 const lineRetryEvery = time.Second
 
 // LineLog is an append-only text log rotated by size (events.log,
-// summary.log). Lines are written whole, one write per line.
+// summary.log). Lines are written whole, one write per line: a line is in
+// the file whole and once, or not at all. A write that fails part-way (a
+// full disk: a short write, then ENOSPC) is cut back out of the file (see
+// writeLocked), so the line's later retry does not follow a torn copy.
 //
 // A line that cannot be written (a full disk) is not lost: it is kept in a
 // bounded queue, in order, and written as it was (with the timestamp it was
@@ -39,7 +42,8 @@ type LineLog struct {
 	closed     bool
 	pending    [][]byte // lines not yet written, oldest first, each with its newline
 	pendBytes  int
-	torn       bool // a failed write left part of a line in the file
+	unchecked  bool // the file has not been checked for a partial last line since NewLineLog
+	torn       bool // a failed write may have left part of a line in the file, not yet cut back
 	retryEvery time.Duration
 	retrying   bool // the retry goroutine runs
 	stop       chan struct{}
@@ -73,7 +77,7 @@ func NewLineLog(dir, name string, maxMB, backups int, log *slog.Logger) *LineLog
 		MaxSize:    maxMB,
 		MaxBackups: backups,
 		LocalTime:  true,
-	}, path: path, log: log, retryEvery: lineRetryEvery, stop: make(chan struct{})}
+	}, path: path, log: log, retryEvery: lineRetryEvery, stop: make(chan struct{}), unchecked: true}
 }
 
 // Line appends one line; a trailing newline is added. When the file cannot
@@ -126,21 +130,55 @@ func (l *LineLog) keepLocked(s string) error {
 	return nil
 }
 
-// writeLocked writes b (whole lines) to the file. A write that failed
-// part-way leaves a torn line; the next write then starts with a newline, so
-// the torn part never glues onto a whole line.
+// writeLocked writes b, one whole line, to the file. A write that failed
+// part-way (a short write, then ENOSPC) is cut back out of the file at once;
+// until that has worked, no line is written (each is kept, as on a failed
+// write), so a line never follows, or glues onto, a torn part of itself or
+// of another line.
 func (l *LineLog) writeLocked(b []byte) error {
-	if l.torn {
-		l.buf = append(append(l.buf[:0:0], '\n'), b...)
-		b = l.buf
+	if l.unchecked || l.torn {
+		if err := l.cutBackLocked(); err != nil {
+			return err
+		}
 	}
 	n, err := l.w.Write(b)
-	if n > 0 {
-		l.torn = b[n-1] != '\n'
+	if err == nil && n < len(b) {
+		err = io.ErrShortWrite
 	}
 	if err != nil {
+		if n > 0 {
+			l.torn = true
+			l.cutBackLocked() // failing, it is tried again before the next write
+		}
 		return fmt.Errorf("write %s: %w", l.path, err)
 	}
+	return nil
+}
+
+// cutBackLocked cuts the file back to its last whole line: the part of a
+// line a failed write left, or one an earlier run left when it died
+// mid-write (checked once, before the first write). Lines are written one
+// per write and each ends in its only newline (events.log's are logfmt,
+// which escapes newlines), so the last whole line ends exactly where the
+// failed write began.
+//
+// lumberjack, which writes the file, neither exposes it nor takes back a
+// short write (its size already counts the torn bytes): the file is closed
+// through it and cut by its path, and lumberjack reopens it at the next
+// write, taking its size from the file again. Nothing else writes the path
+// (one logger per directory holds its lock), and lumberjack only renames it
+// inside a Write, under l.mu like this.
+func (l *LineLog) cutBackLocked() error {
+	l.w.Close() // lumberjack buffers nothing; a close error adds nothing to the write's
+	removed, err := cutPathToWholeLine(l.path)
+	if err != nil {
+		return fmt.Errorf("write %s: cut back a partial line: %w", l.path, err)
+	}
+	if l.unchecked && !l.torn && removed > 0 {
+		l.log.Warn("log file ended in a partial line (the last run stopped mid-write); cut back to the last whole line",
+			"path", l.path, "removed_bytes", removed)
+	}
+	l.unchecked, l.torn = false, false
 	return nil
 }
 
