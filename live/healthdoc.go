@@ -12,7 +12,7 @@ import (
 // with its reasons, every GPU-level health counter (null when absent: not
 // supported, refused or not read yet) and the NVLink links.
 type HealthDoc struct {
-	Verdict  string             `json:"verdict"` // ok, warning, critical
+	Verdict  string             `json:"verdict"` // ok, warning, critical, unknown (GPU hung|lost|failing): GPU.Verdict
 	Reasons  []string           `json:"reasons"`
 	Counters map[string]*uint64 `json:"counters"` // by the health counters' Key (reading.Health); clock-event times in ns
 	NVLink   []LinkDoc          `json:"nvlink"`   // null: no NVLink read
@@ -45,10 +45,11 @@ func healthDoc(g *GPU) *HealthDoc {
 	if g.Sample.Time.IsZero() {
 		return nil
 	}
-	d := &HealthDoc{Verdict: g.HealthLevel, Reasons: g.HealthReasons, Counters: make(map[string]*uint64, reading.NumHealth)}
-	if d.Verdict == "" {
-		d.Verdict = "ok"
+	_, verdict, known := g.Verdict()
+	if !known {
+		verdict = "ok" // an answered sample before its first health reading
 	}
+	d := &HealthDoc{Verdict: verdict, Reasons: g.HealthReasons, Counters: make(map[string]*uint64, reading.NumHealth)}
 	if d.Reasons == nil {
 		d.Reasons = []string{}
 	}
@@ -95,8 +96,8 @@ func HealthText(g GPUDoc) string {
 		return "health n/a"
 	}
 	s := "health " + h.Verdict
-	if h.Verdict != "ok" {
-		s = "health " + strings.ToUpper(h.Verdict)
+	if h.Verdict == "warning" || h.Verdict == "critical" {
+		s = "health " + strings.ToUpper(h.Verdict) // a finding; unknown is none
 	}
 	if len(h.Reasons) > 0 {
 		s += " (" + strings.Join(h.Reasons, ",") + ")"

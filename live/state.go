@@ -113,9 +113,10 @@ type GPU struct {
 	// attributed to anything).
 	ThrottleTime [NumThrottleReasons]time.Duration
 
-	// HealthLevel is the hardware health verdict ("ok", "warning",
-	// "critical"; "" before the first health reading) and HealthReasons
-	// its reasons (shared, immutable). Links is the latest per-link NVLink
+	// HealthLevel is the verdict of the latest health reading ("ok",
+	// "warning", "critical"; "" before the first one) and HealthReasons
+	// its reasons (shared, immutable); the outputs give Verdict, which
+	// also weighs the state. Links is the latest per-link NVLink
 	// reading (shared, immutable; nil: none).
 	HealthLevel   string
 	HealthReasons []string

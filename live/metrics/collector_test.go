@@ -48,9 +48,10 @@ func scrapeCollector(t *testing.T, c *Collector) []byte {
 func TestMetricsGolden(t *testing.T) {
 	got := scrape(t, livetest.Board(livetest.View()))
 	testutil.Golden(t, "metrics.txt", got)
-	// The hung GPU: state and stall, no stale readings.
+	// The hung GPU: state and stall, no stale readings, health unknown (3).
 	for _, want := range []string{
 		`gpu_telemetry_gpu_state{gpu="1",state="hung",uuid="GPU-bbbb"} 1`,
+		`gpu_telemetry_health_verdict{gpu="1",uuid="GPU-bbbb"} 3`,
 		`gpu_telemetry_stall_seconds{gpu="1",uuid="GPU-bbbb"} 12`,
 		`gpu_telemetry_temperature_celsius{gpu="0",uuid="GPU-aaaa"} 71`,
 		`gpu_telemetry_xids_total{gpu="1",uuid="GPU-bbbb",xid="79"} 1`,

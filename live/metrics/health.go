@@ -13,22 +13,21 @@ import (
 // (linkbudget.go): by default only for a link that is not active or has
 // errors, so a healthy B200's 18 links export none.
 var (
-	mVerdict = gpuMetric("health_verdict", "Hardware health verdict: 0 ok, 1 warning, 2 critical.", prometheus.GaugeValue)
+	mVerdict = gpuMetric("health_verdict", "Hardware health verdict: 0 ok, 1 warning, 2 critical, 3 unknown (the GPU is hung, lost or failing and was not critical).", prometheus.GaugeValue)
 	mReason  = gpuMetric("health_reason", "A hardware health reason that holds now (value 1); absent when it does not.", prometheus.GaugeValue, "reason")
 	mLinkDn  = gpuMetric("nvlink_link_down", "An NVLink link that is not active (value 1); absent for active links.", prometheus.GaugeValue, "link", "state")
 	mLinkErr = gpuMetric("nvlink_link_errors_total", "An NVLink per-link counter; by default exported only for a link that is down or has errors.", prometheus.CounterValue, "link", "counter")
 	mLinkBER = gpuMetric("nvlink_link_ber", "An NVLink per-link bit error rate; by default exported only for a link that is down or has errors.", prometheus.GaugeValue, "link", "counter")
 )
 
-var verdictValue = map[string]float64{"": 0, "ok": 0, "warning": 1, "critical": 2}
-
-// healthVerdict adds the verdict and its reasons: from memory, also while
-// the GPU does not answer (it is what explains why).
+// healthVerdict adds the verdict (live.GPU.Verdict) and its reasons: from
+// memory, also while the GPU does not answer (they are what explains why).
 func (w *walker) healthVerdict(g *live.GPU, gpu, uuid string) {
-	if g.HealthLevel == "" {
+	v, _, known := g.Verdict()
+	if !known {
 		return
 	}
-	w.add(mVerdict, verdictValue[g.HealthLevel], gpu, uuid)
+	w.add(mVerdict, float64(v), gpu, uuid)
 	for _, r := range g.HealthReasons {
 		w.add(mReason, 1, gpu, uuid, r)
 	}

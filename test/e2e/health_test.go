@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -287,4 +289,33 @@ func TestHealthH100NVLinkErrorCounters(t *testing.T) {
 	}
 	p.stop()
 	quietGPU1(t, p.dir)
+}
+
+// TestLostGPUHealthUnknown: a GPU that was healthy and is then lost has no
+// "ok" verdict: status, status --json and the verdict metric (3) say its
+// health is unknown; the GPU beside it stays ok (0).
+func TestLostGPUHealthUnknown(t *testing.T) {
+	t.Parallel()
+	p := start(t, opts{scenario: "gpus 2\nat 3 gpu 1 lost\n", args: []string{"--metrics-listen", "127.0.0.1:0"}})
+	addr, sock := p.metricsAddr(), p.socketPath()
+	p.waitFor("GPU 1 shown lost", 30*time.Second, func() bool {
+		d, ok := rawStatus(sock)
+		return ok && len(d.GPUs) == 2 && d.GPUs[1].State == "lost"
+	})
+	_, d := healthStatus(t, sock)
+	if v0, v1 := d.GPUs[0].Health.Verdict, d.GPUs[1].Health.Verdict; v0 != "ok" || v1 != "unknown (GPU lost)" {
+		t.Errorf("status --json verdicts %q, %q; want ok, unknown (GPU lost)", v0, v1)
+	}
+	_, out := status(t, "--socket", sock)
+	if !strings.Contains(out, "\n  health unknown (GPU lost)  ") || strings.Count(out, "\n  health ok  ") != 1 {
+		t.Errorf("status: GPU 1's health not unknown (GPU lost), or GPU 0's not ok:\n%s", out)
+	}
+	body := scrapeMetrics(t, addr)
+	for gpu, want := range []string{"0", "3"} {
+		re := regexp.MustCompile(`(?m)^gpu_telemetry_health_verdict\{gpu="` + strconv.Itoa(gpu) + `",uuid="[^"]*"\} (\S+)$`)
+		if m := re.FindStringSubmatch(body); m == nil || m[1] != want {
+			t.Errorf("GPU %d health_verdict %v, want %s", gpu, m, want)
+		}
+	}
+	testutil.CheckMetrics(t, []byte(body))
 }
