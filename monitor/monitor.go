@@ -194,11 +194,10 @@ func (m *Monitor) writeSystemInfo() {
 		if h := gs.Health(); !h.At.IsZero() {
 			si.Health[gs.idx] = healthGroupsText(gs.g.HealthGroups(), h.Links.N)
 		}
-		if !gs.g.StaticDone() {
-			fn, _, _ := gs.g.InFlight()
-			si.Notes[gs.idx] = "static facts not read yet: stuck in " + fn.String()
-		} else if e := gs.g.StaticErr(); e != "" {
-			si.Notes[gs.idx] = "static facts not read: " + e
+		if why, stuck := gs.g.StaticProblem(); stuck {
+			si.Notes[gs.idx] = "static facts not read yet: " + why
+		} else if why != "" {
+			si.Notes[gs.idx] = "static facts not read: " + why
 		}
 	}
 	written, err := sink.WriteSystemInfo(m.cfg.LogDir, si)

@@ -158,6 +158,17 @@ func (g *GPU) StaticErr() string {
 
 func (g *GPU) setStaticErr(e string) { g.staticErr.Store(&e) }
 
+// StaticProblem says why the static facts are not read: "stuck in <NVML
+// function>" with stuck true while the start-up read has not returned, the
+// error when it failed, "" when they were read.
+func (g *GPU) StaticProblem() (why string, stuck bool) {
+	if !g.StaticDone() {
+		fn, _, _ := g.InFlight()
+		return "stuck in " + fn.String(), true
+	}
+	return g.StaticErr(), false
+}
+
 // execError says why the GPU has no executor.
 func (g *GPU) execError() string {
 	if e := g.execErr.Load(); e != nil {

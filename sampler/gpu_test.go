@@ -706,3 +706,29 @@ func TestNoCallAfterALostGPU(t *testing.T) {
 		t.Errorf("status %v, want lost", s.Status)
 	}
 }
+
+// TestStaticProblem: why a GPU's static facts are not read, as
+// system-info.txt and the probe say it: the call a start-up read is stuck
+// in, the error of one that failed, nothing once they are read.
+func TestStaticProblem(t *testing.T) {
+	a, b, c := fakenvml.NewDev(), fakenvml.NewDev(), fakenvml.NewDev()
+	release := b.Block("GetName", nil)
+	defer release()
+	lib := &fakenvml.Lib{InitRet: nvml.SUCCESS, Devs: []*fakenvml.Dev{a, b, c}, HandleRet: map[int]nvml.Return{2: nvml.ERROR_GPU_IS_LOST}}
+	h, err := Open(lib, OpenOptions{Config: testConfig, Timeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	for i, want := range []struct {
+		why   string
+		stuck bool
+	}{
+		{"", false},
+		{"stuck in " + FnName.String(), true},
+		{FnGetHandle.String() + ": " + retText(nvml.ERROR_GPU_IS_LOST), false},
+	} {
+		if why, stuck := h.GPUs[i].StaticProblem(); why != want.why || stuck != want.stuck {
+			t.Errorf("GPU %d: StaticProblem() = %q %v, want %q %v", i, why, stuck, want.why, want.stuck)
+		}
+	}
+}
