@@ -55,8 +55,33 @@ type ProbeReport struct {
 	Driver, NVML string
 	GPUs         []int    // indexes probed
 	Hung         []string // per GPU: "" or the function that did not return in time
-	Opts         ProbeOptions
-	Kinds        []ProbeKind
+	// Silent are the GPUs that did not answer at start (no handle): not
+	// probed.
+	Silent []ProbeSilent
+	Opts   ProbeOptions
+	Kinds  []ProbeKind
+}
+
+// ProbeSilent is a GPU that did not answer at start.
+type ProbeSilent struct {
+	GPU int    // its index
+	Why string // GPU.StaticProblem: the call it is stuck in, or the error
+}
+
+// Stuck lists the GPUs that do not answer, by index: those that did not
+// answer at start and those whose call passed the deadline.
+func (r ProbeReport) Stuck() []int {
+	var out []int
+	for _, s := range r.Silent {
+		out = append(out, s.GPU)
+	}
+	for i, f := range r.Hung {
+		if f != "" {
+			out = append(out, r.GPUs[i])
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // probeCall is a call of the sample plan to time (fan calls: fan 0 only).
@@ -80,8 +105,10 @@ func Probe(h *Host, o ProbeOptions) ProbeReport {
 	rep := ProbeReport{Driver: h.System.DriverVersion, NVML: h.System.NVMLVersion, Opts: o}
 	var gpus []*GPU
 	for _, g := range h.GPUs {
-		if g.Device() == nil {
-			continue // never answered at start: nothing to time
+		if g.Device() == nil { // never answered at start: nothing to time
+			why, _ := g.StaticProblem()
+			rep.Silent = append(rep.Silent, ProbeSilent{GPU: g.Info().Index, Why: why})
+			continue
 		}
 		gpus = append(gpus, g)
 		rep.GPUs = append(rep.GPUs, g.Info().Index)

@@ -3,6 +3,8 @@ package sampler
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,6 +72,38 @@ func TestProbeLeavesAHungGPUAlone(t *testing.T) {
 	rep.Write(&b)
 	if !strings.Contains(b.String(), "GPU 1: nvmlDeviceGetPowerManagementLimit did not return within 50ms") {
 		t.Errorf("report does not name the hung call:\n%s", b.String())
+	}
+}
+
+// TestProbeNamesAGPUSilentAtStart: a GPU that did not answer at start is
+// not probed, but named with why, and the verdict does not say it fits;
+// with no other GPU there is nothing to judge.
+func TestProbeNamesAGPUSilentAtStart(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		devs    int
+		verdict string
+	}{
+		{"beside a GPU that answers", 2, "verdict: GPU 1 not answering (named above); on the figures measured: fits: "},
+		{"alone", 1, "verdict: GPU 0 not answering (named above); no GPU was probed: nothing to judge\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			lib := &fakenvml.Lib{HandleRet: map[int]nvml.Return{c.devs - 1: nvml.ERROR_GPU_IS_LOST}}
+			for range c.devs {
+				lib.Devs = append(lib.Devs, fakenvml.NewDev())
+			}
+			rep := Probe(openFake(t, lib), ProbeOptions{Calls: 10, Deadline: time.Second, Interval: 100 * time.Millisecond, SlowEvery: 10})
+			silent := c.devs - 1
+			if len(rep.GPUs) != c.devs-1 || len(rep.Silent) != 1 || rep.Silent[0].GPU != silent || !slices.Equal(rep.Stuck(), []int{silent}) {
+				t.Fatalf("probed %v, silent %+v, stuck %v", rep.GPUs, rep.Silent, rep.Stuck())
+			}
+			var b bytes.Buffer
+			rep.Write(&b)
+			want := fmt.Sprintf("GPU %d: did not answer at start (%s: %s); not probed", silent, FnGetHandle, retText(nvml.ERROR_GPU_IS_LOST))
+			if !strings.Contains(b.String(), want) || !strings.Contains(b.String(), c.verdict) {
+				t.Errorf("report lacks %q or %q:\n%s", want, c.verdict, b.String())
+			}
+		})
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -109,6 +110,9 @@ func (r ProbeReport) Write(w io.Writer) error {
 		r.Driver, r.NVML, len(r.GPUs), o.Calls, o.Deadline)
 	b.WriteString("Only reads; the same calls as the daemon. \"alone\": one GPU at a time; \"together\": every GPU at once\n")
 	b.WriteString("(a driver-wide lock shows as a together median about N times the alone one).\n\n")
+	for _, g := range r.Silent {
+		fmt.Fprintf(&b, "GPU %d: did not answer at start (%s); not probed\n\n", g.GPU, g.Why)
+	}
 	for i, f := range r.Hung {
 		if f != "" {
 			fmt.Fprintf(&b, "GPU %d: %s did not return within %v; not asked again (its figures are partial)\n\n", r.GPUs[i], f, o.Deadline)
@@ -157,8 +161,26 @@ func (r ProbeReport) Write(w io.Writer) error {
 	return err
 }
 
-// verdict applies the pacer's threshold (stretchHigh) to the estimate.
+// verdict applies the pacer's threshold (stretchHigh) to the estimate,
+// saying first which GPUs do not answer: no interval fits those.
 func (r ProbeReport) verdict(e ProbeEstimate) string {
+	stuck := r.Stuck()
+	if len(stuck) == 0 {
+		return r.fits(e)
+	}
+	names := make([]string, len(stuck))
+	for i, g := range stuck {
+		names[i] = "GPU " + strconv.Itoa(g)
+	}
+	s := strings.Join(names, ", ") + " not answering (named above)"
+	if len(r.GPUs) == 0 {
+		return s + "; no GPU was probed: nothing to judge"
+	}
+	return s + "; on the figures measured: " + r.fits(e)
+}
+
+// fits applies the pacer's threshold (stretchHigh) to the estimate.
+func (r ProbeReport) fits(e ProbeEstimate) string {
 	iv := float64(r.Opts.Interval)
 	need := time.Duration(float64(e.Tick)/stretchHigh).Round(10*time.Millisecond) + 10*time.Millisecond
 	switch {

@@ -21,10 +21,11 @@ type ProbeCLI struct {
 }
 
 // probeDescription is what `gpu-telemetry probe --help` says it does.
-const probeDescription = "Measures what each NVML call the logger makes costs on this host (p50 and p99, each GPU alone and all GPUs at once) and prints the expected NVML time per tick and the driver calls per second at --interval. It only reads: no setting is changed. A GPU whose call does not return within --deadline is reported and left alone. Exit status: 0 measured, 1 no driver, no GPU or a GPU hung, 2 bad arguments."
+const probeDescription = "Measures what each NVML call the logger makes costs on this host (p50 and p99, each GPU alone and all GPUs at once) and prints the expected NVML time per tick and the driver calls per second at --interval. It only reads: no setting is changed. A GPU whose call does not return within --deadline, or that does not answer at start, is reported and left alone. Exit status: 0 measured, 1 no driver, no GPU, or a GPU that does not answer, 2 bad arguments."
 
 // runProbe runs `gpu-telemetry probe`; it returns the exit status: 0
-// measured, 1 no driver, no GPU or a GPU hung, 2 bad arguments. The
+// measured, 1 no driver, no GPU, or a GPU that does not answer (hung, or
+// silent at start: ProbeReport.Stuck), 2 bad arguments. The
 // measurement is sampler.Probe, the text sampler.ProbeReport.Write.
 func runProbe(args []string, stdout, stderr io.Writer) int {
 	var cli ProbeCLI
@@ -62,10 +63,8 @@ func runProbe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gpu-telemetry probe: %v\n", err)
 		return 1
 	}
-	for _, h := range rep.Hung {
-		if h != "" {
-			return 1 // a call is still inside the driver: do not wait for nvmlShutdown
-		}
+	if len(rep.Stuck()) > 0 {
+		return 1 // a call may still be inside the driver: do not wait for nvmlShutdown
 	}
 	host.Close(time.Duration(deadline))
 	return 0

@@ -97,6 +97,28 @@ func TestProbeHungGPU(t *testing.T) {
 	}
 }
 
+// TestProbeGPUSilentAtStart: a GPU that never answers (stuck from the
+// first call on) is named, the verdict does not say the interval fits, and
+// the probe exits 1 without waiting for it.
+func TestProbeGPUSilentAtStart(t *testing.T) {
+	t.Parallel()
+	base, _, _, _ := command(t, opts{scenario: "gpus 2\nat 0 gpu 1 hang 60\n"})
+	t0 := time.Now()
+	code, out, stderr := runTool(t, base.Env, "probe", "--calls", "10", "--start-timeout", "1s")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s%s", code, out, stderr)
+	}
+	if el := time.Since(t0); el > 30*time.Second {
+		t.Fatalf("probe took %v with a GPU stuck from the start", el)
+	}
+	for _, want := range []string{"GPU 1: did not answer at start (stuck in nvmlDeviceGetHandleByIndex); not probed",
+		"verdict: GPU 1 not answering (named above); on the figures measured: fits: "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
 func TestProbeBadArguments(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"--interval", "0"}, {"--calls", "1"}, {"extra"}, {"--bogus"}} {
