@@ -79,43 +79,39 @@ func TestProbeShowsTheCostProfile(t *testing.T) {
 	}
 }
 
-// TestProbeHungGPU: a GPU stuck in the driver is reported within the deadline
-// and the probe exits 1 without waiting for it.
+// TestProbeHungGPU: a GPU stuck in the driver, in the middle of the probe
+// or from the first call on (it never answers at start), is named, the
+// verdict does not say the interval fits, and the probe exits 1 without
+// waiting for it.
 func TestProbeHungGPU(t *testing.T) {
 	t.Parallel()
-	base, _, _, _ := command(t, opts{scenario: "gpus 2\nat 0 gpu 1 hang 60 fn DeviceGetPowerManagementLimit\n"})
-	t0 := time.Now()
-	code, out, _ := runTool(t, base.Env, "probe", "--calls", "10", "--deadline", "300ms")
-	if code != 1 {
-		t.Fatalf("exit %d, want 1\n%s", code, out)
-	}
-	if el := time.Since(t0); el > 30*time.Second {
-		t.Fatalf("probe took %v with a hung GPU", el)
-	}
-	if !strings.Contains(out, "GPU 1: nvmlDeviceGetPowerManagementLimit did not return within 300ms") {
-		t.Errorf("hung GPU not reported:\n%s", out)
-	}
-}
-
-// TestProbeGPUSilentAtStart: a GPU that never answers (stuck from the
-// first call on) is named, the verdict does not say the interval fits, and
-// the probe exits 1 without waiting for it.
-func TestProbeGPUSilentAtStart(t *testing.T) {
-	t.Parallel()
-	base, _, _, _ := command(t, opts{scenario: "gpus 2\nat 0 gpu 1 hang 60\n"})
-	t0 := time.Now()
-	code, out, stderr := runTool(t, base.Env, "probe", "--calls", "10", "--start-timeout", "1s")
-	if code != 1 {
-		t.Fatalf("exit %d, want 1\n%s%s", code, out, stderr)
-	}
-	if el := time.Since(t0); el > 30*time.Second {
-		t.Fatalf("probe took %v with a GPU stuck from the start", el)
-	}
-	for _, want := range []string{"GPU 1: did not answer at start (stuck in nvmlDeviceGetHandleByIndex); not probed",
-		"verdict: GPU 1 not answering (named above); on the figures measured: fits: "} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
+	for _, c := range []struct {
+		name, scenario string
+		args           []string
+		named          string
+	}{
+		{"in a call", "gpus 2\nat 0 gpu 1 hang 60 fn DeviceGetPowerManagementLimit\n", []string{"--deadline", "300ms"},
+			"GPU 1: nvmlDeviceGetPowerManagementLimit did not return within 300ms"},
+		{"from the start", "gpus 2\nat 0 gpu 1 hang 60\n", []string{"--start-timeout", "1s"},
+			"GPU 1: did not answer at start (stuck in nvmlDeviceGetHandleByIndex); not probed"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			base, _, _, _ := command(t, opts{scenario: c.scenario})
+			t0 := time.Now()
+			code, out, stderr := runTool(t, base.Env, append([]string{"probe", "--calls", "10"}, c.args...)...)
+			if code != 1 {
+				t.Fatalf("exit %d, want 1\n%s%s", code, out, stderr)
+			}
+			if el := time.Since(t0); el > 30*time.Second {
+				t.Fatalf("probe took %v with a hung GPU", el)
+			}
+			for _, want := range []string{c.named, "verdict: GPU 1 not answering (named above); on the figures measured: fits: "} {
+				if !strings.Contains(out, want) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+		})
 	}
 }
 
