@@ -30,27 +30,10 @@ var anomalyFlag = map[string]bool{
 // Check returns the document's exit code and the reasons for it, worst
 // first: critical reasons, then warnings.
 func Check(d Doc) (code int, reasons []string) {
-	recent := func(t time.Time, age *float64) bool { return within(t, age, d.Time, RecentWindow) }
 	var crit, warn []string
 	for _, g := range d.GPUs {
-		name := "GPU " + itoa(g.Index)
-		switch g.State {
-		case StateHung.String(), StateLost.String(), StateFailing.String():
-			crit = append(crit, name+" "+g.State)
-		case StateNotStarted.String():
-			warn = append(warn, name+" not answering yet")
-		}
-		if g.LastXid != nil && recent(g.LastXid.Time, g.LastXid.AgeS) {
-			crit = append(crit, name+" Xid "+utoa(g.LastXid.Code)+" in the last 10 minutes")
-		}
-		if g.LastRecovery != nil && recent(g.LastRecovery.Time, g.LastRecovery.AgeS) {
-			crit = append(crit, name+" recovery action "+utoa(g.LastRecovery.Code)+" in the last 10 minutes")
-		}
-		for _, f := range g.Flags {
-			if anomalyFlag[f.Kind] && recent(f.Last, f.AgeS) {
-				warn = append(warn, name+" "+f.Kind+" in the last 10 minutes")
-			}
-		}
+		c, w := CheckGPU(g, d.Time)
+		crit, warn = append(crit, c...), append(warn, w...)
 	}
 	if d.Host.Disk != "ok" {
 		warn = append(warn, "disk "+d.Host.Disk)
@@ -65,4 +48,30 @@ func Check(d Doc) (code int, reasons []string) {
 		return CheckWarning, warn
 	}
 	return CheckOK, nil
+}
+
+// CheckGPU returns one GPU's critical reasons and warnings as Check counts
+// them, now being the document's time: critical when it is hung, lost or
+// failing, or had an Xid or a recovery action in the last RecentWindow.
+func CheckGPU(g GPUDoc, now time.Time) (crit, warn []string) {
+	recent := func(t time.Time, age *float64) bool { return within(t, age, now, RecentWindow) }
+	name := "GPU " + itoa(g.Index)
+	switch g.State {
+	case StateHung.String(), StateLost.String(), StateFailing.String():
+		crit = append(crit, name+" "+g.State)
+	case StateNotStarted.String():
+		warn = append(warn, name+" not answering yet")
+	}
+	if g.LastXid != nil && recent(g.LastXid.Time, g.LastXid.AgeS) {
+		crit = append(crit, name+" Xid "+utoa(g.LastXid.Code)+" in the last 10 minutes")
+	}
+	if g.LastRecovery != nil && recent(g.LastRecovery.Time, g.LastRecovery.AgeS) {
+		crit = append(crit, name+" recovery action "+utoa(g.LastRecovery.Code)+" in the last 10 minutes")
+	}
+	for _, f := range g.Flags {
+		if anomalyFlag[f.Kind] && recent(f.Last, f.AgeS) {
+			warn = append(warn, name+" "+f.Kind+" in the last 10 minutes")
+		}
+	}
+	return crit, warn
 }
