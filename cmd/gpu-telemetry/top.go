@@ -18,8 +18,9 @@ type TopCLI struct {
 }
 
 // topDescription is what `gpu-telemetry top --help` says the command does.
-const topDescription = "A full-screen live view of every GPU, refreshed every second from the daemon's control socket. " +
-	"q, Esc or Ctrl-C quits. Exit status: 0 quit, 1 no daemon to ask or no terminal, 2 bad flags."
+const topDescription = "A full-screen live view of every GPU, refreshed every second from the daemon's control socket; " +
+	"GPUs that are failing or critical come first and stay on the screen. " +
+	"Up, Down, PgUp, PgDn, Home and End scroll the GPUs that do not fit; q, Esc or Ctrl-C quits. Exit status: 0 quit, 1 no daemon to ask or no terminal, 2 bad flags."
 
 // runTop runs `gpu-telemetry top`; it returns the exit status. The daemon
 // is asked once before the screen is taken, so that a daemon that is not

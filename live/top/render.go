@@ -5,6 +5,7 @@
 package top
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -73,14 +74,25 @@ func bar(value, limit float64, width int) string {
 	return "[" + strings.Repeat("#", n) + strings.Repeat("-", inner-n) + "]"
 }
 
-// Render lays out the screen for a document at width x height. err, when
-// not nil, says why the document is old or missing (the daemon did not
+// Screen is one drawn screen: its lines, and where the scrolled list of
+// GPUs stands.
+type Screen struct {
+	Lines []string
+	// Scroll is the first GPU of the scrolled list on the screen: the
+	// position asked for, held so that the last page is full. Page is how
+	// many of the scrolled GPUs are on the screen (what PgUp and PgDn move
+	// by). Both are 0 when every GPU fits.
+	Scroll, Page int
+}
+
+// Render lays out the screen for a document at width x height, scrolled to
+// the scroll'th GPU of those that do not fit (see layout). err, when not
+// nil, says why the document is old or missing (the daemon did not
 // answer); fetched is when d was fetched.
-func Render(d *live.Doc, err error, fetched time.Time, width, height int) []string {
+func Render(d *live.Doc, err error, fetched time.Time, width, height, scroll int) Screen {
 	if width < 1 || height < 1 {
-		return nil
+		return Screen{}
 	}
-	var lines []string
 	footer := "q quit"
 	if d != nil {
 		footer += "  updated " + d.Time.In(fetched.Location()).Format("15:04:05")
@@ -90,39 +102,164 @@ func Render(d *live.Doc, err error, fetched time.Time, width, height int) []stri
 		// terminal's width.
 		footer = "daemon not answering (q quit): " + err.Error()
 	}
+	foot := wrap(footer, width, max(height/3, 1))
 	if d == nil {
-		lines = append(lines, cut("gpu-telemetry top: waiting for the daemon", width))
-		return finish(lines, footer, width, height)
+		return Screen{Lines: finish([]string{cut("gpu-telemetry top: waiting for the daemon", width)}, foot, width, height)}
 	}
-	lines = append(lines, hostLines(d, width)...)
 	barW := 12
 	if width >= 160 {
 		barW = 22
 	}
-	// Full blocks (3 lines per GPU) when they fit, else one line per GPU.
-	room := height - len(lines) - 1
-	full := len(d.GPUs)*3 <= room
+	es := make([]entry, len(d.GPUs))
 	for i, g := range d.GPUs {
-		var block []string
-		if full {
-			block = gpuBlock(g, d.Time, width, barW)
-		} else {
-			block = []string{gpuLine(g, d.Time, width)}
-		}
-		if len(lines)+len(block) > height-1 {
-			lines = append(lines, cut("... "+strconv.Itoa(len(d.GPUs)-i)+" more GPUs: enlarge the terminal", width))
-			break
-		}
-		lines = append(lines, block...)
+		es[i] = newEntry(g, d.Time, width, barW)
 	}
-	return finish(lines, footer, width, height)
+	// Failing GPUs first, then critical ones, each in the document's order.
+	slices.SortStableFunc(es, func(a, b entry) int { return a.rank - b.rank })
+	pinned := 0
+	for pinned < len(es) && es[pinned].rank < rankOther {
+		pinned++
+	}
+	body, sc := layout(hostLines(d, width), es, pinned, height-len(foot), scroll, width)
+	sc.Lines = finish(body, foot, width, height)
+	return sc
 }
 
-// finish pads the screen to height lines of width with the footer last.
-// A footer longer than the width is wrapped over up to a third of the
-// screen.
-func finish(lines []string, footer string, width, height int) []string {
-	foot := wrap(footer, width, max(height/3, 1))
+// layout places the host lines and the GPUs in room lines, taking the first
+// arrangement that fits:
+//
+//  1. every GPU as a block of lines;
+//  2. the pinned GPUs (es[:pinned]: failing or critical) as blocks, the
+//     others one line each;
+//  3. every GPU on one line;
+//  4. the pinned GPUs as blocks, the others one line each in a scrolled
+//     window of at least 3 lines (a GPU between the lines that say how many
+//     are above and below);
+//  5. the pinned GPUs one line each, the others scrolled, with the host
+//     lines dropped one by one (the blank line, rows and disk, the last
+//     incident, the title) to make room;
+//  6. every GPU one line each in a scrolled window, pinned ones first: a
+//     screen too small for the pinned GPUs alone, where the lines above
+//     and under the window say how many of the hidden GPUs are failing or
+//     critical.
+//
+// A pinned GPU is never scrolled away but in 6: its state and last Xid
+// (the last text of its line to drop) are on the screen.
+func layout(host []string, es []entry, pinned, room, scroll, width int) ([]string, Screen) {
+	trouble, rest := es[:pinned], es[pinned:]
+	tb, tl, rl := blocks(trouble), lines(trouble), lines(rest)
+	fits := func(parts ...[]string) bool {
+		n := 0
+		for _, p := range parts {
+			n += len(p)
+		}
+		return n <= room
+	}
+	if all := append(tb[:len(tb):len(tb)], blocks(rest)...); fits(host, all) {
+		return slices.Concat(host, all), Screen{}
+	}
+	if fits(host, tb, rl) {
+		return slices.Concat(host, tb, rl), Screen{}
+	}
+	if fits(host, tl, rl) {
+		return slices.Concat(host, tl, rl), Screen{}
+	}
+	least := min(len(rest), 3)
+	if n := room - len(host) - len(tb); n >= least {
+		win, sc := window(rest, scroll, n, width)
+		return slices.Concat(host, tb, win), sc
+	}
+	for h := len(host); h >= 0; h-- {
+		if n := room - h - len(tl); n >= least {
+			win, sc := window(rest, scroll, n, width)
+			return slices.Concat(keepHost(host, h), tl, win), sc
+		}
+	}
+	return window(es, scroll, room, width)
+}
+
+// keepHost is the h most telling of the host lines (title, rows and disk,
+// last incident, blank), in their order: the blank line goes first, then
+// rows and disk, then the last incident.
+func keepHost(host []string, h int) []string {
+	var out []string
+	for i, l := range host {
+		if slices.Index(hostRank, i) < h {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// hostRank is the host lines' indices, the most telling first.
+var hostRank = []int{0, 2, 1, 3}
+
+// window shows es one line each in n lines from the from'th: a line saying
+// how many are above when some are, and one saying how many are below when
+// some are (with how many of those are failing or critical). from is held
+// so that the last page is full. Under 3 lines there is no room for those
+// lines: the GPUs from the from'th fill it.
+func window(es []entry, from, n, width int) ([]string, Screen) {
+	if len(es) <= n {
+		return lines(es), Screen{Page: len(es)}
+	}
+	if n < 3 {
+		from = min(max(from, 0), len(es)-max(n, 0))
+		return lines(es[from : from+max(n, 0)]), Screen{Scroll: from, Page: max(n, 0)}
+	}
+	// The last page: the last n-1 GPUs under the line above them.
+	from = min(max(from, 0), len(es)-(n-1))
+	var up, down []string
+	if from > 0 {
+		up = []string{hidden(es[:from], "above", "Up/PgUp", width)}
+	}
+	shown := n - len(up)
+	if from+shown < len(es) {
+		shown--
+		down = []string{hidden(es[from+shown:], "below", "Down/PgDn", width)}
+	}
+	return slices.Concat(up, lines(es[from:from+shown]), down), Screen{Scroll: from, Page: shown}
+}
+
+// hidden is the line that stands for the GPUs es scrolled off the screen
+// (where: "above" or "below"), naming the keys that bring them back.
+func hidden(es []entry, where, keys string, width int) string {
+	trouble := 0
+	for _, e := range es {
+		if e.rank < rankOther {
+			trouble++
+		}
+	}
+	what := "-- " + strconv.Itoa(len(es)) + " more GPU"
+	if len(es) > 1 {
+		what += "s"
+	}
+	t := ""
+	if trouble > 0 {
+		t = ", " + strconv.Itoa(trouble) + " failing or critical"
+	}
+	return fit(width, segment{what + " " + where + t, 0}, segment{" (" + keys + ")", 1}, segment{" --", 2})
+}
+
+func blocks(es []entry) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.block...)
+	}
+	return out
+}
+
+func lines(es []entry) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.line
+	}
+	return out
+}
+
+// finish pads the screen to height lines of width with the footer's lines
+// last.
+func finish(lines, foot []string, width, height int) []string {
 	if len(lines) > height-len(foot) {
 		lines = lines[:max(height-len(foot), 0)]
 	}
@@ -198,28 +335,100 @@ func hostLines(d *live.Doc, width int) []string {
 	return []string{l1, l2, cut(inc, width), ""}
 }
 
-// stateText is the GPU's state in capitals when it is not ok.
-func stateText(g live.GPUDoc, now time.Time) string {
-	t := live.StateText(g, now)
-	if g.State == "ok" {
-		return t
+// The ranks of GPUs on the screen, the first first: failing ones (hung,
+// lost, failing: no readings), then critical ones (answering, but with a
+// critical reason of live.CheckGPU, an Xid or a recovery action in the
+// last 10 minutes, or a critical hardware health verdict), then the rest.
+const (
+	rankFailing = iota
+	rankCritical
+	rankOther
+)
+
+func rankOf(g live.GPUDoc, now time.Time) int {
+	switch g.State {
+	case live.StateHung.String(), live.StateLost.String(), live.StateFailing.String():
+		return rankFailing
 	}
-	return strings.ToUpper(g.State) + strings.TrimPrefix(t, g.State)
+	crit, _ := live.CheckGPU(g, now)
+	// "critical" is the worst of anomaly's health levels.
+	if len(crit) > 0 || g.Health != nil && g.Health.Verdict == "critical" {
+		return rankCritical
+	}
+	return rankOther
 }
 
-func gpuBlock(g live.GPUDoc, now time.Time, width, barW int) []string {
-	head := fit(width,
-		segment{"GPU " + strconv.Itoa(g.Index) + " ", 0},
-		segment{stateText(g, now), 0},
+// entry is one GPU as the screen can show it: as a block of lines, or on
+// one line.
+type entry struct {
+	rank  int
+	block []string
+	line  string
+}
+
+func newEntry(g live.GPUDoc, now time.Time, width, barW int) entry {
+	rank := rankOf(g, now)
+	return entry{rank, gpuBlock(g, rank, now, width, barW), gpuLine(g, rank, now, width)}
+}
+
+// stateSegs are the GPU's state: the word (in capitals when it is not ok;
+// CRITICAL for an answering GPU of rankCritical) that is never dropped, and
+// what follows it in live.StateText (how long it hangs, and where; since
+// when it is lost; why it fails).
+func stateSegs(g live.GPUDoc, rank int, now time.Time, detail int) []segment {
+	word := strings.ToUpper(g.State)
+	switch {
+	case g.State == live.StateOK.String() && rank == rankCritical:
+		word = "CRITICAL"
+	case g.State == live.StateOK.String():
+		word = g.State
+	}
+	return []segment{
+		{"GPU " + strconv.Itoa(g.Index) + " " + word, 0},
+		{strings.TrimPrefix(live.StateText(g, now), g.State), detail},
+	}
+}
+
+// troubleSegs say what went wrong on a GPU in trouble: its last Xid (the
+// code last of all to drop, then when, then its name; "no Xid" said of a GPU
+// that is not answering), its last recovery action, health (when not
+// empty), and its flags of the last minute.
+func troubleSegs(g live.GPUDoc, now time.Time, health string) []segment {
+	var segs []segment
+	if g.State != live.StateOK.String() {
+		segs = []segment{{"  no Xid", 2}}
+	}
+	if x := g.LastXid; x != nil {
+		segs = []segment{
+			{"  Xid " + strconv.FormatUint(x.Code, 10), 0},
+			{" " + x.Time.In(now.Location()).Format("15:04:05"), 3},
+			{" " + x.Name, 4},
+		}
+	}
+	if r := g.LastRecovery; r != nil {
+		segs = append(segs, segment{"  recovery " + strconv.FormatUint(r.Code, 10), 1}, segment{" " + r.Name, 4})
+	}
+	if health != "" {
+		segs = append(segs, segment{health, 1})
+	}
+	if f := live.RecentFlags(g, now, time.Minute); len(f) > 0 {
+		segs = append(segs, segment{"  flags " + strings.Join(f, ","), 1})
+	}
+	return segs
+}
+
+func gpuBlock(g live.GPUDoc, rank int, now time.Time, width, barW int) []string {
+	head := fit(width, append(stateSegs(g, rank, now, 0),
 		segment{"  " + g.Name, 2},
 		segment{"  " + g.BusID, 3},
-	)
-	if g.State != "ok" || g.SampleTime == nil {
+	)...)
+	health := cut("  "+live.HealthText(g), width)
+	if g.State != live.StateOK.String() || g.SampleTime == nil {
 		why := "  no readings: not answering"
 		if g.SampleTime != nil {
 			why += " (last sample " + g.SampleTime.In(now.Location()).Format("15:04:05") + ")"
 		}
-		return []string{head, cut(why, width), cut(eventText(g, now), width), cut("  "+live.HealthText(g), width)}
+		return []string{head, fit(width, troubleSegs(g, now, "")...), cut(why, width), health}
 	}
 	fans := ""
 	for i, f := range g.Fans {
@@ -257,19 +466,27 @@ func gpuBlock(g live.GPUDoc, now time.Time, width, barW int) []string {
 			thr = strings.Join(names, ",")
 		}
 	}
+	l3 := []segment{
+		{"  gpu " + bar(gu, 100, barW) + " " + r("gpu_util_pct").Text("%"), 0},
+		{"  mem " + bar(mu, 100, barW) + " " + r("memory_util_pct").Text("%"), 3},
+		{"  vram " + mem, 2},
+		{"  thr " + thr, 1},
+	}
+	if rank == rankCritical {
+		// What went wrong comes first, under the head: the last Xid,
+		// recovery action and flags, then the health line.
+		block := []string{head}
+		if segs := troubleSegs(g, now, ""); len(segs) > 0 {
+			block = append(block, fit(width, segs...))
+		}
+		return append(block, health, l2, fit(width, l3...))
+	}
 	flags := "-"
 	if f := live.RecentFlags(g, now, time.Minute); len(f) > 0 {
 		flags = strings.Join(f, ",")
 	}
-	l3 := fit(width,
-		segment{"  gpu " + bar(gu, 100, barW) + " " + r("gpu_util_pct").Text("%"), 0},
-		segment{"  mem " + bar(mu, 100, barW) + " " + r("memory_util_pct").Text("%"), 3},
-		segment{"  vram " + mem, 2},
-		segment{"  thr " + thr, 1},
-		segment{"  flags " + flags, 1},
-		segment{eventText(g, now), 4},
-	)
-	return []string{head, l2, l3, cut("  "+live.HealthText(g), width)}
+	l3 = append(l3, segment{"  flags " + flags, 1}, segment{eventText(g, now), 4})
+	return []string{head, l2, fit(width, l3...), health}
 }
 
 // eventText is the last Xid (or recovery action) in a few words.
@@ -284,14 +501,27 @@ func eventText(g live.GPUDoc, now time.Time) string {
 	return s
 }
 
-// gpuLine is a GPU in one line, for terminals too short for blocks.
-func gpuLine(g live.GPUDoc, now time.Time, width int) string {
-	if g.State != "ok" || g.SampleTime == nil {
-		return fit(width, segment{"GPU " + strconv.Itoa(g.Index) + " " + stateText(g, now), 0}, segment{eventText(g, now), 1})
-	}
+// gpuLine is a GPU in one line, for terminals too short for blocks. A GPU
+// in trouble keeps its state and what went wrong; its readings drop first.
+func gpuLine(g live.GPUDoc, rank int, now time.Time, width int) string {
 	health := ""
 	if g.Health != nil && g.Health.Verdict != "ok" {
 		health = "  health " + strings.ToUpper(g.Health.Verdict)
+	}
+	if rank < rankOther || g.State != live.StateOK.String() || g.SampleTime == nil {
+		segs := append(stateSegs(g, rank, now, 2), troubleSegs(g, now, health)...)
+		if g.State == live.StateOK.String() {
+			segs = append(segs,
+				segment{"  " + g.Reading("temperature_c").Text("C"), 5},
+				segment{"  " + g.Reading("power_w").Format(0, "") + "/" + g.Reading("power_limit_w").Format(0, "") + "W", 6},
+				segment{"  util " + g.Reading("gpu_util_pct").Text("%"), 5},
+			)
+		}
+		return fit(width, segs...)
+	}
+	flags := "-"
+	if f := live.RecentFlags(g, now, time.Minute); len(f) > 0 {
+		flags = strings.Join(f, ",")
 	}
 	return fit(width,
 		segment{"GPU " + strconv.Itoa(g.Index) + " ok", 0},
@@ -300,7 +530,7 @@ func gpuLine(g live.GPUDoc, now time.Time, width int) string {
 		segment{"  " + g.Reading("power_w").Format(0, "") + "/" + g.Reading("power_limit_w").Format(0, "") + "W", 0},
 		segment{"  util " + g.Reading("gpu_util_pct").Text("%"), 0},
 		segment{"  " + g.Reading("graphics_clock_mhz").Text("MHz"), 2},
-		segment{"  flags " + strings.Join(live.RecentFlags(g, now, time.Minute), ","), 3},
+		segment{"  flags " + flags, 3},
 		segment{eventText(g, now), 4},
 	)
 }

@@ -2,6 +2,7 @@ package top
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/gdamore/tcell/v2"
@@ -16,7 +17,8 @@ const Refresh = time.Second
 type Fetch func() (live.Doc, error)
 
 // Run shows the view on the terminal until q, Q, Esc or Ctrl-C (or ctx
-// ends), then restores the terminal. Fetching runs on its own goroutine, so
+// ends), then restores the terminal; the arrow keys, PgUp, PgDn, Home and
+// End scroll the GPUs that do not fit (onKey). Fetching runs on its own goroutine, so
 // a slow answer never stalls the keyboard.
 func Run(ctx context.Context, fetch Fetch) error {
 	scr, err := tcell.NewScreen()
@@ -65,10 +67,12 @@ func loop(ctx context.Context, scr tcell.Screen, fetch Fetch) error {
 	var doc *live.Doc
 	var last error
 	var at time.Time
+	var shown Screen // the last screen drawn: where the scrolling stands
 	draw := func() {
 		w, h := scr.Size()
 		scr.Clear()
-		for y, line := range Render(doc, last, at, w, h) {
+		shown = Render(doc, last, at, w, h, shown.Scroll)
+		for y, line := range shown.Lines {
 			for x, r := range []rune(line) {
 				scr.SetContent(x, y, r, nil, tcell.StyleDefault)
 			}
@@ -93,8 +97,13 @@ func loop(ctx context.Context, scr tcell.Screen, fetch Fetch) error {
 			}
 			switch e := ev.(type) {
 			case *tcell.EventKey:
-				if e.Key() == tcell.KeyCtrlC || e.Key() == tcell.KeyEscape || e.Rune() == 'q' || e.Rune() == 'Q' {
+				scroll, quit := onKey(e, shown)
+				if quit {
 					return nil
+				}
+				if scroll != shown.Scroll {
+					shown.Scroll = scroll
+					draw()
 				}
 			case *tcell.EventResize:
 				scr.Sync()
@@ -102,4 +111,31 @@ func loop(ctx context.Context, scr tcell.Screen, fetch Fetch) error {
 			}
 		}
 	}
+}
+
+// onKey is what a key does on screen sc: quit (q, Q, Esc, Ctrl-C), or
+// scroll the GPUs that do not fit by one (Up, Down), by a page (PgUp, PgDn)
+// or to either end (Home, End). The position it returns may be past the
+// end; Render holds it to the last page.
+func onKey(e *tcell.EventKey, sc Screen) (scroll int, quit bool) {
+	page := max(sc.Page, 1)
+	switch e.Key() {
+	case tcell.KeyCtrlC, tcell.KeyEscape:
+		return sc.Scroll, true
+	case tcell.KeyRune:
+		return sc.Scroll, e.Rune() == 'q' || e.Rune() == 'Q'
+	case tcell.KeyUp:
+		return max(sc.Scroll-1, 0), false
+	case tcell.KeyDown:
+		return sc.Scroll + 1, false
+	case tcell.KeyPgUp:
+		return max(sc.Scroll-page, 0), false
+	case tcell.KeyPgDn:
+		return sc.Scroll + page, false
+	case tcell.KeyHome:
+		return 0, false
+	case tcell.KeyEnd:
+		return math.MaxInt, false
+	}
+	return sc.Scroll, false
 }
