@@ -16,22 +16,7 @@ import (
 // comes back (the pane's shell prompt, no alternate screen left).
 func TestTopInTmux(t *testing.T) {
 	t.Parallel()
-	tmux := testutil.NeedTool(t, "tmux", "tmux")
-	p := start(t, opts{scenario: "@hang"})
-	p.waitForRows(0, 6, 10*time.Second)
-	session := "gt-top-" + strconv.Itoa(os.Getpid())
-	sock := t.TempDir() + "/tmux.sock"
-	run := func(args ...string) string {
-		out, err := exec.Command(tmux, append([]string{"-S", sock}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("tmux %v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
-	// A shell in the pane, so that "the terminal is restored" can be seen.
-	run("new-session", "-d", "-s", session, "-x", "80", "-y", "24", "sh")
-	t.Cleanup(func() { exec.Command(tmux, "-S", sock, "kill-server").Run() })
-	run("send-keys", "-t", session, "TERM=xterm-256color "+binPath+" top --socket "+p.socketPath()+"; echo top-exited-$?", "Enter")
+	p, run, session := topInTmux(t, "@hang", 80, 24)
 	var screen string
 	p.waitFor("top's screen", 10*time.Second, func() bool {
 		screen = run("capture-pane", "-p", "-t", session)
@@ -66,4 +51,78 @@ func TestTopInTmux(t *testing.T) {
 	p.waitFor("top to exit on Ctrl-C", 5*time.Second, func() bool {
 		return strings.Contains(run("capture-pane", "-p", "-t", session), "top-exited-again-0")
 	})
+}
+
+// topInTmux starts a logger playing scenario and, once it wrote a few
+// rows, `gpu-telemetry top` asking it in a tmux server of the test's own:
+// one session of width x height running sh, where "top-exited-<status>"
+// shows when top ends. run runs a tmux command on that server (failing the
+// test when it fails) and returns its output.
+func topInTmux(t *testing.T, scenario string, width, height int) (p *proc, run func(args ...string) string, session string) {
+	tmux := testutil.NeedTool(t, "tmux", "tmux")
+	p = start(t, opts{scenario: scenario})
+	p.waitForRows(0, 6, 10*time.Second)
+	session = "gt-top-" + strconv.Itoa(os.Getpid())
+	sock := t.TempDir() + "/tmux.sock"
+	run = func(args ...string) string {
+		out, err := exec.Command(tmux, append([]string{"-S", sock}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	// A shell in the pane, so that "the terminal is restored" can be seen.
+	run("new-session", "-d", "-s", session, "-x", strconv.Itoa(width), "-y", strconv.Itoa(height), "sh")
+	t.Cleanup(func() { exec.Command(tmux, "-S", sock, "kill-server").Run() })
+	run("send-keys", "-t", session, "TERM=xterm-256color "+binPath+" top --socket "+p.socketPath()+"; echo top-exited-$?", "Enter")
+	return p, run, session
+}
+
+// TestTopScrollsInTmux (issue 35): 8 GPUs in a terminal of 80x10 do not
+// fit; top shows the first ones above a line counting the rest, and the
+// keys a terminal sends for Down, End, Up, PgUp, PgDn and Home scroll them; made
+// taller (a resize), every GPU fits and the line goes.
+func TestTopScrollsInTmux(t *testing.T) {
+	t.Parallel()
+	p, run, session := topInTmux(t, "@healthy-8gpu", 80, 10)
+	screenShows := func(what string, want ...string) string {
+		var screen string
+		p.waitFor(what, 10*time.Second, func() bool {
+			screen = run("capture-pane", "-p", "-t", session)
+			for _, w := range want {
+				if !strings.Contains(screen, w) {
+					return false
+				}
+			}
+			return true
+		})
+		return screen
+	}
+	// 10 lines: 4 host lines, GPUs 0 to 3, the line for the 4 below, the footer.
+	screen := screenShows("the first GPUs and a line for the rest", "GPU 0 ok", "GPU 3 ok", "-- 4 more GPUs below", "q quit")
+	if strings.Contains(screen, "GPU 4 ") || strings.Contains(screen, "above") {
+		t.Errorf("first screen:\n%s", screen)
+	}
+	run("send-keys", "-t", session, "Down")
+	screenShows("one GPU down after Down", "-- 1 more GPU above", "GPU 1 ok", "GPU 3 ok", "-- 4 more GPUs below")
+	run("send-keys", "-t", session, "End")
+	screen = screenShows("the last GPUs after End", "-- 4 more GPUs above", "GPU 4 ok", "GPU 7 ok")
+	if strings.Contains(screen, "GPU 3 ") || strings.Contains(screen, "below") {
+		t.Errorf("after End:\n%s", screen)
+	}
+	run("send-keys", "-t", session, "Up")
+	screenShows("one GPU up after Up", "-- 3 more GPUs above", "GPU 3 ok", "GPU 5 ok", "-- 2 more GPUs below")
+	run("send-keys", "-t", session, "PPage")
+	screenShows("a page (3 GPUs) up after PgUp", "GPU 0 ok", "GPU 3 ok", "-- 4 more GPUs below")
+	run("send-keys", "-t", session, "NPage")
+	screenShows("a page (4 GPUs) down after PgDn", "-- 4 more GPUs above", "GPU 4 ok", "GPU 7 ok")
+	run("send-keys", "-t", session, "Home")
+	screenShows("the first GPUs after Home", "GPU 0 ok", "GPU 3 ok", "-- 4 more GPUs below")
+	run("resize-window", "-t", session, "-x", "80", "-y", "24")
+	screen = screenShows("every GPU once the terminal is taller", "GPU 0 ok", "GPU 7 ok")
+	if strings.Contains(screen, "more GPU") {
+		t.Errorf("a line for hidden GPUs on a screen where all fit:\n%s", screen)
+	}
+	run("send-keys", "-t", session, "q")
+	screenShows("top to exit", "top-exited-0")
 }
