@@ -2,9 +2,10 @@
 // -update flag, a log buffer safe for concurrent writers, a logger over it,
 // polling with a deadline, a directory listing, loopback addresses (free or
 // taken), promtool, reading a file gzipped or not (files.go), the kernel log
-// clock (kclock.go) and the simulated NVIDIA driver (simnvml.go). Only
-// _test.go files import it; the -update flag it registers exists in the
-// test binaries that do.
+// clock (kclock.go), a writer of the host's /dev/kmsg that refuses lines
+// GPU alerting takes for a failure (hostkmsg.go) and the simulated NVIDIA
+// driver (simnvml.go). Only _test.go files import it; the -update flag it
+// registers exists in the test binaries that do.
 package testutil
 
 import (
