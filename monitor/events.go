@@ -59,7 +59,11 @@ func (m *Monitor) runKmsg(ctx context.Context) {
 	seqDone := make(chan struct{})
 	defer func() { <-seqDone; m.saveKmsgSeq() }() // the position at stop
 	go func() { defer close(seqDone); m.refreshKmsgSeq(ctx, replayed) }()
+	standIn := m.klog.standIn
 	err = r.Run(ctx, func(rec kmsg.Record) {
+		if standIn != nil {
+			rec = standIn(rec)
+		}
 		m.observeKmsg(rec)
 		x, ok := kmsg.ParseXid(rec.Message)
 		if !ok {

@@ -27,6 +27,11 @@ type KernelLog struct {
 	r      *kmsg.Reader        // nil until opened, or when it could not be
 	err    error               // why it could not be opened
 	opened bool
+	// standIn, set by tests only, rewrites each record before it is parsed
+	// (nil: none). The tests of the real /dev/kmsg write harmless lines
+	// into the host's kernel log, where an Xid 79 would page its operators,
+	// and turn them here into the driver's lines they stand for.
+	standIn func(kmsg.Record) kmsg.Record
 }
 
 // OpenKernelLog opens cfg.KmsgPath for the monitor that cfg will build;
