@@ -1,7 +1,7 @@
 // Package testutil holds what the package tests share: golden files with an
 // -update flag, a log buffer safe for concurrent writers, a logger over it,
-// polling with a deadline, a directory listing, loopback addresses (free or
-// taken), promtool, reading a file gzipped or not (files.go), the kernel log
+// polling with a deadline, a directory listing, a process's open files,
+// loopback addresses (free or taken), promtool, reading a file gzipped or not (files.go), the kernel log
 // clock (kclock.go), a writer of the host's /dev/kmsg that refuses lines
 // GPU alerting takes for a failure (hostkmsg.go) and the simulated NVIDIA
 // driver (simnvml.go). Only _test.go files import it; the -update flag it
@@ -207,4 +207,21 @@ func CheckMetrics(t testing.TB, body []byte) {
 	if out, err := Promtool(t, "", body, "check", "metrics"); err != nil || len(bytes.TrimSpace(out)) > 0 {
 		t.Errorf("promtool check metrics: %v\n%s", err, out)
 	}
+}
+
+// OpenFiles returns what process pid has open: the targets of its
+// /proc/pid/fd links (a path, or "socket:[inode]" and the like); none when
+// they cannot be read.
+func OpenFiles(pid int) []string {
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, fd := range fds {
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil {
+			out = append(out, l)
+		}
+	}
+	return out
 }

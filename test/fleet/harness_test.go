@@ -146,14 +146,9 @@ func (c *child) listenAddr(t *testing.T) string {
 
 // listening returns the first IPv4 loopback address pid listens on, or "".
 func listening(pid int) string {
-	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-	if err != nil {
-		return ""
-	}
 	inodes := map[string]bool{}
-	for _, fd := range fds {
-		l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
-		if ino, ok := strings.CutPrefix(l, "socket:["); ok && err == nil {
+	for _, l := range testutil.OpenFiles(pid) {
+		if ino, ok := strings.CutPrefix(l, "socket:["); ok {
 			inodes[strings.TrimSuffix(ino, "]")] = true
 		}
 	}
