@@ -290,10 +290,11 @@ const seekSlack = 2 * time.Second
 // file is entered by binary search on the timestamps of the lines (rows are
 // written in time order), so reading a minute of a 130 MB day costs a few
 // reads; a .gz is decompressed from its start, parsing only what is in the
-// window. A damaged .gz yields the rows before the damage.
-func readWindow(f sink.CSVDay, from, to time.Time, progress progressFunc, fn func(Row)) (readStats, error) {
+// window. A damaged .gz yields the rows before the damage. The error of
+// open is returned as it is.
+func readWindow(open opener, f sink.CSVDay, from, to time.Time, progress progressFunc, fn func(Row)) (readStats, error) {
 	var st readStats
-	fh, err := os.Open(f.Path)
+	fh, err := open(f.Path)
 	if err != nil {
 		return st, err
 	}

@@ -2,7 +2,7 @@ package report
 
 import (
 	"bufio"
-	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -40,12 +40,13 @@ func parseEventLine(line string) (Event, bool) {
 
 // readEvents reads the events logs in order and returns the events between
 // from and to (all when from is zero), and the number of lines that did not
-// parse.
-func readEvents(paths []string, from, to time.Time) (evs []Event, bad int, err error) {
+// parse. A log it cannot open is an error (unreadable): the events it holds
+// would be missing from the report without a word.
+func readEvents(open opener, paths []string, from, to time.Time) (evs []Event, bad int, err error) {
 	for _, p := range paths {
-		f, err := os.Open(p)
+		f, err := open(p)
 		if err != nil {
-			return evs, bad, err
+			return evs, bad, unreadable(filepath.Base(p), p, err)
 		}
 		sc := bufio.NewScanner(f)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)

@@ -3,8 +3,10 @@ package report
 import (
 	"bufio"
 	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -65,15 +67,16 @@ func firstRowTime(f sink.CSVDay) (t time.Time, ok bool) {
 }
 
 // boardOf returns the board f's first line names; ok is false for a file
-// that has none (written before it was) or cannot be read.
-func boardOf(f sink.CSVDay) (b sink.Board, ok bool) {
+// that has none (written before it was) or cannot be read (err says why
+// when it cannot be opened).
+func boardOf(f sink.CSVDay) (b sink.Board, ok bool, err error) {
 	br, closer, err := openDay(f)
 	if err != nil {
-		return b, false
+		return b, false, err
 	}
 	defer closer()
 	b, ok, _, _, _ = sink.ReadPreamble(br)
-	return b, ok
+	return b, ok, nil
 }
 
 // openDay opens f for reading from its start, decompressed.
@@ -100,7 +103,10 @@ func boardIs(f sink.CSVDay, uuid string) bool {
 	if f.Board != sink.BoardID(uuid) {
 		return false
 	}
-	b, ok := boardOf(f)
+	b, ok, err := boardOf(f)
+	if err != nil {
+		return true // read it: reading says what is wrong with it (a file the user may not read ends the report)
+	}
 	return ok && strings.EqualFold(b.UUID, uuid)
 }
 
@@ -114,8 +120,12 @@ func pickBoard(s string, files []sink.CSVDay) (string, error) {
 		return "", fmt.Errorf("--gpu %s: not a GPU index, UUID (or a prefix of 4 or more characters) or PCI bus id", s)
 	}
 	var found []sink.Board
+	var denied error // a file whose board the user may not read
 	for _, f := range files {
-		b, ok := boardOf(f)
+		b, ok, err := boardOf(f)
+		if errors.Is(err, fs.ErrPermission) && denied == nil {
+			denied = unreadable(filepath.Base(f.Path), f.Path, err)
+		}
 		if !ok || !sel.Matches(b.UUID, b.Bus) || slices.ContainsFunc(found, func(x sink.Board) bool { return x.UUID == b.UUID }) {
 			continue
 		}
@@ -124,10 +134,12 @@ func pickBoard(s string, files []sink.CSVDay) (string, error) {
 		}
 		found = append(found, b)
 	}
-	switch len(found) {
-	case 0:
+	switch {
+	case len(found) == 0 && denied != nil:
+		return "", denied // never "no such board" from files that could not be read
+	case len(found) == 0:
 		return "", fmt.Errorf("--gpu %s: no board with this UUID or PCI bus id in the CSVs (their first lines name the boards)", s)
-	case 1:
+	case len(found) == 1:
 		return found[0].UUID, nil
 	}
 	var names []string
@@ -138,14 +150,18 @@ func pickBoard(s string, files []sink.CSVDay) (string, error) {
 }
 
 // eventLogs returns events.log and its rotated copies (lumberjack names
-// them events-<time>.log), oldest first.
-func eventLogs(dir string) []string {
+// them events-<time>.log), oldest first. An events.log that may be there
+// but cannot be looked at is an error, not a log without events.
+func eventLogs(dir string) ([]string, error) {
 	rotated, _ := filepath.Glob(filepath.Join(dir, "events-*.log"))
 	sort.Strings(rotated) // the time in the name sorts
-	if _, err := os.Stat(filepath.Join(dir, "events.log")); err == nil {
-		rotated = append(rotated, filepath.Join(dir, "events.log"))
+	p := filepath.Join(dir, "events.log")
+	if _, err := os.Stat(p); err == nil {
+		rotated = append(rotated, p)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, unreadable("events.log", p, err)
 	}
-	return rotated
+	return rotated, nil
 }
 
 // snapshotFile is one crash snapshot on disk.
@@ -154,9 +170,13 @@ type snapshotFile struct {
 	snapshot.Name
 }
 
-// listSnapshots returns the crash snapshots in dir/crashes, oldest first.
-func listSnapshots(dir string, loc *time.Location) []snapshotFile {
-	ents, _ := os.ReadDir(filepath.Join(dir, "crashes"))
+// listSnapshots returns the crash snapshots in dir/crashes, oldest first;
+// no crashes/ is none, one it cannot read an error (unreadable).
+func listSnapshots(open opener, dir string, loc *time.Location) ([]snapshotFile, error) {
+	ents, err := readCrashes(open, dir)
+	if err != nil {
+		return nil, err
+	}
 	var out []snapshotFile
 	for _, e := range ents {
 		if n, ok := snapshot.ParseName(e.Name(), loc); ok && n.Kind == "crash" {
@@ -164,14 +184,11 @@ func listSnapshots(dir string, loc *time.Location) []snapshotFile {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
-	return out
+	return out, nil
 }
 
 // snapshotHeader reads the header of the crash snapshot at path.
 func snapshotHeader(path string) (snapshot.Header, bool) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return snapshot.Header{}, false
-	}
-	return snapshot.ParseHeader(string(b))
+	h, ok, _ := readHeader(os.Open, path)
+	return h, ok
 }

@@ -1,6 +1,9 @@
 package report
 
 import (
+	"errors"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -29,9 +32,13 @@ var followUpName = regexp.MustCompile(`^(crash-.*)(\+[0-9.]+[a-zµ]+)\.log$`)
 // on gpu that began at start: those of that GPU named from start to the end
 // of the cooldown window (mergeWindow) after it, oldest first, and the
 // headline of the last snapshot that has one (the incident named by its
-// worst events).
-func incidentFiles(dir string, gpu int, start time.Time, loc *time.Location) ([]IncidentFile, string) {
-	ents, _ := os.ReadDir(filepath.Join(dir, "crashes"))
+// worst events). A crashes/ or snapshot it cannot read is an error
+// (unreadable).
+func incidentFiles(open opener, dir string, gpu int, start time.Time, loc *time.Location) ([]IncidentFile, string, error) {
+	ents, err := readCrashes(open, dir)
+	if err != nil {
+		return nil, "", err
+	}
 	// Names carry the time to the millisecond; the incident's time may be
 	// the event's receipt, a moment before the snapshot was named.
 	from, to := start.Add(-time.Second), start.Add(mergeWindow)
@@ -49,7 +56,11 @@ func incidentFiles(dir string, gpu int, start time.Time, loc *time.Location) ([]
 		if d, err := time.ParseDuration(strings.TrimPrefix(follow, "+")); err == nil {
 			f.Time = n.Time.Add(d) // when it was taken: after the snapshots before it
 		}
-		if h, ok := snapshotHeader(filepath.Join(dir, "crashes", e.Name())); ok {
+		h, ok, err := readHeader(open, filepath.Join(dir, "crashes", e.Name()))
+		if err != nil {
+			return nil, "", err
+		}
+		if ok {
 			f.Reason, f.headline = h.Reason, h.Headline
 			if follow == "" {
 				f.Time = h.Time
@@ -69,5 +80,40 @@ func incidentFiles(dir string, gpu int, start time.Time, loc *time.Location) ([]
 			headline = f.headline
 		}
 	}
-	return out, headline
+	return out, headline, nil
+}
+
+// readCrashes lists dir/crashes: nothing when there is none, an error
+// (unreadable) when it cannot be read.
+func readCrashes(open opener, dir string) ([]os.DirEntry, error) {
+	p := filepath.Join(dir, "crashes")
+	f, err := open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, unreadable("crashes/", p, err)
+	}
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, unreadable("crashes/", p, err)
+	}
+	return ents, nil
+}
+
+// readHeader reads the header of the crash snapshot at path; a snapshot it
+// cannot open is an error (unreadable), one without a header ok false.
+func readHeader(open opener, path string) (h snapshot.Header, ok bool, err error) {
+	f, err := open(path)
+	if err != nil {
+		return h, false, unreadable(filepath.Join("crashes", filepath.Base(path)), path, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return h, false, unreadable(filepath.Join("crashes", filepath.Base(path)), path, err)
+	}
+	h, ok = snapshot.ParseHeader(string(b))
+	return h, ok, nil
 }

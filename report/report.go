@@ -36,6 +36,7 @@ type Options struct {
 	Progress func(file string, done float64)
 
 	uuid string // the board Board names (pickBoard)
+	open opener // how files are opened: nil is os.Open; tests fail some as a user without permission would
 }
 
 // wants reports whether event e is of the GPU or board the report is
@@ -48,6 +49,15 @@ func (o Options) wants(e Event) bool {
 		return e.GPU == o.GPU
 	}
 	return true
+}
+
+// openFile opens a file of the log directory for reading (o.open, else
+// os.Open).
+func (o Options) openFile(name string) (*os.File, error) {
+	if o.open != nil {
+		return o.open(name)
+	}
+	return os.Open(name)
 }
 
 // Incident is the moment the report is about.
@@ -115,6 +125,7 @@ const mergeWindow = 60 * time.Second
 
 // Build reads the log directory and assembles the report. Errors are for
 // what makes a report impossible (no directory, no incident, no rows in the
+// window, a file the user may not read: events.log, crashes/, a CSV of the
 // window), each saying what to do; damage that only loses part of the data
 // is listed in Report.Skipped instead.
 func Build(o Options) (*Report, error) {
@@ -138,11 +149,22 @@ func Build(o Options) (*Report, error) {
 		return nil, fmt.Errorf("log dir %s is not a directory", o.Dir)
 	}
 	rep := &Report{Dir: o.Dir, Loc: o.Loc}
-
-	logs := eventLogs(o.Dir)
-	all, bad, err := readEvents(logs, time.Time{}, time.Time{})
+	// The directory is listed first: one the user may not read says so
+	// before anything is concluded from its files.
+	files, err := sink.ListDays(o.Dir, o.Loc)
 	if err != nil {
-		rep.Skipped = append(rep.Skipped, "events: "+err.Error())
+		return nil, unreadable("log dir "+o.Dir, o.Dir, err)
+	}
+
+	// No incident is concluded from what could not be read: an events.log
+	// or crashes/ the user may not read ends the report (unreadable).
+	logs, err := eventLogs(o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	all, bad, err := readEvents(o.openFile, logs, time.Time{}, time.Time{})
+	if err != nil {
+		return nil, err
 	}
 	if bad > 0 {
 		rep.Skipped = append(rep.Skipped, strconv.Itoa(bad)+" events.log lines that did not parse")
@@ -151,10 +173,6 @@ func Build(o Options) (*Report, error) {
 		rep.Read = append(rep.Read, fmt.Sprintf("%d events.log file(s): %d events", len(logs), len(all)))
 	}
 
-	files, err := sink.ListDays(o.Dir, o.Loc)
-	if err != nil {
-		return nil, fmt.Errorf("log dir %s: %w", o.Dir, err)
-	}
 	if len(files) == 0 {
 		return nil, fmt.Errorf("no CSV files (gpu<N>-<board>-deep-<day>.csv[.gz]) in %s", o.Dir)
 	}
@@ -172,7 +190,9 @@ func Build(o Options) (*Report, error) {
 	}
 	rep.Incident = inc
 	if inc.GPU >= 0 {
-		rep.Files, rep.Headline = incidentFiles(o.Dir, inc.GPU, inc.Time, o.Loc)
+		if rep.Files, rep.Headline, err = incidentFiles(o.openFile, o.Dir, inc.GPU, inc.Time, o.Loc); err != nil {
+			return nil, err
+		}
 	}
 	rep.From, rep.To = inc.Time.Add(-o.Before), inc.Time.Add(o.After)
 
@@ -219,7 +239,7 @@ func Build(o Options) (*Report, error) {
 				}
 			}
 			th := newThinner(rep.From, rep.To)
-			j.st, j.err = readWindow(j.f, rep.From, rep.To, prog, func(r Row) {
+			j.st, j.err = readWindow(o.openFile, j.f, rep.From, rep.To, prog, func(r Row) {
 				th.add(r, func(r Row) { j.rows = append(j.rows, r) })
 			})
 		}()
@@ -232,6 +252,10 @@ func Build(o Options) (*Report, error) {
 	byGPU := map[key]*GPUData{}
 	for _, j := range jobs {
 		name := filepath.Base(j.f.Path)
+		if errors.Is(j.err, fs.ErrPermission) {
+			// Not damage: the rows are there, for a user who may read them.
+			return nil, unreadable(name, j.f.Path, j.err)
+		}
 		if j.err != nil {
 			rep.Skipped = append(rep.Skipped, name+": "+j.err.Error())
 			continue
@@ -417,13 +441,19 @@ func findIncident(o Options, all []Event) (Incident, error) {
 		e := crit[i]
 		return Incident{Time: e.Time, GPU: e.GPU, What: e.describe()}, nil
 	}
-	snaps := listSnapshots(o.Dir, o.Loc)
+	snaps, err := listSnapshots(o.openFile, o.Dir, o.Loc)
+	if err != nil {
+		return Incident{}, err
+	}
 	for i := len(snaps) - 1; i >= 0; i-- {
 		s := snaps[i]
 		if o.GPU >= 0 && s.GPU != o.GPU {
 			continue
 		}
-		h, ok := snapshotHeader(s.path)
+		h, ok, err := readHeader(o.openFile, s.path)
+		if err != nil {
+			return Incident{}, err
+		}
 		if o.uuid != "" && (!ok || !strings.EqualFold(h.UUID, o.uuid)) {
 			continue
 		}

@@ -353,7 +353,7 @@ func TestSeekReadsLittle(t *testing.T) {
 	to := from.Add(time.Minute)
 	var rows []Row
 	minDone, reports := int64(-1), 0
-	st, err := readWindow(sink.CSVDay{Path: path}, from, to, func(d, tot int64) {
+	st, err := readWindow(os.Open, sink.CSVDay{Path: path}, from, to, func(d, tot int64) {
 		reports++
 		if minDone < 0 || d < minDone {
 			minDone = d
@@ -432,7 +432,7 @@ func BenchmarkReadWindowGz(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		n := 0
-		if _, err := readWindow(sink.CSVDay{Path: path, GZ: true}, start, start.Add(24*time.Hour), nil, func(Row) { n++ }); err != nil || n != 100000 {
+		if _, err := readWindow(os.Open, sink.CSVDay{Path: path, GZ: true}, start, start.Add(24*time.Hour), nil, func(Row) { n++ }); err != nil || n != 100000 {
 			b.Fatal(err, n)
 		}
 	}
@@ -464,7 +464,7 @@ func BenchmarkWindowOfAGzDay(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		n := 0
-		if _, err := readWindow(sink.CSVDay{Path: path, GZ: true}, from, from.Add(70*time.Second), nil, func(Row) { n++ }); err != nil || n != 701 {
+		if _, err := readWindow(os.Open, sink.CSVDay{Path: path, GZ: true}, from, from.Add(70*time.Second), nil, func(Row) { n++ }); err != nil || n != 701 {
 			b.Fatal(err, n)
 		}
 	}
@@ -564,10 +564,10 @@ func TestWindowOfAMembersGz(t *testing.T) {
 	for _, at := range []time.Duration{0, 10 * time.Second, 3 * time.Hour, 12000 * time.Second, 12001 * time.Second, time.Duration(n-300) * 100 * time.Millisecond} {
 		from, to := start.Add(at), start.Add(at+70*time.Second)
 		var want, got []Row
-		if _, err := readWindow(sink.CSVDay{Path: plain}, from, to, nil, func(r Row) { want = append(want, r) }); err != nil {
+		if _, err := readWindow(os.Open, sink.CSVDay{Path: plain}, from, to, nil, func(r Row) { want = append(want, r) }); err != nil {
 			t.Fatal(err)
 		}
-		st, err := readWindow(sink.CSVDay{Path: gz + ".gz", GZ: true}, from, to, nil, func(r Row) { got = append(got, r) })
+		st, err := readWindow(os.Open, sink.CSVDay{Path: gz + ".gz", GZ: true}, from, to, nil, func(r Row) { got = append(got, r) })
 		if err != nil || st.Malformed > 0 {
 			t.Fatalf("at %v: %v, %+v", at, err, st)
 		}

@@ -26,7 +26,7 @@ type ReportCLI struct {
 
 // reportDescription is what `gpu-telemetry report --help` says it does.
 const reportDescription = "Prints the timeline, peaks and precursors of an incident from the logger's files; --html also draws it. " +
-	"Exit status: 0 reported, 1 nothing to report (no such directory, no incident, a time outside the data), 2 bad flags."
+	"Exit status: 0 reported, 1 nothing to report (no such directory, no incident, a time outside the data) or a file it may not read (run it as root: the logger's events.log and crashes/ are root's), 2 bad flags."
 
 // runReport runs the report subcommand; it returns the exit status.
 func runReport(args []string, stdout, stderr io.Writer) int {
