@@ -131,6 +131,35 @@ func (v HealthVerdict) Names() []string {
 	return out
 }
 
+// ReasonNamed returns the reason HealthReasonDefs names name (a flag's or
+// an events.log line's reason=).
+func ReasonNamed(name string) (HealthReason, bool) {
+	for r := range NumHealthReasons {
+		if HealthReasonDefs[r].Name == name {
+			return r, true
+		}
+	}
+	return 0, false
+}
+
+// HealthWatch judges a GPU's health counters sample by sample, as the
+// Tracker does: a reader of the logger's rows (report) replays them through
+// it to know how long each reason held. The zero value is ready.
+type HealthWatch struct{ w healthWatch }
+
+// Check judges sample s at now; samples come in time order.
+func (h *HealthWatch) Check(s *reading.Sample, now time.Time) HealthVerdict { return h.w.check(s, now) }
+
+// Began records that reason r began at now, as the logger's flag on a row
+// says: a reason from growth is then held from now, as the Tracker held it,
+// also when the growth that raised it came before the first sample
+// replayed. A state reason holds only while its reading does.
+func (h *HealthWatch) Began(r HealthReason, now time.Time) {
+	if r < NumHealthReasons {
+		h.w.held[r] = now
+	}
+}
+
 // healthWatch judges the health counters over time: state reasons from the
 // current reading, growth reasons from the last minute, held for
 // healthHold after the last growth. It is pure: time arrives as a value.

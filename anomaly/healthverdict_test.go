@@ -193,3 +193,15 @@ func TestLinkWatch(t *testing.T) {
 		t.Errorf("same reading again: %+v", ch)
 	}
 }
+
+// TestReasonNamed: every reason is found by its name, and nothing else is.
+func TestReasonNamed(t *testing.T) {
+	for r := range NumHealthReasons {
+		if got, ok := ReasonNamed(HealthReasonDefs[r].Name); !ok || got != r {
+			t.Errorf("%s: %v %v, want %v", HealthReasonDefs[r].Name, got, ok, r)
+		}
+	}
+	if _, ok := ReasonNamed("nope"); ok {
+		t.Error("an unknown name is a reason")
+	}
+}

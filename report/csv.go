@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
@@ -37,6 +38,12 @@ type Row struct {
 	Reasons                     string              // their names, "None" when clear
 	Flags                       string              // the flags cell
 	DmesgTime                   reading.Opt[float64]
+	// Health is the GPU's hardware health verdict at the row: the reasons
+	// that hold, as the logger's anomaly.HealthWatch judged them, replayed
+	// over the rows' health counters (healthReplay). A HEALTH_WARN or
+	// HEALTH_CRIT flag marks only the row where a reason began; this says
+	// how long it lasted.
+	Health anomaly.HealthVerdict
 	// Gap is the pause since the row before it when that pause is a gap
 	// (the logger down, a hung GPU, the disk paused); 0 otherwise. Lines
 	// are broken there and the timeline says so.
@@ -44,10 +51,12 @@ type Row struct {
 }
 
 // rowReadings is what a Row keeps of reading.Table's readings, in the
-// report's unit (the stored value divided by div). Only their cells and
-// the throttle bitmask's are parsed: parsing every reading of a
-// datacenter GPU's row (its 41 health counters filled) made a day's report
-// 20.0 s against 16.8 (BenchmarkReportWindow24h).
+// report's unit (the stored value divided by div). Only their cells, the
+// throttle bitmask's and the health replay's (watched) are parsed: parsing
+// every reading of a datacenter GPU's row (its 41 health counters filled)
+// made a day's report 20.0 s against 16.8 (BenchmarkReportWindow24h), so
+// a health cell that repeats the row before's is not parsed again
+// (ReadChanged): the health counters change once a second at most.
 var rowReadings = []struct {
 	d   *reading.Def
 	div float64
@@ -64,6 +73,23 @@ var rowReadings = []struct {
 }
 
 var throttleDef = tableDef("Throttle")
+
+// watchedDefs are the readings anomaly.HealthWatch reads besides the health
+// counters: the PCIe replay counter against the link's generation and width.
+var watchedDefs = []*reading.Def{tableDef("PCIeReplay"), tableDef("PCIeGen"), tableDef("PCIeWidth")}
+
+// watched reports whether the health replay reads reading d.
+func watched(d *reading.Def) bool {
+	if _, ok := d.Health(); ok {
+		return true
+	}
+	for _, w := range watchedDefs {
+		if w == d {
+			return true
+		}
+	}
+	return false
+}
 
 // charted reports whether a Row keeps reading d.
 func charted(d *reading.Def) bool {
@@ -95,6 +121,8 @@ type layout struct {
 	ts, reasons, flag int
 	dmesg             int
 	readings          sink.ReadingCells // where the table's readings stand
+	health            sink.ReadingCells // and those of the health replay
+	prev              []string          // the last row's cells: health cells that repeat are not parsed again
 	fans              [][2]int          // speed, target column per fan
 	names             map[string]string // interned throttle reasons
 	s                 reading.Sample    // parseRow's readings of the row (the file's columns only)
@@ -104,7 +132,8 @@ type layout struct {
 // files written by other versions still read; the timestamp is required.
 func parseLayout(header string) (*layout, error) {
 	cols := strings.Split(strings.TrimRight(header, "\r\n"), ",")
-	l := &layout{n: len(cols), ts: -1, reasons: -1, flag: -1, dmesg: -1, readings: sink.ReadingColumns(cols, charted)}
+	l := &layout{n: len(cols), ts: -1, reasons: -1, flag: -1, dmesg: -1, readings: sink.ReadingColumns(cols, charted),
+		health: sink.ReadingColumns(cols, watched)}
 	fans := map[int]*[2]int{}
 	maxFan := -1
 	for i, c := range cols {
@@ -251,6 +280,8 @@ func (l *layout) parseRow(line string, cells []string) (Row, []string, bool) {
 		return Row{}, cells, false
 	}
 	l.readings.Read(cells, &l.s)
+	l.health.ReadChanged(cells, l.prev, &l.s)
+	l.prev = append(l.prev[:0], cells...)
 	s := &l.s
 	r := Row{Time: t, Throttle: s.Throttle,
 		Reasons: l.intern(cell(cells, l.reasons)), Flags: strings.Clone(cell(cells, l.flag)), DmesgTime: optFloat(cells, l.dmesg)}
@@ -266,6 +297,40 @@ func (l *layout) parseRow(line string, cells []string) (Row, []string, bool) {
 		}
 	}
 	return r, cells, true
+}
+
+// healthReplay replays a file's rows through anomaly.HealthWatch, as the
+// logger judged them (every row, before thinning), so that a health reason
+// lasts in the report while its reading holds: remap_pending while the
+// counter reads 1, ecc_sbe_rate for as long as the logger held it after the
+// last growth.
+type healthReplay struct {
+	w    anomaly.HealthWatch
+	last anomaly.HealthVerdict
+}
+
+// observe sets r.Health from the row's readings s. A row without a health
+// reading (a lost or hung GPU, a file without the columns) keeps the last
+// verdict: absent is not "ok". A reason the row's flag says began is
+// begun in the watch too: a growth that raised it before the first row
+// replayed is not in the counters the replay saw.
+func (h *healthReplay) observe(r *Row, s *reading.Sample) {
+	if strings.Contains(r.Flags, "HEALTH_") {
+		for _, f := range strings.Split(r.Flags, "|") {
+			if fam := flagFamily(f); fam == "HEALTH_WARN" || fam == "HEALTH_CRIT" {
+				if rs, ok := anomaly.ReasonNamed(strings.TrimSuffix(strings.TrimPrefix(f, fam+"("), ")")); ok {
+					h.w.Began(rs, r.Time)
+				}
+			}
+		}
+	}
+	for _, c := range s.Health {
+		if c.OK {
+			h.last = h.w.Check(s, r.Time)
+			break
+		}
+	}
+	r.Health = h.last
 }
 
 // readStats says what reading one file gave, for the "read" and "skipped"
@@ -358,6 +423,7 @@ func readWindow(open opener, f sink.CSVDay, from, to time.Time, progress progres
 		br.Reset(counter)
 	}
 	var cells []string
+	var health healthReplay
 	skip := beforeCheck{from: from}
 	var long []byte
 	for n := 0; ; n++ {
@@ -411,6 +477,7 @@ func readWindow(open opener, f sink.CSVDay, from, to time.Time, progress progres
 					st.Malformed++
 					break
 				}
+				health.observe(&row, &lay.s)
 				st.Rows++
 				fn(row)
 			}

@@ -8,9 +8,9 @@ import (
 // maxRowsPerFile bounds the rows one CSV file keeps in memory. A window of
 // a whole day at 100 ms is 864 000 rows per GPU; keeping every one for 8
 // GPUs would take gigabytes. Past the bound, rows are thinned: every row
-// that matters is kept (flags and the row after them, throttle changes,
-// gaps and the row before them, readings going absent or coming back, new
-// extremes), and of the rest every k-th, so the timeline, the precursors and
+// that matters is kept (flags and the row after them, throttle and health
+// verdict changes, gaps and the row before them, readings going absent or
+// coming back, new extremes), and of the rest every k-th, so the timeline, the precursors and
 // the peaks stay exact and the charts (a few pixels per second at that
 // scale) lose nothing visible: a chart is 1104 pixel columns wide and draws
 // each column's lowest and highest value, so about ten rows per column are
@@ -70,7 +70,7 @@ func (t *thinner) add(r Row, emit func(Row)) {
 		}
 	}
 	keep := t.k == 1 || t.n%t.k == 0 || !t.havePrev || r.Flags != "" || t.prev.Flags != "" ||
-		r.Reasons != t.prev.Reasons || r.Gap > 0 || r.Temp.OK != t.prev.Temp.OK || r.Power.OK != t.prev.Power.OK ||
+		r.Reasons != t.prev.Reasons || r.Health != t.prev.Health || r.Gap > 0 || r.Temp.OK != t.prev.Temp.OK || r.Power.OK != t.prev.Power.OK ||
 		t.extreme(r)
 	if keep {
 		// The row before a change or a gap shows the state that ended.

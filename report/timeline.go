@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
@@ -49,8 +50,28 @@ func flagFamily(f string) string {
 
 // instantFlags are set on one row only; they get one line, no duration.
 // TDP and Xid flags are left to their events.log lines, which say more.
+// HEALTH_WARN and HEALTH_CRIT mark the row where a health reason began:
+// how long it lasts is the rows' health verdict (Row.Health), which holds
+// while the reading that raised it does.
 var instantFlags = map[string]bool{"FAN_SPIKE": true}
-var eventFlags = map[string]bool{"TDP_REDUCED": true, "TDP_RESTORED": true, "XID": true}
+var eventFlags = map[string]bool{"TDP_REDUCED": true, "TDP_RESTORED": true, "XID": true, "HEALTH_WARN": true, "HEALTH_CRIT": true}
+
+// healthConditions adds to present the health reasons that hold at the row,
+// keyed as the logger flags them (HEALTH_WARN(remap_pending)), each with
+// what it means.
+func healthConditions(v anomaly.HealthVerdict, present map[string]string) {
+	for r := range anomaly.NumHealthReasons {
+		if !v.Has(r) {
+			continue
+		}
+		d := anomaly.HealthReasonDefs[r]
+		kind := reading.Flag{Kind: reading.FlagHealthWarn, S: d.Name}
+		if d.Critical {
+			kind.Kind = reading.FlagHealthCrit
+		}
+		present[string(kind.AppendText(nil))] = d.Help
+	}
+}
 
 // medianInterval is the usual time between rows (over the first 1000).
 func medianInterval(rows []Row) time.Duration {
@@ -108,6 +129,7 @@ func rowTimeline(gpu int, rows []Row) []Entry {
 				}
 			}
 		}
+		healthConditions(r.Health, present)
 		for fam, f := range present {
 			if _, ok := open[fam]; !ok {
 				open[fam] = onset{at: r.Time, text: f}

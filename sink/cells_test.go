@@ -51,3 +51,28 @@ func TestCellsAreTheRowReadBack(t *testing.T) {
 		t.Errorf("Recent's last cells %q, want the last row's %q (header %q)", r.Last, last, r.Header)
 	}
 }
+
+// TestReadChanged: a cell the same as the row before's is not parsed again
+// (the sample keeps what it holds), a changed or emptied one is, and
+// without a row before (or of another width) every cell is.
+func TestReadChanged(t *testing.T) {
+	cols := []string{"timestamp", "gpu_temp", "ecc_sbe_volatile", "remap_pending"}
+	rc := ReadingColumns(cols, nil)
+	for _, tc := range []struct {
+		name             string
+		prev, cells      []string
+		wantSBE, wantPen reading.Opt[uint64]
+	}{
+		{"same cells: kept as held", []string{"t", "60", "3", "0"}, []string{"t", "60", "3", "0"}, reading.Some[uint64](99), reading.Some[uint64](98)},
+		{"changed cell: parsed", []string{"t", "60", "3", "0"}, []string{"t", "60", "6", "0"}, reading.Some[uint64](6), reading.Some[uint64](98)},
+		{"emptied cell: absent", []string{"t", "60", "3", "1"}, []string{"t", "60", "3", ""}, reading.Some[uint64](99), reading.Opt[uint64]{}},
+		{"no row before: all parsed", nil, []string{"t", "60", "3", "1"}, reading.Some[uint64](3), reading.Some[uint64](1)},
+	} {
+		var s reading.Sample
+		s.Health[reading.HSBEVolatile], s.Health[reading.HRemapPending] = reading.Some[uint64](99), reading.Some[uint64](98)
+		rc.ReadChanged(tc.cells, tc.prev, &s)
+		if s.Health[reading.HSBEVolatile] != tc.wantSBE || s.Health[reading.HRemapPending] != tc.wantPen {
+			t.Errorf("%s: sbe %v pending %v, want %v %v", tc.name, s.Health[reading.HSBEVolatile], s.Health[reading.HRemapPending], tc.wantSBE, tc.wantPen)
+		}
+	}
+}

@@ -127,6 +127,22 @@ func (rc ReadingCells) Read(cells []string, s *reading.Sample) {
 	}
 }
 
+// ReadChanged is Read for a row that follows prev (the cells of the row
+// before, of the same header, read into s): a cell the same as prev's is
+// not parsed again, s keeps its value. The slow tier's readings (health
+// counters) repeat on every row between two reads.
+func (rc ReadingCells) ReadChanged(cells, prev []string, s *reading.Sample) {
+	if len(prev) != len(cells) {
+		rc.Read(cells, s)
+		return
+	}
+	for _, r := range rc {
+		if c := cells[r.col]; c != prev[r.col] {
+			ReadCell(r.d, c, s)
+		}
+	}
+}
+
 // cellAt is one column of a GPU's file: col, or with col.fans fan's
 // column of reading def of reading.FanTable.
 type cellAt struct {
