@@ -207,6 +207,10 @@ func precursors(rep *Report) []string {
 			}
 			ago := fmtDur(inc.Time.Sub(e.Time))
 			switch {
+			case strings.HasPrefix(e.What, "health warning ") || strings.HasPrefix(e.What, "health CRITICAL "):
+				// The logger's verdict on the health counters: what DCGM's
+				// health watches warn of before a DBE, a remap or a lost GPU.
+				out = append(out, fmt.Sprintf("%s%s, %s before %s", prefix, e.What, ago, label))
 			case strings.HasPrefix(e.What, "TDP "):
 				tdp = append(tdp, strings.TrimPrefix(e.What, "TDP ")+" "+ago+" before")
 			case strings.HasPrefix(e.What, "PCIe AER"):
@@ -223,6 +227,16 @@ func precursors(rep *Report) []string {
 		}
 		if len(xids) > 0 {
 			out = append(out, fmt.Sprintf("%searlier Xids: %s", prefix, strings.Join(xids, "; ")))
+		}
+		for _, c := range rep.climbs {
+			if c.gpu != g.Index || c.link != "" || !c.last.Time.Before(inc.Time) || !errorCounter(c.counter) {
+				continue
+			}
+			ago := fmtDur(inc.Time.Sub(c.last.Time))
+			if c.steps > 1 {
+				ago = "the last " + ago
+			}
+			out = append(out, fmt.Sprintf("%s%s, %s before %s", prefix, c.summary(), ago, label))
 		}
 		for _, e := range rep.Timeline {
 			if e.GPU == g.Index && e.Kind == KindGap && e.Time.Before(inc.Time) {

@@ -137,6 +137,8 @@ func (e Event) describe() string {
 			level = "CRITICAL"
 		}
 		return "health " + level + " " + kv["reason"] + ": " + kv["detail"]
+	case sink.TypeHealthEvent:
+		return "NVML health event " + kv["event"] + " (" + kv["severity"] + ")"
 	case sink.TypeHealthBaseline:
 		return "health counters first read (the baseline every later HEALTH line starts from)"
 	case sink.TypeUncleanStop:

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -168,6 +169,124 @@ func TestHealthConditionLastsWhileItsReadingHolds(t *testing.T) {
 			for _, w := range tc.notWant {
 				if strings.Contains(text, w) {
 					t.Errorf("timeline says %q:\n%s", w, text)
+				}
+			}
+		})
+	}
+}
+
+// healthLine is an events.log line of GPU 0 at at.
+func healthLine(at time.Time, rest string) string {
+	return "time=" + at.Format(sink.TimestampLayout) + " gpu=0 bus=00000000:01:00.0 " + rest
+}
+
+// steps is the HEALTH lines of counters growing by delta every interval,
+// n times from start.
+func steps(start time.Time, every time.Duration, n, delta int, counters ...string) []string {
+	var out []string
+	for i := range n {
+		for _, c := range counters {
+			out = append(out, healthLine(start.Add(time.Duration(i)*every),
+				fmt.Sprintf("type=HEALTH counter=%s from=%d to=%d delta=+%d", c, i*delta, (i+1)*delta, delta)))
+		}
+	}
+	return out
+}
+
+// TestCounterStepsAndHealthPrecursors: a counter that grows step by step is
+// one timeline line per climb ("+60 over 19.0s"), split at the incident
+// and at a pause; counters that climbed step for step are that one line;
+// a lone step keeps its own line. Health warnings and error counters that
+// grew before the incident are precursors; counters of time and what came
+// after the incident are not.
+func TestCounterStepsAndHealthPrecursors(t *testing.T) {
+	start := time.Date(2026, 12, 6, 6, 45, 0, 0, time.UTC)
+	inc := start.Add(30 * time.Second)
+	xid := healthLine(inc, `source=nvml type=Xid xid=48 name="Double Bit ECC Error"`)
+	for _, tc := range []struct {
+		name          string
+		events        []string
+		timeline      []string // lines the timeline has, whole
+		notTimeline   []string // text no timeline line has
+		precursors    []string // text the precursors have
+		notPrecursors []string
+	}{
+		{
+			name:        "SBEs every second, volatile and aggregate alike",
+			events:      append(steps(start.Add(5*time.Second), time.Second, 20, 3, "ecc_sbe_volatile", "ecc_sbe_aggregate"), xid),
+			timeline:    []string{"health ecc_sbe_volatile +60 over 19.0s (0 -> 60 in 20 steps; ecc_sbe_aggregate alike)"},
+			notTimeline: []string{"(+3)"},
+			precursors:  []string{"GPU 0: ecc_sbe_volatile +60 over 19.0s (0 -> 60 in 20 steps; ecc_sbe_aggregate alike), the last 6.0s before Xid 48"},
+		},
+		{
+			name: "a health warning before the DBE",
+			events: []string{
+				healthLine(start.Add(10*time.Second), `type=HEALTH_WARNING reason=ecc_sbe_rate detail="single-bit ECC errors at a high rate"`),
+				xid,
+			},
+			precursors: []string{"GPU 0: health warning ecc_sbe_rate: single-bit ECC errors at a high rate, 20.0s before Xid 48"},
+		},
+		{
+			name:          "a lone step keeps its line",
+			events:        append(steps(start.Add(24*time.Second), time.Second, 1, 1, "remap_correctable"), xid),
+			timeline:      []string{"health remap_correctable 0 -> 1 (+1)"},
+			precursors:    []string{"GPU 0: remap_correctable +1 (0 -> 1), 6.0s before Xid 48"},
+			notPrecursors: []string{"the last"},
+		},
+		{
+			name:          "split at the incident",
+			events:        append(steps(start.Add(20*time.Second), time.Second, 20, 1, "ecc_sbe_volatile"), xid),
+			timeline:      []string{"health ecc_sbe_volatile +10 over 9.0s (0 -> 10 in 10 steps)", "health ecc_sbe_volatile +10 over 9.0s (10 -> 20 in 10 steps)"},
+			precursors:    []string{"GPU 0: ecc_sbe_volatile +10 over 9.0s (0 -> 10 in 10 steps), the last 1.0s before Xid 48"},
+			notPrecursors: []string{"10 -> 20"},
+		},
+		{
+			name: "split at a pause of more than two minutes",
+			events: append(append(steps(start.Add(-3*time.Minute), time.Second, 3, 2, "pcie_correctable"),
+				strings.ReplaceAll(strings.Join(steps(start.Add(10*time.Second), time.Second, 3, 2, "pcie_correctable"), "\n"), "from=0 ", "from=6 ")), xid),
+			timeline: []string{"health pcie_correctable +6 over 2.0s (0 -> 6 in 3 steps)"},
+		},
+		{
+			name:          "a clock-event time is no precursor",
+			events:        append(steps(start.Add(5*time.Second), 10*time.Second, 2, 2, "clk_sw_power_cap_s"), xid),
+			notPrecursors: []string{"clk_sw_power_cap_s"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeDay(t, filepath.Join(dir, "gpu0-deep-2026-12-06.csv"), start.Add(-4*time.Minute), 3000, 100*time.Millisecond)
+			writeEvents(t, dir, tc.events...)
+			rep, err := Build(Options{Dir: dir, GPU: -1, Before: 4 * time.Minute, After: 30 * time.Second, Loc: time.UTC})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Incident.Time != inc {
+				t.Fatalf("incident at %v, want the Xid at %v", rep.Incident.Time, inc)
+			}
+			var lines []string
+			for _, e := range rep.Timeline {
+				lines = append(lines, e.What)
+			}
+			text := strings.Join(lines, "\n")
+			for _, w := range tc.timeline {
+				if !slices.Contains(lines, w) {
+					t.Errorf("timeline lacks the line %q:\n%s", w, text)
+				}
+			}
+			for _, w := range tc.notTimeline {
+				if strings.Contains(text, w) {
+					t.Errorf("timeline has %q:\n%s", w, text)
+				}
+			}
+			pre := strings.Join(rep.Precursors, "\n")
+			for _, w := range tc.precursors {
+				if !strings.Contains(pre, w) {
+					t.Errorf("precursors lack %q:\n%s", w, pre)
+				}
+			}
+			for _, w := range tc.notPrecursors {
+				if strings.Contains(pre, w) {
+					t.Errorf("precursors have %q:\n%s", w, pre)
 				}
 			}
 		})

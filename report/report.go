@@ -116,6 +116,8 @@ type Report struct {
 	Skipped    []string // what was not, and why
 	Loc        *time.Location
 
+	climbs []*climb // the health counters' climbs in the window, for the precursors
+
 	htmlDir string // while WriteHTMLFile writes: the page's directory, for its links
 }
 
@@ -340,8 +342,22 @@ func (rep *Report) buildTimeline(all []Event, o Options) {
 		}
 		rep.Timeline = append(rep.Timeline, es...)
 	}
+	add := func(t time.Time, gpu int, what, marker string) {
+		en := Entry{Time: t, GPU: gpu, Kind: KindEvent, What: what, Marker: marker}
+		if r, ok := rowAt(rows[gpu], t); ok {
+			en.Values = values(r)
+		}
+		rep.Timeline = append(rep.Timeline, en)
+	}
+	var steps []Event
 	for _, e := range all {
 		if noise[e.Type] || e.KV["duplicate_of"] != "" || !o.wants(e) {
+			continue
+		}
+		if _, ok := counterStep(e); ok {
+			if !e.Time.Before(rep.From) && !e.Time.After(rep.To) {
+				steps = append(steps, e)
+			}
 			continue
 		}
 		t := e.Time
@@ -356,11 +372,17 @@ func (rep *Report) buildTimeline(all []Event, o Options) {
 		if t.Before(rep.From) || t.After(rep.To) {
 			continue
 		}
-		en := Entry{Time: t, GPU: e.GPU, Kind: KindEvent, What: what, Marker: eventMarker(e)}
-		if r, ok := rowAt(rows[e.GPU], t); ok {
-			en.Values = values(r)
+		add(t, e.GPU, what, eventMarker(e))
+	}
+	// A counter that grows step by step (SBEs every second) is one line per
+	// climb, at its first step.
+	rep.climbs = climbs(steps, rep.Incident.Time)
+	for _, c := range rep.climbs {
+		what := c.first.describe()
+		if c.steps > 1 {
+			what = "health " + c.summary()
 		}
-		rep.Timeline = append(rep.Timeline, en)
+		add(c.first.Time, c.gpu, what, eventMarker(c.first))
 	}
 	inc := Entry{Time: rep.Incident.Time, GPU: rep.Incident.GPU, Kind: KindIncident, What: rep.Incident.What, Marker: "incident"}
 	if r, ok := rowAt(rows[inc.GPU], inc.Time); ok {

@@ -73,7 +73,7 @@ func (rep *Report) WriteText(w io.Writer) error {
 
 	b.WriteString("\n== Precursors found\n")
 	if len(rep.Precursors) == 0 {
-		b.WriteString("(none of the known precursors: hot die with slow fans, spurious SwPowerCap, fan spikes, power above the limit, TDP changes, AER errors, hangs, gaps)\n")
+		b.WriteString("(none of the known precursors: hot die with slow fans, spurious SwPowerCap, fan spikes, power above the limit, TDP changes, AER errors, health warnings, error counters climbing, hangs, gaps)\n")
 	}
 	for _, p := range rep.Precursors {
 		b.WriteString("- " + p + "\n")
