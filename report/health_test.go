@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
@@ -66,6 +67,21 @@ func rowsOf(n int, f func(i int) healthRow) []healthRow {
 	return out
 }
 
+// holds is n rows where set holds from row from to row to (excluded), the
+// first of them flagged flag, as the logger flags a reason that began.
+func holds(n, from, to int, flag string, set func(*healthRow)) []healthRow {
+	return rowsOf(n, func(i int) healthRow {
+		var r healthRow
+		if i >= from && i < to {
+			set(&r)
+		}
+		if i == from {
+			r.flags = flag
+		}
+		return r
+	})
+}
+
 // TestHealthConditionLastsWhileItsReadingHolds: the logger flags a health
 // reason on the row where it began only; the report's condition lasts while
 // the reading that raised it holds (remap_pending reads 1, volatile DBEs
@@ -79,47 +95,20 @@ func TestHealthConditionLastsWhileItsReadingHolds(t *testing.T) {
 		notWant []string
 	}{
 		{
-			name: "remap_pending stays 1 to the end",
-			rows: rowsOf(200, func(i int) healthRow {
-				r := healthRow{}
-				if i >= 50 {
-					r.pending = 1
-				}
-				if i == 50 {
-					r.flags = "HEALTH_WARN(remap_pending)"
-				}
-				return r
-			}),
+			name:    "remap_pending stays 1 to the end",
+			rows:    holds(200, 50, 200, "HEALTH_WARN(remap_pending)", func(r *healthRow) { r.pending = 1 }),
 			want:    []string{"HEALTH_WARN(remap_pending) on: a row remap waits for a GPU reset", "still on: HEALTH_WARN(remap_pending) (for 14.9s)"},
 			notWant: []string{"off after"},
 		},
 		{
-			name: "remap_pending cleared by a reset",
-			rows: rowsOf(200, func(i int) healthRow {
-				r := healthRow{}
-				if i >= 50 && i < 120 {
-					r.pending = 1
-				}
-				if i == 50 {
-					r.flags = "HEALTH_WARN(remap_pending)"
-				}
-				return r
-			}),
+			name:    "remap_pending cleared by a reset",
+			rows:    holds(200, 50, 120, "HEALTH_WARN(remap_pending)", func(r *healthRow) { r.pending = 1 }),
 			want:    []string{"HEALTH_WARN(remap_pending) off after 7.0s"},
 			notWant: []string{"still on"},
 		},
 		{
-			name: "a DBE holds while the volatile count is above 0",
-			rows: rowsOf(200, func(i int) healthRow {
-				r := healthRow{}
-				if i >= 100 {
-					r.dbe = 1
-				}
-				if i == 100 {
-					r.flags = "HEALTH_CRIT(ecc_dbe)"
-				}
-				return r
-			}),
+			name:    "a DBE holds while the volatile count is above 0",
+			rows:    holds(200, 100, 200, "HEALTH_CRIT(ecc_dbe)", func(r *healthRow) { r.dbe = 1 }),
 			want:    []string{"HEALTH_CRIT(ecc_dbe) on: double-bit ECC errors", "still on: HEALTH_CRIT(ecc_dbe) (for 9.9s)"},
 			notWant: []string{"off after"},
 		},
@@ -161,16 +150,8 @@ func TestHealthConditionLastsWhileItsReadingHolds(t *testing.T) {
 				b.WriteString(e.What + "\n")
 			}
 			text := b.String()
-			for _, w := range tc.want {
-				if !strings.Contains(text, w) {
-					t.Errorf("timeline lacks %q:\n%s", w, text)
-				}
-			}
-			for _, w := range tc.notWant {
-				if strings.Contains(text, w) {
-					t.Errorf("timeline says %q:\n%s", w, text)
-				}
-			}
+			testutil.Contains(t, "timeline", text, tc.want...)
+			lacks(t, "timeline", text, tc.notWant...)
 		})
 	}
 }
@@ -273,22 +254,20 @@ func TestCounterStepsAndHealthPrecursors(t *testing.T) {
 					t.Errorf("timeline lacks the line %q:\n%s", w, text)
 				}
 			}
-			for _, w := range tc.notTimeline {
-				if strings.Contains(text, w) {
-					t.Errorf("timeline has %q:\n%s", w, text)
-				}
-			}
+			lacks(t, "timeline", text, tc.notTimeline...)
 			pre := strings.Join(rep.Precursors, "\n")
-			for _, w := range tc.precursors {
-				if !strings.Contains(pre, w) {
-					t.Errorf("precursors lack %q:\n%s", w, pre)
-				}
-			}
-			for _, w := range tc.notPrecursors {
-				if strings.Contains(pre, w) {
-					t.Errorf("precursors have %q:\n%s", w, pre)
-				}
-			}
+			testutil.Contains(t, "precursors", pre, tc.precursors...)
+			lacks(t, "precursors", pre, tc.notPrecursors...)
 		})
+	}
+}
+
+// lacks reports each of bad that got (named what) has.
+func lacks(t *testing.T, what, got string, bad ...string) {
+	t.Helper()
+	for _, w := range bad {
+		if strings.Contains(got, w) {
+			t.Errorf("%s has %q:\n%s", what, w, got)
+		}
 	}
 }
