@@ -59,7 +59,7 @@ type Config struct {
 	SpikeCooldown  time.Duration
 	FollowUps      []time.Duration // nil: snapshot's defaults
 	CommandTimeout time.Duration
-	Runner         snapshot.Runner // nil: real commands
+	Runner         snapshot.Runner // nil: real commands (an ExecRunner that logs a missing program once)
 
 	// Atop serves atop's GPU statistics (the atopgpud protocol) when set.
 	Atop *atop.Config
@@ -112,6 +112,11 @@ func (c *Config) defaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Runner == nil {
+		// One runner for the snapshots and the boot log: a missing
+		// program is logged once, whichever runs it first.
+		c.Runner = &snapshot.ExecRunner{Timeout: c.CommandTimeout, Logger: c.Logger}
 	}
 	if c.Notifier == nil {
 		c.Notifier = nopNotifier{}

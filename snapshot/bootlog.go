@@ -190,7 +190,7 @@ func commandStatus(name string, err error) string {
 	var te *TimeoutError
 	switch {
 	case errors.Is(err, exec.ErrNotFound):
-		return "(" + name + ": not installed)"
+		return "(" + err.Error() + ")" // names the package: NotInstalledError
 	case errors.As(err, &te):
 		return "(" + name + ": timed out after " + te.After.String() + ")"
 	case errors.Is(err, context.DeadlineExceeded):

@@ -167,7 +167,7 @@ func TestBootLogSameBootAndMissingTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ = os.ReadFile(bl.Path)
-	if !strings.Contains(string(b), "(journalctl: not installed)") {
+	if !strings.Contains(string(b), "(journalctl: not installed (Debian package systemd))") {
 		t.Errorf("missing journalctl not said:\n%s", b)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -215,6 +216,8 @@ func (m *Manager) runJob(ctx context.Context, j job) result {
 		status = "(canceled: the daemon is shutting down)"
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		status = "(timed out after " + m.cfg.CommandTimeout.String() + ")"
+	case errors.Is(err, exec.ErrNotFound):
+		status = "(" + err.Error() + ")" // names the package: NotInstalledError
 	default:
 		status = "(failed: " + err.Error() + ")"
 	}

@@ -3,8 +3,9 @@
 // NVML, or is lost, with follow-up captures some seconds later, and a spike
 // snapshot when a fan spikes.
 //
-// It is the only package that runs external programs (dmesg, lspci, setpci,
-// nvidia-smi, free, uptime). They run through a Runner, never through a shell,
+// It is the only package that runs external programs (dmesg, journalctl,
+// lspci, setpci, nvidia-smi, free, uptime: the table Programs, with the
+// package that provides each). They run through a Runner, never through a shell,
 // each with its own timeout, and never on the caller's goroutine: Manager.Crash
 // and Manager.Spike decide (cooldowns), take the caller's data synchronously
 // and return; the files are written in the background.

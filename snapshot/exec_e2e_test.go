@@ -50,7 +50,7 @@ func TestManagerWithExecRunner(t *testing.T) {
 		"=== PCIe device state ===\nlspci args: -nnDvvvxxxx -s 0000:4b:00.0\n",
 		"=== GPU register test (ffff = off bus) ===\nffff\n",
 		"=== nvidia-smi (may fail) ===\n(timed out after 300ms)\n",
-		"=== System memory ===\n(failed: exec: \"free\": executable file not found in $PATH)\n",
+		"=== System memory ===\n(free: not installed (Debian package procps))\n",
 		"=== System load ===\n 09:26:53 up 1 day",
 		"\n=== End of snapshot ===\n",
 	)

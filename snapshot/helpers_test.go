@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -70,7 +69,7 @@ func (f *fakeRunner) Run(ctx context.Context, name string, args ...string) ([]by
 	}
 	r, ok := f.results[name]
 	if !ok {
-		return nil, &exec.Error{Name: name, Err: exec.ErrNotFound}
+		return nil, &NotInstalledError{Name: name} // as ExecRunner says it
 	}
 	return []byte(r.out), r.err
 }

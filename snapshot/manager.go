@@ -43,7 +43,7 @@ const (
 // must be safe to call concurrently with the caller's CSV writes.
 type Config struct {
 	Dir                string              // log directory; files go to Dir/crashes and Dir/spikes; "" means DefaultDir
-	Runner             Runner              // runs the diagnostics; nil means an ExecRunner with CommandTimeout
+	Runner             Runner              // runs the diagnostics; nil means an ExecRunner with CommandTimeout and Logger
 	Now                func() time.Time    // wall clock for cooldowns, names and headers; nil means time.Now
 	Logger             *slog.Logger        // nil discards
 	CrashCooldown      time.Duration       // per GPU; 0 means DefaultCrashCooldown
@@ -162,7 +162,7 @@ func New(cfg Config) *Manager {
 		cfg.DiagnosticsTimeout = 2 * cfg.CommandTimeout
 	}
 	if cfg.Runner == nil {
-		cfg.Runner = &ExecRunner{Timeout: cfg.CommandTimeout}
+		cfg.Runner = &ExecRunner{Timeout: cfg.CommandTimeout, Logger: cfg.Logger}
 	}
 	if cfg.Flush == nil {
 		cfg.Flush = func(int) error { return nil }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strconv"
@@ -61,23 +62,27 @@ func (e *TimeoutError) Unwrap() error { return context.DeadlineExceeded }
 // ExecRunner runs programs with os/exec. Each run gets its own process group
 // so that a timeout kills the program and anything it started; the
 // environment gets LC_ALL=C so that the output does not depend on the
-// host's locale. The zero value is ready to use; use it through a pointer.
+// host's locale. A program that is not installed is logged the first time
+// it is asked for, with the package that provides it. The zero value is
+// ready to use; use it through a pointer.
 type ExecRunner struct {
 	Timeout   time.Duration // per run; 0 means DefaultCommandTimeout
 	MaxOutput int           // bytes of combined output kept (the last ones); 0 means DefaultMaxOutput
+	Logger    *slog.Logger  // told of each missing program once; nil logs nothing
 
 	killGrace time.Duration // 0 means defaultKillGrace; tests shorten it
 	waitDelay time.Duration // os/exec WaitDelay; 0 means killGrace; tests lengthen it
 
-	mu    sync.Mutex
-	stuck map[string]int // program name -> runs abandoned after SIGKILL, not yet exited
+	mu      sync.Mutex
+	stuck   map[string]int  // program name -> runs abandoned after SIGKILL, not yet exited
+	missing map[string]bool // programs found missing (and logged)
 }
 
 var _ Runner = (*ExecRunner)(nil)
 
 // Run runs name with args and returns the last MaxOutput bytes of its
-// combined stdout and stderr. Errors: a missing program returns exec's error
-// ("exec: "lspci": executable file not found in $PATH"); a non-zero exit
+// combined stdout and stderr. Errors: a missing program returns a
+// *NotInstalledError ("lspci: not installed (Debian package pciutils)"); a non-zero exit
 // returns "<name>: exit status N"; a timeout returns a *TimeoutError; a
 // cancelled ctx returns ctx's error wrapped with the name.
 func (r *ExecRunner) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
@@ -112,9 +117,12 @@ func (r *ExecRunner) Run(ctx context.Context, name string, args ...string) ([]by
 		cmd.WaitDelay = grace
 	}
 	if err := cmd.Start(); err != nil {
+		if errors.Is(err, exec.ErrNotFound) {
+			return nil, r.notInstalled(name)
+		}
 		var ee *exec.Error
 		if errors.As(err, &ee) {
-			return nil, err // already names the program: exec: "lspci": executable file not found in $PATH
+			return nil, err // already names the program: exec: "lspci": permission denied
 		}
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
@@ -161,6 +169,25 @@ func (r *ExecRunner) checkStuck(name string) error {
 		return fmt.Errorf("%s: not started: %w", name, ErrStuck)
 	}
 	return nil
+}
+
+// notInstalled returns the error for a missing program, and logs it the
+// first time.
+func (r *ExecRunner) notInstalled(name string) error {
+	err := &NotInstalledError{Name: name}
+	r.mu.Lock()
+	first := !r.missing[name]
+	if first {
+		if r.missing == nil {
+			r.missing = make(map[string]bool)
+		}
+		r.missing[name] = true
+	}
+	r.mu.Unlock()
+	if first && r.Logger != nil {
+		r.Logger.Warn("a program the snapshots run is missing; they go without its output", "error", err.Error())
+	}
+	return err
 }
 
 // markStuck records an abandoned run of name until its Wait returns.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,15 +98,66 @@ func TestExecRunnerDefaultTimeoutMessage(t *testing.T) {
 	}
 }
 
+// TestExecRunnerMissingProgram: a program that is not installed is named
+// with the Debian package that provides it (Programs), in the error each
+// run returns and in the log once, however often it is asked for.
 func TestExecRunnerMissingProgram(t *testing.T) {
-	r := &ExecRunner{}
-	_, err := r.Run(context.Background(), "gpu-telemetry-no-such-program")
-	if !errors.Is(err, exec.ErrNotFound) {
-		t.Fatalf("err = %v, want exec.ErrNotFound", err)
+	t.Setenv("PATH", t.TempDir())
+	var logs bytes.Buffer
+	r := &ExecRunner{Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	for _, c := range []struct{ name, want string }{
+		{"lspci", "lspci: not installed (Debian package pciutils)"},
+		{"lspci", "lspci: not installed (Debian package pciutils)"},
+		{"setpci", "setpci: not installed (Debian package pciutils)"},
+		{"nvidia-smi", "nvidia-smi: not installed (it comes with NVIDIA's driver)"},
+		{"gpu-telemetry-no-such-program", "gpu-telemetry-no-such-program: not installed"},
+	} {
+		_, err := r.Run(context.Background(), c.name)
+		if !errors.Is(err, exec.ErrNotFound) {
+			t.Fatalf("%s: err = %v, want exec.ErrNotFound", c.name, err)
+		}
+		if err.Error() != c.want {
+			t.Errorf("%s: err = %q, want %q", c.name, err, c.want)
+		}
 	}
-	want := `exec: "gpu-telemetry-no-such-program": executable file not found in $PATH`
-	if err.Error() != want {
-		t.Errorf("err = %q, want %q", err, want)
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 4 || strings.Count(logs.String(), "lspci: not installed (Debian package pciutils)") != 1 {
+		t.Errorf("want each missing program logged once (4 lines), got:\n%s", logs.String())
+	}
+}
+
+// TestProgramsNamesEveryProgramRun: every program a crash snapshot, a
+// follow-up and a boot log run has its row in Programs, so that its
+// absence is named with what provides it.
+func TestProgramsNamesEveryProgramRun(t *testing.T) {
+	known := map[string]bool{}
+	for _, p := range Programs {
+		if known[p.Name] || (p.Package == "") == (p.Source == "") {
+			t.Errorf("Programs: %+v: a second row, or not exactly one of Package and Source", p)
+		}
+		known[p.Name] = true
+	}
+	runner := &fakeRunner{results: map[string]fakeResult{}} // every program missing
+	m, _ := newTestManager(t, func(c *Config) { c.Runner = runner })
+	s := m.runJob(context.Background(), m.kernelLogJob()).status
+	for _, j := range append(m.crashJobs("0000:4b:00.0"), m.followUpJobs("0000:4b:00.0")...) {
+		if j.run != nil {
+			j.run(context.Background())
+		}
+	}
+	dir, now := bootFixture(t)
+	prev := PreviousRun{Found: true, State: RunState{BootID: "a", Started: now.Add(-time.Hour)}}
+	if _, err := WriteBootLog(context.Background(), BootConfig{Dir: dir, Runner: runner, Now: now, Prev: prev, BootID: "b", PstoreDirs: []string{}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range runner.Calls() {
+		name, _, _ := strings.Cut(c, " ")
+		if !known[name] {
+			t.Errorf("%q runs %s, which Programs does not name", c, name)
+		}
+	}
+	if want := "(dmesg: not installed (Debian package util-linux) (and journalctl -k -b 0 instead: journalctl: not installed (Debian package systemd)))"; s != want {
+		t.Errorf("kernel log section with neither program: %q, want %q", s, want)
 	}
 }
 

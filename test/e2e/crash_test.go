@@ -611,3 +611,35 @@ at 6 gpu 0 xid 62 to events
 		t.Errorf("final status nvml_event_failures %v, want %d (one per failure logged)", m, n)
 	}
 }
+
+// TestMissingProgramNamedOnce: on a host without the programs a snapshot
+// runs (an empty PATH), each crash snapshot and follow-up says which
+// program is missing and which Debian package provides it, and the log
+// says it once for the whole run.
+func TestMissingProgramNamedOnce(t *testing.T) {
+	t.Parallel()
+	p := start(t, opts{scenario: "@xid-flood", args: []string{"--follow-ups", "1s"}, env: []string{"PATH=" + t.TempDir()}})
+	p.waitFor("the crash snapshot and its follow-up", 30*time.Second, func() bool {
+		for _, f := range snapshots(p.dir, "crash-*.log") {
+			if strings.Contains(f, "+1s") && strings.Contains(readFile(t, f), "=== End of") {
+				return true
+			}
+		}
+		return false
+	})
+	p.stop()
+	files := snapshots(p.dir, "crash-*.log")
+	if len(files) < 2 {
+		t.Fatalf("crash snapshots %v: want the snapshot and its follow-up", files)
+	}
+	for _, f := range files {
+		if s := readFile(t, f); !strings.Contains(s, "(lspci: not installed (Debian package pciutils))") {
+			t.Errorf("%s does not name the missing lspci with its package:\n%s", f, s)
+		}
+	}
+	for _, want := range []string{"lspci: not installed (Debian package pciutils)", "nvidia-smi: not installed (it comes with NVIDIA's driver)"} {
+		if n := strings.Count(p.stderr.String(), want); n != 1 {
+			t.Errorf("the log says %q %d times, want once:\n%s", want, n, p.stderr.String())
+		}
+	}
+}
