@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
+	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
 // pkg returns the package under test, skipping when make test did not
@@ -128,6 +129,34 @@ func TestPackageFields(t *testing.T) {
 	if got := f("Depends"); !regexp.MustCompile(`^libc6 \(>= 2\.[0-9]+\)$`).MatchString(got) {
 		t.Errorf("Depends: %q, want glibc only (libnvidia-ml.so.1 is opened at run time)", got)
 	}
+	// The programs the snapshots run: each one's package is recommended
+	// or suggested (an Essential one needs no relation, and Debian policy
+	// forbids an unversioned one), and nothing else is.
+	rel := map[string]bool{}
+	for _, field := range []string{"Recommends", "Suggests"} {
+		for _, p := range strings.Split(f(field), ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				rel[p] = true
+			}
+		}
+	}
+	essential := map[string]bool{"util-linux": true} // Essential: yes in Debian and Ubuntu
+	named := map[string]bool{}
+	for _, p := range snapshot.Programs {
+		named[p.Package] = true
+		if p.Package != "" && !essential[p.Package] && !rel[p.Package] {
+			t.Errorf("%s runs in snapshots, but its package %s is neither recommended nor suggested (Recommends %q, Suggests %q)",
+				p.Name, p.Package, f("Recommends"), f("Suggests"))
+		}
+	}
+	for p := range rel {
+		if !named[p] {
+			t.Errorf("the package recommends or suggests %s, which provides no program of snapshot.Programs", p)
+		}
+	}
+	if got := f("Recommends"); !strings.Contains(got, "pciutils") {
+		t.Errorf("Recommends: %q, want pciutils (lspci, setpci: the PCIe state of a GPU off the bus)", got)
+	}
 	if got := f("Description"); !strings.Contains(got, "libnvidia-ml.so.1") || !strings.Contains(got, "dlopen") {
 		t.Errorf("the description does not say that the driver's library is opened at run time:\n%s", got)
 	}
@@ -191,7 +220,8 @@ func TestLintian(t *testing.T) {
 // the simulated driver), installs it again over itself, removes it (the
 // logs stay) and purges it (the enablement goes, the logs still stay). It
 // needs root, and a host without systemd running (as the CI machine): with
-// systemd the maintainer scripts would start the service.
+// systemd the maintainer scripts would start the service; without it they
+// must say that they did not.
 func TestInstallRunUpgradeRemove(t *testing.T) {
 	deb := pkg(t)
 	if os.Geteuid() != 0 {
@@ -215,12 +245,17 @@ func TestInstallRunUpgradeRemove(t *testing.T) {
 			os.Remove(logDir)
 		}
 	})
-	dpkg := func(args ...string) {
+	dpkg := func(args ...string) string {
 		t.Helper()
-		if out, err := exec.Command("dpkg", args...).CombinedOutput(); err != nil {
+		out, err := exec.Command("dpkg", args...).CombinedOutput()
+		if err != nil {
 			t.Fatalf("dpkg %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
+		return string(out)
 	}
+	// Without systemd nothing starts the unit: postinst says so, and how
+	// to start it, rather than leave the operator to believe it runs.
+	const notStarted = `gpu-telemetry: systemd is not running; the unit is enabled but not started: start it with "systemctl start gpu-telemetry"`
 	// deb-systemd-helper answers only maintainer scripts: read its state.
 	const (
 		wants  = "/etc/systemd/system/multi-user.target.wants/gpu-telemetry.service"
@@ -230,7 +265,9 @@ func TestInstallRunUpgradeRemove(t *testing.T) {
 	enabled := func() bool { return exists(wants) && exists(state) }
 	version := strings.TrimSpace(output(t, "dpkg-deb", "--field", deb, "Version"))
 
-	dpkg("--install", deb)
+	if out := dpkg("--install", deb); !strings.Contains(out, notStarted) {
+		t.Errorf("the first install without systemd does not say that the unit is not started (want %q):\n%s", notStarted, out)
+	}
 	if got := strings.TrimSpace(output(t, "/usr/bin/gpu-telemetry", "--version")); got != "gpu-telemetry "+version {
 		t.Errorf("installed --version: %q, want the package's version %q", got, version)
 	}
@@ -258,7 +295,9 @@ func TestInstallRunUpgradeRemove(t *testing.T) {
 	if err := os.WriteFile(marker, []byte("timestamp\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dpkg("--install", deb) // an upgrade to the same version
+	if out := dpkg("--install", deb); !strings.Contains(out, notStarted) { // an upgrade to the same version
+		t.Errorf("an upgrade without systemd does not say that the unit is not started (want %q):\n%s", notStarted, out)
+	}
 	if !exists("/usr/bin/gpu-telemetry") || !enabled() {
 		t.Errorf("after installing over itself: binary present %v, enabled %v", exists("/usr/bin/gpu-telemetry"), enabled())
 	}
