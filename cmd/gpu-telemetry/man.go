@@ -18,7 +18,10 @@ const manFlag = "--help-man"
 // writeMan writes gpu-telemetry(8), built from the same flag grammars,
 // descriptions and command table as the help, so that the page cannot
 // drift from the binary. The date is SOURCE_DATE_EPOCH's (reproducible
-// builds), or none.
+// builds), or none. The footer's left part is the program's name alone:
+// man centres the date over it, and a snapshot's version
+// (0~git20261202090819.72b1ac968c77) ran into the date; the version is in
+// its own section.
 func writeMan(stdout, stderr io.Writer) int {
 	var b strings.Builder
 	date := ""
@@ -27,7 +30,7 @@ func writeMan(stdout, stderr io.Writer) int {
 			date = time.Unix(n, 0).UTC().Format("2006-01-02")
 		}
 	}
-	fmt.Fprintf(&b, ".TH GPU-TELEMETRY 8 %s %s \"System Administration\"\n", roffQuote(date), roffQuote("gpu-telemetry "+version))
+	fmt.Fprintf(&b, ".TH GPU-TELEMETRY 8 %s %s \"System Administration\"\n", roffQuote(date), roffQuote("gpu-telemetry"))
 	b.WriteString(".SH NAME\ngpu-telemetry \\- record what NVIDIA GPUs did in the seconds before they crash\n")
 	b.WriteString(".SH SYNOPSIS\n.B gpu-telemetry\n.RI [ flags ]\n.br\n")
 	for _, c := range commands {
@@ -38,6 +41,7 @@ func writeMan(stdout, stderr io.Writer) int {
 	b.WriteString(".PP\nIt needs glibc and, at run time, the NVIDIA driver's libnvidia-ml.so.1 (opened with dlopen, so a driver installed " +
 		"by NVIDIA's .run installer serves as well as a packaged one). With no driver or no GPU it says so in one line and exits 0, " +
 		"so that systemd does not restart it in a loop.\n")
+	b.WriteString(".SH VERSION\nThis page is that of gpu-telemetry " + roffEscape(version) + " (\\fBgpu\\-telemetry \\-\\-version\\fR).\n")
 	b.WriteString(".SH OPTIONS\n")
 	if err := manFlags(&b, &CLI{}, "gpu-telemetry", kong.Vars{"version": "gpu-telemetry " + version}); err != nil {
 		fmt.Fprintf(stderr, "gpu-telemetry: %s: %v\n", manFlag, err)
