@@ -96,6 +96,9 @@ func runHelp(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gpu-telemetry help: one command at most (commands: %s)\n", commandNames())
 		return 2
 	}
+	if args[0] == "--help" || args[0] == "-h" { // help's own help, as every command has
+		args = []string{"help"}
+	}
 	c, ok := lookupCommand(args[0])
 	if !ok {
 		fmt.Fprintf(stderr, "gpu-telemetry help: unknown command %q (commands: %s)\n", args[0], commandNames())

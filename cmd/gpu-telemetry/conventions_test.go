@@ -12,7 +12,7 @@ import (
 // 0 (so that `gpu-telemetry --help | less` shows them), for the logger and
 // every command, by --help, -h and `gpu-telemetry help COMMAND` alike.
 func TestHelpAndVersionOnStdout(t *testing.T) {
-	cases := [][]string{{"--help"}, {"-h"}, {"help"}, {"--version"}, {"help", "help"}}
+	cases := [][]string{{"--help"}, {"-h"}, {"help"}, {"--version"}, {"help", "help"}, {"help", "--help"}, {"help", "-h"}}
 	for _, c := range commands {
 		if c.name != "help" {
 			cases = append(cases, []string{c.name, "--help"}, []string{"help", c.name})
