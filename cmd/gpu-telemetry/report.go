@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"time"
 
@@ -36,6 +38,12 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 	}
 	if cli.Before < 0 || cli.After < 0 {
 		fmt.Fprintln(stderr, "gpu-telemetry report: --before and --after must not be negative")
+		return 2
+	}
+	// A snapshot that is not there is a bad flag, said as such (not as a
+	// file without a header); other failures to read it are report's to say.
+	if _, err := os.Stat(cli.Incident); cli.Incident != "" && errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(stderr, "gpu-telemetry report: --incident %s: the file does not exist\n", cli.Incident)
 		return 2
 	}
 	o := report.Options{Dir: cli.LogDir, Incident: cli.Incident, GPU: -1,

@@ -10,6 +10,7 @@ import (
 func TestReportCommand(t *testing.T) {
 	incident := filepath.Join("..", "..", "report", "testdata", "incident")
 	html := filepath.Join(t.TempDir(), "r.html")
+	nope := filepath.Join(t.TempDir(), "crashes", "nope.log")
 	checkCLI(t, runReport, []cliCase{
 		{"recorded incident", []string{"--log-dir", incident, "--last", "--html", html}, 0,
 			"Xid 62: Internal micro-controller halt", "wrote " + html},
@@ -19,6 +20,8 @@ func TestReportCommand(t *testing.T) {
 		{"bad --at", []string{"--log-dir", incident, "--at", "yesterday"}, 2, "", `--at "yesterday": want RFC 3339`},
 		{"two choices", []string{"--log-dir", incident, "--last", "--at", "2026-11-30 19:08:17"}, 2, "", "can't be used together"},
 		{"negative window", []string{"--log-dir", incident, "--before=-5s"}, 2, "", "must not be negative"},
+		{"incident file that does not exist", []string{"--log-dir", incident, "--incident", nope}, 2, "",
+			"gpu-telemetry report: --incident " + nope + ": the file does not exist"},
 	})
 	if b, err := os.ReadFile(html); err != nil || !bytes.Contains(b, []byte("<svg")) {
 		t.Errorf("HTML not written: %v", err)
