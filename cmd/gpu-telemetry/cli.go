@@ -3,15 +3,20 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
+	"github.com/gpu-telemetry/gpu-telemetry/live/control"
 	"github.com/gpu-telemetry/gpu-telemetry/monitor"
 )
 
@@ -23,7 +28,7 @@ type CLI struct {
 	Interval       Interval         `help:"Time between samples: seconds (0.1) or a Go duration (100ms); > 0 and at most 1h. Default: ${default}." default:"100ms"`
 	LogDir         string           `help:"Directory for CSVs, logs and snapshots (created if missing). Default: ${default}." default:"/var/log/gpu-telemetry" type:"path"`
 	SpikeThreshold uint32           `help:"Fan speed change in percentage points per sample that counts as a spike (1-100). Default: ${default}." default:"15"`
-	LockFile       string           `help:"Single-instance lock file (holds the PID). Default: ${default}." default:"/run/gpu-telemetry.pid" type:"path"`
+	LockFile       string           `help:"Single-instance lock file (holds the PID); its directory must exist (/run/gpu-telemetry is made). Default: ${default}." default:"/run/gpu-telemetry.pid" type:"path"`
 	GPU            []string         `help:"GPUs to monitor by index, UUID or PCI bus id; comma-separated or repeated. Default: all GPUs." sep:","`
 	RetentionDays  int              `help:"Delete CSV days older than this. Default: ${default}." default:"14"`
 	FsyncInterval  Interval         `help:"Longest time rows wait in the page cache before fsync. Default: ${default}." default:"1s"`
@@ -37,7 +42,7 @@ type CLI struct {
 	InventoryEvery Interval         `name:"inventory-interval" help:"How often the GPU list is checked against the driver's enumeration (vanished GPUs). Default: ${default}." default:"30s"`
 	StartTimeout   Interval         `name:"start-timeout" help:"How long start-up waits for the driver (init, enumeration) and for each GPU's static facts before going on without them. Default: ${default}." default:"20s"`
 	NoCompress     bool             `help:"Do not gzip finished CSV days."`
-	Socket         string           `help:"Control socket for 'gpu-telemetry status' and 'top'; 'none' disables. Default: ${default}." default:"${socket}"`
+	Socket         string           `help:"Control socket for 'gpu-telemetry status' and 'top'; 'none' disables; its directory must exist (/run/gpu-telemetry is made). Default: ${default}." default:"${socket}"`
 	SocketGroup    string           `help:"Group allowed to use the control socket (mode 0660); without it the socket is mode 0600 (root only)."`
 	Host           string           `help:"Name of this host in every output: metrics (gpu_telemetry_host_info), events.log, snapshot headers, status. Letters, digits, '.', '-', '_'. Default: the hostname (in a container: the node's name, not the pod's; set it)."`
 	MetricsListen  string           `help:"Serve Prometheus metrics on this address (e.g. 127.0.0.1:9464); off by default."`
@@ -152,6 +157,67 @@ func (c *CLI) Validate() error {
 	}
 	if len(errs) > 0 {
 		return errs[0] // one line: the first problem
+	}
+	return nil
+}
+
+// checkSystem checks the flags against this host, after Validate and before
+// anything is written or created, so that bad input fails with one line and
+// exit 2 rather than after start-up: a --socket-group that names no group,
+// a --web.config.file that cannot be read, a directory for --socket or
+// --lock-file that does not exist. Only the daemon's own directory, runDir,
+// is created (makeRunDir); another one is the operator's to make, not ours
+// to make as root.
+func (c *CLI) checkSystem() error {
+	if c.Socket != "none" {
+		if err := dirExists(c.Socket); err != nil {
+			return fmt.Errorf("--socket %s: %w", c.Socket, err)
+		}
+		if c.SocketGroup != "" {
+			if _, err := control.LookupGroup(c.SocketGroup); err != nil {
+				return err
+			}
+		}
+	}
+	if err := dirExists(c.LockFile); err != nil {
+		return fmt.Errorf("--lock-file %s: %w", c.LockFile, err)
+	}
+	if c.WebConfigFile != "" {
+		if err := web.Validate(c.WebConfigFile); err != nil {
+			return fmt.Errorf("--web.config.file %s: %w", c.WebConfigFile, err)
+		}
+	}
+	return nil
+}
+
+// runDir is the daemon's own directory under /run: the default socket's,
+// and the unit's --lock-file's. systemd's RuntimeDirectory= makes it under
+// the unit; run by hand, the logger makes it (makeRunDir).
+var runDir = filepath.Dir(defaultSocket)
+
+// makeRunDir makes runDir when the socket or the lock file is in it.
+func (c *CLI) makeRunDir() error {
+	if (c.Socket != "none" && filepath.Dir(c.Socket) == runDir) || filepath.Dir(c.LockFile) == runDir {
+		return os.MkdirAll(runDir, 0o755)
+	}
+	return nil
+}
+
+// dirExists says why the directory of path is not one that exists (runDir
+// always may be: the logger makes it).
+func dirExists(path string) error {
+	dir := filepath.Dir(path)
+	if dir == runDir {
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("directory %s does not exist", dir)
+	case err != nil:
+		return fmt.Errorf("directory %s: %w", dir, errors.Unwrap(err))
+	case !fi.IsDir():
+		return fmt.Errorf("%s is not a directory", dir)
 	}
 	return nil
 }

@@ -71,6 +71,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gpu-telemetry: %v\n", err)
 		return 2
 	}
+	if err := cli.checkSystem(); err != nil {
+		fmt.Fprintf(stderr, "gpu-telemetry: %v\n", err)
+		return 2
+	}
 	return serve(&cli, stderr)
 }
 
@@ -95,6 +99,10 @@ func serve(cli *CLI, stderr io.Writer) int {
 	if err := checkWritable(cli.LogDir); err != nil {
 		fmt.Fprintf(stderr, "gpu-telemetry: --log-dir %s: %v\n", cli.LogDir, err)
 		return 2
+	}
+	if err := cli.makeRunDir(); err != nil {
+		fmt.Fprintf(stderr, "gpu-telemetry: %s: %v\n", runDir, errors.Unwrap(err))
+		return 1
 	}
 	unlock, removeLocks, err := takeLocks(cli.LockFile, cli.LogDir)
 	if err != nil {
@@ -126,7 +134,9 @@ func serve(cli *CLI, stderr io.Writer) int {
 		removeLocks()
 		return 0
 	case errors.Is(err, sampler.ErrUnknownGPU):
-		// A selector that names no GPU is bad input, as a bad flag.
+		// A selector that names no GPU is bad input, as a bad flag, and
+		// leaves nothing behind either.
+		removeLocks()
 		fmt.Fprintf(stderr, "gpu-telemetry: --gpu %v\n", strings.TrimPrefix(err.Error(), sampler.ErrUnknownGPU.Error()+": "))
 		return 2
 	case err != nil:
@@ -210,10 +220,8 @@ func takeLocks(lockFile, logDir string) (unlock, remove func(), err error) {
 // takeLock takes a single-instance lock (flag names what it guards in the
 // messages) and writes our PID into it. When another instance holds it, the
 // error names the file and the holder's PID.
+// Its directory must exist (checkSystem): it is never created.
 func takeLock(flag, path string) (*flock.Flock, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("%s: lock file %s: %w", flag, path, err)
-	}
 	l := flock.New(path)
 	ok, err := l.TryLock()
 	if err != nil {

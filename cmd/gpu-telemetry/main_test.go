@@ -41,11 +41,15 @@ func TestIntervalParsing(t *testing.T) {
 	}
 }
 
+// TestRunExitCodes: bad input is one line and exit 2, before anything is
+// written or created: the log dir a refused run was given is never made.
 func TestRunExitCodes(t *testing.T) {
-	// Never touch the system's log dir or lock file from a test.
+	// Never touch the system's log dir, lock file or socket from a test.
 	dir := t.TempDir()
+	logs := filepath.Join(dir, "logs")
+	gone := filepath.Join(dir, "nonexistent", "dir") // the socket's and the lock file's, made by no case
 	safe := func(args []string, stdout, stderr io.Writer) int {
-		return run(append([]string{"--log-dir", dir, "--lock-file", dir + "/lock"}, args...), stdout, stderr)
+		return run(append([]string{"--log-dir", logs, "--lock-file", dir + "/lock", "--socket", dir + "/control.sock"}, args...), stdout, stderr)
 	}
 	file := filepath.Join(dir, "a-file")
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
@@ -74,7 +78,21 @@ func TestRunExitCodes(t *testing.T) {
 		{"metrics port not a number", []string{"--metrics-listen", "127.0.0.1:http9"}, 2, "", "--metrics-listen 127.0.0.1:http9: port"},
 		{"web config without metrics", []string{"--web.config.file", "/etc/web.yml"}, 2, "", "--web.config.file: needs --metrics-listen"},
 		{"log dir under a file", []string{"--log-dir", filepath.Join(file, "logs")}, 2, "", "--log-dir " + filepath.Join(file, "logs") + ": not a directory"},
+		{"socket group that does not exist", []string{"--socket-group", "nosuchgroup"}, 2, "", "gpu-telemetry: --socket-group nosuchgroup: no such group"},
+		{"web config that does not exist", []string{"--metrics-listen", "127.0.0.1:0", "--web.config.file", "/nonexistent.yml"}, 2, "",
+			"gpu-telemetry: --web.config.file /nonexistent.yml: open /nonexistent.yml: no such file or directory"},
+		{"socket in a directory that does not exist", []string{"--socket", gone + "/x.sock"}, 2, "",
+			"gpu-telemetry: --socket " + gone + "/x.sock: directory " + gone + " does not exist"},
+		{"socket in a file", []string{"--socket", filepath.Join(file, "x.sock")}, 2, "", "--socket " + filepath.Join(file, "x.sock") + ": " + file + " is not a directory"},
+		{"lock file in a directory that does not exist", []string{"--lock-file", gone + "/x.pid"}, 2, "",
+			"gpu-telemetry: --lock-file " + gone + "/x.pid: directory " + gone + " does not exist"},
 	})
+	if _, err := os.Stat(logs); err == nil {
+		t.Errorf("a run refused for bad input created its log dir %s", logs)
+	}
+	if _, err := os.Stat(filepath.Dir(gone)); err == nil {
+		t.Errorf("a run refused for bad input created %s", filepath.Dir(gone))
+	}
 }
 
 func TestHelpShowsDefaults(t *testing.T) {

@@ -66,7 +66,8 @@ func writeMan(stdout, stderr io.Writer) int {
 	b.WriteString(`.SH EXIT STATUS
 The logger exits 0 after a clean stop, and when there is nothing to monitor (no driver, no GPU);
 1 when it cannot run (another instance holds the lock, the driver fails);
-2 for bad input: a bad flag, a log directory that cannot be made or written, a GPU selector that names no GPU.
+2 for bad input, before anything is written: a bad flag, a log directory that cannot be made or written, a GPU selector that names no GPU,
+a socket group that does not exist, a web config that cannot be read, a socket or lock file whose directory does not exist.
 Each error is one line on standard error.
 .B status
 follows the monitoring-plugin convention (0 OK, 1 warning, 2 critical, 3 unknown: no daemon or bad flags);

@@ -49,12 +49,7 @@ func serveMetrics(ctx context.Context, cli *CLI, board *live.Board, log *slog.Lo
 		}
 		fmt.Fprintln(w, "gpu-telemetry: metrics at /metrics")
 	})
-	webCfg := cli.WebConfigFile
-	if webCfg != "" {
-		if err := web.Validate(webCfg); err != nil {
-			return nil, fmt.Errorf("--web.config.file %s: %w", webCfg, err)
-		}
-	}
+	webCfg := cli.WebConfigFile // checked at start (checkSystem)
 	ln, err := net.Listen("tcp", cli.MetricsListen)
 	if err != nil {
 		log.Warn("metrics: cannot listen; logging carries on without /metrics (counted as listen_failures)",

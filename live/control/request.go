@@ -39,13 +39,20 @@ func ParseRequest(line []byte) (Request, error) {
 	return 0, fmt.Errorf("unknown request %s (want status or ping)", strconv.QuoteToASCII(string(w)))
 }
 
-// lookupGroup returns a group's id by name or number.
-func lookupGroup(name string) (int, error) {
+// LookupGroup returns the id of the group --socket-group names, by name
+// or, failing that, by number. A group that does not exist is "no such
+// group" (not the number parser's complaint about a name).
+func LookupGroup(name string) (int, error) {
 	g, err := user.LookupGroup(name)
-	if err != nil {
+	if _, numeric := strconv.Atoi(name); err != nil && numeric == nil {
 		g, err = user.LookupGroupId(name)
 	}
-	if err != nil {
+	var unknownName user.UnknownGroupError
+	var unknownID user.UnknownGroupIdError
+	switch {
+	case errors.As(err, &unknownName) || errors.As(err, &unknownID):
+		return 0, fmt.Errorf("--socket-group %s: no such group", name)
+	case err != nil:
 		return 0, fmt.Errorf("--socket-group %s: %w", name, err)
 	}
 	return strconv.Atoi(g.Gid)

@@ -21,7 +21,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -95,7 +94,8 @@ type answer struct {
 // ErrInUse is returned by Listen when another live process serves the path.
 var ErrInUse = errors.New("in use by a running process")
 
-// Listen creates the socket. A stale socket file (nobody accepts on it) is
+// Listen creates the socket in its directory, which must exist (the daemon
+// makes its default one; it makes no other). A stale socket file (nobody accepts on it) is
 // replaced; a live one is refused with ErrInUse. The socket is created under
 // a temporary name, given its mode and group, and renamed into place, so it
 // is never reachable with looser permissions.
@@ -106,14 +106,11 @@ func Listen(cfg Config, board *live.Board) (*Server, error) {
 	mode := os.FileMode(0o600)
 	gid := -1
 	if cfg.Group != "" {
-		g, err := lookupGroup(cfg.Group)
+		g, err := LookupGroup(cfg.Group)
 		if err != nil {
 			return nil, err
 		}
 		mode, gid = 0o660, g
-	}
-	if err := os.MkdirAll(filepath.Dir(cfg.Path), 0o755); err != nil {
-		return nil, fmt.Errorf("control socket %s: %w", cfg.Path, err)
 	}
 	if err := clearStale(cfg.Path); err != nil {
 		return nil, err

@@ -31,6 +31,9 @@ func serve(t *testing.T, cfg Config) (*Server, func()) {
 	t.Helper()
 	if cfg.Path == "" {
 		cfg.Path = filepath.Join(t.TempDir(), "run", "control.sock")
+		if err := os.Mkdir(filepath.Dir(cfg.Path), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s, err := Listen(cfg, testBoard())
 	if err != nil {
@@ -170,8 +173,11 @@ func TestSocketGroup(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o660 {
 		t.Errorf("mode with a group: %v %v", fi.Mode(), err)
 	}
-	if _, err := Listen(Config{Path: s.cfg.Path + "2", Group: "no-such-group-here"}, testBoard()); err == nil || !strings.Contains(err.Error(), "--socket-group") {
-		t.Errorf("unknown group: %v", err)
+	for _, g := range []string{"no-such-group-here", "4294967290"} {
+		want := "--socket-group " + g + ": no such group"
+		if _, err := Listen(Config{Path: s.cfg.Path + "2", Group: g}, testBoard()); err == nil || err.Error() != want {
+			t.Errorf("unknown group: %v, want %q", err, want)
+		}
 	}
 }
 

@@ -345,6 +345,7 @@ func TestBadInput(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "a-file")
 	os.WriteFile(file, []byte("x"), 0o644)
+	gone := filepath.Join(t.TempDir(), "nonexistent", "dir") // the socket's and the lock file's, made by no case
 	cases := []struct {
 		name string
 		args []string
@@ -361,6 +362,13 @@ func TestBadInput(t *testing.T) {
 		{"log dir under a file", []string{"--log-dir", filepath.Join(file, "logs")}, 2, "--log-dir"},
 		{"unknown gpu", []string{"--gpu", "GPU-does-not-exist"}, 2, "--gpu GPU-does-not-exist"},
 		{"gpu index out of range", []string{"--gpu", "5"}, 2, "--gpu 5"},
+		{"socket group that does not exist", []string{"--socket-group", "nosuchgroup"}, 2, "gpu-telemetry: --socket-group nosuchgroup: no such group"},
+		{"web config that does not exist", []string{"--metrics-listen", "127.0.0.1:0", "--web.config.file", "/nonexistent.yml"}, 2,
+			"gpu-telemetry: --web.config.file /nonexistent.yml: open /nonexistent.yml: no such file or directory"},
+		{"socket in a directory that does not exist", []string{"--socket", gone + "/x.sock"}, 2,
+			"gpu-telemetry: --socket " + gone + "/x.sock: directory " + gone + " does not exist"},
+		{"lock file in a directory that does not exist", []string{"--lock-file", gone + "/x.pid"}, 2,
+			"gpu-telemetry: --lock-file " + gone + "/x.pid: directory " + gone + " does not exist"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -384,6 +392,16 @@ func TestBadInput(t *testing.T) {
 			}
 			if b, _ := os.ReadFile(old); string(b) != "timestamp\nold row\n" {
 				t.Errorf("existing file changed: %q", b)
+			}
+			// Refused before anything is written or created.
+			if names := testutil.Entries(t, dir); len(names) != 1 {
+				t.Errorf("the log dir holds %q after a refused start, want only the file that was there", names)
+			}
+			if _, err := os.Stat(filepath.Dir(gone)); err == nil {
+				t.Errorf("a refused start created %s", filepath.Dir(gone))
+			}
+			if len(lines) != 1 {
+				t.Errorf("stderr is %d lines, want the one error line:\n%s", len(lines), stderr)
 			}
 		})
 	}
