@@ -112,7 +112,7 @@ type Report struct {
 	Timeline   []Entry
 	Peaks      []Peak
 	Precursors []string
-	Read       []string // what was read: "gpu0-deep-2026-11-30.csv: 700 rows"
+	Read       []string // what was read: "gpu0-5a3c1e2f-deep-2026-11-30.csv: 700 rows"
 	Skipped    []string // what was not, and why
 	Loc        *time.Location
 
