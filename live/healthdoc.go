@@ -87,6 +87,15 @@ func healthDoc(g *GPU) *HealthDoc {
 	return d
 }
 
+// VerdictText is a health verdict as status and top show it: a finding
+// (warning, critical) in capitals; ok and unknown (GPU lost, ...) are none.
+func VerdictText(v string) string {
+	if v == "warning" || v == "critical" {
+		return strings.ToUpper(v)
+	}
+	return v
+}
+
 // HealthText is a GPU's hardware health in one line, as status and top
 // show it: the verdict with its reasons, then the counters an operator
 // looks at first ("n/a" where absent).
@@ -95,10 +104,7 @@ func HealthText(g GPUDoc) string {
 	if h == nil {
 		return "health n/a"
 	}
-	s := "health " + h.Verdict
-	if h.Verdict == "warning" || h.Verdict == "critical" {
-		s = "health " + strings.ToUpper(h.Verdict) // a finding; unknown is none
-	}
+	s := "health " + VerdictText(h.Verdict)
 	if len(h.Reasons) > 0 {
 		s += " (" + strings.Join(h.Reasons, ",") + ")"
 	}

@@ -62,12 +62,22 @@ func (m *Monitor) compareInventory(prev snapshot.PreviousRun) {
 		return
 	}
 	changes := sink.CompareInventory(prev.State.GPUs, m.boards())
+	// With --gpu selecting some of the GPUs, the others are not missing:
+	// they are not monitored (the driver enumerates more than are).
+	subset := m.host.Enumerated() > len(m.gpus)
 	count := map[string]int{}
 	for _, c := range changes {
+		if subset && c.Change == sink.InventoryMissing {
+			count["not_selected"]++
+			continue
+		}
 		count[c.Change]++
 		m.eventLine(c.Event(m.start))
 	}
-	if len(changes) == 0 {
+	if count["not_selected"] > 0 {
+		m.log.Info("boards of the previous run not among the GPUs --gpu selects are not compared", "boards", count["not_selected"])
+	}
+	if len(changes) == count["not_selected"] {
 		m.log.Info("GPU inventory: the same boards as the previous run, at the same indices", "gpus", len(m.gpus))
 		return
 	}

@@ -110,6 +110,9 @@ type runState struct {
 	mu    sync.Mutex
 	begun bool // BeginRun has read the previous run's state and written ours
 	cur   snapshot.RunState
+	// prev are the previous run's boards (nil: none recorded): a GPU that
+	// answers late is compared with them (lateBoard).
+	prev []sink.Board
 	// write rewrites run-state (snapshot.WriteRunState); tests stall it.
 	write func(dir string, s snapshot.RunState) error
 }
@@ -131,7 +134,7 @@ func (m *Monitor) beginRun(bootID string) (snapshot.PreviousRun, error) {
 	defer rs.mu.Unlock()
 	rs.cur = snapshot.RunState{BootID: bootID, Started: m.start, PID: os.Getpid(), KmsgSeq: m.kmsgSeq(), GPUs: m.boards()}
 	prev, err := snapshot.BeginRun(m.cfg.LogDir, rs.cur)
-	rs.begun = true
+	rs.begun, rs.prev = true, prev.State.GPUs
 	return prev, err
 }
 
@@ -144,15 +147,20 @@ func (m *Monitor) boards() []sink.Board {
 	return out
 }
 
-// saveBoards rewrites run-state with the boards, once a GPU stuck at start
-// has answered: the next start knows its board. Before beginRun it does
-// nothing (beginRun records them).
-func (m *Monitor) saveBoards() {
+// lateBoard is called (on the side queue) once a GPU stuck at start has
+// answered: its board is written to run-state (the next start knows it) and
+// compared with the previous run's, one INVENTORY line (identified, with
+// where the previous run had it, or new). Before beginRun it does nothing:
+// beginRun records and compares every board known by then.
+func (m *Monitor) lateBoard(gs *gpuState) {
 	rs := &m.runState
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if !rs.begun {
 		return
+	}
+	if rs.prev != nil {
+		m.eventLine(sink.IdentifyLate(rs.prev, csvColumns(gs.idx, gs.info()).Board).Event(time.Now()))
 	}
 	next := rs.cur
 	next.GPUs = m.boards()

@@ -48,7 +48,7 @@ func (m *Monitor) staticKnown(gs *gpuState) {
 	}
 	m.queue("system-info.txt", -1, m.writeSystemInfo)
 	m.csv.SetGPU(csvColumns(gs.idx, info)) // its board and fan columns, from its next row (its board's file)
-	m.saveBoards()                         // the next start compares its board too
+	m.queue("run-state and INVENTORY: the board of a GPU that answered late", gs.idx, func() { m.lateBoard(gs) })
 	if pending := m.host.Pending(); len(pending) > 0 {
 		// The GPU was selected in the place of --gpu selectors that named
 		// no GPU that answered at start (sampler.Open).

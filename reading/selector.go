@@ -8,7 +8,9 @@ import (
 // Selector is how an operator names a GPU on a command line (the daemon's,
 // probe's and report's --gpu): its index, its UUID or a prefix of it
 // (GPU-5a3c1e2f, 5a3c1e2f: the part before the first dash is enough, the
-// "GPU-" may be left out, any case), or its PCI bus id in any spelling
+// "GPU-" may be left out, any case; 4 characters at least, so 1 to 3 digits
+// are an index and 4 or more a UUID prefix: 12345678 is the board whose file
+// is gpu<i>-12345678-deep-...), or its PCI bus id in any spelling
 // (NVML's, the kernel's, lspci's; any function of its slot). An index
 // names whatever board is at it now; a UUID or bus id names the board.
 type Selector struct {
@@ -27,7 +29,7 @@ const minUUIDPrefix = 4
 // in any of the ways (a negative index, a UUID prefix under 4 characters).
 func ParseSelector(s string) (sel Selector, ok bool) {
 	sel = Selector{Text: s, Index: -1}
-	if n, err := strconv.Atoi(s); err == nil {
+	if n, err := strconv.Atoi(s); err == nil && len(s) < minUUIDPrefix {
 		sel.Index = n
 		return sel, n >= 0
 	}

@@ -14,6 +14,8 @@ func TestSelector(t *testing.T) {
 	}{
 		{"0", true, 0, false},
 		{"12", true, 12, false},
+		{"999", true, 999, false},
+		{"1234", true, -1, false}, // a UUID prefix, not an index
 		{"-1", false, -1, false},
 		{uuid, true, -1, true},
 		{"gpu-5A3C1E2F-0B4D-4E6F-8A9B-0C1D2E3F4A5B", true, -1, true},
@@ -35,6 +37,9 @@ func TestSelector(t *testing.T) {
 	}
 	if s, _ := ParseSelector("5a3c"); s.Matches("", "") || s.Exact(uuid) {
 		t.Errorf("a prefix matches an unknown board, or is taken for the whole UUID")
+	}
+	if s, ok := ParseSelector("12345678"); !ok || s.IsIndex() || !s.Matches("GPU-12345678-0b4d", "") {
+		t.Errorf("a UUID that begins with 8 digits is not named by them: %+v", s)
 	}
 	if s, _ := ParseSelector(uuid); !s.Exact(uuid) {
 		t.Errorf("the whole UUID is not exact")

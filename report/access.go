@@ -21,7 +21,7 @@ type opener func(name string) (*os.File, error)
 
 // unreadable is the error for a file of the log directory that could not
 // be read. name is the file as the user knows it (events.log, crashes/,
-// gpu0-deep-2026-11-30.csv) and path where it is; a permission error says
+// gpu0-5a3c1e2f-deep-2026-11-30.csv) and path where it is; a permission error says
 // what would let the user read it.
 func unreadable(name, path string, err error) error {
 	if errors.Is(err, fs.ErrPermission) {

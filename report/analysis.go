@@ -12,9 +12,19 @@ import (
 // Peak is the extreme of one reading of one GPU in the window.
 type Peak struct {
 	GPU   int
+	Board string // the board (sink.BoardID) when the index held more than one in the window
 	What  string // "temperature", "power", ...
 	Value string // "90 C", "390 W (65 % of 600 W)"
 	Time  time.Time
+}
+
+// name is the peak's GPU as the report lists it: gpu0, or gpu0/5a3c1e2f
+// when GPU 0 was two boards in the window.
+func (p Peak) name() string {
+	if p.Board != "" {
+		return "gpu" + strconv.Itoa(p.GPU) + "/" + p.Board
+	}
+	return "gpu" + strconv.Itoa(p.GPU)
 }
 
 // peakSpec is one reading whose peak the report gives: a table, so adding
@@ -46,7 +56,15 @@ func slowestFan(r Row) reading.Opt[float64] {
 // peaks returns each GPU's extremes in the window.
 func peaks(gpus []GPUData) []Peak {
 	var out []Peak
+	boards := map[int]int{}
 	for _, g := range gpus {
+		boards[g.Index]++
+	}
+	for _, g := range gpus {
+		board := ""
+		if boards[g.Index] > 1 && g.Board.UUID != "" {
+			board = g.Board.ID()
+		}
 		for _, s := range peakSpecs {
 			var best reading.Opt[float64]
 			var at Row
@@ -71,7 +89,7 @@ func peaks(gpus []GPUData) []Peak {
 			if s.what == "slowest fan" {
 				val += " at " + num(at.Temp, 0) + " C"
 			}
-			out = append(out, Peak{GPU: g.Index, What: s.what, Value: val, Time: at.Time})
+			out = append(out, Peak{GPU: g.Index, Board: board, What: s.what, Value: val, Time: at.Time})
 		}
 	}
 	return out
@@ -164,11 +182,19 @@ func precursors(rep *Report) []string {
 	inc := rep.Incident
 	label := shortIncident(inc.What)
 	var out []string
+	boards := map[int]int{} // boards per index: more than one (the indices moved) names each
+	for _, g := range rep.GPUs {
+		boards[g.Index]++
+	}
+	done := map[int]bool{} // indices whose events, climbs and gaps are said
 	for _, g := range rep.GPUs {
 		if inc.GPU >= 0 && g.Index != inc.GPU {
 			continue
 		}
 		prefix := "GPU " + strconv.Itoa(g.Index) + ": "
+		if boards[g.Index] > 1 && g.Board.UUID != "" {
+			prefix = "GPU " + strconv.Itoa(g.Index) + " (board " + g.Board.ID() + "): "
+		}
 		rows := g.Rows
 		if runs := flagRuns(rows, "TEMP_FAN_INV", inc.Time); len(runs) > 0 {
 			r := runs[len(runs)-1]
@@ -200,6 +226,13 @@ func precursors(rep *Report) []string {
 		if n := countRows("NVML_HUNG"); n > 0 && !strings.HasPrefix(inc.What, "NVML call hung") {
 			out = append(out, fmt.Sprintf("%sNVML calls hung in %d rows before %s", prefix, n, label))
 		}
+		// The events, climbs and gaps are the index's (events.log names
+		// the index): said once for it, whichever boards it held.
+		if done[g.Index] {
+			continue
+		}
+		done[g.Index] = true
+		prefix = "GPU " + strconv.Itoa(g.Index) + ": "
 		var tdp, aer, xids []string
 		for _, e := range rep.Timeline {
 			if e.GPU != g.Index || e.Kind != KindEvent || !e.Time.Before(inc.Time) {

@@ -57,6 +57,14 @@ func TestBoardsOfOneIndexStayApart(t *testing.T) {
 			}
 		}
 	}
+	// Each board's peaks are its own, named by the board.
+	peakOf := map[string]bool{}
+	for _, p := range rep.Peaks {
+		peakOf[p.name()] = true
+	}
+	if len(peakOf) != 2 || !peakOf["gpu0/5a3c1e2f"] || !peakOf["gpu0/5a3c9999"] {
+		t.Errorf("peaks of %v, want one set per board", peakOf)
+	}
 	var text strings.Builder
 	rep.WriteText(&text)
 	for _, want := range []string{

@@ -101,6 +101,8 @@ func (e Event) describe() string {
 			return board + " missing since the previous run (it was GPU " + kv["prev_gpu"] + ", bus " + kv["prev_bus"] + ")"
 		case sink.InventoryMoved:
 			return board + " is GPU " + kv["gpu"] + " now (it was GPU " + kv["prev_gpu"] + ", bus " + kv["prev_bus"] + ")"
+		case sink.InventoryIdentified:
+			return board + " identified: GPU " + kv["gpu"] + ", stuck at start, answered (the previous run had it as GPU " + kv["prev_gpu"] + ", bus " + kv["prev_bus"] + ")"
 		}
 		return board + " new since the previous run"
 	case sink.TypeTDPChange:

@@ -219,7 +219,7 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 	}
 	b.WriteString("</table></div>\n<h2>Peaks</h2>\n<div class=\"scroll\"><table>\n<tr><th>GPU</th><th>reading</th><th>value</th><th>time</th><th>offset</th></tr>\n")
 	for _, p := range rep.Peaks {
-		fmt.Fprintf(&b, "<tr><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", p.GPU, esc(p.What), esc(p.Value),
+		fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", esc(strings.TrimPrefix(p.name(), "gpu")), esc(p.What), esc(p.Value),
 			esc(p.Time.In(rep.Loc).Format("15:04:05.000")), esc(offset(p.Time.Sub(inc.Time))))
 	}
 	b.WriteString("</table></div>\n<p class=\"foot\">Read: " + esc(strings.Join(rep.Read, "; ")) + "</p>\n</body>\n</html>\n")

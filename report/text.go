@@ -32,8 +32,8 @@ func (rep *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "Log dir:  %s\n", rep.Dir)
 	seen := map[int]int{}
 	for _, g := range rep.GPUs {
-		seen[g.Index]++
-		if g.Board.UUID != "" { // files written before the board line name none
+		if g.Board.UUID != "" { // files written before the board line name none, nor those of a GPU stuck at start
+			seen[g.Index]++
 			fmt.Fprintf(&b, "Board:    %s\n", g.Name())
 		}
 	}
@@ -68,7 +68,7 @@ func (rep *Report) WriteText(w io.Writer) error {
 
 	b.WriteString("\n== Peaks in the window\n")
 	for _, p := range rep.Peaks {
-		fmt.Fprintf(&b, "gpu%d %-20s %-28s at %s (%s)\n", p.GPU, p.What, p.Value, p.Time.In(rep.Loc).Format("15:04:05.000"), offset(p.Time.Sub(inc.Time)))
+		fmt.Fprintf(&b, "%s %-20s %-28s at %s (%s)\n", p.name(), p.What, p.Value, p.Time.In(rep.Loc).Format("15:04:05.000"), offset(p.Time.Sub(inc.Time)))
 	}
 
 	b.WriteString("\n== Precursors found\n")

@@ -135,8 +135,9 @@ type gpuFile struct {
 	index    int
 	fans     int // fan column pairs; changed by SetGPU under mu
 	board    Board
-	header   []byte // the column header
-	preamble []byte // what a file starts with: the board line, then the header
+	mine     map[string]bool // the files this run opened: only these are continued while the board is not known
+	header   []byte          // the column header
+	preamble []byte          // what a file starts with: the board line, then the header
 	f        file
 	osf      *os.File // f's os.File, for the sync thread
 	path     string
@@ -173,7 +174,7 @@ func NewCSV(cfg CSVConfig, gpus []GPUColumns) (*CSV, error) {
 	}
 	c := &CSV{cfg: cfg, log: cfg.Logger, files: map[int]*gpuFile{}, stop: make(chan struct{}), done: make(chan struct{})}
 	for _, g := range gpus {
-		gf := &gpuFile{index: g.Index, ring: make([]reading.Sample, cfg.RingRows)}
+		gf := &gpuFile{index: g.Index, ring: make([]reading.Sample, cfg.RingRows), mine: map[string]bool{}}
 		gf.set(g)
 		c.files[g.Index] = gf
 		c.order = append(c.order, g.Index)

@@ -162,3 +162,53 @@ func TestLeftoverCompressionTempOfABoardsFile(t *testing.T) {
 		}
 	}
 }
+
+// TestCSVUnknownBoardNotContinuedAcrossRuns: two runs the same day each
+// find a GPU at index 0 stuck at start: nothing tells the two boards apart
+// (no UUID), so the second run's rows never continue the first run's
+// unknown-board file; within one run they do.
+func TestCSVUnknownBoardNotContinuedAcrossRuns(t *testing.T) {
+	dir := t.TempDir()
+	s := fullSample()
+	for run := range 2 {
+		c := newTestCSV(t, dir, CSVConfig{})
+		for range 2 {
+			s.Time = s.Time.Add(time.Second)
+			if err := c.Write(&s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.Close()
+		if n := len(readLines(t, filepath.Join(dir, PartName(0, UnknownBoard, s.Time, run+1)))); n != 3 {
+			t.Errorf("run %d: %d lines in its part, want the header and its own 2 rows", run, n)
+		}
+	}
+}
+
+// TestCSVCutInItsPreambleIsRepaired: the last run died writing a new
+// file's first lines (the board line whole, the header cut): the file is
+// written again from its start, not left headerless beside a new part.
+func TestCSVCutInItsPreambleIsRepaired(t *testing.T) {
+	dir := t.TempDir()
+	s := fullSample()
+	board := Board{Index: 0, UUID: boardA.UUID, Serial: boardA.Serial, Bus: boardA.Bus}
+	path := filepath.Join(dir, FileName(0, board.ID(), s.Time))
+	if err := os.WriteFile(path, append(board.Line(), Header(2)[:20]...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewCSV(CSVConfig{Dir: dir, FreeBytes: func(string) (uint64, error) { return 1 << 40, nil }},
+		[]GPUColumns{{Index: 0, Fans: 2, Board: board}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Write(&s); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if lines := readLines(t, path); len(lines) != 2 || lines[0]+"\n" != string(Header(2)) {
+		t.Errorf("the file cut in its header: %q, want the header and the row", lines)
+	}
+	if _, err := os.Stat(filepath.Join(dir, PartName(0, board.ID(), s.Time, 2))); !os.IsNotExist(err) {
+		t.Errorf("a second part was started beside the file cut in its header")
+	}
+}

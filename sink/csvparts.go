@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -49,6 +50,7 @@ func (c *CSV) ensureOpen(gf *gpuFile, t time.Time) error {
 	if created {
 		c.newEntry.Store(true)
 	}
+	gf.mine[path] = true
 	gf.f, gf.osf, gf.path, gf.size, gf.last = f, f, path, size, last
 	if c.cfg.wrap != nil {
 		gf.f = c.cfg.wrap(f)
@@ -87,7 +89,13 @@ func (c *CSV) pickPart(gf *gpuFile, day, row time.Time) (string, time.Time, erro
 				return "", time.Time{}, err
 			}
 			switch {
-			case first != "" && first != string(gf.preamble):
+			case first != "" && gf.board.UUID == "" && !gf.mine[path]:
+				// Every GPU not identified yet has the same board line: a
+				// file an earlier run left may be another board's.
+				why = "the day's file is of a GPU not identified, written before (it may be another board)"
+			case first != "" && first != string(gf.preamble) && !strings.HasPrefix(string(gf.preamble), first):
+				// (A file cut in its preamble holds the start of it:
+				// openAppend writes it again whole.)
 				why = "the day's file has other columns, or names the board otherwise (its serial or bus id changed)"
 			case last.Sub(row) > lateRowSlack:
 				why = "the day's file has later rows (the clock stepped back)"

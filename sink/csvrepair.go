@@ -50,6 +50,15 @@ func openAppend(path string, header []byte, log *slog.Logger) (*os.File, int64, 
 			log.Warn("CSV ended in a partial line; cut back to the last whole line", "path", path, "removed_bytes", size-whole)
 			size = whole
 		}
+		// Cut in its first lines (the board line whole, the header not):
+		// what is left is the start of header, written again whole.
+		if size > 0 && size < int64(len(header)) && isStartOf(path, header) {
+			if err := f.Truncate(0); err != nil {
+				f.Close()
+				return nil, 0, false, fmt.Errorf("repair %s: %w", path, err)
+			}
+			size = 0
+		}
 	}
 	if size == 0 {
 		n, err := f.Write(header)
@@ -61,6 +70,13 @@ func openAppend(path string, header []byte, log *slog.Logger) (*os.File, int64, 
 		size = int64(n)
 	}
 	return f, size, created, nil
+}
+
+// isStartOf reports whether the file at path holds the first bytes of
+// preamble and nothing else (false when it cannot be read).
+func isStartOf(path string, preamble []byte) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && len(b) <= len(preamble) && bytes.HasPrefix(preamble, b)
 }
 
 // cutToWholeLine truncates f, open at path and size bytes long, to its last

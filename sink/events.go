@@ -293,7 +293,7 @@ var eventClasses = map[string]EventClass{
 	TypeHealthWarning:         EventNotable,
 	TypeHealthCritical:        EventIncident,
 	TypeHealthEvent:           EventIncident,
-	TypeInventory:             EventNotable, // routine for a board new or moved (classOf)
+	TypeInventory:             EventNotable, // routine for a board new, moved or identified (classOf)
 }
 
 // EventTypes returns the types Class does not call routine, sorted.
@@ -313,7 +313,7 @@ func EventTypes() []string {
 // (duplicate_of=) starts no incident of its own, nor does an AER line that
 // is not uncorrectable, nor a health event that is not critical: all are
 // notable. An INVENTORY line is notable for a board gone missing, routine
-// for one new or moved.
+// for one new, moved or identified.
 func (e EventLine) Class() EventClass {
 	return classOf(func(k string) string { return e.KV[k] })
 }
@@ -322,7 +322,7 @@ func (e EventLine) Class() EventClass {
 func classOf(get func(key string) string) EventClass {
 	typ := get("type")
 	c := eventClasses[typ]
-	if ch := get("change"); typ == TypeInventory && (ch == InventoryNew || ch == InventoryMoved) {
+	if ch := get("change"); typ == TypeInventory && (ch == InventoryNew || ch == InventoryMoved || ch == InventoryIdentified) {
 		return EventRoutine
 	}
 	if c == EventIncident && (get("duplicate_of") != "" ||

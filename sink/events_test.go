@@ -50,6 +50,7 @@ func TestEventClass(t *testing.T) {
 		{"INVENTORY missing", "source=start type=INVENTORY change=missing prev_gpu=0", EventNotable},
 		{"INVENTORY new", "source=start type=INVENTORY change=new", EventRoutine},
 		{"INVENTORY moved", "source=start type=INVENTORY change=moved prev_gpu=1", EventRoutine},
+		{"INVENTORY identified", "source=poll type=INVENTORY change=identified prev_gpu=0", EventRoutine},
 		{"Xid inside a routine line's text", `source=nvml type=PState text="type=Xid"`, EventRoutine},
 	}
 	var named []string

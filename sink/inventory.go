@@ -11,6 +11,10 @@ const (
 	InventoryMissing = "missing" // the previous run's board is not among this run's GPUs
 	InventoryNew     = "new"     // a board the previous run did not have
 	InventoryMoved   = "moved"   // the same board at another index or bus id
+	// InventoryIdentified: a GPU stuck at start (unidentified when the start
+	// compared) answered; the line says which board it is and where the
+	// previous run had it (a missing line of the start may be answered).
+	InventoryIdentified = "identified"
 )
 
 // InventoryChange is one difference between the boards the previous run
@@ -62,6 +66,18 @@ func CompareInventory(prev, cur []Board) []InventoryChange {
 	return out
 }
 
+// IdentifyLate is the change for board b, of a GPU that answered after the
+// start compared the boards: identified, with where prev had it (Prev), or
+// new when prev did not have it.
+func IdentifyLate(prev []Board, b Board) InventoryChange {
+	for _, p := range prev {
+		if p.UUID != "" && p.UUID == b.UUID {
+			return InventoryChange{Change: InventoryIdentified, Board: b, Prev: p}
+		}
+	}
+	return InventoryChange{Change: InventoryNew, Board: b}
+}
+
 // Event is the change's events.log line (type=INVENTORY), at at: a missing
 // board names no monitored GPU (gpu=?) and says where it was.
 func (c InventoryChange) Event(at time.Time) Event {
@@ -75,7 +91,7 @@ func (c InventoryChange) Event(at time.Time) Event {
 		if c.Unidentified > 0 {
 			e.Fields = append(e.Fields, Field{"unidentified", strconv.Itoa(c.Unidentified)})
 		}
-	case InventoryMoved:
+	case InventoryMoved, InventoryIdentified:
 		e.Fields = append(e.Fields, KV("prev_gpu", strconv.Itoa(c.Prev.Index), "prev_bus", c.Prev.Bus)...)
 	}
 	return e

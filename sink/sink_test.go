@@ -173,13 +173,18 @@ func TestRotationAtLocalMidnight(t *testing.T) {
 func TestRestartContinuesAndRepairsPartialLine(t *testing.T) {
 	dir := t.TempDir()
 	s := fullSample()
-	path := filepath.Join(dir, FileName(0, UnknownBoard, s.Time))
-	prev := string(Board{}.Line()) + string(Header(2)) + string(AppendRow(nil, &s, 2))
+	board := Board{Index: 0, UUID: "GPU-5a3c1e2f-0b4d", Serial: "1791025012340", Bus: "00000000:01:00.0"}
+	path := filepath.Join(dir, FileName(0, board.ID(), s.Time))
+	prev := string(board.Line()) + string(Header(2)) + string(AppendRow(nil, &s, 2))
 	// The last run was killed in the middle of a row.
 	if err := os.WriteFile(path, []byte(prev+"2026-11-29T15:29:19.2"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := newTestCSV(t, dir, CSVConfig{})
+	c, err := NewCSV(CSVConfig{Dir: dir, FreeBytes: func(string) (uint64, error) { return 1 << 40, nil }},
+		[]GPUColumns{{Index: 0, Fans: 2, Board: board}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	s.Time = s.Time.Add(time.Second)
 	if err := c.Write(&s); err != nil {
 		t.Fatal(err)

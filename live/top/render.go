@@ -506,7 +506,7 @@ func eventText(g live.GPUDoc, now time.Time) string {
 func gpuLine(g live.GPUDoc, rank int, now time.Time, width int) string {
 	health := ""
 	if g.Health != nil && g.Health.Verdict != "ok" {
-		health = "  health " + strings.ToUpper(g.Health.Verdict)
+		health = "  health " + live.VerdictText(g.Health.Verdict)
 	}
 	if rank < rankOther || g.State != live.StateOK.String() || g.SampleTime == nil {
 		segs := append(stateSegs(g, rank, now, 2), troubleSegs(g, now, health)...)

@@ -41,7 +41,8 @@ func TestSIGKILLThenRestartWritesBootLog(t *testing.T) {
 	if !strings.Contains(b, "Cause: same boot: the logger was killed") {
 		t.Errorf("boot log does not say the logger was killed in this boot:\n%s", b)
 	}
-	gap := regexp.MustCompile(`GPU (\d): last row (\S+), gap (\S+)`).FindAllStringSubmatch(b, -1)
+	// Each GPU's rows are named by its board: gpu0-<board>-deep-...
+	gap := regexp.MustCompile(`GPU (\d) \(board [0-9a-f]{8}\): last row (\S+), gap (\S+)`).FindAllStringSubmatch(b, -1)
 	if len(gap) != 2 {
 		t.Fatalf("last row and gap of 2 GPUs expected:\n%s", b)
 	}
@@ -53,7 +54,11 @@ func TestSIGKILLThenRestartWritesBootLog(t *testing.T) {
 		}
 	}
 	for _, g := range []string{"0", "1"} {
-		sec := b[strings.Index(b, "=== GPU "+g+": last 50 rows"):]
+		at := regexp.MustCompile(`=== GPU ` + g + ` \(board [0-9a-f]{8}\): last 50 rows`).FindStringIndex(b)
+		if at == nil {
+			t.Fatalf("no last rows of GPU %s in the boot log:\n%s", g, b)
+		}
+		sec := b[at[0]:]
 		if i := strings.Index(sec, "\n\n==="); i >= 0 {
 			sec = sec[:i]
 		}

@@ -129,3 +129,41 @@ func TestIndicesMoveBoardsStayApart(t *testing.T) {
 		t.Errorf("run-state does not record the 7 boards:\n%s", rs)
 	}
 }
+
+// TestInventoryOfAGPUStuckAtStart: the previous run had 2 GPUs; this run's
+// GPU 1 does not answer at start, so its board cannot be matched then: the
+// previous run's board 1 is said missing with 1 GPU unidentified, and once
+// GPU 1 answers, one line says which board it is and where it was. A run
+// with --gpu 0 says none of the other boards missing.
+func TestInventoryOfAGPUStuckAtStart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	first := start(t, opts{scenario: "gpus 2\n", dir: dir})
+	first.waitForRows(1, 5, 20*time.Second)
+	first.stop()
+	b1, ok := sink.ParseBoardLine(readFile(t, first.csvFile(1)))
+	if !ok || b1.UUID == "" {
+		t.Fatalf("GPU 1's board: %+v", b1)
+	}
+
+	second := start(t, opts{scenario: "gpus 2\nat 0 gpu 1 hang 3s\n", dir: dir, args: []string{"--start-timeout", "1s"}})
+	second.waitForEvent("GPU 1 identified once it answers", 30*time.Second, "type=INVENTORY change=identified")
+	second.stop()
+	evs := events(dir)
+	testutil.Contains(t, "events.log", evs,
+		"uuid="+b1.UUID+" level=warning gpu=? source=start type=INVENTORY change=missing serial="+b1.Serial,
+		"prev_gpu=1 prev_bus="+b1.Bus+" unidentified=1",
+		"uuid="+b1.UUID+" level=info gpu=1 bus="+b1.Bus+" source=start type=INVENTORY change=identified serial="+b1.Serial)
+	if rs := readFile(t, filepath.Join(dir, "run-state")); !strings.Contains(rs, "uuid="+b1.UUID) {
+		t.Errorf("run-state lacks the board that answered late:\n%s", rs)
+	}
+
+	before := rowCount(second.csvFile(0))
+	third := start(t, opts{scenario: "gpus 2\n", dir: dir, args: []string{"--gpu", "0"}})
+	third.waitFor("rows of the third run", 20*time.Second, func() bool { return rowCount(third.csvFile(0)) > before+5 })
+	third.stop()
+	if n := strings.Count(events(dir), "change=missing"); n != 1 {
+		t.Errorf("%d missing lines after a run with --gpu 0, want the second run's one alone", n)
+	}
+	testutil.Contains(t, "third run's log", third.stderr.String(), "boards of the previous run not among the GPUs --gpu selects are not compared", "boards=1")
+}
