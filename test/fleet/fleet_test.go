@@ -198,7 +198,8 @@ func (s *stack) checkTriage(t *testing.T, triage string) {
 				t.Errorf("GPU %s: no %s column: %v", m["gpu"], l, m)
 			}
 		}
-		if wantEv := "ssh " + testHost + " gpu-telemetry report --last --gpu " + m["gpu"]; m["evidence"] != wantEv {
+		// By the board (indices move at a reboot), as root (events.log is 0600).
+		if wantEv := "ssh " + testHost + " sudo gpu-telemetry report --last --gpu " + m["uuid"]; m["evidence"] != wantEv {
 			t.Errorf("GPU %s: evidence %q, want %q", m["gpu"], m["evidence"], wantEv)
 		}
 		if r.value() > last {
