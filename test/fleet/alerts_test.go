@@ -195,7 +195,10 @@ func (s *stack) checkAlerts(t *testing.T) {
 		if sum := d.Annotations["summary"]; !containsWord(sum, host) || strings.Contains(sum, d.Labels["instance"]) || d.Labels["gpu"] != "" && !strings.Contains(sum, "GPU "+d.Labels["gpu"]) {
 			t.Errorf("%s: the summary %q does not name host and GPU", k, d.Annotations["summary"])
 		}
-		if ev := d.Annotations["evidence"]; !strings.HasPrefix(ev, "ssh "+host+" ") || d.Labels["gpu"] != "" && !strings.HasSuffix(ev, "--gpu "+d.Labels["gpu"]) {
+		// The evidence names the board by its UUID (an index moves when a
+		// board drops out at a reboot), and runs report as root.
+		if ev := d.Annotations["evidence"]; !strings.HasPrefix(ev, "ssh "+host+" ") ||
+			d.Labels["gpu"] != "" && (d.Labels["uuid"] == "" || !strings.HasSuffix(ev, " sudo gpu-telemetry report --last --gpu "+d.Labels["uuid"])) {
 			t.Errorf("%s: evidence %q is not the command on host %s", k, ev, host)
 		}
 		if u := d.Annotations["runbook_url"]; u != runbookBase+d.Labels["alertname"]+".md" {
