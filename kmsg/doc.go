@@ -4,8 +4,12 @@
 // fallen-off-the-bus, RmInitAdapter and GSP timeout/crash lines (ParseNVRM).
 //
 // Reading is split from parsing: ParseRecord turns one /dev/kmsg record into a
-// Record, and ParseXid turns a message into an XidReport whose address is a
-// reading.PCIAddr, comparable with NVML's bus id. None of them does I/O, so they are tested (and fuzzed) on plain strings. The
+// Record, and ParseDriverXid turns a message into an XidReport whose address
+// is a reading.PCIAddr, comparable with NVML's bus id. Only a record the
+// kernel logged (Record.FromKernel) whose message starts with the driver's
+// "NVRM: " is the driver's: anyone can have text quoting it logged (a program
+// name in a kernel warning, a USB product string, a write to /dev/kmsg from
+// user space). ParseXid, for text a person pastes, finds an Xid anywhere. None of them does I/O, so they are tested (and fuzzed) on plain strings. The
 // Reader does the I/O: it follows /dev/kmsg from its end (or, after a restart
 // in the same boot, from the record after a saved sequence number), or a file
 // or FIFO of records from its start, and hands each record to a callback.

@@ -23,10 +23,10 @@ func FuzzParseAER(f *testing.F) {
 
 func FuzzParseNVRM(f *testing.F) {
 	fuzzLines(f, "ParseNVRM", ParseNVRM, nvrmTests, func(t *testing.T, msg string, r NVRMReport) {
-		if !strings.Contains(msg, "NVRM: ") || r.Kind < NVRMFallenOffBus || r.Kind > NVRMGSPCrash {
+		if !strings.HasPrefix(msg, "NVRM: ") || r.Kind < NVRMFallenOffBus || r.Kind > NVRMGSPCrash {
 			t.Errorf("ParseNVRM(%q) = %+v", msg, r)
 		}
-		if _, isXid := ParseXid(msg); isXid && strings.HasPrefix(msg[strings.Index(msg, "NVRM: ")+6:], "Xid ") {
+		if _, err := ParseDriverXid(msg); err == nil || strings.HasPrefix(msg, xidMarker) {
 			t.Errorf("ParseNVRM(%q) took an Xid line", msg)
 		}
 		if r.DriverGPU < -1 {

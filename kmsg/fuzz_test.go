@@ -1,6 +1,7 @@
 package kmsg
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -44,6 +45,31 @@ func FuzzParseXid(f *testing.F) {
 		}
 		if utf8.ValidString(msg) && !utf8.ValidString(x.Text) {
 			t.Errorf("Text %q is not valid UTF-8 though the message was", x.Text)
+		}
+	})
+}
+
+// FuzzParseDriverXid: the daemon's parser takes only a line that starts with
+// the driver's prefix, and agrees with ParseXid on it; every other message
+// is ErrNotXid, and a malformed Xid line is an error of its own.
+func FuzzParseDriverXid(f *testing.F) {
+	for _, tc := range xidTests {
+		f.Add(tc.in)
+	}
+	for _, tc := range forgedLines {
+		f.Add(tc.record[strings.IndexByte(tc.record, ';')+1:])
+	}
+	f.Fuzz(func(t *testing.T, msg string) {
+		x, err := ParseDriverXid(msg)
+		if !strings.HasPrefix(msg, xidMarker) {
+			if !errors.Is(err, ErrNotXid) {
+				t.Errorf("ParseDriverXid(%q) = %+v, %v; want ErrNotXid", msg, x, err)
+			}
+			return
+		}
+		lenient, ok := ParseXid(msg)
+		if (err == nil) != ok || errors.Is(err, ErrNotXid) || lenient != x {
+			t.Errorf("ParseDriverXid(%q) = %+v, %v; ParseXid: %+v, %v", msg, x, err, lenient, ok)
 		}
 	})
 }

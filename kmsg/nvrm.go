@@ -62,16 +62,18 @@ var nvrmPhrases = []struct {
 //	NVRM: GPU5 _kgspLogRpcTimeout: ********************************* GSP Timeout **********************************
 //	NVRM: GPU5 _kgspIsHeartbeatTimedOut: Heartbeat timed out, currentTimeMs ...
 //
-// Xid lines are left to ParseXid (an Xid 79 says "fallen off the bus" too),
-// and so is anything without "NVRM: ". The GPU is named by the first PCI
-// address in the text, and/or by the driver's "GPU<n>" number. ok is false
-// for every other line.
+// The message must start with "NVRM: ", the driver's prefix: a line of
+// another kind that quotes the driver's text is not the driver's (and only a
+// record the kernel logged, Record.FromKernel, can be one). Xid lines are
+// left to ParseDriverXid (an Xid 79 says "fallen off the bus" too). The GPU
+// is named by the first PCI address in the text, and/or by the driver's
+// "GPU<n>" number. ok is false for every other line.
 func ParseNVRM(msg string) (NVRMReport, bool) {
-	i := strings.Index(msg, nvrmMarker)
-	if i < 0 {
+	text, found := strings.CutPrefix(msg, nvrmMarker)
+	if !found {
 		return NVRMReport{}, false
 	}
-	text := strings.TrimRight(msg[i+len(nvrmMarker):], " \t\r\n")
+	text = strings.TrimRight(text, " \t\r\n")
 	if strings.HasPrefix(text, "Xid ") {
 		return NVRMReport{}, false
 	}
@@ -107,47 +109,72 @@ func firstPCIAddr(s string) reading.Opt[reading.PCIAddr] {
 }
 
 // driverGPU reads the driver's GPU number from a leading "GPU<n> " (GSP
-// lines) or from "from GPU<n> GSP" (Xid 119 text); -1 when there is none.
+// lines) or from "from GPU<n> GSP" (an RPC timeout); -1 when there is none.
 func driverGPU(s string) int {
-	if n, ok := gpuNumber(s); ok {
+	if n, _, ok := gpuNumber(s); ok {
 		return n
 	}
-	if i := strings.Index(s, "from GPU"); i >= 0 {
-		if n, ok := gpuNumber(s[i+len("from "):]); ok {
-			return n
-		}
+	if n, ok := gspOf(s); ok {
+		return n
 	}
 	return -1
 }
 
-// gpuNumber reads "GPU<digits>" followed by a space or the end at the start of s.
-func gpuNumber(s string) (int, bool) {
-	if !strings.HasPrefix(s, "GPU") {
+// gspOf reads the driver's GPU number from the last "from GPU<n> GSP" in s,
+// as in Xid 119's text ("Timeout after 45s of waiting for RPC response from
+// GPU1 GSP!"). The last: what an Xid line prints before the driver's text
+// (the process name) is a user's, and may say it too.
+func gspOf(s string) (int, bool) {
+	i := strings.LastIndex(s, "from GPU")
+	if i < 0 {
 		return 0, false
+	}
+	n, rest, ok := gpuNumber(s[i+len("from "):])
+	if !ok || !strings.HasPrefix(rest, " GSP") {
+		return 0, false
+	}
+	return n, true
+}
+
+// gpuNumber reads "GPU<digits>" followed by a space or the end at the start
+// of s, and returns the number and what follows it.
+func gpuNumber(s string) (int, string, bool) {
+	if !strings.HasPrefix(s, "GPU") {
+		return 0, "", false
 	}
 	j := 3
 	for j < len(s) && j < 3+4 && s[j] >= '0' && s[j] <= '9' {
 		j++
 	}
 	if j == 3 || (j < len(s) && s[j] != ' ') {
-		return 0, false
+		return 0, "", false
 	}
 	n, err := strconv.Atoi(s[3:j])
-	return n, err == nil
+	return n, s[j:], err == nil
 }
 
-// GPUNumbers ties the driver's GPU numbers to bus ids, as learnt from Xid
-// lines that carry both ("Xid (PCI:0000:41:00): 119, ... from GPU1 GSP!").
-// GSP lines name the GPU only by that number. The zero value is ready; it is
-// not safe for concurrent use.
+// GPUNumbers ties the driver's GPU numbers to bus ids, as learnt from the
+// Xid 119 lines that carry both ("Xid (PCI:0000:41:00): 119, ... from GPU1
+// GSP!"). GSP lines name the GPU only by that number. Only the driver's own
+// lines may teach it (ParseDriverXid on a Record.FromKernel record): a forged
+// one would file the GPU's next GSP lines under another GPU. The zero value
+// is ready; it is not safe for concurrent use.
 type GPUNumbers struct {
 	m map[int]reading.PCIAddr
 }
 
-// Learn notes the driver number an Xid report's text names, if any.
+// gspTimeoutXid is the Xid whose text names the driver's GPU number.
+const gspTimeoutXid = 119
+
+// Learn notes the driver number an Xid 119 report's text names, if any.
+// Other Xids are not read: their text may quote a user's process name, and
+// none names the number.
 func (g *GPUNumbers) Learn(x XidReport) {
-	n := driverGPU(x.Text)
-	if n < 0 {
+	if x.Code != gspTimeoutXid {
+		return
+	}
+	n, ok := gspOf(x.Text)
+	if !ok {
 		return
 	}
 	if g.m == nil {

@@ -23,6 +23,14 @@ type Record struct {
 	Backlog bool
 }
 
+// FromKernel reports whether the kernel logged rec itself: facility 0. The
+// kernel gives every record written to /dev/kmsg from user space (logger(1),
+// systemd, this daemon's clock markers, anyone's "<0>text") a facility of 1
+// (user) or the one the writer names, never 0, so only such a record can be a
+// driver's line. A --kmsg file or FIFO says a record's facility in its
+// "prio," field, as /dev/kmsg does.
+func (r Record) FromKernel() bool { return r.Facility == 0 }
+
 // maxQuote bounds how much of a bad field an error message repeats, so a
 // garbage line cannot make a huge log entry.
 const maxQuote = 32

@@ -1,6 +1,8 @@
 package kmsg
 
 import (
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -23,8 +25,32 @@ type XidReport struct {
 // keeps NVSwitch "SXid (" lines and other drivers' text from matching.
 const xidMarker = "NVRM: Xid ("
 
-// ParseXid picks an Xid report out of a kernel log message. It understands
-// the forms the driver has printed over the years:
+// ErrNotXid is ParseDriverXid's error for a message that is not an Xid line
+// of the NVIDIA driver.
+var ErrNotXid = errors.New("not an Xid line of the NVIDIA driver")
+
+// ParseDriverXid takes apart an Xid line as the driver logs it: the message
+// must start with "NVRM: Xid (", the driver's prefix. Text that only quotes
+// one (a program name in the kernel's execve warning, a USB device's product
+// string, a syslog line) is not one: it returns ErrNotXid, as for any other
+// message. For a driver's Xid line whose address or code cannot be read (no
+// PCI domain, a bus of three digits, a code of more than 6 digits) the error
+// says what is wrong: the line is lost, and the caller counts it. The forms
+// read are ParseXid's.
+//
+// The message alone does not make a line the driver's: only a record the
+// kernel logged (Record.FromKernel) can be one.
+func ParseDriverXid(msg string) (XidReport, error) {
+	s, ok := strings.CutPrefix(msg, xidMarker)
+	if !ok {
+		return XidReport{}, ErrNotXid
+	}
+	return parseXidBody(s)
+}
+
+// ParseXid picks an Xid report out of text pasted by a person (gpu-telemetry
+// xid); the daemon reads the kernel log with ParseDriverXid instead. It
+// understands the forms the driver has printed over the years:
 //
 //	NVRM: Xid (PCI:0000:4b:00): 119, pid=1234, name=python3, Timeout after 45s ...
 //	NVRM: Xid (PCI:0000:01:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.
@@ -49,29 +75,35 @@ func ParseXid(msg string) (XidReport, bool) {
 	} else {
 		return XidReport{}, false
 	}
+	x, err := parseXidBody(s)
+	return x, err == nil
+}
 
+// parseXidBody takes apart what follows "Xid (": the address, the code and
+// the detail. The error says which part is malformed.
+func parseXidBody(s string) (XidReport, error) {
 	closing := strings.IndexByte(s, ')')
 	if closing < 0 {
-		return XidReport{}, false
+		return XidReport{}, errors.New("no ')' after the address")
 	}
 	attr := strings.Fields(s[:closing])
 	if len(attr) == 0 {
-		return XidReport{}, false
+		return XidReport{}, errors.New("no address")
 	}
 	bus, err := reading.ParsePCIAddr(attr[0])
 	if err != nil {
-		return XidReport{}, false
+		return XidReport{}, err
 	}
 	// MIG attribution (GPU-I:05, GPU-CI:02) may follow the address.
 	for _, a := range attr[1:] {
 		if !strings.HasPrefix(a, "GPU-") {
-			return XidReport{}, false
+			return XidReport{}, fmt.Errorf("unknown attribute %s after the address", quote([]byte(a)))
 		}
 	}
 
 	s = s[closing+1:]
 	if !strings.HasPrefix(s, ":") {
-		return XidReport{}, false
+		return XidReport{}, errors.New("no ':' after the address")
 	}
 	s = strings.TrimLeft(s[1:], " ")
 	n := 0
@@ -79,14 +111,12 @@ func ParseXid(msg string) (XidReport, bool) {
 		n++
 	}
 	// Xid numbers are small; the bound keeps Atoi far from overflow.
-	if n == 0 || n > 6 {
-		return XidReport{}, false
+	if n == 0 || n > maxXidDigits || (n < len(s) && s[n] != ',') {
+		printed, _, _ := strings.Cut(s, ",")
+		return XidReport{}, fmt.Errorf("code %s is not a number of 1 to %d digits", quote([]byte(printed)), maxXidDigits)
 	}
 	code, _ := strconv.Atoi(s[:n])
 	s = s[n:]
-	if s != "" && s[0] != ',' {
-		return XidReport{}, false
-	}
 	s = strings.TrimLeft(strings.TrimPrefix(s, ","), " ")
 
 	var pid int
@@ -104,8 +134,11 @@ func ParseXid(msg string) (XidReport, bool) {
 	}
 	r := XidReport{Bus: bus, Code: code, XidDetail: xid.Detail(code, strings.TrimRight(s, " \t\r\n"))}
 	r.PID, r.ProcessName = pid, name
-	return r, true
+	return r, nil
 }
+
+// maxXidDigits bounds an Xid code: the driver's are at most 3 digits.
+const maxXidDigits = 6
 
 // Events are the GPU events of the Xid line x was parsed from, read in rec
 // at now: the Xid, and after an Xid 154 that names the new recovery action
