@@ -65,15 +65,7 @@ func (m *Monitor) runKmsg(ctx context.Context) {
 			rec = standIn(rec)
 		}
 		m.observeKmsg(rec)
-		x, ok := kmsg.ParseXid(rec.Message)
-		if !ok {
-			m.onKernelLine(rec, time.Now()) // AER, fallen off the bus, RmInitAdapter, GSP
-			return
-		}
-		m.learnXid(x)
-		for _, e := range m.kernelXidEvents(x, rec, time.Now()) {
-			m.onEvent(e)
-		}
+		m.onKernelRecord(rec, time.Now())
 	})
 	if err != nil && ctx.Err() == nil {
 		m.setKmsgState("stopped: " + err.Error())

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"strconv"
@@ -68,6 +69,32 @@ func (m *Monitor) initPaths() {
 	}
 }
 
+// onKernelRecord handles one record of the kernel log, read at now: an Xid
+// line of the driver makes its events (learning the driver's GPU number an
+// Xid 119 names), any other goes to onKernelLine. Only the kernel's own
+// records are read (kmsg.Record.FromKernel): one written from user space is
+// anyone's text, however much it looks like the driver's. A driver's Xid
+// line whose address or code cannot be read is counted
+// (kmsg_xids_malformed), the first logged with the line.
+func (m *Monitor) onKernelRecord(rec kmsg.Record, now time.Time) {
+	if !rec.FromKernel() {
+		return
+	}
+	x, err := kmsg.ParseDriverXid(rec.Message)
+	switch {
+	case errors.Is(err, kmsg.ErrNotXid):
+		m.onKernelLine(rec, now) // AER, fallen off the bus, RmInitAdapter, GSP
+	case err != nil:
+		m.badXids.add(m.log, "kmsg_xids_malformed", "an Xid line of the driver whose GPU address or code could not be read",
+			slog.String("line", kmsg.Printed(rec.Message)), slog.String("error", err.Error()))
+	default:
+		m.learnXid(x)
+		for _, e := range m.kernelXidEvents(x, rec, now) {
+			m.onEvent(e)
+		}
+	}
+}
+
 // learnXid notes the driver's GPU number an Xid line names (GSP lines name
 // the GPU only by that number).
 func (m *Monitor) learnXid(x kmsg.XidReport) {
@@ -76,8 +103,8 @@ func (m *Monitor) learnXid(x kmsg.XidReport) {
 	m.kern.mu.Unlock()
 }
 
-// onKernelLine handles a kernel record that is not an Xid: an AER line or an
-// NVRM failure line goes through the event stage for each GPU it names, and
+// onKernelLine handles a kernel record (from the kernel: onKernelRecord)
+// that is not an Xid: an AER line or an NVRM failure line goes through the event stage for each GPU it names, and
 // its record is carried out. Anything else is ignored.
 func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 	if r, ok := kmsg.ParseAER(rec.Message); ok {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
+	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
@@ -290,4 +292,78 @@ func fakeLibStuck(t *testing.T) *fakenvml.Lib {
 	release := lib.Devs[1].Block("GetName", nil)
 	t.Cleanup(release)
 	return lib
+}
+
+// TestForgedKernelLinesThroughAFIFO feeds the kernel log reader, through a
+// FIFO of /dev/kmsg records, the forgeries of issue 41 beside the driver's
+// own lines: the kernel's execve warning quoting a program name, a USB
+// product string, records written from user space (facility 1: an Xid 48,
+// and an Xid 119 that would tie the driver's GPU1 to GPU 0), then the
+// driver's GSP timeout of GPU1 and three Xid lines of the driver that cannot
+// be read. None is an Xid of a GPU, the GSP line is not filed under GPU 0,
+// and the unreadable ones are counted (kmsg_xids_malformed), the first
+// logged. The driver's Xid 31 after them, on GPU 1, is taken.
+func TestForgedKernelLinesThroughAFIFO(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "kmsg")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	r := newRig(t, 2, func(c *Config) { c.KmsgPath = fifo })
+	records := []string{
+		`4,100,1000000,-;process 'a.out' launched './NVRM: Xid (PCI:0000:02:00): 79, x' with NULL argv: empty string added`,
+		`6,101,1000100,-;usb 1-1: Product: NVRM: Xid (PCI:0000:01:00): 62, pid=1, name=x, forged`,
+		`12,102,1000200,-;NVRM: Xid (PCI:0000:01:00): 48, pid=1, name=x, An uncorrectable double bit error`,
+		`12,103,1000300,-;NVRM: Xid (PCI:0000:01:00): 119, pid=1, name=x, Timeout after 45s of waiting for RPC response from GPU1 GSP!`,
+		`4,104,1000400,-;NVRM: GPU1 _kgspLogRpcTimeout: ********************************* GSP Timeout **********************************`,
+		`4,105,1000500,-;NVRM: Xid (PCI:01:00): 79, pid=1, name=x, GPU has fallen off the bus.`,
+		`4,106,1000600,-;NVRM: Xid (PCI:0000:101:00): 79, pid=1, name=x, GPU has fallen off the bus.`,
+		`4,107,1000700,-;NVRM: Xid (PCI:0000:01:00): 1234567, pid=1, name=x, text`,
+		`4,108,1000800,-;NVRM: Xid (PCI:0000:02:00): 31, pid=7, name=last-line, MMU Fault`,
+	}
+	var ev string
+	var doc live.Doc
+	r.run(0, func() {
+		w, err := os.OpenFile(fifo, os.O_WRONLY, 0) // waits for the reader
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer w.Close()
+		if _, err := w.Write([]byte(strings.Join(records, "\n") + "\n")); err != nil {
+			t.Error(err)
+			return
+		}
+		ev = waitFor(t, filepath.Join(r.dir, "events.log"), "name=last-line")
+		doc = live.NewDoc(r.m.Board().View())
+	})
+	for _, l := range strings.Split(ev, "\n") {
+		for _, bad := range []string{"xid=79", "xid=62", "xid=48", "xid=119", "xid=1234567", "gpu=0 "} {
+			if strings.Contains(l, bad) {
+				t.Errorf("events.log line with %q: %s", bad, l)
+			}
+		}
+	}
+	if !strings.Contains(ev, "type=GSP_TIMEOUT") || !regexp.MustCompile(`(?m)^.*gpu=1 .*xid=31 .*$`).MatchString(ev) {
+		t.Errorf("events.log lacks the driver's GSP line or its Xid 31 on GPU 1:\n%s", ev)
+	}
+	// Every Xid takes a crash snapshot: GPU 1's is the Xid 31's.
+	if m, _ := filepath.Glob(filepath.Join(r.dir, "crashes", "crash-*-gpu0.log")); len(m) != 0 {
+		t.Errorf("GPU 0 crash snapshots of forged lines: %v", m)
+	}
+	if m, _ := filepath.Glob(filepath.Join(r.dir, "crashes", "crash-*-gpu1.log")); len(m) != 1 {
+		t.Errorf("GPU 1 crash snapshots %v, want the Xid 31's", m)
+	} else if b, _ := os.ReadFile(m[0]); !bytes.Contains(b, []byte("Reason: Xid 31")) {
+		t.Errorf("GPU 1 crash snapshot is not the Xid 31's:\n%.600s", b)
+	}
+	for _, g := range doc.GPUs {
+		if g.LastXid != nil && g.LastXid.Code != 31 || len(g.Xids) > 1 || len(g.Xids) == 1 && g.Xids["31"] == 0 {
+			t.Errorf("GPU %d last_xid %+v, xids %v; want none but the Xid 31", g.Index, g.LastXid, g.Xids)
+		}
+	}
+	if got := r.m.badXids.load(); got != 3 {
+		t.Errorf("kmsg_xids_malformed = %d, want 3", got)
+	}
+	if logs := r.logs.String(); !strings.Contains(logs, "counter=kmsg_xids_malformed") || !strings.Contains(logs, "PCI:01:00") {
+		t.Errorf("the first unreadable Xid line is not logged with its line:\n%s", logs)
+	}
 }

@@ -30,7 +30,8 @@ type KernelLog struct {
 	// standIn, set by tests only, rewrites each record before it is parsed
 	// (nil: none). The tests of the real /dev/kmsg write harmless lines
 	// into the host's kernel log, where an Xid 79 would page its operators,
-	// and turn them here into the driver's lines they stand for.
+	// and turn them here into the driver's lines they stand for (the
+	// kernel's records: the host marks the lines written as user space's).
 	standIn func(kmsg.Record) kmsg.Record
 }
 

@@ -65,6 +65,7 @@ type Monitor struct {
 	// Lost work the monitor itself drops (see monitorCounters).
 	sideDrops, lineFails, flagsDropped, xidFlagsDropped lossCounter
 	journalDrops                                        lossCounter
+	badXids                                             lossCounter // the driver's Xid lines that could not be read
 	journalQ                                            chan journalEntry
 
 	reg      *counters.Registry // every part's counters (counters.go)
