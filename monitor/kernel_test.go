@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -299,10 +300,11 @@ func fakeLibStuck(t *testing.T) *fakenvml.Lib {
 // own lines: the kernel's execve warning quoting a program name, a USB
 // product string, records written from user space (facility 1: an Xid 48,
 // and an Xid 119 that would tie the driver's GPU1 to GPU 0), then the
-// driver's GSP timeout of GPU1 and three Xid lines of the driver that cannot
-// be read. None is an Xid of a GPU, the GSP line is not filed under GPU 0,
-// and the unreadable ones are counted (kmsg_xids_malformed), the first
-// logged. The driver's Xid 31 after them, on GPU 1, is taken.
+// driver's GSP timeout of GPU1, three Xid lines of the driver that cannot
+// be read and a plain text line (no record prefix). None is an Xid of a GPU,
+// the GSP line is not filed under GPU 0, the unreadable ones are counted
+// (kmsg_xids_malformed), the first logged, and the plain line is not a
+// record (kmsg_malformed). The driver's Xid 31 after them, on GPU 1, is taken.
 func TestForgedKernelLinesThroughAFIFO(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), "kmsg")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
@@ -318,6 +320,7 @@ func TestForgedKernelLinesThroughAFIFO(t *testing.T) {
 		`4,105,1000500,-;NVRM: Xid (PCI:01:00): 79, pid=1, name=x, GPU has fallen off the bus.`,
 		`4,106,1000600,-;NVRM: Xid (PCI:0000:101:00): 79, pid=1, name=x, GPU has fallen off the bus.`,
 		`4,107,1000700,-;NVRM: Xid (PCI:0000:01:00): 1234567, pid=1, name=x, text`,
+		`NVRM: Xid (PCI:0000:01:00): 79, pid=1, name=x, a plain text line: not a record`,
 		`4,108,1000800,-;NVRM: Xid (PCI:0000:02:00): 31, pid=7, name=last-line, MMU Fault`,
 	}
 	var ev string
@@ -362,6 +365,9 @@ func TestForgedKernelLinesThroughAFIFO(t *testing.T) {
 	}
 	if got := r.m.badXids.load(); got != 3 {
 		t.Errorf("kmsg_xids_malformed = %d, want 3", got)
+	}
+	if i := slices.IndexFunc(r.m.counters(), func(c live.Counter) bool { return c.Name == "kmsg_malformed" }); i < 0 || r.m.counters()[i].Value != 1 {
+		t.Errorf("kmsg_malformed (at %d) is not 1 (the plain text line): %+v", i, r.m.counters())
 	}
 	if logs := r.logs.String(); !strings.Contains(logs, "counter=kmsg_xids_malformed") || !strings.Contains(logs, "PCI:01:00") {
 		t.Errorf("the first unreadable Xid line is not logged with its line:\n%s", logs)
