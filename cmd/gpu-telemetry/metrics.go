@@ -42,13 +42,7 @@ func serveMetrics(ctx context.Context, cli *CLI, board *live.Board, log *slog.Lo
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", h)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/" {
-			http.NotFound(w, r)
-			return
-		}
-		fmt.Fprintln(w, "gpu-telemetry: metrics at /metrics")
-	})
+	mux.Handle("/", metrics.Index())
 	webCfg := cli.WebConfigFile // checked at start (checkSystem)
 	ln, err := net.Listen("tcp", cli.MetricsListen)
 	if err != nil {

@@ -40,6 +40,24 @@ func handlerFor(reg *prometheus.Registry, log *slog.Logger) http.Handler {
 		Registry:           reg,
 		DisableCompression: true,
 	})
+	return readOnly(h)
+}
+
+// Index is the answer to "/" on the metrics port: a line pointing at
+// /metrics (GET or HEAD, as /metrics); any other path is not found.
+func Index() http.Handler {
+	return readOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprintln(w, "gpu-telemetry: metrics at /metrics")
+	}))
+}
+
+// readOnly serves GET and HEAD with h and answers any other method 405
+// with the methods allowed: nothing on the metrics port changes anything.
+func readOnly(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")

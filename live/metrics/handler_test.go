@@ -111,6 +111,39 @@ func TestHandler(t *testing.T) {
 	}
 }
 
+// TestIndexReadOnly: "/" on the metrics port answers GET and HEAD with
+// the pointer to /metrics and every other method 405 with the methods
+// allowed, as /metrics does (it answered 200 to POST, DELETE and TRACE);
+// another path is not found.
+func TestIndexReadOnly(t *testing.T) {
+	s := httptest.NewServer(Index())
+	t.Cleanup(s.Close)
+	for _, tc := range []struct {
+		method, path string
+		code         int
+		allow        string
+	}{
+		{"GET", "/", 200, ""}, {"HEAD", "/", 200, ""},
+		{"POST", "/", 405, "GET, HEAD"}, {"DELETE", "/", 405, "GET, HEAD"},
+		{"TRACE", "/", 405, "GET, HEAD"}, {"PUT", "/", 405, "GET, HEAD"},
+		{"GET", "/other", 404, ""},
+	} {
+		req, _ := http.NewRequest(tc.method, s.URL+tc.path, nil)
+		r, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		if r.StatusCode != tc.code || r.Header.Get("Allow") != tc.allow {
+			t.Errorf("%s %s: status %d, Allow %q; want %d, %q", tc.method, tc.path, r.StatusCode, r.Header.Get("Allow"), tc.code, tc.allow)
+		}
+		if got, want := string(b) == "gpu-telemetry: metrics at /metrics\n", tc.code == 200 && tc.method == "GET"; got != want {
+			t.Errorf("%s %s: body %q", tc.method, tc.path, b)
+		}
+	}
+}
+
 // TestRefusedSeriesLeftOutAndCounted: a label value the registry refuses
 // (invalid UTF-8 that reached the board) costs that series only: the
 // scrape is answered, the refusal counted and logged once at warning level.
