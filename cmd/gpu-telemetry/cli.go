@@ -146,6 +146,8 @@ func (c *CLI) Validate() error {
 	}
 	if c.Socket == "" {
 		errs = append(errs, errors.New("--socket: must be a path or 'none'"))
+	} else if err := control.CheckPath(c.Socket); c.Socket != "none" && err != nil {
+		errs = append(errs, fmt.Errorf("--socket %s: %w", c.Socket, err))
 	}
 	if c.MetricsListen != "" {
 		if err := checkListenAddr(c.MetricsListen); err != nil {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +56,8 @@ func TestRunExitCodes(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// bind failed with "invalid argument" and exit 1, after the log dir was made
+	long := filepath.Join(dir, strings.Repeat("s", 100)+".sock")
 	checkCLI(t, safe, []cliCase{
 		{"help", []string{"--help"}, 0, "--interval=100ms", ""},
 		{"version", []string{"--version"}, 0, "gpu-telemetry ", ""},
@@ -84,6 +87,8 @@ func TestRunExitCodes(t *testing.T) {
 		{"socket in a directory that does not exist", []string{"--socket", gone + "/x.sock"}, 2, "",
 			"gpu-telemetry: --socket " + gone + "/x.sock: directory " + gone + " does not exist"},
 		{"socket in a file", []string{"--socket", filepath.Join(file, "x.sock")}, 2, "", "--socket " + filepath.Join(file, "x.sock") + ": " + file + " is not a directory"},
+		{"socket path too long for a unix socket", []string{"--socket", long}, 2, "",
+			"gpu-telemetry: --socket " + long + ": " + strconv.Itoa(len(long)) + " bytes long; a unix socket path may be at most 95 here"},
 		{"lock file in a directory that does not exist", []string{"--lock-file", gone + "/x.pid"}, 2, "",
 			"gpu-telemetry: --lock-file " + gone + "/x.pid: directory " + gone + " does not exist"},
 	})

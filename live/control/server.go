@@ -48,6 +48,24 @@ const (
 	Reuse = 50 * time.Millisecond
 )
 
+// tmpSuffix begins the temporary name Listen creates the socket under,
+// <path>.new-<pid>, before renaming it into place.
+const tmpSuffix = ".new-"
+
+// MaxPath is the longest socket path Listen takes: a unix socket address
+// holds 107 bytes (sun_path less its NUL), and the socket is first created
+// as <path>.new-<pid>, with a pid of up to 7 digits (Linux's pid_max is at
+// most 4194304). A longer path fails bind with "invalid argument".
+const MaxPath = len(syscall.RawSockaddrUnix{}.Path) - 1 - len(tmpSuffix) - 7
+
+// CheckPath says why path cannot be the socket's: longer than MaxPath.
+func CheckPath(path string) error {
+	if len(path) > MaxPath {
+		return fmt.Errorf("%d bytes long; a unix socket path may be at most %d here", len(path), MaxPath)
+	}
+	return nil
+}
+
 // Config says where and how to listen.
 type Config struct {
 	Path string // socket path
@@ -112,10 +130,13 @@ func Listen(cfg Config, board *live.Board) (*Server, error) {
 		}
 		mode, gid = 0o660, g
 	}
+	if err := CheckPath(cfg.Path); err != nil {
+		return nil, fmt.Errorf("control socket %s: %w", cfg.Path, err)
+	}
 	if err := clearStale(cfg.Path); err != nil {
 		return nil, err
 	}
-	tmp := cfg.Path + ".new-" + strconv.Itoa(os.Getpid())
+	tmp := cfg.Path + tmpSuffix + strconv.Itoa(os.Getpid())
 	os.Remove(tmp)
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
 	if err != nil {

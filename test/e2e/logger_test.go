@@ -346,6 +346,7 @@ func TestBadInput(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "a-file")
 	os.WriteFile(file, []byte("x"), 0o644)
 	gone := filepath.Join(t.TempDir(), "nonexistent", "dir") // the socket's and the lock file's, made by no case
+	long := filepath.Join(t.TempDir(), strings.Repeat("s", 100)+".sock")
 	cases := []struct {
 		name string
 		args []string
@@ -369,6 +370,9 @@ func TestBadInput(t *testing.T) {
 			"gpu-telemetry: --socket " + gone + "/x.sock: directory " + gone + " does not exist"},
 		{"lock file in a directory that does not exist", []string{"--lock-file", gone + "/x.pid"}, 2,
 			"gpu-telemetry: --lock-file " + gone + "/x.pid: directory " + gone + " does not exist"},
+		// bind refused it ("invalid argument", exit 1) after the log dir was written
+		{"socket path too long for a unix socket", []string{"--socket", long}, 2,
+			"gpu-telemetry: --socket " + long + ": " + strconv.Itoa(len(long)) + " bytes long; a unix socket path may be at most 95 here"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
