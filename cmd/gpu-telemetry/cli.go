@@ -47,6 +47,7 @@ type CLI struct {
 	Host           string           `help:"Name of this host in every output: metrics (gpu_telemetry_host_info), events.log, snapshot headers, status. Letters, digits, '.', '-', '_'. Default: the hostname (in a container: the node's name, not the pod's; set it)."`
 	MetricsListen  string           `help:"Serve Prometheus metrics on this address (e.g. 127.0.0.1:9464); off by default."`
 	MetricsLinks   LinkSeries       `name:"metrics-nvlink-links" help:"Which NVLink links get per-link metric series: errors (a link down or with errors; a healthy B200 exports none), all (every link: about 200 more series per B200), none (the per-GPU sums only; GPUNVLinkDown then has no input). Default: ${default}." default:"errors" placeholder:"all|errors|none"`
+	MetricsNoWork  bool             `name:"metrics-no-workload" help:"Leave gpu_workload_info (the Slurm job, pod UID and container of the processes on each GPU) out of the metrics: whoever can reach --metrics-listen reads it, on loopback every local user."`
 	WebConfigFile  string           `name:"web.config.file" help:"Prometheus exporter-toolkit web config (TLS, basic auth) for --metrics-listen."`
 	NoKmsgMarkers  bool             `name:"no-kmsg-markers" help:"Never write a clock-check marker to the kernel log (by default one is written when the log has been quiet for an hour, at most hourly, where the logger may write /dev/kmsg)."`
 	LogLevel       LogLevel         `help:"Log level: debug, info, warn, error. Default: ${default}." default:"info" enum:"debug,info,warn,error"`
@@ -156,6 +157,9 @@ func (c *CLI) Validate() error {
 	}
 	if c.WebConfigFile != "" && c.MetricsListen == "" {
 		errs = append(errs, errors.New("--web.config.file: needs --metrics-listen"))
+	}
+	if c.MetricsNoWork && c.MetricsListen == "" {
+		errs = append(errs, errors.New("--metrics-no-workload: needs --metrics-listen"))
 	}
 	if len(errs) > 0 {
 		return errs[0] // one line: the first problem

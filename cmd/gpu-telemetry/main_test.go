@@ -80,6 +80,7 @@ func TestRunExitCodes(t *testing.T) {
 		{"metrics address without a port", []string{"--metrics-listen", "127.0.0.1"}, 2, "", "--metrics-listen 127.0.0.1: "},
 		{"metrics port not a number", []string{"--metrics-listen", "127.0.0.1:http9"}, 2, "", "--metrics-listen 127.0.0.1:http9: port"},
 		{"web config without metrics", []string{"--web.config.file", "/etc/web.yml"}, 2, "", "--web.config.file: needs --metrics-listen"},
+		{"no workload without metrics", []string{"--metrics-no-workload"}, 2, "", "gpu-telemetry: --metrics-no-workload: needs --metrics-listen"},
 		{"log dir under a file", []string{"--log-dir", filepath.Join(file, "logs")}, 2, "", "--log-dir " + filepath.Join(file, "logs") + ": not a directory"},
 		{"socket group that does not exist", []string{"--socket-group", "nosuchgroup"}, 2, "", "gpu-telemetry: --socket-group nosuchgroup: no such group"},
 		{"web config that does not exist", []string{"--metrics-listen", "127.0.0.1:0", "--web.config.file", "/nonexistent.yml"}, 2, "",

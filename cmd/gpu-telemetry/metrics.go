@@ -36,7 +36,11 @@ type LinkSeries = metrics.LinkSeries
 func serveMetrics(ctx context.Context, cli *CLI, board *live.Board, log *slog.Logger, failed func()) (chan struct{}, error) {
 	// promhttp over the collector (live/metrics/handler.go); registering
 	// checks its descriptors once (names, labels, no duplicates).
-	h, err := metrics.New(board, metrics.NVLinkLinks(cli.MetricsLinks)).Handler(log)
+	opts := []metrics.Option{metrics.NVLinkLinks(cli.MetricsLinks)}
+	if cli.MetricsNoWork {
+		opts = append(opts, metrics.NoWorkload())
+	}
+	h, err := metrics.New(board, opts...).Handler(log)
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-listen: %w", err)
 	}

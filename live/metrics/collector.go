@@ -177,6 +177,8 @@ type Collector struct {
 	counters map[string]*metric
 	// linkSeries: which NVLink links get per-link series (linkbudget.go).
 	linkSeries LinkSeries
+	// noWorkload leaves gpu_workload_info out (NoWorkload).
+	noWorkload bool
 }
 
 // New returns a collector over board.
@@ -359,8 +361,14 @@ func (w *walker) gpu(g *live.GPU, h *live.Host) {
 	}
 }
 
+// NoWorkload leaves the gpu_workload_info series out (--metrics-no-workload):
+// the jobs on each GPU (Slurm job, pod UID, container) are then not shown
+// to whoever can read /metrics, which on loopback is every local user.
+func NoWorkload() Option { return func(c *Collector) { c.noWorkload = true } }
+
 // workloads adds the GPU's process count and one gpu_workload_info series
-// per distinct job of its last successful process read.
+// per distinct job of its last successful process read (none with
+// NoWorkload).
 func (w *walker) workloads(g *live.GPU, gpu, uuid string) {
 	if g.Processes == nil {
 		return
@@ -370,6 +378,9 @@ func (w *walker) workloads(g *live.GPU, gpu, uuid string) {
 		return
 	}
 	w.add(mProcs, float64(len(good.List)), gpu, uuid)
+	if w.c.noWorkload {
+		return
+	}
 	type job struct{ slurm, pod, ctr string }
 	seen := make([]job, 0, 4)
 	for i := range good.List {

@@ -123,7 +123,9 @@ func TestNoLabelClashesWithPrometheus(t *testing.T) {
 // TestWorkloadInfo: one gpu_workload_info series per distinct job on a
 // GPU, from its last successful process read; processes of one job make
 // one series, a process with no job makes none. gpu_processes counts the
-// read's processes, and is absent for a GPU with no read.
+// read's processes, and is absent for a GPU with no read. With NoWorkload
+// (--metrics-no-workload) there is no gpu_workload_info series and no job
+// in any label, and gpu_processes stays.
 func TestWorkloadInfo(t *testing.T) {
 	v := livetest.View()
 	slurm := reading.Workload{Known: true, Unit: "slurmstepd.scope", SlurmJob: "4242", SlurmStep: "0"}
@@ -144,4 +146,12 @@ func TestWorkloadInfo(t *testing.T) {
 	testutil.Contains(t, "exposition", got,
 		`gpu_telemetry_gpu_workload_info{container="",gpu="0",pod_uid="",slurm_job="4242",uuid="GPU-aaaa"} 1`,
 		`gpu_telemetry_gpu_workload_info{container="4f1d",gpu="0",pod_uid="0e3a1f2c-4b5d-4c6e-8f70-123456789abc",slurm_job="",uuid="GPU-aaaa"} 1`)
+
+	hidden := scrapeWith(t, v, NoWorkload())
+	testutil.Contains(t, "exposition with NoWorkload", hidden, "\ngpu_telemetry_gpu_processes{gpu=\"0\",uuid=\"GPU-aaaa\"} 4\n")
+	for _, leak := range []string{"gpu_telemetry_gpu_workload_info{", "4242", "0e3a1f2c", "4f1d"} {
+		if strings.Contains(hidden, leak) {
+			t.Errorf("with NoWorkload the exposition holds %q:\n%s", leak, hidden)
+		}
+	}
 }
