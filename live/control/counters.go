@@ -5,10 +5,10 @@ import "github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 // ServerCounters are the control socket's counters (RegisterCounters).
 var ServerCounters = []counters.Field[*Server]{
 	{Def: counters.Def{Name: "control_clients_refused", Loss: true, Place: 360,
-		Help: "control socket connections closed at once, busy, because the connection limit was reached"},
+		Help: "control socket connections closed at once, busy, because every connection was being answered"},
 		Get: func(s *Server) uint64 { return s.refused.Load() }},
 	{Def: counters.Def{Name: "control_requests_failed", Loss: true, Place: 370,
-		Help: "control socket requests not answered: a request the socket does not know, a client silent past the read timeout, or gone before the answer"},
+		Help: "control socket requests not answered: a request the socket does not know, a client silent past the read timeout or closed silent to make room for a new one, or gone before the answer"},
 		Get: func(s *Server) uint64 { return s.failed.Load() }},
 	{Def: counters.Def{Name: "control_requests", Place: 580,
 		Help: "control socket requests answered (status, ping)"},

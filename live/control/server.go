@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -34,11 +35,18 @@ import (
 const (
 	// MaxRequest is the longest request line, newline included.
 	MaxRequest = 256
-	// MaxConns is how many connections are served at once; more are
-	// answered "busy" and closed.
+	// MaxConns is how many connections are served at once. When all are
+	// taken, a new one takes the place of the oldest that is silent (no
+	// whole request line sent, nor waiting to be read), which is answered
+	// "busy" and closed: silent clients cannot keep status from everyone.
+	// Only when no connection is silent is a new one answered "busy".
 	MaxConns = 16
-	// ReadTimeout drops a client that has not sent its request line by then.
-	ReadTimeout = 2 * time.Second
+	// ReadTimeout drops a client that has not sent its request line by
+	// then. status and top send theirs as soon as they connect.
+	ReadTimeout = time.Second
+	// slotWait is how long a new connection waits for the connection it
+	// displaced to let go of its slot (its handler returns at once).
+	slotWait = 100 * time.Millisecond
 	// WriteTimeout drops a client that does not read its answer.
 	WriteTimeout = 2 * time.Second
 	// Reuse is how long one built status answer serves every request: a
@@ -82,6 +90,11 @@ type Server struct {
 	ln    *net.UnixListener
 	sem   chan struct{}
 	wg    sync.WaitGroup
+
+	// waiting are the connections whose request line has not been read
+	// yet, oldest first: the silent ones among them may be displaced.
+	smu     sync.Mutex
+	waiting []*conn
 
 	// requests answered, refused (busy) and failed (bad request, timeout,
 	// client gone): ServerCounters
@@ -205,19 +218,25 @@ func (s *Server) Serve(ctx context.Context) {
 			time.Sleep(100 * time.Millisecond) // EMFILE and the like: do not spin
 			continue
 		}
-		select {
-		case s.sem <- struct{}{}:
-			s.wg.Add(1)
-			go func() {
-				defer func() { <-s.sem; s.wg.Done() }()
-				s.handle(c)
-			}()
-		default:
+		if !s.take() {
 			s.refused.Add(1)
 			c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 			json.NewEncoder(c).Encode(errorReply{Error: "busy: too many connections"})
 			c.Close()
+			continue
 		}
+		// The read deadline is set before the handler starts, so that
+		// displacing it (setting the deadline past) is never undone.
+		c.SetReadDeadline(time.Now().Add(ReadTimeout))
+		cn := &conn{c: c}
+		s.smu.Lock()
+		s.waiting = append(s.waiting, cn)
+		s.smu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer func() { <-s.sem; s.wg.Done() }()
+			s.handle(cn)
+		}()
 	}
 	s.ln.Close()
 	os.Remove(s.cfg.Path)
@@ -229,18 +248,88 @@ func (s *Server) Serve(ctx context.Context) {
 	}
 }
 
+// conn is a connection being served.
+type conn struct {
+	c *net.UnixConn
+	// displaced: closed to make room for a newer connection (guarded by
+	// Server.smu).
+	displaced bool
+}
+
+// take takes a connection slot: a free one, or that of the oldest silent
+// connection, which is closed (answered "busy", counted as failed, as a
+// client silent past ReadTimeout is). false: no connection is silent.
+func (s *Server) take() bool {
+	select {
+	case s.sem <- struct{}{}:
+		return true
+	default:
+	}
+	s.smu.Lock()
+	i := slices.IndexFunc(s.waiting, func(w *conn) bool { return !lineWaiting(w.c) })
+	if i < 0 {
+		s.smu.Unlock()
+		return false
+	}
+	w := s.waiting[i]
+	s.waiting = slices.Delete(s.waiting, i, i+1)
+	w.displaced = true
+	w.c.SetReadDeadline(time.Unix(1, 0)) // its handler's read fails now
+	s.smu.Unlock()
+	t := time.NewTimer(slotWait)
+	defer t.Stop()
+	select {
+	case s.sem <- struct{}{}:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// lineWaiting says whether a whole request line waits in c's receive
+// queue, unread: a client that has spoken, whose handler has not run yet.
+// It peeks without taking c's read lock (a handler may be blocked reading).
+func lineWaiting(c *net.UnixConn) bool {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var buf [MaxRequest]byte
+	n := 0
+	rc.Control(func(fd uintptr) {
+		n, _, _ = syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	})
+	return n > 0 && bytes.IndexByte(buf[:n], '\n') >= 0
+}
+
+// spoke takes cn off the waiting list (its request line is in, or it is
+// gone, or it was displaced) and says whether it was displaced.
+func (s *Server) spoke(cn *conn) (displaced bool) {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	if i := slices.Index(s.waiting, cn); i >= 0 {
+		s.waiting = slices.Delete(s.waiting, i, i+1)
+	}
+	return cn.displaced
+}
+
 type errorReply struct {
 	Error string `json:"error"`
 }
 
 // handle serves one connection: one request, one answer.
-func (s *Server) handle(c *net.UnixConn) {
+func (s *Server) handle(cn *conn) {
+	c := cn.c
 	defer c.Close()
-	c.SetReadDeadline(time.Now().Add(ReadTimeout))
 	line, err := bufio.NewReaderSize(c, MaxRequest).ReadSlice('\n')
+	displaced := s.spoke(cn)
 	c.SetWriteDeadline(time.Now().Add(WriteTimeout))
 	var req Request
 	switch {
+	case err != nil && displaced:
+		s.failed.Add(1)
+		json.NewEncoder(c).Encode(errorReply{Error: "busy: closed silent to make room for a new connection"})
+		return
 	case errors.Is(err, bufio.ErrBufferFull):
 		err = fmt.Errorf("request longer than %d bytes", MaxRequest)
 	case err == nil:

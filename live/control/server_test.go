@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"math"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -107,29 +109,161 @@ func TestSilentClientIsDropped(t *testing.T) {
 	}
 }
 
-func TestConnectionsBounded(t *testing.T) {
-	s, stop := serve(t, Config{})
-	defer stop()
-	var conns []net.Conn
-	for range MaxConns {
-		c, err := net.Dial("unix", s.cfg.Path)
+// dialSilent opens n connections that send nothing.
+func dialSilent(t *testing.T, path string, n int) []net.Conn {
+	t.Helper()
+	conns := make([]net.Conn, 0, n)
+	for range n {
+		c, err := net.Dial("unix", path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		conns = append(conns, c)
 	}
-	defer func() {
+	t.Cleanup(func() {
 		for _, c := range conns {
 			c.Close()
 		}
-	}()
-	time.Sleep(100 * time.Millisecond) // all accepted and waiting for a request
+	})
+	return conns
+}
+
+// closedByServer returns what the server said to c before closing it
+// within wait; closed is false if it did not.
+func closedByServer(c net.Conn, wait time.Duration) (said string, closed bool) {
+	c.SetReadDeadline(time.Now().Add(wait))
+	b, err := io.ReadAll(io.LimitReader(c, 1024))
+	return string(b), err == nil || !errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// displacedAnswer is what a silent client closed to make room is told.
+const displacedAnswer = `{"error":"busy: closed silent to make room for a new connection"}` + "\n"
+
+// TestSilentClientsDoNotDenyStatus: with every slot held by a client that
+// says nothing, or half a request line, a status request is answered at
+// once (it was answered "busy" while they stayed, 2 s each, reconnecting
+// at will): it takes the place of the oldest, which is told "busy",
+// closed and counted as failed. The others stay; none is refused.
+func TestSilentClientsDoNotDenyStatus(t *testing.T) {
+	for _, said := range []string{"", "stat"} {
+		t.Run("said "+strconv.Quote(said), func(t *testing.T) { silentClientsDoNotDenyStatus(t, said) })
+	}
+}
+
+func silentClientsDoNotDenyStatus(t *testing.T, said string) {
+	s, stop := serve(t, Config{})
+	defer stop()
+	silent := dialSilent(t, s.cfg.Path, MaxConns)
+	for _, c := range silent {
+		if _, err := c.Write([]byte(said)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for len(s.sem) < MaxConns { // all accepted and waiting for a request
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d silent clients accepted", len(s.sem), MaxConns)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	start := time.Now()
+	if _, _, err := Query(s.cfg.Path, ReadTimeout/2); err != nil {
+		t.Fatalf("status with %d silent clients: %v", MaxConns, err)
+	}
+	if took := time.Since(start); took > ReadTimeout/2 {
+		t.Errorf("status took %v with the slots held", took)
+	}
+	if said, closed := closedByServer(silent[0], time.Second); !closed || said != displacedAnswer {
+		t.Errorf("the client silent the longest: closed %v, told %q; want closed, told %q", closed, said, displacedAnswer)
+	}
+	if refused, failed := s.refused.Load(), s.failed.Load(); refused != 0 || failed < 1 {
+		t.Errorf("refused %d, failed %d; want 0, at least 1 (the one closed)", refused, failed)
+	}
+	if len(s.sem) > MaxConns {
+		t.Errorf("%d connections served at once, limit %d", len(s.sem), MaxConns)
+	}
+}
+
+// TestSilentClientsClosedOldestFirst: silent clients beyond the limit
+// each displace the oldest; at most MaxConns are held at once and none is
+// refused; whoever stays silent is dropped after ReadTimeout.
+func TestSilentClientsClosedOldestFirst(t *testing.T) {
+	s, stop := serve(t, Config{})
+	defer stop()
+	const extra = 4
+	conns := dialSilent(t, s.cfg.Path, MaxConns+extra)
+	for i, c := range conns[:extra] {
+		if said, closed := closedByServer(c, ReadTimeout/2); !closed || said != displacedAnswer {
+			t.Errorf("silent client %d (of the oldest %d): closed %v, told %q; want closed to make room", i, extra, closed, said)
+		}
+	}
+	if len(s.sem) > MaxConns {
+		t.Errorf("%d connections served at once, limit %d", len(s.sem), MaxConns)
+	}
+	for i, c := range conns[extra:] {
+		if said, closed := closedByServer(c, ReadTimeout+time.Second); !closed || said != "" {
+			t.Errorf("silent client %d: closed %v, told %q; want dropped unanswered after the read timeout", extra+i, closed, said)
+		}
+	}
+	if refused := s.refused.Load(); refused != 0 {
+		t.Errorf("refused %d", refused)
+	}
+}
+
+// TestLineWaiting: a connection whose whole request line waits unread is
+// not silent (it is never displaced); one with half a line or none is.
+func TestLineWaiting(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for _, tc := range []struct {
+		sent string
+		want bool
+	}{{"", false}, {"stat", false}, {"status\n", true}, {"status\nping\n", true}} {
+		c, err := net.Dial("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, err := ln.AcceptUnix()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write([]byte(tc.sent))
+		if got := lineWaiting(sc); got != tc.want {
+			t.Errorf("sent %q: lineWaiting %v, want %v", tc.sent, got, tc.want)
+		}
+		// peeking left the line to read
+		sc.SetReadDeadline(time.Now().Add(time.Second))
+		if b := make([]byte, len(tc.sent)); tc.sent != "" {
+			if _, err := io.ReadFull(sc, b); err != nil || string(b) != tc.sent {
+				t.Errorf("sent %q: read %q, %v after the peek", tc.sent, b, err)
+			}
+		}
+		c.Close()
+		sc.Close()
+	}
+}
+
+// TestBusyWhenEveryConnectionIsAnswered: a new connection is refused
+// "busy" only when no slot is held by a silent client.
+func TestBusyWhenEveryConnectionIsAnswered(t *testing.T) {
+	s, stop := serve(t, Config{})
+	defer stop()
+	for range MaxConns { // slots held as if each were writing its answer
+		s.sem <- struct{}{}
+	}
 	_, err := Ask(s.cfg.Path, "status", time.Second)
 	if err == nil || !strings.Contains(err.Error(), "busy") {
 		t.Errorf("connection beyond the limit: %v, want busy", err)
 	}
 	if refused := s.refused.Load(); refused != 1 {
 		t.Errorf("refused %d", refused)
+	}
+	for range MaxConns {
+		<-s.sem
 	}
 }
 
