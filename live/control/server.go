@@ -28,6 +28,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/peer"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 )
 
@@ -288,18 +289,10 @@ func (s *Server) take() bool {
 
 // lineWaiting says whether a whole request line waits in c's receive
 // queue, unread: a client that has spoken, whose handler has not run yet.
-// It peeks without taking c's read lock (a handler may be blocked reading).
 func lineWaiting(c *net.UnixConn) bool {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return false
-	}
 	var buf [MaxRequest]byte
-	n := 0
-	rc.Control(func(fd uintptr) {
-		n, _, _ = syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-	})
-	return n > 0 && bytes.IndexByte(buf[:n], '\n') >= 0
+	n := peer.Peek(c, buf[:])
+	return bytes.IndexByte(buf[:n], '\n') >= 0
 }
 
 // spoke takes cn off the waiting list (its request line is in, or it is
