@@ -6,10 +6,10 @@ import "github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 var ServerCounters = []counters.Field[Counters]{
 	{Def: counters.ListenFailures, Get: func(c Counters) uint64 { return c.ListenFailed }},
 	{Def: counters.Def{Name: "atop_clients_refused", Loss: true, Place: 310,
-		Help: "atop connections closed at once because the connection limit was reached"},
+		Help: "atop connections closed at once: the connection limit reached with none silent, or the user's limit"},
 		Get: func(c Counters) uint64 { return c.Refused }},
 	{Def: counters.Def{Name: "atop_clients_dropped", Loss: true, Place: 320,
-		Help: "atop connections dropped for a request atop never sends, silence, or a reply not taken"},
+		Help: "atop connections dropped for a request atop never sends, silence (or closed silent to make room for a new one), or a reply not taken"},
 		Get: func(c Counters) uint64 { return c.Bad + c.TimedOut }},
 	{Def: counters.Def{Name: "atop_replies_cut", Loss: true, OwnLog: true, Place: 330,
 		Help: "atop replies that left process records out to stay within 8192 bytes (the atop server logs the first)"},

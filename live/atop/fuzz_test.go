@@ -21,7 +21,7 @@ func FuzzRequests(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		c := &memConn{r: bytes.NewReader(in)}
 		srv.wg.Add(1) // as accept does
-		srv.serve(c)
+		srv.serve(&conn{c: c})
 		out := c.w.Bytes()
 		// Expected: one reply per valid request before the first invalid one.
 		want := 0

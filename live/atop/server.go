@@ -8,9 +8,13 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/peer"
 )
 
 // Default listen addresses. atopgpud binds every interface; atop only ever
@@ -25,22 +29,27 @@ type Config struct {
 	TCP      string        // "" = no TCP listener
 	Unix     string        // "" = no unix listener; a leading '@' means abstract
 	MaxConns int           // connections served at once; more are closed at once
+	PerUser  int           // connections one user other than root may hold (0: no limit but MaxConns)
 	First    time.Duration // a new connection must send its first request within this
 	Idle     time.Duration // later requests: atop asks once per interval (up to some minutes)
 	Write    time.Duration // a reply must be taken within this
 }
 
-// DefaultConfig is what --atop uses.
+// DefaultConfig is what --atop uses. Any local user may connect (as to
+// atopgpud): one user holds at most 4 connections (root any number), one
+// that never asks is dropped after 2 s (atop asks as it connects), and
+// when all 32 are taken a new one takes the place of the oldest that has
+// not asked yet.
 func DefaultConfig() Config {
-	return Config{TCP: DefaultTCP, Unix: DefaultUnix, MaxConns: 32,
-		First: 10 * time.Second, Idle: time.Hour, Write: 5 * time.Second}
+	return Config{TCP: DefaultTCP, Unix: DefaultUnix, MaxConns: 32, PerUser: 4,
+		First: 2 * time.Second, Idle: time.Hour, Write: 5 * time.Second}
 }
 
 // Counters says what the server did, for status lines and tests. Nothing is
 // dropped without being counted here (and logged the first time).
 type Counters struct {
 	Accepted  uint64 // connections served
-	Refused   uint64 // connections closed because MaxConns were open
+	Refused   uint64 // connections closed because MaxConns were open, or their user held PerUser
 	Requests  uint64 // requests answered
 	Bad       uint64 // connections dropped for a request atop never sends
 	TimedOut  uint64 // connections dropped for silence or a reply not taken
@@ -60,11 +69,26 @@ type Server struct {
 
 	mu    sync.Mutex
 	lns   []net.Listener
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
+	conns map[net.Conn]*conn
+	// held counts the connections each limited client holds (displaced
+	// ones no longer count), and displaced those closed to make room whose
+	// handlers have not returned yet.
+	held      map[string]int
+	displaced int
+	seq       uint64 // accept order
+	wg        sync.WaitGroup
 
 	accepted, refused, requests, bad, timedOut, cutReply, cutRecord, listenFailed atomic.Uint64
-	toldRefused, toldBad, toldCut                                                 atomic.Bool
+	toldRefused, toldPerUser, toldBad, toldCut                                    atomic.Bool
+}
+
+// conn is a connection being served; its fields are guarded by Server.mu.
+type conn struct {
+	c         net.Conn
+	client    string // the user (or address) it counts against; "" for root
+	seq       uint64
+	asked     bool // its first request is in
+	displaced bool // closed to make room for a newer connection
 }
 
 // NewServer returns a server; nothing listens until Start.
@@ -75,7 +99,7 @@ func NewServer(acc *Accumulator, cfg Config, log *slog.Logger) *Server {
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = 32
 	}
-	return &Server{acc: acc, cfg: cfg, log: log, conns: map[net.Conn]struct{}{}}
+	return &Server{acc: acc, cfg: cfg, log: log, conns: map[net.Conn]*conn{}, held: map[string]int{}}
 }
 
 // Start binds the configured addresses and serves until ctx is cancelled or
@@ -143,46 +167,136 @@ func (s *Server) accept(ln net.Listener) {
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
+		cn := &conn{c: c, client: clientOf(c)}
 		s.mu.Lock()
-		if len(s.conns) >= s.cfg.MaxConns {
+		why := s.admit(cn)
+		if why != "" {
 			s.mu.Unlock()
 			s.refused.Add(1) // counted before the client can see the close
 			c.Close()
-			if !s.toldRefused.Swap(true) {
-				s.log.Warn("atop: too many clients; connection closed", "max", s.cfg.MaxConns)
+			told := &s.toldRefused
+			if why == whyPerUser {
+				told = &s.toldPerUser
+			}
+			if !told.Swap(true) {
+				s.log.Warn("atop: "+why+"; connection closed", "max", s.cfg.MaxConns, "per_user", s.cfg.PerUser, "client", cn.client)
 			}
 			continue
 		}
-		s.conns[c] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
 		s.accepted.Add(1)
-		go s.serve(c)
+		go s.serve(cn)
 	}
 }
 
+// Reasons admit refuses a connection.
+const (
+	whyFull    = "too many clients"
+	whyPerUser = "too many connections from one user"
+)
+
+// admit takes cn in, or says why not: its user holds PerUser connections
+// already, or MaxConns are held and none has yet to ask (else the oldest
+// of those is closed to make room: its handler's read fails at once).
+// The first request's deadline is set here, before the handler runs, so
+// that displacing it is never undone. Called with s.mu held.
+func (s *Server) admit(cn *conn) string {
+	if cn.client != "" && s.cfg.PerUser > 0 && s.held[cn.client] >= s.cfg.PerUser {
+		return whyPerUser
+	}
+	if len(s.conns)-s.displaced >= s.cfg.MaxConns {
+		var oldest *conn
+		for _, o := range s.conns {
+			if !o.asked && !o.displaced && (oldest == nil || o.seq < oldest.seq) && !requestWaiting(o.c) {
+				oldest = o
+			}
+		}
+		if oldest == nil {
+			return whyFull
+		}
+		oldest.displaced = true
+		s.displaced++
+		s.release(oldest)
+		oldest.c.SetReadDeadline(time.Unix(1, 0))
+	}
+	s.seq++
+	cn.seq = s.seq
+	cn.c.SetReadDeadline(time.Now().Add(s.cfg.First))
+	s.conns[cn.c] = cn
+	if cn.client != "" {
+		s.held[cn.client]++
+	}
+	return ""
+}
+
+// release stops counting cn against its client. Called with s.mu held.
+func (s *Server) release(cn *conn) {
+	if cn.client == "" {
+		return
+	}
+	if s.held[cn.client]--; s.held[cn.client] <= 0 {
+		delete(s.held, cn.client)
+	}
+}
+
+// requestWaiting says whether a whole request (2 bytes) waits unread on
+// c: a client that has asked, whose handler has not read it yet.
+func requestWaiting(c net.Conn) bool {
+	sc, ok := c.(syscall.Conn)
+	var buf [2]byte
+	return ok && peer.Peek(sc, buf[:]) == len(buf)
+}
+
+// clientOf names whom c counts against: its user ("uid 1000"), "" for
+// root (not limited), or its address where the user cannot be told (a
+// TCP client on another host).
+func clientOf(c net.Conn) string {
+	if uid, ok := peer.User(c); ok {
+		if uid == 0 {
+			return ""
+		}
+		return "uid " + strconv.FormatUint(uint64(uid), 10)
+	}
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return "address " + a.IP.String()
+	}
+	return "unknown"
+}
+
 // serve answers one client until it goes away, misbehaves or stays silent.
-func (s *Server) serve(c net.Conn) {
+func (s *Server) serve(cn *conn) {
+	c := cn.c
 	cl := s.acc.Register()
 	defer func() {
 		s.acc.Unregister(cl)
 		c.Close()
 		s.mu.Lock()
 		delete(s.conns, c)
+		if cn.displaced {
+			s.displaced--
+		} else {
+			s.release(cn)
+		}
 		s.mu.Unlock()
 		s.wg.Done()
 	}()
 	var req [2]byte
-	wait := s.cfg.First
-	for {
-		c.SetReadDeadline(time.Now().Add(wait))
+	for first := true; ; first = false {
+		if !first { // the first request's deadline was set by admit
+			c.SetReadDeadline(time.Now().Add(s.cfg.Idle))
+		}
 		if _, err := io.ReadFull(c, req[:]); err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				s.timedOut.Add(1)
 			}
 			return
 		}
-		wait = s.cfg.Idle
+		if first {
+			s.mu.Lock()
+			cn.asked = true
+			s.mu.Unlock()
+		}
 		reply, ok := s.Reply(req, cl)
 		if !ok {
 			s.bad.Add(1)

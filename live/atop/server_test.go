@@ -227,3 +227,111 @@ func TestConnectionLimit(t *testing.T) {
 	open[1].Close()
 	servedBy(t, addrs[0], time.Now().Add(giveUp), "after an admitted client left (slot not freed)")
 }
+
+// asks sends a Types request on c and says whether it was answered.
+func asks(c net.Conn, version byte) bool {
+	c.SetDeadline(time.Now().Add(giveUp))
+	if _, err := c.Write([]byte{'T', version}); err != nil {
+		return false
+	}
+	var pre [4]byte
+	_, err := io.ReadFull(c, pre[:])
+	return err == nil && pre[0] == version
+}
+
+// TestOneUserCannotTakeEverySlot: a user other than root holds at most 4
+// connections, on TCP and on the unix socket together (the fifth is
+// closed unanswered, counted and logged once), while other users and root
+// are still served. Any local user could hold all 32 for an hour.
+func TestOneUserCannotTakeEverySlot(t *testing.T) {
+	a, _ := scripted(t)
+	srv, addrs, lb := startServer(t, a, testConfig(t))
+	const perUser = 4 // DefaultConfig's, as docs/atop.md says
+	const user, other = 65534, 65533
+	eps := []struct {
+		network, addr string
+		version       byte
+	}{{"tcp", addrs[0], 1}, {"unix", addrs[1], 2}}
+	for n := range perUser {
+		ep := eps[n%2]
+		if c := testutil.DialAs(t, user, ep.network, ep.addr); !asks(c, ep.version) {
+			t.Fatalf("%s: connection %d of uid %d not served", ep.network, n+1, user)
+		}
+	}
+	for i, ep := range eps {
+		if c := testutil.DialAs(t, user, ep.network, ep.addr); asks(c, ep.version) {
+			t.Errorf("%s: connection %d of uid %d served", ep.network, perUser+1+i, user)
+		}
+		if cn := srv.Counters(); cn.Refused != uint64(i+1) {
+			t.Errorf("%s: refused %d, want %d", ep.network, cn.Refused, i+1)
+		}
+		if c := testutil.DialAs(t, other, ep.network, ep.addr); !asks(c, ep.version) {
+			t.Errorf("%s: another user refused", ep.network)
+		}
+		for range perUser + 1 { // root: not limited
+			cl, err := atoptest.Dial(ep.network, ep.addr, ep.version)
+			if err != nil {
+				t.Fatalf("%s: root refused: %v", ep.network, err)
+			}
+			defer cl.Close()
+		}
+	}
+	if n := strings.Count(lb.String(), "too many connections from one user"); n != 1 {
+		t.Errorf("refusal logged %d times, want once:\n%s", n, lb)
+	}
+}
+
+// TestSilentClientsMakeRoom: with every slot taken, a new client takes the
+// place of the oldest connection that has not asked yet, which is closed
+// (counted as dropped for silence); clients that asked keep theirs. A new
+// client was refused while the silent ones stayed (10 s each).
+func TestSilentClientsMakeRoom(t *testing.T) {
+	a, _ := scripted(t)
+	cfg := testConfig(t)
+	cfg.MaxConns = 3
+	srv, addrs, _ := startServer(t, a, cfg)
+	asked, err := atoptest.Dial("tcp", addrs[0], 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer asked.Close()
+	var silent []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", addrs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		silent = append(silent, c)
+		for deadline := time.Now().Add(giveUp); srv.Counters().Accepted < uint64(1+len(silent)); {
+			if time.Now().After(deadline) {
+				t.Fatal("silent client not accepted")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	for n := range 2 { // each displaces one silent client, oldest first
+		cl, err := atoptest.Dial("tcp", addrs[0], 1)
+		if err != nil {
+			t.Fatalf("new client %d with the slots taken: %v", n, err)
+		}
+		defer cl.Close()
+		if b := readAll(t, silent[n]); len(b) != 0 {
+			t.Errorf("silent client %d told %q", n, b)
+		}
+	}
+	if _, _, err := asked.Stats(); err != nil {
+		t.Errorf("the client that asked lost its connection: %v", err)
+	}
+	c, err := net.Dial("tcp", addrs[0]) // none silent now: refused
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if asks(c, 1) {
+		t.Error("a fourth client served with the three slots held by clients that asked")
+	}
+	if cn := srv.Counters(); cn.TimedOut != 2 || cn.Refused != 1 {
+		t.Errorf("counters %+v; want 2 dropped for silence, 1 refused", cn)
+	}
+}
