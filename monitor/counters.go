@@ -171,14 +171,17 @@ func (h *dropHistory) recent(now time.Time, v uint64) uint64 {
 
 // watchLosses logs, once a second (paced by the poll loop), the first
 // occurrence of each loss counter whose owner does not log it with details
-// itself, keeps the history of dropped rows, and publishes the host view.
+// itself, keeps the history of dropped rows, and publishes the host view;
+// it writes the lines that sum up what the event stage's burst limits held
+// in the windows that ended by the tick (windowsEnded).
 func (m *Monitor) watchLosses(ctx context.Context) {
 	logged := map[string]bool{}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-m.secondTick:
+		case now := <-m.secondTick:
+			m.windowsEnded(now, false)
 		}
 		m.checkLosses(logged)
 		d := m.csv.Stats().Dropped

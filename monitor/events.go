@@ -3,6 +3,8 @@ package monitor
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/events"
@@ -94,6 +96,7 @@ func (m *Monitor) onEvent(e reading.Event) {
 	gs := m.byIndex[e.GPU]
 	if gs == nil {
 		r := m.ev.Handle(e)
+		m.heldXid(r, e)
 		m.eventLines(r, snapshot.Decision{})
 		if r.Alert != events.Quiet {
 			m.log.Warn("critical event for a GPU that is not monitored", "bus", e.BusID, "reason", r.Reason)
@@ -122,6 +125,7 @@ func (m *Monitor) onEvent(e reading.Event) {
 		d, plan = m.inc.criticalEvent(gs, e.Time, *r.Critical)
 	}
 	gs.reportMu.Unlock()
+	m.heldXid(r, e)
 	switch r.Alert {
 	case events.Notice:
 		gs.log.Warn("GPU event (reports the consequence of other events)", "reason", r.Reason)
@@ -133,6 +137,26 @@ func (m *Monitor) onEvent(e reading.Event) {
 	// reads the GPU's rows, which may wait on the disk.
 	m.eventLines(r, d)
 	gs.crashSnapshot(plan)
+}
+
+// heldXid logs the first Xid line the event stage held (an application's
+// Xid over its burst limit), with what was lost; the rest are counted in
+// xid_lines_suppressed and summed up in events.log when their window ends.
+func (m *Monitor) heldXid(r events.Record, e reading.Event) {
+	if r.FirstHeld {
+		logFirstLoss(m.log, "xid_lines_suppressed", "an Xid line of an application's fault (over "+strconv.Itoa(events.LineBurst)+" of one code per GPU per minute; still counted in xids_total)",
+			slog.Int("gpu", e.GPU), slog.String("kind", r.Held))
+	}
+}
+
+// windowsEnded writes the lines that sum up what the event stage's burst
+// limits held (KERNEL_LINES_SUPPRESSED, XID_LINES_SUPPRESSED) in the
+// windows that ended by now, a poll loop tick's time; with all (at stop)
+// in every window.
+func (m *Monitor) windowsEnded(now time.Time, all bool) {
+	for _, l := range m.ev.WindowsEnded(now, all) {
+		m.eventLine(l)
+	}
 }
 
 // eventLines writes a record's events.log lines, the last (the event's own)

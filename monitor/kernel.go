@@ -142,7 +142,7 @@ func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 func (m *Monitor) kernelLine(gs *gpuState, l events.KernelLine) {
 	r := m.ev.KernelLine(l)
 	if r.FirstHeld {
-		logFirstLoss(m.log, "kernel_lines_suppressed", "a kernel log line (over "+strconv.Itoa(events.KernelLineBurst)+" of one kind per GPU per minute)",
+		logFirstLoss(m.log, "kernel_lines_suppressed", "a kernel log line (over "+strconv.Itoa(events.LineBurst)+" of one kind per GPU per minute)",
 			slog.Int("gpu", l.GPU), slog.String("kind", r.Held))
 	}
 	var d snapshot.Decision

@@ -300,6 +300,9 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	if err := m.csv.Close(); err != nil {
 		m.log.Error("closing CSV files", "error", err)
 	}
+	// What the burst limits still hold is summed up in events.log before
+	// it closes: a window the stop cuts short is not lost.
+	m.windowsEnded(time.Now(), true)
 	m.events.Close()
 	m.writeFinalSummary()
 	m.cfg.trace("summary-written")

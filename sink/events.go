@@ -257,6 +257,7 @@ const (
 	TypeClockBurst            = "ClockBurst"              // clock events past the burst limit: the rest of the second is not written
 	TypeGPUEnumeratedAgain    = "GPU_ENUMERATED_AGAIN"    // a vanished GPU is in the driver's enumeration again
 	TypeKernelLinesSuppressed = "KERNEL_LINES_SUPPRESSED" // kernel lines over the burst limit in the last window
+	TypeXidLinesSuppressed    = "XID_LINES_SUPPRESSED"    // an application's Xids (13, 31, 43, ...) of one code over the burst limit in the last window (xid=, lines=)
 	TypeHealthBaseline        = "HEALTH_BASELINE"         // a GPU's first health counter reading, every counter present
 	TypeHealth                = "HEALTH"                  // a health counter changed (counter=, link= for NVLink, from=, to=)
 	TypeHealthWarning         = "HEALTH_WARNING"          // a hardware health warning began (reason=)
@@ -288,6 +289,7 @@ var eventClasses = map[string]EventClass{
 	TypeClockBurst:            EventRoutine,
 	TypeGPUEnumeratedAgain:    EventRoutine,
 	TypeKernelLinesSuppressed: EventRoutine,
+	TypeXidLinesSuppressed:    EventRoutine,
 	TypeHealthBaseline:        EventRoutine,
 	TypeHealth:                EventNotable,
 	TypeHealthWarning:         EventNotable,

@@ -41,6 +41,7 @@ func TestEventClass(t *testing.T) {
 		{"NVML_RECOVERED", "type=NVML_RECOVERED failures=3", EventRoutine},
 		{"GPU_ENUMERATED_AGAIN", "source=poll type=GPU_ENUMERATED_AGAIN", EventRoutine},
 		{"KERNEL_LINES_SUPPRESSED", "source=kmsg type=KERNEL_LINES_SUPPRESSED kind=AER/corrected lines=40", EventRoutine},
+		{"XID_LINES_SUPPRESSED", "type=XID_LINES_SUPPRESSED xid=13 lines=40 window=1m0s", EventRoutine},
 		{"HEALTH_EVENT critical", "source=nvml type=HEALTH_EVENT event=DoubleBitEccError severity=critical data=0", EventIncident},
 		{"HEALTH_EVENT notable", "source=nvml type=HEALTH_EVENT event=SingleBitEccError severity=notable data=0", EventNotable},
 		{"HEALTH_BASELINE", "type=HEALTH_BASELINE ecc_mode=1 ecc_sbe_volatile=0", EventRoutine},

@@ -7,8 +7,10 @@
 // daemon's log show). It is built of small parts: whether an Xid (or a
 // recovery action) reported by both NVML and the kernel log is one event
 // (Dedup), when chatty clock-change events become a burst (ClockBurst), and
-// how many kernel lines of one kind for one GPU are let through a minute
-// (KernelLines). Each part is a small type with a pure method of its state
-// and the event's time: no I/O, no clock of its own; the monitor writes and
-// logs what they decide.
+// how many kernel lines of one kind, or an application's Xids of one code,
+// for one GPU are let through a minute (LineLimit; the monitor asks on the
+// poll loop's clock for the counts of the windows that ended:
+// Stage.WindowsEnded). Each part is a small type with a pure method of its
+// state and the event's time: no I/O, no clock of its own; the monitor
+// writes and logs what they decide.
 package events

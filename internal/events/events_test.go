@@ -82,9 +82,9 @@ func TestClockBurst(t *testing.T) {
 }
 
 func TestKernelLines(t *testing.T) {
-	var k KernelLines
+	var k LineLimit
 	allowed := 0
-	for i := range KernelLineBurst + 5 {
+	for i := range LineBurst + 5 {
 		ok, held := k.Allow(1, "AER/corrected", t0.Add(time.Duration(i)*time.Second))
 		if held != 0 {
 			t.Fatalf("line %d: %d held in a window still running", i, held)
@@ -93,8 +93,8 @@ func TestKernelLines(t *testing.T) {
 			allowed++
 		}
 	}
-	if allowed != KernelLineBurst {
-		t.Errorf("%d lines let through, want %d", allowed, KernelLineBurst)
+	if allowed != LineBurst {
+		t.Errorf("%d lines let through, want %d", allowed, LineBurst)
 	}
 	if ok, _ := k.Allow(0, "AER/corrected", t0.Add(20*time.Second)); !ok {
 		t.Error("another GPU's line held back")
@@ -102,7 +102,7 @@ func TestKernelLines(t *testing.T) {
 	if ok, _ := k.Allow(1, "FALLEN_OFF_BUS", t0.Add(20*time.Second)); !ok {
 		t.Error("another kind's line held back")
 	}
-	ok, held := k.Allow(1, "AER/corrected", t0.Add(KernelLineWindow))
+	ok, held := k.Allow(1, "AER/corrected", t0.Add(LineWindow))
 	if !ok || held != 5 {
 		t.Errorf("first line of the next window: allowed %v, held %d, want true and 5", ok, held)
 	}

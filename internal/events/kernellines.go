@@ -2,7 +2,6 @@ package events
 
 import (
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
@@ -10,64 +9,6 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
-
-// KernelLines bounds how many kernel lines of one kind for one GPU are
-// written per KernelLineWindow: a flaky link can print corrected AER errors
-// by the thousand. The rest are held back, and their number is handed on
-// when the window ends, for one line that sums them up. The zero value is
-// ready; it is safe for concurrent use.
-type KernelLines struct {
-	mu     sync.Mutex
-	bursts map[burstKey]*burst
-}
-
-const (
-	// KernelLineBurst is how many lines of one kind for one GPU a window
-	// lets through.
-	KernelLineBurst = 10
-	// KernelLineWindow is the window.
-	KernelLineWindow = time.Minute
-)
-
-type burstKey struct {
-	gpu  int
-	kind string
-}
-
-type burst struct {
-	start   time.Time
-	n       int
-	dropped int
-}
-
-// Allow counts a line of kind for gpu received at now and says whether it is
-// within the burst limit. held is, when the line begins a new window, how
-// many the previous window held back (0 otherwise): one line should say so.
-// now is the line's receipt time from time.Now, so the window is measured on
-// Go's monotonic clock and a wall-clock step neither stretches nor cuts it;
-// it must not be a time without that reading.
-func (k *KernelLines) Allow(gpu int, kind string, now time.Time) (ok bool, held int) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.bursts == nil {
-		k.bursts = map[burstKey]*burst{}
-	}
-	key := burstKey{gpu, kind}
-	b := k.bursts[key]
-	if b == nil || now.Sub(b.start) >= KernelLineWindow {
-		if b != nil {
-			held = b.dropped
-		}
-		b = &burst{start: now}
-		k.bursts[key] = b
-	}
-	b.n++
-	ok = b.n <= KernelLineBurst
-	if !ok {
-		b.dropped++
-	}
-	return ok, held
-}
 
 // A KernelLine is a kernel log record that is not an Xid but tells of a
 // GPU's trouble, taken apart (one of AER and NVRM is set: an AER line on
@@ -77,7 +18,7 @@ func (k *KernelLines) Allow(gpu int, kind string, now time.Time) (ok bool, held 
 // it is one KernelLine for each.
 type KernelLine struct {
 	Rec  kmsg.Record
-	Read time.Time // when it was read, from time.Now (KernelLines.Allow)
+	Read time.Time // when it was read, from time.Now (LineLimit.Allow)
 	GPU  int       // the GPU's index; -1: none monitored
 	Bus  string    // the GPU's bus id, or the line's own address when no GPU is monitored there; "" unknown
 	AER  *kmsg.AERReport
@@ -99,7 +40,7 @@ var nvrmLines = map[kmsg.NVRMKind]struct {
 
 // KernelLine runs a kernel AER or NVRM failure line through the stage and
 // returns its record: its events.log line unless it is over the burst limit
-// (KernelLines: then Held, and no incident), after the line that sums up
+// (LineLimit: then Held, and no incident), after the line that sums up
 // the previous window's held lines when this one begins a new window; the
 // incident it raises (an uncorrectable AER error, every NVRM failure line),
 // of when the kernel logged it for a line read after the fact.
@@ -133,8 +74,7 @@ func (s *Stage) KernelLine(l KernelLine) Record {
 	var r Record
 	ok, held := s.limit.Allow(l.GPU, kind, l.Read)
 	if held > 0 {
-		r.Lines = append(r.Lines, sink.Event{Time: l.Read, GPU: l.GPU, Source: line.Source, Type: sink.TypeKernelLinesSuppressed,
-			Fields: sink.KV("kind", kind, "lines", strconv.Itoa(held), "window", KernelLineWindow.String())})
+		r.Lines = append(r.Lines, kernelLinesSuppressed(l.Read, Held{GPU: l.GPU, Kind: kind, Lines: held}))
 	}
 	if !ok {
 		r.Held, r.FirstHeld = kind, s.kernelHeld.Add(1) == 1

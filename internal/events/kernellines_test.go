@@ -57,7 +57,7 @@ func TestStageKernelLines(t *testing.T) {
 	testutil.Contains(t, "events.log line", fatal.Lines[0].Line(), "gpu=1 bus=00000000:02:00.0 source=kmsg type=AER severity=uncorrectable-fatal device=0000:00:03.1 reporter=0000:02:00.0 ktime=7200.000000 text=")
 	const corrected = "pcieport 0000:00:03.1: PCIe Bus Error: severity=Corrected, type=Physical Layer, (Receiver ID)"
 	var firstHeld, held int
-	for i := range KernelLineBurst + 3 {
+	for i := range LineBurst + 3 {
 		r := aer(corrected, t0.Add(time.Duration(i)*time.Millisecond))
 		switch {
 		case r.Critical != nil || r.Alert != Quiet:
@@ -77,7 +77,7 @@ func TestStageKernelLines(t *testing.T) {
 	if held != 3 || firstHeld != 1 {
 		t.Errorf("%d held (%d said first), want 3 (1)", held, firstHeld)
 	}
-	next := aer(corrected, t0.Add(KernelLineWindow))
+	next := aer(corrected, t0.Add(LineWindow))
 	if len(next.Lines) != 2 || next.Lines[0].Type != sink.TypeKernelLinesSuppressed || next.Lines[1].Type != sink.TypeAER {
 		t.Fatalf("the next window's first line: %+v", next.Lines)
 	}
@@ -96,7 +96,7 @@ func TestStageKernelLines(t *testing.T) {
 	if got := gsp.Lines[0].Line(); !strings.Contains(got, "gpu=? source=kmsg type=GSP_TIMEOUT driver_gpu=4 ktime=3600.000000 text=") || !strings.HasSuffix(got, " backlog=true") {
 		t.Errorf("GSP timeout line %s", got)
 	}
-	if st := s.Stats(); st.KernelLines != 1+KernelLineBurst+1+1 || st.KernelLinesHeld != 3 {
+	if st := s.Stats(); st.KernelLines != 1+LineBurst+1+1 || st.KernelLinesHeld != 3 {
 		t.Errorf("stats %+v", st)
 	}
 }

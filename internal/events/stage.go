@@ -21,18 +21,20 @@ import (
 // bursts (ClockBurst), explains Xids and recovery actions from the detail
 // their source parsed (reading.Event.Xid) and returns the Record of what the
 // event makes; a kernel AER or NVRM failure line goes through KernelLine,
-// which bounds them (KernelLines). It counts what arrives (Stats). It holds
+// which bounds them (LineLimit), as Handle bounds an application's Xids
+// (xidLimit). It counts what arrives (Stats). It holds
 // no GPU and does no I/O: the caller writes the lines, takes the incident
 // to its incident desk and shows the report in the live view. It is safe
 // for concurrent use.
 type Stage struct {
 	dedup  Dedup
 	clocks ClockBurst
-	limit  KernelLines // kernel lines per GPU and kind a minute (KernelLine)
+	limit  LineLimit // kernel lines per GPU and kind a minute (KernelLine)
+	xids   LineLimit // an application's Xids per GPU and code a minute (xidLimit)
 	clock  kclock.Clock
 
 	nvml, kmsgXids, kmsgBacklog, duplicates atomic.Uint64
-	kernelLines, kernelHeld                 atomic.Uint64
+	kernelLines, kernelHeld, xidHeld        atomic.Uint64
 }
 
 // Config is what a Stage is built with.
@@ -59,13 +61,14 @@ type Stats struct {
 	DuplicateXids   uint64 // Xids and recovery actions the other source had reported first (Duplicate)
 	KernelLines     uint64 // kernel AER and NVRM failure lines written (KernelLine)
 	KernelLinesHeld uint64 // kernel lines over the burst limit, not written (Record.Held)
+	XidLinesHeld    uint64 // an application's Xid lines over the burst limit, not written (Record.Held)
 }
 
 // Stats returns the counts so far.
 func (s *Stage) Stats() Stats {
 	return Stats{NVMLEvents: s.nvml.Load(), KmsgXids: s.kmsgXids.Load(),
 		KmsgBacklogXids: s.kmsgBacklog.Load(), DuplicateXids: s.duplicates.Load(),
-		KernelLines: s.kernelLines.Load(), KernelLinesHeld: s.kernelHeld.Load()}
+		KernelLines: s.kernelLines.Load(), KernelLinesHeld: s.kernelHeld.Load(), XidLinesHeld: s.xidHeld.Load()}
 }
 
 // Alert says what the daemon's log says of an event besides its events.log
@@ -119,8 +122,10 @@ type Record struct {
 	Xid xid.Explanation
 	// Held is, for a kernel line over the burst limit (KernelLine), its
 	// kind ("AER/corrected", an NVRM line's type): not written, counted
-	// (Stats.KernelLinesHeld). FirstHeld: the first since start, which the
-	// daemon's log reports with what was lost.
+	// (Stats.KernelLinesHeld); for an application's Xid over it (Handle),
+	// "Xid 13": not written nor logged and no incident, but still counted
+	// on its GPU (Wake, FlagXid) and in Stats.XidLinesHeld. FirstHeld: the
+	// first since start, which the daemon's log reports with what was lost.
 	Held      string
 	FirstHeld bool
 
@@ -239,12 +244,18 @@ func (s *Stage) report(e reading.Event, line sink.Event) Record {
 		dupOf = []sink.Field{{Key: "duplicate_of", Value: first.String()}}
 	}
 	line.Fields = lineTail(line.Fields, e.Source == reading.SourceKmsg, kmsg.Record{Time: e.KernelTime, Message: e.Text, Backlog: e.Backlog}, dupOf...)
-	r.Lines = []sink.Event{line}
+	held := s.xidLimit(e, ev, dup, &r)
+	r.at = s.clock.LoggedAt(e.Time, e.KernelTime, e.Backlog)
+	if held {
+		// Still the GPU's Xid: its count, last Xid and row flag.
+		r.Wake, r.FlagXid = !dup, !dup && !e.Backlog
+		return r
+	}
+	r.Lines = append(r.Lines, line)
 	if dup {
 		r.Duplicate = true
 		return r
 	}
-	r.at = s.clock.LoggedAt(e.Time, e.KernelTime, e.Backlog)
 	ev.Time = r.at
 	r.Critical = &ev
 	r.Wake, r.FlagXid = true, e.Kind == reading.EventXid && !e.Backlog

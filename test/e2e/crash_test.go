@@ -207,22 +207,61 @@ func TestGSPCrashStory(t *testing.T) {
 	}
 }
 
+// TestXidFloodOneSnapshot: xid-flood.scn's 25 Xid 31 and 25 Xid 13 in
+// 2 s, each from NVML and the kernel log, as a user's faulting CUDA
+// program makes them: one crash snapshot; per code the first 10 reports
+// are written and logged, the rest held (no line, no incident, no stderr
+// line) and counted: xid_lines_suppressed in the final status, one
+// XID_LINES_SUPPRESSED line per code written at stop (the minute cut
+// short), so that written and held lines add up to every report.
 func TestXidFloodOneSnapshot(t *testing.T) {
 	t.Parallel()
-	p := start(t, opts{scenario: "@xid-flood"})
-	p.waitFor("the flood", 20*time.Second, func() bool {
-		return strings.Count(events(p.dir), "type=Xid") >= 50
+	p := start(t, opts{scenario: "@xid-flood", kmsg: true})
+	p.waitFor("the first held Xid line", 20*time.Second, func() bool {
+		return strings.Contains(p.stderr.String(), "counter=xid_lines_suppressed")
 	})
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(3 * time.Second) // the flood lasts 2 s
 	p.stop()
 	crashes := snapshots(p.dir, "crash-*-gpu0.log")
 	if len(crashes) != 1 {
 		t.Errorf("crash snapshots: %v, want 1", crashes)
 	}
-	if !strings.Contains(p.stderr.String(), "suppressed=49") {
-		t.Errorf("final status should count 49 suppressed snapshots")
+	ev, errs := events(p.dir), p.stderr.String()
+	heldTotal := 0
+	for _, code := range []string{"31", "13"} {
+		first, dups := 0, 0
+		for _, l := range strings.Split(ev, "\n") {
+			if strings.Contains(l, " type=Xid xid="+code+" ") {
+				if strings.Contains(l, " duplicate_of=") {
+					dups++
+				} else {
+					first++
+				}
+			}
+		}
+		m := regexp.MustCompile(`type=XID_LINES_SUPPRESSED xid=`+code+` lines=(\d+) window=1m0s`).FindAllStringSubmatch(ev, -1)
+		if len(m) != 1 {
+			t.Errorf("Xid %s: XID_LINES_SUPPRESSED lines %v, want one at stop:\n%s", code, m, ev)
+			continue
+		}
+		held, _ := strconv.Atoi(m[0][1])
+		heldTotal += held
+		if first != 10 || first+dups+held != 50 {
+			t.Errorf("Xid %s: %d lines written (and %d duplicates), %d held; want 10 written and every one of the 50 reports written or held", code, first, dups, held)
+		}
 	}
-	if n := strings.Count(p.stderr.String(), "crash snapshot suppressed by cooldown"); n != 3 {
+	if m := regexp.MustCompile(`final status.* xid_lines_suppressed=(\d+)`).FindStringSubmatch(errs); m == nil || m[1] != strconv.Itoa(heldTotal) {
+		t.Errorf("final status xid_lines_suppressed %v, want %d (the lines' sum)", m, heldTotal)
+	}
+	if n := strings.Count(errs, "critical GPU event"); n != 20 {
+		t.Errorf("%d critical events on stderr, want 20 (the first 10 of each code)", n)
+	}
+	// The 20 written first reports are the incident's events: one
+	// snapshot, 19 held back by its cooldown.
+	if !strings.Contains(errs, "crash_snapshots_suppressed=19") {
+		t.Errorf("final status should count 19 suppressed snapshots")
+	}
+	if n := strings.Count(errs, "crash snapshot suppressed by cooldown"); n != 3 {
 		t.Errorf("%d suppression warnings, want the first 3", n)
 	}
 }
