@@ -109,3 +109,87 @@ func TestAccessHint(t *testing.T) {
 		}
 	}
 }
+
+// TestBadRotatedEventLogsAreSkipped: a rotated events log that is no
+// regular file (a FIFO, a dangling symbolic link, a loop of them, a
+// directory) is skipped and named, never opened (a FIFO would block the
+// report forever), and the other events files are still read: the
+// incident of events.log and the Xid of a good rotated copy are found. An
+// events.log that is a FIFO is named the same way, and the incident then
+// comes from crashes/.
+func TestBadRotatedEventLogsAreSkipped(t *testing.T) {
+	build := func(t *testing.T, dir string) *Report {
+		t.Helper()
+		type result struct {
+			rep *Report
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			rep, err := Build(Options{Dir: dir, GPU: -1, Loc: time.UTC})
+			done <- result{rep, err}
+		}()
+		select {
+		case r := <-done:
+			if r.err != nil {
+				t.Fatalf("Build: %v", r.err)
+			}
+			return r.rep
+		case <-time.After(10 * time.Second):
+			t.Fatal("Build still reading after 10 s: it opened a FIFO")
+		}
+		return nil
+	}
+	fixture := func(t *testing.T) string {
+		dir := t.TempDir()
+		if err := os.CopyFS(dir, os.DirFS("testdata/incident")); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	skipped := func(t *testing.T, rep *Report, want ...string) {
+		t.Helper()
+		got := strings.Join(rep.Skipped, "\n")
+		for _, w := range want {
+			if !strings.Contains(got, w) {
+				t.Errorf("skipped %q, want it to name %q", rep.Skipped, w)
+			}
+		}
+	}
+
+	t.Run("rotated copies", func(t *testing.T) {
+		dir := fixture(t)
+		mk := func(name string, f func(string) error) {
+			if err := f(filepath.Join(dir, name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mk("events-2026-11-30T10-00-00.000.log", func(p string) error { return syscall.Mkfifo(p, 0o600) })
+		mk("events-2026-11-30T11-00-00.000.log", func(p string) error { return os.Symlink(filepath.Join(dir, "gone"), p) })
+		mk("events-2026-11-30T12-00-00.000.log", func(p string) error { return os.Symlink(p, p) })
+		mk("events-2026-11-30T13-00-00.000.log", func(p string) error { return os.Mkdir(p, 0o700) })
+		mk("events-2026-11-30T14-00-00.000.log", func(p string) error {
+			return os.WriteFile(p, []byte("time=2026-11-30T14:00:00.000Z host=h level=warning gpu=1 source=nvml type=TDP_CHANGE from=600W to=450W delta=-150W\n"), 0o600)
+		})
+		rep := build(t, dir)
+		skipped(t, rep,
+			"events-2026-11-30T10-00-00.000.log (a FIFO, not a regular file): not read",
+			"events-2026-11-30T11-00-00.000.log (a dangling symbolic link): not read",
+			"events-2026-11-30T12-00-00.000.log (a loop of symbolic links): not read",
+			"events-2026-11-30T13-00-00.000.log (a directory): not read")
+		if rep.Incident.GPU != 0 || !strings.Contains(strings.Join(rep.Read, "\n"), "2 events.log file(s)") {
+			t.Errorf("incident on GPU %d, read %q: want events.log's incident on GPU 0 from 2 files", rep.Incident.GPU, rep.Read)
+		}
+	})
+	t.Run("events.log a FIFO", func(t *testing.T) {
+		dir := fixture(t)
+		p := filepath.Join(dir, "events.log")
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mkfifo(p, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		skipped(t, build(t, dir), "events.log (a FIFO, not a regular file): not read")
+	})
+}

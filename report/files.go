@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
@@ -150,18 +151,64 @@ func pickBoard(s string, files []sink.CSVDay) (string, error) {
 }
 
 // eventLogs returns events.log and its rotated copies (lumberjack names
-// them events-<time>.log), oldest first. An events.log that may be there
-// but cannot be looked at is an error, not a log without events.
-func eventLogs(dir string) ([]string, error) {
+// them events-<time>.log), oldest first, and, each named with why, those it
+// leaves out because they are no regular file (notRegular): a FIFO (opening
+// one would wait forever for a writer), a directory, a dangling symbolic
+// link or a loop of them. They are looked at with stat, never opened. A
+// file it may not look at (permission) is an error, not a log without
+// events, and so is an events.log that cannot be looked at at all.
+func eventLogs(dir string) (logs, skipped []string, err error) {
 	rotated, _ := filepath.Glob(filepath.Join(dir, "events-*.log"))
 	sort.Strings(rotated) // the time in the name sorts
 	p := filepath.Join(dir, "events.log")
-	if _, err := os.Stat(p); err == nil {
+	if _, err := os.Lstat(p); err == nil {
 		rotated = append(rotated, p)
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, unreadable("events.log", p, err)
+		return nil, nil, unreadable("events.log", p, err)
 	}
-	return rotated, nil
+	for _, p := range rotated {
+		why, err := notRegular(p)
+		switch {
+		case err != nil:
+			return nil, nil, unreadable(filepath.Base(p), p, err)
+		case why != "":
+			skipped = append(skipped, filepath.Base(p)+" ("+why+"): not read")
+		default:
+			logs = append(logs, p)
+		}
+	}
+	return logs, skipped, nil
+}
+
+// notRegular says why path, followed through symbolic links, is no regular
+// file to read ("" when it is one): a FIFO, a socket, a device, a
+// directory, a dangling symbolic link, a loop of them. err is set when it
+// cannot be looked at for another reason (permission: unreadable). It only
+// stats path: a FIFO is never opened.
+func notRegular(path string) (why string, err error) {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "a dangling symbolic link", nil // listed, so its name is there
+	case errors.Is(err, syscall.ELOOP):
+		return "a loop of symbolic links", nil
+	case err != nil:
+		return "", err
+	}
+	switch m := fi.Mode(); {
+	case m.IsRegular():
+		return "", nil
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO, not a regular file", nil
+	case m.IsDir():
+		return "a directory", nil
+	case m&fs.ModeSocket != 0:
+		return "a socket, not a regular file", nil
+	case m&fs.ModeDevice != 0:
+		return "a device, not a regular file", nil
+	default:
+		return "not a regular file", nil
+	}
 }
 
 // snapshotFile is one crash snapshot on disk.

@@ -160,10 +160,11 @@ func Build(o Options) (*Report, error) {
 
 	// No incident is concluded from what could not be read: an events.log
 	// or crashes/ the user may not read ends the report (unreadable).
-	logs, err := eventLogs(o.Dir)
+	logs, skipped, err := eventLogs(o.Dir)
 	if err != nil {
 		return nil, err
 	}
+	rep.Skipped = append(rep.Skipped, skipped...)
 	all, bad, err := readEvents(o.openFile, logs, time.Time{}, time.Time{})
 	if err != nil {
 		return nil, err
