@@ -156,6 +156,96 @@ func TestReaderDropsOverlongLine(t *testing.T) {
 	f.stop(t)
 }
 
+// TestReaderLineLimit: a line of a file or FIFO holds at most maxLineLen
+// bytes (64 KiB) before its newline: one of exactly that is read, a longer
+// one is dropped and counted as malformed, also when its newline arrives in
+// the read that takes it past the bound (a 70 KB line was accepted).
+func TestReaderLineLimit(t *testing.T) {
+	record := func(n int) string { // a record line of n bytes
+		const head = "6,3,3,-;"
+		return head + strings.Repeat("x", n-len(head))
+	}
+	for _, tc := range []struct {
+		name      string
+		line      string
+		read      bool
+		malformed uint64
+	}{
+		{"64 KiB", record(maxLineLen), true, 0},
+		{"64 KiB and one byte", record(maxLineLen + 1), false, 1},
+		{"70 KB", record(70_000), false, 1},
+		{"over 64 KiB and a read", record(maxLineLen + chunkSize + 5), false, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := runFile(t, "6,1,1,-;before\n"+tc.line+"\n6,2,2,-;after\n")
+			want := []string{"before", "after"}
+			if tc.read {
+				want = []string{"before", tc.line[len("6,3,3,-;"):], "after"}
+			}
+			within(t, f.idle, "the reader idle")
+			got := drain(f.recs)
+			if !slices.Equal(got, want) {
+				t.Errorf("read %d records (lengths %v), want %d", len(got), lens(got), len(want))
+			}
+			if m := f.r.Malformed(); m != tc.malformed {
+				t.Errorf("Malformed() = %d, want %d", m, tc.malformed)
+			}
+			f.stop(t)
+		})
+	}
+}
+
+// TestReaderFIFOLineLimit: through a FIFO, written in pieces as a writer
+// does, a 70 KB line is dropped and counted, and the lines around it read
+// (it was handed on whole when its newline came with its last piece).
+func TestReaderFIFOLineLimit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kmsg.fifo")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	r, err := Open(path, discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.wait = func(ctx context.Context) error { return sleep(ctx, time.Millisecond) }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	recs, done := run(t, ctx, r)
+	w, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := "6,2,2,-;" + strings.Repeat("x", 70_000)
+	// The newline comes in the read that takes the line past the bound.
+	for _, s := range []string{"6,1,1,-;before\n", long[:1000], long[1000:40_000], long[40_000:] + "\n6,3,3,-;after\n"} {
+		if _, err := w.WriteString(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	for _, want := range []string{"before", "after"} {
+		if got := within(t, recs, "record "+want).Message; got != want {
+			t.Fatalf("record of %d bytes, want %q", len(got), want)
+		}
+	}
+	if m := r.Malformed(); m != 1 {
+		t.Errorf("Malformed() = %d, want 1", m)
+	}
+	cancel()
+	if err := within(t, done, "Run to return"); err != nil {
+		t.Errorf("Run = %v", err)
+	}
+}
+
+// lens is the length of each string.
+func lens(s []string) []int {
+	out := make([]int, len(s))
+	for i, x := range s {
+		out[i] = len(x)
+	}
+	return out
+}
+
 func TestReaderFIFO(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "kmsg.fifo")
 	if err := syscall.Mkfifo(path, 0o600); err != nil {

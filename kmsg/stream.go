@@ -14,9 +14,12 @@ const (
 	// chunkSize is how much is read at a time from a file or FIFO.
 	chunkSize = 32 << 10
 
-	// maxLineLen bounds a line of a file or FIFO. A longer one cannot be a
-	// kernel record; it is dropped and counted as malformed, so a runaway
-	// writer cannot grow the buffer without limit.
+	// maxLineLen bounds a line of a file or FIFO (64 KiB, its newline not
+	// counted). A longer one cannot be a kernel record (the kernel's own
+	// records are under 1 KiB); it is dropped and counted as malformed,
+	// whether its newline comes in the same read or after it was cut, so a
+	// runaway writer cannot grow the buffer past maxLineLen+chunkSize nor
+	// hand a longer line on.
 	maxLineLen = 64 << 10
 
 	// defaultPoll is how often a file or FIFO is checked for new data once
@@ -172,8 +175,10 @@ func (r *streamSource) abandon(pending []byte, discarding bool) ([]byte, bool) {
 	return pending[:0], false
 }
 
-// lines hands every complete line in buf to handleLine and returns what is
-// left: the start of the next line, moved to the front of buf.
+// lines hands every complete line in buf of at most maxLineLen bytes to
+// handleLine and returns what is left: the start of the next line, moved to
+// the front of buf, or nothing and discarding when that start is already
+// over-long. A longer line is counted as malformed once.
 func (r *streamSource) lines(buf []byte, discarding bool, fn func(Record)) ([]byte, bool) {
 	start := 0
 	for {
@@ -185,6 +190,12 @@ func (r *streamSource) lines(buf []byte, discarding bool, fn func(Record)) ([]by
 		start += i + 1
 		if discarding {
 			discarding = false // this was the tail of an over-long line
+			continue
+		}
+		if len(line) > maxLineLen {
+			// Over-long, its newline in the buffer already (it came
+			// within the reads that took the buffer past the bound).
+			r.malformed.Add(1)
 			continue
 		}
 		r.handleLine(line, fn)
