@@ -207,14 +207,8 @@ func TestReaderFIFOLineLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.wait = func(ctx context.Context) error { return sleep(ctx, time.Millisecond) }
-	ctx, cancel := context.WithCancel(context.Background())
+	recs, done, cancel, w := followFIFO(t, r, path)
 	defer cancel()
-	recs, done := run(t, ctx, r)
-	w, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	long := "6,2,2,-;" + strings.Repeat("x", 70_000)
 	// The newline comes in the read that takes the line past the bound.
 	for _, s := range []string{"6,1,1,-;before\n", long[:1000], long[1000:40_000], long[40_000:] + "\n6,3,3,-;after\n"} {
@@ -235,6 +229,21 @@ func TestReaderFIFOLineLimit(t *testing.T) {
 	if err := within(t, done, "Run to return"); err != nil {
 		t.Errorf("Run = %v", err)
 	}
+}
+
+// followFIFO runs r, the Reader of the FIFO at path, polling every
+// millisecond, and opens the FIFO for writing.
+func followFIFO(t *testing.T, r *Reader, path string) (recs <-chan Record, done <-chan error, cancel func(), w *os.File) {
+	t.Helper()
+	r.wait = func(ctx context.Context) error { return sleep(ctx, time.Millisecond) }
+	ctx, cancel := context.WithCancel(context.Background())
+	recs, done = run(t, ctx, r)
+	w, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	return recs, done, cancel, w
 }
 
 // lens is the length of each string.
@@ -264,15 +273,8 @@ func TestReaderFIFO(t *testing.T) {
 	if r == nil {
 		t.FailNow()
 	}
-	r.wait = func(ctx context.Context) error { return sleep(ctx, time.Millisecond) }
-	ctx, cancel := context.WithCancel(context.Background())
+	recs, done, cancel, w := followFIFO(t, r, path)
 	defer cancel()
-	recs, done := run(t, ctx, r)
-
-	w, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, s := range []string{"6,1,1,-;one\n6,2,2,-;tw", "o\n"} {
 		if _, err := w.WriteString(s); err != nil {
 			t.Fatal(err)
@@ -287,7 +289,7 @@ func TestReaderFIFO(t *testing.T) {
 	w.Close()
 
 	// A new writer after the first went away is read too.
-	w, err = os.OpenFile(path, os.O_WRONLY, 0)
+	w, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
