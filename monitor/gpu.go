@@ -136,7 +136,7 @@ func (gs *gpuState) addXid(code int64) {
 	case closed:
 		gs.dropXid(code, "an XID flag reported after shutdown, when no row follows")
 	case full:
-		gs.dropXid(code, "an XID flag for the next row, with too many already waiting (the Xid is in events.log)")
+		gs.dropXid(code, "an XID flag for the next row, with too many already waiting (the Xid is in events.log, or counted in its XID_LINES_SUPPRESSED line)")
 	}
 }
 
@@ -149,7 +149,7 @@ func (gs *gpuState) closeXids() {
 	gs.pending, gs.xclosed = nil, true
 	gs.xmu.Unlock()
 	for _, code := range lost {
-		gs.dropXid(code, "an XID flag waiting for the GPU's next row, which did not come before shutdown (the Xid is in events.log)")
+		gs.dropXid(code, "an XID flag waiting for the GPU's next row, which did not come before shutdown (the Xid is in events.log, or counted in its XID_LINES_SUPPRESSED line)")
 	}
 }
 
