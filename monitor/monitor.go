@@ -163,8 +163,8 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		return nil, err
 	}
 	m.csv = csv
-	m.events = cfg.openLog(cfg.LogDir, "events.log", eventsLogMB)
-	m.summary = cfg.openLog(cfg.LogDir, "summary.log", summaryLogMB)
+	m.events = cfg.openLog(cfg.LogDir, EventsLog, eventsLogMB)
+	m.summary = cfg.openLog(cfg.LogDir, SummaryLog, summaryLogMB)
 	m.snaps = snapshot.New(snapshot.Config{
 		Dir: cfg.LogDir, Runner: cfg.Runner, Logger: m.log,
 		CrashCooldown: cfg.CrashCooldown, SpikeCooldown: cfg.SpikeCooldown,

@@ -131,7 +131,7 @@ func exists(path string) bool {
 // It is "" when the file holds no whole line (a new file, or one cut in its
 // first line, which openAppend rewrites).
 func leading(path string, n int) (string, error) {
-	f, err := os.Open(path)
+	f, err := OpenNoFollow(path, os.O_RDONLY, 0)
 	if err != nil {
 		return "", err
 	}
@@ -157,7 +157,7 @@ func leading(path string, n int) (string, error) {
 // lastRowTime returns the timestamp of the last whole row of path; zero
 // when it has none (only a header) or the row's timestamp does not parse.
 func lastRowTime(path string) (time.Time, error) {
-	f, err := os.Open(path)
+	f, err := OpenNoFollow(path, os.O_RDONLY, 0)
 	if err != nil {
 		return time.Time{}, err
 	}

@@ -28,9 +28,10 @@ func (c *CSV) cutBack(gf *gpuFile) {
 // fsync). An existing file that ends in a partial line (the last run died
 // mid-write) is cut back to its last whole line first.
 func openAppend(path string, header []byte, log *slog.Logger) (*os.File, int64, bool, error) {
-	_, statErr := os.Stat(path)
+	_, statErr := os.Lstat(path)
 	created := os.IsNotExist(statErr)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	// Never through a link (ELOOP): see trust.go.
+	f, err := OpenNoFollow(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, 0, false, err
 	}
@@ -98,7 +99,7 @@ func cutToWholeLine(f *os.File, path string, size int64) (int64, error) {
 // cutPathToWholeLine cuts the file at path back to its last whole line and
 // returns how many bytes it removed. A missing file has nothing to cut.
 func cutPathToWholeLine(path string) (int64, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	f, err := OpenNoFollow(path, os.O_WRONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}
@@ -119,7 +120,7 @@ func cutPathToWholeLine(path string) (int64, error) {
 
 // lastWholeLine returns the offset just past the last newline of the file.
 func lastWholeLine(path string, size int64) (int64, error) {
-	r, err := os.Open(path)
+	r, err := OpenNoFollow(path, os.O_RDONLY, 0)
 	if err != nil {
 		return 0, err
 	}

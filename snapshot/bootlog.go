@@ -168,7 +168,7 @@ func WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
 	b.WriteString(lastIncidents(filepath.Join(c.Dir, "events.log"), c.Now))
 	b.WriteString("\n=== End of boot log ===\n")
 
-	crashDir := filepath.Join(c.Dir, "crashes")
+	crashDir := filepath.Join(c.Dir, CrashDir)
 	if err := ensureDir(crashDir); err != nil {
 		return res, err
 	}

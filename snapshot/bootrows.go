@@ -94,7 +94,7 @@ func rowTime(line string) (time.Time, error) {
 // a time before t. A plain file is read from its last tailBytes; a .gz is
 // streamed. A line cut by the crash (no newline, or no timestamp) is left out.
 func readRowsBefore(path string, gz bool, t time.Time, n int) (string, []string, error) {
-	f, err := os.Open(path)
+	f, err := sink.OpenNoFollow(path, os.O_RDONLY, 0) // a link's target is not ours to quote
 	if err != nil {
 		return "", nil, err
 	}

@@ -17,6 +17,12 @@ const (
 	dirMode  = 0o750
 )
 
+// The directories of the log dir that snapshots are written in.
+const (
+	CrashDir = "crashes" // crash and boot snapshots, follow-ups
+	SpikeDir = "spikes"  // fan-spike snapshots
+)
+
 // createNew writes data to dir/base.log (or base-2.log ...) with the one
 // atomic-write helper, never replacing a file, creating dir first. A
 // non-empty path with an error means the file is in place but the directory
@@ -28,8 +34,13 @@ func (m *Manager) createNew(dir, base string, data []byte) (string, error) {
 	return m.files.CreateNew(dir, base, ".log", data)
 }
 
-// ensureDir creates dir (and its parents) if needed, making a new entry durable.
+// ensureDir creates dir (and its parents) if needed, making a new entry
+// durable. A link at dir is refused: snapshots are written by name into it
+// (see sink.CheckNotLink).
 func ensureDir(dir string) error {
+	if err := sink.CheckNotLink(dir, true); err != nil {
+		return err
+	}
 	err := os.Mkdir(dir, dirMode)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(filepath.Dir(dir), dirMode); err != nil {

@@ -177,8 +177,8 @@ func New(cfg Config) *Manager {
 		cfg:      cfg,
 		log:      cfg.Logger,
 		files:    sink.Atomic{Perm: fileMode},
-		crashDir: filepath.Join(cfg.Dir, "crashes"),
-		spikeDir: filepath.Join(cfg.Dir, "spikes"),
+		crashDir: filepath.Join(cfg.Dir, CrashDir),
+		spikeDir: filepath.Join(cfg.Dir, SpikeDir),
 		gpus:     make(map[int]*gpuState),
 	}
 	m.work, m.stopWork = context.WithCancel(context.Background())

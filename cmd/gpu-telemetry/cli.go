@@ -18,6 +18,7 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
 	"github.com/gpu-telemetry/gpu-telemetry/live/control"
 	"github.com/gpu-telemetry/gpu-telemetry/monitor"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
 // CLI is the logger's command line. Running the logger is what a command
@@ -174,9 +175,25 @@ func (c *CLI) Validate() error {
 // --lock-file that does not exist. Only the daemon's own directory, runDir,
 // is created (makeRunDir); another one is the operator's to make, not ours
 // to make as root.
+//
+// Each directory the daemon writes in as root (the log dir, the socket's,
+// the lock file's) must be writable by root and the daemon's user only
+// (sink.CheckDir): anyone else who could write it could plant links there
+// to files the daemon would then write. In the log dir, no name the daemon
+// writes by name through code that follows links may be a link
+// (monitor.CheckLogDir, and the lock file here).
 func (c *CLI) checkSystem() error {
+	if err := monitor.CheckLogDir(c.LogDir); err != nil {
+		return fmt.Errorf("--log-dir %s: %w", c.LogDir, err)
+	}
+	if err := sink.CheckNotLink(filepath.Join(c.LogDir, logDirLock), false); err != nil {
+		return fmt.Errorf("--log-dir %s: %w", c.LogDir, err)
+	}
 	if c.Socket != "none" {
 		if err := dirExists(c.Socket); err != nil {
+			return fmt.Errorf("--socket %s: %w", c.Socket, err)
+		}
+		if err := sink.CheckDir(filepath.Dir(c.Socket)); err != nil {
 			return fmt.Errorf("--socket %s: %w", c.Socket, err)
 		}
 		if c.SocketGroup != "" {
@@ -186,6 +203,12 @@ func (c *CLI) checkSystem() error {
 		}
 	}
 	if err := dirExists(c.LockFile); err != nil {
+		return fmt.Errorf("--lock-file %s: %w", c.LockFile, err)
+	}
+	if err := sink.CheckDir(filepath.Dir(c.LockFile)); err != nil {
+		return fmt.Errorf("--lock-file %s: %w", c.LockFile, err)
+	}
+	if err := sink.CheckNotLink(c.LockFile, false); err != nil {
 		return fmt.Errorf("--lock-file %s: %w", c.LockFile, err)
 	}
 	if c.WebConfigFile != "" {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/gpu-telemetry/gpu-telemetry/monitor"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
 // version is set at build time (-ldflags "-X main.version=...").
@@ -94,6 +95,12 @@ func serve(cli *CLI, stderr io.Writer) int {
 	// flag: the operator named it.
 	if err := os.MkdirAll(cli.LogDir, 0o755); err != nil {
 		fmt.Fprintf(stderr, "gpu-telemetry: --log-dir %s: %v\n", cli.LogDir, errors.Unwrap(err))
+		return 2
+	}
+	// Checked again now that it exists: made by someone else meanwhile (in
+	// a sticky /tmp), it is theirs and refused.
+	if err := monitor.CheckLogDir(cli.LogDir); err != nil {
+		fmt.Fprintf(stderr, "gpu-telemetry: --log-dir %s: %v\n", cli.LogDir, err)
 		return 2
 	}
 	if err := checkWritable(cli.LogDir); err != nil {
@@ -221,8 +228,12 @@ func takeLocks(lockFile, logDir string) (unlock, remove func(), err error) {
 // messages) and writes our PID into it. When another instance holds it, the
 // error names the file and the holder's PID.
 // Its directory must exist (checkSystem): it is never created.
+//
+// The file is opened without following a link (checkSystem refused one
+// already; this holds for one planted since), and the PID is written
+// through a descriptor of that same file, never by name.
 func takeLock(flag, path string) (*flock.Flock, error) {
-	l := flock.New(path)
+	l := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW), flock.SetPermissions(0o644))
 	ok, err := l.TryLock()
 	if err != nil {
 		return nil, fmt.Errorf("%s: lock file %s: %w", flag, path, err)
@@ -237,9 +248,39 @@ func takeLock(flag, path string) (*flock.Flock, error) {
 		return nil, fmt.Errorf("another gpu-telemetry is running (pid %s): %s lock file %s is held", holder, flag, path)
 	}
 	// flock locks the inode, so writing through a second descriptor is fine.
-	if err := os.WriteFile(path, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+	if err := writePID(l, path); err != nil {
 		l.Unlock()
 		return nil, fmt.Errorf("%s: lock file %s: %w", flag, path, err)
 	}
 	return l, nil
+}
+
+// writePID writes our PID into the lock file l holds, through a second
+// descriptor (flock keeps its own to itself) opened without following a
+// link and checked to be the very file locked.
+func writePID(l *flock.Flock, path string) error {
+	f, err := sink.OpenNoFollow(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	locked, err := l.Stat()
+	if err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !os.SameFile(locked, fi) {
+		return errors.New("replaced while being locked")
+	}
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	_, err = f.Write([]byte(strconv.Itoa(os.Getpid()) + "\n"))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -126,6 +126,69 @@ func TestLockContention(t *testing.T) {
 	}
 }
 
+// TestLockNeverThroughALink: a link at the lock path (planted to have root
+// write its PID into a file of the system) is refused, and its target is
+// left as it was.
+func TestLockNeverThroughALink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(t.TempDir(), "precious")
+	if err := os.WriteFile(target, []byte("root's file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "lock")
+	if err := os.Symlink(target, path); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := takeLock("--lock-file", path); err == nil {
+		l.Unlock()
+		t.Errorf("took a lock through a link")
+	}
+	if b, _ := os.ReadFile(target); string(b) != "root's file\n" {
+		t.Errorf("the link's target is now %q", b)
+	}
+}
+
+// TestUntrustedDirsRefused: a log dir, socket directory or lock file
+// directory that others can write, or with a link where the daemon writes
+// by name, is bad input (one line, exit 2) and nothing is written there.
+func TestUntrustedDirsRefused(t *testing.T) {
+	dir := t.TempDir()
+	open := filepath.Join(dir, "open")
+	if err := os.Mkdir(open, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	linked := filepath.Join(dir, "linked")
+	if err := os.Mkdir(linked, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(dir, "precious")
+	if err := os.WriteFile(target, []byte("root's file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(linked, "events.log")); err != nil {
+		t.Fatal(err)
+	}
+	safe := func(args []string, stdout, stderr io.Writer) int {
+		return run(append([]string{"--log-dir", filepath.Join(dir, "logs"), "--lock-file", dir + "/lock", "--socket", dir + "/control.sock"}, args...), stdout, stderr)
+	}
+	checkCLI(t, safe, []cliCase{
+		{"world-writable log dir", []string{"--log-dir", open}, 2, "", "gpu-telemetry: --log-dir " + open + ": " + open + " is writable by every user (mode 0777)"},
+		{"log dir to be made in a world-writable dir", []string{"--log-dir", open + "/logs"}, 2, "", "--log-dir " + open + "/logs: " + open + " is writable by every user"},
+		{"socket in a world-writable dir", []string{"--socket", open + "/x.sock"}, 2, "", "gpu-telemetry: --socket " + open + "/x.sock: " + open + " is writable by every user"},
+		{"lock file in a world-writable dir", []string{"--lock-file", open + "/x.pid"}, 2, "", "gpu-telemetry: --lock-file " + open + "/x.pid: " + open + " is writable by every user"},
+		{"events.log a link", []string{"--log-dir", linked}, 2, "", "gpu-telemetry: --log-dir " + linked + ": " + linked + "/events.log is a symbolic link"},
+	})
+	if names := testutil.Entries(t, open); len(names) != 0 {
+		t.Errorf("refused runs wrote %q in %s", names, open)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "root's file\n" {
+		t.Errorf("the link's target is now %q", b)
+	}
+}
+
 // TestLockFileInTheLogDirByAnotherPath: --lock-file naming the log dir's
 // own lock file by another spelling (relative, through a link) is one lock,
 // not a second logger; another logger on the same log dir is still refused.

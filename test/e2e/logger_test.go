@@ -347,6 +347,19 @@ func TestBadInput(t *testing.T) {
 	os.WriteFile(file, []byte("x"), 0o644)
 	gone := filepath.Join(t.TempDir(), "nonexistent", "dir") // the socket's and the lock file's, made by no case
 	long := filepath.Join(t.TempDir(), strings.Repeat("s", 100)+".sock")
+	// Directories others could plant links in (see sink.CheckDir).
+	open := t.TempDir()
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	foreign := t.TempDir()
+	foreignOwner := "" // empty when the test cannot chown
+	if os.Geteuid() == 0 {
+		if err := os.Chown(foreign, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		foreignOwner = foreign + " is owned by uid 65534"
+	}
 	cases := []struct {
 		name string
 		args []string
@@ -373,10 +386,16 @@ func TestBadInput(t *testing.T) {
 		// bind refused it ("invalid argument", exit 1) after the log dir was written
 		{"socket path too long for a unix socket", []string{"--socket", long}, 2,
 			"gpu-telemetry: --socket " + long + ": " + strconv.Itoa(len(long)) + " bytes long; a unix socket path may be at most 95 here"},
+		{"world-writable log dir", []string{"--log-dir", open}, 2, "gpu-telemetry: --log-dir " + open + ": " + open + " is writable by every user (mode 0777)"},
+		{"log dir owned by another user", []string{"--log-dir", foreign}, 2, "gpu-telemetry: --log-dir " + foreign + ": " + foreignOwner},
+		{"socket in a world-writable directory", []string{"--socket", open + "/x.sock"}, 2, "gpu-telemetry: --socket " + open + "/x.sock: " + open + " is writable by every user"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
+			if c.args[len(c.args)-1] == foreign && foreignOwner == "" {
+				t.Skip("needs root to give a directory to another user")
+			}
 			dir := t.TempDir()
 			// Something already written must survive a failed start.
 			old := filepath.Join(dir, "gpu0-deep-2026-01-01.csv")
@@ -403,6 +422,11 @@ func TestBadInput(t *testing.T) {
 			}
 			if _, err := os.Stat(filepath.Dir(gone)); err == nil {
 				t.Errorf("a refused start created %s", filepath.Dir(gone))
+			}
+			for _, d := range []string{open, foreign} {
+				if names := testutil.Entries(t, d); len(names) != 0 {
+					t.Errorf("a refused start wrote %q in %s", names, d)
+				}
 			}
 			if len(lines) != 1 {
 				t.Errorf("stderr is %d lines, want the one error line:\n%s", len(lines), stderr)
