@@ -15,6 +15,7 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
+	"github.com/gpu-telemetry/gpu-telemetry/live/control"
 )
 
 func TestIntervalParsing(t *testing.T) {
@@ -89,7 +90,7 @@ func TestRunExitCodes(t *testing.T) {
 			"gpu-telemetry: --socket " + gone + "/x.sock: directory " + gone + " does not exist"},
 		{"socket in a file", []string{"--socket", filepath.Join(file, "x.sock")}, 2, "", "--socket " + filepath.Join(file, "x.sock") + ": " + file + " is not a directory"},
 		{"socket path too long for a unix socket", []string{"--socket", long}, 2, "",
-			"gpu-telemetry: --socket " + long + ": " + strconv.Itoa(len(long)) + " bytes long; a unix socket path may be at most 95 here"},
+			"gpu-telemetry: --socket " + long + ": " + strconv.Itoa(len(long)) + " bytes long; a unix socket path may be at most " + strconv.Itoa(control.MaxPath) + " here"},
 		{"lock file in a directory that does not exist", []string{"--lock-file", gone + "/x.pid"}, 2, "",
 			"gpu-telemetry: --lock-file " + gone + "/x.pid: directory " + gone + " does not exist"},
 	})

@@ -29,6 +29,8 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/peer"
+	"golang.org/x/sys/unix"
+
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 )
 
@@ -57,15 +59,18 @@ const (
 	Reuse = 50 * time.Millisecond
 )
 
-// tmpSuffix begins the temporary name Listen creates the socket under,
-// <path>.new-<pid>, before renaming it into place.
-const tmpSuffix = ".new-"
+// tmpSuffix begins the private directory Listen binds the socket in,
+// <path>.new-<pid>, and tmpName is the socket's name there (bindPrivate).
+const (
+	tmpSuffix = ".new-"
+	tmpName   = "s"
+)
 
 // MaxPath is the longest socket path Listen takes: a unix socket address
-// holds 107 bytes (sun_path less its NUL), and the socket is first created
-// as <path>.new-<pid>, with a pid of up to 7 digits (Linux's pid_max is at
-// most 4194304). A longer path fails bind with "invalid argument".
-const MaxPath = len(syscall.RawSockaddrUnix{}.Path) - 1 - len(tmpSuffix) - 7
+// holds 107 bytes (sun_path less its NUL), and the socket is first bound
+// as <path>.new-<pid>/s, with a pid of up to 7 digits (Linux's pid_max is
+// at most 4194304). A longer path fails bind with "invalid argument".
+const MaxPath = len(syscall.RawSockaddrUnix{}.Path) - 1 - len(tmpSuffix) - 7 - len("/"+tmpName)
 
 // CheckPath says why path cannot be the socket's: longer than MaxPath.
 func CheckPath(path string) error {
@@ -128,9 +133,9 @@ var ErrInUse = errors.New("in use by a running process")
 
 // Listen creates the socket in its directory, which must exist (the daemon
 // makes its default one; it makes no other). A stale socket file (nobody accepts on it) is
-// replaced; a live one is refused with ErrInUse. The socket is created under
-// a temporary name, given its mode and group, and renamed into place, so it
-// is never reachable with looser permissions.
+// replaced; a live one is refused with ErrInUse. The socket is created in a
+// private directory (see bindPrivate), given its mode and group there, and
+// renamed into place, so it is never reachable with looser permissions.
 func Listen(cfg Config, board *live.Board) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -150,30 +155,77 @@ func Listen(cfg Config, board *live.Board) (*Server, error) {
 	if err := clearStale(cfg.Path); err != nil {
 		return nil, err
 	}
-	tmp := cfg.Path + tmpSuffix + strconv.Itoa(os.Getpid())
-	os.Remove(tmp)
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
+	ln, err := bindPrivate(cfg.Path, mode, gid)
 	if err != nil {
 		return nil, fmt.Errorf("control socket %s: %w", cfg.Path, err)
 	}
+	return &Server{cfg: cfg, board: board, log: cfg.Logger, ln: ln, sem: make(chan struct{}, MaxConns)}, nil
+}
+
+// testHookBound runs once the socket is bound, before it is given its mode
+// and group: tests play there someone who swaps the names in the socket's
+// directory.
+var testHookBound = func(tmp string) {}
+
+// bindPrivate binds a unix socket at path with mode and group gid (-1: the
+// daemon's). The daemon runs as root, and a mode or a group set by name
+// follows a link someone put at that name: so the socket is bound as "s" in
+// a directory of our own, <path>.new-<pid>, 0700 (no one else can reach the
+// socket there, nor put anything in it), and its mode, group and move into
+// place are done relative to a descriptor of that directory, which no
+// renaming of names in the socket's directory can redirect. A socket bound
+// elsewhere (the directory swapped before the bind) is not found through
+// the descriptor, and the bind fails.
+func bindPrivate(path string, mode os.FileMode, gid int) (*net.UnixListener, error) {
+	tmp := path + tmpSuffix + strconv.Itoa(os.Getpid())
+	os.Remove(tmp + "/" + tmpName) // left by a process of this pid that died here
+	os.Remove(tmp)
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return nil, err
+	}
+	defer os.Remove(tmp) // empty by then, or someone else's: unlink follows no link
+	dir, err := os.OpenFile(tmp, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(dir.Fd()), &st); err != nil {
+		return nil, err
+	}
+	if int(st.Uid) != os.Geteuid() || st.Mode&0o077 != 0 {
+		return nil, fmt.Errorf("%s: replaced while being made", tmp)
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp + "/" + tmpName, Net: "unix"})
+	if err != nil {
+		return nil, err
+	}
 	ln.SetUnlinkOnClose(false)
-	fail := func(err error) (*Server, error) {
+	testHookBound(tmp)
+	dfd := int(dir.Fd())
+	fail := func(op string, err error) (*net.UnixListener, error) {
 		ln.Close()
-		os.Remove(tmp)
-		return nil, fmt.Errorf("control socket %s: %w", cfg.Path, err)
+		unix.Unlinkat(dfd, tmpName, 0)
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	if err := unix.Fstatat(dfd, tmpName, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return fail("bound socket", err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return fail("bound socket", errors.New("not a socket"))
 	}
 	if gid >= 0 {
-		if err := os.Chown(tmp, -1, gid); err != nil {
-			return fail(err)
+		if err := unix.Fchownat(dfd, tmpName, -1, gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return fail("chown", err)
 		}
 	}
-	if err := os.Chmod(tmp, mode); err != nil {
-		return fail(err)
+	if err := unix.Fchmodat(dfd, tmpName, uint32(mode.Perm()), 0); err != nil {
+		return fail("chmod", err)
 	}
-	if err := os.Rename(tmp, cfg.Path); err != nil {
-		return fail(err)
+	if err := unix.Renameat(dfd, tmpName, unix.AT_FDCWD, path); err != nil {
+		return fail("rename", err)
 	}
-	return &Server{cfg: cfg, board: board, log: cfg.Logger, ln: ln, sem: make(chan struct{}, MaxConns)}, nil
+	return ln, nil
 }
 
 // clearStale removes a socket file nobody accepts on, and refuses one that

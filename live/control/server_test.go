@@ -299,6 +299,47 @@ func TestStaleSocketReplacedLiveOneRefused(t *testing.T) {
 	}
 }
 
+// TestSocketModeNeverThroughALink: the socket's mode and group are set
+// where no one else can redirect them. Someone who swaps the temporary
+// name for a link to another file between the bind and the chmod (possible
+// with a socket directory others can write) changes neither that file nor
+// the socket's mode. (Before, the chmod by name went through the link.)
+func TestSocketModeNeverThroughALink(t *testing.T) {
+	precious := filepath.Join(t.TempDir(), "precious")
+	if err := os.WriteFile(precious, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(precious, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testHookBound = func(tmp string) {
+		if err := os.Rename(tmp, tmp+".moved"); err != nil {
+			t.Error(err)
+		}
+		if err := os.Symlink(precious, tmp); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { testHookBound = func(string) {} }()
+	path := filepath.Join(t.TempDir(), "c.sock")
+	s, err := Listen(Config{Path: path}, testBoard())
+	if err == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { s.Serve(ctx); close(done) }()
+		defer func() { cancel(); <-done }()
+		if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
+			t.Errorf("the socket: %v %v, want a socket, 0600", fi.Mode(), err)
+		}
+		if _, _, err := Query(path, time.Second); err != nil {
+			t.Errorf("status: %v", err)
+		}
+	}
+	if fi, err := os.Stat(precious); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("the link's target: mode %v %v, want 0644 as it was", fi.Mode().Perm(), err)
+	}
+}
+
 func TestSocketGroup(t *testing.T) {
 	gid := os.Getgid()
 	s, stop := serve(t, Config{Group: itoa(gid)})

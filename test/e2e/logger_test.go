@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
+	"github.com/gpu-telemetry/gpu-telemetry/live/control"
 )
 
 func seedColumns(fans int) []string {
@@ -385,7 +386,7 @@ func TestBadInput(t *testing.T) {
 			"gpu-telemetry: --lock-file " + gone + "/x.pid: directory " + gone + " does not exist"},
 		// bind refused it ("invalid argument", exit 1) after the log dir was written
 		{"socket path too long for a unix socket", []string{"--socket", long}, 2,
-			"gpu-telemetry: --socket " + long + ": " + strconv.Itoa(len(long)) + " bytes long; a unix socket path may be at most 95 here"},
+			"gpu-telemetry: --socket " + long + ": " + strconv.Itoa(len(long)) + " bytes long; a unix socket path may be at most " + strconv.Itoa(control.MaxPath) + " here"},
 		{"world-writable log dir", []string{"--log-dir", open}, 2, "gpu-telemetry: --log-dir " + open + ": " + open + " is writable by every user (mode 0777)"},
 		{"log dir owned by another user", []string{"--log-dir", foreign}, 2, "gpu-telemetry: --log-dir " + foreign + ": " + foreignOwner},
 		{"socket in a world-writable directory", []string{"--socket", open + "/x.sock"}, 2, "gpu-telemetry: --socket " + open + "/x.sock: " + open + " is writable by every user"},
