@@ -19,9 +19,18 @@ import (
 // CheckNotLink): a link found there was planted before the directory was
 // made safe, and is refused rather than written through.
 
-// ErrUntrusted is wrapped by CheckDir's errors for a directory, or one of
-// its parents, that someone other than root or the daemon's user could write.
+// ErrUntrusted is matched (errors.Is) by CheckDir's errors for a
+// directory, or one of its parents, that someone other than root or the
+// daemon's user could write.
 var ErrUntrusted = errors.New("writable by others")
+
+// untrusted is CheckDir's error: its text says who can write what.
+type untrusted string
+
+func (e untrusted) Error() string        { return string(e) }
+func (e untrusted) Is(target error) bool { return target == ErrUntrusted }
+
+func untrustedf(format string, a ...any) error { return untrusted(fmt.Sprintf(format, a...)) }
 
 // CheckDir checks that dir, or, when it does not exist yet, the directory it
 // would be made in, can be written by root and the daemon's user only: dir
@@ -84,17 +93,17 @@ func checkOne(path string, parent bool) error {
 		return nil // not Linux: nothing to tell owners by
 	}
 	if st.Uid != 0 && int(st.Uid) != os.Geteuid() {
-		return fmt.Errorf("%s is owned by uid %d, not by root or the daemon's user: %w", path, st.Uid, ErrUntrusted)
+		return untrustedf("%s is owned by uid %d, not by root or the daemon's user", path, st.Uid)
 	}
 	mode := fi.Mode()
 	if parent && mode&os.ModeSticky != 0 {
 		return nil
 	}
 	if mode&0o002 != 0 {
-		return fmt.Errorf("%s is writable by every user (mode %04o): %w", path, mode.Perm()|stickyBit(mode), ErrUntrusted)
+		return untrustedf("%s is writable by every user (mode %04o)", path, mode.Perm()|stickyBit(mode))
 	}
 	if mode&0o020 != 0 && st.Gid != 0 && int(st.Gid) != os.Getegid() {
-		return fmt.Errorf("%s is writable by group %d (mode %04o): %w", path, st.Gid, mode.Perm(), ErrUntrusted)
+		return untrustedf("%s is writable by group %d (mode %04o)", path, st.Gid, mode.Perm())
 	}
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
 
 // nobody is a uid and gid no test runs as.
@@ -124,15 +126,9 @@ func chown(t *testing.T, path string, uid, gid int) {
 // TestOpenAppendRefusesALink: a CSV name that is a link (planted before
 // the log dir was made safe) is never written through.
 func TestOpenAppendRefusesALink(t *testing.T) {
-	dir := t.TempDir()
-	target := filepath.Join(t.TempDir(), "precious")
-	if err := os.WriteFile(target, []byte("root's file\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "gpu0-5a3c1e2f-deep-2026-01-01.csv")
-	if err := os.Symlink(target, path); err != nil {
-		t.Fatal(err)
-	}
+	path := filepath.Join(t.TempDir(), "gpu0-5a3c1e2f-deep-2026-01-01.csv")
+	planted := testutil.PlantLink(t, path, "", false) // empty: openAppend would write its header
+
 	f, _, _, err := openAppend(path, []byte("timestamp\n"), slog.New(slog.DiscardHandler))
 	if err == nil {
 		f.Close()
@@ -146,9 +142,7 @@ func TestOpenAppendRefusesALink(t *testing.T) {
 	if err := CompressFile(path); err == nil {
 		t.Errorf("compressed a link's target")
 	}
-	if b, _ := os.ReadFile(target); string(b) != "root's file\n" {
-		t.Errorf("the link's target changed: %q", b)
-	}
+	planted.Check(t)
 	if _, err := os.Stat(path + ".gz"); err == nil {
 		t.Errorf("the link's target was archived in the log dir")
 	}

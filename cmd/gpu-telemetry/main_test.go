@@ -131,22 +131,13 @@ func TestLockContention(t *testing.T) {
 // write its PID into a file of the system) is refused, and its target is
 // left as it was.
 func TestLockNeverThroughALink(t *testing.T) {
-	dir := t.TempDir()
-	target := filepath.Join(t.TempDir(), "precious")
-	if err := os.WriteFile(target, []byte("root's file\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "lock")
-	if err := os.Symlink(target, path); err != nil {
-		t.Fatal(err)
-	}
+	path := filepath.Join(t.TempDir(), "lock")
+	planted := testutil.PlantLink(t, path, "root's file\n", false)
 	if l, err := takeLock("--lock-file", path); err == nil {
 		l.Unlock()
 		t.Errorf("took a lock through a link")
 	}
-	if b, _ := os.ReadFile(target); string(b) != "root's file\n" {
-		t.Errorf("the link's target is now %q", b)
-	}
+	planted.Check(t)
 }
 
 // TestUntrustedDirsRefused: a log dir, socket directory or lock file
@@ -165,13 +156,7 @@ func TestUntrustedDirsRefused(t *testing.T) {
 	if err := os.Mkdir(linked, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	target := filepath.Join(dir, "precious")
-	if err := os.WriteFile(target, []byte("root's file\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(target, filepath.Join(linked, "events.log")); err != nil {
-		t.Fatal(err)
-	}
+	planted := testutil.PlantLink(t, filepath.Join(linked, "events.log"), "root's file\n", false)
 	safe := func(args []string, stdout, stderr io.Writer) int {
 		return run(append([]string{"--log-dir", filepath.Join(dir, "logs"), "--lock-file", dir + "/lock", "--socket", dir + "/control.sock"}, args...), stdout, stderr)
 	}
@@ -185,9 +170,7 @@ func TestUntrustedDirsRefused(t *testing.T) {
 	if names := testutil.Entries(t, open); len(names) != 0 {
 		t.Errorf("refused runs wrote %q in %s", names, open)
 	}
-	if b, _ := os.ReadFile(target); string(b) != "root's file\n" {
-		t.Errorf("the link's target is now %q", b)
-	}
+	planted.Check(t)
 }
 
 // TestLockFileInTheLogDirByAnotherPath: --lock-file naming the log dir's

@@ -10,17 +10,6 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
 
-// precious is a file outside the log dir standing for one of root's: a
-// link planted in the log dir points at it.
-func precious(t *testing.T, content string) (path string) {
-	t.Helper()
-	path = filepath.Join(t.TempDir(), "precious")
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // TestLinksInTheLogDirRefused: a link planted in the log dir under a name
 // the logger writes through code that follows links (the lock file,
 // lumberjack's events.log and summary.log, the snapshot directories) is
@@ -38,16 +27,8 @@ func TestLinksInTheLogDirRefused(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			content := "root's own file\n"
-			file := precious(t, content)
-			target := file
-			if c.dir {
-				target = filepath.Dir(file)
-			}
 			link := filepath.Join(dir, c.name)
-			if err := os.Symlink(target, link); err != nil {
-				t.Fatal(err)
-			}
+			planted := testutil.PlantLink(t, link, "root's own file\n", c.dir)
 			code, stderr := runToEnd(t, opts{dir: dir}, 20*time.Second)
 			if code != 2 {
 				t.Errorf("exit code %d, want 2", code)
@@ -59,12 +40,7 @@ func TestLinksInTheLogDirRefused(t *testing.T) {
 			if names := testutil.Entries(t, dir); len(names) != 1 {
 				t.Errorf("the log dir holds %q after a refused start, want only the link", names)
 			}
-			if b, _ := os.ReadFile(file); string(b) != content {
-				t.Errorf("the link's target is now %q", b)
-			}
-			if names := testutil.Entries(t, filepath.Dir(file)); len(names) != 1 {
-				t.Errorf("the link's target directory holds %q", names)
-			}
+			planted.Check(t)
 		})
 	}
 }
@@ -86,30 +62,18 @@ func TestCSVLinksNeverWrittenThrough(t *testing.T) {
 	}
 	// An empty file, as a CSV the logger takes up at start (a file that is
 	// not is another board's, and the logger starts a new part).
-	content := ""
-	target := precious(t, content)
-	if err := os.Symlink(target, today); err != nil {
-		t.Fatal(err)
-	}
+	planted := testutil.PlantLink(t, today, "", false)
 	// The same board's file of a day long gone, as retention archives it
 	// (housekeeping passes over what is not a regular file; this holds it).
 	base := filepath.Base(today)
 	old := filepath.Join(p.dir, base[:strings.Index(base, "-deep-")]+"-deep-2026-01-01.csv")
-	oldContent := "root's own file\n"
-	oldTarget := precious(t, oldContent)
-	if err := os.Symlink(oldTarget, old); err != nil {
-		t.Fatal(err)
-	}
+	oldPlanted := testutil.PlantLink(t, old, "root's own file\n", false)
 	q := start(t, opts{dir: p.dir})
 	q.waitFor("sampling", 20*time.Second, func() bool { return strings.Contains(q.stderr.String(), "msg=polling") })
 	time.Sleep(time.Second) // rows would have been written by now
 	q.stop()
-	if b, _ := os.ReadFile(target); string(b) != content {
-		t.Errorf("today's CSV link's target is now %.200q", b)
-	}
-	if b, _ := os.ReadFile(oldTarget); string(b) != oldContent {
-		t.Errorf("the old CSV link's target is now %.200q", b)
-	}
+	planted.Check(t)
+	oldPlanted.Check(t)
 	if _, err := os.Stat(old + ".gz"); err == nil {
 		t.Errorf("the old CSV link's target was archived as %s.gz", old)
 	}
