@@ -69,9 +69,14 @@ func TestCSVLinksNeverWrittenThrough(t *testing.T) {
 	old := filepath.Join(p.dir, base[:strings.Index(base, "-deep-")]+"-deep-2026-01-01.csv")
 	oldPlanted := testutil.PlantLink(t, old, "root's own file\n", false)
 	q := start(t, opts{dir: p.dir})
-	q.waitFor("sampling", 20*time.Second, func() bool { return strings.Contains(q.stderr.String(), "msg=polling") })
-	time.Sleep(time.Second) // rows would have been written by now
+	q.waitFor("the CSV link refused", 20*time.Second, func() bool {
+		return strings.Contains(q.stderr.String(), `msg="cannot open CSV; rows are dropped until it works" gpu=0`) &&
+			strings.Contains(q.stderr.String(), "too many levels of symbolic links")
+	})
 	q.stop()
+	if strings.Contains(q.stderr.String(), " rows_dropped=0 ") {
+		t.Errorf("the rows not written through the link were not counted:\n%s", q.stderr.String())
+	}
 	planted.Check(t)
 	oldPlanted.Check(t)
 	if _, err := os.Stat(old + ".gz"); err == nil {
