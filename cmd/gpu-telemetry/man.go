@@ -67,7 +67,9 @@ func writeMan(stdout, stderr io.Writer) int {
 The logger exits 0 after a clean stop, and when there is nothing to monitor (no driver, no GPU);
 1 when it cannot run (another instance holds the lock, the driver fails);
 2 for bad input, before anything is written: a bad flag, a log directory that cannot be made or written, a GPU selector that names no GPU,
-a socket group that does not exist, a web config that cannot be read, a socket or lock file whose directory does not exist.
+a socket group that does not exist, a web config that cannot be read, a socket or lock file whose directory does not exist,
+a log, socket or lock file directory that a user other than root (or the logger's) owns or can write,
+a symbolic link in the log directory at events.log, summary.log, gpu-telemetry.lock, crashes or spikes, or at the lock file.
 Each error is one line on standard error.
 .B status
 follows the monitoring-plugin convention (0 OK, 1 warning, 2 critical, 3 unknown: no daemon or bad flags);
