@@ -98,20 +98,31 @@ func ParseBoard(text string) (b Board, ok bool) {
 	return b, gpu && d.Err() == nil
 }
 
-// ReadPreamble reads a CSV file's leading lines from br: the board line
-// when there is one (files written before it was have none: ok false) and
-// the header line (with its newline). n is the bytes read. err is br's: an
-// empty file gives io.EOF with nothing read.
+// maxPreambleComments bounds the comment lines read before a header: a
+// file has one (its board line); a file of nothing but comment lines is
+// not read to its end for a header it does not have.
+const maxPreambleComments = 8
+
+// ReadPreamble reads a CSV file's leading lines from br (NewLineReader):
+// the board line when there is one (files written before it was have none:
+// ok false) and the header line (with its newline). n is the bytes read.
+// err is br's: an empty file gives io.EOF with nothing read. A line over
+// MaxLine, or more than a few comment lines, is ErrLongLine: such a file
+// is damaged, and nothing of it is held in memory.
 func ReadPreamble(br *bufio.Reader) (b Board, ok bool, header string, n int64, err error) {
-	for {
-		line, err := br.ReadString('\n')
+	for i := 0; ; i++ {
+		long := 0
+		line, err := ReadLine(br, &long)
+		if long > 0 || i > maxPreambleComments {
+			return b, ok, "", n, ErrLongLine
+		}
 		n += int64(len(line))
-		if IsComment([]byte(line)) && err == nil {
-			if pb, pok := ParseBoardLine(line); pok && !ok {
+		if IsComment(line) && err == nil {
+			if pb, pok := ParseBoardLine(string(line)); pok && !ok {
 				b, ok = pb, true
 			}
 			continue
 		}
-		return b, ok, line, n, err
+		return b, ok, string(line), n, err
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"time"
 )
 
 // A finished day is gzipped as a series of gzip members (RFC 1952 allows
@@ -48,6 +49,7 @@ func gzWriteMembers(w io.Writer, r io.Reader, stop <-chan struct{}) error {
 	if err != nil {
 		return err
 	}
+	startsMidLine := false // the chunk starts inside a line longer than a member
 	flush := func() error {
 		if chunk.Len() == 0 {
 			return nil
@@ -60,7 +62,9 @@ func gzWriteMembers(w io.Writer, r io.Reader, stop <-chan struct{}) error {
 		data := chunk.Bytes()
 		var flags byte
 		stamp := data
-		if IsComment(data) || bytes.HasPrefix(data, []byte("timestamp,")) {
+		if startsMidLine {
+			stamp = nil // neither a row nor a header: never entered by its time
+		} else if IsComment(data) || bytes.HasPrefix(data, []byte("timestamp,")) {
 			flags, stamp = gzFlagHeader, nil
 		} else if i := bytes.IndexByte(stamp, ','); i >= 0 && i <= gzMaxStamp {
 			stamp = stamp[:i]
@@ -86,6 +90,7 @@ func gzWriteMembers(w io.Writer, r io.Reader, stop <-chan struct{}) error {
 		b := member.Bytes()
 		binary.LittleEndian.PutUint32(b[16:], uint32(len(b)))
 		chunk.Reset()
+		startsMidLine = false
 		_, err := w.Write(b)
 		return err
 	}
@@ -93,8 +98,18 @@ func gzWriteMembers(w io.Writer, r io.Reader, stop <-chan struct{}) error {
 	for {
 		line, rerr := br.ReadSlice('\n')
 		if rerr == bufio.ErrBufferFull {
-			// A line longer than the buffer: keep it whole in its member.
+			// A line longer than the buffer: kept in its member while the
+			// member is small; a line longer than a member (a row is under
+			// 2 KiB: damage, or put there) goes on in the next members,
+			// so that no line makes the compressor hold more than a
+			// member's worth, and none is lost.
 			chunk.Write(line)
+			if chunk.Len() >= gzMemberInput {
+				if err := flush(); err != nil {
+					return err
+				}
+				startsMidLine = true
+			}
 			continue
 		}
 		// A file's preamble (its board line, then its header) starts a
@@ -163,4 +178,50 @@ func parseGzExtra(extra []byte) (m GzMember, length int64, ok bool) {
 		extra = extra[4+n:]
 	}
 	return m, 0, false
+}
+
+// GzStart picks, of a .gz's members (GzMembers), where to start reading
+// for rows from from on: the last member that begins before it (0: the
+// file's start), or back members before that one (the boot log reads one
+// more for rows enough before a moment), and the header member that gives
+// the layout there.
+func GzStart(ms []GzMember, from time.Time, back int) (start, header int64) {
+	var rows []int64 // the offsets of the row members before from
+	for _, m := range ms {
+		if m.Header {
+			continue
+		}
+		t, err := time.Parse(TimestampLayout, m.First)
+		if err != nil || !t.Before(from) {
+			break
+		}
+		rows = append(rows, m.Offset)
+	}
+	if i := len(rows) - 1 - back; i >= 0 {
+		start = rows[i]
+	} else if len(rows) > 0 {
+		start = 0 // fewer members than asked for before from: all of them
+	}
+	// The header member in force at start: the last one before it.
+	for _, m := range ms {
+		if m.Offset > start {
+			break
+		}
+		if m.Header {
+			header = m.Offset
+		}
+	}
+	return start, header
+}
+
+// GzPreamble reads the board line and the header (ReadPreamble) of the
+// member at off of the .gz f, total bytes long.
+func GzPreamble(f io.ReaderAt, off, total int64) (b Board, ok bool, header string, err error) {
+	zr, err := gzip.NewReader(io.NewSectionReader(f, off, total-off))
+	if err != nil {
+		return b, false, "", err
+	}
+	zr.Multistream(false)
+	b, ok, header, _, err = ReadPreamble(NewLineReader(zr))
+	return b, ok, header, err
 }

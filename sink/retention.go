@@ -196,7 +196,7 @@ func CompressFile(path string) error { return gzipFile(path, nil) }
 // alone, when stop is closed. When the directory cannot be fsynced, path is
 // kept too: the new .gz might not survive a power loss.
 func gzipFile(path string, stop <-chan struct{}) error {
-	in, err := OpenNoFollow(path, os.O_RDONLY, 0) // a link's target is not ours to archive
+	in, err := OpenOwnRegular(path) // a link's target is not ours to archive; a FIFO is never waited on
 	if err != nil {
 		return err
 	}

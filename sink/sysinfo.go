@@ -166,11 +166,14 @@ func bodyOf(b []byte) []byte {
 
 // WriteSystemInfo writes dir/system-info.txt atomically unless the existing
 // file already says the same (only its generation time would differ): it is
-// rewritten when the driver version, the GPUs or the host change.
+// rewritten when the driver version, the GPUs or the host change. Of the
+// existing file no more is read than the new one's length and a little (a
+// longer one differs), and one that is not a regular file is replaced,
+// never waited on.
 func WriteSystemInfo(dir string, si SystemInfo) (written bool, err error) {
 	path := filepath.Join(dir, "system-info.txt")
 	data := RenderSystemInfo(si)
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(bodyOf(old), bodyOf(data)) {
+	if old, err := ReadBounded(OpenRegular, path, int64(len(data))+4096, false); err == nil && bytes.Equal(bodyOf(old), bodyOf(data)) {
 		return false, nil
 	}
 	if err := WriteFileAtomic(path, data, 0o644); err != nil {

@@ -2,9 +2,10 @@ package snapshot
 
 import (
 	"errors"
-	"io"
 	"io/fs"
 	"os"
+
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
 // maxFileRead bounds a /proc or /sys file read into a snapshot.
@@ -12,35 +13,20 @@ const maxFileRead = 64 << 10
 
 // readSmall reads at most maxFileRead bytes from the start of path.
 func readSmall(path string) ([]byte, error) {
-	return readBounded(path, maxFileRead, false)
+	return sink.ReadBounded(os.Open, path, maxFileRead, false)
 }
 
-// readTail reads at most max bytes from the end of path.
+// readTail reads at most max bytes from the end of path, a regular file
+// (events.log, a pstore record): anything else is refused
+// (sink.ErrNotRegular), never waited on (a FIFO).
 func readTail(path string, max int64) ([]byte, error) {
-	return readBounded(path, max, true)
+	return sink.ReadBounded(sink.OpenRegular, path, max, true)
 }
 
-// readBounded reads at most max bytes of path: its start, or its end when
-// tail is set. The size is not trusted to stop the read (/proc and /sys
-// files say 0 or 4096): the reader's limit does.
-func readBounded(path string, max int64, tail bool) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if tail {
-		fi, err := f.Stat()
-		if err != nil {
-			return nil, err
-		}
-		if fi.Size() > max {
-			if _, err := f.Seek(fi.Size()-max, io.SeekStart); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return io.ReadAll(io.LimitReader(f, max))
+// readLogFile reads at most max bytes from the start of path, a regular
+// file of the log directory (run-state): anything else is refused.
+func readLogFile(path string, max int64) ([]byte, error) {
+	return sink.ReadBounded(sink.OpenRegular, path, max, false)
 }
 
 // fileErr says why a file could not be read, short.

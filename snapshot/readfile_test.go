@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
 func TestReadBounded(t *testing.T) {
@@ -27,7 +29,7 @@ func TestReadBounded(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := readBounded(path, tc.max, tc.tail)
+			got, err := sink.ReadBounded(os.Open, path, tc.max, tc.tail)
 			if err != nil || string(got) != tc.want {
 				t.Errorf("got %q %v, want %q", got, err, tc.want)
 			}
