@@ -338,6 +338,7 @@ func (h *healthReplay) observe(r *Row, s *reading.Sample) {
 type readStats struct {
 	Rows      int        // rows in the window
 	Malformed int        // lines that did not parse (cut by a crash, damaged)
+	Long      int        // lines over sink.MaxLine, skipped unread
 	Damage    string     // why reading stopped early (a damaged .gz), or ""
 	Before    bool       // the file has rows before the window: the data did not start inside it
 	Board     sink.Board // the board its first line names (HasBoard)
@@ -378,9 +379,9 @@ func readWindow(open opener, f sink.CSVDay, from, to time.Time, progress progres
 	if f.GZ {
 		if ms, ok := sink.GzMembers(fh, total); ok {
 			var hdr int64
-			start, hdr = gzStart(ms, from.Add(-seekSlack))
+			start, hdr = sink.GzStart(ms, from.Add(-seekSlack), 0)
 			if start > 0 {
-				if st.Board, st.HasBoard, header, err = gzPreamble(fh, hdr, total); err != nil {
+				if st.Board, st.HasBoard, header, err = sink.GzPreamble(fh, hdr, total); err != nil {
 					return st, fmt.Errorf("%s: not a readable gzip file: %w", filepath.Base(f.Path), err)
 				}
 				counter = &countingReader{r: io.NewSectionReader(fh, start, total-start), n: start}
@@ -394,7 +395,7 @@ func readWindow(open opener, f sink.CSVDay, from, to time.Time, progress progres
 	} else {
 		r = counter
 	}
-	br := bufio.NewReaderSize(r, 256<<10)
+	br := bufio.NewReaderSize(r, 256<<10) // holds a line of sink.MaxLine
 	if start == 0 {
 		st.Board, st.HasBoard, header, preamble, err = sink.ReadPreamble(br)
 	}
@@ -425,18 +426,9 @@ func readWindow(open opener, f sink.CSVDay, from, to time.Time, progress progres
 	var cells []string
 	var health healthReplay
 	skip := beforeCheck{from: from}
-	var long []byte
 	for n := 0; ; n++ {
-		b, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			// A line longer than the buffer: put it together.
-			long = append(long[:0], b...)
-			for err == bufio.ErrBufferFull {
-				b, err = br.ReadSlice('\n')
-				long = append(long, b...)
-			}
-			b = long
-		}
+		// A line over sink.MaxLine is skipped, never put together.
+		b, err := sink.ReadLine(br, &st.Long)
 		// Rows before the window are skipped on their timestamp's bytes,
 		// without a string or a parse (most of a day is skipped).
 		if len(b) > 0 && b[len(b)-1] == '\n' && skip.before(b) {
@@ -492,43 +484,6 @@ func readWindow(open opener, f sink.CSVDay, from, to time.Time, progress progres
 			return st, nil
 		}
 	}
-}
-
-// gzStart picks, of a .gz's members, where to start reading for rows from
-// from on: the last member that begins before it (0: the file's start), and
-// the header member that gives the layout there.
-func gzStart(ms []sink.GzMember, from time.Time) (start, header int64) {
-	for _, m := range ms {
-		if m.Header {
-			continue
-		}
-		t, err := parseTime(m.First)
-		if err != nil || !t.Before(from) {
-			break
-		}
-		start = m.Offset
-	}
-	// The header member in force at start: the last one before it.
-	for _, m := range ms {
-		if m.Offset > start {
-			break
-		}
-		if m.Header {
-			header = m.Offset
-		}
-	}
-	return start, header
-}
-
-// gzPreamble reads the board line and the header of the member at off.
-func gzPreamble(f io.ReaderAt, off, total int64) (b sink.Board, ok bool, header string, err error) {
-	zr, err := gzip.NewReader(io.NewSectionReader(f, off, total-off))
-	if err != nil {
-		return b, false, "", err
-	}
-	zr.Multistream(false)
-	b, ok, header, _, err = sink.ReadPreamble(bufio.NewReader(zr))
-	return b, ok, header, err
 }
 
 // beforeCheck tells whether a row's timestamp is before from by comparing

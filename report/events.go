@@ -1,9 +1,10 @@
 package report
 
 import (
-	"bufio"
+	"io"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
@@ -39,38 +40,36 @@ func parseEventLine(line string) (Event, bool) {
 }
 
 // readEvents reads the events logs in order and returns the events between
-// from and to (all when from is zero), and the number of lines that did not
-// parse. A log it cannot open is an error (unreadable): the events it holds
-// would be missing from the report without a word.
-func readEvents(open opener, paths []string, from, to time.Time) (evs []Event, bad int, err error) {
+// from and to (all when from is zero), the number of lines that did not
+// parse and of those over sink.MaxLine (skipped unread). A log it cannot
+// open is an error (unreadable): the events it holds would be missing from
+// the report without a word.
+func readEvents(open opener, paths []string, from, to time.Time) (evs []Event, bad, long int, err error) {
 	for _, p := range paths {
 		f, err := open(p)
 		if err != nil {
-			return evs, bad, unreadable(filepath.Base(p), p, err)
+			return evs, bad, long, unreadable(filepath.Base(p), p, err)
 		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			if line == "" {
-				continue
+		br := sink.NewLineReader(f)
+		for {
+			b, err := sink.ReadLine(br, &long)
+			if line := strings.TrimRight(string(b), "\r\n"); line != "" {
+				if e, ok := parseEventLine(line); !ok {
+					bad++
+				} else if from.IsZero() || !(e.Time.Before(from) || e.Time.After(to)) {
+					evs = append(evs, e)
+				}
 			}
-			e, ok := parseEventLine(line)
-			if !ok {
-				bad++
-				continue
+			if err != nil {
+				if err != io.EOF {
+					bad++ // the rest of the file could not be read
+				}
+				break
 			}
-			if !from.IsZero() && (e.Time.Before(from) || e.Time.After(to)) {
-				continue
-			}
-			evs = append(evs, e)
-		}
-		if err := sc.Err(); err != nil {
-			bad++
 		}
 		f.Close()
 	}
-	return evs, bad, nil
+	return evs, bad, long, nil
 }
 
 // critical reports whether an event starts an incident: what makes the

@@ -61,8 +61,9 @@ func firstRowTime(f sink.CSVDay) (t time.Time, ok bool) {
 	if _, _, _, _, err := sink.ReadPreamble(br); err != nil { // the board line and the header
 		return t, false
 	}
-	line, _ := br.ReadString('\n')
-	ts, _, _ := strings.Cut(line, ",")
+	long := 0
+	line, _ := sink.ReadLine(br, &long)
+	ts, _, _ := strings.Cut(string(line), ",")
 	t, err = parseTime(ts)
 	return t, err == nil
 }
@@ -80,9 +81,10 @@ func boardOf(f sink.CSVDay) (b sink.Board, ok bool, err error) {
 	return b, ok, nil
 }
 
-// openDay opens f for reading from its start, decompressed.
+// openDay opens f for reading from its start, decompressed, its lines
+// bounded (sink.NewLineReader); what is not a regular file is refused.
 func openDay(f sink.CSVDay) (*bufio.Reader, func(), error) {
-	fh, err := os.Open(f.Path)
+	fh, err := sink.OpenRegular(f.Path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -95,7 +97,7 @@ func openDay(f sink.CSVDay) (*bufio.Reader, func(), error) {
 		}
 		r = zr
 	}
-	return bufio.NewReader(r), func() { fh.Close() }, nil
+	return sink.NewLineReader(r), func() { fh.Close() }, nil
 }
 
 // boardIs reports whether f holds the rows of the board with uuid: its
@@ -232,10 +234,4 @@ func listSnapshots(open opener, dir string, loc *time.Location) ([]snapshotFile,
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
 	return out, nil
-}
-
-// snapshotHeader reads the header of the crash snapshot at path.
-func snapshotHeader(path string) (snapshot.Header, bool) {
-	h, ok, _ := readHeader(os.Open, path)
-	return h, ok
 }

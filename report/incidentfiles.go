@@ -34,8 +34,9 @@ var followUpName = regexp.MustCompile(`^(crash-.*)(\+[0-9.]+[a-zµ]+)\.log$`)
 // headline of the last snapshot that has one (the incident named by its
 // worst events). A crashes/ or snapshot it cannot read is an error
 // (unreadable).
-func incidentFiles(open opener, dir string, gpu int, start time.Time, loc *time.Location) ([]IncidentFile, string, error) {
-	ents, err := readCrashes(open, dir)
+func incidentFiles(o Options, gpu int, start time.Time) ([]IncidentFile, string, error) {
+	dir, loc := o.Dir, o.Loc
+	ents, err := readCrashes(o.openDir, dir)
 	if err != nil {
 		return nil, "", err
 	}
@@ -56,7 +57,7 @@ func incidentFiles(open opener, dir string, gpu int, start time.Time, loc *time.
 		if d, err := time.ParseDuration(strings.TrimPrefix(follow, "+")); err == nil {
 			f.Time = n.Time.Add(d) // when it was taken: after the snapshots before it
 		}
-		h, ok, err := readHeader(open, filepath.Join(dir, "crashes", e.Name()))
+		h, ok, err := readHeader(o.openFile, filepath.Join(dir, "crashes", e.Name()))
 		if err != nil {
 			return nil, "", err
 		}
@@ -102,6 +103,11 @@ func readCrashes(open opener, dir string) ([]os.DirEntry, error) {
 	return ents, nil
 }
 
+// maxHeaderBytes bounds what is read of a crash snapshot for its header
+// (snapshot.ParseHeader reads its first 20 lines, under 2 KiB): a snapshot
+// is read for its header only, however big the file.
+const maxHeaderBytes = 64 << 10
+
 // readHeader reads the header of the crash snapshot at path; a snapshot it
 // cannot open is an error (unreadable), one without a header ok false.
 func readHeader(open opener, path string) (h snapshot.Header, ok bool, err error) {
@@ -110,7 +116,7 @@ func readHeader(open opener, path string) (h snapshot.Header, ok bool, err error
 		return h, false, unreadable(filepath.Join("crashes", filepath.Base(path)), path, err)
 	}
 	defer f.Close()
-	b, err := io.ReadAll(f)
+	b, err := io.ReadAll(io.LimitReader(f, maxHeaderBytes))
 	if err != nil {
 		return h, false, unreadable(filepath.Join("crashes", filepath.Base(path)), path, err)
 	}

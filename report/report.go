@@ -52,8 +52,18 @@ func (o Options) wants(e Event) bool {
 }
 
 // openFile opens a file of the log directory for reading (o.open, else
-// os.Open).
+// sink.OpenRegular: a FIFO, a device or a directory is refused, never
+// waited on or read without end).
 func (o Options) openFile(name string) (*os.File, error) {
+	if o.open != nil {
+		return o.open(name)
+	}
+	return sink.OpenRegular(name)
+}
+
+// openDir opens a directory of the log directory (crashes/) for listing
+// (o.open, else os.Open).
+func (o Options) openDir(name string) (*os.File, error) {
 	if o.open != nil {
 		return o.open(name)
 	}
@@ -165,12 +175,15 @@ func Build(o Options) (*Report, error) {
 		return nil, err
 	}
 	rep.Skipped = append(rep.Skipped, skipped...)
-	all, bad, err := readEvents(o.openFile, logs, time.Time{}, time.Time{})
+	all, bad, long, err := readEvents(o.openFile, logs, time.Time{}, time.Time{})
 	if err != nil {
 		return nil, err
 	}
 	if bad > 0 {
 		rep.Skipped = append(rep.Skipped, strconv.Itoa(bad)+" events.log lines that did not parse")
+	}
+	if long > 0 {
+		rep.Skipped = append(rep.Skipped, fmt.Sprintf("%d events.log line(s) over %d KiB skipped unread", long, sink.MaxLine>>10))
 	}
 	if len(logs) > 0 {
 		rep.Read = append(rep.Read, fmt.Sprintf("%d events.log file(s): %d events", len(logs), len(all)))
@@ -193,7 +206,7 @@ func Build(o Options) (*Report, error) {
 	}
 	rep.Incident = inc
 	if inc.GPU >= 0 {
-		if rep.Files, rep.Headline, err = incidentFiles(o.openFile, o.Dir, inc.GPU, inc.Time, o.Loc); err != nil {
+		if rep.Files, rep.Headline, err = incidentFiles(o, inc.GPU, inc.Time); err != nil {
 			return nil, err
 		}
 	}
@@ -291,6 +304,9 @@ func Build(o Options) (*Report, error) {
 		rep.Read = append(rep.Read, fmt.Sprintf("%s: %d rows in the window", name, st.Rows))
 		if st.Malformed > 0 {
 			rep.Skipped = append(rep.Skipped, fmt.Sprintf("%s: %d malformed or cut line(s) skipped", name, st.Malformed))
+		}
+		if st.Long > 0 {
+			rep.Skipped = append(rep.Skipped, fmt.Sprintf("%s: %d line(s) over %d KiB skipped unread", name, st.Long, sink.MaxLine>>10))
 		}
 		if st.Damage != "" {
 			rep.Skipped = append(rep.Skipped, fmt.Sprintf("%s: damaged (%s); the rest of the file is unreadable", name, st.Damage))
@@ -432,7 +448,10 @@ func eventMarker(e Event) string {
 // findIncident picks the moment the report is about.
 func findIncident(o Options, all []Event) (Incident, error) {
 	if o.Incident != "" {
-		h, ok := snapshotHeader(o.Incident)
+		h, ok, err := readHeader(o.openFile, o.Incident)
+		if errors.Is(err, sink.ErrNotRegular) {
+			return Incident{}, fmt.Errorf("--incident %s: %w", o.Incident, sink.ErrNotRegular)
+		}
 		if !ok {
 			if n, ok2 := snapshot.ParseName(filepath.Base(o.Incident), o.Loc); ok2 && n.Kind == "crash" {
 				return Incident{Time: n.Time, GPU: n.GPU, What: "crash snapshot " + filepath.Base(o.Incident)}, nil
@@ -464,7 +483,7 @@ func findIncident(o Options, all []Event) (Incident, error) {
 		e := crit[i]
 		return Incident{Time: e.Time, GPU: e.GPU, What: e.describe()}, nil
 	}
-	snaps, err := listSnapshots(o.openFile, o.Dir, o.Loc)
+	snaps, err := listSnapshots(o.openDir, o.Dir, o.Loc)
 	if err != nil {
 		return Incident{}, err
 	}

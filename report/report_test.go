@@ -579,7 +579,7 @@ func TestWindowOfAMembersGz(t *testing.T) {
 		f, _ := os.Open(gz + ".gz")
 		ms, ok := sink.GzMembers(f, fi.Size())
 		f.Close()
-		off, _ := gzStart(ms, from.Add(-seekSlack))
+		off, _ := sink.GzStart(ms, from.Add(-seekSlack), 0)
 		if !ok || (at >= time.Hour && off == 0) {
 			t.Fatalf("at %v: members %v, start %d", at, ok, off)
 		}

@@ -28,7 +28,7 @@ type ReportCLI struct {
 
 // reportDescription is what `gpu-telemetry report --help` says it does.
 const reportDescription = "Prints the timeline, peaks and precursors of an incident from the logger's files; --html also draws it. " +
-	"Exit status: 0 reported, 1 nothing to report (no such directory, no incident, a time outside the data) or a file it may not read (run it as root: the logger's events.log and crashes/ are root's), 2 bad flags."
+	"Exit status: 0 reported, 1 nothing to report (no such directory, no incident, a time outside the data) or a file it may not read (run it as root: the logger's events.log and crashes/ are root's), 2 bad flags (an --incident that does not exist or is not a regular file)."
 
 // runReport runs the report subcommand; it returns the exit status.
 func runReport(args []string, stdout, stderr io.Writer) int {
@@ -40,11 +40,20 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gpu-telemetry report: --before and --after must not be negative")
 		return 2
 	}
-	// A snapshot that is not there is a bad flag, said as such (not as a
-	// file without a header); other failures to read it are report's to say.
-	if _, err := os.Stat(cli.Incident); cli.Incident != "" && errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(stderr, "gpu-telemetry report: --incident %s: the file does not exist\n", cli.Incident)
-		return 2
+	// A snapshot that is not there, or is not a regular file (a FIFO would
+	// be waited on forever, /dev/zero read without end), is a bad flag,
+	// said as such (not as a file without a header); other failures to
+	// read it are report's to say.
+	if cli.Incident != "" {
+		fi, err := os.Stat(cli.Incident)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			fmt.Fprintf(stderr, "gpu-telemetry report: --incident %s: the file does not exist\n", cli.Incident)
+			return 2
+		case err == nil && !fi.Mode().IsRegular():
+			fmt.Fprintf(stderr, "gpu-telemetry report: --incident %s: not a regular file (a crash snapshot is one)\n", cli.Incident)
+			return 2
+		}
 	}
 	o := report.Options{Dir: cli.LogDir, Incident: cli.Incident, GPU: -1,
 		Before: time.Duration(cli.Before), After: time.Duration(cli.After)}
