@@ -1,7 +1,6 @@
 package snapshot
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -272,21 +271,29 @@ func lastIncidents(path string, t time.Time) string {
 		return "(events.log: " + fileErr(err) + ")\n"
 	}
 	var keep []string
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
+	long := 0
+	br := sink.NewLineReader(bytes.NewReader(data))
+	for {
+		b, err := sink.ReadLine(br, &long)
+		line := strings.TrimRight(string(b), "\r\n")
 		if e, ok := sink.ParseEventLine(line); ok && e.Time.Before(t) && e.Class() != sink.EventRoutine {
 			keep = append(keep, line)
 		}
-	}
-	if len(keep) == 0 {
-		return "(none)\n"
+		if err != nil {
+			break
+		}
 	}
 	if len(keep) > bootIncidents {
 		keep = keep[len(keep)-bootIncidents:]
 	}
-	return strings.Join(keep, "\n") + "\n"
+	out := strings.Join(keep, "\n") + "\n"
+	if len(keep) == 0 {
+		out = "(none)\n"
+	}
+	if long > 0 {
+		out += fmt.Sprintf("(%d line(s) of events.log over %d KiB skipped unread)\n", long, sink.MaxLine>>10)
+	}
+	return out
 }
 
 // Event is the UNCLEAN_STOP events.log line for this boot log, at t, of

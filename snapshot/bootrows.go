@@ -1,10 +1,9 @@
 package snapshot
 
 import (
-	"bufio"
 	"compress/gzip"
+	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -39,13 +38,14 @@ type gpuRows struct {
 // never joined.
 func lastRowsBefore(dir string, t time.Time, n int) []gpuRows {
 	files, _ := sink.ListDays(dir, t.Location()) // by GPU, then board, then oldest day first
+	budget := bootReadMax
 	var out []gpuRows
 	for len(files) > 0 {
 		k := 1
 		for k < len(files) && files[k].GPU == files[0].GPU && files[k].Board == files[0].Board {
 			k++
 		}
-		out = append(out, rowsBefore(files[:k], t, n))
+		out = append(out, rowsBefore(files[:k], t, n, &budget))
 		files = files[k:]
 	}
 	return out
@@ -54,13 +54,18 @@ func lastRowsBefore(dir string, t time.Time, n int) []gpuRows {
 // rowsBefore reads one GPU's files (parts of days), newest first, until it
 // has n rows or has gone maxDaysBack days back. Rows under another header
 // (an older part with another column set) are not joined to the newer ones.
-func rowsBefore(days []sink.CSVDay, t time.Time, n int) gpuRows {
+func rowsBefore(days []sink.CSVDay, t time.Time, n int, budget *int64) gpuRows {
 	gr := gpuRows{gpu: days[0].GPU, board: days[0].Board}
 	newest := days[len(days)-1].Day
 	for i := len(days) - 1; i >= 0 && len(gr.rows) < n && !days[i].Day.Before(newest.AddDate(0, 0, 1-maxDaysBack)); i-- {
 		f := days[i]
 		name := filepath.Base(f.Path)
-		header, rows, err := readRowsBefore(f.Path, f.GZ, t, n-len(gr.rows))
+		if *budget <= 0 {
+			gr.notes = append(gr.notes, fmt.Sprintf("%s: not read (the boot log reads at most %d MiB of CSVs)", name, bootReadMax>>20))
+			break
+		}
+		fr, err := readRowsBefore(f.Path, f.GZ, t, n-len(gr.rows), budget)
+		header, rows := fr.header, fr.rows
 		if gr.header != "" && len(rows) > 0 && header != gr.header {
 			gr.notes = append(gr.notes, name+": older rows have other columns; not shown")
 			break
@@ -68,6 +73,12 @@ func rowsBefore(days []sink.CSVDay, t time.Time, n int) gpuRows {
 		gr.sources = append(gr.sources, name)
 		if err != nil {
 			gr.notes = append(gr.notes, name+": "+err.Error()+" (rows before the damage kept)")
+		}
+		if fr.long > 0 {
+			gr.notes = append(gr.notes, fmt.Sprintf("%s: %d line(s) over %d KiB skipped unread", name, fr.long, sink.MaxLine>>10))
+		}
+		if fr.cut {
+			gr.notes = append(gr.notes, fmt.Sprintf("%s: %d MiB read, the boot log's bound; the rows after are not shown", name, fr.read>>20))
 		}
 		if gr.header == "" && len(rows) > 0 {
 			gr.header = header
@@ -90,54 +101,98 @@ func rowTime(line string) (time.Time, error) {
 	return time.Parse(sink.TimestampLayout, ts)
 }
 
+// Bounds of what the boot log reads of the CSVs, so that whatever the log
+// directory holds (a line of a gigabyte, a small .csv.gz expanding to one,
+// a FIFO named as a CSV) the daemon's memory and time stay bounded: lines
+// over sink.MaxLine are skipped unread (counted in the notes), and a file
+// gives at most bootFileMax bytes (decompressed), the boot log's CSVs
+// bootReadMax in all. A .gz the logger wrote in members is entered at the
+// member before the last one that begins before the start (sink.GzStart),
+// so a real day costs a member or two; only a .gz in one member (gzip(1),
+// earlier versions) is streamed from its start. Variables so that a test
+// can lower them.
+var (
+	bootFileMax int64 = 256 << 20
+	bootReadMax int64 = 1 << 30
+)
+
+// fileRows is what readRowsBefore found in one file.
+type fileRows struct {
+	header string
+	rows   []string // oldest first
+	long   int      // lines over sink.MaxLine, skipped
+	read   int64    // bytes read (decompressed), from the tail or the member entered at
+	cut    bool     // the bounds stopped the read before the file's end
+}
+
 // readRowsBefore returns a file's header and its last n complete rows with
-// a time before t. A plain file is read from its last tailBytes; a .gz is
-// streamed. A line cut by the crash (no newline, or no timestamp) is left out.
-func readRowsBefore(path string, gz bool, t time.Time, n int) (string, []string, error) {
-	f, err := sink.OpenNoFollow(path, os.O_RDONLY, 0) // a link's target is not ours to quote
+// a time before t, reading at most bootFileMax bytes and what is left of
+// *budget (less what it read). A plain file is read from its last
+// tailBytes; a .gz from the member before the last one that begins before t
+// (from its start when it is not in members). A line cut by the crash (no
+// newline, or no timestamp) is left out. What is not a regular file is
+// refused (sink.ErrNotRegular).
+func readRowsBefore(path string, gz bool, t time.Time, n int, budget *int64) (fileRows, error) {
+	var fr fileRows
+	f, err := sink.OpenOwnRegular(path) // a link's target is not ours to quote
 	if err != nil {
-		return "", nil, err
+		return fr, err
 	}
 	defer f.Close()
-	var r io.Reader = f
-	header := ""
+	fi, err := f.Stat()
+	if err != nil {
+		return fr, err
+	}
+	var r io.Reader
 	if gz {
-		zr, err := gzip.NewReader(f)
+		start := int64(0)
+		if ms, ok := sink.GzMembers(f, fi.Size()); ok {
+			var hdr int64
+			if start, hdr = sink.GzStart(ms, t, 1); start > 0 {
+				if _, _, fr.header, err = sink.GzPreamble(f, hdr, fi.Size()); err != nil {
+					return fr, err
+				}
+			}
+		}
+		zr, err := gzip.NewReader(io.NewSectionReader(f, start, fi.Size()-start))
 		if err != nil {
-			return "", nil, err
+			return fr, err
 		}
 		r = zr
 	} else {
-		br := bufio.NewReader(f)
-		_, _, header, _, _ = sink.ReadPreamble(br)
-		if fi, err := f.Stat(); err == nil && fi.Size() > tailBytes {
-			if _, err := f.Seek(fi.Size()-tailBytes, io.SeekStart); err != nil {
-				return "", nil, err
-			}
-		} else if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return "", nil, err
+		_, _, fr.header, _, _ = sink.ReadPreamble(sink.NewLineReader(f))
+		off := int64(0)
+		if fi.Size() > tailBytes {
+			off = fi.Size() - tailBytes
+		}
+		if _, err := f.Seek(off, io.SeekStart); err != nil {
+			return fr, err
 		}
 		r = f
 	}
-	br := bufio.NewReaderSize(r, 64<<10)
+	limit := min(*budget, bootFileMax)
+	lr := &io.LimitedReader{R: r, N: limit}
+	br := sink.NewLineReader(lr)
 	ring := make([]string, 0, n)
 	first := true
-	var rerr error
 	for {
-		line, err := br.ReadString('\n')
+		b, err := sink.ReadLine(br, &fr.long)
 		if err != nil {
+			fr.read, fr.cut = limit-lr.N, lr.N == 0
+			*budget -= fr.read
+			fr.header, fr.rows = strings.TrimRight(fr.header, "\r\n"), ring
 			if err != io.EOF {
-				rerr = err
+				return fr, err
 			}
-			break // a last line without newline was cut by the crash
+			return fr, nil // a last line without newline was cut by the crash
 		}
-		line = strings.TrimRight(line, "\r\n")
-		if sink.IsComment([]byte(line)) {
+		line := strings.TrimRight(string(b), "\r\n")
+		if sink.IsComment(b) {
 			continue // the board line
 		}
 		if strings.HasPrefix(line, "timestamp,") {
-			if header == "" || first {
-				header = line + "\n"
+			if fr.header == "" || first {
+				fr.header = line + "\n"
 			}
 			first = false
 			continue
@@ -153,7 +208,6 @@ func readRowsBefore(path string, gz bool, t time.Time, n int) (string, []string,
 		}
 		ring = append(ring, line)
 	}
-	return strings.TrimRight(header, "\r\n"), ring, rerr
 }
 
 // name is how the boot log names the rows' GPU: its index, and its board

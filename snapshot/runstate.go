@@ -87,10 +87,16 @@ func BeginRun(dir string, cur RunState) (prev PreviousRun, err error) {
 	return prev, WriteRunState(dir, cur)
 }
 
+// runStateMax bounds what is read of run-state (a run's is a few lines
+// and one line per GPU, under 64 KiB with hundreds of GPUs): whatever the
+// log directory holds there, the start reads no more.
+const runStateMax = 1 << 20
+
 // ReadRunState returns the run-state in dir, as the last run left it (this
-// run's once BeginRun wrote it); found is false when there is none.
+// run's once BeginRun wrote it); found is false when there is none. What is
+// not a regular file is an error, never waited on (a FIFO).
 func ReadRunState(dir string) (s RunState, found bool, err error) {
-	b, err := os.ReadFile(filepath.Join(dir, RunStateFile))
+	b, err := readLogFile(filepath.Join(dir, RunStateFile), runStateMax)
 	if errors.Is(err, fs.ErrNotExist) {
 		return RunState{}, false, nil
 	}

@@ -1,8 +1,13 @@
 package e2e
 
 import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -80,5 +85,63 @@ func TestSIGKILLThenRestartWritesBootLog(t *testing.T) {
 	m := snapshots(dir, "boot-*.log")
 	if len(m) != 1 || strings.Count(readFile(t, filepath.Join(dir, "events.log")), "UNCLEAN_STOP") != 1 {
 		t.Errorf("a clean restart wrote a boot log: %v", m)
+	}
+}
+
+// TestBootLogOverAGzBomb: a small .csv.gz that expands to one line of
+// 128 MiB, put in the log directory while no logger ran cleanly, is read by
+// the next start's boot log without holding the line (a 2 MB one expanding
+// to 2 GB made the daemon reach 4.2 GB at start and keep it): the boot log
+// says the line was skipped, and the daemon's peak memory stays small.
+func TestBootLogOverAGzBomb(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := start(t, opts{scenario: "gpus 1\n", dir: dir, plain: true})
+	p.waitForRows(0, 5, 20*time.Second)
+	p.signal(syscall.SIGKILL)
+	p.wait(10 * time.Second)
+
+	const line = 128 << 20
+	var gz bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&gz, gzip.BestSpeed)
+	zw.Write([]byte("timestamp,gpu_temp\n"))
+	chunk := bytes.Repeat([]byte{'x'}, 1<<20)
+	for i := 0; i < line>>20; i++ {
+		zw.Write(chunk)
+	}
+	// Yesterday's file, within retention whatever the zones.
+	day := time.Now().UTC().AddDate(0, 0, -1)
+	row := day.Format("2006-01-02") + "T10:00:00.000Z,50"
+	zw.Write([]byte("\n" + row + "\n"))
+	zw.Close()
+	name := "gpu7-deadbeef-deep-" + day.Format("2006-01-02") + ".csv.gz"
+	if err := os.WriteFile(filepath.Join(dir, name), gz.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	p2 := start(t, opts{scenario: "gpus 1\n", dir: dir, plain: true})
+	var boot string
+	p2.waitFor("the boot log", 30*time.Second, func() bool {
+		if m := snapshots(dir, "boot-*.log"); len(m) == 1 {
+			boot = m[0]
+		}
+		return boot != ""
+	})
+	status := readFile(t, fmt.Sprintf("/proc/%d/status", p2.cmd.Process.Pid))
+	p2.signal(syscall.SIGTERM)
+	p2.wait(15 * time.Second)
+	var hwm int64 // kB
+	for _, l := range strings.Split(status, "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			hwm, _ = strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		}
+	}
+	t.Logf("the daemon's peak resident memory: %d kB", hwm)
+	if hwm == 0 || hwm > 100<<10 {
+		t.Errorf("the daemon's peak resident memory %d kB reading a %d MiB line, want under 100 MiB", hwm, line>>20)
+	}
+	b := readFile(t, boot)
+	if want := "(" + name + ": 1 line(s) over 64 KiB skipped unread)"; !strings.Contains(b, want) || !strings.Contains(b, " "+row+"\n") {
+		t.Errorf("boot log lacks %q or the row after the line:\n%s", want, b)
 	}
 }
