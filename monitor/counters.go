@@ -11,6 +11,7 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/live/atop"
 	"github.com/gpu-telemetry/gpu-telemetry/live/control"
+	"github.com/gpu-telemetry/gpu-telemetry/live/metrics/limit"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
@@ -99,6 +100,7 @@ func (m *Monitor) registerCounters() {
 	}
 	counters.Declare(r, kmsg.ReaderCounters)
 	counters.Declare(r, control.ServerCounters)
+	counters.Declare(r, limit.Counters)
 }
 
 // CounterRegistry is where the daemon's counters are: a part built after

@@ -28,6 +28,7 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/live/atop"
 	"github.com/gpu-telemetry/gpu-telemetry/live/control"
+	"github.com/gpu-telemetry/gpu-telemetry/live/metrics/limit"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
@@ -1000,7 +1001,7 @@ func TestLostWorkIsCountedShownAndLogged(t *testing.T) {
 // (each uint64 field of their stats) is read by some counter of the part's
 // table, every part's table is in the registry the monitor builds, and with
 // every part running each counter is read from its part (only the control
-// socket's wait for cmd), so it reaches the status line, summary.log and the
+// socket's and the metrics endpoint's wait for cmd), so it reaches the status line, summary.log and the
 // metrics: a count added to a part's stats and not to its table, or a part
 // the monitor does not register, fails.
 func TestEveryStatsCountIsInTheTable(t *testing.T) {
@@ -1025,11 +1026,25 @@ func TestEveryStatsCountIsInTheTable(t *testing.T) {
 	everyCount(t, "sampler.GPU", sampler.GPUCounters, names, nil)
 	everyCount(t, "sampler.ProcReader", sampler.ProcCounters, names, nil)
 	everyCount(t, "control.Server", control.ServerCounters, names, nil)
+	everyCount(t, "limit.Endpoint", limit.Counters, names, nil)
 	everyCount(t, "monitor", monitorCounters, names, nil)
 
-	var later []string // registered by cmd
+	var laterDefs []counters.Def // registered by cmd, in the registry's order
 	for _, f := range control.ServerCounters {
-		later = append(later, f.Name)
+		laterDefs = append(laterDefs, f.Def)
+	}
+	for _, f := range limit.Counters {
+		laterDefs = append(laterDefs, f.Def)
+	}
+	slices.SortFunc(laterDefs, func(a, b counters.Def) int {
+		if a.Loss != b.Loss {
+			return map[bool]int{true: -1, false: 1}[a.Loss]
+		}
+		return a.Place - b.Place
+	})
+	var later []string
+	for _, d := range laterDefs {
+		later = append(later, d.Name)
 	}
 	r.run(0, func() { // the kernel log reader registers once it runs
 		deadline := time.Now().Add(10 * time.Second)
@@ -1038,7 +1053,7 @@ func TestEveryStatsCountIsInTheTable(t *testing.T) {
 		}
 	})
 	if got := r.m.reg.Unread(); !slices.Equal(got, later) {
-		t.Errorf("counters no running part reads: %v, want only the control socket's %v", got, later)
+		t.Errorf("counters no running part reads: %v, want only the control socket's and the metrics endpoint's %v", got, later)
 	}
 }
 

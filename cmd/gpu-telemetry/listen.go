@@ -43,7 +43,7 @@ func startListeners(ctx context.Context, cli *CLI, board *live.Board, log *slog.
 	if cli.MetricsListen != "" {
 		var failed counters.Counter
 		failed.Register(reg, counters.ListenFailures)
-		done, err := serveMetrics(ctx, cli, board, log, failed.Inc)
+		done, err := serveMetrics(ctx, cli, board, log, reg, failed.Inc)
 		if err != nil {
 			stop()
 			return nil, err
