@@ -8,7 +8,9 @@
 # the write floor: the same keeping one file per GPU, one write(2) per row,
 # one fdatasync per file a second, on the same disk), then the disk run under
 # perf (the rows' write(2) share), the NVML calls per GPU-sample (the GPUs as
-# RTX PRO 6000, B200 and H100); the --atop and live interface runs; 8 and
+# RTX PRO 6000, B200 and H100); the --atop and live interface runs; the
+# cadence under a wrong-password flood of the metrics endpoint (16 clients
+# on loopback, 15 s; with BENCH_BEFORE, the binary before too); 8 and
 # 16 GPUs under the realistic and pessimistic NVML cost profiles (20 s
 # each); and Xid latency runs (NVML event and kernel log).
 #   bench.sh BIN BUILDDIR     (BENCH_ROUNDS and BENCH_ROUND_SECONDS override

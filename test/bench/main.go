@@ -72,7 +72,7 @@ func run() int {
 	flag.IntVar(&o.costSeconds, "cost-seconds", 20, "measured seconds of each cost-profile run (8 and 16 GPUs, realistic and pessimistic); 0 skips them")
 	flag.BoolVar(&o.kmsgXids, "kmsg-xids", true, "also time Xids that arrive through the kernel log")
 	flag.StringVar(&o.before, "before", "", "a second gpu-telemetry binary (the one before a change) run side by side with -bin in the live interface runs, same requests, same window")
-	only := flag.String("only", "", "run only this part: xid (the Xid latency runs), live (the live interface rows) steady (the 8-GPU CPU rounds) or calls (the NVML calls per GPU-sample: RTX PRO 6000, B200, H100)")
+	only := flag.String("only", "", "run only this part: xid (the Xid latency runs), live (the live interface rows), flood (the cadence under a wrong-password flood), steady (the 8-GPU CPU rounds) or calls (the NVML calls per GPU-sample: RTX PRO 6000, B200, H100)")
 	flag.Parse()
 	if *only == "xid" {
 		return xidOnly(o)
@@ -95,6 +95,7 @@ func run() int {
 		run  func(opts) ([][3]string, error)
 	}{
 		"live":   {"live interface runs", liveRows},
+		"flood":  {"wrong-password flood runs", floodRows},
 		"calls":  {"call-count runs", callsOnly},
 		"steady": {"CPU rounds", cpuRows},
 	}
@@ -121,6 +122,7 @@ func run() int {
 		{"steady-state run", true, steadyRun},
 		{"--atop call-count runs", true, atopRows},
 		{"live interface runs", true, liveRows},
+		{"wrong-password flood runs", true, floodRows},
 		{"cost profile runs", o.costSeconds > 0, costRuns},
 		{"Xid latency run", true, xidRun},
 		{"Xid latency run (kernel log)", o.kmsgXids, viaKmsg},
@@ -344,6 +346,9 @@ type spec struct {
 	// the logger's directory (its file system): one write(2) per row a
 	// tick, one fdatasync per file a second (test/bench/floor -rows).
 	writeFloor int
+	// during runs in the measured window (the load of the run, to
+	// loopback only), told how long the window is; measure waits for it.
+	during func(window time.Duration)
 }
 
 // result is what one run measured over its window (after the warm-up).
@@ -481,7 +486,15 @@ func measure(o opts, sp spec) (*result, error) {
 	c0, s0 := taskCPUOf(pid, fsyncThread)
 	w0, ws0 := wfCPU()
 	t0, f0, rows0 := time.Now(), taskCPU(fl.Process.Pid), countRows(dir)
+	load := make(chan struct{})
+	go func() {
+		defer close(load)
+		if sp.during != nil {
+			sp.during(time.Duration(sp.seconds) * time.Second)
+		}
+	}()
 	time.Sleep(time.Duration(sp.seconds) * time.Second)
+	<-load
 	k1 := sync()
 	c1, s1 := taskCPUOf(pid, fsyncThread)
 	w1, ws1 := wfCPU()
