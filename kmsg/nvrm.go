@@ -70,7 +70,7 @@ var nvrmPhrases = []struct {
 // "GPU<n>" number. ok is false for every other line.
 func ParseNVRM(msg string) (NVRMReport, bool) {
 	text, found := strings.CutPrefix(msg, nvrmMarker)
-	if !found {
+	if !found || isTaskLine(msg) {
 		return NVRMReport{}, false
 	}
 	text = strings.TrimRight(text, " \t\r\n")

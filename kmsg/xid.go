@@ -42,7 +42,7 @@ var ErrNotXid = errors.New("not an Xid line of the NVIDIA driver")
 // kernel logged (Record.FromKernel) can be one.
 func ParseDriverXid(msg string) (XidReport, error) {
 	s, ok := strings.CutPrefix(msg, xidMarker)
-	if !ok {
+	if !ok || isTaskLine(msg) {
 		return XidReport{}, ErrNotXid
 	}
 	return parseXidBody(s)

@@ -56,7 +56,7 @@ type Event struct {
 	Data     uint64 // Xid number, recovery action, ...
 	Text     string // the kernel log message (SourceKmsg), or other detail
 	// Xid is what a kernel log Xid line says beyond its code, as the
-	// source's parser took it apart (kmsg.ParseXid), on the line's Xid
+	// source's parser took it apart (kmsg.ParseDriverXid), on the line's Xid
 	// event and on the recovery action event of its Xid 154: nothing
 	// downstream parses Text again. NVML's Xid and recovery action events
 	// carry no text: zero.
@@ -75,7 +75,7 @@ type Event struct {
 
 // XidDetail is the part of an Xid report after its code: the process the
 // driver blamed, the driver's text, and for an Xid 154 the new recovery
-// action that text names. The kernel log's Xid lines have it (kmsg.ParseXid
+// action that text names. The kernel log's Xid lines have it (kmsg.ParseDriverXid
 // fills it, xid.Detail reads the text); an NVML event has none.
 type XidDetail struct {
 	PID         int    // process the driver blamed; 0 when absent or '<unknown>'

@@ -82,7 +82,7 @@ func CheckDir(dir string) error {
 
 // checkOne checks the directory at path (links followed): owned by root or
 // the daemon's user, and writable by no one else; a parent may be writable
-// by everyone when it is sticky.
+// by everyone when it is sticky, and by its group when root owns it.
 func checkOne(path string, parent bool) error {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -102,7 +102,10 @@ func checkOne(path string, parent bool) error {
 	if mode&0o002 != 0 {
 		return untrustedf("%s is writable by every user (mode %04o)", path, mode.Perm()|stickyBit(mode))
 	}
-	if mode&0o020 != 0 && st.Gid != 0 && int(st.Gid) != os.Getegid() {
+	// A root-owned parent that an administrator gave a group write on is
+	// an administrator's choice: Ubuntu's /var/log is root:syslog 0775, and
+	// the unit's log dir is under it. The directory itself is held to it.
+	if mode&0o020 != 0 && st.Gid != 0 && int(st.Gid) != os.Getegid() && !(parent && st.Uid == 0) {
 		return untrustedf("%s is writable by group %d (mode %04o)", path, st.Gid, mode.Perm())
 	}
 	return nil

@@ -49,6 +49,16 @@ func TestCheckDir(t *testing.T) {
 		{"in a world-writable directory", func(t *testing.T, b string) string {
 			return mkdir(t, mkdir(t, b, "p", 0o777), "d", 0o755)
 		}, false, "writable by every user (mode 0777)"},
+		{"in a root-owned directory its group may write, as Ubuntu's /var/log (root:syslog 0775)", func(t *testing.T, b string) string {
+			p := mkdir(t, b, "p", 0o775)
+			chown(t, p, 0, nobody)
+			return mkdir(t, p, "d", 0o755)
+		}, true, ""},
+		{"in a directory another user owns and its group may write", func(t *testing.T, b string) string {
+			p := mkdir(t, b, "p", 0o775)
+			chown(t, p, nobody, nobody)
+			return mkdir(t, p, "d", 0o755)
+		}, true, "owned by uid 65534"},
 		{"in a sticky directory", func(t *testing.T, b string) string {
 			return mkdir(t, mkdir(t, b, "p", 0o1777), "d", 0o755)
 		}, false, ""},

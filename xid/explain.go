@@ -29,7 +29,7 @@ const unknownAction = "Not in this catalog: look the code up in NVIDIA's Xid cat
 // kernel log line: package kmsg's XidReport.Text) says that the catalog
 // uses: for Xid 154, the new recovery action and the driver's words for it
 // (ParseRecovery). Text is text; the process the driver blamed is its
-// parser's (kmsg.ParseXid), which fills PID and ProcessName.
+// parser's (kmsg.ParseDriverXid), which fills PID and ProcessName.
 func Detail(code int, text string) reading.XidDetail {
 	d := reading.XidDetail{Text: text}
 	if code == RecoveryXid {
