@@ -112,11 +112,15 @@ func TestFullDiskTearsNoLogLine(t *testing.T) {
 	})
 	filler := filepath.Join(dir, "filler")
 	testutil.FillDisk(t, filler)
-	// A page holds about ten Xid lines: twenty fill events.log's.
+	// A page holds about ten Xid lines: twenty fill events.log's. Each of
+	// another code, none in NVIDIA's catalog: an application's Xid (13)
+	// past ten a minute would be held back (the Xid storm limit), not
+	// written.
 	var want []string
 	for i := range 20 {
 		x := strconv.Itoa(13 + i)
-		p.writeKmsg("4," + x + "00,100" + x + "000,-;NVRM: Xid (PCI:0000:21:00): 13, pid=" + x + ", name=job" + x + ", test Xid")
+		code := strconv.Itoa(900 + i)
+		p.writeKmsg("4," + x + "00,100" + x + "000,-;NVRM: Xid (PCI:0000:21:00): " + code + ", pid=" + x + ", name=job" + x + ", test Xid")
 		want = append(want, "pid="+x+", name=job"+x+",")
 	}
 	for _, name := range []string{"events.log", "summary.log"} {
