@@ -38,13 +38,27 @@ func untrustedf(format string, a ...any) error { return untrusted(fmt.Sprintf(fo
 // other than root's or the daemon's, and each directory above it (as named
 // and with every link resolved) is owned by one of them too and writable by
 // no one else unless it is sticky, as /tmp is (others can neither rename
-// nor remove what root owns there). A missing dir is not an error: the
+// nor remove what root owns there), or root owns it and only its group may
+// write; no link on the way, as named, is owned by anyone else. A missing dir is not an error: the
 // daemon makes it (with a safe mode); a file where a directory should be
 // wraps syscall.ENOTDIR.
 func CheckDir(dir string) error {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return err
+	}
+	// As named, a link on the way is someone's: one another user owns they
+	// could replace (in their own directory, or in a sticky one, where
+	// they may remove what they own) and send the daemon elsewhere. Checked
+	// first: with fs.protected_symlinks, following such a link in a sticky
+	// directory fails with a less telling "permission denied".
+	for d := abs; ; d = filepath.Dir(d) {
+		if err := checkLinkOwner(d); err != nil {
+			return err
+		}
+		if d == filepath.Dir(d) {
+			break
+		}
 	}
 	// The nearest existing directory: dir itself, or where it will be made
 	// (which then only needs to be safe as a parent).
@@ -76,6 +90,19 @@ func CheckDir(dir string) error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// checkLinkOwner refuses path when it is a symbolic link owned by someone
+// other than root or the daemon's user.
+func checkLinkOwner(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		return nil // not a link (checkOne says what else is wrong with it)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && int(st.Uid) != os.Geteuid() {
+		return untrustedf("%s is a link owned by uid %d, not by root or the daemon's user", path, st.Uid)
 	}
 	return nil
 }

@@ -59,6 +59,26 @@ func TestCheckDir(t *testing.T) {
 			chown(t, p, nobody, nobody)
 			return mkdir(t, p, "d", 0o755)
 		}, true, "owned by uid 65534"},
+		{"a link another user owns, to a safe directory, in a sticky one", func(t *testing.T, b string) string {
+			sticky := mkdir(t, b, "p", 0o1777)
+			safe := mkdir(t, b, "safe", 0o755)
+			link := filepath.Join(sticky, "d")
+			if err := os.Symlink(safe, link); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Lchown(link, nobody, nobody); err != nil {
+				t.Fatal(err)
+			}
+			return link
+		}, true, "is a link owned by uid 65534"},
+		{"a link root owns, to a safe directory", func(t *testing.T, b string) string {
+			safe := mkdir(t, b, "safe", 0o755)
+			link := filepath.Join(b, "l")
+			if err := os.Symlink(safe, link); err != nil {
+				t.Fatal(err)
+			}
+			return link
+		}, false, ""},
 		{"in a sticky directory", func(t *testing.T, b string) string {
 			return mkdir(t, mkdir(t, b, "p", 0o1777), "d", 0o755)
 		}, false, ""},

@@ -181,12 +181,9 @@ func (c *CLI) Validate() error {
 // (sink.CheckDir): anyone else who could write it could plant links there
 // to files the daemon would then write. In the log dir, no name the daemon
 // writes by name through code that follows links may be a link
-// (monitor.CheckLogDir, and the lock file here).
+// (monitor.CheckLogDir).
 func (c *CLI) checkSystem() error {
 	if err := monitor.CheckLogDir(c.LogDir); err != nil {
-		return fmt.Errorf("--log-dir %s: %w", c.LogDir, err)
-	}
-	if err := sink.CheckNotLink(filepath.Join(c.LogDir, logDirLock), false); err != nil {
 		return fmt.Errorf("--log-dir %s: %w", c.LogDir, err)
 	}
 	if c.Socket != "none" {

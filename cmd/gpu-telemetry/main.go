@@ -195,7 +195,7 @@ func checkWritable(dir string) error {
 }
 
 // logDirLock is the lock file inside --log-dir.
-const logDirLock = "gpu-telemetry.lock"
+const logDirLock = monitor.LockFile
 
 // takeLocks takes --lock-file and the log dir's own lock: two loggers with
 // different --lock-file (a manual run next to the service) must not append
