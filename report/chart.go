@@ -105,12 +105,23 @@ func (rep *Report) writeSVG(b *strings.Builder, g GPUData) {
 		top += panelH
 	}
 	top += panelGap
+	drawBands(b, g.Rows, reasons, xm, top, bandH)
+	bottom := top + bandH
+	drawAxis(b, xm, rep.Incident.Time, stripTop, bottom, rep.Loc)
+	drawMarkers(b, rep, ms, stripTop, bottom)
+	drawMarkerKey(b, rep, ms, bottom+axisH)
+	b.WriteString("</svg>\n")
+}
+
+// drawBands draws the throttle reasons panel: one row per reason, a band
+// for each stretch of time it was set.
+func drawBands(b *strings.Builder, rows []Row, reasons []string, xm xmap, top, height int) {
 	fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\" font-weight=\"bold\">Throttle reasons</text>\n", plotLeft, top-8)
-	fmt.Fprintf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#fafafa\" stroke=\"#bbb\"/>\n", plotLeft, top, plotWidth, bandH)
+	fmt.Fprintf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#fafafa\" stroke=\"#bbb\"/>\n", plotLeft, top, plotWidth, height)
 	for i, name := range reasons {
 		y := top + i*bandRowH
 		fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" font-size=\"10\">%s</text>\n", plotLeft-4, y+10, html.EscapeString(name))
-		for _, s := range bands(g.Rows, name) {
+		for _, s := range bands(rows, name) {
 			x0, x1 := xm.x(s[0]), xm.x(s[1])
 			fmt.Fprintf(b, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\" opacity=\"0.8\"><title>%s %s</title></rect>\n",
 				x0, y+1, math.Max(x1-x0, 1.5), bandRowH-2, palette[(i+3)%len(palette)], html.EscapeString(name), html.EscapeString(fmtDur(s[1].Sub(s[0]))))
@@ -119,11 +130,6 @@ func (rep *Report) writeSVG(b *strings.Builder, g GPUData) {
 	if len(reasons) == 0 {
 		fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\" font-size=\"10\" fill=\"#666\">none in the window</text>\n", plotLeft+4, top+10)
 	}
-	bottom := top + bandH
-	drawAxis(b, xm, rep.Incident.Time, stripTop, bottom, rep.Loc)
-	drawMarkers(b, rep, ms, stripTop, bottom)
-	drawMarkerKey(b, rep, ms, bottom+axisH)
-	b.WriteString("</svg>\n")
 }
 
 // throttleNames lists the throttle reasons set in any row, sorted.
@@ -188,7 +194,7 @@ func drawAxis(b *strings.Builder, xm xmap, inc time.Time, top, bottom int, loc *
 		fmt.Fprintf(b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" font-size=\"10\">%s</text>\n", x, bottom+13, label)
 	}
 	fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"11\">seconds from the incident at %s</text>\n",
-		plotLeft+plotWidth/2, bottom+28, html.EscapeString(inc.In(loc).Format("2006-01-02 15:04:05.000 MST")))
+		plotLeft+plotWidth/2, bottom+28, html.EscapeString(fmtTime(inc, loc)))
 }
 
 // timeStep rounds a tick step in seconds up to a round one: 1, 2 or 5 times
@@ -233,12 +239,12 @@ func tickLabel(s, step float64) string {
 // dataNote says where the chart's data starts and why, against the window
 // asked for: the logger started, the GPU joined, or a gap before it.
 func (rep *Report) dataNote(g GPUData) string {
-	asked := "window asked: " + offset(rep.From.Sub(rep.Incident.Time)) + " .. " + offset(rep.To.Sub(rep.Incident.Time))
+	asked := "window asked: " + rep.since(rep.From) + " .. " + rep.since(rep.To)
 	if len(g.Rows) == 0 {
 		return "No rows in the window; " + asked
 	}
 	first := g.Rows[0].Time
-	at := "Data from " + offset(first.Sub(rep.Incident.Time)) + " (" + first.In(rep.Loc).Format("15:04:05.000") + ")"
+	at := "Data from " + rep.since(first) + " (" + rep.clock(first) + ")"
 	if first.Sub(rep.From) < time.Second {
 		return at + "; " + asked
 	}

@@ -1,37 +1,30 @@
 package report
 
 import (
+	"bytes"
 	"fmt"
 	"html"
 	"io"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
-// WriteHTMLFile writes the HTML form of the report to path, through a
-// temporary file renamed into place, so a reader never sees half a page.
+// WriteHTMLFile writes the HTML form of the report to path through
+// sink.Atomic (the one atomic-write helper: temp file, fsync, rename), so a
+// reader never sees half a page; its links to the log dir's files are
+// relative to path's directory.
 func (rep *Report) WriteHTMLFile(path string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".report-*.html")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
 	rep.htmlDir = filepath.Dir(path)
 	defer func() { rep.htmlDir = "" }()
-	if err := rep.WriteHTML(tmp); err != nil {
-		tmp.Close()
+	var b bytes.Buffer
+	if err := rep.WriteHTML(&b); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return sink.Atomic{Perm: 0o644}.Replace(path, b.Bytes())
 }
 
 // link is the path to a file of the log dir as the page links it: relative
@@ -60,21 +53,15 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 	var b strings.Builder
 	esc := html.EscapeString
 	inc := rep.Incident
-	title := "gpu-telemetry report: " + inc.What + " at " + fmtTime(inc.Time, rep.Loc)
+	what := inc.What
 	if rep.Headline != "" {
-		title = "gpu-telemetry report: " + rep.Headline + " at " + fmtTime(inc.Time, rep.Loc)
+		what = rep.Headline
 	}
+	title := "gpu-telemetry report: " + what + " at " + fmtTime(inc.Time, rep.Loc)
 	b.WriteString("<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n")
 	b.WriteString("<title>" + esc(title) + "</title>\n<style>\n" + css + "</style>\n</head>\n<body>\n")
 	b.WriteString("<h1>" + esc(title) + "</h1>\n<p>")
-	gpu := "all GPUs"
-	switch {
-	case rep.Board != "":
-		gpu = "board " + rep.Board
-	case inc.GPU >= 0:
-		gpu = "GPU " + strconv.Itoa(inc.GPU)
-	}
-	b.WriteString(esc(fmt.Sprintf("Incident on %s, began with %s. Window %s .. %s. Log dir %s.", gpu, inc.What, fmtTime(rep.From, rep.Loc), fmtTime(rep.To, rep.Loc), rep.Dir)))
+	b.WriteString(esc(fmt.Sprintf("Incident on %s, began with %s. Window %s .. %s. Log dir %s.", rep.subject(), inc.What, fmtTime(rep.From, rep.Loc), fmtTime(rep.To, rep.Loc), rep.Dir)))
 	b.WriteString("</p>\n")
 	if len(rep.Files) > 0 {
 		b.WriteString("<h2>Snapshots of this incident</h2>\n<ul class=\"files\">\n")
@@ -116,12 +103,12 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 			cls = " class=\"m-" + e.Marker + "\""
 		}
 		fmt.Fprintf(&b, "<tr%s><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", cls,
-			esc(e.Time.In(rep.Loc).Format("15:04:05.000")), esc(offset(e.Time.Sub(inc.Time))), g, esc(string(e.Kind)), esc(e.What), esc(e.Values))
+			esc(rep.clock(e.Time)), esc(rep.since(e.Time)), g, esc(string(e.Kind)), esc(e.What), esc(e.Values))
 	}
 	b.WriteString("</table></div>\n<h2>Peaks</h2>\n<div class=\"scroll\"><table>\n<tr><th>GPU</th><th>reading</th><th>value</th><th>time</th><th>offset</th></tr>\n")
 	for _, p := range rep.Peaks {
 		fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", esc(strings.TrimPrefix(p.name(), "gpu")), esc(p.What), esc(p.Value),
-			esc(p.Time.In(rep.Loc).Format("15:04:05.000")), esc(offset(p.Time.Sub(inc.Time))))
+			esc(rep.clock(p.Time)), esc(rep.since(p.Time)))
 	}
 	b.WriteString("</table></div>\n<p class=\"foot\">Read: " + esc(strings.Join(rep.Read, "; ")) + "</p>\n</body>\n</html>\n")
 	_, err := io.WriteString(w, b.String())

@@ -76,7 +76,7 @@ func drawMarkers(b *strings.Builder, rep *Report, ms []chartMarker, stripTop, bo
 		}
 		y := stripTop + markerRowH*(m.row+1)
 		fmt.Fprintf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"%s\" stroke-width=\"%s\" opacity=\"0.75\"><title>%s</title></line>\n",
-			m.x, y-markerRowH+2, m.x, bottom, c, w, html.EscapeString(strconv.Itoa(m.n)+": "+offset(m.e.Time.Sub(rep.Incident.Time))+" "+m.e.What))
+			m.x, y-markerRowH+2, m.x, bottom, c, w, html.EscapeString(strconv.Itoa(m.n)+": "+rep.since(m.e.Time)+" "+m.e.What))
 		fmt.Fprintf(b, "<text x=\"%.1f\" y=\"%d\" font-size=\"10\" font-weight=\"bold\" fill=\"%s\">%d</text>\n", m.x+2, y, c, m.n)
 	}
 }
@@ -96,6 +96,6 @@ func drawMarkerKey(b *strings.Builder, rep *Report, ms []chartMarker, top int) {
 		}
 		fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" font-size=\"10\" font-weight=\"bold\" fill=\"%s\">%d</text>\n", plotLeft-6, y, markerColor(m.e.Marker), m.n)
 		fmt.Fprintf(b, "<text x=\"%d\" y=\"%d\" font-size=\"10\">%s</text>\n", plotLeft, y,
-			html.EscapeString(offset(m.e.Time.Sub(rep.Incident.Time))+"  "+string(m.e.Kind)+"  "+label))
+			html.EscapeString(rep.since(m.e.Time)+"  "+string(m.e.Kind)+"  "+label))
 	}
 }

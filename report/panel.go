@@ -20,6 +20,14 @@ type series struct {
 	right bool // drawn on the panel's right axis
 }
 
+// dashAttr is the series' stroke-dasharray attribute, nothing when solid.
+func (s series) dashAttr() string {
+	if s.dash == "" {
+		return ""
+	}
+	return " stroke-dasharray=\"" + s.dash + "\""
+}
+
 // panel is one chart of a GPU.
 type panel struct {
 	title  string
@@ -98,18 +106,10 @@ func drawPanel(b *strings.Builder, p panel, rows []Row, xm xmap, top int) {
 		}
 		d := path(rows, s.get, xm, yr, top)
 		if d != "" {
-			fmt.Fprintf(b, "<path d=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\"", d, s.color)
-			if s.dash != "" {
-				fmt.Fprintf(b, " stroke-dasharray=\"%s\"", s.dash)
-			}
-			b.WriteString("/>\n")
+			fmt.Fprintf(b, "<path d=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\"%s/>\n", d, s.color, s.dashAttr())
 		}
 		// Legend inside the panel's top, left to right.
-		fmt.Fprintf(b, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2\"", lx, top+10, lx+16, top+10, s.color)
-		if s.dash != "" {
-			fmt.Fprintf(b, " stroke-dasharray=\"%s\"", s.dash)
-		}
-		b.WriteString("/>\n")
+		fmt.Fprintf(b, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2\"%s/>\n", lx, top+10, lx+16, top+10, s.color, s.dashAttr())
 		label := s.name
 		if s.right {
 			label += " (right)"

@@ -14,18 +14,11 @@ import (
 func (rep *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	inc := rep.Incident
-	gpu := "all GPUs"
-	switch {
-	case rep.Board != "":
-		gpu = "board " + rep.Board
-	case inc.GPU >= 0:
-		gpu = "GPU " + strconv.Itoa(inc.GPU)
-	}
 	if rep.Headline != "" {
 		fmt.Fprintf(&b, "Incident: %s, %s\n", fmtTime(inc.Time, rep.Loc), rep.Headline)
 		fmt.Fprintf(&b, "Began:    %s\n", inc.What)
 	} else {
-		fmt.Fprintf(&b, "Incident: %s on %s: %s\n", fmtTime(inc.Time, rep.Loc), gpu, inc.What)
+		fmt.Fprintf(&b, "Incident: %s on %s: %s\n", fmtTime(inc.Time, rep.Loc), rep.subject(), inc.What)
 	}
 	fmt.Fprintf(&b, "Window:   %s .. %s (%s before, %s after)\n", fmtTime(rep.From, rep.Loc), fmtTime(rep.To, rep.Loc),
 		fmtDur(inc.Time.Sub(rep.From)), fmtDur(rep.To.Sub(inc.Time)))
@@ -59,7 +52,7 @@ func (rep *Report) WriteText(w io.Writer) error {
 		if e.GPU >= 0 {
 			g = fmt.Sprintf("%3d", e.GPU)
 		}
-		line := fmt.Sprintf("%s %9s gpu%s %-8s %s", e.Time.In(rep.Loc).Format("15:04:05.000"), offset(e.Time.Sub(inc.Time)), g, e.Kind, e.What)
+		line := fmt.Sprintf("%s %9s gpu%s %-8s %s", rep.clock(e.Time), rep.since(e.Time), g, e.Kind, e.What)
 		if e.Values != "" {
 			line += "  | " + e.Values
 		}
@@ -68,7 +61,7 @@ func (rep *Report) WriteText(w io.Writer) error {
 
 	b.WriteString("\n== Peaks in the window\n")
 	for _, p := range rep.Peaks {
-		fmt.Fprintf(&b, "%s %-20s %-28s at %s (%s)\n", p.name(), p.What, p.Value, p.Time.In(rep.Loc).Format("15:04:05.000"), offset(p.Time.Sub(inc.Time)))
+		fmt.Fprintf(&b, "%s %-20s %-28s at %s (%s)\n", p.name(), p.What, p.Value, rep.clock(p.Time), rep.since(p.Time))
 	}
 
 	b.WriteString("\n== Precursors found\n")
@@ -91,6 +84,28 @@ func offset(d time.Duration) string {
 	return sign + strconv.FormatFloat(d.Seconds(), 'f', 3, 64) + "s"
 }
 
+// since is t's offset from the incident, as offset writes it.
+func (rep *Report) since(t time.Time) string { return offset(t.Sub(rep.Incident.Time)) }
+
+// clockLayout writes a moment in the window: its time of day to the
+// millisecond (the header gives the date and the zone).
+const clockLayout = "15:04:05.000"
+
+// clock is t in the report's zone, as clockLayout writes it.
+func (rep *Report) clock(t time.Time) string { return t.In(rep.Loc).Format(clockLayout) }
+
+// subject names what the incident is about: the board --gpu named, the GPU
+// it happened on, or all GPUs.
+func (rep *Report) subject() string {
+	switch {
+	case rep.Board != "":
+		return "board " + rep.Board
+	case rep.Incident.GPU >= 0:
+		return "GPU " + strconv.Itoa(rep.Incident.GPU)
+	}
+	return "all GPUs"
+}
+
 // label is "Snapshot: " or "Follow-up:" (aligned with the header's labels).
 func (f IncidentFile) label() string {
 	if f.FollowUp != "" {
@@ -108,5 +123,5 @@ func (f IncidentFile) describe(loc *time.Location) string {
 	if f.Reason == "" {
 		return f.Path
 	}
-	return f.Path + " (" + f.Time.In(loc).Format("15:04:05.000") + ", " + f.Reason + ")"
+	return f.Path + " (" + f.Time.In(loc).Format(clockLayout) + ", " + f.Reason + ")"
 }

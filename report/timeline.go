@@ -1,6 +1,7 @@
 package report
 
 import (
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -262,7 +263,7 @@ func kernelTime(rows []Row, ktime string) (time.Time, bool) {
 		if j < 0 || j >= len(rows) || !rows[j].DmesgTime.OK {
 			continue
 		}
-		if best < 0 || abs(rows[j].DmesgTime.V-k) < abs(rows[best].DmesgTime.V-k) {
+		if best < 0 || math.Abs(rows[j].DmesgTime.V-k) < math.Abs(rows[best].DmesgTime.V-k) {
 			best = j
 		}
 	}
@@ -271,11 +272,4 @@ func kernelTime(rows []Row, ktime string) (time.Time, bool) {
 	}
 	off := time.Duration((k - rows[best].DmesgTime.V) * float64(time.Second))
 	return rows[best].Time.Add(off), true
-}
-
-func abs(f float64) float64 {
-	if f < 0 {
-		return -f
-	}
-	return f
 }
