@@ -246,3 +246,36 @@ func (c *cpuRounds) cadenceRows(o opts) [][3]string {
 		{"cadence: mean period (drift)", fmt.Sprintf("%.4f ms (%+.4f ms)", mean, mean-float64(o.interval)/1e6), "no drift: ticks at start + k x interval"},
 	}
 }
+
+// steadyRun is the 8-GPU steady state: the interleaved CPU rounds (the
+// whole process, the kernel's share of the durability requirements, the
+// rest, next to the floor), the rounds' cadence and peak RSS, and the NVML
+// calls per GPU-sample.
+func steadyRun(o opts) ([][3]string, error) {
+	rows, err := cpuRows(o)
+	if err != nil {
+		return nil, err
+	}
+	perCall := 0.0
+	if o.dir != "/dev/shm" {
+		if perCall, err = callsPerSample(o); err != nil {
+			return nil, err
+		}
+	}
+	rows = append(rows, [3]string{"NVML calls per GPU-sample", fmt.Sprintf("%.2f", perCall), "target < 17 (the seed, 2 fans); counted by the simulated driver"})
+	if o.dir == "/dev/shm" {
+		return rows, nil
+	}
+	classRows, err := classCalls(o)
+	return append(rows, classRows...), err
+}
+
+// cpuRows runs the interleaved CPU rounds (-only steady): their rows, then
+// the rounds' cadence.
+func cpuRows(o opts) ([][3]string, error) {
+	c, err := runCPURounds(o)
+	if err != nil {
+		return nil, err
+	}
+	return append(c.rows(o), c.cadenceRows(o)...), nil
+}
