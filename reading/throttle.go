@@ -24,9 +24,14 @@ type ThrottleReason struct {
 	Name string
 }
 
-// ThrottleReasons is every reason bit nvml.h names, lowest bit first. It keeps
-// the seed script's names for the bits it knew; 0x200 and 0x400 take nvml.h's
-// names (the seed mislabelled 0x200 as UserDefinedClocks).
+// ThrottleReasons is every reason bit nvml.h names, lowest bit first. The
+// names are those of gpu-telemetry-deep.py, the Python logger we ported (its
+// THROTTLE_REASONS: AppClocks for 0x2, DisplayClocks for 0x100), so the
+// throttle_reasons column reads as its did. Two differ on purpose: it named
+// 0x200 UserDefinedClocks, which nvml.h uses as an old alias of 0x2, and it
+// did not know 0x400; both take nvml.h's names (BoardLimit, Reliability).
+// It also dropped unknown bits set beside known ones; AppendThrottleNames
+// writes them as Unknown(0x...).
 var ThrottleReasons = [...]ThrottleReason{
 	{ThrottleGpuIdle, "GpuIdle"},
 	{ThrottleAppClocks, "AppClocks"},

@@ -23,10 +23,15 @@ type column struct {
 }
 
 // csvColumns: the timestamp, then the readings with a CSV column in the
-// table's order (reading.Table: the seed script's columns with its names and
-// units first, the columns it lacked after them, the hardware health
-// counters last), the columns that are not scalar readings where they
-// follow (afterColumn), flags last.
+// table's order (reading.Table), the columns that are not scalar readings
+// where they follow (afterColumn), flags last. The first columns, up to
+// sensor0_controller, are those of gpu-telemetry-deep.py, the Python logger
+// this one replaces, in its order and with its names and units, so what read
+// its files (plots, spreadsheets) reads ours; the columns it lacked follow,
+// the hardware health counters last. Two things differ on purpose: where it
+// wrote 0 for a failed read, the cell here is empty (a 0 is always a real
+// 0), and the timestamp is RFC 3339 with the UTC offset where it wrote
+// "2006/01/02 15:04:05.000" local time with no zone.
 var csvColumns = func() []column {
 	cols := []column{{name: "timestamp", cell: func(b []byte, s *reading.Sample) []byte { return AppendTimestamp(b, s.Time) }}}
 	for i := range reading.Table {
@@ -59,7 +64,9 @@ var afterColumn = map[string][]column{
 		{name: "sensor0_target", cell: sensor0Cell(func(v reading.Sensor) int32 { return v.Target })},
 		{name: "sensor0_controller", cell: sensor0Cell(func(v reading.Sensor) int32 { return v.Controller })},
 		// The kernel-log clock (seconds since boot, as dmesg prints it),
-		// then what forensics needs and the seed did not record.
+		// which places a row among the kernel's lines. It and every column
+		// after it are new: gpu-telemetry-deep.py's rows ended with
+		// sensor0_controller and flags.
 		{name: "dmesg_time", cell: func(b []byte, s *reading.Sample) []byte { return appendKernelTime(b, s.KernelTime) }},
 	},
 }

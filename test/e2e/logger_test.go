@@ -18,6 +18,10 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/live/control"
 )
 
+// seedColumns is the CSV header of gpu-telemetry-deep.py, the Python logger
+// we ported, for a GPU with fans fans (its _get_csv_fields, less the final
+// flags): our header starts with the same columns in the same order, so what
+// read its files reads ours; our own columns follow and flags stays last.
 func seedColumns(fans int) []string {
 	c := []string{"timestamp", "gpu_temp", "gpu_tlimit", "power_instant", "power_limit", "pstate", "gpu_clock",
 		"mem_clock", "gpu_util", "mem_util", "vram_used_mb", "pcie_gen", "pcie_width", "throttle_bitmask", "throttle_reasons"}
