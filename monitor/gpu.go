@@ -156,7 +156,7 @@ func (gs *gpuState) closeXids() {
 // dropXid counts an Xid flag that no row carries; the first is logged with
 // what, the GPU and the Xid.
 func (gs *gpuState) dropXid(code int64, what string) {
-	gs.out.xidFlagsDropped.add(gs.log, "xid_flags_dropped", what, slog.Int64("xid", code)) // gs.log names the GPU
+	lose(gs.out.reg, gs.log, xidFlagsDropped, what, slog.Int64("xid", code)) // gs.log names the GPU
 }
 
 func (gs *gpuState) takeXids(s *reading.Sample) {
@@ -344,7 +344,7 @@ func (gs *gpuState) record(s *reading.Sample, r *anomaly.Result, stalled bool, c
 	gs.recordHealth(s, r, critical)
 	if s.Flags.Dropped > 0 {
 		for range s.Flags.Dropped {
-			m.flagsDropped.add(gs.log, "flags_dropped", "flags beyond the row's capacity (the row keeps the first ones)",
+			lose(m.reg, gs.log, flagsDropped, "flags beyond the row's capacity (the row keeps the first ones)",
 				slog.Int("gpu", gs.idx), slog.String("kept", s.Flags.String()))
 		}
 	}

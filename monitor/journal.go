@@ -95,7 +95,7 @@ func (m *Monitor) journal(line string) {
 	select {
 	case m.journalQ <- e:
 	default:
-		m.journalDrops.add(m.log, "journal_drops", "an events.log line for the journal", slog.String("line", line))
+		m.lose(journalDrops, "an events.log line for the journal", slog.String("line", line))
 	}
 }
 
@@ -105,7 +105,7 @@ func (m *Monitor) journal(line string) {
 func (m *Monitor) runJournal(ctx context.Context) {
 	send := func(e journalEntry) {
 		if err := m.cfg.Journal(e.message, e.priority, e.fields); err != nil {
-			m.journalDrops.add(m.log, "journal_drops", "an events.log line the journal refused", slog.String("error", err.Error()))
+			m.lose(journalDrops, "an events.log line the journal refused", slog.String("error", err.Error()))
 		}
 	}
 	for {

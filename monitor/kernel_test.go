@@ -363,7 +363,7 @@ func TestForgedKernelLinesThroughAFIFO(t *testing.T) {
 			t.Errorf("GPU %d last_xid %+v, xids %v; want none but the Xid 31", g.Index, g.LastXid, g.Xids)
 		}
 	}
-	if got := r.m.badXids.load(); got != 3 {
+	if got := r.m.reg.Load(badXids); got != 3 {
 		t.Errorf("kmsg_xids_malformed = %d, want 3", got)
 	}
 	if i := slices.IndexFunc(r.m.counters(), func(c live.Counter) bool { return c.Name == "kmsg_malformed" }); i < 0 || r.m.counters()[i].Value != 1 {

@@ -45,9 +45,6 @@ type Monitor struct {
 	inc     *incidentDesk // critical events and spikes to snapshots
 
 	start       time.Time
-	ticks       atomic.Uint64
-	overruns    atomic.Uint64
-	busySkips   atomic.Uint64
 	ev          *events.Stage // the event path: every NVML, kernel log and poll event
 	ready       bool
 	lastSummary time.Time
@@ -62,11 +59,7 @@ type Monitor struct {
 	sideMu     sync.Mutex
 	sideClosed bool
 
-	// Lost work the monitor itself drops (see monitorCounters).
-	sideDrops, lineFails, flagsDropped, xidFlagsDropped lossCounter
-	journalDrops                                        lossCounter
-	badXids                                             lossCounter // the driver's Xid lines that could not be read
-	journalQ                                            chan journalEntry
+	journalQ chan journalEntry
 
 	reg      *counters.Registry // every part's counters (counters.go)
 	klog     *KernelLog         // nil: no kernel log (kernlog.go)
@@ -138,8 +131,8 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	byBus := map[reading.PCIAddr]*gpuState{}
 	out := &gpuOutputs{eventSink: m, sideQueue: m, factsSink: m, log: m.log,
 		mono: cfg.mono, kernelTime: host.KernelTime, interval: cfg.Interval,
-		hdr:          headerFacts{version: cfg.Version, start: m.start, kernelClock: m.kclock.line},
-		flagsDropped: &m.flagsDropped, xidFlagsDropped: &m.xidFlagsDropped}
+		hdr: headerFacts{version: cfg.Version, start: m.start, kernelClock: m.kclock.line},
+		reg: m.reg}
 	for _, g := range host.GPUs {
 		gs := newGPUState(&m.cfg, m.log, out, g)
 		m.gpus = append(m.gpus, gs)
@@ -386,15 +379,15 @@ func (m *Monitor) loop(ctx context.Context, sigs <-chan os.Signal) {
 	}
 	m.lastSync = time.Now() // the first sync round one FsyncEvery after the start
 	m.beatTick(time.Now())
-	m.ticks.Add(1)
+	m.reg.Inc(ticksRun)
 	for {
 		missed, ok := tk.Next()
 		if !ok || ctx.Err() != nil {
 			return
 		}
-		m.overruns.Add(missed)
+		m.reg.Add(tickOverruns, missed)
 		m.beatTick(time.Now())
-		m.ticks.Add(1)
+		m.reg.Inc(ticksRun)
 	}
 }
 
@@ -420,7 +413,7 @@ func (m *Monitor) tick(now time.Time) {
 		// Still within its deadline, late outside NVML, or inside NVML
 		// with the sample already classified (hung declines): the tick is
 		// skipped, and counted.
-		m.busySkips.Add(1)
+		m.reg.Inc(busySkips)
 		if len(gs.skipped) < cap(gs.skipped) {
 			gs.skipped = append(gs.skipped, at)
 		}
@@ -436,7 +429,7 @@ func (m *Monitor) tick(now time.Time) {
 			m.log.Info("first sample of every GPU written")
 		}
 	}
-	k := m.ticks.Load()
+	k := m.reg.Load(ticksRun)
 	m.procTick(at, k)
 	if now.Sub(m.lastSync) >= m.cfg.FsyncEvery {
 		m.lastSync = now
@@ -504,7 +497,7 @@ func (m *Monitor) enqueue(j sideJob) bool {
 			what += " (queued after shutdown)"
 			why = "queued after the side queue stopped at shutdown"
 		}
-		m.sideDrops.add(m.log, "side_drops", what, slog.Int("gpu", gpu))
+		m.lose(sideDrops, what, slog.Int("gpu", gpu))
 		if j.rows != nil {
 			j.rows.Add(-1)
 		}
@@ -526,7 +519,7 @@ func (m *Monitor) dropSide() int {
 		select {
 		case j := <-m.side:
 			n++
-			m.sideDrops.add(m.log, "side_drops", j.what+" (still queued at shutdown)", slog.Int("gpu", j.gpu))
+			m.lose(sideDrops, j.what+" (still queued at shutdown)", slog.Int("gpu", j.gpu))
 			if j.rows != nil {
 				j.rows.Add(-1)
 			}
@@ -592,7 +585,7 @@ func (m *Monitor) eventLine(e sink.Event) {
 	line := e.Line()
 	m.journal(line)
 	if err := m.events.Line(line); err != nil {
-		m.lineFails.add(m.log, "log_lines_failed", "an events.log line", slog.String("line", line), slog.String("error", err.Error()))
+		m.lose(lineFails, "an events.log line", slog.String("line", line), slog.String("error", err.Error()))
 	}
 }
 

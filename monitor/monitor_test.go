@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,18 +20,18 @@ import (
 
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
-	"github.com/gpu-telemetry/gpu-telemetry/internal/events"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
-	"github.com/gpu-telemetry/gpu-telemetry/live/atop"
-	"github.com/gpu-telemetry/gpu-telemetry/live/control"
-	"github.com/gpu-telemetry/gpu-telemetry/live/metrics/limit"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
-	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
+
+	// The parts cmd builds after New declare counters too: linked in, as in
+	// the daemon, the outputs show theirs (at 0) as the daemon's do.
+	_ "github.com/gpu-telemetry/gpu-telemetry/live/control"
+	_ "github.com/gpu-telemetry/gpu-telemetry/live/metrics/limit"
 )
 
 // fakeRunner answers every diagnostic at once.
@@ -242,7 +240,7 @@ func TestCadenceWithoutDrift(t *testing.T) {
 				}
 			}
 		}
-		if o := r.m.overruns.Load(); o != 0 {
+		if o := r.m.reg.Load(tickOverruns); o != 0 {
 			t.Errorf("overruns %d", o)
 		}
 	})
@@ -259,7 +257,7 @@ func TestSlowTickSkipsMissedTicksWithoutBurst(t *testing.T) {
 			}
 		}
 		r.run(2*time.Second+50*time.Millisecond, nil)
-		if o := r.m.overruns.Load(); o != 3 {
+		if o := r.m.reg.Load(tickOverruns); o != 3 {
 			t.Errorf("overruns = %d, want 3 (ticks at 0.6, 0.7, 0.8 s missed)", o)
 		}
 		rows := r.rows(0)
@@ -484,7 +482,7 @@ func TestLateRowDuringShutdownIsWritten(t *testing.T) {
 		r.run(2*time.Second+50*time.Millisecond, nil)
 		// NVML_HUNG rows for the ticks 0.1-2.0 s, then the late row.
 		r.requireInOrder(0, 20+1)
-		if n := r.m.sideDrops.n.Load(); n != 0 {
+		if n := r.m.reg.Load(sideDrops); n != 0 {
 			t.Errorf("side_drops %d, want 0", n)
 		}
 	})
@@ -502,7 +500,7 @@ func TestLateRowAfterShutdownIsCounted(t *testing.T) {
 		rows := len(r.rows(0))
 		release()
 		synctest.Wait() // the worker handles the sample that came back
-		if n := r.m.sideDrops.n.Load(); n != 1 {
+		if n := r.m.reg.Load(sideDrops); n != 1 {
 			t.Errorf("side_drops %d after a late row came back past shutdown, want 1", n)
 		}
 		if logs := r.logs.String(); !strings.Contains(logs, "counter=side_drops") || !strings.Contains(logs, "late row") {
@@ -640,7 +638,7 @@ func TestXidFlagPendingAtShutdownIsCounted(t *testing.T) {
 				t.Fatalf("a row after the Xid was written: %q", row)
 			}
 		}
-		if n := r.m.xidFlagsDropped.load(); n != 1 {
+		if n := r.m.reg.Load(xidFlagsDropped); n != 1 {
 			t.Errorf("xid_flags_dropped %d with an Xid flag still waiting at shutdown, want 1", n)
 		}
 		logs := r.logs.String()
@@ -958,10 +956,10 @@ func TestLostWorkIsCountedShownAndLogged(t *testing.T) {
 			m.eventLine(sink.Event{Time: time.Now(), Type: "Test"})
 		}},
 		{counter: "kmsg_malformed", lost: "could not be parsed", times: 1, provoke: func(m *Monitor) {
-			counters.Add(m.reg, func() kmsg.Counts { return kmsg.Counts{Malformed: 4} }, kmsg.ReaderCounters)
+			counters.Observe(m.reg, func() kmsg.Counts { return kmsg.Counts{Malformed: 4} }, kmsg.ReaderCounters...)
 		}},
 		{counter: "kmsg_overruns", lost: "overwrote", times: 1, provoke: func(m *Monitor) {
-			counters.Add(m.reg, func() kmsg.Counts { return kmsg.Counts{Overruns: 2} }, kmsg.ReaderCounters)
+			counters.Observe(m.reg, func() kmsg.Counts { return kmsg.Counts{Overruns: 2} }, kmsg.ReaderCounters...)
 		}},
 		{counter: "rows_dropped", lost: "CSV rows not written", times: 2, provoke: func(m *Monitor) {
 			m.csv.Close()
@@ -992,94 +990,6 @@ func TestLostWorkIsCountedShownAndLogged(t *testing.T) {
 				t.Errorf("log does not say what was lost (%q):\n%s", tc.lost, logs)
 			}
 		})
-	}
-}
-
-// TestEveryStatsCountIsInTheTable: every count the CSV sink, the line
-// logs, the snapshot writer, the atop server, the kernel log reader and the
-// event stage keep
-// (each uint64 field of their stats) is read by some counter of the part's
-// table, every part's table is in the registry the monitor builds, and with
-// every part running each counter is read from its part (only the control
-// socket's and the metrics endpoint's wait for cmd), so it reaches the status line, summary.log and the
-// metrics: a count added to a part's stats and not to its table, or a part
-// the monitor does not register, fails.
-func TestEveryStatsCountIsInTheTable(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "kmsg")
-	if err := os.WriteFile(path, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r := newRig(t, 1, func(c *Config) { c.KmsgPath, c.Atop = path, &atop.Config{} })
-	names := map[string]bool{}
-	for _, c := range r.m.counters() {
-		names[c.Name] = true
-	}
-	everyCount(t, "sink.Stats", sink.CSVCounters, names, nil)
-	// A line the log refuses is counted by its writer, which logs what it
-	// was: log_lines_failed.
-	everyCount(t, "sink.LineLogStats", sink.LineLogCounters, names, []string{"Overflowed"})
-	everyCount(t, "snapshot.Stats", snapshot.ManagerCounters, names, nil)
-	everyCount(t, "atop.Counters", atop.ServerCounters, names, nil)
-	everyCount(t, "kmsg.Counts", kmsg.ReaderCounters, names, nil)
-	everyCount(t, "events.Stats", events.StageCounters, names, nil)
-	everyCount(t, "sampler.Host", sampler.HostCounters, names, nil)
-	everyCount(t, "sampler.GPU", sampler.GPUCounters, names, nil)
-	everyCount(t, "sampler.ProcReader", sampler.ProcCounters, names, nil)
-	everyCount(t, "control.Server", control.ServerCounters, names, nil)
-	everyCount(t, "limit.Endpoint", limit.Counters, names, nil)
-	everyCount(t, "monitor", monitorCounters, names, nil)
-
-	var laterDefs []counters.Def // registered by cmd, in the registry's order
-	for _, f := range control.ServerCounters {
-		laterDefs = append(laterDefs, f.Def)
-	}
-	for _, f := range limit.Counters {
-		laterDefs = append(laterDefs, f.Def)
-	}
-	slices.SortFunc(laterDefs, func(a, b counters.Def) int {
-		if a.Loss != b.Loss {
-			return map[bool]int{true: -1, false: 1}[a.Loss]
-		}
-		return a.Place - b.Place
-	})
-	var later []string
-	for _, d := range laterDefs {
-		later = append(later, d.Name)
-	}
-	r.run(0, func() { // the kernel log reader registers once it runs
-		deadline := time.Now().Add(10 * time.Second)
-		for !slices.Equal(r.m.reg.Unread(), later) && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-	})
-	if got := r.m.reg.Unread(); !slices.Equal(got, later) {
-		t.Errorf("counters no running part reads: %v, want only the control socket's and the metrics endpoint's %v", got, later)
-	}
-}
-
-// everyCount checks one part's table: each counter is one of names (the
-// registry's), and each uint64 field of a struct S but those in except is
-// read by some counter of it.
-func everyCount[S any](t *testing.T, part string, table []counters.Field[S], names map[string]bool, except []string) {
-	t.Helper()
-	for _, f := range table {
-		if !names[f.Name] {
-			t.Errorf("%s's counter %s is not registered", part, f.Name)
-		}
-	}
-	typ := reflect.TypeFor[S]()
-	if typ.Kind() != reflect.Struct {
-		return // a part read through its methods
-	}
-	for i := range typ.NumField() {
-		if typ.Field(i).Type.Kind() != reflect.Uint64 || slices.Contains(except, typ.Field(i).Name) {
-			continue // Paused, the per-GPU map: not counts of their own
-		}
-		var s S
-		reflect.ValueOf(&s).Elem().Field(i).SetUint(1)
-		if !slices.ContainsFunc(table, func(f counters.Field[S]) bool { return f.Get(s) != 0 }) {
-			t.Errorf("%s.%s is in no counter of its table", part, typ.Field(i).Name)
-		}
 	}
 }
 

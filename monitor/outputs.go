@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/live/atop"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
@@ -28,8 +29,7 @@ type gpuOutputs struct {
 	hdr        headerFacts
 	atop       *atop.Accumulator // nil without --atop
 
-	// Lost work a pipeline counts (see monitorCounters).
-	flagsDropped, xidFlagsDropped *lossCounter
+	reg *counters.Registry // where a pipeline counts its lost work (counters.go)
 }
 
 // queue runs f on the side queue; what it carries and its GPU (-1: none)

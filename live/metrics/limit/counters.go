@@ -10,15 +10,15 @@ type Endpoint struct {
 
 // Counters are the metrics endpoint's counters (Register).
 var Counters = []counters.Field[Endpoint]{
-	{Def: counters.Def{Name: "metrics_clients_refused", Loss: true, Place: 380,
-		Help: "metrics endpoint connections closed at once because their client address already held its share of the connections, none of them idle"},
+	{Def: counters.Declare(counters.Def{Name: "metrics_clients_refused", Loss: true,
+		Help: "metrics endpoint connections closed at once because their client address already held its share of the connections, none of them idle"}),
 		Get: func(e Endpoint) uint64 { return e.Conns.Refused() }},
-	{Def: counters.Def{Name: "metrics_logins_refused", Loss: true, Place: 390,
-		Help: "metrics endpoint requests with credentials not known to be good answered 429 without their password checked: over the failed-login budget"},
+	{Def: counters.Declare(counters.Def{Name: "metrics_logins_refused", Loss: true,
+		Help: "metrics endpoint requests with credentials not known to be good answered 429 without their password checked: over the failed-login budget"}),
 		Get: func(e Endpoint) uint64 { return e.Logins.Refused() }},
 }
 
 // Register makes the endpoint's counters (Counters) part of r.
 func (e Endpoint) Register(r *counters.Registry) {
-	counters.Add(r, func() Endpoint { return e }, Counters)
+	counters.Observe(r, func() Endpoint { return e }, Counters...)
 }
