@@ -16,8 +16,10 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
-// Back-off after failures, as in the seed: after 5 consecutive failed samples
-// a GPU is tried every 5 s, after 10 every 30 s (a faulted GPU answers each
+// Back-off after failures, as the Python logger gpu-telemetry-deep.py did it
+// (it waited min(5 x interval, 5 s) after a failure and 30 s after the
+// tenth): after 5 consecutive failed samples a GPU is tried every 5 s, after
+// 10 every 30 s (a faulted GPU answers each
 // call only after a long timeout, so polling it at 10 Hz only queues calls).
 // A lost GPU is re-probed with exponential back-off from 1 s to 60 s.
 const (

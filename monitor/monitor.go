@@ -20,8 +20,9 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
-// Rotation sizes for the line logs (seed: EVENTS_LOG_MAX_BYTES,
-// SUMMARY_LOG_MAX_BYTES).
+// Rotation sizes for the line logs: those of the Python logger
+// gpu-telemetry-deep.py (EVENTS_LOG_MAX_BYTES 50 MB, SUMMARY_LOG_MAX_BYTES
+// 10 MB), whose logs operators already size their disks for.
 const (
 	eventsLogMB  = 50
 	summaryLogMB = 10

@@ -86,12 +86,12 @@ func optWatts(o reading.Opt[uint32]) string {
 }
 
 // Attrs returns the status as slog attributes: one line with totals, the
-// counts of the current summary window ("+N" per window, as the seed shows
-// them), and per GPU samples, failures, hangs and peaks.
+// counts of the current summary window ("+N" per window, as the Python
+// logger gpu-telemetry-deep.py's status line showed them), and per GPU samples, failures, hangs and peaks.
 func (st Status) Attrs() []slog.Attr {
 	t, w := st.Total.Total, st.WindowCounts
 	// Totals; rated ones with the current window's count and rate: "bad long
-	// ago" and "bad right now" look different (the seed's "+N/5m").
+	// ago" and "bad right now" look different (the Python logger's "pwr N (+M/5m)").
 	rate := anomaly.Rates(w, st.Window)
 	a := []slog.Attr{slog.String("uptime", fmtUptime(st.Uptime))}
 	for i, d := range anomaly.CounterDefs {
@@ -122,10 +122,11 @@ func (st Status) Attrs() []slog.Attr {
 	return a
 }
 
-// SummaryLine renders one summary.log line as the seed does: cumulative
-// totals and per-minute rates over the window that actually elapsed. final
-// marks the line a clean stop writes last, over the partial window it cut
-// short: "window=42s final |".
+// SummaryLine renders one summary.log line as the Python logger
+// gpu-telemetry-deep.py wrote it, so that what reads those lines still
+// can: cumulative totals and per-minute rates over the window that actually
+// elapsed. final marks the line a clean stop writes last, over the partial
+// window it cut short: "window=42s final |".
 func SummaryLine(now time.Time, st Status, window anomaly.Counts, elapsed time.Duration, final bool) string {
 	r := anomaly.Rates(window, elapsed)
 	t := st.Total.Total
@@ -136,7 +137,8 @@ func SummaryLine(now time.Time, st Status, window anomaly.Counts, elapsed time.D
 		b.WriteString(" final")
 	}
 	b.WriteString(" |")
-	// The detectors' counters (anomaly.CounterDefs), windows as the seed shows them.
+	// The detectors' counters (anomaly.CounterDefs), each window as the
+	// Python logger showed it: "(+N)", "(rate=R/min)", "(period=N)".
 	for i, d := range anomaly.CounterDefs {
 		fmt.Fprintf(&b, " %s=%d", d.Name, t[i])
 		switch d.Window {
