@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
@@ -176,6 +177,9 @@ func (m *Monitor) lateBoard(gs *gpuState) {
 	rs.cur = next
 }
 
+var kmsgSaveFailures = counters.Declare(counters.Def{Name: "kmsg_position_save_failures", Loss: true, OwnLog: true,
+	Help: "saves of the kernel log position in run-state that failed (the first is logged with why; tried again at the next save): a restart meanwhile may replay or miss kernel log records"})
+
 // saveKmsgSeq rewrites run-state when the kernel log position moved. Before
 // beginRun it does nothing: the previous run's state is still to be read.
 func (m *Monitor) saveKmsgSeq() {
@@ -193,7 +197,7 @@ func (m *Monitor) saveKmsgSeq() {
 		write = snapshot.WriteRunState
 	}
 	if err := write(m.cfg.LogDir, next); err != nil {
-		if m.kmsgSaveFailed.CompareAndSwap(false, true) {
+		if m.reg.Add(kmsgSaveFailures, 1) == 1 {
 			m.log.Warn("cannot save the kernel log position; a restart may replay or miss records logged meanwhile (tried again later)", "error", err)
 		}
 		return

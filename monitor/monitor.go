@@ -65,9 +65,7 @@ type Monitor struct {
 	reg      *counters.Registry // every part's counters (counters.go)
 	klog     *KernelLog         // nil: no kernel log (kernlog.go)
 	runState runState           // this run's run-state, with the kernel log position
-	// kmsgSaveFailed: a failure to save the kernel log position was logged.
-	kmsgSaveFailed atomic.Bool
-	kclock         *kernelClock // dmesg_time on the kernel log's clock
+	kclock   *kernelClock       // dmesg_time on the kernel log's clock
 
 	board   *live.Board
 	cadence *cadence
