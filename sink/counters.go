@@ -2,27 +2,26 @@ package sink
 
 import "github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 
-// CSVCounters are the CSV writer's counters (RegisterCounters).
-var CSVCounters = []counters.Field[Stats]{
-	{Def: counters.Declare(counters.Def{Name: "rows_dropped", Loss: true,
-		Help: "CSV rows not written (disk paused or full, file error, or after shutdown)"}),
-		Get: func(s Stats) uint64 { return s.Dropped }},
-	{Def: counters.Declare(counters.Def{Name: "sync_errors", Loss: true,
-		Help: "failed fsync/fdatasync calls on CSV files"}),
-		Get: func(s Stats) uint64 { return s.SyncErrors }},
-	{Def: counters.Declare(counters.Def{Name: "sync_skips", Loss: true,
-		Help: "periodic CSV sync rounds skipped because the previous one was still on the disk"}),
-		Get: func(s Stats) uint64 { return s.SyncSkips }},
-	{Def: counters.Declare(counters.Def{Name: "rows_written",
-		Help: "CSV rows written"}),
-		Get: func(s Stats) uint64 { return s.Written }},
-	{Def: counters.Declare(counters.Def{Name: "sync_batches",
-		Help: "periodic CSV sync rounds completed"}),
-		Get: func(s Stats) uint64 { return s.SyncBatches }},
-}
+// The CSV writer's counters, counted in its own registry (CSV.counts), but
+// sync_batches: the sync thread's, for the process (asyncSyncBatches).
+var (
+	rowsDropped = counters.Declare(counters.Def{Name: "rows_dropped", Loss: true,
+		Help: "CSV rows not written (disk paused or full, file error, or after shutdown)"})
+	syncErrors = counters.Declare(counters.Def{Name: "sync_errors", Loss: true,
+		Help: "failed fsync/fdatasync calls on CSV files"})
+	syncSkips = counters.Declare(counters.Def{Name: "sync_skips", Loss: true,
+		Help: "periodic CSV sync rounds skipped because the previous one was still on the disk"})
+	rowsWritten = counters.Declare(counters.Def{Name: "rows_written",
+		Help: "CSV rows written"})
+	syncBatches = counters.Declare(counters.Def{Name: "sync_batches",
+		Help: "periodic CSV sync rounds completed"})
+)
 
-// RegisterCounters makes the writer's counters (CSVCounters) part of r.
-func (c *CSV) RegisterCounters(r *counters.Registry) { counters.Observe(r, c.Stats, CSVCounters...) }
+// RegisterCounters makes r show the writer's counts.
+func (c *CSV) RegisterCounters(r *counters.Registry) {
+	r.Include(c.counts)
+	counters.Observe(r, asyncSyncBatches, counters.Field[uint64]{Def: syncBatches, Get: func(n uint64) uint64 { return n }})
+}
 
 // LineLogCounters are a line log's counters; events.log's and summary.log's
 // show summed. The lines a log refused (Overflowed) are counted by its
