@@ -15,10 +15,11 @@
 // A counter several parts count (each GPU's sampler, both line logs, two
 // listeners sharing listen_failures) is one counter they all add to.
 //
-// Order: the losses first, then the others, each in declaration order: the
-// order Go initializes packages (a package after those it imports, else by
-// import path), and in a package the order of its files' names and of the
-// declarations in them.
+// Order: the losses first, then the others, each by the import path of the
+// package that declares it, then in declaration order (in a package, the
+// order of its files' names and of the declarations in them). Not Go's
+// package initialization order: that depends on which packages a binary
+// links (a test's order would not be the daemon's).
 //
 // Why not client_golang's registry: its Gatherer sorts by name (the outputs
 // show the losses first), a Desc carries no "loss" or "logged by its part"
@@ -30,7 +31,9 @@ package counters
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -44,7 +47,8 @@ type Def struct {
 	// lost; otherwise the monitor logs it, with Help, once it is non-zero.
 	OwnLog bool
 
-	id int // its place among the declared counters
+	id  int    // its place among the declared counters
+	pkg string // the import path of the package that declared it
 }
 
 // Value is a counter's value as read.
@@ -76,10 +80,24 @@ func Declare(d Def) *Def {
 	if slices.ContainsFunc(declared, func(e *Def) bool { return e.Name == d.Name }) {
 		panic(fmt.Sprintf("counters: %s declared twice", d.Name))
 	}
-	d.id = len(declared)
+	d.id, d.pkg = len(declared), callerPackage()
 	p := &d
 	declared = append(declared, p)
 	return p
+}
+
+// callerPackage returns the import path of the package that called Declare.
+func callerPackage() string {
+	pc, _, _, ok := runtime.Caller(2)
+	if !ok {
+		return ""
+	}
+	name := runtime.FuncForPC(pc).Name() // "github.com/x/y/pkg.init" or "...pkg.F"
+	slash := strings.LastIndexByte(name, '/')
+	if dot := strings.IndexByte(name[slash+1:], '.'); dot >= 0 {
+		return name[:slash+1+dot]
+	}
+	return name
 }
 
 // Lookup returns the counter declared as name, nil if none is.
@@ -112,14 +130,20 @@ func New() *Registry {
 	declMu.Lock()
 	defer declMu.Unlock()
 	if !made.Swap(true) {
-		order = make([]int, 0, len(declared))
-		for _, loss := range []bool{true, false} {
-			for i, d := range declared {
-				if d.Loss == loss {
-					order = append(order, i)
-				}
-			}
+		order = make([]int, len(declared))
+		for i := range order {
+			order[i] = i
 		}
+		slices.SortStableFunc(order, func(a, b int) int {
+			da, db := declared[a], declared[b]
+			if da.Loss != db.Loss {
+				if da.Loss {
+					return -1
+				}
+				return 1
+			}
+			return strings.Compare(da.pkg, db.pkg)
+		})
 	}
 	return &Registry{n: make([]atomic.Uint64, len(declared))}
 }

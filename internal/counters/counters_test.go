@@ -39,8 +39,9 @@ func names(vs []Value) []string {
 	return out
 }
 
-// The outputs' order is the losses first, then the others, each in
-// declaration order, whatever order the parts count or register in.
+// The outputs' order is the losses first, then the others, each by the
+// declaring package (here all one) and in declaration order, whatever order
+// the parts count or register in.
 func TestOrderIsLossesFirstThenDeclaration(t *testing.T) {
 	r := New()
 	r.Inc(lossB)
@@ -126,6 +127,9 @@ func TestMisusePanics(t *testing.T) {
 func TestLookup(t *testing.T) {
 	if d := Lookup("b_lost"); d != lossB {
 		t.Errorf("Lookup(b_lost) = %v, want its declaration", d)
+	}
+	if d := Lookup("b_lost"); d.pkg != "github.com/gpu-telemetry/gpu-telemetry/internal/counters" {
+		t.Errorf("b_lost declared by %q, want this package's import path (the outputs' order is by it)", d.pkg)
 	}
 	if d := Lookup("nothing"); d != nil {
 		t.Errorf("Lookup(nothing) = %v, want nil", d)
