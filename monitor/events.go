@@ -10,7 +10,10 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/internal/events"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/live"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
+	"github.com/gpu-telemetry/gpu-telemetry/xid"
 )
 
 // runEvents follows the NVML events of every GPU (sampler.FollowEvents:
@@ -113,7 +116,7 @@ func (m *Monitor) onEvent(e reading.Event) {
 		gs.addXid(int64(e.Data))
 	}
 	if r.Wake {
-		gs.slot.Update(r.Publish)
+		gs.slot.Update(func(g *live.GPU) { showReport(g, r) })
 		gs.nextTry.Store(0)
 	}
 	var d snapshot.Decision
@@ -137,6 +140,26 @@ func (m *Monitor) onEvent(e reading.Event) {
 	// reads the GPU's rows, which may wait on the disk.
 	m.eventLines(r, d)
 	gs.crashSnapshot(plan)
+}
+
+// showReport shows a Wake record's report in the GPU's live view g: the
+// last Xid or recovery action and when it happened, or the GPU lost.
+func showReport(g *live.GPU, r events.Record) {
+	switch r.Kind {
+	case reading.EventXid:
+		g.Xid(r.Code, r.At, xid.Name(int(r.Code)))
+	case reading.EventRecovery:
+		g.Recovery(r.Code, r.At, xid.RecoveryActionName(r.Code))
+	case reading.EventLost:
+		g.Lost(r.Seen)
+	}
+}
+
+// healthEvent names an NVML health event type for the event stage
+// (events.Config.HealthEvent): the sampler knows NVML's types.
+func healthEvent(typ uint64) (string, bool) {
+	h, _ := sampler.HealthEvent(typ)
+	return h.Name, h.Critical
 }
 
 // heldXid logs the first Xid line the event stage held (an application's

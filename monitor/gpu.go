@@ -35,7 +35,7 @@ const (
 // (slot) is the only thing readers see; the poll loop writes it too when the
 // worker is stuck (hung).
 type gpuState struct {
-	out  *gpuOutputs // where the pipeline writes (outputs.go)
+	m    *Monitor // where the pipeline writes: the sinks, the side queue, the incident desk
 	g    *sampler.GPU
 	w    *sampler.Worker
 	tr   *anomaly.Tracker
@@ -109,12 +109,12 @@ type gpuState struct {
 	offAtTick bool
 }
 
-func newGPUState(cfg *Config, log *slog.Logger, out *gpuOutputs, g *sampler.GPU) *gpuState {
-	idx := g.Info().Index
+func newGPUState(m *Monitor, g *sampler.GPU) *gpuState {
+	idx, cfg := g.Info().Index, &m.cfg
 	// Room for the ticks a stuck sample can skip before its deadline.
 	skips := min(int(cfg.Deadline/cfg.Interval)+2, 1024)
-	gs := &gpuState{out: out, g: g, idx: idx, tr: anomaly.NewTracker(idx, cfg.Anomaly),
-		log: log.With("gpu", idx), pending: make([]int64, 0, 8), skipped: make([]instant, 0, skips),
+	gs := &gpuState{m: m, g: g, idx: idx, tr: anomaly.NewTracker(idx, cfg.Anomaly),
+		log: m.log.With("gpu", idx), pending: make([]int64, 0, 8), skipped: make([]instant, 0, skips),
 		slot: live.NewSlot(g.Info()), finished: -1}
 	gs.late = !g.FactsKnown()
 	gs.w = sampler.NewWorker(g, gs.handle, cfg.mono())
@@ -156,7 +156,7 @@ func (gs *gpuState) closeXids() {
 // dropXid counts an Xid flag that no row carries; the first is logged with
 // what, the GPU and the Xid.
 func (gs *gpuState) dropXid(code int64, what string) {
-	gs.out.xidFlagsDropped.add(gs.log, "xid_flags_dropped", what, slog.Int64("xid", code)) // gs.log names the GPU
+	gs.m.xidFlagsDropped.add(gs.log, "xid_flags_dropped", what, slog.Int64("xid", code)) // gs.log names the GPU
 }
 
 func (gs *gpuState) takeXids(s *reading.Sample) {
@@ -208,9 +208,9 @@ type sampleIncident struct {
 // since their rows end with it (a crash snapshot whose job is dropped is
 // abandoned, counted and logged).
 func (gs *gpuState) incidents(when time.Time, queued bool, critical sampleIncident, spike bool) {
-	m := gs.out
+	m := gs.m
 	if critical.reason != "" {
-		d, plan := m.critical(gs, when, critical.reason)
+		d, plan := m.inc.critical(gs, when, critical.reason)
 		m.incidentLine(critical.line, d)
 		if plan != nil && queued {
 			m.enqueue(sideJob{what: "the " + plan.what() + " (" + critical.reason + ")", gpu: gs.idx,
@@ -227,9 +227,9 @@ func (gs *gpuState) incidents(when time.Time, queued bool, critical sampleIncide
 		// cooldown then suppresses the snapshot.
 		if queued {
 			fans := gs.g.FanPolicies()
-			m.queue("a fan spike snapshot request", gs.idx, func() { m.spike(gs, when, func() []string { return fans }) })
+			m.queue("a fan spike snapshot request", gs.idx, func() { m.inc.spike(gs, when, func() []string { return fans }) })
 		} else {
-			m.spike(gs, when, gs.g.FanPolicies)
+			m.inc.spike(gs, when, gs.g.FanPolicies)
 		}
 	}
 }
@@ -238,7 +238,7 @@ func (gs *gpuState) incidents(when time.Time, queued bool, critical sampleIncide
 // the sample), back-off after failures, loss. It reports whether the sample
 // ends a hang, and the critical event it raises (if any).
 func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical sampleIncident) {
-	m := gs.out
+	m := gs.m
 	gs.hmu.Lock()
 	stalled, st, hungLine := gs.stalled, gs.stallStart, gs.hungLine
 	gs.stalled, gs.hungLine = false, nil
@@ -254,8 +254,8 @@ func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical sampleIn
 		// was stuck. Its readings were taken when the driver answered, so it
 		// is stamped with the time it completed: rows never go back in time.
 		s.Time = time.Now()
-		s.KernelTime = m.kernelTime(s.Time)
-		stall := m.mono() - st
+		s.KernelTime = m.host.KernelTime(s.Time)
+		stall := m.cfg.mono() - st
 		gs.log.Warn("NVML answered again after a hang", "stall", stall.Round(time.Millisecond), "hung_rows", gs.slot.Get().HungRows)
 		m.eventLine(gs.event(s.Time, sink.TypeNVMLRecovered, "stall_ms", strconv.FormatInt(stall.Milliseconds(), 10)))
 		gs.tr.Forget()
@@ -307,7 +307,7 @@ func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical sampleIn
 // poll loop compares nextTry with: a step of the wall clock neither delays
 // nor hastens the next try.
 func (gs *gpuState) backOff(d time.Duration) {
-	gs.nextTry.Store(int64(gs.out.mono() + d))
+	gs.nextTry.Store(int64(gs.m.cfg.mono() + d))
 }
 
 // backingOff reports whether the GPU is still backing off at the monotonic
@@ -329,7 +329,7 @@ func (gs *gpuState) detect(s *reading.Sample) anomaly.Result {
 // notices, events.log lines and the CSV row. It reports whether the row was
 // queued on the side goroutine rather than written.
 func (gs *gpuState) record(s *reading.Sample, r *anomaly.Result, stalled bool, critical sampleIncident) (queued bool) {
-	m := gs.out
+	m := gs.m
 	now := s.Time
 	for i := range r.NumNotices() {
 		n := r.Notice(i)
@@ -372,7 +372,7 @@ func (gs *gpuState) record(s *reading.Sample, r *anomaly.Result, stalled bool, c
 // not nil) is told why when it is dropped.
 func (gs *gpuState) queueRows(what string, dropped func(why string), f func()) {
 	gs.sideRows.Add(1)
-	gs.out.enqueue(sideJob{what: what, gpu: gs.idx, rows: &gs.sideRows, dropped: dropped, f: func() {
+	gs.m.enqueue(sideJob{what: what, gpu: gs.idx, rows: &gs.sideRows, dropped: dropped, f: func() {
 		defer gs.sideRows.Add(-1)
 		f()
 	}})
@@ -382,7 +382,7 @@ func (gs *gpuState) queueRows(what string, dropped func(why string), f func()) {
 // Per-sample accumulators for the live readers (per-second averages and the
 // like) belong in live.GPU.Observe, which runs here under the slot's lock.
 func (gs *gpuState) publish(s *reading.Sample) {
-	info, interval := gs.info(), gs.out.interval
+	info, interval := gs.info(), gs.m.cfg.Interval
 	hv := gs.health.Load()
 	gs.slot.Update(func(g *live.GPU) {
 		g.Info = info
@@ -417,7 +417,7 @@ type instant struct {
 // stuck is not reported (see hmu): hung then reports false, and the tick
 // is the caller's to count.
 func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (reported bool) {
-	m := gs.out
+	m := gs.m
 	gs.hmu.Lock()
 	defer gs.hmu.Unlock()
 	if gs.finished == since {
@@ -451,7 +451,7 @@ func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (repor
 		line := sink.Event{Time: now.wall, GPU: gs.idx, Bus: gs.busID(), Type: sink.TypeNVMLHung,
 			Fields: sink.KV("function", fn.String(), "elapsed_ms", strconv.FormatInt(elapsed.Milliseconds(), 10))}
 		var d snapshot.Decision
-		d, plan = m.critical(gs, now.wall, "NVML_HUNG("+fn.String()+","+strconv.FormatInt(elapsed.Milliseconds(), 10)+"ms)")
+		d, plan = m.inc.critical(gs, now.wall, "NVML_HUNG("+fn.String()+","+strconv.FormatInt(elapsed.Milliseconds(), 10)+"ms)")
 		written := make(chan struct{})
 		gs.hungLine = written
 		go func() { defer close(written); m.incidentLine(line, d) }()
@@ -463,7 +463,7 @@ func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (repor
 	gs.queueRows(what, plan.abandon, func() {
 		for _, t := range times {
 			elapsed := t.mono - start
-			s := reading.Sample{GPU: gs.idx, Time: t.wall, KernelTime: m.kernelTime(t.wall), Status: reading.StatusHung,
+			s := reading.Sample{GPU: gs.idx, Time: t.wall, KernelTime: m.host.KernelTime(t.wall), Status: reading.StatusHung,
 				Err: fn.String(), HungFor: elapsed, NumFans: fans}
 			s.Flags.Add(reading.Flag{Kind: reading.FlagNVMLHung, S: fn.String(), A: elapsed.Milliseconds()})
 			gs.takeXids(&s)
@@ -479,21 +479,21 @@ func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (repor
 
 // header builds a snapshot header from the GPU's state.
 func (gs *gpuState) header(when time.Time, reason string, event uint64) snapshot.Header {
-	m := gs.out
+	m := gs.m
 	info := gs.info()
 	c := gs.tr.Counters()
 	v := gs.slot.Get()
 	h := snapshot.Header{
 		Time:        when,
-		Version:     "gpu-telemetry " + m.hdr.version,
-		Host:        m.hdr.host,
+		Version:     "gpu-telemetry " + m.cfg.Version,
+		Host:        m.ident,
 		GPUName:     info.Name,
 		BusID:       gs.busID(),
 		UUID:        info.UUID,
 		Serial:      info.Serial,
 		Reason:      reason,
-		KernelClock: m.hdr.kernelClock(),
-		Uptime:      time.Since(m.hdr.start),
+		KernelClock: m.kclock.line(),
+		Uptime:      time.Since(m.start),
 		Samples:     v.Samples,
 		PeakTempC:   c.PeakTempC,
 		EventNumber: event,

@@ -45,7 +45,7 @@ func (gs *gpuState) Health() HealthView {
 // reason healthCritical chose) is not written here but once its incident
 // is raised. Worker goroutine only.
 func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical sampleIncident) {
-	m := gs.out
+	m := gs.m
 	now := s.Time
 	prev := gs.Health()
 	v := prev

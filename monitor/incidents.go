@@ -8,17 +8,18 @@ import (
 
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
 // incidentDesk turns critical events and fan spikes into snapshots: it
 // counts the GPU's incident, asks the snapshot manager (whose cooldowns and
 // stages decide), and keeps the host's last incident for the host view. It
-// is the GPUs' incidentSink and the event paths' (NVML events, the kernel
+// is the GPUs' and the event paths' (NVML events, the kernel
 // log) way to a crash snapshot.
 type incidentDesk struct {
 	snaps *snapshot.Manager
-	rows  rowWriter // the GPUs' recent rows, for the snapshots
+	rows  *sink.CSV // the GPUs' recent rows, for the snapshots
 	log   *slog.Logger
 
 	refusedLogged atomic.Bool // refused logged the first
@@ -113,7 +114,7 @@ func (gs *gpuState) crashSnapshot(c *crashPlan) {
 	if c == nil {
 		return
 	}
-	hdr, recent := gs.out.csv.Rows(gs.idx)
+	hdr, recent := gs.m.csv.Rows(gs.idx)
 	c.build(snapshot.CrashRequest{Header: gs.header(c.ev.Time, c.ev.Reason, c.n), CSVHeader: hdr, Rows: recent,
 		Extra: append(gs.procSection(c.seen), gs.healthSection(c.seen)...)})
 }

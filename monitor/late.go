@@ -22,7 +22,7 @@ func (gs *gpuState) checkStatic() {
 		return
 	}
 	gs.late = false
-	gs.out.staticKnown(gs)
+	gs.m.staticKnown(gs)
 }
 
 // staticKnown is called once, on the GPU's worker goroutine before its first

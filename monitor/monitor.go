@@ -122,7 +122,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		cadence: newCadence(cfg.Interval), kmsgState: "disabled", eventsState: "starting",
 		kclock: newKernelClock(host.KernelClock()), journalQ: make(chan journalEntry, journalQueue),
 		reg: counters.New()}
-	m.ev = events.NewStage(events.Config{DedupWindow: cfg.XidDedupe, KernelClock: m.kclock.clock})
+	m.ev = events.NewStage(events.Config{DedupWindow: cfg.XidDedupe, KernelClock: m.kclock.clock, HealthEvent: healthEvent})
 	m.ident = readIdentity(cfg.Host, cfg.HostRoot, m.log)
 	if cfg.KmsgPath != "" {
 		m.kmsgState = "starting"
@@ -136,12 +136,8 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	var cols []sink.GPUColumns
 	var slots []*live.Slot
 	byBus := map[reading.PCIAddr]*gpuState{}
-	out := &gpuOutputs{eventSink: m, sideQueue: m, factsSink: m, log: m.log,
-		mono: cfg.mono, kernelTime: host.KernelTime, interval: cfg.Interval,
-		hdr:          headerFacts{version: cfg.Version, start: m.start, kernelClock: m.kclock.line},
-		flagsDropped: &m.flagsDropped, xidFlagsDropped: &m.xidFlagsDropped}
 	for _, g := range host.GPUs {
-		gs := newGPUState(&m.cfg, m.log, out, g)
+		gs := newGPUState(m, g)
 		m.gpus = append(m.gpus, gs)
 		slots = append(slots, gs.slot)
 		m.byIndex[gs.idx] = gs
@@ -173,7 +169,6 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		KernelWall: m.kclock.clock.Wall,
 	})
 	m.inc = &incidentDesk{snaps: m.snaps, rows: m.csv, log: m.log}
-	out.csv, out.incidentSink, out.hdr.host, out.atop = m.csv, m.inc, m.ident, m.procs.atop
 	m.registerCounters()
 	m.writeSystemInfo()
 	m.publishHost() // the first host view, before Run
