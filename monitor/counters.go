@@ -42,19 +42,19 @@ func (c *lossCounter) load() uint64 { return c.n.Load() }
 var monitorCounters = []counters.Field[*Monitor]{
 	{Def: counters.Def{Name: "tick_overruns", Loss: true, Place: 10,
 		Help: "poll-loop ticks skipped whole because the loop ran late (no GPU was sampled on them)"},
-		Get: func(m *Monitor) uint64 { return m.overruns.Load() }},
+		Get: func(m *Monitor) uint64 { return m.loop.overruns.Load() }},
 	{Def: counters.Def{Name: "busy_skips", Loss: true, Place: 20,
 		Help: "GPU samples not taken because the GPU's previous sample was still in flight"},
-		Get: func(m *Monitor) uint64 { return m.busySkips.Load() }},
+		Get: func(m *Monitor) uint64 { return m.loop.busySkips.Load() }},
 	{Def: counters.Def{Name: "side_drops", Loss: true, OwnLog: true, Place: 60,
 		Help: "file work dropped because the side queue was full, queued after it stopped at shutdown, or still queued when shutdown stopped waiting for it (late rows, hang rows with their crash snapshot request, snapshot requests, summaries)"},
-		Get: func(m *Monitor) uint64 { return m.sideDrops.load() }},
+		Get: func(m *Monitor) uint64 { return m.side.drops.load() }},
 	{Def: counters.Def{Name: "log_lines_failed", Loss: true, OwnLog: true, Place: 70,
 		Help: "events.log and summary.log lines lost: too many were already waiting for a full disk, or the log was closed"},
 		Get: func(m *Monitor) uint64 { return m.lineFails.load() }},
 	{Def: counters.Def{Name: "journal_drops", Loss: true, OwnLog: true, Place: 90,
 		Help: "events.log lines not sent to the systemd journal: its queue was full (journald stuck) or it refused them (they are in events.log)"},
-		Get: func(m *Monitor) uint64 { return m.journalDrops.load() }},
+		Get: func(m *Monitor) uint64 { return m.journal.drops.load() }},
 	{Def: counters.Def{Name: "flags_dropped", Loss: true, OwnLog: true, Place: 100,
 		Help: "flags that did not fit in a row's flags cell"},
 		Get: func(m *Monitor) uint64 { return m.flagsDropped.load() }},
@@ -70,7 +70,7 @@ var monitorCounters = []counters.Field[*Monitor]{
 
 	{Def: counters.Def{Name: "ticks", Place: 400,
 		Help: "poll-loop ticks run"},
-		Get: func(m *Monitor) uint64 { return m.ticks.Load() }},
+		Get: func(m *Monitor) uint64 { return m.loop.ticks.Load() }},
 }
 
 // registerCounters puts every part's counters in the registry: the
@@ -182,14 +182,14 @@ func (m *Monitor) watchLosses(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-m.secondTick:
+		case now := <-m.loop.secondTick:
 			m.windowsEnded(now, false)
 		}
 		m.checkLosses(logged)
 		d := m.csv.Stats().Dropped
-		m.smu.Lock()
-		m.drops.add(time.Now(), d)
-		m.smu.Unlock()
+		m.states.mu.Lock()
+		m.states.drops.add(time.Now(), d)
+		m.states.mu.Unlock()
 		m.publishHost()
 	}
 }

@@ -9,8 +9,8 @@ import (
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/events"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
-	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 	"github.com/gpu-telemetry/gpu-telemetry/xid"
@@ -20,7 +20,7 @@ import (
 // each GPU registered once it answers, a failed set reopened with back-off)
 // until ctx is done.
 func (m *Monitor) runEvents(ctx context.Context) {
-	m.host.FollowEvents(ctx, m.log, m.onEvent, func(state string) { m.setState(&m.eventsState, state) })
+	m.host.FollowEvents(ctx, m.log, m.onEvent, func(state string) { m.setState(&m.states.events, state) })
 }
 
 // runKmsg follows the kernel log for NVRM Xid lines. NVML events do not

@@ -16,8 +16,9 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
-// Back-off after failures, as in the seed: after 5 consecutive failed samples
-// a GPU is tried every 5 s, after 10 every 30 s (a faulted GPU answers each
+// Back-off after failures, as the reference logger gpu-telemetry-deep.py
+// backed off: after 5 consecutive failed samples a GPU is tried every 5 s,
+// after 10 every 30 s (a faulted GPU answers each
 // call only after a long timeout, so polling it at 10 Hz only queues calls).
 // A lost GPU is re-probed with exponential back-off from 1 s to 60 s.
 const (
@@ -213,7 +214,7 @@ func (gs *gpuState) incidents(when time.Time, queued bool, critical sampleIncide
 		d, plan := m.inc.critical(gs, when, critical.reason)
 		m.incidentLine(critical.line, d)
 		if plan != nil && queued {
-			m.enqueue(sideJob{what: "the " + plan.what() + " (" + critical.reason + ")", gpu: gs.idx,
+			m.side.enqueue(sideJob{what: "the " + plan.what() + " (" + critical.reason + ")", gpu: gs.idx,
 				f: func() { gs.crashSnapshot(plan) }, dropped: plan.abandon})
 		} else {
 			gs.crashSnapshot(plan)
@@ -227,7 +228,7 @@ func (gs *gpuState) incidents(when time.Time, queued bool, critical sampleIncide
 		// cooldown then suppresses the snapshot.
 		if queued {
 			fans := gs.g.FanPolicies()
-			m.queue("a fan spike snapshot request", gs.idx, func() { m.inc.spike(gs, when, func() []string { return fans }) })
+			m.side.queue("a fan spike snapshot request", gs.idx, func() { m.inc.spike(gs, when, func() []string { return fans }) })
 		} else {
 			m.inc.spike(gs, when, gs.g.FanPolicies)
 		}
@@ -372,7 +373,7 @@ func (gs *gpuState) record(s *reading.Sample, r *anomaly.Result, stalled bool, c
 // not nil) is told why when it is dropped.
 func (gs *gpuState) queueRows(what string, dropped func(why string), f func()) {
 	gs.sideRows.Add(1)
-	gs.m.enqueue(sideJob{what: what, gpu: gs.idx, rows: &gs.sideRows, dropped: dropped, f: func() {
+	gs.m.side.enqueue(sideJob{what: what, gpu: gs.idx, rows: &gs.sideRows, dropped: dropped, f: func() {
 		defer gs.sideRows.Add(-1)
 		f()
 	}})

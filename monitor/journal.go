@@ -82,10 +82,19 @@ func journalName(k string) string {
 	return string(b)
 }
 
-// journal queues an events.log line for the journal, when it is on; a full
+// journalSender sends events.log lines to the systemd journal on a
+// goroutine of its own (run), from a bounded queue.
+type journalSender struct {
+	send  JournalFunc // nil: off
+	log   *slog.Logger
+	q     chan journalEntry
+	drops lossCounter // journal_drops
+}
+
+// queue queues an events.log line for the journal, when it is on; a full
 // queue drops it, counted.
-func (m *Monitor) journal(line string) {
-	if m.cfg.Journal == nil {
+func (j *journalSender) queue(line string) {
+	if j.send == nil {
 		return
 	}
 	e, ok := toJournal(line)
@@ -93,29 +102,29 @@ func (m *Monitor) journal(line string) {
 		return
 	}
 	select {
-	case m.journalQ <- e:
+	case j.q <- e:
 	default:
-		m.journalDrops.add(m.log, "journal_drops", "an events.log line for the journal", slog.String("line", line))
+		j.drops.add(j.log, "journal_drops", "an events.log line for the journal", slog.String("line", line))
 	}
 }
 
-// runJournal sends the queued lines until ctx ends; what is still queued
-// then is sent too, once (journald is local: this does not wait long
-// unless it is stuck, and then shutdown's own deadline applies).
-func (m *Monitor) runJournal(ctx context.Context) {
+// run sends the queued lines until ctx ends; what is still queued then is
+// sent too, once (journald is local: this does not wait long unless it is
+// stuck, and then shutdown's own deadline applies).
+func (j *journalSender) run(ctx context.Context) {
 	send := func(e journalEntry) {
-		if err := m.cfg.Journal(e.message, e.priority, e.fields); err != nil {
-			m.journalDrops.add(m.log, "journal_drops", "an events.log line the journal refused", slog.String("error", err.Error()))
+		if err := j.send(e.message, e.priority, e.fields); err != nil {
+			j.drops.add(j.log, "journal_drops", "an events.log line the journal refused", slog.String("error", err.Error()))
 		}
 	}
 	for {
 		select {
-		case e := <-m.journalQ:
+		case e := <-j.q:
 			send(e)
 		case <-ctx.Done():
 			for {
 				select {
-				case e := <-m.journalQ:
+				case e := <-j.q:
 					send(e)
 				default:
 					return

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
@@ -116,6 +117,8 @@ type runState struct {
 	prev []sink.Board
 	// write rewrites run-state (snapshot.WriteRunState); tests stall it.
 	write func(dir string, s snapshot.RunState) error
+	// saveFailed: a failure to save the kernel log position was logged.
+	saveFailed atomic.Bool
 }
 
 // kmsgSeq is the position to save: the last /dev/kmsg record handed on.
@@ -193,7 +196,7 @@ func (m *Monitor) saveKmsgSeq() {
 		write = snapshot.WriteRunState
 	}
 	if err := write(m.cfg.LogDir, next); err != nil {
-		if m.kmsgSaveFailed.CompareAndSwap(false, true) {
+		if m.runState.saveFailed.CompareAndSwap(false, true) {
 			m.log.Warn("cannot save the kernel log position; a restart may replay or miss records logged meanwhile (tried again later)", "error", err)
 		}
 		return

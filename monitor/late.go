@@ -46,9 +46,9 @@ func (m *Monitor) staticKnown(gs *gpuState) {
 		m.addBus(a.Slot(), gs)
 		m.kern.stale.Store(true)
 	}
-	m.queue("system-info.txt", -1, m.writeSystemInfo)
+	m.side.queue("system-info.txt", -1, m.writeSystemInfo)
 	m.csv.SetGPU(csvColumns(gs.idx, info)) // its board and fan columns, from its next row (its board's file)
-	m.queue("run-state and INVENTORY: the board of a GPU that answered late", gs.idx, func() { m.lateBoard(gs) })
+	m.side.queue("run-state and INVENTORY: the board of a GPU that answered late", gs.idx, func() { m.lateBoard(gs) })
 	if pending := m.host.Pending(); len(pending) > 0 {
 		// The GPU was selected in the place of --gpu selectors that named
 		// no GPU that answered at start (sampler.Open).
@@ -64,7 +64,7 @@ func (m *Monitor) staticKnown(gs *gpuState) {
 // healthGroupsKnown rewrites system-info.txt (on the side queue) once GPU
 // gpu's health counter groups are known: it says which the GPU supports.
 func (m *Monitor) healthGroupsKnown(gpu int) {
-	m.queue("rewriting system-info.txt with the GPU's health counter groups", gpu, m.writeSystemInfo)
+	m.side.queue("rewriting system-info.txt with the GPU's health counter groups", gpu, m.writeSystemInfo)
 }
 
 // busesFromSysfs gives the GPUs stuck at start (no bus id from NVML) the

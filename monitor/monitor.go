@@ -20,84 +20,78 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
-// Rotation sizes for the line logs (seed: EVENTS_LOG_MAX_BYTES,
-// SUMMARY_LOG_MAX_BYTES).
+// Rotation sizes for the line logs: the reference logger's
+// (gpu-telemetry-deep.py's EVENTS_LOG_MAX_BYTES and SUMMARY_LOG_MAX_BYTES,
+// 50 and 10 MB), which operators' disk budgets were sized for.
 const (
 	eventsLogMB  = 50
 	summaryLogMB = 10
 	logBackups   = 5
 )
 
-// Monitor is the running logger.
+// Monitor is the running logger: the GPUs' pipelines, the parts that
+// write what they leave behind, the poll loop, and the listeners beside it.
 type Monitor struct {
 	cfg     Config
 	log     *slog.Logger
 	host    *sampler.Host
 	ident   reading.Identity // the host's name, machine id and boot id, read once at start
+	start   time.Time
 	gpus    []*gpuState
 	byIndex map[int]*gpuState
-	kern    kernelGPUs // which GPU a kernel line names (kernel.go)
 
 	csv     *sink.CSV
 	events  lineLog
 	summary lineLog
 	snaps   *snapshot.Manager
-	inc     *incidentDesk // critical events and spikes to snapshots
+	inc     *incidentDesk      // critical events and spikes to snapshots
+	ev      *events.Stage      // the event path: every NVML, kernel log and poll event
+	reg     *counters.Registry // every part's counters (counters.go)
+	board   *live.Board        // what the live readers read (publishHost, the GPUs' slots)
 
-	start       time.Time
-	ticks       atomic.Uint64
-	overruns    atomic.Uint64
-	busySkips   atomic.Uint64
-	ev          *events.Stage // the event path: every NVML, kernel log and poll event
-	ready       bool
-	lastSummary time.Time
-
-	tickHook func(now time.Time) // tests: runs at the end of every tick
-
-	side chan sideJob // file work queued by the poll loop
-	// sideMu orders every queue against the side goroutine's last drain at
-	// shutdown: work queued before sideClosed is set is in side when the
-	// drain begins, so it runs (or, if the drain is cut short, is counted
-	// and dropped); work queued after is counted and dropped.
-	sideMu     sync.Mutex
-	sideClosed bool
+	loop     pollLoop      // the poll loop's pace and counts
+	side     sideQueue     // file work queued by the poll loop and the workers (side.go)
+	kern     kernelGPUs    // which GPU a kernel line names (kernel.go)
+	klog     *KernelLog    // nil: no kernel log (kernlog.go)
+	kclock   *kernelClock  // dmesg_time on the kernel log's clock (kclock.go)
+	runState runState      // this run's run-state, with the kernel log position
+	procs    procParts     // the process reads and atop's protocol (procs.go)
+	journal  journalSender // events.log lines to the systemd journal (journal.go)
+	states   hostStates    // the listeners' states, for the host view
 
 	// Lost work the monitor itself drops (see monitorCounters).
-	sideDrops, lineFails, flagsDropped, xidFlagsDropped lossCounter
-	journalDrops                                        lossCounter
-	badXids                                             lossCounter // the driver's Xid lines that could not be read
-	journalQ                                            chan journalEntry
+	lineFails, flagsDropped, xidFlagsDropped lossCounter
+	badXids                                  lossCounter // the driver's Xid lines that could not be read
 
-	reg      *counters.Registry // every part's counters (counters.go)
-	klog     *KernelLog         // nil: no kernel log (kernlog.go)
-	runState runState           // this run's run-state, with the kernel log position
-	// kmsgSaveFailed: a failure to save the kernel log position was logged.
-	kmsgSaveFailed atomic.Bool
-	kclock         *kernelClock // dmesg_time on the kernel log's clock
+	enumerating atomic.Bool // a GPU enumeration is inside the driver
+}
 
-	board   *live.Board
-	cadence *cadence
+// pollLoop is the poll loop's own state: its counts, its pace, and the
+// periodic work it paces, so that that work runs while the process is
+// awake for a tick rather than on timers of its own: the CSV's sync round
+// every FsyncEvery (syncTick), the loss check every second (secondTick),
+// the summary every SummaryEvery.
+type pollLoop struct {
+	ticks, overruns, busySkips atomic.Uint64
 
-	procs procParts // the process reads and atop's protocol (procs.go)
-
-	// Periodic work paced by the poll loop, so that it runs while the
-	// process is awake for a tick rather than on timers of its own: the
-	// CSV's sync round every FsyncEvery, the loss check every second.
-	syncTick, secondTick chan time.Time
-	lastSync             time.Time // poll goroutine only
-
-	smu         sync.Mutex // guards the fields below
-	kmsgState   string
-	eventsState string
-	drops       dropHistory
-
+	ready                 bool      // poll goroutine only: every GPU has written a row
+	lastSummary, lastSync time.Time // poll goroutine only
+	syncTick, secondTick  chan time.Time
 	// The monotonic reading (Config.mono, ns) the current summary window
 	// began at: the status line's window is measured from it.
 	windowStart atomic.Int64
 
-	enumerating atomic.Bool // a GPU enumeration is inside the driver
+	cadence  *cadence
+	beat     loopBeat            // the loop's progress, for the watchdog pinger (watchdog.go)
+	tickHook func(now time.Time) // tests: runs at the end of every tick
+}
 
-	beat loopBeat // the poll loop's progress, for the watchdog pinger (watchdog.go)
+// hostStates are the kernel log's (kmsg) and the NVML event stream's
+// states and the recent row drops, for the host view.
+type hostStates struct {
+	mu           sync.Mutex
+	kmsg, events string
+	drops        dropHistory
 }
 
 // lineLog is an append-only text log (sink.LineLog).
@@ -116,23 +110,24 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	m := &Monitor{cfg: cfg, log: cfg.Logger, host: host, byIndex: map[int]*gpuState{},
-		start: time.Now(), side: make(chan sideJob, 256),
-		syncTick: make(chan time.Time, 1), secondTick: make(chan time.Time, 1),
-		cadence: newCadence(cfg.Interval), kmsgState: "disabled", eventsState: "starting",
-		kclock: newKernelClock(host.KernelClock()), journalQ: make(chan journalEntry, journalQueue),
-		reg: counters.New()}
+	m := &Monitor{cfg: cfg, log: cfg.Logger, host: host, byIndex: map[int]*gpuState{}, start: time.Now(),
+		kclock: newKernelClock(host.KernelClock()), reg: counters.New()}
+	m.loop.syncTick, m.loop.secondTick = make(chan time.Time, 1), make(chan time.Time, 1)
+	m.loop.cadence = newCadence(cfg.Interval)
+	m.side.log, m.side.jobs = m.log, make(chan sideJob, 256)
+	m.journal = journalSender{send: cfg.Journal, log: m.log, q: make(chan journalEntry, journalQueue)}
+	m.states.kmsg, m.states.events = "disabled", "starting"
 	m.ev = events.NewStage(events.Config{DedupWindow: cfg.XidDedupe, KernelClock: m.kclock.clock, HealthEvent: healthEvent})
 	m.ident = readIdentity(cfg.Host, cfg.HostRoot, m.log)
 	if cfg.KmsgPath != "" {
-		m.kmsgState = "starting"
+		m.states.kmsg = "starting"
 		m.kclock.readable.Store(true)
 		m.klog = cfg.KernelLog
 		if m.klog == nil {
 			m.klog = planKernelLog(cfg)
 		}
 	}
-	m.windowStart.Store(int64(cfg.mono())) // until Run begins the first window
+	m.loop.windowStart.Store(int64(cfg.mono())) // until Run begins the first window
 	var cols []sink.GPUColumns
 	var slots []*live.Slot
 	byBus := map[reading.PCIAddr]*gpuState{}
@@ -153,7 +148,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	m.setupProcs()
 	csv, err := sink.NewCSV(sink.CSVConfig{
 		Dir: cfg.LogDir, RetentionDays: cfg.RetentionDays, FsyncEvery: cfg.FsyncEvery,
-		MinFreeMB: cfg.MinFreeMB, Compress: cfg.Compress, Logger: m.log, Tick: m.syncTick,
+		MinFreeMB: cfg.MinFreeMB, Compress: cfg.Compress, Logger: m.log, Tick: m.loop.syncTick,
 	}, cols)
 	if err != nil {
 		return nil, err
@@ -230,7 +225,7 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	go func() { defer listeners.Done(); m.runProcs(bg) }()
 	if m.cfg.Journal != nil {
 		listeners.Add(1)
-		go func() { defer listeners.Done(); m.runJournal(bg) }()
+		go func() { defer listeners.Done(); m.journal.run(bg) }()
 	}
 	m.startBootCheck(bg, &listeners)
 	names := make([]string, len(m.gpus))
@@ -240,9 +235,9 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	m.log.Info("polling", "interval", m.cfg.Interval, "deadline", m.cfg.Deadline, "gpus", strings.Join(names, ","), "dir", m.cfg.LogDir)
 
 	sideStop, sideDone := make(chan struct{}), make(chan struct{})
-	go m.runSide(sideStop, sideDone)
+	go m.side.run(sideStop, sideDone)
 
-	m.loop(ctx, sigs)
+	m.poll(ctx, sigs)
 
 	// Shutdown, in this order: stop producers, wait for them (bounded), flush
 	// and close the sinks, report, release the hardware. The side goroutine
@@ -269,15 +264,13 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	m.cfg.trace("listeners-stopped")
 	stuck := append(m.waitWorkers(2*time.Second), m.procsStuck()...)
 	m.cfg.trace("workers-stopped")
-	m.sideMu.Lock()
-	m.sideClosed = true // from here queue drops and counts
-	m.sideMu.Unlock()
+	m.side.close() // from here queue drops and counts
 	close(sideStop)
 	select {
 	case <-sideDone:
 	case <-time.After(2 * time.Second):
 		m.log.Warn("queued file work still running at shutdown; what has not started is dropped, counted in side_drops",
-			"dropped", m.dropSide())
+			"dropped", m.side.dropQueued())
 	}
 	for _, gs := range m.gpus {
 		gs.closeXids() // no row follows now: their flags are lost, counted
@@ -350,14 +343,14 @@ func (m *Monitor) waitWorkers(d time.Duration) []string {
 	}
 }
 
-// loop is the fixed-rate poll loop: tick k fires at start + k x interval. A
+// poll is the fixed-rate poll loop: tick k fires at start + k x interval. A
 // slow tick never shifts later ones; ticks missed entirely are counted as
 // overruns and skipped, never run in a burst. Signals are handled on their
 // own goroutine so the loop only ever waits for its ticker.
-func (m *Monitor) loop(ctx context.Context, sigs <-chan os.Signal) {
+func (m *Monitor) poll(ctx context.Context, sigs <-chan os.Signal) {
 	tk := m.cfg.newTicker(m.cfg.Interval)
-	m.lastSummary = time.Now()
-	m.windowStart.Store(int64(m.cfg.mono()))
+	m.loop.lastSummary = time.Now()
+	m.loop.windowStart.Store(int64(m.cfg.mono()))
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
@@ -379,27 +372,28 @@ func (m *Monitor) loop(ctx context.Context, sigs <-chan os.Signal) {
 		go func() { defer close(pinged); m.keepAlive(wd) }()
 		defer func() { wd.Stop(); <-pinged }()
 	}
-	m.lastSync = time.Now() // the first sync round one FsyncEvery after the start
+	m.loop.lastSync = time.Now() // the first sync round one FsyncEvery after the start
 	m.beatTick(time.Now())
-	m.ticks.Add(1)
+	m.loop.ticks.Add(1)
 	for {
 		missed, ok := tk.Next()
 		if !ok || ctx.Err() != nil {
 			return
 		}
-		m.overruns.Add(missed)
+		m.loop.overruns.Add(missed)
 		m.beatTick(time.Now())
-		m.ticks.Add(1)
+		m.loop.ticks.Add(1)
 	}
 }
 
 // tick dispatches one sample to every GPU that is free and not backing off,
 // and reports the ones stuck past the deadline.
 func (m *Monitor) tick(now time.Time) {
-	if m.tickHook != nil {
-		defer m.tickHook(now)
+	lp := &m.loop
+	if lp.tickHook != nil {
+		defer lp.tickHook(now)
 	}
-	m.cadence.tick(now)
+	lp.cadence.tick(now)
 	at := instant{wall: now, mono: m.cfg.mono()}
 	for _, gs := range m.gpus {
 		if gs.offAtTick = gs.backingOff(at.mono); gs.offAtTick {
@@ -415,36 +409,36 @@ func (m *Monitor) tick(now time.Time) {
 		// Still within its deadline, late outside NVML, or inside NVML
 		// with the sample already classified (hung declines): the tick is
 		// skipped, and counted.
-		m.busySkips.Add(1)
+		lp.busySkips.Add(1)
 		if len(gs.skipped) < cap(gs.skipped) {
 			gs.skipped = append(gs.skipped, at)
 		}
 	}
-	if !m.ready {
+	if !lp.ready {
 		all := true
 		for _, gs := range m.gpus {
 			all = all && gs.delivered.Load()
 		}
 		if all {
-			m.ready = true
+			lp.ready = true
 			m.cfg.Notifier.Ready()
 			m.log.Info("first sample of every GPU written")
 		}
 	}
-	k := m.ticks.Load()
+	k := lp.ticks.Load()
 	m.procTick(at, k)
-	if now.Sub(m.lastSync) >= m.cfg.FsyncEvery {
-		m.lastSync = now
-		nudge(m.syncTick, now)
+	if now.Sub(lp.lastSync) >= m.cfg.FsyncEvery {
+		lp.lastSync = now
+		nudge(lp.syncTick, now)
 	}
 	if k%uint64(m.procs.ticks) == 0 {
-		nudge(m.secondTick, now)
+		nudge(lp.secondTick, now)
 	}
-	if now.Sub(m.lastSummary) >= m.cfg.SummaryEvery {
-		elapsed := now.Sub(m.lastSummary)
-		m.lastSummary = now
-		m.windowStart.Store(int64(at.mono))
-		m.queue("a summary.log line", -1, func() { m.writeSummary(now, elapsed) })
+	if now.Sub(lp.lastSummary) >= m.cfg.SummaryEvery {
+		elapsed := now.Sub(lp.lastSummary)
+		lp.lastSummary = now
+		lp.windowStart.Store(int64(at.mono))
+		m.side.queue("a summary.log line", -1, func() { m.writeSummary(now, elapsed) })
 	}
 }
 
@@ -454,106 +448,6 @@ func nudge(ch chan<- time.Time, now time.Time) {
 	select {
 	case ch <- now:
 	default:
-	}
-}
-
-// queue runs f on the side goroutine, which does the file work the poll
-// loop must not wait for (hang rows, late rows, summaries). When the side
-// goroutine is that far behind (the disk is stuck), f is dropped and counted,
-// and the first drop is logged with what (what f carried) and gpu (-1: none).
-// Work queued once the side goroutine has stopped (a worker that came back
-// from a stuck call after shutdown) is dropped and counted the same way.
-// It reports whether f was queued.
-func (m *Monitor) queue(what string, gpu int, f func()) bool {
-	return m.enqueue(sideJob{what: what, gpu: gpu, f: f})
-}
-
-// sideJob is one piece of work for the side goroutine, with what it
-// carries and its GPU (-1: none), to count and log it if it is dropped.
-type sideJob struct {
-	what string
-	gpu  int
-	rows *atomic.Int64 // gpuState.sideRows when the job writes the GPU's rows, else nil
-	f    func()
-	// dropped, if set, is told why when the job is dropped instead of
-	// run (a crash snapshot it was to build is abandoned).
-	dropped func(why string)
-}
-
-// enqueue is queue for a job; a dropped job's rows are taken off its count.
-func (m *Monitor) enqueue(j sideJob) bool {
-	what, gpu := j.what, j.gpu
-	m.sideMu.Lock()
-	closed, queued := m.sideClosed, false
-	if !closed {
-		select {
-		case m.side <- j:
-			queued = true
-		default:
-		}
-	}
-	m.sideMu.Unlock()
-	if !queued {
-		why := "the side queue was full"
-		if closed {
-			what += " (queued after shutdown)"
-			why = "queued after the side queue stopped at shutdown"
-		}
-		m.sideDrops.add(m.log, "side_drops", what, slog.Int("gpu", gpu))
-		if j.rows != nil {
-			j.rows.Add(-1)
-		}
-		if j.dropped != nil {
-			j.dropped(why)
-		}
-	}
-	return queued
-}
-
-// dropSide takes the jobs still queued off the side queue once the side
-// goroutine, stuck in one of them, did not finish them in time at shutdown,
-// and counts each in side_drops (the first logged with what it carried). It
-// runs none: the stuck job is still running, and the files close next. It
-// returns how many it dropped.
-func (m *Monitor) dropSide() int {
-	n := 0
-	for {
-		select {
-		case j := <-m.side:
-			n++
-			m.sideDrops.add(m.log, "side_drops", j.what+" (still queued at shutdown)", slog.Int("gpu", j.gpu))
-			if j.rows != nil {
-				j.rows.Add(-1)
-			}
-			if j.dropped != nil {
-				j.dropped("still queued on the side queue at shutdown")
-			}
-		default:
-			return n
-		}
-	}
-}
-
-// runSide runs queued work until stop is closed, then what is still queued.
-// Run sets sideClosed before it closes stop. The queue itself is never
-// closed: a worker that comes back from a stuck call after shutdown may
-// still call queue, which then drops its work and counts it (sideClosed).
-func (m *Monitor) runSide(stop <-chan struct{}, done chan<- struct{}) {
-	defer close(done)
-	for {
-		select {
-		case j := <-m.side:
-			j.f()
-		case <-stop:
-			for {
-				select {
-				case j := <-m.side:
-					j.f()
-				default:
-					return
-				}
-			}
-		}
 	}
 }
 
@@ -585,7 +479,7 @@ func (m *Monitor) eventLine(e sink.Event) {
 		}
 	}
 	line := e.Line()
-	m.journal(line)
+	m.journal.queue(line)
 	if err := m.events.Line(line); err != nil {
 		m.lineFails.add(m.log, "log_lines_failed", "an events.log line", slog.String("line", line), slog.String("error", err.Error()))
 	}
@@ -609,9 +503,9 @@ func (m *Monitor) Board() *live.Board { return m.board }
 // setState records the kernel log's (kmsg) or the NVML event stream's state
 // for the host view.
 func (m *Monitor) setState(field *string, v string) {
-	m.smu.Lock()
+	m.states.mu.Lock()
 	*field = v
-	m.smu.Unlock()
+	m.states.mu.Unlock()
 }
 
 // snapshotWritten publishes the newest crash snapshot's path.
@@ -644,15 +538,15 @@ func (m *Monitor) hostView() live.Host {
 		Counters:   m.counters(),
 	}
 	h.LastIncident = m.inc.lastIncident()
-	m.cadence.get(&h.Cadence)
+	m.loop.cadence.get(&h.Cadence)
 	h.Pacer = m.pacerState()
 	for _, l := range []lineLog{m.events, m.summary} {
 		h.LogLines.Waiting += l.Stats().Pending
 	}
-	m.smu.Lock()
-	h.Kmsg, h.Events = m.kmsgState, m.eventsState
+	m.states.mu.Lock()
+	h.Kmsg, h.Events = m.states.kmsg, m.states.events
 	dropped, _ := h.Counter(live.CounterRowsDropped) // registered by sink (TestViewCountersAreInTheTable)
-	h.RowsDroppedRecent = m.drops.recent(h.Now, dropped)
-	m.smu.Unlock()
+	h.RowsDroppedRecent = m.states.drops.recent(h.Now, dropped)
+	m.states.mu.Unlock()
 	return h
 }

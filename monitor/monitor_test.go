@@ -242,7 +242,7 @@ func TestCadenceWithoutDrift(t *testing.T) {
 				}
 			}
 		}
-		if o := r.m.overruns.Load(); o != 0 {
+		if o := r.m.loop.overruns.Load(); o != 0 {
 			t.Errorf("overruns %d", o)
 		}
 	})
@@ -253,13 +253,13 @@ func TestSlowTickSkipsMissedTicksWithoutBurst(t *testing.T) {
 		r := newRig(t, 1, nil)
 		start := time.Now()
 		var once sync.Once
-		r.m.tickHook = func(now time.Time) {
+		r.m.loop.tickHook = func(now time.Time) {
 			if now.Sub(start) >= 500*time.Millisecond {
 				once.Do(func() { time.Sleep(350 * time.Millisecond) }) // the loop itself is starved
 			}
 		}
 		r.run(2*time.Second+50*time.Millisecond, nil)
-		if o := r.m.overruns.Load(); o != 3 {
+		if o := r.m.loop.overruns.Load(); o != 3 {
 			t.Errorf("overruns = %d, want 3 (ticks at 0.6, 0.7, 0.8 s missed)", o)
 		}
 		rows := r.rows(0)
@@ -484,7 +484,7 @@ func TestLateRowDuringShutdownIsWritten(t *testing.T) {
 		r.run(2*time.Second+50*time.Millisecond, nil)
 		// NVML_HUNG rows for the ticks 0.1-2.0 s, then the late row.
 		r.requireInOrder(0, 20+1)
-		if n := r.m.sideDrops.n.Load(); n != 0 {
+		if n := r.m.side.drops.n.Load(); n != 0 {
 			t.Errorf("side_drops %d, want 0", n)
 		}
 	})
@@ -502,7 +502,7 @@ func TestLateRowAfterShutdownIsCounted(t *testing.T) {
 		rows := len(r.rows(0))
 		release()
 		synctest.Wait() // the worker handles the sample that came back
-		if n := r.m.sideDrops.n.Load(); n != 1 {
+		if n := r.m.side.drops.n.Load(); n != 1 {
 			t.Errorf("side_drops %d after a late row came back past shutdown, want 1", n)
 		}
 		if logs := r.logs.String(); !strings.Contains(logs, "counter=side_drops") || !strings.Contains(logs, "late row") {
@@ -532,7 +532,7 @@ func TestSideWorkQueuedPastShutdownIsCounted(t *testing.T) {
 			c.trace = func(s string) {
 				trace(s)
 				if s == "workers-stopped" {
-					queued = len(r.m.side) // the side goroutine runs none of them
+					queued = len(r.m.side.jobs) // the side goroutine runs none of them
 				}
 			}
 		})
@@ -936,10 +936,10 @@ func TestLostWorkIsCountedShownAndLogged(t *testing.T) {
 		times   int
 	}{
 		{counter: "side_drops", lost: "late row", times: 2, provoke: func(m *Monitor) {
-			for len(m.side) < cap(m.side) {
-				m.side <- sideJob{gpu: -1, f: func() {}}
+			for len(m.side.jobs) < cap(m.side.jobs) {
+				m.side.jobs <- sideJob{gpu: -1, f: func() {}}
 			}
-			m.queue("the late row of a sample that was stuck in the driver", 0, func() {})
+			m.side.queue("the late row of a sample that was stuck in the driver", 0, func() {})
 		}},
 		{counter: "xid_flags_dropped", lost: "XID flag", times: 1, provoke: func(m *Monitor) {
 			for range 9 {
@@ -1209,8 +1209,8 @@ func TestHostViewLogLines(t *testing.T) {
 // cannot hold up an answer.
 func TestHostViewReadsNeverCallBack(t *testing.T) {
 	r := newRig(t, 1, nil)
-	r.m.smu.Lock() // what assembling the host view takes
-	defer r.m.smu.Unlock()
+	r.m.states.mu.Lock() // what assembling the host view takes
+	defer r.m.states.mu.Unlock()
 	got := make(chan live.View, 1)
 	go func() { got <- r.m.Board().View() }()
 	select {

@@ -36,7 +36,7 @@ func (r *rig) requireInOrder(gpu, want int) {
 // answer: every job queued after it waits until unhold is called.
 func (r *rig) holdSide() (unhold func()) {
 	hold := make(chan struct{})
-	r.m.side <- sideJob{gpu: -1, f: func() { <-hold }}
+	r.m.side.jobs <- sideJob{gpu: -1, f: func() { <-hold }}
 	return func() { close(hold) }
 }
 
@@ -61,7 +61,7 @@ func TestRowsStayInOrderWhileSideWorkLags(t *testing.T) {
 		// GPU 1: NVML_HUNG rows for the ticks 0.1-2.9 s, the late row of the
 		// stuck sample at 2.95 s, then the ticks 3.0-5.0 s.
 		r.requireInOrder(1, 29+1+21)
-		if n := r.m.sideDrops.n.Load(); n != 0 {
+		if n := r.m.side.drops.n.Load(); n != 0 {
 			t.Errorf("side_drops %d", n)
 		}
 		if n := r.m.gpus[1].sideRows.Load(); n != 0 {
@@ -82,7 +82,7 @@ func TestHangReportRacingTheSampleItReports(t *testing.T) {
 		release := r.devs[0].Block("GetTemperature", nil)
 		start := time.Now()
 		var raced bool
-		r.m.tickHook = func(now time.Time) {
+		r.m.loop.tickHook = func(now time.Time) {
 			if raced || now.Sub(start) < 1500*time.Millisecond {
 				return
 			}
@@ -217,7 +217,7 @@ func TestSpikeQueuedBehindRowsDoesNotCallNVMLOnTheSideGoroutine(t *testing.T) {
 			// The policy read would be stuck in the driver: the side
 			// goroutine still runs what is queued after the snapshot.
 			ran := make(chan struct{})
-			r.m.side <- sideJob{gpu: -1, f: func() { close(ran) }}
+			r.m.side.jobs <- sideJob{gpu: -1, f: func() { close(ran) }}
 			select {
 			case <-ran:
 				sideRan = true
@@ -258,7 +258,7 @@ func TestSpikeSnapshotMakesNoNVMLCallAfterClassify(t *testing.T) {
 		if len(entered) != 0 {
 			t.Errorf("%d calls of the fans' policies while the spike was handled", len(entered))
 		}
-		ticks, busy := r.m.ticks.Load(), r.m.busySkips.Load()
+		ticks, busy := r.m.loop.ticks.Load(), r.m.loop.busySkips.Load()
 		rows := r.rows(0)
 		if uint64(len(rows)) != ticks || busy != 0 {
 			t.Errorf("%d ticks: %d rows, %d busy skips; want a row for every tick", ticks, len(rows), busy)
@@ -285,7 +285,7 @@ func TestTickOfAClassifiedSampleStillBusyIsCounted(t *testing.T) {
 		gs := r.m.gpus[0]
 		var marked bool
 		var blocked atomic.Bool // the driver holds samples from now on
-		r.m.tickHook = func(time.Time) {
+		r.m.loop.tickHook = func(time.Time) {
 			// Only the sample the block holds: one that is merely still
 			// running when a tick ends (the worker is a goroutine of its
 			// own) comes back, and marking it would leave the stuck one
@@ -309,7 +309,7 @@ func TestTickOfAClassifiedSampleStillBusyIsCounted(t *testing.T) {
 		if !marked {
 			t.Fatal("no sample was stuck in the driver")
 		}
-		ticks, busy := r.m.ticks.Load(), r.m.busySkips.Load()
+		ticks, busy := r.m.loop.ticks.Load(), r.m.loop.busySkips.Load()
 		rows := r.rows(0)
 		if uint64(len(rows))+busy != ticks {
 			t.Errorf("%d ticks: %d rows + %d busy skips; every tick must be a row or counted", ticks, len(rows), busy)
@@ -339,8 +339,8 @@ func stepper(r *rig, warm int) (gs *gpuState, s *reading.Sample, sample func(n i
 // runSide runs what the side goroutine would, in order, until its queue is
 // empty.
 func (r *rig) runSide() {
-	for len(r.m.side) > 0 {
-		(<-r.m.side).f()
+	for len(r.m.side.jobs) > 0 {
+		(<-r.m.side.jobs).f()
 	}
 }
 

@@ -55,7 +55,7 @@ func (m *Monitor) collect() Status {
 	}
 	st.Total = anomaly.Sum(all)
 	st.WindowCounts = st.Total.Window
-	st.Window = m.cfg.mono() - time.Duration(m.windowStart.Load())
+	st.Window = m.cfg.mono() - time.Duration(m.loop.windowStart.Load())
 	return st
 }
 
@@ -86,12 +86,14 @@ func optWatts(o reading.Opt[uint32]) string {
 }
 
 // Attrs returns the status as slog attributes: one line with totals, the
-// counts of the current summary window ("+N" per window, as the seed shows
-// them), and per GPU samples, failures, hangs and peaks.
+// counts of the current summary window ("+N" per window, as the reference
+// logger gpu-telemetry-deep.py's status line shows them), and per GPU
+// samples, failures, hangs and peaks.
 func (st Status) Attrs() []slog.Attr {
 	t, w := st.Total.Total, st.WindowCounts
 	// Totals; rated ones with the current window's count and rate: "bad long
-	// ago" and "bad right now" look different (the seed's "+N/5m").
+	// ago" and "bad right now" look different (gpu-telemetry-deep.py's
+	// "+N/5m", for that reason).
 	rate := anomaly.Rates(w, st.Window)
 	a := []slog.Attr{slog.String("uptime", fmtUptime(st.Uptime))}
 	for i, d := range anomaly.CounterDefs {
@@ -122,7 +124,8 @@ func (st Status) Attrs() []slog.Attr {
 	return a
 }
 
-// SummaryLine renders one summary.log line as the seed does: cumulative
+// SummaryLine renders one summary.log line as gpu-telemetry-deep.py, the
+// reference logger, wrote it (summary.log readers parse it so): cumulative
 // totals and per-minute rates over the window that actually elapsed. final
 // marks the line a clean stop writes last, over the partial window it cut
 // short: "window=42s final |".
@@ -136,7 +139,8 @@ func SummaryLine(now time.Time, st Status, window anomaly.Counts, elapsed time.D
 		b.WriteString(" final")
 	}
 	b.WriteString(" |")
-	// The detectors' counters (anomaly.CounterDefs), windows as the seed shows them.
+	// The detectors' counters (anomaly.CounterDefs), each window as
+	// gpu-telemetry-deep.py showed it: (+N), (rate=N/min) or (period=N).
 	for i, d := range anomaly.CounterDefs {
 		fmt.Fprintf(&b, " %s=%d", d.Name, t[i])
 		switch d.Window {
@@ -168,7 +172,7 @@ func (m *Monitor) writeSummary(now time.Time, elapsed time.Duration) {
 // shutdown's drains have counted what they lost (see Run). The final status
 // line follows on stderr, so it is not logged here.
 func (m *Monitor) writeFinalSummary() {
-	m.summaryLine(time.Now(), m.cfg.mono()-time.Duration(m.windowStart.Load()), true)
+	m.summaryLine(time.Now(), m.cfg.mono()-time.Duration(m.loop.windowStart.Load()), true)
 }
 
 // summaryLine takes the current window's counts, which lasted elapsed, and

@@ -132,7 +132,6 @@ type Record struct {
 	Held      string
 	FirstHeld bool
 
-
 	// The GPU's own report a Wake record is, for its live view: its kind
 	// (an Xid, a recovery action, the GPU lost), its code, when it
 	// happened and when it was received.
