@@ -30,18 +30,16 @@ import (
 // AER path table is built from sysfs on first use, and again on the next
 // use after a GPU stuck at start gave its bus id (stale).
 type kernelGPUs struct {
-	// byBus finds a GPU by its PCI slot (kernel log lines name GPUs so).
-	// It is read by the kernel log goroutine and replaced, copied, when a
-	// GPU stuck at start gives its bus id (staticKnown, under busMu):
-	// readers take it with one atomic load.
-	byBus atomic.Pointer[map[reading.PCIAddr]*gpuState]
-	busMu sync.Mutex
-
 	paths *kmsg.AERPaths // the kernel log goroutine's only
 	stale atomic.Bool    // set by staticKnown: paths lacks a GPU
 
-	mu   sync.Mutex
-	nums kmsg.GPUNumbers
+	// mu guards what the kernel log goroutine shares with a GPU stuck at
+	// start that gives its bus id (staticKnown, on its worker): the GPUs
+	// by PCI slot (kernel log lines name GPUs so), and the driver's GPU
+	// numbers.
+	mu    sync.Mutex
+	byBus map[reading.PCIAddr]*gpuState
+	nums  kmsg.GPUNumbers
 }
 
 // initPaths reads which bridges lead to each GPU whose bus id is known: on

@@ -41,9 +41,9 @@ func (m *Monitor) staticKnown(gs *gpuState) {
 		if was, ok := gs.sysBus.Get(); ok && was.Slot() != a.Slot() {
 			gs.log.Warn("the GPU's bus id is not the one sysfs listed for its index; kernel lines naming that one were taken as its own",
 				"bus", info.BusID, "sysfs", was.NVML())
-			m.removeBus(was.Slot(), gs)
+			m.kern.removeBus(was.Slot(), gs)
 		}
-		m.addBus(a.Slot(), gs)
+		m.kern.addBus(a.Slot(), gs)
 		m.kern.stale.Store(true)
 	}
 	m.side.queue("system-info.txt", -1, m.writeSystemInfo)
@@ -128,39 +128,26 @@ func (gs *gpuState) busID() string {
 	return ""
 }
 
-// addBus registers gs under PCI slot a: a copy of the map with it is
-// swapped in, so readers (gpuByBus) take no lock.
-func (m *Monitor) addBus(a reading.PCIAddr, gs *gpuState) {
-	m.kern.busMu.Lock()
-	defer m.kern.busMu.Unlock()
-	old := *m.kern.byBus.Load()
-	next := make(map[reading.PCIAddr]*gpuState, len(old)+1)
-	for k, v := range old {
-		next[k] = v
-	}
-	next[a] = gs
-	m.kern.byBus.Store(&next)
+// addBus registers gs under PCI slot a.
+func (k *kernelGPUs) addBus(a reading.PCIAddr, gs *gpuState) {
+	k.mu.Lock()
+	k.byBus[a] = gs
+	k.mu.Unlock()
 }
 
-// removeBus takes gs off PCI slot a, as addBus adds it.
-func (m *Monitor) removeBus(a reading.PCIAddr, gs *gpuState) {
-	m.kern.busMu.Lock()
-	defer m.kern.busMu.Unlock()
-	old := *m.kern.byBus.Load()
-	if old[a] != gs {
-		return
+// removeBus takes gs off PCI slot a.
+func (k *kernelGPUs) removeBus(a reading.PCIAddr, gs *gpuState) {
+	k.mu.Lock()
+	if k.byBus[a] == gs {
+		delete(k.byBus, a)
 	}
-	next := make(map[reading.PCIAddr]*gpuState, len(old))
-	for k, v := range old {
-		if k != a {
-			next[k] = v
-		}
-	}
-	m.kern.byBus.Store(&next)
+	k.mu.Unlock()
 }
 
 // gpuByBus returns the monitored GPU at PCI address a (any function of its
 // slot), or nil.
 func (m *Monitor) gpuByBus(a reading.PCIAddr) *gpuState {
-	return (*m.kern.byBus.Load())[a.Slot()]
+	m.kern.mu.Lock()
+	defer m.kern.mu.Unlock()
+	return m.kern.byBus[a.Slot()]
 }

@@ -111,7 +111,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		return nil, err
 	}
 	m := &Monitor{cfg: cfg, log: cfg.Logger, host: host, byIndex: map[int]*gpuState{}, start: time.Now(),
-		kclock: newKernelClock(host.KernelClock()), reg: counters.New()}
+		kclock: newKernelClock(host.KernelClock()), reg: counters.New(), runState: runState{write: snapshot.WriteRunState}}
 	m.loop.syncTick, m.loop.secondTick = make(chan time.Time, 1), make(chan time.Time, 1)
 	m.loop.cadence = newCadence(cfg.Interval)
 	m.side.log, m.side.jobs = m.log, make(chan sideJob, 256)
@@ -143,7 +143,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		cols = append(cols, csvColumns(gs.idx, info))
 	}
 	m.busesFromSysfs(byBus)
-	m.kern.byBus.Store(&byBus)
+	m.kern.byBus = byBus
 	m.board = live.NewPublishedBoard(slots)
 	m.setupProcs()
 	csv, err := sink.NewCSV(sink.CSVConfig{
@@ -292,7 +292,7 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	// it closes: a window the stop cuts short is not lost.
 	m.windowsEnded(time.Now(), true)
 	m.events.Close()
-	m.writeFinalSummary()
+	m.writeSummary(time.Now(), m.cfg.mono()-time.Duration(m.loop.windowStart.Load()), true)
 	m.cfg.trace("summary-written")
 	m.summary.Close()
 	m.cfg.trace("files-closed")
@@ -314,14 +314,13 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	return nil
 }
 
-func waitBounded(wg *sync.WaitGroup, d time.Duration) bool {
+// waitBounded waits for wg, at most d.
+func waitBounded(wg *sync.WaitGroup, d time.Duration) {
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
 	case <-done:
-		return true
 	case <-time.After(d):
-		return false
 	}
 }
 
@@ -438,7 +437,7 @@ func (m *Monitor) tick(now time.Time) {
 		elapsed := now.Sub(lp.lastSummary)
 		lp.lastSummary = now
 		lp.windowStart.Store(int64(at.mono))
-		m.side.queue("a summary.log line", -1, func() { m.writeSummary(now, elapsed) })
+		m.side.queue("a summary.log line", -1, func() { m.writeSummary(now, elapsed, false) })
 	}
 }
 
@@ -492,9 +491,6 @@ func (m *Monitor) incidentLine(e sink.Event, d snapshot.Decision) {
 	e.Incident, e.Snapshot = d.Incident, d.Snapshot
 	m.eventLine(e)
 }
-
-// csvStats returns the sink's counters.
-func (m *Monitor) csvStats() sink.Stats { return m.csv.Stats() }
 
 // Board returns the published state that the live readers (control socket,
 // metrics) read.

@@ -42,7 +42,7 @@ type GPUStatus struct {
 
 // collect gathers the status. Safe from any goroutine.
 func (m *Monitor) collect() Status {
-	st := Status{Uptime: time.Since(m.start), Counters: m.counters(), DiskPaused: m.csvStats().Paused, NVML: m.pacerState()}
+	st := Status{Uptime: time.Since(m.start), Counters: m.counters(), DiskPaused: m.csv.Stats().Paused, NVML: m.pacerState()}
 	var all []anomaly.Counters
 	for _, gs := range m.gpus {
 		c := gs.tr.Counters()
@@ -161,23 +161,15 @@ func SummaryLine(now time.Time, st Status, window anomaly.Counts, elapsed time.D
 }
 
 // writeSummary closes the current window, which lasted elapsed, and appends
-// a summary line; a periodic one is also logged as a status line.
-func (m *Monitor) writeSummary(now time.Time, elapsed time.Duration) {
-	m.summaryLine(now, elapsed, false)
-	m.status("summary")
-}
-
-// writeFinalSummary appends the last summary line at a clean stop: the
-// window cut short by the stop, and every counter as it stands once the
-// shutdown's drains have counted what they lost (see Run). The final status
-// line follows on stderr, so it is not logged here.
-func (m *Monitor) writeFinalSummary() {
-	m.summaryLine(time.Now(), m.cfg.mono()-time.Duration(m.loop.windowStart.Load()), true)
-}
-
-// summaryLine takes the current window's counts, which lasted elapsed, and
-// appends the summary line; final marks the last one (SummaryLine).
-func (m *Monitor) summaryLine(now time.Time, elapsed time.Duration, final bool) {
+// a summary line (SummaryLine); a periodic one is also logged as a status
+// line. final marks the last one, at a clean stop: the window cut short by
+// the stop, and every counter as it stands once the shutdown's drains have
+// counted what they lost (see Run); the final status line follows on
+// stderr, so it is not logged here.
+func (m *Monitor) writeSummary(now time.Time, elapsed time.Duration, final bool) {
+	if !final {
+		defer m.status("summary")
+	}
 	var window anomaly.Counts
 	for _, gs := range m.gpus {
 		window = window.Add(gs.tr.TakeWindow().Window)
