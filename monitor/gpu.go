@@ -263,7 +263,7 @@ func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical sampleIn
 	}
 	now := s.Time
 	switch s.Status {
-	case reading.StatusOK:
+	case reading.StatusAnswered:
 		if gs.fails > 0 || gs.lost {
 			gs.log.Info("GPU answers again", "after_failures", gs.fails, "was_lost", gs.lost)
 			m.eventLine(gs.event(now, sink.TypeNVMLRecovered, "failures", strconv.Itoa(gs.fails)))

@@ -131,7 +131,7 @@ func TestHandleDoesNotAllocate(t *testing.T) {
 	gs := r.m.gpus[0]
 	var s reading.Sample
 	gs.g.Sample(&s)
-	if s.Status != reading.StatusOK {
+	if s.Status != reading.StatusAnswered {
 		t.Fatalf("fake GPU's sample: status %v %s", s.Status, s.Err)
 	}
 	gs.handle(&s)
