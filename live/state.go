@@ -52,9 +52,9 @@ type State struct {
 	Err string
 }
 
-// Event is the last occurrence of a coded event (an Xid or a GPU recovery
+// LastCode is the last occurrence of a coded event (an Xid or a GPU recovery
 // action). A zero Time means none was seen.
-type Event struct {
+type LastCode struct {
 	Code uint64
 	Time time.Time
 	Name string // the catalog's name for the code
@@ -94,10 +94,10 @@ type GPU struct {
 	FlagCount [reading.NumFlagKinds]uint64
 	FlagLast  [reading.NumFlagKinds]time.Time
 
-	LastXid      Event
+	LastXid      LastCode
 	Xids         [MaxXidCodes]XidCount // in the order first seen; Count 0 ends the list
 	XidsOther    uint64                // Xids whose code did not fit in Xids
-	LastRecovery Event
+	LastRecovery LastCode
 
 	LastIncident       time.Time
 	LastIncidentReason string
@@ -196,7 +196,7 @@ func (g *GPU) Lost(t time.Time) { g.setState(State{Kind: StateLost, Since: t}) }
 // read after the fact); it is counted either way.
 func (g *GPU) Xid(code uint64, t time.Time, name string) {
 	if !t.Before(g.LastXid.Time) {
-		g.LastXid = Event{Code: code, Time: t, Name: name}
+		g.LastXid = LastCode{Code: code, Time: t, Name: name}
 	}
 	for i := range g.Xids {
 		switch {
@@ -215,7 +215,7 @@ func (g *GPU) Xid(code uint64, t time.Time, name string) {
 // recorded is newer (see Xid).
 func (g *GPU) Recovery(action uint64, t time.Time, name string) {
 	if !t.Before(g.LastRecovery.Time) {
-		g.LastRecovery = Event{Code: action, Time: t, Name: name}
+		g.LastRecovery = LastCode{Code: action, Time: t, Name: name}
 	}
 }
 

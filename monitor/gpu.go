@@ -189,8 +189,8 @@ func (gs *gpuState) handle(s *reading.Sample) {
 
 // event is an events.log line of the GPU at t: its type, then the event's
 // own fields as alternating keys and values.
-func (gs *gpuState) event(t time.Time, typ string, kv ...string) sink.Event {
-	return sink.Event{Time: t, GPU: gs.idx, Bus: gs.info().BusID, Type: typ, Fields: sink.KV(kv...)}
+func (gs *gpuState) event(t time.Time, typ string, kv ...string) sink.EventLine {
+	return sink.EventLine{Time: t, GPU: gs.idx, Bus: gs.info().BusID, Type: typ, Fields: sink.KV(kv...)}
 }
 
 // sampleIncident is the critical event a sample raises: the crash
@@ -198,7 +198,7 @@ func (gs *gpuState) event(t time.Time, typ string, kv ...string) sink.Event {
 // Manager has counted it in an incident (incidents). A zero value: none.
 type sampleIncident struct {
 	reason string
-	line   sink.Event
+	line   sink.EventLine
 }
 
 // incidents raises the critical event critical (if any) and asks for a
@@ -449,7 +449,7 @@ func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (repor
 		// which it ends with.
 		elapsed := now.mono - start
 		gs.log.Error("GPU not answering: NVML call stuck", "function", fn.String(), "elapsed", elapsed.Round(time.Millisecond))
-		line := sink.Event{Time: now.wall, GPU: gs.idx, Bus: gs.busID(), Type: sink.TypeNVMLHung,
+		line := sink.EventLine{Time: now.wall, GPU: gs.idx, Bus: gs.busID(), Type: sink.TypeNVMLHung,
 			Fields: sink.KV("function", fn.String(), "elapsed_ms", strconv.FormatInt(elapsed.Milliseconds(), 10))}
 		var d snapshot.Decision
 		d, plan = m.inc.critical(gs, now.wall, "NVML_HUNG("+fn.String()+","+strconv.FormatInt(elapsed.Milliseconds(), 10)+"ms)")

@@ -134,7 +134,7 @@ func (gs *gpuState) healthCritical(t time.Time, r *anomaly.Result) sampleInciden
 
 // healthReasonLine is line made the HEALTH_WARNING or HEALTH_CRITICAL line
 // of health reason rs that began.
-func healthReasonLine(line sink.Event, rs anomaly.HealthReason) sink.Event {
+func healthReasonLine(line sink.EventLine, rs anomaly.HealthReason) sink.EventLine {
 	d := anomaly.HealthReasonDefs[rs]
 	line.Type = sink.TypeHealthWarning
 	if d.Critical {

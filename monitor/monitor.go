@@ -469,7 +469,7 @@ func (m *Monitor) signal(sig os.Signal) {
 // eventLine writes e to events.log (and the journal) with the host, the
 // GPU's UUID and, on an incident line, the job that was on the GPU when it
 // failed (from memory).
-func (m *Monitor) eventLine(e sink.Event) {
+func (m *Monitor) eventLine(e sink.EventLine) {
 	e.Host = m.ident.Host
 	if gs := m.byIndex[e.GPU]; gs != nil {
 		e.UUID = gs.info().UUID
@@ -487,7 +487,7 @@ func (m *Monitor) eventLine(e sink.Event) {
 // incidentLine writes e, the line of a critical event, with the incident
 // the snapshot Manager counted it in and the crash snapshot holding its
 // evidence (d; none when the Manager was closed).
-func (m *Monitor) incidentLine(e sink.Event, d snapshot.Decision) {
+func (m *Monitor) incidentLine(e sink.EventLine, d snapshot.Decision) {
 	e.Incident, e.Snapshot = d.Incident, d.Snapshot
 	m.eventLine(e)
 }

@@ -955,7 +955,7 @@ func TestLostWorkIsCountedShownAndLogged(t *testing.T) {
 		}},
 		{counter: "log_lines_failed", lost: "events.log line", times: 3, provoke: func(m *Monitor) {
 			m.events = failingLog{}
-			m.eventLine(sink.Event{Time: time.Now(), Type: "Test"})
+			m.eventLine(sink.EventLine{Time: time.Now(), Type: "Test"})
 		}},
 		{counter: "kmsg_malformed", lost: "could not be parsed", times: 1, provoke: func(m *Monitor) {
 			counters.Add(m.reg, func() kmsg.Counts { return kmsg.Counts{Malformed: 4} }, kmsg.ReaderCounters)

@@ -264,7 +264,7 @@ func pstoreRecords(dirs []string, since time.Time) string {
 }
 
 // lastIncidents returns the last lines of events.log written before t
-// that tell of trouble: incidents and notable lines (sink.EventLine.Class).
+// that tell of trouble: incidents and notable lines (sink.ParsedLine.Class).
 func lastIncidents(path string, t time.Time) string {
 	data, err := readTail(path, eventsTailBytes)
 	if err != nil {
@@ -298,7 +298,7 @@ func lastIncidents(path string, t time.Time) string {
 
 // Event is the UNCLEAN_STOP events.log line for this boot log, at t, of
 // no GPU (the caller adds what else it knows).
-func (l BootLog) Event(t time.Time, prev PreviousRun, bootID string) sink.Event {
+func (l BootLog) Event(t time.Time, prev PreviousRun, bootID string) sink.EventLine {
 	kv := sink.KV("prev_boot", orUnknown(prev.State.BootID), "boot", orUnknown(bootID),
 		"same_boot", strconv.FormatBool(l.SameBoot))
 	if !l.LastRow.IsZero() {
@@ -315,5 +315,5 @@ func (l BootLog) Event(t time.Time, prev PreviousRun, bootID string) sink.Event 
 	if l.Path != "" {
 		kv = append(kv, sink.Field{Key: "file", Value: filepath.Join("crashes", filepath.Base(l.Path))})
 	}
-	return sink.Event{Time: t, GPU: -1, Source: "start", Type: sink.TypeUncleanStop, Fields: kv}
+	return sink.EventLine{Time: t, GPU: -1, Source: "start", Type: sink.TypeUncleanStop, Fields: kv}
 }

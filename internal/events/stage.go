@@ -95,7 +95,7 @@ type Record struct {
 	// its first few, the CLOCK_BURST line after the event's own for the
 	// burst's mark. The last is the event's own line, which names the
 	// incident of Critical, or for a Duplicate the first report's.
-	Lines []sink.Event
+	Lines []sink.EventLine
 	// Burst is, on the event that marks a clock burst, how many events its
 	// window held, for the daemon's log; 0 otherwise.
 	Burst int
@@ -147,7 +147,7 @@ type Record struct {
 // source names that incident.
 func (s *Stage) Handle(e reading.Event) Record {
 	s.count(e)
-	line := sink.Event{Time: e.Time, GPU: e.GPU, Bus: e.BusID, Source: e.Source.String()}
+	line := sink.EventLine{Time: e.Time, GPU: e.GPU, Bus: e.BusID, Source: e.Source.String()}
 	data := strconv.FormatUint(e.Data, 10)
 	switch e.Kind {
 	case reading.EventClock:
@@ -165,10 +165,10 @@ func (s *Stage) Handle(e reading.Event) Record {
 		return r
 	case reading.EventPState:
 		line.Type, line.Fields = sink.TypePState, sink.KV("data", data)
-		return Record{Lines: []sink.Event{line}}
+		return Record{Lines: []sink.EventLine{line}}
 	case reading.EventOther:
 		line.Type, line.Fields = "0x"+strconv.FormatUint(e.NVMLType, 16), sink.KV("data", data)
-		return Record{Lines: []sink.Event{line}}
+		return Record{Lines: []sink.EventLine{line}}
 	case reading.EventHealth:
 		var name string
 		var critical bool
@@ -180,7 +180,7 @@ func (s *Stage) Handle(e reading.Event) Record {
 			sev = "critical"
 		}
 		line.Type, line.Fields = sink.TypeHealthEvent, sink.KV("event", name, "severity", sev, "data", data)
-		r := Record{Lines: []sink.Event{line}}
+		r := Record{Lines: []sink.EventLine{line}}
 		if critical {
 			r.Critical = &snapshot.Event{Time: e.Time, Reason: "NVML event: " + name, Stage: snapshot.StageFault}
 		}
@@ -204,7 +204,7 @@ func (s *Stage) count(e reading.Event) {
 
 // report is Handle for a GPU's own report: an Xid, a recovery action, the
 // GPU lost. Each is critical unless the other source reported it first.
-func (s *Stage) report(e reading.Event, line sink.Event) Record {
+func (s *Stage) report(e reading.Event, line sink.EventLine) Record {
 	dup, first := s.dedup.Duplicate(e)
 	// A record read after the fact still takes its snapshot (the GPU may
 	// still be broken: its state now is the evidence left), and says so.
