@@ -285,7 +285,7 @@ func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical sampleIn
 		gs.backOff(gs.lostRetry)
 	case reading.StatusFailed:
 		gs.fails++
-		s.Flags.Add(reading.Flag{Kind: reading.FlagNVMLFailed, S: truncate(s.Err, 80)})
+		s.Flags.Add(reading.Flag{Kind: reading.FlagNVMLFailed, S: s.Err[:min(len(s.Err), 80)]})
 		if gs.fails == 1 {
 			gs.log.Error("NVML failed: GPU crash?", "error", s.Err)
 			critical = sampleIncident{"NVML_FAILED: " + s.Err, gs.event(now, sink.TypeNVMLFailed, "error", s.Err)}
@@ -512,11 +512,4 @@ func (gs *gpuState) header(when time.Time, reason string, event uint64) snapshot
 		h.PeakPowerW = reading.Some(float64(p) / 1000)
 	}
 	return h
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }

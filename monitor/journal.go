@@ -112,24 +112,9 @@ func (j *journalSender) queue(line string) {
 // sent too, once (journald is local: this does not wait long unless it is
 // stuck, and then shutdown's own deadline applies).
 func (j *journalSender) run(ctx context.Context) {
-	send := func(e journalEntry) {
+	serve(ctx.Done(), j.q, func(e journalEntry) {
 		if err := j.send(e.message, e.priority, e.fields); err != nil {
 			j.drops.add(j.log, "journal_drops", "an events.log line the journal refused", slog.String("error", err.Error()))
 		}
-	}
-	for {
-		select {
-		case e := <-j.q:
-			send(e)
-		case <-ctx.Done():
-			for {
-				select {
-				case e := <-j.q:
-					send(e)
-				default:
-					return
-				}
-			}
-		}
-	}
+	})
 }

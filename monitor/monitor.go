@@ -210,22 +210,16 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 		go gs.w.Run(bg)
 	}
 	var listeners sync.WaitGroup
-	listeners.Add(1)
-	go func() { defer listeners.Done(); m.runEvents(bg) }()
-	listeners.Add(1)
-	go func() { defer listeners.Done(); m.runInventory(bg) }()
+	listeners.Go(func() { m.runEvents(bg) })
+	listeners.Go(func() { m.runInventory(bg) })
 	if m.cfg.KmsgPath != "" {
 		m.klog.open(m.log) // unless OpenKernelLog did, before the start-up wait
-		listeners.Add(1)
-		go func() { defer listeners.Done(); m.runKmsg(bg) }()
+		listeners.Go(func() { m.runKmsg(bg) })
 	}
-	listeners.Add(1)
-	go func() { defer listeners.Done(); m.watchLosses(bg) }()
-	listeners.Add(1)
-	go func() { defer listeners.Done(); m.runProcs(bg) }()
+	listeners.Go(func() { m.watchLosses(bg) })
+	listeners.Go(func() { m.runProcs(bg) })
 	if m.cfg.Journal != nil {
-		listeners.Add(1)
-		go func() { defer listeners.Done(); m.journal.run(bg) }()
+		listeners.Go(func() { m.journal.run(bg) })
 	}
 	m.startBootCheck(bg, &listeners)
 	names := make([]string, len(m.gpus))

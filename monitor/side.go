@@ -107,15 +107,21 @@ func (q *sideQueue) dropQueued() int {
 // Run closes the queue before it closes stop.
 func (q *sideQueue) run(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
+	serve(stop, q.jobs, func(j sideJob) { j.f() })
+}
+
+// serve calls f with each value received on ch until stop is closed, then
+// with what is still queued there, once.
+func serve[T any](stop <-chan struct{}, ch <-chan T, f func(T)) {
 	for {
 		select {
-		case j := <-q.jobs:
-			j.f()
+		case v := <-ch:
+			f(v)
 		case <-stop:
 			for {
 				select {
-				case j := <-q.jobs:
-					j.f()
+				case v := <-ch:
+					f(v)
 				default:
 					return
 				}
