@@ -52,7 +52,7 @@ type gpuState struct {
 	fails     int
 	lost      bool
 	lostRetry time.Duration
-	late      bool // static facts not known at start: checkStatic until they are
+	late      bool // static facts not known at start: handle checks until they are
 
 	// Shared.
 	// The monotonic reading (Config.mono, ns) before which the poll loop
@@ -174,8 +174,9 @@ func (gs *gpuState) takeXids(s *reading.Sample) {
 // the sample asks for are requested last (incidents), once it is a row and
 // published: their rows end with it and their headers count it.
 func (gs *gpuState) handle(s *reading.Sample) {
-	if gs.late {
-		gs.checkStatic()
+	if gs.late && gs.g.FactsKnown() {
+		gs.late = false // static facts not known at start, known now
+		gs.m.staticKnown(gs)
 	}
 	stalled, critical := gs.classify(s)
 	r := gs.detect(s)

@@ -62,7 +62,7 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 		line.Fields = append(line.Fields, gs.remapHistBaseline()...)
 		m.eventLine(line)
 		// system-info.txt says which groups the GPU supports, known now.
-		m.healthGroupsKnown(gs.idx)
+		m.side.queue("rewriting system-info.txt with the GPU's health counter groups", gs.idx, m.writeSystemInfo)
 	}
 	for i := range r.NumHealthChanges() {
 		c := r.HealthChange(i)

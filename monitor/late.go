@@ -14,25 +14,13 @@ import (
 // where the monitor learns them; everything built from a GPU's static facts
 // at start is brought up to date there.
 
-// checkStatic runs on the GPU's worker goroutine at the start of every
-// sample's pipeline while the GPU's static facts were not known at start
-// (gs.late), and calls staticKnown once they are.
-func (gs *gpuState) checkStatic() {
-	if !gs.g.FactsKnown() {
-		return
-	}
-	gs.late = false
-	gs.m.staticKnown(gs)
-}
-
 // staticKnown is called once, on the GPU's worker goroutine before its first
-// sample with them goes through the pipeline, when the static facts of a GPU
-// that had none at start become known. It registers the GPU's bus id (kernel
-// log lines naming it then reach it), has the AER path table rebuilt,
-// rewrites system-info.txt, and gives its CSV its board's name and the fan
-// columns. Whatever
-// else is built from static facts at start and must follow a late GPU
-// belongs here.
+// sample with them goes through the pipeline (handle), when the static facts
+// of a GPU that had none at start become known. It registers the GPU's bus
+// id (kernel log lines naming it then reach it), has the AER path table
+// rebuilt, rewrites system-info.txt, and gives its CSV its board's name and
+// the fan columns. Whatever else is built from static facts at start and
+// must follow a late GPU belongs here.
 func (m *Monitor) staticKnown(gs *gpuState) {
 	info := gs.info()
 	gs.log.Info("GPU answered after start-up gave up on it; its static facts are known now",
@@ -59,12 +47,6 @@ func (m *Monitor) staticKnown(gs *gpuState) {
 				"pending", strings.Join(pending, ","))
 		}
 	}
-}
-
-// healthGroupsKnown rewrites system-info.txt (on the side queue) once GPU
-// gpu's health counter groups are known: it says which the GPU supports.
-func (m *Monitor) healthGroupsKnown(gpu int) {
-	m.side.queue("rewriting system-info.txt with the GPU's health counter groups", gpu, m.writeSystemInfo)
 }
 
 // busesFromSysfs gives the GPUs stuck at start (no bus id from NVML) the
