@@ -119,13 +119,12 @@ func (m *Monitor) onEvent(e reading.Event) {
 		gs.slot.Update(func(g *live.GPU) { showReport(g, r) })
 		gs.nextTry.Store(0)
 	}
-	var d snapshot.Decision
-	var plan *crashPlan
+	var plan crashPlan
 	switch {
 	case r.Duplicate:
-		d.Incident, d.Snapshot = m.snaps.Incident(gs.idx)
+		plan.d.Incident, plan.d.Snapshot = m.snaps.Incident(gs.idx)
 	case r.Critical != nil:
-		d, plan = m.inc.criticalEvent(gs, e.Time, *r.Critical)
+		plan = gs.criticalEvent(e.Time, *r.Critical)
 	}
 	gs.reportMu.Unlock()
 	m.heldXid(r, e)
@@ -138,7 +137,7 @@ func (m *Monitor) onEvent(e reading.Event) {
 	// The lines after the snapshot's decision: the event's names the
 	// incident and the snapshot. The snapshot is built after them: it
 	// reads the GPU's rows, which may wait on the disk.
-	m.eventLines(r, d)
+	m.eventLines(r, plan.d)
 	gs.crashSnapshot(plan)
 }
 

@@ -212,11 +212,11 @@ type sampleIncident struct {
 func (gs *gpuState) incidents(when time.Time, queued bool, critical sampleIncident, spike bool) {
 	m := gs.m
 	if critical.reason != "" {
-		d, plan := m.inc.critical(gs, when, critical.reason)
-		m.incidentLine(critical.line, d)
-		if plan != nil && queued {
+		plan := gs.critical(when, critical.reason)
+		m.incidentLine(critical.line, plan.d)
+		if plan.d.Accepted && queued {
 			m.side.enqueue(sideJob{what: "the " + plan.what() + " (" + critical.reason + ")", gpu: gs.idx,
-				f: func() { gs.crashSnapshot(plan) }, dropped: plan.abandon})
+				f: func() { gs.crashSnapshot(plan) }, dropped: func(why string) { gs.crashLost(plan, why) }})
 		} else {
 			gs.crashSnapshot(plan)
 		}
@@ -229,9 +229,9 @@ func (gs *gpuState) incidents(when time.Time, queued bool, critical sampleIncide
 		// cooldown then suppresses the snapshot.
 		if queued {
 			fans := gs.g.FanPolicies()
-			m.side.queue("a fan spike snapshot request", gs.idx, func() { m.inc.spike(gs, when, func() []string { return fans }) })
+			m.side.queue("a fan spike snapshot request", gs.idx, func() { gs.spikeSnapshot(when, func() []string { return fans }) })
 		} else {
-			m.inc.spike(gs, when, gs.g.FanPolicies)
+			gs.spikeSnapshot(when, gs.g.FanPolicies)
 		}
 	}
 }
@@ -442,7 +442,7 @@ func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (repor
 	gs.slot.Update(func(g *live.GPU) { g.Hung(fn.String(), began) })
 	fans := min(gs.info().NumFans, reading.MaxFans)
 	what := "NVML_HUNG rows"
-	var plan *crashPlan
+	var plan crashPlan
 	if first {
 		// The hang's line is written now, not behind the rows on the side
 		// goroutine, which may lag or drop them; it names the incident and
@@ -452,17 +452,16 @@ func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (repor
 		gs.log.Error("GPU not answering: NVML call stuck", "function", fn.String(), "elapsed", elapsed.Round(time.Millisecond))
 		line := sink.EventLine{Time: now.wall, GPU: gs.idx, Bus: gs.busID(), Type: sink.TypeNVMLHung,
 			Fields: sink.KV("function", fn.String(), "elapsed_ms", strconv.FormatInt(elapsed.Milliseconds(), 10))}
-		var d snapshot.Decision
-		d, plan = m.inc.critical(gs, now.wall, "NVML_HUNG("+fn.String()+","+strconv.FormatInt(elapsed.Milliseconds(), 10)+"ms)")
+		plan = gs.critical(now.wall, "NVML_HUNG("+fn.String()+","+strconv.FormatInt(elapsed.Milliseconds(), 10)+"ms)")
 		written := make(chan struct{})
 		gs.hungLine = written
-		go func() { defer close(written); m.incidentLine(line, d) }()
+		go func() { defer close(written); m.incidentLine(line, plan.d) }()
 		what = "the first NVML_HUNG rows of a hang"
-		if plan != nil {
+		if plan.d.Accepted {
 			what += " and its " + plan.what()
 		}
 	}
-	gs.queueRows(what, plan.abandon, func() {
+	gs.queueRows(what, func(why string) { gs.crashLost(plan, why) }, func() {
 		for _, t := range times {
 			elapsed := t.mono - start
 			s := reading.Sample{GPU: gs.idx, Time: t.wall, KernelTime: m.host.KernelTime(t.wall), Status: reading.StatusHung,

@@ -12,7 +12,6 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/internal/events"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
-	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
 // Kernel lines other than Xids (PCIe AER, fallen off the bus without an Xid,
@@ -143,8 +142,7 @@ func (m *Monitor) kernelLine(gs *gpuState, l events.KernelLine) {
 		logFirstLoss(m.log, "kernel_lines_suppressed", "a kernel log line (over "+strconv.Itoa(events.LineBurst)+" of one kind per GPU per minute)",
 			slog.Int("gpu", l.GPU), slog.String("kind", r.Held))
 	}
-	var d snapshot.Decision
-	var plan *crashPlan
+	var plan crashPlan
 	switch {
 	case r.Critical == nil:
 	case gs == nil:
@@ -152,8 +150,8 @@ func (m *Monitor) kernelLine(gs *gpuState, l events.KernelLine) {
 	default:
 		gs.log.Error("critical GPU event", "reason", r.Reason)
 		gs.nextTry.Store(0)
-		d, plan = m.inc.criticalEvent(gs, l.Read, *r.Critical)
+		plan = gs.criticalEvent(l.Read, *r.Critical)
 	}
-	m.eventLines(r, d)
+	m.eventLines(r, plan.d)
 	gs.crashSnapshot(plan)
 }

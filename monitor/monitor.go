@@ -163,7 +163,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		Flush: m.csv.Sync, Written: m.snapshotWritten, HostRoot: cfg.HostRoot,
 		KernelWall: m.kclock.clock.Wall,
 	})
-	m.inc = &incidentDesk{snaps: m.snaps, rows: m.csv, log: m.log}
+	m.inc = &incidentDesk{snaps: m.snaps, log: m.log}
 	m.registerCounters()
 	m.writeSystemInfo()
 	m.publishHost() // the first host view, before Run

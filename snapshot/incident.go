@@ -1,9 +1,13 @@
 package snapshot
 
 import (
+	"context"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/cooldown"
 
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/xid"
@@ -42,11 +46,13 @@ const (
 // Event is one critical event of a GPU as the Manager keeps it for the
 // incident it belongs to.
 type Event struct {
-	Time   time.Time // when it happened; zero: when Crash was called
+	Time   time.Time // when it happened; zero: when Decide was called
 	What   string    // a few words for the headline: "GSP RPC Timeout (Xid 119)"; empty: Reason
 	Reason string    // the whole reason line
 	Stage  Stage
 	Asks   Asks
+
+	file string // in an incident's list: the snapshot the event took ("" none)
 }
 
 // XidEvent is the event of an Xid report: its stage from the code and the
@@ -105,24 +111,80 @@ func RecoveryEvent(t time.Time, v uint64, reason string) Event {
 // and follow-ups (a crash floods 30 to 50 Xids); later ones are counted.
 const maxIncidentEvents = 200
 
+// crashState is one GPU's crash cooldown and its current incident: what
+// decide reads and updates. The Manager keeps one per GPU, under its lock.
+type crashState struct {
+	cool       cooldown.Cooldown
+	inc        *incident // the current or last incident; nil before the first
+	lastBase   string    // the base name of its last crash snapshot
+	sameBase   int       // how many snapshots took lastBase
+	suppressed uint64    // suppressed in total
+}
+
+// decide is the crash cooldown and escalation decision for the GPU's
+// critical event ev at now: state, event and time in, decision out, with
+// no clock, lock or I/O (the Manager's Decide holds the lock around it).
+// The first event outside the cooldown begins an incident and takes a
+// snapshot. Inside the cooldown, an event of a worse stage, or one asking
+// for more (Event.Stage, Event.Asks), than every event the incident has
+// captured takes its own snapshot (an escalation: at most one per stage and
+// ask level); the others are suppressed. Every event is kept in the
+// incident's list, which its snapshots and follow-ups show. An accepted
+// snapshot's name is taken here, in the order the events came (an
+// escalation in the same millisecond as the snapshot before it gets "-2"),
+// and the incident names it at once (Lost takes it back).
+func (st *crashState) decide(gpu int, ev Event, now time.Time, cooldown time.Duration, crashDir string) Decision {
+	ok, burst, left := st.cool.Allow(now, cooldown)
+	if ok || st.inc == nil {
+		st.inc = &incident{start: ev.Time}
+		ok = true
+	}
+	inc := st.inc
+	escalates, idx := inc.add(ev, ok)
+	d := Decision{gpu: gpu, at: now, inc: inc, idx: idx,
+		Headline: inc.headline(), IncidentStart: inc.start, Incident: inc.id, Snapshot: inc.newest}
+	if !escalates {
+		st.suppressed++
+		d.Burst, d.Suppressed, d.CooldownLeft = burst, st.suppressed, left
+		return d
+	}
+	d.Accepted, d.Escalation, d.Suppressed, d.prevNewest = true, !ok, st.suppressed, inc.newest
+	d.base = st.name(baseName("crash", now, gpu))
+	inc.wrote(idx, d.base+".log") // corrected once written, should the disk hold that name already
+	if inc.id == "" {
+		inc.id = d.base
+	}
+	inc.newest = filepath.Join(crashDir, d.base+".log")
+	d.Incident, d.Snapshot = inc.id, inc.newest
+	return d
+}
+
+// name returns base, or base-2, base-3 ... when the GPU's last snapshot had
+// the same base name (two in one millisecond).
+func (st *crashState) name(base string) string {
+	if base != st.lastBase {
+		st.lastBase, st.sameBase = base, 1
+		return base
+	}
+	st.sameBase++
+	return base + "-" + strconv.Itoa(st.sameBase)
+}
+
 // incident is one GPU's incident: from the snapshot that began it until its
 // cooldown ends. Its fields are guarded by Manager.mu.
 type incident struct {
-	gpu      int
 	id       string    // the base name of the snapshot that began it (events.log's incident=)
 	newest   string    // the path of its newest snapshot
 	start    time.Time // the first event's time
-	events   []loggedEvent
+	events   []Event
 	dropped  uint64 // events beyond maxIncidentEvents
-	captured []loggedEvent
+	captured []Event
 	stage    Stage // the worst stage captured
 	asks     Asks  // the most asked for by an event captured
-}
-
-// loggedEvent is an event and the snapshot it took ("" none).
-type loggedEvent struct {
-	Event
-	file string
+	// The follow-ups' context, and its cancel: set by Decide when the
+	// incident begins, cancelled by a newer incident, Lost, or Close.
+	follow     context.Context
+	stopFollow context.CancelCauseFunc
 }
 
 // add records ev; it reports whether ev escalates the incident (a stage or
@@ -131,16 +193,15 @@ type loggedEvent struct {
 // maxIncidentEvents).
 func (in *incident) add(ev Event, first bool) (escalates bool, idx int) {
 	escalates = first || ev.Stage > in.stage || ev.Asks > in.asks
-	le := loggedEvent{Event: ev}
 	if escalates {
-		in.captured = append(in.captured, le)
+		in.captured = append(in.captured, ev)
 		in.stage, in.asks = max(in.stage, ev.Stage), max(in.asks, ev.Asks)
 	}
 	if len(in.events) >= maxIncidentEvents {
 		in.dropped++
 		return escalates, -1
 	}
-	in.events = append(in.events, le)
+	in.events = append(in.events, ev)
 	return escalates, len(in.events) - 1
 }
 

@@ -48,7 +48,7 @@ func TestEscalationInsideCooldown(t *testing.T) {
 	newest := ""
 	for i, s := range steps {
 		s.ev.Time = clk.Now()
-		last = m.Crash(0, s.ev, testCrashRequest)
+		last = crash(m, 0, s.ev, testCrashRequest)
 		if last.Accepted != s.accept {
 			t.Errorf("step %d (%s): accepted %v, want %v", i, s.ev.what(), last.Accepted, s.accept)
 		}
@@ -72,7 +72,7 @@ func TestEscalationInsideCooldown(t *testing.T) {
 	}
 	// After the cooldown, a new incident with an id of its own.
 	clk.Advance(DefaultCrashCooldown)
-	if d := m.Crash(0, xidEv(62, ""), testCrashRequest); !d.Accepted || d.Incident != baseName("crash", clk.Now(), 0) || d.Incident == first {
+	if d := crash(m, 0, xidEv(62, ""), testCrashRequest); !d.Accepted || d.Incident != baseName("crash", clk.Now(), 0) || d.Incident == first {
 		t.Errorf("the next incident: %+v", d)
 	}
 	closeManager(t, m)
@@ -105,9 +105,9 @@ func TestEscalationInsideCooldown(t *testing.T) {
 
 	// After the cooldown a new incident begins, with the least of events.
 	m2, clk2 := newTestManager(t, nil)
-	m2.Crash(1, XidEvent(clk2.Now(), xid.ExplainDetail(79, xid.Detail(79, "")), "Xid 79"), testCrashRequest)
+	crash(m2, 1, XidEvent(clk2.Now(), xid.ExplainDetail(79, xid.Detail(79, "")), "Xid 79"), testCrashRequest)
 	clk2.Advance(DefaultCrashCooldown)
-	if d := m2.Crash(1, XidEvent(clk2.Now(), xid.ExplainDetail(45, xid.Detail(45, "")), "Xid 45"), testCrashRequest); !d.Accepted || d.Escalation {
+	if d := crash(m2, 1, XidEvent(clk2.Now(), xid.ExplainDetail(45, xid.Detail(45, "")), "Xid 45"), testCrashRequest); !d.Accepted || d.Escalation {
 		t.Errorf("after the cooldown: %+v", d)
 	}
 	closeManager(t, m2)
@@ -122,7 +122,7 @@ func TestFloodStaysOneSnapshot(t *testing.T) {
 	m, clk := newTestManager(t, nil)
 	for i := 0; i < maxIncidentEvents+50; i++ {
 		e := xid.ExplainDetail(13, xid.Detail(13, ""))
-		m.Crash(2, XidEvent(clk.Now(), e, e.Reason("nvml")), testCrashRequest)
+		crash(m, 2, XidEvent(clk.Now(), e, e.Reason("nvml")), testCrashRequest)
 		clk.Advance(10 * time.Millisecond)
 	}
 	closeManager(t, m)
@@ -165,7 +165,7 @@ func TestApplicationXidDoesNotHideAHardwareFault(t *testing.T) {
 		accept bool
 	}{{13, true}, {13, false}, {48, true}, {48, false}} {
 		e := xid.ExplainDetail(step.code, xid.Detail(step.code, ""))
-		if d := m.Crash(0, XidEvent(clk.Now(), e, e.Reason("kmsg")), testCrashRequest); d.Accepted != step.accept {
+		if d := crash(m, 0, XidEvent(clk.Now(), e, e.Reason("kmsg")), testCrashRequest); d.Accepted != step.accept {
 			t.Errorf("step %d (Xid %d): accepted %v, want %v", i, step.code, d.Accepted, step.accept)
 		}
 		clk.Advance(time.Second)
