@@ -86,11 +86,10 @@ func (m *Manager) crash(req *CrashRequest, start time.Time) {
 	}
 	m.mu.Unlock()
 
-	res := m.collect(m.work, m.crashJobs(req.Header.BusID))
-	res[diagDmesg] = placeKernelLines(res[diagDmesg], m.cfg.KernelWall)
+	diags := m.diagnose(req.Header.BusID, false)
 	// The events that came while the diagnostics ran are listed too.
 	req.events = m.incidentEvents(inc, d.idx)
-	if err := m.files.Replace(path, renderCrash(req, crashSections(res, m.kernelFilterFor(req.Header.BusID)), 0)); err != nil {
+	if err := m.files.Replace(path, renderCrash(req, diags, 0)); err != nil {
 		m.failed("crash", gpu, 2, err)
 	} else {
 		m.written("crash", gpu, 2, path, t0, nil, &m.stats.CrashesCompleted)

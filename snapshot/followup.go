@@ -92,12 +92,11 @@ func (m *Manager) followUps(ctx context.Context, gpu int, incident string, h *He
 			return
 		}
 		t0 := time.Now()
-		res := m.collect(m.work, m.followUpJobs(h.BusID))
-		res[diagDmesg] = placeKernelLines(res[diagDmesg], m.cfg.KernelWall)
+		diags := m.diagnose(h.BusID, true)
 		m.mu.Lock()
 		headline, events := gpuHeadline(gpu, inc.headline()), inc.eventsSection(-1)
 		m.mu.Unlock()
-		data := renderFollowUp(h, incident, off, m.cfg.Now(), headline, events, followUpSections(res, m.kernelFilterFor(h.BusID)))
+		data := renderFollowUp(h, incident, off, m.cfg.Now(), headline, events, diags)
 		m.save("follow-up", gpu, 0, m.crashDir, followUpName(incident, off), data, t0, &m.stats.FollowUpsWritten)
 	}
 }
