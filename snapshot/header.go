@@ -35,7 +35,7 @@ type Header struct {
 
 // Counter is one anomaly total shown in the header.
 type Counter struct {
-	Name  string // short name as in the seed: pwr_breach, fan_inv, spur_throt, spikes, tdp_changes ...
+	Name  string // short name, after gpu-telemetry-deep.py's header line (Pwr breach, Fan inv, Spur throt): pwr_breach, fan_inv, spur_throt, spikes, tdp_changes ...
 	Total uint64
 }
 
@@ -50,8 +50,11 @@ func orNA(s string) string {
 	return s
 }
 
-// writeHeader writes h as the seed's _write_snapshot_header did, plus the
-// UUID, the reason, the anomaly counters and the suppressed count.
+// writeHeader writes h in the order of gpu-telemetry-deep.py's
+// _write_snapshot_header (title, time, version, GPU, reason, uptime and
+// samples, peaks, event number, its detectors' counters, here one Counters
+// line), adding the host, the board, the headline, the kernel log's clock
+// and the suppressed count.
 func writeHeader(b *strings.Builder, h *Header) {
 	b.WriteString("=== " + orNA(h.Title) + " ===\n")
 	b.WriteString("Time: ")
@@ -123,7 +126,8 @@ func ParseHeader(text string) (h Header, ok bool) {
 		case strings.HasPrefix(l, "=== ") && strings.HasSuffix(l, " ==="):
 			h.Title = strings.TrimSuffix(strings.TrimPrefix(l, "=== "), " ===")
 		case strings.HasPrefix(l, "Time: "):
-			// RFC 3339 reads sink.TimestampLayout and the seed's times alike.
+			// RFC 3339 reads sink.TimestampLayout and the isoformat() times
+			// of gpu-telemetry-deep.py's snapshots alike.
 			if t, err := time.Parse(time.RFC3339Nano, strings.TrimPrefix(l, "Time: ")); err == nil {
 				h.Time, ok = t, true
 			}

@@ -22,8 +22,8 @@ type Runner interface {
 }
 
 const (
-	// DefaultCommandTimeout bounds one diagnostic command. 5 s is the seed's
-	// run_cmd timeout: long enough for lspci -vv on a large box, short enough
+	// DefaultCommandTimeout bounds one diagnostic command. 5 s is
+	// gpu-telemetry-deep.py's run_cmd timeout: long enough for lspci -vv on a large box, short enough
 	// that a hung nvidia-smi does not hold the snapshot for long.
 	DefaultCommandTimeout = 5 * time.Second
 	// DefaultMaxOutput caps one command's output (1 MiB). A kernel log ring
