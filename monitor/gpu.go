@@ -486,6 +486,7 @@ func (gs *gpuState) header(when time.Time, reason string, event uint64) snapshot
 	v := gs.slot.Get()
 	h := snapshot.Header{
 		Time:        when,
+		GPUIndex:    gs.idx,
 		Version:     "gpu-telemetry " + m.cfg.Version,
 		Host:        m.ident,
 		GPUName:     info.Name,

@@ -47,9 +47,7 @@ func renderFollowUp(h *Header, incident string, offset time.Duration, now time.T
 	b.WriteString("=== GPU CRASH FOLLOW-UP " + offsetLabel(offset) + " ===\n")
 	b.WriteString("Time: " + now.Format(sink.TimestampLayout) + "\n")
 	b.WriteString("Version: " + orNA(h.Version) + "\n")
-	writeHostLine(&b, h)
-	writeGPULine(&b, h)
-	writeBoardLines(&b, h)
+	writeWhere(&b, h)
 	b.WriteString("Incident: " + filepath.Base(incident))
 	if !h.Time.IsZero() {
 		b.WriteString(" at " + h.Time.Format(sink.TimestampLayout))

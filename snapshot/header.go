@@ -64,9 +64,7 @@ func writeHeader(b *strings.Builder, h *Header) {
 		b.WriteString(h.Time.Format(sink.TimestampLayout))
 	}
 	b.WriteString("\nVersion: " + orNA(h.Version) + "\n")
-	writeHostLine(b, h)
-	writeGPULine(b, h)
-	writeBoardLines(b, h)
+	writeWhere(b, h)
 	b.WriteString("Reason: " + orNA(h.Reason) + "\n")
 	if h.Headline != "" {
 		b.WriteString("Headline: " + h.Headline + "\n")
@@ -100,17 +98,6 @@ func writeHeader(b *strings.Builder, h *Header) {
 		b.WriteString(" " + orNA(c.Name) + "=" + strconv.FormatUint(c.Total, 10))
 	}
 	b.WriteString("\nSuppressed by cooldown: " + strconv.FormatUint(h.Suppressed, 10) + "\n\n")
-}
-
-// writeGPULine writes "GPU: 3 NVIDIA H100 80GB HBM3 (00000000:4B:00.0)".
-func writeGPULine(b *strings.Builder, h *Header) {
-	b.WriteString("GPU: ")
-	if h.GPUIndex < 0 {
-		b.WriteString(na)
-	} else {
-		b.WriteString(strconv.Itoa(h.GPUIndex))
-	}
-	b.WriteString(" " + orNA(h.GPUName) + " (" + orNA(h.BusID) + ")\n")
 }
 
 // ParseHeader reads back the Title, Time, GPU index, UUID, serial, Reason and Headline of a header
@@ -150,15 +137,16 @@ func ParseHeader(text string) (h Header, ok bool) {
 	return h, ok
 }
 
-// writeBoardLines names the board: the GPU's UUID and its serial number
-// (what an RMA asks for), each n/a when unknown. ParseHeader reads them back
-// (n/a read back as it is: no UUID or serial is n/a).
-func writeBoardLines(b *strings.Builder, h *Header) {
-	b.WriteString("UUID: " + orNA(h.UUID) + "\n")
-	b.WriteString("Serial: " + orNA(h.Serial) + "\n")
-}
-
-// writeHostLine names the host: every snapshot says where it was taken.
-func writeHostLine(b *strings.Builder, h *Header) {
+// writeWhere writes where a snapshot was taken: the host, the GPU ("GPU: 3
+// NVIDIA H100 80GB HBM3 (00000000:4B:00.0)"), and the board, by the UUID
+// and serial number an RMA asks for (each n/a when unknown; ParseHeader
+// reads n/a back as it is: no UUID or serial is n/a).
+func writeWhere(b *strings.Builder, h *Header) {
 	b.WriteString("Host: " + orNA(h.Host.Host) + " (machine id " + orNA(h.Host.MachineID) + ", boot " + orNA(h.Host.BootID) + ")\n")
+	gpu := na
+	if h.GPUIndex >= 0 {
+		gpu = strconv.Itoa(h.GPUIndex)
+	}
+	b.WriteString("GPU: " + gpu + " " + orNA(h.GPUName) + " (" + orNA(h.BusID) + ")\n")
+	b.WriteString("UUID: " + orNA(h.UUID) + "\nSerial: " + orNA(h.Serial) + "\n")
 }
