@@ -206,9 +206,9 @@ type sampleIncident struct {
 // spike snapshot when spike: the last stage, for a sample already recorded
 // and published at when. The critical event's line is written at once,
 // naming the incident and the snapshot decided on; when the sample's row
-// was queued on the side goroutine, the snapshots are built behind it,
+// was queued on the side goroutine, the snapshots are gathered behind it,
 // since their rows end with it (a crash snapshot whose job is dropped is
-// abandoned, counted and logged).
+// reported lost: counted and logged).
 func (gs *gpuState) incidents(when time.Time, queued bool, critical sampleIncident, spike bool) {
 	m := gs.m
 	if critical.reason != "" {

@@ -270,9 +270,9 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 		gs.closeXids() // no row follows now: their flags are lost, counted
 	}
 	// The side queue was run or dropped above, before the snapshot writer
-	// closes: a crash snapshot queued there behind its rows was built, or
-	// abandoned (sideJob.dropped), and one queued from now on is abandoned
-	// at once, so Close waits for no build that will not come.
+	// closes: a crash snapshot queued there behind its rows was handed to
+	// it, or reported lost (sideJob.dropped), and one queued from now on is
+	// reported lost at once; a request handed after Close is refused.
 	sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	if err := m.snaps.Close(sctx); err != nil {
 		m.log.Warn("snapshots cut short at shutdown", "error", err)

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -75,9 +76,7 @@ func WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
 	if c.Runner == nil {
 		c.Runner = &ExecRunner{Timeout: c.CommandTimeout}
 	}
-	if c.CommandTimeout <= 0 {
-		c.CommandTimeout = DefaultCommandTimeout
-	}
+	c.CommandTimeout = cmp.Or(max(c.CommandTimeout, 0), DefaultCommandTimeout)
 	if c.PstoreDirs == nil {
 		c.PstoreDirs = DefaultPstoreDirs
 	}

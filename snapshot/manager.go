@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -133,20 +134,20 @@ type Manager struct {
 // New returns a Manager for cfg with its defaults filled in. Directories are
 // created when the first snapshot is written.
 func New(cfg Config) *Manager {
-	if cfg.Dir == "" {
-		cfg.Dir = DefaultDir
-	}
+	cfg.Dir = cmp.Or(cfg.Dir, DefaultDir)
+	cfg.HostRoot = cmp.Or(cfg.HostRoot, "/")
+	cfg.ModulesPath = cmp.Or(cfg.ModulesPath, DefaultModulesPath)
+	cfg.CrashCooldown = cmp.Or(max(cfg.CrashCooldown, 0), DefaultCrashCooldown)
+	cfg.SpikeCooldown = cmp.Or(max(cfg.SpikeCooldown, 0), DefaultSpikeCooldown)
+	cfg.CommandTimeout = cmp.Or(max(cfg.CommandTimeout, 0), DefaultCommandTimeout)
+	// The commands run concurrently, each bounded by CommandTimeout, so
+	// DiagnosticsTimeout is only reached by a Runner that ignores its context.
+	cfg.DiagnosticsTimeout = cmp.Or(max(cfg.DiagnosticsTimeout, 0), 2*cfg.CommandTimeout)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.CrashCooldown <= 0 {
-		cfg.CrashCooldown = DefaultCrashCooldown
-	}
-	if cfg.SpikeCooldown <= 0 {
-		cfg.SpikeCooldown = DefaultSpikeCooldown
 	}
 	if cfg.FollowUps == nil {
 		cfg.FollowUps = DefaultFollowUps
@@ -154,25 +155,11 @@ func New(cfg Config) *Manager {
 	// Own sorted copy without non-positive offsets: the caller's slice may change.
 	cfg.FollowUps = slices.DeleteFunc(slices.Clone(cfg.FollowUps), func(d time.Duration) bool { return d <= 0 })
 	slices.Sort(cfg.FollowUps)
-	if cfg.CommandTimeout <= 0 {
-		cfg.CommandTimeout = DefaultCommandTimeout
-	}
-	if cfg.DiagnosticsTimeout <= 0 {
-		// The commands run concurrently, each bounded by CommandTimeout, so
-		// this is only reached by a Runner that ignores its context.
-		cfg.DiagnosticsTimeout = 2 * cfg.CommandTimeout
-	}
 	if cfg.Runner == nil {
 		cfg.Runner = &ExecRunner{Timeout: cfg.CommandTimeout, Logger: cfg.Logger}
 	}
 	if cfg.Flush == nil {
 		cfg.Flush = func(int) error { return nil }
-	}
-	if cfg.HostRoot == "" {
-		cfg.HostRoot = "/"
-	}
-	if cfg.ModulesPath == "" {
-		cfg.ModulesPath = DefaultModulesPath
 	}
 	m := &Manager{
 		cfg:      cfg,
