@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/cooldown"
-
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/xid"
 )
