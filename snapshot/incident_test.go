@@ -171,3 +171,50 @@ func TestApplicationXidDoesNotHideAHardwareFault(t *testing.T) {
 		clk.Advance(time.Second)
 	}
 }
+
+// TestDecideIsPure drives the crash decision alone (crashState.decide:
+// state, event and time in, decision out; no Manager, clock or lock):
+// the first event begins an incident, a repeat of its stage inside the
+// cooldown is suppressed with the burst and the time left, a worse stage
+// escalates, an escalation in the same millisecond gets "-2", and the
+// first event after the cooldown begins a new incident.
+func TestDecideIsPure(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	const cool = time.Minute
+	fault := Event{Reason: "Xid 62", Stage: StageFault}
+	firmware := Event{Reason: "Xid 119", Stage: StageFirmware}
+	lost := Event{Reason: "Xid 79", Stage: StageLost}
+	steps := []struct {
+		name               string
+		at                 time.Duration
+		ev                 Event
+		accepted, escalate bool
+		burst, suppressed  uint64
+		left               time.Duration
+		incident, snapshot string // base names; "" when the decision names none
+	}{
+		{"the first begins an incident", 0, fault, true, false, 0, 0, 0, "crash-20260301-120000.000-gpu2", "crash-20260301-120000.000-gpu2"},
+		{"a repeat is suppressed", time.Second, fault, false, false, 1, 1, 59 * time.Second, "crash-20260301-120000.000-gpu2", "crash-20260301-120000.000-gpu2"},
+		{"a worse stage escalates", 2 * time.Second, firmware, true, true, 0, 1, 0, "crash-20260301-120000.000-gpu2", "crash-20260301-120002.000-gpu2"},
+		{"same millisecond, worse again", 2 * time.Second, lost, true, true, 0, 1, 0, "crash-20260301-120000.000-gpu2", "crash-20260301-120002.000-gpu2-2"},
+		// The burst counts every event of the window the cooldown held, the escalations too.
+		{"nothing worse than lost", 3 * time.Second, lost, false, false, 4, 2, 57 * time.Second, "crash-20260301-120000.000-gpu2", "crash-20260301-120002.000-gpu2-2"},
+		{"after the cooldown, a new incident", 2 * time.Minute, fault, true, false, 0, 2, 0, "crash-20260301-120200.000-gpu2", "crash-20260301-120200.000-gpu2"},
+	}
+	var st crashState
+	for _, s := range steps {
+		ev := s.ev
+		ev.Time = t0.Add(s.at)
+		d := st.decide(2, ev, ev.Time, cool, "/crashes")
+		wantSnap := ""
+		if s.snapshot != "" {
+			wantSnap = "/crashes/" + s.snapshot + ".log"
+		}
+		if d.Accepted != s.accepted || d.Escalation != s.escalate || d.Burst != s.burst || d.Suppressed != s.suppressed ||
+			d.CooldownLeft != s.left || d.Incident != s.incident || d.Snapshot != wantSnap {
+			t.Errorf("%s: accepted %v escalation %v burst %d suppressed %d left %s incident %q snapshot %q;\n"+
+				"want %v %v %d %d %s %q %q", s.name, d.Accepted, d.Escalation, d.Burst, d.Suppressed, d.CooldownLeft, d.Incident, d.Snapshot,
+				s.accepted, s.escalate, s.burst, s.suppressed, s.left, s.incident, wantSnap)
+		}
+	}
+}
