@@ -32,9 +32,9 @@ type Section struct {
 // crashTitle is gpu-telemetry-deep.py's title for a crash snapshot.
 const crashTitle = "GPU CRASH DETECTED"
 
-// Crash writes the crash snapshot of req, whose Decision Decide accepted, in
-// the background: it never waits for the disk or for any command, and
-// returns nothing to finish. It reports false when it writes nothing: a
+// Crash writes the crash snapshot of req, whose Decision Decide accepted
+// (hand each decision once), in the background: it never waits for the
+// disk or for any command, and returns nothing to finish. It reports false when it writes nothing: a
 // decision not accepted, or a request handed after Close (counted in
 // Stats.RefusedClosed, and the incident no longer names its file). The
 // Manager sets the header's GPUIndex, Suppressed and Headline, and Title and
