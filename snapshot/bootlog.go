@@ -7,11 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -233,7 +234,7 @@ func pstoreRecords(dirs []string, since time.Time) string {
 			fmt.Fprintf(&b, "(%s: %d older record(s) from before the previous run, not shown)\n", d, old)
 		}
 	}
-	sort.Slice(recs, func(i, j int) bool { return recs[i].mod.After(recs[j].mod) })
+	slices.SortFunc(recs, func(a, b rec) int { return b.mod.Compare(a.mod) })
 	if len(recs) == 0 {
 		b.WriteString("(no recent records)\n")
 		return b.String()
@@ -303,12 +304,7 @@ func (l BootLog) Event(t time.Time, prev PreviousRun, bootID string) sink.EventL
 	if !l.LastRow.IsZero() {
 		kv = append(kv, sink.Field{Key: "last_row", Value: l.LastRow.Format(sink.TimestampLayout)})
 	}
-	gpus := make([]int, 0, len(l.GapPerGPU))
-	for g := range l.GapPerGPU {
-		gpus = append(gpus, g)
-	}
-	sort.Ints(gpus)
-	for _, g := range gpus {
+	for _, g := range slices.Sorted(maps.Keys(l.GapPerGPU)) {
 		kv = append(kv, sink.Field{Key: "gap_gpu" + strconv.Itoa(g), Value: l.GapPerGPU[g].Round(time.Millisecond).String()})
 	}
 	if l.Path != "" {
