@@ -33,7 +33,7 @@ type sideJob struct {
 	rows *atomic.Int64 // gpuState.sideRows when the job writes the GPU's rows, else nil
 	f    func()
 	// dropped, if set, is told why when the job is dropped instead of
-	// run (a crash snapshot it was to build is abandoned).
+	// run (a crash snapshot it was to gather is reported lost).
 	dropped func(why string)
 }
 
