@@ -38,7 +38,7 @@ type mod func(*reading.Sample)
 // throttling, two fans at 50 %; mods change it.
 func mk(mods ...mod) *reading.Sample {
 	s := &reading.Sample{
-		Status:       reading.StatusOK,
+		Status:       reading.StatusAnswered,
 		TempC:        pct(60),
 		PowerMW:      watts(300),
 		PowerLimitMW: watts(600),

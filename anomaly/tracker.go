@@ -98,12 +98,12 @@ func NewTracker(gpu int, cfg Config) *Tracker {
 // order (throttle transition, TDP change, fan spike, fan/temp inversion,
 // spurious throttle, power breach, so flags appear in the seed's order), adds
 // their flags to s.Flags, updates the counters and peaks and returns what the
-// caller must act on. A sample whose Status is not StatusOK is only counted as
+// caller must act on. A sample whose Status is not StatusAnswered is only counted as
 // skipped; it clears the memory of earlier samples and the warm-up, so the
 // next good sample is compared with nothing. It does not allocate.
 func (t *Tracker) Observe(s *reading.Sample, now time.Time) Result {
 	var r Result
-	if s.Status != reading.StatusOK {
+	if s.Status != reading.StatusAnswered {
 		t.forget()
 		t.count(CountSkipped)
 		return r

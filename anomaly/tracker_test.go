@@ -309,7 +309,7 @@ func TestObserveDoesNotAllocate(t *testing.T) {
 			s.Status = reading.StatusLost
 		}
 		r := tr.Observe(s, t0.Add(time.Duration(i)*tick))
-		s.Status = reading.StatusOK
+		s.Status = reading.StatusAnswered
 		notices += r.NumNotices()
 		i++
 	})

@@ -23,15 +23,18 @@ type StateKind uint8
 // The states of a GPU.
 const (
 	StateNotStarted StateKind = iota // no sample has come back yet
-	StateOK                          // the last sample was answered
+	StateAnswering                   // the last sample was answered
 	StateHung                        // a sample is stuck inside an NVML call past the deadline
 	StateLost                        // the driver reported the GPU lost
 	StateFailing                     // the last sample failed (every call refused)
 )
 
-var stateNames = [...]string{StateNotStarted: "not started", StateOK: "ok", StateHung: "hung", StateLost: "lost", StateFailing: "failing"}
+var stateNames = [...]string{StateNotStarted: "not started", StateAnswering: "ok", StateHung: "hung", StateLost: "lost", StateFailing: "failing"}
 
 // String returns the state's name as status shows it ("ok", "hung", ...).
+// An answering GPU reads "ok" there, a word the status document and its
+// readers have kept since it was first written; the metrics say
+// "answering".
 func (k StateKind) String() string {
 	if int(k) < len(stateNames) {
 		return stateNames[k]
@@ -49,9 +52,9 @@ type State struct {
 	Err string
 }
 
-// Event is the last occurrence of a coded event (an Xid or a GPU recovery
+// LastCode is the last occurrence of a coded event (an Xid or a GPU recovery
 // action). A zero Time means none was seen.
-type Event struct {
+type LastCode struct {
 	Code uint64
 	Time time.Time
 	Name string // the catalog's name for the code
@@ -91,10 +94,10 @@ type GPU struct {
 	FlagCount [reading.NumFlagKinds]uint64
 	FlagLast  [reading.NumFlagKinds]time.Time
 
-	LastXid      Event
+	LastXid      LastCode
 	Xids         [MaxXidCodes]XidCount // in the order first seen; Count 0 ends the list
 	XidsOther    uint64                // Xids whose code did not fit in Xids
-	LastRecovery Event
+	LastRecovery LastCode
 
 	LastIncident       time.Time
 	LastIncidentReason string
@@ -138,11 +141,11 @@ func (g *GPU) Observe(s *reading.Sample, interval time.Duration) {
 		}
 	}
 	switch s.Status {
-	case reading.StatusOK:
+	case reading.StatusAnswered:
 		g.accumulateThrottle(s, interval)
 		g.Sample = *s
 		g.Samples++
-		g.setState(State{Kind: StateOK, Since: s.Time})
+		g.setState(State{Kind: StateAnswering, Since: s.Time})
 	case reading.StatusLost:
 		g.Failures++
 		g.setState(State{Kind: StateLost, Since: s.Time})
@@ -156,7 +159,7 @@ func (g *GPU) Observe(s *reading.Sample, interval time.Duration) {
 // every reason active in s.
 func (g *GPU) accumulateThrottle(s *reading.Sample, interval time.Duration) {
 	mask, ok := s.Throttle.Get()
-	if !ok || g.Sample.Time.IsZero() || g.State.Kind != StateOK {
+	if !ok || g.Sample.Time.IsZero() || g.State.Kind != StateAnswering {
 		return
 	}
 	dt := s.Time.Sub(g.Sample.Time)
@@ -193,7 +196,7 @@ func (g *GPU) Lost(t time.Time) { g.setState(State{Kind: StateLost, Since: t}) }
 // read after the fact); it is counted either way.
 func (g *GPU) Xid(code uint64, t time.Time, name string) {
 	if !t.Before(g.LastXid.Time) {
-		g.LastXid = Event{Code: code, Time: t, Name: name}
+		g.LastXid = LastCode{Code: code, Time: t, Name: name}
 	}
 	for i := range g.Xids {
 		switch {
@@ -212,7 +215,7 @@ func (g *GPU) Xid(code uint64, t time.Time, name string) {
 // recorded is newer (see Xid).
 func (g *GPU) Recovery(action uint64, t time.Time, name string) {
 	if !t.Before(g.LastRecovery.Time) {
-		g.LastRecovery = Event{Code: action, Time: t, Name: name}
+		g.LastRecovery = LastCode{Code: action, Time: t, Name: name}
 	}
 }
 

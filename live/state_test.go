@@ -28,7 +28,7 @@ func TestObserve(t *testing.T) {
 		sample(5200*time.Millisecond, reading.ThrottleSwPowerCap),
 	} {
 		g.Observe(&s, iv)
-		if g.Sample.Time != s.Time || g.State.Kind != StateOK {
+		if g.Sample.Time != s.Time || g.State.Kind != StateAnswering {
 			t.Fatalf("sample %d: view holds %v in state %v", i, g.Sample.Time, g.State.Kind)
 		}
 	}
@@ -63,7 +63,7 @@ func TestObserve(t *testing.T) {
 	}
 	s := sample(8100*time.Millisecond, reading.ThrottleSwPowerCap)
 	g.Observe(&s, iv)
-	if g.ThrottleTime[2] != 400*time.Millisecond || g.State.Kind != StateOK {
+	if g.ThrottleTime[2] != 400*time.Millisecond || g.State.Kind != StateAnswering {
 		t.Errorf("after the outage: SwPowerCap %v, state %v", g.ThrottleTime[2], g.State.Kind)
 	}
 }
@@ -80,7 +80,7 @@ func TestXidCounts(t *testing.T) {
 }
 
 func TestStateNames(t *testing.T) {
-	for k, want := range map[StateKind]string{StateNotStarted: "not started", StateOK: "ok", StateHung: "hung", StateLost: "lost", StateFailing: "failing", 99: "unknown"} {
+	for k, want := range map[StateKind]string{StateNotStarted: "not started", StateAnswering: "ok", StateHung: "hung", StateLost: "lost", StateFailing: "failing", 99: "unknown"} {
 		if k.String() != want {
 			t.Errorf("%d: %q, want %q", k, k.String(), want)
 		}

@@ -140,7 +140,7 @@ func GPULines(g GPUDoc, now time.Time) []string {
 	if g.SampleTime == nil {
 		return []string{l1, "  no sample yet"}
 	}
-	if g.State != StateOK.String() {
+	if g.State != StateAnswering.String() {
 		// No stale numbers: the last values are in the CSV and the snapshot.
 		return append([]string{l1, "  no current readings (last answered sample " + clock(*g.SampleTime, now) + ")", eventLine(g, now),
 			"  " + HealthText(g)}, ProcLines(g, now)...)

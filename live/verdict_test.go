@@ -19,10 +19,10 @@ func TestVerdict(t *testing.T) {
 		text  string
 		known bool
 	}{
-		{"answering ok", StateOK, "ok", VerdictOK, "ok", true},
-		{"answering warning", StateOK, "warning", VerdictWarning, "warning", true},
-		{"answering critical", StateOK, "critical", VerdictCritical, "critical", true},
-		{"answering before its first health reading", StateOK, "", 0, "", false},
+		{"answering ok", StateAnswering, "ok", VerdictOK, "ok", true},
+		{"answering warning", StateAnswering, "warning", VerdictWarning, "warning", true},
+		{"answering critical", StateAnswering, "critical", VerdictCritical, "critical", true},
+		{"answering before its first health reading", StateAnswering, "", 0, "", false},
 		{"not started", StateNotStarted, "", 0, "", false},
 		{"lost, was ok", StateLost, "ok", VerdictUnknown, "unknown (GPU lost)", true},
 		{"hung, was ok", StateHung, "ok", VerdictUnknown, "unknown (GPU hung)", true},

@@ -31,9 +31,7 @@ func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
 	for _, d := range snapshot.DefaultPstoreDirs {
 		pstore = append(pstore, filepath.Join(m.cfg.HostRoot, d))
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		bl, err := snapshot.WriteBootLog(ctx, snapshot.BootConfig{Dir: m.cfg.LogDir, Runner: m.cfg.Runner, Now: m.start,
 			Prev: prev, BootID: bootID, Host: m.ident.Host, MachineID: m.ident.MachineID, PstoreDirs: pstore, CommandTimeout: m.cfg.CommandTimeout})
 		line := bl.Event(m.start, prev, bootID)
@@ -45,7 +43,7 @@ func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
 			line.Snapshot = bl.Path // its evidence, under the key every incident line uses
 		}
 		m.eventLine(line)
-	}()
+	})
 }
 
 // compareInventory compares the boards found with the previous run's

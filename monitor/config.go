@@ -36,7 +36,9 @@ type Config struct {
 	MinFreeMB     uint64
 	Compress      bool
 
-	// SummaryEvery is the summary.log cadence and the rate window (seed: 5 min).
+	// SummaryEvery is the summary.log cadence and the rate window: 5 min,
+	// the reference logger's (gpu-telemetry-deep.py's SUMMARY_INTERVAL_SEC,
+	// "also used as rate-metric window").
 	SummaryEvery time.Duration
 	// KmsgPath is the kernel log to follow for Xids; "" disables it.
 	KmsgPath string

@@ -156,14 +156,14 @@ func (m *Monitor) watchLosses(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-m.secondTick:
+		case now := <-m.loop.secondTick:
 			m.windowsEnded(now, false)
 		}
 		m.checkLosses(logged)
 		d := m.csv.Stats().Dropped
-		m.smu.Lock()
-		m.drops.add(time.Now(), d)
-		m.smu.Unlock()
+		m.states.mu.Lock()
+		m.states.drops.add(time.Now(), d)
+		m.states.mu.Unlock()
 		m.publishHost()
 	}
 }

@@ -9,15 +9,18 @@ import (
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/events"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
+	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
+	"github.com/gpu-telemetry/gpu-telemetry/xid"
 )
 
 // runEvents follows the NVML events of every GPU (sampler.FollowEvents:
 // each GPU registered once it answers, a failed set reopened with back-off)
 // until ctx is done.
 func (m *Monitor) runEvents(ctx context.Context) {
-	m.host.FollowEvents(ctx, m.log, m.onEvent, func(state string) { m.setState(&m.eventsState, state) })
+	m.host.FollowEvents(ctx, m.log, m.onEvent, func(state string) { m.setState(&m.states.events, state) })
 }
 
 // runKmsg follows the kernel log for NVRM Xid lines. NVML events do not
@@ -113,16 +116,15 @@ func (m *Monitor) onEvent(e reading.Event) {
 		gs.addXid(int64(e.Data))
 	}
 	if r.Wake {
-		gs.slot.Update(r.Publish)
+		gs.slot.Update(func(g *live.GPU) { showReport(g, r) })
 		gs.nextTry.Store(0)
 	}
-	var d snapshot.Decision
-	var plan *crashPlan
+	var plan crashPlan
 	switch {
 	case r.Duplicate:
-		d.Incident, d.Snapshot = m.snaps.Incident(gs.idx)
+		plan.d.Incident, plan.d.Snapshot = m.snaps.Incident(gs.idx)
 	case r.Critical != nil:
-		d, plan = m.inc.criticalEvent(gs, e.Time, *r.Critical)
+		plan = gs.criticalEvent(e.Time, *r.Critical)
 	}
 	gs.reportMu.Unlock()
 	m.heldXid(r, e)
@@ -135,8 +137,28 @@ func (m *Monitor) onEvent(e reading.Event) {
 	// The lines after the snapshot's decision: the event's names the
 	// incident and the snapshot. The snapshot is built after them: it
 	// reads the GPU's rows, which may wait on the disk.
-	m.eventLines(r, d)
+	m.eventLines(r, plan.d)
 	gs.crashSnapshot(plan)
+}
+
+// showReport shows a Wake record's report in the GPU's live view g: the
+// last Xid or recovery action and when it happened, or the GPU lost.
+func showReport(g *live.GPU, r events.Record) {
+	switch r.Kind {
+	case reading.EventXid:
+		g.Xid(r.Code, r.At, xid.Name(int(r.Code)))
+	case reading.EventRecovery:
+		g.Recovery(r.Code, r.At, xid.RecoveryActionName(r.Code))
+	case reading.EventLost:
+		g.Lost(r.Seen)
+	}
+}
+
+// healthEvent names an NVML health event type for the event stage
+// (events.Config.HealthEvent): the sampler knows NVML's types.
+func healthEvent(typ uint64) (string, bool) {
+	h, _ := sampler.HealthEvent(typ)
+	return h.Name, h.Critical
 }
 
 // heldXid logs the first Xid line the event stage held (an application's

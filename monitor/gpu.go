@@ -16,10 +16,9 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
-// Back-off after failures, as the Python logger gpu-telemetry-deep.py did it
-// (it waited min(5 x interval, 5 s) after a failure and 30 s after the
-// tenth): after 5 consecutive failed samples a GPU is tried every 5 s, after
-// 10 every 30 s (a faulted GPU answers each
+// Back-off after failures, as the reference logger gpu-telemetry-deep.py
+// backed off: after 5 consecutive failed samples a GPU is tried every 5 s,
+// after 10 every 30 s (a faulted GPU answers each
 // call only after a long timeout, so polling it at 10 Hz only queues calls).
 // A lost GPU is re-probed with exponential back-off from 1 s to 60 s.
 const (
@@ -37,7 +36,7 @@ const (
 // (slot) is the only thing readers see; the poll loop writes it too when the
 // worker is stuck (hung).
 type gpuState struct {
-	out  *gpuOutputs // where the pipeline writes (outputs.go)
+	m    *Monitor // where the pipeline writes: the sinks, the side queue, the incident desk
 	g    *sampler.GPU
 	w    *sampler.Worker
 	tr   *anomaly.Tracker
@@ -53,7 +52,7 @@ type gpuState struct {
 	fails     int
 	lost      bool
 	lostRetry time.Duration
-	late      bool // static facts not known at start: checkStatic until they are
+	late      bool // static facts not known at start: handle checks until they are
 
 	// Shared.
 	// The monotonic reading (Config.mono, ns) before which the poll loop
@@ -111,12 +110,12 @@ type gpuState struct {
 	offAtTick bool
 }
 
-func newGPUState(cfg *Config, log *slog.Logger, out *gpuOutputs, g *sampler.GPU) *gpuState {
-	idx := g.Info().Index
+func newGPUState(m *Monitor, g *sampler.GPU) *gpuState {
+	idx, cfg := g.Info().Index, &m.cfg
 	// Room for the ticks a stuck sample can skip before its deadline.
 	skips := min(int(cfg.Deadline/cfg.Interval)+2, 1024)
-	gs := &gpuState{out: out, g: g, idx: idx, tr: anomaly.NewTracker(idx, cfg.Anomaly),
-		log: log.With("gpu", idx), pending: make([]int64, 0, 8), skipped: make([]instant, 0, skips),
+	gs := &gpuState{m: m, g: g, idx: idx, tr: anomaly.NewTracker(idx, cfg.Anomaly),
+		log: m.log.With("gpu", idx), pending: make([]int64, 0, 8), skipped: make([]instant, 0, skips),
 		slot: live.NewSlot(g.Info()), finished: -1}
 	gs.late = !g.FactsKnown()
 	gs.w = sampler.NewWorker(g, gs.handle, cfg.mono())
@@ -158,7 +157,7 @@ func (gs *gpuState) closeXids() {
 // dropXid counts an Xid flag that no row carries; the first is logged with
 // what, the GPU and the Xid.
 func (gs *gpuState) dropXid(code int64, what string) {
-	lose(gs.out.reg, gs.log, xidFlagsDropped, what, slog.Int64("xid", code)) // gs.log names the GPU
+	lose(gs.m.reg, gs.log, xidFlagsDropped, what, slog.Int64("xid", code)) // gs.log names the GPU
 }
 
 func (gs *gpuState) takeXids(s *reading.Sample) {
@@ -175,8 +174,9 @@ func (gs *gpuState) takeXids(s *reading.Sample) {
 // the sample asks for are requested last (incidents), once it is a row and
 // published: their rows end with it and their headers count it.
 func (gs *gpuState) handle(s *reading.Sample) {
-	if gs.late {
-		gs.checkStatic()
+	if gs.late && gs.g.FactsKnown() {
+		gs.late = false // static facts not known at start, known now
+		gs.m.staticKnown(gs)
 	}
 	stalled, critical := gs.classify(s)
 	r := gs.detect(s)
@@ -190,8 +190,8 @@ func (gs *gpuState) handle(s *reading.Sample) {
 
 // event is an events.log line of the GPU at t: its type, then the event's
 // own fields as alternating keys and values.
-func (gs *gpuState) event(t time.Time, typ string, kv ...string) sink.Event {
-	return sink.Event{Time: t, GPU: gs.idx, Bus: gs.info().BusID, Type: typ, Fields: sink.KV(kv...)}
+func (gs *gpuState) event(t time.Time, typ string, kv ...string) sink.EventLine {
+	return sink.EventLine{Time: t, GPU: gs.idx, Bus: gs.info().BusID, Type: typ, Fields: sink.KV(kv...)}
 }
 
 // sampleIncident is the critical event a sample raises: the crash
@@ -199,24 +199,24 @@ func (gs *gpuState) event(t time.Time, typ string, kv ...string) sink.Event {
 // Manager has counted it in an incident (incidents). A zero value: none.
 type sampleIncident struct {
 	reason string
-	line   sink.Event
+	line   sink.EventLine
 }
 
 // incidents raises the critical event critical (if any) and asks for a
 // spike snapshot when spike: the last stage, for a sample already recorded
 // and published at when. The critical event's line is written at once,
 // naming the incident and the snapshot decided on; when the sample's row
-// was queued on the side goroutine, the snapshots are built behind it,
+// was queued on the side goroutine, the snapshots are gathered behind it,
 // since their rows end with it (a crash snapshot whose job is dropped is
-// abandoned, counted and logged).
+// reported lost: counted and logged).
 func (gs *gpuState) incidents(when time.Time, queued bool, critical sampleIncident, spike bool) {
-	m := gs.out
+	m := gs.m
 	if critical.reason != "" {
-		d, plan := m.critical(gs, when, critical.reason)
-		m.incidentLine(critical.line, d)
-		if plan != nil && queued {
-			m.enqueue(sideJob{what: "the " + plan.what() + " (" + critical.reason + ")", gpu: gs.idx,
-				f: func() { gs.crashSnapshot(plan) }, dropped: plan.abandon})
+		plan := gs.critical(when, critical.reason)
+		m.incidentLine(critical.line, plan.d)
+		if plan.d.Accepted && queued {
+			m.side.enqueue(sideJob{what: "the " + plan.what() + " (" + critical.reason + ")", gpu: gs.idx,
+				f: func() { gs.crashSnapshot(plan) }, dropped: func(why string) { gs.crashLost(plan, why) }})
 		} else {
 			gs.crashSnapshot(plan)
 		}
@@ -229,9 +229,9 @@ func (gs *gpuState) incidents(when time.Time, queued bool, critical sampleIncide
 		// cooldown then suppresses the snapshot.
 		if queued {
 			fans := gs.g.FanPolicies()
-			m.queue("a fan spike snapshot request", gs.idx, func() { m.spike(gs, when, func() []string { return fans }) })
+			m.side.queue("a fan spike snapshot request", gs.idx, func() { gs.spikeSnapshot(when, func() []string { return fans }) })
 		} else {
-			m.spike(gs, when, gs.g.FanPolicies)
+			gs.spikeSnapshot(when, gs.g.FanPolicies)
 		}
 	}
 }
@@ -240,7 +240,7 @@ func (gs *gpuState) incidents(when time.Time, queued bool, critical sampleIncide
 // the sample), back-off after failures, loss. It reports whether the sample
 // ends a hang, and the critical event it raises (if any).
 func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical sampleIncident) {
-	m := gs.out
+	m := gs.m
 	gs.hmu.Lock()
 	stalled, st, hungLine := gs.stalled, gs.stallStart, gs.hungLine
 	gs.stalled, gs.hungLine = false, nil
@@ -256,15 +256,15 @@ func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical sampleIn
 		// was stuck. Its readings were taken when the driver answered, so it
 		// is stamped with the time it completed: rows never go back in time.
 		s.Time = time.Now()
-		s.KernelTime = m.kernelTime(s.Time)
-		stall := m.mono() - st
+		s.KernelTime = m.host.KernelTime(s.Time)
+		stall := m.cfg.mono() - st
 		gs.log.Warn("NVML answered again after a hang", "stall", stall.Round(time.Millisecond), "hung_rows", gs.slot.Get().HungRows)
 		m.eventLine(gs.event(s.Time, sink.TypeNVMLRecovered, "stall_ms", strconv.FormatInt(stall.Milliseconds(), 10)))
 		gs.tr.Forget()
 	}
 	now := s.Time
 	switch s.Status {
-	case reading.StatusOK:
+	case reading.StatusAnswered:
 		if gs.fails > 0 || gs.lost {
 			gs.log.Info("GPU answers again", "after_failures", gs.fails, "was_lost", gs.lost)
 			m.eventLine(gs.event(now, sink.TypeNVMLRecovered, "failures", strconv.Itoa(gs.fails)))
@@ -286,7 +286,7 @@ func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical sampleIn
 		gs.backOff(gs.lostRetry)
 	case reading.StatusFailed:
 		gs.fails++
-		s.Flags.Add(reading.Flag{Kind: reading.FlagNVMLFailed, S: truncate(s.Err, 80)})
+		s.Flags.Add(reading.Flag{Kind: reading.FlagNVMLFailed, S: s.Err[:min(len(s.Err), 80)]})
 		if gs.fails == 1 {
 			gs.log.Error("NVML failed: GPU crash?", "error", s.Err)
 			critical = sampleIncident{"NVML_FAILED: " + s.Err, gs.event(now, sink.TypeNVMLFailed, "error", s.Err)}
@@ -309,7 +309,7 @@ func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical sampleIn
 // poll loop compares nextTry with: a step of the wall clock neither delays
 // nor hastens the next try.
 func (gs *gpuState) backOff(d time.Duration) {
-	gs.nextTry.Store(int64(gs.out.mono() + d))
+	gs.nextTry.Store(int64(gs.m.cfg.mono() + d))
 }
 
 // backingOff reports whether the GPU is still backing off at the monotonic
@@ -331,7 +331,7 @@ func (gs *gpuState) detect(s *reading.Sample) anomaly.Result {
 // notices, events.log lines and the CSV row. It reports whether the row was
 // queued on the side goroutine rather than written.
 func (gs *gpuState) record(s *reading.Sample, r *anomaly.Result, stalled bool, critical sampleIncident) (queued bool) {
-	m := gs.out
+	m := gs.m
 	now := s.Time
 	for i := range r.NumNotices() {
 		n := r.Notice(i)
@@ -374,7 +374,7 @@ func (gs *gpuState) record(s *reading.Sample, r *anomaly.Result, stalled bool, c
 // not nil) is told why when it is dropped.
 func (gs *gpuState) queueRows(what string, dropped func(why string), f func()) {
 	gs.sideRows.Add(1)
-	gs.out.enqueue(sideJob{what: what, gpu: gs.idx, rows: &gs.sideRows, dropped: dropped, f: func() {
+	gs.m.side.enqueue(sideJob{what: what, gpu: gs.idx, rows: &gs.sideRows, dropped: dropped, f: func() {
 		defer gs.sideRows.Add(-1)
 		f()
 	}})
@@ -384,7 +384,7 @@ func (gs *gpuState) queueRows(what string, dropped func(why string), f func()) {
 // Per-sample accumulators for the live readers (per-second averages and the
 // like) belong in live.GPU.Observe, which runs here under the slot's lock.
 func (gs *gpuState) publish(s *reading.Sample) {
-	info, interval := gs.info(), gs.out.interval
+	info, interval := gs.info(), gs.m.cfg.Interval
 	hv := gs.health.Load()
 	gs.slot.Update(func(g *live.GPU) {
 		g.Info = info
@@ -419,7 +419,7 @@ type instant struct {
 // stuck is not reported (see hmu): hung then reports false, and the tick
 // is the caller's to count.
 func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (reported bool) {
-	m := gs.out
+	m := gs.m
 	gs.hmu.Lock()
 	defer gs.hmu.Unlock()
 	if gs.finished == since {
@@ -442,7 +442,7 @@ func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (repor
 	gs.slot.Update(func(g *live.GPU) { g.Hung(fn.String(), began) })
 	fans := min(gs.info().NumFans, reading.MaxFans)
 	what := "NVML_HUNG rows"
-	var plan *crashPlan
+	var plan crashPlan
 	if first {
 		// The hang's line is written now, not behind the rows on the side
 		// goroutine, which may lag or drop them; it names the incident and
@@ -450,22 +450,21 @@ func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (repor
 		// which it ends with.
 		elapsed := now.mono - start
 		gs.log.Error("GPU not answering: NVML call stuck", "function", fn.String(), "elapsed", elapsed.Round(time.Millisecond))
-		line := sink.Event{Time: now.wall, GPU: gs.idx, Bus: gs.busID(), Type: sink.TypeNVMLHung,
+		line := sink.EventLine{Time: now.wall, GPU: gs.idx, Bus: gs.busID(), Type: sink.TypeNVMLHung,
 			Fields: sink.KV("function", fn.String(), "elapsed_ms", strconv.FormatInt(elapsed.Milliseconds(), 10))}
-		var d snapshot.Decision
-		d, plan = m.critical(gs, now.wall, "NVML_HUNG("+fn.String()+","+strconv.FormatInt(elapsed.Milliseconds(), 10)+"ms)")
+		plan = gs.critical(now.wall, "NVML_HUNG("+fn.String()+","+strconv.FormatInt(elapsed.Milliseconds(), 10)+"ms)")
 		written := make(chan struct{})
 		gs.hungLine = written
-		go func() { defer close(written); m.incidentLine(line, d) }()
+		go func() { defer close(written); m.incidentLine(line, plan.d) }()
 		what = "the first NVML_HUNG rows of a hang"
-		if plan != nil {
+		if plan.d.Accepted {
 			what += " and its " + plan.what()
 		}
 	}
-	gs.queueRows(what, plan.abandon, func() {
+	gs.queueRows(what, func(why string) { gs.crashLost(plan, why) }, func() {
 		for _, t := range times {
 			elapsed := t.mono - start
-			s := reading.Sample{GPU: gs.idx, Time: t.wall, KernelTime: m.kernelTime(t.wall), Status: reading.StatusHung,
+			s := reading.Sample{GPU: gs.idx, Time: t.wall, KernelTime: m.host.KernelTime(t.wall), Status: reading.StatusHung,
 				Err: fn.String(), HungFor: elapsed, NumFans: fans}
 			s.Flags.Add(reading.Flag{Kind: reading.FlagNVMLHung, S: fn.String(), A: elapsed.Milliseconds()})
 			gs.takeXids(&s)
@@ -481,21 +480,22 @@ func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (repor
 
 // header builds a snapshot header from the GPU's state.
 func (gs *gpuState) header(when time.Time, reason string, event uint64) snapshot.Header {
-	m := gs.out
+	m := gs.m
 	info := gs.info()
 	c := gs.tr.Counters()
 	v := gs.slot.Get()
 	h := snapshot.Header{
 		Time:        when,
-		Version:     "gpu-telemetry " + m.hdr.version,
-		Host:        m.hdr.host,
+		GPUIndex:    gs.idx,
+		Version:     "gpu-telemetry " + m.cfg.Version,
+		Host:        m.ident,
 		GPUName:     info.Name,
 		BusID:       gs.busID(),
 		UUID:        info.UUID,
 		Serial:      info.Serial,
 		Reason:      reason,
-		KernelClock: m.hdr.kernelClock(),
-		Uptime:      time.Since(m.hdr.start),
+		KernelClock: m.kclock.line(),
+		Uptime:      time.Since(m.start),
 		Samples:     v.Samples,
 		PeakTempC:   c.PeakTempC,
 		EventNumber: event,
@@ -513,11 +513,4 @@ func (gs *gpuState) header(when time.Time, reason string, event uint64) snapshot
 		h.PeakPowerW = reading.Some(float64(p) / 1000)
 	}
 	return h
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }

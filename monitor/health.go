@@ -45,7 +45,7 @@ func (gs *gpuState) Health() HealthView {
 // reason healthCritical chose) is not written here but once its incident
 // is raised. Worker goroutine only.
 func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical sampleIncident) {
-	m := gs.out
+	m := gs.m
 	now := s.Time
 	prev := gs.Health()
 	v := prev
@@ -62,7 +62,7 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 		line.Fields = append(line.Fields, gs.remapHistBaseline()...)
 		m.eventLine(line)
 		// system-info.txt says which groups the GPU supports, known now.
-		m.healthGroupsKnown(gs.idx)
+		m.side.queue("rewriting system-info.txt with the GPU's health counter groups", gs.idx, m.writeSystemInfo)
 	}
 	for i := range r.NumHealthChanges() {
 		c := r.HealthChange(i)
@@ -134,7 +134,7 @@ func (gs *gpuState) healthCritical(t time.Time, r *anomaly.Result) sampleInciden
 
 // healthReasonLine is line made the HEALTH_WARNING or HEALTH_CRITICAL line
 // of health reason rs that began.
-func healthReasonLine(line sink.Event, rs anomaly.HealthReason) sink.Event {
+func healthReasonLine(line sink.EventLine, rs anomaly.HealthReason) sink.EventLine {
 	d := anomaly.HealthReasonDefs[rs]
 	line.Type = sink.TypeHealthWarning
 	if d.Critical {

@@ -55,7 +55,7 @@ func TestIncidentLineNotHeldBehindQueuedRows(t *testing.T) {
 			loseGPU(r.devs[0])
 			gs.sideRows.Add(1) // a row of the GPU still waits on the side goroutine
 			if end == "queued after shutdown" {
-				r.m.sideClosed = true
+				r.m.side.closed = true
 			}
 			sample(3)
 			gs.sideRows.Add(-1)
@@ -72,8 +72,8 @@ func TestIncidentLineNotHeldBehindQueuedRows(t *testing.T) {
 			case "built":
 				r.runSide()
 			case "dropped at shutdown":
-				if n := r.m.dropSide(); n != 2 { // the row, then the snapshot
-					t.Errorf("dropSide dropped %d jobs, want 2", n)
+				if n := r.m.side.dropQueued(); n != 2 { // the row, then the snapshot
+					t.Errorf("dropQueued dropped %d jobs, want 2", n)
 				}
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -91,7 +91,7 @@ func (m *Monitor) runInventory(ctx context.Context) {
 				if reported[info.UUID] && r.uuids == nil {
 					delete(reported, info.UUID)
 					gs.log.Info("GPU is enumerated again", "uuid", info.UUID)
-					m.eventLine(sink.Event{Time: time.Now(), GPU: gs.idx, Bus: info.BusID, Source: "poll", Type: sink.TypeGPUEnumeratedAgain})
+					m.eventLine(sink.EventLine{Time: time.Now(), GPU: gs.idx, Bus: info.BusID, Source: "poll", Type: sink.TypeGPUEnumeratedAgain})
 				}
 			}
 		}

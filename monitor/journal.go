@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
@@ -82,10 +83,19 @@ func journalName(k string) string {
 	return string(b)
 }
 
-// journal queues an events.log line for the journal, when it is on; a full
+// journalSender sends events.log lines to the systemd journal on a
+// goroutine of its own (run), from a bounded queue.
+type journalSender struct {
+	send JournalFunc // nil: off
+	log  *slog.Logger
+	q    chan journalEntry
+	reg  *counters.Registry // journal_drops
+}
+
+// queue queues an events.log line for the journal, when it is on; a full
 // queue drops it, counted.
-func (m *Monitor) journal(line string) {
-	if m.cfg.Journal == nil {
+func (j *journalSender) queue(line string) {
+	if j.send == nil {
 		return
 	}
 	e, ok := toJournal(line)
@@ -93,34 +103,19 @@ func (m *Monitor) journal(line string) {
 		return
 	}
 	select {
-	case m.journalQ <- e:
+	case j.q <- e:
 	default:
-		m.lose(journalDrops, "an events.log line for the journal", slog.String("line", line))
+		lose(j.reg, j.log, journalDrops, "an events.log line for the journal", slog.String("line", line))
 	}
 }
 
-// runJournal sends the queued lines until ctx ends; what is still queued
-// then is sent too, once (journald is local: this does not wait long
-// unless it is stuck, and then shutdown's own deadline applies).
-func (m *Monitor) runJournal(ctx context.Context) {
-	send := func(e journalEntry) {
-		if err := m.cfg.Journal(e.message, e.priority, e.fields); err != nil {
-			m.lose(journalDrops, "an events.log line the journal refused", slog.String("error", err.Error()))
+// run sends the queued lines until ctx ends; what is still queued then is
+// sent too, once (journald is local: this does not wait long unless it is
+// stuck, and then shutdown's own deadline applies).
+func (j *journalSender) run(ctx context.Context) {
+	serve(ctx.Done(), j.q, func(e journalEntry) {
+		if err := j.send(e.message, e.priority, e.fields); err != nil {
+			lose(j.reg, j.log, journalDrops, "an events.log line the journal refused", slog.String("error", err.Error()))
 		}
-	}
-	for {
-		select {
-		case e := <-m.journalQ:
-			send(e)
-		case <-ctx.Done():
-			for {
-				select {
-				case e := <-m.journalQ:
-					send(e)
-				default:
-					return
-				}
-			}
-		}
-	}
+	})
 }

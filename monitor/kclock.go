@@ -62,7 +62,7 @@ func (m *Monitor) observeKmsg(rec kmsg.Record) {
 		return
 	}
 	kc.lastInfo.Store(int64(arrival))
-	m.queue("system-info.txt", -1, m.writeSystemInfo)
+	m.side.queue("system-info.txt", -1, m.writeSystemInfo)
 }
 
 // line says how dmesg_time relates to the kernel log's clock now, for
@@ -76,7 +76,7 @@ func (kc *kernelClock) line() string {
 // the kernel clock's line whether the log is readable.
 func (m *Monitor) setKmsgState(s string) {
 	m.kclock.readable.Store(s == "starting" || s == "following")
-	m.setState(&m.kmsgState, s)
+	m.setState(&m.states.kmsg, s)
 }
 
 // runKernelClock runs while the kernel log is followed: it rewrites
@@ -117,7 +117,7 @@ func (m *Monitor) runKernelClock(ctx context.Context) {
 		}
 		if kc.clock.Fit().Valid() && now-time.Duration(kc.lastInfo.Load()) >= kernelClockRefresh {
 			kc.lastInfo.Store(int64(now))
-			m.queue("system-info.txt", -1, m.writeSystemInfo)
+			m.side.queue("system-info.txt", -1, m.writeSystemInfo)
 		}
 	})
 }

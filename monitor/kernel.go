@@ -12,7 +12,6 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/internal/events"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
-	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
 // Kernel lines other than Xids (PCIe AER, fallen off the bus without an Xid,
@@ -30,18 +29,16 @@ import (
 // AER path table is built from sysfs on first use, and again on the next
 // use after a GPU stuck at start gave its bus id (stale).
 type kernelGPUs struct {
-	// byBus finds a GPU by its PCI slot (kernel log lines name GPUs so).
-	// It is read by the kernel log goroutine and replaced, copied, when a
-	// GPU stuck at start gives its bus id (staticKnown, under busMu):
-	// readers take it with one atomic load.
-	byBus atomic.Pointer[map[reading.PCIAddr]*gpuState]
-	busMu sync.Mutex
-
 	paths *kmsg.AERPaths // the kernel log goroutine's only
 	stale atomic.Bool    // set by staticKnown: paths lacks a GPU
 
-	mu   sync.Mutex
-	nums kmsg.GPUNumbers
+	// mu guards what the kernel log goroutine shares with a GPU stuck at
+	// start that gives its bus id (staticKnown, on its worker): the GPUs
+	// by PCI slot (kernel log lines name GPUs so), and the driver's GPU
+	// numbers.
+	mu    sync.Mutex
+	byBus map[reading.PCIAddr]*gpuState
+	nums  kmsg.GPUNumbers
 }
 
 // initPaths reads which bridges lead to each GPU whose bus id is known: on
@@ -145,8 +142,7 @@ func (m *Monitor) kernelLine(gs *gpuState, l events.KernelLine) {
 		logFirstLoss(m.log, "kernel_lines_suppressed", "a kernel log line (over "+strconv.Itoa(events.LineBurst)+" of one kind per GPU per minute)",
 			slog.Int("gpu", l.GPU), slog.String("kind", r.Held))
 	}
-	var d snapshot.Decision
-	var plan *crashPlan
+	var plan crashPlan
 	switch {
 	case r.Critical == nil:
 	case gs == nil:
@@ -154,8 +150,8 @@ func (m *Monitor) kernelLine(gs *gpuState, l events.KernelLine) {
 	default:
 		gs.log.Error("critical GPU event", "reason", r.Reason)
 		gs.nextTry.Store(0)
-		d, plan = m.inc.criticalEvent(gs, l.Read, *r.Critical)
+		plan = gs.criticalEvent(l.Read, *r.Critical)
 	}
-	m.eventLines(r, d)
+	m.eventLines(r, plan.d)
 	gs.crashSnapshot(plan)
 }

@@ -166,11 +166,7 @@ func (m *Monitor) lateBoard(gs *gpuState) {
 	}
 	next := rs.cur
 	next.GPUs = m.boards()
-	write := rs.write
-	if write == nil {
-		write = snapshot.WriteRunState
-	}
-	if err := write(m.cfg.LogDir, next); err != nil {
+	if err := rs.write(m.cfg.LogDir, next); err != nil {
 		m.log.Warn("cannot record the GPU that answered late in run-state; the next start will not compare it", "error", err)
 		return
 	}
@@ -192,11 +188,7 @@ func (m *Monitor) saveKmsgSeq() {
 	}
 	next := rs.cur
 	next.KmsgSeq = seq
-	write := rs.write
-	if write == nil {
-		write = snapshot.WriteRunState
-	}
-	if err := write(m.cfg.LogDir, next); err != nil {
+	if err := rs.write(m.cfg.LogDir, next); err != nil {
 		if m.reg.Add(kmsgSaveFailures, 1) == 1 {
 			m.log.Warn("cannot save the kernel log position; a restart may replay or miss records logged meanwhile (tried again later)", "error", err)
 		}

@@ -164,9 +164,9 @@ func TestKmsgOtherBootIsNotReplayed(t *testing.T) {
 	var ev string
 	r.run(0, func() {
 		testutil.PollUntil(10*time.Second, 10*time.Millisecond, func() bool {
-			r.m.smu.Lock()
-			defer r.m.smu.Unlock()
-			return r.m.kmsgState == "following"
+			r.m.states.mu.Lock()
+			defer r.m.states.mu.Unlock()
+			return r.m.states.kmsg == "following"
 		})
 		writeStandInXid(t, w, tag+"-after", 31)
 		ev = waitFor(t, filepath.Join(dir, "events.log"), tag+"-after")

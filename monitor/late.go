@@ -14,25 +14,13 @@ import (
 // where the monitor learns them; everything built from a GPU's static facts
 // at start is brought up to date there.
 
-// checkStatic runs on the GPU's worker goroutine at the start of every
-// sample's pipeline while the GPU's static facts were not known at start
-// (gs.late), and calls staticKnown once they are.
-func (gs *gpuState) checkStatic() {
-	if !gs.g.FactsKnown() {
-		return
-	}
-	gs.late = false
-	gs.out.staticKnown(gs)
-}
-
 // staticKnown is called once, on the GPU's worker goroutine before its first
-// sample with them goes through the pipeline, when the static facts of a GPU
-// that had none at start become known. It registers the GPU's bus id (kernel
-// log lines naming it then reach it), has the AER path table rebuilt,
-// rewrites system-info.txt, and gives its CSV its board's name and the fan
-// columns. Whatever
-// else is built from static facts at start and must follow a late GPU
-// belongs here.
+// sample with them goes through the pipeline (handle), when the static facts
+// of a GPU that had none at start become known. It registers the GPU's bus
+// id (kernel log lines naming it then reach it), has the AER path table
+// rebuilt, rewrites system-info.txt, and gives its CSV its board's name and
+// the fan columns. Whatever else is built from static facts at start and
+// must follow a late GPU belongs here.
 func (m *Monitor) staticKnown(gs *gpuState) {
 	info := gs.info()
 	gs.log.Info("GPU answered after start-up gave up on it; its static facts are known now",
@@ -41,14 +29,14 @@ func (m *Monitor) staticKnown(gs *gpuState) {
 		if was, ok := gs.sysBus.Get(); ok && was.Slot() != a.Slot() {
 			gs.log.Warn("the GPU's bus id is not the one sysfs listed for its index; kernel lines naming that one were taken as its own",
 				"bus", info.BusID, "sysfs", was.NVML())
-			m.removeBus(was.Slot(), gs)
+			m.kern.removeBus(was.Slot(), gs)
 		}
-		m.addBus(a.Slot(), gs)
+		m.kern.addBus(a.Slot(), gs)
 		m.kern.stale.Store(true)
 	}
-	m.queue("system-info.txt", -1, m.writeSystemInfo)
+	m.side.queue("system-info.txt", -1, m.writeSystemInfo)
 	m.csv.SetGPU(csvColumns(gs.idx, info)) // its board and fan columns, from its next row (its board's file)
-	m.queue("run-state and INVENTORY: the board of a GPU that answered late", gs.idx, func() { m.lateBoard(gs) })
+	m.side.queue("run-state and INVENTORY: the board of a GPU that answered late", gs.idx, func() { m.lateBoard(gs) })
 	if pending := m.host.Pending(); len(pending) > 0 {
 		// The GPU was selected in the place of --gpu selectors that named
 		// no GPU that answered at start (sampler.Open).
@@ -59,12 +47,6 @@ func (m *Monitor) staticKnown(gs *gpuState) {
 				"pending", strings.Join(pending, ","))
 		}
 	}
-}
-
-// healthGroupsKnown rewrites system-info.txt (on the side queue) once GPU
-// gpu's health counter groups are known: it says which the GPU supports.
-func (m *Monitor) healthGroupsKnown(gpu int) {
-	m.queue("rewriting system-info.txt with the GPU's health counter groups", gpu, m.writeSystemInfo)
 }
 
 // busesFromSysfs gives the GPUs stuck at start (no bus id from NVML) the
@@ -128,39 +110,26 @@ func (gs *gpuState) busID() string {
 	return ""
 }
 
-// addBus registers gs under PCI slot a: a copy of the map with it is
-// swapped in, so readers (gpuByBus) take no lock.
-func (m *Monitor) addBus(a reading.PCIAddr, gs *gpuState) {
-	m.kern.busMu.Lock()
-	defer m.kern.busMu.Unlock()
-	old := *m.kern.byBus.Load()
-	next := make(map[reading.PCIAddr]*gpuState, len(old)+1)
-	for k, v := range old {
-		next[k] = v
-	}
-	next[a] = gs
-	m.kern.byBus.Store(&next)
+// addBus registers gs under PCI slot a.
+func (k *kernelGPUs) addBus(a reading.PCIAddr, gs *gpuState) {
+	k.mu.Lock()
+	k.byBus[a] = gs
+	k.mu.Unlock()
 }
 
-// removeBus takes gs off PCI slot a, as addBus adds it.
-func (m *Monitor) removeBus(a reading.PCIAddr, gs *gpuState) {
-	m.kern.busMu.Lock()
-	defer m.kern.busMu.Unlock()
-	old := *m.kern.byBus.Load()
-	if old[a] != gs {
-		return
+// removeBus takes gs off PCI slot a.
+func (k *kernelGPUs) removeBus(a reading.PCIAddr, gs *gpuState) {
+	k.mu.Lock()
+	if k.byBus[a] == gs {
+		delete(k.byBus, a)
 	}
-	next := make(map[reading.PCIAddr]*gpuState, len(old))
-	for k, v := range old {
-		if k != a {
-			next[k] = v
-		}
-	}
-	m.kern.byBus.Store(&next)
+	k.mu.Unlock()
 }
 
 // gpuByBus returns the monitored GPU at PCI address a (any function of its
 // slot), or nil.
 func (m *Monitor) gpuByBus(a reading.PCIAddr) *gpuState {
-	return (*m.kern.byBus.Load())[a.Slot()]
+	m.kern.mu.Lock()
+	defer m.kern.mu.Unlock()
+	return m.kern.byBus[a.Slot()]
 }

@@ -20,76 +20,72 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
-// Rotation sizes for the line logs: those of the Python logger
-// gpu-telemetry-deep.py (EVENTS_LOG_MAX_BYTES 50 MB, SUMMARY_LOG_MAX_BYTES
-// 10 MB), whose logs operators already size their disks for.
+// Rotation sizes for the line logs: the reference logger's
+// (gpu-telemetry-deep.py's EVENTS_LOG_MAX_BYTES and SUMMARY_LOG_MAX_BYTES,
+// 50 and 10 MB), which operators' disk budgets were sized for.
 const (
 	eventsLogMB  = 50
 	summaryLogMB = 10
 	logBackups   = 5
 )
 
-// Monitor is the running logger.
+// Monitor is the running logger: the GPUs' pipelines, the parts that
+// write what they leave behind, the poll loop, and the listeners beside it.
 type Monitor struct {
 	cfg     Config
 	log     *slog.Logger
 	host    *sampler.Host
 	ident   reading.Identity // the host's name, machine id and boot id, read once at start
+	start   time.Time
 	gpus    []*gpuState
 	byIndex map[int]*gpuState
-	kern    kernelGPUs // which GPU a kernel line names (kernel.go)
 
 	csv     *sink.CSV
 	events  lineLog
 	summary lineLog
 	snaps   *snapshot.Manager
-	inc     *incidentDesk // critical events and spikes to snapshots
+	inc     *incidentDesk      // critical events and spikes to snapshots
+	ev      *events.Stage      // the event path: every NVML, kernel log and poll event
+	reg     *counters.Registry // every part's counters (counters.go)
+	board   *live.Board        // what the live readers read (publishHost, the GPUs' slots)
 
-	start       time.Time
-	ev          *events.Stage // the event path: every NVML, kernel log and poll event
-	ready       bool
-	lastSummary time.Time
+	loop     pollLoop      // the poll loop's pace and counts
+	side     sideQueue     // file work queued by the poll loop and the workers (side.go)
+	kern     kernelGPUs    // which GPU a kernel line names (kernel.go)
+	klog     *KernelLog    // nil: no kernel log (kernlog.go)
+	kclock   *kernelClock  // dmesg_time on the kernel log's clock (kclock.go)
+	runState runState      // this run's run-state, with the kernel log position
+	procs    procParts     // the process reads and atop's protocol (procs.go)
+	journal  journalSender // events.log lines to the systemd journal (journal.go)
+	states   hostStates    // the listeners' states, for the host view
 
-	tickHook func(now time.Time) // tests: runs at the end of every tick
+	enumerating atomic.Bool // a GPU enumeration is inside the driver
+}
 
-	side chan sideJob // file work queued by the poll loop
-	// sideMu orders every queue against the side goroutine's last drain at
-	// shutdown: work queued before sideClosed is set is in side when the
-	// drain begins, so it runs (or, if the drain is cut short, is counted
-	// and dropped); work queued after is counted and dropped.
-	sideMu     sync.Mutex
-	sideClosed bool
-
-	journalQ chan journalEntry
-
-	reg      *counters.Registry // every part's counters (counters.go)
-	klog     *KernelLog         // nil: no kernel log (kernlog.go)
-	runState runState           // this run's run-state, with the kernel log position
-	kclock   *kernelClock       // dmesg_time on the kernel log's clock
-
-	board   *live.Board
-	cadence *cadence
-
-	procs procParts // the process reads and atop's protocol (procs.go)
-
-	// Periodic work paced by the poll loop, so that it runs while the
-	// process is awake for a tick rather than on timers of its own: the
-	// CSV's sync round every FsyncEvery, the loss check every second.
-	syncTick, secondTick chan time.Time
-	lastSync             time.Time // poll goroutine only
-
-	smu         sync.Mutex // guards the fields below
-	kmsgState   string
-	eventsState string
-	drops       dropHistory
-
+// pollLoop is the poll loop's own state: its counts, its pace, and the
+// periodic work it paces (its counts are in the registry: counters.go), so that that work runs while the process is
+// awake for a tick rather than on timers of its own: the CSV's sync round
+// every FsyncEvery (syncTick), the loss check every second (secondTick),
+// the summary every SummaryEvery.
+type pollLoop struct {
+	ready                 bool      // poll goroutine only: every GPU has written a row
+	lastSummary, lastSync time.Time // poll goroutine only
+	syncTick, secondTick  chan time.Time
 	// The monotonic reading (Config.mono, ns) the current summary window
 	// began at: the status line's window is measured from it.
 	windowStart atomic.Int64
 
-	enumerating atomic.Bool // a GPU enumeration is inside the driver
+	cadence  *cadence
+	beat     loopBeat            // the loop's progress, for the watchdog pinger (watchdog.go)
+	tickHook func(now time.Time) // tests: runs at the end of every tick
+}
 
-	beat loopBeat // the poll loop's progress, for the watchdog pinger (watchdog.go)
+// hostStates are the kernel log's (kmsg) and the NVML event stream's
+// states and the recent row drops, for the host view.
+type hostStates struct {
+	mu           sync.Mutex
+	kmsg, events string
+	drops        dropHistory
 }
 
 // lineLog is an append-only text log (sink.LineLog).
@@ -108,32 +104,29 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	m := &Monitor{cfg: cfg, log: cfg.Logger, host: host, byIndex: map[int]*gpuState{},
-		start: time.Now(), side: make(chan sideJob, 256),
-		syncTick: make(chan time.Time, 1), secondTick: make(chan time.Time, 1),
-		cadence: newCadence(cfg.Interval), kmsgState: "disabled", eventsState: "starting",
-		kclock: newKernelClock(host.KernelClock()), journalQ: make(chan journalEntry, journalQueue),
-		reg: counters.New()}
-	m.ev = events.NewStage(events.Config{DedupWindow: cfg.XidDedupe, KernelClock: m.kclock.clock})
+	m := &Monitor{cfg: cfg, log: cfg.Logger, host: host, byIndex: map[int]*gpuState{}, start: time.Now(),
+		kclock: newKernelClock(host.KernelClock()), reg: counters.New(), runState: runState{write: snapshot.WriteRunState}}
+	m.loop.syncTick, m.loop.secondTick = make(chan time.Time, 1), make(chan time.Time, 1)
+	m.loop.cadence = newCadence(cfg.Interval)
+	m.side.log, m.side.jobs, m.side.reg = m.log, make(chan sideJob, 256), m.reg
+	m.journal = journalSender{send: cfg.Journal, log: m.log, q: make(chan journalEntry, journalQueue), reg: m.reg}
+	m.states.kmsg, m.states.events = "disabled", "starting"
+	m.ev = events.NewStage(events.Config{DedupWindow: cfg.XidDedupe, KernelClock: m.kclock.clock, HealthEvent: healthEvent})
 	m.ident = readIdentity(cfg.Host, cfg.HostRoot, m.log)
 	if cfg.KmsgPath != "" {
-		m.kmsgState = "starting"
+		m.states.kmsg = "starting"
 		m.kclock.readable.Store(true)
 		m.klog = cfg.KernelLog
 		if m.klog == nil {
 			m.klog = planKernelLog(cfg)
 		}
 	}
-	m.windowStart.Store(int64(cfg.mono())) // until Run begins the first window
+	m.loop.windowStart.Store(int64(cfg.mono())) // until Run begins the first window
 	var cols []sink.GPUColumns
 	var slots []*live.Slot
 	byBus := map[reading.PCIAddr]*gpuState{}
-	out := &gpuOutputs{eventSink: m, sideQueue: m, factsSink: m, log: m.log,
-		mono: cfg.mono, kernelTime: host.KernelTime, interval: cfg.Interval,
-		hdr: headerFacts{version: cfg.Version, start: m.start, kernelClock: m.kclock.line},
-		reg: m.reg}
 	for _, g := range host.GPUs {
-		gs := newGPUState(&m.cfg, m.log, out, g)
+		gs := newGPUState(m, g)
 		m.gpus = append(m.gpus, gs)
 		slots = append(slots, gs.slot)
 		m.byIndex[gs.idx] = gs
@@ -144,12 +137,12 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		cols = append(cols, csvColumns(gs.idx, info))
 	}
 	m.busesFromSysfs(byBus)
-	m.kern.byBus.Store(&byBus)
+	m.kern.byBus = byBus
 	m.board = live.NewPublishedBoard(slots)
 	m.setupProcs()
 	csv, err := sink.NewCSV(sink.CSVConfig{
 		Dir: cfg.LogDir, RetentionDays: cfg.RetentionDays, FsyncEvery: cfg.FsyncEvery,
-		MinFreeMB: cfg.MinFreeMB, Compress: cfg.Compress, Logger: m.log, Tick: m.syncTick,
+		MinFreeMB: cfg.MinFreeMB, Compress: cfg.Compress, Logger: m.log, Tick: m.loop.syncTick,
 	}, cols)
 	if err != nil {
 		return nil, err
@@ -164,8 +157,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		Flush: m.csv.Sync, Written: m.snapshotWritten, HostRoot: cfg.HostRoot,
 		KernelWall: m.kclock.clock.Wall,
 	})
-	m.inc = &incidentDesk{snaps: m.snaps, rows: m.csv, log: m.log}
-	out.csv, out.incidentSink, out.hdr.host, out.atop = m.csv, m.inc, m.ident, m.procs.atop
+	m.inc = &incidentDesk{snaps: m.snaps, log: m.log}
 	m.registerCounters()
 	m.writeSystemInfo()
 	m.publishHost() // the first host view, before Run
@@ -212,22 +204,16 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 		go gs.w.Run(bg)
 	}
 	var listeners sync.WaitGroup
-	listeners.Add(1)
-	go func() { defer listeners.Done(); m.runEvents(bg) }()
-	listeners.Add(1)
-	go func() { defer listeners.Done(); m.runInventory(bg) }()
+	listeners.Go(func() { m.runEvents(bg) })
+	listeners.Go(func() { m.runInventory(bg) })
 	if m.cfg.KmsgPath != "" {
 		m.klog.open(m.log) // unless OpenKernelLog did, before the start-up wait
-		listeners.Add(1)
-		go func() { defer listeners.Done(); m.runKmsg(bg) }()
+		listeners.Go(func() { m.runKmsg(bg) })
 	}
-	listeners.Add(1)
-	go func() { defer listeners.Done(); m.watchLosses(bg) }()
-	listeners.Add(1)
-	go func() { defer listeners.Done(); m.runProcs(bg) }()
+	listeners.Go(func() { m.watchLosses(bg) })
+	listeners.Go(func() { m.runProcs(bg) })
 	if m.cfg.Journal != nil {
-		listeners.Add(1)
-		go func() { defer listeners.Done(); m.runJournal(bg) }()
+		listeners.Go(func() { m.journal.run(bg) })
 	}
 	m.startBootCheck(bg, &listeners)
 	names := make([]string, len(m.gpus))
@@ -237,9 +223,9 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	m.log.Info("polling", "interval", m.cfg.Interval, "deadline", m.cfg.Deadline, "gpus", strings.Join(names, ","), "dir", m.cfg.LogDir)
 
 	sideStop, sideDone := make(chan struct{}), make(chan struct{})
-	go m.runSide(sideStop, sideDone)
+	go m.side.run(sideStop, sideDone)
 
-	m.loop(ctx, sigs)
+	m.poll(ctx, sigs)
 
 	// Shutdown, in this order: stop producers, wait for them (bounded), flush
 	// and close the sinks, report, release the hardware. The side goroutine
@@ -266,23 +252,21 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	m.cfg.trace("listeners-stopped")
 	stuck := append(m.waitWorkers(2*time.Second), m.procsStuck()...)
 	m.cfg.trace("workers-stopped")
-	m.sideMu.Lock()
-	m.sideClosed = true // from here queue drops and counts
-	m.sideMu.Unlock()
+	m.side.close() // from here queue drops and counts
 	close(sideStop)
 	select {
 	case <-sideDone:
 	case <-time.After(2 * time.Second):
 		m.log.Warn("queued file work still running at shutdown; what has not started is dropped, counted in side_drops",
-			"dropped", m.dropSide())
+			"dropped", m.side.dropQueued())
 	}
 	for _, gs := range m.gpus {
 		gs.closeXids() // no row follows now: their flags are lost, counted
 	}
 	// The side queue was run or dropped above, before the snapshot writer
-	// closes: a crash snapshot queued there behind its rows was built, or
-	// abandoned (sideJob.dropped), and one queued from now on is abandoned
-	// at once, so Close waits for no build that will not come.
+	// closes: a crash snapshot queued there behind its rows was handed to
+	// it, or reported lost (sideJob.dropped), and one queued from now on is
+	// reported lost at once; a request handed after Close is refused.
 	sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	if err := m.snaps.Close(sctx); err != nil {
 		m.log.Warn("snapshots cut short at shutdown", "error", err)
@@ -296,7 +280,7 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	// it closes: a window the stop cuts short is not lost.
 	m.windowsEnded(time.Now(), true)
 	m.events.Close()
-	m.writeFinalSummary()
+	m.writeSummary(time.Now(), m.cfg.mono()-time.Duration(m.loop.windowStart.Load()), true)
 	m.cfg.trace("summary-written")
 	m.summary.Close()
 	m.cfg.trace("files-closed")
@@ -318,14 +302,13 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	return nil
 }
 
-func waitBounded(wg *sync.WaitGroup, d time.Duration) bool {
+// waitBounded waits for wg, at most d.
+func waitBounded(wg *sync.WaitGroup, d time.Duration) {
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
 	case <-done:
-		return true
 	case <-time.After(d):
-		return false
 	}
 }
 
@@ -347,14 +330,14 @@ func (m *Monitor) waitWorkers(d time.Duration) []string {
 	}
 }
 
-// loop is the fixed-rate poll loop: tick k fires at start + k x interval. A
+// poll is the fixed-rate poll loop: tick k fires at start + k x interval. A
 // slow tick never shifts later ones; ticks missed entirely are counted as
 // overruns and skipped, never run in a burst. Signals are handled on their
 // own goroutine so the loop only ever waits for its ticker.
-func (m *Monitor) loop(ctx context.Context, sigs <-chan os.Signal) {
+func (m *Monitor) poll(ctx context.Context, sigs <-chan os.Signal) {
 	tk := m.cfg.newTicker(m.cfg.Interval)
-	m.lastSummary = time.Now()
-	m.windowStart.Store(int64(m.cfg.mono()))
+	m.loop.lastSummary = time.Now()
+	m.loop.windowStart.Store(int64(m.cfg.mono()))
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
@@ -376,7 +359,7 @@ func (m *Monitor) loop(ctx context.Context, sigs <-chan os.Signal) {
 		go func() { defer close(pinged); m.keepAlive(wd) }()
 		defer func() { wd.Stop(); <-pinged }()
 	}
-	m.lastSync = time.Now() // the first sync round one FsyncEvery after the start
+	m.loop.lastSync = time.Now() // the first sync round one FsyncEvery after the start
 	m.beatTick(time.Now())
 	m.reg.Inc(ticksRun)
 	for {
@@ -393,10 +376,11 @@ func (m *Monitor) loop(ctx context.Context, sigs <-chan os.Signal) {
 // tick dispatches one sample to every GPU that is free and not backing off,
 // and reports the ones stuck past the deadline.
 func (m *Monitor) tick(now time.Time) {
-	if m.tickHook != nil {
-		defer m.tickHook(now)
+	lp := &m.loop
+	if lp.tickHook != nil {
+		defer lp.tickHook(now)
 	}
-	m.cadence.tick(now)
+	lp.cadence.tick(now)
 	at := instant{wall: now, mono: m.cfg.mono()}
 	for _, gs := range m.gpus {
 		if gs.offAtTick = gs.backingOff(at.mono); gs.offAtTick {
@@ -417,31 +401,31 @@ func (m *Monitor) tick(now time.Time) {
 			gs.skipped = append(gs.skipped, at)
 		}
 	}
-	if !m.ready {
+	if !lp.ready {
 		all := true
 		for _, gs := range m.gpus {
 			all = all && gs.delivered.Load()
 		}
 		if all {
-			m.ready = true
+			lp.ready = true
 			m.cfg.Notifier.Ready()
 			m.log.Info("first sample of every GPU written")
 		}
 	}
 	k := m.reg.Load(ticksRun)
 	m.procTick(at, k)
-	if now.Sub(m.lastSync) >= m.cfg.FsyncEvery {
-		m.lastSync = now
-		nudge(m.syncTick, now)
+	if now.Sub(lp.lastSync) >= m.cfg.FsyncEvery {
+		lp.lastSync = now
+		nudge(lp.syncTick, now)
 	}
 	if k%uint64(m.procs.ticks) == 0 {
-		nudge(m.secondTick, now)
+		nudge(lp.secondTick, now)
 	}
-	if now.Sub(m.lastSummary) >= m.cfg.SummaryEvery {
-		elapsed := now.Sub(m.lastSummary)
-		m.lastSummary = now
-		m.windowStart.Store(int64(at.mono))
-		m.queue("a summary.log line", -1, func() { m.writeSummary(now, elapsed) })
+	if now.Sub(lp.lastSummary) >= m.cfg.SummaryEvery {
+		elapsed := now.Sub(lp.lastSummary)
+		lp.lastSummary = now
+		lp.windowStart.Store(int64(at.mono))
+		m.side.queue("a summary.log line", -1, func() { m.writeSummary(now, elapsed, false) })
 	}
 }
 
@@ -451,106 +435,6 @@ func nudge(ch chan<- time.Time, now time.Time) {
 	select {
 	case ch <- now:
 	default:
-	}
-}
-
-// queue runs f on the side goroutine, which does the file work the poll
-// loop must not wait for (hang rows, late rows, summaries). When the side
-// goroutine is that far behind (the disk is stuck), f is dropped and counted,
-// and the first drop is logged with what (what f carried) and gpu (-1: none).
-// Work queued once the side goroutine has stopped (a worker that came back
-// from a stuck call after shutdown) is dropped and counted the same way.
-// It reports whether f was queued.
-func (m *Monitor) queue(what string, gpu int, f func()) bool {
-	return m.enqueue(sideJob{what: what, gpu: gpu, f: f})
-}
-
-// sideJob is one piece of work for the side goroutine, with what it
-// carries and its GPU (-1: none), to count and log it if it is dropped.
-type sideJob struct {
-	what string
-	gpu  int
-	rows *atomic.Int64 // gpuState.sideRows when the job writes the GPU's rows, else nil
-	f    func()
-	// dropped, if set, is told why when the job is dropped instead of
-	// run (a crash snapshot it was to build is abandoned).
-	dropped func(why string)
-}
-
-// enqueue is queue for a job; a dropped job's rows are taken off its count.
-func (m *Monitor) enqueue(j sideJob) bool {
-	what, gpu := j.what, j.gpu
-	m.sideMu.Lock()
-	closed, queued := m.sideClosed, false
-	if !closed {
-		select {
-		case m.side <- j:
-			queued = true
-		default:
-		}
-	}
-	m.sideMu.Unlock()
-	if !queued {
-		why := "the side queue was full"
-		if closed {
-			what += " (queued after shutdown)"
-			why = "queued after the side queue stopped at shutdown"
-		}
-		m.lose(sideDrops, what, slog.Int("gpu", gpu))
-		if j.rows != nil {
-			j.rows.Add(-1)
-		}
-		if j.dropped != nil {
-			j.dropped(why)
-		}
-	}
-	return queued
-}
-
-// dropSide takes the jobs still queued off the side queue once the side
-// goroutine, stuck in one of them, did not finish them in time at shutdown,
-// and counts each in side_drops (the first logged with what it carried). It
-// runs none: the stuck job is still running, and the files close next. It
-// returns how many it dropped.
-func (m *Monitor) dropSide() int {
-	n := 0
-	for {
-		select {
-		case j := <-m.side:
-			n++
-			m.lose(sideDrops, j.what+" (still queued at shutdown)", slog.Int("gpu", j.gpu))
-			if j.rows != nil {
-				j.rows.Add(-1)
-			}
-			if j.dropped != nil {
-				j.dropped("still queued on the side queue at shutdown")
-			}
-		default:
-			return n
-		}
-	}
-}
-
-// runSide runs queued work until stop is closed, then what is still queued.
-// Run sets sideClosed before it closes stop. The queue itself is never
-// closed: a worker that comes back from a stuck call after shutdown may
-// still call queue, which then drops its work and counts it (sideClosed).
-func (m *Monitor) runSide(stop <-chan struct{}, done chan<- struct{}) {
-	defer close(done)
-	for {
-		select {
-		case j := <-m.side:
-			j.f()
-		case <-stop:
-			for {
-				select {
-				case j := <-m.side:
-					j.f()
-				default:
-					return
-				}
-			}
-		}
 	}
 }
 
@@ -573,7 +457,7 @@ func (m *Monitor) signal(sig os.Signal) {
 // eventLine writes e to events.log (and the journal) with the host, the
 // GPU's UUID and, on an incident line, the job that was on the GPU when it
 // failed (from memory).
-func (m *Monitor) eventLine(e sink.Event) {
+func (m *Monitor) eventLine(e sink.EventLine) {
 	e.Host = m.ident.Host
 	if gs := m.byIndex[e.GPU]; gs != nil {
 		e.UUID = gs.info().UUID
@@ -582,7 +466,7 @@ func (m *Monitor) eventLine(e sink.Event) {
 		}
 	}
 	line := e.Line()
-	m.journal(line)
+	m.journal.queue(line)
 	if err := m.events.Line(line); err != nil {
 		m.lose(lineFails, "an events.log line", slog.String("line", line), slog.String("error", err.Error()))
 	}
@@ -591,13 +475,10 @@ func (m *Monitor) eventLine(e sink.Event) {
 // incidentLine writes e, the line of a critical event, with the incident
 // the snapshot Manager counted it in and the crash snapshot holding its
 // evidence (d; none when the Manager was closed).
-func (m *Monitor) incidentLine(e sink.Event, d snapshot.Decision) {
+func (m *Monitor) incidentLine(e sink.EventLine, d snapshot.Decision) {
 	e.Incident, e.Snapshot = d.Incident, d.Snapshot
 	m.eventLine(e)
 }
-
-// csvStats returns the sink's counters.
-func (m *Monitor) csvStats() sink.Stats { return m.csv.Stats() }
 
 // Board returns the published state that the live readers (control socket,
 // metrics) read.
@@ -606,9 +487,9 @@ func (m *Monitor) Board() *live.Board { return m.board }
 // setState records the kernel log's (kmsg) or the NVML event stream's state
 // for the host view.
 func (m *Monitor) setState(field *string, v string) {
-	m.smu.Lock()
+	m.states.mu.Lock()
 	*field = v
-	m.smu.Unlock()
+	m.states.mu.Unlock()
 }
 
 // snapshotWritten publishes the newest crash snapshot's path.
@@ -641,15 +522,15 @@ func (m *Monitor) hostView() live.Host {
 		Counters:   m.counters(),
 	}
 	h.LastIncident = m.inc.lastIncident()
-	m.cadence.get(&h.Cadence)
+	m.loop.cadence.get(&h.Cadence)
 	h.Pacer = m.pacerState()
 	for _, l := range []lineLog{m.events, m.summary} {
 		h.LogLines.Waiting += l.Stats().Pending
 	}
-	m.smu.Lock()
-	h.Kmsg, h.Events = m.kmsgState, m.eventsState
+	m.states.mu.Lock()
+	h.Kmsg, h.Events = m.states.kmsg, m.states.events
 	dropped, _ := h.Counter(live.CounterRowsDropped) // registered by sink (TestViewCountersAreInTheTable)
-	h.RowsDroppedRecent = m.drops.recent(h.Now, dropped)
-	m.smu.Unlock()
+	h.RowsDroppedRecent = m.states.drops.recent(h.Now, dropped)
+	m.states.mu.Unlock()
 	return h
 }

@@ -251,7 +251,7 @@ func TestSlowTickSkipsMissedTicksWithoutBurst(t *testing.T) {
 		r := newRig(t, 1, nil)
 		start := time.Now()
 		var once sync.Once
-		r.m.tickHook = func(now time.Time) {
+		r.m.loop.tickHook = func(now time.Time) {
 			if now.Sub(start) >= 500*time.Millisecond {
 				once.Do(func() { time.Sleep(350 * time.Millisecond) }) // the loop itself is starved
 			}
@@ -530,7 +530,7 @@ func TestSideWorkQueuedPastShutdownIsCounted(t *testing.T) {
 			c.trace = func(s string) {
 				trace(s)
 				if s == "workers-stopped" {
-					queued = len(r.m.side) // the side goroutine runs none of them
+					queued = len(r.m.side.jobs) // the side goroutine runs none of them
 				}
 			}
 		})
@@ -934,10 +934,10 @@ func TestLostWorkIsCountedShownAndLogged(t *testing.T) {
 		times   int
 	}{
 		{counter: "side_drops", lost: "late row", times: 2, provoke: func(m *Monitor) {
-			for len(m.side) < cap(m.side) {
-				m.side <- sideJob{gpu: -1, f: func() {}}
+			for len(m.side.jobs) < cap(m.side.jobs) {
+				m.side.jobs <- sideJob{gpu: -1, f: func() {}}
 			}
-			m.queue("the late row of a sample that was stuck in the driver", 0, func() {})
+			m.side.queue("the late row of a sample that was stuck in the driver", 0, func() {})
 		}},
 		{counter: "xid_flags_dropped", lost: "XID flag", times: 1, provoke: func(m *Monitor) {
 			for range 9 {
@@ -953,7 +953,7 @@ func TestLostWorkIsCountedShownAndLogged(t *testing.T) {
 		}},
 		{counter: "log_lines_failed", lost: "events.log line", times: 3, provoke: func(m *Monitor) {
 			m.events = failingLog{}
-			m.eventLine(sink.Event{Time: time.Now(), Type: "Test"})
+			m.eventLine(sink.EventLine{Time: time.Now(), Type: "Test"})
 		}},
 		{counter: "kmsg_malformed", lost: "could not be parsed", times: 1, provoke: func(m *Monitor) {
 			m.reg.Add(counters.Lookup("kmsg_malformed"), 4)
@@ -1047,7 +1047,7 @@ func TestPublishedView(t *testing.T) {
 		})
 		during, after := <-views, <-views
 		g0, g1 := during.GPUs[0], during.GPUs[1]
-		if g0.State.Kind != live.StateOK || during.Host.Now.Sub(g0.Sample.Time) > 150*time.Millisecond {
+		if g0.State.Kind != live.StateAnswering || during.Host.Now.Sub(g0.Sample.Time) > 150*time.Millisecond {
 			t.Errorf("healthy GPU during the hang: state %v, sample at %v (now %v)", g0.State.Kind, g0.Sample.Time, during.Host.Now)
 		}
 		if g1.State.Kind != live.StateHung || g1.State.Function != "nvmlDeviceGetTemperature" {
@@ -1060,7 +1060,7 @@ func TestPublishedView(t *testing.T) {
 			t.Errorf("incident not published: %d at %v", g1.Incidents, g1.LastIncident)
 		}
 		a1 := after.GPUs[1]
-		if a1.State.Kind != live.StateOK || a1.HungRows < 20 {
+		if a1.State.Kind != live.StateAnswering || a1.HungRows < 20 {
 			t.Errorf("after the hang: state %v, hung rows %d", a1.State.Kind, a1.HungRows)
 		}
 		if !strings.Contains(a1.NewestSnapshot, filepath.Join(r.dir, "crashes", "crash-")) {
@@ -1119,8 +1119,8 @@ func TestHostViewLogLines(t *testing.T) {
 // cannot hold up an answer.
 func TestHostViewReadsNeverCallBack(t *testing.T) {
 	r := newRig(t, 1, nil)
-	r.m.smu.Lock() // what assembling the host view takes
-	defer r.m.smu.Unlock()
+	r.m.states.mu.Lock() // what assembling the host view takes
+	defer r.m.states.mu.Unlock()
 	got := make(chan live.View, 1)
 	go func() { got <- r.m.Board().View() }()
 	select {

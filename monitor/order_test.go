@@ -36,7 +36,7 @@ func (r *rig) requireInOrder(gpu, want int) {
 // answer: every job queued after it waits until unhold is called.
 func (r *rig) holdSide() (unhold func()) {
 	hold := make(chan struct{})
-	r.m.side <- sideJob{gpu: -1, f: func() { <-hold }}
+	r.m.side.jobs <- sideJob{gpu: -1, f: func() { <-hold }}
 	return func() { close(hold) }
 }
 
@@ -82,7 +82,7 @@ func TestHangReportRacingTheSampleItReports(t *testing.T) {
 		release := r.devs[0].Block("GetTemperature", nil)
 		start := time.Now()
 		var raced bool
-		r.m.tickHook = func(now time.Time) {
+		r.m.loop.tickHook = func(now time.Time) {
 			if raced || now.Sub(start) < 1500*time.Millisecond {
 				return
 			}
@@ -131,7 +131,7 @@ func TestHandleDoesNotAllocate(t *testing.T) {
 	gs := r.m.gpus[0]
 	var s reading.Sample
 	gs.g.Sample(&s)
-	if s.Status != reading.StatusOK {
+	if s.Status != reading.StatusAnswered {
 		t.Fatalf("fake GPU's sample: status %v %s", s.Status, s.Err)
 	}
 	gs.handle(&s)
@@ -217,7 +217,7 @@ func TestSpikeQueuedBehindRowsDoesNotCallNVMLOnTheSideGoroutine(t *testing.T) {
 			// The policy read would be stuck in the driver: the side
 			// goroutine still runs what is queued after the snapshot.
 			ran := make(chan struct{})
-			r.m.side <- sideJob{gpu: -1, f: func() { close(ran) }}
+			r.m.side.jobs <- sideJob{gpu: -1, f: func() { close(ran) }}
 			select {
 			case <-ran:
 				sideRan = true
@@ -285,7 +285,7 @@ func TestTickOfAClassifiedSampleStillBusyIsCounted(t *testing.T) {
 		gs := r.m.gpus[0]
 		var marked bool
 		var blocked atomic.Bool // the driver holds samples from now on
-		r.m.tickHook = func(time.Time) {
+		r.m.loop.tickHook = func(time.Time) {
 			// Only the sample the block holds: one that is merely still
 			// running when a tick ends (the worker is a goroutine of its
 			// own) comes back, and marking it would leave the stuck one
@@ -339,8 +339,8 @@ func stepper(r *rig, warm int) (gs *gpuState, s *reading.Sample, sample func(n i
 // runSide runs what the side goroutine would, in order, until its queue is
 // empty.
 func (r *rig) runSide() {
-	for len(r.m.side) > 0 {
-		(<-r.m.side).f()
+	for len(r.m.side.jobs) > 0 {
+		(<-r.m.side.jobs).f()
 	}
 }
 

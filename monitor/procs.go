@@ -101,7 +101,7 @@ func (m *Monitor) procTick(at instant, k uint64) {
 // publish stage): GPU busy and memory come from the rows already taken, so
 // --atop adds no NVML call per sample.
 func (gs *gpuState) atopSample(s *reading.Sample) {
-	if a := gs.out.atop; a != nil {
+	if a := gs.m.procs.atop; a != nil {
 		a.Sample(s)
 	}
 }
@@ -114,7 +114,7 @@ func (gs *gpuState) procSection(when time.Time) []snapshot.Section {
 	if gs.pr == nil {
 		return nil
 	}
-	return []snapshot.Section{snapshot.ProcessesSection(gs.pr.Snapshot(gs.out.mono(), procStuckAfter), when)}
+	return []snapshot.Section{snapshot.ProcessesSection(gs.pr.Snapshot(gs.m.cfg.mono(), procStuckAfter), when)}
 }
 
 // procsStuck names the GPUs whose process read is inside the driver (so

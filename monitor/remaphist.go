@@ -33,9 +33,9 @@ func (gs *gpuState) recordRemapHist(v *HealthView, prev *reading.RemapHistogram,
 	switch {
 	case prev == nil && baseline:
 	case prev == nil:
-		gs.out.eventLine(gs.event(now, sink.TypeHealth, "counter", "remap_histogram", "from", "n/a", "to", h.String()))
+		gs.m.eventLine(gs.event(now, sink.TypeHealth, "counter", "remap_histogram", "from", "n/a", "to", h.String()))
 	case prev.Buckets() != h.Buckets():
-		gs.out.eventLine(gs.event(now, sink.TypeHealth, "counter", "remap_histogram", "from", prev.String(), "to", h.String()))
+		gs.m.eventLine(gs.event(now, sink.TypeHealth, "counter", "remap_histogram", "from", prev.String(), "to", h.String()))
 	}
 	return true
 }

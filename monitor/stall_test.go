@@ -60,8 +60,8 @@ func (c *clockRig) idle() {
 
 // drain runs what the side goroutine would run, in order.
 func (c *clockRig) drain() {
-	for len(c.m.side) > 0 {
-		(<-c.m.side).f()
+	for len(c.m.side.jobs) > 0 {
+		(<-c.m.side.jobs).f()
 	}
 }
 

@@ -42,7 +42,7 @@ type GPUStatus struct {
 
 // collect gathers the status. Safe from any goroutine.
 func (m *Monitor) collect() Status {
-	st := Status{Uptime: time.Since(m.start), Counters: m.counters(), DiskPaused: m.csvStats().Paused, NVML: m.pacerState()}
+	st := Status{Uptime: time.Since(m.start), Counters: m.counters(), DiskPaused: m.csv.Stats().Paused, NVML: m.pacerState()}
 	var all []anomaly.Counters
 	for _, gs := range m.gpus {
 		c := gs.tr.Counters()
@@ -55,7 +55,7 @@ func (m *Monitor) collect() Status {
 	}
 	st.Total = anomaly.Sum(all)
 	st.WindowCounts = st.Total.Window
-	st.Window = m.cfg.mono() - time.Duration(m.windowStart.Load())
+	st.Window = m.cfg.mono() - time.Duration(m.loop.windowStart.Load())
 	return st
 }
 
@@ -86,12 +86,14 @@ func optWatts(o reading.Opt[uint32]) string {
 }
 
 // Attrs returns the status as slog attributes: one line with totals, the
-// counts of the current summary window ("+N" per window, as the Python
-// logger gpu-telemetry-deep.py's status line showed them), and per GPU samples, failures, hangs and peaks.
+// counts of the current summary window ("+N" per window, as the reference
+// logger gpu-telemetry-deep.py's status line shows them), and per GPU
+// samples, failures, hangs and peaks.
 func (st Status) Attrs() []slog.Attr {
 	t, w := st.Total.Total, st.WindowCounts
 	// Totals; rated ones with the current window's count and rate: "bad long
-	// ago" and "bad right now" look different (the Python logger's "pwr N (+M/5m)").
+	// ago" and "bad right now" look different (gpu-telemetry-deep.py's
+	// "+N/5m", for that reason).
 	rate := anomaly.Rates(w, st.Window)
 	a := []slog.Attr{slog.String("uptime", fmtUptime(st.Uptime))}
 	for i, d := range anomaly.CounterDefs {
@@ -122,11 +124,11 @@ func (st Status) Attrs() []slog.Attr {
 	return a
 }
 
-// SummaryLine renders one summary.log line as the Python logger
-// gpu-telemetry-deep.py wrote it, so that what reads those lines still
-// can: cumulative totals and per-minute rates over the window that actually
-// elapsed. final marks the line a clean stop writes last, over the partial
-// window it cut short: "window=42s final |".
+// SummaryLine renders one summary.log line as gpu-telemetry-deep.py, the
+// reference logger, wrote it (summary.log readers parse it so): cumulative
+// totals and per-minute rates over the window that actually elapsed. final
+// marks the line a clean stop writes last, over the partial window it cut
+// short: "window=42s final |".
 func SummaryLine(now time.Time, st Status, window anomaly.Counts, elapsed time.Duration, final bool) string {
 	r := anomaly.Rates(window, elapsed)
 	t := st.Total.Total
@@ -137,8 +139,8 @@ func SummaryLine(now time.Time, st Status, window anomaly.Counts, elapsed time.D
 		b.WriteString(" final")
 	}
 	b.WriteString(" |")
-	// The detectors' counters (anomaly.CounterDefs), each window as the
-	// Python logger showed it: "(+N)", "(rate=R/min)", "(period=N)".
+	// The detectors' counters (anomaly.CounterDefs), each window as
+	// gpu-telemetry-deep.py showed it: (+N), (rate=N/min) or (period=N).
 	for i, d := range anomaly.CounterDefs {
 		fmt.Fprintf(&b, " %s=%d", d.Name, t[i])
 		switch d.Window {
@@ -159,23 +161,15 @@ func SummaryLine(now time.Time, st Status, window anomaly.Counts, elapsed time.D
 }
 
 // writeSummary closes the current window, which lasted elapsed, and appends
-// a summary line; a periodic one is also logged as a status line.
-func (m *Monitor) writeSummary(now time.Time, elapsed time.Duration) {
-	m.summaryLine(now, elapsed, false)
-	m.status("summary")
-}
-
-// writeFinalSummary appends the last summary line at a clean stop: the
-// window cut short by the stop, and every counter as it stands once the
-// shutdown's drains have counted what they lost (see Run). The final status
-// line follows on stderr, so it is not logged here.
-func (m *Monitor) writeFinalSummary() {
-	m.summaryLine(time.Now(), m.cfg.mono()-time.Duration(m.windowStart.Load()), true)
-}
-
-// summaryLine takes the current window's counts, which lasted elapsed, and
-// appends the summary line; final marks the last one (SummaryLine).
-func (m *Monitor) summaryLine(now time.Time, elapsed time.Duration, final bool) {
+// a summary line (SummaryLine); a periodic one is also logged as a status
+// line. final marks the last one, at a clean stop: the window cut short by
+// the stop, and every counter as it stands once the shutdown's drains have
+// counted what they lost (see Run); the final status line follows on
+// stderr, so it is not logged here.
+func (m *Monitor) writeSummary(now time.Time, elapsed time.Duration, final bool) {
+	if !final {
+		defer m.status("summary")
+	}
 	var window anomaly.Counts
 	for _, gs := range m.gpus {
 		window = window.Add(gs.tr.TakeWindow().Window)

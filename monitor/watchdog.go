@@ -38,7 +38,7 @@ func (m *Monitor) keepAlive(tk ticker) {
 		case !told:
 			told = true
 			m.log.Error("poll loop stuck; the watchdog is no longer pinged (the service manager restarts the logger)",
-				"tick_began_ago", now-time.Duration(m.beat.began.Load()))
+				"tick_began_ago", now-time.Duration(m.loop.beat.began.Load()))
 		}
 	}
 }
@@ -47,8 +47,8 @@ func (m *Monitor) keepAlive(tk ticker) {
 // WatchdogEvery before now, or waits for a tick due less than WatchdogEvery
 // ago.
 func (m *Monitor) loopAlive(now time.Duration) bool {
-	in := m.beat.inTick.Load() // before began: began is stored first
-	began := time.Duration(m.beat.began.Load())
+	in := m.loop.beat.inTick.Load() // before began: began is stored first
+	began := time.Duration(m.loop.beat.began.Load())
 	if in {
 		return now-began < m.cfg.WatchdogEvery
 	}
@@ -58,8 +58,8 @@ func (m *Monitor) loopAlive(now time.Duration) bool {
 
 // beatTick runs one tick of the poll loop, telling the pinger.
 func (m *Monitor) beatTick(now time.Time) {
-	m.beat.began.Store(int64(m.cfg.mono()))
-	m.beat.inTick.Store(true)
+	m.loop.beat.began.Store(int64(m.cfg.mono()))
+	m.loop.beat.inTick.Store(true)
 	m.tick(now)
-	m.beat.inTick.Store(false)
+	m.loop.beat.inTick.Store(false)
 }

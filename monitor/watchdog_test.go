@@ -70,7 +70,7 @@ func TestWatchdogNotPingedWhileTheLoopIsStuck(t *testing.T) {
 		r, n := watchdogRig(t)
 		start := time.Now()
 		var once sync.Once
-		r.m.tickHook = func(now time.Time) {
+		r.m.loop.tickHook = func(now time.Time) {
 			if now.Sub(start) >= 10*time.Second {
 				once.Do(func() { time.Sleep(3 * time.Second) }) // the loop is stuck
 			}

@@ -10,8 +10,10 @@ const MaxFans = 8
 type Status uint8
 
 const (
-	// StatusOK: the sample was taken; individual readings may still be absent.
-	StatusOK Status = iota
+	// StatusAnswered: the GPU answered the sample; individual readings may
+	// still be absent. (A GPU whose last sample was answered is
+	// live.StateAnswering, "answering" in the metrics.)
+	StatusAnswered Status = iota
 	// StatusFailed: every call the sample tried failed; Err says why.
 	StatusFailed
 	// StatusHung: an NVML call for this GPU has not returned by the deadline;

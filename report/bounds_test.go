@@ -177,7 +177,7 @@ func TestOverLongEventLineSkipped(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "events.log"), b.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var evs []Event
+	var evs []EventLine
 	var bad, long int
 	alloc := testutil.Allocated(func() {
 		evs, bad, long, _ = readEvents(sink.OpenRegular, []string{filepath.Join(dir, "events.log")}, time.Time{}, time.Time{})

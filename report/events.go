@@ -10,8 +10,10 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
-// Event is one events.log line, taken apart.
-type Event struct {
+// EventLine is one events.log line, taken apart, as the report reads it:
+// its GPU and type (sink.ParsedLine) with an unclean stop placed at its
+// last row.
+type EventLine struct {
 	Time time.Time
 	GPU  int               // -1 when the line names no monitored GPU
 	Type string            // Xid, GPU_LOST, TDP_CHANGE, NVML_HUNG, AER, ...
@@ -20,12 +22,12 @@ type Event struct {
 
 // parseEventLine parses an events.log line (sink.ParseEventLine: logfmt
 // with time=, or an older version's line with a bare timestamp first).
-func parseEventLine(line string) (Event, bool) {
+func parseEventLine(line string) (EventLine, bool) {
 	l, ok := sink.ParseEventLine(line)
 	if !ok {
-		return Event{}, false
+		return EventLine{}, false
 	}
-	e := Event{Time: l.Time, GPU: -1, Type: l.Type(), KV: l.KV}
+	e := EventLine{Time: l.Time, GPU: -1, Type: l.Type(), KV: l.KV}
 	if g, err := strconv.Atoi(e.KV["gpu"]); err == nil && g >= 0 {
 		e.GPU = g
 	}
@@ -44,7 +46,7 @@ func parseEventLine(line string) (Event, bool) {
 // parse and of those over sink.MaxLine (skipped unread). A log it cannot
 // open is an error (unreadable): the events it holds would be missing from
 // the report without a word.
-func readEvents(open opener, paths []string, from, to time.Time) (evs []Event, bad, long int, err error) {
+func readEvents(open opener, paths []string, from, to time.Time) (evs []EventLine, bad, long int, err error) {
 	for _, p := range paths {
 		f, err := open(p)
 		if err != nil {
@@ -74,12 +76,12 @@ func readEvents(open opener, paths []string, from, to time.Time) (evs []Event, b
 
 // critical reports whether an event starts an incident: what makes the
 // logger take a crash snapshot.
-func (e Event) critical() bool {
-	return sink.EventLine{Time: e.Time, KV: e.KV}.Class() == sink.EventIncident
+func (e EventLine) critical() bool {
+	return sink.ParsedLine{Time: e.Time, KV: e.KV}.Class() == sink.EventIncident
 }
 
 // describe is a one-line account of the event for the timeline.
-func (e Event) describe() string {
+func (e EventLine) describe() string {
 	kv := e.KV
 	switch e.Type {
 	case sink.TypeXid:

@@ -26,12 +26,12 @@ func TestHealthEventsInTimeline(t *testing.T) {
 		if !ok {
 			t.Fatalf("%q did not parse", tc.line)
 		}
-		e := Event{Time: l.Time, Type: l.Type(), KV: l.KV}
+		e := EventLine{Time: l.Time, Type: l.Type(), KV: l.KV}
 		if got := e.describe(); got != tc.want {
 			t.Errorf("%q: %q, want %q", tc.line, got, tc.want)
 		}
 	}
-	e := Event{Type: sink.TypeHealthCritical, KV: map[string]string{"type": sink.TypeHealthCritical}}
+	e := EventLine{Type: sink.TypeHealthCritical, KV: map[string]string{"type": sink.TypeHealthCritical}}
 	if !e.critical() {
 		t.Errorf("HEALTH_CRITICAL is not an incident")
 	}

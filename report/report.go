@@ -41,7 +41,7 @@ type Options struct {
 
 // wants reports whether event e is of the GPU or board the report is
 // limited to (all when neither is set).
-func (o Options) wants(e Event) bool {
+func (o Options) wants(e EventLine) bool {
 	switch {
 	case o.uuid != "":
 		return strings.EqualFold(e.KV["uuid"], o.uuid)
@@ -342,7 +342,7 @@ func Build(o Options) (*Report, error) {
 // and tell nothing about a crash on their own.
 var noise = map[string]bool{sink.TypeClock: true, sink.TypeClockBurst: true, sink.TypePState: true}
 
-func (rep *Report) buildTimeline(all []Event, o Options) {
+func (rep *Report) buildTimeline(all []EventLine, o Options) {
 	// The rows at each index, of whichever board was there: an event's
 	// values are those of the row at its moment.
 	rows := map[int][]Row{}
@@ -366,7 +366,7 @@ func (rep *Report) buildTimeline(all []Event, o Options) {
 		}
 		rep.Timeline = append(rep.Timeline, en)
 	}
-	var steps []Event
+	var steps []EventLine
 	for _, e := range all {
 		if noise[e.Type] || e.KV["duplicate_of"] != "" || !o.wants(e) {
 			continue
@@ -426,7 +426,7 @@ func (rep *Report) buildTimeline(all []Event, o Options) {
 var kindRank = map[EntryKind]int{KindStart: 0, KindIncident: 1, KindEvent: 2, KindFlagOff: 3, KindFlagOn: 4,
 	KindFlag: 5, KindThrottle: 6, KindGap: 7, KindEndOfData: 8}
 
-func eventMarker(e Event) string {
+func eventMarker(e EventLine) string {
 	switch e.Type {
 	case sink.TypeXid, sink.TypeRecoveryAction:
 		return "xid"
@@ -446,7 +446,7 @@ func eventMarker(e Event) string {
 }
 
 // findIncident picks the moment the report is about.
-func findIncident(o Options, all []Event) (Incident, error) {
+func findIncident(o Options, all []EventLine) (Incident, error) {
 	if o.Incident != "" {
 		h, ok, err := readHeader(o.openFile, o.Incident)
 		if errors.Is(err, sink.ErrNotRegular) {
@@ -468,7 +468,7 @@ func findIncident(o Options, all []Event) (Incident, error) {
 		return inc, nil
 	}
 	// The most recent incident: the first critical event of the last burst.
-	var crit []Event
+	var crit []EventLine
 	for _, e := range all {
 		if e.critical() && o.wants(e) {
 			crit = append(crit, e)

@@ -518,7 +518,7 @@ func TestEveryIncidentTypeIsFound(t *testing.T) {
 				t.Fatalf("%q did not parse", line)
 			}
 			routine, _ := parseEventLine(at.Add(time.Second).Format(sink.TimestampLayout) + " gpu=1 source=nvml type=PState data=1")
-			inc, err := findIncident(Options{GPU: -1}, []Event{e, routine})
+			inc, err := findIncident(Options{GPU: -1}, []EventLine{e, routine})
 			if l.Class() != sink.EventIncident {
 				if err == nil {
 					t.Errorf("a %s line alone made an incident: %+v", typ, inc)
@@ -596,7 +596,7 @@ func TestWindowOfAMembersGz(t *testing.T) {
 // TestOldAndNewEventLinesReportAlike: testdata/incident was recorded before
 // events.log lines began with time= (a bare local timestamp first); the
 // same log directory with its events.log in today's format (every line
-// rewritten with sink.Event's writer) gives the same report, byte for byte:
+// rewritten with sink.EventLine's writer) gives the same report, byte for byte:
 // report reads log directories of either age.
 func TestOldAndNewEventLinesReportAlike(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "incident")
@@ -638,9 +638,9 @@ func TestOldAndNewEventLinesReportAlike(t *testing.T) {
 }
 
 // rewrite writes an old events.log line's fields as today's writer does.
-func rewrite(t *testing.T, l sink.EventLine) string {
+func rewrite(t *testing.T, l sink.ParsedLine) string {
 	t.Helper()
-	e := sink.Event{Time: l.Time, GPU: -1, Source: l.KV["source"], Type: l.Type(), Bus: l.KV["bus"], Host: l.KV["host"]}
+	e := sink.EventLine{Time: l.Time, GPU: -1, Source: l.KV["source"], Type: l.Type(), Bus: l.KV["bus"], Host: l.KV["host"]}
 	if l.KV["gpu"] != "?" && l.KV["gpu"] != "" {
 		g, err := strconv.Atoi(l.KV["gpu"])
 		if err != nil {

@@ -21,7 +21,7 @@ const stepRunGap = 2 * time.Minute
 type climb struct {
 	gpu           int
 	counter, link string
-	first, last   Event
+	first, last   EventLine
 	steps         int
 	sum           uint64
 	sig           string   // the steps' times and deltas: counters that move together have the same
@@ -29,7 +29,7 @@ type climb struct {
 }
 
 // counterStep reports whether e is a counter's growth, and by how much.
-func counterStep(e Event) (uint64, bool) {
+func counterStep(e EventLine) (uint64, bool) {
 	if e.Type != sink.TypeHealth || !strings.HasPrefix(e.KV["delta"], "+") {
 		return 0, false
 	}
@@ -40,7 +40,7 @@ func counterStep(e Event) (uint64, bool) {
 // climbs gathers counter steps (time ordered) into climbs, splitting at
 // split (the incident: a step at its moment is of the climb after it). Counters that climbed step for step (volatile and
 // aggregate) are one climb.
-func climbs(steps []Event, split time.Time) []*climb {
+func climbs(steps []EventLine, split time.Time) []*climb {
 	type key struct {
 		gpu           int
 		counter, link string

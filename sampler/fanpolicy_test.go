@@ -23,7 +23,7 @@ func TestFanPoliciesReadWithTheSampleNowAndThen(t *testing.T) {
 		var s reading.Sample
 		sample := func() {
 			g.Sample(&s)
-			if s.Status != reading.StatusOK {
+			if s.Status != reading.StatusAnswered {
 				t.Fatalf("sample: %v %s", s.Status, s.Err)
 			}
 		}

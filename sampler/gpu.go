@@ -333,7 +333,7 @@ func (g *GPU) Sample(s *reading.Sample) {
 		g.carry, g.sensor0 = [maxReadings]reading.Opt[uint64]{}, reading.Opt[reading.Sensor]{}
 	}
 	switch {
-	case s.Status != reading.StatusOK:
+	case s.Status != reading.StatusAnswered:
 		g.hlt.vals = [reading.NumHealth]reading.Opt[uint64]{}
 	case slow:
 		g.readHealth(s)
@@ -391,7 +391,7 @@ type fanPolicies struct {
 func (g *GPU) readFanPolicies(s *reading.Sample) {
 	p := &g.fanPol
 	p.last = s.Time
-	if s.Status != reading.StatusOK || g.mono() < p.next {
+	if s.Status != reading.StatusAnswered || g.mono() < p.next {
 		return
 	}
 	p.next = g.mono() + int64(fanPolicyEvery)

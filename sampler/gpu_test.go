@@ -87,7 +87,7 @@ func TestSampleReadsEverything(t *testing.T) {
 	}
 	var s reading.Sample
 	g.Sample(&s)
-	if s.Status != reading.StatusOK {
+	if s.Status != reading.StatusAnswered {
 		t.Fatalf("status %v err %q", s.Status, s.Err)
 	}
 	checks := []struct {
@@ -168,7 +168,7 @@ func TestUnsupportedIsAbsentAndNotRepeated(t *testing.T) {
 	if s.TempC.OK || s.TLimitC.OK || s.Fans[0].Target.OK || s.Fans[1].Target.OK {
 		t.Errorf("refused readings present: temp %+v target %+v", s.TempC, s.Fans[0].Target)
 	}
-	if s.Status != reading.StatusOK || !s.PowerMW.OK {
+	if s.Status != reading.StatusAnswered || !s.PowerMW.OK {
 		t.Errorf("sample should still be OK with other readings: %v", s.Status)
 	}
 	if n := d.Count("GetTemperature"); n != 1 {
@@ -191,7 +191,7 @@ func TestVersionMismatchIsAbsentAndNotRepeated(t *testing.T) {
 	if s.TempC.OK {
 		t.Errorf("refused temperature present: %+v", s.TempC)
 	}
-	if s.Status != reading.StatusOK {
+	if s.Status != reading.StatusAnswered {
 		t.Errorf("sample status %v, want ok: a refused reading is no failure", s.Status)
 	}
 	if n := d.Count("GetTemperature"); n != 1 {
@@ -403,7 +403,7 @@ func TestWorkerReportsStuckCall(t *testing.T) {
 		t.Error("stuck before the deadline")
 	}
 	release()
-	if st := <-samples; st != reading.StatusOK {
+	if st := <-samples; st != reading.StatusAnswered {
 		t.Errorf("sample after release: %v", st)
 	}
 	deadline := time.Now().Add(5 * time.Second)
@@ -529,7 +529,7 @@ func TestHandleFailureAtStartIsRetried(t *testing.T) {
 	}
 	g.nextStatic = time.Time{} // the interval has passed
 	g.Sample(&s)
-	if s.Status != reading.StatusOK || !s.TempC.OK || g.Info().UUID != "GPU-1111" || s.NumFans != 2 {
+	if s.Status != reading.StatusAnswered || !s.TempC.OK || g.Info().UUID != "GPU-1111" || s.NumFans != 2 {
 		t.Errorf("after the retry: status %v temp %+v uuid %q fans %d", s.Status, s.TempC, g.Info().UUID, s.NumFans)
 	}
 }
@@ -679,7 +679,7 @@ func TestExecStartFailureCountedAndLogged(t *testing.T) {
 	g.startNative = newNativeExec
 	g.nextStatic = time.Time{}
 	g.Sample(&s)
-	if s.Status != reading.StatusOK || !s.TempC.OK || s.TempC.V != 60 {
+	if s.Status != reading.StatusAnswered || !s.TempC.OK || s.TempC.V != 60 {
 		t.Errorf("once the executor starts: status %v, error %q, temperature %v; want a sample", s.Status, s.Err, s.TempC)
 	}
 }

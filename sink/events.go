@@ -15,18 +15,18 @@ import (
 //	bus=00000000:01:00.0 source=nvml type=Xid xid=79 name="GPU has fallen off the bus" ...
 //	incident=crash-20261130-200817.623-gpu0 snapshot=/var/log/gpu-telemetry/crashes/crash-....log
 //
-// Event is the line as the logger writes it (Line), EventLine the line as
+// EventLine is the line as the logger writes it (Line), ParsedLine the line as
 // a reader takes it apart (ParseEventLine): the writer and its parser sit
 // side by side here, both through go-logfmt, what Loki's `| logfmt` and
 // Vector's parse_logfmt read. Lines written before time= (a bare local
 // timestamp first: "2026-11-30T20:08:17.623+01:00 host=..."), which older
 // versions left on disk, still parse.
 
-// Event is one events.log line to write: who and how bad first (host, the
+// EventLine is one events.log line to write: who and how bad first (host, the
 // GPU's UUID, level), then the GPU, where the event came from and its type,
 // then the event's own fields, then the incident it belongs to and the job
 // that was on the GPU.
-type Event struct {
+type EventLine struct {
 	Time     time.Time // written in UTC
 	Host     string    // the logger's host identity (--host)
 	UUID     string    // the GPU's; "" before it is known
@@ -60,7 +60,7 @@ func KV(kv ...string) []Field {
 
 // Get is the value of the event's field key ("" when absent), its common
 // fields included.
-func (e *Event) Get(key string) string {
+func (e *EventLine) Get(key string) string {
 	switch key {
 	case "type":
 		return e.Type
@@ -75,14 +75,14 @@ func (e *Event) Get(key string) string {
 	return ""
 }
 
-// Class is the event's class (see EventLine.Class).
-func (e *Event) Class() EventClass { return classOf(e.Get) }
+// Class is the event's class (see ParsedLine.Class).
+func (e *EventLine) Class() EventClass { return classOf(e.Get) }
 
 // Level is how bad the event is for a log pipeline (Loki's level, a
 // journal priority): critical for an incident, warning for notable trouble,
 // info for the rest. An application's Xid (13, 31, 43) is the job's fault,
 // not the GPU's: the logger still snapshots it, but it is no page.
-func (e *Event) Level() string {
+func (e *EventLine) Level() string {
 	c := e.Class()
 	if c == EventIncident && e.Get("class") == "application error" {
 		c = EventNotable
@@ -94,7 +94,7 @@ func (e *Event) Level() string {
 var levels = [...]string{EventRoutine: "info", EventNotable: "warning", EventIncident: "critical"}
 
 // Line is the event as one events.log line, without its newline.
-func (e *Event) Line() string {
+func (e *EventLine) Line() string {
 	var b strings.Builder
 	enc := logfmt.NewEncoder(&b)
 	kv := func(k, v string) {
@@ -139,27 +139,27 @@ func (e *Event) Line() string {
 	return b.String()
 }
 
-// EventLine is one events.log line taken apart.
-type EventLine struct {
+// ParsedLine is one events.log line taken apart.
+type ParsedLine struct {
 	Time time.Time         // time=, or an older line's leading timestamp
 	KV   map[string]string // every other key=value, quotes undone
 }
 
 // Type is the line's type= field: Xid, GPU_LOST, TDP_CHANGE, AER, ...
-func (e EventLine) Type() string { return e.KV["type"] }
+func (e ParsedLine) Type() string { return e.KV["type"] }
 
 // ParseEventLine takes an events.log line apart: logfmt with time= (as
 // Line writes it), or an older version's line that starts with a bare
 // timestamp (parseOlderEventLine). A key without a value reads as ""
 // (logfmt does not tell them apart). ok is false for a line that is not
 // logfmt, or has a bad or no time, or no type.
-func ParseEventLine(line string) (e EventLine, ok bool) {
+func ParseEventLine(line string) (e ParsedLine, ok bool) {
 	if ts, rest, found := strings.Cut(line, " "); found && !strings.Contains(ts, "=") {
 		return parseOlderEventLine(ts, rest)
 	}
 	d := logfmt.NewDecoder(strings.NewReader(line))
 	if !d.ScanRecord() {
-		return EventLine{}, false
+		return ParsedLine{}, false
 	}
 	e.KV = map[string]string{}
 	for d.ScanKeyval() {
@@ -167,7 +167,7 @@ func ParseEventLine(line string) (e EventLine, ok bool) {
 		if k == "time" {
 			t, err := time.Parse(TimestampLayout, string(v))
 			if err != nil {
-				return EventLine{}, false
+				return ParsedLine{}, false
 			}
 			e.Time = t
 			continue
@@ -175,7 +175,7 @@ func ParseEventLine(line string) (e EventLine, ok bool) {
 		e.KV[k] = string(v)
 	}
 	if d.Err() != nil || d.ScanRecord() || e.Time.IsZero() || e.Type() == "" {
-		return EventLine{}, false
+		return ParsedLine{}, false
 	}
 	return e, true
 }
@@ -186,12 +186,12 @@ func ParseEventLine(line string) (e EventLine, ok bool) {
 // hold Go's escapes (\x1b, \a, \xff: the kernel's \xNN bytes, which
 // kmsg undoes), which go-logfmt refuses, so they are undone the way they
 // were written.
-func parseOlderEventLine(ts, rest string) (e EventLine, ok bool) {
+func parseOlderEventLine(ts, rest string) (e ParsedLine, ok bool) {
 	t, err := time.Parse(TimestampLayout, ts)
 	if err != nil {
-		return EventLine{}, false
+		return ParsedLine{}, false
 	}
-	e = EventLine{Time: t, KV: map[string]string{}}
+	e = ParsedLine{Time: t, KV: map[string]string{}}
 	for rest != "" {
 		rest = strings.TrimLeft(rest, " ")
 		eq := strings.IndexByte(rest, '=')
@@ -200,14 +200,14 @@ func parseOlderEventLine(ts, rest string) (e EventLine, ok bool) {
 		}
 		key := rest[:eq]
 		if strings.ContainsAny(key, " \"") {
-			return EventLine{}, false
+			return ParsedLine{}, false
 		}
 		rest = rest[eq+1:]
 		var val string
 		if strings.HasPrefix(rest, `"`) {
 			q, err := strconv.QuotedPrefix(rest)
 			if err != nil {
-				return EventLine{}, false
+				return ParsedLine{}, false
 			}
 			val, _ = strconv.Unquote(q)
 			rest = rest[len(q):]
@@ -217,7 +217,7 @@ func parseOlderEventLine(ts, rest string) (e EventLine, ok bool) {
 		e.KV[key] = val
 	}
 	if e.Type() == "" {
-		return EventLine{}, false
+		return ParsedLine{}, false
 	}
 	return e, true
 }
@@ -233,7 +233,7 @@ const (
 )
 
 // The types of events.log lines (the type= field), each named once: writers
-// set Event.Type to one, readers compare a line's Type with them, and
+// set EventLine.Type to one, readers compare a line's Type with them, and
 // eventClasses gives each its class, so a new type is one edit here. The
 // strings are what the files hold, read by operators and by `report`:
 // never change one. An NVML event of a type with no name here is written as
@@ -316,7 +316,7 @@ func EventTypes() []string {
 // is not uncorrectable, nor a health event that is not critical: all are
 // notable. An INVENTORY line is notable for a board gone missing, routine
 // for one new, moved or identified.
-func (e EventLine) Class() EventClass {
+func (e ParsedLine) Class() EventClass {
 	return classOf(func(k string) string { return e.KV[k] })
 }
 

@@ -120,7 +120,7 @@ func TestParseEventLine(t *testing.T) {
 // spaces, quotes, backslashes and '=' included.
 func TestEventLineRoundTrip(t *testing.T) {
 	cet := time.FixedZone("CET", 3600)
-	e := Event{Time: time.Date(2026, 11, 30, 20, 8, 17, 623e6, cet), Host: "gpu node 7", UUID: "GPU-a", GPU: 3,
+	e := EventLine{Time: time.Date(2026, 11, 30, 20, 8, 17, 623e6, cet), Host: "gpu node 7", UUID: "GPU-a", GPU: 3,
 		Bus: "00000000:4B:00.0", Source: "kmsg", Type: TypeXid,
 		Fields: KV("xid", "79", "name", "GPU has fallen off the bus", "text", `NVRM: Xid (PCI:0000:4b:00): 79, pid='<unknown>', "quoted" a\b c=d`,
 			"empty", ""),
@@ -173,21 +173,21 @@ func TestEventLineRoundTrip(t *testing.T) {
 // application's Xid is a warning, not a page.
 func TestEventLevel(t *testing.T) {
 	for _, c := range []struct {
-		e    Event
+		e    EventLine
 		want string
 	}{
-		{Event{Type: TypeXid, Fields: KV("xid", "79")}, "critical"},
-		{Event{Type: TypeXid, Fields: KV("xid", "13", "class", "application error")}, "warning"},
-		{Event{Type: TypeXid, Source: "kmsg", Fields: KV("xid", "79", "duplicate_of", "nvml")}, "warning"},
-		{Event{Type: TypeTDPChange}, "warning"},
-		{Event{Type: TypePState}, "info"},
-		{Event{Type: "0x40"}, "info"},
+		{EventLine{Type: TypeXid, Fields: KV("xid", "79")}, "critical"},
+		{EventLine{Type: TypeXid, Fields: KV("xid", "13", "class", "application error")}, "warning"},
+		{EventLine{Type: TypeXid, Source: "kmsg", Fields: KV("xid", "79", "duplicate_of", "nvml")}, "warning"},
+		{EventLine{Type: TypeTDPChange}, "warning"},
+		{EventLine{Type: TypePState}, "info"},
+		{EventLine{Type: "0x40"}, "info"},
 	} {
 		if got := c.e.Level(); got != c.want {
 			t.Errorf("%+v: level %s, want %s", c.e, got, c.want)
 		}
 	}
-	if got := (&Event{GPU: -1, Type: TypeUncleanStop}).Line(); !strings.Contains(got, " gpu=? type=UNCLEAN_STOP") {
+	if got := (&EventLine{GPU: -1, Type: TypeUncleanStop}).Line(); !strings.Contains(got, " gpu=? type=UNCLEAN_STOP") {
 		t.Errorf("a line of no GPU: %s", got)
 	}
 }

@@ -80,9 +80,9 @@ func IdentifyLate(prev []Board, b Board) InventoryChange {
 
 // Event is the change's events.log line (type=INVENTORY), at at: a missing
 // board names no monitored GPU (gpu=?) and says where it was.
-func (c InventoryChange) Event(at time.Time) Event {
+func (c InventoryChange) Event(at time.Time) EventLine {
 	b := c.Board
-	e := Event{Time: at, UUID: b.UUID, GPU: b.Index, Bus: b.Bus, Source: "start", Type: TypeInventory,
+	e := EventLine{Time: at, UUID: b.UUID, GPU: b.Index, Bus: b.Bus, Source: "start", Type: TypeInventory,
 		Fields: KV("change", c.Change, "serial", b.Serial, "name", b.Name)}
 	switch c.Change {
 	case InventoryMissing:

@@ -40,10 +40,10 @@ func BenchmarkCrashSuppressed(b *testing.B) {
 	clk := newClock(incidentTime)
 	m := New(Config{Dir: b.TempDir(), Runner: cannedRunner(), Now: clk.Now, FollowUps: []time.Duration{},
 		ModulesPath: filepath.Join("testdata", "modules.txt")})
-	m.Crash(0, testEvent, testCrashRequest)
+	crash(m, 0, testEvent, testCrashRequest)
 	b.ReportAllocs()
 	for b.Loop() {
-		m.Crash(0, testEvent, testCrashRequest)
+		crash(m, 0, testEvent, testCrashRequest)
 	}
 	b.StopTimer()
 	_ = m.Close(b.Context())

@@ -2,15 +2,17 @@ package snapshot
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -75,9 +77,7 @@ func WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
 	if c.Runner == nil {
 		c.Runner = &ExecRunner{Timeout: c.CommandTimeout}
 	}
-	if c.CommandTimeout <= 0 {
-		c.CommandTimeout = DefaultCommandTimeout
-	}
+	c.CommandTimeout = cmp.Or(max(c.CommandTimeout, 0), DefaultCommandTimeout)
 	if c.PstoreDirs == nil {
 		c.PstoreDirs = DefaultPstoreDirs
 	}
@@ -234,7 +234,7 @@ func pstoreRecords(dirs []string, since time.Time) string {
 			fmt.Fprintf(&b, "(%s: %d older record(s) from before the previous run, not shown)\n", d, old)
 		}
 	}
-	sort.Slice(recs, func(i, j int) bool { return recs[i].mod.After(recs[j].mod) })
+	slices.SortFunc(recs, func(a, b rec) int { return b.mod.Compare(a.mod) })
 	if len(recs) == 0 {
 		b.WriteString("(no recent records)\n")
 		return b.String()
@@ -264,7 +264,7 @@ func pstoreRecords(dirs []string, since time.Time) string {
 }
 
 // lastIncidents returns the last lines of events.log written before t
-// that tell of trouble: incidents and notable lines (sink.EventLine.Class).
+// that tell of trouble: incidents and notable lines (sink.ParsedLine.Class).
 func lastIncidents(path string, t time.Time) string {
 	data, err := readTail(path, eventsTailBytes)
 	if err != nil {
@@ -298,22 +298,17 @@ func lastIncidents(path string, t time.Time) string {
 
 // Event is the UNCLEAN_STOP events.log line for this boot log, at t, of
 // no GPU (the caller adds what else it knows).
-func (l BootLog) Event(t time.Time, prev PreviousRun, bootID string) sink.Event {
+func (l BootLog) Event(t time.Time, prev PreviousRun, bootID string) sink.EventLine {
 	kv := sink.KV("prev_boot", orUnknown(prev.State.BootID), "boot", orUnknown(bootID),
 		"same_boot", strconv.FormatBool(l.SameBoot))
 	if !l.LastRow.IsZero() {
 		kv = append(kv, sink.Field{Key: "last_row", Value: l.LastRow.Format(sink.TimestampLayout)})
 	}
-	gpus := make([]int, 0, len(l.GapPerGPU))
-	for g := range l.GapPerGPU {
-		gpus = append(gpus, g)
-	}
-	sort.Ints(gpus)
-	for _, g := range gpus {
+	for _, g := range slices.Sorted(maps.Keys(l.GapPerGPU)) {
 		kv = append(kv, sink.Field{Key: "gap_gpu" + strconv.Itoa(g), Value: l.GapPerGPU[g].Round(time.Millisecond).String()})
 	}
 	if l.Path != "" {
 		kv = append(kv, sink.Field{Key: "file", Value: filepath.Join("crashes", filepath.Base(l.Path))})
 	}
-	return sink.Event{Time: t, GPU: -1, Source: "start", Type: sink.TypeUncleanStop, Fields: kv}
+	return sink.EventLine{Time: t, GPU: -1, Source: "start", Type: sink.TypeUncleanStop, Fields: kv}
 }

@@ -13,19 +13,11 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
-// What NVIDIA asks for in a bug report (nvidia-bug-report.sh collects it),
-// added to the crash snapshot: the GPU's runtime power state, the driver's
-// own view of the GPU, the full config space, AER counters of the GPU and of
-// its upstream bridge, and the module parameters. Files are read under
-// Config.HostRoot so tests can give a fake /proc and /sys.
-
-// Keys of these diagnostics.
-const (
-	diagDriverVersion  = "driver-version"
-	diagGPUInformation = "gpu-information"
-	diagAERCounters    = "aer-counters"
-	diagModuleParams   = "module-params"
-)
+// The files NVIDIA asks for in a bug report, read into a crash snapshot
+// (diagSections): the GPU's runtime power state, the driver's own view of
+// the GPU, AER counters of the GPU and of its upstream bridge, and the
+// module parameters. Files are read under Config.HostRoot so tests can give
+// a fake /proc and /sys.
 
 // Paths under HostRoot.
 const (
@@ -64,38 +56,14 @@ func (m *Manager) powerState(busID string) Section {
 	return s
 }
 
-// fileJob is a diagnostic that reads one file.
-func (m *Manager) fileJob(key, path string) job {
-	return job{key: key, run: func(context.Context) ([]byte, error) {
+// readFile is a diagnostic that reads one small file.
+func (m *Manager) readFile(path string) func(context.Context) ([]byte, error) {
+	return func(context.Context) ([]byte, error) {
 		b, err := readSmall(path)
 		if err != nil {
 			return nil, errors.New(fileErr(err))
 		}
 		return b, nil
-	}}
-}
-
-// bugReportJobs are the extra diagnostics of a crash snapshot.
-func (m *Manager) bugReportJobs(busID string) []job {
-	jobs := []job{m.fileJob(diagDriverVersion, m.hostPath(nvidiaProcDir, "version"))}
-	a, err := reading.ParsePCIAddr(busID)
-	if err != nil {
-		jobs = append(jobs, job{key: diagGPUInformation, notRun: err.Error()}, job{key: diagAERCounters, notRun: err.Error()})
-	} else {
-		jobs = append(jobs,
-			m.fileJob(diagGPUInformation, m.hostPath(nvidiaProcDir, "gpus", a.String(), "information")),
-			job{key: diagAERCounters, run: func(context.Context) ([]byte, error) { return m.aerCounters(a), nil }})
-	}
-	return append(jobs, job{key: diagModuleParams, run: func(context.Context) ([]byte, error) { return m.moduleParams() }})
-}
-
-// bugReportSections renders them, after the seed's sections.
-func bugReportSections(r map[string]result) []Section {
-	return []Section{
-		{"NVIDIA driver version (/proc/driver/nvidia/version)", raw(r[diagDriverVersion])},
-		{"Driver's GPU information (/proc/driver/nvidia/gpus/<bus id>/information)", raw(r[diagGPUInformation])},
-		{"PCIe AER counters (sysfs) of the GPU and its upstream bridge", raw(r[diagAERCounters])},
-		{"nvidia module parameters (/sys/module/nvidia/parameters)", raw(r[diagModuleParams])},
 	}
 }
 

@@ -52,7 +52,7 @@ func fakeHost(t testing.TB) string {
 
 func TestCrashSnapshotHasBugReportSections(t *testing.T) {
 	m, _ := newTestManager(t, nil)
-	if d := m.Crash(3, testEvent, testCrashRequest); !d.Accepted {
+	if d := crash(m, 3, testEvent, testCrashRequest); !d.Accepted {
 		t.Fatal("not accepted")
 	}
 	s := crashText(t, m)

@@ -1,14 +1,19 @@
 package snapshot
 
 import (
+	"context"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
 
-// CrashRequest is what the caller knows at the moment of a crash. Build it
-// from memory: the Manager calls the build function synchronously, so the
-// rows are those of that moment, not what a possibly lagging CSV holds.
+// CrashRequest is one crash snapshot, complete: the decision that accepted
+// it and what the caller knows at the moment of the crash, gathered from
+// memory (the rows are those of that moment, not what a possibly lagging CSV
+// holds). The Manager adds the diagnostics it runs itself.
 type CrashRequest struct {
+	Decision  Decision // from Decide, accepted
 	Header    Header
 	CSVHeader string    // the CSV's header line
 	Rows      []string  // that GPU's last rows as CSV lines, oldest first; the last 50 are kept
@@ -24,8 +29,101 @@ type Section struct {
 	Body  string
 }
 
-// crashTitle is the seed's title for a crash snapshot.
+// crashTitle is gpu-telemetry-deep.py's title for a crash snapshot.
 const crashTitle = "GPU CRASH DETECTED"
+
+// Crash writes the crash snapshot of req, whose Decision Decide accepted
+// (hand each decision once), in the background: it never waits for the
+// disk or for any command, and returns nothing to finish. It reports false when it writes nothing: a
+// decision not accepted, or a request handed after Close (counted in
+// Stats.RefusedClosed, and the incident no longer names its file). The
+// Manager sets the header's GPUIndex, Suppressed and Headline, and Title and
+// Time when they are empty.
+func (m *Manager) Crash(req CrashRequest) bool {
+	d := req.Decision
+	if !d.Accepted || d.inc == nil {
+		return false
+	}
+	if !m.hand() {
+		m.unname(d)
+		return false
+	}
+	req.Header.fill(d.gpu, d.Suppressed, crashTitle, d.at)
+	req.Header.Headline = gpuHeadline(d.gpu, d.Headline)
+	go m.crash(&req, time.Now()) // the follow-ups' offsets count from now, on the monotonic clock
+	return true
+}
+
+// crash writes one snapshot: stage 1, stage 2, then, for the snapshot that
+// began an incident, the incident's follow-ups.
+func (m *Manager) crash(req *CrashRequest, start time.Time) {
+	defer m.wg.Done()
+	d := req.Decision
+	var follow context.Context
+	if !d.Escalation {
+		m.mu.Lock()
+		var stop context.CancelCauseFunc
+		follow, stop = d.inc.follow, d.inc.stopFollow
+		m.mu.Unlock()
+		defer stop(nil)
+	}
+	gpu, inc := d.gpu, d.inc
+	// Before anything that could wake the GPU from runtime suspend.
+	req.early = append(req.early, m.powerState(req.Header.BusID))
+	m.flush(gpu)
+
+	t0 := time.Now()
+	req.events = m.incidentEvents(inc, d.idx)
+	path := m.save("crash", gpu, 1, m.crashDir, d.base,
+		renderCrash(req, nil, m.cfg.DiagnosticsTimeout), t0, &m.stats.CrashesWritten)
+	if path == "" {
+		return
+	}
+	m.mu.Lock()
+	inc.wrote(d.idx, filepath.Base(path))
+	if inc.newest == filepath.Join(m.crashDir, d.base+".log") {
+		inc.newest = path
+	}
+	m.mu.Unlock()
+
+	diags := m.diagnose(req.Header.BusID, false)
+	// The events that came while the diagnostics ran are listed too.
+	req.events = m.incidentEvents(inc, d.idx)
+	if err := m.files.Replace(path, renderCrash(req, diags, 0)); err != nil {
+		m.failed("crash", gpu, 2, err)
+	} else {
+		m.written("crash", gpu, 2, path, t0, nil, &m.stats.CrashesCompleted)
+	}
+	if follow != nil {
+		m.followUps(follow, gpu, path, &req.Header, start, inc)
+	}
+}
+
+// incidentEvents is the incident's events section for the file of the
+// event at idx.
+func (m *Manager) incidentEvents(inc *incident, idx int) Section {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return inc.eventsSection(idx)
+}
+
+// gpuHeadline is the headline with the GPU it is about: "GPU 0: ...".
+func gpuHeadline(gpu int, h string) string {
+	return "GPU " + strconv.Itoa(gpu) + ": " + h
+}
+
+// fill sets what the Manager owns in a header (GPU index, suppression count)
+// and the title and time the caller left empty.
+func (h *Header) fill(gpu int, suppressed uint64, title string, now time.Time) {
+	h.GPUIndex = gpu
+	h.Suppressed = suppressed
+	if h.Title == "" {
+		h.Title = title
+	}
+	if h.Time.IsZero() {
+		h.Time = now
+	}
+}
 
 // renderCrash renders a crash snapshot. With diags nil it is stage 1: the
 // header, the rows and a note that the diagnostics are being collected (for
@@ -59,7 +157,7 @@ func renderCrash(req *CrashRequest, diags []Section, limit time.Duration) []byte
 }
 
 // writeRows writes the CSV header and the last 50 rows, indented by one
-// space as in the seed.
+// space as gpu-telemetry-deep.py wrote its tail of the CSV.
 func writeRows(b *strings.Builder, csvHeader string, rows []string) {
 	b.WriteString("=== Last 50 telemetry readings ===\n")
 	if len(rows) > lastRowsKept {

@@ -15,11 +15,8 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
-// nvidiaModule picks the lines of /proc/modules that name an NVIDIA module,
-// as the module or among its users (drm_kms_helper used by nvidia_drm).
-var nvidiaModule = regexp.MustCompile(`(?i)nvidia`).MatchString
-
-// Line counts of the seed's tail -N.
+// Line counts of gpu-telemetry-deep.py's diagnostics, which piped dmesg
+// through tail -N (and kept the last 50 CSV lines); we keep its counts.
 const (
 	gpuLogLines  = 100
 	dmesgLines   = 200
@@ -27,16 +24,53 @@ const (
 	lastRowsKept = 50
 )
 
-// Keys of the diagnostics a snapshot can run.
+// Keys of the diagnostics a snapshot can run: each names one job, whose
+// output one or more sections show.
 const (
-	diagDmesg   = "dmesg"
-	diagLspci   = "lspci"
-	diagSetpci  = "setpci"
-	diagSMI     = "nvidia-smi"
-	diagModules = "modules"
-	diagFree    = "free"
-	diagUptime  = "uptime"
+	diagDmesg, diagLspci, diagSetpci, diagSMI = "dmesg", "lspci", "setpci", "nvidia-smi"
+	diagModules, diagFree, diagUptime         = "modules", "free", "uptime"
+	diagDriverVersion, diagGPUInformation     = "driver-version", "gpu-information"
+	diagAERCounters, diagModuleParams         = "aer-counters", "module-params"
 )
+
+// diagSection is one section of diagnostics: the job whose output it shows
+// and which lines of it. keep nil and n 0 is the whole output (raw);
+// otherwise the last n lines keep takes (all lines when keep is nil; all it
+// takes when n is 0), as filtered renders them.
+type diagSection struct {
+	title    string
+	key      string
+	keep     func(f kernelFilter, line string) bool
+	n        int
+	followUp bool // a follow-up shows it too
+}
+
+// diagSections are a crash snapshot's diagnostics: first
+// gpu-telemetry-deep.py's diag_sections, in its order and under its titles
+// (it ran them through a shell; the dmesg greps are now the kernelFilter, a
+// GPU's lines rather than every line that says "gpu"), then what NVIDIA
+// asks for in a bug report (nvidia-bug-report.sh collects it). A follow-up
+// shows what changes in the minutes after an incident: new kernel messages,
+// the device's PCIe state.
+var diagSections = []diagSection{
+	{"dmesg (nvidia/gpu errors)", diagDmesg, kernelFilter.GPULine, gpuLogLines, true},
+	{"dmesg (last 200 lines)", diagDmesg, nil, dmesgLines, false},
+	{"PCIe AER errors", diagDmesg, kernelFilter.AERLine, aerLogLines, true},
+	{"PCIe device state", diagLspci, nil, 0, true},
+	{"GPU register test (ffff = off bus)", diagSetpci, nil, 0, true},
+	{"nvidia-smi (may fail)", diagSMI, nil, 0, true},
+	// The lines of /proc/modules that name an NVIDIA module, as the module
+	// or among its users (drm_kms_helper used by nvidia_drm).
+	{"NVIDIA kernel modules", diagModules, func(_ kernelFilter, l string) bool { return nvidiaModule(l) }, 0, false},
+	{"System memory", diagFree, nil, 0, false},
+	{"System load", diagUptime, nil, 0, false},
+	{"NVIDIA driver version (/proc/driver/nvidia/version)", diagDriverVersion, nil, 0, false},
+	{"Driver's GPU information (/proc/driver/nvidia/gpus/<bus id>/information)", diagGPUInformation, nil, 0, false},
+	{"PCIe AER counters (sysfs) of the GPU and its upstream bridge", diagAERCounters, nil, 0, false},
+	{"nvidia module parameters (/sys/module/nvidia/parameters)", diagModuleParams, nil, 0, false},
+}
+
+var nvidiaModule = regexp.MustCompile(`(?i)nvidia`).MatchString
 
 // job is one diagnostic: a command or a file read. Jobs run concurrently.
 type job struct {
@@ -52,49 +86,42 @@ type result struct {
 	status string
 }
 
-// command returns a job that runs name with args through the Manager's Runner.
-func (m *Manager) command(key, name string, args ...string) job {
-	return job{key: key, run: func(ctx context.Context) ([]byte, error) {
-		return m.cfg.Runner.Run(ctx, name, args...)
-	}}
+// command runs name with args through the Manager's Runner.
+func (m *Manager) command(name string, args ...string) func(context.Context) ([]byte, error) {
+	return func(ctx context.Context) ([]byte, error) { return m.cfg.Runner.Run(ctx, name, args...) }
 }
 
-// pciJobs returns the lspci and setpci jobs for a GPU, or jobs that say why
-// they were not run when the bus id is not a valid PCI address.
-func (m *Manager) pciJobs(busID string, full bool) []job {
-	// Only the parsed address, printed back, reaches the command line: never
-	// outside text.
+// jobs are the diagnostics of the GPU at busID that a crash snapshot's
+// sections show (followUp: a follow-up's). Only the parsed bus id, printed
+// back, reaches a command line or a path, never outside text: when it does
+// not parse, the jobs that need it say so and are not run.
+func (m *Manager) jobs(busID string, followUp bool) []job {
 	a, err := reading.ParsePCIAddr(busID)
-	if err != nil {
-		return []job{{key: diagLspci, notRun: err.Error()}, {key: diagSetpci, notRun: err.Error()}}
-	}
 	addr := a.String()
-	return []job{
-		m.lspci(addr, full),
-		// VENDOR_ID reads config space: 10de is NVIDIA, ffff means the device
-		// does not answer (fallen off the bus).
-		m.command(diagSetpci, "setpci", "-s", addr, "VENDOR_ID"),
+	ofGPU := func(key string, run func(context.Context) ([]byte, error)) job {
+		if err != nil {
+			return job{key: key, notRun: err.Error()}
+		}
+		return job{key: key, run: run}
 	}
-}
-
-// lspci is the verbose lspci of the GPU; full adds the numeric ids and the
-// whole config space as hex, as nvidia-bug-report.sh takes it.
-func (m *Manager) lspci(addr string, full bool) job {
-	if full {
-		return m.command(diagLspci, "lspci", "-nnDvvvxxxx", "-s", addr)
+	// A crash takes the numeric ids and the whole config space as hex, as
+	// nvidia-bug-report.sh does (ffff... when the GPU is off the bus).
+	lspci := []string{"-nnDvvvxxxx", "-s", addr}
+	if followUp {
+		lspci = []string{"-vvs", addr}
 	}
-	return m.command(diagLspci, "lspci", "-vvs", addr)
-}
-
-// crashJobs are the diagnostics of a full crash snapshot.
-func (m *Manager) crashJobs(busID string) []job {
-	jobs := []job{m.kernelLogJob()}
-	// The full config space, as nvidia-bug-report.sh takes it (ffff... when
-	// the GPU is off the bus).
-	jobs = append(jobs, m.pciJobs(busID, true)...)
-	jobs = append(jobs, m.bugReportJobs(busID)...)
+	jobs := []job{
+		m.kernelLogJob(),
+		ofGPU(diagLspci, m.command("lspci", lspci...)),
+		// VENDOR_ID reads config space: 10de is NVIDIA, ffff means the
+		// device does not answer (fallen off the bus).
+		ofGPU(diagSetpci, m.command("setpci", "-s", addr, "VENDOR_ID")),
+		{key: diagSMI, run: m.command("nvidia-smi")},
+	}
+	if followUp {
+		return jobs
+	}
 	return append(jobs,
-		m.command(diagSMI, "nvidia-smi"),
 		job{key: diagModules, run: func(context.Context) ([]byte, error) {
 			b, err := os.ReadFile(m.cfg.ModulesPath)
 			if err != nil {
@@ -102,43 +129,37 @@ func (m *Manager) crashJobs(busID string) []job {
 			}
 			return b, nil
 		}},
-		m.command(diagFree, "free", "-h"),
-		m.command(diagUptime, "uptime"),
+		job{key: diagFree, run: m.command("free", "-h")},
+		job{key: diagUptime, run: m.command("uptime")},
+		job{key: diagDriverVersion, run: m.readFile(m.hostPath(nvidiaProcDir, "version"))},
+		ofGPU(diagGPUInformation, m.readFile(m.hostPath(nvidiaProcDir, "gpus", addr, "information"))),
+		ofGPU(diagAERCounters, func(context.Context) ([]byte, error) { return m.aerCounters(a), nil }),
+		job{key: diagModuleParams, run: func(context.Context) ([]byte, error) { return m.moduleParams() }},
 	)
 }
 
-// followUpJobs are the diagnostics of a follow-up: what changes in the
-// minutes after an incident (new kernel messages, the device's PCIe state).
-func (m *Manager) followUpJobs(busID string) []job {
-	jobs := []job{m.kernelLogJob()}
-	jobs = append(jobs, m.pciJobs(busID, false)...)
-	return append(jobs, m.command(diagSMI, "nvidia-smi"))
-}
-
-// crashSections renders the diagnostics of a crash snapshot in the seed's order.
-func crashSections(r map[string]result, f kernelFilter) []Section {
-	return append([]Section{
-		{"dmesg (nvidia/gpu errors)", filtered(r[diagDmesg], f.GPULine, gpuLogLines)},
-		{"dmesg (last 200 lines)", filtered(r[diagDmesg], nil, dmesgLines)},
-		{"PCIe AER errors", filtered(r[diagDmesg], f.AERLine, aerLogLines)},
-		{"PCIe device state", raw(r[diagLspci])},
-		{"GPU register test (ffff = off bus)", raw(r[diagSetpci])},
-		{"nvidia-smi (may fail)", raw(r[diagSMI])},
-		{"NVIDIA kernel modules", filtered(r[diagModules], nvidiaModule, 0)},
-		{"System memory", raw(r[diagFree])},
-		{"System load", raw(r[diagUptime])},
-	}, bugReportSections(r)...)
-}
-
-// followUpSections renders the diagnostics of a follow-up.
-func followUpSections(r map[string]result, f kernelFilter) []Section {
-	return []Section{
-		{"dmesg (nvidia/gpu errors)", filtered(r[diagDmesg], f.GPULine, gpuLogLines)},
-		{"PCIe AER errors", filtered(r[diagDmesg], f.AERLine, aerLogLines)},
-		{"PCIe device state", raw(r[diagLspci])},
-		{"GPU register test (ffff = off bus)", raw(r[diagSetpci])},
-		{"nvidia-smi (may fail)", raw(r[diagSMI])},
+// diagnose runs the diagnostics of the GPU at busID (jobs) and renders
+// their sections, the kernel log's lines placed on the wall clock.
+func (m *Manager) diagnose(busID string, followUp bool) []Section {
+	r := m.collect(m.work, m.jobs(busID, followUp))
+	r[diagDmesg] = placeKernelLines(r[diagDmesg], m.cfg.KernelWall)
+	f := m.kernelFilterFor(busID)
+	var out []Section
+	for _, d := range diagSections {
+		if followUp && !d.followUp {
+			continue
+		}
+		body := raw(r[d.key])
+		if d.keep != nil || d.n > 0 {
+			var keep func(string) bool
+			if d.keep != nil {
+				keep = func(l string) bool { return d.keep(f, l) }
+			}
+			body = filtered(r[d.key], keep, d.n)
+		}
+		out = append(out, Section{d.title, body})
 	}
+	return out
 }
 
 // drainGrace is how long collect waits, once cancelled, for the killed

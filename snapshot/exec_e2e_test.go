@@ -37,7 +37,7 @@ func TestManagerWithExecRunner(t *testing.T) {
 		c.CommandTimeout = 300 * time.Millisecond
 	})
 	start := time.Now()
-	m.Crash(3, testEvent, testCrashRequest)
+	crash(m, 3, testEvent, testCrashRequest)
 	s := crashText(t, m)
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("snapshot took %v with a 300ms command timeout", took)

@@ -47,9 +47,7 @@ func renderFollowUp(h *Header, incident string, offset time.Duration, now time.T
 	b.WriteString("=== GPU CRASH FOLLOW-UP " + offsetLabel(offset) + " ===\n")
 	b.WriteString("Time: " + now.Format(sink.TimestampLayout) + "\n")
 	b.WriteString("Version: " + orNA(h.Version) + "\n")
-	writeHostLine(&b, h)
-	writeGPULine(&b, h)
-	writeBoardLines(&b, h)
+	writeWhere(&b, h)
 	b.WriteString("Incident: " + filepath.Base(incident))
 	if !h.Time.IsZero() {
 		b.WriteString(" at " + h.Time.Format(sink.TimestampLayout))
@@ -92,12 +90,11 @@ func (m *Manager) followUps(ctx context.Context, gpu int, incident string, h *He
 			return
 		}
 		t0 := time.Now()
-		res := m.collect(m.work, m.followUpJobs(h.BusID))
-		res[diagDmesg] = placeKernelLines(res[diagDmesg], m.cfg.KernelWall)
+		diags := m.diagnose(h.BusID, true)
 		m.mu.Lock()
 		headline, events := gpuHeadline(gpu, inc.headline()), inc.eventsSection(-1)
 		m.mu.Unlock()
-		data := renderFollowUp(h, incident, off, m.cfg.Now(), headline, events, followUpSections(res, m.kernelFilterFor(h.BusID)))
+		data := renderFollowUp(h, incident, off, m.cfg.Now(), headline, events, diags)
 		m.save("follow-up", gpu, 0, m.crashDir, followUpName(incident, off), data, t0, &m.stats.FollowUpsWritten)
 	}
 }

@@ -46,7 +46,7 @@ func TestFollowUps(t *testing.T) {
 				t.Fatalf("at %s: %v, want %v", when, got, want)
 			}
 		}
-		if d := m.Crash(3, testEvent, req); !d.Accepted {
+		if d := crash(m, 3, testEvent, req); !d.Accepted {
 			t.Fatal("not accepted")
 		}
 		after(0, "0s", "crash-20000101-000000.000-gpu3.log")
@@ -61,7 +61,7 @@ func TestFollowUps(t *testing.T) {
 		// A newer incident on the same GPU (after the cooldown) cancels the
 		// older one's +300s: its own follow-ups supersede it.
 		time.Sleep(10 * time.Second)
-		if d := m.Crash(3, testEvent, req); !d.Accepted {
+		if d := crash(m, 3, testEvent, req); !d.Accepted {
 			t.Fatal("second incident not accepted")
 		}
 		synctest.Wait()
@@ -86,7 +86,7 @@ func TestFollowUps(t *testing.T) {
 func TestCloseCancelsPendingFollowUps(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newFollowUpManager(t)
-		m.Crash(0, testEvent, testCrashRequest)
+		crash(m, 0, testEvent, testCrashRequest)
 		time.Sleep(15 * time.Second)
 		synctest.Wait()
 		start := time.Now()

@@ -35,7 +35,7 @@ type Header struct {
 
 // Counter is one anomaly total shown in the header.
 type Counter struct {
-	Name  string // short name as in the seed: pwr_breach, fan_inv, spur_throt, spikes, tdp_changes ...
+	Name  string // short name, after gpu-telemetry-deep.py's header line (Pwr breach, Fan inv, Spur throt): pwr_breach, fan_inv, spur_throt, spikes, tdp_changes ...
 	Total uint64
 }
 
@@ -50,8 +50,11 @@ func orNA(s string) string {
 	return s
 }
 
-// writeHeader writes h as the seed's _write_snapshot_header did, plus the
-// UUID, the reason, the anomaly counters and the suppressed count.
+// writeHeader writes h in the order of gpu-telemetry-deep.py's
+// _write_snapshot_header (title, time, version, GPU, reason, uptime and
+// samples, peaks, event number, its detectors' counters, here one Counters
+// line), adding the host, the board, the headline, the kernel log's clock
+// and the suppressed count.
 func writeHeader(b *strings.Builder, h *Header) {
 	b.WriteString("=== " + orNA(h.Title) + " ===\n")
 	b.WriteString("Time: ")
@@ -61,9 +64,7 @@ func writeHeader(b *strings.Builder, h *Header) {
 		b.WriteString(h.Time.Format(sink.TimestampLayout))
 	}
 	b.WriteString("\nVersion: " + orNA(h.Version) + "\n")
-	writeHostLine(b, h)
-	writeGPULine(b, h)
-	writeBoardLines(b, h)
+	writeWhere(b, h)
 	b.WriteString("Reason: " + orNA(h.Reason) + "\n")
 	if h.Headline != "" {
 		b.WriteString("Headline: " + h.Headline + "\n")
@@ -99,17 +100,6 @@ func writeHeader(b *strings.Builder, h *Header) {
 	b.WriteString("\nSuppressed by cooldown: " + strconv.FormatUint(h.Suppressed, 10) + "\n\n")
 }
 
-// writeGPULine writes "GPU: 3 NVIDIA H100 80GB HBM3 (00000000:4B:00.0)".
-func writeGPULine(b *strings.Builder, h *Header) {
-	b.WriteString("GPU: ")
-	if h.GPUIndex < 0 {
-		b.WriteString(na)
-	} else {
-		b.WriteString(strconv.Itoa(h.GPUIndex))
-	}
-	b.WriteString(" " + orNA(h.GPUName) + " (" + orNA(h.BusID) + ")\n")
-}
-
 // ParseHeader reads back the Title, Time, GPU index, UUID, serial, Reason and Headline of a header
 // writeHeader wrote at the start of text, up to the empty line that ends it;
 // the other fields stay zero, and GPUIndex is -1 when the GPU line says n/a.
@@ -123,7 +113,8 @@ func ParseHeader(text string) (h Header, ok bool) {
 		case strings.HasPrefix(l, "=== ") && strings.HasSuffix(l, " ==="):
 			h.Title = strings.TrimSuffix(strings.TrimPrefix(l, "=== "), " ===")
 		case strings.HasPrefix(l, "Time: "):
-			// RFC 3339 reads sink.TimestampLayout and the seed's times alike.
+			// RFC 3339 reads sink.TimestampLayout and the isoformat() times
+			// of gpu-telemetry-deep.py's snapshots alike.
 			if t, err := time.Parse(time.RFC3339Nano, strings.TrimPrefix(l, "Time: ")); err == nil {
 				h.Time, ok = t, true
 			}
@@ -146,15 +137,16 @@ func ParseHeader(text string) (h Header, ok bool) {
 	return h, ok
 }
 
-// writeBoardLines names the board: the GPU's UUID and its serial number
-// (what an RMA asks for), each n/a when unknown. ParseHeader reads them back
-// (n/a read back as it is: no UUID or serial is n/a).
-func writeBoardLines(b *strings.Builder, h *Header) {
-	b.WriteString("UUID: " + orNA(h.UUID) + "\n")
-	b.WriteString("Serial: " + orNA(h.Serial) + "\n")
-}
-
-// writeHostLine names the host: every snapshot says where it was taken.
-func writeHostLine(b *strings.Builder, h *Header) {
+// writeWhere writes where a snapshot was taken: the host, the GPU ("GPU: 3
+// NVIDIA H100 80GB HBM3 (00000000:4B:00.0)"), and the board, by the UUID
+// and serial number an RMA asks for (each n/a when unknown; ParseHeader
+// reads n/a back as it is: no UUID or serial is n/a).
+func writeWhere(b *strings.Builder, h *Header) {
 	b.WriteString("Host: " + orNA(h.Host.Host) + " (machine id " + orNA(h.Host.MachineID) + ", boot " + orNA(h.Host.BootID) + ")\n")
+	gpu := na
+	if h.GPUIndex >= 0 {
+		gpu = strconv.Itoa(h.GPUIndex)
+	}
+	b.WriteString("GPU: " + gpu + " " + orNA(h.GPUName) + " (" + orNA(h.BusID) + ")\n")
+	b.WriteString("UUID: " + orNA(h.UUID) + "\nSerial: " + orNA(h.Serial) + "\n")
 }

@@ -273,3 +273,33 @@ func (r *recorder) messages(level slog.Level, msg string) []map[string]any {
 	}
 	return out
 }
+
+// crash asks m for a crash snapshot of gpu for ev as the monitor does:
+// Decide, then, when accepted, the request gathered (build; nil: the zero
+// request) handed to Crash.
+func crash(m *Manager, gpu int, ev Event, build func() CrashRequest) Decision {
+	d := m.Decide(gpu, ev)
+	if d.Accepted {
+		var req CrashRequest
+		if build != nil {
+			req = build()
+		}
+		req.Decision = d
+		m.Crash(req)
+	}
+	return d
+}
+
+// spike is crash for a spike snapshot: DecideSpike, then Spike.
+func spike(m *Manager, gpu int, build func() SpikeRequest) Decision {
+	d := m.DecideSpike(gpu)
+	if d.Accepted {
+		var req SpikeRequest
+		if build != nil {
+			req = build()
+		}
+		req.Decision = d
+		m.Spike(req)
+	}
+	return d
+}

@@ -48,7 +48,7 @@ func TestEscalationInsideCooldown(t *testing.T) {
 	newest := ""
 	for i, s := range steps {
 		s.ev.Time = clk.Now()
-		last = m.Crash(0, s.ev, testCrashRequest)
+		last = crash(m, 0, s.ev, testCrashRequest)
 		if last.Accepted != s.accept {
 			t.Errorf("step %d (%s): accepted %v, want %v", i, s.ev.what(), last.Accepted, s.accept)
 		}
@@ -72,7 +72,7 @@ func TestEscalationInsideCooldown(t *testing.T) {
 	}
 	// After the cooldown, a new incident with an id of its own.
 	clk.Advance(DefaultCrashCooldown)
-	if d := m.Crash(0, xidEv(62, ""), testCrashRequest); !d.Accepted || d.Incident != baseName("crash", clk.Now(), 0) || d.Incident == first {
+	if d := crash(m, 0, xidEv(62, ""), testCrashRequest); !d.Accepted || d.Incident != baseName("crash", clk.Now(), 0) || d.Incident == first {
 		t.Errorf("the next incident: %+v", d)
 	}
 	closeManager(t, m)
@@ -105,9 +105,9 @@ func TestEscalationInsideCooldown(t *testing.T) {
 
 	// After the cooldown a new incident begins, with the least of events.
 	m2, clk2 := newTestManager(t, nil)
-	m2.Crash(1, XidEvent(clk2.Now(), xid.ExplainDetail(79, xid.Detail(79, "")), "Xid 79"), testCrashRequest)
+	crash(m2, 1, XidEvent(clk2.Now(), xid.ExplainDetail(79, xid.Detail(79, "")), "Xid 79"), testCrashRequest)
 	clk2.Advance(DefaultCrashCooldown)
-	if d := m2.Crash(1, XidEvent(clk2.Now(), xid.ExplainDetail(45, xid.Detail(45, "")), "Xid 45"), testCrashRequest); !d.Accepted || d.Escalation {
+	if d := crash(m2, 1, XidEvent(clk2.Now(), xid.ExplainDetail(45, xid.Detail(45, "")), "Xid 45"), testCrashRequest); !d.Accepted || d.Escalation {
 		t.Errorf("after the cooldown: %+v", d)
 	}
 	closeManager(t, m2)
@@ -122,7 +122,7 @@ func TestFloodStaysOneSnapshot(t *testing.T) {
 	m, clk := newTestManager(t, nil)
 	for i := 0; i < maxIncidentEvents+50; i++ {
 		e := xid.ExplainDetail(13, xid.Detail(13, ""))
-		m.Crash(2, XidEvent(clk.Now(), e, e.Reason("nvml")), testCrashRequest)
+		crash(m, 2, XidEvent(clk.Now(), e, e.Reason("nvml")), testCrashRequest)
 		clk.Advance(10 * time.Millisecond)
 	}
 	closeManager(t, m)
@@ -165,9 +165,56 @@ func TestApplicationXidDoesNotHideAHardwareFault(t *testing.T) {
 		accept bool
 	}{{13, true}, {13, false}, {48, true}, {48, false}} {
 		e := xid.ExplainDetail(step.code, xid.Detail(step.code, ""))
-		if d := m.Crash(0, XidEvent(clk.Now(), e, e.Reason("kmsg")), testCrashRequest); d.Accepted != step.accept {
+		if d := crash(m, 0, XidEvent(clk.Now(), e, e.Reason("kmsg")), testCrashRequest); d.Accepted != step.accept {
 			t.Errorf("step %d (Xid %d): accepted %v, want %v", i, step.code, d.Accepted, step.accept)
 		}
 		clk.Advance(time.Second)
+	}
+}
+
+// TestDecideIsPure drives the crash decision alone (crashState.decide:
+// state, event and time in, decision out; no Manager, clock or lock):
+// the first event begins an incident, a repeat of its stage inside the
+// cooldown is suppressed with the burst and the time left, a worse stage
+// escalates, an escalation in the same millisecond gets "-2", and the
+// first event after the cooldown begins a new incident.
+func TestDecideIsPure(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	const cool = time.Minute
+	fault := Event{Reason: "Xid 62", Stage: StageFault}
+	firmware := Event{Reason: "Xid 119", Stage: StageFirmware}
+	lost := Event{Reason: "Xid 79", Stage: StageLost}
+	steps := []struct {
+		name               string
+		at                 time.Duration
+		ev                 Event
+		accepted, escalate bool
+		burst, suppressed  uint64
+		left               time.Duration
+		incident, snapshot string // base names; "" when the decision names none
+	}{
+		{"the first begins an incident", 0, fault, true, false, 0, 0, 0, "crash-20260301-120000.000-gpu2", "crash-20260301-120000.000-gpu2"},
+		{"a repeat is suppressed", time.Second, fault, false, false, 1, 1, 59 * time.Second, "crash-20260301-120000.000-gpu2", "crash-20260301-120000.000-gpu2"},
+		{"a worse stage escalates", 2 * time.Second, firmware, true, true, 0, 1, 0, "crash-20260301-120000.000-gpu2", "crash-20260301-120002.000-gpu2"},
+		{"same millisecond, worse again", 2 * time.Second, lost, true, true, 0, 1, 0, "crash-20260301-120000.000-gpu2", "crash-20260301-120002.000-gpu2-2"},
+		// The burst counts every event of the window the cooldown held, the escalations too.
+		{"nothing worse than lost", 3 * time.Second, lost, false, false, 4, 2, 57 * time.Second, "crash-20260301-120000.000-gpu2", "crash-20260301-120002.000-gpu2-2"},
+		{"after the cooldown, a new incident", 2 * time.Minute, fault, true, false, 0, 2, 0, "crash-20260301-120200.000-gpu2", "crash-20260301-120200.000-gpu2"},
+	}
+	var st crashState
+	for _, s := range steps {
+		ev := s.ev
+		ev.Time = t0.Add(s.at)
+		d := st.decide(2, ev, ev.Time, cool, "/crashes")
+		wantSnap := ""
+		if s.snapshot != "" {
+			wantSnap = "/crashes/" + s.snapshot + ".log"
+		}
+		if d.Accepted != s.accepted || d.Escalation != s.escalate || d.Burst != s.burst || d.Suppressed != s.suppressed ||
+			d.CooldownLeft != s.left || d.Incident != s.incident || d.Snapshot != wantSnap {
+			t.Errorf("%s: accepted %v escalation %v burst %d suppressed %d left %s incident %q snapshot %q;\n"+
+				"want %v %v %d %d %s %q %q", s.name, d.Accepted, d.Escalation, d.Burst, d.Suppressed, d.CooldownLeft, d.Incident, d.Snapshot,
+				s.accepted, s.escalate, s.burst, s.suppressed, s.left, s.incident, wantSnap)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
@@ -16,7 +17,7 @@ import (
 // GPU's lines.
 type kernelFilter struct {
 	gpu     reading.Opt[reading.PCIAddr] // absent when the bus id did not parse
-	bridges []reading.PCIAddr            // nearest the root first; nil when unknown
+	bridges []reading.PCIAddr            // the bridges above the GPU, nearest the root first; nil when unknown
 	// pathKnown: bridges was read from sysfs (it may be empty, a GPU on a
 	// root port of its own). When it was not, any PCIe port's AER lines
 	// are kept: none can be ruled out.
@@ -77,16 +78,6 @@ func (f kernelFilter) sameBoard(a reading.PCIAddr) bool {
 	return ok && a.Domain == g.Domain && a.Bus == g.Bus && a.Device == g.Device
 }
 
-// onPath reports whether a is one of the bridges above the GPU.
-func (f kernelFilter) onPath(a reading.PCIAddr) bool {
-	for _, b := range f.bridges {
-		if b == a {
-			return true
-		}
-	}
-	return false
-}
-
 // namesGPU reports whether msg names the GPU's device in any of the forms
 // the kernel and the driver print it ("0000:4b:00.0", "PCI:0000:4b:00").
 func (f kernelFilter) namesGPU(msg string) bool {
@@ -132,7 +123,7 @@ func aerText(text string) bool {
 func (f kernelFilter) bridgeLine(msg, text string) bool {
 	if r, ok := kmsg.ParseAER(msg); ok {
 		src, named := r.Source.Get()
-		return !named || f.sameBoard(src) || f.onPath(src)
+		return !named || f.sameBoard(src) || slices.Contains(f.bridges, src)
 	}
 	t := strings.TrimLeft(text, " ")
 	return aerText(text) || strings.HasPrefix(t, "pciehp: ") || strings.HasPrefix(t, "DPC: ")
@@ -145,7 +136,7 @@ func (f kernelFilter) GPULine(line string) bool {
 		switch {
 		case f.sameBoard(dev), strings.HasPrefix(drv, "nvidia"):
 			return true
-		case f.onPath(dev):
+		case slices.Contains(f.bridges, dev):
 			return f.bridgeLine(msg, text)
 		case !f.pathKnown && drv == "pcieport":
 			return aerText(text)
@@ -166,7 +157,7 @@ func (f kernelFilter) AERLine(line string) bool {
 		return false
 	case f.sameBoard(dev):
 		return aerText(text)
-	case f.onPath(dev):
+	case slices.Contains(f.bridges, dev):
 		return aerText(text) && f.bridgeLine(msg, text)
 	case !f.pathKnown && drv == "pcieport":
 		return aerText(text)

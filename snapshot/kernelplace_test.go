@@ -16,7 +16,7 @@ func TestKernelLinesPlacedByPrintkTime(t *testing.T) {
 	boot := time.Date(2026, 3, 13, 9, 26, 53, 589e6, time.UTC).Add(-86400*time.Second + 37*time.Second)
 	wall := func(p time.Duration) time.Time { return boot.Add(p) }
 	m, _ := newTestManager(t, func(c *Config) { c.KernelWall = wall })
-	if d := m.Crash(3, testEvent, testCrashRequest); !d.Accepted {
+	if d := crash(m, 3, testEvent, testCrashRequest); !d.Accepted {
 		t.Fatal("not accepted")
 	}
 	testutil.Contains(t, "snapshot", crashText(t, m),

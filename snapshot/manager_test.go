@@ -18,7 +18,7 @@ import (
 func TestCrashStage2Golden(t *testing.T) {
 	run := cannedRunner()
 	m, _ := newTestManager(t, func(c *Config) { c.Runner = run })
-	if d := m.Crash(3, testEvent, testCrashRequest); !d.Accepted {
+	if d := crash(m, 3, testEvent, testCrashRequest); !d.Accepted {
 		t.Fatalf("Crash = %+v, want accepted", d)
 	}
 	closeManager(t, m)
@@ -60,7 +60,7 @@ func TestHeaderAbsentGolden(t *testing.T) {
 
 func TestSpikeGolden(t *testing.T) {
 	m, _ := newTestManager(t, nil)
-	d := m.Spike(1, func() SpikeRequest {
+	d := spike(m, 1, func() SpikeRequest {
 		h := testHeader()
 		h.Reason = "FAN_SPIKE fan0 35% -> 78% in 100ms"
 		h.EventNumber = 3
@@ -122,7 +122,7 @@ func TestCrashCooldown(t *testing.T) {
 				clk.mu.Lock()
 				clk.t = incidentTime.Add(s.at)
 				clk.mu.Unlock()
-				d := m.Crash(s.gpu, testEvent, testCrashRequest)
+				d := crash(m, s.gpu, testEvent, testCrashRequest)
 				if d.Accepted != s.accepted {
 					t.Fatalf("step %d (%v, gpu %d): Accepted = %v, want %v", i, s.at, s.gpu, d.Accepted, s.accepted)
 				}
@@ -155,7 +155,7 @@ func TestCrashBurst(t *testing.T) {
 	m, clk := newTestManager(t, func(c *Config) { c.Logger = slog.New(rec) })
 	var accepted int
 	for i := range 50 {
-		d := m.Crash(2, testEvent, testCrashRequest)
+		d := crash(m, 2, testEvent, testCrashRequest)
 		if d.Accepted {
 			accepted++
 		} else if d.Burst != uint64(i) {
@@ -187,12 +187,12 @@ func TestCrashBurst(t *testing.T) {
 
 func TestSuppressedCountInNextHeader(t *testing.T) {
 	m, clk := newTestManager(t, nil)
-	m.Crash(0, testEvent, testCrashRequest)
+	crash(m, 0, testEvent, testCrashRequest)
 	for range 5 {
-		m.Crash(0, testEvent, testCrashRequest)
+		crash(m, 0, testEvent, testCrashRequest)
 	}
 	clk.Advance(DefaultCrashCooldown)
-	d := m.Crash(0, testEvent, testCrashRequest)
+	d := crash(m, 0, testEvent, testCrashRequest)
 	if !d.Accepted || d.Suppressed != 5 {
 		t.Fatalf("Crash = %+v, want accepted with 5 suppressed", d)
 	}
@@ -223,7 +223,7 @@ func TestSpikeCooldownGlobal(t *testing.T) {
 		clk.mu.Lock()
 		clk.t = incidentTime.Add(s.at)
 		clk.mu.Unlock()
-		if d := m.Spike(s.gpu, func() SpikeRequest { return SpikeRequest{} }); d.Accepted != s.accepted {
+		if d := spike(m, s.gpu, func() SpikeRequest { return SpikeRequest{} }); d.Accepted != s.accepted {
 			t.Errorf("step %d: Accepted = %v, want %v", i, d.Accepted, s.accepted)
 		}
 	}
@@ -253,7 +253,7 @@ func TestFlushBeforeSnapshot(t *testing.T) {
 			return errors.New("disk full") // a failed flush does not stop the snapshot
 		}
 	})
-	m.Crash(5, testEvent, testCrashRequest)
+	crash(m, 5, testEvent, testCrashRequest)
 	closeManager(t, m)
 	mu.Lock()
 	defer mu.Unlock()
@@ -277,7 +277,7 @@ func TestSpikeFlushBeforeSnapshot(t *testing.T) {
 			return nil
 		}
 	})
-	m.Spike(4, func() SpikeRequest { return SpikeRequest{} })
+	spike(m, 4, func() SpikeRequest { return SpikeRequest{} })
 	closeManager(t, m)
 	if !slices.Equal(flushed, []int{4}) || len(seen) != 0 {
 		t.Errorf("flushed %v with files %v present, want [4] before any file", flushed, seen)
@@ -297,7 +297,7 @@ func TestStage1WhileCommandBlocked(t *testing.T) {
 		c.CommandTimeout = time.Hour // only Close can end it
 	})
 	start := time.Now()
-	if d := m.Crash(3, testEvent, testCrashRequest); !d.Accepted {
+	if d := crash(m, 3, testEvent, testCrashRequest); !d.Accepted {
 		t.Fatal("not accepted")
 	}
 	if took := time.Since(start); took > time.Second {
@@ -328,10 +328,10 @@ func TestStage1WhileCommandBlocked(t *testing.T) {
 		"GPU has fallen off the bus.", // the other diagnostics made it
 		"\n=== End of snapshot ===\n",
 	)
-	if d := m.Crash(3, testEvent, testCrashRequest); !d.Closed || d.Accepted {
+	if d := crash(m, 3, testEvent, testCrashRequest); !d.Closed || d.Accepted {
 		t.Errorf("Crash after Close = %+v, want Closed", d)
 	}
-	if d := m.Spike(3, nil); !d.Closed || d.Accepted {
+	if d := spike(m, 3, nil); !d.Closed || d.Accepted {
 		t.Errorf("Spike after Close = %+v, want Closed", d)
 	}
 	if n := m.Stats().RefusedClosed; n != 2 {
@@ -351,7 +351,7 @@ func TestDiagnosticsOverallBound(t *testing.T) {
 		c.Runner = ignoringRunner{run, release}
 		c.DiagnosticsTimeout = 50 * time.Millisecond
 	})
-	m.Crash(0, testEvent, testCrashRequest)
+	crash(m, 0, testEvent, testCrashRequest)
 	testutil.Contains(t, "snapshot", crashText(t, m), "=== nvidia-smi (may fail) ===\n(no answer within 50ms; abandoned)\n")
 }
 
@@ -375,14 +375,14 @@ func TestCommandTimeoutSection(t *testing.T) {
 		c.Runner = run
 		c.CommandTimeout = 20 * time.Millisecond
 	})
-	m.Crash(0, testEvent, testCrashRequest)
+	crash(m, 0, testEvent, testCrashRequest)
 	testutil.Contains(t, "snapshot", crashText(t, m), "=== GPU register test (ffff = off bus) ===\npartial output\n(timed out after 20ms)\n")
 }
 
 func TestInvalidBusIDNotPassed(t *testing.T) {
 	run := cannedRunner()
 	m, _ := newTestManager(t, func(c *Config) { c.Runner = run })
-	m.Crash(0, testEvent, func() CrashRequest {
+	crash(m, 0, testEvent, func() CrashRequest {
 		r := testCrashRequest()
 		r.Header.BusID = "00000000:4B:00.0; reboot"
 		return r
@@ -405,7 +405,7 @@ func TestSameMillisecondNoCollision(t *testing.T) {
 		c.Now = func() time.Time { clk.Advance(time.Microsecond); return clk.Now() }
 	})
 	for range 3 {
-		if d := m.Crash(7, testEvent, testCrashRequest); !d.Accepted {
+		if d := crash(m, 7, testEvent, testCrashRequest); !d.Accepted {
 			t.Fatalf("not accepted: %+v", d)
 		}
 	}
@@ -433,8 +433,8 @@ func TestWriteFailureCountedAndCleaned(t *testing.T) {
 	rec := &recorder{}
 	m, _ := newTestManager(t, func(c *Config) { c.Logger = slog.New(rec) })
 	m.files.Ops.Write = func(*os.File, []byte) (int, error) { return 0, errors.New("no space left on device") }
-	m.Crash(0, testEvent, testCrashRequest)
-	m.Spike(0, func() SpikeRequest { return SpikeRequest{} })
+	crash(m, 0, testEvent, testCrashRequest)
+	spike(m, 0, func() SpikeRequest { return SpikeRequest{} })
 	closeManager(t, m)
 	for _, sub := range []string{"crashes", "spikes"} {
 		if e := testutil.Entries(t, filepath.Join(m.cfg.Dir, sub)); len(e) != 0 {
@@ -464,7 +464,7 @@ func TestStage2FailureKeepsStage1(t *testing.T) {
 		}
 		return f.Write(p)
 	}
-	m.Crash(0, testEvent, testCrashRequest)
+	crash(m, 0, testEvent, testCrashRequest)
 	closeManager(t, m)
 	dir := filepath.Join(m.cfg.Dir, "crashes")
 	e := testutil.Entries(t, dir)
@@ -480,83 +480,69 @@ func TestStage2FailureKeepsStage1(t *testing.T) {
 	}
 }
 
-// TestBuildPanicDoesNotHoldClose: a request builder that panics (the panic
-// reaches the caller) leaves no writer counted, so Close returns at once
-// instead of waiting out its deadline for a snapshot that never started.
-func TestBuildPanicDoesNotHoldClose(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		ask  func(m *Manager)
-	}{
-		{"crash", func(m *Manager) { m.Crash(0, testEvent, func() CrashRequest { panic("build failed") }) }},
-		{"spike", func(m *Manager) { m.Spike(0, func() SpikeRequest { panic("build failed") }) }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			m, _ := newTestManager(t, nil)
-			func() {
-				defer func() {
-					if r := recover(); r != "build failed" {
-						t.Errorf("recovered %v, want the builder's panic", r)
-					}
-				}()
-				tc.ask(m)
-			}()
-			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-			defer cancel()
-			if err := m.Close(ctx); err != nil {
-				t.Errorf("Close after a panicking build: %v", err)
-			}
-		})
-	}
-}
-
-// A snapshot Decide accepted and its caller then abandons (the work that
-// was to build it was dropped) releases Close, which would otherwise wait
-// for it until its deadline, is counted as a failure and logged with its
-// path, and the incident no longer names its file. Build and Abandon after
-// the first are no-ops.
-func TestDecidedSnapshotAbandoned(t *testing.T) {
+// A snapshot Decide accepted whose request never comes (the work that was
+// to gather it was dropped) holds nothing: Close returns at once. Reported
+// Lost, it is counted as a failure and logged with its path, and the
+// incident no longer names its file.
+func TestDecidedSnapshotLost(t *testing.T) {
 	rec := &recorder{}
 	m, _ := newTestManager(t, func(c *Config) { c.Logger = slog.New(rec) })
-	d, p := m.Decide(0, Event{Reason: "Xid 79", Stage: StageLost})
-	if !d.Accepted || p == nil || d.Snapshot == "" || d.Incident == "" {
+	d := m.Decide(0, Event{Reason: "Xid 79", Stage: StageLost})
+	if !d.Accepted || d.Snapshot == "" || d.Incident == "" {
 		t.Fatalf("not accepted: %+v", d)
 	}
 	if _, snap := m.Incident(0); snap != d.Snapshot {
-		t.Errorf("the incident's snapshot %q before the build, want the decided %q", snap, d.Snapshot)
+		t.Errorf("the incident's snapshot %q before the request, want the decided %q", snap, d.Snapshot)
 	}
-	p.Abandon("dropped by the test")
-	p.Abandon("again")
-	p.Build(testCrashRequest)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	m.Lost(d, "dropped by the test")
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if err := m.Close(ctx); err != nil {
-		t.Fatalf("Close waits for an abandoned snapshot: %v", err)
+		t.Fatalf("Close waits for a lost snapshot: %v", err)
 	}
 	if st := m.Stats(); st.Failures != 1 || st.CrashesWritten != 0 {
 		t.Errorf("failures %d, written %d; want 1, 0", st.Failures, st.CrashesWritten)
 	}
 	if id, snap := m.Incident(0); id != d.Incident || snap != "" {
-		t.Errorf("incident %q, snapshot %q after the abandon; want %q, none", id, snap, d.Incident)
+		t.Errorf("incident %q, snapshot %q after the loss; want %q, none", id, snap, d.Incident)
 	}
 	logged := rec.messages(slog.LevelWarn, "snapshot abandoned before it was built")
 	if len(logged) != 1 || logged[0]["path"] != d.Snapshot || logged[0]["why"] != "dropped by the test" {
-		t.Errorf("abandon logged as %v", logged)
+		t.Errorf("loss logged as %v", logged)
 	}
 	if names := files(t, filepath.Join(m.cfg.Dir, "crashes"), "*"); len(names) != 0 {
-		t.Errorf("files written for an abandoned snapshot: %v", names)
+		t.Errorf("files written for a lost snapshot: %v", names)
 	}
 }
 
-// A decided snapshot built later (behind the rows it ends with) is written
+// A request handed after Close is refused and counted; the incident no
+// longer names its file.
+func TestRequestAfterCloseRefused(t *testing.T) {
+	m, _ := newTestManager(t, nil)
+	d := m.Decide(0, Event{Reason: "Xid 79", Stage: StageLost})
+	closeManager(t, m)
+	if m.Crash(CrashRequest{Decision: d}) {
+		t.Error("a crash request handed after Close was taken")
+	}
+	if st := m.Stats(); st.RefusedClosed != 1 || st.CrashesWritten != 0 {
+		t.Errorf("refused %d, written %d; want 1, 0", st.RefusedClosed, st.CrashesWritten)
+	}
+	if _, snap := m.Incident(0); snap != "" {
+		t.Errorf("the incident names %q, a file refused", snap)
+	}
+}
+
+// A decided snapshot handed later (behind the rows it ends with) is written
 // where the decision said.
 func TestDecidedSnapshotBuiltLater(t *testing.T) {
 	m, _ := newTestManager(t, nil)
-	d, p := m.Decide(0, Event{Reason: "Xid 79", Stage: StageLost})
-	if d2, p2 := m.Decide(0, Event{Reason: "Xid 79 again", Stage: StageLost}); d2.Accepted || p2 != nil || d2.Incident != d.Incident {
+	d := m.Decide(0, Event{Reason: "Xid 79", Stage: StageLost})
+	if d2 := m.Decide(0, Event{Reason: "Xid 79 again", Stage: StageLost}); d2.Accepted || d2.Incident != d.Incident {
 		t.Errorf("a repeat inside the cooldown: %+v, want suppressed in incident %s", d2, d.Incident)
 	}
-	p.Build(testCrashRequest)
+	req := testCrashRequest()
+	req.Decision = d
+	m.Crash(req)
 	closeManager(t, m)
 	if _, err := os.Stat(d.Snapshot); err != nil {
 		t.Errorf("decided snapshot: %v", err)

@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// stampLayout names files to the millisecond: the seed's names, to the
-// second, collided when two snapshots came in the same second.
+// stampLayout names files to the millisecond: gpu-telemetry-deep.py named
+// them to the second (crash-%Y%m%d-%H%M%S.log), so two snapshots in one
+// second collided.
 const stampLayout = "20060102-150405.000"
 
 // baseName is "<kind>-<stamp>-gpu<N>", or gpuNA for an event that matched no

@@ -23,12 +23,6 @@ func readTail(path string, max int64) ([]byte, error) {
 	return sink.ReadBounded(sink.OpenRegular, path, max, true)
 }
 
-// readLogFile reads at most max bytes from the start of path, a regular
-// file of the log directory (run-state): anything else is refused.
-func readLogFile(path string, max int64) ([]byte, error) {
-	return sink.ReadBounded(sink.OpenRegular, path, max, false)
-}
-
 // fileErr says why a file could not be read, short.
 func fileErr(err error) string {
 	switch {

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,8 +23,8 @@ type Runner interface {
 }
 
 const (
-	// DefaultCommandTimeout bounds one diagnostic command. 5 s is the seed's
-	// run_cmd timeout: long enough for lspci -vv on a large box, short enough
+	// DefaultCommandTimeout bounds one diagnostic command. 5 s is
+	// gpu-telemetry-deep.py's run_cmd timeout: long enough for lspci -vv on a large box, short enough
 	// that a hung nvidia-smi does not hold the snapshot for long.
 	DefaultCommandTimeout = 5 * time.Second
 	// DefaultMaxOutput caps one command's output (1 MiB). A kernel log ring
@@ -92,18 +93,9 @@ func (r *ExecRunner) Run(ctx context.Context, name string, args ...string) ([]by
 	if err := r.checkStuck(name); err != nil {
 		return nil, err
 	}
-	timeout := r.Timeout
-	if timeout <= 0 {
-		timeout = DefaultCommandTimeout
-	}
-	grace := r.killGrace
-	if grace <= 0 {
-		grace = defaultKillGrace
-	}
-	out := &tailBuffer{max: r.MaxOutput}
-	if out.max <= 0 {
-		out.max = DefaultMaxOutput
-	}
+	timeout := cmp.Or(max(r.Timeout, 0), DefaultCommandTimeout)
+	grace := cmp.Or(max(r.killGrace, 0), defaultKillGrace)
+	out := &tailBuffer{max: cmp.Or(max(r.MaxOutput, 0), DefaultMaxOutput)}
 
 	cmd := exec.Command(name, args...)
 	cmd.Env = append(os.Environ(), "LC_ALL=C") // the last value of a key wins
@@ -112,10 +104,7 @@ func (r *ExecRunner) Run(ctx context.Context, name string, args ...string) ([]by
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// Close our pipe ends this long after the process exits even if a
 	// grandchild that escaped the process group still holds them.
-	cmd.WaitDelay = r.waitDelay
-	if cmd.WaitDelay <= 0 {
-		cmd.WaitDelay = grace
-	}
+	cmd.WaitDelay = cmp.Or(max(r.waitDelay, 0), grace)
 	if err := cmd.Start(); err != nil {
 		if errors.Is(err, exec.ErrNotFound) {
 			return nil, r.notInstalled(name)

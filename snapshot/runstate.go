@@ -96,7 +96,7 @@ const runStateMax = 1 << 20
 // run's once BeginRun wrote it); found is false when there is none. What is
 // not a regular file is an error, never waited on (a FIFO).
 func ReadRunState(dir string) (s RunState, found bool, err error) {
-	b, err := readLogFile(filepath.Join(dir, RunStateFile), runStateMax)
+	b, err := sink.ReadBounded(sink.OpenRegular, filepath.Join(dir, RunStateFile), runStateMax, false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return RunState{}, false, nil
 	}

@@ -3,13 +3,16 @@ package snapshot
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
-// SpikeRequest is what the caller knows when a fan spikes. A spike snapshot
-// runs no commands: everything comes from the caller's memory.
+// SpikeRequest is one spike snapshot, complete: the decision that accepted
+// it and what the caller knows when a fan spikes. A spike snapshot runs no
+// commands: everything comes from the caller's memory.
 type SpikeRequest struct {
+	Decision    Decision // from DecideSpike, accepted
 	Header      Header
 	Columns     []string           // the CSV's column names
 	Values      []string           // the current row, one cell per column; an empty cell is absent and prints n/a
@@ -19,11 +22,32 @@ type SpikeRequest struct {
 	FanPolicies []string           // one per fan, as the caller renders it ("continuous", "n/a" ...)
 }
 
-// spikeTitle is the seed's title for a spike snapshot.
+// spikeTitle is gpu-telemetry-deep.py's title for a spike snapshot.
 const spikeTitle = "FAN SPIKE DETECTED"
 
-// renderSpike renders a spike snapshot: the seed's _write_spike_snapshot,
-// with the thermal thresholds and fan policies supplied by the caller.
+// Spike writes the spike snapshot of req, whose Decision DecideSpike
+// accepted, in the background. It reports false when it writes nothing: a
+// decision not accepted, or a request handed after Close (counted in
+// Stats.RefusedClosed).
+func (m *Manager) Spike(req SpikeRequest) bool {
+	d := req.Decision
+	if !d.Accepted || !m.hand() {
+		return false
+	}
+	req.Header.fill(d.gpu, d.Suppressed, spikeTitle, d.at)
+	go func() {
+		defer m.wg.Done()
+		m.flush(d.gpu)
+		m.save("spike", d.gpu, 0, m.spikeDir, baseName("spike", d.at, d.gpu), renderSpike(&req), time.Now(), &m.stats.SpikesWritten)
+	}()
+	return true
+}
+
+// renderSpike renders a spike snapshot: gpu-telemetry-deep.py's
+// _write_spike_snapshot (the current row as name: value, the last 50 rows,
+// the thermal thresholds and the fan policies, which it read from NVML
+// there and then), with the thresholds and policies from the caller's
+// memory: no NVML call on a GPU that may be failing.
 func renderSpike(req *SpikeRequest) []byte {
 	var b strings.Builder
 	writeHeader(&b, &req.Header)

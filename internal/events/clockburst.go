@@ -5,7 +5,9 @@ import (
 	"time"
 )
 
-// ClockBurst collapses chatty clock-change events, as the seed does: every
+// ClockBurst collapses chatty clock-change events, as the reference logger
+// gpu-telemetry-deep.py did (clocks change many times a second under
+// load, and one line each buries the events that matter): every
 // event of a burst is counted, only the first few go to events.log, and a
 // burst line marks the tenth within one second. The window runs on the
 // events' receipt times, on Go's monotonic clock (see Dedup.Duplicate). The
@@ -19,8 +21,8 @@ type ClockBurst struct {
 const (
 	// ClockBurstWindow is the window a burst is counted over.
 	ClockBurstWindow = time.Second
-	// ClockBurstMark is the event of a window that marks a burst (seed:
-	// clock_burst_count == 10).
+	// ClockBurstMark is the event of a window that marks a burst
+	// (gpu-telemetry-deep.py's clock_burst_count == 10).
 	ClockBurstMark = 10
 	// clockBurstLogged is how many events of a window are logged one by one.
 	clockBurstLogged = 3

@@ -45,7 +45,7 @@ var nvrmLines = map[kmsg.NVRMKind]struct {
 // incident it raises (an uncorrectable AER error, every NVRM failure line),
 // of when the kernel logged it for a line read after the fact.
 func (s *Stage) KernelLine(l KernelLine) Record {
-	line := sink.Event{Time: l.Read, GPU: l.GPU, Bus: l.Bus, Source: reading.SourceKmsg.String()}
+	line := sink.EventLine{Time: l.Read, GPU: l.GPU, Bus: l.Bus, Source: reading.SourceKmsg.String()}
 	var kind string
 	var ev *snapshot.Event
 	switch {

@@ -7,9 +7,7 @@ import (
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/kclock"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
-	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
-	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 	"github.com/gpu-telemetry/gpu-telemetry/xid"
@@ -32,6 +30,7 @@ type Stage struct {
 	limit  LineLimit // kernel lines per GPU and kind a minute (KernelLine)
 	xids   LineLimit // an application's Xids per GPU and code a minute (xidLimit)
 	clock  kclock.Clock
+	health func(nvmlType uint64) (name string, critical bool)
 
 	nvml, kmsgXids, kmsgBacklog, duplicates atomic.Uint64
 	kernelLines, kernelHeld, xidHeld        atomic.Uint64
@@ -46,11 +45,15 @@ type Config struct {
 	// after the fact happened (kclock.Clock.LoggedAt). The zero Clock:
 	// such a record happened when it was read.
 	KernelClock kclock.Clock
+	// HealthEvent names an NVML health event type and says whether it is
+	// critical (sampler.HealthEvent: the sampler knows NVML's types).
+	// nil: every health event is unnamed and not critical.
+	HealthEvent func(nvmlType uint64) (name string, critical bool)
 }
 
 // NewStage returns a Stage with c.
 func NewStage(c Config) *Stage {
-	return &Stage{dedup: Dedup{Window: c.DedupWindow}, clock: c.KernelClock}
+	return &Stage{dedup: Dedup{Window: c.DedupWindow}, clock: c.KernelClock, health: c.HealthEvent}
 }
 
 // Stats are the events a Stage has seen, by kind.
@@ -92,7 +95,7 @@ type Record struct {
 	// its first few, the CLOCK_BURST line after the event's own for the
 	// burst's mark. The last is the event's own line, which names the
 	// incident of Critical, or for a Duplicate the first report's.
-	Lines []sink.Event
+	Lines []sink.EventLine
 	// Burst is, on the event that marks a clock burst, how many events its
 	// window held, for the daemon's log; 0 otherwise.
 	Burst int
@@ -110,7 +113,7 @@ type Record struct {
 	Alert  Alert
 	Reason string
 	// Wake: the event is the GPU's own report (an Xid, a recovery action,
-	// the GPU lost): the live view shows it (Publish), and the GPU is
+	// the GPU lost): the live view shows it (Kind, Code, At, Seen), and the GPU is
 	// sampled at the next tick even if it is backing off after failures,
 	// so that the row right after shows the state it left behind.
 	Wake bool
@@ -129,23 +132,12 @@ type Record struct {
 	Held      string
 	FirstHeld bool
 
-	kind     reading.EventKind
-	data     uint64
-	seen, at time.Time // when the event was received, and when it happened
-}
-
-// Publish shows a Wake record's report in the GPU's live view g: the last
-// Xid or recovery action and when it happened, or the GPU lost. It does
-// nothing for the other records.
-func (r Record) Publish(g *live.GPU) {
-	switch r.kind {
-	case reading.EventXid:
-		g.Xid(r.data, r.at, xid.Name(int(r.data)))
-	case reading.EventRecovery:
-		g.Recovery(r.data, r.at, xid.RecoveryActionName(r.data))
-	case reading.EventLost:
-		g.Lost(r.seen)
-	}
+	// The GPU's own report a Wake record is, for its live view: its kind
+	// (an Xid, a recovery action, the GPU lost), its code, when it
+	// happened and when it was received.
+	Kind     reading.EventKind
+	Code     uint64
+	At, Seen time.Time
 }
 
 // Handle runs one event through the stage and returns its record. An Xid's
@@ -155,7 +147,7 @@ func (r Record) Publish(g *live.GPU) {
 // source names that incident.
 func (s *Stage) Handle(e reading.Event) Record {
 	s.count(e)
-	line := sink.Event{Time: e.Time, GPU: e.GPU, Bus: e.BusID, Source: e.Source.String()}
+	line := sink.EventLine{Time: e.Time, GPU: e.GPU, Bus: e.BusID, Source: e.Source.String()}
 	data := strconv.FormatUint(e.Data, 10)
 	switch e.Kind {
 	case reading.EventClock:
@@ -173,20 +165,24 @@ func (s *Stage) Handle(e reading.Event) Record {
 		return r
 	case reading.EventPState:
 		line.Type, line.Fields = sink.TypePState, sink.KV("data", data)
-		return Record{Lines: []sink.Event{line}}
+		return Record{Lines: []sink.EventLine{line}}
 	case reading.EventOther:
 		line.Type, line.Fields = "0x"+strconv.FormatUint(e.NVMLType, 16), sink.KV("data", data)
-		return Record{Lines: []sink.Event{line}}
+		return Record{Lines: []sink.EventLine{line}}
 	case reading.EventHealth:
-		h, _ := sampler.HealthEvent(e.NVMLType)
+		var name string
+		var critical bool
+		if s.health != nil {
+			name, critical = s.health(e.NVMLType)
+		}
 		sev := "notable"
-		if h.Critical {
+		if critical {
 			sev = "critical"
 		}
-		line.Type, line.Fields = sink.TypeHealthEvent, sink.KV("event", h.Name, "severity", sev, "data", data)
-		r := Record{Lines: []sink.Event{line}}
-		if h.Critical {
-			r.Critical = &snapshot.Event{Time: e.Time, Reason: "NVML event: " + h.Name, Stage: snapshot.StageFault}
+		line.Type, line.Fields = sink.TypeHealthEvent, sink.KV("event", name, "severity", sev, "data", data)
+		r := Record{Lines: []sink.EventLine{line}}
+		if critical {
+			r.Critical = &snapshot.Event{Time: e.Time, Reason: "NVML event: " + name, Stage: snapshot.StageFault}
 		}
 		return r
 	}
@@ -208,7 +204,7 @@ func (s *Stage) count(e reading.Event) {
 
 // report is Handle for a GPU's own report: an Xid, a recovery action, the
 // GPU lost. Each is critical unless the other source reported it first.
-func (s *Stage) report(e reading.Event, line sink.Event) Record {
+func (s *Stage) report(e reading.Event, line sink.EventLine) Record {
 	dup, first := s.dedup.Duplicate(e)
 	// A record read after the fact still takes its snapshot (the GPU may
 	// still be broken: its state now is the evidence left), and says so.
@@ -217,7 +213,7 @@ func (s *Stage) report(e reading.Event, line sink.Event) Record {
 		kt := KernelTimeField(e.KernelTime)
 		from += " backlog, logged at " + kt.Key + "=" + kt.Value
 	}
-	r := Record{kind: e.Kind, data: e.Data, seen: e.Time}
+	r := Record{Kind: e.Kind, Code: e.Data, Seen: e.Time}
 	var ev snapshot.Event
 	switch e.Kind {
 	case reading.EventXid:
@@ -245,7 +241,7 @@ func (s *Stage) report(e reading.Event, line sink.Event) Record {
 	}
 	line.Fields = lineTail(line.Fields, e.Source == reading.SourceKmsg, kmsg.Record{Time: e.KernelTime, Message: e.Text, Backlog: e.Backlog}, dupOf...)
 	held := s.xidLimit(e, ev, dup, &r)
-	r.at = s.clock.LoggedAt(e.Time, e.KernelTime, e.Backlog)
+	r.At = s.clock.LoggedAt(e.Time, e.KernelTime, e.Backlog)
 	if held {
 		// Still the GPU's Xid: its count, last Xid and row flag.
 		r.Wake, r.FlagXid = !dup, !dup && !e.Backlog
@@ -256,7 +252,7 @@ func (s *Stage) report(e reading.Event, line sink.Event) Record {
 		r.Duplicate = true
 		return r
 	}
-	ev.Time = r.at
+	ev.Time = r.At
 	r.Critical = &ev
 	r.Wake, r.FlagXid = true, e.Kind == reading.EventXid && !e.Backlog
 	r.Alert = Error

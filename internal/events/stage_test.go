@@ -7,9 +7,7 @@ import (
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/kclock"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
-	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
-	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
@@ -38,7 +36,8 @@ func kernelXid(t *testing.T, kind reading.EventKind, msg string, at time.Time, r
 func TestStageRecords(t *testing.T) {
 	logged := t0.Add(-time.Hour)
 	clock := kclock.Anchored(t0, 2*time.Hour)
-	s := NewStage(Config{DedupWindow: 5 * time.Second, KernelClock: clock})
+	healthEvent := func(typ uint64) (string, bool) { return "DoubleBitEccError", typ == 2 }
+	s := NewStage(Config{DedupWindow: 5 * time.Second, KernelClock: clock, HealthEvent: healthEvent})
 	xid79 := kernelXid(t, reading.EventXid, "NVRM: Xid (PCI:0000:01:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.", t0, kmsg.Record{Time: 3600 * time.Second})
 	r := s.Handle(xid79)
 	if len(r.Lines) != 1 || r.Lines[0].Type != sink.TypeXid || r.Critical == nil || r.Duplicate || !r.Wake || !r.FlagXid || r.Alert != Error {
@@ -50,10 +49,8 @@ func TestStageRecords(t *testing.T) {
 	if got := r.Lines[0].Line(); !strings.Contains(got, " ktime=3600.000000 ") || !strings.Contains(got, ` text="NVRM: Xid (PCI:0000:01:00): 79,`) {
 		t.Errorf("line %s: want its ktime and text", got)
 	}
-	var g live.GPU
-	r.Publish(&g)
-	if g.LastXid.Code != 79 || !g.LastXid.Time.Equal(t0) {
-		t.Errorf("live view's last Xid %+v, want 79 at the event", g.LastXid)
+	if r.Kind != reading.EventXid || r.Code != 79 || !r.At.Equal(t0) {
+		t.Errorf("report for the live view: %v %d at %v, want Xid 79 at the event", r.Kind, r.Code, r.At)
 	}
 
 	// NVML's report of it a second later is a duplicate: its line only.
@@ -79,7 +76,7 @@ func TestStageRecords(t *testing.T) {
 	}
 
 	// A critical health event: an incident, no report of the GPU's own.
-	h := s.Handle(reading.Event{Time: t0, GPU: 0, Kind: reading.EventHealth, Source: reading.SourceNVML, NVMLType: sampler.HealthEventDefs[1].Type})
+	h := s.Handle(reading.Event{Time: t0, GPU: 0, Kind: reading.EventHealth, Source: reading.SourceNVML, NVMLType: 2})
 	if h.Critical == nil || h.Critical.Reason != "NVML event: DoubleBitEccError" || h.Wake || h.Alert != Quiet {
 		t.Errorf("double-bit ECC event: %+v", h)
 	}

@@ -45,15 +45,15 @@ func (s *Stage) xidLimit(e reading.Event, ev snapshot.Event, dup bool, r *Record
 
 // xidsSuppressed is the line that sums up the Xid lines of one code a
 // window held on a GPU, written at t.
-func xidsSuppressed(t time.Time, h Held) sink.Event {
-	return sink.Event{Time: t, GPU: h.GPU, Type: sink.TypeXidLinesSuppressed,
+func xidsSuppressed(t time.Time, h Held) sink.EventLine {
+	return sink.EventLine{Time: t, GPU: h.GPU, Type: sink.TypeXidLinesSuppressed,
 		Fields: sink.KV("xid", h.Kind, "lines", strconv.Itoa(h.Lines), "window", LineWindow.String())}
 }
 
 // kernelLinesSuppressed is the line that sums up the kernel lines of one
 // kind a window held on a GPU, written at t.
-func kernelLinesSuppressed(t time.Time, h Held) sink.Event {
-	return sink.Event{Time: t, GPU: h.GPU, Source: reading.SourceKmsg.String(), Type: sink.TypeKernelLinesSuppressed,
+func kernelLinesSuppressed(t time.Time, h Held) sink.EventLine {
+	return sink.EventLine{Time: t, GPU: h.GPU, Source: reading.SourceKmsg.String(), Type: sink.TypeKernelLinesSuppressed,
 		Fields: sink.KV("kind", h.Kind, "lines", strconv.Itoa(h.Lines), "window", LineWindow.String())}
 }
 
@@ -65,8 +65,8 @@ func kernelLinesSuppressed(t time.Time, h Held) sink.Event {
 // a window's count is written when the window closes, not when the next
 // line of its kind comes, which may be never. now is a time.Now reading,
 // as the lines' receipt times are.
-func (s *Stage) WindowsEnded(now time.Time, all bool) []sink.Event {
-	var out []sink.Event
+func (s *Stage) WindowsEnded(now time.Time, all bool) []sink.EventLine {
+	var out []sink.EventLine
 	for _, h := range s.limit.Ended(now, all) {
 		out = append(out, kernelLinesSuppressed(now, h))
 	}

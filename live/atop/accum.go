@@ -164,7 +164,7 @@ func (a *Accumulator) Sample(s *reading.Sample) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	g := a.slot(s.GPU)
-	if g == nil || s.Status != reading.StatusOK {
+	if g == nil || s.Status != reading.StatusAnswered {
 		return
 	}
 	g.secN++

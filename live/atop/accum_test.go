@@ -16,7 +16,7 @@ func twoGPUs() []reading.GPU {
 }
 
 func row(gpu int, util, memUtil uint32, usedMiB uint64) *reading.Sample {
-	return &reading.Sample{GPU: gpu, Status: reading.StatusOK, GPUUtil: reading.Some(util),
+	return &reading.Sample{GPU: gpu, Status: reading.StatusAnswered, GPUUtil: reading.Some(util),
 		MemUtil: reading.Some(memUtil), VRAMUsedBytes: reading.Some(usedMiB << 20), VRAMTotalBytes: reading.Some(uint64(97887) << 20)}
 }
 

@@ -168,7 +168,7 @@ var (
 )
 
 // stateLabels names live.StateKind values as label values.
-var stateLabels = [...]string{live.StateNotStarted: "not_started", live.StateOK: "answering", live.StateHung: "hung", live.StateLost: "lost", live.StateFailing: "failing"}
+var stateLabels = [...]string{live.StateNotStarted: "not_started", live.StateAnswering: "answering", live.StateHung: "hung", live.StateLost: "lost", live.StateFailing: "failing"}
 
 // Collector reads a live.Board at scrape time: a client_golang Collector.
 type Collector struct {
@@ -277,7 +277,7 @@ func (w *walker) walk(v live.View) {
 	answering := 0
 	for i := range v.GPUs {
 		g := &v.GPUs[i]
-		if g.State.Kind == live.StateOK {
+		if g.State.Kind == live.StateAnswering {
 			answering++
 		}
 		w.gpu(g, h)
@@ -331,7 +331,7 @@ func (w *walker) gpu(g *live.GPU, h *live.Host) {
 		return
 	}
 	w.add(mLastS, unix(s.Time.UnixNano()), gpu, uuid)
-	if g.State.Kind != live.StateOK {
+	if g.State.Kind != live.StateAnswering {
 		return // no stale readings
 	}
 	w.links(g, gpu, uuid) // the health counters are readings, exported below

@@ -378,9 +378,9 @@ func newEntry(g live.GPUDoc, now time.Time, width, barW int) entry {
 func stateSegs(g live.GPUDoc, rank int, now time.Time, detail int) []segment {
 	word := strings.ToUpper(g.State)
 	switch {
-	case g.State == live.StateOK.String() && rank == rankCritical:
+	case g.State == live.StateAnswering.String() && rank == rankCritical:
 		word = "CRITICAL"
-	case g.State == live.StateOK.String():
+	case g.State == live.StateAnswering.String():
 		word = g.State
 	}
 	return []segment{
@@ -395,7 +395,7 @@ func stateSegs(g live.GPUDoc, rank int, now time.Time, detail int) []segment {
 // empty), and its flags of the last minute.
 func troubleSegs(g live.GPUDoc, now time.Time, health string) []segment {
 	var segs []segment
-	if g.State != live.StateOK.String() {
+	if g.State != live.StateAnswering.String() {
 		segs = []segment{{"  no Xid", 2}}
 	}
 	if x := g.LastXid; x != nil {
@@ -423,7 +423,7 @@ func gpuBlock(g live.GPUDoc, rank int, now time.Time, width, barW int) []string 
 		segment{"  " + g.BusID, 3},
 	)...)
 	health := cut("  "+live.HealthText(g), width)
-	if g.State != live.StateOK.String() || g.SampleTime == nil {
+	if g.State != live.StateAnswering.String() || g.SampleTime == nil {
 		why := "  no readings: not answering"
 		if g.SampleTime != nil {
 			why += " (last sample " + g.SampleTime.In(now.Location()).Format("15:04:05") + ")"
@@ -508,9 +508,9 @@ func gpuLine(g live.GPUDoc, rank int, now time.Time, width int) string {
 	if g.Health != nil && g.Health.Verdict != "ok" {
 		health = "  health " + live.VerdictText(g.Health.Verdict)
 	}
-	if rank < rankOther || g.State != live.StateOK.String() || g.SampleTime == nil {
+	if rank < rankOther || g.State != live.StateAnswering.String() || g.SampleTime == nil {
 		segs := append(stateSegs(g, rank, now, 2), troubleSegs(g, now, health)...)
-		if g.State == live.StateOK.String() {
+		if g.State == live.StateAnswering.String() {
 			segs = append(segs,
 				segment{"  " + g.Reading("temperature_c").Text("C"), 5},
 				segment{"  " + g.Reading("power_w").Format(0, "") + "/" + g.Reading("power_limit_w").Format(0, "") + "W", 6},

@@ -1,0 +1,110 @@
+package snapshot
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/xid"
+)
+
+// Stage is how far a GPU's failure has gone. The crash cooldown holds back
+// a flood of events of one stage, never the next, worse stage of the same
+// failure: within an incident, an event of a stage above every one already
+// captured takes its own snapshot.
+type Stage int
+
+// Stages, least severe first.
+const (
+	StageNotice      Stage = iota // the consequence of other events (Xid 45, 154): part of the story, never a new stage
+	StageApplication              // the workload faulted (Xid 13, 31, 43: class application): the GPU is usually fine, so a hardware fault after it is a worse stage
+	StageFault                    // an Xid, an NVML hang or failure, an uncorrectable AER error: how incidents start
+	StageFirmware                 // the GSP firmware timed out or failed (Xid 119, 120, the driver's GSP lines)
+	StageLost                     // fell off the bus, or NVML reports the GPU lost
+)
+
+// Asks is what a recovery action asks the operator to do, least first: a
+// recovery action that asks for more than any event already captured in the
+// incident takes its own snapshot.
+type Asks int
+
+// What recovery actions ask for.
+const (
+	AsksNothing    Asks = iota
+	AsksDrainP2P        // recovery action 3
+	AsksReset           // recovery action 1; Xids whose bucket is RESET_GPU
+	AsksDrainReset      // recovery action 4
+	AsksReboot          // recovery action 2; Xids whose bucket is a node restart
+	AsksUnknown         // an action number this version does not know: news once
+)
+
+// Event is one critical event of a GPU as the Manager keeps it for the
+// incident it belongs to.
+type Event struct {
+	Time   time.Time // when it happened; zero: when Decide was called
+	What   string    // a few words for the headline: "GSP RPC Timeout (Xid 119)"; empty: Reason
+	Reason string    // the whole reason line
+	Stage  Stage
+	Asks   Asks
+
+	file string // in an incident's list: the snapshot the event took ("" none)
+}
+
+// XidEvent is the event of an Xid report: its stage from the code and the
+// catalog's class, what it asks for from NVIDIA's bucket (Xid 154: from the
+// new recovery action).
+func XidEvent(t time.Time, e xid.Explanation, reason string) Event {
+	ev := Event{Time: t, What: e.Name + " (Xid " + strconv.Itoa(e.Code) + ")", Reason: reason, Stage: StageFault}
+	switch {
+	case e.Code == 79:
+		ev.Stage = StageLost
+	case e.Code == 119 || e.Code == 120:
+		ev.Stage = StageFirmware
+	case e.Known && e.Class == xid.ClassInformational:
+		ev.Stage = StageNotice
+	case e.Known && e.Class == xid.ClassApplication:
+		ev.Stage = StageApplication
+	}
+	switch {
+	case e.HasRecovery:
+		ev.Asks = RecoveryAsks(e.Recovery)
+	case e.Bucket == "RESET_GPU":
+		ev.Asks = AsksReset
+	case e.Bucket == "RESTART_BM" || e.Bucket == "RESTART_VM": // the node, bare metal or VM
+		ev.Asks = AsksReboot
+		// RESTART_APP asks the application to restart: nothing of the
+		// operator, and no reason to hold back the GPU's next fault.
+	}
+	return ev
+}
+
+// RecoveryAsks is what recovery action v asks for.
+func RecoveryAsks(v uint64) Asks {
+	switch v {
+	case 0:
+		return AsksNothing
+	case 1:
+		return AsksReset
+	case 2:
+		return AsksReboot
+	case 3:
+		return AsksDrainP2P
+	case 4:
+		return AsksDrainReset
+	}
+	return AsksUnknown
+}
+
+// RecoveryEvent is the event of a recovery action report: a notice that
+// asks for what the action says.
+func RecoveryEvent(t time.Time, v uint64, reason string) Event {
+	return Event{Time: t, What: "recovery action " + strconv.FormatUint(v, 10) + " (" + xid.RecoveryActionName(v) + ")",
+		Reason: reason, Stage: StageNotice, Asks: RecoveryAsks(v)}
+}
+
+// what is the event's few words.
+func (e Event) what() string {
+	if e.What != "" {
+		return e.What
+	}
+	return e.Reason
+}
