@@ -754,10 +754,10 @@ func TestStatusAndSummaryGolden(t *testing.T) {
 	st := Status{
 		Uptime: 2*time.Hour + 5*time.Minute, Counters: cs, Incidents: 50,
 		Total: anomaly.Counters{
-			Total:     anomaly.Counts{anomaly.CountSamples: 149998, anomaly.CountSpikes: 1, anomaly.CountPowerBreaches: 74692, anomaly.CountFanInversions: 900, anomaly.CountSpuriousThrottles: 20, anomaly.CountTDPChanges: 2},
+			Total:     counts(map[string]uint64{"samples": 149998, "spikes": 1, "pwr_breaches": 74692, "fan_inversions": 900, "spurious_throttles": 20, "tdp_changes": 2}),
 			PeakTempC: reading.Some[uint32](92), PeakPowerMW: reading.Some[uint32](612_400),
 		},
-		WindowCounts: anomaly.Counts{anomaly.CountSamples: 6000, anomaly.CountPowerBreaches: 4440, anomaly.CountFanInversions: 100},
+		WindowCounts: counts(map[string]uint64{"samples": 6000, "pwr_breaches": 4440, "fan_inversions": 100}),
 		Window:       300 * time.Second,
 		NVML:         live.Pacer{Level: 2, TickNVML: reading.Some(61_240 * time.Microsecond), LastLate: reading.Some(54_100 * time.Microsecond)},
 		GPUs: []GPUStatus{
@@ -768,8 +768,17 @@ func TestStatusAndSummaryGolden(t *testing.T) {
 	b := bytes.NewBufferString(statusLine(st))
 	now := time.Date(2026, 11, 29, 15, 35, 0, 0, time.FixedZone("CET", 3600))
 	b.WriteString(SummaryLine(now, st, st.WindowCounts, 300*time.Second, false) + "\n")
-	b.WriteString(SummaryLine(now.Add(42*time.Second), st, anomaly.Counts{anomaly.CountSamples: 840, anomaly.CountPowerBreaches: 21}, 42*time.Second, true) + "\n")
+	b.WriteString(SummaryLine(now.Add(42*time.Second), st, counts(map[string]uint64{"samples": 840, "pwr_breaches": 21}), 42*time.Second, true) + "\n")
 	testutil.Golden(t, "status-and-summary.golden", b.Bytes())
+}
+
+// counts returns the detectors' counts by counter name.
+func counts(byName map[string]uint64) anomaly.Counts {
+	var c anomaly.Counts
+	for name, n := range byName {
+		c[anomaly.CounterNamed(name)] = n
+	}
+	return c
 }
 
 func TestFailuresBackOffAndRecover(t *testing.T) {
