@@ -1,8 +1,10 @@
 package anomaly
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
@@ -41,16 +43,18 @@ type Finding struct {
 // Tracker, Config, the counters, the notices and the command line all walk
 // Detectors.
 type Def struct {
-	Name    string             // names the detector and its notices in logs: "fan_inversion"
-	Flags   []reading.FlagKind // the flag kinds it writes on rows, if any
-	Counter CounterDef         // what it counts; every finding with Count set
-	Notice  NoticeDef          // its log notice, if its findings ask for one
-	Knobs   []Knob             // its thresholds, in Config.Knobs
+	Name    string            // names the detector and its notices in logs: "fan_inversion"
+	Flags   []reading.FlagDef // the kinds of flag it writes on rows, if any
+	Counter CounterDef        // what it counts; every finding with Count set
+	Notice  NoticeDef         // its log notice, if its findings ask for one
+	Knobs   []Knob            // its thresholds, in Config.Knobs
 	// SpikeSnapshot: a flagged finding asks for a (rate-limited) fan spike
 	// snapshot (Result.Spike).
 	SpikeSnapshot bool
 	// New builds the detector for one GPU from validated knobs.
 	New func(k Knobs) Detector
+
+	kinds []reading.FlagKind // Flags as registered with reading
 }
 
 // NoticeDef is how a detector's notices are logged.
@@ -77,6 +81,41 @@ var Detectors = []*Def{
 	&fanInversionDef,
 	&spurThrottleDef,
 	&powerBreachDef,
+}
+
+// pythonFlagOrder is the order in which `gpu-telemetry status` has always
+// listed the first detectors' flags (the order of the Python logger's flag
+// legend). It is frozen: a later detector's flags follow these, in
+// Detectors' order.
+var pythonFlagOrder = []string{"fan_spike", "temp_fan_inv", "spur_throt", "power_over", "tdp_reduced", "tdp_restored"}
+
+// registerFlagKinds registers every detector's flags with reading, in the
+// order outputs list them, while the package initializes.
+var _ = registerFlagKinds()
+
+func registerFlagKinds() bool {
+	type flag struct {
+		d *Def
+		i int
+	}
+	var all []flag
+	for _, d := range Detectors {
+		d.kinds = make([]reading.FlagKind, len(d.Flags))
+		for i := range d.Flags {
+			all = append(all, flag{d, i})
+		}
+	}
+	place := func(f flag) int {
+		if i := slices.Index(pythonFlagOrder, f.d.Flags[f.i].Name); i >= 0 {
+			return i
+		}
+		return len(pythonFlagOrder)
+	}
+	slices.SortStableFunc(all, func(a, b flag) int { return cmp.Compare(place(a), place(b)) })
+	for _, f := range all {
+		f.d.kinds[f.i] = reading.NewFlagKind(f.d.Flags[f.i])
+	}
+	return true
 }
 
 // maxDetectors bounds Detectors: a Result holds at most one notice of each.

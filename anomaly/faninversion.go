@@ -11,7 +11,7 @@ import (
 // firmware) has stopped reacting to temperature.
 var fanInversionDef = Def{
 	Name:    "fan_inversion",
-	Flags:   []reading.FlagKind{reading.FlagTempFanInv},
+	Flags:   []reading.FlagDef{{Name: "temp_fan_inv", Text: "TEMP_FAN_INV({A}C@{B}%)", Anomaly: true}},
 	Counter: CounterDef{Name: "fan_inversions", Short: "inv", Snapshot: "fan_inv", Help: "fan inversions (TEMP_FAN_INV)", Window: WindowRate},
 	Notice: NoticeDef{Msg: "anomaly: GPU hot but fans slow", Level: slog.LevelWarn, Attrs: func(v [2]uint64) []slog.Attr {
 		return []slog.Attr{slog.Int64("temp_c", int64(v[0])), slog.Int64("fan_pct", int64(v[1]))}

@@ -9,7 +9,7 @@ import "github.com/gpu-telemetry/gpu-telemetry/reading"
 // asks for a spike snapshot instead.
 var fanSpikeDef = Def{
 	Name:          "fan_spike",
-	Flags:         []reading.FlagKind{reading.FlagFanSpike},
+	Flags:         []reading.FlagDef{{Name: "fan_spike", Text: "FAN_SPIKE", Anomaly: true}},
 	Counter:       CounterDef{Name: "spikes", Short: "spikes", Snapshot: "spikes", Help: "fan spikes (FAN_SPIKE)"},
 	SpikeSnapshot: true,
 	Knobs: []Knob{

@@ -85,7 +85,7 @@ func flagText(d *Def, f Finding) string {
 	if f.Flag == 0 {
 		return ""
 	}
-	return string(reading.Flag{Kind: d.Flags[f.Flag-1], A: f.A, B: f.B}.AppendText(nil))
+	return string(reading.Flag{Kind: d.kinds[f.Flag-1], A: f.A, B: f.B}.AppendText(nil))
 }
 
 // The counters and notice kinds the tests look at, by the names the outputs give them.

@@ -12,7 +12,7 @@ import (
 // the power controller.
 var powerBreachDef = Def{
 	Name:    "power_over",
-	Flags:   []reading.FlagKind{reading.FlagPowerOver},
+	Flags:   []reading.FlagDef{{Name: "power_over", Text: "PWR+{A}W", Anomaly: true}},
 	Counter: CounterDef{Name: "pwr_breaches", Short: "pwr", Snapshot: "pwr_breach", Help: "samples with power above the limit, flagged or not", Window: WindowRate},
 	Notice: NoticeDef{Msg: "anomaly: power above limit", Level: slog.LevelWarn, Attrs: func(v [2]uint64) []slog.Attr {
 		p, lim := uint32(v[0]), uint32(v[1])

@@ -12,7 +12,7 @@ import (
 // crashes when the firmware's power telemetry goes wrong.
 var spurThrottleDef = Def{
 	Name:    "spurious_throttle",
-	Flags:   []reading.FlagKind{reading.FlagSpurThrot},
+	Flags:   []reading.FlagDef{{Name: "spur_throt", Text: "SPUR_THROT({A}%ofLim)", Anomaly: true}},
 	Counter: CounterDef{Name: "spurious_throttles", Short: "spur", Snapshot: "spur_throt", Help: "spurious throttles (SPUR_THROT)", Window: WindowRate},
 	Notice: NoticeDef{Msg: "anomaly: SwPowerCap throttle at low power", Level: slog.LevelWarn, Attrs: func(v [2]uint64) []slog.Attr {
 		p, lim := uint32(v[0]), uint32(v[1])

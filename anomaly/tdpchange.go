@@ -27,8 +27,11 @@ func (c TDPChange) DeltaW() int64 { return roundDeltaW(int64(c.ToMW) - int64(c.F
 // or TDP_RESTORED(<W>W) with the new limit. Every change is counted and
 // reported for events.log, even when its notice is held back.
 var tdpChangeDef = Def{
-	Name:    "tdp_change",
-	Flags:   []reading.FlagKind{reading.FlagTDPReduced, reading.FlagTDPRestored},
+	Name: "tdp_change",
+	Flags: []reading.FlagDef{
+		{Name: "tdp_reduced", Text: "TDP_REDUCED({A}W)", Anomaly: true},
+		{Name: "tdp_restored", Text: "TDP_RESTORED({A}W)", Anomaly: true},
+	},
 	Counter: CounterDef{Name: "tdp_changes", Short: "tdp_chg", Snapshot: "tdp_changes", Help: "TDP_REDUCED and TDP_RESTORED", Window: WindowPeriod},
 	Notice: NoticeDef{Msg: "power limit changed", Level: slog.LevelInfo, Attrs: func(v [2]uint64) []slog.Attr {
 		c := TDPChange{FromMW: uint32(v[0]), ToMW: uint32(v[1])}

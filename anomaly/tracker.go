@@ -103,7 +103,7 @@ func (t *Tracker) Observe(s *reading.Sample, now time.Time) Result {
 			t.count(t.counter[i])
 		}
 		if f.Flag > 0 {
-			s.Flags.Add(reading.Flag{Kind: def.Flags[f.Flag-1], A: f.A, B: f.B})
+			s.Flags.Add(reading.Flag{Kind: def.kinds[f.Flag-1], A: f.A, B: f.B})
 			r.Spike = r.Spike || def.SpikeSnapshot
 		}
 		if f.TDP.OK {

@@ -1,6 +1,8 @@
 package sink
 
 import (
+	_ "github.com/gpu-telemetry/gpu-telemetry/anomaly" // registers the detectors' flag kinds
+
 	"bytes"
 	"encoding/csv"
 	"os"
@@ -46,8 +48,10 @@ func fullSample() reading.Sample {
 	}
 	s.Fans[0] = reading.Fan{Speed: reading.Some[uint32](30), Target: reading.Some[uint32](30)}
 	s.Fans[1] = reading.Fan{Speed: reading.Some[uint32](0), Target: reading.Some[uint32](31)}
-	s.Flags.Add(reading.Flag{Kind: reading.FlagTempFanInv, A: 87, B: 30})
-	s.Flags.Add(reading.Flag{Kind: reading.FlagSpurThrot, A: 22})
+	inv, _ := reading.FlagKindNamed("temp_fan_inv") // the detectors' kinds (package anomaly)
+	spur, _ := reading.FlagKindNamed("spur_throt")
+	s.Flags.Add(reading.Flag{Kind: inv, A: 87, B: 30})
+	s.Flags.Add(reading.Flag{Kind: spur, A: 22})
 	return s
 }
 

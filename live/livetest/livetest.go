@@ -5,6 +5,7 @@ package livetest
 import (
 	"time"
 
+	_ "github.com/gpu-telemetry/gpu-telemetry/anomaly" // registers the detectors' flag kinds
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
@@ -24,7 +25,8 @@ func View() live.View {
 		Throttle: reading.Some(reading.ThrottleSwPowerCap), NumFans: 2}
 	s.Fans[0] = reading.Fan{Speed: reading.Some[uint32](45), Target: reading.Some[uint32](50)}
 	s.Fans[1] = reading.Fan{Speed: reading.Some[uint32](46)}
-	s.Flags.Add(reading.Flag{Kind: reading.FlagSpurThrot, A: 20})
+	spurThrot, _ := reading.FlagKindNamed("spur_throt")
+	s.Flags.Add(reading.Flag{Kind: spurThrot, A: 20})
 	// Health counters: ECC on, 12 SBEs, a remap pending, 2 of 3 NVLink links up.
 	for id, v := range map[reading.HealthID]uint64{reading.HECCMode: 1, reading.HSBEVolatile: 12, reading.HDBEVolatile: 0,
 		reading.HRemapPending: 1, reading.HClkHWThermal: 1_500_000_000, reading.HNVLinkCount: 3, reading.HNVLinkUp: 2,
