@@ -48,17 +48,11 @@ const (
 // the detectors', the health verdict's.
 var CounterDefs = counterDefs()
 
-// NumCounters is how many counters there are.
-var NumCounters = len(CounterDefs)
-
 // maxCounters bounds CounterDefs: Counts has room for this many.
 const maxCounters = 4 + maxDetectors
 
 // The health verdict's counters (healthverdict.go): reasons begun.
-var (
-	CountHealthWarnings = CounterNamed("health_warnings")
-	CountHealthCritical = CounterNamed("health_critical")
-)
+var countHealthWarnings, countHealthCritical = CounterNamed("health_warnings"), CounterNamed("health_critical")
 
 // pythonSummaryOrder is the order summary.log and the status line have always
 // shown the first detectors' counters in (the Python logger's summary line,
@@ -74,10 +68,10 @@ func counterDefs() []CounterDef {
 	}
 	dets := slices.Clone(Detectors)
 	slices.SortStableFunc(dets, func(a, b *Def) int {
-		return cmp.Compare(pythonPlace(a.Counter.Name), pythonPlace(b.Counter.Name))
+		return cmp.Compare(placeIn(pythonSummaryOrder, a.Counter.Name), placeIn(pythonSummaryOrder, b.Counter.Name))
 	})
 	for _, d := range dets {
-		detectorCounter[d] = Counter(len(defs))
+		d.counter = Counter(len(defs))
 		defs = append(defs, d.Counter)
 	}
 	defs = append(defs,
@@ -87,17 +81,6 @@ func counterDefs() []CounterDef {
 		panic(fmt.Sprintf("anomaly: %d counters, at most %d", len(defs), maxCounters))
 	}
 	return defs
-}
-
-// detectorCounter is each detector's counter.
-var detectorCounter = map[*Def]Counter{}
-
-// pythonPlace is a counter's place in pythonSummaryOrder; later detectors' come after.
-func pythonPlace(name string) int {
-	if i := slices.Index(pythonSummaryOrder, name); i >= 0 {
-		return i
-	}
-	return len(pythonSummaryOrder)
 }
 
 // CounterNamed returns the counter called name (CounterDef.Name); it panics for an unknown

@@ -54,7 +54,8 @@ type Def struct {
 	// New builds the detector for one GPU from validated knobs.
 	New func(k Knobs) Detector
 
-	kinds []reading.FlagKind // Flags as registered with reading
+	kinds   []reading.FlagKind // Flags as registered with reading
+	counter Counter            // Counter's place in CounterDefs
 }
 
 // NoticeDef is how a detector's notices are logged.
@@ -105,17 +106,20 @@ func registerFlagKinds() bool {
 			all = append(all, flag{d, i})
 		}
 	}
-	place := func(f flag) int {
-		if i := slices.Index(pythonFlagOrder, f.d.Flags[f.i].Name); i >= 0 {
-			return i
-		}
-		return len(pythonFlagOrder)
-	}
+	place := func(f flag) int { return placeIn(pythonFlagOrder, f.d.Flags[f.i].Name) }
 	slices.SortStableFunc(all, func(a, b flag) int { return cmp.Compare(place(a), place(b)) })
 	for _, f := range all {
 		f.d.kinds[f.i] = reading.NewFlagKind(f.d.Flags[f.i])
 	}
 	return true
+}
+
+// placeIn is name's place in a frozen order; names not in it come after.
+func placeIn(order []string, name string) int {
+	if i := slices.Index(order, name); i >= 0 {
+		return i
+	}
+	return len(order)
 }
 
 // maxDetectors bounds Detectors: a Result holds at most one notice of each.

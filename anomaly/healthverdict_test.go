@@ -140,7 +140,7 @@ func TestTrackerHealthFlagsAndCounts(t *testing.T) {
 		t.Errorf("repeated: flags %q critical %+v changes %d", s.Flags.String(), r.HealthCritical, r.NumHealthChanges())
 	}
 	c := tr.Counters().Total
-	if c[CountHealthCritical] != 1 || c[CountHealthWarnings] != 1 {
+	if c[countHealthCritical] != 1 || c[countHealthWarnings] != 1 {
 		t.Errorf("counts %v", c)
 	}
 	if v := tr.Verdict(); v.Level() != "critical" {

@@ -53,24 +53,3 @@ func TestNoticeLogAttrs(t *testing.T) {
 		})
 	}
 }
-
-// TestDetectorsDeclared: every detector has what the outputs need: a name,
-// a counter with its help, a notice message for the notices it gives, a
-// constructor, and flag kinds that exist.
-func TestDetectorsDeclared(t *testing.T) {
-	names := map[string]bool{}
-	for _, d := range Detectors {
-		if d.Name == "" || names[d.Name] || d.Counter.Name == "" || d.Counter.Help == "" || d.New == nil {
-			t.Errorf("detector %+v: name, counter, help or New missing, or name taken", d)
-		}
-		names[d.Name] = true
-		if (d.Notice.Msg == "") != (d.Notice.Attrs == nil) {
-			t.Errorf("%s: a notice needs both a message and its attributes", d.Name)
-		}
-		for _, kn := range d.Knobs {
-			if err := kn.Check(kn.Name, kn.Default); err != nil || kn.Help == "" {
-				t.Errorf("%s: knob %s: default invalid (%v) or no help", d.Name, kn.Name, err)
-			}
-		}
-	}
-}

@@ -51,9 +51,8 @@ type Tracker struct {
 	gpu      int
 	cooldown time.Duration // Config.LogCooldown
 
-	dets    []Detector          // indexed like Detectors
-	counter []Counter           // each detector's counter, likewise
-	cool    []cooldown.Cooldown // each detector's notice cooldown, likewise
+	dets []Detector          // indexed like Detectors
+	cool []cooldown.Cooldown // each detector's notice cooldown, likewise
 
 	hchg    healthChanges
 	hwatch  healthWatch
@@ -74,7 +73,6 @@ func NewTracker(gpu int, cfg Config) *Tracker {
 	t := &Tracker{gpu: gpu, cooldown: cfg.LogCooldown, cool: make([]cooldown.Cooldown, len(Detectors))}
 	for _, d := range Detectors {
 		t.dets = append(t.dets, d.New(cfg.Knobs))
-		t.counter = append(t.counter, detectorCounter[d])
 	}
 	return t
 }
@@ -100,7 +98,7 @@ func (t *Tracker) Observe(s *reading.Sample, now time.Time) Result {
 		f := d.Check(in)
 		def := Detectors[i]
 		if f.Count {
-			t.count(t.counter[i])
+			t.count(def.counter)
 		}
 		if f.Flag > 0 {
 			s.Flags.Add(reading.Flag{Kind: def.kinds[f.Flag-1], A: f.A, B: f.B})
@@ -142,13 +140,13 @@ func (t *Tracker) health(r *Result, s *reading.Sample, now time.Time) {
 		d := HealthReasonDefs[rs]
 		if d.Critical {
 			s.Flags.Add(reading.Flag{Kind: reading.FlagHealthCrit, S: d.Name})
-			t.count(CountHealthCritical)
+			t.count(countHealthCritical)
 			if !r.HealthCritical.OK {
 				r.HealthCritical = reading.Some(rs)
 			}
 		} else {
 			s.Flags.Add(reading.Flag{Kind: reading.FlagHealthWarn, S: d.Name})
-			t.count(CountHealthWarnings)
+			t.count(countHealthWarnings)
 		}
 	}
 	t.reasons = v.Reasons
