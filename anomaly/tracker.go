@@ -86,7 +86,7 @@ func NewTracker(gpu int, cfg Config) *Tracker {
 func (t *Tracker) Observe(s *reading.Sample, now time.Time) Result {
 	var r Result
 	if s.Status != reading.StatusAnswered {
-		t.forget()
+		t.Forget()
 		t.count(CountSkipped)
 		return r
 	}
@@ -162,11 +162,8 @@ func (t *Tracker) Verdict() HealthVerdict { return HealthVerdict{Reasons: t.verd
 // it from the Observe goroutine after an outage the tracker did not see (a
 // call that hung: its rows were written by another goroutine), so the first
 // sample afterwards is not compared with one from before the outage.
-func (t *Tracker) Forget() { t.forget() }
-
-// forget clears the memory of earlier samples after an outage. Cooldowns are
-// kept: they limit log volume, which an outage does not change.
-func (t *Tracker) forget() {
+// Cooldowns are kept: they limit log volume, which an outage does not change.
+func (t *Tracker) Forget() {
 	t.hasPrev = false
 	t.seen = 0
 }

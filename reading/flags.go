@@ -32,8 +32,11 @@ const (
 	FlagHealthCrit                      // HEALTH_CRIT(<S>) with S a health reason
 	numOwnFlagKinds = int(FlagHealthCrit)
 
-	// NumFlagKinds bounds the kinds: arrays indexed by FlagKind have this length.
-	NumFlagKinds = 32
+	// NumFlagKinds bounds the kinds: arrays indexed by FlagKind have this
+	// length (the live view keeps a count and a time per kind and GPU). It
+	// leaves room for a dozen more detectors' kinds; NewFlagKind panics when
+	// it must grow.
+	NumFlagKinds = 24
 )
 
 // flagDefs holds every kind's declaration, indexed by FlagKind; the kinds

@@ -52,7 +52,7 @@ func TestFlagText(t *testing.T) {
 		{"registered, no arguments", Flag{Kind: testSpike}, "FAN_SPIKE"},
 		{"registered, two arguments", Flag{Kind: testInv, A: 87, B: -30}, "TEMP_FAN_INV(87C@-30%)"},
 		{"registered, brace not a placeholder", Flag{Kind: testBrace, A: 1}, "{X}{A(1)"},
-		{"unknown kind", Flag{Kind: NumFlagKinds - 1}, "FLAG(31)"},
+		{"unknown kind", Flag{Kind: NumFlagKinds - 1}, "FLAG(23)"},
 		{"xid", Flag{Kind: FlagXid, A: 79}, "XID(79)"},
 		{"hung", Flag{Kind: FlagNVMLHung, S: "nvmlDeviceGetPowerUsage", A: 2300}, "NVML_HUNG(nvmlDeviceGetPowerUsage,2300ms)"},
 		{"failed", Flag{Kind: FlagNVMLFailed, S: "Unknown Error"}, "NVML_FAILED:Unknown Error"},
