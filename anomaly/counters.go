@@ -55,9 +55,9 @@ const maxCounters = 4 + maxDetectors
 var countHealthWarnings, countHealthCritical = CounterNamed("health_warnings"), CounterNamed("health_critical")
 
 // pythonSummaryOrder is the order summary.log and the status line have always
-// shown the first detectors' counters in (the Python logger's summary line,
-// which tools parse by position). It is frozen: a later detector's counter
-// follows these in Detectors' order.
+// shown the first detectors' counters in (the Python logger's summary line),
+// so that summary.log reads as it always has. It is frozen: a later
+// detector's counter follows these in Detectors' order.
 var pythonSummaryOrder = []string{"spikes", "pwr_breaches", "fan_inversions", "spurious_throttles", "tdp_changes", "throttle_changes"}
 
 // counterDefs builds CounterDefs and sets each detector's place in it.
@@ -83,8 +83,8 @@ func counterDefs() []CounterDef {
 	return defs
 }
 
-// CounterNamed returns the counter called name (CounterDef.Name); it panics for an unknown
-// name, a programming error every test finds.
+// CounterNamed returns the counter called name (CounterDef.Name); it panics
+// for an unknown name, a programming error every test finds.
 func CounterNamed(name string) Counter {
 	i := slices.IndexFunc(CounterDefs, func(d CounterDef) bool { return d.Name == name })
 	if i < 0 {

@@ -95,6 +95,9 @@ var pythonFlagOrder = []string{"fan_spike", "temp_fan_inv", "spur_throt", "power
 var _ = registerFlagKinds()
 
 func registerFlagKinds() bool {
+	if len(Detectors) > maxDetectors {
+		panic(fmt.Sprintf("anomaly: %d detectors, at most %d", len(Detectors), maxDetectors))
+	}
 	type flag struct {
 		d *Def
 		i int
@@ -124,9 +127,3 @@ func placeIn(order []string, name string) int {
 
 // maxDetectors bounds Detectors: a Result holds at most one notice of each.
 const maxDetectors = 16
-
-func init() {
-	if len(Detectors) > maxDetectors {
-		panic(fmt.Sprintf("anomaly: %d detectors, at most %d", len(Detectors), maxDetectors))
-	}
-}
