@@ -7,7 +7,6 @@ import (
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
-	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
 // The monitor's own counters; the other parts declare theirs beside the
@@ -66,8 +65,8 @@ func (m *Monitor) registerCounters() {
 	m.host.RegisterCounters(r)
 	m.ev.RegisterCounters(r)
 	m.csv.RegisterCounters(r)
-	counters.Observe(r, m.events.Stats, sink.LineLogCounters...)
-	counters.Observe(r, m.summary.Stats, sink.LineLogCounters...)
+	m.events.RegisterCounters(r)
+	m.summary.RegisterCounters(r)
 	m.snaps.RegisterCounters(r)
 	for _, gs := range m.gpus {
 		gs.pr.RegisterCounters(r)

@@ -93,7 +93,8 @@ type lineLog interface {
 	Line(s string) error // nil also when the line was kept to be written later
 	Reopen() error
 	Close() error
-	Stats() sink.LineLogStats
+	Waiting() int                          // lines kept, not yet written
+	RegisterCounters(r *counters.Registry) // makes r show the log's counts
 }
 
 // New builds the monitor's parts for an opened host: the CSV sink, the line
@@ -525,7 +526,7 @@ func (m *Monitor) hostView() live.Host {
 	m.loop.cadence.get(&h.Cadence)
 	h.Pacer = m.pacerState()
 	for _, l := range []lineLog{m.events, m.summary} {
-		h.LogLines.Waiting += l.Stats().Pending
+		h.LogLines.Waiting += l.Waiting()
 	}
 	m.states.mu.Lock()
 	h.Kmsg, h.Events = m.states.kmsg, m.states.events

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -61,7 +60,8 @@ func (l *plainLog) Line(s string) error {
 func (l *plainLog) Reopen() error { return nil }
 func (l *plainLog) Close() error  { return nil }
 
-func (l *plainLog) Stats() sink.LineLogStats { return sink.LineLogStats{} }
+func (l *plainLog) Waiting() int                        { return 0 }
+func (l *plainLog) RegisterCounters(*counters.Registry) {}
 
 type rig struct {
 	lib   *fakenvml.Lib
@@ -673,16 +673,14 @@ func (r *rig) summaryLines() []string {
 type lossyCloseLog struct {
 	plainLog
 	lost   uint64
-	closed atomic.Bool
+	counts *counters.Registry
 }
 
-func (l *lossyCloseLog) Close() error { l.closed.Store(true); return nil }
+func (l *lossyCloseLog) RegisterCounters(r *counters.Registry) { r.Include(l.counts) }
 
-func (l *lossyCloseLog) Stats() sink.LineLogStats {
-	if l.closed.Load() {
-		return sink.LineLogStats{LostAtClose: l.lost}
-	}
-	return sink.LineLogStats{}
+func (l *lossyCloseLog) Close() error {
+	l.counts.Add(counters.Lookup("log_lines_lost_at_exit"), l.lost)
+	return nil
 }
 
 // The final summary.log line is written once events.log is closed: the
@@ -693,7 +691,7 @@ func TestFinalSummaryLineCountsEventsLostAtClose(t *testing.T) {
 			open := c.openLog
 			c.openLog = func(dir, name string, mb int) lineLog {
 				if name == "events.log" {
-					return &lossyCloseLog{plainLog: plainLog{path: filepath.Join(dir, name)}, lost: 3}
+					return &lossyCloseLog{plainLog: plainLog{path: filepath.Join(dir, name)}, lost: 3, counts: counters.New()}
 				}
 				return open(dir, name, mb)
 			}
@@ -930,7 +928,8 @@ func (failingLog) Line(string) error { return syscall.ENOSPC }
 func (failingLog) Reopen() error     { return nil }
 func (failingLog) Close() error      { return nil }
 
-func (failingLog) Stats() sink.LineLogStats { return sink.LineLogStats{} }
+func (failingLog) Waiting() int                        { return 0 }
+func (failingLog) RegisterCounters(*counters.Registry) {}
 
 // TestLostWorkIsCountedShownAndLogged provokes each kind of work the monitor
 // can lose and requires its counter in the SIGUSR1 status line and in the
@@ -1094,13 +1093,22 @@ func TestPublishedView(t *testing.T) {
 	})
 }
 
-// statsLog is a line log with fixed counters.
+// statsLog is a line log with fixed counts: lines waiting, delayed and
+// lost at exit.
 type statsLog struct {
 	plainLog
-	st sink.LineLogStats
+	waiting       int
+	delayed, lost uint64
 }
 
-func (l *statsLog) Stats() sink.LineLogStats { return l.st }
+func (l *statsLog) Waiting() int { return l.waiting }
+
+func (l *statsLog) RegisterCounters(r *counters.Registry) {
+	part := counters.New()
+	part.Add(counters.Lookup("log_lines_delayed"), l.delayed)
+	part.Add(counters.Lookup("log_lines_lost_at_exit"), l.lost)
+	r.Include(part)
+}
 
 // TestHostViewLogLines: what the line logs hold back now reaches the host
 // view (status, metrics), summed over events.log and summary.log; what they
@@ -1108,7 +1116,7 @@ func (l *statsLog) Stats() sink.LineLogStats { return l.st }
 func TestHostViewLogLines(t *testing.T) {
 	r := newRig(t, 1, func(c *Config) {
 		c.openLog = func(dir, name string, _ int) lineLog {
-			return &statsLog{plainLog{path: filepath.Join(dir, name)}, sink.LineLogStats{Delayed: 4, Pending: 1, Overflowed: 2, LostAtClose: 1}}
+			return &statsLog{plainLog: plainLog{path: filepath.Join(dir, name)}, waiting: 1, delayed: 4, lost: 1}
 		}
 	})
 	h := r.m.Board().View().Host

@@ -23,14 +23,15 @@ func (c *CSV) RegisterCounters(r *counters.Registry) {
 	counters.Observe(r, asyncSyncBatches, counters.Field[uint64]{Def: syncBatches, Get: func(n uint64) uint64 { return n }})
 }
 
-// LineLogCounters are a line log's counters; events.log's and summary.log's
-// show summed. The lines a log refused (Overflowed) are counted by its
-// writer, which knows what the line was.
-var LineLogCounters = []counters.Field[LineLogStats]{
-	{Def: counters.Declare(counters.Def{Name: "log_lines_lost_at_exit", Loss: true, OwnLog: true,
-		Help: "events.log and summary.log lines still waiting for the disk when the logger exited"}),
-		Get: func(s LineLogStats) uint64 { return s.LostAtClose }},
-	{Def: counters.Declare(counters.Def{Name: "log_lines_delayed",
-		Help: "events.log and summary.log lines kept in memory while the file could not be written (disk full) and written later with their own timestamps"}),
-		Get: func(s LineLogStats) uint64 { return s.Delayed }},
-}
+// A line log's counters, counted in its own registry (LineLog.counts);
+// events.log's and summary.log's show summed. The lines a log refused
+// (Line's error) are counted by its writer, which knows what the line was.
+var (
+	linesLostAtExit = counters.Declare(counters.Def{Name: "log_lines_lost_at_exit", Loss: true, OwnLog: true,
+		Help: "events.log and summary.log lines still waiting for the disk when the logger exited"})
+	linesDelayed = counters.Declare(counters.Def{Name: "log_lines_delayed",
+		Help: "events.log and summary.log lines kept in memory while the file could not be written (disk full) and written later with their own timestamps"})
+)
+
+// RegisterCounters makes r show the log's counts.
+func (l *LineLog) RegisterCounters(r *counters.Registry) { r.Include(l.counts) }
