@@ -134,7 +134,7 @@ func TestKmsgXidWhileStoppedIsReplayed(t *testing.T) {
 			t.Errorf("the replayed Xid's line lacks %q:\n%s", want, line)
 		}
 	}
-	if n := r.m.ev.Stats().KmsgBacklogXids; n < 1 {
+	if n := r.counted("kmsg_backlog_xids"); n < 1 {
 		t.Errorf("kmsg_backlog_xids = %d, want the replayed Xid counted", n)
 	}
 	crashes, _ := filepath.Glob(filepath.Join(dir, "crashes", "crash-*-gpu0.log"))
@@ -284,8 +284,8 @@ func TestReplayedXidIsNoDuplicate(t *testing.T) {
 			r.m.onEvent(replayedXid(t, r.m, 13, time.Now(), now.Add(-30*time.Minute)))
 		})
 		ev, _ := os.ReadFile(filepath.Join(r.dir, "events.log"))
-		if strings.Contains(string(ev), "duplicate_of=") || r.m.ev.Stats().DuplicateXids != 0 {
-			t.Errorf("a fresh Xid taken as a duplicate of a replayed one (duplicate_xids %d):\n%s", r.m.ev.Stats().DuplicateXids, ev)
+		if strings.Contains(string(ev), "duplicate_of=") || r.counted("duplicate_xids") != 0 {
+			t.Errorf("a fresh Xid taken as a duplicate of a replayed one (duplicate_xids %d):\n%s", r.counted("duplicate_xids"), ev)
 		}
 		if rows := r.rowsWith(0, "XID(79)"); len(rows) != 1 {
 			t.Errorf("%d rows carry XID(79), want the fresh report's one: %q", len(rows), rows)
