@@ -201,13 +201,13 @@ func TestExitedDroppedAreCounted(t *testing.T) {
 		a.Second()
 	}
 	exit(0, maxExitedPerClient) // full: nothing dropped yet
-	if got := a.ExitedDropped(); got != 0 {
+	if got := a.counts.Load(exitsDropped); got != 0 {
 		t.Fatalf("dropped %d before the limit", got)
 	}
 	exit(1, 10) // GPU 0 holds the backlog: GPU 1's exits are dropped
 	exit(0, 5)  // GPU 0's oldest make room
-	if got := a.ExitedDropped(); got != 15 {
-		t.Errorf("ExitedDropped = %d, want 15", got)
+	if got := a.counts.Load(exitsDropped); got != 15 {
+		t.Errorf("atop_exits_dropped = %d, want 15", got)
 	}
 }
 

@@ -92,8 +92,8 @@ func TestReplyAtLimit(t *testing.T) {
 			t.Errorf("v%d: a busier process was left out (min kept busy %d)", v, minKept)
 		}
 		cut += uint64(400 - kept)
-		if c := srv.Counters(); c.CutReply != uint64(v) || c.CutRecord != cut {
-			t.Errorf("v%d: counters %+v, kept %d", v, c, kept)
+		if replies, records := srv.counts.Load(repliesCut), srv.counts.Load(recordsCut); replies != uint64(v) || records != cut {
+			t.Errorf("v%d: %d replies and %d records cut, want %d %d; kept %d", v, replies, records, v, cut, kept)
 		}
 	}
 }
