@@ -40,9 +40,9 @@ func statsOf(l *LineLog) lineStats {
 		Overflowed: l.overflowN, LostAtClose: l.counts.Load(linesLostAtExit)}
 }
 
-// TestLineLogStatsDoNotWaitForTheDisk: a status request reads the counters
+// TestLineLogCountsDoNotWaitForTheDisk: a status request reads the counters
 // and the lines waiting while a line is stuck in write(2) on a stalled disk.
-func TestLineLogStatsDoNotWaitForTheDisk(t *testing.T) {
+func TestLineLogCountsDoNotWaitForTheDisk(t *testing.T) {
 	l := NewLineLog(t.TempDir(), "events.log", 1, 1, nil)
 	w := &blockingWriter{entered: make(chan struct{}), release: make(chan struct{})}
 	l.w = w
@@ -55,7 +55,7 @@ func TestLineLogStatsDoNotWaitForTheDisk(t *testing.T) {
 		l.RegisterCounters(reg)
 		var delayed uint64
 		for _, c := range reg.Read() {
-			if c.Name == "log_lines_delayed" {
+			if c.Name == linesDelayed.Name {
 				delayed = c.Value
 			}
 		}
@@ -68,8 +68,8 @@ func TestLineLogStatsDoNotWaitForTheDisk(t *testing.T) {
 		}
 		close(w.release)
 	case <-time.After(time.Minute):
-		// Not a timing assertion: a minute means Stats waits for the writer.
-		t.Error("Stats waited for a write stuck on the disk")
+		// Not a timing assertion: a minute means the read waits for the writer.
+		t.Error("reading the counts waited for a write stuck on the disk")
 		close(w.release)
 		<-got
 	}
