@@ -54,7 +54,7 @@ func (d fanInversion) Check(in Input) Finding {
 	if in.Seen <= d.warmup || cur.NumFans == 0 {
 		return Finding{}
 	}
-	temp, ok := cur.TempC.Get()
+	temp, ok := cur.U32(reading.TempC).Get()
 	if !ok {
 		return Finding{}
 	}

@@ -39,11 +39,9 @@ type mod func(*reading.Sample)
 // throttling, two fans at 50 %; mods change it.
 func mk(mods ...mod) *reading.Sample {
 	s := &reading.Sample{
-		Status:       reading.StatusAnswered,
-		TempC:        pct(60),
-		PowerMW:      watts(300),
-		PowerLimitMW: watts(600),
-		Throttle:     mask(0),
+		Status: reading.StatusAnswered,
+		Values: reading.Values{reading.TempC: reading.Widen(pct(60)), reading.PowerMW: reading.Widen(watts(300)),
+			reading.PowerLimitMW: reading.Widen(watts(600)), reading.Throttle: mask(0)},
 	}
 	setFans(s, pct(50), pct(50))
 	for _, m := range mods {
@@ -64,18 +62,26 @@ func setFans(s *reading.Sample, speeds ...reading.Opt[uint32]) {
 func fansAt(speeds ...reading.Opt[uint32]) mod {
 	return func(s *reading.Sample) { setFans(s, speeds...) }
 }
-func tempAt(v reading.Opt[uint32]) mod     { return func(s *reading.Sample) { s.TempC = v } }
-func powerAt(v reading.Opt[uint32]) mod    { return func(s *reading.Sample) { s.PowerMW = v } }
-func limitAt(v reading.Opt[uint32]) mod    { return func(s *reading.Sample) { s.PowerLimitMW = v } }
-func throttleAt(v reading.Opt[uint64]) mod { return func(s *reading.Sample) { s.Throttle = v } }
-func status(st reading.Status) mod         { return func(s *reading.Sample) { s.Status = st } }
+func tempAt(v reading.Opt[uint32]) mod {
+	return func(s *reading.Sample) { s.Values[reading.TempC] = reading.Widen(v) }
+}
+func powerAt(v reading.Opt[uint32]) mod {
+	return func(s *reading.Sample) { s.Values[reading.PowerMW] = reading.Widen(v) }
+}
+func limitAt(v reading.Opt[uint32]) mod {
+	return func(s *reading.Sample) { s.Values[reading.PowerLimitMW] = reading.Widen(v) }
+}
+func throttleAt(v reading.Opt[uint64]) mod {
+	return func(s *reading.Sample) { s.Values[reading.Throttle] = v }
+}
+func status(st reading.Status) mod { return func(s *reading.Sample) { s.Status = st } }
 
 // zeroed is what the Python logger (gpu-telemetry-deep.py) wrote for a lost
 // GPU, whose failed reads it turned into zeros: every reading a present zero.
 // A sample in a failure status must be ignored even if it looks like this.
 func zeroed(s *reading.Sample) {
-	s.TempC, s.PowerMW, s.PowerLimitMW = pct(0), mw(0), mw(0)
-	s.Throttle = mask(0)
+	s.Values[reading.TempC], s.Values[reading.PowerMW], s.Values[reading.PowerLimitMW] = reading.Widen(pct(0)), reading.Widen(mw(0)), reading.Widen(mw(0))
+	s.Values[reading.Throttle] = mask(0)
 	setFans(s, pct(0), pct(0))
 }
 

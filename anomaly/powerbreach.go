@@ -32,8 +32,8 @@ type powerBreach struct {
 // to watts when the overage is strictly above the flag threshold. Power and
 // a non-zero limit must both be present.
 func (d powerBreach) Check(in Input) Finding {
-	p, okP := in.Cur.PowerMW.Get()
-	lim, okL := in.Cur.PowerLimitMW.Get()
+	p, okP := in.Cur.U32(reading.PowerMW).Get()
+	lim, okL := in.Cur.U32(reading.PowerLimitMW).Get()
 	if !okP || !okL || lim == 0 || p <= lim {
 		return Finding{}
 	}

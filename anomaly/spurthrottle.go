@@ -43,12 +43,12 @@ func (d spurThrottle) Check(in Input) Finding {
 	if in.Seen <= d.warmup {
 		return Finding{}
 	}
-	mask, ok := cur.Throttle.Get()
+	mask, ok := cur.Values[reading.Throttle].Get()
 	if !ok || mask&reading.ThrottleSwPowerCap == 0 {
 		return Finding{}
 	}
-	p, okP := cur.PowerMW.Get()
-	lim, okL := cur.PowerLimitMW.Get()
+	p, okP := cur.U32(reading.PowerMW).Get()
+	lim, okL := cur.U32(reading.PowerLimitMW).Get()
 	if !okP || !okL || lim == 0 || p == 0 || !(float64(p) < float64(lim)*d.fraction) {
 		return Finding{}
 	}

@@ -58,9 +58,9 @@ func (d *tdpChange) Check(in Input) Finding {
 		d.last = reading.Opt[uint32]{}
 	}
 	from, okF := d.last.Get()
-	to, okT := in.Cur.PowerLimitMW.Get()
+	to, okT := in.Cur.U32(reading.PowerLimitMW).Get()
 	if okT && to != 0 {
-		d.last = in.Cur.PowerLimitMW
+		d.last = in.Cur.U32(reading.PowerLimitMW)
 	}
 	if !okF || !okT || from == 0 || to == 0 {
 		return Finding{}

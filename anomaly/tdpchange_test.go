@@ -36,8 +36,8 @@ func TestTDPChange(t *testing.T) {
 			if !ok {
 				return
 			}
-			if c.FromMW != tt.last.V || c.ToMW != tt.cur.PowerLimitMW.V {
-				t.Errorf("change = %+v, want from %d to %d", c, tt.last.V, tt.cur.PowerLimitMW.V)
+			if c.FromMW != tt.last.V || c.ToMW != tt.cur.U32(reading.PowerLimitMW).V {
+				t.Errorf("change = %+v, want from %d to %d", c, tt.last.V, tt.cur.U32(reading.PowerLimitMW).V)
 			}
 			if c.DeltaW() != tt.wantDelta {
 				t.Errorf("DeltaW = %d, want %d", c.DeltaW(), tt.wantDelta)

@@ -34,9 +34,9 @@ func (d *throttleChange) Check(in Input) Finding {
 		d.last = reading.Opt[uint64]{}
 	}
 	from, okF := d.last.Get()
-	to, okT := in.Cur.Throttle.Get()
+	to, okT := in.Cur.Values[reading.Throttle].Get()
 	if okT {
-		d.last = in.Cur.Throttle
+		d.last = in.Cur.Values[reading.Throttle]
 	}
 	if !okF || !okT || from == to {
 		return Finding{}

@@ -29,7 +29,7 @@ type Result struct {
 	n       int
 	notices [maxDetectors]Notice
 	nh      int
-	health  [reading.NumHealth]HealthChange
+	health  [reading.NumReadings]HealthChange
 }
 
 // NumHealthChanges returns how many health counters changed on this sample.
@@ -114,10 +114,10 @@ func (t *Tracker) Observe(s *reading.Sample, now time.Time) Result {
 
 	t.health(&r, s, now)
 
-	if v, ok := s.TempC.Get(); ok {
+	if v, ok := s.U32(reading.TempC).Get(); ok {
 		t.peakTemp.observe(v)
 	}
-	if v, ok := s.PowerMW.Get(); ok {
+	if v, ok := s.U32(reading.PowerMW).Get(); ok {
 		t.peakPower.observe(v)
 	}
 	t.count(CountSamples)

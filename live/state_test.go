@@ -23,7 +23,7 @@ func flagKind(name string) reading.FlagKind {
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 func sample(at time.Duration, throttle uint64, flags ...reading.FlagKind) reading.Sample {
-	s := reading.Sample{Time: t0.Add(at), Throttle: reading.Some(throttle), TempC: reading.Some[uint32](50)}
+	s := reading.Sample{Time: t0.Add(at), Values: reading.Values{reading.Throttle: reading.Some(throttle), reading.TempC: reading.Some[uint64](50)}}
 	for _, k := range flags {
 		s.Flags.Add(reading.Flag{Kind: k})
 	}

@@ -186,8 +186,8 @@ func TestProbeUsesTheGPUsExecutor(t *testing.T) {
 	fn, _, ok := h.GPUs[0].InFlight()
 	release()
 	<-done
-	if !ok || fn != FnPowerLimit {
-		t.Errorf("GPU's call in flight during the probe's power limit call: %v %v, want %v", fn, ok, FnPowerLimit)
+	if !ok || fn != fnOf("nvmlDeviceGetPowerManagementLimit") {
+		t.Errorf("GPU's call in flight during the probe's power limit call: %v %v, want %v", fn, ok, fnOf("nvmlDeviceGetPowerManagementLimit"))
 	}
 }
 

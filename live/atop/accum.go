@@ -167,16 +167,16 @@ func (a *Accumulator) Sample(s *reading.Sample) {
 		return
 	}
 	g.secN++
-	if v, ok := s.GPUUtil.Get(); ok {
+	if v, ok := s.U32(reading.GPUUtil).Get(); ok {
 		g.busy.add(int64(v))
 	}
-	if v, ok := s.MemUtil.Get(); ok {
+	if v, ok := s.U32(reading.MemUtil).Get(); ok {
 		g.memBusy.add(int64(v))
 	}
-	if v, ok := s.VRAMUsedBytes.Get(); ok {
+	if v, ok := s.Values[reading.VRAMUsedBytes].Get(); ok {
 		g.memUsed.add(int64(v / 1024))
 	}
-	if v, ok := s.VRAMTotalBytes.Get(); ok {
+	if v, ok := s.Values[reading.VRAMTotalBytes].Get(); ok {
 		g.memTotal = int64(v / 1024)
 	}
 }

@@ -24,7 +24,7 @@ func scripted(t testing.TB) (*Accumulator, *Client) {
 		for range 10 {
 			a.Sample(row(0, 75, 20, 40000))
 			s := row(1, 0, 0, 14)
-			s.GPUUtil, s.MemUtil = reading.Opt[uint32]{}, reading.Opt[uint32]{}
+			s.Values[reading.GPUUtil], s.Values[reading.MemUtil] = reading.Opt[uint64]{}, reading.Opt[uint64]{}
 			a.Sample(s)
 		}
 		list := []reading.Process{both, noMem}

@@ -23,7 +23,7 @@ import (
 
 func testBoard() *live.Board {
 	sl := live.NewSlot(reading.GPU{Index: 0, Name: "sim", BusID: "00000000:01:00.0"})
-	s := reading.Sample{Time: time.Now(), TempC: reading.Some[uint32](41)}
+	s := reading.Sample{Time: time.Now(), Values: reading.Values{reading.TempC: reading.Some[uint64](41)}}
 	sl.Update(func(g *live.GPU) { g.Observe(&s, 100*time.Millisecond) })
 	return live.NewBoard([]*live.Slot{sl}, func() live.Host { return live.Host{Now: time.Now(), Version: "test"} })
 }

@@ -352,7 +352,7 @@ func (w *walker) gpu(g *live.GPU, h *live.Host) {
 			}
 		}
 	}
-	if m, ok := s.Throttle.Get(); ok {
+	if m, ok := s.Values[reading.Throttle].Get(); ok {
 		for _, r := range reading.ThrottleReasons {
 			w.add(mThrA, b2f(m&r.Bit != 0), gpu, uuid, r.Name)
 		}
