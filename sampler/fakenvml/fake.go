@@ -77,7 +77,7 @@ type Dev struct {
 	// less "nvmlDevice" and its argument: a plain value (uint32, uint64)
 	// or go-nvml's struct (a versioned one with its Version set,
 	// nvml.STRUCT_VERSION). A getter in neither Getters nor the fields
-	// above is NOT_SUPPORTED.
+	// above answers zeros with SUCCESS, as every unset function does.
 	Getters map[Getter]any
 }
 
@@ -89,8 +89,8 @@ type Getter struct {
 }
 
 // getter writes the answer of getter fn(arg) to out (the caller holds
-// d.mu): Getters', else the fields' above; NOT_SUPPORTED when neither has
-// one. A versioned struct (its first field Version) is given only to a
+// d.mu): Getters', else the fields' above; zeros when neither has one
+// (out is zeroed by the caller, sampler/batch.c). A versioned struct (its first field Version) is given only to a
 // caller that set the version it carries, as NVML does: otherwise the call
 // answers ARGUMENT_VERSION_MISMATCH. No answer allocates (the sampler's
 // samples do not).
@@ -145,30 +145,38 @@ func (d *Dev) getter(fn string, arg uint32, out unsafe.Pointer) nvml.Return {
 		if int(arg) < len(d.FanSpeed) {
 			return put(out, d.FanSpeed[arg])
 		}
+		return nvml.ERROR_NOT_SUPPORTED
 	case "GetTargetFanSpeed":
 		if int(arg) < len(d.FanTarget) {
 			return put(out, uint32(d.FanTarget[arg]))
 		}
+		return nvml.ERROR_NOT_SUPPORTED
 	case "GetSramEccErrorStatus":
-		if v := d.SramEcc; v != nil {
-			return putV(out, *v, 1)
-		}
+		return putOpt(out, d.SramEcc, 1)
 	case "GetRepairStatus":
-		if v := d.Repair; v != nil {
-			return putV(out, *v, 1)
-		}
+		return putOpt(out, d.Repair, 1)
 	case "GetUnrepairableMemoryFlag_v1":
-		if v := d.Unrepairable; v != nil {
-			return put(out, *v)
-		}
+		return putOpt(out, d.Unrepairable, 0)
 	}
-	return nvml.ERROR_NOT_SUPPORTED
+	return nvml.SUCCESS
 }
 
 // put writes a getter's answer v to out.
 func put[T any](out unsafe.Pointer, v T) nvml.Return {
 	*(*T)(out) = v
 	return nvml.SUCCESS
+}
+
+// putOpt writes *v (of NVML's version ver; 0: unversioned) to out, or
+// answers NOT_SUPPORTED while v is nil (a GPU without the getter).
+func putOpt[T any](out unsafe.Pointer, v *T, ver uint32) nvml.Return {
+	switch {
+	case v == nil:
+		return nvml.ERROR_NOT_SUPPORTED
+	case ver != 0:
+		return putV(out, *v, ver)
+	}
+	return put(out, *v)
 }
 
 // putV writes v, a struct of NVML's version ver (its first field the
