@@ -2,101 +2,70 @@ package sampler
 
 // Fn identifies one NVML function the sampler calls. It indexes the capability
 // cache and names the function a stuck call is in (NVML_HUNG(<function>,...)).
-// The functions the sampler calls from its own code are the constants
-// below; the getters of reading.Table and reading.FanTable are numbered
-// after them as the sample's calls are built (fnOf).
+// Each is numbered as it is declared (fnOf): the functions the sampler
+// calls from its own code below, the getters of reading.Table and
+// reading.FanTable as the sample's calls are built.
 type Fn uint8
 
-// The NVML functions the sampler calls from its own code.
-const (
-	FnNone Fn = iota
-	FnInit
-	FnGetCount
-	FnGetHandle
-	FnDriverVersion
-	FnNVMLVersion
-	FnCudaVersion
-	FnName
-	FnUUID
-	FnSerial
-	FnVbios
-	FnPciInfo
-	FnMinorNumber
-	FnNumFans
-	FnThreshold
-	FnGspVersion
-	FnGspMode
-	FnDefaultLimit
-	FnFieldValues
-	FnFanSpeed
-	FnThermalSettings
-	FnFanPolicy
-	FnSupportedEvents
-	FnRegisterEvents
-	FnEventSetCreate
-	FnEventSetWait
-	FnProcesses
-	FnGraphicsProcesses
-	FnProcessUtil
-	FnHealthFields // nvmlDeviceGetFieldValues for the GPU-level health counters
-	FnNVLinkFields // nvmlDeviceGetFieldValues for the per-link NVLink and C2C counters
-	FnRemapHistogram
-	FnNVLinkErrorCounter
-	numStaticFns
+// FnNone is no function.
+const FnNone Fn = 0
+
+// The NVML functions the sampler calls from its own code. fnInfo's symbol
+// is checked with LookupSymbol before the first call: a symbol the
+// installed driver lacks must never be called (the process would die with
+// "symbol lookup error"). go-nvml itself picks the newest of the versioned
+// names it knows (nvmlInit_v2, ...); the symbol here is the oldest one that
+// works.
+var (
+	FnInit               = fnSym("nvmlInit", "nvmlInit_v2")
+	FnGetCount           = fnSym("nvmlDeviceGetCount", "nvmlDeviceGetCount_v2")
+	FnGetHandle          = fnSym("nvmlDeviceGetHandleByIndex", "nvmlDeviceGetHandleByIndex_v2")
+	FnDriverVersion      = fnOf("nvmlSystemGetDriverVersion")
+	FnNVMLVersion        = fnOf("nvmlSystemGetNVMLVersion")
+	FnCudaVersion        = fnOf("nvmlSystemGetCudaDriverVersion")
+	FnName               = fnOf("nvmlDeviceGetName")
+	FnUUID               = fnOf("nvmlDeviceGetUUID")
+	FnSerial             = fnOf("nvmlDeviceGetSerial")
+	FnVbios              = fnOf("nvmlDeviceGetVbiosVersion")
+	FnPciInfo            = fnOf("nvmlDeviceGetPciInfo")
+	FnMinorNumber        = fnOf("nvmlDeviceGetMinorNumber")
+	FnNumFans            = fnOf("nvmlDeviceGetNumFans")
+	FnThreshold          = fnOf("nvmlDeviceGetTemperatureThreshold")
+	FnGspVersion         = fnOf("nvmlDeviceGetGspFirmwareVersion")
+	FnGspMode            = fnOf("nvmlDeviceGetGspFirmwareMode")
+	FnDefaultLimit       = fnOf("nvmlDeviceGetPowerManagementDefaultLimit")
+	FnFieldValues        = fnOf("nvmlDeviceGetFieldValues")
+	FnFanSpeed           = fnOf("nvmlDeviceGetFanSpeed")
+	FnThermalSettings    = fnOf("nvmlDeviceGetThermalSettings")
+	FnFanPolicy          = fnOf("nvmlDeviceGetFanControlPolicy_v2")
+	FnSupportedEvents    = fnOf("nvmlDeviceGetSupportedEventTypes")
+	FnRegisterEvents     = fnOf("nvmlDeviceRegisterEvents")
+	FnEventSetCreate     = fnOf("nvmlEventSetCreate")
+	FnEventSetWait       = fnOf("nvmlEventSetWait")
+	FnProcesses          = fnOf("nvmlDeviceGetComputeRunningProcesses")
+	FnGraphicsProcesses  = fnOf("nvmlDeviceGetGraphicsRunningProcesses")
+	FnProcessUtil        = fnOf("nvmlDeviceGetProcessUtilization")
+	FnHealthFields       = fnSym("nvmlDeviceGetFieldValues/health", "nvmlDeviceGetFieldValues") // the GPU-level health counters
+	FnNVLinkFields       = fnSym("nvmlDeviceGetFieldValues/nvlink", "nvmlDeviceGetFieldValues") // the per-link NVLink and C2C counters
+	FnRemapHistogram     = fnOf("nvmlDeviceGetRowRemapperHistogram")
+	FnNVLinkErrorCounter = fnOf("nvmlDeviceGetNvLinkErrorCounter")
 )
 
 // maxFns bounds the functions the sampler calls (its own and the tables').
 const maxFns = 128
 
-// fnInfo is the C symbol each Fn calls, checked with LookupSymbol before the
-// first call: a symbol the installed driver lacks must never be called (the
-// process would die with "symbol lookup error"). go-nvml itself picks the
-// newest of the versioned names it knows (nvmlInit_v2, ...); the name here is
-// the oldest one that works.
-var fnInfo = []fnDef{
-	FnNone:               {"none", ""},
-	FnInit:               {"nvmlInit", "nvmlInit_v2"},
-	FnGetCount:           {"nvmlDeviceGetCount", "nvmlDeviceGetCount_v2"},
-	FnGetHandle:          {"nvmlDeviceGetHandleByIndex", "nvmlDeviceGetHandleByIndex_v2"},
-	FnDriverVersion:      {"nvmlSystemGetDriverVersion", "nvmlSystemGetDriverVersion"},
-	FnNVMLVersion:        {"nvmlSystemGetNVMLVersion", "nvmlSystemGetNVMLVersion"},
-	FnCudaVersion:        {"nvmlSystemGetCudaDriverVersion", "nvmlSystemGetCudaDriverVersion"},
-	FnName:               {"nvmlDeviceGetName", "nvmlDeviceGetName"},
-	FnUUID:               {"nvmlDeviceGetUUID", "nvmlDeviceGetUUID"},
-	FnSerial:             {"nvmlDeviceGetSerial", "nvmlDeviceGetSerial"},
-	FnVbios:              {"nvmlDeviceGetVbiosVersion", "nvmlDeviceGetVbiosVersion"},
-	FnPciInfo:            {"nvmlDeviceGetPciInfo", "nvmlDeviceGetPciInfo"},
-	FnMinorNumber:        {"nvmlDeviceGetMinorNumber", "nvmlDeviceGetMinorNumber"},
-	FnNumFans:            {"nvmlDeviceGetNumFans", "nvmlDeviceGetNumFans"},
-	FnThreshold:          {"nvmlDeviceGetTemperatureThreshold", "nvmlDeviceGetTemperatureThreshold"},
-	FnGspVersion:         {"nvmlDeviceGetGspFirmwareVersion", "nvmlDeviceGetGspFirmwareVersion"},
-	FnGspMode:            {"nvmlDeviceGetGspFirmwareMode", "nvmlDeviceGetGspFirmwareMode"},
-	FnDefaultLimit:       {"nvmlDeviceGetPowerManagementDefaultLimit", "nvmlDeviceGetPowerManagementDefaultLimit"},
-	FnFieldValues:        {"nvmlDeviceGetFieldValues", "nvmlDeviceGetFieldValues"},
-	FnFanSpeed:           {"nvmlDeviceGetFanSpeed", "nvmlDeviceGetFanSpeed"},
-	FnThermalSettings:    {"nvmlDeviceGetThermalSettings", "nvmlDeviceGetThermalSettings"},
-	FnFanPolicy:          {"nvmlDeviceGetFanControlPolicy_v2", "nvmlDeviceGetFanControlPolicy_v2"},
-	FnSupportedEvents:    {"nvmlDeviceGetSupportedEventTypes", "nvmlDeviceGetSupportedEventTypes"},
-	FnRegisterEvents:     {"nvmlDeviceRegisterEvents", "nvmlDeviceRegisterEvents"},
-	FnEventSetCreate:     {"nvmlEventSetCreate", "nvmlEventSetCreate"},
-	FnEventSetWait:       {"nvmlEventSetWait", "nvmlEventSetWait"},
-	FnProcesses:          {"nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetComputeRunningProcesses"},
-	FnGraphicsProcesses:  {"nvmlDeviceGetGraphicsRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"},
-	FnProcessUtil:        {"nvmlDeviceGetProcessUtilization", "nvmlDeviceGetProcessUtilization"},
-	FnHealthFields:       {"nvmlDeviceGetFieldValues/health", "nvmlDeviceGetFieldValues"},
-	FnNVLinkFields:       {"nvmlDeviceGetFieldValues/nvlink", "nvmlDeviceGetFieldValues"},
-	FnRemapHistogram:     {"nvmlDeviceGetRowRemapperHistogram", "nvmlDeviceGetRowRemapperHistogram"},
-	FnNVLinkErrorCounter: {"nvmlDeviceGetNvLinkErrorCounter", "nvmlDeviceGetNvLinkErrorCounter"},
-}
+// fnInfo is each Fn's function name (for logs and NVML_HUNG flags) and the
+// C symbol it calls.
+var fnInfo = []fnDef{FnNone: {"none", ""}}
 
-// fnDef is an Fn's function name (for logs and NVML_HUNG flags) and the C
-// symbol looked up.
 type fnDef struct{ name, symbol string }
 
-// fnOf returns the Fn of the NVML function named, numbering it if it is new
-// (a table's getter: its name is its symbol). Called only while the
-// sample's calls are built, at package init.
-func fnOf(name string) Fn {
+// fnOf returns the Fn of the NVML function named (its name is its symbol),
+// numbering it if it is new. Called only at package init.
+func fnOf(name string) Fn { return fnSym(name, name) }
+
+// fnSym is fnOf for a function whose symbol is not its name.
+func fnSym(name, symbol string) Fn {
 	for f, d := range fnInfo {
 		if d.name == name {
 			return Fn(f)
@@ -105,7 +74,7 @@ func fnOf(name string) Fn {
 	if len(fnInfo) >= maxFns {
 		panic("sampler: more NVML functions than maxFns")
 	}
-	fnInfo = append(fnInfo, fnDef{name, name})
+	fnInfo = append(fnInfo, fnDef{name, symbol})
 	return Fn(len(fnInfo) - 1)
 }
 
