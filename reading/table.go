@@ -228,6 +228,8 @@ const (
 	MemTempC
 	EncUtil // percent
 	DecUtil // percent
+	PCIeMaxGen
+	PCIeMaxWidth
 	HECCMode
 	HECCPending
 	HSBEVolatile
@@ -328,6 +330,12 @@ var Table = [NumReadings]Def{
 		Metric: utilMetric("encoder")},
 	DecUtil: {Name: "DecUtil", Getter: "nvmlDeviceGetDecoderUtilization", Shape: ShapeOutOut, Tier: Slow, Unit: "%", Max: maxPercent, CSV: "dec_util", Key: "decoder_util_pct",
 		Metric: utilMetric("decoder")},
+	// The most the link can do (the GPU's and the slot's): a current link
+	// below it is downtrained.
+	PCIeMaxGen: {Name: "PCIeMaxGen", Getter: "nvmlDeviceGetMaxPcieLinkGeneration", Tier: Slow, Min: 1, Max: maxPCIeGen, Key: "pcie_max_gen",
+		Metric: Metric{Name: "pcie_link_max_generation", Help: "Maximum PCIe link generation of the GPU and its slot.", Scale: 1}},
+	PCIeMaxWidth: {Name: "PCIeMaxWidth", Getter: "nvmlDeviceGetMaxPcieLinkWidth", Tier: Slow, Unit: "lanes", Min: 1, Max: maxPCIeW, Key: "pcie_max_width",
+		Metric: Metric{Name: "pcie_link_max_width", Help: "Maximum PCIe link width of the GPU and its slot (lanes).", Scale: 1}},
 
 	// The hardware health counters (health.go), read on the slow tier in
 	// their own field call; field 0: derived from the per-link readings,
