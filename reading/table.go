@@ -230,6 +230,7 @@ const (
 	DecUtil // percent
 	PCIeMaxGen
 	PCIeMaxWidth
+	PCIeTxBytes
 	HECCMode
 	HECCPending
 	HSBEVolatile
@@ -336,6 +337,9 @@ var Table = [NumReadings]Def{
 		Metric: Metric{Name: "pcie_link_max_generation", Help: "Maximum PCIe link generation of the GPU and its slot.", Scale: 1}},
 	PCIeMaxWidth: {Name: "PCIeMaxWidth", Getter: "nvmlDeviceGetMaxPcieLinkWidth", Tier: Slow, Unit: "lanes", Min: 1, Max: maxPCIeW, Key: "pcie_max_width",
 		Metric: Metric{Name: "pcie_link_max_width", Help: "Maximum PCIe link width of the GPU and its slot (lanes).", Scale: 1}},
+	// Cumulative; the driver lets it wrap (issue 40 derives throughput).
+	PCIeTxBytes: {Name: "PCIeTxBytes", Field: 197 /* NVML_FI_DEV_PCIE_COUNT_TX_BYTES */, Type: U64, Unit: "B", Key: "pcie_tx_bytes",
+		Metric: Metric{Name: "pcie_tx_bytes_total", Help: "PCIe bytes transmitted (the driver's counter may wrap).", Counter: true, Scale: 1}},
 
 	// The hardware health counters (health.go), read on the slow tier in
 	// their own field call; field 0: derived from the per-link readings,
