@@ -82,6 +82,7 @@ var Detectors = []*Def{
 	&fanInversionDef,
 	&spurThrottleDef,
 	&powerBreachDef,
+	&pcieDegradedDef,
 }
 
 // pythonFlagOrder is the order in which `gpu-telemetry status` has always
