@@ -90,9 +90,9 @@ func (m *Manager) crash(req *CrashRequest, start time.Time) {
 	// The events that came while the diagnostics ran are listed too.
 	req.events = m.incidentEvents(inc, d.idx)
 	if err := m.files.Replace(path, renderCrash(req, diags, 0)); err != nil {
-		m.failed("crash", gpu, 2, err)
+		m.record("crash", gpu, 2, "", t0, err, nil)
 	} else {
-		m.written("crash", gpu, 2, path, t0, nil, &m.stats.CrashesCompleted)
+		m.record("crash", gpu, 2, path, t0, nil, &m.stats.CrashesCompleted)
 	}
 	if follow != nil {
 		m.followUps(follow, gpu, path, &req.Header, start, inc)

@@ -369,13 +369,28 @@ func (m *Manager) flush(gpu int) {
 	}
 }
 
-// written counts a file written in *count (a field of m.stats) and logs it;
-// err, if any, is a late failure (directory fsync) after the file was
-// already in place.
-func (m *Manager) written(kind string, gpu, stage int, path string, t0 time.Time, err error, count *uint64) {
+// save writes data to a new file dir/base.log (createNew), records it, and
+// returns its path ("" when nothing was written).
+func (m *Manager) save(kind string, gpu, stage int, dir, base string, data []byte, t0 time.Time, count *uint64) string {
+	path, err := m.createNew(dir, base, data)
+	m.record(kind, gpu, stage, path, t0, err, count)
+	return path
+}
+
+// record counts and logs a file written at path (work started at t0) in
+// *count, a field of m.stats; err is then a late failure, the directory's
+// fsync. With path "", err kept the file from being written: a failure.
+func (m *Manager) record(kind string, gpu, stage int, path string, t0 time.Time, err error, count *uint64) {
 	m.mu.Lock()
+	if path == "" {
+		count = &m.stats.Failures
+	}
 	*count++
 	m.mu.Unlock()
+	if path == "" {
+		m.log.Warn("snapshot failed", "kind", kind, "gpu", gpu, "stage", stage, "error", err)
+		return
+	}
 	m.log.Info("snapshot written", "kind", kind, "gpu", gpu, "stage", stage, "path", path, "took", time.Since(t0))
 	if m.cfg.Written != nil {
 		m.cfg.Written(kind, gpu, path)
@@ -383,26 +398,4 @@ func (m *Manager) written(kind string, gpu, stage int, path string, t0 time.Time
 	if err != nil {
 		m.log.Warn("snapshot written but not made durable", "kind", kind, "gpu", gpu, "path", path, "error", err)
 	}
-}
-
-// save writes data to a new file dir/base.log (createNew) and accounts for
-// it: counted in *count (a field of m.stats) and logged as written (work
-// started at t0), or counted and logged as a failure. It returns the path, ""
-// when nothing was written.
-func (m *Manager) save(kind string, gpu, stage int, dir, base string, data []byte, t0 time.Time, count *uint64) string {
-	path, err := m.createNew(dir, base, data)
-	if path == "" {
-		m.failed(kind, gpu, stage, err)
-		return ""
-	}
-	m.written(kind, gpu, stage, path, t0, err, count)
-	return path
-}
-
-// failed counts and logs a file that could not be written.
-func (m *Manager) failed(kind string, gpu, stage int, err error) {
-	m.mu.Lock()
-	m.stats.Failures++
-	m.mu.Unlock()
-	m.log.Warn("snapshot failed", "kind", kind, "gpu", gpu, "stage", stage, "error", err)
 }
