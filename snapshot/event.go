@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"cmp"
 	"strconv"
 	"time"
 
@@ -77,19 +78,13 @@ func XidEvent(t time.Time, e xid.Explanation, reason string) Event {
 	return ev
 }
 
+// recoveryAsks are what recovery actions 0 to 4 ask for.
+var recoveryAsks = []Asks{AsksNothing, AsksReset, AsksReboot, AsksDrainP2P, AsksDrainReset}
+
 // RecoveryAsks is what recovery action v asks for.
 func RecoveryAsks(v uint64) Asks {
-	switch v {
-	case 0:
-		return AsksNothing
-	case 1:
-		return AsksReset
-	case 2:
-		return AsksReboot
-	case 3:
-		return AsksDrainP2P
-	case 4:
-		return AsksDrainReset
+	if v < uint64(len(recoveryAsks)) {
+		return recoveryAsks[v]
 	}
 	return AsksUnknown
 }
@@ -102,9 +97,4 @@ func RecoveryEvent(t time.Time, v uint64, reason string) Event {
 }
 
 // what is the event's few words.
-func (e Event) what() string {
-	if e.What != "" {
-		return e.What
-	}
-	return e.Reason
-}
+func (e Event) what() string { return cmp.Or(e.What, e.Reason) }

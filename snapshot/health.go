@@ -94,10 +94,10 @@ func HealthSection(h HealthData, now time.Time) Section {
 	if len(absent) > 0 {
 		fmt.Fprintf(&b, "not answered by any link: %s\n", strings.Join(absent, ", "))
 	}
-	b.WriteString(fmt.Sprintf("%4s  %-10s %7s %4s", "LINK", "STATE", "MB/s", "VER"))
+	fmt.Fprintf(&b, "%4s  %-10s %7s %4s", "LINK", "STATE", "MB/s", "VER")
 	for _, c := range cols {
 		d := reading.LinkDefs[c]
-		b.WriteString(fmt.Sprintf(" %*s", max(len(d.Name), 6), d.Name))
+		fmt.Fprintf(&b, " %*s", max(len(d.Name), 6), d.Name)
 	}
 	b.WriteByte('\n')
 	for l := range min(h.Links.N, reading.MaxLinks) {
@@ -106,7 +106,7 @@ func HealthSection(h HealthData, now time.Time) Section {
 		if s, ok := k.State.Get(); ok {
 			state = reading.LinkStateName(s)
 		}
-		b.WriteString(fmt.Sprintf("%4d  %-10s %7s %4s", l, state, optU(k.SpeedMBps), optU(k.Version)))
+		fmt.Fprintf(&b, "%4d  %-10s %7s %4s", l, state, optf("%d", k.SpeedMBps), optf("%d", k.Version))
 		for _, c := range cols {
 			d := reading.LinkDefs[c]
 			cell := "n/a"
@@ -117,16 +117,9 @@ func HealthSection(h HealthData, now time.Time) Section {
 					cell = fmt.Sprint(v)
 				}
 			}
-			b.WriteString(fmt.Sprintf(" %*s", max(len(d.Name), 6), cell))
+			fmt.Fprintf(&b, " %*s", max(len(d.Name), 6), cell)
 		}
 		b.WriteByte('\n')
 	}
 	return Section{HealthTitle, b.String()}
-}
-
-func optU(o reading.Opt[uint32]) string {
-	if v, ok := o.Get(); ok {
-		return fmt.Sprint(v)
-	}
-	return "n/a"
 }

@@ -48,7 +48,7 @@ func ProcessesSection(p *reading.Procs, now time.Time) Section {
 	fmt.Fprintf(&b, "%8s  %-16s  %10s  %4s  %4s  %s\n", "PID", "TYPE", "GPU MEM", "SM%", "MEM%", "NAME: COMMAND LINE")
 	for _, pr := range good.List {
 		fmt.Fprintf(&b, "%8d  %-16s  %10s  %4s  %4s  %s\n", pr.PID, pr.Kind, mem(pr.MemBytes),
-			pct(pr.SMUtil), pct(pr.MemUtil), who(&pr))
+			optf("%d", pr.SMUtil), optf("%d", pr.MemUtil), who(&pr))
 		if j := workloadLine(&pr.Workload); j != "" {
 			fmt.Fprintf(&b, "%8s  job: %s\n", "", j)
 		}
@@ -64,19 +64,10 @@ func age(d time.Duration) string {
 }
 
 func mem(o reading.Opt[uint64]) string {
-	v, ok := o.Get()
-	if !ok {
-		return "n/a"
+	if v, ok := o.Get(); ok {
+		return strconv.FormatUint(v>>20, 10) + " MiB"
 	}
-	return strconv.FormatUint(v>>20, 10) + " MiB"
-}
-
-func pct(o reading.Opt[uint32]) string {
-	v, ok := o.Get()
-	if !ok {
-		return "n/a"
-	}
-	return strconv.FormatUint(uint64(v), 10)
+	return na
 }
 
 // workloadLine names the job a process belonged to, from its cgroup, with its

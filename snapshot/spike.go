@@ -79,12 +79,7 @@ func renderSpike(req *SpikeRequest) []byte {
 		{"mem_max", req.Thresholds.MemMax},
 		{"gpu_max", req.Thresholds.GPUMax},
 	} {
-		b.WriteString(" " + t.label + ": ")
-		if v, ok := t.v.Get(); ok {
-			b.WriteString(strconv.FormatUint(uint64(v), 10) + "C\n")
-		} else {
-			b.WriteString(na + "\n")
-		}
+		b.WriteString(" " + t.label + ": " + optf("%dC", t.v) + "\n")
 	}
 
 	b.WriteString("\n=== Fan control policies ===\n")
