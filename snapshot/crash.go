@@ -9,9 +9,8 @@ import (
 )
 
 // CrashRequest is one crash snapshot, complete: the decision that accepted
-// it and what the caller knows at the moment of the crash, gathered from
-// memory (the rows are those of that moment, not what a possibly lagging CSV
-// holds). The Manager adds the diagnostics it runs itself.
+// it and what the caller holds in memory at the moment of the crash (not what
+// a possibly lagging CSV holds). The Manager adds the diagnostics.
 type CrashRequest struct {
 	Decision  Decision // from Decide, accepted
 	Header    Header
@@ -33,12 +32,10 @@ type Section struct {
 const crashTitle = "GPU CRASH DETECTED"
 
 // Crash writes the crash snapshot of req, whose Decision Decide accepted
-// (hand each decision once), in the background: it never waits for the
-// disk or for any command, and returns nothing to finish. It reports false when it writes nothing: a
-// decision not accepted, or a request handed after Close (counted in
-// Stats.RefusedClosed, and the incident no longer names its file). The
-// Manager sets the header's GPUIndex, Suppressed and Headline, and Title and
-// Time when they are empty.
+// (hand each decision once), in the background. It reports false when it
+// writes nothing: a decision not accepted, or a request after Close (counted
+// in Stats.RefusedClosed). The Manager sets the header's GPUIndex,
+// Suppressed and Headline, and Title and Time when they are empty.
 func (m *Manager) Crash(req CrashRequest) bool {
 	d := req.Decision
 	if !d.Accepted || d.inc == nil {
@@ -99,8 +96,7 @@ func (m *Manager) crash(req *CrashRequest, start time.Time) {
 	}
 }
 
-// incidentEvents is the incident's events section for the file of the
-// event at idx.
+// incidentEvents is inc.eventsSection under the lock.
 func (m *Manager) incidentEvents(inc *incident, idx int) Section {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -112,8 +108,8 @@ func gpuHeadline(gpu int, h string) string {
 	return "GPU " + strconv.Itoa(gpu) + ": " + h
 }
 
-// fill sets what the Manager owns in a header (GPU index, suppression count)
-// and the title and time the caller left empty.
+// fill sets what the Manager owns in a header, and the title and time the
+// caller left empty.
 func (h *Header) fill(gpu int, suppressed uint64, title string, now time.Time) {
 	h.GPUIndex = gpu
 	h.Suppressed = suppressed
