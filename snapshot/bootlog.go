@@ -233,7 +233,7 @@ func pstoreRecords(dirs []string, since time.Time) string {
 			break
 		}
 		fmt.Fprintf(&b, "--- %s (%d bytes, %s) ---\n", r.path, r.size, r.mod.Format(time.RFC3339))
-		data, err := readTail(r.path, pstoreFileMax)
+		data, err := sink.ReadBounded(sink.OpenRegular, r.path, pstoreFileMax, true)
 		if err != nil {
 			fmt.Fprintf(&b, "(unreadable: %v)\n", err)
 			continue
@@ -253,7 +253,7 @@ func pstoreRecords(dirs []string, since time.Time) string {
 // lastIncidents returns the last lines of events.log written before t
 // that tell of trouble: incidents and notable lines (sink.ParsedLine.Class).
 func lastIncidents(path string, t time.Time) string {
-	data, err := readTail(path, eventsTailBytes)
+	data, err := sink.ReadBounded(sink.OpenRegular, path, eventsTailBytes, true) // a FIFO is refused, never waited on
 	if err != nil {
 		return "(events.log: " + fileErr(err) + ")\n"
 	}

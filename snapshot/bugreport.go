@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
 // The files NVIDIA asks for in a bug report, read into a crash snapshot
@@ -25,6 +27,25 @@ const (
 	nvidiaProcDir   = "proc/driver/nvidia"
 	nvidiaParamsDir = "sys/module/nvidia/parameters"
 )
+
+// maxFileRead bounds a /proc or /sys file read into a snapshot.
+const maxFileRead = 64 << 10
+
+// readSmall reads at most maxFileRead bytes from the start of path.
+func readSmall(path string) ([]byte, error) {
+	return sink.ReadBounded(os.Open, path, maxFileRead, false)
+}
+
+// fileErr says why a file could not be read, short.
+func fileErr(err error) string {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "missing"
+	case errors.Is(err, fs.ErrPermission):
+		return "no permission"
+	}
+	return err.Error()
+}
 
 // aerCounterFiles are the sysfs AER statistics of a PCIe device.
 var aerCounterFiles = []string{"aer_dev_correctable", "aer_dev_nonfatal", "aer_dev_fatal"}
