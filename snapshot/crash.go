@@ -3,6 +3,7 @@ package snapshot
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -125,30 +126,29 @@ func (h *Header) fill(gpu int, suppressed uint64, title string, now time.Time) {
 // header, the rows and a note that the diagnostics are being collected (for
 // at most limit); otherwise stage 2, with the diagnostics.
 func renderCrash(req *CrashRequest, diags []Section, limit time.Duration) []byte {
+	var pending []Section
+	end := "End of snapshot"
+	if diags == nil {
+		pending = []Section{{"Diagnostics", "(being collected: dmesg, lspci, setpci, nvidia-smi, modules, memory, load;\n" +
+			" this file is replaced by the full version within " + limit.String() + ")"}}
+		end += " (stage 1 of 2: diagnostics pending)"
+	}
+	return render(&req.Header, req.events, req.CSVHeader, req.Rows, slices.Concat(req.early, pending, diags, req.Extra), end)
+}
+
+// render writes a snapshot: the header, lead (when titled), the last rows,
+// the sections, and the end line.
+func render(h *Header, lead Section, csvHeader string, rows []string, sections []Section, end string) []byte {
 	var b strings.Builder
-	writeHeader(&b, &req.Header)
-	if req.events.Title != "" {
-		b.WriteString("=== " + req.events.Title + " ===\n" + req.events.Body + "\n")
+	writeHeader(&b, h)
+	if lead.Title != "" {
+		b.WriteString("=== " + lead.Title + " ===\n" + lead.Body + "\n")
 	}
-	writeRows(&b, req.CSVHeader, req.Rows)
-	for _, s := range req.early {
+	writeRows(&b, csvHeader, rows)
+	for _, s := range sections {
 		writeSection(&b, s)
 	}
-	if diags == nil {
-		writeSection(&b, Section{"Diagnostics", "(being collected: dmesg, lspci, setpci, nvidia-smi, modules, memory, load;\n" +
-			" this file is replaced by the full version within " + limit.String() + ")"})
-	}
-	for _, s := range diags {
-		writeSection(&b, s)
-	}
-	for _, s := range req.Extra {
-		writeSection(&b, s)
-	}
-	if diags == nil {
-		b.WriteString("\n=== End of snapshot (stage 1 of 2: diagnostics pending) ===\n")
-	} else {
-		b.WriteString("\n=== End of snapshot ===\n")
-	}
+	b.WriteString("\n=== " + end + " ===\n")
 	return []byte(b.String())
 }
 

@@ -9,9 +9,7 @@ import (
 )
 
 // Stage is how far a GPU's failure has gone. The crash cooldown holds back
-// a flood of events of one stage, never the next, worse stage of the same
-// failure: within an incident, an event of a stage above every one already
-// captured takes its own snapshot.
+// a flood of events of one stage, never the next, worse stage.
 type Stage int
 
 // Stages, least severe first.
@@ -23,9 +21,7 @@ const (
 	StageLost                     // fell off the bus, or NVML reports the GPU lost
 )
 
-// Asks is what a recovery action asks the operator to do, least first: a
-// recovery action that asks for more than any event already captured in the
-// incident takes its own snapshot.
+// Asks is what a recovery action asks the operator to do, least first.
 type Asks int
 
 // What recovery actions ask for.
@@ -38,8 +34,7 @@ const (
 	AsksUnknown         // an action number this version does not know: news once
 )
 
-// Event is one critical event of a GPU as the Manager keeps it for the
-// incident it belongs to.
+// Event is one critical event of a GPU, as its incident keeps it.
 type Event struct {
 	Time   time.Time // when it happened; zero: when Decide was called
 	What   string    // a few words for the headline: "GSP RPC Timeout (Xid 119)"; empty: Reason
@@ -51,8 +46,8 @@ type Event struct {
 }
 
 // XidEvent is the event of an Xid report: its stage from the code and the
-// catalog's class, what it asks for from NVIDIA's bucket (Xid 154: from the
-// new recovery action).
+// catalog's class, what it asks for from its recovery action (Xid 154) or
+// NVIDIA's bucket.
 func XidEvent(t time.Time, e xid.Explanation, reason string) Event {
 	ev := Event{Time: t, What: e.Name + " (Xid " + strconv.Itoa(e.Code) + ")", Reason: reason, Stage: StageFault}
 	switch {
