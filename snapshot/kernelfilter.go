@@ -11,17 +11,13 @@ import (
 
 // kernelFilter picks, out of a whole dmesg, the lines about one GPU: what the
 // NVIDIA driver printed, what the kernel printed about the GPU's PCI device
-// (any of its functions) and the AER reports of the bridges on its path. It
-// matches by words and device addresses, never by substrings: "debug",
-// "[Firmware Bug]" and "amdgpu 0000:03:00.0: ... GPU init" are not the
-// GPU's lines.
+// and the AER reports of the bridges on its path. It matches by words and
+// device addresses, never by substrings: "debug", "[Firmware Bug]" and
+// "amdgpu 0000:03:00.0: ... GPU init" are not the GPU's lines.
 type kernelFilter struct {
-	gpu     reading.Opt[reading.PCIAddr] // absent when the bus id did not parse
-	bridges []reading.PCIAddr            // the bridges above the GPU, nearest the root first; nil when unknown
-	// pathKnown: bridges was read from sysfs (it may be empty, a GPU on a
-	// root port of its own). When it was not, any PCIe port's AER lines
-	// are kept: none can be ruled out.
-	pathKnown bool
+	gpu       reading.Opt[reading.PCIAddr] // absent when the bus id did not parse
+	bridges   []reading.PCIAddr            // the bridges above the GPU, nearest the root first; nil when unknown
+	pathKnown bool                         // bridges was read from sysfs; if not, any PCIe port's AER lines are kept
 }
 
 // gpuWords are the words that make a line that names no PCI device a GPU
@@ -36,13 +32,8 @@ var gpuWords = regexp.MustCompile(`\bNVRM\b|(?i:\bnvidia)|\bXid\b|\bGPU\b|GPU_IS
 // adds ("{2026-...Z}"), and journalctl's "host kernel: ".
 func messageOf(line string) string {
 	s := strings.TrimLeft(line, " \t")
-	if strings.HasPrefix(s, "[") {
-		if i := strings.IndexByte(s, ']'); i > 0 {
-			s = strings.TrimLeft(s[i+1:], " ")
-		}
-	}
-	if strings.HasPrefix(s, "{") {
-		if i := strings.IndexByte(s, '}'); i > 0 {
+	for _, br := range []string{"[]", "{}"} {
+		if i := strings.IndexByte(s, br[1]); i > 0 && s[0] == br[0] {
 			s = strings.TrimLeft(s[i+1:], " ")
 		}
 	}
@@ -53,8 +44,7 @@ func messageOf(line string) string {
 }
 
 // deviceOf reads the driver and device of a line the kernel printed through
-// dev_printk ("pcieport 0000:00:01.0: AER: ..."). ok is false when the
-// message names no device that way.
+// dev_printk ("pcieport 0000:00:01.0: AER: ...").
 func deviceOf(msg string) (driver string, dev reading.PCIAddr, text string, ok bool) {
 	drv, rest, found := strings.Cut(msg, " ")
 	if !found || drv == "" {
@@ -165,8 +155,8 @@ func (f kernelFilter) AERLine(line string) bool {
 	return false
 }
 
-// kernelFilterFor builds the filter of the GPU at busID, reading the bridges
-// above it from sysfs under HostRoot.
+// kernelFilterFor builds the filter of the GPU at busID, its bridges read
+// from sysfs under HostRoot.
 func (m *Manager) kernelFilterFor(busID string) kernelFilter {
 	a, err := reading.ParsePCIAddr(busID)
 	if err != nil {
