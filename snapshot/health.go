@@ -9,12 +9,10 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
-// HealthTitle is the title of a crash snapshot's health counter section.
+// HealthTitle is the title of the health counter section.
 const HealthTitle = "Health counters"
 
-// HealthData is what the health section shows: the counters as last read
-// (from memory: the sampler's slow tier), when each last changed, the
-// per-link NVLink reading and the verdict.
+// HealthData is what the health section shows, from the sampler's slow tier.
 type HealthData struct {
 	At      time.Time // the sample that carried the counters; zero: none read
 	Vals    [reading.NumReadings]reading.Opt[uint64]
@@ -23,12 +21,10 @@ type HealthData struct {
 	Level   string   // ok, warning, critical
 	Reasons []string // the verdict's reasons
 
-	// RemapHist is the row remapper histogram as last read; nil: never.
-	RemapHist *reading.RemapHistogram
+	RemapHist *reading.RemapHistogram // as last read; nil: never
 }
 
-// healthNameWidth is the counter column's width: the longest counter
-// name, so that no row pushes its value out of line.
+// healthNameWidth is the counter column's width: the longest name.
 func healthNameWidth() int {
 	w := len("COUNTER")
 	for _, id := range reading.HealthIDs {

@@ -10,15 +10,13 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
-// ProcessesTitle is the title of the crash snapshot section naming the
-// processes that were on the GPU.
+// ProcessesTitle is the title of the processes section.
 const ProcessesTitle = "Processes on this GPU"
 
 // ProcessesSection renders the slow tier's latest process read of the
-// crashed GPU, taken at now. It names the processes of the last successful
-// read, with its age, even when the current read is hung (NVML stuck in a
-// GSP fault is exactly when the snapshot is written), and says plainly when
-// there is no process data.
+// crashed GPU, taken at now: the processes of the last successful read, with
+// its age, even when the current read is hung (NVML stuck in a GSP fault is
+// exactly when the snapshot is written).
 func ProcessesSection(p *reading.Procs, now time.Time) Section {
 	var b strings.Builder
 	switch {

@@ -10,8 +10,7 @@ import (
 )
 
 // SpikeRequest is one spike snapshot, complete: the decision that accepted
-// it and what the caller knows when a fan spikes. A spike snapshot runs no
-// commands: everything comes from the caller's memory.
+// it and what the caller holds in memory when a fan spikes.
 type SpikeRequest struct {
 	Decision    Decision // from DecideSpike, accepted
 	Header      Header
@@ -27,9 +26,8 @@ type SpikeRequest struct {
 const spikeTitle = "FAN SPIKE DETECTED"
 
 // Spike writes the spike snapshot of req, whose Decision DecideSpike
-// accepted, in the background. It reports false when it writes nothing: a
-// decision not accepted, or a request handed after Close (counted in
-// Stats.RefusedClosed).
+// accepted, in the background. It reports false when it writes nothing (see
+// Crash).
 func (m *Manager) Spike(req SpikeRequest) bool {
 	d := req.Decision
 	if !d.Accepted || !m.hand() {
