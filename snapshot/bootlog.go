@@ -191,8 +191,7 @@ func commandStatus(name string, err error) string {
 func pstoreRecords(dirs []string, since time.Time) string {
 	type rec struct {
 		path string
-		mod  time.Time
-		size int64
+		fs.FileInfo
 	}
 	var b strings.Builder
 	var recs []rec
@@ -214,14 +213,14 @@ func pstoreRecords(dirs []string, since time.Time) string {
 				old++
 				return nil
 			}
-			recs = append(recs, rec{p, fi.ModTime(), fi.Size()})
+			recs = append(recs, rec{p, fi})
 			return nil
 		})
 		if old > 0 {
 			fmt.Fprintf(&b, "(%s: %d older record(s) from before the previous run, not shown)\n", d, old)
 		}
 	}
-	slices.SortFunc(recs, func(a, b rec) int { return b.mod.Compare(a.mod) })
+	slices.SortFunc(recs, func(a, b rec) int { return b.ModTime().Compare(a.ModTime()) })
 	if len(recs) == 0 {
 		b.WriteString("(no recent records)\n")
 		return b.String()
@@ -232,13 +231,13 @@ func pstoreRecords(dirs []string, since time.Time) string {
 			fmt.Fprintf(&b, "(%d more record(s) not shown)\n", len(recs)-i)
 			break
 		}
-		fmt.Fprintf(&b, "--- %s (%d bytes, %s) ---\n", r.path, r.size, r.mod.Format(time.RFC3339))
+		fmt.Fprintf(&b, "--- %s (%d bytes, %s) ---\n", r.path, r.Size(), r.ModTime().Format(time.RFC3339))
 		data, err := sink.ReadBounded(sink.OpenRegular, r.path, pstoreFileMax, true)
 		if err != nil {
 			fmt.Fprintf(&b, "(unreadable: %v)\n", err)
 			continue
 		}
-		if int64(len(data)) < r.size {
+		if int64(len(data)) < r.Size() {
 			fmt.Fprintf(&b, "(last %d bytes)\n", len(data))
 		}
 		total += len(data)

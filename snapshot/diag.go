@@ -184,34 +184,27 @@ func (m *Manager) collect(ctx context.Context, jobs []job) map[string]result {
 		pending[j.key] = true
 		go func() { ch <- keyed{j.key, m.runJob(ctx, j)} }()
 	}
+	why := "(no answer within " + m.cfg.DiagnosticsTimeout.String() + "; abandoned)"
 	deadline := time.NewTimer(m.cfg.DiagnosticsTimeout)
 	defer deadline.Stop()
 	done := ctx.Done()
-	var drain <-chan time.Time // set once ctx is cancelled
 	for len(pending) > 0 {
-		var why string
 		select {
 		case k := <-ch:
 			res[k.key] = k.r
 			delete(pending, k.key)
-			continue
 		case <-done:
 			// Killed commands return at once with what they printed so far,
 			// which is worth keeping; wait a moment for it.
 			done = nil
-			t := time.NewTimer(drainGrace)
-			defer t.Stop()
-			drain = t.C
-			continue
-		case <-drain:
+			deadline.Reset(drainGrace)
 			why = "(canceled: the daemon is shutting down)"
 		case <-deadline.C:
-			why = "(no answer within " + m.cfg.DiagnosticsTimeout.String() + "; abandoned)"
+			for key := range pending {
+				res[key] = result{status: why}
+			}
+			return res
 		}
-		for key := range pending {
-			res[key] = result{status: why}
-		}
-		return res
 	}
 	return res
 }

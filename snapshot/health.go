@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -74,14 +75,11 @@ func HealthSection(h HealthData, now time.Time) Section {
 	fmt.Fprintf(&b, "\nNVLink: %d links, read at %s\n", h.Links.N, h.Links.At.Format(sink.TimestampLayout))
 	// A counter no link answered is not a column (an H100 has none of the
 	// NVLink5 ones, a B200 none of the pre-Blackwell ones): it is named once.
+	links := h.Links.L[:min(h.Links.N, reading.MaxLinks)]
 	var cols []reading.LinkCounterID
 	var absent []string
 	for c, d := range reading.LinkDefs {
-		seen := false
-		for l := range min(h.Links.N, reading.MaxLinks) {
-			seen = seen || h.Links.L[l].C[c].OK
-		}
-		if seen {
+		if slices.ContainsFunc(links, func(k reading.Link) bool { return k.C[c].OK }) {
 			cols = append(cols, reading.LinkCounterID(c))
 		} else {
 			absent = append(absent, d.Name)
@@ -96,8 +94,8 @@ func HealthSection(h HealthData, now time.Time) Section {
 		fmt.Fprintf(&b, " %*s", max(len(d.Name), 6), d.Name)
 	}
 	b.WriteByte('\n')
-	for l := range min(h.Links.N, reading.MaxLinks) {
-		k := &h.Links.L[l]
+	for l := range links {
+		k := &links[l]
 		state := "n/a"
 		if s, ok := k.State.Get(); ok {
 			state = reading.LinkStateName(s)

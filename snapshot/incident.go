@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -149,11 +150,4 @@ func (in *incident) eventsSection(self int) Section {
 }
 
 // offsetFrom is "+2.000s" (t after start) to the millisecond.
-func offsetFrom(start, t time.Time) string {
-	d := t.Sub(start)
-	sign := "+"
-	if d < 0 {
-		sign, d = "-", -d
-	}
-	return sign + strconv.FormatFloat(d.Seconds(), 'f', 3, 64) + "s"
-}
+func offsetFrom(start, t time.Time) string { return fmt.Sprintf("%+.3fs", t.Sub(start).Seconds()) }

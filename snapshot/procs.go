@@ -54,12 +54,7 @@ func ProcessesSection(p *reading.Procs, now time.Time) Section {
 	return Section{ProcessesTitle, b.String()}
 }
 
-func age(d time.Duration) string {
-	if d < 0 {
-		d = 0
-	}
-	return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + " s"
-}
+func age(d time.Duration) string { return strconv.FormatFloat(max(d, 0).Seconds(), 'f', 1, 64) + " s" }
 
 func mem(o reading.Opt[uint64]) string {
 	if v, ok := o.Get(); ok {
