@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -142,10 +140,9 @@ func WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
 		if c.JournalDir != "" {
 			args = append(args, "--directory", c.JournalDir)
 		}
-		cctx, cancel := context.WithTimeout(ctx, c.CommandTimeout)
-		out, err := c.Runner.Run(cctx, "journalctl", args...)
-		cancel()
-		journal := result{out: out, status: commandStatus("journalctl", err)}
+		journal := runJob(ctx, c.CommandTimeout, job{key: "journalctl", run: func(ctx context.Context) ([]byte, error) {
+			return c.Runner.Run(ctx, "journalctl", args...)
+		}})
 		b.WriteString(filtered(journal, bootLogPattern.MatchString, bootJournalMatches))
 		b.WriteString("\n=== Previous boot's kernel log: last 200 lines ===\n")
 		b.WriteString(filtered(journal, nil, bootJournalLines))
@@ -168,23 +165,6 @@ func WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
 }
 
 func orUnknown(s string) string { return cmp.Or(s, "unknown") }
-
-// commandStatus says how a command failed ("" when it did not): a missing
-// program is "not installed", never an error that stops anything.
-func commandStatus(name string, err error) string {
-	var te *TimeoutError
-	switch {
-	case err == nil:
-		return ""
-	case errors.Is(err, exec.ErrNotFound):
-		return "(" + err.Error() + ")" // names the package: NotInstalledError
-	case errors.As(err, &te):
-		return "(" + name + ": timed out after " + te.After.String() + ")"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "(" + name + ": timed out)"
-	}
-	return "(" + name + " failed: " + err.Error() + ")"
-}
 
 // pstoreRecords lists the records in dirs newer than since (minus a slack),
 // each with the end of its text, within the size bounds.

@@ -85,9 +85,7 @@ func rowsBefore(days []sink.CSVDay, t time.Time, n int, budget *int64) gpuRows {
 		gr.rows = append(rows, gr.rows...)
 	}
 	if len(gr.rows) > 0 {
-		if ts, err := rowTime(gr.rows[len(gr.rows)-1]); err == nil {
-			gr.last = ts
-		}
+		gr.last, _ = rowTime(gr.rows[len(gr.rows)-1]) // zero when it does not parse
 	}
 	return gr
 }
@@ -151,11 +149,7 @@ func readRowsBefore(path string, gz bool, t time.Time, n int, budget *int64) (fi
 		r = zr
 	} else {
 		_, _, fr.header, _, _ = sink.ReadPreamble(sink.NewLineReader(f))
-		off := int64(0)
-		if fi.Size() > tailBytes {
-			off = fi.Size() - tailBytes
-		}
-		if _, err := f.Seek(off, io.SeekStart); err != nil {
+		if _, err := f.Seek(max(fi.Size()-tailBytes, 0), io.SeekStart); err != nil {
 			return fr, err
 		}
 		r = f
@@ -193,8 +187,7 @@ func readRowsBefore(path string, gz bool, t time.Time, n int, budget *int64) (fi
 			continue // the seek landed mid-line, or the new run's row
 		}
 		if len(ring) == n {
-			copy(ring, ring[1:])
-			ring = ring[:n-1]
+			ring = ring[1:] // append moves the live rows when it reallocates
 		}
 		ring = append(ring, line)
 	}

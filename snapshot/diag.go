@@ -209,9 +209,15 @@ func (m *Manager) collect(ctx context.Context, jobs []job) map[string]result {
 	return res
 }
 
-// runJob runs one job under CommandTimeout and describes how it ended.
+// runJob runs one job under CommandTimeout.
 func (m *Manager) runJob(ctx context.Context, j job) result {
-	cctx, cancel := context.WithTimeout(ctx, m.cfg.CommandTimeout)
+	return runJob(ctx, m.cfg.CommandTimeout, j)
+}
+
+// runJob runs j under timeout and describes how it ended (the boot log's
+// journalctl too).
+func runJob(ctx context.Context, timeout time.Duration, j job) result {
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	out, err := j.run(cctx)
 	if err == nil {
@@ -225,7 +231,7 @@ func (m *Manager) runJob(ctx context.Context, j job) result {
 	case ctx.Err() != nil:
 		status = "(canceled: the daemon is shutting down)"
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
-		status = "(timed out after " + m.cfg.CommandTimeout.String() + ")"
+		status = "(timed out after " + timeout.String() + ")"
 	case errors.Is(err, exec.ErrNotFound):
 		status = "(" + err.Error() + ")" // names the package: NotInstalledError
 	default:
