@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"cmp"
 	"context"
 	"path/filepath"
 	"slices"
@@ -105,18 +106,12 @@ func (m *Manager) incidentEvents(inc *incident, idx int) Section {
 }
 
 // gpuHeadline is the headline with the GPU it is about: "GPU 0: ...".
-func gpuHeadline(gpu int, h string) string {
-	return "GPU " + strconv.Itoa(gpu) + ": " + h
-}
+func gpuHeadline(gpu int, h string) string { return "GPU " + strconv.Itoa(gpu) + ": " + h }
 
 // fill sets what the Manager owns in a header, and the title and time the
 // caller left empty.
 func (h *Header) fill(gpu int, suppressed uint64, title string, now time.Time) {
-	h.GPUIndex = gpu
-	h.Suppressed = suppressed
-	if h.Title == "" {
-		h.Title = title
-	}
+	h.GPUIndex, h.Suppressed, h.Title = gpu, suppressed, cmp.Or(h.Title, title)
 	if h.Time.IsZero() {
 		h.Time = now
 	}
