@@ -123,16 +123,8 @@ func (f kernelFilter) bridgeLine(msg, text string) bool {
 func (f kernelFilter) GPULine(line string) bool {
 	msg := messageOf(line)
 	if drv, dev, text, ok := deviceOf(msg); ok {
-		switch {
-		case f.sameBoard(dev), strings.HasPrefix(drv, "nvidia"):
-			return true
-		case slices.Contains(f.bridges, dev):
-			return f.bridgeLine(msg, text)
-		case !f.pathKnown && drv == "pcieport":
-			return aerText(text)
-		}
-		// Another device's line: an Intel or AMD GPU, a NIC, a disk.
-		return false
+		// Not another device's line: an Intel or AMD GPU, a NIC, a disk.
+		return strings.HasPrefix(drv, "nvidia") || f.fromGPU(drv, dev, msg, text)
 	}
 	return gpuWords.MatchString(msg) || f.namesGPU(msg)
 }
@@ -142,17 +134,19 @@ func (f kernelFilter) GPULine(line string) bool {
 func (f kernelFilter) AERLine(line string) bool {
 	msg := messageOf(line)
 	drv, dev, text, ok := deviceOf(msg)
+	return ok && aerText(text) && f.fromGPU(drv, dev, msg, text)
+}
+
+// fromGPU reports whether a line device dev printed is about the GPU: the
+// GPU's own, a bridge's about it, or, the path unknown, any port's AER line.
+func (f kernelFilter) fromGPU(drv string, dev reading.PCIAddr, msg, text string) bool {
 	switch {
-	case !ok:
-		return false
 	case f.sameBoard(dev):
-		return aerText(text)
+		return true
 	case slices.Contains(f.bridges, dev):
-		return aerText(text) && f.bridgeLine(msg, text)
-	case !f.pathKnown && drv == "pcieport":
-		return aerText(text)
+		return f.bridgeLine(msg, text)
 	}
-	return false
+	return !f.pathKnown && drv == "pcieport" && aerText(text)
 }
 
 // kernelFilterFor builds the filter of the GPU at busID, its bridges read
