@@ -46,9 +46,7 @@ type BootConfig struct {
 	MachineID      string      // "" when unknown
 	PstoreDirs     []string    // nil means DefaultPstoreDirs
 	CommandTimeout time.Duration
-	// JournalDir, when set, is given to journalctl as --directory (tests
-	// point it at a fake journal; normally the system journal is read).
-	JournalDir string
+	JournalDir     string // given to journalctl as --directory (tests point it at a fake journal); "" reads the system's
 }
 
 // BootLog is what WriteBootLog wrote, for the events.log line.

@@ -103,11 +103,9 @@ type Manager struct {
 	crashDir string
 	spikeDir string
 
-	// work is cancelled when Close gives up waiting: it kills running commands.
-	work     context.Context
-	stopWork context.CancelFunc
-	// follow is cancelled as Close starts: no follow-up starts after that.
-	follow     context.Context
+	work       context.Context // cancelled when Close gives up waiting: it kills running commands
+	stopWork   context.CancelFunc
+	follow     context.Context // cancelled as Close starts: no follow-up starts after that
 	stopFollow context.CancelCauseFunc
 
 	wg sync.WaitGroup // one per request handed to Crash or Spike, until its last file
