@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -147,15 +148,8 @@ func (m *Manager) kernelLogJob() job {
 		if jerr != nil {
 			return out, fmt.Errorf("%w (and journalctl -k -b 0 instead: %v)", err, jerr)
 		}
-		note := "(dmesg failed: " + firstLine(out, err) + "; this boot's kernel lines are from journalctl -k -b 0)\n"
+		why, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n") // its first line says why
+		note := "(dmesg failed: " + cmp.Or(why, err.Error()) + "; this boot's kernel lines are from journalctl -k -b 0)\n"
 		return append([]byte(note), jout...), nil
 	}}
-}
-
-func firstLine(out []byte, err error) string {
-	if s := strings.TrimSpace(string(out)); s != "" {
-		line, _, _ := strings.Cut(s, "\n")
-		return line
-	}
-	return err.Error()
 }

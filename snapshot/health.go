@@ -25,16 +25,6 @@ type HealthData struct {
 	RemapHist *reading.RemapHistogram // as last read; nil: never
 }
 
-// healthNameWidth is the counter column's width: the longest name.
-func healthNameWidth() int {
-	w := len("COUNTER")
-	for _, id := range reading.HealthIDs {
-		d := &reading.Table[id]
-		w = max(w, len(d.Name))
-	}
-	return w
-}
-
 // HealthSection renders the "Health counters" section: every counter with
 // its value ("n/a" when absent) and last change, then the NVLink table.
 func HealthSection(h HealthData, now time.Time) Section {
@@ -49,7 +39,10 @@ func HealthSection(h HealthData, now time.Time) Section {
 		verdict += " (" + strings.Join(h.Reasons, ", ") + ")"
 	}
 	fmt.Fprintf(&b, "verdict: %s\n", verdict)
-	w := healthNameWidth()
+	w := len("COUNTER") // the counter column: the longest name
+	for _, id := range reading.HealthIDs {
+		w = max(w, len(reading.Table[id].Name))
+	}
 	fmt.Fprintf(&b, "%-*s %16s  %s\n", w, "COUNTER", "VALUE", "LAST CHANGE")
 	for _, id := range reading.HealthIDs {
 		d := &reading.Table[id]
