@@ -12,7 +12,6 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
-	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 	"github.com/gpu-telemetry/gpu-telemetry/xid"
 )
 
@@ -92,24 +91,24 @@ func (m *Monitor) kernelXidEvents(x kmsg.XidReport, rec kmsg.Record, now time.Ti
 }
 
 // onEvent carries out what the event stage (internal/events) makes of one
-// GPU event from any source: the GPU's incident and its crash snapshot
-// (incident desk), the live view, the Xid flag of the GPU's next row, the
-// daemon's log and the events.log lines.
+// GPU event from any source: the GPU's incident and crash snapshot, the live
+// view, the Xid flag of the GPU's next row, the daemon's log and the
+// events.log lines.
 func (m *Monitor) onEvent(e reading.Event) {
 	gs := m.byIndex[e.GPU]
 	if gs == nil {
 		r := m.ev.Handle(e)
 		m.heldXid(r, e)
-		m.eventLines(r, snapshot.Decision{})
 		if r.Alert != events.Quiet {
 			m.log.Warn("critical event for a GPU that is not monitored", "bus", e.BusID, "reason", r.Reason)
 		}
+		m.carryOut(nil, r, crashPlan{})
 		return
 	}
 	// The de-duplication and the first report's incident decision are one
-	// step for the GPU (reportMu): a duplicate from the other source,
-	// arriving on its own goroutine, then names the incident the first
-	// report was counted in, never none or the GPU's previous one.
+	// step for the GPU (reportMu): a duplicate from the other source then
+	// names the incident the first report was counted in, never none or
+	// the GPU's previous one.
 	gs.reportMu.Lock()
 	r := m.ev.Handle(e)
 	if r.FlagXid {
@@ -134,11 +133,7 @@ func (m *Monitor) onEvent(e reading.Event) {
 	case events.Error:
 		gs.log.Error("critical GPU event", "reason", r.Reason)
 	}
-	// The lines after the snapshot's decision: the event's names the
-	// incident and the snapshot. The snapshot is built after them: it
-	// reads the GPU's rows, which may wait on the disk.
-	m.eventLines(r, plan.d)
-	gs.crashSnapshot(plan)
+	m.carryOut(gs, r, plan)
 }
 
 // showReport shows a Wake record's report in the GPU's live view g: the
@@ -181,17 +176,20 @@ func (m *Monitor) windowsEnded(now time.Time, all bool) {
 	}
 }
 
-// eventLines writes a record's events.log lines, the last (the event's own)
-// with the incident and snapshot d names.
-func (m *Monitor) eventLines(r events.Record, d snapshot.Decision) {
+// carryOut writes record r's events.log lines, the last (the event's own)
+// naming the incident and snapshot plan decided on, then gathers that
+// snapshot for GPU gs (nil: not monitored): it reads the GPU's rows, which
+// may wait on the disk, so it comes after the lines.
+func (m *Monitor) carryOut(gs *gpuState, r events.Record, plan crashPlan) {
 	if r.Burst > 0 {
 		m.log.Info("clock event burst", "events", r.Burst, "window", events.ClockBurstWindow)
 	}
 	for i, l := range r.Lines {
 		if i == len(r.Lines)-1 {
-			m.incidentLine(l, d)
+			m.incidentLine(l, plan.d)
 		} else {
 			m.eventLine(l)
 		}
 	}
+	gs.crashSnapshot(plan)
 }

@@ -152,6 +152,5 @@ func (m *Monitor) kernelLine(gs *gpuState, l events.KernelLine) {
 		gs.nextTry.Store(0)
 		plan = gs.criticalEvent(l.Read, *r.Critical)
 	}
-	m.eventLines(r, plan.d)
-	gs.crashSnapshot(plan)
+	m.carryOut(gs, r, plan)
 }
