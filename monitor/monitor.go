@@ -44,7 +44,7 @@ type Monitor struct {
 	events  lineLog
 	summary lineLog
 	snaps   *snapshot.Manager
-	inc     *incidentDesk      // critical events and spikes to snapshots
+	inc     incidents          // the last incident, for the host view
 	ev      *events.Stage      // the event path: every NVML, kernel log and poll event
 	reg     *counters.Registry // every part's counters (counters.go)
 	board   *live.Board        // what the live readers read (publishHost, the GPUs' slots)
@@ -163,7 +163,6 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		Flush: m.csv.Sync, Written: m.snapshotWritten, HostRoot: cfg.HostRoot,
 		KernelWall: m.kclock.clock.Wall,
 	})
-	m.inc = &incidentDesk{snaps: m.snaps, log: m.log}
 	m.registerCounters()
 	m.writeSystemInfo()
 	m.publishHost() // the first host view, before Run
