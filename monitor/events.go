@@ -62,7 +62,7 @@ func (m *Monitor) runKmsg(ctx context.Context) {
 	})
 	seqDone := make(chan struct{})
 	defer func() { <-seqDone; m.saveKmsgSeq() }() // the position at stop
-	go func() { defer close(seqDone); m.refreshKmsgSeq(ctx, replayed) }()
+	go func() { defer close(seqDone); every(ctx, kmsgSeqRefresh, replayed, m.saveKmsgSeq) }()
 	standIn := m.klog.standIn
 	err = r.Run(ctx, func(rec kmsg.Record) {
 		if standIn != nil {

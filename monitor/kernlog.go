@@ -1,12 +1,10 @@
 package monitor
 
 import (
-	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
@@ -17,30 +15,27 @@ import (
 
 // KernelLog is the kernel log, opened as early as the daemon can
 // (OpenKernelLog, before NVML's start-up wait on a stuck GPU), so that what
-// the kernel logs from then on waits in its ring (or the file) until the
-// monitor reads it: an Xid 79 logged during a 20 s start-up is not lost.
-// When the previous run saved its position in this boot (kmsg_seq in
-// run-state), the records after it are read first, as backlog: those logged
-// while no logger was running.
+// the kernel logs from then on waits in its ring until the monitor reads
+// it: an Xid 79 logged during a 20 s start-up is not lost. When the previous
+// run saved its position in this boot (kmsg_seq in run-state), the records
+// after it are read first, as backlog.
 type KernelLog struct {
 	path   string
 	resume reading.Opt[uint64] // the previous run's last record, in this boot
 	r      *kmsg.Reader        // nil until opened, or when it could not be
 	err    error               // why it could not be opened
 	opened bool
-	// standIn, set by tests only, rewrites each record before it is parsed
-	// (nil: none). The tests of the real /dev/kmsg write harmless lines
-	// into the host's kernel log, where an Xid 79 would page its operators,
-	// and turn them here into the driver's lines they stand for (the
-	// kernel's records: the host marks the lines written as user space's).
+	// standIn, set by tests only, rewrites each record before it is parsed.
+	// Tests of the real /dev/kmsg write harmless lines (an Xid 79 there
+	// would page the host's operators) and turn them here into the
+	// driver's lines they stand for.
 	standIn func(kmsg.Record) kmsg.Record
 }
 
-// OpenKernelLog opens cfg.KmsgPath for the monitor that cfg will build;
-// nil when the kernel log is off. It reads the previous run's saved
-// position from cfg.LogDir's run-state first (a small file read), so call it
-// before New, which rewrites run-state. An open that fails is kept and
-// reported when the monitor runs. Pass the result in Config.KernelLog;
+// OpenKernelLog opens cfg.KmsgPath for the monitor cfg will build; nil when
+// the kernel log is off. It reads the previous run's position from
+// run-state, so call it before New, which rewrites run-state. A failed open
+// is reported when the monitor runs. Pass the result in Config.KernelLog;
 // Close it when no monitor runs.
 func OpenKernelLog(cfg Config) *KernelLog {
 	cfg.defaults()
@@ -53,8 +48,7 @@ func OpenKernelLog(cfg Config) *KernelLog {
 
 // planKernelLog decides where the kernel log will be read from, without
 // opening it: after the previous run's last record when it saved one in
-// this boot, else from the end, as a first start in a boot does. cfg has
-// its defaults.
+// this boot, else from the end. cfg has its defaults.
 func planKernelLog(cfg Config) *KernelLog {
 	if cfg.KmsgPath == "" {
 		return nil
@@ -101,24 +95,32 @@ func (k *KernelLog) Close() {
 	}
 }
 
-// kmsgSeqRefresh is how often the kernel log position is saved to run-state
-// while it moves: a run killed without its clean stop has the records of at
-// most this long replayed (marked backlog) at the next start.
+// kmsgSeqRefresh is how often the kernel log position is saved while it
+// moves: a run killed without its clean stop has at most this long of
+// records replayed (as backlog) at the next start.
 const kmsgSeqRefresh = 10 * time.Second
 
-// runState is this run's run-state, written by BeginRun and then rewritten
-// (atomically) when the kernel log position moves.
+// runState is this run's run-state, written by beginRun and rewritten
+// (atomically) when the kernel log position moves or a GPU answers late.
 type runState struct {
 	mu    sync.Mutex
-	begun bool // BeginRun has read the previous run's state and written ours
+	begun bool // beginRun has read the previous run's state and written ours
 	cur   snapshot.RunState
-	// prev are the previous run's boards (nil: none recorded): a GPU that
-	// answers late is compared with them (lateBoard).
-	prev []sink.Board
+	prev  []sink.Board // the previous run's boards (nil: none recorded)
 	// write rewrites run-state (snapshot.WriteRunState); tests stall it.
-	write func(dir string, s snapshot.RunState) error
-	// saveFailed: a failure to save the kernel log position was logged.
-	saveFailed atomic.Bool
+	write      func(dir string, s snapshot.RunState) error
+	saveFailed bool // a failure to save the kernel log position was logged
+}
+
+// save writes this run's state with change applied; rs.mu is held.
+func (rs *runState) save(dir string, change func(*snapshot.RunState)) error {
+	next := rs.cur
+	change(&next)
+	if err := rs.write(dir, next); err != nil {
+		return err
+	}
+	rs.cur = next
+	return nil
 }
 
 // kmsgSeq is the position to save: the last /dev/kmsg record handed on.
@@ -151,11 +153,10 @@ func (m *Monitor) boards() []sink.Board {
 	return out
 }
 
-// lateBoard is called (on the side queue) once a GPU stuck at start has
-// answered: its board is written to run-state (the next start knows it) and
-// compared with the previous run's, one INVENTORY line (identified, with
-// where the previous run had it, or new). Before beginRun it does nothing:
-// beginRun records and compares every board known by then.
+// lateBoard runs (on the side queue) once a GPU stuck at start has
+// answered: its board is compared with the previous run's (one INVENTORY
+// line) and written to run-state. Before beginRun it does nothing: beginRun
+// records and compares every board known by then.
 func (m *Monitor) lateBoard(gs *gpuState) {
 	rs := &m.runState
 	rs.mu.Lock()
@@ -166,17 +167,13 @@ func (m *Monitor) lateBoard(gs *gpuState) {
 	if rs.prev != nil {
 		m.eventLine(sink.IdentifyLate(rs.prev, csvColumns(gs.idx, gs.info()).Board).Event(time.Now()))
 	}
-	next := rs.cur
-	next.GPUs = m.boards()
-	if err := rs.write(m.cfg.LogDir, next); err != nil {
+	if err := rs.save(m.cfg.LogDir, func(s *snapshot.RunState) { s.GPUs = m.boards() }); err != nil {
 		m.log.Warn("cannot record the GPU that answered late in run-state; the next start will not compare it", "error", err)
-		return
 	}
-	rs.cur = next
 }
 
-// saveKmsgSeq rewrites run-state when the kernel log position moved. Before
-// beginRun it does nothing: the previous run's state is still to be read.
+// saveKmsgSeq rewrites run-state when the kernel log position moved, once
+// beginRun has read the previous run's.
 func (m *Monitor) saveKmsgSeq() {
 	rs := &m.runState
 	rs.mu.Lock()
@@ -185,21 +182,8 @@ func (m *Monitor) saveKmsgSeq() {
 	if !rs.begun || seq == rs.cur.KmsgSeq {
 		return
 	}
-	next := rs.cur
-	next.KmsgSeq = seq
-	if err := rs.write(m.cfg.LogDir, next); err != nil {
-		if m.runState.saveFailed.CompareAndSwap(false, true) {
-			m.log.Warn("cannot save the kernel log position; a restart may replay or miss records logged meanwhile (tried again later)", "error", err)
-		}
-		return
+	if err := rs.save(m.cfg.LogDir, func(s *snapshot.RunState) { s.KmsgSeq = seq }); err != nil && !rs.saveFailed {
+		rs.saveFailed = true
+		m.log.Warn("cannot save the kernel log position; a restart may replay or miss records logged meanwhile (tried again later)", "error", err)
 	}
-	rs.cur = next
-}
-
-// refreshKmsgSeq saves the kernel log position every kmsgSeqRefresh, and
-// whenever now delivers (a replay has been read), until ctx is done. It is
-// the only saver while the kernel log is read: the reader never waits on
-// the disk.
-func (m *Monitor) refreshKmsgSeq(ctx context.Context, now <-chan struct{}) {
-	every(ctx, kmsgSeqRefresh, now, m.saveKmsgSeq)
 }
