@@ -15,21 +15,15 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/xid"
 )
 
-// runEvents follows the NVML events of every GPU (sampler.FollowEvents:
-// each GPU registered once it answers, a failed set reopened with back-off)
-// until ctx is done.
+// runEvents follows every GPU's NVML events until ctx is done.
 func (m *Monitor) runEvents(ctx context.Context) {
 	m.host.FollowEvents(ctx, m.log, m.onEvent, func(state string) { m.setState(&m.states.events, state) })
 }
 
-// runKmsg follows the kernel log for NVRM Xid lines. NVML events do not
-// deliver some Xids (79, 119, 120), so this is the only source for them.
-// The log was opened before the start-up wait (OpenKernelLog), or by Run;
-// the records logged before the monitor was ready, and after a restart
-// in the same boot those since the previous run's last one, come first,
-// marked backlog. The position reached is saved in run-state
-// (kernlog.go) every kmsgSeqRefresh, once the backlog is read, and at stop,
-// off the reading goroutine.
+// runKmsg follows the kernel log for the driver's lines: NVML events do not
+// deliver some Xids (79, 119, 120), so it is the only source for them. The
+// records logged before the monitor was ready (and after a restart in the
+// same boot, since the previous run's last one) come first, as backlog.
 func (m *Monitor) runKmsg(ctx context.Context) {
 	r, err := m.klog.r, m.klog.err
 	if err != nil {
@@ -50,16 +44,10 @@ func (m *Monitor) runKmsg(ctx context.Context) {
 	defer func() { <-clockDone }()
 	go func() { defer close(clockDone); m.runKernelClock(ctx) }()
 	// The position is saved on a goroutine of its own (a stalled disk must
-	// not stall reading): every kmsgSeqRefresh, and at once when a replay
-	// has been read, so that a restart loop does not replay the same
-	// records again.
+	// not stall reading): every kmsgSeqRefresh, at stop, and at once when a
+	// replay has been read, so that a restart loop does not replay it again.
 	replayed := make(chan struct{}, 1)
-	r.OnCaughtUp(func() {
-		select {
-		case replayed <- struct{}{}:
-		default:
-		}
-	})
+	r.OnCaughtUp(func() { nudge(replayed, struct{}{}) })
 	seqDone := make(chan struct{})
 	defer func() { <-seqDone; m.saveKmsgSeq() }() // the position at stop
 	go func() { defer close(seqDone); every(ctx, kmsgSeqRefresh, replayed, m.saveKmsgSeq) }()
@@ -77,9 +65,8 @@ func (m *Monitor) runKmsg(ctx context.Context) {
 	}
 }
 
-// kernelXidEvents are the events of the kernel log's Xid record rec, read
-// at now (kmsg.XidReport.Events: the detail x parsed once), on the GPU its
-// bus id names when that GPU is monitored.
+// kernelXidEvents are the events of the kernel's Xid record rec (x parsed),
+// read at now, on the GPU its bus id names when that GPU is monitored.
 func (m *Monitor) kernelXidEvents(x kmsg.XidReport, rec kmsg.Record, now time.Time) []reading.Event {
 	evs := x.Events(rec, now)
 	if gs := m.gpuByBus(x.Bus); gs != nil {
@@ -136,8 +123,7 @@ func (m *Monitor) onEvent(e reading.Event) {
 	m.carryOut(gs, r, plan)
 }
 
-// showReport shows a Wake record's report in the GPU's live view g: the
-// last Xid or recovery action and when it happened, or the GPU lost.
+// showReport shows a Wake record's report in the GPU's live view g.
 func showReport(g *live.GPU, r events.Record) {
 	switch r.Kind {
 	case reading.EventXid:
@@ -149,16 +135,15 @@ func showReport(g *live.GPU, r events.Record) {
 	}
 }
 
-// healthEvent names an NVML health event type for the event stage
-// (events.Config.HealthEvent): the sampler knows NVML's types.
+// healthEvent names an NVML health event type for the event stage.
 func healthEvent(typ uint64) (string, bool) {
 	h, _ := sampler.HealthEvent(typ)
 	return h.Name, h.Critical
 }
 
-// heldXid logs the first Xid line the event stage held (an application's
-// Xid over its burst limit), with what was lost; the rest are counted in
-// xid_lines_suppressed and summed up in events.log when their window ends.
+// heldXid logs the first Xid line the event stage held (an application's Xid
+// over its burst limit); the rest are counted and summed up in events.log
+// when their window ends.
 func (m *Monitor) heldXid(r events.Record, e reading.Event) {
 	if r.FirstHeld {
 		logFirstLoss(m.log, "xid_lines_suppressed", "an Xid line of an application's fault (over "+strconv.Itoa(events.LineBurst)+" of one code per GPU per minute; still counted in xids_total)",
@@ -166,10 +151,8 @@ func (m *Monitor) heldXid(r events.Record, e reading.Event) {
 	}
 }
 
-// windowsEnded writes the lines that sum up what the event stage's burst
-// limits held (KERNEL_LINES_SUPPRESSED, XID_LINES_SUPPRESSED) in the
-// windows that ended by now, a poll loop tick's time; with all (at stop)
-// in every window.
+// windowsEnded writes the lines that sum up what the burst limits held in
+// the windows ended by now; with all (at stop), in every window.
 func (m *Monitor) windowsEnded(now time.Time, all bool) {
 	for _, l := range m.ev.WindowsEnded(now, all) {
 		m.eventLine(l)

@@ -410,11 +410,11 @@ func (m *Monitor) tick(now time.Time) {
 	}
 }
 
-// nudge hands now to periodic work on ch without waiting: work still busy
+// nudge hands v to periodic work on ch without waiting: work still busy
 // with the last value skips this one.
-func nudge(ch chan<- time.Time, now time.Time) {
+func nudge[T any](ch chan<- T, v T) {
 	select {
-	case ch <- now:
+	case ch <- v:
 	default:
 	}
 }
