@@ -8,19 +8,12 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
-// A GPU stuck at start (the service restarted in the middle of a GSP fault)
-// is monitored from the start with only its index known: its bus id, name
-// and fan count come when the driver answers. staticKnown is the one place
-// where the monitor learns them; everything built from a GPU's static facts
-// at start is brought up to date there.
-
-// staticKnown is called once, on the GPU's worker goroutine before its first
-// sample with them goes through the pipeline (handle), when the static facts
-// of a GPU that had none at start become known. It registers the GPU's bus
-// id (kernel log lines naming it then reach it), has the AER path table
-// rebuilt, rewrites system-info.txt, and gives its CSV its board's name and
-// the fan columns. Whatever else is built from static facts at start and
-// must follow a late GPU belongs here.
+// staticKnown runs once, on the worker before the sample that brings them,
+// when the static facts of a GPU stuck at start (a restart in the middle of
+// a GSP fault: only its index known) become known. Everything built from a
+// GPU's static facts at start is brought up to date here: its bus id for
+// kernel lines, the AER paths, system-info.txt, its CSV's board and fan
+// columns, run-state.
 func (m *Monitor) staticKnown(gs *gpuState) {
 	info := gs.info()
 	gs.log.Info("GPU answered after start-up gave up on it; its static facts are known now",
@@ -29,17 +22,21 @@ func (m *Monitor) staticKnown(gs *gpuState) {
 		if was, ok := gs.sysBus.Get(); ok && was.Slot() != a.Slot() {
 			gs.log.Warn("the GPU's bus id is not the one sysfs listed for its index; kernel lines naming that one were taken as its own",
 				"bus", info.BusID, "sysfs", was.NVML())
-			m.kern.removeBus(was.Slot(), gs)
 		}
-		m.kern.addBus(a.Slot(), gs)
+		m.kern.mu.Lock()
+		if was, ok := gs.sysBus.Get(); ok && m.kern.byBus[was.Slot()] == gs {
+			delete(m.kern.byBus, was.Slot())
+		}
+		m.kern.byBus[a.Slot()] = gs
+		m.kern.mu.Unlock()
 		m.kern.stale.Store(true)
 	}
 	m.side.queue("system-info.txt", -1, m.writeSystemInfo)
-	m.csv.SetGPU(csvColumns(gs.idx, info)) // its board and fan columns, from its next row (its board's file)
+	m.csv.SetGPU(csvColumns(gs.idx, info)) // from its next row
 	m.side.queue("run-state and INVENTORY: the board of a GPU that answered late", gs.idx, func() { m.lateBoard(gs) })
 	if pending := m.host.Pending(); len(pending) > 0 {
-		// The GPU was selected in the place of --gpu selectors that named
-		// no GPU that answered at start (sampler.Open).
+		// The GPU stands in for --gpu selectors that named no GPU that
+		// answered at start (sampler.Open).
 		if names := m.host.Names(gs.g); len(names) > 0 {
 			gs.log.Info("the GPU that answered late is the one --gpu names", "selectors", strings.Join(names, ","))
 		} else {
@@ -49,12 +46,10 @@ func (m *Monitor) staticKnown(gs *gpuState) {
 	}
 }
 
-// busesFromSysfs gives the GPUs stuck at start (no bus id from NVML) the
-// bus id sysfs lists for their index under the nvidia driver
-// (kmsg.DriverGPUs, in NVML's order), and registers them in byBus, so that
-// their kernel lines are theirs from the first one. The list is trusted only
-// when it agrees with NVML: as many GPUs as the driver enumerated, and every
-// GPU that answered at its index.
+// busesFromSysfs gives the GPUs stuck at start the bus id sysfs lists for
+// their index under the nvidia driver, in byBus, so that their kernel lines
+// are theirs from the first one. The list is trusted only when it agrees
+// with NVML: as many GPUs as enumerated, every GPU that answered at its index.
 func (m *Monitor) busesFromSysfs(byBus map[reading.PCIAddr]*gpuState) {
 	var stuck []*gpuState
 	for _, gs := range m.gpus {
@@ -97,9 +92,8 @@ func (m *Monitor) busesFromSysfs(byBus map[reading.PCIAddr]*gpuState) {
 	}
 }
 
-// busID is the GPU's bus id in NVML's spelling: NVML's, or while the GPU
-// has not answered the one sysfs lists for it (busesFromSysfs); "" when
-// neither is known.
+// busID is the GPU's bus id in NVML's spelling: NVML's, else sysfs's
+// (busesFromSysfs), else "".
 func (gs *gpuState) busID() string {
 	if b := gs.info().BusID; b != "" {
 		return b
@@ -108,22 +102,6 @@ func (gs *gpuState) busID() string {
 		return a.NVML()
 	}
 	return ""
-}
-
-// addBus registers gs under PCI slot a.
-func (k *kernelGPUs) addBus(a reading.PCIAddr, gs *gpuState) {
-	k.mu.Lock()
-	k.byBus[a] = gs
-	k.mu.Unlock()
-}
-
-// removeBus takes gs off PCI slot a.
-func (k *kernelGPUs) removeBus(a reading.PCIAddr, gs *gpuState) {
-	k.mu.Lock()
-	if k.byBus[a] == gs {
-		delete(k.byBus, a)
-	}
-	k.mu.Unlock()
 }
 
 // gpuByBus returns the monitored GPU at PCI address a (any function of its
