@@ -11,10 +11,9 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
-// startBootCheck records this run (boot id, start) and, when the previous
-// run did not stop cleanly, collects its evidence into crashes/boot-*.log
-// on a goroutine counted in wg: sampling does not wait for it. A clean
-// restart writes nothing.
+// startBootCheck records this run and, when the previous run did not stop
+// cleanly, collects its evidence into crashes/boot-*.log on a goroutine in
+// wg: sampling does not wait for it.
 func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
 	bootID := snapshot.ReadBootID(filepath.Join(m.cfg.HostRoot, snapshot.DefaultBootIDPath))
 	prev, err := m.beginRun(bootID)
@@ -46,11 +45,9 @@ func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
 	})
 }
 
-// compareInventory compares the boards found with the previous run's
-// (run-state), by UUID: a board missing, new, or at another index or bus id
-// is one INVENTORY line each in events.log (a missing one at warning
-// level), and one start-up log line sums them up. The previous run's CSVs
-// of a board that moved keep its rows under their own board's name.
+// compareInventory compares the boards found with the previous run's, by
+// UUID: a board missing, new or moved is one INVENTORY line each, and one
+// log line sums them up.
 func (m *Monitor) compareInventory(prev snapshot.PreviousRun) {
 	if !prev.Found {
 		return // the first run here
@@ -60,8 +57,7 @@ func (m *Monitor) compareInventory(prev snapshot.PreviousRun) {
 		return
 	}
 	changes := sink.CompareInventory(prev.State.GPUs, m.boards())
-	// With --gpu selecting some of the GPUs, the others are not missing:
-	// they are not monitored (the driver enumerates more than are).
+	// With --gpu selecting some GPUs, the others are not missing.
 	subset := m.host.Enumerated() > len(m.gpus)
 	count := map[string]int{}
 	for _, c := range changes {

@@ -11,10 +11,8 @@ import (
 )
 
 // readIdentity names the host: name (--host, else the kernel's hostname),
-// the machine id (systemd's /etc/machine-id, else D-Bus's copy) and this
-// boot's id, read under root once at start. A name that cannot tell hosts
-// apart (localhost, or none) is logged: every host of a fleet would report
-// the same one.
+// machine id (systemd's, else D-Bus's) and boot id, read under root. A name
+// that cannot tell hosts apart (localhost, none) is logged.
 func readIdentity(name, root string, log *slog.Logger) reading.Identity {
 	read := func(p string) string {
 		b, err := os.ReadFile(filepath.Join(root, p))

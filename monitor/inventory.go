@@ -9,18 +9,16 @@ import (
 )
 
 // inventoryEvery is how often the GPU list is compared with what the driver
-// enumerates. A GPU that fell off the bus can be removed from enumeration;
-// its handle then just fails, and without this check it would look like an
-// ordinary failure rather than a vanished device.
+// enumerates: a GPU that fell off the bus can leave the enumeration, and its
+// handle then fails like an ordinary failure.
 const inventoryEvery = 30 * time.Second
 
 // runInventory compares the driver's GPU count with the count at start every
-// InventoryEvery (one call, not tied to any GPU). Only when the count has
-// dropped does it list the UUIDs to tell which GPUs vanished, and it reports a
-// GPU only when two rounds in a row miss it: a UUID that cannot be read once
-// is unknown, not gone. Each round runs on its own goroutine with the sample
-// deadline; a round that does not return is abandoned (the next one waits for
-// it), so a wedged driver cannot stall anything else.
+// InventoryEvery. Only when it dropped does it list the UUIDs, and it
+// reports a GPU only when two rounds in a row miss it (a UUID that cannot be
+// read once is unknown, not gone). A round runs on its own goroutine with
+// the sample deadline; one that does not return is abandoned (the next waits
+// for it), so a wedged driver stalls nothing else.
 func (m *Monitor) runInventory(ctx context.Context) {
 	t := time.NewTicker(m.cfg.InventoryEvery)
 	defer t.Stop()

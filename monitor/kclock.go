@@ -12,36 +12,33 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 )
 
-// kernelClock keeps dmesg_time on the kernel log's own clock. The kernel log
-// goroutine feeds every fresh record's arrival to the estimator and publishes
-// the estimate on the host's sampler.KernelClock, which every GPU's sampler
-// reads for dmesg_time. system-info.txt and snapshot headers say how good the
-// estimate is.
+// kernelClock keeps dmesg_time on the kernel log's own clock: the kernel log
+// goroutine feeds each fresh record's arrival to the estimator and publishes
+// the estimate on the sampler.KernelClock every GPU's sampler reads.
+// system-info.txt and snapshot headers say how good the estimate is.
 type kernelClock struct {
 	clock sampler.KernelClock
 	est   *kclock.Estimator // the kernel log goroutine's only
 
 	lastArrival atomic.Int64 // CLOCK_MONOTONIC (ns) of the last fresh record
 	lastInfo    atomic.Int64 // CLOCK_MONOTONIC (ns) system-info.txt last got the estimate
-	// readable: the kernel log is being opened or followed (its state,
-	// Monitor.setKmsgState, is "starting" or "following").
-	readable atomic.Bool
+	readable    atomic.Bool  // the kernel log is being opened or followed
 }
 
-// kernelClockRefresh is how often system-info.txt is rewritten with the
-// estimate (and its age) while it holds; a first estimate and a step are
-// written at once.
-const kernelClockRefresh = time.Hour
-
-// markerCheck is how often the quiet-log marker and the refresh are checked.
-const markerCheck = 5 * time.Minute
+// system-info.txt is rewritten with the estimate (and its age) hourly while
+// it holds, at once on a first estimate or a step; the quiet-log marker and
+// the refresh are checked every markerCheck.
+const (
+	kernelClockRefresh = time.Hour
+	markerCheck        = 5 * time.Minute
+)
 
 func newKernelClock(c sampler.KernelClock) *kernelClock {
 	return &kernelClock{clock: c, est: kclock.NewEstimator(kclock.Config{})}
 }
 
-// observeKmsg feeds one kernel log record to the estimator. Records of a
-// file's backlog say nothing about the clock and are skipped.
+// observeKmsg feeds one kernel log record to the estimator; backlog says
+// nothing about the clock.
 func (m *Monitor) observeKmsg(rec kmsg.Record) {
 	if rec.Backlog {
 		return
@@ -65,24 +62,21 @@ func (m *Monitor) observeKmsg(rec kmsg.Record) {
 	m.side.queue("system-info.txt", -1, m.writeSystemInfo)
 }
 
-// line says how dmesg_time relates to the kernel log's clock now, for
-// system-info.txt and the snapshot headers. A kernel log counts as readable
-// while it is being opened or followed.
+// line says how dmesg_time relates to the kernel log's clock now.
 func (kc *kernelClock) line() string {
 	return kc.clock.Fit().Describe(kc.clock.Mono(time.Now()), kc.readable.Load())
 }
 
-// setKmsgState records the kernel log's state for the host view, and for
-// the kernel clock's line whether the log is readable.
+// setKmsgState records the kernel log's state, and whether it is readable.
 func (m *Monitor) setKmsgState(s string) {
 	m.kclock.readable.Store(s == "starting" || s == "following")
 	m.setState(&m.states.kmsg, s)
 }
 
 // runKernelClock runs while the kernel log is followed: it rewrites
-// system-info.txt with the estimate every kernelClockRefresh, and when the log
-// has been quiet for an hour writes a marker (at most one an hour), where the
-// logger may write to the kernel log and markers are not turned off.
+// system-info.txt every kernelClockRefresh and, where markers are on and the
+// logger may write the kernel log, writes a marker when the log has been
+// quiet for an hour (at most one an hour).
 func (m *Monitor) runKernelClock(ctx context.Context) {
 	kc := m.kclock
 	var w io.WriteCloser
