@@ -222,7 +222,7 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	m.log.Info("polling", "interval", m.cfg.Interval, "deadline", m.cfg.Deadline, "gpus", strings.Join(names, ","), "dir", m.cfg.LogDir)
 
 	sideStop, sideDone := make(chan struct{}), make(chan struct{})
-	go m.side.run(sideStop, sideDone)
+	go func() { defer close(sideDone); serve(sideStop, m.side.jobs, func(j sideJob) { j.f() }) }()
 
 	m.poll(ctx, sigs)
 
