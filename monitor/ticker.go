@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -11,24 +12,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ticker delivers ticks at start + k x interval. A tick that comes late never
-// shifts later ones, and ticks missed entirely are reported, not delivered in
-// a burst. Both implementations follow lateTick: a tick noticed more than a
-// quarter interval after its time is skipped (counted as missed) and the
-// next grid point is waited for, so every tick runs on the grid.
+// ticker delivers ticks at start + k x interval. A late tick never shifts
+// later ones, and ticks missed entirely are reported, not delivered in a
+// burst; a tick noticed late (lateTick) is skipped too, so every tick runs
+// on the grid.
 type ticker interface {
 	// Next blocks until the next tick and returns how many ticks were missed
 	// before it; ok is false once Stop was called.
 	Next() (missed uint64, ok bool)
-	// Stop ends the ticker and unblocks Next. Safe to call more than once.
-	Stop()
+	Stop() // ends the ticker and unblocks Next; safe to call more than once
 }
 
 // newTimerfdTicker returns a ticker on a kernel timerfd read through Go's
-// poller: the process wakes exactly once per tick. Go's own timers wake the
-// poller with millisecond timeouts, which costs an extra early wake-up every
-// tick; at 10 Hz for months that is measurable (see docs/performance.md).
-// It falls back to a Go timer where timerfd is unavailable.
+// poller: the process wakes once per tick, where Go's timers add an early
+// wake-up every tick (measurable at 10 Hz for months: docs/performance.md).
+// It falls back to Go's timers where timerfd is unavailable.
 func newTimerfdTicker(iv time.Duration) ticker {
 	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
 	if err != nil {
@@ -51,10 +49,9 @@ func newTimerfdTicker(iv time.Duration) ticker {
 	return t
 }
 
-// lateTick reports whether a tick noticed late after its grid time must be
+// lateTick reports whether a tick noticed late after its grid time is
 // skipped: a quarter interval is far beyond normal wake-up latency, and a
-// tick run that late would sit off the grid, closer to the next one than to
-// the previous.
+// tick that late would sit off the grid.
 func lateTick(late, iv time.Duration) bool { return late > iv/4 }
 
 type timerfdTicker struct {
@@ -64,9 +61,8 @@ type timerfdTicker struct {
 	iv    time.Duration
 	start time.Time // the timer's zero: tick k is due at start + k x iv
 	k     int64
-	// The read in progress: when the next expiry is due, whether the
-	// read succeeded, and readReady bound once, so that a tick allocates
-	// no closure (two allocations a tick, 1 % of the logger's CPU in perf).
+	// The read in progress, and readReady bound once: a closure per tick
+	// cost 1 % of the logger's CPU.
 	due    time.Time
 	ok     bool
 	readFn func(fd uintptr) bool
@@ -78,8 +74,6 @@ func (t *timerfdTicker) Next() (uint64, bool) {
 		if !t.read() {
 			return 0, false
 		}
-		// The kernel counts expirations since the last read: more than
-		// one means ticks were missed.
 		exp := binary.LittleEndian.Uint64(t.buf[:])
 		t.k += int64(exp)
 		missed += exp - 1
@@ -92,12 +86,11 @@ func (t *timerfdTicker) Next() (uint64, bool) {
 }
 
 // read waits until the timer has expired and reads the count of expirations
-// into buf. Before the next expiry is due it does not try the read (it would
-// fail with EAGAIN: one more system call every tick): the poller is armed
-// before the callback runs, so an expiry from then on wakes it, and the timer
-// started after t.start, so it never expires before its grid time. The read
-// is a raw system call (a ready timerfd never blocks), which does not wake
-// the runtime's sysmon thread.
+// (more than one: ticks were missed) into buf. It does not try the read
+// before the expiry is due (an EAGAIN is one more system call a tick): the
+// poller is armed before the callback runs, and the timer started after
+// t.start, so never expires before its grid time. The read is a raw system
+// call (a ready timerfd never blocks), which does not wake sysmon.
 func (t *timerfdTicker) read() bool {
 	t.due = t.start.Add(time.Duration(t.k+1) * t.iv)
 	t.ok = false
@@ -105,8 +98,8 @@ func (t *timerfdTicker) read() bool {
 	return err == nil && t.ok
 }
 
-// readReady is read's callback on the poller: false (wait for the poller)
-// until the expiry is due and the timerfd has it.
+// readReady is read's callback on the poller: false (wait) until the expiry
+// is due and read.
 func (t *timerfdTicker) readReady(fd uintptr) bool {
 	if time.Now().Before(t.due) {
 		return false
@@ -128,14 +121,16 @@ type goTicker struct {
 	k     int64
 	timer *time.Timer
 	stop  chan struct{}
-	once  chan struct{}
+	once  sync.Once
 }
 
 func newGoTicker(iv time.Duration) ticker {
-	t := time.NewTimer(time.Hour)
-	t.Stop()
-	return &goTicker{iv: iv, start: time.Now(), timer: t, stop: make(chan struct{}), once: make(chan struct{}, 1)}
+	t := &goTicker{iv: iv, start: time.Now(), timer: time.NewTimer(time.Hour), stop: make(chan struct{})}
+	t.timer.Stop()
+	return t
 }
+
+func (t *goTicker) Stop() { t.once.Do(func() { close(t.stop) }) }
 
 func (t *goTicker) Next() (uint64, bool) {
 	t.k++
@@ -166,17 +161,8 @@ func (t *goTicker) Next() (uint64, bool) {
 	}
 }
 
-func (t *goTicker) Stop() {
-	select {
-	case t.once <- struct{}{}:
-		close(t.stop)
-	default:
-	}
-}
-
 // every calls fn every d, and whenever wake delivers (nil: never), until ctx
-// is done; fn runs on the caller's goroutine, one call at a time. For the
-// slow periodic work beside the poll loop, which needs no grid.
+// is done, on the caller's goroutine: slow periodic work that needs no grid.
 func every(ctx context.Context, d time.Duration, wake <-chan struct{}, fn func()) {
 	t := time.NewTicker(d)
 	defer t.Stop()
