@@ -15,7 +15,7 @@ import (
 // cleanly, collects its evidence into crashes/boot-*.log on a goroutine in
 // wg: sampling does not wait for it.
 func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
-	bootID := snapshot.ReadBootID(filepath.Join(m.cfg.HostRoot, snapshot.DefaultBootIDPath))
+	bootID := m.ident.BootID
 	prev, err := m.beginRun(bootID)
 	if err != nil {
 		m.log.Warn("cannot record this run; the next start will not know whether it stopped cleanly", "error", err)

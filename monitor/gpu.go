@@ -372,7 +372,9 @@ func (gs *gpuState) publish(s *reading.Sample) {
 			g.RemapHist = hv.RemapHist
 		}
 	})
-	gs.atopSample(s)
+	if a := gs.m.procs.atop; a != nil {
+		a.Sample(s) // atop's per-second figures from the rows: no NVML call of its own
+	}
 }
 
 // instant is one tick's time on both clocks: the wall clock stamps rows,

@@ -20,12 +20,6 @@ type incidents struct {
 	last          live.Incident // the last critical event on any GPU
 }
 
-func (in *incidents) lastIncident() live.Incident {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.last
-}
-
 // lostReason is the reason of the critical event of a GPU NVML reports lost.
 const lostReason = "GPU lost: NVML_ERROR_GPU_IS_LOST"
 

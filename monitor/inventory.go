@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
@@ -64,16 +65,12 @@ func (m *Monitor) runInventory(ctx context.Context) {
 			m.log.Warn("GPU enumeration failed", "error", r.err)
 			continue
 		}
-		present := map[string]bool{}
-		for _, u := range r.uuids {
-			present[u] = true
-		}
 		for _, gs := range m.gpus {
 			info := gs.info()
 			if info.UUID == "" {
 				continue
 			}
-			gone := r.uuids != nil && !present[info.UUID] && !present[""]
+			gone := r.uuids != nil && !slices.Contains(r.uuids, info.UUID) && !slices.Contains(r.uuids, "")
 			switch {
 			case gone:
 				missing[info.UUID]++

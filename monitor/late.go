@@ -47,10 +47,10 @@ func (m *Monitor) staticKnown(gs *gpuState) {
 }
 
 // busesFromSysfs gives the GPUs stuck at start the bus id sysfs lists for
-// their index under the nvidia driver, in byBus, so that their kernel lines
+// their index under the nvidia driver, in kern.byBus, so that their kernel lines
 // are theirs from the first one. The list is trusted only when it agrees
 // with NVML: as many GPUs as enumerated, every GPU that answered at its index.
-func (m *Monitor) busesFromSysfs(byBus map[reading.PCIAddr]*gpuState) {
+func (m *Monitor) busesFromSysfs() {
 	var stuck []*gpuState
 	for _, gs := range m.gpus {
 		if _, err := reading.ParsePCIAddr(gs.info().BusID); err != nil {
@@ -83,11 +83,11 @@ func (m *Monitor) busesFromSysfs(byBus map[reading.PCIAddr]*gpuState) {
 			continue
 		}
 		a := list[gs.idx]
-		if _, taken := byBus[a.Slot()]; taken {
+		if _, taken := m.kern.byBus[a.Slot()]; taken {
 			continue
 		}
 		gs.sysBus = reading.Some(a)
-		byBus[a.Slot()] = gs
+		m.kern.byBus[a.Slot()] = gs
 		gs.log.Info("GPU stuck at start: its bus id is sysfs's for its index; its kernel lines reach it", "bus", a.NVML())
 	}
 }

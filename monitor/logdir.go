@@ -25,13 +25,9 @@ func CheckLogDir(dir string) error {
 	if err := sink.CheckDir(dir); err != nil {
 		return err
 	}
-	for _, name := range []string{EventsLog, SummaryLog, LockFile} {
-		if err := sink.CheckNotLink(filepath.Join(dir, name), false); err != nil {
-			return err
-		}
-	}
-	for _, name := range []string{snapshot.CrashDir, snapshot.SpikeDir} {
-		if err := sink.CheckNotLink(filepath.Join(dir, name), true); err != nil {
+	for _, name := range []string{EventsLog, SummaryLog, LockFile, snapshot.CrashDir, snapshot.SpikeDir} {
+		isDir := name == snapshot.CrashDir || name == snapshot.SpikeDir
+		if err := sink.CheckNotLink(filepath.Join(dir, name), isDir); err != nil {
 			return err
 		}
 	}

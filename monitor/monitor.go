@@ -126,7 +126,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	m.loop.windowStart.Store(int64(cfg.mono())) // until Run begins the first window
 	var cols []sink.GPUColumns
 	var slots []*live.Slot
-	byBus := map[reading.PCIAddr]*gpuState{}
+	m.kern.byBus = map[reading.PCIAddr]*gpuState{}
 	for _, g := range host.GPUs {
 		gs := newGPUState(m, g)
 		m.gpus = append(m.gpus, gs)
@@ -134,12 +134,11 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		m.byIndex[gs.idx] = gs
 		info := g.Info()
 		if a, err := reading.ParsePCIAddr(info.BusID); err == nil {
-			byBus[a.Slot()] = gs
+			m.kern.byBus[a.Slot()] = gs
 		}
 		cols = append(cols, csvColumns(gs.idx, info))
 	}
-	m.busesFromSysfs(byBus)
-	m.kern.byBus = byBus
+	m.busesFromSysfs()
 	m.board = live.NewPublishedBoard(slots)
 	m.setupProcs()
 	csv, err := sink.NewCSV(sink.CSVConfig{
@@ -496,7 +495,9 @@ func (m *Monitor) hostView() live.Host {
 		DiskPaused: m.csv.Stats().Paused,
 		Counters:   m.counters(),
 	}
-	h.LastIncident = m.inc.lastIncident()
+	m.inc.mu.Lock()
+	h.LastIncident = m.inc.last
+	m.inc.mu.Unlock()
 	m.loop.cadence.get(&h.Cadence)
 	h.Pacer = m.pacerState()
 	for _, l := range []lineLog{m.events, m.summary} {

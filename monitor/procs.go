@@ -91,14 +91,6 @@ func (m *Monitor) procTick(at instant, k uint64) {
 	}
 }
 
-// atopSample feeds a row to atop's per-second figures: --atop adds no NVML
-// call per sample.
-func (gs *gpuState) atopSample(s *reading.Sample) {
-	if a := gs.m.procs.atop; a != nil {
-		a.Sample(s)
-	}
-}
-
 // procSection is the crash snapshot's "Processes on this GPU" section at
 // when, from the latest read (never a new NVML call: the GPU may be hung).
 func (gs *gpuState) procSection(when time.Time) []snapshot.Section {
