@@ -17,11 +17,10 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
-// Back-off after failures, as the reference logger gpu-telemetry-deep.py
-// backed off: after 5 consecutive failed samples a GPU is tried every 5 s,
-// after 10 every 30 s (a faulted GPU answers each call only after a long
-// timeout, so polling it at 10 Hz only queues calls). A lost GPU is
-// re-probed with exponential back-off from 1 s to 60 s.
+// Back-off as the reference logger gpu-telemetry-deep.py did: after 5
+// failed samples in a row a GPU is tried every 5 s, after 10 every 30 s (a
+// faulted GPU answers only after long timeouts: polling it at 10 Hz only
+// queues calls). A lost GPU is re-probed every 1 s doubling to 60 s.
 const (
 	failSlowAfter  = 5
 	failSlowEvery  = 5 * time.Second
@@ -54,24 +53,17 @@ type gpuState struct {
 	late      bool // static facts not known at start: handle checks until they are
 
 	// Shared.
-	// The monotonic reading (Config.mono, ns) before which the poll loop
-	// does not dispatch: a failing or lost GPU's back-off; 0: none.
-	nextTry   atomic.Int64
-	delivered atomic.Bool // at least one row written (readiness)
-	// Jobs writing this GPU's rows queued on the side goroutine, not yet run
-	// or dropped (queueRows). While there are any the worker queues its rows
-	// behind them, so the file stays in time order.
-	sideRows atomic.Int64
+	nextTry   atomic.Int64 // Config.mono (ns) before which the poll loop does not dispatch (backOff); 0: none
+	delivered atomic.Bool  // at least one row written (readiness)
+	sideRows  atomic.Int64 // jobs queued that write this GPU's rows (queueRows)
 
 	// hmu orders a hang's report (hung, poll goroutine) against the return
 	// of the sample it reports (classify, worker): either the report comes
 	// first and the late row is queued behind the hang's rows, or the sample
 	// came back first and there is no hang left to report.
-	hmu     sync.Mutex
-	stalled bool // a hang of the sample in flight was reported
-	// When the current hang's sample was dispatched (Config.mono): the
-	// hang's length is measured from it.
-	stallStart time.Duration
+	hmu        sync.Mutex
+	stalled    bool          // a hang of the sample in flight was reported
+	stallStart time.Duration // Config.mono when the hang's sample was dispatched
 	// When the last sample classified was dispatched (Worker.Busy): its
 	// identity, compared for equality only; -1 before any.
 	finished time.Duration
@@ -83,10 +75,7 @@ type gpuState struct {
 	health atomic.Pointer[HealthView] // written by the worker (health.go)
 	links  anomaly.LinkWatch          // worker only
 
-	// reportMu makes an Xid report's de-duplication and its incident
-	// decision one step (onEvent): NVML events and the kernel log report
-	// on goroutines of their own.
-	reportMu sync.Mutex
+	reportMu sync.Mutex // an Xid report's de-duplication and incident decision are one step (onEvent)
 
 	xmu     sync.Mutex
 	pending []int64 // Xids to flag on the next row
@@ -133,7 +122,7 @@ func (gs *gpuState) addXid(code int64) {
 }
 
 // closeXids runs at shutdown, once the GPU writes no more rows: the flags
-// still waiting, and any reported later, are counted in xid_flags_dropped.
+// still waiting, and any reported later, are counted as dropped.
 func (gs *gpuState) closeXids() {
 	gs.xmu.Lock()
 	lost := gs.pending
@@ -158,10 +147,9 @@ func (gs *gpuState) takeXids(s *reading.Sample) {
 	gs.xmu.Unlock()
 }
 
-// handle is the per-sample pipeline, on the GPU's worker goroutine. Each
-// stage hands its result to the next; the snapshots come last (incidents),
-// once the sample is a row and published: their rows end with it and their
-// headers count it. detect adds the Xid flags waiting for this row.
+// handle is the per-sample pipeline, on the GPU's worker goroutine. The
+// snapshots come last, once the sample is a row and published: their rows
+// end with it and their headers count it.
 func (gs *gpuState) handle(s *reading.Sample) {
 	if gs.late && gs.g.FactsKnown() {
 		gs.late = false
@@ -178,25 +166,21 @@ func (gs *gpuState) handle(s *reading.Sample) {
 	gs.incidents(s.Time, queued, critical, r.Spike)
 }
 
-// event is an events.log line of the GPU at t: its type, then the event's
-// own fields as alternating keys and values.
+// event is an events.log line of the GPU at t; kv alternates keys and values.
 func (gs *gpuState) event(t time.Time, typ string, kv ...string) sink.EventLine {
 	return sink.EventLine{Time: t, GPU: gs.idx, Bus: gs.info().BusID, Type: typ, Fields: sink.KV(kv...)}
 }
 
 // sampleIncident is the critical event a sample raises: the crash
-// snapshot's reason and its events.log line, written once the incident is
-// counted (incidents). Zero: none.
+// snapshot's reason and its events.log line. Zero: none.
 type sampleIncident struct {
 	reason string
 	line   sink.EventLine
 }
 
-// incidents raises the sample's critical event (if any) and asks for a
-// spike snapshot: the last stage. The critical event's line is written at
-// once, naming the incident and the snapshot; when the sample's row was
-// queued, the snapshots are gathered behind it, since their rows end with
-// it (a dropped crash snapshot is reported lost).
+// incidents raises the sample's critical event (its line at once) and asks
+// for a spike snapshot. When the sample's row was queued, the snapshots are
+// gathered behind it, since their rows end with it.
 func (gs *gpuState) incidents(when time.Time, queued bool, critical sampleIncident, spike bool) {
 	m := gs.m
 	if critical.reason != "" {
@@ -222,9 +206,9 @@ func (gs *gpuState) incidents(when time.Time, queued bool, critical sampleIncide
 	}
 }
 
-// classify looks at the sample's status: recovery after a hang (restamping
-// the sample), back-off after failures, loss. It reports whether the sample
-// ends a hang, and its critical event (if any).
+// classify looks at the sample's status: recovery after a hang, back-off
+// after failures, loss. It reports whether the sample ends a hang, and its
+// critical event.
 func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical sampleIncident) {
 	m := gs.m
 	gs.hmu.Lock()
@@ -290,9 +274,8 @@ func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical sampleIn
 	return stalled, critical
 }
 
-// backOff keeps the poll loop from dispatching the GPU's next sample for d,
-// on the monotonic clock: a step of the wall clock neither delays nor
-// hastens the next try.
+// backOff keeps the poll loop from dispatching the GPU for d, on the
+// monotonic clock: a step of the wall clock does not move the next try.
 func (gs *gpuState) backOff(d time.Duration) {
 	gs.nextTry.Store(int64(gs.m.cfg.mono() + d))
 }
@@ -304,9 +287,8 @@ func (gs *gpuState) backingOff(mono time.Duration) bool {
 	return nt != 0 && int64(mono) < nt
 }
 
-// record writes what the sample and its detections leave behind: log
-// notices, events.log lines and the CSV row. It reports whether the row was
-// queued on the side goroutine rather than written.
+// record writes the sample's log notices, events.log lines and CSV row; it
+// reports whether the row was queued rather than written.
 func (gs *gpuState) record(s *reading.Sample, r *anomaly.Result, stalled bool, critical sampleIncident) (queued bool) {
 	m := gs.m
 	now := s.Time
@@ -343,9 +325,9 @@ func (gs *gpuState) record(s *reading.Sample, r *anomaly.Result, stalled bool, c
 	return true
 }
 
-// queueRows queues f, which writes the GPU's rows, on the side goroutine,
-// counted in sideRows until it has run or was dropped (dropped, if not nil,
-// is told why).
+// queueRows queues f, which writes the GPU's rows, counted in sideRows
+// until it has run or was dropped. While any are queued the worker queues
+// its rows behind them, so the file stays in time order.
 func (gs *gpuState) queueRows(what string, dropped func(why string), f func()) {
 	gs.sideRows.Add(1)
 	gs.m.side.enqueue(sideJob{what: what, gpu: gs.idx, rows: &gs.sideRows, dropped: dropped, f: func() {
@@ -377,21 +359,19 @@ func (gs *gpuState) publish(s *reading.Sample) {
 	}
 }
 
-// instant is one tick's time on both clocks: the wall clock stamps rows,
-// the monotonic one measures how long a sample has been stuck.
+// instant is one tick's time: the wall clock stamps rows, the monotonic one
+// measures hangs.
 type instant struct {
 	wall time.Time
 	mono time.Duration
 }
 
 // hung reports a GPU whose sample has been stuck in the driver since the
-// monotonic reading since, at the tick now: on a stall's first report it
-// backfills NVML_HUNG rows for the ticks skipped while the sample was within
-// its deadline (the timeline shows the hang, not a gap) and takes a crash
-// snapshot while the call is still stuck; then one row per tick. It runs on
-// the poll goroutine and only queues the file work, so a slow disk cannot
-// stall the other GPUs' ticks. A sample that came back since the poll loop
-// saw it stuck (hmu) is not reported: the tick is the caller's to count.
+// monotonic reading since: on a stall's first report it backfills NVML_HUNG
+// rows for the ticks skipped within the deadline (the timeline shows the
+// hang, not a gap) and takes a crash snapshot while the call is stuck; then
+// one row per tick. On the poll goroutine, it only queues the file work. A
+// sample that came back meanwhile (hmu) is not reported: false.
 func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (reported bool) {
 	m := gs.m
 	gs.hmu.Lock()
