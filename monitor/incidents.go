@@ -11,9 +11,8 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
-// incidents is what the monitor keeps of the GPUs' incidents besides the
-// snapshot Manager: the host's last one, for the host view, and whether a
-// request refused at shutdown was logged.
+// incidents holds the host's last incident, for the host view, and whether
+// a snapshot request refused at shutdown was logged.
 type incidents struct {
 	refusedLogged atomic.Bool
 	mu            sync.Mutex
@@ -34,14 +33,11 @@ func (gs *gpuState) critical(when time.Time, reason string) crashPlan {
 }
 
 // criticalEvent counts the critical event ev in the GPU's incidents and has
-// the snapshot Manager decide on its crash snapshot (cooldown, escalation)
-// before anything is gathered, publishing the incident by its headline.
-// ev.Time is when it happened and seen when it was seen: earlier for a
-// kernel record read after the fact, whose header is of when the kernel
-// logged it while the process section is of now. The caller writes the
-// event's line, which names the decision's incident and snapshot, then
-// gathers the snapshot (crashSnapshot) or reports it lost (crashLost). No
-// I/O but the log.
+// the snapshot Manager decide on its crash snapshot before anything is
+// gathered. ev.Time is when it happened, seen when it was seen (a kernel
+// record is read after the fact: its header is of then, its processes of
+// now). The caller writes the event's line, naming the decision's incident
+// and snapshot, then gathers the snapshot or reports it lost. No I/O.
 func (gs *gpuState) criticalEvent(seen time.Time, ev snapshot.Event) crashPlan {
 	m := gs.m
 	var n uint64
@@ -67,9 +63,8 @@ func (gs *gpuState) criticalEvent(seen time.Time, ev snapshot.Event) crashPlan {
 	return crashPlan{d: d, seen: seen, ev: ev, n: n}
 }
 
-// crashPlan is a critical event with the snapshot Manager's decision on it,
-// and what the GPU needs to gather the snapshot after the event's line is
-// written (for a sample whose row waits on the side queue, behind it).
+// crashPlan is a critical event with the snapshot Manager's decision on it:
+// what gathering the snapshot needs after the event's line is written.
 type crashPlan struct {
 	d    snapshot.Decision
 	seen time.Time
@@ -77,9 +72,8 @@ type crashPlan struct {
 	n    uint64 // the GPU's incident count, for the header
 }
 
-// crashSnapshot gathers the crash snapshot p accepted (if it did) from the
-// GPU's recent rows and state, and hands it, complete, to the snapshot
-// Manager, which never calls back for it.
+// crashSnapshot gathers the crash snapshot p accepted (if it did) and hands
+// it, complete, to the snapshot Manager, which never calls back for it.
 func (gs *gpuState) crashSnapshot(p crashPlan) {
 	if !p.d.Accepted {
 		return
@@ -92,16 +86,14 @@ func (gs *gpuState) crashSnapshot(p crashPlan) {
 	}
 }
 
-// crashLost reports p's snapshot (if any) lost, counted in
-// snapshot_failures: the work that was to gather it was dropped (why).
+// crashLost reports p's snapshot (if any) lost: the work to gather it was dropped.
 func (gs *gpuState) crashLost(p crashPlan, why string) { gs.m.snaps.Lost(p.d, why) }
 
 // what names the plan's snapshot for a queue that may drop it.
 func (p crashPlan) what() string { return "crash snapshot " + p.d.Snapshot }
 
-// spikeSnapshot asks for a spike snapshot of the spike seen at when and,
-// when the cooldown lets it through, gathers it and hands it over. fans
-// returns the fans' control policies from memory: it must not call NVML.
+// spikeSnapshot takes a spike snapshot of the spike seen at when, if the
+// cooldown lets it. fans returns the fans' policies from memory, not NVML.
 func (gs *gpuState) spikeSnapshot(when time.Time, fans func() []string) {
 	m := gs.m
 	d := m.snaps.DecideSpike(gs.idx)
@@ -120,9 +112,8 @@ func (gs *gpuState) spikeSnapshot(when time.Time, fans func() []string) {
 	gs.log.Warn("fan spike: snapshot taken", "spikes", gs.tr.Counters().Total[anomaly.CountSpikes])
 }
 
-// refused logs the first snapshot request (what) the snapshot Manager
-// refused because it was closed; the Manager counts them all
-// (snapshots_refused_at_shutdown), and watchLosses has stopped by then.
+// refused logs the first snapshot request the snapshot Manager refused,
+// closed at shutdown (it counts them all; watchLosses has stopped by then).
 func (m *Monitor) refused(what string, gpu int, reason string) {
 	if m.inc.refusedLogged.CompareAndSwap(false, true) {
 		logFirstLoss(m.log, "snapshots_refused_at_shutdown", what+" asked for after the snapshot writer closed at shutdown",

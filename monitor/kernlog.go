@@ -13,30 +13,25 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
-// KernelLog is the kernel log, opened as early as the daemon can
-// (OpenKernelLog, before NVML's start-up wait on a stuck GPU), so that what
-// the kernel logs from then on waits in its ring until the monitor reads
-// it: an Xid 79 logged during a 20 s start-up is not lost. When the previous
-// run saved its position in this boot (kmsg_seq in run-state), the records
-// after it are read first, as backlog.
+// KernelLog is the kernel log, opened before NVML's start-up wait on a stuck
+// GPU (OpenKernelLog) so that an Xid 79 logged during a 20 s start-up waits
+// in the ring. The records after the previous run's last one in this boot
+// (kmsg_seq in run-state) are read first, as backlog.
 type KernelLog struct {
 	path   string
 	resume reading.Opt[uint64] // the previous run's last record, in this boot
 	r      *kmsg.Reader        // nil until opened, or when it could not be
 	err    error               // why it could not be opened
 	opened bool
-	// standIn, set by tests only, rewrites each record before it is parsed.
-	// Tests of the real /dev/kmsg write harmless lines (an Xid 79 there
-	// would page the host's operators) and turn them here into the
-	// driver's lines they stand for.
+	// standIn (tests) rewrites each record before it is parsed: tests of the
+	// real /dev/kmsg write harmless lines (an Xid 79 would page the host's
+	// operators) and turn them here into the driver's lines.
 	standIn func(kmsg.Record) kmsg.Record
 }
 
-// OpenKernelLog opens cfg.KmsgPath for the monitor cfg will build; nil when
-// the kernel log is off. It reads the previous run's position from
-// run-state, so call it before New, which rewrites run-state. A failed open
-// is reported when the monitor runs. Pass the result in Config.KernelLog;
-// Close it when no monitor runs.
+// OpenKernelLog opens cfg.KmsgPath (nil: off) for Config.KernelLog. It reads
+// the previous run's position from run-state: call it before New. A failed
+// open is reported when the monitor runs; Close it if no monitor runs.
 func OpenKernelLog(cfg Config) *KernelLog {
 	cfg.defaults()
 	k := planKernelLog(cfg)
@@ -46,9 +41,8 @@ func OpenKernelLog(cfg Config) *KernelLog {
 	return k
 }
 
-// planKernelLog decides where the kernel log will be read from, without
-// opening it: after the previous run's last record when it saved one in
-// this boot, else from the end. cfg has its defaults.
+// planKernelLog decides where the kernel log will be read from: after the
+// previous run's last record in this boot, else from the end.
 func planKernelLog(cfg Config) *KernelLog {
 	if cfg.KmsgPath == "" {
 		return nil
@@ -95,13 +89,12 @@ func (k *KernelLog) Close() {
 	}
 }
 
-// kmsgSeqRefresh is how often the kernel log position is saved while it
-// moves: a run killed without its clean stop has at most this long of
-// records replayed (as backlog) at the next start.
+// kmsgSeqRefresh is how often the kernel log position is saved: a run
+// killed has at most this long of records replayed at the next start.
 const kmsgSeqRefresh = 10 * time.Second
 
-// runState is this run's run-state, written by beginRun and rewritten
-// (atomically) when the kernel log position moves or a GPU answers late.
+// runState is this run's run-state, written by beginRun, rewritten when the
+// kernel log position moves or a GPU answers late.
 type runState struct {
 	mu    sync.Mutex
 	begun bool // beginRun has read the previous run's state and written ours
@@ -132,8 +125,7 @@ func (m *Monitor) kmsgSeq() reading.Opt[uint64] {
 	return reading.Opt[uint64]{V: seq, OK: ok}
 }
 
-// beginRun records this run in run-state (with the kernel log position it
-// starts from) and returns how the previous run ended.
+// beginRun records this run in run-state and returns how the previous ended.
 func (m *Monitor) beginRun(bootID string) (snapshot.PreviousRun, error) {
 	rs := &m.runState
 	rs.mu.Lock()
@@ -153,10 +145,9 @@ func (m *Monitor) boards() []sink.Board {
 	return out
 }
 
-// lateBoard runs (on the side queue) once a GPU stuck at start has
-// answered: its board is compared with the previous run's (one INVENTORY
-// line) and written to run-state. Before beginRun it does nothing: beginRun
-// records and compares every board known by then.
+// lateBoard runs once a GPU stuck at start has answered: its board is
+// compared with the previous run's (INVENTORY) and written to run-state;
+// before beginRun, which does both for every board known by then, nothing.
 func (m *Monitor) lateBoard(gs *gpuState) {
 	rs := &m.runState
 	rs.mu.Lock()
@@ -172,8 +163,7 @@ func (m *Monitor) lateBoard(gs *gpuState) {
 	}
 }
 
-// saveKmsgSeq rewrites run-state when the kernel log position moved, once
-// beginRun has read the previous run's.
+// saveKmsgSeq rewrites run-state when the kernel log position moved.
 func (m *Monitor) saveKmsgSeq() {
 	rs := &m.runState
 	rs.mu.Lock()

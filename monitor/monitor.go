@@ -21,9 +21,8 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
-// Rotation sizes for the line logs: the reference logger's
-// (gpu-telemetry-deep.py's EVENTS_LOG_MAX_BYTES and SUMMARY_LOG_MAX_BYTES,
-// 50 and 10 MB), which operators' disk budgets were sized for.
+// Rotation sizes for the line logs: gpu-telemetry-deep.py's (the reference
+// logger), which operators' disk budgets were sized for.
 const (
 	eventsLogMB  = 50
 	summaryLogMB = 10
@@ -66,10 +65,8 @@ type Monitor struct {
 	enumerating atomic.Bool // a GPU enumeration is inside the driver
 }
 
-// pollLoop is the poll loop's state: its counts, its pace, and the periodic
-// work it paces so that it runs while the process is awake for a tick, not
-// on timers of its own: the CSV's sync round (syncTick), the loss check
-// every second (secondTick), the summary.
+// pollLoop is the poll loop's state, and the periodic work it paces so that
+// it runs while the process is awake for a tick, not on timers of its own.
 type pollLoop struct {
 	ticks, overruns, busySkips atomic.Uint64
 
@@ -300,8 +297,7 @@ func waitBounded(wg *sync.WaitGroup, d time.Duration) {
 	}
 }
 
-// waitWorkers waits until no sample is in flight, at most d, and returns the
-// GPUs still stuck.
+// waitWorkers waits, at most d, until no sample is in flight; it returns the GPUs still stuck.
 func (m *Monitor) waitWorkers(d time.Duration) []string {
 	deadline := time.Now().Add(d)
 	for {
@@ -360,8 +356,8 @@ func (m *Monitor) poll(ctx context.Context, sigs <-chan os.Signal) {
 	}
 }
 
-// tick dispatches one sample to every GPU that is free and not backing off,
-// and reports the ones stuck past the deadline.
+// tick dispatches a sample to every GPU free and not backing off, and
+// reports those stuck past the deadline.
 func (m *Monitor) tick(now time.Time) {
 	lp := &m.loop
 	if lp.tickHook != nil {
@@ -486,8 +482,7 @@ func (m *Monitor) pacerState() live.Pacer {
 // and at stop. Readers take the latest and never call back in.
 func (m *Monitor) publishHost() { m.board.PublishHost(m.hostView()) }
 
-// hostView assembles the host view. Counts go in h.Counters only (the
-// registry); the other fields hold what is not a count.
+// hostView assembles the host view; counts go in h.Counters only.
 func (m *Monitor) hostView() live.Host {
 	h := live.Host{
 		Now: time.Now(), Start: m.start, Version: m.cfg.Version, System: m.host.System, Identity: m.ident,
