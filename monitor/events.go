@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/events"
@@ -40,17 +41,15 @@ func (m *Monitor) runKmsg(ctx context.Context) {
 	r.OnState(m.setKmsgState)
 	m.setKmsgState("following")
 	m.log.Info("following the kernel log for Xids", "path", m.cfg.KmsgPath)
-	clockDone := make(chan struct{})
-	defer func() { <-clockDone }()
-	go func() { defer close(clockDone); m.runKernelClock(ctx) }()
+	var wg sync.WaitGroup
+	defer func() { wg.Wait(); m.saveKmsgSeq() }() // the position at stop
+	wg.Go(func() { m.runKernelClock(ctx) })
 	// The position is saved on a goroutine of its own (a stalled disk must
 	// not stall reading): every kmsgSeqRefresh, at stop, and at once when a
 	// replay has been read, so that a restart loop does not replay it again.
 	replayed := make(chan struct{}, 1)
 	r.OnCaughtUp(func() { nudge(replayed, struct{}{}) })
-	seqDone := make(chan struct{})
-	defer func() { <-seqDone; m.saveKmsgSeq() }() // the position at stop
-	go func() { defer close(seqDone); every(ctx, kmsgSeqRefresh, replayed, m.saveKmsgSeq) }()
+	wg.Go(func() { every(ctx, kmsgSeqRefresh, replayed, m.saveKmsgSeq) })
 	standIn := m.klog.standIn
 	err = r.Run(ctx, func(rec kmsg.Record) {
 		if standIn != nil {

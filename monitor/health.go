@@ -78,9 +78,7 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 	}
 	changed = gs.recordRemapHist(&v, prev.RemapHist, r.HealthBaseline, now) || changed
 	if links := gs.g.NVLinks(); !links.At.IsZero() {
-		if !links.At.Equal(prev.Links.At) {
-			changed = true
-		}
+		changed = changed || !links.At.Equal(prev.Links.At)
 		v.Links = links
 		for _, c := range gs.links.Check(&links, now) {
 			kv := []string{"counter", "nvlink_" + c.Counter, "link", strconv.Itoa(c.Link)}
