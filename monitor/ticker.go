@@ -44,7 +44,7 @@ func newTimerfdTicker(iv time.Duration) ticker {
 		f.Close()
 		return newGoTicker(iv)
 	}
-	t := &timerfdTicker{f: f, rc: rc, iv: iv, start: start}
+	t := &timerfdTicker{f: f, rc: rc, grid: grid{iv: iv, start: start}}
 	t.readFn = t.readReady
 	return t
 }
@@ -54,13 +54,31 @@ func newTimerfdTicker(iv time.Duration) ticker {
 // tick that late would sit off the grid.
 func lateTick(late, iv time.Duration) bool { return late > iv/4 }
 
-type timerfdTicker struct {
-	f     *os.File
-	rc    syscall.RawConn
-	buf   [8]byte
+// grid is both tickers' position: tick k is due at start + k x iv.
+type grid struct {
 	iv    time.Duration
-	start time.Time // the timer's zero: tick k is due at start + k x iv
+	start time.Time
 	k     int64
+}
+
+func (g *grid) at(k int64) time.Time { return g.start.Add(time.Duration(k) * g.iv) }
+
+// advance moves the grid on by the exp grid points that passed and returns
+// how many of them are missed: all but the last, and the last too when it
+// is late (then the caller waits for the next).
+func (g *grid) advance(exp uint64) (missed uint64, late bool) {
+	g.k += int64(exp)
+	if lateTick(time.Since(g.at(g.k)), g.iv) {
+		return exp, true
+	}
+	return exp - 1, false
+}
+
+type timerfdTicker struct {
+	grid
+	f   *os.File
+	rc  syscall.RawConn
+	buf [8]byte
 	// The read in progress, and readReady bound once: a closure per tick
 	// cost 1 % of the logger's CPU.
 	due    time.Time
@@ -74,14 +92,10 @@ func (t *timerfdTicker) Next() (uint64, bool) {
 		if !t.read() {
 			return 0, false
 		}
-		exp := binary.LittleEndian.Uint64(t.buf[:])
-		t.k += int64(exp)
-		missed += exp - 1
-		late := time.Since(t.start.Add(time.Duration(t.k) * t.iv))
-		if !lateTick(late, t.iv) {
+		n, late := t.advance(binary.LittleEndian.Uint64(t.buf[:]))
+		if missed += n; !late {
 			return missed, true
 		}
-		missed++ // this one too: wait for the next grid point
 	}
 }
 
@@ -92,7 +106,7 @@ func (t *timerfdTicker) Next() (uint64, bool) {
 // t.start, so never expires before its grid time. The read is a raw system
 // call (a ready timerfd never blocks), which does not wake sysmon.
 func (t *timerfdTicker) read() bool {
-	t.due = t.start.Add(time.Duration(t.k+1) * t.iv)
+	t.due = t.at(t.k + 1)
 	t.ok = false
 	err := t.rc.Read(t.readFn)
 	return err == nil && t.ok
@@ -116,16 +130,14 @@ func (t *timerfdTicker) Stop() { t.f.Close() }
 
 // goTicker is a ticker on Go's timers (tests run it on fake time).
 type goTicker struct {
-	iv    time.Duration
-	start time.Time
-	k     int64
+	grid
 	timer *time.Timer
 	stop  chan struct{}
 	once  sync.Once
 }
 
 func newGoTicker(iv time.Duration) ticker {
-	t := &goTicker{iv: iv, start: time.Now(), timer: time.NewTimer(time.Hour), stop: make(chan struct{})}
+	t := &goTicker{grid: grid{iv: iv, start: time.Now()}, timer: time.NewTimer(time.Hour), stop: make(chan struct{})}
 	t.timer.Stop()
 	return t
 }
@@ -133,31 +145,20 @@ func newGoTicker(iv time.Duration) ticker {
 func (t *goTicker) Stop() { t.once.Do(func() { close(t.stop) }) }
 
 func (t *goTicker) Next() (uint64, bool) {
-	t.k++
 	var missed uint64
 	for {
-		if due := int64(time.Since(t.start) / t.iv); due >= t.k {
-			// Ticks whose time already passed: skipped, unless the last
-			// one is only a little late.
-			if late := time.Since(t.start.Add(time.Duration(due) * t.iv)); !lateTick(late, t.iv) {
-				missed += uint64(due - t.k)
-				t.k = due
-				return missed, true
+		if d := time.Until(t.at(t.k + 1)); d > 0 {
+			t.timer.Reset(d)
+			select {
+			case <-t.timer.C:
+			case <-t.stop:
+				return 0, false
 			}
-			missed += uint64(due - t.k + 1)
-			t.k = due + 1
 		}
-		t.timer.Reset(time.Until(t.start.Add(time.Duration(t.k) * t.iv)))
-		select {
-		case <-t.timer.C:
-		case <-t.stop:
-			return 0, false
-		}
-		if late := time.Since(t.start.Add(time.Duration(t.k) * t.iv)); !lateTick(late, t.iv) {
+		n, late := t.advance(uint64(time.Since(t.start)/t.iv) - uint64(t.k))
+		if missed += n; !late {
 			return missed, true
 		}
-		missed++
-		t.k++
 	}
 }
 
