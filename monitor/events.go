@@ -82,72 +82,63 @@ func (m *Monitor) kernelXidEvents(x kmsg.XidReport, rec kmsg.Record, now time.Ti
 // events.log lines.
 func (m *Monitor) onEvent(e reading.Event) {
 	gs := m.byIndex[e.GPU]
-	if gs == nil {
-		r := m.ev.Handle(e)
-		m.heldXid(r, e)
-		if r.Alert != events.Quiet {
-			m.log.Warn("critical event for a GPU that is not monitored", "bus", e.BusID, "reason", r.Reason)
-		}
-		m.carryOut(nil, r, crashPlan{})
-		return
-	}
-	// The de-duplication and the first report's incident decision are one
-	// step for the GPU (reportMu): a duplicate from the other source then
-	// names the incident the first report was counted in, never none or
-	// the GPU's previous one.
-	gs.reportMu.Lock()
-	r := m.ev.Handle(e)
-	if r.FlagXid {
-		gs.addXid(int64(e.Data))
-	}
-	if r.Wake {
-		gs.slot.Update(func(g *live.GPU) { showReport(g, r) })
-		gs.nextTry.Store(0)
-	}
+	var r events.Record
 	var plan crashPlan
-	switch {
-	case r.Duplicate:
-		plan.d.Incident, plan.d.Snapshot = m.snaps.Incident(gs.idx)
-	case r.Critical != nil:
-		plan = gs.criticalEvent(e.Time, *r.Critical)
+	if gs == nil {
+		r = m.ev.Handle(e)
+	} else {
+		// The de-duplication and the first report's incident decision are
+		// one step for the GPU (reportMu): a duplicate from the other source
+		// then names the incident the first report was counted in, never
+		// none or the GPU's previous one.
+		gs.reportMu.Lock()
+		r = m.ev.Handle(e)
+		if r.FlagXid {
+			gs.addXid(int64(e.Data))
+		}
+		if r.Wake {
+			gs.slot.Update(func(g *live.GPU) {
+				switch r.Kind {
+				case reading.EventXid:
+					g.Xid(r.Code, r.At, xid.Name(int(r.Code)))
+				case reading.EventRecovery:
+					g.Recovery(r.Code, r.At, xid.RecoveryActionName(r.Code))
+				case reading.EventLost:
+					g.Lost(r.Seen)
+				}
+			})
+			gs.nextTry.Store(0)
+		}
+		switch {
+		case r.Duplicate:
+			plan.d.Incident, plan.d.Snapshot = m.snaps.Incident(gs.idx)
+		case r.Critical != nil:
+			plan = gs.criticalEvent(e.Time, *r.Critical)
+		}
+		gs.reportMu.Unlock()
 	}
-	gs.reportMu.Unlock()
-	m.heldXid(r, e)
-	switch r.Alert {
-	case events.Notice:
+	if r.FirstHeld {
+		// An application's Xid over its burst limit: the rest are counted
+		// and summed up in events.log when their window ends.
+		logFirstLoss(m.log, "xid_lines_suppressed", "an Xid line of an application's fault (over "+strconv.Itoa(events.LineBurst)+" of one code per GPU per minute; still counted in xids_total)",
+			slog.Int("gpu", e.GPU), slog.String("kind", r.Held))
+	}
+	switch {
+	case r.Alert == events.Quiet:
+	case gs == nil:
+		m.log.Warn("critical event for a GPU that is not monitored", "bus", e.BusID, "reason", r.Reason)
+	case r.Alert == events.Notice:
 		gs.log.Warn("GPU event (reports the consequence of other events)", "reason", r.Reason)
-	case events.Error:
+	case r.Alert == events.Error:
 		gs.log.Error("critical GPU event", "reason", r.Reason)
 	}
 	m.carryOut(gs, r, plan)
-}
-
-// showReport shows a Wake record's report in the GPU's live view g.
-func showReport(g *live.GPU, r events.Record) {
-	switch r.Kind {
-	case reading.EventXid:
-		g.Xid(r.Code, r.At, xid.Name(int(r.Code)))
-	case reading.EventRecovery:
-		g.Recovery(r.Code, r.At, xid.RecoveryActionName(r.Code))
-	case reading.EventLost:
-		g.Lost(r.Seen)
-	}
 }
 
 // healthEvent names an NVML health event type for the event stage.
 func healthEvent(typ uint64) (string, bool) {
 	h, _ := sampler.HealthEvent(typ)
 	return h.Name, h.Critical
-}
-
-// heldXid logs the first Xid line the event stage held (an application's Xid
-// over its burst limit); the rest are counted and summed up in events.log
-// when their window ends.
-func (m *Monitor) heldXid(r events.Record, e reading.Event) {
-	if r.FirstHeld {
-		logFirstLoss(m.log, "xid_lines_suppressed", "an Xid line of an application's fault (over "+strconv.Itoa(events.LineBurst)+" of one code per GPU per minute; still counted in xids_total)",
-			slog.Int("gpu", e.GPU), slog.String("kind", r.Held))
-	}
 }
 
 // windowsEnded writes the lines that sum up what the burst limits held in
