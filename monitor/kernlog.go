@@ -41,9 +41,7 @@ type KernelLog struct {
 func OpenKernelLog(cfg Config) *KernelLog {
 	cfg.defaults()
 	k := planKernelLog(cfg)
-	if k != nil {
-		k.open(cfg.Logger)
-	}
+	k.open(cfg.Logger)
 	return k
 }
 
@@ -74,9 +72,9 @@ func planKernelLog(cfg Config) *KernelLog {
 	return k
 }
 
-// open opens the kernel log once.
+// open opens the kernel log (if any) once.
 func (k *KernelLog) open(log *slog.Logger) {
-	if k.opened {
+	if k == nil || k.opened {
 		return
 	}
 	k.opened = true
