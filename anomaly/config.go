@@ -3,95 +3,96 @@ package anomaly
 import (
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"time"
 )
 
-// Config holds every threshold the detectors use. The defaults are the
-// thresholds the logger has always used (DefaultConfig).
+// Knob declares one threshold of a detector: its name in Config.Knobs, its
+// command-line flag if it has one, its default and its valid range.
+type Knob struct {
+	Name string // key in Config.Knobs, and in Validate's errors: "SpikeThresholdPct"
+	// Flag is the command-line flag that sets it, without "--"; empty: none.
+	Flag    string
+	Help    string  // the flag's help, before " Default: ..."
+	Default float64 // the reference logger's value (see the detector's Def)
+	Int     bool    // a whole number (the flag parses an integer)
+	// Min and Max bound the valid values, both included; Want says so in
+	// the words an error gives ("between 1 and 100").
+	Min, Max float64
+	Want     string
+}
+
+// Check returns an error naming the knob as name (its flag, say) when v is
+// not a valid value.
+func (k Knob) Check(name string, v float64) error {
+	if v >= k.Min && v <= k.Max && (!k.Int || v == math.Trunc(v)) {
+		return nil // NaN fails the comparisons
+	}
+	return fmt.Errorf("%s %s: must be %s", name, FormatKnob(v), k.Want)
+}
+
+// FormatKnob writes a knob's value as a flag takes it: 15, 0.25.
+func FormatKnob(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// Knobs holds the detectors' thresholds by Knob.Name.
+type Knobs map[string]float64
+
+// Config holds every threshold the detectors use. DefaultConfig has the
+// thresholds the logger has always used.
 type Config struct {
-	// SpikeThresholdPct is the change of one fan's speed between two samples,
-	// in percentage points, that counts as a spike (seed: DEFAULT_SPIKE_THRESHOLD).
-	SpikeThresholdPct uint32
-	// SpikeWarmup is how many good samples must have been seen before a spike
-	// can be flagged (seed: _total_samples > 2), so fans settling after start
-	// or after an outage are not mistaken for spikes.
-	SpikeWarmup int
-	// Warmup is how many good samples must have been seen before a fan/temp
-	// inversion or a spurious throttle can be flagged (seed: _total_samples > 10).
-	Warmup int
-	// InversionTempC is the temperature at or above which slow fans are an
-	// inversion (seed: FAN_TEMP_INVERSION_TEMP).
-	InversionTempC uint32
-	// InversionFanPct is the fastest fan's speed at or below which a hot GPU's
-	// fans count as slow (seed: FAN_TEMP_INVERSION_FAN).
-	InversionFanPct uint32
-	// SpuriousPowerFraction is the fraction of the power limit below which a
-	// SwPowerCap throttle is spurious (seed: SPURIOUS_THROTTLE_POWER_PCT).
-	SpuriousPowerFraction float64
-	// PowerOverFlagW is the overage above the power limit, in W, beyond which a
-	// breach is flagged on the row; every breach is counted (seed: overage_w > 50).
-	PowerOverFlagW uint32
-	// TDPEpsilonW is the smallest power limit change, in W, reported as a TDP
-	// change; smaller ones are rounding noise (seed: TDP_CHANGE_EPSILON_W).
-	TDPEpsilonW uint32
-	// LogCooldown is the shortest time between two log notices of one kind for
-	// one GPU (seed: ANOMALY_LOG_COOLDOWN_SEC). Zero logs every notice.
+	// Knobs holds each detector's knobs (Def.Knobs) by name.
+	Knobs Knobs
+	// LogCooldown is the shortest time between two log notices of one kind
+	// for one GPU: the Python logger's ANOMALY_LOG_COOLDOWN_SEC, which kept
+	// a condition that holds for hours from writing a line per sample. Zero
+	// logs every notice.
 	LogCooldown time.Duration
 }
 
-// DefaultConfig returns the seed script's thresholds.
+// DefaultConfig returns every knob's default.
 func DefaultConfig() Config {
-	return Config{
-		SpikeThresholdPct:     15,
-		SpikeWarmup:           2,
-		Warmup:                10,
-		InversionTempC:        85,
-		InversionFanPct:       55,
-		SpuriousPowerFraction: 0.25,
-		PowerOverFlagW:        50,
-		TDPEpsilonW:           5,
-		LogCooldown:           60 * time.Second,
+	k := Knobs{}
+	for _, kn := range AllKnobs() {
+		k[kn.Name] = kn.Default
 	}
+	return Config{Knobs: k, LogCooldown: 60 * time.Second}
 }
 
-// Bounds for Validate. A GPU below 30 C is idle, so an inversion threshold
-// there would flag every idle GPU; above 120 C every GPU has long shut down
-// (shutdown thresholds are around 90-110 C).
-const (
-	minInversionTempC = 30
-	maxInversionTempC = 120
-)
-
-// Validate reports every field that is out of range, naming it.
+// Validate reports every knob that is missing or out of range, naming it.
 func (c Config) Validate() error {
 	var errs []error
-	if c.SpikeThresholdPct < 1 || c.SpikeThresholdPct > 100 {
-		errs = append(errs, fmt.Errorf("anomaly config: SpikeThresholdPct is %d, want 1..100", c.SpikeThresholdPct))
-	}
-	if c.SpikeWarmup < 0 {
-		errs = append(errs, fmt.Errorf("anomaly config: SpikeWarmup is %d, want >= 0", c.SpikeWarmup))
-	}
-	if c.Warmup < 0 {
-		errs = append(errs, fmt.Errorf("anomaly config: Warmup is %d, want >= 0", c.Warmup))
-	}
-	if c.InversionTempC < minInversionTempC || c.InversionTempC > maxInversionTempC {
-		errs = append(errs, fmt.Errorf("anomaly config: InversionTempC is %d, want %d..%d",
-			c.InversionTempC, minInversionTempC, maxInversionTempC))
-	}
-	// 100 % or more would call every hot GPU's fans slow.
-	if c.InversionFanPct > 99 {
-		errs = append(errs, fmt.Errorf("anomaly config: InversionFanPct is %d, want 0..99", c.InversionFanPct))
-	}
-	if !(c.SpuriousPowerFraction > 0 && c.SpuriousPowerFraction < 1) {
-		errs = append(errs, fmt.Errorf("anomaly config: SpuriousPowerFraction is %v, want a fraction in (0,1)",
-			c.SpuriousPowerFraction))
-	}
-	// Zero would report an unchanged limit as a change on every sample.
-	if c.TDPEpsilonW < 1 {
-		errs = append(errs, errors.New("anomaly config: TDPEpsilonW is 0, want >= 1"))
+	for _, kn := range AllKnobs() {
+		v, ok := c.Knobs[kn.Name]
+		if !ok {
+			errs = append(errs, fmt.Errorf("anomaly config: %s is missing", kn.Name))
+			continue
+		}
+		if err := kn.Check(kn.Name, v); err != nil {
+			errs = append(errs, fmt.Errorf("anomaly config: %w", err))
+		}
 	}
 	if c.LogCooldown < 0 {
 		errs = append(errs, fmt.Errorf("anomaly config: LogCooldown is %v, want >= 0", c.LogCooldown))
 	}
 	return errors.Join(errs...)
 }
+
+// AllKnobs returns every detector's knobs in Detectors' order, each once (two
+// detectors may share one).
+func AllKnobs() []Knob {
+	var out []Knob
+	seen := map[string]bool{}
+	for _, d := range Detectors {
+		for _, kn := range d.Knobs {
+			if !seen[kn.Name] {
+				seen[kn.Name] = true
+				out = append(out, kn)
+			}
+		}
+	}
+	return out
+}
+
+// noLimit is the Max of a knob bounded below only.
+var noLimit = math.Inf(1)

@@ -7,45 +7,62 @@ import (
 	"time"
 )
 
-func TestDefaultConfigIsSeed(t *testing.T) {
+func TestDefaultConfigIsReference(t *testing.T) {
 	c := DefaultConfig()
 	if err := c.Validate(); err != nil {
 		t.Fatalf("DefaultConfig().Validate() = %v", err)
 	}
-	want := Config{
-		SpikeThresholdPct: 15, SpikeWarmup: 2, Warmup: 10, InversionTempC: 85, InversionFanPct: 55,
-		SpuriousPowerFraction: 0.25, PowerOverFlagW: 50, TDPEpsilonW: 5, LogCooldown: 60 * time.Second,
+	// The Python logger's thresholds (gpu-telemetry-deep.py).
+	want := Knobs{
+		"SpikeThresholdPct": 15, "SpikeWarmup": 2, "Warmup": 10, "InversionTempC": 85, "InversionFanPct": 55,
+		"SpuriousPowerFraction": 0.25, "PowerOverFlagW": 50, "TDPEpsilonW": 5,
 	}
-	if c != want {
-		t.Errorf("DefaultConfig() = %+v, want %+v", c, want)
+	// Knobs the Python logger did not have (later detectors') keep their
+	// own declared defaults; these must be its values.
+	for k, v := range want {
+		if got, ok := c.Knobs[k]; !ok || got != v {
+			t.Errorf("DefaultConfig().Knobs[%s] = %v, want the reference %v", k, got, v)
+		}
+	}
+	if c.LogCooldown != 60*time.Second {
+		t.Errorf("DefaultConfig().LogCooldown = %v, want 60s", c.LogCooldown)
 	}
 }
 
 func TestConfigValidate(t *testing.T) {
+	set := func(kv ...any) func(*Config) {
+		return func(c *Config) {
+			for i := 0; i < len(kv); i += 2 {
+				c.Knobs[kv[i].(string)] = kv[i+1].(float64)
+			}
+		}
+	}
 	tests := []struct {
 		name    string
 		change  func(*Config)
 		wantErr string // substring; "" for valid
 	}{
 		{"defaults", func(*Config) {}, ""},
-		{"spike threshold 1", func(c *Config) { c.SpikeThresholdPct = 1 }, ""},
-		{"spike threshold 100", func(c *Config) { c.SpikeThresholdPct = 100 }, ""},
-		{"spike threshold 0", func(c *Config) { c.SpikeThresholdPct = 0 }, "SpikeThresholdPct"},
-		{"spike threshold 101", func(c *Config) { c.SpikeThresholdPct = 101 }, "SpikeThresholdPct"},
-		{"negative spike warm-up", func(c *Config) { c.SpikeWarmup = -1 }, "SpikeWarmup"},
-		{"negative warm-up", func(c *Config) { c.Warmup = -1 }, "Warmup"},
-		{"no warm-up", func(c *Config) { c.Warmup, c.SpikeWarmup = 0, 0 }, ""},
-		{"inversion temp too low", func(c *Config) { c.InversionTempC = 29 }, "InversionTempC"},
-		{"inversion temp too high", func(c *Config) { c.InversionTempC = 121 }, "InversionTempC"},
-		{"inversion fan 100 %", func(c *Config) { c.InversionFanPct = 100 }, "InversionFanPct"},
-		{"inversion fan 0 %", func(c *Config) { c.InversionFanPct = 0 }, ""},
-		{"fraction 0", func(c *Config) { c.SpuriousPowerFraction = 0 }, "SpuriousPowerFraction"},
-		{"fraction 1", func(c *Config) { c.SpuriousPowerFraction = 1 }, "SpuriousPowerFraction"},
-		{"fraction NaN", func(c *Config) { c.SpuriousPowerFraction = math.NaN() }, "SpuriousPowerFraction"},
-		{"TDP epsilon 0", func(c *Config) { c.TDPEpsilonW = 0 }, "TDPEpsilonW"},
+		{"spike threshold 1", set("SpikeThresholdPct", 1.0), ""},
+		{"spike threshold 100", set("SpikeThresholdPct", 100.0), ""},
+		{"spike threshold 0", set("SpikeThresholdPct", 0.0), "SpikeThresholdPct"},
+		{"spike threshold 101", set("SpikeThresholdPct", 101.0), "SpikeThresholdPct"},
+		{"spike threshold 1.5", set("SpikeThresholdPct", 1.5), "SpikeThresholdPct"},
+		{"negative spike warm-up", set("SpikeWarmup", -1.0), "SpikeWarmup"},
+		{"negative warm-up", set("Warmup", -1.0), "Warmup"},
+		{"no warm-up", set("Warmup", 0.0, "SpikeWarmup", 0.0), ""},
+		{"inversion temp too low", set("InversionTempC", 29.0), "InversionTempC"},
+		{"inversion temp too high", set("InversionTempC", 121.0), "InversionTempC"},
+		{"inversion fan 100 %", set("InversionFanPct", 100.0), "InversionFanPct"},
+		{"inversion fan 0 %", set("InversionFanPct", 0.0), ""},
+		{"fraction 0", set("SpuriousPowerFraction", 0.0), "SpuriousPowerFraction"},
+		{"fraction 1", set("SpuriousPowerFraction", 1.0), "SpuriousPowerFraction"},
+		{"fraction NaN", set("SpuriousPowerFraction", math.NaN()), "SpuriousPowerFraction"},
+		{"TDP epsilon 0", set("TDPEpsilonW", 0.0), "TDPEpsilonW"},
+		{"knob missing", func(c *Config) { delete(c.Knobs, "TDPEpsilonW") }, "TDPEpsilonW is missing"},
 		{"negative cooldown", func(c *Config) { c.LogCooldown = -time.Second }, "LogCooldown"},
 		{"zero cooldown", func(c *Config) { c.LogCooldown = 0 }, ""},
-		{"two bad fields both named", func(c *Config) { c.SpikeThresholdPct, c.TDPEpsilonW = 0, 0 }, "TDPEpsilonW"},
+		{"two bad fields both named", set("SpikeThresholdPct", 0.0, "TDPEpsilonW", 0.0), "TDPEpsilonW"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,37 +1,32 @@
 package anomaly
 
 import (
+	"cmp"
+	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
-// Counter names one thing a Tracker counts; it indexes Counts.
+// Counter names one thing a Tracker counts; it indexes Counts and
+// CounterDefs.
 type Counter int
 
-// The counters, in the order every output shows them.
+// The Tracker's own counters; each detector's follows (Def.Counter), then
+// the health verdict's.
 const (
-	CountSamples Counter = iota
-	CountSkipped
-	CountSpikes
-	CountPowerBreaches
-	CountFanInversions
-	CountSpuriousThrottles
-	CountTDPChanges
-	CountThrottleChanges
-	CountHealthWarnings
-	CountHealthCritical
-	NumCounters
+	CountSamples Counter = iota // good samples examined
+	CountSkipped                // failed, hung or lost samples
 )
 
 // CounterDef declares one counter. Every output walks CounterDefs (status
-// line, summary.log, snapshot headers), so a new detector's counter is one
-// entry here and nothing else.
+// line, summary.log, snapshot headers).
 type CounterDef struct {
 	Name     string // summary.log name: "pwr_breaches"
 	Short    string // status line name: "pwr"
-	Snapshot string // snapshot header name, as in the seed ("pwr_breach"); empty: not in headers
+	Snapshot string // snapshot header name, as the Python logger wrote it ("pwr_breach"); empty: not in headers
 	Help     string
 	// Window is how the summary line and the status line show the current
 	// window next to the total.
@@ -41,7 +36,7 @@ type CounterDef struct {
 // WindowStyle is how a counter's current window is shown next to its total.
 type WindowStyle uint8
 
-// Window styles, as the seed's summary line has them.
+// Window styles, as the Python logger's summary line had them.
 const (
 	WindowNone   WindowStyle = iota // total only
 	WindowDelta                     // "(+N)"
@@ -49,23 +44,58 @@ const (
 	WindowPeriod                    // "(period=N)"
 )
 
-// CounterDefs declares every counter, indexed by Counter.
-var CounterDefs = [NumCounters]CounterDef{
-	CountSamples:           {Name: "samples", Short: "samples", Help: "good samples examined", Window: WindowDelta},
-	CountSkipped:           {Name: "skipped", Short: "skipped", Help: "failed, hung or lost samples, not examined"},
-	CountSpikes:            {Name: "spikes", Short: "spikes", Snapshot: "spikes", Help: "fan spikes (FAN_SPIKE)"},
-	CountPowerBreaches:     {Name: "pwr_breaches", Short: "pwr", Snapshot: "pwr_breach", Help: "samples with power above the limit, flagged or not", Window: WindowRate},
-	CountFanInversions:     {Name: "fan_inversions", Short: "inv", Snapshot: "fan_inv", Help: "fan inversions (TEMP_FAN_INV)", Window: WindowRate},
-	CountSpuriousThrottles: {Name: "spurious_throttles", Short: "spur", Snapshot: "spur_throt", Help: "spurious throttles (SPUR_THROT)", Window: WindowRate},
-	CountTDPChanges:        {Name: "tdp_changes", Short: "tdp_chg", Snapshot: "tdp_changes", Help: "TDP_REDUCED and TDP_RESTORED", Window: WindowPeriod},
-	CountThrottleChanges:   {Name: "throttle_changes", Short: "throt_chg", Help: "clocks event reasons transitions"},
-	CountHealthWarnings:    {Name: "health_warnings", Short: "hw_warn", Snapshot: "health_warn", Help: "hardware health warnings begun (HEALTH_WARN)"},
-	CountHealthCritical:    {Name: "health_critical", Short: "hw_crit", Snapshot: "health_crit", Help: "hardware health critical conditions begun (HEALTH_CRIT)"},
+// CounterDefs declares every counter, indexed by Counter: the Tracker's,
+// the detectors', the health verdict's.
+var CounterDefs = counterDefs()
+
+// maxCounters bounds CounterDefs: Counts has room for this many.
+const maxCounters = 4 + maxDetectors
+
+// The health verdict's counters (healthverdict.go): reasons begun.
+var countHealthWarnings, countHealthCritical = CounterNamed("health_warnings"), CounterNamed("health_critical")
+
+// pythonSummaryOrder is the order summary.log and the status line have always
+// shown the first detectors' counters in (the Python logger's summary line),
+// so that summary.log reads as it always has. It is frozen: a later
+// detector's counter follows these in Detectors' order.
+var pythonSummaryOrder = []string{"spikes", "pwr_breaches", "fan_inversions", "spurious_throttles", "tdp_changes", "throttle_changes"}
+
+// counterDefs builds CounterDefs and sets each detector's place in it.
+func counterDefs() []CounterDef {
+	defs := []CounterDef{
+		CountSamples: {Name: "samples", Short: "samples", Help: "good samples examined", Window: WindowDelta},
+		CountSkipped: {Name: "skipped", Short: "skipped", Help: "failed, hung or lost samples, not examined"},
+	}
+	dets := slices.Clone(Detectors)
+	slices.SortStableFunc(dets, func(a, b *Def) int {
+		return cmp.Compare(placeIn(pythonSummaryOrder, a.Counter.Name), placeIn(pythonSummaryOrder, b.Counter.Name))
+	})
+	for _, d := range dets {
+		d.counter = Counter(len(defs))
+		defs = append(defs, d.Counter)
+	}
+	defs = append(defs,
+		CounterDef{Name: "health_warnings", Short: "hw_warn", Snapshot: "health_warn", Help: "hardware health warnings begun (HEALTH_WARN)"},
+		CounterDef{Name: "health_critical", Short: "hw_crit", Snapshot: "health_crit", Help: "hardware health critical conditions begun (HEALTH_CRIT)"})
+	if len(defs) > maxCounters {
+		panic(fmt.Sprintf("anomaly: %d counters, at most %d", len(defs), maxCounters))
+	}
+	return defs
+}
+
+// CounterNamed returns the counter called name (CounterDef.Name); it panics
+// for an unknown name, a programming error every test finds.
+func CounterNamed(name string) Counter {
+	i := slices.IndexFunc(CounterDefs, func(d CounterDef) bool { return d.Name == name })
+	if i < 0 {
+		panic("anomaly: no counter " + name)
+	}
+	return Counter(i)
 }
 
 // Counts is how many of each thing a Tracker saw, over some span, indexed
 // by Counter.
-type Counts [NumCounters]uint64
+type Counts [maxCounters]uint64
 
 // Add returns the counter-wise sum of c and o.
 func (c Counts) Add(o Counts) Counts {
@@ -106,10 +136,10 @@ func maxOpt(a, b reading.Opt[uint32]) reading.Opt[uint32] {
 }
 
 // PerMinute holds rates per minute over one window, indexed by Counter.
-type PerMinute [NumCounters]float64
+type PerMinute [maxCounters]float64
 
 // minRateWindow keeps a summary taken right after the previous one from
-// dividing by (nearly) zero, as the seed's max(window_sec, 1.0) did.
+// dividing by (nearly) zero, as the Python logger's max(window_sec, 1.0) did.
 const minRateWindow = time.Second
 
 // RateWindow is the span rates are computed over for a window that lasted
@@ -117,7 +147,7 @@ const minRateWindow = time.Second
 func RateWindow(elapsed time.Duration) time.Duration { return max(elapsed, minRateWindow) }
 
 // Rates converts the counts of a window that lasted elapsed into rates per
-// minute (count * 60 / seconds), as the seed's summary line does. A window
+// minute (count * 60 / seconds), as the Python logger's summary line did. A window
 // shorter than one second counts as one second (RateWindow).
 func Rates(window Counts, elapsed time.Duration) PerMinute {
 	perMin := float64(time.Minute) / float64(RateWindow(elapsed))
@@ -129,7 +159,7 @@ func Rates(window Counts, elapsed time.Duration) PerMinute {
 }
 
 // atomicCounts is Counts that one goroutine updates while others read.
-type atomicCounts [NumCounters]atomic.Uint64
+type atomicCounts [maxCounters]atomic.Uint64
 
 // counts reads the counts; each field is read atomically, the set is not a
 // single snapshot (a sample being counted may show in some fields only).

@@ -16,15 +16,15 @@ func TestSum(t *testing.T) {
 	}{
 		{"none", nil, Counters{}},
 		{"counts add, peaks take the highest present", []Counters{
-			{Total: Counts{CountSamples: 10, CountSpikes: 1}, Window: Counts{CountSamples: 2}, PeakTempC: pct(80), PeakPowerMW: watts(500)},
-			{Total: Counts{CountSamples: 5, CountPowerBreaches: 3}, Window: Counts{CountSamples: 1, CountPowerBreaches: 1}},
-			{Total: Counts{CountSamples: 1}, PeakTempC: pct(90), PeakPowerMW: watts(400)},
+			{Total: cnt(map[Counter]uint64{CountSamples: 10, CountSpikes: 1}), Window: cnt(map[Counter]uint64{CountSamples: 2}), PeakTempC: pct(80), PeakPowerMW: watts(500)},
+			{Total: cnt(map[Counter]uint64{CountSamples: 5, CountPowerBreaches: 3}), Window: cnt(map[Counter]uint64{CountSamples: 1, CountPowerBreaches: 1})},
+			{Total: cnt(map[Counter]uint64{CountSamples: 1}), PeakTempC: pct(90), PeakPowerMW: watts(400)},
 		}, Counters{
-			Total:  Counts{CountSamples: 16, CountSpikes: 1, CountPowerBreaches: 3},
-			Window: Counts{CountSamples: 3, CountPowerBreaches: 1}, PeakTempC: pct(90), PeakPowerMW: watts(500),
+			Total:  cnt(map[Counter]uint64{CountSamples: 16, CountSpikes: 1, CountPowerBreaches: 3}),
+			Window: cnt(map[Counter]uint64{CountSamples: 3, CountPowerBreaches: 1}), PeakTempC: pct(90), PeakPowerMW: watts(500),
 		}},
-		{"all peaks absent", []Counters{{Total: Counts{CountSkipped: 4}}, {Total: Counts{CountSkipped: 1}}},
-			Counters{Total: Counts{CountSkipped: 5}}},
+		{"all peaks absent", []Counters{{Total: cnt(map[Counter]uint64{CountSkipped: 4})}, {Total: cnt(map[Counter]uint64{CountSkipped: 1})}},
+			Counters{Total: cnt(map[Counter]uint64{CountSkipped: 5})}},
 		{"a zero peak is present", []Counters{{PeakPowerMW: mw(0)}, {}}, Counters{PeakPowerMW: mw(0)}},
 	}
 	for _, tt := range tests {
@@ -44,14 +44,14 @@ func TestRates(t *testing.T) {
 		wantWindow time.Duration
 		want       PerMinute
 	}{
-		{"5 minute window", Counts{CountSamples: 3000, CountPowerBreaches: 15, CountFanInversions: 5, CountTDPChanges: 1},
+		{"5 minute window", cnt(map[Counter]uint64{CountSamples: 3000, CountPowerBreaches: 15, CountFanInversions: 5, CountTDPChanges: 1}),
 			5 * time.Minute, 5 * time.Minute,
-			PerMinute{CountSamples: 600, CountPowerBreaches: 3, CountFanInversions: 1, CountTDPChanges: 0.2}},
-		{"skewed window", Counts{CountSpuriousThrottles: 31}, 310 * time.Second, 310 * time.Second,
-			PerMinute{CountSpuriousThrottles: 6}},
-		{"zero window counts as 1 s", Counts{CountSpikes: 1}, 0, time.Second, PerMinute{CountSpikes: 60}},
-		{"negative window counts as 1 s", Counts{CountThrottleChanges: 2, CountSkipped: 1}, -time.Hour, time.Second,
-			PerMinute{CountThrottleChanges: 120, CountSkipped: 60}},
+			perMin(map[Counter]float64{CountSamples: 600, CountPowerBreaches: 3, CountFanInversions: 1, CountTDPChanges: 0.2})},
+		{"skewed window", cnt(map[Counter]uint64{CountSpuriousThrottles: 31}), 310 * time.Second, 310 * time.Second,
+			perMin(map[Counter]float64{CountSpuriousThrottles: 6})},
+		{"zero window counts as 1 s", cnt(map[Counter]uint64{CountSpikes: 1}), 0, time.Second, perMin(map[Counter]float64{CountSpikes: 60})},
+		{"negative window counts as 1 s", cnt(map[Counter]uint64{CountThrottleChanges: 2, CountSkipped: 1}), -time.Hour, time.Second,
+			perMin(map[Counter]float64{CountThrottleChanges: 120, CountSkipped: 60})},
 		{"nothing counted", Counts{}, time.Minute, time.Minute, PerMinute{}},
 	}
 	for _, tt := range tests {
@@ -108,4 +108,20 @@ func TestAtomicPeak(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cnt returns counts with the values in m.
+func cnt(m map[Counter]uint64) (c Counts) {
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// perMin returns rates with the values in m.
+func perMin(m map[Counter]float64) (r PerMinute) {
+	for k, v := range m {
+		r[k] = v
+	}
+	return r
 }

@@ -17,5 +17,5 @@ func TestFanInversion(t *testing.T) {
 		{"one fan speed read", 11, mk(tempAt(pct(95)), fansAt(absent32, pct(40))), "TEMP_FAN_INV(95C@40%)"},
 		{"temperature absent", 11, mk(tempAt(absent32), fansAt(pct(30))), ""},
 	}
-	checkWarm(t, d.check, tests)
+	checkWarm(t, &fanInversionDef, d, tests)
 }

@@ -32,7 +32,7 @@ func TestFanSpike(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := d.check(tt.seen, tt.prev, tt.cur); got != tt.want {
+			if got := d.Check(Input{Prev: tt.prev, Cur: tt.cur, Seen: tt.seen, Now: t0}).Flag == 1; got != tt.want {
 				t.Errorf("check = %v, want %v", got, tt.want)
 			}
 		})

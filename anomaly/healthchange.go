@@ -9,7 +9,7 @@ import (
 // HealthChange is one health counter's change, for events.log
 // (type=HEALTH counter=... from=... to=...).
 type HealthChange struct {
-	ID       reading.HealthID
+	ID       reading.ID
 	From, To uint64
 }
 
@@ -23,17 +23,18 @@ const nanosEvery = time.Minute
 // whole; a counter that turns absent keeps its last value, so the next
 // present one is compared with it.
 type healthChanges struct {
-	last     [reading.NumHealth]reading.Opt[uint64]
-	lastAt   [reading.NumHealth]time.Time
+	last     [reading.NumReadings]reading.Opt[uint64]
+	lastAt   [reading.NumReadings]time.Time
 	baseline bool
 }
 
 // check writes the changes of s at now to out, returns how many, and
 // reports whether s is the baseline (the first sample with any counter
 // present). It does not allocate.
-func (d *healthChanges) check(s *reading.Sample, now time.Time, out *[reading.NumHealth]HealthChange) (int, bool) {
+func (d *healthChanges) check(s *reading.Sample, now time.Time, out *[reading.NumReadings]HealthChange) (int, bool) {
 	first, n := false, 0
-	for id, cur := range s.Health {
+	for _, id := range reading.HealthIDs {
+		cur := s.Values[id]
 		v, ok := cur.Get()
 		if !ok {
 			continue
@@ -47,14 +48,14 @@ func (d *healthChanges) check(s *reading.Sample, now time.Time, out *[reading.Nu
 			d.last[id], d.lastAt[id] = cur, now
 			if d.baseline {
 				// appeared later (re-probed, or a link came up): a change from absent
-				out[n] = HealthChange{ID: reading.HealthID(id), From: 0, To: v}
+				out[n] = HealthChange{ID: id, From: 0, To: v}
 				n++
 			}
 		case v != p:
-			if reading.Health[id].Kind == reading.HealthNanos && now.Sub(d.lastAt[id]) < nanosEvery {
+			if reading.Table[id].Kind == reading.HealthNanos && now.Sub(d.lastAt[id]) < nanosEvery {
 				continue
 			}
-			out[n] = HealthChange{ID: reading.HealthID(id), From: p, To: v}
+			out[n] = HealthChange{ID: id, From: p, To: v}
 			n++
 			d.last[id], d.lastAt[id] = cur, now
 		}

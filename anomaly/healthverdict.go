@@ -164,9 +164,9 @@ func (h *HealthWatch) Began(r HealthReason, now time.Time) {
 // current reading, growth reasons from the last minute, held for
 // healthHold after the last growth. It is pure: time arrives as a value.
 type healthWatch struct {
-	last     [reading.NumHealth]reading.Opt[uint64] // last present value of each counter
-	base     [reading.NumHealth]reading.Opt[uint64] // value at the start of the current window
-	baseAt   [reading.NumHealth]time.Time
+	last     [reading.NumReadings]reading.Opt[uint64] // last present value of each counter
+	base     [reading.NumReadings]reading.Opt[uint64] // value at the start of the current window
+	baseAt   [reading.NumReadings]time.Time
 	replay   reading.Opt[uint64] // PCIe replay counter at the window start
 	replayAt time.Time
 	lastLink reading.Opt[uint64]         // links seen active at most (ReasonNVLinkDown)
@@ -176,7 +176,7 @@ type healthWatch struct {
 
 // grew reports the growth of counter id since its window started (a
 // drop, after a driver reload, restarts the window).
-func (w *healthWatch) grew(id reading.HealthID, now time.Time, cur reading.Opt[uint64]) uint64 {
+func (w *healthWatch) grew(id reading.ID, now time.Time, cur reading.Opt[uint64]) uint64 {
 	v, ok := cur.Get()
 	if !ok {
 		return 0
@@ -196,7 +196,7 @@ func (w *healthWatch) grew(id reading.HealthID, now time.Time, cur reading.Opt[u
 // check judges sample s at now: it returns the verdict and whether the
 // counter values changed (changes are listed by healthChanges).
 func (w *healthWatch) check(s *reading.Sample, now time.Time) HealthVerdict {
-	h := &s.Health
+	h := &s.Values
 	var v HealthVerdict
 	set := func(r HealthReason, on bool) {
 		if on {
@@ -211,8 +211,8 @@ func (w *healthWatch) check(s *reading.Sample, now time.Time) HealthVerdict {
 			v.Reasons |= 1 << r
 		}
 	}
-	val := func(id reading.HealthID) (uint64, bool) { return h[id].Get() }
-	inc := func(id reading.HealthID) bool {
+	val := func(id reading.ID) (uint64, bool) { return h[id].Get() }
+	inc := func(id reading.ID) bool {
 		c, ok := h[id].Get()
 		p, pok := w.last[id].Get()
 		return ok && pok && c > p
@@ -258,21 +258,21 @@ func (w *healthWatch) check(s *reading.Sample, now time.Time) HealthVerdict {
 	// PCIe replays: the sample's own replay counter (a 100 ms column) against
 	// DCGM's limit for the link's current generation and width.
 	var replays bool
-	if r, ok := s.PCIeReplay.Get(); ok {
+	if r, ok := s.Values[reading.PCIeReplay].Get(); ok {
 		b, bok := w.replay.Get()
 		switch {
 		case !bok || r < b || now.Sub(w.replayAt) >= healthWindow:
-			w.replay, w.replayAt = s.PCIeReplay, now
+			w.replay, w.replayAt = s.Values[reading.PCIeReplay], now
 		default:
-			if lim, ok := PCIeReplayLimit(s.PCIeGen.V, s.PCIeWidth.V); ok && s.PCIeGen.OK && s.PCIeWidth.OK {
+			if lim, ok := PCIeReplayLimit(s.U32(reading.PCIeGen).V, s.U32(reading.PCIeWidth).V); ok && s.U32(reading.PCIeGen).OK && s.U32(reading.PCIeWidth).OK {
 				replays = r-b > lim
 			}
 		}
 	}
 	hold(ReasonPCIeReplays, replays)
 
-	for id, c := range h {
-		if c.OK {
+	for _, id := range reading.HealthIDs {
+		if c := h[id]; c.OK {
 			w.last[id] = c
 		}
 	}

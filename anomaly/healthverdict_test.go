@@ -9,17 +9,17 @@ import (
 )
 
 // hs returns a sample holding health counters (the rest as mk).
-func hs(vals map[reading.HealthID]uint64) *reading.Sample {
+func hs(vals map[reading.ID]uint64) *reading.Sample {
 	s := mk()
 	for id, v := range vals {
-		s.Health[id] = reading.Some(v)
+		s.Values[id] = reading.Some(v)
 	}
 	return s
 }
 
 // b200 is a healthy B200's counters.
-func b200(over map[reading.HealthID]uint64) map[reading.HealthID]uint64 {
-	m := map[reading.HealthID]uint64{
+func b200(over map[reading.ID]uint64) map[reading.ID]uint64 {
+	m := map[reading.ID]uint64{
 		reading.HECCMode: 1, reading.HSBEVolatile: 0, reading.HDBEVolatile: 0, reading.HRemapPending: 0,
 		reading.HRemapFailure: 0, reading.HRemapUncorrectable: 0, reading.HNVLinkCount: 18, reading.HNVLinkUp: 18,
 		reading.HNVLinkErrors: 0, reading.HNVLinkRecovery: 0, reading.HNVLinkRecoveryFailed: 0, reading.HRecoveryAction: 0,
@@ -35,7 +35,7 @@ func b200(over map[reading.HealthID]uint64) map[reading.HealthID]uint64 {
 func TestHealthVerdict(t *testing.T) {
 	type step struct {
 		at   time.Duration
-		vals map[reading.HealthID]uint64
+		vals map[reading.ID]uint64
 	}
 	for _, tc := range []struct {
 		name  string
@@ -44,32 +44,32 @@ func TestHealthVerdict(t *testing.T) {
 		level string
 	}{
 		{"healthy B200", []step{{0, b200(nil)}, {time.Second, b200(nil)}}, nil, "ok"},
-		{"RTX 5090 supports none of it", []step{{0, map[reading.HealthID]uint64{reading.HPCIeBadTLP: 0}}, {time.Second, map[reading.HealthID]uint64{reading.HPCIeBadTLP: 0}}}, nil, "ok"},
-		{"volatile DBE", []step{{0, b200(nil)}, {time.Second, b200(map[reading.HealthID]uint64{reading.HDBEVolatile: 1})}}, []string{"ecc_dbe"}, "critical"},
-		{"remap failure", []step{{0, b200(map[reading.HealthID]uint64{reading.HRemapFailure: 1})}}, []string{"remap_failure"}, "critical"},
-		{"remap pending", []step{{0, b200(map[reading.HealthID]uint64{reading.HRemapPending: 1})}}, []string{"remap_pending"}, "warning"},
-		{"remaps near the bank limit (DCGM 512)", []step{{0, b200(map[reading.HealthID]uint64{reading.HRemapUncorrectable: 512})}}, []string{"remap_near_limit"}, "warning"},
-		{"511 remaps", []step{{0, b200(map[reading.HealthID]uint64{reading.HRemapUncorrectable: 511})}}, nil, "ok"},
-		{"link went down", []step{{0, b200(nil)}, {time.Second, b200(map[reading.HealthID]uint64{reading.HNVLinkUp: 17})}}, []string{"nvlink_down"}, "critical"},
-		{"every link inactive from the start (gpud 1085)", []step{{0, b200(map[reading.HealthID]uint64{reading.HNVLinkUp: 0})}}, []string{"nvlink_down"}, "critical"},
-		{"failed recovery", []step{{0, b200(nil)}, {time.Second, b200(map[reading.HealthID]uint64{reading.HNVLinkRecoveryFailed: 1})}}, []string{"nvlink_recovery_failed"}, "critical"},
-		{"failed recovery held 10 min", []step{{0, b200(nil)}, {time.Second, b200(map[reading.HealthID]uint64{reading.HNVLinkRecoveryFailed: 1})}, {9 * time.Minute, b200(map[reading.HealthID]uint64{reading.HNVLinkRecoveryFailed: 1})}}, []string{"nvlink_recovery_failed"}, "critical"},
-		{"failed recovery forgotten after 10 min", []step{{0, b200(nil)}, {time.Second, b200(map[reading.HealthID]uint64{reading.HNVLinkRecoveryFailed: 1})}, {11 * time.Minute, b200(map[reading.HealthID]uint64{reading.HNVLinkRecoveryFailed: 1})}}, nil, "ok"},
-		{"NVLink errors rising", []step{{0, b200(nil)}, {time.Second, b200(map[reading.HealthID]uint64{reading.HNVLinkErrors: 5})}}, []string{"nvlink_errors"}, "warning"},
-		{"recovered link", []step{{0, b200(nil)}, {time.Second, b200(map[reading.HealthID]uint64{reading.HNVLinkRecovery: 1})}}, []string{"nvlink_recovered"}, "warning"},
-		{"HW power brake time grows", []step{{0, b200(nil)}, {time.Second, b200(map[reading.HealthID]uint64{reading.HClkHWPowerBrake: 5e8})}}, []string{"hw_slowdown"}, "warning"},
-		{"recovery action reset", []step{{0, b200(map[reading.HealthID]uint64{reading.HRecoveryAction: 1})}}, []string{"recovery_action"}, "critical"},
-		{"recovery action unknown to us", []step{{0, b200(map[reading.HealthID]uint64{reading.HRecoveryAction: 9})}}, []string{"recovery_action"}, "critical"},
-		{"recovery action drain P2P", []step{{0, b200(map[reading.HealthID]uint64{reading.HRecoveryAction: 3})}}, []string{"recovery_drain_p2p"}, "warning"},
-		{"SBE rate", []step{{0, b200(nil)}, {10 * time.Second, b200(map[reading.HealthID]uint64{reading.HSBEVolatile: 10})}}, []string{"ecc_sbe_rate"}, "warning"},
-		{"SBE slow", []step{{0, b200(nil)}, {10 * time.Second, b200(map[reading.HealthID]uint64{reading.HSBEVolatile: 9})}}, nil, "ok"},
-		{"C2C errors", []step{{0, map[reading.HealthID]uint64{reading.HC2CErrors: 0}}, {time.Second, map[reading.HealthID]uint64{reading.HC2CErrors: 2}}}, []string{"c2c_errors"}, "critical"},
-		{"unrepairable memory", []step{{0, b200(nil)}, {time.Second, b200(map[reading.HealthID]uint64{reading.HMemoryUnrepairable: 1})}}, []string{"memory_unrepairable"}, "critical"},
-		{"channel repair pending", []step{{0, b200(map[reading.HealthID]uint64{reading.HChannelRepairPending: 1})}}, []string{"repair_pending"}, "warning"},
-		{"TPC repair pending", []step{{0, b200(map[reading.HealthID]uint64{reading.HTPCRepairPending: 1})}}, []string{"repair_pending"}, "warning"},
-		{"SRAM threshold exceeded", []step{{0, b200(map[reading.HealthID]uint64{reading.HSRAMThreshold: 1})}}, []string{"sram_threshold"}, "warning"},
-		{"absent is not zero: unrepairable flag absent", []step{{0, map[reading.HealthID]uint64{reading.HECCMode: 1}}}, nil, "ok"},
-		{"absent is not zero: DBE turns absent", []step{{0, b200(map[reading.HealthID]uint64{reading.HDBEVolatile: 0})}, {time.Second, map[reading.HealthID]uint64{}}}, nil, "ok"},
+		{"RTX 5090 supports none of it", []step{{0, map[reading.ID]uint64{reading.HPCIeBadTLP: 0}}, {time.Second, map[reading.ID]uint64{reading.HPCIeBadTLP: 0}}}, nil, "ok"},
+		{"volatile DBE", []step{{0, b200(nil)}, {time.Second, b200(map[reading.ID]uint64{reading.HDBEVolatile: 1})}}, []string{"ecc_dbe"}, "critical"},
+		{"remap failure", []step{{0, b200(map[reading.ID]uint64{reading.HRemapFailure: 1})}}, []string{"remap_failure"}, "critical"},
+		{"remap pending", []step{{0, b200(map[reading.ID]uint64{reading.HRemapPending: 1})}}, []string{"remap_pending"}, "warning"},
+		{"remaps near the bank limit (DCGM 512)", []step{{0, b200(map[reading.ID]uint64{reading.HRemapUncorrectable: 512})}}, []string{"remap_near_limit"}, "warning"},
+		{"511 remaps", []step{{0, b200(map[reading.ID]uint64{reading.HRemapUncorrectable: 511})}}, nil, "ok"},
+		{"link went down", []step{{0, b200(nil)}, {time.Second, b200(map[reading.ID]uint64{reading.HNVLinkUp: 17})}}, []string{"nvlink_down"}, "critical"},
+		{"every link inactive from the start (gpud 1085)", []step{{0, b200(map[reading.ID]uint64{reading.HNVLinkUp: 0})}}, []string{"nvlink_down"}, "critical"},
+		{"failed recovery", []step{{0, b200(nil)}, {time.Second, b200(map[reading.ID]uint64{reading.HNVLinkRecoveryFailed: 1})}}, []string{"nvlink_recovery_failed"}, "critical"},
+		{"failed recovery held 10 min", []step{{0, b200(nil)}, {time.Second, b200(map[reading.ID]uint64{reading.HNVLinkRecoveryFailed: 1})}, {9 * time.Minute, b200(map[reading.ID]uint64{reading.HNVLinkRecoveryFailed: 1})}}, []string{"nvlink_recovery_failed"}, "critical"},
+		{"failed recovery forgotten after 10 min", []step{{0, b200(nil)}, {time.Second, b200(map[reading.ID]uint64{reading.HNVLinkRecoveryFailed: 1})}, {11 * time.Minute, b200(map[reading.ID]uint64{reading.HNVLinkRecoveryFailed: 1})}}, nil, "ok"},
+		{"NVLink errors rising", []step{{0, b200(nil)}, {time.Second, b200(map[reading.ID]uint64{reading.HNVLinkErrors: 5})}}, []string{"nvlink_errors"}, "warning"},
+		{"recovered link", []step{{0, b200(nil)}, {time.Second, b200(map[reading.ID]uint64{reading.HNVLinkRecovery: 1})}}, []string{"nvlink_recovered"}, "warning"},
+		{"HW power brake time grows", []step{{0, b200(nil)}, {time.Second, b200(map[reading.ID]uint64{reading.HClkHWPowerBrake: 5e8})}}, []string{"hw_slowdown"}, "warning"},
+		{"recovery action reset", []step{{0, b200(map[reading.ID]uint64{reading.HRecoveryAction: 1})}}, []string{"recovery_action"}, "critical"},
+		{"recovery action unknown to us", []step{{0, b200(map[reading.ID]uint64{reading.HRecoveryAction: 9})}}, []string{"recovery_action"}, "critical"},
+		{"recovery action drain P2P", []step{{0, b200(map[reading.ID]uint64{reading.HRecoveryAction: 3})}}, []string{"recovery_drain_p2p"}, "warning"},
+		{"SBE rate", []step{{0, b200(nil)}, {10 * time.Second, b200(map[reading.ID]uint64{reading.HSBEVolatile: 10})}}, []string{"ecc_sbe_rate"}, "warning"},
+		{"SBE slow", []step{{0, b200(nil)}, {10 * time.Second, b200(map[reading.ID]uint64{reading.HSBEVolatile: 9})}}, nil, "ok"},
+		{"C2C errors", []step{{0, map[reading.ID]uint64{reading.HC2CErrors: 0}}, {time.Second, map[reading.ID]uint64{reading.HC2CErrors: 2}}}, []string{"c2c_errors"}, "critical"},
+		{"unrepairable memory", []step{{0, b200(nil)}, {time.Second, b200(map[reading.ID]uint64{reading.HMemoryUnrepairable: 1})}}, []string{"memory_unrepairable"}, "critical"},
+		{"channel repair pending", []step{{0, b200(map[reading.ID]uint64{reading.HChannelRepairPending: 1})}}, []string{"repair_pending"}, "warning"},
+		{"TPC repair pending", []step{{0, b200(map[reading.ID]uint64{reading.HTPCRepairPending: 1})}}, []string{"repair_pending"}, "warning"},
+		{"SRAM threshold exceeded", []step{{0, b200(map[reading.ID]uint64{reading.HSRAMThreshold: 1})}}, []string{"sram_threshold"}, "warning"},
+		{"absent is not zero: unrepairable flag absent", []step{{0, map[reading.ID]uint64{reading.HECCMode: 1}}}, nil, "ok"},
+		{"absent is not zero: DBE turns absent", []step{{0, b200(map[reading.ID]uint64{reading.HDBEVolatile: 0})}, {time.Second, map[reading.ID]uint64{}}}, nil, "ok"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var w healthWatch
@@ -104,7 +104,7 @@ func TestPCIeReplaysAboveDCGMRate(t *testing.T) {
 	var w healthWatch
 	s := func(replay uint64) *reading.Sample {
 		x := mk()
-		x.PCIeReplay, x.PCIeGen, x.PCIeWidth = reading.Some(replay), reading.Some[uint32](5), reading.Some[uint32](16)
+		x.Values[reading.PCIeReplay], x.Values[reading.PCIeGen], x.Values[reading.PCIeWidth] = reading.Some(replay), reading.Some[uint64](5), reading.Some[uint64](16)
 		return x
 	}
 	w.check(s(100), t0)
@@ -122,7 +122,7 @@ func TestTrackerHealthFlagsAndCounts(t *testing.T) {
 	if !r.HealthBaseline || r.NumHealthChanges() != 0 {
 		t.Fatalf("first reading: baseline %v, changes %d", r.HealthBaseline, r.NumHealthChanges())
 	}
-	s := hs(b200(map[reading.HealthID]uint64{reading.HDBEVolatile: 1, reading.HRemapPending: 1}))
+	s := hs(b200(map[reading.ID]uint64{reading.HDBEVolatile: 1, reading.HRemapPending: 1}))
 	r = tr.Observe(s, t0.Add(time.Second))
 	if got := s.Flags.String(); got != "HEALTH_CRIT(ecc_dbe)|HEALTH_WARN(remap_pending)" {
 		t.Errorf("flags %q", got)
@@ -134,13 +134,13 @@ func TestTrackerHealthFlagsAndCounts(t *testing.T) {
 		t.Errorf("changes %d, want 2", r.NumHealthChanges())
 	}
 	// still critical: no new flag, no new incident
-	s = hs(b200(map[reading.HealthID]uint64{reading.HDBEVolatile: 1, reading.HRemapPending: 1}))
+	s = hs(b200(map[reading.ID]uint64{reading.HDBEVolatile: 1, reading.HRemapPending: 1}))
 	r = tr.Observe(s, t0.Add(2*time.Second))
 	if s.Flags.Len() != 0 || r.HealthCritical.OK || r.NumHealthChanges() != 0 {
 		t.Errorf("repeated: flags %q critical %+v changes %d", s.Flags.String(), r.HealthCritical, r.NumHealthChanges())
 	}
 	c := tr.Counters().Total
-	if c[CountHealthCritical] != 1 || c[CountHealthWarnings] != 1 {
+	if c[countHealthCritical] != 1 || c[countHealthWarnings] != 1 {
 		t.Errorf("counts %v", c)
 	}
 	if v := tr.Verdict(); v.Level() != "critical" {
@@ -150,20 +150,20 @@ func TestTrackerHealthFlagsAndCounts(t *testing.T) {
 
 func TestHealthChangesCoalesceClockTime(t *testing.T) {
 	var d healthChanges
-	var out [reading.NumHealth]HealthChange
-	d.check(hs(map[reading.HealthID]uint64{reading.HClkSWPowerCap: 0}), t0, &out)
+	var out [reading.NumReadings]HealthChange
+	d.check(hs(map[reading.ID]uint64{reading.HClkSWPowerCap: 0}), t0, &out)
 	for i := 1; i < 60; i++ {
-		if n, _ := d.check(hs(map[reading.HealthID]uint64{reading.HClkSWPowerCap: uint64(i) * 1e9}), t0.Add(time.Duration(i)*time.Second), &out); n != 0 {
+		if n, _ := d.check(hs(map[reading.ID]uint64{reading.HClkSWPowerCap: uint64(i) * 1e9}), t0.Add(time.Duration(i)*time.Second), &out); n != 0 {
 			t.Fatalf("clock time reported after %d s", i)
 		}
 	}
-	n, _ := d.check(hs(map[reading.HealthID]uint64{reading.HClkSWPowerCap: 60e9}), t0.Add(time.Minute), &out)
+	n, _ := d.check(hs(map[reading.ID]uint64{reading.HClkSWPowerCap: 60e9}), t0.Add(time.Minute), &out)
 	if n != 1 || out[0] != (HealthChange{ID: reading.HClkSWPowerCap, From: 0, To: 60e9}) {
 		t.Errorf("after a minute: %d %+v", n, out[0])
 	}
 	// a count is reported on every change
-	d.check(hs(map[reading.HealthID]uint64{reading.HSBEVolatile: 1}), t0.Add(61*time.Second), &out)
-	if n, _ := d.check(hs(map[reading.HealthID]uint64{reading.HSBEVolatile: 2}), t0.Add(62*time.Second), &out); n != 1 || out[0].From != 1 || out[0].To != 2 {
+	d.check(hs(map[reading.ID]uint64{reading.HSBEVolatile: 1}), t0.Add(61*time.Second), &out)
+	if n, _ := d.check(hs(map[reading.ID]uint64{reading.HSBEVolatile: 2}), t0.Add(62*time.Second), &out); n != 1 || out[0].From != 1 || out[0].To != 2 {
 		t.Errorf("SBE change: %d %+v", n, out[0])
 	}
 }

@@ -1,6 +1,7 @@
 package anomaly
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -38,11 +39,9 @@ type mod func(*reading.Sample)
 // throttling, two fans at 50 %; mods change it.
 func mk(mods ...mod) *reading.Sample {
 	s := &reading.Sample{
-		Status:       reading.StatusAnswered,
-		TempC:        pct(60),
-		PowerMW:      watts(300),
-		PowerLimitMW: watts(600),
-		Throttle:     mask(0),
+		Status: reading.StatusAnswered,
+		Values: reading.Values{reading.TempC: reading.Widen(pct(60)), reading.PowerMW: reading.Widen(watts(300)),
+			reading.PowerLimitMW: reading.Widen(watts(600)), reading.Throttle: mask(0)},
 	}
 	setFans(s, pct(50), pct(50))
 	for _, m := range mods {
@@ -63,27 +62,55 @@ func setFans(s *reading.Sample, speeds ...reading.Opt[uint32]) {
 func fansAt(speeds ...reading.Opt[uint32]) mod {
 	return func(s *reading.Sample) { setFans(s, speeds...) }
 }
-func tempAt(v reading.Opt[uint32]) mod     { return func(s *reading.Sample) { s.TempC = v } }
-func powerAt(v reading.Opt[uint32]) mod    { return func(s *reading.Sample) { s.PowerMW = v } }
-func limitAt(v reading.Opt[uint32]) mod    { return func(s *reading.Sample) { s.PowerLimitMW = v } }
-func throttleAt(v reading.Opt[uint64]) mod { return func(s *reading.Sample) { s.Throttle = v } }
-func status(st reading.Status) mod         { return func(s *reading.Sample) { s.Status = st } }
+func tempAt(v reading.Opt[uint32]) mod {
+	return func(s *reading.Sample) { s.Values[reading.TempC] = reading.Widen(v) }
+}
+func powerAt(v reading.Opt[uint32]) mod {
+	return func(s *reading.Sample) { s.Values[reading.PowerMW] = reading.Widen(v) }
+}
+func limitAt(v reading.Opt[uint32]) mod {
+	return func(s *reading.Sample) { s.Values[reading.PowerLimitMW] = reading.Widen(v) }
+}
+func throttleAt(v reading.Opt[uint64]) mod {
+	return func(s *reading.Sample) { s.Values[reading.Throttle] = v }
+}
+func status(st reading.Status) mod { return func(s *reading.Sample) { s.Status = st } }
 
-// zeroed is what the seed wrote for a lost GPU: every reading a present zero.
+// zeroed is what the Python logger (gpu-telemetry-deep.py) wrote for a lost
+// GPU, whose failed reads it turned into zeros: every reading a present zero.
 // A sample in a failure status must be ignored even if it looks like this.
 func zeroed(s *reading.Sample) {
-	s.TempC, s.PowerMW, s.PowerLimitMW = pct(0), mw(0), mw(0)
-	s.Throttle = mask(0)
+	s.Values[reading.TempC], s.Values[reading.PowerMW], s.Values[reading.PowerLimitMW] = reading.Widen(pct(0)), reading.Widen(mw(0)), reading.Widen(mw(0))
+	s.Values[reading.Throttle] = mask(0)
 	setFans(s, pct(0), pct(0))
 }
 
-// flagText is the CSV form of the flag a detector raised, "" for none.
-func flagText(f reading.Flag, ok bool) string {
-	if !ok {
+// flagText is the CSV form of the flag detector d's finding f raised, ""
+// for none.
+func flagText(d *Def, f Finding) string {
+	if f.Flag == 0 {
 		return ""
 	}
-	return string(f.AppendText(nil))
+	return string(reading.Flag{Kind: d.kinds[f.Flag-1], A: f.A, B: f.B}.AppendText(nil))
 }
+
+// The counters and notice kinds the tests look at, by the names the outputs give them.
+var (
+	CountPowerBreaches     = CounterNamed("pwr_breaches")
+	CountFanInversions     = CounterNamed("fan_inversions")
+	CountSpuriousThrottles = CounterNamed("spurious_throttles")
+	CountTDPChanges        = CounterNamed("tdp_changes")
+	CountThrottleChanges   = CounterNamed("throttle_changes")
+
+	NoticeThrottleChange   = kindOf(&throttleChangeDef)
+	NoticeTDPChange        = kindOf(&tdpChangeDef)
+	NoticeFanInversion     = kindOf(&fanInversionDef)
+	NoticeSpuriousThrottle = kindOf(&spurThrottleDef)
+	NoticePowerOver        = kindOf(&powerBreachDef)
+)
+
+// kindOf is the notice kind of detector d.
+func kindOf(d *Def) NoticeKind { return NoticeKind(slices.Index(Detectors, d) + 1) }
 
 // warmCase is one sample given to a detector that flags only after a
 // warm-up of samples seen (fan inversion, spurious throttling).
@@ -94,12 +121,12 @@ type warmCase struct {
 	want string // flag text; "" for none
 }
 
-// checkWarm runs check over the cases, each a subtest.
-func checkWarm(t *testing.T, check func(seen int, cur *reading.Sample) (reading.Flag, bool), cases []warmCase) {
+// checkWarm runs detector d of def over the cases, each a subtest.
+func checkWarm(t *testing.T, def *Def, d Detector, cases []warmCase) {
 	t.Helper()
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := flagText(check(tt.seen, tt.cur)); got != tt.want {
+			if got := flagText(def, d.Check(Input{Cur: tt.cur, Seen: tt.seen, Now: t0})); got != tt.want {
 				t.Errorf("check = %q, want %q", got, tt.want)
 			}
 		})

@@ -26,8 +26,8 @@ func TestPowerBreach(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, breached, flagged := d.check(tt.cur)
-			if got := flagText(f, flagged); breached != tt.wantBreached || got != tt.wantFlag {
+			f := d.Check(Input{Cur: tt.cur, Seen: 1, Now: t0})
+			if got, breached := flagText(&powerBreachDef, f), f.Count; breached != tt.wantBreached || got != tt.wantFlag {
 				t.Errorf("check = (%q, %v), want (%q, %v)", got, breached, tt.wantFlag, tt.wantBreached)
 			}
 		})
@@ -36,8 +36,8 @@ func TestPowerBreach(t *testing.T) {
 
 // TestPowerBreachNoFlagThreshold: with a zero threshold every breach is flagged.
 func TestPowerBreachNoFlagThreshold(t *testing.T) {
-	_, breached, flagged := powerBreach{}.check(mk(powerAt(mw(600_001)), limitAt(watts(600))))
-	if !breached || !flagged {
+	f := powerBreach{}.Check(Input{Cur: mk(powerAt(mw(600_001)), limitAt(watts(600))), Seen: 1, Now: t0})
+	if breached, flagged := f.Count, f.Flag > 0; !breached || !flagged {
 		t.Errorf("check = (%v, %v), want (true, true)", breached, flagged)
 	}
 }

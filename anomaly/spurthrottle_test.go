@@ -24,5 +24,5 @@ func TestSpurThrottle(t *testing.T) {
 		{"limit zero", 11, mk(capped, powerAt(watts(100)), limitAt(mw(0))), ""},
 		{"mask absent", 11, mk(throttleAt(absent64), powerAt(watts(100)), limitAt(watts(1000))), ""},
 	}
-	checkWarm(t, d.check, tests)
+	checkWarm(t, &spurThrottleDef, d, tests)
 }

@@ -7,7 +7,6 @@ import (
 )
 
 func TestTDPChange(t *testing.T) {
-	d := tdpChange{epsilonMW: 5000}
 	tests := []struct {
 		name      string
 		last      reading.Opt[uint32]
@@ -23,20 +22,22 @@ func TestTDPChange(t *testing.T) {
 		{"4.999 W up", watts(600), mk(limitAt(mw(604_999))), "", 0},
 		{"big cut, rounded", watts(600), mk(limitAt(mw(399_500))), "TDP_REDUCED(400W)", -201},
 		{"current limit absent", watts(600), mk(limitAt(absent32)), "", 0},
-		{"current limit zero (lost GPU in the seed)", watts(600), mk(limitAt(mw(0))), "", 0},
+		{"current limit zero (a lost GPU, as the Python logger read it)", watts(600), mk(limitAt(mw(0))), "", 0},
 		{"last limit zero", mw(0), mk(limitAt(watts(600))), "", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, f, ok := d.check(tt.last, tt.cur)
-			if got := flagText(f, ok); got != tt.wantFlag {
+			d := &tdpChange{epsilonMW: 5000, last: tt.last}
+			f := d.Check(Input{Cur: tt.cur, Seen: 1, Now: t0})
+			if got := flagText(&tdpChangeDef, f); got != tt.wantFlag {
 				t.Fatalf("flag = %q, want %q", got, tt.wantFlag)
 			}
+			c, ok := f.TDP.Get()
 			if !ok {
 				return
 			}
-			if c.FromMW != tt.last.V || c.ToMW != tt.cur.PowerLimitMW.V {
-				t.Errorf("change = %+v, want from %d to %d", c, tt.last.V, tt.cur.PowerLimitMW.V)
+			if c.FromMW != tt.last.V || c.ToMW != tt.cur.U32(reading.PowerLimitMW).V {
+				t.Errorf("change = %+v, want from %d to %d", c, tt.last.V, tt.cur.U32(reading.PowerLimitMW).V)
 			}
 			if c.DeltaW() != tt.wantDelta {
 				t.Errorf("DeltaW = %d, want %d", c.DeltaW(), tt.wantDelta)

@@ -23,7 +23,9 @@ func TestThrottleChange(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			from, to, ok := throttleChange{}.check(tt.last, mk(throttleAt(tt.cur)))
+			d := &throttleChange{last: tt.last}
+			f := d.Check(Input{Cur: mk(throttleAt(tt.cur)), Seen: 1, Now: t0})
+			from, to, ok := f.V[0], f.V[1], f.Notice && f.Count
 			if ok != tt.want || from != tt.wantFrom || to != tt.wantTo {
 				t.Errorf("check = (%#x, %#x, %v), want (%#x, %#x, %v)", from, to, ok, tt.wantFrom, tt.wantTo, tt.want)
 			}

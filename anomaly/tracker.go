@@ -27,9 +27,9 @@ type Result struct {
 	Verdict HealthVerdict
 
 	n       int
-	notices [numNoticeKinds]Notice
+	notices [maxDetectors]Notice
 	nh      int
-	health  [reading.NumHealth]HealthChange
+	health  [reading.NumReadings]HealthChange
 }
 
 // NumHealthChanges returns how many health counters changed on this sample.
@@ -44,38 +44,25 @@ func (r *Result) NumNotices() int { return r.n }
 // Notice returns due notice i, 0 <= i < NumNotices().
 func (r *Result) Notice(i int) Notice { return r.notices[:r.n][i] }
 
-// add appends a notice; there is room for one of each kind.
-func (r *Result) add(n Notice) {
-	r.notices[r.n] = n
-	r.n++
-}
-
 // Tracker runs the detectors over one GPU's samples. Observe must be called
 // from one goroutine only (the GPU's poll loop); Counters and TakeWindow may
 // be called from any goroutine at the same time.
 type Tracker struct {
-	gpu int
-	cfg Config
+	gpu      int
+	cooldown time.Duration // Config.LogCooldown
 
-	throttle throttleChange
-	tdp      tdpChange
-	spike    fanSpike
-	inv      fanInversion
-	spur     spurThrottle
-	power    powerBreach
-	hchg     healthChanges
-	hwatch   healthWatch
-	reasons  uint32        // the verdict's reasons after the last sample
-	verdict  atomic.Uint32 // the same, for other goroutines
+	dets []Detector          // indexed like Detectors
+	cool []cooldown.Cooldown // each detector's notice cooldown, likewise
+
+	hchg    healthChanges
+	hwatch  healthWatch
+	reasons uint32        // the verdict's reasons after the last sample
+	verdict atomic.Uint32 // the same, for other goroutines
 
 	// Memory of earlier good samples, cleared by every failed, hung or lost one.
-	prev      reading.Sample      // the previous good sample; valid when hasPrev
-	hasPrev   bool                // whether prev holds a sample
-	seen      int                 // good samples since start or the last outage
-	lastLimit reading.Opt[uint32] // last present power limit
-	lastMask  reading.Opt[uint64] // last present clocks event reasons mask
-
-	cool [numNoticeKinds]cooldown.Cooldown // indexed by NoticeKind-1
+	prev    reading.Sample // the previous good sample; valid when hasPrev
+	hasPrev bool           // whether prev holds a sample
+	seen    int            // good samples since start or the last outage
 
 	total, window       atomicCounts
 	peakTemp, peakPower atomicPeak
@@ -83,86 +70,54 @@ type Tracker struct {
 
 // NewTracker returns a Tracker for GPU gpu. cfg should have passed Validate.
 func NewTracker(gpu int, cfg Config) *Tracker {
-	return &Tracker{
-		gpu:   gpu,
-		cfg:   cfg,
-		tdp:   tdpChange{epsilonMW: cfg.TDPEpsilonW * 1000},
-		spike: fanSpike{thresholdPct: cfg.SpikeThresholdPct, warmup: cfg.SpikeWarmup},
-		inv:   fanInversion{tempC: cfg.InversionTempC, fanPct: cfg.InversionFanPct, warmup: cfg.Warmup},
-		spur:  spurThrottle{fraction: cfg.SpuriousPowerFraction, warmup: cfg.Warmup},
-		power: powerBreach{flagMW: cfg.PowerOverFlagW * 1000},
+	t := &Tracker{gpu: gpu, cooldown: cfg.LogCooldown, cool: make([]cooldown.Cooldown, len(Detectors))}
+	for _, d := range Detectors {
+		t.dets = append(t.dets, d.New(cfg.Knobs))
 	}
+	return t
 }
 
-// Observe examines sample s taken at now: it runs every detector in a fixed
-// order (throttle transition, TDP change, fan spike, fan/temp inversion,
-// spurious throttle, power breach, so flags appear in the seed's order), adds
-// their flags to s.Flags, updates the counters and peaks and returns what the
-// caller must act on. A sample whose Status is not StatusAnswered is only counted as
-// skipped; it clears the memory of earlier samples and the warm-up, so the
-// next good sample is compared with nothing. It does not allocate.
+// Observe examines sample s taken at now: it runs every detector in
+// Detectors' order, adds their flags to s.Flags, updates the counters and
+// peaks and returns what the caller must act on. A sample whose Status is
+// not StatusAnswered is only counted as skipped; it clears the memory of earlier
+// samples and the warm-up, so the next good sample is compared with nothing.
+// It does not allocate.
 func (t *Tracker) Observe(s *reading.Sample, now time.Time) Result {
 	var r Result
 	if s.Status != reading.StatusAnswered {
-		t.forget()
+		t.Forget()
 		t.count(CountSkipped)
 		return r
 	}
-	var prev *reading.Sample
+	in := Input{Cur: s, Seen: t.seen, Now: now}
 	if t.hasPrev {
-		prev = &t.prev
+		in.Prev = &t.prev
 	}
-
-	if from, to, ok := t.throttle.check(t.lastMask, s); ok {
-		t.count(CountThrottleChanges)
-		t.notify(&r, now, Notice{Kind: NoticeThrottleChange, FromMask: from, ToMask: to})
-	}
-	if m, ok := s.Throttle.Get(); ok {
-		t.lastMask = reading.Some(m)
-	}
-
-	if c, f, ok := t.tdp.check(t.lastLimit, s); ok {
-		s.Flags.Add(f)
-		t.count(CountTDPChanges)
-		r.TDP = reading.Some(c)
-		t.notify(&r, now, Notice{Kind: NoticeTDPChange, TDP: c})
-	}
-	if l, ok := s.PowerLimitMW.Get(); ok && l != 0 {
-		t.lastLimit = reading.Some(l)
-	}
-
-	if t.spike.check(t.seen, prev, s) {
-		s.Flags.Add(reading.Flag{Kind: reading.FlagFanSpike})
-		t.count(CountSpikes)
-		r.Spike = true
-	}
-
-	if f, ok := t.inv.check(t.seen, s); ok {
-		s.Flags.Add(f)
-		t.count(CountFanInversions)
-		t.notify(&r, now, Notice{Kind: NoticeFanInversion, TempC: uint32(f.A), FanPct: uint32(f.B)})
-	}
-
-	if f, ok := t.spur.check(t.seen, s); ok {
-		s.Flags.Add(f)
-		t.count(CountSpuriousThrottles)
-		t.notify(&r, now, Notice{Kind: NoticeSpuriousThrottle, PowerMW: s.PowerMW.V, LimitMW: s.PowerLimitMW.V})
-	}
-
-	if f, breached, flagged := t.power.check(s); breached {
-		t.count(CountPowerBreaches)
-		if flagged {
-			s.Flags.Add(f)
-			t.notify(&r, now, Notice{Kind: NoticePowerOver, PowerMW: s.PowerMW.V, LimitMW: s.PowerLimitMW.V})
+	for i, d := range t.dets {
+		f := d.Check(in)
+		def := Detectors[i]
+		if f.Count {
+			t.count(def.counter)
+		}
+		if f.Flag > 0 {
+			s.Flags.Add(reading.Flag{Kind: def.kinds[f.Flag-1], A: f.A, B: f.B})
+			r.Spike = r.Spike || def.SpikeSnapshot
+		}
+		if f.TDP.OK {
+			r.TDP = f.TDP
+		}
+		if f.Notice {
+			t.notify(&r, now, i, f.V)
 		}
 	}
 
 	t.health(&r, s, now)
 
-	if v, ok := s.TempC.Get(); ok {
+	if v, ok := s.U32(reading.TempC).Get(); ok {
 		t.peakTemp.observe(v)
 	}
-	if v, ok := s.PowerMW.Get(); ok {
+	if v, ok := s.U32(reading.PowerMW).Get(); ok {
 		t.peakPower.observe(v)
 	}
 	t.count(CountSamples)
@@ -185,13 +140,13 @@ func (t *Tracker) health(r *Result, s *reading.Sample, now time.Time) {
 		d := HealthReasonDefs[rs]
 		if d.Critical {
 			s.Flags.Add(reading.Flag{Kind: reading.FlagHealthCrit, S: d.Name})
-			t.count(CountHealthCritical)
+			t.count(countHealthCritical)
 			if !r.HealthCritical.OK {
 				r.HealthCritical = reading.Some(rs)
 			}
 		} else {
 			s.Flags.Add(reading.Flag{Kind: reading.FlagHealthWarn, S: d.Name})
-			t.count(CountHealthWarnings)
+			t.count(countHealthWarnings)
 		}
 	}
 	t.reasons = v.Reasons
@@ -207,26 +162,21 @@ func (t *Tracker) Verdict() HealthVerdict { return HealthVerdict{Reasons: t.verd
 // it from the Observe goroutine after an outage the tracker did not see (a
 // call that hung: its rows were written by another goroutine), so the first
 // sample afterwards is not compared with one from before the outage.
-func (t *Tracker) Forget() { t.forget() }
-
-// forget clears the memory of earlier samples after an outage. Cooldowns are
-// kept: they limit log volume, which an outage does not change.
-func (t *Tracker) forget() {
+// Cooldowns are kept: they limit log volume, which an outage does not change.
+func (t *Tracker) Forget() {
 	t.hasPrev = false
 	t.seen = 0
-	t.lastLimit = reading.Opt[uint32]{}
-	t.lastMask = reading.Opt[uint64]{}
 }
 
-// notify adds n to r unless its kind's cooldown holds it back.
-func (t *Tracker) notify(r *Result, now time.Time, n Notice) {
-	ok, suppressed, _ := t.cool[n.Kind-1].Allow(now, t.cfg.LogCooldown)
+// notify adds detector i's notice with values v to r unless its cooldown
+// holds it back.
+func (t *Tracker) notify(r *Result, now time.Time, i int, v [2]uint64) {
+	ok, suppressed, _ := t.cool[i].Allow(now, t.cooldown)
 	if !ok {
 		return
 	}
-	n.GPU = t.gpu
-	n.Suppressed = suppressed
-	r.add(n)
+	r.notices[r.n] = Notice{Kind: NoticeKind(i + 1), GPU: t.gpu, Suppressed: suppressed, V: v}
+	r.n++
 }
 
 // count adds one to counter c in the totals and the window.

@@ -55,7 +55,7 @@ func (r deviceSource) follow(ctx context.Context, fn func(Record)) error {
 				// The kernel overwrote records we had not read yet; the
 				// next read returns the oldest one still there, and the
 				// gap in sequence numbers says how many were lost.
-				r.overruns.Add(1)
+				r.counts.Inc(ringOverruns)
 				continue
 			case errors.Is(err, io.EOF), isEAGAIN(err):
 				// /dev/kmsg never ends, and waits in the poller; another
@@ -73,7 +73,7 @@ func (r deviceSource) follow(ctx context.Context, fn func(Record)) error {
 		}
 		rec, err := ParseRecord(buf[:n])
 		if err != nil {
-			r.malformed.Add(1)
+			r.counts.Inc(malformedRecords)
 			continue
 		}
 		rec.Backlog = backlog

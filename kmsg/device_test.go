@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
@@ -105,8 +106,8 @@ func TestDevKmsgRoundTrip(t *testing.T) {
 	if err := within(t, done, "Run on /dev/kmsg to return"); err != nil {
 		t.Errorf("Run after cancel = %v, want nil", err)
 	}
-	if r.Overruns() != 0 || r.Malformed() != 0 {
-		t.Errorf("overruns %d, malformed %d; want 0 and 0", r.Overruns(), r.Malformed())
+	if r.counts.Load(ringOverruns) != 0 || r.counts.Load(malformedRecords) != 0 {
+		t.Errorf("overruns %d, malformed %d; want 0 and 0", r.counts.Load(ringOverruns), r.counts.Load(malformedRecords))
 	}
 
 	// A restart: the first records are not replayed as new.
@@ -167,7 +168,7 @@ func TestDeviceOverrunIsCountedAndSkipped(t *testing.T) {
 		"not a record\n",
 		"4,400,3000,-;NVRM: Xid (PCI:0000:4b:00): 119, pid=1, name=x, after two overruns\n",
 	}}
-	r := &Reader{f: pr, path: "/dev/kmsg", device: true, read: dev.read, log: discard}
+	r := &Reader{f: pr, path: "/dev/kmsg", device: true, read: dev.read, log: discard, counts: counters.New()}
 	ctx, cancel := context.WithCancel(context.Background())
 	recs, done := run(t, ctx, r)
 	var seqs []uint64
@@ -177,12 +178,12 @@ func TestDeviceOverrunIsCountedAndSkipped(t *testing.T) {
 	if fmt.Sprint(seqs) != "[100 250 400]" {
 		t.Errorf("records %v, want [100 250 400]", seqs)
 	}
-	if r.Overruns() != 3 || r.Malformed() != 1 {
-		t.Errorf("overruns %d malformed %d, want 3 and 1", r.Overruns(), r.Malformed())
+	if r.counts.Load(ringOverruns) != 3 || r.counts.Load(malformedRecords) != 1 {
+		t.Errorf("overruns %d malformed %d, want 3 and 1", r.counts.Load(ringOverruns), r.counts.Load(malformedRecords))
 	}
 	// 101..249 and 251..399 were overwritten unread.
-	if r.Lost() != 149+149 {
-		t.Errorf("Lost() = %d, want %d (the gaps in the sequence numbers)", r.Lost(), 149+149)
+	if r.counts.Load(recordsLost) != 149+149 {
+		t.Errorf("Lost() = %d, want %d (the gaps in the sequence numbers)", r.counts.Load(recordsLost), 149+149)
 	}
 	cancel()
 	if err := within(t, done, "Run to return after cancel"); err != nil {
@@ -246,8 +247,8 @@ func TestDeviceReplaysRecordsWrittenBeforeOpen(t *testing.T) {
 	if got[1].Message != tag+" after the start" {
 		t.Errorf("second tagged record %q, want the one written after the start", got[1].Message)
 	}
-	if r.Lost() != 0 {
-		t.Errorf("Lost() = %d, want 0: the ring still held every record", r.Lost())
+	if r.counts.Load(recordsLost) != 0 {
+		t.Errorf("Lost() = %d, want 0: the ring still held every record", r.counts.Load(recordsLost))
 	}
 	cancel()
 	if err := within(t, done, "Run to return"); err != nil {
@@ -282,7 +283,7 @@ func newScriptedReader(t *testing.T, dev *scriptedDevice, now *scriptedDevice) *
 		return pr
 	}
 	s := &scriptedReader{logs: &testutil.LogBuf{}}
-	s.Reader = &Reader{f: idlePipe(), path: "/dev/kmsg", device: true, read: dev.read, log: s.logs.Logger()}
+	s.Reader = &Reader{f: idlePipe(), path: "/dev/kmsg", device: true, read: dev.read, log: s.logs.Logger(), counts: counters.New()}
 	if now != nil {
 		s.readNow = now.read
 	}
@@ -335,8 +336,8 @@ func TestDeviceReadErrorReopens(t *testing.T) {
 	if fmt.Sprint(seqs) != "[100 101 103 104]" {
 		t.Errorf("records %v, want [100 101 103 104]: each once, in order", seqs)
 	}
-	if s.Reopens() != 2 || s.Lost() != 1 {
-		t.Errorf("Reopens() %d Lost() %d, want 2 and 1", s.Reopens(), s.Lost())
+	if s.counts.Load(readReopens) != 2 || s.counts.Load(recordsLost) != 1 {
+		t.Errorf("Reopens() %d Lost() %d, want 2 and 1", s.counts.Load(readReopens), s.counts.Load(recordsLost))
 	}
 	if s.opens != 4 || fmt.Sprint(s.pauses) != "[1s 2s 4s 1s]" {
 		t.Errorf("%d opens after waits %v, want 4 after [1s 2s 4s 1s] (back-off doubling, reset by a reopen)", s.opens, s.pauses)
@@ -377,8 +378,8 @@ func TestDeviceBacklogThenFresh(t *testing.T) {
 	if fmt.Sprint(got) != "[45:true 46:true 47:false]" {
 		t.Errorf("records (seq:backlog) %v, want [45:true 46:true 47:false]", got)
 	}
-	if s.Lost() != 4 {
-		t.Errorf("Lost() = %d, want 4 (41..44)", s.Lost())
+	if s.counts.Load(recordsLost) != 4 {
+		t.Errorf("Lost() = %d, want 4 (41..44)", s.counts.Load(recordsLost))
 	}
 	if last, ok := s.LastSeq(); !ok || last != 47 {
 		t.Errorf("LastSeq() = %d, %v, want 47", last, ok)

@@ -8,10 +8,10 @@ import (
 	"log/slog"
 	"os"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
@@ -64,11 +64,7 @@ type Reader struct {
 
 	seq seqTrack // /dev/kmsg: the last record handed on
 
-	malformed atomic.Uint64
-	overruns  atomic.Uint64
-	restarts  atomic.Uint64
-	lost      atomic.Uint64 // /dev/kmsg records overwritten unread (sequence gaps)
-	reopens   atomic.Uint64 // reads failed and the path opened again
+	counts *counters.Registry // its counters (counters.go)
 
 	caughtUp bool // a file or FIFO's end was reached once: later records are fresh
 
@@ -121,7 +117,8 @@ func OpenWith(path string, o Options) (*Reader, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	// A pipe holds only what was written since it was opened: no backlog.
-	r := &Reader{f: f, path: path, device: device, log: log, caughtUp: mode&os.ModeNamedPipe != 0, open: openPath, pause: sleep}
+	r := &Reader{f: f, path: path, device: device, log: log, caughtUp: mode&os.ModeNamedPipe != 0, open: openPath, pause: sleep,
+		counts: counters.New()}
 	r.read, r.wait = r.readFile, r.waitChange
 	if mode.IsRegular() {
 		r.notify = newFileNotifier(path)
@@ -293,20 +290,6 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
-
-// Malformed returns how many lines or records could not be parsed and were
-// skipped. It is safe to call while Run is running.
-func (r *Reader) Malformed() uint64 { return r.malformed.Load() }
-
-// Overruns returns how many times the kernel overwrote /dev/kmsg records
-// before they were read (each time, one or more records were lost). It is
-// safe to call while Run is running.
-func (r *Reader) Overruns() uint64 { return r.overruns.Load() }
-
-// Restarts returns how many times a followed file was replaced (the new one
-// is read from its start) or truncated (read again from its start); each is
-// logged. It is safe to call while Run is running.
-func (r *Reader) Restarts() uint64 { return r.restarts.Load() }
 
 // Close releases the file. Run closes it on return; Close is for a Reader
 // that is never run, and is safe to call more than once.

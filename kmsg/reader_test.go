@@ -119,7 +119,7 @@ func TestReaderFollowsAppendedFile(t *testing.T) {
 	appendFile(t, f.path, "ond\nnot a record\n SUBSYSTEM=pci\n\n6,3,30,-;third\n")
 	f.s.step <- struct{}{}
 	f.idleWith(t, "after the newline", "second", "third")
-	if got := f.r.Malformed(); got != 1 {
+	if got := f.r.counts.Load(malformedRecords); got != 1 {
 		t.Errorf("Malformed() = %d, want 1 (dictionary and blank lines are not malformed)", got)
 	}
 	f.stop(t)
@@ -139,7 +139,7 @@ func TestReaderStartsOverAfterTruncation(t *testing.T) {
 	within(t, f.s.idle, "idle after truncation")
 	f.s.step <- struct{}{} // reads from the start
 	f.idleWith(t, "after truncation", "after")
-	if got := f.r.Restarts(); got != 1 {
+	if got := f.r.counts.Load(fileRestarts); got != 1 {
 		t.Errorf("Restarts() = %d, want 1", got)
 	}
 	testutil.Contains(t, "the reader's log", f.logs.String(), "kernel log file truncated", "path="+f.path)
@@ -150,7 +150,7 @@ func TestReaderDropsOverlongLine(t *testing.T) {
 	long := strings.Repeat("x", maxLineLen+chunkSize+5)
 	f := runFile(t, "6,1,1,-;before\n"+long+"\n6,2,2,-;after\n")
 	f.idleWith(t, "around the overlong line", "before", "after")
-	if got := f.r.Malformed(); got != 1 {
+	if got := f.r.counts.Load(malformedRecords); got != 1 {
 		t.Errorf("Malformed() = %d, want 1", got)
 	}
 	f.stop(t)
@@ -187,7 +187,7 @@ func TestReaderLineLimit(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Errorf("read %d records (lengths %v), want %d", len(got), lens(got), len(want))
 			}
-			if m := f.r.Malformed(); m != tc.malformed {
+			if m := f.r.counts.Load(malformedRecords); m != tc.malformed {
 				t.Errorf("Malformed() = %d, want %d", m, tc.malformed)
 			}
 			f.stop(t)
@@ -222,7 +222,7 @@ func TestReaderFIFOLineLimit(t *testing.T) {
 			t.Fatalf("record of %d bytes, want %q", len(got), want)
 		}
 	}
-	if m := r.Malformed(); m != 1 {
+	if m := r.counts.Load(malformedRecords); m != 1 {
 		t.Errorf("Malformed() = %d, want 1", m)
 	}
 	cancel()
@@ -556,10 +556,10 @@ func TestReaderReopensReplacedFile(t *testing.T) {
 			}
 			f.s.step <- struct{}{}
 			f.idleWith(t, "after the replacement", "last old line", xid)
-			if got := f.r.Restarts(); got != 1 {
+			if got := f.r.counts.Load(fileRestarts); got != 1 {
 				t.Errorf("Restarts() = %d, want 1", got)
 			}
-			if got := f.r.Malformed(); got != 1 {
+			if got := f.r.counts.Load(malformedRecords); got != 1 {
 				t.Errorf("Malformed() = %d, want 1 (the old file's unfinished line)", got)
 			}
 			testutil.Contains(t, "the reader's log", f.logs.String(), "kernel log file replaced", "path="+f.path)
@@ -629,11 +629,11 @@ func TestFileReadErrorReopensWhereItWas(t *testing.T) {
 	f.s.step <- struct{}{}
 	f.idleWith(t, "after an append", "two")
 	f.stop(t)
-	if f.r.Reopens() != 1 || len(pauses) != 1 || pauses[0] != reopenFirst {
-		t.Errorf("Reopens() = %d after waits %v, want 1 after [%v]", f.r.Reopens(), pauses, reopenFirst)
+	if f.r.counts.Load(readReopens) != 1 || len(pauses) != 1 || pauses[0] != reopenFirst {
+		t.Errorf("Reopens() = %d after waits %v, want 1 after [%v]", f.r.counts.Load(readReopens), pauses, reopenFirst)
 	}
-	if f.r.Restarts() != 0 || f.r.Malformed() != 0 {
-		t.Errorf("Restarts() %d Malformed() %d, want 0 and 0: the same file goes on where it was", f.r.Restarts(), f.r.Malformed())
+	if f.r.counts.Load(fileRestarts) != 0 || f.r.counts.Load(malformedRecords) != 0 {
+		t.Errorf("Restarts() %d Malformed() %d, want 0 and 0: the same file goes on where it was", f.r.counts.Load(fileRestarts), f.r.counts.Load(malformedRecords))
 	}
 	testutil.Contains(t, "the reader's log", f.logs.String(), "kernel log read failed", "input/output error", "same_file=true")
 }

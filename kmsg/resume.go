@@ -128,7 +128,7 @@ func (r *Reader) handOn(rec Record, fn func(Record)) {
 // gap at a replay (after a restart or a reopen) is logged each time, the
 // first gap while following is logged; later ones are only counted.
 func (r *Reader) countLost(n uint64, next Record) {
-	total := r.lost.Add(n)
+	total := r.counts.Add(recordsLost, n)
 	switch {
 	case next.Backlog:
 		r.log.Warn("kernel log records written while the logger was not reading were overwritten in the kernel's ring before they could be read",
@@ -167,8 +167,3 @@ func (r *Reader) LastSeq() (uint64, bool) { return r.seq.get() }
 // a position saved for the next run (LastSeq) covers the whole replay. It
 // must not block. Call it before Run; a file or FIFO never calls it.
 func (r *Reader) OnCaughtUp(f func()) { r.onCaughtUp = f }
-
-// Lost returns how many /dev/kmsg records the kernel overwrote before they
-// were read: the gaps in the sequence numbers, at a replay and after an
-// overrun. It is safe to call while Run is running.
-func (r *Reader) Lost() uint64 { return r.lost.Load() }

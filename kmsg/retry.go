@@ -25,7 +25,7 @@ const (
 // names the file that failed (so a file's offset still holds). ok is false
 // when ctx ended first.
 func (r *Reader) reopenAfterError(ctx context.Context, err error) (same, ok bool) {
-	if r.reopens.Add(1) == 1 {
+	if r.counts.Add(readReopens, 1) == 1 {
 		r.log.Warn("kernel log read failed: opening it again with back-off (first occurrence; later ones are counted in kmsg_reopens)",
 			"path", r.path, "error", err)
 	}
@@ -75,7 +75,3 @@ func (r *Reader) setState(s string) {
 // while Run runs: "reopening after a read error: ..." and "following" again.
 // Call it before Run.
 func (r *Reader) OnState(f func(string)) { r.onState = f }
-
-// Reopens returns how many times a read failed and the path was opened
-// again (the first is logged). It is safe to call while Run is running.
-func (r *Reader) Reopens() uint64 { return r.reopens.Load() }

@@ -109,7 +109,7 @@ func (r *streamSource) follow(ctx context.Context, fn func(Record)) error {
 			}
 			pending, discarding = r.abandon(pending, discarding)
 			offset = 0
-			r.restarts.Add(1)
+			r.counts.Inc(fileRestarts)
 			r.log.Info("kernel log file truncated: reading it again from its start", "path", r.path)
 		}
 		if err := r.wait(ctx); err != nil {
@@ -160,7 +160,7 @@ func (r *streamSource) reopen() bool {
 	if !r.swap(f, n) {
 		return false
 	}
-	r.restarts.Add(1)
+	r.counts.Inc(fileRestarts)
 	r.log.Info("kernel log file replaced: reading the new one from its start", "path", r.path)
 	return true
 }
@@ -170,7 +170,7 @@ func (r *streamSource) reopen() bool {
 // buffer and line state.
 func (r *streamSource) abandon(pending []byte, discarding bool) ([]byte, bool) {
 	if len(pending) > 0 && !discarding {
-		r.malformed.Add(1)
+		r.counts.Inc(malformedRecords)
 	}
 	return pending[:0], false
 }
@@ -195,7 +195,7 @@ func (r *streamSource) lines(buf []byte, discarding bool, fn func(Record)) ([]by
 		if len(line) > maxLineLen {
 			// Over-long, its newline in the buffer already (it came
 			// within the reads that took the buffer past the bound).
-			r.malformed.Add(1)
+			r.counts.Inc(malformedRecords)
 			continue
 		}
 		r.handleLine(line, fn)
@@ -203,7 +203,7 @@ func (r *streamSource) lines(buf []byte, discarding bool, fn func(Record)) ([]by
 	rest := buf[start:]
 	if len(rest) > maxLineLen {
 		if !discarding {
-			r.malformed.Add(1)
+			r.counts.Inc(malformedRecords)
 		}
 		rest, discarding = rest[:0], true
 	}
@@ -219,7 +219,7 @@ func (r *streamSource) handleLine(line []byte, fn func(Record)) {
 	}
 	rec, err := ParseRecord(line)
 	if err != nil {
-		r.malformed.Add(1)
+		r.counts.Inc(malformedRecords)
 		return
 	}
 	rec.Backlog = !r.caughtUp

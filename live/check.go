@@ -15,16 +15,12 @@ const (
 	CheckUnknown  = 3 // no daemon, or bad flags
 )
 
-// anomalyFlag marks the flag kinds that make a warning: the detectors'
-// findings. Xid, hang, failure and loss flags are critical through the GPU's
-// state and last Xid instead.
-var anomalyFlag = map[string]bool{
-	FlagKindNames[reading.FlagFanSpike]:    true,
-	FlagKindNames[reading.FlagTempFanInv]:  true,
-	FlagKindNames[reading.FlagSpurThrot]:   true,
-	FlagKindNames[reading.FlagPowerOver]:   true,
-	FlagKindNames[reading.FlagTDPReduced]:  true,
-	FlagKindNames[reading.FlagTDPRestored]: true,
+// anomalyFlag reports whether the flag kind named name makes a warning: a
+// detector's finding (reading.FlagDef.Anomaly). Xid, hang, failure and loss
+// flags are critical through the GPU's state and last Xid instead.
+func anomalyFlag(name string) bool {
+	k, ok := reading.FlagKindNamed(name)
+	return ok && k.Def().Anomaly
 }
 
 // Check returns the document's exit code and the reasons for it, worst
@@ -69,7 +65,7 @@ func CheckGPU(g GPUDoc, now time.Time) (crit, warn []string) {
 		crit = append(crit, name+" recovery action "+utoa(g.LastRecovery.Code)+" in the last 10 minutes")
 	}
 	for _, f := range g.Flags {
-		if anomalyFlag[f.Kind] && recent(f.Last, f.AgeS) {
+		if anomalyFlag(f.Kind) && recent(f.Last, f.AgeS) {
 			warn = append(warn, name+" "+f.Kind+" in the last 10 minutes")
 		}
 	}

@@ -152,23 +152,6 @@ type GPUDoc struct {
 	Health         *HealthDoc        `json:"health"` // hardware health counters (healthdoc.go); null before the first sample
 }
 
-// FlagKindNames is the label of each flag kind, indexed by reading.FlagKind
-// (as in metrics and status: "spur_throt", ...).
-var FlagKindNames = [reading.NumFlagKinds]string{
-	reading.FlagFanSpike:    "fan_spike",
-	reading.FlagTempFanInv:  "temp_fan_inv",
-	reading.FlagSpurThrot:   "spur_throt",
-	reading.FlagPowerOver:   "power_over",
-	reading.FlagTDPReduced:  "tdp_reduced",
-	reading.FlagTDPRestored: "tdp_restored",
-	reading.FlagXid:         "xid",
-	reading.FlagNVMLHung:    "nvml_hung",
-	reading.FlagNVMLFailed:  "nvml_failed",
-	reading.FlagGPULost:     "gpu_lost",
-	reading.FlagHealthWarn:  "health_warning",
-	reading.FlagHealthCrit:  "health_critical",
-}
-
 func ptr[T any](o reading.Opt[T]) *T {
 	if v, ok := o.Get(); ok {
 		return &v
@@ -269,9 +252,9 @@ func gpuDoc(g *GPU, now time.Time) GPUDoc {
 	for i, r := range reading.ThrottleReasons {
 		d.ThrottleS[r.Name] = g.ThrottleTime[i].Seconds()
 	}
-	for k, n := range g.FlagCount {
-		if n > 0 {
-			d.Flags = append(d.Flags, FlagDoc{Kind: FlagKindNames[k], Count: n, Last: g.FlagLast[k], AgeS: ageS(now, g.FlagLast[k])})
+	for _, k := range reading.FlagKinds() {
+		if n := g.FlagCount[k]; n > 0 {
+			d.Flags = append(d.Flags, FlagDoc{Kind: k.Def().Name, Count: n, Last: g.FlagLast[k], AgeS: ageS(now, g.FlagLast[k])})
 		}
 	}
 	if !g.LastXid.Time.IsZero() {

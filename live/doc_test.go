@@ -106,7 +106,11 @@ func TestCheck(t *testing.T) {
 		reason string
 	}{
 		{"all answering, nothing recent", ok, CheckOK, ""},
-		{"old anomaly flag", func(v *View) { ok(v); v.GPUs[0].FlagLast[reading.FlagSpurThrot] = now.Add(-11 * time.Minute) }, CheckOK, ""},
+		{"old anomaly flag", func(v *View) {
+			ok(v)
+			k, _ := reading.FlagKindNamed("spur_throt")
+			v.GPUs[0].FlagLast[k] = now.Add(-11 * time.Minute)
+		}, CheckOK, ""},
 		{"recent anomaly flag", func(v *View) { v.GPUs = v.GPUs[:1] }, CheckWarning, "spur_throt"},
 		{"disk paused", func(v *View) { ok(v); v.Host.DiskPaused = true }, CheckWarning, "disk paused"},
 		{"rows dropped recently", func(v *View) { ok(v); v.Host.RowsDroppedRecent = 3 }, CheckWarning, "3 rows dropped"},

@@ -49,11 +49,12 @@ func healthDoc(g *GPU) *HealthDoc {
 	if !known {
 		verdict = "ok" // an answered sample before its first health reading
 	}
-	d := &HealthDoc{Verdict: verdict, Reasons: g.HealthReasons, Counters: make(map[string]*uint64, reading.NumHealth)}
+	d := &HealthDoc{Verdict: verdict, Reasons: g.HealthReasons, Counters: make(map[string]*uint64, len(reading.HealthIDs))}
 	if d.Reasons == nil {
 		d.Reasons = []string{}
 	}
-	for _, def := range reading.Health {
+	for _, id := range reading.HealthIDs {
+		def := &reading.Table[id]
 		d.Counters[def.Key] = nil
 		if v, ok := def.Get(&g.Sample); ok {
 			d.Counters[def.Key] = &v

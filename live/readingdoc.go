@@ -18,7 +18,7 @@ var docDefs, docIndex = func() ([]*reading.Def, map[string]int) {
 	idx := map[string]int{}
 	for i := range reading.Table {
 		d := &reading.Table[i]
-		if _, health := d.Health(); d.Key != "" && !health {
+		if d.Key != "" && !d.IsHealth() {
 			idx[d.Key] = len(defs)
 			defs = append(defs, d)
 		}
@@ -76,8 +76,8 @@ func readings(s *reading.Sample) []Value {
 func (g *GPUDoc) Reading(key string) Value {
 	i, ok := docIndex[key]
 	if !ok {
-		for _, d := range reading.Health {
-			if d.Key == key {
+		for _, id := range reading.HealthIDs {
+			if reading.Table[id].Key == key {
 				panic("live: GPUDoc.Reading(" + strconv.Quote(key) + "): a hardware health counter's key; it is in GPUDoc.Health.Counters")
 			}
 		}

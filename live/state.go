@@ -158,7 +158,7 @@ func (g *GPU) Observe(s *reading.Sample, interval time.Duration) {
 // accumulateThrottle adds the time since the previous answered sample to
 // every reason active in s.
 func (g *GPU) accumulateThrottle(s *reading.Sample, interval time.Duration) {
-	mask, ok := s.Throttle.Get()
+	mask, ok := s.Values[reading.Throttle].Get()
 	if !ok || g.Sample.Time.IsZero() || g.State.Kind != StateAnswering {
 		return
 	}

@@ -4,13 +4,26 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/gpu-telemetry/gpu-telemetry/anomaly" // registers the detectors' flag kinds
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
+
+// The detectors' flag kinds the tests raise.
+var flagSpurThrot, flagPowerOver, flagFanSpike = flagKind("spur_throt"), flagKind("power_over"), flagKind("fan_spike")
+
+// flagKind returns the flag kind named name.
+func flagKind(name string) reading.FlagKind {
+	k, ok := reading.FlagKindNamed(name)
+	if !ok {
+		panic("no flag kind " + name)
+	}
+	return k
+}
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 func sample(at time.Duration, throttle uint64, flags ...reading.FlagKind) reading.Sample {
-	s := reading.Sample{Time: t0.Add(at), Throttle: reading.Some(throttle), TempC: reading.Some[uint32](50)}
+	s := reading.Sample{Time: t0.Add(at), Values: reading.Values{reading.Throttle: reading.Some(throttle), reading.TempC: reading.Some[uint64](50)}}
 	for _, k := range flags {
 		s.Flags.Add(reading.Flag{Kind: k})
 	}
@@ -22,8 +35,8 @@ func TestObserve(t *testing.T) {
 	var g GPU
 	for i, s := range []reading.Sample{
 		sample(0, reading.ThrottleSwPowerCap),
-		sample(100*time.Millisecond, reading.ThrottleSwPowerCap|reading.ThrottleHwSlowdown, reading.FlagSpurThrot),
-		sample(200*time.Millisecond, reading.ThrottleSwPowerCap, reading.FlagSpurThrot, reading.FlagPowerOver),
+		sample(100*time.Millisecond, reading.ThrottleSwPowerCap|reading.ThrottleHwSlowdown, flagSpurThrot),
+		sample(200*time.Millisecond, reading.ThrottleSwPowerCap, flagSpurThrot, flagPowerOver),
 		// A 5 s gap adds at most two intervals.
 		sample(5200*time.Millisecond, reading.ThrottleSwPowerCap),
 	} {
@@ -41,11 +54,11 @@ func TestObserve(t *testing.T) {
 			t.Errorf("%s: %v, want %v", r.Name, g.ThrottleTime[i], want[r.Name])
 		}
 	}
-	if g.FlagCount[reading.FlagSpurThrot] != 2 || g.FlagCount[reading.FlagPowerOver] != 1 {
+	if g.FlagCount[flagSpurThrot] != 2 || g.FlagCount[flagPowerOver] != 1 {
 		t.Errorf("flag counts %v", g.FlagCount)
 	}
-	if at := t0.Add(200 * time.Millisecond); g.FlagLast[reading.FlagSpurThrot] != at || g.FlagLast[reading.FlagPowerOver] != at ||
-		!g.FlagLast[reading.FlagFanSpike].IsZero() {
+	if at := t0.Add(200 * time.Millisecond); g.FlagLast[flagSpurThrot] != at || g.FlagLast[flagPowerOver] != at ||
+		!g.FlagLast[flagFanSpike].IsZero() {
 		t.Errorf("flags last seen %v", g.FlagLast)
 	}
 
@@ -91,7 +104,7 @@ func TestStateNames(t *testing.T) {
 // under its lock. It must not allocate.
 func BenchmarkPublish(b *testing.B) {
 	sl := NewSlot(reading.GPU{Index: 0, Name: "sim"})
-	s := sample(0, reading.ThrottleSwPowerCap, reading.FlagPowerOver)
+	s := sample(0, reading.ThrottleSwPowerCap, flagPowerOver)
 	b.ReportAllocs()
 	for b.Loop() {
 		s.Time = s.Time.Add(100 * time.Millisecond)

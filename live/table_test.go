@@ -26,7 +26,7 @@ func TestTableReachesStatus(t *testing.T) {
 		if d.Key == "" {
 			continue
 		}
-		_, health := d.Health()
+		health := d.IsHealth()
 		// The key names the document's unit: watts from a row in mW, joules
 		// from one in mJ; a clocks event mask is its reasons' names.
 		want := strconv.Itoa(max(stored, int(d.Min)))
@@ -118,7 +118,7 @@ func TestGPUDecodeRefusesTooWide(t *testing.T) {
 	n := 0
 	for i := range reading.Table {
 		d := &reading.Table[i]
-		if _, health := d.Health(); d.Key == "" || health || d.Doc == reading.DocReasons || d.Fits(1<<32) {
+		if health := d.IsHealth(); d.Key == "" || health || d.Doc == reading.DocReasons || d.Fits(1<<32) {
 			continue
 		}
 		n++
@@ -148,7 +148,7 @@ func TestGPUDecodeRefusesTooWide(t *testing.T) {
 // other key is no row's of reading.Table.
 func TestReadingPanicsNamingTheKey(t *testing.T) {
 	for _, c := range []struct{ key, want string }{
-		{reading.Health[reading.HECCMode].Key, "Health.Counters"},
+		{reading.Table[reading.HECCMode].Key, "Health.Counters"},
 		{"temperature", "reading.Table"},
 	} {
 		msg := func() (msg string) {
@@ -167,22 +167,22 @@ func TestReadingPanicsNamingTheKey(t *testing.T) {
 // readings reach the health line of status and top when they say
 // something, and leave it as it was when they do not.
 func TestHealthTextShowsRepairAndSRAM(t *testing.T) {
-	line := func(set map[reading.HealthID]uint64) string {
+	line := func(set map[reading.ID]uint64) string {
 		v := livetest.View()
 		g := &v.GPUs[0]
 		s := reading.Sample{GPU: 0, Time: v.Host.Now.Add(-time.Second)}
 		for id, x := range set {
-			s.Health[id] = reading.Some(x)
+			s.Values[id] = reading.Some(x)
 		}
 		*g = live.GPU{Info: g.Info}
 		g.Observe(&s, 100*time.Millisecond)
 		return live.HealthText(live.NewDoc(v).GPUs[0])
 	}
-	quiet := line(map[reading.HealthID]uint64{reading.HMemoryUnrepairable: 0, reading.HTPCRepairPending: 0, reading.HSRAMThreshold: 0})
+	quiet := line(map[reading.ID]uint64{reading.HMemoryUnrepairable: 0, reading.HTPCRepairPending: 0, reading.HSRAMThreshold: 0})
 	if want := line(nil); quiet != want {
 		t.Errorf("zero flags changed the line:\n%s\nwant\n%s", quiet, want)
 	}
-	got := line(map[reading.HealthID]uint64{reading.HMemoryUnrepairable: 1, reading.HTPCRepairPending: 1,
+	got := line(map[reading.ID]uint64{reading.HMemoryUnrepairable: 1, reading.HTPCRepairPending: 1,
 		reading.HSRAMUncSecDed: 3, reading.HSRAMUncParity: 1, reading.HSRAMThreshold: 1})
 	for _, want := range []string{"memory UNREPAIRABLE", "repair pending", "sram unc 3+1 THRESHOLD"} {
 		if !strings.Contains(got, want) {

@@ -3,29 +3,50 @@ package monitor
 import (
 	"context"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
-	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
-	"github.com/gpu-telemetry/gpu-telemetry/live/atop"
-	"github.com/gpu-telemetry/gpu-telemetry/live/control"
-	"github.com/gpu-telemetry/gpu-telemetry/live/metrics/limit"
-	"github.com/gpu-telemetry/gpu-telemetry/sampler"
-	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
-// lossCounter counts one kind of lost work that the monitor itself drops,
-// and logs the first occurrence with what was lost.
-type lossCounter struct{ n atomic.Uint64 }
+// The monitor's own counters; the other parts declare theirs beside the
+// code that counts them (internal/counters), and every output walks the
+// registry: the losses first, then the others, each in declaration order.
+var (
+	tickOverruns = counters.Declare(counters.Def{Name: "tick_overruns", Loss: true,
+		Help: "poll-loop ticks skipped whole because the loop ran late (no GPU was sampled on them)"})
+	busySkips = counters.Declare(counters.Def{Name: "busy_skips", Loss: true,
+		Help: "GPU samples not taken because the GPU's previous sample was still in flight"})
+	sideDrops = counters.Declare(counters.Def{Name: "side_drops", Loss: true, OwnLog: true,
+		Help: "file work dropped because the side queue was full, queued after it stopped at shutdown, or still queued when shutdown stopped waiting for it (late rows, hang rows with their crash snapshot request, snapshot requests, summaries)"})
+	lineFails = counters.Declare(counters.Def{Name: "log_lines_failed", Loss: true, OwnLog: true,
+		Help: "events.log and summary.log lines lost: too many were already waiting for a full disk, or the log was closed"})
+	journalDrops = counters.Declare(counters.Def{Name: "journal_drops", Loss: true, OwnLog: true,
+		Help: "events.log lines not sent to the systemd journal: its queue was full (journald stuck) or it refused them (they are in events.log)"})
+	flagsDropped = counters.Declare(counters.Def{Name: "flags_dropped", Loss: true, OwnLog: true,
+		Help: "flags that did not fit in a row's flags cell"})
+	xidFlagsDropped = counters.Declare(counters.Def{Name: "xid_flags_dropped", Loss: true, OwnLog: true,
+		Help: "Xids not flagged on a row because too many were waiting for the GPU's next row, or the GPU wrote no row after them before shutdown (the Xids are in events.log)"})
+	badXids = counters.Declare(counters.Def{Name: "kmsg_xids_malformed", Loss: true, OwnLog: true,
+		Help: "Xid lines of the NVIDIA driver in the kernel log whose GPU address or code could not be read (no PCI domain, a bus or device out of range, a code of more than 6 digits): no event was made of them (the first is logged with its line)"})
+	procsStretched = counters.Declare(counters.Def{Name: "process_reads_stretched", Loss: true,
+		Help: "per-GPU process list reads not made because NVML was too slow for the interval (they stretch with the slow tier; nvml_level is the current step)"})
+	ticksRun = counters.Declare(counters.Def{Name: "ticks",
+		Help: "poll-loop ticks run"})
+)
 
-// add counts one loss; the first is logged with what (what was lost) and
-// attrs.
-func (c *lossCounter) add(log *slog.Logger, name, what string, attrs ...slog.Attr) {
-	if c.n.Add(1) == 1 {
-		logFirstLoss(log, name, what, attrs...)
+// lose counts one occurrence of the loss d in reg; the first is logged with
+// what (what was lost) and attrs.
+func lose(reg *counters.Registry, log *slog.Logger, d *counters.Def, what string, attrs ...slog.Attr) {
+	if reg.Add(d, 1) == 1 {
+		logFirstLoss(log, d.Name, what, attrs...)
 	}
+}
+
+// lose counts one occurrence of the monitor's loss d, logged the first time
+// with what was lost.
+func (m *Monitor) lose(d *counters.Def, what string, attrs ...slog.Attr) {
+	lose(m.reg, m.log, d, what, attrs...)
 }
 
 // logFirstLoss logs the first occurrence of the loss counted by counter
@@ -35,76 +56,28 @@ func logFirstLoss(log *slog.Logger, name, what string, attrs ...slog.Attr) {
 	log.LogAttrs(context.Background(), slog.LevelWarn, "work lost (first occurrence; later ones are counted)", attrs...)
 }
 
-func (c *lossCounter) load() uint64 { return c.n.Load() }
-
-// monitorCounters are the monitor's own counters; the other parts declare
-// theirs (internal/counters), and every output walks the registry.
-var monitorCounters = []counters.Field[*Monitor]{
-	{Def: counters.Def{Name: "tick_overruns", Loss: true, Place: 10,
-		Help: "poll-loop ticks skipped whole because the loop ran late (no GPU was sampled on them)"},
-		Get: func(m *Monitor) uint64 { return m.loop.overruns.Load() }},
-	{Def: counters.Def{Name: "busy_skips", Loss: true, Place: 20,
-		Help: "GPU samples not taken because the GPU's previous sample was still in flight"},
-		Get: func(m *Monitor) uint64 { return m.loop.busySkips.Load() }},
-	{Def: counters.Def{Name: "side_drops", Loss: true, OwnLog: true, Place: 60,
-		Help: "file work dropped because the side queue was full, queued after it stopped at shutdown, or still queued when shutdown stopped waiting for it (late rows, hang rows with their crash snapshot request, snapshot requests, summaries)"},
-		Get: func(m *Monitor) uint64 { return m.side.drops.load() }},
-	{Def: counters.Def{Name: "log_lines_failed", Loss: true, OwnLog: true, Place: 70,
-		Help: "events.log and summary.log lines lost: too many were already waiting for a full disk, or the log was closed"},
-		Get: func(m *Monitor) uint64 { return m.lineFails.load() }},
-	{Def: counters.Def{Name: "journal_drops", Loss: true, OwnLog: true, Place: 90,
-		Help: "events.log lines not sent to the systemd journal: its queue was full (journald stuck) or it refused them (they are in events.log)"},
-		Get: func(m *Monitor) uint64 { return m.journal.drops.load() }},
-	{Def: counters.Def{Name: "flags_dropped", Loss: true, OwnLog: true, Place: 100,
-		Help: "flags that did not fit in a row's flags cell"},
-		Get: func(m *Monitor) uint64 { return m.flagsDropped.load() }},
-	{Def: counters.Def{Name: "xid_flags_dropped", Loss: true, OwnLog: true, Place: 110,
-		Help: "Xids not flagged on a row because too many were waiting for the GPU's next row, or the GPU wrote no row after them before shutdown (the Xids are in events.log)"},
-		Get: func(m *Monitor) uint64 { return m.xidFlagsDropped.load() }},
-	{Def: counters.Def{Name: "kmsg_xids_malformed", Loss: true, OwnLog: true, Place: 175,
-		Help: "Xid lines of the NVIDIA driver in the kernel log whose GPU address or code could not be read (no PCI domain, a bus or device out of range, a code of more than 6 digits): no event was made of them (the first is logged with its line)"},
-		Get: func(m *Monitor) uint64 { return m.badXids.load() }},
-	{Def: counters.Def{Name: "process_reads_stretched", Loss: true, Place: 260,
-		Help: "per-GPU process list reads not made because NVML was too slow for the interval (they stretch with the slow tier; nvml_level is the current step)"},
-		Get: func(m *Monitor) uint64 { return m.procs.held.Load() }},
-
-	{Def: counters.Def{Name: "ticks", Place: 400,
-		Help: "poll-loop ticks run"},
-		Get: func(m *Monitor) uint64 { return m.loop.ticks.Load() }},
-}
-
-// registerCounters puts every part's counters in the registry: the
-// monitor's own, those of the parts New built, and, declared so that they
-// read 0 until their part registers, those of the parts built later or not
-// at all (the kernel log reader registers when it runs, the control socket
-// and the metrics endpoint when cmd opens them, the atop server only with
-// --atop; listen_failures, which the endpoint and the atop server share, is
-// declared with the atop server's). The outputs' order is the counters'
-// places (internal/counters), not this one.
+// registerCounters makes the registry show the counts of the parts New
+// built that keep their own (every counter is declared, and reads 0 until
+// its part counts: the kernel log reader registers when it runs, the
+// control socket and the metrics endpoint when cmd opens them).
 func (m *Monitor) registerCounters() {
 	r := m.reg
-	counters.Add(r, func() *Monitor { return m }, monitorCounters)
 	m.host.RegisterCounters(r)
 	m.ev.RegisterCounters(r)
 	m.csv.RegisterCounters(r)
-	counters.Add(r, m.events.Stats, sink.LineLogCounters)
-	counters.Add(r, m.summary.Stats, sink.LineLogCounters)
+	m.events.RegisterCounters(r)
+	m.summary.RegisterCounters(r)
 	m.snaps.RegisterCounters(r)
-	counters.Declare(r, sampler.ProcCounters)
 	for _, gs := range m.gpus {
 		gs.pr.RegisterCounters(r)
 	}
-	counters.Declare(r, atop.ServerCounters)
 	if m.procs.srv != nil {
 		m.procs.srv.RegisterCounters(r)
 	}
-	counters.Declare(r, kmsg.ReaderCounters)
-	counters.Declare(r, control.ServerCounters)
-	counters.Declare(r, limit.Counters)
 }
 
 // CounterRegistry is where the daemon's counters are: a part built after
-// New (the control socket, the metrics endpoint) registers its own there.
+// New (the control socket, the metrics endpoint) counts there.
 func (m *Monitor) CounterRegistry() *counters.Registry { return m.reg }
 
 // counters returns every counter's current value, losses first.

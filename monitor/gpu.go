@@ -135,7 +135,7 @@ func (gs *gpuState) closeXids() {
 
 // dropXid counts an Xid flag no row carries; the first is logged (gs.log names the GPU).
 func (gs *gpuState) dropXid(code int64, what string) {
-	gs.m.xidFlagsDropped.add(gs.log, "xid_flags_dropped", what, slog.Int64("xid", code))
+	lose(gs.m.reg, gs.log, xidFlagsDropped, what, slog.Int64("xid", code))
 }
 
 func (gs *gpuState) takeXids(s *reading.Sample) {
@@ -304,7 +304,7 @@ func (gs *gpuState) record(s *reading.Sample, r *anomaly.Result, stalled bool, c
 	}
 	gs.recordHealth(s, r, critical)
 	for range s.Flags.Dropped {
-		m.flagsDropped.add(gs.log, "flags_dropped", "flags beyond the row's capacity (the row keeps the first ones)",
+		lose(m.reg, gs.log, flagsDropped, "flags beyond the row's capacity (the row keeps the first ones)",
 			slog.Int("gpu", gs.idx), slog.String("kept", s.Flags.String()))
 	}
 	queued = stalled || gs.sideRows.Load() > 0

@@ -16,8 +16,8 @@ import (
 // memory, also while NVML is hung.
 type HealthView struct {
 	At      time.Time // the sample that carried the counters; zero: none yet
-	Vals    [reading.NumHealth]reading.Opt[uint64]
-	Changed [reading.NumHealth]time.Time // zero: no change seen since the baseline
+	Vals    [reading.NumReadings]reading.Opt[uint64]
+	Changed [reading.NumReadings]time.Time // zero: no change seen since the baseline
 	Links   reading.NVLinks
 	Verdict anomaly.HealthVerdict
 	Level   string   // Verdict.Level()
@@ -44,14 +44,15 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 	now := s.Time
 	prev := gs.Health()
 	v := prev
-	v.At, v.Vals, v.Verdict = s.Time, s.Health, r.Verdict
+	v.At, v.Vals, v.Verdict = s.Time, s.Values, r.Verdict
 	changed := r.HealthBaseline || r.NumHealthChanges() > 0 || v.Verdict != prev.Verdict
 
 	if r.HealthBaseline {
 		line := gs.event(now, sink.TypeHealthBaseline)
-		for id, d := range reading.Health {
-			if c := s.Health[id]; c.OK {
-				line.Fields = append(line.Fields, sink.Field{Key: d.Name, Value: string(reading.AppendHealthCell(nil, reading.HealthID(id), c))})
+		for _, id := range reading.HealthIDs {
+			d := &reading.Table[id]
+			if c := s.Values[id]; c.OK {
+				line.Fields = append(line.Fields, sink.Field{Key: d.Name, Value: string(reading.AppendHealthCell(nil, id, c))})
 			}
 		}
 		if h := gs.g.RemapHistogram(); h != nil {
@@ -63,7 +64,7 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 	}
 	for i := range r.NumHealthChanges() {
 		c := r.HealthChange(i)
-		d := reading.Health[c.ID]
+		d := &reading.Table[c.ID]
 		line := gs.event(now, sink.TypeHealth, "counter", d.Name,
 			"from", string(reading.AppendHealthCell(nil, c.ID, reading.Some(c.From))),
 			"to", string(reading.AppendHealthCell(nil, c.ID, reading.Some(c.To))))

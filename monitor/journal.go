@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
@@ -81,10 +82,10 @@ func journalName(k string) string {
 // journalSender sends events.log lines to the journal on a goroutine of its
 // own (run), from a bounded queue.
 type journalSender struct {
-	send  JournalFunc // nil: off
-	log   *slog.Logger
-	q     chan journalEntry
-	drops lossCounter // journal_drops
+	send JournalFunc // nil: off
+	log  *slog.Logger
+	q    chan journalEntry
+	reg  *counters.Registry // journal_drops
 }
 
 // queue queues an events.log line for the journal, when it is on.
@@ -99,7 +100,7 @@ func (j *journalSender) queue(line string) {
 	select {
 	case j.q <- e:
 	default:
-		j.drops.add(j.log, "journal_drops", "an events.log line for the journal", slog.String("line", line))
+		lose(j.reg, j.log, journalDrops, "an events.log line for the journal", slog.String("line", line))
 	}
 }
 
@@ -108,7 +109,7 @@ func (j *journalSender) queue(line string) {
 func (j *journalSender) run(ctx context.Context) {
 	serve(ctx.Done(), j.q, func(e journalEntry) {
 		if err := j.send(e.message, e.priority, e.fields); err != nil {
-			j.drops.add(j.log, "journal_drops", "an events.log line the journal refused", slog.String("error", err.Error()))
+			lose(j.reg, j.log, journalDrops, "an events.log line the journal refused", slog.String("error", err.Error()))
 		}
 	})
 }

@@ -89,7 +89,7 @@ func TestStuckJournalNeverBlocksEvents(t *testing.T) {
 				r.m.onEvent(reading.Event{Time: time.Now(), GPU: 0, Kind: reading.EventPState, Source: reading.SourceNVML, Data: uint64(i)})
 			}
 			time.Sleep(100 * time.Millisecond)
-			if d := r.m.journal.drops.load(); d < n-journalQueue-1 { // one is in the stuck send
+			if d := r.m.reg.Load(journalDrops); d < n-journalQueue-1 { // one is in the stuck send
 				t.Errorf("journal_drops %d, want at least %d", d, n-journalQueue-1)
 			}
 			close(release)

@@ -90,7 +90,7 @@ func TestKernelLinesReachEventsLogForTheRightGPU(t *testing.T) {
 		if n := count("gpu=1 ", "type=AER", "severity=corrected", "device=0000:00:03.1"); n != 10 {
 			t.Errorf("%d corrected AER lines for GPU 1, want 10 (burst limit)", n)
 		}
-		if got := r.m.ev.Stats().KernelLinesHeld; got != 5 {
+		if got := r.counted("kernel_lines_suppressed"); got != 5 {
 			t.Errorf("kernel_lines_suppressed = %d, want 5", got)
 		}
 		if n := count("nvme") + count("mlx5"); n != 0 {
@@ -363,7 +363,7 @@ func TestForgedKernelLinesThroughAFIFO(t *testing.T) {
 			t.Errorf("GPU %d last_xid %+v, xids %v; want none but the Xid 31", g.Index, g.LastXid, g.Xids)
 		}
 	}
-	if got := r.m.badXids.load(); got != 3 {
+	if got := r.m.reg.Load(badXids); got != 3 {
 		t.Errorf("kmsg_xids_malformed = %d, want 3", got)
 	}
 	if i := slices.IndexFunc(r.m.counters(), func(c live.Counter) bool { return c.Name == "kmsg_malformed" }); i < 0 || r.m.counters()[i].Value != 1 {

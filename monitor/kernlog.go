@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/kclock"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
@@ -105,8 +106,7 @@ type runState struct {
 	cur   snapshot.RunState
 	prev  []sink.Board // the previous run's boards (nil: none recorded)
 	// write rewrites run-state (snapshot.WriteRunState); tests stall it.
-	write      func(dir string, s snapshot.RunState) error
-	saveFailed bool // a failure to save the kernel log position was logged
+	write func(dir string, s snapshot.RunState) error
 }
 
 // save writes this run's state with change applied; rs.mu is held.
@@ -167,6 +167,9 @@ func (m *Monitor) lateBoard(gs *gpuState) {
 	}
 }
 
+var kmsgSaveFailures = counters.Declare(counters.Def{Name: "kmsg_position_save_failures", Loss: true, OwnLog: true,
+	Help: "saves of the kernel log position in run-state that failed (the first is logged with why; tried again at the next save): a restart meanwhile may replay or miss kernel log records"})
+
 // saveKmsgSeq rewrites run-state when the kernel log position moved.
 func (m *Monitor) saveKmsgSeq() {
 	rs := &m.runState
@@ -176,8 +179,7 @@ func (m *Monitor) saveKmsgSeq() {
 	if !rs.begun || seq == rs.cur.KmsgSeq {
 		return
 	}
-	if err := rs.save(m.cfg.LogDir, func(s *snapshot.RunState) { s.KmsgSeq = seq }); err != nil && !rs.saveFailed {
-		rs.saveFailed = true
+	if err := rs.save(m.cfg.LogDir, func(s *snapshot.RunState) { s.KmsgSeq = seq }); err != nil && m.reg.Add(kmsgSaveFailures, 1) == 1 {
 		m.log.Warn("cannot save the kernel log position; a restart may replay or miss records logged meanwhile (tried again later)", "error", err)
 	}
 }

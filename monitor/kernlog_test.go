@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -133,7 +134,7 @@ func TestKmsgXidWhileStoppedIsReplayed(t *testing.T) {
 			t.Errorf("the replayed Xid's line lacks %q:\n%s", want, line)
 		}
 	}
-	if n := r.m.ev.Stats().KmsgBacklogXids; n < 1 {
+	if n := r.counted("kmsg_backlog_xids"); n < 1 {
 		t.Errorf("kmsg_backlog_xids = %d, want the replayed Xid counted", n)
 	}
 	crashes, _ := filepath.Glob(filepath.Join(dir, "crashes", "crash-*-gpu0.log"))
@@ -283,8 +284,8 @@ func TestReplayedXidIsNoDuplicate(t *testing.T) {
 			r.m.onEvent(replayedXid(t, r.m, 13, time.Now(), now.Add(-30*time.Minute)))
 		})
 		ev, _ := os.ReadFile(filepath.Join(r.dir, "events.log"))
-		if strings.Contains(string(ev), "duplicate_of=") || r.m.ev.Stats().DuplicateXids != 0 {
-			t.Errorf("a fresh Xid taken as a duplicate of a replayed one (duplicate_xids %d):\n%s", r.m.ev.Stats().DuplicateXids, ev)
+		if strings.Contains(string(ev), "duplicate_of=") || r.counted("duplicate_xids") != 0 {
+			t.Errorf("a fresh Xid taken as a duplicate of a replayed one (duplicate_xids %d):\n%s", r.counted("duplicate_xids"), ev)
 		}
 		if rows := r.rowsWith(0, "XID(79)"); len(rows) != 1 {
 			t.Errorf("%d rows carry XID(79), want the fresh report's one: %q", len(rows), rows)
@@ -415,6 +416,35 @@ func TestStalledRunStateDoesNotStallKmsg(t *testing.T) {
 		writeStandInXid(t, w, tag+"-fresh", 13)
 		waitFor(t, filepath.Join(r.dir, "events.log"), tag+"-fresh")
 	})
+}
+
+// TestKmsgPositionSaveFailuresCounted: a kernel log position that cannot be
+// saved (run-state on a failing disk) is counted in
+// kmsg_position_save_failures, which the status line shows, and logged the
+// first time only, with why.
+func TestKmsgPositionSaveFailuresCounted(t *testing.T) {
+	tag := fmt.Sprintf("gpu-telemetry-failsave-%d-%d", os.Getpid(), time.Now().UnixNano())
+	r, _, _, _ := replayRig(t, tag, func(m *Monitor) {
+		m.runState.write = func(string, snapshot.RunState) error { return errors.New("disk on fire") }
+	})
+	var status string
+	r.run(0, func() {
+		waitFor(t, filepath.Join(r.dir, "events.log"), tag)
+		testutil.PollUntil(3*time.Second, 20*time.Millisecond, func() bool { return r.m.reg.Load(kmsgSaveFailures) > 0 })
+		r.m.saveKmsgSeq() // the position has not moved: nothing to save
+		status = statusLine(r.m.collect())
+	})
+	if n := r.m.reg.Load(kmsgSaveFailures); n == 0 {
+		t.Fatal("a failed save of the kernel log position was not counted")
+	}
+	if strings.Contains(status, " kmsg_position_save_failures=0 ") || !strings.Contains(status, " kmsg_position_save_failures=") {
+		t.Errorf("the status line does not show the failed saves: %s", status)
+	}
+	logs := r.logs.String()
+	if n := strings.Count(logs, "cannot save the kernel log position"); n != 1 {
+		t.Errorf("failed saves logged %d times, want the first only:\n%s", n, logs)
+	}
+	testutil.Contains(t, "the log", logs, "disk on fire")
 }
 
 // TestReplayedXidKeepsItsKernelTime: a kernel log record read after the

@@ -59,17 +59,13 @@ type Monitor struct {
 	journal  journalSender
 	states   hostStates
 
-	// Lost work the monitor itself drops (monitorCounters).
-	lineFails, flagsDropped, xidFlagsDropped, badXids lossCounter
-
 	enumerating atomic.Bool // a GPU enumeration is inside the driver
 }
 
-// pollLoop is the poll loop's state, and the periodic work it paces so that
-// it runs while the process is awake for a tick, not on timers of its own.
+// pollLoop is the poll loop's state (its counts are in the registry), and
+// the periodic work it paces so that it runs while the process is awake for
+// a tick, not on timers of its own.
 type pollLoop struct {
-	ticks, overruns, busySkips atomic.Uint64
-
 	ready                 bool      // poll goroutine only: every GPU has written a row
 	lastSummary, lastSync time.Time // poll goroutine only
 	syncTick, secondTick  chan time.Time
@@ -93,7 +89,8 @@ type lineLog interface {
 	Line(s string) error // nil also when the line was kept to be written later
 	Reopen() error
 	Close() error
-	Stats() sink.LineLogStats
+	Waiting() int                          // lines kept, not yet written
+	RegisterCounters(r *counters.Registry) // makes r show the log's counts
 }
 
 // New builds the monitor's parts for an opened host and writes
@@ -107,8 +104,8 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		kclock: newKernelClock(host.KernelClock()), reg: counters.New(), runState: runState{write: snapshot.WriteRunState}}
 	m.loop.syncTick, m.loop.secondTick = make(chan time.Time, 1), make(chan time.Time, 1)
 	m.loop.cadence = newCadence(cfg.Interval)
-	m.side.log, m.side.jobs = m.log, make(chan sideJob, 256)
-	m.journal = journalSender{send: cfg.Journal, log: m.log, q: make(chan journalEntry, journalQueue)}
+	m.side.log, m.side.jobs, m.side.reg = m.log, make(chan sideJob, 256), m.reg
+	m.journal = journalSender{send: cfg.Journal, log: m.log, q: make(chan journalEntry, journalQueue), reg: m.reg}
 	m.states.kmsg, m.states.events = "disabled", "starting"
 	m.ev = events.NewStage(events.Config{DedupWindow: cfg.XidDedupe, KernelClock: m.kclock.clock, HealthEvent: healthEvent})
 	m.ident = readIdentity(cfg.Host, cfg.HostRoot, m.log)
@@ -344,15 +341,15 @@ func (m *Monitor) poll(ctx context.Context, sigs <-chan os.Signal) {
 	}
 	m.loop.lastSync = time.Now() // the first sync round one FsyncEvery after the start
 	m.beatTick(time.Now())
-	m.loop.ticks.Add(1)
+	m.reg.Inc(ticksRun)
 	for {
 		missed, ok := tk.Next()
 		if !ok || ctx.Err() != nil {
 			return
 		}
-		m.loop.overruns.Add(missed)
+		m.reg.Add(tickOverruns, missed)
 		m.beatTick(time.Now())
-		m.loop.ticks.Add(1)
+		m.reg.Inc(ticksRun)
 	}
 }
 
@@ -378,7 +375,7 @@ func (m *Monitor) tick(now time.Time) {
 		}
 		// Within its deadline, late outside NVML, or already classified
 		// (hung declines): the tick is skipped, and counted.
-		lp.busySkips.Add(1)
+		m.reg.Inc(busySkips)
 		if len(gs.skipped) < cap(gs.skipped) {
 			gs.skipped = append(gs.skipped, at)
 		}
@@ -388,7 +385,7 @@ func (m *Monitor) tick(now time.Time) {
 		m.cfg.Notifier.Ready()
 		m.log.Info("first sample of every GPU written")
 	}
-	k := lp.ticks.Load()
+	k := m.reg.Load(ticksRun)
 	m.procTick(at, k)
 	if now.Sub(lp.lastSync) >= m.cfg.FsyncEvery {
 		lp.lastSync = now
@@ -443,7 +440,7 @@ func (m *Monitor) eventLine(e sink.EventLine) {
 	line := e.Line()
 	m.journal.queue(line)
 	if err := m.events.Line(line); err != nil {
-		m.lineFails.add(m.log, "log_lines_failed", "an events.log line", slog.String("line", line), slog.String("error", err.Error()))
+		m.lose(lineFails, "an events.log line", slog.String("line", line), slog.String("error", err.Error()))
 	}
 }
 
@@ -496,7 +493,7 @@ func (m *Monitor) hostView() live.Host {
 	m.loop.cadence.get(&h.Cadence)
 	h.Pacer = m.pacerState()
 	for _, l := range []lineLog{m.events, m.summary} {
-		h.LogLines.Waiting += l.Stats().Pending
+		h.LogLines.Waiting += l.Waiting()
 	}
 	m.states.mu.Lock()
 	h.Kmsg, h.Events = m.states.kmsg, m.states.events

@@ -7,12 +7,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -22,18 +19,18 @@ import (
 
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
-	"github.com/gpu-telemetry/gpu-telemetry/internal/events"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
-	"github.com/gpu-telemetry/gpu-telemetry/live/atop"
-	"github.com/gpu-telemetry/gpu-telemetry/live/control"
-	"github.com/gpu-telemetry/gpu-telemetry/live/metrics/limit"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
-	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
+
+	// The parts cmd builds after New declare counters too: linked in, as in
+	// the daemon, the outputs show theirs (at 0) as the daemon's do.
+	_ "github.com/gpu-telemetry/gpu-telemetry/live/control"
+	_ "github.com/gpu-telemetry/gpu-telemetry/live/metrics/limit"
 )
 
 // fakeRunner answers every diagnostic at once.
@@ -63,7 +60,8 @@ func (l *plainLog) Line(s string) error {
 func (l *plainLog) Reopen() error { return nil }
 func (l *plainLog) Close() error  { return nil }
 
-func (l *plainLog) Stats() sink.LineLogStats { return sink.LineLogStats{} }
+func (l *plainLog) Waiting() int                        { return 0 }
+func (l *plainLog) RegisterCounters(*counters.Registry) {}
 
 type rig struct {
 	lib   *fakenvml.Lib
@@ -242,7 +240,7 @@ func TestCadenceWithoutDrift(t *testing.T) {
 				}
 			}
 		}
-		if o := r.m.loop.overruns.Load(); o != 0 {
+		if o := r.m.reg.Load(tickOverruns); o != 0 {
 			t.Errorf("overruns %d", o)
 		}
 	})
@@ -259,7 +257,7 @@ func TestSlowTickSkipsMissedTicksWithoutBurst(t *testing.T) {
 			}
 		}
 		r.run(2*time.Second+50*time.Millisecond, nil)
-		if o := r.m.loop.overruns.Load(); o != 3 {
+		if o := r.m.reg.Load(tickOverruns); o != 3 {
 			t.Errorf("overruns = %d, want 3 (ticks at 0.6, 0.7, 0.8 s missed)", o)
 		}
 		rows := r.rows(0)
@@ -381,8 +379,8 @@ func TestXidFloodOneSnapshotAndDedupe(t *testing.T) {
 		if st.CrashesSuppressed != 49 {
 			t.Errorf("suppressed %d, want 49", st.CrashesSuppressed)
 		}
-		if r.m.ev.Stats().DuplicateXids != 1 {
-			t.Errorf("duplicates %d, want 1", r.m.ev.Stats().DuplicateXids)
+		if r.counted("duplicate_xids") != 1 {
+			t.Errorf("duplicates %d, want 1", r.counted("duplicate_xids"))
 		}
 		ev, _ := os.ReadFile(filepath.Join(r.dir, "events.log"))
 		if n := bytes.Count(ev, []byte("xid=119")); n != 51 {
@@ -484,7 +482,7 @@ func TestLateRowDuringShutdownIsWritten(t *testing.T) {
 		r.run(2*time.Second+50*time.Millisecond, nil)
 		// NVML_HUNG rows for the ticks 0.1-2.0 s, then the late row.
 		r.requireInOrder(0, 20+1)
-		if n := r.m.side.drops.n.Load(); n != 0 {
+		if n := r.m.reg.Load(sideDrops); n != 0 {
 			t.Errorf("side_drops %d, want 0", n)
 		}
 	})
@@ -502,7 +500,7 @@ func TestLateRowAfterShutdownIsCounted(t *testing.T) {
 		rows := len(r.rows(0))
 		release()
 		synctest.Wait() // the worker handles the sample that came back
-		if n := r.m.side.drops.n.Load(); n != 1 {
+		if n := r.m.reg.Load(sideDrops); n != 1 {
 			t.Errorf("side_drops %d after a late row came back past shutdown, want 1", n)
 		}
 		if logs := r.logs.String(); !strings.Contains(logs, "counter=side_drops") || !strings.Contains(logs, "late row") {
@@ -640,7 +638,7 @@ func TestXidFlagPendingAtShutdownIsCounted(t *testing.T) {
 				t.Fatalf("a row after the Xid was written: %q", row)
 			}
 		}
-		if n := r.m.xidFlagsDropped.load(); n != 1 {
+		if n := r.m.reg.Load(xidFlagsDropped); n != 1 {
 			t.Errorf("xid_flags_dropped %d with an Xid flag still waiting at shutdown, want 1", n)
 		}
 		logs := r.logs.String()
@@ -670,21 +668,31 @@ func (r *rig) summaryLines() []string {
 	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 }
 
+// counted returns the counter name's value in the daemon's registry.
+func (r *rig) counted(name string) uint64 {
+	r.t.Helper()
+	for _, v := range r.m.reg.Read() {
+		if v.Name == name {
+			return v.Value
+		}
+	}
+	r.t.Fatalf("no counter %s", name)
+	return 0
+}
+
 // lossyCloseLog is a line log that loses lost lines at Close, as a
 // sink.LineLog does with lines still waiting for a full disk.
 type lossyCloseLog struct {
 	plainLog
 	lost   uint64
-	closed atomic.Bool
+	counts *counters.Registry
 }
 
-func (l *lossyCloseLog) Close() error { l.closed.Store(true); return nil }
+func (l *lossyCloseLog) RegisterCounters(r *counters.Registry) { r.Include(l.counts) }
 
-func (l *lossyCloseLog) Stats() sink.LineLogStats {
-	if l.closed.Load() {
-		return sink.LineLogStats{LostAtClose: l.lost}
-	}
-	return sink.LineLogStats{}
+func (l *lossyCloseLog) Close() error {
+	l.counts.Add(counters.Lookup("log_lines_lost_at_exit"), l.lost)
+	return nil
 }
 
 // The final summary.log line is written once events.log is closed: the
@@ -695,7 +703,7 @@ func TestFinalSummaryLineCountsEventsLostAtClose(t *testing.T) {
 			open := c.openLog
 			c.openLog = func(dir, name string, mb int) lineLog {
 				if name == "events.log" {
-					return &lossyCloseLog{plainLog: plainLog{path: filepath.Join(dir, name)}, lost: 3}
+					return &lossyCloseLog{plainLog: plainLog{path: filepath.Join(dir, name)}, lost: 3, counts: counters.New()}
 				}
 				return open(dir, name, mb)
 			}
@@ -756,10 +764,10 @@ func TestStatusAndSummaryGolden(t *testing.T) {
 	st := Status{
 		Uptime: 2*time.Hour + 5*time.Minute, Counters: cs, Incidents: 50,
 		Total: anomaly.Counters{
-			Total:     anomaly.Counts{anomaly.CountSamples: 149998, anomaly.CountSpikes: 1, anomaly.CountPowerBreaches: 74692, anomaly.CountFanInversions: 900, anomaly.CountSpuriousThrottles: 20, anomaly.CountTDPChanges: 2},
+			Total:     counts(map[string]uint64{"samples": 149998, "spikes": 1, "pwr_breaches": 74692, "fan_inversions": 900, "spurious_throttles": 20, "tdp_changes": 2}),
 			PeakTempC: reading.Some[uint32](92), PeakPowerMW: reading.Some[uint32](612_400),
 		},
-		WindowCounts: anomaly.Counts{anomaly.CountSamples: 6000, anomaly.CountPowerBreaches: 4440, anomaly.CountFanInversions: 100},
+		WindowCounts: counts(map[string]uint64{"samples": 6000, "pwr_breaches": 4440, "fan_inversions": 100}),
 		Window:       300 * time.Second,
 		NVML:         live.Pacer{Level: 2, TickNVML: reading.Some(61_240 * time.Microsecond), LastLate: reading.Some(54_100 * time.Microsecond)},
 		GPUs: []GPUStatus{
@@ -770,8 +778,17 @@ func TestStatusAndSummaryGolden(t *testing.T) {
 	b := bytes.NewBufferString(statusLine(st))
 	now := time.Date(2026, 11, 29, 15, 35, 0, 0, time.FixedZone("CET", 3600))
 	b.WriteString(SummaryLine(now, st, st.WindowCounts, 300*time.Second, false) + "\n")
-	b.WriteString(SummaryLine(now.Add(42*time.Second), st, anomaly.Counts{anomaly.CountSamples: 840, anomaly.CountPowerBreaches: 21}, 42*time.Second, true) + "\n")
+	b.WriteString(SummaryLine(now.Add(42*time.Second), st, counts(map[string]uint64{"samples": 840, "pwr_breaches": 21}), 42*time.Second, true) + "\n")
 	testutil.Golden(t, "status-and-summary.golden", b.Bytes())
+}
+
+// counts returns the detectors' counts by counter name.
+func counts(byName map[string]uint64) anomaly.Counts {
+	var c anomaly.Counts
+	for name, n := range byName {
+		c[anomaly.CounterNamed(name)] = n
+	}
+	return c
 }
 
 func TestFailuresBackOffAndRecover(t *testing.T) {
@@ -923,7 +940,8 @@ func (failingLog) Line(string) error { return syscall.ENOSPC }
 func (failingLog) Reopen() error     { return nil }
 func (failingLog) Close() error      { return nil }
 
-func (failingLog) Stats() sink.LineLogStats { return sink.LineLogStats{} }
+func (failingLog) Waiting() int                        { return 0 }
+func (failingLog) RegisterCounters(*counters.Registry) {}
 
 // TestLostWorkIsCountedShownAndLogged provokes each kind of work the monitor
 // can lose and requires its counter in the SIGUSR1 status line and in the
@@ -958,10 +976,10 @@ func TestLostWorkIsCountedShownAndLogged(t *testing.T) {
 			m.eventLine(sink.EventLine{Time: time.Now(), Type: "Test"})
 		}},
 		{counter: "kmsg_malformed", lost: "could not be parsed", times: 1, provoke: func(m *Monitor) {
-			counters.Add(m.reg, func() kmsg.Counts { return kmsg.Counts{Malformed: 4} }, kmsg.ReaderCounters)
+			m.reg.Add(counters.Lookup("kmsg_malformed"), 4)
 		}},
 		{counter: "kmsg_overruns", lost: "overwrote", times: 1, provoke: func(m *Monitor) {
-			counters.Add(m.reg, func() kmsg.Counts { return kmsg.Counts{Overruns: 2} }, kmsg.ReaderCounters)
+			m.reg.Add(counters.Lookup("kmsg_overruns"), 2)
 		}},
 		{counter: "rows_dropped", lost: "CSV rows not written", times: 2, provoke: func(m *Monitor) {
 			m.csv.Close()
@@ -992,94 +1010,6 @@ func TestLostWorkIsCountedShownAndLogged(t *testing.T) {
 				t.Errorf("log does not say what was lost (%q):\n%s", tc.lost, logs)
 			}
 		})
-	}
-}
-
-// TestEveryStatsCountIsInTheTable: every count the CSV sink, the line
-// logs, the snapshot writer, the atop server, the kernel log reader and the
-// event stage keep
-// (each uint64 field of their stats) is read by some counter of the part's
-// table, every part's table is in the registry the monitor builds, and with
-// every part running each counter is read from its part (only the control
-// socket's and the metrics endpoint's wait for cmd), so it reaches the status line, summary.log and the
-// metrics: a count added to a part's stats and not to its table, or a part
-// the monitor does not register, fails.
-func TestEveryStatsCountIsInTheTable(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "kmsg")
-	if err := os.WriteFile(path, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r := newRig(t, 1, func(c *Config) { c.KmsgPath, c.Atop = path, &atop.Config{} })
-	names := map[string]bool{}
-	for _, c := range r.m.counters() {
-		names[c.Name] = true
-	}
-	everyCount(t, "sink.Stats", sink.CSVCounters, names, nil)
-	// A line the log refuses is counted by its writer, which logs what it
-	// was: log_lines_failed.
-	everyCount(t, "sink.LineLogStats", sink.LineLogCounters, names, []string{"Overflowed"})
-	everyCount(t, "snapshot.Stats", snapshot.ManagerCounters, names, nil)
-	everyCount(t, "atop.Counters", atop.ServerCounters, names, nil)
-	everyCount(t, "kmsg.Counts", kmsg.ReaderCounters, names, nil)
-	everyCount(t, "events.Stats", events.StageCounters, names, nil)
-	everyCount(t, "sampler.Host", sampler.HostCounters, names, nil)
-	everyCount(t, "sampler.GPU", sampler.GPUCounters, names, nil)
-	everyCount(t, "sampler.ProcReader", sampler.ProcCounters, names, nil)
-	everyCount(t, "control.Server", control.ServerCounters, names, nil)
-	everyCount(t, "limit.Endpoint", limit.Counters, names, nil)
-	everyCount(t, "monitor", monitorCounters, names, nil)
-
-	var laterDefs []counters.Def // registered by cmd, in the registry's order
-	for _, f := range control.ServerCounters {
-		laterDefs = append(laterDefs, f.Def)
-	}
-	for _, f := range limit.Counters {
-		laterDefs = append(laterDefs, f.Def)
-	}
-	slices.SortFunc(laterDefs, func(a, b counters.Def) int {
-		if a.Loss != b.Loss {
-			return map[bool]int{true: -1, false: 1}[a.Loss]
-		}
-		return a.Place - b.Place
-	})
-	var later []string
-	for _, d := range laterDefs {
-		later = append(later, d.Name)
-	}
-	r.run(0, func() { // the kernel log reader registers once it runs
-		deadline := time.Now().Add(10 * time.Second)
-		for !slices.Equal(r.m.reg.Unread(), later) && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-	})
-	if got := r.m.reg.Unread(); !slices.Equal(got, later) {
-		t.Errorf("counters no running part reads: %v, want only the control socket's and the metrics endpoint's %v", got, later)
-	}
-}
-
-// everyCount checks one part's table: each counter is one of names (the
-// registry's), and each uint64 field of a struct S but those in except is
-// read by some counter of it.
-func everyCount[S any](t *testing.T, part string, table []counters.Field[S], names map[string]bool, except []string) {
-	t.Helper()
-	for _, f := range table {
-		if !names[f.Name] {
-			t.Errorf("%s's counter %s is not registered", part, f.Name)
-		}
-	}
-	typ := reflect.TypeFor[S]()
-	if typ.Kind() != reflect.Struct {
-		return // a part read through its methods
-	}
-	for i := range typ.NumField() {
-		if typ.Field(i).Type.Kind() != reflect.Uint64 || slices.Contains(except, typ.Field(i).Name) {
-			continue // Paused, the per-GPU map: not counts of their own
-		}
-		var s S
-		reflect.ValueOf(&s).Elem().Field(i).SetUint(1)
-		if !slices.ContainsFunc(table, func(f counters.Field[S]) bool { return f.Get(s) != 0 }) {
-			t.Errorf("%s.%s is in no counter of its table", part, typ.Field(i).Name)
-		}
 	}
 }
 
@@ -1175,13 +1105,22 @@ func TestPublishedView(t *testing.T) {
 	})
 }
 
-// statsLog is a line log with fixed counters.
+// statsLog is a line log with fixed counts: lines waiting, delayed and
+// lost at exit.
 type statsLog struct {
 	plainLog
-	st sink.LineLogStats
+	waiting       int
+	delayed, lost uint64
 }
 
-func (l *statsLog) Stats() sink.LineLogStats { return l.st }
+func (l *statsLog) Waiting() int { return l.waiting }
+
+func (l *statsLog) RegisterCounters(r *counters.Registry) {
+	part := counters.New()
+	part.Add(counters.Lookup("log_lines_delayed"), l.delayed)
+	part.Add(counters.Lookup("log_lines_lost_at_exit"), l.lost)
+	r.Include(part)
+}
 
 // TestHostViewLogLines: what the line logs hold back now reaches the host
 // view (status, metrics), summed over events.log and summary.log; what they
@@ -1189,7 +1128,7 @@ func (l *statsLog) Stats() sink.LineLogStats { return l.st }
 func TestHostViewLogLines(t *testing.T) {
 	r := newRig(t, 1, func(c *Config) {
 		c.openLog = func(dir, name string, _ int) lineLog {
-			return &statsLog{plainLog{path: filepath.Join(dir, name)}, sink.LineLogStats{Delayed: 4, Pending: 1, Overflowed: 2, LostAtClose: 1}}
+			return &statsLog{plainLog: plainLog{path: filepath.Join(dir, name)}, waiting: 1, delayed: 4, lost: 1}
 		}
 	})
 	h := r.m.Board().View().Host

@@ -61,7 +61,7 @@ func TestRowsStayInOrderWhileSideWorkLags(t *testing.T) {
 		// GPU 1: NVML_HUNG rows for the ticks 0.1-2.9 s, the late row of the
 		// stuck sample at 2.95 s, then the ticks 3.0-5.0 s.
 		r.requireInOrder(1, 29+1+21)
-		if n := r.m.side.drops.n.Load(); n != 0 {
+		if n := r.m.reg.Load(sideDrops); n != 0 {
 			t.Errorf("side_drops %d", n)
 		}
 		if n := r.m.gpus[1].sideRows.Load(); n != 0 {
@@ -258,7 +258,7 @@ func TestSpikeSnapshotMakesNoNVMLCallAfterClassify(t *testing.T) {
 		if len(entered) != 0 {
 			t.Errorf("%d calls of the fans' policies while the spike was handled", len(entered))
 		}
-		ticks, busy := r.m.loop.ticks.Load(), r.m.loop.busySkips.Load()
+		ticks, busy := r.m.reg.Load(ticksRun), r.m.reg.Load(busySkips)
 		rows := r.rows(0)
 		if uint64(len(rows)) != ticks || busy != 0 {
 			t.Errorf("%d ticks: %d rows, %d busy skips; want a row for every tick", ticks, len(rows), busy)
@@ -309,7 +309,7 @@ func TestTickOfAClassifiedSampleStillBusyIsCounted(t *testing.T) {
 		if !marked {
 			t.Fatal("no sample was stuck in the driver")
 		}
-		ticks, busy := r.m.loop.ticks.Load(), r.m.loop.busySkips.Load()
+		ticks, busy := r.m.reg.Load(ticksRun), r.m.reg.Load(busySkips)
 		rows := r.rows(0)
 		if uint64(len(rows))+busy != ticks {
 			t.Errorf("%d ticks: %d rows + %d busy skips; every tick must be a row or counted", ticks, len(rows), busy)

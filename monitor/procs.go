@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/live"
@@ -29,7 +28,6 @@ type procParts struct {
 	atop  *atop.Accumulator // nil without --atop
 	srv   *atop.Server      // nil without --atop
 	ticks int               // ticks per process read of a GPU at the normal rate
-	held  atomic.Uint64     // process reads held back by the pacer
 }
 
 // setupProcs gives every GPU its process reader and, with --atop, the
@@ -71,7 +69,7 @@ func (m *Monitor) procTick(at instant, k uint64) {
 		answering := !gs.offAtTick
 		due, held := m.host.Pacer.SlowDue(k, i, m.procs.ticks)
 		if held && answering {
-			m.procs.held.Add(1)
+			m.reg.Inc(procsStretched)
 		}
 		gs.pr.Tick(at.wall, at.mono, due && answering)
 		if p := gs.pr.Latest(); p != gs.procsShown {

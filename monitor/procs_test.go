@@ -84,7 +84,7 @@ func TestProcessReadsStretchWithTheSlowTier(t *testing.T) {
 			for _, d := range r.devs {
 				perGPU = append(perGPU, d.Count("GetComputeRunningProcesses"))
 			}
-			held = r.m.procs.held.Load()
+			held = r.m.reg.Load(procsStretched)
 			status = r.logs.String()
 		})
 		return perGPU, held, status

@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 )
 
 // sideQueue is the side goroutine's queue: the file work the poll loop and
@@ -20,7 +22,7 @@ type sideQueue struct {
 	// cut short), work queued after is dropped, counted either way.
 	mu     sync.Mutex
 	closed bool
-	drops  lossCounter // side_drops
+	reg    *counters.Registry // side_drops
 }
 
 // sideJob is one piece of work for the side goroutine; what it carries and
@@ -65,7 +67,7 @@ func (q *sideQueue) enqueue(j sideJob) bool {
 // drop counts j in side_drops (the first logged with what it carried),
 // takes it off its GPU's queued rows and tells it why.
 func (q *sideQueue) drop(j sideJob, why string) {
-	q.drops.add(q.log, "side_drops", j.what, slog.Int("gpu", j.gpu))
+	lose(q.reg, q.log, sideDrops, j.what, slog.Int("gpu", j.gpu))
 	if j.rows != nil {
 		j.rows.Add(-1)
 	}

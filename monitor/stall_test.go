@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 )
 
@@ -46,7 +45,7 @@ func (c *clockRig) tick(wall time.Time, mono time.Duration) {
 // can still be in the GetFieldValues before it when the next tick reports
 // the hang, which then names that call.
 func (c *clockRig) inFlight() {
-	for fn, _, in := c.gs.g.InFlight(); !in || fn != sampler.FnTemperature; fn, _, in = c.gs.g.InFlight() {
+	for fn, _, in := c.gs.g.InFlight(); !in || fn.String() != "nvmlDeviceGetTemperature"; fn, _, in = c.gs.g.InFlight() {
 		time.Sleep(time.Millisecond)
 	}
 }

@@ -52,7 +52,7 @@ func TestXidStormIsThrottled(t *testing.T) {
 				t.Errorf("events.log a minute after the storm lacks %q:\n%s", want, ended)
 			}
 		}
-		if got := r.m.ev.Stats().XidLinesHeld; got != storm-10 {
+		if got := r.counted("xid_lines_suppressed"); got != storm-10 {
 			t.Errorf("xid_lines_suppressed = %d, want %d", got, storm-10)
 		}
 		if got := doc.GPUs[0].Xids["13"]; got != storm {

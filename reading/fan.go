@@ -25,6 +25,10 @@ type FanDef struct {
 	// Getter is the NVML function that reads it (the sampler's calls name
 	// this row; an old driver's single-fan call may give fan 0's).
 	Getter string
+	// Fan0 is the function an older driver has instead, without the fan
+	// argument, which gives fan 0's (called where the driver lacks
+	// Getter; "" none).
+	Fan0   string
 	Max    uint64 // a sane value's bound; above it the value is a driver error: absent, logged once
 	CSV    string // the column of fan i is fan<i>_<CSV>
 	Key    string // its key in the status document's object of each fan
@@ -35,7 +39,7 @@ type FanDef struct {
 // FanTable is every per-fan reading, in CSV column order.
 var FanTable = []FanDef{
 	// NVML documents that a fan's speed may exceed 100 %.
-	{Name: "Speed", Getter: "nvmlDeviceGetFanSpeed_v2", Max: 2 * maxPercent, CSV: "speed_pct", Key: "speed_pct",
+	{Name: "Speed", Getter: "nvmlDeviceGetFanSpeed_v2", Fan0: "nvmlDeviceGetFanSpeed", Max: 2 * maxPercent, CSV: "speed_pct", Key: "speed_pct",
 		Metric: Metric{Name: "fan_speed_ratio", Help: "Fan speed (0-1).", Scale: 0.01},
 		get:    func(f *Fan) *Opt[uint32] { return &f.Speed }},
 	// A "negative" target arrives as 4294967295: out of range, absent.

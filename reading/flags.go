@@ -2,28 +2,104 @@ package reading
 
 import "strconv"
 
-// FlagKind names one kind of flag written into a row's flags cell.
+// FlagKind names one kind of flag written into a row's flags cell. The
+// kinds reading raises are constants; a detector's kinds are registered by
+// package anomaly (NewFlagKind), so that a detector is declared in one file.
 type FlagKind uint8
 
-// The flags a row can carry. Their text forms follow the seed script where it
-// had one, so existing grep habits keep working.
+// FlagDef declares one kind of flag.
+type FlagDef struct {
+	// Name is its label in metrics and status: "spur_throt".
+	Name string
+	// Text is its CSV form, with {A}, {B} and {S} standing for the flag's
+	// arguments: "SPUR_THROT({A}%ofLim)". The forms follow the Python logger
+	// (gpu-telemetry-deep.py) where it had one, so grep habits keep working.
+	Text string
+	// Anomaly: a detector's finding, a warning in `gpu-telemetry status`.
+	// Xid, hang, failure and loss flags are critical through the GPU's state
+	// instead.
+	Anomaly bool
+}
+
+// The flags reading's producers raise (the sampler, the monitor, the
+// health verdict).
 const (
-	FlagFanSpike    FlagKind = iota + 1 // FAN_SPIKE
-	FlagTempFanInv                      // TEMP_FAN_INV(<A>C@<B>%)
-	FlagSpurThrot                       // SPUR_THROT(<A>%ofLim)
-	FlagPowerOver                       // PWR+<A>W
-	FlagTDPReduced                      // TDP_REDUCED(<A>W)
-	FlagTDPRestored                     // TDP_RESTORED(<A>W)
-	FlagXid                             // XID(<A>)
+	FlagXid         FlagKind = iota + 1 // XID(<A>)
 	FlagNVMLHung                        // NVML_HUNG(<S>,<A>ms) with A in ms
 	FlagNVMLFailed                      // NVML_FAILED:<S>
 	FlagGPULost                         // GPU_LOST
 	FlagHealthWarn                      // HEALTH_WARN(<S>) with S a health reason
 	FlagHealthCrit                      // HEALTH_CRIT(<S>) with S a health reason
+	numOwnFlagKinds = int(FlagHealthCrit)
 
-	// NumFlagKinds bounds the kinds: arrays indexed by FlagKind have this length.
-	NumFlagKinds = int(FlagHealthCrit) + 1
+	// NumFlagKinds bounds the kinds: arrays indexed by FlagKind have this
+	// length (the live view keeps a count and a time per kind and GPU). It
+	// leaves room for a dozen more detectors' kinds; NewFlagKind panics when
+	// it must grow.
+	NumFlagKinds = 24
 )
+
+// flagDefs holds every kind's declaration, indexed by FlagKind; the kinds
+// after numOwnFlagKinds are registered ones.
+var flagDefs = [NumFlagKinds]FlagDef{
+	FlagXid:        {Name: "xid", Text: "XID({A})"},
+	FlagNVMLHung:   {Name: "nvml_hung", Text: "NVML_HUNG({S},{A}ms)"},
+	FlagNVMLFailed: {Name: "nvml_failed", Text: "NVML_FAILED:{S}"},
+	FlagGPULost:    {Name: "gpu_lost", Text: "GPU_LOST"},
+	FlagHealthWarn: {Name: "health_warning", Text: "HEALTH_WARN({S})"},
+	FlagHealthCrit: {Name: "health_critical", Text: "HEALTH_CRIT({S})"},
+}
+
+// numFlagKinds is 1 + the highest kind declared.
+var numFlagKinds = numOwnFlagKinds + 1
+
+// NewFlagKind registers a kind of flag and returns it. Call it while
+// packages initialize (a package-level var), never later: the kinds are
+// read without a lock. It panics when the name is taken or NumFlagKinds are
+// in use, programming errors that every test finds.
+func NewFlagKind(d FlagDef) FlagKind {
+	if _, ok := FlagKindNamed(d.Name); ok || d.Name == "" {
+		panic("reading: flag kind " + strconv.Quote(d.Name) + " registered twice or unnamed")
+	}
+	if numFlagKinds == NumFlagKinds {
+		panic("reading: too many flag kinds")
+	}
+	k := FlagKind(numFlagKinds)
+	flagDefs[k] = d
+	numFlagKinds++
+	return k
+}
+
+// FlagKinds returns every kind in the order outputs list them: the
+// registered kinds (the detectors') in the order registered, then reading's own.
+func FlagKinds() []FlagKind {
+	out := make([]FlagKind, 0, numFlagKinds-1)
+	for k := numOwnFlagKinds + 1; k < numFlagKinds; k++ {
+		out = append(out, FlagKind(k))
+	}
+	for k := 1; k <= numOwnFlagKinds; k++ {
+		out = append(out, FlagKind(k))
+	}
+	return out
+}
+
+// FlagKindNamed returns the kind whose Name is name.
+func FlagKindNamed(name string) (FlagKind, bool) {
+	for k := 1; k < numFlagKinds; k++ {
+		if flagDefs[k].Name == name {
+			return FlagKind(k), true
+		}
+	}
+	return 0, false
+}
+
+// Def returns the kind's declaration; the zero FlagDef for an unknown kind.
+func (k FlagKind) Def() FlagDef {
+	if int(k) < numFlagKinds {
+		return flagDefs[k]
+	}
+	return FlagDef{}
+}
 
 // Flag is one flag with its numeric arguments. S is used by NVML_HUNG (the
 // function) and NVML_FAILED (the error); it must not contain ',' or '"'.
@@ -90,40 +166,29 @@ func (fs *Flags) AppendText(b []byte) []byte {
 // String returns the flags joined by '|'.
 func (fs *Flags) String() string { return string(fs.AppendText(nil)) }
 
-// AppendText appends the flag's CSV form.
+// AppendText appends the flag's CSV form (FlagDef.Text), FLAG(<kind>) for
+// an unknown kind. It does not allocate.
 func (f Flag) AppendText(b []byte) []byte {
-	switch f.Kind {
-	case FlagFanSpike:
-		return append(b, "FAN_SPIKE"...)
-	case FlagTempFanInv:
-		return appendNum(appendNum(b, "TEMP_FAN_INV(", f.A, "C@"), "", f.B, "%)")
-	case FlagSpurThrot:
-		return appendNum(b, "SPUR_THROT(", f.A, "%ofLim)")
-	case FlagPowerOver:
-		return appendNum(b, "PWR+", f.A, "W")
-	case FlagTDPReduced:
-		return appendNum(b, "TDP_REDUCED(", f.A, "W)")
-	case FlagTDPRestored:
-		return appendNum(b, "TDP_RESTORED(", f.A, "W)")
-	case FlagXid:
-		return appendNum(b, "XID(", f.A, ")")
-	case FlagNVMLHung:
-		return appendNum(append(append(b, "NVML_HUNG("...), f.S...), ",", f.A, "ms)")
-	case FlagNVMLFailed:
-		return append(append(b, "NVML_FAILED:"...), f.S...)
-	case FlagGPULost:
-		return append(b, "GPU_LOST"...)
-	case FlagHealthWarn:
-		return append(append(append(b, "HEALTH_WARN("...), f.S...), ')')
-	case FlagHealthCrit:
-		return append(append(append(b, "HEALTH_CRIT("...), f.S...), ')')
+	t := f.Kind.Def().Text
+	if t == "" {
+		b = strconv.AppendInt(append(b, "FLAG("...), int64(f.Kind), 10)
+		return append(b, ')')
 	}
-	return appendNum(b, "FLAG(", int64(f.Kind), ")")
-}
-
-// appendNum appends pre, n in decimal and post.
-func appendNum(b []byte, pre string, n int64, post string) []byte {
-	b = append(b, pre...)
-	b = strconv.AppendInt(b, n, 10)
-	return append(b, post...)
+	for i := 0; i < len(t); i++ {
+		if t[i] == '{' && i+2 < len(t) && t[i+2] == '}' {
+			switch t[i+1] {
+			case 'A':
+				b, i = strconv.AppendInt(b, f.A, 10), i+2
+				continue
+			case 'B':
+				b, i = strconv.AppendInt(b, f.B, 10), i+2
+				continue
+			case 'S':
+				b, i = append(b, f.S...), i+2
+				continue
+			}
+		}
+		b = append(b, t[i])
+	}
+	return b
 }

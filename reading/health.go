@@ -10,7 +10,7 @@ import (
 // reason, NVLink). Each GPU-level counter is a row of Table (health: name,
 // NVML field or getter, group, kind), read on the slow tier; the sampler,
 // the CSV, events.log, status, metrics and the snapshot walk it, so adding
-// a counter is one row and its HealthID (both in table.go). The per-link
+// a counter is its ID and its row (both in table.go). The per-link
 // NVLink counters are the per-link table LinkDefs.
 
 // HealthKind says how a health counter changes and how it is written.
@@ -195,11 +195,11 @@ func RecoveryActionName(v uint64) string {
 	return "action_" + strconv.FormatUint(v, 10)
 }
 
-// AppendHealthCell appends counter id's CSV cell (Def.AppendCell): nothing
+// AppendHealthCell appends reading id's CSV cell (Def.AppendCell): nothing
 // when absent.
-func AppendHealthCell(b []byte, id HealthID, v Opt[uint64]) []byte {
+func AppendHealthCell(b []byte, id ID, v Opt[uint64]) []byte {
 	if x, ok := v.Get(); ok {
-		return Health[id].AppendCell(b, x)
+		return Table[id].AppendCell(b, x)
 	}
 	return b
 }

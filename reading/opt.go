@@ -12,3 +12,7 @@ func Some[T any](v T) Opt[T] { return Opt[T]{V: v, OK: true} }
 
 // Get returns the value and whether it is present.
 func (o Opt[T]) Get() (T, bool) { return o.V, o.OK }
+
+// Widen returns o as the Opt[uint64] Sample.Values holds (a signed value
+// as its int64's bits).
+func Widen[T uint32 | int32](o Opt[T]) Opt[uint64] { return Opt[uint64]{V: uint64(o.V), OK: o.OK} }

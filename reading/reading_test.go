@@ -1,6 +1,7 @@
 package reading
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
@@ -19,22 +20,45 @@ func TestThrottleNames(t *testing.T) {
 	})
 }
 
+// Kinds registered as a detector's are (package anomaly declares the real ones).
+var (
+	testSpike = NewFlagKind(FlagDef{Name: "test_spike", Text: "FAN_SPIKE", Anomaly: true})
+	testInv   = NewFlagKind(FlagDef{Name: "test_inv", Text: "TEMP_FAN_INV({A}C@{B}%)", Anomaly: true})
+	testBrace = NewFlagKind(FlagDef{Name: "test_brace", Text: "{X}{A({A})"})
+)
+
+// TestFlagKinds: registered kinds come first in FlagKinds, then reading's
+// own; names find their kinds.
+func TestFlagKinds(t *testing.T) {
+	got := FlagKinds()
+	want := []FlagKind{testSpike, testInv, testBrace, FlagXid, FlagNVMLHung, FlagNVMLFailed, FlagGPULost, FlagHealthWarn, FlagHealthCrit}
+	if !slices.Equal(got, want) {
+		t.Errorf("FlagKinds() = %v, want %v", got, want)
+	}
+	if k, ok := FlagKindNamed("test_inv"); !ok || k != testInv || !k.Def().Anomaly {
+		t.Errorf("FlagKindNamed(test_inv) = %v, %v", k, ok)
+	}
+	if _, ok := FlagKindNamed("nope"); ok {
+		t.Error("FlagKindNamed(nope) found a kind")
+	}
+}
+
 func TestFlagText(t *testing.T) {
 	cases := []struct {
 		name string
 		f    Flag
 		want string
 	}{
-		{"spike", Flag{Kind: FlagFanSpike}, "FAN_SPIKE"},
-		{"inversion", Flag{Kind: FlagTempFanInv, A: 87, B: 30}, "TEMP_FAN_INV(87C@30%)"},
-		{"spurious", Flag{Kind: FlagSpurThrot, A: 12}, "SPUR_THROT(12%ofLim)"},
-		{"power", Flag{Kind: FlagPowerOver, A: 62}, "PWR+62W"},
-		{"tdp reduced", Flag{Kind: FlagTDPReduced, A: 450}, "TDP_REDUCED(450W)"},
-		{"tdp restored", Flag{Kind: FlagTDPRestored, A: 600}, "TDP_RESTORED(600W)"},
+		{"registered, no arguments", Flag{Kind: testSpike}, "FAN_SPIKE"},
+		{"registered, two arguments", Flag{Kind: testInv, A: 87, B: -30}, "TEMP_FAN_INV(87C@-30%)"},
+		{"registered, brace not a placeholder", Flag{Kind: testBrace, A: 1}, "{X}{A(1)"},
+		{"unknown kind", Flag{Kind: NumFlagKinds - 1}, "FLAG(23)"},
 		{"xid", Flag{Kind: FlagXid, A: 79}, "XID(79)"},
 		{"hung", Flag{Kind: FlagNVMLHung, S: "nvmlDeviceGetPowerUsage", A: 2300}, "NVML_HUNG(nvmlDeviceGetPowerUsage,2300ms)"},
 		{"failed", Flag{Kind: FlagNVMLFailed, S: "Unknown Error"}, "NVML_FAILED:Unknown Error"},
 		{"lost", Flag{Kind: FlagGPULost}, "GPU_LOST"},
+		{"health warning", Flag{Kind: FlagHealthWarn, S: "row_remap_pending"}, "HEALTH_WARN(row_remap_pending)"},
+		{"health critical", Flag{Kind: FlagHealthCrit, S: "gpu_lost"}, "HEALTH_CRIT(gpu_lost)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

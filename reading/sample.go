@@ -30,6 +30,9 @@ type Sensor struct {
 	Controller int32 // NVML's nvmlThermalController_t
 }
 
+// Values holds a value of every reading of Table, by ID.
+type Values [NumReadings]Opt[uint64]
+
 // Sample is one reading of one GPU. It is a plain value without pointers into
 // shared state, so copying it is safe and allocation-free.
 type Sample struct {
@@ -40,34 +43,12 @@ type Sample struct {
 	Err        string        // StatusFailed: error text; StatusHung: the stuck function
 	HungFor    time.Duration // StatusHung: how long the call has been stuck
 
-	TempC           Opt[uint32]
-	TLimitC         Opt[int32] // GPU max threshold minus TempC
-	PowerMW         Opt[uint32]
-	PowerLimitMW    Opt[uint32] // management limit (nvidia-smi -pl); re-read every sample
-	EnforcedLimitMW Opt[uint32]
-	EnergyMJ        Opt[uint64] // total since driver load
-	PState          Opt[uint32] // 0..15
-	GraphicsMHz     Opt[uint32]
-	MemMHz          Opt[uint32]
-	SMMHz           Opt[uint32]
-	GPUUtil         Opt[uint32] // percent
-	MemUtil         Opt[uint32] // percent
-	EncUtil         Opt[uint32] // percent
-	DecUtil         Opt[uint32] // percent
-	VRAMUsedBytes   Opt[uint64]
-	VRAMTotalBytes  Opt[uint64]
-	PCIeGen         Opt[uint32]
-	PCIeWidth       Opt[uint32]
-	PCIeReplay      Opt[uint64]
-	MemTempC        Opt[uint32]
-	Throttle        Opt[uint64] // clocks event reasons bitmask
-	NumFans         int         // how many entries of Fans are meaningful
-	Fans            [MaxFans]Fan
-	Sensor0         Opt[Sensor]
-
-	// Health holds the GPU-level health counters (Health: rows of Table), read on the
-	// slow tier and carried forward in between like its other columns.
-	Health [NumHealth]Opt[uint64]
+	// Values holds every reading of Table, by ID (a signed one as its
+	// int64's bits); the slow tier's are carried forward in between.
+	Values  Values
+	NumFans int // how many entries of Fans are meaningful
+	Fans    [MaxFans]Fan
+	Sensor0 Opt[Sensor]
 
 	Flags Flags
 }
@@ -82,4 +63,22 @@ func (s *Sample) MaxFanSpeed() Opt[uint32] {
 		}
 	}
 	return m
+}
+
+// Get returns reading id's value and whether it is present.
+func (s *Sample) Get(id ID) (uint64, bool) { return s.Values[id].Get() }
+
+// Int returns signed reading id's value and whether it is present.
+func (s *Sample) Int(id ID) (int64, bool) {
+	v, ok := s.Values[id].Get()
+	return int64(v), ok
+}
+
+// Set stores v as reading id's value (present).
+func (s *Sample) Set(id ID, v uint64) { s.Values[id] = Some(v) }
+
+// U32 returns reading id's value as the uint32 a reading of Type U32
+// holds.
+func (s *Sample) U32(id ID) Opt[uint32] {
+	return Opt[uint32]{V: uint32(s.Values[id].V), OK: s.Values[id].OK}
 }

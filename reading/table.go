@@ -7,18 +7,20 @@ import (
 )
 
 // The table of readings: every scalar value of a Sample is declared once
-// here, with where NVML gives it, how often it is read, its unit and sane
-// range, and the outputs it reaches. The sampler plans its field batch and
-// checks values against it, the CSV writer lays out its columns from it,
-// the status document gives each reading with a Key under that key;
-// sampler's TestTableIsRead and sink's TestTableReachesCSV walk it to check
-// that every reading is read and reaches the column it declares.
+// here, by its ID: where NVML gives it, how often it is read, its unit and
+// sane range, and the outputs it reaches. Its value is Sample.Values[id].
+// The sampler plans its calls from it, the CSV writer lays out its columns
+// from it, the status document gives each reading with a Key under that
+// key, the metrics collector exports each with a Metric; sampler's
+// TestTableIsRead and sink's TestTableReachesCSV walk it.
 //
 // A reading NVML gives as a field value (nvmlDeviceGetFieldValues) is a row
-// with its Field ID and nothing else anywhere: the sampler adds it to the
-// sample's one batched call and stores what comes back. A getter reading
-// names its NVML function in Getter; its call is the sampler's only code for
-// it.
+// with its Field ID: the sampler adds it to the sample's one batched call
+// and stores what comes back. A getter reading names its NVML function in
+// Getter, how it is called (Shape, Arg) and which value of what it fills
+// (Value); the sampler's C batch makes the call from that description, so
+// a getter of a known shape is its row and nothing else. Adding a reading
+// is an ID and its row.
 
 // Tier is how often a reading is read.
 type Tier uint8
@@ -40,10 +42,10 @@ type Format uint8
 
 const (
 	Plain     Format = iota // the stored value in decimal
-	Watts                   // milliwatts as whole watts, rounded (the seed's "%.0f")
-	CentiWatt               // milliwatts as watts with 2 decimals (the seed's power_instant)
+	Watts                   // milliwatts as whole watts, rounded ("%.0f", as the Python logger gpu-telemetry-deep.py wrote it)
+	CentiWatt               // milliwatts as watts with 2 decimals (gpu-telemetry-deep.py's power_instant)
 	MiB                     // bytes as whole MiB, truncated
-	Hex4                    // "0x" and at least 4 hex digits (the seed's "0x%04x")
+	Hex4                    // "0x" and at least 4 hex digits (gpu-telemetry-deep.py's "0x%04x")
 	Seconds                 // nanoseconds as seconds with 3 decimals (AppendSeconds)
 )
 
@@ -79,19 +81,46 @@ type Metric struct {
 	Label   [2]string // label name and this reading's value, for readings sharing a family ("" none)
 }
 
+// Shape is how a getter is called (the sampler's C batch knows these).
+type Shape uint8
+
+const (
+	ShapeOut    Shape = iota // f(dev, *out)
+	ShapeArgOut              // f(dev, Arg, *out)
+	ShapeOutOut              // f(dev, *out, *out2): the value is in out
+)
+
+// Type is the type a reading's value has (Sample.Values holds every one as
+// a uint64: a signed one as its int64's bits).
+type Type uint8
+
+const (
+	U32 Type = iota
+	U64
+	I32
+)
+
 // Def declares one reading.
 type Def struct {
-	Name string // unique; the Sample field it is stored in
+	Name string // unique; the Go name of its ID (a health counter's: its counter name)
 	// Field is the NVML field ID read (scope 0) in the sample's batched
 	// nvmlDeviceGetFieldValues; 0 for a getter reading.
 	Field uint32
 	// Getter is the NVML function that gives the reading; for a field
 	// reading, the call made instead in the same sample when the driver
-	// refuses the field ("" none).
-	Getter string
-	Tier   Tier
-	Call   Call   // the field call that reads Field
-	Unit   string // of the stored value
+	// refuses the field ("" none). Older is the function an older driver
+	// has instead, called where the driver lacks Getter (same shape,
+	// argument and value).
+	Getter, Older string
+	Shape         Shape  // how Getter is called
+	Arg           uint32 // its argument (ShapeArgOut)
+	// Value is the field of the struct Getter fills (go-nvml's name for
+	// it) that holds the reading; "": Getter gives the value itself.
+	Value string
+	Type  Type
+	Tier  Tier
+	Call  Call   // the field call that reads Field
+	Unit  string // of the stored value
 	// Min and Max bound a sane stored value (Max 0: unbounded); a value
 	// outside is a driver error: absent, logged once.
 	Min, Max uint64
@@ -106,69 +135,49 @@ type Def struct {
 	Group HealthGroup
 	Kind  HealthKind
 
-	hid HealthID // a health counter's index in Sample.Health, + 1; 0: not one
-	u32 func(*Sample) *Opt[uint32]
-	u64 func(*Sample) *Opt[uint64]
-	i32 func(*Sample) *Opt[int32]
+	id     ID
+	health bool
 }
 
-// Get returns the reading's value in s, as an int64 for the signed ones.
-func (d *Def) Get(s *Sample) (v uint64, ok bool) {
-	switch {
-	case d.u32 != nil:
-		o := d.u32(s)
-		return uint64(o.V), o.OK
-	case d.u64 != nil:
-		o := d.u64(s)
-		return o.V, o.OK
-	default:
-		o := d.i32(s)
-		return uint64(int64(o.V)), o.OK
-	}
-}
+// ID returns the reading's ID: its index in Table and Sample.Values.
+func (d *Def) ID() ID { return d.id }
+
+// IsHealth reports whether the reading is a hardware health counter.
+func (d *Def) IsHealth() bool { return d.health }
+
+// Get returns the reading's value in s, as an int64's bits for a signed
+// one.
+func (d *Def) Get(s *Sample) (v uint64, ok bool) { return s.Values[d.id].Get() }
 
 // Fits reports whether v (as Get gives it: an int64 for a signed reading)
 // is a value the reading can hold; Set would cut one that is not.
 func (d *Def) Fits(v uint64) bool {
-	switch {
-	case d.u32 != nil:
+	switch d.Type {
+	case U32:
 		return v <= math.MaxUint32
-	case d.i32 != nil:
+	case I32:
 		return int64(v) >= math.MinInt32 && int64(v) <= math.MaxInt32
 	}
 	return true
 }
 
 // Signed reports whether Get's value is an int64.
-func (d *Def) Signed() bool { return d.i32 != nil }
+func (d *Def) Signed() bool { return d.Type == I32 }
 
-// Set stores v as the reading's value in s (present).
+// Set stores v as the reading's value in s (present), cut to what the
+// reading holds.
 func (d *Def) Set(s *Sample, v uint64) {
-	switch {
-	case d.u32 != nil:
-		*d.u32(s) = Some(uint32(v))
-	case d.u64 != nil:
-		*d.u64(s) = Some(v)
-	default:
-		*d.i32(s) = Some(int32(int64(v)))
+	switch d.Type {
+	case U32:
+		v = uint64(uint32(v))
+	case I32:
+		v = uint64(int64(int32(int64(v))))
 	}
+	s.Values[d.id] = Some(v)
 }
 
 // Clear makes the reading absent in s.
-func (d *Def) Clear(s *Sample) {
-	switch {
-	case d.u32 != nil:
-		*d.u32(s) = Opt[uint32]{}
-	case d.u64 != nil:
-		*d.u64(s) = Opt[uint64]{}
-	default:
-		*d.i32(s) = Opt[int32]{}
-	}
-}
-
-// Health reports the health counter's index in Sample.Health; ok is false
-// for a reading that is not a hardware health counter.
-func (d *Def) Health() (id HealthID, ok bool) { return d.hid - 1, d.hid != 0 }
+func (d *Def) Clear(s *Sample) { s.Values[d.id] = Opt[uint64]{} }
 
 // Sanity bounds. Generous: they reject garbage, not extremes.
 const (
@@ -192,13 +201,37 @@ func utilMetric(engine string) Metric {
 	return Metric{Name: "utilization_ratio", Help: "Utilization over the driver's last sample period (0-1).", Scale: 0.01, Label: [2]string{"engine", engine}}
 }
 
-// HealthID names one GPU-level health counter; it indexes Sample.Health and
-// Health.
-type HealthID uint8
+// ID names one reading: its row of Table and its value in Sample.Values.
+type ID uint8
 
-// The GPU-level health counters.
+// The readings, in CSV column order. The hardware health counters (H...,
+// health.go) come last.
 const (
-	HECCMode HealthID = iota
+	TempC   ID = iota
+	TLimitC    // GPU max threshold minus TempC
+	PowerMW
+	PowerLimitMW // management limit (nvidia-smi -pl); re-read every sample
+	PState       // 0..15
+	GraphicsMHz
+	MemMHz
+	GPUUtil // percent
+	MemUtil // percent
+	VRAMUsedBytes
+	VRAMTotalBytes
+	PCIeGen
+	PCIeWidth
+	Throttle // clocks event reasons bitmask
+	SMMHz
+	EnforcedLimitMW
+	EnergyMJ // total since driver load
+	PCIeReplay
+	MemTempC
+	EncUtil // percent
+	DecUtil // percent
+	PCIeMaxGen
+	PCIeMaxWidth
+	PCIeTxBytes
+	HECCMode
 	HECCPending
 	HSBEVolatile
 	HDBEVolatile
@@ -246,162 +279,151 @@ const (
 	HChannelRepairPending // getter: nvmlDeviceGetRepairStatus
 	HTPCRepairPending
 	HMemoryUnrepairable // getter: nvmlDeviceGetUnrepairableMemoryFlag_v1
-	NumHealth
+	NumReadings
 )
 
-// Table is every scalar reading, in CSV column order. The per-fan readings
-// are FanTable's; thermal sensor 0 and the columns that are not readings
-// (time, kernel time, throttle reason names, flags) are laid out by their
-// outputs.
-var Table = []Def{
-	{Name: "TempC", Getter: "nvmlDeviceGetTemperature", Unit: "C", Max: maxTempC, CSV: "gpu_temp", Key: "temperature_c",
-		Metric: Metric{Name: "temperature_celsius", Help: "GPU temperature.", Scale: 1},
-		u32:    func(s *Sample) *Opt[uint32] { return &s.TempC }},
-	{Name: "TLimitC", Unit: "C", CSV: "gpu_tlimit",
-		i32: func(s *Sample) *Opt[int32] { return &s.TLimitC }},
-	{Name: "PowerMW", Field: 186 /* NVML_FI_DEV_POWER_INSTANT */, Getter: "nvmlDeviceGetPowerUsage", Unit: "mW", Max: maxPowerMW, CSV: "power_instant", Format: CentiWatt, Key: "power_w", Doc: DocMilli,
-		Metric: Metric{Name: "power_watts", Help: "Power draw.", Scale: 1e-3},
-		u32:    func(s *Sample) *Opt[uint32] { return &s.PowerMW }},
+// Table is every scalar reading, by ID, in CSV column order. The per-fan
+// readings are FanTable's; thermal sensor 0 and the columns that are not
+// readings (time, kernel time, throttle reason names, flags) are laid out
+// by their outputs.
+var Table = [NumReadings]Def{
+	TempC: {Name: "TempC", Getter: "nvmlDeviceGetTemperature", Shape: ShapeArgOut, Arg: 0 /* NVML_TEMPERATURE_GPU */, Unit: "C", Max: maxTempC, CSV: "gpu_temp", Key: "temperature_c",
+		Metric: Metric{Name: "temperature_celsius", Help: "GPU temperature.", Scale: 1}},
+	TLimitC: {Name: "TLimitC", Type: I32, Unit: "C", CSV: "gpu_tlimit"},
+	PowerMW: {Name: "PowerMW", Field: 186 /* NVML_FI_DEV_POWER_INSTANT */, Getter: "nvmlDeviceGetPowerUsage", Unit: "mW", Max: maxPowerMW, CSV: "power_instant", Format: CentiWatt, Key: "power_w", Doc: DocMilli,
+		Metric: Metric{Name: "power_watts", Help: "Power draw.", Scale: 1e-3}},
 	// A limit of 0 W is a driver error (and would divide by zero).
-	{Name: "PowerLimitMW", Getter: "nvmlDeviceGetPowerManagementLimit", Unit: "mW", Min: 1, Max: maxPowerMW, CSV: "power_limit", Format: Watts, Key: "power_limit_w", Doc: DocMilli,
-		Metric: Metric{Name: "power_limit_watts", Help: "Power management limit.", Scale: 1e-3},
-		u32:    func(s *Sample) *Opt[uint32] { return &s.PowerLimitMW }},
-	{Name: "PState", Getter: "nvmlDeviceGetPerformanceState", Tier: Secondary, Max: maxPState, CSV: "pstate", Key: "pstate",
-		Metric: Metric{Name: "pstate", Help: "Performance state (0 fastest, 15 slowest).", Scale: 1},
-		u32:    func(s *Sample) *Opt[uint32] { return &s.PState }},
-	{Name: "GraphicsMHz", Getter: "nvmlDeviceGetClockInfo", Unit: "MHz", Max: maxClockMHz, CSV: "gpu_clock", Key: "graphics_clock_mhz",
-		Metric: clockMetric("graphics"),
-		u32:    func(s *Sample) *Opt[uint32] { return &s.GraphicsMHz }},
-	{Name: "MemMHz", Getter: "nvmlDeviceGetClockInfo", Unit: "MHz", Max: maxClockMHz, CSV: "mem_clock", Key: "memory_clock_mhz",
-		Metric: clockMetric("memory"),
-		u32:    func(s *Sample) *Opt[uint32] { return &s.MemMHz }},
-	{Name: "GPUUtil", Getter: "nvmlDeviceGetUtilizationRates", Tier: Secondary, Unit: "%", Max: maxPercent, CSV: "gpu_util", Key: "gpu_util_pct",
-		Metric: utilMetric("gpu"),
-		u32:    func(s *Sample) *Opt[uint32] { return &s.GPUUtil }},
-	{Name: "MemUtil", Getter: "nvmlDeviceGetUtilizationRates", Tier: Secondary, Unit: "%", Max: maxPercent, CSV: "mem_util", Key: "memory_util_pct",
-		Metric: utilMetric("memory"),
-		u32:    func(s *Sample) *Opt[uint32] { return &s.MemUtil }},
-	{Name: "VRAMUsedBytes", Getter: "nvmlDeviceGetMemoryInfo_v2", Tier: Secondary, Unit: "B", Max: maxVRAM, CSV: "vram_used_mb", Format: MiB, Key: "memory_used_bytes",
-		Metric: Metric{Name: "memory_used_bytes", Help: "GPU memory used.", Scale: 1},
-		u64:    func(s *Sample) *Opt[uint64] { return &s.VRAMUsedBytes }},
-	{Name: "VRAMTotalBytes", Getter: "nvmlDeviceGetMemoryInfo_v2", Tier: Secondary, Unit: "B", Min: 1, Max: maxVRAM, Key: "memory_total_bytes",
-		Metric: Metric{Name: "memory_total_bytes", Help: "GPU memory size.", Scale: 1},
-		u64:    func(s *Sample) *Opt[uint64] { return &s.VRAMTotalBytes }},
-	{Name: "PCIeGen", Getter: "nvmlDeviceGetCurrPcieLinkGeneration", Tier: Slow, Min: 1, Max: maxPCIeGen, CSV: "pcie_gen", Key: "pcie_gen",
-		Metric: Metric{Name: "pcie_link_generation", Help: "Current PCIe link generation.", Scale: 1},
-		u32:    func(s *Sample) *Opt[uint32] { return &s.PCIeGen }},
-	{Name: "PCIeWidth", Getter: "nvmlDeviceGetCurrPcieLinkWidth", Tier: Slow, Unit: "lanes", Min: 1, Max: maxPCIeW, CSV: "pcie_width", Key: "pcie_width",
-		Metric: Metric{Name: "pcie_link_width", Help: "Current PCIe link width (lanes).", Scale: 1},
-		u32:    func(s *Sample) *Opt[uint32] { return &s.PCIeWidth }},
-	{Name: "Throttle", Getter: "nvmlDeviceGetCurrentClocksEventReasons", Unit: "bitmask", CSV: "throttle_bitmask", Format: Hex4, Key: "throttle_reasons", Doc: DocReasons,
-		u64: func(s *Sample) *Opt[uint64] { return &s.Throttle }},
-	{Name: "SMMHz", Getter: "nvmlDeviceGetClockInfo", Unit: "MHz", Max: maxClockMHz, CSV: "sm_clock", Key: "sm_clock_mhz",
-		Metric: clockMetric("sm"),
-		u32:    func(s *Sample) *Opt[uint32] { return &s.SMMHz }},
-	{Name: "EnforcedLimitMW", Field: 190 /* NVML_FI_DEV_POWER_CURRENT_LIMIT */, Getter: "nvmlDeviceGetEnforcedPowerLimit", Unit: "mW", Min: 1, Max: maxPowerMW, CSV: "power_enforced_limit", Format: Watts, Key: "enforced_limit_w", Doc: DocMilli,
-		Metric: Metric{Name: "power_enforced_limit_watts", Help: "Enforced power limit.", Scale: 1e-3},
-		u32:    func(s *Sample) *Opt[uint32] { return &s.EnforcedLimitMW }},
-	{Name: "EnergyMJ", Field: 83 /* NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION */, Getter: "nvmlDeviceGetTotalEnergyConsumption", Unit: "mJ", CSV: "energy_mj", Key: "energy_j", Doc: DocMilli,
-		Metric: Metric{Name: "energy_joules_total", Help: "Energy consumed since the driver loaded.", Counter: true, Div: 1000},
-		u64:    func(s *Sample) *Opt[uint64] { return &s.EnergyMJ }},
-	{Name: "PCIeReplay", Field: 94 /* NVML_FI_DEV_PCIE_REPLAY_COUNTER */, Getter: "nvmlDeviceGetPcieReplayCounter", Unit: "count", CSV: "pcie_replay", Key: "pcie_replay",
-		Metric: Metric{Name: "pcie_replays_total", Help: "PCIe replay counter.", Counter: true, Scale: 1},
-		u64:    func(s *Sample) *Opt[uint64] { return &s.PCIeReplay }},
-	{Name: "MemTempC", Field: 82 /* NVML_FI_DEV_MEMORY_TEMP */, Unit: "C", Max: maxTempC, CSV: "mem_temp", Key: "memory_temperature_c",
-		Metric: Metric{Name: "memory_temperature_celsius", Help: "GPU memory temperature.", Scale: 1},
-		u32:    func(s *Sample) *Opt[uint32] { return &s.MemTempC }},
-	{Name: "EncUtil", Getter: "nvmlDeviceGetEncoderUtilization", Tier: Slow, Unit: "%", Max: maxPercent, CSV: "enc_util", Key: "encoder_util_pct",
-		Metric: utilMetric("encoder"),
-		u32:    func(s *Sample) *Opt[uint32] { return &s.EncUtil }},
-	{Name: "DecUtil", Getter: "nvmlDeviceGetDecoderUtilization", Tier: Slow, Unit: "%", Max: maxPercent, CSV: "dec_util", Key: "decoder_util_pct",
-		Metric: utilMetric("decoder"),
-		u32:    func(s *Sample) *Opt[uint32] { return &s.DecUtil }},
+	PowerLimitMW: {Name: "PowerLimitMW", Getter: "nvmlDeviceGetPowerManagementLimit", Unit: "mW", Min: 1, Max: maxPowerMW, CSV: "power_limit", Format: Watts, Key: "power_limit_w", Doc: DocMilli,
+		Metric: Metric{Name: "power_limit_watts", Help: "Power management limit.", Scale: 1e-3}},
+	PState: {Name: "PState", Getter: "nvmlDeviceGetPerformanceState", Tier: Secondary, Max: maxPState, CSV: "pstate", Key: "pstate",
+		Metric: Metric{Name: "pstate", Help: "Performance state (0 fastest, 15 slowest).", Scale: 1}},
+	GraphicsMHz: {Name: "GraphicsMHz", Getter: "nvmlDeviceGetClockInfo", Shape: ShapeArgOut, Arg: 0 /* NVML_CLOCK_GRAPHICS */, Unit: "MHz", Max: maxClockMHz, CSV: "gpu_clock", Key: "graphics_clock_mhz",
+		Metric: clockMetric("graphics")},
+	MemMHz: {Name: "MemMHz", Getter: "nvmlDeviceGetClockInfo", Shape: ShapeArgOut, Arg: 2 /* NVML_CLOCK_MEM */, Unit: "MHz", Max: maxClockMHz, CSV: "mem_clock", Key: "memory_clock_mhz",
+		Metric: clockMetric("memory")},
+	GPUUtil: {Name: "GPUUtil", Getter: "nvmlDeviceGetUtilizationRates", Value: "Gpu", Tier: Secondary, Unit: "%", Max: maxPercent, CSV: "gpu_util", Key: "gpu_util_pct",
+		Metric: utilMetric("gpu")},
+	MemUtil: {Name: "MemUtil", Getter: "nvmlDeviceGetUtilizationRates", Value: "Memory", Tier: Secondary, Unit: "%", Max: maxPercent, CSV: "mem_util", Key: "memory_util_pct",
+		Metric: utilMetric("memory")},
+	VRAMUsedBytes: {Name: "VRAMUsedBytes", Getter: "nvmlDeviceGetMemoryInfo_v2", Older: "nvmlDeviceGetMemoryInfo", Value: "Used", Type: U64, Tier: Secondary, Unit: "B", Max: maxVRAM, CSV: "vram_used_mb", Format: MiB, Key: "memory_used_bytes",
+		Metric: Metric{Name: "memory_used_bytes", Help: "GPU memory used.", Scale: 1}},
+	VRAMTotalBytes: {Name: "VRAMTotalBytes", Getter: "nvmlDeviceGetMemoryInfo_v2", Older: "nvmlDeviceGetMemoryInfo", Value: "Total", Type: U64, Tier: Secondary, Unit: "B", Min: 1, Max: maxVRAM, Key: "memory_total_bytes",
+		Metric: Metric{Name: "memory_total_bytes", Help: "GPU memory size.", Scale: 1}},
+	PCIeGen: {Name: "PCIeGen", Getter: "nvmlDeviceGetCurrPcieLinkGeneration", Tier: Slow, Min: 1, Max: maxPCIeGen, CSV: "pcie_gen", Key: "pcie_gen",
+		Metric: Metric{Name: "pcie_link_generation", Help: "Current PCIe link generation.", Scale: 1}},
+	PCIeWidth: {Name: "PCIeWidth", Getter: "nvmlDeviceGetCurrPcieLinkWidth", Tier: Slow, Unit: "lanes", Min: 1, Max: maxPCIeW, CSV: "pcie_width", Key: "pcie_width",
+		Metric: Metric{Name: "pcie_link_width", Help: "Current PCIe link width (lanes).", Scale: 1}},
+	Throttle: {Name: "Throttle", Getter: "nvmlDeviceGetCurrentClocksEventReasons", Older: "nvmlDeviceGetCurrentClocksThrottleReasons", Type: U64, Unit: "bitmask", CSV: "throttle_bitmask", Format: Hex4, Key: "throttle_reasons", Doc: DocReasons},
+	SMMHz: {Name: "SMMHz", Getter: "nvmlDeviceGetClockInfo", Shape: ShapeArgOut, Arg: 1 /* NVML_CLOCK_SM */, Unit: "MHz", Max: maxClockMHz, CSV: "sm_clock", Key: "sm_clock_mhz",
+		Metric: clockMetric("sm")},
+	EnforcedLimitMW: {Name: "EnforcedLimitMW", Field: 190 /* NVML_FI_DEV_POWER_CURRENT_LIMIT */, Getter: "nvmlDeviceGetEnforcedPowerLimit", Unit: "mW", Min: 1, Max: maxPowerMW, CSV: "power_enforced_limit", Format: Watts, Key: "enforced_limit_w", Doc: DocMilli,
+		Metric: Metric{Name: "power_enforced_limit_watts", Help: "Enforced power limit.", Scale: 1e-3}},
+	EnergyMJ: {Name: "EnergyMJ", Field: 83 /* NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION */, Getter: "nvmlDeviceGetTotalEnergyConsumption", Type: U64, Unit: "mJ", CSV: "energy_mj", Key: "energy_j", Doc: DocMilli,
+		Metric: Metric{Name: "energy_joules_total", Help: "Energy consumed since the driver loaded.", Counter: true, Div: 1000}},
+	// Its getter gives an unsigned int (the C batch zeroes the rest).
+	PCIeReplay: {Name: "PCIeReplay", Field: 94 /* NVML_FI_DEV_PCIE_REPLAY_COUNTER */, Getter: "nvmlDeviceGetPcieReplayCounter", Type: U64, Unit: "count", CSV: "pcie_replay", Key: "pcie_replay",
+		Metric: Metric{Name: "pcie_replays_total", Help: "PCIe replay counter.", Counter: true, Scale: 1}},
+	MemTempC: {Name: "MemTempC", Field: 82 /* NVML_FI_DEV_MEMORY_TEMP */, Unit: "C", Max: maxTempC, CSV: "mem_temp", Key: "memory_temperature_c",
+		Metric: Metric{Name: "memory_temperature_celsius", Help: "GPU memory temperature.", Scale: 1}},
+	// The encoder's and decoder's utilization; their sampling period (out2)
+	// is not read.
+	EncUtil: {Name: "EncUtil", Getter: "nvmlDeviceGetEncoderUtilization", Shape: ShapeOutOut, Tier: Slow, Unit: "%", Max: maxPercent, CSV: "enc_util", Key: "encoder_util_pct",
+		Metric: utilMetric("encoder")},
+	DecUtil: {Name: "DecUtil", Getter: "nvmlDeviceGetDecoderUtilization", Shape: ShapeOutOut, Tier: Slow, Unit: "%", Max: maxPercent, CSV: "dec_util", Key: "decoder_util_pct",
+		Metric: utilMetric("decoder")},
+	// The most the link can do (the GPU's and the slot's): a current link
+	// below it is downtrained.
+	PCIeMaxGen: {Name: "PCIeMaxGen", Getter: "nvmlDeviceGetMaxPcieLinkGeneration", Tier: Slow, Min: 1, Max: maxPCIeGen, Key: "pcie_max_gen",
+		Metric: Metric{Name: "pcie_link_max_generation", Help: "Maximum PCIe link generation of the GPU and its slot.", Scale: 1}},
+	PCIeMaxWidth: {Name: "PCIeMaxWidth", Getter: "nvmlDeviceGetMaxPcieLinkWidth", Tier: Slow, Unit: "lanes", Min: 1, Max: maxPCIeW, Key: "pcie_max_width",
+		Metric: Metric{Name: "pcie_link_max_width", Help: "Maximum PCIe link width of the GPU and its slot (lanes).", Scale: 1}},
+	// Cumulative; the driver lets it wrap (issue 40 derives throughput).
+	PCIeTxBytes: {Name: "PCIeTxBytes", Field: 197 /* NVML_FI_DEV_PCIE_COUNT_TX_BYTES */, Type: U64, Unit: "B", Key: "pcie_tx_bytes",
+		Metric: Metric{Name: "pcie_tx_bytes_total", Help: "PCIe bytes transmitted (the driver's counter may wrap).", Counter: true, Scale: 1}},
 
-	// The hardware health counters (health.go), in HealthID order, read on
-	// the slow tier in their own field call; field 0: derived from the
-	// per-link readings.
-	health(HECCMode, "ecc_mode", 1, GroupECC, HealthState, "ECC mode now (1 on, 0 off)"),
-	health(HECCPending, "ecc_mode_pending", 2, GroupECC, HealthState, "ECC mode after the next reset"),
-	health(HSBEVolatile, "ecc_sbe_volatile", 3, GroupECC, HealthCount, "single-bit (corrected) ECC errors since the driver loaded"),
-	health(HDBEVolatile, "ecc_dbe_volatile", 4, GroupECC, HealthCount, "double-bit (uncorrected) ECC errors since the driver loaded"),
-	health(HSBEAggregate, "ecc_sbe_aggregate", 5, GroupECC, HealthCount, "single-bit ECC errors over the GPU's life"),
-	health(HDBEAggregate, "ecc_dbe_aggregate", 6, GroupECC, HealthCount, "double-bit ECC errors over the GPU's life"),
-	health(HRetiredSBE, "retired_pages_sbe", 29, GroupRetired, HealthCount, "pages retired for single-bit errors (pre-Ampere)"),
-	health(HRetiredDBE, "retired_pages_dbe", 30, GroupRetired, HealthCount, "pages retired for double-bit errors (pre-Ampere)"),
-	health(HRetiredPending, "retired_pages_pending", 31, GroupRetired, HealthState, "pages waiting to be retired at the next reset (1 yes)"),
-	health(HRemapCorrectable, "remap_correctable", 142, GroupRemap, HealthCount, "rows remapped for correctable errors"),
-	health(HRemapUncorrectable, "remap_uncorrectable", 143, GroupRemap, HealthCount, "rows remapped for uncorrectable errors"),
-	health(HRemapPending, "remap_pending", 144, GroupRemap, HealthState, "a row remap waits for a GPU reset (1 yes)"),
-	health(HRemapFailure, "remap_failure", 145, GroupRemap, HealthState, "a row remap failed (1 yes)"),
-	health(HPCIeReplayRollover, "pcie_replay_rollover", 95, GroupPCIe, HealthCount, "PCIe replay counter rollovers"),
-	health(HPCIeL0Recovery, "pcie_l0_recovery", 169, GroupPCIe, HealthCount, "PCIe link L0 to recovery transitions"),
-	health(HPCIeCorrectable, "pcie_correctable", 173, GroupPCIe, HealthCount, "PCIe correctable errors"),
-	health(HPCIeNAKsReceived, "pcie_naks_received", 174, GroupPCIe, HealthCount, "PCIe NAKs received"),
-	health(HPCIeReceiverErrors, "pcie_receiver_errors", 175, GroupPCIe, HealthCount, "PCIe receiver errors"),
-	health(HPCIeBadTLP, "pcie_bad_tlp", 176, GroupPCIe, HealthCount, "PCIe bad TLPs"),
-	health(HPCIeNAKsSent, "pcie_naks_sent", 177, GroupPCIe, HealthCount, "PCIe NAKs sent"),
-	health(HPCIeBadDLLP, "pcie_bad_dllp", 178, GroupPCIe, HealthCount, "PCIe bad DLLPs"),
-	health(HPCIeNonFatal, "pcie_nonfatal", 179, GroupPCIe, HealthCount, "PCIe non-fatal errors"),
-	health(HPCIeFatal, "pcie_fatal", 180, GroupPCIe, HealthCount, "PCIe fatal errors"),
-	health(HPCIeUnsupportedReq, "pcie_unsupported_req", 181, GroupPCIe, HealthCount, "PCIe unsupported requests"),
-	health(HPCIeLCRC, "pcie_lcrc", 182, GroupPCIe, HealthCount, "PCIe LCRC errors"),
-	health(HClkSWPowerCap, "clk_sw_power_cap_s", 74, GroupClockEvents, HealthNanos, "time clocks were held by the software power cap"),
-	health(HClkSyncBoost, "clk_sync_boost_s", 76, GroupClockEvents, HealthNanos, "time clocks were held by sync boost"),
-	health(HClkSWThermal, "clk_sw_thermal_s", 269, GroupClockEvents, HealthNanos, "time clocks were held by software thermal slowdown"),
-	health(HClkHWThermal, "clk_hw_thermal_s", 270, GroupClockEvents, HealthNanos, "time clocks were held by hardware thermal slowdown"),
-	health(HClkHWPowerBrake, "clk_hw_power_brake_s", 271, GroupClockEvents, HealthNanos, "time clocks were held by the hardware power brake"),
-	health(HClkBoardLimit, "clk_board_limit_s", 77, GroupClockEvents, HealthNanos, "time clocks were held by the board limit"),
-	health(HClkReliability, "clk_reliability_s", 79, GroupClockEvents, HealthNanos, "time clocks were held by the reliability policy"),
-	health(HNVLinkCount, "nvlink_links", 91, GroupNVLink, HealthState, "NVLink links present"),
-	health(HNVLinkUp, "nvlink_up", 0, GroupNVLink, HealthState, "NVLink links active"),
-	health(HNVLinkErrors, "nvlink_errors", 0, GroupNVLink, HealthCount, "NVLink error counters summed over the links (malformed, buffer overrun, rx, local integrity, tx discards, effective)"),
-	health(HNVLinkRecovery, "nvlink_recoveries", 0, GroupNVLink, HealthCount, "successful NVLink link recoveries summed over the links"),
-	health(HNVLinkRecoveryFailed, "nvlink_recovery_failed", 0, GroupNVLink, HealthCount, "failed NVLink link recoveries summed over the links"),
-	health(HC2CCount, "c2c_links", 170, GroupC2C, HealthState, "C2C links present"),
-	health(HC2CUp, "c2c_up", 0, GroupC2C, HealthState, "C2C links active"),
-	health(HC2CErrors, "c2c_errors", 0, GroupC2C, HealthCount, "C2C CRC and replay errors summed over the links"),
-	health(HRecoveryAction, "recovery_action", 230, GroupRecovery, HealthState, "recovery action the driver asks for (0 none, 1 reset, 2 reboot, 3 drain P2P, 4 drain and reset)"),
-	// Getter counters: read by their call in the sample's batch, on the
-	// slow tier (the volatile SRAM counts: since the driver loaded).
-	health(HSRAMCorrectable, "sram_correctable", 0, GroupECC, HealthCount, "correctable SRAM ECC errors since the driver loaded").by("nvmlDeviceGetSramEccErrorStatus"),
-	health(HSRAMUncSecDed, "sram_uncorrectable_secded", 0, GroupECC, HealthCount, "uncorrectable SRAM SEC-DED errors since the driver loaded").by("nvmlDeviceGetSramEccErrorStatus"),
-	health(HSRAMUncParity, "sram_uncorrectable_parity", 0, GroupECC, HealthCount, "uncorrectable SRAM parity errors since the driver loaded").by("nvmlDeviceGetSramEccErrorStatus"),
-	health(HSRAMThreshold, "sram_threshold_exceeded", 0, GroupECC, HealthState, "the SRAM error threshold of field diagnostics is exceeded (1 yes)").by("nvmlDeviceGetSramEccErrorStatus"),
-	health(HChannelRepairPending, "channel_repair_pending", 0, GroupRepair, HealthState, "a memory channel repair waits for a GPU reset (1 yes)").by("nvmlDeviceGetRepairStatus"),
-	health(HTPCRepairPending, "tpc_repair_pending", 0, GroupRepair, HealthState, "a TPC repair waits for a GPU reset (1 yes)").by("nvmlDeviceGetRepairStatus"),
-	health(HMemoryUnrepairable, "memory_unrepairable", 0, GroupRepair, HealthState, "the GPU has memory that can no longer be repaired (1 yes)").by("nvmlDeviceGetUnrepairableMemoryFlag_v1"),
+	// The hardware health counters (health.go), read on the slow tier in
+	// their own field call; field 0: derived from the per-link readings,
+	// or read by the getter named (by), in the sample's batch.
+	HECCMode:              health("ecc_mode", 1, GroupECC, HealthState, "ECC mode now (1 on, 0 off)"),
+	HECCPending:           health("ecc_mode_pending", 2, GroupECC, HealthState, "ECC mode after the next reset"),
+	HSBEVolatile:          health("ecc_sbe_volatile", 3, GroupECC, HealthCount, "single-bit (corrected) ECC errors since the driver loaded"),
+	HDBEVolatile:          health("ecc_dbe_volatile", 4, GroupECC, HealthCount, "double-bit (uncorrected) ECC errors since the driver loaded"),
+	HSBEAggregate:         health("ecc_sbe_aggregate", 5, GroupECC, HealthCount, "single-bit ECC errors over the GPU's life"),
+	HDBEAggregate:         health("ecc_dbe_aggregate", 6, GroupECC, HealthCount, "double-bit ECC errors over the GPU's life"),
+	HRetiredSBE:           health("retired_pages_sbe", 29, GroupRetired, HealthCount, "pages retired for single-bit errors (pre-Ampere)"),
+	HRetiredDBE:           health("retired_pages_dbe", 30, GroupRetired, HealthCount, "pages retired for double-bit errors (pre-Ampere)"),
+	HRetiredPending:       health("retired_pages_pending", 31, GroupRetired, HealthState, "pages waiting to be retired at the next reset (1 yes)"),
+	HRemapCorrectable:     health("remap_correctable", 142, GroupRemap, HealthCount, "rows remapped for correctable errors"),
+	HRemapUncorrectable:   health("remap_uncorrectable", 143, GroupRemap, HealthCount, "rows remapped for uncorrectable errors"),
+	HRemapPending:         health("remap_pending", 144, GroupRemap, HealthState, "a row remap waits for a GPU reset (1 yes)"),
+	HRemapFailure:         health("remap_failure", 145, GroupRemap, HealthState, "a row remap failed (1 yes)"),
+	HPCIeReplayRollover:   health("pcie_replay_rollover", 95, GroupPCIe, HealthCount, "PCIe replay counter rollovers"),
+	HPCIeL0Recovery:       health("pcie_l0_recovery", 169, GroupPCIe, HealthCount, "PCIe link L0 to recovery transitions"),
+	HPCIeCorrectable:      health("pcie_correctable", 173, GroupPCIe, HealthCount, "PCIe correctable errors"),
+	HPCIeNAKsReceived:     health("pcie_naks_received", 174, GroupPCIe, HealthCount, "PCIe NAKs received"),
+	HPCIeReceiverErrors:   health("pcie_receiver_errors", 175, GroupPCIe, HealthCount, "PCIe receiver errors"),
+	HPCIeBadTLP:           health("pcie_bad_tlp", 176, GroupPCIe, HealthCount, "PCIe bad TLPs"),
+	HPCIeNAKsSent:         health("pcie_naks_sent", 177, GroupPCIe, HealthCount, "PCIe NAKs sent"),
+	HPCIeBadDLLP:          health("pcie_bad_dllp", 178, GroupPCIe, HealthCount, "PCIe bad DLLPs"),
+	HPCIeNonFatal:         health("pcie_nonfatal", 179, GroupPCIe, HealthCount, "PCIe non-fatal errors"),
+	HPCIeFatal:            health("pcie_fatal", 180, GroupPCIe, HealthCount, "PCIe fatal errors"),
+	HPCIeUnsupportedReq:   health("pcie_unsupported_req", 181, GroupPCIe, HealthCount, "PCIe unsupported requests"),
+	HPCIeLCRC:             health("pcie_lcrc", 182, GroupPCIe, HealthCount, "PCIe LCRC errors"),
+	HClkSWPowerCap:        health("clk_sw_power_cap_s", 74, GroupClockEvents, HealthNanos, "time clocks were held by the software power cap"),
+	HClkSyncBoost:         health("clk_sync_boost_s", 76, GroupClockEvents, HealthNanos, "time clocks were held by sync boost"),
+	HClkSWThermal:         health("clk_sw_thermal_s", 269, GroupClockEvents, HealthNanos, "time clocks were held by software thermal slowdown"),
+	HClkHWThermal:         health("clk_hw_thermal_s", 270, GroupClockEvents, HealthNanos, "time clocks were held by hardware thermal slowdown"),
+	HClkHWPowerBrake:      health("clk_hw_power_brake_s", 271, GroupClockEvents, HealthNanos, "time clocks were held by the hardware power brake"),
+	HClkBoardLimit:        health("clk_board_limit_s", 77, GroupClockEvents, HealthNanos, "time clocks were held by the board limit"),
+	HClkReliability:       health("clk_reliability_s", 79, GroupClockEvents, HealthNanos, "time clocks were held by the reliability policy"),
+	HNVLinkCount:          health("nvlink_links", 91, GroupNVLink, HealthState, "NVLink links present"),
+	HNVLinkUp:             health("nvlink_up", 0, GroupNVLink, HealthState, "NVLink links active"),
+	HNVLinkErrors:         health("nvlink_errors", 0, GroupNVLink, HealthCount, "NVLink error counters summed over the links (malformed, buffer overrun, rx, local integrity, tx discards, effective)"),
+	HNVLinkRecovery:       health("nvlink_recoveries", 0, GroupNVLink, HealthCount, "successful NVLink link recoveries summed over the links"),
+	HNVLinkRecoveryFailed: health("nvlink_recovery_failed", 0, GroupNVLink, HealthCount, "failed NVLink link recoveries summed over the links"),
+	HC2CCount:             health("c2c_links", 170, GroupC2C, HealthState, "C2C links present"),
+	HC2CUp:                health("c2c_up", 0, GroupC2C, HealthState, "C2C links active"),
+	HC2CErrors:            health("c2c_errors", 0, GroupC2C, HealthCount, "C2C CRC and replay errors summed over the links"),
+	HRecoveryAction:       health("recovery_action", 230, GroupRecovery, HealthState, "recovery action the driver asks for (0 none, 1 reset, 2 reboot, 3 drain P2P, 4 drain and reset)"),
+	HSRAMCorrectable:      health("sram_correctable", 0, GroupECC, HealthCount, "correctable SRAM ECC errors since the driver loaded").by("nvmlDeviceGetSramEccErrorStatus", "VolatileCor"),
+	HSRAMUncSecDed:        health("sram_uncorrectable_secded", 0, GroupECC, HealthCount, "uncorrectable SRAM SEC-DED errors since the driver loaded").by("nvmlDeviceGetSramEccErrorStatus", "VolatileUncSecDed"),
+	HSRAMUncParity:        health("sram_uncorrectable_parity", 0, GroupECC, HealthCount, "uncorrectable SRAM parity errors since the driver loaded").by("nvmlDeviceGetSramEccErrorStatus", "VolatileUncParity"),
+	HSRAMThreshold:        health("sram_threshold_exceeded", 0, GroupECC, HealthState, "the SRAM error threshold of field diagnostics is exceeded (1 yes)").by("nvmlDeviceGetSramEccErrorStatus", "BThresholdExceeded"),
+	HChannelRepairPending: health("channel_repair_pending", 0, GroupRepair, HealthState, "a memory channel repair waits for a GPU reset (1 yes)").by("nvmlDeviceGetRepairStatus", "BChannelRepairPending"),
+	HTPCRepairPending:     health("tpc_repair_pending", 0, GroupRepair, HealthState, "a TPC repair waits for a GPU reset (1 yes)").by("nvmlDeviceGetRepairStatus", "BTpcRepairPending"),
+	HMemoryUnrepairable:   health("memory_unrepairable", 0, GroupRepair, HealthState, "the GPU has memory that can no longer be repaired (1 yes)").by("nvmlDeviceGetUnrepairableMemoryFlag_v1", "BUnrepairableMemory"),
 }
 
-// Health is Table's hardware health counters, by HealthID.
-var Health = func() (h [NumHealth]*Def) {
-	for i := range Table {
-		if id, ok := Table[i].Health(); ok {
-			h[id] = &Table[i]
+// HealthIDs is Table's hardware health counters, in table order.
+var HealthIDs = func() (h []ID) {
+	for id := range Table {
+		d := &Table[id]
+		if d.Name == "" {
+			panic("reading.Table: no row for reading " + strconv.Itoa(id))
 		}
-	}
-	for id, d := range h {
-		if d == nil {
-			panic("reading.Table: no row for health counter " + strconv.Itoa(id))
+		d.id = ID(id)
+		if d.health {
+			h = append(h, ID(id))
 		}
 	}
 	return h
 }()
 
-// by names the getter that reads a health counter (its field is 0).
-func (d Def) by(getter string) Def {
-	d.Getter = getter
+// by names the getter that reads a health counter (its field is 0) and the
+// field of the struct it fills that holds the counter.
+func (d Def) by(getter, value string) Def {
+	d.Getter, d.Value = getter, value
 	return d
 }
 
-// health declares hardware health counter id: a slow-tier reading of the
+// health declares a hardware health counter: a slow-tier reading of the
 // NVML field given (0: derived from the per-link readings) in the health
 // call, its CSV column, status counter key and events.log counter= value
 // name, its metric named from name by kind (health_<name>_total for a
 // count, health_<name>_seconds_total for a time, health_<name> for a
 // state) with help.
-func health(id HealthID, name string, field uint32, g HealthGroup, k HealthKind, help string) Def {
-	d := Def{Name: name, Field: field, Tier: Slow, Call: HealthCall, Unit: "count", CSV: name, Key: name, Group: g, Kind: k, hid: id + 1,
-		u64: func(s *Sample) *Opt[uint64] { return &s.Health[id] }}
+func health(name string, field uint32, g HealthGroup, k HealthKind, help string) Def {
+	d := Def{Name: name, Field: field, Type: U64, Tier: Slow, Call: HealthCall, Unit: "count", CSV: name, Key: name, Group: g, Kind: k, health: true}
 	m := Metric{Name: "health_" + name, Help: strings.ToUpper(help[:1]) + help[1:] + ".", Scale: 1}
 	switch k {
 	case HealthCount:

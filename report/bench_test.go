@@ -76,12 +76,12 @@ func benchWriteDay(members, one string, gpu int) error {
 		return err
 	}
 	buf := append([]byte(nil), sink.Header(2)...)
-	s := reading.Sample{GPU: gpu, NumFans: 2, PCIeGen: reading.Some[uint32](5), PCIeWidth: reading.Some[uint32](16),
-		PowerLimitMW: reading.Some[uint32](600_000), EnforcedLimitMW: reading.Some[uint32](600_000), PState: reading.Some[uint32](1),
-		VRAMUsedBytes: reading.Some[uint64](52 << 30), Throttle: reading.Some[uint64](0)}
+	s := reading.Sample{GPU: gpu, NumFans: 2, Values: reading.Values{reading.PCIeGen: reading.Some[uint64](5), reading.PCIeWidth: reading.Some[uint64](16),
+		reading.PowerLimitMW: reading.Some[uint64](600_000), reading.EnforcedLimitMW: reading.Some[uint64](600_000), reading.PState: reading.Some[uint64](1),
+		reading.VRAMUsedBytes: reading.Some[uint64](52 << 30), reading.Throttle: reading.Some[uint64](0)}}
 	for j := range reading.Table { // a datacenter GPU's row: every health counter read
 		if d := &reading.Table[j]; d.CSV != "" {
-			if _, ok := d.Health(); ok {
+			if d.IsHealth() {
 				d.Set(&s, 3)
 			}
 		}
@@ -89,12 +89,15 @@ func benchWriteDay(members, one string, gpu int) error {
 	for i := 0; i < benchRows; i++ {
 		s.Time = benchDay.Add(time.Duration(i) * 100 * time.Millisecond)
 		s.KernelTime = time.Duration(i) * 100 * time.Millisecond
-		s.TempC = reading.Some(uint32(55 + i%3))
-		s.MemTempC = reading.Some(uint32(62 + i%2))
-		s.PowerMW = reading.Some(uint32(380_000 + (i*7919)%20_000))
-		s.EnergyMJ = reading.Some(uint64(i) * 38_000)
-		s.GraphicsMHz, s.SMMHz, s.MemMHz = reading.Some[uint32](2400), reading.Some[uint32](2400), reading.Some[uint32](13801)
-		s.GPUUtil, s.MemUtil = reading.Some(uint32(90+i%5)), reading.Some[uint32](38)
+		s.Set(reading.TempC, uint64(55+i%3))
+		s.Set(reading.MemTempC, uint64(62+i%2))
+		s.Set(reading.PowerMW, uint64(380_000+(i*7919)%20_000))
+		s.Values[reading.EnergyMJ] = reading.Some(uint64(i) * 38_000)
+		s.Set(reading.GraphicsMHz, 2400)
+		s.Set(reading.SMMHz, 2400)
+		s.Set(reading.MemMHz, 13801)
+		s.Set(reading.GPUUtil, uint64(90+i%5))
+		s.Set(reading.MemUtil, 38)
 		s.Fans[0] = reading.Fan{Speed: reading.Some(uint32(35 + i%2)), Target: reading.Some[uint32](35)}
 		s.Fans[1] = s.Fans[0]
 		buf = sink.AppendRow(buf, &s, 2)

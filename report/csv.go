@@ -80,7 +80,7 @@ var watchedDefs = []*reading.Def{tableDef("PCIeReplay"), tableDef("PCIeGen"), ta
 
 // watched reports whether the health replay reads reading d.
 func watched(d *reading.Def) bool {
-	if _, ok := d.Health(); ok {
+	if d.IsHealth() {
 		return true
 	}
 	for _, w := range watchedDefs {
@@ -283,7 +283,7 @@ func (l *layout) parseRow(line string, cells []string) (Row, []string, bool) {
 	l.health.ReadChanged(cells, l.prev, &l.s)
 	l.prev = append(l.prev[:0], cells...)
 	s := &l.s
-	r := Row{Time: t, Throttle: s.Throttle,
+	r := Row{Time: t, Throttle: s.Values[reading.Throttle],
 		Reasons: l.intern(cell(cells, l.reasons)), Flags: strings.Clone(cell(cells, l.flag)), DmesgTime: optFloat(cells, l.dmesg)}
 	for _, rr := range rowReadings {
 		if v, ok := rr.d.Get(s); ok {
@@ -324,8 +324,8 @@ func (h *healthReplay) observe(r *Row, s *reading.Sample) {
 			}
 		}
 	}
-	for _, c := range s.Health {
-		if c.OK {
+	for _, id := range reading.HealthIDs {
+		if s.Values[id].OK {
 			h.last = h.w.Check(s, r.Time)
 			break
 		}

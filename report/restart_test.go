@@ -32,7 +32,7 @@ func writeRows(t *testing.T, dir string, fans int, times []time.Time) {
 		t.Fatal(err)
 	}
 	for _, tm := range times {
-		s := reading.Sample{GPU: 0, Time: tm, TempC: reading.Some[uint32](60), NumFans: fans}
+		s := reading.Sample{GPU: 0, Time: tm, Values: reading.Values{reading.TempC: reading.Some[uint64](60)}, NumFans: fans}
 		for f := range fans {
 			s.Fans[f] = reading.Fan{Speed: reading.Some[uint32](40), Target: reading.Some[uint32](41)}
 		}

@@ -102,7 +102,8 @@ func (c *climb) summary() string {
 // incident is a precursor. Clock-event times and per-link counters grow on
 // healthy GPUs too.
 func errorCounter(name string) bool {
-	for _, d := range reading.Health {
+	for _, id := range reading.HealthIDs {
+		d := &reading.Table[id]
 		if d.Name == name {
 			return d.Kind == reading.HealthCount
 		}

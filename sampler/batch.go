@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"unsafe"
 
@@ -20,69 +21,31 @@ import (
 // into C costs far more than a simulated call, and about as much as a real
 // one. It calls the driver's functions, or in tests fakenvml's.
 
-// call identifies one NVML call of a sample. The order is the order calls are
-// made in (batch.c is handed callFn's descriptions).
+// call identifies one NVML call of a sample: its index in callFn, which
+// is the order calls are made in (batch.c is handed callFn's descriptions).
+// Call 0 is the field batch; the getter calls are built from reading.Table
+// and reading.FanTable (buildCalls).
 type call uint8
 
-const (
-	cFields       call                          = iota // nvmlDeviceGetFieldValues: the batched quantities
-	cTemp                                              // nvmlDeviceGetTemperature
-	cPowerLim                                          // nvmlDeviceGetPowerManagementLimit
-	cPState                                            // nvmlDeviceGetPerformanceState
-	cClockGfx                                          // nvmlDeviceGetClockInfo(graphics)
-	cClockSM                                           // nvmlDeviceGetClockInfo(SM)
-	cClockMem                                          // nvmlDeviceGetClockInfo(memory)
-	cUtil                                              // nvmlDeviceGetUtilizationRates
-	cMemV2                                             // nvmlDeviceGetMemoryInfo_v2
-	cMem                                               // nvmlDeviceGetMemoryInfo (old drivers)
-	cReasons                                           // nvmlDeviceGetCurrentClocksEventReasons
-	cThrottle                                          // nvmlDeviceGetCurrentClocksThrottleReasons (old drivers)
-	cEnc                                               // slow tier: nvmlDeviceGetEncoderUtilization
-	cDec                                               // slow tier: nvmlDeviceGetDecoderUtilization
-	cPcieGen                                           // slow tier: nvmlDeviceGetCurrPcieLinkGeneration
-	cPcieWidth                                         // slow tier: nvmlDeviceGetCurrPcieLinkWidth
-	cThermal                                           // slow tier: nvmlDeviceGetThermalSettings(0)
-	cSramEcc                                           // slow tier, health: nvmlDeviceGetSramEccErrorStatus
-	cRepair                                            // slow tier, health: nvmlDeviceGetRepairStatus
-	cUnrepairable                                      // slow tier, health: nvmlDeviceGetUnrepairableMemoryFlag_v1
-	cPower                                             // field fallback: nvmlDeviceGetPowerUsage
-	cEnforced                                          // field fallback: nvmlDeviceGetEnforcedPowerLimit
-	cEnergy                                            // field fallback: nvmlDeviceGetTotalEnergyConsumption
-	cReplay                                            // field fallback: nvmlDeviceGetPcieReplayCounter
-	cFanSpeed                                          // nvmlDeviceGetFanSpeed_v2(fan), + fan index
-	cTarget       = cFanSpeed + reading.MaxFans        // nvmlDeviceGetTargetFanSpeed(fan), + fan index
-	cFanSpeed1    = cTarget + reading.MaxFans          // nvmlDeviceGetFanSpeed: fan 0 on old drivers
-	numCalls      = cFanSpeed1 + 1
-)
+const cFields call = 0 // nvmlDeviceGetFieldValues: the batched quantities
 
 // callDef is one call: its function and capability index, how batch.c
-// makes it and the readings of reading.Table it gives (by name; value i of
-// the call is reads[i]; "fan." and a reading.FanTable name: that per-fan
-// reading of fan idx). A reading given by several calls takes the first
-// that answers, in call order: the later ones are old drivers'. A field
-// reading needs none of this: its ID is data.
+// makes it, and the name the probe gives it.
 type callDef struct {
 	fn    Fn
-	idx   int
+	idx   int // the fan of a per-fan call; 0 otherwise
 	cc    cCall
-	reads []string
+	fan   bool // a per-fan call: fan idx's of a reading.FanTable row
+	newer call // the call an older driver's call stands in for (0: none)
+	name  string
 }
-
-// cShape is how batch.c calls a getter (batch.h's GT_SHAPE_*).
-type cShape uint32
-
-const (
-	shapeOut    cShape = iota // f(dev, out)
-	shapeArgOut               // f(dev, arg, out)
-	shapeOutOut               // f(dev, out, out2): the values are in out
-)
 
 // cCall is how batch.c makes a call (batch.h's gt_call, less the function,
 // which each library gives by fnInfo's symbol): its shape and argument, the
 // struct it fills (size and version: go-nvml's type, generated from
 // nvml.h) and where each value is in it.
 type cCall struct {
-	shape   cShape
+	shape   reading.Shape
 	arg     uint32
 	size    uintptr
 	version uint32 // written as NVML_STRUCT_VERSION(size, version); 0 none
@@ -93,18 +56,19 @@ type cCall struct {
 // (4 or 8 bytes, unsigned).
 type cVal struct{ off, size uintptr }
 
-// maxVals bounds the values of a call, maxOut the struct it fills (batch.h
-// GT_MAXVALS, GT_MAXOUT).
+// maxVals bounds the values of a call, maxOut the struct it fills, maxCalls
+// a sample's calls (batch.h GT_MAXVALS, GT_MAXOUT, GT_MAXCALLS).
 const (
-	maxVals = 4
-	maxOut  = 128
+	maxVals  = 4
+	maxOut   = 128
+	maxCalls = 64
 )
 
 // outLimit is the most bytes a call of shape s may fill: batch.c hands an
 // f(dev, out, out2) call the two halves of its buffer, so its first struct
 // (where its values are) must fit in the first half.
-func outLimit(s cShape) uintptr {
-	if s == shapeOutOut {
+func outLimit(s reading.Shape) uintptr {
+	if s == reading.ShapeOutOut {
 		return maxOut / 2
 	}
 	return maxOut
@@ -116,93 +80,61 @@ func outLimit(s cShape) uintptr {
 func (d *callDef) fits() error {
 	cc := &d.cc
 	if cc.size > outLimit(cc.shape) || len(cc.vals) > maxVals {
-		return fmt.Errorf("call %s fills more than batch.c holds", fnInfo[d.fn].name)
+		return fmt.Errorf("call %s fills more than batch.c holds", d.name)
 	}
 	for _, v := range cc.vals {
 		if v.off+v.size > cc.size || (v.size != 4 && v.size != 8) {
-			return fmt.Errorf("a value of call %s is outside its struct", fnInfo[d.fn].name)
+			return fmt.Errorf("a value of call %s is outside its struct", d.name)
 		}
 	}
 	return nil
 }
 
-// u32 and u64 are a getter of one value: f(dev, *v).
-var (
-	u32 = cCall{size: 4, vals: []cVal{{0, 4}}}
-	u64 = cCall{size: 8, vals: []cVal{{0, 8}}}
-)
-
-// withArg makes batch.c call f(dev, arg, out); outOut f(dev, out, out2).
-func (c cCall) withArg(arg uint32) cCall { c.shape, c.arg = shapeArgOut, arg; return c }
-func (c cCall) outOut() cCall            { c.shape = shapeOutOut; return c }
-
-// structOf is a getter filling a struct T (go-nvml's type) of the version
-// given (0: unversioned), whose values are at vals (at).
-func structOf[T any](version uint32, vals ...cVal) cCall {
-	var z T
-	return cCall{size: unsafe.Sizeof(z), version: version, vals: vals}
+// layout is a struct a getter fills: go-nvml's type for it (generated from
+// nvml.h) and the version NVML wants written in it (0: unversioned).
+type layout struct {
+	t       reflect.Type
+	version uint32
 }
 
-// at is where field f of the struct at base is.
-func at[F uint32 | uint64 | int32](base unsafe.Pointer, f *F) cVal {
-	return cVal{uintptr(unsafe.Pointer(f)) - uintptr(base), unsafe.Sizeof(*f)}
+// layouts is the struct each getter that fills one fills, declared once per
+// function; a reading.Def's Value names the field that holds its value. A
+// getter of a plain unsigned value needs none.
+var layouts = map[string]layout{
+	"nvmlDeviceGetUtilizationRates":          {reflect.TypeFor[nvml.Utilization](), 0},
+	"nvmlDeviceGetMemoryInfo_v2":             {reflect.TypeFor[nvml.Memory_v2](), 2},
+	"nvmlDeviceGetMemoryInfo":                {reflect.TypeFor[nvml.Memory](), 0},
+	"nvmlDeviceGetSramEccErrorStatus":        {reflect.TypeFor[nvml.EccSramErrorStatus](), 1},
+	"nvmlDeviceGetRepairStatus":              {reflect.TypeFor[nvml.RepairStatus](), 1},
+	"nvmlDeviceGetUnrepairableMemoryFlag_v1": {reflect.TypeFor[nvml.UnrepairableMemoryStatus_v1](), 0},
 }
 
-// callFn is every call of a sample.
-var callFn = func() (t [numCalls]callDef) {
-	set := func(c call, fn Fn, idx int, cc cCall, reads ...string) { t[c] = callDef{fn, idx, cc, reads} }
-	set(cFields, FnFieldValues, 0, cCall{})
-	set(cTemp, FnTemperature, 0, u32.withArg(uint32(nvml.TEMPERATURE_GPU)), "TempC")
-	set(cPowerLim, FnPowerLimit, 0, u32, "PowerLimitMW")
-	set(cPState, FnPState, 0, u32, "PState")
-	for i, ct := range [3]nvml.ClockType{nvml.CLOCK_GRAPHICS, nvml.CLOCK_SM, nvml.CLOCK_MEM} {
-		set(cClockGfx+call(i), FnClock, i, u32.withArg(uint32(ct)), [3]string{"GraphicsMHz", "SMMHz", "MemMHz"}[i])
+// getterCall describes getter fn's call (shape, arg) whose value is the
+// struct field named value of its layout ("": fn gives a plain value of
+// type t).
+func getterCall(fn string, shape reading.Shape, arg uint32, value string, t reading.Type) (cCall, cVal) {
+	cc := cCall{shape: shape, arg: arg}
+	if value == "" {
+		cc.size = 4
+		if t == reading.U64 {
+			cc.size = 8
+		}
+		return cc, cVal{0, cc.size}
 	}
-	var u nvml.Utilization
-	set(cUtil, FnUtilization, 0, structOf[nvml.Utilization](0, at(unsafe.Pointer(&u), &u.Gpu), at(unsafe.Pointer(&u), &u.Memory)), "GPUUtil", "MemUtil")
-	var m2 nvml.Memory_v2
-	set(cMemV2, FnMemoryInfoV2, 0, structOf[nvml.Memory_v2](2, at(unsafe.Pointer(&m2), &m2.Used), at(unsafe.Pointer(&m2), &m2.Total)), "VRAMUsedBytes", "VRAMTotalBytes")
-	var m1 nvml.Memory
-	set(cMem, FnMemoryInfo, 0, structOf[nvml.Memory](0, at(unsafe.Pointer(&m1), &m1.Used), at(unsafe.Pointer(&m1), &m1.Total)), "VRAMUsedBytes", "VRAMTotalBytes")
-	set(cReasons, FnClocksEventReasons, 0, u64, "Throttle")
-	set(cThrottle, FnClocksThrottleReasons, 0, u64, "Throttle")
-	// (utilization, sampling period)
-	set(cEnc, FnEncoderUtil, 0, u32.outOut(), "EncUtil")
-	set(cDec, FnDecoderUtil, 0, u32.outOut(), "DecUtil")
-	set(cPcieGen, FnPcieGen, 0, u32, "PCIeGen")
-	set(cPcieWidth, FnPcieWidth, 0, u32, "PCIeWidth")
-	// Sensor 0 (thCount ...): the count, then sensor 0's controller, temperature and target.
-	var th nvml.GpuThermalSettings
-	b := unsafe.Pointer(&th)
-	set(cThermal, FnThermalSettings, 0, structOf[nvml.GpuThermalSettings](0,
-		at(b, &th.Count), at(b, &th.Sensor[0].Controller), at(b, &th.Sensor[0].CurrentTemp), at(b, &th.Sensor[0].Target)).withArg(0))
-	// Hardware health getters (reading.Health rows naming them).
-	var sram nvml.EccSramErrorStatus
-	b = unsafe.Pointer(&sram)
-	set(cSramEcc, FnSramEcc, 0, structOf[nvml.EccSramErrorStatus](1,
-		at(b, &sram.VolatileCor), at(b, &sram.VolatileUncSecDed), at(b, &sram.VolatileUncParity), at(b, &sram.BThresholdExceeded)),
-		"sram_correctable", "sram_uncorrectable_secded", "sram_uncorrectable_parity", "sram_threshold_exceeded")
-	var rep nvml.RepairStatus
-	b = unsafe.Pointer(&rep)
-	set(cRepair, FnRepairStatus, 0, structOf[nvml.RepairStatus](1, at(b, &rep.BChannelRepairPending), at(b, &rep.BTpcRepairPending)),
-		"channel_repair_pending", "tpc_repair_pending")
-	var unr nvml.UnrepairableMemoryStatus_v1
-	set(cUnrepairable, FnUnrepairable, 0, structOf[nvml.UnrepairableMemoryStatus_v1](0, at(unsafe.Pointer(&unr), &unr.BUnrepairableMemory)),
-		"memory_unrepairable")
-	// Field fallbacks (reading.Def.Getter of a field reading).
-	set(cPower, FnPowerUsage, 0, u32)
-	set(cEnforced, FnEnforcedLimit, 0, u32)
-	set(cEnergy, FnEnergy, 0, u64)
-	set(cReplay, FnPcieReplay, 0, u32)
-	for i := range reading.MaxFans {
-		set(cFanSpeed+call(i), FnFanSpeedV2, i, u32.withArg(uint32(i)), "fan.Speed")
-		set(cTarget+call(i), FnTargetFanSpeed, i, u32.withArg(uint32(i)), "fan.Target")
+	l, ok := layouts[fn]
+	if !ok {
+		panic("sampler: no layout declared for " + fn + ", whose " + value + " a reading reads")
 	}
-	set(cFanSpeed1, FnFanSpeed, 0, u32, "fan.Speed")
-	return t
-}()
+	f, ok := l.t.FieldByName(value)
+	if !ok {
+		panic("sampler: " + l.t.String() + " has no field " + value)
+	}
+	cc.size, cc.version = l.t.Size(), l.version
+	return cc, cVal{f.Offset, f.Type.Size()}
+}
 
-// Thermal settings' values (cThermal): sensor count, then sensor 0's.
+// Thermal settings (cThermal, nvmlDeviceGetThermalSettings(sensor 0)):
+// the sensor count, then sensor 0's values.
 const (
 	thCount = iota
 	thController
@@ -211,61 +143,20 @@ const (
 )
 
 // getterReading is a reading of reading.Table read by its own call: the
-// calls that give it (the first one planned and answering is used) and
-// which of each call's values it is.
+// calls that give it (its Getter's, then its Older's: the first one planned
+// and answering is used) and which of each call's values it is.
 type getterReading struct {
 	def   *reading.Def
-	idx   int // in reading.Table
 	calls []call
 	part  []int
 }
 
-// getterReadings is reading.Table's getter readings, in table order.
-var getterReadings = func() (g []getterReading) {
-	for i := range reading.Table {
-		d := &reading.Table[i]
-		if d.Field != 0 {
-			continue
-		}
-		gr := getterReading{def: d, idx: i}
-		for c := range callFn {
-			for p, name := range callFn[c].reads {
-				if name == d.Name {
-					gr.calls, gr.part = append(gr.calls, call(c)), append(gr.part, p)
-				}
-			}
-		}
-		if len(gr.calls) > 0 {
-			g = append(g, gr)
-		}
-	}
-	if len(reading.Table) > maxReadings {
-		panic("reading.Table: more readings than maxReadings")
-	}
-	return g
-}()
-
 // fanReading is a row of reading.FanTable and, for each fan, the calls
-// that give its value (the first one planned and answering is used;
-// TestTableIsRead checks every fan has one).
+// that give its value (the first one planned and answering is used).
 type fanReading struct {
 	def   *reading.FanDef
 	calls [reading.MaxFans][]call
 }
-
-// fanReadings is reading.FanTable's readings, in table order.
-var fanReadings = func() (f []fanReading) {
-	for i := range reading.FanTable {
-		fr := fanReading{def: &reading.FanTable[i]}
-		for c := range callFn {
-			if slices.Contains(callFn[c].reads, "fan."+fr.def.Name) {
-				fr.calls[callFn[c].idx] = append(fr.calls[callFn[c].idx], call(c))
-			}
-		}
-		f = append(f, fr)
-	}
-	return f
-}()
 
 // fieldReading is a reading of reading.Table that NVML gives as a field
 // value: read in the sample's one GetFieldValues, with the getter call made
@@ -273,48 +164,132 @@ var fanReadings = func() (f []fanReading) {
 // none), and the function whose "absurd value" it logs.
 type fieldReading struct {
 	def  *reading.Def
-	idx  int // in reading.Table
 	call call
 	fn   Fn
 }
 
-// maxFields bounds the field readings of a sample (the batch's size),
-// maxReadings the table.
-const (
-	maxFields   = 64
-	maxReadings = 128
+// maxFields bounds the field readings of a sample (the batch's size).
+const maxFields = 64
+
+// The sample's calls and the readings they give, built from the tables at
+// start: numCalls calls, numQ field readings.
+var (
+	callFn         []callDef
+	getterReadings []getterReading
+	fanReadings    []fanReading
+	fieldReadings  []fieldReading
+	cThermal       call
+	numCalls       call
+	numQ           int
 )
 
-// fieldReadings is reading.Table's field readings, in table order; numQ of
-// them.
-var fieldReadings, numQ = func() ([]fieldReading, int) {
-	var f []fieldReading
+func init() { buildCalls() }
+
+// buildCalls makes the sample's calls from the tables, in the order they
+// are made: the field batch, each getter reading's calls (one per function
+// and argument, shared by the readings that read values of the same call;
+// an older driver's after the newer), thermal sensor 0, the field readings'
+// fallbacks, then each per-fan reading's calls, fan by fan.
+func buildCalls() {
+	callFn = []callDef{{fn: FnFieldValues, name: fnInfo[FnFieldValues].name}}
+	add := func(d callDef) call {
+		callFn = append(callFn, d)
+		return call(len(callFn) - 1)
+	}
+	// shared returns the call of fn(arg), made once per sample whatever
+	// number of readings read it, with value v added.
+	shared := func(fn string, shape reading.Shape, arg uint32, value string, t reading.Type, newer call) (call, int) {
+		cc, v := getterCall(fn, shape, arg, value, t)
+		f := fnOf(fn)
+		for c := cFields + 1; c < call(len(callFn)); c++ {
+			d := &callFn[c]
+			if d.fn == f && d.cc.arg == arg && !d.fan {
+				if i := slices.Index(d.cc.vals, v); i >= 0 {
+					return c, i
+				}
+				d.cc.vals = append(d.cc.vals, v)
+				return c, len(d.cc.vals) - 1
+			}
+		}
+		cc.vals = []cVal{v}
+		return add(callDef{fn: f, cc: cc, newer: newer, name: fn}), 0
+	}
+	for i := range reading.Table {
+		d := &reading.Table[i]
+		if d.Field != 0 || d.Getter == "" {
+			continue
+		}
+		gr := getterReading{def: d}
+		c, p := shared(d.Getter, d.Shape, d.Arg, d.Value, d.Type, 0)
+		gr.calls, gr.part = append(gr.calls, c), append(gr.part, p)
+		if d.Older != "" {
+			o, p := shared(d.Older, d.Shape, d.Arg, d.Value, d.Type, c)
+			gr.calls, gr.part = append(gr.calls, o), append(gr.part, p)
+		}
+		getterReadings = append(getterReadings, gr)
+	}
+	var th nvml.GpuThermalSettings
+	b, s0 := unsafe.Pointer(&th), &th.Sensor[0]
+	cThermal = add(callDef{fn: FnThermalSettings, name: fnInfo[FnThermalSettings].name, cc: cCall{
+		shape: reading.ShapeArgOut, size: unsafe.Sizeof(th),
+		vals: []cVal{at(b, &th.Count), at(b, &s0.Controller), at(b, &s0.CurrentTemp), at(b, &s0.Target)},
+	}})
 	for i := range reading.Table {
 		d := &reading.Table[i]
 		if d.Field == 0 || d.Call != reading.SampleCall {
 			continue
 		}
-		fr := fieldReading{def: d, idx: i, call: cFields, fn: FnFieldValues}
+		fr := fieldReading{def: d, call: cFields, fn: FnFieldValues}
 		if d.Getter != "" {
-			fr.call = getterCall(d.Getter)
-			fr.fn = callFn[fr.call].fn
+			cc, v := getterCall(d.Getter, d.Shape, d.Arg, d.Value, d.Type)
+			cc.vals = []cVal{v}
+			fr.fn = fnOf(d.Getter)
+			fr.call = add(callDef{fn: fr.fn, cc: cc, name: d.Getter})
 		}
-		f = append(f, fr)
+		fieldReadings = append(fieldReadings, fr)
 	}
-	if len(f) > maxFields {
+	for i := range reading.FanTable {
+		d := &reading.FanTable[i]
+		fr := fanReading{def: d}
+		for fan := range reading.MaxFans {
+			cc, v := getterCall(d.Getter, reading.ShapeArgOut, uint32(fan), "", reading.U32)
+			cc.vals = []cVal{v}
+			fr.calls[fan] = []call{add(callDef{fn: fnOf(d.Getter), idx: fan, cc: cc, fan: true, name: d.Getter})}
+		}
+		if d.Fan0 != "" {
+			cc, v := getterCall(d.Fan0, reading.ShapeOut, 0, "", reading.U32)
+			cc.vals = []cVal{v}
+			fr.calls[0] = append(fr.calls[0], add(callDef{fn: fnOf(d.Fan0), cc: cc, newer: fr.calls[0][0], name: d.Fan0}))
+		}
+		fanReadings = append(fanReadings, fr)
+	}
+	// Calls of one function with different arguments are named by their
+	// reading's label (nvmlDeviceGetClockInfo(graphics)).
+	for _, gr := range getterReadings {
+		c := gr.calls[0]
+		for o := range callFn {
+			if o != int(c) && callFn[o].fn == callFn[c].fn && !callFn[o].fan {
+				callFn[c].name = gr.def.Getter + "(" + gr.def.Metric.Label[1] + ")"
+			}
+		}
+	}
+	numCalls, numQ = call(len(callFn)), len(fieldReadings)
+	switch {
+	case numCalls > maxCalls:
+		panic("sampler: more calls than a sample's batch holds")
+	case numQ > maxFields:
 		panic("reading.Table: more field readings than maxFields")
 	}
-	return f, len(f)
-}()
-
-// getterCall returns the field-fallback call of the NVML function named.
-func getterCall(name string) call {
-	for c := cPower; c < cFanSpeed; c++ {
-		if fnInfo[callFn[c].fn].name == name {
-			return c
+	for c := cFields + 1; c < numCalls; c++ {
+		if err := callFn[c].fits(); err != nil {
+			panic("sampler: " + err.Error())
 		}
 	}
-	panic("reading.Table: no field fallback call for " + name)
+}
+
+// at is where field f of the struct at base is.
+func at[F uint32 | uint64 | int32](base unsafe.Pointer, f *F) cVal {
+	return cVal{uintptr(unsafe.Pointer(f)) - uintptr(base), unsafe.Sizeof(*f)}
 }
 
 // tierDue reports whether a reading of tier t is read in a sample.
@@ -343,14 +318,14 @@ type raw struct {
 	fieldFallback [maxFields]uint64
 	slow          bool // the slow tier is read in this sample
 	second        bool // the secondary columns (P-state, utilization, memory) are read
-	ret           [numCalls]int32
+	ret           [maxCalls]int32
 
 	nfields int
 	fields  [maxFields]nvml.FieldValue
 	fieldQ  [maxFields]int  // the fieldReadings index of each entry
 	due     [maxFields]bool // fieldReadings whose tier is read in this sample
 
-	v [numCalls][maxVals]uint64 // each getter call's values (callDef.reads)
+	v [maxCalls][maxVals]uint64 // each getter call's values
 }
 
 func (r *raw) planned(c call) bool { return r.plan&(1<<c) != 0 }
@@ -474,7 +449,7 @@ func (g *GPU) interpret(r *raw, s *reading.Sample, info *reading.GPU) {
 	}
 	for q, fr := range fieldReadings {
 		if !r.due[q] { // another tier's sample: carried forward
-			if v, ok := g.carry[fr.idx].Get(); ok {
+			if v, ok := g.carry[fr.def.ID()].Get(); ok {
 				fr.def.Set(s, v)
 			}
 			continue
@@ -482,36 +457,36 @@ func (g *GPU) interpret(r *raw, s *reading.Sample, info *reading.GPU) {
 		if c := fr.call; !got[q] && c != cFields && g.result(r, c) {
 			val[q], got[q] = r.v[c][0], true
 		}
-		g.carry[fr.idx] = reading.Opt[uint64]{}
+		g.carry[fr.def.ID()] = reading.Opt[uint64]{}
 		if d := fr.def; got[q] && g.within(fr.fn, val[q], d.Min, cmp.Or(d.Max, math.MaxUint64)) {
 			d.Set(s, val[q])
-			g.carry[fr.idx] = reading.Some(val[q])
+			g.carry[d.ID()] = reading.Some(val[q])
 		}
 	}
 
 	for _, gr := range getterReadings {
 		d := gr.def
 		if !tierDue(d.Tier, r.slow, r.second) { // carried forward
-			if v, ok := g.carry[gr.idx].Get(); ok {
+			if v, ok := g.carry[d.ID()].Get(); ok {
 				d.Set(s, v)
 			}
 			continue
 		}
-		g.carry[gr.idx] = reading.Opt[uint64]{}
+		g.carry[d.ID()] = reading.Opt[uint64]{}
 		for j, c := range gr.calls {
 			if !g.result(r, c) {
 				continue
 			}
 			if v := r.v[c][gr.part[j]]; g.within(callFn[c].fn, v, d.Min, cmp.Or(d.Max, math.MaxUint64)) {
 				d.Set(s, v)
-				g.carry[gr.idx] = reading.Some(v)
+				g.carry[d.ID()] = reading.Some(v)
 			}
 			break
 		}
 	}
-	if t, ok := s.TempC.Get(); ok {
+	if t, ok := s.Get(reading.TempC); ok {
 		if m, ok := info.Thresholds.GPUMax.Get(); ok {
-			s.TLimitC = reading.Some(int32(m) - int32(t))
+			reading.Table[reading.TLimitC].Set(s, uint64(int64(int32(m)-int32(t))))
 		}
 	}
 	for i := range s.NumFans {

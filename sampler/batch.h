@@ -1,6 +1,6 @@
 // batch: every NVML call of one GPU sample in one cgo call. batch.c knows
 // no getter: the Go side describes each call once (sampler/batch.go's
-// callFn: the function, how it is called, the size and version of the
+// callFn, built from reading.Table's rows: the function, how it is called, the size and version of the
 // struct it fills and where its values are in it, from go-nvml's types) in a
 // gt_lib, with the library's function for each; gt_batch_run makes the
 // planned ones in call order. A new getter whose signature has one of the
@@ -20,7 +20,8 @@
 
 #define GT_FIELDS 0 // call 0: nvmlDeviceGetFieldValues, the batched fields
 
-// How a getter is called (gt_call.shape); out is a zeroed buffer.
+// How a getter is called (gt_call.shape: reading.Shape's values); out is a
+// zeroed buffer.
 enum {
 	GT_SHAPE_OUT,	  // f(dev, out)
 	GT_SHAPE_ARG_OUT, // f(dev, arg, out)

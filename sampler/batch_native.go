@@ -15,6 +15,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/nvmlapi"
 )
 
@@ -31,14 +32,14 @@ type nativeExec struct {
 // This is the one pin of nvml_abi.h's codes against NVML (go-nvml's constants
 // are generated from nvml.h); its structs are pinned by test/csan/harness.c.
 var (
-	_ = [int(C.GT_MAXCALLS) - int(numCalls)]struct{}{} // numCalls <= GT_MAXCALLS
+	_ = [1]struct{}{}[int(C.GT_MAXCALLS)-maxCalls]
 	_ = [1]struct{}{}[int(C.GT_MAXFIELDS)-maxFields]
 	_ = [1]struct{}{}[int(C.GT_MAXVALS)-maxVals]
 	_ = [1]struct{}{}[int(C.GT_MAXOUT)-maxOut]
 	_ = [1]struct{}{}[int(C.GT_FIELDS)-int(cFields)]
-	_ = [1]struct{}{}[int(C.GT_SHAPE_OUT)-int(shapeOut)]
-	_ = [1]struct{}{}[int(C.GT_SHAPE_ARG_OUT)-int(shapeArgOut)]
-	_ = [1]struct{}{}[int(C.GT_SHAPE_OUT_OUT)-int(shapeOutOut)]
+	_ = [1]struct{}{}[int(C.GT_SHAPE_OUT)-int(reading.ShapeOut)]
+	_ = [1]struct{}{}[int(C.GT_SHAPE_ARG_OUT)-int(reading.ShapeArgOut)]
+	_ = [1]struct{}{}[int(C.GT_SHAPE_OUT_OUT)-int(reading.ShapeOutOut)]
 	_ = [1]struct{}{}[int(C.GT_NOT_RUN)-retNotRun]
 	_ = [1]struct{}{}[int(C.GT_LOCK_TIMEOUT)-retLockTimeout]
 	_ = [1]struct{}{}[int(C.GT_NVML_SUCCESS)-int(nvml.SUCCESS)]
@@ -61,16 +62,13 @@ type native struct {
 func newNative(l Library) *native {
 	n := l.Native()
 	cl := (*C.struct_gt_lib)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_gt_lib{}))))
-	cl.fields = n.Symbol(fnInfo[FnFieldValues].symbol)
+	cl.fields = n.Symbol(fnInfo[FnFieldValues].symbol, 0)
 	cl.ncalls = C.int32_t(numCalls)
 	for c := cFields + 1; c < numCalls; c++ {
 		cd := &callFn[c]
 		cc := &cd.cc
-		if err := cd.fits(); err != nil {
-			panic("sampler: " + err.Error())
-		}
 		x := &cl.calls[c]
-		x.fn = n.Symbol(fnInfo[cd.fn].symbol)
+		x.fn = n.Symbol(fnInfo[cd.fn].symbol, cc.shape)
 		x.shape, x.arg, x.size, x.version = C.uint32_t(cc.shape), C.uint32_t(cc.arg), C.uint32_t(cc.size), C.uint32_t(cc.version)
 		x.nvals = C.uint32_t(len(cc.vals))
 		for i, v := range cc.vals {
@@ -84,7 +82,7 @@ func newNative(l Library) *native {
 // in the library go-nvml loaded.
 func (n *NVML) Native() nvmlapi.Native {
 	return nvmlapi.Native{
-		Symbol: func(name string) unsafe.Pointer {
+		Symbol: func(name string, _ reading.Shape) unsafe.Pointer {
 			s := C.CString(name)
 			defer C.free(unsafe.Pointer(s))
 			return C.gt_batch_sym(s)

@@ -4,41 +4,40 @@ import "github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 
 // HostCounters are the host's counters (RegisterCounters).
 var HostCounters = []counters.Field[*Host]{
-	{Def: counters.Def{Name: "nvml_stretches", Loss: true, OwnLog: true, Place: 210,
-		Help: "times NVML was too slow for the interval and the slow tier, then P-state/utilization/memory, were read less often (the sampler logs the first; nvml_level in the status line is the current step)"},
+	{Def: counters.Declare(counters.Def{Name: "nvml_stretches", Loss: true, OwnLog: true,
+		Help: "times NVML was too slow for the interval and the slow tier, then P-state/utilization/memory, were read less often (the sampler logs the first; nvml_level in the status line is the current step)"}),
 		Get: func(h *Host) uint64 { return h.Pacer.Stats().Stretches }},
-	{Def: counters.Def{Name: "nvml_event_failures", Loss: true, Place: 220,
-		Help: "NVML event sets that could not be opened, failed and were opened again, or left a GPU out (that GPU's NVML events, Xids included, missed until the set was open again; the kernel log still has Xids)"},
+	{Def: counters.Declare(counters.Def{Name: "nvml_event_failures", Loss: true,
+		Help: "NVML event sets that could not be opened, failed and were opened again, or left a GPU out (that GPU's NVML events, Xids included, missed until the set was open again; the kernel log still has Xids)"}),
 		Get: func(h *Host) uint64 { return h.EventFailures() }},
 }
 
 // GPUCounters are a GPU's counters (GPU.RegisterCounters); every GPU's show
 // summed.
 var GPUCounters = []counters.Field[*GPU]{
-	{Def: counters.Def{Name: "native_exec_failures", Loss: true, OwnLog: true, Place: 280, Sum: true,
-		Help: "GPU sample executors (one cgo call a sample) that could not be started, for want of the GPU's NVML handle (the sampler logs the first, with why): that GPU's samples fail, saying why, until the executor starts; tried again with the static facts"},
+	{Def: counters.Declare(counters.Def{Name: "native_exec_failures", Loss: true, OwnLog: true,
+		Help: "GPU sample executors (one cgo call a sample) that could not be started, for want of the GPU's NVML handle (the sampler logs the first, with why): that GPU's samples fail, saying why, until the executor starts; tried again with the static facts"}),
 		Get: (*GPU).NativeExecFailures},
-	{Def: counters.Def{Name: "health_skips", Loss: true, OwnLog: true, Place: 290, Sum: true,
-		Help: "health counter reads put off because another GPU held the field lock, stuck in the driver (the sampler logs the first): the last reading stays, one slow period older"},
+	{Def: counters.Declare(counters.Def{Name: "health_skips", Loss: true, OwnLog: true,
+		Help: "health counter reads put off because another GPU held the field lock, stuck in the driver (the sampler logs the first): the last reading stays, one slow period older"}),
 		Get: (*GPU).HealthSkips},
 }
 
 // ProcCounters are a GPU's process reader's counters
 // (ProcReader.RegisterCounters); every GPU's show summed.
 var ProcCounters = []counters.Field[*ProcReader]{
-	{Def: counters.Def{Name: "process_reads_hung", Loss: true, Place: 240, Sum: true,
-		Help: "per-GPU process list reads stuck in the driver past the deadline (no process data meanwhile)"},
+	{Def: counters.Declare(counters.Def{Name: "process_reads_hung", Loss: true,
+		Help: "per-GPU process list reads stuck in the driver past the deadline (no process data meanwhile)"}),
 		Get: func(p *ProcReader) uint64 { h, _ := p.Counts(); return h }},
-	{Def: counters.Def{Name: "process_reads_failed", Loss: true, Place: 250, Sum: true,
-		Help: "per-GPU process list reads that failed (no process data that second)"},
+	{Def: counters.Declare(counters.Def{Name: "process_reads_failed", Loss: true,
+		Help: "per-GPU process list reads that failed (no process data that second)"}),
 		Get: func(p *ProcReader) uint64 { _, f := p.Counts(); return f }},
 }
 
 // RegisterCounters makes the host's counters (HostCounters) and each of its
-// GPUs' (GPUCounters, declared even with no GPU) part of r.
+// GPUs' (GPUCounters) part of r.
 func (h *Host) RegisterCounters(r *counters.Registry) {
-	counters.Add(r, func() *Host { return h }, HostCounters)
-	counters.Declare(r, GPUCounters)
+	counters.Observe(r, func() *Host { return h }, HostCounters...)
 	for _, g := range h.GPUs {
 		g.RegisterCounters(r)
 	}
@@ -46,10 +45,10 @@ func (h *Host) RegisterCounters(r *counters.Registry) {
 
 // RegisterCounters makes the GPU's counters (GPUCounters) part of r.
 func (g *GPU) RegisterCounters(r *counters.Registry) {
-	counters.Add(r, func() *GPU { return g }, GPUCounters)
+	counters.Observe(r, func() *GPU { return g }, GPUCounters...)
 }
 
 // RegisterCounters makes the reader's counters (ProcCounters) part of r.
 func (p *ProcReader) RegisterCounters(r *counters.Registry) {
-	counters.Add(r, func() *ProcReader { return p }, ProcCounters)
+	counters.Observe(r, func() *ProcReader { return p }, ProcCounters...)
 }

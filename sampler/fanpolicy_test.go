@@ -86,7 +86,7 @@ func TestOldDriverFanSpeed(t *testing.T) {
 			fns = append(fns, callFn[pc.c].fn)
 		}
 	}
-	if !slices.Contains(fns, FnFanSpeed) || slices.Contains(fns, FnFanSpeedV2) {
+	if !slices.Contains(fns, FnFanSpeed) || slices.Contains(fns, fnOf("nvmlDeviceGetFanSpeed_v2")) {
 		t.Errorf("the probe times %v; want nvmlDeviceGetFanSpeed and not the missing _v2", fns)
 	}
 }

@@ -79,14 +79,14 @@ type GPU struct {
 	nativeFails atomic.Uint64 // executor starts that failed (startExec)
 
 	// Capability cache: ns since base until which (fn, index) stays off.
-	off      [numFns][reading.MaxFans]int64
-	told     [numFns]bool // logged "not available" once
-	absurd   [numFns]bool // logged "absurd value" once
+	off      [maxFns][reading.MaxFans]int64
+	told     [maxFns]bool // logged "not available" once
+	absurd   [maxFns]bool // logged "absurd value" once
 	fieldOff [maxFields]int64
 	// carry: each reading's value (by reading.Table index) from the last
 	// sample that read its tier, carried forward in the samples that do
 	// not; sensor0 the same for thermal sensor 0 (the slow tier).
-	carry   [maxReadings]reading.Opt[uint64]
+	carry   [reading.NumReadings]reading.Opt[uint64]
 	sensor0 reading.Opt[reading.Sensor]
 
 	exec *nativeExec // makes a sample's calls (one cgo call); set with the static facts
@@ -193,7 +193,7 @@ func (g *GPU) InFlight() (fn Fn, since time.Time, ok bool) {
 	x := g.exec
 	g.hmu.Unlock()
 	if x != nil {
-		if c := x.current(); c > 0 && int(c) <= int(numCalls) {
+		if c := x.current(); c > 0 && c <= int32(numCalls) {
 			f = callFn[c-1].fn
 		}
 	}
@@ -330,15 +330,17 @@ func (g *GPU) Sample(s *reading.Sample) {
 			st, err = reading.StatusFailed, g.firstErr.String()+": "+retText(g.firstRet)
 		}
 		*s = reading.Sample{GPU: s.GPU, Time: s.Time, KernelTime: s.KernelTime, NumFans: s.NumFans, Status: st, Err: err}
-		g.carry, g.sensor0 = [maxReadings]reading.Opt[uint64]{}, reading.Opt[reading.Sensor]{}
+		g.carry, g.sensor0 = [reading.NumReadings]reading.Opt[uint64]{}, reading.Opt[reading.Sensor]{}
 	}
 	switch {
 	case s.Status != reading.StatusAnswered:
-		g.hlt.vals = [reading.NumHealth]reading.Opt[uint64]{}
+		g.hlt.vals = [reading.NumReadings]reading.Opt[uint64]{}
 	case slow:
 		g.readHealth(s)
 	}
-	s.Health = g.hlt.vals
+	for _, id := range reading.HealthIDs {
+		s.Values[id] = g.hlt.vals[id]
+	}
 	g.readFanPolicies(s)
 }
 

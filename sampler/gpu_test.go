@@ -95,35 +95,35 @@ func TestSampleReadsEverything(t *testing.T) {
 		got  reading.Opt[uint64]
 		want uint64
 	}{
-		{"temp", u(s.TempC), 60},
-		{"power", u(s.PowerMW), 250_500},
-		{"limit", u(s.PowerLimitMW), 600_000},
-		{"enforced", u(s.EnforcedLimitMW), 600_000},
-		{"energy", s.EnergyMJ, 123456789},
-		{"memtemp", u(s.MemTempC), 70},
-		{"replay", s.PCIeReplay, 3},
-		{"pstate", u(s.PState), 2},
-		{"gfx", u(s.GraphicsMHz), 2400},
-		{"mem", u(s.MemMHz), 14001},
-		{"sm", u(s.SMMHz), 2400},
-		{"gpuutil", u(s.GPUUtil), 97},
-		{"memutil", u(s.MemUtil), 41},
-		{"vram", s.VRAMUsedBytes, 40 << 30},
-		{"vram total", s.VRAMTotalBytes, 96 << 30},
-		{"gen", u(s.PCIeGen), 5},
-		{"width", u(s.PCIeWidth), 16},
-		{"throttle", s.Throttle, 4},
+		{"temp", u(s.Values[reading.TempC]), 60},
+		{"power", u(s.Values[reading.PowerMW]), 250_500},
+		{"limit", u(s.Values[reading.PowerLimitMW]), 600_000},
+		{"enforced", u(s.Values[reading.EnforcedLimitMW]), 600_000},
+		{"energy", s.Values[reading.EnergyMJ], 123456789},
+		{"memtemp", u(s.Values[reading.MemTempC]), 70},
+		{"replay", s.Values[reading.PCIeReplay], 3},
+		{"pstate", u(s.Values[reading.PState]), 2},
+		{"gfx", u(s.Values[reading.GraphicsMHz]), 2400},
+		{"mem", u(s.Values[reading.MemMHz]), 14001},
+		{"sm", u(s.Values[reading.SMMHz]), 2400},
+		{"gpuutil", u(s.Values[reading.GPUUtil]), 97},
+		{"memutil", u(s.Values[reading.MemUtil]), 41},
+		{"vram", s.Values[reading.VRAMUsedBytes], 40 << 30},
+		{"vram total", s.Values[reading.VRAMTotalBytes], 96 << 30},
+		{"gen", u(s.Values[reading.PCIeGen]), 5},
+		{"width", u(s.Values[reading.PCIeWidth]), 16},
+		{"throttle", s.Values[reading.Throttle], 4},
 		{"fan0", u(s.Fans[0].Speed), 30},
 		{"fan1 target", u(s.Fans[1].Target), 31},
-		{"enc", u(s.EncUtil), 0},
-		{"dec", u(s.DecUtil), 12},
+		{"enc", u(s.Values[reading.EncUtil]), 0},
+		{"dec", u(s.Values[reading.DecUtil]), 12},
 	}
 	for _, c := range checks {
 		if !c.got.OK || c.got.V != c.want {
 			t.Errorf("%s = %+v, want %d", c.name, c.got, c.want)
 		}
 	}
-	if v, ok := s.TLimitC.Get(); !ok || v != 30 {
+	if v, ok := s.Values[reading.TLimitC].Get(); !ok || v != 30 {
 		t.Errorf("tlimit = %d %v, want 30", v, ok)
 	}
 	if v, ok := s.Sensor0.Get(); !ok || v.Temp != 60 || v.Controller != 5 {
@@ -153,9 +153,10 @@ func TestCallsPerSampleBelowSeed(t *testing.T) {
 		h.GPUs[0].Sample(&s)
 	}
 	per := float64(d.Total()-before) / n
-	// The seed makes 17 calls per sample with 2 fans.
+	// The Python logger gpu-telemetry-deep.py made 17 calls per sample with
+	// 2 fans, for fewer columns.
 	if per >= 17 {
-		t.Errorf("%.1f NVML calls per sample, want fewer than the seed's 17", per)
+		t.Errorf("%.1f NVML calls per sample, want fewer than gpu-telemetry-deep.py's 17", per)
 	}
 	t.Logf("%.2f calls per sample", per)
 }
@@ -165,10 +166,10 @@ func TestUnsupportedIsAbsentAndNotRepeated(t *testing.T) {
 	d.Set("GetTemperature", nvml.ERROR_NOT_SUPPORTED)
 	d.Set("GetTargetFanSpeed", nvml.ERROR_NO_PERMISSION)
 	s := sampled(t, d, 5)
-	if s.TempC.OK || s.TLimitC.OK || s.Fans[0].Target.OK || s.Fans[1].Target.OK {
-		t.Errorf("refused readings present: temp %+v target %+v", s.TempC, s.Fans[0].Target)
+	if s.Values[reading.TempC].OK || s.Values[reading.TLimitC].OK || s.Fans[0].Target.OK || s.Fans[1].Target.OK {
+		t.Errorf("refused readings present: temp %+v target %+v", s.Values[reading.TempC], s.Fans[0].Target)
 	}
-	if s.Status != reading.StatusAnswered || !s.PowerMW.OK {
+	if s.Status != reading.StatusAnswered || !s.Values[reading.PowerMW].OK {
 		t.Errorf("sample should still be OK with other readings: %v", s.Status)
 	}
 	if n := d.Count("GetTemperature"); n != 1 {
@@ -188,8 +189,8 @@ func TestVersionMismatchIsAbsentAndNotRepeated(t *testing.T) {
 	d := fakenvml.NewDev()
 	d.Set("GetTemperature", nvml.ERROR_ARGUMENT_VERSION_MISMATCH)
 	s := sampled(t, d, 5)
-	if s.TempC.OK {
-		t.Errorf("refused temperature present: %+v", s.TempC)
+	if s.Values[reading.TempC].OK {
+		t.Errorf("refused temperature present: %+v", s.Values[reading.TempC])
 	}
 	if s.Status != reading.StatusAnswered {
 		t.Errorf("sample status %v, want ok: a refused reading is no failure", s.Status)
@@ -209,7 +210,7 @@ func TestReprobeAfterInterval(t *testing.T) {
 	g.Sample(&s)
 	d.Set("GetTemperature", nvml.SUCCESS)
 	g.Sample(&s)
-	if !s.TempC.OK {
+	if !s.Values[reading.TempC].OK {
 		t.Errorf("temperature not re-probed")
 	}
 }
@@ -240,10 +241,10 @@ func TestMissingSymbolsUseFallbacks(t *testing.T) {
 			t.Errorf("%s called although the driver lacks it", fn)
 		}
 	}
-	if !s.Throttle.OK || !s.VRAMUsedBytes.OK || !s.Fans[0].Speed.OK || !s.PowerMW.OK || !s.EnergyMJ.OK || !s.EnforcedLimitMW.OK {
+	if !s.Values[reading.Throttle].OK || !s.Values[reading.VRAMUsedBytes].OK || !s.Fans[0].Speed.OK || !s.Values[reading.PowerMW].OK || !s.Values[reading.EnergyMJ].OK || !s.Values[reading.EnforcedLimitMW].OK {
 		t.Errorf("fallbacks not used: %+v", s)
 	}
-	if s.Fans[0].Target.OK || s.Sensor0.OK || s.MemTempC.OK {
+	if s.Fans[0].Target.OK || s.Sensor0.OK || s.Values[reading.MemTempC].OK {
 		t.Errorf("readings without a fallback should be absent")
 	}
 }
@@ -260,13 +261,13 @@ func TestFieldEntryUnsupportedFallsBack(t *testing.T) {
 	var s reading.Sample
 	for i := range 3 {
 		h.GPUs[0].Sample(&s)
-		if v, ok := s.PowerMW.Get(); !ok || v != 250_500 {
+		if v, ok := s.Values[reading.PowerMW].Get(); !ok || v != 250_500 {
 			t.Errorf("sample %d: power = %v %v, want fallback value", i+1, v, ok)
 		}
-		if v, ok := s.EnforcedLimitMW.Get(); !ok || v != 600_000 {
+		if v, ok := s.Values[reading.EnforcedLimitMW].Get(); !ok || v != 600_000 {
 			t.Errorf("sample %d: enforced limit = %v %v, want fallback value", i+1, v, ok)
 		}
-		if s.MemTempC.OK {
+		if s.Values[reading.MemTempC].OK {
 			t.Errorf("sample %d: memory temperature has no fallback and must be absent", i+1)
 		}
 	}
@@ -288,8 +289,8 @@ func TestAbsurdValuesAreAbsent(t *testing.T) {
 	d.Limit = 0
 	d.Power = 4000000000
 	s := sampled(t, d, 1)
-	if s.TempC.OK || s.TLimitC.OK {
-		t.Errorf("temperature 4294967295 recorded: %+v", s.TempC)
+	if s.Values[reading.TempC].OK || s.Values[reading.TLimitC].OK {
+		t.Errorf("temperature 4294967295 recorded: %+v", s.Values[reading.TempC])
 	}
 	if s.Fans[0].Target.OK {
 		t.Errorf("negative fan target recorded")
@@ -297,8 +298,8 @@ func TestAbsurdValuesAreAbsent(t *testing.T) {
 	if !s.Fans[1].Target.OK {
 		t.Errorf("sane fan target dropped")
 	}
-	if s.PowerLimitMW.OK || s.PowerMW.OK {
-		t.Errorf("power limit 0 / absurd power recorded: %+v %+v", s.PowerLimitMW, s.PowerMW)
+	if s.Values[reading.PowerLimitMW].OK || s.Values[reading.PowerMW].OK {
+		t.Errorf("power limit 0 / absurd power recorded: %+v %+v", s.Values[reading.PowerLimitMW], s.Values[reading.PowerMW])
 	}
 }
 
@@ -314,7 +315,7 @@ func TestLostGPU(t *testing.T) {
 	if s.Status != reading.StatusLost {
 		t.Fatalf("status %v, want lost", s.Status)
 	}
-	if s.TempC.OK || s.PowerMW.OK || s.Fans[0].Speed.OK {
+	if s.Values[reading.TempC].OK || s.Values[reading.PowerMW].OK || s.Fans[0].Speed.OK {
 		t.Errorf("lost sample carries readings")
 	}
 	if n := d.Total() - before; n != 1 {
@@ -325,12 +326,8 @@ func TestLostGPU(t *testing.T) {
 func TestAllCallsFailing(t *testing.T) {
 	d := fakenvml.NewDev()
 	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
-	for _, fn := range []string{"GetFieldValues", "GetTemperature", "GetPowerManagementLimit", "GetPerformanceState",
-		"GetClockInfo", "GetUtilizationRates", "GetMemoryInfo_v2", "GetCurrentClocksEventReasons", "GetFanSpeed_v2",
-		"GetTargetFanSpeed", "GetEncoderUtilization", "GetDecoderUtilization", "GetCurrPcieLinkGeneration",
-		"GetCurrPcieLinkWidth", "GetThermalSettings", "GetPowerUsage", "GetEnforcedPowerLimit",
-		"GetTotalEnergyConsumption", "GetPcieReplayCounter"} {
-		d.Set(fn, nvml.ERROR_UNKNOWN)
+	for _, cd := range callFn { // every call of a sample, as the fake names it
+		d.Set(strings.TrimPrefix(cd.fn.String(), "nvmlDevice"), nvml.ERROR_UNKNOWN)
 	}
 	var s reading.Sample
 	h.GPUs[0].Sample(&s)
@@ -353,7 +350,7 @@ func TestSlowTierCarriedForward(t *testing.T) {
 	var s reading.Sample
 	for i := range 25 {
 		h.GPUs[0].Sample(&s)
-		if !s.DecUtil.OK || !s.PCIeGen.OK {
+		if !s.Values[reading.DecUtil].OK || !s.Values[reading.PCIeGen].OK {
 			t.Fatalf("sample %d: slow tier value missing", i)
 		}
 	}
@@ -368,8 +365,8 @@ func TestFieldLockHeldFallsBack(t *testing.T) {
 	defer holdFieldLock(t)()
 	var s reading.Sample
 	h.GPUs[0].Sample(&s)
-	if !s.PowerMW.OK || d.Count("GetFieldValues") != 0 || d.Count("GetPowerUsage") != 1 {
-		t.Errorf("did not fall back: power %+v fields %d usage %d", s.PowerMW, d.Count("GetFieldValues"), d.Count("GetPowerUsage"))
+	if !s.Values[reading.PowerMW].OK || d.Count("GetFieldValues") != 0 || d.Count("GetPowerUsage") != 1 {
+		t.Errorf("did not fall back: power %+v fields %d usage %d", s.Values[reading.PowerMW], d.Count("GetFieldValues"), d.Count("GetPowerUsage"))
 	}
 }
 
@@ -393,7 +390,7 @@ func TestWorkerReportsStuckCall(t *testing.T) {
 		t.Error("second dispatch accepted while a sample is in flight")
 	}
 	fn, since, stuck := w.Stuck(start+time.Second, time.Second)
-	if !stuck || fn != FnTemperature || since != start {
+	if !stuck || fn != fnOf("nvmlDeviceGetTemperature") || since != start {
 		t.Errorf("Stuck = %v %v %v, want nvmlDeviceGetTemperature since the dispatch", fn, since, stuck)
 	}
 	if since, busy := w.Busy(); !busy || since != start {
@@ -529,8 +526,8 @@ func TestHandleFailureAtStartIsRetried(t *testing.T) {
 	}
 	g.nextStatic = time.Time{} // the interval has passed
 	g.Sample(&s)
-	if s.Status != reading.StatusAnswered || !s.TempC.OK || g.Info().UUID != "GPU-1111" || s.NumFans != 2 {
-		t.Errorf("after the retry: status %v temp %+v uuid %q fans %d", s.Status, s.TempC, g.Info().UUID, s.NumFans)
+	if s.Status != reading.StatusAnswered || !s.Values[reading.TempC].OK || g.Info().UUID != "GPU-1111" || s.NumFans != 2 {
+		t.Errorf("after the retry: status %v temp %+v uuid %q fans %d", s.Status, s.Values[reading.TempC], g.Info().UUID, s.NumFans)
 	}
 }
 
@@ -679,8 +676,8 @@ func TestExecStartFailureCountedAndLogged(t *testing.T) {
 	g.startNative = newNativeExec
 	g.nextStatic = time.Time{}
 	g.Sample(&s)
-	if s.Status != reading.StatusAnswered || !s.TempC.OK || s.TempC.V != 60 {
-		t.Errorf("once the executor starts: status %v, error %q, temperature %v; want a sample", s.Status, s.Err, s.TempC)
+	if s.Status != reading.StatusAnswered || !s.Values[reading.TempC].OK || s.Values[reading.TempC].V != 60 {
+		t.Errorf("once the executor starts: status %v, error %q, temperature %v; want a sample", s.Status, s.Err, s.Values[reading.TempC])
 	}
 }
 

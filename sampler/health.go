@@ -8,8 +8,8 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
-// The hardware health counters (reading.Health: the rows of reading.Table
-// with a health group) are read on the slow tier: a getter counter by its
+// The hardware health counters (reading.HealthIDs: the rows of
+// reading.Table with a health group) are read on the slow tier: a getter counter by its
 // call in the sample's batch, the field counters after the sample's own
 // calls, in at most two nvmlDeviceGetFieldValues calls: one for the
 // GPU-level fields (reading.HealthCall) and, on a GPU with NVLink or C2C links,
@@ -22,11 +22,11 @@ import (
 // healthTier is the health counters as last read and the per-field
 // capability cache (worker only, except links).
 type healthTier struct {
-	vals    [reading.NumHealth]reading.Opt[uint64]
-	off     [reading.NumHealth]int64                                    // ns since base until which the field stays off
+	vals    [reading.NumReadings]reading.Opt[uint64]
+	off     [reading.NumReadings]int64                                  // ns since base until which the field stays off
 	linkOff [max(reading.MaxLinks, reading.MaxC2C)][numLinkFields]int64 // per link: one link's refusal is not another's
 	fv      []nvml.FieldValue
-	fvID    []reading.HealthID
+	fvID    []reading.ID
 	lfv     []nvml.FieldValue
 	links   atomic.Pointer[reading.NVLinks] // the latest per-link reading; nil: none
 	groups  atomic.Uint32                   // bit g: group g answered at least one field
@@ -62,9 +62,9 @@ var linkField = func() (t [numLinkFields]uint32) {
 // the driver may have been reloaded, with other support).
 func (g *GPU) resetHealth() {
 	h := &g.hlt
-	h.vals = [reading.NumHealth]reading.Opt[uint64]{}
+	h.vals = [reading.NumReadings]reading.Opt[uint64]{}
 	h.eccMode = reading.Opt[uint64]{}
-	h.off = [reading.NumHealth]int64{}
+	h.off = [reading.NumReadings]int64{}
 	h.linkOff = [max(reading.MaxLinks, reading.MaxC2C)][numLinkFields]int64{}
 	h.links.Store(nil)
 	g.resetRemapHist()
@@ -110,21 +110,21 @@ func (g *GPU) fieldOn(off int64) bool { return off == 0 || g.mono() >= off }
 // succeeded only). A GPU lost during it is noted in g.lost.
 func (g *GPU) readHealth(s *reading.Sample) {
 	h := &g.hlt
-	var vals [reading.NumHealth]reading.Opt[uint64]
-	for id, d := range reading.Health {
-		if d.Getter != "" {
-			vals[id] = s.Health[id] // read by its call in this sample's batch (interpret)
+	var vals [reading.NumReadings]reading.Opt[uint64]
+	for _, id := range reading.HealthIDs {
+		if reading.Table[id].Getter != "" {
+			vals[id] = s.Values[id] // read by its call in this sample's batch (interpret)
 		}
 	}
 	if g.can(FnHealthFields, 0) {
 		h.fv, h.fvID = h.fv[:0], h.fvID[:0]
-		for id, d := range reading.Health {
-			if d.Field == 0 || d.Call != reading.HealthCall || !g.fieldOn(h.off[id]) {
+		for _, id := range reading.HealthIDs {
+			if d := &reading.Table[id]; d.Field == 0 || d.Call != reading.HealthCall || !g.fieldOn(h.off[id]) {
 				continue
 			}
 			// A fresh, zeroed entry per call: values must not carry over.
-			h.fv = append(h.fv, nvml.FieldValue{FieldId: d.Field})
-			h.fvID = append(h.fvID, reading.HealthID(id))
+			h.fv = append(h.fv, nvml.FieldValue{FieldId: reading.Table[id].Field})
+			h.fvID = append(h.fvID, id)
 		}
 		if len(h.fv) > 0 {
 			g.begin(FnHealthFields)
@@ -150,9 +150,9 @@ func (g *GPU) readHealth(s *reading.Sample) {
 	g.readLinks(s, &vals)
 	h.vals = vals
 	var groups uint32
-	for id, v := range vals {
-		if v.OK {
-			groups |= 1 << reading.Health[id].Group
+	for _, id := range reading.HealthIDs {
+		if vals[id].OK {
+			groups |= 1 << reading.Table[id].Group
 		}
 	}
 	h.groups.Store(h.groups.Load() | groups)
@@ -183,13 +183,13 @@ func (g *GPU) fieldEntry(fv *nvml.FieldValue, off *int64) (uint64, bool) {
 // this read's: the mode changes only with a GPU reset (a new handle), so a
 // read whose ECC mode field failed once (a transient error) does not blank
 // the counters the GPU answered in it.
-func judgeSupport(v *[reading.NumHealth]reading.Opt[uint64], mode reading.Opt[uint64]) {
+func judgeSupport(v *[reading.NumReadings]reading.Opt[uint64], mode reading.Opt[uint64]) {
 	if m, ok := mode.Get(); ok && m == 1 {
 		return
 	}
-	for id, d := range reading.Health {
-		switch {
-		case reading.HealthID(id) == reading.HECCMode || reading.HealthID(id) == reading.HECCPending:
+	for _, id := range reading.HealthIDs {
+		switch d := &reading.Table[id]; {
+		case id == reading.HECCMode || id == reading.HECCPending:
 		case d.Group == reading.GroupECC || d.Group == reading.GroupRemap || d.Group == reading.GroupRetired:
 			v[id] = reading.Opt[uint64]{}
 		}
@@ -198,11 +198,11 @@ func judgeSupport(v *[reading.NumHealth]reading.Opt[uint64], mode reading.Opt[ui
 
 // derivedHealth is the health counters readLinks derives from the per-link
 // readings (their rows have neither field nor getter).
-var derivedHealth = []reading.HealthID{reading.HNVLinkUp, reading.HNVLinkErrors, reading.HNVLinkRecovery, reading.HNVLinkRecoveryFailed, reading.HC2CUp, reading.HC2CErrors}
+var derivedHealth = []reading.ID{reading.HNVLinkUp, reading.HNVLinkErrors, reading.HNVLinkRecovery, reading.HNVLinkRecoveryFailed, reading.HC2CUp, reading.HC2CErrors}
 
 // readLinks reads the per-link NVLink and C2C fields in a call of their own
 // when the GPU has links, publishes them and fills the derived sums.
-func (g *GPU) readLinks(s *reading.Sample, vals *[reading.NumHealth]reading.Opt[uint64]) {
+func (g *GPU) readLinks(s *reading.Sample, vals *[reading.NumReadings]reading.Opt[uint64]) {
 	h := &g.hlt
 	nl, _ := vals[reading.HNVLinkCount].Get()
 	nc, _ := vals[reading.HC2CCount].Get()
@@ -251,7 +251,7 @@ func (g *GPU) readLinks(s *reading.Sample, vals *[reading.NumHealth]reading.Opt[
 	}
 	out := &reading.NVLinks{At: s.Time, N: int(nl)}
 	// add sums v into derived counter id: present once any link gave one.
-	add := func(id reading.HealthID, v uint64) { vals[id] = reading.Some(vals[id].V + v) }
+	add := func(id reading.ID, v uint64) { vals[id] = reading.Some(vals[id].V + v) }
 	for i := range h.lfv {
 		r := refs[i]
 		v, ok := g.fieldEntry(&h.lfv[i], &h.linkOff[r.link][r.f])

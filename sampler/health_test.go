@@ -13,7 +13,7 @@ import (
 // The field ids in reading's tables are nvml.h's (go-nvml's constants are
 // generated from it).
 func TestHealthFieldIDsMatchNVML(t *testing.T) {
-	want := map[reading.HealthID]uint32{
+	want := map[reading.ID]uint32{
 		reading.HECCMode: nvml.FI_DEV_ECC_CURRENT, reading.HECCPending: nvml.FI_DEV_ECC_PENDING,
 		reading.HSBEVolatile: nvml.FI_DEV_ECC_SBE_VOL_TOTAL, reading.HDBEVolatile: nvml.FI_DEV_ECC_DBE_VOL_TOTAL,
 		reading.HSBEAggregate: nvml.FI_DEV_ECC_SBE_AGG_TOTAL, reading.HDBEAggregate: nvml.FI_DEV_ECC_DBE_AGG_TOTAL,
@@ -44,8 +44,9 @@ func TestHealthFieldIDsMatchNVML(t *testing.T) {
 		reading.HC2CCount:           nvml.FI_DEV_C2C_LINK_COUNT,
 		reading.HRecoveryAction:     nvml.FI_DEV_GET_GPU_RECOVERY_ACTION,
 	}
-	for id, d := range reading.Health {
-		w, ok := want[reading.HealthID(id)]
+	for _, id := range reading.HealthIDs {
+		d := &reading.Table[id]
+		w, ok := want[id]
 		if !ok {
 			w = 0 // derived
 		}
@@ -95,7 +96,7 @@ func TestHealthPerFieldReturns(t *testing.T) {
 	var s reading.Sample
 	h.GPUs[0].Sample(&s)
 	checks := []struct {
-		id   reading.HealthID
+		id   reading.ID
 		want reading.Opt[uint64]
 	}{
 		{reading.HECCMode, reading.Some[uint64](1)},
@@ -109,8 +110,8 @@ func TestHealthPerFieldReturns(t *testing.T) {
 		{reading.HClkHWThermal, reading.Some[uint64](2_500_000_000)},
 	}
 	for _, c := range checks {
-		if s.Health[c.id] != c.want {
-			t.Errorf("%s = %+v, want %+v", reading.Health[c.id].Name, s.Health[c.id], c.want)
+		if s.Values[c.id] != c.want {
+			t.Errorf("%s = %+v, want %+v", reading.Table[c.id].Name, s.Values[c.id], c.want)
 		}
 	}
 	// One call for the batch, one for the health counters; no NVLink call
@@ -122,16 +123,16 @@ func TestHealthPerFieldReturns(t *testing.T) {
 	d.FieldRet = map[uint32]nvml.Return{}
 	d.Fields[nvml.FI_DEV_ECC_SBE_VOL_TOTAL] = 9
 	h.GPUs[0].Sample(&s)
-	if v := s.Health[reading.HPCIeBadTLP]; v.OK {
+	if v := s.Values[reading.HPCIeBadTLP]; v.OK {
 		t.Errorf("refused field asked again before Reprobe: %+v", v)
 	}
-	if v := s.Health[reading.HSBEVolatile]; v != reading.Some[uint64](9) {
+	if v := s.Values[reading.HSBEVolatile]; v != reading.Some[uint64](9) {
 		t.Errorf("SBE after change %+v", v)
 	}
 	// A new handle (the driver reloaded) asks everything again.
 	h.GPUs[0].resetHealth()
 	h.GPUs[0].Sample(&s)
-	if v := s.Health[reading.HPCIeBadTLP]; v != reading.Some[uint64](3) {
+	if v := s.Values[reading.HPCIeBadTLP]; v != reading.Some[uint64](3) {
 		t.Errorf("after reset: %+v", v)
 	}
 }
@@ -144,10 +145,10 @@ func TestHealthNoECCMeansNoRemap(t *testing.T) {
 	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
 	var s reading.Sample
 	h.GPUs[0].Sample(&s)
-	if s.Health[reading.HRemapPending].OK || s.Health[reading.HRemapFailure].OK {
-		t.Errorf("remap fields kept without ECC: %+v %+v", s.Health[reading.HRemapPending], s.Health[reading.HRemapFailure])
+	if s.Values[reading.HRemapPending].OK || s.Values[reading.HRemapFailure].OK {
+		t.Errorf("remap fields kept without ECC: %+v %+v", s.Values[reading.HRemapPending], s.Values[reading.HRemapFailure])
 	}
-	if !s.Health[reading.HPCIeBadTLP].OK {
+	if !s.Values[reading.HPCIeBadTLP].OK {
 		t.Errorf("PCIe counter dropped")
 	}
 	g := h.GPUs[0].HealthGroups()
@@ -173,14 +174,14 @@ func TestHealthNVLinkOwnCall(t *testing.T) {
 	if n := d.Count("GetFieldValues"); n != 3 {
 		t.Errorf("field calls %d, want 3 (batch, health, NVLink)", n)
 	}
-	want := map[reading.HealthID]reading.Opt[uint64]{
+	want := map[reading.ID]reading.Opt[uint64]{
 		reading.HNVLinkCount: reading.Some[uint64](3), reading.HNVLinkUp: reading.Some[uint64](2),
 		reading.HNVLinkErrors: reading.Some[uint64](3), reading.HNVLinkRecoveryFailed: reading.Some[uint64](0),
 		reading.HNVLinkRecovery: {},
 	}
 	for id, w := range want {
-		if s.Health[id] != w {
-			t.Errorf("%s = %+v, want %+v", reading.Health[id].Name, s.Health[id], w)
+		if s.Values[id] != w {
+			t.Errorf("%s = %+v, want %+v", reading.Table[id].Name, s.Values[id], w)
 		}
 	}
 	links := h.GPUs[0].NVLinks()
@@ -203,7 +204,7 @@ func TestHealthFieldLockBusyKeepsReading(t *testing.T) {
 		h.GPUs[0].Sample(&s)
 	}
 	release()
-	if v := s.Health[reading.HSBEVolatile]; v != reading.Some[uint64](7) {
+	if v := s.Values[reading.HSBEVolatile]; v != reading.Some[uint64](7) {
 		t.Errorf("kept reading %+v, want the last one (7)", v)
 	}
 	if h.GPUs[0].HealthSkips() == 0 {
@@ -221,7 +222,7 @@ func TestHealthGetters(t *testing.T) {
 	d.Repair = &nvml.RepairStatus{BTpcRepairPending: 1}
 	d.Unrepairable = &nvml.UnrepairableMemoryStatus_v1{BUnrepairableMemory: 1}
 	h := openFakeConfig(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}}, Config{Reprobe: time.Hour, SlowEvery: 3, FieldWait: time.Millisecond})
-	want := map[reading.HealthID]reading.Opt[uint64]{
+	want := map[reading.ID]reading.Opt[uint64]{
 		reading.HSRAMCorrectable: reading.Some[uint64](5), reading.HSRAMUncSecDed: reading.Some[uint64](2),
 		reading.HSRAMUncParity: reading.Some[uint64](1), reading.HSRAMThreshold: reading.Some[uint64](1),
 		reading.HChannelRepairPending: reading.Some[uint64](0), reading.HTPCRepairPending: reading.Some[uint64](1),
@@ -231,8 +232,8 @@ func TestHealthGetters(t *testing.T) {
 		var s reading.Sample
 		h.GPUs[0].Sample(&s)
 		for id, w := range want {
-			if s.Health[id] != w {
-				t.Errorf("sample %d: %s = %+v, want %+v", n, reading.Health[id].Name, s.Health[id], w)
+			if s.Values[id] != w {
+				t.Errorf("sample %d: %s = %+v, want %+v", n, reading.Table[id].Name, s.Values[id], w)
 			}
 		}
 	}
@@ -249,8 +250,8 @@ func TestHealthGetters(t *testing.T) {
 	var s reading.Sample
 	h.GPUs[0].Sample(&s)
 	for id := range want {
-		if s.Health[id].OK {
-			t.Errorf("GPU without ECC or the getters: %s = %+v, want absent", reading.Health[id].Name, s.Health[id])
+		if s.Values[id].OK {
+			t.Errorf("GPU without ECC or the getters: %s = %+v, want absent", reading.Table[id].Name, s.Values[id])
 		}
 	}
 }
@@ -268,15 +269,15 @@ func TestECCModeHiccupKeepsTheCounters(t *testing.T) {
 	h.GPUs[0].Sample(&s) // the mode answers 1
 	d.FieldRet[nvml.FI_DEV_ECC_CURRENT] = nvml.ERROR_UNKNOWN
 	h.GPUs[0].Sample(&s)
-	if s.Health[reading.HECCMode].OK {
-		t.Fatalf("ECC mode %+v in the read where it failed, want absent", s.Health[reading.HECCMode])
+	if s.Values[reading.HECCMode].OK {
+		t.Fatalf("ECC mode %+v in the read where it failed, want absent", s.Values[reading.HECCMode])
 	}
-	for id, want := range map[reading.HealthID]reading.Opt[uint64]{
+	for id, want := range map[reading.ID]reading.Opt[uint64]{
 		reading.HSRAMUncSecDed: reading.Some[uint64](2), reading.HSRAMThreshold: reading.Some[uint64](1),
 		reading.HSBEVolatile: reading.Some[uint64](7),
 	} {
-		if s.Health[id] != want {
-			t.Errorf("after an ECC mode hiccup: %s = %+v, want %+v", reading.Health[id].Name, s.Health[id], want)
+		if s.Values[id] != want {
+			t.Errorf("after an ECC mode hiccup: %s = %+v, want %+v", reading.Table[id].Name, s.Values[id], want)
 		}
 	}
 }

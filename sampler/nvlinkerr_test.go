@@ -40,9 +40,9 @@ func TestNVLinkErrorCountersRoundRobin(t *testing.T) {
 	if n := d.Count("GetNvLinkErrorCounter"); n != 18*len(dlCounter) {
 		t.Errorf("first read: %d calls, want every link's (%d)", n, 18*len(dlCounter))
 	}
-	for id, want := range map[reading.HealthID]uint64{reading.HNVLinkErrors: 9, reading.HNVLinkRecovery: 1, reading.HNVLinkUp: 18} {
-		if v := s.Health[id]; v != reading.Some(want) {
-			t.Errorf("%s = %+v, want %d", reading.Health[id].Name, v, want)
+	for id, want := range map[reading.ID]uint64{reading.HNVLinkErrors: 9, reading.HNVLinkRecovery: 1, reading.HNVLinkUp: 18} {
+		if v := s.Values[id]; v != reading.Some(want) {
+			t.Errorf("%s = %+v, want %d", reading.Table[id].Name, v, want)
 		}
 	}
 	l := g.NVLinks()
@@ -68,7 +68,7 @@ func TestNVLinkErrorCountersRoundRobin(t *testing.T) {
 	if v := g.NVLinks().L[17].C[reading.LDLReplay]; v != reading.Some[uint64](4) {
 		t.Errorf("link 17 after a round: %+v, want 4", v)
 	}
-	if v := s.Health[reading.HNVLinkErrors]; v != reading.Some[uint64](13) {
+	if v := s.Values[reading.HNVLinkErrors]; v != reading.Some[uint64](13) {
 		t.Errorf("nvlink_errors after a round %+v, want 13", v)
 	}
 }
@@ -114,7 +114,7 @@ func TestNVLinkErrorCountersOnlyWithoutNVLink5(t *testing.T) {
 	if n := d3.Count("GetNvLinkErrorCounter"); n != 0 {
 		t.Errorf("a driver without the symbol was called %d times", n)
 	}
-	if v := s.Health[reading.HNVLinkErrors]; v.OK {
+	if v := s.Values[reading.HNVLinkErrors]; v.OK {
 		t.Errorf("nvlink_errors without any error counter: %+v, want absent", v)
 	}
 }

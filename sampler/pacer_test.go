@@ -163,11 +163,11 @@ func TestStretchedSampleKeepsPrecursors(t *testing.T) {
 	var s reading.Sample
 	for i := range 100 {
 		h.GPUs[0].Sample(&s)
-		if !s.TempC.OK || !s.PowerMW.OK || !s.PowerLimitMW.OK || !s.EnforcedLimitMW.OK || !s.GraphicsMHz.OK ||
-			!s.SMMHz.OK || !s.MemMHz.OK || !s.Throttle.OK || !s.Fans[0].Speed.OK || !s.Fans[0].Target.OK {
+		if !s.Values[reading.TempC].OK || !s.Values[reading.PowerMW].OK || !s.Values[reading.PowerLimitMW].OK || !s.Values[reading.EnforcedLimitMW].OK || !s.Values[reading.GraphicsMHz].OK ||
+			!s.Values[reading.SMMHz].OK || !s.Values[reading.MemMHz].OK || !s.Values[reading.Throttle].OK || !s.Fans[0].Speed.OK || !s.Fans[0].Target.OK {
 			t.Fatalf("sample %d lacks a precursor column: %+v", i, s)
 		}
-		if !s.PState.OK || !s.GPUUtil.OK || !s.VRAMUsedBytes.OK || !s.DecUtil.OK {
+		if !s.Values[reading.PState].OK || !s.Values[reading.GPUUtil].OK || !s.Values[reading.VRAMUsedBytes].OK || !s.Values[reading.DecUtil].OK {
 			t.Fatalf("sample %d: a stretched column is not carried: %+v", i, s)
 		}
 	}

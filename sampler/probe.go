@@ -146,7 +146,7 @@ func Probe(h *Host, o ProbeOptions) ProbeReport {
 }
 
 // cProcs stands for the process reader's calls, timed as one kind.
-const cProcs = numCalls
+const cProcs = maxCalls
 
 var procFnsProbe = []string{"nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses", "nvmlDeviceGetProcessUtilization"}
 
@@ -159,23 +159,16 @@ func probeCalls(gpus []*GPU) []probeCall {
 	}
 	g := gpus[0]
 	var out []probeCall
-	skip := map[call]bool{cFanSpeed1: g.syms.Has(FnFanSpeedV2), cMem: g.syms.Has(FnMemoryInfoV2), cThrottle: g.syms.Has(FnClocksEventReasons)}
 	for c := call(0); c < numCalls; c++ {
-		if skip[c] || !g.syms.Has(callFn[c].fn) {
+		d := &callFn[c]
+		if (d.newer != 0 && g.syms.Has(callFn[d.newer].fn)) || !g.syms.Has(d.fn) {
 			continue
 		}
-		if c >= cFanSpeed && (callFn[c].idx > 0 || g.Info().NumFans == 0) {
+		if d.fan && (d.idx > 0 || g.Info().NumFans == 0) {
 			continue // fans 1..: same function as fan 0; no fans: not made
 		}
-		name := callFn[c].fn.String()
-		switch c {
-		case cClockGfx:
-			name += "(graphics)"
-		case cClockSM:
-			name += "(sm)"
-		case cClockMem:
-			name += "(memory)"
-		case cFields:
+		name := d.name
+		if c == cFields {
 			name += "(" + strconv.Itoa(numQ) + " fields)"
 		}
 		out = append(out, probeCall{c, name})
@@ -197,7 +190,7 @@ func perSample(g *GPU, c call, slowEvery, lvl int) float64 {
 	for s := 1; s <= period; s++ { // sample 0 reads everything: not typical
 		slow, second := due(uint64(s), g.Info().Index, slowEvery, lvl)
 		g.plan(&r, fans, slow, second)
-		if c == cFanSpeed || c == cTarget {
+		if callFn[c].fan && callFn[c].newer == 0 {
 			for f := range fans {
 				if r.plan&(1<<(c+call(f))) != 0 {
 					n++

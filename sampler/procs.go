@@ -46,8 +46,8 @@ type ProcReader struct {
 	latest atomic.Pointer[reading.Procs]
 
 	// Owned by the reading goroutine.
-	off      [numFns]int64
-	told     [numFns]bool
+	off      [maxFns]int64
+	told     [maxFns]bool
 	lastTS   uint64 // newest GetProcessUtilization timestamp seen (us)
 	lastGood *reading.Procs
 	failing  bool                // the last read failed: the next failure is not logged again

@@ -47,7 +47,7 @@ func (g *GPU) resetRemapHist() {
 
 // readRemapHist reads the histogram when due, given the health counters
 // vals of this slow sample s.
-func (g *GPU) readRemapHist(s *reading.Sample, vals *[reading.NumHealth]reading.Opt[uint64]) {
+func (g *GPU) readRemapHist(s *reading.Sample, vals *[reading.NumReadings]reading.Opt[uint64]) {
 	r := &g.hlt.hist
 	key := [4]reading.Opt[uint64]{vals[reading.HRemapCorrectable], vals[reading.HRemapUncorrectable],
 		vals[reading.HRemapPending], vals[reading.HRemapFailure]}

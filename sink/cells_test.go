@@ -69,10 +69,10 @@ func TestReadChanged(t *testing.T) {
 		{"no row before: all parsed", nil, []string{"t", "60", "3", "1"}, reading.Some[uint64](3), reading.Some[uint64](1)},
 	} {
 		var s reading.Sample
-		s.Health[reading.HSBEVolatile], s.Health[reading.HRemapPending] = reading.Some[uint64](99), reading.Some[uint64](98)
+		s.Values[reading.HSBEVolatile], s.Values[reading.HRemapPending] = reading.Some[uint64](99), reading.Some[uint64](98)
 		rc.ReadChanged(tc.cells, tc.prev, &s)
-		if s.Health[reading.HSBEVolatile] != tc.wantSBE || s.Health[reading.HRemapPending] != tc.wantPen {
-			t.Errorf("%s: sbe %v pending %v, want %v %v", tc.name, s.Health[reading.HSBEVolatile], s.Health[reading.HRemapPending], tc.wantSBE, tc.wantPen)
+		if s.Values[reading.HSBEVolatile] != tc.wantSBE || s.Values[reading.HRemapPending] != tc.wantPen {
+			t.Errorf("%s: sbe %v pending %v, want %v %v", tc.name, s.Values[reading.HSBEVolatile], s.Values[reading.HRemapPending], tc.wantSBE, tc.wantPen)
 		}
 	}
 }

@@ -2,36 +2,36 @@ package sink
 
 import "github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 
-// CSVCounters are the CSV writer's counters (RegisterCounters).
-var CSVCounters = []counters.Field[Stats]{
-	{Def: counters.Def{Name: "rows_dropped", Loss: true, Place: 30,
-		Help: "CSV rows not written (disk paused or full, file error, or after shutdown)"},
-		Get: func(s Stats) uint64 { return s.Dropped }},
-	{Def: counters.Def{Name: "sync_errors", Loss: true, Place: 40,
-		Help: "failed fsync/fdatasync calls on CSV files"},
-		Get: func(s Stats) uint64 { return s.SyncErrors }},
-	{Def: counters.Def{Name: "sync_skips", Loss: true, Place: 50,
-		Help: "periodic CSV sync rounds skipped because the previous one was still on the disk"},
-		Get: func(s Stats) uint64 { return s.SyncSkips }},
-	{Def: counters.Def{Name: "rows_written", Place: 410,
-		Help: "CSV rows written"},
-		Get: func(s Stats) uint64 { return s.Written }},
-	{Def: counters.Def{Name: "sync_batches", Place: 430,
-		Help: "periodic CSV sync rounds completed"},
-		Get: func(s Stats) uint64 { return s.SyncBatches }},
+// The CSV writer's counters, counted in its own registry (CSV.counts), but
+// sync_batches: the sync thread's, for the process (asyncSyncBatches).
+var (
+	rowsDropped = counters.Declare(counters.Def{Name: "rows_dropped", Loss: true,
+		Help: "CSV rows not written (disk paused or full, file error, or after shutdown)"})
+	syncErrors = counters.Declare(counters.Def{Name: "sync_errors", Loss: true,
+		Help: "failed fsync/fdatasync calls on CSV files"})
+	syncSkips = counters.Declare(counters.Def{Name: "sync_skips", Loss: true,
+		Help: "periodic CSV sync rounds skipped because the previous one was still on the disk"})
+	rowsWritten = counters.Declare(counters.Def{Name: "rows_written",
+		Help: "CSV rows written"})
+	syncBatches = counters.Declare(counters.Def{Name: "sync_batches",
+		Help: "periodic CSV sync rounds completed"})
+)
+
+// RegisterCounters makes r show the writer's counts.
+func (c *CSV) RegisterCounters(r *counters.Registry) {
+	r.Include(c.counts)
+	counters.Observe(r, asyncSyncBatches, counters.Field[uint64]{Def: syncBatches, Get: func(n uint64) uint64 { return n }})
 }
 
-// RegisterCounters makes the writer's counters (CSVCounters) part of r.
-func (c *CSV) RegisterCounters(r *counters.Registry) { counters.Add(r, c.Stats, CSVCounters) }
+// A line log's counters, counted in its own registry (LineLog.counts);
+// events.log's and summary.log's show summed. The lines a log refused
+// (Line's error) are counted by its writer, which knows what the line was.
+var (
+	linesLostAtExit = counters.Declare(counters.Def{Name: "log_lines_lost_at_exit", Loss: true, OwnLog: true,
+		Help: "events.log and summary.log lines still waiting for the disk when the logger exited"})
+	linesDelayed = counters.Declare(counters.Def{Name: "log_lines_delayed",
+		Help: "events.log and summary.log lines kept in memory while the file could not be written (disk full) and written later with their own timestamps"})
+)
 
-// LineLogCounters are a line log's counters; events.log's and summary.log's
-// show summed. The lines a log refused (Overflowed) are counted by its
-// writer, which knows what the line was.
-var LineLogCounters = []counters.Field[LineLogStats]{
-	{Def: counters.Def{Name: "log_lines_lost_at_exit", Loss: true, OwnLog: true, Place: 80, Sum: true,
-		Help: "events.log and summary.log lines still waiting for the disk when the logger exited"},
-		Get: func(s LineLogStats) uint64 { return s.LostAtClose }},
-	{Def: counters.Def{Name: "log_lines_delayed", Place: 420, Sum: true,
-		Help: "events.log and summary.log lines kept in memory while the file could not be written (disk full) and written later with their own timestamps"},
-		Get: func(s LineLogStats) uint64 { return s.Delayed }},
-}
+// RegisterCounters makes r show the log's counts.
+func (l *LineLog) RegisterCounters(r *counters.Registry) { r.Include(l.counts) }

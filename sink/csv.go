@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
@@ -106,8 +107,7 @@ type CSV struct {
 		seq   uint64
 		files []syncedFile
 	}
-	syncErrLogged  atomic.Bool
-	syncSkipLogged atomic.Bool
+	syncErrLogged atomic.Bool
 	// newEntry: a file was created since the directory was last fsynced.
 	// The background goroutine syncs it within a tick, off the row path: at
 	// midnight every GPU creates a file, and eight directory fsyncs in the
@@ -119,15 +119,12 @@ type CSV struct {
 	// still run on goroutines of their own: Close waits for them.
 	leaving sync.WaitGroup
 
-	stop      chan struct{}
-	done      chan struct{}
-	closeMu   sync.Mutex
-	closed    bool
-	shut      atomic.Bool // set by Close: later rows are dropped
-	dropped   atomic.Uint64
-	written   atomic.Uint64
-	syncErrs  atomic.Uint64
-	syncSkips atomic.Uint64
+	stop    chan struct{}
+	done    chan struct{}
+	closeMu sync.Mutex
+	closed  bool
+	shut    atomic.Bool        // set by Close: later rows are dropped
+	counts  *counters.Registry // its counters (counters.go)
 }
 
 type gpuFile struct {
@@ -172,7 +169,8 @@ func NewCSV(cfg CSVConfig, gpus []GPUColumns) (*CSV, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create log dir: %w", err)
 	}
-	c := &CSV{cfg: cfg, log: cfg.Logger, files: map[int]*gpuFile{}, stop: make(chan struct{}), done: make(chan struct{})}
+	c := &CSV{cfg: cfg, log: cfg.Logger, files: map[int]*gpuFile{}, stop: make(chan struct{}), done: make(chan struct{}),
+		counts: counters.New()}
 	for _, g := range gpus {
 		gf := &gpuFile{index: g.Index, ring: make([]reading.Sample, cfg.RingRows), mine: map[string]bool{}}
 		gf.set(g)
@@ -210,17 +208,17 @@ func (c *CSV) Write(s *reading.Sample) error {
 	defer gf.mu.Unlock()
 	if c.shut.Load() {
 		// A sample that was stuck in the driver until after shutdown.
-		c.dropped.Add(1)
+		c.counts.Inc(rowsDropped)
 		return errClosed
 	}
 	gf.buf = AppendRow(gf.buf[:0], s, gf.fans)
 	gf.remember(s)
 	if c.paused.Load() != 0 {
-		c.dropped.Add(1)
+		c.counts.Inc(rowsDropped)
 		return nil
 	}
 	if err := c.ensureOpen(gf, s.Time); err != nil {
-		c.dropped.Add(1)
+		c.counts.Inc(rowsDropped)
 		if !gf.failing {
 			gf.failing = true
 			c.log.Error("cannot open CSV; rows are dropped until it works", "gpu", gf.index, "error", err)
@@ -229,7 +227,7 @@ func (c *CSV) Write(s *reading.Sample) error {
 	}
 	n, err := gf.f.Write(gf.buf)
 	if err != nil || n != len(gf.buf) {
-		c.dropped.Add(1)
+		c.counts.Inc(rowsDropped)
 		c.cutBack(gf)
 		if errors.Is(err, syscall.ENOSPC) {
 			c.pause(pauseENOSPC, "disk full (ENOSPC)")
@@ -252,7 +250,7 @@ func (c *CSV) Write(s *reading.Sample) error {
 		gf.last = s.Time
 	}
 	gf.dirty.Store(true)
-	c.written.Add(1)
+	c.counts.Inc(rowsWritten)
 	return nil
 }
 
@@ -342,8 +340,8 @@ type Stats struct {
 
 // Stats returns the counters.
 func (c *CSV) Stats() Stats {
-	return Stats{Written: c.written.Load(), Dropped: c.dropped.Load(), SyncBatches: asyncSyncBatches(),
-		SyncErrors: c.syncErrs.Load(), SyncSkips: c.syncSkips.Load(), Paused: c.paused.Load() != 0}
+	return Stats{Written: c.counts.Load(rowsWritten), Dropped: c.counts.Load(rowsDropped), SyncBatches: asyncSyncBatches(),
+		SyncErrors: c.counts.Load(syncErrors), SyncSkips: c.counts.Load(syncSkips), Paused: c.paused.Load() != 0}
 }
 
 // Close stops the background work, fsyncs and closes every file, and waits

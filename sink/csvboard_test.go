@@ -68,7 +68,7 @@ func TestCSVOneBoardPerFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.TempC = reading.Some(temp)
+		s.Values[reading.TempC] = reading.Widen(reading.Some(temp))
 		for range 3 {
 			s.Time = s.Time.Add(time.Second)
 			if err := c.Write(&s); err != nil {

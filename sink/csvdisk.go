@@ -57,6 +57,6 @@ func (c *CSV) pause(by uint32, why string) {
 
 func (c *CSV) resume() {
 	if c.paused.Swap(0) != 0 {
-		c.log.Info("disk guard: space is back, writing rows again", "dir", c.cfg.Dir, "dropped_so_far", c.dropped.Load())
+		c.log.Info("disk guard: space is back, writing rows again", "dir", c.cfg.Dir, "dropped_so_far", c.counts.Load(rowsDropped))
 	}
 }

@@ -40,7 +40,7 @@ func (c *CSV) Sync(index int) error {
 // the first one with its file: rows written since the last good sync may not
 // survive a power loss.
 func (c *CSV) syncFailed(gpu int, path string, err error) {
-	c.syncErrs.Add(1)
+	c.counts.Inc(syncErrors)
 	if c.syncErrLogged.CompareAndSwap(false, true) {
 		c.log.Error("fsync of a CSV failed; its recent rows may not survive a power loss (later failures are only counted: sync_errors)",
 			"gpu", gpu, "path", path, "error", err)
@@ -55,7 +55,7 @@ func (c *CSV) syncNewEntries() {
 		return
 	}
 	if err := SyncDir(c.cfg.Dir); err != nil {
-		c.syncErrs.Add(1)
+		c.counts.Inc(syncErrors)
 		if c.dirErrLogged.CompareAndSwap(false, true) {
 			c.log.Error("fsync of the log directory failed; new CSV files may not survive a power loss (later failures are only counted: sync_errors)",
 				"dir", c.cfg.Dir, "error", err)
@@ -118,11 +118,11 @@ func (c *CSV) syncDirty() {
 	}
 	seq, ok := syncAsync(fds)
 	if !ok {
-		c.syncSkips.Add(1)
+		n := c.counts.Add(syncSkips, 1)
 		for _, gf := range gfs {
 			gf.dirty.Store(true)
 		}
-		if c.syncSkipLogged.CompareAndSwap(false, true) {
+		if n == 1 {
 			c.log.Warn("periodic fsync skipped: the previous round is still on the disk; these files' rows wait in the page cache for the next round (later skips are only counted: sync_skips)",
 				"files", len(files), "first", files[0].path, "every", c.cfg.FsyncEvery)
 		}

@@ -228,7 +228,7 @@ func TestLineLogCutsBackATornLine(t *testing.T) {
 				if got, want := fw.String(), strings.Join(lines, "\n")+"\n"; got != want {
 					t.Errorf("%s after the disk had room:\n%s\nwant each line whole, once:\n%s", name, got, want)
 				}
-				if st := l.Stats(); st.Delayed != 2 || st.Pending != 0 || st.Overflowed != 0 || st.LostAtClose != 0 {
+				if st := statsOf(l); st.Delayed != 2 || st.Pending != 0 || st.Overflowed != 0 || st.LostAtClose != 0 {
 					t.Errorf("stats %+v, want 2 delayed, nothing lost", st)
 				}
 			})
@@ -248,7 +248,7 @@ func TestLineLogCutsBackATornLine(t *testing.T) {
 			if got, want := fw.String(), lines[0]+"\n"; got != want {
 				t.Errorf("%s after a close on a full disk:\n%q\nwant only the line written before:\n%q", name, got, want)
 			}
-			if st := l.Stats(); st.LostAtClose != 1 {
+			if st := statsOf(l); st.LostAtClose != 1 {
 				t.Errorf("stats %+v, want the torn line lost at close", st)
 			}
 		})
@@ -309,7 +309,7 @@ func TestLineLogOnAFullTmpfs(t *testing.T) {
 			add(0)
 			filler := filepath.Join(dir, "filler")
 			testutil.FillDisk(t, filler)
-			for i := 1; l.Stats().Delayed == 0; i++ {
+			for i := 1; statsOf(l).Delayed == 0; i++ {
 				if i > 100 {
 					t.Fatal("the log's page never filled")
 				}
@@ -325,14 +325,14 @@ func TestLineLogOnAFullTmpfs(t *testing.T) {
 			if err := os.Remove(filler); err != nil {
 				t.Fatal(err)
 			}
-			if !testutil.WaitUntil(5*time.Second, func() bool { return l.Stats().Pending == 0 }) {
+			if !testutil.WaitUntil(5*time.Second, func() bool { return statsOf(l).Pending == 0 }) {
 				t.Fatal("kept lines not written after the disk had room")
 			}
 			add(len(want))
 			if got := string(testutil.ReadFile(t, l.Path())); got != strings.Join(want, "\n")+"\n" {
 				t.Errorf("%s after the disk had room:\n%s\nwant each of %d lines whole, once", name, got, len(want))
 			}
-			if st := l.Stats(); st.Delayed != 2 || st.Overflowed != 0 {
+			if st := statsOf(l); st.Delayed != 2 || st.Overflowed != 0 {
 				t.Errorf("stats %+v, want 2 delayed, none lost", st)
 			}
 		})
@@ -377,11 +377,11 @@ func TestLineLogKeepsLinesWhileDiskFull(t *testing.T) {
 			t.Fatalf("Line while the disk is full: %v (the line is kept, not lost)", err)
 		}
 	}
-	if st := l.Stats(); st.Pending != 2 || st.Delayed != 2 || st.Overflowed != 0 {
+	if st := statsOf(l); st.Pending != 2 || st.Delayed != 2 || st.Overflowed != 0 {
 		t.Errorf("stats while full: %+v", st)
 	}
 	fw.set(false)
-	if !testutil.WaitUntil(2*time.Second, func() bool { return l.Stats().Pending == 0 }) {
+	if !testutil.WaitUntil(2*time.Second, func() bool { return statsOf(l).Pending == 0 }) {
 		t.Fatal("kept lines not written after the disk had space again")
 	}
 	if got, want := fw.String(), strings.Join(lines, "\n")+"\n"; got != want {
@@ -406,7 +406,7 @@ func TestLineLogOverflowIsCountedAndLogged(t *testing.T) {
 			t.Fatalf("line %d: %v", i, err)
 		}
 	}
-	if st := l.Stats(); st.Pending != maxPendingLines || st.Overflowed != 3 {
+	if st := statsOf(l); st.Pending != maxPendingLines || st.Overflowed != 3 {
 		t.Errorf("stats %+v", st)
 	}
 	out := logs.String()
@@ -415,7 +415,7 @@ func TestLineLogOverflowIsCountedAndLogged(t *testing.T) {
 	}
 	// Still full at exit: the waiting lines are lost, counted and logged.
 	l.Close()
-	if st := l.Stats(); st.LostAtClose != maxPendingLines || st.Overflowed != 3 || st.Pending != 0 {
+	if st := statsOf(l); st.LostAtClose != maxPendingLines || st.Overflowed != 3 || st.Pending != 0 {
 		t.Errorf("stats after Close: %+v", st)
 	}
 	if !strings.Contains(logs.String(), "still not writable at exit") {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"gopkg.in/natefinch/lumberjack.v2"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 )
 
 // Bounds of the lines a LineLog keeps while its file cannot be written.
@@ -48,21 +50,15 @@ type LineLog struct {
 	retrying   bool // the retry goroutine runs
 	stop       chan struct{}
 	wg         sync.WaitGroup
-	overflowed bool // this outage's first overflow was logged
+	overflowed bool   // this outage's first overflow was logged
+	overflowN  uint64 // lines dropped because the queue was full (Line returned an error), for the log
 
-	// The counters are atomics, changed under mu and read without it:
-	// Stats serves status requests and scrapes, which must not wait
-	// behind a write(2) or a rotation stuck on a stalled disk.
-	delayed, overflowedN, lostAtClose atomic.Uint64
-	pendingN                          atomic.Int64 // len(pending)
-}
-
-// LineLogStats are a LineLog's counters.
-type LineLogStats struct {
-	Delayed     uint64 // lines that could not be written at once and were kept
-	Pending     int    // lines kept now, not yet written
-	Overflowed  uint64 // lines dropped because the queue was full (Line returned an error); the first is logged
-	LostAtClose uint64 // kept lines the file still refused at Close; logged
+	// counts (log_lines_delayed, log_lines_lost_at_exit) and pendingN
+	// (len(pending)) change under mu and are read without it: status
+	// requests and scrapes must not wait behind a write(2) or a rotation
+	// stuck on a stalled disk.
+	counts   *counters.Registry
+	pendingN atomic.Int64
 }
 
 // NewLineLog returns a log at dir/name rotated at maxMB megabytes, keeping
@@ -77,7 +73,8 @@ func NewLineLog(dir, name string, maxMB, backups int, log *slog.Logger) *LineLog
 		MaxSize:    maxMB,
 		MaxBackups: backups,
 		LocalTime:  true,
-	}, path: path, log: log, retryEvery: lineRetryEvery, stop: make(chan struct{}), unchecked: true}
+	}, path: path, log: log, retryEvery: lineRetryEvery, stop: make(chan struct{}), unchecked: true,
+		counts: counters.New()}
 }
 
 // Line appends one line; a trailing newline is added. When the file cannot
@@ -110,7 +107,7 @@ func (l *LineLog) Line(s string) error {
 // the queue is full.
 func (l *LineLog) keepLocked(s string) error {
 	if len(l.pending) >= maxPendingLines || l.pendBytes+len(s)+1 > maxPendingBytes {
-		l.overflowedN.Add(1)
+		l.overflowN++
 		if !l.overflowed {
 			l.overflowed = true
 			l.log.Error("too many lines waiting for a log file; dropping new ones (counted as lost)",
@@ -121,7 +118,7 @@ func (l *LineLog) keepLocked(s string) error {
 	l.pending = append(l.pending, append([]byte(s), '\n'))
 	l.pendBytes += len(s) + 1
 	l.pendingN.Store(int64(len(l.pending)))
-	l.delayed.Add(1)
+	l.counts.Inc(linesDelayed)
 	if !l.retrying {
 		l.retrying = true
 		l.wg.Add(1)
@@ -199,7 +196,7 @@ func (l *LineLog) flushLocked() {
 	if len(l.pending) == 0 {
 		l.pending = nil
 		l.log.Info("log file writable again; wrote the lines kept meanwhile", "path", l.path,
-			"delayed_total", l.delayed.Load(), "overflowed_total", l.overflowedN.Load())
+			"delayed_total", l.counts.Load(linesDelayed), "overflowed_total", l.overflowN)
 		l.overflowed = false
 	}
 	// Published last: a reader that sees nothing pending also sees the
@@ -231,12 +228,10 @@ func (l *LineLog) retry() {
 	}
 }
 
-// Stats returns the counters. It never waits for the file: a line stuck
-// in a write to a stalled disk does not hold it up.
-func (l *LineLog) Stats() LineLogStats {
-	return LineLogStats{Delayed: l.delayed.Load(), Pending: int(l.pendingN.Load()),
-		Overflowed: l.overflowedN.Load(), LostAtClose: l.lostAtClose.Load()}
-}
+// Waiting returns how many lines are kept, not yet written. It never waits
+// for the file: a line stuck in a write to a stalled disk does not hold it
+// up.
+func (l *LineLog) Waiting() int { return int(l.pendingN.Load()) }
 
 // Reopen closes the file; the next line reopens it by name (SIGHUP).
 func (l *LineLog) Reopen() error {
@@ -258,7 +253,7 @@ func (l *LineLog) Close() error {
 	close(l.stop)
 	l.flushLocked()
 	if n := len(l.pending); n > 0 {
-		l.lostAtClose.Add(uint64(n))
+		l.counts.Add(linesLostAtExit, uint64(n))
 		l.log.Error("log file still not writable at exit; its waiting lines are lost", "path", l.path,
 			"lines", n, "first", string(l.pending[0][:len(l.pending[0])-1]))
 		l.pending, l.pendBytes = nil, 0

@@ -54,7 +54,7 @@ var csvColumns = func() []column {
 var afterColumn = map[string][]column{
 	"throttle_bitmask": {
 		{name: "throttle_reasons", cell: func(b []byte, s *reading.Sample) []byte {
-			if v, ok := s.Throttle.Get(); ok {
+			if v, ok := s.Values[reading.Throttle].Get(); ok {
 				b = reading.AppendThrottleNames(b, v)
 			}
 			return b

@@ -1,6 +1,8 @@
 package sink
 
 import (
+	_ "github.com/gpu-telemetry/gpu-telemetry/anomaly" // registers the detectors' flag kinds
+
 	"bytes"
 	"encoding/csv"
 	"os"
@@ -18,36 +20,40 @@ var cet = time.FixedZone("CET", 3600)
 
 func fullSample() reading.Sample {
 	s := reading.Sample{
-		GPU:             0,
-		Time:            time.Date(2026, 11, 29, 15, 29, 19, 123_456_789, cet),
-		KernelTime:      83510*time.Second + 234567*time.Microsecond,
-		TempC:           reading.Some[uint32](87),
-		TLimitC:         reading.Some[int32](3),
-		PowerMW:         reading.Some[uint32](101_005),
-		PowerLimitMW:    reading.Some[uint32](450_000),
-		EnforcedLimitMW: reading.Some[uint32](450_400),
-		EnergyMJ:        reading.Some[uint64](987654321),
-		PState:          reading.Some[uint32](2),
-		GraphicsMHz:     reading.Some[uint32](2407),
-		MemMHz:          reading.Some[uint32](14001),
-		SMMHz:           reading.Some[uint32](2407),
-		GPUUtil:         reading.Some[uint32](100),
-		MemUtil:         reading.Some[uint32](0),
-		EncUtil:         reading.Some[uint32](0),
-		DecUtil:         reading.Some[uint32](7),
-		VRAMUsedBytes:   reading.Some[uint64](45 << 30),
-		PCIeGen:         reading.Some[uint32](5),
-		PCIeWidth:       reading.Some[uint32](16),
-		PCIeReplay:      reading.Some[uint64](0),
-		MemTempC:        reading.Some[uint32](80),
-		Throttle:        reading.Some[uint64](0x4 | 0x80 | 0x1000),
-		NumFans:         2,
-		Sensor0:         reading.Some(reading.Sensor{Temp: 87, Target: 1, Controller: 5}),
+		GPU:        0,
+		Time:       time.Date(2026, 11, 29, 15, 29, 19, 123_456_789, cet),
+		KernelTime: 83510*time.Second + 234567*time.Microsecond,
+		Values: reading.Values{
+			reading.TempC:           reading.Some[uint64](87),
+			reading.TLimitC:         reading.Some[uint64](3),
+			reading.PowerMW:         reading.Some[uint64](101_005),
+			reading.PowerLimitMW:    reading.Some[uint64](450_000),
+			reading.EnforcedLimitMW: reading.Some[uint64](450_400),
+			reading.EnergyMJ:        reading.Some[uint64](987654321),
+			reading.PState:          reading.Some[uint64](2),
+			reading.GraphicsMHz:     reading.Some[uint64](2407),
+			reading.MemMHz:          reading.Some[uint64](14001),
+			reading.SMMHz:           reading.Some[uint64](2407),
+			reading.GPUUtil:         reading.Some[uint64](100),
+			reading.MemUtil:         reading.Some[uint64](0),
+			reading.EncUtil:         reading.Some[uint64](0),
+			reading.DecUtil:         reading.Some[uint64](7),
+			reading.VRAMUsedBytes:   reading.Some[uint64](45 << 30),
+			reading.PCIeGen:         reading.Some[uint64](5),
+			reading.PCIeWidth:       reading.Some[uint64](16),
+			reading.PCIeReplay:      reading.Some[uint64](0),
+			reading.MemTempC:        reading.Some[uint64](80),
+			reading.Throttle:        reading.Some[uint64](0x4 | 0x80 | 0x1000),
+		},
+		NumFans: 2,
+		Sensor0: reading.Some(reading.Sensor{Temp: 87, Target: 1, Controller: 5}),
 	}
 	s.Fans[0] = reading.Fan{Speed: reading.Some[uint32](30), Target: reading.Some[uint32](30)}
 	s.Fans[1] = reading.Fan{Speed: reading.Some[uint32](0), Target: reading.Some[uint32](31)}
-	s.Flags.Add(reading.Flag{Kind: reading.FlagTempFanInv, A: 87, B: 30})
-	s.Flags.Add(reading.Flag{Kind: reading.FlagSpurThrot, A: 22})
+	inv, _ := reading.FlagKindNamed("temp_fan_inv") // the detectors' kinds (package anomaly)
+	spur, _ := reading.FlagKindNamed("spur_throt")
+	s.Flags.Add(reading.Flag{Kind: inv, A: 87, B: 30})
+	s.Flags.Add(reading.Flag{Kind: spur, A: 22})
 	return s
 }
 
@@ -60,7 +66,7 @@ func TestGoldenRows(t *testing.T) {
 	// Only some readings present: every absent one is an empty cell, and
 	// zeros that were really read stay zeros.
 	sparse := reading.Sample{Time: full.Time.Add(100 * time.Millisecond), KernelTime: full.KernelTime + 100*time.Millisecond,
-		TempC: reading.Some[uint32](0), Throttle: reading.Some[uint64](0), NumFans: 2}
+		Values: reading.Values{reading.TempC: reading.Some[uint64](0), reading.Throttle: reading.Some[uint64](0)}, NumFans: 2}
 	sparse.Fans[0].Speed = reading.Some[uint32](0)
 	b = AppendRow(b, &sparse, 2)
 

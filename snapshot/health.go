@@ -17,8 +17,8 @@ const HealthTitle = "Health counters"
 // per-link NVLink reading and the verdict.
 type HealthData struct {
 	At      time.Time // the sample that carried the counters; zero: none read
-	Vals    [reading.NumHealth]reading.Opt[uint64]
-	Changed [reading.NumHealth]time.Time
+	Vals    [reading.NumReadings]reading.Opt[uint64]
+	Changed [reading.NumReadings]time.Time
 	Links   reading.NVLinks
 	Level   string   // ok, warning, critical
 	Reasons []string // the verdict's reasons
@@ -31,7 +31,8 @@ type HealthData struct {
 // name, so that no row pushes its value out of line.
 func healthNameWidth() int {
 	w := len("COUNTER")
-	for _, d := range reading.Health {
+	for _, id := range reading.HealthIDs {
+		d := &reading.Table[id]
 		w = max(w, len(d.Name))
 	}
 	return w
@@ -53,10 +54,11 @@ func HealthSection(h HealthData, now time.Time) Section {
 	fmt.Fprintf(&b, "verdict: %s\n", verdict)
 	w := healthNameWidth()
 	fmt.Fprintf(&b, "%-*s %16s  %s\n", w, "COUNTER", "VALUE", "LAST CHANGE")
-	for id, d := range reading.Health {
+	for _, id := range reading.HealthIDs {
+		d := &reading.Table[id]
 		val := "n/a"
 		if v := h.Vals[id]; v.OK {
-			val = string(reading.AppendHealthCell(nil, reading.HealthID(id), v))
+			val = string(reading.AppendHealthCell(nil, id, v))
 		}
 		ch := "-"
 		if t := h.Changed[id]; !t.IsZero() {

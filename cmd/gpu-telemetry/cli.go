@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -28,7 +30,7 @@ import (
 type CLI struct {
 	Interval       Interval         `help:"Time between samples: seconds (0.1) or a Go duration (100ms); > 0 and at most 1h. Default: ${default}." default:"100ms"`
 	LogDir         string           `help:"Directory for CSVs, logs and snapshots (created if missing). Default: ${default}." default:"/var/log/gpu-telemetry" type:"path"`
-	SpikeThreshold uint32           `help:"Fan speed change in percentage points per sample that counts as a spike (1-100). Default: ${default}." default:"15"`
+	Detectors      kong.Plugins     `embed:""` // the detectors' flags (detectorFlags)
 	LockFile       string           `help:"Single-instance lock file (holds the PID); its directory must exist (/run/gpu-telemetry is made). Default: ${default}." default:"/run/gpu-telemetry.pid" type:"path"`
 	GPU            []string         `help:"GPUs to monitor by index, UUID or PCI bus id; comma-separated or repeated. Default: all GPUs." sep:","`
 	RetentionDays  int              `help:"Delete CSV days older than this. Default: ${default}." default:"14"`
@@ -55,6 +57,53 @@ type CLI struct {
 	Version        kong.VersionFlag `help:"Print the version and exit."`
 
 	AtopFlags `embed:""`
+
+	knobs []anomaly.Knob // the knob of each of Detectors' flags
+}
+
+// newCLI returns the logger's command line with the detectors' flags.
+func newCLI() *CLI {
+	c := &CLI{}
+	c.knobs, c.Detectors = detectorFlags()
+	return c
+}
+
+// detectorFlags returns the detectors' knobs that have a flag
+// (anomaly.Knob.Flag) and, for each, a kong plugin: a struct of one field
+// whose tags make the flag. A detector's flag is declared with its knob;
+// nothing here names it.
+func detectorFlags() ([]anomaly.Knob, kong.Plugins) {
+	var knobs []anomaly.Knob
+	var flags kong.Plugins
+	for _, k := range anomaly.AllKnobs() {
+		if k.Flag == "" {
+			continue
+		}
+		typ := reflect.TypeFor[float64]()
+		switch {
+		case k.Int && k.Min >= 0 && k.Max <= math.MaxUint32:
+			typ = reflect.TypeFor[uint32]() // kong refuses a negative value itself
+		case k.Int:
+			typ = reflect.TypeFor[int64]()
+		}
+		tag := fmt.Sprintf("name:%q help:%q default:%q", k.Flag, k.Help+" Default: ${default}.", anomaly.FormatKnob(k.Default))
+		st := reflect.StructOf([]reflect.StructField{{Name: "V", Type: typ, Tag: reflect.StructTag(tag)}})
+		knobs = append(knobs, k)
+		flags = append(flags, reflect.New(st).Interface())
+	}
+	return knobs, flags
+}
+
+// knob returns the value of the i-th detector flag.
+func (c *CLI) knob(i int) float64 {
+	v := reflect.ValueOf(c.Detectors[i]).Elem().Field(0)
+	switch {
+	case v.CanUint():
+		return float64(v.Uint())
+	case v.CanInt():
+		return float64(v.Int())
+	}
+	return v.Float()
 }
 
 // Interval is a duration given as seconds ("0.1") or a Go duration ("100ms").
@@ -103,8 +152,10 @@ func (c *CLI) Validate() error {
 	} else if iv < time.Millisecond {
 		errs = append(errs, fmt.Errorf("--interval %s: must be at least 1ms", iv))
 	}
-	if c.SpikeThreshold < 1 || c.SpikeThreshold > 100 {
-		errs = append(errs, fmt.Errorf("--spike-threshold %d: must be between 1 and 100", c.SpikeThreshold))
+	for i, k := range c.knobs {
+		if err := k.Check("--"+k.Flag, c.knob(i)); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if c.RetentionDays < 1 || c.RetentionDays > 3650 {
 		errs = append(errs, fmt.Errorf("--retention-days %d: must be between 1 and 3650", c.RetentionDays))
@@ -251,7 +302,9 @@ func dirExists(path string) error {
 // monitorConfig turns the flags into the monitor's configuration.
 func (c *CLI) monitorConfig(log *slog.Logger) monitor.Config {
 	ac := anomaly.DefaultConfig()
-	ac.SpikeThresholdPct = c.SpikeThreshold
+	for i, k := range c.knobs {
+		ac.Knobs[k.Name] = c.knob(i)
+	}
 	kmsg := c.Kmsg
 	if kmsg == "none" {
 		kmsg = ""

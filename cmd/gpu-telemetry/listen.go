@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
+	"github.com/gpu-telemetry/gpu-telemetry/live/atop"
 	"github.com/gpu-telemetry/gpu-telemetry/live/control"
 )
 
@@ -41,9 +42,8 @@ func startListeners(ctx context.Context, cli *CLI, board *live.Board, log *slog.
 		go func() { defer close(done); srv.Serve(ctx) }()
 	}
 	if cli.MetricsListen != "" {
-		var failed counters.Counter
-		failed.Register(reg, counters.ListenFailures)
-		done, err := serveMetrics(ctx, cli, board, log, reg, failed.Inc)
+		failed := func() { reg.Inc(atop.ListenFailures) }
+		done, err := serveMetrics(ctx, cli, board, log, reg, failed)
 		if err != nil {
 			stop()
 			return nil, err

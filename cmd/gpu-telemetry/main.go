@@ -62,8 +62,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == manFlag {
 		return writeMan(stdout, stderr)
 	}
-	var cli CLI
-	if code, ok := parseFlags(&cli, "gpu-telemetry", args, stdout, stderr,
+	cli := newCLI()
+	if code, ok := parseFlags(cli, "gpu-telemetry", args, stdout, stderr,
 		kong.Description(loggerDescription), kong.Help(topHelp),
 		kong.Vars{"version": "gpu-telemetry " + version}); !ok {
 		return code
@@ -76,7 +76,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gpu-telemetry: %v\n", err)
 		return 2
 	}
-	return serve(&cli, stderr)
+	return serve(cli, stderr)
 }
 
 // serve runs the logger with validated flags.

@@ -43,7 +43,7 @@ func writeMan(stdout, stderr io.Writer) int {
 		"so that systemd does not restart it in a loop.\n")
 	b.WriteString(".SH VERSION\nThis page is that of gpu-telemetry " + roffEscape(version) + " (\\fBgpu\\-telemetry \\-\\-version\\fR).\n")
 	b.WriteString(".SH OPTIONS\n")
-	if err := manFlags(&b, &CLI{}, "gpu-telemetry", kong.Vars{"version": "gpu-telemetry " + version}); err != nil {
+	if err := manFlags(&b, newCLI(), "gpu-telemetry", kong.Vars{"version": "gpu-telemetry " + version}); err != nil {
 		fmt.Fprintf(stderr, "gpu-telemetry: %s: %v\n", manFlag, err)
 		return 1
 	}

@@ -59,7 +59,7 @@ func TestStatusAndTopArguments(t *testing.T) {
 // the keys and rounded 2^53+1 bytes to 2^53.
 func TestStatusJSONKeepsTheDocument(t *testing.T) {
 	v := livetest.View()
-	v.GPUs[0].Sample.VRAMUsedBytes = reading.Some[uint64](1<<53 + 1)
+	v.GPUs[0].Sample.Values[reading.VRAMUsedBytes] = reading.Some[uint64](1<<53 + 1)
 	sock := filepath.Join(t.TempDir(), "control.sock")
 	srv, err := control.Listen(control.Config{Path: sock}, livetest.Board(v))
 	if err != nil {

@@ -1,26 +1,39 @@
-// Package counters is the daemon's counter registry. Each part declares its
-// counters in a table of its own (name, help, whether it counts lost work,
-// its place in the outputs, how to read it from the part's stats) and
-// registers its stats when it is built; every output (the status line,
-// summary.log, the metrics, the status document) walks the registry. Adding
-// a counter is one row in the part that counts it: nobody keeps a list of
-// other parts' counters.
+// Package counters is the daemon's one counter mechanism. A counter is
+// declared once, in a package-level var beside the code that counts it
+// (Declare), and counted in the daemon's Registry (Inc, Add); every output
+// (the status line, summary.log, the metrics gpu_telemetry_<name>_total,
+// the status document) walks Registry.Read. Adding a counter is that one
+// declaration and the Inc where the work is counted: nobody keeps a list
+// of other parts' counters.
 //
-// Order: every output shows the losses first, then the others, each by
-// Place. A place is unique in the daemon; the places are spaced by 10 so that
-// a new counter can stand between two.
+// Every registry holds every declared counter, so every output shows the
+// same counters whatever runs: a counter whose part is not built (the atop
+// server without --atop, the kernel log reader before it runs, the control
+// socket before cmd opens it) reads 0. Counts are the registry's, not the
+// process's: tests build many daemons in one process.
 //
-// A counter several parts register (each GPU's sampler, both line logs,
-// two listeners sharing listen_failures: Def.Sum) shows the sum. A counter declared
-// whose part is not built, or not yet (the atop server without --atop, the
-// kernel log reader before it runs, the control socket before cmd opens
-// it), reads 0: every output shows the same counters whatever runs.
+// A counter several parts count (each GPU's sampler, both line logs, two
+// listeners sharing listen_failures) is one counter they all add to.
+//
+// Order: the losses first, then the others, each by the import path of the
+// package that declares it, then in declaration order (in a package, the
+// order of its files' names and of the declarations in them). Not Go's
+// package initialization order: that depends on which packages a binary
+// links (a test's order would not be the daemon's).
+//
+// Why not client_golang's registry: its Gatherer sorts by name (the outputs
+// show the losses first), a Desc carries no "loss" or "logged by its part"
+// (a side table again), and its collectors are read by gathering a
+// protobuf per family, where the status line and the loss check read every
+// counter once a second; the metrics endpoint exports this registry
+// through the published host view (live/metrics), as it does every reading.
 package counters
 
 import (
-	"cmp"
 	"fmt"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -33,18 +46,9 @@ type Def struct {
 	// OwnLog: the part logs the first occurrence itself, with what was
 	// lost; otherwise the monitor logs it, with Help, once it is non-zero.
 	OwnLog bool
-	Place  int // where it stands among the losses, or among the others
-	// Sum: several parts count it (each GPU, both line logs, the listeners)
-	// and it shows their sum. A counter without Sum is one part's: a second
-	// registration of it panics (a part registered twice would count
-	// double).
-	Sum bool
-}
 
-// Field is one counter of a part, read from the part's stats S.
-type Field[S any] struct {
-	Def
-	Get func(S) uint64
+	id  int    // its place among the declared counters
+	pkg string // the import path of the package that declared it
 }
 
 // Value is a counter's value as read.
@@ -53,182 +57,170 @@ type Value struct {
 	Value uint64
 }
 
-// ListenFailures is the one counter several parts share: each listener that
-// cannot open its endpoint counts it (the monitor for --metrics-listen, the
-// atop server for its own).
-var ListenFailures = Def{Name: "listen_failures", Loss: true, OwnLog: true, Place: 300, Sum: true,
-	Help: "endpoints that could not be opened (--metrics-listen, --atop's TCP port or unix socket: address in use, or refused by the unit's RestrictAddressFamilies): not served, the logger samples on"}
+// The declared counters, in declaration order; made is set once a registry
+// exists, after which nothing may be declared (a registry has one count
+// per counter declared).
+var (
+	declMu   sync.Mutex
+	declared []*Def
+	order    []int // declared's indexes, losses first
+	made     atomic.Bool
+)
 
-// Counter is a count a part owns and registers under one Def (Register),
-// for a part with no stats of its own to read it from.
-type Counter struct{ n atomic.Uint64 }
-
-// Inc counts one.
-func (c *Counter) Inc() { c.n.Add(1) }
-
-// Load returns the count.
-func (c *Counter) Load() uint64 { return c.n.Load() }
-
-// Register makes c the part's value of d in r.
-func (c *Counter) Register(r *Registry, d Def) {
-	Add(r, c.Load, []Field[uint64]{{Def: d, Get: func(v uint64) uint64 { return v }}})
+// Declare adds d to the counters every registry holds and returns it, the
+// key to count it with. Call it in a package-level var: a name declared
+// twice, or a declaration after the first registry was made, panics (a
+// programming error, found by every test of the package).
+func Declare(d Def) *Def {
+	declMu.Lock()
+	defer declMu.Unlock()
+	if made.Load() {
+		panic(fmt.Sprintf("counters: %s declared after a registry was made (declare counters in package-level vars)", d.Name))
+	}
+	if slices.ContainsFunc(declared, func(e *Def) bool { return e.Name == d.Name }) {
+		panic(fmt.Sprintf("counters: %s declared twice", d.Name))
+	}
+	d.id, d.pkg = len(declared), callerPackage()
+	p := &d
+	declared = append(declared, p)
+	return p
 }
 
-// Registry holds the counters and how to read them. Reading takes no lock:
-// a registration publishes a new table, readers use the one they loaded.
+// callerPackage returns the import path of the package that called Declare.
+func callerPackage() string {
+	pc, _, _, ok := runtime.Caller(2)
+	if !ok {
+		return ""
+	}
+	name := runtime.FuncForPC(pc).Name() // "github.com/x/y/pkg.init" or "...pkg.F"
+	slash := strings.LastIndexByte(name, '/')
+	if dot := strings.IndexByte(name[slash+1:], '.'); dot >= 0 {
+		return name[:slash+1+dot]
+	}
+	return name
+}
+
+// Lookup returns the counter declared as name, nil if none is.
+func Lookup(name string) *Def {
+	declMu.Lock()
+	defer declMu.Unlock()
+	if i := slices.IndexFunc(declared, func(e *Def) bool { return e.Name == name }); i >= 0 {
+		return declared[i]
+	}
+	return nil
+}
+
+// Registry holds one count per declared counter, and the parts whose
+// counts it shows with its own (Include, Observe). Counting and reading
+// take no lock.
 type Registry struct {
-	mu  sync.Mutex // serializes registrations
-	tab atomic.Pointer[table]
+	n    []atomic.Uint64 // by Def.id
+	mu   sync.Mutex      // serializes Include and Observe
+	srcs atomic.Pointer[[]source]
 }
 
-// table is one published set of counters, in output order, and the stats
-// they are read from.
-type table struct {
-	defs []Def
-	srcs []source
-	most int // the most counters one source reads
-}
-
-// source is one registered stats reader.
+// source adds a part's counts into v, indexed by Def.id.
 type source struct {
-	names []string // its counters
-	at    []int    // where each of names stands in defs
-	read  func(v []uint64)
+	part *Registry // Include's, to refuse it twice
+	add  func(v []uint64)
 }
 
-// New returns an empty registry.
-func New() *Registry { return &Registry{} }
-
-// Declare makes fields' counters part of r, reading 0 until their part
-// registers its stats with Add. A nil r is nothing to declare to.
-func Declare[S any](r *Registry, fields []Field[S]) { Add(r, nil, fields) }
-
-// Add registers a part's counters, read from stats: each reading of the
-// registry calls stats once and reads every field from what it returned. A
-// counter already in r with the same Def adds this part's value to it when
-// the Def says Sum, and panics otherwise; a nil stats only declares the
-// counters. A nil r is nothing to register with
-// (a part built without a registry, in tests). Add panics when a name or a
-// place is another counter's: a programming error, found by every test that
-// builds the part.
-func Add[S any](r *Registry, stats func() S, fields []Field[S]) {
-	if r == nil {
-		return
-	}
-	defs := make([]Def, len(fields))
-	for i, f := range fields {
-		defs[i] = f.Def
-	}
-	var read func(v []uint64)
-	if stats != nil {
-		read = func(v []uint64) {
-			s := stats()
-			for i, f := range fields {
-				v[i] = f.Get(s)
-			}
+// New returns a registry with every declared counter at 0.
+func New() *Registry {
+	declMu.Lock()
+	defer declMu.Unlock()
+	if !made.Swap(true) {
+		order = make([]int, len(declared))
+		for i := range order {
+			order[i] = i
 		}
+		slices.SortStableFunc(order, func(a, b int) int {
+			da, db := declared[a], declared[b]
+			if da.Loss != db.Loss {
+				if da.Loss {
+					return -1
+				}
+				return 1
+			}
+			return strings.Compare(da.pkg, db.pkg)
+		})
 	}
-	r.add(defs, read)
+	return &Registry{n: make([]atomic.Uint64, len(declared))}
 }
 
-func (r *Registry) add(defs []Def, read func(v []uint64)) {
+// Inc counts one of d.
+func (r *Registry) Inc(d *Def) { r.n[d.id].Add(1) }
+
+// Add counts n of d and returns r's own count of it after (1 for the first
+// occurrence, which the part may log).
+func (r *Registry) Add(d *Def, n uint64) uint64 { return r.n[d.id].Add(n) }
+
+// Include makes r show part's counts (and those it shows) added to its own:
+// a part built before the daemon's registry, or in a test without one,
+// counts in a registry of its own. Including a part twice panics (it would
+// count double).
+func (r *Registry) Include(part *Registry) {
+	r.addSource(source{part: part, add: part.addTo})
+}
+
+// Field is one counter a part keeps in its own stats S, for its own logic.
+type Field[S any] struct {
+	*Def
+	Get func(S) uint64
+}
+
+// Observe makes r show counts a part keeps in its own stats: each reading
+// of r calls stats once and adds each field's value to its counter.
+func Observe[S any](r *Registry, stats func() S, fields ...Field[S]) {
+	r.addSource(source{add: func(v []uint64) {
+		s := stats()
+		for _, f := range fields {
+			v[f.id] += f.Get(s)
+		}
+	}})
+}
+
+func (r *Registry) addSource(s source) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	old := r.tab.Load()
-	if old == nil {
-		old = &table{}
+	var srcs []source
+	if p := r.srcs.Load(); p != nil {
+		srcs = slices.Clone(*p)
 	}
-	t := &table{defs: slices.Clone(old.defs), srcs: slices.Clone(old.srcs), most: old.most}
-	for _, d := range defs {
-		if i := slices.IndexFunc(t.defs, func(e Def) bool { return e.Name == d.Name }); i >= 0 {
-			if t.defs[i] != d {
-				panic(fmt.Sprintf("counters: %s registered again with another definition", d.Name))
-			}
-			continue
-		}
-		if i := slices.IndexFunc(t.defs, func(e Def) bool { return e.Place == d.Place }); i >= 0 {
-			panic(fmt.Sprintf("counters: %s and %s both at place %d", t.defs[i].Name, d.Name, d.Place))
-		}
-		t.defs = append(t.defs, d)
+	if s.part != nil && (s.part == r || slices.ContainsFunc(srcs, func(o source) bool { return o.part == s.part })) {
+		panic("counters: a part's registry included twice")
 	}
-	slices.SortFunc(t.defs, func(a, b Def) int {
-		if a.Loss != b.Loss {
-			if a.Loss {
-				return -1
-			}
-			return 1
-		}
-		return cmp.Compare(a.Place, b.Place)
-	})
-	if read != nil {
-		s := source{read: read}
-		for _, d := range defs {
-			if !d.Sum && slices.ContainsFunc(t.srcs, func(o source) bool { return slices.Contains(o.names, d.Name) }) {
-				panic(fmt.Sprintf("counters: %s registered by a second part (registered twice? Def.Sum for a counter several parts count)", d.Name))
-			}
-			s.names = append(s.names, d.Name)
-		}
-		t.srcs = append(t.srcs, s)
-		t.most = max(t.most, len(defs))
-	}
-	for i := range t.srcs { // the places in defs moved
-		s := &t.srcs[i]
-		s.at = make([]int, len(s.names))
-		for j, n := range s.names {
-			s.at[j] = slices.IndexFunc(t.defs, func(e Def) bool { return e.Name == n })
-		}
-	}
-	r.tab.Store(t)
+	srcs = append(srcs, s)
+	r.srcs.Store(&srcs)
 }
 
-// published is the table readers use; nil for a nil r or before the first
-// registration.
-func (r *Registry) published() *table {
+// addTo adds r's counts, and those of the parts it shows, into v.
+func (r *Registry) addTo(v []uint64) {
+	for i := range r.n {
+		v[i] += r.n[i].Load()
+	}
+	if p := r.srcs.Load(); p != nil {
+		for _, s := range *p {
+			s.add(v)
+		}
+	}
+}
+
+// Load returns r's own count of d (Inc, Add), without the parts it shows
+// (Read has those).
+func (r *Registry) Load(d *Def) uint64 { return r.n[d.id].Load() }
+
+// Read returns every declared counter's value, the losses first, then in
+// declaration order. Safe from any goroutine; a nil r reads nothing.
+func (r *Registry) Read() []Value {
 	if r == nil {
 		return nil
 	}
-	return r.tab.Load()
-}
-
-// Read returns every counter's current value, losses first, then by place.
-// Safe from any goroutine; a nil r reads nothing.
-func (r *Registry) Read() []Value {
-	t := r.published()
-	if t == nil {
-		return nil
-	}
-	out := make([]Value, len(t.defs))
-	for i, d := range t.defs {
-		out[i].Def = d
-	}
-	v := make([]uint64, t.most)
-	for _, s := range t.srcs {
-		s.read(v[:len(s.at)])
-		for i, at := range s.at {
-			out[at].Value += v[i]
-		}
-	}
-	return out
-}
-
-// Unread names the counters declared that no registered part reads (yet),
-// in output order: with every part built, none.
-func (r *Registry) Unread() []string {
-	t := r.published()
-	if t == nil {
-		return nil
-	}
-	read := make([]bool, len(t.defs))
-	for _, s := range t.srcs {
-		for _, at := range s.at {
-			read[at] = true
-		}
-	}
-	var out []string
-	for i, d := range t.defs {
-		if !read[i] {
-			out = append(out, d.Name)
-		}
+	v := make([]uint64, len(r.n))
+	r.addTo(v)
+	out := make([]Value, len(order))
+	for i, at := range order {
+		out[i] = Value{Def: *declared[at], Value: v[at]}
 	}
 	return out
 }

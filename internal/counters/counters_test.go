@@ -9,20 +9,27 @@ import (
 
 type stats struct{ a, b uint64 }
 
+// Declared in this order: the outputs show the losses first, then the
+// others, each in this order.
 var (
-	lossA  = Def{Name: "a_lost", Loss: true, Place: 20, Help: "a", Sum: true}
-	lossB  = Def{Name: "b_lost", Loss: true, Place: 10, Help: "b"}
-	countC = Def{Name: "c", Place: 5, Help: "c", Sum: true}
+	countC = Declare(Def{Name: "c", Help: "c"})
+	lossA  = Declare(Def{Name: "a_lost", Loss: true, Help: "a"})
+	lossB  = Declare(Def{Name: "b_lost", Loss: true, Help: "b"})
 )
 
-// part's counters are several parts' (Sum), one's only one part's.
-var (
-	part = []Field[stats]{
-		{Def: lossA, Get: func(s stats) uint64 { return s.a }},
-		{Def: countC, Get: func(s stats) uint64 { return s.b }},
+// part reads a and c from a part's own stats.
+var part = []Field[stats]{
+	{Def: lossA, Get: func(s stats) uint64 { return s.a }},
+	{Def: countC, Get: func(s stats) uint64 { return s.b }},
+}
+
+func values(vs []Value) map[string]uint64 {
+	out := map[string]uint64{}
+	for _, v := range vs {
+		out[v.Name] = v.Value
 	}
-	one = []Field[uint64]{{Def: lossB, Get: func(v uint64) uint64 { return v }}}
-)
+	return out
+}
 
 func names(vs []Value) []string {
 	var out []string
@@ -32,42 +39,51 @@ func names(vs []Value) []string {
 	return out
 }
 
-// The outputs' order is the losses first, then the others, each by place,
-// whatever order the parts registered in.
-func TestOrderIsLossesFirstThenPlace(t *testing.T) {
+// The outputs' order is the losses first, then the others, each by the
+// declaring package (here all one) and in declaration order, whatever order
+// the parts count or register in.
+func TestOrderIsLossesFirstThenDeclaration(t *testing.T) {
 	r := New()
-	Add(r, func() stats { return stats{a: 1, b: 2} }, part)
-	Add(r, func() uint64 { return 7 }, one)
-	got := r.Read()
-	if n := names(got); !slices.Equal(n, []string{"b_lost", "a_lost", "c"}) {
-		t.Fatalf("order %v, want b_lost (loss, place 10), a_lost (loss, 20), c (5, not a loss)", n)
+	r.Inc(lossB)
+	Observe(r, func() stats { return stats{a: 1, b: 2} }, part...)
+	if n := names(r.Read()); !slices.Equal(n, []string{"a_lost", "b_lost", "c"}) {
+		t.Fatalf("order %v, want a_lost, b_lost (losses, as declared), then c", n)
 	}
-	for i, want := range []uint64{7, 1, 2} {
-		if got[i].Value != want {
-			t.Errorf("%s = %d, want %d", got[i].Name, got[i].Value, want)
+}
+
+// Every declared counter is in every registry and reads 0 until counted:
+// every output shows the same counters whatever runs.
+func TestDeclaredReadsZero(t *testing.T) {
+	got := New().Read()
+	if len(got) != 3 {
+		t.Fatalf("read %+v, want the 3 declared counters", got)
+	}
+	for _, v := range got {
+		if v.Value != 0 {
+			t.Errorf("%s = %d, want 0", v.Name, v.Value)
 		}
 	}
 }
 
-// A counter declared before its part is built reads 0 and keeps its place;
-// registered by several parts, it shows their sum.
-func TestDeclaredReadsZeroRegisteredTwiceSums(t *testing.T) {
+// A counter several parts count shows their sum: counted in the registry,
+// in parts' own registries (Include) and in parts' stats (Observe).
+func TestSeveralPartsSum(t *testing.T) {
 	r := New()
-	Declare(r, part)
-	if got := r.Read(); len(got) != 2 || got[0].Value != 0 || got[1].Value != 0 {
-		t.Fatalf("declared: %+v, want both at 0", got)
+	r.Inc(lossA)
+	for range 2 { // two GPUs, each counting in a registry of its own
+		gpu := New()
+		if n := gpu.Add(lossA, 2); n != 2 {
+			t.Errorf("Add returned %d, want the part's own count 2", n)
+		}
+		r.Include(gpu)
 	}
-	if u := r.Unread(); !slices.Equal(u, []string{"a_lost", "c"}) {
-		t.Errorf("unread %v, want both", u)
+	Observe(r, func() stats { return stats{a: 10, b: 20} }, part...)
+	got := values(r.Read())
+	if got["a_lost"] != 1+2+2+10 || got["c"] != 20 || got["b_lost"] != 0 {
+		t.Errorf("read %v, want a_lost 15, c 20, b_lost 0", got)
 	}
-	Add(r, func() stats { return stats{a: 1, b: 10} }, part)
-	Add(r, func() stats { return stats{a: 2, b: 20} }, part)
-	got := r.Read()
-	if got[0].Value != 3 || got[1].Value != 30 {
-		t.Errorf("registered twice: %+v, want the sums 3 and 30", got)
-	}
-	if u := r.Unread(); len(u) != 0 {
-		t.Errorf("unread %v, want none", u)
+	if n := r.Load(lossA); n != 1 {
+		t.Errorf("Load = %d, want the registry's own count 1", n)
 	}
 }
 
@@ -75,89 +91,76 @@ func TestDeclaredReadsZeroRegisteredTwiceSums(t *testing.T) {
 func TestStatsReadOncePerReading(t *testing.T) {
 	r := New()
 	calls := 0
-	Add(r, func() stats { calls++; return stats{} }, part)
+	Observe(r, func() stats { calls++; return stats{} }, part...)
 	r.Read()
 	if calls != 1 {
 		t.Errorf("stats called %d times for one reading, want 1", calls)
 	}
 }
 
-func TestConflictsPanic(t *testing.T) {
+// Programming errors panic where they are made: a name declared twice, a
+// declaration once registries exist, a part included twice.
+func TestMisusePanics(t *testing.T) {
+	r := New()
+	part := New()
+	r.Include(part)
 	for name, tc := range map[string]struct {
-		def  Def
+		do   func()
 		want string
 	}{
-		"same name, other help": {Def{Name: "a_lost", Loss: true, Place: 20, Help: "other"}, "another definition"},
-		"same place":            {Def{Name: "d", Place: 20, Help: "d"}, "both at place 20"},
+		"declared twice":      {func() { Declare(Def{Name: "a_lost"}) }, "a_lost declared"},
+		"declared late":       {func() { Declare(Def{Name: "late"}) }, "late declared after a registry"},
+		"part included twice": {func() { r.Include(part) }, "included twice"},
+		"registry in itself":  {func() { part.Include(part) }, "included twice"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			r := New()
-			Declare(r, part)
 			defer func() {
 				if p, _ := recover().(string); !strings.Contains(p, tc.want) {
 					t.Errorf("panic %q, want one saying %q", p, tc.want)
 				}
 			}()
-			Declare(r, []Field[stats]{{Def: tc.def}})
+			tc.do()
 		})
 	}
 }
 
-// A counter that is one part's (no Sum) registered a second time is a part
-// registered twice: it panics rather than count double; declared first,
-// it takes its one part.
-func TestOnePartsCounterRegisteredTwicePanics(t *testing.T) {
-	r := New()
-	Declare(r, one)
-	Add(r, func() uint64 { return 7 }, one)
-	if got := r.Read(); len(got) != 1 || got[0].Value != 7 {
-		t.Fatalf("declared, then registered: %+v, want b_lost 7", got)
+func TestLookup(t *testing.T) {
+	if d := Lookup("b_lost"); d != lossB {
+		t.Errorf("Lookup(b_lost) = %v, want its declaration", d)
 	}
-	defer func() {
-		if p, _ := recover().(string); !strings.Contains(p, "b_lost registered by a second part") {
-			t.Errorf("panic %q, want one naming b_lost registered by a second part", p)
-		}
-	}()
-	Add(r, func() uint64 { return 7 }, one)
-	t.Errorf("registered twice without Sum: %+v", r.Read())
+	if d := Lookup("b_lost"); d.pkg != "github.com/gpu-telemetry/gpu-telemetry/internal/counters" {
+		t.Errorf("b_lost declared by %q, want this package's import path (the outputs' order is by it)", d.pkg)
+	}
+	if d := Lookup("nothing"); d != nil {
+		t.Errorf("Lookup(nothing) = %v, want nil", d)
+	}
 }
 
-func TestNilRegistryIsNothing(t *testing.T) {
+func TestNilRegistryReadsNothing(t *testing.T) {
 	var r *Registry
-	Add(r, func() stats { return stats{} }, part) // no panic
-	if r.Read() != nil || r.Unread() != nil {
+	if r.Read() != nil {
 		t.Error("a nil registry reads something")
 	}
 }
 
-// Readers take no lock: a reading while parts register sees a whole part.
-func TestReadWhileRegistering(t *testing.T) {
+// Counting and reading take no lock: a reading while parts count and
+// register sees every counter, and nothing counted is lost.
+func TestReadWhileCounting(t *testing.T) {
 	r := New()
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for range 100 {
-			Add(r, func() stats { return stats{a: 1} }, part)
+			r.Inc(lossA)
+			Observe(r, func() stats { return stats{b: 1} }, part...)
 		}
 	})
 	for range 100 {
-		if got := r.Read(); len(got) != 0 && len(got) != 2 {
+		if got := r.Read(); len(got) != 3 {
 			t.Fatalf("a reading of %d counters", len(got))
 		}
 	}
 	wg.Wait()
-	if got := r.Read(); got[0].Value != 100 {
-		t.Errorf("a_lost = %d, want 100", got[0].Value)
-	}
-}
-
-// A Counter registered under a Def shared with another part adds to it.
-func TestCounterAddsToASharedDef(t *testing.T) {
-	r := New()
-	Add(r, func() stats { return stats{a: 2} }, part)
-	var c Counter
-	c.Register(r, lossA)
-	c.Inc()
-	if got := r.Read(); got[0].Name != "a_lost" || got[0].Value != 3 {
-		t.Errorf("read %+v, want a_lost = 2 + 1", got)
+	if got := values(r.Read()); got["a_lost"] != 100 || got["c"] != 100 {
+		t.Errorf("read %v, want a_lost and c 100", got)
 	}
 }

@@ -2,30 +2,23 @@ package events
 
 import "github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 
-// StageCounters are the event stage's counters (RegisterCounters).
-var StageCounters = []counters.Field[Stats]{
-	{Def: counters.Def{Name: "nvml_events", Place: 440,
-		Help: "NVML events received"},
-		Get: func(s Stats) uint64 { return s.NVMLEvents }},
-	{Def: counters.Def{Name: "kmsg_xids", Place: 450,
-		Help: "Xid lines read from the kernel log"},
-		Get: func(s Stats) uint64 { return s.KmsgXids }},
-	{Def: counters.Def{Name: "kmsg_backlog_xids", Place: 460,
-		Help: "Xids of kernel log records read after the fact (logged before the logger was ready, or, after a restart in the same boot, while no logger was reading); in events.log with backlog=true and their ktime, and counted in kmsg_xids"},
-		Get: func(s Stats) uint64 { return s.KmsgBacklogXids }},
-	{Def: counters.Def{Name: "kernel_lines_suppressed", Loss: true, OwnLog: true, Place: 230,
-		Help: "kernel AER/NVRM lines not written to events.log (over 10 of one kind per GPU per minute)"},
-		Get: func(s Stats) uint64 { return s.KernelLinesHeld }},
-	{Def: counters.Def{Name: "xid_lines_suppressed", Loss: true, OwnLog: true, Place: 235,
-		Help: "Xid lines of an application's faults (13, 31, 43, ...) not written to events.log (over 10 of one code per GPU per minute; still counted in xids_total)"},
-		Get: func(s Stats) uint64 { return s.XidLinesHeld }},
-	{Def: counters.Def{Name: "kernel_lines", Place: 480,
-		Help: "kernel AER, fallen-off-the-bus, RmInitAdapter and GSP lines written to events.log"},
-		Get: func(s Stats) uint64 { return s.KernelLines }},
-	{Def: counters.Def{Name: "duplicate_xids", Place: 490,
-		Help: "Xids reported by both NVML events and the kernel log, counted once"},
-		Get: func(s Stats) uint64 { return s.DuplicateXids }},
-}
+// The event stage's counters, counted in its own registry (Stage.counts).
+var (
+	nvmlEvents = counters.Declare(counters.Def{Name: "nvml_events",
+		Help: "NVML events received"})
+	kmsgXids = counters.Declare(counters.Def{Name: "kmsg_xids",
+		Help: "Xid lines read from the kernel log"})
+	kmsgBacklogXids = counters.Declare(counters.Def{Name: "kmsg_backlog_xids",
+		Help: "Xids of kernel log records read after the fact (logged before the logger was ready, or, after a restart in the same boot, while no logger was reading); in events.log with backlog=true and their ktime, and counted in kmsg_xids"})
+	kernelLinesHeld = counters.Declare(counters.Def{Name: "kernel_lines_suppressed", Loss: true, OwnLog: true,
+		Help: "kernel AER/NVRM lines not written to events.log (over 10 of one kind per GPU per minute)"})
+	xidLinesHeld = counters.Declare(counters.Def{Name: "xid_lines_suppressed", Loss: true, OwnLog: true,
+		Help: "Xid lines of an application's faults (13, 31, 43, ...) not written to events.log (over 10 of one code per GPU per minute; still counted in xids_total)"})
+	kernelLines = counters.Declare(counters.Def{Name: "kernel_lines",
+		Help: "kernel AER, fallen-off-the-bus, RmInitAdapter and GSP lines written to events.log"})
+	duplicateXids = counters.Declare(counters.Def{Name: "duplicate_xids",
+		Help: "Xids reported by both NVML events and the kernel log, counted once"})
+)
 
-// RegisterCounters makes the stage's counters (StageCounters) part of r.
-func (s *Stage) RegisterCounters(r *counters.Registry) { counters.Add(r, s.Stats, StageCounters) }
+// RegisterCounters makes r show the stage's counts.
+func (s *Stage) RegisterCounters(r *counters.Registry) { r.Include(s.counts) }

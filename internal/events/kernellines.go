@@ -77,10 +77,10 @@ func (s *Stage) KernelLine(l KernelLine) Record {
 		r.Lines = append(r.Lines, kernelLinesSuppressed(l.Read, Held{GPU: l.GPU, Kind: kind, Lines: held}))
 	}
 	if !ok {
-		r.Held, r.FirstHeld = kind, s.kernelHeld.Add(1) == 1
+		r.Held, r.FirstHeld = kind, s.counts.Add(kernelLinesHeld, 1) == 1
 		return r
 	}
-	s.kernelLines.Add(1)
+	s.counts.Inc(kernelLines)
 	r.Lines = append(r.Lines, line)
 	if ev != nil {
 		// A line read after the fact happened when the kernel logged it;

@@ -96,7 +96,7 @@ func TestStageKernelLines(t *testing.T) {
 	if got := gsp.Lines[0].Line(); !strings.Contains(got, "gpu=? source=kmsg type=GSP_TIMEOUT driver_gpu=4 ktime=3600.000000 text=") || !strings.HasSuffix(got, " backlog=true") {
 		t.Errorf("GSP timeout line %s", got)
 	}
-	if st := s.Stats(); st.KernelLines != 1+LineBurst+1+1 || st.KernelLinesHeld != 3 {
-		t.Errorf("stats %+v", st)
+	if c := counted(s); c["kernel_lines"] != 1+LineBurst+1+1 || c["kernel_lines_suppressed"] != 3 {
+		t.Errorf("counted %v", c)
 	}
 }

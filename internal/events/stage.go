@@ -2,9 +2,9 @@ package events
 
 import (
 	"strconv"
-	"sync/atomic"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/kclock"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
@@ -20,7 +20,7 @@ import (
 // their source parsed (reading.Event.Xid) and returns the Record of what the
 // event makes; a kernel AER or NVRM failure line goes through KernelLine,
 // which bounds them (LineLimit), as Handle bounds an application's Xids
-// (xidLimit). It counts what arrives (Stats). It holds
+// (xidLimit). It counts what arrives (counters.go). It holds
 // no GPU and does no I/O: the caller writes the lines, takes the incident
 // to its incident desk and shows the report in the live view. It is safe
 // for concurrent use.
@@ -31,9 +31,7 @@ type Stage struct {
 	xids   LineLimit // an application's Xids per GPU and code a minute (xidLimit)
 	clock  kclock.Clock
 	health func(nvmlType uint64) (name string, critical bool)
-
-	nvml, kmsgXids, kmsgBacklog, duplicates atomic.Uint64
-	kernelLines, kernelHeld, xidHeld        atomic.Uint64
+	counts *counters.Registry // its counters (counters.go)
 }
 
 // Config is what a Stage is built with.
@@ -53,25 +51,8 @@ type Config struct {
 
 // NewStage returns a Stage with c.
 func NewStage(c Config) *Stage {
-	return &Stage{dedup: Dedup{Window: c.DedupWindow}, clock: c.KernelClock, health: c.HealthEvent}
-}
-
-// Stats are the events a Stage has seen, by kind.
-type Stats struct {
-	NVMLEvents      uint64 // events from NVML's event sets
-	KmsgXids        uint64 // Xids of the kernel log (one a line: its Xid 154's recovery action is not another)
-	KmsgBacklogXids uint64 // of these, records read after the fact (reading.Event.Backlog)
-	DuplicateXids   uint64 // Xids and recovery actions the other source had reported first (Duplicate)
-	KernelLines     uint64 // kernel AER and NVRM failure lines written (KernelLine)
-	KernelLinesHeld uint64 // kernel lines over the burst limit, not written (Record.Held)
-	XidLinesHeld    uint64 // an application's Xid lines over the burst limit, not written (Record.Held)
-}
-
-// Stats returns the counts so far.
-func (s *Stage) Stats() Stats {
-	return Stats{NVMLEvents: s.nvml.Load(), KmsgXids: s.kmsgXids.Load(),
-		KmsgBacklogXids: s.kmsgBacklog.Load(), DuplicateXids: s.duplicates.Load(),
-		KernelLines: s.kernelLines.Load(), KernelLinesHeld: s.kernelHeld.Load(), XidLinesHeld: s.xidHeld.Load()}
+	return &Stage{dedup: Dedup{Window: c.DedupWindow}, clock: c.KernelClock, health: c.HealthEvent,
+		counts: counters.New()}
 }
 
 // Alert says what the daemon's log says of an event besides its events.log
@@ -125,9 +106,9 @@ type Record struct {
 	Xid xid.Explanation
 	// Held is, for a kernel line over the burst limit (KernelLine), its
 	// kind ("AER/corrected", an NVRM line's type): not written, counted
-	// (Stats.KernelLinesHeld); for an application's Xid over it (Handle),
+	// (kernel_lines_suppressed); for an application's Xid over it (Handle),
 	// "Xid 13": not written nor logged and no incident, but still counted
-	// on its GPU (Wake, FlagXid) and in Stats.XidLinesHeld. FirstHeld: the
+	// on its GPU (Wake, FlagXid) and in xid_lines_suppressed. FirstHeld: the
 	// first since start, which the daemon's log reports with what was lost.
 	Held      string
 	FirstHeld bool
@@ -189,15 +170,16 @@ func (s *Stage) Handle(e reading.Event) Record {
 	return s.report(e, line)
 }
 
-// count counts e by its source.
+// count counts e by its source: an Xid of the kernel log is one a line (its
+// Xid 154's recovery action is not another).
 func (s *Stage) count(e reading.Event) {
 	switch {
 	case e.Source == reading.SourceNVML:
-		s.nvml.Add(1)
+		s.counts.Inc(nvmlEvents)
 	case e.Source == reading.SourceKmsg && e.Kind == reading.EventXid:
-		s.kmsgXids.Add(1)
+		s.counts.Inc(kmsgXids)
 		if e.Backlog {
-			s.kmsgBacklog.Add(1)
+			s.counts.Inc(kmsgBacklogXids)
 		}
 	}
 }
@@ -236,7 +218,7 @@ func (s *Stage) report(e reading.Event, line sink.EventLine) Record {
 	}
 	var dupOf []sink.Field
 	if dup {
-		s.duplicates.Add(1)
+		s.counts.Inc(duplicateXids)
 		dupOf = []sink.Field{{Key: "duplicate_of", Value: first.String()}}
 	}
 	line.Fields = lineTail(line.Fields, e.Source == reading.SourceKmsg, kmsg.Record{Time: e.KernelTime, Message: e.Text, Backlog: e.Backlog}, dupOf...)

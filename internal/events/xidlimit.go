@@ -15,7 +15,7 @@ import (
 // faults, and 400,000 such lines would push every earlier line out of
 // events.log. Past LineBurst of one code on one GPU in a LineWindow, an
 // Xid is held (r.Held): no line, no incident, nothing in the daemon's log,
-// counted in Stats.XidLinesHeld and summed up in one XID_LINES_SUPPRESSED
+// counted in xid_lines_suppressed and summed up in one XID_LINES_SUPPRESSED
 // line when the window ends; another source's report of a held Xid is held
 // with it. Every other Xid (79, 48, 62, 119, ... and an unknown code) is
 // never held, and neither is an application Xid that opens a window. r
@@ -38,7 +38,7 @@ func (s *Stage) xidLimit(e reading.Event, ev snapshot.Event, dup bool, r *Record
 		held = !ok
 	}
 	if held {
-		r.Held, r.FirstHeld = "Xid "+kind, s.xidHeld.Add(1) == 1
+		r.Held, r.FirstHeld = "Xid "+kind, s.counts.Add(xidLinesHeld, 1) == 1
 	}
 	return held
 }

@@ -90,8 +90,8 @@ func TestStageXidStorm(t *testing.T) {
 	if again := s.WindowsEnded(end.Add(time.Hour), true); len(again) != 0 {
 		t.Errorf("the window said twice: %+v", again)
 	}
-	if st := s.Stats(); st.XidLinesHeld != 2*(storm-LineBurst) {
-		t.Errorf("stats %+v, want %d Xid lines held (each Xid's two reports)", st, 2*(storm-LineBurst))
+	if c := counted(s); c["xid_lines_suppressed"] != 2*(storm-LineBurst) {
+		t.Errorf("counted %v, want %d Xid lines held (each Xid's two reports)", c, 2*(storm-LineBurst))
 	}
 	// The next window begins with the code's first Xid written again.
 	if r := s.Handle(nvml(0, 13, end.Add(time.Hour))); r.Held != "" || len(r.Lines) != 1 {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
@@ -112,9 +113,7 @@ type Accumulator struct {
 	gpus    []gpuStat
 	pos     map[int]int // NVML index -> position in gpus (atop's GPU number)
 	clients map[*Client]struct{}
-	// counters for status and logs
-	exitedDropped uint64
-	toldDropped   bool
+	counts  *counters.Registry // atop_exits_dropped (counters.go)
 }
 
 // NewAccumulator returns an accumulator for the monitored GPUs, in the order
@@ -123,7 +122,7 @@ func NewAccumulator(gpus []reading.GPU, log *slog.Logger) *Accumulator {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	a := &Accumulator{log: log, clients: map[*Client]struct{}{}, pos: map[int]int{}}
+	a := &Accumulator{log: log, clients: map[*Client]struct{}{}, pos: map[int]int{}, counts: counters.New()}
 	a.gpus = make([]gpuStat, len(gpus))
 	for i, g := range gpus {
 		a.pos[g.Index] = i
@@ -168,16 +167,16 @@ func (a *Accumulator) Sample(s *reading.Sample) {
 		return
 	}
 	g.secN++
-	if v, ok := s.GPUUtil.Get(); ok {
+	if v, ok := s.U32(reading.GPUUtil).Get(); ok {
 		g.busy.add(int64(v))
 	}
-	if v, ok := s.MemUtil.Get(); ok {
+	if v, ok := s.U32(reading.MemUtil).Get(); ok {
 		g.memBusy.add(int64(v))
 	}
-	if v, ok := s.VRAMUsedBytes.Get(); ok {
+	if v, ok := s.Values[reading.VRAMUsedBytes].Get(); ok {
 		g.memUsed.add(int64(v / 1024))
 	}
-	if v, ok := s.VRAMTotalBytes.Get(); ok {
+	if v, ok := s.Values[reading.VRAMTotalBytes].Get(); ok {
 		g.memTotal = int64(v / 1024)
 	}
 }
@@ -315,9 +314,7 @@ func (a *Accumulator) addExited(c *Client, idx int, st procStat) {
 		total += len(e)
 	}
 	if total >= maxExitedPerClient {
-		a.exitedDropped++
-		if !a.toldDropped {
-			a.toldDropped = true
+		if a.counts.Add(exitsDropped, 1) == 1 {
 			a.log.Warn("atop client not asking: oldest exited-process records dropped", "kept", maxExitedPerClient)
 		}
 		if len(l) == 0 {
@@ -342,14 +339,6 @@ func (a *Accumulator) Unregister(c *Client) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.clients, c)
-}
-
-// ExitedDropped is how many exited-process records were dropped for clients
-// that did not ask in time.
-func (a *Accumulator) ExitedDropped() uint64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.exitedDropped
 }
 
 // sortedProcs returns a GPU's active processes by PID (replies are

@@ -16,8 +16,8 @@ func twoGPUs() []reading.GPU {
 }
 
 func row(gpu int, util, memUtil uint32, usedMiB uint64) *reading.Sample {
-	return &reading.Sample{GPU: gpu, Status: reading.StatusAnswered, GPUUtil: reading.Some(util),
-		MemUtil: reading.Some(memUtil), VRAMUsedBytes: reading.Some(usedMiB << 20), VRAMTotalBytes: reading.Some(uint64(97887) << 20)}
+	return &reading.Sample{GPU: gpu, Status: reading.StatusAnswered, Values: reading.Values{reading.GPUUtil: reading.Some(uint64(util)),
+		reading.MemUtil: reading.Some(uint64(memUtil)), reading.VRAMUsedBytes: reading.Some(usedMiB << 20), reading.VRAMTotalBytes: reading.Some(uint64(97887) << 20)}}
 }
 
 func proc(pid uint32, sm uint32, memMiB uint64) reading.Process {
@@ -75,7 +75,7 @@ func TestSecondAverages(t *testing.T) {
 func TestUtilAbsent(t *testing.T) {
 	a := NewAccumulator(twoGPUs()[:1], nil)
 	s := row(0, 0, 0, 512)
-	s.GPUUtil, s.MemUtil = reading.Opt[uint32]{}, reading.Opt[uint32]{}
+	s.Values[reading.GPUUtil], s.Values[reading.MemUtil] = reading.Opt[uint64]{}, reading.Opt[uint64]{}
 	a.Sample(s)
 	a.Second()
 	g := &a.gpus[0]
@@ -201,13 +201,13 @@ func TestExitedDroppedAreCounted(t *testing.T) {
 		a.Second()
 	}
 	exit(0, maxExitedPerClient) // full: nothing dropped yet
-	if got := a.ExitedDropped(); got != 0 {
+	if got := a.counts.Load(exitsDropped); got != 0 {
 		t.Fatalf("dropped %d before the limit", got)
 	}
 	exit(1, 10) // GPU 0 holds the backlog: GPU 1's exits are dropped
 	exit(0, 5)  // GPU 0's oldest make room
-	if got := a.ExitedDropped(); got != 15 {
-		t.Errorf("ExitedDropped = %d, want 15", got)
+	if got := a.counts.Load(exitsDropped); got != 15 {
+		t.Errorf("atop_exits_dropped = %d, want 15", got)
 	}
 }
 

@@ -24,7 +24,7 @@ func scripted(t testing.TB) (*Accumulator, *Client) {
 		for range 10 {
 			a.Sample(row(0, 75, 20, 40000))
 			s := row(1, 0, 0, 14)
-			s.GPUUtil, s.MemUtil = reading.Opt[uint32]{}, reading.Opt[uint32]{}
+			s.Values[reading.GPUUtil], s.Values[reading.MemUtil] = reading.Opt[uint64]{}, reading.Opt[uint64]{}
 			a.Sample(s)
 		}
 		list := []reading.Process{both, noMem}
@@ -92,8 +92,8 @@ func TestReplyAtLimit(t *testing.T) {
 			t.Errorf("v%d: a busier process was left out (min kept busy %d)", v, minKept)
 		}
 		cut += uint64(400 - kept)
-		if c := srv.Counters(); c.CutReply != uint64(v) || c.CutRecord != cut {
-			t.Errorf("v%d: counters %+v, kept %d", v, c, kept)
+		if replies, records := srv.counts.Load(repliesCut), srv.counts.Load(recordsCut); replies != uint64(v) || records != cut {
+			t.Errorf("v%d: %d replies and %d records cut, want %d %d; kept %d", v, replies, records, v, cut, kept)
 		}
 	}
 }

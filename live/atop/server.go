@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/peer"
 )
 
@@ -45,22 +46,6 @@ func DefaultConfig() Config {
 		First: 2 * time.Second, Idle: time.Hour, Write: 5 * time.Second}
 }
 
-// Counters says what the server did, for status lines and tests. Nothing is
-// dropped without being counted here (and logged the first time).
-type Counters struct {
-	Accepted  uint64 // connections served
-	Refused   uint64 // connections closed because MaxConns were open, or their user held PerUser
-	Requests  uint64 // requests answered
-	Bad       uint64 // connections dropped for a request atop never sends
-	TimedOut  uint64 // connections dropped for silence or a reply not taken
-	CutReply  uint64 // replies that left process records out to fit MaxBody
-	CutRecord uint64 // process records left out
-	// ExitedDropped: exited-process records dropped for clients that did
-	// not ask in time (Accumulator.ExitedDropped).
-	ExitedDropped uint64
-	ListenFailed  uint64 // addresses that could not be bound (port taken): not served
-}
-
 // Server answers atop clients from an Accumulator.
 type Server struct {
 	acc *Accumulator
@@ -78,8 +63,8 @@ type Server struct {
 	seq       uint64 // accept order
 	wg        sync.WaitGroup
 
-	accepted, refused, requests, bad, timedOut, cutReply, cutRecord, listenFailed atomic.Uint64
-	toldRefused, toldPerUser, toldBad, toldCut                                    atomic.Bool
+	counts                            *counters.Registry // its counters (counters.go)
+	toldRefused, toldPerUser, toldBad atomic.Bool
 }
 
 // conn is a connection being served; its fields are guarded by Server.mu.
@@ -99,7 +84,7 @@ func NewServer(acc *Accumulator, cfg Config, log *slog.Logger) *Server {
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = 32
 	}
-	return &Server{acc: acc, cfg: cfg, log: log, conns: map[net.Conn]*conn{}, held: map[string]int{}}
+	return &Server{acc: acc, cfg: cfg, log: log, conns: map[net.Conn]*conn{}, held: map[string]int{}, counts: counters.New()}
 }
 
 // Start binds the configured addresses and serves until ctx is cancelled or
@@ -116,7 +101,7 @@ func (s *Server) Start(ctx context.Context) []string {
 		if err != nil {
 			s.log.Warn("atop: cannot listen; serving atop without it (is atopgpud running?)",
 				"network", a.network, "addr", a.addr, "error", err)
-			s.listenFailed.Add(1)
+			s.counts.Inc(ListenFailures)
 			continue
 		}
 		s.mu.Lock()
@@ -148,13 +133,6 @@ func (s *Server) Close() {
 	s.wg.Wait()
 }
 
-// Counters returns what the server did so far.
-func (s *Server) Counters() Counters {
-	return Counters{Accepted: s.accepted.Load(), Refused: s.refused.Load(), Requests: s.requests.Load(),
-		Bad: s.bad.Load(), TimedOut: s.timedOut.Load(), CutReply: s.cutReply.Load(), CutRecord: s.cutRecord.Load(),
-		ExitedDropped: s.acc.ExitedDropped(), ListenFailed: s.listenFailed.Load()}
-}
-
 func (s *Server) accept(ln net.Listener) {
 	defer s.wg.Done()
 	for {
@@ -172,7 +150,7 @@ func (s *Server) accept(ln net.Listener) {
 		why := s.admit(cn)
 		if why != "" {
 			s.mu.Unlock()
-			s.refused.Add(1) // counted before the client can see the close
+			s.counts.Inc(clientsRefused) // counted before the client can see the close
 			c.Close()
 			told := &s.toldRefused
 			if why == whyPerUser {
@@ -185,7 +163,7 @@ func (s *Server) accept(ln net.Listener) {
 		}
 		s.wg.Add(1)
 		s.mu.Unlock()
-		s.accepted.Add(1)
+		s.counts.Inc(connsAccepted)
 		go s.serve(cn)
 	}
 }
@@ -288,7 +266,7 @@ func (s *Server) serve(cn *conn) {
 		}
 		if _, err := io.ReadFull(c, req[:]); err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
-				s.timedOut.Add(1)
+				s.counts.Inc(clientsDropped)
 			}
 			return
 		}
@@ -299,7 +277,7 @@ func (s *Server) serve(cn *conn) {
 		}
 		reply, ok := s.Reply(req, cl)
 		if !ok {
-			s.bad.Add(1)
+			s.counts.Inc(clientsDropped)
 			if !s.toldBad.Swap(true) {
 				s.log.Warn("atop: request atop never sends; connection dropped", "request", req[:])
 			}
@@ -308,11 +286,11 @@ func (s *Server) serve(cn *conn) {
 		c.SetWriteDeadline(time.Now().Add(s.cfg.Write))
 		if _, err := c.Write(reply); err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
-				s.timedOut.Add(1)
+				s.counts.Inc(clientsDropped)
 			}
 			return
 		}
-		s.requests.Add(1)
+		s.counts.Inc(requestsAnswered)
 	}
 }
 
@@ -328,9 +306,8 @@ func (s *Server) Reply(req [2]byte, cl *Client) (reply []byte, ok bool) {
 		var left int
 		body, left = s.acc.Stats(v, cl)
 		if left > 0 {
-			s.cutReply.Add(1)
-			s.cutRecord.Add(uint64(left))
-			if !s.toldCut.Swap(true) {
+			s.counts.Add(recordsCut, uint64(left))
+			if s.counts.Add(repliesCut, 1) == 1 {
 				s.log.Warn("atop: reply would pass atop's 8192-byte limit; least busy processes left out",
 					"left_out", left)
 			}

@@ -91,8 +91,8 @@ func TestPortTakenCarriesOn(t *testing.T) {
 	if len(addrs) != 1 || !strings.HasPrefix(addrs[0], "@") {
 		t.Fatalf("listening on %v, want only the unix socket", addrs)
 	}
-	if n := srv.Counters().ListenFailed; n != 1 {
-		t.Errorf("ListenFailed %d, want 1", n)
+	if n := srv.counts.Load(ListenFailures); n != 1 {
+		t.Errorf("listen_failures %d, want 1", n)
 	}
 	if n := strings.Count(lb.String(), "cannot listen"); n != 1 {
 		t.Errorf("%d log lines about the taken port, want 1:\n%s", n, lb)
@@ -139,8 +139,9 @@ func TestBadAndSilentClientsDropped(t *testing.T) {
 	if b := readAll(t, c); len(b) != 0 {
 		t.Errorf("garbage answered: %q", b)
 	}
-	if cn := srv.Counters(); cn.Bad != 1 || cn.TimedOut != 0 || cn.Requests != 1 {
-		t.Errorf("counters after garbage %+v", cn)
+	// Dropped once, for the garbage (logged), not for silence.
+	if d, n := srv.counts.Load(clientsDropped), srv.counts.Load(requestsAnswered); d != 1 || n != 1 {
+		t.Errorf("after garbage: %d dropped, %d requests answered; want 1 1", d, n)
 	}
 	if strings.Count(lb.String(), "request atop never sends") != 1 {
 		t.Errorf("log:\n%s", lb)
@@ -154,7 +155,7 @@ func TestBadAndSilentClientsDropped(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Unix += "-silent"
 	cfg.First = 100 * time.Millisecond
-	srv, addrs, _ = startServer(t, a, cfg)
+	srv, addrs, lb = startServer(t, a, cfg)
 	s, err := net.Dial("tcp", addrs[0])
 	if err != nil {
 		t.Fatal(err)
@@ -167,11 +168,12 @@ func TestBadAndSilentClientsDropped(t *testing.T) {
 	h.Write([]byte("S"))
 	readAll(t, h)
 	deadline := time.Now().Add(giveUp)
-	for srv.Counters().TimedOut < 2 && time.Now().Before(deadline) {
+	for srv.counts.Load(clientsDropped) < 2 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if cn := srv.Counters(); cn.Bad != 0 || cn.TimedOut != 2 || cn.Requests != 0 {
-		t.Errorf("counters after silence %+v", cn)
+	// Both dropped for silence: none for a bad request (that is logged).
+	if d, n := srv.counts.Load(clientsDropped), srv.counts.Load(requestsAnswered); d != 2 || n != 0 || strings.Contains(lb.String(), "request atop never sends") {
+		t.Errorf("after silence: %d dropped, %d requests answered; want 2 for silence, 0; log:\n%s", d, n, lb)
 	}
 	// It still serves a client that asks in time.
 	servedBy(t, addrs[0], deadline, "after dropping silent clients")
@@ -217,8 +219,8 @@ func TestConnectionLimit(t *testing.T) {
 	if b := readAll(t, c); len(b) != 0 {
 		t.Errorf("third client served: %q", b)
 	}
-	if srv.Counters().Refused != 1 {
-		t.Errorf("counters %+v", srv.Counters())
+	if n := srv.counts.Load(clientsRefused); n != 1 {
+		t.Errorf("refused %d, want 1", n)
 	}
 	// The two admitted clients keep working; after one leaves, a new one is let in.
 	if _, _, err := open[0].Stats(); err != nil {
@@ -262,8 +264,8 @@ func TestOneUserCannotTakeEverySlot(t *testing.T) {
 		if c := testutil.DialAs(t, user, ep.network, ep.addr); asks(c, ep.version) {
 			t.Errorf("%s: connection %d of uid %d served", ep.network, perUser+1+i, user)
 		}
-		if cn := srv.Counters(); cn.Refused != uint64(i+1) {
-			t.Errorf("%s: refused %d, want %d", ep.network, cn.Refused, i+1)
+		if n := srv.counts.Load(clientsRefused); n != uint64(i+1) {
+			t.Errorf("%s: refused %d, want %d", ep.network, n, i+1)
 		}
 		if c := testutil.DialAs(t, other, ep.network, ep.addr); !asks(c, ep.version) {
 			t.Errorf("%s: another user refused", ep.network)
@@ -289,7 +291,7 @@ func TestSilentClientsMakeRoom(t *testing.T) {
 	a, _ := scripted(t)
 	cfg := testConfig(t)
 	cfg.MaxConns = 3
-	srv, addrs, _ := startServer(t, a, cfg)
+	srv, addrs, lb := startServer(t, a, cfg)
 	asked, err := atoptest.Dial("tcp", addrs[0], 1)
 	if err != nil {
 		t.Fatal(err)
@@ -303,7 +305,7 @@ func TestSilentClientsMakeRoom(t *testing.T) {
 		}
 		defer c.Close()
 		silent = append(silent, c)
-		for deadline := time.Now().Add(giveUp); srv.Counters().Accepted < uint64(1+len(silent)); {
+		for deadline := time.Now().Add(giveUp); srv.counts.Load(connsAccepted) < uint64(1+len(silent)); {
 			if time.Now().After(deadline) {
 				t.Fatal("silent client not accepted")
 			}
@@ -331,7 +333,7 @@ func TestSilentClientsMakeRoom(t *testing.T) {
 	if asks(c, 1) {
 		t.Error("a fourth client served with the three slots held by clients that asked")
 	}
-	if cn := srv.Counters(); cn.TimedOut != 2 || cn.Refused != 1 {
-		t.Errorf("counters %+v; want 2 dropped for silence, 1 refused", cn)
+	if d, r := srv.counts.Load(clientsDropped), srv.counts.Load(clientsRefused); d != 2 || r != 1 || strings.Contains(lb.String(), "request atop never sends") {
+		t.Errorf("%d dropped, %d refused; want 2 dropped for silence (none for a bad request), 1 refused; log:\n%s", d, r, lb)
 	}
 }

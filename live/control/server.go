@@ -24,10 +24,10 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/peer"
 	"golang.org/x/sys/unix"
 
@@ -102,9 +102,7 @@ type Server struct {
 	smu     sync.Mutex
 	waiting []*conn
 
-	// requests answered, refused (busy) and failed (bad request, timeout,
-	// client gone): ServerCounters
-	served, refused, failed atomic.Uint64
+	counts *counters.Registry // its counters (counters.go)
 
 	cmu      sync.Mutex // held while building, so concurrent requests share one build
 	cached   *answer
@@ -159,7 +157,8 @@ func Listen(cfg Config, board *live.Board) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("control socket %s: %w", cfg.Path, err)
 	}
-	return &Server{cfg: cfg, board: board, log: cfg.Logger, ln: ln, sem: make(chan struct{}, MaxConns)}, nil
+	return &Server{cfg: cfg, board: board, log: cfg.Logger, ln: ln, sem: make(chan struct{}, MaxConns),
+		counts: counters.New()}, nil
 }
 
 // testHookBound runs once the socket is bound, before it is given its mode
@@ -272,7 +271,7 @@ func (s *Server) Serve(ctx context.Context) {
 			continue
 		}
 		if !s.take() {
-			s.refused.Add(1)
+			s.counts.Inc(clientsRefused)
 			c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 			json.NewEncoder(c).Encode(errorReply{Error: "busy: too many connections"})
 			c.Close()
@@ -372,7 +371,7 @@ func (s *Server) handle(cn *conn) {
 	var req Request
 	switch {
 	case err != nil && displaced:
-		s.failed.Add(1)
+		s.counts.Inc(requestsFailed)
 		json.NewEncoder(c).Encode(errorReply{Error: "busy: closed silent to make room for a new connection"})
 		return
 	case errors.Is(err, bufio.ErrBufferFull):
@@ -381,7 +380,7 @@ func (s *Server) handle(cn *conn) {
 		req, err = ParseRequest(line)
 	}
 	if err != nil { // a client gone or silent is not answered
-		s.failed.Add(1)
+		s.counts.Inc(requestsFailed)
 		if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) {
 			json.NewEncoder(c).Encode(errorReply{Error: err.Error()})
 		}
@@ -394,10 +393,10 @@ func (s *Server) handle(cn *conn) {
 		reply, refusedDoc = a.b, a.refusedDoc
 	}
 	if _, err := c.Write(reply); err != nil || refusedDoc {
-		s.failed.Add(1)
+		s.counts.Inc(requestsFailed)
 		return
 	}
-	s.served.Add(1)
+	s.counts.Inc(requestsServed)
 }
 
 var pingReply = []byte(`{"ok":true}` + "\n")

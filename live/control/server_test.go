@@ -23,7 +23,7 @@ import (
 
 func testBoard() *live.Board {
 	sl := live.NewSlot(reading.GPU{Index: 0, Name: "sim", BusID: "00000000:01:00.0"})
-	s := reading.Sample{Time: time.Now(), TempC: reading.Some[uint32](41)}
+	s := reading.Sample{Time: time.Now(), Values: reading.Values{reading.TempC: reading.Some[uint64](41)}}
 	sl.Update(func(g *live.GPU) { g.Observe(&s, 100*time.Millisecond) })
 	return live.NewBoard([]*live.Slot{sl}, func() live.Host { return live.Host{Now: time.Now(), Version: "test"} })
 }
@@ -85,7 +85,7 @@ func TestBadRequestsGetAnErrorAndTheServerGoesOn(t *testing.T) {
 	if _, _, err := Query(s.cfg.Path, time.Second); err != nil {
 		t.Errorf("status after bad requests: %v", err)
 	}
-	if failed := s.failed.Load(); failed != 5 {
+	if failed := s.counts.Load(requestsFailed); failed != 5 {
 		t.Errorf("failed %d, want 5", failed)
 	}
 }
@@ -176,7 +176,7 @@ func silentClientsDoNotDenyStatus(t *testing.T, said string) {
 	if said, closed := closedByServer(silent[0], time.Second); !closed || said != displacedAnswer {
 		t.Errorf("the client silent the longest: closed %v, told %q; want closed, told %q", closed, said, displacedAnswer)
 	}
-	if refused, failed := s.refused.Load(), s.failed.Load(); refused != 0 || failed < 1 {
+	if refused, failed := s.counts.Load(clientsRefused), s.counts.Load(requestsFailed); refused != 0 || failed < 1 {
 		t.Errorf("refused %d, failed %d; want 0, at least 1 (the one closed)", refused, failed)
 	}
 	if len(s.sem) > MaxConns {
@@ -205,7 +205,7 @@ func TestSilentClientsClosedOldestFirst(t *testing.T) {
 			t.Errorf("silent client %d: closed %v, told %q; want dropped unanswered after the read timeout", extra+i, closed, said)
 		}
 	}
-	if refused := s.refused.Load(); refused != 0 {
+	if refused := s.counts.Load(clientsRefused); refused != 0 {
 		t.Errorf("refused %d", refused)
 	}
 }
@@ -259,7 +259,7 @@ func TestBusyWhenEveryConnectionIsAnswered(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "busy") {
 		t.Errorf("connection beyond the limit: %v, want busy", err)
 	}
-	if refused := s.refused.Load(); refused != 1 {
+	if refused := s.counts.Load(clientsRefused); refused != 1 {
 		t.Errorf("refused %d", refused)
 	}
 	for range MaxConns {
@@ -488,7 +488,7 @@ func TestRefusedDocumentCountsAsFailed(t *testing.T) {
 	if _, err := Ask(s.cfg.Path, "status", time.Second); err == nil || !strings.Contains(err.Error(), "status document") {
 		t.Errorf("status with a refused document: %v, want its error", err)
 	}
-	served, failed := s.served.Load(), s.failed.Load()
+	served, failed := s.counts.Load(requestsServed), s.counts.Load(requestsFailed)
 	if failed != 1 || served != 0 {
 		t.Errorf("served %d failed %d, want 0 and 1", served, failed)
 	}

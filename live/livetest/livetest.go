@@ -5,6 +5,7 @@ package livetest
 import (
 	"time"
 
+	_ "github.com/gpu-telemetry/gpu-telemetry/anomaly" // registers the detectors' flag kinds
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
@@ -16,20 +17,24 @@ import (
 func View() live.View {
 	now := time.Date(2026, 11, 30, 15, 4, 5, 0, time.UTC)
 	g0 := live.GPU{Info: reading.GPU{Index: 0, Name: "NVIDIA H100 80GB HBM3", BusID: "00000000:1B:00.0", UUID: "GPU-aaaa", Serial: "1650123", VBIOS: "96.00.99.00.01", NumFans: 2}}
-	s := reading.Sample{GPU: 0, Time: now.Add(-100 * time.Millisecond), TempC: reading.Some[uint32](71), MemTempC: reading.Some[uint32](80),
-		PowerMW: reading.Some[uint32](612_400), PowerLimitMW: reading.Some[uint32](700_000), EnforcedLimitMW: reading.Some[uint32](700_000),
-		EnergyMJ: reading.Some[uint64](123_456_789), PState: reading.Some[uint32](0), GraphicsMHz: reading.Some[uint32](1980), SMMHz: reading.Some[uint32](1980),
-		MemMHz: reading.Some[uint32](2619), GPUUtil: reading.Some[uint32](100), MemUtil: reading.Some[uint32](43), EncUtil: reading.Some[uint32](0),
-		VRAMUsedBytes: reading.Some[uint64](40 << 30), VRAMTotalBytes: reading.Some[uint64](80 << 30), PCIeGen: reading.Some[uint32](5), PCIeWidth: reading.Some[uint32](16), PCIeReplay: reading.Some[uint64](3),
-		Throttle: reading.Some(reading.ThrottleSwPowerCap), NumFans: 2}
+	s := reading.Sample{GPU: 0, Time: now.Add(-100 * time.Millisecond), NumFans: 2}
+	for id, v := range map[reading.ID]uint64{reading.TempC: 71, reading.MemTempC: 80,
+		reading.PowerMW: 612_400, reading.PowerLimitMW: 700_000, reading.EnforcedLimitMW: 700_000,
+		reading.EnergyMJ: 123_456_789, reading.PState: 0, reading.GraphicsMHz: 1980, reading.SMMHz: 1980,
+		reading.MemMHz: 2619, reading.GPUUtil: 100, reading.MemUtil: 43, reading.EncUtil: 0,
+		reading.VRAMUsedBytes: 40 << 30, reading.VRAMTotalBytes: 80 << 30, reading.PCIeGen: 5, reading.PCIeWidth: 16, reading.PCIeReplay: 3,
+		reading.Throttle: reading.ThrottleSwPowerCap} {
+		s.Set(id, v)
+	}
 	s.Fans[0] = reading.Fan{Speed: reading.Some[uint32](45), Target: reading.Some[uint32](50)}
 	s.Fans[1] = reading.Fan{Speed: reading.Some[uint32](46)}
-	s.Flags.Add(reading.Flag{Kind: reading.FlagSpurThrot, A: 20})
+	spurThrot, _ := reading.FlagKindNamed("spur_throt")
+	s.Flags.Add(reading.Flag{Kind: spurThrot, A: 20})
 	// Health counters: ECC on, 12 SBEs, a remap pending, 2 of 3 NVLink links up.
-	for id, v := range map[reading.HealthID]uint64{reading.HECCMode: 1, reading.HSBEVolatile: 12, reading.HDBEVolatile: 0,
+	for id, v := range map[reading.ID]uint64{reading.HECCMode: 1, reading.HSBEVolatile: 12, reading.HDBEVolatile: 0,
 		reading.HRemapPending: 1, reading.HClkHWThermal: 1_500_000_000, reading.HNVLinkCount: 3, reading.HNVLinkUp: 2,
 		reading.HNVLinkErrors: 7, reading.HRecoveryAction: 0} {
-		s.Health[id] = reading.Some(v)
+		s.Values[id] = reading.Some(v)
 	}
 	prev := s
 	prev.Time = s.Time.Add(-100 * time.Millisecond)
@@ -50,7 +55,7 @@ func View() live.View {
 	g0.RemapHist = &reading.RemapHistogram{At: s.Time.Add(-time.Hour), Max: 63, High: 1}
 
 	g1 := live.GPU{Info: reading.GPU{Index: 1, Name: "NVIDIA H100 80GB HBM3", BusID: "00000000:2B:00.0", UUID: "GPU-bbbb", NumFans: 0}}
-	s1 := reading.Sample{GPU: 1, Time: now.Add(-13 * time.Second), TempC: reading.Some[uint32](65)}
+	s1 := reading.Sample{GPU: 1, Time: now.Add(-13 * time.Second), Values: reading.Values{reading.TempC: reading.Some[uint64](65)}}
 	g1.Observe(&s1, 100*time.Millisecond)
 	g1.Xid(79, now.Add(-13*time.Second), "GPU has fallen off the bus")
 	g1.Hung("nvmlDeviceGetTemperature", now.Add(-12*time.Second))

@@ -301,10 +301,8 @@ func (w *walker) gpu(g *live.GPU, h *live.Host) {
 	w.add(mSamp, float64(g.Samples), gpu, uuid)
 	w.add(mFail, float64(g.Failures), gpu, uuid)
 	w.add(mHung, float64(g.HungRows), gpu, uuid)
-	for k, name := range live.FlagKindNames {
-		if name != "" {
-			w.add(mFlags, float64(g.FlagCount[k]), gpu, uuid, name)
-		}
+	for _, k := range reading.FlagKinds() {
+		w.add(mFlags, float64(g.FlagCount[k]), gpu, uuid, k.Def().Name)
 	}
 	for i, r := range reading.ThrottleReasons {
 		w.add(mThrS, g.ThrottleTime[i].Seconds(), gpu, uuid, r.Name)
@@ -354,7 +352,7 @@ func (w *walker) gpu(g *live.GPU, h *live.Host) {
 			}
 		}
 	}
-	if m, ok := s.Throttle.Get(); ok {
+	if m, ok := s.Values[reading.Throttle].Get(); ok {
 		for _, r := range reading.ThrottleReasons {
 			w.add(mThrA, b2f(m&r.Bit != 0), gpu, uuid, r.Name)
 		}

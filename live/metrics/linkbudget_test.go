@@ -22,9 +22,9 @@ func b200s(n int) live.View {
 		g := g0
 		g.Info.Index, g.Info.UUID, g.Info.Name = i, "GPU-b200-"+strconv.Itoa(i), "NVIDIA B200"
 		g.HealthLevel, g.HealthReasons = "ok", nil
-		g.Sample.Health[reading.HNVLinkCount] = reading.Some[uint64](18)
-		g.Sample.Health[reading.HNVLinkUp] = reading.Some[uint64](18)
-		g.Sample.Health[reading.HNVLinkErrors] = reading.Some[uint64](0)
+		g.Sample.Values[reading.HNVLinkCount] = reading.Some[uint64](18)
+		g.Sample.Values[reading.HNVLinkUp] = reading.Some[uint64](18)
+		g.Sample.Values[reading.HNVLinkErrors] = reading.Some[uint64](0)
 		l := &reading.NVLinks{At: g.Sample.Time, N: 18}
 		for k := range 18 {
 			l.L[k].State = reading.Some[uint32](reading.LinkStateActive)

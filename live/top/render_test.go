@@ -187,7 +187,7 @@ func fleet(n int) live.Doc {
 			g.Xid(45, now.Add(-29*time.Second), "Preemptive cleanup, due to previous errors")
 			g.Xid(119, now.Add(-20*time.Second), "GSP RPC Timeout")
 			s := g.Sample
-			s.Time, s.GPUUtil, s.Flags = now.Add(-100*time.Millisecond), reading.Some[uint32](90), reading.Flags{}
+			s.Time, s.Values[reading.GPUUtil], s.Flags = now.Add(-100*time.Millisecond), reading.Some[uint64](90), reading.Flags{}
 			s.Flags.Add(reading.Flag{Kind: reading.FlagXid, A: 119})
 			g.Observe(&s, v.Host.Interval)
 		case n == 16 && i == 9:

@@ -7,9 +7,11 @@ import (
 	"cmp"
 	"encoding/binary"
 	"maps"
+	"reflect"
 	"runtime/cgo"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
@@ -70,6 +72,123 @@ type Dev struct {
 	// NOT_SUPPORTED).
 	Hist *nvml.RowRemapperHistogramValues
 	DL   map[[2]int]uint64
+
+	// Getters answers any getter the sampler's batch calls, by its name
+	// less "nvmlDevice" and its argument: a plain value (uint32, uint64)
+	// or go-nvml's struct (a versioned one with its Version set,
+	// nvml.STRUCT_VERSION). A getter in neither Getters nor the fields
+	// above answers zeros with SUCCESS, as every unset function does.
+	Getters map[Getter]any
+}
+
+// Getter is a getter call: the function's name less "nvmlDevice", and its
+// argument (0 for a getter without one).
+type Getter struct {
+	Fn  string
+	Arg uint32
+}
+
+// getter writes the answer of getter fn(arg) to out (the caller holds
+// d.mu): Getters', else the fields' above; zeros when neither has one
+// (out is zeroed by the caller, sampler/batch.c). A versioned struct (its first field Version) is given only to a
+// caller that set the version it carries, as NVML does: otherwise the call
+// answers ARGUMENT_VERSION_MISMATCH. No answer allocates (the sampler's
+// samples do not).
+func (d *Dev) getter(fn string, arg uint32, out unsafe.Pointer) nvml.Return {
+	if v, ok := d.Getters[Getter{fn, arg}]; ok {
+		t := reflect.TypeOf(v)
+		p := (*[2]unsafe.Pointer)(unsafe.Pointer(&v))[1] // the value
+		if t.Kind() == reflect.Struct && t.Field(0).Name == "Version" && *(*uint32)(out) != *(*uint32)(p) {
+			return nvml.ERROR_ARGUMENT_VERSION_MISMATCH
+		}
+		copy(unsafe.Slice((*byte)(out), t.Size()), unsafe.Slice((*byte)(p), t.Size()))
+		return nvml.SUCCESS
+	}
+	switch fn {
+	case "GetTemperature":
+		return put(out, d.Temp)
+	case "GetPowerManagementLimit":
+		return put(out, d.Limit)
+	case "GetPerformanceState":
+		return put(out, uint32(d.Pstate))
+	case "GetClockInfo":
+		return put(out, d.Clocks[nvml.ClockType(arg)])
+	case "GetUtilizationRates":
+		return put(out, d.Util)
+	case "GetMemoryInfo_v2":
+		return putV(out, nvml.Memory_v2{Used: d.MemUsed, Total: d.MemTotal}, 2)
+	case "GetMemoryInfo":
+		return put(out, nvml.Memory{Used: d.MemUsed, Total: d.MemTotal})
+	case "GetCurrentClocksEventReasons", "GetCurrentClocksThrottleReasons":
+		return put(out, d.Throttle)
+	case "GetEncoderUtilization":
+		return put(out, d.Enc)
+	case "GetDecoderUtilization":
+		return put(out, d.Dec)
+	case "GetCurrPcieLinkGeneration":
+		return put(out, uint32(d.Gen))
+	case "GetCurrPcieLinkWidth":
+		return put(out, uint32(d.Width))
+	case "GetThermalSettings":
+		return put(out, nvml.GpuThermalSettings{Count: 1, Sensor: [3]nvml.GpuThermalSettingsSensor{d.Sensor}})
+	case "GetPowerUsage":
+		return put(out, d.Power)
+	case "GetEnforcedPowerLimit":
+		return put(out, d.Enforced)
+	case "GetTotalEnergyConsumption":
+		return put(out, d.Energy)
+	case "GetPcieReplayCounter":
+		return put(out, uint32(d.Replay))
+	case "GetFanSpeed":
+		return put(out, d.FanSpeed[0])
+	case "GetFanSpeed_v2":
+		if int(arg) < len(d.FanSpeed) {
+			return put(out, d.FanSpeed[arg])
+		}
+		return nvml.ERROR_NOT_SUPPORTED
+	case "GetTargetFanSpeed":
+		if int(arg) < len(d.FanTarget) {
+			return put(out, uint32(d.FanTarget[arg]))
+		}
+		return nvml.ERROR_NOT_SUPPORTED
+	case "GetSramEccErrorStatus":
+		return putOpt(out, d.SramEcc, 1)
+	case "GetRepairStatus":
+		return putOpt(out, d.Repair, 1)
+	case "GetUnrepairableMemoryFlag_v1":
+		return putOpt(out, d.Unrepairable, 0)
+	}
+	return nvml.SUCCESS
+}
+
+// put writes a getter's answer v to out.
+func put[T any](out unsafe.Pointer, v T) nvml.Return {
+	*(*T)(out) = v
+	return nvml.SUCCESS
+}
+
+// putOpt writes *v (of NVML's version ver; 0: unversioned) to out, or
+// answers NOT_SUPPORTED while v is nil (a GPU without the getter).
+func putOpt[T any](out unsafe.Pointer, v *T, ver uint32) nvml.Return {
+	switch {
+	case v == nil:
+		return nvml.ERROR_NOT_SUPPORTED
+	case ver != 0:
+		return putV(out, *v, ver)
+	}
+	return put(out, *v)
+}
+
+// putV writes v, a struct of NVML's version ver (its first field the
+// version word), to out if the caller set that version.
+func putV[T any](out unsafe.Pointer, v T, ver uint32) nvml.Return {
+	w := uint32(unsafe.Sizeof(v)) | ver<<24
+	if *(*uint32)(out) != w {
+		return nvml.ERROR_ARGUMENT_VERSION_MISMATCH
+	}
+	*(*T)(out) = v
+	*(*uint32)(out) = w
+	return nvml.SUCCESS
 }
 
 // NewDev returns a healthy two-fan GPU.
@@ -290,8 +409,6 @@ func putU32(f *nvml.FieldValue, v uint32) {
 	binary.LittleEndian.PutUint32(f.Value[:], v)
 }
 
-func (d *Dev) memoryV2() nvml.Memory_v2 { return nvml.Memory_v2{Used: d.MemUsed, Total: d.MemTotal} }
-func (d *Dev) memory() nvml.Memory      { return nvml.Memory{Used: d.MemUsed, Total: d.MemTotal} }
 func (d *Dev) GetFanSpeed() (uint32, nvml.Return) {
 	return answer(d, "GetFanSpeed", func() uint32 { return d.FanSpeed[0] })
 }

@@ -6,6 +6,8 @@ import (
 	"unsafe"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
 // Device is the part of go-nvml's nvml.Device the sampler calls from Go: the
@@ -57,9 +59,10 @@ type Library interface {
 // Native is how the sample batch, one cgo call a sample, calls a library:
 // the C function of each NVML symbol and the C handle of each device.
 type Native struct {
-	// Symbol returns the C function of an NVML symbol; nil when the library
-	// lacks it.
-	Symbol func(name string) unsafe.Pointer
+	// Symbol returns the C function of an NVML symbol, called with the
+	// shape given (the driver's ignores it; a fake answers by it); nil when
+	// the library lacks it.
+	Symbol func(name string, shape reading.Shape) unsafe.Pointer
 	// Handle returns device i's C handle; 0 when it cannot be had.
 	Handle func(i int) uintptr
 }

@@ -262,11 +262,11 @@ func steadyRun(o opts) ([][3]string, error) {
 			return nil, err
 		}
 	}
-	// The target, "the seed": gpu-telemetry-deep.py, the Python logger we
+	// The target: gpu-telemetry-deep.py, the Python logger we
 	// ported, made 17 NVML calls per sample on a GPU with 2 fans (12 for its
 	// scalar columns, a speed and a target per fan, one thermal-settings
 	// call) for fewer columns than ours.
-	rows = append(rows, [3]string{"NVML calls per GPU-sample", fmt.Sprintf("%.2f", perCall), "target < 17 (the seed, 2 fans); counted by the simulated driver"})
+	rows = append(rows, [3]string{"NVML calls per GPU-sample", fmt.Sprintf("%.2f", perCall), "target < 17 (gpu-telemetry-deep.py, 2 fans); counted by the simulated driver"})
 	if o.dir == "/dev/shm" {
 		return rows, nil
 	}

@@ -3,7 +3,7 @@
 // and limits each client address) and password checks (Logins, a handler
 // that rate-limits logins with credentials not known to be good before
 // exporter-toolkit runs bcrypt on them). Both count what they refuse
-// (Counters).
+// (counters.go).
 package limit
 
 import (
@@ -12,8 +12,9 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 )
 
 // ConnLimits bounds the endpoint's connections.
@@ -47,7 +48,7 @@ type Conns struct {
 	waiting bool
 	closed  bool
 
-	refused atomic.Uint64
+	counts *counters.Registry // metrics_clients_refused (counters.go)
 }
 
 // conn is an accepted connection and what Conns knows of it.
@@ -62,13 +63,13 @@ type conn struct {
 
 // NewConns limits ln's connections.
 func NewConns(ln net.Listener, lim ConnLimits) *Conns {
-	l := &Conns{Listener: ln, lim: lim, open: map[*conn]struct{}{}}
+	l := &Conns{Listener: ln, lim: lim, open: map[*conn]struct{}{}, counts: counters.New()}
 	l.wake = sync.NewCond(&l.mu)
 	return l
 }
 
 // Refused returns the connections closed at once, over their address's limit.
-func (l *Conns) Refused() uint64 { return l.refused.Load() }
+func (l *Conns) Refused() uint64 { return l.counts.Load(clientsRefused) }
 
 // Accept returns the next connection admitted under the limits.
 func (l *Conns) Accept() (net.Conn, error) {
@@ -119,7 +120,7 @@ func (l *Conns) admit(nc net.Conn) *conn {
 	defer l.mu.Unlock()
 	for l.busy(c.addr, time.Now()) >= l.lim.PerAddr {
 		if !l.closeOldest(c.addr, false) {
-			l.refused.Add(1)
+			l.counts.Inc(clientsRefused)
 			return nil
 		}
 	}

@@ -7,10 +7,11 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 )
 
 // LoginLimits bounds the password checks clients can cause: a login with
@@ -51,7 +52,7 @@ type Logins struct {
 	addrs map[netip.Addr]*rate.Limiter
 	good  map[[sha256.Size]byte]time.Time // credentials that passed, when last used
 
-	refused atomic.Uint64
+	counts *counters.Registry // metrics_logins_refused (counters.go)
 }
 
 // NewLogins returns login limits; now is the clock (nil: time.Now).
@@ -60,11 +61,11 @@ func NewLogins(lim LoginLimits, now func() time.Time) *Logins {
 		now = time.Now
 	}
 	return &Logins{lim: lim, now: now, total: rate.NewLimiter(rate.Limit(lim.PerSecond), lim.Burst),
-		addrs: map[netip.Addr]*rate.Limiter{}, good: map[[sha256.Size]byte]time.Time{}}
+		addrs: map[netip.Addr]*rate.Limiter{}, good: map[[sha256.Size]byte]time.Time{}, counts: counters.New()}
 }
 
 // Refused returns the requests answered 429 over the login budget.
-func (g *Logins) Refused() uint64 { return g.refused.Load() }
+func (g *Logins) Refused() uint64 { return g.counts.Load(loginsRefused) }
 
 // passedKey is the context key of the flag Passed sets.
 type passedKey struct{}
@@ -88,7 +89,7 @@ func (g *Logins) Wrap(check http.Handler) http.Handler {
 		}
 		key := sha256.Sum256([]byte(r.Header.Get("Authorization")))
 		if !g.admit(key, r.RemoteAddr) {
-			g.refused.Add(1)
+			g.counts.Inc(loginsRefused)
 			w.Header().Set("Retry-After", "1")
 			http.Error(w, "too many failed logins: try again later", http.StatusTooManyRequests)
 			return
