@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -24,8 +22,7 @@ import (
 // the pstore file system, and where systemd-pstore moves them at boot.
 var DefaultPstoreDirs = []string{"/sys/fs/pstore", "/var/lib/systemd/pstore"}
 
-// Bounds of a boot log, so that a huge journal or pstore cannot make a huge
-// file or a long start.
+// Bounds of a boot log, whatever the journal or pstore hold.
 const (
 	bootRows           = 50       // last rows per GPU
 	bootJournalLines   = 200      // last lines of the previous boot's kernel log
@@ -49,9 +46,7 @@ type BootConfig struct {
 	MachineID      string      // "" when unknown
 	PstoreDirs     []string    // nil means DefaultPstoreDirs
 	CommandTimeout time.Duration
-	// JournalDir, when set, is given to journalctl as --directory (tests
-	// point it at a fake journal; normally the system journal is read).
-	JournalDir string
+	JournalDir     string // given to journalctl as --directory (tests point it at a fake journal); "" reads the system's
 }
 
 // BootLog is what WriteBootLog wrote, for the events.log line.
@@ -70,9 +65,8 @@ var bootLogPattern = regexp.MustCompile(`(?i)NVRM|Xid|nvidia|AER|GPU|pcieport|PC
 // WriteBootLog collects the evidence of an unclean stop and writes it to
 // crashes/boot-<time>.log: the last rows per GPU and the gap to now, the
 // previous boot's kernel log (when the host went down), pstore records and
-// the last incidents in events.log. Every command has a timeout and runs
-// without a shell; a missing tool or file is reported as missing in the
-// file. Run it off the start-up path.
+// the last incidents in events.log; what is missing is said in the file.
+// Run it off the start-up path.
 func WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
 	if c.Runner == nil {
 		c.Runner = &ExecRunner{Timeout: c.CommandTimeout}
@@ -82,17 +76,14 @@ func WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
 		c.PstoreDirs = DefaultPstoreDirs
 	}
 	res := BootLog{SameBoot: c.BootID != "" && c.BootID == c.Prev.State.BootID, GapPerGPU: map[int]time.Duration{}}
-	var b strings.Builder
-	b.WriteString("=== UNCLEAN STOP OF THE PREVIOUS RUN ===\n")
-	b.WriteString("Time: " + c.Now.Format(time.RFC3339Nano) + "\n")
-	b.WriteString("Host: " + orUnknown(c.Host) + " (machine id " + orUnknown(c.MachineID) + ")\n")
 	ps := c.Prev.State
 	started := "unknown"
 	if !ps.Started.IsZero() {
 		started = ps.Started.Format(time.RFC3339Nano)
 	}
-	fmt.Fprintf(&b, "Previous run: started %s, pid %d, boot %s\n", started, ps.PID, orUnknown(ps.BootID))
-	fmt.Fprintf(&b, "This boot: %s\n", orUnknown(c.BootID))
+	var b strings.Builder
+	fmt.Fprintf(&b, "=== UNCLEAN STOP OF THE PREVIOUS RUN ===\nTime: %s\nHost: %s (machine id %s)\nPrevious run: started %s, pid %d, boot %s\nThis boot: %s\n",
+		c.Now.Format(time.RFC3339Nano), orUnknown(c.Host), orUnknown(c.MachineID), started, ps.PID, orUnknown(ps.BootID), orUnknown(c.BootID))
 	switch {
 	case c.BootID == "" || ps.BootID == "":
 		b.WriteString("Cause: unknown (a boot id is missing): the host went down, or the logger was killed\n")
@@ -140,7 +131,6 @@ func WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
 	}
 
 	b.WriteString("\n=== Previous boot's kernel log (journalctl -k -b -1): NVIDIA, GPU and PCIe lines ===\n")
-	var journal result
 	if res.SameBoot {
 		b.WriteString("(not collected: the previous run was in this boot; its kernel lines are in dmesg and in the crash snapshots, and those logged after the last record it read (kmsg_seq in run-state) are replayed into events.log, marked backlog=true)\n")
 	} else {
@@ -148,13 +138,9 @@ func WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
 		if c.JournalDir != "" {
 			args = append(args, "--directory", c.JournalDir)
 		}
-		cctx, cancel := context.WithTimeout(ctx, c.CommandTimeout)
-		out, err := c.Runner.Run(cctx, "journalctl", args...)
-		cancel()
-		journal = result{out: out}
-		if err != nil {
-			journal.status = commandStatus("journalctl", err)
-		}
+		journal := runJob(ctx, c.CommandTimeout, job{key: "journalctl", run: func(ctx context.Context) ([]byte, error) {
+			return c.Runner.Run(ctx, "journalctl", args...)
+		}})
 		b.WriteString(filtered(journal, bootLogPattern.MatchString, bootJournalMatches))
 		b.WriteString("\n=== Previous boot's kernel log: last 200 lines ===\n")
 		b.WriteString(filtered(journal, nil, bootJournalLines))
@@ -176,36 +162,14 @@ func WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
 	return res, err
 }
 
-func orUnknown(s string) string {
-	if s == "" {
-		return "unknown"
-	}
-	return s
-}
-
-// commandStatus says how a command failed: a missing program is "not
-// installed", never an error that stops anything.
-func commandStatus(name string, err error) string {
-	var te *TimeoutError
-	switch {
-	case errors.Is(err, exec.ErrNotFound):
-		return "(" + err.Error() + ")" // names the package: NotInstalledError
-	case errors.As(err, &te):
-		return "(" + name + ": timed out after " + te.After.String() + ")"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "(" + name + ": timed out)"
-	}
-	return "(" + name + " failed: " + err.Error() + ")"
-}
+func orUnknown(s string) string { return cmp.Or(s, "unknown") }
 
 // pstoreRecords lists the records in dirs newer than since (minus a slack),
-// each with the end of its text, within the size bounds. A missing
-// directory is said, not an error.
+// each with the end of its text, within the size bounds.
 func pstoreRecords(dirs []string, since time.Time) string {
 	type rec struct {
 		path string
-		mod  time.Time
-		size int64
+		fs.FileInfo
 	}
 	var b strings.Builder
 	var recs []rec
@@ -227,14 +191,14 @@ func pstoreRecords(dirs []string, since time.Time) string {
 				old++
 				return nil
 			}
-			recs = append(recs, rec{p, fi.ModTime(), fi.Size()})
+			recs = append(recs, rec{p, fi})
 			return nil
 		})
 		if old > 0 {
 			fmt.Fprintf(&b, "(%s: %d older record(s) from before the previous run, not shown)\n", d, old)
 		}
 	}
-	slices.SortFunc(recs, func(a, b rec) int { return b.mod.Compare(a.mod) })
+	slices.SortFunc(recs, func(a, b rec) int { return b.ModTime().Compare(a.ModTime()) })
 	if len(recs) == 0 {
 		b.WriteString("(no recent records)\n")
 		return b.String()
@@ -245,13 +209,13 @@ func pstoreRecords(dirs []string, since time.Time) string {
 			fmt.Fprintf(&b, "(%d more record(s) not shown)\n", len(recs)-i)
 			break
 		}
-		fmt.Fprintf(&b, "--- %s (%d bytes, %s) ---\n", r.path, r.size, r.mod.Format(time.RFC3339))
-		data, err := readTail(r.path, pstoreFileMax)
+		fmt.Fprintf(&b, "--- %s (%d bytes, %s) ---\n", r.path, r.Size(), r.ModTime().Format(time.RFC3339))
+		data, err := sink.ReadBounded(sink.OpenRegular, r.path, pstoreFileMax, true)
 		if err != nil {
 			fmt.Fprintf(&b, "(unreadable: %v)\n", err)
 			continue
 		}
-		if int64(len(data)) < r.size {
+		if int64(len(data)) < r.Size() {
 			fmt.Fprintf(&b, "(last %d bytes)\n", len(data))
 		}
 		total += len(data)
@@ -266,7 +230,7 @@ func pstoreRecords(dirs []string, since time.Time) string {
 // lastIncidents returns the last lines of events.log written before t
 // that tell of trouble: incidents and notable lines (sink.ParsedLine.Class).
 func lastIncidents(path string, t time.Time) string {
-	data, err := readTail(path, eventsTailBytes)
+	data, err := sink.ReadBounded(sink.OpenRegular, path, eventsTailBytes, true) // a FIFO is refused, never waited on
 	if err != nil {
 		return "(events.log: " + fileErr(err) + ")\n"
 	}

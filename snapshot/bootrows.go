@@ -32,10 +32,9 @@ type gpuRows struct {
 }
 
 // lastRowsBefore returns, per GPU index and board with CSV files in dir,
-// the last n rows written before t (the new run's rows come after), looking
-// back across midnight into the previous days' .csv or .csv.gz. Two boards
-// seen at one index (the indices moved) are two entries: their rows are
-// never joined.
+// the last n rows written before t, looking back across midnight into the
+// previous days' .csv or .csv.gz. Two boards seen at one index (the indices
+// moved) are two entries: their rows are never joined.
 func lastRowsBefore(dir string, t time.Time, n int) []gpuRows {
 	files, _ := sink.ListDays(dir, t.Location()) // by GPU, then board, then oldest day first
 	budget := bootReadMax
@@ -86,31 +85,20 @@ func rowsBefore(days []sink.CSVDay, t time.Time, n int, budget *int64) gpuRows {
 		gr.rows = append(rows, gr.rows...)
 	}
 	if len(gr.rows) > 0 {
-		if ts, err := rowTime(gr.rows[len(gr.rows)-1]); err == nil {
-			gr.last = ts
-		}
+		gr.last, _ = rowTime(gr.rows[len(gr.rows)-1]) // zero when it does not parse
 	}
 	return gr
 }
 
 func rowTime(line string) (time.Time, error) {
-	ts := line
-	if i := strings.IndexByte(line, ','); i >= 0 {
-		ts = line[:i]
-	}
+	ts, _, _ := strings.Cut(line, ",")
 	return time.Parse(sink.TimestampLayout, ts)
 }
 
-// Bounds of what the boot log reads of the CSVs, so that whatever the log
-// directory holds (a line of a gigabyte, a small .csv.gz expanding to one,
-// a FIFO named as a CSV) the daemon's memory and time stay bounded: lines
-// over sink.MaxLine are skipped unread (counted in the notes), and a file
-// gives at most bootFileMax bytes (decompressed), the boot log's CSVs
-// bootReadMax in all. A .gz the logger wrote in members is entered at the
-// member before the last one that begins before the start (sink.GzStart),
-// so a real day costs a member or two; only a .gz in one member (gzip(1),
-// earlier versions) is streamed from its start. Variables so that a test
-// can lower them.
+// Bounds of what the boot log reads of the CSVs, whatever the log directory
+// holds (a line of a gigabyte, a small .csv.gz expanding to one, a FIFO
+// named as a CSV): a file gives at most bootFileMax bytes (decompressed),
+// the boot log bootReadMax in all. Variables so that a test can lower them.
 var (
 	bootFileMax int64 = 256 << 20
 	bootReadMax int64 = 1 << 30
@@ -129,9 +117,9 @@ type fileRows struct {
 // a time before t, reading at most bootFileMax bytes and what is left of
 // *budget (less what it read). A plain file is read from its last
 // tailBytes; a .gz from the member before the last one that begins before t
-// (from its start when it is not in members). A line cut by the crash (no
-// newline, or no timestamp) is left out. What is not a regular file is
-// refused (sink.ErrNotRegular).
+// (sink.GzStart: a real day costs a member or two), or from its start when
+// it is one member (gzip(1), earlier versions). A line cut by the crash is
+// left out; lines over sink.MaxLine are counted unread.
 func readRowsBefore(path string, gz bool, t time.Time, n int, budget *int64) (fileRows, error) {
 	var fr fileRows
 	f, err := sink.OpenOwnRegular(path) // a link's target is not ours to quote
@@ -161,11 +149,7 @@ func readRowsBefore(path string, gz bool, t time.Time, n int, budget *int64) (fi
 		r = zr
 	} else {
 		_, _, fr.header, _, _ = sink.ReadPreamble(sink.NewLineReader(f))
-		off := int64(0)
-		if fi.Size() > tailBytes {
-			off = fi.Size() - tailBytes
-		}
-		if _, err := f.Seek(off, io.SeekStart); err != nil {
+		if _, err := f.Seek(max(fi.Size()-tailBytes, 0), io.SeekStart); err != nil {
 			return fr, err
 		}
 		r = f
@@ -203,8 +187,7 @@ func readRowsBefore(path string, gz bool, t time.Time, n int, budget *int64) (fi
 			continue // the seek landed mid-line, or the new run's row
 		}
 		if len(ring) == n {
-			copy(ring, ring[1:])
-			ring = ring[:n-1]
+			ring = ring[1:] // append moves the live rows when it reallocates
 		}
 		ring = append(ring, line)
 	}

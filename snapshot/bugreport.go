@@ -1,30 +1,46 @@
 package snapshot
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
-// The files NVIDIA asks for in a bug report, read into a crash snapshot
-// (diagSections): the GPU's runtime power state, the driver's own view of
-// the GPU, AER counters of the GPU and of its upstream bridge, and the
-// module parameters. Files are read under Config.HostRoot so tests can give
-// a fake /proc and /sys.
-
-// Paths under HostRoot.
+// Paths under Config.HostRoot of the files NVIDIA asks for in a bug report
+// (nvidia-bug-report.sh), read into a crash snapshot (diagSections).
 const (
 	pciDevicesDir   = "sys/bus/pci/devices"
 	nvidiaProcDir   = "proc/driver/nvidia"
 	nvidiaParamsDir = "sys/module/nvidia/parameters"
 )
+
+// maxFileRead bounds a /proc or /sys file read into a snapshot.
+const maxFileRead = 64 << 10
+
+// readSmall reads at most maxFileRead bytes from the start of path.
+func readSmall(path string) ([]byte, error) {
+	return sink.ReadBounded(os.Open, path, maxFileRead, false)
+}
+
+// fileErr says why a file could not be read, short.
+func fileErr(err error) string {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "missing"
+	case errors.Is(err, fs.ErrPermission):
+		return "no permission"
+	}
+	return err.Error()
+}
 
 // aerCounterFiles are the sysfs AER statistics of a PCIe device.
 var aerCounterFiles = []string{"aer_dev_correctable", "aer_dev_nonfatal", "aer_dev_fatal"}
@@ -33,9 +49,9 @@ func (m *Manager) hostPath(rel ...string) string {
 	return filepath.Join(append([]string{m.cfg.HostRoot}, rel...)...)
 }
 
-// powerState reads the GPU's runtime power management state from sysfs.
-// It is read first, before any command touches the device: reading config
-// space (lspci) wakes a suspended GPU, and then the state that was is lost.
+// powerState reads the GPU's runtime power management state from sysfs,
+// before any command touches the device: reading config space (lspci) wakes
+// a suspended GPU, and then the state that was is lost.
 func (m *Manager) powerState(busID string) Section {
 	s := Section{Title: "GPU runtime power state (read first, before anything could wake the GPU)"}
 	a, err := reading.ParsePCIAddr(busID)
@@ -44,16 +60,21 @@ func (m *Manager) powerState(busID string) Section {
 		return s
 	}
 	var b strings.Builder
-	for _, f := range []string{"runtime_status", "control"} {
-		v, err := readSmall(m.hostPath(pciDevicesDir, a.String(), "power", f))
-		if err != nil {
-			fmt.Fprintf(&b, "%s: (%s)\n", f, fileErr(err))
-			continue
-		}
-		fmt.Fprintf(&b, "%s: %s\n", f, strings.TrimSpace(string(v)))
-	}
+	readEach(&b, m.hostPath(pciDevicesDir, a.String(), "power"), []string{"runtime_status", "control"}, strings.TrimSpace)
 	s.Body = b.String()
 	return s
+}
+
+// readEach writes "name: value" for each file of dir named, value as show
+// renders the file, or "name: (why)" when it cannot be read.
+func readEach(b *strings.Builder, dir string, names []string, show func(string) string) {
+	for _, n := range names {
+		if v, err := readSmall(filepath.Join(dir, n)); err != nil {
+			fmt.Fprintf(b, "%s: (%s)\n", n, fileErr(err))
+		} else {
+			fmt.Fprintf(b, "%s: %s\n", n, show(string(v)))
+		}
+	}
 }
 
 // readFile is a diagnostic that reads one small file.
@@ -83,23 +104,17 @@ func (m *Manager) aerCounters(a reading.PCIAddr) []byte {
 	}
 	for _, d := range devs {
 		fmt.Fprintf(&b, "--- %s %s\n", d.what, d.addr)
-		for _, f := range aerCounterFiles {
-			v, err := readSmall(m.hostPath(pciDevicesDir, d.addr, f))
-			if err != nil {
-				fmt.Fprintf(&b, "%s: (%s)\n", f, fileErr(err))
-				continue
-			}
-			// The files list one counter per line ("RxErr 0"); keep the
-			// non-zero ones and the total, so the section stays short.
+		// One counter per line ("RxErr 0"): the non-zero ones and the
+		// total keep the section short.
+		readEach(&b, m.hostPath(pciDevicesDir, d.addr), aerCounterFiles, func(v string) string {
 			var nonzero []string
-			for _, l := range strings.Split(strings.TrimSpace(string(v)), "\n") {
-				fs := strings.Fields(l)
-				if len(fs) == 2 && (fs[1] != "0" || strings.HasPrefix(fs[0], "TOTAL_")) {
+			for _, l := range strings.Split(strings.TrimSpace(v), "\n") {
+				if fs := strings.Fields(l); len(fs) == 2 && (fs[1] != "0" || strings.HasPrefix(fs[0], "TOTAL_")) {
 					nonzero = append(nonzero, fs[0]+"="+fs[1])
 				}
 			}
-			fmt.Fprintf(&b, "%s: %s\n", f, strings.Join(nonzero, " "))
-		}
+			return strings.Join(nonzero, " ")
+		})
 	}
 	return []byte(b.String())
 }
@@ -107,24 +122,16 @@ func (m *Manager) aerCounters(a reading.PCIAddr) []byte {
 // moduleParams renders /sys/module/nvidia/parameters as "name: value" lines.
 func (m *Manager) moduleParams() ([]byte, error) {
 	dir := m.hostPath(nvidiaParamsDir)
-	ents, err := os.ReadDir(dir)
+	ents, err := os.ReadDir(dir) // sorted by name
 	if err != nil {
 		return nil, errors.New(fileErr(err))
 	}
-	names := make([]string, 0, len(ents))
+	var names []string
 	for _, e := range ents {
 		names = append(names, e.Name())
 	}
-	sort.Strings(names)
 	var b strings.Builder
-	for _, n := range names {
-		v, err := readSmall(filepath.Join(dir, n))
-		if err != nil {
-			fmt.Fprintf(&b, "%s: (%s)\n", n, fileErr(err))
-			continue
-		}
-		fmt.Fprintf(&b, "%s: %s\n", n, strings.TrimSpace(string(v)))
-	}
+	readEach(&b, dir, names, strings.TrimSpace)
 	return []byte(b.String()), nil
 }
 
@@ -141,15 +148,8 @@ func (m *Manager) kernelLogJob() job {
 		if jerr != nil {
 			return out, fmt.Errorf("%w (and journalctl -k -b 0 instead: %v)", err, jerr)
 		}
-		note := "(dmesg failed: " + firstLine(out, err) + "; this boot's kernel lines are from journalctl -k -b 0)\n"
+		why, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n") // its first line says why
+		note := "(dmesg failed: " + cmp.Or(why, err.Error()) + "; this boot's kernel lines are from journalctl -k -b 0)\n"
 		return append([]byte(note), jout...), nil
 	}}
-}
-
-func firstLine(out []byte, err error) string {
-	if s := strings.TrimSpace(string(out)); s != "" {
-		line, _, _ := strings.Cut(s, "\n")
-		return line
-	}
-	return err.Error()
 }

@@ -1,17 +1,18 @@
 package snapshot
 
 import (
+	"cmp"
 	"context"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 )
 
 // CrashRequest is one crash snapshot, complete: the decision that accepted
-// it and what the caller knows at the moment of the crash, gathered from
-// memory (the rows are those of that moment, not what a possibly lagging CSV
-// holds). The Manager adds the diagnostics it runs itself.
+// it and what the caller holds in memory at the moment of the crash (not what
+// a possibly lagging CSV holds). The Manager adds the diagnostics.
 type CrashRequest struct {
 	Decision  Decision // from Decide, accepted
 	Header    Header
@@ -33,12 +34,10 @@ type Section struct {
 const crashTitle = "GPU CRASH DETECTED"
 
 // Crash writes the crash snapshot of req, whose Decision Decide accepted
-// (hand each decision once), in the background: it never waits for the
-// disk or for any command, and returns nothing to finish. It reports false when it writes nothing: a
-// decision not accepted, or a request handed after Close (counted in
-// Stats.RefusedClosed, and the incident no longer names its file). The
-// Manager sets the header's GPUIndex, Suppressed and Headline, and Title and
-// Time when they are empty.
+// (hand each decision once), in the background. It reports false when it
+// writes nothing: a decision not accepted, or a request after Close (counted
+// in Stats.RefusedClosed). The Manager sets the header's GPUIndex,
+// Suppressed and Headline, and Title and Time when they are empty.
 func (m *Manager) Crash(req CrashRequest) bool {
 	d := req.Decision
 	if !d.Accepted || d.inc == nil {
@@ -90,17 +89,16 @@ func (m *Manager) crash(req *CrashRequest, start time.Time) {
 	// The events that came while the diagnostics ran are listed too.
 	req.events = m.incidentEvents(inc, d.idx)
 	if err := m.files.Replace(path, renderCrash(req, diags, 0)); err != nil {
-		m.failed("crash", gpu, 2, err)
+		m.record("crash", gpu, 2, "", t0, err, nil)
 	} else {
-		m.written("crash", gpu, 2, path, t0, nil, &m.stats.CrashesCompleted)
+		m.record("crash", gpu, 2, path, t0, nil, &m.stats.CrashesCompleted)
 	}
 	if follow != nil {
 		m.followUps(follow, gpu, path, &req.Header, start, inc)
 	}
 }
 
-// incidentEvents is the incident's events section for the file of the
-// event at idx.
+// incidentEvents is inc.eventsSection under the lock.
 func (m *Manager) incidentEvents(inc *incident, idx int) Section {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -108,18 +106,12 @@ func (m *Manager) incidentEvents(inc *incident, idx int) Section {
 }
 
 // gpuHeadline is the headline with the GPU it is about: "GPU 0: ...".
-func gpuHeadline(gpu int, h string) string {
-	return "GPU " + strconv.Itoa(gpu) + ": " + h
-}
+func gpuHeadline(gpu int, h string) string { return "GPU " + strconv.Itoa(gpu) + ": " + h }
 
-// fill sets what the Manager owns in a header (GPU index, suppression count)
-// and the title and time the caller left empty.
+// fill sets what the Manager owns in a header, and the title and time the
+// caller left empty.
 func (h *Header) fill(gpu int, suppressed uint64, title string, now time.Time) {
-	h.GPUIndex = gpu
-	h.Suppressed = suppressed
-	if h.Title == "" {
-		h.Title = title
-	}
+	h.GPUIndex, h.Suppressed, h.Title = gpu, suppressed, cmp.Or(h.Title, title)
 	if h.Time.IsZero() {
 		h.Time = now
 	}
@@ -129,30 +121,29 @@ func (h *Header) fill(gpu int, suppressed uint64, title string, now time.Time) {
 // header, the rows and a note that the diagnostics are being collected (for
 // at most limit); otherwise stage 2, with the diagnostics.
 func renderCrash(req *CrashRequest, diags []Section, limit time.Duration) []byte {
+	var pending []Section
+	end := "End of snapshot"
+	if diags == nil {
+		pending = []Section{{"Diagnostics", "(being collected: dmesg, lspci, setpci, nvidia-smi, modules, memory, load;\n" +
+			" this file is replaced by the full version within " + limit.String() + ")"}}
+		end += " (stage 1 of 2: diagnostics pending)"
+	}
+	return render(&req.Header, req.events, req.CSVHeader, req.Rows, slices.Concat(req.early, pending, diags, req.Extra), end)
+}
+
+// render writes a snapshot: the header, lead (when titled), the last rows,
+// the sections, and the end line.
+func render(h *Header, lead Section, csvHeader string, rows []string, sections []Section, end string) []byte {
 	var b strings.Builder
-	writeHeader(&b, &req.Header)
-	if req.events.Title != "" {
-		b.WriteString("=== " + req.events.Title + " ===\n" + req.events.Body + "\n")
+	writeHeader(&b, h)
+	if lead.Title != "" {
+		b.WriteString("=== " + lead.Title + " ===\n" + lead.Body + "\n")
 	}
-	writeRows(&b, req.CSVHeader, req.Rows)
-	for _, s := range req.early {
+	writeRows(&b, csvHeader, rows)
+	for _, s := range sections {
 		writeSection(&b, s)
 	}
-	if diags == nil {
-		writeSection(&b, Section{"Diagnostics", "(being collected: dmesg, lspci, setpci, nvidia-smi, modules, memory, load;\n" +
-			" this file is replaced by the full version within " + limit.String() + ")"})
-	}
-	for _, s := range diags {
-		writeSection(&b, s)
-	}
-	for _, s := range req.Extra {
-		writeSection(&b, s)
-	}
-	if diags == nil {
-		b.WriteString("\n=== End of snapshot (stage 1 of 2: diagnostics pending) ===\n")
-	} else {
-		b.WriteString("\n=== End of snapshot ===\n")
-	}
+	b.WriteString("\n=== " + end + " ===\n")
 	return []byte(b.String())
 }
 

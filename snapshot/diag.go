@@ -24,8 +24,7 @@ const (
 	lastRowsKept = 50
 )
 
-// Keys of the diagnostics a snapshot can run: each names one job, whose
-// output one or more sections show.
+// Keys of the diagnostics: each names one job, whose output sections show.
 const (
 	diagDmesg, diagLspci, diagSetpci, diagSMI = "dmesg", "lspci", "setpci", "nvidia-smi"
 	diagModules, diagFree, diagUptime         = "modules", "free", "uptime"
@@ -33,10 +32,8 @@ const (
 	diagAERCounters, diagModuleParams         = "aer-counters", "module-params"
 )
 
-// diagSection is one section of diagnostics: the job whose output it shows
-// and which lines of it. keep nil and n 0 is the whole output (raw);
-// otherwise the last n lines keep takes (all lines when keep is nil; all it
-// takes when n is 0), as filtered renders them.
+// diagSection is one section of diagnostics: the job whose output it shows,
+// whole (keep nil, n 0: raw) or the lines filtered picks with keep and n.
 type diagSection struct {
 	title    string
 	key      string
@@ -72,7 +69,7 @@ var diagSections = []diagSection{
 
 var nvidiaModule = regexp.MustCompile(`(?i)nvidia`).MatchString
 
-// job is one diagnostic: a command or a file read. Jobs run concurrently.
+// job is one diagnostic: a command or a file read.
 type job struct {
 	key    string
 	run    func(ctx context.Context) ([]byte, error) // nil when not run
@@ -86,7 +83,7 @@ type result struct {
 	status string
 }
 
-// command runs name with args through the Manager's Runner.
+// command is the job that runs name with args through the Runner.
 func (m *Manager) command(name string, args ...string) func(context.Context) ([]byte, error) {
 	return func(ctx context.Context) ([]byte, error) { return m.cfg.Runner.Run(ctx, name, args...) }
 }
@@ -138,8 +135,8 @@ func (m *Manager) jobs(busID string, followUp bool) []job {
 	)
 }
 
-// diagnose runs the diagnostics of the GPU at busID (jobs) and renders
-// their sections, the kernel log's lines placed on the wall clock.
+// diagnose runs the jobs of the GPU at busID and renders their sections,
+// the kernel log's lines placed on the wall clock.
 func (m *Manager) diagnose(busID string, followUp bool) []Section {
 	r := m.collect(m.work, m.jobs(busID, followUp))
 	r[diagDmesg] = placeKernelLines(r[diagDmesg], m.cfg.KernelWall)
@@ -149,15 +146,15 @@ func (m *Manager) diagnose(busID string, followUp bool) []Section {
 		if followUp && !d.followUp {
 			continue
 		}
-		body := raw(r[d.key])
-		if d.keep != nil || d.n > 0 {
-			var keep func(string) bool
-			if d.keep != nil {
-				keep = func(l string) bool { return d.keep(f, l) }
-			}
-			body = filtered(r[d.key], keep, d.n)
+		var keep func(string) bool
+		switch {
+		case d.keep != nil:
+			keep = func(l string) bool { return d.keep(f, l) }
+		case d.n == 0:
+			out = append(out, Section{d.title, raw(r[d.key])})
+			continue
 		}
-		out = append(out, Section{d.title, body})
+		out = append(out, Section{d.title, filtered(r[d.key], keep, d.n)})
 	}
 	return out
 }
@@ -166,10 +163,9 @@ func (m *Manager) diagnose(busID string, followUp bool) []Section {
 // commands to hand back their partial output. Close waits closeGrace in all.
 const drainGrace = 200 * time.Millisecond
 
-// collect runs the jobs concurrently and waits for all of them, for at most
-// DiagnosticsTimeout, or until ctx is cancelled. A job that has not answered
-// by then is reported as such; its goroutine is told to stop and left behind
-// (its result channel is buffered, so it never blocks).
+// collect runs the jobs concurrently and waits for them, at most
+// DiagnosticsTimeout or until ctx is cancelled. A job that has not answered
+// by then is reported as such and left behind (its channel is buffered).
 func (m *Manager) collect(ctx context.Context, jobs []job) map[string]result {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -188,41 +184,40 @@ func (m *Manager) collect(ctx context.Context, jobs []job) map[string]result {
 		pending[j.key] = true
 		go func() { ch <- keyed{j.key, m.runJob(ctx, j)} }()
 	}
+	why := "(no answer within " + m.cfg.DiagnosticsTimeout.String() + "; abandoned)"
 	deadline := time.NewTimer(m.cfg.DiagnosticsTimeout)
 	defer deadline.Stop()
 	done := ctx.Done()
-	var drain <-chan time.Time // set once ctx is cancelled
 	for len(pending) > 0 {
-		var why string
 		select {
 		case k := <-ch:
 			res[k.key] = k.r
 			delete(pending, k.key)
-			continue
 		case <-done:
 			// Killed commands return at once with what they printed so far,
 			// which is worth keeping; wait a moment for it.
 			done = nil
-			t := time.NewTimer(drainGrace)
-			defer t.Stop()
-			drain = t.C
-			continue
-		case <-drain:
+			deadline.Reset(drainGrace)
 			why = "(canceled: the daemon is shutting down)"
 		case <-deadline.C:
-			why = "(no answer within " + m.cfg.DiagnosticsTimeout.String() + "; abandoned)"
+			for key := range pending {
+				res[key] = result{status: why}
+			}
+			return res
 		}
-		for key := range pending {
-			res[key] = result{status: why}
-		}
-		return res
 	}
 	return res
 }
 
-// runJob runs one job under CommandTimeout and describes how it ended.
+// runJob runs one job under CommandTimeout.
 func (m *Manager) runJob(ctx context.Context, j job) result {
-	cctx, cancel := context.WithTimeout(ctx, m.cfg.CommandTimeout)
+	return runJob(ctx, m.cfg.CommandTimeout, j)
+}
+
+// runJob runs j under timeout and describes how it ended (the boot log's
+// journalctl too).
+func runJob(ctx context.Context, timeout time.Duration, j job) result {
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	out, err := j.run(cctx)
 	if err == nil {
@@ -236,7 +231,7 @@ func (m *Manager) runJob(ctx context.Context, j job) result {
 	case ctx.Err() != nil:
 		status = "(canceled: the daemon is shutting down)"
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
-		status = "(timed out after " + m.cfg.CommandTimeout.String() + ")"
+		status = "(timed out after " + timeout.String() + ")"
 	case errors.Is(err, exec.ErrNotFound):
 		status = "(" + err.Error() + ")" // names the package: NotInstalledError
 	default:
@@ -261,9 +256,7 @@ func raw(r result) string {
 	return b.String()
 }
 
-// filtered renders the last n lines of the output that keep takes (all
-// lines when keep is nil; all it takes when n is 0), followed by the status
-// line.
+// filtered renders lastLines(keep, n) of the output, then the status line.
 func filtered(r result, keep func(string) bool, n int) string {
 	lines := lastLines(r.out, keep, n)
 	var b strings.Builder

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"cmp"
 	"strconv"
 	"time"
 
@@ -8,9 +9,7 @@ import (
 )
 
 // Stage is how far a GPU's failure has gone. The crash cooldown holds back
-// a flood of events of one stage, never the next, worse stage of the same
-// failure: within an incident, an event of a stage above every one already
-// captured takes its own snapshot.
+// a flood of events of one stage, never the next, worse stage.
 type Stage int
 
 // Stages, least severe first.
@@ -22,9 +21,7 @@ const (
 	StageLost                     // fell off the bus, or NVML reports the GPU lost
 )
 
-// Asks is what a recovery action asks the operator to do, least first: a
-// recovery action that asks for more than any event already captured in the
-// incident takes its own snapshot.
+// Asks is what a recovery action asks the operator to do, least first.
 type Asks int
 
 // What recovery actions ask for.
@@ -37,8 +34,7 @@ const (
 	AsksUnknown         // an action number this version does not know: news once
 )
 
-// Event is one critical event of a GPU as the Manager keeps it for the
-// incident it belongs to.
+// Event is one critical event of a GPU, as its incident keeps it.
 type Event struct {
 	Time   time.Time // when it happened; zero: when Decide was called
 	What   string    // a few words for the headline: "GSP RPC Timeout (Xid 119)"; empty: Reason
@@ -50,8 +46,8 @@ type Event struct {
 }
 
 // XidEvent is the event of an Xid report: its stage from the code and the
-// catalog's class, what it asks for from NVIDIA's bucket (Xid 154: from the
-// new recovery action).
+// catalog's class, what it asks for from its recovery action (Xid 154) or
+// NVIDIA's bucket.
 func XidEvent(t time.Time, e xid.Explanation, reason string) Event {
 	ev := Event{Time: t, What: e.Name + " (Xid " + strconv.Itoa(e.Code) + ")", Reason: reason, Stage: StageFault}
 	switch {
@@ -77,19 +73,13 @@ func XidEvent(t time.Time, e xid.Explanation, reason string) Event {
 	return ev
 }
 
+// recoveryAsks are what recovery actions 0 to 4 ask for.
+var recoveryAsks = []Asks{AsksNothing, AsksReset, AsksReboot, AsksDrainP2P, AsksDrainReset}
+
 // RecoveryAsks is what recovery action v asks for.
 func RecoveryAsks(v uint64) Asks {
-	switch v {
-	case 0:
-		return AsksNothing
-	case 1:
-		return AsksReset
-	case 2:
-		return AsksReboot
-	case 3:
-		return AsksDrainP2P
-	case 4:
-		return AsksDrainReset
+	if v < uint64(len(recoveryAsks)) {
+		return recoveryAsks[v]
 	}
 	return AsksUnknown
 }
@@ -102,9 +92,4 @@ func RecoveryEvent(t time.Time, v uint64, reason string) Event {
 }
 
 // what is the event's few words.
-func (e Event) what() string {
-	if e.What != "" {
-		return e.What
-	}
-	return e.Reason
-}
+func (e Event) what() string { return cmp.Or(e.What, e.Reason) }

@@ -23,10 +23,9 @@ const (
 	SpikeDir = "spikes"  // fan-spike snapshots
 )
 
-// createNew writes data to dir/base.log (or base-2.log ...) with the one
-// atomic-write helper, never replacing a file, creating dir first. A
-// non-empty path with an error means the file is in place but the directory
-// could not be fsynced.
+// createNew writes data to a new file dir/base.log (or base-2.log ...),
+// creating dir first. A path with an error means the file is in place but
+// the directory could not be fsynced.
 func (m *Manager) createNew(dir, base string, data []byte) (string, error) {
 	if err := ensureDir(dir); err != nil {
 		return "", err
@@ -34,9 +33,8 @@ func (m *Manager) createNew(dir, base string, data []byte) (string, error) {
 	return m.files.CreateNew(dir, base, ".log", data)
 }
 
-// ensureDir creates dir (and its parents) if needed, making a new entry
-// durable. A link at dir is refused: snapshots are written by name into it
-// (see sink.CheckNotLink).
+// ensureDir creates dir (and its parents) if needed, durably. A link at dir
+// is refused: snapshots are written by name into it (sink.CheckNotLink).
 func ensureDir(dir string) error {
 	if err := sink.CheckNotLink(dir, true); err != nil {
 		return err

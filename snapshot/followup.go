@@ -3,6 +3,7 @@ package snapshot
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,14 +13,12 @@ import (
 )
 
 // DefaultFollowUps are the offsets, from the incident, of the follow-up
-// captures. After an Xid 79 the PCIe config space reads all ones only for a
-// while and the kernel keeps logging for minutes (recovery, GSP timeouts), so
-// one capture at the moment misses how the GPU ends up.
+// captures: after an Xid 79 the kernel keeps logging for minutes (recovery,
+// GSP timeouts), so one capture at the moment misses how the GPU ends up.
 var DefaultFollowUps = []time.Duration{10 * time.Second, 60 * time.Second, 300 * time.Second}
 
-// errSuperseded cancels a GPU's pending follow-ups when a newer incident is
-// accepted for it: the newer incident's own follow-ups capture the same
-// things from a later starting point. errClosing cancels them on Close.
+// Why follow-ups are cancelled: a newer incident's own follow-ups capture
+// the same things from a later start; Close.
 var (
 	errSuperseded = errors.New("superseded by a newer incident on this GPU")
 	errClosing    = errors.New("snapshot manager closing")
@@ -44,9 +43,7 @@ func followUpName(incident string, offset time.Duration) string {
 // counters of the incident's header would be stale by now.
 func renderFollowUp(h *Header, incident string, offset time.Duration, now time.Time, headline string, events Section, diags []Section) []byte {
 	var b strings.Builder
-	b.WriteString("=== GPU CRASH FOLLOW-UP " + offsetLabel(offset) + " ===\n")
-	b.WriteString("Time: " + now.Format(sink.TimestampLayout) + "\n")
-	b.WriteString("Version: " + orNA(h.Version) + "\n")
+	fmt.Fprintf(&b, "=== GPU CRASH FOLLOW-UP %s ===\nTime: %s\nVersion: %s\n", offsetLabel(offset), now.Format(sink.TimestampLayout), orNA(h.Version))
 	writeWhere(&b, h)
 	b.WriteString("Incident: " + filepath.Base(incident))
 	if !h.Time.IsZero() {
@@ -67,9 +64,9 @@ func renderFollowUp(h *Header, incident string, offset time.Duration, now time.T
 }
 
 // followUps captures the follow-ups of one incident, each at its offset from
-// start, each listing the incident's events up to its own time (measured with the time package's monotonic clock, so tests can run
-// it under testing/synctest). Cancelling ctx cancels those not yet started;
-// one already running finishes.
+// start on the monotonic clock (so tests run it under testing/synctest),
+// each listing the incident's events so far. Cancelling ctx cancels those
+// not yet started.
 func (m *Manager) followUps(ctx context.Context, gpu int, incident string, h *Header, start time.Time, inc *incident) {
 	for i, off := range m.cfg.FollowUps {
 		if wait := off - time.Since(start); wait > 0 {

@@ -1,6 +1,8 @@
 package snapshot
 
 import (
+	"cmp"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -43,11 +45,22 @@ type Counter struct {
 const na = "n/a"
 
 // orNA returns s, or "n/a" when s is empty.
-func orNA(s string) string {
-	if s == "" {
+func orNA(s string) string { return cmp.Or(s, na) }
+
+// optf formats o's value with format, or is "n/a" when o is absent.
+func optf[T any](format string, o reading.Opt[T]) string {
+	if v, ok := o.Get(); ok {
+		return fmt.Sprintf(format, v)
+	}
+	return na
+}
+
+// stamp is t in the CSV's timestamp layout, or "n/a" when t is zero.
+func stamp(t time.Time) string {
+	if t.IsZero() {
 		return na
 	}
-	return s
+	return t.Format(sink.TimestampLayout)
 }
 
 // writeHeader writes h in the order of gpu-telemetry-deep.py's
@@ -56,48 +69,25 @@ func orNA(s string) string {
 // line), adding the host, the board, the headline, the kernel log's clock
 // and the suppressed count.
 func writeHeader(b *strings.Builder, h *Header) {
-	b.WriteString("=== " + orNA(h.Title) + " ===\n")
-	b.WriteString("Time: ")
-	if h.Time.IsZero() {
-		b.WriteString(na)
-	} else {
-		b.WriteString(h.Time.Format(sink.TimestampLayout))
-	}
-	b.WriteString("\nVersion: " + orNA(h.Version) + "\n")
+	fmt.Fprintf(b, "=== %s ===\nTime: %s\nVersion: %s\n", orNA(h.Title), stamp(h.Time), orNA(h.Version))
 	writeWhere(b, h)
 	b.WriteString("Reason: " + orNA(h.Reason) + "\n")
 	if h.Headline != "" {
 		b.WriteString("Headline: " + h.Headline + "\n")
 	}
-	b.WriteString("Kernel log clock: " + orNA(h.KernelClock) + "\n")
-	b.WriteString("Uptime: " + h.Uptime.Truncate(time.Second).String() +
-		", " + strconv.FormatUint(h.Samples, 10) + " samples\n")
-	b.WriteString("Peaks: ")
-	if v, ok := h.PeakTempC.Get(); ok {
-		b.WriteString(strconv.FormatUint(uint64(v), 10) + "C")
-	} else {
-		b.WriteString(na)
+	event := na
+	if h.EventNumber != 0 {
+		event = strconv.FormatUint(h.EventNumber, 10)
 	}
-	b.WriteString(" / ")
-	if v, ok := h.PeakPowerW.Get(); ok {
-		b.WriteString(strconv.FormatFloat(v, 'f', 0, 64) + "W")
-	} else {
-		b.WriteString(na)
-	}
-	b.WriteString("\nEvent #: ")
-	if h.EventNumber == 0 {
-		b.WriteString(na)
-	} else {
-		b.WriteString(strconv.FormatUint(h.EventNumber, 10))
-	}
-	b.WriteString("\nCounters:")
+	fmt.Fprintf(b, "Kernel log clock: %s\nUptime: %s, %d samples\nPeaks: %s / %s\nEvent #: %s\nCounters:",
+		orNA(h.KernelClock), h.Uptime.Truncate(time.Second), h.Samples, optf("%dC", h.PeakTempC), optf("%.0fW", h.PeakPowerW), event)
 	if len(h.Counters) == 0 {
 		b.WriteString(" " + na)
 	}
 	for _, c := range h.Counters {
-		b.WriteString(" " + orNA(c.Name) + "=" + strconv.FormatUint(c.Total, 10))
+		fmt.Fprintf(b, " %s=%d", orNA(c.Name), c.Total)
 	}
-	b.WriteString("\nSuppressed by cooldown: " + strconv.FormatUint(h.Suppressed, 10) + "\n\n")
+	fmt.Fprintf(b, "\nSuppressed by cooldown: %d\n\n", h.Suppressed)
 }
 
 // ParseHeader reads back the Title, Time, GPU index, UUID, serial, Reason and Headline of a header
@@ -107,31 +97,35 @@ func writeHeader(b *strings.Builder, h *Header) {
 func ParseHeader(text string) (h Header, ok bool) {
 	h.GPUIndex = -1
 	for _, l := range strings.SplitN(text, "\n", 20) {
-		switch {
-		case l == "":
+		if l == "" {
 			return h, ok
-		case strings.HasPrefix(l, "=== ") && strings.HasSuffix(l, " ==="):
+		}
+		if strings.HasPrefix(l, "=== ") && strings.HasSuffix(l, " ===") {
 			h.Title = strings.TrimSuffix(strings.TrimPrefix(l, "=== "), " ===")
-		case strings.HasPrefix(l, "Time: "):
+			continue
+		}
+		k, v, _ := strings.Cut(l, ": ")
+		switch k {
+		case "Time":
 			// RFC 3339 reads sink.TimestampLayout and the isoformat() times
 			// of gpu-telemetry-deep.py's snapshots alike.
-			if t, err := time.Parse(time.RFC3339Nano, strings.TrimPrefix(l, "Time: ")); err == nil {
+			if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
 				h.Time, ok = t, true
 			}
-		case strings.HasPrefix(l, "GPU: "):
-			if f := strings.Fields(strings.TrimPrefix(l, "GPU: ")); len(f) > 0 {
+		case "GPU":
+			if f := strings.Fields(v); len(f) > 0 {
 				if n, err := strconv.Atoi(f[0]); err == nil {
 					h.GPUIndex = n
 				}
 			}
-		case strings.HasPrefix(l, "UUID: "):
-			h.UUID = strings.TrimPrefix(l, "UUID: ")
-		case strings.HasPrefix(l, "Serial: "):
-			h.Serial = strings.TrimPrefix(l, "Serial: ")
-		case strings.HasPrefix(l, "Reason: "):
-			h.Reason = strings.TrimPrefix(l, "Reason: ")
-		case strings.HasPrefix(l, "Headline: "):
-			h.Headline = strings.TrimPrefix(l, "Headline: ")
+		case "UUID":
+			h.UUID = v
+		case "Serial":
+			h.Serial = v
+		case "Reason":
+			h.Reason = v
+		case "Headline":
+			h.Headline = v
 		}
 	}
 	return h, ok
@@ -142,11 +136,10 @@ func ParseHeader(text string) (h Header, ok bool) {
 // and serial number an RMA asks for (each n/a when unknown; ParseHeader
 // reads n/a back as it is: no UUID or serial is n/a).
 func writeWhere(b *strings.Builder, h *Header) {
-	b.WriteString("Host: " + orNA(h.Host.Host) + " (machine id " + orNA(h.Host.MachineID) + ", boot " + orNA(h.Host.BootID) + ")\n")
 	gpu := na
 	if h.GPUIndex >= 0 {
 		gpu = strconv.Itoa(h.GPUIndex)
 	}
-	b.WriteString("GPU: " + gpu + " " + orNA(h.GPUName) + " (" + orNA(h.BusID) + ")\n")
-	b.WriteString("UUID: " + orNA(h.UUID) + "\nSerial: " + orNA(h.Serial) + "\n")
+	fmt.Fprintf(b, "Host: %s (machine id %s, boot %s)\nGPU: %s %s (%s)\nUUID: %s\nSerial: %s\n",
+		orNA(h.Host.Host), orNA(h.Host.MachineID), orNA(h.Host.BootID), gpu, orNA(h.GPUName), orNA(h.BusID), orNA(h.UUID), orNA(h.Serial))
 }

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -9,12 +10,10 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
-// HealthTitle is the title of a crash snapshot's health counter section.
+// HealthTitle is the title of the health counter section.
 const HealthTitle = "Health counters"
 
-// HealthData is what the health section shows: the counters as last read
-// (from memory: the sampler's slow tier), when each last changed, the
-// per-link NVLink reading and the verdict.
+// HealthData is what the health section shows, from the sampler's slow tier.
 type HealthData struct {
 	At      time.Time // the sample that carried the counters; zero: none read
 	Vals    [reading.NumReadings]reading.Opt[uint64]
@@ -23,19 +22,7 @@ type HealthData struct {
 	Level   string   // ok, warning, critical
 	Reasons []string // the verdict's reasons
 
-	// RemapHist is the row remapper histogram as last read; nil: never.
-	RemapHist *reading.RemapHistogram
-}
-
-// healthNameWidth is the counter column's width: the longest counter
-// name, so that no row pushes its value out of line.
-func healthNameWidth() int {
-	w := len("COUNTER")
-	for _, id := range reading.HealthIDs {
-		d := &reading.Table[id]
-		w = max(w, len(d.Name))
-	}
-	return w
+	RemapHist *reading.RemapHistogram // as last read; nil: never
 }
 
 // HealthSection renders the "Health counters" section: every counter with
@@ -52,7 +39,10 @@ func HealthSection(h HealthData, now time.Time) Section {
 		verdict += " (" + strings.Join(h.Reasons, ", ") + ")"
 	}
 	fmt.Fprintf(&b, "verdict: %s\n", verdict)
-	w := healthNameWidth()
+	w := len("COUNTER") // the counter column: the longest name
+	for _, id := range reading.HealthIDs {
+		w = max(w, len(reading.Table[id].Name))
+	}
 	fmt.Fprintf(&b, "%-*s %16s  %s\n", w, "COUNTER", "VALUE", "LAST CHANGE")
 	for _, id := range reading.HealthIDs {
 		d := &reading.Table[id]
@@ -78,14 +68,11 @@ func HealthSection(h HealthData, now time.Time) Section {
 	fmt.Fprintf(&b, "\nNVLink: %d links, read at %s\n", h.Links.N, h.Links.At.Format(sink.TimestampLayout))
 	// A counter no link answered is not a column (an H100 has none of the
 	// NVLink5 ones, a B200 none of the pre-Blackwell ones): it is named once.
+	links := h.Links.L[:min(h.Links.N, reading.MaxLinks)]
 	var cols []reading.LinkCounterID
 	var absent []string
 	for c, d := range reading.LinkDefs {
-		seen := false
-		for l := range min(h.Links.N, reading.MaxLinks) {
-			seen = seen || h.Links.L[l].C[c].OK
-		}
-		if seen {
+		if slices.ContainsFunc(links, func(k reading.Link) bool { return k.C[c].OK }) {
 			cols = append(cols, reading.LinkCounterID(c))
 		} else {
 			absent = append(absent, d.Name)
@@ -94,19 +81,19 @@ func HealthSection(h HealthData, now time.Time) Section {
 	if len(absent) > 0 {
 		fmt.Fprintf(&b, "not answered by any link: %s\n", strings.Join(absent, ", "))
 	}
-	b.WriteString(fmt.Sprintf("%4s  %-10s %7s %4s", "LINK", "STATE", "MB/s", "VER"))
+	fmt.Fprintf(&b, "%4s  %-10s %7s %4s", "LINK", "STATE", "MB/s", "VER")
 	for _, c := range cols {
 		d := reading.LinkDefs[c]
-		b.WriteString(fmt.Sprintf(" %*s", max(len(d.Name), 6), d.Name))
+		fmt.Fprintf(&b, " %*s", max(len(d.Name), 6), d.Name)
 	}
 	b.WriteByte('\n')
-	for l := range min(h.Links.N, reading.MaxLinks) {
-		k := &h.Links.L[l]
+	for l := range links {
+		k := &links[l]
 		state := "n/a"
 		if s, ok := k.State.Get(); ok {
 			state = reading.LinkStateName(s)
 		}
-		b.WriteString(fmt.Sprintf("%4d  %-10s %7s %4s", l, state, optU(k.SpeedMBps), optU(k.Version)))
+		fmt.Fprintf(&b, "%4d  %-10s %7s %4s", l, state, optf("%d", k.SpeedMBps), optf("%d", k.Version))
 		for _, c := range cols {
 			d := reading.LinkDefs[c]
 			cell := "n/a"
@@ -117,16 +104,9 @@ func HealthSection(h HealthData, now time.Time) Section {
 					cell = fmt.Sprint(v)
 				}
 			}
-			b.WriteString(fmt.Sprintf(" %*s", max(len(d.Name), 6), cell))
+			fmt.Fprintf(&b, " %*s", max(len(d.Name), 6), cell)
 		}
 		b.WriteByte('\n')
 	}
 	return Section{HealthTitle, b.String()}
-}
-
-func optU(o reading.Opt[uint32]) string {
-	if v, ok := o.Get(); ok {
-		return fmt.Sprint(v)
-	}
-	return "n/a"
 }

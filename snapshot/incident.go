@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,8 +16,8 @@ import (
 // and follow-ups (a crash floods 30 to 50 Xids); later ones are counted.
 const maxIncidentEvents = 200
 
-// crashState is one GPU's crash cooldown and its current incident: what
-// decide reads and updates. The Manager keeps one per GPU, under its lock.
+// crashState is one GPU's crash cooldown and its current incident, under
+// the Manager's lock.
 type crashState struct {
 	cool       cooldown.Cooldown
 	inc        *incident // the current or last incident; nil before the first
@@ -26,17 +27,14 @@ type crashState struct {
 }
 
 // decide is the crash cooldown and escalation decision for the GPU's
-// critical event ev at now: state, event and time in, decision out, with
-// no clock, lock or I/O (the Manager's Decide holds the lock around it).
-// The first event outside the cooldown begins an incident and takes a
-// snapshot. Inside the cooldown, an event of a worse stage, or one asking
-// for more (Event.Stage, Event.Asks), than every event the incident has
-// captured takes its own snapshot (an escalation: at most one per stage and
-// ask level); the others are suppressed. Every event is kept in the
-// incident's list, which its snapshots and follow-ups show. An accepted
-// snapshot's name is taken here, in the order the events came (an
-// escalation in the same millisecond as the snapshot before it gets "-2"),
-// and the incident names it at once (Lost takes it back).
+// critical event ev at now, with no clock, lock or I/O. The first event
+// outside the cooldown begins an incident and takes a snapshot. Inside it,
+// an event of a worse Stage, or asking for more (Asks), than every event
+// the incident captured takes its own (an escalation); the others are
+// suppressed. Every event is kept in the incident's list. An accepted
+// snapshot's name is taken here, in the order the events came (the same
+// millisecond as the one before gets "-2"), and the incident names it at
+// once (Lost takes it back).
 func (st *crashState) decide(gpu int, ev Event, now time.Time, cooldown time.Duration, crashDir string) Decision {
 	ok, burst, left := st.cool.Allow(now, cooldown)
 	if ok || st.inc == nil {
@@ -75,7 +73,7 @@ func (st *crashState) name(base string) string {
 }
 
 // incident is one GPU's incident: from the snapshot that began it until its
-// cooldown ends. Its fields are guarded by Manager.mu.
+// cooldown ends. Manager.mu guards it.
 type incident struct {
 	id       string    // the base name of the snapshot that began it (events.log's incident=)
 	newest   string    // the path of its newest snapshot
@@ -85,16 +83,15 @@ type incident struct {
 	captured []Event
 	stage    Stage // the worst stage captured
 	asks     Asks  // the most asked for by an event captured
-	// The follow-ups' context, and its cancel: set by Decide when the
-	// incident begins, cancelled by a newer incident, Lost, or Close.
+	// The follow-ups' context, from Decide; cancelled by a newer incident,
+	// Lost, or Close.
 	follow     context.Context
 	stopFollow context.CancelCauseFunc
 }
 
-// add records ev; it reports whether ev escalates the incident (a stage or
-// an ask above every event captured; first: it begins the incident), which
-// then counts it as captured, and its index in the list (-1 beyond
-// maxIncidentEvents).
+// add records ev; it reports whether ev escalates the incident (first: it
+// begins it), which then counts it as captured, and its index in the list
+// (-1 beyond maxIncidentEvents).
 func (in *incident) add(ev Event, first bool) (escalates bool, idx int) {
 	escalates = first || ev.Stage > in.stage || ev.Asks > in.asks
 	if escalates {
@@ -121,20 +118,14 @@ func (in *incident) wrote(idx int, file string) {
 // off the bus (Xid 79); started with Internal micro-controller halt (Xid
 // 62)". With one event captured it is that event.
 func (in *incident) headline() string {
-	if len(in.captured) == 0 {
-		return ""
+	var whats []string
+	for _, c := range in.captured {
+		whats = append(whats, c.what())
 	}
-	if len(in.captured) == 1 {
-		return in.captured[0].what()
+	if len(whats) < 2 {
+		return strings.Join(whats, "")
 	}
-	var b strings.Builder
-	for i, c := range in.captured[1:] {
-		if i > 0 {
-			b.WriteString(", then ")
-		}
-		b.WriteString(c.what())
-	}
-	return b.String() + "; started with " + in.captured[0].what()
+	return strings.Join(whats[1:], ", then ") + "; started with " + whats[0]
 }
 
 // eventsSection lists the incident's events so far, each with its time, its
@@ -159,11 +150,4 @@ func (in *incident) eventsSection(self int) Section {
 }
 
 // offsetFrom is "+2.000s" (t after start) to the millisecond.
-func offsetFrom(start, t time.Time) string {
-	d := t.Sub(start)
-	sign := "+"
-	if d < 0 {
-		sign, d = "-", -d
-	}
-	return sign + strconv.FormatFloat(d.Seconds(), 'f', 3, 64) + "s"
-}
+func offsetFrom(start, t time.Time) string { return fmt.Sprintf("%+.3fs", t.Sub(start).Seconds()) }

@@ -11,17 +11,13 @@ import (
 
 // kernelFilter picks, out of a whole dmesg, the lines about one GPU: what the
 // NVIDIA driver printed, what the kernel printed about the GPU's PCI device
-// (any of its functions) and the AER reports of the bridges on its path. It
-// matches by words and device addresses, never by substrings: "debug",
-// "[Firmware Bug]" and "amdgpu 0000:03:00.0: ... GPU init" are not the
-// GPU's lines.
+// and the AER reports of the bridges on its path. It matches by words and
+// device addresses, never by substrings: "debug", "[Firmware Bug]" and
+// "amdgpu 0000:03:00.0: ... GPU init" are not the GPU's lines.
 type kernelFilter struct {
-	gpu     reading.Opt[reading.PCIAddr] // absent when the bus id did not parse
-	bridges []reading.PCIAddr            // the bridges above the GPU, nearest the root first; nil when unknown
-	// pathKnown: bridges was read from sysfs (it may be empty, a GPU on a
-	// root port of its own). When it was not, any PCIe port's AER lines
-	// are kept: none can be ruled out.
-	pathKnown bool
+	gpu       reading.Opt[reading.PCIAddr] // absent when the bus id did not parse
+	bridges   []reading.PCIAddr            // the bridges above the GPU, nearest the root first; nil when unknown
+	pathKnown bool                         // bridges was read from sysfs; if not, any PCIe port's AER lines are kept
 }
 
 // gpuWords are the words that make a line that names no PCI device a GPU
@@ -36,13 +32,8 @@ var gpuWords = regexp.MustCompile(`\bNVRM\b|(?i:\bnvidia)|\bXid\b|\bGPU\b|GPU_IS
 // adds ("{2026-...Z}"), and journalctl's "host kernel: ".
 func messageOf(line string) string {
 	s := strings.TrimLeft(line, " \t")
-	if strings.HasPrefix(s, "[") {
-		if i := strings.IndexByte(s, ']'); i > 0 {
-			s = strings.TrimLeft(s[i+1:], " ")
-		}
-	}
-	if strings.HasPrefix(s, "{") {
-		if i := strings.IndexByte(s, '}'); i > 0 {
+	for _, br := range []string{"[]", "{}"} {
+		if i := strings.IndexByte(s, br[1]); i > 0 && s[0] == br[0] {
 			s = strings.TrimLeft(s[i+1:], " ")
 		}
 	}
@@ -53,8 +44,7 @@ func messageOf(line string) string {
 }
 
 // deviceOf reads the driver and device of a line the kernel printed through
-// dev_printk ("pcieport 0000:00:01.0: AER: ..."). ok is false when the
-// message names no device that way.
+// dev_printk ("pcieport 0000:00:01.0: AER: ...").
 func deviceOf(msg string) (driver string, dev reading.PCIAddr, text string, ok bool) {
 	drv, rest, found := strings.Cut(msg, " ")
 	if !found || drv == "" {
@@ -133,16 +123,8 @@ func (f kernelFilter) bridgeLine(msg, text string) bool {
 func (f kernelFilter) GPULine(line string) bool {
 	msg := messageOf(line)
 	if drv, dev, text, ok := deviceOf(msg); ok {
-		switch {
-		case f.sameBoard(dev), strings.HasPrefix(drv, "nvidia"):
-			return true
-		case slices.Contains(f.bridges, dev):
-			return f.bridgeLine(msg, text)
-		case !f.pathKnown && drv == "pcieport":
-			return aerText(text)
-		}
-		// Another device's line: an Intel or AMD GPU, a NIC, a disk.
-		return false
+		// Not another device's line: an Intel or AMD GPU, a NIC, a disk.
+		return strings.HasPrefix(drv, "nvidia") || f.fromGPU(drv, dev, msg, text)
 	}
 	return gpuWords.MatchString(msg) || f.namesGPU(msg)
 }
@@ -152,21 +134,23 @@ func (f kernelFilter) GPULine(line string) bool {
 func (f kernelFilter) AERLine(line string) bool {
 	msg := messageOf(line)
 	drv, dev, text, ok := deviceOf(msg)
-	switch {
-	case !ok:
-		return false
-	case f.sameBoard(dev):
-		return aerText(text)
-	case slices.Contains(f.bridges, dev):
-		return aerText(text) && f.bridgeLine(msg, text)
-	case !f.pathKnown && drv == "pcieport":
-		return aerText(text)
-	}
-	return false
+	return ok && aerText(text) && f.fromGPU(drv, dev, msg, text)
 }
 
-// kernelFilterFor builds the filter of the GPU at busID, reading the bridges
-// above it from sysfs under HostRoot.
+// fromGPU reports whether a line device dev printed is about the GPU: the
+// GPU's own, a bridge's about it, or, the path unknown, any port's AER line.
+func (f kernelFilter) fromGPU(drv string, dev reading.PCIAddr, msg, text string) bool {
+	switch {
+	case f.sameBoard(dev):
+		return true
+	case slices.Contains(f.bridges, dev):
+		return f.bridgeLine(msg, text)
+	}
+	return !f.pathKnown && drv == "pcieport" && aerText(text)
+}
+
+// kernelFilterFor builds the filter of the GPU at busID, its bridges read
+// from sysfs under HostRoot.
 func (m *Manager) kernelFilterFor(busID string) kernelFilter {
 	a, err := reading.ParsePCIAddr(busID)
 	if err != nil {

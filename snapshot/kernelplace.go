@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bytes"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -9,10 +10,8 @@ import (
 )
 
 // placeKernelLines writes, after each kernel log line's printk timestamp
-// ("[ 5001.500000] ..."), the wall-clock time it maps to through the
-// measured offset of the kernel log's clock (Config.KernelWall), in the CSV's
-// timestamp format: the line can be found among the rows, which the raw
-// seconds since boot cannot do. Lines without a timestamp stay as they are.
+// ("[ 5001.500000] ..."), the wall-clock time wall maps it to, in the CSV's
+// timestamp format, so that the line can be found among the rows.
 func placeKernelLines(r result, wall func(printk time.Duration) time.Time) result {
 	if wall == nil || len(r.out) == 0 {
 		return r
@@ -30,11 +29,7 @@ func placeKernelLines(r result, wall func(printk time.Duration) time.Time) resul
 			out.Write(line)
 			continue
 		}
-		out.Write(line[:end+1])
-		out.WriteString(" {")
-		out.WriteString(wall(time.Duration(secs * float64(time.Second))).Format(sink.TimestampLayout))
-		out.WriteByte('}')
-		out.Write(line[end+1:])
+		fmt.Fprintf(&out, "%s {%s}%s", line[:end+1], wall(time.Duration(secs*float64(time.Second))).Format(sink.TimestampLayout), line[end+1:])
 	}
 	r.out = out.Bytes()
 	return r

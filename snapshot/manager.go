@@ -14,9 +14,8 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
-// Defaults for Config. The reference behaviour is the Python logger this
-// daemon replaces, gpu-telemetry-deep.py: its constants are named where a
-// default keeps one.
+// Defaults for Config, after the Python logger this daemon replaces,
+// gpu-telemetry-deep.py, where it had the constant.
 const (
 	// DefaultDir is gpu-telemetry-deep.py's DEFAULT_LOG_DIR.
 	DefaultDir = "/var/log/gpu-telemetry"
@@ -24,51 +23,40 @@ const (
 	// one crash floods 30 to 50 Xid events within seconds, and one
 	// snapshot per crash is enough.
 	DefaultCrashCooldown = 60 * time.Second
-	// DefaultSpikeCooldown is gpu-telemetry-deep.py's SPIKE_COOLDOWN_SEC:
-	// at most one spike-*.log per 10 s.
+	// DefaultSpikeCooldown is gpu-telemetry-deep.py's SPIKE_COOLDOWN_SEC.
 	DefaultSpikeCooldown = 10 * time.Second
 	// DefaultModulesPath is read instead of running lsmod (which only formats it).
 	DefaultModulesPath = "/proc/modules"
 	// loggedSuppressions: gpu-telemetry-deep.py logged the first 3
-	// suppressed crash snapshots of a burst, so the burst is visible, then
-	// stayed quiet until the cooldown expired; so do we.
+	// suppressed crash snapshots of a burst, then stayed quiet.
 	loggedSuppressions = 3
 	// closeGrace is how long Close waits, after cancelling the diagnostics,
-	// for the writers to put what they have on disk.
+	// for the writers.
 	closeGrace = time.Second
 )
 
 // Config configures a Manager. Zero fields take the defaults given.
-//
-// Flush is called on a snapshot goroutine, not on the goroutine that called
-// Crash or Spike (an fsync can take long on a busy disk, and Crash may come
-// from the event goroutine while the poll loop writes the CSV anyway), so it
-// must be safe to call concurrently with the caller's CSV writes.
+// Flush is called on a snapshot goroutine (an fsync can take long on a busy
+// disk), so it must be safe to call concurrently with the caller's CSV writes.
 type Config struct {
-	Dir                string              // log directory; files go to Dir/crashes and Dir/spikes; "" means DefaultDir
-	Runner             Runner              // runs the diagnostics; nil means an ExecRunner with CommandTimeout and Logger
-	Now                func() time.Time    // wall clock for cooldowns, names and headers; nil means time.Now
-	Logger             *slog.Logger        // nil discards
-	CrashCooldown      time.Duration       // per GPU; 0 means DefaultCrashCooldown
-	SpikeCooldown      time.Duration       // for all GPUs together, as gpu-telemetry-deep.py had it; 0 means DefaultSpikeCooldown
-	FollowUps          []time.Duration     // offsets of the follow-ups; nil means DefaultFollowUps, empty (non-nil) none
-	CommandTimeout     time.Duration       // per diagnostic; 0 means DefaultCommandTimeout
-	DiagnosticsTimeout time.Duration       // all diagnostics of one capture; 0 means twice CommandTimeout
-	Flush              func(gpu int) error // flushes and fsyncs the GPU's CSV; called before each snapshot, from a snapshot goroutine
-	ModulesPath        string              // "" means DefaultModulesPath
-	HostRoot           string              // where /proc and /sys are read from (tests give a fake one); "" means "/"
-	// KernelWall maps a kernel log printk timestamp to wall-clock time
-	// through the measured offset of the kernel log's clock; dmesg lines in
-	// snapshots get that time next to their own. nil: they are left as is.
-	KernelWall func(printk time.Duration) time.Time
-	// Written, if set, is told each file written (kind "crash", "spike" or
-	// "follow-up"; gpu -1 for no monitored GPU), from the writing goroutine.
-	Written func(kind string, gpu int, path string)
+	Dir                string                                  // log directory; files go to Dir/crashes and Dir/spikes; "" means DefaultDir
+	Runner             Runner                                  // runs the diagnostics; nil means an ExecRunner with CommandTimeout and Logger
+	Now                func() time.Time                        // wall clock for cooldowns, names and headers; nil means time.Now
+	Logger             *slog.Logger                            // nil discards
+	CrashCooldown      time.Duration                           // per GPU; 0 means DefaultCrashCooldown
+	SpikeCooldown      time.Duration                           // for all GPUs together, as gpu-telemetry-deep.py had it; 0 means DefaultSpikeCooldown
+	FollowUps          []time.Duration                         // offsets of the follow-ups; nil means DefaultFollowUps, empty (non-nil) none
+	CommandTimeout     time.Duration                           // per diagnostic; 0 means DefaultCommandTimeout
+	DiagnosticsTimeout time.Duration                           // all diagnostics of one capture; 0 means twice CommandTimeout
+	Flush              func(gpu int) error                     // flushes and fsyncs the GPU's CSV; called before each snapshot, from a snapshot goroutine
+	ModulesPath        string                                  // "" means DefaultModulesPath
+	HostRoot           string                                  // where /proc and /sys are read from (tests give a fake one); "" means "/"
+	KernelWall         func(printk time.Duration) time.Time    // places dmesg lines on the wall clock (placeKernelLines); nil leaves them
+	Written            func(kind string, gpu int, path string) // told each file written ("crash", "spike", "follow-up"; gpu -1: none monitored), from the writer
 }
 
-// Decision is what Decide or DecideSpike made of a request: a value, with
-// nothing left to finish. An accepted one goes back, in the request the
-// caller gathers, to Crash or Spike.
+// Decision is what Decide or DecideSpike made of a request, with nothing
+// left to finish. An accepted one goes back, in its request, to Crash or Spike.
 type Decision struct {
 	Accepted     bool          // a snapshot is to be taken: hand its request to Crash or Spike
 	Closed       bool          // refused because the Manager is closed (counted in Stats.RefusedClosed)
@@ -80,7 +68,7 @@ type Decision struct {
 	Headline      string    // the incident's headline, the event counted in (without the GPU)
 	IncidentStart time.Time // when the incident began (its first event)
 	Incident      string    // the incident's id: the base name of the crash snapshot that began it
-	Snapshot      string    // the crash snapshot that holds the event's evidence: its own when accepted (the path it is meant to have: see Decide), else the incident's newest
+	Snapshot      string    // the crash snapshot that holds the event's evidence: its own when accepted (see Decide), else the incident's newest
 
 	gpu        int
 	at         time.Time // when it was decided: the header's time when the request has none
@@ -115,14 +103,12 @@ type Manager struct {
 	crashDir string
 	spikeDir string
 
-	// work is cancelled when Close gives up waiting: it kills running commands.
-	work     context.Context
-	stopWork context.CancelFunc
-	// follow is cancelled as Close starts: no follow-up starts after that.
-	follow     context.Context
+	work       context.Context // cancelled when Close gives up waiting: it kills running commands
+	stopWork   context.CancelFunc
+	follow     context.Context // cancelled as Close starts: no follow-up starts after that
 	stopFollow context.CancelCauseFunc
 
-	wg sync.WaitGroup // one per request handed to Crash or Spike, until its last file is written
+	wg sync.WaitGroup // one per request handed to Crash or Spike, until its last file
 
 	mu        sync.Mutex
 	closed    bool
@@ -140,8 +126,7 @@ func New(cfg Config) *Manager {
 	cfg.CrashCooldown = cmp.Or(max(cfg.CrashCooldown, 0), DefaultCrashCooldown)
 	cfg.SpikeCooldown = cmp.Or(max(cfg.SpikeCooldown, 0), DefaultSpikeCooldown)
 	cfg.CommandTimeout = cmp.Or(max(cfg.CommandTimeout, 0), DefaultCommandTimeout)
-	// The commands run concurrently, each bounded by CommandTimeout, so
-	// DiagnosticsTimeout is only reached by a Runner that ignores its context.
+	// Reached only by a Runner that ignores its context.
 	cfg.DiagnosticsTimeout = cmp.Or(max(cfg.DiagnosticsTimeout, 0), 2*cfg.CommandTimeout)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -175,16 +160,11 @@ func New(cfg Config) *Manager {
 }
 
 // Decide decides on a crash snapshot of gpu for the critical event ev
-// (crashState.decide: the GPU's cooldown and the incident's stages), counts
-// it, and returns at once, building and writing nothing: the caller writes
-// the event's line (which names the incident and the snapshot) first, then
-// gathers the request and hands it to Crash. An accepted snapshot whose
-// request will never come (the work that was to gather it was dropped) is
-// reported with Lost; nothing waits for either.
-//
-// Decision.Snapshot of an accepted one is the path the file is meant to
-// have; it is written there unless the disk already holds that name (then
-// "-2" is added) or the write fails, both logged.
+// (crashState.decide), counts it and returns at once: the caller writes the
+// event's line, which names the incident and the snapshot, then gathers the
+// request for Crash, or reports it with Lost. An accepted Decision.Snapshot
+// is the path the file is meant to have; should the disk hold that name
+// already, "-2" is added (logged).
 func (m *Manager) Decide(gpu int, ev Event) Decision {
 	now := m.cfg.Now()
 	if ev.Time.IsZero() {
@@ -230,11 +210,9 @@ func (m *Manager) Decide(gpu int, ev Event) Decision {
 }
 
 // Lost reports that the crash snapshot d accepted will not be handed to
-// Crash (its caller dropped the work that was to gather it, at shutdown or
-// because its queue was full): its follow-ups are cancelled, the incident no
-// longer names its file, and the loss is counted in Stats.Failures and
-// logged with why and the file that will not exist. It does nothing for a
-// decision not accepted.
+// Crash (the work that was to gather it was dropped): its follow-ups are
+// cancelled, the incident no longer names its file, and the loss is counted
+// in Stats.Failures and logged.
 func (m *Manager) Lost(d Decision, why string) {
 	if !d.Accepted || d.inc == nil {
 		return
@@ -247,9 +225,9 @@ func (m *Manager) Lost(d Decision, why string) {
 		"incident", d.Incident, "why", why)
 }
 
-// unname takes back what Decide gave the accepted crash snapshot d that will
-// not be written: the incident's follow-ups (d began it), its file in the
-// incident's list and as its newest. It returns the file's path.
+// unname takes back what Decide gave d, which will not be written: the
+// follow-ups of the incident it began, its file in the incident. It returns
+// the file's path.
 func (m *Manager) unname(d Decision) string {
 	path := filepath.Join(m.crashDir, d.base+".log")
 	m.mu.Lock()
@@ -268,9 +246,7 @@ func (m *Manager) unname(d Decision) string {
 }
 
 // Incident is the id and newest snapshot of the GPU's current or last
-// incident (see Decision); empty before its first. It names the incident of
-// an event the caller did not ask a snapshot for because another report of
-// it already did (the same Xid from the other source).
+// incident, for an event another report of which already asked for one.
 func (m *Manager) Incident(gpu int) (id, snapshot string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -280,11 +256,9 @@ func (m *Manager) Incident(gpu int) (id, snapshot string) {
 	return "", ""
 }
 
-// DecideSpike decides on a spike snapshot of gpu. At most one is taken per
-// SpikeCooldown across all GPUs (as gpu-telemetry-deep.py did: when fans
-// ramp, they ramp on several GPUs of a chassis at once); the others are
-// counted. The caller gathers an accepted one's request and hands it to
-// Spike.
+// DecideSpike decides on a spike snapshot of gpu: at most one per
+// SpikeCooldown across all GPUs, as gpu-telemetry-deep.py did (fans ramp on
+// several GPUs of a chassis at once).
 func (m *Manager) DecideSpike(gpu int) Decision {
 	now := m.cfg.Now()
 	m.mu.Lock()
@@ -301,9 +275,8 @@ func (m *Manager) DecideSpike(gpu int) Decision {
 	return Decision{Accepted: true, Suppressed: m.stats.SpikesSuppressed, gpu: gpu, at: now}
 }
 
-// hand counts a request for an accepted decision in the writers Close
-// waits for and reports true; after Close it counts the refusal in
-// Stats.RefusedClosed and reports false.
+// hand counts a request in the writers Close waits for, or, after Close,
+// in Stats.RefusedClosed, and then reports false.
 func (m *Manager) hand() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -330,9 +303,8 @@ func (m *Manager) Stats() Stats {
 }
 
 // Close refuses new requests, cancels the follow-ups not yet started, and
-// waits for the snapshots being written until ctx is done. Then it kills the
-// commands still running, lets the writers put what they have on disk (the
-// stage-2 file says which commands were cut short), waits up to a second
+// waits for the writers until ctx is done; then it kills the commands still
+// running (the stage-2 file says which were cut short), waits closeGrace
 // more, and returns an error wrapping ctx's. Close may be called again.
 func (m *Manager) Close(ctx context.Context) error {
 	m.mu.Lock()
@@ -369,13 +341,28 @@ func (m *Manager) flush(gpu int) {
 	}
 }
 
-// written counts a file written in *count (a field of m.stats) and logs it;
-// err, if any, is a late failure (directory fsync) after the file was
-// already in place.
-func (m *Manager) written(kind string, gpu, stage int, path string, t0 time.Time, err error, count *uint64) {
+// save writes data to a new file dir/base.log (createNew), records it, and
+// returns its path ("" when nothing was written).
+func (m *Manager) save(kind string, gpu, stage int, dir, base string, data []byte, t0 time.Time, count *uint64) string {
+	path, err := m.createNew(dir, base, data)
+	m.record(kind, gpu, stage, path, t0, err, count)
+	return path
+}
+
+// record counts and logs a file written at path (work started at t0) in
+// *count, a field of m.stats; err is then a late failure, the directory's
+// fsync. With path "", err kept the file from being written: a failure.
+func (m *Manager) record(kind string, gpu, stage int, path string, t0 time.Time, err error, count *uint64) {
 	m.mu.Lock()
+	if path == "" {
+		count = &m.stats.Failures
+	}
 	*count++
 	m.mu.Unlock()
+	if path == "" {
+		m.log.Warn("snapshot failed", "kind", kind, "gpu", gpu, "stage", stage, "error", err)
+		return
+	}
 	m.log.Info("snapshot written", "kind", kind, "gpu", gpu, "stage", stage, "path", path, "took", time.Since(t0))
 	if m.cfg.Written != nil {
 		m.cfg.Written(kind, gpu, path)
@@ -383,26 +370,4 @@ func (m *Manager) written(kind string, gpu, stage int, path string, t0 time.Time
 	if err != nil {
 		m.log.Warn("snapshot written but not made durable", "kind", kind, "gpu", gpu, "path", path, "error", err)
 	}
-}
-
-// save writes data to a new file dir/base.log (createNew) and accounts for
-// it: counted in *count (a field of m.stats) and logged as written (work
-// started at t0), or counted and logged as a failure. It returns the path, ""
-// when nothing was written.
-func (m *Manager) save(kind string, gpu, stage int, dir, base string, data []byte, t0 time.Time, count *uint64) string {
-	path, err := m.createNew(dir, base, data)
-	if path == "" {
-		m.failed(kind, gpu, stage, err)
-		return ""
-	}
-	m.written(kind, gpu, stage, path, t0, err, count)
-	return path
-}
-
-// failed counts and logs a file that could not be written.
-func (m *Manager) failed(kind string, gpu, stage int, err error) {
-	m.mu.Lock()
-	m.stats.Failures++
-	m.mu.Unlock()
-	m.log.Warn("snapshot failed", "kind", kind, "gpu", gpu, "stage", stage, "error", err)
 }

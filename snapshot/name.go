@@ -22,8 +22,7 @@ func baseName(kind string, t time.Time, gpu int) string {
 }
 
 // incidentName matches the names of crash and spike snapshots: baseName,
-// then the "-2", "-3" ... a second snapshot in the same millisecond gets, then
-// ".log". A follow-up (+10s) or a boot log does not match.
+// the "-2" ... of a second in the same millisecond, ".log".
 var incidentName = regexp.MustCompile(`^(crash|spike)-(\d{8}-\d{6}\.\d{3})-gpu(\d+|NA)(?:-\d+)?\.log$`)
 
 // Name is what a snapshot file's name says.

@@ -10,15 +10,13 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
-// ProcessesTitle is the title of the crash snapshot section naming the
-// processes that were on the GPU.
+// ProcessesTitle is the title of the processes section.
 const ProcessesTitle = "Processes on this GPU"
 
 // ProcessesSection renders the slow tier's latest process read of the
-// crashed GPU, taken at now. It names the processes of the last successful
-// read, with its age, even when the current read is hung (NVML stuck in a
-// GSP fault is exactly when the snapshot is written), and says plainly when
-// there is no process data.
+// crashed GPU, taken at now: the processes of the last successful read, with
+// its age, even when the current read is hung (NVML stuck in a GSP fault is
+// exactly when the snapshot is written).
 func ProcessesSection(p *reading.Procs, now time.Time) Section {
 	var b strings.Builder
 	switch {
@@ -48,7 +46,7 @@ func ProcessesSection(p *reading.Procs, now time.Time) Section {
 	fmt.Fprintf(&b, "%8s  %-16s  %10s  %4s  %4s  %s\n", "PID", "TYPE", "GPU MEM", "SM%", "MEM%", "NAME: COMMAND LINE")
 	for _, pr := range good.List {
 		fmt.Fprintf(&b, "%8d  %-16s  %10s  %4s  %4s  %s\n", pr.PID, pr.Kind, mem(pr.MemBytes),
-			pct(pr.SMUtil), pct(pr.MemUtil), who(&pr))
+			optf("%d", pr.SMUtil), optf("%d", pr.MemUtil), who(&pr))
 		if j := workloadLine(&pr.Workload); j != "" {
 			fmt.Fprintf(&b, "%8s  job: %s\n", "", j)
 		}
@@ -56,27 +54,13 @@ func ProcessesSection(p *reading.Procs, now time.Time) Section {
 	return Section{ProcessesTitle, b.String()}
 }
 
-func age(d time.Duration) string {
-	if d < 0 {
-		d = 0
-	}
-	return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + " s"
-}
+func age(d time.Duration) string { return strconv.FormatFloat(max(d, 0).Seconds(), 'f', 1, 64) + " s" }
 
 func mem(o reading.Opt[uint64]) string {
-	v, ok := o.Get()
-	if !ok {
-		return "n/a"
+	if v, ok := o.Get(); ok {
+		return strconv.FormatUint(v>>20, 10) + " MiB"
 	}
-	return strconv.FormatUint(v>>20, 10) + " MiB"
-}
-
-func pct(o reading.Opt[uint32]) string {
-	v, ok := o.Get()
-	if !ok {
-		return "n/a"
-	}
-	return strconv.FormatUint(uint64(v), 10)
+	return na
 }
 
 // workloadLine names the job a process belonged to, from its cgroup, with its

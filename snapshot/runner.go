@@ -15,30 +15,75 @@ import (
 	"time"
 )
 
-// Runner runs one program without a shell and returns its combined output.
-// The output is returned even when err is not nil (a command that times out
-// or exits non-zero often printed something useful first).
+// Runner runs one program without a shell and returns its combined output,
+// even with an error (a command that times out or fails often printed
+// something useful first).
 type Runner interface {
 	Run(ctx context.Context, name string, args ...string) ([]byte, error)
 }
 
 const (
-	// DefaultCommandTimeout bounds one diagnostic command. 5 s is
-	// gpu-telemetry-deep.py's run_cmd timeout: long enough for lspci -vv on a large box, short enough
+	// DefaultCommandTimeout bounds one diagnostic command: gpu-telemetry-deep.py's
+	// run_cmd timeout, long enough for lspci -vv on a large box, short enough
 	// that a hung nvidia-smi does not hold the snapshot for long.
 	DefaultCommandTimeout = 5 * time.Second
-	// DefaultMaxOutput caps one command's output (1 MiB). A kernel log ring
-	// buffer is 128 KiB to a few MiB; the other commands print a few KiB.
+	// DefaultMaxOutput caps one command's output: a kernel log ring buffer is
+	// 128 KiB to a few MiB; the other commands print a few KiB.
 	DefaultMaxOutput = 1 << 20
 	// defaultKillGrace is how long Run waits for a killed process to be
-	// reaped before giving up on it. A process blocked in the kernel (D state:
-	// nvidia-smi on a GPU that fell off the bus) ignores SIGKILL.
+	// reaped. A process blocked in the kernel (D state: nvidia-smi on a GPU
+	// that fell off the bus) ignores SIGKILL.
 	defaultKillGrace = 2 * time.Second
 )
 
+// Program is a program the snapshots or the boot log run, and where an
+// operator gets it.
+type Program struct {
+	Name    string // as run: looked up in PATH
+	Package string // the Debian package that provides it; "" when no Debian package of ours can
+	Source  string // where it comes from when Package is ""
+}
+
+// Programs is every program this package runs, each with what provides it,
+// named when it is missing. deploy/deb/control recommends or suggests each
+// package that is not Essential (test/deb checks it against this table).
+var Programs = []Program{
+	{Name: "dmesg", Package: "util-linux"}, // Essential: on every Debian system
+	{Name: "journalctl", Package: "systemd"},
+	{Name: "lspci", Package: "pciutils"},
+	{Name: "setpci", Package: "pciutils"},
+	{Name: "free", Package: "procps"},
+	{Name: "uptime", Package: "procps"},
+	// Installed with NVIDIA's driver (its packages or its .run installer);
+	// no dependency of ours could name the right one.
+	{Name: "nvidia-smi", Source: "NVIDIA's driver"},
+}
+
+// NotInstalledError is returned, by ExecRunner, for a program that is not in
+// PATH. It matches exec.ErrNotFound with errors.Is.
+type NotInstalledError struct {
+	Name string // the program
+}
+
+// Error names the program and what provides it: "lspci: not installed
+// (Debian package pciutils)".
+func (e *NotInstalledError) Error() string {
+	for _, p := range Programs {
+		if p.Name == e.Name && p.Package != "" {
+			return e.Name + ": not installed (Debian package " + p.Package + ")"
+		} else if p.Name == e.Name {
+			return e.Name + ": not installed (it comes with " + p.Source + ")"
+		}
+	}
+	return e.Name + ": not installed"
+}
+
+// Unwrap makes errors.Is(err, exec.ErrNotFound) true.
+func (e *NotInstalledError) Unwrap() error { return exec.ErrNotFound }
+
 // ErrStuck is returned, wrapped, when a program is not started because an
-// earlier run of it survived SIGKILL and has not exited yet: starting more
-// nvidia-smi processes that block in the driver only makes things worse.
+// earlier run of it survived SIGKILL and has not exited yet: more
+// nvidia-smi processes blocked in the driver only make things worse.
 var ErrStuck = errors.New("an earlier run is still stuck after SIGKILL")
 
 // TimeoutError is returned by ExecRunner when a program ran past its timeout
@@ -60,12 +105,11 @@ func (e *TimeoutError) Error() string {
 // Unwrap makes errors.Is(err, context.DeadlineExceeded) true.
 func (e *TimeoutError) Unwrap() error { return context.DeadlineExceeded }
 
-// ExecRunner runs programs with os/exec. Each run gets its own process group
-// so that a timeout kills the program and anything it started; the
-// environment gets LC_ALL=C so that the output does not depend on the
-// host's locale. A program that is not installed is logged the first time
-// it is asked for, with the package that provides it. The zero value is
-// ready to use; use it through a pointer.
+// ExecRunner runs programs with os/exec, each in its own process group so
+// that a timeout kills the program and anything it started, with LC_ALL=C
+// so that the output does not depend on the host's locale. A missing
+// program is logged the first time it is asked for. The zero value is
+// ready to use through a pointer.
 type ExecRunner struct {
 	Timeout   time.Duration // per run; 0 means DefaultCommandTimeout
 	MaxOutput int           // bytes of combined output kept (the last ones); 0 means DefaultMaxOutput
@@ -79,19 +123,19 @@ type ExecRunner struct {
 	missing map[string]bool // programs found missing (and logged)
 }
 
-var _ Runner = (*ExecRunner)(nil)
-
 // Run runs name with args and returns the last MaxOutput bytes of its
 // combined stdout and stderr. Errors: a missing program returns a
-// *NotInstalledError ("lspci: not installed (Debian package pciutils)"); a non-zero exit
-// returns "<name>: exit status N"; a timeout returns a *TimeoutError; a
-// cancelled ctx returns ctx's error wrapped with the name.
+// *NotInstalledError; a non-zero exit "<name>: exit status N"; a timeout a
+// *TimeoutError; a cancelled ctx its error wrapped with the name.
 func (r *ExecRunner) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%s: not started: %w", name, err)
 	}
-	if err := r.checkStuck(name); err != nil {
-		return nil, err
+	r.mu.Lock()
+	stuck := r.stuck[name] > 0
+	r.mu.Unlock()
+	if stuck {
+		return nil, fmt.Errorf("%s: not started: %w", name, ErrStuck)
 	}
 	timeout := cmp.Or(max(r.Timeout, 0), DefaultCommandTimeout)
 	grace := cmp.Or(max(r.killGrace, 0), defaultKillGrace)
@@ -106,11 +150,11 @@ func (r *ExecRunner) Run(ctx context.Context, name string, args ...string) ([]by
 	// grandchild that escaped the process group still holds them.
 	cmd.WaitDelay = cmp.Or(max(r.waitDelay, 0), grace)
 	if err := cmd.Start(); err != nil {
-		if errors.Is(err, exec.ErrNotFound) {
-			return nil, r.notInstalled(name)
-		}
 		var ee *exec.Error
-		if errors.As(err, &ee) {
+		switch {
+		case errors.Is(err, exec.ErrNotFound):
+			return nil, r.notInstalled(name)
+		case errors.As(err, &ee):
 			return nil, err // already names the program: exec: "lspci": permission denied
 		}
 		return nil, fmt.Errorf("start %s: %w", name, err)
@@ -134,30 +178,17 @@ func (r *ExecRunner) Run(ctx context.Context, name string, args ...string) ([]by
 
 	// Negative pid: the whole process group, which Setpgid made ours.
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	stuck := false
-	grace1 := time.NewTimer(grace)
+	timer.Reset(grace)
 	select {
 	case <-done:
-	case <-grace1.C:
+	case <-timer.C:
 		stuck = true
 		r.markStuck(name, done)
 	}
-	grace1.Stop()
 	if err := ctx.Err(); err != nil {
 		return out.Bytes(), fmt.Errorf("%s: killed: %w", name, err)
 	}
 	return out.Bytes(), &TimeoutError{Name: name, After: timeout, Stuck: stuck}
-}
-
-// checkStuck refuses to start a program while an earlier run of it is stuck.
-func (r *ExecRunner) checkStuck(name string) error {
-	r.mu.Lock()
-	n := r.stuck[name]
-	r.mu.Unlock()
-	if n > 0 {
-		return fmt.Errorf("%s: not started: %w", name, ErrStuck)
-	}
-	return nil
 }
 
 // notInstalled returns the error for a missing program, and logs it the
@@ -166,12 +197,10 @@ func (r *ExecRunner) notInstalled(name string) error {
 	err := &NotInstalledError{Name: name}
 	r.mu.Lock()
 	first := !r.missing[name]
-	if first {
-		if r.missing == nil {
-			r.missing = make(map[string]bool)
-		}
-		r.missing[name] = true
+	if r.missing == nil {
+		r.missing = make(map[string]bool)
 	}
+	r.missing[name] = true
 	r.mu.Unlock()
 	if first && r.Logger != nil {
 		r.Logger.Warn("a program the snapshots run is missing; they go without its output", "error", err.Error())
@@ -190,16 +219,15 @@ func (r *ExecRunner) markStuck(name string, done <-chan error) {
 	go func() {
 		<-done
 		r.mu.Lock()
-		r.stuck[name]--
-		if r.stuck[name] == 0 {
+		if r.stuck[name]--; r.stuck[name] == 0 {
 			delete(r.stuck, name)
 		}
 		r.mu.Unlock()
 	}()
 }
 
-// tailBuffer keeps the last max bytes written to it. The tail is what
-// matters: the newest kernel messages are at the end of dmesg.
+// tailBuffer keeps the last max bytes written to it: the newest kernel
+// messages are at the end of dmesg.
 type tailBuffer struct {
 	mu      sync.Mutex
 	max     int
@@ -228,14 +256,10 @@ func (b *tailBuffer) Bytes() []byte {
 	if b.dropped == 0 {
 		return bytes.Clone(b.buf)
 	}
-	kept := b.buf
-	dropped := b.dropped
+	kept, dropped := b.buf, b.dropped
 	if i := bytes.IndexByte(kept, '\n'); i >= 0 {
 		dropped += int64(i + 1)
 		kept = kept[i+1:]
 	}
-	note := "(output truncated: first " + strconv.FormatInt(dropped, 10) + " bytes dropped)\n"
-	res := make([]byte, 0, len(note)+len(kept))
-	res = append(res, note...)
-	return append(res, kept...)
+	return append([]byte("(output truncated: first "+strconv.FormatInt(dropped, 10)+" bytes dropped)\n"), kept...)
 }

@@ -1,8 +1,6 @@
 package snapshot
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,11 +14,10 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
-// Files in the log directory that tell, at the next start, how the last run
-// ended. run-state is written at start (boot id, start time, PID); the
-// clean-stop marker is written last at a clean shutdown, after the final
-// fsync of every log, and removed at start. A run-state without a marker is
-// an unclean stop: host hang, power cut, kernel panic, SIGKILL, OOM kill.
+// Files in the log directory that tell the next start how the last run
+// ended: run-state is written at start; the clean-stop marker last at a
+// clean shutdown, and removed at start. A run-state without a marker is an
+// unclean stop: host hang, power cut, kernel panic, SIGKILL, OOM kill.
 const (
 	RunStateFile  = "run-state"
 	CleanStopFile = "clean-stop"
@@ -35,15 +32,12 @@ type RunState struct {
 	BootID  string
 	Started time.Time
 	PID     int
-	// KmsgSeq is the sequence number of the last /dev/kmsg record the run
-	// handed on: a restart in the same boot (same BootID) reads the
-	// kernel's ring from there, so that the records written while no
-	// logger was reading are not lost. Absent when the kernel log is not
-	// /dev/kmsg, or not read.
+	// KmsgSeq is the last /dev/kmsg record the run handed on: a restart in
+	// the same boot reads the kernel's ring from there, so that the records
+	// written while no logger ran are not lost. Absent when not read.
 	KmsgSeq reading.Opt[uint64]
-	// GPUs are the boards the run monitors (index, UUID, serial, bus id):
-	// the next start compares its own with them (sink.CompareInventory).
-	// A GPU stuck at start is added once it answers.
+	// GPUs are the boards the run monitors, for the next start to compare
+	// (sink.CompareInventory). A GPU stuck at start is added once it answers.
 	GPUs []sink.Board
 }
 
@@ -67,11 +61,8 @@ func ReadBootID(path string) string {
 }
 
 // BeginRun reads how the previous run in dir ended, removes its clean-stop
-// marker and records this run (cur). It does only small file operations, so
-// it can sit on the start-up path; the evidence of an unclean stop is
-// collected afterwards by WriteBootLog. An error means this run could not
-// be recorded (the next start will not know how it ended); prev is still
-// valid.
+// marker and records this run (cur); WriteBootLog collects the evidence
+// later. An error means this run could not be recorded; prev is still valid.
 func BeginRun(dir string, cur RunState) (prev PreviousRun, err error) {
 	prev.State, prev.Found, err = ReadRunState(dir)
 	if err != nil {
@@ -87,14 +78,12 @@ func BeginRun(dir string, cur RunState) (prev PreviousRun, err error) {
 	return prev, WriteRunState(dir, cur)
 }
 
-// runStateMax bounds what is read of run-state (a run's is a few lines
-// and one line per GPU, under 64 KiB with hundreds of GPUs): whatever the
-// log directory holds there, the start reads no more.
+// runStateMax bounds what is read of run-state (under 64 KiB with hundreds
+// of GPUs), whatever the log directory holds there.
 const runStateMax = 1 << 20
 
-// ReadRunState returns the run-state in dir, as the last run left it (this
-// run's once BeginRun wrote it); found is false when there is none. What is
-// not a regular file is an error, never waited on (a FIFO).
+// ReadRunState returns the run-state in dir; found is false when there is
+// none. What is not a regular file is an error, never waited on (a FIFO).
 func ReadRunState(dir string) (s RunState, found bool, err error) {
 	b, err := sink.ReadBounded(sink.OpenRegular, filepath.Join(dir, RunStateFile), runStateMax, false)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -106,35 +95,30 @@ func ReadRunState(dir string) (s RunState, found bool, err error) {
 	return parseRunState(b), true, nil
 }
 
-// WriteRunState replaces the run-state in dir with s, atomically: a crash
-// leaves the old file or the new one, never a mix.
+// WriteRunState replaces the run-state in dir with s, atomically.
 func WriteRunState(dir string, s RunState) error {
-	var b strings.Builder
-	b.WriteString("boot_id=" + s.BootID + "\n")
-	b.WriteString("started=" + s.Started.Format(time.RFC3339Nano) + "\n")
-	b.WriteString("pid=" + strconv.Itoa(s.PID) + "\n")
+	b := fmt.Appendf(nil, "boot_id=%s\nstarted=%s\npid=%d\n", s.BootID, s.Started.Format(time.RFC3339Nano), s.PID)
 	if seq, ok := s.KmsgSeq.Get(); ok {
-		b.WriteString("kmsg_seq=" + strconv.FormatUint(seq, 10) + "\n")
+		b = fmt.Appendf(b, "kmsg_seq=%d\n", seq)
 	}
 	for _, g := range s.GPUs {
 		if g.UUID != "" {
-			b.WriteString("board=" + g.Text() + "\n")
+			b = fmt.Appendf(b, "board=%s\n", g.Text())
 		}
 	}
-	return sink.WriteFileAtomic(filepath.Join(dir, RunStateFile), []byte(b.String()), 0o644)
+	return sink.WriteFileAtomic(filepath.Join(dir, RunStateFile), b, 0o644)
 }
 
-// MarkCleanStop writes the clean-stop marker. Call it last at shutdown,
-// after every log is flushed and synced.
+// MarkCleanStop writes the clean-stop marker: last at shutdown, after every
+// log is flushed and synced.
 func MarkCleanStop(dir string, at time.Time) error {
 	return sink.WriteFileAtomic(filepath.Join(dir, CleanStopFile), []byte("stopped="+at.Format(time.RFC3339Nano)+"\n"), 0o644)
 }
 
 func parseRunState(b []byte) RunState {
 	var s RunState
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), "=")
+	for line := range strings.Lines(string(b)) {
+		k, v, ok := strings.Cut(strings.TrimRight(line, "\r\n"), "=")
 		if !ok {
 			continue
 		}

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -9,8 +10,7 @@ import (
 )
 
 // SpikeRequest is one spike snapshot, complete: the decision that accepted
-// it and what the caller knows when a fan spikes. A spike snapshot runs no
-// commands: everything comes from the caller's memory.
+// it and what the caller holds in memory when a fan spikes.
 type SpikeRequest struct {
 	Decision    Decision // from DecideSpike, accepted
 	Header      Header
@@ -26,9 +26,8 @@ type SpikeRequest struct {
 const spikeTitle = "FAN SPIKE DETECTED"
 
 // Spike writes the spike snapshot of req, whose Decision DecideSpike
-// accepted, in the background. It reports false when it writes nothing: a
-// decision not accepted, or a request handed after Close (counted in
-// Stats.RefusedClosed).
+// accepted, in the background. It reports false when it writes nothing (see
+// Crash).
 func (m *Manager) Spike(req SpikeRequest) bool {
 	d := req.Decision
 	if !d.Accepted || !m.hand() {
@@ -49,12 +48,10 @@ func (m *Manager) Spike(req SpikeRequest) bool {
 // there and then), with the thresholds and policies from the caller's
 // memory: no NVML call on a GPU that may be failing.
 func renderSpike(req *SpikeRequest) []byte {
-	var b strings.Builder
-	writeHeader(&b, &req.Header)
-	b.WriteString("=== Current state ===\n")
+	var cur, th, fans strings.Builder
 	n := max(len(req.Columns), len(req.Values))
 	if n == 0 {
-		b.WriteString("(no current row)\n")
+		cur.WriteString("(no current row)\n")
 	}
 	for i := range n {
 		name, val := "", ""
@@ -64,36 +61,17 @@ func renderSpike(req *SpikeRequest) []byte {
 		if i < len(req.Values) {
 			val = req.Values[i]
 		}
-		b.WriteString(" " + orNA(name) + ": " + orNA(val) + "\n")
+		cur.WriteString(" " + orNA(name) + ": " + orNA(val) + "\n")
 	}
-	b.WriteString("\n")
-	writeRows(&b, req.CSVHeader, req.Rows)
-
-	b.WriteString("\n=== Thermal thresholds ===\n")
-	for _, t := range []struct {
-		label string
-		v     reading.Opt[uint32]
-	}{
-		{"shutdown", req.Thresholds.Shutdown},
-		{"slowdown", req.Thresholds.Slowdown},
-		{"mem_max", req.Thresholds.MemMax},
-		{"gpu_max", req.Thresholds.GPUMax},
-	} {
-		b.WriteString(" " + t.label + ": ")
-		if v, ok := t.v.Get(); ok {
-			b.WriteString(strconv.FormatUint(uint64(v), 10) + "C\n")
-		} else {
-			b.WriteString(na + "\n")
-		}
-	}
-
-	b.WriteString("\n=== Fan control policies ===\n")
+	t := req.Thresholds
+	fmt.Fprintf(&th, " shutdown: %s\n slowdown: %s\n mem_max: %s\n gpu_max: %s\n",
+		optf("%dC", t.Shutdown), optf("%dC", t.Slowdown), optf("%dC", t.MemMax), optf("%dC", t.GPUMax))
 	if len(req.FanPolicies) == 0 {
-		b.WriteString("(no fans reported)\n")
+		fans.WriteString("(no fans reported)\n")
 	}
 	for i, p := range req.FanPolicies {
-		b.WriteString(" fan[" + strconv.Itoa(i) + "]: policy=" + orNA(p) + "\n")
+		fans.WriteString(" fan[" + strconv.Itoa(i) + "]: policy=" + orNA(p) + "\n")
 	}
-	b.WriteString("\n=== End of snapshot ===\n")
-	return []byte(b.String())
+	return render(&req.Header, Section{"Current state", cur.String()}, req.CSVHeader, req.Rows,
+		[]Section{{"Thermal thresholds", th.String()}, {"Fan control policies", fans.String()}}, "End of snapshot")
 }
