@@ -3,20 +3,22 @@ package monitor
 import (
 	"context"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
-// startBootCheck records this run (boot id, start) and, when the previous
-// run did not stop cleanly, collects its evidence into crashes/boot-*.log
-// on a goroutine counted in wg: sampling does not wait for it. A clean
-// restart writes nothing.
+// startBootCheck records this run and, when the previous run did not stop
+// cleanly, collects its evidence into crashes/boot-*.log on a goroutine in
+// wg: sampling does not wait for it.
 func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
-	bootID := snapshot.ReadBootID(filepath.Join(m.cfg.HostRoot, snapshot.DefaultBootIDPath))
+	bootID := m.ident.BootID
 	prev, err := m.beginRun(bootID)
 	if err != nil {
 		m.log.Warn("cannot record this run; the next start will not know whether it stopped cleanly", "error", err)
@@ -46,11 +48,9 @@ func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
 	})
 }
 
-// compareInventory compares the boards found with the previous run's
-// (run-state), by UUID: a board missing, new, or at another index or bus id
-// is one INVENTORY line each in events.log (a missing one at warning
-// level), and one start-up log line sums them up. The previous run's CSVs
-// of a board that moved keep its rows under their own board's name.
+// compareInventory compares the boards found with the previous run's, by
+// UUID: a board missing, new or moved is one INVENTORY line each, and one
+// log line sums them up.
 func (m *Monitor) compareInventory(prev snapshot.PreviousRun) {
 	if !prev.Found {
 		return // the first run here
@@ -60,8 +60,7 @@ func (m *Monitor) compareInventory(prev snapshot.PreviousRun) {
 		return
 	}
 	changes := sink.CompareInventory(prev.State.GPUs, m.boards())
-	// With --gpu selecting some of the GPUs, the others are not missing:
-	// they are not monitored (the driver enumerates more than are).
+	// With --gpu selecting some GPUs, the others are not missing.
 	subset := m.host.Enumerated() > len(m.gpus)
 	count := map[string]int{}
 	for _, c := range changes {
@@ -92,4 +91,37 @@ func (m *Monitor) markCleanStop() {
 	if err := snapshot.MarkCleanStop(m.cfg.LogDir, time.Now()); err != nil {
 		m.log.Warn("cannot write the clean-stop marker; the next start will report an unclean stop", "error", err)
 	}
+}
+
+// readIdentity names the host: name (--host, else the kernel's hostname),
+// machine id (systemd's, else D-Bus's) and boot id, read under root. A name
+// that cannot tell hosts apart (localhost, none) is logged.
+func readIdentity(name, root string, log *slog.Logger) reading.Identity {
+	read := func(p string) string {
+		b, err := os.ReadFile(filepath.Join(root, p))
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(b))
+	}
+	id := reading.Identity{Host: name, BootID: snapshot.ReadBootID(filepath.Join(root, snapshot.DefaultBootIDPath))}
+	if id.Host == "" {
+		id.Host = read("proc/sys/kernel/hostname")
+	}
+	if id.Host == "" && root == "/" {
+		id.Host, _ = os.Hostname()
+	}
+	for _, p := range []string{"etc/machine-id", "var/lib/dbus/machine-id"} {
+		if id.MachineID = read(p); id.MachineID != "" {
+			break
+		}
+	}
+	if id.Host == "" || strings.HasPrefix(id.Host, "localhost") {
+		log.Warn("the host's name does not tell it apart from others: set --host", "host", id.Host, "machine_id", id.MachineID)
+		if id.Host == "" {
+			id.Host = "unknown"
+		}
+	}
+	log.Info("host", "host", id.Host, "machine_id", id.MachineID, "boot_id", id.BootID)
+	return id
 }

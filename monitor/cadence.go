@@ -7,18 +7,17 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 )
 
-// cadenceWindow is the span the published tick-period figures cover: long
-// enough for a p99 over 600 ticks at 100 ms, short enough to show a problem
-// while it lasts.
-const cadenceWindow = time.Minute
+// The published tick-period figures cover cadenceWindow: long enough for a
+// p99 over 600 ticks at 100 ms, short enough to show a problem while it
+// lasts. The histogram holds periods up to 4 intervals in steps of
+// interval/100 (1 ms at 100 ms), longer ones in the last bucket.
+const (
+	cadenceWindow  = time.Minute
+	cadenceBuckets = 400
+)
 
-// cadenceBuckets is the period histogram's resolution: periods from 0 to
-// 4 intervals in steps of interval/100 (1 ms at 100 ms), longer ones in the
-// last bucket.
-const cadenceBuckets = 400
-
-// cadence measures the poll loop's tick periods. The poll loop calls tick;
-// readers call get. It never allocates after construction.
+// cadence measures the poll loop's tick periods (tick); readers call get.
+// It never allocates after construction.
 type cadence struct {
 	mu       sync.Mutex
 	step     time.Duration // bucket width

@@ -1,12 +1,12 @@
-// Package monitor runs the logger: a fixed-rate poll loop that dispatches one
-// sample per GPU per tick to that GPU's worker, the per-GPU pipeline (detect,
-// write, snapshot), the NVML event and kernel-log listeners, hang and failure
-// handling, the status line and the periodic summary, and the ordered
-// shutdown. It wires sampler, anomaly, sink and snapshot; cmd only parses
-// flags and calls Run.
+// Package monitor runs the logger: the fixed-rate poll loop dispatching one
+// sample per GPU per tick to its worker, each GPU's pipeline, the NVML event
+// and kernel log listeners, hang and failure handling, the status line and
+// summary, and the ordered shutdown. It wires sampler, anomaly, sink and
+// snapshot; cmd parses flags and calls Run.
 package monitor
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,14 +20,12 @@ import (
 
 // Config is everything the monitor needs besides the opened NVML host.
 type Config struct {
-	Version string
-	// Host names this host in every output (--host); "" means the
-	// hostname.
-	Host     string
+	Version  string
+	Host     string // names this host in every output (--host); "": the hostname
 	LogDir   string
 	Interval time.Duration
 	// Deadline is how long a GPU's sample may take before the GPU is
-	// reported hung. 0 means max(2 x Interval, 1 s).
+	// reported hung; 0: DefaultDeadline.
 	Deadline time.Duration
 	Anomaly  anomaly.Config
 
@@ -40,22 +38,15 @@ type Config struct {
 	// the reference logger's (gpu-telemetry-deep.py's SUMMARY_INTERVAL_SEC,
 	// "also used as rate-metric window").
 	SummaryEvery time.Duration
-	// KmsgPath is the kernel log to follow for Xids; "" disables it.
-	KmsgPath string
-	// KernelLog is KmsgPath opened before the start-up wait
-	// (OpenKernelLog); nil: New plans it and Run opens it.
-	KernelLog *KernelLog
-	// KmsgMarkers lets the logger write a tagged marker to the kernel log
-	// (at most hourly, when it has been quiet for an hour, only on the
-	// kernel's log device and where writing is allowed) to keep the
-	// dmesg_time clock estimate fresh.
+	KmsgPath     string     // the kernel log to follow; "": none
+	KernelLog    *KernelLog // KmsgPath opened early (OpenKernelLog); nil: Run opens it
+	// KmsgMarkers lets the logger write a marker to the kernel log when it
+	// has been quiet for an hour, to keep the dmesg_time estimate fresh.
 	KmsgMarkers bool
 	// XidDedupe: the same Xid on the same GPU from the other source (NVML
 	// events vs kernel log) within this window is one incident.
-	XidDedupe time.Duration
-	// InventoryEvery is how often the GPU list is checked against the
-	// driver's enumeration. 0 means 30 s.
-	InventoryEvery time.Duration
+	XidDedupe      time.Duration
+	InventoryEvery time.Duration // GPU list vs the driver's enumeration; 0: 30 s
 
 	CrashCooldown  time.Duration
 	SpikeCooldown  time.Duration
@@ -63,35 +54,25 @@ type Config struct {
 	CommandTimeout time.Duration
 	Runner         snapshot.Runner // nil: real commands (an ExecRunner that logs a missing program once)
 
-	// Atop serves atop's GPU statistics (the atopgpud protocol) when set.
-	Atop *atop.Config
-	// ProcRoot is where /proc is mounted, for process names ("" = /proc).
-	ProcRoot string
+	Atop     *atop.Config // serves the atopgpud protocol when set
+	ProcRoot string       // where /proc is mounted ("": /proc)
 
 	Logger   *slog.Logger
-	Notifier Notifier // nil: not under systemd
-	// Journal also sends every events.log line to the systemd journal with
-	// structured fields (journal.go); nil: off (not under systemd).
-	Journal JournalFunc
+	Notifier Notifier    // nil: not under systemd
+	Journal  JournalFunc // also sends events.log lines to the systemd journal; nil: off
 	// WatchdogEvery is how often Notifier.Watchdog is called while the poll
-	// loop is alive, whatever the interval (systemd: half of WatchdogSec);
-	// 0: never.
+	// loop is alive (systemd: half of WatchdogSec); 0: never.
 	WatchdogEvery time.Duration
-	// HostRoot is where host facts are read from for system-info.txt.
-	HostRoot string
+	HostRoot      string // where host facts are read from
 
-	// trace records shutdown steps (tests).
-	trace func(step string)
-	// openLog opens events.log and summary.log; tests replace lumberjack,
-	// whose rotation goroutine outlives Close.
-	openLog func(dir, name string, maxMB int) lineLog
-	// newTicker makes the poll loop's ticker; tests use Go timers on fake
-	// time.
+	// Tests: trace records shutdown steps; openLog replaces lumberjack,
+	// whose rotation goroutine outlives Close; newTicker runs on fake time;
+	// mono steps the monotonic clock (hang lengths are measured on it: the
+	// wall clock can step) without the wall clock.
+	trace     func(step string)
+	openLog   func(dir, name string, maxMB int) lineLog
 	newTicker func(time.Duration) ticker
-	// mono reads the monotonic clock that durations are measured on (a
-	// hang's length): the wall clock can step. Tests step one without the
-	// other; nil: Go's monotonic clock.
-	mono func() time.Duration
+	mono      func() time.Duration
 }
 
 // DefaultDeadline returns the per-GPU sample deadline for an interval.
@@ -112,20 +93,14 @@ func (c *Config) defaults() {
 	if c.InventoryEvery <= 0 {
 		c.InventoryEvery = inventoryEvery
 	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	if c.Runner == nil {
 		// One runner for the snapshots and the boot log: a missing
 		// program is logged once, whichever runs it first.
 		c.Runner = &snapshot.ExecRunner{Timeout: c.CommandTimeout, Logger: c.Logger}
 	}
-	if c.Notifier == nil {
-		c.Notifier = nopNotifier{}
-	}
-	if c.HostRoot == "" {
-		c.HostRoot = "/"
-	}
+	c.Notifier = cmp.Or[Notifier](c.Notifier, nopNotifier{})
+	c.HostRoot = cmp.Or(c.HostRoot, "/")
 	if c.trace == nil {
 		c.trace = func(string) {}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/events"
@@ -12,25 +13,18 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
-	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 	"github.com/gpu-telemetry/gpu-telemetry/xid"
 )
 
-// runEvents follows the NVML events of every GPU (sampler.FollowEvents:
-// each GPU registered once it answers, a failed set reopened with back-off)
-// until ctx is done.
+// runEvents follows every GPU's NVML events until ctx is done.
 func (m *Monitor) runEvents(ctx context.Context) {
 	m.host.FollowEvents(ctx, m.log, m.onEvent, func(state string) { m.setState(&m.states.events, state) })
 }
 
-// runKmsg follows the kernel log for NVRM Xid lines. NVML events do not
-// deliver some Xids (79, 119, 120), so this is the only source for them.
-// The log was opened before the start-up wait (OpenKernelLog), or by Run;
-// the records logged before the monitor was ready, and after a restart
-// in the same boot those since the previous run's last one, come first,
-// marked backlog. The position reached is saved in run-state
-// (kernlog.go) every kmsgSeqRefresh, once the backlog is read, and at stop,
-// off the reading goroutine.
+// runKmsg follows the kernel log for the driver's lines: NVML events do not
+// deliver some Xids (79, 119, 120), so it is the only source for them. The
+// records logged before the monitor was ready (and after a restart in the
+// same boot, since the previous run's last one) come first, as backlog.
 func (m *Monitor) runKmsg(ctx context.Context) {
 	r, err := m.klog.r, m.klog.err
 	if err != nil {
@@ -47,23 +41,15 @@ func (m *Monitor) runKmsg(ctx context.Context) {
 	r.OnState(m.setKmsgState)
 	m.setKmsgState("following")
 	m.log.Info("following the kernel log for Xids", "path", m.cfg.KmsgPath)
-	clockDone := make(chan struct{})
-	defer func() { <-clockDone }()
-	go func() { defer close(clockDone); m.runKernelClock(ctx) }()
+	var wg sync.WaitGroup
+	defer func() { wg.Wait(); m.saveKmsgSeq() }() // the position at stop
+	wg.Go(func() { m.runKernelClock(ctx) })
 	// The position is saved on a goroutine of its own (a stalled disk must
-	// not stall reading): every kmsgSeqRefresh, and at once when a replay
-	// has been read, so that a restart loop does not replay the same
-	// records again.
+	// not stall reading): every kmsgSeqRefresh, at stop, and at once when a
+	// replay has been read, so that a restart loop does not replay it again.
 	replayed := make(chan struct{}, 1)
-	r.OnCaughtUp(func() {
-		select {
-		case replayed <- struct{}{}:
-		default:
-		}
-	})
-	seqDone := make(chan struct{})
-	defer func() { <-seqDone; m.saveKmsgSeq() }() // the position at stop
-	go func() { defer close(seqDone); m.refreshKmsgSeq(ctx, replayed) }()
+	r.OnCaughtUp(func() { nudge(replayed, struct{}{}) })
+	wg.Go(func() { every(ctx, kmsgSeqRefresh, replayed, m.saveKmsgSeq) })
 	standIn := m.klog.standIn
 	err = r.Run(ctx, func(rec kmsg.Record) {
 		if standIn != nil {
@@ -78,9 +64,8 @@ func (m *Monitor) runKmsg(ctx context.Context) {
 	}
 }
 
-// kernelXidEvents are the events of the kernel log's Xid record rec, read
-// at now (kmsg.XidReport.Events: the detail x parsed once), on the GPU its
-// bus id names when that GPU is monitored.
+// kernelXidEvents are the events of the kernel's Xid record rec (x parsed),
+// read at now, on the GPU its bus id names when that GPU is monitored.
 func (m *Monitor) kernelXidEvents(x kmsg.XidReport, rec kmsg.Record, now time.Time) []reading.Event {
 	evs := x.Events(rec, now)
 	if gs := m.gpuByBus(x.Bus); gs != nil {
@@ -92,106 +77,92 @@ func (m *Monitor) kernelXidEvents(x kmsg.XidReport, rec kmsg.Record, now time.Ti
 }
 
 // onEvent carries out what the event stage (internal/events) makes of one
-// GPU event from any source: the GPU's incident and its crash snapshot
-// (incident desk), the live view, the Xid flag of the GPU's next row, the
-// daemon's log and the events.log lines.
+// GPU event from any source: the GPU's incident and crash snapshot, the live
+// view, the Xid flag of the GPU's next row, the daemon's log and the
+// events.log lines.
 func (m *Monitor) onEvent(e reading.Event) {
 	gs := m.byIndex[e.GPU]
-	if gs == nil {
-		r := m.ev.Handle(e)
-		m.heldXid(r, e)
-		m.eventLines(r, snapshot.Decision{})
-		if r.Alert != events.Quiet {
-			m.log.Warn("critical event for a GPU that is not monitored", "bus", e.BusID, "reason", r.Reason)
-		}
-		return
-	}
-	// The de-duplication and the first report's incident decision are one
-	// step for the GPU (reportMu): a duplicate from the other source,
-	// arriving on its own goroutine, then names the incident the first
-	// report was counted in, never none or the GPU's previous one.
-	gs.reportMu.Lock()
-	r := m.ev.Handle(e)
-	if r.FlagXid {
-		gs.addXid(int64(e.Data))
-	}
-	if r.Wake {
-		gs.slot.Update(func(g *live.GPU) { showReport(g, r) })
-		gs.nextTry.Store(0)
-	}
+	var r events.Record
 	var plan crashPlan
-	switch {
-	case r.Duplicate:
-		plan.d.Incident, plan.d.Snapshot = m.snaps.Incident(gs.idx)
-	case r.Critical != nil:
-		plan = gs.criticalEvent(e.Time, *r.Critical)
+	if gs == nil {
+		r = m.ev.Handle(e)
+	} else {
+		// The de-duplication and the first report's incident decision are
+		// one step for the GPU (reportMu): a duplicate from the other source
+		// then names the incident the first report was counted in, never
+		// none or the GPU's previous one.
+		gs.reportMu.Lock()
+		r = m.ev.Handle(e)
+		if r.FlagXid {
+			gs.addXid(int64(e.Data))
+		}
+		if r.Wake {
+			gs.slot.Update(func(g *live.GPU) {
+				switch r.Kind {
+				case reading.EventXid:
+					g.Xid(r.Code, r.At, xid.Name(int(r.Code)))
+				case reading.EventRecovery:
+					g.Recovery(r.Code, r.At, xid.RecoveryActionName(r.Code))
+				case reading.EventLost:
+					g.Lost(r.Seen)
+				}
+			})
+			gs.nextTry.Store(0)
+		}
+		switch {
+		case r.Duplicate:
+			plan.d.Incident, plan.d.Snapshot = m.snaps.Incident(gs.idx)
+		case r.Critical != nil:
+			plan = gs.criticalEvent(e.Time, *r.Critical)
+		}
+		gs.reportMu.Unlock()
 	}
-	gs.reportMu.Unlock()
-	m.heldXid(r, e)
-	switch r.Alert {
-	case events.Notice:
+	if r.FirstHeld {
+		// An application's Xid over its burst limit: the rest are counted
+		// and summed up in events.log when their window ends.
+		logFirstLoss(m.log, "xid_lines_suppressed", "an Xid line of an application's fault (over "+strconv.Itoa(events.LineBurst)+" of one code per GPU per minute; still counted in xids_total)",
+			slog.Int("gpu", e.GPU), slog.String("kind", r.Held))
+	}
+	switch {
+	case r.Alert == events.Quiet:
+	case gs == nil:
+		m.log.Warn("critical event for a GPU that is not monitored", "bus", e.BusID, "reason", r.Reason)
+	case r.Alert == events.Notice:
 		gs.log.Warn("GPU event (reports the consequence of other events)", "reason", r.Reason)
-	case events.Error:
+	case r.Alert == events.Error:
 		gs.log.Error("critical GPU event", "reason", r.Reason)
 	}
-	// The lines after the snapshot's decision: the event's names the
-	// incident and the snapshot. The snapshot is built after them: it
-	// reads the GPU's rows, which may wait on the disk.
-	m.eventLines(r, plan.d)
-	gs.crashSnapshot(plan)
+	m.carryOut(gs, r, plan)
 }
 
-// showReport shows a Wake record's report in the GPU's live view g: the
-// last Xid or recovery action and when it happened, or the GPU lost.
-func showReport(g *live.GPU, r events.Record) {
-	switch r.Kind {
-	case reading.EventXid:
-		g.Xid(r.Code, r.At, xid.Name(int(r.Code)))
-	case reading.EventRecovery:
-		g.Recovery(r.Code, r.At, xid.RecoveryActionName(r.Code))
-	case reading.EventLost:
-		g.Lost(r.Seen)
-	}
-}
-
-// healthEvent names an NVML health event type for the event stage
-// (events.Config.HealthEvent): the sampler knows NVML's types.
+// healthEvent names an NVML health event type for the event stage.
 func healthEvent(typ uint64) (string, bool) {
 	h, _ := sampler.HealthEvent(typ)
 	return h.Name, h.Critical
 }
 
-// heldXid logs the first Xid line the event stage held (an application's
-// Xid over its burst limit), with what was lost; the rest are counted in
-// xid_lines_suppressed and summed up in events.log when their window ends.
-func (m *Monitor) heldXid(r events.Record, e reading.Event) {
-	if r.FirstHeld {
-		logFirstLoss(m.log, "xid_lines_suppressed", "an Xid line of an application's fault (over "+strconv.Itoa(events.LineBurst)+" of one code per GPU per minute; still counted in xids_total)",
-			slog.Int("gpu", e.GPU), slog.String("kind", r.Held))
-	}
-}
-
-// windowsEnded writes the lines that sum up what the event stage's burst
-// limits held (KERNEL_LINES_SUPPRESSED, XID_LINES_SUPPRESSED) in the
-// windows that ended by now, a poll loop tick's time; with all (at stop)
-// in every window.
+// windowsEnded writes the lines that sum up what the burst limits held in
+// the windows ended by now; with all (at stop), in every window.
 func (m *Monitor) windowsEnded(now time.Time, all bool) {
 	for _, l := range m.ev.WindowsEnded(now, all) {
 		m.eventLine(l)
 	}
 }
 
-// eventLines writes a record's events.log lines, the last (the event's own)
-// with the incident and snapshot d names.
-func (m *Monitor) eventLines(r events.Record, d snapshot.Decision) {
+// carryOut writes record r's events.log lines, the last (the event's own)
+// naming the incident and snapshot plan decided on, then gathers that
+// snapshot for GPU gs (nil: not monitored): it reads the GPU's rows, which
+// may wait on the disk, so it comes after the lines.
+func (m *Monitor) carryOut(gs *gpuState, r events.Record, plan crashPlan) {
 	if r.Burst > 0 {
 		m.log.Info("clock event burst", "events", r.Burst, "window", events.ClockBurstWindow)
 	}
 	for i, l := range r.Lines {
 		if i == len(r.Lines)-1 {
-			m.incidentLine(l, d)
+			m.incidentLine(l, plan.d)
 		} else {
 			m.eventLine(l)
 		}
 	}
+	gs.crashSnapshot(plan)
 }

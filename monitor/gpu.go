@@ -3,6 +3,7 @@ package monitor
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -16,11 +17,10 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
-// Back-off after failures, as the reference logger gpu-telemetry-deep.py
-// backed off: after 5 consecutive failed samples a GPU is tried every 5 s,
-// after 10 every 30 s (a faulted GPU answers each
-// call only after a long timeout, so polling it at 10 Hz only queues calls).
-// A lost GPU is re-probed with exponential back-off from 1 s to 60 s.
+// Back-off as the reference logger gpu-telemetry-deep.py did: after 5
+// failed samples in a row a GPU is tried every 5 s, after 10 every 30 s (a
+// faulted GPU answers only after long timeouts: polling it at 10 Hz only
+// queues calls). A lost GPU is re-probed every 1 s doubling to 60 s.
 const (
 	failSlowAfter  = 5
 	failSlowEvery  = 5 * time.Second
@@ -32,20 +32,18 @@ const (
 
 // gpuState is one GPU's pipeline. Every sample goes one way through it, on
 // the GPU's worker goroutine (handle): classify -> detect -> record ->
-// publish -> incidents (the snapshots it asks for). The published view
-// (slot) is the only thing readers see; the poll loop writes it too when the
-// worker is stuck (hung).
+// publish -> incidents. Readers see only the published view (slot), which
+// the poll loop writes too while the worker is stuck (hung).
 type gpuState struct {
-	m    *Monitor // where the pipeline writes: the sinks, the side queue, the incident desk
+	m    *Monitor
 	g    *sampler.GPU
 	w    *sampler.Worker
 	tr   *anomaly.Tracker
 	idx  int
 	log  *slog.Logger
 	slot *live.Slot
-	pr   *sampler.ProcReader // the slow tier's process reads (monitor/procs.go)
-	// sysBus is the bus id sysfs lists for a GPU stuck at start, set by
-	// New before anything runs (busesFromSysfs); absent otherwise.
+	pr   *sampler.ProcReader // the slow tier's process reads (procs.go)
+	// The bus id sysfs lists for a GPU stuck at start (busesFromSysfs, in New).
 	sysBus reading.Opt[reading.PCIAddr]
 
 	// Worker goroutine only.
@@ -55,59 +53,41 @@ type gpuState struct {
 	late      bool // static facts not known at start: handle checks until they are
 
 	// Shared.
-	// The monotonic reading (Config.mono, ns) before which the poll loop
-	// does not dispatch: the back-off of a failing or lost GPU; 0: none.
-	nextTry   atomic.Int64
-	delivered atomic.Bool // at least one row written (readiness)
-	// Jobs writing rows of this GPU queued on the side goroutine and not yet
-	// run or dropped (queueRows). While there are any, the worker queues its
-	// rows behind them (record): the file stays in time order whatever the
-	// side goroutine's lag.
-	sideRows atomic.Int64
+	nextTry   atomic.Int64 // Config.mono (ns) before which the poll loop does not dispatch (backOff); 0: none
+	delivered atomic.Bool  // at least one row written (readiness)
+	sideRows  atomic.Int64 // jobs queued that write this GPU's rows (queueRows)
 
-	// hmu orders a hang's report (hung, on the poll goroutine) against the
-	// return of the sample it reports (classify, on the worker): the poll
-	// loop sees the sample stuck, then reports it, and the sample can come
-	// back in between. Either the report comes first, and the sample's late
-	// row is queued behind the hang's rows, or the sample came back first and
-	// there is no hang left to report.
-	hmu     sync.Mutex
-	stalled bool // a hang of the sample in flight was reported
-	// When the sample of the current hang was dispatched, on the monotonic
-	// clock (Config.mono, the worker's readings): the hang's length is
-	// measured from it.
-	stallStart time.Duration
-	// The monotonic reading the last sample classified was dispatched at
-	// (Worker.Busy): the sample's identity, compared for equality only; -1
-	// before any (readings are never negative).
+	// hmu orders a hang's report (hung, poll goroutine) against the return
+	// of the sample it reports (classify, worker): either the report comes
+	// first and the late row is queued behind the hang's rows, or the sample
+	// came back first and there is no hang left to report.
+	hmu        sync.Mutex
+	stalled    bool          // a hang of the sample in flight was reported
+	stallStart time.Duration // Config.mono when the hang's sample was dispatched
+	// When the last sample classified was dispatched (Worker.Busy): its
+	// identity, compared for equality only; -1 before any.
 	finished time.Duration
-	// hungLine is closed once the current hang's NVML_HUNG line is written
-	// (hung writes it on a goroutine of its own, so that a stalled disk
-	// cannot stall the poll loop); classify waits for it before the
-	// recovery's line, which must come after. nil: none pending.
+	// hungLine is closed once the hang's NVML_HUNG line is written (on a
+	// goroutine of its own: a stalled disk must not stall the poll loop);
+	// classify waits for it before the recovery's line. nil: none pending.
 	hungLine chan struct{}
 
-	// health is the latest health view (health.go), written by the worker.
-	health atomic.Pointer[HealthView]
-	links  anomaly.LinkWatch // worker only
+	health atomic.Pointer[HealthView] // written by the worker (health.go)
+	links  anomaly.LinkWatch          // worker only
 
-	// reportMu makes an Xid report's de-duplication and its incident
-	// decision one step (Monitor.onEvent): NVML events and the kernel log
-	// report on goroutines of their own.
-	reportMu sync.Mutex
+	reportMu sync.Mutex // an Xid report's de-duplication and incident decision are one step (onEvent)
 
 	xmu     sync.Mutex
 	pending []int64 // Xids to flag on the next row
 	xclosed bool    // shut down: no next row will come (closeXids)
 
-	// Poll goroutine only: ticks skipped because the sample in flight had
-	// not yet reached its deadline, and the process read last published.
+	// Poll goroutine only: ticks skipped while the sample in flight was
+	// within its deadline, the process read last published, and whether the
+	// GPU was backing off when this tick began (procTick goes by it, not by
+	// nextTry, which the tick's own sample may have set since).
 	skipped    []instant
 	procsShown *reading.Procs
-	// Poll goroutine only: the GPU was backing off when this tick began.
-	// procTick holds the process read back on it, not on nextTry as the
-	// tick's own sample may have set it since (a fast failure).
-	offAtTick bool
+	offAtTick  bool
 }
 
 func newGPUState(m *Monitor, g *sampler.GPU) *gpuState {
@@ -141,9 +121,8 @@ func (gs *gpuState) addXid(code int64) {
 	}
 }
 
-// closeXids runs at shutdown, once the GPU writes no more rows: the Xid
-// flags still waiting for a next row, and any reported later, are counted
-// in xid_flags_dropped.
+// closeXids runs at shutdown, once the GPU writes no more rows: the flags
+// still waiting, and any reported later, are counted as dropped.
 func (gs *gpuState) closeXids() {
 	gs.xmu.Lock()
 	lost := gs.pending
@@ -154,10 +133,9 @@ func (gs *gpuState) closeXids() {
 	}
 }
 
-// dropXid counts an Xid flag that no row carries; the first is logged with
-// what, the GPU and the Xid.
+// dropXid counts an Xid flag no row carries; the first is logged (gs.log names the GPU).
 func (gs *gpuState) dropXid(code int64, what string) {
-	lose(gs.m.reg, gs.log, xidFlagsDropped, what, slog.Int64("xid", code)) // gs.log names the GPU
+	lose(gs.m.reg, gs.log, xidFlagsDropped, what, slog.Int64("xid", code))
 }
 
 func (gs *gpuState) takeXids(s *reading.Sample) {
@@ -169,17 +147,17 @@ func (gs *gpuState) takeXids(s *reading.Sample) {
 	gs.xmu.Unlock()
 }
 
-// handle is the per-sample pipeline, run on the GPU's worker goroutine for
-// every sample. Each stage only hands its result to the next. The snapshots
-// the sample asks for are requested last (incidents), once it is a row and
-// published: their rows end with it and their headers count it.
+// handle is the per-sample pipeline, on the GPU's worker goroutine. The
+// snapshots come last, once the sample is a row and published: their rows
+// end with it and their headers count it.
 func (gs *gpuState) handle(s *reading.Sample) {
 	if gs.late && gs.g.FactsKnown() {
-		gs.late = false // static facts not known at start, known now
+		gs.late = false
 		gs.m.staticKnown(gs)
 	}
 	stalled, critical := gs.classify(s)
-	r := gs.detect(s)
+	gs.takeXids(s)
+	r := gs.tr.Observe(s, s.Time)
 	if critical.reason == "" {
 		critical = gs.healthCritical(s.Time, &r)
 	}
@@ -188,27 +166,21 @@ func (gs *gpuState) handle(s *reading.Sample) {
 	gs.incidents(s.Time, queued, critical, r.Spike)
 }
 
-// event is an events.log line of the GPU at t: its type, then the event's
-// own fields as alternating keys and values.
+// event is an events.log line of the GPU at t; kv alternates keys and values.
 func (gs *gpuState) event(t time.Time, typ string, kv ...string) sink.EventLine {
 	return sink.EventLine{Time: t, GPU: gs.idx, Bus: gs.info().BusID, Type: typ, Fields: sink.KV(kv...)}
 }
 
 // sampleIncident is the critical event a sample raises: the crash
-// snapshot's reason and its events.log line, written once the snapshot
-// Manager has counted it in an incident (incidents). A zero value: none.
+// snapshot's reason and its events.log line. Zero: none.
 type sampleIncident struct {
 	reason string
 	line   sink.EventLine
 }
 
-// incidents raises the critical event critical (if any) and asks for a
-// spike snapshot when spike: the last stage, for a sample already recorded
-// and published at when. The critical event's line is written at once,
-// naming the incident and the snapshot decided on; when the sample's row
-// was queued on the side goroutine, the snapshots are gathered behind it,
-// since their rows end with it (a crash snapshot whose job is dropped is
-// reported lost: counted and logged).
+// incidents raises the sample's critical event (its line at once) and asks
+// for a spike snapshot. When the sample's row was queued, the snapshots are
+// gathered behind it, since their rows end with it.
 func (gs *gpuState) incidents(when time.Time, queued bool, critical sampleIncident, spike bool) {
 	m := gs.m
 	if critical.reason != "" {
@@ -222,11 +194,9 @@ func (gs *gpuState) incidents(when time.Time, queued bool, critical sampleIncide
 		}
 	}
 	if spike {
-		// The fans' policies come from memory (the sampler reads them as
-		// part of a sample): no NVML call after classify, where a hang
-		// could not be reported. They are the worker's: for a queued
-		// request they are taken here, before it is queued, even if the
-		// cooldown then suppresses the snapshot.
+		// The fans' policies are the worker's, from memory (no NVML call
+		// after classify, where a hang could not be reported): a queued
+		// request takes them here.
 		if queued {
 			fans := gs.g.FanPolicies()
 			m.side.queue("a fan spike snapshot request", gs.idx, func() { gs.spikeSnapshot(when, func() []string { return fans }) })
@@ -236,9 +206,9 @@ func (gs *gpuState) incidents(when time.Time, queued bool, critical sampleIncide
 	}
 }
 
-// classify looks at the sample's status: recovery after a hang (restamping
-// the sample), back-off after failures, loss. It reports whether the sample
-// ends a hang, and the critical event it raises (if any).
+// classify looks at the sample's status: recovery after a hang, back-off
+// after failures, loss. It reports whether the sample ends a hang, and its
+// critical event.
 func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical sampleIncident) {
 	m := gs.m
 	gs.hmu.Lock()
@@ -249,12 +219,12 @@ func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical sampleIn
 	}
 	gs.hmu.Unlock()
 	if hungLine != nil {
-		<-hungLine // the hang's line first (no NVML call waits on it: only events.log)
+		<-hungLine // the hang's line first
 	}
 	if stalled {
-		// The sample began before the hang rows that were written while it
-		// was stuck. Its readings were taken when the driver answered, so it
-		// is stamped with the time it completed: rows never go back in time.
+		// The sample began before the hang rows written while it was stuck;
+		// its readings are of when the driver answered, so it is stamped
+		// then: rows never go back in time.
 		s.Time = time.Now()
 		s.KernelTime = m.host.KernelTime(s.Time)
 		stall := m.cfg.mono() - st
@@ -304,32 +274,21 @@ func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical sampleIn
 	return stalled, critical
 }
 
-// backOff keeps the poll loop from dispatching the GPU's next sample until
-// d has passed since now on the monotonic clock (Config.mono), which the
-// poll loop compares nextTry with: a step of the wall clock neither delays
-// nor hastens the next try.
+// backOff keeps the poll loop from dispatching the GPU for d, on the
+// monotonic clock: a step of the wall clock does not move the next try.
 func (gs *gpuState) backOff(d time.Duration) {
 	gs.nextTry.Store(int64(gs.m.cfg.mono() + d))
 }
 
 // backingOff reports whether the GPU is still backing off at the monotonic
-// reading mono (backOff): the poll loop neither samples it nor reads its
-// processes.
+// reading mono: the poll loop neither samples it nor reads its processes.
 func (gs *gpuState) backingOff(mono time.Duration) bool {
 	nt := gs.nextTry.Load()
 	return nt != 0 && int64(mono) < nt
 }
 
-// detect adds the pending Xid flags and runs the anomaly detectors, which add
-// their flags to the sample.
-func (gs *gpuState) detect(s *reading.Sample) anomaly.Result {
-	gs.takeXids(s)
-	return gs.tr.Observe(s, s.Time)
-}
-
-// record writes what the sample and its detections leave behind: log
-// notices, events.log lines and the CSV row. It reports whether the row was
-// queued on the side goroutine rather than written.
+// record writes the sample's log notices, events.log lines and CSV row; it
+// reports whether the row was queued rather than written.
 func (gs *gpuState) record(s *reading.Sample, r *anomaly.Result, stalled bool, critical sampleIncident) (queued bool) {
 	m := gs.m
 	now := s.Time
@@ -344,11 +303,9 @@ func (gs *gpuState) record(s *reading.Sample, r *anomaly.Result, stalled bool, c
 			"delta", strconv.FormatInt(t.DeltaW(), 10)+"W"))
 	}
 	gs.recordHealth(s, r, critical)
-	if s.Flags.Dropped > 0 {
-		for range s.Flags.Dropped {
-			lose(m.reg, gs.log, flagsDropped, "flags beyond the row's capacity (the row keeps the first ones)",
-				slog.Int("gpu", gs.idx), slog.String("kept", s.Flags.String()))
-		}
+	for range s.Flags.Dropped {
+		lose(m.reg, gs.log, flagsDropped, "flags beyond the row's capacity (the row keeps the first ones)",
+			slog.Int("gpu", gs.idx), slog.String("kept", s.Flags.String()))
 	}
 	queued = stalled || gs.sideRows.Load() > 0
 	if !queued {
@@ -356,9 +313,8 @@ func (gs *gpuState) record(s *reading.Sample, r *anomaly.Result, stalled bool, c
 		gs.delivered.Store(true)
 		return false
 	}
-	// Rows of this GPU are queued on the side goroutine (the hang rows of
-	// this stall, at least): this one goes after them so the file stays in
-	// time order.
+	// Rows of this GPU are queued (this stall's hang rows, at least): this
+	// one goes after them.
 	what := "a row queued behind the GPU's earlier rows"
 	if stalled {
 		what = "the late row of a sample that was stuck in the driver"
@@ -369,9 +325,9 @@ func (gs *gpuState) record(s *reading.Sample, r *anomaly.Result, stalled bool, c
 	return true
 }
 
-// queueRows queues f, which writes rows of the GPU, on the side goroutine
-// and counts it in sideRows until it has run or was dropped; dropped (if
-// not nil) is told why when it is dropped.
+// queueRows queues f, which writes the GPU's rows, counted in sideRows
+// until it has run or was dropped. While any are queued the worker queues
+// its rows behind them, so the file stays in time order.
 func (gs *gpuState) queueRows(what string, dropped func(why string), f func()) {
 	gs.sideRows.Add(1)
 	gs.m.side.enqueue(sideJob{what: what, gpu: gs.idx, rows: &gs.sideRows, dropped: dropped, f: func() {
@@ -380,9 +336,9 @@ func (gs *gpuState) queueRows(what string, dropped func(why string), f func()) {
 	}})
 }
 
-// publish updates the GPU's published view; the last stage a sample goes through.
-// Per-sample accumulators for the live readers (per-second averages and the
-// like) belong in live.GPU.Observe, which runs here under the slot's lock.
+// publish updates the GPU's published view. Per-sample accumulators for the
+// live readers belong in live.GPU.Observe, which runs here under the slot's
+// lock.
 func (gs *gpuState) publish(s *reading.Sample) {
 	info, interval := gs.info(), gs.m.cfg.Interval
 	hv := gs.health.Load()
@@ -398,26 +354,24 @@ func (gs *gpuState) publish(s *reading.Sample) {
 			g.RemapHist = hv.RemapHist
 		}
 	})
-	gs.atopSample(s)
+	if a := gs.m.procs.atop; a != nil {
+		a.Sample(s) // atop's per-second figures from the rows: no NVML call of its own
+	}
 }
 
-// instant is one tick's time on both clocks: the wall clock stamps rows,
-// the monotonic one measures how long a sample has been stuck.
+// instant is one tick's time: the wall clock stamps rows, the monotonic one
+// measures hangs.
 type instant struct {
 	wall time.Time
 	mono time.Duration
 }
 
 // hung reports a GPU whose sample has been stuck in the driver since the
-// monotonic reading since (Worker.Stuck), at the tick now:
-// on the first report of a stall it backfills NVML_HUNG rows for the ticks
-// skipped while the sample was still within its deadline (the timeline shows
-// the hang, not a gap), takes a crash snapshot while the call is still stuck,
-// and writes one row per tick after that. It runs on the poll goroutine and
-// only queues the file work (see Monitor.side), so a slow disk cannot stall
-// the other GPUs' ticks. A sample that came back since the poll loop saw it
-// stuck is not reported (see hmu): hung then reports false, and the tick
-// is the caller's to count.
+// monotonic reading since: on a stall's first report it backfills NVML_HUNG
+// rows for the ticks skipped within the deadline (the timeline shows the
+// hang, not a gap) and takes a crash snapshot while the call is stuck; then
+// one row per tick. On the poll goroutine, it only queues the file work. A
+// sample that came back meanwhile (hmu) is not reported: false.
 func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (reported bool) {
 	m := gs.m
 	gs.hmu.Lock()
@@ -430,14 +384,12 @@ func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (repor
 		gs.stalled, gs.stallStart = true, since
 	}
 	start := gs.stallStart
-	times := append(gs.skipped[:0:0], now)
+	times := []instant{now}
 	if first {
-		times = append(append(times[:0], gs.skipped...), now)
+		times = append(slices.Clone(gs.skipped), now)
 	}
 	gs.skipped = gs.skipped[:0]
-	// Published here, by the poll loop: the worker is stuck and cannot. The
-	// view is on the wall clock: the hang began its monotonic length before
-	// this tick.
+	// Published by the poll loop, the worker being stuck, on the wall clock.
 	began := now.wall.Add(since - now.mono)
 	gs.slot.Update(func(g *live.GPU) { g.Hung(fn.String(), began) })
 	fans := min(gs.info().NumFans, reading.MaxFans)
@@ -445,9 +397,8 @@ func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (repor
 	var plan crashPlan
 	if first {
 		// The hang's line is written now, not behind the rows on the side
-		// goroutine, which may lag or drop them; it names the incident and
-		// the snapshot decided on. The snapshot is built behind the rows,
-		// which it ends with.
+		// goroutine, which may lag or drop them; the snapshot is built
+		// behind the rows, which it ends with.
 		elapsed := now.mono - start
 		gs.log.Error("GPU not answering: NVML call stuck", "function", fn.String(), "elapsed", elapsed.Round(time.Millisecond))
 		line := sink.EventLine{Time: now.wall, GPU: gs.idx, Bus: gs.busID(), Type: sink.TypeNVMLHung,
@@ -500,7 +451,7 @@ func (gs *gpuState) header(when time.Time, reason string, event uint64) snapshot
 		PeakTempC:   c.PeakTempC,
 		EventNumber: event,
 	}
-	// The detectors' counters that headers show (anomaly.CounterDefs), then the GPU's own.
+	// The detectors' counters headers show, then the GPU's own.
 	for i, d := range anomaly.CounterDefs {
 		if d.Snapshot != "" {
 			h.Counters = append(h.Counters, snapshot.Counter{Name: d.Snapshot, Total: c.Total[i]})

@@ -11,10 +11,9 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
-// HealthView is a GPU's hardware health as the worker last recorded it:
-// the counters, when each last changed, the per-link NVLink reading and the
-// verdict. It is immutable once published; crash snapshots, status and
-// metrics read it from memory (no NVML call), also while NVML is hung.
+// HealthView is a GPU's hardware health as the worker last recorded it,
+// immutable once published: crash snapshots, status and metrics read it from
+// memory, also while NVML is hung.
 type HealthView struct {
 	At      time.Time // the sample that carried the counters; zero: none yet
 	Vals    [reading.NumReadings]reading.Opt[uint64]
@@ -24,13 +23,11 @@ type HealthView struct {
 	Level   string   // Verdict.Level()
 	Reasons []string // Verdict.Names(), shared: never modified
 
-	// RemapHist is the row remapper histogram as last read (remaphist.go);
-	// nil: never read.
-	RemapHist *reading.RemapHistogram
+	RemapHist *reading.RemapHistogram // as last read; nil: never
 }
 
-// Health returns the GPU's latest health view (zero value before the
-// first sample). Safe from any goroutine.
+// Health returns the GPU's latest health view (zero before the first
+// sample). Safe from any goroutine.
 func (gs *gpuState) Health() HealthView {
 	if p := gs.health.Load(); p != nil {
 		return *p
@@ -38,12 +35,10 @@ func (gs *gpuState) Health() HealthView {
 	return HealthView{}
 }
 
-// recordHealth writes the sample's health changes to events.log (a
-// baseline line with the first reading, one line per changed counter and
-// per link change, one line per health reason that began) and publishes
-// the GPU's health view. The line of the sample's critical event (the
-// reason healthCritical chose) is not written here but once its incident
-// is raised. Worker goroutine only.
+// recordHealth writes the sample's health changes to events.log (a baseline
+// with the first reading, a line per changed counter, link, and health
+// reason that began, but the critical one, written with its incident) and
+// publishes the GPU's health view. Worker goroutine only.
 func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical sampleIncident) {
 	m := gs.m
 	now := s.Time
@@ -60,7 +55,9 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 				line.Fields = append(line.Fields, sink.Field{Key: d.Name, Value: string(reading.AppendHealthCell(nil, id, c))})
 			}
 		}
-		line.Fields = append(line.Fields, gs.remapHistBaseline()...)
+		if h := gs.g.RemapHistogram(); h != nil {
+			line.Fields = append(line.Fields, sink.Field{Key: "remap_histogram", Value: h.String()})
+		}
 		m.eventLine(line)
 		// system-info.txt says which groups the GPU supports, known now.
 		m.side.queue("rewriting system-info.txt with the GPU's health counter groups", gs.idx, m.writeSystemInfo)
@@ -82,9 +79,7 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 	}
 	changed = gs.recordRemapHist(&v, prev.RemapHist, r.HealthBaseline, now) || changed
 	if links := gs.g.NVLinks(); !links.At.IsZero() {
-		if !links.At.Equal(prev.Links.At) {
-			changed = true
-		}
+		changed = changed || !links.At.Equal(prev.Links.At)
 		v.Links = links
 		for _, c := range gs.links.Check(&links, now) {
 			kv := []string{"counter", "nvlink_" + c.Counter, "link", strconv.Itoa(c.Link)}
@@ -92,7 +87,8 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 			case c.State:
 				kv = append(kv, "from", reading.LinkStateName(uint32(c.From)), "to", reading.LinkStateName(uint32(c.To)))
 			case strings.HasSuffix(c.Counter, "_ber"):
-				kv = append(kv, "from", formatBER(c.From), "to", formatBER(c.To))
+				ber := func(v uint64) string { return strconv.FormatFloat(reading.DecodeBER(v), 'g', 3, 64) }
+				kv = append(kv, "from", ber(c.From), "to", ber(c.To))
 			default:
 				kv = append(kv, "from", strconv.FormatUint(c.From, 10), "to", strconv.FormatUint(c.To, 10))
 				if c.To >= c.From {
@@ -117,14 +113,33 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 	}
 	if changed {
 		v.Level, v.Reasons = v.Verdict.Level(), v.Verdict.Names()
-		nv := new(HealthView)
-		*nv = v
-		gs.health.Store(nv)
+		nv := v
+		gs.health.Store(&nv)
 	}
 }
 
+// recordRemapHist puts a newly read row remapper histogram (read at start
+// and when the remap counts change) in v, prev being the last published,
+// and writes its change to events.log; the first is in the baseline line
+// when baseline. It reports whether v changed.
+func (gs *gpuState) recordRemapHist(v *HealthView, prev *reading.RemapHistogram, baseline bool, now time.Time) bool {
+	h := gs.g.RemapHistogram()
+	if h == nil || h == prev {
+		return false
+	}
+	v.RemapHist = h
+	switch {
+	case prev == nil && baseline:
+	case prev == nil:
+		gs.m.eventLine(gs.event(now, sink.TypeHealth, "counter", "remap_histogram", "from", "n/a", "to", h.String()))
+	case prev.Buckets() != h.Buckets():
+		gs.m.eventLine(gs.event(now, sink.TypeHealth, "counter", "remap_histogram", "from", prev.String(), "to", h.String()))
+	}
+	return true
+}
+
 // healthCritical is the critical event of a critical health reason that
-// began at t (zero: none): the crash snapshot's reason and its line.
+// began at t (zero: none).
 func (gs *gpuState) healthCritical(t time.Time, r *anomaly.Result) sampleIncident {
 	if rs, ok := r.HealthCritical.Get(); ok {
 		d := anomaly.HealthReasonDefs[rs]
@@ -133,8 +148,8 @@ func (gs *gpuState) healthCritical(t time.Time, r *anomaly.Result) sampleInciden
 	return sampleIncident{}
 }
 
-// healthReasonLine is line made the HEALTH_WARNING or HEALTH_CRITICAL line
-// of health reason rs that began.
+// healthReasonLine makes line the HEALTH_WARNING or HEALTH_CRITICAL line of
+// health reason rs.
 func healthReasonLine(line sink.EventLine, rs anomaly.HealthReason) sink.EventLine {
 	d := anomaly.HealthReasonDefs[rs]
 	line.Type = sink.TypeHealthWarning
@@ -169,12 +184,7 @@ func healthGroupsText(g [reading.NumHealthGroups]bool, links int) string {
 	return s
 }
 
-func formatBER(v uint64) string {
-	return strconv.FormatFloat(reading.DecodeBER(v), 'g', 3, 64)
-}
-
-// healthSection is the crash snapshot's "Health counters" section, from
-// memory.
+// healthSection is the crash snapshot's "Health counters" section.
 func (gs *gpuState) healthSection(when time.Time) []snapshot.Section {
 	h := gs.Health()
 	return []snapshot.Section{snapshot.HealthSection(snapshot.HealthData{

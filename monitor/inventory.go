@@ -2,25 +2,27 @@ package monitor
 
 import (
 	"context"
+	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
 // inventoryEvery is how often the GPU list is compared with what the driver
-// enumerates. A GPU that fell off the bus can be removed from enumeration;
-// its handle then just fails, and without this check it would look like an
-// ordinary failure rather than a vanished device.
+// enumerates: a GPU that fell off the bus can leave the enumeration, and its
+// handle then fails like an ordinary failure.
 const inventoryEvery = 30 * time.Second
 
 // runInventory compares the driver's GPU count with the count at start every
-// InventoryEvery (one call, not tied to any GPU). Only when the count has
-// dropped does it list the UUIDs to tell which GPUs vanished, and it reports a
-// GPU only when two rounds in a row miss it: a UUID that cannot be read once
-// is unknown, not gone. Each round runs on its own goroutine with the sample
-// deadline; a round that does not return is abandoned (the next one waits for
-// it), so a wedged driver cannot stall anything else.
+// InventoryEvery. Only when it dropped does it list the UUIDs, and it
+// reports a GPU only when two rounds in a row miss it (a UUID that cannot be
+// read once is unknown, not gone). A round runs on its own goroutine with
+// the sample deadline; one that does not return is abandoned (the next waits
+// for it), so a wedged driver stalls nothing else.
 func (m *Monitor) runInventory(ctx context.Context) {
 	t := time.NewTicker(m.cfg.InventoryEvery)
 	defer t.Stop()
@@ -66,16 +68,12 @@ func (m *Monitor) runInventory(ctx context.Context) {
 			m.log.Warn("GPU enumeration failed", "error", r.err)
 			continue
 		}
-		present := map[string]bool{}
-		for _, u := range r.uuids {
-			present[u] = true
-		}
 		for _, gs := range m.gpus {
 			info := gs.info()
 			if info.UUID == "" {
 				continue
 			}
-			gone := r.uuids != nil && !present[info.UUID] && !present[""]
+			gone := r.uuids != nil && !slices.Contains(r.uuids, info.UUID) && !slices.Contains(r.uuids, "")
 			switch {
 			case gone:
 				missing[info.UUID]++
@@ -96,4 +94,108 @@ func (m *Monitor) runInventory(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// staticKnown runs once, on the worker before the sample that brings them,
+// when the static facts of a GPU stuck at start (a restart in the middle of
+// a GSP fault: only its index known) become known. Everything built from a
+// GPU's static facts at start is brought up to date here: its bus id for
+// kernel lines, the AER paths, system-info.txt, its CSV's board and fan
+// columns, run-state.
+func (m *Monitor) staticKnown(gs *gpuState) {
+	info := gs.info()
+	gs.log.Info("GPU answered after start-up gave up on it; its static facts are known now",
+		"name", info.Name, "bus", info.BusID, "uuid", info.UUID, "fans", info.NumFans)
+	if a, err := reading.ParsePCIAddr(info.BusID); err == nil {
+		if was, ok := gs.sysBus.Get(); ok && was.Slot() != a.Slot() {
+			gs.log.Warn("the GPU's bus id is not the one sysfs listed for its index; kernel lines naming that one were taken as its own",
+				"bus", info.BusID, "sysfs", was.NVML())
+		}
+		m.kern.mu.Lock()
+		if was, ok := gs.sysBus.Get(); ok && m.kern.byBus[was.Slot()] == gs {
+			delete(m.kern.byBus, was.Slot())
+		}
+		m.kern.byBus[a.Slot()] = gs
+		m.kern.mu.Unlock()
+		m.kern.stale.Store(true)
+	}
+	m.side.queue("system-info.txt", -1, m.writeSystemInfo)
+	m.csv.SetGPU(csvColumns(gs.idx, info)) // from its next row
+	m.side.queue("run-state and INVENTORY: the board of a GPU that answered late", gs.idx, func() { m.lateBoard(gs) })
+	if pending := m.host.Pending(); len(pending) > 0 {
+		// The GPU stands in for --gpu selectors that named no GPU that
+		// answered at start (sampler.Open).
+		if names := m.host.Names(gs.g); len(names) > 0 {
+			gs.log.Info("the GPU that answered late is the one --gpu names", "selectors", strings.Join(names, ","))
+		} else {
+			gs.log.Warn("the GPU that answered late is not one --gpu names; it stays monitored until the logger restarts",
+				"pending", strings.Join(pending, ","))
+		}
+	}
+}
+
+// busesFromSysfs gives the GPUs stuck at start the bus id sysfs lists for
+// their index under the nvidia driver, in kern.byBus, so that their kernel lines
+// are theirs from the first one. The list is trusted only when it agrees
+// with NVML: as many GPUs as enumerated, every GPU that answered at its index.
+func (m *Monitor) busesFromSysfs() {
+	var stuck []*gpuState
+	for _, gs := range m.gpus {
+		if _, err := reading.ParsePCIAddr(gs.info().BusID); err != nil {
+			stuck = append(stuck, gs)
+		}
+	}
+	if len(stuck) == 0 {
+		return
+	}
+	list, err := kmsg.DriverGPUs(filepath.Join(m.cfg.HostRoot, kmsg.DefaultNvidiaDriver))
+	if err != nil {
+		m.log.Info("no sysfs list of the nvidia driver's GPUs; the kernel lines of GPUs stuck at start are theirs once they answer", "error", err)
+		return
+	}
+	if n := m.host.Enumerated(); n > 0 && n != len(list) {
+		m.log.Warn("sysfs lists another number of GPUs than the driver enumerated; the kernel lines of GPUs stuck at start are theirs once they answer",
+			"sysfs", len(list), "nvml", n)
+		return
+	}
+	for _, gs := range m.gpus {
+		a, err := reading.ParsePCIAddr(gs.info().BusID)
+		if err == nil && (gs.idx >= len(list) || list[gs.idx].Slot() != a.Slot()) {
+			m.log.Warn("sysfs does not list the nvidia driver's GPUs in NVML's order; the kernel lines of GPUs stuck at start are theirs once they answer",
+				"gpu", gs.idx, "bus", gs.info().BusID)
+			return
+		}
+	}
+	for _, gs := range stuck {
+		if gs.idx >= len(list) {
+			continue
+		}
+		a := list[gs.idx]
+		if _, taken := m.kern.byBus[a.Slot()]; taken {
+			continue
+		}
+		gs.sysBus = reading.Some(a)
+		m.kern.byBus[a.Slot()] = gs
+		gs.log.Info("GPU stuck at start: its bus id is sysfs's for its index; its kernel lines reach it", "bus", a.NVML())
+	}
+}
+
+// busID is the GPU's bus id in NVML's spelling: NVML's, else sysfs's
+// (busesFromSysfs), else "".
+func (gs *gpuState) busID() string {
+	if b := gs.info().BusID; b != "" {
+		return b
+	}
+	if a, ok := gs.sysBus.Get(); ok {
+		return a.NVML()
+	}
+	return ""
+}
+
+// gpuByBus returns the monitored GPU at PCI address a (any function of its
+// slot), or nil.
+func (m *Monitor) gpuByBus(a reading.PCIAddr) *gpuState {
+	m.kern.mu.Lock()
+	defer m.kern.mu.Unlock()
+	return m.kern.byBus[a.Slot()]
 }

@@ -11,15 +11,13 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
-// JournalFunc sends one entry to the systemd journal: a message, a syslog
-// priority (0 emerg .. 7 debug) and structured fields (go-systemd's
-// journal.Send).
+// JournalFunc sends one entry to the systemd journal (go-systemd's
+// journal.Send): a message, a syslog priority and structured fields.
 type JournalFunc func(message string, priority int, fields map[string]string) error
 
 // journalQueue is how many events.log lines may wait for the journal; more
 // are dropped (journal_drops), never waited for: the journal's socket can
-// block when journald is slow, and an events.log line is written from the
-// poll loop's paths.
+// block, and events.log lines are written from the poll loop's paths.
 const journalQueue = 256
 
 // journalEntry is one events.log line on its way to the journal.
@@ -29,8 +27,8 @@ type journalEntry struct {
 	fields   map[string]string
 }
 
-// journalFields are the events.log keys with journal field names of
-// their own; every other key becomes GPU_TELEMETRY_<KEY>.
+// journalFields are the events.log keys with journal names of their own;
+// any other becomes GPU_TELEMETRY_<KEY>.
 var journalFields = map[string]string{
 	"host": "GPU_TELEMETRY_HOST", "gpu": "GPU_INDEX", "uuid": "GPU_UUID", "bus": "GPU_BUS_ID",
 	"type": "GPU_EVENT", "xid": "XID", "name": "XID_NAME", "level": "GPU_EVENT_LEVEL", "job": "GPU_JOB",
@@ -48,8 +46,7 @@ func MessageID(typ string) string {
 }
 
 // toJournal turns an events.log line into a journal entry: MESSAGE is the
-// line without its timestamp (the journal stamps it), each key=value a
-// field (upper case, no leading underscore).
+// line without its timestamp (the journal stamps it), each key=value a field.
 func toJournal(line string) (journalEntry, bool) {
 	e, ok := sink.ParseEventLine(line)
 	if !ok {
@@ -71,8 +68,7 @@ func toJournal(line string) (journalEntry, bool) {
 	return journalEntry{message: msg, priority: prio, fields: f}, true
 }
 
-// journalName makes an events.log key a journal field name: upper case,
-// letters, digits and underscores.
+// journalName makes an events.log key a journal field name.
 func journalName(k string) string {
 	b := []byte(strings.ToUpper(k))
 	for i, c := range b {
@@ -83,8 +79,8 @@ func journalName(k string) string {
 	return string(b)
 }
 
-// journalSender sends events.log lines to the systemd journal on a
-// goroutine of its own (run), from a bounded queue.
+// journalSender sends events.log lines to the journal on a goroutine of its
+// own (run), from a bounded queue.
 type journalSender struct {
 	send JournalFunc // nil: off
 	log  *slog.Logger
@@ -92,8 +88,7 @@ type journalSender struct {
 	reg  *counters.Registry // journal_drops
 }
 
-// queue queues an events.log line for the journal, when it is on; a full
-// queue drops it, counted.
+// queue queues an events.log line for the journal, when it is on.
 func (j *journalSender) queue(line string) {
 	if j.send == nil {
 		return
@@ -109,9 +104,8 @@ func (j *journalSender) queue(line string) {
 	}
 }
 
-// run sends the queued lines until ctx ends; what is still queued then is
-// sent too, once (journald is local: this does not wait long unless it is
-// stuck, and then shutdown's own deadline applies).
+// run sends the queued lines until ctx ends, then what is still queued
+// (journald is local; if it is stuck, shutdown's deadline applies).
 func (j *journalSender) run(ctx context.Context) {
 	serve(ctx.Done(), j.q, func(e journalEntry) {
 		if err := j.send(e.message, e.priority, e.fields); err != nil {

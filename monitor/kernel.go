@@ -14,36 +14,27 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
-// Kernel lines other than Xids (PCIe AER, fallen off the bus without an Xid,
-// RmInitAdapter failed, GSP timeout and crash reports) go to events.log with
-// the GPU they concern; the serious ones are critical events. What a line
-// makes (its events.log line, the burst limit, whether it is an incident
-// and of when) is the event stage's (events.Stage.KernelLine); the monitor
-// tells which GPU a line names, and carries the record out.
+// What a kernel line makes (its events.log line, the burst limit, whether it
+// is an incident) is the event stage's (events.Stage.KernelLine); the
+// monitor tells which GPU a line names and carries the record out.
 
 // kernelGPUs tells which monitored GPU a kernel line names: by its bus id
-// (byBus), by a bridge on its PCIe path (the AER path table), or by the
-// driver's own GPU number (GSP lines). It stays with the monitor, which
-// learns the GPUs' bus ids (at start, from sysfs, from a GPU stuck at start
-// when it answers: staticKnown) and holds the GPUs the lines are for. The
-// AER path table is built from sysfs on first use, and again on the next
-// use after a GPU stuck at start gave its bus id (stale).
+// (byBus), by a bridge on its PCIe path (AER lines), or by the driver's own
+// GPU number (GSP lines).
 type kernelGPUs struct {
 	paths *kmsg.AERPaths // the kernel log goroutine's only
 	stale atomic.Bool    // set by staticKnown: paths lacks a GPU
 
 	// mu guards what the kernel log goroutine shares with a GPU stuck at
-	// start that gives its bus id (staticKnown, on its worker): the GPUs
-	// by PCI slot (kernel log lines name GPUs so), and the driver's GPU
-	// numbers.
+	// start that gives its bus id (staticKnown, on its worker).
 	mu    sync.Mutex
-	byBus map[reading.PCIAddr]*gpuState
+	byBus map[reading.PCIAddr]*gpuState // by PCI slot
 	nums  kmsg.GPUNumbers
 }
 
 // initPaths reads which bridges lead to each GPU whose bus id is known: on
-// first use, and again once a GPU stuck at start has given its bus id. It
-// runs on the kernel log goroutine.
+// first use, and again once a GPU stuck at start has given its bus id
+// (stale). Kernel log goroutine only.
 func (m *Monitor) initPaths() {
 	k := &m.kern
 	if k.paths != nil && !k.stale.Swap(false) {
@@ -66,13 +57,10 @@ func (m *Monitor) initPaths() {
 	}
 }
 
-// onKernelRecord handles one record of the kernel log, read at now: an Xid
-// line of the driver makes its events (learning the driver's GPU number an
-// Xid 119 names), any other goes to onKernelLine. Only the kernel's own
-// records are read (kmsg.Record.FromKernel): one written from user space is
-// anyone's text, however much it looks like the driver's. A driver's Xid
-// line whose address or code cannot be read is counted
-// (kmsg_xids_malformed), the first logged with the line.
+// onKernelRecord handles one kernel log record, read at now: a driver's Xid
+// line makes its events, any other goes to onKernelLine. Only the kernel's
+// own records are read: one written from user space is anyone's text,
+// however much it looks like the driver's.
 func (m *Monitor) onKernelRecord(rec kmsg.Record, now time.Time) {
 	if !rec.FromKernel() {
 		return
@@ -93,21 +81,20 @@ func (m *Monitor) onKernelRecord(rec kmsg.Record, now time.Time) {
 }
 
 // learnXid notes the driver's GPU number an Xid line names (GSP lines name
-// the GPU only by that number).
+// the GPU only by it).
 func (m *Monitor) learnXid(x kmsg.XidReport) {
 	m.kern.mu.Lock()
 	m.kern.nums.Learn(x)
 	m.kern.mu.Unlock()
 }
 
-// onKernelLine handles a kernel record (from the kernel: onKernelRecord)
-// that is not an Xid: an AER line or an NVRM failure line goes through the event stage for each GPU it names, and
-// its record is carried out. Anything else is ignored.
+// onKernelLine handles a kernel record that is not an Xid: an AER line or
+// an NVRM failure line (fallen off the bus, RmInitAdapter, GSP) goes
+// through the event stage for each GPU it names. Anything else is ignored.
 func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 	if r, ok := kmsg.ParseAER(rec.Message); ok {
 		m.initPaths()
-		gpus, _ := m.kern.paths.GPUs(r)
-		// None: another device's AER line.
+		gpus, _ := m.kern.paths.GPUs(r) // none: another device's
 		for _, g := range gpus {
 			gs := m.byIndex[g]
 			m.kernelLine(gs, events.KernelLine{Rec: rec, Read: now, GPU: g, Bus: gs.busID(), AER: &r})
@@ -134,8 +121,7 @@ func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 }
 
 // kernelLine carries out what the event stage makes of kernel line l for
-// GPU gs (nil: not monitored): the GPU's incident and crash snapshot, the
-// daemon's log and the events.log lines.
+// GPU gs (nil: not monitored).
 func (m *Monitor) kernelLine(gs *gpuState, l events.KernelLine) {
 	r := m.ev.KernelLine(l)
 	if r.FirstHeld {
@@ -152,6 +138,5 @@ func (m *Monitor) kernelLine(gs *gpuState, l events.KernelLine) {
 		gs.nextTry.Store(0)
 		plan = gs.criticalEvent(l.Read, *r.Critical)
 	}
-	m.eventLines(r, plan.d)
-	gs.crashSnapshot(plan)
+	m.carryOut(gs, r, plan)
 }

@@ -2,59 +2,52 @@ package monitor
 
 import (
 	"context"
+	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/kclock"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
-// KernelLog is the kernel log, opened as early as the daemon can
-// (OpenKernelLog, before NVML's start-up wait on a stuck GPU), so that what
-// the kernel logs from then on waits in its ring (or the file) until the
-// monitor reads it: an Xid 79 logged during a 20 s start-up is not lost.
-// When the previous run saved its position in this boot (kmsg_seq in
-// run-state), the records after it are read first, as backlog: those logged
-// while no logger was running.
+// KernelLog is the kernel log, opened before NVML's start-up wait on a stuck
+// GPU (OpenKernelLog) so that an Xid 79 logged during a 20 s start-up waits
+// in the ring. The records after the previous run's last one in this boot
+// (kmsg_seq in run-state) are read first, as backlog.
 type KernelLog struct {
 	path   string
 	resume reading.Opt[uint64] // the previous run's last record, in this boot
 	r      *kmsg.Reader        // nil until opened, or when it could not be
 	err    error               // why it could not be opened
 	opened bool
-	// standIn, set by tests only, rewrites each record before it is parsed
-	// (nil: none). The tests of the real /dev/kmsg write harmless lines
-	// into the host's kernel log, where an Xid 79 would page its operators,
-	// and turn them here into the driver's lines they stand for (the
-	// kernel's records: the host marks the lines written as user space's).
+	// standIn (tests) rewrites each record before it is parsed: tests of the
+	// real /dev/kmsg write harmless lines (an Xid 79 would page the host's
+	// operators) and turn them here into the driver's lines.
 	standIn func(kmsg.Record) kmsg.Record
 }
 
-// OpenKernelLog opens cfg.KmsgPath for the monitor that cfg will build;
-// nil when the kernel log is off. It reads the previous run's saved
-// position from cfg.LogDir's run-state first (a small file read), so call it
-// before New, which rewrites run-state. An open that fails is kept and
-// reported when the monitor runs. Pass the result in Config.KernelLog;
-// Close it when no monitor runs.
+// OpenKernelLog opens cfg.KmsgPath (nil: off) for Config.KernelLog. It reads
+// the previous run's position from run-state: call it before New. A failed
+// open is reported when the monitor runs; Close it if no monitor runs.
 func OpenKernelLog(cfg Config) *KernelLog {
 	cfg.defaults()
 	k := planKernelLog(cfg)
-	if k != nil {
-		k.open(cfg.Logger)
-	}
+	k.open(cfg.Logger)
 	return k
 }
 
-// planKernelLog decides where the kernel log will be read from, without
-// opening it: after the previous run's last record when it saved one in
-// this boot, else from the end, as a first start in a boot does. cfg has
-// its defaults.
+// planKernelLog decides where the kernel log will be read from: after the
+// previous run's last record in this boot, else from the end.
 func planKernelLog(cfg Config) *KernelLog {
 	if cfg.KmsgPath == "" {
 		return nil
@@ -80,9 +73,9 @@ func planKernelLog(cfg Config) *KernelLog {
 	return k
 }
 
-// open opens the kernel log once.
+// open opens the kernel log (if any) once.
 func (k *KernelLog) open(log *slog.Logger) {
-	if k.opened {
+	if k == nil || k.opened {
 		return
 	}
 	k.opened = true
@@ -101,22 +94,30 @@ func (k *KernelLog) Close() {
 	}
 }
 
-// kmsgSeqRefresh is how often the kernel log position is saved to run-state
-// while it moves: a run killed without its clean stop has the records of at
-// most this long replayed (marked backlog) at the next start.
+// kmsgSeqRefresh is how often the kernel log position is saved: a run
+// killed has at most this long of records replayed at the next start.
 const kmsgSeqRefresh = 10 * time.Second
 
-// runState is this run's run-state, written by BeginRun and then rewritten
-// (atomically) when the kernel log position moves.
+// runState is this run's run-state, written by beginRun, rewritten when the
+// kernel log position moves or a GPU answers late.
 type runState struct {
 	mu    sync.Mutex
-	begun bool // BeginRun has read the previous run's state and written ours
+	begun bool // beginRun has read the previous run's state and written ours
 	cur   snapshot.RunState
-	// prev are the previous run's boards (nil: none recorded): a GPU that
-	// answers late is compared with them (lateBoard).
-	prev []sink.Board
+	prev  []sink.Board // the previous run's boards (nil: none recorded)
 	// write rewrites run-state (snapshot.WriteRunState); tests stall it.
 	write func(dir string, s snapshot.RunState) error
+}
+
+// save writes this run's state with change applied; rs.mu is held.
+func (rs *runState) save(dir string, change func(*snapshot.RunState)) error {
+	next := rs.cur
+	change(&next)
+	if err := rs.write(dir, next); err != nil {
+		return err
+	}
+	rs.cur = next
+	return nil
 }
 
 // kmsgSeq is the position to save: the last /dev/kmsg record handed on.
@@ -128,8 +129,7 @@ func (m *Monitor) kmsgSeq() reading.Opt[uint64] {
 	return reading.Opt[uint64]{V: seq, OK: ok}
 }
 
-// beginRun records this run in run-state (with the kernel log position it
-// starts from) and returns how the previous run ended.
+// beginRun records this run in run-state and returns how the previous ended.
 func (m *Monitor) beginRun(bootID string) (snapshot.PreviousRun, error) {
 	rs := &m.runState
 	rs.mu.Lock()
@@ -149,11 +149,9 @@ func (m *Monitor) boards() []sink.Board {
 	return out
 }
 
-// lateBoard is called (on the side queue) once a GPU stuck at start has
-// answered: its board is written to run-state (the next start knows it) and
-// compared with the previous run's, one INVENTORY line (identified, with
-// where the previous run had it, or new). Before beginRun it does nothing:
-// beginRun records and compares every board known by then.
+// lateBoard runs once a GPU stuck at start has answered: its board is
+// compared with the previous run's (INVENTORY) and written to run-state;
+// before beginRun, which does both for every board known by then, nothing.
 func (m *Monitor) lateBoard(gs *gpuState) {
 	rs := &m.runState
 	rs.mu.Lock()
@@ -164,20 +162,15 @@ func (m *Monitor) lateBoard(gs *gpuState) {
 	if rs.prev != nil {
 		m.eventLine(sink.IdentifyLate(rs.prev, csvColumns(gs.idx, gs.info()).Board).Event(time.Now()))
 	}
-	next := rs.cur
-	next.GPUs = m.boards()
-	if err := rs.write(m.cfg.LogDir, next); err != nil {
+	if err := rs.save(m.cfg.LogDir, func(s *snapshot.RunState) { s.GPUs = m.boards() }); err != nil {
 		m.log.Warn("cannot record the GPU that answered late in run-state; the next start will not compare it", "error", err)
-		return
 	}
-	rs.cur = next
 }
 
 var kmsgSaveFailures = counters.Declare(counters.Def{Name: "kmsg_position_save_failures", Loss: true, OwnLog: true,
 	Help: "saves of the kernel log position in run-state that failed (the first is logged with why; tried again at the next save): a restart meanwhile may replay or miss kernel log records"})
 
-// saveKmsgSeq rewrites run-state when the kernel log position moved. Before
-// beginRun it does nothing: the previous run's state is still to be read.
+// saveKmsgSeq rewrites run-state when the kernel log position moved.
 func (m *Monitor) saveKmsgSeq() {
 	rs := &m.runState
 	rs.mu.Lock()
@@ -186,21 +179,111 @@ func (m *Monitor) saveKmsgSeq() {
 	if !rs.begun || seq == rs.cur.KmsgSeq {
 		return
 	}
-	next := rs.cur
-	next.KmsgSeq = seq
-	if err := rs.write(m.cfg.LogDir, next); err != nil {
-		if m.reg.Add(kmsgSaveFailures, 1) == 1 {
-			m.log.Warn("cannot save the kernel log position; a restart may replay or miss records logged meanwhile (tried again later)", "error", err)
-		}
-		return
+	if err := rs.save(m.cfg.LogDir, func(s *snapshot.RunState) { s.KmsgSeq = seq }); err != nil && m.reg.Add(kmsgSaveFailures, 1) == 1 {
+		m.log.Warn("cannot save the kernel log position; a restart may replay or miss records logged meanwhile (tried again later)", "error", err)
 	}
-	rs.cur = next
 }
 
-// refreshKmsgSeq saves the kernel log position every kmsgSeqRefresh, and
-// whenever now delivers (a replay has been read), until ctx is done. It is
-// the only saver while the kernel log is read: the reader never waits on
-// the disk.
-func (m *Monitor) refreshKmsgSeq(ctx context.Context, now <-chan struct{}) {
-	every(ctx, kmsgSeqRefresh, now, m.saveKmsgSeq)
+// kernelClock keeps dmesg_time on the kernel log's own clock: the kernel log
+// goroutine feeds each fresh record's arrival to the estimator and publishes
+// the estimate on the sampler.KernelClock every GPU's sampler reads.
+// system-info.txt and snapshot headers say how good the estimate is.
+type kernelClock struct {
+	clock sampler.KernelClock
+	est   *kclock.Estimator // the kernel log goroutine's only
+
+	lastArrival atomic.Int64 // CLOCK_MONOTONIC (ns) of the last fresh record
+	lastInfo    atomic.Int64 // CLOCK_MONOTONIC (ns) system-info.txt last got the estimate
+	readable    atomic.Bool  // the kernel log is being opened or followed
+}
+
+// system-info.txt is rewritten with the estimate (and its age) hourly while
+// it holds, at once on a first estimate or a step; the quiet-log marker and
+// the refresh are checked every markerCheck.
+const (
+	kernelClockRefresh = time.Hour
+	markerCheck        = 5 * time.Minute
+)
+
+func newKernelClock(c sampler.KernelClock) *kernelClock {
+	return &kernelClock{clock: c, est: kclock.NewEstimator(kclock.Config{})}
+}
+
+// observeKmsg feeds one kernel log record to the estimator; backlog says
+// nothing about the clock.
+func (m *Monitor) observeKmsg(rec kmsg.Record) {
+	if rec.Backlog {
+		return
+	}
+	kc := m.kclock
+	arrival := kc.clock.Mono(time.Now())
+	kc.lastArrival.Store(int64(arrival))
+	prev := kc.clock.Fit()
+	f := kc.est.Observe(arrival, rec.Time, kmsg.IsMarker(rec.Message))
+	kc.clock.SetFit(f)
+	switch {
+	case !prev.Valid():
+		m.log.Info("kernel log clock measured", "offset", f.OffsetAt(arrival), "printk_time", rec.Time)
+	case f.Steps != prev.Steps:
+		m.log.Warn("kernel log clock stepped (after a suspend?); dmesg_time follows it",
+			"from", prev.OffsetAt(arrival), "to", f.OffsetAt(arrival))
+	default:
+		return
+	}
+	kc.lastInfo.Store(int64(arrival))
+	m.side.queue("system-info.txt", -1, m.writeSystemInfo)
+}
+
+// line says how dmesg_time relates to the kernel log's clock now.
+func (kc *kernelClock) line() string {
+	return kc.clock.Fit().Describe(kc.clock.Mono(time.Now()), kc.readable.Load())
+}
+
+// setKmsgState records the kernel log's state, and whether it is readable.
+func (m *Monitor) setKmsgState(s string) {
+	m.kclock.readable.Store(s == "starting" || s == "following")
+	m.setState(&m.states.kmsg, s)
+}
+
+// runKernelClock runs while the kernel log is followed: it rewrites
+// system-info.txt every kernelClockRefresh and, where markers are on and the
+// logger may write the kernel log, writes a marker when the log has been
+// quiet for an hour (at most one an hour).
+func (m *Monitor) runKernelClock(ctx context.Context) {
+	kc := m.kclock
+	var w io.WriteCloser
+	if m.cfg.KmsgMarkers {
+		var err error
+		w, err = kmsg.OpenMarkerWriter(m.cfg.KmsgPath)
+		switch {
+		case err == nil:
+			defer w.Close()
+			m.log.Info("kernel log clock markers on: one is written when the log has been quiet for an hour", "path", m.cfg.KmsgPath)
+		case errors.Is(err, kmsg.ErrPermission):
+			m.log.Info("kernel log clock markers off: no permission to write the kernel log", "path", m.cfg.KmsgPath)
+		default:
+			m.log.Info("kernel log clock markers off", "reason", err)
+		}
+	}
+	start := kc.clock.Mono(time.Now())
+	var lastMarker time.Duration
+	every(ctx, markerCheck, nil, func() {
+		now := kc.clock.Mono(time.Now())
+		last := time.Duration(kc.lastArrival.Load())
+		if last == 0 {
+			last = start
+		}
+		if w != nil && kmsg.MarkerDue(now, last, lastMarker) {
+			lastMarker = now
+			if err := kmsg.WriteMarker(w); err != nil {
+				m.log.Warn("cannot write a kernel log clock marker; no more will be tried", "error", err)
+				w.Close()
+				w = nil
+			}
+		}
+		if kc.clock.Fit().Valid() && now-time.Duration(kc.lastInfo.Load()) >= kernelClockRefresh {
+			kc.lastInfo.Store(int64(now))
+			m.side.queue("system-info.txt", -1, m.writeSystemInfo)
+		}
+	})
 }

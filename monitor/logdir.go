@@ -15,27 +15,19 @@ const (
 	LockFile   = "gpu-telemetry.lock"
 )
 
-// CheckLogDir checks, before anything is written, that the log dir is one
-// only root and the daemon's user can write (sink.CheckDir), and that none
-// of the names the daemon writes through code that follows links is a link:
-// events.log and summary.log (lumberjack opens them, and the copies it
-// rotates to, by name and follows links), the lock file (flock opens it by
-// name) and the snapshot directories.
-// Links are refused once, here: in a directory no one else can write, no
-// one else can plant one later. The CSVs are opened without following links
-// (sink.OpenNoFollow) and the whole files are written by rename, which
-// replaces a link rather than writing through it.
+// CheckLogDir checks, before anything is written, that only root and the
+// daemon's user can write the log dir (sink.CheckDir), and that no name
+// written through code that follows links is one: the line logs (lumberjack),
+// the lock file (flock) and the snapshot directories. Once is enough: no one
+// else can plant a link later. The CSVs are opened without following links
+// and whole files are written by rename, which replaces a link.
 func CheckLogDir(dir string) error {
 	if err := sink.CheckDir(dir); err != nil {
 		return err
 	}
-	for _, name := range []string{EventsLog, SummaryLog, LockFile} {
-		if err := sink.CheckNotLink(filepath.Join(dir, name), false); err != nil {
-			return err
-		}
-	}
-	for _, name := range []string{snapshot.CrashDir, snapshot.SpikeDir} {
-		if err := sink.CheckNotLink(filepath.Join(dir, name), true); err != nil {
+	for _, name := range []string{EventsLog, SummaryLog, LockFile, snapshot.CrashDir, snapshot.SpikeDir} {
+		isDir := name == snapshot.CrashDir || name == snapshot.SpikeDir
+		if err := sink.CheckNotLink(filepath.Join(dir, name), isDir); err != nil {
 			return err
 		}
 	}

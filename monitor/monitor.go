@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,9 +21,8 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
-// Rotation sizes for the line logs: the reference logger's
-// (gpu-telemetry-deep.py's EVENTS_LOG_MAX_BYTES and SUMMARY_LOG_MAX_BYTES,
-// 50 and 10 MB), which operators' disk budgets were sized for.
+// Rotation sizes for the line logs: gpu-telemetry-deep.py's (the reference
+// logger), which operators' disk budgets were sized for.
 const (
 	eventsLogMB  = 50
 	summaryLogMB = 10
@@ -44,51 +44,47 @@ type Monitor struct {
 	events  lineLog
 	summary lineLog
 	snaps   *snapshot.Manager
-	inc     *incidentDesk      // critical events and spikes to snapshots
-	ev      *events.Stage      // the event path: every NVML, kernel log and poll event
-	reg     *counters.Registry // every part's counters (counters.go)
-	board   *live.Board        // what the live readers read (publishHost, the GPUs' slots)
+	inc     incidents          // the last incident, for the host view
+	ev      *events.Stage      // every NVML, kernel log and poll event
+	reg     *counters.Registry // every part's counters
+	board   *live.Board        // what the live readers read
 
-	loop     pollLoop      // the poll loop's pace and counts
-	side     sideQueue     // file work queued by the poll loop and the workers (side.go)
-	kern     kernelGPUs    // which GPU a kernel line names (kernel.go)
-	klog     *KernelLog    // nil: no kernel log (kernlog.go)
-	kclock   *kernelClock  // dmesg_time on the kernel log's clock (kclock.go)
-	runState runState      // this run's run-state, with the kernel log position
-	procs    procParts     // the process reads and atop's protocol (procs.go)
-	journal  journalSender // events.log lines to the systemd journal (journal.go)
-	states   hostStates    // the listeners' states, for the host view
+	loop     pollLoop
+	side     sideQueue // file work the poll loop and the workers must not wait for
+	kern     kernelGPUs
+	klog     *KernelLog // nil: no kernel log
+	kclock   *kernelClock
+	runState runState
+	procs    procParts
+	journal  journalSender
+	states   hostStates
 
 	enumerating atomic.Bool // a GPU enumeration is inside the driver
 }
 
-// pollLoop is the poll loop's own state: its counts, its pace, and the
-// periodic work it paces (its counts are in the registry: counters.go), so that that work runs while the process is
-// awake for a tick rather than on timers of its own: the CSV's sync round
-// every FsyncEvery (syncTick), the loss check every second (secondTick),
-// the summary every SummaryEvery.
+// pollLoop is the poll loop's state (its counts are in the registry), and
+// the periodic work it paces so that it runs while the process is awake for
+// a tick, not on timers of its own.
 type pollLoop struct {
 	ready                 bool      // poll goroutine only: every GPU has written a row
 	lastSummary, lastSync time.Time // poll goroutine only
 	syncTick, secondTick  chan time.Time
-	// The monotonic reading (Config.mono, ns) the current summary window
-	// began at: the status line's window is measured from it.
-	windowStart atomic.Int64
+	windowStart           atomic.Int64 // Config.mono (ns) when the summary window began
 
 	cadence  *cadence
-	beat     loopBeat            // the loop's progress, for the watchdog pinger (watchdog.go)
+	beat     loopBeat            // for the watchdog pinger
 	tickHook func(now time.Time) // tests: runs at the end of every tick
 }
 
-// hostStates are the kernel log's (kmsg) and the NVML event stream's
-// states and the recent row drops, for the host view.
+// hostStates are the kernel log's and the NVML event stream's states and
+// the recent row drops, for the host view.
 type hostStates struct {
 	mu           sync.Mutex
 	kmsg, events string
 	drops        dropHistory
 }
 
-// lineLog is an append-only text log (sink.LineLog).
+// lineLog is an append-only text log (sink.LineLog; tests replace it).
 type lineLog interface {
 	Line(s string) error // nil also when the line was kept to be written later
 	Reopen() error
@@ -97,8 +93,7 @@ type lineLog interface {
 	RegisterCounters(r *counters.Registry) // makes r show the log's counts
 }
 
-// New builds the monitor's parts for an opened host: the CSV sink, the line
-// logs, the snapshot manager and one pipeline per GPU. It writes
+// New builds the monitor's parts for an opened host and writes
 // system-info.txt.
 func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	cfg.defaults()
@@ -125,7 +120,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	m.loop.windowStart.Store(int64(cfg.mono())) // until Run begins the first window
 	var cols []sink.GPUColumns
 	var slots []*live.Slot
-	byBus := map[reading.PCIAddr]*gpuState{}
+	m.kern.byBus = map[reading.PCIAddr]*gpuState{}
 	for _, g := range host.GPUs {
 		gs := newGPUState(m, g)
 		m.gpus = append(m.gpus, gs)
@@ -133,12 +128,11 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		m.byIndex[gs.idx] = gs
 		info := g.Info()
 		if a, err := reading.ParsePCIAddr(info.BusID); err == nil {
-			byBus[a.Slot()] = gs
+			m.kern.byBus[a.Slot()] = gs
 		}
 		cols = append(cols, csvColumns(gs.idx, info))
 	}
-	m.busesFromSysfs(byBus)
-	m.kern.byBus = byBus
+	m.busesFromSysfs()
 	m.board = live.NewPublishedBoard(slots)
 	m.setupProcs()
 	csv, err := sink.NewCSV(sink.CSVConfig{
@@ -158,15 +152,13 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		Flush: m.csv.Sync, Written: m.snapshotWritten, HostRoot: cfg.HostRoot,
 		KernelWall: m.kclock.clock.Wall,
 	})
-	m.inc = &incidentDesk{snaps: m.snaps, log: m.log}
 	m.registerCounters()
 	m.writeSystemInfo()
 	m.publishHost() // the first host view, before Run
 	return m, nil
 }
 
-// csvColumns describes GPU index's CSV files from its static facts: its fan
-// columns and its board (the file names and first line).
+// csvColumns describes GPU index's CSV files from its static facts.
 func csvColumns(index int, info reading.GPU) sink.GPUColumns {
 	return sink.GPUColumns{Index: index, Fans: info.NumFans,
 		Board: sink.Board{Index: index, UUID: info.UUID, Serial: info.Serial, Bus: info.BusID, Name: info.Name}}
@@ -195,9 +187,8 @@ func (m *Monitor) writeSystemInfo() {
 	}
 }
 
-// Run samples until ctx is cancelled, then shuts down in a fixed order. Signals
-// arrive on sigs: SIGUSR1 prints a status line, SIGHUP reopens every log file.
-// It returns nil on a clean shutdown.
+// Run samples until ctx is cancelled, then shuts down in a fixed order.
+// SIGUSR1 on sigs logs a status line, SIGHUP reopens every log file.
 func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()
@@ -224,28 +215,21 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	m.log.Info("polling", "interval", m.cfg.Interval, "deadline", m.cfg.Deadline, "gpus", strings.Join(names, ","), "dir", m.cfg.LogDir)
 
 	sideStop, sideDone := make(chan struct{}), make(chan struct{})
-	go m.side.run(sideStop, sideDone)
+	go func() { defer close(sideDone); serve(sideStop, m.side.jobs, func(j sideJob) { j.f() }) }()
 
 	m.poll(ctx, sigs)
 
 	// Shutdown, in this order: stop producers, wait for them (bounded), flush
 	// and close the sinks, report, release the hardware. The side goroutine
-	// stops last of the producers: a sample that comes back from the driver
-	// while the workers are waited for still has its late row written.
+	// stops last of the producers: a sample that comes back while the
+	// workers are waited for still has its late row written.
 	//
-	// Every step that can still count lost work runs before the final
-	// summary.log line, so that line holds the totals: the side queue's
-	// drain (side_drops), the Xid flags no row will carry
-	// (xid_flags_dropped), the snapshot writer's close (follow_ups_canceled,
-	// snapshot_failures), the CSV's last fsync (sync_errors) and events.log's
-	// close (log_lines_lost_at_exit). The final summary line covers the
-	// window the stop cut short and is marked final; then summary.log
-	// closes. What is counted after that line (summary.log's own close:
-	// the final line itself, if the disk is full) is in the final status
-	// line on stderr, which comes after the files. A sample that comes
-	// back from a stuck call after that has its loss (rows_dropped,
-	// side_drops, snapshots_refused_at_shutdown) counted and the first
-	// logged, but no status line follows it.
+	// Every step that can still count lost work (side queue drain, Xid
+	// flags, snapshot writer, CSV fsync, events.log close) runs before the
+	// final summary.log line, so that line holds the totals. What is counted
+	// after it (summary.log's own close) is in the final status line on
+	// stderr. A sample that comes back from a stuck call after that has its
+	// loss counted and the first logged, but no status line follows.
 	m.cfg.trace("stop-sampling")
 	m.cfg.Notifier.Stopping()
 	stopBG()
@@ -264,10 +248,9 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	for _, gs := range m.gpus {
 		gs.closeXids() // no row follows now: their flags are lost, counted
 	}
-	// The side queue was run or dropped above, before the snapshot writer
-	// closes: a crash snapshot queued there behind its rows was handed to
-	// it, or reported lost (sideJob.dropped), and one queued from now on is
-	// reported lost at once; a request handed after Close is refused.
+	// The side queue is run or dropped before the snapshot writer closes:
+	// a crash snapshot queued behind its rows was handed over or reported
+	// lost; a request handed after Close is refused.
 	sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	if err := m.snaps.Close(sctx); err != nil {
 		m.log.Warn("snapshots cut short at shutdown", "error", err)
@@ -277,8 +260,7 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	if err := m.csv.Close(); err != nil {
 		m.log.Error("closing CSV files", "error", err)
 	}
-	// What the burst limits still hold is summed up in events.log before
-	// it closes: a window the stop cuts short is not lost.
+	// What the burst limits hold is summed up before events.log closes.
 	m.windowsEnded(time.Now(), true)
 	m.events.Close()
 	m.writeSummary(time.Now(), m.cfg.mono()-time.Duration(m.loop.windowStart.Load()), true)
@@ -290,9 +272,8 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	m.status("final status")
 	eventsStuck := !sampler.EventsIdle(2 * time.Second)
 	if len(stuck) > 0 || eventsStuck || m.enumerating.Load() {
-		// nvmlShutdown with a call still inside the driver can block for
-		// as long as the fault lasts, or pull the library from under the
-		// call: the process exits without it.
+		// nvmlShutdown with a call inside the driver can block for as long
+		// as the fault lasts, or pull the library from under the call.
 		m.log.Warn("NVML calls still stuck at exit; skipping nvmlShutdown", "gpus", strings.Join(stuck, ","),
 			"event_wait", eventsStuck, "enumeration", m.enumerating.Load())
 	} else if !m.host.Close(2 * time.Second) {
@@ -313,8 +294,7 @@ func waitBounded(wg *sync.WaitGroup, d time.Duration) {
 	}
 }
 
-// waitWorkers waits until no sample is in flight, at most d, and returns the
-// GPUs still stuck.
+// waitWorkers waits, at most d, until no sample is in flight; it returns the GPUs still stuck.
 func (m *Monitor) waitWorkers(d time.Duration) []string {
 	deadline := time.Now().Add(d)
 	for {
@@ -331,10 +311,9 @@ func (m *Monitor) waitWorkers(d time.Duration) []string {
 	}
 }
 
-// poll is the fixed-rate poll loop: tick k fires at start + k x interval. A
-// slow tick never shifts later ones; ticks missed entirely are counted as
-// overruns and skipped, never run in a burst. Signals are handled on their
-// own goroutine so the loop only ever waits for its ticker.
+// poll is the fixed-rate poll loop: tick k fires at start + k x interval
+// (ticker). Signals are handled on their own goroutine so the loop only
+// ever waits for its ticker.
 func (m *Monitor) poll(ctx context.Context, sigs <-chan os.Signal) {
 	tk := m.cfg.newTicker(m.cfg.Interval)
 	m.loop.lastSummary = time.Now()
@@ -374,8 +353,8 @@ func (m *Monitor) poll(ctx context.Context, sigs <-chan os.Signal) {
 	}
 }
 
-// tick dispatches one sample to every GPU that is free and not backing off,
-// and reports the ones stuck past the deadline.
+// tick dispatches a sample to every GPU free and not backing off, and
+// reports those stuck past the deadline.
 func (m *Monitor) tick(now time.Time) {
 	lp := &m.loop
 	if lp.tickHook != nil {
@@ -394,24 +373,17 @@ func (m *Monitor) tick(now time.Time) {
 		if fn, since, stuck := gs.w.Stuck(at.mono, m.cfg.Deadline); stuck && gs.hung(at, since, fn) {
 			continue
 		}
-		// Still within its deadline, late outside NVML, or inside NVML
-		// with the sample already classified (hung declines): the tick is
-		// skipped, and counted.
+		// Within its deadline, late outside NVML, or already classified
+		// (hung declines): the tick is skipped, and counted.
 		m.reg.Inc(busySkips)
 		if len(gs.skipped) < cap(gs.skipped) {
 			gs.skipped = append(gs.skipped, at)
 		}
 	}
-	if !lp.ready {
-		all := true
-		for _, gs := range m.gpus {
-			all = all && gs.delivered.Load()
-		}
-		if all {
-			lp.ready = true
-			m.cfg.Notifier.Ready()
-			m.log.Info("first sample of every GPU written")
-		}
+	if !lp.ready && !slices.ContainsFunc(m.gpus, func(gs *gpuState) bool { return !gs.delivered.Load() }) {
+		lp.ready = true
+		m.cfg.Notifier.Ready()
+		m.log.Info("first sample of every GPU written")
 	}
 	k := m.reg.Load(ticksRun)
 	m.procTick(at, k)
@@ -430,11 +402,11 @@ func (m *Monitor) tick(now time.Time) {
 	}
 }
 
-// nudge hands now to periodic work waiting on ch without waiting: work
-// still busy with the last value skips this one.
-func nudge(ch chan<- time.Time, now time.Time) {
+// nudge hands v to periodic work on ch without waiting: work still busy
+// with the last value skips this one.
+func nudge[T any](ch chan<- T, v T) {
 	select {
-	case ch <- now:
+	case ch <- v:
 	default:
 	}
 }
@@ -456,8 +428,7 @@ func (m *Monitor) signal(sig os.Signal) {
 }
 
 // eventLine writes e to events.log (and the journal) with the host, the
-// GPU's UUID and, on an incident line, the job that was on the GPU when it
-// failed (from memory).
+// GPU's UUID and, on an incident line, the job on the GPU (from memory).
 func (m *Monitor) eventLine(e sink.EventLine) {
 	e.Host = m.ident.Host
 	if gs := m.byIndex[e.GPU]; gs != nil {
@@ -473,20 +444,17 @@ func (m *Monitor) eventLine(e sink.EventLine) {
 	}
 }
 
-// incidentLine writes e, the line of a critical event, with the incident
-// the snapshot Manager counted it in and the crash snapshot holding its
-// evidence (d; none when the Manager was closed).
+// incidentLine writes e, a critical event's line, with the incident and
+// the crash snapshot d names.
 func (m *Monitor) incidentLine(e sink.EventLine, d snapshot.Decision) {
 	e.Incident, e.Snapshot = d.Incident, d.Snapshot
 	m.eventLine(e)
 }
 
-// Board returns the published state that the live readers (control socket,
-// metrics) read.
+// Board returns what the live readers (control socket, metrics) read.
 func (m *Monitor) Board() *live.Board { return m.board }
 
-// setState records the kernel log's (kmsg) or the NVML event stream's state
-// for the host view.
+// setState records a listener's state (a hostStates field) for the host view.
 func (m *Monitor) setState(field *string, v string) {
 	m.states.mu.Lock()
 	*field = v
@@ -500,21 +468,18 @@ func (m *Monitor) snapshotWritten(kind string, gpu int, path string) {
 	}
 }
 
-// pacerState is the NVML pacer's state for the host view and the status
-// line; its count of steps up is nvml_stretches, a counter of the registry.
+// pacerState is the NVML pacer's state (its steps up are the counter
+// nvml_stretches).
 func (m *Monitor) pacerState() live.Pacer {
 	ps := m.host.Pacer.Stats()
 	return live.Pacer{Level: ps.Level, TickNVML: ps.TickNVML, LastLate: ps.LastLate}
 }
 
-// publishHost publishes the host view on the Board: at New, then once a
-// second (watchLosses, paced by the poll loop) and at stop. Readers take the
-// latest and never call back in.
+// publishHost publishes the host view: at New, once a second (watchLosses)
+// and at stop. Readers take the latest and never call back in.
 func (m *Monitor) publishHost() { m.board.PublishHost(m.hostView()) }
 
-// hostView assembles the host view from the counters. Counts go in
-// h.Counters only (the counter registry); the other fields hold what is not a
-// count.
+// hostView assembles the host view; counts go in h.Counters only.
 func (m *Monitor) hostView() live.Host {
 	h := live.Host{
 		Now: time.Now(), Start: m.start, Version: m.cfg.Version, System: m.host.System, Identity: m.ident,
@@ -522,7 +487,9 @@ func (m *Monitor) hostView() live.Host {
 		DiskPaused: m.csv.Stats().Paused,
 		Counters:   m.counters(),
 	}
-	h.LastIncident = m.inc.lastIncident()
+	m.inc.mu.Lock()
+	h.LastIncident = m.inc.last
+	m.inc.mu.Unlock()
 	m.loop.cadence.get(&h.Cadence)
 	h.Pacer = m.pacerState()
 	for _, l := range []lineLog{m.events, m.summary} {

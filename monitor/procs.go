@@ -15,26 +15,23 @@ import (
 )
 
 // procEvery is the slow tier's process cadence at the normal rate:
-// atopgpud's once a second (every procParts.ticks ticks; every tick at intervals
-// of a second or more).
-const procEvery = time.Second
+// atopgpud's once a second. A read inside the driver procStuckAfter when a
+// crash snapshot is taken is reported as not returned (a real driver
+// answers in milliseconds).
+const (
+	procEvery      = time.Second
+	procStuckAfter = 250 * time.Millisecond
+)
 
-// procStuckAfter: a process read inside the driver this long when a crash
-// snapshot is taken is reported as not returned (a real driver answers in
-// milliseconds).
-const procStuckAfter = 250 * time.Millisecond
-
-// procParts is the slow tier's process reads, beside the GPUs' own
-// readers, and atop's protocol.
+// procParts is the slow tier's process reads and atop's protocol.
 type procParts struct {
 	atop  *atop.Accumulator // nil without --atop
 	srv   *atop.Server      // nil without --atop
 	ticks int               // ticks per process read of a GPU at the normal rate
 }
 
-// setupProcs gives every GPU its process reader (the slow tier's per-process
-// reads, for crash snapshots and atop) and, with --atop, the accumulator the
-// atopgpud protocol is served from.
+// setupProcs gives every GPU its process reader and, with --atop, the
+// accumulator the atopgpud protocol is served from.
 func (m *Monitor) setupProcs() {
 	infos := make([]reading.GPU, 0, len(m.gpus))
 	for _, gs := range m.gpus {
@@ -48,9 +45,8 @@ func (m *Monitor) setupProcs() {
 	}
 }
 
-// runProcs starts every GPU's process reader and serves the atopgpud
-// protocol until ctx is cancelled. The reads are started by the poll loop
-// (procTick), so they need no timer of their own.
+// runProcs runs every GPU's process reader (kicked by procTick) and serves
+// the atopgpud protocol until ctx is cancelled.
 func (m *Monitor) runProcs(ctx context.Context) {
 	for _, gs := range m.gpus {
 		go gs.pr.Run(ctx) // not awaited: a read stuck in the driver never returns
@@ -62,16 +58,12 @@ func (m *Monitor) runProcs(ctx context.Context) {
 	<-ctx.Done()
 }
 
-// procTick runs on the poll loop at the end of tick k. Each GPU's process
-// read is part of the slow tier: it starts about once a second (procParts.ticks),
-// on a different tick for each GPU, and less often while the pacer stretches
-// the slow tier because NVML is too slow for the interval; a read held back
-// that way is counted (process_reads_stretched). A GPU backing off after
-// failures or loss when the tick began is not asked either: a faulted GPU
-// answers only after long timeouts, and its last read stays (with its age). A read past the
-// deadline is published as hung. Once a second the latest lists go to atop,
-// whose second closes. Nothing here waits on NVML: a read runs on its GPU's
-// reader goroutine.
+// procTick runs on the poll loop at tick k. A GPU's process read starts
+// about once a second, on a different tick for each GPU, and less often
+// while the pacer stretches the slow tier (counted); not at all while the
+// GPU backs off (a faulted GPU answers only after long timeouts: its last
+// read stays, with its age). Once a second atop's second closes with the
+// latest lists. Nothing here waits on NVML.
 func (m *Monitor) procTick(at instant, k uint64) {
 	for i, gs := range m.gpus {
 		answering := !gs.offAtTick
@@ -97,19 +89,8 @@ func (m *Monitor) procTick(at instant, k uint64) {
 	}
 }
 
-// atopSample feeds one answered row to atop's per-second figures (the
-// publish stage): GPU busy and memory come from the rows already taken, so
-// --atop adds no NVML call per sample.
-func (gs *gpuState) atopSample(s *reading.Sample) {
-	if a := gs.m.procs.atop; a != nil {
-		a.Sample(s)
-	}
-}
-
 // procSection is the crash snapshot's "Processes on this GPU" section at
-// when, from the slow tier's latest read (never a new NVML call: the GPU may
-// be hung). Whether a read in flight is stuck is judged now, on the
-// monotonic clock.
+// when, from the latest read (never a new NVML call: the GPU may be hung).
 func (gs *gpuState) procSection(when time.Time) []snapshot.Section {
 	if gs.pr == nil {
 		return nil
@@ -117,8 +98,7 @@ func (gs *gpuState) procSection(when time.Time) []snapshot.Section {
 	return []snapshot.Section{snapshot.ProcessesSection(gs.pr.Snapshot(gs.m.cfg.mono(), procStuckAfter), when)}
 }
 
-// procsStuck names the GPUs whose process read is inside the driver (so
-// shutdown skips nvmlShutdown).
+// procsStuck names the GPUs whose process read is inside the driver.
 func (m *Monitor) procsStuck() []string {
 	var out []string
 	for _, gs := range m.gpus {
@@ -132,19 +112,14 @@ func (m *Monitor) procsStuck() []string {
 	return out
 }
 
-// jobs names the jobs on the GPU in its latest successful process read
-// (memory only: never an NVML call, never a /proc read), one string for
-// an events.log field: "slurm job 4242 step 0; pod <uid> container <id>",
-// or "" when none is known.
+// jobs names the jobs on the GPU in its latest good process read, from
+// memory, for an events.log field: "slurm job 4242 step 0; pod <uid>
+// container <id>", or "".
 func (gs *gpuState) jobs() string {
-	if gs.pr == nil {
-		return ""
+	var good *reading.Procs
+	if gs.pr != nil {
+		good = gs.pr.Latest().Good()
 	}
-	p := gs.pr.Latest()
-	if p == nil {
-		return ""
-	}
-	good := p.Good()
 	if good == nil {
 		return ""
 	}

@@ -10,42 +10,37 @@ import (
 
 // sideQueue is the side goroutine's queue: the file work the poll loop and
 // the GPUs' workers must not wait for (hang rows, late rows, summaries,
-// snapshot requests). When the side goroutine is that far behind (the disk
-// is stuck), work is dropped and counted in side_drops, the first drop
-// logged with what it carried. The queue itself is never closed: a worker
-// that comes back from a stuck call after shutdown may still queue, which
-// then drops its work and counts it (closed).
+// snapshot requests). When it is full (the disk is stuck), work is dropped
+// and counted in side_drops, the first drop logged with what it carried.
+// The channel is never closed: a worker that comes back from a stuck call
+// after shutdown may still queue, and its work is dropped and counted.
 type sideQueue struct {
 	log  *slog.Logger
 	jobs chan sideJob
-	// mu orders every queue against the side goroutine's last drain at
-	// shutdown: work queued before closed is set is in jobs when the
-	// drain begins, so it runs (or, if the drain is cut short, is counted
-	// and dropped); work queued after is counted and dropped.
+	// mu orders every queue against the last drain at shutdown: work queued
+	// before closed is set runs in the drain (or is dropped if the drain is
+	// cut short), work queued after is dropped, counted either way.
 	mu     sync.Mutex
 	closed bool
 	reg    *counters.Registry // side_drops
 }
 
-// sideJob is one piece of work for the side goroutine, with what it
-// carries and its GPU (-1: none), to count and log it if it is dropped.
+// sideJob is one piece of work for the side goroutine; what it carries and
+// its GPU (-1: none) name it when it is dropped.
 type sideJob struct {
-	what string
-	gpu  int
-	rows *atomic.Int64 // gpuState.sideRows when the job writes the GPU's rows, else nil
-	f    func()
-	// dropped, if set, is told why when the job is dropped instead of
-	// run (a crash snapshot it was to gather is reported lost).
-	dropped func(why string)
+	what    string
+	gpu     int
+	rows    *atomic.Int64 // gpuState.sideRows when the job writes the GPU's rows
+	f       func()
+	dropped func(why string) // if set, told why the job was dropped instead of run
 }
 
-// queue runs f on the side goroutine; what f carries and its GPU (-1:
-// none) name it when it is dropped. It reports whether f was queued.
+// queue runs f on the side goroutine; it reports whether f was queued.
 func (q *sideQueue) queue(what string, gpu int, f func()) bool {
 	return q.enqueue(sideJob{what: what, gpu: gpu, f: f})
 }
 
-// enqueue is queue for a job; a dropped job's rows are taken off its count.
+// enqueue is queue for a job.
 func (q *sideQueue) enqueue(j sideJob) bool {
 	q.mu.Lock()
 	closed, queued := q.closed, false
@@ -81,18 +76,16 @@ func (q *sideQueue) drop(j sideJob, why string) {
 	}
 }
 
-// close makes every later queue drop its work (Run, before it stops the
-// side goroutine).
+// close makes every later queue drop its work.
 func (q *sideQueue) close() {
 	q.mu.Lock()
 	q.closed = true
 	q.mu.Unlock()
 }
 
-// dropQueued takes the jobs still queued off the queue once the side
-// goroutine, stuck in one of them, did not finish them in time at
-// shutdown, and drops each. It runs none: the stuck job is still running,
-// and the files close next. It returns how many it dropped.
+// dropQueued drops the jobs still queued when the side goroutine, stuck in
+// one, did not finish in time at shutdown (the files close next), and
+// returns how many.
 func (q *sideQueue) dropQueued() int {
 	for n := 0; ; n++ {
 		select {
@@ -103,13 +96,6 @@ func (q *sideQueue) dropQueued() int {
 			return n
 		}
 	}
-}
-
-// run runs queued work until stop is closed, then what is still queued.
-// Run closes the queue before it closes stop.
-func (q *sideQueue) run(stop <-chan struct{}, done chan<- struct{}) {
-	defer close(done)
-	serve(stop, q.jobs, func(j sideJob) { j.f() })
 }
 
 // serve calls f with each value received on ch until stop is closed, then

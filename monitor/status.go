@@ -16,9 +16,8 @@ import (
 
 // Status is the daemon's state as the status line and summary show it.
 type Status struct {
-	Uptime time.Duration
-	// Counters is every registered counter's value, losses first.
-	Counters     []live.Counter
+	Uptime       time.Duration
+	Counters     []live.Counter // every registered counter, losses first
 	DiskPaused   bool
 	NVML         live.Pacer       // how far the sampler stretches now and how long the driver takes per tick
 	Total        anomaly.Counters // all GPUs
@@ -61,14 +60,11 @@ func (m *Monitor) collect() Status {
 
 // status logs one status line (SIGUSR1, and at exit).
 func (m *Monitor) status(msg string) {
-	st := m.collect()
-	m.log.LogAttrs(context.Background(), slog.LevelInfo, msg, st.Attrs()...)
+	m.log.LogAttrs(context.Background(), slog.LevelInfo, msg, m.collect().Attrs()...)
 }
 
 func fmtUptime(d time.Duration) string {
-	h := int(d.Hours())
-	mn := int(d.Minutes()) % 60
-	return strconv.Itoa(h) + "h" + strconv.Itoa(mn) + "m"
+	return strconv.Itoa(int(d.Hours())) + "h" + strconv.Itoa(int(d.Minutes())%60) + "m"
 }
 
 func optTemp(o reading.Opt[uint32]) string {
@@ -85,15 +81,12 @@ func optWatts(o reading.Opt[uint32]) string {
 	return "n/a"
 }
 
-// Attrs returns the status as slog attributes: one line with totals, the
-// counts of the current summary window ("+N" per window, as the reference
-// logger gpu-telemetry-deep.py's status line shows them), and per GPU
-// samples, failures, hangs and peaks.
+// Attrs returns the status as slog attributes: totals, rated ones with the
+// current window's count and rate so that "bad long ago" and "bad right
+// now" look different (the reference logger gpu-telemetry-deep.py's
+// "+N/5m", for that reason), then per GPU samples, failures, hangs and peaks.
 func (st Status) Attrs() []slog.Attr {
 	t, w := st.Total.Total, st.WindowCounts
-	// Totals; rated ones with the current window's count and rate: "bad long
-	// ago" and "bad right now" look different (gpu-telemetry-deep.py's
-	// "+N/5m", for that reason).
 	rate := anomaly.Rates(w, st.Window)
 	a := []slog.Attr{slog.String("uptime", fmtUptime(st.Uptime))}
 	for i, d := range anomaly.CounterDefs {
@@ -124,11 +117,10 @@ func (st Status) Attrs() []slog.Attr {
 	return a
 }
 
-// SummaryLine renders one summary.log line as gpu-telemetry-deep.py, the
-// reference logger, wrote it (summary.log readers parse it so): cumulative
-// totals and per-minute rates over the window that actually elapsed. final
-// marks the line a clean stop writes last, over the partial window it cut
-// short: "window=42s final |".
+// SummaryLine renders one summary.log line as the reference logger
+// gpu-telemetry-deep.py wrote it (its readers parse it so): cumulative
+// totals and per-minute rates over the window that elapsed. final marks the
+// last line, over the window a clean stop cut short: "window=42s final |".
 func SummaryLine(now time.Time, st Status, window anomaly.Counts, elapsed time.Duration, final bool) string {
 	r := anomaly.Rates(window, elapsed)
 	t := st.Total.Total
@@ -139,8 +131,7 @@ func SummaryLine(now time.Time, st Status, window anomaly.Counts, elapsed time.D
 		b.WriteString(" final")
 	}
 	b.WriteString(" |")
-	// The detectors' counters (anomaly.CounterDefs), each window as
-	// gpu-telemetry-deep.py showed it: (+N), (rate=N/min) or (period=N).
+	// Each detector counter's window as gpu-telemetry-deep.py showed it.
 	for i, d := range anomaly.CounterDefs {
 		fmt.Fprintf(&b, " %s=%d", d.Name, t[i])
 		switch d.Window {
@@ -153,7 +144,6 @@ func SummaryLine(now time.Time, st Status, window anomaly.Counts, elapsed time.D
 		}
 	}
 	fmt.Fprintf(&b, " critical_events=%d peak_temp=%s peak_power=%s", st.Incidents, optTemp(st.Total.PeakTempC), optWatts(st.Total.PeakPowerMW))
-	// Every counter, losses first (the registry's order).
 	for _, c := range st.Counters {
 		fmt.Fprintf(&b, " %s=%d", c.Name, c.Value)
 	}
@@ -161,11 +151,8 @@ func SummaryLine(now time.Time, st Status, window anomaly.Counts, elapsed time.D
 }
 
 // writeSummary closes the current window, which lasted elapsed, and appends
-// a summary line (SummaryLine); a periodic one is also logged as a status
-// line. final marks the last one, at a clean stop: the window cut short by
-// the stop, and every counter as it stands once the shutdown's drains have
-// counted what they lost (see Run); the final status line follows on
-// stderr, so it is not logged here.
+// a summary line; a periodic one is also logged as a status line (the final
+// one is followed by Run's final status line).
 func (m *Monitor) writeSummary(now time.Time, elapsed time.Duration, final bool) {
 	if !final {
 		defer m.status("summary")
@@ -174,8 +161,7 @@ func (m *Monitor) writeSummary(now time.Time, elapsed time.Duration, final bool)
 	for _, gs := range m.gpus {
 		window = window.Add(gs.tr.TakeWindow().Window)
 	}
-	st := m.collect()
-	line := SummaryLine(now, st, window, elapsed, final)
+	line := SummaryLine(now, m.collect(), window, elapsed, final)
 	if err := m.summary.Line(line); err != nil {
 		m.lose(lineFails, "a summary.log line", slog.String("line", line), slog.String("error", err.Error()))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -11,24 +12,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ticker delivers ticks at start + k x interval. A tick that comes late never
-// shifts later ones, and ticks missed entirely are reported, not delivered in
-// a burst. Both implementations follow lateTick: a tick noticed more than a
-// quarter interval after its time is skipped (counted as missed) and the
-// next grid point is waited for, so every tick runs on the grid.
+// ticker delivers ticks at start + k x interval. A late tick never shifts
+// later ones, and ticks missed entirely are reported, not delivered in a
+// burst; a tick noticed late (lateTick) is skipped too, so every tick runs
+// on the grid.
 type ticker interface {
 	// Next blocks until the next tick and returns how many ticks were missed
 	// before it; ok is false once Stop was called.
 	Next() (missed uint64, ok bool)
-	// Stop ends the ticker and unblocks Next. Safe to call more than once.
-	Stop()
+	Stop() // ends the ticker and unblocks Next; safe to call more than once
 }
 
 // newTimerfdTicker returns a ticker on a kernel timerfd read through Go's
-// poller: the process wakes exactly once per tick. Go's own timers wake the
-// poller with millisecond timeouts, which costs an extra early wake-up every
-// tick; at 10 Hz for months that is measurable (see docs/performance.md).
-// It falls back to a Go timer where timerfd is unavailable.
+// poller: the process wakes once per tick, where Go's timers add an early
+// wake-up every tick (measurable at 10 Hz for months: docs/performance.md).
+// It falls back to Go's timers where timerfd is unavailable.
 func newTimerfdTicker(iv time.Duration) ticker {
 	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
 	if err != nil {
@@ -46,27 +44,43 @@ func newTimerfdTicker(iv time.Duration) ticker {
 		f.Close()
 		return newGoTicker(iv)
 	}
-	t := &timerfdTicker{f: f, rc: rc, iv: iv, start: start}
+	t := &timerfdTicker{f: f, rc: rc, grid: grid{iv: iv, start: start}}
 	t.readFn = t.readReady
 	return t
 }
 
-// lateTick reports whether a tick noticed late after its grid time must be
+// lateTick reports whether a tick noticed late after its grid time is
 // skipped: a quarter interval is far beyond normal wake-up latency, and a
-// tick run that late would sit off the grid, closer to the next one than to
-// the previous.
+// tick that late would sit off the grid.
 func lateTick(late, iv time.Duration) bool { return late > iv/4 }
 
-type timerfdTicker struct {
-	f     *os.File
-	rc    syscall.RawConn
-	buf   [8]byte
+// grid is both tickers' position: tick k is due at start + k x iv.
+type grid struct {
 	iv    time.Duration
-	start time.Time // the timer's zero: tick k is due at start + k x iv
+	start time.Time
 	k     int64
-	// The read in progress: when the next expiry is due, whether the
-	// read succeeded, and readReady bound once, so that a tick allocates
-	// no closure (two allocations a tick, 1 % of the logger's CPU in perf).
+}
+
+func (g *grid) at(k int64) time.Time { return g.start.Add(time.Duration(k) * g.iv) }
+
+// advance moves the grid on by the exp grid points that passed and returns
+// how many of them are missed: all but the last, and the last too when it
+// is late (then the caller waits for the next).
+func (g *grid) advance(exp uint64) (missed uint64, late bool) {
+	g.k += int64(exp)
+	if lateTick(time.Since(g.at(g.k)), g.iv) {
+		return exp, true
+	}
+	return exp - 1, false
+}
+
+type timerfdTicker struct {
+	grid
+	f   *os.File
+	rc  syscall.RawConn
+	buf [8]byte
+	// The read in progress, and readReady bound once: a closure per tick
+	// cost 1 % of the logger's CPU.
 	due    time.Time
 	ok     bool
 	readFn func(fd uintptr) bool
@@ -78,35 +92,28 @@ func (t *timerfdTicker) Next() (uint64, bool) {
 		if !t.read() {
 			return 0, false
 		}
-		// The kernel counts expirations since the last read: more than
-		// one means ticks were missed.
-		exp := binary.LittleEndian.Uint64(t.buf[:])
-		t.k += int64(exp)
-		missed += exp - 1
-		late := time.Since(t.start.Add(time.Duration(t.k) * t.iv))
-		if !lateTick(late, t.iv) {
+		n, late := t.advance(binary.LittleEndian.Uint64(t.buf[:]))
+		if missed += n; !late {
 			return missed, true
 		}
-		missed++ // this one too: wait for the next grid point
 	}
 }
 
 // read waits until the timer has expired and reads the count of expirations
-// into buf. Before the next expiry is due it does not try the read (it would
-// fail with EAGAIN: one more system call every tick): the poller is armed
-// before the callback runs, so an expiry from then on wakes it, and the timer
-// started after t.start, so it never expires before its grid time. The read
-// is a raw system call (a ready timerfd never blocks), which does not wake
-// the runtime's sysmon thread.
+// (more than one: ticks were missed) into buf. It does not try the read
+// before the expiry is due (an EAGAIN is one more system call a tick): the
+// poller is armed before the callback runs, and the timer started after
+// t.start, so never expires before its grid time. The read is a raw system
+// call (a ready timerfd never blocks), which does not wake sysmon.
 func (t *timerfdTicker) read() bool {
-	t.due = t.start.Add(time.Duration(t.k+1) * t.iv)
+	t.due = t.at(t.k + 1)
 	t.ok = false
 	err := t.rc.Read(t.readFn)
 	return err == nil && t.ok
 }
 
-// readReady is read's callback on the poller: false (wait for the poller)
-// until the expiry is due and the timerfd has it.
+// readReady is read's callback on the poller: false (wait) until the expiry
+// is due and read.
 func (t *timerfdTicker) readReady(fd uintptr) bool {
 	if time.Now().Before(t.due) {
 		return false
@@ -123,60 +130,40 @@ func (t *timerfdTicker) Stop() { t.f.Close() }
 
 // goTicker is a ticker on Go's timers (tests run it on fake time).
 type goTicker struct {
-	iv    time.Duration
-	start time.Time
-	k     int64
+	grid
 	timer *time.Timer
 	stop  chan struct{}
-	once  chan struct{}
+	once  sync.Once
 }
 
 func newGoTicker(iv time.Duration) ticker {
-	t := time.NewTimer(time.Hour)
-	t.Stop()
-	return &goTicker{iv: iv, start: time.Now(), timer: t, stop: make(chan struct{}), once: make(chan struct{}, 1)}
+	t := &goTicker{grid: grid{iv: iv, start: time.Now()}, timer: time.NewTimer(time.Hour), stop: make(chan struct{})}
+	t.timer.Stop()
+	return t
 }
+
+func (t *goTicker) Stop() { t.once.Do(func() { close(t.stop) }) }
 
 func (t *goTicker) Next() (uint64, bool) {
-	t.k++
 	var missed uint64
 	for {
-		if due := int64(time.Since(t.start) / t.iv); due >= t.k {
-			// Ticks whose time already passed: skipped, unless the last
-			// one is only a little late.
-			if late := time.Since(t.start.Add(time.Duration(due) * t.iv)); !lateTick(late, t.iv) {
-				missed += uint64(due - t.k)
-				t.k = due
-				return missed, true
+		if d := time.Until(t.at(t.k + 1)); d > 0 {
+			t.timer.Reset(d)
+			select {
+			case <-t.timer.C:
+			case <-t.stop:
+				return 0, false
 			}
-			missed += uint64(due - t.k + 1)
-			t.k = due + 1
 		}
-		t.timer.Reset(time.Until(t.start.Add(time.Duration(t.k) * t.iv)))
-		select {
-		case <-t.timer.C:
-		case <-t.stop:
-			return 0, false
-		}
-		if late := time.Since(t.start.Add(time.Duration(t.k) * t.iv)); !lateTick(late, t.iv) {
+		n, late := t.advance(uint64(time.Since(t.start)/t.iv) - uint64(t.k))
+		if missed += n; !late {
 			return missed, true
 		}
-		missed++
-		t.k++
-	}
-}
-
-func (t *goTicker) Stop() {
-	select {
-	case t.once <- struct{}{}:
-		close(t.stop)
-	default:
 	}
 }
 
 // every calls fn every d, and whenever wake delivers (nil: never), until ctx
-// is done; fn runs on the caller's goroutine, one call at a time. For the
-// slow periodic work beside the poll loop, which needs no grid.
+// is done, on the caller's goroutine: slow periodic work that needs no grid.
 func every(ctx context.Context, d time.Duration, wake <-chan struct{}, fn func()) {
 	t := time.NewTicker(d)
 	defer t.Stop()

@@ -5,14 +5,11 @@ import (
 	"time"
 )
 
-// The service manager's watchdog (systemd's WatchdogSec) is pinged by a
-// pinger of its own, every Config.WatchdogEvery, whatever the poll interval:
-// at --interval 30 s and more, a ping per tick would come too late, and the
-// unit would be killed. The pinger still proves the loop is alive: it pings
-// only while the loop is waiting for a tick that is not overdue, or is in a
-// tick that began less than WatchdogEvery ago. A loop stuck in a tick, or a
-// ticker that stopped waking it, stops the pings, and the service manager
-// restarts the logger within WatchdogSec.
+// The service manager's watchdog (systemd's WatchdogSec) is pinged every
+// Config.WatchdogEvery whatever the poll interval (at --interval 30 s a ping
+// per tick would come too late), but only while the poll loop is alive
+// (loopAlive): a loop stuck in a tick, or a ticker that stopped waking it,
+// stops the pings, and the service manager restarts the logger.
 
 // loopBeat is what the poll loop tells the pinger: when its current or last
 // tick began (Config.mono, ns), and whether it is in it.
@@ -22,7 +19,7 @@ type loopBeat struct {
 }
 
 // keepAlive pings the watchdog on every tick of tk while the loop is alive,
-// until tk stops. The first ping held back in a stall is logged.
+// until tk stops; the first ping held back in a stall is logged.
 func (m *Monitor) keepAlive(tk ticker) {
 	told := false
 	for {
@@ -30,9 +27,8 @@ func (m *Monitor) keepAlive(tk ticker) {
 			return
 		}
 		now := m.cfg.mono()
-		alive := m.loopAlive(now)
 		switch {
-		case alive:
+		case m.loopAlive(now):
 			m.cfg.Notifier.Watchdog()
 			told = false
 		case !told:
