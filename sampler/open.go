@@ -263,7 +263,7 @@ func (g *GPU) readStatic(lib Library) {
 	g.hmu.Lock()
 	g.exec = x
 	g.hmu.Unlock()
-	g.setInfo(info)
+	g.info.Store(&info)
 }
 
 // ask makes the start-up call fn (for threshold or fan idx) when it may be
