@@ -56,8 +56,8 @@ var linkField = func() (t [numLinkFields]uint32) {
 	return t
 }()
 
-// resetHealth forgets the capability cache and the values (a new handle:
-// the driver may have been reloaded, with other support).
+// resetHealth forgets the values and capability caches (a new handle: the
+// driver may have been reloaded, with other support).
 func (g *GPU) resetHealth() {
 	h := &g.hlt
 	h.vals = [reading.NumReadings]reading.Opt[uint64]{}
@@ -69,9 +69,8 @@ func (g *GPU) resetHealth() {
 	h.dl = dlCounters{}
 }
 
-// NVLinks returns the GPU's per-link NVLink reading as last read by the
-// slow tier; N is 0 when the GPU has no NVLink (or it was never read). Safe
-// from any goroutine; makes no NVML call.
+// NVLinks returns the GPU's per-link NVLink reading as last read; N is 0
+// without NVLink (or never read). Safe from any goroutine.
 func (g *GPU) NVLinks() reading.NVLinks {
 	if p := g.hlt.links.Load(); p != nil {
 		return *p
