@@ -117,18 +117,15 @@ func (p *ProcReader) Tick(now time.Time, mono time.Duration, start bool) {
 	if mono-st.mono < p.cfg.Deadline || p.hung.Load() {
 		return
 	}
-	since := st.wall
 	fn := Fn(p.cur.Load())
 	if fn == FnNone {
 		return // late for another reason (reading /proc): not the driver
 	}
 	p.hung.Store(true)
 	p.hungs.Add(1)
-	idx := p.gpu.Info().Index
-	h := &reading.Procs{GPU: idx, Time: since, Status: reading.ProcHung,
-		Err: fn.String() + " stuck", LastOK: p.latest.Load().Good()}
-	p.latest.Store(h)
-	p.log.Warn("process list read hung; no process data until it returns", "function", fn.String(), "since", since)
+	p.latest.Store(&reading.Procs{GPU: p.gpu.Info().Index, Time: st.wall, Status: reading.ProcHung,
+		Err: fn.String() + " stuck", LastOK: p.latest.Load().Good()})
+	p.log.Warn("process list read hung; no process data until it returns", "function", fn.String(), "since", st.wall)
 }
 
 // Snapshot returns what a crash snapshot should say about the processes at
@@ -152,10 +149,8 @@ func (p *ProcReader) Snapshot(mono, stuckAfter time.Duration) *reading.Procs {
 // Busy reports whether a read is in flight and, if so, whether it is inside
 // an NVML call (shutdown must not call nvmlShutdown under a stuck call).
 func (p *ProcReader) Busy() (busy, inNVML bool) {
-	if !p.busy.Load() {
-		return false, false
-	}
-	return true, Fn(p.cur.Load()) != FnNone
+	busy = p.busy.Load()
+	return busy, busy && Fn(p.cur.Load()) != FnNone
 }
 
 func (p *ProcReader) mono() int64 { return int64(time.Since(p.base)) }
@@ -164,10 +159,10 @@ func (p *ProcReader) can(fn Fn) bool {
 	return p.gpu.syms.Has(fn) && (p.off[fn] == 0 || p.mono() >= p.off[fn])
 }
 
-// call runs f as fn, marking it in flight, and classifies its result.
-func (p *ProcReader) call(fn Fn, f func() nvml.Return) (Class, nvml.Return) {
+// procCall runs f as fn, marking it in flight, and classifies its result.
+func procCall[T any](p *ProcReader, fn Fn, f func() (T, nvml.Return)) (T, Class, nvml.Return) {
 	p.cur.Store(int32(fn))
-	ret := f()
+	v, ret := f()
 	p.cur.Store(int32(FnNone))
 	c := Classify(ret)
 	if c.capability() {
@@ -179,13 +174,12 @@ func (p *ProcReader) call(fn Fn, f func() nvml.Return) (Class, nvml.Return) {
 	} else if c == ClassOK {
 		p.off[fn] = 0
 	}
-	return c, ret
+	return v, c, ret
 }
 
 // read makes one round of process calls.
 func (p *ProcReader) read(start time.Time) *reading.Procs {
-	idx := p.gpu.Info().Index
-	out := &reading.Procs{GPU: idx, Time: start}
+	out := &reading.Procs{GPU: p.gpu.Info().Index, Time: start}
 	dev := p.gpu.Device()
 	if dev == nil {
 		out.Status, out.Err = reading.ProcFailed, "no handle for this GPU"
@@ -207,12 +201,7 @@ func (p *ProcReader) read(start time.Time) *reading.Procs {
 			refused++
 			continue
 		}
-		var infos []nvml.ProcessInfo
-		c, ret := p.call(l.fn, func() nvml.Return {
-			var r nvml.Return
-			infos, r = l.get()
-			return r
-		})
+		infos, c, ret := procCall(p, l.fn, l.get)
 		switch {
 		case c == ClassOK:
 			answered++
@@ -282,8 +271,9 @@ func (p *ProcReader) readUtil(dev Device, list []reading.Process) {
 	if len(list) == 0 || !p.can(FnProcessUtil) {
 		return
 	}
-	var samples []nvml.ProcessUtilizationSample
-	c, ret := p.call(FnProcessUtil, func() (r nvml.Return) { samples, r = dev.GetProcessUtilization(p.lastTS); return })
+	samples, c, ret := procCall(p, FnProcessUtil, func() ([]nvml.ProcessUtilizationSample, nvml.Return) {
+		return dev.GetProcessUtilization(p.lastTS)
+	})
 	if c != ClassOK && ret != nvml.ERROR_NOT_FOUND {
 		return
 	}
