@@ -373,7 +373,7 @@ func (g *GPU) buildFields(r *raw, slow, second bool) int {
 	n := 0
 	for q, fr := range fieldReadings {
 		r.due[q] = tierDue(fr.def.Tier, slow, second)
-		if !r.due[q] || (g.fieldOff[q] != 0 && g.mono() < g.fieldOff[q]) {
+		if !r.due[q] || !g.on(g.fieldOff[q]) {
 			continue
 		}
 		r.fields[n] = nvml.FieldValue{FieldId: fr.def.Field}

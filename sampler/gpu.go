@@ -1,6 +1,7 @@
 package sampler
 
 import (
+	"cmp"
 	"encoding/binary"
 	"log/slog"
 	"math"
@@ -107,9 +108,7 @@ func NewGPU(info reading.GPU, dev Device, syms *Symbols, cfg Config, kc KernelCl
 	if cfg.SlowEvery < 1 {
 		cfg.SlowEvery = 1
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log = cmp.Or(log, slog.New(slog.DiscardHandler))
 	if info.NumFans > reading.MaxFans {
 		log.Warn("more fans than recorded", "gpu", info.Index, "fans", info.NumFans, "recorded", reading.MaxFans)
 	}
@@ -193,13 +192,11 @@ func (g *GPU) InFlight() (fn Fn, since time.Time, ok bool) {
 
 func (g *GPU) mono() int64 { return int64(time.Since(g.base)) }
 
+// on reports whether a call whose cache entry is off may be made now.
+func (g *GPU) on(off int64) bool { return off == 0 || g.mono() >= off }
+
 // can reports whether fn (for fan or sensor index idx) may be called now.
-func (g *GPU) can(fn Fn, idx int) bool {
-	if g.lost || !g.syms.Has(fn) {
-		return false
-	}
-	return g.off[fn][idx] == 0 || g.mono() >= g.off[fn][idx]
-}
+func (g *GPU) can(fn Fn, idx int) bool { return !g.lost && g.syms.Has(fn) && g.on(g.off[fn][idx]) }
 
 // begin marks fn as in flight.
 func (g *GPU) begin(fn Fn) { g.cur.Store(int32(fn)) }
@@ -254,9 +251,8 @@ const staticRetry = 10 * time.Second
 // Bounds for what reading.Table's rows do not bound: generous, they reject
 // garbage, not extremes.
 const (
-	maxTempC   = 200     // no GPU survives 200 C; 4294967295 is a driver error
-	maxPercent = 100     // process utilization
-	maxVRAM    = 1 << 50 // 1 PiB
+	maxTempC   = 200 // no GPU survives 200 C; 4294967295 is a driver error
+	maxPercent = 100 // process utilization
 )
 
 // Sample reads the GPU's live state into s. It never returns an error: a

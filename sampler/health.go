@@ -108,9 +108,6 @@ func (g *GPU) fieldCall(fn Fn, fv []nvml.FieldValue) (ok, locked bool) {
 	return false, false
 }
 
-// fieldOn reports whether a field whose cache entry is off may be asked now.
-func (g *GPU) fieldOn(off int64) bool { return off == 0 || g.mono() >= off }
-
 // readHealth reads the health counters into g.hlt (slow samples that
 // succeeded only). A GPU lost during it is noted in g.lost.
 func (g *GPU) readHealth(s *reading.Sample) {
@@ -124,7 +121,7 @@ func (g *GPU) readHealth(s *reading.Sample) {
 	if g.can(FnHealthFields, 0) {
 		h.fv, h.fvID = h.fv[:0], h.fvID[:0]
 		for _, id := range reading.HealthIDs {
-			if d := &reading.Table[id]; d.Field == 0 || d.Call != reading.HealthCall || !g.fieldOn(h.off[id]) {
+			if d := &reading.Table[id]; d.Field == 0 || d.Call != reading.HealthCall || !g.on(h.off[id]) {
 				continue
 			}
 			// A fresh, zeroed entry per call: values must not carry over.
@@ -216,7 +213,7 @@ func (g *GPU) readLinks(s *reading.Sample, vals *[reading.NumReadings]reading.Op
 	ask := func(links uint64, from, to int) {
 		for l := range int(links) {
 			for f := from; f < to; f++ {
-				if linkField[f] != 0 && g.fieldOn(h.linkOff[l][f]) { // 0: the pre-Blackwell getter's (readDL)
+				if linkField[f] != 0 && g.on(h.linkOff[l][f]) { // 0: the pre-Blackwell getter's (readDL)
 					h.lfv = append(h.lfv, nvml.FieldValue{FieldId: linkField[f], ScopeId: uint32(l)})
 					refs = append(refs, ref{l, f})
 				}

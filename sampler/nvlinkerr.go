@@ -72,7 +72,7 @@ func (g *GPU) readDL(out *reading.NVLinks) {
 			if g.lost {
 				return
 			}
-			if !g.fieldOn(d.off[l][i]) {
+			if !g.on(d.off[l][i]) {
 				continue
 			}
 			g.begin(FnNVLinkErrorCounter)

@@ -1,6 +1,7 @@
 package sampler
 
 import (
+	"cmp"
 	"log/slog"
 	"slices"
 	"sync"
@@ -75,9 +76,7 @@ var stretchLevels = [...]struct {
 
 // NewPacer returns a pacer for the poll interval.
 func NewPacer(interval time.Duration, log *slog.Logger) *Pacer {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log = cmp.Or(log, slog.New(slog.DiscardHandler))
 	return &Pacer{iv: interval, log: log, calm: calmFirst}
 }
 

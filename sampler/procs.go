@@ -66,12 +66,8 @@ func (p *ProcReader) Counts() (hung, failed uint64) { return p.hungs.Load(), p.f
 // NewProcReader returns a reader for g. Nothing is read until Run's loop is
 // kicked.
 func NewProcReader(g *GPU, cfg ProcConfig, log *slog.Logger) *ProcReader {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	if cfg.ProcRoot == "" {
-		cfg.ProcRoot = "/proc"
-	}
+	log = cmp.Or(log, slog.New(slog.DiscardHandler))
+	cfg.ProcRoot = cmp.Or(cfg.ProcRoot, "/proc")
 	if cfg.Reprobe <= 0 {
 		cfg.Reprobe = 10 * time.Minute
 	}
