@@ -106,10 +106,7 @@ func (h *Host) FollowEvents(ctx context.Context, log *slog.Logger, on func(readi
 	// The events' state is the worst of the GPUs' sets' (worstState), so
 	// one set watching again does not hide another's reopening; a GPU not
 	// yet handed its set is waiting: its Xids cannot arrive.
-	perGPU := make([]string, len(h.GPUs))
-	for i := range perGPU {
-		perGPU[i] = waitingState
-	}
+	perGPU := slices.Repeat([]string{waitingState}, len(h.GPUs))
 	tellGPU := func(i int) func(string) {
 		return func(s string) {
 			stateMu.Lock()
