@@ -265,9 +265,7 @@ func (p *prober) gpu(i int, together bool) {
 			p.rep.Kinds[k].Alone[i] = st
 		}
 	}
-	// The daemon's own executor, so the figures are what the daemon's
-	// calls cost.
-	g.hmu.Lock()
+	g.hmu.Lock() // the daemon's own executor: the figures are what its calls cost
 	x := g.exec
 	g.hmu.Unlock()
 	buf := make([]time.Duration, 0, p.o.Calls)
@@ -316,16 +314,10 @@ func (p *prober) gpu(i int, together bool) {
 func (p *prober) one(g *GPU, x *nativeExec, r *raw, c call) nvml.Return {
 	if c == cProcs {
 		d := g.Device()
-		ret := nvml.SUCCESS
-		if _, rt := d.GetComputeRunningProcesses(); rt != nvml.SUCCESS {
-			ret = rt
-		}
+		_, ret := d.GetComputeRunningProcesses()
 		d.GetGraphicsRunningProcesses()
 		d.GetProcessUtilization(0)
 		return ret
-	}
-	for j := range r.ret {
-		r.ret[j] = retNotRun
 	}
 	r.plan, r.fallback = 1<<c, 0
 	if c == cFields {
