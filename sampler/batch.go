@@ -155,8 +155,8 @@ type fieldReading struct {
 // maxFields bounds the field readings of a sample (the batch's size).
 const maxFields = 64
 
-// The sample's calls and the readings they give, built from the tables at
-// start: numCalls calls, numQ field readings.
+// The sample's numCalls calls and the readings they give, built from the
+// tables at start.
 var (
 	callFn         []callDef
 	getterReadings []getterReading
@@ -164,7 +164,6 @@ var (
 	fieldReadings  []fieldReading
 	cThermal       call
 	numCalls       call
-	numQ           int
 )
 
 func init() { buildCalls() }
@@ -253,11 +252,11 @@ func buildCalls() {
 			}
 		}
 	}
-	numCalls, numQ = call(len(callFn)), len(fieldReadings)
+	numCalls = call(len(callFn))
 	switch {
 	case numCalls > maxCalls:
 		panic("sampler: more calls than a sample's batch holds")
-	case numQ > maxFields:
+	case len(fieldReadings) > maxFields:
 		panic("reading.Table: more field readings than maxFields")
 	}
 	for c := cFields + 1; c < numCalls; c++ {

@@ -161,7 +161,7 @@ func probeCalls(gpus []*GPU) []probeCall {
 		}
 		name := d.name
 		if c == cFields {
-			name += "(" + strconv.Itoa(numQ) + " fields)"
+			name += "(" + strconv.Itoa(len(fieldReadings)) + " fields)"
 		}
 		out = append(out, probeCall{c, name})
 	}
