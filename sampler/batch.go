@@ -29,7 +29,7 @@ const cFields call = 0 // nvmlDeviceGetFieldValues: the batched quantities
 // makes it, and the name the probe gives it.
 type callDef struct {
 	fn    Fn
-	idx   int // the fan of a per-fan call; 0 otherwise
+	idx   int // its capability-cache index: the fan of a per-fan call, else its argument's rank among fn's calls
 	cc    cCall
 	fan   bool // a per-fan call: fan idx's of a reading.FanTable row
 	newer call // the call an older driver's call stands in for (0: none)
@@ -176,6 +176,23 @@ func init() { buildCalls() }
 func buildCalls() {
 	callFn = []callDef{{fn: FnFieldValues, name: fnInfo[FnFieldValues].name}}
 	add := func(d callDef) call {
+		// Each argument of a function is switched off on its own: a GPU
+		// that refuses NVML_CLOCK_SM still answers the graphics and
+		// memory clocks.
+		if !d.fan {
+			var args []uint32
+			for _, o := range callFn[1:] {
+				if o.fn == d.fn && !o.fan && !slices.Contains(args, o.cc.arg) {
+					args = append(args, o.cc.arg)
+				}
+			}
+			if d.idx = slices.Index(args, d.cc.arg); d.idx < 0 {
+				d.idx = len(args)
+			}
+			if d.idx >= reading.MaxFans {
+				panic("sampler: more arguments of " + d.name + " than its capability cache holds")
+			}
+		}
 		callFn = append(callFn, d)
 		return call(len(callFn) - 1)
 	}
@@ -328,7 +345,7 @@ func (g *GPU) plan(r *raw, fans int, slow, second bool) {
 	}
 	for q, fr := range fieldReadings {
 		c := fr.call
-		if c == cFields || !r.due[q] || !g.can(callFn[c].fn, 0) {
+		if c == cFields || !r.due[q] || !g.can(callFn[c].fn, callFn[c].idx) {
 			continue
 		}
 		if i := entry[q] - 1; i >= 0 {

@@ -200,6 +200,38 @@ func TestVersionMismatchIsAbsentAndNotRepeated(t *testing.T) {
 	}
 }
 
+// TestRefusedArgumentIsOffAlone: a GPU that refuses one clock
+// (nvmlDeviceGetClockInfo(NVML_CLOCK_SM)) still gives the other two every
+// sample, and the refused one is not asked again until the re-probe. (The
+// three calls shared one capability-cache entry: the SM clock's refusal
+// switched the graphics and memory clocks off too.)
+func TestRefusedArgumentIsOffAlone(t *testing.T) {
+	d := fakenvml.NewDev()
+	d.GetterRet = map[fakenvml.Getter]nvml.Return{{Fn: "GetClockInfo", Arg: uint32(nvml.CLOCK_SM)}: nvml.ERROR_NOT_SUPPORTED}
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
+	g := h.GPUs[0]
+	var s reading.Sample
+	for i := range 5 {
+		g.Sample(&s)
+		if !s.Values[reading.GraphicsMHz].OK || !s.Values[reading.MemMHz].OK || s.Values[reading.SMMHz].OK {
+			t.Fatalf("sample %d: graphics %+v memory %+v sm %+v, want graphics and memory only", i, s.Values[reading.GraphicsMHz], s.Values[reading.MemMHz], s.Values[reading.SMMHz])
+		}
+	}
+	if n := d.Count("GetClockInfo"); n != 3+2*4 {
+		t.Errorf("GetClockInfo called %d times in 5 samples, want 11 (SM once)", n)
+	}
+	d.Update(func(d *fakenvml.Dev) { d.GetterRet = nil })
+	g.Sample(&s)
+	if s.Values[reading.SMMHz].OK {
+		t.Errorf("SM clock asked again before the re-probe")
+	}
+	g.base = g.base.Add(-testConfig.Reprobe) // the re-probe is due
+	g.Sample(&s)
+	if v, ok := s.Values[reading.SMMHz].Get(); !ok || v != 2400 || !s.Values[reading.GraphicsMHz].OK || !s.Values[reading.MemMHz].OK {
+		t.Errorf("after the re-probe: sm %+v graphics %+v memory %+v", s.Values[reading.SMMHz], s.Values[reading.GraphicsMHz], s.Values[reading.MemMHz])
+	}
+}
+
 func TestReprobeAfterInterval(t *testing.T) {
 	d := fakenvml.NewDev()
 	d.Set("GetTemperature", nvml.ERROR_NOT_SUPPORTED)

@@ -76,6 +76,9 @@ type Dev struct {
 	// Version set). A getter in neither Getters nor the fields above
 	// answers zeros with SUCCESS.
 	Getters map[Getter]any
+	// GetterRet makes one argument of a getter return its result (set it
+	// under Update), where Set makes every argument's.
+	GetterRet map[Getter]nvml.Return
 }
 
 // Getter is a getter call: the function's name less "nvmlDevice", and its
@@ -90,6 +93,9 @@ type Getter struct {
 // that set its version, as NVML does. No answer allocates (the sampler's
 // samples do not).
 func (d *Dev) getter(fn string, arg uint32, out unsafe.Pointer) nvml.Return {
+	if r, ok := d.GetterRet[Getter{fn, arg}]; ok {
+		return r
+	}
 	if v, ok := d.Getters[Getter{fn, arg}]; ok {
 		t := reflect.TypeOf(v)
 		p := (*[2]unsafe.Pointer)(unsafe.Pointer(&v))[1] // the value
