@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/live/atop"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
@@ -40,6 +41,9 @@ type Config struct {
 	SummaryEvery time.Duration
 	KmsgPath     string     // the kernel log to follow; "": none
 	KernelLog    *KernelLog // KmsgPath opened early (OpenKernelLog); nil: Run opens it
+	// Counters is the daemon's counter registry, the one the host was
+	// opened with (sampler.OpenOptions.Counters); required.
+	Counters *counters.Registry
 	// KmsgMarkers lets the logger write a marker to the kernel log when it
 	// has been quiet for an hour, to keep the dmesg_time estimate fresh.
 	KmsgMarkers bool

@@ -62,15 +62,11 @@ func logFirstLoss(log *slog.Logger, name, what string, attrs ...slog.Attr) {
 // control socket and the metrics endpoint when cmd opens them).
 func (m *Monitor) registerCounters() {
 	r := m.reg
-	m.host.RegisterCounters(r)
 	m.ev.RegisterCounters(r)
 	m.csv.RegisterCounters(r)
 	m.events.RegisterCounters(r)
 	m.summary.RegisterCounters(r)
 	m.snaps.RegisterCounters(r)
-	for _, gs := range m.gpus {
-		gs.pr.RegisterCounters(r)
-	}
 	if m.procs.srv != nil {
 		m.procs.srv.RegisterCounters(r)
 	}

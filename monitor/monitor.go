@@ -96,12 +96,15 @@ type lineLog interface {
 // New builds the monitor's parts for an opened host and writes
 // system-info.txt.
 func New(cfg Config, host *sampler.Host) (*Monitor, error) {
+	if cfg.Counters == nil {
+		panic("monitor: New without a counter registry")
+	}
 	cfg.defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	m := &Monitor{cfg: cfg, log: cfg.Logger, host: host, byIndex: map[int]*gpuState{}, start: time.Now(),
-		kclock: newKernelClock(host.KernelClock()), reg: counters.New(), runState: runState{write: snapshot.WriteRunState}}
+		kclock: newKernelClock(host.KernelClock()), reg: cfg.Counters, runState: runState{write: snapshot.WriteRunState}}
 	m.loop.syncTick, m.loop.secondTick = make(chan time.Time, 1), make(chan time.Time, 1)
 	m.loop.cadence = newCadence(cfg.Interval)
 	m.side.log, m.side.jobs, m.side.reg = m.log, make(chan sideJob, 256), m.reg

@@ -106,13 +106,14 @@ func newRigOn(t *testing.T, lib *fakenvml.Lib, tweak func(*Config)) *rig {
 func newRigClock(t *testing.T, lib *fakenvml.Lib, kc sampler.KernelClock, tweak func(*Config)) *rig {
 	t.Helper()
 	r := &rig{t: t, dir: t.TempDir(), logs: &testutil.LogBuf{}, sigs: make(chan os.Signal, 4), lib: lib, devs: lib.Devs}
-	host, err := sampler.Open(lib, sampler.OpenOptions{Config: sampler.DefaultConfig(100 * time.Millisecond), KernelClock: kc})
+	reg := counters.New()
+	host, err := sampler.Open(lib, sampler.OpenOptions{Config: sampler.DefaultConfig(100 * time.Millisecond), KernelClock: kc, Counters: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
 	cfg := Config{
-		Version: "test", Host: "testhost", LogDir: r.dir, Interval: 100 * time.Millisecond, Anomaly: anomaly.DefaultConfig(),
+		Version: "test", Host: "testhost", Counters: reg, LogDir: r.dir, Interval: 100 * time.Millisecond, Anomaly: anomaly.DefaultConfig(),
 		RetentionDays: 14, FsyncEvery: time.Second, Runner: fakeRunner{}, FollowUps: []time.Duration{},
 		Logger:    slog.New(slog.NewTextHandler(r.logs, nil)),
 		HostRoot:  t.TempDir(),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
@@ -135,8 +136,7 @@ func TestProcessHangIsOnTheMonotonicClock(t *testing.T) {
 			r.idle()
 			r.drain()
 			hung := func() bool {
-				h, _ := r.gs.pr.Counts()
-				return r.gs.pr.Latest().Status == reading.ProcHung || h > 0
+				return r.gs.pr.Latest().Status == reading.ProcHung || r.m.reg.Load(counters.Lookup("process_reads_hung")) > 0
 			}
 			snapStuck := func(mono time.Duration) bool {
 				r.mono.Store(int64(mono0 + mono))

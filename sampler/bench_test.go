@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
@@ -11,7 +12,7 @@ import (
 // simulated libnvidia-ml.so.1 (cgo included). make bench puts the library on
 // LD_LIBRARY_PATH; without it the benchmark is skipped.
 func BenchmarkSampleSimulatedGPU(b *testing.B) {
-	h, err := Open(NewNVML(), OpenOptions{Config: DefaultConfig(100 * time.Millisecond)})
+	h, err := Open(NewNVML(), OpenOptions{Config: DefaultConfig(100 * time.Millisecond), Counters: counters.New()})
 	if err != nil {
 		b.Skipf("no simulated driver on LD_LIBRARY_PATH: %v", err)
 	}
@@ -31,7 +32,7 @@ func BenchmarkSampleSimulatedGPU(b *testing.B) {
 // its older figures are not comparable).
 func BenchmarkSampleFake(b *testing.B) {
 	lib := newFakeLibForBench()
-	h, err := Open(lib, OpenOptions{Config: DefaultConfig(100 * time.Millisecond)})
+	h, err := Open(lib, OpenOptions{Config: DefaultConfig(100 * time.Millisecond), Counters: counters.New()})
 	if err != nil {
 		b.Fatal(err)
 	}

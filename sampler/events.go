@@ -261,7 +261,7 @@ func (h *Host) followSet(ctx context.Context, log *slog.Logger, i int, sets *ope
 			}
 			msg = "NVML event stream failed; opening it again"
 		}
-		h.eventFailures.Add(1)
+		h.reg.Inc(eventFailures)
 		log.Warn(msg, "gpu", g.Info().Index, "error", err, "retry_in", retry)
 		state("reopening after: " + err.Error())
 		if !sleepCtx(ctx, retry) {
@@ -289,11 +289,6 @@ func (h *Host) waitAnswering(ctx context.Context, log *slog.Logger, g *GPU) bool
 		}
 	}
 }
-
-// EventFailures is how many times an event set could not be opened or
-// failed: its GPU's NVML events (Xids included) are lost until it is open
-// again; the kernel log still reports Xids.
-func (h *Host) EventFailures() uint64 { return h.eventFailures.Load() }
 
 // drain delivers st's events until it has ended (ctx being done ends it)
 // and returns its first error.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 )
@@ -85,9 +86,9 @@ func stuckEventHost(t *testing.T) (*eventHost, *GPU) {
 func newEventHost(t *testing.T, late ...bool) *eventHost {
 	t.Helper()
 	syms := LookupSymbols(func(string) error { return nil })
-	e := &eventHost{h: &Host{Syms: syms}}
+	e := &eventHost{h: &Host{Syms: syms, reg: counters.New()}}
 	for i, l := range late {
-		g := NewGPU(reading.GPU{Index: i}, fakenvml.NewDev(), &e.h.Syms, Config{}, KernelClock{}, nil)
+		g := NewGPU(reading.GPU{Index: i}, fakenvml.NewDev(), &e.h.Syms, Config{}, KernelClock{}, e.h.reg, nil)
 		if l {
 			g.staticDone = make(chan struct{})
 		}
@@ -261,7 +262,7 @@ func TestFollowEventsReopensOnlyAfterTheFailedStreamEnded(t *testing.T) {
 		if n := len(e.opened()); n != 1 {
 			t.Fatalf("reopened without back-off")
 		}
-		if n := e.h.EventFailures(); n != 1 {
+		if n := e.h.reg.Load(eventFailures); n != 1 {
 			t.Errorf("EventFailures = %d after one failed stream, want 1", n)
 		}
 		time.Sleep(eventRetryMin)
@@ -286,7 +287,7 @@ func TestFollowEventsReopensOnlyAfterTheFailedStreamEnded(t *testing.T) {
 		}
 		s[2].recs <- fakeRec{ev: xid(0)}
 		e.delivered(t, 1)
-		if n := e.h.EventFailures(); n != 2 {
+		if n := e.h.reg.Load(eventFailures); n != 2 {
 			t.Errorf("EventFailures = %d after two failed streams, want 2", n)
 		}
 	})
@@ -309,13 +310,13 @@ func TestFollowEventsCountsSetsThatDoNotOpen(t *testing.T) {
 		stop := e.follow()
 		defer stop()
 		synctest.Wait()
-		if n := e.h.EventFailures(); n != 1 || len(e.opened()) != 0 {
+		if n := e.h.reg.Load(eventFailures); n != 1 || len(e.opened()) != 0 {
 			t.Fatalf("after the first refusal: EventFailures = %d, %d sets", n, len(e.opened()))
 		}
 		time.Sleep(eventRetryMin + 2*eventRetryMin)
 		synctest.Wait()
 		s := e.opened()
-		if n := e.h.EventFailures(); n != 2 || len(s) != 1 {
+		if n := e.h.reg.Load(eventFailures); n != 2 || len(s) != 1 {
 			t.Fatalf("after the back-off: EventFailures = %d, %d sets, want 2 and 1", n, len(s))
 		}
 		s[0].recs <- fakeRec{ev: xid(0)}
@@ -447,7 +448,7 @@ func TestFollowEventsRetriesAFailedSupportedTypesQuery(t *testing.T) {
 				if n := len(e.forGPU(0)); n != 0 || d0.Count("GetSupportedEventTypes") != 1 {
 					t.Fatalf("after the failed query: %d sets of GPU 0, %d queries", n, d0.Count("GetSupportedEventTypes"))
 				}
-				if n := e.h.EventFailures(); n != 1 {
+				if n := e.h.reg.Load(eventFailures); n != 1 {
 					t.Errorf("EventFailures = %d after one failed query, want 1", n)
 				}
 				d0.Set("GetSupportedEventTypes", nvml.SUCCESS)

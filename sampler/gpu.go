@@ -12,6 +12,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
@@ -72,7 +73,8 @@ type GPU struct {
 	cur       atomic.Int32 // Fn
 	callStart atomic.Int64 // ns since base
 
-	nativeFails atomic.Uint64 // NativeExecFailures
+	reg      *counters.Registry
+	execTold atomic.Bool // logged that the executor could not start (native_exec_failures)
 
 	// Capability cache: ns since base until which (fn, index) stays off.
 	off      [maxFns][reading.MaxFans]int64
@@ -99,12 +101,12 @@ type GPU struct {
 	lost            bool
 }
 
-// NativeExecFailures is how many times the GPU's executor could not be
-// started (its samples then fail).
-func (g *GPU) NativeExecFailures() uint64 { return g.nativeFails.Load() }
-
-// NewGPU wraps a device whose static facts are already known.
-func NewGPU(info reading.GPU, dev Device, syms *Symbols, cfg Config, kc KernelClock, log *slog.Logger) *GPU {
+// NewGPU wraps a device whose static facts are already known; it counts
+// in reg.
+func NewGPU(info reading.GPU, dev Device, syms *Symbols, cfg Config, kc KernelClock, reg *counters.Registry, log *slog.Logger) *GPU {
+	if reg == nil {
+		panic("sampler: a GPU without a counter registry")
+	}
 	if cfg.SlowEvery < 1 {
 		cfg.SlowEvery = 1
 	}
@@ -112,7 +114,7 @@ func NewGPU(info reading.GPU, dev Device, syms *Symbols, cfg Config, kc KernelCl
 	if info.NumFans > reading.MaxFans {
 		log.Warn("more fans than recorded", "gpu", info.Index, "fans", info.NumFans, "recorded", reading.MaxFans)
 	}
-	g := &GPU{dev: dev, syms: syms, cfg: cfg, kclock: kc, startNative: newNativeExec,
+	g := &GPU{dev: dev, syms: syms, cfg: cfg, kclock: kc, reg: reg, startNative: newNativeExec,
 		log: log.With("gpu", info.Index), base: time.Now()}
 	g.info.Store(&info)
 	return g

@@ -12,6 +12,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
@@ -64,7 +65,7 @@ func openFakeConfig(t *testing.T, lib *fakenvml.Lib, cfg Config, sel ...string) 
 	if lib.InitRet == 0 {
 		lib.InitRet = nvml.SUCCESS
 	}
-	h, err := Open(lib, OpenOptions{Select: sel, Config: cfg, Timeout: 5 * time.Second})
+	h, err := Open(lib, OpenOptions{Select: sel, Config: cfg, Timeout: 5 * time.Second, Counters: counters.New()})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -464,7 +465,7 @@ func TestOpenErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Open(c.lib, OpenOptions{Select: c.sel})
+			_, err := Open(c.lib, OpenOptions{Select: c.sel, Counters: counters.New()})
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -602,7 +603,7 @@ func TestSelectorOfAGPUStuckAtStart(t *testing.T) {
 				release = b.Block("GetName", nil)
 			}
 			defer release()
-			h, err := Open(lib, OpenOptions{Select: tc.sel, Config: testConfig, Timeout: 100 * time.Millisecond})
+			h, err := Open(lib, OpenOptions{Select: tc.sel, Config: testConfig, Timeout: 100 * time.Millisecond, Counters: counters.New()})
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err %v, want %q", err, tc.err)
@@ -679,7 +680,7 @@ func TestExecStartFailureCountedAndLogged(t *testing.T) {
 	fail := func(*native, int, time.Duration) (*nativeExec, error) {
 		return nil, errors.New("no NVML handle for the GPU")
 	}
-	h, err := Open(lib, OpenOptions{Config: testConfig, Timeout: 5 * time.Second, Logger: slog.New(slog.NewTextHandler(&logs, nil)), startNative: fail})
+	h, err := Open(lib, OpenOptions{Config: testConfig, Timeout: 5 * time.Second, Logger: slog.New(slog.NewTextHandler(&logs, nil)), startNative: fail, Counters: counters.New()})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -693,11 +694,11 @@ func TestExecStartFailureCountedAndLogged(t *testing.T) {
 	if s.Status != reading.StatusFailed || !strings.Contains(s.Err, "cannot start the GPU's executor: no NVML handle for the GPU") {
 		t.Fatalf("a GPU without an executor: status %v, error %q; want failed, with why", s.Status, s.Err)
 	}
-	if n := g.NativeExecFailures(); n != 2 {
+	if n := g.reg.Load(nativeExecFailures); n != 2 {
 		t.Errorf("NativeExecFailures = %d, want 2 (at start and at the retry)", n)
 	}
 	g.Sample(&s) // before the retry interval: not tried again
-	if n := g.NativeExecFailures(); n != 2 {
+	if n := g.reg.Load(nativeExecFailures); n != 2 {
 		t.Errorf("NativeExecFailures = %d before the retry interval, want 2", n)
 	}
 	out := logs.String()
@@ -744,7 +745,7 @@ func TestStaticProblem(t *testing.T) {
 	release := b.Block("GetName", nil)
 	defer release()
 	lib := &fakenvml.Lib{InitRet: nvml.SUCCESS, Devs: []*fakenvml.Dev{a, b, c}, HandleRet: map[int]nvml.Return{2: nvml.ERROR_GPU_IS_LOST}}
-	h, err := Open(lib, OpenOptions{Config: testConfig, Timeout: 100 * time.Millisecond})
+	h, err := Open(lib, OpenOptions{Config: testConfig, Timeout: 100 * time.Millisecond, Counters: counters.New()})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

@@ -18,7 +18,7 @@ import (
 // cache is cleared when the GPU's handle is had again.
 
 // healthTier is the health counters as last read and their capability
-// cache (worker only, except links, groups and skips).
+// cache (worker only, except links and groups).
 type healthTier struct {
 	vals    [reading.NumReadings]reading.Opt[uint64]
 	off     [reading.NumReadings]int64                                  // ns since base until which the field stays off
@@ -28,7 +28,7 @@ type healthTier struct {
 	lfv     []nvml.FieldValue
 	links   atomic.Pointer[reading.NVLinks] // the latest per-link reading; nil: none
 	groups  atomic.Uint32                   // bit g: group g answered at least one field
-	skips   atomic.Uint64                   // reads put off: the field lock was busy
+	told    bool                            // logged a read put off (health_skips)
 	hist    remapHist                       // the row remapper histogram (remaphist.go)
 	dl      dlCounters                      // pre-Blackwell NVLink error counters (nvlinkerr.go)
 	eccMode reading.Opt[uint64]             // the ECC mode last answered since the handle was had (judgeSupport)
@@ -89,10 +89,6 @@ func (g *GPU) HealthGroups() [reading.NumHealthGroups]bool {
 	return out
 }
 
-// HealthSkips is how many health reads were put off because another GPU
-// held the field lock (stuck in the driver): the last reading was kept.
-func (g *GPU) HealthSkips() uint64 { return g.hlt.skips.Load() }
-
 // fieldCall makes fn's GetFieldValues call fv outside the batch; locked is
 // false when another GPU held the field lock (counted, logged once).
 func (g *GPU) fieldCall(fn Fn, fv []nvml.FieldValue) (ok, locked bool) {
@@ -102,7 +98,8 @@ func (g *GPU) fieldCall(fn Fn, fv []nvml.FieldValue) (ok, locked bool) {
 		return g.end(fn, 0, ret), true
 	}
 	g.cur.Store(int32(FnNone))
-	if g.hlt.skips.Add(1) == 1 {
+	if g.reg.Inc(healthSkips); !g.hlt.told {
+		g.hlt.told = true
 		g.log.Warn("health counters not read: another GPU holds the field lock; the last reading is kept (counted as health_skips)")
 	}
 	return false, false

@@ -9,12 +9,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/kclock"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
@@ -42,6 +42,9 @@ type OpenOptions struct {
 	// KernelClock is the kernel log clock the GPUs stamp dmesg_time on;
 	// zero: anchored to CLOCK_MONOTONIC at Open (kclock.New).
 	KernelClock KernelClock
+	// Counters is where the host, its GPUs and their process readers count
+	// (counters.go); required.
+	Counters *counters.Registry
 
 	// startNative starts a GPU's executor (nil: newNativeExec).
 	startNative func(*native, int, time.Duration) (*nativeExec, error)
@@ -58,9 +61,9 @@ type Host struct {
 	// Pacer is shared by the GPUs (nil when Config.Interval is 0).
 	Pacer *Pacer
 	// openEvents, when set (tests), replaces the native event thread.
-	openEvents    func(masks []uint64) (EventStream, error)
-	eventFailures atomic.Uint64 // EventFailures
-	pending       []string      // Pending
+	openEvents func(masks []uint64) (EventStream, error)
+	reg        *counters.Registry // OpenOptions.Counters
+	pending    []string           // Pending
 }
 
 // bounded runs f and waits at most d for it. NVML calls cannot be cancelled:
@@ -83,6 +86,9 @@ func bounded(d time.Duration, f func()) bool {
 // each selected GPU's static facts. It returns an error wrapping ErrNoDriver
 // or ErrNoGPU when there is nothing to monitor.
 func Open(lib Library, o OpenOptions) (*Host, error) {
+	if o.Counters == nil {
+		panic("sampler: Open without a counter registry")
+	}
 	if o.Timeout <= 0 {
 		o.Timeout = 20 * time.Second
 	}
@@ -98,7 +104,7 @@ func Open(lib Library, o OpenOptions) (*Host, error) {
 	default:
 		return nil, fmt.Errorf("nvmlInit: %s", retText(ret))
 	}
-	h := &Host{lib: lib, kclock: o.KernelClock}
+	h := &Host{lib: lib, kclock: o.KernelClock, reg: o.Counters}
 	if h.kclock.IsZero() {
 		h.kclock = kclock.New()
 	}
@@ -142,7 +148,7 @@ func Open(lib Library, o OpenOptions) (*Host, error) {
 	all := make([]*GPU, count)
 	var wg sync.WaitGroup
 	for i := range count {
-		g := NewGPU(reading.GPU{Index: i}, nil, &h.Syms, o.Config, h.kclock, log)
+		g := NewGPU(reading.GPU{Index: i}, nil, &h.Syms, o.Config, h.kclock, h.reg, log)
 		g.staticDone = make(chan struct{})
 		g.lib, g.native = lib, nat
 		if o.startNative != nil {
@@ -179,7 +185,7 @@ func Open(lib Library, o OpenOptions) (*Host, error) {
 	}
 	h.GPUs, h.pending = sel, pending
 	if o.Config.Interval > 0 {
-		h.Pacer = NewPacer(o.Config.Interval, log)
+		h.Pacer = NewPacer(o.Config.Interval, h.reg, log)
 		for _, g := range sel {
 			g.pacer = h.Pacer
 		}
@@ -286,7 +292,8 @@ func (g *GPU) startExec(index int) *nativeExec {
 		g.execErr.Store(nil)
 		return x
 	}
-	if g.nativeFails.Add(1) == 1 {
+	g.reg.Inc(nativeExecFailures)
+	if g.execTold.CompareAndSwap(false, true) {
 		g.log.Warn("cannot start the GPU's executor: its samples fail until its static facts are read again (counted as native_exec_failures)", "error", err)
 	}
 	e := "cannot start the GPU's executor: " + err.Error()

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
@@ -30,12 +31,12 @@ import (
 type Pacer struct {
 	iv  time.Duration
 	log *slog.Logger
+	reg *counters.Registry // nvml_stretches: its steps up
 
-	level     atomic.Int32
-	stretches atomic.Uint64 // steps up, ever
-	tickNs    atomic.Int64  // median tick NVML span of the last evaluation
-	lateNs    atomic.Int64  // median last-minus-first GPU read of the last evaluation
-	measured  atomic.Bool   // tickNs and lateNs hold an evaluation
+	level    atomic.Int32
+	tickNs   atomic.Int64 // median tick NVML span of the last evaluation
+	lateNs   atomic.Int64 // median last-minus-first GPU read of the last evaluation
+	measured atomic.Bool  // tickNs and lateNs hold an evaluation
 
 	mu                sync.Mutex
 	groupStart        time.Time // first sample start of the tick being collected
@@ -44,7 +45,6 @@ type Pacer struct {
 	n                 int       // spans collected since the last evaluation
 	changed, downAt   time.Time // last level change, last step down
 	calm              time.Duration
-	told              bool
 }
 
 // pacerWindow is how many ticks one evaluation looks at: the median of ten
@@ -74,10 +74,14 @@ var stretchLevels = [...]struct {
 	{64, 4},
 }
 
-// NewPacer returns a pacer for the poll interval.
-func NewPacer(interval time.Duration, log *slog.Logger) *Pacer {
+// NewPacer returns a pacer for the poll interval that counts its steps up
+// in reg.
+func NewPacer(interval time.Duration, reg *counters.Registry, log *slog.Logger) *Pacer {
+	if reg == nil {
+		panic("sampler: a pacer without a counter registry")
+	}
 	log = cmp.Or(log, slog.New(slog.DiscardHandler))
-	return &Pacer{iv: interval, log: log, calm: calmFirst}
+	return &Pacer{iv: interval, log: log, reg: reg, calm: calmFirst}
 }
 
 // Level is the current stretch level; 0 reads every column at its normal rate.
@@ -90,8 +94,7 @@ func (p *Pacer) Level() int {
 
 // PacerStats is what the status line shows of the pacer.
 type PacerStats struct {
-	Level     int    // 0: every column at its normal rate
-	Stretches uint64 // times the pacer stepped up
+	Level int // 0: every column at its normal rate
 	// TickNVML is the median tick NVML span, last second; LastLate the
 	// median time from the first GPU's sample end to the last one's.
 	TickNVML, LastLate reading.Opt[time.Duration]
@@ -102,7 +105,7 @@ func (p *Pacer) Stats() PacerStats {
 	if p == nil {
 		return PacerStats{}
 	}
-	st := PacerStats{Level: p.Level(), Stretches: p.stretches.Load()}
+	st := PacerStats{Level: p.Level()}
 	if p.measured.Load() {
 		st.TickNVML, st.LastLate = reading.Some(time.Duration(p.tickNs.Load())), reading.Some(time.Duration(p.lateNs.Load()))
 	}
@@ -174,14 +177,10 @@ func (p *Pacer) set(lvl int, now time.Time, span time.Duration) {
 	up := lvl > int(p.level.Load())
 	p.level.Store(int32(lvl))
 	p.changed = now
-	if up {
-		p.stretches.Add(1)
-	}
 	l := stretchLevels[lvl]
 	attrs := []any{"level", lvl, "tick_nvml", span.Round(100 * time.Microsecond), "interval", p.iv,
 		"slow_tier_every", l.slowMult, "secondary_every", l.secondary}
-	if up && !p.told {
-		p.told = true
+	if up && p.reg.Add(nvmlStretches, 1) == 1 {
 		p.log.Warn("NVML is slow: reading the slow tier (and then P-state, utilization, memory) less often to keep temperature, fans, power, clocks and throttle reasons at full rate; counted as stretches in the status", attrs...)
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 )
@@ -27,14 +28,15 @@ func feed(p *Pacer, t0 time.Time, iv time.Duration, ticks, gpus int, per time.Du
 func TestPacerStepsUpOnceTheTickNearsTheInterval(t *testing.T) {
 	var logs bytes.Buffer
 	iv := 100 * time.Millisecond
-	p := NewPacer(iv, slog.New(slog.NewTextHandler(&logs, nil)))
+	reg := counters.New()
+	p := NewPacer(iv, reg, slog.New(slog.NewTextHandler(&logs, nil)))
 	t0 := time.Unix(1000, 0)
 	if st := p.Stats(); st.TickNVML.OK || st.LastLate.OK {
 		t.Errorf("nothing measured yet, yet %+v: absent is not zero", st)
 	}
 	// 8 GPUs x 4 ms one after another: 32 ms per tick, under half the interval.
 	t1 := feed(p, t0, iv, 50, 8, 4*time.Millisecond)
-	if st := p.Stats(); st.Level != 0 || st.Stretches != 0 {
+	if st := p.Stats(); st.Level != 0 || reg.Load(nvmlStretches) != 0 {
 		t.Fatalf("32 ms per tick at 100 ms: %+v, want level 0", st)
 	}
 	if st := p.Stats(); st.TickNVML != reading.Some(32*time.Millisecond) || st.LastLate != reading.Some(28*time.Millisecond) {
@@ -43,8 +45,8 @@ func TestPacerStepsUpOnceTheTickNearsTheInterval(t *testing.T) {
 	// 16 GPUs x 4 ms: 64 ms per tick. One step per evaluated second, to the top.
 	t2 := feed(p, t1, iv, 100, 16, 4*time.Millisecond)
 	st := p.Stats()
-	if st.Level != len(stretchLevels)-1 || st.Stretches != uint64(len(stretchLevels)-1) {
-		t.Fatalf("64 ms per tick at 100 ms: %+v, want level %d after %d stretches", st, len(stretchLevels)-1, len(stretchLevels)-1)
+	if st.Level != len(stretchLevels)-1 || reg.Load(nvmlStretches) != uint64(len(stretchLevels)-1) {
+		t.Fatalf("64 ms per tick at 100 ms: %+v after %d stretches, want level %d after %d", st, reg.Load(nvmlStretches), len(stretchLevels)-1, len(stretchLevels)-1)
 	}
 	if n := strings.Count(logs.String(), "NVML is slow"); n != 1 {
 		t.Errorf("the stretch is logged %d times, want once:\n%s", n, logs.String())
@@ -66,7 +68,7 @@ func TestPacerStepsUpOnceTheTickNearsTheInterval(t *testing.T) {
 
 func TestPacerIgnoresASlowCallAndALateSample(t *testing.T) {
 	iv := 100 * time.Millisecond
-	p := NewPacer(iv, nil)
+	p := NewPacer(iv, counters.New(), nil)
 	t0 := time.Unix(1000, 0)
 	for k := range 100 {
 		start := t0.Add(time.Duration(k) * iv)
@@ -88,7 +90,7 @@ func TestPacerIgnoresASlowCallAndALateSample(t *testing.T) {
 
 func TestPacerBacksOffWhenAStepDownDoesNotHold(t *testing.T) {
 	iv := 100 * time.Millisecond
-	p := NewPacer(iv, nil)
+	p := NewPacer(iv, counters.New(), nil)
 	t0 := time.Unix(1000, 0)
 	t1 := feed(p, t0, iv, 20, 16, 4*time.Millisecond) // up to level 2
 	t2 := feed(p, t1, iv, int(calmFirst/iv)+20, 1, time.Millisecond)
@@ -184,7 +186,7 @@ func TestStretchedSampleKeepsPrecursors(t *testing.T) {
 
 // BenchmarkPacerRecord: what the pacer adds to every GPU-sample.
 func BenchmarkPacerRecord(b *testing.B) {
-	p := NewPacer(100*time.Millisecond, nil)
+	p := NewPacer(100*time.Millisecond, counters.New(), nil)
 	t0 := time.Unix(1000, 0)
 	b.ReportAllocs()
 	for i := range b.N {
@@ -199,7 +201,7 @@ func BenchmarkPacerRecord(b *testing.B) {
 // occasion the stretch skips is reported held.
 func TestSlowDueStretchesWithTheLevel(t *testing.T) {
 	for _, tc := range []struct{ lvl, due, held int }{{0, 64, 0}, {1, 16, 48}, {2, 4, 60}, {3, 1, 63}} {
-		p := NewPacer(100*time.Millisecond, nil)
+		p := NewPacer(100*time.Millisecond, counters.New(), nil)
 		p.level.Store(int32(tc.lvl))
 		for gpu := range 3 {
 			due, held := 0, 0

@@ -11,6 +11,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 )
@@ -198,7 +199,7 @@ func TestProbeWithoutExecutor(t *testing.T) {
 	fail := func(*native, int, time.Duration) (*nativeExec, error) {
 		return nil, errors.New("no NVML handle for the GPU")
 	}
-	h, err := Open(&fakenvml.Lib{InitRet: nvml.SUCCESS, Devs: []*fakenvml.Dev{fakenvml.NewDev()}}, OpenOptions{Config: testConfig, Timeout: 5 * time.Second, startNative: fail})
+	h, err := Open(&fakenvml.Lib{InitRet: nvml.SUCCESS, Devs: []*fakenvml.Dev{fakenvml.NewDev()}}, OpenOptions{Config: testConfig, Timeout: 5 * time.Second, startNative: fail, Counters: counters.New()})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

@@ -35,12 +35,11 @@ type ProcReader struct {
 	base time.Time
 	ns   nsState
 
-	kick         chan struct{}
-	busy, hung   atomic.Bool
-	start        atomic.Pointer[readStart]
-	cur          atomic.Int32 // Fn in flight
-	latest       atomic.Pointer[reading.Procs]
-	hungs, fails atomic.Uint64 // Counts
+	kick       chan struct{}
+	busy, hung atomic.Bool
+	start      atomic.Pointer[readStart]
+	cur        atomic.Int32 // Fn in flight
+	latest     atomic.Pointer[reading.Procs]
 
 	// Owned by the reading goroutine.
 	off      [maxFns]int64
@@ -59,9 +58,6 @@ type readStart struct {
 	wall time.Time
 	mono time.Duration
 }
-
-// Counts returns how many reads hung past the deadline and how many failed.
-func (p *ProcReader) Counts() (hung, failed uint64) { return p.hungs.Load(), p.fails.Load() }
 
 // NewProcReader returns a reader for g. Nothing is read until Run's loop is
 // kicked.
@@ -118,7 +114,7 @@ func (p *ProcReader) Tick(now time.Time, mono time.Duration, start bool) {
 		return // late for another reason (reading /proc): not the driver
 	}
 	p.hung.Store(true)
-	p.hungs.Add(1)
+	p.gpu.reg.Inc(procReadsHung)
 	p.latest.Store(&reading.Procs{GPU: p.gpu.Info().Index, Time: st.wall, Status: reading.ProcHung,
 		Err: fn.String() + " stuck", LastOK: p.latest.Load().Good()})
 	p.log.Warn("process list read hung; no process data until it returns", "function", fn.String(), "since", st.wall)
@@ -250,7 +246,7 @@ func (p *ProcReader) finish(out *reading.Procs) *reading.Procs {
 	}
 	out.LastOK = p.lastGood
 	if out.Status == reading.ProcFailed {
-		p.fails.Add(1)
+		p.gpu.reg.Inc(procReadsFailed)
 		if !p.failing {
 			p.failing = true
 			p.log.Warn("process list read failed; no process data", "error", out.Err)

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/live/control"
 	"github.com/gpu-telemetry/gpu-telemetry/monitor"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
@@ -328,6 +329,7 @@ func (c *CLI) monitorConfig(log *slog.Logger) monitor.Config {
 		SummaryEvery:   time.Duration(c.SummaryEvery),
 		InventoryEvery: time.Duration(c.InventoryEvery),
 		KmsgPath:       kmsg,
+		Counters:       counters.New(),
 		KmsgMarkers:    !c.NoKmsgMarkers,
 		CrashCooldown:  time.Duration(c.CrashCooldown),
 		SpikeCooldown:  time.Duration(c.SpikeCooldown),

@@ -127,10 +127,11 @@ func serve(cli *CLI, stderr io.Writer) int {
 	defer mcfg.KernelLog.Close()
 
 	host, err := sampler.Open(sampler.NewNVML(), sampler.OpenOptions{
-		Select:  cli.GPU,
-		Config:  sampler.DefaultConfig(time.Duration(cli.Interval)),
-		Timeout: time.Duration(cli.StartTimeout),
-		Logger:  log,
+		Select:   cli.GPU,
+		Config:   sampler.DefaultConfig(time.Duration(cli.Interval)),
+		Timeout:  time.Duration(cli.StartTimeout),
+		Logger:   log,
+		Counters: mcfg.Counters,
 	})
 	switch {
 	case errors.Is(err, sampler.ErrNoDriver), errors.Is(err, sampler.ErrNoGPU):

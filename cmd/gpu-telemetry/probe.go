@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 )
 
@@ -52,7 +53,7 @@ func runProbe(args []string, stdout, stderr io.Writer) int {
 	cfg.Interval = 0 // no pacer: the probe times calls, it does not sample
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	host, err := sampler.Open(sampler.NewNVML(), sampler.OpenOptions{Select: cli.GPU, Config: cfg,
-		Timeout: time.Duration(cli.StartTimeout), Logger: log})
+		Timeout: time.Duration(cli.StartTimeout), Logger: log, Counters: counters.New()})
 	if err != nil {
 		fmt.Fprintf(stderr, "gpu-telemetry probe: %v\n", err)
 		return 1
