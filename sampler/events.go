@@ -17,15 +17,18 @@ import (
 )
 
 // WatchedEvents are the NVML event types registered on every GPU that
-// supports them: P-state changes, Xid critical errors, clock changes and GPU
-// recovery actions.
-const WatchedEvents = uint64(nvml.EventTypePState|nvml.EventTypeXidCriticalError|
-	nvml.EventTypeClock|nvml.EventTypeGpuRecoveryAction) | HealthEvents
+// supports them: P-state changes, Xid critical errors, clock changes, GPU
+// recovery actions and the health events (HealthEventDefs).
+var WatchedEvents = uint64(nvml.EventTypePState|nvml.EventTypeXidCriticalError|
+	nvml.EventTypeClock|nvml.EventTypeGpuRecoveryAction) | healthEvents
 
-// HealthEvents are the hardware health event types watched where the GPU
-// supports them (the polled health counters are the backstop).
-const HealthEvents = uint64(nvml.EventTypeSingleBitEccError | nvml.EventTypeDoubleBitEccError |
-	nvml.EventTypeDramRetirementEvent | nvml.EventTypeDramRetirementFailure | nvml.EventTypeGpuUnavailableError)
+// healthEvents is the mask of HealthEventDefs' types.
+var healthEvents = func() (m uint64) {
+	for _, h := range HealthEventDefs {
+		m |= h.Type
+	}
+	return m
+}()
 
 var (
 	// ErrEventsClosed is returned by EventStream.Next once the stream has
@@ -367,7 +370,7 @@ func makeEvent(gpus []*GPU, idx int, typ, data uint64) reading.Event {
 		ev.Kind = reading.EventPState
 	case typ&uint64(nvml.EventTypeClock) != 0:
 		ev.Kind = reading.EventClock
-	case typ&HealthEvents != 0:
+	case typ&healthEvents != 0:
 		ev.Kind = reading.EventHealth
 	default:
 		ev.Kind = reading.EventOther
@@ -383,7 +386,8 @@ type HealthEventDef struct {
 	Critical bool
 }
 
-// HealthEventDefs declares the health event types, in HealthEvents.
+// HealthEventDefs declares the hardware health event types, watched where
+// the GPU supports them (the polled health counters are the backstop).
 var HealthEventDefs = []HealthEventDef{
 	{uint64(nvml.EventTypeSingleBitEccError), "SingleBitEccError", false},
 	{uint64(nvml.EventTypeDoubleBitEccError), "DoubleBitEccError", true},
