@@ -52,7 +52,7 @@ type GPU struct {
 	cfg    Config
 	kclock KernelClock
 	log    *slog.Logger
-	base   time.Time // origin of the monotonic nanoseconds below
+	capCache
 
 	// staticDone is closed once the static facts were read (nil: known from
 	// the start); staticErr says why they could not be.
@@ -76,11 +76,9 @@ type GPU struct {
 	reg      *counters.Registry
 	execTold atomic.Bool // logged that the executor could not start (native_exec_failures)
 
-	// Capability cache: ns since base until which (fn, index) stays off.
-	off      [maxFns][reading.MaxFans]int64
-	told     [maxFns]bool // logged "not available" once
-	absurd   [maxFns]bool // logged "absurd value" once
-	fieldOff [maxFields]int64
+	off      [maxFns][reading.MaxFans]int64 // capability cache by (fn, index)
+	fieldOff [maxFields]int64               // and by field reading
+	absurd   [maxFns]bool                   // logged "absurd value" once
 	// carry: each reading's value from the last sample that read its tier,
 	// for the samples that do not; sensor0 the same for thermal sensor 0.
 	carry   [reading.NumReadings]reading.Opt[uint64]
@@ -115,7 +113,7 @@ func NewGPU(info reading.GPU, dev Device, syms *Symbols, cfg Config, kc KernelCl
 		log.Warn("more fans than recorded", "gpu", info.Index, "fans", info.NumFans, "recorded", reading.MaxFans)
 	}
 	g := &GPU{dev: dev, syms: syms, cfg: cfg, kclock: kc, reg: reg, startNative: newNativeExec,
-		log: log.With("gpu", info.Index), base: time.Now()}
+		log: log.With("gpu", info.Index), capCache: capCache{base: time.Now()}}
 	g.info.Store(&info)
 	return g
 }
@@ -192,11 +190,6 @@ func (g *GPU) InFlight() (fn Fn, since time.Time, ok bool) {
 	return f, g.base.Add(time.Duration(g.callStart.Load())), true
 }
 
-func (g *GPU) mono() int64 { return int64(time.Since(g.base)) }
-
-// on reports whether a call whose cache entry is off may be made now.
-func (g *GPU) on(off int64) bool { return off == 0 || g.mono() >= off }
-
 // can reports whether fn (for fan or sensor index idx) may be called now.
 func (g *GPU) can(fn Fn, idx int) bool { return !g.lost && g.syms.Has(fn) && g.on(g.off[fn][idx]) }
 
@@ -210,17 +203,14 @@ func (g *GPU) started(t time.Time) { g.callStart.Store(int64(t.Sub(g.base))) }
 func (g *GPU) end(fn Fn, idx int, ret nvml.Return) bool {
 	g.cur.Store(int32(FnNone))
 	c := Classify(ret)
+	if g.note(fn, &g.off[fn][idx], c, g.cfg.Reprobe) {
+		g.log.Info("reading not available; will re-probe", "function", fn.String(), "reason", c.String(), "reprobe", g.cfg.Reprobe)
+	}
 	switch {
 	case c == ClassOK:
 		g.attempts++
-		g.off[fn][idx] = 0
 		return true
 	case c.capability():
-		g.off[fn][idx] = g.mono() + int64(g.cfg.Reprobe)
-		if !g.told[fn] {
-			g.told[fn] = true
-			g.log.Info("reading not available; will re-probe", "function", fn.String(), "reason", c.String(), "reprobe", g.cfg.Reprobe)
-		}
 		return false
 	}
 	g.lost = g.lost || c == ClassGPULost

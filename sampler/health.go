@@ -158,15 +158,12 @@ func (g *GPU) readHealth(s *reading.Sample) {
 // fieldEntry classifies one entry of any field call, setting its cache
 // entry *off when refused, and returns its value when it succeeded.
 func (g *GPU) fieldEntry(fv *nvml.FieldValue, off *int64) (uint64, bool) {
-	switch c := Classify(nvml.Return(fv.NvmlReturn)); {
-	case c == ClassOK:
-		*off = 0
+	c := Classify(nvml.Return(fv.NvmlReturn))
+	g.note(FnNone, off, c, g.cfg.Reprobe) // not logged: the reading is absent
+	if c == ClassOK {
 		return fieldUint(fv)
-	case c.capability():
-		*off = g.mono() + int64(g.cfg.Reprobe)
-	case c == ClassGPULost:
-		g.lost = true
 	}
+	g.lost = g.lost || c == ClassGPULost
 	return 0, false
 }
 

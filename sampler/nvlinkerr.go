@@ -78,15 +78,15 @@ func (g *GPU) readDL(out *reading.NVLinks) {
 			g.begin(FnNVLinkErrorCounter)
 			v, ret := g.dev.GetNvLinkErrorCounter(l, dc.c)
 			g.cur.Store(int32(FnNone))
-			switch c := Classify(ret); {
+			c := Classify(ret)
+			if g.note(FnNVLinkErrorCounter, &d.off[l][i], c, g.cfg.Reprobe) {
+				g.log.Info("reading not available; will re-probe", "function", FnNVLinkErrorCounter.String(), "link", l, "counter", reading.LinkDefs[dc.id].Name, "reason", c.String(), "reprobe", g.cfg.Reprobe)
+			}
+			switch {
 			case c == ClassOK:
-				d.off[l][i], d.v[l][i] = 0, reading.Some(v)
+				d.v[l][i] = reading.Some(v)
 			case c.capability():
-				d.off[l][i], d.v[l][i] = g.mono()+int64(g.cfg.Reprobe), reading.Opt[uint64]{}
-				if !g.told[FnNVLinkErrorCounter] {
-					g.told[FnNVLinkErrorCounter] = true
-					g.log.Info("reading not available; will re-probe", "function", FnNVLinkErrorCounter.String(), "link", l, "counter", reading.LinkDefs[dc.id].Name, "reason", c.String(), "reprobe", g.cfg.Reprobe)
-				}
+				d.v[l][i] = reading.Opt[uint64]{}
 			case c == ClassGPULost:
 				g.lost = true
 			}

@@ -29,11 +29,11 @@ type ProcConfig struct {
 // neither the rows nor the other GPUs. At most one read is in flight; one
 // past the deadline is published as hung (keeping the last good list).
 type ProcReader struct {
-	gpu  *GPU
-	cfg  ProcConfig
-	log  *slog.Logger
-	base time.Time
-	ns   nsState
+	gpu *GPU
+	cfg ProcConfig
+	log *slog.Logger
+	capCache
+	ns nsState
 
 	kick       chan struct{}
 	busy, hung atomic.Bool
@@ -42,9 +42,8 @@ type ProcReader struct {
 	latest     atomic.Pointer[reading.Procs]
 
 	// Owned by the reading goroutine.
-	off      [maxFns]int64
-	told     [maxFns]bool
-	lastTS   uint64 // newest GetProcessUtilization timestamp seen (us)
+	off      [maxFns]int64 // capability cache by function
+	lastTS   uint64        // newest GetProcessUtilization timestamp seen (us)
 	lastGood *reading.Procs
 	failing  bool                // the last read failed: not logged again
 	descs    map[uint32]procDesc // procfs.go
@@ -67,7 +66,7 @@ func NewProcReader(g *GPU, cfg ProcConfig, log *slog.Logger) *ProcReader {
 	if cfg.Reprobe <= 0 {
 		cfg.Reprobe = 10 * time.Minute
 	}
-	p := &ProcReader{gpu: g, cfg: cfg, log: log.With("gpu", g.Info().Index), base: time.Now(),
+	p := &ProcReader{gpu: g, cfg: cfg, log: log.With("gpu", g.Info().Index), capCache: capCache{base: time.Now()},
 		kick: make(chan struct{}, 1), ns: pidNamespace(cfg.ProcRoot)}
 	p.latest.Store(&reading.Procs{GPU: g.Info().Index, Status: reading.ProcNotRead})
 	return p
@@ -145,10 +144,8 @@ func (p *ProcReader) Busy() (busy, inNVML bool) {
 	return busy, busy && Fn(p.cur.Load()) != FnNone
 }
 
-func (p *ProcReader) mono() int64 { return int64(time.Since(p.base)) }
-
 func (p *ProcReader) can(fn Fn) bool {
-	return p.gpu.syms.Has(fn) && (p.off[fn] == 0 || p.mono() >= p.off[fn])
+	return p.gpu.syms.Has(fn) && p.on(p.off[fn])
 }
 
 // procCall runs f as fn, marking it in flight, and classifies its result.
@@ -157,14 +154,8 @@ func procCall[T any](p *ProcReader, fn Fn, f func() (T, nvml.Return)) (T, Class,
 	v, ret := f()
 	p.cur.Store(int32(FnNone))
 	c := Classify(ret)
-	if c.capability() {
-		p.off[fn] = p.mono() + int64(p.cfg.Reprobe)
-		if !p.told[fn] {
-			p.told[fn] = true
-			p.log.Info("process reading not available; will re-probe", "function", fn.String(), "reason", c.String(), "reprobe", p.cfg.Reprobe)
-		}
-	} else if c == ClassOK {
-		p.off[fn] = 0
+	if p.note(fn, &p.off[fn], c, p.cfg.Reprobe) {
+		p.log.Info("process reading not available; will re-probe", "function", fn.String(), "reason", c.String(), "reprobe", p.cfg.Reprobe)
 	}
 	return v, c, ret
 }
