@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -74,6 +75,10 @@ func openFakeConfig(t *testing.T, lib *fakenvml.Lib, cfg Config, sel ...string) 
 
 func TestSampleReadsEverything(t *testing.T) {
 	d := fakenvml.NewDev()
+	// Values the fake has no field for, unlike the zeros it answers a
+	// getter or field it does not know with.
+	d.Getters = map[fakenvml.Getter]any{{Fn: "GetMaxPcieLinkGeneration"}: uint32(6), {Fn: "GetMaxPcieLinkWidth"}: uint32(32)}
+	d.Fields = map[uint32]uint64{197 /* NVML_FI_DEV_PCIE_COUNT_TX_BYTES */ : 1 << 40}
 	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
 	g := h.GPUs[0]
 	info := g.Info()
@@ -113,6 +118,9 @@ func TestSampleReadsEverything(t *testing.T) {
 		{"vram total", s.Values[reading.VRAMTotalBytes], 96 << 30},
 		{"gen", u(s.Values[reading.PCIeGen]), 5},
 		{"width", u(s.Values[reading.PCIeWidth]), 16},
+		{"max gen", s.Values[reading.PCIeMaxGen], 6},
+		{"max width", s.Values[reading.PCIeMaxWidth], 32},
+		{"tx bytes", s.Values[reading.PCIeTxBytes], 1 << 40},
 		{"throttle", s.Values[reading.Throttle], 4},
 		{"fan0", u(s.Fans[0].Speed), 30},
 		{"fan1 target", u(s.Fans[1].Target), 31},
@@ -137,6 +145,22 @@ func TestSampleReadsEverything(t *testing.T) {
 	// fallbacks; the second is the slow tier's health counters (health.go).
 	if d.Count("GetPowerUsage") != 0 || d.Count("GetFieldValues") != 2 {
 		t.Errorf("power via fallback %d, field calls %d", d.Count("GetPowerUsage"), d.Count("GetFieldValues"))
+	}
+}
+
+// TestBatchCallsAreNVMLFunctions: every function the sample's batch calls
+// is one NVML has (go-nvml's Interface has a method of its name less
+// "nvml", versioned names such as _v2 included). The fake answers a getter
+// it does not know with zeros and SUCCESS, so a misspelled Getter or Older
+// in reading.Table would pass every other test and be missing on a real
+// driver.
+func TestBatchCallsAreNVMLFunctions(t *testing.T) {
+	api := reflect.TypeFor[nvml.Interface]()
+	for c := range numCalls {
+		sym := fnInfo[callFn[c].fn].symbol
+		if _, ok := api.MethodByName(strings.TrimPrefix(sym, "nvml")); !ok || !strings.HasPrefix(sym, "nvml") {
+			t.Errorf("call %d (%s): %s is not an NVML function go-nvml knows", c, callFn[c].name, sym)
+		}
 	}
 }
 
