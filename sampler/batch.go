@@ -179,19 +179,18 @@ func buildCalls() {
 		// Each argument of a function is switched off on its own: a GPU
 		// that refuses NVML_CLOCK_SM still answers the graphics and
 		// memory clocks.
-		if !d.fan {
-			var args []uint32
-			for _, o := range callFn[1:] {
-				if o.fn == d.fn && !o.fan && !slices.Contains(args, o.cc.arg) {
-					args = append(args, o.cc.arg)
-				}
+		for _, o := range callFn[1:] {
+			if d.fan || o.fan || o.fn != d.fn {
+				continue
 			}
-			if d.idx = slices.Index(args, d.cc.arg); d.idx < 0 {
-				d.idx = len(args)
+			if o.cc.arg == d.cc.arg {
+				d.idx = o.idx
+				break
 			}
-			if d.idx >= reading.MaxFans {
-				panic("sampler: more arguments of " + d.name + " than its capability cache holds")
-			}
+			d.idx = max(d.idx, o.idx+1)
+		}
+		if d.idx >= reading.MaxFans {
+			panic("sampler: more arguments of " + d.name + " than its capability cache holds")
 		}
 		callFn = append(callFn, d)
 		return call(len(callFn) - 1)
