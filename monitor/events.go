@@ -12,7 +12,6 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
-	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/xid"
 )
 
@@ -133,12 +132,6 @@ func (m *Monitor) onEvent(e reading.Event) {
 		gs.log.Error("critical GPU event", "reason", r.Reason)
 	}
 	m.carryOut(gs, r, plan)
-}
-
-// healthEvent names an NVML health event type for the event stage.
-func healthEvent(typ uint64) (string, bool) {
-	h, _ := sampler.HealthEvent(typ)
-	return h.Name, h.Critical
 }
 
 // windowsEnded writes the lines that sum up what the burst limits held in

@@ -2,22 +2,12 @@ package monitor
 
 import (
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
-
-// incidents holds the host's last incident, for the host view, and whether
-// a snapshot request refused at shutdown was logged.
-type incidents struct {
-	refusedLogged atomic.Bool
-	mu            sync.Mutex
-	last          live.Incident // the last critical event on any GPU
-}
 
 // lostReason is the reason of the critical event of a GPU NVML reports lost.
 const lostReason = "GPU lost: NVML_ERROR_GPU_IS_LOST"
@@ -47,9 +37,9 @@ func (gs *gpuState) criticalEvent(seen time.Time, ev snapshot.Event) crashPlan {
 	if d.Headline != "" {
 		in.Time, in.Reason = d.IncidentStart, d.Headline
 	}
-	m.inc.mu.Lock()
-	m.inc.last = in
-	m.inc.mu.Unlock()
+	m.states.mu.Lock()
+	m.states.incident = in
+	m.states.mu.Unlock()
 	if d.Closed {
 		m.refused("a crash snapshot", gs.idx, ev.Reason)
 	}
@@ -115,7 +105,7 @@ func (gs *gpuState) spikeSnapshot(when time.Time, fans func() []string) {
 // refused logs the first snapshot request the snapshot Manager refused,
 // closed at shutdown (it counts them all; watchLosses has stopped by then).
 func (m *Monitor) refused(what string, gpu int, reason string) {
-	if m.inc.refusedLogged.CompareAndSwap(false, true) {
+	if m.states.refusedLogged.CompareAndSwap(false, true) {
 		logFirstLoss(m.log, "snapshots_refused_at_shutdown", what+" asked for after the snapshot writer closed at shutdown",
 			slog.Int("gpu", gpu), slog.String("reason", reason))
 	}

@@ -44,7 +44,6 @@ type Monitor struct {
 	events  lineLog
 	summary lineLog
 	snaps   *snapshot.Manager
-	inc     incidents          // the last incident, for the host view
 	ev      *events.Stage      // every NVML, kernel log and poll event
 	reg     *counters.Registry // every part's counters
 	board   *live.Board        // what the live readers read
@@ -76,12 +75,15 @@ type pollLoop struct {
 	tickHook func(now time.Time) // tests: runs at the end of every tick
 }
 
-// hostStates are the kernel log's and the NVML event stream's states and
-// the recent row drops, for the host view.
+// hostStates are the kernel log's and the NVML event stream's states, the
+// recent row drops and the last incident on any GPU, for the host view; and
+// whether a snapshot request refused at shutdown was logged.
 type hostStates struct {
-	mu           sync.Mutex
-	kmsg, events string
-	drops        dropHistory
+	mu            sync.Mutex
+	kmsg, events  string
+	drops         dropHistory
+	incident      live.Incident
+	refusedLogged atomic.Bool
 }
 
 // lineLog is an append-only text log (sink.LineLog; tests replace it).
@@ -107,7 +109,10 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	m.side.log, m.side.jobs, m.side.reg = m.log, make(chan sideJob, 256), m.reg
 	m.journal = journalSender{send: cfg.Journal, log: m.log, q: make(chan journalEntry, journalQueue), reg: m.reg}
 	m.states.kmsg, m.states.events = "disabled", "starting"
-	m.ev = events.NewStage(events.Config{DedupWindow: cfg.XidDedupe, KernelClock: m.kclock.clock, HealthEvent: healthEvent})
+	m.ev = events.NewStage(events.Config{DedupWindow: cfg.XidDedupe, KernelClock: m.kclock.clock, HealthEvent: func(typ uint64) (string, bool) {
+		h, _ := sampler.HealthEvent(typ)
+		return h.Name, h.Critical
+	}})
 	m.ident = readIdentity(cfg.Host, cfg.HostRoot, m.log)
 	if cfg.KmsgPath != "" {
 		m.states.kmsg = "starting"
@@ -440,7 +445,7 @@ func (m *Monitor) eventLine(e sink.EventLine) {
 	line := e.Line()
 	m.journal.queue(line)
 	if err := m.events.Line(line); err != nil {
-		m.lose(lineFails, "an events.log line", slog.String("line", line), slog.String("error", err.Error()))
+		lose(m.reg, m.log, lineFails, "an events.log line", slog.String("line", line), slog.String("error", err.Error()))
 	}
 }
 
@@ -487,16 +492,13 @@ func (m *Monitor) hostView() live.Host {
 		DiskPaused: m.csv.Stats().Paused,
 		Counters:   m.counters(),
 	}
-	m.inc.mu.Lock()
-	h.LastIncident = m.inc.last
-	m.inc.mu.Unlock()
 	m.loop.cadence.get(&h.Cadence)
 	h.Pacer = m.pacerState()
 	for _, l := range []lineLog{m.events, m.summary} {
 		h.LogLines.Waiting += l.Waiting()
 	}
 	m.states.mu.Lock()
-	h.Kmsg, h.Events = m.states.kmsg, m.states.events
+	h.Kmsg, h.Events, h.LastIncident = m.states.kmsg, m.states.events, m.states.incident
 	dropped, _ := h.Counter(live.CounterRowsDropped) // registered by sink (TestViewCountersAreInTheTable)
 	h.RowsDroppedRecent = m.states.drops.recent(h.Now, dropped)
 	m.states.mu.Unlock()
