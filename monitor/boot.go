@@ -34,8 +34,8 @@ func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
 		pstore = append(pstore, filepath.Join(m.cfg.HostRoot, d))
 	}
 	wg.Go(func() {
-		bl, err := snapshot.WriteBootLog(ctx, snapshot.BootConfig{Dir: m.cfg.LogDir, Runner: m.cfg.Runner, Now: m.start,
-			Prev: prev, BootID: bootID, Host: m.ident.Host, MachineID: m.ident.MachineID, PstoreDirs: pstore, CommandTimeout: m.cfg.CommandTimeout})
+		bl, err := snapshot.WriteBootLog(ctx, snapshot.BootConfig{Dir: m.cfg.LogDir, Runner: m.cfg.Snapshots.Runner, Now: m.start,
+			Prev: prev, BootID: bootID, Host: m.ident.Host, MachineID: m.ident.MachineID, PstoreDirs: pstore, CommandTimeout: m.cfg.Snapshots.CommandTimeout})
 		line := bl.Event(m.start, prev, bootID)
 		if err != nil {
 			line.Fields = append(line.Fields, sink.Field{Key: "error", Value: err.Error()})

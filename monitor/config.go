@@ -29,10 +29,7 @@ type Config struct {
 	Deadline time.Duration
 	Anomaly  anomaly.Config
 
-	RetentionDays int
-	FsyncEvery    time.Duration
-	MinFreeMB     uint64
-	Compress      bool
+	CSV sink.CSVConfig // the CSV files; New sets Dir, Logger and Tick
 
 	// SummaryEvery is the summary.log cadence and the rate window: 5 min,
 	// the reference logger's (gpu-telemetry-deep.py's SUMMARY_INTERVAL_SEC,
@@ -48,11 +45,10 @@ type Config struct {
 	XidDedupe      time.Duration
 	InventoryEvery time.Duration // GPU list vs the driver's enumeration; 0: 30 s
 
-	CrashCooldown  time.Duration
-	SpikeCooldown  time.Duration
-	FollowUps      []time.Duration // nil: snapshot's defaults
-	CommandTimeout time.Duration
-	Runner         snapshot.Runner // nil: real commands (an ExecRunner that logs a missing program once)
+	// Snapshots configures the crash and spike snapshots; New sets Dir,
+	// Logger, Flush, Written, HostRoot and KernelWall. Its Runner (nil: real
+	// commands) and CommandTimeout also run the boot log's commands.
+	Snapshots snapshot.Config
 
 	Atop     *atop.Config // serves the atopgpud protocol when set
 	ProcRoot string       // where /proc is mounted ("": /proc)
@@ -94,10 +90,10 @@ func (c *Config) defaults() {
 		c.InventoryEvery = inventoryEvery
 	}
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
-	if c.Runner == nil {
+	if sc := &c.Snapshots; sc.Runner == nil {
 		// One runner for the snapshots and the boot log: a missing
 		// program is logged once, whichever runs it first.
-		c.Runner = &snapshot.ExecRunner{Timeout: c.CommandTimeout, Logger: c.Logger}
+		sc.Runner = &snapshot.ExecRunner{Timeout: sc.CommandTimeout, Logger: c.Logger}
 	}
 	c.Notifier = cmp.Or[Notifier](c.Notifier, nopNotifier{})
 	c.HostRoot = cmp.Or(c.HostRoot, "/")
@@ -127,11 +123,11 @@ func (c Config) Validate() error {
 	if c.LogDir == "" {
 		errs = append(errs, errors.New("log dir: must not be empty"))
 	}
-	if c.RetentionDays < 1 {
-		errs = append(errs, fmt.Errorf("retention %d days: must be at least 1", c.RetentionDays))
+	if c.CSV.RetentionDays < 1 {
+		errs = append(errs, fmt.Errorf("retention %d days: must be at least 1", c.CSV.RetentionDays))
 	}
-	if c.FsyncEvery <= 0 {
-		errs = append(errs, fmt.Errorf("fsync interval %s: must be > 0", c.FsyncEvery))
+	if c.CSV.FsyncEvery <= 0 {
+		errs = append(errs, fmt.Errorf("fsync interval %s: must be > 0", c.CSV.FsyncEvery))
 	}
 	if err := c.Anomaly.Validate(); err != nil {
 		errs = append(errs, err)

@@ -140,23 +140,18 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	m.busesFromSysfs()
 	m.board = live.NewPublishedBoard(slots)
 	m.setupProcs()
-	csv, err := sink.NewCSV(sink.CSVConfig{
-		Dir: cfg.LogDir, RetentionDays: cfg.RetentionDays, FsyncEvery: cfg.FsyncEvery,
-		MinFreeMB: cfg.MinFreeMB, Compress: cfg.Compress, Logger: m.log, Tick: m.loop.syncTick,
-	}, cols)
+	cc := cfg.CSV
+	cc.Dir, cc.Logger, cc.Tick = cfg.LogDir, m.log, m.loop.syncTick
+	csv, err := sink.NewCSV(cc, cols)
 	if err != nil {
 		return nil, err
 	}
 	m.csv = csv
 	m.events = cfg.openLog(cfg.LogDir, EventsLog, eventsLogMB)
 	m.summary = cfg.openLog(cfg.LogDir, SummaryLog, summaryLogMB)
-	m.snaps = snapshot.New(snapshot.Config{
-		Dir: cfg.LogDir, Runner: cfg.Runner, Logger: m.log,
-		CrashCooldown: cfg.CrashCooldown, SpikeCooldown: cfg.SpikeCooldown,
-		FollowUps: cfg.FollowUps, CommandTimeout: cfg.CommandTimeout,
-		Flush: m.csv.Sync, Written: m.snapshotWritten, HostRoot: cfg.HostRoot,
-		KernelWall: m.kclock.clock.Wall,
-	})
+	sc := cfg.Snapshots
+	sc.Dir, sc.Logger, sc.Flush, sc.Written, sc.HostRoot, sc.KernelWall = cfg.LogDir, m.log, m.csv.Sync, m.snapshotWritten, cfg.HostRoot, m.kclock.clock.Wall
+	m.snaps = snapshot.New(sc)
 	m.registerCounters()
 	m.writeSystemInfo()
 	m.publishHost() // the first host view, before Run
@@ -392,7 +387,7 @@ func (m *Monitor) tick(now time.Time) {
 	}
 	k := m.reg.Load(ticksRun)
 	m.procTick(at, k)
-	if now.Sub(lp.lastSync) >= m.cfg.FsyncEvery {
+	if now.Sub(lp.lastSync) >= m.cfg.CSV.FsyncEvery {
 		lp.lastSync = now
 		nudge(lp.syncTick, now)
 	}

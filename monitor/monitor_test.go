@@ -26,6 +26,7 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
+	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 
 	// The parts cmd builds after New declare counters too: linked in, as in
 	// the daemon, the outputs show theirs (at 0) as the daemon's do.
@@ -113,7 +114,7 @@ func newRigClock(t *testing.T, lib *fakenvml.Lib, kc sampler.KernelClock, tweak 
 	var mu sync.Mutex
 	cfg := Config{
 		Version: "test", Host: "testhost", LogDir: r.dir, Interval: 100 * time.Millisecond, Anomaly: anomaly.DefaultConfig(),
-		RetentionDays: 14, FsyncEvery: time.Second, Runner: fakeRunner{}, FollowUps: []time.Duration{},
+		CSV: sink.CSVConfig{RetentionDays: 14, FsyncEvery: time.Second}, Snapshots: snapshot.Config{Runner: fakeRunner{}, FollowUps: []time.Duration{}},
 		Logger:    slog.New(slog.NewTextHandler(r.logs, nil)),
 		HostRoot:  t.TempDir(),
 		openLog:   func(dir, name string, _ int) lineLog { return &plainLog{path: filepath.Join(dir, name)} },
