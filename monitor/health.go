@@ -176,8 +176,3 @@ func healthGroupsText(g [reading.NumHealthGroups]bool, links int) string {
 	}
 	return s
 }
-
-// healthSection is the crash snapshot's "Health counters" section.
-func (gs *gpuState) healthSection(when time.Time) []snapshot.Section {
-	return []snapshot.Section{snapshot.HealthSection(gs.Health().HealthData, when)}
-}

@@ -71,7 +71,7 @@ func (gs *gpuState) crashSnapshot(p crashPlan) {
 	hdr, recent := gs.m.csv.Rows(gs.idx)
 	h := gs.header(p.ev.Time, p.ev.Reason, p.n)
 	if !gs.m.snaps.Crash(snapshot.CrashRequest{Decision: p.d, Header: h, CSVHeader: hdr, Rows: recent,
-		Extra: append(gs.procSection(p.seen), gs.healthSection(p.seen)...)}) {
+		Extra: append(gs.procSection(p.seen), snapshot.HealthSection(gs.Health().HealthData, p.seen))}) {
 		gs.m.refused("a crash snapshot", gs.idx, p.ev.Reason)
 	}
 }

@@ -214,8 +214,9 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	}
 	m.log.Info("polling", "interval", m.cfg.Interval, "deadline", m.cfg.Deadline, "gpus", strings.Join(names, ","), "dir", m.cfg.LogDir)
 
-	sideStop, sideDone := make(chan struct{}), make(chan struct{})
-	go func() { defer close(sideDone); serve(sideStop, m.side.jobs, func(j sideJob) { j.f() }) }()
+	sideCtx, stopSide := context.WithCancel(context.Background())
+	var side sync.WaitGroup
+	side.Go(func() { serve(sideCtx.Done(), m.side.jobs, func(j sideJob) { j.f() }) })
 
 	m.poll(ctx, sigs)
 
@@ -235,13 +236,11 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	stopBG()
 	waitBounded(&listeners, 3*time.Second)
 	m.cfg.trace("listeners-stopped")
-	stuck := append(m.waitWorkers(2*time.Second), m.procsStuck()...)
+	stuck := m.waitWorkers(2 * time.Second)
 	m.cfg.trace("workers-stopped")
 	m.side.close() // from here queue drops and counts
-	close(sideStop)
-	select {
-	case <-sideDone:
-	case <-time.After(2 * time.Second):
+	stopSide()
+	if !waitBounded(&side, 2*time.Second) {
 		m.log.Warn("queued file work still running at shutdown; what has not started is dropped, counted in side_drops",
 			"dropped", m.side.dropQueued())
 	}
@@ -284,17 +283,20 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	return nil
 }
 
-// waitBounded waits for wg, at most d.
-func waitBounded(wg *sync.WaitGroup, d time.Duration) {
+// waitBounded waits for wg, at most d; it reports whether wg is done.
+func waitBounded(wg *sync.WaitGroup, d time.Duration) bool {
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
 	case <-done:
+		return true
 	case <-time.After(d):
+		return false
 	}
 }
 
-// waitWorkers waits, at most d, until no sample is in flight; it returns the GPUs still stuck.
+// waitWorkers waits, at most d, until no sample is in flight; it returns the
+// GPUs still stuck, then those whose process read is inside the driver.
 func (m *Monitor) waitWorkers(d time.Duration) []string {
 	deadline := time.Now().Add(d)
 	for {
@@ -305,6 +307,11 @@ func (m *Monitor) waitWorkers(d time.Duration) []string {
 			}
 		}
 		if len(busy) == 0 || time.Now().After(deadline) {
+			for _, gs := range m.gpus {
+				if _, in := gs.pr.Busy(); in {
+					busy = append(busy, strconv.Itoa(gs.idx)+" (process list)")
+				}
+			}
 			return busy
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -318,26 +325,25 @@ func (m *Monitor) poll(ctx context.Context, sigs <-chan os.Signal) {
 	tk := m.cfg.newTicker(m.cfg.Interval)
 	m.loop.lastSummary = time.Now()
 	m.loop.windowStart.Store(int64(m.cfg.mono()))
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
+	ctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stop()
+	context.AfterFunc(ctx, tk.Stop)
+	wg.Go(func() {
 		for {
 			select {
 			case <-ctx.Done():
-				tk.Stop()
-				return
-			case <-done:
 				return
 			case sig := <-sigs:
 				m.signal(sig)
 			}
 		}
-	}()
+	})
 	if m.cfg.WatchdogEvery > 0 {
 		wd := m.cfg.newTicker(m.cfg.WatchdogEvery)
-		pinged := make(chan struct{})
-		go func() { defer close(pinged); m.keepAlive(wd) }()
-		defer func() { wd.Stop(); <-pinged }()
+		context.AfterFunc(ctx, wd.Stop)
+		wg.Go(func() { m.keepAlive(wd) })
 	}
 	m.loop.lastSync = time.Now() // the first sync round one FsyncEvery after the start
 	m.beatTick(time.Now())
