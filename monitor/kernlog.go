@@ -29,7 +29,6 @@ type KernelLog struct {
 	resume reading.Opt[uint64] // the previous run's last record, in this boot
 	r      *kmsg.Reader        // nil until opened, or when it could not be
 	err    error               // why it could not be opened
-	opened bool
 	// standIn (tests) rewrites each record before it is parsed: tests of the
 	// real /dev/kmsg write harmless lines (an Xid 79 would page the host's
 	// operators) and turn them here into the driver's lines.
@@ -75,10 +74,9 @@ func planKernelLog(cfg Config) *KernelLog {
 
 // open opens the kernel log (if any) once.
 func (k *KernelLog) open(log *slog.Logger) {
-	if k == nil || k.opened {
+	if k == nil || k.r != nil || k.err != nil {
 		return
 	}
-	k.opened = true
 	k.r, k.err = kmsg.OpenWith(k.path, kmsg.Options{Log: log, ResumeAfter: k.resume})
 	if seq, ok := k.resume.Get(); ok && k.err == nil {
 		if _, dev := k.r.LastSeq(); dev {
