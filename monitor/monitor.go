@@ -495,9 +495,7 @@ func (m *Monitor) hostView() live.Host {
 	}
 	m.loop.cadence.get(&h.Cadence)
 	h.Pacer = m.pacerState()
-	for _, l := range []lineLog{m.events, m.summary} {
-		h.LogLines.Waiting += l.Waiting()
-	}
+	h.LogLines.Waiting = m.events.Waiting() + m.summary.Waiting()
 	m.states.mu.Lock()
 	h.Kmsg, h.Events, h.LastIncident = m.states.kmsg, m.states.events, m.states.incident
 	dropped, _ := h.Counter(live.CounterRowsDropped) // registered by sink (TestViewCountersAreInTheTable)
