@@ -83,8 +83,8 @@ func (gs *gpuState) crashLost(p crashPlan, why string) { gs.m.snaps.Lost(p.d, wh
 func (p crashPlan) what() string { return "crash snapshot " + p.d.Snapshot }
 
 // spikeSnapshot takes a spike snapshot of the spike seen at when, if the
-// cooldown lets it. fans returns the fans' policies from memory, not NVML.
-func (gs *gpuState) spikeSnapshot(when time.Time, fans func() []string) {
+// cooldown lets it, with the fans' policies fans (from memory, not NVML).
+func (gs *gpuState) spikeSnapshot(when time.Time, fans []string) {
 	m := gs.m
 	d := m.snaps.DecideSpike(gs.idx)
 	if d.Closed {
@@ -96,7 +96,7 @@ func (gs *gpuState) spikeSnapshot(when time.Time, fans func() []string) {
 	r := m.csv.Recent(gs.idx) // the spike's row is the last, its cells from the sample
 	if !m.snaps.Spike(snapshot.SpikeRequest{Decision: d, Header: gs.header(when, "FAN_SPIKE", 0),
 		Columns: r.Columns, Values: r.Last, CSVHeader: r.Header, Rows: r.Rows,
-		Thresholds: gs.info().Thresholds, FanPolicies: fans()}) {
+		Thresholds: gs.info().Thresholds, FanPolicies: fans}) {
 		m.refused("a fan spike snapshot", gs.idx, "FAN_SPIKE")
 	}
 	gs.log.Warn("fan spike: snapshot taken", "spikes", gs.tr.Counters().Total[anomaly.CountSpikes])
