@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
@@ -84,13 +83,6 @@ func (m *Monitor) compareInventory(prev snapshot.PreviousRun) {
 	}
 	m.log.Log(context.Background(), level, "GPU inventory changed since the previous run (INVENTORY lines in events.log)",
 		"missing", count[sink.InventoryMissing], "new", count[sink.InventoryNew], "moved", count[sink.InventoryMoved])
-}
-
-// markCleanStop writes the clean-stop marker once every file is closed.
-func (m *Monitor) markCleanStop() {
-	if err := snapshot.MarkCleanStop(m.cfg.LogDir, time.Now()); err != nil {
-		m.log.Warn("cannot write the clean-stop marker; the next start will report an unclean stop", "error", err)
-	}
 }
 
 // readIdentity names the host: name (--host, else the kernel's hostname),

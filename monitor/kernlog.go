@@ -203,10 +203,6 @@ const (
 	markerCheck        = 5 * time.Minute
 )
 
-func newKernelClock(c sampler.KernelClock) *kernelClock {
-	return &kernelClock{clock: c, est: kclock.NewEstimator(kclock.Config{})}
-}
-
 // observeKmsg feeds one kernel log record to the estimator; backlog says
 // nothing about the clock.
 func (m *Monitor) observeKmsg(rec kmsg.Record) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/events"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/kclock"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
@@ -103,9 +104,10 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		return nil, err
 	}
 	m := &Monitor{cfg: cfg, log: cfg.Logger, host: host, byIndex: map[int]*gpuState{}, start: time.Now(),
-		kclock: newKernelClock(host.KernelClock()), reg: counters.New(), runState: runState{write: snapshot.WriteRunState}}
+		kclock: &kernelClock{clock: host.KernelClock(), est: kclock.NewEstimator(kclock.Config{})}, reg: counters.New(),
+		runState: runState{write: snapshot.WriteRunState}}
 	m.loop.syncTick, m.loop.secondTick = make(chan time.Time, 1), make(chan time.Time, 1)
-	m.loop.cadence = newCadence(cfg.Interval)
+	m.loop.cadence = &cadence{step: max(cfg.Interval/100, time.Microsecond)}
 	m.side.log, m.side.jobs, m.side.reg = m.log, make(chan sideJob, 256), m.reg
 	m.journal = journalSender{send: cfg.Journal, log: m.log, q: make(chan journalEntry, journalQueue), reg: m.reg}
 	m.states.kmsg, m.states.events = "disabled", "starting"
@@ -266,7 +268,9 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	m.cfg.trace("summary-written")
 	m.summary.Close()
 	m.cfg.trace("files-closed")
-	m.markCleanStop()
+	if err := snapshot.MarkCleanStop(m.cfg.LogDir, time.Now()); err != nil { // once every file is closed
+		m.log.Warn("cannot write the clean-stop marker; the next start will report an unclean stop", "error", err)
+	}
 	m.publishHost() // the final counts, for a reader still asking
 	m.status("final status")
 	eventsStuck := !sampler.EventsIdle(2 * time.Second)
