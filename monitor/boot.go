@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"os"
@@ -96,17 +97,11 @@ func readIdentity(name, root string, log *slog.Logger) reading.Identity {
 		}
 		return strings.TrimSpace(string(b))
 	}
-	id := reading.Identity{Host: name, BootID: snapshot.ReadBootID(filepath.Join(root, snapshot.DefaultBootIDPath))}
-	if id.Host == "" {
-		id.Host = read("proc/sys/kernel/hostname")
-	}
+	id := reading.Identity{Host: cmp.Or(name, read("proc/sys/kernel/hostname")),
+		MachineID: cmp.Or(read("etc/machine-id"), read("var/lib/dbus/machine-id")),
+		BootID:    snapshot.ReadBootID(filepath.Join(root, snapshot.DefaultBootIDPath))}
 	if id.Host == "" && root == "/" {
 		id.Host, _ = os.Hostname()
-	}
-	for _, p := range []string{"etc/machine-id", "var/lib/dbus/machine-id"} {
-		if id.MachineID = read(p); id.MachineID != "" {
-			break
-		}
 	}
 	if id.Host == "" || strings.HasPrefix(id.Host, "localhost") {
 		log.Warn("the host's name does not tell it apart from others: set --host", "host", id.Host, "machine_id", id.MachineID)
