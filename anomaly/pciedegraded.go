@@ -14,8 +14,11 @@ import (
 // degraded) for longer than a grace time while the GPU was busy. A link that
 // trained down is a failing riser, cable or slot and leaves no Xid
 // (NVIDIA/NVSentinel issue 890); an idle GPU lowers its link generation on
-// purpose to save power, so only a busy one (P0, or utilization at or above
-// a threshold) counts, and any idle or full-speed sample restarts the wait.
+// purpose to save power, so only a busy one (utilization at or above a
+// threshold) counts, and any idle or full-speed sample restarts the wait.
+// P0 is not busy: datacenter GPUs in persistence mode idle in P0 with their
+// link at gen 1, which would flag every idle H100 (issue 39 suggested "P0
+// or utilization"; utilization alone is the evidence of traffic).
 var pcieDegradedDef = Def{
 	Name:    "pcie_degraded",
 	Flags:   []reading.FlagDef{{Name: "pcie_degraded", Text: "PCIE_DEGRADED(x{A},gen{B})", Anomaly: true}},
@@ -33,7 +36,7 @@ var pcieDegradedDef = Def{
 		// Half the engine busy: enough traffic that the driver keeps the
 		// link at full speed (it drops the generation at idle).
 		{Name: "PCIeBusyUtilPct", Default: 50, Int: true, Min: 1, Max: 100, Want: "between 1 and 100",
-			Help: "GPU utilization, in %, at or above which a GPU counts as busy for PCIe downtraining (P0 always does)."},
+			Help: "GPU utilization, in %, at or above which a GPU counts as busy for PCIe downtraining."},
 	},
 	New: func(k Knobs) Detector {
 		return &pcieDegraded{after: time.Duration(k["PCIeDegradedAfterS"]) * time.Second, busyPct: uint32(k["PCIeBusyUtilPct"])}
@@ -71,12 +74,8 @@ func (d *pcieDegraded) Check(in Input) Finding {
 	return Finding{Count: true, Flag: 1, A: int64(w), B: int64(g), Notice: true, V: [2]uint64{w<<32 | maxW, g<<32 | maxG}}
 }
 
-// busy reports whether the GPU is in P0 or its utilization is at or above
-// the threshold.
+// busy reports whether the GPU's utilization is at or above the threshold.
 func (d *pcieDegraded) busy(s *reading.Sample) bool {
-	if p, ok := s.Get(reading.PState); ok && p == 0 {
-		return true
-	}
 	u, ok := s.Get(reading.GPUUtil)
 	return ok && u >= uint64(d.busyPct)
 }

@@ -30,15 +30,16 @@ func TestPCIeDegraded(t *testing.T) {
 		want  []bool
 	}{
 		{"x8 of x16 while busy: flagged after the grace time", []mod{busyX8, busyX8, busyX8, busyX8}, []bool{false, false, true, true}},
-		{"gen 4 of 5 in P0", []mod{link(16, 16, 4, 5, 0, 0), link(16, 16, 4, 5, 0, 0), link(16, 16, 4, 5, 0, 0)}, []bool{false, false, true}},
-		{"busy by utilization alone", []mod{link(16, 16, 3, 5, 2, 50), link(16, 16, 3, 5, 2, 50), link(16, 16, 3, 5, 2, 50)}, []bool{false, false, true}},
+		{"gen 4 of 5 while busy", []mod{link(16, 16, 4, 5, 0, 80), link(16, 16, 4, 5, 0, 80), link(16, 16, 4, 5, 0, 80)}, []bool{false, false, true}},
+		{"busy in P2 at the threshold", []mod{link(16, 16, 3, 5, 2, 50), link(16, 16, 3, 5, 2, 50), link(16, 16, 3, 5, 2, 50)}, []bool{false, false, true}},
+		{"idle in P0 (persistence mode) at gen 1 is not degraded", []mod{link(16, 16, 1, 5, 0, 0), link(16, 16, 1, 5, 0, 0), link(16, 16, 1, 5, 0, 0)}, []bool{false, false, false}},
 		{"idle GPU at a low generation is not degraded", []mod{link(16, 16, 1, 5, 8, 0), link(16, 16, 1, 5, 8, 49), link(16, 16, 1, 5, 8, 0)}, []bool{false, false, false}},
 		{"an idle sample restarts the wait", []mod{busyX8, busyX8, link(8, 16, 1, 5, 8, 0), busyX8, busyX8, busyX8}, []bool{false, false, false, false, false, true}},
 		{"back at full speed restarts the wait", []mod{busyX8, busyX8, link(16, 16, 5, 5, 0, 90), busyX8, busyX8}, []bool{false, false, false, false, false}},
 		{"full link while busy", []mod{link(16, 16, 5, 5, 0, 100), link(16, 16, 5, 5, 0, 100), link(16, 16, 5, 5, 0, 100)}, []bool{false, false, false}},
 		{"maximum absent: no evidence", []mod{link(8, -1, 5, 5, 0, 90), link(8, -1, 5, 5, 0, 90), link(8, -1, 5, 5, 0, 90)}, []bool{false, false, false}},
 		{"current width absent: no evidence", []mod{link(-1, 16, 5, 5, 0, 90), link(-1, 16, 5, 5, 0, 90), link(-1, 16, 5, 5, 0, 90)}, []bool{false, false, false}},
-		{"utilization and P-state absent: not known busy", []mod{link(8, 16, 5, 5, -1, -1), link(8, 16, 5, 5, -1, -1), link(8, 16, 5, 5, -1, -1)}, []bool{false, false, false}},
+		{"utilization absent: not known busy", []mod{link(8, 16, 5, 5, 0, -1), link(8, 16, 5, 5, 0, -1), link(8, 16, 5, 5, 0, -1)}, []bool{false, false, false}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

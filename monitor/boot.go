@@ -36,7 +36,7 @@ func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
 	wg.Go(func() {
 		bl, err := snapshot.WriteBootLog(ctx, snapshot.BootConfig{Dir: m.cfg.LogDir, Runner: m.cfg.Snapshots.Runner, Now: m.start,
 			Prev: prev, BootID: bootID, Host: m.ident.Host, MachineID: m.ident.MachineID, PstoreDirs: pstore, CommandTimeout: m.cfg.Snapshots.CommandTimeout})
-		line := bl.Event(m.start, prev, bootID)
+		line := bl.Event()
 		if err != nil {
 			line.Fields = append(line.Fields, sink.Field{Key: "error", Value: err.Error()})
 			m.log.Warn("cannot write the previous run's boot log", "error", err)

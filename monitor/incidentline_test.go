@@ -82,7 +82,7 @@ func TestIncidentLineNotHeldBehindQueuedRows(t *testing.T) {
 				t.Fatalf("snapshot writer's close: %v", err)
 			}
 			_, err := os.Stat(path)
-			fails := r.m.snaps.Stats().Failures
+			fails := r.counted("snapshot_failures")
 			logs := r.logs.String()
 			if end == "built" {
 				if err != nil || fails != 0 {

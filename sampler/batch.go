@@ -13,18 +13,14 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
-// A sample is taken in three steps: plan decides which NVML calls to make
-// (capability cache, missing symbols, slow tier, field batch), an executor
-// makes them all and records each result and value in a raw, and interpret
-// classifies the results and turns the values into a reading.Sample. The
-// executor makes every call of a sample in one cgo call (batch.c): crossing
-// into C costs far more than a simulated call, and about as much as a real
-// one. It calls the driver's functions, or in tests fakenvml's.
+// A sample is taken in three steps: plan picks the NVML calls to make,
+// the executor makes them all in one cgo call (batch.c: crossing into C
+// costs about as much as a real NVML call) and records results and values
+// in a raw, and interpret turns those into a reading.Sample.
 
-// call identifies one NVML call of a sample: its index in callFn, which
-// is the order calls are made in (batch.c is handed callFn's descriptions).
-// Call 0 is the field batch; the getter calls are built from reading.Table
-// and reading.FanTable (buildCalls).
+// call is one NVML call of a sample: its index in callFn, the order calls
+// are made in. Call 0 is the field batch; the others are built from
+// reading.Table and reading.FanTable (buildCalls).
 type call uint8
 
 const cFields call = 0 // nvmlDeviceGetFieldValues: the batched quantities
@@ -40,10 +36,8 @@ type callDef struct {
 	name  string
 }
 
-// cCall is how batch.c makes a call (batch.h's gt_call, less the function,
-// which each library gives by fnInfo's symbol): its shape and argument, the
-// struct it fills (size and version: go-nvml's type, generated from
-// nvml.h) and where each value is in it.
+// cCall is batch.h's gt_call less the function: shape and argument, the
+// struct it fills and where each value is in it.
 type cCall struct {
 	shape   reading.Shape
 	arg     uint32
@@ -52,8 +46,7 @@ type cCall struct {
 	vals    []cVal
 }
 
-// cVal is where one value of a call is in its struct: offset and size
-// (4 or 8 bytes, unsigned).
+// cVal is where one unsigned value of 4 or 8 bytes is in a call's struct.
 type cVal struct{ off, size uintptr }
 
 // maxVals bounds the values of a call, maxOut the struct it fills, maxCalls
@@ -64,22 +57,17 @@ const (
 	maxCalls = 64
 )
 
-// outLimit is the most bytes a call of shape s may fill: batch.c hands an
-// f(dev, out, out2) call the two halves of its buffer, so its first struct
-// (where its values are) must fit in the first half.
-func outLimit(s reading.Shape) uintptr {
-	if s == reading.ShapeOutOut {
-		return maxOut / 2
-	}
-	return maxOut
-}
-
 // fits reports whether call d's description fits what batch.c holds: its
-// struct in the buffer its shape is given, at most maxVals values, each of
+// struct in the buffer its shape is given (an f(dev, out, out2) call gets
+// half, its values in the first struct), at most maxVals values, each of
 // 4 or 8 bytes inside the struct.
 func (d *callDef) fits() error {
 	cc := &d.cc
-	if cc.size > outLimit(cc.shape) || len(cc.vals) > maxVals {
+	limit := uintptr(maxOut)
+	if cc.shape == reading.ShapeOutOut {
+		limit /= 2
+	}
+	if cc.size > limit || len(cc.vals) > maxVals {
 		return fmt.Errorf("call %s fills more than batch.c holds", d.name)
 	}
 	for _, v := range cc.vals {
@@ -90,17 +78,13 @@ func (d *callDef) fits() error {
 	return nil
 }
 
-// layout is a struct a getter fills: go-nvml's type for it (generated from
-// nvml.h) and the version NVML wants written in it (0: unversioned).
-type layout struct {
+// layouts is the struct each getter that fills one fills (go-nvml's type,
+// generated from nvml.h) and the version NVML wants in it (0: none); a
+// reading.Def's Value names its field. A getter of a plain value needs none.
+var layouts = map[string]struct {
 	t       reflect.Type
 	version uint32
-}
-
-// layouts is the struct each getter that fills one fills, declared once per
-// function; a reading.Def's Value names the field that holds its value. A
-// getter of a plain unsigned value needs none.
-var layouts = map[string]layout{
+}{
 	"nvmlDeviceGetUtilizationRates":          {reflect.TypeFor[nvml.Utilization](), 0},
 	"nvmlDeviceGetMemoryInfo_v2":             {reflect.TypeFor[nvml.Memory_v2](), 2},
 	"nvmlDeviceGetMemoryInfo":                {reflect.TypeFor[nvml.Memory](), 0},
@@ -109,17 +93,19 @@ var layouts = map[string]layout{
 	"nvmlDeviceGetUnrepairableMemoryFlag_v1": {reflect.TypeFor[nvml.UnrepairableMemoryStatus_v1](), 0},
 }
 
-// getterCall describes getter fn's call (shape, arg) whose value is the
+// getterCall is getter fn's call (shape, arg) whose one value is the
 // struct field named value of its layout ("": fn gives a plain value of
 // type t).
-func getterCall(fn string, shape reading.Shape, arg uint32, value string, t reading.Type) (cCall, cVal) {
-	cc := cCall{shape: shape, arg: arg}
+func getterCall(fn string, shape reading.Shape, arg uint32, value string, t reading.Type) callDef {
+	d := callDef{fn: fnOf(fn), name: fn, cc: cCall{shape: shape, arg: arg}}
+	cc := &d.cc
 	if value == "" {
 		cc.size = 4
 		if t == reading.U64 {
 			cc.size = 8
 		}
-		return cc, cVal{0, cc.size}
+		cc.vals = []cVal{{0, cc.size}}
+		return d
 	}
 	l, ok := layouts[fn]
 	if !ok {
@@ -130,11 +116,11 @@ func getterCall(fn string, shape reading.Shape, arg uint32, value string, t read
 		panic("sampler: " + l.t.String() + " has no field " + value)
 	}
 	cc.size, cc.version = l.t.Size(), l.version
-	return cc, cVal{f.Offset, f.Type.Size()}
+	cc.vals = []cVal{{f.Offset, f.Type.Size()}}
+	return d
 }
 
-// Thermal settings (cThermal, nvmlDeviceGetThermalSettings(sensor 0)):
-// the sensor count, then sensor 0's values.
+// The values of cThermal (nvmlDeviceGetThermalSettings(sensor 0)).
 const (
 	thCount = iota
 	thController
@@ -159,20 +145,18 @@ type fanReading struct {
 }
 
 // fieldReading is a reading of reading.Table that NVML gives as a field
-// value: read in the sample's one GetFieldValues, with the getter call made
-// instead in the same sample when the driver refuses the field (cFields:
-// none), and the function whose "absurd value" it logs.
+// value, and the getter call made instead in the same sample when the
+// driver refuses the field (cFields: none).
 type fieldReading struct {
 	def  *reading.Def
 	call call
-	fn   Fn
 }
 
 // maxFields bounds the field readings of a sample (the batch's size).
 const maxFields = 64
 
-// The sample's calls and the readings they give, built from the tables at
-// start: numCalls calls, numQ field readings.
+// The sample's numCalls calls and the readings they give, built from the
+// tables at start.
 var (
 	callFn         []callDef
 	getterReadings []getterReading
@@ -180,7 +164,6 @@ var (
 	fieldReadings  []fieldReading
 	cThermal       call
 	numCalls       call
-	numQ           int
 )
 
 func init() { buildCalls() }
@@ -199,11 +182,10 @@ func buildCalls() {
 	// shared returns the call of fn(arg), made once per sample whatever
 	// number of readings read it, with value v added.
 	shared := func(fn string, shape reading.Shape, arg uint32, value string, t reading.Type, newer call) (call, int) {
-		cc, v := getterCall(fn, shape, arg, value, t)
-		f := fnOf(fn)
+		n := getterCall(fn, shape, arg, value, t)
+		v := n.cc.vals[0]
 		for c := cFields + 1; c < call(len(callFn)); c++ {
-			d := &callFn[c]
-			if d.fn == f && d.cc.arg == arg && !d.fan {
+			if d := &callFn[c]; d.fn == n.fn && d.cc.arg == arg && !d.fan {
 				if i := slices.Index(d.cc.vals, v); i >= 0 {
 					return c, i
 				}
@@ -211,8 +193,8 @@ func buildCalls() {
 				return c, len(d.cc.vals) - 1
 			}
 		}
-		cc.vals = []cVal{v}
-		return add(callDef{fn: f, cc: cc, newer: newer, name: fn}), 0
+		n.newer = newer
+		return add(n), 0
 	}
 	for i := range reading.Table {
 		d := &reading.Table[i]
@@ -239,12 +221,9 @@ func buildCalls() {
 		if d.Field == 0 || d.Call != reading.SampleCall {
 			continue
 		}
-		fr := fieldReading{def: d, call: cFields, fn: FnFieldValues}
+		fr := fieldReading{def: d, call: cFields}
 		if d.Getter != "" {
-			cc, v := getterCall(d.Getter, d.Shape, d.Arg, d.Value, d.Type)
-			cc.vals = []cVal{v}
-			fr.fn = fnOf(d.Getter)
-			fr.call = add(callDef{fn: fr.fn, cc: cc, name: d.Getter})
+			fr.call = add(getterCall(d.Getter, d.Shape, d.Arg, d.Value, d.Type))
 		}
 		fieldReadings = append(fieldReadings, fr)
 	}
@@ -252,14 +231,14 @@ func buildCalls() {
 		d := &reading.FanTable[i]
 		fr := fanReading{def: d}
 		for fan := range reading.MaxFans {
-			cc, v := getterCall(d.Getter, reading.ShapeArgOut, uint32(fan), "", reading.U32)
-			cc.vals = []cVal{v}
-			fr.calls[fan] = []call{add(callDef{fn: fnOf(d.Getter), idx: fan, cc: cc, fan: true, name: d.Getter})}
+			c := getterCall(d.Getter, reading.ShapeArgOut, uint32(fan), "", reading.U32)
+			c.idx, c.fan = fan, true
+			fr.calls[fan] = []call{add(c)}
 		}
 		if d.Fan0 != "" {
-			cc, v := getterCall(d.Fan0, reading.ShapeOut, 0, "", reading.U32)
-			cc.vals = []cVal{v}
-			fr.calls[0] = append(fr.calls[0], add(callDef{fn: fnOf(d.Fan0), cc: cc, newer: fr.calls[0][0], name: d.Fan0}))
+			c := getterCall(d.Fan0, reading.ShapeOut, 0, "", reading.U32)
+			c.newer = fr.calls[0][0]
+			fr.calls[0] = append(fr.calls[0], add(c))
 		}
 		fanReadings = append(fanReadings, fr)
 	}
@@ -273,11 +252,11 @@ func buildCalls() {
 			}
 		}
 	}
-	numCalls, numQ = call(len(callFn)), len(fieldReadings)
+	numCalls = call(len(callFn))
 	switch {
 	case numCalls > maxCalls:
 		panic("sampler: more calls than a sample's batch holds")
-	case numQ > maxFields:
+	case len(fieldReadings) > maxFields:
 		panic("reading.Table: more field readings than maxFields")
 	}
 	for c := cFields + 1; c < numCalls; c++ {
@@ -328,30 +307,24 @@ type raw struct {
 	v [maxCalls][maxVals]uint64 // each getter call's values
 }
 
-func (r *raw) planned(c call) bool { return r.plan&(1<<c) != 0 }
-
 // plan fills r.plan for the next sample.
 func (g *GPU) plan(r *raw, fans int, slow, second bool) {
 	r.plan, r.fallback, r.slow, r.second = 0, 0, slow, second
 	r.fieldFallback = [maxFields]uint64{}
-	for i := range r.ret {
-		r.ret[i] = retNotRun
-	}
 	add := func(c call) bool {
-		if g.can(callFn[c].fn, callFn[c].idx) {
+		ok := g.can(callFn[c].fn, callFn[c].idx)
+		if ok {
 			r.plan |= 1 << c
-			return true
 		}
-		return false
+		return ok
 	}
 	entry := [maxFields]int{} // field entry + 1 of each field reading in the batch
-	if g.can(FnFieldValues, 0) && g.buildFields(r, slow, second) > 0 {
-		r.plan |= 1 << cFields
-		for i := 0; i < r.nfields; i++ {
+	if g.buildFields(r, slow, second) > 0 && add(cFields) {
+		for i := range r.nfields {
 			entry[r.fieldQ[i]] = i + 1
 		}
 	} else {
-		g.fieldsDue(r, slow, second)
+		r.nfields = 0
 	}
 	for q, fr := range fieldReadings {
 		c := fr.call
@@ -382,11 +355,9 @@ func (g *GPU) plan(r *raw, fans int, slow, second bool) {
 	// a fan (that fan's cell stays empty: TestUnsupportedReadingsAreEmptyCells).
 	for i := range fans {
 		for j := range fanReadings {
-			for _, c := range fanReadings[j].calls[i] {
-				if g.syms.Has(callFn[c].fn) {
-					add(c)
-					break
-				}
+			calls := fanReadings[j].calls[i]
+			if k := slices.IndexFunc(calls, func(c call) bool { return g.syms.Has(callFn[c].fn) }); k >= 0 {
+				add(calls[k])
 			}
 		}
 	}
@@ -395,30 +366,14 @@ func (g *GPU) plan(r *raw, fans int, slow, second bool) {
 	}
 }
 
-// fieldsDue marks the field readings whose tier is read in this sample.
-func (g *GPU) fieldsDue(r *raw, slow, second bool) {
-	for q, fr := range fieldReadings {
-		r.due[q] = tierDue(fr.def.Tier, slow, second)
-	}
-}
-
-// buildFields fills the field batch with the field readings due in this
-// sample whose field is not switched off and returns how many there are.
+// buildFields marks the field readings due in this sample, fills the field
+// batch with those whose field is not switched off and returns how many.
 func (g *GPU) buildFields(r *raw, slow, second bool) int {
-	g.fieldsDue(r, slow, second)
-	var now int64
 	n := 0
 	for q, fr := range fieldReadings {
-		if !r.due[q] {
+		r.due[q] = tierDue(fr.def.Tier, slow, second)
+		if !r.due[q] || !g.on(g.fieldOff[q]) {
 			continue
-		}
-		if g.fieldOff[q] != 0 {
-			if now == 0 {
-				now = g.mono()
-			}
-			if now < g.fieldOff[q] {
-				continue
-			}
 		}
 		r.fields[n] = nvml.FieldValue{FieldId: fr.def.Field}
 		r.fieldQ[n] = q
@@ -431,57 +386,61 @@ func (g *GPU) buildFields(r *raw, slow, second bool) int {
 // result classifies call c's result; true means its value may be used.
 func (g *GPU) result(r *raw, c call) bool {
 	ret := r.ret[c]
-	if ret == retNotRun || ret == retLockTimeout {
+	return ret != retNotRun && ret != retLockTimeout && g.end(callFn[c].fn, callFn[c].idx, nvml.Return(ret))
+}
+
+// keep sets reading d to v in s, and carries it forward, when v is within
+// d's bounds (fn: the function logged for an absurd value).
+func (g *GPU) keep(s *reading.Sample, d *reading.Def, fn Fn, v uint64) {
+	if g.within(fn, v, d.Min, cmp.Or(d.Max, math.MaxUint64)) {
+		d.Set(s, v)
+		g.carry[d.ID()] = reading.Some(v)
+	}
+}
+
+// carried sets reading d in s to the value carried from the last sample
+// that read its tier, and reports whether its tier is not read in this one.
+func (g *GPU) carried(r *raw, s *reading.Sample, d *reading.Def) bool {
+	if tierDue(d.Tier, r.slow, r.second) {
+		g.carry[d.ID()] = reading.Opt[uint64]{}
 		return false
 	}
-	return g.end(callFn[c].fn, callFn[c].idx, nvml.Return(ret))
+	if v, ok := g.carry[d.ID()].Get(); ok {
+		d.Set(s, v)
+	}
+	return true
 }
 
 // interpret turns r into s. s already holds the time and the fan count.
 func (g *GPU) interpret(r *raw, s *reading.Sample, info *reading.GPU) {
 	var got [maxFields]bool
 	var val [maxFields]uint64
-	if r.planned(cFields) && g.result(r, cFields) {
-		for i := 0; i < r.nfields; i++ {
+	if r.plan&(1<<cFields) != 0 && g.result(r, cFields) {
+		for i := range r.nfields {
 			q := r.fieldQ[i]
 			val[q], got[q] = g.fieldEntry(&r.fields[i], &g.fieldOff[q])
 		}
 	}
 	for q, fr := range fieldReadings {
-		if !r.due[q] { // another tier's sample: carried forward
-			if v, ok := g.carry[fr.def.ID()].Get(); ok {
-				fr.def.Set(s, v)
-			}
+		if g.carried(r, s, fr.def) {
 			continue
 		}
 		if c := fr.call; !got[q] && c != cFields && g.result(r, c) {
 			val[q], got[q] = r.v[c][0], true
 		}
-		g.carry[fr.def.ID()] = reading.Opt[uint64]{}
-		if d := fr.def; got[q] && g.within(fr.fn, val[q], d.Min, cmp.Or(d.Max, math.MaxUint64)) {
-			d.Set(s, val[q])
-			g.carry[d.ID()] = reading.Some(val[q])
+		if got[q] {
+			g.keep(s, fr.def, callFn[fr.call].fn, val[q])
 		}
 	}
-
 	for _, gr := range getterReadings {
-		d := gr.def
-		if !tierDue(d.Tier, r.slow, r.second) { // carried forward
-			if v, ok := g.carry[d.ID()].Get(); ok {
-				d.Set(s, v)
-			}
+		if g.carried(r, s, gr.def) {
 			continue
 		}
-		g.carry[d.ID()] = reading.Opt[uint64]{}
 		for j, c := range gr.calls {
-			if !g.result(r, c) {
-				continue
+			if g.result(r, c) {
+				g.keep(s, gr.def, callFn[c].fn, r.v[c][gr.part[j]])
+				break
 			}
-			if v := r.v[c][gr.part[j]]; g.within(callFn[c].fn, v, d.Min, cmp.Or(d.Max, math.MaxUint64)) {
-				d.Set(s, v)
-				g.carry[d.ID()] = reading.Some(v)
-			}
-			break
 		}
 	}
 	if t, ok := s.Get(reading.TempC); ok {
@@ -493,13 +452,12 @@ func (g *GPU) interpret(r *raw, s *reading.Sample, info *reading.GPU) {
 		for j := range fanReadings {
 			fr := &fanReadings[j]
 			for _, c := range fr.calls[i] {
-				if !g.result(r, c) {
-					continue
+				if g.result(r, c) {
+					if v := r.v[c][0]; g.within(callFn[c].fn, v, 0, fr.def.Max) {
+						fr.def.Set(s, i, uint32(v))
+					}
+					break
 				}
-				if v := r.v[c][0]; g.within(callFn[c].fn, v, 0, fr.def.Max) {
-					fr.def.Set(s, i, uint32(v))
-				}
-				break
 			}
 		}
 	}

@@ -19,10 +19,9 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/nvmlapi"
 )
 
-// nativeExec makes a sample's calls in one cgo call (batch.c), through a
-// library's C functions (the driver's, or fakenvml's in tests). The batch
-// struct lives in C memory so the C side can publish the call in flight while
-// Go reads it from another goroutine.
+// nativeExec makes a sample's calls in one cgo call (batch.c). The batch
+// struct lives in C memory so the C side can publish the call in flight
+// while Go reads it from another goroutine.
 type nativeExec struct {
 	dev C.gt_dev
 	b   *C.struct_gt_batch
@@ -49,16 +48,15 @@ var (
 	_ = [1]struct{}{}[int(C.GT_NVML_ERROR_GPU_IS_LOST)-int(nvml.ERROR_GPU_IS_LOST)]
 )
 
-// native is a library's side of the batch: its calls (batch.h's gt_lib,
-// built once, in C memory) and how to have a device's handle.
+// native is a library's side of the batch: its calls (batch.h's gt_lib, in
+// C memory) and its device handles.
 type native struct {
 	lib *C.struct_gt_lib
 	nvmlapi.Native
 }
 
-// newNative describes callFn's calls with the library's C functions, each
-// looked up by its fnInfo symbol (NULL when the library lacks it: never
-// called).
+// newNative describes callFn's calls with the library's C functions (NULL
+// where it lacks one: never called).
 func newNative(l Library) *native {
 	n := l.Native()
 	cl := (*C.struct_gt_lib)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_gt_lib{}))))
@@ -78,8 +76,7 @@ func newNative(l Library) *native {
 	return &native{lib: cl, Native: n}
 }
 
-// Native implements Library: the driver's functions, looked up with dlsym
-// in the library go-nvml loaded.
+// Native implements Library: dlsym in the library go-nvml loaded.
 func (n *NVML) Native() nvmlapi.Native {
 	return nvmlapi.Native{
 		Symbol: func(name string, _ reading.Shape) unsafe.Pointer {
@@ -106,8 +103,7 @@ func newNativeExec(n *native, index int, fieldWait time.Duration) (*nativeExec, 
 var _ = [1]struct{}{}[unsafe.Sizeof(nvml.FieldValue{})-unsafe.Sizeof(C.struct_gt_nvml_field_value{})]
 
 // fields makes one GetFieldValues call outside the batch, under the field
-// lock that serializes field calls across GPUs; false: the lock was not had
-// within FieldWait (another GPU is stuck in the driver).
+// lock; false: not had within FieldWait (another GPU is stuck in it).
 func (x *nativeExec) fields(fv []nvml.FieldValue) (nvml.Return, bool) {
 	if len(fv) == 0 {
 		return nvml.ERROR_INVALID_ARGUMENT, true
@@ -124,10 +120,9 @@ func (x *nativeExec) current() int32 {
 	return atomic.LoadInt32((*int32)(unsafe.Pointer(&x.b.cur)))
 }
 
-// run makes the calls in r.plan in call order (and r.fallback when the
-// field batch did not succeed, r.fieldFallback[i] when it succeeded but
-// entry i did not), records every result in r.ret. After a
-// NVML_ERROR_GPU_IS_LOST it makes no more calls.
+// run makes the calls in r.plan (and r.fallback when the field batch did
+// not succeed, r.fieldFallback[i] when entry i did not), recording every
+// result in r.ret; none after NVML_ERROR_GPU_IS_LOST.
 func (x *nativeExec) run(r *raw) {
 	b := x.b
 	b.plan, b.fallback = C.uint64_t(r.plan), C.uint64_t(r.fallback)

@@ -60,16 +60,13 @@ func Classify(ret nvml.Return) Class {
 	return ClassOther
 }
 
-// capability reports whether the class means "this reading is not available
-// here" rather than "something broke": such calls are cached as unavailable and
-// re-probed rarely, and they never count as failures.
+// capability reports whether the class means "not available here", not
+// "something broke": cached, re-probed rarely, never a failure.
 func (c Class) capability() bool {
 	return c == ClassNotSupported || c == ClassNoPermission || c == ClassFunctionNotFound || c == ClassVersionMismatch
 }
 
-// retText returns NVML's text for a return code, safe to put in a CSV cell:
-// no commas or quotes.
+// retText returns NVML's text for a return code, safe in a CSV cell.
 func retText(ret nvml.Return) string {
-	s := ret.Error()
-	return strings.NewReplacer(",", ";", "\"", "'", "\n", " ").Replace(s)
+	return strings.NewReplacer(",", ";", "\"", "'", "\n", " ").Replace(ret.Error())
 }

@@ -12,9 +12,7 @@ type Device = nvmlapi.Device
 // Library is the part of go-nvml's nvml.Interface the sampler uses.
 type Library = nvmlapi.Library
 
-// NVML adapts go-nvml's library to Library: go-nvml's own methods, but
-// for the device handle (typed Device here) and the symbol lookup (go-nvml's
-// Extensions).
+// NVML adapts go-nvml's library to Library.
 type NVML struct{ nvml.Interface }
 
 // NewNVML returns the real driver library (libnvidia-ml.so.1, loaded on Init).

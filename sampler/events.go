@@ -27,30 +27,26 @@ const WatchedEvents = uint64(nvml.EventTypePState|nvml.EventTypeXidCriticalError
 const HealthEvents = uint64(nvml.EventTypeSingleBitEccError | nvml.EventTypeDoubleBitEccError |
 	nvml.EventTypeDramRetirementEvent | nvml.EventTypeDramRetirementFailure | nvml.EventTypeGpuUnavailableError)
 
-// ErrEventsClosed is returned by EventStream.Next once the stream has ended:
-// nothing of it is inside an NVML call any more.
-var ErrEventsClosed = errors.New("event stream closed")
-
-// errNoEventSets: the driver lacks event sets (permanent).
-var errNoEventSets = errors.New("the driver lacks NVML event sets")
-
-// errNoneRegistered: the GPU's supported event types were read and hold
-// none of WatchedEvents (permanent). A failed query is not this: it is
-// retried like any other failed open.
-var errNoneRegistered = errors.New("no GPU supports the watched NVML events")
+var (
+	// ErrEventsClosed is returned by EventStream.Next once the stream has
+	// ended: nothing of it is inside an NVML call any more.
+	ErrEventsClosed = errors.New("event stream closed")
+	// errNoEventSets and errNoneRegistered (the GPU's supported types, once
+	// read, hold none of WatchedEvents) are permanent; a failed query is
+	// retried like any failed open.
+	errNoEventSets    = errors.New("the driver lacks NVML event sets")
+	errNoneRegistered = errors.New("no GPU supports the watched NVML events")
+)
 
 // EventStream delivers the NVML events of one event set.
 type EventStream interface {
 	// Next blocks until an event arrives. A failed wait is returned as an
-	// error; the stream then ends by itself. Next returns ErrEventsClosed
-	// once the stream has ended (after Close, or after a failure) and its
-	// event set is freed: the caller knows, without any timeout, that no
-	// NVML event call of this stream is still running. A stream stuck
-	// inside NVML never ends, and Next blocks.
+	// error and the stream then ends by itself. ErrEventsClosed means the
+	// stream has ended and its set is freed: no NVML call of it is still
+	// running, known without a timeout. A stream stuck in NVML never ends.
 	Next() (reading.Event, error)
-	// Close asks the stream to end; Next then returns ErrEventsClosed within
-	// about a second, unless NVML holds the stream's wait. Safe from any
-	// goroutine, more than once.
+	// Close asks the stream to end (within about a second, unless NVML
+	// holds its wait). Safe from any goroutine, more than once.
 	Close()
 	// Masks returns the event types registered per GPU, in Host.GPUs order.
 	Masks() []uint64
@@ -58,18 +54,16 @@ type EventStream interface {
 
 // Event-stream timing.
 const (
-	// lateGPUPoll: how often GPUs not yet registered (stuck or failing at
-	// start, or with a sample stuck in the driver) are checked while some
-	// are missing. Nothing wakes the process for it once every GPU is
-	// registered.
+	// lateGPUPoll: how often GPUs not yet registered (stuck at start, or
+	// in a sample) are checked, only while some are.
 	lateGPUPoll = 2 * time.Second
-	// stuckSample: a GPU whose sample has been inside the driver this long
-	// is stuck (a sample takes tens of microseconds; the logger's default
-	// hang deadline is 1 s). Its event set is not opened meanwhile: the
-	// registration would only park one more thread in the hung driver.
+	// stuckSample: a sample this long in the driver is stuck (a sample
+	// takes tens of microseconds; the default hang deadline is 1 s). Its
+	// GPU's set is not opened meanwhile: that would park one more thread
+	// in the hung driver.
 	stuckSample = time.Second
-	// eventRetryMin and eventRetryMax bound the back-off between reopening
-	// a failed event set; a stream that ran eventRetryReset resets it.
+	// The back-off between reopenings of a failed set; a stream that ran
+	// eventRetryReset resets it.
 	eventRetryMin   = time.Second
 	eventRetryMax   = time.Minute
 	eventRetryReset = time.Minute
@@ -81,23 +75,19 @@ const (
 var registering atomic.Int64
 
 // FollowEvents calls on for every NVML event of the host's GPUs until ctx is
-// done. Each GPU has an event set of its own, registered as soon as the GPU
-// answers (its static facts read and a handle had) and opened again with
-// back-off when it fails, each time only after the previous one has ended
-// (no timing margin: the stream says when it has), and never while the
-// GPU's sample is stuck in the driver. So a GPU that hangs, at start or
-// while its set is reopened, never holds back another GPU's events: the
-// registration calls cannot be bounded (NVML calls cannot be cancelled),
-// and only the hung GPU's own set waits on them. While no GPU has answered
-// no set is opened. FollowEvents stops early, for good, only when the driver
-// lacks event sets or every GPU has answered and none supports the watched
-// types. on is called from one goroutine at a time; state, if not nil, is
-// told what the events are doing ("waiting for a GPU to answer",
-// "watching", "reopening after: ...", "unavailable: ..."), for all the
-// GPUs' sets: "watching" only while every set opened is. FollowEvents
-// returns once every set it opened has ended; a registration still inside
-// the driver is not waited for (EventsIdle counts it, and the set it opens
-// late is closed at once, its events dropped).
+// done. Each GPU has an event set of its own, registered once the GPU
+// answers (static facts read, handle had), never while its sample is stuck
+// in the driver, and reopened with back-off when it fails, only after the
+// previous one has ended (the stream says when). Registration calls cannot
+// be bounded, so a GPU that hangs holds back only its own set. It stops
+// early, for good, only when the driver lacks event sets or every GPU has
+// answered and none supports the watched types. on is called from one
+// goroutine at a time; state, if not nil, is told what the sets do
+// ("waiting for a GPU to answer", "watching" while every set opened is,
+// "reopening after: ...", "unavailable: ..."). FollowEvents returns once
+// every set it opened has ended; a registration still inside the driver is
+// not waited for (EventsIdle counts it; the set it opens late is closed at
+// once).
 func (h *Host) FollowEvents(ctx context.Context, log *slog.Logger, on func(reading.Event), state func(string)) {
 	if state == nil {
 		state = func(string) {}
@@ -113,15 +103,10 @@ func (h *Host) FollowEvents(ctx context.Context, log *slog.Logger, on func(readi
 		defer stateMu.Unlock()
 		state(s)
 	}
-	// Each GPU's set has a state of its own; the events' state is the
-	// worst of them (sets.state), so that one GPU's set watching again
-	// does not hide another's being reopened.
-	// A GPU not yet handed its set (stuck at start) is waiting, not
-	// absent: the events are not "watching" while its Xids cannot arrive.
-	perGPU := make([]string, len(h.GPUs))
-	for i := range perGPU {
-		perGPU[i] = waitingState
-	}
+	// The events' state is the worst of the GPUs' sets' (worstState), so
+	// one set watching again does not hide another's reopening; a GPU not
+	// yet handed its set is waiting: its Xids cannot arrive.
+	perGPU := slices.Repeat([]string{waitingState}, len(h.GPUs))
 	tellGPU := func(i int) func(string) {
 		return func(s string) {
 			stateMu.Lock()
@@ -153,9 +138,7 @@ func (h *Host) FollowEvents(ctx context.Context, log *slog.Logger, on func(readi
 			go func() {
 				err := h.followSet(ctx, log, i, &sets, deliver, tellGPU(i))
 				if err != nil {
-					// Left out for good: not part of the state, which
-					// says what the others' sets say, now without it.
-					tellGPU(i)("")
+					tellGPU(i)("") // left out for good: not part of the state
 				}
 				results <- err
 			}()
@@ -188,13 +171,12 @@ func (h *Host) FollowEvents(ctx context.Context, log *slog.Logger, on func(readi
 	}
 }
 
-// waitingState is the state of a GPU's events while the GPU has not
-// answered since the start, so its set could not be opened.
+// waitingState is a GPU's while it has not answered since the start.
 const waitingState = "waiting for a GPU to answer"
 
-// worstState is the state of the events as a whole from each GPU's set's
-// state ("": none yet, or left out): "watching" only when every set that
-// has one is watching, else the first other state.
+// worstState is the events' state from the GPUs' sets' ("": none yet, or
+// left out): "watching" only when every set that has one is, else the
+// first other state.
 func worstState(perGPU []string) string {
 	agg := ""
 	for _, s := range perGPU {
@@ -209,9 +191,9 @@ func worstState(perGPU []string) string {
 	return agg
 }
 
-// openSets tracks the event sets being drained, so that FollowEvents returns
-// only once each has ended. A set whose registration returns after wait
-// began is not tracked: its opener closes it and drains it to its end alone.
+// openSets tracks the sets being drained, so that FollowEvents returns only
+// once each has ended. A set registered after wait began is not tracked:
+// its opener closes and drains it alone.
 type openSets struct {
 	mu     sync.Mutex
 	closed bool
@@ -228,8 +210,6 @@ func (o *openSets) enter() bool {
 	o.wg.Add(1)
 	return true
 }
-
-func (o *openSets) leave() { o.wg.Done() }
 
 // wait stops tracking and waits for the tracked sets to end.
 func (o *openSets) wait() {
@@ -258,9 +238,7 @@ func (h *Host) followSet(ctx context.Context, log *slog.Logger, i int, sets *ope
 		}
 		msg := "cannot open NVML events; trying again"
 		if err == nil {
-			if !sets.enter() {
-				// The registration returned after FollowEvents ended: close
-				// the set at once (ctx is done) and wait for its end here.
+			if !sets.enter() { // registered after FollowEvents ended: ctx is done
 				h.drain(ctx, st, func(reading.Event) {})
 				return nil
 			}
@@ -271,7 +249,7 @@ func (h *Host) followSet(ctx context.Context, log *slog.Logger, i int, sets *ope
 			state("watching")
 			opened := time.Now()
 			err = h.drain(ctx, st, on)
-			sets.leave()
+			sets.wg.Done()
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -283,8 +261,6 @@ func (h *Host) followSet(ctx context.Context, log *slog.Logger, i int, sets *ope
 			}
 			msg = "NVML event stream failed; opening it again"
 		}
-		// Opening failed, or the stream did: count it and open again
-		// after the back-off.
 		h.eventFailures.Add(1)
 		log.Warn(msg, "gpu", g.Info().Index, "error", err, "retry_in", retry)
 		state("reopening after: " + err.Error())
@@ -296,9 +272,8 @@ func (h *Host) followSet(ctx context.Context, log *slog.Logger, i int, sets *ope
 	return nil
 }
 
-// waitAnswering waits while g's sample is stuck in the driver (checked every
-// lateGPUPoll); false if ctx ended first. The first wait of each stall is
-// logged.
+// waitAnswering waits while g's sample is stuck in the driver, logging the
+// first wait of each stall; false if ctx ended first.
 func (h *Host) waitAnswering(ctx context.Context, log *slog.Logger, g *GPU) bool {
 	for told := false; ; told = true {
 		fn, since, ok := g.InFlight()
@@ -315,15 +290,13 @@ func (h *Host) waitAnswering(ctx context.Context, log *slog.Logger, g *GPU) bool
 	}
 }
 
-// EventFailures is how many times NVML events were not watched: an event set
-// that could not be opened, a stream that failed and was opened again, or a
-// GPU left out of its set because its supported event types could not be
-// read. Each loses the NVML events (Xids included) of its GPUs until the set
-// is open again; the kernel log still reports Xids.
+// EventFailures is how many times an event set could not be opened or
+// failed: its GPU's NVML events (Xids included) are lost until it is open
+// again; the kernel log still reports Xids.
 func (h *Host) EventFailures() uint64 { return h.eventFailures.Load() }
 
-// drain delivers st's events until it ends; ctx being done ends it. failed is
-// the stream's first error. drain returns only once st has ended.
+// drain delivers st's events until it has ended (ctx being done ends it)
+// and returns its first error.
 func (h *Host) drain(ctx context.Context, st EventStream, on func(reading.Event)) (failed error) {
 	stop := context.AfterFunc(ctx, st.Close)
 	defer stop()
@@ -340,9 +313,8 @@ func (h *Host) drain(ctx context.Context, st EventStream, on func(reading.Event)
 	}
 }
 
-// watch opens an event set holding GPU i, for the subset of WatchedEvents
-// it supports. Call it from the goroutine that reads the events, counted in
-// registering: the registration calls are not bounded.
+// watch opens an event set holding GPU i, for the WatchedEvents it
+// supports. Call it counted in registering: the calls are not bounded.
 func (h *Host) watch(i int) (EventStream, error) {
 	if h.openEvents == nil && (!h.Syms.Has(FnEventSetCreate) || !h.Syms.Has(FnRegisterEvents) || !h.Syms.Has(FnEventSetWait)) {
 		return nil, errNoEventSets
@@ -351,9 +323,7 @@ func (h *Host) watch(i int) (EventStream, error) {
 	supported := WatchedEvents
 	if h.Syms.Has(FnSupportedEvents) {
 		s, ret := g.Device().GetSupportedEventTypes()
-		if ret != nvml.SUCCESS {
-			// Not an answer about the GPU (it may have just come back from
-			// a hang): asked again at the next reopen, after the back-off.
+		if ret != nvml.SUCCESS { // not an answer about the GPU: asked again at the next reopen
 			return nil, fmt.Errorf("nvmlDeviceGetSupportedEventTypes: %s", retText(ret))
 		}
 		supported = s
@@ -374,20 +344,17 @@ func (h *Host) watch(i int) (EventStream, error) {
 
 // sleepCtx waits d; false if ctx ended first.
 func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return false
-	case <-t.C:
+	case <-time.After(d):
 		return true
 	}
 }
 
 // makeEvent classifies one NVML event for the GPU with index idx. NVML
-// hands over an Xid's code (or the recovery action) and no text: the event's
-// Xid detail (reading.Event.Xid) stays zero, which is what the catalog's
-// explanation of an NVML report reads.
+// gives an Xid's code and no text: reading.Event.Xid stays zero, as the
+// catalog's explanation of an NVML report expects.
 func makeEvent(gpus []*GPU, idx int, typ, data uint64) reading.Event {
 	ev := reading.Event{Time: time.Now(), GPU: -1, Source: reading.SourceNVML, NVMLType: typ, Data: data}
 	for _, g := range gpus {
@@ -413,8 +380,8 @@ func makeEvent(gpus []*GPU, idx int, typ, data uint64) reading.Event {
 	return ev
 }
 
-// HealthEventDef names one hardware health event type and says whether it
-// is critical (an incident and a crash snapshot).
+// HealthEventDef is a health event type; critical: an incident and a crash
+// snapshot.
 type HealthEventDef struct {
 	Type     uint64
 	Name     string

@@ -23,11 +23,10 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
-// nativeEvents reads the records evthread.c's thread sends over a socket. The
-// read goes through Go's poller, so waiting costs no thread and no P; the
-// NVML wait itself (which can hang during a GSP fault) runs on a thread the
-// Go scheduler never sees. End-of-file on the socket means the thread has
-// freed its set and left NVML (evthread.h).
+// nativeEvents reads the records evthread.c's thread sends over a socket:
+// waiting costs Go no thread (the poller), the NVML wait (which can hang
+// in a GSP fault) runs on a thread Go never sees, and end-of-file means the
+// thread has freed its set and left NVML.
 type nativeEvents struct {
 	f     *os.File
 	gpus  []*GPU
@@ -104,11 +103,9 @@ func (e *nativeEvents) Next() (reading.Event, error) {
 	return makeEvent(e.gpus, int(r.index), uint64(r._type), uint64(r.data)), nil
 }
 
-// EventsIdle waits at most d until no event thread and no event-set
-// registration is left inside NVML (threads end within about a second of
-// their stream's Close unless NVML holds them; a registration stuck on a hung
-// GPU is never waited for by anything else), and reports whether that
-// happened. NVML must not be shut down before.
+// EventsIdle waits at most d until no event thread and no registration is
+// left inside NVML (nvmlShutdown must not run before), and reports whether
+// that happened.
 func EventsIdle(d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for registering.Load() != 0 || C.gt_events_running() != 0 {

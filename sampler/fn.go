@@ -1,21 +1,17 @@
 package sampler
 
-// Fn identifies one NVML function the sampler calls. It indexes the capability
-// cache and names the function a stuck call is in (NVML_HUNG(<function>,...)).
-// Each is numbered as it is declared (fnOf): the functions the sampler
-// calls from its own code below, the getters of reading.Table and
-// reading.FanTable as the sample's calls are built.
+// Fn identifies one NVML function the sampler calls: it indexes the
+// capability cache and names the function a stuck call is in. Each is
+// numbered as it is declared (fnOf): those below, then the tables' getters.
 type Fn uint8
 
 // FnNone is no function.
 const FnNone Fn = 0
 
-// The NVML functions the sampler calls from its own code. fnInfo's symbol
-// is checked with LookupSymbol before the first call: a symbol the
-// installed driver lacks must never be called (the process would die with
-// "symbol lookup error"). go-nvml itself picks the newest of the versioned
-// names it knows (nvmlInit_v2, ...); the symbol here is the oldest one that
-// works.
+// The NVML functions the sampler calls from its own code. Each symbol is
+// checked with LookupSymbol first: calling one the driver lacks kills the
+// process ("symbol lookup error"). Where go-nvml picks the newest versioned
+// name it knows (nvmlInit_v2), the symbol here is the oldest that works.
 var (
 	FnInit               = fnSym("nvmlInit", "nvmlInit_v2")
 	FnGetCount           = fnSym("nvmlDeviceGetCount", "nvmlDeviceGetCount_v2")
@@ -54,11 +50,8 @@ var (
 // maxFns bounds the functions the sampler calls (its own and the tables').
 const maxFns = 128
 
-// fnInfo is each Fn's function name (for logs and NVML_HUNG flags) and the
-// C symbol it calls.
-var fnInfo = []fnDef{FnNone: {"none", ""}}
-
-type fnDef struct{ name, symbol string }
+// fnInfo is each Fn's name (for logs and NVML_HUNG flags) and C symbol.
+var fnInfo = []struct{ name, symbol string }{FnNone: {"none", ""}}
 
 // fnOf returns the Fn of the NVML function named (its name is its symbol),
 // numbering it if it is new. Called only at package init.
@@ -74,7 +67,7 @@ func fnSym(name, symbol string) Fn {
 	if len(fnInfo) >= maxFns {
 		panic("sampler: more NVML functions than maxFns")
 	}
-	fnInfo = append(fnInfo, fnDef{name, symbol})
+	fnInfo = append(fnInfo, struct{ name, symbol string }{name, symbol})
 	return Fn(len(fnInfo) - 1)
 }
 
@@ -87,9 +80,7 @@ func (f Fn) String() string {
 
 // Symbols is the set of NVML functions present in the loaded library, looked
 // up once at start.
-type Symbols struct {
-	present [maxFns]bool
-}
+type Symbols struct{ present [maxFns]bool }
 
 // LookupSymbols checks every function the sampler may call with lookup
 // (go-nvml's Extensions().LookupSymbol).

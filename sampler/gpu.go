@@ -1,6 +1,7 @@
 package sampler
 
 import (
+	"cmp"
 	"encoding/binary"
 	"log/slog"
 	"math"
@@ -19,16 +20,15 @@ type Config struct {
 	// Reprobe is how long a reading the driver refused (not supported, no
 	// permission, function not found) stays off before it is tried again.
 	Reprobe time.Duration
-	// SlowEvery: the slow tier (encoder/decoder utilization, PCIe link
-	// generation and width, thermal sensor 0) is read on every SlowEvery-th
-	// sample and carried forward in between. 1 reads everything every sample.
+	// SlowEvery: the slow tier is read on every SlowEvery-th sample and
+	// carried forward in between.
 	SlowEvery int
-	// FieldWait bounds the wait for the process-wide GetFieldValues lock. When
-	// another GPU's batched call is stuck holding it, this GPU falls back to
-	// the individual calls instead of waiting.
+	// FieldWait bounds the wait for the process-wide GetFieldValues lock:
+	// when another GPU's call is stuck holding it, this GPU falls back to
+	// the individual calls.
 	FieldWait time.Duration
 	// Interval is the poll interval; > 0 gives the host's GPUs a shared
-	// Pacer that stretches the slow tier when NVML nears the interval.
+	// Pacer.
 	Interval time.Duration
 }
 
@@ -54,48 +54,43 @@ type GPU struct {
 	base   time.Time // origin of the monotonic nanoseconds below
 
 	// staticDone is closed once the static facts were read (nil: known from
-	// the start). staticErr says why they could not be read: set by the
-	// start-up read and its retries on the worker, read by any goroutine
-	// (StaticErr).
-	staticDone chan struct{}
-	staticErr  atomic.Pointer[string]
-	lib        Library // for retrying the start-up read when the handle or the executor failed
-	native     *native // the library's side of the batch (shared by the host's GPUs)
-	// startNative starts the executor (OpenOptions.startNative).
+	// the start); staticErr says why they could not be.
+	staticDone  chan struct{}
+	staticErr   atomic.Pointer[string]
+	lib         Library // for retrying the start-up read
+	native      *native // the library's side of the batch (shared)
 	startNative func(*native, int, time.Duration) (*nativeExec, error)
-	execErr     atomic.Pointer[string] // why the executor could not start (startExec); nil: it did
-	nextStatic  time.Time              // worker only: when to retry it
+	execErr     atomic.Pointer[string] // why the executor could not start; nil: it did
+	nextStatic  time.Time              // worker only: when to retry the start-up read
 
-	// hmu guards dev and exec for goroutines other than the one
-	// sampling (the worker writes them only in readStatic, under hmu).
+	// hmu guards dev and exec for other goroutines (the worker writes them
+	// only in readStatic, under hmu).
 	hmu sync.Mutex
 
-	// What is in flight, for hang reports from other goroutines: the
-	// function and when the sample (or start-up read) that called it began.
-	// One clock read per sample, not per call: calls are ~15 per sample.
+	// What is in flight, for hang reports: the function, and when its
+	// sample began (one clock read per sample, not per call).
 	cur       atomic.Int32 // Fn
 	callStart atomic.Int64 // ns since base
 
-	nativeFails atomic.Uint64 // executor starts that failed (startExec)
+	nativeFails atomic.Uint64 // NativeExecFailures
 
 	// Capability cache: ns since base until which (fn, index) stays off.
 	off      [maxFns][reading.MaxFans]int64
 	told     [maxFns]bool // logged "not available" once
 	absurd   [maxFns]bool // logged "absurd value" once
 	fieldOff [maxFields]int64
-	// carry: each reading's value (by reading.Table index) from the last
-	// sample that read its tier, carried forward in the samples that do
-	// not; sensor0 the same for thermal sensor 0 (the slow tier).
+	// carry: each reading's value from the last sample that read its tier,
+	// for the samples that do not; sensor0 the same for thermal sensor 0.
 	carry   [reading.NumReadings]reading.Opt[uint64]
 	sensor0 reading.Opt[reading.Sensor]
 
-	exec *nativeExec // makes a sample's calls (one cgo call); set with the static facts
-	raw  raw         // the current sample's calls and results
+	exec *nativeExec // set with the static facts
+	raw  raw
 
 	n      uint64 // samples taken
-	pacer  *Pacer // shared by the host's GPUs; nil: every column at its normal rate
+	pacer  *Pacer // nil: every column at its normal rate
 	fanPol fanPolicies
-	hlt    healthTier // hardware health counters (health.go)
+	hlt    healthTier
 
 	// Per-sample bookkeeping.
 	attempts, fails int
@@ -104,9 +99,8 @@ type GPU struct {
 	lost            bool
 }
 
-// NativeExecFailures is how many times the GPU's executor (one cgo call a
-// sample) could not be started: its samples then fail. It is tried again
-// each time the static facts are read.
+// NativeExecFailures is how many times the GPU's executor could not be
+// started (its samples then fail).
 func (g *GPU) NativeExecFailures() uint64 { return g.nativeFails.Load() }
 
 // NewGPU wraps a device whose static facts are already known.
@@ -114,9 +108,7 @@ func NewGPU(info reading.GPU, dev Device, syms *Symbols, cfg Config, kc KernelCl
 	if cfg.SlowEvery < 1 {
 		cfg.SlowEvery = 1
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log = cmp.Or(log, slog.New(slog.DiscardHandler))
 	if info.NumFans > reading.MaxFans {
 		log.Warn("more fans than recorded", "gpu", info.Index, "fans", info.NumFans, "recorded", reading.MaxFans)
 	}
@@ -128,8 +120,6 @@ func NewGPU(info reading.GPU, dev Device, syms *Symbols, cfg Config, kc KernelCl
 
 // Info returns the GPU's static facts (only the index until StaticDone).
 func (g *GPU) Info() reading.GPU { return *g.info.Load() }
-
-func (g *GPU) setInfo(info reading.GPU) { g.info.Store(&info) }
 
 // StaticDone reports whether the static facts have been read (or given up on).
 func (g *GPU) StaticDone() bool {
@@ -144,13 +134,10 @@ func (g *GPU) StaticDone() bool {
 	}
 }
 
-// StaticErr says why the static facts could not be read; empty when they were.
-// Valid once StaticDone.
+// StaticErr says why the static facts could not be read; "" when they were
+// (or are not read yet).
 func (g *GPU) StaticErr() string {
-	if !g.StaticDone() {
-		return ""
-	}
-	if e := g.staticErr.Load(); e != nil {
+	if e := g.staticErr.Load(); e != nil && g.StaticDone() {
 		return *e
 	}
 	return ""
@@ -159,8 +146,8 @@ func (g *GPU) StaticErr() string {
 func (g *GPU) setStaticErr(e string) { g.staticErr.Store(&e) }
 
 // StaticProblem says why the static facts are not read: "stuck in <NVML
-// function>" with stuck true while the start-up read has not returned, the
-// error when it failed, "" when they were read.
+// function>" (stuck) while the start-up read has not returned, else
+// StaticErr.
 func (g *GPU) StaticProblem() (why string, stuck bool) {
 	if !g.StaticDone() {
 		fn, _, _ := g.InFlight()
@@ -205,13 +192,11 @@ func (g *GPU) InFlight() (fn Fn, since time.Time, ok bool) {
 
 func (g *GPU) mono() int64 { return int64(time.Since(g.base)) }
 
+// on reports whether a call whose cache entry is off may be made now.
+func (g *GPU) on(off int64) bool { return off == 0 || g.mono() >= off }
+
 // can reports whether fn (for fan or sensor index idx) may be called now.
-func (g *GPU) can(fn Fn, idx int) bool {
-	if g.lost || !g.syms.Has(fn) {
-		return false
-	}
-	return g.off[fn][idx] == 0 || g.mono() >= g.off[fn][idx]
-}
+func (g *GPU) can(fn Fn, idx int) bool { return !g.lost && g.syms.Has(fn) && g.on(g.off[fn][idx]) }
 
 // begin marks fn as in flight.
 func (g *GPU) begin(fn Fn) { g.cur.Store(int32(fn)) }
@@ -229,30 +214,20 @@ func (g *GPU) end(fn Fn, idx int, ret nvml.Return) bool {
 		g.off[fn][idx] = 0
 		return true
 	case c.capability():
-		g.disable(fn, idx, c)
-	case c == ClassGPULost:
-		g.lost = true
-		g.noteFail(fn, ret)
-	default:
-		g.noteFail(fn, ret)
+		g.off[fn][idx] = g.mono() + int64(g.cfg.Reprobe)
+		if !g.told[fn] {
+			g.told[fn] = true
+			g.log.Info("reading not available; will re-probe", "function", fn.String(), "reason", c.String(), "reprobe", g.cfg.Reprobe)
+		}
+		return false
 	}
-	return false
-}
-
-func (g *GPU) noteFail(fn Fn, ret nvml.Return) {
+	g.lost = g.lost || c == ClassGPULost
 	g.attempts++
 	g.fails++
 	if g.firstErr == FnNone {
 		g.firstErr, g.firstRet = fn, ret
 	}
-}
-
-func (g *GPU) disable(fn Fn, idx int, c Class) {
-	g.off[fn][idx] = g.mono() + int64(g.cfg.Reprobe)
-	if !g.told[fn] {
-		g.told[fn] = true
-		g.log.Info("reading not available; will re-probe", "function", fn.String(), "reason", c.String(), "reprobe", g.cfg.Reprobe)
-	}
+	return false
 }
 
 // within reports whether v is in [lo, hi]; otherwise the reading is absent
@@ -273,13 +248,11 @@ func (g *GPU) within(fn Fn, v, lo, hi uint64) bool {
 // tried again.
 const staticRetry = 10 * time.Second
 
-// Bounds for the sane values of what is not a scalar reading of
-// reading.Table (whose rows carry their own). Generous: they reject
+// Bounds for what reading.Table's rows do not bound: generous, they reject
 // garbage, not extremes.
 const (
-	maxTempC   = 200     // no GPU survives 200 C; 4294967295 is a driver error
-	maxPercent = 100     // process utilization
-	maxVRAM    = 1 << 50 // 1 PiB
+	maxTempC   = 200 // no GPU survives 200 C; 4294967295 is a driver error
+	maxPercent = 100 // process utilization
 )
 
 // Sample reads the GPU's live state into s. It never returns an error: a
@@ -293,10 +266,7 @@ func (g *GPU) Sample(s *reading.Sample) {
 	s.Time = now
 	s.KernelTime = g.kclock.At(now)
 	g.attempts, g.fails, g.firstErr, g.lost = 0, 0, FnNone, false
-	if g.dev == nil || g.exec == nil {
-		// The handle or the executor could not be had at start: retry now
-		// and then (the failure rows go on meanwhile, with the monitor's
-		// back-off).
+	if g.dev == nil || g.exec == nil { // not had at start: retry now and then
 		if g.lib != nil && now.After(g.nextStatic) {
 			g.nextStatic = now.Add(staticRetry)
 			g.readStatic(g.lib)
@@ -322,8 +292,7 @@ func (g *GPU) Sample(s *reading.Sample) {
 	g.interpret(r, s, info)
 	g.n++
 
-	// A lost GPU answers nothing: the rest of the sample is meaningless; so
-	// is a sample whose every call failed.
+	// A lost GPU's sample, or one whose every call failed, is meaningless.
 	if g.lost || (g.attempts > 0 && g.fails == g.attempts) {
 		st, err := reading.StatusLost, "GPU is lost"
 		if !g.lost {
@@ -370,11 +339,9 @@ func fieldUint(fv *nvml.FieldValue) (uint64, bool) {
 	return 0, false
 }
 
-// fanPolicyEvery is how often the fans' control policies are read (on the
-// first sample, then with the sample due after each period). They change
-// when someone takes manual control of the fans, not within a second, and
-// are shown only in spike snapshots: reading them with every sample would
-// add one call per fan to each.
+// fanPolicyEvery is how often the fans' control policies are read, with a
+// sample: they change when someone takes manual control of the fans and
+// show only in spike snapshots, not worth a call per fan every sample.
 const fanPolicyEvery = 30 * time.Second
 
 // fanPolicies holds the fans' control policies as last read (worker only).
@@ -385,11 +352,8 @@ type fanPolicies struct {
 	last time.Time               // the latest sample's time
 }
 
-// readFanPolicies reads each fan's control policy when due, as the last
-// part of sample s, when s succeeded (a GPU that does not answer is not
-// asked more). The read does not change s: each call is guarded like the
-// others (and reported if it hangs), and a policy that could not be read is
-// absent.
+// readFanPolicies reads each fan's control policy when due, after sample s
+// if it succeeded; a policy that could not be read is absent.
 func (g *GPU) readFanPolicies(s *reading.Sample) {
 	p := &g.fanPol
 	p.last = s.Time
@@ -416,10 +380,8 @@ func (g *GPU) readFanPolicies(s *reading.Sample) {
 }
 
 // FanPolicies returns each fan's control policy as text ("auto
-// (temperature-controlled)", "manual", "n/a" when it could not be read),
-// for spike snapshots, as read by a recent sample: a policy not read by the
-// latest sample says how long before it was read. It makes no NVML call.
-// Call it from the GPU's worker goroutine.
+// (temperature-controlled)", "manual", "n/a"), saying how long before the
+// latest sample it was read. No NVML call; call it from the GPU's worker.
 func (g *GPU) FanPolicies() []string {
 	p := &g.fanPol
 	n := min(g.Info().NumFans, reading.MaxFans)

@@ -8,19 +8,17 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
-// The hardware health counters (reading.HealthIDs: the rows of
-// reading.Table with a health group) are read on the slow tier: a getter counter by its
-// call in the sample's batch, the field counters after the sample's own
-// calls, in at most two nvmlDeviceGetFieldValues calls: one for the
-// GPU-level fields (reading.HealthCall) and, on a GPU with NVLink or C2C links,
-// one for the per-link fields (on GB200, ECC fields batched with NVLink
-// counters were reported to come back N/A: DCGM issue 265). Each entry's own
-// nvmlReturn decides: the call's SUCCESS proves nothing about a field. A field
-// the driver refuses (not supported, no permission) stays off for Reprobe,
-// per field, and the cache is cleared when the GPU's handle is had again.
+// The hardware health counters (reading.HealthIDs) are read on the slow
+// tier: a getter counter by its call in the sample's batch, the field
+// counters after the sample in at most two nvmlDeviceGetFieldValues calls:
+// the GPU-level fields (reading.HealthCall) and, on a GPU with NVLink or
+// C2C links, the per-link fields (on GB200, ECC fields batched with NVLink
+// counters were reported to come back N/A: DCGM issue 265). Each entry's
+// own nvmlReturn decides; a refused field stays off for Reprobe, and the
+// cache is cleared when the GPU's handle is had again.
 
-// healthTier is the health counters as last read and the per-field
-// capability cache (worker only, except links).
+// healthTier is the health counters as last read and their capability
+// cache (worker only, except links, groups and skips).
 type healthTier struct {
 	vals    [reading.NumReadings]reading.Opt[uint64]
 	off     [reading.NumReadings]int64                                  // ns since base until which the field stays off
@@ -58,8 +56,8 @@ var linkField = func() (t [numLinkFields]uint32) {
 	return t
 }()
 
-// resetHealth forgets the capability cache and the values (a new handle:
-// the driver may have been reloaded, with other support).
+// resetHealth forgets the values and capability caches (a new handle: the
+// driver may have been reloaded, with other support).
 func (g *GPU) resetHealth() {
 	h := &g.hlt
 	h.vals = [reading.NumReadings]reading.Opt[uint64]{}
@@ -71,9 +69,8 @@ func (g *GPU) resetHealth() {
 	h.dl = dlCounters{}
 }
 
-// NVLinks returns the GPU's per-link NVLink reading as last read by the
-// slow tier; N is 0 when the GPU has no NVLink (or it was never read). Safe
-// from any goroutine; makes no NVML call.
+// NVLinks returns the GPU's per-link NVLink reading as last read; N is 0
+// without NVLink (or never read). Safe from any goroutine.
 func (g *GPU) NVLinks() reading.NVLinks {
 	if p := g.hlt.links.Load(); p != nil {
 		return *p
@@ -96,15 +93,20 @@ func (g *GPU) HealthGroups() [reading.NumHealthGroups]bool {
 // held the field lock (stuck in the driver): the last reading was kept.
 func (g *GPU) HealthSkips() uint64 { return g.hlt.skips.Load() }
 
-func (g *GPU) healthLockBusy() {
+// fieldCall makes fn's GetFieldValues call fv outside the batch; locked is
+// false when another GPU held the field lock (counted, logged once).
+func (g *GPU) fieldCall(fn Fn, fv []nvml.FieldValue) (ok, locked bool) {
+	g.begin(fn)
+	ret, locked := g.exec.fields(fv)
+	if locked {
+		return g.end(fn, 0, ret), true
+	}
 	g.cur.Store(int32(FnNone))
 	if g.hlt.skips.Add(1) == 1 {
 		g.log.Warn("health counters not read: another GPU holds the field lock; the last reading is kept (counted as health_skips)")
 	}
+	return false, false
 }
-
-// fieldOn reports whether a field whose cache entry is off may be asked now.
-func (g *GPU) fieldOn(off int64) bool { return off == 0 || g.mono() >= off }
 
 // readHealth reads the health counters into g.hlt (slow samples that
 // succeeded only). A GPU lost during it is noted in g.lost.
@@ -119,7 +121,7 @@ func (g *GPU) readHealth(s *reading.Sample) {
 	if g.can(FnHealthFields, 0) {
 		h.fv, h.fvID = h.fv[:0], h.fvID[:0]
 		for _, id := range reading.HealthIDs {
-			if d := &reading.Table[id]; d.Field == 0 || d.Call != reading.HealthCall || !g.fieldOn(h.off[id]) {
+			if d := &reading.Table[id]; d.Field == 0 || d.Call != reading.HealthCall || !g.on(h.off[id]) {
 				continue
 			}
 			// A fresh, zeroed entry per call: values must not carry over.
@@ -127,13 +129,11 @@ func (g *GPU) readHealth(s *reading.Sample) {
 			h.fvID = append(h.fvID, id)
 		}
 		if len(h.fv) > 0 {
-			g.begin(FnHealthFields)
-			ret, locked := g.exec.fields(h.fv)
+			ok, locked := g.fieldCall(FnHealthFields, h.fv)
 			if !locked {
-				g.healthLockBusy()
 				return // the last reading stays, one slow period older
 			}
-			if g.end(FnHealthFields, 0, ret) {
+			if ok {
 				for i := range h.fv {
 					if v, ok := g.fieldEntry(&h.fv[i], &h.off[h.fvID[i]]); ok {
 						vals[h.fvID[i]] = reading.Some(v)
@@ -158,10 +158,8 @@ func (g *GPU) readHealth(s *reading.Sample) {
 	h.groups.Store(h.groups.Load() | groups)
 }
 
-// fieldEntry classifies one field entry (of any field call: the sample's,
-// the health counters', the links'); a refused field's cache entry *off is
-// set, a GPU lost noted. It returns the decoded value when the entry
-// succeeded.
+// fieldEntry classifies one entry of any field call, setting its cache
+// entry *off when refused, and returns its value when it succeeded.
 func (g *GPU) fieldEntry(fv *nvml.FieldValue, off *int64) (uint64, bool) {
 	switch c := Classify(nvml.Return(fv.NvmlReturn)); {
 	case c == ClassOK:
@@ -176,13 +174,11 @@ func (g *GPU) fieldEntry(fv *nvml.FieldValue, off *int64) (uint64, bool) {
 }
 
 // judgeSupport drops what the driver answered but the GPU cannot have: ECC
-// totals, retired pages and row remapping need ECC on. A GeForce board was
-// seen answering the remap fields with SUCCESS and zeros (gpud, RTX 4090);
-// without ECC there is nothing to remap, so those zeros are absent, not 0.
-// mode is the ECC mode last answered since the handle was had, not only
-// this read's: the mode changes only with a GPU reset (a new handle), so a
-// read whose ECC mode field failed once (a transient error) does not blank
-// the counters the GPU answered in it.
+// totals, retired pages and row remapping need ECC on (a GeForce board was
+// seen answering the remap fields with SUCCESS and zeros: gpud, RTX 4090).
+// mode is the ECC mode last answered since the handle was had: it changes
+// only with a reset (a new handle), so one failed read of it does not blank
+// the counters.
 func judgeSupport(v *[reading.NumReadings]reading.Opt[uint64], mode reading.Opt[uint64]) {
 	if m, ok := mode.Get(); ok && m == 1 {
 		return
@@ -214,30 +210,24 @@ func (g *GPU) readLinks(s *reading.Sample, vals *[reading.NumReadings]reading.Op
 	type ref struct{ link, f int }
 	h.lfv = h.lfv[:0]
 	refs := make([]ref, 0, int(nl)*lfC2CStatus+int(nc)*4)
-	for l := range int(nl) {
-		for f := lfState; f < lfC2CStatus; f++ {
-			if linkField[f] != 0 && g.fieldOn(h.linkOff[l][f]) { // 0: the pre-Blackwell getter's (readDL)
-				h.lfv = append(h.lfv, nvml.FieldValue{FieldId: linkField[f], ScopeId: uint32(l)})
-				refs = append(refs, ref{l, f})
+	ask := func(links uint64, from, to int) {
+		for l := range int(links) {
+			for f := from; f < to; f++ {
+				if linkField[f] != 0 && g.on(h.linkOff[l][f]) { // 0: the pre-Blackwell getter's (readDL)
+					h.lfv = append(h.lfv, nvml.FieldValue{FieldId: linkField[f], ScopeId: uint32(l)})
+					refs = append(refs, ref{l, f})
+				}
 			}
 		}
 	}
-	for l := range int(nc) {
-		for f := lfC2CStatus; f < numLinkFields; f++ {
-			if g.fieldOn(h.linkOff[l][f]) {
-				h.lfv = append(h.lfv, nvml.FieldValue{FieldId: linkField[f], ScopeId: uint32(l)})
-				refs = append(refs, ref{l, f})
-			}
-		}
-	}
+	ask(nl, lfState, lfC2CStatus)
+	ask(nc, lfC2CStatus, numLinkFields)
 	if len(h.lfv) == 0 {
 		h.links.Store(nil)
 		return
 	}
-	g.begin(FnNVLinkFields)
-	ret, locked := g.exec.fields(h.lfv)
+	ok, locked := g.fieldCall(FnNVLinkFields, h.lfv)
 	if !locked {
-		g.healthLockBusy()
 		if h.links.Load() != nil {
 			for _, id := range derivedHealth {
 				vals[id] = h.vals[id]
@@ -245,7 +235,7 @@ func (g *GPU) readLinks(s *reading.Sample, vals *[reading.NumReadings]reading.Op
 		}
 		return
 	}
-	if !g.end(FnNVLinkFields, 0, ret) {
+	if !ok {
 		h.links.Store(nil)
 		return
 	}

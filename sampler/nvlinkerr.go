@@ -7,19 +7,15 @@ import (
 )
 
 // Pre-Blackwell NVLink error counters. A GPU without the NVLink5
-// NVLINK_COUNT_* fields (Hopper and older: the H100) counts its links'
-// data-link errors behind nvmlDeviceGetNvLinkErrorCounter, one call per link
-// per counter: 18 links x 4 counters would be 72 calls a second per GPU, 7
-// more per 100 ms sample. They are read round-robin instead, dlLinksPerRead
-// links per slow sample (8 calls a second: 0.8 per GPU-sample at 100 ms;
-// every link once in 9 s on an 18-link GPU), after one full read on the
-// first slow sample so that the per-GPU sums start whole (a link read for
-// the first time later would look like growth). A link's values are kept
-// between its reads: they are at most one round (9 s) old. They fill the
-// same per-link counters as NVLink5's (reading.LDL*), summed into
-// nvlink_errors (replays, CRC) and nvlink_recoveries (recoveries). Each
-// call's own return decides: a refused counter stays off for Reprobe, per
-// link and counter; the cache is cleared with the health one.
+// NVLINK_COUNT_* fields (Hopper and older) gives its links' data-link errors
+// through nvmlDeviceGetNvLinkErrorCounter, one call per link and counter:
+// 18 links x 4 counters would be 72 calls a second per GPU. They are read
+// round-robin instead, dlLinksPerRead links per slow sample (every link in
+// 9 s on an 18-link GPU), after one full read so the per-GPU sums start
+// whole (a link first read later would look like growth); a link's values
+// are kept between its reads. They fill NVLink5's per-link counters
+// (reading.LDL*). A refused counter stays off for Reprobe, per link and
+// counter.
 
 // dlLinksPerRead is how many links' counters one slow sample reads.
 const dlLinksPerRead = 2
@@ -76,7 +72,7 @@ func (g *GPU) readDL(out *reading.NVLinks) {
 			if g.lost {
 				return
 			}
-			if !g.fieldOn(d.off[l][i]) {
+			if !g.on(d.off[l][i]) {
 				continue
 			}
 			g.begin(FnNVLinkErrorCounter)

@@ -1,6 +1,8 @@
 package sampler
 
 import (
+	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
@@ -16,14 +19,14 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
-// ErrNoDriver means the NVIDIA driver or its libnvidia-ml.so.1 is not there.
-var ErrNoDriver = errors.New("no NVIDIA driver")
-
-// ErrUnknownGPU means a selector (OpenOptions.Select) matches no GPU.
-var ErrUnknownGPU = errors.New("unknown GPU")
-
-// ErrNoGPU means the driver is loaded but reports no GPU.
-var ErrNoGPU = errors.New("no NVIDIA GPU")
+var (
+	// ErrNoDriver means the NVIDIA driver or its libnvidia-ml.so.1 is not there.
+	ErrNoDriver = errors.New("no NVIDIA driver")
+	// ErrUnknownGPU means a selector (OpenOptions.Select) matches no GPU.
+	ErrUnknownGPU = errors.New("unknown GPU")
+	// ErrNoGPU means the driver is loaded but reports no GPU.
+	ErrNoGPU = errors.New("no NVIDIA GPU")
+)
 
 // OpenOptions configure Open.
 type OpenOptions struct {
@@ -36,13 +39,11 @@ type OpenOptions struct {
 	Timeout time.Duration
 	// Logger receives start-up notes.
 	Logger *slog.Logger
-	// KernelClock is the kernel log clock the GPUs stamp dmesg_time on; the
-	// zero value is anchored to CLOCK_MONOTONIC at Open (kclock.New).
-	// Tests set one (kclock.Anchored) to choose the boot's length.
+	// KernelClock is the kernel log clock the GPUs stamp dmesg_time on;
+	// zero: anchored to CLOCK_MONOTONIC at Open (kclock.New).
 	KernelClock KernelClock
 
-	// startNative starts a GPU's executor (nil: newNativeExec); tests set
-	// one that fails.
+	// startNative starts a GPU's executor (nil: newNativeExec).
 	startNative func(*native, int, time.Duration) (*nativeExec, error)
 }
 
@@ -56,13 +57,10 @@ type Host struct {
 	kclock     KernelClock
 	// Pacer is shared by the GPUs (nil when Config.Interval is 0).
 	Pacer *Pacer
-	// openEvents, when set (tests), replaces the native event thread:
-	// it opens a stream for the given per-GPU masks.
-	openEvents func(masks []uint64) (EventStream, error)
-	// eventFailures counts NVML event-set failures (EventFailures).
-	eventFailures atomic.Uint64
-	// pending are the --gpu selectors not resolved at start (Pending).
-	pending []string
+	// openEvents, when set (tests), replaces the native event thread.
+	openEvents    func(masks []uint64) (EventStream, error)
+	eventFailures atomic.Uint64 // EventFailures
+	pending       []string      // Pending
 }
 
 // bounded runs f and waits at most d for it. NVML calls cannot be cancelled:
@@ -73,12 +71,10 @@ func bounded(d time.Duration, f func()) bool {
 		defer close(done)
 		f()
 	}()
-	t := time.NewTimer(d)
-	defer t.Stop()
 	select {
 	case <-done:
 		return true
-	case <-t.C:
+	case <-time.After(d):
 		return false
 	}
 }
@@ -90,10 +86,7 @@ func Open(lib Library, o OpenOptions) (*Host, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = 20 * time.Second
 	}
-	log := o.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	var ret nvml.Return
 	if !bounded(o.Timeout, func() { ret = lib.Init() }) {
 		return nil, fmt.Errorf("nvmlInit did not return within %s", o.Timeout)
@@ -156,12 +149,10 @@ func Open(lib Library, o OpenOptions) (*Host, error) {
 			g.startNative = o.startNative
 		}
 		all[i] = g
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			defer close(g.staticDone)
 			g.readStatic(lib)
-		}()
+		})
 	}
 	bounded(o.Timeout, wg.Wait)
 	for _, g := range all {
@@ -252,17 +243,13 @@ func (g *GPU) readStatic(lib Library) {
 		GPUMax:   th(nvml.TEMPERATURE_THRESHOLD_GPU_MAX),
 	}
 	info.GSPVersion = str(FnGspVersion, dev.GetGspFirmwareVersion)
-	if g.can(FnGspMode, 0) {
-		g.begin(FnGspMode)
-		enabled, dflt, ret := dev.GetGspFirmwareMode()
-		if g.end(FnGspMode, 0, ret) {
-			info.GSPMode = "disabled"
-			if enabled {
-				info.GSPMode = "enabled"
-			}
-			if dflt {
-				info.GSPMode += " (default)"
-			}
+	if m, ok := ask(g, FnGspMode, 0, func() (m [2]bool, r nvml.Return) { m[0], m[1], r = dev.GetGspFirmwareMode(); return }); ok {
+		info.GSPMode = "disabled"
+		if m[0] {
+			info.GSPMode = "enabled"
+		}
+		if m[1] {
+			info.GSPMode += " (default)"
 		}
 	}
 	if v, ok := ask(g, FnDefaultLimit, 0, dev.GetPowerManagementDefaultLimit); ok && v > 0 {
@@ -276,7 +263,7 @@ func (g *GPU) readStatic(lib Library) {
 	g.hmu.Lock()
 	g.exec = x
 	g.hmu.Unlock()
-	g.setInfo(info)
+	g.info.Store(&info)
 }
 
 // ask makes the start-up call fn (for threshold or fan idx) when it may be
@@ -291,9 +278,8 @@ func ask[T any](g *GPU, fn Fn, idx int, f func() (T, nvml.Return)) (v T, ok bool
 }
 
 // startExec returns the executor for the GPU's samples, or nil when it
-// cannot start (no C handle for the GPU): the GPU's samples then fail with
-// why until the static facts are read again, which is counted
-// (NativeExecFailures) and logged the first time.
+// cannot start (no C handle): the samples then fail, saying why, until the
+// static facts are read again (counted, logged the first time).
 func (g *GPU) startExec(index int) *nativeExec {
 	x, err := g.startNative(g.native, index, g.cfg.FieldWait)
 	if err == nil {
@@ -323,31 +309,25 @@ func (g *GPU) readNumFans(dev Device) int {
 	return 0
 }
 
-// text is a string from the driver or /proc made safe for every output:
-// invalid UTF-8 becomes U+FFFD (one invalid label value makes Prometheus
-// refuse the whole scrape), surrounding space is trimmed. Every string the
-// sampler reads goes through it once, where it enters.
+// text makes a string from the driver or /proc safe for every output, once
+// where it enters: invalid UTF-8 becomes U+FFFD (one invalid label value
+// makes Prometheus refuse the whole scrape), surrounding space is trimmed.
 func text(s string) string { return strings.TrimSpace(strings.ToValidUTF8(s, "\uFFFD")) }
 
 // cString is a NUL-terminated C string from the driver, through text.
 func cString(b []int8) string {
-	n := 0
-	for n < len(b) && b[n] != 0 {
-		n++
-	}
-	s := make([]byte, n)
-	for i := range n {
-		s[i] = byte(b[i])
+	s := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(b))), len(b))
+	if i := bytes.IndexByte(s, 0); i >= 0 {
+		s = s[:i]
 	}
 	return text(string(s))
 }
 
 // selectGPUs resolves --gpu selectors (index, UUID or PCI bus id). A
 // selector that names no GPU whose facts are known, while some GPUs' facts
-// are not (stuck at start, or no handle), is pending: those GPUs are selected
-// in its place, since one of them may be the GPU it names (a GPU stuck in a
-// fault is the one to record), and it is returned in pending. A selector
-// that names nothing when every GPU's facts are known is an error.
+// are not (stuck at start, or no handle), is pending: those GPUs are
+// selected in its place, since one of them may be the one it names (a GPU
+// stuck in a fault is the one to record). Otherwise it is an error.
 func selectGPUs(all []*GPU, sel []string) (out []*GPU, pending []string, err error) {
 	if len(sel) == 0 {
 		return all, nil, nil
@@ -363,15 +343,17 @@ func selectGPUs(all []*GPU, sel []string) (out []*GPU, pending []string, err err
 			picked[i] = true
 			continue
 		}
-		unknown := unknownGPUs(all)
+		unknown := false
+		for i, g := range all {
+			if !g.FactsKnown() {
+				picked[i], unknown = true, true
+			}
+		}
 		// An index needs no static facts: it never waits for them.
-		if sel, _ := reading.ParseSelector(s); !errors.Is(err, ErrUnknownGPU) || len(unknown) == 0 || sel.IsIndex() {
+		if sel, _ := reading.ParseSelector(s); !errors.Is(err, ErrUnknownGPU) || !unknown || sel.IsIndex() {
 			return nil, nil, err
 		}
 		pending = append(pending, s)
-		for _, i := range unknown {
-			picked[i] = true
-		}
 	}
 	for i, g := range all {
 		if picked[i] {
@@ -388,18 +370,6 @@ func selectGPUs(all []*GPU, sel []string) (out []*GPU, pending []string, err err
 // have been read: the start-up read returned with a handle. A GPU whose
 // handle failed at start has them once a sample's retry got one.
 func (g *GPU) FactsKnown() bool { return g.StaticDone() && g.Device() != nil }
-
-// unknownGPUs returns the indexes (in all) of the GPUs whose static facts are
-// not known.
-func unknownGPUs(all []*GPU) []int {
-	var out []int
-	for i, g := range all {
-		if !g.FactsKnown() {
-			out = append(out, i)
-		}
-	}
-	return out
-}
 
 // matchGPU returns the index in all of the GPU selector s names
 // (reading.Selector: index, UUID or a prefix of it, PCI bus id). A UUID
@@ -434,14 +404,12 @@ func matchGPU(all []*GPU, s string) (int, error) {
 	return 0, fmt.Errorf("%w: %s: names %d GPUs (a UUID prefix they share): give more of the UUID", ErrUnknownGPU, s, len(found))
 }
 
-// Pending returns the --gpu selectors that named no GPU whose facts were
-// known at start while some GPUs' facts were not: those GPUs are monitored in
-// their place (see Open). Nil when every selector was resolved.
+// Pending returns the --gpu selectors left pending at start (selectGPUs);
+// nil when every selector was resolved.
 func (h *Host) Pending() []string { return h.pending }
 
-// Names returns the pending selectors (Pending) that g's static facts match,
-// once it has them: the monitor asks when a GPU monitored in a pending
-// selector's place answers.
+// Names returns the pending selectors that g's static facts match, once it
+// has them.
 func (h *Host) Names(g *GPU) []string {
 	var out []string
 	info := g.Info()
@@ -456,9 +424,8 @@ func (h *Host) Names(g *GPU) []string {
 // KernelTime converts a wall-clock reading to the kernel log's clock.
 func (h *Host) KernelTime(t time.Time) time.Duration { return h.kclock.At(t) }
 
-// KernelClock returns the host's kernel log clock: the kernel log reader
-// publishes its estimates there (SetFit), and a printk timestamp maps to wall
-// time with its Wall method.
+// KernelClock returns the host's kernel log clock (the kernel log reader
+// publishes its fit there; Wall maps a printk timestamp to wall time).
 func (h *Host) KernelClock() KernelClock { return h.kclock }
 
 // Count returns how many GPUs the driver enumerates now (one call, not tied
@@ -474,10 +441,9 @@ func (h *Host) Count() (int, error) {
 // Enumerated returns how many GPUs the driver enumerated at start.
 func (h *Host) Enumerated() int { return h.enumerated }
 
-// Enumerate lists the UUIDs the driver enumerates now, to tell which GPUs
-// vanished (fell off the bus and were removed). It makes 1 + 2 x count calls,
-// so it is meant for after Count dropped; a GPU whose UUID cannot be read is
-// listed as "". The caller bounds it.
+// Enumerate lists the UUIDs the driver enumerates now ("" where unread), to
+// tell which GPUs fell off the bus: 1 + 2 x count calls, meant for after
+// Count dropped. The caller bounds it.
 func (h *Host) Enumerate() ([]string, error) {
 	n, err := h.Count()
 	if err != nil {

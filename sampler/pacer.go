@@ -1,6 +1,7 @@
 package sampler
 
 import (
+	"cmp"
 	"log/slog"
 	"slices"
 	"sync"
@@ -15,21 +16,17 @@ import (
 // so the crash-precursor columns (temperature, fans, power and its limits,
 // clocks, throttle reasons) stay at full rate.
 //
-// A real driver's calls cost tenths of a millisecond each, some take a
-// driver-wide lock, and then the GPUs of a tick are read one after another:
-// 16 GPUs x 14 calls can exceed 100 ms. The pacer measures, per tick, the time
-// from the first GPU's sample start to the last GPU's sample end (the tick's
-// NVML span), takes the median over the last second (so one slow call does not
-// count), and steps through stretchLevels: first the slow tier (encoder and
-// decoder utilization, PCIe link, thermal sensor) is read less often, then the
-// secondary columns (P-state, utilization, memory used) join a slower cadence.
-// It steps back down after a calm period that doubles each time a step down
-// had to be undone. Ticks that still do not fit are skipped by the poll loop
-// and counted there: the pacer never makes the loop run late or catch up.
+// A real driver's calls cost tenths of a millisecond each and some take a
+// driver-wide lock: 16 GPUs x 14 calls can exceed 100 ms. The pacer takes
+// the median, over the last second, of each tick's NVML span (first GPU's
+// sample start to last GPU's sample end) and steps through stretchLevels:
+// the slow tier first, then the secondary columns (P-state, utilization,
+// memory used). It steps back down after a calm period that doubles each
+// time a step down had to be undone. Ticks that still do not fit are
+// skipped and counted by the poll loop.
 //
-// All GPUs of a process share one Pacer; Record is called from every GPU's
-// worker goroutine and the stats from anywhere. A nil *Pacer keeps every
-// column at its normal rate.
+// The host's GPUs share one Pacer (Record from every worker, the stats
+// from anywhere). A nil *Pacer keeps every column at its normal rate.
 type Pacer struct {
 	iv  time.Duration
 	log *slog.Logger
@@ -40,28 +37,24 @@ type Pacer struct {
 	lateNs    atomic.Int64  // median last-minus-first GPU read of the last evaluation
 	measured  atomic.Bool   // tickNs and lateNs hold an evaluation
 
-	mu         sync.Mutex
-	groupStart time.Time // first sample start of the tick being collected
-	firstEnd   time.Time // earliest and latest sample end of that tick
-	lastEnd    time.Time
-	spans      [pacerWindow]time.Duration
-	lates      [pacerWindow]time.Duration
-	n          int       // spans collected since the last evaluation
-	changed    time.Time // last level change
-	calm       time.Duration
-	downAt     time.Time // last step down
-	told       bool
+	mu                sync.Mutex
+	groupStart        time.Time // first sample start of the tick being collected
+	firstEnd, lastEnd time.Time // earliest and latest sample end of that tick
+	spans, lates      [pacerWindow]time.Duration
+	n                 int       // spans collected since the last evaluation
+	changed, downAt   time.Time // last level change, last step down
+	calm              time.Duration
+	told              bool
 }
 
-// pacerWindow is how many ticks one evaluation looks at. The median of ten
-// ignores a slow call or two (the realistic profile has one in 1000 calls
-// taking 50 ms: about one per second at 8 GPUs).
+// pacerWindow is how many ticks one evaluation looks at: the median of ten
+// ignores a slow call or two (one in 1000 calls takes 50 ms in the
+// realistic profile: about one per second at 8 GPUs).
 const pacerWindow = 10
 
 // Thresholds on the median tick NVML span, as fractions of the interval:
-// above stretchHigh the pacer steps up (the rest of the interval is headroom
-// for jitter, slow calls and the logger's own work); below stretchLow, for a
-// calm period, it steps down.
+// above stretchHigh the pacer steps up (the rest is headroom for jitter and
+// the logger's own work); below stretchLow, for a calm period, down.
 const (
 	stretchHigh = 0.5
 	stretchLow  = 0.25
@@ -69,9 +62,8 @@ const (
 	calmMax     = 10 * time.Minute
 )
 
-// stretchLevels: per level, how many times the slow tier's normal period it
-// is read at, and every how many slow-tier periods the secondary columns are
-// read (0: every sample).
+// stretchLevels: per level, the slow tier's period in normal periods, and
+// the secondary columns' in slow-tier periods (0: every sample).
 var stretchLevels = [...]struct {
 	slowMult  int
 	secondary int
@@ -82,12 +74,9 @@ var stretchLevels = [...]struct {
 	{64, 4},
 }
 
-// NewPacer returns a pacer for the poll interval; log receives the first
-// stretch (once) and later level changes (debug).
+// NewPacer returns a pacer for the poll interval.
 func NewPacer(interval time.Duration, log *slog.Logger) *Pacer {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log = cmp.Or(log, slog.New(slog.DiscardHandler))
 	return &Pacer{iv: interval, log: log, calm: calmFirst}
 }
 
@@ -103,9 +92,8 @@ func (p *Pacer) Level() int {
 type PacerStats struct {
 	Level     int    // 0: every column at its normal rate
 	Stretches uint64 // times the pacer stepped up
-	// TickNVML is the median time from the first GPU's sample start to the
-	// last one's end, last second; LastLate the median time from the first
-	// GPU's sample end to the last one's. Both absent until first measured.
+	// TickNVML is the median tick NVML span, last second; LastLate the
+	// median time from the first GPU's sample end to the last one's.
 	TickNVML, LastLate reading.Opt[time.Duration]
 }
 
@@ -132,29 +120,28 @@ func (p *Pacer) Record(start, end time.Time) {
 	defer p.mu.Unlock()
 	half := p.iv / 2
 	switch {
-	case p.groupStart.IsZero():
-		p.open(start, end)
-	case start.Sub(p.groupStart) > half:
+	case !p.groupStart.IsZero() && start.Sub(p.groupStart) > half:
 		p.close(end)
-		p.open(start, end)
+		fallthrough
+	case p.groupStart.IsZero():
+		p.groupStart, p.firstEnd, p.lastEnd = start, end, end
 	case start.Before(p.groupStart.Add(-half)):
-		// A sample of an older tick returning late (a hang): the hang is
-		// reported by the poll loop; it says nothing about the cost per tick.
+		// A sample of an older tick returning late (a hang, reported by the
+		// poll loop) says nothing about the cost per tick.
 	default:
-		if start.Before(p.groupStart) {
-			p.groupStart = start
-		}
-		if end.Before(p.firstEnd) {
-			p.firstEnd = end
-		}
+		p.groupStart = minTime(p.groupStart, start)
+		p.firstEnd = minTime(p.firstEnd, end)
 		if end.After(p.lastEnd) {
 			p.lastEnd = end
 		}
 	}
 }
 
-func (p *Pacer) open(start, end time.Time) {
-	p.groupStart, p.firstEnd, p.lastEnd = start, end, end
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // close ends the tick being collected and evaluates every pacerWindow ticks.
@@ -207,12 +194,10 @@ func median(v *[pacerWindow]time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-// SlowDue reports whether once-a-period slow-tier work of GPU idx outside
-// its sample (its process reads), which runs every slowEvery ticks at the
-// normal rate, is due on tick k at the current stretch level; held says it
-// would have been due at the normal rate and the stretch holds it back (the
-// caller counts it). GPUs are staggered as in their samples; tick 0 is due
-// for every GPU.
+// SlowDue reports whether GPU idx's slow-tier work outside its sample (its
+// process reads, every slowEvery ticks at the normal rate) is due on tick
+// k at the current stretch level; held: due at the normal rate but held
+// back by the stretch. Staggered as the samples; tick 0 is due for all.
 func (p *Pacer) SlowDue(k uint64, idx, slowEvery int) (due, held bool) {
 	if k == 0 {
 		return true, false
@@ -225,9 +210,8 @@ func (p *Pacer) SlowDue(k uint64, idx, slowEvery int) (due, held bool) {
 }
 
 // due reports which optional tiers GPU idx reads in its sample number n at
-// stretch level lvl, with the slow tier's normal period slowEvery. GPUs are
-// staggered (GPU i reads on sample numbers = -i modulo the period) so that a
-// tick never reads every GPU's slow tier at once; the first sample reads all.
+// stretch level lvl. GPU i reads on sample numbers = -i modulo the period,
+// so a tick never reads every GPU's slow tier at once; sample 0 reads all.
 func due(n uint64, idx, slowEvery, lvl int) (slow, secondary bool) {
 	if n == 0 {
 		return true, true

@@ -14,15 +14,11 @@ import (
 )
 
 // Probe measures what each NVML call the sampler makes costs on this host,
-// for `gpu-telemetry probe`. It only reads (the same getters the daemon
-// calls, through the daemon's own executor), calls nothing the driver
-// lacks (the symbols were looked up by Open), and runs every call under a
-// deadline: a GPU whose call does not return in time is reported hung and
-// left alone, with at most that one call in flight.
-//
-// Each call kind is made Calls times per GPU, once GPU by GPU (the driver's
-// own cost) and once on every GPU at the same time (what a tick sees; a
-// driver-wide lock shows as a higher "together" figure).
+// for `gpu-telemetry probe`: only reads, through the daemon's own executor,
+// each call under a deadline (a GPU whose call does not return in time is
+// reported hung and left alone). Each call kind is made Calls times per
+// GPU, GPU by GPU (the driver's own cost), then on every GPU at once (what
+// a tick sees: a driver-wide lock shows as a higher "together" figure).
 
 // ProbeOptions configure Probe.
 type ProbeOptions struct {
@@ -39,9 +35,8 @@ type ProbeStat struct {
 	Err      string        // the driver refused the call (not timed)
 }
 
-// ProbeKind is one call kind: its name, how often a GPU-sample makes it at
-// stretch level 0 and at the top level (averaged over the slow tier's
-// period), and its latency per GPU.
+// ProbeKind is one call kind: its name, how often a GPU-sample makes it
+// (averaged over the slow tier's period), and its latency per GPU.
 type ProbeKind struct {
 	Name         string
 	PerSample    float64 // calls per GPU-sample, every column at its normal rate
@@ -53,13 +48,11 @@ type ProbeKind struct {
 // ProbeReport is Probe's result.
 type ProbeReport struct {
 	Driver, NVML string
-	GPUs         []int    // indexes probed
-	Hung         []string // per GPU: "" or the function that did not return in time
-	// Silent are the GPUs that did not answer at start (no handle): not
-	// probed.
-	Silent []ProbeSilent
-	Opts   ProbeOptions
-	Kinds  []ProbeKind
+	GPUs         []int         // indexes probed
+	Hung         []string      // per GPU: "" or the function that did not return in time
+	Silent       []ProbeSilent // did not answer at start (no handle): not probed
+	Opts         ProbeOptions
+	Kinds        []ProbeKind
 }
 
 // ProbeSilent is a GPU that did not answer at start.
@@ -68,8 +61,7 @@ type ProbeSilent struct {
 	Why string // GPU.StaticProblem: the call it is stuck in, or the error
 }
 
-// Stuck lists the GPUs that do not answer, by index: those that did not
-// answer at start and those whose call passed the deadline.
+// Stuck lists the indexes of the GPUs silent at start or hung.
 func (r ProbeReport) Stuck() []int {
 	var out []int
 	for _, s := range r.Silent {
@@ -93,7 +85,7 @@ type probeCall struct {
 // procEvery: the process reader reads about once a second (procs.go).
 const procEvery = time.Second
 
-// Probe measures h's GPUs. It takes about Calls x kinds x GPUs x the call
+// Probe measures h's GPUs, in about Calls x kinds x GPUs x the call
 // latency, twice.
 func Probe(h *Host, o ProbeOptions) ProbeReport {
 	if o.Calls <= 0 {
@@ -169,7 +161,7 @@ func probeCalls(gpus []*GPU) []probeCall {
 		}
 		name := d.name
 		if c == cFields {
-			name += "(" + strconv.Itoa(numQ) + " fields)"
+			name += "(" + strconv.Itoa(len(fieldReadings)) + " fields)"
 		}
 		out = append(out, probeCall{c, name})
 	}
@@ -273,9 +265,7 @@ func (p *prober) gpu(i int, together bool) {
 			p.rep.Kinds[k].Alone[i] = st
 		}
 	}
-	// The daemon's own executor, so the figures are what the daemon's
-	// calls cost.
-	g.hmu.Lock()
+	g.hmu.Lock() // the daemon's own executor: the figures are what its calls cost
 	x := g.exec
 	g.hmu.Unlock()
 	buf := make([]time.Duration, 0, p.o.Calls)
@@ -324,16 +314,10 @@ func (p *prober) gpu(i int, together bool) {
 func (p *prober) one(g *GPU, x *nativeExec, r *raw, c call) nvml.Return {
 	if c == cProcs {
 		d := g.Device()
-		ret := nvml.SUCCESS
-		if _, rt := d.GetComputeRunningProcesses(); rt != nvml.SUCCESS {
-			ret = rt
-		}
+		_, ret := d.GetComputeRunningProcesses()
 		d.GetGraphicsRunningProcesses()
 		d.GetProcessUtilization(0)
 		return ret
-	}
-	for j := range r.ret {
-		r.ret[j] = retNotRun
 	}
 	r.plan, r.fallback = 1<<c, 0
 	if c == cFields {

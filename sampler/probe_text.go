@@ -45,28 +45,33 @@ func (r ProbeReport) Estimate() ProbeEstimate {
 	tick := func(top bool) (alone, tick time.Duration) {
 		var sum, worst, fields float64
 		for i := range r.GPUs {
-			var a float64
-			for _, k := range r.Kinds {
-				if refused(k) {
-					continue
-				}
-				per := k.PerSample
-				if top {
-					per = k.PerSampleTop
-				}
-				a += per * float64(k.Alone[i].P50)
-				if strings.HasPrefix(k.Name, FnFieldValues.String()) {
-					fields = max(fields, per*float64(k.Alone[i].P50))
-				}
-			}
-			sum += a
-			worst = max(worst, a)
+			a, f := r.sample(i, top)
+			sum, worst, fields = sum+a, max(worst, a), max(fields, f)
 		}
 		return time.Duration(worst), time.Duration(ser*sum + (1-ser)*(worst+float64(n-1)*fields))
 	}
 	e.SampleAlone, e.Tick = tick(false)
 	_, e.TickTop = tick(true)
 	return e
+}
+
+// sample is the NVML time (ns) of one GPU-sample of GPU i alone, at the
+// normal rate or the pacer's top level, and of its field batch.
+func (r ProbeReport) sample(i int, top bool) (all, fields float64) {
+	for _, k := range r.Kinds {
+		if refused(k) {
+			continue
+		}
+		t := k.PerSample * float64(k.Alone[i].P50)
+		if top {
+			t = k.PerSampleTop * float64(k.Alone[i].P50)
+		}
+		all += t
+		if strings.HasPrefix(k.Name, FnFieldValues.String()) {
+			fields = max(fields, t)
+		}
+	}
+	return all, fields
 }
 
 // Serialization is how much the driver serializes calls across GPUs, 0
@@ -139,12 +144,7 @@ func (r ProbeReport) Write(w io.Writer) error {
 	e := r.Estimate()
 	b.WriteString("one GPU-sample, each GPU alone:")
 	for i, idx := range r.GPUs {
-		var t float64
-		for _, k := range r.Kinds {
-			if !refused(k) {
-				t += k.PerSample * float64(k.Alone[i].P50)
-			}
-		}
+		t, _ := r.sample(i, false)
 		fmt.Fprintf(&b, " gpu%d %.2f ms", idx, t/1e6)
 	}
 	b.WriteString("\n\n")

@@ -27,9 +27,8 @@ const (
 	nsOther                // a container's namespace, or unknown: never look NVML's PIDs up
 )
 
-// pidNamespace decides once, at start, whether /proc/<pid> may be trusted for
-// NVML's PIDs. When it cannot tell, it says no: a wrong name is worse than
-// none.
+// pidNamespace decides once whether /proc/<pid> may be trusted for NVML's
+// PIDs; when it cannot tell, no: a wrong name is worse than none.
 func pidNamespace(root string) nsState {
 	l, err := os.Readlink(filepath.Join(root, "self", "ns", "pid"))
 	if err == nil && l == initPIDNamespace {
@@ -39,21 +38,15 @@ func pidNamespace(root string) nsState {
 }
 
 // describeRefresh is how long a listed process's name and command line are
-// kept before /proc is read for them again. Reading them every second for
-// every process (two opens, reads and closes each) cost a fifth of the
-// logger's CPU at 8 GPUs. They are kept for a PID and its start time
-// (/proc/<pid>/stat), so a PID that was reused between two reads (stretched
-// up to a minute apart) is read afresh; one that leaves the list is
-// forgotten. A process renaming itself (setproctitle) shows within this
-// time.
+// kept before /proc is read again (reading them every second cost a fifth
+// of the logger's CPU at 8 GPUs), for a PID and its start time, so a reused
+// PID is read afresh. A process renaming itself shows within this time.
 const describeRefresh = time.Minute
 
-// reuseGap is how far apart two reads must be before a PID listed in both
-// may have been reused in between, and its start time is read again (one
-// open, read and close of /proc/<pid>/stat, about 24 us). Reads a second
-// apart list a PID that stays on the GPU without the reads seeing it leave:
-// for it to name another process by the next read, it would have to exit
-// and the kernel hand out the same PID within that second.
+// reuseGap is how far apart two reads listing a PID must be before it may
+// have been reused in between, and its start time is read again (about
+// 24 us): within a second, the process would have to exit and the kernel
+// hand out the same PID.
 const reuseGap = 2 * time.Second
 
 // procDesc is what describe found for a PID, and when (ProcReader.mono).
@@ -67,12 +60,10 @@ type procDesc struct {
 	start         string // the process's start time (stat field 22); "" when unreadable
 }
 
-// describeAll names the listed processes: from /proc for a PID not listed
-// in the previous read or described over describeRefresh ago, from memory
-// otherwise. A PID's start time is read only where it could have been
-// reused since it was last seen: it was not in the previous read, or that
-// read is reuseGap old or more (stretched reads, back-off). PIDs no longer
-// listed are forgotten. at is when the read started (the tick's time).
+// describeAll names the listed processes, from memory unless described
+// over describeRefresh ago or reused: the start time is read only where the
+// PID was not in the previous read or that read is reuseGap old. PIDs no
+// longer listed are forgotten. at is when the read started.
 func (p *ProcReader) describeAll(list []reading.Process, at time.Time) {
 	if p.descs == nil {
 		p.descs = map[uint32]procDesc{}
@@ -106,9 +97,7 @@ func (p *ProcReader) describeAll(list []reading.Process, at time.Time) {
 }
 
 // startTime returns field 22 of /proc/<pid>/stat, the process's start time
-// in clock ticks after boot: with the PID it names one process, whatever
-// reused the PID since. "" when it cannot be read (gone, another
-// namespace).
+// (with the PID, it names one process); "" when it cannot be read.
 func (p *ProcReader) startTime(pid uint32) string {
 	if p.ns != nsHost {
 		return ""
@@ -151,8 +140,7 @@ func (p *ProcReader) describe(pr *reading.Process) {
 	pr.Origin = reading.ProcHere
 	pr.Name = text(string(comm))
 	pr.Cmdline, pr.CmdlineTrunc = cmdline(cmd)
-	// The job it belongs to (best effort: a process that exits in between
-	// keeps its name, without a workload).
+	// Best effort: a process that exits in between has no workload.
 	if cg, err := readCapped(filepath.Join(dir, "cgroup"), maxCgroupFile); err == nil {
 		pr.Workload = parseCgroup(cg)
 	}
@@ -163,15 +151,15 @@ func (p *ProcReader) describe(pr *reading.Process) {
 const maxCgroupFile = 8 << 10
 
 func originOf(err error) reading.ProcOrigin {
-	// ESRCH: the process exited while we read it.
+	// ESRCH: it exited while we read it.
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
 		return reading.ProcGone
 	}
 	return reading.ProcUnreadable
 }
 
-// readCapped reads at most n bytes of a file. Only the open's error is
-// returned: a read that fails midway gives what it read.
+// readCapped reads at most n bytes of a file; a read that fails midway
+// gives what it read.
 func readCapped(path string, n int) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {

@@ -15,23 +15,19 @@ import (
 
 // ProcConfig tunes the per-GPU process reader.
 type ProcConfig struct {
-	// Deadline: a read still inside NVML after this long is reported hung
-	// (the GPU's sample deadline).
+	// Deadline: a read still inside NVML after this long is reported hung.
 	Deadline time.Duration
-	// Reprobe is how long a refused call (not supported, no permission,
-	// missing) stays off before it is tried again.
+	// Reprobe is how long a refused call stays off (Config.Reprobe).
 	Reprobe time.Duration
 	// ProcRoot is where /proc is mounted ("/proc"); tests point it elsewhere.
 	ProcRoot string
 }
 
-// ProcReader reads one GPU's running processes in the slow tier, about once a
-// second, on a goroutine of its own: these calls cost milliseconds on a real
-// driver, so they are never part of the 100 ms sample, and a call stuck in
-// the driver delays neither the rows nor the other GPUs. At most one read is
-// in flight; a read past the deadline is published as hung (with the last
-// good list kept for snapshots) and the next read starts only after it
-// returns.
+// ProcReader reads one GPU's running processes about once a second on a
+// goroutine of its own: these calls cost milliseconds on a real driver, so
+// they are never part of the sample, and one stuck in the driver delays
+// neither the rows nor the other GPUs. At most one read is in flight; one
+// past the deadline is published as hung (keeping the last good list).
 type ProcReader struct {
 	gpu  *GPU
 	cfg  ProcConfig
@@ -39,48 +35,39 @@ type ProcReader struct {
 	base time.Time
 	ns   nsState
 
-	kick   chan struct{}
-	busy   atomic.Bool
-	start  atomic.Pointer[readStart] // when the read in flight began (both clocks)
-	cur    atomic.Int32              // Fn in flight
-	latest atomic.Pointer[reading.Procs]
+	kick         chan struct{}
+	busy, hung   atomic.Bool
+	start        atomic.Pointer[readStart]
+	cur          atomic.Int32 // Fn in flight
+	latest       atomic.Pointer[reading.Procs]
+	hungs, fails atomic.Uint64 // Counts
 
 	// Owned by the reading goroutine.
 	off      [maxFns]int64
 	told     [maxFns]bool
 	lastTS   uint64 // newest GetProcessUtilization timestamp seen (us)
 	lastGood *reading.Procs
-	failing  bool                // the last read failed: the next failure is not logged again
-	descs    map[uint32]procDesc // names from /proc of the listed processes (procfs.go)
+	failing  bool                // the last read failed: not logged again
+	descs    map[uint32]procDesc // procfs.go
 	descGen  uint64
 	descAt   time.Time // when the read descGen counts started
-	hung     atomic.Bool
-
-	hungs, fails atomic.Uint64 // reads that hung past the deadline / failed
 }
 
-// readStart is when a read began on both clocks: the wall time stamps the
-// published read, the monotonic reading (the caller's, as given to Tick)
-// decides whether it is hung, since the wall clock can step by hours (NTP,
-// an RTC corrected after boot).
+// readStart is when a read began: the wall time stamps it, the monotonic
+// reading (Tick's) decides whether it is hung (Worker says why).
 type readStart struct {
 	wall time.Time
 	mono time.Duration
 }
 
-// Counts returns how many reads hung past the deadline and how many failed
-// (each of them left the GPU without process data for that second).
+// Counts returns how many reads hung past the deadline and how many failed.
 func (p *ProcReader) Counts() (hung, failed uint64) { return p.hungs.Load(), p.fails.Load() }
 
 // NewProcReader returns a reader for g. Nothing is read until Run's loop is
 // kicked.
 func NewProcReader(g *GPU, cfg ProcConfig, log *slog.Logger) *ProcReader {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	if cfg.ProcRoot == "" {
-		cfg.ProcRoot = "/proc"
-	}
+	log = cmp.Or(log, slog.New(slog.DiscardHandler))
+	cfg.ProcRoot = cmp.Or(cfg.ProcRoot, "/proc")
 	if cfg.Reprobe <= 0 {
 		cfg.Reprobe = 10 * time.Minute
 	}
@@ -111,12 +98,9 @@ func (p *ProcReader) Run(ctx context.Context) {
 }
 
 // Tick is called about once a second (from one goroutine for all GPUs) at
-// the wall time now and the monotonic reading mono (a duration since a base
-// of the caller's choosing, as sampler.Worker takes). It starts a read when
-// none is in flight and start is true (the caller holds reads back while the
-// GPU backs off after failures), and publishes "hung" for a read that has
-// passed the deadline on the monotonic clock. The read is stamped with now.
-// It never waits on NVML.
+// wall time now and monotonic reading mono (as Worker's). It starts a read,
+// stamped now, when none is in flight and start is true, and publishes
+// "hung" for a read past the deadline. It never waits on NVML.
 func (p *ProcReader) Tick(now time.Time, mono time.Duration, start bool) {
 	if !p.busy.Load() {
 		if start && p.busy.CompareAndSwap(false, true) {
@@ -129,26 +113,21 @@ func (p *ProcReader) Tick(now time.Time, mono time.Duration, start bool) {
 	if mono-st.mono < p.cfg.Deadline || p.hung.Load() {
 		return
 	}
-	since := st.wall
 	fn := Fn(p.cur.Load())
 	if fn == FnNone {
 		return // late for another reason (reading /proc): not the driver
 	}
 	p.hung.Store(true)
 	p.hungs.Add(1)
-	idx := p.gpu.Info().Index
-	h := &reading.Procs{GPU: idx, Time: since, Status: reading.ProcHung,
-		Err: fn.String() + " stuck", LastOK: p.latest.Load().Good()}
-	p.latest.Store(h)
-	p.log.Warn("process list read hung; no process data until it returns", "function", fn.String(), "since", since)
+	p.latest.Store(&reading.Procs{GPU: p.gpu.Info().Index, Time: st.wall, Status: reading.ProcHung,
+		Err: fn.String() + " stuck", LastOK: p.latest.Load().Good()})
+	p.log.Warn("process list read hung; no process data until it returns", "function", fn.String(), "since", st.wall)
 }
 
 // Snapshot returns what a crash snapshot should say about the processes at
-// the monotonic reading mono (on Tick's clock): the latest read, or, when a
-// read has been inside the driver for at least stuckAfter without being
-// reported hung yet, a hung read that keeps the last good list (a GPU in a
-// GSP fault takes the process calls down with it, before their deadline
-// passes).
+// mono: the latest read or, when a read has been in the driver for
+// stuckAfter but not reported hung yet (a GSP fault takes the process
+// calls down before their deadline), a hung read keeping the last good list.
 func (p *ProcReader) Snapshot(mono, stuckAfter time.Duration) *reading.Procs {
 	l := p.latest.Load()
 	fn := Fn(p.cur.Load())
@@ -166,10 +145,8 @@ func (p *ProcReader) Snapshot(mono, stuckAfter time.Duration) *reading.Procs {
 // Busy reports whether a read is in flight and, if so, whether it is inside
 // an NVML call (shutdown must not call nvmlShutdown under a stuck call).
 func (p *ProcReader) Busy() (busy, inNVML bool) {
-	if !p.busy.Load() {
-		return false, false
-	}
-	return true, Fn(p.cur.Load()) != FnNone
+	busy = p.busy.Load()
+	return busy, busy && Fn(p.cur.Load()) != FnNone
 }
 
 func (p *ProcReader) mono() int64 { return int64(time.Since(p.base)) }
@@ -178,10 +155,10 @@ func (p *ProcReader) can(fn Fn) bool {
 	return p.gpu.syms.Has(fn) && (p.off[fn] == 0 || p.mono() >= p.off[fn])
 }
 
-// call runs f as fn, marking it in flight, and classifies its result.
-func (p *ProcReader) call(fn Fn, f func() nvml.Return) (Class, nvml.Return) {
+// procCall runs f as fn, marking it in flight, and classifies its result.
+func procCall[T any](p *ProcReader, fn Fn, f func() (T, nvml.Return)) (T, Class, nvml.Return) {
 	p.cur.Store(int32(fn))
-	ret := f()
+	v, ret := f()
 	p.cur.Store(int32(FnNone))
 	c := Classify(ret)
 	if c.capability() {
@@ -193,13 +170,12 @@ func (p *ProcReader) call(fn Fn, f func() nvml.Return) (Class, nvml.Return) {
 	} else if c == ClassOK {
 		p.off[fn] = 0
 	}
-	return c, ret
+	return v, c, ret
 }
 
 // read makes one round of process calls.
 func (p *ProcReader) read(start time.Time) *reading.Procs {
-	idx := p.gpu.Info().Index
-	out := &reading.Procs{GPU: idx, Time: start}
+	out := &reading.Procs{GPU: p.gpu.Info().Index, Time: start}
 	dev := p.gpu.Device()
 	if dev == nil {
 		out.Status, out.Err = reading.ProcFailed, "no handle for this GPU"
@@ -221,12 +197,7 @@ func (p *ProcReader) read(start time.Time) *reading.Procs {
 			refused++
 			continue
 		}
-		var infos []nvml.ProcessInfo
-		c, ret := p.call(l.fn, func() nvml.Return {
-			var r nvml.Return
-			infos, r = l.get()
-			return r
-		})
+		infos, c, ret := procCall(p, l.fn, l.get)
 		switch {
 		case c == ClassOK:
 			answered++
@@ -280,48 +251,42 @@ func (p *ProcReader) finish(out *reading.Procs) *reading.Procs {
 	out.LastOK = p.lastGood
 	if out.Status == reading.ProcFailed {
 		p.fails.Add(1)
-	}
-	if out.Status == reading.ProcFailed && !p.failing {
-		p.failing = true
-		p.log.Warn("process list read failed; no process data", "error", out.Err)
+		if !p.failing {
+			p.failing = true
+			p.log.Warn("process list read failed; no process data", "error", out.Err)
+		}
 	}
 	return out
 }
 
-// readUtil fills SM and memory busy per process from GetProcessUtilization:
-// the average of the samples the driver took since the last read. NVML
-// returns samples only for processes that ran; once the call answered, a
-// listed process without a sample was idle (a real 0). NOT_FOUND means no
-// process ran since the last timestamp.
+// readUtil fills SM and memory busy per process: the average of the
+// samples NVML took since the last read. It returns samples only for
+// processes that ran (NOT_FOUND: none did), so once the call answered a
+// listed process without one was idle: a real 0.
 func (p *ProcReader) readUtil(dev Device, list []reading.Process) {
 	if len(list) == 0 || !p.can(FnProcessUtil) {
 		return
 	}
-	var samples []nvml.ProcessUtilizationSample
-	c, ret := p.call(FnProcessUtil, func() (r nvml.Return) { samples, r = dev.GetProcessUtilization(p.lastTS); return })
+	samples, c, ret := procCall(p, FnProcessUtil, func() ([]nvml.ProcessUtilizationSample, nvml.Return) {
+		return dev.GetProcessUtilization(p.lastTS)
+	})
 	if c != ClassOK && ret != nvml.ERROR_NOT_FOUND {
 		return
 	}
 	type acc struct{ sm, mem, n uint64 }
-	sum := map[uint32]*acc{}
+	sum := map[uint32]acc{}
 	for _, s := range samples {
 		p.lastTS = max(p.lastTS, s.TimeStamp)
 		if s.SmUtil > maxPercent || s.MemUtil > maxPercent {
 			continue // garbage from a driver in trouble
 		}
 		a := sum[s.Pid]
-		if a == nil {
-			a = &acc{}
-			sum[s.Pid] = a
-		}
-		a.sm += uint64(s.SmUtil)
-		a.mem += uint64(s.MemUtil)
-		a.n++
+		sum[s.Pid] = acc{a.sm + uint64(s.SmUtil), a.mem + uint64(s.MemUtil), a.n + 1}
 	}
 	for i := range list {
 		list[i].UtilSupported = true
 		list[i].SMUtil, list[i].MemUtil = reading.Some(uint32(0)), reading.Some(uint32(0))
-		if a := sum[list[i].PID]; a != nil {
+		if a, ok := sum[list[i].PID]; ok {
 			list[i].SMUtil = reading.Some(uint32((a.sm + a.n/2) / a.n))
 			list[i].MemUtil = reading.Some(uint32((a.mem + a.n/2) / a.n))
 		}

@@ -7,16 +7,10 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
-// The row remapper histogram (nvmlDeviceGetRowRemapperHistogram: the memory
-// banks by spare rows left) changes only when a row is remapped, so it is
-// not read every second: once at start and again whenever the remap counts
-// (correctable, uncorrectable, pending, failure) differ from those of the
-// last read. It is read only where the remap counters are present, which
-// needs ECC on (judgeSupport): a GeForce board answering SUCCESS for
-// remapping it does not have is not asked. The call is made on the GPU's
-// worker inside the sample, marked in flight like every call, so a stuck
-// one is reported hung and blocks nobody else; the symbol is looked up first
-// (Symbols), so a driver without it is never called.
+// The row remapper histogram (the memory banks by spare rows left) changes
+// only when a row is remapped: it is read at start and again whenever the
+// remap counts differ from those of the last read, and only where they are
+// present (ECC on: judgeSupport), inside the sample like every call.
 
 // remapHist is the histogram as last read and what decides the next read
 // (worker only, except last).
@@ -27,17 +21,15 @@ type remapHist struct {
 	last  atomic.Pointer[reading.RemapHistogram]
 }
 
-// remapHistRetry is how long after a failed read (not a refusal, which
-// waits Reprobe) the histogram is asked again while it is due.
+// remapHistRetry is how long after a failed read (a refusal waits Reprobe)
+// the histogram is asked again while it is due.
 const remapHistRetry = 10 * time.Second
 
-// RemapHistogram returns the row remapper histogram as last read, shared
-// and immutable (never modify it); nil when never read (not supported, no
-// remapping, or not yet). Safe from any goroutine; makes no NVML call.
+// RemapHistogram returns the row remapper histogram as last read (shared:
+// never modify it); nil when never read. Safe from any goroutine.
 func (g *GPU) RemapHistogram() *reading.RemapHistogram { return g.hlt.hist.last.Load() }
 
-// resetRemapHist forgets the histogram and its capability cache (a new
-// handle: the driver may have been reloaded, with other support).
+// resetRemapHist forgets the histogram and its capability cache (resetHealth).
 func (g *GPU) resetRemapHist() {
 	r := &g.hlt.hist
 	r.key, r.due, r.retry = [4]reading.Opt[uint64]{}, false, 0
@@ -60,7 +52,6 @@ func (g *GPU) readRemapHist(s *reading.Sample, vals *[reading.NumReadings]readin
 	g.begin(FnRemapHistogram)
 	v, ret := g.dev.GetRowRemapperHistogram()
 	if !g.end(FnRemapHistogram, 0, ret) {
-		// A refusal waits Reprobe (g.can); anything else is retried later.
 		r.retry = g.mono() + int64(remapHistRetry)
 		return
 	}

@@ -39,7 +39,7 @@ func BenchmarkCrashRender(b *testing.B) {
 func BenchmarkCrashSuppressed(b *testing.B) {
 	clk := newClock(incidentTime)
 	m := New(Config{Dir: b.TempDir(), Runner: cannedRunner(), Now: clk.Now, FollowUps: []time.Duration{},
-		ModulesPath: filepath.Join("testdata", "modules.txt")})
+		HostRoot: fakeHost(b)})
 	crash(m, 0, testEvent, testCrashRequest)
 	b.ReportAllocs()
 	for b.Loop() {

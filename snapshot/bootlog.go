@@ -56,6 +56,9 @@ type BootLog struct {
 	LastRow   time.Time // the newest row of any GPU before this run (zero when none)
 	GPUs      int       // GPUs with rows
 	GapPerGPU map[int]time.Duration
+
+	at             time.Time // BootConfig.Now
+	prevBoot, boot string    // the previous run's boot id and this one's
 }
 
 // bootLogPattern picks the previous boot's kernel lines worth reading first:
@@ -75,8 +78,9 @@ func WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
 	if c.PstoreDirs == nil {
 		c.PstoreDirs = DefaultPstoreDirs
 	}
-	res := BootLog{SameBoot: c.BootID != "" && c.BootID == c.Prev.State.BootID, GapPerGPU: map[int]time.Duration{}}
 	ps := c.Prev.State
+	res := BootLog{SameBoot: c.BootID != "" && c.BootID == ps.BootID, GapPerGPU: map[int]time.Duration{},
+		at: c.Now, prevBoot: ps.BootID, boot: c.BootID}
 	started := "unknown"
 	if !ps.Started.IsZero() {
 		started = ps.Started.Format(time.RFC3339Nano)
@@ -260,10 +264,10 @@ func lastIncidents(path string, t time.Time) string {
 	return out
 }
 
-// Event is the UNCLEAN_STOP events.log line for this boot log, at t, of
-// no GPU (the caller adds what else it knows).
-func (l BootLog) Event(t time.Time, prev PreviousRun, bootID string) sink.EventLine {
-	kv := sink.KV("prev_boot", orUnknown(prev.State.BootID), "boot", orUnknown(bootID),
+// Event is the UNCLEAN_STOP events.log line for this boot log, at this
+// run's start, of no GPU (the caller adds what else it knows).
+func (l BootLog) Event() sink.EventLine {
+	kv := sink.KV("prev_boot", orUnknown(l.prevBoot), "boot", orUnknown(l.boot),
 		"same_boot", strconv.FormatBool(l.SameBoot))
 	if !l.LastRow.IsZero() {
 		kv = append(kv, sink.Field{Key: "last_row", Value: l.LastRow.Format(sink.TimestampLayout)})
@@ -274,5 +278,5 @@ func (l BootLog) Event(t time.Time, prev PreviousRun, bootID string) sink.EventL
 	if l.Path != "" {
 		kv = append(kv, sink.Field{Key: "file", Value: filepath.Join("crashes", filepath.Base(l.Path))})
 	}
-	return sink.EventLine{Time: t, GPU: -1, Source: "start", Type: sink.TypeUncleanStop, Fields: kv}
+	return sink.EventLine{Time: l.at, GPU: -1, Source: "start", Type: sink.TypeUncleanStop, Fields: kv}
 }

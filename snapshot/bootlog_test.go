@@ -136,7 +136,10 @@ func TestBootLogGolden(t *testing.T) {
 	if n := strings.Count(got, "\n 2026-11-"); n != 50+3 {
 		t.Errorf("%d rows shown, want 50 for GPU 0 and 3 for GPU 1", n)
 	}
-	ev := bl.Event(now, prev, "9d2b77c1-bbbb")
+	ev := bl.Event()
+	if !ev.Time.Equal(now) {
+		t.Errorf("event at %v, want this run's start %v", ev.Time, now)
+	}
 	kv := ev.Line()
 	if want := "source=start type=UNCLEAN_STOP prev_boot=0f4c1a7e-aaaa boot=9d2b77c1-bbbb same_boot=false last_row=2026-11-30T00:00:03.000Z gap_gpu0=7m28s gap_gpu1=7m27s file=crashes/"; !strings.Contains(kv, want) {
 		t.Errorf("events fields %q, want %q in it", kv, want)

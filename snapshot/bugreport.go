@@ -21,6 +21,7 @@ const (
 	pciDevicesDir   = "sys/bus/pci/devices"
 	nvidiaProcDir   = "proc/driver/nvidia"
 	nvidiaParamsDir = "sys/module/nvidia/parameters"
+	procModules     = "proc/modules" // read instead of running lsmod, which only formats it
 )
 
 // maxFileRead bounds a /proc or /sys file read into a snapshot.

@@ -47,6 +47,11 @@ func fakeHost(t testing.TB) string {
 	write("sys/module/nvidia/parameters/NVreg_EnableGpuFirmware", "18\n")
 	write("sys/module/nvidia/parameters/NVreg_DynamicPowerManagement", "3\n")
 	write("sys/module/nvidia/parameters/NVreg_RegistryDwords", "\n")
+	modules, err := os.ReadFile(filepath.Join("testdata", "modules.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("proc/modules", string(modules))
 	return root
 }
 

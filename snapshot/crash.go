@@ -36,7 +36,7 @@ const crashTitle = "GPU CRASH DETECTED"
 // Crash writes the crash snapshot of req, whose Decision Decide accepted
 // (hand each decision once), in the background. It reports false when it
 // writes nothing: a decision not accepted, or a request after Close (counted
-// in Stats.RefusedClosed). The Manager sets the header's GPUIndex,
+// in snapshots_refused_at_shutdown). The Manager sets the header's GPUIndex,
 // Suppressed and Headline, and Title and Time when they are empty.
 func (m *Manager) Crash(req CrashRequest) bool {
 	d := req.Decision
@@ -74,7 +74,7 @@ func (m *Manager) crash(req *CrashRequest, start time.Time) {
 	t0 := time.Now()
 	req.events = m.incidentEvents(inc, d.idx)
 	path := m.save("crash", gpu, 1, m.crashDir, d.base,
-		renderCrash(req, nil, m.cfg.DiagnosticsTimeout), t0, &m.stats.CrashesWritten)
+		renderCrash(req, nil, m.cfg.DiagnosticsTimeout), t0, crashesWritten)
 	if path == "" {
 		return
 	}
@@ -91,7 +91,7 @@ func (m *Manager) crash(req *CrashRequest, start time.Time) {
 	if err := m.files.Replace(path, renderCrash(req, diags, 0)); err != nil {
 		m.record("crash", gpu, 2, "", t0, err, nil)
 	} else {
-		m.record("crash", gpu, 2, path, t0, nil, &m.stats.CrashesCompleted)
+		m.record("crash", gpu, 2, path, t0, nil, crashesCompleted)
 	}
 	if follow != nil {
 		m.followUps(follow, gpu, path, &req.Header, start, inc)

@@ -120,7 +120,7 @@ func (m *Manager) jobs(busID string, followUp bool) []job {
 	}
 	return append(jobs,
 		job{key: diagModules, run: func(context.Context) ([]byte, error) {
-			b, err := os.ReadFile(m.cfg.ModulesPath)
+			b, err := os.ReadFile(m.hostPath(procModules))
 			if err != nil {
 				return nil, fmt.Errorf("read kernel modules: %w", err)
 			}

@@ -79,9 +79,7 @@ func (m *Manager) followUps(ctx context.Context, gpu int, incident string, h *He
 		}
 		if ctx.Err() != nil {
 			left := len(m.cfg.FollowUps) - i
-			m.mu.Lock()
-			m.stats.FollowUpsCanceled += uint64(left)
-			m.mu.Unlock()
+			m.counts.Add(followUpsCanceled, uint64(left))
 			m.log.Info("crash follow-ups canceled", "gpu", gpu, "incident", incident,
 				"canceled", left, "why", context.Cause(ctx).Error())
 			return
@@ -92,6 +90,6 @@ func (m *Manager) followUps(ctx context.Context, gpu int, incident string, h *He
 		headline, events := gpuHeadline(gpu, inc.headline()), inc.eventsSection(-1)
 		m.mu.Unlock()
 		data := renderFollowUp(h, incident, off, m.cfg.Now(), headline, events, diags)
-		m.save("follow-up", gpu, 0, m.crashDir, followUpName(incident, off), data, t0, &m.stats.FollowUpsWritten)
+		m.save("follow-up", gpu, 0, m.crashDir, followUpName(incident, off), data, t0, followUpsWritten)
 	}
 }

@@ -65,8 +65,8 @@ func TestFollowUps(t *testing.T) {
 			t.Fatal("second incident not accepted")
 		}
 		synctest.Wait()
-		if st := m.Stats(); st.FollowUpsCanceled != 1 || st.FollowUpsWritten != 2 {
-			t.Fatalf("after second incident: %+v", st)
+		if c := counted(m); c["follow_ups_canceled"] != 1 || c["follow_ups"] != 2 {
+			t.Fatalf("after second incident: %v", c)
 		}
 		after(300*time.Second, "370s",
 			"crash-20000101-000110.000-gpu3+10s.log",
@@ -77,8 +77,8 @@ func TestFollowUps(t *testing.T) {
 		if err := m.Close(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if st := m.Stats(); st.FollowUpsWritten != 5 || st.FollowUpsCanceled != 1 {
-			t.Errorf("stats = %+v", st)
+		if c := counted(m); c["follow_ups"] != 5 || c["follow_ups_canceled"] != 1 {
+			t.Errorf("counters = %v", c)
 		}
 	})
 }
@@ -96,8 +96,8 @@ func TestCloseCancelsPendingFollowUps(t *testing.T) {
 		if time.Since(start) != 0 {
 			t.Errorf("Close waited %v for pending follow-ups", time.Since(start))
 		}
-		if st := m.Stats(); st.FollowUpsWritten != 1 || st.FollowUpsCanceled != 2 {
-			t.Errorf("stats = %+v, want 1 written, 2 canceled", st)
+		if c := counted(m); c["follow_ups"] != 1 || c["follow_ups_canceled"] != 2 {
+			t.Errorf("counters = %v, want 1 written, 2 canceled", c)
 		}
 	})
 }

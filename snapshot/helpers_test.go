@@ -171,14 +171,12 @@ func testCrashRequest() CrashRequest {
 func newTestManager(t *testing.T, mod func(*Config)) (*Manager, *testClock) {
 	t.Helper()
 	clk := newClock(incidentTime)
-	modules := filepath.Join("testdata", "modules.txt")
 	cfg := Config{
-		Dir:         t.TempDir(),
-		Runner:      cannedRunner(),
-		Now:         clk.Now,
-		FollowUps:   []time.Duration{},
-		ModulesPath: modules,
-		HostRoot:    fakeHost(t),
+		Dir:       t.TempDir(),
+		Runner:    cannedRunner(),
+		Now:       clk.Now,
+		FollowUps: []time.Duration{},
+		HostRoot:  fakeHost(t),
 	}
 	if mod != nil {
 		mod(&cfg)
@@ -190,6 +188,18 @@ func newTestManager(t *testing.T, mod func(*Config)) (*Manager, *testClock) {
 		_ = m.Close(ctx)
 	})
 	return m, clk
+}
+
+// counted returns m's counters by name, those not 0, as every output reads
+// them (Registry.Read).
+func counted(m *Manager) map[string]uint64 {
+	c := map[string]uint64{}
+	for _, v := range m.counts.Read() {
+		if v.Value != 0 {
+			c[v.Name] = v.Value
+		}
+	}
+	return c
 }
 
 // closeManager closes m, failing the test on error.

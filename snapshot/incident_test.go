@@ -76,9 +76,8 @@ func TestEscalationInsideCooldown(t *testing.T) {
 		t.Errorf("the next incident: %+v", d)
 	}
 	closeManager(t, m)
-	st := m.Stats()
-	if st.Incidents != 2 || st.Escalations != 2 || st.CrashesWritten != 4 || st.CrashesSuppressed != 6 {
-		t.Errorf("stats %+v", st)
+	if c := counted(m); c["crash_incidents"] != 2 || c["crash_escalations"] != 2 || c["crash_snapshots"] != 4 || c["crash_snapshots_suppressed"] != 6 {
+		t.Errorf("counters %v", c)
 	}
 	names := files(t, dir, "crash-*")
 	want := []string{"crash-20260314-092653.589-gpu0.log", "crash-20260314-092655.589-gpu0.log", "crash-20260314-092659.589-gpu0.log", "crash-20260314-092802.589-gpu0.log"}
@@ -111,8 +110,8 @@ func TestEscalationInsideCooldown(t *testing.T) {
 		t.Errorf("after the cooldown: %+v", d)
 	}
 	closeManager(t, m2)
-	if st := m2.Stats(); st.Incidents != 2 || st.Escalations != 0 {
-		t.Errorf("second manager: %+v", st)
+	if c := counted(m2); c["crash_incidents"] != 2 || c["crash_escalations"] != 0 {
+		t.Errorf("second manager: %v", c)
 	}
 }
 
@@ -126,8 +125,8 @@ func TestFloodStaysOneSnapshot(t *testing.T) {
 		clk.Advance(10 * time.Millisecond)
 	}
 	closeManager(t, m)
-	if st := m.Stats(); st.CrashesWritten != 1 || st.Escalations != 0 || st.CrashesSuppressed != maxIncidentEvents+49 {
-		t.Errorf("stats %+v", st)
+	if c := counted(m); c["crash_snapshots"] != 1 || c["crash_escalations"] != 0 || c["crash_snapshots_suppressed"] != maxIncidentEvents+49 {
+		t.Errorf("counters %v", c)
 	}
 	m.mu.Lock()
 	sec := m.gpus[2].inc.eventsSection(-1)

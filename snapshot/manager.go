@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/cooldown"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
@@ -25,8 +26,6 @@ const (
 	DefaultCrashCooldown = 60 * time.Second
 	// DefaultSpikeCooldown is gpu-telemetry-deep.py's SPIKE_COOLDOWN_SEC.
 	DefaultSpikeCooldown = 10 * time.Second
-	// DefaultModulesPath is read instead of running lsmod (which only formats it).
-	DefaultModulesPath = "/proc/modules"
 	// loggedSuppressions: gpu-telemetry-deep.py logged the first 3
 	// suppressed crash snapshots of a burst, then stayed quiet.
 	loggedSuppressions = 3
@@ -49,7 +48,6 @@ type Config struct {
 	CommandTimeout     time.Duration                           // per diagnostic; 0 means DefaultCommandTimeout
 	DiagnosticsTimeout time.Duration                           // all diagnostics of one capture; 0 means twice CommandTimeout
 	Flush              func(gpu int) error                     // flushes and fsyncs the GPU's CSV; called before each snapshot, from a snapshot goroutine
-	ModulesPath        string                                  // "" means DefaultModulesPath
 	HostRoot           string                                  // where /proc and /sys are read from (tests give a fake one); "" means "/"
 	KernelWall         func(printk time.Duration) time.Time    // places dmesg lines on the wall clock (placeKernelLines); nil leaves them
 	Written            func(kind string, gpu int, path string) // told each file written ("crash", "spike", "follow-up"; gpu -1: none monitored), from the writer
@@ -59,7 +57,7 @@ type Config struct {
 // left to finish. An accepted one goes back, in its request, to Crash or Spike.
 type Decision struct {
 	Accepted     bool          // a snapshot is to be taken: hand its request to Crash or Spike
-	Closed       bool          // refused because the Manager is closed (counted in Stats.RefusedClosed)
+	Closed       bool          // refused because the Manager is closed (counted in snapshots_refused_at_shutdown)
 	Burst        uint64        // suppressed: how many have been suppressed in this cooldown window, this one included
 	Suppressed   uint64        // suppressed so far in total: for this GPU (crash) or for all GPUs (spike)
 	CooldownLeft time.Duration // suppressed: time until the next snapshot can be taken
@@ -78,22 +76,6 @@ type Decision struct {
 	prevNewest string    // crash: the incident's newest snapshot before this one
 }
 
-// Stats are the Manager's counters since New.
-type Stats struct {
-	Incidents              uint64         // incidents begun: a GPU's critical events from the first until its cooldown ends
-	Escalations            uint64         // crash snapshots taken inside an incident's cooldown for a worse stage
-	CrashesWritten         uint64         // crash snapshots whose stage-1 file is on disk (escalations included)
-	CrashesCompleted       uint64         // crash snapshots whose file was replaced by the full version
-	CrashesSuppressed      uint64         // crash requests suppressed by the cooldown
-	CrashesSuppressedByGPU map[int]uint64 // the same per GPU index: each GPU's count, which its crash snapshots' headers show
-	SpikesWritten          uint64
-	SpikesSuppressed       uint64
-	FollowUpsWritten       uint64
-	FollowUpsCanceled      uint64 // pending follow-ups cancelled by a newer incident or Close
-	RefusedClosed          uint64 // crash and spike requests refused because they came after Close
-	Failures               uint64 // files that could not be written, any kind or stage, and accepted crash snapshots reported Lost
-}
-
 // Manager rate-limits and writes snapshots. Its methods are safe for
 // concurrent use.
 type Manager struct {
@@ -108,13 +90,13 @@ type Manager struct {
 	follow     context.Context // cancelled as Close starts: no follow-up starts after that
 	stopFollow context.CancelCauseFunc
 
-	wg sync.WaitGroup // one per request handed to Crash or Spike, until its last file
+	wg     sync.WaitGroup     // one per request handed to Crash or Spike, until its last file
+	counts *counters.Registry // its counters (counters.go)
 
 	mu        sync.Mutex
 	closed    bool
 	gpus      map[int]*crashState
 	spikeCool cooldown.Cooldown // one across all GPUs
-	stats     Stats
 }
 
 // New returns a Manager for cfg with its defaults filled in. Directories are
@@ -122,7 +104,6 @@ type Manager struct {
 func New(cfg Config) *Manager {
 	cfg.Dir = cmp.Or(cfg.Dir, DefaultDir)
 	cfg.HostRoot = cmp.Or(cfg.HostRoot, "/")
-	cfg.ModulesPath = cmp.Or(cfg.ModulesPath, DefaultModulesPath)
 	cfg.CrashCooldown = cmp.Or(max(cfg.CrashCooldown, 0), DefaultCrashCooldown)
 	cfg.SpikeCooldown = cmp.Or(max(cfg.SpikeCooldown, 0), DefaultSpikeCooldown)
 	cfg.CommandTimeout = cmp.Or(max(cfg.CommandTimeout, 0), DefaultCommandTimeout)
@@ -153,6 +134,7 @@ func New(cfg Config) *Manager {
 		crashDir: filepath.Join(cfg.Dir, CrashDir),
 		spikeDir: filepath.Join(cfg.Dir, SpikeDir),
 		gpus:     make(map[int]*crashState),
+		counts:   counters.New(),
 	}
 	m.work, m.stopWork = context.WithCancel(context.Background())
 	m.follow, m.stopFollow = context.WithCancelCause(context.Background())
@@ -172,7 +154,7 @@ func (m *Manager) Decide(gpu int, ev Event) Decision {
 	}
 	m.mu.Lock()
 	if m.closed {
-		m.stats.RefusedClosed++
+		m.counts.Inc(refusedClosed)
 		m.mu.Unlock()
 		return Decision{Closed: true}
 	}
@@ -186,13 +168,13 @@ func (m *Manager) Decide(gpu int, ev Event) Decision {
 	var superseded context.CancelCauseFunc
 	switch {
 	case !d.Accepted:
-		m.stats.CrashesSuppressed++
+		m.counts.Inc(crashesSuppressed)
 	case d.Escalation:
 		// The incident's follow-ups, already scheduled, list it with the rest.
-		m.stats.Escalations++
+		m.counts.Inc(escalations)
 	default:
 		// A new incident: its follow-ups replace the older one's.
-		m.stats.Incidents++
+		m.counts.Inc(incidentsBegun)
 		d.inc.follow, d.inc.stopFollow = context.WithCancelCause(m.follow)
 		if prev != nil {
 			superseded = prev.stopFollow
@@ -212,14 +194,12 @@ func (m *Manager) Decide(gpu int, ev Event) Decision {
 // Lost reports that the crash snapshot d accepted will not be handed to
 // Crash (the work that was to gather it was dropped): its follow-ups are
 // cancelled, the incident no longer names its file, and the loss is counted
-// in Stats.Failures and logged.
+// in snapshot_failures and logged.
 func (m *Manager) Lost(d Decision, why string) {
 	if !d.Accepted || d.inc == nil {
 		return
 	}
-	m.mu.Lock()
-	m.stats.Failures++
-	m.mu.Unlock()
+	m.counts.Inc(snapshotFailures)
 	path := m.unname(d)
 	m.log.Warn("snapshot abandoned before it was built", "kind", "crash", "gpu", d.gpu, "path", path,
 		"incident", d.Incident, "why", why)
@@ -264,42 +244,27 @@ func (m *Manager) DecideSpike(gpu int) Decision {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		m.stats.RefusedClosed++
+		m.counts.Inc(refusedClosed)
 		return Decision{Closed: true}
 	}
 	if ok, burst, left := m.spikeCool.Allow(now, m.cfg.SpikeCooldown); !ok {
-		m.stats.SpikesSuppressed++
 		m.log.Debug("spike snapshot suppressed by cooldown", "gpu", gpu, "count", burst)
-		return Decision{Burst: burst, Suppressed: m.stats.SpikesSuppressed, CooldownLeft: left}
+		return Decision{Burst: burst, Suppressed: m.counts.Add(spikesSuppressed, 1), CooldownLeft: left}
 	}
-	return Decision{Accepted: true, Suppressed: m.stats.SpikesSuppressed, gpu: gpu, at: now}
+	return Decision{Accepted: true, Suppressed: m.counts.Load(spikesSuppressed), gpu: gpu, at: now}
 }
 
 // hand counts a request in the writers Close waits for, or, after Close,
-// in Stats.RefusedClosed, and then reports false.
+// in snapshots_refused_at_shutdown, and then reports false.
 func (m *Manager) hand() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		m.stats.RefusedClosed++
+		m.counts.Inc(refusedClosed)
 		return false
 	}
 	m.wg.Add(1)
 	return true
-}
-
-// Stats returns a copy of the counters.
-func (m *Manager) Stats() Stats {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s := m.stats
-	s.CrashesSuppressedByGPU = make(map[int]uint64, len(m.gpus))
-	for gpu, st := range m.gpus {
-		if st.suppressed > 0 {
-			s.CrashesSuppressedByGPU[gpu] = st.suppressed
-		}
-	}
-	return s
 }
 
 // Close refuses new requests, cancels the follow-ups not yet started, and
@@ -343,26 +308,22 @@ func (m *Manager) flush(gpu int) {
 
 // save writes data to a new file dir/base.log (createNew), records it, and
 // returns its path ("" when nothing was written).
-func (m *Manager) save(kind string, gpu, stage int, dir, base string, data []byte, t0 time.Time, count *uint64) string {
+func (m *Manager) save(kind string, gpu, stage int, dir, base string, data []byte, t0 time.Time, count *counters.Def) string {
 	path, err := m.createNew(dir, base, data)
 	m.record(kind, gpu, stage, path, t0, err, count)
 	return path
 }
 
-// record counts and logs a file written at path (work started at t0) in
-// *count, a field of m.stats; err is then a late failure, the directory's
-// fsync. With path "", err kept the file from being written: a failure.
-func (m *Manager) record(kind string, gpu, stage int, path string, t0 time.Time, err error, count *uint64) {
-	m.mu.Lock()
+// record counts a file written at path (work started at t0) in count and
+// logs it; err is then a late failure, the directory's fsync. With path "",
+// err kept the file from being written: a snapshot failure.
+func (m *Manager) record(kind string, gpu, stage int, path string, t0 time.Time, err error, count *counters.Def) {
 	if path == "" {
-		count = &m.stats.Failures
-	}
-	*count++
-	m.mu.Unlock()
-	if path == "" {
+		m.counts.Inc(snapshotFailures)
 		m.log.Warn("snapshot failed", "kind", kind, "gpu", gpu, "stage", stage, "error", err)
 		return
 	}
+	m.counts.Inc(count)
 	m.log.Info("snapshot written", "kind", kind, "gpu", gpu, "stage", stage, "path", path, "took", time.Since(t0))
 	if m.cfg.Written != nil {
 		m.cfg.Written(kind, gpu, path)

@@ -39,8 +39,8 @@ func TestCrashStage2Golden(t *testing.T) {
 	if calls := run.Calls(); !slices.Equal(calls, wantCalls) {
 		t.Errorf("commands = %q, want %q", calls, wantCalls)
 	}
-	if s := m.Stats(); s.CrashesWritten != 1 || s.CrashesCompleted != 1 || s.Failures != 0 {
-		t.Errorf("stats = %+v", s)
+	if c := counted(m); c["crash_snapshots"] != 1 || c["crash_snapshots_completed"] != 1 || c["snapshot_failures"] != 0 {
+		t.Errorf("counters = %v", c)
 	}
 }
 
@@ -134,16 +134,14 @@ func TestCrashCooldown(t *testing.T) {
 						t.Errorf("step %d: CooldownLeft = %v", i, d.CooldownLeft)
 					}
 				}
+				// The GPU's own count, which its crash snapshots' headers show.
+				if d.Suppressed != suppressed[s.gpu] {
+					t.Errorf("step %d: suppressed for gpu %d = %d, want %d", i, s.gpu, d.Suppressed, suppressed[s.gpu])
+				}
 			}
 			closeManager(t, m)
 			if n := len(files(t, filepath.Join(m.cfg.Dir, "crashes"), "crash-*.log")); n != accepted {
 				t.Errorf("%d crash files, want %d", n, accepted)
-			}
-			st := m.Stats()
-			for gpu, n := range suppressed {
-				if st.CrashesSuppressedByGPU[gpu] != n {
-					t.Errorf("suppressed for gpu %d = %d, want %d", gpu, st.CrashesSuppressedByGPU[gpu], n)
-				}
 			}
 		})
 	}
@@ -154,8 +152,10 @@ func TestCrashBurst(t *testing.T) {
 	rec := &recorder{}
 	m, clk := newTestManager(t, func(c *Config) { c.Logger = slog.New(rec) })
 	var accepted int
+	var last Decision
 	for i := range 50 {
 		d := crash(m, 2, testEvent, testCrashRequest)
+		last = d
 		if d.Accepted {
 			accepted++
 		} else if d.Burst != uint64(i) {
@@ -170,9 +170,8 @@ func TestCrashBurst(t *testing.T) {
 	if n := files(t, filepath.Join(m.cfg.Dir, "crashes"), "*"); len(n) != 1 {
 		t.Errorf("files = %v, want exactly 1", n)
 	}
-	st := m.Stats()
-	if st.CrashesSuppressed != 49 || st.CrashesSuppressedByGPU[2] != 49 {
-		t.Errorf("suppressed = %d (gpu 2: %d), want 49", st.CrashesSuppressed, st.CrashesSuppressedByGPU[2])
+	if n := counted(m)["crash_snapshots_suppressed"]; n != 49 || last.Suppressed != 49 {
+		t.Errorf("suppressed = %d (gpu 2: %d), want 49", n, last.Suppressed)
 	}
 	warns := rec.messages(slog.LevelWarn, "crash snapshot suppressed by cooldown")
 	if len(warns) != 3 {
@@ -228,9 +227,8 @@ func TestSpikeCooldownGlobal(t *testing.T) {
 		}
 	}
 	closeManager(t, m)
-	st := m.Stats()
-	if st.SpikesWritten != 2 || st.SpikesSuppressed != 2 {
-		t.Errorf("stats = %+v, want 2 written, 2 suppressed", st)
+	if c := counted(m); c["spike_snapshots"] != 2 || c["spike_snapshots_suppressed"] != 2 {
+		t.Errorf("counters = %v, want 2 written, 2 suppressed", c)
 	}
 	if n := files(t, filepath.Join(m.cfg.Dir, "spikes"), "spike-*.log"); len(n) != 2 {
 		t.Errorf("files = %v", n)
@@ -334,8 +332,8 @@ func TestStage1WhileCommandBlocked(t *testing.T) {
 	if d := spike(m, 3, nil); !d.Closed || d.Accepted {
 		t.Errorf("Spike after Close = %+v, want Closed", d)
 	}
-	if n := m.Stats().RefusedClosed; n != 2 {
-		t.Errorf("RefusedClosed = %d after a crash and a spike request past Close, want 2", n)
+	if n := counted(m)["snapshots_refused_at_shutdown"]; n != 2 {
+		t.Errorf("snapshots_refused_at_shutdown = %d after a crash and a spike request past Close, want 2", n)
 	}
 	if err := m.Close(context.Background()); err != nil {
 		t.Errorf("second Close = %v", err)
@@ -441,8 +439,8 @@ func TestWriteFailureCountedAndCleaned(t *testing.T) {
 			t.Errorf("%s holds %v after failed writes, want nothing", sub, e)
 		}
 	}
-	if st := m.Stats(); st.Failures != 2 || st.CrashesWritten != 0 {
-		t.Errorf("stats = %+v, want 2 failures", st)
+	if c := counted(m); c["snapshot_failures"] != 2 || c["crash_snapshots"] != 0 {
+		t.Errorf("counters = %v, want 2 failures", c)
 	}
 	if w := rec.messages(slog.LevelWarn, "snapshot failed"); len(w) != 2 {
 		t.Errorf("%d failure warnings, want 2", len(w))
@@ -475,8 +473,8 @@ func TestStage2FailureKeepsStage1(t *testing.T) {
 	if !strings.HasSuffix(string(data), "(stage 1 of 2: diagnostics pending) ===\n") {
 		t.Errorf("stage-1 file damaged:\n%s", data)
 	}
-	if st := m.Stats(); st.CrashesWritten != 1 || st.CrashesCompleted != 0 || st.Failures != 1 {
-		t.Errorf("stats = %+v", st)
+	if c := counted(m); c["crash_snapshots"] != 1 || c["crash_snapshots_completed"] != 0 || c["snapshot_failures"] != 1 {
+		t.Errorf("counters = %v", c)
 	}
 }
 
@@ -500,8 +498,8 @@ func TestDecidedSnapshotLost(t *testing.T) {
 	if err := m.Close(ctx); err != nil {
 		t.Fatalf("Close waits for a lost snapshot: %v", err)
 	}
-	if st := m.Stats(); st.Failures != 1 || st.CrashesWritten != 0 {
-		t.Errorf("failures %d, written %d; want 1, 0", st.Failures, st.CrashesWritten)
+	if c := counted(m); c["snapshot_failures"] != 1 || c["crash_snapshots"] != 0 {
+		t.Errorf("counters %v; want 1 failure, none written", c)
 	}
 	if id, snap := m.Incident(0); id != d.Incident || snap != "" {
 		t.Errorf("incident %q, snapshot %q after the loss; want %q, none", id, snap, d.Incident)
@@ -524,8 +522,8 @@ func TestRequestAfterCloseRefused(t *testing.T) {
 	if m.Crash(CrashRequest{Decision: d}) {
 		t.Error("a crash request handed after Close was taken")
 	}
-	if st := m.Stats(); st.RefusedClosed != 1 || st.CrashesWritten != 0 {
-		t.Errorf("refused %d, written %d; want 1, 0", st.RefusedClosed, st.CrashesWritten)
+	if c := counted(m); c["snapshots_refused_at_shutdown"] != 1 || c["crash_snapshots"] != 0 {
+		t.Errorf("counters %v; want 1 refused, none written", c)
 	}
 	if _, snap := m.Incident(0); snap != "" {
 		t.Errorf("the incident names %q, a file refused", snap)

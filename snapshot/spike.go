@@ -37,7 +37,7 @@ func (m *Manager) Spike(req SpikeRequest) bool {
 	go func() {
 		defer m.wg.Done()
 		m.flush(d.gpu)
-		m.save("spike", d.gpu, 0, m.spikeDir, baseName("spike", d.at, d.gpu), renderSpike(&req), time.Now(), &m.stats.SpikesWritten)
+		m.save("spike", d.gpu, 0, m.spikeDir, baseName("spike", d.at, d.gpu), renderSpike(&req), time.Now(), spikesWritten)
 	}()
 	return true
 }

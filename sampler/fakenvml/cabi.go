@@ -12,14 +12,11 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
 
-// The fake's C side, so that the sampler's one executor (sampler/batch.c)
-// calls a fake as it calls the driver: nvmlDeviceGetFieldValues, and any
-// getter, by its name and shape. A getter's C function is a trampoline of
-// its shape bound to a slot that names the function (Lib.Native); every
-// trampoline calls fakeGetter, which answers from the Dev (Dev.getter). A
-// device's C handle is a cgo.Handle of its Dev. Each call is counted,
-// scripted and made to block under its NVML name less "nvmlDevice"
-// (Dev.call), as the Go methods' calls are.
+// The fake's C side, so that sampler/batch.c calls a fake as it calls the
+// driver: a getter's C function is a trampoline of its shape bound to a
+// slot that names it (Lib.Native), answered by fakeGetter; a device's C
+// handle is a cgo.Handle of its Dev. Calls are counted and scripted under
+// their NVML name less "nvmlDevice", as the Go methods' are.
 
 func dev(h C.uintptr_t) *Dev { return cgo.Handle(h).Value().(*Dev) }
 
@@ -51,9 +48,7 @@ func fake_nvmlDeviceGetFieldValues(h C.uintptr_t, n C.int, v unsafe.Pointer) C.i
 	return C.int(dev(h).GetFieldValues(unsafe.Slice((*nvml.FieldValue)(v), int(n))))
 }
 
-// fakeGetter answers the getter of slot for device h (its argument arg;
-// the value goes to out): the call is counted and scripted (Dev.call),
-// then answered by Dev.getter.
+// fakeGetter answers the getter of slot for device h (Dev.call, Dev.getter).
 //
 //export fakeGetter
 func fakeGetter(slot C.int, h C.uintptr_t, arg C.uint, out unsafe.Pointer) C.int {

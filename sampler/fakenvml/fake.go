@@ -18,9 +18,8 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/nvmlapi"
 )
 
-// Dev is a Device whose answers are set per function. Unset functions
-// return their value with SUCCESS; ret[fn] overrides the return code; block[fn]
-// makes the call wait until the channel is closed. Calls are counted.
+// Dev is a Device whose answers are set per function (Set, Block); calls
+// are counted.
 type Dev struct {
 	mu      sync.Mutex
 	h       cgo.Handle // the C handle (handle)
@@ -63,8 +62,7 @@ type Dev struct {
 	SramEcc      *nvml.EccSramErrorStatus
 	Repair       *nvml.RepairStatus
 	Unrepairable *nvml.UnrepairableMemoryStatus_v1
-	// Latency is how long every call takes: a real wait (fake time inside a
-	// synctest bubble), as on a slow driver.
+	// Latency is how long every call takes, as on a slow driver.
 	Latency time.Duration
 
 	// Hist answers GetRowRemapperHistogram (nil: NOT_SUPPORTED); DL
@@ -73,11 +71,10 @@ type Dev struct {
 	Hist *nvml.RowRemapperHistogramValues
 	DL   map[[2]int]uint64
 
-	// Getters answers any getter the sampler's batch calls, by its name
-	// less "nvmlDevice" and its argument: a plain value (uint32, uint64)
-	// or go-nvml's struct (a versioned one with its Version set,
-	// nvml.STRUCT_VERSION). A getter in neither Getters nor the fields
-	// above answers zeros with SUCCESS, as every unset function does.
+	// Getters answers any getter of the sampler's batch: a plain value
+	// (uint32, uint64) or go-nvml's struct (a versioned one with its
+	// Version set). A getter in neither Getters nor the fields above
+	// answers zeros with SUCCESS.
 	Getters map[Getter]any
 }
 
@@ -88,11 +85,9 @@ type Getter struct {
 	Arg uint32
 }
 
-// getter writes the answer of getter fn(arg) to out (the caller holds
-// d.mu): Getters', else the fields' above; zeros when neither has one
-// (out is zeroed by the caller, sampler/batch.c). A versioned struct (its first field Version) is given only to a
-// caller that set the version it carries, as NVML does: otherwise the call
-// answers ARGUMENT_VERSION_MISMATCH. No answer allocates (the sampler's
+// getter writes the answer of getter fn(arg) to out, zeroed by batch.c
+// (the caller holds d.mu). A versioned struct is given only to a caller
+// that set its version, as NVML does. No answer allocates (the sampler's
 // samples do not).
 func (d *Dev) getter(fn string, arg uint32, out unsafe.Pointer) nvml.Return {
 	if v, ok := d.Getters[Getter{fn, arg}]; ok {
@@ -161,7 +156,6 @@ func (d *Dev) getter(fn string, arg uint32, out unsafe.Pointer) nvml.Return {
 	return nvml.SUCCESS
 }
 
-// put writes a getter's answer v to out.
 func put[T any](out unsafe.Pointer, v T) nvml.Return {
 	*(*T)(out) = v
 	return nvml.SUCCESS
@@ -179,8 +173,8 @@ func putOpt[T any](out unsafe.Pointer, v *T, ver uint32) nvml.Return {
 	return put(out, *v)
 }
 
-// putV writes v, a struct of NVML's version ver (its first field the
-// version word), to out if the caller set that version.
+// putV writes v, a struct of NVML's version ver, to out if the caller set
+// that version.
 func putV[T any](out unsafe.Pointer, v T, ver uint32) nvml.Return {
 	w := uint32(unsafe.Sizeof(v)) | ver<<24
 	if *(*uint32)(out) != w {
@@ -246,8 +240,8 @@ func (d *Dev) Update(f func(d *Dev)) {
 	f(d)
 }
 
-// Block makes calls of fn wait until release is called. entered, if not nil,
-// receives fn's name each time such a call starts waiting.
+// Block makes calls of fn wait until release is called; entered, if not
+// nil, receives fn each time such a call starts waiting.
 func (d *Dev) Block(fn string, entered chan string) (release func()) {
 	ch := make(chan struct{})
 	d.mu.Lock()
@@ -305,8 +299,8 @@ func (d *Dev) SetAll(r nvml.Return) {
 	d.mu.Unlock()
 }
 
-// answer is a device query: the call to fn is counted and gets its scripted
-// result (Dev.call), then get reads the answer under the device's lock.
+// answer is a device query: the call to fn is counted and scripted
+// (Dev.call), then get reads the answer under the device's lock.
 func answer[T any](d *Dev, fn string, get func() T) (T, nvml.Return) {
 	r := d.call(fn)
 	d.mu.Lock()
@@ -438,8 +432,8 @@ func (d *Dev) GetGraphicsRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) {
 	return answer(d, "GetGraphicsRunningProcesses", func() []nvml.ProcessInfo { return append([]nvml.ProcessInfo(nil), d.GProcs...) })
 }
 
-// GetProcessUtilization returns the samples newer than last, or NOT_FOUND when
-// there are none (as NVML does).
+// GetProcessUtilization returns the samples newer than last, or NOT_FOUND
+// (as NVML does).
 func (d *Dev) GetProcessUtilization(last uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
 	r := d.call("GetProcessUtilization")
 	d.mu.Lock()

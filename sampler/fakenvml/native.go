@@ -53,12 +53,9 @@ import (
 // numSlots is how many getters the fake can answer for.
 const numSlots = C.NSLOTS
 
-// Native implements nvmlapi.Library: the fake's C functions (a symbol
-// Missing has none, as the driver would: defensive, since the sampler plans
-// no call whose symbol LookupSymbol refused) and handles, one cgo.Handle a
-// Dev, kept for the test binary's life. Any getter is a trampoline of its
-// shape (cabi.go's fakeGetter answers it); the field call is
-// fake_nvmlDeviceGetFieldValues.
+// Native implements nvmlapi.Library: the fake's C functions (none for a
+// Missing symbol, as the driver) and handles, one cgo.Handle a Dev, kept
+// for the test binary's life.
 func (l *Lib) Native() nvmlapi.Native {
 	return nvmlapi.Native{
 		Symbol: func(name string, shape reading.Shape) unsafe.Pointer {

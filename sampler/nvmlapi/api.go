@@ -10,9 +10,8 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
-// Device is the part of go-nvml's nvml.Device the sampler calls from Go: the
-// static facts, the slow tier's lists and counters. A sample's calls are made
-// in C (Native). nvml.Device satisfies it; tests use small fakes.
+// Device is the part of go-nvml's nvml.Device the sampler calls from Go (a
+// sample's calls are made in C: Native).
 type Device interface {
 	GetName() (string, nvml.Return)
 	GetUUID() (string, nvml.Return)
@@ -46,23 +45,17 @@ type Library interface {
 	SystemGetNVMLVersion() (string, nvml.Return)
 	SystemGetCudaDriverVersion() (int, nvml.Return)
 	DeviceGetCount() (int, nvml.Return)
-	// DeviceGetHandleByIndex returns the device.
 	DeviceGetHandleByIndex(int) (Device, nvml.Return)
-	// LookupSymbol reports whether the loaded library has a symbol. Valid
-	// after Init.
+	// LookupSymbol reports whether the loaded library has a symbol; Native
+	// is how sampler/batch.c calls it. Both valid after Init.
 	LookupSymbol(string) error
-	// Native is how the sample batch (sampler/batch.c) calls the library.
-	// Valid after Init.
 	Native() Native
 }
 
-// Native is how the sample batch, one cgo call a sample, calls a library:
-// the C function of each NVML symbol and the C handle of each device.
+// Native is how the sample batch calls a library: the C function of an
+// NVML symbol called with a shape (a fake answers by it; nil: missing),
+// and device i's C handle (0: none).
 type Native struct {
-	// Symbol returns the C function of an NVML symbol, called with the
-	// shape given (the driver's ignores it; a fake answers by it); nil when
-	// the library lacks it.
 	Symbol func(name string, shape reading.Shape) unsafe.Pointer
-	// Handle returns device i's C handle; 0 when it cannot be had.
 	Handle func(i int) uintptr
 }
