@@ -98,6 +98,7 @@ func (gs *gpuState) spikeSnapshot(when time.Time, fans []string) {
 		Columns: r.Columns, Values: r.Last, CSVHeader: r.Header, Rows: r.Rows,
 		Thresholds: gs.info().Thresholds, FanPolicies: fans}) {
 		m.refused("a fan spike snapshot", gs.idx, "FAN_SPIKE")
+		return
 	}
 	gs.log.Warn("fan spike: snapshot taken", "spikes", gs.tr.Counters().Total[anomaly.CountSpikes])
 }
