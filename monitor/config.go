@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/live/atop"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
@@ -53,7 +54,13 @@ type Config struct {
 	Atop     *atop.Config // serves the atopgpud protocol when set
 	ProcRoot string       // where /proc is mounted ("": /proc)
 
-	Logger   *slog.Logger
+	Logger *slog.Logger
+	// Counters is the daemon's one counter registry, required: every part
+	// the monitor builds counts in it, the kernel log opened early
+	// (OpenKernelLog) too, and the parts cmd builds (the control socket,
+	// the metrics endpoint). It is made before the monitor, by cmd, as the
+	// kernel log is opened before NVML.
+	Counters *counters.Registry
 	Notifier Notifier    // nil: not under systemd
 	Journal  JournalFunc // also sends events.log lines to the systemd journal; nil: off
 	// WatchdogEvery is how often Notifier.Watchdog is called while the poll
@@ -66,7 +73,7 @@ type Config struct {
 	// mono steps the monotonic clock (hang lengths are measured on it: the
 	// wall clock can step) without the wall clock.
 	trace     func(step string)
-	openLog   func(dir, name string, maxMB int) lineLog
+	openLog   func(dir, name string, maxMB int, reg *counters.Registry) lineLog
 	newTicker func(time.Duration) ticker
 	mono      func() time.Duration
 }
@@ -108,8 +115,8 @@ func (c *Config) defaults() {
 		c.mono = func() time.Duration { return time.Since(base) }
 	}
 	if c.openLog == nil {
-		c.openLog = func(dir, name string, maxMB int) lineLog {
-			return sink.NewLineLog(dir, name, maxMB, logBackups, c.Logger)
+		c.openLog = func(dir, name string, maxMB int, reg *counters.Registry) lineLog {
+			return sink.NewLineLog(dir, name, maxMB, logBackups, c.Logger, reg)
 		}
 	}
 }

@@ -50,29 +50,18 @@ func logFirstLoss(log *slog.Logger, name, what string, attrs ...slog.Attr) {
 	log.LogAttrs(context.Background(), slog.LevelWarn, "work lost (first occurrence; later ones are counted)", attrs...)
 }
 
-// registerCounters makes the registry show the counts of the parts New
-// built that keep their own (every counter is declared, and reads 0 until
-// its part counts: the kernel log reader registers when it runs, the
-// control socket and the metrics endpoint when cmd opens them).
+// registerCounters makes the registry show the counts the sampler keeps in
+// its own stats. Every other part New builds is given the registry and
+// counts in it (every counter is declared, and reads 0 until its part
+// counts: the kernel log reader before it runs, the control socket and the
+// metrics endpoint until cmd opens them).
 func (m *Monitor) registerCounters() {
 	r := m.reg
 	m.host.RegisterCounters(r)
-	m.ev.RegisterCounters(r)
-	m.csv.RegisterCounters(r)
-	m.events.RegisterCounters(r)
-	m.summary.RegisterCounters(r)
-	m.snaps.RegisterCounters(r)
 	for _, gs := range m.gpus {
 		gs.pr.RegisterCounters(r)
 	}
-	if m.procs.srv != nil {
-		m.procs.srv.RegisterCounters(r)
-	}
 }
-
-// CounterRegistry is where the daemon's counters are: a part built after
-// New (the control socket, the metrics endpoint) counts there.
-func (m *Monitor) CounterRegistry() *counters.Registry { return m.reg }
 
 // counters returns every counter's current value, losses first.
 func (m *Monitor) counters() []live.Counter {

@@ -36,7 +36,6 @@ func (m *Monitor) runKmsg(ctx context.Context) {
 		}
 		return
 	}
-	r.RegisterCounters(m.reg)
 	r.OnState(m.setKmsgState)
 	m.setKmsgState("following")
 	m.log.Info("following the kernel log for Xids", "path", m.cfg.KmsgPath)

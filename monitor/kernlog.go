@@ -27,6 +27,7 @@ import (
 type KernelLog struct {
 	path   string
 	resume reading.Opt[uint64] // the previous run's last record, in this boot
+	reg    *counters.Registry  // Config.Counters, where the reader counts
 	r      *kmsg.Reader        // nil until opened, or when it could not be
 	err    error               // why it could not be opened
 	// standIn (tests) rewrites each record before it is parsed: tests of the
@@ -51,7 +52,7 @@ func planKernelLog(cfg Config) *KernelLog {
 	if cfg.KmsgPath == "" {
 		return nil
 	}
-	k := &KernelLog{path: cfg.KmsgPath}
+	k := &KernelLog{path: cfg.KmsgPath, reg: counters.Need(cfg.Counters, "monitor.Config.Counters")}
 	log := cfg.Logger
 	st, found, err := snapshot.ReadRunState(cfg.LogDir)
 	if err != nil {
@@ -77,7 +78,7 @@ func (k *KernelLog) open(log *slog.Logger) {
 	if k == nil || k.r != nil || k.err != nil {
 		return
 	}
-	k.r, k.err = kmsg.OpenWith(k.path, kmsg.Options{Log: log, ResumeAfter: k.resume})
+	k.r, k.err = kmsg.OpenWith(k.path, kmsg.Options{Log: log, ResumeAfter: k.resume, Counters: k.reg})
 	if seq, ok := k.resume.Get(); ok && k.err == nil {
 		if _, dev := k.r.LastSeq(); dev {
 			log.Info("kernel log: reading the records logged since the previous run's last one in this boot", "path", k.path, "after_seq", seq)

@@ -92,8 +92,7 @@ type lineLog interface {
 	Line(s string) error // nil also when the line was kept to be written later
 	Reopen() error
 	Close() error
-	Waiting() int                          // lines kept, not yet written
-	RegisterCounters(r *counters.Registry) // makes r show the log's counts
+	Waiting() int // lines kept, not yet written
 }
 
 // New builds the monitor's parts for an opened host and writes
@@ -104,7 +103,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		return nil, err
 	}
 	m := &Monitor{cfg: cfg, log: cfg.Logger, host: host, byIndex: map[int]*gpuState{}, start: time.Now(),
-		kclock: &kernelClock{clock: host.KernelClock(), est: kclock.NewEstimator(kclock.Config{})}, reg: counters.New(),
+		kclock: &kernelClock{clock: host.KernelClock(), est: kclock.NewEstimator(kclock.Config{})}, reg: counters.Need(cfg.Counters, "monitor.Config.Counters"),
 		runState: runState{write: snapshot.WriteRunState}}
 	m.loop.syncTick, m.loop.secondTick = make(chan time.Time, 1), make(chan time.Time, 1)
 	m.loop.cadence = &cadence{step: max(cfg.Interval/100, time.Microsecond)}
@@ -114,7 +113,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	m.ev = events.NewStage(events.Config{DedupWindow: cfg.XidDedupe, KernelClock: m.kclock.clock, HealthEvent: func(typ uint64) (string, bool) {
 		h, _ := sampler.HealthEvent(typ)
 		return h.Name, h.Critical
-	}})
+	}, Counters: m.reg})
 	m.ident = readIdentity(cfg.Host, cfg.HostRoot, m.log)
 	if cfg.KmsgPath != "" {
 		m.states.kmsg = "starting"
@@ -143,15 +142,16 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	m.board = live.NewPublishedBoard(slots)
 	m.setupProcs()
 	cc := cfg.CSV
-	cc.Dir, cc.Logger, cc.Tick = cfg.LogDir, m.log, m.loop.syncTick
+	cc.Dir, cc.Logger, cc.Tick, cc.Counters = cfg.LogDir, m.log, m.loop.syncTick, m.reg
 	csv, err := sink.NewCSV(cc, cols)
 	if err != nil {
 		return nil, err
 	}
 	m.csv = csv
-	m.events = cfg.openLog(cfg.LogDir, EventsLog, eventsLogMB)
-	m.summary = cfg.openLog(cfg.LogDir, SummaryLog, summaryLogMB)
+	m.events = cfg.openLog(cfg.LogDir, EventsLog, eventsLogMB, m.reg)
+	m.summary = cfg.openLog(cfg.LogDir, SummaryLog, summaryLogMB, m.reg)
 	sc := cfg.Snapshots
+	sc.Counters = m.reg
 	sc.Dir, sc.Logger, sc.Flush, sc.Written, sc.HostRoot, sc.KernelWall = cfg.LogDir, m.log, m.csv.Sync, m.snapshotWritten, cfg.HostRoot, m.kclock.clock.Wall
 	m.snaps = snapshot.New(sc)
 	m.registerCounters()

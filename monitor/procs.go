@@ -39,8 +39,8 @@ func (m *Monitor) setupProcs() {
 	}
 	m.procs.ticks = max(1, int((procEvery+m.cfg.Interval/2)/m.cfg.Interval))
 	if m.cfg.Atop != nil {
-		m.procs.atop = atop.NewAccumulator(infos, m.log)
-		m.procs.srv = atop.NewServer(m.procs.atop, *m.cfg.Atop, m.log)
+		m.procs.atop = atop.NewAccumulator(infos, m.log, m.reg)
+		m.procs.srv = atop.NewServer(m.procs.atop, *m.cfg.Atop, m.log, m.reg)
 	}
 }
 
