@@ -2,7 +2,8 @@ package kmsg
 
 import "github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 
-// The reader's counters, counted in its own registry (Reader.counts).
+// The reader's counters, counted in the registry it is given
+// (Options.Counters).
 var (
 	malformedRecords = counters.Declare(counters.Def{Name: "kmsg_malformed", Loss: true,
 		Help: "kernel log records that could not be parsed"})
@@ -15,6 +16,3 @@ var (
 	fileRestarts = counters.Declare(counters.Def{Name: "kmsg_file_restarts",
 		Help: "times a --kmsg file was replaced (the new one read from its start) or truncated (read again from its start); each is logged"})
 )
-
-// RegisterCounters makes reg show the reader's counts.
-func (r *Reader) RegisterCounters(reg *counters.Registry) { reg.Include(r.counts) }

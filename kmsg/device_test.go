@@ -28,7 +28,7 @@ func openKmsgWriter(t *testing.T, name string) (w io.Writer, tag string) {
 // openDevKmsg opens a Reader of the real /dev/kmsg (at its end).
 func openDevKmsg(t *testing.T) *Reader {
 	t.Helper()
-	r, err := Open("/dev/kmsg", discard)
+	r, err := Open("/dev/kmsg", discard, counters.New())
 	if err != nil {
 		t.Fatalf("Open(/dev/kmsg) as a writer of it: %v", err)
 	}
@@ -221,7 +221,7 @@ func TestDeviceReplaysRecordsWrittenBeforeOpen(t *testing.T) {
 	missed := tag + " written while nothing reads the log"
 	writeRecords(t, w, 4, missed)
 
-	r, err := OpenWith("/dev/kmsg", Options{Log: discard, ResumeAfter: reading.Some(saved)})
+	r, err := OpenWith("/dev/kmsg", Options{Log: discard, Counters: counters.New(), ResumeAfter: reading.Some(saved)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,7 +64,7 @@ type Reader struct {
 
 	seq seqTrack // /dev/kmsg: the last record handed on
 
-	counts *counters.Registry // its counters (counters.go)
+	counts *counters.Registry // Options.Counters
 
 	caughtUp bool // a file or FIFO's end was reached once: later records are fresh
 
@@ -89,12 +89,15 @@ type Options struct {
 	// Xids. A file or FIFO ignores it: a file is read from its start, a
 	// FIFO holds only what was written since it was opened.
 	ResumeAfter reading.Opt[uint64]
+	// Counters is the registry the reader counts in (counters.go). Required.
+	Counters *counters.Registry
 }
 
-// Open opens path for Run with only a logger (Options.Log): /dev/kmsg from
-// its end, a file or FIFO from its start.
-func Open(path string, log *slog.Logger) (*Reader, error) {
-	return OpenWith(path, Options{Log: log})
+// Open opens path for Run with only a logger and the registry it counts in
+// (Options.Log, Options.Counters): /dev/kmsg from its end, a file or FIFO
+// from its start.
+func Open(path string, log *slog.Logger, reg *counters.Registry) (*Reader, error) {
+	return OpenWith(path, Options{Log: log, Counters: reg})
 }
 
 // OpenWith opens path for Run. A character device is taken to be
@@ -107,6 +110,7 @@ func Open(path string, log *slog.Logger) (*Reader, error) {
 //
 // An error wraps ErrPermission when path may not be read.
 func OpenWith(path string, o Options) (*Reader, error) {
+	counts := counters.Need(o.Counters, "kmsg.Options.Counters")
 	f, mode, err := openPath(path)
 	if err != nil {
 		return nil, err
@@ -118,7 +122,7 @@ func OpenWith(path string, o Options) (*Reader, error) {
 	}
 	// A pipe holds only what was written since it was opened: no backlog.
 	r := &Reader{f: f, path: path, device: device, log: log, caughtUp: mode&os.ModeNamedPipe != 0, open: openPath, pause: sleep,
-		counts: counters.New()}
+		counts: counts}
 	r.read, r.wait = r.readFile, r.waitChange
 	if mode.IsRegular() {
 		r.notify = newFileNotifier(path)

@@ -3,6 +3,7 @@ package kmsg
 import (
 	"context"
 	"errors"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -203,7 +204,7 @@ func TestReaderFIFOLineLimit(t *testing.T) {
 	if err := syscall.Mkfifo(path, 0o600); err != nil {
 		t.Skipf("mkfifo: %v", err)
 	}
-	r, err := Open(path, discard)
+	r, err := Open(path, discard, counters.New())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +264,7 @@ func TestReaderFIFO(t *testing.T) {
 	// Open must not wait for a writer.
 	opened := make(chan *Reader, 1)
 	go func() {
-		r, err := Open(path, discard)
+		r, err := Open(path, discard, counters.New())
 		if err != nil {
 			t.Error(err)
 		}
@@ -331,7 +332,7 @@ func TestOpenPermissionDenied(t *testing.T) {
 	if err := os.WriteFile(path, []byte("6,1,1,-;x\n"), 0); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Open(path, discard)
+	_, err := Open(path, discard, counters.New())
 	if !errors.Is(err, ErrPermission) {
 		t.Errorf("Open of an unreadable file = %v, want ErrPermission", err)
 	}
@@ -377,7 +378,7 @@ func TestOpenRefusesOtherKinds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := Open(tt.path, discard)
+			r, err := Open(tt.path, discard, counters.New())
 			if err == nil {
 				r.Close()
 				t.Fatalf("Open(%q) succeeded, want an error", tt.path)
@@ -397,7 +398,7 @@ func TestRunNilCallback(t *testing.T) {
 	if err := os.WriteFile(path, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r, err := Open(path, discard)
+	r, err := Open(path, discard, counters.New())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,7 +427,7 @@ func openFile(t *testing.T, content string) (path string, r *Reader) {
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r, err := Open(path, discard)
+	r, err := Open(path, discard, counters.New())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,13 @@
 package monitor
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
@@ -34,8 +34,8 @@ func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
 		pstore = append(pstore, filepath.Join(m.cfg.HostRoot, d))
 	}
 	wg.Go(func() {
-		bl, err := snapshot.WriteBootLog(ctx, snapshot.BootConfig{Dir: m.cfg.LogDir, Runner: m.cfg.Runner, Now: m.start,
-			Prev: prev, BootID: bootID, Host: m.ident.Host, MachineID: m.ident.MachineID, PstoreDirs: pstore, CommandTimeout: m.cfg.CommandTimeout})
+		bl, err := snapshot.WriteBootLog(ctx, snapshot.BootConfig{Dir: m.cfg.LogDir, Runner: m.cfg.Snapshots.Runner, Now: m.start,
+			Prev: prev, BootID: bootID, Host: m.ident.Host, MachineID: m.ident.MachineID, PstoreDirs: pstore, CommandTimeout: m.cfg.Snapshots.CommandTimeout})
 		line := bl.Event()
 		if err != nil {
 			line.Fields = append(line.Fields, sink.Field{Key: "error", Value: err.Error()})
@@ -86,13 +86,6 @@ func (m *Monitor) compareInventory(prev snapshot.PreviousRun) {
 		"missing", count[sink.InventoryMissing], "new", count[sink.InventoryNew], "moved", count[sink.InventoryMoved])
 }
 
-// markCleanStop writes the clean-stop marker once every file is closed.
-func (m *Monitor) markCleanStop() {
-	if err := snapshot.MarkCleanStop(m.cfg.LogDir, time.Now()); err != nil {
-		m.log.Warn("cannot write the clean-stop marker; the next start will report an unclean stop", "error", err)
-	}
-}
-
 // readIdentity names the host: name (--host, else the kernel's hostname),
 // machine id (systemd's, else D-Bus's) and boot id, read under root. A name
 // that cannot tell hosts apart (localhost, none) is logged.
@@ -104,17 +97,11 @@ func readIdentity(name, root string, log *slog.Logger) reading.Identity {
 		}
 		return strings.TrimSpace(string(b))
 	}
-	id := reading.Identity{Host: name, BootID: snapshot.ReadBootID(filepath.Join(root, snapshot.DefaultBootIDPath))}
-	if id.Host == "" {
-		id.Host = read("proc/sys/kernel/hostname")
-	}
+	id := reading.Identity{Host: cmp.Or(name, read("proc/sys/kernel/hostname")),
+		MachineID: cmp.Or(read("etc/machine-id"), read("var/lib/dbus/machine-id")),
+		BootID:    snapshot.ReadBootID(filepath.Join(root, snapshot.DefaultBootIDPath))}
 	if id.Host == "" && root == "/" {
 		id.Host, _ = os.Hostname()
-	}
-	for _, p := range []string{"etc/machine-id", "var/lib/dbus/machine-id"} {
-		if id.MachineID = read(p); id.MachineID != "" {
-			break
-		}
 	}
 	if id.Host == "" || strings.HasPrefix(id.Host, "localhost") {
 		log.Warn("the host's name does not tell it apart from others: set --host", "host", id.Host, "machine_id", id.MachineID)

@@ -36,10 +36,6 @@ type periodHist struct {
 	buckets [cadenceBuckets + 1]uint32
 }
 
-func newCadence(interval time.Duration) *cadence {
-	return &cadence{step: max(interval/100, time.Microsecond)}
-}
-
 // tick records a tick at now.
 func (c *cadence) tick(now time.Time) {
 	c.mu.Lock()

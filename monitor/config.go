@@ -30,10 +30,7 @@ type Config struct {
 	Deadline time.Duration
 	Anomaly  anomaly.Config
 
-	RetentionDays int
-	FsyncEvery    time.Duration
-	MinFreeMB     uint64
-	Compress      bool
+	CSV sink.CSVConfig // the CSV files; New sets Dir, Logger and Tick
 
 	// SummaryEvery is the summary.log cadence and the rate window: 5 min,
 	// the reference logger's (gpu-telemetry-deep.py's SUMMARY_INTERVAL_SEC,
@@ -41,9 +38,6 @@ type Config struct {
 	SummaryEvery time.Duration
 	KmsgPath     string     // the kernel log to follow; "": none
 	KernelLog    *KernelLog // KmsgPath opened early (OpenKernelLog); nil: Run opens it
-	// Counters is the daemon's counter registry, the one the host was
-	// opened with (sampler.OpenOptions.Counters); required.
-	Counters *counters.Registry
 	// KmsgMarkers lets the logger write a marker to the kernel log when it
 	// has been quiet for an hour, to keep the dmesg_time estimate fresh.
 	KmsgMarkers bool
@@ -52,16 +46,21 @@ type Config struct {
 	XidDedupe      time.Duration
 	InventoryEvery time.Duration // GPU list vs the driver's enumeration; 0: 30 s
 
-	CrashCooldown  time.Duration
-	SpikeCooldown  time.Duration
-	FollowUps      []time.Duration // nil: snapshot's defaults
-	CommandTimeout time.Duration
-	Runner         snapshot.Runner // nil: real commands (an ExecRunner that logs a missing program once)
+	// Snapshots configures the crash and spike snapshots; New sets Dir,
+	// Logger, Flush, Written, HostRoot and KernelWall. Its Runner (nil: real
+	// commands) and CommandTimeout also run the boot log's commands.
+	Snapshots snapshot.Config
 
 	Atop     *atop.Config // serves the atopgpud protocol when set
 	ProcRoot string       // where /proc is mounted ("": /proc)
 
-	Logger   *slog.Logger
+	Logger *slog.Logger
+	// Counters is the daemon's one counter registry, required: every part
+	// the monitor builds counts in it, the kernel log opened early
+	// (OpenKernelLog) too, and the parts cmd builds (the control socket,
+	// the metrics endpoint). It is made before the monitor, by cmd, as the
+	// kernel log is opened before NVML.
+	Counters *counters.Registry
 	Notifier Notifier    // nil: not under systemd
 	Journal  JournalFunc // also sends events.log lines to the systemd journal; nil: off
 	// WatchdogEvery is how often Notifier.Watchdog is called while the poll
@@ -74,7 +73,7 @@ type Config struct {
 	// mono steps the monotonic clock (hang lengths are measured on it: the
 	// wall clock can step) without the wall clock.
 	trace     func(step string)
-	openLog   func(dir, name string, maxMB int) lineLog
+	openLog   func(dir, name string, maxMB int, reg *counters.Registry) lineLog
 	newTicker func(time.Duration) ticker
 	mono      func() time.Duration
 }
@@ -98,10 +97,10 @@ func (c *Config) defaults() {
 		c.InventoryEvery = inventoryEvery
 	}
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
-	if c.Runner == nil {
+	if sc := &c.Snapshots; sc.Runner == nil {
 		// One runner for the snapshots and the boot log: a missing
 		// program is logged once, whichever runs it first.
-		c.Runner = &snapshot.ExecRunner{Timeout: c.CommandTimeout, Logger: c.Logger}
+		sc.Runner = &snapshot.ExecRunner{Timeout: sc.CommandTimeout, Logger: c.Logger}
 	}
 	c.Notifier = cmp.Or[Notifier](c.Notifier, nopNotifier{})
 	c.HostRoot = cmp.Or(c.HostRoot, "/")
@@ -116,8 +115,8 @@ func (c *Config) defaults() {
 		c.mono = func() time.Duration { return time.Since(base) }
 	}
 	if c.openLog == nil {
-		c.openLog = func(dir, name string, maxMB int) lineLog {
-			return sink.NewLineLog(dir, name, maxMB, logBackups, c.Logger)
+		c.openLog = func(dir, name string, maxMB int, reg *counters.Registry) lineLog {
+			return sink.NewLineLog(dir, name, maxMB, logBackups, c.Logger, reg)
 		}
 	}
 }
@@ -131,11 +130,11 @@ func (c Config) Validate() error {
 	if c.LogDir == "" {
 		errs = append(errs, errors.New("log dir: must not be empty"))
 	}
-	if c.RetentionDays < 1 {
-		errs = append(errs, fmt.Errorf("retention %d days: must be at least 1", c.RetentionDays))
+	if c.CSV.RetentionDays < 1 {
+		errs = append(errs, fmt.Errorf("retention %d days: must be at least 1", c.CSV.RetentionDays))
 	}
-	if c.FsyncEvery <= 0 {
-		errs = append(errs, fmt.Errorf("fsync interval %s: must be > 0", c.FsyncEvery))
+	if c.CSV.FsyncEvery <= 0 {
+		errs = append(errs, fmt.Errorf("fsync interval %s: must be > 0", c.CSV.FsyncEvery))
 	}
 	if err := c.Anomaly.Validate(); err != nil {
 		errs = append(errs, err)

@@ -43,38 +43,12 @@ func lose(reg *counters.Registry, log *slog.Logger, d *counters.Def, what string
 	}
 }
 
-// lose counts one occurrence of the monitor's loss d, logged the first time
-// with what was lost.
-func (m *Monitor) lose(d *counters.Def, what string, attrs ...slog.Attr) {
-	lose(m.reg, m.log, d, what, attrs...)
-}
-
 // logFirstLoss logs the first occurrence of the loss counted by counter
 // name: what was lost, and attrs. Later ones are only counted.
 func logFirstLoss(log *slog.Logger, name, what string, attrs ...slog.Attr) {
 	attrs = append([]slog.Attr{slog.String("counter", name), slog.String("lost", what)}, attrs...)
 	log.LogAttrs(context.Background(), slog.LevelWarn, "work lost (first occurrence; later ones are counted)", attrs...)
 }
-
-// registerCounters makes the registry show the counts of the parts New
-// built that keep their own (every counter is declared, and reads 0 until
-// its part counts: the kernel log reader registers when it runs, the
-// control socket and the metrics endpoint when cmd opens them).
-func (m *Monitor) registerCounters() {
-	r := m.reg
-	m.ev.RegisterCounters(r)
-	m.csv.RegisterCounters(r)
-	m.events.RegisterCounters(r)
-	m.summary.RegisterCounters(r)
-	m.snaps.RegisterCounters(r)
-	if m.procs.srv != nil {
-		m.procs.srv.RegisterCounters(r)
-	}
-}
-
-// CounterRegistry is where the daemon's counters are: a part built after
-// New (the control socket, the metrics endpoint) counts there.
-func (m *Monitor) CounterRegistry() *counters.Registry { return m.reg }
 
 // counters returns every counter's current value, losses first.
 func (m *Monitor) counters() []live.Counter {
@@ -90,12 +64,7 @@ func (m *Monitor) counters() []live.Counter {
 // second (watchLosses), over live.RecentWindow, for the host view's
 // RowsDroppedRecent. The window is by time, not by count: at --interval 5s
 // the history is added to every 5 s, and a count of 600 would span 50 min.
-type dropHistory struct {
-	v       [int(live.RecentWindow/time.Second) + 2]dropMark
-	pos     int  // where the next mark goes
-	n       int  // marks held
-	evicted bool // a mark was overwritten while still needed (marks closer than 1 s)
-}
+type dropHistory []dropMark
 
 // dropMark is the counter's value at a time.
 type dropMark struct {
@@ -108,34 +77,23 @@ type dropMark struct {
 // the window's baseline.
 func (h *dropHistory) add(now time.Time, v uint64) {
 	cut := now.Add(-live.RecentWindow)
-	for h.n >= 2 && !h.at(1).t.After(cut) {
-		h.n--
+	for len(*h) >= 2 && !(*h)[1].t.After(cut) {
+		*h = (*h)[1:]
 	}
-	if h.n == len(h.v) {
-		h.n--
-		h.evicted = true
-	}
-	h.v[h.pos] = dropMark{t: now, v: v}
-	h.pos = (h.pos + 1) % len(h.v)
-	h.n++
-}
-
-// at returns the i-th oldest mark held.
-func (h *dropHistory) at(i int) dropMark {
-	return h.v[(h.pos-h.n+i+2*len(h.v))%len(h.v)]
+	*h = append(*h, dropMark{t: now, v: v})
 }
 
 // recent returns how much the counter, v now, grew over the RecentWindow
 // before now: since the newest mark at or before the window's start, or
 // since the daemon started when it has not run that long.
-func (h *dropHistory) recent(now time.Time, v uint64) uint64 {
+func (h dropHistory) recent(now time.Time, v uint64) uint64 {
 	cut := now.Add(-live.RecentWindow)
 	base := uint64(0)
-	if h.n > 0 && (h.evicted || !h.at(0).t.After(cut)) {
-		base = h.at(0).v
-		for i := 1; i < h.n && !h.at(i).t.After(cut); i++ {
-			base = h.at(i).v
+	for _, mk := range h {
+		if mk.t.After(cut) {
+			break
 		}
+		base = mk.v
 	}
 	return v - min(base, v)
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
-	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/xid"
 )
 
@@ -37,7 +36,6 @@ func (m *Monitor) runKmsg(ctx context.Context) {
 		}
 		return
 	}
-	r.RegisterCounters(m.reg)
 	r.OnState(m.setKmsgState)
 	m.setKmsgState("following")
 	m.log.Info("following the kernel log for Xids", "path", m.cfg.KmsgPath)
@@ -133,12 +131,6 @@ func (m *Monitor) onEvent(e reading.Event) {
 		gs.log.Error("critical GPU event", "reason", r.Reason)
 	}
 	m.carryOut(gs, r, plan)
-}
-
-// healthEvent names an NVML health event type for the event stage.
-func healthEvent(typ uint64) (string, bool) {
-	h, _ := sampler.HealthEvent(typ)
-	return h.Name, h.Critical
 }
 
 // windowsEnded writes the lines that sum up what the burst limits held in

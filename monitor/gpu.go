@@ -195,13 +195,13 @@ func (gs *gpuState) incidents(when time.Time, queued bool, critical sampleIncide
 	}
 	if spike {
 		// The fans' policies are the worker's, from memory (no NVML call
-		// after classify, where a hang could not be reported): a queued
-		// request takes them here.
+		// after classify, where a hang could not be reported): read here,
+		// also for a queued request.
+		fans := gs.g.FanPolicies()
 		if queued {
-			fans := gs.g.FanPolicies()
-			m.side.queue("a fan spike snapshot request", gs.idx, func() { gs.spikeSnapshot(when, func() []string { return fans }) })
+			m.side.queue("a fan spike snapshot request", gs.idx, func() { gs.spikeSnapshot(when, fans) })
 		} else {
-			gs.spikeSnapshot(when, gs.g.FanPolicies)
+			gs.spikeSnapshot(when, fans)
 		}
 	}
 }

@@ -13,17 +13,10 @@ import (
 
 // HealthView is a GPU's hardware health as the worker last recorded it,
 // immutable once published: crash snapshots, status and metrics read it from
-// memory, also while NVML is hung.
+// memory, also while NVML is hung. Level and Reasons are Verdict's.
 type HealthView struct {
-	At      time.Time // the sample that carried the counters; zero: none yet
-	Vals    [reading.NumReadings]reading.Opt[uint64]
-	Changed [reading.NumReadings]time.Time // zero: no change seen since the baseline
-	Links   reading.NVLinks
+	snapshot.HealthData
 	Verdict anomaly.HealthVerdict
-	Level   string   // Verdict.Level()
-	Reasons []string // Verdict.Names(), shared: never modified
-
-	RemapHist *reading.RemapHistogram // as last read; nil: never
 }
 
 // Health returns the GPU's latest health view (zero before the first
@@ -182,13 +175,4 @@ func healthGroupsText(g [reading.NumHealthGroups]bool, links int) string {
 		s += "; not supported: " + strings.Join(no, ", ")
 	}
 	return s
-}
-
-// healthSection is the crash snapshot's "Health counters" section.
-func (gs *gpuState) healthSection(when time.Time) []snapshot.Section {
-	h := gs.Health()
-	return []snapshot.Section{snapshot.HealthSection(snapshot.HealthData{
-		At: h.At, Vals: h.Vals, Changed: h.Changed, Links: h.Links, RemapHist: h.RemapHist,
-		Level: h.Verdict.Level(), Reasons: h.Verdict.Names(),
-	}, when)}
 }

@@ -2,22 +2,12 @@ package monitor
 
 import (
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
-
-// incidents holds the host's last incident, for the host view, and whether
-// a snapshot request refused at shutdown was logged.
-type incidents struct {
-	refusedLogged atomic.Bool
-	mu            sync.Mutex
-	last          live.Incident // the last critical event on any GPU
-}
 
 // lostReason is the reason of the critical event of a GPU NVML reports lost.
 const lostReason = "GPU lost: NVML_ERROR_GPU_IS_LOST"
@@ -47,9 +37,9 @@ func (gs *gpuState) criticalEvent(seen time.Time, ev snapshot.Event) crashPlan {
 	if d.Headline != "" {
 		in.Time, in.Reason = d.IncidentStart, d.Headline
 	}
-	m.inc.mu.Lock()
-	m.inc.last = in
-	m.inc.mu.Unlock()
+	m.states.mu.Lock()
+	m.states.incident = in
+	m.states.mu.Unlock()
 	if d.Closed {
 		m.refused("a crash snapshot", gs.idx, ev.Reason)
 	}
@@ -81,7 +71,7 @@ func (gs *gpuState) crashSnapshot(p crashPlan) {
 	hdr, recent := gs.m.csv.Rows(gs.idx)
 	h := gs.header(p.ev.Time, p.ev.Reason, p.n)
 	if !gs.m.snaps.Crash(snapshot.CrashRequest{Decision: p.d, Header: h, CSVHeader: hdr, Rows: recent,
-		Extra: append(gs.procSection(p.seen), gs.healthSection(p.seen)...)}) {
+		Extra: append(gs.procSection(p.seen), snapshot.HealthSection(gs.Health().HealthData, p.seen))}) {
 		gs.m.refused("a crash snapshot", gs.idx, p.ev.Reason)
 	}
 }
@@ -93,8 +83,8 @@ func (gs *gpuState) crashLost(p crashPlan, why string) { gs.m.snaps.Lost(p.d, wh
 func (p crashPlan) what() string { return "crash snapshot " + p.d.Snapshot }
 
 // spikeSnapshot takes a spike snapshot of the spike seen at when, if the
-// cooldown lets it. fans returns the fans' policies from memory, not NVML.
-func (gs *gpuState) spikeSnapshot(when time.Time, fans func() []string) {
+// cooldown lets it, with the fans' policies fans (from memory, not NVML).
+func (gs *gpuState) spikeSnapshot(when time.Time, fans []string) {
 	m := gs.m
 	d := m.snaps.DecideSpike(gs.idx)
 	if d.Closed {
@@ -106,8 +96,9 @@ func (gs *gpuState) spikeSnapshot(when time.Time, fans func() []string) {
 	r := m.csv.Recent(gs.idx) // the spike's row is the last, its cells from the sample
 	if !m.snaps.Spike(snapshot.SpikeRequest{Decision: d, Header: gs.header(when, "FAN_SPIKE", 0),
 		Columns: r.Columns, Values: r.Last, CSVHeader: r.Header, Rows: r.Rows,
-		Thresholds: gs.info().Thresholds, FanPolicies: fans()}) {
+		Thresholds: gs.info().Thresholds, FanPolicies: fans}) {
 		m.refused("a fan spike snapshot", gs.idx, "FAN_SPIKE")
+		return
 	}
 	gs.log.Warn("fan spike: snapshot taken", "spikes", gs.tr.Counters().Total[anomaly.CountSpikes])
 }
@@ -115,7 +106,7 @@ func (gs *gpuState) spikeSnapshot(when time.Time, fans func() []string) {
 // refused logs the first snapshot request the snapshot Manager refused,
 // closed at shutdown (it counts them all; watchLosses has stopped by then).
 func (m *Monitor) refused(what string, gpu int, reason string) {
-	if m.inc.refusedLogged.CompareAndSwap(false, true) {
+	if m.states.refusedLogged.CompareAndSwap(false, true) {
 		logFirstLoss(m.log, "snapshots_refused_at_shutdown", what+" asked for after the snapshot writer closed at shutdown",
 			slog.Int("gpu", gpu), slog.String("reason", reason))
 	}

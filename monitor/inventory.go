@@ -139,13 +139,8 @@ func (m *Monitor) staticKnown(gs *gpuState) {
 // are theirs from the first one. The list is trusted only when it agrees
 // with NVML: as many GPUs as enumerated, every GPU that answered at its index.
 func (m *Monitor) busesFromSysfs() {
-	var stuck []*gpuState
-	for _, gs := range m.gpus {
-		if _, err := reading.ParsePCIAddr(gs.info().BusID); err != nil {
-			stuck = append(stuck, gs)
-		}
-	}
-	if len(stuck) == 0 {
+	stuck := func(gs *gpuState) bool { _, err := reading.ParsePCIAddr(gs.info().BusID); return err != nil }
+	if !slices.ContainsFunc(m.gpus, stuck) {
 		return
 	}
 	list, err := kmsg.DriverGPUs(filepath.Join(m.cfg.HostRoot, kmsg.DefaultNvidiaDriver))
@@ -166,8 +161,8 @@ func (m *Monitor) busesFromSysfs() {
 			return
 		}
 	}
-	for _, gs := range stuck {
-		if gs.idx >= len(list) {
+	for _, gs := range m.gpus {
+		if !stuck(gs) || gs.idx >= len(list) {
 			continue
 		}
 		a := list[gs.idx]

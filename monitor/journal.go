@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -34,7 +35,7 @@ var journalFields = map[string]string{
 	"type": "GPU_EVENT", "xid": "XID", "name": "XID_NAME", "level": "GPU_EVENT_LEVEL", "job": "GPU_JOB",
 }
 
-// journalPriority is each level= as a syslog priority.
+// journalPriority is each level= as a syslog priority; any other is info (6).
 var journalPriority = map[string]int{"critical": 2, "warning": 4, "info": 6}
 
 // MessageID is the journal's MESSAGE_ID of an events.log line type: 128
@@ -55,16 +56,9 @@ func toJournal(line string) (journalEntry, bool) {
 	_, msg, _ := strings.Cut(line, " ")
 	f := map[string]string{"SYSLOG_IDENTIFIER": "gpu-telemetry", "MESSAGE_ID": MessageID(e.Type())}
 	for k, v := range e.KV {
-		name, ok := journalFields[k]
-		if !ok {
-			name = "GPU_TELEMETRY_" + journalName(k)
-		}
-		f[name] = v
+		f[cmp.Or(journalFields[k], "GPU_TELEMETRY_"+journalName(k))] = v
 	}
-	prio, ok := journalPriority[e.KV["level"]]
-	if !ok {
-		prio = 6
-	}
+	prio := cmp.Or(journalPriority[e.KV["level"]], 6)
 	return journalEntry{message: msg, priority: prio, fields: f}, true
 }
 

@@ -70,7 +70,7 @@ func (m *Monitor) onKernelRecord(rec kmsg.Record, now time.Time) {
 	case errors.Is(err, kmsg.ErrNotXid):
 		m.onKernelLine(rec, now) // AER, fallen off the bus, RmInitAdapter, GSP
 	case err != nil:
-		m.lose(badXids, "an Xid line of the driver whose GPU address or code could not be read",
+		lose(m.reg, m.log, badXids, "an Xid line of the driver whose GPU address or code could not be read",
 			slog.String("line", kmsg.Printed(rec.Message)), slog.String("error", err.Error()))
 	default:
 		m.learnXid(x)

@@ -27,9 +27,9 @@ import (
 type KernelLog struct {
 	path   string
 	resume reading.Opt[uint64] // the previous run's last record, in this boot
+	reg    *counters.Registry  // Config.Counters, where the reader counts
 	r      *kmsg.Reader        // nil until opened, or when it could not be
 	err    error               // why it could not be opened
-	opened bool
 	// standIn (tests) rewrites each record before it is parsed: tests of the
 	// real /dev/kmsg write harmless lines (an Xid 79 would page the host's
 	// operators) and turn them here into the driver's lines.
@@ -52,7 +52,7 @@ func planKernelLog(cfg Config) *KernelLog {
 	if cfg.KmsgPath == "" {
 		return nil
 	}
-	k := &KernelLog{path: cfg.KmsgPath}
+	k := &KernelLog{path: cfg.KmsgPath, reg: counters.Need(cfg.Counters, "monitor.Config.Counters")}
 	log := cfg.Logger
 	st, found, err := snapshot.ReadRunState(cfg.LogDir)
 	if err != nil {
@@ -75,11 +75,10 @@ func planKernelLog(cfg Config) *KernelLog {
 
 // open opens the kernel log (if any) once.
 func (k *KernelLog) open(log *slog.Logger) {
-	if k == nil || k.opened {
+	if k == nil || k.r != nil || k.err != nil {
 		return
 	}
-	k.opened = true
-	k.r, k.err = kmsg.OpenWith(k.path, kmsg.Options{Log: log, ResumeAfter: k.resume})
+	k.r, k.err = kmsg.OpenWith(k.path, kmsg.Options{Log: log, ResumeAfter: k.resume, Counters: k.reg})
 	if seq, ok := k.resume.Get(); ok && k.err == nil {
 		if _, dev := k.r.LastSeq(); dev {
 			log.Info("kernel log: reading the records logged since the previous run's last one in this boot", "path", k.path, "after_seq", seq)
@@ -204,10 +203,6 @@ const (
 	kernelClockRefresh = time.Hour
 	markerCheck        = 5 * time.Minute
 )
-
-func newKernelClock(c sampler.KernelClock) *kernelClock {
-	return &kernelClock{clock: c, est: kclock.NewEstimator(kclock.Config{})}
-}
 
 // observeKmsg feeds one kernel log record to the estimator; backlog says
 // nothing about the clock.

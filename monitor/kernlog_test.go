@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"io"
 	"log/slog"
 	"os"
@@ -46,7 +47,7 @@ func kmsgRestart(t *testing.T, tag string) (w io.Writer, hostRoot string, boot s
 	if err := os.WriteFile(filepath.Join(hostRoot, snapshot.DefaultBootIDPath), []byte(boot+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r, err := kmsg.Open("/dev/kmsg", slog.New(slog.DiscardHandler))
+	r, err := kmsg.Open("/dev/kmsg", slog.New(slog.DiscardHandler), counters.New())
 	if err != nil {
 		t.Fatal(err)
 	}

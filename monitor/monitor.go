@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/events"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/kclock"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
@@ -44,7 +45,6 @@ type Monitor struct {
 	events  lineLog
 	summary lineLog
 	snaps   *snapshot.Manager
-	inc     incidents          // the last incident, for the host view
 	ev      *events.Stage      // every NVML, kernel log and poll event
 	reg     *counters.Registry // every part's counters
 	board   *live.Board        // what the live readers read
@@ -76,12 +76,15 @@ type pollLoop struct {
 	tickHook func(now time.Time) // tests: runs at the end of every tick
 }
 
-// hostStates are the kernel log's and the NVML event stream's states and
-// the recent row drops, for the host view.
+// hostStates are the kernel log's and the NVML event stream's states, the
+// recent row drops and the last incident on any GPU, for the host view; and
+// whether a snapshot request refused at shutdown was logged.
 type hostStates struct {
-	mu           sync.Mutex
-	kmsg, events string
-	drops        dropHistory
+	mu            sync.Mutex
+	kmsg, events  string
+	drops         dropHistory
+	incident      live.Incident
+	refusedLogged atomic.Bool
 }
 
 // lineLog is an append-only text log (sink.LineLog; tests replace it).
@@ -89,28 +92,28 @@ type lineLog interface {
 	Line(s string) error // nil also when the line was kept to be written later
 	Reopen() error
 	Close() error
-	Waiting() int                          // lines kept, not yet written
-	RegisterCounters(r *counters.Registry) // makes r show the log's counts
+	Waiting() int // lines kept, not yet written
 }
 
 // New builds the monitor's parts for an opened host and writes
 // system-info.txt.
 func New(cfg Config, host *sampler.Host) (*Monitor, error) {
-	if cfg.Counters == nil {
-		panic("monitor: New without a counter registry")
-	}
 	cfg.defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	m := &Monitor{cfg: cfg, log: cfg.Logger, host: host, byIndex: map[int]*gpuState{}, start: time.Now(),
-		kclock: newKernelClock(host.KernelClock()), reg: cfg.Counters, runState: runState{write: snapshot.WriteRunState}}
+		kclock: &kernelClock{clock: host.KernelClock(), est: kclock.NewEstimator(kclock.Config{})}, reg: counters.Need(cfg.Counters, "monitor.Config.Counters"),
+		runState: runState{write: snapshot.WriteRunState}}
 	m.loop.syncTick, m.loop.secondTick = make(chan time.Time, 1), make(chan time.Time, 1)
-	m.loop.cadence = newCadence(cfg.Interval)
+	m.loop.cadence = &cadence{step: max(cfg.Interval/100, time.Microsecond)}
 	m.side.log, m.side.jobs, m.side.reg = m.log, make(chan sideJob, 256), m.reg
 	m.journal = journalSender{send: cfg.Journal, log: m.log, q: make(chan journalEntry, journalQueue), reg: m.reg}
 	m.states.kmsg, m.states.events = "disabled", "starting"
-	m.ev = events.NewStage(events.Config{DedupWindow: cfg.XidDedupe, KernelClock: m.kclock.clock, HealthEvent: healthEvent})
+	m.ev = events.NewStage(events.Config{DedupWindow: cfg.XidDedupe, KernelClock: m.kclock.clock, HealthEvent: func(typ uint64) (string, bool) {
+		h, _ := sampler.HealthEvent(typ)
+		return h.Name, h.Critical
+	}, Counters: m.reg})
 	m.ident = readIdentity(cfg.Host, cfg.HostRoot, m.log)
 	if cfg.KmsgPath != "" {
 		m.states.kmsg = "starting"
@@ -138,24 +141,19 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	m.busesFromSysfs()
 	m.board = live.NewPublishedBoard(slots)
 	m.setupProcs()
-	csv, err := sink.NewCSV(sink.CSVConfig{
-		Dir: cfg.LogDir, RetentionDays: cfg.RetentionDays, FsyncEvery: cfg.FsyncEvery,
-		MinFreeMB: cfg.MinFreeMB, Compress: cfg.Compress, Logger: m.log, Tick: m.loop.syncTick,
-	}, cols)
+	cc := cfg.CSV
+	cc.Dir, cc.Logger, cc.Tick, cc.Counters = cfg.LogDir, m.log, m.loop.syncTick, m.reg
+	csv, err := sink.NewCSV(cc, cols)
 	if err != nil {
 		return nil, err
 	}
 	m.csv = csv
-	m.events = cfg.openLog(cfg.LogDir, EventsLog, eventsLogMB)
-	m.summary = cfg.openLog(cfg.LogDir, SummaryLog, summaryLogMB)
-	m.snaps = snapshot.New(snapshot.Config{
-		Dir: cfg.LogDir, Runner: cfg.Runner, Logger: m.log,
-		CrashCooldown: cfg.CrashCooldown, SpikeCooldown: cfg.SpikeCooldown,
-		FollowUps: cfg.FollowUps, CommandTimeout: cfg.CommandTimeout,
-		Flush: m.csv.Sync, Written: m.snapshotWritten, HostRoot: cfg.HostRoot,
-		KernelWall: m.kclock.clock.Wall,
-	})
-	m.registerCounters()
+	m.events = cfg.openLog(cfg.LogDir, EventsLog, eventsLogMB, m.reg)
+	m.summary = cfg.openLog(cfg.LogDir, SummaryLog, summaryLogMB, m.reg)
+	sc := cfg.Snapshots
+	sc.Counters = m.reg
+	sc.Dir, sc.Logger, sc.Flush, sc.Written, sc.HostRoot, sc.KernelWall = cfg.LogDir, m.log, m.csv.Sync, m.snapshotWritten, cfg.HostRoot, m.kclock.clock.Wall
+	m.snaps = snapshot.New(sc)
 	m.writeSystemInfo()
 	m.publishHost() // the first host view, before Run
 	return m, nil
@@ -217,8 +215,9 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	}
 	m.log.Info("polling", "interval", m.cfg.Interval, "deadline", m.cfg.Deadline, "gpus", strings.Join(names, ","), "dir", m.cfg.LogDir)
 
-	sideStop, sideDone := make(chan struct{}), make(chan struct{})
-	go func() { defer close(sideDone); serve(sideStop, m.side.jobs, func(j sideJob) { j.f() }) }()
+	sideCtx, stopSide := context.WithCancel(context.Background())
+	var side sync.WaitGroup
+	side.Go(func() { serve(sideCtx.Done(), m.side.jobs, func(j sideJob) { j.f() }) })
 
 	m.poll(ctx, sigs)
 
@@ -238,13 +237,11 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	stopBG()
 	waitBounded(&listeners, 3*time.Second)
 	m.cfg.trace("listeners-stopped")
-	stuck := append(m.waitWorkers(2*time.Second), m.procsStuck()...)
+	stuck := m.waitWorkers(2 * time.Second)
 	m.cfg.trace("workers-stopped")
 	m.side.close() // from here queue drops and counts
-	close(sideStop)
-	select {
-	case <-sideDone:
-	case <-time.After(2 * time.Second):
+	stopSide()
+	if !waitBounded(&side, 2*time.Second) {
 		m.log.Warn("queued file work still running at shutdown; what has not started is dropped, counted in side_drops",
 			"dropped", m.side.dropQueued())
 	}
@@ -270,7 +267,9 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	m.cfg.trace("summary-written")
 	m.summary.Close()
 	m.cfg.trace("files-closed")
-	m.markCleanStop()
+	if err := snapshot.MarkCleanStop(m.cfg.LogDir, time.Now()); err != nil { // once every file is closed
+		m.log.Warn("cannot write the clean-stop marker; the next start will report an unclean stop", "error", err)
+	}
 	m.publishHost() // the final counts, for a reader still asking
 	m.status("final status")
 	eventsStuck := !sampler.EventsIdle(2 * time.Second)
@@ -287,17 +286,20 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	return nil
 }
 
-// waitBounded waits for wg, at most d.
-func waitBounded(wg *sync.WaitGroup, d time.Duration) {
+// waitBounded waits for wg, at most d; it reports whether wg is done.
+func waitBounded(wg *sync.WaitGroup, d time.Duration) bool {
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
 	case <-done:
+		return true
 	case <-time.After(d):
+		return false
 	}
 }
 
-// waitWorkers waits, at most d, until no sample is in flight; it returns the GPUs still stuck.
+// waitWorkers waits, at most d, until no sample is in flight; it returns the
+// GPUs still stuck, then those whose process read is inside the driver.
 func (m *Monitor) waitWorkers(d time.Duration) []string {
 	deadline := time.Now().Add(d)
 	for {
@@ -308,6 +310,11 @@ func (m *Monitor) waitWorkers(d time.Duration) []string {
 			}
 		}
 		if len(busy) == 0 || time.Now().After(deadline) {
+			for _, gs := range m.gpus {
+				if _, in := gs.pr.Busy(); in {
+					busy = append(busy, strconv.Itoa(gs.idx)+" (process list)")
+				}
+			}
 			return busy
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -321,26 +328,25 @@ func (m *Monitor) poll(ctx context.Context, sigs <-chan os.Signal) {
 	tk := m.cfg.newTicker(m.cfg.Interval)
 	m.loop.lastSummary = time.Now()
 	m.loop.windowStart.Store(int64(m.cfg.mono()))
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
+	ctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stop()
+	context.AfterFunc(ctx, tk.Stop)
+	wg.Go(func() {
 		for {
 			select {
 			case <-ctx.Done():
-				tk.Stop()
-				return
-			case <-done:
 				return
 			case sig := <-sigs:
 				m.signal(sig)
 			}
 		}
-	}()
+	})
 	if m.cfg.WatchdogEvery > 0 {
 		wd := m.cfg.newTicker(m.cfg.WatchdogEvery)
-		pinged := make(chan struct{})
-		go func() { defer close(pinged); m.keepAlive(wd) }()
-		defer func() { wd.Stop(); <-pinged }()
+		context.AfterFunc(ctx, wd.Stop)
+		wg.Go(func() { m.keepAlive(wd) })
 	}
 	m.loop.lastSync = time.Now() // the first sync round one FsyncEvery after the start
 	m.beatTick(time.Now())
@@ -390,7 +396,7 @@ func (m *Monitor) tick(now time.Time) {
 	}
 	k := m.reg.Load(ticksRun)
 	m.procTick(at, k)
-	if now.Sub(lp.lastSync) >= m.cfg.FsyncEvery {
+	if now.Sub(lp.lastSync) >= m.cfg.CSV.FsyncEvery {
 		lp.lastSync = now
 		nudge(lp.syncTick, now)
 	}
@@ -443,7 +449,7 @@ func (m *Monitor) eventLine(e sink.EventLine) {
 	line := e.Line()
 	m.journal.queue(line)
 	if err := m.events.Line(line); err != nil {
-		m.lose(lineFails, "an events.log line", slog.String("line", line), slog.String("error", err.Error()))
+		lose(m.reg, m.log, lineFails, "an events.log line", slog.String("line", line), slog.String("error", err.Error()))
 	}
 }
 
@@ -490,16 +496,11 @@ func (m *Monitor) hostView() live.Host {
 		DiskPaused: m.csv.Stats().Paused,
 		Counters:   m.counters(),
 	}
-	m.inc.mu.Lock()
-	h.LastIncident = m.inc.last
-	m.inc.mu.Unlock()
 	m.loop.cadence.get(&h.Cadence)
 	h.Pacer = m.pacerState()
-	for _, l := range []lineLog{m.events, m.summary} {
-		h.LogLines.Waiting += l.Waiting()
-	}
+	h.LogLines.Waiting = m.events.Waiting() + m.summary.Waiting()
 	m.states.mu.Lock()
-	h.Kmsg, h.Events = m.states.kmsg, m.states.events
+	h.Kmsg, h.Events, h.LastIncident = m.states.kmsg, m.states.events, m.states.incident
 	dropped, _ := h.Counter(live.CounterRowsDropped) // registered by sink (TestViewCountersAreInTheTable)
 	h.RowsDroppedRecent = m.states.drops.recent(h.Now, dropped)
 	m.states.mu.Unlock()

@@ -26,6 +26,7 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
+	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 
 	// The parts cmd builds after New declare counters too: linked in, as in
 	// the daemon, the outputs show theirs (at 0) as the daemon's do.
@@ -60,8 +61,7 @@ func (l *plainLog) Line(s string) error {
 func (l *plainLog) Reopen() error { return nil }
 func (l *plainLog) Close() error  { return nil }
 
-func (l *plainLog) Waiting() int                        { return 0 }
-func (l *plainLog) RegisterCounters(*counters.Registry) {}
+func (l *plainLog) Waiting() int { return 0 }
 
 type rig struct {
 	lib   *fakenvml.Lib
@@ -113,11 +113,14 @@ func newRigClock(t *testing.T, lib *fakenvml.Lib, kc sampler.KernelClock, tweak 
 	}
 	var mu sync.Mutex
 	cfg := Config{
-		Version: "test", Host: "testhost", Counters: reg, LogDir: r.dir, Interval: 100 * time.Millisecond, Anomaly: anomaly.DefaultConfig(),
-		RetentionDays: 14, FsyncEvery: time.Second, Runner: fakeRunner{}, FollowUps: []time.Duration{},
-		Logger:    slog.New(slog.NewTextHandler(r.logs, nil)),
-		HostRoot:  t.TempDir(),
-		openLog:   func(dir, name string, _ int) lineLog { return &plainLog{path: filepath.Join(dir, name)} },
+		Version: "test", Host: "testhost", LogDir: r.dir, Interval: 100 * time.Millisecond, Anomaly: anomaly.DefaultConfig(),
+		CSV: sink.CSVConfig{RetentionDays: 14, FsyncEvery: time.Second}, Snapshots: snapshot.Config{Runner: fakeRunner{}, FollowUps: []time.Duration{}},
+		Logger:   slog.New(slog.NewTextHandler(r.logs, nil)),
+		HostRoot: t.TempDir(),
+		Counters: reg,
+		openLog: func(dir, name string, _ int, _ *counters.Registry) lineLog {
+			return &plainLog{path: filepath.Join(dir, name)}
+		},
 		newTicker: newGoTicker,
 		trace: func(s string) {
 			mu.Lock()
@@ -681,14 +684,13 @@ func (r *rig) counted(name string) uint64 {
 }
 
 // lossyCloseLog is a line log that loses lost lines at Close, as a
-// sink.LineLog does with lines still waiting for a full disk.
+// sink.LineLog does with lines still waiting for a full disk, counted in
+// the registry it was given.
 type lossyCloseLog struct {
 	plainLog
 	lost   uint64
 	counts *counters.Registry
 }
-
-func (l *lossyCloseLog) RegisterCounters(r *counters.Registry) { r.Include(l.counts) }
 
 func (l *lossyCloseLog) Close() error {
 	l.counts.Add(counters.Lookup("log_lines_lost_at_exit"), l.lost)
@@ -701,11 +703,11 @@ func TestFinalSummaryLineCountsEventsLostAtClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, 1, func(c *Config) {
 			open := c.openLog
-			c.openLog = func(dir, name string, mb int) lineLog {
+			c.openLog = func(dir, name string, mb int, reg *counters.Registry) lineLog {
 				if name == "events.log" {
-					return &lossyCloseLog{plainLog: plainLog{path: filepath.Join(dir, name)}, lost: 3, counts: counters.New()}
+					return &lossyCloseLog{plainLog: plainLog{path: filepath.Join(dir, name)}, lost: 3, counts: reg}
 				}
-				return open(dir, name, mb)
+				return open(dir, name, mb, reg)
 			}
 		})
 		r.run(time.Second, nil)
@@ -940,8 +942,7 @@ func (failingLog) Line(string) error { return syscall.ENOSPC }
 func (failingLog) Reopen() error     { return nil }
 func (failingLog) Close() error      { return nil }
 
-func (failingLog) Waiting() int                        { return 0 }
-func (failingLog) RegisterCounters(*counters.Registry) {}
+func (failingLog) Waiting() int { return 0 }
 
 // TestLostWorkIsCountedShownAndLogged provokes each kind of work the monitor
 // can lose and requires its counter in the SIGUSR1 status line and in the
@@ -1105,30 +1106,28 @@ func TestPublishedView(t *testing.T) {
 	})
 }
 
-// statsLog is a line log with fixed counts: lines waiting, delayed and
-// lost at exit.
+// statsLog is a line log with fixed counts: lines waiting, and delayed and
+// lost at exit counted in its registry when it is opened (newStatsLog).
 type statsLog struct {
 	plainLog
-	waiting       int
-	delayed, lost uint64
+	waiting int
+}
+
+func newStatsLog(path string, reg *counters.Registry, waiting int, delayed, lost uint64) *statsLog {
+	reg.Add(counters.Lookup("log_lines_delayed"), delayed)
+	reg.Add(counters.Lookup("log_lines_lost_at_exit"), lost)
+	return &statsLog{plainLog: plainLog{path: path}, waiting: waiting}
 }
 
 func (l *statsLog) Waiting() int { return l.waiting }
-
-func (l *statsLog) RegisterCounters(r *counters.Registry) {
-	part := counters.New()
-	part.Add(counters.Lookup("log_lines_delayed"), l.delayed)
-	part.Add(counters.Lookup("log_lines_lost_at_exit"), l.lost)
-	r.Include(part)
-}
 
 // TestHostViewLogLines: what the line logs hold back now reaches the host
 // view (status, metrics), summed over events.log and summary.log; what they
 // delayed and lost is in the counter table only.
 func TestHostViewLogLines(t *testing.T) {
 	r := newRig(t, 1, func(c *Config) {
-		c.openLog = func(dir, name string, _ int) lineLog {
-			return &statsLog{plainLog: plainLog{path: filepath.Join(dir, name)}, waiting: 1, delayed: 4, lost: 1}
+		c.openLog = func(dir, name string, _ int, reg *counters.Registry) lineLog {
+			return newStatsLog(filepath.Join(dir, name), reg, 1, 4, 1)
 		}
 	})
 	h := r.m.Board().View().Host

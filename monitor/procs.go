@@ -3,7 +3,6 @@ package monitor
 import (
 	"context"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -40,8 +39,8 @@ func (m *Monitor) setupProcs() {
 	}
 	m.procs.ticks = max(1, int((procEvery+m.cfg.Interval/2)/m.cfg.Interval))
 	if m.cfg.Atop != nil {
-		m.procs.atop = atop.NewAccumulator(infos, m.log)
-		m.procs.srv = atop.NewServer(m.procs.atop, *m.cfg.Atop, m.log)
+		m.procs.atop = atop.NewAccumulator(infos, m.log, m.reg)
+		m.procs.srv = atop.NewServer(m.procs.atop, *m.cfg.Atop, m.log, m.reg)
 	}
 }
 
@@ -92,34 +91,14 @@ func (m *Monitor) procTick(at instant, k uint64) {
 // procSection is the crash snapshot's "Processes on this GPU" section at
 // when, from the latest read (never a new NVML call: the GPU may be hung).
 func (gs *gpuState) procSection(when time.Time) []snapshot.Section {
-	if gs.pr == nil {
-		return nil
-	}
 	return []snapshot.Section{snapshot.ProcessesSection(gs.pr.Snapshot(gs.m.cfg.mono(), procStuckAfter), when)}
-}
-
-// procsStuck names the GPUs whose process read is inside the driver.
-func (m *Monitor) procsStuck() []string {
-	var out []string
-	for _, gs := range m.gpus {
-		if gs.pr == nil {
-			continue
-		}
-		if _, in := gs.pr.Busy(); in {
-			out = append(out, strconv.Itoa(gs.idx)+" (process list)")
-		}
-	}
-	return out
 }
 
 // jobs names the jobs on the GPU in its latest good process read, from
 // memory, for an events.log field: "slurm job 4242 step 0; pod <uid>
 // container <id>", or "".
 func (gs *gpuState) jobs() string {
-	var good *reading.Procs
-	if gs.pr != nil {
-		good = gs.pr.Latest().Good()
-	}
+	good := gs.pr.Latest().Good()
 	if good == nil {
 		return ""
 	}

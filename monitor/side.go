@@ -35,33 +35,30 @@ type sideJob struct {
 	dropped func(why string) // if set, told why the job was dropped instead of run
 }
 
-// queue runs f on the side goroutine; it reports whether f was queued.
-func (q *sideQueue) queue(what string, gpu int, f func()) bool {
-	return q.enqueue(sideJob{what: what, gpu: gpu, f: f})
+// queue runs f on the side goroutine.
+func (q *sideQueue) queue(what string, gpu int, f func()) {
+	q.enqueue(sideJob{what: what, gpu: gpu, f: f})
 }
 
 // enqueue is queue for a job.
-func (q *sideQueue) enqueue(j sideJob) bool {
+func (q *sideQueue) enqueue(j sideJob) {
 	q.mu.Lock()
-	closed, queued := q.closed, false
+	closed, full := q.closed, false
 	if !closed {
 		select {
 		case q.jobs <- j:
-			queued = true
 		default:
+			full = true
 		}
 	}
 	q.mu.Unlock()
-	if queued {
-		return true
-	}
-	if closed {
+	switch {
+	case closed:
 		j.what += " (queued after shutdown)"
 		q.drop(j, "queued after the side queue stopped at shutdown")
-	} else {
+	case full:
 		q.drop(j, "the side queue was full")
 	}
-	return false
 }
 
 // drop counts j in side_drops (the first logged with what it carried),

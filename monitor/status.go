@@ -163,7 +163,7 @@ func (m *Monitor) writeSummary(now time.Time, elapsed time.Duration, final bool)
 	}
 	line := SummaryLine(now, m.collect(), window, elapsed, final)
 	if err := m.summary.Line(line); err != nil {
-		m.lose(lineFails, "a summary.log line", slog.String("line", line), slog.String("error", err.Error()))
+		lose(m.reg, m.log, lineFails, "a summary.log line", slog.String("line", line), slog.String("error", err.Error()))
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 // else. Real time (the sync thread is outside any synctest bubble); the
 // deadline is for giving up, not a measure of speed.
 func TestPollLoopDrivesCSVSyncRounds(t *testing.T) {
-	r := newRig(t, 1, func(c *Config) { c.FsyncEvery = 100 * time.Millisecond })
+	r := newRig(t, 1, func(c *Config) { c.CSV.FsyncEvery = 100 * time.Millisecond })
 	syncBatches := func() uint64 {
 		for _, c := range r.m.counters() {
 			if c.Name == "sync_batches" {

@@ -63,15 +63,21 @@ type grid struct {
 
 func (g *grid) at(k int64) time.Time { return g.start.Add(time.Duration(k) * g.iv) }
 
-// advance moves the grid on by the exp grid points that passed and returns
-// how many of them are missed: all but the last, and the last too when it
-// is late (then the caller waits for the next).
-func (g *grid) advance(exp uint64) (missed uint64, late bool) {
-	g.k += int64(exp)
-	if lateTick(time.Since(g.at(g.k)), g.iv) {
-		return exp, true
+// next returns at the next tick on the grid and how many were missed: wait
+// returns how many grid points passed (ok false: stopped); all but the last
+// are missed, and the last too when it is late (then next waits again).
+func (g *grid) next(wait func() (uint64, bool)) (missed uint64, ok bool) {
+	for {
+		exp, ok := wait()
+		if !ok {
+			return 0, false
+		}
+		g.k += int64(exp)
+		if !lateTick(time.Since(g.at(g.k)), g.iv) {
+			return missed + exp - 1, true
+		}
+		missed += exp
 	}
-	return exp - 1, false
 }
 
 type timerfdTicker struct {
@@ -86,33 +92,24 @@ type timerfdTicker struct {
 	readFn func(fd uintptr) bool
 }
 
-func (t *timerfdTicker) Next() (uint64, bool) {
-	var missed uint64
-	for {
-		if !t.read() {
-			return 0, false
-		}
-		n, late := t.advance(binary.LittleEndian.Uint64(t.buf[:]))
-		if missed += n; !late {
-			return missed, true
-		}
-	}
-}
+func (t *timerfdTicker) Next() (uint64, bool) { return t.next(t.wait) }
 
-// read waits until the timer has expired and reads the count of expirations
-// (more than one: ticks were missed) into buf. It does not try the read
+// wait waits until the timer has expired and returns the count of
+// expirations (more than one: ticks were missed). It does not try the read
 // before the expiry is due (an EAGAIN is one more system call a tick): the
 // poller is armed before the callback runs, and the timer started after
 // t.start, so never expires before its grid time. The read is a raw system
 // call (a ready timerfd never blocks), which does not wake sysmon.
-func (t *timerfdTicker) read() bool {
+func (t *timerfdTicker) wait() (uint64, bool) {
 	t.due = t.at(t.k + 1)
 	t.ok = false
-	err := t.rc.Read(t.readFn)
-	return err == nil && t.ok
+	if err := t.rc.Read(t.readFn); err != nil || !t.ok {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint64(t.buf[:]), true
 }
 
-// readReady is read's callback on the poller: false (wait) until the expiry
+// readReady is wait's callback on the poller: false (wait) until the expiry
 // is due and read.
 func (t *timerfdTicker) readReady(fd uintptr) bool {
 	if time.Now().Before(t.due) {
@@ -144,22 +141,18 @@ func newGoTicker(iv time.Duration) ticker {
 
 func (t *goTicker) Stop() { t.once.Do(func() { close(t.stop) }) }
 
-func (t *goTicker) Next() (uint64, bool) {
-	var missed uint64
-	for {
-		if d := time.Until(t.at(t.k + 1)); d > 0 {
-			t.timer.Reset(d)
-			select {
-			case <-t.timer.C:
-			case <-t.stop:
-				return 0, false
-			}
-		}
-		n, late := t.advance(uint64(time.Since(t.start)/t.iv) - uint64(t.k))
-		if missed += n; !late {
-			return missed, true
+func (t *goTicker) Next() (uint64, bool) { return t.next(t.wait) }
+
+func (t *goTicker) wait() (uint64, bool) {
+	if d := time.Until(t.at(t.k + 1)); d > 0 {
+		t.timer.Reset(d)
+		select {
+		case <-t.timer.C:
+		case <-t.stop:
+			return 0, false
 		}
 	}
+	return uint64(time.Since(t.start)/t.iv) - uint64(t.k), true
 }
 
 // every calls fn every d, and whenever wake delivers (nil: never), until ctx

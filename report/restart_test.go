@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/csv"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"os"
 	"path/filepath"
 	"testing"
@@ -26,7 +27,7 @@ func writeRun(t *testing.T, dir string, fans int, start time.Time, n int) {
 // a row at each of times (the wall clock as the logger saw it), and closes it.
 func writeRows(t *testing.T, dir string, fans int, times []time.Time) {
 	t.Helper()
-	c, err := sink.NewCSV(sink.CSVConfig{Dir: dir, Now: func() time.Time { return times[0] },
+	c, err := sink.NewCSV(sink.CSVConfig{Counters: counters.New(), Dir: dir, Now: func() time.Time { return times[0] },
 		FreeBytes: func(string) (uint64, error) { return 1 << 40, nil }}, []sink.GPUColumns{{Index: 0, Fans: fans}})
 	if err != nil {
 		t.Fatal(err)

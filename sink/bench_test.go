@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"testing"
 	"time"
 )
@@ -19,7 +20,7 @@ func BenchmarkAppendRow(b *testing.B) {
 // BenchmarkWriteRow formats and writes one row to its file (one write(2)),
 // keeping it in the in-memory ring: the sink's whole per-sample cost.
 func BenchmarkWriteRow(b *testing.B) {
-	c, err := NewCSV(CSVConfig{Dir: b.TempDir(), FreeBytes: func(string) (uint64, error) { return 1 << 40, nil }},
+	c, err := NewCSV(CSVConfig{Counters: counters.New(), Dir: b.TempDir(), FreeBytes: func(string) (uint64, error) { return 1 << 40, nil }},
 		[]GPUColumns{{Index: 0, Fans: 2}})
 	if err != nil {
 		b.Fatal(err)

@@ -2,6 +2,7 @@ package sink
 
 import (
 	"encoding/csv"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"slices"
 	"strings"
 	"testing"
@@ -34,7 +35,7 @@ func TestCellsAreTheRowReadBack(t *testing.T) {
 			}
 		}
 	}
-	c, err := NewCSV(CSVConfig{Dir: t.TempDir(), MinFreeMB: 0}, []GPUColumns{{Index: 0, Fans: 2}})
+	c, err := NewCSV(CSVConfig{Counters: counters.New(), Dir: t.TempDir(), MinFreeMB: 0}, []GPUColumns{{Index: 0, Fans: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,6 +46,8 @@ type CSVConfig struct {
 	// on a timer of its own. Nil: a ticker every FsyncEvery.
 	Tick   <-chan time.Time
 	Logger *slog.Logger
+	// Counters is the registry the writer counts in (counters.go). Required.
+	Counters *counters.Registry
 
 	// wrap lets tests put a failing writer around the opened file.
 	wrap func(*os.File) file
@@ -124,7 +126,7 @@ type CSV struct {
 	closeMu sync.Mutex
 	closed  bool
 	shut    atomic.Bool        // set by Close: later rows are dropped
-	counts  *counters.Registry // its counters (counters.go)
+	counts  *counters.Registry // CSVConfig.Counters
 }
 
 type gpuFile struct {
@@ -165,12 +167,14 @@ type GPUColumns struct {
 // removes expired days and queues unfinished compressions from earlier runs.
 // It starts the background fsync and disk-guard goroutine.
 func NewCSV(cfg CSVConfig, gpus []GPUColumns) (*CSV, error) {
+	counts := counters.Need(cfg.Counters, "sink.CSVConfig.Counters")
 	cfg.defaults()
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create log dir: %w", err)
 	}
 	c := &CSV{cfg: cfg, log: cfg.Logger, files: map[int]*gpuFile{}, stop: make(chan struct{}), done: make(chan struct{}),
-		counts: counters.New()}
+		counts: counts}
+	counters.Observe(counts, asyncSyncBatches, counters.Field[uint64]{Def: syncBatches, Get: func(n uint64) uint64 { return n }})
 	for _, g := range gpus {
 		gf := &gpuFile{index: g.Index, ring: make([]reading.Sample, cfg.RingRows), mine: map[string]bool{}}
 		gf.set(g)

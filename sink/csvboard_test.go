@@ -2,6 +2,7 @@ package sink
 
 import (
 	"bufio"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,7 +64,7 @@ func TestCSVOneBoardPerFile(t *testing.T) {
 	dir := t.TempDir()
 	s := fullSample()
 	run := func(b Board, temp uint32) {
-		c, err := NewCSV(CSVConfig{Dir: dir, FreeBytes: func(string) (uint64, error) { return 1 << 40, nil }},
+		c, err := NewCSV(CSVConfig{Counters: counters.New(), Dir: dir, FreeBytes: func(string) (uint64, error) { return 1 << 40, nil }},
 			[]GPUColumns{{Index: 0, Fans: 2, Board: b}})
 		if err != nil {
 			t.Fatal(err)
@@ -196,7 +197,7 @@ func TestCSVCutInItsPreambleIsRepaired(t *testing.T) {
 	if err := os.WriteFile(path, append(board.Line(), Header(2)[:20]...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewCSV(CSVConfig{Dir: dir, FreeBytes: func(string) (uint64, error) { return 1 << 40, nil }},
+	c, err := NewCSV(CSVConfig{Counters: counters.New(), Dir: dir, FreeBytes: func(string) (uint64, error) { return 1 << 40, nil }},
 		[]GPUColumns{{Index: 0, Fans: 2, Board: board}})
 	if err != nil {
 		t.Fatal(err)

@@ -52,18 +52,21 @@ type LineLog struct {
 	wg         sync.WaitGroup
 	overflowed bool   // this outage's first overflow was logged
 	overflowN  uint64 // lines dropped because the queue was full (Line returned an error), for the log
+	delayedN   uint64 // lines kept for a later write (log_lines_delayed, this log's own), for the log
 
-	// counts (log_lines_delayed, log_lines_lost_at_exit) and pendingN
-	// (len(pending)) change under mu and are read without it: status
-	// requests and scrapes must not wait behind a write(2) or a rotation
-	// stuck on a stalled disk.
+	// counts (log_lines_delayed, log_lines_lost_at_exit: the registry it
+	// was given) and pendingN (len(pending)) change under mu and are read
+	// without it: status requests and scrapes must not wait behind a
+	// write(2) or a rotation stuck on a stalled disk.
 	counts   *counters.Registry
 	pendingN atomic.Int64
 }
 
 // NewLineLog returns a log at dir/name rotated at maxMB megabytes, keeping
-// backups rotated copies. Write failures are logged to log (nil: discarded).
-func NewLineLog(dir, name string, maxMB, backups int, log *slog.Logger) *LineLog {
+// backups rotated copies, counting in reg (required). Write failures are
+// logged to log (nil: discarded).
+func NewLineLog(dir, name string, maxMB, backups int, log *slog.Logger, reg *counters.Registry) *LineLog {
+	counters.Need(reg, "sink.NewLineLog's registry")
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -74,7 +77,7 @@ func NewLineLog(dir, name string, maxMB, backups int, log *slog.Logger) *LineLog
 		MaxBackups: backups,
 		LocalTime:  true,
 	}, path: path, log: log, retryEvery: lineRetryEvery, stop: make(chan struct{}), unchecked: true,
-		counts: counters.New()}
+		counts: reg}
 }
 
 // Line appends one line; a trailing newline is added. When the file cannot
@@ -118,6 +121,7 @@ func (l *LineLog) keepLocked(s string) error {
 	l.pending = append(l.pending, append([]byte(s), '\n'))
 	l.pendBytes += len(s) + 1
 	l.pendingN.Store(int64(len(l.pending)))
+	l.delayedN++
 	l.counts.Inc(linesDelayed)
 	if !l.retrying {
 		l.retrying = true
@@ -196,7 +200,7 @@ func (l *LineLog) flushLocked() {
 	if len(l.pending) == 0 {
 		l.pending = nil
 		l.log.Info("log file writable again; wrote the lines kept meanwhile", "path", l.path,
-			"delayed_total", l.counts.Load(linesDelayed), "overflowed_total", l.overflowN)
+			"delayed_total", l.delayedN, "overflowed_total", l.overflowN)
 		l.overflowed = false
 	}
 	// Published last: a reader that sees nothing pending also sees the

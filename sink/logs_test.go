@@ -43,7 +43,8 @@ func statsOf(l *LineLog) lineStats {
 // TestLineLogCountsDoNotWaitForTheDisk: a status request reads the counters
 // and the lines waiting while a line is stuck in write(2) on a stalled disk.
 func TestLineLogCountsDoNotWaitForTheDisk(t *testing.T) {
-	l := NewLineLog(t.TempDir(), "events.log", 1, 1, nil)
+	reg := counters.New()
+	l := NewLineLog(t.TempDir(), "events.log", 1, 1, nil, reg)
 	w := &blockingWriter{entered: make(chan struct{}), release: make(chan struct{})}
 	l.w = w
 	done := make(chan error)
@@ -51,8 +52,6 @@ func TestLineLogCountsDoNotWaitForTheDisk(t *testing.T) {
 	<-w.entered
 	got := make(chan [2]uint64)
 	go func() {
-		reg := counters.New()
-		l.RegisterCounters(reg)
 		var delayed uint64
 		for _, c := range reg.Read() {
 			if c.Name == linesDelayed.Name {

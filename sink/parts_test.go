@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"os"
 	"path/filepath"
 	"strings"
@@ -264,7 +265,7 @@ func TestCSVCloseWaitsForALeftPart(t *testing.T) {
 	dir := t.TempDir()
 	synced := make(chan struct{})
 	var once sync.Once
-	c, err := NewCSV(CSVConfig{Dir: dir, FreeBytes: func(string) (uint64, error) { return 1 << 40, nil },
+	c, err := NewCSV(CSVConfig{Counters: counters.New(), Dir: dir, FreeBytes: func(string) (uint64, error) { return 1 << 40, nil },
 		wrap: func(f *os.File) file { return slowSyncFile{File: f, synced: synced, once: &once} }},
 		[]GPUColumns{{Index: 1, Fans: 0}})
 	if err != nil {

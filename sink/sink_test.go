@@ -2,6 +2,7 @@ package sink
 
 import (
 	_ "github.com/gpu-telemetry/gpu-telemetry/anomaly" // registers the detectors' flag kinds
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 
 	"bytes"
 	"encoding/csv"
@@ -120,6 +121,9 @@ func TestAppendRowDoesNotAllocate(t *testing.T) {
 func newTestCSV(t *testing.T, dir string, cfg CSVConfig) *CSV {
 	t.Helper()
 	cfg.Dir = dir
+	if cfg.Counters == nil {
+		cfg.Counters = counters.New()
+	}
 	if cfg.FreeBytes == nil {
 		cfg.FreeBytes = func(string) (uint64, error) { return 1 << 40, nil }
 	}
@@ -186,7 +190,7 @@ func TestRestartContinuesAndRepairsPartialLine(t *testing.T) {
 	if err := os.WriteFile(path, []byte(prev+"2026-11-29T15:29:19.2"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewCSV(CSVConfig{Dir: dir, FreeBytes: func(string) (uint64, error) { return 1 << 40, nil }},
+	c, err := NewCSV(CSVConfig{Counters: counters.New(), Dir: dir, FreeBytes: func(string) (uint64, error) { return 1 << 40, nil }},
 		[]GPUColumns{{Index: 0, Fans: 2, Board: board}})
 	if err != nil {
 		t.Fatal(err)
@@ -451,7 +455,7 @@ func TestCollectHostFromFiles(t *testing.T) {
 
 func TestLineLogReopen(t *testing.T) {
 	dir := t.TempDir()
-	l := NewLineLog(dir, "events.log", 50, 3, nil)
+	l := NewLineLog(dir, "events.log", 50, 3, nil, counters.New())
 	l.Line("one")
 	os.Rename(filepath.Join(dir, "events.log"), filepath.Join(dir, "events.log.old"))
 	l.Reopen()
@@ -555,7 +559,7 @@ func TestCompressionNeverReplacesAnExistingGz(t *testing.T) {
 
 func TestLineLogRefusesAfterClose(t *testing.T) {
 	dir := t.TempDir()
-	l := NewLineLog(dir, "events.log", 50, 3, nil)
+	l := NewLineLog(dir, "events.log", 50, 3, nil, counters.New())
 	l.Line("one")
 	l.Close()
 	os.Rename(filepath.Join(dir, "events.log"), filepath.Join(dir, "moved"))

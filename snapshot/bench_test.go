@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"path/filepath"
 	"testing"
 	"time"
@@ -39,7 +40,7 @@ func BenchmarkCrashRender(b *testing.B) {
 func BenchmarkCrashSuppressed(b *testing.B) {
 	clk := newClock(incidentTime)
 	m := New(Config{Dir: b.TempDir(), Runner: cannedRunner(), Now: clk.Now, FollowUps: []time.Duration{},
-		HostRoot: fakeHost(b)})
+		HostRoot: fakeHost(b), Counters: counters.New()})
 	crash(m, 0, testEvent, testCrashRequest)
 	b.ReportAllocs()
 	for b.Loop() {

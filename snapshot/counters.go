@@ -2,7 +2,8 @@ package snapshot
 
 import "github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 
-// The snapshot writer's counters, counted in its own registry (Manager.counts).
+// The snapshot writer's counters, counted in the registry it is given
+// (Config.Counters).
 var (
 	crashesSuppressed = counters.Declare(counters.Def{Name: "crash_snapshots_suppressed", Loss: true,
 		Help: "crash snapshots not taken because of the per-GPU cooldown"})
@@ -27,6 +28,3 @@ var (
 	followUpsWritten = counters.Declare(counters.Def{Name: "follow_ups",
 		Help: "crash snapshot follow-ups written"})
 )
-
-// RegisterCounters makes r show the writer's counts.
-func (m *Manager) RegisterCounters(r *counters.Registry) { r.Include(m.counts) }

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"context"
 	"fmt"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -177,6 +178,7 @@ func newTestManager(t *testing.T, mod func(*Config)) (*Manager, *testClock) {
 		Now:       clk.Now,
 		FollowUps: []time.Duration{},
 		HostRoot:  fakeHost(t),
+		Counters:  counters.New(),
 	}
 	if mod != nil {
 		mod(&cfg)
@@ -190,8 +192,8 @@ func newTestManager(t *testing.T, mod func(*Config)) (*Manager, *testClock) {
 	return m, clk
 }
 
-// counted returns m's counters by name, those not 0, as every output reads
-// them (Registry.Read).
+// counted returns the counters of the registry m was given by name, those
+// not 0, as every output reads them (Registry.Read).
 func counted(m *Manager) map[string]uint64 {
 	c := map[string]uint64{}
 	for _, v := range m.counts.Read() {

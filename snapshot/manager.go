@@ -51,6 +51,7 @@ type Config struct {
 	HostRoot           string                                  // where /proc and /sys are read from (tests give a fake one); "" means "/"
 	KernelWall         func(printk time.Duration) time.Time    // places dmesg lines on the wall clock (placeKernelLines); nil leaves them
 	Written            func(kind string, gpu int, path string) // told each file written ("crash", "spike", "follow-up"; gpu -1: none monitored), from the writer
+	Counters           *counters.Registry                      // the registry the writer counts in (counters.go); required
 }
 
 // Decision is what Decide or DecideSpike made of a request, with nothing
@@ -91,7 +92,7 @@ type Manager struct {
 	stopFollow context.CancelCauseFunc
 
 	wg     sync.WaitGroup     // one per request handed to Crash or Spike, until its last file
-	counts *counters.Registry // its counters (counters.go)
+	counts *counters.Registry // Config.Counters
 
 	mu        sync.Mutex
 	closed    bool
@@ -102,6 +103,7 @@ type Manager struct {
 // New returns a Manager for cfg with its defaults filled in. Directories are
 // created when the first snapshot is written.
 func New(cfg Config) *Manager {
+	counts := counters.Need(cfg.Counters, "snapshot.Config.Counters")
 	cfg.Dir = cmp.Or(cfg.Dir, DefaultDir)
 	cfg.HostRoot = cmp.Or(cfg.HostRoot, "/")
 	cfg.CrashCooldown = cmp.Or(max(cfg.CrashCooldown, 0), DefaultCrashCooldown)
@@ -134,7 +136,7 @@ func New(cfg Config) *Manager {
 		crashDir: filepath.Join(cfg.Dir, CrashDir),
 		spikeDir: filepath.Join(cfg.Dir, SpikeDir),
 		gpus:     make(map[int]*crashState),
-		counts:   counters.New(),
+		counts:   counts,
 	}
 	m.work, m.stopWork = context.WithCancel(context.Background())
 	m.follow, m.stopFollow = context.WithCancelCause(context.Background())

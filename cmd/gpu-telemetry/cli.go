@@ -18,10 +18,10 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
-	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/live/control"
 	"github.com/gpu-telemetry/gpu-telemetry/monitor"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
+	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
 // CLI is the logger's command line. Running the logger is what a command
@@ -322,23 +322,19 @@ func (c *CLI) monitorConfig(log *slog.Logger) monitor.Config {
 		Interval:       time.Duration(c.Interval),
 		Deadline:       time.Duration(c.Deadline),
 		Anomaly:        ac,
-		RetentionDays:  c.RetentionDays,
-		FsyncEvery:     time.Duration(c.FsyncInterval),
-		MinFreeMB:      c.MinFreeMB,
-		Compress:       !c.NoCompress,
 		SummaryEvery:   time.Duration(c.SummaryEvery),
 		InventoryEvery: time.Duration(c.InventoryEvery),
 		KmsgPath:       kmsg,
-		Counters:       counters.New(),
 		KmsgMarkers:    !c.NoKmsgMarkers,
-		CrashCooldown:  time.Duration(c.CrashCooldown),
-		SpikeCooldown:  time.Duration(c.SpikeCooldown),
-		FollowUps:      follow,
 		Logger:         log,
 		Notifier:       sd,
 		Journal:        journalSender(),
 		WatchdogEvery:  sd.watchdog,
 		Atop:           c.atopConfig(),
+		CSV: sink.CSVConfig{RetentionDays: c.RetentionDays, FsyncEvery: time.Duration(c.FsyncInterval),
+			MinFreeMB: c.MinFreeMB, Compress: !c.NoCompress},
+		Snapshots: snapshot.Config{CrashCooldown: time.Duration(c.CrashCooldown), SpikeCooldown: time.Duration(c.SpikeCooldown),
+			FollowUps: follow},
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 // asked) over the monitor's published state. Opening the control socket
 // fails with one line (a live socket held by another instance, a bad
 // group); a metrics address that cannot be bound is logged (serveMetrics)
-// and counted as listen_failures. Both register their counters in reg.
+// and counted as listen_failures. Both count in reg.
 // Serving stops when ctx is cancelled or stop is called.
 func startListeners(ctx context.Context, cli *CLI, board *live.Board, log *slog.Logger, reg *counters.Registry) (stop func(), err error) {
 	ctx, cancel := context.WithCancel(ctx)
@@ -30,13 +30,12 @@ func startListeners(ctx context.Context, cli *CLI, board *live.Board, log *slog.
 		}
 	}
 	if cli.Socket != "none" {
-		srv, err := control.Listen(control.Config{Path: cli.Socket, Group: cli.SocketGroup, Logger: log}, board)
+		srv, err := control.Listen(control.Config{Path: cli.Socket, Group: cli.SocketGroup, Logger: log, Counters: reg}, board)
 		if err != nil {
 			stop()
 			return nil, err
 		}
 		log.Info("control socket listening", "path", cli.Socket)
-		srv.RegisterCounters(reg)
 		done := make(chan struct{})
 		waits = append(waits, done)
 		go func() { defer close(done); srv.Serve(ctx) }()

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"io"
 	"log/slog"
 	"os"
@@ -123,6 +124,7 @@ func serve(cli *CLI, stderr io.Writer) int {
 	// the monitor, and a restart in this boot reads what was logged while
 	// no logger ran. Run closes it; Close is for the paths that never run.
 	mcfg := cli.monitorConfig(log)
+	mcfg.Counters = counters.New() // the daemon's one registry: every part counts in it
 	mcfg.KernelLog = monitor.OpenKernelLog(mcfg)
 	defer mcfg.KernelLog.Close()
 
@@ -169,7 +171,7 @@ func serve(cli *CLI, stderr io.Writer) int {
 		log.Info("stopped before sampling began")
 		return 0
 	}
-	stopListeners, err := startListeners(ctx, cli, mon.Board(), log, mon.CounterRegistry())
+	stopListeners, err := startListeners(ctx, cli, mon.Board(), log, mcfg.Counters)
 	if err != nil {
 		host.Close(2 * time.Second)
 		fmt.Fprintf(stderr, "gpu-telemetry: %v\n", err)

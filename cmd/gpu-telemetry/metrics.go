@@ -73,15 +73,13 @@ func serveMetrics(ctx context.Context, cli *CLI, board *live.Board, log *slog.Lo
 
 // serveMetricsOn serves h at /metrics on ln with the web config webCfg
 // (checked at start: checkSystem) until ctx is cancelled; done is closed
-// then. The endpoint's limits (metricsConns, metricsLogins) register their
-// counters in reg.
+// then. The endpoint's limits (metricsConns, metricsLogins) count in reg.
 func serveMetricsOn(ctx context.Context, ln net.Listener, webCfg string, h http.Handler, log *slog.Logger, reg *counters.Registry) (done chan struct{}) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", h)
 	mux.Handle("/", metrics.Index())
-	conns := limit.NewConns(ln, metricsConns)
-	logins := limit.NewLogins(metricsLogins, nil)
-	limit.Endpoint{Conns: conns, Logins: logins}.Register(reg)
+	conns := limit.NewConns(ln, metricsConns, reg)
+	logins := limit.NewLogins(metricsLogins, nil, reg)
 	srv := &http.Server{Handler: logins.Passed(mux), ReadTimeout: metricsReadTimeout, ReadHeaderTimeout: metricsReadTimeout,
 		WriteTimeout: metricsWriteTimeout, IdleTimeout: metricsIdleTimeout, MaxHeaderBytes: metricsMaxHeaderSize,
 		ConnState: conns.ConnState}

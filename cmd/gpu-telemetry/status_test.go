@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"net"
 	"path/filepath"
 	"strings"
@@ -61,7 +62,7 @@ func TestStatusJSONKeepsTheDocument(t *testing.T) {
 	v := livetest.View()
 	v.GPUs[0].Sample.Values[reading.VRAMUsedBytes] = reading.Some[uint64](1<<53 + 1)
 	sock := filepath.Join(t.TempDir(), "control.sock")
-	srv, err := control.Listen(control.Config{Path: sock}, livetest.Board(v))
+	srv, err := control.Listen(control.Config{Path: sock, Counters: counters.New()}, livetest.Board(v))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,12 @@
 // declaration and the Inc where the work is counted: nobody keeps a list
 // of other parts' counters.
 //
+// A part is given the registry it counts in when it is built (a required
+// argument or config field: nil panics, Need), and counts straight into it:
+// the daemon builds its one registry first and hands it to every part, a
+// test of a part alone gives it New() and reads that. No part keeps a
+// registry of its own for someone to forget to show.
+//
 // Every registry holds every declared counter, so every output shows the
 // same counters whatever runs: a counter whose part is not built (the atop
 // server without --atop, the kernel log reader before it runs, the control
@@ -110,20 +116,16 @@ func Lookup(name string) *Def {
 	return nil
 }
 
-// Registry holds one count per declared counter, and the parts whose
-// counts it shows with its own (Include, Observe). Counting and reading
-// take no lock.
+// Registry holds one count per declared counter, and the counts it shows
+// from parts' own stats (Observe). Counting and reading take no lock.
 type Registry struct {
 	n    []atomic.Uint64 // by Def.id
-	mu   sync.Mutex      // serializes Include and Observe
+	mu   sync.Mutex      // serializes Observe
 	srcs atomic.Pointer[[]source]
 }
 
-// source adds a part's counts into v, indexed by Def.id.
-type source struct {
-	part *Registry // Include's, to refuse it twice
-	add  func(v []uint64)
-}
+// source adds counts a part keeps in its own stats into v, indexed by Def.id.
+type source func(v []uint64)
 
 // New returns a registry with every declared counter at 0.
 func New() *Registry {
@@ -155,12 +157,14 @@ func (r *Registry) Inc(d *Def) { r.n[d.id].Add(1) }
 // occurrence, which the part may log).
 func (r *Registry) Add(d *Def, n uint64) uint64 { return r.n[d.id].Add(n) }
 
-// Include makes r show part's counts (and those it shows) added to its own:
-// a part built before the daemon's registry, or in a test without one,
-// counts in a registry of its own. Including a part twice panics (it would
-// count double).
-func (r *Registry) Include(part *Registry) {
-	r.addSource(source{part: part, add: part.addTo})
+// Need returns r, the registry the part who is given to count in; nil
+// panics, naming who: a part built without one would count where no output
+// reads.
+func Need(r *Registry, who string) *Registry {
+	if r == nil {
+		panic("counters: " + who + " is nil: a part is given the registry it counts in")
+	}
+	return r
 }
 
 // Field is one counter a part keeps in its own stats S, for its own logic.
@@ -172,42 +176,24 @@ type Field[S any] struct {
 // Observe makes r show counts a part keeps in its own stats: each reading
 // of r calls stats once and adds each field's value to its counter.
 func Observe[S any](r *Registry, stats func() S, fields ...Field[S]) {
-	r.addSource(source{add: func(v []uint64) {
+	add := func(v []uint64) {
 		s := stats()
 		for _, f := range fields {
 			v[f.id] += f.Get(s)
 		}
-	}})
-}
-
-func (r *Registry) addSource(s source) {
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var srcs []source
 	if p := r.srcs.Load(); p != nil {
 		srcs = slices.Clone(*p)
 	}
-	if s.part != nil && (s.part == r || slices.ContainsFunc(srcs, func(o source) bool { return o.part == s.part })) {
-		panic("counters: a part's registry included twice")
-	}
-	srcs = append(srcs, s)
+	srcs = append(srcs, add)
 	r.srcs.Store(&srcs)
 }
 
-// addTo adds r's counts, and those of the parts it shows, into v.
-func (r *Registry) addTo(v []uint64) {
-	for i := range r.n {
-		v[i] += r.n[i].Load()
-	}
-	if p := r.srcs.Load(); p != nil {
-		for _, s := range *p {
-			s.add(v)
-		}
-	}
-}
-
-// Load returns r's own count of d (Inc, Add), without the parts it shows
-// (Read has those).
+// Load returns r's count of d (Inc, Add), without what it observes (Read
+// has that).
 func (r *Registry) Load(d *Def) uint64 { return r.n[d.id].Load() }
 
 // Read returns every declared counter's value, the losses first, then in
@@ -217,7 +203,14 @@ func (r *Registry) Read() []Value {
 		return nil
 	}
 	v := make([]uint64, len(r.n))
-	r.addTo(v)
+	for i := range r.n {
+		v[i] = r.n[i].Load()
+	}
+	if p := r.srcs.Load(); p != nil {
+		for _, add := range *p {
+			add(v)
+		}
+	}
 	out := make([]Value, len(order))
 	for i, at := range order {
 		out[i] = Value{Def: *declared[at], Value: v[at]}

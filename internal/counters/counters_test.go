@@ -65,25 +65,23 @@ func TestDeclaredReadsZero(t *testing.T) {
 	}
 }
 
-// A counter several parts count shows their sum: counted in the registry,
-// in parts' own registries (Include) and in parts' stats (Observe).
+// A counter several parts count shows their sum: counted in the registry
+// they were given and in parts' stats (Observe).
 func TestSeveralPartsSum(t *testing.T) {
 	r := New()
 	r.Inc(lossA)
-	for range 2 { // two GPUs, each counting in a registry of its own
-		gpu := New()
-		if n := gpu.Add(lossA, 2); n != 2 {
-			t.Errorf("Add returned %d, want the part's own count 2", n)
+	for i := range 2 { // two GPUs, each counting in the registry it was given
+		if n := r.Add(lossA, 2); n != uint64(1+2*(i+1)) {
+			t.Errorf("Add returned %d, want the registry's count after", n)
 		}
-		r.Include(gpu)
 	}
 	Observe(r, func() stats { return stats{a: 10, b: 20} }, part...)
 	got := values(r.Read())
 	if got["a_lost"] != 1+2+2+10 || got["c"] != 20 || got["b_lost"] != 0 {
 		t.Errorf("read %v, want a_lost 15, c 20, b_lost 0", got)
 	}
-	if n := r.Load(lossA); n != 1 {
-		t.Errorf("Load = %d, want the registry's own count 1", n)
+	if n := r.Load(lossA); n != 5 {
+		t.Errorf("Load = %d, want the registry's count 5, without what it observes", n)
 	}
 }
 
@@ -99,19 +97,16 @@ func TestStatsReadOncePerReading(t *testing.T) {
 }
 
 // Programming errors panic where they are made: a name declared twice, a
-// declaration once registries exist, a part included twice.
+// declaration once registries exist, a part built without its registry.
 func TestMisusePanics(t *testing.T) {
-	r := New()
-	part := New()
-	r.Include(part)
+	New()
 	for name, tc := range map[string]struct {
 		do   func()
 		want string
 	}{
-		"declared twice":      {func() { Declare(Def{Name: "a_lost"}) }, "a_lost declared"},
-		"declared late":       {func() { Declare(Def{Name: "late"}) }, "late declared after a registry"},
-		"part included twice": {func() { r.Include(part) }, "included twice"},
-		"registry in itself":  {func() { part.Include(part) }, "included twice"},
+		"declared twice": {func() { Declare(Def{Name: "a_lost"}) }, "a_lost declared"},
+		"declared late":  {func() { Declare(Def{Name: "late"}) }, "late declared after a registry"},
+		"no registry":    {func() { Need(nil, "part.Config.Counters") }, "part.Config.Counters is nil"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			defer func() {
@@ -133,6 +128,12 @@ func TestLookup(t *testing.T) {
 	}
 	if d := Lookup("nothing"); d != nil {
 		t.Errorf("Lookup(nothing) = %v, want nil", d)
+	}
+}
+
+func TestNeedReturnsTheRegistry(t *testing.T) {
+	if r := New(); Need(r, "part") != r {
+		t.Error("Need did not return the registry it was given")
 	}
 }
 

@@ -2,7 +2,8 @@ package events
 
 import "github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 
-// The event stage's counters, counted in its own registry (Stage.counts).
+// The event stage's counters, counted in the registry it is given
+// (Config.Counters).
 var (
 	nvmlEvents = counters.Declare(counters.Def{Name: "nvml_events",
 		Help: "NVML events received"})
@@ -19,6 +20,3 @@ var (
 	duplicateXids = counters.Declare(counters.Def{Name: "duplicate_xids",
 		Help: "Xids reported by both NVML events and the kernel log, counted once"})
 )
-
-// RegisterCounters makes r show the stage's counts.
-func (s *Stage) RegisterCounters(r *counters.Registry) { r.Include(s.counts) }

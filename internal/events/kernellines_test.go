@@ -1,6 +1,7 @@
 package events
 
 import (
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"slices"
 	"strings"
 	"testing"
@@ -40,7 +41,7 @@ func TestNVRMLinesHaveAnIncidentType(t *testing.T) {
 // ktime, text, backlog.
 func TestStageKernelLines(t *testing.T) {
 	clock := kclock.Anchored(t0, 2*time.Hour)
-	s := NewStage(Config{KernelClock: clock})
+	s := NewStage(Config{Counters: counters.New(), KernelClock: clock})
 	aer := func(msg string, read time.Time) Record {
 		t.Helper()
 		r, ok := kmsg.ParseAER(msg)

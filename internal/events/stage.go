@@ -31,7 +31,7 @@ type Stage struct {
 	xids   LineLimit // an application's Xids per GPU and code a minute (xidLimit)
 	clock  kclock.Clock
 	health func(nvmlType uint64) (name string, critical bool)
-	counts *counters.Registry // its counters (counters.go)
+	counts *counters.Registry // Config.Counters
 }
 
 // Config is what a Stage is built with.
@@ -47,12 +47,14 @@ type Config struct {
 	// critical (sampler.HealthEvent: the sampler knows NVML's types).
 	// nil: every health event is unnamed and not critical.
 	HealthEvent func(nvmlType uint64) (name string, critical bool)
+	// Counters is the registry the stage counts in (counters.go). Required.
+	Counters *counters.Registry
 }
 
 // NewStage returns a Stage with c.
 func NewStage(c Config) *Stage {
 	return &Stage{dedup: Dedup{Window: c.DedupWindow}, clock: c.KernelClock, health: c.HealthEvent,
-		counts: counters.New()}
+		counts: counters.Need(c.Counters, "events.Config.Counters")}
 }
 
 // Alert says what the daemon's log says of an event besides its events.log

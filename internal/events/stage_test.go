@@ -39,7 +39,7 @@ func TestStageRecords(t *testing.T) {
 	logged := t0.Add(-time.Hour)
 	clock := kclock.Anchored(t0, 2*time.Hour)
 	healthEvent := func(typ uint64) (string, bool) { return "DoubleBitEccError", typ == 2 }
-	s := NewStage(Config{DedupWindow: 5 * time.Second, KernelClock: clock, HealthEvent: healthEvent})
+	s := NewStage(Config{Counters: counters.New(), DedupWindow: 5 * time.Second, KernelClock: clock, HealthEvent: healthEvent})
 	xid79 := kernelXid(t, reading.EventXid, "NVRM: Xid (PCI:0000:01:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.", t0, kmsg.Record{Time: 3600 * time.Second})
 	r := s.Handle(xid79)
 	if len(r.Lines) != 1 || r.Lines[0].Type != sink.TypeXid || r.Critical == nil || r.Duplicate || !r.Wake || !r.FlagXid || r.Alert != Error {
@@ -88,13 +88,11 @@ func TestStageRecords(t *testing.T) {
 	}
 }
 
-// counted returns the stage's counters that are not 0, by name, as a
-// registry that shows them reads them.
+// counted returns the counters that are not 0 in the registry the stage
+// was given, by name.
 func counted(s *Stage) map[string]uint64 {
-	r := counters.New()
-	s.RegisterCounters(r)
 	out := map[string]uint64{}
-	for _, v := range r.Read() {
+	for _, v := range s.counts.Read() {
 		if v.Value != 0 {
 			out[v.Name] = v.Value
 		}
@@ -105,7 +103,7 @@ func counted(s *Stage) map[string]uint64 {
 // TestStageClockBurst: a burst's first few clock events have their line,
 // its tenth the burst line, the others none.
 func TestStageClockBurst(t *testing.T) {
-	s := NewStage(Config{})
+	s := NewStage(Config{Counters: counters.New()})
 	var lines, bursts int
 	for i := range 12 {
 		r := s.Handle(reading.Event{Time: t0.Add(time.Duration(i) * time.Millisecond), Kind: reading.EventClock, Source: reading.SourceNVML})
@@ -126,7 +124,7 @@ func TestStageClockBurst(t *testing.T) {
 // (a GPU vanished from the enumeration): its line has them as text=, without
 // a ktime (it is no kernel record).
 func TestStagePollTextIsWritten(t *testing.T) {
-	s := NewStage(Config{})
+	s := NewStage(Config{Counters: counters.New()})
 	r := s.Handle(reading.Event{Time: t0, GPU: 1, Kind: reading.EventLost, Source: reading.SourcePoll, Text: "GPU vanished from enumeration (GPU-b)"})
 	if len(r.Lines) != 1 || r.Critical == nil {
 		t.Fatalf("vanished GPU: %+v", r)

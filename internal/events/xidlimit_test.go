@@ -1,6 +1,7 @@
 package events
 
 import (
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ import (
 // XID_LINES_SUPPRESSED line when WindowsEnded is asked after it closes,
 // not before.
 func TestStageXidStorm(t *testing.T) {
-	s := NewStage(Config{DedupWindow: 5 * time.Second})
+	s := NewStage(Config{Counters: counters.New(), DedupWindow: 5 * time.Second})
 	nvml := func(gpu int, code uint64, at time.Time) reading.Event {
 		return reading.Event{Time: at, GPU: gpu, Kind: reading.EventXid, Source: reading.SourceNVML, Data: code}
 	}
@@ -104,7 +105,7 @@ func TestStageXidStorm(t *testing.T) {
 // kind ever comes again; at stop (all) a window still running is summed up
 // too, and a window is summed up once.
 func TestWindowsEndedKernelLines(t *testing.T) {
-	s := NewStage(Config{})
+	s := NewStage(Config{Counters: counters.New()})
 	const corrected = "pcieport 0000:00:03.1: PCIe Bus Error: severity=Corrected, type=Physical Layer, (Receiver ID)"
 	r, ok := kmsg.ParseAER(corrected)
 	if !ok {

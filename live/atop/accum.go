@@ -113,16 +113,17 @@ type Accumulator struct {
 	gpus    []gpuStat
 	pos     map[int]int // NVML index -> position in gpus (atop's GPU number)
 	clients map[*Client]struct{}
-	counts  *counters.Registry // atop_exits_dropped (counters.go)
+	counts  *counters.Registry // the registry it counts atop_exits_dropped in (counters.go)
 }
 
 // NewAccumulator returns an accumulator for the monitored GPUs, in the order
-// atop will number them.
-func NewAccumulator(gpus []reading.GPU, log *slog.Logger) *Accumulator {
+// atop will number them, counting in reg (required).
+func NewAccumulator(gpus []reading.GPU, log *slog.Logger, reg *counters.Registry) *Accumulator {
+	counters.Need(reg, "atop.NewAccumulator's registry")
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	a := &Accumulator{log: log, clients: map[*Client]struct{}{}, pos: map[int]int{}, counts: counters.New()}
+	a := &Accumulator{log: log, clients: map[*Client]struct{}{}, pos: map[int]int{}, counts: reg}
 	a.gpus = make([]gpuStat, len(gpus))
 	for i, g := range gpus {
 		a.pos[g.Index] = i

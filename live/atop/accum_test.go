@@ -1,6 +1,7 @@
 package atop
 
 import (
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"strings"
 	"testing"
 	"time"
@@ -33,7 +34,7 @@ func procs(gpu int, list ...reading.Process) *reading.Procs {
 // "now" figures and summed into the cumulative ones, as atopgpud's
 // once-a-second reads would be.
 func TestSecondAverages(t *testing.T) {
-	a := NewAccumulator(twoGPUs(), nil)
+	a := NewAccumulator(twoGPUs(), nil, counters.New())
 	for i := range 10 {
 		a.Sample(row(0, uint32(40+2*i), 10, 1000)) // 40..58: mean 49
 	}
@@ -73,7 +74,7 @@ func TestSecondAverages(t *testing.T) {
 // TestUtilAbsent: a GPU whose utilization is never read reports -1 for the
 // busy figures while memory is still accumulated.
 func TestUtilAbsent(t *testing.T) {
-	a := NewAccumulator(twoGPUs()[:1], nil)
+	a := NewAccumulator(twoGPUs()[:1], nil, counters.New())
 	s := row(0, 0, 0, 512)
 	s.Values[reading.GPUUtil], s.Values[reading.MemUtil] = reading.Opt[uint64]{}, reading.Opt[uint64]{}
 	a.Sample(s)
@@ -89,7 +90,7 @@ func TestUtilAbsent(t *testing.T) {
 // the monitor hands the same read again) change no sum and no count, so
 // atop sees no growth instead of an old read as this second's.
 func TestReadFoldedOnce(t *testing.T) {
-	a := NewAccumulator(twoGPUs()[:1], nil)
+	a := NewAccumulator(twoGPUs()[:1], nil, counters.New())
 	a.Procs(procs(0, proc(100, 50, 1024)))
 	for range 3 {
 		a.Second()
@@ -137,7 +138,7 @@ func checkFolded(t *testing.T, pid uint32, got, want procStat) {
 // its own memory divisor and counts that read's memory. A process whose
 // utilization is never reported counts every read with its memory.
 func TestV2DivisorFitsEverySum(t *testing.T) {
-	a := NewAccumulator(twoGPUs()[:1], nil)
+	a := NewAccumulator(twoGPUs()[:1], nil, counters.New())
 	noUtil := func(pr reading.Process) reading.Process {
 		pr.SMUtil, pr.MemUtil, pr.UtilSupported = reading.Opt[uint32]{}, reading.Opt[uint32]{}, false
 		return pr
@@ -159,7 +160,7 @@ func TestV2DivisorFitsEverySum(t *testing.T) {
 // TestExitedPerClient: each client sees an exit once, in its own next
 // request; a client that connects later does not see older exits.
 func TestExitedPerClient(t *testing.T) {
-	a := NewAccumulator(twoGPUs(), nil)
+	a := NewAccumulator(twoGPUs(), nil, counters.New())
 	c1 := a.Register()
 	a.Procs(procs(0, proc(100, 50, 1024), proc(200, 10, 512)))
 	a.Second()
@@ -188,7 +189,7 @@ func TestExitedPerClient(t *testing.T) {
 // maxExitedPerClient exits over all GPUs; every exit past that is counted,
 // whether it pushes out an older one of its GPU or finds none to push out.
 func TestExitedDroppedAreCounted(t *testing.T) {
-	a := NewAccumulator(twoGPUs(), nil)
+	a := NewAccumulator(twoGPUs(), nil, counters.New())
 	a.Register()
 	exit := func(gpu, n int) {
 		var list []reading.Process
@@ -214,7 +215,7 @@ func TestExitedDroppedAreCounted(t *testing.T) {
 // TestNoProcessData: a hung or failed process read sends no process records
 // and declares nobody exited; when reads resume, so do the records.
 func TestNoProcessData(t *testing.T) {
-	a := NewAccumulator(twoGPUs(), nil)
+	a := NewAccumulator(twoGPUs(), nil, counters.New())
 	c := a.Register()
 	a.Procs(procs(0, proc(100, 50, 1024)))
 	a.Second()
@@ -246,7 +247,7 @@ func TestField(t *testing.T) {
 }
 
 func TestInfoLearntLater(t *testing.T) {
-	a := NewAccumulator([]reading.GPU{{Index: 3}}, nil)
+	a := NewAccumulator([]reading.GPU{{Index: 3}}, nil, counters.New())
 	if got := string(a.Types(1)); got != "1@unknown unknown 0" {
 		t.Errorf("before the static facts: %q", got)
 	}

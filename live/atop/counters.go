@@ -8,8 +8,8 @@ import "github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 var ListenFailures = counters.Declare(counters.Def{Name: "listen_failures", Loss: true, OwnLog: true,
 	Help: "endpoints that could not be opened (--metrics-listen, --atop's TCP port or unix socket: address in use, or refused by the unit's RestrictAddressFamilies): not served, the logger samples on"})
 
-// The server's counters, counted in its own registry (Server.counts), but
-// atop_exits_dropped: the accumulator's (Accumulator.counts). Nothing is
+// The server's counters and its accumulator's (atop_exits_dropped), counted
+// in the registry each is given (NewServer, NewAccumulator). Nothing is
 // dropped without being counted here (and logged the first time).
 var (
 	clientsRefused = counters.Declare(counters.Def{Name: "atop_clients_refused", Loss: true,
@@ -27,9 +27,3 @@ var (
 	requestsAnswered = counters.Declare(counters.Def{Name: "atop_requests",
 		Help: "atopgpud protocol requests answered"})
 )
-
-// RegisterCounters makes r show the server's counts and its accumulator's.
-func (s *Server) RegisterCounters(r *counters.Registry) {
-	r.Include(s.counts)
-	r.Include(s.acc.counts)
-}

@@ -1,6 +1,7 @@
 package atop
 
 import (
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,7 +16,7 @@ import (
 // utilization unsupported and process lists refused.
 func scripted(t testing.TB) (*Accumulator, *Client) {
 	t.Helper()
-	a := NewAccumulator(twoGPUs(), nil)
+	a := NewAccumulator(twoGPUs(), nil, counters.New())
 	c := a.Register()
 	noMem := reading.Process{PID: 300, Kind: reading.ProcGraphics}
 	both := proc(100, 70, 30000)
@@ -41,7 +42,7 @@ func scripted(t testing.TB) (*Accumulator, *Client) {
 func TestGoldenReplies(t *testing.T) {
 	for _, v := range []byte{1, 2} {
 		a, c := scripted(t)
-		srv := NewServer(a, DefaultConfig(), nil)
+		srv := NewServer(a, DefaultConfig(), nil, counters.New())
 		tr, ok := srv.Reply([2]byte{'T', v}, c)
 		if !ok {
 			t.Fatal("T refused")
@@ -56,14 +57,14 @@ func TestGoldenReplies(t *testing.T) {
 // kept, the body is at most 8192 bytes, and the cut is counted, in both
 // versions.
 func TestReplyAtLimit(t *testing.T) {
-	a := NewAccumulator(twoGPUs(), nil)
+	a := NewAccumulator(twoGPUs(), nil, counters.New())
 	var list []reading.Process
 	for i := range 400 {
 		list = append(list, proc(uint32(10000+i), uint32(i%100), uint64(i)))
 	}
 	a.Procs(procs(0, list...))
 	a.Second()
-	srv := NewServer(a, DefaultConfig(), nil)
+	srv := NewServer(a, DefaultConfig(), nil, counters.New())
 	cut := uint64(0)
 	for v := byte(1); v <= Newest; v++ {
 		r, _ := srv.Reply([2]byte{'S', v}, nil)

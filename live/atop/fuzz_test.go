@@ -3,6 +3,7 @@ package atop
 import (
 	"bytes"
 	"encoding/binary"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"net"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ func FuzzRequests(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	a, _ := scripted(f)
-	srv := NewServer(a, DefaultConfig(), nil)
+	srv := NewServer(a, DefaultConfig(), nil, counters.New())
 	f.Fuzz(func(t *testing.T, in []byte) {
 		c := &memConn{r: bytes.NewReader(in)}
 		srv.wg.Add(1) // as accept does

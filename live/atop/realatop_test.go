@@ -2,6 +2,7 @@ package atop
 
 import (
 	"context"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"os"
 	"os/exec"
 	"strconv"
@@ -64,14 +65,14 @@ func readThroughAtop(t *testing.T, version byte, atop []string) {
 		pids = append(pids, cmd.Process.Pid)
 	}
 	atoptest.LockPort(t)
-	a := NewAccumulator(twoGPUs(), nil)
+	a := NewAccumulator(twoGPUs(), nil, counters.New())
 	cfg := DefaultConfig()
 	if version == 1 {
 		cfg.Unix = ""
 	} else {
 		cfg.TCP = ""
 	}
-	srv := NewServer(a, cfg, nil)
+	srv := NewServer(a, cfg, nil, counters.New())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if addrs := srv.Start(ctx); len(addrs) != 1 {

@@ -63,7 +63,7 @@ type Server struct {
 	seq       uint64 // accept order
 	wg        sync.WaitGroup
 
-	counts                            *counters.Registry // its counters (counters.go)
+	counts                            *counters.Registry // the registry it counts in (counters.go)
 	toldRefused, toldPerUser, toldBad atomic.Bool
 }
 
@@ -76,15 +76,17 @@ type conn struct {
 	displaced bool // closed to make room for a newer connection
 }
 
-// NewServer returns a server; nothing listens until Start.
-func NewServer(acc *Accumulator, cfg Config, log *slog.Logger) *Server {
+// NewServer returns a server counting in reg (required); nothing listens
+// until Start.
+func NewServer(acc *Accumulator, cfg Config, log *slog.Logger, reg *counters.Registry) *Server {
+	counters.Need(reg, "atop.NewServer's registry")
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = 32
 	}
-	return &Server{acc: acc, cfg: cfg, log: log, conns: map[net.Conn]*conn{}, held: map[string]int{}, counts: counters.New()}
+	return &Server{acc: acc, cfg: cfg, log: log, conns: map[net.Conn]*conn{}, held: map[string]int{}, counts: reg}
 }
 
 // Start binds the configured addresses and serves until ctx is cancelled or

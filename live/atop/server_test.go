@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"io"
 	"log/slog"
 	"net"
@@ -27,7 +28,7 @@ func testConfig(t *testing.T) Config {
 func startServer(t *testing.T, a *Accumulator, cfg Config) (*Server, []string, *testutil.LogBuf) {
 	t.Helper()
 	lb := &testutil.LogBuf{}
-	srv := NewServer(a, cfg, slog.New(slog.NewTextHandler(lb, nil)))
+	srv := NewServer(a, cfg, slog.New(slog.NewTextHandler(lb, nil)), counters.New())
 	ctx, cancel := context.WithCancel(context.Background())
 	addrs := srv.Start(ctx)
 	t.Cleanup(func() { cancel(); srv.Close() })

@@ -2,7 +2,8 @@ package control
 
 import "github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 
-// The control socket's counters, counted in its own registry (Server.counts).
+// The control socket's counters, counted in the registry it is given
+// (Config.Counters).
 var (
 	clientsRefused = counters.Declare(counters.Def{Name: "control_clients_refused", Loss: true,
 		Help: "control socket connections closed at once, busy, because every connection was being answered"})
@@ -11,6 +12,3 @@ var (
 	requestsServed = counters.Declare(counters.Def{Name: "control_requests",
 		Help: "control socket requests answered (status, ping)"})
 )
-
-// RegisterCounters makes r show the socket's counts.
-func (s *Server) RegisterCounters(r *counters.Registry) { r.Include(s.counts) }

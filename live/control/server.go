@@ -86,6 +86,8 @@ type Config struct {
 	// Group, if not empty, owns the socket, which is then mode 0660 (else 0600).
 	Group  string
 	Logger *slog.Logger
+	// Counters is the registry the socket counts in (counters.go). Required.
+	Counters *counters.Registry
 }
 
 // Server serves the control socket.
@@ -102,7 +104,7 @@ type Server struct {
 	smu     sync.Mutex
 	waiting []*conn
 
-	counts *counters.Registry // its counters (counters.go)
+	counts *counters.Registry // Config.Counters
 
 	cmu      sync.Mutex // held while building, so concurrent requests share one build
 	cached   *answer
@@ -135,6 +137,7 @@ var ErrInUse = errors.New("in use by a running process")
 // private directory (see bindPrivate), given its mode and group there, and
 // renamed into place, so it is never reachable with looser permissions.
 func Listen(cfg Config, board *live.Board) (*Server, error) {
+	counters.Need(cfg.Counters, "control.Config.Counters")
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -158,7 +161,7 @@ func Listen(cfg Config, board *live.Board) (*Server, error) {
 		return nil, fmt.Errorf("control socket %s: %w", cfg.Path, err)
 	}
 	return &Server{cfg: cfg, board: board, log: cfg.Logger, ln: ln, sem: make(chan struct{}, MaxConns),
-		counts: counters.New()}, nil
+		counts: cfg.Counters}, nil
 }
 
 // testHookBound runs once the socket is bound, before it is given its mode

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"io"
 	"math"
 	"net"
@@ -31,6 +32,9 @@ func testBoard() *live.Board {
 // serve starts a server on a fresh path and returns it with its stop func.
 func serve(t *testing.T, cfg Config) (*Server, func()) {
 	t.Helper()
+	if cfg.Counters == nil {
+		cfg.Counters = counters.New()
+	}
 	if cfg.Path == "" {
 		cfg.Path = filepath.Join(t.TempDir(), "run", "control.sock")
 		if err := os.Mkdir(filepath.Dir(cfg.Path), 0o755); err != nil {
@@ -280,7 +284,7 @@ func TestStaleSocketReplacedLiveOneRefused(t *testing.T) {
 	if _, _, err := Query(path, time.Second); err != nil {
 		t.Fatalf("after replacing the stale socket: %v", err)
 	}
-	if _, err := Listen(Config{Path: path}, testBoard()); !errors.Is(err, ErrInUse) {
+	if _, err := Listen(Config{Path: path, Counters: counters.New()}, testBoard()); !errors.Is(err, ErrInUse) {
 		t.Errorf("second instance: %v, want ErrInUse", err)
 	}
 	if _, _, err := Query(s.cfg.Path, time.Second); err != nil {
@@ -294,7 +298,7 @@ func TestStaleSocketReplacedLiveOneRefused(t *testing.T) {
 	if err := os.WriteFile(path, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Listen(Config{Path: path}, testBoard()); err == nil || !strings.Contains(err.Error(), "not a socket") {
+	if _, err := Listen(Config{Path: path, Counters: counters.New()}, testBoard()); err == nil || !strings.Contains(err.Error(), "not a socket") {
 		t.Errorf("regular file at the path: %v", err)
 	}
 }
@@ -322,7 +326,7 @@ func TestSocketModeNeverThroughALink(t *testing.T) {
 	}
 	defer func() { testHookBound = func(string) {} }()
 	path := filepath.Join(t.TempDir(), "c.sock")
-	s, err := Listen(Config{Path: path}, testBoard())
+	s, err := Listen(Config{Path: path, Counters: counters.New()}, testBoard())
 	if err == nil {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
@@ -350,7 +354,7 @@ func TestSocketGroup(t *testing.T) {
 	}
 	for _, g := range []string{"no-such-group-here", "4294967290"} {
 		want := "--socket-group " + g + ": no such group"
-		if _, err := Listen(Config{Path: s.cfg.Path + "2", Group: g}, testBoard()); err == nil || err.Error() != want {
+		if _, err := Listen(Config{Path: s.cfg.Path + "2", Group: g, Counters: counters.New()}, testBoard()); err == nil || err.Error() != want {
 			t.Errorf("unknown group: %v, want %q", err, want)
 		}
 	}
@@ -415,7 +419,7 @@ func TestStormSharesBuilds(t *testing.T) {
 	var builds atomic.Int64
 	host := live.NewBoard(nil, func() live.Host { builds.Add(1); return live.Host{Now: time.Now()} })
 	path := filepath.Join(t.TempDir(), "c.sock")
-	s, err := Listen(Config{Path: path}, host)
+	s, err := Listen(Config{Path: path, Counters: counters.New()}, host)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -130,7 +131,7 @@ func TestKmsgDeviceDuringStartupWait(t *testing.T) {
 // returns its sequence number.
 func followFor(t *testing.T, tag string) func() uint64 {
 	t.Helper()
-	r, err := kmsg.Open("/dev/kmsg", slog.New(slog.DiscardHandler))
+	r, err := kmsg.Open("/dev/kmsg", slog.New(slog.DiscardHandler), counters.New())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,7 +48,7 @@ type Conns struct {
 	waiting bool
 	closed  bool
 
-	counts *counters.Registry // metrics_clients_refused (counters.go)
+	counts *counters.Registry // where it counts metrics_clients_refused (counters.go)
 }
 
 // conn is an accepted connection and what Conns knows of it.
@@ -61,15 +61,12 @@ type conn struct {
 	once  sync.Once      // leaves l.open once
 }
 
-// NewConns limits ln's connections.
-func NewConns(ln net.Listener, lim ConnLimits) *Conns {
-	l := &Conns{Listener: ln, lim: lim, open: map[*conn]struct{}{}, counts: counters.New()}
+// NewConns limits ln's connections, counting in reg (required).
+func NewConns(ln net.Listener, lim ConnLimits, reg *counters.Registry) *Conns {
+	l := &Conns{Listener: ln, lim: lim, open: map[*conn]struct{}{}, counts: counters.Need(reg, "limit.NewConns's registry")}
 	l.wake = sync.NewCond(&l.mu)
 	return l
 }
-
-// Refused returns the connections closed at once, over their address's limit.
-func (l *Conns) Refused() uint64 { return l.counts.Load(clientsRefused) }
 
 // Accept returns the next connection admitted under the limits.
 func (l *Conns) Accept() (net.Conn, error) {

@@ -2,6 +2,7 @@ package limit
 
 import (
 	"errors"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"io"
 	"net"
 	"net/http"
@@ -21,7 +22,7 @@ func serve(t *testing.T, lim ConnLimits) (*Conns, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := NewConns(ln, lim)
+	l := NewConns(ln, lim, counters.New())
 	release := make(chan struct{})
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow" {
@@ -90,7 +91,7 @@ func TestPerAddressLimit(t *testing.T) {
 	if n, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
 		t.Errorf("third connection from 127.0.0.1 with two busy: read %d, %v, want closed at once (EOF)", n, err)
 	}
-	if got := l.Refused(); got != 1 {
+	if got := l.counts.Load(clientsRefused); got != 1 {
 		t.Errorf("Refused() = %d, want 1", got)
 	}
 	if d, err := scrape(t, "127.0.0.2", addr); err != nil || d > time.Second {
@@ -107,7 +108,7 @@ func TestPerAddressLimit(t *testing.T) {
 	if d, err := scrape(t, "127.0.0.4", addr); err != nil || d > time.Second {
 		t.Errorf("127.0.0.4's fourth connection with two silent: %v after %v, want answered at once", err, d)
 	}
-	if got := l.Refused(); got != 1 {
+	if got := l.counts.Load(clientsRefused); got != 1 {
 		t.Errorf("Refused() = %d after the idle and silent ones gave way, want still 1", got)
 	}
 }
@@ -161,7 +162,7 @@ func TestCloseWakesAWaitingAccept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := NewConns(ln, ConnLimits{Max: 1, PerAddr: 1, Silent: time.Minute})
+	l := NewConns(ln, ConnLimits{Max: 1, PerAddr: 1, Silent: time.Minute}, counters.New())
 	testutil.DialFrom(t, "127.0.0.1", ln.Addr().String())
 	if _, err := l.Accept(); err != nil {
 		t.Fatal(err)

@@ -52,20 +52,19 @@ type Logins struct {
 	addrs map[netip.Addr]*rate.Limiter
 	good  map[[sha256.Size]byte]time.Time // credentials that passed, when last used
 
-	counts *counters.Registry // metrics_logins_refused (counters.go)
+	counts *counters.Registry // where it counts metrics_logins_refused (counters.go)
 }
 
-// NewLogins returns login limits; now is the clock (nil: time.Now).
-func NewLogins(lim LoginLimits, now func() time.Time) *Logins {
+// NewLogins returns login limits counting in reg (required); now is the
+// clock (nil: time.Now).
+func NewLogins(lim LoginLimits, now func() time.Time, reg *counters.Registry) *Logins {
+	counters.Need(reg, "limit.NewLogins's registry")
 	if now == nil {
 		now = time.Now
 	}
 	return &Logins{lim: lim, now: now, total: rate.NewLimiter(rate.Limit(lim.PerSecond), lim.Burst),
-		addrs: map[netip.Addr]*rate.Limiter{}, good: map[[sha256.Size]byte]time.Time{}, counts: counters.New()}
+		addrs: map[netip.Addr]*rate.Limiter{}, good: map[[sha256.Size]byte]time.Time{}, counts: reg}
 }
-
-// Refused returns the requests answered 429 over the login budget.
-func (g *Logins) Refused() uint64 { return g.counts.Load(loginsRefused) }
 
 // passedKey is the context key of the flag Passed sets.
 type passedKey struct{}

@@ -2,6 +2,7 @@ package limit
 
 import (
 	"fmt"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -51,7 +52,7 @@ func login(h http.Handler, remote, user, pass string) int {
 // newGate returns a Logins over a checker, on a fake clock.
 func newGate(lim LoginLimits) (http.Handler, *Logins, *checker, *fakeClock) {
 	clk := &fakeClock{t: time.Date(2026, 12, 6, 8, 0, 0, 0, time.UTC)}
-	g := NewLogins(lim, clk.now)
+	g := NewLogins(lim, clk.now, counters.New())
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
 	c := &checker{next: g.Passed(ok)}
 	return g.Wrap(c), g, c, clk
@@ -85,7 +86,7 @@ func TestWrongPasswordFloodIsBounded(t *testing.T) {
 	if want := 2 + 2 + 2*(seconds-1); c.checks > want {
 		t.Errorf("a flood from 200 addresses for %d s: %d password checks, want at most %d", seconds, c.checks, want)
 	}
-	if got, want := g.Refused(), uint64(100+2*100*seconds-c.checks); got != want {
+	if got, want := g.counts.Load(loginsRefused), uint64(100+2*100*seconds-c.checks); got != want {
 		t.Errorf("Refused() = %d, want %d (every request not checked)", got, want)
 	}
 	if code := login(h, "192.0.2.1:1000", "prometheus", "right"); code != http.StatusOK {
