@@ -102,9 +102,6 @@ type GPU struct {
 // NewGPU wraps a device whose static facts are already known; it counts
 // in reg.
 func NewGPU(info reading.GPU, dev Device, syms *Symbols, cfg Config, kc KernelClock, reg *counters.Registry, log *slog.Logger) *GPU {
-	if reg == nil {
-		panic("sampler: a GPU without a counter registry")
-	}
 	if cfg.SlowEvery < 1 {
 		cfg.SlowEvery = 1
 	}
@@ -112,7 +109,7 @@ func NewGPU(info reading.GPU, dev Device, syms *Symbols, cfg Config, kc KernelCl
 	if info.NumFans > reading.MaxFans {
 		log.Warn("more fans than recorded", "gpu", info.Index, "fans", info.NumFans, "recorded", reading.MaxFans)
 	}
-	g := &GPU{dev: dev, syms: syms, cfg: cfg, kclock: kc, reg: reg, startNative: newNativeExec,
+	g := &GPU{dev: dev, syms: syms, cfg: cfg, kclock: kc, reg: counters.Need(reg, "sampler.NewGPU's registry"), startNative: newNativeExec,
 		log: log.With("gpu", info.Index), capCache: capCache{base: time.Now()}}
 	g.info.Store(&info)
 	return g

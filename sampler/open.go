@@ -86,9 +86,6 @@ func bounded(d time.Duration, f func()) bool {
 // each selected GPU's static facts. It returns an error wrapping ErrNoDriver
 // or ErrNoGPU when there is nothing to monitor.
 func Open(lib Library, o OpenOptions) (*Host, error) {
-	if o.Counters == nil {
-		panic("sampler: Open without a counter registry")
-	}
 	if o.Timeout <= 0 {
 		o.Timeout = 20 * time.Second
 	}
@@ -104,7 +101,7 @@ func Open(lib Library, o OpenOptions) (*Host, error) {
 	default:
 		return nil, fmt.Errorf("nvmlInit: %s", retText(ret))
 	}
-	h := &Host{lib: lib, kclock: o.KernelClock, reg: o.Counters}
+	h := &Host{lib: lib, kclock: o.KernelClock, reg: counters.Need(o.Counters, "sampler.OpenOptions.Counters")}
 	if h.kclock.IsZero() {
 		h.kclock = kclock.New()
 	}

@@ -77,11 +77,8 @@ var stretchLevels = [...]struct {
 // NewPacer returns a pacer for the poll interval that counts its steps up
 // in reg.
 func NewPacer(interval time.Duration, reg *counters.Registry, log *slog.Logger) *Pacer {
-	if reg == nil {
-		panic("sampler: a pacer without a counter registry")
-	}
 	log = cmp.Or(log, slog.New(slog.DiscardHandler))
-	return &Pacer{iv: interval, log: log, reg: reg, calm: calmFirst}
+	return &Pacer{iv: interval, log: log, reg: counters.Need(reg, "sampler.NewPacer's registry"), calm: calmFirst}
 }
 
 // Level is the current stretch level; 0 reads every column at its normal rate.
