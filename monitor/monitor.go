@@ -329,11 +329,14 @@ func (m *Monitor) poll(ctx context.Context, sigs <-chan os.Signal) {
 	m.loop.lastSummary = time.Now()
 	m.loop.windowStart.Store(int64(m.cfg.mono()))
 	ctx, stop := context.WithCancel(ctx)
+	// Only the watchdog's goroutine is waited for: the signals' goroutine may
+	// be inside a handler stuck on the disk (SIGHUP's reopen syncs the CSVs),
+	// and shutdown must go on without it (its waits are bounded).
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer stop()
 	context.AfterFunc(ctx, tk.Stop)
-	wg.Go(func() {
+	go func() {
 		for {
 			select {
 			case <-ctx.Done():
@@ -342,7 +345,7 @@ func (m *Monitor) poll(ctx context.Context, sigs <-chan os.Signal) {
 				m.signal(sig)
 			}
 		}
-	})
+	}()
 	if m.cfg.WatchdogEvery > 0 {
 		wd := m.cfg.newTicker(m.cfg.WatchdogEvery)
 		context.AfterFunc(ctx, wd.Stop)

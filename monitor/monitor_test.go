@@ -1160,3 +1160,54 @@ func TestHostViewReadsNeverCallBack(t *testing.T) {
 		t.Fatal("reading the Board waits on the monitor")
 	}
 }
+
+// stuckReopenLog is a line log whose Reopen blocks until released, as a
+// reopen does on a disk that stopped answering.
+type stuckReopenLog struct {
+	plainLog
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (l *stuckReopenLog) Reopen() error {
+	close(l.entered)
+	<-l.release
+	return nil
+}
+
+// TestStuckSignalHandlerDoesNotHoldShutdown: a SIGHUP whose reopen is stuck
+// on the disk must not keep SIGTERM's shutdown from running (systemd would
+// kill the daemon at TimeoutStopSec, without its final summary line).
+func TestStuckSignalHandlerDoesNotHoldShutdown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		stuck := &stuckReopenLog{entered: make(chan struct{}), release: make(chan struct{})}
+		r := newRig(t, 1, func(c *Config) {
+			c.openLog = func(dir, name string, _ int, _ *counters.Registry) lineLog {
+				if name == EventsLog {
+					stuck.path = filepath.Join(dir, name)
+					return stuck
+				}
+				return &plainLog{path: filepath.Join(dir, name)}
+			}
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- r.m.Run(ctx, r.sigs) }()
+		time.Sleep(300 * time.Millisecond)
+		r.sigs <- syscall.SIGHUP
+		<-stuck.entered
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(time.Minute): // the bubble's clock: no real wait
+			t.Error("shutdown waited for the signal handler stuck in a reopen")
+			close(stuck.release)
+			<-done
+			return
+		}
+		if !strings.Contains(strings.Join(r.steps, ","), "files-closed") {
+			t.Errorf("shutdown steps %v: the files were not closed", r.steps)
+		}
+		close(stuck.release) // the handler returns; nothing waits for it
+	})
+}
