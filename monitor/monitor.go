@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"slices"
@@ -101,6 +102,11 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	cfg.defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	// One registry: the sampler's counters (nvml_stretches, health_skips,
+	// process_reads_*) would otherwise reach no output.
+	if host.Counters() != counters.Need(cfg.Counters, "monitor.Config.Counters") {
+		return nil, errors.New("monitor.Config.Counters is not the registry the sampler was opened with (sampler.OpenOptions.Counters)")
 	}
 	m := &Monitor{cfg: cfg, log: cfg.Logger, host: host, byIndex: map[int]*gpuState{}, start: time.Now(),
 		kclock: &kernelClock{clock: host.KernelClock(), est: kclock.NewEstimator(kclock.Config{})}, reg: counters.Need(cfg.Counters, "monitor.Config.Counters"),

@@ -1211,3 +1211,19 @@ func TestStuckSignalHandlerDoesNotHoldShutdown(t *testing.T) {
 		close(stuck.release) // the handler returns; nothing waits for it
 	})
 }
+
+// TestSamplerAndMonitorShareOneRegistry: a monitor given another registry
+// than the sampler's is refused, since the sampler's counters would reach
+// no output.
+func TestSamplerAndMonitorShareOneRegistry(t *testing.T) {
+	host, err := sampler.Open(fakeLib(1), sampler.OpenOptions{Config: sampler.DefaultConfig(100 * time.Millisecond), Counters: counters.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(Config{LogDir: t.TempDir(), Interval: 100 * time.Millisecond, Anomaly: anomaly.DefaultConfig(), Counters: counters.New(),
+		CSV: sink.CSVConfig{RetentionDays: 14, FsyncEvery: time.Second},
+		Logger: slog.New(slog.DiscardHandler)}, host)
+	if err == nil || !strings.Contains(err.Error(), "not the registry the sampler was opened with") {
+		t.Fatalf("New with another registry than the sampler's: %v", err)
+	}
+}

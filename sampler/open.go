@@ -432,6 +432,10 @@ func (h *Host) KernelTime(t time.Time) time.Duration { return h.kclock.At(t) }
 // publishes its fit there; Wall maps a printk timestamp to wall time).
 func (h *Host) KernelClock() KernelClock { return h.kclock }
 
+// Counters returns the registry the host, its GPUs and their process
+// readers count in (OpenOptions.Counters).
+func (h *Host) Counters() *counters.Registry { return h.reg }
+
 // Count returns how many GPUs the driver enumerates now (one call, not tied
 // to any GPU). The caller bounds it.
 func (h *Host) Count() (int, error) {
