@@ -1,7 +1,6 @@
 package monitor
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -56,9 +55,16 @@ func toJournal(line string) (journalEntry, bool) {
 	_, msg, _ := strings.Cut(line, " ")
 	f := map[string]string{"SYSLOG_IDENTIFIER": "gpu-telemetry", "MESSAGE_ID": MessageID(e.Type())}
 	for k, v := range e.KV {
-		f[cmp.Or(journalFields[k], "GPU_TELEMETRY_"+journalName(k))] = v
+		name, ok := journalFields[k]
+		if !ok {
+			name = "GPU_TELEMETRY_" + journalName(k)
+		}
+		f[name] = v
 	}
-	prio := cmp.Or(journalPriority[e.KV["level"]], 6)
+	prio, ok := journalPriority[e.KV["level"]]
+	if !ok {
+		prio = 6 // info
+	}
 	return journalEntry{message: msg, priority: prio, fields: f}, true
 }
 
