@@ -173,6 +173,10 @@ func init() { buildCalls() }
 // and argument, shared by the readings that read values of the same call;
 // an older driver's after the newer), thermal sensor 0, the field readings'
 // fallbacks, then each per-fan reading's calls, fan by fan.
+// maxArgs bounds the capability cache's entries of one function: its fans,
+// or its arguments (a getter reading each temperature threshold type, say).
+const maxArgs = max(reading.MaxFans, 16)
+
 func buildCalls() {
 	callFn = []callDef{{fn: FnFieldValues, name: fnInfo[FnFieldValues].name}}
 	add := func(d callDef) call {
@@ -189,7 +193,7 @@ func buildCalls() {
 			}
 			d.idx = max(d.idx, o.idx+1)
 		}
-		if d.idx >= reading.MaxFans {
+		if d.idx >= maxArgs {
 			panic("sampler: more arguments of " + d.name + " than its capability cache holds")
 		}
 		callFn = append(callFn, d)

@@ -76,9 +76,9 @@ type GPU struct {
 	reg      *counters.Registry
 	execTold atomic.Bool // logged that the executor could not start (native_exec_failures)
 
-	off      [maxFns][reading.MaxFans]int64 // capability cache by (fn, index)
-	fieldOff [maxFields]int64               // and by field reading
-	absurd   [maxFns]bool                   // logged "absurd value" once
+	off      [maxFns][maxArgs]int64 // capability cache by (fn, fan or argument index)
+	fieldOff [maxFields]int64       // and by field reading
+	absurd   [maxFns]bool           // logged "absurd value" once
 	// carry: each reading's value from the last sample that read its tier,
 	// for the samples that do not; sensor0 the same for thermal sensor 0.
 	carry   [reading.NumReadings]reading.Opt[uint64]
