@@ -168,15 +168,15 @@ var (
 
 func init() { buildCalls() }
 
+// maxArgs bounds the capability cache's entries of one function: its fans,
+// or its arguments (a getter reading each temperature threshold type, say).
+const maxArgs = max(reading.MaxFans, 16)
+
 // buildCalls makes the sample's calls from the tables, in the order they
 // are made: the field batch, each getter reading's calls (one per function
 // and argument, shared by the readings that read values of the same call;
 // an older driver's after the newer), thermal sensor 0, the field readings'
 // fallbacks, then each per-fan reading's calls, fan by fan.
-// maxArgs bounds the capability cache's entries of one function: its fans,
-// or its arguments (a getter reading each temperature threshold type, say).
-const maxArgs = max(reading.MaxFans, 16)
-
 func buildCalls() {
 	callFn = []callDef{{fn: FnFieldValues, name: fnInfo[FnFieldValues].name}}
 	add := func(d callDef) call {
