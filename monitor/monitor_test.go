@@ -1134,10 +1134,17 @@ func TestHostViewLogLines(t *testing.T) {
 	if want := (live.LogLines{Waiting: 2}); h.LogLines != want {
 		t.Errorf("log lines %+v, want %+v", h.LogLines, want)
 	}
+	want := map[string]uint64{"log_lines_delayed": 8, "log_lines_lost_at_exit": 2}
 	for _, c := range h.Counters {
-		if want, ok := map[string]uint64{"log_lines_delayed": 8, "log_lines_lost_at_exit": 2}[c.Name]; ok && c.Value != want {
-			t.Errorf("%s = %d, want %d", c.Name, c.Value, want)
+		if w, ok := want[c.Name]; ok {
+			if c.Value != w {
+				t.Errorf("%s = %d, want %d", c.Name, c.Value, w)
+			}
+			delete(want, c.Name)
 		}
+	}
+	for name := range want {
+		t.Errorf("%s is not in the host view's counters", name)
 	}
 }
 
