@@ -3,7 +3,6 @@ package kmsg
 import (
 	"context"
 	"errors"
-	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
 

@@ -1228,7 +1228,7 @@ func TestSamplerAndMonitorShareOneRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = New(Config{LogDir: t.TempDir(), Interval: 100 * time.Millisecond, Anomaly: anomaly.DefaultConfig(), Counters: counters.New(),
-		CSV: sink.CSVConfig{RetentionDays: 14, FsyncEvery: time.Second},
+		CSV:    sink.CSVConfig{RetentionDays: 14, FsyncEvery: time.Second},
 		Logger: slog.New(slog.DiscardHandler)}, host)
 	if err == nil || !strings.Contains(err.Error(), "not the registry the sampler was opened with") {
 		t.Fatalf("New with another registry than the sampler's: %v", err)

@@ -2,12 +2,12 @@ package report
 
 import (
 	"encoding/csv"
-	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )

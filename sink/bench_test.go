@@ -1,9 +1,10 @@
 package sink
 
 import (
-	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"testing"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 )
 
 // BenchmarkAppendRow formats one CSV row (8-GPU hosts do this 80 times a

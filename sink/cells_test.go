@@ -2,12 +2,12 @@ package sink
 
 import (
 	"encoding/csv"
-	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 

@@ -2,13 +2,13 @@ package sink
 
 import (
 	"bufio"
-	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 

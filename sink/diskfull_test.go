@@ -2,7 +2,6 @@ package sink
 
 import (
 	"fmt"
-	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
 

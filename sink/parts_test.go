@@ -1,7 +1,6 @@
 package sink
 
 import (
-	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 )
 
 // checkTable fails unless every line of lines has the field count of its

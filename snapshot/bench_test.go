@@ -1,11 +1,11 @@
 package snapshot
 
 import (
-	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 

@@ -3,7 +3,6 @@ package snapshot
 import (
 	"context"
 	"fmt"
-	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )

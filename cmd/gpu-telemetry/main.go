@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"io"
 	"log/slog"
 	"os"
@@ -26,6 +25,7 @@ import (
 	"github.com/alecthomas/kong"
 	"github.com/gofrs/flock"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/monitor"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"

@@ -1,12 +1,12 @@
 package events
 
 import (
-	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/kclock"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"

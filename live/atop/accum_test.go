@@ -1,11 +1,11 @@
 package atop
 
 import (
-	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 

@@ -1,11 +1,11 @@
 package atop
 
 import (
-	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )

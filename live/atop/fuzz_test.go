@@ -3,10 +3,11 @@ package atop
 import (
 	"bytes"
 	"encoding/binary"
-	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"net"
 	"testing"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 )
 
 // FuzzRequests feeds arbitrary bytes to a connection's handler. Whatever

@@ -2,7 +2,6 @@ package atop
 
 import (
 	"context"
-	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"os"
 	"os/exec"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/live/atop/atoptest"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"

@@ -2,7 +2,6 @@ package limit
 
 import (
 	"errors"
-	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"io"
 	"net"
 	"net/http"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
 

@@ -2,11 +2,12 @@ package limit
 
 import (
 	"fmt"
-	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 )
 
 // checker stands for exporter-toolkit's basic-auth handler: it counts the
