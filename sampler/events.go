@@ -16,16 +16,35 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
-// WatchedEvents are the NVML event types registered on every GPU that
-// supports them: P-state changes, Xid critical errors, clock changes, GPU
-// recovery actions and the health events (HealthEventDefs).
-var WatchedEvents = uint64(nvml.EventTypePState|nvml.EventTypeXidCriticalError|
-	nvml.EventTypeClock|nvml.EventTypeGpuRecoveryAction) | healthEvents
+// watchedEvent is an NVML event type the sampler registers: its name in
+// logs and the kind of event it makes.
+type watchedEvent struct {
+	typ  uint64
+	name string
+	kind reading.EventKind
+}
 
-// healthEvents is the mask of HealthEventDefs' types.
-var healthEvents = func() (m uint64) {
+// watched is every event type registered on a GPU that supports it: Xid
+// critical errors, GPU recovery actions, P-state and clock changes, and
+// the health events (HealthEventDefs). The order decides an event's kind
+// should one carry several types (NVML sends one): an Xid first.
+var watched = func() []watchedEvent {
+	w := []watchedEvent{
+		{uint64(nvml.EventTypeXidCriticalError), "Xid", reading.EventXid},
+		{uint64(nvml.EventTypeGpuRecoveryAction), "GpuRecoveryAction", reading.EventRecovery},
+		{uint64(nvml.EventTypePState), "PState", reading.EventPState},
+		{uint64(nvml.EventTypeClock), "Clock", reading.EventClock},
+	}
 	for _, h := range HealthEventDefs {
-		m |= h.Type
+		w = append(w, watchedEvent{h.Type, h.Name, reading.EventHealth})
+	}
+	return w
+}()
+
+// WatchedEvents is the mask of every watched type.
+var WatchedEvents = func() (m uint64) {
+	for _, w := range watched {
+		m |= w.typ
 	}
 	return m
 }()
@@ -361,19 +380,12 @@ func makeEvent(gpus []*GPU, idx int, typ, data uint64) reading.Event {
 			break
 		}
 	}
-	switch {
-	case typ&uint64(nvml.EventTypeXidCriticalError) != 0:
-		ev.Kind = reading.EventXid
-	case typ&uint64(nvml.EventTypeGpuRecoveryAction) != 0:
-		ev.Kind = reading.EventRecovery
-	case typ&uint64(nvml.EventTypePState) != 0:
-		ev.Kind = reading.EventPState
-	case typ&uint64(nvml.EventTypeClock) != 0:
-		ev.Kind = reading.EventClock
-	case typ&healthEvents != 0:
-		ev.Kind = reading.EventHealth
-	default:
-		ev.Kind = reading.EventOther
+	ev.Kind = reading.EventOther
+	for _, w := range watched {
+		if typ&w.typ != 0 {
+			ev.Kind = w.kind
+			break
+		}
 	}
 	return ev
 }
@@ -409,17 +421,10 @@ func HealthEvent(typ uint64) (HealthEventDef, bool) {
 // EventTypeNames returns the names of the watched types in mask.
 func EventTypeNames(mask uint64) string {
 	var names []string
-	add := func(bit uint64, name string) {
-		if mask&bit != 0 {
-			names = append(names, name)
+	for _, w := range watched {
+		if mask&w.typ != 0 {
+			names = append(names, w.name)
 		}
-	}
-	add(uint64(nvml.EventTypePState), "PState")
-	add(uint64(nvml.EventTypeXidCriticalError), "Xid")
-	add(uint64(nvml.EventTypeClock), "Clock")
-	add(uint64(nvml.EventTypeGpuRecoveryAction), "GpuRecoveryAction")
-	for _, h := range HealthEventDefs {
-		add(h.Type, h.Name)
 	}
 	if len(names) == 0 {
 		return "none"
