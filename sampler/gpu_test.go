@@ -77,7 +77,8 @@ func TestSampleReadsEverything(t *testing.T) {
 	d := fakenvml.NewDev()
 	// Values the fake has no field for, unlike the zeros it answers a
 	// getter or field it does not know with.
-	d.Getters = map[fakenvml.Getter]any{{Fn: "GetMaxPcieLinkGeneration"}: uint32(6), {Fn: "GetMaxPcieLinkWidth"}: uint32(32)}
+	d.Getters[fakenvml.Getter{Fn: "GetMaxPcieLinkGeneration"}] = uint32(6)
+	d.Getters[fakenvml.Getter{Fn: "GetMaxPcieLinkWidth"}] = uint32(32)
 	d.Fields = map[uint32]uint64{197 /* NVML_FI_DEV_PCIE_COUNT_TX_BYTES */ : 1 << 40}
 	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
 	g := h.GPUs[0]
@@ -341,9 +342,9 @@ func TestFieldEntryUnsupportedFallsBack(t *testing.T) {
 
 func TestAbsurdValuesAreAbsent(t *testing.T) {
 	d := fakenvml.NewDev()
-	d.Temp = 4294967295
+	d.Getters[fakenvml.Getter{Fn: "GetTemperature"}] = uint32(4294967295)
 	d.FanTarget = []int{4294967295, 30}
-	d.Limit = 0
+	d.Getters[fakenvml.Getter{Fn: "GetPowerManagementLimit"}] = uint32(0)
 	d.Power = 4000000000
 	s := sampled(t, d, 1)
 	if s.Values[reading.TempC].OK || s.Values[reading.TLimitC].OK {

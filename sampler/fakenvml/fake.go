@@ -31,23 +31,16 @@ type Dev struct {
 
 	Name, UUID, Serial, Vbios, Bus string
 	Fans                           int
-	Temp                           uint32
 	Thresholds                     map[nvml.TemperatureThresholds]uint32
-	Power, Limit, Enforced         uint32
-	Energy                         uint64
-	MemTemp                        uint32
-	Replay                         int
-	Pstate                         nvml.Pstates
-	Clocks                         map[nvml.ClockType]uint32
-	Util                           nvml.Utilization
-	MemUsed                        uint64
-	Gen, Width                     int
-	Throttle                       uint64
-	FanSpeed                       []uint32
-	FanTarget                      []int
-	Sensor                         nvml.GpuThermalSettingsSensor
-	Enc, Dec                       uint32
-	FieldRet                       map[uint32]nvml.Return // per-entry return in GetFieldValues
+	// Power, Enforced, Energy, MemTemp and Replay answer both their field
+	// and their getter (the fallback where the driver refuses the field).
+	Power, Enforced uint32
+	Energy          uint64
+	MemTemp         uint32
+	Replay          int
+	FanSpeed        []uint32
+	FanTarget       []int
+	FieldRet        map[uint32]nvml.Return // per-entry return in GetFieldValues
 	// Fields answers other field ids (the health counters) with an
 	// UNSIGNED_LONG_LONG value at scope 0; LinkFields by field and scope
 	// (link). An id in neither is NOT_SUPPORTED.
@@ -73,8 +66,8 @@ type Dev struct {
 
 	// Getters answers any getter of the sampler's batch: a plain value
 	// (uint32, uint64) or go-nvml's struct (a versioned one with its
-	// Version set). A getter in neither Getters nor the fields above
-	// answers zeros with SUCCESS.
+	// Version set); NewDev fills those of a healthy GPU. A getter in
+	// neither Getters nor the fields above answers zeros with SUCCESS.
 	Getters map[Getter]any
 	// GetterRet makes one argument of a getter return its result (set it
 	// under Update), where Set makes every argument's.
@@ -106,32 +99,6 @@ func (d *Dev) getter(fn string, arg uint32, out unsafe.Pointer) nvml.Return {
 		return nvml.SUCCESS
 	}
 	switch fn {
-	case "GetTemperature":
-		return put(out, d.Temp)
-	case "GetPowerManagementLimit":
-		return put(out, d.Limit)
-	case "GetPerformanceState":
-		return put(out, uint32(d.Pstate))
-	case "GetClockInfo":
-		return put(out, d.Clocks[nvml.ClockType(arg)])
-	case "GetUtilizationRates":
-		return put(out, d.Util)
-	case "GetMemoryInfo_v2":
-		return putV(out, nvml.Memory_v2{Used: d.MemUsed, Total: d.MemTotal}, 2)
-	case "GetMemoryInfo":
-		return put(out, nvml.Memory{Used: d.MemUsed, Total: d.MemTotal})
-	case "GetCurrentClocksEventReasons", "GetCurrentClocksThrottleReasons":
-		return put(out, d.Throttle)
-	case "GetEncoderUtilization":
-		return put(out, d.Enc)
-	case "GetDecoderUtilization":
-		return put(out, d.Dec)
-	case "GetCurrPcieLinkGeneration":
-		return put(out, uint32(d.Gen))
-	case "GetCurrPcieLinkWidth":
-		return put(out, uint32(d.Width))
-	case "GetThermalSettings":
-		return put(out, nvml.GpuThermalSettings{Count: 1, Sensor: [3]nvml.GpuThermalSettingsSensor{d.Sensor}})
 	case "GetPowerUsage":
 		return put(out, d.Power)
 	case "GetEnforcedPowerLimit":
@@ -167,48 +134,50 @@ func put[T any](out unsafe.Pointer, v T) nvml.Return {
 	return nvml.SUCCESS
 }
 
-// putOpt writes *v (of NVML's version ver; 0: unversioned) to out, or
-// answers NOT_SUPPORTED while v is nil (a GPU without the getter).
+// putOpt writes *v (of NVML's version ver, set in its first field; 0:
+// unversioned) to out if the caller set that version, or answers
+// NOT_SUPPORTED while v is nil (a GPU without the getter).
 func putOpt[T any](out unsafe.Pointer, v *T, ver uint32) nvml.Return {
+	w := uint32(unsafe.Sizeof(*v)) | ver<<24
 	switch {
 	case v == nil:
 		return nvml.ERROR_NOT_SUPPORTED
-	case ver != 0:
-		return putV(out, *v, ver)
-	}
-	return put(out, *v)
-}
-
-// putV writes v, a struct of NVML's version ver, to out if the caller set
-// that version.
-func putV[T any](out unsafe.Pointer, v T, ver uint32) nvml.Return {
-	w := uint32(unsafe.Sizeof(v)) | ver<<24
-	if *(*uint32)(out) != w {
+	case ver != 0 && *(*uint32)(out) != w:
 		return nvml.ERROR_ARGUMENT_VERSION_MISMATCH
 	}
-	*(*T)(out) = v
-	*(*uint32)(out) = w
+	*(*T)(out) = *v
+	if ver != 0 {
+		*(*uint32)(out) = w
+	}
 	return nvml.SUCCESS
 }
 
 // NewDev returns a healthy two-fan GPU.
 func NewDev() *Dev {
+	mem := nvml.Memory_v2{Version: uint32(unsafe.Sizeof(nvml.Memory_v2{})) | 2<<24, Used: 40 << 30, Total: 96 << 30}
 	return &Dev{
 		calls: map[string]int{}, ret: map[string]nvml.Return{}, block: map[string]chan struct{}{},
 		FieldRet: map[uint32]nvml.Return{},
 		Name:     "NVIDIA RTX PRO 6000 Blackwell", UUID: "GPU-1111", Serial: "1650", Vbios: "98.02", Bus: "00000000:4B:00.0",
-		Fans: 2, Temp: 60,
+		Fans: 2,
 		Thresholds: map[nvml.TemperatureThresholds]uint32{
 			nvml.TEMPERATURE_THRESHOLD_SHUTDOWN: 98, nvml.TEMPERATURE_THRESHOLD_SLOWDOWN: 95,
 			nvml.TEMPERATURE_THRESHOLD_MEM_MAX: 95, nvml.TEMPERATURE_THRESHOLD_GPU_MAX: 90,
 		},
-		Power: 250_500, Limit: 600_000, Enforced: 600_000, Energy: 123456789, MemTemp: 70, Replay: 3,
-		Pstate: nvml.PSTATE_2,
-		Clocks: map[nvml.ClockType]uint32{nvml.CLOCK_GRAPHICS: 2400, nvml.CLOCK_SM: 2400, nvml.CLOCK_MEM: 14001},
-		Util:   nvml.Utilization{Gpu: 97, Memory: 41}, MemUsed: 40 << 30, Gen: 5, Width: 16,
-		Throttle: 0x4, FanSpeed: []uint32{30, 31}, FanTarget: []int{30, 31},
-		Sensor: nvml.GpuThermalSettingsSensor{Controller: 5, CurrentTemp: 60, Target: 1},
-		Enc:    0, Dec: 12, MemTotal: 96 << 30,
+		Power: 250_500, Enforced: 600_000, Energy: 123456789, MemTemp: 70, Replay: 3,
+		FanSpeed: []uint32{30, 31}, FanTarget: []int{30, 31},
+		Getters: map[Getter]any{
+			{"GetTemperature", 0}: uint32(60), {"GetPowerManagementLimit", 0}: uint32(600_000),
+			{"GetPerformanceState", 0}:                    uint32(nvml.PSTATE_2),
+			{"GetClockInfo", uint32(nvml.CLOCK_GRAPHICS)}: uint32(2400), {"GetClockInfo", uint32(nvml.CLOCK_SM)}: uint32(2400),
+			{"GetClockInfo", uint32(nvml.CLOCK_MEM)}: uint32(14001),
+			{"GetUtilizationRates", 0}:               nvml.Utilization{Gpu: 97, Memory: 41},
+			{"GetMemoryInfo_v2", 0}:                  mem, {"GetMemoryInfo", 0}: nvml.Memory{Used: mem.Used, Total: mem.Total},
+			{"GetCurrentClocksEventReasons", 0}: uint64(0x4), {"GetCurrentClocksThrottleReasons", 0}: uint64(0x4),
+			{"GetEncoderUtilization", 0}: uint32(0), {"GetDecoderUtilization", 0}: uint32(12),
+			{"GetCurrPcieLinkGeneration", 0}: uint32(5), {"GetCurrPcieLinkWidth", 0}: uint32(16),
+			{"GetThermalSettings", 0}: nvml.GpuThermalSettings{Count: 1, Sensor: [3]nvml.GpuThermalSettingsSensor{{Controller: 5, CurrentTemp: 60, Target: 1}}},
+		},
 		EventTypes: uint64(nvml.EventTypeXidCriticalError | nvml.EventTypePState | nvml.EventTypeClock | nvml.EventTypeGpuRecoveryAction),
 	}
 }
