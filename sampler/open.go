@@ -269,8 +269,9 @@ func (g *GPU) readStatic(lib Library) {
 	g.info.Store(&info)
 }
 
-// ask makes the start-up call fn (for threshold or fan idx) when it may be
-// made (can), marked in flight; ok when it succeeded (end).
+// ask makes the Go call fn (for threshold or fan idx: a static fact, the
+// remap histogram) when it may be made (can), marked in flight; ok when it
+// succeeded (end).
 func ask[T any](g *GPU, fn Fn, idx int, f func() (T, nvml.Return)) (v T, ok bool) {
 	if !g.can(fn, idx) {
 		return v, false

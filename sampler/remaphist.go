@@ -49,9 +49,8 @@ func (g *GPU) readRemapHist(s *reading.Sample, vals *[reading.NumReadings]readin
 	if key == ([4]reading.Opt[uint64]{}) || !r.due || g.mono() < r.retry || !g.can(FnRemapHistogram, 0) {
 		return
 	}
-	g.begin(FnRemapHistogram)
-	v, ret := g.dev.GetRowRemapperHistogram()
-	if !g.end(FnRemapHistogram, 0, ret) {
+	v, ok := ask(g, FnRemapHistogram, 0, g.dev.GetRowRemapperHistogram)
+	if !ok {
 		r.retry = g.mono() + int64(remapHistRetry)
 		return
 	}
