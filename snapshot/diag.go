@@ -32,8 +32,8 @@ const (
 	diagAERCounters, diagModuleParams         = "aer-counters", "module-params"
 )
 
-// diagSection is one section of diagnostics: the job whose output it shows,
-// whole (keep nil, n 0: raw) or the lines filtered picks with keep and n.
+// diagSection is one section of diagnostics: the last n lines that keep
+// takes of a job's output (keep nil: every line; n 0: all of them).
 type diagSection struct {
 	title    string
 	key      string
@@ -147,12 +147,8 @@ func (m *Manager) diagnose(busID string, followUp bool) []Section {
 			continue
 		}
 		var keep func(string) bool
-		switch {
-		case d.keep != nil:
+		if d.keep != nil {
 			keep = func(l string) bool { return d.keep(f, l) }
-		case d.n == 0:
-			out = append(out, Section{d.title, raw(r[d.key])})
-			continue
 		}
 		out = append(out, Section{d.title, filtered(r[d.key], keep, d.n)})
 	}
@@ -241,20 +237,7 @@ func runJob(ctx context.Context, timeout time.Duration, j job) result {
 }
 
 // raw renders a command's whole output followed by its status line.
-func raw(r result) string {
-	var b strings.Builder
-	b.Write(r.out)
-	if len(r.out) > 0 && r.out[len(r.out)-1] != '\n' {
-		b.WriteByte('\n')
-	}
-	if len(r.out) == 0 && r.status == "" {
-		b.WriteString("(no output)\n")
-	}
-	if r.status != "" {
-		b.WriteString(r.status + "\n")
-	}
-	return b.String()
-}
+func raw(r result) string { return filtered(r, nil, 0) }
 
 // filtered renders lastLines(keep, n) of the output, then the status line.
 func filtered(r result, keep func(string) bool, n int) string {

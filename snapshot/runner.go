@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -68,14 +69,14 @@ type NotInstalledError struct {
 // Error names the program and what provides it: "lspci: not installed
 // (Debian package pciutils)".
 func (e *NotInstalledError) Error() string {
-	for _, p := range Programs {
-		if p.Name == e.Name && p.Package != "" {
-			return e.Name + ": not installed (Debian package " + p.Package + ")"
-		} else if p.Name == e.Name {
-			return e.Name + ": not installed (it comes with " + p.Source + ")"
-		}
+	i := slices.IndexFunc(Programs, func(p Program) bool { return p.Name == e.Name })
+	switch {
+	case i < 0:
+		return e.Name + ": not installed"
+	case Programs[i].Package != "":
+		return e.Name + ": not installed (Debian package " + Programs[i].Package + ")"
 	}
-	return e.Name + ": not installed"
+	return e.Name + ": not installed (it comes with " + Programs[i].Source + ")"
 }
 
 // Unwrap makes errors.Is(err, exec.ErrNotFound) true.
@@ -119,8 +120,8 @@ type ExecRunner struct {
 	waitDelay time.Duration // os/exec WaitDelay; 0 means killGrace; tests lengthen it
 
 	mu      sync.Mutex
-	stuck   map[string]int  // program name -> runs abandoned after SIGKILL, not yet exited
-	missing map[string]bool // programs found missing (and logged)
+	stuck   map[string]int // program name -> runs abandoned after SIGKILL, not yet exited
+	missing sync.Map       // programs found missing (and logged)
 }
 
 // Run runs name with args and returns the last MaxOutput bytes of its
@@ -153,7 +154,11 @@ func (r *ExecRunner) Run(ctx context.Context, name string, args ...string) ([]by
 		var ee *exec.Error
 		switch {
 		case errors.Is(err, exec.ErrNotFound):
-			return nil, r.notInstalled(name)
+			err := &NotInstalledError{Name: name}
+			if _, seen := r.missing.LoadOrStore(name, true); !seen && r.Logger != nil {
+				r.Logger.Warn("a program the snapshots run is missing; they go without its output", "error", err.Error())
+			}
+			return nil, err
 		case errors.As(err, &ee):
 			return nil, err // already names the program: exec: "lspci": permission denied
 		}
@@ -189,23 +194,6 @@ func (r *ExecRunner) Run(ctx context.Context, name string, args ...string) ([]by
 		return out.Bytes(), fmt.Errorf("%s: killed: %w", name, err)
 	}
 	return out.Bytes(), &TimeoutError{Name: name, After: timeout, Stuck: stuck}
-}
-
-// notInstalled returns the error for a missing program, and logs it the
-// first time.
-func (r *ExecRunner) notInstalled(name string) error {
-	err := &NotInstalledError{Name: name}
-	r.mu.Lock()
-	first := !r.missing[name]
-	if r.missing == nil {
-		r.missing = make(map[string]bool)
-	}
-	r.missing[name] = true
-	r.mu.Unlock()
-	if first && r.Logger != nil {
-		r.Logger.Warn("a program the snapshots run is missing; they go without its output", "error", err.Error())
-	}
-	return err
 }
 
 // markStuck records an abandoned run of name until its Wait returns.
