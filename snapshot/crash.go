@@ -2,7 +2,6 @@ package snapshot
 
 import (
 	"cmp"
-	"context"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -58,15 +57,10 @@ func (m *Manager) Crash(req CrashRequest) bool {
 func (m *Manager) crash(req *CrashRequest, start time.Time) {
 	defer m.wg.Done()
 	d := req.Decision
-	var follow context.Context
-	if !d.Escalation {
-		m.mu.Lock()
-		var stop context.CancelCauseFunc
-		follow, stop = d.inc.follow, d.inc.stopFollow
-		m.mu.Unlock()
-		defer stop(nil)
-	}
 	gpu, inc := d.gpu, d.inc
+	if !d.Escalation { // Decide set the context of the incident d began, once
+		defer inc.stopFollow(nil)
+	}
 	// Before anything that could wake the GPU from runtime suspend.
 	req.early = append(req.early, m.powerState(req.Header.BusID))
 	m.flush(gpu)
@@ -93,8 +87,8 @@ func (m *Manager) crash(req *CrashRequest, start time.Time) {
 	} else {
 		m.record("crash", gpu, 2, path, t0, nil, crashesCompleted)
 	}
-	if follow != nil {
-		m.followUps(follow, gpu, path, &req.Header, start, inc)
+	if !d.Escalation {
+		m.followUps(inc.follow, gpu, path, &req.Header, start, inc)
 	}
 }
 

@@ -41,7 +41,7 @@ func followUpName(incident string, offset time.Duration) string {
 
 // renderFollowUp renders one follow-up capture. Its header is short: the
 // counters of the incident's header would be stale by now.
-func renderFollowUp(h *Header, incident string, offset time.Duration, now time.Time, headline string, events Section, diags []Section) []byte {
+func renderFollowUp(h *Header, incident string, offset time.Duration, now time.Time, headline string, sections []Section) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, "=== GPU CRASH FOLLOW-UP %s ===\nTime: %s\nVersion: %s\n", offsetLabel(offset), now.Format(sink.TimestampLayout), orNA(h.Version))
 	writeWhere(&b, h)
@@ -53,10 +53,7 @@ func renderFollowUp(h *Header, incident string, offset time.Duration, now time.T
 	if headline != "" {
 		b.WriteString("Headline: " + headline + "\n")
 	}
-	if events.Title != "" {
-		writeSection(&b, events)
-	}
-	for _, s := range diags {
+	for _, s := range sections {
 		writeSection(&b, s)
 	}
 	b.WriteString("\n=== End of snapshot ===\n")
@@ -89,7 +86,7 @@ func (m *Manager) followUps(ctx context.Context, gpu int, incident string, h *He
 		m.mu.Lock()
 		headline, events := gpuHeadline(gpu, inc.headline()), inc.eventsSection(-1)
 		m.mu.Unlock()
-		data := renderFollowUp(h, incident, off, m.cfg.Now(), headline, events, diags)
+		data := renderFollowUp(h, incident, off, m.cfg.Now(), headline, append([]Section{events}, diags...))
 		m.save("follow-up", gpu, 0, m.crashDir, followUpName(incident, off), data, t0, followUpsWritten)
 	}
 }
