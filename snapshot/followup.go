@@ -3,7 +3,6 @@ package snapshot
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -43,16 +42,13 @@ func followUpName(incident string, offset time.Duration) string {
 // counters of the incident's header would be stale by now.
 func renderFollowUp(h *Header, incident string, offset time.Duration, now time.Time, headline string, sections []Section) []byte {
 	var b strings.Builder
-	fmt.Fprintf(&b, "=== GPU CRASH FOLLOW-UP %s ===\nTime: %s\nVersion: %s\n", offsetLabel(offset), now.Format(sink.TimestampLayout), orNA(h.Version))
-	writeWhere(&b, h)
-	b.WriteString("Incident: " + filepath.Base(incident))
+	top := *h
+	top.Title, top.Time, top.Headline = "GPU CRASH FOLLOW-UP "+offsetLabel(offset), now, headline
+	incidentLine := "Incident: " + filepath.Base(incident)
 	if !h.Time.IsZero() {
-		b.WriteString(" at " + h.Time.Format(sink.TimestampLayout))
+		incidentLine += " at " + h.Time.Format(sink.TimestampLayout)
 	}
-	b.WriteString("\nReason: " + orNA(h.Reason) + "\n")
-	if headline != "" {
-		b.WriteString("Headline: " + headline + "\n")
-	}
+	writeTop(&b, &top, incidentLine+"\n")
 	for _, s := range sections {
 		writeSection(&b, s)
 	}

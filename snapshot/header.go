@@ -69,12 +69,7 @@ func stamp(t time.Time) string {
 // line), adding the host, the board, the headline, the kernel log's clock
 // and the suppressed count.
 func writeHeader(b *strings.Builder, h *Header) {
-	fmt.Fprintf(b, "=== %s ===\nTime: %s\nVersion: %s\n", orNA(h.Title), stamp(h.Time), orNA(h.Version))
-	writeWhere(b, h)
-	b.WriteString("Reason: " + orNA(h.Reason) + "\n")
-	if h.Headline != "" {
-		b.WriteString("Headline: " + h.Headline + "\n")
-	}
+	writeTop(b, h, "")
 	event := na
 	if h.EventNumber != 0 {
 		event = strconv.FormatUint(h.EventNumber, 10)
@@ -131,15 +126,21 @@ func ParseHeader(text string) (h Header, ok bool) {
 	return h, ok
 }
 
-// writeWhere writes where a snapshot was taken: the host, the GPU ("GPU: 3
-// NVIDIA H100 80GB HBM3 (00000000:4B:00.0)"), and the board, by the UUID
-// and serial number an RMA asks for (each n/a when unknown; ParseHeader
-// reads n/a back as it is: no UUID or serial is n/a).
-func writeWhere(b *strings.Builder, h *Header) {
+// writeTop writes the lines every snapshot, follow-ups included, begins
+// with: the title, time and version; where it was taken: the host, the GPU
+// ("GPU: 3 NVIDIA H100 80GB HBM3 (00000000:4B:00.0)"), and the board, by the
+// UUID and serial number an RMA asks for (each n/a when unknown; ParseHeader
+// reads n/a back as it is: no UUID or serial is n/a); then extra, the reason
+// and the headline (when there is one).
+func writeTop(b *strings.Builder, h *Header, extra string) {
 	gpu := na
 	if h.GPUIndex >= 0 {
 		gpu = strconv.Itoa(h.GPUIndex)
 	}
-	fmt.Fprintf(b, "Host: %s (machine id %s, boot %s)\nGPU: %s %s (%s)\nUUID: %s\nSerial: %s\n",
-		orNA(h.Host.Host), orNA(h.Host.MachineID), orNA(h.Host.BootID), gpu, orNA(h.GPUName), orNA(h.BusID), orNA(h.UUID), orNA(h.Serial))
+	fmt.Fprintf(b, "=== %s ===\nTime: %s\nVersion: %s\nHost: %s (machine id %s, boot %s)\nGPU: %s %s (%s)\nUUID: %s\nSerial: %s\n%sReason: %s\n",
+		orNA(h.Title), stamp(h.Time), orNA(h.Version), orNA(h.Host.Host), orNA(h.Host.MachineID), orNA(h.Host.BootID),
+		gpu, orNA(h.GPUName), orNA(h.BusID), orNA(h.UUID), orNA(h.Serial), extra, orNA(h.Reason))
+	if h.Headline != "" {
+		b.WriteString("Headline: " + h.Headline + "\n")
+	}
 }
