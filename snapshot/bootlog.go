@@ -117,21 +117,9 @@ func WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
 		}
 		fmt.Fprintf(&b, "%s: last row %s, gap %s\n", g.name(), g.last.Format(sink.TimestampLayout), gap.Round(time.Millisecond))
 	}
-	for _, g := range rows {
-		fmt.Fprintf(&b, "\n=== %s: last %d rows (%s) ===\n", g.name(), bootRows, strings.Join(g.sources, ", "))
-		for _, n := range g.notes {
-			b.WriteString("(" + n + ")\n")
-		}
-		if len(g.rows) == 0 {
-			b.WriteString("(none)\n")
-			continue
-		}
-		if g.header != "" {
-			b.WriteString(" " + g.header + "\n")
-		}
-		for _, r := range g.rows {
-			b.WriteString(" " + r + "\n")
-		}
+	for _, g := range rows { // at most bootRows (= lastRowsKept) each
+		b.WriteString("\n")
+		writeTail(&b, fmt.Sprintf("%s: last %d rows (%s)", g.name(), bootRows, strings.Join(g.sources, ", ")), "(none)", g.header, g.rows, g.notes...)
 	}
 
 	b.WriteString("\n=== Previous boot's kernel log (journalctl -k -b -1): NVIDIA, GPU and PCIe lines ===\n")

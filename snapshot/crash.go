@@ -141,15 +141,24 @@ func render(h *Header, lead Section, csvHeader string, rows []string, sections [
 	return []byte(b.String())
 }
 
-// writeRows writes the CSV header and the last 50 rows, indented by one
-// space as gpu-telemetry-deep.py wrote its tail of the CSV.
+// writeRows writes a snapshot's CSV header and last 50 rows.
 func writeRows(b *strings.Builder, csvHeader string, rows []string) {
-	b.WriteString("=== Last 50 telemetry readings ===\n")
+	writeTail(b, "Last 50 telemetry readings", "(no readings yet)", csvHeader, rows)
+}
+
+// writeTail writes the title, the notes, and the CSV header and the last 50
+// rows (or none when there are no rows), indented by one space as
+// gpu-telemetry-deep.py wrote its tail of the CSV.
+func writeTail(b *strings.Builder, title, none, csvHeader string, rows []string, notes ...string) {
+	b.WriteString("=== " + title + " ===\n")
+	for _, n := range notes {
+		b.WriteString("(" + n + ")\n")
+	}
 	if len(rows) > lastRowsKept {
 		rows = rows[len(rows)-lastRowsKept:]
 	}
 	if len(rows) == 0 {
-		b.WriteString("(no readings yet)\n")
+		b.WriteString(none + "\n")
 		return
 	}
 	if csvHeader != "" {
