@@ -207,9 +207,7 @@ func (r *ExecRunner) markStuck(name string, done <-chan error) {
 	go func() {
 		<-done
 		r.mu.Lock()
-		if r.stuck[name]--; r.stuck[name] == 0 {
-			delete(r.stuck, name)
-		}
+		r.stuck[name]-- // a name at 0 stays: the programs are few
 		r.mu.Unlock()
 	}()
 }
