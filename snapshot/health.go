@@ -28,11 +28,10 @@ type HealthData struct {
 // HealthSection renders the "Health counters" section: every counter with
 // its value ("n/a" when absent) and last change, then the NVLink table.
 func HealthSection(h HealthData, now time.Time) Section {
-	var b strings.Builder
 	if h.At.IsZero() {
-		b.WriteString("no health counters: none read yet\n")
-		return Section{HealthTitle, b.String()}
+		return Section{HealthTitle, "no health counters: none read yet\n"}
 	}
+	var b strings.Builder
 	fmt.Fprintf(&b, "read by the sample at %s, %s before this snapshot\n", h.At.Format(sink.TimestampLayout), age(now.Sub(h.At)))
 	verdict := h.Level
 	if len(h.Reasons) > 0 {
@@ -96,13 +95,9 @@ func HealthSection(h HealthData, now time.Time) Section {
 		fmt.Fprintf(&b, "%4d  %-10s %7s %4s", l, state, optf("%d", k.SpeedMBps), optf("%d", k.Version))
 		for _, c := range cols {
 			d := reading.LinkDefs[c]
-			cell := "n/a"
-			if v, ok := k.C[c].Get(); ok {
-				if d.BER {
-					cell = fmt.Sprintf("%.2g", reading.DecodeBER(v))
-				} else {
-					cell = fmt.Sprint(v)
-				}
+			cell := optf("%d", k.C[c])
+			if v, ok := k.C[c].Get(); ok && d.BER {
+				cell = fmt.Sprintf("%.2g", reading.DecodeBER(v))
 			}
 			fmt.Fprintf(&b, " %*s", max(len(d.Name), 6), cell)
 		}

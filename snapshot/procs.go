@@ -21,11 +21,9 @@ func ProcessesSection(p *reading.Procs, now time.Time) Section {
 	var b strings.Builder
 	switch {
 	case p == nil || p.Status == reading.ProcNotRead:
-		b.WriteString("no process data: the process list had not been read yet\n")
-		return Section{ProcessesTitle, b.String()}
+		return Section{ProcessesTitle, "no process data: the process list had not been read yet\n"}
 	case p.Status == reading.ProcUnsupported:
-		b.WriteString("no process data: " + p.Err + "\n")
-		return Section{ProcessesTitle, b.String()}
+		return Section{ProcessesTitle, "no process data: " + p.Err + "\n"}
 	case p.Status != reading.ProcOK:
 		fmt.Fprintf(&b, "no current process data: the latest read %s (%s), started %s before this snapshot\n",
 			p.Status, p.Err, age(now.Sub(p.Time)))
