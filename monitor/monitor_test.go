@@ -768,10 +768,10 @@ func TestStatusAndSummaryGolden(t *testing.T) {
 		Total: anomaly.Counters{
 			Total:     counts(map[string]uint64{"samples": 149998, "spikes": 1, "pwr_breaches": 74692, "fan_inversions": 900, "spurious_throttles": 20, "tdp_changes": 2}),
 			PeakTempC: reading.Some[uint32](92), PeakPowerMW: reading.Some[uint32](612_400),
+			Window: counts(map[string]uint64{"samples": 6000, "pwr_breaches": 4440, "fan_inversions": 100}),
 		},
-		WindowCounts: counts(map[string]uint64{"samples": 6000, "pwr_breaches": 4440, "fan_inversions": 100}),
-		Window:       300 * time.Second,
-		NVML:         live.Pacer{Level: 2, TickNVML: reading.Some(61_240 * time.Microsecond), LastLate: reading.Some(54_100 * time.Microsecond)},
+		Window: 300 * time.Second,
+		NVML:   live.Pacer{Level: 2, TickNVML: reading.Some(61_240 * time.Microsecond), LastLate: reading.Some(54_100 * time.Microsecond)},
 		GPUs: []GPUStatus{
 			{Index: 0, Samples: 75000, Failures: 3, HungRows: 20, Incidents: 50, PeakTempC: reading.Some[uint32](92), PeakPower: reading.Some[uint32](612_400), Busy: true},
 			{Index: 1, Samples: 74998},
@@ -779,7 +779,7 @@ func TestStatusAndSummaryGolden(t *testing.T) {
 	}
 	b := bytes.NewBufferString(statusLine(st))
 	now := time.Date(2026, 11, 29, 15, 35, 0, 0, time.FixedZone("CET", 3600))
-	b.WriteString(SummaryLine(now, st, st.WindowCounts, 300*time.Second, false) + "\n")
+	b.WriteString(SummaryLine(now, st, st.Total.Window, 300*time.Second, false) + "\n")
 	b.WriteString(SummaryLine(now.Add(42*time.Second), st, counts(map[string]uint64{"samples": 840, "pwr_breaches": 21}), 42*time.Second, true) + "\n")
 	testutil.Golden(t, "status-and-summary.golden", b.Bytes())
 }

@@ -16,27 +16,22 @@ import (
 
 // Status is the daemon's state as the status line and summary show it.
 type Status struct {
-	Uptime       time.Duration
-	Counters     []live.Counter // every registered counter, losses first
-	DiskPaused   bool
-	NVML         live.Pacer       // how far the sampler stretches now and how long the driver takes per tick
-	Total        anomaly.Counters // all GPUs
-	Incidents    uint64
-	GPUs         []GPUStatus
-	WindowCounts anomaly.Counts // current window, all GPUs
-	Window       time.Duration  // how long the current window has lasted
+	Uptime     time.Duration
+	Counters   []live.Counter // every registered counter, losses first
+	DiskPaused bool
+	NVML       live.Pacer       // how far the sampler stretches now and how long the driver takes per tick
+	Total      anomaly.Counters // all GPUs; Total.Window is the current window's
+	Incidents  uint64
+	GPUs       []GPUStatus
+	Window     time.Duration // how long the current window has lasted
 }
 
 // GPUStatus is one GPU's part of the status.
 type GPUStatus struct {
-	Index     int
-	Samples   uint64
-	Failures  uint64
-	HungRows  uint64
-	Incidents uint64
-	PeakTempC reading.Opt[uint32]
-	PeakPower reading.Opt[uint32] // mW
-	Busy      bool
+	Index                                  int
+	Samples, Failures, HungRows, Incidents uint64
+	PeakTempC, PeakPower                   reading.Opt[uint32] // PeakPower in mW
+	Busy                                   bool
 }
 
 // collect gathers the status. Safe from any goroutine.
@@ -53,7 +48,6 @@ func (m *Monitor) collect() Status {
 		st.Incidents += v.Incidents
 	}
 	st.Total = anomaly.Sum(all)
-	st.WindowCounts = st.Total.Window
 	st.Window = m.cfg.mono() - time.Duration(m.loop.windowStart.Load())
 	return st
 }
@@ -67,18 +61,20 @@ func fmtUptime(d time.Duration) string {
 	return strconv.Itoa(int(d.Hours())) + "h" + strconv.Itoa(int(d.Minutes())%60) + "m"
 }
 
-func optTemp(o reading.Opt[uint32]) string {
+// optText formats o with f, n/a when absent.
+func optText[T any](o reading.Opt[T], f func(T) string) string {
 	if v, ok := o.Get(); ok {
-		return strconv.FormatUint(uint64(v), 10) + "C"
+		return f(v)
 	}
 	return "n/a"
 }
 
+func optTemp(o reading.Opt[uint32]) string {
+	return optText(o, func(v uint32) string { return strconv.FormatUint(uint64(v), 10) + "C" })
+}
+
 func optWatts(o reading.Opt[uint32]) string {
-	if v, ok := o.Get(); ok {
-		return strconv.FormatUint((uint64(v)+500)/1000, 10) + "W"
-	}
-	return "n/a"
+	return optText(o, func(v uint32) string { return strconv.FormatUint((uint64(v)+500)/1000, 10) + "W" })
 }
 
 // Attrs returns the status as slog attributes: totals, rated ones with the
@@ -86,7 +82,7 @@ func optWatts(o reading.Opt[uint32]) string {
 // now" look different (the reference logger gpu-telemetry-deep.py's
 // "+N/5m", for that reason), then per GPU samples, failures, hangs and peaks.
 func (st Status) Attrs() []slog.Attr {
-	t, w := st.Total.Total, st.WindowCounts
+	t, w := st.Total.Total, st.Total.Window
 	rate := anomaly.Rates(w, st.Window)
 	a := []slog.Attr{slog.String("uptime", fmtUptime(st.Uptime))}
 	for i, d := range anomaly.CounterDefs {
@@ -169,8 +165,5 @@ func (m *Monitor) writeSummary(now time.Time, elapsed time.Duration, final bool)
 
 // optMs is a measured duration in milliseconds, n/a until measured.
 func optMs(o reading.Opt[time.Duration]) string {
-	if !o.OK {
-		return "n/a"
-	}
-	return strconv.FormatFloat(float64(o.V)/1e6, 'f', 1, 64) + "ms"
+	return optText(o, func(v time.Duration) string { return strconv.FormatFloat(float64(v)/1e6, 'f', 1, 64) + "ms" })
 }
