@@ -102,9 +102,6 @@ func newGPUState(m *Monitor, g *sampler.GPU) *gpuState {
 	return gs
 }
 
-// info returns the static facts; names what is missing while they are stuck.
-func (gs *gpuState) info() reading.GPU { return gs.g.Info() }
-
 // addXid queues an Xid flag for the GPU's next row.
 func (gs *gpuState) addXid(code int64) {
 	gs.xmu.Lock()
@@ -168,7 +165,7 @@ func (gs *gpuState) handle(s *reading.Sample) {
 
 // event is an events.log line of the GPU at t; kv alternates keys and values.
 func (gs *gpuState) event(t time.Time, typ string, kv ...string) sink.EventLine {
-	return sink.EventLine{Time: t, GPU: gs.idx, Bus: gs.info().BusID, Type: typ, Fields: sink.KV(kv...)}
+	return sink.EventLine{Time: t, GPU: gs.idx, Bus: gs.g.Info().BusID, Type: typ, Fields: sink.KV(kv...)}
 }
 
 // sampleIncident is the critical event a sample raises: the crash
@@ -188,7 +185,7 @@ func (gs *gpuState) incidents(when time.Time, queued bool, critical sampleIncide
 		m.incidentLine(critical.line, plan.d)
 		if plan.d.Accepted && queued {
 			m.side.enqueue(sideJob{what: "the " + plan.what() + " (" + critical.reason + ")", gpu: gs.idx,
-				f: func() { gs.crashSnapshot(plan) }, dropped: func(why string) { gs.crashLost(plan, why) }})
+				f: func() { gs.crashSnapshot(plan) }, dropped: func(why string) { gs.m.snaps.Lost(plan.d, why) }})
 		} else {
 			gs.crashSnapshot(plan)
 		}
@@ -340,7 +337,7 @@ func (gs *gpuState) queueRows(what string, dropped func(why string), f func()) {
 // live readers belong in live.GPU.Observe, which runs here under the slot's
 // lock.
 func (gs *gpuState) publish(s *reading.Sample) {
-	info, interval := gs.info(), gs.m.cfg.Interval
+	info, interval := gs.g.Info(), gs.m.cfg.Interval
 	hv := gs.health.Load()
 	gs.slot.Update(func(g *live.GPU) {
 		g.Info = info
@@ -392,7 +389,7 @@ func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (repor
 	// Published by the poll loop, the worker being stuck, on the wall clock.
 	began := now.wall.Add(since - now.mono)
 	gs.slot.Update(func(g *live.GPU) { g.Hung(fn.String(), began) })
-	fans := min(gs.info().NumFans, reading.MaxFans)
+	fans := min(gs.g.Info().NumFans, reading.MaxFans)
 	what := "NVML_HUNG rows"
 	var plan crashPlan
 	if first {
@@ -412,7 +409,7 @@ func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (repor
 			what += " and its " + plan.what()
 		}
 	}
-	gs.queueRows(what, func(why string) { gs.crashLost(plan, why) }, func() {
+	gs.queueRows(what, func(why string) { gs.m.snaps.Lost(plan.d, why) }, func() {
 		for _, t := range times {
 			elapsed := t.mono - start
 			s := reading.Sample{GPU: gs.idx, Time: t.wall, KernelTime: m.host.KernelTime(t.wall), Status: reading.StatusHung,
@@ -432,7 +429,7 @@ func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (repor
 // header builds a snapshot header from the GPU's state.
 func (gs *gpuState) header(when time.Time, reason string, event uint64) snapshot.Header {
 	m := gs.m
-	info := gs.info()
+	info := gs.g.Info()
 	c := gs.tr.Counters()
 	v := gs.slot.Get()
 	h := snapshot.Header{

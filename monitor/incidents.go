@@ -76,9 +76,6 @@ func (gs *gpuState) crashSnapshot(p crashPlan) {
 	}
 }
 
-// crashLost reports p's snapshot (if any) lost: the work to gather it was dropped.
-func (gs *gpuState) crashLost(p crashPlan, why string) { gs.m.snaps.Lost(p.d, why) }
-
 // what names the plan's snapshot for a queue that may drop it.
 func (p crashPlan) what() string { return "crash snapshot " + p.d.Snapshot }
 
@@ -96,7 +93,7 @@ func (gs *gpuState) spikeSnapshot(when time.Time, fans []string) {
 	r := m.csv.Recent(gs.idx) // the spike's row is the last, its cells from the sample
 	if !m.snaps.Spike(snapshot.SpikeRequest{Decision: d, Header: gs.header(when, "FAN_SPIKE", 0),
 		Columns: r.Columns, Values: r.Last, CSVHeader: r.Header, Rows: r.Rows,
-		Thresholds: gs.info().Thresholds, FanPolicies: fans}) {
+		Thresholds: gs.g.Info().Thresholds, FanPolicies: fans}) {
 		m.refused("a fan spike snapshot", gs.idx, "FAN_SPIKE")
 		return
 	}

@@ -69,7 +69,7 @@ func (m *Monitor) runInventory(ctx context.Context) {
 			continue
 		}
 		for _, gs := range m.gpus {
-			info := gs.info()
+			info := gs.g.Info()
 			if info.UUID == "" {
 				continue
 			}
@@ -103,7 +103,7 @@ func (m *Monitor) runInventory(ctx context.Context) {
 // kernel lines, the AER paths, system-info.txt, its CSV's board and fan
 // columns, run-state.
 func (m *Monitor) staticKnown(gs *gpuState) {
-	info := gs.info()
+	info := gs.g.Info()
 	gs.log.Info("GPU answered after start-up gave up on it; its static facts are known now",
 		"name", info.Name, "bus", info.BusID, "uuid", info.UUID, "fans", info.NumFans)
 	if a, err := reading.ParsePCIAddr(info.BusID); err == nil {
@@ -139,7 +139,7 @@ func (m *Monitor) staticKnown(gs *gpuState) {
 // are theirs from the first one. The list is trusted only when it agrees
 // with NVML: as many GPUs as enumerated, every GPU that answered at its index.
 func (m *Monitor) busesFromSysfs() {
-	stuck := func(gs *gpuState) bool { _, err := reading.ParsePCIAddr(gs.info().BusID); return err != nil }
+	stuck := func(gs *gpuState) bool { _, err := reading.ParsePCIAddr(gs.g.Info().BusID); return err != nil }
 	if !slices.ContainsFunc(m.gpus, stuck) {
 		return
 	}
@@ -154,10 +154,10 @@ func (m *Monitor) busesFromSysfs() {
 		return
 	}
 	for _, gs := range m.gpus {
-		a, err := reading.ParsePCIAddr(gs.info().BusID)
+		a, err := reading.ParsePCIAddr(gs.g.Info().BusID)
 		if err == nil && (gs.idx >= len(list) || list[gs.idx].Slot() != a.Slot()) {
 			m.log.Warn("sysfs does not list the nvidia driver's GPUs in NVML's order; the kernel lines of GPUs stuck at start are theirs once they answer",
-				"gpu", gs.idx, "bus", gs.info().BusID)
+				"gpu", gs.idx, "bus", gs.g.Info().BusID)
 			return
 		}
 	}
@@ -178,7 +178,7 @@ func (m *Monitor) busesFromSysfs() {
 // busID is the GPU's bus id in NVML's spelling: NVML's, else sysfs's
 // (busesFromSysfs), else "".
 func (gs *gpuState) busID() string {
-	if b := gs.info().BusID; b != "" {
+	if b := gs.g.Info().BusID; b != "" {
 		return b
 	}
 	if a, ok := gs.sysBus.Get(); ok {

@@ -143,7 +143,7 @@ func (m *Monitor) beginRun(bootID string) (snapshot.PreviousRun, error) {
 func (m *Monitor) boards() []sink.Board {
 	out := make([]sink.Board, 0, len(m.gpus))
 	for _, gs := range m.gpus {
-		out = append(out, csvColumns(gs.idx, gs.info()).Board)
+		out = append(out, csvColumns(gs.idx, gs.g.Info()).Board)
 	}
 	return out
 }
@@ -159,7 +159,7 @@ func (m *Monitor) lateBoard(gs *gpuState) {
 		return
 	}
 	if rs.prev != nil {
-		m.eventLine(sink.IdentifyLate(rs.prev, csvColumns(gs.idx, gs.info()).Board).Event(time.Now()))
+		m.eventLine(sink.IdentifyLate(rs.prev, csvColumns(gs.idx, gs.g.Info()).Board).Event(time.Now()))
 	}
 	if err := rs.save(m.cfg.LogDir, func(s *snapshot.RunState) { s.GPUs = m.boards() }); err != nil {
 		m.log.Warn("cannot record the GPU that answered late in run-state; the next start will not compare it", "error", err)

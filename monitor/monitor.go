@@ -175,7 +175,7 @@ func (m *Monitor) writeSystemInfo() {
 	si := sink.SystemInfo{Version: m.cfg.Version, Generated: time.Now(), Identity: m.ident, Host: sink.CollectHost(m.cfg.HostRoot),
 		System: m.host.System, Notes: map[int]string{}, Health: map[int]string{}, KernelClock: m.kclock.line()}
 	for _, gs := range m.gpus {
-		si.GPUs = append(si.GPUs, gs.info())
+		si.GPUs = append(si.GPUs, gs.g.Info())
 		if h := gs.Health(); !h.At.IsZero() {
 			si.Health[gs.idx] = healthGroupsText(gs.g.HealthGroups(), h.Links.N)
 		}
@@ -450,7 +450,7 @@ func (m *Monitor) signal(sig os.Signal) {
 func (m *Monitor) eventLine(e sink.EventLine) {
 	e.Host = m.ident.Host
 	if gs := m.byIndex[e.GPU]; gs != nil {
-		e.UUID = gs.info().UUID
+		e.UUID = gs.g.Info().UUID
 		if e.Class() == sink.EventIncident {
 			e.Job = gs.jobs()
 		}

@@ -35,7 +35,7 @@ func (m *Monitor) setupProcs() {
 	infos := make([]reading.GPU, 0, len(m.gpus))
 	for _, gs := range m.gpus {
 		gs.pr = sampler.NewProcReader(gs.g, sampler.ProcConfig{Deadline: m.cfg.Deadline, ProcRoot: m.cfg.ProcRoot}, m.log)
-		infos = append(infos, gs.info())
+		infos = append(infos, gs.g.Info())
 	}
 	m.procs.ticks = max(1, int((procEvery+m.cfg.Interval/2)/m.cfg.Interval))
 	if m.cfg.Atop != nil {
@@ -83,7 +83,7 @@ func (m *Monitor) procTick(at instant, k uint64) {
 		m.procs.atop.Second()
 	}
 	for _, gs := range m.gpus {
-		m.procs.atop.Info(gs.info())
+		m.procs.atop.Info(gs.g.Info())
 		m.procs.atop.Procs(gs.pr.Latest())
 	}
 }

@@ -25,7 +25,7 @@ func TestInvalidUTF8FromTheDriver(t *testing.T) {
 	d.Name, d.Serial, d.Vbios, d.UUID = "NVIDIA \xff\xfe H100", "16\xc3", "98.\xe2\x82", "GPU-\x80a"
 	lib.Devs = append(lib.Devs, d)
 	r := newRigOn(t, lib, nil)
-	i := r.m.gpus[0].info()
+	i := r.m.gpus[0].g.Info()
 	for _, s := range []string{i.Name, i.Serial, i.VBIOS, i.UUID, r.m.host.System.DriverVersion} {
 		if !utf8.ValidString(s) {
 			t.Errorf("%q entered unsanitised", s)
