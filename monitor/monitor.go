@@ -486,13 +486,6 @@ func (m *Monitor) snapshotWritten(kind string, gpu int, path string) {
 	}
 }
 
-// pacerState is the NVML pacer's state (its steps up are the counter
-// nvml_stretches).
-func (m *Monitor) pacerState() live.Pacer {
-	ps := m.host.Pacer.Stats()
-	return live.Pacer{Level: ps.Level, TickNVML: ps.TickNVML, LastLate: ps.LastLate}
-}
-
 // publishHost publishes the host view: at New, once a second (watchLosses)
 // and at stop. Readers take the latest and never call back in.
 func (m *Monitor) publishHost() { m.board.PublishHost(m.hostView()) }
@@ -506,7 +499,8 @@ func (m *Monitor) hostView() live.Host {
 		Counters:   m.counters(),
 	}
 	m.loop.cadence.get(&h.Cadence)
-	h.Pacer = m.pacerState()
+	ps := m.host.Pacer.Stats() // its steps up are the counter nvml_stretches
+	h.Pacer = live.Pacer{Level: ps.Level, TickNVML: ps.TickNVML, LastLate: ps.LastLate}
 	h.LogLines.Waiting = m.events.Waiting() + m.summary.Waiting()
 	m.states.mu.Lock()
 	h.Kmsg, h.Events, h.LastIncident = m.states.kmsg, m.states.events, m.states.incident

@@ -763,15 +763,17 @@ func TestStatusAndSummaryGolden(t *testing.T) {
 	for i := range cs {
 		cs[i].Value = uint64(i * 3)
 	}
+	start := time.Date(2026, 11, 29, 13, 30, 0, 0, time.UTC)
 	st := Status{
-		Uptime: 2*time.Hour + 5*time.Minute, Counters: cs, Incidents: 50,
+		Host: live.Host{Start: start, Now: start.Add(2*time.Hour + 5*time.Minute), Counters: cs,
+			Pacer: live.Pacer{Level: 2, TickNVML: reading.Some(61_240 * time.Microsecond), LastLate: reading.Some(54_100 * time.Microsecond)}},
+		Incidents: 50,
 		Total: anomaly.Counters{
 			Total:     counts(map[string]uint64{"samples": 149998, "spikes": 1, "pwr_breaches": 74692, "fan_inversions": 900, "spurious_throttles": 20, "tdp_changes": 2}),
 			PeakTempC: reading.Some[uint32](92), PeakPowerMW: reading.Some[uint32](612_400),
 			Window: counts(map[string]uint64{"samples": 6000, "pwr_breaches": 4440, "fan_inversions": 100}),
 		},
 		Window: 300 * time.Second,
-		NVML:   live.Pacer{Level: 2, TickNVML: reading.Some(61_240 * time.Microsecond), LastLate: reading.Some(54_100 * time.Microsecond)},
 		GPUs: []GPUStatus{
 			{Index: 0, Samples: 75000, Failures: 3, HungRows: 20, Incidents: 50, PeakTempC: reading.Some[uint32](92), PeakPower: reading.Some[uint32](612_400), Busy: true},
 			{Index: 1, Samples: 74998},

@@ -14,16 +14,15 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
-// Status is the daemon's state as the status line and summary show it.
+// Status is the daemon's state as the status line and summary show it: the
+// host view (uptime, counters, disk pause, NVML pacer) and the detectors'
+// and GPUs' totals.
 type Status struct {
-	Uptime     time.Duration
-	Counters   []live.Counter // every registered counter, losses first
-	DiskPaused bool
-	NVML       live.Pacer       // how far the sampler stretches now and how long the driver takes per tick
-	Total      anomaly.Counters // all GPUs; Total.Window is the current window's
-	Incidents  uint64
-	GPUs       []GPUStatus
-	Window     time.Duration // how long the current window has lasted
+	live.Host
+	Total     anomaly.Counters // all GPUs; Total.Window is the current window's
+	Incidents uint64
+	GPUs      []GPUStatus
+	Window    time.Duration // how long the current window has lasted
 }
 
 // GPUStatus is one GPU's part of the status.
@@ -36,7 +35,7 @@ type GPUStatus struct {
 
 // collect gathers the status. Safe from any goroutine.
 func (m *Monitor) collect() Status {
-	st := Status{Uptime: time.Since(m.start), Counters: m.counters(), DiskPaused: m.csv.Stats().Paused, NVML: m.pacerState()}
+	st := Status{Host: m.hostView()}
 	var all []anomaly.Counters
 	for _, gs := range m.gpus {
 		c := gs.tr.Counters()
@@ -84,7 +83,7 @@ func optWatts(o reading.Opt[uint32]) string {
 func (st Status) Attrs() []slog.Attr {
 	t, w := st.Total.Total, st.Total.Window
 	rate := anomaly.Rates(w, st.Window)
-	a := []slog.Attr{slog.String("uptime", fmtUptime(st.Uptime))}
+	a := []slog.Attr{slog.String("uptime", fmtUptime(st.Now.Sub(st.Start)))}
 	for i, d := range anomaly.CounterDefs {
 		if d.Window != anomaly.WindowRate {
 			a = append(a, slog.Uint64(d.Short, t[i]))
@@ -96,9 +95,9 @@ func (st Status) Attrs() []slog.Attr {
 	a = append(a,
 		slog.Uint64("incidents", st.Incidents),
 		slog.Bool("disk_paused", st.DiskPaused),
-		slog.Int("nvml_level", st.NVML.Level),
-		slog.String("nvml_tick", optMs(st.NVML.TickNVML)),
-		slog.String("nvml_last_late", optMs(st.NVML.LastLate)),
+		slog.Int("nvml_level", st.Pacer.Level),
+		slog.String("nvml_tick", optMs(st.Pacer.TickNVML)),
+		slog.String("nvml_last_late", optMs(st.Pacer.LastLate)),
 		slog.String("peak", optTemp(st.Total.PeakTempC)+"/"+optWatts(st.Total.PeakPowerMW)),
 	)
 	for _, c := range st.Counters {
@@ -121,7 +120,7 @@ func SummaryLine(now time.Time, st Status, window anomaly.Counts, elapsed time.D
 	r := anomaly.Rates(window, elapsed)
 	t := st.Total.Total
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s | %s | window=%.0fs", now.Format(sink.TimestampLayout), fmtUptime(st.Uptime),
+	fmt.Fprintf(&b, "%s | %s | window=%.0fs", now.Format(sink.TimestampLayout), fmtUptime(st.Now.Sub(st.Start)),
 		anomaly.RateWindow(elapsed).Seconds())
 	if final {
 		b.WriteString(" final")
