@@ -304,10 +304,9 @@ func (gs *gpuState) record(s *reading.Sample, r *anomaly.Result, stalled bool, c
 		lose(m.reg, gs.log, flagsDropped, "flags beyond the row's capacity (the row keeps the first ones)",
 			slog.Int("gpu", gs.idx), slog.String("kept", s.Flags.String()))
 	}
-	queued = stalled || gs.sideRows.Load() > 0
-	if !queued {
+	defer gs.delivered.Store(true)
+	if queued = stalled || gs.sideRows.Load() > 0; !queued {
 		m.csv.Write(s)
-		gs.delivered.Store(true)
 		return false
 	}
 	// Rows of this GPU are queued (this stall's hang rows, at least): this
@@ -318,7 +317,6 @@ func (gs *gpuState) record(s *reading.Sample, r *anomaly.Result, stalled bool, c
 	}
 	cp := *s
 	gs.queueRows(what, nil, func() { m.csv.Write(&cp) })
-	gs.delivered.Store(true)
 	return true
 }
 
@@ -442,7 +440,7 @@ func (gs *gpuState) header(when time.Time, reason string, event uint64) snapshot
 		UUID:        info.UUID,
 		Serial:      info.Serial,
 		Reason:      reason,
-		KernelClock: m.kclock.line(),
+		KernelClock: m.kernelClockLine(),
 		Uptime:      time.Since(m.start),
 		Samples:     v.Samples,
 		PeakTempC:   c.PeakTempC,

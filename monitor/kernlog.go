@@ -193,7 +193,6 @@ type kernelClock struct {
 
 	lastArrival atomic.Int64 // CLOCK_MONOTONIC (ns) of the last fresh record
 	lastInfo    atomic.Int64 // CLOCK_MONOTONIC (ns) system-info.txt last got the estimate
-	readable    atomic.Bool  // the kernel log is being opened or followed
 }
 
 // system-info.txt is rewritten with the estimate (and its age) hourly while
@@ -229,16 +228,17 @@ func (m *Monitor) observeKmsg(rec kmsg.Record) {
 	m.side.queue("system-info.txt", -1, m.writeSystemInfo)
 }
 
-// line says how dmesg_time relates to the kernel log's clock now.
-func (kc *kernelClock) line() string {
-	return kc.clock.Fit().Describe(kc.clock.Mono(time.Now()), kc.readable.Load())
+// kernelClockLine says how dmesg_time relates to the kernel log's clock
+// now, and whether the kernel log is being opened or followed (its state).
+func (m *Monitor) kernelClockLine() string {
+	m.states.mu.Lock()
+	s := m.states.kmsg
+	m.states.mu.Unlock()
+	return m.kclock.clock.Fit().Describe(m.kclock.clock.Mono(time.Now()), s == "starting" || s == "following")
 }
 
-// setKmsgState records the kernel log's state, and whether it is readable.
-func (m *Monitor) setKmsgState(s string) {
-	m.kclock.readable.Store(s == "starting" || s == "following")
-	m.setState(&m.states.kmsg, s)
-}
+// setKmsgState records the kernel log's state.
+func (m *Monitor) setKmsgState(s string) { m.setState(&m.states.kmsg, s) }
 
 // runKernelClock runs while the kernel log is followed: it rewrites
 // system-info.txt every kernelClockRefresh and, where markers are on and the

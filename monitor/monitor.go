@@ -123,7 +123,6 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	m.ident = readIdentity(cfg.Host, cfg.HostRoot, m.log)
 	if cfg.KmsgPath != "" {
 		m.states.kmsg = "starting"
-		m.kclock.readable.Store(true)
 		m.klog = cfg.KernelLog
 		if m.klog == nil {
 			m.klog = planKernelLog(cfg)
@@ -173,7 +172,7 @@ func csvColumns(index int, info reading.GPU) sink.GPUColumns {
 
 func (m *Monitor) writeSystemInfo() {
 	si := sink.SystemInfo{Version: m.cfg.Version, Generated: time.Now(), Identity: m.ident, Host: sink.CollectHost(m.cfg.HostRoot),
-		System: m.host.System, Notes: map[int]string{}, Health: map[int]string{}, KernelClock: m.kclock.line()}
+		System: m.host.System, Notes: map[int]string{}, Health: map[int]string{}, KernelClock: m.kernelClockLine()}
 	for _, gs := range m.gpus {
 		si.GPUs = append(si.GPUs, gs.g.Info())
 		if h := gs.Health(); !h.At.IsZero() {

@@ -775,8 +775,8 @@ func TestStatusAndSummaryGolden(t *testing.T) {
 		},
 		Window: 300 * time.Second,
 		GPUs: []GPUStatus{
-			{Index: 0, Samples: 75000, Failures: 3, HungRows: 20, Incidents: 50, PeakTempC: reading.Some[uint32](92), PeakPower: reading.Some[uint32](612_400), Busy: true},
-			{Index: 1, Samples: 74998},
+			{GPU: live.GPU{Info: reading.GPU{Index: 0}, Samples: 75000, Failures: 3, HungRows: 20, Incidents: 50}, PeakTempC: reading.Some[uint32](92), PeakPower: reading.Some[uint32](612_400), Busy: true},
+			{GPU: live.GPU{Info: reading.GPU{Index: 1}, Samples: 74998}},
 		},
 	}
 	b := bytes.NewBufferString(statusLine(st))

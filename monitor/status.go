@@ -27,10 +27,9 @@ type Status struct {
 
 // GPUStatus is one GPU's part of the status.
 type GPUStatus struct {
-	Index                                  int
-	Samples, Failures, HungRows, Incidents uint64
-	PeakTempC, PeakPower                   reading.Opt[uint32] // PeakPower in mW
-	Busy                                   bool
+	live.GPU                                 // the published view: its index, samples, failures, hung rows, incidents
+	PeakTempC, PeakPower reading.Opt[uint32] // PeakPower in mW
+	Busy                 bool
 }
 
 // collect gathers the status. Safe from any goroutine.
@@ -42,8 +41,7 @@ func (m *Monitor) collect() Status {
 		all = append(all, c)
 		_, busy := gs.w.Busy()
 		v := gs.slot.Get()
-		st.GPUs = append(st.GPUs, GPUStatus{Index: gs.idx, Samples: v.Samples, Failures: v.Failures,
-			HungRows: v.HungRows, Incidents: v.Incidents, PeakTempC: c.PeakTempC, PeakPower: c.PeakPowerMW, Busy: busy})
+		st.GPUs = append(st.GPUs, GPUStatus{GPU: v, PeakTempC: c.PeakTempC, PeakPower: c.PeakPowerMW, Busy: busy})
 		st.Incidents += v.Incidents
 	}
 	st.Total = anomaly.Sum(all)
@@ -104,7 +102,7 @@ func (st Status) Attrs() []slog.Attr {
 		a = append(a, slog.Uint64(c.Name, c.Value))
 	}
 	for _, g := range st.GPUs {
-		a = append(a, slog.Group("gpu"+strconv.Itoa(g.Index),
+		a = append(a, slog.Group("gpu"+strconv.Itoa(g.Info.Index),
 			slog.Uint64("samples", g.Samples), slog.Uint64("fail", g.Failures), slog.Uint64("hung", g.HungRows),
 			slog.Uint64("incidents", g.Incidents), slog.String("peak", optTemp(g.PeakTempC)+"/"+optWatts(g.PeakPower)),
 			slog.Bool("busy", g.Busy)))
