@@ -374,15 +374,12 @@ func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (repor
 	if gs.finished == since {
 		return false // the sample came back (classify) since the poll loop saw it stuck
 	}
-	first := !gs.stalled
+	times, first := []instant{now}, !gs.stalled
 	if first {
 		gs.stalled, gs.stallStart = true, since
-	}
-	start := gs.stallStart
-	times := []instant{now}
-	if first {
 		times = append(slices.Clone(gs.skipped), now)
 	}
+	start := gs.stallStart
 	gs.skipped = gs.skipped[:0]
 	// Published by the poll loop, the worker being stuck, on the wall clock.
 	began := now.wall.Add(since - now.mono)
