@@ -14,12 +14,16 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
-// startBootCheck records this run and, when the previous run did not stop
-// cleanly, collects its evidence into crashes/boot-*.log on a goroutine in
-// wg: sampling does not wait for it.
+// startBootCheck records this run in run-state and, when the previous run
+// did not stop cleanly, collects its evidence into crashes/boot-*.log on a
+// goroutine in wg: sampling does not wait for it.
 func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
-	bootID := m.ident.BootID
-	prev, err := m.beginRun(bootID)
+	bootID, rs := m.ident.BootID, &m.runState
+	rs.mu.Lock()
+	rs.cur = snapshot.RunState{BootID: bootID, Started: m.start, PID: os.Getpid(), KmsgSeq: m.kmsgSeq(), GPUs: m.boards()}
+	prev, err := snapshot.BeginRun(m.cfg.LogDir, rs.cur)
+	rs.begun, rs.prev = true, prev.State.GPUs
+	rs.mu.Unlock()
 	if err != nil {
 		m.log.Warn("cannot record this run; the next start will not know whether it stopped cleanly", "error", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -97,11 +96,11 @@ func (k *KernelLog) Close() {
 // killed has at most this long of records replayed at the next start.
 const kmsgSeqRefresh = 10 * time.Second
 
-// runState is this run's run-state, written by beginRun, rewritten when the
+// runState is this run's run-state, written by startBootCheck, rewritten when the
 // kernel log position moves or a GPU answers late.
 type runState struct {
 	mu    sync.Mutex
-	begun bool // beginRun has read the previous run's state and written ours
+	begun bool // startBootCheck has read the previous run's state and written ours
 	cur   snapshot.RunState
 	prev  []sink.Board // the previous run's boards (nil: none recorded)
 	// write rewrites run-state (snapshot.WriteRunState); tests stall it.
@@ -128,17 +127,6 @@ func (m *Monitor) kmsgSeq() reading.Opt[uint64] {
 	return reading.Opt[uint64]{V: seq, OK: ok}
 }
 
-// beginRun records this run in run-state and returns how the previous ended.
-func (m *Monitor) beginRun(bootID string) (snapshot.PreviousRun, error) {
-	rs := &m.runState
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	rs.cur = snapshot.RunState{BootID: bootID, Started: m.start, PID: os.Getpid(), KmsgSeq: m.kmsgSeq(), GPUs: m.boards()}
-	prev, err := snapshot.BeginRun(m.cfg.LogDir, rs.cur)
-	rs.begun, rs.prev = true, prev.State.GPUs
-	return prev, err
-}
-
 // boards are the monitored GPUs' boards, as their static facts name them.
 func (m *Monitor) boards() []sink.Board {
 	out := make([]sink.Board, 0, len(m.gpus))
@@ -150,7 +138,7 @@ func (m *Monitor) boards() []sink.Board {
 
 // lateBoard runs once a GPU stuck at start has answered: its board is
 // compared with the previous run's (INVENTORY) and written to run-state;
-// before beginRun, which does both for every board known by then, nothing.
+// before startBootCheck, which does both for every board known by then, nothing.
 func (m *Monitor) lateBoard(gs *gpuState) {
 	rs := &m.runState
 	rs.mu.Lock()
