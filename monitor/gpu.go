@@ -155,7 +155,7 @@ func (gs *gpuState) handle(s *reading.Sample) {
 	stalled, critical := gs.classify(s)
 	gs.takeXids(s)
 	r := gs.tr.Observe(s, s.Time)
-	if critical.reason == "" {
+	if critical.ev.Reason == "" {
 		critical = gs.healthCritical(s.Time, &r)
 	}
 	queued := gs.record(s, &r, stalled, critical)
@@ -168,11 +168,11 @@ func (gs *gpuState) event(t time.Time, typ string, kv ...string) sink.EventLine 
 	return sink.EventLine{Time: t, GPU: gs.idx, Bus: gs.g.Info().BusID, Type: typ, Fields: sink.KV(kv...)}
 }
 
-// sampleIncident is the critical event a sample raises: the crash
-// snapshot's reason and its events.log line. Zero: none.
+// sampleIncident is the critical event a sample raises (its crash
+// snapshot's reason and stage) and its events.log line. Zero: none.
 type sampleIncident struct {
-	reason string
-	line   sink.EventLine
+	ev   snapshot.Event
+	line sink.EventLine
 }
 
 // incidents raises the sample's critical event (its line at once) and asks
@@ -180,11 +180,11 @@ type sampleIncident struct {
 // gathered behind it, since their rows end with it.
 func (gs *gpuState) incidents(when time.Time, queued bool, critical sampleIncident, spike bool) {
 	m := gs.m
-	if critical.reason != "" {
-		plan := gs.critical(when, critical.reason)
+	if critical.ev.Reason != "" {
+		plan := gs.criticalEvent(when, critical.ev)
 		m.incidentLine(critical.line, plan.d)
 		if plan.d.Accepted && queued {
-			m.side.enqueue(sideJob{what: "the " + plan.what() + " (" + critical.reason + ")", gpu: gs.idx,
+			m.side.enqueue(sideJob{what: "the " + plan.what() + " (" + critical.ev.Reason + ")", gpu: gs.idx,
 				f: func() { gs.crashSnapshot(plan) }, dropped: func(why string) { gs.m.snaps.Lost(plan.d, why) }})
 		} else {
 			gs.crashSnapshot(plan)
@@ -246,7 +246,7 @@ func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical sampleIn
 			gs.log.Error("GPU is lost (NVML_ERROR_GPU_IS_LOST); re-probing with back-off")
 			line := gs.event(now, sink.TypeGPULost)
 			line.Source = "poll"
-			critical = sampleIncident{lostReason, line}
+			critical = sampleIncident{snapshot.Event{Time: now, Reason: "GPU lost: NVML_ERROR_GPU_IS_LOST", What: "GPU lost", Stage: snapshot.StageLost}, line}
 		} else {
 			gs.lostRetry = min(2*gs.lostRetry, lostMaxRetry)
 		}
@@ -256,7 +256,7 @@ func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical sampleIn
 		s.Flags.Add(reading.Flag{Kind: reading.FlagNVMLFailed, S: s.Err[:min(len(s.Err), 80)]})
 		if gs.fails == 1 {
 			gs.log.Error("NVML failed: GPU crash?", "error", s.Err)
-			critical = sampleIncident{"NVML_FAILED: " + s.Err, gs.event(now, sink.TypeNVMLFailed, "error", s.Err)}
+			critical = sampleIncident{fault(now, "NVML_FAILED: "+s.Err), gs.event(now, sink.TypeNVMLFailed, "error", s.Err)}
 		}
 		switch {
 		case gs.fails > failStopAfter:
@@ -395,7 +395,7 @@ func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (repor
 		gs.log.Error("GPU not answering: NVML call stuck", "function", fn.String(), "elapsed", elapsed.Round(time.Millisecond))
 		line := sink.EventLine{Time: now.wall, GPU: gs.idx, Bus: gs.busID(), Type: sink.TypeNVMLHung,
 			Fields: sink.KV("function", fn.String(), "elapsed_ms", strconv.FormatInt(elapsed.Milliseconds(), 10))}
-		plan = gs.critical(now.wall, "NVML_HUNG("+fn.String()+","+strconv.FormatInt(elapsed.Milliseconds(), 10)+"ms)")
+		plan = gs.criticalEvent(now.wall, fault(now.wall, "NVML_HUNG("+fn.String()+","+strconv.FormatInt(elapsed.Milliseconds(), 10)+"ms)"))
 		written := make(chan struct{})
 		gs.hungLine = written
 		go func() { defer close(written); m.incidentLine(line, plan.d) }()

@@ -136,7 +136,7 @@ func (gs *gpuState) recordRemapHist(v *HealthView, prev *reading.RemapHistogram,
 func (gs *gpuState) healthCritical(t time.Time, r *anomaly.Result) sampleIncident {
 	if rs, ok := r.HealthCritical.Get(); ok {
 		d := anomaly.HealthReasonDefs[rs]
-		return sampleIncident{"health: " + d.Name + " (" + d.Help + ")", healthReasonLine(gs.event(t, ""), rs)}
+		return sampleIncident{fault(t, "health: "+d.Name+" ("+d.Help+")"), healthReasonLine(gs.event(t, ""), rs)}
 	}
 	return sampleIncident{}
 }

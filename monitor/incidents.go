@@ -9,17 +9,10 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
-// lostReason is the reason of the critical event of a GPU NVML reports lost.
-const lostReason = "GPU lost: NVML_ERROR_GPU_IS_LOST"
-
-// critical is criticalEvent for an event known by its reason alone: an NVML
-// hang or failure (a fault), or the GPU lost.
-func (gs *gpuState) critical(when time.Time, reason string) crashPlan {
-	ev := snapshot.Event{Time: when, Reason: reason, Stage: snapshot.StageFault}
-	if reason == lostReason {
-		ev.What, ev.Stage = "GPU lost", snapshot.StageLost
-	}
-	return gs.criticalEvent(when, ev)
+// fault is the critical event at when of an NVML hang or failure, or of a
+// critical health reason: known by its reason alone.
+func fault(when time.Time, reason string) snapshot.Event {
+	return snapshot.Event{Time: when, Reason: reason, Stage: snapshot.StageFault}
 }
 
 // criticalEvent counts the critical event ev in the GPU's incidents and has
