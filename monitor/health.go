@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"cmp"
 	"strconv"
 	"strings"
 	"time"
@@ -167,10 +168,7 @@ func healthGroupsText(g [reading.NumHealthGroups]bool, links int) string {
 			no = append(no, name)
 		}
 	}
-	s := "supported: " + strings.Join(yes, ", ")
-	if len(yes) == 0 {
-		s = "supported: none"
-	}
+	s := "supported: " + cmp.Or(strings.Join(yes, ", "), "none")
 	if len(no) > 0 {
 		s += "; not supported: " + strings.Join(no, ", ")
 	}
