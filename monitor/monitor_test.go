@@ -1184,9 +1184,13 @@ func (l *stuckReopenLog) Reopen() error {
 	return nil
 }
 
-// TestStuckSignalHandlerDoesNotHoldShutdown: a SIGHUP whose reopen is stuck
-// on the disk must not keep SIGTERM's shutdown from running (systemd would
-// kill the daemon at TimeoutStopSec, without its final summary line).
+// TestStuckSignalHandlerDoesNotHoldShutdown: the poll loop does not wait
+// for its signals' goroutine, so a SIGHUP handler stuck in a reopen (the
+// CSVs' sync on a stalled disk) does not keep SIGTERM's shutdown from
+// running (systemd would kill the daemon at TimeoutStopSec, without its
+// final summary line). The stub stands in for any stuck reopen; it holds
+// no lock of its own, where a real line log stuck on its own file still
+// holds that file's Close, as a stuck write always did.
 func TestStuckSignalHandlerDoesNotHoldShutdown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		stuck := &stuckReopenLog{entered: make(chan struct{}), release: make(chan struct{})}
