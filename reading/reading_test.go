@@ -14,7 +14,7 @@ func TestThrottleNames(t *testing.T) {
 		{Name: "sw power cap", In: 0x4, Want: "SwPowerCap"},
 		{Name: "hw slowdown, thermal and power brake", In: 0x8 | 0x40 | 0x80, Want: "HwSlowdown|HwThermalSlowdown|HwPowerBrakeSlowdown"},
 		{Name: "every named bit", In: 0x7ff, Want: "GpuIdle|AppClocks|SwPowerCap|HwSlowdown|SyncBoost|SwThermalSlowdown|HwThermalSlowdown|HwPowerBrakeSlowdown|DisplayClocks|BoardLimit|Reliability"},
-		{Name: "0x200 is BoardLimit, not the seed's UserDefinedClocks", In: 0x200, Want: "BoardLimit"},
+		{Name: "0x200 is BoardLimit, not gpu-telemetry-deep.py's UserDefinedClocks", In: 0x200, Want: "BoardLimit"},
 		{Name: "unknown bits alone", In: 0x1000, Want: "Unknown(0x1000)"},
 		{Name: "known and unknown", In: 0x4 | 0xf000, Want: "SwPowerCap|Unknown(0xf000)"},
 	})
