@@ -347,6 +347,9 @@ func (m *Monitor) poll(ctx context.Context, sigs <-chan os.Signal) {
 			case <-ctx.Done():
 				return
 			case sig := <-sigs:
+				if ctx.Err() != nil { // select picks at random when both are ready
+					return
+				}
 				m.signal(sig)
 			}
 		}
