@@ -48,10 +48,10 @@ func TestCurveAt(t *testing.T) {
 	c := DefaultCurve
 	for _, tc := range []struct{ temp, want int }{
 		{0, 40}, {59, 40}, {60, 40},
-		{61, 43},  // 40 + 60/25 = 42.4: rounded up
-		{70, 64},  // 40 + 24
-		{73, 72},  // 40 + 31.2
-		{84, 98},  // 40 + 57.6
+		{61, 43}, // 40 + 60/25 = 42.4: rounded up
+		{70, 64}, // 40 + 24
+		{73, 72}, // 40 + 31.2
+		{84, 98}, // 40 + 57.6
 		{85, 100}, {95, 100},
 	} {
 		if got := c.At(tc.temp); got != tc.want {

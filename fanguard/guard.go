@@ -117,7 +117,7 @@ type Guard struct {
 	restore  []int   // fans a previous run held: handed back first
 	want     wanted  // what the policy decided
 	have     applied // what the driver was told
-	busy     bool // step is working (between calls too): HandBack waits for it
+	busy     bool    // step is working (between calls too): HandBack waits for it
 	inCall   bool
 	callFn   string
 	callAt   time.Duration

@@ -251,7 +251,7 @@ func TestGuardRefused(t *testing.T) {
 				r := newRig(t, DefaultConfig())
 				r.drv.fail[tc.call] = refusal("no permission")
 				r.g.Start(2, nil)
-		synctest.Wait()
+				synctest.Wait()
 				for range 5 {
 					time.Sleep(time.Second)
 					if f := r.sample(75); f != "" {
