@@ -264,6 +264,7 @@ const (
 	TypeHealthCritical        = "HEALTH_CRITICAL"         // a critical hardware health condition began (reason=): a crash snapshot
 	TypeHealthEvent           = "HEALTH_EVENT"            // an NVML hardware health event (event=, severity=critical|notable)
 	TypeInventory             = "INVENTORY"               // at start: a board of the previous run missing, new, or at another index or bus id (change=)
+	TypeFanGuard              = "FAN_GUARD"               // the fan guard took, changed, handed back a fan, or was refused (kind=engaged|set|released|refused|hung)
 )
 
 // eventClasses is the class of every type the logger writes: what
@@ -296,6 +297,7 @@ var eventClasses = map[string]EventClass{
 	TypeHealthCritical:        EventIncident,
 	TypeHealthEvent:           EventIncident,
 	TypeInventory:             EventNotable, // routine for a board new, moved or identified (classOf)
+	TypeFanGuard:              EventNotable,
 }
 
 // EventTypes returns the types Class does not call routine, sorted.
