@@ -200,6 +200,13 @@ struct nvmlDevice_st {
 	int sensor_temp_explicit; /* M_SENSOR_TEMP set: sensor 0 no longer reads M_TEMP */
 	unsigned int health; /* enum sim_hgroup bits this GPU supports */
 	unsigned int links, c2c_links; /* NVLink and C2C links */
+	unsigned int fan_min, fan_max; /* GetMinMaxFanSpeed: the range a setter accepts, % */
+
+	/* fans.c: the only state a caller changes. fan_cmd[i] is the speed
+	 * SetFanSpeed_v2 (or SetFanControlPolicy manual) commanded for fan i,
+	 * -1 while the firmware controls it; read and written atomically. */
+	int fan_cmd[SIM_MAX_FANS];
+	struct sim_thermal *th; /* the thermal model, NULL unless "thermal" is on */
 };
 
 /* ---- timeline events ----------------------------------------------------- */
@@ -241,6 +248,7 @@ struct sim_host {
 	unsigned long long kmsg_seq;
 	double kmsg_offset; /* seconds the kmsg clock runs behind CLOCK_MONOTONIC */
 	double kmsg_drift;  /* ppm it loses per second of CLOCK_MONOTONIC since boot */
+	int nonroot; /* "user nonroot": every setter answers NVML_ERROR_NO_PERMISSION */
 };
 
 extern struct sim_host g_host;
@@ -298,6 +306,20 @@ extern unsigned long long sim_fn_cpu_ns[FN_COUNT]; /* thread CPU time of the sam
 int sim_cost_profile(const char *name); /* 0 ok, -1 unknown name */
 void sim_cost_scale(double x);
 void sim_cost_wait(int fn);
+
+/* to_u32 rounds a value to what a 32-bit NVML result reports: -1 reads as
+ * 0xFFFFFFFF, as a scenario that sets it means. */
+static inline unsigned int to_u32(double v)
+{
+	long long x;
+
+	if (v >= 9.2e18)
+		return 0xFFFFFFFFu;
+	if (v <= -9.2e18)
+		return 0;
+	x = (long long)(v >= 0 ? v + 0.5 : v - 0.5);
+	return (unsigned int)x;
+}
 
 /* device.c */
 double sim_eval(const struct nvmlDevice_st *d, int m, int64_t t);
@@ -358,5 +380,16 @@ nvmlReturn_t sim_health_field(const struct nvmlDevice_st *d, nvmlFieldValue_t *v
 /* events.c */
 void sim_start_kmsg(void);
 int64_t sim_kmsg_clock(int64_t mono);
+/* sim_add_event and sim_add_kmsg add an event and a kernel log record the
+ * scenario did not script (the thermal model's crash), once the scenario is
+ * loaded: event sets deliver it at t, the kmsg writer writes it at t.
+ * Return -1 when full. */
+int sim_add_event(int64_t t, unsigned int gpu, unsigned long long type, unsigned long long data);
+int sim_add_kmsg(int64_t t, unsigned int gpu, unsigned int xid, int action);
+void sim_write_due_kmsgs(int64_t now); /* writes the added records due at now */
+
+/* fans.c: fan setters, the fan state and the thermal model */
+struct nvmlDevice_st *sim_dev_of(nvmlDevice_t device); /* NULL: not a handle of ours */
+double sim_temp(struct nvmlDevice_st *d, int64_t now); /* the die temperature, C */
 
 #endif
