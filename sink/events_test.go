@@ -52,6 +52,7 @@ func TestEventClass(t *testing.T) {
 		{"INVENTORY new", "source=start type=INVENTORY change=new", EventRoutine},
 		{"INVENTORY moved", "source=start type=INVENTORY change=moved prev_gpu=1", EventRoutine},
 		{"INVENTORY identified", "source=poll type=INVENTORY change=identified prev_gpu=0", EventRoutine},
+		{"FAN_GUARD", "type=FAN_GUARD kind=engaged fan=0 speed_pct=78 firmware_pct=53 temp_c=73 reason=temperature", EventNotable},
 		{"Xid inside a routine line's text", `source=nvml type=PState text="type=Xid"`, EventRoutine},
 	}
 	var named []string
