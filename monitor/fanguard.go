@@ -166,7 +166,12 @@ func (m *Monitor) handBackFans(stuck []string) []string {
 		<-done // HandBack is bounded
 	}
 	for _, gs := range m.gpus {
-		if gs.fan != nil && gs.fan.InNVML() {
+		if gs.fan == nil {
+			continue
+		}
+		fv := gs.fanView() // no sample publishes it again
+		gs.slot.Update(func(g *live.GPU) { g.FanGuard = fv })
+		if gs.fan.InNVML() {
 			out = append(out, strconv.Itoa(gs.idx)+" (fan guard)")
 		}
 	}
