@@ -1,8 +1,10 @@
 package simnvml_test
 
 import (
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -183,5 +185,218 @@ func TestFanSettersRefused(t *testing.T) {
 			}
 			got(d.GetFanSpeed_v2(0)).want(t, "fan after the hang", 80)
 		})
+	})
+}
+
+// The thermal model's defaults (csrc/fans.c), fitted to issue 1045's RTX PRO
+// 6000 at 500 W: 73 C at 78 % fans, 95 C at the broken firmware's 53 %.
+const (
+	thAmbient = 25.0
+	thG0      = 0.2086
+	thGFan    = 0.1309
+)
+
+// steadyTemp is where the model's die settles at watts with the fans at pct.
+func steadyTemp(watts, pct float64) float64 { return thAmbient + watts/(thG0+thGFan*pct) }
+
+// crossing is when the model's die, from t0 C at time 0 with constant watts
+// and fans at pct, first reads above limit: the model steps on a 100 ms grid.
+func crossing(t0, watts, pct, tau, limit float64) time.Duration {
+	ss, temp := steadyTemp(watts, pct), t0
+	for k := 1; k < 1e6; k++ {
+		temp = ss + (temp-ss)*math.Exp(-0.1/tau)
+		if temp > limit {
+			return time.Duration(k) * 100 * time.Millisecond
+		}
+	}
+	panic("never crosses")
+}
+
+func TestThermalFigures(t *testing.T) {
+	// What the defaults were fitted to (issue 1045).
+	for _, c := range []struct {
+		name      string
+		pct, want float64
+	}{
+		{"guard's 78 %", 78, 73},
+		{"broken firmware's 53 %", 53, 95},
+	} {
+		if got := steadyTemp(500, c.pct); math.Abs(got-c.want) > 0.5 {
+			t.Errorf("%s: settles at %.1f C, want %.0f", c.name, got, c.want)
+		}
+	}
+}
+
+// brokenFan is the RTX PRO 6000 of issue 1045 at 500 W with the broken
+// firmware fan controller, fast (tau) so a test need not wait long.
+const brokenFan = `
+gpus 2
+gpu 0 thermal firmware broken 53 crash 90 for 20s tau %s
+gpu 0 power 500
+gpu 0 temp 38
+`
+
+// TestThermalCrash: nobody intervenes: the die climbs past 85 C with the
+// fans at 53 %, and once it has been above 90 C for 20 s, Xid 62 and the GSP
+// crash chain follow and the GPU is lost; the other GPU is unaffected.
+func TestThermalCrash(t *testing.T) {
+	t.Parallel()
+	scn := strings.Replace(brokenFan, "%s", "0.5s", 1)
+	crash := crossing(38, 500, 53, 0.5, 90) + 20*time.Second
+	t.Run("events", func(t *testing.T) {
+		// Start 1 s before the crash is due: the die has been above
+		// 90 C for 19 s.
+		offset := crash - time.Second
+		simulate(t, opts{scenario: scn, env: []string{"SIMNVML_TIME_OFFSET=" + strconvSec(offset)}}, func(c clock, l nvml.Interface) {
+			d0 := dev(t, l, 0)
+			set, r := l.EventSetCreate()
+			ok(t, r, "create")
+			defer set.Free()
+			ok(t, d0.RegisterEvents(nvml.EventTypeXidCriticalError, set), "register")
+			temp, r := d0.GetTemperature(nvml.TEMPERATURE_GPU)
+			ok(t, r, "temp")
+			fan, _ := d0.GetFanSpeed_v2(0)
+			target, _ := d0.GetTargetFanSpeed(1)
+			if temp <= 90 || fan != 53 || target != 53 {
+				t.Fatalf("before the crash: %d C, fan %d %%, target %d %%; want > 90 C at 53 %%", temp, fan, target)
+			}
+			e, r := set.Wait(3000)
+			ok(t, r, "wait for Xid 62")
+			at := offset + c.since()
+			if e.EventData != 62 || at < crash-100*time.Millisecond || at > crash+600*time.Millisecond {
+				t.Fatalf("Xid %d at %v, want Xid 62 at %v (20 s above 90 C)", e.EventData, at, crash)
+			}
+			e, r = set.Wait(3000)
+			ok(t, r, "wait for Xid 45")
+			if e.EventData != 45 {
+				t.Fatalf("then Xid %d, want 45", e.EventData)
+			}
+		})
+	})
+	t.Run("chain", func(t *testing.T) {
+		// Start after the chain: its kernel log records are written at
+		// once, stamped with their own times, and the GPU is lost.
+		kmsg := filepath.Join(t.TempDir(), "kmsg")
+		if !simulate(t, opts{scenario: scn, env: []string{"SIMNVML_KMSG=" + kmsg,
+			"SIMNVML_TIME_OFFSET=" + strconvSec(crash+10*time.Second)}}, func(_ clock, l nvml.Interface) {
+			wantRet(t, ret(l.DeviceGetHandleByIndex(0)), nvml.ERROR_GPU_IS_LOST, "crashed GPU")
+			got(dev(t, l, 1).GetTemperature(nvml.TEMPERATURE_GPU)).want(t, "other GPU", 38)
+			time.Sleep(400 * time.Millisecond) // the model's thread writes the records
+		}) {
+			return
+		}
+		recs := kmsgRecords(t, kmsg)
+		var xids []string
+		for _, r := range recs {
+			_, rest, _ := strings.Cut(r.Message, "): ")
+			xid, _, _ := strings.Cut(rest, ",")
+			xids = append(xids, xid)
+		}
+		if strings.Join(xids, " ") != "62 45 119 154 79" {
+			t.Fatalf("kernel log Xids %v, want the GSP crash chain 62 45 119 154 79:\n%+v", xids, recs)
+		}
+		for i, gap := range []time.Duration{time.Second, time.Second, time.Second, 2 * time.Second} {
+			if d := recs[i+1].Time - recs[i].Time; d < gap-time.Millisecond || d > gap+time.Millisecond {
+				t.Errorf("record %d %v after record %d, want %v", i+1, d, i, gap)
+			}
+		}
+	})
+}
+
+// strconvSec is d in seconds, as SIMNVML_TIME_OFFSET takes it.
+func strconvSec(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) }
+
+// TestThermalCommanded: fans commanded at 78 % hold the die near 73 C; a
+// guard's curve (40 % at 60 C to 100 % at 85 C) settles it in the low-to-mid
+// 70s; the firmware's target stays readable at 53 % throughout; handed back,
+// the fans return to 53 % and the die climbs again. The firmware's own
+// (healthy) curve also keeps it in the 70s.
+func TestThermalCommanded(t *testing.T) {
+	t.Parallel()
+	simulate(t, opts{scenario: `
+gpus 3
+gpu 0-1 thermal firmware broken 53 crash 90 for 20s tau 0.25s
+gpu 2 thermal tau 0.25s
+gpu all power 500
+`}, func(c clock, l nvml.Interface) {
+		d0, d1, d2 := dev(t, l, 0), dev(t, l, 1), dev(t, l, 2)
+		for fan := 0; fan < 2; fan++ {
+			ok(t, d0.SetFanSpeed_v2(fan, 78), "command 78 %")
+		}
+		temp := func(d nvml.Device) float64 {
+			v, r := d.GetTemperature(nvml.TEMPERATURE_GPU)
+			ok(t, r, "temp")
+			return float64(v)
+		}
+		// GPU 1: the guard's curve, changed at most every 50 ms.
+		for end := time.Now().Add(2500 * time.Millisecond); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+			pct := int(math.Round(min(100, max(40, 40+(temp(d1)-60)*60/25))))
+			for fan := 0; fan < 2; fan++ {
+				ok(t, d1.SetFanSpeed_v2(fan, pct), "curve")
+			}
+		}
+		if v := temp(d0); math.Abs(v-73) > 1 {
+			t.Errorf("at 78 %% fans the die reads %v C, want 73", v)
+		}
+		got(d0.GetFanSpeed_v2(1)).want(t, "commanded fan", 78)
+		got(d0.GetTargetFanSpeed(1)).want(t, "firmware target while commanded", 53)
+		if v := temp(d1); v < 72 || v > 77 {
+			t.Errorf("on the guard's curve the die reads %v C, want the low-to-mid 70s", v)
+		}
+		if v := temp(d2); v < 70 || v > 77 {
+			t.Errorf("on the firmware's own curve the die reads %v C, want the 70s", v)
+		}
+
+		for fan := 0; fan < 2; fan++ {
+			ok(t, d0.SetDefaultFanSpeed_v2(fan), "hand back")
+		}
+		got(d0.GetFanSpeed_v2(0)).want(t, "handed-back fan", 53)
+		got(d0.GetFanControlPolicy_v2(0)).want(t, "handed-back policy", nvml.FAN_POLICY_TEMPERATURE_CONTINOUS_SW)
+		time.Sleep(1500 * time.Millisecond)
+		if v := temp(d0); v < 90 {
+			t.Errorf("handed back to the broken firmware the die reads %v C, want above 90", v)
+		}
+	})
+}
+
+// TestThermalCommandPreventsCrash: of two GPUs under the same load with the
+// broken firmware (a crash rule of 1 s, to keep the test short), the one
+// whose fans are commanded to 78 % never crashes; the other does.
+func TestThermalCommandPreventsCrash(t *testing.T) {
+	t.Parallel()
+	simulate(t, opts{scenario: `
+gpus 2
+gpu all thermal firmware broken 53 crash 90 for 1s tau 0.2s
+gpu all power 500
+`}, func(c clock, l nvml.Interface) {
+		d0, d1 := dev(t, l, 0), dev(t, l, 1)
+		set, r := l.EventSetCreate()
+		ok(t, r, "create")
+		defer set.Free()
+		for _, d := range []nvml.Device{d0, d1} {
+			ok(t, d.RegisterEvents(nvml.EventTypeXidCriticalError, set), "register")
+		}
+		for fan := 0; fan < 2; fan++ {
+			ok(t, d0.SetFanSpeed_v2(fan, 78), "command 78 %")
+		}
+		uuid1, _ := d1.GetUUID()
+		e, r := set.Wait(5000)
+		ok(t, r, "wait for the crash")
+		if u, _ := e.Device.GetUUID(); u != uuid1 || e.EventData != 62 {
+			t.Fatalf("Xid %d on %s, want Xid 62 on the uncommanded GPU %s", e.EventData, u, uuid1)
+		}
+		for {
+			e, r := set.Wait(1500)
+			if r == nvml.ERROR_TIMEOUT {
+				break
+			}
+			ok(t, r, "wait")
+			if u, _ := e.Device.GetUUID(); u != uuid1 {
+				t.Fatalf("Xid %d on the commanded GPU", e.EventData)
+			}
+		}
+		if v, r := d0.GetTemperature(nvml.TEMPERATURE_GPU); r != nvml.SUCCESS || v > 75 {
+			t.Fatalf("commanded GPU: %d C (%v), want about 73", v, r)
+		}
 	})
 }

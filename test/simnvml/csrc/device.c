@@ -193,7 +193,10 @@ again:
 		now = sim_now();
 	}
 
-	/* lost_at is atomic: the thermal model's crash sets it (fans.c). */
+	/* lost_at is atomic: the thermal model's crash sets it (fans.c),
+	 * once the model has run up to now. */
+	if (d->th != NULL)
+		sim_temp(d, now);
 	if (now >= __atomic_load_n(&d->lost_at, __ATOMIC_RELAXED) || now >= d->removed_at)
 		return NVML_ERROR_GPU_IS_LOST;
 

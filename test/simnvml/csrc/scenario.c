@@ -1224,6 +1224,11 @@ static int stmt_gpu(struct parser *p, int timed, int64_t t, char **tok, int n)
 			return vb->stmt(p, mask, t, tok, n);
 	if (strcmp(tok[0], "proc") == 0)
 		return sim_stmt_proc(p->err, sizeof(p->err), mask, t, tok, n);
+	if (strcmp(tok[0], "thermal") == 0) {
+		if (timed && t != 0)
+			return perr(p, "\"thermal\" describes the GPU and cannot change over time");
+		return sim_stmt_thermal(p->err, sizeof(p->err), mask, tok, n);
+	}
 	if (strcmp(tok[0], "lost") == 0 || strcmp(tok[0], "removed") == 0) {
 		if (n != 1)
 			return perr(p, "unexpected \"%s\" after %s", tok[1], tok[0]);
@@ -1700,8 +1705,13 @@ nvmlReturn_t sim_load_scenario(const char *path)
 	return NVML_SUCCESS;
 }
 
-/* For statements parsed in other files (procs.c). */
+/* For statements parsed in other files (procs.c, fans.c). */
 int sim_parse_duration(const char *s, int64_t *ns)
 {
 	return parse_dur(s, ns);
+}
+
+int sim_parse_number(const char *s, double *out)
+{
+	return parse_num(s, out);
 }

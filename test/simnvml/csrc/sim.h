@@ -26,6 +26,7 @@
 #define SIM_MAX_FANS 8
 #define SIM_MAX_SENSORS 3
 #define SIM_MAX_SETS 256
+#define SIM_MAX_ADDED 128 /* events (and kmsg records) added while running */
 #define SIM_NEVER INT64_MAX
 
 /* ---- function ids (fns.h) ------------------------------------------------ */
@@ -365,6 +366,7 @@ int sim_stmt_proc(char *err, size_t errlen, uint32_t mask, int64_t t, char **tok
 unsigned int sim_procs_count(const struct nvmlDevice_st *d, int64_t now, int kind);
 void sim_procs_fill(const struct nvmlDevice_st *d, int64_t now, int kind, void *infos, unsigned int first, int v1);
 int sim_parse_duration(const char *s, int64_t *ns); /* scenario.c */
+int sim_parse_number(const char *s, double *out); /* scenario.c */
 
 /* health.c: GPU classes and health counters */
 int sim_health_metric(const char *s, int *m, int *count, double *scale); /* 0 ok, -1 not a health metric */
@@ -391,5 +393,7 @@ void sim_write_due_kmsgs(int64_t now); /* writes the added records due at now */
 /* fans.c: fan setters, the fan state and the thermal model */
 struct nvmlDevice_st *sim_dev_of(nvmlDevice_t device); /* NULL: not a handle of ours */
 double sim_temp(struct nvmlDevice_st *d, int64_t now); /* the die temperature, C */
+int sim_stmt_thermal(char *err, size_t errlen, uint32_t mask, char **tok, int n); /* "gpu SEL thermal ..." */
+void sim_start_thermal(void); /* the thread that runs the thermal model when nobody asks */
 
 #endif
