@@ -216,19 +216,17 @@ func (g *Guard) Observe(s *reading.Sample, now time.Duration) {
 	if s.Status != reading.StatusAnswered || !started || closing {
 		return
 	}
-	if ph == phaseStarting && s.NumFans == 0 {
-		g.mu.Lock()
-		fanless := g.ph == phaseStarting && len(g.restore) == 0
-		if fanless {
-			g.ph = phaseFanless
-		}
-		g.mu.Unlock()
-		if fanless {
+	if s.NumFans == 0 { // a GPU whose fans were not known at Start
+		if g.setPhase(phaseFanless, "", phaseStarting, phaseReady) {
 			g.log.Info("fan guard: this GPU has no fans; nothing to guard")
 		}
 		return
 	}
-	if ph != phaseReady || g.pol == nil {
+	if ph == phaseStarting {
+		g.poke() // the limits not read yet (the GPU's handle came late, a failed call): tried again
+		return
+	}
+	if ph != phaseReady { // g.pol is set before the phase becomes ready, under mu
 		return
 	}
 	in := Input{Now: now, TempC: s.U32(reading.TempC), Inversion: g.inv != 0 && s.Flags.Has(g.inv), Fans: min(s.NumFans, reading.MaxFans)}
@@ -357,8 +355,8 @@ func (g *Guard) step() bool {
 	w, have := g.want, g.have
 	g.mu.Unlock()
 	switch {
-	case w.hold && have.fans == 0:
-		return g.engage(w)
+	case w.hold && have.fans < w.fans:
+		return g.engage(w, have)
 	case w.hold:
 		return g.change(w, have)
 	case have.fans > 0:
@@ -381,15 +379,15 @@ func (g *Guard) readLimits() bool {
 	return true
 }
 
-// engage takes the fans: recorded as held first, so that a run killed
-// between two calls still has them handed back at the next start.
-func (g *Guard) engage(w wanted) bool {
-	if !g.held(fanList(w.fans)) {
+// engage takes the fans not taken yet (a failed call may have left some):
+// recorded as held first, so that a run killed between two calls still has
+// them handed back at the next start.
+func (g *Guard) engage(w wanted, have applied) bool {
+	if have.fans == 0 && !g.held(fanList(w.fans)) {
 		return false
 	}
-	var have applied
 	have.target0, have.temp = w.target0, w.temp
-	for i := range w.fans {
+	for i := have.fans; i < w.fans; i++ {
 		ok, err := g.call("nvmlDeviceSetFanSpeed_v2", func() error { return g.o.Driver.SetSpeed(i, w.speed[i]) })
 		if !ok || !g.outcome(err, i) {
 			g.mu.Lock()

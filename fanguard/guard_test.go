@@ -40,6 +40,11 @@ func (f *fakeDriver) do(name string) error {
 	f.mu.Lock()
 	f.calls = append(f.calls, name)
 	err, ch := f.fail[strings.Fields(name)[0]], f.block[strings.Fields(name)[0]]
+	for k, e := range f.fail { // a key naming the call's arguments too: "set 1" fails fan 1's sets only
+		if strings.Contains(k, " ") && strings.HasPrefix(name, k) {
+			err = e
+		}
+	}
 	f.mu.Unlock()
 	if ch != nil {
 		<-ch
@@ -338,6 +343,49 @@ func TestGuardRetriesAFailure(t *testing.T) {
 		r.wantCalls("limits", "held [0 1]", "set 0 76", "held [0 1]", "set 0 76", "set 1 76")
 		if r.reg.Load(fanGuardFailures) != 1 {
 			t.Errorf("failures %d", r.reg.Load(fanGuardFailures))
+		}
+	})
+}
+
+// A take-over cut short by a failure on the second fan takes only that
+// fan when tried again, and never records the first twice.
+func TestGuardFinishesAPartialTakeOver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, DefaultConfig())
+		r.drv.fail["set 1"] = fmt.Errorf("unknown error")
+		r.g.Start(2, nil)
+		synctest.Wait()
+		r.sample(75)
+		if f := r.sample(75); f != "FAN_GUARD(76%)" {
+			t.Errorf("fan 0 held: flags %q", f)
+		}
+		time.Sleep(time.Second)
+		r.drv.mu.Lock()
+		delete(r.drv.fail, "set 1")
+		r.drv.mu.Unlock()
+		r.sample(75)
+		r.wantCalls("limits", "held [0 1]", "set 0 76", "set 1 76", "set 1 76")
+		if v := r.g.View(); !slices.Equal(v.Fans, []int{0, 1}) {
+			t.Errorf("view %+v", v)
+		}
+	})
+}
+
+// A GPU whose fan count was not known at Start (its facts came late) and
+// has none: one line, no call.
+func TestGuardFanlessFoundLate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, DefaultConfig())
+		r.g.Start(-1, nil)
+		synctest.Wait()
+		s := reading.Sample{Status: reading.StatusAnswered}
+		s.Set(reading.TempC, 95)
+		for range 3 {
+			r.g.Observe(&s, time.Since(r.base))
+		}
+		synctest.Wait()
+		if n := strings.Count(r.logs.String(), "no fans"); n != 1 || r.g.View().State != "no fans" {
+			t.Errorf("%d lines, view %+v", n, r.g.View())
 		}
 	})
 }
