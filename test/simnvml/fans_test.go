@@ -161,7 +161,7 @@ func TestFanSettersRefused(t *testing.T) {
 		})
 	})
 	t.Run("hang", func(t *testing.T) {
-		simulate(t, opts{scenario: "gpus 1\ngpu 0 hang 700ms fn fan_setters\n"}, func(c clock, l nvml.Interface) {
+		simulate(t, opts{scenario: "gpus 1\ngpu 0 hang 1500ms fn fan_setters\n"}, func(c clock, l nvml.Interface) {
 			d := dev(t, l, 0)
 			var wg sync.WaitGroup
 			var took time.Duration
@@ -180,8 +180,8 @@ func TestFanSettersRefused(t *testing.T) {
 				t.Fatalf("getter took %v while a setter hung", el)
 			}
 			wg.Wait()
-			if r != nvml.SUCCESS || took < 400*time.Millisecond {
-				t.Fatalf("hung setter: %v after %v, want success after ~0.7 s", r, took)
+			if r != nvml.SUCCESS || took < 500*time.Millisecond {
+				t.Fatalf("hung setter: %v after %v, want success after ~1.5 s", r, took)
 			}
 			got(d.GetFanSpeed_v2(0)).want(t, "fan after the hang", 80)
 		})
@@ -263,7 +263,7 @@ func TestThermalCrash(t *testing.T) {
 			e, r := set.Wait(3000)
 			ok(t, r, "wait for Xid 62")
 			at := offset + c.since()
-			if e.EventData != 62 || at < crash-100*time.Millisecond || at > crash+600*time.Millisecond {
+			if e.EventData != 62 || at < crash-100*time.Millisecond || at > crash+time.Second {
 				t.Fatalf("Xid %d at %v, want Xid 62 at %v (20 s above 90 C)", e.EventData, at, crash)
 			}
 			e, r = set.Wait(3000)
