@@ -339,3 +339,31 @@ func TestFanGuardSetterHangDoesNotStallSampling(t *testing.T) {
 		t.Error("events.log has no kind=hung line")
 	}
 }
+
+// Issue 1045 on the thermal model (rtxpro6000-broken-fan-500w.scn): the
+// firmware holds the fans at 53 % under 500 W, and without the guard the die
+// passes 85 C (an inversion) at ~31 s and crashes (Xid 62) at ~62 s. With
+// --fan-guard the die settles in the 70s: no inversion, no Xid.
+func TestFanGuardPreventsTheCrashOnTheThermalModel(t *testing.T) {
+	t.Parallel()
+	p, _ := guardRun(t, opts{scenario: "@rtxpro6000-broken-fan-500w", args: []string{"--fan-guard"}})
+	p.waitForRows(0, 750, 120*time.Second) // 75 s: past the crash's time
+	p.stop()
+	tb := readCSV(t, p.csvFile(0))
+	peak := 0
+	for _, r := range tb.rows {
+		if v, err := strconv.Atoi(tb.get(r, "gpu_temp")); err == nil {
+			peak = max(peak, v)
+		}
+		if f := tb.get(r, "flags"); strings.Contains(f, "TEMP_FAN_INV") || strings.Contains(f, "XID") || strings.Contains(f, "GPU_LOST") {
+			t.Fatalf("row %v: the guard did not prevent %s", r[0], f)
+		}
+	}
+	if peak < 65 || peak > 80 {
+		t.Errorf("peak die temperature %d C with the guard, want the low-to-mid 70s", peak)
+	}
+	if ev := events(p.dir); strings.Contains(ev, "type=Xid") || !strings.Contains(ev, "kind=engaged") {
+		t.Errorf("events.log:\n%s", ev)
+	}
+	t.Logf("peak %d C with the fan guard", peak)
+}
