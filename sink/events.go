@@ -297,7 +297,7 @@ var eventClasses = map[string]EventClass{
 	TypeHealthCritical:        EventIncident,
 	TypeHealthEvent:           EventIncident,
 	TypeInventory:             EventNotable, // routine for a board new, moved or identified (classOf)
-	TypeFanGuard:              EventNotable,
+	TypeFanGuard:              EventNotable, // routine for a change of speed and a hand-back (classOf)
 }
 
 // EventTypes returns the types Class does not call routine, sorted.
@@ -328,6 +328,9 @@ func classOf(get func(key string) string) EventClass {
 	c := eventClasses[typ]
 	if ch := get("change"); typ == TypeInventory && (ch == InventoryNew || ch == InventoryMoved || ch == InventoryIdentified) {
 		return EventRoutine
+	}
+	if k := get("kind"); typ == TypeFanGuard && (k == "set" || k == "released") {
+		return EventRoutine // the guard at work; taking the fans, a refusal and a hang are notable
 	}
 	if c == EventIncident && (get("duplicate_of") != "" ||
 		typ == TypeAER && !strings.HasPrefix(get("severity"), "uncorrectable") ||
