@@ -152,9 +152,23 @@ func New(o Options) *Guard {
 		o.Mono = func() time.Duration { return time.Since(base) }
 	}
 	g := &Guard{o: o, log: o.Log.With("gpu", o.GPU), reg: counters.Need(o.Counters, "fanguard.Options.Counters"), kick: make(chan struct{}, 1)}
-	g.inv, _ = reading.FlagKindNamed("temp_fan_inv")
+	g.inv, _ = reading.FlagKindNamed(inversionFlag)
 	return g
 }
+
+// inversionFlag is the fan inversion detector's flag (anomaly/faninversion.go):
+// a hot GPU whose fans stay slow, the firmware controller of issue 1045.
+const inversionFlag = "temp_fan_inv"
+
+// fanTarget is the per-fan reading of the firmware's target speed.
+var fanTarget = func() *reading.FanDef {
+	for i := range reading.FanTable {
+		if reading.FanTable[i].Name == "Target" {
+			return &reading.FanTable[i]
+		}
+	}
+	panic("fanguard: reading.FanTable has no Target")
+}()
 
 // Start lets the guard act: first it hands back the fans a previous run
 // held and did not return (restore, from run-state), then it reads the
@@ -230,9 +244,8 @@ func (g *Guard) Observe(s *reading.Sample, now time.Duration) {
 		return
 	}
 	in := Input{Now: now, TempC: s.U32(reading.TempC), Inversion: g.inv != 0 && s.Flags.Has(g.inv), Fans: min(s.NumFans, reading.MaxFans)}
-	target := &reading.FanTable[1]
 	for i := range in.Fans {
-		if v, ok := target.Get(s, i); ok {
+		if v, ok := fanTarget.Get(s, i); ok {
 			in.Targets[i] = reading.Some(v)
 		}
 	}

@@ -105,7 +105,7 @@ func (r *rig) sample(temp int, flags ...reading.Flag) string {
 		s.Set(reading.TempC, uint64(temp))
 	}
 	for i := range 2 {
-		reading.FanTable[1].Set(&s, i, 53)
+		fanTarget.Set(&s, i, 53)
 	}
 	for _, f := range flags {
 		s.Flags.Add(f)
@@ -179,10 +179,7 @@ func TestGuardTakesAndHandsBack(t *testing.T) {
 }
 
 func TestGuardEngagesOnInversion(t *testing.T) {
-	inv, ok := reading.FlagKindNamed("temp_fan_inv")
-	if !ok {
-		inv = reading.NewFlagKind(reading.FlagDef{Name: "temp_fan_inv", Text: "TEMP_FAN_INV({A}C@{B}%)"})
-	}
+	inv, _ := reading.FlagKindNamed(inversionFlag) // registered by anomaly (inversion_test.go)
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, DefaultConfig())
 		r.g.inv = inv
