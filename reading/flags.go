@@ -4,7 +4,7 @@ import "strconv"
 
 // FlagKind names one kind of flag written into a row's flags cell. The
 // kinds reading raises are constants; a detector's kinds are registered by
-// package anomaly (NewFlagKind), so that a detector is declared in one file.
+// package anomaly (RegisterFlagKinds), so that a detector is declared in one file.
 type FlagKind uint8
 
 // FlagDef declares one kind of flag.
@@ -34,7 +34,7 @@ const (
 
 	// NumFlagKinds bounds the kinds: arrays indexed by FlagKind have this
 	// length (the live view keeps a count and a time per kind and GPU). It
-	// leaves room for a dozen more detectors' kinds; NewFlagKind panics when
+	// leaves room for a dozen more detectors' kinds; RegisterFlagKinds panics when
 	// it must grow.
 	NumFlagKinds = 24
 )
@@ -53,21 +53,28 @@ var flagDefs = [NumFlagKinds]FlagDef{
 // numFlagKinds is 1 + the highest kind declared.
 var numFlagKinds = numOwnFlagKinds + 1
 
-// NewFlagKind registers a kind of flag and returns it. Call it while
-// packages initialize (a package-level var), never later: the kinds are
-// read without a lock. It panics when the name is taken or NumFlagKinds are
-// in use, programming errors that every test finds.
-func NewFlagKind(d FlagDef) FlagKind {
-	if _, ok := FlagKindNamed(d.Name); ok || d.Name == "" {
-		panic("reading: flag kind " + strconv.Quote(d.Name) + " registered twice or unnamed")
-	}
-	if numFlagKinds == NumFlagKinds {
+// RegisterFlagKinds registers the detectors' kinds of flag, in the order
+// outputs list them, in place of those registered before, and returns
+// their kinds in defs' order. Package anomaly calls it while packages
+// initialize, each time a detector registers, never later: the kinds are
+// read without a lock. It panics when a name is taken or more than
+// NumFlagKinds kinds would be in use, programming errors that every test
+// finds.
+func RegisterFlagKinds(defs []FlagDef) []FlagKind {
+	if numOwnFlagKinds+1+len(defs) > NumFlagKinds {
 		panic("reading: too many flag kinds")
 	}
-	k := FlagKind(numFlagKinds)
-	flagDefs[k] = d
-	numFlagKinds++
-	return k
+	numFlagKinds = numOwnFlagKinds + 1
+	kinds := make([]FlagKind, len(defs))
+	for i, d := range defs {
+		if _, ok := FlagKindNamed(d.Name); ok || d.Name == "" {
+			panic("reading: flag kind " + strconv.Quote(d.Name) + " registered twice or unnamed")
+		}
+		kinds[i] = FlagKind(numFlagKinds)
+		flagDefs[kinds[i]] = d
+		numFlagKinds++
+	}
+	return kinds
 }
 
 // FlagKinds returns every kind in the order outputs list them: the
