@@ -234,11 +234,7 @@ func (d *Dev) Block(fn string, entered chan string) (release func()) {
 }
 
 // Count returns how many times fn was called.
-func (d *Dev) Count(fn string) int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.calls[fn]
-}
+func (d *Dev) Count(fn string) int { return d.Calls()[fn] }
 
 // Calls returns a copy of the call counts by function.
 func (d *Dev) Calls() map[string]int {
@@ -248,11 +244,8 @@ func (d *Dev) Calls() map[string]int {
 }
 
 // Total returns the number of calls of all functions.
-func (d *Dev) Total() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	n := 0
-	for _, c := range d.calls {
+func (d *Dev) Total() (n int) {
+	for _, c := range d.Calls() {
 		n += c
 	}
 	return n
