@@ -78,10 +78,10 @@ func readEach(b *strings.Builder, dir string, names []string, show func(string) 
 	}
 }
 
-// readFile is a diagnostic that reads one small file.
-func (m *Manager) readFile(path string) func(context.Context) ([]byte, error) {
+// readFile is a diagnostic that reads one small file under HostRoot.
+func (m *Manager) readFile(rel ...string) func(context.Context) ([]byte, error) {
 	return func(context.Context) ([]byte, error) {
-		b, err := readSmall(path)
+		b, err := readSmall(m.hostPath(rel...))
 		if err != nil {
 			return nil, errors.New(fileErr(err))
 		}
@@ -121,7 +121,7 @@ func (m *Manager) aerCounters(a reading.PCIAddr) []byte {
 }
 
 // moduleParams renders /sys/module/nvidia/parameters as "name: value" lines.
-func (m *Manager) moduleParams() ([]byte, error) {
+func (m *Manager) moduleParams(context.Context) ([]byte, error) {
 	dir := m.hostPath(nvidiaParamsDir)
 	ents, err := os.ReadDir(dir) // sorted by name
 	if err != nil {

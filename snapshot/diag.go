@@ -72,6 +72,7 @@ var nvidiaModule = regexp.MustCompile(`(?i)nvidia`).MatchString
 // job is one diagnostic: a command or a file read.
 type job struct {
 	key    string
+	gpu    bool                                      // it needs the GPU's bus id
 	run    func(ctx context.Context) ([]byte, error) // nil when not run
 	notRun string                                    // why it is not run
 }
@@ -95,44 +96,44 @@ func (m *Manager) command(name string, args ...string) func(context.Context) ([]
 func (m *Manager) jobs(busID string, followUp bool) []job {
 	a, err := reading.ParsePCIAddr(busID)
 	addr := a.String()
-	ofGPU := func(key string, run func(context.Context) ([]byte, error)) job {
-		if err != nil {
-			return job{key: key, notRun: err.Error()}
-		}
-		return job{key: key, run: run}
-	}
 	// A crash takes the numeric ids and the whole config space as hex, as
 	// nvidia-bug-report.sh does (ffff... when the GPU is off the bus).
 	lspci := []string{"-nnDvvvxxxx", "-s", addr}
 	if followUp {
 		lspci = []string{"-vvs", addr}
 	}
-	jobs := []job{
+	all := []job{
 		m.kernelLogJob(),
-		ofGPU(diagLspci, m.command("lspci", lspci...)),
+		{key: diagLspci, gpu: true, run: m.command("lspci", lspci...)},
 		// VENDOR_ID reads config space: 10de is NVIDIA, ffff means the
 		// device does not answer (fallen off the bus).
-		ofGPU(diagSetpci, m.command("setpci", "-s", addr, "VENDOR_ID")),
+		{key: diagSetpci, gpu: true, run: m.command("setpci", "-s", addr, "VENDOR_ID")},
 		{key: diagSMI, run: m.command("nvidia-smi")},
-	}
-	if followUp {
-		return jobs
-	}
-	return append(jobs,
-		job{key: diagModules, run: func(context.Context) ([]byte, error) {
+		{key: diagModules, run: func(context.Context) ([]byte, error) {
 			b, err := os.ReadFile(m.hostPath(procModules))
 			if err != nil {
 				return nil, fmt.Errorf("read kernel modules: %w", err)
 			}
 			return b, nil
 		}},
-		job{key: diagFree, run: m.command("free", "-h")},
-		job{key: diagUptime, run: m.command("uptime")},
-		job{key: diagDriverVersion, run: m.readFile(m.hostPath(nvidiaProcDir, "version"))},
-		ofGPU(diagGPUInformation, m.readFile(m.hostPath(nvidiaProcDir, "gpus", addr, "information"))),
-		ofGPU(diagAERCounters, func(context.Context) ([]byte, error) { return m.aerCounters(a), nil }),
-		job{key: diagModuleParams, run: func(context.Context) ([]byte, error) { return m.moduleParams() }},
-	)
+		{key: diagFree, run: m.command("free", "-h")},
+		{key: diagUptime, run: m.command("uptime")},
+		{key: diagDriverVersion, run: m.readFile(nvidiaProcDir, "version")},
+		{key: diagGPUInformation, gpu: true, run: m.readFile(nvidiaProcDir, "gpus", addr, "information")},
+		{key: diagAERCounters, gpu: true, run: func(context.Context) ([]byte, error) { return m.aerCounters(a), nil }},
+		{key: diagModuleParams, run: m.moduleParams},
+	}
+	var jobs []job
+	for _, j := range all {
+		if followUp && !slices.ContainsFunc(diagSections, func(d diagSection) bool { return d.key == j.key && d.followUp }) {
+			continue
+		}
+		if j.gpu && err != nil {
+			j.run, j.notRun = nil, err.Error()
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs
 }
 
 // diagnose runs the jobs of the GPU at busID and renders their sections,
@@ -171,24 +172,21 @@ func (m *Manager) collect(ctx context.Context, jobs []job) map[string]result {
 	}
 	ch := make(chan keyed, len(jobs))
 	res := make(map[string]result, len(jobs))
-	pending := make(map[string]bool, len(jobs))
 	for _, j := range jobs {
 		if j.run == nil {
 			res[j.key] = result{status: "(not run: " + j.notRun + ")"}
 			continue
 		}
-		pending[j.key] = true
-		go func() { ch <- keyed{j.key, m.runJob(ctx, j)} }()
+		go func() { ch <- keyed{j.key, runJob(ctx, m.cfg.CommandTimeout, j)} }()
 	}
 	why := "(no answer within " + m.cfg.DiagnosticsTimeout.String() + "; abandoned)"
 	deadline := time.NewTimer(m.cfg.DiagnosticsTimeout)
 	defer deadline.Stop()
 	done := ctx.Done()
-	for len(pending) > 0 {
+	for len(res) < len(jobs) {
 		select {
 		case k := <-ch:
 			res[k.key] = k.r
-			delete(pending, k.key)
 		case <-done:
 			// Killed commands return at once with what they printed so far,
 			// which is worth keeping; wait a moment for it.
@@ -196,18 +194,15 @@ func (m *Manager) collect(ctx context.Context, jobs []job) map[string]result {
 			deadline.Reset(drainGrace)
 			why = "(canceled: the daemon is shutting down)"
 		case <-deadline.C:
-			for key := range pending {
-				res[key] = result{status: why}
+			for _, j := range jobs {
+				if _, ok := res[j.key]; !ok {
+					res[j.key] = result{status: why}
+				}
 			}
 			return res
 		}
 	}
 	return res
-}
-
-// runJob runs one job under CommandTimeout.
-func (m *Manager) runJob(ctx context.Context, j job) result {
-	return runJob(ctx, m.cfg.CommandTimeout, j)
 }
 
 // runJob runs j under timeout and describes how it ended (the boot log's
