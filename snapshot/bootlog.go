@@ -130,7 +130,7 @@ func WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
 		if c.JournalDir != "" {
 			args = append(args, "--directory", c.JournalDir)
 		}
-		journal := runJob(ctx, c.CommandTimeout, job{key: "journalctl", run: func(ctx context.Context) ([]byte, error) {
+		journal := runJob(ctx, c.CommandTimeout, job{run: func(ctx context.Context) ([]byte, error) {
 			return c.Runner.Run(ctx, "journalctl", args...)
 		}})
 		b.WriteString(filtered(journal, bootLogPattern.MatchString, bootJournalMatches))
