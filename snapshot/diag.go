@@ -207,9 +207,6 @@ func runJob(ctx context.Context, timeout time.Duration, j job) result {
 	return result{out: out, status: status}
 }
 
-// raw renders a command's whole output followed by its status line.
-func raw(r result) string { return filtered(r, nil, 0) }
-
 // filtered renders lastLines(keep, n) of the output, then the status line.
 func filtered(r result, keep func(string) bool, n int) string {
 	lines := lastLines(r.out, keep, n)
