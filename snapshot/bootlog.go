@@ -71,9 +71,7 @@ var bootLogPattern = regexp.MustCompile(`(?i)NVRM|Xid|nvidia|AER|GPU|pcieport|PC
 // the last incidents in events.log; what is missing is said in the file.
 // Run it off the start-up path.
 func WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
-	if c.Runner == nil {
-		c.Runner = &ExecRunner{Timeout: c.CommandTimeout}
-	}
+	c.Runner = cmp.Or(c.Runner, Runner(&ExecRunner{Timeout: c.CommandTimeout}))
 	c.CommandTimeout = cmp.Or(max(c.CommandTimeout, 0), DefaultCommandTimeout)
 	if c.PstoreDirs == nil {
 		c.PstoreDirs = DefaultPstoreDirs
