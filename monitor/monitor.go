@@ -108,9 +108,8 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	if host.Counters() != counters.Need(cfg.Counters, "monitor.Config.Counters") {
 		return nil, errors.New("monitor.Config.Counters is not the registry the sampler was opened with (sampler.OpenOptions.Counters)")
 	}
-	m := &Monitor{cfg: cfg, log: cfg.Logger, host: host, byIndex: map[int]*gpuState{}, start: time.Now(),
-		kclock: &kernelClock{clock: host.KernelClock(), est: kclock.NewEstimator(kclock.Config{})}, reg: counters.Need(cfg.Counters, "monitor.Config.Counters"),
-		runState: runState{write: snapshot.WriteRunState}}
+	m := &Monitor{cfg: cfg, log: cfg.Logger, host: host, byIndex: map[int]*gpuState{}, start: time.Now(), reg: host.Counters(),
+		kclock: &kernelClock{clock: host.KernelClock(), est: kclock.NewEstimator(kclock.Config{})}, runState: runState{write: snapshot.WriteRunState}}
 	m.loop.syncTick, m.loop.secondTick = make(chan time.Time, 1), make(chan time.Time, 1)
 	m.loop.cadence = &cadence{step: max(cfg.Interval/100, time.Microsecond)}
 	m.side.log, m.side.jobs, m.side.reg = m.log, make(chan sideJob, 256), m.reg
@@ -148,19 +147,17 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	m.setupProcs()
 	cc := cfg.CSV
 	cc.Dir, cc.Logger, cc.Tick, cc.Counters = cfg.LogDir, m.log, m.loop.syncTick, m.reg
-	csv, err := sink.NewCSV(cc, cols)
-	if err != nil {
+	var err error
+	if m.csv, err = sink.NewCSV(cc, cols); err != nil {
 		return nil, err
 	}
-	m.csv = csv
 	m.events = cfg.openLog(cfg.LogDir, EventsLog, eventsLogMB, m.reg)
 	m.summary = cfg.openLog(cfg.LogDir, SummaryLog, summaryLogMB, m.reg)
 	sc := cfg.Snapshots
-	sc.Counters = m.reg
-	sc.Dir, sc.Logger, sc.Flush, sc.Written, sc.HostRoot, sc.KernelWall = cfg.LogDir, m.log, m.csv.Sync, m.snapshotWritten, cfg.HostRoot, m.kclock.clock.Wall
+	sc.Dir, sc.Logger, sc.Counters, sc.Flush, sc.Written, sc.HostRoot, sc.KernelWall = cfg.LogDir, m.log, m.reg, m.csv.Sync, m.snapshotWritten, cfg.HostRoot, m.kclock.clock.Wall
 	m.snaps = snapshot.New(sc)
 	m.writeSystemInfo()
-	m.publishHost() // the first host view, before Run
+	m.board.PublishHost(m.hostView()) // the first host view, before Run
 	return m, nil
 }
 
@@ -202,7 +199,9 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 		go gs.w.Run(bg)
 	}
 	var listeners sync.WaitGroup
-	listeners.Go(func() { m.runEvents(bg) })
+	listeners.Go(func() { // every GPU's NVML events
+		m.host.FollowEvents(bg, m.log, m.onEvent, func(state string) { m.setState(&m.states.events, state) })
+	})
 	listeners.Go(func() { m.runInventory(bg) })
 	if m.cfg.KmsgPath != "" {
 		m.klog.open(m.log) // unless OpenKernelLog did, before the start-up wait
@@ -275,7 +274,7 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	if err := snapshot.MarkCleanStop(m.cfg.LogDir, time.Now()); err != nil { // once every file is closed
 		m.log.Warn("cannot write the clean-stop marker; the next start will report an unclean stop", "error", err)
 	}
-	m.publishHost() // the final counts, for a reader still asking
+	m.board.PublishHost(m.hostView()) // the final counts, for a reader still asking
 	m.status("final status")
 	eventsStuck := !sampler.EventsIdle(2 * time.Second)
 	if len(stuck) > 0 || eventsStuck || m.enumerating.Load() {
@@ -488,21 +487,15 @@ func (m *Monitor) snapshotWritten(kind string, gpu int, path string) {
 	}
 }
 
-// publishHost publishes the host view: at New, once a second (watchLosses)
-// and at stop. Readers take the latest and never call back in.
-func (m *Monitor) publishHost() { m.board.PublishHost(m.hostView()) }
-
-// hostView assembles the host view; counts go in h.Counters only.
+// hostView assembles the host view, published at New, once a second
+// (watchLosses) and at stop; readers take the latest and never call back
+// in. Counts go in h.Counters only.
 func (m *Monitor) hostView() live.Host {
-	h := live.Host{
-		Now: time.Now(), Start: m.start, Version: m.cfg.Version, System: m.host.System, Identity: m.ident,
-		Interval: m.cfg.Interval, Deadline: m.cfg.Deadline,
-		DiskPaused: m.csv.Stats().Paused,
-		Counters:   m.counters(),
-	}
-	m.loop.cadence.get(&h.Cadence)
 	ps := m.host.Pacer.Stats() // its steps up are the counter nvml_stretches
-	h.Pacer = live.Pacer{Level: ps.Level, TickNVML: ps.TickNVML, LastLate: ps.LastLate}
+	h := live.Host{Now: time.Now(), Start: m.start, Version: m.cfg.Version, System: m.host.System, Identity: m.ident,
+		Interval: m.cfg.Interval, Deadline: m.cfg.Deadline, DiskPaused: m.csv.Stats().Paused, Counters: m.counters(),
+		Pacer: live.Pacer{Level: ps.Level, TickNVML: ps.TickNVML, LastLate: ps.LastLate}}
+	m.loop.cadence.get(&h.Cadence)
 	h.LogLines.Waiting = m.events.Waiting() + m.summary.Waiting()
 	m.states.mu.Lock()
 	h.Kmsg, h.Events, h.LastIncident = m.states.kmsg, m.states.events, m.states.incident
