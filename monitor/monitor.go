@@ -42,13 +42,12 @@ type Monitor struct {
 	gpus    []*gpuState
 	byIndex map[int]*gpuState
 
-	csv     *sink.CSV
-	events  lineLog
-	summary lineLog
-	snaps   *snapshot.Manager
-	ev      *events.Stage      // every NVML, kernel log and poll event
-	reg     *counters.Registry // every part's counters
-	board   *live.Board        // what the live readers read
+	csv             *sink.CSV
+	events, summary lineLog
+	snaps           *snapshot.Manager
+	ev              *events.Stage      // every NVML, kernel log and poll event
+	reg             *counters.Registry // every part's counters
+	board           *live.Board        // what the live readers read
 
 	loop     pollLoop
 	side     sideQueue // file work the poll loop and the workers must not wait for
@@ -359,7 +358,7 @@ func (m *Monitor) poll(ctx context.Context, sigs <-chan os.Signal) {
 		wg.Go(func() { m.keepAlive(wd) })
 	}
 	m.loop.lastSync = time.Now() // the first sync round one FsyncEvery after the start
-	m.beatTick(time.Now())
+	m.tick(time.Now())
 	m.reg.Inc(ticksRun)
 	for {
 		missed, ok := tk.Next()
@@ -367,20 +366,23 @@ func (m *Monitor) poll(ctx context.Context, sigs <-chan os.Signal) {
 			return
 		}
 		m.reg.Add(tickOverruns, missed)
-		m.beatTick(time.Now())
+		m.tick(time.Now())
 		m.reg.Inc(ticksRun)
 	}
 }
 
 // tick dispatches a sample to every GPU free and not backing off, and
-// reports those stuck past the deadline.
+// reports those stuck past the deadline; the watchdog pinger sees it run.
 func (m *Monitor) tick(now time.Time) {
 	lp := &m.loop
+	at := instant{wall: now, mono: m.cfg.mono()}
+	lp.beat.began.Store(int64(at.mono)) // before inTick: loopAlive reads them the other way round
+	lp.beat.inTick.Store(true)
+	defer lp.beat.inTick.Store(false)
 	if lp.tickHook != nil {
 		defer lp.tickHook(now)
 	}
 	lp.cadence.tick(now)
-	at := instant{wall: now, mono: m.cfg.mono()}
 	for _, gs := range m.gpus {
 		if gs.offAtTick = gs.backingOff(at.mono); gs.offAtTick {
 			continue
