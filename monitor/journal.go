@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -55,17 +56,9 @@ func toJournal(line string) (journalEntry, bool) {
 	_, msg, _ := strings.Cut(line, " ")
 	f := map[string]string{"SYSLOG_IDENTIFIER": "gpu-telemetry", "MESSAGE_ID": MessageID(e.Type())}
 	for k, v := range e.KV {
-		name, ok := journalFields[k]
-		if !ok {
-			name = "GPU_TELEMETRY_" + journalName(k)
-		}
-		f[name] = v
+		f[cmp.Or(journalFields[k], "GPU_TELEMETRY_"+journalName(k))] = v
 	}
-	prio, ok := journalPriority[e.KV["level"]]
-	if !ok {
-		prio = 6 // info
-	}
-	return journalEntry{message: msg, priority: prio, fields: f}, true
+	return journalEntry{message: msg, priority: cmp.Or(journalPriority[e.KV["level"]], 6), fields: f}, true
 }
 
 // journalName makes an events.log key a journal field name.
