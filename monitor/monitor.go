@@ -153,7 +153,8 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	m.events = cfg.openLog(cfg.LogDir, EventsLog, eventsLogMB, m.reg)
 	m.summary = cfg.openLog(cfg.LogDir, SummaryLog, summaryLogMB, m.reg)
 	sc := cfg.Snapshots
-	sc.Dir, sc.Logger, sc.Counters, sc.Flush, sc.Written, sc.HostRoot, sc.KernelWall = cfg.LogDir, m.log, m.reg, m.csv.Sync, m.snapshotWritten, cfg.HostRoot, m.kclock.clock.Wall
+	sc.Dir, sc.Logger, sc.Counters, sc.Flush = cfg.LogDir, m.log, m.reg, m.csv.Sync
+	sc.Written, sc.HostRoot, sc.KernelWall = m.snapshotWritten, cfg.HostRoot, m.kclock.clock.Wall
 	m.snaps = snapshot.New(sc)
 	m.writeSystemInfo()
 	m.board.PublishHost(m.hostView()) // the first host view, before Run
