@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
@@ -72,18 +71,10 @@ func journalName(k string) string {
 	return string(b)
 }
 
-// journalSender sends events.log lines to the journal on a goroutine of its
-// own (run), from a bounded queue.
-type journalSender struct {
-	send JournalFunc // nil: off
-	log  *slog.Logger
-	q    chan journalEntry
-	reg  *counters.Registry // journal_drops
-}
-
-// queue queues an events.log line for the journal, when it is on.
-func (j *journalSender) queue(line string) {
-	if j.send == nil {
+// queueJournal queues an events.log line for the journal, when it is on,
+// for runJournal.
+func (m *Monitor) queueJournal(line string) {
+	if m.cfg.Journal == nil {
 		return
 	}
 	e, ok := toJournal(line)
@@ -91,18 +82,18 @@ func (j *journalSender) queue(line string) {
 		return
 	}
 	select {
-	case j.q <- e:
+	case m.journal <- e:
 	default:
-		lose(j.reg, j.log, journalDrops, "an events.log line for the journal", slog.String("line", line))
+		lose(m.reg, m.log, journalDrops, "an events.log line for the journal", slog.String("line", line))
 	}
 }
 
-// run sends the queued lines until ctx ends, then what is still queued
-// (journald is local; if it is stuck, shutdown's deadline applies).
-func (j *journalSender) run(ctx context.Context) {
-	serve(ctx.Done(), j.q, func(e journalEntry) {
-		if err := j.send(e.message, e.priority, e.fields); err != nil {
-			lose(j.reg, j.log, journalDrops, "an events.log line the journal refused", slog.String("error", err.Error()))
+// runJournal sends the queued lines until ctx ends, then what is still
+// queued (journald is local; if it is stuck, shutdown's deadline applies).
+func (m *Monitor) runJournal(ctx context.Context) {
+	serve(ctx.Done(), m.journal, func(e journalEntry) {
+		if err := m.cfg.Journal(e.message, e.priority, e.fields); err != nil {
+			lose(m.reg, m.log, journalDrops, "an events.log line the journal refused", slog.String("error", err.Error()))
 		}
 	})
 }

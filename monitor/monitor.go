@@ -56,7 +56,7 @@ type Monitor struct {
 	kclock   *kernelClock
 	runState runState
 	procs    procParts
-	journal  journalSender
+	journal  chan journalEntry // events.log lines for the journal (Config.Journal)
 	states   hostStates
 
 	enumerating atomic.Bool // a GPU enumeration is inside the driver
@@ -112,7 +112,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	m.loop.syncTick, m.loop.secondTick = make(chan time.Time, 1), make(chan time.Time, 1)
 	m.loop.cadence = &cadence{step: max(cfg.Interval/100, time.Microsecond)}
 	m.side.log, m.side.jobs, m.side.reg = m.log, make(chan sideJob, 256), m.reg
-	m.journal = journalSender{send: cfg.Journal, log: m.log, q: make(chan journalEntry, journalQueue), reg: m.reg}
+	m.journal = make(chan journalEntry, journalQueue)
 	m.states.kmsg, m.states.events = "disabled", "starting"
 	m.ev = events.NewStage(events.Config{DedupWindow: cfg.XidDedupe, KernelClock: m.kclock.clock, HealthEvent: func(typ uint64) (string, bool) {
 		h, _ := sampler.HealthEvent(typ)
@@ -210,7 +210,7 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	listeners.Go(func() { m.watchLosses(bg) })
 	listeners.Go(func() { m.runProcs(bg) })
 	if m.cfg.Journal != nil {
-		listeners.Go(func() { m.journal.run(bg) })
+		listeners.Go(func() { m.runJournal(bg) })
 	}
 	m.startBootCheck(bg, &listeners)
 	names := make([]string, len(m.gpus))
@@ -460,7 +460,7 @@ func (m *Monitor) eventLine(e sink.EventLine) {
 		}
 	}
 	line := e.Line()
-	m.journal.queue(line)
+	m.queueJournal(line)
 	if err := m.events.Line(line); err != nil {
 		lose(m.reg, m.log, lineFails, "an events.log line", slog.String("line", line), slog.String("error", err.Error()))
 	}
