@@ -196,7 +196,10 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()
 	for _, gs := range m.gpus {
+		// Not awaited: a sample or process read stuck in the driver never
+		// returns. The poll loop kicks both (tick, procTick).
 		go gs.w.Run(bg)
+		go gs.pr.Run(bg)
 	}
 	var listeners sync.WaitGroup
 	listeners.Go(func() { // every GPU's NVML events
@@ -208,7 +211,13 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 		listeners.Go(func() { m.runKmsg(bg) })
 	}
 	listeners.Go(func() { m.watchLosses(bg) })
-	listeners.Go(func() { m.runProcs(bg) })
+	if srv := m.procs.srv; srv != nil { // the atopgpud protocol
+		listeners.Go(func() {
+			srv.Start(bg)
+			<-bg.Done()
+			srv.Close()
+		})
+	}
 	if m.cfg.Journal != nil {
 		listeners.Go(func() { m.runJournal(bg) })
 	}
