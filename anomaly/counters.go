@@ -1,8 +1,6 @@
 package anomaly
 
 import (
-	"cmp"
-	"fmt"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -45,20 +43,16 @@ const (
 )
 
 // CounterDefs declares every counter, indexed by Counter: the Tracker's,
-// the detectors', the health verdict's.
-var CounterDefs = counterDefs()
+// the detectors' (in pythonOrder.counters), the health verdict's. register
+// builds it.
+var CounterDefs []CounterDef
 
 // maxCounters bounds CounterDefs: Counts has room for this many.
 const maxCounters = 4 + maxDetectors
 
-// The health verdict's counters (healthverdict.go): reasons begun.
-var countHealthWarnings, countHealthCritical = CounterNamed("health_warnings"), CounterNamed("health_critical")
-
-// pythonSummaryOrder is the order summary.log and the status line have always
-// shown the first detectors' counters in (the Python logger's summary line),
-// so that summary.log reads as it always has. It is frozen: a later
-// detector's counter follows these in Detectors' order.
-var pythonSummaryOrder = []string{"spikes", "pwr_breaches", "fan_inversions", "spurious_throttles", "tdp_changes", "throttle_changes"}
+// The health verdict's counters (healthverdict.go): reasons begun; their
+// places follow the detectors' (counterDefs sets them).
+var countHealthWarnings, countHealthCritical Counter
 
 // counterDefs builds CounterDefs and sets each detector's place in it.
 func counterDefs() []CounterDef {
@@ -66,21 +60,14 @@ func counterDefs() []CounterDef {
 		CountSamples: {Name: "samples", Short: "samples", Help: "good samples examined", Window: WindowDelta},
 		CountSkipped: {Name: "skipped", Short: "skipped", Help: "failed, hung or lost samples, not examined"},
 	}
-	dets := slices.Clone(Detectors)
-	slices.SortStableFunc(dets, func(a, b *Def) int {
-		return cmp.Compare(placeIn(pythonSummaryOrder, a.Counter.Name), placeIn(pythonSummaryOrder, b.Counter.Name))
-	})
-	for _, d := range dets {
+	for _, d := range inOrder(pythonOrder.counters, Detectors) {
 		d.counter = Counter(len(defs))
 		defs = append(defs, d.Counter)
 	}
-	defs = append(defs,
+	countHealthWarnings, countHealthCritical = Counter(len(defs)), Counter(len(defs)+1)
+	return append(defs,
 		CounterDef{Name: "health_warnings", Short: "hw_warn", Snapshot: "health_warn", Help: "hardware health warnings begun (HEALTH_WARN)"},
 		CounterDef{Name: "health_critical", Short: "hw_crit", Snapshot: "health_crit", Help: "hardware health critical conditions begun (HEALTH_CRIT)"})
-	if len(defs) > maxCounters {
-		panic(fmt.Sprintf("anomaly: %d counters, at most %d", len(defs), maxCounters))
-	}
-	return defs
 }
 
 // CounterNamed returns the counter called name (CounterDef.Name); it panics

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
@@ -39,9 +40,9 @@ type Finding struct {
 }
 
 // Def declares one detector: its flags, counter, log notice and knobs, and
-// how to build it. Each detector's file declares its Def and its type; the
-// Tracker, Config, the counters, the notices and the command line all walk
-// Detectors.
+// how to build it. Each detector's file declares its Def and its type and
+// registers the Def (register); the Tracker, Config, the counters, the
+// notices and the command line all walk Detectors.
 type Def struct {
 	Name    string            // names the detector and its notices in logs: "fan_inversion"
 	Flags   []reading.FlagDef // the kinds of flag it writes on rows, if any
@@ -68,62 +69,74 @@ type NoticeDef struct {
 	Attrs func(v [2]uint64) []slog.Attr
 }
 
-// Detectors are the detectors in the order each sample is examined: the
-// order of their flags on a row and of their notices. It is the order of the
-// Python logger this one replaced (gpu-telemetry-deep.py): the throttle
-// transition and the TDP change in its sampling step, then the fan spike,
-// then its _check_anomalies (inversion, spurious throttle, power breach).
-// Rows keep that order so they read, and grep, as they always have.
-// A new detector is its own file and one line here.
-var Detectors = []*Def{
-	&throttleChangeDef,
-	&tdpChangeDef,
-	&fanSpikeDef,
-	&fanInversionDef,
-	&spurThrottleDef,
-	&powerBreachDef,
-	&pcieDegradedDef,
+// Detectors are the registered detectors in the order each sample is
+// examined: the order of their flags on a row and of their notices (see
+// pythonOrder). Each detector's file registers its Def in an init func
+// (register); nothing else lists them.
+var Detectors []*Def
+
+// pythonOrder holds the detectors of the Python logger this one replaced
+// (gpu-telemetry-deep.py), by Def.Name, in the order each of its outputs
+// had them. It is frozen, so that rows, `gpu-telemetry status` and
+// summary.log read, and grep, as they always have; a detector it did not
+// have follows them in every order, by Name.
+var pythonOrder = struct{ examined, flags, counters []string }{
+	// Its sampling step (the throttle transition, the TDP change), then the
+	// fan spike, then its _check_anomalies (inversion, spurious throttle,
+	// power breach): Detectors, the flags on a row and the notices.
+	examined: []string{"throttle_change", "tdp_change", "fan_spike", "fan_inversion", "spurious_throttle", "power_over"},
+	// Its flag legend: the flag kinds `gpu-telemetry status` and the
+	// metrics list (throttle_change has none).
+	flags: []string{"fan_spike", "fan_inversion", "spurious_throttle", "power_over", "tdp_change", "throttle_change"},
+	// Its summary line: the counters in summary.log and the status line.
+	counters: []string{"fan_spike", "power_over", "fan_inversion", "spurious_throttle", "tdp_change", "throttle_change"},
 }
 
-// pythonFlagOrder is the order in which `gpu-telemetry status` has always
-// listed the first detectors' flags (the order of the Python logger's flag
-// legend). It is frozen: a later detector's flags follow these, in
-// Detectors' order.
-var pythonFlagOrder = []string{"fan_spike", "temp_fan_inv", "spur_throt", "power_over", "tdp_reduced", "tdp_restored"}
+// inOrder returns defs sorted by their place in order, one of pythonOrder's
+// lists; the detectors not in it come after, by Name.
+func inOrder(order []string, defs []*Def) []*Def {
+	place := func(d *Def) int {
+		if i := slices.Index(order, d.Name); i >= 0 {
+			return i
+		}
+		return len(order)
+	}
+	return slices.SortedFunc(slices.Values(defs), func(a, b *Def) int {
+		return cmp.Or(cmp.Compare(place(a), place(b)), strings.Compare(a.Name, b.Name))
+	})
+}
+
+// register adds detector d. Every detector's file calls it from an init
+// func. It recomputes all that is derived from the detectors (Detectors'
+// order, the flag kinds registered with reading, CounterDefs and the
+// detectors' places in it) from the set registered so far, so the result
+// does not depend on the order in which Go runs the init funcs; it is
+// complete once the package has initialized, before any importer runs. For
+// the same reason nothing in this package may read that state in a
+// package-level var: those are initialized before any init func runs.
+func register(d *Def) {
+	if slices.ContainsFunc(Detectors, func(e *Def) bool { return e.Name == d.Name }) {
+		panic("anomaly: detector " + d.Name + " registered twice")
+	}
+	if len(Detectors) == maxDetectors {
+		panic(fmt.Sprintf("anomaly: more than %d detectors", maxDetectors))
+	}
+	Detectors = inOrder(pythonOrder.examined, append(Detectors, d))
+	registerFlagKinds()
+	CounterDefs = counterDefs()
+}
 
 // registerFlagKinds registers every detector's flags with reading, in the
-// order outputs list them, while the package initializes.
-var _ = registerFlagKinds()
-
-func registerFlagKinds() bool {
-	if len(Detectors) > maxDetectors {
-		panic(fmt.Sprintf("anomaly: %d detectors, at most %d", len(Detectors), maxDetectors))
+// order outputs list them, replacing those registered before.
+func registerFlagKinds() {
+	var flags []reading.FlagDef
+	for _, d := range inOrder(pythonOrder.flags, Detectors) {
+		flags = append(flags, d.Flags...)
 	}
-	type flag struct {
-		d *Def
-		i int
+	kinds := reading.RegisterFlagKinds(flags)
+	for _, d := range inOrder(pythonOrder.flags, Detectors) {
+		d.kinds, kinds = kinds[:len(d.Flags)], kinds[len(d.Flags):]
 	}
-	var all []flag
-	for _, d := range Detectors {
-		d.kinds = make([]reading.FlagKind, len(d.Flags))
-		for i := range d.Flags {
-			all = append(all, flag{d, i})
-		}
-	}
-	place := func(f flag) int { return placeIn(pythonFlagOrder, f.d.Flags[f.i].Name) }
-	slices.SortStableFunc(all, func(a, b flag) int { return cmp.Compare(place(a), place(b)) })
-	for _, f := range all {
-		f.d.kinds[f.i] = reading.NewFlagKind(f.d.Flags[f.i])
-	}
-	return true
-}
-
-// placeIn is name's place in a frozen order; names not in it come after.
-func placeIn(order []string, name string) int {
-	if i := slices.Index(order, name); i >= 0 {
-		return i
-	}
-	return len(order)
 }
 
 // maxDetectors bounds Detectors: a Result holds at most one notice of each.

@@ -1,7 +1,9 @@
 package anomaly
 
 import (
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
@@ -49,7 +51,7 @@ func TestOutputOrders(t *testing.T) {
 			want = append(want, f.Name)
 		}
 	}
-	want = append(want, "xid", "nvml_hung", "nvml_failed", "gpu_lost", "health_warning", "health_critical")
+	want = append(want, "xid", "nvml_hung", "nvml_failed", "gpu_lost", "health_warning", "health_critical", "fan_guard")
 	if !slices.Equal(kinds, want) {
 		t.Errorf("flag kinds %v, want %v", kinds, want)
 	}
@@ -65,5 +67,66 @@ func TestOutputOrders(t *testing.T) {
 	want = append(want, "health_warnings", "health_critical")
 	if !slices.Equal(counters, want) {
 		t.Errorf("counters %v, want %v", counters, want)
+	}
+}
+
+// TestExaminationOrder: every sample is examined by the Python logger's
+// detectors in its order (so a row's flags and the notices read as they
+// always have), then by the later ones, by name; none is missing.
+func TestExaminationOrder(t *testing.T) {
+	var got, later []string
+	for _, d := range Detectors {
+		got = append(got, d.Name)
+	}
+	want := []string{"throttle_change", "tdp_change", "fan_spike", "fan_inversion", "spurious_throttle", "power_over"}
+	if len(got) < len(want) || !slices.Equal(got[:len(want)], want) {
+		t.Fatalf("Detectors %v, want them to begin %v", got, want)
+	}
+	later = got[len(want):]
+	if !slices.IsSorted(later) || !slices.Contains(later, "pcie_degraded") {
+		t.Errorf("later detectors %v, want them by name, pcie_degraded among them", later)
+	}
+	for _, order := range [][]string{pythonOrder.flags, pythonOrder.counters} {
+		if !slices.Equal(slices.Sorted(slices.Values(order)), slices.Sorted(slices.Values(want))) {
+			t.Errorf("pythonOrder list %v does not hold the Python logger's detectors %v", order, want)
+		}
+	}
+}
+
+// TestRegisterOrder: what register derives (Detectors, the flag kinds
+// registered with reading, CounterDefs and each detector's place in them)
+// does not depend on the order the detectors' init funcs run in.
+func TestRegisterOrder(t *testing.T) {
+	type state struct {
+		dets     []*Def
+		kinds    [][]reading.FlagKind
+		counters []Counter
+		flags    []reading.FlagKind
+		defs     []CounterDef
+	}
+	snap := func() state {
+		s := state{dets: slices.Clone(Detectors), flags: reading.FlagKinds(), defs: slices.Clone(CounterDefs)}
+		for _, d := range Detectors {
+			s.kinds = append(s.kinds, slices.Clone(d.kinds))
+			s.counters = append(s.counters, d.counter)
+		}
+		return s
+	}
+	reregister := func(defs []*Def) {
+		Detectors = nil
+		for _, d := range defs {
+			register(d)
+		}
+	}
+	orig := snap()
+	t.Cleanup(func() { reregister(orig.dets) })
+	reversed := slices.Clone(orig.dets)
+	slices.Reverse(reversed)
+	byName := slices.SortedFunc(slices.Values(orig.dets), func(a, b *Def) int { return strings.Compare(a.Name, b.Name) })
+	for name, order := range map[string][]*Def{"reversed": reversed, "by name": byName, "last first": slices.Concat(orig.dets[len(orig.dets)-1:], orig.dets[:len(orig.dets)-1])} {
+		reregister(order)
+		if got := snap(); !reflect.DeepEqual(got, orig) {
+			t.Errorf("registered %s: %+v, want %+v", name, got, orig)
+		}
 	}
 }

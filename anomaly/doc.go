@@ -4,13 +4,15 @@
 // changes and throttle reason transitions.
 //
 // Each detector lives in its own file: a Def that declares its flags, its
-// counter, its log notice and its knobs, and a small type whose one method,
-// Check, looks at the previous and the current sample. Detectors lists them;
-// a Tracker (one per GPU) runs them in that order, adds their flags to the
-// sample, counts what they found and says which log notices are due, and
-// the counters, the notices, Config, the flag kinds in package reading and
-// the command line are built from the same list. Detectors do no I/O and
-// never read the clock: the time of a sample is passed in.
+// counter, its log notice and its knobs, a small type whose one method,
+// Check, looks at the previous and the current sample, and an init func
+// that registers the Def. Detectors holds them, in the Python logger's order
+// and then by name; a Tracker (one per GPU) runs them in that order, adds
+// their flags to the sample, counts what they found and says which log
+// notices are due, and the counters, the notices, Config, the flag kinds in
+// package reading and the command line are built from the same list.
+// Detectors do no I/O and never read the clock: the time of a sample is
+// passed in.
 //
 // The package knows readings, not NVML. A reading that is absent never raises
 // a flag, and a sample that stands for a failure (failed, hung, lost) is not

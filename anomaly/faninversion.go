@@ -34,6 +34,8 @@ var fanInversionDef = Def{
 	},
 }
 
+func init() { register(&fanInversionDef) }
+
 // warmupKnob is how many good samples must have been seen before a fan
 // inversion or a spurious throttle can be flagged: the Python logger's
 // _total_samples > 10, which let readings settle after start.

@@ -26,8 +26,10 @@ var fanSpikeDef = Def{
 	},
 }
 
-// CountSpikes is the fan spike counter, for the spike snapshot's log line.
-var CountSpikes = CounterNamed(fanSpikeDef.Counter.Name)
+func init() { register(&fanSpikeDef) }
+
+// Spikes returns the fan spike count in c, for the spike snapshot's log line.
+func (c Counts) Spikes() uint64 { return c[fanSpikeDef.counter] }
 
 type fanSpike struct {
 	thresholdPct uint32 // SpikeThresholdPct

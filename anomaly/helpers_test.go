@@ -1,6 +1,7 @@
 package anomaly
 
 import (
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -94,20 +95,29 @@ func flagText(d *Def, f Finding) string {
 	return string(reading.Flag{Kind: d.kinds[f.Flag-1], A: f.A, B: f.B}.AppendText(nil))
 }
 
-// The counters and notice kinds the tests look at, by the names the outputs give them.
+// The counters and notice kinds the tests look at, by the names the outputs
+// give them. TestMain sets them: the detectors register in init funcs,
+// which run after every package-level var is initialized.
 var (
-	CountPowerBreaches     = CounterNamed("pwr_breaches")
-	CountFanInversions     = CounterNamed("fan_inversions")
-	CountSpuriousThrottles = CounterNamed("spurious_throttles")
-	CountTDPChanges        = CounterNamed("tdp_changes")
-	CountThrottleChanges   = CounterNamed("throttle_changes")
+	CountSpikes, CountPowerBreaches, CountFanInversions, CountSpuriousThrottles, CountTDPChanges, CountThrottleChanges Counter
 
-	NoticeThrottleChange   = kindOf(&throttleChangeDef)
-	NoticeTDPChange        = kindOf(&tdpChangeDef)
-	NoticeFanInversion     = kindOf(&fanInversionDef)
-	NoticeSpuriousThrottle = kindOf(&spurThrottleDef)
-	NoticePowerOver        = kindOf(&powerBreachDef)
+	NoticeThrottleChange, NoticeTDPChange, NoticeFanInversion, NoticeSpuriousThrottle, NoticePowerOver NoticeKind
 )
+
+func TestMain(m *testing.M) {
+	CountSpikes = CounterNamed("spikes")
+	CountPowerBreaches = CounterNamed("pwr_breaches")
+	CountFanInversions = CounterNamed("fan_inversions")
+	CountSpuriousThrottles = CounterNamed("spurious_throttles")
+	CountTDPChanges = CounterNamed("tdp_changes")
+	CountThrottleChanges = CounterNamed("throttle_changes")
+	NoticeThrottleChange = kindOf(&throttleChangeDef)
+	NoticeTDPChange = kindOf(&tdpChangeDef)
+	NoticeFanInversion = kindOf(&fanInversionDef)
+	NoticeSpuriousThrottle = kindOf(&spurThrottleDef)
+	NoticePowerOver = kindOf(&powerBreachDef)
+	os.Exit(m.Run())
+}
 
 // kindOf is the notice kind of detector d.
 func kindOf(d *Def) NoticeKind { return NoticeKind(slices.Index(Detectors, d) + 1) }

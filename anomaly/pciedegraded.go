@@ -43,6 +43,8 @@ var pcieDegradedDef = Def{
 	},
 }
 
+func init() { register(&pcieDegradedDef) }
+
 // pcieDegraded remembers since when the busy GPU's link has been below its
 // maximum.
 type pcieDegraded struct {

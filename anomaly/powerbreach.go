@@ -24,6 +24,8 @@ var powerBreachDef = Def{
 	New: func(k Knobs) Detector { return powerBreach{flagMW: uint32(k["PowerOverFlagW"]) * 1000} },
 }
 
+func init() { register(&powerBreachDef) }
+
 type powerBreach struct {
 	flagMW uint32 // PowerOverFlagW in mW
 }

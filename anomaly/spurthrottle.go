@@ -29,6 +29,8 @@ var spurThrottleDef = Def{
 	},
 }
 
+func init() { register(&spurThrottleDef) }
+
 type spurThrottle struct {
 	fraction float64 // SpuriousPowerFraction
 	warmup   int     // Warmup

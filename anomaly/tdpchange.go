@@ -44,6 +44,8 @@ var tdpChangeDef = Def{
 	New: func(k Knobs) Detector { return &tdpChange{epsilonMW: uint32(k["TDPEpsilonW"]) * 1000} },
 }
 
+func init() { register(&tdpChangeDef) }
+
 // tdpChange remembers the last present limit since start or the last outage.
 type tdpChange struct {
 	epsilonMW uint32 // TDPEpsilonW in mW

@@ -23,6 +23,8 @@ var throttleChangeDef = Def{
 	New: func(Knobs) Detector { return &throttleChange{} },
 }
 
+func init() { register(&throttleChangeDef) }
+
 // throttleChange remembers the last present mask since start or the last
 // outage.
 type throttleChange struct{ last reading.Opt[uint64] }

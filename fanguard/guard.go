@@ -77,10 +77,6 @@ var (
 		Help: "fan speeds the fan guard commanded (take-overs and changes, one per fan)"})
 )
 
-// FlagFanGuard is the CSV flag of a row taken while the guard holds the
-// GPU's fans: FAN_GUARD(<speed>%) with the highest speed commanded.
-var FlagFanGuard = reading.NewFlagKind(reading.FlagDef{Name: "fan_guard", Text: "FAN_GUARD({A}%)"})
-
 // phase is where a guard stands.
 type phase uint8
 
@@ -220,7 +216,8 @@ func (g *Guard) Observe(s *reading.Sample, now time.Duration) {
 	g.mu.Unlock()
 	defer func() {
 		if have.fans > 0 {
-			s.Flags.Add(reading.Flag{Kind: FlagFanGuard, A: int64(slices.Max(have.speed[:have.fans]))})
+			s.Flags.Add(reading.Flag{Kind: reading.FlagFanGuard, // a row taken while the guard holds the fans
+				A: int64(slices.Max(have.speed[:have.fans]))})
 		}
 	}()
 	if s.Status == reading.StatusLost {

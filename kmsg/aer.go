@@ -1,6 +1,7 @@
 package kmsg
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
@@ -89,23 +90,8 @@ var aerSeverities = []struct {
 // "AER:": they repeat what the line before them said.
 func ParseAER(msg string) (AERReport, bool) {
 	var r AERReport
-	drv, rest, found := strings.Cut(msg, " ")
-	if !found {
-		return r, false
-	}
-	known := false
-	for _, d := range aerDrivers {
-		known = known || drv == d
-	}
-	if !known {
-		return r, false
-	}
-	addr, text, found := strings.Cut(rest, ": ")
-	if !found {
-		return r, false
-	}
-	dev, ok := fullPCIAddr(addr)
-	if !ok {
+	drv, dev, text, ok := DeviceLine(msg)
+	if !ok || !slices.Contains(aerDrivers, drv) {
 		return r, false
 	}
 	marked := false
@@ -135,6 +121,24 @@ func ParseAER(msg string) (AERReport, bool) {
 		}
 	}
 	return r, true
+}
+
+// DeviceLine takes apart a line the kernel printed through dev_printk: the
+// driver, the device as a full PCI address, and the text after them
+// ("pcieport 0000:00:01.0: AER: ..."). ok is false for any other line.
+func DeviceLine(msg string) (driver string, dev reading.PCIAddr, text string, ok bool) {
+	drv, rest, found := strings.Cut(msg, " ")
+	if !found || drv == "" {
+		return "", dev, "", false
+	}
+	addr, text, found := strings.Cut(rest, ": ")
+	if !found {
+		return "", dev, "", false
+	}
+	if dev, ok = fullPCIAddr(addr); !ok {
+		return "", dev, "", false
+	}
+	return drv, dev, text, true
 }
 
 // severityAt reads the severity that s starts with.

@@ -27,7 +27,7 @@ type Config struct {
 	LogDir   string
 	Interval time.Duration
 	// Deadline is how long a GPU's sample may take before the GPU is
-	// reported hung; 0: DefaultDeadline.
+	// reported hung; 0: twice the interval, at least 1 s.
 	Deadline time.Duration
 	Anomaly  anomaly.Config
 
@@ -82,14 +82,9 @@ type Config struct {
 	mono      func() time.Duration
 }
 
-// DefaultDeadline returns the per-GPU sample deadline for an interval.
-func DefaultDeadline(interval time.Duration) time.Duration {
-	return max(2*interval, time.Second)
-}
-
 func (c *Config) defaults() {
 	if c.Deadline <= 0 {
-		c.Deadline = DefaultDeadline(c.Interval)
+		c.Deadline = max(2*c.Interval, time.Second)
 	}
 	if c.SummaryEvery <= 0 {
 		c.SummaryEvery = 5 * time.Minute

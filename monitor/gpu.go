@@ -431,27 +431,11 @@ func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (repor
 
 // header builds a snapshot header from the GPU's state.
 func (gs *gpuState) header(when time.Time, reason string, event uint64) snapshot.Header {
-	m := gs.m
-	info := gs.g.Info()
-	c := gs.tr.Counters()
-	v := gs.slot.Get()
-	h := snapshot.Header{
-		Time:        when,
-		GPUIndex:    gs.idx,
-		Version:     "gpu-telemetry " + m.cfg.Version,
-		Host:        m.ident,
-		GPUName:     info.Name,
-		BusID:       gs.busID(),
-		UUID:        info.UUID,
-		Serial:      info.Serial,
-		Reason:      reason,
-		KernelClock: m.kernelClockLine(),
-		Uptime:      time.Since(m.start),
-		Samples:     v.Samples,
-		PeakTempC:   c.PeakTempC,
-		EventNumber: event,
-		FanGuard:    gs.fanText(),
-	}
+	m, info, c, v := gs.m, gs.g.Info(), gs.tr.Counters(), gs.slot.Get()
+	h := snapshot.Header{Time: when, GPUIndex: gs.idx, Version: "gpu-telemetry " + m.cfg.Version, Host: m.ident,
+		GPUName: info.Name, BusID: gs.busID(), UUID: info.UUID, Serial: info.Serial, Reason: reason,
+		KernelClock: m.kernelClockLine(), Uptime: time.Since(m.start), Samples: v.Samples, PeakTempC: c.PeakTempC, EventNumber: event,
+		FanGuard: gs.fanText()}
 	// The detectors' counters headers show, then the GPU's own.
 	for i, d := range anomaly.CounterDefs {
 		if d.Snapshot != "" {

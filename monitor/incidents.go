@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
@@ -90,7 +89,7 @@ func (gs *gpuState) spikeSnapshot(when time.Time, fans []string) {
 		m.refused("a fan spike snapshot", gs.idx, "FAN_SPIKE")
 		return
 	}
-	gs.log.Warn("fan spike: snapshot taken", "spikes", gs.tr.Counters().Total[anomaly.CountSpikes])
+	gs.log.Warn("fan spike: snapshot taken", "spikes", gs.tr.Counters().Total.Spikes())
 }
 
 // refused logs the first snapshot request the snapshot Manager refused,

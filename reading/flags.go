@@ -4,7 +4,7 @@ import "strconv"
 
 // FlagKind names one kind of flag written into a row's flags cell. The
 // kinds reading raises are constants; a detector's kinds are registered by
-// package anomaly (NewFlagKind), so that a detector is declared in one file.
+// package anomaly (RegisterFlagKinds), so that a detector is declared in one file.
 type FlagKind uint8
 
 // FlagDef declares one kind of flag.
@@ -22,7 +22,7 @@ type FlagDef struct {
 }
 
 // The flags reading's producers raise (the sampler, the monitor, the
-// health verdict).
+// health verdict, the fan guard).
 const (
 	FlagXid         FlagKind = iota + 1 // XID(<A>)
 	FlagNVMLHung                        // NVML_HUNG(<S>,<A>ms) with A in ms
@@ -30,11 +30,12 @@ const (
 	FlagGPULost                         // GPU_LOST
 	FlagHealthWarn                      // HEALTH_WARN(<S>) with S a health reason
 	FlagHealthCrit                      // HEALTH_CRIT(<S>) with S a health reason
-	numOwnFlagKinds = int(FlagHealthCrit)
+	FlagFanGuard                        // FAN_GUARD(<A>%): the fan guard holds the GPU's fans at A % (the highest)
+	numOwnFlagKinds = int(FlagFanGuard)
 
 	// NumFlagKinds bounds the kinds: arrays indexed by FlagKind have this
 	// length (the live view keeps a count and a time per kind and GPU). It
-	// leaves room for a dozen more detectors' kinds; NewFlagKind panics when
+	// leaves room for a dozen more detectors' kinds; RegisterFlagKinds panics when
 	// it must grow.
 	NumFlagKinds = 24
 )
@@ -48,26 +49,34 @@ var flagDefs = [NumFlagKinds]FlagDef{
 	FlagGPULost:    {Name: "gpu_lost", Text: "GPU_LOST"},
 	FlagHealthWarn: {Name: "health_warning", Text: "HEALTH_WARN({S})"},
 	FlagHealthCrit: {Name: "health_critical", Text: "HEALTH_CRIT({S})"},
+	FlagFanGuard:   {Name: "fan_guard", Text: "FAN_GUARD({A}%)"},
 }
 
 // numFlagKinds is 1 + the highest kind declared.
 var numFlagKinds = numOwnFlagKinds + 1
 
-// NewFlagKind registers a kind of flag and returns it. Call it while
-// packages initialize (a package-level var), never later: the kinds are
-// read without a lock. It panics when the name is taken or NumFlagKinds are
-// in use, programming errors that every test finds.
-func NewFlagKind(d FlagDef) FlagKind {
-	if _, ok := FlagKindNamed(d.Name); ok || d.Name == "" {
-		panic("reading: flag kind " + strconv.Quote(d.Name) + " registered twice or unnamed")
-	}
-	if numFlagKinds == NumFlagKinds {
+// RegisterFlagKinds registers the detectors' kinds of flag, in the order
+// outputs list them, in place of those registered before, and returns
+// their kinds in defs' order. Package anomaly calls it while packages
+// initialize, each time a detector registers, never later: the kinds are
+// read without a lock. It panics when a name is taken or more than
+// NumFlagKinds kinds would be in use, programming errors that every test
+// finds.
+func RegisterFlagKinds(defs []FlagDef) []FlagKind {
+	if numOwnFlagKinds+1+len(defs) > NumFlagKinds {
 		panic("reading: too many flag kinds")
 	}
-	k := FlagKind(numFlagKinds)
-	flagDefs[k] = d
-	numFlagKinds++
-	return k
+	numFlagKinds = numOwnFlagKinds + 1
+	kinds := make([]FlagKind, len(defs))
+	for i, d := range defs {
+		if _, ok := FlagKindNamed(d.Name); ok || d.Name == "" {
+			panic("reading: flag kind " + strconv.Quote(d.Name) + " registered twice or unnamed")
+		}
+		kinds[i] = FlagKind(numFlagKinds)
+		flagDefs[kinds[i]] = d
+		numFlagKinds++
+	}
+	return kinds
 }
 
 // FlagKinds returns every kind in the order outputs list them: the

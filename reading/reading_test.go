@@ -22,16 +22,19 @@ func TestThrottleNames(t *testing.T) {
 
 // Kinds registered as a detector's are (package anomaly declares the real ones).
 var (
-	testSpike = NewFlagKind(FlagDef{Name: "test_spike", Text: "FAN_SPIKE", Anomaly: true})
-	testInv   = NewFlagKind(FlagDef{Name: "test_inv", Text: "TEMP_FAN_INV({A}C@{B}%)", Anomaly: true})
-	testBrace = NewFlagKind(FlagDef{Name: "test_brace", Text: "{X}{A({A})"})
+	testKinds = RegisterFlagKinds([]FlagDef{
+		{Name: "test_spike", Text: "FAN_SPIKE", Anomaly: true},
+		{Name: "test_inv", Text: "TEMP_FAN_INV({A}C@{B}%)", Anomaly: true},
+		{Name: "test_brace", Text: "{X}{A({A})"},
+	})
+	testSpike, testInv, testBrace = testKinds[0], testKinds[1], testKinds[2]
 )
 
 // TestFlagKinds: registered kinds come first in FlagKinds, then reading's
 // own; names find their kinds.
 func TestFlagKinds(t *testing.T) {
 	got := FlagKinds()
-	want := []FlagKind{testSpike, testInv, testBrace, FlagXid, FlagNVMLHung, FlagNVMLFailed, FlagGPULost, FlagHealthWarn, FlagHealthCrit}
+	want := []FlagKind{testSpike, testInv, testBrace, FlagXid, FlagNVMLHung, FlagNVMLFailed, FlagGPULost, FlagHealthWarn, FlagHealthCrit, FlagFanGuard}
 	if !slices.Equal(got, want) {
 		t.Errorf("FlagKinds() = %v, want %v", got, want)
 	}

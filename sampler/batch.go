@@ -221,9 +221,8 @@ func buildCalls() {
 		if d.Field != 0 || d.Getter == "" {
 			continue
 		}
-		gr := getterReading{def: d}
 		c, p := shared(d.Getter, d.Shape, d.Arg, d.Value, d.Type, 0)
-		gr.calls, gr.part = append(gr.calls, c), append(gr.part, p)
+		gr := getterReading{def: d, calls: []call{c}, part: []int{p}}
 		if d.Older != "" {
 			o, p := shared(d.Older, d.Shape, d.Arg, d.Value, d.Type, c)
 			gr.calls, gr.part = append(gr.calls, o), append(gr.part, p)
@@ -293,13 +292,7 @@ func at[F uint32 | uint64 | int32](base unsafe.Pointer, f *F) cVal {
 
 // tierDue reports whether a reading of tier t is read in a sample.
 func tierDue(t reading.Tier, slow, second bool) bool {
-	switch t {
-	case reading.Slow:
-		return slow
-	case reading.Secondary:
-		return second
-	}
-	return true
+	return (t != reading.Slow || slow) && (t != reading.Secondary || second)
 }
 
 // Result codes an executor records besides NVML's.

@@ -102,13 +102,11 @@ func newNativeExec(n *native, index int, fieldWait time.Duration) (*nativeExec, 
 // The health counters' field values are passed to C as they are.
 var _ = [1]struct{}{}[unsafe.Sizeof(nvml.FieldValue{})-unsafe.Sizeof(C.struct_gt_nvml_field_value{})]
 
-// fields makes one GetFieldValues call outside the batch, under the field
-// lock; false: not had within FieldWait (another GPU is stuck in it).
+// fields makes one GetFieldValues call (fv not empty) outside the batch,
+// under the field lock; false: not had within FieldWait (another GPU is
+// stuck in it).
 func (x *nativeExec) fields(fv []nvml.FieldValue) (nvml.Return, bool) {
-	if len(fv) == 0 {
-		return nvml.ERROR_INVALID_ARGUMENT, true
-	}
-	r := C.gt_batch_fields(x.b.lib, x.dev, C.int32_t(len(fv)), (*C.struct_gt_nvml_field_value)(unsafe.Pointer(&fv[0])), x.b.field_wait_ms)
+	r := C.gt_batch_fields(x.b.lib, x.dev, C.int32_t(len(fv)), (*C.struct_gt_nvml_field_value)(unsafe.Pointer(unsafe.SliceData(fv))), x.b.field_wait_ms)
 	if int(r) == retLockTimeout {
 		return 0, false
 	}

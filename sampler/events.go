@@ -16,35 +16,37 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
-// watchedEvent is an NVML event type the sampler registers: its name in
-// logs and the kind of event it makes.
-type watchedEvent struct {
-	typ  uint64
-	name string
-	kind reading.EventKind
+// EventDef is an NVML event type the sampler registers: its name in logs,
+// the kind of event it makes and, for a hardware health event, whether it
+// is critical (an incident and a crash snapshot).
+type EventDef struct {
+	Type     uint64
+	Name     string
+	Kind     reading.EventKind
+	Critical bool
 }
 
 // watched is every event type registered on a GPU that supports it: Xid
 // critical errors, GPU recovery actions, P-state and clock changes, and
-// the health events (HealthEventDefs). The order decides an event's kind
-// should one carry several types (NVML sends one): an Xid first.
-var watched = func() []watchedEvent {
-	w := []watchedEvent{
-		{uint64(nvml.EventTypeXidCriticalError), "Xid", reading.EventXid},
-		{uint64(nvml.EventTypeGpuRecoveryAction), "GpuRecoveryAction", reading.EventRecovery},
-		{uint64(nvml.EventTypePState), "PState", reading.EventPState},
-		{uint64(nvml.EventTypeClock), "Clock", reading.EventClock},
-	}
-	for _, h := range HealthEventDefs {
-		w = append(w, watchedEvent{h.Type, h.Name, reading.EventHealth})
-	}
-	return w
-}()
+// the hardware health events (the polled health counters are their
+// backstop). The order decides an event's kind should one carry several
+// types (NVML sends one): an Xid first.
+var watched = []EventDef{
+	{uint64(nvml.EventTypeXidCriticalError), "Xid", reading.EventXid, false},
+	{uint64(nvml.EventTypeGpuRecoveryAction), "GpuRecoveryAction", reading.EventRecovery, false},
+	{uint64(nvml.EventTypePState), "PState", reading.EventPState, false},
+	{uint64(nvml.EventTypeClock), "Clock", reading.EventClock, false},
+	{uint64(nvml.EventTypeSingleBitEccError), "SingleBitEccError", reading.EventHealth, false},
+	{uint64(nvml.EventTypeDoubleBitEccError), "DoubleBitEccError", reading.EventHealth, true},
+	{uint64(nvml.EventTypeDramRetirementEvent), "DramRetirementEvent", reading.EventHealth, false},
+	{uint64(nvml.EventTypeDramRetirementFailure), "DramRetirementFailure", reading.EventHealth, true},
+	{uint64(nvml.EventTypeGpuUnavailableError), "GpuUnavailableError", reading.EventHealth, true},
+}
 
 // WatchedEvents is the mask of every watched type.
 var WatchedEvents = func() (m uint64) {
 	for _, w := range watched {
-		m |= w.typ
+		m |= w.Type
 	}
 	return m
 }()
@@ -381,49 +383,28 @@ func makeEvent(gpus []*GPU, idx int, typ, data uint64) reading.Event {
 		}
 	}
 	ev.Kind = reading.EventOther
-	for _, w := range watched {
-		if typ&w.typ != 0 {
-			ev.Kind = w.kind
-			break
-		}
+	if i := slices.IndexFunc(watched, func(w EventDef) bool { return typ&w.Type != 0 }); i >= 0 {
+		ev.Kind = watched[i].Kind
 	}
 	return ev
 }
 
-// HealthEventDef is a health event type; critical: an incident and a crash
-// snapshot.
-type HealthEventDef struct {
-	Type     uint64
-	Name     string
-	Critical bool
-}
-
-// HealthEventDefs declares the hardware health event types, watched where
-// the GPU supports them (the polled health counters are the backstop).
-var HealthEventDefs = []HealthEventDef{
-	{uint64(nvml.EventTypeSingleBitEccError), "SingleBitEccError", false},
-	{uint64(nvml.EventTypeDoubleBitEccError), "DoubleBitEccError", true},
-	{uint64(nvml.EventTypeDramRetirementEvent), "DramRetirementEvent", false},
-	{uint64(nvml.EventTypeDramRetirementFailure), "DramRetirementFailure", true},
-	{uint64(nvml.EventTypeGpuUnavailableError), "GpuUnavailableError", true},
-}
-
 // HealthEvent returns the definition of health event type typ.
-func HealthEvent(typ uint64) (HealthEventDef, bool) {
-	for _, h := range HealthEventDefs {
-		if typ&h.Type != 0 {
-			return h, true
+func HealthEvent(typ uint64) (EventDef, bool) {
+	for _, w := range watched {
+		if typ&w.Type != 0 && w.Kind == reading.EventHealth {
+			return w, true
 		}
 	}
-	return HealthEventDef{}, false
+	return EventDef{}, false
 }
 
 // EventTypeNames returns the names of the watched types in mask.
 func EventTypeNames(mask uint64) string {
 	var names []string
 	for _, w := range watched {
-		if mask&w.typ != 0 {
-			names = append(names, w.name)
+		if mask&w.Type != 0 {
+			names = append(names, w.Name)
 		}
 	}
 	if len(names) == 0 {

@@ -34,16 +34,14 @@ type healthTier struct {
 	eccMode reading.Opt[uint64]             // the ECC mode last answered since the handle was had (judgeSupport)
 }
 
-// Per-link fields: the inventory three, the counters, then C2C's.
+// Per-link fields: the inventory three, the counters, then C2C's (its
+// status, then its three error counters).
 const (
 	lfState = iota
 	lfSpeed
 	lfVersion
 	lfCounter0
 	lfC2CStatus   = lfCounter0 + int(reading.NumLinkCounters)
-	lfC2CCRC      = lfC2CStatus + 1
-	lfC2CReplay   = lfC2CStatus + 2
-	lfC2CB2B      = lfC2CStatus + 3
 	numLinkFields = lfC2CStatus + 4
 )
 
@@ -52,7 +50,7 @@ var linkField = func() (t [numLinkFields]uint32) {
 	for i, d := range reading.LinkDefs {
 		t[lfCounter0+i] = d.Field
 	}
-	t[lfC2CStatus], t[lfC2CCRC], t[lfC2CReplay], t[lfC2CB2B] = reading.FieldC2CStatus, reading.FieldC2CCRC, reading.FieldC2CReplay, reading.FieldC2CReplayB2
+	copy(t[lfC2CStatus:], []uint32{reading.FieldC2CStatus, reading.FieldC2CCRC, reading.FieldC2CReplay, reading.FieldC2CReplayB2})
 	return t
 }()
 

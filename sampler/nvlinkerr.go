@@ -77,18 +77,11 @@ func (g *GPU) readDL(out *reading.NVLinks) {
 			}
 			g.begin(FnNVLinkErrorCounter)
 			v, ret := g.dev.GetNvLinkErrorCounter(l, dc.c)
-			g.cur.Store(int32(FnNone))
-			c := Classify(ret)
-			if g.note(FnNVLinkErrorCounter, &d.off[l][i], c, g.cfg.Reprobe) {
-				g.log.Info("reading not available; will re-probe", "function", FnNVLinkErrorCounter.String(), "link", l, "counter", reading.LinkDefs[dc.id].Name, "reason", c.String(), "reprobe", g.cfg.Reprobe)
-			}
 			switch {
-			case c == ClassOK:
+			case g.endAt(FnNVLinkErrorCounter, &d.off[l][i], ret):
 				d.v[l][i] = reading.Some(v)
-			case c.capability():
+			case !g.on(d.off[l][i]): // refused: off for Reprobe
 				d.v[l][i] = reading.Opt[uint64]{}
-			case c == ClassGPULost:
-				g.lost = true
 			}
 			// Another failure keeps the link's last value for this round.
 		}

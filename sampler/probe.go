@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"slices"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -110,7 +109,7 @@ func Probe(h *Host, o ProbeOptions) ProbeReport {
 	for _, pc := range calls {
 		k := ProbeKind{Name: pc.name, Alone: make([]ProbeStat, len(gpus)), Together: make([]ProbeStat, len(gpus))}
 		if pc.c == cProcs {
-			k.PerSample = float64(o.Interval) / float64(procEvery) * float64(len(procFnsProbe))
+			k.PerSample = float64(o.Interval) / float64(procEvery) * procCallsPerRead
 			k.PerSampleTop = k.PerSample
 		} else if len(gpus) > 0 {
 			k.PerSample = perSample(gpus[0], pc.c, o.SlowEvery, 0)
@@ -118,8 +117,7 @@ func Probe(h *Host, o ProbeOptions) ProbeReport {
 		}
 		rep.Kinds = append(rep.Kinds, k)
 	}
-	p := &prober{o: o, calls: calls, rep: &rep, gpus: gpus, hung: make([]atomic.Bool, len(gpus)),
-		done: make([]atomic.Bool, len(gpus)), flight: map[int]inFlight{}}
+	p := &prober{o: o, calls: calls, rep: &rep, gpus: gpus, base: time.Now(), st: make([]probeGPU, len(gpus))}
 	if o.Deadline <= 0 {
 		p.o.Deadline = time.Second
 	}
@@ -140,7 +138,9 @@ func Probe(h *Host, o ProbeOptions) ProbeReport {
 // cProcs stands for the process reader's calls, timed as one kind.
 const cProcs = maxCalls
 
-var procFnsProbe = []string{"nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses", "nvmlDeviceGetProcessUtilization"}
+// procCallsPerRead: a process read makes the two process lists' calls and
+// nvmlDeviceGetProcessUtilization.
+const procCallsPerRead = 3
 
 // probeCalls lists the call kinds the GPUs' plans can make, newest variant
 // only (a fallback for old drivers is timed only when the newer call is
@@ -200,23 +200,25 @@ type prober struct {
 	calls []probeCall
 	rep   *ProbeReport
 	gpus  []*GPU
-	hung  []atomic.Bool // the GPU's call passed the deadline: left alone
-	done  []atomic.Bool // the GPU finished the current phase
-
-	mu     sync.Mutex
-	flight map[int]inFlight // the call each GPU is in
+	base  time.Time // the origin of probeGPU.since
+	st    []probeGPU
 }
 
-type inFlight struct {
-	since time.Time
+// probeGPU is a GPU's progress: since is when its call in flight began
+// (ns since base, plus one; 0: none; -1: it passed the deadline and the
+// GPU is left alone: the one who swaps it decides), name that call's.
+type probeGPU struct {
+	since atomic.Int64
 	name  string
+	done  atomic.Bool // the GPU finished the current phase
 }
+
+func (p *prober) mono() int64     { return int64(time.Since(p.base)) + 1 }
+func (p *prober) hung(i int) bool { return p.st[i].since.Load() < 0 }
 
 func (p *prober) stuckIn(i int) string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if f, ok := p.flight[i]; ok && p.hung[i].Load() {
-		return f.name
+	if p.hung(i) {
+		return p.st[i].name
 	}
 	return ""
 }
@@ -225,30 +227,25 @@ func (p *prober) stuckIn(i int) string {
 // and returns when each has finished or has a call past the deadline.
 func (p *prober) phase(idx []int, together bool) {
 	for _, i := range idx {
-		p.done[i].Store(p.hung[i].Load())
-		if !p.hung[i].Load() {
+		p.st[i].done.Store(p.hung(i))
+		if !p.hung(i) {
 			go func() {
 				p.gpu(i, together)
-				p.done[i].Store(true)
+				p.st[i].done.Store(true)
 			}()
 		}
 	}
 	tick := time.NewTicker(max(p.o.Deadline/20, time.Millisecond))
 	defer tick.Stop()
-	for now := range tick.C {
-		p.mu.Lock()
+	for range tick.C {
 		finished := true
 		for _, i := range idx {
-			if p.done[i].Load() {
-				continue
-			}
-			if f, ok := p.flight[i]; ok && p.o.Deadline > 0 && now.Sub(f.since) > p.o.Deadline {
-				p.hung[i].Store(true) // its goroutine stays in the driver; nothing more is asked of it
-				continue
+			s := &p.st[i]
+			if t := s.since.Load(); s.done.Load() || t > 0 && p.mono()-t > int64(p.o.Deadline) && s.since.CompareAndSwap(t, -1) {
+				continue // a hung GPU's goroutine stays in the driver; nothing more is asked of it
 			}
 			finished = false
 		}
-		p.mu.Unlock()
 		if finished {
 			return
 		}
@@ -257,44 +254,32 @@ func (p *prober) phase(idx []int, together bool) {
 
 // gpu times every kind on GPU i.
 func (p *prober) gpu(i int, together bool) {
-	g := p.gpus[i]
-	put := func(k int, st ProbeStat) {
-		if together {
-			p.rep.Kinds[k].Together[i] = st
-		} else {
-			p.rep.Kinds[k].Alone[i] = st
-		}
-	}
+	g, s := p.gpus[i], &p.st[i]
 	g.hmu.Lock() // the daemon's own executor: the figures are what its calls cost
 	x := g.exec
 	g.hmu.Unlock()
 	buf := make([]time.Duration, 0, p.o.Calls)
 	var r raw
 	for k, pc := range p.calls {
+		st := &p.rep.Kinds[k].Alone[i]
+		if together {
+			st = &p.rep.Kinds[k].Together[i]
+		}
 		if x == nil && pc.c != cProcs { // the process reader's calls do not go through it
-			put(k, ProbeStat{Err: cmp.Or(g.StaticErr(), g.execError())})
+			*st = ProbeStat{Err: cmp.Or(g.StaticErr(), g.execError())}
 			continue
 		}
 		buf = buf[:0]
 		var errText string
-		for n := 0; n < p.o.Calls; n++ {
-			start := time.Now()
-			p.mu.Lock()
-			if p.hung[i].Load() {
-				p.mu.Unlock()
-				return
-			}
-			p.flight[i] = inFlight{start, pc.name}
-			p.mu.Unlock()
+		for range p.o.Calls {
+			s.name = pc.name
+			start := p.mono()
+			s.since.Store(start)
 			ret := p.one(g, x, &r, pc.c)
-			d := time.Since(start)
-			p.mu.Lock()
-			if p.hung[i].Load() {
-				p.mu.Unlock()
+			d := time.Duration(p.mono() - start)
+			if !s.since.CompareAndSwap(start, 0) {
 				return // too late: the GPU was given up on
 			}
-			delete(p.flight, i)
-			p.mu.Unlock()
 			if ret != nvml.SUCCESS {
 				if c := Classify(ret); c.capability() || c == ClassGPULost {
 					errText = retText(ret)
@@ -303,9 +288,8 @@ func (p *prober) gpu(i int, together bool) {
 			}
 			buf = append(buf, d)
 		}
-		st := stat(buf)
+		*st = stat(buf)
 		st.Err = errText
-		put(k, st)
 	}
 }
 

@@ -71,9 +71,7 @@ var bootLogPattern = regexp.MustCompile(`(?i)NVRM|Xid|nvidia|AER|GPU|pcieport|PC
 // the last incidents in events.log; what is missing is said in the file.
 // Run it off the start-up path.
 func WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
-	if c.Runner == nil {
-		c.Runner = &ExecRunner{Timeout: c.CommandTimeout}
-	}
+	c.Runner = cmp.Or(c.Runner, Runner(&ExecRunner{Timeout: c.CommandTimeout}))
 	c.CommandTimeout = cmp.Or(max(c.CommandTimeout, 0), DefaultCommandTimeout)
 	if c.PstoreDirs == nil {
 		c.PstoreDirs = DefaultPstoreDirs
@@ -130,26 +128,21 @@ func WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
 		if c.JournalDir != "" {
 			args = append(args, "--directory", c.JournalDir)
 		}
-		journal := runJob(ctx, c.CommandTimeout, job{key: "journalctl", run: func(ctx context.Context) ([]byte, error) {
+		journal := runJob(ctx, c.CommandTimeout, job{run: func(ctx context.Context) ([]byte, error) {
 			return c.Runner.Run(ctx, "journalctl", args...)
 		}})
 		b.WriteString(filtered(journal, bootLogPattern.MatchString, bootJournalMatches))
-		b.WriteString("\n=== Previous boot's kernel log: last 200 lines ===\n")
-		b.WriteString(filtered(journal, nil, bootJournalLines))
+		writeSection(&b, Section{"Previous boot's kernel log: last 200 lines", filtered(journal, nil, bootJournalLines)})
 	}
-
-	b.WriteString("\n=== pstore records (kernel crash records of the previous boot) ===\n")
-	b.WriteString(pstoreRecords(c.PstoreDirs, ps.Started))
-
-	b.WriteString("\n=== Last incidents in events.log (before this start) ===\n")
-	b.WriteString(lastIncidents(filepath.Join(c.Dir, "events.log"), c.Now))
+	writeSection(&b, Section{"pstore records (kernel crash records of the previous boot)", pstoreRecords(c.PstoreDirs, ps.Started)})
+	writeSection(&b, Section{"Last incidents in events.log (before this start)", lastIncidents(filepath.Join(c.Dir, "events.log"), c.Now)})
 	b.WriteString("\n=== End of boot log ===\n")
 
 	crashDir := filepath.Join(c.Dir, CrashDir)
 	if err := ensureDir(crashDir); err != nil {
 		return res, err
 	}
-	path, err := sink.Atomic{}.CreateNew(crashDir, "boot-"+c.Now.Format("20060102-150405.000"), ".log", []byte(b.String()))
+	path, err := sink.Atomic{}.CreateNew(crashDir, "boot-"+c.Now.Format(stampLayout), ".log", []byte(b.String()))
 	res.Path = path
 	return res, err
 }

@@ -64,8 +64,7 @@ func rowsBefore(days []sink.CSVDay, t time.Time, n int, budget *int64) gpuRows {
 			break
 		}
 		fr, err := readRowsBefore(f.Path, f.GZ, t, n-len(gr.rows), budget)
-		header, rows := fr.header, fr.rows
-		if gr.header != "" && len(rows) > 0 && header != gr.header {
+		if gr.header != "" && len(fr.rows) > 0 && fr.header != gr.header {
 			gr.notes = append(gr.notes, name+": older rows have other columns; not shown")
 			break
 		}
@@ -79,10 +78,10 @@ func rowsBefore(days []sink.CSVDay, t time.Time, n int, budget *int64) gpuRows {
 		if fr.cut {
 			gr.notes = append(gr.notes, fmt.Sprintf("%s: %d MiB read, the boot log's bound; the rows after are not shown", name, fr.read>>20))
 		}
-		if gr.header == "" && len(rows) > 0 {
-			gr.header = header
+		if gr.header == "" && len(fr.rows) > 0 {
+			gr.header = fr.header
 		}
-		gr.rows = append(rows, gr.rows...)
+		gr.rows = append(fr.rows, gr.rows...)
 	}
 	if len(gr.rows) > 0 {
 		gr.last, _ = rowTime(gr.rows[len(gr.rows)-1]) // zero when it does not parse

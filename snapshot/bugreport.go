@@ -16,7 +16,7 @@ import (
 )
 
 // Paths under Config.HostRoot of the files NVIDIA asks for in a bug report
-// (nvidia-bug-report.sh), read into a crash snapshot (diagSections).
+// (nvidia-bug-report.sh), read into a crash snapshot (Manager.jobs).
 const (
 	pciDevicesDir   = "sys/bus/pci/devices"
 	nvidiaProcDir   = "proc/driver/nvidia"
@@ -78,10 +78,10 @@ func readEach(b *strings.Builder, dir string, names []string, show func(string) 
 	}
 }
 
-// readFile is a diagnostic that reads one small file.
-func (m *Manager) readFile(path string) func(context.Context) ([]byte, error) {
+// readFile is a diagnostic that reads one small file under HostRoot.
+func (m *Manager) readFile(rel ...string) func(context.Context) ([]byte, error) {
 	return func(context.Context) ([]byte, error) {
-		b, err := readSmall(path)
+		b, err := readSmall(m.hostPath(rel...))
 		if err != nil {
 			return nil, errors.New(fileErr(err))
 		}
@@ -121,7 +121,7 @@ func (m *Manager) aerCounters(a reading.PCIAddr) []byte {
 }
 
 // moduleParams renders /sys/module/nvidia/parameters as "name: value" lines.
-func (m *Manager) moduleParams() ([]byte, error) {
+func (m *Manager) moduleParams(context.Context) ([]byte, error) {
 	dir := m.hostPath(nvidiaParamsDir)
 	ents, err := os.ReadDir(dir) // sorted by name
 	if err != nil {
@@ -136,21 +136,34 @@ func (m *Manager) moduleParams() ([]byte, error) {
 	return []byte(b.String()), nil
 }
 
-// kernelLogJob runs dmesg; when the kernel log is restricted
-// (kernel.dmesg_restrict=1 without CAP_SYSLOG), it takes this boot's kernel
-// lines from the journal instead, and says so.
+// Line counts of gpu-telemetry-deep.py's diagnostics, which piped dmesg
+// through tail -N (and kept the last 50 CSV lines); we keep its counts.
+const (
+	gpuLogLines  = 100
+	dmesgLines   = 200
+	aerLogLines  = 20
+	lastRowsKept = 50
+)
+
+// kernelLogJob runs dmesg, its lines placed on the wall clock; when the
+// kernel log is restricted (kernel.dmesg_restrict=1 without CAP_SYSLOG), it
+// takes this boot's kernel lines from the journal instead, and says so.
 func (m *Manager) kernelLogJob() job {
-	return job{key: diagDmesg, run: func(ctx context.Context) ([]byte, error) {
+	return job{sections: []diagSection{
+		{"dmesg (nvidia/gpu errors)", kernelFilter.GPULine, gpuLogLines, true},
+		{"dmesg (last 200 lines)", nil, dmesgLines, false},
+		{"PCIe AER errors", kernelFilter.AERLine, aerLogLines, true},
+	}, run: func(ctx context.Context) ([]byte, error) {
 		out, err := m.cfg.Runner.Run(ctx, "dmesg")
 		if err == nil || ctx.Err() != nil {
-			return out, err
+			return placeKernelLines(out, m.cfg.KernelWall), err
 		}
 		jout, jerr := m.cfg.Runner.Run(ctx, "journalctl", "-k", "-b", "0", "--no-pager", "-o", "short-monotonic")
 		if jerr != nil {
-			return out, fmt.Errorf("%w (and journalctl -k -b 0 instead: %v)", err, jerr)
+			return placeKernelLines(out, m.cfg.KernelWall), fmt.Errorf("%w (and journalctl -k -b 0 instead: %v)", err, jerr)
 		}
 		why, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n") // its first line says why
 		note := "(dmesg failed: " + cmp.Or(why, err.Error()) + "; this boot's kernel lines are from journalctl -k -b 0)\n"
-		return append([]byte(note), jout...), nil
+		return placeKernelLines(append([]byte(note), jout...), m.cfg.KernelWall), nil
 	}}
 }

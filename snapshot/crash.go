@@ -133,17 +133,12 @@ func render(h *Header, lead Section, csvHeader string, rows []string, sections [
 	if lead.Title != "" {
 		b.WriteString("=== " + lead.Title + " ===\n" + lead.Body + "\n")
 	}
-	writeRows(&b, csvHeader, rows)
+	writeTail(&b, "Last 50 telemetry readings", "(no readings yet)", csvHeader, rows)
 	for _, s := range sections {
 		writeSection(&b, s)
 	}
 	b.WriteString("\n=== " + end + " ===\n")
 	return []byte(b.String())
-}
-
-// writeRows writes a snapshot's CSV header and last 50 rows.
-func writeRows(b *strings.Builder, csvHeader string, rows []string) {
-	writeTail(b, "Last 50 telemetry readings", "(no readings yet)", csvHeader, rows)
 }
 
 // writeTail writes the title, the notes, and the CSV header and the last 50

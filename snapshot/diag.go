@@ -15,65 +15,24 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
-// Line counts of gpu-telemetry-deep.py's diagnostics, which piped dmesg
-// through tail -N (and kept the last 50 CSV lines); we keep its counts.
-const (
-	gpuLogLines  = 100
-	dmesgLines   = 200
-	aerLogLines  = 20
-	lastRowsKept = 50
-)
-
-// Keys of the diagnostics: each names one job, whose output sections show.
-const (
-	diagDmesg, diagLspci, diagSetpci, diagSMI = "dmesg", "lspci", "setpci", "nvidia-smi"
-	diagModules, diagFree, diagUptime         = "modules", "free", "uptime"
-	diagDriverVersion, diagGPUInformation     = "driver-version", "gpu-information"
-	diagAERCounters, diagModuleParams         = "aer-counters", "module-params"
-)
-
 // diagSection is one section of diagnostics: the last n lines that keep
 // takes of a job's output (keep nil: every line; n 0: all of them).
 type diagSection struct {
 	title    string
-	key      string
 	keep     func(f kernelFilter, line string) bool
 	n        int
 	followUp bool // a follow-up shows it too
 }
 
-// diagSections are a crash snapshot's diagnostics: first
-// gpu-telemetry-deep.py's diag_sections, in its order and under its titles
-// (it ran them through a shell; the dmesg greps are now the kernelFilter, a
-// GPU's lines rather than every line that says "gpu"), then what NVIDIA
-// asks for in a bug report (nvidia-bug-report.sh collects it). A follow-up
-// shows what changes in the minutes after an incident: new kernel messages,
-// the device's PCIe state.
-var diagSections = []diagSection{
-	{"dmesg (nvidia/gpu errors)", diagDmesg, kernelFilter.GPULine, gpuLogLines, true},
-	{"dmesg (last 200 lines)", diagDmesg, nil, dmesgLines, false},
-	{"PCIe AER errors", diagDmesg, kernelFilter.AERLine, aerLogLines, true},
-	{"PCIe device state", diagLspci, nil, 0, true},
-	{"GPU register test (ffff = off bus)", diagSetpci, nil, 0, true},
-	{"nvidia-smi (may fail)", diagSMI, nil, 0, true},
-	// The lines of /proc/modules that name an NVIDIA module, as the module
-	// or among its users (drm_kms_helper used by nvidia_drm).
-	{"NVIDIA kernel modules", diagModules, func(_ kernelFilter, l string) bool { return nvidiaModule(l) }, 0, false},
-	{"System memory", diagFree, nil, 0, false},
-	{"System load", diagUptime, nil, 0, false},
-	{"NVIDIA driver version (/proc/driver/nvidia/version)", diagDriverVersion, nil, 0, false},
-	{"Driver's GPU information (/proc/driver/nvidia/gpus/<bus id>/information)", diagGPUInformation, nil, 0, false},
-	{"PCIe AER counters (sysfs) of the GPU and its upstream bridge", diagAERCounters, nil, 0, false},
-	{"nvidia module parameters (/sys/module/nvidia/parameters)", diagModuleParams, nil, 0, false},
-}
-
 var nvidiaModule = regexp.MustCompile(`(?i)nvidia`).MatchString
 
-// job is one diagnostic: a command or a file read.
+// job is one diagnostic, a command or a file read, and the sections that
+// show its output.
 type job struct {
-	key    string
-	run    func(ctx context.Context) ([]byte, error) // nil when not run
-	notRun string                                    // why it is not run
+	sections []diagSection
+	gpu      bool                                      // it needs the GPU's bus id
+	run      func(ctx context.Context) ([]byte, error) // nil when not run
+	notRun   string                                    // why it is not run
 }
 
 // result is what one job produced: its output and, when it did not simply
@@ -88,69 +47,86 @@ func (m *Manager) command(name string, args ...string) func(context.Context) ([]
 	return func(ctx context.Context) ([]byte, error) { return m.cfg.Runner.Run(ctx, name, args...) }
 }
 
+// section is a job's one section shown in crash snapshots and follow-ups alike.
+func section(title string, followUp bool) []diagSection {
+	return []diagSection{{title: title, followUp: followUp}}
+}
+
 // jobs are the diagnostics of the GPU at busID that a crash snapshot's
-// sections show (followUp: a follow-up's). Only the parsed bus id, printed
-// back, reaches a command line or a path, never outside text: when it does
-// not parse, the jobs that need it say so and are not run.
+// sections show (followUp: a follow-up's): first gpu-telemetry-deep.py's
+// diag_sections, in its order and under its titles (it ran them through a
+// shell; the dmesg greps are now the kernelFilter, a GPU's lines rather
+// than every line that says "gpu"), then what NVIDIA asks for in a bug
+// report (nvidia-bug-report.sh collects it). A follow-up shows what changes
+// in the minutes after an incident: new kernel messages, the device's PCIe
+// state. Only the parsed bus id, printed back, reaches a command line or a
+// path, never outside text: when it does not parse, the jobs that need it
+// say so and are not run.
 func (m *Manager) jobs(busID string, followUp bool) []job {
 	a, err := reading.ParsePCIAddr(busID)
 	addr := a.String()
-	ofGPU := func(key string, run func(context.Context) ([]byte, error)) job {
-		if err != nil {
-			return job{key: key, notRun: err.Error()}
-		}
-		return job{key: key, run: run}
-	}
 	// A crash takes the numeric ids and the whole config space as hex, as
 	// nvidia-bug-report.sh does (ffff... when the GPU is off the bus).
 	lspci := []string{"-nnDvvvxxxx", "-s", addr}
 	if followUp {
 		lspci = []string{"-vvs", addr}
 	}
-	jobs := []job{
+	all := []job{
 		m.kernelLogJob(),
-		ofGPU(diagLspci, m.command("lspci", lspci...)),
+		{sections: section("PCIe device state", true), gpu: true, run: m.command("lspci", lspci...)},
 		// VENDOR_ID reads config space: 10de is NVIDIA, ffff means the
 		// device does not answer (fallen off the bus).
-		ofGPU(diagSetpci, m.command("setpci", "-s", addr, "VENDOR_ID")),
-		{key: diagSMI, run: m.command("nvidia-smi")},
+		{sections: section("GPU register test (ffff = off bus)", true), gpu: true, run: m.command("setpci", "-s", addr, "VENDOR_ID")},
+		{sections: section("nvidia-smi (may fail)", true), run: m.command("nvidia-smi")},
+		// The lines of /proc/modules that name an NVIDIA module, as the module
+		// or among its users (drm_kms_helper used by nvidia_drm).
+		{sections: []diagSection{{"NVIDIA kernel modules", func(_ kernelFilter, l string) bool { return nvidiaModule(l) }, 0, false}},
+			run: func(context.Context) ([]byte, error) {
+				b, err := os.ReadFile(m.hostPath(procModules))
+				if err != nil {
+					return nil, fmt.Errorf("read kernel modules: %w", err)
+				}
+				return b, nil
+			}},
+		{sections: section("System memory", false), run: m.command("free", "-h")},
+		{sections: section("System load", false), run: m.command("uptime")},
+		{sections: section("NVIDIA driver version (/proc/driver/nvidia/version)", false), run: m.readFile(nvidiaProcDir, "version")},
+		{sections: section("Driver's GPU information (/proc/driver/nvidia/gpus/<bus id>/information)", false), gpu: true,
+			run: m.readFile(nvidiaProcDir, "gpus", addr, "information")},
+		{sections: section("PCIe AER counters (sysfs) of the GPU and its upstream bridge", false), gpu: true,
+			run: func(context.Context) ([]byte, error) { return m.aerCounters(a), nil }},
+		{sections: section("nvidia module parameters (/sys/module/nvidia/parameters)", false), run: m.moduleParams},
 	}
-	if followUp {
-		return jobs
-	}
-	return append(jobs,
-		job{key: diagModules, run: func(context.Context) ([]byte, error) {
-			b, err := os.ReadFile(m.hostPath(procModules))
-			if err != nil {
-				return nil, fmt.Errorf("read kernel modules: %w", err)
-			}
-			return b, nil
-		}},
-		job{key: diagFree, run: m.command("free", "-h")},
-		job{key: diagUptime, run: m.command("uptime")},
-		job{key: diagDriverVersion, run: m.readFile(m.hostPath(nvidiaProcDir, "version"))},
-		ofGPU(diagGPUInformation, m.readFile(m.hostPath(nvidiaProcDir, "gpus", addr, "information"))),
-		ofGPU(diagAERCounters, func(context.Context) ([]byte, error) { return m.aerCounters(a), nil }),
-		job{key: diagModuleParams, run: func(context.Context) ([]byte, error) { return m.moduleParams() }},
-	)
-}
-
-// diagnose runs the jobs of the GPU at busID and renders their sections,
-// the kernel log's lines placed on the wall clock.
-func (m *Manager) diagnose(busID string, followUp bool) []Section {
-	r := m.collect(m.work, m.jobs(busID, followUp))
-	r[diagDmesg] = placeKernelLines(r[diagDmesg], m.cfg.KernelWall)
-	f := m.kernelFilterFor(busID)
-	var out []Section
-	for _, d := range diagSections {
-		if followUp && !d.followUp {
+	var jobs []job
+	for _, j := range all {
+		if followUp && !slices.ContainsFunc(j.sections, func(d diagSection) bool { return d.followUp }) {
 			continue
 		}
-		var keep func(string) bool
-		if d.keep != nil {
-			keep = func(l string) bool { return d.keep(f, l) }
+		if j.gpu && err != nil {
+			j.run, j.notRun = nil, err.Error()
 		}
-		out = append(out, Section{d.title, filtered(r[d.key], keep, d.n)})
+		jobs = append(jobs, j)
+	}
+	return jobs
+}
+
+// diagnose runs the jobs of the GPU at busID and renders their sections.
+func (m *Manager) diagnose(busID string, followUp bool) []Section {
+	jobs := m.jobs(busID, followUp)
+	r := m.collect(m.work, jobs)
+	f := m.kernelFilterFor(busID)
+	var out []Section
+	for i, j := range jobs {
+		for _, d := range j.sections {
+			if followUp && !d.followUp {
+				continue
+			}
+			var keep func(string) bool
+			if d.keep != nil {
+				keep = func(l string) bool { return d.keep(f, l) }
+			}
+			out = append(out, Section{d.title, filtered(r[i], keep, d.n)})
+		}
 	}
 	return out
 }
@@ -162,23 +138,23 @@ const drainGrace = 200 * time.Millisecond
 // collect runs the jobs concurrently and waits for them, at most
 // DiagnosticsTimeout or until ctx is cancelled. A job that has not answered
 // by then is reported as such and left behind (its channel is buffered).
-func (m *Manager) collect(ctx context.Context, jobs []job) map[string]result {
+func (m *Manager) collect(ctx context.Context, jobs []job) []result {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	type keyed struct {
-		key string
-		r   result
+	type answer struct {
+		i int
+		r result
 	}
-	ch := make(chan keyed, len(jobs))
-	res := make(map[string]result, len(jobs))
-	pending := make(map[string]bool, len(jobs))
-	for _, j := range jobs {
+	ch := make(chan answer, len(jobs))
+	res := make([]result, len(jobs))
+	pending := make(map[int]bool, len(jobs))
+	for i, j := range jobs {
 		if j.run == nil {
-			res[j.key] = result{status: "(not run: " + j.notRun + ")"}
+			res[i] = result{status: "(not run: " + j.notRun + ")"}
 			continue
 		}
-		pending[j.key] = true
-		go func() { ch <- keyed{j.key, m.runJob(ctx, j)} }()
+		pending[i] = true
+		go func() { ch <- answer{i, runJob(ctx, m.cfg.CommandTimeout, j)} }()
 	}
 	why := "(no answer within " + m.cfg.DiagnosticsTimeout.String() + "; abandoned)"
 	deadline := time.NewTimer(m.cfg.DiagnosticsTimeout)
@@ -186,9 +162,9 @@ func (m *Manager) collect(ctx context.Context, jobs []job) map[string]result {
 	done := ctx.Done()
 	for len(pending) > 0 {
 		select {
-		case k := <-ch:
-			res[k.key] = k.r
-			delete(pending, k.key)
+		case a := <-ch:
+			res[a.i] = a.r
+			delete(pending, a.i)
 		case <-done:
 			// Killed commands return at once with what they printed so far,
 			// which is worth keeping; wait a moment for it.
@@ -196,18 +172,13 @@ func (m *Manager) collect(ctx context.Context, jobs []job) map[string]result {
 			deadline.Reset(drainGrace)
 			why = "(canceled: the daemon is shutting down)"
 		case <-deadline.C:
-			for key := range pending {
-				res[key] = result{status: why}
+			for i := range pending {
+				res[i] = result{status: why}
 			}
 			return res
 		}
 	}
 	return res
-}
-
-// runJob runs one job under CommandTimeout.
-func (m *Manager) runJob(ctx context.Context, j job) result {
-	return runJob(ctx, m.cfg.CommandTimeout, j)
 }
 
 // runJob runs j under timeout and describes how it ended (the boot log's
@@ -235,9 +206,6 @@ func runJob(ctx context.Context, timeout time.Duration, j job) result {
 	}
 	return result{out: out, status: status}
 }
-
-// raw renders a command's whole output followed by its status line.
-func raw(r result) string { return filtered(r, nil, 0) }
 
 // filtered renders lastLines(keep, n) of the output, then the status line.
 func filtered(r result, keep func(string) bool, n int) string {

@@ -96,6 +96,7 @@ func writeHeader(b *strings.Builder, h *Header) {
 // ok is false when there is no readable Time line.
 func ParseHeader(text string) (h Header, ok bool) {
 	h.GPUIndex = -1
+	texts := map[string]*string{"UUID": &h.UUID, "Serial": &h.Serial, "Reason": &h.Reason, "Headline": &h.Headline}
 	for _, l := range strings.SplitN(text, "\n", 20) {
 		if l == "" {
 			return h, ok
@@ -105,6 +106,9 @@ func ParseHeader(text string) (h Header, ok bool) {
 			continue
 		}
 		k, v, _ := strings.Cut(l, ": ")
+		if p := texts[k]; p != nil {
+			*p = v
+		}
 		switch k {
 		case "Time":
 			// RFC 3339 reads sink.TimestampLayout and the isoformat() times
@@ -118,14 +122,6 @@ func ParseHeader(text string) (h Header, ok bool) {
 					h.GPUIndex = n
 				}
 			}
-		case "UUID":
-			h.UUID = v
-		case "Serial":
-			h.Serial = v
-		case "Reason":
-			h.Reason = v
-		case "Headline":
-			h.Headline = v
 		}
 	}
 	return h, ok

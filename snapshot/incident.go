@@ -134,7 +134,8 @@ func (in *incident) headline() string {
 func (in *incident) eventsSection(self int) Section {
 	var b strings.Builder
 	for i, e := range in.events {
-		b.WriteString(e.Time.Format(sink.TimestampLayout) + " " + offsetFrom(in.start, e.Time) + " " + e.Reason)
+		// The offset from the incident's start, to the millisecond: "+2.000s".
+		fmt.Fprintf(&b, "%s %+.3fs %s", e.Time.Format(sink.TimestampLayout), e.Time.Sub(in.start).Seconds(), e.Reason)
 		switch {
 		case i == self:
 			b.WriteString(" [this snapshot]")
@@ -148,6 +149,3 @@ func (in *incident) eventsSection(self int) Section {
 	}
 	return Section{Title: "Critical events of this GPU in this incident (" + strconv.Itoa(len(in.events)+int(in.dropped)) + ")", Body: b.String()}
 }
-
-// offsetFrom is "+2.000s" (t after start) to the millisecond.
-func offsetFrom(start, t time.Time) string { return fmt.Sprintf("%+.3fs", t.Sub(start).Seconds()) }

@@ -43,24 +43,6 @@ func messageOf(line string) string {
 	return s
 }
 
-// deviceOf reads the driver and device of a line the kernel printed through
-// dev_printk ("pcieport 0000:00:01.0: AER: ...").
-func deviceOf(msg string) (driver string, dev reading.PCIAddr, text string, ok bool) {
-	drv, rest, found := strings.Cut(msg, " ")
-	if !found || drv == "" {
-		return "", dev, "", false
-	}
-	addr, text, found := strings.Cut(rest, ": ")
-	if !found || len(addr) < 2 || addr[len(addr)-2] != '.' {
-		return "", dev, "", false
-	}
-	a, err := reading.ParsePCIAddr(addr)
-	if err != nil {
-		return "", dev, "", false
-	}
-	return drv, a, text, true
-}
-
 // sameBoard reports whether a is a function of the GPU's device (the GPU,
 // its audio, USB and UCSI functions share domain, bus and device).
 func (f kernelFilter) sameBoard(a reading.PCIAddr) bool {
@@ -76,6 +58,7 @@ func (f kernelFilter) namesGPU(msg string) bool {
 		return false
 	}
 	low := strings.ToLower(msg)
+	isHex := func(c byte) bool { return strings.IndexByte("0123456789abcdef", c) >= 0 }
 	for _, form := range []string{g.String(), strings.ToLower(g.NVML())} {
 		board := form[:len(form)-2] // without ".f": the driver prints none
 		for i := 0; i < len(low); {
@@ -84,17 +67,13 @@ func (f kernelFilter) namesGPU(msg string) bool {
 				break
 			}
 			start, end := i+j, i+j+len(board)
-			if (start == 0 || !isHexDigit(low[start-1])) && (end == len(low) || !isHexDigit(low[end]) && low[end] != ':') {
+			if (start == 0 || !isHex(low[start-1])) && (end == len(low) || !isHex(low[end]) && low[end] != ':') {
 				return true
 			}
 			i = end
 		}
 	}
 	return false
-}
-
-func isHexDigit(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // aerText reports whether the text after a device prefix is part of an AER
@@ -122,7 +101,7 @@ func (f kernelFilter) bridgeLine(msg, text string) bool {
 // GPULine reports whether a dmesg line belongs in the GPU section.
 func (f kernelFilter) GPULine(line string) bool {
 	msg := messageOf(line)
-	if drv, dev, text, ok := deviceOf(msg); ok {
+	if drv, dev, text, ok := kmsg.DeviceLine(msg); ok {
 		// Not another device's line: an Intel or AMD GPU, a NIC, a disk.
 		return strings.HasPrefix(drv, "nvidia") || f.fromGPU(drv, dev, msg, text)
 	}
@@ -133,7 +112,7 @@ func (f kernelFilter) GPULine(line string) bool {
 // an AER report printed by the GPU or a bridge on its path.
 func (f kernelFilter) AERLine(line string) bool {
 	msg := messageOf(line)
-	drv, dev, text, ok := deviceOf(msg)
+	drv, dev, text, ok := kmsg.DeviceLine(msg)
 	return ok && aerText(text) && f.fromGPU(drv, dev, msg, text)
 }
 

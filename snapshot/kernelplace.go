@@ -12,13 +12,13 @@ import (
 // placeKernelLines writes, after each kernel log line's printk timestamp
 // ("[ 5001.500000] ..."), the wall-clock time wall maps it to, in the CSV's
 // timestamp format, so that the line can be found among the rows.
-func placeKernelLines(r result, wall func(printk time.Duration) time.Time) result {
-	if wall == nil || len(r.out) == 0 {
-		return r
+func placeKernelLines(in []byte, wall func(printk time.Duration) time.Time) []byte {
+	if wall == nil || len(in) == 0 {
+		return in
 	}
 	var out bytes.Buffer
-	out.Grow(len(r.out) + len(r.out)/4)
-	for line := range bytes.Lines(r.out) {
+	out.Grow(len(in) + len(in)/4)
+	for line := range bytes.Lines(in) {
 		end := bytes.IndexByte(line, ']')
 		if len(line) < 3 || line[0] != '[' || end < 2 {
 			out.Write(line)
@@ -31,6 +31,5 @@ func placeKernelLines(r result, wall func(printk time.Duration) time.Time) resul
 		}
 		fmt.Fprintf(&out, "%s {%s}%s", line[:end+1], wall(time.Duration(secs*float64(time.Second))).Format(sink.TimestampLayout), line[end+1:])
 	}
-	r.out = out.Bytes()
-	return r
+	return out.Bytes()
 }

@@ -21,8 +21,8 @@ func TestKernelLinesPlacedByPrintkTime(t *testing.T) {
 	}
 	testutil.Contains(t, "snapshot", crashText(t, m),
 		"[86400.120000] {2026-03-13T09:27:30.709Z} NVRM: Xid (PCI:0000:4b:00): 79, pid=2314, GPU has fallen off the bus.")
-	r := placeKernelLines(result{out: []byte("no stamp here\n[bad] x\n[    4.118822] nvidia: loading\n")}, wall)
-	if got := string(r.out); !strings.HasPrefix(got, "no stamp here\n[bad] x\n[    4.118822] {") {
+	r := placeKernelLines([]byte("no stamp here\n[bad] x\n[    4.118822] nvidia: loading\n"), wall)
+	if got := string(r); !strings.HasPrefix(got, "no stamp here\n[bad] x\n[    4.118822] {") {
 		t.Errorf("lines without a stamp changed: %q", got)
 	}
 }

@@ -114,18 +114,14 @@ func New(cfg Config) *Manager {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	if cfg.FollowUps == nil {
 		cfg.FollowUps = DefaultFollowUps
 	}
 	// Own sorted copy without non-positive offsets: the caller's slice may change.
 	cfg.FollowUps = slices.DeleteFunc(slices.Clone(cfg.FollowUps), func(d time.Duration) bool { return d <= 0 })
 	slices.Sort(cfg.FollowUps)
-	if cfg.Runner == nil {
-		cfg.Runner = &ExecRunner{Timeout: cfg.CommandTimeout, Logger: cfg.Logger}
-	}
+	cfg.Runner = cmp.Or(cfg.Runner, Runner(&ExecRunner{Timeout: cfg.CommandTimeout, Logger: cfg.Logger}))
 	if cfg.Flush == nil {
 		cfg.Flush = func(int) error { return nil }
 	}
@@ -167,7 +163,6 @@ func (m *Manager) Decide(gpu int, ev Event) Decision {
 	}
 	prev := st.inc
 	d := st.decide(gpu, ev, now, m.cfg.CrashCooldown, m.crashDir)
-	var superseded context.CancelCauseFunc
 	switch {
 	case !d.Accepted:
 		m.counts.Inc(crashesSuppressed)
@@ -178,14 +173,11 @@ func (m *Manager) Decide(gpu int, ev Event) Decision {
 		// A new incident: its follow-ups replace the older one's.
 		m.counts.Inc(incidentsBegun)
 		d.inc.follow, d.inc.stopFollow = context.WithCancelCause(m.follow)
-		if prev != nil {
-			superseded = prev.stopFollow
+		if prev != nil && prev.stopFollow != nil {
+			prev.stopFollow(errSuperseded)
 		}
 	}
 	m.mu.Unlock()
-	if superseded != nil {
-		superseded(errSuperseded)
-	}
 	if !d.Accepted && d.Burst <= loggedSuppressions {
 		m.log.Warn("crash snapshot suppressed by cooldown", "gpu", gpu, "count", d.Burst,
 			"suppressed_total", d.Suppressed, "cooldown_left", d.CooldownLeft, "event", ev.what())

@@ -44,6 +44,7 @@ func TestLastLines(t *testing.T) {
 }
 
 func TestSectionBodies(t *testing.T) {
+	raw := func(r result) string { return filtered(r, nil, 0) } // a command's whole output
 	tests := []struct {
 		name string
 		got  string
@@ -68,7 +69,7 @@ func TestSectionBodies(t *testing.T) {
 
 func TestRowsKeepLast50(t *testing.T) {
 	var b strings.Builder
-	writeRows(&b, "h", testRows(80))
+	writeTail(&b, "Last 50 telemetry readings", "(no readings yet)", "h", testRows(80))
 	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
 	if len(lines) != 1+1+50 {
 		t.Fatalf("%d lines, want title, header and 50 rows", len(lines))

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -119,9 +120,8 @@ type ExecRunner struct {
 	killGrace time.Duration // 0 means defaultKillGrace; tests shorten it
 	waitDelay time.Duration // os/exec WaitDelay; 0 means killGrace; tests lengthen it
 
-	mu      sync.Mutex
-	stuck   map[string]int // program name -> runs abandoned after SIGKILL, not yet exited
-	missing sync.Map       // programs found missing (and logged)
+	stuck   sync.Map // program name -> *atomic.Int32: runs abandoned after SIGKILL, not yet exited
+	missing sync.Map // programs found missing (and logged)
 }
 
 // Run runs name with args and returns the last MaxOutput bytes of its
@@ -132,10 +132,9 @@ func (r *ExecRunner) Run(ctx context.Context, name string, args ...string) ([]by
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%s: not started: %w", name, err)
 	}
-	r.mu.Lock()
-	stuck := r.stuck[name] > 0
-	r.mu.Unlock()
-	if stuck {
+	n, _ := r.stuck.LoadOrStore(name, new(atomic.Int32)) // a name at 0 stays: the programs are few
+	stuck := n.(*atomic.Int32)
+	if stuck.Load() > 0 {
 		return nil, fmt.Errorf("%s: not started: %w", name, ErrStuck)
 	}
 	timeout := cmp.Or(max(r.Timeout, 0), DefaultCommandTimeout)
@@ -184,32 +183,22 @@ func (r *ExecRunner) Run(ctx context.Context, name string, args ...string) ([]by
 	// Negative pid: the whole process group, which Setpgid made ours.
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	timer.Reset(grace)
+	abandoned := false
 	select {
 	case <-done:
 	case <-timer.C:
-		stuck = true
-		r.markStuck(name, done)
+		// Counted until its Wait returns.
+		abandoned = true
+		stuck.Add(1)
+		go func() {
+			<-done
+			stuck.Add(-1)
+		}()
 	}
 	if err := ctx.Err(); err != nil {
 		return out.Bytes(), fmt.Errorf("%s: killed: %w", name, err)
 	}
-	return out.Bytes(), &TimeoutError{Name: name, After: timeout, Stuck: stuck}
-}
-
-// markStuck records an abandoned run of name until its Wait returns.
-func (r *ExecRunner) markStuck(name string, done <-chan error) {
-	r.mu.Lock()
-	if r.stuck == nil {
-		r.stuck = make(map[string]int)
-	}
-	r.stuck[name]++
-	r.mu.Unlock()
-	go func() {
-		<-done
-		r.mu.Lock()
-		r.stuck[name]-- // a name at 0 stays: the programs are few
-		r.mu.Unlock()
-	}()
+	return out.Bytes(), &TimeoutError{Name: name, After: timeout, Stuck: abandoned}
 }
 
 // tailBuffer keeps the last max bytes written to it: the newest kernel

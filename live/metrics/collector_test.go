@@ -173,7 +173,7 @@ func TestFanGuardSeries(t *testing.T) {
 	if strings.Contains(got, `gpu_telemetry_fan_guard_speed_ratio{gpu="1"`) {
 		t.Error("a speed for a GPU whose fans are not held")
 	}
-	if off := string(scrape(t, livetest.Board(livetest.View()))); strings.Contains(off, "fan_guard") {
+	if off := string(scrape(t, livetest.Board(livetest.View()))); strings.Contains(off, "fan_guard_") {
 		t.Error("fan guard series without --fan-guard")
 	}
 }

@@ -48,7 +48,6 @@ type Dev struct {
 	LinkFields    map[[2]uint32]uint64
 	Procs, GProcs []nvml.ProcessInfo // compute and graphics processes
 	ProcUtil      []nvml.ProcessUtilizationSample
-	MemTotal      uint64
 	EventTypes    uint64 // GetSupportedEventTypes' mask
 	// SramEcc, Repair and Unrepairable answer the health getters of the
 	// same names; nil: NOT_SUPPORTED (a GPU without them).
@@ -241,11 +240,7 @@ func (d *Dev) Block(fn string, entered chan string) (release func()) {
 }
 
 // Count returns how many times fn was called.
-func (d *Dev) Count(fn string) int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.calls[fn]
-}
+func (d *Dev) Count(fn string) int { return d.Calls()[fn] }
 
 // Calls returns a copy of the call counts by function.
 func (d *Dev) Calls() map[string]int {
@@ -255,11 +250,8 @@ func (d *Dev) Calls() map[string]int {
 }
 
 // Total returns the number of calls of all functions.
-func (d *Dev) Total() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	n := 0
-	for _, c := range d.calls {
+func (d *Dev) Total() (n int) {
+	for _, c := range d.Calls() {
 		n += c
 	}
 	return n
@@ -317,14 +309,7 @@ func (d *Dev) GetNumFans() (int, nvml.Return) {
 	return answer(d, "GetNumFans", func() int { return d.Fans })
 }
 func (d *Dev) GetTemperatureThreshold(t nvml.TemperatureThresholds) (uint32, nvml.Return) {
-	r := d.call("GetTemperatureThreshold")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	v, ok := d.Thresholds[t]
-	if !ok && r == nvml.SUCCESS {
-		return 0, nvml.ERROR_NOT_SUPPORTED
-	}
-	return v, r
+	return optional(d, "GetTemperatureThreshold", func() *uint32 { return lookup(d.Thresholds, t) })
 }
 func (d *Dev) GetGspFirmwareVersion() (string, nvml.Return) {
 	return answer(d, "GetGspFirmwareVersion", func() string { return "570.124.06" })
@@ -529,12 +514,15 @@ func (d *Dev) GetRowRemapperHistogram() (nvml.RowRemapperHistogramValues, nvml.R
 }
 
 func (d *Dev) GetNvLinkErrorCounter(link int, c nvml.NvLinkErrorCounter) (uint64, nvml.Return) {
-	return optional(d, "GetNvLinkErrorCounter", func() *uint64 {
-		if v, ok := d.DL[[2]int{link, int(c)}]; ok {
-			return &v
-		}
-		return nil
-	})
+	return optional(d, "GetNvLinkErrorCounter", func() *uint64 { return lookup(d.DL, [2]int{link, int(c)}) })
+}
+
+// lookup is m[k] for optional: nil when k is not in m.
+func lookup[K comparable, V any](m map[K]V, k K) *V {
+	if v, ok := m[k]; ok {
+		return &v
+	}
+	return nil
 }
 
 // Lib is a Library over fake devices.

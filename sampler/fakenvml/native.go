@@ -22,23 +22,10 @@ extern int fakeGetter(int slot, uintptr_t dev, unsigned int arg, void *out);
 	static int out_out_##i(uintptr_t d, void *o, void *o2) { (void)o2; return fakeGetter(i, d, 0, o); }
 SLOTS
 #undef X
-#define X(i) out_##i,
-static void *const tr_out[NSLOTS] = { SLOTS };
+#define X(i) { out_##i, arg_out_##i, out_out_##i },
+static void *const tr[NSLOTS][3] = { SLOTS };
 #undef X
-#define X(i) arg_out_##i,
-static void *const tr_arg_out[NSLOTS] = { SLOTS };
-#undef X
-#define X(i) out_out_##i,
-static void *const tr_out_out[NSLOTS] = { SLOTS };
-#undef X
-static void *trampoline(int shape, int slot)
-{
-	switch (shape) {
-	case 0: return tr_out[slot];
-	case 1: return tr_arg_out[slot];
-	default: return tr_out_out[slot];
-	}
-}
+static void *trampoline(int shape, int slot) { return tr[slot][shape]; }
 */
 import "C"
 
