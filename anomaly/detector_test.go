@@ -33,7 +33,7 @@ func TestDetectorsDeclared(t *testing.T) {
 // TestOutputOrders: the status document lists flag kinds, and summary.log
 // and the status line the counters, in the order they always have (the
 // Python logger's flag legend and summary line), whatever Detectors' order;
-// a detector it did not have follows them, in Detectors' order.
+// a detector it did not have follows them, by Name.
 func TestOutputOrders(t *testing.T) {
 	var later []*Def // detectors after the Python logger's
 	for _, d := range Detectors {
