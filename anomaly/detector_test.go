@@ -51,7 +51,7 @@ func TestOutputOrders(t *testing.T) {
 			want = append(want, f.Name)
 		}
 	}
-	want = append(want, "xid", "nvml_hung", "nvml_failed", "gpu_lost", "health_warning", "health_critical")
+	want = append(want, "xid", "nvml_hung", "nvml_failed", "gpu_lost", "health_warning", "health_critical", "fan_guard")
 	if !slices.Equal(kinds, want) {
 		t.Errorf("flag kinds %v, want %v", kinds, want)
 	}

@@ -127,6 +127,8 @@ type GPU struct {
 	// RemapHist is the row remapper histogram as last read (shared,
 	// immutable); nil: never read (not supported, or no remapping).
 	RemapHist *reading.RemapHistogram
+	// FanGuard is the fan guard's state (shared, immutable); nil: off.
+	FanGuard *FanGuard
 }
 
 // Observe takes an answered, failed or lost sample (never a hung row) into

@@ -142,8 +142,8 @@ func GPULines(g GPUDoc, now time.Time) []string {
 	}
 	if g.State != StateAnswering.String() {
 		// No stale numbers: the last values are in the CSV and the snapshot.
-		return append([]string{l1, "  no current readings (last answered sample " + clock(*g.SampleTime, now) + ")", eventLine(g, now),
-			"  " + HealthText(g)}, ProcLines(g, now)...)
+		return append(append([]string{l1, "  no current readings (last answered sample " + clock(*g.SampleTime, now) + ")", eventLine(g, now),
+			"  " + HealthText(g)}, fanGuardLine(g.FanGuard)...), ProcLines(g, now)...)
 	}
 	fans := make([]string, 0, len(g.Fans))
 	for _, f := range g.Fans {
@@ -172,7 +172,7 @@ func GPULines(g GPUDoc, now time.Time) []string {
 		flags = strings.Join(f, ",")
 	}
 	l4 := "  throttle " + thr + "  flags (1 min) " + flags
-	return append([]string{l1, l2, l3, l4, eventLine(g, now), "  " + HealthText(g)}, ProcLines(g, now)...)
+	return append(append([]string{l1, l2, l3, l4, eventLine(g, now), "  " + HealthText(g)}, fanGuardLine(g.FanGuard)...), ProcLines(g, now)...)
 }
 
 // eventLine is a GPU's last Xid, recovery action, incidents and newest

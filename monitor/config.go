@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
+	"github.com/gpu-telemetry/gpu-telemetry/fanguard"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/live/atop"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
@@ -51,8 +52,11 @@ type Config struct {
 	// commands) and CommandTimeout also run the boot log's commands.
 	Snapshots snapshot.Config
 
-	Atop     *atop.Config // serves the atopgpud protocol when set
-	ProcRoot string       // where /proc is mounted ("": /proc)
+	Atop *atop.Config // serves the atopgpud protocol when set
+	// FanGuard takes the fans of a GPU running hot (--fan-guard;
+	// monitor/fanguard.go); nil: off, and no fan setter is ever called.
+	FanGuard *fanguard.Config
+	ProcRoot string // where /proc is mounted ("": /proc)
 
 	Logger *slog.Logger
 	// Counters is the daemon's one counter registry, required: every part
@@ -133,6 +137,11 @@ func (c Config) Validate() error {
 	}
 	if err := c.Anomaly.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.FanGuard != nil {
+		if err := c.FanGuard.Validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -200,6 +200,9 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 		// returns. The poll loop kicks both (tick, procTick).
 		go gs.w.Run(bg)
 		go gs.pr.Run(bg)
+		if gs.fan != nil {
+			go gs.fan.Run(bg.Done())
+		}
 	}
 	var listeners sync.WaitGroup
 	listeners.Go(func() { // every GPU's NVML events
@@ -234,8 +237,10 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 
 	m.poll(ctx, sigs)
 
-	// Shutdown, in this order: stop producers, wait for them (bounded), flush
-	// and close the sinks, report, release the hardware. The side goroutine
+	// Shutdown, in this order: stop producers, wait for them (bounded), hand
+	// the fans the fan guard holds back to the firmware (--fan-guard:
+	// fans-handed-back), flush and close the sinks, report, release the
+	// hardware. The side goroutine
 	// stops last of the producers: a sample that comes back while the
 	// workers are waited for still has its late row written.
 	//
@@ -252,6 +257,11 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	m.cfg.trace("listeners-stopped")
 	stuck := m.waitWorkers(2 * time.Second)
 	m.cfg.trace("workers-stopped")
+	if m.cfg.FanGuard != nil {
+		// The fans go back to the firmware once no sample can change them,
+		// while events.log is open for their lines and before nvmlShutdown.
+		stuck = append(stuck, m.handBackFans(stuck)...)
+	}
 	m.side.close() // from here queue drops and counts
 	stopSide()
 	if !waitBounded(&side, 2*time.Second) {

@@ -264,6 +264,7 @@ const (
 	TypeHealthCritical        = "HEALTH_CRITICAL"         // a critical hardware health condition began (reason=): a crash snapshot
 	TypeHealthEvent           = "HEALTH_EVENT"            // an NVML hardware health event (event=, severity=critical|notable)
 	TypeInventory             = "INVENTORY"               // at start: a board of the previous run missing, new, or at another index or bus id (change=)
+	TypeFanGuard              = "FAN_GUARD"               // the fan guard took, changed, handed back a fan, or was refused (kind=engaged|set|released|refused|hung)
 )
 
 // eventClasses is the class of every type the logger writes: what
@@ -296,6 +297,7 @@ var eventClasses = map[string]EventClass{
 	TypeHealthCritical:        EventIncident,
 	TypeHealthEvent:           EventIncident,
 	TypeInventory:             EventNotable, // routine for a board new, moved or identified (classOf)
+	TypeFanGuard:              EventNotable, // routine for a change of speed and a hand-back (classOf)
 }
 
 // EventTypes returns the types Class does not call routine, sorted.
@@ -326,6 +328,9 @@ func classOf(get func(key string) string) EventClass {
 	c := eventClasses[typ]
 	if ch := get("change"); typ == TypeInventory && (ch == InventoryNew || ch == InventoryMoved || ch == InventoryIdentified) {
 		return EventRoutine
+	}
+	if k := get("kind"); typ == TypeFanGuard && (k == "set" || k == "released") {
+		return EventRoutine // the guard at work; taking the fans, a refusal and a hang are notable
 	}
 	if c == EventIncident && (get("duplicate_of") != "" ||
 		typ == TypeAER && !strings.HasPrefix(get("severity"), "uncorrectable") ||

@@ -47,8 +47,8 @@ func TestTopHelpListsEveryCommand(t *testing.T) {
 		}
 	}
 	checkCLI(t, run, []cliCase{
-		{"unknown command", []string{"stauts"}, 2, "", `gpu-telemetry: unknown command "stauts" (commands: status, top, report, xid, probe, help;`},
-		{"help for an unknown command", []string{"help", "stat"}, 2, "", `gpu-telemetry help: unknown command "stat" (commands: status, top, report, xid, probe, help)`},
+		{"unknown command", []string{"stauts"}, 2, "", `gpu-telemetry: unknown command "stauts" (commands: status, top, report, xid, probe, fan-guard, help;`},
+		{"help for an unknown command", []string{"help", "stat"}, 2, "", `gpu-telemetry help: unknown command "stat" (commands: status, top, report, xid, probe, fan-guard, help)`},
 		{"help for two commands", []string{"help", "status", "top"}, 2, "", "gpu-telemetry help: one command at most"},
 	})
 }
