@@ -210,3 +210,34 @@ func maxTime(a, b time.Time) time.Time {
 	}
 	return a
 }
+
+// missingBoard judges the repair action of a board of the previous run
+// that is not enumerated now, from its state file: after a boot that ended
+// in Xid 79 or a recovery action it is a power cycle (a warm reboot did
+// not bring it back). An action other than none is an ACTION line (by the
+// board's UUID and previous index) and shows in the host view.
+func (m *Monitor) missingBoard(b sink.Board) {
+	if b.UUID == "" {
+		return
+	}
+	h, err := sink.ReadBoardState(m.cfg.LogDir, b.UUID)
+	if err != nil {
+		m.log.Warn("a missing board's repair history does not read", "uuid", b.UUID, "error", err)
+		return
+	}
+	r := anomaly.NewRepair(m.ident.BootID, m.cfg.InspectAfter, h)
+	cur := r.Judge(anomaly.RepairInput{Now: m.start, Missing: true})
+	if h, dirty := r.History(); dirty {
+		if err := sink.WriteBoardState(m.cfg.LogDir, h); err != nil {
+			lose(m.reg, m.log, boardStateFails, "a board's state file", slog.String("uuid", b.UUID), slog.String("error", err.Error()))
+		}
+	}
+	if cur.Action == action.None {
+		return
+	}
+	m.states.mu.Lock()
+	m.states.missing = append(m.states.missing, live.MissingBoard{Index: b.Index, UUID: b.UUID, Action: cur})
+	m.states.mu.Unlock()
+	m.eventLine(sink.EventLine{Time: m.start, UUID: b.UUID, GPU: -1, Type: sink.TypeAction,
+		Fields: sink.KV("prev_gpu", strconv.Itoa(b.Index), "action", cur.Action.String(), "from", action.None.String(), "reason", cur.Reason())})
+}
