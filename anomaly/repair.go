@@ -187,10 +187,15 @@ type xidCause struct {
 // state file; zero: none), escalating a critical class seen in inspectAfter
 // earlier boots (0: action.DefaultInspectAfter). The current boot's Xid
 // and recovery classes in the history (a restart of the logger in the same
-// boot) are taken up again.
+// boot) are taken up again; a boot new to the history is added to it.
 func NewRepair(boot string, inspectAfter int, h action.History) *Repair {
 	r := &Repair{boot: boot, inspectAfter: cmp.Or(inspectAfter, action.DefaultInspectAfter), hist: h,
 		xids: map[string]xidCause{}, began: map[string]time.Time{}, active: map[string]bool{}}
+	// Every boot the board is seen in is recorded, quiet ones too: the
+	// warm-reboot check looks at the boot just before this one.
+	n := len(r.hist.Boots)
+	r.hist.Boot(boot)
+	r.dirty = len(r.hist.Boots) != n
 	for i := range h.Boots {
 		if h.Boots[i].BootID != boot {
 			continue

@@ -353,3 +353,15 @@ func TestHistoryKeepsMaxBoots(t *testing.T) {
 }
 
 func bootName(i int) string { return string(rune('a'+i/26)) + string(rune('a'+i%26)) }
+
+// TestWarmRebootLooksAtThePreviousBootOnly: a boot in which the board
+// answered after the one with Xid 79 means a warm reboot did bring it
+// back; failing two boots later is not a power cycle.
+func TestWarmRebootLooksAtThePreviousBootOnly(t *testing.T) {
+	_, h := boot(t, action.History{}, "A", 0, RepairInput{Now: t0}, xid79)
+	_, h = boot(t, h, "B", 0, RepairInput{Now: t0.Add(time.Hour)})
+	cur, _ := boot(t, h, "C", 0, RepairInput{Now: t0.Add(2 * time.Hour), Failing: true})
+	if cur.Action != action.ResetGPU {
+		t.Errorf("%v %q, want reset_gpu (failing), not a power cycle", cur.Action, cur.Reasons)
+	}
+}
