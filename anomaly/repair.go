@@ -2,6 +2,7 @@ package anomaly
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -189,18 +190,18 @@ type xidCause struct {
 // and recovery classes in the history (a restart of the logger in the same
 // boot) are taken up again; a boot new to the history is added to it.
 func NewRepair(boot string, inspectAfter int, h action.History) *Repair {
-	r := &Repair{boot: boot, inspectAfter: cmp.Or(inspectAfter, action.DefaultInspectAfter), hist: h,
+	r := &Repair{boot: boot, inspectAfter: cmp.Or(inspectAfter, action.DefaultInspectAfter), hist: cloneHistory(h),
 		xids: map[string]xidCause{}, began: map[string]time.Time{}, active: map[string]bool{}}
 	// Every boot the board is seen in is recorded, quiet ones too: the
 	// warm-reboot check looks at the boot just before this one.
 	n := len(r.hist.Boots)
 	r.hist.Boot(boot)
 	r.dirty = len(r.hist.Boots) != n
-	for i := range h.Boots {
-		if h.Boots[i].BootID != boot {
+	for _, b := range r.hist.Boots {
+		if b.BootID != boot {
 			continue
 		}
-		for class, c := range h.Boots[i].Classes {
+		for class, c := range b.Classes {
 			r.began[class] = c.Last
 			if code, ok := xidClass(class); ok {
 				e := xid.ExplainDetail(code, reading.XidDetail{})
@@ -262,7 +263,8 @@ func (r *Repair) begin(c Cause, t time.Time) {
 	}
 }
 
-// Judge returns the board's current action and its causes.
+// Judge returns the board's current action, with its reasons, the deciding
+// one first.
 func (r *Repair) Judge(in RepairInput) action.Current {
 	causes := Causes(in)
 	if in.Vals == nil || !in.Vals[reading.HRecoveryAction].OK {
@@ -390,14 +392,19 @@ func (r *Repair) Ack(cur action.Current, t time.Time, by, note string) action.Ac
 func (r *Repair) History() (action.History, bool) {
 	d := r.dirty
 	r.dirty = false
-	h := r.hist
+	return cloneHistory(r.hist), d
+}
+
+// cloneHistory is a copy of h that shares nothing with it.
+func cloneHistory(h action.History) action.History {
 	h.Boots = slices.Clone(h.Boots)
 	for i := range h.Boots {
-		cl := make(map[string]action.ClassCount, len(h.Boots[i].Classes))
-		for k, v := range h.Boots[i].Classes {
-			cl[k] = v
-		}
-		h.Boots[i].Classes = cl
+		h.Boots[i].Classes = maps.Clone(h.Boots[i].Classes)
 	}
-	return h, d
+	if h.Ack != nil {
+		a := *h.Ack
+		a.Classes = slices.Clone(a.Classes)
+		h.Ack = &a
+	}
+	return h
 }
