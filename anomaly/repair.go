@@ -288,7 +288,12 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 			}
 		}
 	}
-	for _, x := range r.xids {
+	// The Xids in the order they last happened (the reasons' order must
+	// not change from one Judge to the next without an event).
+	xs := slices.SortedFunc(maps.Values(r.xids), func(a, b xidCause) int {
+		return cmp.Or(a.at.Compare(b.at), cmp.Compare(a.Class, b.Class))
+	})
+	for _, x := range xs {
 		if x.Action == action.Watch && in.Now.Sub(x.at) >= watchHold {
 			continue
 		}

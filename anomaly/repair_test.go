@@ -365,3 +365,21 @@ func TestWarmRebootLooksAtThePreviousBootOnly(t *testing.T) {
 		t.Errorf("%v %q, want reset_gpu (failing), not a power cycle", cur.Action, cur.Reasons)
 	}
 }
+
+// TestReasonsStable: the reasons keep their order from one Judge to the
+// next (no change without an event): the Xids in the order they happened.
+func TestReasonsStable(t *testing.T) {
+	r := NewRepair("A", 0, action.History{})
+	for i, code := range []int{119, 62, 79, 48} {
+		r.Xid(xid.ExplainDetail(code, reading.XidDetail{}), t0.Add(time.Duration(i)*time.Second))
+	}
+	first := r.Judge(RepairInput{Now: t0.Add(time.Minute)})
+	for i := range 20 {
+		if cur := r.Judge(RepairInput{Now: t0.Add(time.Minute + time.Duration(i)*time.Second)}); !cur.Equal(first) {
+			t.Fatalf("judge %d: %q, then %q", i, first.Reasons, cur.Reasons)
+		}
+	}
+	if !strings.HasPrefix(first.Reasons[0], "Xid 79") || !strings.HasPrefix(first.Reasons[1], "Xid 119") || !strings.HasPrefix(first.Reasons[2], "Xid 62") {
+		t.Errorf("reasons %q: the deciding first, then in the order they happened", first.Reasons)
+	}
+}

@@ -12,7 +12,6 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
-	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/xid"
 )
 
@@ -83,6 +82,7 @@ func (m *Monitor) onEvent(e reading.Event) {
 	gs := m.byIndex[e.GPU]
 	var r events.Record
 	var plan crashPlan
+	var act judged
 	if gs == nil {
 		r = m.ev.Handle(e)
 	} else {
@@ -114,6 +114,12 @@ func (m *Monitor) onEvent(e reading.Event) {
 		case r.Critical != nil:
 			plan = gs.criticalEvent(e.Time, *r.Critical)
 		}
+		if r.Wake {
+			// Judged in the report's step, so that its crash snapshot
+			// shows the action it asks for and the other source's copy
+			// does not overtake its line; written after its lines.
+			act = gs.eventAction(r, e.Xid)
+		}
 		gs.reportMu.Unlock()
 	}
 	if r.FirstHeld {
@@ -131,14 +137,9 @@ func (m *Monitor) onEvent(e reading.Event) {
 	case r.Alert == events.Error:
 		gs.log.Error("critical GPU event", "reason", r.Reason)
 	}
-	var act sink.EventLine
-	actOK := false
-	if gs != nil && r.Wake {
-		act, actOK = gs.eventAction(r, e.Xid)
-	}
 	m.carryOut(gs, r, plan)
-	if actOK {
-		m.eventLine(act)
+	if gs != nil {
+		act.write(gs)
 	}
 }
 

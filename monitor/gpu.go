@@ -164,11 +164,9 @@ func (gs *gpuState) handle(s *reading.Sample) {
 	gs.publish(s)
 	// The repair action is judged before the incident's snapshot is
 	// gathered (its header shows it); its line follows the incident's.
-	act, actOK := gs.judge(s.Time, s.Status != reading.StatusAnswered, nil)
+	j := gs.judge(s.Time, s.Status != reading.StatusAnswered, nil)
 	gs.incidents(s.Time, queued, critical, r.Spike)
-	if actOK {
-		gs.m.eventLine(act)
-	}
+	j.write(gs)
 }
 
 // event is an events.log line of the GPU at t; kv alternates keys and values.

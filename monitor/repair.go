@@ -52,24 +52,45 @@ func (m *Monitor) judgeActions(now time.Time) {
 }
 
 // judgeAction takes event (nil: none) into the GPU's repair action and
-// judges it at now: when it changed, the live view shows it and events.log
-// gets its ACTION line; when the board's history changed, its state file
-// is written. Without force, and without a change of
-// the GPU's health view, it judges at most every judgeEvery.
+// judges it at now: when it changed, the live view shows it; a change of
+// the action to or from a repair is an ACTION line in events.log, and a
+// change of the board's history is written to its state file. Without
+// force, and without a change of the GPU's health view, it judges at most
+// every judgeEvery.
 func (gs *gpuState) judgeAction(now time.Time, force bool, event func(r *anomaly.Repair)) {
-	if line, ok := gs.judge(now, force, event); ok {
-		gs.m.eventLine(line)
+	gs.judge(now, force, event).write(gs)
+}
+
+// judged is what a judgement leaves to write: the ACTION line and the
+// board's history, written after the lines of the event that moved it
+// (and, for an incident, once its crash snapshot has the action).
+type judged struct {
+	line    sink.EventLine
+	hasLine bool
+	hist    action.History
+	dirty   bool
+}
+
+// write writes the board's state file, then the ACTION line.
+func (j judged) write(gs *gpuState) {
+	m := gs.m
+	if j.dirty {
+		if err := sink.WriteBoardState(m.cfg.LogDir, j.hist); err != nil {
+			lose(m.reg, m.log, boardStateFails, "a board's state file", slog.Int("gpu", gs.idx), slog.String("error", err.Error()))
+		}
+	}
+	if j.hasLine {
+		m.eventLine(j.line)
 	}
 }
 
-// judge is judgeAction but for the ACTION line, which it returns (ok:
-// there is one) for the caller to write after the event's own lines.
-func (gs *gpuState) judge(now time.Time, force bool, event func(r *anomaly.Repair)) (line sink.EventLine, ok bool) {
+// judge is judgeAction but for the writing, which it leaves to the caller.
+func (gs *gpuState) judge(now time.Time, force bool, event func(r *anomaly.Repair)) (j judged) {
 	rs := &gs.repair
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if rs.r == nil && !gs.startRepair() {
-		return line, false
+		return j
 	}
 	if event != nil {
 		event(rs.r)
@@ -77,7 +98,7 @@ func (gs *gpuState) judge(now time.Time, force bool, event func(r *anomaly.Repai
 	now = maxTime(now, rs.judged) // the sources' times interleave (a kernel record read late); the action's go forward
 	hv := gs.health.Load()
 	if !force && hv == rs.hv && now.Sub(rs.judged) < judgeEvery {
-		return line, false
+		return j
 	}
 	rs.judged, rs.hv = now, hv
 	rs.last.Store(now.UnixNano())
@@ -98,25 +119,25 @@ func (gs *gpuState) judge(now time.Time, force bool, event func(r *anomaly.Repai
 		}
 	})
 	cur := rs.r.Judge(in)
-	if h, dirty := rs.r.History(); dirty {
-		// Written here, as the events.log lines are: a class begins or an
-		// ack is made a few times a boot, and the next start must see it.
-		if err := sink.WriteBoardState(gs.m.cfg.LogDir, h); err != nil {
-			lose(gs.m.reg, gs.m.log, boardStateFails, "a board's state file", slog.Int("gpu", gs.idx), slog.String("error", err.Error()))
-		}
-	}
+	j.hist, j.dirty = rs.r.History()
 	if cur.Equal(rs.cur) {
-		return line, false
+		return j
 	}
 	from := rs.cur.Action
 	rs.cur = cur
-	gs.slot.Update(func(g *live.GPU) { g.Action, g.ActionSince = cur, now })
-	// A change between none and watch is not a line: nothing is asked of
-	// anyone (the status shows it); every change to or from a repair is.
-	if !from.Drains() && !cur.Action.Drains() {
-		return line, false
+	gs.slot.Update(func(g *live.GPU) {
+		g.Action = cur
+		if cur.Action != from {
+			g.ActionSince = now
+		}
+	})
+	// A change of the reasons alone, or between none and watch, is not a
+	// line: nothing new is asked of anyone (status shows it); every change
+	// of the action to or from a repair is.
+	if cur.Action != from && (from.Drains() || cur.Action.Drains()) {
+		j.line, j.hasLine = gs.event(now, sink.TypeAction, "action", cur.Action.String(), "from", from.String(), "reason", cur.Reason()), true
 	}
-	return gs.event(now, sink.TypeAction, "action", cur.Action.String(), "from", from.String(), "reason", cur.Reason()), true
+	return j
 }
 
 // startRepair builds the GPU's repair action from its board's state file
@@ -139,9 +160,9 @@ func (gs *gpuState) startRepair() bool {
 
 // eventAction takes the GPU's own report (r.Wake: an Xid with its detail
 // d, a recovery action, the GPU lost) into its repair action, before the
-// report's crash snapshot is gathered (its header shows the action); the
-// ACTION line it returns is written after the report's own lines.
-func (gs *gpuState) eventAction(r events.Record, d reading.XidDetail) (sink.EventLine, bool) {
+// report's crash snapshot is gathered (its header shows the action); what
+// it returns is written after the report's own lines.
+func (gs *gpuState) eventAction(r events.Record, d reading.XidDetail) judged {
 	switch r.Kind {
 	case reading.EventXid:
 		e := xid.ExplainDetail(int(r.Code), d)
@@ -151,7 +172,7 @@ func (gs *gpuState) eventAction(r events.Record, d reading.XidDetail) (sink.Even
 	case reading.EventLost:
 		return gs.judge(r.Seen, true, nil)
 	}
-	return sink.EventLine{}, false
+	return judged{}
 }
 
 // AckResult is what an acknowledgement did.
