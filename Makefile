@@ -45,7 +45,7 @@ csan:
 	@mkdir -p $(BUILD)
 	$(CC) -std=gnu11 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all \
 		-pthread -rdynamic -Wall -Wno-deprecated-declarations -I"$(NVML_H_DIR)" -Isampler -Isink \
-		-o $(BUILD)/csan $(CSAN_SRCS) -ldl
+		-o $(BUILD)/csan $(CSAN_SRCS) -ldl -lm
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 $(BUILD)/csan
 
 # About 20 s of the Blackwell GSP crash story on two simulated GPUs.

@@ -33,7 +33,7 @@ func TestDetectorsDeclared(t *testing.T) {
 // TestOutputOrders: the status document lists flag kinds, and summary.log
 // and the status line the counters, in the order they always have (the
 // Python logger's flag legend and summary line), whatever Detectors' order;
-// a detector it did not have follows them, in Detectors' order.
+// a detector it did not have follows them, by Name.
 func TestOutputOrders(t *testing.T) {
 	var later []*Def // detectors after the Python logger's
 	for _, d := range Detectors {
@@ -51,7 +51,7 @@ func TestOutputOrders(t *testing.T) {
 			want = append(want, f.Name)
 		}
 	}
-	want = append(want, "xid", "nvml_hung", "nvml_failed", "gpu_lost", "health_warning", "health_critical")
+	want = append(want, "xid", "nvml_hung", "nvml_failed", "gpu_lost", "health_warning", "health_critical", "fan_guard")
 	if !slices.Equal(kinds, want) {
 		t.Errorf("flag kinds %v, want %v", kinds, want)
 	}

@@ -160,8 +160,9 @@ type GPUDoc struct {
 	Samples        uint64            `json:"samples"`
 	Failures       uint64            `json:"failures"`
 	HungRows       uint64            `json:"hung_rows"`
-	Health         *HealthDoc        `json:"health"` // hardware health counters (healthdoc.go); null before the first sample
-	Action         ActionDoc         `json:"action"` // the repair action: always present ("none" with no reasons)
+	Health         *HealthDoc        `json:"health"`              // hardware health counters (healthdoc.go); null before the first sample
+	FanGuard       *FanGuard         `json:"fan_guard,omitempty"` // with --fan-guard only
+	Action         ActionDoc         `json:"action"`              // the repair action: always present ("none" with no reasons)
 }
 
 // ActionDoc is a GPU's current repair action (package action).
@@ -252,7 +253,7 @@ func gpuDoc(g *GPU, now time.Time) GPUDoc {
 	d := GPUDoc{Index: in.Index, Name: in.Name, BusID: in.BusID, UUID: in.UUID, Serial: in.Serial, VBIOS: in.VBIOS,
 		State: g.State.Kind.String(), Function: g.State.Function, Error: g.State.Err,
 		Incidents: g.Incidents, NewestSnapshot: g.NewestSnapshot, Samples: g.Samples, Failures: g.Failures, HungRows: g.HungRows,
-		Processes: procsDoc(g.Processes), Health: healthDoc(g)}
+		Processes: procsDoc(g.Processes), Health: healthDoc(g), FanGuard: g.FanGuard}
 	if !g.State.Since.IsZero() {
 		t := g.State.Since
 		d.StateSince = &t

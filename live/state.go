@@ -128,6 +128,8 @@ type GPU struct {
 	// RemapHist is the row remapper histogram as last read (shared,
 	// immutable); nil: never read (not supported, or no remapping).
 	RemapHist *reading.RemapHistogram
+	// FanGuard is the fan guard's state (shared, immutable); nil: off.
+	FanGuard *FanGuard
 
 	// Action is the GPU's current repair action with its reasons, derived
 	// by the monitor (anomaly.Repair) after each sample and event;

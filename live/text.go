@@ -3,6 +3,7 @@ package live
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -149,7 +150,7 @@ func GPULines(g GPUDoc, now time.Time) []string {
 		// No stale numbers: the last values are in the CSV and the snapshot.
 		lines := append([]string{l1, "  no current readings (last answered sample " + clock(*g.SampleTime, now) + ")", eventLine(g, now),
 			"  " + HealthText(g)}, actionLines(g, now)...)
-		return append(lines, ProcLines(g, now)...)
+		return slices.Concat(lines, fanGuardLine(g.FanGuard), ProcLines(g, now))
 	}
 	fans := make([]string, 0, len(g.Fans))
 	for _, f := range g.Fans {
@@ -179,7 +180,7 @@ func GPULines(g GPUDoc, now time.Time) []string {
 	}
 	l4 := "  throttle " + thr + "  flags (1 min) " + flags
 	lines := append([]string{l1, l2, l3, l4, eventLine(g, now), "  " + HealthText(g)}, actionLines(g, now)...)
-	return append(lines, ProcLines(g, now)...)
+	return slices.Concat(lines, fanGuardLine(g.FanGuard), ProcLines(g, now))
 }
 
 // eventLine is a GPU's last Xid, recovery action, incidents and newest

@@ -28,6 +28,7 @@ func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
 		m.log.Warn("cannot record this run; the next start will not know whether it stopped cleanly", "error", err)
 	}
 	m.compareInventory(prev)
+	m.startFanGuards(prev.State.FanGuard)
 	if !prev.Unclean() {
 		return
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpu-telemetry/gpu-telemetry/action"
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
+	"github.com/gpu-telemetry/gpu-telemetry/fanguard"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/live/atop"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
@@ -27,7 +28,7 @@ type Config struct {
 	LogDir   string
 	Interval time.Duration
 	// Deadline is how long a GPU's sample may take before the GPU is
-	// reported hung; 0: DefaultDeadline.
+	// reported hung; 0: twice the interval, at least 1 s.
 	Deadline time.Duration
 	Anomaly  anomaly.Config
 
@@ -56,8 +57,11 @@ type Config struct {
 	// commands) and CommandTimeout also run the boot log's commands.
 	Snapshots snapshot.Config
 
-	Atop     *atop.Config // serves the atopgpud protocol when set
-	ProcRoot string       // where /proc is mounted ("": /proc)
+	Atop *atop.Config // serves the atopgpud protocol when set
+	// FanGuard takes the fans of a GPU running hot (--fan-guard;
+	// monitor/fanguard.go); nil: off, and no fan setter is ever called.
+	FanGuard *fanguard.Config
+	ProcRoot string // where /proc is mounted ("": /proc)
 
 	Logger *slog.Logger
 	// Counters is the daemon's one counter registry, required: every part
@@ -83,14 +87,9 @@ type Config struct {
 	mono      func() time.Duration
 }
 
-// DefaultDeadline returns the per-GPU sample deadline for an interval.
-func DefaultDeadline(interval time.Duration) time.Duration {
-	return max(2*interval, time.Second)
-}
-
 func (c *Config) defaults() {
 	if c.Deadline <= 0 {
-		c.Deadline = DefaultDeadline(c.Interval)
+		c.Deadline = max(2*c.Interval, time.Second)
 	}
 	if c.SummaryEvery <= 0 {
 		c.SummaryEvery = 5 * time.Minute
@@ -146,6 +145,11 @@ func (c Config) Validate() error {
 	}
 	if err := c.Anomaly.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.FanGuard != nil {
+		if err := c.FanGuard.Validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -118,7 +118,7 @@ func (m *Monitor) watchLosses(ctx context.Context) {
 		m.states.mu.Lock()
 		m.states.drops.add(time.Now(), d)
 		m.states.mu.Unlock()
-		m.publishHost()
+		m.board.PublishHost(m.hostView())
 	}
 }
 

@@ -15,11 +15,6 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/xid"
 )
 
-// runEvents follows every GPU's NVML events until ctx is done.
-func (m *Monitor) runEvents(ctx context.Context) {
-	m.host.FollowEvents(ctx, m.log, m.onEvent, func(state string) { m.setState(&m.states.events, state) })
-}
-
 // runKmsg follows the kernel log for the driver's lines: NVML events do not
 // deliver some Xids (79, 119, 120), so it is the only source for them. The
 // records logged before the monitor was ready (and after a restart in the
@@ -28,16 +23,16 @@ func (m *Monitor) runKmsg(ctx context.Context) {
 	r, err := m.klog.r, m.klog.err
 	if err != nil {
 		if errors.Is(err, kmsg.ErrPermission) {
-			m.setKmsgState("permission denied")
+			m.setState(&m.states.kmsg, "permission denied")
 			m.log.Warn("cannot read the kernel log (permission denied); Xids NVML does not report (79, 119, 120) will be missed", "path", m.cfg.KmsgPath)
 		} else {
-			m.setKmsgState("unavailable: " + err.Error())
+			m.setState(&m.states.kmsg, "unavailable: "+err.Error())
 			m.log.Warn("cannot read the kernel log; Xids NVML does not report (79, 119, 120) will be missed", "path", m.cfg.KmsgPath, "error", err)
 		}
 		return
 	}
-	r.OnState(m.setKmsgState)
-	m.setKmsgState("following")
+	r.OnState(func(s string) { m.setState(&m.states.kmsg, s) })
+	m.setState(&m.states.kmsg, "following")
 	m.log.Info("following the kernel log for Xids", "path", m.cfg.KmsgPath)
 	var wg sync.WaitGroup
 	defer func() { wg.Wait(); m.saveKmsgSeq() }() // the position at stop
@@ -57,7 +52,7 @@ func (m *Monitor) runKmsg(ctx context.Context) {
 		m.onKernelRecord(rec, time.Now())
 	})
 	if err != nil && ctx.Err() == nil {
-		m.setKmsgState("stopped: " + err.Error())
+		m.setState(&m.states.kmsg, "stopped: "+err.Error())
 		m.log.Warn("kernel log reader stopped", "error", err)
 	}
 }

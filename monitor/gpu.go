@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpu-telemetry/gpu-telemetry/action"
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
+	"github.com/gpu-telemetry/gpu-telemetry/fanguard"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
@@ -44,6 +45,7 @@ type gpuState struct {
 	log  *slog.Logger
 	slot *live.Slot
 	pr   *sampler.ProcReader // the slow tier's process reads (procs.go)
+	fan  *fanguard.Guard     // --fan-guard (fanguard.go); nil: off
 	// The bus id sysfs lists for a GPU stuck at start (busesFromSysfs, in New).
 	sysBus reading.Opt[reading.PCIAddr]
 
@@ -101,6 +103,7 @@ func newGPUState(m *Monitor, g *sampler.GPU) *gpuState {
 		slot: live.NewSlot(g.Info()), finished: -1}
 	gs.late = !g.FactsKnown()
 	gs.w = sampler.NewWorker(g, gs.handle, cfg.mono())
+	gs.fan = m.newFanGuard(gs)
 	return gs
 }
 
@@ -157,6 +160,9 @@ func (gs *gpuState) handle(s *reading.Sample) {
 	stalled, critical := gs.classify(s)
 	gs.takeXids(s)
 	r := gs.tr.Observe(s, s.Time)
+	if gs.fan != nil {
+		gs.fan.Observe(s, gs.m.cfg.mono()) // after the detectors (an inversion), before the row (its flag)
+	}
 	if critical.ev.Reason == "" {
 		critical = gs.healthCritical(s.Time, &r)
 	}
@@ -343,8 +349,10 @@ func (gs *gpuState) queueRows(what string, dropped func(why string), f func()) {
 func (gs *gpuState) publish(s *reading.Sample) {
 	info, interval := gs.g.Info(), gs.m.cfg.Interval
 	hv := gs.health.Load()
+	fv := gs.fanView()
 	gs.slot.Update(func(g *live.GPU) {
 		g.Info = info
+		g.FanGuard = fv
 		g.Observe(s, interval)
 		if hv != nil {
 			g.HealthLevel, g.HealthReasons = hv.Level, hv.Reasons
@@ -429,26 +437,11 @@ func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (repor
 
 // header builds a snapshot header from the GPU's state.
 func (gs *gpuState) header(when time.Time, reason string, event uint64) snapshot.Header {
-	m := gs.m
-	info := gs.g.Info()
-	c := gs.tr.Counters()
-	v := gs.slot.Get()
-	h := snapshot.Header{
-		Time:        when,
-		GPUIndex:    gs.idx,
-		Version:     "gpu-telemetry " + m.cfg.Version,
-		Host:        m.ident,
-		GPUName:     info.Name,
-		BusID:       gs.busID(),
-		UUID:        info.UUID,
-		Serial:      info.Serial,
-		Reason:      reason,
-		KernelClock: m.kernelClockLine(),
-		Uptime:      time.Since(m.start),
-		Samples:     v.Samples,
-		PeakTempC:   c.PeakTempC,
-		EventNumber: event,
-	}
+	m, info, c, v := gs.m, gs.g.Info(), gs.tr.Counters(), gs.slot.Get()
+	h := snapshot.Header{Time: when, GPUIndex: gs.idx, Version: "gpu-telemetry " + m.cfg.Version, Host: m.ident,
+		GPUName: info.Name, BusID: gs.busID(), UUID: info.UUID, Serial: info.Serial, Reason: reason,
+		KernelClock: m.kernelClockLine(), Uptime: time.Since(m.start), Samples: v.Samples, PeakTempC: c.PeakTempC, EventNumber: event,
+		FanGuard: gs.fanText()}
 	if a := v.Action; a.Action != action.None {
 		h.Action = a.Action.String() + ": " + a.Reason()
 	}

@@ -24,8 +24,6 @@ const inventoryEvery = 30 * time.Second
 // the sample deadline; one that does not return is abandoned (the next waits
 // for it), so a wedged driver stalls nothing else.
 func (m *Monitor) runInventory(ctx context.Context) {
-	t := time.NewTicker(m.cfg.InventoryEvery)
-	defer t.Stop()
 	missing := map[string]int{} // UUID -> rounds missed in a row
 	reported := map[string]bool{}
 	type result struct {
@@ -33,12 +31,7 @@ func (m *Monitor) runInventory(ctx context.Context) {
 		err   error
 	}
 	var inflight chan result
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, m.cfg.InventoryEvery, nil, func() {
 		if inflight == nil {
 			inflight = make(chan result, 1)
 			ch := inflight
@@ -60,22 +53,20 @@ func (m *Monitor) runInventory(ctx context.Context) {
 			inflight = nil
 		case <-time.After(m.cfg.Deadline):
 			m.log.Warn("GPU enumeration did not return in time; trying again later", "waited", m.cfg.Deadline)
-			continue
+			return
 		case <-ctx.Done():
 			return
 		}
 		if r.err != nil {
 			m.log.Warn("GPU enumeration failed", "error", r.err)
-			continue
+			return
 		}
 		for _, gs := range m.gpus {
 			info := gs.g.Info()
 			if info.UUID == "" {
 				continue
 			}
-			gone := r.uuids != nil && !slices.Contains(r.uuids, info.UUID) && !slices.Contains(r.uuids, "")
-			switch {
-			case gone:
+			if gone := r.uuids != nil && !slices.Contains(r.uuids, info.UUID) && !slices.Contains(r.uuids, ""); gone {
 				missing[info.UUID]++
 				if missing[info.UUID] >= 2 && !reported[info.UUID] {
 					reported[info.UUID] = true
@@ -84,7 +75,7 @@ func (m *Monitor) runInventory(ctx context.Context) {
 					m.onEvent(reading.Event{Time: time.Now(), GPU: gs.idx, BusID: info.BusID, Kind: reading.EventLost,
 						Source: reading.SourcePoll, Text: "GPU vanished from enumeration (" + info.UUID + ")"})
 				}
-			default:
+			} else {
 				delete(missing, info.UUID)
 				if reported[info.UUID] && r.uuids == nil {
 					delete(reported, info.UUID)
@@ -93,7 +84,7 @@ func (m *Monitor) runInventory(ctx context.Context) {
 				}
 			}
 		}
-	}
+	})
 }
 
 // staticKnown runs once, on the worker before the sample that brings them,

@@ -1,13 +1,13 @@
 package monitor
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"log/slog"
 	"strings"
 
-	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
@@ -55,17 +55,9 @@ func toJournal(line string) (journalEntry, bool) {
 	_, msg, _ := strings.Cut(line, " ")
 	f := map[string]string{"SYSLOG_IDENTIFIER": "gpu-telemetry", "MESSAGE_ID": MessageID(e.Type())}
 	for k, v := range e.KV {
-		name, ok := journalFields[k]
-		if !ok {
-			name = "GPU_TELEMETRY_" + journalName(k)
-		}
-		f[name] = v
+		f[cmp.Or(journalFields[k], "GPU_TELEMETRY_"+journalName(k))] = v
 	}
-	prio, ok := journalPriority[e.KV["level"]]
-	if !ok {
-		prio = 6 // info
-	}
-	return journalEntry{message: msg, priority: prio, fields: f}, true
+	return journalEntry{message: msg, priority: cmp.Or(journalPriority[e.KV["level"]], 6), fields: f}, true
 }
 
 // journalName makes an events.log key a journal field name.
@@ -79,18 +71,10 @@ func journalName(k string) string {
 	return string(b)
 }
 
-// journalSender sends events.log lines to the journal on a goroutine of its
-// own (run), from a bounded queue.
-type journalSender struct {
-	send JournalFunc // nil: off
-	log  *slog.Logger
-	q    chan journalEntry
-	reg  *counters.Registry // journal_drops
-}
-
-// queue queues an events.log line for the journal, when it is on.
-func (j *journalSender) queue(line string) {
-	if j.send == nil {
+// queueJournal queues an events.log line for the journal, when it is on,
+// for runJournal.
+func (m *Monitor) queueJournal(line string) {
+	if m.cfg.Journal == nil {
 		return
 	}
 	e, ok := toJournal(line)
@@ -98,18 +82,18 @@ func (j *journalSender) queue(line string) {
 		return
 	}
 	select {
-	case j.q <- e:
+	case m.journal <- e:
 	default:
-		lose(j.reg, j.log, journalDrops, "an events.log line for the journal", slog.String("line", line))
+		lose(m.reg, m.log, journalDrops, "an events.log line for the journal", slog.String("line", line))
 	}
 }
 
-// run sends the queued lines until ctx ends, then what is still queued
-// (journald is local; if it is stuck, shutdown's deadline applies).
-func (j *journalSender) run(ctx context.Context) {
-	serve(ctx.Done(), j.q, func(e journalEntry) {
-		if err := j.send(e.message, e.priority, e.fields); err != nil {
-			lose(j.reg, j.log, journalDrops, "an events.log line the journal refused", slog.String("error", err.Error()))
+// runJournal sends the queued lines until ctx ends, then what is still
+// queued (journald is local; if it is stuck, shutdown's deadline applies).
+func (m *Monitor) runJournal(ctx context.Context) {
+	serve(ctx.Done(), m.journal, func(e journalEntry) {
+		if err := m.cfg.Journal(e.message, e.priority, e.fields); err != nil {
+			lose(m.reg, m.log, journalDrops, "an events.log line the journal refused", slog.String("error", err.Error()))
 		}
 	})
 }

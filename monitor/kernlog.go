@@ -52,10 +52,9 @@ func planKernelLog(cfg Config) *KernelLog {
 		return nil
 	}
 	k := &KernelLog{path: cfg.KmsgPath, reg: counters.Need(cfg.Counters, "monitor.Config.Counters")}
-	log := cfg.Logger
 	st, found, err := snapshot.ReadRunState(cfg.LogDir)
 	if err != nil {
-		log.Warn("cannot read the previous run's kernel log position; the kernel log is read from its end", "error", err)
+		cfg.Logger.Warn("cannot read the previous run's kernel log position; the kernel log is read from its end", "error", err)
 		return k
 	}
 	seq, ok := st.KmsgSeq.Get()
@@ -64,7 +63,7 @@ func planKernelLog(cfg Config) *KernelLog {
 	}
 	boot := snapshot.ReadBootID(filepath.Join(cfg.HostRoot, snapshot.DefaultBootIDPath))
 	if boot == "" || st.BootID != boot {
-		log.Info("the previous run's kernel log position is of another boot; the kernel log is read from its end",
+		cfg.Logger.Info("the previous run's kernel log position is of another boot; the kernel log is read from its end",
 			"prev_boot", st.BootID, "boot", boot)
 		return k
 	}
@@ -119,12 +118,11 @@ func (rs *runState) save(dir string, change func(*snapshot.RunState)) error {
 }
 
 // kmsgSeq is the position to save: the last /dev/kmsg record handed on.
-func (m *Monitor) kmsgSeq() reading.Opt[uint64] {
-	if m.klog == nil || m.klog.r == nil {
-		return reading.Opt[uint64]{}
+func (m *Monitor) kmsgSeq() (seq reading.Opt[uint64]) {
+	if m.klog != nil && m.klog.r != nil {
+		seq.V, seq.OK = m.klog.r.LastSeq()
 	}
-	seq, ok := m.klog.r.LastSeq()
-	return reading.Opt[uint64]{V: seq, OK: ok}
+	return seq
 }
 
 // boards are the monitored GPUs' boards, as their static facts name them.
@@ -224,9 +222,6 @@ func (m *Monitor) kernelClockLine() string {
 	m.states.mu.Unlock()
 	return m.kclock.clock.Fit().Describe(m.kclock.clock.Mono(time.Now()), s == "starting" || s == "following")
 }
-
-// setKmsgState records the kernel log's state.
-func (m *Monitor) setKmsgState(s string) { m.setState(&m.states.kmsg, s) }
 
 // runKernelClock runs while the kernel log is followed: it rewrites
 // system-info.txt every kernelClockRefresh and, where markers are on and the

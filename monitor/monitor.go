@@ -42,13 +42,12 @@ type Monitor struct {
 	gpus    []*gpuState
 	byIndex map[int]*gpuState
 
-	csv     *sink.CSV
-	events  lineLog
-	summary lineLog
-	snaps   *snapshot.Manager
-	ev      *events.Stage      // every NVML, kernel log and poll event
-	reg     *counters.Registry // every part's counters
-	board   *live.Board        // what the live readers read
+	csv             *sink.CSV
+	events, summary lineLog
+	snaps           *snapshot.Manager
+	ev              *events.Stage      // every NVML, kernel log and poll event
+	reg             *counters.Registry // every part's counters
+	board           *live.Board        // what the live readers read
 
 	loop     pollLoop
 	side     sideQueue // file work the poll loop and the workers must not wait for
@@ -57,7 +56,7 @@ type Monitor struct {
 	kclock   *kernelClock
 	runState runState
 	procs    procParts
-	journal  journalSender
+	journal  chan journalEntry // events.log lines for the journal (Config.Journal)
 	states   hostStates
 
 	enumerating atomic.Bool // a GPU enumeration is inside the driver
@@ -85,7 +84,7 @@ type hostStates struct {
 	kmsg, events  string
 	drops         dropHistory
 	incident      live.Incident
-	missing       []live.MissingBoard // set once at start (missingBoards)
+	missing       []live.MissingBoard // set once at start (missingBoard)
 	refusedLogged atomic.Bool
 }
 
@@ -109,13 +108,12 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	if host.Counters() != counters.Need(cfg.Counters, "monitor.Config.Counters") {
 		return nil, errors.New("monitor.Config.Counters is not the registry the sampler was opened with (sampler.OpenOptions.Counters)")
 	}
-	m := &Monitor{cfg: cfg, log: cfg.Logger, host: host, byIndex: map[int]*gpuState{}, start: time.Now(),
-		kclock: &kernelClock{clock: host.KernelClock(), est: kclock.NewEstimator(kclock.Config{})}, reg: counters.Need(cfg.Counters, "monitor.Config.Counters"),
-		runState: runState{write: snapshot.WriteRunState}}
+	m := &Monitor{cfg: cfg, log: cfg.Logger, host: host, byIndex: map[int]*gpuState{}, start: time.Now(), reg: host.Counters(),
+		kclock: &kernelClock{clock: host.KernelClock(), est: kclock.NewEstimator(kclock.Config{})}, runState: runState{write: snapshot.WriteRunState}}
 	m.loop.syncTick, m.loop.secondTick = make(chan time.Time, 1), make(chan time.Time, 1)
 	m.loop.cadence = &cadence{step: max(cfg.Interval/100, time.Microsecond)}
 	m.side.log, m.side.jobs, m.side.reg = m.log, make(chan sideJob, 256), m.reg
-	m.journal = journalSender{send: cfg.Journal, log: m.log, q: make(chan journalEntry, journalQueue), reg: m.reg}
+	m.journal = make(chan journalEntry, journalQueue)
 	m.states.kmsg, m.states.events = "disabled", "starting"
 	m.ev = events.NewStage(events.Config{DedupWindow: cfg.XidDedupe, KernelClock: m.kclock.clock, HealthEvent: func(typ uint64) (string, bool) {
 		h, _ := sampler.HealthEvent(typ)
@@ -149,19 +147,18 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	m.setupProcs()
 	cc := cfg.CSV
 	cc.Dir, cc.Logger, cc.Tick, cc.Counters = cfg.LogDir, m.log, m.loop.syncTick, m.reg
-	csv, err := sink.NewCSV(cc, cols)
-	if err != nil {
+	var err error
+	if m.csv, err = sink.NewCSV(cc, cols); err != nil {
 		return nil, err
 	}
-	m.csv = csv
 	m.events = cfg.openLog(cfg.LogDir, EventsLog, eventsLogMB, m.reg)
 	m.summary = cfg.openLog(cfg.LogDir, SummaryLog, summaryLogMB, m.reg)
 	sc := cfg.Snapshots
-	sc.Counters = m.reg
-	sc.Dir, sc.Logger, sc.Flush, sc.Written, sc.HostRoot, sc.KernelWall = cfg.LogDir, m.log, m.csv.Sync, m.snapshotWritten, cfg.HostRoot, m.kclock.clock.Wall
+	sc.Dir, sc.Logger, sc.Counters, sc.Flush = cfg.LogDir, m.log, m.reg, m.csv.Sync
+	sc.Written, sc.HostRoot, sc.KernelWall = m.snapshotWritten, cfg.HostRoot, m.kclock.clock.Wall
 	m.snaps = snapshot.New(sc)
 	m.writeSystemInfo()
-	m.publishHost() // the first host view, before Run
+	m.board.PublishHost(m.hostView()) // the first host view, before Run
 	return m, nil
 }
 
@@ -200,19 +197,33 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()
 	for _, gs := range m.gpus {
+		// Not awaited: a sample or process read stuck in the driver never
+		// returns. The poll loop kicks both (tick, procTick).
 		go gs.w.Run(bg)
+		go gs.pr.Run(bg)
+		if gs.fan != nil {
+			go gs.fan.Run(bg.Done())
+		}
 	}
 	var listeners sync.WaitGroup
-	listeners.Go(func() { m.runEvents(bg) })
+	listeners.Go(func() { // every GPU's NVML events
+		m.host.FollowEvents(bg, m.log, m.onEvent, func(state string) { m.setState(&m.states.events, state) })
+	})
 	listeners.Go(func() { m.runInventory(bg) })
 	if m.cfg.KmsgPath != "" {
 		m.klog.open(m.log) // unless OpenKernelLog did, before the start-up wait
 		listeners.Go(func() { m.runKmsg(bg) })
 	}
 	listeners.Go(func() { m.watchLosses(bg) })
-	listeners.Go(func() { m.runProcs(bg) })
+	if srv := m.procs.srv; srv != nil { // the atopgpud protocol
+		listeners.Go(func() {
+			srv.Start(bg)
+			<-bg.Done()
+			srv.Close()
+		})
+	}
 	if m.cfg.Journal != nil {
-		listeners.Go(func() { m.journal.run(bg) })
+		listeners.Go(func() { m.runJournal(bg) })
 	}
 	m.startBootCheck(bg, &listeners)
 	names := make([]string, len(m.gpus))
@@ -227,8 +238,10 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 
 	m.poll(ctx, sigs)
 
-	// Shutdown, in this order: stop producers, wait for them (bounded), flush
-	// and close the sinks, report, release the hardware. The side goroutine
+	// Shutdown, in this order: stop producers, wait for them (bounded), hand
+	// the fans the fan guard holds back to the firmware (--fan-guard:
+	// fans-handed-back), flush and close the sinks, report, release the
+	// hardware. The side goroutine
 	// stops last of the producers: a sample that comes back while the
 	// workers are waited for still has its late row written.
 	//
@@ -245,6 +258,11 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	m.cfg.trace("listeners-stopped")
 	stuck := m.waitWorkers(2 * time.Second)
 	m.cfg.trace("workers-stopped")
+	if m.cfg.FanGuard != nil {
+		// The fans go back to the firmware once no sample can change them,
+		// while events.log is open for their lines and before nvmlShutdown.
+		stuck = append(stuck, m.handBackFans(stuck)...)
+	}
 	m.side.close() // from here queue drops and counts
 	stopSide()
 	if !waitBounded(&side, 2*time.Second) {
@@ -276,7 +294,7 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	if err := snapshot.MarkCleanStop(m.cfg.LogDir, time.Now()); err != nil { // once every file is closed
 		m.log.Warn("cannot write the clean-stop marker; the next start will report an unclean stop", "error", err)
 	}
-	m.publishHost() // the final counts, for a reader still asking
+	m.board.PublishHost(m.hostView()) // the final counts, for a reader still asking
 	m.status("final status")
 	eventsStuck := !sampler.EventsIdle(2 * time.Second)
 	if len(stuck) > 0 || eventsStuck || m.enumerating.Load() {
@@ -361,7 +379,7 @@ func (m *Monitor) poll(ctx context.Context, sigs <-chan os.Signal) {
 		wg.Go(func() { m.keepAlive(wd) })
 	}
 	m.loop.lastSync = time.Now() // the first sync round one FsyncEvery after the start
-	m.beatTick(time.Now())
+	m.tick(time.Now())
 	m.reg.Inc(ticksRun)
 	for {
 		missed, ok := tk.Next()
@@ -369,20 +387,23 @@ func (m *Monitor) poll(ctx context.Context, sigs <-chan os.Signal) {
 			return
 		}
 		m.reg.Add(tickOverruns, missed)
-		m.beatTick(time.Now())
+		m.tick(time.Now())
 		m.reg.Inc(ticksRun)
 	}
 }
 
 // tick dispatches a sample to every GPU free and not backing off, and
-// reports those stuck past the deadline.
+// reports those stuck past the deadline; the watchdog pinger sees it run.
 func (m *Monitor) tick(now time.Time) {
 	lp := &m.loop
+	at := instant{wall: now, mono: m.cfg.mono()}
+	lp.beat.began.Store(int64(at.mono)) // before inTick: loopAlive reads them the other way round
+	lp.beat.inTick.Store(true)
+	defer lp.beat.inTick.Store(false)
 	if lp.tickHook != nil {
 		defer lp.tickHook(now)
 	}
 	lp.cadence.tick(now)
-	at := instant{wall: now, mono: m.cfg.mono()}
 	for _, gs := range m.gpus {
 		if gs.offAtTick = gs.backingOff(at.mono); gs.offAtTick {
 			continue
@@ -459,7 +480,7 @@ func (m *Monitor) eventLine(e sink.EventLine) {
 		}
 	}
 	line := e.Line()
-	m.journal.queue(line)
+	m.queueJournal(line)
 	if err := m.events.Line(line); err != nil {
 		lose(m.reg, m.log, lineFails, "an events.log line", slog.String("line", line), slog.String("error", err.Error()))
 	}
@@ -489,21 +510,15 @@ func (m *Monitor) snapshotWritten(kind string, gpu int, path string) {
 	}
 }
 
-// publishHost publishes the host view: at New, once a second (watchLosses)
-// and at stop. Readers take the latest and never call back in.
-func (m *Monitor) publishHost() { m.board.PublishHost(m.hostView()) }
-
-// hostView assembles the host view; counts go in h.Counters only.
+// hostView assembles the host view, published at New, once a second
+// (watchLosses) and at stop; readers take the latest and never call back
+// in. Counts go in h.Counters only.
 func (m *Monitor) hostView() live.Host {
-	h := live.Host{
-		Now: time.Now(), Start: m.start, Version: m.cfg.Version, System: m.host.System, Identity: m.ident,
-		Interval: m.cfg.Interval, Deadline: m.cfg.Deadline,
-		DiskPaused: m.csv.Stats().Paused,
-		Counters:   m.counters(),
-	}
-	m.loop.cadence.get(&h.Cadence)
 	ps := m.host.Pacer.Stats() // its steps up are the counter nvml_stretches
-	h.Pacer = live.Pacer{Level: ps.Level, TickNVML: ps.TickNVML, LastLate: ps.LastLate}
+	h := live.Host{Now: time.Now(), Start: m.start, Version: m.cfg.Version, System: m.host.System, Identity: m.ident,
+		Interval: m.cfg.Interval, Deadline: m.cfg.Deadline, DiskPaused: m.csv.Stats().Paused, Counters: m.counters(),
+		Pacer: live.Pacer{Level: ps.Level, TickNVML: ps.TickNVML, LastLate: ps.LastLate}}
+	m.loop.cadence.get(&h.Cadence)
 	h.LogLines.Waiting = m.events.Waiting() + m.summary.Waiting()
 	m.states.mu.Lock()
 	h.Kmsg, h.Events, h.LastIncident, h.Missing = m.states.kmsg, m.states.events, m.states.incident, m.states.missing

@@ -1,7 +1,6 @@
 package monitor
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"time"
@@ -42,19 +41,6 @@ func (m *Monitor) setupProcs() {
 		m.procs.atop = atop.NewAccumulator(infos, m.log, m.reg)
 		m.procs.srv = atop.NewServer(m.procs.atop, *m.cfg.Atop, m.log, m.reg)
 	}
-}
-
-// runProcs runs every GPU's process reader (kicked by procTick) and serves
-// the atopgpud protocol until ctx is cancelled.
-func (m *Monitor) runProcs(ctx context.Context) {
-	for _, gs := range m.gpus {
-		go gs.pr.Run(ctx) // not awaited: a read stuck in the driver never returns
-	}
-	if m.procs.srv != nil {
-		m.procs.srv.Start(ctx)
-		defer m.procs.srv.Close()
-	}
-	<-ctx.Done()
 }
 
 // procTick runs on the poll loop at tick k. A GPU's process read starts

@@ -102,10 +102,13 @@ func (st Status) Attrs() []slog.Attr {
 		a = append(a, slog.Uint64(c.Name, c.Value))
 	}
 	for _, g := range st.GPUs {
-		a = append(a, slog.Group("gpu"+strconv.Itoa(g.Info.Index),
-			slog.Uint64("samples", g.Samples), slog.Uint64("fail", g.Failures), slog.Uint64("hung", g.HungRows),
+		ga := []any{slog.Uint64("samples", g.Samples), slog.Uint64("fail", g.Failures), slog.Uint64("hung", g.HungRows),
 			slog.Uint64("incidents", g.Incidents), slog.String("peak", optTemp(g.PeakTempC)+"/"+optWatts(g.PeakPower)),
-			slog.Bool("busy", g.Busy)))
+			slog.Bool("busy", g.Busy)}
+		if g.FanGuard != nil { // --fan-guard: "holding fans 0,1 at 78 % (firmware wanted 53 %), 73 °C"
+			ga = append(ga, slog.String("fan_guard", g.FanGuard.Text))
+		}
+		a = append(a, slog.Group("gpu"+strconv.Itoa(g.Info.Index), ga...))
 	}
 	return a
 }

@@ -51,11 +51,3 @@ func (m *Monitor) loopAlive(now time.Duration) bool {
 	// Waiting: the next tick is due at most an interval after the last began.
 	return now-began < m.cfg.Interval+m.cfg.WatchdogEvery
 }
-
-// beatTick runs one tick of the poll loop, telling the pinger.
-func (m *Monitor) beatTick(now time.Time) {
-	m.loop.beat.began.Store(int64(m.cfg.mono()))
-	m.loop.beat.inTick.Store(true)
-	m.tick(now)
-	m.loop.beat.inTick.Store(false)
-}

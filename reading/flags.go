@@ -22,7 +22,7 @@ type FlagDef struct {
 }
 
 // The flags reading's producers raise (the sampler, the monitor, the
-// health verdict).
+// health verdict, the fan guard).
 const (
 	FlagXid         FlagKind = iota + 1 // XID(<A>)
 	FlagNVMLHung                        // NVML_HUNG(<S>,<A>ms) with A in ms
@@ -30,7 +30,8 @@ const (
 	FlagGPULost                         // GPU_LOST
 	FlagHealthWarn                      // HEALTH_WARN(<S>) with S a health reason
 	FlagHealthCrit                      // HEALTH_CRIT(<S>) with S a health reason
-	numOwnFlagKinds = int(FlagHealthCrit)
+	FlagFanGuard                        // FAN_GUARD(<A>%): the fan guard holds the GPU's fans at A % (the highest)
+	numOwnFlagKinds = int(FlagFanGuard)
 
 	// NumFlagKinds bounds the kinds: arrays indexed by FlagKind have this
 	// length (the live view keeps a count and a time per kind and GPU). It
@@ -48,6 +49,7 @@ var flagDefs = [NumFlagKinds]FlagDef{
 	FlagGPULost:    {Name: "gpu_lost", Text: "GPU_LOST"},
 	FlagHealthWarn: {Name: "health_warning", Text: "HEALTH_WARN({S})"},
 	FlagHealthCrit: {Name: "health_critical", Text: "HEALTH_CRIT({S})"},
+	FlagFanGuard:   {Name: "fan_guard", Text: "FAN_GUARD({A}%)"},
 }
 
 // numFlagKinds is 1 + the highest kind declared.

@@ -34,7 +34,7 @@ var (
 // own; names find their kinds.
 func TestFlagKinds(t *testing.T) {
 	got := FlagKinds()
-	want := []FlagKind{testSpike, testInv, testBrace, FlagXid, FlagNVMLHung, FlagNVMLFailed, FlagGPULost, FlagHealthWarn, FlagHealthCrit}
+	want := []FlagKind{testSpike, testInv, testBrace, FlagXid, FlagNVMLHung, FlagNVMLFailed, FlagGPULost, FlagHealthWarn, FlagHealthCrit, FlagFanGuard}
 	if !slices.Equal(got, want) {
 		t.Errorf("FlagKinds() = %v, want %v", got, want)
 	}

@@ -45,6 +45,10 @@ var (
 	FnNVLinkFields       = fnSym("nvmlDeviceGetFieldValues/nvlink", "nvmlDeviceGetFieldValues") // the per-link NVLink and C2C counters
 	FnRemapHistogram     = fnOf("nvmlDeviceGetRowRemapperHistogram")
 	FnNVLinkErrorCounter = fnOf("nvmlDeviceGetNvLinkErrorCounter")
+	// The fan guard's (fanctl.go): the only calls that change a GPU.
+	FnMinMaxFanSpeed     = fnOf("nvmlDeviceGetMinMaxFanSpeed")
+	FnSetFanSpeed        = fnOf("nvmlDeviceSetFanSpeed_v2")
+	FnSetDefaultFanSpeed = fnOf("nvmlDeviceSetDefaultFanSpeed_v2")
 )
 
 // maxFns bounds the functions the sampler calls (its own and the tables').

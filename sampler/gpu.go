@@ -196,15 +196,11 @@ func (g *GPU) begin(fn Fn) { g.cur.Store(int32(fn)) }
 // started records when a sample or the start-up read began.
 func (g *GPU) started(t time.Time) { g.callStart.Store(int64(t.Sub(g.base))) }
 
-// end classifies the result of fn (for fan or sensor index idx) and
-// reports whether it succeeded.
-func (g *GPU) end(fn Fn, idx int, ret nvml.Return) bool { return g.endAt(fn, &g.off[fn][idx], ret) }
-
-// endAt is end for a call whose capability cache entry is *off.
-func (g *GPU) endAt(fn Fn, off *int64, ret nvml.Return) bool {
+// end classifies the result of fn and reports whether it succeeded.
+func (g *GPU) end(fn Fn, idx int, ret nvml.Return) bool {
 	g.cur.Store(int32(FnNone))
 	c := Classify(ret)
-	if g.note(fn, off, c, g.cfg.Reprobe) {
+	if g.note(fn, &g.off[fn][idx], c, g.cfg.Reprobe) {
 		g.log.Info("reading not available; will re-probe", "function", fn.String(), "reason", c.String(), "reprobe", g.cfg.Reprobe)
 	}
 	switch {

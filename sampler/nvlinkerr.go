@@ -77,11 +77,18 @@ func (g *GPU) readDL(out *reading.NVLinks) {
 			}
 			g.begin(FnNVLinkErrorCounter)
 			v, ret := g.dev.GetNvLinkErrorCounter(l, dc.c)
+			g.cur.Store(int32(FnNone))
+			c := Classify(ret)
+			if g.note(FnNVLinkErrorCounter, &d.off[l][i], c, g.cfg.Reprobe) {
+				g.log.Info("reading not available; will re-probe", "function", FnNVLinkErrorCounter.String(), "link", l, "counter", reading.LinkDefs[dc.id].Name, "reason", c.String(), "reprobe", g.cfg.Reprobe)
+			}
 			switch {
-			case g.endAt(FnNVLinkErrorCounter, &d.off[l][i], ret):
+			case c == ClassOK:
 				d.v[l][i] = reading.Some(v)
-			case !g.on(d.off[l][i]): // refused: off for Reprobe
+			case c.capability():
 				d.v[l][i] = reading.Opt[uint64]{}
+			case c == ClassGPULost:
+				g.lost = true
 			}
 			// Another failure keeps the link's last value for this round.
 		}

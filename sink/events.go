@@ -266,6 +266,7 @@ const (
 	TypeInventory             = "INVENTORY"               // at start: a board of the previous run missing, new, or at another index or bus id (change=)
 	TypeAction                = "ACTION"                  // a GPU's repair action changed (action=, from=, reason=)
 	TypeAck                   = "ACK"                     // an operator acknowledged a GPU's action (action=, by=, note=, classes=)
+	TypeFanGuard              = "FAN_GUARD"               // the fan guard took, changed, handed back a fan, or was refused (kind=engaged|set|released|refused|hung)
 )
 
 // eventClasses is the class of every type the logger writes: what
@@ -300,6 +301,7 @@ var eventClasses = map[string]EventClass{
 	TypeInventory:             EventNotable, // routine for a board new, moved or identified (classOf)
 	TypeAction:                EventNotable, // what the events already written ask for: no incident of its own
 	TypeAck:                   EventRoutine,
+	TypeFanGuard:              EventNotable, // routine for a change of speed and a hand-back (classOf)
 }
 
 // EventTypes returns the types Class does not call routine, sorted.
@@ -330,6 +332,9 @@ func classOf(get func(key string) string) EventClass {
 	c := eventClasses[typ]
 	if ch := get("change"); typ == TypeInventory && (ch == InventoryNew || ch == InventoryMoved || ch == InventoryIdentified) {
 		return EventRoutine
+	}
+	if k := get("kind"); typ == TypeFanGuard && (k == "set" || k == "released") {
+		return EventRoutine // the guard at work; taking the fans, a refusal and a hang are notable
 	}
 	if c == EventIncident && (get("duplicate_of") != "" ||
 		typ == TypeAER && !strings.HasPrefix(get("severity"), "uncorrectable") ||

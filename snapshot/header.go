@@ -34,6 +34,7 @@ type Header struct {
 	EventNumber uint64               // this incident's number, counting from 1; 0 means not counted (n/a)
 	Counters    []Counter            // anomaly totals, printed in the given order
 	Suppressed  uint64               // snapshots suppressed by the cooldown so far; set by the Manager
+	FanGuard    string               // the fan guard's state ("holding fans 0,1 at 78 % (firmware wanted 53 %), 73 °C"); "" without --fan-guard: no line
 }
 
 // Counter is one anomaly total shown in the header.
@@ -83,7 +84,11 @@ func writeHeader(b *strings.Builder, h *Header) {
 	for _, c := range h.Counters {
 		fmt.Fprintf(b, " %s=%d", orNA(c.Name), c.Total)
 	}
-	fmt.Fprintf(b, "\nSuppressed by cooldown: %d\n\n", h.Suppressed)
+	fmt.Fprintf(b, "\nSuppressed by cooldown: %d\n", h.Suppressed)
+	if h.FanGuard != "" {
+		b.WriteString("Fan guard: " + h.FanGuard + "\n")
+	}
+	b.WriteString("\n")
 }
 
 // ParseHeader reads back the Title, Time, GPU index, UUID, serial, Reason, Headline and Action of a header

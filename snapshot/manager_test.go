@@ -546,3 +546,17 @@ func TestDecidedSnapshotBuiltLater(t *testing.T) {
 		t.Errorf("decided snapshot: %v", err)
 	}
 }
+
+// A header says whether the fan guard held the fans; without --fan-guard
+// it has no such line.
+func TestHeaderFanGuardLine(t *testing.T) {
+	var with, without strings.Builder
+	writeHeader(&with, &Header{GPUIndex: 0, FanGuard: "holding fans 0,1 at 78 % (firmware wanted 53 %), 73 °C"})
+	writeHeader(&without, &Header{GPUIndex: 0})
+	if !strings.Contains(with.String(), "\nFan guard: holding fans 0,1 at 78 % (firmware wanted 53 %), 73 °C\n\n") {
+		t.Errorf("header:\n%s", with.String())
+	}
+	if strings.Contains(without.String(), "Fan guard") {
+		t.Errorf("a header without the guard:\n%s", without.String())
+	}
+}

@@ -39,6 +39,17 @@ type RunState struct {
 	// GPUs are the boards the run monitors, for the next start to compare
 	// (sink.CompareInventory). A GPU stuck at start is added once it answers.
 	GPUs []sink.Board
+	// FanGuard are the fans the fan guard holds: the next start after a
+	// SIGKILL or a crash hands them back to the firmware first, and so does
+	// `gpu-telemetry fan-guard release`.
+	FanGuard []FanHold
+}
+
+// FanHold is the fans the fan guard holds on one GPU, by UUID: the index
+// can change at the next start.
+type FanHold struct {
+	UUID string
+	Fans []int
 }
 
 // PreviousRun is what BeginRun found of the run before this one.
@@ -106,6 +117,13 @@ func WriteRunState(dir string, s RunState) error {
 			b = fmt.Appendf(b, "board=%s\n", g.Text())
 		}
 	}
+	for _, h := range s.FanGuard {
+		fans := make([]string, len(h.Fans))
+		for i, f := range h.Fans {
+			fans[i] = strconv.Itoa(f)
+		}
+		b = fmt.Appendf(b, "fan_guard=%s %s\n", h.UUID, strings.Join(fans, ","))
+	}
 	return sink.WriteFileAtomic(filepath.Join(dir, RunStateFile), b, 0o644)
 }
 
@@ -133,6 +151,10 @@ func parseRunState(b []byte) RunState {
 			if g, ok := sink.ParseBoard(v); ok {
 				s.GPUs = append(s.GPUs, g)
 			}
+		case "fan_guard":
+			if h, ok := parseFanHold(v); ok {
+				s.FanGuard = append(s.FanGuard, h)
+			}
 		case "kmsg_seq":
 			if seq, err := strconv.ParseUint(v, 10, 64); err == nil {
 				s.KmsgSeq = reading.Some(seq)
@@ -140,4 +162,21 @@ func parseRunState(b []byte) RunState {
 		}
 	}
 	return s
+}
+
+// parseFanHold reads a fan_guard= line: "<uuid> <fan>,<fan>...".
+func parseFanHold(v string) (FanHold, bool) {
+	uuid, list, ok := strings.Cut(v, " ")
+	if !ok || uuid == "" {
+		return FanHold{}, false
+	}
+	h := FanHold{UUID: uuid}
+	for f := range strings.SplitSeq(list, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 0 || n >= reading.MaxFans {
+			return FanHold{}, false
+		}
+		h.Fans = append(h.Fans, n)
+	}
+	return h, true
 }

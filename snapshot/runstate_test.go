@@ -108,3 +108,24 @@ func TestRunStateKeepsBoards(t *testing.T) {
 		t.Errorf("a run without boards read back %+v", got.GPUs)
 	}
 }
+
+// The fans the fan guard holds survive in run-state for the next start
+// (after a SIGKILL) and for `fan-guard release`; a malformed line is
+// skipped, not misread.
+func TestRunStateKeepsTheFansHeld(t *testing.T) {
+	dir := t.TempDir()
+	held := []FanHold{{UUID: "GPU-5a3c1e2f-0b4d", Fans: []int{0, 1}}, {UUID: "GPU-9e8d7c6b-0b4d", Fans: []int{1}}}
+	if err := WriteRunState(dir, RunState{BootID: "boot-a", PID: 100, FanGuard: held}); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := ReadRunState(dir)
+	if err != nil || len(got.FanGuard) != 2 || got.FanGuard[0].UUID != held[0].UUID || !slices.Equal(got.FanGuard[0].Fans, []int{0, 1}) ||
+		!slices.Equal(got.FanGuard[1].Fans, []int{1}) {
+		t.Fatalf("read back %+v, %v; want %+v", got.FanGuard, err, held)
+	}
+	for _, bad := range []string{"fan_guard=GPU-x", "fan_guard= 0,1", "fan_guard=GPU-x 0,a", "fan_guard=GPU-x 99"} {
+		if h, ok := parseFanHold(strings.TrimPrefix(bad, "fan_guard=")); ok {
+			t.Errorf("%q read as %+v", bad, h)
+		}
+	}
+}

@@ -59,7 +59,8 @@ type CLI struct {
 	LogLevel       LogLevel         `help:"Log level: debug, info, warn, error. Default: ${default}." default:"info" enum:"debug,info,warn,error"`
 	Version        kong.VersionFlag `help:"Print the version and exit."`
 
-	AtopFlags `embed:""`
+	AtopFlags     `embed:""`
+	FanGuardFlags `embed:""`
 
 	knobs []anomaly.Knob // the knob of each of Detectors' flags
 }
@@ -216,6 +217,9 @@ func (c *CLI) Validate() error {
 	if c.WebConfigFile != "" && c.MetricsListen == "" {
 		errs = append(errs, errors.New("--web.config.file: needs --metrics-listen"))
 	}
+	if _, err := c.fanGuardConfig(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.MetricsNoWork && c.MetricsListen == "" {
 		errs = append(errs, errors.New("--metrics-no-workload: needs --metrics-listen"))
 	}
@@ -320,7 +324,9 @@ func (c *CLI) monitorConfig(log *slog.Logger) monitor.Config {
 		follow = append(follow, time.Duration(f))
 	}
 	sd := newSystemd(log)
+	fg, _ := c.fanGuardConfig() // checked by Validate
 	return monitor.Config{
+		FanGuard:       fg,
 		Version:        version,
 		Host:           c.Host,
 		LogDir:         c.LogDir,

@@ -35,6 +35,8 @@ var commands = []command{
 		xidUsage, nil, runXid},
 	{"probe", "[--interval D] [--gpu SEL] [--calls N]", "What each NVML call costs here: run it before choosing --interval.",
 		probeDescription, func() any { return &ProbeCLI{} }, runProbe},
+	{"fan-guard", "release [--log-dir DIR] [--all]", "Hand the fans the fan guard holds back to the firmware (for a killed logger).",
+		fanGuardDescription, func() any { return &FanGuardCLI{} }, runFanGuard},
 	{"help", "[COMMAND]", "Show this help, or a command's.", "", nil, nil},
 }
 

@@ -86,7 +86,11 @@ var (
 	// mProcs is the number of processes on a GPU at its last successful
 	// process read (absent before one): the processes panel of the host
 	// dashboard, next to the jobs in mWork.
-	mProcs = gpuMetric("gpu_processes", "Processes on the GPU (compute and graphics) at its last successful process read; absent before one.", prometheus.GaugeValue)
+	// The fan guard's (--fan-guard only): whether it holds the GPU's fans,
+	// and the speed it commands while it does.
+	mGuard      = gpuMetric("fan_guard_holding", "Whether the fan guard holds the GPU's fans (0 or 1); absent without --fan-guard.", prometheus.GaugeValue)
+	mGuardSpeed = gpuMetric("fan_guard_speed_ratio", "Fan speed the fan guard commands (0-1); absent when it does not hold the fans.", prometheus.GaugeValue)
+	mProcs      = gpuMetric("gpu_processes", "Processes on the GPU (compute and graphics) at its last successful process read; absent before one.", prometheus.GaugeValue)
 )
 
 // readingMetric is a reading of reading.Table with a metric: its row and
@@ -304,6 +308,12 @@ func (w *walker) gpu(g *live.GPU, h *live.Host) {
 	w.add(mSamp, float64(g.Samples), gpu, uuid)
 	w.add(mFail, float64(g.Failures), gpu, uuid)
 	w.add(mHung, float64(g.HungRows), gpu, uuid)
+	if fg := g.FanGuard; fg != nil {
+		w.add(mGuard, b2f(fg.Holding()), gpu, uuid)
+		if fg.SpeedPct != nil {
+			w.add(mGuardSpeed, float64(*fg.SpeedPct)/100, gpu, uuid)
+		}
+	}
 	for _, k := range reading.FlagKinds() {
 		w.add(mFlags, float64(g.FlagCount[k]), gpu, uuid, k.Def().Name)
 	}

@@ -155,3 +155,25 @@ func TestWorkloadInfo(t *testing.T) {
 		}
 	}
 }
+
+// The fan guard's series exist only with --fan-guard: holding 0 or 1, and
+// the speed it commands while it holds the fans.
+func TestFanGuardSeries(t *testing.T) {
+	v := livetest.View()
+	sp := 78
+	v.GPUs[0].FanGuard = &live.FanGuard{State: "holding", Fans: []int{0, 1}, SpeedPct: &sp}
+	v.GPUs[1].FanGuard = &live.FanGuard{State: "watching"}
+	got := string(scrape(t, livetest.Board(v)))
+	for _, want := range []string{`gpu_telemetry_fan_guard_holding{gpu="0",uuid="GPU-aaaa"} 1`, `gpu_telemetry_fan_guard_speed_ratio{gpu="0",uuid="GPU-aaaa"} 0.78`,
+		`gpu_telemetry_fan_guard_holding{gpu="1",uuid="GPU-bbbb"} 0`} {
+		if !strings.Contains(got, want+"\n") {
+			t.Errorf("no %s", want)
+		}
+	}
+	if strings.Contains(got, `gpu_telemetry_fan_guard_speed_ratio{gpu="1"`) {
+		t.Error("a speed for a GPU whose fans are not held")
+	}
+	if off := string(scrape(t, livetest.Board(livetest.View()))); strings.Contains(off, "fan_guard_") {
+		t.Error("fan guard series without --fan-guard")
+	}
+}

@@ -415,6 +415,9 @@ func troubleSegs(g live.GPUDoc, now time.Time, health string) []segment {
 	if f := live.RecentFlags(g, now, time.Minute); len(f) > 0 {
 		segs = append(segs, segment{"  flags " + strings.Join(f, ","), 1})
 	}
+	if g.FanGuard.Holding() {
+		segs = append(segs, segment{"  fan guard " + g.FanGuard.Text, 1})
+	}
 	return segs
 }
 

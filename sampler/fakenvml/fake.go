@@ -71,6 +71,12 @@ type Dev struct {
 	// GetterRet makes one argument of a getter return its result (set it
 	// under Update), where Set makes every argument's.
 	GetterRet map[Getter]nvml.Return
+
+	// FanMin and FanMax answer GetMinMaxFanSpeed, the range a setter
+	// accepts. FanCmd is what the setters left per fan: the speed
+	// SetFanSpeed_v2 commanded, -1 (or no entry) while the firmware has it.
+	FanMin, FanMax int
+	FanCmd         []int
 }
 
 // Getter is a getter call: the function's name less "nvmlDevice", and its
@@ -164,7 +170,7 @@ func NewDev() *Dev {
 			nvml.TEMPERATURE_THRESHOLD_MEM_MAX: 95, nvml.TEMPERATURE_THRESHOLD_GPU_MAX: 90,
 		},
 		Power: 250_500, Enforced: 600_000, Energy: 123456789, MemTemp: 70, Replay: 3,
-		FanSpeed: []uint32{30, 31}, FanTarget: []int{30, 31},
+		FanSpeed: []uint32{30, 31}, FanTarget: []int{30, 31}, FanMin: 30, FanMax: 100, FanCmd: []int{-1, -1},
 		Getters: map[Getter]any{
 			{"GetTemperature", 0}: uint32(60), {"GetPowerManagementLimit", 0}: uint32(600_000),
 			{"GetPerformanceState", 0}:                    uint32(nvml.PSTATE_2),
@@ -382,8 +388,95 @@ func optional[T any](d *Dev, fn string, v func() *T) (out T, r nvml.Return) {
 	return out, r
 }
 
-func (d *Dev) GetFanControlPolicy_v2(int) (nvml.FanControlPolicy, nvml.Return) {
-	return answer(d, "GetFanControlPolicy_v2", func() nvml.FanControlPolicy { return 0 })
+func (d *Dev) GetFanControlPolicy_v2(fan int) (nvml.FanControlPolicy, nvml.Return) {
+	return answer(d, "GetFanControlPolicy_v2", func() nvml.FanControlPolicy {
+		if fan < len(d.FanCmd) && d.FanCmd[fan] >= 0 {
+			return nvml.FAN_POLICY_MANUAL
+		}
+		return nvml.FAN_POLICY_TEMPERATURE_CONTINOUS_SW
+	})
+}
+
+// The fan calls a fan guard makes, each counted; a fan past Fans is an
+// invalid argument, a fanless GPU supports none, as in NVML.
+
+func (d *Dev) GetFanSpeed_v2(fan int) (uint32, nvml.Return) {
+	return fanCall(d, "GetFanSpeed_v2", fan, func() uint32 { return d.FanSpeed[fan] })
+}
+func (d *Dev) GetTargetFanSpeed(fan int) (int, nvml.Return) {
+	return fanCall(d, "GetTargetFanSpeed", fan, func() int { return d.FanTarget[fan] })
+}
+func (d *Dev) GetMinMaxFanSpeed() (int, int, nvml.Return) {
+	mm, r := fanCall(d, "GetMinMaxFanSpeed", 0, func() [2]int { return [2]int{d.FanMin, d.FanMax} })
+	return mm[0], mm[1], r
+}
+
+// SetFanSpeed_v2 commands speed (within FanMin..FanMax): the fan runs at it.
+func (d *Dev) SetFanSpeed_v2(fan, speed int) nvml.Return {
+	_, r := fanCall(d, "SetFanSpeed_v2", fan, func() nvml.Return {
+		if speed < d.FanMin || speed > d.FanMax {
+			return nvml.ERROR_INVALID_ARGUMENT
+		}
+		d.command(fan, speed, uint32(speed))
+		return nvml.SUCCESS
+	})
+	return r
+}
+
+// SetDefaultFanSpeed_v2 hands fan back to the firmware: it runs at its target.
+func (d *Dev) SetDefaultFanSpeed_v2(fan int) nvml.Return {
+	_, r := fanCall(d, "SetDefaultFanSpeed_v2", fan, func() nvml.Return {
+		d.command(fan, -1, uint32(d.FanTarget[fan]))
+		return nvml.SUCCESS
+	})
+	return r
+}
+
+// SetFanControlPolicy: manual holds the fan where it runs, auto hands it back.
+func (d *Dev) SetFanControlPolicy(fan int, p nvml.FanControlPolicy) nvml.Return {
+	_, r := fanCall(d, "SetFanControlPolicy", fan, func() nvml.Return {
+		switch p {
+		case nvml.FAN_POLICY_MANUAL:
+			d.command(fan, int(d.FanSpeed[fan]), d.FanSpeed[fan])
+		case nvml.FAN_POLICY_TEMPERATURE_CONTINOUS_SW:
+			d.command(fan, -1, uint32(d.FanTarget[fan]))
+		default:
+			return nvml.ERROR_INVALID_ARGUMENT
+		}
+		return nvml.SUCCESS
+	})
+	return r
+}
+
+// command records fan's command cmd and the speed it now runs at (d.mu held).
+func (d *Dev) command(fan, cmd int, speed uint32) {
+	for len(d.FanCmd) <= fan {
+		d.FanCmd = append(d.FanCmd, -1)
+	}
+	d.FanCmd[fan] = cmd
+	d.FanSpeed[fan] = speed
+}
+
+// fanCall is a per-fan call: counted and scripted (Dev.call), then checked
+// like NVML checks a fan index, then answered by get under the device's
+// lock. A get that yields an nvml.Return has it returned as the call's.
+func fanCall[T any](d *Dev, fn string, fan int, get func() T) (v T, r nvml.Return) {
+	if r = d.call(fn); r != nvml.SUCCESS {
+		return v, r
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case d.Fans == 0:
+		return v, nvml.ERROR_NOT_SUPPORTED
+	case fan < 0 || fan >= d.Fans || fan >= len(d.FanSpeed) || fan >= len(d.FanTarget):
+		return v, nvml.ERROR_INVALID_ARGUMENT
+	}
+	v = get()
+	if ret, ok := any(v).(nvml.Return); ok {
+		return v, ret
+	}
+	return v, nvml.SUCCESS
 }
 func (d *Dev) GetComputeRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) {
 	return answer(d, "GetComputeRunningProcesses", func() []nvml.ProcessInfo { return append([]nvml.ProcessInfo(nil), d.Procs...) })

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -134,7 +135,7 @@ func TestUnitFileVerifies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, dropIns := range [][]string{nil, {"atop.conf"}, {"metrics.conf"}, {"atop.conf", "metrics.conf"}} {
+	for _, dropIns := range [][]string{nil, {"atop.conf"}, {"metrics.conf"}, {"atop.conf", "metrics.conf"}, {"fan-guard.conf"}} {
 		t.Run(strings.Join(append([]string{"unit"}, dropIns...), "+"), func(t *testing.T) {
 			dir := t.TempDir()
 			// Point ExecStart at the binary under test so verify can check it exists.
@@ -151,6 +152,8 @@ func TestUnitFileVerifies(t *testing.T) {
 				if err := os.MkdirAll(path+".d", 0o755); err != nil {
 					t.Fatal(err)
 				}
+				// fan-guard.conf's ExecStopPost= names the binary on systemd's search path.
+				b = []byte(strings.ReplaceAll(string(b), "=gpu-telemetry ", "="+binPath+" "))
 				if err := os.WriteFile(filepath.Join(path+".d", d), b, 0o644); err != nil {
 					t.Fatal(err)
 				}
@@ -179,7 +182,7 @@ func TestUnitFileVerifies(t *testing.T) {
 				t.Logf("no offline security rating (%v): network rules not checked\n%s", err, sec)
 				return
 			}
-			tcp := len(dropIns) > 0
+			tcp := slices.Contains(dropIns, "atop.conf") || slices.Contains(dropIns, "metrics.conf")
 			for _, c := range []struct {
 				setting string
 				allowed bool // ✗ in the rating: the service may use it

@@ -673,6 +673,16 @@ func TestInitResults(t *testing.T) {
 			stderr: `test.scn:1: unknown NVML return code "bogus"`},
 		{name: "eventset-syntax", scenario: "\nat 1 eventset stall 2s\n", want: nvml.ERROR_UNKNOWN,
 			stderr: `test.scn:2: expected: eventset fail CODE [for DURATION]  or  eventset hang DURATION [ret CODE]`},
+		{name: "thermal-timed", scenario: "at 5 gpu 0 thermal on\n", want: nvml.ERROR_UNKNOWN,
+			stderr: `test.scn:1: "thermal" describes the GPU and cannot change over time`},
+		{name: "thermal-word", scenario: "gpu 0 thermal firmware slow 53\n", want: nvml.ERROR_UNKNOWN,
+			stderr: `test.scn:1: unexpected "firmware" in thermal statement`},
+		{name: "thermal-curve", scenario: "gpu 0 thermal firmware curve 85:100,50:30\n", want: nvml.ERROR_UNKNOWN,
+			stderr: `test.scn:1: bad firmware curve (two points C:PCT, rising temperature); expected: gpu SEL thermal`},
+		{name: "thermal-crash", scenario: "gpu 0 thermal crash 90 for 10ms\n", want: nvml.ERROR_UNKNOWN,
+			stderr: `test.scn:1: bad crash rule (a temperature, for at least 100ms)`},
+		{name: "user", scenario: "user admin\n", want: nvml.ERROR_UNKNOWN,
+			stderr: `test.scn:1: expected: user root|nonroot`},
 		{name: "missing-file", file: "/nonexistent/x.scn", want: nvml.ERROR_UNKNOWN,
 			stderr: `simnvml: /nonexistent/x.scn: cannot open scenario`},
 	}
@@ -909,8 +919,9 @@ func TestShippedScenarios(t *testing.T) {
 
 // scenarioOffsets start some scenarios part-way through their story.
 var scenarioOffsets = map[string]string{
-	"gsp-crash.scn": "9.5",
-	"hang.scn":      "2",
+	"gsp-crash.scn":                  "9.5",
+	"hang.scn":                       "2",
+	"rtxpro6000-broken-fan-500w.scn": "40",
 }
 
 func checkScenario(t *testing.T, l nvml.Interface, name string, n int) {
@@ -962,6 +973,14 @@ func checkScenario(t *testing.T, l nvml.Interface, name string, n int) {
 	case "hang.scn": // at 2 s: the hang starts at 3 s
 		d1 := dev(t, l, 1)
 		wantRet(t, ret(d1.GetTemperature(nvml.TEMPERATURE_GPU)), nvml.SUCCESS, "gpu 1 before hang")
+	case "rtxpro6000-broken-fan-500w.scn": // at 40 s: the inversion, not crashed yet
+		d := dev(t, l, 0)
+		temp, _ := d.GetTemperature(nvml.TEMPERATURE_GPU)
+		fan, _ := d.GetFanSpeed_v2(1)
+		target, _ := d.GetTargetFanSpeed(1)
+		if temp <= 85 || temp > 90 || fan != 53 || target != 53 {
+			t.Fatalf("broken fan at 40 s: %d C, fan %d %%, target %d %%; want 85-90 C at 53 %%", temp, fan, target)
+		}
 	case "absurd.scn":
 		d := dev(t, l, 0)
 		got(d.GetTemperature(nvml.TEMPERATURE_GPU)).want(t, "temp", 4294967295)

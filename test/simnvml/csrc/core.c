@@ -200,8 +200,10 @@ static void load_once(void)
 	}
 
 	g_load_result = sim_load_scenario(getenv("SIMNVML_SCENARIO"));
-	if (g_load_result != NVML_ERROR_UNKNOWN)
+	if (g_load_result != NVML_ERROR_UNKNOWN) {
 		sim_start_kmsg();
+		sim_start_thermal();
+	}
 	g_loaded = 1;
 }
 

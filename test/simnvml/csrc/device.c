@@ -127,18 +127,6 @@ static double energy_at(const struct nvmlDevice_st *d, int64_t t)
 	return d->energy_start + d->ecum[i] + seg_energy(g, t - g->t0);
 }
 
-static inline unsigned int to_u32(double v)
-{
-	long long x;
-
-	if (v >= 9.2e18)
-		return 0xFFFFFFFFu;
-	if (v <= -9.2e18)
-		return 0;
-	x = (long long)(v >= 0 ? v + 0.5 : v - 0.5);
-	return (unsigned int)x;
-}
-
 static inline unsigned long long to_u64(double v)
 {
 	if (v >= 1.8446744073709552e19)
@@ -157,7 +145,7 @@ static inline int to_i32(double v)
 
 /* ---- handle validation, hangs, faults ------------------------------------ */
 
-static inline struct nvmlDevice_st *dev_of(nvmlDevice_t device)
+struct nvmlDevice_st *sim_dev_of(nvmlDevice_t device)
 {
 	struct nvmlDevice_st *d = device.handle;
 
@@ -181,7 +169,7 @@ nvmlReturn_t sim_dev_enter(int fn, nvmlDevice_t device, struct nvmlDevice_st **o
 
 	if (!sim_initialized())
 		return NVML_ERROR_UNINITIALIZED;
-	d = dev_of(device);
+	d = sim_dev_of(device);
 	if (d == NULL)
 		return NVML_ERROR_INVALID_ARGUMENT;
 	now = sim_now();
@@ -205,7 +193,11 @@ again:
 		now = sim_now();
 	}
 
-	if (now >= d->lost_at || now >= d->removed_at)
+	/* lost_at is atomic: the thermal model's crash sets it (fans.c),
+	 * once the model has run up to now. */
+	if (d->th != NULL)
+		sim_temp(d, now);
+	if (now >= __atomic_load_n(&d->lost_at, __ATOMIC_RELAXED) || now >= d->removed_at)
 		return NVML_ERROR_GPU_IS_LOST;
 
 	for (i = 0; i < d->nfail; i++) {
@@ -513,7 +505,7 @@ ANSWER(nvmlDeviceGetPersistenceMode, nvmlEnableState_t, mode, d->persistence ? N
 /* ---- thermal ------------------------------------------------------------- */
 
 ANSWER_AT(nvmlDeviceGetTemperature, nvmlTemperatureSensors_t, sensorType, NVML_TEMPERATURE_COUNT,
-	  sensorType == NVML_TEMPERATURE_GPU, unsigned int, temp, to_u32(sim_eval(d, M_TEMP, now)))
+	  sensorType == NVML_TEMPERATURE_GPU, unsigned int, temp, to_u32(sim_temp(d, now)))
 
 ANSWER_AT(nvmlDeviceGetTemperatureThreshold, nvmlTemperatureThresholds_t, thresholdType, NVML_TEMPERATURE_THRESHOLD_COUNT,
 	  d->thresholds[thresholdType] >= 0, unsigned int, temp, (unsigned int)d->thresholds[thresholdType])
@@ -544,7 +536,7 @@ nvmlReturn_t nvmlDeviceGetThermalSettings(nvmlDevice_t device, unsigned int sens
 		return NVML_ERROR_NOT_SUPPORTED;
 	all[0] = thermal_sensor((nvmlThermalController_t)to_i32(sim_eval(d, M_SENSOR_CONTROLLER, now)),
 				(nvmlThermalTarget_t)to_i32(sim_eval(d, M_SENSOR_TARGET, now)),
-				to_i32(sim_eval(d, d->sensor_temp_explicit ? M_SENSOR_TEMP : M_TEMP, now)));
+				to_i32(d->sensor_temp_explicit ? sim_eval(d, M_SENSOR_TEMP, now) : sim_temp(d, now)));
 	all[1] = thermal_sensor(NVML_THERMAL_CONTROLLER_GPU_INTERNAL, NVML_THERMAL_TARGET_MEMORY, to_i32(sim_eval(d, M_MEMTEMP, now)));
 	all[2] = thermal_sensor(NVML_THERMAL_CONTROLLER_GPU_INTERNAL, NVML_THERMAL_TARGET_BOARD, all[0].currentTemp - 8);
 
@@ -560,49 +552,6 @@ nvmlReturn_t nvmlDeviceGetThermalSettings(nvmlDevice_t device, unsigned int sens
 	pThermalSettings->count = 1;
 	pThermalSettings->sensor[0] = all[sensorIndex];
 	return NVML_SUCCESS;
-}
-#endif
-
-/* ---- fans ---------------------------------------------------------------- */
-
-#ifndef SIMNVML_OLD_DRIVER
-ANSWER(nvmlDeviceGetNumFans, unsigned int, numFans, d->fans)
-#endif
-
-static nvmlReturn_t fan_value(const struct nvmlDevice_st *d, int64_t now, int base, unsigned int fan, unsigned int *out)
-{
-	NEED(out);
-	if (d->fans == 0)
-		return NVML_ERROR_NOT_SUPPORTED;
-	if (fan >= d->fans)
-		return NVML_ERROR_INVALID_ARGUMENT;
-	*out = to_u32(sim_eval(d, base + (int)fan, now));
-	return NVML_SUCCESS;
-}
-
-nvmlReturn_t nvmlDeviceGetFanSpeed(nvmlDevice_t device, unsigned int *speed)
-{
-	ENTER(nvmlDeviceGetFanSpeed);
-	return fan_value(d, now, M_FAN0, 0, speed);
-}
-
-#ifndef SIMNVML_OLD_DRIVER
-nvmlReturn_t nvmlDeviceGetFanSpeed_v2(nvmlDevice_t device, unsigned int fan, unsigned int *speed)
-{
-	ENTER(nvmlDeviceGetFanSpeed_v2);
-	return fan_value(d, now, M_FAN0, fan, speed);
-}
-
-nvmlReturn_t nvmlDeviceGetTargetFanSpeed(nvmlDevice_t device, unsigned int fan, unsigned int *targetSpeed)
-{
-	ENTER(nvmlDeviceGetTargetFanSpeed);
-	return fan_value(d, now, M_FANT0, fan, targetSpeed);
-}
-
-nvmlReturn_t nvmlDeviceGetFanControlPolicy_v2(nvmlDevice_t device, unsigned int fan, nvmlFanControlPolicy_t *policy)
-{
-	ENTER(nvmlDeviceGetFanControlPolicy_v2);
-	return fan_value(d, now, M_FANP0, fan, policy);
 }
 #endif
 

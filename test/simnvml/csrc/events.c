@@ -1,7 +1,9 @@
 /*
  * events.c - NVML event sets over the precomputed event timeline, and the
  * background thread that writes Xid records in /dev/kmsg format to the file
- * named by SIMNVML_KMSG.
+ * named by SIMNVML_KMSG. Events and records the scenario did not script (the
+ * thermal model's crash, fans.c) are added while it runs, to short lists of
+ * their own.
  */
 #include "sim.h"
 
@@ -23,6 +25,7 @@ struct nvmlEventSet_st {
 	size_t cursor; /* next timeline event this set has not looked at */
 	unsigned long long mask[SIM_MAX_GPUS];
 	int64_t regt[SIM_MAX_GPUS][SIM_EVENT_BITS]; /* registration time per type */
+	uint64_t added_seen[SIM_MAX_ADDED / 64]; /* the added events this set has looked at */
 };
 
 struct sim_event *g_events;
@@ -32,6 +35,41 @@ size_t g_nkmsgs;
 
 static struct nvmlEventSet_st g_sets[SIM_MAX_SETS];
 static pthread_mutex_t g_sets_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* Events added while running, in the order they were added (not by time):
+ * entries below g_nadded (atomic, release) are complete. */
+static struct sim_event g_added[SIM_MAX_ADDED];
+static unsigned int g_nadded;
+static pthread_mutex_t g_added_mu = PTHREAD_MUTEX_INITIALIZER;
+
+int sim_add_event(int64_t t, unsigned int gpu, unsigned long long type, unsigned long long data)
+{
+	unsigned int n;
+	int i;
+
+	pthread_mutex_lock(&g_added_mu);
+	n = g_nadded;
+	if (n == SIM_MAX_ADDED) {
+		pthread_mutex_unlock(&g_added_mu);
+		return -1;
+	}
+	g_added[n] = (struct sim_event){ .t = t, .gpu = gpu, .type = type, .data = data };
+	__atomic_store_n(&g_nadded, n + 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&g_added_mu);
+
+	/* A waiting set sleeps until the events it knew of; wake it. */
+	pthread_mutex_lock(&g_sets_mu);
+	for (i = 0; i < SIM_MAX_SETS; i++) {
+		struct nvmlEventSet_st *s = &g_sets[i];
+		if (!s->ready)
+			continue;
+		pthread_mutex_lock(&s->mu);
+		pthread_cond_broadcast(&s->cv);
+		pthread_mutex_unlock(&s->mu);
+	}
+	pthread_mutex_unlock(&g_sets_mu);
+	return 0;
+}
 
 static struct nvmlEventSet_st *set_of(nvmlEventSet_t set)
 {
@@ -96,6 +134,7 @@ nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set)
 	s->inuse = 1;
 	s->cursor = first_event_at_or_after(now);
 	memset(s->mask, 0, sizeof(s->mask));
+	memset(s->added_seen, 0, sizeof(s->added_seen));
 	pthread_mutex_unlock(&s->mu);
 	pthread_mutex_unlock(&g_sets_mu);
 	set->handle = s;
@@ -211,6 +250,48 @@ static int64_t next_eventset_fail(int64_t now, int64_t wake)
 	return wake;
 }
 
+/* wanted reports whether set s registered for e's type on e's GPU no later
+ * than e happened (nothing is delivered retroactively). */
+static int wanted(const struct nvmlEventSet_st *s, const struct sim_event *e)
+{
+	int bit = __builtin_ctzll(e->type);
+
+	return (s->mask[e->gpu] & e->type) && s->regt[e->gpu][bit] <= e->t;
+}
+
+static void fill(nvmlEventData_t *data, const struct sim_event *e, int v2)
+{
+	data->device.handle = &g_devs[e->gpu];
+	data->eventType = e->type;
+	data->eventData = e->data;
+	if (v2) { /* the v1 struct ends after eventData */
+		data->gpuInstanceId = 0xFFFFFFFFu;
+		data->computeInstanceId = 0xFFFFFFFFu;
+	}
+}
+
+/* next_added returns the first added event due at now that set s has not
+ * looked at (marking it looked at), or NULL; *wake becomes the earlier of
+ * itself and the next added event after now. */
+static const struct sim_event *next_added(struct nvmlEventSet_st *s, int64_t now, int64_t *wake)
+{
+	unsigned int i, n = __atomic_load_n(&g_nadded, __ATOMIC_ACQUIRE);
+
+	for (i = 0; i < n; i++) {
+		const struct sim_event *e = &g_added[i];
+		if (s->added_seen[i / 64] & (1ULL << (i % 64)))
+			continue;
+		if (e->t > now) {
+			if (e->t < *wake)
+				*wake = e->t;
+			continue;
+		}
+		s->added_seen[i / 64] |= 1ULL << (i % 64);
+		return e;
+	}
+	return NULL;
+}
+
 static nvmlReturn_t wait_event(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms, int v2)
 {
 	struct nvmlEventSet_st *s;
@@ -239,19 +320,17 @@ static nvmlReturn_t wait_event(nvmlEventSet_t set, nvmlEventData_t *data, unsign
 			pthread_mutex_unlock(&s->mu);
 			return NVML_ERROR_INVALID_ARGUMENT;
 		}
-		while (s->cursor < g_nevents && g_events[s->cursor].t <= now) {
-			const struct sim_event *e = &g_events[s->cursor++];
-			int bit = __builtin_ctzll(e->type);
+		wake = deadline;
+		for (;;) {
+			const struct sim_event *e = NULL;
 
-			if ((s->mask[e->gpu] & e->type) && s->regt[e->gpu][bit] <= e->t) {
+			if (s->cursor < g_nevents && g_events[s->cursor].t <= now)
+				e = &g_events[s->cursor++];
+			else if ((e = next_added(s, now, &wake)) == NULL)
+				break;
+			if (wanted(s, e)) {
 				pthread_mutex_unlock(&s->mu);
-				data->device.handle = &g_devs[e->gpu];
-				data->eventType = e->type;
-				data->eventData = e->data;
-				if (v2) { /* the v1 struct ends after eventData */
-					data->gpuInstanceId = 0xFFFFFFFFu;
-					data->computeInstanceId = 0xFFFFFFFFu;
-				}
+				fill(data, e, v2);
 				return NVML_SUCCESS;
 			}
 		}
@@ -264,9 +343,9 @@ static nvmlReturn_t wait_event(nvmlEventSet_t set, nvmlEventData_t *data, unsign
 			pthread_mutex_unlock(&s->mu);
 			return fault;
 		}
-		/* Sleep until the deadline or the next timeline event, whichever
-		 * is first; Free/Register broadcast the condvar. */
-		wake = deadline;
+		/* Sleep until the deadline or the next timeline or added event,
+		 * whichever is first; Free/Register and an added event broadcast
+		 * the condvar. */
 		if (s->cursor < g_nevents && g_events[s->cursor].t < wake)
 			wake = g_events[s->cursor].t;
 		wake = next_eventset_fail(now, wake);
@@ -341,52 +420,104 @@ int64_t sim_kmsg_clock(int64_t mono)
 	return mono - (int64_t)(g_host.kmsg_offset * 1e9) - (int64_t)(g_host.kmsg_drift * 1e-6 * (double)mono);
 }
 
+/* The writer's state, shared by the scripted records' thread and the added
+ * records (sim_write_due_kmsgs), under g_kmsg_mu. */
+static pthread_mutex_t g_kmsg_mu = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long long g_kmsg_seq;
+static int g_kmsg_action[SIM_MAX_GPUS]; /* the last Xid 154's recovery action per GPU */
+static struct sim_kmsg g_added_k[SIM_MAX_ADDED];
+static int g_added_k_done[SIM_MAX_ADDED];
+static unsigned int g_nadded_k;
+
+/* kmsg_write writes record k (g_kmsg_mu held); -1 on a write error. */
+static int kmsg_write(const struct sim_kmsg *k)
+{
+	const struct nvmlDevice_st *d = &g_devs[k->gpu];
+	const char *text = k->text;
+	char line[1024], tail[640];
+	int n;
+
+	if (text == NULL && k->xid == 154) {
+		snprintf(tail, sizeof(tail), "GPU recovery action changed from 0x%x (%s) to 0x%x (%s)",
+			 g_kmsg_action[k->gpu], sim_recovery_name(g_kmsg_action[k->gpu]), k->action,
+			 sim_recovery_name(k->action));
+		text = tail;
+	} else if (text == NULL && k->xid == 119) {
+		snprintf(tail, sizeof(tail),
+			 "pid=1234, name=python3, Timeout after 45s of waiting for RPC response from GPU%u GSP! Expected function 76 (GSP_RM_CONTROL) (0x20800a4c 0x4).",
+			 k->gpu);
+		text = tail;
+	} else if (text == NULL) {
+		text = xid_text(k->xid);
+		if (text == NULL) {
+			snprintf(tail, sizeof(tail), "pid='<unknown>', name=<unknown>, simulated Xid %u", k->xid);
+			text = tail;
+		}
+	}
+	if (k->xid == 154)
+		g_kmsg_action[k->gpu] = k->action;
+	n = snprintf(line, sizeof(line), "4,%llu,%lld,-;NVRM: Xid (PCI:%04x:%02x:%02x): %u, %s\n", g_kmsg_seq++,
+		     (long long)(sim_kmsg_clock(k->t + g_t0) / 1000), d->domain, d->bus, d->dev, k->xid, text);
+	if (n > 0) {
+		if ((size_t)n >= sizeof(line)) {
+			n = sizeof(line) - 1;
+			line[n - 1] = '\n';
+		}
+		if (write(g_kmsg_fd, line, (size_t)n) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 static void *kmsg_thread(void *arg)
 {
-	int action[SIM_MAX_GPUS] = { 0 };
-	unsigned long long seq = g_host.kmsg_seq;
-	char line[1024], tail[640];
 	size_t i;
+	int r;
 
 	(void)arg;
 	for (i = 0; i < g_nkmsgs; i++) {
-		const struct sim_kmsg *k = &g_kmsgs[i];
-		const struct nvmlDevice_st *d = &g_devs[k->gpu];
-		const char *text = k->text;
-		int n;
-
-		sim_sleep_until(k->t);
-		if (text == NULL && k->xid == 154) {
-			snprintf(tail, sizeof(tail), "GPU recovery action changed from 0x%x (%s) to 0x%x (%s)",
-				 action[k->gpu], sim_recovery_name(action[k->gpu]), k->action,
-				 sim_recovery_name(k->action));
-			text = tail;
-		} else if (text == NULL && k->xid == 119) {
-			snprintf(tail, sizeof(tail),
-				 "pid=1234, name=python3, Timeout after 45s of waiting for RPC response from GPU%u GSP! Expected function 76 (GSP_RM_CONTROL) (0x20800a4c 0x4).",
-				 k->gpu);
-			text = tail;
-		} else if (text == NULL) {
-			text = xid_text(k->xid);
-			if (text == NULL) {
-				snprintf(tail, sizeof(tail), "pid='<unknown>', name=<unknown>, simulated Xid %u", k->xid);
-				text = tail;
-			}
-		}
-		if (k->xid == 154)
-			action[k->gpu] = k->action;
-		n = snprintf(line, sizeof(line), "4,%llu,%lld,-;NVRM: Xid (PCI:%04x:%02x:%02x): %u, %s\n", seq++,
-			     (long long)(sim_kmsg_clock(k->t + g_t0) / 1000), d->domain, d->bus, d->dev, k->xid, text);
-		if (n > 0) {
-			if ((size_t)n >= sizeof(line)) {
-				n = sizeof(line) - 1;
-				line[n - 1] = '\n';
-			}
-			if (write(g_kmsg_fd, line, (size_t)n) < 0)
-				break;
-		}
+		sim_sleep_until(g_kmsgs[i].t);
+		pthread_mutex_lock(&g_kmsg_mu);
+		r = kmsg_write(&g_kmsgs[i]);
+		pthread_mutex_unlock(&g_kmsg_mu);
+		if (r < 0)
+			break;
 	}
 	return NULL;
+}
+
+int sim_add_kmsg(int64_t t, unsigned int gpu, unsigned int xid, int action)
+{
+	int r = -1;
+
+	pthread_mutex_lock(&g_kmsg_mu);
+	if (g_nadded_k < SIM_MAX_ADDED) {
+		g_added_k[g_nadded_k++] = (struct sim_kmsg){ .t = t, .gpu = gpu, .xid = xid, .action = action };
+		r = 0;
+	}
+	pthread_mutex_unlock(&g_kmsg_mu);
+	return r;
+}
+
+/* sim_write_due_kmsgs writes the added records due at now, earliest first
+ * (the thermal model's thread calls it every step: on time to 100 ms, and
+ * stamped with their own time). */
+void sim_write_due_kmsgs(int64_t now)
+{
+	pthread_mutex_lock(&g_kmsg_mu);
+	for (;;) {
+		unsigned int i, first = SIM_MAX_ADDED;
+		for (i = 0; i < g_nadded_k; i++)
+			if (!g_added_k_done[i] && g_added_k[i].t <= now &&
+			    (first == SIM_MAX_ADDED || g_added_k[i].t < g_added_k[first].t))
+				first = i;
+		if (first == SIM_MAX_ADDED)
+			break;
+		g_added_k_done[first] = 1;
+		if (g_kmsg_fd >= 0)
+			kmsg_write(&g_added_k[first]);
+	}
+	pthread_mutex_unlock(&g_kmsg_mu);
 }
 
 void sim_start_kmsg(void)
@@ -400,6 +531,7 @@ void sim_start_kmsg(void)
 		fprintf(stderr, "simnvml: cannot open SIMNVML_KMSG file %s: %s\n", path, strerror(errno));
 		return;
 	}
+	g_kmsg_seq = g_host.kmsg_seq;
 	if (g_nkmsgs > 0)
 		sim_start_thread(kmsg_thread, NULL);
 }

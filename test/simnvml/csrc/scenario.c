@@ -165,6 +165,8 @@ static const struct int_fact int_facts[] = {
 	{ "minor", offsetof(struct nvmlDevice_st, minor), 0, 0xffffffffULL, 0 /* dev_defaults: the index */ },
 	{ "fans", offsetof(struct nvmlDevice_st, fans), 0, SIM_MAX_FANS, 2 },
 	{ "sensors", offsetof(struct nvmlDevice_st, sensors), 0, SIM_MAX_SENSORS, 1 },
+	{ "fan_min", offsetof(struct nvmlDevice_st, fan_min), 0, 100, 30 },
+	{ "fan_max", offsetof(struct nvmlDevice_st, fan_max), 0, 100, 100 },
 	{ "max_clk_gfx", offsetof(struct nvmlDevice_st, max_clk[NVML_CLOCK_GRAPHICS]), 0, 0xffffffffULL, 3090 },
 	{ "max_clk_sm", offsetof(struct nvmlDevice_st, max_clk[NVML_CLOCK_SM]), 0, 0xffffffffULL, 3090 },
 	{ "max_clk_mem", offsetof(struct nvmlDevice_st, max_clk[NVML_CLOCK_MEM]), 0, 0xffffffffULL, 14001 },
@@ -249,6 +251,7 @@ static void dev_defaults(struct nvmlDevice_st *d, unsigned int i)
 		d->tr[M_FAN0 + f].def = 30;
 		d->tr[M_FANT0 + f].def = 30;
 		d->tr[M_FANP0 + f].def = NVML_FAN_POLICY_TEMPERATURE_CONTINOUS_SW;
+		d->fan_cmd[f] = -1; /* the firmware controls every fan */
 	}
 }
 
@@ -520,7 +523,8 @@ int sim_parse_code(const char *s, nvmlReturn_t *out)
 }
 
 /* Function names for "hang ... fn NAME" and "fail NAME". "nvml" prefix is
- * optional; a name without a version suffix also matches its _vN variants. */
+ * optional; a name without a version suffix also matches its _vN variants;
+ * "fan_setters" names the three fan setters. */
 static int parse_fnset(struct parser *p, const char *s, struct sim_fnset *out)
 {
 	char name[128];
@@ -531,6 +535,13 @@ static int parse_fnset(struct parser *p, const char *s, struct sim_fnset *out)
 	if (strcmp(s, "*") == 0 || strcmp(s, "all") == 0) {
 		for (i = 0; i < FN_COUNT; i++)
 			out->w[i / 64] |= 1ULL << (i % 64);
+		return 0;
+	}
+	if (strcmp(s, "fan_setters") == 0) {
+		static const int setters[] = { FN_nvmlDeviceSetFanSpeed_v2, FN_nvmlDeviceSetDefaultFanSpeed_v2,
+					       FN_nvmlDeviceSetFanControlPolicy };
+		for (i = 0; i < (int)(sizeof(setters) / sizeof(setters[0])); i++)
+			out->w[setters[i] / 64] |= 1ULL << (setters[i] % 64);
 		return 0;
 	}
 	if (strncmp(s, "nvml", 4) == 0)
@@ -1213,6 +1224,11 @@ static int stmt_gpu(struct parser *p, int timed, int64_t t, char **tok, int n)
 			return vb->stmt(p, mask, t, tok, n);
 	if (strcmp(tok[0], "proc") == 0)
 		return sim_stmt_proc(p->err, sizeof(p->err), mask, t, tok, n);
+	if (strcmp(tok[0], "thermal") == 0) {
+		if (timed && t != 0)
+			return perr(p, "\"thermal\" describes the GPU and cannot change over time");
+		return sim_stmt_thermal(p->err, sizeof(p->err), mask, tok, n);
+	}
 	if (strcmp(tok[0], "lost") == 0 || strcmp(tok[0], "removed") == 0) {
 		if (n != 1)
 			return perr(p, "unexpected \"%s\" after %s", tok[1], tok[0]);
@@ -1337,6 +1353,12 @@ static int stmt_host(struct parser *p, char **tok, int n)
 	if (strcmp(k, "seed") == 0) {
 		if (n != 2 || parse_uint(tok[1], ~0ULL, &g_host.seed) != 0)
 			return perr(p, "expected: seed N");
+		return 0;
+	}
+	if (strcmp(k, "user") == 0) {
+		if (n != 2 || (strcmp(tok[1], "root") != 0 && strcmp(tok[1], "nonroot") != 0))
+			return perr(p, "expected: user root|nonroot");
+		g_host.nonroot = tok[1][0] == 'n';
 		return 0;
 	}
 	if (strcmp(k, "kmsg_seq") == 0) {
@@ -1683,8 +1705,13 @@ nvmlReturn_t sim_load_scenario(const char *path)
 	return NVML_SUCCESS;
 }
 
-/* For statements parsed in other files (procs.c). */
+/* For statements parsed in other files (procs.c, fans.c). */
 int sim_parse_duration(const char *s, int64_t *ns)
 {
 	return parse_dur(s, ns);
+}
+
+int sim_parse_number(const char *s, double *out)
+{
+	return parse_num(s, out);
 }

@@ -26,6 +26,7 @@
 #define SIM_MAX_FANS 8
 #define SIM_MAX_SENSORS 3
 #define SIM_MAX_SETS 256
+#define SIM_MAX_ADDED 128 /* events (and kmsg records) added while running */
 #define SIM_NEVER INT64_MAX
 
 /* ---- function ids (fns.h) ------------------------------------------------ */
@@ -200,6 +201,13 @@ struct nvmlDevice_st {
 	int sensor_temp_explicit; /* M_SENSOR_TEMP set: sensor 0 no longer reads M_TEMP */
 	unsigned int health; /* enum sim_hgroup bits this GPU supports */
 	unsigned int links, c2c_links; /* NVLink and C2C links */
+	unsigned int fan_min, fan_max; /* GetMinMaxFanSpeed: the range a setter accepts, % */
+
+	/* fans.c: the only state a caller changes. fan_cmd[i] is the speed
+	 * SetFanSpeed_v2 (or SetFanControlPolicy manual) commanded for fan i,
+	 * -1 while the firmware controls it; read and written atomically. */
+	int fan_cmd[SIM_MAX_FANS];
+	struct sim_thermal *th; /* the thermal model, NULL unless "thermal" is on */
 };
 
 /* ---- timeline events ----------------------------------------------------- */
@@ -241,6 +249,7 @@ struct sim_host {
 	unsigned long long kmsg_seq;
 	double kmsg_offset; /* seconds the kmsg clock runs behind CLOCK_MONOTONIC */
 	double kmsg_drift;  /* ppm it loses per second of CLOCK_MONOTONIC since boot */
+	int nonroot; /* "user nonroot": every setter answers NVML_ERROR_NO_PERMISSION */
 };
 
 extern struct sim_host g_host;
@@ -299,6 +308,20 @@ int sim_cost_profile(const char *name); /* 0 ok, -1 unknown name */
 void sim_cost_scale(double x);
 void sim_cost_wait(int fn);
 
+/* to_u32 rounds a value to what a 32-bit NVML result reports: -1 reads as
+ * 0xFFFFFFFF, as a scenario that sets it means. */
+static inline unsigned int to_u32(double v)
+{
+	long long x;
+
+	if (v >= 9.2e18)
+		return 0xFFFFFFFFu;
+	if (v <= -9.2e18)
+		return 0;
+	x = (long long)(v >= 0 ? v + 0.5 : v - 0.5);
+	return (unsigned int)x;
+}
+
 /* device.c */
 double sim_eval(const struct nvmlDevice_st *d, int m, int64_t t);
 nvmlReturn_t sim_dev_enter(int fn, nvmlDevice_t device, struct nvmlDevice_st **out, int64_t *now);
@@ -343,6 +366,7 @@ int sim_stmt_proc(char *err, size_t errlen, uint32_t mask, int64_t t, char **tok
 unsigned int sim_procs_count(const struct nvmlDevice_st *d, int64_t now, int kind);
 void sim_procs_fill(const struct nvmlDevice_st *d, int64_t now, int kind, void *infos, unsigned int first, int v1);
 int sim_parse_duration(const char *s, int64_t *ns); /* scenario.c */
+int sim_parse_number(const char *s, double *out); /* scenario.c */
 
 /* health.c: GPU classes and health counters */
 int sim_health_metric(const char *s, int *m, int *count, double *scale); /* 0 ok, -1 not a health metric */
@@ -358,5 +382,18 @@ nvmlReturn_t sim_health_field(const struct nvmlDevice_st *d, nvmlFieldValue_t *v
 /* events.c */
 void sim_start_kmsg(void);
 int64_t sim_kmsg_clock(int64_t mono);
+/* sim_add_event and sim_add_kmsg add an event and a kernel log record the
+ * scenario did not script (the thermal model's crash), once the scenario is
+ * loaded: event sets deliver it at t, the kmsg writer writes it at t.
+ * Return -1 when full. */
+int sim_add_event(int64_t t, unsigned int gpu, unsigned long long type, unsigned long long data);
+int sim_add_kmsg(int64_t t, unsigned int gpu, unsigned int xid, int action);
+void sim_write_due_kmsgs(int64_t now); /* writes the added records due at now */
+
+/* fans.c: fan setters, the fan state and the thermal model */
+struct nvmlDevice_st *sim_dev_of(nvmlDevice_t device); /* NULL: not a handle of ours */
+double sim_temp(struct nvmlDevice_st *d, int64_t now); /* the die temperature, C */
+int sim_stmt_thermal(char *err, size_t errlen, uint32_t mask, char **tok, int n); /* "gpu SEL thermal ..." */
+void sim_start_thermal(void); /* the thread that runs the thermal model when nobody asks */
 
 #endif

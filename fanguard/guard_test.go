@@ -1,0 +1,388 @@
+package fanguard
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// refusal and lost are errors as the sampler classifies them.
+type refusal string
+
+func (r refusal) Error() string { return string(r) }
+func (refusal) Refused() bool   { return true }
+
+type lost struct{}
+
+func (lost) Error() string { return "gpu lost" }
+func (lost) Lost() bool    { return true }
+
+// fakeDriver logs every call; fail answers a call by its name, block
+// holds it until closed.
+type fakeDriver struct {
+	mu    sync.Mutex
+	calls []string
+	lim   Limits
+	fail  map[string]error
+	block map[string]chan struct{}
+}
+
+func (f *fakeDriver) do(name string) error {
+	f.mu.Lock()
+	f.calls = append(f.calls, name)
+	err, ch := f.fail[strings.Fields(name)[0]], f.block[strings.Fields(name)[0]]
+	for k, e := range f.fail { // a key naming the call's arguments too: "set 1" fails fan 1's sets only
+		if strings.Contains(k, " ") && strings.HasPrefix(name, k) {
+			err = e
+		}
+	}
+	f.mu.Unlock()
+	if ch != nil {
+		<-ch
+	}
+	return err
+}
+
+func (f *fakeDriver) Limits() (Limits, error)   { return f.lim, f.do("limits") }
+func (f *fakeDriver) SetSpeed(fan, p int) error { return f.do(fmt.Sprintf("set %d %d", fan, p)) }
+func (f *fakeDriver) SetDefault(fan int) error  { return f.do(fmt.Sprintf("default %d", fan)) }
+
+func (f *fakeDriver) log() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.calls)
+}
+
+// rig is a guard on a fake driver, in a synctest bubble: its clock is the
+// bubble's.
+type rig struct {
+	t      *testing.T
+	g      *Guard
+	drv    *fakeDriver
+	reg    *counters.Registry
+	logs   *bytes.Buffer
+	events []Event
+	held   [][]int
+	base   time.Time
+	done   chan struct{}
+	mu     sync.Mutex
+}
+
+func newRig(t *testing.T, cfg Config) *rig {
+	r := &rig{t: t, drv: &fakeDriver{lim: Limits{Min: 30, Max: 100}, fail: map[string]error{}, block: map[string]chan struct{}{}},
+		reg: counters.New(), logs: &bytes.Buffer{}, base: time.Now(), done: make(chan struct{})}
+	r.g = New(Options{Config: cfg, GPU: 3, Driver: r.drv, Counters: r.reg,
+		Log:  slog.New(slog.NewTextHandler(r.logs, nil)),
+		Mono: func() time.Duration { return time.Since(r.base) },
+		Event: func(e Event) {
+			r.mu.Lock()
+			r.events = append(r.events, e)
+			r.mu.Unlock()
+		},
+		Held: func(fans []int) error {
+			r.drv.do(fmt.Sprintf("held %v", fans))
+			return nil
+		}})
+	go r.g.Run(r.done)
+	t.Cleanup(func() { close(r.done) })
+	return r
+}
+
+// sample has the guard observe an answered sample at temp C with two fans
+// whose firmware targets are 53 %, and returns its flags.
+func (r *rig) sample(temp int, flags ...reading.Flag) string {
+	s := reading.Sample{GPU: 3, Status: reading.StatusAnswered, NumFans: 2}
+	if temp >= 0 {
+		s.Set(reading.TempC, uint64(temp))
+	}
+	for i := range 2 {
+		fanTarget.Set(&s, i, 53)
+	}
+	for _, f := range flags {
+		s.Flags.Add(f)
+	}
+	r.g.Observe(&s, time.Since(r.base))
+	synctest.Wait()
+	return s.Flags.String()
+}
+
+func (r *rig) wantCalls(want ...string) {
+	r.t.Helper()
+	if got := r.drv.log(); !slices.Equal(got, want) {
+		r.t.Fatalf("driver calls:\n got %q\nwant %q", got, want)
+	}
+}
+
+func (r *rig) kinds() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, e := range r.events {
+		out = append(out, fmt.Sprintf("%s:%d", e.Kind, e.Fan))
+	}
+	return out
+}
+
+func TestGuardTakesAndHandsBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, DefaultConfig())
+		r.g.Start(2, nil)
+		synctest.Wait()
+		synctest.Wait()
+		r.wantCalls("limits")
+		if f := r.sample(65); f != "" {
+			t.Fatalf("65 C: flags %q", f)
+		}
+		r.wantCalls("limits")
+		if f := r.sample(73); f != "" {
+			t.Errorf("the row that decided to take the fans: flags %q, want none (not taken yet)", f)
+		}
+		if f := r.sample(73); f != "FAN_GUARD(72%)" {
+			t.Errorf("the next row: flags %q, want FAN_GUARD(72%%)", f)
+		}
+		// Recorded as held before the first change.
+		r.wantCalls("limits", "held [0 1]", "set 0 72", "set 1 72")
+		if v := r.g.View().String(); v != "holding fans 0,1 at 72 % (firmware wanted 53 %), 73 °C" {
+			t.Errorf("view: %q", v)
+		}
+		time.Sleep(time.Second)
+		r.sample(80)
+		r.wantCalls("limits", "held [0 1]", "set 0 72", "set 1 72", "set 0 88", "set 1 88")
+		// Below the release temperature for 60 s: handed back.
+		for range 61 {
+			time.Sleep(time.Second)
+			r.sample(60)
+		}
+		got := r.drv.log()
+		if want := []string{"default 0", "default 1", "held []"}; !slices.Equal(got[len(got)-3:], want) {
+			t.Errorf("after 60 s at 60 C: calls end %q, want %q", got[len(got)-3:], want)
+		}
+		if v := r.g.View(); v.Holding() || v.State != "watching" {
+			t.Errorf("after the hand-back: %+v", v)
+		}
+		if k := r.kinds(); !slices.Equal(k[:4], []string{"engaged:0", "engaged:1", "set:0", "set:1"}) || !slices.Equal(k[len(k)-2:], []string{"released:0", "released:1"}) {
+			t.Errorf("events: %q", k)
+		}
+		if n := r.reg.Load(fanGuardChanges); n < 4 {
+			t.Errorf("fan_guard_changes = %d", n)
+		}
+	})
+}
+
+func TestGuardEngagesOnInversion(t *testing.T) {
+	inv, _ := reading.FlagKindNamed(inversionFlag) // registered by anomaly (inversion_test.go)
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, DefaultConfig())
+		r.g.inv = inv
+		r.g.Start(2, nil)
+		synctest.Wait()
+		r.sample(62, reading.Flag{Kind: inv, A: 62, B: 40})
+		r.wantCalls("limits", "held [0 1]", "set 0 53", "set 1 53")
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.events[0].Reason != "fan inversion" || r.events[0].Firmware != reading.Some(uint32(53)) {
+			t.Errorf("event %+v", r.events[0])
+		}
+	})
+}
+
+func TestGuardHandsBackAtShutdown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, DefaultConfig())
+		r.g.Start(2, nil)
+		synctest.Wait()
+		r.sample(75)
+		if !r.g.HandBack(time.Second) {
+			t.Fatal("HandBack reported fans still held")
+		}
+		r.wantCalls("limits", "held [0 1]", "set 0 76", "set 1 76", "default 0", "default 1", "held []")
+		r.sample(90) // after shutdown: nothing
+		r.wantCalls("limits", "held [0 1]", "set 0 76", "set 1 76", "default 0", "default 1", "held []")
+	})
+}
+
+func TestGuardRestoresWhatThePreviousRunHeld(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, DefaultConfig())
+		r.g.Start(2, []int{0, 1})
+		synctest.Wait()
+		r.wantCalls("default 0", "default 1", "held []", "limits")
+		if !strings.Contains(r.logs.String(), "previous run held these fans") {
+			t.Errorf("log: %s", r.logs)
+		}
+	})
+}
+
+func TestGuardFanless(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, DefaultConfig())
+		r.g.Start(0, nil)
+		s := reading.Sample{Status: reading.StatusAnswered}
+		s.Set(reading.TempC, 95)
+		r.g.Observe(&s, 0)
+		synctest.Wait()
+		r.wantCalls()
+		if n := strings.Count(r.logs.String(), "no fans"); n != 1 {
+			t.Errorf("%d lines say the GPU has no fans, want 1:\n%s", n, r.logs)
+		}
+		if v := r.g.View().String(); v != "no fans" {
+			t.Errorf("view %q", v)
+		}
+	})
+}
+
+func TestGuardRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name, call string
+		want       []string
+	}{
+		{"limits not supported", "limits", []string{"limits"}},
+		{"no permission to set", "set", []string{"limits", "held [0 1]", "set 0 76", "held []"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newRig(t, DefaultConfig())
+				r.drv.fail[tc.call] = refusal("no permission")
+				r.g.Start(2, nil)
+				synctest.Wait()
+				for range 5 {
+					time.Sleep(time.Second)
+					if f := r.sample(75); f != "" {
+						t.Errorf("refused: flags %q", f)
+					}
+				}
+				r.wantCalls(tc.want...)
+				if n := strings.Count(r.logs.String(), "refuses fan control"); n != 1 || r.reg.Load(fanGuardRefused) != 1 {
+					t.Errorf("%d WARN lines, counter %d; want 1 and 1:\n%s", n, r.reg.Load(fanGuardRefused), r.logs)
+				}
+				if k := r.kinds(); !slices.Equal(k, []string{"refused:-1"}) {
+					t.Errorf("events %q", k)
+				}
+				if v := r.g.View().String(); v != "refused (no permission)" {
+					t.Errorf("view %q", v)
+				}
+			})
+		})
+	}
+}
+
+// A setter stuck in the driver never holds the sample path; once past its
+// deadline it is a hang, counted and logged once, and the GPU's fans are
+// not touched again, at shutdown either.
+func TestGuardSetterHangs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, DefaultConfig())
+		stuck := make(chan struct{})
+		r.drv.block["set"] = stuck
+		r.g.Start(2, nil)
+		synctest.Wait()
+		r.sample(75) // returns although the setter is stuck
+		if !r.g.InNVML() {
+			t.Fatal("the setter is not in flight")
+		}
+		for range 3 {
+			time.Sleep(time.Second)
+			r.sample(80)
+		}
+		if r.reg.Load(fanGuardHangs) != 1 || strings.Count(r.logs.String(), "stuck in the driver") != 1 {
+			t.Fatalf("hangs %d, log:\n%s", r.reg.Load(fanGuardHangs), r.logs)
+		}
+		if r.g.HandBack(time.Second) {
+			t.Error("HandBack says nothing is held while a setter is stuck")
+		}
+		close(stuck)
+		synctest.Wait()
+		r.sample(90)
+		r.wantCalls("limits", "held [0 1]", "set 0 76")
+		if v := r.g.View(); v.State != "hung" {
+			t.Errorf("view %+v", v)
+		}
+	})
+}
+
+func TestGuardLeavesALostGPU(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, DefaultConfig())
+		r.g.Start(2, nil)
+		synctest.Wait()
+		r.sample(75)
+		s := reading.Sample{Status: reading.StatusLost, NumFans: 2}
+		r.g.Observe(&s, time.Since(r.base))
+		r.g.HandBack(time.Second)
+		r.wantCalls("limits", "held [0 1]", "set 0 76", "set 1 76")
+	})
+}
+
+// A failed setter is counted, its first logged, and tried again after
+// MinChange.
+func TestGuardRetriesAFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, DefaultConfig())
+		r.drv.fail["set"] = fmt.Errorf("unknown error")
+		r.g.Start(2, nil)
+		synctest.Wait()
+		r.sample(75)
+		r.sample(75) // within MinChange: not tried again
+		time.Sleep(time.Second)
+		r.drv.mu.Lock()
+		delete(r.drv.fail, "set")
+		r.drv.mu.Unlock()
+		r.sample(75)
+		r.wantCalls("limits", "held [0 1]", "set 0 76", "held [0 1]", "set 0 76", "set 1 76")
+		if r.reg.Load(fanGuardFailures) != 1 {
+			t.Errorf("failures %d", r.reg.Load(fanGuardFailures))
+		}
+	})
+}
+
+// A take-over cut short by a failure on the second fan takes only that
+// fan when tried again, and never records the first twice.
+func TestGuardFinishesAPartialTakeOver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, DefaultConfig())
+		r.drv.fail["set 1"] = fmt.Errorf("unknown error")
+		r.g.Start(2, nil)
+		synctest.Wait()
+		r.sample(75)
+		if f := r.sample(75); f != "FAN_GUARD(76%)" {
+			t.Errorf("fan 0 held: flags %q", f)
+		}
+		time.Sleep(time.Second)
+		r.drv.mu.Lock()
+		delete(r.drv.fail, "set 1")
+		r.drv.mu.Unlock()
+		r.sample(75)
+		r.wantCalls("limits", "held [0 1]", "set 0 76", "set 1 76", "set 1 76")
+		if v := r.g.View(); !slices.Equal(v.Fans, []int{0, 1}) {
+			t.Errorf("view %+v", v)
+		}
+	})
+}
+
+// A GPU whose fan count was not known at Start (its facts came late) and
+// has none: one line, no call.
+func TestGuardFanlessFoundLate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, DefaultConfig())
+		r.g.Start(-1, nil)
+		synctest.Wait()
+		s := reading.Sample{Status: reading.StatusAnswered}
+		s.Set(reading.TempC, 95)
+		for range 3 {
+			r.g.Observe(&s, time.Since(r.base))
+		}
+		synctest.Wait()
+		if n := strings.Count(r.logs.String(), "no fans"); n != 1 || r.g.View().State != "no fans" {
+			t.Errorf("%d lines, view %+v", n, r.g.View())
+		}
+	})
+}

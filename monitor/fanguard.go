@@ -1,0 +1,208 @@
+package monitor
+
+import (
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/fanguard"
+	"github.com/gpu-telemetry/gpu-telemetry/live"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
+	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
+)
+
+// The fan guard's wiring (--fan-guard; package fanguard decides and makes
+// the calls): one guard per GPU, observing each sample after the detectors
+// and before the row is written (its flag is on the row), its calls on a
+// goroutine of its own; its events to events.log, the fans it holds to
+// run-state, its state to the published view and the snapshot headers.
+// Without --fan-guard gs.fan is nil and nothing here runs.
+
+// fanHandBack bounds the fans' hand-back at shutdown (every GPU's at once).
+const fanHandBack = 2 * time.Second
+
+// fanDriver is the sampler's fan setters as fanguard.Driver.
+type fanDriver struct{ sampler.FanControl }
+
+// Limits reads the fans' limits. A GPU that does not tell them (not
+// supported) is guarded without: the firmware's target still bounds the
+// speed from below, and the driver refuses a speed out of range.
+func (d fanDriver) Limits() (fanguard.Limits, error) {
+	lo, hi, err := d.MinMax()
+	var fe *sampler.FanError
+	if errors.As(err, &fe) && fe.Class == sampler.ClassNotSupported {
+		return fanguard.Limits{}, nil
+	}
+	return fanguard.Limits{Min: lo, Max: hi}, err
+}
+
+// newFanGuard returns gs's guard; nil without --fan-guard.
+func (m *Monitor) newFanGuard(gs *gpuState) *fanguard.Guard {
+	if m.cfg.FanGuard == nil {
+		return nil
+	}
+	return fanguard.New(fanguard.Options{Config: *m.cfg.FanGuard, GPU: gs.idx, Driver: fanDriver{gs.g.FanControl()},
+		Log: m.log, Counters: m.reg, Mono: m.cfg.mono, Event: gs.fanEvent,
+		Held: func(fans []int) error { return m.saveFansHeld(gs.g.Info().UUID, fans) }})
+}
+
+// fanEvent writes a FAN_GUARD line.
+func (gs *gpuState) fanEvent(e fanguard.Event) {
+	kv := []string{"kind", e.Kind}
+	if e.Fan >= 0 {
+		kv = append(kv, "fan", strconv.Itoa(e.Fan))
+	}
+	kv = append(kv, "speed_pct", optU32(e.Speed), "firmware_pct", optU32(e.Firmware), "temp_c", optU32(e.TempC), "reason", e.Reason)
+	gs.m.eventLine(gs.event(time.Now(), sink.TypeFanGuard, kv...))
+}
+
+func optU32(o reading.Opt[uint32]) string {
+	if v, ok := o.Get(); ok {
+		return strconv.FormatUint(uint64(v), 10)
+	}
+	return ""
+}
+
+// saveFansHeld records in run-state that the guard holds fans of the GPU
+// uuid (none: nil).
+func (m *Monitor) saveFansHeld(uuid string, fans []int) error {
+	if uuid == "" {
+		return errors.New("the GPU's UUID is not known yet")
+	}
+	rs := &m.runState
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if !rs.begun {
+		return errors.New("run-state not written yet")
+	}
+	return rs.save(m.cfg.LogDir, func(s *snapshot.RunState) {
+		s.FanGuard = slices.DeleteFunc(slices.Clone(s.FanGuard), func(h snapshot.FanHold) bool { return h.UUID == uuid })
+		if len(fans) > 0 {
+			s.FanGuard = append(s.FanGuard, snapshot.FanHold{UUID: uuid, Fans: fans})
+		}
+	})
+}
+
+// startFanGuards runs once this run's state is recorded, with the fans the
+// previous run held and did not hand back (killed, crashed): they stay in
+// run-state until handed back, each guard hands back its GPU's first, and
+// then it watches. Without --fan-guard nothing is touched: one WARN says
+// how to hand them back.
+func (m *Monitor) startFanGuards(prev []snapshot.FanHold) {
+	if len(prev) > 0 {
+		rs := &m.runState
+		rs.mu.Lock()
+		if err := rs.save(m.cfg.LogDir, func(s *snapshot.RunState) { s.FanGuard = prev }); err != nil {
+			m.log.Warn("cannot keep the fans the previous run held in run-state", "error", err)
+		}
+		rs.mu.Unlock()
+	}
+	if m.cfg.FanGuard == nil {
+		if len(prev) > 0 {
+			m.log.Warn("the previous run's fan guard held fans and did not hand them back; --fan-guard is off, so they are left as they are: run 'gpu-telemetry fan-guard release'",
+				"gpus", holdsText(prev))
+		}
+		return
+	}
+	held := map[string][]int{}
+	for _, h := range prev {
+		held[h.UUID] = h.Fans
+	}
+	for _, gs := range m.gpus {
+		fans := -1 // not known yet: decided at the first answered sample
+		if gs.g.FactsKnown() {
+			fans = gs.g.Info().NumFans
+		}
+		uuid := gs.g.Info().UUID
+		gs.fan.Start(fans, held[uuid])
+		delete(held, uuid)
+	}
+	if len(held) > 0 {
+		var rest []snapshot.FanHold
+		for uuid, fans := range held {
+			rest = append(rest, snapshot.FanHold{UUID: uuid, Fans: fans})
+		}
+		m.log.Warn("the previous run's fan guard held fans of GPUs this run does not monitor; left as they are (gpu-telemetry fan-guard release)", "gpus", holdsText(rest))
+	}
+}
+
+func holdsText(hs []snapshot.FanHold) string {
+	var parts []string
+	for _, h := range hs {
+		fans := make([]string, len(h.Fans))
+		for i, f := range h.Fans {
+			fans[i] = strconv.Itoa(f)
+		}
+		parts = append(parts, h.UUID+" fans "+strings.Join(fans, ","))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// handBackFans returns every held fan to the firmware at shutdown, after
+// the workers are waited for and before the files close (its events.log
+// lines are written) and nvmlShutdown. A GPU whose sample is still stuck
+// in the driver is not touched. It returns the GPUs whose guard call is
+// stuck.
+func (m *Monitor) handBackFans(stuck []string) []string {
+	var out []string
+	done := make(chan struct{})
+	n := 0
+	for _, gs := range m.gpus {
+		if gs.fan == nil {
+			continue
+		}
+		if slices.Contains(stuck, strconv.Itoa(gs.idx)) {
+			m.log.Warn("fan guard: GPU stuck in the driver; its fans are left as they are (run-state keeps them for the next start)")
+			continue
+		}
+		n++
+		go func() { gs.fan.HandBack(fanHandBack); done <- struct{}{} }()
+	}
+	for range n {
+		<-done // HandBack is bounded
+	}
+	for _, gs := range m.gpus {
+		if gs.fan == nil {
+			continue
+		}
+		fv := gs.fanView() // no sample publishes it again
+		gs.slot.Update(func(g *live.GPU) { g.FanGuard = fv })
+		if gs.fan.InNVML() {
+			out = append(out, strconv.Itoa(gs.idx)+" (fan guard)")
+		}
+	}
+	m.cfg.trace("fans-handed-back")
+	return out
+}
+
+// fanView is the guard's state for the published view; nil without it.
+func (gs *gpuState) fanView() *live.FanGuard {
+	if gs.fan == nil {
+		return nil
+	}
+	v := gs.fan.View()
+	out := &live.FanGuard{State: v.State, Why: v.Why, Fans: v.Fans, Text: v.String()}
+	if v.Holding() {
+		sp := v.Speed
+		out.SpeedPct = &sp
+		if fw, ok := v.Firmware.Get(); ok {
+			out.FirmwarePct = &fw
+		}
+		if t, ok := v.TempC.Get(); ok {
+			out.TempC = &t
+		}
+	}
+	return out
+}
+
+// fanText is the guard's state for a snapshot header; "" without it.
+func (gs *gpuState) fanText() string {
+	if gs.fan == nil {
+		return ""
+	}
+	return gs.fan.View().String()
+}

@@ -1,0 +1,166 @@
+package sampler
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// The fan guard's calls (package fanguard decides when; these make them):
+// the only NVML calls the logger makes that change a GPU. They are never
+// part of a sample: the guard makes them on a goroutine of its own, under
+// its deadline.
+
+// fanDevice is the part of go-nvml's nvml.Device that sets fans. A
+// device without it (a test's fake) refuses fan control as not supported.
+type fanDevice interface {
+	GetMinMaxFanSpeed() (int, int, nvml.Return)
+	SetFanSpeed_v2(fan, speed int) nvml.Return
+	SetDefaultFanSpeed_v2(fan int) nvml.Return
+}
+
+// FanError is a fan call's failure, classified: Refused means the driver
+// refuses fan control here (no permission, not supported, the function
+// missing), Lost that the GPU is gone.
+type FanError struct {
+	Fn    Fn
+	Class Class
+	Text  string // the driver's words
+}
+
+func (e *FanError) Error() string {
+	if e.Text == "" {
+		return e.Fn.String() + ": " + e.Class.String()
+	}
+	return e.Fn.String() + ": " + e.Text
+}
+
+// Refused reports whether the driver refuses fan control on the GPU.
+func (e *FanError) Refused() bool { return e.Class.capability() }
+
+// Lost reports whether the GPU is lost.
+func (e *FanError) Lost() bool { return e.Class == ClassGPULost }
+
+// FanControl is a GPU's fan setters.
+type FanControl struct{ g *GPU }
+
+// FanControl returns the GPU's fan setters.
+func (g *GPU) FanControl() FanControl { return FanControl{g} }
+
+// dev returns the device's fan setters if fn may be called.
+func (f FanControl) dev(fn Fn) (fanDevice, error) {
+	if !f.g.syms.Has(fn) {
+		return nil, &FanError{Fn: fn, Class: ClassFunctionNotFound, Text: "the driver lacks " + fn.String()}
+	}
+	d, ok := f.g.Device().(fanDevice)
+	if !ok {
+		return nil, &FanError{Fn: fn, Class: ClassNotSupported, Text: "no fan control for this device"}
+	}
+	return d, nil
+}
+
+// result classifies ret of fn.
+func fanResult(fn Fn, ret nvml.Return) error {
+	if ret == nvml.SUCCESS {
+		return nil
+	}
+	return &FanError{Fn: fn, Class: Classify(ret), Text: retText(ret)}
+}
+
+// MinMax returns the lowest and highest speed, in %, the GPU's fans accept
+// (nvmlDeviceGetMinMaxFanSpeed).
+func (f FanControl) MinMax() (lo, hi int, err error) {
+	d, err := f.dev(FnMinMaxFanSpeed)
+	if err != nil {
+		return 0, 0, err
+	}
+	lo, hi, ret := d.GetMinMaxFanSpeed()
+	return lo, hi, fanResult(FnMinMaxFanSpeed, ret)
+}
+
+// SetSpeed sets fan's speed to pct % (nvmlDeviceSetFanSpeed_v2): the fan
+// leaves the firmware's control until SetDefault.
+func (f FanControl) SetSpeed(fan, pct int) error {
+	d, err := f.dev(FnSetFanSpeed)
+	if err != nil {
+		return err
+	}
+	return fanResult(FnSetFanSpeed, d.SetFanSpeed_v2(fan, pct))
+}
+
+// SetDefault hands fan back to the firmware's control
+// (nvmlDeviceSetDefaultFanSpeed_v2).
+func (f FanControl) SetDefault(fan int) error {
+	d, err := f.dev(FnSetDefaultFanSpeed)
+	if err != nil {
+		return err
+	}
+	return fanResult(FnSetDefaultFanSpeed, d.SetDefaultFanSpeed_v2(fan))
+}
+
+// FanRelease is what ReleaseFans did to one fan.
+type FanRelease struct {
+	GPU  int
+	UUID string
+	Fan  int
+	Err  error // nil: handed back
+}
+
+// ReleaseFans hands fans back to the firmware without a running logger
+// (`gpu-telemetry fan-guard release`, the unit's ExecStopPost=): it opens
+// the driver, and for each GPU whose UUID is in fans hands those fans back
+// (every fan of every GPU with all). Each call into the driver waits at
+// most timeout; one stuck leaves the rest undone, with an error.
+func ReleaseFans(lib Library, fans map[string][]int, all bool, timeout time.Duration) ([]FanRelease, error) {
+	var ret nvml.Return
+	if !bounded(timeout, func() { ret = lib.Init() }) {
+		return nil, fmt.Errorf("nvmlInit did not return within %s", timeout)
+	}
+	if ret != nvml.SUCCESS {
+		return nil, fmt.Errorf("nvmlInit: %s", retText(ret))
+	}
+	syms := LookupSymbols(lib.LookupSymbol)
+	var out []FanRelease
+	var err error
+	ok := bounded(timeout, func() { out, err = releaseFans(lib, &syms, fans, all) })
+	if !ok {
+		return out, fmt.Errorf("the driver did not answer within %s; fans not handed back yet are left as they are", timeout)
+	}
+	if !bounded(timeout, func() { lib.Shutdown() }) {
+		return out, errors.Join(err, fmt.Errorf("nvmlShutdown did not return within %s", timeout))
+	}
+	return out, err
+}
+
+func releaseFans(lib Library, syms *Symbols, fans map[string][]int, all bool) ([]FanRelease, error) {
+	n, ret := lib.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		return nil, fmt.Errorf("nvmlDeviceGetCount: %s", retText(ret))
+	}
+	var out []FanRelease
+	for i := range n {
+		dev, ret := lib.DeviceGetHandleByIndex(i)
+		if ret != nvml.SUCCESS {
+			continue
+		}
+		uuid, _ := dev.GetUUID()
+		list, held := fans[uuid]
+		if all {
+			if nf, ret := dev.GetNumFans(); ret == nvml.SUCCESS {
+				list = make([]int, nf)
+				for f := range list {
+					list[f] = f
+				}
+			}
+		} else if !held {
+			continue
+		}
+		fc := FanControl{&GPU{dev: dev, syms: syms}}
+		for _, f := range list {
+			out = append(out, FanRelease{GPU: i, UUID: uuid, Fan: f, Err: fc.SetDefault(f)})
+		}
+	}
+	return out, nil
+}
