@@ -27,14 +27,15 @@ const judgeEvery = time.Second
 
 // repairState is a GPU's repair action (anomaly.Repair) under its lock: the
 // worker (samples), the event goroutines (Xids, recovery actions, kernel
-// lines), the side goroutine (hangs) and the control socket (acks) judge it.
+// lines), watchLosses once a second (hangs, expiries) and the control
+// socket (acks) judge it.
 type repairState struct {
 	mu     sync.Mutex
 	r      *anomaly.Repair // nil until the GPU's UUID is known
 	cur    action.Current
 	judged time.Time    // when it was last judged (wall)
 	hv     *HealthView  // the health view last judged
-	last   atomic.Int64 // judged, in Unix ns, for actionDue without the lock
+	last   atomic.Int64 // judged, in Unix ns, for judgeActions without the lock
 }
 
 var boardStateFails = counters.Declare(counters.Def{Name: "board_state_write_failures", Loss: true, OwnLog: true,
@@ -236,6 +237,7 @@ func (m *Monitor) Ack(sel string, want action.Action, note, by string) (AckResul
 	return res, nil
 }
 
+// maxTime is the later of a and b.
 func maxTime(a, b time.Time) time.Time {
 	if b.After(a) {
 		return b
