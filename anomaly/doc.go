@@ -20,6 +20,12 @@
 // first good sample after an outage is compared with nothing rather than with
 // stale or fake values.
 //
+// Beside the detectors, the package judges a GPU's hardware health from its
+// health counters (healthverdict.go, after DCGM's watches) and derives its
+// repair action (repair.go: package action's values) from its Xids, the
+// driver's recovery action, that verdict, its state and the board's
+// history across boots; both pure, time passed in.
+//
 // Observe runs about 80 times a second on an 8-GPU host for months, so it does
 // not allocate.
 package anomaly

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/action"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
@@ -43,9 +44,12 @@ type HostDoc struct {
 	Kmsg          string       `json:"kmsg"`
 	NVMLEvents    string       `json:"nvml_events"`
 	LastIncident  *IncidentDoc `json:"last_incident"`
-	Pacer         PacerDoc     `json:"pacer"`
-	LogLines      LogLinesDoc  `json:"log_lines"`
-	Counters      []Counter    `json:"counters"`
+	// MissingBoards are the previous run's boards not enumerated now that
+	// have a repair action ([] for none).
+	MissingBoards []MissingBoardDoc `json:"missing_boards"`
+	Pacer         PacerDoc          `json:"pacer"`
+	LogLines      LogLinesDoc       `json:"log_lines"`
+	Counters      []Counter         `json:"counters"`
 }
 
 // Counter returns the value of the counter named name; ok is false when the
@@ -80,6 +84,13 @@ type CadenceDoc struct {
 	MeanPeriodS float64 `json:"mean_period_s"`
 	P99PeriodS  float64 `json:"p99_period_s"`
 	MaxPeriodS  float64 `json:"max_period_s"`
+}
+
+// MissingBoardDoc is a board not enumerated now, with its repair action.
+type MissingBoardDoc struct {
+	Index  int       `json:"index"` // in the previous run
+	UUID   string    `json:"uuid"`
+	Action ActionDoc `json:"action"`
 }
 
 // IncidentDoc is a critical event.
@@ -151,6 +162,23 @@ type GPUDoc struct {
 	HungRows       uint64            `json:"hung_rows"`
 	Health         *HealthDoc        `json:"health"`              // hardware health counters (healthdoc.go); null before the first sample
 	FanGuard       *FanGuard         `json:"fan_guard,omitempty"` // with --fan-guard only
+	Action         ActionDoc         `json:"action"`              // the repair action: always present ("none" with no reasons)
+}
+
+// ActionDoc is a GPU's current repair action (package action).
+type ActionDoc struct {
+	Name    action.Action `json:"name"`    // "none", "watch", "reset_gpu", ... (action.Action's names)
+	Reasons []string      `json:"reasons"` // why, the deciding one first; [] for none
+	Since   *time.Time    `json:"since"`   // when it last changed; null: not since the daemon started
+	Ack     *AckDoc       `json:"ack"`     // the last acknowledgement of the board; null: none
+}
+
+// AckDoc is the last `gpu-telemetry ack` of a board.
+type AckDoc struct {
+	Time   time.Time     `json:"time"`
+	Action action.Action `json:"action"` // the action acknowledged
+	Note   string        `json:"note"`
+	By     string        `json:"by"`
 }
 
 func ptr[T any](o reading.Opt[T]) *T {
@@ -204,6 +232,11 @@ func NewDoc(v View) Doc {
 	}}
 	if h.DiskPaused {
 		d.Host.Disk = "paused"
+	}
+	d.Host.MissingBoards = []MissingBoardDoc{}
+	for _, b := range h.Missing {
+		d.Host.MissingBoards = append(d.Host.MissingBoards, MissingBoardDoc{Index: b.Index, UUID: b.UUID,
+			Action: ActionDoc{Name: b.Action.Action, Reasons: append([]string{}, b.Action.Reasons...)}})
 	}
 	if !h.LastIncident.Time.IsZero() {
 		d.Host.LastIncident = &IncidentDoc{Time: h.LastIncident.Time, GPU: h.LastIncident.GPU, Reason: h.LastIncident.Reason}
@@ -276,6 +309,14 @@ func gpuDoc(g *GPU, now time.Time) GPUDoc {
 	}
 	if !g.LastIncident.IsZero() {
 		d.LastIncident = &IncidentDoc{Time: g.LastIncident, GPU: in.Index, Reason: g.LastIncidentReason}
+	}
+	d.Action = ActionDoc{Name: g.Action.Action, Reasons: append([]string{}, g.Action.Reasons...)}
+	if !g.ActionSince.IsZero() {
+		t := g.ActionSince
+		d.Action.Since = &t
+	}
+	if !g.Ack.Time.IsZero() {
+		d.Action.Ack = &AckDoc{Time: g.Ack.Time, Action: g.Ack.Action, Note: g.Ack.Note, By: g.Ack.By}
 	}
 	return d
 }

@@ -3,6 +3,7 @@ package live
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -112,7 +113,12 @@ func HostLines(d Doc) []string {
 	if len(lost) > 0 {
 		l4 = "lost work: " + strings.Join(lost, " ")
 	}
-	return []string{l1, l2, pacer, l3, l4}
+	out := []string{l1, l2, pacer, l3, l4}
+	for _, b := range h.MissingBoards {
+		out = append(out, "missing board "+b.UUID+" (GPU "+itoa(b.Index)+" in the previous run): "+
+			ActionText(GPUDoc{Action: b.Action}, d.Time))
+	}
+	return out
 }
 
 func orNA(s string) string {
@@ -138,12 +144,13 @@ func RecentFlags(g GPUDoc, now time.Time, d time.Duration) []string {
 func GPULines(g GPUDoc, now time.Time) []string {
 	l1 := "GPU " + itoa(g.Index) + "  " + g.Name + "  " + g.BusID + "  " + orNA(g.UUID) + "  serial " + orNA(g.Serial) + "  " + StateText(g, now)
 	if g.SampleTime == nil {
-		return []string{l1, "  no sample yet"}
+		return append([]string{l1, "  no sample yet"}, actionLines(g, now)...)
 	}
 	if g.State != StateAnswering.String() {
 		// No stale numbers: the last values are in the CSV and the snapshot.
-		return append(append([]string{l1, "  no current readings (last answered sample " + clock(*g.SampleTime, now) + ")", eventLine(g, now),
-			"  " + HealthText(g)}, fanGuardLine(g.FanGuard)...), ProcLines(g, now)...)
+		lines := append([]string{l1, "  no current readings (last answered sample " + clock(*g.SampleTime, now) + ")", eventLine(g, now),
+			"  " + HealthText(g)}, actionLines(g, now)...)
+		return slices.Concat(lines, fanGuardLine(g.FanGuard), ProcLines(g, now))
 	}
 	fans := make([]string, 0, len(g.Fans))
 	for _, f := range g.Fans {
@@ -172,7 +179,8 @@ func GPULines(g GPUDoc, now time.Time) []string {
 		flags = strings.Join(f, ",")
 	}
 	l4 := "  throttle " + thr + "  flags (1 min) " + flags
-	return append(append([]string{l1, l2, l3, l4, eventLine(g, now), "  " + HealthText(g)}, fanGuardLine(g.FanGuard)...), ProcLines(g, now)...)
+	lines := append([]string{l1, l2, l3, l4, eventLine(g, now), "  " + HealthText(g)}, actionLines(g, now)...)
+	return slices.Concat(lines, fanGuardLine(g.FanGuard), ProcLines(g, now))
 }
 
 // eventLine is a GPU's last Xid, recovery action, incidents and newest

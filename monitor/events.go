@@ -77,6 +77,7 @@ func (m *Monitor) onEvent(e reading.Event) {
 	gs := m.byIndex[e.GPU]
 	var r events.Record
 	var plan crashPlan
+	var act judged
 	if gs == nil {
 		r = m.ev.Handle(e)
 	} else {
@@ -108,6 +109,12 @@ func (m *Monitor) onEvent(e reading.Event) {
 		case r.Critical != nil:
 			plan = gs.criticalEvent(e.Time, *r.Critical)
 		}
+		if r.Wake {
+			// Judged in the report's step, so that its crash snapshot
+			// shows the action it asks for and the other source's copy
+			// does not overtake its line; written after its lines.
+			act = gs.eventAction(r, e.Xid)
+		}
 		gs.reportMu.Unlock()
 	}
 	if r.FirstHeld {
@@ -126,6 +133,9 @@ func (m *Monitor) onEvent(e reading.Event) {
 		gs.log.Error("critical GPU event", "reason", r.Reason)
 	}
 	m.carryOut(gs, r, plan)
+	if gs != nil {
+		act.write(gs)
+	}
 }
 
 // windowsEnded writes the lines that sum up what the burst limits held in

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/action"
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
 	"github.com/gpu-telemetry/gpu-telemetry/fanguard"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
@@ -75,6 +76,7 @@ type gpuState struct {
 	hungLine chan struct{}
 
 	health atomic.Pointer[HealthView] // written by the worker (health.go)
+	repair repairState                // the repair action (repair.go)
 	links  anomaly.LinkWatch          // worker only
 
 	reportMu sync.Mutex // an Xid report's de-duplication and incident decision are one step (onEvent)
@@ -166,7 +168,11 @@ func (gs *gpuState) handle(s *reading.Sample) {
 	}
 	queued := gs.record(s, &r, stalled, critical)
 	gs.publish(s)
+	// The repair action is judged before the incident's snapshot is
+	// gathered (its header shows it); its line follows the incident's.
+	j := gs.judge(s.Time, s.Status != reading.StatusAnswered, nil)
 	gs.incidents(s.Time, queued, critical, r.Spike)
+	j.write(gs)
 }
 
 // event is an events.log line of the GPU at t; kv alternates keys and values.
@@ -436,6 +442,9 @@ func (gs *gpuState) header(when time.Time, reason string, event uint64) snapshot
 		GPUName: info.Name, BusID: gs.busID(), UUID: info.UUID, Serial: info.Serial, Reason: reason,
 		KernelClock: m.kernelClockLine(), Uptime: time.Since(m.start), Samples: v.Samples, PeakTempC: c.PeakTempC, EventNumber: event,
 		FanGuard: gs.fanText()}
+	if a := v.Action; a.Action != action.None {
+		h.Action = a.Action.String() + ": " + a.Reason()
+	}
 	// The detectors' counters headers show, then the GPU's own.
 	for i, d := range anomaly.CounterDefs {
 		if d.Snapshot != "" {

@@ -84,6 +84,7 @@ type hostStates struct {
 	kmsg, events  string
 	drops         dropHistory
 	incident      live.Incident
+	missing       []live.MissingBoard // set once at start (missingBoard)
 	refusedLogged atomic.Bool
 }
 
@@ -520,7 +521,7 @@ func (m *Monitor) hostView() live.Host {
 	m.loop.cadence.get(&h.Cadence)
 	h.LogLines.Waiting = m.events.Waiting() + m.summary.Waiting()
 	m.states.mu.Lock()
-	h.Kmsg, h.Events, h.LastIncident = m.states.kmsg, m.states.events, m.states.incident
+	h.Kmsg, h.Events, h.LastIncident, h.Missing = m.states.kmsg, m.states.events, m.states.incident, m.states.missing
 	dropped, _ := h.Counter(live.CounterRowsDropped) // registered by sink (TestViewCountersAreInTheTable)
 	h.RowsDroppedRecent = m.states.drops.recent(h.Now, dropped)
 	m.states.mu.Unlock()

@@ -63,6 +63,9 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 	b.WriteString("<h1>" + esc(title) + "</h1>\n<p>")
 	b.WriteString(esc(fmt.Sprintf("Incident on %s, began with %s. Window %s .. %s. Log dir %s.", rep.subject(), inc.What, fmtTime(rep.From, rep.Loc), fmtTime(rep.To, rep.Loc), rep.Dir)))
 	b.WriteString("</p>\n")
+	if rep.Action != "" {
+		b.WriteString("<p>" + esc("Repair action: "+rep.Action) + "</p>\n")
+	}
 	if len(rep.Files) > 0 {
 		b.WriteString("<h2>Snapshots of this incident</h2>\n<ul class=\"files\">\n")
 		for _, f := range rep.Files {

@@ -22,6 +22,7 @@ type IncidentFile struct {
 	Time     time.Time
 	Reason   string // a crash snapshot's Reason line
 	headline string
+	action   string // a crash snapshot's Action line: the GPU's repair action then
 }
 
 // followUpName matches a follow-up's name: the incident's base name, then
@@ -62,7 +63,7 @@ func incidentFiles(o Options, gpu int, start time.Time) ([]IncidentFile, string,
 			return nil, "", err
 		}
 		if ok {
-			f.Reason, f.headline = h.Reason, h.Headline
+			f.Reason, f.headline, f.action = h.Reason, h.Headline, h.Action
 			if follow == "" {
 				f.Time = h.Time
 			}
@@ -122,4 +123,16 @@ func readHeader(open opener, path string) (h snapshot.Header, ok bool, err error
 	}
 	h, ok = snapshot.ParseHeader(string(b))
 	return h, ok, nil
+}
+
+// lastAction is the repair action the incident's last crash snapshot that
+// names one asks for ("reboot: Xid 79 ..."); "" when none does.
+func lastAction(files []IncidentFile) string {
+	a := ""
+	for _, f := range files {
+		if f.FollowUp == "" && f.action != "" {
+			a = f.action
+		}
+	}
+	return a
 }

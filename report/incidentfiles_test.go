@@ -64,3 +64,37 @@ func TestHeadlineAndFiles(t *testing.T) {
 	}
 	testutil.Contains(t, "HTML", b.String(), "<h1>gpu-telemetry report: "+strings.ReplaceAll(headline, "'", "&#39;"), "<h2>Snapshots of this incident</h2>")
 }
+
+// The report's headline carries the repair action the incident's last
+// crash snapshot names.
+func TestReportShowsTheAction(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("testdata/incident")); err != nil {
+		t.Fatal(err)
+	}
+	crashes := filepath.Join(dir, "crashes")
+	for name, body := range map[string]string{
+		"crash-20261130-190819.623-gpu0.log": "=== GPU CRASH DETECTED ===\nTime: 2026-11-30T19:08:19.623Z\nGPU: 0 x (y)\nReason: Xid 119: GSP RPC Timeout (kmsg)\n" +
+			"Action: reset_gpu: Xid 119 GSP RPC Timeout: NVIDIA's resolution RESET_GPU\n\n",
+		"crash-20261130-190821.623-gpu0.log": "=== GPU CRASH DETECTED ===\nTime: 2026-11-30T19:08:21.623Z\nGPU: 0 x (y)\nReason: Xid 79: GPU has fallen off the bus (kmsg)\n" +
+			"Action: reboot: Xid 79 GPU has fallen off the bus: NVIDIA's resolution RESTART_BM\n\n",
+	} {
+		if err := os.WriteFile(filepath.Join(crashes, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := Build(Options{Dir: dir, GPU: -1, Before: 60 * time.Second, After: 10 * time.Second, Loc: time.UTC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := rep.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Contains(t, "report", b.String(), "\nAction:   reboot: Xid 79 GPU has fallen off the bus: NVIDIA's resolution RESTART_BM\n")
+	b.Reset()
+	if err := rep.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Contains(t, "HTML", b.String(), "<p>Repair action: reboot: Xid 79 GPU has fallen off the bus: NVIDIA&#39;s resolution RESTART_BM</p>")
+}

@@ -116,6 +116,7 @@ type Report struct {
 	// snapshot does ("GPU 0: GSP RPC Timeout (Xid 119), then ...; started
 	// with ..."); empty when no snapshot of it says.
 	Headline   string
+	Action     string         // the GPU's repair action its last crash snapshot names; "" when none does
 	Files      []IncidentFile // the incident's crash snapshots and follow-ups, oldest first
 	From, To   time.Time
 	GPUs       []GPUData
@@ -209,6 +210,7 @@ func Build(o Options) (*Report, error) {
 		if rep.Files, rep.Headline, err = incidentFiles(o, inc.GPU, inc.Time); err != nil {
 			return nil, err
 		}
+		rep.Action = lastAction(rep.Files)
 	}
 	rep.From, rep.To = inc.Time.Add(-o.Before), inc.Time.Add(o.After)
 

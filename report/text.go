@@ -20,6 +20,9 @@ func (rep *Report) WriteText(w io.Writer) error {
 	} else {
 		fmt.Fprintf(&b, "Incident: %s on %s: %s\n", fmtTime(inc.Time, rep.Loc), rep.subject(), inc.What)
 	}
+	if rep.Action != "" {
+		fmt.Fprintf(&b, "Action:   %s\n", rep.Action)
+	}
 	fmt.Fprintf(&b, "Window:   %s .. %s (%s before, %s after)\n", fmtTime(rep.From, rep.Loc), fmtTime(rep.To, rep.Loc),
 		fmtDur(inc.Time.Sub(rep.From)), fmtDur(rep.To.Sub(inc.Time)))
 	fmt.Fprintf(&b, "Log dir:  %s\n", rep.Dir)

@@ -52,6 +52,8 @@ func TestEventClass(t *testing.T) {
 		{"INVENTORY new", "source=start type=INVENTORY change=new", EventRoutine},
 		{"INVENTORY moved", "source=start type=INVENTORY change=moved prev_gpu=1", EventRoutine},
 		{"INVENTORY identified", "source=poll type=INVENTORY change=identified prev_gpu=0", EventRoutine},
+		{"ACTION", `type=ACTION action=reboot from=none reason="Xid 79 GPU has fallen off the bus: NVIDIA's resolution RESTART_BM"`, EventNotable},
+		{"ACK", `source=socket type=ACK action=reboot by=root note=reseated classes=xid79`, EventRoutine},
 		{"FAN_GUARD engaged", "type=FAN_GUARD kind=engaged fan=0 speed_pct=78 firmware_pct=53 temp_c=73 reason=temperature", EventNotable},
 		{"FAN_GUARD set", "type=FAN_GUARD kind=set fan=0 speed_pct=80 firmware_pct=53 temp_c=74", EventRoutine},
 		{"FAN_GUARD released", "type=FAN_GUARD kind=released fan=0 speed_pct=80 firmware_pct=53 temp_c=60 reason=cooled", EventRoutine},
