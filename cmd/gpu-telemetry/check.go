@@ -1,0 +1,364 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gpu-telemetry/gpu-telemetry/live"
+	"github.com/gpu-telemetry/gpu-telemetry/live/control"
+)
+
+// checkDescription is what `gpu-telemetry check --help` says the command does.
+const checkDescription = "Asks the running daemon (its control socket: the daemon answers from memory, never from NVML, " +
+	"so even with a GPU hung the answer comes at once) whether a GPU of this node needs a repair action, and answers " +
+	"in the contract of the program that runs it (--format): nagios, the monitoring-plugin status `status` gives " +
+	"(0 OK, 1 warning, 2 critical, 3 unknown); nhc, for LBNL Node Health Check and Slurm's HealthCheckProgram " +
+	"(0 healthy; 1 and one line, the reason to drain the node with; 3 and one line when the daemon cannot be asked; 2 bad flags); " +
+	"npd, a node-problem-detector custom plugin (0 OK, 1 NonOK, 2 Unknown: no daemon or bad flags; one line of at most 80 bytes); " +
+	"json, one document (exit status as nhc). The reason names the host, the GPU's index and UUID, the event and the action: " +
+	"\"node7 GPU 3 GPU-1a2b3c4d… Xid 79 GPU has fallen off the bus: power_cycle\". See docs/actions.md."
+
+// CheckCLI is `gpu-telemetry check`.
+type CheckCLI struct {
+	SocketFlag
+	Format string `help:"Whose contract to answer in: nagios, nhc, npd or json." enum:"nagios,nhc,npd,json" default:"nagios"`
+	Action string `help:"With --format npd: NonOK only when a GPU's action is this one (one node-problem-detector rule per action; see deploy/kubernetes)." placeholder:"ACTION"`
+}
+
+// npdMaxOutput is node-problem-detector's default max_output_length: the
+// custom-plugin monitor cuts a plugin's output to it (bytes) for the
+// condition's message (pkg/custompluginmonitor/types/config.go).
+const npdMaxOutput = 80
+
+// checkFormat is one caller's contract: the exit statuses it reads and how
+// it wants the answer written. Nagios's statuses for an answer are status's
+// own (live.Check); the others have one for "no GPU needs an action" (ok)
+// and one for "a GPU does" (act).
+type checkFormat struct {
+	name    string
+	ok, act int
+	unknown int // the daemon cannot be asked
+	usage   int // bad flags: 2 where the contract leaves it free
+	write   func(w io.Writer, r *checkResult) verdict
+}
+
+// verdict is what check found, before a format's contract numbers it.
+type verdict int
+
+const (
+	healthy     verdict = iota // no GPU needs an action that takes the node out
+	needsAction                // one does
+	unknown                    // the daemon cannot be asked
+	asStatus                   // nagios: status's own exit status (checkResult.code)
+)
+
+// exit is the exit status format f gives verdict v of r.
+func (f checkFormat) exit(v verdict, r *checkResult) int {
+	return [...]int{healthy: f.ok, needsAction: f.act, unknown: f.unknown, asStatus: r.code}[v]
+}
+
+// checkFormats are the formats, nagios (the default) first. A usage error
+// is 2 where the contract allows it; a monitoring plugin's 2 is CRITICAL
+// and NPD reads every status above 1 as Unknown, so there it is 3 (UNKNOWN,
+// as status answers) and 2 (Unknown).
+var checkFormats = []checkFormat{
+	{name: "nagios", unknown: live.CheckUnknown, usage: live.CheckUnknown, write: writeNagios},
+	{name: "nhc", ok: 0, act: 1, unknown: 3, usage: 2, write: writeNHC},
+	{name: "npd", ok: 0, act: 1, unknown: 2, usage: 2, write: writeNPD},
+	{name: "json", ok: 0, act: 1, unknown: 3, usage: 2, write: writeCheckJSON},
+}
+
+// lookupFormat returns the format named name; nagios (the default) when
+// there is none by that name.
+func lookupFormat(name string) checkFormat {
+	for _, f := range checkFormats {
+		if f.name == name {
+			return f
+		}
+	}
+	return checkFormats[0]
+}
+
+// formatArg is the --format the arguments ask for, read before parsing so
+// that even a parse error is answered in that format's contract; "" when
+// none is given or it is not one of the formats (a bad --format is a usage
+// error answered with 2, the conventional status).
+func formatArg(args []string) (name string, known bool) {
+	name = "nagios"
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		v, ok := strings.CutPrefix(a, "--format=")
+		if !ok && a == "--format" && i+1 < len(args) {
+			v, ok = args[i+1], true
+		}
+		if ok {
+			name = v
+		}
+	}
+	for _, f := range checkFormats {
+		if f.name == name {
+			return name, true
+		}
+	}
+	return name, false
+}
+
+// gpuAction is one GPU's repair action as check reports it.
+type gpuAction struct {
+	Index  int    `json:"index"`
+	UUID   string `json:"uuid"`
+	Action string `json:"action"`
+	Event  string `json:"event,omitempty"` // what led to the action: "Xid 79 GPU has fallen off the bus"
+	Reason string `json:"reason"`          // the line a scheduler drains with: host, GPU, UUID, event, action
+}
+
+// actionOrder ranks the repair actions from the least to the most
+// disruptive: a node's reason names its GPU with the worst. none and watch
+// leave the node in service.
+var actionOrder = []string{"none", "watch", "reset_gpu", "drain_and_reset", "recover_fabric", "reboot", "power_cycle", "inspect"}
+
+// actionRank is a's place in actionOrder; an action this build does not
+// know (a newer daemon's) ranks above every known one: it takes the node
+// out until someone looks.
+func actionRank(a string) int {
+	if i := slices.Index(actionOrder, a); i >= 0 {
+		return i
+	}
+	return len(actionOrder)
+}
+
+// takesNodeOut reports whether action a is one a scheduler drains the node
+// for: anything but none and watch.
+func takesNodeOut(a string) bool { return actionRank(a) > 1 }
+
+// checkResult is what check learnt: status's verdict, every GPU's action,
+// or why the daemon could not be asked.
+type checkResult struct {
+	host    string
+	code    int      // status's monitoring-plugin status (live.Check)
+	reasons []string // and its reasons
+	gpus    []gpuAction
+	err     string // why the daemon could not be asked; "" when it answered
+	only    string // --action: the one action npd's rule asks about
+}
+
+// newCheckResult reads the daemon's document d.
+func newCheckResult(d live.Doc) *checkResult {
+	r := &checkResult{host: d.Host.Name}
+	r.code, r.reasons = live.Check(d)
+	for _, g := range d.GPUs {
+		action, event := repairAction(g, d)
+		r.gpus = append(r.gpus, gpuAction{Index: g.Index, UUID: g.UUID, Action: action, Event: event,
+			Reason: reasonLine(r.host, g.Index, g.UUID, event, action)})
+	}
+	return r
+}
+
+// repairAction is the GPU's action and the event behind it.
+//
+// Until the daemon's document carries each GPU's repair action, it is
+// read from status's verdict: a GPU critical there (hung, lost, failing, an
+// Xid or a recovery action in the last 10 minutes) needs a reboot, one
+// with a warning is watched.
+func repairAction(g live.GPUDoc, d live.Doc) (action, event string) {
+	crit, warn := live.CheckGPU(g, d.Time)
+	prefix := "GPU " + fmt.Sprint(g.Index) + " "
+	for _, c := range crit {
+		if strings.HasPrefix(c, prefix+"Xid ") && g.LastXid != nil {
+			return "reboot", strings.TrimSpace(fmt.Sprintf("Xid %d %s", g.LastXid.Code, g.LastXid.Name))
+		}
+	}
+	switch {
+	case len(crit) > 0:
+		return "reboot", strings.TrimPrefix(crit[0], prefix)
+	case len(warn) > 0:
+		return "watch", strings.TrimPrefix(warn[0], prefix)
+	}
+	return "none", ""
+}
+
+// shortUUID is a GPU's UUID cut to its first 8 hexadecimal digits, as the
+// one-line reasons give it: enough to tell a node's boards apart.
+func shortUUID(u string) string {
+	if len(u) > len("GPU-")+8 {
+		return u[:len("GPU-")+8] + "…"
+	}
+	return u
+}
+
+// reasonLine is the line a scheduler drains with: "node7 GPU 3
+// GPU-1a2b3c4d… Xid 79 GPU has fallen off the bus: power_cycle".
+func reasonLine(host string, index int, uuid, event, action string) string {
+	s := fmt.Sprintf("GPU %d %s", index, shortUUID(uuid))
+	if host != "" {
+		s = host + " " + s
+	}
+	if event != "" {
+		s += " " + event
+	}
+	return s + ": " + action
+}
+
+// needing returns the GPUs whose action takes the node out (only those
+// whose action is r.only when it is set), the worst first.
+func (r *checkResult) needing() []gpuAction {
+	var out []gpuAction
+	for _, g := range r.gpus {
+		if takesNodeOut(g.Action) && (r.only == "" || g.Action == r.only) {
+			out = append(out, g)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b gpuAction) int { return cmp.Compare(actionRank(b.Action), actionRank(a.Action)) })
+	return out
+}
+
+// summary is the one line for a node: its worst GPU's reason, and how many
+// more need an action.
+func summary(need []gpuAction) string {
+	s := need[0].Reason
+	if len(need) > 1 {
+		s += fmt.Sprintf(" (+%d more)", len(need)-1)
+	}
+	return s
+}
+
+// cut shortens s to at most n bytes, on a character boundary, ending it
+// with "…" when it was cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const ell = "…"
+	s = s[:n-len(ell)]
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + ell
+}
+
+// writeNagios writes status's last line (its verdict and reasons) and,
+// as the plugin's long output, one line per GPU that needs an action.
+func writeNagios(w io.Writer, r *checkResult) verdict {
+	if r.err != "" {
+		fmt.Fprintf(w, "UNKNOWN: %s\n", r.err)
+		return unknown
+	}
+	fmt.Fprintln(w, checkLine(r.code, r.reasons))
+	for _, g := range r.gpus {
+		if g.Action != "none" {
+			fmt.Fprintln(w, g.Reason)
+		}
+	}
+	return asStatus
+}
+
+// writeNHC writes nothing for a healthy node, else the one line NHC puts
+// in its drain reason.
+func writeNHC(w io.Writer, r *checkResult) verdict {
+	if r.err != "" {
+		fmt.Fprintln(w, r.err)
+		return unknown
+	}
+	need := r.needing()
+	if len(need) == 0 {
+		return healthy
+	}
+	fmt.Fprintln(w, summary(need))
+	return needsAction
+}
+
+// writeNPD writes the condition's message, cut to NPD's 80 bytes.
+func writeNPD(w io.Writer, r *checkResult) verdict {
+	if r.err != "" {
+		fmt.Fprintln(w, cut(r.err, npdMaxOutput))
+		return unknown
+	}
+	need := r.needing()
+	if len(need) == 0 {
+		msg := "no GPU needs a repair action"
+		if r.only != "" {
+			msg = "no GPU needs " + r.only
+		}
+		fmt.Fprintln(w, cut(msg, npdMaxOutput))
+		return healthy
+	}
+	fmt.Fprintln(w, cut(summary(need), npdMaxOutput))
+	return needsAction
+}
+
+// checkDoc is the document `check --format json` prints.
+type checkDoc struct {
+	SchemaVersion int         `json:"schema_version"`
+	Host          string      `json:"host,omitempty"`
+	Healthy       bool        `json:"healthy"`          // no GPU needs an action that takes the node out
+	Reason        string      `json:"reason,omitempty"` // the line to drain with; empty when healthy
+	Status        int         `json:"status"`           // status's monitoring-plugin status
+	GPUs          []gpuAction `json:"gpus"`
+	Error         string      `json:"error,omitempty"` // why the daemon could not be asked, or the flags are bad
+}
+
+// writeCheckJSON writes the check document.
+func writeCheckJSON(w io.Writer, r *checkResult) verdict {
+	d := checkDoc{SchemaVersion: live.SchemaVersion, Host: r.host, Status: r.code, GPUs: r.gpus, Error: r.err}
+	v := healthy
+	switch need := r.needing(); {
+	case r.err != "":
+		d.Status, v = live.CheckUnknown, unknown
+	case len(need) > 0:
+		d.Reason, v = summary(need), needsAction
+	default:
+		d.Healthy = true
+	}
+	if d.GPUs == nil {
+		d.GPUs = []gpuAction{}
+	}
+	out, _ := json.MarshalIndent(d, "", "  ")
+	fmt.Fprintf(w, "%s\n", out)
+	return v
+}
+
+// runCheck runs `gpu-telemetry check`; it returns the exit status its
+// --format's contract gives.
+func runCheck(args []string, stdout, stderr io.Writer) int {
+	name, known := formatArg(args)
+	f := lookupFormat(name)
+	usage := f.usage
+	if !known {
+		usage = 2 // no contract to answer in: the conventional status
+	}
+	var msgs bytes.Buffer
+	var cli CheckCLI
+	path, code, ok := socketFlags(&cli, "gpu-telemetry check", checkDescription, usage, args, stdout, io.MultiWriter(stderr, &msgs))
+	if ok && cli.Action != "" && cli.Format != "npd" {
+		fmt.Fprintf(io.MultiWriter(stderr, &msgs), "gpu-telemetry check: --action is for --format npd (its rules ask one action each), not %s\n", cli.Format)
+		ok, code = false, usage
+	}
+	if ok && cli.Action != "" && !slices.Contains(actionOrder[2:], cli.Action) {
+		fmt.Fprintf(io.MultiWriter(stderr, &msgs), "gpu-telemetry check: --action %q: one of %s\n", cli.Action, strings.Join(actionOrder[2:], ", "))
+		ok, code = false, usage
+	}
+	if !ok {
+		if code != 0 && known && name == "json" {
+			writeCheckJSON(stdout, &checkResult{err: strings.TrimSpace(msgs.String())})
+		}
+		return code
+	}
+	d, _, err := control.Query(path, statusTimeout)
+	if err != nil {
+		msg := whyNoAnswer(path, err)
+		fmt.Fprintf(stderr, "gpu-telemetry check: %s\n", msg)
+		r := &checkResult{err: "gpu-telemetry " + msg}
+		return f.exit(f.write(stdout, r), r)
+	}
+	r := newCheckResult(d)
+	r.only = cli.Action
+	return f.exit(f.write(stdout, r), r)
+}
