@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/action"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
@@ -150,6 +151,23 @@ type GPUDoc struct {
 	Failures       uint64            `json:"failures"`
 	HungRows       uint64            `json:"hung_rows"`
 	Health         *HealthDoc        `json:"health"` // hardware health counters (healthdoc.go); null before the first sample
+	Action         ActionDoc         `json:"action"` // the repair action: always present ("none" with no reasons)
+}
+
+// ActionDoc is a GPU's current repair action (package action).
+type ActionDoc struct {
+	Name    action.Action `json:"name"`    // "none", "watch", "reset_gpu", ... (action.Action's names)
+	Reasons []string      `json:"reasons"` // why, the deciding one first; [] for none
+	Since   *time.Time    `json:"since"`   // when it last changed; null: not since the daemon started
+	Ack     *AckDoc       `json:"ack"`     // the last acknowledgement of the board; null: none
+}
+
+// AckDoc is the last `gpu-telemetry ack` of a board.
+type AckDoc struct {
+	Time   time.Time     `json:"time"`
+	Action action.Action `json:"action"` // the action acknowledged
+	Note   string        `json:"note"`
+	By     string        `json:"by"`
 }
 
 func ptr[T any](o reading.Opt[T]) *T {
@@ -275,6 +293,14 @@ func gpuDoc(g *GPU, now time.Time) GPUDoc {
 	}
 	if !g.LastIncident.IsZero() {
 		d.LastIncident = &IncidentDoc{Time: g.LastIncident, GPU: in.Index, Reason: g.LastIncidentReason}
+	}
+	d.Action = ActionDoc{Name: g.Action.Action, Reasons: append([]string{}, g.Action.Reasons...)}
+	if !g.ActionSince.IsZero() {
+		t := g.ActionSince
+		d.Action.Since = &t
+	}
+	if !g.Ack.Time.IsZero() {
+		d.Action.Ack = &AckDoc{Time: g.Ack.Time, Action: g.Ack.Action, Note: g.Ack.Note, By: g.Ack.By}
 	}
 	return d
 }

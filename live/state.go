@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/action"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
@@ -127,6 +128,23 @@ type GPU struct {
 	// RemapHist is the row remapper histogram as last read (shared,
 	// immutable); nil: never read (not supported, or no remapping).
 	RemapHist *reading.RemapHistogram
+
+	// Action is the GPU's current repair action with its reasons, derived
+	// by the monitor (anomaly.Repair) after each sample and event;
+	// ActionSince is when it last changed. Ack is the last acknowledgement
+	// of the board (zero Time: none).
+	Action      action.Current
+	ActionSince time.Time
+	Ack         Ack
+}
+
+// Ack is an operator's acknowledgement of a GPU's action (`gpu-telemetry
+// ack`): it clears the action that held then, until a new event.
+type Ack struct {
+	Time   time.Time
+	Action action.Action // the action acknowledged
+	Note   string
+	By     string // who: the peer's user name (or uid)
 }
 
 // Observe takes an answered, failed or lost sample (never a hung row) into
