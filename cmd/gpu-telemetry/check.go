@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/gpu-telemetry/gpu-telemetry/action"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/live/control"
 )
@@ -18,7 +19,7 @@ import (
 const checkDescription = "Asks the running daemon (its control socket: the daemon answers from memory, never from NVML, " +
 	"so even with a GPU hung the answer comes at once) whether a GPU of this node needs a repair action, and answers " +
 	"in the contract of the program that runs it (--format): nagios, the monitoring-plugin status `status` gives " +
-	"(0 OK, 1 warning, 2 critical, 3 unknown); nhc, for LBNL Node Health Check and Slurm's HealthCheckProgram " +
+	"(0 OK, 1 warning, 2 critical, 3 unknown; critical too while a GPU's action takes the node out, warning while one is watched); nhc, for LBNL Node Health Check and Slurm's HealthCheckProgram " +
 	"(0 healthy; 1 and one line, the reason to drain the node with; 3 and one line when the daemon cannot be asked; 2 bad flags); " +
 	"npd, a node-problem-detector custom plugin (0 OK, 1 NonOK, 2 Unknown: no daemon or bad flags; one line of at most 80 bytes); " +
 	"json, one document (exit status as nhc). The reason names the host, the GPU's index and UUID, the event and the action: " +
@@ -113,31 +114,12 @@ func formatArg(args []string) (name string, known bool) {
 
 // gpuAction is one GPU's repair action as check reports it.
 type gpuAction struct {
-	Index  int    `json:"index"`
-	UUID   string `json:"uuid"`
-	Action string `json:"action"`
-	Event  string `json:"event,omitempty"` // what led to the action: "Xid 79 GPU has fallen off the bus"
-	Reason string `json:"reason"`          // the line a scheduler drains with: host, GPU, UUID, event, action
+	Index  int           `json:"index"`
+	UUID   string        `json:"uuid"`
+	Action action.Action `json:"action"`
+	Event  string        `json:"event,omitempty"` // what decided the action: "Xid 79 GPU has fallen off the bus"
+	Reason string        `json:"reason"`          // the line a scheduler drains with: host, GPU, UUID, event, action
 }
-
-// actionOrder ranks the repair actions from the least to the most
-// disruptive: a node's reason names its GPU with the worst. none and watch
-// leave the node in service.
-var actionOrder = []string{"none", "watch", "reset_gpu", "drain_and_reset", "recover_fabric", "reboot", "power_cycle", "inspect"}
-
-// actionRank is a's place in actionOrder; an action this build does not
-// know (a newer daemon's) ranks above every known one: it takes the node
-// out until someone looks.
-func actionRank(a string) int {
-	if i := slices.Index(actionOrder, a); i >= 0 {
-		return i
-	}
-	return len(actionOrder)
-}
-
-// takesNodeOut reports whether action a is one a scheduler drains the node
-// for: anything but none and watch.
-func takesNodeOut(a string) bool { return actionRank(a) > 1 }
 
 // checkResult is what check learnt: status's verdict, every GPU's action,
 // or why the daemon could not be asked.
@@ -147,42 +129,44 @@ type checkResult struct {
 	reasons []string // and its reasons
 	gpus    []gpuAction
 	err     string // why the daemon could not be asked; "" when it answered
-	only    string // --action: the one action npd's rule asks about
+	only    action.Action // --action: the one action npd's rule asks about; None: any that drains
 }
 
-// newCheckResult reads the daemon's document d.
+// newCheckResult reads the daemon's document d. Its monitoring-plugin
+// status is status's, raised to critical where a GPU's action takes the
+// node out and to warning where one is watched: a board whose action
+// outlasts status's 10 minutes (one that came back from a reboot still
+// needing a power cycle) is not OK.
 func newCheckResult(d live.Doc) *checkResult {
 	r := &checkResult{host: d.Host.Name}
 	r.code, r.reasons = live.Check(d)
+	var crit, warn []string
 	for _, g := range d.GPUs {
-		action, event := repairAction(g, d)
-		r.gpus = append(r.gpus, gpuAction{Index: g.Index, UUID: g.UUID, Action: action, Event: event,
-			Reason: reasonLine(r.host, g.Index, g.UUID, event, action)})
-	}
-	return r
-}
-
-// repairAction is the GPU's action and the event behind it.
-//
-// Until the daemon's document carries each GPU's repair action, it is
-// read from status's verdict: a GPU critical there (hung, lost, failing, an
-// Xid or a recovery action in the last 10 minutes) needs a reboot, one
-// with a warning is watched.
-func repairAction(g live.GPUDoc, d live.Doc) (action, event string) {
-	crit, warn := live.CheckGPU(g, d.Time)
-	prefix := "GPU " + fmt.Sprint(g.Index) + " "
-	for _, c := range crit {
-		if strings.HasPrefix(c, prefix+"Xid ") && g.LastXid != nil {
-			return "reboot", strings.TrimSpace(fmt.Sprintf("Xid %d %s", g.LastXid.Code, g.LastXid.Name))
+		switch a := g.Action.Name; {
+		case a.Drains():
+			crit = append(crit, fmt.Sprintf("GPU %d %s", g.Index, a))
+		case a == action.Watch:
+			warn = append(warn, fmt.Sprintf("GPU %d %s", g.Index, a))
 		}
 	}
 	switch {
-	case len(crit) > 0:
-		return "reboot", strings.TrimPrefix(crit[0], prefix)
-	case len(warn) > 0:
-		return "watch", strings.TrimPrefix(warn[0], prefix)
+	case len(crit) > 0 && r.code < live.CheckCritical:
+		r.code, r.reasons = live.CheckCritical, append(crit, r.reasons...)
+	case len(warn) > 0 && r.code < live.CheckWarning:
+		r.code, r.reasons = live.CheckWarning, warn
 	}
-	return "none", ""
+	for _, g := range d.GPUs {
+		a, event := g.Action.Name, ""
+		if len(g.Action.Reasons) > 0 {
+			// The deciding reason, without what the action was read
+			// from ("Xid 79 GPU has fallen off the bus: NVIDIA's
+			// resolution RESTART_BM"): the line names the action itself.
+			event, _, _ = strings.Cut(g.Action.Reasons[0], ": ")
+		}
+		r.gpus = append(r.gpus, gpuAction{Index: g.Index, UUID: g.UUID, Action: a, Event: event,
+			Reason: reasonLine(r.host, g.Index, g.UUID, event, a)})
+	}
+	return r
 }
 
 // shortUUID is a GPU's UUID cut to its first 8 hexadecimal digits, as the
@@ -196,7 +180,7 @@ func shortUUID(u string) string {
 
 // reasonLine is the line a scheduler drains with: "node7 GPU 3
 // GPU-1a2b3c4d… Xid 79 GPU has fallen off the bus: power_cycle".
-func reasonLine(host string, index int, uuid, event, action string) string {
+func reasonLine(host string, index int, uuid, event string, a action.Action) string {
 	s := fmt.Sprintf("GPU %d %s", index, shortUUID(uuid))
 	if host != "" {
 		s = host + " " + s
@@ -204,7 +188,7 @@ func reasonLine(host string, index int, uuid, event, action string) string {
 	if event != "" {
 		s += " " + event
 	}
-	return s + ": " + action
+	return s + ": " + a.String()
 }
 
 // needing returns the GPUs whose action takes the node out (only those
@@ -212,11 +196,11 @@ func reasonLine(host string, index int, uuid, event, action string) string {
 func (r *checkResult) needing() []gpuAction {
 	var out []gpuAction
 	for _, g := range r.gpus {
-		if takesNodeOut(g.Action) && (r.only == "" || g.Action == r.only) {
+		if g.Action.Drains() && (r.only == action.None || g.Action == r.only) {
 			out = append(out, g)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b gpuAction) int { return cmp.Compare(actionRank(b.Action), actionRank(a.Action)) })
+	slices.SortStableFunc(out, func(a, b gpuAction) int { return cmp.Compare(b.Action, a.Action) })
 	return out
 }
 
@@ -253,7 +237,7 @@ func writeNagios(w io.Writer, r *checkResult) verdict {
 	}
 	fmt.Fprintln(w, checkLine(r.code, r.reasons))
 	for _, g := range r.gpus {
-		if g.Action != "none" {
+		if g.Action != action.None {
 			fmt.Fprintln(w, g.Reason)
 		}
 	}
@@ -284,8 +268,8 @@ func writeNPD(w io.Writer, r *checkResult) verdict {
 	need := r.needing()
 	if len(need) == 0 {
 		msg := "no GPU needs a repair action"
-		if r.only != "" {
-			msg = "no GPU needs " + r.only
+		if r.only != action.None {
+			msg = "no GPU needs " + r.only.String()
 		}
 		fmt.Fprintln(w, cut(msg, npdMaxOutput))
 		return healthy
@@ -341,9 +325,13 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(io.MultiWriter(stderr, &msgs), "gpu-telemetry check: --action is for --format npd (its rules ask one action each), not %s\n", cli.Format)
 		ok, code = false, usage
 	}
-	if ok && cli.Action != "" && !slices.Contains(actionOrder[2:], cli.Action) {
-		fmt.Fprintf(io.MultiWriter(stderr, &msgs), "gpu-telemetry check: --action %q: one of %s\n", cli.Action, strings.Join(actionOrder[2:], ", "))
-		ok, code = false, usage
+	var only action.Action
+	if ok && cli.Action != "" {
+		var err error
+		if only, err = action.Parse(cli.Action); err != nil || !only.Drains() {
+			fmt.Fprintf(io.MultiWriter(stderr, &msgs), "gpu-telemetry check: --action %q: one of %s\n", cli.Action, drainingActions())
+			ok, code = false, usage
+		}
 	}
 	if !ok {
 		if code != 0 && known && name == "json" {
@@ -359,6 +347,18 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		return f.exit(f.write(stdout, r), r)
 	}
 	r := newCheckResult(d)
-	r.only = cli.Action
+	r.only = only
 	return f.exit(f.write(stdout, r), r)
+}
+
+// drainingActions lists the actions that take a node out ("reset_gpu,
+// ..."), --action's values.
+func drainingActions() string {
+	var names []string
+	for a := range action.NumActions {
+		if a.Drains() {
+			names = append(names, a.String())
+		}
+	}
+	return strings.Join(names, ", ")
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/gpu-telemetry/gpu-telemetry/action"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
@@ -71,20 +72,26 @@ func healthyGPU(index int, uuid string) func(time.Time) live.GPU {
 	return func(now time.Time) live.GPU { return checkGPU(now, index, uuid) }
 }
 
-// xid79GPU fell off the bus 5 s before the document's time.
+// The GPUs' actions are set as the monitor sets them (anomaly's repair
+// action): check reports what the daemon decided, it decides nothing.
+
+// xid79GPU fell off the bus 5 s before the document's time, after a warm
+// reboot that did not recover it: a power cycle.
 func xid79GPU(index int, uuid string) func(time.Time) live.GPU {
 	return func(now time.Time) live.GPU {
 		g := checkGPU(now, index, uuid)
 		g.Xid(79, now.Add(-5*time.Second), "GPU has fallen off the bus")
+		g.Action = action.Current{Action: action.PowerCycle, Reasons: []string{"Xid 79 GPU has fallen off the bus: warm reboot did not recover it"}}
 		return g
 	}
 }
 
-// hungGPU has been stuck in an NVML call for 12 s.
+// hungGPU has been stuck in an NVML call for 12 s: a reset.
 func hungGPU(index int, uuid string) func(time.Time) live.GPU {
 	return func(now time.Time) live.GPU {
 		g := checkGPU(now, index, uuid)
 		g.Hung("nvmlDeviceGetTemperature", now.Add(-12*time.Second))
+		g.Action = action.Current{Action: action.ResetGPU, Reasons: []string{"hung in nvmlDeviceGetTemperature"}}
 		return g
 	}
 }
@@ -97,6 +104,17 @@ func flaggedGPU(index int, uuid string) func(time.Time) live.GPU {
 		s := reading.Sample{GPU: index, Time: now.Add(-time.Minute), Values: reading.Values{reading.TempC: reading.Some[uint64](60)}}
 		s.Flags.Add(reading.Flag{Kind: k, A: 20})
 		g.Observe(&s, 100*time.Millisecond)
+		g.Action = action.Current{Action: action.Watch, Reasons: []string{"spur_throt in the last 10 minutes"}}
+		return g
+	}
+}
+
+// rebootedGPU needs a power cycle long after its Xid: status, which looks
+// at the last 10 minutes, says OK; check says critical.
+func rebootedGPU(index int, uuid string) func(time.Time) live.GPU {
+	return func(now time.Time) live.GPU {
+		g := checkGPU(now, index, uuid)
+		g.Action = action.Current{Action: action.PowerCycle, Reasons: []string{"Xid 79 in the previous boot: warm reboot did not recover it"}}
 		return g
 	}
 }
@@ -139,18 +157,26 @@ func TestCheckFormats(t *testing.T) {
 		{
 			name:   "Xid 79 on GPU 3",
 			view:   checkView(healthyGPU(0, uuid0), healthyGPU(1, "GPU-1"), healthyGPU(2, "GPU-2"), xid79GPU(3, uuid3)),
-			nagios: want{2, "CRITICAL: GPU 3 Xid 79 in the last 10 minutes\ngpu-node-07 GPU 3 GPU-1a2b3c4d… Xid 79 GPU has fallen off the bus: reboot\n"},
-			nhc:    want{1, "gpu-node-07 GPU 3 GPU-1a2b3c4d… Xid 79 GPU has fallen off the bus: reboot\n"},
-			npd:    want{1, "gpu-node-07 GPU 3 GPU-1a2b3c4d… Xid 79 GPU has fallen off the bus: reboot\n"},
-			json:   want{1, `"reason": "gpu-node-07 GPU 3 GPU-1a2b3c4d… Xid 79 GPU has fallen off the bus: reboot"`},
+			nagios: want{2, "CRITICAL: GPU 3 Xid 79 in the last 10 minutes\ngpu-node-07 GPU 3 GPU-1a2b3c4d… Xid 79 GPU has fallen off the bus: power_cycle\n"},
+			nhc:    want{1, "gpu-node-07 GPU 3 GPU-1a2b3c4d… Xid 79 GPU has fallen off the bus: power_cycle\n"},
+			npd:    want{1, "gpu-node-07 GPU 3 GPU-1a2b3c4d… Xid 79 GPU has fallen off the bus: power_cycle\n"},
+			json:   want{1, `"reason": "gpu-node-07 GPU 3 GPU-1a2b3c4d… Xid 79 GPU has fallen off the bus: power_cycle"`},
 		},
 		{
-			name:   "a hung GPU and a fallen one: one line, the count of the others",
+			name:   "a hung GPU and a fallen one: the line names the worst action, and counts the others",
 			view:   checkView(hungGPU(0, uuid0), xid79GPU(3, uuid3)),
 			nagios: want{2, "CRITICAL: GPU 0 hung; GPU 3 Xid 79 in the last 10 minutes\n"},
-			nhc:    want{1, "gpu-node-07 GPU 0 GPU-0f0e0d0c… hung: reboot (+1 more)\n"},
-			npd:    want{1, "gpu-node-07 GPU 0 GPU-0f0e0d0c… hung: reboot (+1 more)\n"},
-			json:   want{1, `"index": 3`},
+			nhc:    want{1, "gpu-node-07 GPU 3 GPU-1a2b3c4d… Xid 79 GPU has fallen off the bus: power_cycle (+1 more)\n"},
+			npd:    want{1, "gpu-node-07 GPU 3 GPU-1a2b3c4d… Xid 79 GPU has fallen off the bus: power_cy…\n"},
+			json:   want{1, `"action": "reset_gpu"`},
+		},
+		{
+			name:   "an action that outlasts status's 10 minutes",
+			view:   checkView(rebootedGPU(0, uuid0)),
+			nagios: want{2, "CRITICAL: GPU 0 power_cycle\ngpu-node-07 GPU 0 GPU-0f0e0d0c… Xid 79 in the previous boot: power_cycle\n"},
+			nhc:    want{1, "gpu-node-07 GPU 0 GPU-0f0e0d0c… Xid 79 in the previous boot: power_cycle\n"},
+			npd:    want{1, "gpu-node-07 GPU 0 GPU-0f0e0d0c… Xid 79 in the previous boot: power_cycle\n"},
+			json:   want{1, `"status": 2`},
 		},
 		{
 			name:   "no daemon",
@@ -233,8 +259,8 @@ func TestCheckNPDAction(t *testing.T) {
 		code   int
 		out    string
 	}{
-		{"reboot", 1, "GPU 3 GPU-1a2b3c4d… Xid 79"},
-		{"reset_gpu", 0, "no GPU needs reset_gpu"},
+		{"power_cycle", 1, "GPU 3 GPU-1a2b3c4d… Xid 79"},
+		{"reboot", 0, "no GPU needs reboot"},
 		{"inspect", 0, "no GPU needs inspect"},
 	} {
 		var out, errb bytes.Buffer
@@ -247,7 +273,10 @@ func TestCheckNPDAction(t *testing.T) {
 // TestCheckGolden pins each format's whole answer for livetest's node
 // (GPU 0 critical health, GPU 1 hung after an Xid 79).
 func TestCheckGolden(t *testing.T) {
-	sock := serveView(t, livetest.View())
+	v := livetest.View()
+	v.GPUs[0].Action = action.Current{Action: action.DrainAndReset, Reasons: []string{"health critical: remap_pending"}}
+	v.GPUs[1].Action = action.Current{Action: action.Reboot, Reasons: []string{"Xid 79 GPU has fallen off the bus: NVIDIA's resolution RESTART_BM", "hung in nvmlDeviceGetTemperature"}}
+	sock := serveView(t, v)
 	for _, f := range checkFormats {
 		var out, errb bytes.Buffer
 		code := runCheck([]string{"--socket", sock, "--format", f.name}, &out, &errb)
@@ -271,7 +300,8 @@ func TestCheckArguments(t *testing.T) {
 		{"argument", []string{"--format", "npd", "now"}, 2, "", "unexpected argument now"},
 		{"socket off", []string{"--format", "nhc", "--socket", "none"}, 2, "", "needs the daemon's socket path"},
 		{"action without npd", []string{"--action", "reboot"}, 3, "", "--action is for --format npd"},
-		{"unknown action", []string{"--format", "npd", "--action", "reboot_now"}, 2, "", `--action "reboot_now": one of reset_gpu, drain_and_reset, recover_fabric, reboot, power_cycle, inspect`},
+		{"unknown action", []string{"--format", "npd", "--action", "reboot_now"}, 2, "", `--action "reboot_now": one of recover_fabric, reset_gpu, drain_and_reset, reboot, power_cycle, inspect`},
+		{"an action that drains nothing", []string{"--format", "npd", "--action", "watch"}, 2, "", `--action "watch": one of recover_fabric,`},
 		{"no daemon", []string{"--socket", gone, "--format", "nhc"}, 3, "gpu-telemetry cannot ask the daemon at " + gone, "no socket there"},
 	})
 }
