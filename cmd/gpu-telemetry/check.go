@@ -128,7 +128,7 @@ type checkResult struct {
 	code    int      // status's monitoring-plugin status (live.Check)
 	reasons []string // and its reasons
 	gpus    []gpuAction
-	err     string // why the daemon could not be asked; "" when it answered
+	err     string        // why the daemon could not be asked; "" when it answered
 	only    action.Action // --action: the one action npd's rule asks about; None: any that drains
 }
 
