@@ -9,6 +9,7 @@ package action
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -90,3 +91,8 @@ type Current struct {
 // Reason is the reasons joined for one line (events.log's reason=, a
 // scheduler's drain reason): "a; b".
 func (c Current) Reason() string { return strings.Join(c.Reasons, "; ") }
+
+// Equal reports whether c and o are the same action for the same reasons.
+func (c Current) Equal(o Current) bool {
+	return c.Action == o.Action && slices.Equal(c.Reasons, o.Reasons)
+}

@@ -3,6 +3,7 @@ package anomaly
 import (
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/action"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
@@ -42,27 +43,30 @@ type HealthReasonDef struct {
 	Name     string // status, metrics label, flag text
 	Critical bool
 	Help     string
+	// Action is the repair it asks for (anomaly.Causes); the recovery
+	// action's reasons leave it to the action's value (RecoveryAction).
+	Action action.Action
 }
 
 // HealthReasonDefs declares every reason, indexed by HealthReason.
 var HealthReasonDefs = [NumHealthReasons]HealthReasonDef{
-	ReasonDBE:                  {"ecc_dbe", true, "double-bit ECC errors since the driver loaded"},
-	ReasonRemapFailure:         {"remap_failure", true, "a row remap failed"},
-	ReasonNVLinkDown:           {"nvlink_down", true, "an NVLink link is not active"},
-	ReasonNVLinkRecoveryFailed: {"nvlink_recovery_failed", true, "an NVLink link recovery failed"},
-	ReasonC2CErrors:            {"c2c_errors", true, "C2C link errors grew"},
-	ReasonRecoveryAction:       {"recovery_action", true, "the driver asks for a GPU reset, a reboot or a drain and reset"},
-	ReasonMemoryUnrepairable:   {"memory_unrepairable", true, "the GPU has memory that can no longer be repaired"},
-	ReasonRemapPending:         {"remap_pending", false, "a row remap waits for a GPU reset"},
-	ReasonRemapNearLimit:       {"remap_near_limit", false, "512 or more rows remapped for uncorrectable errors"},
-	ReasonSBERate:              {"ecc_sbe_rate", false, "single-bit ECC errors at a high rate"},
-	ReasonPCIeReplays:          {"pcie_replays", false, "PCIe replays above DCGM's rate for the link"},
-	ReasonNVLinkErrors:         {"nvlink_errors", false, "NVLink error counters grew"},
-	ReasonNVLinkRecovered:      {"nvlink_recovered", false, "NVLink links went through recovery"},
-	ReasonHWSlowdown:           {"hw_slowdown", false, "time in HW thermal slowdown or HW power brake grew"},
-	ReasonRecoveryDrainP2P:     {"recovery_drain_p2p", false, "the driver asks to drain peer-to-peer traffic"},
-	ReasonRepairPending:        {"repair_pending", false, "a memory channel or TPC repair waits for a GPU reset"},
-	ReasonSRAMThreshold:        {"sram_threshold", false, "the SRAM ECC error threshold is exceeded"},
+	ReasonDBE:                  {"ecc_dbe", true, "double-bit ECC errors since the driver loaded", action.ResetGPU},
+	ReasonRemapFailure:         {"remap_failure", true, "a row remap failed", action.Inspect},
+	ReasonNVLinkDown:           {"nvlink_down", true, "an NVLink link is not active", action.ResetGPU},
+	ReasonNVLinkRecoveryFailed: {"nvlink_recovery_failed", true, "an NVLink link recovery failed", action.ResetGPU},
+	ReasonC2CErrors:            {"c2c_errors", true, "C2C link errors grew", action.Watch},
+	ReasonRecoveryAction:       {"recovery_action", true, "the driver asks for a GPU reset, a reboot or a drain and reset", action.None},
+	ReasonMemoryUnrepairable:   {"memory_unrepairable", true, "the GPU has memory that can no longer be repaired", action.Inspect},
+	ReasonRemapPending:         {"remap_pending", false, "a row remap waits for a GPU reset", action.ResetGPU},
+	ReasonRemapNearLimit:       {"remap_near_limit", false, "512 or more rows remapped for uncorrectable errors", action.Watch},
+	ReasonSBERate:              {"ecc_sbe_rate", false, "single-bit ECC errors at a high rate", action.Watch},
+	ReasonPCIeReplays:          {"pcie_replays", false, "PCIe replays above DCGM's rate for the link", action.Watch},
+	ReasonNVLinkErrors:         {"nvlink_errors", false, "NVLink error counters grew", action.Watch},
+	ReasonNVLinkRecovered:      {"nvlink_recovered", false, "NVLink links went through recovery", action.Watch},
+	ReasonHWSlowdown:           {"hw_slowdown", false, "time in HW thermal slowdown or HW power brake grew", action.Watch},
+	ReasonRecoveryDrainP2P:     {"recovery_drain_p2p", false, "the driver asks to drain peer-to-peer traffic", action.None},
+	ReasonRepairPending:        {"repair_pending", false, "a memory channel or TPC repair waits for a GPU reset", action.ResetGPU},
+	ReasonSRAMThreshold:        {"sram_threshold", false, "the SRAM ECC error threshold is exceeded", action.Watch},
 }
 
 // Thresholds of the health watches.

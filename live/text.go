@@ -138,12 +138,13 @@ func RecentFlags(g GPUDoc, now time.Time, d time.Duration) []string {
 func GPULines(g GPUDoc, now time.Time) []string {
 	l1 := "GPU " + itoa(g.Index) + "  " + g.Name + "  " + g.BusID + "  " + orNA(g.UUID) + "  serial " + orNA(g.Serial) + "  " + StateText(g, now)
 	if g.SampleTime == nil {
-		return []string{l1, "  no sample yet"}
+		return append([]string{l1, "  no sample yet"}, actionLines(g, now)...)
 	}
 	if g.State != StateAnswering.String() {
 		// No stale numbers: the last values are in the CSV and the snapshot.
-		return append([]string{l1, "  no current readings (last answered sample " + clock(*g.SampleTime, now) + ")", eventLine(g, now),
-			"  " + HealthText(g)}, ProcLines(g, now)...)
+		lines := append([]string{l1, "  no current readings (last answered sample " + clock(*g.SampleTime, now) + ")", eventLine(g, now),
+			"  " + HealthText(g)}, actionLines(g, now)...)
+		return append(lines, ProcLines(g, now)...)
 	}
 	fans := make([]string, 0, len(g.Fans))
 	for _, f := range g.Fans {
@@ -172,7 +173,8 @@ func GPULines(g GPUDoc, now time.Time) []string {
 		flags = strings.Join(f, ",")
 	}
 	l4 := "  throttle " + thr + "  flags (1 min) " + flags
-	return append([]string{l1, l2, l3, l4, eventLine(g, now), "  " + HealthText(g)}, ProcLines(g, now)...)
+	lines := append([]string{l1, l2, l3, l4, eventLine(g, now), "  " + HealthText(g)}, actionLines(g, now)...)
+	return append(lines, ProcLines(g, now)...)
 }
 
 // eventLine is a GPU's last Xid, recovery action, incidents and newest

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/action"
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/live/atop"
@@ -45,6 +46,10 @@ type Config struct {
 	// events vs kernel log) within this window is one incident.
 	XidDedupe      time.Duration
 	InventoryEvery time.Duration // GPU list vs the driver's enumeration; 0: 30 s
+	// InspectAfter: a critical class that began in this many earlier boots
+	// of a board escalates its repair action to inspect; 0:
+	// action.DefaultInspectAfter.
+	InspectAfter int
 
 	// Snapshots configures the crash and spike snapshots; New sets Dir,
 	// Logger, Flush, Written, HostRoot and KernelWall. Its Runner (nil: real
@@ -135,6 +140,9 @@ func (c Config) Validate() error {
 	}
 	if c.CSV.FsyncEvery <= 0 {
 		errs = append(errs, fmt.Errorf("fsync interval %s: must be > 0", c.CSV.FsyncEvery))
+	}
+	if c.InspectAfter < 0 || c.InspectAfter >= action.MaxBoots {
+		errs = append(errs, fmt.Errorf("inspect after %d boots: must be between 1 and %d (0: %d)", c.InspectAfter, action.MaxBoots-1, action.DefaultInspectAfter))
 	}
 	if err := c.Anomaly.Validate(); err != nil {
 		errs = append(errs, err)

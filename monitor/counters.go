@@ -111,6 +111,7 @@ func (m *Monitor) watchLosses(ctx context.Context) {
 			return
 		case now := <-m.loop.secondTick:
 			m.windowsEnded(now, false)
+			m.judgeActions(now)
 		}
 		m.checkLosses(logged)
 		d := m.csv.Stats().Dropped

@@ -131,6 +131,9 @@ func (m *Monitor) onEvent(e reading.Event) {
 		gs.log.Error("critical GPU event", "reason", r.Reason)
 	}
 	m.carryOut(gs, r, plan)
+	if gs != nil && r.Wake {
+		gs.eventAction(r, e.Xid)
+	}
 }
 
 // windowsEnded writes the lines that sum up what the burst limits held in

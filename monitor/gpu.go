@@ -73,6 +73,7 @@ type gpuState struct {
 	hungLine chan struct{}
 
 	health atomic.Pointer[HealthView] // written by the worker (health.go)
+	repair repairState                // the repair action (repair.go)
 	links  anomaly.LinkWatch          // worker only
 
 	reportMu sync.Mutex // an Xid report's de-duplication and incident decision are one step (onEvent)
@@ -161,6 +162,7 @@ func (gs *gpuState) handle(s *reading.Sample) {
 	queued := gs.record(s, &r, stalled, critical)
 	gs.publish(s)
 	gs.incidents(s.Time, queued, critical, r.Spike)
+	gs.judgeAction(s.Time, s.Status != reading.StatusAnswered, nil)
 }
 
 // event is an events.log line of the GPU at t; kv alternates keys and values.

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/events"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
@@ -137,6 +138,9 @@ func (m *Monitor) kernelLine(gs *gpuState, l events.KernelLine) {
 		gs.log.Error("critical GPU event", "reason", r.Reason)
 		gs.nextTry.Store(0)
 		plan = gs.criticalEvent(l.Read, *r.Critical)
+	}
+	if gs != nil && l.NVRM != nil && l.NVRM.Kind == kmsg.NVRMInitFailed {
+		gs.judgeAction(l.Read, true, func(rp *anomaly.Repair) { rp.InitFailed() })
 	}
 	m.carryOut(gs, r, plan)
 }

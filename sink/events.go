@@ -264,6 +264,8 @@ const (
 	TypeHealthCritical        = "HEALTH_CRITICAL"         // a critical hardware health condition began (reason=): a crash snapshot
 	TypeHealthEvent           = "HEALTH_EVENT"            // an NVML hardware health event (event=, severity=critical|notable)
 	TypeInventory             = "INVENTORY"               // at start: a board of the previous run missing, new, or at another index or bus id (change=)
+	TypeAction                = "ACTION"                  // a GPU's repair action changed (action=, from=, reason=)
+	TypeAck                   = "ACK"                     // an operator acknowledged a GPU's action (action=, by=, note=, classes=)
 )
 
 // eventClasses is the class of every type the logger writes: what
@@ -296,6 +298,8 @@ var eventClasses = map[string]EventClass{
 	TypeHealthCritical:        EventIncident,
 	TypeHealthEvent:           EventIncident,
 	TypeInventory:             EventNotable, // routine for a board new, moved or identified (classOf)
+	TypeAction:                EventNotable, // what the events already written ask for: no incident of its own
+	TypeAck:                   EventRoutine,
 }
 
 // EventTypes returns the types Class does not call routine, sorted.

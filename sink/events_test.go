@@ -52,6 +52,8 @@ func TestEventClass(t *testing.T) {
 		{"INVENTORY new", "source=start type=INVENTORY change=new", EventRoutine},
 		{"INVENTORY moved", "source=start type=INVENTORY change=moved prev_gpu=1", EventRoutine},
 		{"INVENTORY identified", "source=poll type=INVENTORY change=identified prev_gpu=0", EventRoutine},
+		{"ACTION", `type=ACTION action=reboot from=none reason="Xid 79 GPU has fallen off the bus: NVIDIA's resolution RESTART_BM"`, EventNotable},
+		{"ACK", `source=socket type=ACK action=reboot by=root note=reseated classes=xid79`, EventRoutine},
 		{"Xid inside a routine line's text", `source=nvml type=PState text="type=Xid"`, EventRoutine},
 	}
 	var named []string

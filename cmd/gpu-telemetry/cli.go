@@ -17,6 +17,7 @@ import (
 	"github.com/alecthomas/kong"
 	"github.com/prometheus/exporter-toolkit/web"
 
+	"github.com/gpu-telemetry/gpu-telemetry/action"
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
 	"github.com/gpu-telemetry/gpu-telemetry/live/control"
 	"github.com/gpu-telemetry/gpu-telemetry/monitor"
@@ -46,6 +47,7 @@ type CLI struct {
 	InventoryEvery Interval         `name:"inventory-interval" help:"How often the GPU list is checked against the driver's enumeration (vanished GPUs). Default: ${default}." default:"30s"`
 	StartTimeout   Interval         `name:"start-timeout" help:"How long start-up waits for the driver (init, enumeration) and for each GPU's static facts before going on without them. Default: ${default}." default:"20s"`
 	NoCompress     bool             `help:"Do not gzip finished CSV days."`
+	InspectAfter   int              `name:"inspect-after-boots" help:"A GPU whose same critical fault (an Xid, a health reason, lost) began in this many earlier boots gets the action inspect (the board's history: action-<UUID>.json in the log directory); 1 to 15. Default: ${default}." default:"2"`
 	Socket         string           `help:"Control socket for 'gpu-telemetry status' and 'top'; 'none' disables; its directory must exist (/run/gpu-telemetry is made). Default: ${default}." default:"${socket}"`
 	SocketGroup    string           `help:"Group allowed to use the control socket (mode 0660); without it the socket is mode 0600 (root only)."`
 	Host           string           `help:"Name of this host in every output: metrics (gpu_telemetry_host_info), events.log, snapshot headers, status. Letters, digits, '.', '-', '_'. Default: the hostname (in a container: the node's name, not the pod's; set it)."`
@@ -183,6 +185,9 @@ func (c *CLI) Validate() error {
 	}
 	if d := time.Duration(c.StartTimeout); d < 100*time.Millisecond || d > 10*time.Minute {
 		errs = append(errs, fmt.Errorf("--start-timeout %s: must be between 100ms and 10m", d))
+	}
+	if c.InspectAfter < 1 || c.InspectAfter >= action.MaxBoots {
+		errs = append(errs, fmt.Errorf("--inspect-after-boots %d: must be between 1 and %d", c.InspectAfter, action.MaxBoots-1))
 	}
 	if d := time.Duration(c.SummaryEvery); d < time.Second {
 		errs = append(errs, fmt.Errorf("--summary-interval %s: must be at least 1s", d))
@@ -324,6 +329,7 @@ func (c *CLI) monitorConfig(log *slog.Logger) monitor.Config {
 		Anomaly:        ac,
 		SummaryEvery:   time.Duration(c.SummaryEvery),
 		InventoryEvery: time.Duration(c.InventoryEvery),
+		InspectAfter:   c.InspectAfter,
 		KmsgPath:       kmsg,
 		KmsgMarkers:    !c.NoKmsgMarkers,
 		Logger:         log,

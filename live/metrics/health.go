@@ -17,12 +17,15 @@ var (
 	mReason  = gpuMetric("health_reason", "A hardware health reason that holds now (value 1); absent when it does not.", prometheus.GaugeValue, "reason")
 	mLinkDn  = gpuMetric("nvlink_link_down", "An NVLink link that is not active (value 1); absent for active links.", prometheus.GaugeValue, "link", "state")
 	mLinkErr = gpuMetric("nvlink_link_errors_total", "An NVLink per-link counter; by default exported only for a link that is down or has errors.", prometheus.CounterValue, "link", "counter")
+	mAction  = gpuMetric("gpu_action", "The GPU's current repair action (value 1): none, watch, recover_fabric, reset_gpu, drain_and_reset, reboot, power_cycle, inspect; one series per GPU.", prometheus.GaugeValue, "action")
 	mLinkBER = gpuMetric("nvlink_link_ber", "An NVLink per-link bit error rate; by default exported only for a link that is down or has errors.", prometheus.GaugeValue, "link", "counter")
 )
 
-// healthVerdict adds the verdict (live.GPU.Verdict) and its reasons: from
-// memory, also while the GPU does not answer (they are what explains why).
+// healthVerdict adds the repair action, always known ("none" until there
+// is one), and the verdict (live.GPU.Verdict) and its reasons: from memory,
+// also while the GPU does not answer (they are what explains why).
 func (w *walker) healthVerdict(g *live.GPU, gpu, uuid string) {
+	w.add(mAction, 1, gpu, uuid, g.Action.Action.String())
 	v, _, known := g.Verdict()
 	if !known {
 		return

@@ -1,0 +1,93 @@
+package action
+
+import (
+	"slices"
+	"time"
+)
+
+// DefaultInspectAfter is how many earlier boots with the same critical
+// class turn it into Inspect: the same fault after two reboots is the
+// board's (gpud's default reboot threshold, components/accelerator/nvidia/
+// xid/threshold.go; its users ask for it to be configurable: gpud issue 1075).
+const DefaultInspectAfter = 2
+
+// MaxBoots is how many boots a board's history keeps, the newest last:
+// enough for any sane --inspect-after-boots, small enough to read at start.
+const MaxBoots = 16
+
+// History is a board's record across boots, keyed by its UUID: for each
+// boot, how many times each critical class began in it; and the last
+// acknowledgement. It is what the board's state file holds (sink.BoardState).
+type History struct {
+	UUID  string      `json:"uuid"`
+	Boots []BootCount `json:"boots"` // oldest first, at most MaxBoots
+	Ack   *AckRecord  `json:"ack,omitempty"`
+}
+
+// BootCount is one boot of a board: the critical classes that began in it.
+type BootCount struct {
+	BootID  string                `json:"boot_id"`
+	Classes map[string]ClassCount `json:"classes"`
+	// Failed is set when the board was missing or failed to initialise in
+	// this boot (the next boot's warm-reboot check does not look past it).
+	Failed bool `json:"failed,omitempty"`
+}
+
+// ClassCount is how often a class began in a boot and when it last did.
+type ClassCount struct {
+	Count uint64    `json:"count"`
+	Last  time.Time `json:"last"`
+}
+
+// AckRecord is an operator's acknowledgement: the classes it cleared.
+type AckRecord struct {
+	Time    time.Time `json:"time"`
+	Action  Action    `json:"action"`
+	Note    string    `json:"note"`
+	By      string    `json:"by"`
+	Classes []string  `json:"classes"`
+}
+
+// Boot returns the record of boot id, adding it (and dropping the oldest
+// past MaxBoots) when there is none.
+func (h *History) Boot(id string) *BootCount {
+	for i := range h.Boots {
+		if h.Boots[i].BootID == id {
+			return &h.Boots[i]
+		}
+	}
+	h.Boots = append(h.Boots, BootCount{BootID: id, Classes: map[string]ClassCount{}})
+	if n := len(h.Boots) - MaxBoots; n > 0 {
+		h.Boots = slices.Delete(h.Boots, 0, n)
+	}
+	return &h.Boots[len(h.Boots)-1]
+}
+
+// Earlier returns the boots before boot id, the newest first.
+func (h *History) Earlier(id string) []BootCount {
+	var out []BootCount
+	for i := len(h.Boots) - 1; i >= 0; i-- {
+		if h.Boots[i].BootID != id {
+			out = append(out, h.Boots[i])
+		}
+	}
+	return out
+}
+
+// Count records that class began in boot id at t.
+func (h *History) Count(id, class string, t time.Time) {
+	b := h.Boot(id)
+	if b.Classes == nil {
+		b.Classes = map[string]ClassCount{}
+	}
+	c := b.Classes[class]
+	c.Count++
+	c.Last = t
+	b.Classes[class] = c
+}
+
+// Acked reports whether the last acknowledgement cleared class after t: an
+// occurrence at t or before it no longer counts.
+func (h *History) Acked(class string, t time.Time) bool {
+	return h.Ack != nil && !t.After(h.Ack.Time) && slices.Contains(h.Ack.Classes, class)
+}

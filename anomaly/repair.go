@@ -1,0 +1,398 @@
+package anomaly
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/action"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/xid"
+)
+
+// A GPU's repair action (package action) is derived here from what the
+// logger already knows, each source through one table below with the
+// source of every row: NVIDIA's Xid catalog's resolution bucket for each
+// Xid report, the driver's recovery action, the health verdict's reasons
+// (their Action column in HealthReasonDefs), the retired pages of a GPU
+// without row remapping, and the GPU's state (lost, hung, failing). The
+// board's history across boots (action.History) escalates a critical class
+// seen in enough earlier boots to Inspect, and a board that a warm reboot
+// did not bring back after Xid 79 or a recovery action to PowerCycle.
+
+// bucketAction is what each of NVIDIA's immediate-action buckets (the
+// resolution column of the Xid catalog, docs.nvidia.com/deploy/xid-errors,
+// carried by xid.Explanation.Bucket) asks of the operator.
+var bucketActions = map[string]action.Action{
+	"IGNORE":               action.None,     // catalog: no action
+	"RESTART_APP":          action.Watch,    // catalog: restart the application; the GPU needs nothing, its investigatory column asks for support if it recurs
+	"RESET_GPU":            action.ResetGPU, // catalog: reset the GPU
+	"RESTART_BM":           action.Reboot,   // catalog: restart the bare-metal node (Xid 79)
+	"RESTART_VM":           action.Reboot,   // catalog: restart the VM: the node as this logger sees it (Xid 151)
+	"CHECK_MECHANICALS":    action.Inspect,  // catalog: check the board's power and seating (Xid 54): hands on the hardware
+	"CONTACT_SUPPORT":      action.Watch,    // catalog: contact NVIDIA support (Xid 61, 142): a report to file, no repair
+	"CHECK_UVM":            action.Watch,    // catalog: check the UVM driver (Xid 159): software
+	"UPDATE_SWFW":          action.Watch,    // catalog: update the driver or firmware (Xid 78)
+	"WORKFLOW_XID_45":      action.None,     // catalog: the consequence of other Xids (solo: restart the fabric manager); the others decide
+	"WORKFLOW_XID_48":      action.ResetGPU, // catalog: DBE workflow: the remap it leaves pending applies at a GPU reset; DCGM fails on Xid 48
+	"WORKFLOW_NVLINK_ERR":  action.ResetGPU, // catalog: NVLink error workflow (Xid 74): reset the GPU to retrain the links; DCGM fails on Xid 74
+	"WORKFLOW_NVLINK5_ERR": action.ResetGPU, // catalog: NVLink5 workflow, when the text did not decode (xid.DecodeNVLink5 gives the row's own bucket when it does)
+	"XID_154_EVAL":         action.Watch,    // NVLink5 decode: evaluate the recovery action Xid 154 announces (which decides)
+	"XID_154":              action.None,     // Xid 154 announces a recovery action: RecoveryAction decides
+	"":                     action.Watch,    // no bucket in the catalog (Xid 162-172) or a code not in it: keep an eye on it
+}
+
+// XidAction is the action one Xid report asks for, from its bucket in
+// NVIDIA's catalog (the NVLink5 decode's when its text decoded); for an
+// Xid 154 whose text named it, from the recovery action.
+func XidAction(e xid.Explanation) action.Action {
+	if e.HasRecovery {
+		return RecoveryAction(e.Recovery)
+	}
+	if a, ok := bucketActions[e.Bucket]; ok {
+		return a
+	}
+	return action.Watch // a bucket newer than this table: shown, never dropped
+}
+
+// recoveryActions is what each of the driver's recovery actions
+// (nvmlDeviceGpuRecoveryAction_t in go-nvml's nvml.h; Xid 154's "to 0xN")
+// asks for. DCGM's health watch fails on reset, reboot and drain and reset
+// and warns on drain P2P.
+var recoveryActions = [...]action.Action{
+	0: action.None,          // NONE
+	1: action.ResetGPU,      // GPU_RESET
+	2: action.Reboot,        // NODE_REBOOT
+	3: action.Watch,         // DRAIN_P2P: stop the P2P users, then the driver says what next (DCGM: warn)
+	4: action.DrainAndReset, // DRAIN_AND_RESET
+	5: action.RecoverFabric, // RECOVER_IMEX_DOMAIN
+	6: action.ResetGPU,      // BUS_RESET: reset the GPU's PCIe bus (nvidia-smi -r resets it with the GPU)
+	7: action.Reboot,        // SYSTEM_REBOOT
+}
+
+// RecoveryAction is what the driver's recovery action v asks for. A value
+// newer than the table still needs action (health-counters.md: treat
+// unknown values as needing action): a reboot, the strongest warm remedy.
+func RecoveryAction(v uint64) action.Action {
+	if v < uint64(len(recoveryActions)) {
+		return recoveryActions[v]
+	}
+	return action.Reboot
+}
+
+// Thresholds of the repair action.
+const (
+	// RetiredPagesLimit: DCGM's memory watch fails a GPU with 63 or more
+	// pages retired (SBE + DBE; DcgmGPUHardwareLimits.h), a board to return.
+	RetiredPagesLimit = 63
+	// HungReboot is how long a stuck NVML call lasts before the GPU's action
+	// is a reboot: a call past the sample deadline for a second is a slow
+	// driver; one stuck for a minute does not come back without a reset of
+	// the driver, and a reset needs the driver to answer.
+	HungReboot = time.Minute
+	// watchHold is how long an Xid that asks only to be watched (an
+	// application's fault) keeps the GPU at Watch: news for an hour.
+	watchHold = time.Hour
+)
+
+// Cause is one reason for a GPU's action: its class (what the board's
+// history counts and an ack clears: "xid79", "recovery_2", "ecc_dbe",
+// "lost"), the action it asks for and its words.
+type Cause struct {
+	Class  string
+	Action action.Action
+	Text   string
+}
+
+// RepairInput is a GPU's current state as the repair action weighs it.
+type RepairInput struct {
+	Now       time.Time
+	Health    HealthVerdict
+	Vals      *reading.Values // the latest health readings (recovery action, retired pages); nil: none
+	Lost      bool            // the driver reports the GPU lost
+	Failing   bool            // every call of the last sample failed
+	Missing   bool            // the board of the history is not enumerated in this boot
+	HungSince time.Time       // zero: not hung
+}
+
+// Causes lists what the GPU's current state asks for (not its Xids: Repair
+// keeps those), in a fixed order: the state, the recovery action, the
+// health reasons in table order, the retired pages.
+func Causes(in RepairInput) []Cause {
+	var out []Cause
+	add := func(class string, a action.Action, text string) {
+		out = append(out, Cause{Class: class, Action: a, Text: text})
+	}
+	switch {
+	case in.Missing:
+		add("missing", action.Reboot, "the board is not enumerated")
+	case in.Lost:
+		add("lost", action.Reboot, "the driver reports the GPU lost") // NVML_ERROR_GPU_IS_LOST: only a reboot brings it back
+	case !in.HungSince.IsZero() && in.Now.Sub(in.HungSince) >= HungReboot:
+		add("hung", action.Reboot, "an NVML call stuck for "+in.Now.Sub(in.HungSince).Truncate(time.Second).String())
+	case !in.HungSince.IsZero():
+		add("hung", action.Watch, "an NVML call stuck past the deadline")
+	case in.Failing:
+		add("failing", action.ResetGPU, "every NVML call fails")
+	}
+	if in.Vals != nil {
+		if v, ok := in.Vals[reading.HRecoveryAction].Get(); ok && v != 0 {
+			add("recovery_"+strconv.FormatUint(v, 10), RecoveryAction(v), "the driver's recovery action "+strconv.FormatUint(v, 10)+" ("+reading.RecoveryActionName(v)+")")
+		}
+	}
+	for r := range NumHealthReasons {
+		d := &HealthReasonDefs[r]
+		if in.Health.Has(r) && d.Action != action.None {
+			add(d.Name, d.Action, "health: "+d.Help)
+		}
+	}
+	if in.Vals != nil {
+		sbe, sok := in.Vals[reading.HRetiredSBE].Get()
+		dbe, dok := in.Vals[reading.HRetiredDBE].Get()
+		if sok && dok && sbe+dbe >= RetiredPagesLimit {
+			add("retired_pages", action.Inspect, strconv.FormatUint(sbe+dbe, 10)+" pages retired (DCGM fails at "+strconv.Itoa(RetiredPagesLimit)+")")
+		} else if p, ok := in.Vals[reading.HRetiredPending].Get(); ok && p != 0 {
+			// DCGM warns; the retirement applies when the driver reloads.
+			add("retired_pending", action.ResetGPU, "pages wait to be retired at the next GPU reset")
+		}
+	}
+	return out
+}
+
+// Repair derives one board's action over time: it keeps the board's Xid
+// reports and recovery actions of this boot, and its history across boots
+// (which it updates: History says what to write back). Time arrives as a
+// value; it does no I/O. Not safe for concurrent use.
+type Repair struct {
+	boot         string
+	inspectAfter int
+	hist         action.History
+	xids         map[string]xidCause  // this boot's Xid causes, by class
+	began        map[string]time.Time // when each class last began in this run (Watch classes too)
+	active       map[string]bool      // the classes of the last Judge
+	judged       bool                 // Judge ran once: a class active then is not new
+	recovery     reading.Opt[uint64]  // the last recovery action an event reported
+	initFailed   bool                 // RmInitAdapter failed for the board in this boot
+	dirty        bool                 // hist changed since Dirty was last asked
+	last         []Cause
+}
+
+type xidCause struct {
+	Cause
+	at time.Time
+}
+
+// NewRepair starts a board's repair action in boot id from its history (its
+// state file; zero: none), escalating a critical class seen in inspectAfter
+// earlier boots (0: action.DefaultInspectAfter). The current boot's Xid
+// and recovery classes in the history (a restart of the logger in the same
+// boot) are taken up again.
+func NewRepair(boot string, inspectAfter int, h action.History) *Repair {
+	r := &Repair{boot: boot, inspectAfter: cmp.Or(inspectAfter, action.DefaultInspectAfter), hist: h,
+		xids: map[string]xidCause{}, began: map[string]time.Time{}, active: map[string]bool{}}
+	for i := range h.Boots {
+		if h.Boots[i].BootID != boot {
+			continue
+		}
+		for class, c := range h.Boots[i].Classes {
+			r.began[class] = c.Last
+			if code, ok := xidClass(class); ok {
+				e := xid.ExplainDetail(code, reading.XidDetail{})
+				r.xids[class] = xidCause{Cause: xidCauseOf(e), at: c.Last}
+			}
+		}
+	}
+	return r
+}
+
+func xidClass(class string) (int, bool) {
+	if len(class) < 4 || class[:3] != "xid" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(class[3:])
+	return n, err == nil
+}
+
+func xidCauseOf(e xid.Explanation) Cause {
+	a := XidAction(e)
+	text := "Xid " + strconv.Itoa(e.Code) + " " + e.Name
+	if e.HasRecovery {
+		text += ": recovery action " + xid.RecoveryActionName(e.Recovery)
+	} else {
+		text += ": NVIDIA's resolution " + e.BucketOrNone()
+	}
+	return Cause{Class: "xid" + strconv.Itoa(e.Code), Action: a, Text: text}
+}
+
+// Xid takes an Xid report at t into the board's causes: a new event, which
+// an earlier acknowledgement of its class does not cover.
+func (r *Repair) Xid(e xid.Explanation, t time.Time) {
+	if e.HasRecovery {
+		r.Recovery(e.Recovery, t)
+	}
+	c := xidCauseOf(e)
+	if c.Action == action.None {
+		return
+	}
+	r.xids[c.Class] = xidCause{Cause: c, at: t}
+	r.begin(c, t)
+}
+
+// Recovery takes a recovery action an event reported (Xid 154's text, an
+// NVML event): it decides while the recovery action field is not read.
+func (r *Repair) Recovery(v uint64, t time.Time) { r.recovery = reading.Some(v) }
+
+// InitFailed notes that the driver failed to initialise the board in this
+// boot (RmInitAdapter failed).
+func (r *Repair) InitFailed() { r.initFailed = true }
+
+// begin records that c began at t: counted in this boot's history when it
+// asks for a repair.
+func (r *Repair) begin(c Cause, t time.Time) {
+	r.began[c.Class] = t
+	if c.Action.Drains() {
+		r.hist.Count(r.boot, c.Class, t)
+		r.dirty = true
+	}
+}
+
+// Judge returns the board's current action and its causes.
+func (r *Repair) Judge(in RepairInput) action.Current {
+	causes := Causes(in)
+	if in.Vals == nil || !in.Vals[reading.HRecoveryAction].OK {
+		if v, ok := r.recovery.Get(); ok && v != 0 {
+			causes = append(causes, Cause{"recovery_" + strconv.FormatUint(v, 10), RecoveryAction(v),
+				"the driver's recovery action " + strconv.FormatUint(v, 10) + " (" + reading.RecoveryActionName(v) + ")"})
+		}
+	}
+	if c, ok := r.warmRebootFailed(in); ok {
+		causes = append(causes, c)
+	}
+	// State causes that began since the last Judge are new events.
+	now := map[string]bool{}
+	for _, c := range causes {
+		now[c.Class] = true
+		if !r.active[c.Class] {
+			// A class already begun in this boot when the logger restarted
+			// goes on; after the first Judge, one that was absent is new.
+			if _, known := r.began[c.Class]; r.judged || !known {
+				r.begin(c, in.Now)
+			}
+		}
+	}
+	for _, x := range r.xids {
+		if x.Action == action.Watch && in.Now.Sub(x.at) >= watchHold {
+			continue
+		}
+		causes = append(causes, x.Cause)
+		now[x.Class] = true
+	}
+	r.active, r.judged = now, true
+	r.last = causes
+
+	cur := action.Current{}
+	type ranked struct {
+		a    action.Action
+		text string
+	}
+	var rs []ranked
+	for _, c := range causes {
+		a, text := c.Action, c.Text
+		if r.hist.Acked(c.Class, r.began[c.Class]) {
+			if _, isXid := r.xids[c.Class]; isXid {
+				continue // an acknowledged event: gone until it happens again
+			}
+			a, text = min(a, action.Watch), text+" (acknowledged)"
+		} else if a.Drains() {
+			if n := r.earlierBoots(c.Class); n >= r.inspectAfter {
+				a, text = action.Inspect, text+"; the same in "+strconv.Itoa(n)+" earlier boots"
+			}
+		}
+		if a != action.None {
+			rs = append(rs, ranked{a, text})
+		}
+	}
+	slices.SortStableFunc(rs, func(x, y ranked) int { return cmp.Compare(y.a, x.a) })
+	for _, x := range rs {
+		cur.Action = max(cur.Action, x.a)
+		cur.Reasons = append(cur.Reasons, x.text)
+	}
+	return cur
+}
+
+// earlierBoots counts the earlier boots in which class began after the
+// last acknowledgement of it.
+func (r *Repair) earlierBoots(class string) int {
+	n := 0
+	for _, b := range r.hist.Earlier(r.boot) {
+		if c, ok := b.Classes[class]; ok && c.Count > 0 && !r.hist.Acked(class, c.Last) {
+			n++
+		}
+	}
+	return n
+}
+
+// warmRebootFailed is PowerCycle for a board missing or failing to
+// initialise now whose previous boot ended in Xid 79 or a recovery action
+// that asked for a reset or reboot: a warm reboot does not recover some
+// Blackwell GPUs after Xid 79/154, only a cold power cycle does
+// (NVIDIA/open-gpu-kernel-modules issues 1353, 1200).
+func (r *Repair) warmRebootFailed(in RepairInput) (Cause, bool) {
+	if !in.Missing && !in.Lost && !in.Failing && !r.initFailed {
+		return Cause{}, false
+	}
+	prev := r.hist.Earlier(r.boot)
+	if len(prev) == 0 {
+		return Cause{}, false
+	}
+	var what string
+	for class, c := range prev[0].Classes {
+		if r.hist.Acked(class, c.Last) {
+			continue
+		}
+		if class == "xid79" || class == "warm_reboot_failed" {
+			what = cmp.Or(what, class)
+		} else if len(class) > 9 && class[:9] == "recovery_" {
+			what = cmp.Or(what, class)
+		}
+	}
+	if what == "" {
+		return Cause{}, false
+	}
+	return Cause{Class: "warm_reboot_failed", Action: action.PowerCycle,
+		Text: "warm reboot did not recover it (" + what + " in the previous boot)"}, true
+}
+
+// Ack acknowledges the board's current causes at t (after a Judge): their
+// classes no longer count until they begin again. It returns the action
+// acknowledged and the history to write.
+func (r *Repair) Ack(cur action.Current, t time.Time, by, note string) action.AckRecord {
+	ack := action.AckRecord{Time: t, Action: cur.Action, Note: note, By: by}
+	for _, c := range r.last {
+		if !slices.Contains(ack.Classes, c.Class) {
+			ack.Classes = append(ack.Classes, c.Class)
+		}
+	}
+	slices.Sort(ack.Classes)
+	r.hist.Ack = &ack
+	r.dirty = true
+	return ack
+}
+
+// History returns the board's history and whether it changed since the
+// last call (then it is to be written).
+func (r *Repair) History() (action.History, bool) {
+	d := r.dirty
+	r.dirty = false
+	h := r.hist
+	h.Boots = slices.Clone(h.Boots)
+	for i := range h.Boots {
+		cl := make(map[string]action.ClassCount, len(h.Boots[i].Classes))
+		for k, v := range h.Boots[i].Classes {
+			cl[k] = v
+		}
+		h.Boots[i].Classes = cl
+	}
+	return h, d
+}

@@ -1,0 +1,355 @@
+package anomaly
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/action"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/xid"
+)
+
+// TestXidAction checks the action of Xid reports against NVIDIA's Xid
+// catalog's resolution (immediate action) column, docs.nvidia.com/deploy/
+// xid-errors, as xid/catalog.json carries it, and DCGM's health watch, which
+// fails a GPU on Xid 48, 74, 79, 95, 119, 120 and 140.
+func TestXidAction(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		code   int
+		text   string
+		want   action.Action
+		source string
+	}{
+		{"graphics engine exception", 13, "", action.Watch, "catalog: RESTART_APP"},
+		{"memory page fault", 31, "", action.Watch, "catalog: RESTART_APP"},
+		{"GPU stopped processing (application)", 43, "", action.None, "catalog: IGNORE"},
+		{"preemptive cleanup", 45, "", action.None, "catalog: WORKFLOW_XID_45, the consequence of other Xids"},
+		{"double-bit ECC error", 48, "", action.ResetGPU, "catalog: WORKFLOW_XID_48; DCGM fails on Xid 48"},
+		{"aux power not connected", 54, "", action.Inspect, "catalog: CHECK_MECHANICALS"},
+		{"micro-controller breakpoint", 61, "", action.Watch, "catalog: CONTACT_SUPPORT"},
+		{"micro-controller halt", 62, "", action.ResetGPU, "catalog: RESET_GPU"},
+		{"row remapping event", 63, "", action.None, "catalog: IGNORE"},
+		{"row remapping failure", 64, "", action.ResetGPU, "catalog: RESET_GPU (the health verdict's remap_failure asks for inspect)"},
+		{"NVLink error", 74, "", action.ResetGPU, "catalog: WORKFLOW_NVLINK_ERR; DCGM fails on Xid 74"},
+		{"vGPU start error", 78, "", action.Watch, "catalog: UPDATE_SWFW"},
+		{"fallen off the bus", 79, "", action.Reboot, "catalog: RESTART_BM; DCGM fails on Xid 79"},
+		{"high SBE rate", 92, "", action.None, "catalog: IGNORE"},
+		{"contained memory error", 94, "", action.Watch, "catalog: RESTART_APP; DCGM warns on Xid 94"},
+		{"uncontained memory error", 95, "", action.ResetGPU, "catalog: RESET_GPU; DCGM fails on Xid 95"},
+		{"GSP RPC timeout", 119, "", action.ResetGPU, "catalog: RESET_GPU; DCGM fails on Xid 119"},
+		{"GSP error", 120, "", action.ResetGPU, "catalog: RESET_GPU; DCGM fails on Xid 120"},
+		{"ECC unrecovered error", 140, "", action.ResetGPU, "catalog: RESET_GPU; DCGM fails on Xid 140"},
+		{"GPU initialization error", 143, "", action.ResetGPU, "catalog: RESET_GPU"},
+		{"NVLink5 SAW fatal", 144, "SAW_MVB Fatal XC0 i0 Link 03 (0x00000021 0x00000002 0x00000000 0x00000000 0x00000000 0x00000000)", action.ResetGPU, "NVIDIA's Xid 144-150 decode: RESET_GPU"},
+		{"NVLink5 BER event", 149, "NETIR_BER_EVENT Nonfatal XC0 i0 Link 04 (0x00000226 0x00000002)", action.None, "NVIDIA's Xid 144-150 decode: IGNORE"},
+		{"NVLink5 not decoded", 149, "", action.ResetGPU, "catalog: WORKFLOW_NVLINK5_ERR"},
+		{"key rotation error", 151, "", action.Reboot, "catalog: RESTART_VM"},
+		{"recovery action to reset", 154, "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)", action.ResetGPU, "nvml.h: GPU_RESET; DCGM fails"},
+		{"recovery action to reboot", 154, "GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)", action.Reboot, "nvml.h: NODE_REBOOT; DCGM fails"},
+		{"recovery action to drain P2P", 154, "GPU recovery action changed from 0x0 (None) to 0x3 (Drain P2P)", action.Watch, "nvml.h: DRAIN_P2P; DCGM warns"},
+		{"recovery action to drain and reset", 154, "GPU recovery action changed from 0x0 (None) to 0x4 (Drain and Reset)", action.DrainAndReset, "nvml.h: DRAIN_AND_RESET; DCGM fails"},
+		{"recovery action to IMEX domain recovery", 154, "GPU recovery action changed from 0x0 (None) to 0x5 (IMEX Domain Recovery)", action.RecoverFabric, "nvml.h: RECOVER_IMEX_DOMAIN"},
+		{"recovery action back to none", 154, "GPU recovery action changed from 0x1 (GPU Reset Required) to 0x0 (None)", action.None, "nvml.h: NONE"},
+		{"recovery action without text", 154, "", action.None, "catalog: XID_154, about another Xid"},
+		{"GPU fatal timeout", 158, "", action.ResetGPU, "catalog: RESET_GPU"},
+		{"CHI non-data error", 159, "", action.Watch, "catalog: CHECK_UVM"},
+		{"no bucket in the catalog", 167, "", action.Watch, "catalog: no resolution for Xid 162-172"},
+		{"copy engine exception", 39, "", action.Watch, "catalog: RESTART_APP (engine exceptions)"},
+		{"not in the catalog", 999, "", action.Watch, "not in the catalog: shown, never dropped"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := xid.ExplainDetail(tc.code, xid.Detail(tc.code, tc.text))
+			if got := XidAction(e); got != tc.want {
+				t.Errorf("Xid %d (bucket %q): %v, want %v (%s)", tc.code, e.Bucket, got, tc.want, tc.source)
+			}
+		})
+	}
+}
+
+func vals(kv ...uint64) *reading.Values {
+	var v reading.Values
+	for i := 0; i+1 < len(kv); i += 2 {
+		v[reading.ID(kv[i])] = reading.Some(kv[i+1])
+	}
+	return &v
+}
+
+func verdict(rs ...HealthReason) HealthVerdict {
+	var v HealthVerdict
+	for _, r := range rs {
+		v.Reasons |= 1 << r
+	}
+	return v
+}
+
+// TestCauses checks the action of the GPU's state, health verdict and
+// recovery action field against their sources: DCGM's health watches
+// (modules/health/DcgmHealthWatch.cpp, DcgmGPUHardwareLimits.h), NVML's
+// recovery actions (nvml.h) and NVIDIA's memory error management guide.
+func TestCauses(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		in     RepairInput
+		want   action.Action
+		source string
+	}{
+		{"nothing", RepairInput{}, action.None, "a healthy GPU"},
+		{"DBE", RepairInput{Health: verdict(ReasonDBE)}, action.ResetGPU, "DCGM: volatile DBE > 0 fails; the remap it leaves pending applies at a reset"},
+		{"remap failure", RepairInput{Health: verdict(ReasonRemapFailure)}, action.Inspect, "DCGM: remap failure fails; NVIDIA: a row-remap failure is an RMA"},
+		{"remap pending", RepairInput{Health: verdict(ReasonRemapPending)}, action.ResetGPU, "NVIDIA: a pending remap applies at the next GPU reset"},
+		{"remaps near the limit", RepairInput{Health: verdict(ReasonRemapNearLimit)}, action.Watch, "DCGM: 512 uncorrectable remaps warns"},
+		{"memory unrepairable", RepairInput{Health: verdict(ReasonMemoryUnrepairable)}, action.Inspect, "DCGM: memory unrepairable fails; NVIDIA: an RMA"},
+		{"NVLink down", RepairInput{Health: verdict(ReasonNVLinkDown)}, action.ResetGPU, "DCGM: a link down fails; catalog: Xid 74 RESET_GPU"},
+		{"NVLink recovery failed", RepairInput{Health: verdict(ReasonNVLinkRecoveryFailed)}, action.ResetGPU, "DCGM NVLink5: failed recovery fails"},
+		{"NVLink recovered", RepairInput{Health: verdict(ReasonNVLinkRecovered)}, action.Watch, "DCGM NVLink5: successful recovery warns"},
+		{"PCIe replays", RepairInput{Health: verdict(ReasonPCIeReplays)}, action.Watch, "DCGM: replays above the rate warn"},
+		{"HW slowdown", RepairInput{Health: verdict(ReasonHWSlowdown)}, action.Watch, "DCGM: violation time growing warns"},
+		{"repair pending", RepairInput{Health: verdict(ReasonRepairPending)}, action.ResetGPU, "NVML: a channel or TPC repair applies at a reset"},
+		{"recovery field reset", RepairInput{Vals: vals(uint64(reading.HRecoveryAction), 1), Health: verdict(ReasonRecoveryAction)}, action.ResetGPU, "nvml.h GPU_RESET; DCGM fails"},
+		{"recovery field reboot", RepairInput{Vals: vals(uint64(reading.HRecoveryAction), 2)}, action.Reboot, "nvml.h NODE_REBOOT; DCGM fails"},
+		{"recovery field drain P2P", RepairInput{Vals: vals(uint64(reading.HRecoveryAction), 3), Health: verdict(ReasonRecoveryDrainP2P)}, action.Watch, "nvml.h DRAIN_P2P; DCGM warns"},
+		{"recovery field drain and reset", RepairInput{Vals: vals(uint64(reading.HRecoveryAction), 4)}, action.DrainAndReset, "nvml.h DRAIN_AND_RESET; DCGM fails"},
+		{"recovery field IMEX domain", RepairInput{Vals: vals(uint64(reading.HRecoveryAction), 5)}, action.RecoverFabric, "nvml.h RECOVER_IMEX_DOMAIN"},
+		{"recovery field bus reset", RepairInput{Vals: vals(uint64(reading.HRecoveryAction), 6)}, action.ResetGPU, "nvml.h BUS_RESET"},
+		{"recovery field system reboot", RepairInput{Vals: vals(uint64(reading.HRecoveryAction), 7)}, action.Reboot, "nvml.h SYSTEM_REBOOT"},
+		{"recovery field unknown", RepairInput{Vals: vals(uint64(reading.HRecoveryAction), 9)}, action.Reboot, "health-counters.md: unknown values need action"},
+		{"retired pages under the limit", RepairInput{Vals: vals(uint64(reading.HRetiredSBE), 40, uint64(reading.HRetiredDBE), 22)}, action.None, "DCGM: fails at 63"},
+		{"retired pages at the limit", RepairInput{Vals: vals(uint64(reading.HRetiredSBE), 40, uint64(reading.HRetiredDBE), 23)}, action.Inspect, "DCGM: retired SBE+DBE >= 63 fails"},
+		{"retired pages pending", RepairInput{Vals: vals(uint64(reading.HRetiredPending), 1)}, action.ResetGPU, "DCGM: pending warns; it applies at the next reset"},
+		{"lost", RepairInput{Lost: true}, action.Reboot, "NVML_ERROR_GPU_IS_LOST: a reboot (gpud: REBOOT_SYSTEM)"},
+		{"missing", RepairInput{Missing: true}, action.Reboot, "not enumerated: the driver did not take it"},
+		{"hung briefly", RepairInput{Now: t0.Add(5 * time.Second), HungSince: t0}, action.Watch, "a slow driver"},
+		{"hung a minute", RepairInput{Now: t0.Add(time.Minute), HungSince: t0}, action.Reboot, "HungReboot"},
+		{"failing", RepairInput{Failing: true}, action.ResetGPU, "every call refused"},
+		{"the greatest wins", RepairInput{Lost: true, Health: verdict(ReasonDBE, ReasonRemapFailure)}, action.Inspect, "least first: inspect > reboot > reset"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cur := NewRepair("b", 0, action.History{}).Judge(tc.in)
+			if cur.Action != tc.want {
+				t.Errorf("%v %q, want %v (%s)", cur.Action, cur.Reasons, tc.want, tc.source)
+			}
+			if (cur.Action == action.None) != (len(cur.Reasons) == 0) {
+				t.Errorf("%v with reasons %q: every action but none has its reasons", cur.Action, cur.Reasons)
+			}
+		})
+	}
+}
+
+// TestReasonsDecidingFirst: the reasons are in the order of their actions,
+// the greatest (the one that decided) first.
+func TestReasonsDecidingFirst(t *testing.T) {
+	cur := NewRepair("b", 0, action.History{}).Judge(RepairInput{Lost: true, Health: verdict(ReasonDBE, ReasonPCIeReplays)})
+	if cur.Action != action.Reboot || len(cur.Reasons) != 3 || !strings.Contains(cur.Reasons[0], "lost") ||
+		!strings.Contains(cur.Reasons[1], "double-bit") || !strings.Contains(cur.Reasons[2], "PCIe") {
+		t.Errorf("%v %q", cur.Action, cur.Reasons)
+	}
+}
+
+var (
+	xid79  = xid.ExplainDetail(79, reading.XidDetail{})
+	xid13  = xid.ExplainDetail(13, reading.XidDetail{})
+	xid154 = xid.ExplainDetail(154, xid.Detail(154, "GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)"))
+)
+
+// boot runs one boot of a board: the history from the last, the Xids at
+// the boot's start, the state judged; it returns the action and the
+// history to carry to the next boot.
+func boot(t *testing.T, h action.History, id string, n int, in RepairInput, xids ...xid.Explanation) (action.Current, action.History) {
+	t.Helper()
+	r := NewRepair(id, n, h)
+	for _, e := range xids {
+		r.Xid(e, in.Now)
+	}
+	cur := r.Judge(in)
+	h, _ = r.History()
+	return cur, h
+}
+
+// TestEscalatesAfterBoots: the same critical class after N reboots (the
+// default 2, gpud's) escalates to inspect; an application's Xid never does.
+func TestEscalatesAfterBoots(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		n     int
+		xid   xid.Explanation
+		boots []action.Action
+	}{
+		{"Xid 79 in three boots, the default", 0, xid79, []action.Action{action.Reboot, action.Reboot, action.Inspect, action.Inspect}},
+		{"Xid 79, after 3 reboots", 3, xid79, []action.Action{action.Reboot, action.Reboot, action.Reboot, action.Inspect}},
+		{"recovery action reboot", 1, xid154, []action.Action{action.Reboot, action.Inspect}},
+		{"an application's Xid", 1, xid13, []action.Action{action.Watch, action.Watch, action.Watch}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var h action.History
+			for i, want := range tc.boots {
+				at := t0.Add(time.Duration(i) * time.Hour)
+				var cur action.Current
+				cur, h = boot(t, h, "boot"+string(rune('A'+i)), tc.n, RepairInput{Now: at}, tc.xid)
+				if cur.Action != want {
+					t.Fatalf("boot %d: %v %q, want %v", i+1, cur.Action, cur.Reasons, want)
+				}
+				if want == action.Inspect && !strings.Contains(cur.Reason(), "earlier boots") {
+					t.Errorf("boot %d: %q does not say why it escalated", i+1, cur.Reason())
+				}
+			}
+		})
+	}
+}
+
+// TestBootWithoutTheFaultDoesNotCount: boots without the class are not
+// counted; a boot where it recurs is.
+func TestBootWithoutTheFaultDoesNotCount(t *testing.T) {
+	var h action.History
+	var cur action.Current
+	cur, h = boot(t, h, "A", 0, RepairInput{Now: t0}, xid79)
+	cur, h = boot(t, h, "B", 0, RepairInput{Now: t0.Add(time.Hour)})
+	if cur.Action != action.None {
+		t.Fatalf("boot B: %v", cur.Action)
+	}
+	cur, h = boot(t, h, "C", 0, RepairInput{Now: t0.Add(2 * time.Hour)}, xid79)
+	if cur.Action != action.Reboot {
+		t.Fatalf("boot C (one earlier boot with Xid 79): %v %q", cur.Action, cur.Reasons)
+	}
+	cur, _ = boot(t, h, "D", 0, RepairInput{Now: t0.Add(3 * time.Hour)}, xid79)
+	if cur.Action != action.Inspect {
+		t.Fatalf("boot D (two earlier boots with Xid 79): %v %q", cur.Action, cur.Reasons)
+	}
+}
+
+// TestWarmRebootDidNotRecover: a board whose previous boot ended in Xid 79
+// or a recovery action and that is missing or fails to initialise now is
+// power-cycled (NVIDIA/open-gpu-kernel-modules 1353, 1200).
+func TestWarmRebootDidNotRecover(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		prev xid.Explanation
+		now  RepairInput
+		init bool
+		want action.Action
+	}{
+		{"missing after Xid 79", xid79, RepairInput{Missing: true}, false, action.PowerCycle},
+		{"failing after Xid 79", xid79, RepairInput{Failing: true}, false, action.PowerCycle},
+		{"lost after Xid 154", xid154, RepairInput{Lost: true}, false, action.PowerCycle},
+		{"RmInitAdapter failed after Xid 79", xid79, RepairInput{}, true, action.PowerCycle},
+		{"answering after Xid 79", xid79, RepairInput{}, false, action.None},
+		{"missing after an application's Xid", xid13, RepairInput{Missing: true}, false, action.Reboot},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, h := boot(t, action.History{}, "A", 0, RepairInput{Now: t0}, tc.prev)
+			r := NewRepair("B", 0, h)
+			if tc.init {
+				r.InitFailed()
+			}
+			tc.now.Now = t0.Add(time.Hour)
+			cur := r.Judge(tc.now)
+			if cur.Action != tc.want {
+				t.Fatalf("%v %q, want %v", cur.Action, cur.Reasons, tc.want)
+			}
+			if tc.want == action.PowerCycle && !strings.HasPrefix(cur.Reasons[0], "warm reboot did not recover it") {
+				t.Errorf("reasons %q", cur.Reasons)
+			}
+		})
+	}
+}
+
+// TestAck: an acknowledgement returns the action to none (an event) or
+// watch (a condition that still holds) until a new event.
+func TestAck(t *testing.T) {
+	r := NewRepair("A", 0, action.History{})
+	r.Xid(xid79, t0)
+	in := RepairInput{Now: t0, Health: verdict(ReasonDBE)}
+	cur := r.Judge(in)
+	if cur.Action != action.Reboot {
+		t.Fatalf("before: %v", cur.Action)
+	}
+	ack := r.Ack(cur, t0.Add(time.Minute), "root", "reseated")
+	if ack.Action != action.Reboot || !slices.Equal(ack.Classes, []string{"ecc_dbe", "xid79"}) {
+		t.Fatalf("ack %+v", ack)
+	}
+	in.Now = t0.Add(2 * time.Minute)
+	if cur = r.Judge(in); cur.Action != action.Watch || !strings.Contains(cur.Reason(), "acknowledged") {
+		t.Fatalf("after the ack, with the DBE still counted: %v %q", cur.Action, cur.Reasons)
+	}
+	in.Health = HealthVerdict{}
+	if cur = r.Judge(in); cur.Action != action.None {
+		t.Fatalf("after the ack, the DBE gone: %v %q", cur.Action, cur.Reasons)
+	}
+	// A restart of the logger in the same boot keeps the ack.
+	h, dirty := r.History()
+	if !dirty {
+		t.Fatal("the ack did not mark the history to be written")
+	}
+	r2 := NewRepair("A", 0, h)
+	if cur = r2.Judge(in); cur.Action != action.None {
+		t.Fatalf("restarted in the same boot: %v %q", cur.Action, cur.Reasons)
+	}
+	// A new event is not covered.
+	in.Health = verdict(ReasonDBE)
+	in.Now = t0.Add(3 * time.Minute)
+	if cur = r2.Judge(in); cur.Action != action.ResetGPU {
+		t.Fatalf("the DBE again: %v %q", cur.Action, cur.Reasons)
+	}
+	r2.Xid(xid79, t0.Add(4*time.Minute))
+	if cur = r2.Judge(in); cur.Action != action.Reboot {
+		t.Fatalf("Xid 79 again: %v %q", cur.Action, cur.Reasons)
+	}
+}
+
+// TestAckedBootsDoNotEscalate: boots before an acknowledgement of a class
+// do not count towards its escalation.
+func TestAckedBootsDoNotEscalate(t *testing.T) {
+	var h action.History
+	_, h = boot(t, h, "A", 0, RepairInput{Now: t0}, xid79)
+	r := NewRepair("B", 0, h)
+	r.Xid(xid79, t0.Add(time.Hour))
+	cur := r.Judge(RepairInput{Now: t0.Add(time.Hour)})
+	r.Ack(cur, t0.Add(time.Hour+time.Minute), "root", "")
+	h, _ = r.History()
+	if cur, _ = boot(t, h, "C", 0, RepairInput{Now: t0.Add(2 * time.Hour)}, xid79); cur.Action != action.Reboot {
+		t.Fatalf("boot C after the ack: %v %q, want reboot", cur.Action, cur.Reasons)
+	}
+}
+
+// TestRestartInTheSameBoot: the logger restarted in the same boot keeps the
+// boot's Xid causes and does not count them again.
+func TestRestartInTheSameBoot(t *testing.T) {
+	_, h := boot(t, action.History{}, "A", 0, RepairInput{Now: t0}, xid79)
+	r := NewRepair("A", 0, h)
+	cur := r.Judge(RepairInput{Now: t0.Add(time.Minute)})
+	if cur.Action != action.Reboot {
+		t.Fatalf("%v %q", cur.Action, cur.Reasons)
+	}
+	h2, _ := r.History()
+	if n := h2.Boots[0].Classes["xid79"].Count; len(h2.Boots) != 1 || n != 1 {
+		t.Errorf("boots %+v", h2.Boots)
+	}
+}
+
+// TestWatchXidExpires: an Xid that asks only to be watched holds for an
+// hour.
+func TestWatchXidExpires(t *testing.T) {
+	r := NewRepair("A", 0, action.History{})
+	r.Xid(xid13, t0)
+	if cur := r.Judge(RepairInput{Now: t0.Add(59 * time.Minute)}); cur.Action != action.Watch {
+		t.Fatalf("%v", cur.Action)
+	}
+	if cur := r.Judge(RepairInput{Now: t0.Add(61 * time.Minute)}); cur.Action != action.None {
+		t.Fatalf("%v", cur.Action)
+	}
+}
+
+// TestHistoryKeepsMaxBoots: the history keeps the newest boots only.
+func TestHistoryKeepsMaxBoots(t *testing.T) {
+	var h action.History
+	for i := range action.MaxBoots + 3 {
+		_, h = boot(t, h, "boot"+bootName(i), 0, RepairInput{Now: t0.Add(time.Duration(i) * time.Hour)}, xid79)
+	}
+	if len(h.Boots) != action.MaxBoots || h.Boots[len(h.Boots)-1].BootID != "boot"+bootName(action.MaxBoots+2) {
+		t.Errorf("%d boots, last %q", len(h.Boots), h.Boots[len(h.Boots)-1].BootID)
+	}
+}
+
+func bootName(i int) string { return string(rune('a'+i/26)) + string(rune('a'+i%26)) }

@@ -1,0 +1,212 @@
+package monitor
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/action"
+	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/events"
+	"github.com/gpu-telemetry/gpu-telemetry/live"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
+	"github.com/gpu-telemetry/gpu-telemetry/xid"
+)
+
+// judgeEvery is how often a GPU's repair action is judged again without a
+// change of its health or state: time alone moves it (a hang that lasts, an
+// application's Xid that expires).
+const judgeEvery = time.Second
+
+// repairState is a GPU's repair action (anomaly.Repair) under its lock: the
+// worker (samples), the event goroutines (Xids, recovery actions, kernel
+// lines), the side goroutine (hangs) and the control socket (acks) judge it.
+type repairState struct {
+	mu     sync.Mutex
+	r      *anomaly.Repair // nil until the GPU's UUID is known
+	cur    action.Current
+	judged time.Time    // when it was last judged (wall)
+	hv     *HealthView  // the health view last judged
+	last   atomic.Int64 // judged, in Unix ns, for actionDue without the lock
+}
+
+var boardStateFails = counters.Declare(counters.Def{Name: "board_state_write_failures", Loss: true, OwnLog: true,
+	Help: "writes of a board's state file (action-<UUID>.json: its repair history across boots and its last ack) that failed; the escalation across boots misses what they held"})
+
+// judgeActions judges the action of every GPU not judged for judgeEvery,
+// once a second (watchLosses): time alone moves it while a GPU is hung
+// (its worker is stuck) or an application's Xid expires.
+func (m *Monitor) judgeActions(now time.Time) {
+	for _, gs := range m.gpus {
+		if now.UnixNano()-gs.repair.last.Load() >= int64(judgeEvery) {
+			gs.judgeAction(now, false, nil)
+		}
+	}
+}
+
+// judgeAction takes event (nil: none) into the GPU's repair action and
+// judges it at now: when it changed, the live view shows it and events.log
+// gets its ACTION line; when the board's history changed, its state file
+// is written. Without force, and without a change of
+// the GPU's health view, it judges at most every judgeEvery.
+func (gs *gpuState) judgeAction(now time.Time, force bool, event func(r *anomaly.Repair)) {
+	rs := &gs.repair
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.r == nil && !gs.startRepair() {
+		return
+	}
+	if event != nil {
+		event(rs.r)
+	}
+	now = maxTime(now, rs.judged) // the sources' times interleave (a kernel record read late); the action's go forward
+	hv := gs.health.Load()
+	if !force && hv == rs.hv && now.Sub(rs.judged) < judgeEvery {
+		return
+	}
+	rs.judged, rs.hv = now, hv
+	rs.last.Store(now.UnixNano())
+	in := anomaly.RepairInput{Now: now}
+	if hv != nil && !hv.At.IsZero() {
+		in.Health = hv.Verdict
+		vals := reading.Values(hv.Vals)
+		in.Vals = &vals
+	}
+	gs.slot.Update(func(g *live.GPU) {
+		switch g.State.Kind {
+		case live.StateLost:
+			in.Lost = true
+		case live.StateFailing:
+			in.Failing = true
+		case live.StateHung:
+			in.HungSince = g.State.Since
+		}
+	})
+	cur := rs.r.Judge(in)
+	if h, dirty := rs.r.History(); dirty {
+		// Written here, as the events.log lines are: a class begins or an
+		// ack is made a few times a boot, and the next start must see it.
+		if err := sink.WriteBoardState(gs.m.cfg.LogDir, h); err != nil {
+			lose(gs.m.reg, gs.m.log, boardStateFails, "a board's state file", slog.Int("gpu", gs.idx), slog.String("error", err.Error()))
+		}
+	}
+	if cur.Equal(rs.cur) {
+		return
+	}
+	from := rs.cur.Action
+	rs.cur = cur
+	gs.slot.Update(func(g *live.GPU) { g.Action, g.ActionSince = cur, now })
+	// A change between none and watch is not a line: nothing is asked of
+	// anyone (the status shows it); every change to or from a repair is.
+	if from.Drains() || cur.Action.Drains() {
+		gs.m.eventLine(gs.event(now, sink.TypeAction, "action", cur.Action.String(), "from", from.String(), "reason", cur.Reason()))
+	}
+}
+
+// startRepair builds the GPU's repair action from its board's state file
+// once its UUID is known; false while it is not.
+func (gs *gpuState) startRepair() bool {
+	m, uuid := gs.m, gs.g.Info().UUID
+	if uuid == "" {
+		return false
+	}
+	h, err := sink.ReadBoardState(m.cfg.LogDir, uuid)
+	if err != nil {
+		// A state file that does not read starts a new history: the
+		// escalation across boots starts over, which the log says.
+		gs.log.Warn("the board's repair history does not read; starting a new one", "error", err)
+		h = action.History{UUID: uuid}
+	}
+	gs.repair.r = anomaly.NewRepair(m.ident.BootID, m.cfg.InspectAfter, h)
+	return true
+}
+
+// eventAction takes the GPU's own report (r.Wake: an Xid with its detail
+// d, a recovery action, the GPU lost) into its repair action, after the
+// report's own line.
+func (gs *gpuState) eventAction(r events.Record, d reading.XidDetail) {
+	switch r.Kind {
+	case reading.EventXid:
+		e := xid.ExplainDetail(int(r.Code), d)
+		gs.judgeAction(r.At, true, func(rp *anomaly.Repair) { rp.Xid(e, r.At) })
+	case reading.EventRecovery:
+		gs.judgeAction(r.At, true, func(rp *anomaly.Repair) { rp.Recovery(r.Code, r.At) })
+	case reading.EventLost:
+		gs.judgeAction(r.Seen, true, nil)
+	}
+}
+
+// AckResult is what an acknowledgement did.
+type AckResult struct {
+	GPU    int
+	UUID   string
+	Acked  action.Action  // the action acknowledged
+	Now    action.Current // the GPU's action after it
+	Record action.AckRecord
+}
+
+// Ack acknowledges the current action of the GPU sel names (its index or
+// UUID) as an operator (by) does with `gpu-telemetry ack`: want must be
+// that action (the operator says what they are clearing: a GPU whose
+// action changed since they looked is refused). It writes the ACK line and
+// the board's state file; the action returns to none, or watch while a
+// condition still holds, until a new event.
+func (m *Monitor) Ack(sel string, want action.Action, note, by string) (AckResult, error) {
+	var gs *gpuState
+	if i, err := strconv.Atoi(sel); err == nil {
+		gs = m.byIndex[i]
+	} else {
+		for _, g := range m.gpus {
+			if strings.EqualFold(g.g.Info().UUID, sel) {
+				gs = g
+			}
+		}
+	}
+	if gs == nil {
+		return AckResult{}, fmt.Errorf("no monitored GPU %q", sel)
+	}
+	now := time.Now()
+	gs.judgeAction(now, true, nil) // the action as it is now
+	rs := &gs.repair
+	rs.mu.Lock()
+	now = rs.judged // it acknowledges what was judged last
+	if rs.r == nil {
+		rs.mu.Unlock()
+		return AckResult{}, fmt.Errorf("GPU %d: its UUID is not known yet", gs.idx)
+	}
+	cur := rs.cur
+	if cur.Action != want {
+		rs.mu.Unlock()
+		return AckResult{}, fmt.Errorf("GPU %d's action is %s, not %s", gs.idx, cur.Action, want)
+	}
+	if cur.Action == action.None {
+		rs.mu.Unlock()
+		return AckResult{}, errors.New("GPU " + strconv.Itoa(gs.idx) + " has no action to acknowledge")
+	}
+	rec := rs.r.Ack(cur, now, by, note)
+	rs.mu.Unlock()
+	gs.slot.Update(func(g *live.GPU) {
+		g.Ack = live.Ack{Time: rec.Time, Action: rec.Action, Note: rec.Note, By: rec.By}
+	})
+	m.eventLine(gs.event(now, sink.TypeAck, "action", rec.Action.String(), "by", by, "note", note, "classes", strings.Join(rec.Classes, ",")))
+	gs.judgeAction(now, true, nil)
+	res := AckResult{GPU: gs.idx, UUID: gs.g.Info().UUID, Acked: rec.Action, Record: rec}
+	rs.mu.Lock()
+	res.Now = rs.cur
+	rs.mu.Unlock()
+	return res, nil
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,58 @@
+package monitor
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpu-telemetry/gpu-telemetry/action"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
+)
+
+// A GPU lost gets the action reboot: shown in its live view, one ACTION
+// line in events.log, the class counted in the board's state file; an ack
+// of it (the action named) clears it to watch while the GPU is still lost
+// (to none once it is not) with an ACK line, and a wrong --action is
+// refused.
+func TestRepairActionLostAndAck(t *testing.T) {
+	r := newRig(t, 1, nil)
+	gs, _, sample := stepper(r, 3)
+	loseGPU(r.devs[0])
+	sample(3)
+	g := gs.slot.Get()
+	if g.Action.Action != action.Reboot || !strings.Contains(g.Action.Reason(), "lost") {
+		t.Fatalf("action %v %q, want reboot for the GPU lost", g.Action.Action, g.Action.Reasons)
+	}
+	log := r.eventsLog()
+	if n := strings.Count(log, "type=ACTION action=reboot from=none"); n != 1 {
+		t.Errorf("%d ACTION lines, want 1:\n%s", n, log)
+	}
+	uuid := gs.g.Info().UUID
+	h, err := sink.ReadBoardState(r.dir, uuid)
+	if err != nil || len(h.Boots) != 1 || h.Boots[0].Classes["lost"].Count != 1 {
+		t.Fatalf("state file: %+v, %v", h, err)
+	}
+	if _, err := r.m.Ack("0", action.Inspect, "", "root"); err == nil {
+		t.Error("an ack of another action than the GPU's was taken")
+	}
+	if _, err := r.m.Ack("GPU-nope", action.Reboot, "", "root"); err == nil {
+		t.Error("an ack of no GPU was taken")
+	}
+	res, err := r.m.Ack(uuid, action.Reboot, "power cycled it", "root")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Acked != action.Reboot || res.Now.Action != action.Watch {
+		t.Errorf("ack: %+v", res)
+	}
+	log = r.eventsLog()
+	if !strings.Contains(log, `type=ACK action=reboot by=root note="power cycled it" classes=lost`) ||
+		!strings.Contains(log, "type=ACTION action=watch from=reboot") {
+		t.Errorf("events.log after the ack:\n%s", log)
+	}
+	if h, _ = sink.ReadBoardState(r.dir, uuid); h.Ack == nil || h.Ack.Note != "power cycled it" {
+		t.Errorf("state file after the ack: %+v", h.Ack)
+	}
+	if g = gs.slot.Get(); g.Ack.By != "root" || g.Action.Action != action.Watch || !strings.Contains(g.Action.Reason(), "acknowledged") {
+		t.Errorf("live view after the ack: %+v %+v", g.Action, g.Ack)
+	}
+}

@@ -1,0 +1,73 @@
+package sink
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/action"
+)
+
+func TestBoardStateRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	const uuid = "GPU-8ca3f2a1-0000-1111-2222-333344445555"
+	h, err := ReadBoardState(dir, uuid)
+	if err != nil || h.UUID != uuid || len(h.Boots) != 0 {
+		t.Fatalf("no file: %+v, %v", h, err)
+	}
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	h.Count("boot-a", "xid79", t0)
+	h.Ack = &action.AckRecord{Time: t0.Add(time.Minute), Action: action.Reboot, Note: "reseated", By: "root", Classes: []string{"xid79"}}
+	if err := WriteBoardState(dir, h); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadBoardState(dir, uuid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Boots) != 1 || got.Boots[0].Classes["xid79"].Count != 1 || got.Ack == nil || got.Ack.Action != action.Reboot || got.Ack.Note != "reseated" {
+		t.Errorf("read back %+v", got)
+	}
+}
+
+// TestBoardStateRefuses: a UUID that is not one, a planted symbolic link,
+// another board's file and damage are errors, never followed or taken.
+func TestBoardStateRefuses(t *testing.T) {
+	dir := t.TempDir()
+	for _, u := range []string{"", "../x", "GPU-1/2", "GPU 1"} {
+		if _, err := BoardStatePath(dir, u); err == nil {
+			t.Errorf("%q taken as a UUID", u)
+		}
+	}
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte(`{"uuid":"GPU-a"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := BoardStatePath(dir, "GPU-a")
+	if err := os.Symlink(secret, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadBoardState(dir, "GPU-a"); err == nil {
+		t.Error("read through a symbolic link")
+	}
+	// Writing replaces the link, never the file it points to.
+	if err := WriteBoardState(dir, action.History{UUID: "GPU-a"}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(secret); string(b) != `{"uuid":"GPU-a"}` {
+		t.Errorf("the link's target was written: %s", b)
+	}
+	if fi, err := os.Lstat(p); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("after the write: %v, %v", fi, err)
+	}
+	pb, _ := BoardStatePath(dir, "GPU-b")
+	os.WriteFile(pb, []byte(`{"uuid":"GPU-c"}`), 0o644)
+	if _, err := ReadBoardState(dir, "GPU-b"); err == nil {
+		t.Error("took another board's state")
+	}
+	os.WriteFile(pb, []byte(`{"uuid":`), 0o644)
+	if _, err := ReadBoardState(dir, "GPU-b"); err == nil {
+		t.Error("took a damaged file")
+	}
+}
