@@ -422,6 +422,7 @@ func TestSlurmDrainsAndResumesOnlyItsOwn(t *testing.T) {
 	if !strings.HasPrefix(state, "drain") || reason != "gpu-telemetry: "+line {
 		t.Fatalf("node %s, reason %q; want drained with %q", state, reason, "gpu-telemetry: "+line)
 	}
+	t.Logf("drained %v after check said so: %s", took.Round(time.Millisecond), reason)
 	if took > limit {
 		t.Errorf("drained %v after check said so; want within one HealthCheckInterval (%ds)", took.Round(time.Millisecond), healthCheckInterval)
 	}
