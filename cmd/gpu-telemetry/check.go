@@ -117,8 +117,8 @@ type gpuAction struct {
 	Index  int           `json:"index"`
 	UUID   string        `json:"uuid"`
 	Action action.Action `json:"action"`
-	Event  string        `json:"event,omitempty"` // what decided the action: "Xid 79 GPU has fallen off the bus"
-	Reason string        `json:"reason"`          // the line a scheduler drains with: host, GPU, UUID, event, action
+	Event  string        `json:"event,omitempty"`  // what decided the action: "Xid 79 GPU has fallen off the bus"
+	Reason string        `json:"reason,omitempty"` // the line a scheduler drains with: host, GPU, UUID, event, action; none: empty
 }
 
 // checkResult is what check learnt: status's verdict, every GPU's action,
@@ -163,8 +163,11 @@ func newCheckResult(d live.Doc) *checkResult {
 			// resolution RESTART_BM"): the line names the action itself.
 			event, _, _ = strings.Cut(g.Action.Reasons[0], ": ")
 		}
-		r.gpus = append(r.gpus, gpuAction{Index: g.Index, UUID: g.UUID, Action: a, Event: event,
-			Reason: reasonLine(r.host, g.Index, g.UUID, event, a)})
+		ga := gpuAction{Index: g.Index, UUID: g.UUID, Action: a, Event: event}
+		if a != action.None {
+			ga.Reason = reasonLine(r.host, g.Index, g.UUID, event, a)
+		}
+		r.gpus = append(r.gpus, ga)
 	}
 	return r
 }

@@ -44,44 +44,44 @@ func TestCheckAnswersWithAGPUHung(t *testing.T) {
 		d, ok := rawStatus(sock)
 		return ok && len(d.GPUs) > 1 && d.GPUs[1].State == "hung"
 	})
+	// The JSON answer first: the others must agree with it.
+	code, out, took := checkTool(t, "--socket", sock, "--format", "json")
+	var d struct {
+		Healthy bool `json:"healthy"`
+		Status  int  `json:"status"`
+		GPUs    []struct {
+			Index  int    `json:"index"`
+			Action string `json:"action"`
+		} `json:"gpus"`
+	}
+	if err := json.Unmarshal([]byte(out), &d); err != nil || d.Status != 2 || len(d.GPUs) != 2 || d.GPUs[1].Action == "none" || d.GPUs[0].Action != "none" {
+		t.Errorf("--format json (exit %d): %v, %+v; want status 2 and GPU 1 (hung) with an action:\n%s", code, err, d, out)
+	}
+	act := 1 // nhc's and npd's status for a node a GPU's action takes out
+	if d.Healthy {
+		act = 0
+	}
 	for _, tc := range []struct {
 		format string
 		code   int
 		has    string
 	}{
+		{"json", act, `"index": 1`},
 		{"nagios", 2, "CRITICAL: GPU 1 hung"},
-		{"json", -1, `"index": 1`},
-		{"nhc", -1, ""},
-		{"npd", -1, ""},
+		{"nhc", act, ""},
+		{"npd", act, ""},
 	} {
-		code, out, took := checkTool(t, "--socket", sock, "--format", tc.format)
+		code, out, took = checkTool(t, "--socket", sock, "--format", tc.format)
 		// The bound is the issue's: a health check that waits on a hung
 		// GPU would be killed by its caller's timeout and read as unknown.
 		if took > time.Second {
 			t.Errorf("--format %s took %v with GPU 1 hung, want under 1s", tc.format, took)
 		}
-		if tc.code >= 0 && code != tc.code || !strings.Contains(out, tc.has) {
+		if code != tc.code || !strings.Contains(out, tc.has) {
 			t.Errorf("--format %s: exit %d, %q; want %d and %q", tc.format, code, out, tc.code, tc.has)
 		}
-		switch tc.format {
-		case "json":
-			var d struct {
-				Status int `json:"status"`
-				GPUs   []struct {
-					Index  int    `json:"index"`
-					Action string `json:"action"`
-				} `json:"gpus"`
-			}
-			if err := json.Unmarshal([]byte(out), &d); err != nil || d.Status != 2 || len(d.GPUs) != 2 || d.GPUs[1].Action == "" {
-				t.Errorf("--format json: %v, %+v:\n%s", err, d, out)
-			}
-		case "nhc", "npd":
-			// A GPU hung past its deadline needs at least a reset: NonOK,
-			// one line naming it; or, where the daemon decides no action
-			// for it yet, OK and (npd) one line.
-			if code == 1 && !strings.Contains(out, " GPU 1 ") || code > 1 || strings.Count(out, "\n") > 1 {
-				t.Errorf("--format %s: exit %d, %q", tc.format, code, out)
-			}
+		if (tc.format == "nhc" || tc.format == "npd") && (code == 1 && !strings.Contains(out, " GPU 1 ") || strings.Count(out, "\n") > 1) {
+			t.Errorf("--format %s: exit %d, %q; want one line, naming GPU 1 when it needs an action", tc.format, code, out)
 		}
 	}
 	p.stop()

@@ -347,7 +347,7 @@ func startDaemon(t *testing.T, socket, scenario string) *child {
 	must(t, os.WriteFile(scn, []byte(scenario), 0o644))
 	env := append(os.Environ(), "LD_LIBRARY_PATH="+filepath.Dir(testutil.SimLib(simDir, false)), "SIMNVML_SCENARIO="+scn, "TZ=UTC")
 	d := startChild(t, nil, env, binary, "--log-dir", filepath.Join(work, "logs"), "--lock-file", filepath.Join(work, "lock"),
-		"--socket", socket, "--kmsg", "none", "--follow-ups", "2s")
+		"--socket", socket, "--kmsg", "none", "--follow-ups", "2s", "--host", nodeName)
 	if !testutil.WaitUntil(20*time.Second, func() bool {
 		time.Sleep(50 * time.Millisecond)
 		return check(t, socket) != 3 || d.exited()
@@ -426,7 +426,7 @@ func TestSlurmDrainsAndResumesOnlyItsOwn(t *testing.T) {
 	if took > limit {
 		t.Errorf("drained %v after check said so; want within one HealthCheckInterval (%ds)", took.Round(time.Millisecond), healthCheckInterval)
 	}
-	for _, want := range []string{" GPU 1 GPU-", "Xid 79"} {
+	for _, want := range []string{"gpu-telemetry: " + nodeName + " GPU 1 GPU-", "Xid 79"} {
 		if !strings.Contains(reason, want) {
 			t.Errorf("drain reason %q lacks %q", reason, want)
 		}
