@@ -23,7 +23,7 @@ const checkDescription = "Asks the running daemon (its control socket: the daemo
 	"(0 healthy; 1 and one line, the reason to drain the node with; 3 and one line when the daemon cannot be asked; 2 bad flags); " +
 	"npd, a node-problem-detector custom plugin (0 OK, 1 NonOK, 2 Unknown: no daemon or bad flags; one line of at most 80 bytes); " +
 	"json, one document (exit status as nhc). The reason names the host, the GPU's index and UUID, the event and the action: " +
-	"\"node7 GPU 3 GPU-1a2b3c4d… Xid 79 GPU has fallen off the bus: power_cycle\". See docs/actions.md."
+	"\"node7 GPU 3 GPU-1a2b3c4d… Xid 79 GPU has fallen off the bus: power_cycle\". See docs/alert-to-action.md."
 
 // CheckCLI is `gpu-telemetry check`.
 type CheckCLI struct {
