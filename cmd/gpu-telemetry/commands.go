@@ -29,6 +29,8 @@ var commands = []command{
 		checkDescription, func() any { return &CheckCLI{} }, runCheck},
 	{"top", "[--socket PATH]", "Full-screen live view of every GPU from the running logger.",
 		topDescription, func() any { return &TopCLI{} }, runTop},
+	{"ack", "GPU --action ACTION [--note TEXT] [--socket PATH]", "Acknowledge a GPU's repair action once it is done (root).",
+		ackDescription, func() any { return &AckCLI{} }, runAck},
 	{"report", "[--log-dir DIR] [--last | --at TIME | --incident FILE] [--html FILE]", "The story of an incident, from the logger's files.",
 		reportDescription, func() any { return &ReportCLI{} }, runReport},
 	{"xid", "N [TEXT] | LINE | --list", "What an Xid means and what to do; decodes kernel log lines.",

@@ -38,7 +38,7 @@ func TestHelpAndVersionOnStdout(t *testing.T) {
 func TestTopHelpListsEveryCommand(t *testing.T) {
 	var out bytes.Buffer
 	run([]string{"--help"}, &out, &out)
-	for _, name := range []string{"status", "check", "top", "report", "xid", "probe", "help"} {
+	for _, name := range []string{"status", "check", "top", "ack", "report", "xid", "probe", "help"} {
 		if !strings.Contains(out.String(), "\n  "+name+" ") {
 			t.Errorf("the top-level help does not list %q:\n%s", name, out.String())
 		}
@@ -47,8 +47,8 @@ func TestTopHelpListsEveryCommand(t *testing.T) {
 		}
 	}
 	checkCLI(t, run, []cliCase{
-		{"unknown command", []string{"stauts"}, 2, "", `gpu-telemetry: unknown command "stauts" (commands: status, check, top, report, xid, probe, help;`},
-		{"help for an unknown command", []string{"help", "stat"}, 2, "", `gpu-telemetry help: unknown command "stat" (commands: status, check, top, report, xid, probe, help)`},
+		{"unknown command", []string{"stauts"}, 2, "", `gpu-telemetry: unknown command "stauts" (commands: ` + commandNames() + ";"},
+		{"help for an unknown command", []string{"help", "stat"}, 2, "", `gpu-telemetry help: unknown command "stat" (commands: ` + commandNames() + ")"},
 		{"help for two commands", []string{"help", "status", "top"}, 2, "", "gpu-telemetry help: one command at most"},
 	})
 }

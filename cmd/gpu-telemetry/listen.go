@@ -16,8 +16,9 @@ import (
 // fails with one line (a live socket held by another instance, a bad
 // group); a metrics address that cannot be bound is logged (serveMetrics)
 // and counted as listen_failures. Both count in reg.
-// Serving stops when ctx is cancelled or stop is called.
-func startListeners(ctx context.Context, cli *CLI, board *live.Board, log *slog.Logger, reg *counters.Registry) (stop func(), err error) {
+// The control socket's acks go to ack (nil: refused). Serving stops when
+// ctx is cancelled or stop is called.
+func startListeners(ctx context.Context, cli *CLI, board *live.Board, ack control.Acker, log *slog.Logger, reg *counters.Registry) (stop func(), err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	var waits []chan struct{}
 	stop = func() {
@@ -30,7 +31,7 @@ func startListeners(ctx context.Context, cli *CLI, board *live.Board, log *slog.
 		}
 	}
 	if cli.Socket != "none" {
-		srv, err := control.Listen(control.Config{Path: cli.Socket, Group: cli.SocketGroup, Logger: log, Counters: reg}, board)
+		srv, err := control.Listen(control.Config{Path: cli.Socket, Group: cli.SocketGroup, Logger: log, Counters: reg, Ack: ack}, board)
 		if err != nil {
 			stop()
 			return nil, err

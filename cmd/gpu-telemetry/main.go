@@ -171,7 +171,7 @@ func serve(cli *CLI, stderr io.Writer) int {
 		log.Info("stopped before sampling began")
 		return 0
 	}
-	stopListeners, err := startListeners(ctx, cli, mon.Board(), log, mcfg.Counters)
+	stopListeners, err := startListeners(ctx, cli, mon.Board(), ackVia(mon), log, mcfg.Counters)
 	if err != nil {
 		host.Close(2 * time.Second)
 		fmt.Fprintf(stderr, "gpu-telemetry: %v\n", err)

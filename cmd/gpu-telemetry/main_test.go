@@ -213,7 +213,7 @@ func TestMetricsPortTakenCarriesOn(t *testing.T) {
 	cli := &CLI{Socket: "none", MetricsListen: held}
 	board := live.NewBoard(nil, func() live.Host { return live.Host{} })
 	reg := counters.New()
-	stop, err := startListeners(context.Background(), cli, board, log, reg)
+	stop, err := startListeners(context.Background(), cli, board, nil, log, reg)
 	if err != nil {
 		t.Fatalf("a taken metrics port stopped the start: %v", err)
 	}

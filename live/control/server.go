@@ -1,13 +1,14 @@
 // Package control is the daemon's control socket: a unix socket that
 // answers `gpu-telemetry status` and `top` with the status document
-// (live.Doc), built from the published state in memory. No request changes
-// the daemon's state or waits on NVML. Everything is bounded: connections,
+// (live.Doc), built from the published state in memory. No request waits
+// on NVML; only ack changes the daemon's state. Everything is bounded: connections,
 // request size, read and write time.
 //
 // The protocol is one request line (at most MaxRequest bytes, ending in a
 // newline), answered with one JSON document and a newline, after which the
 // server closes the connection. Requests: "status" (the document) and
-// "ping" ({"ok":true}). Anything else is answered with {"error": "..."}.
+// "ping" ({"ok":true}), and "ack {...}" from root (ack.go), the one that
+// changes the daemon's state. Anything else is answered with {"error": "..."}.
 package control
 
 import (
@@ -86,6 +87,8 @@ type Config struct {
 	// Group, if not empty, owns the socket, which is then mode 0660 (else 0600).
 	Group  string
 	Logger *slog.Logger
+	// Ack carries out the ack request (ack.go); nil: acks are refused.
+	Ack Acker
 	// Counters is the registry the socket counts in (counters.go). Required.
 	Counters *counters.Registry
 }
@@ -380,6 +383,10 @@ func (s *Server) handle(cn *conn) {
 	case errors.Is(err, bufio.ErrBufferFull):
 		err = fmt.Errorf("request longer than %d bytes", MaxRequest)
 	case err == nil:
+		if ack, isAck, aerr := parseAck(line); isAck {
+			s.answerAck(c, ack, aerr)
+			return
+		}
 		req, err = ParseRequest(line)
 	}
 	if err != nil { // a client gone or silent is not answered
@@ -403,6 +410,24 @@ func (s *Server) handle(cn *conn) {
 }
 
 var pingReply = []byte(`{"ok":true}` + "\n")
+
+// answerAck answers an ack request (parsed with err).
+func (s *Server) answerAck(c *net.UnixConn, req AckRequest, err error) {
+	var reply any
+	if err == nil {
+		reply, err = s.ack(c, req)
+	}
+	if err != nil {
+		s.counts.Inc(requestsFailed)
+		json.NewEncoder(c).Encode(errorReply{Error: err.Error()})
+		return
+	}
+	if err := json.NewEncoder(c).Encode(reply); err != nil {
+		s.counts.Inc(requestsFailed)
+		return
+	}
+	s.counts.Inc(requestsServed)
+}
 
 // status returns the encoded status document (with its newline), built at
 // most once per Reuse; the caller releases it when written.

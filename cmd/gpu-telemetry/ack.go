@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/gpu-telemetry/gpu-telemetry/action"
+	"github.com/gpu-telemetry/gpu-telemetry/live/control"
+	"github.com/gpu-telemetry/gpu-telemetry/monitor"
+)
+
+// ackDescription is what `gpu-telemetry ack --help` says the command does.
+const ackDescription = "Acknowledges a GPU's repair action on the running daemon, as root, over its control socket: " +
+	"--action names the action acknowledged, which must be the GPU's current one (status shows it). " +
+	"The ack is written to events.log (type=ACK) and to the board's state file; the GPU's action returns to none " +
+	"(watch while a condition still holds) until a new event, and the boots before it no longer count towards inspect. " +
+	"Exit status: 0 acknowledged, 1 refused (not root, another action, no such GPU), 2 bad flags, 3 no daemon."
+
+// AckCLI is `gpu-telemetry ack`.
+type AckCLI struct {
+	SocketFlag
+	GPU    string `arg:"" help:"The GPU: its index or UUID."`
+	Action string `required:"" help:"The action acknowledged: the GPU's current one (reset_gpu, reboot, power_cycle, inspect, ...)."`
+	Note   string `help:"What was done, for events.log and the board's state file (at most 128 bytes)."`
+}
+
+// runAck runs `gpu-telemetry ack`.
+func runAck(args []string, stdout, stderr io.Writer) int {
+	var cli AckCLI
+	path, code, ok := socketFlags(&cli, "gpu-telemetry ack", ackDescription, 2, args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	a, err := action.Parse(cli.Action)
+	if err != nil {
+		fmt.Fprintf(stderr, "gpu-telemetry ack: --action: %v\n", err)
+		return 2
+	}
+	if len(cli.Note) > control.MaxNote {
+		fmt.Fprintf(stderr, "gpu-telemetry ack: --note: %d bytes, at most %d\n", len(cli.Note), control.MaxNote)
+		return 2
+	}
+	r, err := control.Ack(path, control.AckRequest{GPU: cli.GPU, Action: a, Note: cli.Note}, statusTimeout)
+	if err != nil {
+		if strings.Contains(err.Error(), " answered: ") {
+			fmt.Fprintf(stderr, "gpu-telemetry ack: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stderr, "gpu-telemetry ack: %s\n", whyNoAnswer(path, err))
+		return 3
+	}
+	fmt.Fprintf(stdout, "GPU %d %s: %s acknowledged; its action is now %s", r.GPU, r.UUID, r.Acked, r.Action)
+	if len(r.Reasons) > 0 {
+		fmt.Fprintf(stdout, " (%s)", strings.Join(r.Reasons, "; "))
+	}
+	fmt.Fprintln(stdout)
+	return 0
+}
+
+// ackVia is the control socket's Acker over the monitor's Ack.
+func ackVia(mon *monitor.Monitor) control.Acker {
+	return func(req control.AckRequest, by string) (control.AckReply, error) {
+		res, err := mon.Ack(req.GPU, req.Action, req.Note, by)
+		if err != nil {
+			return control.AckReply{}, err
+		}
+		return control.AckReply{GPU: res.GPU, UUID: res.UUID, Acked: res.Acked, Action: res.Now.Action, Reasons: res.Now.Reasons}, nil
+	}
+}

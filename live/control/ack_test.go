@@ -1,0 +1,67 @@
+package control
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/action"
+)
+
+// An ack from root reaches the daemon's Acker with the user's name and
+// is answered with its reply; a malformed one, one with a field the
+// protocol lacks or an unknown action is refused before it; a daemon
+// without an Acker refuses acks.
+func TestAck(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("an ack is root's: the test runs as root (as make test does)")
+	}
+	var got AckRequest
+	var by string
+	s, stop := serve(t, Config{Ack: func(req AckRequest, who string) (AckReply, error) {
+		got, by = req, who
+		return AckReply{GPU: 3, UUID: "GPU-1a2b", Acked: req.Action, Action: action.Watch, Reasons: []string{"x (acknowledged)"}}, nil
+	}})
+	defer stop()
+	r, err := Ack(s.cfg.Path, AckRequest{GPU: "3", Action: action.PowerCycle, Note: "cold boot done"}, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.GPU != "3" || got.Action != action.PowerCycle || got.Note != "cold boot done" || by != "root" {
+		t.Errorf("the Acker got %+v from %q", got, by)
+	}
+	if r.GPU != 3 || r.Acked != action.PowerCycle || r.Action != action.Watch {
+		t.Errorf("reply %+v", r)
+	}
+	for _, tc := range []struct{ line, want string }{
+		{`ack {"gpu":"3","action":"reset"}`, "unknown action"},
+		{`ack {"gpu":"3","action":"reboot","who":"me"}`, "unknown field"},
+		{`ack {"action":"reboot"}`, "no gpu"},
+		{`ack not json`, "ack:"},
+	} {
+		if _, err := Ask(s.cfg.Path, tc.line, time.Second); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error with %q", tc.line, err, tc.want)
+		}
+	}
+	if _, err := Ack(s.cfg.Path, AckRequest{GPU: "3", Action: action.Reboot, Note: strings.Repeat("n", MaxNote+1)}, time.Second); err == nil {
+		t.Error("a note over MaxNote was sent")
+	}
+	s2, stop2 := serve(t, Config{})
+	defer stop2()
+	if _, err := Ack(s2.cfg.Path, AckRequest{GPU: "3", Action: action.Reboot}, time.Second); err == nil || !strings.Contains(err.Error(), "does not take acks") {
+		t.Errorf("a daemon without an Acker: %v", err)
+	}
+}
+
+func FuzzParseAck(f *testing.F) {
+	f.Add([]byte(`ack {"gpu":"3","action":"reboot","note":"x"}`))
+	f.Add([]byte(`ack {"gpu":"GPU-1","action":"none"}` + "\n"))
+	f.Add([]byte("status"))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		req, isAck, err := parseAck(line)
+		if err == nil && isAck && (req.GPU == "" || len(req.Note) > MaxNote || req.Action >= action.NumActions) {
+			t.Errorf("%q taken as %+v", line, req)
+		}
+	})
+}
