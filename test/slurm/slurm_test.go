@@ -373,6 +373,16 @@ func check(t *testing.T, socket string) int {
 	return -1
 }
 
+// actionOf is the action a reason line ends with (": reboot").
+func actionOf(t *testing.T, line string) string {
+	t.Helper()
+	i := strings.LastIndex(line, ": ")
+	if i < 0 {
+		t.Fatalf("reason %q names no action", line)
+	}
+	return line[i+2:]
+}
+
 // checkLine is `gpu-telemetry check --format nhc`'s line.
 func checkLine(t *testing.T, socket string) string {
 	t.Helper()
@@ -380,25 +390,25 @@ func checkLine(t *testing.T, socket string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// faultScenario: two GPUs; GPU 1 falls off the bus (Xid 79) at 3 s.
-const faultScenario = "gpus 2\nat 3 gpu 1 xid 79 to events\n"
-
-// healthyScenario: the same two GPUs, repaired.
-const healthyScenario = "gpus 2\n"
+// faultScenario: two GPUs; GPU 1 falls off the bus (Xid 79) at 3 s, and
+// GPU 0 at 45 s, once the first is acknowledged and a person has
+// drained the node.
+const faultScenario = "gpus 2\nat 3 gpu 1 xid 79 to events\nat 45 gpu 0 xid 79 to events\n"
 
 // TestSlurmDrainsAndResumesOnlyItsOwn: the daemon plays Xid 79 on GPU 1;
 // within one HealthCheckInterval of check saying so, the node is drained
-// with check's reason behind "gpu-telemetry: ". Once the GPU is repaired
-// (the daemon restarted on healthy GPUs), the wrapper resumes the node it
-// drained. A node a person drained stays drained, with the person's
-// reason, however healthy the GPUs are.
+// with check's reason behind "gpu-telemetry: ". Once the repair is
+// acknowledged (gpu-telemetry ack) and no GPU needs an action, the wrapper
+// resumes the node it drained; a node a person drained then stays
+// drained, with the person's reason, however healthy the GPUs are, and
+// keeps that reason when a GPU fails again.
 func TestSlurmDrainsAndResumesOnlyItsOwn(t *testing.T) {
 	sockDir, err := os.MkdirTemp("", "gtsock")
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(sockDir) })
 	socket := filepath.Join(sockDir, "control.sock")
 	c := startCluster(t, socket)
-	d := startDaemon(t, socket, faultScenario)
+	startDaemon(t, socket, faultScenario)
 
 	var flagged time.Time
 	if !testutil.WaitUntil(20*time.Second, func() bool {
@@ -433,16 +443,21 @@ func TestSlurmDrainsAndResumesOnlyItsOwn(t *testing.T) {
 	}
 	testNHC(t, socket, line)
 
-	// The repair: the node comes back (the daemon restarts) with healthy
-	// GPUs. The wrapper resumes the node it drained.
-	d.stop()
-	startDaemon(t, socket, healthyScenario)
+	// The repair done, root acknowledges the GPU's action: no GPU needs
+	// one any more, and the wrapper resumes the node it drained.
+	ack := exec.Command(binary, "ack", "1", "--action", actionOf(t, line), "--note", "reseated, burn-in passed", "--socket", socket)
+	if out, err := ack.CombinedOutput(); err != nil {
+		t.Fatalf("gpu-telemetry ack: %v\n%s", err, out)
+	}
+	if code := check(t, socket); code != 0 {
+		t.Fatalf("check after the ack: exit %d (%q), want 0", code, checkLine(t, socket))
+	}
 	if !testutil.WaitUntil(3*healthCheckInterval*time.Second, func() bool {
 		time.Sleep(100 * time.Millisecond)
 		state, reason = c.node(t)
 		return strings.HasPrefix(state, "idle") && reason == "none"
 	}) {
-		t.Fatalf("after the repair the node is %s, reason %q; want idle, its drain undone", state, reason)
+		t.Fatalf("after the ack the node is %s, reason %q; want idle, its drain undone", state, reason)
 	}
 
 	// A person drains it: healthy as the GPUs are, it stays drained.
@@ -451,6 +466,19 @@ func TestSlurmDrainsAndResumesOnlyItsOwn(t *testing.T) {
 	c.waitHealthChecks(t, 2)
 	if state, reason = c.node(t); !strings.HasPrefix(state, "drain") || reason != person {
 		t.Errorf("a person's drain: node %s, reason %q after two health checks; want drained, %q", state, reason, person)
+	}
+
+	// GPU 0 falls off the bus while the node is drained for the person's
+	// reason: the wrapper leaves that reason as it is.
+	if !testutil.WaitUntil(60*time.Second, func() bool {
+		time.Sleep(100 * time.Millisecond)
+		return check(t, socket) == 1
+	}) {
+		t.Fatalf("check never said GPU 0 needs an action after its Xid 79 (check: %q)", checkLine(t, socket))
+	}
+	c.waitHealthChecks(t, 2)
+	if state, reason = c.node(t); !strings.HasPrefix(state, "drain") || reason != person {
+		t.Errorf("a new fault on a node a person drained: node %s, reason %q; want the person's %q kept", state, reason, person)
 	}
 	if b, _ := os.ReadFile(c.runs); !strings.Contains(string(b), "exit 0") || strings.Contains(string(b), "exit 1") {
 		t.Errorf("the HealthCheckProgram's runs:\n%s\nwant each to exit 0", b)
