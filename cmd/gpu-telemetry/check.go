@@ -86,10 +86,10 @@ func lookupFormat(name string) checkFormat {
 	return checkFormats[0]
 }
 
-// formatArg is the --format the arguments ask for, read before parsing so
-// that even a parse error is answered in that format's contract; "" when
-// none is given or it is not one of the formats (a bad --format is a usage
-// error answered with 2, the conventional status).
+// formatArg is the --format the arguments ask for (nagios, the default,
+// when none is given), read before parsing so that even a parse error is
+// answered in that format's contract; known is false when it names no
+// format (a usage error answered with 2, the conventional status).
 func formatArg(args []string) (name string, known bool) {
 	name = "nagios"
 	for i, a := range args {
@@ -142,21 +142,13 @@ func newCheckResult(d live.Doc) *checkResult {
 	r.code, r.reasons = live.Check(d)
 	var crit, warn []string
 	for _, g := range d.GPUs {
-		switch a := g.Action.Name; {
+		a, event := g.Action.Name, ""
+		switch {
 		case a.Drains():
 			crit = append(crit, fmt.Sprintf("GPU %d %s", g.Index, a))
 		case a == action.Watch:
 			warn = append(warn, fmt.Sprintf("GPU %d %s", g.Index, a))
 		}
-	}
-	switch {
-	case len(crit) > 0 && r.code < live.CheckCritical:
-		r.code, r.reasons = live.CheckCritical, append(crit, r.reasons...)
-	case len(warn) > 0 && r.code < live.CheckWarning:
-		r.code, r.reasons = live.CheckWarning, warn
-	}
-	for _, g := range d.GPUs {
-		a, event := g.Action.Name, ""
 		if len(g.Action.Reasons) > 0 {
 			// The deciding reason, without what the action was read
 			// from ("Xid 79 GPU has fallen off the bus: NVIDIA's
@@ -168,6 +160,12 @@ func newCheckResult(d live.Doc) *checkResult {
 			ga.Reason = reasonLine(r.host, g.Index, g.UUID, event, a)
 		}
 		r.gpus = append(r.gpus, ga)
+	}
+	switch {
+	case len(crit) > 0 && r.code < live.CheckCritical:
+		r.code, r.reasons = live.CheckCritical, append(crit, r.reasons...)
+	case len(warn) > 0 && r.code < live.CheckWarning:
+		r.code, r.reasons = live.CheckWarning, warn
 	}
 	return r
 }
