@@ -49,3 +49,19 @@ func TestActionInStatus(t *testing.T) {
 		}
 	}
 }
+
+// A board of the previous run that is not enumerated now shows with its
+// action on the host lines and in the document's missing_boards.
+func TestMissingBoardInStatus(t *testing.T) {
+	now := time.Date(2026, 1, 2, 12, 0, 10, 0, time.UTC)
+	v := View{Host: Host{Now: now, Start: now.Add(-time.Minute), Missing: []MissingBoard{{Index: 1, UUID: "GPU-dead",
+		Action: action.Current{Action: action.PowerCycle, Reasons: []string{"warm reboot did not recover it (xid79 in the previous boot)"}}}}}}
+	d := NewDoc(v)
+	if len(d.Host.MissingBoards) != 1 || d.Host.MissingBoards[0].Action.Name != action.PowerCycle || d.Host.MissingBoards[0].UUID != "GPU-dead" {
+		t.Fatalf("missing_boards %+v", d.Host.MissingBoards)
+	}
+	want := "missing board GPU-dead (GPU 1 in the previous run): action power_cycle: warm reboot did not recover it (xid79 in the previous boot)"
+	if lines := HostLines(d); !slices.Contains(lines, want) {
+		t.Errorf("host lines lack %q:\n%s", want, strings.Join(lines, "\n"))
+	}
+}

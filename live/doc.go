@@ -44,9 +44,12 @@ type HostDoc struct {
 	Kmsg          string       `json:"kmsg"`
 	NVMLEvents    string       `json:"nvml_events"`
 	LastIncident  *IncidentDoc `json:"last_incident"`
-	Pacer         PacerDoc     `json:"pacer"`
-	LogLines      LogLinesDoc  `json:"log_lines"`
-	Counters      []Counter    `json:"counters"`
+	// MissingBoards are the previous run's boards not enumerated now that
+	// have a repair action ([] for none).
+	MissingBoards []MissingBoardDoc `json:"missing_boards"`
+	Pacer         PacerDoc          `json:"pacer"`
+	LogLines      LogLinesDoc       `json:"log_lines"`
+	Counters      []Counter         `json:"counters"`
 }
 
 // Counter returns the value of the counter named name; ok is false when the
@@ -81,6 +84,13 @@ type CadenceDoc struct {
 	MeanPeriodS float64 `json:"mean_period_s"`
 	P99PeriodS  float64 `json:"p99_period_s"`
 	MaxPeriodS  float64 `json:"max_period_s"`
+}
+
+// MissingBoardDoc is a board not enumerated now, with its repair action.
+type MissingBoardDoc struct {
+	Index  int       `json:"index"` // in the previous run
+	UUID   string    `json:"uuid"`
+	Action ActionDoc `json:"action"`
 }
 
 // IncidentDoc is a critical event.
@@ -221,6 +231,11 @@ func NewDoc(v View) Doc {
 	}}
 	if h.DiskPaused {
 		d.Host.Disk = "paused"
+	}
+	d.Host.MissingBoards = []MissingBoardDoc{}
+	for _, b := range h.Missing {
+		d.Host.MissingBoards = append(d.Host.MissingBoards, MissingBoardDoc{Index: b.Index, UUID: b.UUID,
+			Action: ActionDoc{Name: b.Action.Action, Reasons: append([]string{}, b.Action.Reasons...)}})
 	}
 	if !h.LastIncident.Time.IsZero() {
 		d.Host.LastIncident = &IncidentDoc{Time: h.LastIncident.Time, GPU: h.LastIncident.GPU, Reason: h.LastIncident.Reason}

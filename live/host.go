@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/action"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
@@ -34,6 +35,11 @@ type Host struct {
 	Events string
 
 	LastIncident Incident
+
+	// Missing are the boards of the previous run not enumerated now whose
+	// repair action is not none (a board a warm reboot did not bring
+	// back), by their previous index; fixed at start.
+	Missing []MissingBoard
 
 	// Pacer is the NVML pacer's state now: how far it stretches the slow
 	// columns because NVML is too slow for the interval, and its tick
@@ -189,4 +195,12 @@ func (b *Board) ViewInto(v *View) {
 	for i, s := range b.slots {
 		s.Load(&v.GPUs[i])
 	}
+}
+
+// MissingBoard is a board of the previous run that is not enumerated now,
+// with its repair action.
+type MissingBoard struct {
+	Index  int // its index in the previous run
+	UUID   string
+	Action action.Current
 }

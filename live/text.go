@@ -112,7 +112,12 @@ func HostLines(d Doc) []string {
 	if len(lost) > 0 {
 		l4 = "lost work: " + strings.Join(lost, " ")
 	}
-	return []string{l1, l2, pacer, l3, l4}
+	out := []string{l1, l2, pacer, l3, l4}
+	for _, b := range h.MissingBoards {
+		out = append(out, "missing board "+b.UUID+" (GPU "+itoa(b.Index)+" in the previous run): "+
+			ActionText(GPUDoc{Action: b.Action}, d.Time))
+	}
+	return out
 }
 
 func orNA(s string) string {

@@ -74,6 +74,9 @@ func (m *Monitor) compareInventory(prev snapshot.PreviousRun) {
 		}
 		count[c.Change]++
 		m.eventLine(c.Event(m.start))
+		if c.Change == sink.InventoryMissing {
+			m.missingBoard(c.Board)
+		}
 	}
 	if count["not_selected"] > 0 {
 		m.log.Info("boards of the previous run not among the GPUs --gpu selects are not compared", "boards", count["not_selected"])

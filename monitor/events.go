@@ -12,6 +12,7 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/xid"
 )
 
@@ -130,9 +131,14 @@ func (m *Monitor) onEvent(e reading.Event) {
 	case r.Alert == events.Error:
 		gs.log.Error("critical GPU event", "reason", r.Reason)
 	}
-	m.carryOut(gs, r, plan)
+	var act sink.EventLine
+	actOK := false
 	if gs != nil && r.Wake {
-		gs.eventAction(r, e.Xid)
+		act, actOK = gs.eventAction(r, e.Xid)
+	}
+	m.carryOut(gs, r, plan)
+	if actOK {
+		m.eventLine(act)
 	}
 }
 

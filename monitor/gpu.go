@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/action"
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
@@ -161,8 +162,13 @@ func (gs *gpuState) handle(s *reading.Sample) {
 	}
 	queued := gs.record(s, &r, stalled, critical)
 	gs.publish(s)
+	// The repair action is judged before the incident's snapshot is
+	// gathered (its header shows it); its line follows the incident's.
+	act, actOK := gs.judge(s.Time, s.Status != reading.StatusAnswered, nil)
 	gs.incidents(s.Time, queued, critical, r.Spike)
-	gs.judgeAction(s.Time, s.Status != reading.StatusAnswered, nil)
+	if actOK {
+		gs.m.eventLine(act)
+	}
 }
 
 // event is an events.log line of the GPU at t; kv alternates keys and values.
@@ -444,6 +450,9 @@ func (gs *gpuState) header(when time.Time, reason string, event uint64) snapshot
 		Samples:     v.Samples,
 		PeakTempC:   c.PeakTempC,
 		EventNumber: event,
+	}
+	if a := v.Action; a.Action != action.None {
+		h.Action = a.Action.String() + ": " + a.Reason()
 	}
 	// The detectors' counters headers show, then the GPU's own.
 	for i, d := range anomaly.CounterDefs {

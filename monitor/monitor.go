@@ -85,6 +85,7 @@ type hostStates struct {
 	kmsg, events  string
 	drops         dropHistory
 	incident      live.Incident
+	missing       []live.MissingBoard // set once at start (missingBoards)
 	refusedLogged atomic.Bool
 }
 
@@ -505,7 +506,7 @@ func (m *Monitor) hostView() live.Host {
 	h.Pacer = live.Pacer{Level: ps.Level, TickNVML: ps.TickNVML, LastLate: ps.LastLate}
 	h.LogLines.Waiting = m.events.Waiting() + m.summary.Waiting()
 	m.states.mu.Lock()
-	h.Kmsg, h.Events, h.LastIncident = m.states.kmsg, m.states.events, m.states.incident
+	h.Kmsg, h.Events, h.LastIncident, h.Missing = m.states.kmsg, m.states.events, m.states.incident, m.states.missing
 	dropped, _ := h.Counter(live.CounterRowsDropped) // registered by sink (TestViewCountersAreInTheTable)
 	h.RowsDroppedRecent = m.states.drops.recent(h.Now, dropped)
 	m.states.mu.Unlock()

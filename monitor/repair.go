@@ -57,11 +57,19 @@ func (m *Monitor) judgeActions(now time.Time) {
 // is written. Without force, and without a change of
 // the GPU's health view, it judges at most every judgeEvery.
 func (gs *gpuState) judgeAction(now time.Time, force bool, event func(r *anomaly.Repair)) {
+	if line, ok := gs.judge(now, force, event); ok {
+		gs.m.eventLine(line)
+	}
+}
+
+// judge is judgeAction but for the ACTION line, which it returns (ok:
+// there is one) for the caller to write after the event's own lines.
+func (gs *gpuState) judge(now time.Time, force bool, event func(r *anomaly.Repair)) (line sink.EventLine, ok bool) {
 	rs := &gs.repair
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if rs.r == nil && !gs.startRepair() {
-		return
+		return line, false
 	}
 	if event != nil {
 		event(rs.r)
@@ -69,7 +77,7 @@ func (gs *gpuState) judgeAction(now time.Time, force bool, event func(r *anomaly
 	now = maxTime(now, rs.judged) // the sources' times interleave (a kernel record read late); the action's go forward
 	hv := gs.health.Load()
 	if !force && hv == rs.hv && now.Sub(rs.judged) < judgeEvery {
-		return
+		return line, false
 	}
 	rs.judged, rs.hv = now, hv
 	rs.last.Store(now.UnixNano())
@@ -98,16 +106,17 @@ func (gs *gpuState) judgeAction(now time.Time, force bool, event func(r *anomaly
 		}
 	}
 	if cur.Equal(rs.cur) {
-		return
+		return line, false
 	}
 	from := rs.cur.Action
 	rs.cur = cur
 	gs.slot.Update(func(g *live.GPU) { g.Action, g.ActionSince = cur, now })
 	// A change between none and watch is not a line: nothing is asked of
 	// anyone (the status shows it); every change to or from a repair is.
-	if from.Drains() || cur.Action.Drains() {
-		gs.m.eventLine(gs.event(now, sink.TypeAction, "action", cur.Action.String(), "from", from.String(), "reason", cur.Reason()))
+	if !from.Drains() && !cur.Action.Drains() {
+		return line, false
 	}
+	return gs.event(now, sink.TypeAction, "action", cur.Action.String(), "from", from.String(), "reason", cur.Reason()), true
 }
 
 // startRepair builds the GPU's repair action from its board's state file
@@ -129,18 +138,20 @@ func (gs *gpuState) startRepair() bool {
 }
 
 // eventAction takes the GPU's own report (r.Wake: an Xid with its detail
-// d, a recovery action, the GPU lost) into its repair action, after the
-// report's own line.
-func (gs *gpuState) eventAction(r events.Record, d reading.XidDetail) {
+// d, a recovery action, the GPU lost) into its repair action, before the
+// report's crash snapshot is gathered (its header shows the action); the
+// ACTION line it returns is written after the report's own lines.
+func (gs *gpuState) eventAction(r events.Record, d reading.XidDetail) (sink.EventLine, bool) {
 	switch r.Kind {
 	case reading.EventXid:
 		e := xid.ExplainDetail(int(r.Code), d)
-		gs.judgeAction(r.At, true, func(rp *anomaly.Repair) { rp.Xid(e, r.At) })
+		return gs.judge(r.At, true, func(rp *anomaly.Repair) { rp.Xid(e, r.At) })
 	case reading.EventRecovery:
-		gs.judgeAction(r.At, true, func(rp *anomaly.Repair) { rp.Recovery(r.Code, r.At) })
+		return gs.judge(r.At, true, func(rp *anomaly.Repair) { rp.Recovery(r.Code, r.At) })
 	case reading.EventLost:
-		gs.judgeAction(r.Seen, true, nil)
+		return gs.judge(r.Seen, true, nil)
 	}
+	return sink.EventLine{}, false
 }
 
 // AckResult is what an acknowledgement did.
@@ -209,4 +220,35 @@ func maxTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// missingBoard judges the repair action of a board of the previous run
+// that is not enumerated now, from its state file: after a boot that ended
+// in Xid 79 or a recovery action it is a power cycle (a warm reboot did
+// not bring it back). An action other than none is an ACTION line (by the
+// board's UUID and previous index) and shows in the host view.
+func (m *Monitor) missingBoard(b sink.Board) {
+	if b.UUID == "" {
+		return
+	}
+	h, err := sink.ReadBoardState(m.cfg.LogDir, b.UUID)
+	if err != nil {
+		m.log.Warn("a missing board's repair history does not read", "uuid", b.UUID, "error", err)
+		return
+	}
+	r := anomaly.NewRepair(m.ident.BootID, m.cfg.InspectAfter, h)
+	cur := r.Judge(anomaly.RepairInput{Now: m.start, Missing: true})
+	if h, dirty := r.History(); dirty {
+		if err := sink.WriteBoardState(m.cfg.LogDir, h); err != nil {
+			lose(m.reg, m.log, boardStateFails, "a board's state file", slog.String("uuid", b.UUID), slog.String("error", err.Error()))
+		}
+	}
+	if cur.Action == action.None {
+		return
+	}
+	m.states.mu.Lock()
+	m.states.missing = append(m.states.missing, live.MissingBoard{Index: b.Index, UUID: b.UUID, Action: cur})
+	m.states.mu.Unlock()
+	m.eventLine(sink.EventLine{Time: m.start, UUID: b.UUID, GPU: -1, Type: sink.TypeAction,
+		Fields: sink.KV("prev_gpu", strconv.Itoa(b.Index), "action", cur.Action.String(), "from", action.None.String(), "reason", cur.Reason())})
 }

@@ -1,8 +1,11 @@
 package monitor
 
 import (
+	"context"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/action"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
@@ -54,5 +57,14 @@ func TestRepairActionLostAndAck(t *testing.T) {
 	}
 	if g = gs.slot.Get(); g.Ack.By != "root" || g.Action.Action != action.Watch || !strings.Contains(g.Action.Reason(), "acknowledged") {
 		t.Errorf("live view after the ack: %+v %+v", g.Action, g.Ack)
+	}
+	// The crash snapshot of the loss names the action it asks for then.
+	r.runSide()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r.m.snaps.Close(ctx)
+	snap := snapshotField(log, "type=GPU_LOST")
+	if b, err := os.ReadFile(snap); err != nil || !strings.Contains(string(b), "\nAction: reboot: the driver reports the GPU lost\n") {
+		t.Errorf("the crash snapshot's header lacks the action (%v):\n%.600s", err, b)
 	}
 }

@@ -25,6 +25,7 @@ type Header struct {
 	Serial      string               // the board's serial number (its RMA name); "" unknown
 	Reason      string               // "Xid 79: GPU has fallen off the bus (kmsg)", "NVML_HUNG(nvmlDeviceGetPowerUsage,2300ms)"
 	Headline    string               // crash only: the incident named by its worst events ("GPU 0: GSP RPC Timeout (Xid 119); started with ..."); set by the Manager, not printed when empty
+	Action      string               // the GPU's repair action then, with its reasons ("reboot: Xid 79 ..."); not printed when empty
 	KernelClock string               // how dmesg_time relates to the kernel log's clock (kclock.Fit.Describe)
 	Uptime      time.Duration        // daemon uptime; printed to the second
 	Samples     uint64               // samples taken of this GPU so far (0 is a real count)
@@ -85,13 +86,13 @@ func writeHeader(b *strings.Builder, h *Header) {
 	fmt.Fprintf(b, "\nSuppressed by cooldown: %d\n\n", h.Suppressed)
 }
 
-// ParseHeader reads back the Title, Time, GPU index, UUID, serial, Reason and Headline of a header
+// ParseHeader reads back the Title, Time, GPU index, UUID, serial, Reason, Headline and Action of a header
 // writeHeader wrote at the start of text, up to the empty line that ends it;
 // the other fields stay zero, and GPUIndex is -1 when the GPU line says n/a.
 // ok is false when there is no readable Time line.
 func ParseHeader(text string) (h Header, ok bool) {
 	h.GPUIndex = -1
-	texts := map[string]*string{"UUID": &h.UUID, "Serial": &h.Serial, "Reason": &h.Reason, "Headline": &h.Headline}
+	texts := map[string]*string{"UUID": &h.UUID, "Serial": &h.Serial, "Reason": &h.Reason, "Headline": &h.Headline, "Action": &h.Action}
 	for _, l := range strings.SplitN(text, "\n", 20) {
 		if l == "" {
 			return h, ok
@@ -126,8 +127,8 @@ func ParseHeader(text string) (h Header, ok bool) {
 // with: the title, time and version; where it was taken: the host, the GPU
 // ("GPU: 3 NVIDIA H100 80GB HBM3 (00000000:4B:00.0)"), and the board, by the
 // UUID and serial number an RMA asks for (each n/a when unknown; ParseHeader
-// reads n/a back as it is: no UUID or serial is n/a); then extra, the reason
-// and the headline (when there is one).
+// reads n/a back as it is: no UUID or serial is n/a); then extra, the reason,
+// and the headline and the GPU's repair action (when there are).
 func writeTop(b *strings.Builder, h *Header, extra string) {
 	gpu := na
 	if h.GPUIndex >= 0 {
@@ -138,5 +139,8 @@ func writeTop(b *strings.Builder, h *Header, extra string) {
 		gpu, orNA(h.GPUName), orNA(h.BusID), orNA(h.UUID), orNA(h.Serial), extra, orNA(h.Reason))
 	if h.Headline != "" {
 		b.WriteString("Headline: " + h.Headline + "\n")
+	}
+	if h.Action != "" {
+		b.WriteString("Action: " + h.Action + "\n")
 	}
 }

@@ -39,12 +39,13 @@ func TestParseHeader(t *testing.T) {
 	for _, h := range []Header{
 		{Title: "GPU CRASH DETECTED", Time: at, GPUIndex: 3, GPUName: "NVIDIA H100", Reason: "Xid 79: GPU has fallen off the bus (kmsg)"},
 		{Title: "KERNEL EVENT", Time: at, GPUIndex: -1, Reason: "AER"},
+		{Title: "GPU CRASH DETECTED", Time: at, GPUIndex: 0, Reason: "GPU_LOST", Action: "power_cycle: warm reboot did not recover it (xid79 in the previous boot)"},
 	} {
 		var b strings.Builder
 		writeHeader(&b, &h)
 		b.WriteString("Reason: not the header's\n")
 		got, ok := ParseHeader(b.String())
-		if !ok || got.Title != h.Title || !got.Time.Equal(h.Time) || got.GPUIndex != h.GPUIndex || got.Reason != h.Reason {
+		if !ok || got.Title != h.Title || !got.Time.Equal(h.Time) || got.GPUIndex != h.GPUIndex || got.Reason != h.Reason || got.Action != h.Action {
 			t.Errorf("read back %+v %v from:\n%s", got, ok, b.String())
 		}
 	}

@@ -1,12 +1,15 @@
 package control
 
 import (
+	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/action"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
 
 // An ack from root reaches the daemon's Acker with the user's name and
@@ -64,4 +67,31 @@ func FuzzParseAck(f *testing.F) {
 			t.Errorf("%q taken as %+v", line, req)
 		}
 	})
+}
+
+// An ack from another user than root is refused, whatever lets them
+// connect (here a socket opened to everyone): the peer's credentials
+// decide, and the Acker is never called.
+func TestAckRefusedToOtherUsers(t *testing.T) {
+	called := false
+	s, stop := serve(t, Config{Ack: func(AckRequest, string) (AckReply, error) { called = true; return AckReply{}, nil }})
+	defer stop()
+	if err := os.Chmod(s.cfg.Path, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	for d := filepath.Dir(s.cfg.Path); d != "/" && d != "."; d = filepath.Dir(d) {
+		if fi, err := os.Stat(d); err == nil && fi.Mode().Perm()&0o001 == 0 {
+			os.Chmod(d, fi.Mode().Perm()|0o011)
+		}
+	}
+	c := testutil.DialAs(t, 65534, "unix", s.cfg.Path)
+	line, _ := AckLine(AckRequest{GPU: "0", Action: action.Reboot})
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write(line); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(c)
+	if !strings.Contains(string(b), "only root may acknowledge") || called {
+		t.Errorf("answer %q, Acker called %v", b, called)
+	}
 }

@@ -283,6 +283,9 @@ func (w *walker) walk(v live.View) {
 		w.gpu(g, h)
 	}
 	w.add(mAnswer, float64(answering))
+	for _, b := range h.Missing { // by its index in the previous run
+		w.add(mAction, 1, strconv.Itoa(b.Index), b.UUID, b.Action.Action.String())
+	}
 }
 
 func (w *walker) gpu(g *live.GPU, h *live.Host) {

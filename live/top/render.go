@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/gpu-telemetry/gpu-telemetry/action"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 )
 
@@ -422,7 +423,7 @@ func gpuBlock(g live.GPUDoc, rank int, now time.Time, width, barW int) []string 
 		segment{"  " + g.Name, 2},
 		segment{"  " + g.BusID, 3},
 	)...)
-	health := cut("  "+live.HealthText(g), width)
+	health := cut("  "+live.HealthText(g)+actionText(g), width)
 	if g.State != live.StateAnswering.String() || g.SampleTime == nil {
 		why := "  no readings: not answering"
 		if g.SampleTime != nil {
@@ -489,6 +490,15 @@ func gpuBlock(g live.GPUDoc, rank int, now time.Time, width, barW int) []string 
 	return []string{head, l2, fit(width, l3...), health}
 }
 
+// actionText is the GPU's repair action in a few words ("  action
+// reboot"), "" for none: the reasons are in status.
+func actionText(g live.GPUDoc) string {
+	if g.Action.Name == action.None {
+		return ""
+	}
+	return "  action " + g.Action.Name.String()
+}
+
 // eventText is the last Xid (or recovery action) in a few words.
 func eventText(g live.GPUDoc, now time.Time) string {
 	s := ""
@@ -508,6 +518,7 @@ func gpuLine(g live.GPUDoc, rank int, now time.Time, width int) string {
 	if g.Health != nil && g.Health.Verdict != "ok" {
 		health = "  health " + live.VerdictText(g.Health.Verdict)
 	}
+	health += actionText(g)
 	if rank < rankOther || g.State != live.StateAnswering.String() || g.SampleTime == nil {
 		segs := append(stateSegs(g, rank, now, 2), troubleSegs(g, now, health)...)
 		if g.State == live.StateAnswering.String() {

@@ -129,3 +129,58 @@ func TestRepairActionAcrossBoots(t *testing.T) {
 		t.Errorf("the state file lacks the ack:\n%s", s)
 	}
 }
+
+// missingDoc is the status document's missing boards.
+type missingDoc struct {
+	Host struct {
+		MissingBoards []struct {
+			Index  int    `json:"index"`
+			UUID   string `json:"uuid"`
+			Action struct {
+				Name    string   `json:"name"`
+				Reasons []string `json:"reasons"`
+			} `json:"action"`
+		} `json:"missing_boards"`
+	} `json:"host"`
+}
+
+// A board whose boot ended in Xid 79 and that is not enumerated after the
+// reboot (RmInitAdapter failed: the driver did not take it) is a power
+// cycle: in the status document's missing_boards and its text, and an
+// ACTION line by its UUID.
+func TestRepairActionOfAMissingBoard(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := start(t, opts{scenario: "gpus 2\ngpu 0 uuid " + actionUUID + "\nat 1s gpu 0 xid 79\n", dir: dir, kmsg: true})
+	waitAction(t, p, "reboot")
+	p.stop()
+	rebootBoard(t, dir, "earlier-boot-1")
+
+	// After the reboot only the other board answers: it is GPU 0 now.
+	p = start(t, opts{scenario: "gpus 1\n", dir: dir})
+	p.waitFor("the control socket", 20*time.Second, func() bool { _, err := os.Stat(p.socketPath()); return err == nil })
+	// The other board of the first run is missing too, with no history:
+	// not enumerated, it asks for a reboot.
+	var d missingDoc
+	p.waitFor("the missing boards' actions", 20*time.Second, func() bool {
+		_, d, _ = statusAs[missingDoc](t, p.socketPath())
+		return len(d.Host.MissingBoards) == 2
+	})
+	for _, b := range d.Host.MissingBoards {
+		switch {
+		case b.UUID != actionUUID:
+			if b.Index != 1 || b.Action.Name != "reboot" {
+				t.Errorf("the other missing board %+v", b)
+			}
+		case b.Index != 0 || b.Action.Name != "power_cycle" || !strings.HasPrefix(b.Action.Reasons[0], "warm reboot did not recover it"):
+			t.Errorf("missing board %+v", b)
+		}
+	}
+	if code, out := status(t, "--socket", p.socketPath()); !strings.Contains(out, "missing board "+actionUUID+" (GPU 0 in the previous run): action power_cycle") {
+		t.Errorf("status (exit %d) does not show the missing board:\n%s", code, out)
+	}
+	p.stop()
+	if ev := events(dir); !strings.Contains(ev, "uuid="+actionUUID) || !strings.Contains(ev, "type=ACTION prev_gpu=0 action=power_cycle from=none") {
+		t.Errorf("no ACTION line for the missing board:\n%s", ev)
+	}
+}

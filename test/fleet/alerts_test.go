@@ -104,6 +104,8 @@ var (
 		"GPUHungOrLost/gpu0":    {"GPUsHungOrLostOnHost", "GPUFellOffTheBus"},
 		"GPUHungOrLost/gpu1":    {"GPUsHungOrLostOnHost"},
 		"GPUCrashSnapshotTaken": {"GPUFellOffTheBus", "GPUCriticalXid", "GPUHungOrLost"},
+		"GPURepairAction/gpu0":  {"GPUFellOffTheBus", "GPUHungOrLost"},
+		"GPURepairAction/gpu2":  {"GPUCriticalXid"},
 	}
 )
 
