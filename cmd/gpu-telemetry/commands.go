@@ -25,6 +25,8 @@ type command struct {
 var commands = []command{
 	{"status", "[--json] [--socket PATH]", "Every GPU's state from the running logger; a monitoring check.",
 		statusDescription, func() any { return &StatusCLI{} }, runStatus},
+	{"check", "[--format nagios|nhc|npd|json] [--action A] [--socket PATH]", "Does a GPU need a repair action: for Nagios, NHC, Slurm, node-problem-detector.",
+		checkDescription, func() any { return &CheckCLI{} }, runCheck},
 	{"top", "[--socket PATH]", "Full-screen live view of every GPU from the running logger.",
 		topDescription, func() any { return &TopCLI{} }, runTop},
 	{"ack", "GPU --action ACTION [--note TEXT] [--socket PATH]", "Acknowledge a GPU's repair action once it is done (root).",

@@ -38,7 +38,7 @@ func TestHelpAndVersionOnStdout(t *testing.T) {
 func TestTopHelpListsEveryCommand(t *testing.T) {
 	var out bytes.Buffer
 	run([]string{"--help"}, &out, &out)
-	for _, name := range []string{"status", "top", "ack", "report", "xid", "probe", "fan-guard", "help"} {
+	for _, name := range []string{"status", "check", "top", "ack", "report", "xid", "probe", "fan-guard", "help"} {
 		if !strings.Contains(out.String(), "\n  "+name+" ") {
 			t.Errorf("the top-level help does not list %q:\n%s", name, out.String())
 		}
