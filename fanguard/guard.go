@@ -199,6 +199,7 @@ func (g *Guard) Start(fans int, restore []int) {
 	if fans >= 0 {
 		g.FactsKnown(fans, nil)
 	}
+	g.poke()
 }
 
 // FactsKnown tells the guard its GPU's static facts are read (its handle
