@@ -179,7 +179,9 @@ func (m *Monitor) handBackFans(stuck []string) []string {
 		if gs.fan == nil {
 			continue
 		}
-		if i := slices.IndexFunc(stuck, func(s string) bool { return s == strconv.Itoa(gs.idx) || strings.HasPrefix(s, strconv.Itoa(gs.idx)+" (") }); i >= 0 {
+		if i := slices.IndexFunc(stuck, func(s string) bool {
+			return s == strconv.Itoa(gs.idx) || strings.HasPrefix(s, strconv.Itoa(gs.idx)+" (")
+		}); i >= 0 {
 			// A sample or a process read stuck in the driver: a setter call
 			// would block on the same fault.
 			gs.fan.Abandon()

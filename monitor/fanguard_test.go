@@ -137,3 +137,29 @@ func TestFanGuardRefusedKeepsRecording(t *testing.T) {
 		}
 	})
 }
+
+// A GPU whose process read is stuck in the driver at shutdown is not
+// touched by the hand-back either (a setter would block on the same
+// fault), and the WARN names it; run-state keeps its fans.
+func TestFanGuardShutdownSkipsAStuckProcessRead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 1, withFanGuard)
+		d := r.devs[0]
+		hot(d, 75)
+		var release func()
+		defer func() { release() }()
+		r.run(3*time.Second, func() {
+			time.Sleep(2 * time.Second)
+			release = d.Block("GetComputeRunningProcesses", nil)
+		})
+		if n := d.Count("SetDefaultFanSpeed_v2"); n != 0 {
+			t.Errorf("SetDefaultFanSpeed_v2 called %d times on a GPU stuck in a process read", n)
+		}
+		if !strings.Contains(r.logs.String(), `for the next start)" gpu=0 stuck="0 (process list)"`) {
+			t.Errorf("no WARN naming the GPU:\n%s", r.logs)
+		}
+		if st, _, _ := snapshot.ReadRunState(r.dir); len(st.FanGuard) != 1 {
+			t.Errorf("run-state holds %+v, want GPU-a's fans", st.FanGuard)
+		}
+	})
+}
