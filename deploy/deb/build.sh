@@ -42,7 +42,13 @@ chmod 0644 "$root/usr/lib/systemd/system/gpu-telemetry.service"
 
 # The drop-ins are examples to copy into /etc/systemd/system/gpu-telemetry.service.d/:
 # under /usr/lib/systemd/system they would always be in force.
-install -D -m 0644 -t "$share/systemd" "$repo"/deploy/gpu-telemetry.service.d/*.conf
+# They name the binary where make install puts it, as the unit does: the
+# package's path instead.
+mkdir -p "$share/systemd"
+for f in "$repo"/deploy/gpu-telemetry.service.d/*.conf; do
+	sed -e 's|/usr/local/bin/gpu-telemetry|/usr/bin/gpu-telemetry|g' "$f" > "$share/systemd/$(basename "$f")"
+	chmod 0644 "$share/systemd/$(basename "$f")"
+done
 for d in prometheus alertmanager grafana; do
 	[ -d "$repo/deploy/$d" ] || continue
 	(cd "$repo/deploy" && find "$d" -type f) | sort | while read -r f; do

@@ -112,6 +112,11 @@ func TestPackageContents(t *testing.T) {
 		t.Errorf("the package lacks %q", e)
 	}
 	testutil.Golden(t, "contents.golden", []byte(b.String()))
+	// The drop-ins name the package's binary, as its unit does.
+	conf := output(t, "sh", "-c", "dpkg-deb --fsys-tarfile \"$0\" | tar -xO ./usr/share/gpu-telemetry/systemd/fan-guard.conf", deb)
+	if !strings.Contains(conf, "\nExecStopPost=-/usr/bin/gpu-telemetry fan-guard release ") {
+		t.Errorf("the packaged fan-guard.conf does not run /usr/bin/gpu-telemetry fan-guard release:\n%s", conf)
+	}
 }
 
 // TestPackageFields: the control fields an operator and apt read.
