@@ -30,12 +30,14 @@ const judgeEvery = time.Second
 // lines), watchLosses once a second (hangs, expiries) and the control
 // socket (acks) judge it.
 type repairState struct {
-	mu     sync.Mutex
-	r      *anomaly.Repair // nil until the GPU's UUID is known
-	cur    action.Current
-	judged time.Time    // when it was last judged (wall)
-	hv     *HealthView  // the health view last judged
-	last   atomic.Int64 // judged, in Unix ns, for judgeActions without the lock
+	mu      sync.Mutex
+	r       *anomaly.Repair // nil until the GPU's UUID is known
+	cur     action.Current
+	since   time.Time      // when cur became the GPU's action with these reasons
+	written action.Current // the last ACTION line's
+	judged  time.Time      // when it was last judged (wall)
+	hv      *HealthView    // the health view last judged
+	last    atomic.Int64   // judged, in Unix ns, for judgeActions without the lock
 }
 
 var boardStateFails = counters.Declare(counters.Def{Name: "board_state_write_failures", Loss: true, OwnLog: true,
@@ -53,9 +55,9 @@ func (m *Monitor) judgeActions(now time.Time) {
 }
 
 // judgeAction takes event (nil: none) into the GPU's repair action and
-// judges it at now: when it changed, the live view shows it; a change of
-// the action to or from a repair is an ACTION line in events.log, and a
-// change of the board's history is written to its state file. Without
+// judges it at now: when it changed, the live view shows it and events.log
+// has an ACTION line (repairState.line says when), and a change of the
+// board's history is written to its state file. Without
 // force, and without a change of the GPU's health view, it judges at most
 // every judgeEvery.
 func (gs *gpuState) judgeAction(now time.Time, force bool, event func(r *anomaly.Repair)) {
@@ -121,24 +123,41 @@ func (gs *gpuState) judge(now time.Time, force bool, event func(r *anomaly.Repai
 	})
 	cur := rs.r.Judge(in)
 	j.hist, j.dirty = rs.r.History()
-	if cur.Equal(rs.cur) {
-		return j
+	if !cur.Equal(rs.cur) {
+		from := rs.cur.Action
+		rs.cur, rs.since = cur, now
+		gs.slot.Update(func(g *live.GPU) {
+			g.Action = cur
+			if cur.Action != from {
+				g.ActionSince = now
+			}
+		})
 	}
-	from := rs.cur.Action
-	rs.cur = cur
-	gs.slot.Update(func(g *live.GPU) {
-		g.Action = cur
-		if cur.Action != from {
-			g.ActionSince = now
-		}
-	})
-	// A change of the reasons alone, or between none and watch, is not a
-	// line: nothing new is asked of anyone (status shows it); every change
-	// of the action to or from a repair is.
-	if cur.Action != from && (from.Drains() || cur.Action.Drains()) {
+	if rs.line(now) {
+		from := rs.written.Action
+		rs.written = rs.cur
 		j.line, j.hasLine = gs.event(now, sink.TypeAction, "action", cur.Action.String(), "from", from.String(), "reason", cur.Reason()), true
 	}
 	return j
+}
+
+// line reports whether the GPU's action is to be an ACTION line now: every
+// change of the action, and of its reasons while the action holds (what a
+// scheduler would drain with), once the change has held for a judging
+// round, so that a state that comes and goes each sample (a call hung for
+// a moment, a reason whose words count the seconds) is not a line each
+// time; a change to or from a repair at once (it asks something new of
+// someone, and an event's crash snapshot names it). A line the same as
+// the last one is never written.
+func (rs *repairState) line(now time.Time) bool {
+	cur, last := rs.cur, rs.written
+	switch {
+	case cur.Equal(last):
+		return false
+	case cur.Action != last.Action && (cur.Action.Drains() || last.Action.Drains()):
+		return true
+	}
+	return now.Sub(rs.since) >= judgeEvery
 }
 
 // startRepair builds the GPU's repair action from its board's state file
