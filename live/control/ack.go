@@ -83,7 +83,7 @@ func parseAck(line []byte) (req AckRequest, isAck bool, err error) {
 	case req.GPU == "":
 		return req, true, errors.New("ack: no gpu")
 	case !req.Action.Known():
-		return req, true, fmt.Errorf("ack: action %q is not one of this daemon's", req.Action)
+		return req, true, fmt.Errorf("ack: unknown action %q (not one of this daemon's)", req.Action)
 	case len(req.Note) > MaxNote:
 		return req, true, fmt.Errorf("ack: a note of more than %d bytes", MaxNote)
 	}
