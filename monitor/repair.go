@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,12 +31,14 @@ const judgeEvery = time.Second
 // lines), watchLosses once a second (hangs, expiries) and the control
 // socket (acks) judge it.
 type repairState struct {
-	mu     sync.Mutex
-	r      *anomaly.Repair // nil until the GPU's UUID is known
-	cur    action.Current
-	judged time.Time    // when it was last judged (wall)
-	hv     *HealthView  // the health view last judged
-	last   atomic.Int64 // judged, in Unix ns, for judgeActions without the lock
+	mu      sync.Mutex
+	r       *anomaly.Repair // nil until the GPU's UUID is known
+	cur     action.Current
+	since   time.Time      // when cur became the GPU's action with these reasons
+	written action.Current // the last ACTION line's
+	judged  time.Time      // when it was last judged (wall)
+	hv      *HealthView    // the health view last judged
+	last    atomic.Int64   // judged, in Unix ns, for judgeActions without the lock
 }
 
 var boardStateFails = counters.Declare(counters.Def{Name: "board_state_write_failures", Loss: true, OwnLog: true,
@@ -53,9 +56,9 @@ func (m *Monitor) judgeActions(now time.Time) {
 }
 
 // judgeAction takes event (nil: none) into the GPU's repair action and
-// judges it at now: when it changed, the live view shows it; a change of
-// the action to or from a repair is an ACTION line in events.log, and a
-// change of the board's history is written to its state file. Without
+// judges it at now: when it changed, the live view shows it and events.log
+// has an ACTION line (repairState.line says when), and a change of the
+// board's history is written to its state file. Without
 // force, and without a change of the GPU's health view, it judges at most
 // every judgeEvery.
 func (gs *gpuState) judgeAction(now time.Time, force bool, event func(r *anomaly.Repair)) {
@@ -121,24 +124,41 @@ func (gs *gpuState) judge(now time.Time, force bool, event func(r *anomaly.Repai
 	})
 	cur := rs.r.Judge(in)
 	j.hist, j.dirty = rs.r.History()
-	if cur.Equal(rs.cur) {
-		return j
+	if !cur.Equal(rs.cur) {
+		from := rs.cur.Action
+		rs.cur, rs.since = cur, now
+		gs.slot.Update(func(g *live.GPU) {
+			g.Action = cur
+			if cur.Action != from {
+				g.ActionSince = now
+			}
+		})
 	}
-	from := rs.cur.Action
-	rs.cur = cur
-	gs.slot.Update(func(g *live.GPU) {
-		g.Action = cur
-		if cur.Action != from {
-			g.ActionSince = now
-		}
-	})
-	// A change of the reasons alone, or between none and watch, is not a
-	// line: nothing new is asked of anyone (status shows it); every change
-	// of the action to or from a repair is.
-	if cur.Action != from && (from.Drains() || cur.Action.Drains()) {
+	if rs.line(now) {
+		from := rs.written.Action
+		rs.written = rs.cur
 		j.line, j.hasLine = gs.event(now, sink.TypeAction, "action", cur.Action.String(), "from", from.String(), "reason", cur.Reason()), true
 	}
 	return j
+}
+
+// line reports whether the GPU's action is to be an ACTION line now: every
+// change of the action, and of its reasons while the action holds (what a
+// scheduler would drain with), once the change has held for a judging
+// round, so that a state that comes and goes each sample (a call hung for
+// a moment, a reason whose words count the seconds) is not a line each
+// time; a change to or from a repair at once (it asks something new of
+// someone, and an event's crash snapshot names it). A line the same as
+// the last one is never written.
+func (rs *repairState) line(now time.Time) bool {
+	cur, last := rs.cur, rs.written
+	switch {
+	case cur.Equal(last):
+		return false
+	case cur.Action != last.Action && (cur.Action.Drains() || last.Action.Drains()):
+		return true
+	}
+	return now.Sub(rs.since) >= judgeEvery
 }
 
 // startRepair builds the GPU's repair action from its board's state file
@@ -178,28 +198,47 @@ func (gs *gpuState) eventAction(r events.Record, d reading.XidDetail) judged {
 
 // AckResult is what an acknowledgement did.
 type AckResult struct {
-	GPU    int
-	UUID   string
-	Acked  action.Action  // the action acknowledged
-	Now    action.Current // the GPU's action after it
-	Record action.AckRecord
+	GPU     int  // the GPU's index; a missing board's in the previous run
+	Missing bool // the board is not enumerated now (host.missing_boards)
+	UUID    string
+	Acked   action.Action  // the action acknowledged
+	Now     action.Current // the GPU's action after it
+	Record  action.AckRecord
 }
 
-// Ack acknowledges the current action of the GPU sel names (its index or
-// UUID) as an operator (by) does with `gpu-telemetry ack`: want must be
-// that action (the operator says what they are clearing: a GPU whose
-// action changed since they looked is refused). It writes the ACK line and
-// the board's state file; the action returns to none, or watch while a
-// condition still holds, until a new event.
+// Ack acknowledges the current action of the GPU sel names (its index, its
+// UUID or the start of it) as an operator (by) does with `gpu-telemetry
+// ack`: want must be that action (the operator says what they are
+// clearing: a GPU whose action changed since they looked is refused). It
+// writes the ACK line and the board's state file; the action returns to
+// none, or watch while a condition still holds, until a new event. A board
+// of the previous run that is not enumerated now (host.missing_boards) is
+// named by its UUID and acknowledged the same way (ackMissing).
 func (m *Monitor) Ack(sel string, want action.Action, note, by string) (AckResult, error) {
 	var gs *gpuState
 	if i, err := strconv.Atoi(sel); err == nil {
 		gs = m.byIndex[i]
 	} else {
+		var uuids []string
 		for _, g := range m.gpus {
-			if strings.EqualFold(g.g.Info().UUID, sel) {
+			uuids = append(uuids, g.g.Info().UUID)
+		}
+		m.states.mu.Lock()
+		for _, b := range m.states.missing {
+			uuids = append(uuids, b.UUID)
+		}
+		m.states.mu.Unlock()
+		uuid, err := pickUUID(uuids, sel)
+		if err != nil {
+			return AckResult{}, err
+		}
+		for _, g := range m.gpus {
+			if g.g.Info().UUID == uuid {
 				gs = g
 			}
+		}
+		if gs == nil {
+			return m.ackMissing(uuid, want, note, by)
 		}
 	}
 	if gs == nil {
@@ -235,6 +274,82 @@ func (m *Monitor) Ack(sel string, want action.Action, note, by string) (AckResul
 	res.Now = rs.cur
 	rs.mu.Unlock()
 	return res, nil
+}
+
+// pickUUID returns the one of uuids that sel names: the whole UUID, or
+// the start of only one (case aside, as nvidia-smi prints them).
+func pickUUID(uuids []string, sel string) (string, error) {
+	var found []string
+	for _, u := range uuids {
+		switch {
+		case strings.EqualFold(u, sel):
+			return u, nil
+		case len(sel) >= len("GPU-")+4 && len(u) >= len(sel) && strings.EqualFold(u[:len(sel)], sel):
+			found = append(found, u)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", fmt.Errorf("no monitored or missing GPU %q", sel)
+	case 1:
+		return found[0], nil
+	}
+	return "", fmt.Errorf("%q is the start of %d GPUs' UUIDs (%s)", sel, len(found), strings.Join(found, ", "))
+}
+
+// ackMissing acknowledges the action of a board of the previous run that
+// is not enumerated now, from its state file, as Ack does a GPU's: the ACK
+// line and the ACTION line after it (by its UUID and prev_gpu=), its state
+// file, and the action the host view shows.
+func (m *Monitor) ackMissing(uuid string, want action.Action, note, by string) (AckResult, error) {
+	res, lines, err := m.ackMissingState(uuid, want, note, by)
+	for _, l := range lines {
+		m.eventLine(l)
+	}
+	return res, err
+}
+
+// ackMissingState is ackMissing under the host's lock, which serialises
+// the acks of missing boards (each reads, acknowledges and writes its state
+// file); it returns the lines to write (outside the lock: a slow disk does
+// not hold up status).
+func (m *Monitor) ackMissingState(uuid string, want action.Action, note, by string) (AckResult, []sink.EventLine, error) {
+	m.states.mu.Lock()
+	defer m.states.mu.Unlock()
+	i := slices.IndexFunc(m.states.missing, func(b live.MissingBoard) bool { return b.UUID == uuid })
+	if i < 0 {
+		return AckResult{}, nil, fmt.Errorf("no missing board %s", uuid)
+	}
+	b := &m.states.missing[i]
+	h, err := sink.ReadBoardState(m.cfg.LogDir, uuid)
+	if err != nil {
+		return AckResult{}, nil, fmt.Errorf("the missing board %s: %w", uuid, err)
+	}
+	now := time.Now()
+	r := anomaly.NewRepair(m.ident.BootID, m.cfg.InspectAfter, h)
+	in := anomaly.RepairInput{Now: now, Missing: true}
+	cur := r.Judge(in)
+	switch {
+	case cur.Action == action.None:
+		return AckResult{}, nil, fmt.Errorf("the missing board %s has no action to acknowledge", uuid)
+	case cur.Action != want:
+		return AckResult{}, nil, fmt.Errorf("the missing board %s's action is %s, not %s", uuid, cur.Action, want)
+	}
+	rec := r.Ack(cur, now, by, note)
+	after := r.Judge(in)
+	h, _ = r.History()
+	if err := sink.WriteBoardState(m.cfg.LogDir, h); err != nil {
+		lose(m.reg, m.log, boardStateFails, "a board's state file", slog.String("uuid", uuid), slog.String("error", err.Error()))
+	}
+	prev := strconv.Itoa(b.Index)
+	lines := []sink.EventLine{{Time: now, UUID: uuid, GPU: -1, Type: sink.TypeAck,
+		Fields: sink.KV("prev_gpu", prev, "action", rec.Action.String(), "by", by, "note", note, "classes", strings.Join(rec.Classes, ","))}}
+	if !after.Equal(b.Action) {
+		lines = append(lines, sink.EventLine{Time: now, UUID: uuid, GPU: -1, Type: sink.TypeAction,
+			Fields: sink.KV("prev_gpu", prev, "action", after.Action.String(), "from", b.Action.Action.String(), "reason", after.Reason())})
+	}
+	b.Action = after
+	return AckResult{GPU: b.Index, Missing: true, UUID: uuid, Acked: rec.Action, Now: after, Record: rec}, lines, nil
 }
 
 // maxTime is the later of a and b.
