@@ -29,8 +29,22 @@ func newClockRig(t *testing.T) *clockRig {
 	c.rig = newRig(t, 1, func(cfg *Config) { cfg.mono = func() time.Duration { return time.Duration(c.mono.Load()) } })
 	c.gs = c.m.gpus[0]
 	ctx, cancel := context.WithCancel(t.Context())
-	t.Cleanup(cancel)
-	go c.gs.w.Run(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.gs.w.Run(ctx)
+	}()
+	// The worker's last sample may still be writing (its row, the board's
+	// state file) when the test ends: wait for it before the log directory
+	// is removed, bounded, since a test may leave a call blocked.
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Log("the worker did not stop within 5 s")
+		}
+	})
 	return c
 }
 
