@@ -33,7 +33,7 @@ var pcieDegradedDef = Def{
 		// Issue 39: "for longer than a minute"; a link retrains within
 		// milliseconds when load arrives, and the current generation is
 		// read on the slow tier (once a second), so a minute rules out both.
-		{Name: "PCIeDegradedAfterS", Default: 60, Int: true, Min: 1, Max: 3600, Want: "between 1 and 3600",
+		{Name: "PCIeDegradedAfterS", Flag: "pcie-degraded-after", Default: 60, Int: true, Min: 1, Max: 3600, Want: "between 1 and 3600",
 			Help: "Seconds a busy GPU's PCIe link must stay below its maximum before it is flagged."},
 		// Half the engine busy: enough traffic that the driver keeps the
 		// link at full speed (it drops the generation at idle).

@@ -85,6 +85,7 @@ type hostStates struct {
 	drops         dropHistory
 	incident      live.Incident
 	missing       []live.MissingBoard // set once at start (missingBoard)
+	gpusMissing   int                 // set once at start (missingAtStart)
 	refusedLogged atomic.Bool
 }
 
@@ -522,6 +523,7 @@ func (m *Monitor) hostView() live.Host {
 	h.LogLines.Waiting = m.events.Waiting() + m.summary.Waiting()
 	m.states.mu.Lock()
 	h.Kmsg, h.Events, h.LastIncident, h.Missing = m.states.kmsg, m.states.events, m.states.incident, m.states.missing
+	h.GPUsMissing = m.states.gpusMissing
 	dropped, _ := h.Counter(live.CounterRowsDropped) // registered by sink (TestViewCountersAreInTheTable)
 	h.RowsDroppedRecent = m.states.drops.recent(h.Now, dropped)
 	m.states.mu.Unlock()

@@ -264,6 +264,7 @@ const (
 	TypeHealthCritical        = "HEALTH_CRITICAL"         // a critical hardware health condition began (reason=): a crash snapshot
 	TypeHealthEvent           = "HEALTH_EVENT"            // an NVML hardware health event (event=, severity=critical|notable)
 	TypeInventory             = "INVENTORY"               // at start: a board of the previous run missing, new, or at another index or bus id (change=)
+	TypeGPUMissing            = "GPU_MISSING"             // at start: a board of the previous run is not enumerated, or fewer GPUs than --expect-gpus (detail=)
 	TypeAction                = "ACTION"                  // a GPU's repair action changed (action=, from=, reason=)
 	TypeAck                   = "ACK"                     // an operator acknowledged a GPU's action (action=, by=, note=, classes=)
 	TypeFanGuard              = "FAN_GUARD"               // the fan guard took, changed, handed back a fan, or was refused (kind=engaged|set|released|refused|hung)
@@ -298,8 +299,9 @@ var eventClasses = map[string]EventClass{
 	TypeHealthWarning:         EventNotable,
 	TypeHealthCritical:        EventIncident,
 	TypeHealthEvent:           EventIncident,
-	TypeInventory:             EventNotable, // routine for a board new, moved or identified (classOf)
-	TypeAction:                EventNotable, // what the events already written ask for: no incident of its own
+	TypeInventory:             EventNotable,  // routine for a board new, moved or identified (classOf)
+	TypeGPUMissing:            EventIncident, // a board gone since the previous run: a page (its evidence is the boot log, when there is one)
+	TypeAction:                EventNotable,  // what the events already written ask for: no incident of its own
 	TypeAck:                   EventRoutine,
 	TypeFanGuard:              EventNotable, // routine for a change of speed and a hand-back (classOf)
 }

@@ -3,6 +3,8 @@ package sink
 import (
 	"strconv"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
 // The change= of an INVENTORY line: what became of a board between the
@@ -95,4 +97,40 @@ func (c InventoryChange) Event(at time.Time) EventLine {
 		e.Fields = append(e.Fields, KV("prev_gpu", strconv.Itoa(c.Prev.Index), "prev_bus", c.Prev.Bus)...)
 	}
 	return e
+}
+
+// MissingText says where a missing board was: "GPU-... (serial ...) at
+// 0000:4b:00.0 missing since this boot" (the kernel's spelling of the bus
+// id, as lspci and dmesg write it; unknown parts left out).
+func (b Board) MissingText() string {
+	s := b.UUID
+	if s == "" {
+		s = "GPU " + strconv.Itoa(b.Index)
+	}
+	if b.Serial != "" {
+		s += " (serial " + b.Serial + ")"
+	}
+	if a, err := reading.ParsePCIAddr(b.Bus); err == nil {
+		s += " at " + a.String()
+	} else if b.Bus != "" {
+		s += " at " + b.Bus
+	}
+	return s + " missing since this boot"
+}
+
+// MissingEvent is the critical GPU_MISSING line of a missing board, at at
+// (its INVENTORY line says the change; this one pages).
+func (c InventoryChange) MissingEvent(at time.Time) EventLine {
+	b := c.Board
+	return EventLine{Time: at, UUID: b.UUID, GPU: -1, Source: "start", Type: TypeGPUMissing,
+		Fields: KV("detail", b.MissingText(), "serial", b.Serial, "prev_gpu", strconv.Itoa(b.Index), "prev_bus", b.Bus)}
+}
+
+// ExpectedEvent is the critical GPU_MISSING line at at of a start that
+// enumerated fewer GPUs than expected (--expect-gpus): a first boot has no
+// previous run to name the missing boards.
+func ExpectedEvent(at time.Time, expected, enumerated int) EventLine {
+	return EventLine{Time: at, GPU: -1, Source: "start", Type: TypeGPUMissing,
+		Fields: KV("detail", strconv.Itoa(expected)+" GPUs expected, "+strconv.Itoa(enumerated)+" enumerated",
+			"expected", strconv.Itoa(expected), "enumerated", strconv.Itoa(enumerated))}
 }

@@ -79,3 +79,34 @@ func TestInventoryEvent(t *testing.T) {
 		}
 	}
 }
+
+// TestMissingEvent: a board gone since the previous run, and a start with
+// fewer GPUs than expected, are critical GPU_MISSING lines that say where
+// the board was in the kernel's spelling.
+func TestMissingEvent(t *testing.T) {
+	at := time.Date(2026, 12, 6, 7, 0, 0, 0, time.UTC)
+	b := Board{Index: 2, UUID: "GPU-5a3c1e2f", Serial: "1791025012340", Bus: "00000000:4B:00.0", Name: "NVIDIA X"}
+	for _, tc := range []struct {
+		name string
+		e    EventLine
+		want string
+	}{
+		{"a board of the previous run", InventoryChange{Change: InventoryMissing, Board: b}.MissingEvent(at),
+			`uuid=GPU-5a3c1e2f level=critical gpu=? source=start type=GPU_MISSING detail="GPU-5a3c1e2f (serial 1791025012340) at 0000:4b:00.0 missing since this boot" serial=1791025012340 prev_gpu=2 prev_bus=00000000:4B:00.0`},
+		{"fewer than --expect-gpus", ExpectedEvent(at, 8, 7),
+			`level=critical gpu=? source=start type=GPU_MISSING detail="8 GPUs expected, 7 enumerated" expected=8 enumerated=7`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.e.Host = "h"
+			if got, want := tc.e.Line(), "time=2026-12-06T07:00:00.000Z host=h "+tc.want; got != want {
+				t.Errorf("line\n got %s\nwant %s", got, want)
+			}
+			if tc.e.Class() != EventIncident {
+				t.Errorf("class %v, want an incident", tc.e.Class())
+			}
+		})
+	}
+	if got := (Board{Index: 1}).MissingText(); got != "GPU 1 missing since this boot" {
+		t.Errorf("an unidentified board: %q", got)
+	}
+}
