@@ -20,15 +20,22 @@ import (
 func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
 	bootID, rs := m.ident.BootID, &m.runState
 	rs.mu.Lock()
-	rs.cur = snapshot.RunState{BootID: bootID, Started: m.start, PID: os.Getpid(), KmsgSeq: m.kmsgSeq(), GPUs: m.boards()}
+	rs.cur = snapshot.RunState{BootID: bootID, Started: m.start, PID: os.Getpid(), KmsgSeq: m.kmsgSeq(), GPUs: m.boards(),
+		Driver: m.host.System.DriverVersion, VBIOS: m.vbios()}
 	prev, err := snapshot.BeginRun(m.cfg.LogDir, rs.cur) // keeps the previous run's fan holds
 	rs.cur.FanGuard = prev.State.FanGuard
 	rs.begun, rs.prev = true, prev.State.GPUs
+	cur := rs.cur
 	rs.mu.Unlock()
 	if err != nil {
 		m.log.Warn("cannot record this run; the next start will not know whether it stopped cleanly", "error", err)
 	}
 	missing := m.missingAtStart(m.compareInventory(prev))
+	if prev.Found {
+		for _, line := range sink.CompareFirmware(m.start, prev.State.Driver, cur.Driver, prev.State.VBIOS, cur.VBIOS, cur.GPUs) {
+			m.eventLine(line)
+		}
+	}
 	m.startFanGuards(prev.State.FanGuard)
 	if !prev.Unclean() {
 		return
@@ -79,6 +86,17 @@ func (m *Monitor) missingAtStart(missing []sink.InventoryChange) []string {
 	m.states.gpusMissing = n
 	m.states.mu.Unlock()
 	return texts
+}
+
+// vbios is each identified GPU's VBIOS version by UUID, for run-state.
+func (m *Monitor) vbios() map[string]string {
+	out := map[string]string{}
+	for _, gs := range m.gpus {
+		if in := gs.g.Info(); in.UUID != "" && in.VBIOS != "" {
+			out[in.UUID] = in.VBIOS
+		}
+	}
+	return out
 }
 
 // compareInventory compares the boards found with the previous run's, by

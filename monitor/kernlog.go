@@ -150,7 +150,7 @@ func (m *Monitor) lateBoard(gs *gpuState) {
 	if rs.prev != nil {
 		m.eventLine(sink.IdentifyLate(rs.prev, csvColumns(gs.idx, gs.g.Info()).Board).Event(time.Now()))
 	}
-	if err := rs.save(m.cfg.LogDir, func(s *snapshot.RunState) { s.GPUs = m.boards() }); err != nil {
+	if err := rs.save(m.cfg.LogDir, func(s *snapshot.RunState) { s.GPUs, s.VBIOS = m.boards(), m.vbios() }); err != nil {
 		m.log.Warn("cannot record the GPU that answered late in run-state; the next start will not compare it", "error", err)
 	}
 }

@@ -299,7 +299,7 @@ var eventClasses = map[string]EventClass{
 	TypeHealthWarning:         EventNotable,
 	TypeHealthCritical:        EventIncident,
 	TypeHealthEvent:           EventIncident,
-	TypeInventory:             EventNotable,  // routine for a board new, moved or identified (classOf)
+	TypeInventory:             EventNotable,  // routine for a board new, moved or identified, a VBIOS or driver change (classOf)
 	TypeGPUMissing:            EventIncident, // a board gone since the previous run: a page (its evidence is the boot log, when there is one)
 	TypeAction:                EventNotable,  // what the events already written ask for: no incident of its own
 	TypeAck:                   EventRoutine,
@@ -332,7 +332,7 @@ func (e ParsedLine) Class() EventClass {
 func classOf(get func(key string) string) EventClass {
 	typ := get("type")
 	c := eventClasses[typ]
-	if ch := get("change"); typ == TypeInventory && (ch == InventoryNew || ch == InventoryMoved || ch == InventoryIdentified) {
+	if ch := get("change"); typ == TypeInventory && (ch == InventoryNew || ch == InventoryMoved || ch == InventoryIdentified || ch == InventoryVBIOS || ch == InventoryDriver) {
 		return EventRoutine
 	}
 	if k := get("kind"); typ == TypeFanGuard && (k == "set" || k == "released") {

@@ -17,6 +17,12 @@ const (
 	// compared) answered; the line says which board it is and where the
 	// previous run had it (a missing line of the start may be answered).
 	InventoryIdentified = "identified"
+	// InventoryVBIOS and InventoryDriver: the same board with another
+	// VBIOS, the host with another driver, than the previous run (from=,
+	// to=): a firmware or driver update, recorded so that a fault that
+	// began with it can be told (CompareFirmware).
+	InventoryVBIOS  = "vbios"
+	InventoryDriver = "driver"
 )
 
 // InventoryChange is one difference between the boards the previous run
@@ -133,4 +139,25 @@ func ExpectedEvent(at time.Time, expected, enumerated int) EventLine {
 	return EventLine{Time: at, GPU: -1, Source: "start", Type: TypeGPUMissing,
 		Fields: KV("detail", strconv.Itoa(expected)+" GPUs expected, "+strconv.Itoa(enumerated)+" enumerated",
 			"expected", strconv.Itoa(expected), "enumerated", strconv.Itoa(enumerated))}
+}
+
+// CompareFirmware returns the INVENTORY lines, at at, of the driver and each
+// board's VBIOS that changed since the previous run: prevDriver and prevVBIOS
+// (by UUID) the previous run's, driver and cur this run's boards with their
+// VBIOS (vbios by UUID). What either run did not know is not compared.
+func CompareFirmware(at time.Time, prevDriver, driver string, prevVBIOS, vbios map[string]string, cur []Board) []EventLine {
+	var out []EventLine
+	if prevDriver != "" && driver != "" && prevDriver != driver {
+		out = append(out, EventLine{Time: at, GPU: -1, Source: "start", Type: TypeInventory,
+			Fields: KV("change", InventoryDriver, "from", prevDriver, "to", driver)})
+	}
+	for _, b := range cur {
+		was, now := prevVBIOS[b.UUID], vbios[b.UUID]
+		if b.UUID == "" || was == "" || now == "" || was == now {
+			continue
+		}
+		out = append(out, EventLine{Time: at, UUID: b.UUID, GPU: b.Index, Bus: b.Bus, Source: "start", Type: TypeInventory,
+			Fields: KV("change", InventoryVBIOS, "serial", b.Serial, "from", was, "to", now)})
+	}
+	return out
 }

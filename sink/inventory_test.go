@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -108,5 +109,33 @@ func TestMissingEvent(t *testing.T) {
 	}
 	if got := (Board{Index: 1}).MissingText(); got != "GPU 1 missing since this boot" {
 		t.Errorf("an unidentified board: %q", got)
+	}
+}
+
+// TestCompareFirmware: a driver update is one host line, a VBIOS update
+// one line per board, both routine; what either run did not know, or a
+// board the previous run did not have, is not compared.
+func TestCompareFirmware(t *testing.T) {
+	at := time.Date(2026, 12, 6, 7, 0, 0, 0, time.UTC)
+	cur := []Board{{Index: 0, UUID: "GPU-a", Serial: "1", Bus: "00000000:01:00.0"}, {Index: 1, UUID: "GPU-b"}, {Index: 2, UUID: "GPU-c"}}
+	var got []string
+	for _, e := range CompareFirmware(at, "570.86.15", "575.51.03",
+		map[string]string{"GPU-a": "96.00.89.00.01", "GPU-b": "96.00.89.00.01"},
+		map[string]string{"GPU-a": "96.00.9F.00.04", "GPU-b": "96.00.89.00.01", "GPU-c": "96.00.9F.00.04"}, cur) {
+		e.Host = "h"
+		if e.Class() != EventRoutine {
+			t.Errorf("%s: class %v, want routine", e.Line(), e.Class())
+		}
+		got = append(got, e.Line())
+	}
+	want := []string{
+		"time=2026-12-06T07:00:00.000Z host=h level=info gpu=? source=start type=INVENTORY change=driver from=570.86.15 to=575.51.03",
+		"time=2026-12-06T07:00:00.000Z host=h uuid=GPU-a level=info gpu=0 bus=00000000:01:00.0 source=start type=INVENTORY change=vbios serial=1 from=96.00.89.00.01 to=96.00.9F.00.04",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("lines\n got %q\nwant %q", got, want)
+	}
+	if n := len(CompareFirmware(at, "", "575.51.03", nil, map[string]string{"GPU-a": "x"}, cur)); n != 0 {
+		t.Errorf("a previous run that recorded nothing: %d lines", n)
 	}
 }

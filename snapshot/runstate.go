@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +41,10 @@ type RunState struct {
 	// GPUs are the boards the run monitors, for the next start to compare
 	// (sink.CompareInventory). A GPU stuck at start is added once it answers.
 	GPUs []sink.Board
+	// Driver is the driver version and VBIOS each board's firmware by
+	// UUID, for the next start to record a change (sink.CompareFirmware).
+	Driver string
+	VBIOS  map[string]string
 	// FanGuard are the fans the fan guard holds: the next start after a
 	// SIGKILL or a crash hands them back to the firmware first, and so does
 	// `gpu-telemetry fan-guard release`.
@@ -123,6 +129,14 @@ func WriteRunState(dir string, s RunState) error {
 			b = fmt.Appendf(b, "board=%s\n", g.Text())
 		}
 	}
+	if s.Driver != "" {
+		b = fmt.Appendf(b, "driver=%s\n", s.Driver)
+	}
+	for _, uuid := range slices.Sorted(maps.Keys(s.VBIOS)) {
+		if v := s.VBIOS[uuid]; uuid != "" && v != "" && !strings.ContainsAny(uuid+v, "\n") {
+			b = fmt.Appendf(b, "vbios=%s %s\n", uuid, v)
+		}
+	}
 	for _, h := range s.FanGuard {
 		fans := make([]string, len(h.Fans))
 		for i, f := range h.Fans {
@@ -156,6 +170,15 @@ func parseRunState(b []byte) RunState {
 		case "board":
 			if g, ok := sink.ParseBoard(v); ok {
 				s.GPUs = append(s.GPUs, g)
+			}
+		case "driver":
+			s.Driver = v
+		case "vbios":
+			if uuid, ver, ok := strings.Cut(v, " "); ok && uuid != "" && ver != "" {
+				if s.VBIOS == nil {
+					s.VBIOS = map[string]string{}
+				}
+				s.VBIOS[uuid] = ver
 			}
 		case "fan_guard":
 			if h, ok := parseFanHold(v); ok {
