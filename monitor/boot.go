@@ -24,7 +24,7 @@ func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
 		Driver: m.host.System.DriverVersion, VBIOS: m.vbios()}
 	prev, err := snapshot.BeginRun(m.cfg.LogDir, rs.cur) // keeps the previous run's fan holds
 	rs.cur.FanGuard = prev.State.FanGuard
-	rs.begun, rs.prev = true, prev.State.GPUs
+	rs.begun, rs.prev, rs.prevPCIeMax = true, prev.State.GPUs, prev.State.PCIeMax
 	cur := rs.cur
 	rs.mu.Unlock()
 	if err != nil {

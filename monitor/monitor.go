@@ -427,6 +427,7 @@ func (m *Monitor) tick(now time.Time) {
 		lp.ready = true
 		m.cfg.Notifier.Ready()
 		m.log.Info("first sample of every GPU written")
+		m.side.queue("run-state and INVENTORY: the GPUs' maximum PCIe links", -1, m.recordMaxLinks)
 	}
 	k := m.reg.Load(ticksRun)
 	m.procTick(at, k)

@@ -332,7 +332,7 @@ func (e ParsedLine) Class() EventClass {
 func classOf(get func(key string) string) EventClass {
 	typ := get("type")
 	c := eventClasses[typ]
-	if ch := get("change"); typ == TypeInventory && (ch == InventoryNew || ch == InventoryMoved || ch == InventoryIdentified || ch == InventoryVBIOS || ch == InventoryDriver) {
+	if ch := get("change"); typ == TypeInventory && (ch == InventoryNew || ch == InventoryMoved || ch == InventoryIdentified || ch == InventoryVBIOS || ch == InventoryDriver || ch == InventoryPCIeMax) {
 		return EventRoutine
 	}
 	if k := get("kind"); typ == TypeFanGuard && (k == "set" || k == "released") {

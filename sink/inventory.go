@@ -23,6 +23,10 @@ const (
 	// began with it can be told (CompareFirmware).
 	InventoryVBIOS  = "vbios"
 	InventoryDriver = "driver"
+	// InventoryPCIeMax: the same board with another maximum PCIe link
+	// (what board and slot allow together, "gen 5 x16") than the previous
+	// run: moved to another slot, or a riser or retimer changed.
+	InventoryPCIeMax = "pcie_max"
 )
 
 // InventoryChange is one difference between the boards the previous run
@@ -151,13 +155,22 @@ func CompareFirmware(at time.Time, prevDriver, driver string, prevVBIOS, vbios m
 		out = append(out, EventLine{Time: at, GPU: -1, Source: "start", Type: TypeInventory,
 			Fields: KV("change", InventoryDriver, "from", prevDriver, "to", driver)})
 	}
+	return append(out, CompareBoards(at, InventoryVBIOS, prevVBIOS, vbios, cur)...)
+}
+
+// CompareBoards returns the INVENTORY lines, at at, of change (a fact of a
+// board: InventoryVBIOS, InventoryPCIeMax) for each board of cur whose value
+// in was (the previous run's, by UUID) differs from now's. What either run
+// did not know is not compared.
+func CompareBoards(at time.Time, change string, was, now map[string]string, cur []Board) []EventLine {
+	var out []EventLine
 	for _, b := range cur {
-		was, now := prevVBIOS[b.UUID], vbios[b.UUID]
-		if b.UUID == "" || was == "" || now == "" || was == now {
+		from, to := was[b.UUID], now[b.UUID]
+		if b.UUID == "" || from == "" || to == "" || from == to {
 			continue
 		}
 		out = append(out, EventLine{Time: at, UUID: b.UUID, GPU: b.Index, Bus: b.Bus, Source: "start", Type: TypeInventory,
-			Fields: KV("change", InventoryVBIOS, "serial", b.Serial, "from", was, "to", now)})
+			Fields: KV("change", change, "serial", b.Serial, "from", from, "to", to)})
 	}
 	return out
 }

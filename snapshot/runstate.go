@@ -45,6 +45,9 @@ type RunState struct {
 	// UUID, for the next start to record a change (sink.CompareFirmware).
 	Driver string
 	VBIOS  map[string]string
+	// PCIeMax is each board's maximum PCIe link ("gen 5 x16") by UUID,
+	// recorded once every GPU has been sampled.
+	PCIeMax map[string]string
 	// FanGuard are the fans the fan guard holds: the next start after a
 	// SIGKILL or a crash hands them back to the firmware first, and so does
 	// `gpu-telemetry fan-guard release`.
@@ -91,6 +94,9 @@ func BeginRun(dir string, cur RunState) (prev PreviousRun, err error) {
 	if cur.FanGuard == nil {
 		cur.FanGuard = prev.State.FanGuard
 	}
+	if cur.PCIeMax == nil { // known once sampled: until then the previous run's stand
+		cur.PCIeMax = prev.State.PCIeMax
+	}
 	if prev.Found {
 		_, serr := os.Stat(filepath.Join(dir, CleanStopFile))
 		prev.Clean = serr == nil
@@ -132,9 +138,14 @@ func WriteRunState(dir string, s RunState) error {
 	if s.Driver != "" {
 		b = fmt.Appendf(b, "driver=%s\n", s.Driver)
 	}
-	for _, uuid := range slices.Sorted(maps.Keys(s.VBIOS)) {
-		if v := s.VBIOS[uuid]; uuid != "" && v != "" && !strings.ContainsAny(uuid+v, "\n") {
-			b = fmt.Appendf(b, "vbios=%s %s\n", uuid, v)
+	for _, f := range []struct {
+		key  string
+		vals map[string]string
+	}{{"vbios", s.VBIOS}, {"pcie_max", s.PCIeMax}} {
+		for _, uuid := range slices.Sorted(maps.Keys(f.vals)) {
+			if v := f.vals[uuid]; uuid != "" && v != "" && !strings.ContainsAny(uuid+v, "\n") {
+				b = fmt.Appendf(b, "%s=%s %s\n", f.key, uuid, v)
+			}
 		}
 	}
 	for _, h := range s.FanGuard {
@@ -173,12 +184,16 @@ func parseRunState(b []byte) RunState {
 			}
 		case "driver":
 			s.Driver = v
-		case "vbios":
-			if uuid, ver, ok := strings.Cut(v, " "); ok && uuid != "" && ver != "" {
-				if s.VBIOS == nil {
-					s.VBIOS = map[string]string{}
+		case "vbios", "pcie_max":
+			m := &s.VBIOS
+			if k == "pcie_max" {
+				m = &s.PCIeMax
+			}
+			if uuid, val, ok := strings.Cut(v, " "); ok && uuid != "" && val != "" {
+				if *m == nil {
+					*m = map[string]string{}
 				}
-				s.VBIOS[uuid] = ver
+				(*m)[uuid] = val
 			}
 		case "fan_guard":
 			if h, ok := parseFanHold(v); ok {

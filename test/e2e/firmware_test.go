@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -40,5 +42,28 @@ func TestDriverAndVBIOSUpdatesAreRecorded(t *testing.T) {
 	run(updated)
 	if n := strings.Count(events(dir), "type=INVENTORY"); n != 2 {
 		t.Errorf("a start with nothing changed recorded more: %d INVENTORY lines, want 2:\n%s", n, events(dir))
+	}
+}
+
+// TestMaxPCIeLinkChangeIsRecorded: the board's maximum PCIe link (board and
+// slot together) is x16 in one run and x8 in the next (another slot, a
+// riser changed): once the second run has sampled it, one INVENTORY
+// change=pcie_max line says so.
+func TestMaxPCIeLinkChangeIsRecorded(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := start(t, opts{scenario: "gpus 1\n", dir: dir})
+	p.waitFor("the maximum link in run-state", 20*time.Second, func() bool {
+		b, _ := os.ReadFile(filepath.Join(dir, "run-state"))
+		return strings.Contains(string(b), "pcie_max=GPU-")
+	})
+	p.stop()
+	p = start(t, opts{scenario: "gpus 1\ngpu 0 max_pcie_width 8\n", dir: dir})
+	p.waitForEvent("the pcie_max line", 20*time.Second,
+		`level=info gpu=0 bus=00000000:01:00.0 source=start type=INVENTORY change=pcie_max serial=`)
+	p.stop()
+	testutil.Contains(t, "events.log", events(dir), `from="gen 5 x16" to="gen 5 x8"`)
+	if n := strings.Count(events(dir), "change=pcie_max"); n != 1 {
+		t.Errorf("%d pcie_max lines, want 1", n)
 	}
 }
