@@ -119,6 +119,10 @@ type gpuAction struct {
 	Action action.Action `json:"action"`
 	Event  string        `json:"event,omitempty"`  // what decided the action: "Xid 79 GPU has fallen off the bus"
 	Reason string        `json:"reason,omitempty"` // the line a scheduler drains with: host, GPU, UUID, event, action; none: empty
+	// Missing: a board of the previous run not enumerated now (Index is
+	// its index then), judged by its history: a warm reboot that did not
+	// bring it back is a power cycle.
+	Missing bool `json:"missing,omitempty"`
 }
 
 // checkResult is what check learnt: status's verdict, every GPU's action,
@@ -141,25 +145,33 @@ func newCheckResult(d live.Doc) *checkResult {
 	r := &checkResult{host: d.Host.Name}
 	r.code, r.reasons = live.Check(d)
 	var crit, warn []string
-	for _, g := range d.GPUs {
-		a, event := g.Action.Name, ""
+	add := func(ga gpuAction, ad live.ActionDoc) {
+		a := ad.Name
+		ga.Action = a
 		switch {
+		case ga.Missing:
+			// live.Check has judged the missing boards already.
 		case a.Drains():
-			crit = append(crit, fmt.Sprintf("GPU %d %s", g.Index, a))
+			crit = append(crit, fmt.Sprintf("GPU %d %s", ga.Index, a))
 		case a == action.Watch:
-			warn = append(warn, fmt.Sprintf("GPU %d %s", g.Index, a))
+			warn = append(warn, fmt.Sprintf("GPU %d %s", ga.Index, a))
 		}
-		if len(g.Action.Reasons) > 0 {
+		if len(ad.Reasons) > 0 {
 			// The deciding reason, without what the action was read
 			// from ("Xid 79 GPU has fallen off the bus: NVIDIA's
 			// resolution RESTART_BM"): the line names the action itself.
-			event, _, _ = strings.Cut(g.Action.Reasons[0], ": ")
+			ga.Event, _, _ = strings.Cut(ad.Reasons[0], ": ")
 		}
-		ga := gpuAction{Index: g.Index, UUID: g.UUID, Action: a, Event: event}
 		if a != action.None {
-			ga.Reason = reasonLine(r.host, g.Index, g.UUID, event, a)
+			ga.Reason = reasonLine(r.host, ga, a)
 		}
 		r.gpus = append(r.gpus, ga)
+	}
+	for _, g := range d.GPUs {
+		add(gpuAction{Index: g.Index, UUID: g.UUID}, g.Action)
+	}
+	for _, b := range d.Host.MissingBoards {
+		add(gpuAction{Index: b.Index, UUID: b.UUID, Missing: true}, b.Action)
 	}
 	switch {
 	case len(crit) > 0 && r.code < live.CheckCritical:
@@ -180,14 +192,19 @@ func shortUUID(u string) string {
 }
 
 // reasonLine is the line a scheduler drains with: "node7 GPU 3
-// GPU-1a2b3c4d… Xid 79 GPU has fallen off the bus: power_cycle".
-func reasonLine(host string, index int, uuid, event string, a action.Action) string {
-	s := fmt.Sprintf("GPU %d %s", index, shortUUID(uuid))
+// GPU-1a2b3c4d… Xid 79 GPU has fallen off the bus: power_cycle"; a
+// missing board has no index now: "node7 missing GPU-1a2b3c4d… warm
+// reboot did not recover it (xid79 in the previous boot): power_cycle".
+func reasonLine(host string, g gpuAction, a action.Action) string {
+	s := fmt.Sprintf("GPU %d %s", g.Index, shortUUID(g.UUID))
+	if g.Missing {
+		s = "missing " + shortUUID(g.UUID)
+	}
 	if host != "" {
 		s = host + " " + s
 	}
-	if event != "" {
-		s += " " + event
+	if g.Event != "" {
+		s += " " + g.Event
 	}
 	return s + ": " + a.String()
 }

@@ -119,6 +119,13 @@ func rebootedGPU(index int, uuid string) func(time.Time) live.GPU {
 	}
 }
 
+// withMissing adds to v a board of the previous run (then GPU index) that
+// is not enumerated now, with its action as the monitor judged it.
+func withMissing(v live.View, index int, uuid string, a action.Action, reason string) live.View {
+	v.Host.Missing = append(v.Host.Missing, live.MissingBoard{Index: index, UUID: uuid, Action: action.Current{Action: a, Reasons: []string{reason}}})
+	return v
+}
+
 // TestCheckFormats: each format's exit status and answer for each state
 // of a node, through the control socket as the daemon serves it. The
 // table is the contract of each caller: nagios's statuses are status's;
@@ -177,6 +184,24 @@ func TestCheckFormats(t *testing.T) {
 			nhc:    want{1, "gpu-node-07 GPU 0 GPU-0f0e0d0c… Xid 79 in the previous boot: power_cycle\n"},
 			npd:    want{1, "gpu-node-07 GPU 0 GPU-0f0e0d0c… Xid 79 in the previous boot: power_cycle\n"},
 			json:   want{1, `"status": 2`},
+		},
+		{
+			// Xid 79, a warm reboot, and the board is not enumerated
+			// now: the main power-cycle case, known only by its UUID.
+			name:   "a missing board that a warm reboot did not bring back",
+			view:   withMissing(checkView(healthyGPU(0, uuid0)), 3, uuid3, action.PowerCycle, "warm reboot did not recover it (xid79 in the previous boot)"),
+			nagios: want{2, "CRITICAL: missing board " + uuid3 + " power_cycle\ngpu-node-07 missing GPU-1a2b3c4d… warm reboot did not recover it (xid79 in the previous boot): power_cycle\n"},
+			nhc:    want{1, "gpu-node-07 missing GPU-1a2b3c4d… warm reboot did not recover it (xid79 in the previous boot): power_cycle\n"},
+			npd:    want{1, "gpu-node-07 missing GPU-1a2b3c4d… warm reboot did not recover it (xid79 in …\n"},
+			json:   want{1, `"missing": true`},
+		},
+		{
+			name:   "a missing board watched",
+			view:   withMissing(checkView(healthyGPU(0, uuid0)), 3, uuid3, action.Watch, "x"),
+			nagios: want{1, "WARNING: missing board " + uuid3 + " watch\n"},
+			nhc:    want{0, ""},
+			npd:    want{0, "no GPU needs a repair action\n"},
+			json:   want{0, `"healthy": true`},
 		},
 		{
 			name:   "no daemon",

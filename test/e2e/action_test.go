@@ -179,6 +179,22 @@ func TestRepairActionOfAMissingBoard(t *testing.T) {
 	if code, out := status(t, "--socket", p.socketPath()); !strings.Contains(out, "missing board "+actionUUID+" (GPU 0 in the previous run): action power_cycle") {
 		t.Errorf("status (exit %d) does not show the missing board:\n%s", code, out)
 	}
+	// check drains for it in every format, naming the board by its UUID.
+	short := actionUUID[:len("GPU-")+8] + "…"
+	for _, c := range []struct {
+		format string
+		code   int
+		want   string
+	}{
+		{"nagios", 2, "missing board " + actionUUID + " power_cycle"},
+		{"nhc", 1, "missing " + short + " warm reboot did not recover it"},
+		{"npd", 1, "missing " + short + " warm reboot did not recover it"},
+		{"json", 1, `"missing": true`},
+	} {
+		if code, out, errOut := runTool(t, nil, "check", "--format", c.format, "--socket", p.socketPath()); code != c.code || !strings.Contains(out, c.want) {
+			t.Errorf("check --format %s: exit %d, want %d with %q:\n%s%s", c.format, code, c.code, c.want, out, errOut)
+		}
+	}
 	p.stop()
 	if ev := events(dir); !strings.Contains(ev, "uuid="+actionUUID) || !strings.Contains(ev, "type=ACTION prev_gpu=0 action=power_cycle from=none") {
 		t.Errorf("no ACTION line for the missing board:\n%s", ev)
