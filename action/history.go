@@ -16,12 +16,17 @@ const DefaultInspectAfter = 2
 const MaxBoots = 16
 
 // History is a board's record across boots, keyed by its UUID: for each
-// boot, how many times each critical class began in it; and the last
-// acknowledgement. It is what the board's state file holds (sink.BoardState).
+// boot, how many times each critical class began in it; when each class
+// was last acknowledged; and the last acknowledgement. It is what the
+// board's state file holds (sink.BoardState).
 type History struct {
 	UUID  string      `json:"uuid"`
 	Boots []BootCount `json:"boots"` // oldest first, at most MaxBoots
 	Ack   *AckRecord  `json:"ack,omitempty"`
+	// Acked is when each class was last acknowledged: a later ack of
+	// other classes does not undo an earlier one. A state file without it
+	// (written before it was kept) has only Ack's.
+	Acked map[string]time.Time `json:"acked,omitempty"`
 }
 
 // BootCount is one boot of a board: the critical classes that began in it.
@@ -86,8 +91,27 @@ func (h *History) Count(id, class string, t time.Time) {
 	b.Classes[class] = c
 }
 
-// Acked reports whether the last acknowledgement cleared class after t: an
-// occurrence at t or before it no longer counts.
-func (h *History) Acked(class string, t time.Time) bool {
-	return h.Ack != nil && !t.After(h.Ack.Time) && slices.Contains(h.Ack.Classes, class)
+// Acknowledge records ack: its classes are cleared as of its time.
+func (h *History) Acknowledge(ack AckRecord) {
+	if h.Acked == nil {
+		h.Acked = map[string]time.Time{}
+		if h.Ack != nil { // a state file of before Acked: keep its ack
+			for _, c := range h.Ack.Classes {
+				h.Acked[c] = h.Ack.Time
+			}
+		}
+	}
+	for _, c := range ack.Classes {
+		h.Acked[c] = ack.Time
+	}
+	h.Ack = &ack
+}
+
+// IsAcked reports whether an acknowledgement cleared class at t or after
+// it: an occurrence at t no longer counts.
+func (h *History) IsAcked(class string, t time.Time) bool {
+	if at, ok := h.Acked[class]; ok {
+		return !t.After(at)
+	}
+	return h.Acked == nil && h.Ack != nil && !t.After(h.Ack.Time) && slices.Contains(h.Ack.Classes, class)
 }

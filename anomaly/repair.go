@@ -311,7 +311,7 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 	var rs []ranked
 	for _, c := range causes {
 		a, text := c.Action, c.Text
-		if r.hist.Acked(c.Class, r.began[c.Class]) {
+		if r.hist.IsAcked(c.Class, r.began[c.Class]) {
 			if _, isXid := r.xids[c.Class]; isXid {
 				continue // an acknowledged event: gone until it happens again
 			}
@@ -338,7 +338,7 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 func (r *Repair) earlierBoots(class string) int {
 	n := 0
 	for _, b := range r.hist.Earlier(r.boot) {
-		if c, ok := b.Classes[class]; ok && c.Count > 0 && !r.hist.Acked(class, c.Last) {
+		if c, ok := b.Classes[class]; ok && c.Count > 0 && !r.hist.IsAcked(class, c.Last) {
 			n++
 		}
 	}
@@ -360,7 +360,7 @@ func (r *Repair) warmRebootFailed(in RepairInput) (Cause, bool) {
 	}
 	var what string
 	for class, c := range prev[0].Classes {
-		if r.hist.Acked(class, c.Last) {
+		if r.hist.IsAcked(class, c.Last) {
 			continue
 		}
 		if class == "xid79" || class == "warm_reboot_failed" {
@@ -387,7 +387,7 @@ func (r *Repair) Ack(cur action.Current, t time.Time, by, note string) action.Ac
 		}
 	}
 	slices.Sort(ack.Classes)
-	r.hist.Ack = &ack
+	r.hist.Acknowledge(ack)
 	r.dirty = true
 	return ack
 }
@@ -411,5 +411,6 @@ func cloneHistory(h action.History) action.History {
 		a.Classes = slices.Clone(a.Classes)
 		h.Ack = &a
 	}
+	h.Acked = maps.Clone(h.Acked)
 	return h
 }

@@ -313,6 +313,31 @@ func TestAckedBootsDoNotEscalate(t *testing.T) {
 	}
 }
 
+// TestALaterAckKeepsAnEarlierOne: an ack of one class does not bring back
+// the boots before an earlier ack of another (docs/actions.md: the boots
+// before the ack no longer count).
+func TestALaterAckKeepsAnEarlierOne(t *testing.T) {
+	var h action.History
+	_, h = boot(t, h, "A", 0, RepairInput{Now: t0}, xid79)
+	_, h = boot(t, h, "B", 0, RepairInput{Now: t0.Add(time.Hour)}, xid79)
+	r := NewRepair("C", 0, h)
+	r.Xid(xid79, t0.Add(2*time.Hour))
+	cur := r.Judge(RepairInput{Now: t0.Add(2 * time.Hour)})
+	if cur.Action != action.Inspect {
+		t.Fatalf("boot C: %v %q", cur.Action, cur.Reasons)
+	}
+	r.Ack(cur, t0.Add(2*time.Hour+time.Minute), "root", "board swapped")
+	h, _ = r.History()
+	r = NewRepair("D", 0, h)
+	in := RepairInput{Now: t0.Add(3 * time.Hour), Health: verdict(ReasonDBE)}
+	cur = r.Judge(in)
+	r.Ack(cur, t0.Add(3*time.Hour+time.Minute), "root", "")
+	h, _ = r.History()
+	if cur, _ = boot(t, h, "E", 0, RepairInput{Now: t0.Add(4 * time.Hour)}, xid79); cur.Action != action.Reboot {
+		t.Fatalf("boot E, one Xid 79 after the board was swapped: %v %q, want reboot", cur.Action, cur.Reasons)
+	}
+}
+
 // TestRestartInTheSameBoot: the logger restarted in the same boot keeps the
 // boot's Xid causes and does not count them again.
 func TestRestartInTheSameBoot(t *testing.T) {
