@@ -33,9 +33,10 @@ type History struct {
 type BootCount struct {
 	BootID  string                `json:"boot_id"`
 	Classes map[string]ClassCount `json:"classes"`
-	// Failed is set when the board was missing or failed to initialise in
-	// this boot (the next boot's warm-reboot check does not look past it).
-	Failed bool `json:"failed,omitempty"`
+	// Answered is set once the board answered in this boot: it came back
+	// from the reboot before it, so a fault later in the boot is judged
+	// as itself, not as a warm reboot that did not recover it.
+	Answered bool `json:"answered,omitempty"`
 }
 
 // ClassCount is how often a class began in a boot and when it last did.

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/action"
@@ -114,6 +115,7 @@ type RepairInput struct {
 	Lost      bool            // the driver reports the GPU lost
 	Failing   bool            // every call of the last sample failed
 	Missing   bool            // the board of the history is not enumerated in this boot
+	Answered  bool            // the GPU's last sample was answered
 	HungSince time.Time       // zero: not hung
 }
 
@@ -273,6 +275,9 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 				"the driver's recovery action " + strconv.FormatUint(v, 10) + " (" + reading.RecoveryActionName(v) + ")"})
 		}
 	}
+	if b := r.hist.Boot(r.boot); in.Answered && !b.Answered {
+		b.Answered, r.dirty = true, true
+	}
 	if c, ok := r.warmRebootFailed(in); ok {
 		causes = append(causes, c)
 	}
@@ -345,13 +350,15 @@ func (r *Repair) earlierBoots(class string) int {
 	return n
 }
 
-// warmRebootFailed is PowerCycle for a board missing or failing to
-// initialise now whose previous boot ended in Xid 79 or a recovery action
-// that asked for a reset or reboot: a warm reboot does not recover some
-// Blackwell GPUs after Xid 79/154, only a cold power cycle does
-// (NVIDIA/open-gpu-kernel-modules issues 1353, 1200).
+// warmRebootFailed is PowerCycle for a board that did not come back in
+// this boot (missing, failing to initialise, lost or failing without
+// having answered once) whose previous boot ended in Xid 79 or a recovery
+// action that asked for a reset or reboot: a warm reboot does not recover
+// some Blackwell GPUs after Xid 79/154, only a cold power cycle does
+// (NVIDIA/open-gpu-kernel-modules issues 1353, 1200). A board that
+// answered in this boot came back: a new fault is judged as itself.
 func (r *Repair) warmRebootFailed(in RepairInput) (Cause, bool) {
-	if !in.Missing && !in.Lost && !in.Failing && !r.initFailed {
+	if r.hist.Boot(r.boot).Answered || !in.Missing && !in.Lost && !in.Failing && !r.initFailed {
 		return Cause{}, false
 	}
 	prev := r.hist.Earlier(r.boot)
@@ -365,8 +372,14 @@ func (r *Repair) warmRebootFailed(in RepairInput) (Cause, bool) {
 		}
 		if class == "xid79" || class == "warm_reboot_failed" {
 			what = cmp.Or(what, class)
-		} else if len(class) > 9 && class[:9] == "recovery_" {
-			what = cmp.Or(what, class)
+		} else if v, ok := strings.CutPrefix(class, "recovery_"); ok {
+			// Only a recovery action that asked for a reset or a reboot:
+			// one the reboot should have done.
+			if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+				if a := RecoveryAction(n); a == action.ResetGPU || a == action.DrainAndReset || a == action.Reboot {
+					what = cmp.Or(what, class)
+				}
+			}
 		}
 	}
 	if what == "" {

@@ -36,6 +36,15 @@ type repairState struct {
 	judged time.Time    // when it was last judged (wall)
 	hv     *HealthView  // the health view last judged
 	last   atomic.Int64 // judged, in Unix ns, for judgeActions without the lock
+	// The board's state file is written after the lock is released (the
+	// ACTION line follows the event's own lines), by whichever goroutine
+	// judged: gen numbers each change of the history (under mu), and the
+	// writes, one at a time (wmu), write a copy only when it is newer than
+	// the one on disk (disk): an older copy never lands over a newer one,
+	// and a copy not yet on disk is written again at the next judgement.
+	gen  uint64
+	wmu  sync.Mutex
+	disk atomic.Uint64
 }
 
 var boardStateFails = counters.Declare(counters.Def{Name: "board_state_write_failures", Loss: true, OwnLog: true,
@@ -69,16 +78,23 @@ type judged struct {
 	line    sink.EventLine
 	hasLine bool
 	hist    action.History
-	dirty   bool
+	gen     uint64 // hist's version (repairState.gen); 0: nothing to write
 }
 
-// write writes the board's state file, then the ACTION line.
+// write writes the board's state file, unless a newer copy is on disk
+// already, then the ACTION line.
 func (j judged) write(gs *gpuState) {
-	m := gs.m
-	if j.dirty {
-		if err := sink.WriteBoardState(m.cfg.LogDir, j.hist); err != nil {
-			lose(m.reg, m.log, boardStateFails, "a board's state file", slog.Int("gpu", gs.idx), slog.String("error", err.Error()))
+	m, rs := gs.m, &gs.repair
+	if j.gen != 0 {
+		rs.wmu.Lock()
+		if j.gen > rs.disk.Load() {
+			if err := sink.WriteBoardState(m.cfg.LogDir, j.hist); err != nil {
+				lose(m.reg, m.log, boardStateFails, "a board's state file", slog.Int("gpu", gs.idx), slog.String("error", err.Error()))
+			} else {
+				rs.disk.Store(j.gen)
+			}
 		}
+		rs.wmu.Unlock()
 	}
 	if j.hasLine {
 		m.eventLine(j.line)
@@ -111,6 +127,8 @@ func (gs *gpuState) judge(now time.Time, force bool, event func(r *anomaly.Repai
 	}
 	gs.slot.Update(func(g *live.GPU) {
 		switch g.State.Kind {
+		case live.StateAnswering:
+			in.Answered = true
 		case live.StateLost:
 			in.Lost = true
 		case live.StateFailing:
@@ -120,7 +138,13 @@ func (gs *gpuState) judge(now time.Time, force bool, event func(r *anomaly.Repai
 		}
 	})
 	cur := rs.r.Judge(in)
-	j.hist, j.dirty = rs.r.History()
+	h, dirty := rs.r.History()
+	if dirty {
+		rs.gen++
+	}
+	if rs.gen > rs.disk.Load() { // changed, or an earlier write failed
+		j.hist, j.gen = h, rs.gen
+	}
 	if cur.Equal(rs.cur) {
 		return j
 	}

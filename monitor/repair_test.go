@@ -3,12 +3,16 @@ package monitor
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/action"
+	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
+	"github.com/gpu-telemetry/gpu-telemetry/xid"
 )
 
 // A GPU lost gets the action reboot: shown in its live view, one ACTION
@@ -66,5 +70,39 @@ func TestRepairActionLostAndAck(t *testing.T) {
 	snap := snapshotField(log, "type=GPU_LOST")
 	if b, err := os.ReadFile(snap); err != nil || !strings.Contains(string(b), "\nAction: reboot: the driver reports the GPU lost\n") {
 		t.Errorf("the crash snapshot's header lacks the action (%v):\n%.600s", err, b)
+	}
+}
+
+// The board's state file is written outside the repair lock, by whichever
+// goroutine judged: a copy judged earlier but written later must not land
+// over a newer one, and a copy whose write failed is written again at the
+// next judgement, with nothing new to change it.
+func TestBoardStateWritesInOrder(t *testing.T) {
+	r := newRig(t, 1, nil)
+	gs, _, _ := stepper(r, 3)
+	uuid := gs.g.Info().UUID
+	now := time.Now()
+	older := gs.judge(now, true, func(rp *anomaly.Repair) { rp.Xid(xid.ExplainDetail(79, reading.XidDetail{}), now) })
+	newer := gs.judge(now.Add(time.Second), true, func(rp *anomaly.Repair) { rp.Xid(xid.ExplainDetail(48, reading.XidDetail{}), now.Add(time.Second)) })
+	newer.write(gs)
+	older.write(gs)
+	h, err := sink.ReadBoardState(r.dir, uuid)
+	if err != nil || h.Boots[len(h.Boots)-1].Classes["xid48"].Count != 1 {
+		t.Fatalf("the older copy landed over the newer: %+v, %v", h, err)
+	}
+
+	// A write that fails (the file's name taken by a directory) is retried.
+	p, _ := sink.BoardStatePath(r.dir, uuid)
+	os.Remove(p)
+	if err := os.MkdirAll(filepath.Join(p, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gs.judgeAction(now.Add(2*time.Second), true, func(rp *anomaly.Repair) { rp.Xid(xid.ExplainDetail(95, reading.XidDetail{}), now.Add(2*time.Second)) })
+	if err := os.RemoveAll(p); err != nil {
+		t.Fatal(err)
+	}
+	gs.judgeAction(now.Add(3*time.Second), true, nil)
+	if h, err = sink.ReadBoardState(r.dir, uuid); err != nil || h.Boots[len(h.Boots)-1].Classes["xid95"].Count != 1 {
+		t.Fatalf("the copy whose write failed was not written again: %+v, %v", h, err)
 	}
 }
