@@ -42,15 +42,32 @@ var bucketActions = map[string]action.Action{
 	"WORKFLOW_NVLINK5_ERR": action.ResetGPU, // catalog: NVLink5 workflow, when the text did not decode (xid.DecodeNVLink5 gives the row's own bucket when it does)
 	"XID_154_EVAL":         action.Watch,    // NVLink5 decode: evaluate the recovery action Xid 154 announces (which decides)
 	"XID_154":              action.None,     // Xid 154 announces a recovery action: RecoveryAction decides
-	"":                     action.Watch,    // no bucket in the catalog (Xid 162-172) or a code not in it: keep an eye on it
+	"":                     action.Watch,    // no bucket in the catalog (Xid 162-172, but unbucketed's) or a code not in it: keep an eye on it
+}
+
+// unbucketed is what the Xids that have no bucket in NVIDIA's catalog ask
+// for where their entry (xid/catalog.json) or the Xid they detail or share
+// a name with does, and what the reason says it was read from.
+var unbucketed = map[int]struct {
+	a    action.Action
+	from string
+}{
+	167: {action.Reboot, "a fatal PCIe timeout, like Xid 79 (RESTART_BM)"},             // catalog: PCIE_FATAL_TIMEOUT, class hardware: the GPU does not answer on its bus
+	169: {action.ResetGPU, "an internal micro-controller halt, as Xid 62 (RESET_GPU)"}, // catalog: SEC2_HALT_ERROR, named as Xid 62, "Internal micro-controller halt"
+	171: {action.ResetGPU, "it details an Xid 48 (WORKFLOW_XID_48): reset the GPU"},    // catalog: "Follow the Xid 48 it details: reset the GPU ..."
+	172: {action.ResetGPU, "it details an Xid 48 (WORKFLOW_XID_48): reset the GPU"},    // catalog: "Follow the Xid 48 it details: reset the GPU ..."
 }
 
 // XidAction is the action one Xid report asks for, from its bucket in
 // NVIDIA's catalog (the NVLink5 decode's when its text decoded); for an
-// Xid 154 whose text named it, from the recovery action.
+// Xid 154 whose text named it, from the recovery action; for an Xid with
+// no bucket, from what its entry says (unbucketed).
 func XidAction(e xid.Explanation) action.Action {
 	if e.HasRecovery {
 		return RecoveryAction(e.Recovery)
+	}
+	if u, ok := unbucketed[e.Code]; ok && e.Bucket == "" {
+		return u.a
 	}
 	if a, ok := bucketActions[e.Bucket]; ok {
 		return a
@@ -225,7 +242,9 @@ func xidClass(class string) (int, bool) {
 func xidCauseOf(e xid.Explanation) Cause {
 	a := XidAction(e)
 	text := "Xid " + strconv.Itoa(e.Code) + " " + e.Name
-	if e.HasRecovery {
+	if u, ok := unbucketed[e.Code]; ok && e.Bucket == "" && !e.HasRecovery {
+		text += ": " + u.from
+	} else if e.HasRecovery {
 		text += ": recovery action " + xid.RecoveryActionName(e.Recovery)
 	} else {
 		text += ": NVIDIA's resolution " + e.BucketOrNone()

@@ -56,7 +56,11 @@ func TestXidAction(t *testing.T) {
 		{"recovery action without text", 154, "", action.None, "catalog: XID_154, about another Xid"},
 		{"GPU fatal timeout", 158, "", action.ResetGPU, "catalog: RESET_GPU"},
 		{"CHI non-data error", 159, "", action.Watch, "catalog: CHECK_UVM"},
-		{"no bucket in the catalog", 167, "", action.Watch, "catalog: no resolution for Xid 162-172"},
+		{"no bucket in the catalog", 166, "", action.Watch, "catalog: no resolution for Xid 166 (CC-mode NVLink traffic)"},
+		{"PCIe fatal timeout", 167, "", action.Reboot, "catalog: PCIE_FATAL_TIMEOUT, no bucket; the GPU off its bus, as Xid 79's RESTART_BM"},
+		{"SEC2 micro-controller halt", 169, "", action.ResetGPU, "catalog: SEC2_HALT_ERROR, no bucket; named as Xid 62, RESET_GPU"},
+		{"uncorrectable DRAM error", 171, "", action.ResetGPU, "catalog: no bucket; details Xid 48, \"reset the GPU\" (WORKFLOW_XID_48)"},
+		{"uncorrectable SRAM error", 172, "", action.ResetGPU, "catalog: no bucket; details Xid 48, \"reset the GPU\" (WORKFLOW_XID_48)"},
 		{"copy engine exception", 39, "", action.Watch, "catalog: RESTART_APP (engine exceptions)"},
 		{"not in the catalog", 999, "", action.Watch, "not in the catalog: shown, never dropped"},
 	} {
