@@ -77,8 +77,8 @@ func rebootBoard(t *testing.T, dir, earlier string) {
 // of the host, on the simulated driver: Xid 79 asks for a reboot; the
 // same Xid after two reboots escalates to inspect (the default
 // --inspect-after-boots); a board whose previous boot ended in Xid 79 and
-// that is lost now asks for a power cycle, "warm reboot did not recover
-// it"; an ack by root returns it to watch (it is still lost), written to
+// that has not answered once in this boot (lost from its first sample)
+// asks for a power cycle, "warm reboot did not recover it"; an ack by root returns it to watch (it is still lost), written to
 // events.log and the state file; an ack of another action or of no GPU is
 // refused.
 func TestRepairActionAcrossBoots(t *testing.T) {
@@ -101,7 +101,9 @@ func TestRepairActionAcrossBoots(t *testing.T) {
 		rebootBoard(t, dir, "earlier-boot-"+string(rune('1'+i)))
 	}
 
-	lost := "gpus 2\ngpu 0 uuid " + actionUUID + "\nat 1s gpu 0 lost\n"
+	// Lost from the first sample, its UUID still read: it never came back
+	// (one that answered first came back, and a loss later is itself).
+	lost := "gpus 2\ngpu 0 uuid " + actionUUID + "\ngpu 0 fail nvmlDeviceGetTemperature lost\n"
 	p := start(t, opts{scenario: lost, dir: dir})
 	reasons := waitAction(t, p, "power_cycle")
 	if !strings.HasPrefix(reasons[0], "warm reboot did not recover it") {
