@@ -47,8 +47,14 @@ type repairState struct {
 	disk atomic.Uint64
 }
 
-var boardStateFails = counters.Declare(counters.Def{Name: "board_state_write_failures", Loss: true, OwnLog: true,
-	Help: "writes of a board's state file (action-<UUID>.json: its repair history across boots and its last ack) that failed; the escalation across boots misses what they held"})
+var (
+	boardStateFails = counters.Declare(counters.Def{Name: "board_state_write_failures", Loss: true, OwnLog: true,
+		Help: "writes of a board's state file (action-<UUID>.json: its repair history across boots and its last ack) that failed; the escalation across boots misses what they held"})
+	boardStateSetAside = counters.Declare(counters.Def{Name: "board_states_set_aside", Loss: true, OwnLog: true,
+		Help: "boards' state files that did not read (corrupt, another board's, a link), renamed to action-<UUID>.json.corrupt-<time>; the board's history across boots starts over"})
+	bootUnknown = counters.Declare(counters.Def{Name: "repair_boots_unknown", Loss: true, OwnLog: true,
+		Help: "boards' repair histories started without the kernel's boot id (it did not read): this run counts as a boot of its own, so a restart of the logger counts as a reboot"})
+)
 
 // judgeActions judges the action of every GPU not judged for judgeEvery,
 // once a second (watchLosses): time alone moves it while a GPU is hung
@@ -172,15 +178,35 @@ func (gs *gpuState) startRepair() bool {
 	if uuid == "" {
 		return false
 	}
-	h, err := sink.ReadBoardState(m.cfg.LogDir, uuid)
-	if err != nil {
-		// A state file that does not read starts a new history: the
-		// escalation across boots starts over, which the log says.
-		gs.log.Warn("the board's repair history does not read; starting a new one", "error", err)
-		h = action.History{UUID: uuid}
-	}
-	gs.repair.r = anomaly.NewRepair(m.ident.BootID, m.cfg.InspectAfter, h)
+	gs.repair.r = anomaly.NewRepair(m.repairBoot(), m.cfg.InspectAfter, m.readHistory(uuid, gs.log))
 	return true
+}
+
+// readHistory reads the history of the board with uuid from its state
+// file. One that does not read (corrupt, another board's, a link) is set
+// aside as evidence, counted and logged, and a new history starts: the
+// escalation across boots starts over.
+func (m *Monitor) readHistory(uuid string, log *slog.Logger) action.History {
+	h, err := sink.ReadBoardState(m.cfg.LogDir, uuid)
+	if err == nil {
+		return h
+	}
+	to, aerr := sink.SetAsideBoardState(m.cfg.LogDir, uuid, time.Now())
+	m.reg.Add(boardStateSetAside, 1)
+	log.Warn("the board's repair history does not read; set aside, starting a new one", "uuid", uuid, "error", err, "set_aside", to, "set_aside_error", aerr)
+	return action.History{UUID: uuid}
+}
+
+// repairBoot is the boot the boards' histories count this run in: the
+// kernel's boot id. Without one, this run is a boot of its own (counted):
+// runs without an id are never merged into one boot, which would stop the
+// escalation across boots.
+func (m *Monitor) repairBoot() string {
+	if m.ident.BootID != "" {
+		return m.ident.BootID
+	}
+	lose(m.reg, m.log, bootUnknown, "the boot a board's history counts this run in (no boot id)")
+	return "unknown-" + m.start.UTC().Format("20060102T150405.000000000Z")
 }
 
 // eventAction takes the GPU's own report (r.Wake: an Xid with its detail
@@ -278,12 +304,7 @@ func (m *Monitor) missingBoard(b sink.Board) {
 	if b.UUID == "" {
 		return
 	}
-	h, err := sink.ReadBoardState(m.cfg.LogDir, b.UUID)
-	if err != nil {
-		m.log.Warn("a missing board's repair history does not read", "uuid", b.UUID, "error", err)
-		return
-	}
-	r := anomaly.NewRepair(m.ident.BootID, m.cfg.InspectAfter, h)
+	r := anomaly.NewRepair(m.repairBoot(), m.cfg.InspectAfter, m.readHistory(b.UUID, m.log))
 	cur := r.Judge(anomaly.RepairInput{Now: m.start, Missing: true})
 	if h, dirty := r.History(); dirty {
 		if err := sink.WriteBoardState(m.cfg.LogDir, h); err != nil {

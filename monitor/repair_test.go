@@ -106,3 +106,61 @@ func TestBoardStateWritesInOrder(t *testing.T) {
 		t.Fatalf("the copy whose write failed was not written again: %+v, %v", h, err)
 	}
 }
+
+// A state file that does not read is set aside as evidence (and counted)
+// before a new history is written in its place.
+func TestCorruptBoardStateSetAside(t *testing.T) {
+	dir := t.TempDir()
+	p, _ := sink.BoardStatePath(dir, "GPU-a")
+	if err := os.WriteFile(p, []byte(`{"uuid":`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, 1, func(c *Config) { c.LogDir = dir })
+	gs, _, sample := stepper(r, 3)
+	loseGPU(r.devs[0])
+	sample(3)
+	if h, err := sink.ReadBoardState(dir, "GPU-a"); err != nil || len(h.Boots) != 1 {
+		t.Fatalf("the new history: %+v, %v", h, err)
+	}
+	aside, _ := filepath.Glob(p + ".corrupt-*")
+	if len(aside) != 1 {
+		t.Fatalf("set aside: %q", aside)
+	}
+	if b, _ := os.ReadFile(aside[0]); string(b) != `{"uuid":` {
+		t.Errorf("the evidence: %q", b)
+	}
+	if n := r.counted("board_states_set_aside"); n != 1 || gs.g.Info().UUID != "GPU-a" {
+		t.Errorf("board_states_set_aside %d", n)
+	}
+}
+
+// Without the kernel's boot id, each run of the logger is a boot of its
+// own (counted): runs are never merged into one boot, which would stop the
+// escalation across boots.
+func TestRepairWithoutABootID(t *testing.T) {
+	dir := t.TempDir()
+	var boots []string
+	for range 2 {
+		r := newRig(t, 1, func(c *Config) { c.LogDir = dir })
+		if r.m.ident.BootID != "" {
+			t.Skip("the rig has a boot id")
+		}
+		gs, _, sample := stepper(r, 3)
+		loseGPU(r.devs[0])
+		sample(3)
+		h, err := sink.ReadBoardState(dir, gs.g.Info().UUID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		boots = append(boots, h.Boots[len(h.Boots)-1].BootID)
+		if len(h.Boots) != len(boots) || !strings.HasPrefix(boots[len(boots)-1], "unknown-") {
+			t.Fatalf("boots %+v", h.Boots)
+		}
+		if n := r.counted("repair_boots_unknown"); n != 1 {
+			t.Errorf("repair_boots_unknown %d", n)
+		}
+	}
+	if boots[0] == boots[1] {
+		t.Errorf("two runs without a boot id merged into one boot %q", boots[0])
+	}
+}
