@@ -52,10 +52,10 @@ var unbucketed = map[int]struct {
 	a    action.Action
 	from string
 }{
-	167: {action.Reboot, "a fatal PCIe timeout, like Xid 79 (RESTART_BM)"},             // catalog: PCIE_FATAL_TIMEOUT, class hardware: the GPU does not answer on its bus
-	169: {action.ResetGPU, "an internal micro-controller halt, as Xid 62 (RESET_GPU)"}, // catalog: SEC2_HALT_ERROR, named as Xid 62, "Internal micro-controller halt"
-	171: {action.ResetGPU, "it details an Xid 48 (WORKFLOW_XID_48): reset the GPU"},    // catalog: "Follow the Xid 48 it details: reset the GPU ..."
-	172: {action.ResetGPU, "it details an Xid 48 (WORKFLOW_XID_48): reset the GPU"},    // catalog: "Follow the Xid 48 it details: reset the GPU ..."
+	167: {action.Reboot, "no resolution in the catalog; off its bus, as Xid 79 (RESTART_BM)"},          // catalog: PCIE_FATAL_TIMEOUT, class hardware: the GPU does not answer on its bus
+	169: {action.ResetGPU, "no resolution in the catalog; the halt of Xid 62 (RESET_GPU)"},             // catalog: SEC2_HALT_ERROR, named as Xid 62, "Internal micro-controller halt"
+	171: {action.ResetGPU, "no resolution in the catalog; as the Xid 48 it details (WORKFLOW_XID_48)"}, // catalog: "Follow the Xid 48 it details: reset the GPU ..."
+	172: {action.ResetGPU, "no resolution in the catalog; as the Xid 48 it details (WORKFLOW_XID_48)"}, // catalog: "Follow the Xid 48 it details: reset the GPU ..."
 }
 
 // XidAction is the action one Xid report asks for, from its bucket in
