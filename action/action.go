@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Action is what an operator should do about a GPU. The actions are
@@ -39,15 +40,29 @@ var names = [NumActions]string{
 	DrainAndReset: "drain_and_reset", Reboot: "reboot", PowerCycle: "power_cycle", Inspect: "inspect",
 }
 
-// String is the action's name: "none", "watch", "reset_gpu", ...
+// String is the action's name: "none", "watch", "reset_gpu", ... (for an
+// action of a newer version, the name it came with).
 func (a Action) String() string {
-	if a < NumActions {
-		return names[a]
+	if n, ok := a.name(); ok {
+		return n
 	}
 	return fmt.Sprintf("action(%d)", uint8(a))
 }
 
-// Parse returns the action named s (String's names).
+func (a Action) name() (string, bool) {
+	if a < NumActions {
+		return names[a], true
+	}
+	newer.mu.Lock()
+	defer newer.mu.Unlock()
+	if i := int(a - firstNewer); a >= firstNewer && i < len(newer.names) {
+		return newer.names[i], true
+	}
+	return "", false
+}
+
+// Parse returns the action named s (String's names): this version's
+// actions only (what an operator types).
 func Parse(s string) (Action, error) {
 	for a := range NumActions {
 		if names[a] == s {
@@ -57,19 +72,59 @@ func Parse(s string) (Action, error) {
 	return 0, fmt.Errorf("unknown action %q (one of %s)", s, strings.Join(names[:], ", "))
 }
 
-// MarshalText gives the action's name (the status document's form).
-func (a Action) MarshalText() ([]byte, error) {
-	if a >= NumActions {
-		return nil, fmt.Errorf("action %d out of range", uint8(a))
-	}
-	return []byte(names[a]), nil
+// Actions this version does not know come in documents of a newer one (a
+// `gpu-telemetry check` older than the daemon it asks): rather than fail
+// the whole document, UnmarshalText gives each such name a value of its own
+// from firstNewer on, which String names as it came. A newer action sorts
+// above Inspect and Drains: not knowing what it asks, a scheduler should
+// take the node out rather than send work to a GPU that needs a repair.
+const (
+	firstNewer Action = 128
+	maxNewer          = 64 // names kept; past them, newerName's value
+)
+
+var newer struct {
+	mu    sync.Mutex
+	names []string
 }
 
-// UnmarshalText reads an action's name.
+// newerName is the value of the action of a newer version named s.
+func newerName(s string) (Action, error) {
+	if len(s) == 0 || len(s) > 32 || strings.Trim(s, "abcdefghijklmnopqrstuvwxyz0123456789_") != "" {
+		return 0, fmt.Errorf("unknown action %q (not an action's name)", s)
+	}
+	newer.mu.Lock()
+	defer newer.mu.Unlock()
+	if i := slices.Index(newer.names, s); i >= 0 {
+		return firstNewer + Action(i), nil
+	}
+	if len(newer.names) == maxNewer {
+		return 0, fmt.Errorf("unknown action %q (more than %d unknown names)", s, maxNewer)
+	}
+	newer.names = append(newer.names, s)
+	return firstNewer + Action(len(newer.names)-1), nil
+}
+
+// Known reports whether the action is one of this version's.
+func (a Action) Known() bool { return a < NumActions }
+
+// MarshalText gives the action's name (the status document's form).
+func (a Action) MarshalText() ([]byte, error) {
+	n, ok := a.name()
+	if !ok {
+		return nil, fmt.Errorf("action %d out of range", uint8(a))
+	}
+	return []byte(n), nil
+}
+
+// UnmarshalText reads an action's name: one of this version's, or one of a
+// newer version's, kept as it came (see firstNewer).
 func (a *Action) UnmarshalText(b []byte) error {
 	v, err := Parse(string(b))
 	if err != nil {
-		return err
+		if v, err = newerName(string(b)); err != nil {
+			return err
+		}
 	}
 	*a = v
 	return nil
@@ -78,6 +133,7 @@ func (a *Action) UnmarshalText(b []byte) error {
 // Drains reports whether the action takes the GPU out of service: anything
 // beyond Watch needs the GPU's jobs stopped first, so a scheduler should
 // give the node no new work (`gpu-telemetry check` reports it as a problem).
+// An action of a newer version drains.
 func (a Action) Drains() bool { return a > Watch }
 
 // Current is a GPU's current action with its reasons, the one that decided

@@ -78,3 +78,31 @@ func TestHistoryAckOfAnOlderFile(t *testing.T) {
 		t.Errorf("after a new ack: %+v", h.Acked)
 	}
 }
+
+// An action name of a newer version decodes (a document is not refused for
+// it), keeps its name both ways, drains and sorts above every action this
+// version knows; Parse, what an operator types, still refuses it.
+func TestNewerActionName(t *testing.T) {
+	var a Action
+	if err := json.Unmarshal([]byte(`"quarantine_board"`), &a); err != nil {
+		t.Fatal(err)
+	}
+	if a.Known() || a.String() != "quarantine_board" || !a.Drains() || a <= Inspect {
+		t.Errorf("newer action: %v known %v drains %v (%d)", a, a.Known(), a.Drains(), a)
+	}
+	var again Action
+	if err := json.Unmarshal([]byte(`"quarantine_board"`), &again); err != nil || again != a {
+		t.Errorf("the same name decoded again: %v, %v", again, err)
+	}
+	if b, err := json.Marshal(a); err != nil || string(b) != `"quarantine_board"` {
+		t.Errorf("encoded as %s, %v", b, err)
+	}
+	if _, err := Parse("quarantine_board"); err == nil {
+		t.Error("Parse took a name this version does not know")
+	}
+	for _, bad := range []string{`""`, `"Reboot now"`, `"x;rm"`} {
+		if err := json.Unmarshal([]byte(bad), &a); err == nil {
+			t.Errorf("%s decoded as an action", bad)
+		}
+	}
+}

@@ -14,91 +14,16 @@ import (
 )
 
 // A GPU's repair action (package action) is derived here from what the
-// logger already knows, each source through one table below with the
-// source of every row: NVIDIA's Xid catalog's resolution bucket for each
-// Xid report, the driver's recovery action, the health verdict's reasons
+// logger already knows, each source through one table with the source of
+// every row: NVIDIA's Xid catalog's resolution bucket for each Xid report
+// (for an Xid without one, what its entry implies) and the driver's
+// recovery action (action.XidAction, action.RecoveryAction:
+// the crash snapshots read the same table), the health verdict's reasons
 // (their Action column in HealthReasonDefs), the retired pages of a GPU
 // without row remapping, and the GPU's state (lost, hung, failing). The
 // board's history across boots (action.History) escalates a critical class
 // seen in enough earlier boots to Inspect, and a board that a warm reboot
 // did not bring back after Xid 79 or a recovery action to PowerCycle.
-
-// bucketAction is what each of NVIDIA's immediate-action buckets (the
-// resolution column of the Xid catalog, docs.nvidia.com/deploy/xid-errors,
-// carried by xid.Explanation.Bucket) asks of the operator.
-var bucketActions = map[string]action.Action{
-	"IGNORE":               action.None,     // catalog: no action
-	"RESTART_APP":          action.Watch,    // catalog: restart the application; the GPU needs nothing, its investigatory column asks for support if it recurs
-	"RESET_GPU":            action.ResetGPU, // catalog: reset the GPU
-	"RESTART_BM":           action.Reboot,   // catalog: restart the bare-metal node (Xid 79)
-	"RESTART_VM":           action.Reboot,   // catalog: restart the VM: the node as this logger sees it (Xid 151)
-	"CHECK_MECHANICALS":    action.Inspect,  // catalog: check the board's power and seating (Xid 54): hands on the hardware
-	"CONTACT_SUPPORT":      action.Watch,    // catalog: contact NVIDIA support (Xid 61, 142): a report to file, no repair
-	"CHECK_UVM":            action.Watch,    // catalog: check the UVM driver (Xid 159): software
-	"UPDATE_SWFW":          action.Watch,    // catalog: update the driver or firmware (Xid 78)
-	"WORKFLOW_XID_45":      action.None,     // catalog: the consequence of other Xids (solo: restart the fabric manager); the others decide
-	"WORKFLOW_XID_48":      action.ResetGPU, // catalog: DBE workflow: the remap it leaves pending applies at a GPU reset; DCGM fails on Xid 48
-	"WORKFLOW_NVLINK_ERR":  action.ResetGPU, // catalog: NVLink error workflow (Xid 74): reset the GPU to retrain the links; DCGM fails on Xid 74
-	"WORKFLOW_NVLINK5_ERR": action.ResetGPU, // catalog: NVLink5 workflow, when the text did not decode (xid.DecodeNVLink5 gives the row's own bucket when it does)
-	"XID_154_EVAL":         action.Watch,    // NVLink5 decode: evaluate the recovery action Xid 154 announces (which decides)
-	"XID_154":              action.None,     // Xid 154 announces a recovery action: RecoveryAction decides
-	"":                     action.Watch,    // no bucket in the catalog (Xid 162-172, but unbucketed's) or a code not in it: keep an eye on it
-}
-
-// unbucketed is what the Xids that have no bucket in NVIDIA's catalog ask
-// for where their entry (xid/catalog.json) or the Xid they detail or share
-// a name with does, and what the reason says it was read from.
-var unbucketed = map[int]struct {
-	a    action.Action
-	from string
-}{
-	167: {action.Reboot, "no resolution in the catalog; off its bus, as Xid 79 (RESTART_BM)"},          // catalog: PCIE_FATAL_TIMEOUT, class hardware: the GPU does not answer on its bus
-	169: {action.ResetGPU, "no resolution in the catalog; the halt of Xid 62 (RESET_GPU)"},             // catalog: SEC2_HALT_ERROR, named as Xid 62, "Internal micro-controller halt"
-	171: {action.ResetGPU, "no resolution in the catalog; as the Xid 48 it details (WORKFLOW_XID_48)"}, // catalog: "Follow the Xid 48 it details: reset the GPU ..."
-	172: {action.ResetGPU, "no resolution in the catalog; as the Xid 48 it details (WORKFLOW_XID_48)"}, // catalog: "Follow the Xid 48 it details: reset the GPU ..."
-}
-
-// XidAction is the action one Xid report asks for, from its bucket in
-// NVIDIA's catalog (the NVLink5 decode's when its text decoded); for an
-// Xid 154 whose text named it, from the recovery action; for an Xid with
-// no bucket, from what its entry says (unbucketed).
-func XidAction(e xid.Explanation) action.Action {
-	if e.HasRecovery {
-		return RecoveryAction(e.Recovery)
-	}
-	if u, ok := unbucketed[e.Code]; ok && e.Bucket == "" {
-		return u.a
-	}
-	if a, ok := bucketActions[e.Bucket]; ok {
-		return a
-	}
-	return action.Watch // a bucket newer than this table: shown, never dropped
-}
-
-// recoveryActions is what each of the driver's recovery actions
-// (nvmlDeviceGpuRecoveryAction_t in go-nvml's nvml.h; Xid 154's "to 0xN")
-// asks for. DCGM's health watch fails on reset, reboot and drain and reset
-// and warns on drain P2P.
-var recoveryActions = [...]action.Action{
-	0: action.None,          // NONE
-	1: action.ResetGPU,      // GPU_RESET
-	2: action.Reboot,        // NODE_REBOOT
-	3: action.Watch,         // DRAIN_P2P: stop the P2P users, then the driver says what next (DCGM: warn)
-	4: action.DrainAndReset, // DRAIN_AND_RESET
-	5: action.RecoverFabric, // RECOVER_IMEX_DOMAIN
-	6: action.ResetGPU,      // BUS_RESET: reset the GPU's PCIe bus (nvidia-smi -r resets it with the GPU)
-	7: action.Reboot,        // SYSTEM_REBOOT
-}
-
-// RecoveryAction is what the driver's recovery action v asks for. A value
-// newer than the table still needs action (health-counters.md: treat
-// unknown values as needing action): a reboot, the strongest warm remedy.
-func RecoveryAction(v uint64) action.Action {
-	if v < uint64(len(recoveryActions)) {
-		return recoveryActions[v]
-	}
-	return action.Reboot
-}
 
 // Thresholds of the repair action.
 const (
@@ -158,7 +83,7 @@ func Causes(in RepairInput) []Cause {
 	}
 	if in.Vals != nil {
 		if v, ok := in.Vals[reading.HRecoveryAction].Get(); ok && v != 0 {
-			add("recovery_"+strconv.FormatUint(v, 10), RecoveryAction(v), "the driver's recovery action "+strconv.FormatUint(v, 10)+" ("+reading.RecoveryActionName(v)+")")
+			add("recovery_"+strconv.FormatUint(v, 10), action.RecoveryAction(v), "the driver's recovery action "+strconv.FormatUint(v, 10)+" ("+reading.RecoveryActionName(v)+")")
 		}
 	}
 	for r := range NumHealthReasons {
@@ -240,16 +165,8 @@ func xidClass(class string) (int, bool) {
 }
 
 func xidCauseOf(e xid.Explanation) Cause {
-	a := XidAction(e)
-	text := "Xid " + strconv.Itoa(e.Code) + " " + e.Name
-	if u, ok := unbucketed[e.Code]; ok && e.Bucket == "" && !e.HasRecovery {
-		text += ": " + u.from
-	} else if e.HasRecovery {
-		text += ": recovery action " + xid.RecoveryActionName(e.Recovery)
-	} else {
-		text += ": NVIDIA's resolution " + e.BucketOrNone()
-	}
-	return Cause{Class: "xid" + strconv.Itoa(e.Code), Action: a, Text: text}
+	text := "Xid " + strconv.Itoa(e.Code) + " " + e.Name + ": " + action.XidSource(e)
+	return Cause{Class: "xid" + strconv.Itoa(e.Code), Action: action.XidAction(e), Text: text}
 }
 
 // Xid takes an Xid report at t into the board's causes: a new event, which
@@ -290,7 +207,7 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 	causes := Causes(in)
 	if in.Vals == nil || !in.Vals[reading.HRecoveryAction].OK {
 		if v, ok := r.recovery.Get(); ok && v != 0 {
-			causes = append(causes, Cause{"recovery_" + strconv.FormatUint(v, 10), RecoveryAction(v),
+			causes = append(causes, Cause{"recovery_" + strconv.FormatUint(v, 10), action.RecoveryAction(v),
 				"the driver's recovery action " + strconv.FormatUint(v, 10) + " (" + reading.RecoveryActionName(v) + ")"})
 		}
 	}
@@ -395,7 +312,7 @@ func (r *Repair) warmRebootFailed(in RepairInput) (Cause, bool) {
 			// Only a recovery action that asked for a reset or a reboot:
 			// one the reboot should have done.
 			if n, err := strconv.ParseUint(v, 10, 64); err == nil {
-				if a := RecoveryAction(n); a == action.ResetGPU || a == action.DrainAndReset || a == action.Reboot {
+				if a := action.RecoveryAction(n); a == action.ResetGPU || a == action.DrainAndReset || a == action.Reboot {
 					what = cmp.Or(what, class)
 				}
 			}

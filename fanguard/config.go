@@ -47,13 +47,16 @@ func DefaultConfig() Config {
 		MinChange: DefaultMinChange, HysteresisC: DefaultHysteresisC, CallDeadline: DefaultCallDeadline}
 }
 
-// Temperature bounds of EngageC and ReleaseC: a guard engaging below 40 C
-// would hold the fans of every GPU at work; above 100 C it would act after
-// the GPU slows itself down.
+// Temperature bounds of EngageC and ReleaseC. Engaging low is the safe
+// direction (the fans only run faster than the firmware would have them),
+// and a check on a real GPU engages at an idle die's temperature
+// (real-gpu-check.sh: --fan-guard-engage 30 --fan-guard-release 25); below
+// 20 C no die runs, so a lower value is a typo. Above 100 C the guard would
+// act after the GPU slows itself down.
 const (
-	MinEngageC  = 40
+	MinEngageC  = 20
 	MaxEngageC  = 100
-	MinReleaseC = 30
+	MinReleaseC = 15
 )
 
 // Validate checks the configuration; each error is one line naming the

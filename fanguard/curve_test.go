@@ -95,9 +95,10 @@ func TestConfigValidate(t *testing.T) {
 		err  string
 	}{
 		{"defaults", func(*Config) {}, ""},
-		{"engage too low", func(c *Config) { c.EngageC = 30 }, "--fan-guard-engage 30"},
+		{"engage too low", func(c *Config) { c.EngageC = 19 }, "--fan-guard-engage 19"},
+		{"real-gpu-check.sh's low engage", func(c *Config) { c.EngageC, c.ReleaseC = 30, 25 }, ""},
 		{"engage too high", func(c *Config) { c.EngageC = 101 }, "--fan-guard-engage 101"},
-		{"release at engage", func(c *Config) { c.ReleaseC = 70 }, "--fan-guard-release 70: must be at least 30 and below --fan-guard-engage (70 C)"},
+		{"release at engage", func(c *Config) { c.ReleaseC = 70 }, "--fan-guard-release 70: must be at least 15 and below --fan-guard-engage (70 C)"},
 		{"release too low", func(c *Config) { c.ReleaseC = 10 }, "--fan-guard-release 10"},
 		{"bad curve", func(c *Config) { c.Curve = Curve{{60, 80}, {85, 40}} }, "--fan-guard-curve 60:80,85:40"},
 		{"no deadline", func(c *Config) { c.CallDeadline = 0 }, "call deadline"},

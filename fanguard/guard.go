@@ -72,7 +72,7 @@ var (
 	fanGuardHangs = counters.Declare(counters.Def{Name: "fan_guard_hangs", Loss: true, OwnLog: true,
 		Help: "fan setter calls stuck in the driver past their deadline: that GPU's fans are not touched again (not waited on; logged per GPU)"})
 	fanGuardFailures = counters.Declare(counters.Def{Name: "fan_guard_failures", Loss: true, OwnLog: true,
-		Help: "fan setter calls that failed (tried again at the next change; the first logged)"})
+		Help: "fan setter calls that failed (tried again once a back-off has passed; a fan the driver would not take back is left in run-state; the first logged)"})
 	fanGuardChanges = counters.Declare(counters.Def{Name: "fan_guard_changes",
 		Help: "fan speeds the fan guard commanded (take-overs and changes, one per fan)"})
 )
@@ -106,20 +106,27 @@ type Guard struct {
 
 	pol *Policy // Observe only
 
-	mu       sync.Mutex
-	ph       phase
-	why      string
-	started  bool
-	restore  []int   // fans a previous run held: handed back first
-	want     wanted  // what the policy decided
-	have     applied // what the driver was told
-	busy     bool    // step is working (between calls too): HandBack waits for it
-	inCall   bool
-	callFn   string
-	callAt   time.Duration
-	retryAt  time.Duration // after a failed call, not before this
-	closing  bool
-	toldFail bool
+	toldInv bool // Observe only: an inversion while holding was logged
+
+	mu        sync.Mutex
+	ph        phase
+	why       string
+	started   bool
+	fans      int     // the GPU's fan count once its static facts are known; -1 before: no driver call until then
+	restore   []int   // fans a previous run held: handed back first
+	want      wanted  // what the policy decided
+	have      applied // what the driver was told
+	stranded  []int   // fans the driver refused to take back after a refusal: still at strandSpd, kept in run-state
+	strandSpd int
+	busy      bool // step is working (between calls too): HandBack waits for it
+	inCall    bool
+	callSeq   uint64 // which call is in flight, for its deadline timer
+	callFn    string
+	callAt    time.Duration
+	retryAt   time.Duration // after a failed call, not before this
+	closing   bool          // HandBack or Abandon began: no driver call but HandBack's own
+	releasing bool          // HandBack's own hand-back calls are allowed
+	toldFail  bool
 }
 
 // wanted is the policy's decision in force.
@@ -147,7 +154,7 @@ func New(o Options) *Guard {
 		base := time.Now()
 		o.Mono = func() time.Duration { return time.Since(base) }
 	}
-	g := &Guard{o: o, log: o.Log.With("gpu", o.GPU), reg: counters.Need(o.Counters, "fanguard.Options.Counters"), kick: make(chan struct{}, 1)}
+	g := &Guard{o: o, log: o.Log.With("gpu", o.GPU), reg: counters.Need(o.Counters, "fanguard.Options.Counters"), kick: make(chan struct{}, 1), fans: -1}
 	g.inv, _ = reading.FlagKindNamed(inversionFlag)
 	return g
 }
@@ -156,24 +163,59 @@ func New(o Options) *Guard {
 // a hot GPU whose fans stay slow, the firmware controller of issue 1045.
 const inversionFlag = "temp_fan_inv"
 
-// fanTarget is the per-fan reading of the firmware's target speed.
-var fanTarget = func() *reading.FanDef {
+// fanTarget and fanSpeed are the per-fan readings of the firmware's target
+// speed and of the speed measured.
+var fanTarget, fanSpeed = fanDef("Target"), fanDef("Speed")
+
+func fanDef(name string) *reading.FanDef {
 	for i := range reading.FanTable {
-		if reading.FanTable[i].Name == "Target" {
+		if reading.FanTable[i].Name == name {
 			return &reading.FanTable[i]
 		}
 	}
-	panic("fanguard: reading.FanTable has no Target")
-}()
+	panic("fanguard: reading.FanTable has no " + name)
+}
+
+// bits lists the bits set in m.
+func bits(m uint32) []int {
+	var out []int
+	for i := range 32 {
+		if m&(1<<i) != 0 {
+			out = append(out, i)
+		}
+	}
+	return out
+}
 
 // Start lets the guard act: first it hands back the fans a previous run
 // held and did not return (restore, from run-state), then it reads the
 // fans' limits; fans is the GPU's fan count (0: fanless, one line says so;
-// negative: not known yet, decided at the first answered sample).
+// negative: its static facts are not known yet, and nothing is called
+// until FactsKnown).
 func (g *Guard) Start(fans int, restore []int) {
 	g.mu.Lock()
 	g.started, g.restore = true, restore
-	fanless := fans == 0 && len(restore) == 0
+	g.mu.Unlock()
+	if fans >= 0 {
+		g.FactsKnown(fans, nil)
+	}
+	g.poke()
+}
+
+// FactsKnown tells the guard its GPU's static facts are read (its handle
+// open, its fan count known; a GPU that answered late): fans is the count,
+// restore the fans a previous run held of it (its UUID known only now).
+// Only the first call counts. A GPU whose facts are not known is never
+// called: a call would block on the fault that delays them, or find no
+// handle.
+func (g *Guard) FactsKnown(fans int, restore []int) {
+	g.mu.Lock()
+	if g.fans >= 0 {
+		g.mu.Unlock()
+		return
+	}
+	g.fans, g.restore = fans, append(g.restore, restore...)
+	fanless := fans == 0 && len(g.restore) == 0
 	if fanless {
 		g.ph = phaseFanless
 	}
@@ -210,14 +252,20 @@ func (g *Guard) Run(done <-chan struct{}) {
 // flags the row while the guard holds the fans. now is the monotonic
 // reading of the sample. It never calls the driver.
 func (g *Guard) Observe(s *reading.Sample, now time.Duration) {
-	g.checkHang(now)
 	g.mu.Lock()
-	ph, started, closing, have := g.ph, g.started, g.closing, g.have
+	ph, started, closing, have := g.ph, g.started && g.fans >= 0, g.closing, g.have
+	strandSpd := 0
+	if len(g.stranded) > 0 {
+		strandSpd = g.strandSpd
+	}
 	g.mu.Unlock()
 	defer func() {
-		if have.fans > 0 {
+		switch {
+		case have.fans > 0:
 			s.Flags.Add(reading.Flag{Kind: reading.FlagFanGuard, // a row taken while the guard holds the fans
 				A: int64(slices.Max(have.speed[:have.fans]))})
+		case strandSpd > 0: // fans the driver would not take back: still at the speed commanded
+			s.Flags.Add(reading.Flag{Kind: reading.FlagFanGuard, A: int64(strandSpd)})
 		}
 	}()
 	if s.Status == reading.StatusLost {
@@ -225,12 +273,6 @@ func (g *Guard) Observe(s *reading.Sample, now time.Duration) {
 		return
 	}
 	if s.Status != reading.StatusAnswered || !started || closing {
-		return
-	}
-	if s.NumFans == 0 { // a GPU whose fans were not known at Start
-		if g.setPhase(phaseFanless, "", phaseStarting, phaseReady) {
-			g.log.Info("fan guard: this GPU has no fans; nothing to guard")
-		}
 		return
 	}
 	if ph == phaseStarting {
@@ -245,8 +287,22 @@ func (g *Guard) Observe(s *reading.Sample, now time.Duration) {
 		if v, ok := fanTarget.Get(s, i); ok {
 			in.Targets[i] = reading.Some(v)
 		}
+		if v, ok := fanSpeed.Get(s, i); ok {
+			in.Speeds[i] = reading.Some(v)
+		}
+	}
+	if in.Inversion && have.fans > 0 && !g.toldInv {
+		// The guard holds the fans and the die is still hot with slow fans:
+		// the speed it commands is not what the fans run at.
+		g.toldInv = true
+		g.log.Warn("fan guard: a fan inversion while the guard holds the fans: the commanded speed is not taking effect",
+			"speed_pct", slices.Max(have.speed[:have.fans]), "temp_c", optText(in.TempC))
 	}
 	d := g.pol.Step(in)
+	if d.NoFloor != 0 {
+		g.log.Warn("fan guard: neither the firmware's target nor the fan speed was read at the take-over; the floor is the curve's top",
+			"fans", fanInts(bits(d.NoFloor)), "floor_pct", g.pol.Floor[bits(d.NoFloor)[0]])
+	}
 	if d == (Decision{}) {
 		g.mu.Lock()
 		retry := g.want.hold != (g.have.fans > 0) || (g.want.hold && g.want.speed != g.have.speed)
@@ -292,8 +348,22 @@ func (g *Guard) setPhase(p phase, why string, from ...phase) bool {
 // at now: counted and logged once, and the GPU's fans are not touched again.
 func (g *Guard) checkHang(now time.Duration) {
 	g.mu.Lock()
-	hung := g.inCall && g.ph != phaseHung && now-g.callAt >= g.o.Config.CallDeadline
-	fn, since := g.callFn, now-g.callAt
+	g.hangLocked(g.inCall && now-g.callAt >= g.o.Config.CallDeadline, now)
+}
+
+// callOverdue is the deadline timer of call seq: it fires on a goroutine of
+// its own, so a setter stuck while the GPU's samples are stuck too (the
+// usual GSP fault: no sample reaches Observe) is recorded all the same.
+func (g *Guard) callOverdue(seq uint64) {
+	g.mu.Lock()
+	g.hangLocked(g.inCall && g.callSeq == seq, g.o.Mono())
+}
+
+// hangLocked, with mu held (it unlocks it), declares the call in flight
+// hung when overdue: counted, logged once, one events.log line.
+func (g *Guard) hangLocked(overdue bool, now time.Duration) {
+	hung := overdue && g.ph != phaseHung
+	fn, since := g.callFn, max(now-g.callAt, g.o.Config.CallDeadline)
 	if hung {
 		g.ph, g.why = phaseHung, fn+" stuck in the driver"
 	}
@@ -323,11 +393,21 @@ func (g *Guard) working() bool {
 
 // call runs f as the driver function fn, marked in flight for checkHang.
 // It reports false when the call was declared hung meanwhile.
+// Once HandBack or Abandon began, no call is made but HandBack's own (ok
+// false): nvmlShutdown may follow at any time.
 func (g *Guard) call(fn string, f func() error) (ok bool, err error) {
 	g.mu.Lock()
+	if g.closing && !g.releasing {
+		g.mu.Unlock()
+		return false, nil
+	}
+	g.callSeq++
+	seq := g.callSeq
 	g.inCall, g.callFn, g.callAt = true, fn, g.o.Mono()
 	g.mu.Unlock()
+	t := time.AfterFunc(g.o.Config.CallDeadline, func() { g.callOverdue(seq) })
 	err = f()
+	t.Stop()
 	now := g.o.Mono()
 	g.checkHang(now)
 	g.mu.Lock()
@@ -341,7 +421,7 @@ func (g *Guard) call(fn string, f func() error) (ok bool, err error) {
 // reports whether there may be more to do.
 func (g *Guard) step() bool {
 	g.mu.Lock()
-	if !g.started || g.closing || g.ph > phaseReady || g.o.Mono() < g.retryAt {
+	if !g.started || g.fans < 0 || g.closing || g.ph > phaseReady || g.o.Mono() < g.retryAt {
 		g.mu.Unlock()
 		return false
 	}
@@ -384,6 +464,11 @@ func (g *Guard) readLimits() bool {
 	}
 	g.pol = NewPolicy(g.o.Config, lim)
 	g.setPhase(phaseReady, "", phaseStarting)
+	if lim.Min <= 0 {
+		// Not an error: a GPU may not tell it. The floor is then the
+		// firmware's target at the take-over alone (or the speed measured).
+		g.log.Warn("fan guard: the GPU does not tell its fans' minimum speed; the floor is the firmware's target at the take-over")
+	}
 	g.log.Info("fan guard: watching", "engage_c", g.o.Config.EngageC, "release_c", g.o.Config.ReleaseC,
 		"curve", g.o.Config.Curve.String(), "min_pct", lim.Min, "max_pct", lim.Max)
 	return true
@@ -458,10 +543,21 @@ func (g *Guard) release(have applied, temp reading.Opt[uint32], why string) bool
 
 // restorePrevious hands back the fans a previous run held and did not
 // return (killed, crashed): before the guard does anything else.
+// A failed call has the fans not handed back yet tried again once its
+// back-off has passed; a refusal, a lost or hung GPU leaves them in
+// run-state for the next start or `gpu-telemetry fan-guard release`.
 func (g *Guard) restorePrevious(fans []int) {
-	for _, i := range fans {
+	for k, i := range fans {
 		ok, err := g.call("nvmlDeviceSetDefaultFanSpeed_v2", func() error { return g.o.Driver.SetDefault(i) })
-		if !ok || !g.outcome(err, i) {
+		if !ok {
+			return
+		}
+		if !g.outcome(err, i) {
+			g.mu.Lock()
+			if g.ph == phaseStarting {
+				g.restore = fans[k:]
+			}
+			g.mu.Unlock()
 			return
 		}
 		g.event(Event{Kind: EventReleased, Fan: i, Reason: "held by the previous run"})
@@ -504,7 +600,7 @@ func (g *Guard) outcome(err error, fan int) bool {
 	case errors.As(err, &r) && r.Refused():
 		g.refuse(err)
 	default:
-		g.failed("fan setter failed; tried again at the next change", err, slog.Int("fan", fan))
+		g.failed("fan setter failed; tried again once its back-off has passed", err, slog.Int("fan", fan))
 	}
 	return false
 }
@@ -522,7 +618,10 @@ func (g *Guard) refuse(err error) {
 }
 
 // giveUp hands back the fans taken so far after a refusal: the driver
-// that refused one call may still take the hand-back.
+// that refused one call may still take the hand-back. A fan it does not
+// take back stays at the speed commanded: it stays in run-state (the next
+// start or `gpu-telemetry fan-guard release` tries again), logged, counted,
+// and the view says so.
 func (g *Guard) giveUp(have applied) {
 	g.mu.Lock()
 	refused := g.ph == phaseRefused
@@ -533,12 +632,35 @@ func (g *Guard) giveUp(have applied) {
 	if !refused {
 		return
 	}
+	var left []int
+	var errs []error
 	for i := range have.fans {
-		if ok, _ := g.call("nvmlDeviceSetDefaultFanSpeed_v2", func() error { return g.o.Driver.SetDefault(i) }); !ok {
-			return
+		ok, err := g.call("nvmlDeviceSetDefaultFanSpeed_v2", func() error { return g.o.Driver.SetDefault(i) })
+		if !ok { // hung, or shutting down: this fan and the rest stay
+			left = append(left, fanList(have.fans)[i:]...)
+			break
+		}
+		if err != nil {
+			left, errs = append(left, i), append(errs, err)
 		}
 	}
-	g.held(nil)
+	if len(left) == 0 {
+		g.held(nil)
+		return
+	}
+	g.mu.Lock()
+	g.stranded, g.strandSpd = left, slices.Max(have.speed[:have.fans])
+	g.mu.Unlock()
+	if g.o.Held != nil {
+		if err := g.o.Held(left); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		g.reg.Add(fanGuardFailures, uint64(len(errs))-1) // failed counts one
+		g.failed("the driver did not take these fans back; they stay at the speed commanded, kept in run-state for the next start or 'gpu-telemetry fan-guard release'",
+			errors.Join(errs...), slog.String("fans", fanInts(left)), slog.Int("speed_pct", slices.Max(have.speed[:have.fans])))
+	}
 }
 
 // failed counts a failed call, logs the first, and holds the next try back
@@ -573,6 +695,11 @@ func (g *Guard) HandBack(d time.Duration) bool {
 	g.mu.Lock()
 	g.closing = true
 	g.mu.Unlock()
+	defer func() { // a call of the hand-back after its deadline is not made
+		g.mu.Lock()
+		g.releasing = false
+		g.mu.Unlock()
+	}()
 	deadline := g.o.Mono() + d
 	for g.working() { // the actuator's last step
 		if g.o.Mono() >= deadline {
@@ -583,6 +710,7 @@ func (g *Guard) HandBack(d time.Duration) bool {
 	}
 	g.mu.Lock()
 	have, ph, temp := g.have, g.ph, g.want.temp
+	g.releasing = have.fans > 0 && ph == phaseReady
 	g.mu.Unlock()
 	if have.fans == 0 || ph != phaseReady {
 		g.setPhase(phaseStopped, "", phaseReady, phaseStarting)
@@ -604,9 +732,17 @@ func (g *Guard) HandBack(d time.Duration) bool {
 	}
 }
 
+// Abandon stops the guard without handing back (its GPU is stuck in the
+// driver: shutdown leaves it alone): no further driver call is made.
+func (g *Guard) Abandon() {
+	g.mu.Lock()
+	g.closing = true
+	g.mu.Unlock()
+}
+
 // View is what the outputs show of a guard.
 type View struct {
-	State    string // watching, holding, no fans, refused, hung, GPU lost, starting, stopped
+	State    string // watching, holding, no fans, refused, hung, GPU lost, starting, stopped, not handed back
 	Why      string // why refused or hung; why it holds
 	Fans     []int  // held
 	Speed    int    // the highest speed commanded
@@ -624,6 +760,13 @@ func (v View) String() string {
 			return v.State + " (" + v.Why + ")"
 		}
 		return v.State
+	}
+	if v.State != "holding" { // "not handed back: fans 0 at 76 % (the driver's reason)"
+		s := v.State + ": fans " + fanInts(v.Fans) + " at " + strconv.Itoa(v.Speed) + " %"
+		if v.Why != "" {
+			s += " (" + v.Why + ")"
+		}
+		return s
 	}
 	s := "holding fans " + fanInts(v.Fans) + " at " + strconv.Itoa(v.Speed) + " %"
 	if fw, ok := v.Firmware.Get(); ok {
@@ -650,6 +793,9 @@ func (g *Guard) View() View {
 			}
 		}
 		v.TempC = g.have.temp
+	}
+	if len(g.stranded) > 0 {
+		v.State, v.Fans, v.Speed = "not handed back", slices.Clone(g.stranded), g.strandSpd
 	}
 	return v
 }

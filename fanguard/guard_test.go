@@ -368,8 +368,10 @@ func TestGuardFinishesAPartialTakeOver(t *testing.T) {
 	})
 }
 
-// A GPU whose fan count was not known at Start (its facts came late) and
-// has none: one line, no call.
+// A GPU whose static facts were not known at Start (it answered late) is
+// not called until they are: its samples alone neither read its limits nor
+// hand back a previous run's fans; once known, a fanless GPU gets one line
+// and no call.
 func TestGuardFanlessFoundLate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, DefaultConfig())
@@ -381,8 +383,142 @@ func TestGuardFanlessFoundLate(t *testing.T) {
 			r.g.Observe(&s, time.Since(r.base))
 		}
 		synctest.Wait()
+		r.wantCalls()
+		r.g.FactsKnown(0, nil)
+		r.g.Observe(&s, time.Since(r.base))
+		synctest.Wait()
+		r.wantCalls()
 		if n := strings.Count(r.logs.String(), "no fans"); n != 1 || r.g.View().State != "no fans" {
 			t.Errorf("%d lines, view %+v", n, r.g.View())
+		}
+	})
+}
+
+func TestGuardWaitsForTheFacts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, DefaultConfig())
+		r.g.Start(-1, nil)
+		synctest.Wait()
+		for range 3 {
+			time.Sleep(time.Second)
+			r.sample(80)
+		}
+		r.wantCalls()
+		r.g.FactsKnown(2, []int{1}) // the previous run held fan 1 of this GPU
+		synctest.Wait()
+		r.wantCalls("default 1", "held []", "limits")
+	})
+}
+
+// A fan the driver does not take back after a refusal stays in run-state,
+// is logged and counted, and the view does not call the fans free.
+func TestGuardRefusedKeepsAFanNotHandedBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, DefaultConfig())
+		r.drv.fail["set 1"] = refusal("no permission")
+		r.drv.fail["default 0"] = fmt.Errorf("unknown error")
+		r.g.Start(2, nil)
+		synctest.Wait()
+		r.sample(75)
+		r.wantCalls("limits", "held [0 1]", "set 0 76", "set 1 76", "default 0", "held [0]")
+		if r.reg.Load(fanGuardFailures) != 1 || strings.Count(r.logs.String(), "did not take these fans back") != 1 {
+			t.Errorf("failures %d, log:\n%s", r.reg.Load(fanGuardFailures), r.logs)
+		}
+		v := r.g.View()
+		if !v.Holding() || !slices.Equal(v.Fans, []int{0}) || v.String() != "not handed back: fans 0 at 76 % (no permission)" {
+			t.Errorf("view %+v %q", v, v.String())
+		}
+		if f := r.sample(75); f != "FAN_GUARD(76%)" {
+			t.Errorf("flags %q", f)
+		}
+	})
+}
+
+// A stuck setter is recorded though no sample arrives (the GPU's samples
+// are stuck in the same fault).
+func TestGuardHangRecordedWithoutSamples(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, DefaultConfig())
+		stuck := make(chan struct{})
+		defer close(stuck)
+		r.drv.block["set"] = stuck
+		r.g.Start(2, nil)
+		synctest.Wait()
+		r.sample(75)
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		if r.reg.Load(fanGuardHangs) != 1 || !slices.Contains(r.kinds(), "hung:-1") || r.g.View().State != "hung" {
+			t.Errorf("hangs %d, events %q, view %+v", r.reg.Load(fanGuardHangs), r.kinds(), r.g.View())
+		}
+	})
+}
+
+// After HandBack returns at its deadline, the guard makes no further call:
+// neither the take-over's next fan nor the hand-back's.
+func TestGuardNoCallAfterHandBack(t *testing.T) {
+	for _, tc := range []struct {
+		name, block string
+		want        []string
+	}{
+		{"take-over cut short", "set 0", []string{"limits", "held [0 1]", "set 0 76"}},
+		{"hand-back cut short", "default 0", []string{"limits", "held [0 1]", "set 0 76", "set 1 76", "default 0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newRig(t, DefaultConfig())
+				r.g.Start(2, nil)
+				synctest.Wait()
+				ch := make(chan struct{})
+				if tc.block == "default 0" {
+					r.sample(75)
+				}
+				r.drv.block[strings.Fields(tc.block)[0]] = ch
+				if tc.block == "set 0" {
+					r.sample(75)
+				}
+				if r.g.HandBack(100 * time.Millisecond) {
+					t.Error("HandBack says nothing is held")
+				}
+				close(ch)
+				synctest.Wait()
+				r.wantCalls(tc.want...)
+			})
+		})
+	}
+}
+
+// A restore that fails is tried again, as its log says.
+func TestGuardRetriesAFailedRestore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, DefaultConfig())
+		r.drv.fail["default 1"] = fmt.Errorf("unknown error")
+		r.g.Start(2, []int{0, 1})
+		synctest.Wait()
+		r.drv.mu.Lock()
+		delete(r.drv.fail, "default 1")
+		r.drv.mu.Unlock()
+		time.Sleep(time.Second)
+		r.sample(50)
+		r.wantCalls("default 0", "default 1", "default 1", "held []", "limits")
+	})
+}
+
+// An inversion while the guard holds the fans: the speed commanded is not
+// taking effect, logged once.
+func TestGuardInversionWhileHolding(t *testing.T) {
+	inv, _ := reading.FlagKindNamed(inversionFlag)
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, DefaultConfig())
+		r.g.inv = inv
+		r.g.Start(2, nil)
+		synctest.Wait()
+		r.sample(86)
+		for range 3 {
+			time.Sleep(time.Second)
+			r.sample(86, reading.Flag{Kind: inv, A: 86, B: 53})
+		}
+		if n := strings.Count(r.logs.String(), "not taking effect"); n != 1 {
+			t.Errorf("%d lines, want 1:\n%s", n, r.logs)
 		}
 	})
 }

@@ -15,6 +15,9 @@ type Input struct {
 	// Targets are the speeds the firmware's controller asks for, per fan
 	// (absent: not read).
 	Targets [reading.MaxFans]reading.Opt[uint32]
+	// Speeds are the fans' measured speeds (absent: not read): the floor
+	// where the target is absent.
+	Speeds [reading.MaxFans]reading.Opt[uint32]
 }
 
 // Limits are the speeds a GPU's fans accept (nvmlDeviceGetMinMaxFanSpeed).
@@ -25,6 +28,9 @@ type Limits struct{ Min, Max int }
 type Decision struct {
 	Engage, Release bool
 	Set             uint32 // bit i: fan i's speed changes to Speed[i]
+	// NoFloor, at a take-over: bit i, neither fan i's target nor its speed
+	// was read, so its floor is the curve's top (the caller logs it).
+	NoFloor uint32
 }
 
 // Policy is one GPU's fan decisions: a pure state machine over samples,
@@ -40,7 +46,7 @@ type Policy struct {
 	holding bool
 	fans    int
 	Speed   [reading.MaxFans]int                 // the speed commanded (while holding)
-	Floor   [reading.MaxFans]int                 // max(firmware target at takeover, GPU minimum)
+	Floor   [reading.MaxFans]int                 // max(firmware target at takeover, GPU minimum); see floor
 	Target0 [reading.MaxFans]reading.Opt[uint32] // the firmware's target when the guard took over
 	changed [reading.MaxFans]time.Duration       // when each fan last changed
 	touched [reading.MaxFans]bool                // changed at least once
@@ -80,6 +86,20 @@ func (p *Policy) want(i, curve int) int {
 	return min(max(curve, p.Floor[i], 0), p.max())
 }
 
+// floor is fan i's floor at a take-over: the firmware's target; absent
+// (not zero: absent is not a stopped fan), the speed measured; both absent,
+// the curve's top (ok false), since nothing says how fast the firmware
+// wanted the fan and the safe direction is up.
+func (p *Policy) floor(in Input, i int) (int, bool) {
+	if v, ok := in.Targets[i].Get(); ok {
+		return int(v), true
+	}
+	if v, ok := in.Speeds[i].Get(); ok {
+		return int(v), true
+	}
+	return p.cfg.Curve.At(1 << 10), false
+}
+
 // Step takes one answered sample and decides.
 func (p *Policy) Step(in Input) Decision {
 	var d Decision
@@ -102,8 +122,11 @@ func (p *Policy) Step(in Input) Decision {
 		}
 		for i := range n {
 			p.Target0[i] = in.Targets[i]
-			fw, _ := in.Targets[i].Get()
-			p.Floor[i] = max(int(fw), p.lim.Min)
+			fw, ok := p.floor(in, i)
+			if !ok {
+				d.NoFloor |= 1 << i
+			}
+			p.Floor[i] = max(fw, p.lim.Min)
 			p.set(&d, i, p.want(i, curve), in.Now)
 		}
 		return d

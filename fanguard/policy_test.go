@@ -39,7 +39,7 @@ func TestPolicyEngages(t *testing.T) {
 		{"never below the GPU's minimum", 70, false, []uint32{30, 30}, Limits{Min: 70, Max: 100}, true, [2]int{70, 70}},
 		{"never above the GPU's maximum", 90, false, nil, Limits{Min: 30, Max: 90}, true, [2]int{90, 90}},
 		{"never above 100", 120, false, nil, Limits{}, true, [2]int{100, 100}},
-		{"target absent: the curve", 73, false, nil, Limits{}, true, [2]int{72, 72}},
+		{"target and speed absent: the curve's top, not 0", 73, false, nil, Limits{}, true, [2]int{100, 100}},
 		{"temperature absent: nothing", -1, false, []uint32{30, 30}, Limits{}, false, [2]int{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,6 +52,26 @@ func TestPolicyEngages(t *testing.T) {
 				t.Errorf("Set = %b, want both fans", d.Set)
 			}
 		})
+	}
+}
+
+// An absent target is not a target of 0: the floor is the speed measured,
+// and with neither the curve's top, reported in NoFloor.
+func TestPolicyFloorWhenTheTargetIsAbsent(t *testing.T) {
+	p := NewPolicy(DefaultConfig(), Limits{Min: 30})
+	i := in(0, 70, false)
+	i.Targets[1] = reading.Some(uint32(50))
+	i.Speeds[0] = reading.Some(uint32(80))
+	d := p.Step(i)
+	if speeds(p) != [2]int{80, 64} || d.NoFloor != 0 {
+		t.Fatalf("speeds %v, NoFloor %b; want [80 64] (fan 0 floored at its measured 80 %%), 0", speeds(p), d.NoFloor)
+	}
+	p = NewPolicy(DefaultConfig(), Limits{Min: 30})
+	i = in(0, 70, false)
+	i.Targets[1] = reading.Some(uint32(50))
+	d = p.Step(i)
+	if speeds(p) != [2]int{100, 64} || d.NoFloor != 1 {
+		t.Fatalf("speeds %v, NoFloor %b; want [100 64], 1", speeds(p), d.NoFloor)
 	}
 }
 

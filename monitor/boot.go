@@ -21,7 +21,8 @@ func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
 	bootID, rs := m.ident.BootID, &m.runState
 	rs.mu.Lock()
 	rs.cur = snapshot.RunState{BootID: bootID, Started: m.start, PID: os.Getpid(), KmsgSeq: m.kmsgSeq(), GPUs: m.boards()}
-	prev, err := snapshot.BeginRun(m.cfg.LogDir, rs.cur)
+	prev, err := snapshot.BeginRun(m.cfg.LogDir, rs.cur) // keeps the previous run's fan holds
+	rs.cur.FanGuard = prev.State.FanGuard
 	rs.begun, rs.prev = true, prev.State.GPUs
 	rs.mu.Unlock()
 	if err != nil {

@@ -28,9 +28,10 @@ const fanHandBack = 2 * time.Second
 // fanDriver is the sampler's fan setters as fanguard.Driver.
 type fanDriver struct{ sampler.FanControl }
 
-// Limits reads the fans' limits. A GPU that does not tell them (not
-// supported) is guarded without: the firmware's target still bounds the
-// speed from below, and the driver refuses a speed out of range.
+// Limits reads the fans' limits. A GPU that does not tell them (the driver
+// answers not supported) is guarded without (the guard logs it): the
+// firmware's target still bounds the speed from below, and the driver
+// refuses a speed out of range.
 func (d fanDriver) Limits() (fanguard.Limits, error) {
 	lo, hi, err := d.MinMax()
 	var fe *sampler.FanError
@@ -89,18 +90,12 @@ func (m *Monitor) saveFansHeld(uuid string, fans []int) error {
 
 // startFanGuards runs once this run's state is recorded, with the fans the
 // previous run held and did not hand back (killed, crashed): they stay in
-// run-state until handed back, each guard hands back its GPU's first, and
-// then it watches. Without --fan-guard nothing is touched: one WARN says
+// run-state until handed back (BeginRun kept them), each guard hands back
+// its GPU's first, and then it watches. A GPU whose static facts are not
+// known yet (it did not answer at start) is not touched until they are
+// (fanFactsKnown). Without --fan-guard nothing is touched: one WARN says
 // how to hand them back.
 func (m *Monitor) startFanGuards(prev []snapshot.FanHold) {
-	if len(prev) > 0 {
-		rs := &m.runState
-		rs.mu.Lock()
-		if err := rs.save(m.cfg.LogDir, func(s *snapshot.RunState) { s.FanGuard = prev }); err != nil {
-			m.log.Warn("cannot keep the fans the previous run held in run-state", "error", err)
-		}
-		rs.mu.Unlock()
-	}
 	if m.cfg.FanGuard == nil {
 		if len(prev) > 0 {
 			m.log.Warn("the previous run's fan guard held fans and did not hand them back; --fan-guard is off, so they are left as they are: run 'gpu-telemetry fan-guard release'",
@@ -112,22 +107,51 @@ func (m *Monitor) startFanGuards(prev []snapshot.FanHold) {
 	for _, h := range prev {
 		held[h.UUID] = h.Fans
 	}
+	late := 0
 	for _, gs := range m.gpus {
-		fans := -1 // not known yet: decided at the first answered sample
-		if gs.g.FactsKnown() {
-			fans = gs.g.Info().NumFans
+		if !gs.g.FactsKnown() {
+			late++
+			gs.fan.Start(-1, nil) // fanFactsKnown
+			continue
 		}
 		uuid := gs.g.Info().UUID
-		gs.fan.Start(fans, held[uuid])
+		gs.fan.Start(gs.g.Info().NumFans, held[uuid])
 		delete(held, uuid)
 	}
-	if len(held) > 0 {
-		var rest []snapshot.FanHold
-		for uuid, fans := range held {
-			rest = append(rest, snapshot.FanHold{UUID: uuid, Fans: fans})
-		}
-		m.log.Warn("the previous run's fan guard held fans of GPUs this run does not monitor; left as they are (gpu-telemetry fan-guard release)", "gpus", holdsText(rest))
+	if len(held) == 0 {
+		return
 	}
+	rs := &m.runState
+	rs.mu.Lock()
+	rs.fansLate = held
+	rs.mu.Unlock()
+	var rest []snapshot.FanHold
+	for uuid, fans := range held {
+		rest = append(rest, snapshot.FanHold{UUID: uuid, Fans: fans})
+	}
+	slices.SortFunc(rest, func(a, b snapshot.FanHold) int { return strings.Compare(a.UUID, b.UUID) })
+	if late > 0 {
+		m.log.Warn("the previous run's fan guard held fans of GPUs not known yet; handed back if one of them answers, else left as they are (gpu-telemetry fan-guard release)",
+			"gpus", holdsText(rest), "gpus_not_answering", late)
+		return
+	}
+	m.log.Warn("the previous run's fan guard held fans of GPUs this run does not monitor; left as they are (gpu-telemetry fan-guard release)", "gpus", holdsText(rest))
+}
+
+// fanFactsKnown starts the guard of a GPU that answered late, once its
+// static facts are read (its handle, fan count and UUID), with the fans the
+// previous run held of it.
+func (m *Monitor) fanFactsKnown(gs *gpuState) {
+	if gs.fan == nil {
+		return
+	}
+	info := gs.g.Info()
+	rs := &m.runState
+	rs.mu.Lock()
+	restore := rs.fansLate[info.UUID]
+	delete(rs.fansLate, info.UUID)
+	rs.mu.Unlock()
+	gs.fan.FactsKnown(info.NumFans, restore)
 }
 
 func holdsText(hs []snapshot.FanHold) string {
@@ -155,8 +179,14 @@ func (m *Monitor) handBackFans(stuck []string) []string {
 		if gs.fan == nil {
 			continue
 		}
-		if slices.Contains(stuck, strconv.Itoa(gs.idx)) {
-			m.log.Warn("fan guard: GPU stuck in the driver; its fans are left as they are (run-state keeps them for the next start)")
+		if i := slices.IndexFunc(stuck, func(s string) bool {
+			return s == strconv.Itoa(gs.idx) || strings.HasPrefix(s, strconv.Itoa(gs.idx)+" (")
+		}); i >= 0 {
+			// A sample or a process read stuck in the driver: a setter call
+			// would block on the same fault.
+			gs.fan.Abandon()
+			m.log.Warn("fan guard: GPU stuck in the driver; its fans are left as they are (run-state keeps them for the next start)",
+				"gpu", gs.idx, "stuck", stuck[i])
 			continue
 		}
 		n++

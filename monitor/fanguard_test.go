@@ -137,3 +137,65 @@ func TestFanGuardRefusedKeepsRecording(t *testing.T) {
 		}
 	})
 }
+
+// A GPU whose process read is stuck in the driver at shutdown is not
+// touched by the hand-back either (a setter would block on the same
+// fault), and the WARN names it; run-state keeps its fans.
+func TestFanGuardShutdownSkipsAStuckProcessRead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 1, withFanGuard)
+		d := r.devs[0]
+		hot(d, 75)
+		var release func()
+		defer func() { release() }()
+		r.run(3*time.Second, func() {
+			time.Sleep(2 * time.Second)
+			release = d.Block("GetComputeRunningProcesses", nil)
+		})
+		if n := d.Count("SetDefaultFanSpeed_v2"); n != 0 {
+			t.Errorf("SetDefaultFanSpeed_v2 called %d times on a GPU stuck in a process read", n)
+		}
+		if !strings.Contains(r.logs.String(), `for the next start)" gpu=0 stuck="0 (process list)"`) {
+			t.Errorf("no WARN naming the GPU:\n%s", r.logs)
+		}
+		if st, _, _ := snapshot.ReadRunState(r.dir); len(st.FanGuard) != 1 {
+			t.Errorf("run-state holds %+v, want GPU-a's fans", st.FanGuard)
+		}
+	})
+}
+
+// A GPU that did not answer at start is not touched by its guard until its
+// static facts are read: no limits read, no setter, not even the previous
+// run's hand-back (its UUID unknown). Once it answers, its guard hands back
+// what the previous run held of it, then watches.
+func TestFanGuardWaitsForAGPULateAtStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lib := fakeLib(2)
+		d := lib.Devs[1]
+		answer := d.Block("GetName", nil) // start-up gives up on GPU 1's static facts
+		t.Cleanup(answer)
+		hot(d, 80)
+		r := newRigOn(t, lib, withFanGuard)
+		if err := snapshot.WriteRunState(r.dir, snapshot.RunState{BootID: "b", Started: time.Now().Add(-time.Hour), PID: 1,
+			FanGuard: []snapshot.FanHold{{UUID: "GPU-b", Fans: []int{1}}}}); err != nil {
+			t.Fatal(err)
+		}
+		var before map[string]int
+		r.run(40*time.Second, func() {
+			time.Sleep(3 * time.Second)
+			before = d.Calls()
+			answer()
+		})
+		for _, fn := range fanSetters {
+			if before[fn] != 0 {
+				t.Errorf("%s called %d times on a GPU whose facts were not known", fn, before[fn])
+			}
+		}
+		if !strings.Contains(r.logs.String(), "its static facts are known now") {
+			t.Fatalf("GPU 1 did not answer within the run:\n%s", r.logs)
+		}
+		if n := d.Count("SetDefaultFanSpeed_v2"); n < 1 || !strings.Contains(r.logs.String(), "previous run held these fans") {
+			t.Errorf("SetDefaultFanSpeed_v2 called %d times; the previous run's fan 1 not handed back:\n%s", n, r.logs)
+		}
+	})
+}

@@ -112,6 +112,7 @@ func (m *Monitor) staticKnown(gs *gpuState) {
 	}
 	m.side.queue("system-info.txt", -1, m.writeSystemInfo)
 	m.csv.SetGPU(csvColumns(gs.idx, info)) // from its next row
+	m.fanFactsKnown(gs)
 	m.side.queue("run-state and INVENTORY: the board of a GPU that answered late", gs.idx, func() { m.lateBoard(gs) })
 	if pending := m.host.Pending(); len(pending) > 0 {
 		// The GPU stands in for --gpu selectors that named no GPU that

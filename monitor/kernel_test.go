@@ -175,8 +175,10 @@ func TestXidLinesGolden(t *testing.T) {
 			}
 		}
 		// The first snapshot of each GPU: the later ones within the
-		// cooldown are its escalations (Xid 48 asks for a reset, recovery
-		// action 6 is unknown), written in the same millisecond (-2, -3).
+		// cooldown are its escalations (GPU 0's Xid 48 asks for a reset;
+		// GPU 1's link-fatal Xid 149 for a drain and reset, more than Xid
+		// 46's reset), written in the same millisecond (-2). Recovery
+		// action 6 (bus reset) asks a reset, no more than Xid 48 did.
 		crashes, _ := filepath.Glob(filepath.Join(r.dir, "crashes", "crash-*-gpu[0-9].log"))
 		if len(crashes) != 2 {
 			t.Fatalf("crash snapshots %v, want one per GPU", crashes)

@@ -102,6 +102,9 @@ type runState struct {
 	begun bool // startBootCheck has read the previous run's state and written ours
 	cur   snapshot.RunState
 	prev  []sink.Board // the previous run's boards (nil: none recorded)
+	// fansLate are the previous run's fan holds not claimed at start: of
+	// GPUs whose UUID comes late (fanFactsKnown), or not monitored.
+	fansLate map[string][]int
 	// write rewrites run-state (snapshot.WriteRunState); tests stall it.
 	write func(dir string, s snapshot.RunState) error
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,21 +31,64 @@ const judgeEvery = time.Second
 // lines), watchLosses once a second (hangs, expiries) and the control
 // socket (acks) judge it.
 type repairState struct {
-	mu     sync.Mutex
-	r      *anomaly.Repair // nil until the GPU's UUID is known
-	cur    action.Current
-	judged time.Time    // when it was last judged (wall)
-	hv     *HealthView  // the health view last judged
-	last   atomic.Int64 // judged, in Unix ns, for judgeActions without the lock
-	// The board's state file is written after the lock is released (the
-	// ACTION line follows the event's own lines), by whichever goroutine
-	// judged: gen numbers each change of the history (under mu), and the
-	// writes, one at a time (wmu), write a copy only when it is newer than
-	// the one on disk (disk): an older copy never lands over a newer one,
-	// and a copy not yet on disk is written again at the next judgement.
+	mu      sync.Mutex
+	r       *anomaly.Repair // nil until the GPU's UUID is known
+	cur     action.Current
+	since   time.Time      // when cur became the GPU's action with these reasons
+	written action.Current // the last ACTION line's
+	judged  time.Time      // when it was last judged (wall)
+	hv      *HealthView    // the health view last judged
+	last    atomic.Int64   // judged, in Unix ns, for judgeActions without the lock
+	file    boardFile      // the board's state file; its versions under mu
+}
+
+// boardFile writes a board's state file in the order of its versions. The
+// file is written after the repair's lock is released (the ACTION line
+// follows the event's own lines), by whichever goroutine judged: gen
+// numbers each change of the history (under the repair's lock), and the
+// writes, one at a time (mu), write a copy only when it is newer than the
+// one on disk (disk): an older copy never lands over a newer one, and a
+// copy not yet on disk is written again at the next judgement.
+type boardFile struct {
 	gen  uint64
-	wmu  sync.Mutex
+	mu   sync.Mutex
 	disk atomic.Uint64
+}
+
+// stage takes the history h after a judgement (dirty: it changed) and
+// returns the copy still to write with its version; 0: the one on disk is
+// the latest. Under the repair's lock.
+func (f *boardFile) stage(h action.History, dirty bool) (action.History, uint64) {
+	if dirty {
+		f.gen++
+	}
+	if f.gen > f.disk.Load() { // changed, or an earlier write failed
+		return h, f.gen
+	}
+	return action.History{}, 0
+}
+
+// pending reports whether a version is not on disk yet. Under the
+// repair's lock.
+func (f *boardFile) pending() bool { return f.gen > f.disk.Load() }
+
+// write writes h, version gen (0: nothing), unless a newer copy is on disk
+// already; a failure is counted and logged (who names the board), and the
+// next stage gives the copy again.
+func (f *boardFile) write(m *Monitor, h action.History, gen uint64, who slog.Attr) {
+	if gen == 0 {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if gen <= f.disk.Load() {
+		return
+	}
+	if err := sink.WriteBoardState(m.cfg.LogDir, h); err != nil {
+		lose(m.reg, m.log, boardStateFails, "a board's state file", who, slog.String("error", err.Error()))
+		return
+	}
+	f.disk.Store(gen)
 }
 
 var (
@@ -58,19 +102,31 @@ var (
 
 // judgeActions judges the action of every GPU not judged for judgeEvery,
 // once a second (watchLosses): time alone moves it while a GPU is hung
-// (its worker is stuck) or an application's Xid expires.
+// (its worker is stuck) or an application's Xid expires. A missing
+// board's state file whose last write failed is written again.
 func (m *Monitor) judgeActions(now time.Time) {
 	for _, gs := range m.gpus {
 		if now.UnixNano()-gs.repair.last.Load() >= int64(judgeEvery) {
 			gs.judgeAction(now, false, nil)
 		}
 	}
+	m.states.mu.Lock()
+	var retry []*missingBoard
+	for _, b := range m.states.missing {
+		if b.file.pending() {
+			retry = append(retry, b)
+		}
+	}
+	m.states.mu.Unlock()
+	for _, b := range retry {
+		b.writeState()
+	}
 }
 
 // judgeAction takes event (nil: none) into the GPU's repair action and
-// judges it at now: when it changed, the live view shows it; a change of
-// the action to or from a repair is an ACTION line in events.log, and a
-// change of the board's history is written to its state file. Without
+// judges it at now: when it changed, the live view shows it and events.log
+// has an ACTION line (repairState.line says when), and a change of the
+// board's history is written to its state file. Without
 // force, and without a change of the GPU's health view, it judges at most
 // every judgeEvery.
 func (gs *gpuState) judgeAction(now time.Time, force bool, event func(r *anomaly.Repair)) {
@@ -84,26 +140,15 @@ type judged struct {
 	line    sink.EventLine
 	hasLine bool
 	hist    action.History
-	gen     uint64 // hist's version (repairState.gen); 0: nothing to write
+	gen     uint64 // hist's version (boardFile.gen); 0: nothing to write
 }
 
 // write writes the board's state file, unless a newer copy is on disk
 // already, then the ACTION line.
 func (j judged) write(gs *gpuState) {
-	m, rs := gs.m, &gs.repair
-	if j.gen != 0 {
-		rs.wmu.Lock()
-		if j.gen > rs.disk.Load() {
-			if err := sink.WriteBoardState(m.cfg.LogDir, j.hist); err != nil {
-				lose(m.reg, m.log, boardStateFails, "a board's state file", slog.Int("gpu", gs.idx), slog.String("error", err.Error()))
-			} else {
-				rs.disk.Store(j.gen)
-			}
-		}
-		rs.wmu.Unlock()
-	}
+	gs.repair.file.write(gs.m, j.hist, j.gen, slog.Int("gpu", gs.idx))
 	if j.hasLine {
-		m.eventLine(j.line)
+		gs.m.eventLine(j.line)
 	}
 }
 
@@ -144,31 +189,42 @@ func (gs *gpuState) judge(now time.Time, force bool, event func(r *anomaly.Repai
 		}
 	})
 	cur := rs.r.Judge(in)
-	h, dirty := rs.r.History()
-	if dirty {
-		rs.gen++
+	j.hist, j.gen = rs.file.stage(rs.r.History())
+	if !cur.Equal(rs.cur) {
+		from := rs.cur.Action
+		rs.cur, rs.since = cur, now
+		gs.slot.Update(func(g *live.GPU) {
+			g.Action = cur
+			if cur.Action != from {
+				g.ActionSince = now
+			}
+		})
 	}
-	if rs.gen > rs.disk.Load() { // changed, or an earlier write failed
-		j.hist, j.gen = h, rs.gen
-	}
-	if cur.Equal(rs.cur) {
-		return j
-	}
-	from := rs.cur.Action
-	rs.cur = cur
-	gs.slot.Update(func(g *live.GPU) {
-		g.Action = cur
-		if cur.Action != from {
-			g.ActionSince = now
-		}
-	})
-	// A change of the reasons alone, or between none and watch, is not a
-	// line: nothing new is asked of anyone (status shows it); every change
-	// of the action to or from a repair is.
-	if cur.Action != from && (from.Drains() || cur.Action.Drains()) {
+	if rs.line(now) {
+		from := rs.written.Action
+		rs.written = rs.cur
 		j.line, j.hasLine = gs.event(now, sink.TypeAction, "action", cur.Action.String(), "from", from.String(), "reason", cur.Reason()), true
 	}
 	return j
+}
+
+// line reports whether the GPU's action is to be an ACTION line now: every
+// change of the action, and of its reasons while the action holds (what a
+// scheduler would drain with), once the change has held for a judging
+// round, so that a state that comes and goes each sample (a call hung for
+// a moment, a reason whose words count the seconds) is not a line each
+// time; a change to or from a repair at once (it asks something new of
+// someone, and an event's crash snapshot names it). A line the same as
+// the last one is never written.
+func (rs *repairState) line(now time.Time) bool {
+	cur, last := rs.cur, rs.written
+	switch {
+	case cur.Equal(last):
+		return false
+	case cur.Action != last.Action && (cur.Action.Drains() || last.Action.Drains()):
+		return true
+	}
+	return now.Sub(rs.since) >= judgeEvery
 }
 
 // startRepair builds the GPU's repair action from its board's state file
@@ -228,28 +284,47 @@ func (gs *gpuState) eventAction(r events.Record, d reading.XidDetail) judged {
 
 // AckResult is what an acknowledgement did.
 type AckResult struct {
-	GPU    int
-	UUID   string
-	Acked  action.Action  // the action acknowledged
-	Now    action.Current // the GPU's action after it
-	Record action.AckRecord
+	GPU     int  // the GPU's index; a missing board's in the previous run
+	Missing bool // the board is not enumerated now (host.missing_boards)
+	UUID    string
+	Acked   action.Action  // the action acknowledged
+	Now     action.Current // the GPU's action after it
+	Record  action.AckRecord
 }
 
-// Ack acknowledges the current action of the GPU sel names (its index or
-// UUID) as an operator (by) does with `gpu-telemetry ack`: want must be
-// that action (the operator says what they are clearing: a GPU whose
-// action changed since they looked is refused). It writes the ACK line and
-// the board's state file; the action returns to none, or watch while a
-// condition still holds, until a new event.
+// Ack acknowledges the current action of the GPU sel names (its index, its
+// UUID or the start of it) as an operator (by) does with `gpu-telemetry
+// ack`: want must be that action (the operator says what they are
+// clearing: a GPU whose action changed since they looked is refused). It
+// writes the ACK line and the board's state file; the action returns to
+// none, or watch while a condition still holds, until a new event. A board
+// of the previous run that is not enumerated now (host.missing_boards) is
+// named by its UUID and acknowledged the same way (ackMissing).
 func (m *Monitor) Ack(sel string, want action.Action, note, by string) (AckResult, error) {
 	var gs *gpuState
 	if i, err := strconv.Atoi(sel); err == nil {
 		gs = m.byIndex[i]
 	} else {
+		var uuids []string
 		for _, g := range m.gpus {
-			if strings.EqualFold(g.g.Info().UUID, sel) {
+			uuids = append(uuids, g.g.Info().UUID)
+		}
+		m.states.mu.Lock()
+		for _, b := range m.states.missing {
+			uuids = append(uuids, b.view.UUID)
+		}
+		m.states.mu.Unlock()
+		uuid, err := pickUUID(uuids, sel)
+		if err != nil {
+			return AckResult{}, err
+		}
+		for _, g := range m.gpus {
+			if g.g.Info().UUID == uuid {
 				gs = g
 			}
+		}
+		if gs == nil {
+			return m.ackMissing(uuid, want, note, by)
 		}
 	}
 	if gs == nil {
@@ -287,6 +362,107 @@ func (m *Monitor) Ack(sel string, want action.Action, note, by string) (AckResul
 	return res, nil
 }
 
+// pickUUID returns the one of uuids that sel names: the whole UUID, or
+// the start of only one (case aside, as nvidia-smi prints them).
+func pickUUID(uuids []string, sel string) (string, error) {
+	var found []string
+	for _, u := range uuids {
+		switch {
+		case strings.EqualFold(u, sel):
+			return u, nil
+		case len(sel) >= len("GPU-")+4 && len(u) >= len(sel) && strings.EqualFold(u[:len(sel)], sel):
+			found = append(found, u)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", fmt.Errorf("no monitored or missing GPU %q", sel)
+	case 1:
+		return found[0], nil
+	}
+	return "", fmt.Errorf("%q is the start of %d GPUs' UUIDs (%s)", sel, len(found), strings.Join(found, ", "))
+}
+
+// missingBoard is a board of the previous run that is not enumerated now
+// (host.missing_boards): its repair action, judged from its state file at
+// start, and that file. Its fields are under the host's lock (hostStates).
+type missingBoard struct {
+	m    *Monitor
+	view live.MissingBoard // what the host view shows
+	r    *anomaly.Repair
+	file boardFile
+	hist action.History // the copy to write, version file.gen
+}
+
+// stage takes the board's history after a judgement into the copy to
+// write. Under the host's lock.
+func (b *missingBoard) stage() {
+	if h, gen := b.file.stage(b.r.History()); gen != 0 {
+		b.hist = h
+	}
+}
+
+// writeState writes the board's state file if a version is not on disk,
+// as a GPU's is written (boardFile): in order, again after a failure.
+func (b *missingBoard) writeState() {
+	m := b.m
+	m.states.mu.Lock()
+	h, gen := b.hist, b.file.gen
+	m.states.mu.Unlock()
+	b.file.write(m, h, gen, slog.String("uuid", b.view.UUID))
+}
+
+// ackMissing acknowledges the action of a board of the previous run that
+// is not enumerated now, as Ack does a GPU's: the ACK line and the ACTION
+// line after it (by its UUID and prev_gpu=), its state file (written as a
+// GPU's, in order and again after a failure), and the action the host view
+// shows.
+func (m *Monitor) ackMissing(uuid string, want action.Action, note, by string) (AckResult, error) {
+	b, res, lines, err := m.ackMissingState(uuid, want, note, by)
+	if err != nil {
+		return res, err
+	}
+	b.writeState()
+	for _, l := range lines {
+		m.eventLine(l)
+	}
+	return res, nil
+}
+
+// ackMissingState is ackMissing under the host's lock, which serialises
+// the acks of missing boards; it returns the board and the lines to write
+// (outside the lock: a slow disk does not hold up status).
+func (m *Monitor) ackMissingState(uuid string, want action.Action, note, by string) (*missingBoard, AckResult, []sink.EventLine, error) {
+	m.states.mu.Lock()
+	defer m.states.mu.Unlock()
+	i := slices.IndexFunc(m.states.missing, func(b *missingBoard) bool { return b.view.UUID == uuid })
+	if i < 0 {
+		return nil, AckResult{}, nil, fmt.Errorf("no missing board %s", uuid)
+	}
+	b := m.states.missing[i]
+	now := time.Now()
+	in := anomaly.RepairInput{Now: now, Missing: true}
+	cur := b.r.Judge(in)
+	switch {
+	case cur.Action == action.None:
+		return nil, AckResult{}, nil, fmt.Errorf("the missing board %s has no action to acknowledge", uuid)
+	case cur.Action != want:
+		return nil, AckResult{}, nil, fmt.Errorf("the missing board %s's action is %s, not %s", uuid, cur.Action, want)
+	}
+	rec := b.r.Ack(cur, now, by, note)
+	after := b.r.Judge(in)
+	b.stage()
+	prev := strconv.Itoa(b.view.Index)
+	lines := []sink.EventLine{{Time: now, UUID: uuid, GPU: -1, Type: sink.TypeAck,
+		Fields: sink.KV("prev_gpu", prev, "action", rec.Action.String(), "by", by, "note", note, "classes", strings.Join(rec.Classes, ","))}}
+	if !after.Equal(b.view.Action) {
+		lines = append(lines, sink.EventLine{Time: now, UUID: uuid, GPU: -1, Type: sink.TypeAction,
+			Fields: sink.KV("prev_gpu", prev, "action", after.Action.String(), "from", b.view.Action.Action.String(), "reason", after.Reason())})
+	}
+	b.view.Action = after
+	return b, AckResult{GPU: b.view.Index, Missing: true, UUID: uuid, Acked: rec.Action, Now: after, Record: rec}, lines, nil
+}
+
 // maxTime is the later of a and b.
 func maxTime(a, b time.Time) time.Time {
 	if b.After(a) {
@@ -304,18 +480,17 @@ func (m *Monitor) missingBoard(b sink.Board) {
 	if b.UUID == "" {
 		return
 	}
-	r := anomaly.NewRepair(m.repairBoot(), m.cfg.InspectAfter, m.readHistory(b.UUID, m.log))
-	cur := r.Judge(anomaly.RepairInput{Now: m.start, Missing: true})
-	if h, dirty := r.History(); dirty {
-		if err := sink.WriteBoardState(m.cfg.LogDir, h); err != nil {
-			lose(m.reg, m.log, boardStateFails, "a board's state file", slog.String("uuid", b.UUID), slog.String("error", err.Error()))
-		}
-	}
+	mb := &missingBoard{m: m, view: live.MissingBoard{Index: b.Index, UUID: b.UUID},
+		r: anomaly.NewRepair(m.repairBoot(), m.cfg.InspectAfter, m.readHistory(b.UUID, m.log))}
+	cur := mb.r.Judge(anomaly.RepairInput{Now: m.start, Missing: true})
+	mb.stage() // not shared yet: no lock
+	mb.writeState()
 	if cur.Action == action.None {
 		return
 	}
+	mb.view.Action = cur
 	m.states.mu.Lock()
-	m.states.missing = append(m.states.missing, live.MissingBoard{Index: b.Index, UUID: b.UUID, Action: cur})
+	m.states.missing = append(m.states.missing, mb)
 	m.states.mu.Unlock()
 	m.eventLine(sink.EventLine{Time: m.start, UUID: b.UUID, GPU: -1, Type: sink.TypeAction,
 		Fields: sink.KV("prev_gpu", strconv.Itoa(b.Index), "action", cur.Action.String(), "from", action.None.String(), "reason", cur.Reason())})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpu-telemetry/gpu-telemetry/action"
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/xid"
@@ -158,5 +159,120 @@ func TestRepairWithoutABootID(t *testing.T) {
 	}
 	if boots[0] == boots[1] {
 		t.Errorf("two runs without a boot id merged into one boot %q", boots[0])
+	}
+}
+
+// Every change of a GPU's action is an ACTION line, none and watch too,
+// once it has held for a judging round (judgeEvery); a change to or from
+// a repair at once; a change that does not hold (gone by the next round)
+// is no line, and the same line is never written twice in a row.
+func TestActionLines(t *testing.T) {
+	r := newRig(t, 1, nil)
+	gs, _, _ := stepper(r, 1)
+	t0 := time.Now()
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	count := func(s string) int { return strings.Count(r.eventsLog(), "type=ACTION "+s) }
+	xidAt := func(code int, d time.Duration) {
+		e := xid.ExplainDetail(code, reading.XidDetail{})
+		gs.judgeAction(at(d), true, func(rp *anomaly.Repair) { rp.Xid(e, at(d)) })
+	}
+
+	xidAt(13, 0) // an application's fault: watch
+	if n := count("action=watch from=none"); n != 0 {
+		t.Errorf("a watch written before it held for a round (%d lines):\n%s", n, r.eventsLog())
+	}
+	gs.judgeAction(at(judgeEvery), false, nil)
+	gs.judgeAction(at(2*judgeEvery), false, nil)
+	if n := count(`action=watch from=none reason="Xid 13 `); n != 1 {
+		t.Errorf("%d ACTION lines for the watch, want 1 once it held:\n%s", n, r.eventsLog())
+	}
+	xidAt(79, 3*time.Second) // a repair: at once
+	if n := count("action=reboot from=watch"); n != 1 {
+		t.Errorf("%d ACTION lines for the reboot, want 1 at once:\n%s", n, r.eventsLog())
+	}
+	// The watch's Xid expires an hour later while the reboot holds: the
+	// reasons change, a line once it held.
+	before := count("")
+	gs.judgeAction(at(time.Hour+time.Second), false, nil)
+	gs.judgeAction(at(time.Hour+3*time.Second), false, nil)
+	gs.judgeAction(at(time.Hour+5*time.Second), false, nil)
+	if n := count("action=reboot from=reboot"); n != 1 || count("") != before+1 {
+		t.Errorf("%d lines for the reasons' change (%d in all, was %d), want 1:\n%s", n, count(""), before, r.eventsLog())
+	}
+}
+
+// A board of the previous run that is not enumerated now, whose previous
+// boot ended in Xid 79, is power_cycle in the host view; ack names it by
+// the start of its UUID and clears it as it does a GPU's: the ACK and
+// ACTION lines by its UUID and prev_gpu=, its state file, the host view.
+func TestAckMissingBoard(t *testing.T) {
+	r := newRig(t, 1, nil)
+	const uuid = "GPU-dead0001-0000-0000-0000-000000000000"
+	h := action.History{UUID: uuid}
+	h.Count("an-earlier-boot", "xid79", time.Now().Add(-time.Hour))
+	if err := sink.WriteBoardState(r.dir, h); err != nil {
+		t.Fatal(err)
+	}
+	r.m.missingBoard(sink.Board{Index: 1, UUID: uuid})
+	if got := r.m.states.missing; len(got) != 1 || got[0].view.Action.Action != action.PowerCycle {
+		t.Fatalf("missing boards %+v, want one to power cycle", got)
+	}
+	if _, err := r.m.Ack(uuid, action.Reboot, "", "root"); err == nil {
+		t.Error("an ack of another action than the missing board's was taken")
+	}
+	if _, err := r.m.Ack("GPU-", action.PowerCycle, "", "root"); err == nil {
+		t.Error("an ack of too short a UUID prefix was taken")
+	}
+	res, err := r.m.Ack("gpu-dead0001", action.PowerCycle, "reseated", "root")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Missing || res.GPU != 1 || res.UUID != uuid || res.Acked != action.PowerCycle || res.Now.Action.Drains() {
+		t.Errorf("ack: %+v", res)
+	}
+	log := r.eventsLog()
+	testutil.Contains(t, "events.log", log, "uuid="+uuid,
+		`type=ACK prev_gpu=1 action=power_cycle by=root note=reseated classes=`,
+		"type=ACTION prev_gpu=1 action=watch from=power_cycle")
+	if h, _ = sink.ReadBoardState(r.dir, uuid); h.Ack == nil || h.Ack.Note != "reseated" {
+		t.Errorf("state file after the ack: %+v", h.Ack)
+	}
+	if len(h.Ack.Classes) == 0 || h.Acked[h.Ack.Classes[0]] != h.Ack.Time {
+		t.Errorf("the ack's classes are not kept per class: %+v %+v", h.Ack, h.Acked)
+	}
+	if got := r.m.states.missing; got[0].view.Action.Action != action.Watch {
+		t.Errorf("host view after the ack: %+v", got[0].view.Action)
+	}
+}
+
+// A missing board's state file is written as a GPU's is: an ack whose
+// write fails (the file's name taken by a directory) is written again at
+// the next round (judgeActions), not lost.
+func TestAckMissingBoardWriteRetried(t *testing.T) {
+	r := newRig(t, 1, nil)
+	const uuid = "GPU-dead0002-0000-0000-0000-000000000000"
+	h := action.History{UUID: uuid}
+	h.Count("an-earlier-boot", "xid79", time.Now().Add(-time.Hour))
+	if err := sink.WriteBoardState(r.dir, h); err != nil {
+		t.Fatal(err)
+	}
+	r.m.missingBoard(sink.Board{Index: 1, UUID: uuid})
+	p, _ := sink.BoardStatePath(r.dir, uuid)
+	os.Remove(p)
+	if err := os.MkdirAll(filepath.Join(p, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.m.Ack(uuid, action.PowerCycle, "reseated", "root"); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.counted("board_state_write_failures"); n != 1 {
+		t.Errorf("board_state_write_failures %d, want 1", n)
+	}
+	if err := os.RemoveAll(p); err != nil {
+		t.Fatal(err)
+	}
+	r.m.judgeActions(time.Now())
+	if h, err := sink.ReadBoardState(r.dir, uuid); err != nil || h.Ack == nil || h.Ack.Note != "reseated" {
+		t.Fatalf("the ack whose write failed was not written again: %+v, %v", h, err)
 	}
 }

@@ -3,6 +3,8 @@ package sampler
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -54,7 +56,11 @@ func (f FanControl) dev(fn Fn) (fanDevice, error) {
 	if !f.g.syms.Has(fn) {
 		return nil, &FanError{Fn: fn, Class: ClassFunctionNotFound, Text: "the driver lacks " + fn.String()}
 	}
-	d, ok := f.g.Device().(fanDevice)
+	dev := f.g.Device()
+	if dev == nil { // no handle yet: a failure, tried again, not a refusal
+		return nil, &FanError{Fn: fn, Class: ClassOther, Text: "the GPU's handle is not open"}
+	}
+	d, ok := dev.(fanDevice)
 	if !ok {
 		return nil, &FanError{Fn: fn, Class: ClassNotSupported, Text: "no fan control for this device"}
 	}
@@ -102,17 +108,20 @@ func (f FanControl) SetDefault(fan int) error {
 
 // FanRelease is what ReleaseFans did to one fan.
 type FanRelease struct {
-	GPU  int
-	UUID string
-	Fan  int
-	Err  error // nil: handed back
+	GPU  int    // -1: no GPU has UUID
+	UUID string // "": not known (the GPU's handle or UUID could not be read)
+	Fan  int    // -1: the GPU as a whole (its handle or UUID)
+	Err  error  // nil: handed back
 }
 
 // ReleaseFans hands fans back to the firmware without a running logger
 // (`gpu-telemetry fan-guard release`, the unit's ExecStopPost=): it opens
 // the driver, and for each GPU whose UUID is in fans hands those fans back
-// (every fan of every GPU with all). Each call into the driver waits at
-// most timeout; one stuck leaves the rest undone, with an error.
+// (every fan of every GPU with all). Nothing is skipped in silence: a GPU
+// whose handle or UUID cannot be read, and a UUID of fans that no GPU has,
+// are results with an error. The whole release shares one bound: timeout
+// for nvmlInit, timeout for every call of every GPU together, timeout for
+// nvmlShutdown; one stuck leaves the rest undone, with an error.
 func ReleaseFans(lib Library, fans map[string][]int, all bool, timeout time.Duration) ([]FanRelease, error) {
 	var ret nvml.Return
 	if !bounded(timeout, func() { ret = lib.Init() }) {
@@ -126,7 +135,7 @@ func ReleaseFans(lib Library, fans map[string][]int, all bool, timeout time.Dura
 	var err error
 	ok := bounded(timeout, func() { out, err = releaseFans(lib, &syms, fans, all) })
 	if !ok {
-		return out, fmt.Errorf("the driver did not answer within %s; fans not handed back yet are left as they are", timeout)
+		return nil, fmt.Errorf("the driver did not answer within %s; fans not handed back yet are left as they are", timeout)
 	}
 	if !bounded(timeout, func() { lib.Shutdown() }) {
 		return out, errors.Join(err, fmt.Errorf("nvmlShutdown did not return within %s", timeout))
@@ -140,19 +149,29 @@ func releaseFans(lib Library, syms *Symbols, fans map[string][]int, all bool) ([
 		return nil, fmt.Errorf("nvmlDeviceGetCount: %s", retText(ret))
 	}
 	var out []FanRelease
+	found := map[string]bool{}
 	for i := range n {
 		dev, ret := lib.DeviceGetHandleByIndex(i)
 		if ret != nvml.SUCCESS {
+			out = append(out, FanRelease{GPU: i, Fan: -1, Err: fmt.Errorf("nvmlDeviceGetHandleByIndex: %s", retText(ret))})
 			continue
 		}
-		uuid, _ := dev.GetUUID()
+		uuid, ret := dev.GetUUID()
+		if ret != nvml.SUCCESS {
+			out = append(out, FanRelease{GPU: i, Fan: -1, Err: fmt.Errorf("nvmlDeviceGetUUID: %s", retText(ret))})
+			continue
+		}
+		found[uuid] = true
 		list, held := fans[uuid]
 		if all {
-			if nf, ret := dev.GetNumFans(); ret == nvml.SUCCESS {
-				list = make([]int, nf)
-				for f := range list {
-					list[f] = f
-				}
+			nf, ret := dev.GetNumFans()
+			if ret != nvml.SUCCESS && ret != nvml.ERROR_NOT_SUPPORTED {
+				out = append(out, FanRelease{GPU: i, UUID: uuid, Fan: -1, Err: fmt.Errorf("nvmlDeviceGetNumFans: %s", retText(ret))})
+				continue
+			}
+			list = make([]int, max(nf, 0))
+			for f := range list {
+				list[f] = f
 			}
 		} else if !held {
 			continue
@@ -160,6 +179,16 @@ func releaseFans(lib Library, syms *Symbols, fans map[string][]int, all bool) ([
 		fc := FanControl{&GPU{dev: dev, syms: syms}}
 		for _, f := range list {
 			out = append(out, FanRelease{GPU: i, UUID: uuid, Fan: f, Err: fc.SetDefault(f)})
+		}
+	}
+	if !all {
+		for _, uuid := range slices.Sorted(maps.Keys(fans)) {
+			if found[uuid] {
+				continue
+			}
+			for _, f := range fans[uuid] {
+				out = append(out, FanRelease{GPU: -1, UUID: uuid, Fan: f, Err: errors.New("no GPU with this UUID answered")})
+			}
 		}
 	}
 	return out, nil

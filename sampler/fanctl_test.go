@@ -71,3 +71,19 @@ func TestReleaseFans(t *testing.T) {
 		t.Errorf("refused hand-back: %+v", out)
 	}
 }
+
+// ReleaseFans skips nothing in silence: a GPU whose handle fails and a UUID
+// no GPU has are results with an error.
+func TestReleaseFansSaysWhatItCouldNotHandBack(t *testing.T) {
+	a, b := fakenvml.NewDev(), fakenvml.NewDev()
+	a.UUID, b.UUID = "GPU-a", "GPU-b"
+	lib := &fakenvml.Lib{Devs: []*fakenvml.Dev{a, b}, HandleRet: map[int]nvml.Return{1: nvml.ERROR_UNKNOWN}}
+	out, err := ReleaseFans(lib, map[string][]int{"GPU-a": {0}, "GPU-b": {0, 1}}, false, time.Second)
+	if err != nil || len(out) != 4 {
+		t.Fatalf("ReleaseFans = %+v, %v; want GPU-a fan 0, GPU 1's handle, GPU-b fans 0 and 1", out, err)
+	}
+	if out[0].UUID != "GPU-a" || out[0].Err != nil || out[1].GPU != 1 || out[1].Fan != -1 || out[1].Err == nil ||
+		out[2].UUID != "GPU-b" || out[2].GPU != -1 || out[2].Err == nil || out[3].Fan != 1 || out[3].Err == nil {
+		t.Errorf("results %+v", out)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/action"
 	"github.com/gpu-telemetry/gpu-telemetry/xid"
 )
 
@@ -21,33 +22,20 @@ const (
 	StageLost                     // fell off the bus, or NVML reports the GPU lost
 )
 
-// Asks is what a recovery action asks the operator to do, least first.
-type Asks int
-
-// What recovery actions ask for.
-const (
-	AsksNothing    Asks = iota
-	AsksDrainP2P        // recovery action 3
-	AsksReset           // recovery action 1; Xids whose bucket is RESET_GPU
-	AsksDrainReset      // recovery action 4
-	AsksReboot          // recovery action 2; Xids whose bucket is a node restart
-	AsksUnknown         // an action number this version does not know: news once
-)
-
 // Event is one critical event of a GPU, as its incident keeps it.
 type Event struct {
 	Time   time.Time // when it happened; zero: when Decide was called
 	What   string    // a few words for the headline: "GSP RPC Timeout (Xid 119)"; empty: Reason
 	Reason string    // the whole reason line
 	Stage  Stage
-	Asks   Asks
+	Asks   action.Action // what it asks of the operator (package action's one table)
 
 	file string // in an incident's list: the snapshot the event took ("" none)
 }
 
 // XidEvent is the event of an Xid report: its stage from the code and the
-// catalog's class, what it asks for from its recovery action (Xid 154) or
-// NVIDIA's bucket.
+// catalog's class, what it asks for as the repair action does
+// (action.XidAction: its recovery action, Xid 154, or NVIDIA's bucket).
 func XidEvent(t time.Time, e xid.Explanation, reason string) Event {
 	ev := Event{Time: t, What: e.Name + " (Xid " + strconv.Itoa(e.Code) + ")", Reason: reason, Stage: StageFault}
 	switch {
@@ -60,35 +48,15 @@ func XidEvent(t time.Time, e xid.Explanation, reason string) Event {
 	case e.Known && e.Class == xid.ClassApplication:
 		ev.Stage = StageApplication
 	}
-	switch {
-	case e.HasRecovery:
-		ev.Asks = RecoveryAsks(e.Recovery)
-	case e.Bucket == "RESET_GPU":
-		ev.Asks = AsksReset
-	case e.Bucket == "RESTART_BM" || e.Bucket == "RESTART_VM": // the node, bare metal or VM
-		ev.Asks = AsksReboot
-		// RESTART_APP asks the application to restart: nothing of the
-		// operator, and no reason to hold back the GPU's next fault.
-	}
+	ev.Asks = action.XidAction(e)
 	return ev
-}
-
-// recoveryAsks are what recovery actions 0 to 4 ask for.
-var recoveryAsks = []Asks{AsksNothing, AsksReset, AsksReboot, AsksDrainP2P, AsksDrainReset}
-
-// RecoveryAsks is what recovery action v asks for.
-func RecoveryAsks(v uint64) Asks {
-	if v < uint64(len(recoveryAsks)) {
-		return recoveryAsks[v]
-	}
-	return AsksUnknown
 }
 
 // RecoveryEvent is the event of a recovery action report: a notice that
 // asks for what the action says.
 func RecoveryEvent(t time.Time, v uint64, reason string) Event {
 	return Event{Time: t, What: "recovery action " + strconv.FormatUint(v, 10) + " (" + xid.RecoveryActionName(v) + ")",
-		Reason: reason, Stage: StageNotice, Asks: RecoveryAsks(v)}
+		Reason: reason, Stage: StageNotice, Asks: action.RecoveryAction(v)}
 }
 
 // what is the event's few words.

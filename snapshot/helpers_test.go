@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/action"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
@@ -156,7 +157,7 @@ func testRows(n int) []string {
 // testCrashRequest is the request of the golden crash files: 60 rows (the
 // last 50 are kept) and one extra section.
 // testEvent is the event the tests' crash requests are for.
-var testEvent = Event{Reason: "Xid 79: GPU has fallen off the bus (kmsg)", What: "GPU has fallen off the bus (Xid 79)", Stage: StageLost, Asks: AsksReboot}
+var testEvent = Event{Reason: "Xid 79: GPU has fallen off the bus (kmsg)", What: "GPU has fallen off the bus (Xid 79)", Stage: StageLost, Asks: action.Reboot}
 
 func testCrashRequest() CrashRequest {
 	return CrashRequest{

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/action"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/cooldown"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
@@ -81,8 +82,8 @@ type incident struct {
 	events   []Event
 	dropped  uint64 // events beyond maxIncidentEvents
 	captured []Event
-	stage    Stage // the worst stage captured
-	asks     Asks  // the most asked for by an event captured
+	stage    Stage         // the worst stage captured
+	asks     action.Action // the most asked for by an event captured
 	// The follow-ups' context, from Decide; cancelled by a newer incident,
 	// Lost, or Close.
 	follow     context.Context

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/action"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/xid"
 )
@@ -137,21 +138,21 @@ func TestFloodStaysOneSnapshot(t *testing.T) {
 }
 
 // TestApplicationXidDoesNotHideAHardwareFault: an application's Xid (13:
-// the workload faulted, NVIDIA's bucket RESTART_APP) asks nothing of the
-// operator and is a stage below a hardware fault, so a double-bit ECC
+// the workload faulted, NVIDIA's bucket RESTART_APP) asks only to be watched,
+// no repair, and is a stage below a hardware fault, so a double-bit ECC
 // error (Xid 48) a second later takes its own snapshot inside the
 // cooldown. RESTART_BM and RESTART_VM still ask for the node's reboot.
 func TestApplicationXidDoesNotHideAHardwareFault(t *testing.T) {
 	for _, tc := range []struct {
 		code  int
 		stage Stage
-		asks  Asks
+		asks  action.Action
 	}{
-		{13, StageApplication, AsksNothing},
-		{31, StageApplication, AsksNothing},
-		{94, StageFault, AsksNothing}, // contained ECC error: restart the application
-		{79, StageLost, AsksReboot},   // RESTART_BM
-		{151, StageFault, AsksReboot}, // RESTART_VM
+		{13, StageApplication, action.Watch},
+		{31, StageApplication, action.Watch},
+		{94, StageFault, action.Watch},   // contained ECC error: restart the application
+		{79, StageLost, action.Reboot},   // RESTART_BM
+		{151, StageFault, action.Reboot}, // RESTART_VM
 	} {
 		ev := XidEvent(time.Time{}, xid.ExplainDetail(tc.code, xid.Detail(tc.code, "")), "")
 		if ev.Stage != tc.stage || ev.Asks != tc.asks {

@@ -73,11 +73,17 @@ func ReadBootID(path string) string {
 
 // BeginRun reads how the previous run in dir ended, removes its clean-stop
 // marker and records this run (cur); WriteBootLog collects the evidence
-// later. An error means this run could not be recorded; prev is still valid.
+// later. The fans the previous run's fan guard held stay recorded (cur's
+// FanGuard, when it names none): a run that crashes before it hands them
+// back still leaves them to the next. An error means this run could not be
+// recorded; prev is still valid.
 func BeginRun(dir string, cur RunState) (prev PreviousRun, err error) {
 	prev.State, prev.Found, err = ReadRunState(dir)
 	if err != nil {
 		return prev, err
+	}
+	if cur.FanGuard == nil {
+		cur.FanGuard = prev.State.FanGuard
 	}
 	if prev.Found {
 		_, serr := os.Stat(filepath.Join(dir, CleanStopFile))

@@ -129,3 +129,20 @@ func TestRunStateKeepsTheFansHeld(t *testing.T) {
 		}
 	}
 }
+
+// TestBeginRunKeepsTheFansHeld: the fans a killed run's guard held are in
+// the run-state BeginRun writes, before anything hands them back.
+func TestBeginRunKeepsTheFansHeld(t *testing.T) {
+	dir := t.TempDir()
+	held := []FanHold{{UUID: "GPU-1", Fans: []int{0, 1}}}
+	if err := WriteRunState(dir, RunState{BootID: "boot-a", PID: 100, FanGuard: held}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := BeginRun(dir, RunState{BootID: "boot-a", PID: 200}); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := ReadRunState(dir)
+	if err != nil || got.PID != 200 || len(got.FanGuard) != 1 || got.FanGuard[0].UUID != "GPU-1" || len(got.FanGuard[0].Fans) != 2 {
+		t.Fatalf("run-state after BeginRun: %+v, %v; want PID 200 with GPU-1's fans 0,1", got, err)
+	}
+}

@@ -16,6 +16,9 @@ type Explanation struct {
 	Decode string // what the text decoded to; empty when it added nothing
 	Action string // what to do about this report: the decode's advice, else the entry's
 	Bucket string // NVIDIA's immediate action for this report; empty: none given
+	// LinkFatal is set when the NVLink 5 decode's severity is link fatal:
+	// the GPU is in the drain-and-reset state (the decode's Severity column).
+	LinkFatal bool
 	// Recovery is, for Xid 154 whose text gave it, the new recovery action
 	// (HasRecovery says it did).
 	Recovery    uint64
@@ -57,6 +60,7 @@ func ExplainDetail(code int, d reading.XidDetail) Explanation {
 	case isNVLink5(code):
 		if nd, ok := DecodeNVLink5(code, d.Text); ok {
 			e.Decode, e.Action, e.Bucket = nd.String(), nd.Action(), nd.Bucket
+			e.LinkFatal = nd.Severity == sevLinkFatal.String()
 		} else if d.Text != "" {
 			e.Decode = "fields not decoded (no row in NVIDIA's Xid 144-150 decode for them)"
 		}

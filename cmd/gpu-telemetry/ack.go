@@ -15,12 +15,13 @@ const ackDescription = "Acknowledges a GPU's repair action on the running daemon
 	"--action names the action acknowledged, which must be the GPU's current one (status shows it). " +
 	"The ack is written to events.log (type=ACK) and to the board's state file; the GPU's action returns to none " +
 	"(watch while a condition still holds) until a new event, and the boots before it no longer count towards inspect. " +
+	"A board of the previous run that is not enumerated now (status's missing boards) is acknowledged by its UUID the same way. " +
 	"Exit status: 0 acknowledged, 1 refused (not root, another action, no such GPU), 2 bad flags, 3 no daemon."
 
 // AckCLI is `gpu-telemetry ack`.
 type AckCLI struct {
 	SocketFlag
-	GPU    string `arg:"" help:"The GPU: its index or UUID."`
+	GPU    string `arg:"" help:"The GPU: its index, its UUID or the start of it (enough to name one); a board missing now (status's missing boards) by its UUID."`
 	Action string `required:"" help:"The action acknowledged: the GPU's current one (reset_gpu, reboot, power_cycle, inspect, ...)."`
 	Note   string `help:"What was done, for events.log and the board's state file (at most 128 bytes)."`
 }
@@ -50,7 +51,12 @@ func runAck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gpu-telemetry ack: %s\n", whyNoAnswer(path, err))
 		return 3
 	}
-	fmt.Fprintf(stdout, "GPU %d %s: %s acknowledged; its action is now %s", r.GPU, r.UUID, r.Acked, r.Action)
+	if r.Missing {
+		fmt.Fprintf(stdout, "missing board %s (GPU %d of the previous run)", r.UUID, r.GPU)
+	} else {
+		fmt.Fprintf(stdout, "GPU %d %s", r.GPU, r.UUID)
+	}
+	fmt.Fprintf(stdout, ": %s acknowledged; its action is now %s", r.Acked, r.Action)
 	if len(r.Reasons) > 0 {
 		fmt.Fprintf(stdout, " (%s)", strings.Join(r.Reasons, "; "))
 	}
@@ -65,6 +71,6 @@ func ackVia(mon *monitor.Monitor) control.Acker {
 		if err != nil {
 			return control.AckReply{}, err
 		}
-		return control.AckReply{GPU: res.GPU, UUID: res.UUID, Acked: res.Acked, Action: res.Now.Action, Reasons: res.Now.Reasons}, nil
+		return control.AckReply{GPU: res.GPU, Missing: res.Missing, UUID: res.UUID, Acked: res.Acked, Action: res.Now.Action, Reasons: res.Now.Reasons}, nil
 	}
 }

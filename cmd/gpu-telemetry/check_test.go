@@ -356,3 +356,29 @@ func TestCheckArguments(t *testing.T) {
 		{"no daemon", []string{"--socket", gone, "--format", "nhc"}, 3, "gpu-telemetry cannot ask the daemon at " + gone, "no socket there"},
 	})
 }
+
+// A check older than the daemon it asks reads an action it does not know
+// (a newer daemon's) as it came and as one that drains, rather than
+// answering unknown because the document did not decode.
+func TestCheckNewerAction(t *testing.T) {
+	b, err := json.Marshal(live.NewDoc(checkView(healthyGPU(0, uuid0), hungGPU(3, uuid3))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte(`"name":"reset_gpu"`), []byte(`"name":"quarantine_board"`), 1)
+	var d live.Doc
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatalf("the document with a newer action does not decode: %v", err)
+	}
+	for _, f := range []string{"nhc", "npd", "json"} {
+		var out bytes.Buffer
+		r := newCheckResult(d)
+		format := lookupFormat(f)
+		if code := format.exit(format.write(&out, r), r); code != 1 || !strings.Contains(out.String(), "quarantin") { // npd cuts to 80 bytes
+			t.Errorf("%s: exit %d, %q; want 1 naming quarantine_board", f, code, out.String())
+		}
+	}
+	if r := newCheckResult(d); r.code != live.CheckCritical {
+		t.Errorf("nagios status %d, want critical", r.code)
+	}
+}

@@ -16,7 +16,7 @@ import (
 )
 
 // The ack request acknowledges a GPU's repair action (`gpu-telemetry ack`):
-// "ack " and a JSON object, {"gpu": "3" or a UUID, "action": the action
+// "ack " and a JSON object, {"gpu": "3", a UUID or its start, "action": the action
 // acknowledged, "note": why}, on the one request line. It is the one
 // request that changes the daemon's state, so only root may make it (the
 // peer's credentials, SO_PEERCRED, whatever the socket's group lets
@@ -39,7 +39,8 @@ type AckRequest struct {
 // AckReply answers an ack: the GPU, the action acknowledged, and the
 // GPU's action after it (none, or watch while a condition still holds).
 type AckReply struct {
-	GPU     int           `json:"gpu"`
+	GPU     int           `json:"gpu"`               // its index; a missing board's in the previous run
+	Missing bool          `json:"missing,omitempty"` // the board is not enumerated now (host.missing_boards)
 	UUID    string        `json:"uuid"`
 	Acked   action.Action `json:"acked"`
 	Action  action.Action `json:"action"`
@@ -81,6 +82,8 @@ func parseAck(line []byte) (req AckRequest, isAck bool, err error) {
 	switch {
 	case req.GPU == "":
 		return req, true, errors.New("ack: no gpu")
+	case !req.Action.Known():
+		return req, true, fmt.Errorf("ack: unknown action %q (not one of this daemon's)", req.Action)
 	case len(req.Note) > MaxNote:
 		return req, true, fmt.Errorf("ack: a note of more than %d bytes", MaxNote)
 	}

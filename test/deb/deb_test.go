@@ -53,16 +53,21 @@ func output(t *testing.T, name string, args ...string) string {
 var contentsLine = regexp.MustCompile(`^(\S+) (\S+) +\d+ \S+ \S+ (.*)$`)
 
 // shipped maps the package's directories whose files are the repository's
-// own trees (docs pages, examples) to those trees: the package must hold
-// exactly their files, however many there are.
+// own trees (docs pages, examples, Slurm's health check) to those trees:
+// the package must hold exactly their files, however many there are, a
+// page compressed (.md.gz), an executable executable, the Go tests left
+// out.
 var shipped = []struct {
-	pkg, repo, suffix string // package dir, repository dir, suffix the package adds
+	pkg, repo string // package dir, repository dir
+	mdOnly    bool   // only the tree's pages (docs/)
 }{
-	{"./usr/share/doc/gpu-telemetry/docs/", "docs/", ".gz"},
-	{"./usr/share/gpu-telemetry/prometheus/", "deploy/prometheus/", ""},
-	{"./usr/share/gpu-telemetry/alertmanager/", "deploy/alertmanager/", ""},
-	{"./usr/share/gpu-telemetry/grafana/", "deploy/grafana/", ""},
-	{"./usr/share/gpu-telemetry/systemd/", "deploy/gpu-telemetry.service.d/", ""},
+	{"./usr/share/doc/gpu-telemetry/docs/", "docs/", true},
+	{"./usr/share/gpu-telemetry/prometheus/", "deploy/prometheus/", false},
+	{"./usr/share/gpu-telemetry/alertmanager/", "deploy/alertmanager/", false},
+	{"./usr/share/gpu-telemetry/grafana/", "deploy/grafana/", false},
+	{"./usr/share/gpu-telemetry/systemd/", "deploy/gpu-telemetry.service.d/", false},
+	{"./usr/share/gpu-telemetry/slurm/", "deploy/slurm/", false},
+	{"./usr/share/doc/gpu-telemetry/examples/kubernetes/", "deploy/kubernetes/", false},
 }
 
 // TestPackageContents: the package holds exactly the expected files with
@@ -77,10 +82,19 @@ func TestPackageContents(t *testing.T) {
 	want := map[string]bool{}
 	for _, s := range shipped {
 		filepath.WalkDir(filepath.Join(root, s.repo), func(p string, d os.DirEntry, err error) error {
-			if err == nil && !d.IsDir() && (s.suffix == "" || strings.HasSuffix(p, ".md")) {
-				rel, _ := filepath.Rel(filepath.Join(root, s.repo), p)
-				want["-rw-r--r-- root/root "+s.pkg+rel+s.suffix] = true
+			md := strings.HasSuffix(p, ".md")
+			if err != nil || d.IsDir() || strings.HasSuffix(p, "_test.go") || s.mdOnly && !md {
+				return nil
 			}
+			rel, _ := filepath.Rel(filepath.Join(root, s.repo), p)
+			if md {
+				rel += ".gz"
+			}
+			mode := "-rw-r--r--"
+			if fi, err := d.Info(); err == nil && fi.Mode()&0o111 != 0 {
+				mode = "-rwxr-xr-x"
+			}
+			want[mode+" root/root "+s.pkg+rel] = true
 			return nil
 		})
 	}
@@ -112,6 +126,11 @@ func TestPackageContents(t *testing.T) {
 		t.Errorf("the package lacks %q", e)
 	}
 	testutil.Golden(t, "contents.golden", []byte(b.String()))
+	// The drop-ins name the package's binary, as its unit does.
+	conf := output(t, "sh", "-c", "dpkg-deb --fsys-tarfile \"$0\" | tar -xO ./usr/share/gpu-telemetry/systemd/fan-guard.conf", deb)
+	if !strings.Contains(conf, "\nExecStopPost=-/usr/bin/gpu-telemetry fan-guard release ") {
+		t.Errorf("the packaged fan-guard.conf does not run /usr/bin/gpu-telemetry fan-guard release:\n%s", conf)
+	}
 }
 
 // TestPackageFields: the control fields an operator and apt read.

@@ -149,7 +149,7 @@ type missingDoc struct {
 // A board whose boot ended in Xid 79 and that is not enumerated after the
 // reboot (RmInitAdapter failed: the driver did not take it) is a power
 // cycle: in the status document's missing_boards and its text, and an
-// ACTION line by its UUID.
+// ACTION line by its UUID; ack, given the start of its UUID, clears it.
 func TestRepairActionOfAMissingBoard(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -197,8 +197,34 @@ func TestRepairActionOfAMissingBoard(t *testing.T) {
 			t.Errorf("check --format %s: exit %d, want %d with %q:\n%s%s", c.format, code, c.code, c.want, out, errOut)
 		}
 	}
+	// Once it is power cycled, ack clears it, named by the start of its UUID.
+	code, out, errOut := runTool(t, nil, "ack", actionUUID[:12], "--action", "power_cycle", "--note", "reseated", "--socket", p.socketPath())
+	if code != 0 || !strings.Contains(out, "missing board "+actionUUID+" (GPU 0 of the previous run): power_cycle acknowledged; its action is now watch") {
+		t.Fatalf("ack of the missing board: exit %d\n%s%s", code, out, errOut)
+	}
+	p.waitFor("the missing board's action after the ack", 20*time.Second, func() bool {
+		_, d, _ = statusAs[missingDoc](t, p.socketPath())
+		for _, b := range d.Host.MissingBoards {
+			if b.UUID == actionUUID {
+				return b.Action.Name == "watch"
+			}
+		}
+		return false
+	})
+	// Watched now: check no longer drains for it (only for the other
+	// missing board).
+	if code, out, errOut := runTool(t, nil, "check", "--format", "nhc", "--socket", p.socketPath()); code != 1 || strings.Contains(out, short) {
+		t.Errorf("check --format nhc after the missing board's ack: exit %d, want 1 without %s:\n%s%s", code, short, out, errOut)
+	}
 	p.stop()
-	if ev := events(dir); !strings.Contains(ev, "uuid="+actionUUID) || !strings.Contains(ev, "type=ACTION prev_gpu=0 action=power_cycle from=none") {
+	ev := events(dir)
+	if !strings.Contains(ev, "uuid="+actionUUID) || !strings.Contains(ev, "type=ACTION prev_gpu=0 action=power_cycle from=none") {
 		t.Errorf("no ACTION line for the missing board:\n%s", ev)
+	}
+	if !strings.Contains(ev, "type=ACK prev_gpu=0 action=power_cycle by=root note=reseated") || !strings.Contains(ev, "type=ACTION prev_gpu=0 action=watch from=power_cycle") {
+		t.Errorf("events.log after the missing board's ack:\n%s", ev)
+	}
+	if s := readFile(t, filepath.Join(dir, "action-"+actionUUID+".json")); !strings.Contains(s, `"note": "reseated"`) {
+		t.Errorf("the missing board's state file lacks the ack:\n%s", s)
 	}
 }

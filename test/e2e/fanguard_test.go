@@ -367,3 +367,39 @@ func TestFanGuardPreventsTheCrashOnTheThermalModel(t *testing.T) {
 	}
 	t.Logf("peak %d C with the fan guard", peak)
 }
+
+// Where the curve asks for less than the floors, the floors bind: GPU 0's
+// firmware wants 80 % at 72 C (the curve: 68 %), GPU 1's fans accept no
+// less than 75 % (fan_min; the curve 68 %, the firmware 40 %). No speed
+// commanded is below either floor, and each floor is what is commanded.
+func TestFanGuardNeverBelowTheFloors(t *testing.T) {
+	t.Parallel()
+	p, log := guardRun(t, opts{scenario: "gpus 2\ngpu all temp 72\ngpu 0 fan 80\ngpu 0 fan_target 80\ngpu 1 fan 40\ngpu 1 fan_target 40\ngpu 1 fan_min 75\n",
+		args: []string{"--fan-guard"}})
+	p.waitFor("both GPUs' fans taken", 30*time.Second, func() bool {
+		n := map[int]int{}
+		for _, c := range setLog(t, log) {
+			if c.fn == setSpeed {
+				n[c.gpu]++
+			}
+		}
+		return n[0] >= 2 && n[1] >= 2
+	})
+	p.stop()
+	floor := map[int]int{0: 80, 1: 75}
+	at := map[int]int{}
+	for _, c := range setLog(t, log) {
+		if c.fn != setSpeed {
+			continue
+		}
+		if c.ret != 0 || c.speed < floor[c.gpu] {
+			t.Errorf("GPU %d fan %d commanded %d %% (ret %d): below its floor %d %%", c.gpu, c.fan, c.speed, c.ret, floor[c.gpu])
+		}
+		if c.speed == floor[c.gpu] {
+			at[c.gpu]++
+		}
+	}
+	if at[0] < 2 || at[1] < 2 {
+		t.Errorf("fans commanded at the floor: GPU 0 %d, GPU 1 %d; want both fans of each (the curve's 68 %% is below)\n%+v", at[0], at[1], setLog(t, log))
+	}
+}

@@ -152,8 +152,8 @@ func TestUnitFileVerifies(t *testing.T) {
 				if err := os.MkdirAll(path+".d", 0o755); err != nil {
 					t.Fatal(err)
 				}
-				// fan-guard.conf's ExecStopPost= names the binary on systemd's search path.
-				b = []byte(strings.ReplaceAll(string(b), "=gpu-telemetry ", "="+binPath+" "))
+				// fan-guard.conf's ExecStopPost= names the binary as ExecStart= does.
+				b = []byte(strings.ReplaceAll(string(b), "/usr/local/bin/gpu-telemetry", binPath))
 				if err := os.WriteFile(filepath.Join(path+".d", d), b, 0o644); err != nil {
 					t.Fatal(err)
 				}
