@@ -147,7 +147,7 @@ func restLen(buf []byte, recs [][]byte) int {
 // raw only. gs nil: the host's.
 func (m *Monitor) cperRecord(gs *gpuState, source string, now time.Time, raw []byte, rec *cper.Record) {
 	name := cper.FileName(now, source)
-	path, err := sink.Atomic{Perm: 0o600}.CreateNew(filepath.Join(m.cfg.LogDir, snapshot.CrashDir), name, ".bin", raw)
+	path, err := snapshot.SaveCrashFile(m.cfg.LogDir, name, ".bin", raw)
 	file := ""
 	if path != "" {
 		file = filepath.Join(snapshot.CrashDir, filepath.Base(path))
@@ -155,11 +155,11 @@ func (m *Monitor) cperRecord(gs *gpuState, source string, now time.Time, raw []b
 	if err != nil {
 		m.log.Warn("cannot save a CPER record", "source", source, "error", err)
 	}
-	kv := []string{"source", source}
+	var kv []string // the GPU's line names its UUID; the host's says source=bert
 	if rec != nil {
-		kv = append(kv, rec.Fields()...)
+		kv = rec.Fields()
 	} else {
-		kv = append(kv, "decoded", "corrupt", "length", strconv.Itoa(len(raw)))
+		kv = []string{"decoded", "corrupt", "length", strconv.Itoa(len(raw))}
 	}
 	kv = append(kv, "file", file)
 	l := sink.EventLine{Time: now, GPU: -1, Source: "nvml", Type: sink.TypeCPER, Fields: sink.KV(kv...)}

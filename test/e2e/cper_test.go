@@ -44,7 +44,7 @@ func TestCPERAtStartAndAcrossRestart(t *testing.T) {
 	p.waitFor("the CPER line", 20*time.Second, func() bool { return len(cperLines(p.dir)) == 1 })
 	p.stop()
 	l := cperLines(p.dir)[0]
-	for _, want := range []string{"record_id=1000", "severity=fatal", "sections=pcie", "notify=", "gpu=0"} {
+	for _, want := range []string{"record_id=1000", "severity=fatal", "sections=pcie", "gpu=0", "length=216"} {
 		if !strings.Contains(l, want) {
 			t.Errorf("CPER line lacks %q: %s", want, l)
 		}
