@@ -3,7 +3,6 @@ package monitor
 import (
 	"errors"
 	"hash/fnv"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,14 +12,10 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/cper"
-	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
-
-var cperCorrupt = counters.Declare(counters.Def{Name: "cper_records_corrupt", Loss: true, OwnLog: true,
-	Help: "CPER buffers (driver or host BERT) whose header could not be decoded: saved raw, not decoded (the first is logged with why)"})
 
 // cperReader reads the driver's CPER records (R610+) at start, since they
 // may describe the previous boot's failure, and after each critical event.
@@ -34,6 +29,9 @@ type cperReader struct {
 	mu      sync.Mutex
 	cursors *cper.Cursors
 	busy    atomic.Bool // a read is in the driver
+	// queued is each GPU's "a read is on the side queue": an Xid flood
+	// queues one read, not one per Xid, so it never crowds out snapshots.
+	queued  map[int]*atomic.Bool
 	refused atomic.Bool // logged that the driver refuses it (needs root)
 }
 
@@ -47,13 +45,19 @@ func (m *Monitor) startCPER() {
 			m.log.Warn("CPER cursors unreadable; reading the driver's records from the first (those saved before are skipped by id)", "error", err)
 		}
 		c.cursors = cur
+		c.queued = map[int]*atomic.Bool{}
+		for _, gs := range m.gpus {
+			c.queued[gs.idx] = &atomic.Bool{}
+		}
 		if !m.host.HasCPER() {
 			m.log.Info("the driver lacks nvmlSystemGetCPER_v1 (R610+): no GPU CPER records are read")
 			return
 		}
 		c.on.Store(true)
 	})
-	m.side.queue("reading the host's boot error record (BERT)", -1, m.readBERT)
+	if m.hostFile(cper.DefaultBERTPath) || m.hostFile(cper.DefaultRasdaemonDB) {
+		m.side.queue("reading the host's boot error record (BERT)", -1, m.readBERT)
+	}
 	for _, gs := range m.gpus {
 		m.readCPER(gs)
 	}
@@ -64,7 +68,13 @@ func (m *Monitor) readCPER(gs *gpuState) {
 	if !m.cper.on.Load() {
 		return
 	}
-	m.side.queue("reading the GPU's CPER records", gs.idx, func() { m.cperRead(gs) })
+	q := m.cper.queued[gs.idx]
+	if q == nil || !q.CompareAndSwap(false, true) {
+		return // one is queued already: it reads this event's records too
+	}
+	m.side.enqueue(sideJob{what: "reading the GPU's CPER records", gpu: gs.idx,
+		f:       func() { q.Store(false); m.cperRead(gs) },
+		dropped: func(string) { q.Store(false) }})
 }
 
 // cperRead reads the GPU's new records (bounded), saves each and writes its
@@ -85,8 +95,8 @@ func (m *Monitor) cperRead(gs *gpuState) {
 	}
 	ch := make(chan result, 1)
 	go func() {
-		defer c.busy.Store(false)
 		buf, next, err := m.host.ReadCPER(uuid, cur.Handle)
+		c.busy.Store(false) // before the result: the next GPU's read may start at once
 		ch <- result{buf, next, err}
 	}()
 	var r result
@@ -118,7 +128,8 @@ func (m *Monitor) cperRead(gs *gpuState) {
 	}
 	if err != nil {
 		m.cperRecord(gs, uuid, now, r.buf[len(r.buf)-restLen(r.buf, recs):], nil)
-		lose(m.reg, m.log, cperCorrupt, "a GPU's CPER buffer", slog.Int("gpu", gs.idx), slog.String("error", err.Error()))
+		// Not lost (saved raw, its line says decoded=corrupt): logged, not counted.
+		gs.log.Warn("a CPER record could not be decoded; saved raw", "error", err)
 	}
 	if r.next == cur.Handle && len(r.buf) == 0 {
 		return // nothing new
@@ -176,6 +187,12 @@ func (m *Monitor) cperRecord(gs *gpuState, source string, now time.Time, raw []b
 	m.eventLine(l)
 }
 
+// hostFile reports whether the host has the file rel (under HostRoot).
+func (m *Monitor) hostFile(rel string) bool {
+	_, err := os.Stat(filepath.Join(m.cfg.HostRoot, rel))
+	return err == nil
+}
+
 // readBERT records the host firmware's boot error record once per boot
 // (the cursor "bert" remembers a hash of the boot id and the record), and
 // notes rasdaemon's database when present.
@@ -208,7 +225,7 @@ func (m *Monitor) readBERT() {
 	}
 	if perr != nil {
 		m.cperRecord(nil, "bert", time.Now(), data, nil)
-		lose(m.reg, m.log, cperCorrupt, "the host's BERT record", slog.String("error", perr.Error()))
+		m.log.Warn("the host's BERT record could not be decoded; saved raw", "error", perr)
 	} else {
 		m.log.Warn("the firmware recorded an error before this boot (ACPI BERT)", "severity", rec.Severity, "sections", rec.SectionTypes())
 		m.cperRecord(nil, "bert", time.Now(), data, &rec)

@@ -93,7 +93,7 @@ func TestCPERCorruptRecord(t *testing.T) {
 	if !strings.Contains(l, "decoded=corrupt") || !cperFile.MatchString(l) {
 		t.Fatalf("corrupt record's line: %s", l)
 	}
-	if n := strings.Count(p.stderr.String(), "corrupt CPER record"); n != 1 {
+	if n := strings.Count(p.stderr.String(), "could not be decoded; saved raw"); n != 1 {
 		t.Errorf("%d log lines about the corrupt record, want 1", n)
 	}
 }
