@@ -51,6 +51,7 @@ type Monitor struct {
 
 	loop     pollLoop
 	side     sideQueue // file work the poll loop and the workers must not wait for
+	cper     cperReader
 	kern     kernelGPUs
 	klog     *KernelLog // nil: no kernel log
 	kclock   *kernelClock
@@ -235,6 +236,7 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	sideCtx, stopSide := context.WithCancel(context.Background())
 	var side sync.WaitGroup
 	side.Go(func() { serve(sideCtx.Done(), m.side.jobs, func(j sideJob) { j.f() }) })
+	m.startCPER()
 
 	m.poll(ctx, sigs)
 

@@ -6,7 +6,7 @@
  * old_driver.txt are left out of the -DSIMNVML_OLD_DRIVER build.
  */
 
-#define SIMNVML_NSTUBS 339
+#define SIMNVML_NSTUBS 338
 
 unsigned long long simnvml_stub_calls[SIMNVML_NSTUBS + 1];
 const unsigned int simnvml_nstubs = SIMNVML_NSTUBS;
@@ -284,7 +284,6 @@ const char *const simnvml_stub_names[SIMNVML_NSTUBS + 1] = {
 	"nvmlSystemEventSetCreate",
 	"nvmlSystemEventSetFree",
 	"nvmlSystemEventSetWait",
-	"nvmlSystemGetCPER_v1",
 	"nvmlSystemGetConfComputeCapabilities",
 	"nvmlSystemGetConfComputeGpusReadyState",
 	"nvmlSystemGetConfComputeKeyRotationThresholdInfo",
@@ -571,63 +570,63 @@ int nvmlGpuInstanceSetVgpuHeterogeneousMode(void) { return stub(266); }
 int nvmlGpuInstanceSetVgpuSchedulerState(void) { return stub(267); }
 int nvmlGpuInstanceSetVgpuSchedulerState_v2(void) { return stub(268); }
 int nvmlSetVgpuVersion(void) { return stub(269); }
-int nvmlSystemGetHicVersion(void) { return stub(280); }
-int nvmlSystemGetProcessName(void) { return stub(282); }
-int nvmlSystemGetTopologyGpuSet(void) { return stub(283); }
-int nvmlSystemSetConfComputeGpusReadyState(void) { return stub(285); }
-int nvmlSystemSetConfComputeKeyRotationThresholdInfo(void) { return stub(286); }
-int nvmlSystemSetNvlinkBwMode(void) { return stub(287); }
-int nvmlUnitGetCount(void) { return stub(288); }
-int nvmlUnitGetDevices(void) { return stub(289); }
-int nvmlUnitGetFanSpeedInfo(void) { return stub(290); }
-int nvmlUnitGetHandleByIndex(void) { return stub(291); }
-int nvmlUnitGetLedState(void) { return stub(292); }
-int nvmlUnitGetPsuInfo(void) { return stub(293); }
-int nvmlUnitGetTemperature(void) { return stub(294); }
-int nvmlUnitGetUnitInfo(void) { return stub(295); }
-int nvmlUnitSetLedState(void) { return stub(296); }
-int nvmlVgpuInstanceClearAccountingPids(void) { return stub(297); }
-int nvmlVgpuInstanceGetAccountingMode(void) { return stub(298); }
-int nvmlVgpuInstanceGetAccountingPids(void) { return stub(299); }
-int nvmlVgpuInstanceGetAccountingStats(void) { return stub(300); }
-int nvmlVgpuInstanceGetEccMode(void) { return stub(301); }
-int nvmlVgpuInstanceGetEncoderCapacity(void) { return stub(302); }
-int nvmlVgpuInstanceGetEncoderSessions(void) { return stub(303); }
-int nvmlVgpuInstanceGetEncoderStats(void) { return stub(304); }
-int nvmlVgpuInstanceGetFBCSessions(void) { return stub(305); }
-int nvmlVgpuInstanceGetFBCStats(void) { return stub(306); }
-int nvmlVgpuInstanceGetFbUsage(void) { return stub(307); }
-int nvmlVgpuInstanceGetFrameRateLimit(void) { return stub(308); }
-int nvmlVgpuInstanceGetGpuInstanceId(void) { return stub(309); }
-int nvmlVgpuInstanceGetGpuPciId(void) { return stub(310); }
-int nvmlVgpuInstanceGetLicenseInfo(void) { return stub(311); }
-int nvmlVgpuInstanceGetLicenseInfo_v2(void) { return stub(312); }
-int nvmlVgpuInstanceGetLicenseStatus(void) { return stub(313); }
-int nvmlVgpuInstanceGetMdevUUID(void) { return stub(314); }
-int nvmlVgpuInstanceGetMetadata(void) { return stub(315); }
-int nvmlVgpuInstanceGetPlacementId(void) { return stub(316); }
-int nvmlVgpuInstanceGetRuntimeStateSize(void) { return stub(317); }
-int nvmlVgpuInstanceGetType(void) { return stub(318); }
-int nvmlVgpuInstanceGetUUID(void) { return stub(319); }
-int nvmlVgpuInstanceGetVmDriverVersion(void) { return stub(320); }
-int nvmlVgpuInstanceGetVmID(void) { return stub(321); }
-int nvmlVgpuInstanceSetEncoderCapacity(void) { return stub(322); }
-int nvmlVgpuTypeGetBAR1Info(void) { return stub(323); }
-int nvmlVgpuTypeGetCapabilities(void) { return stub(324); }
-int nvmlVgpuTypeGetClass(void) { return stub(325); }
-int nvmlVgpuTypeGetDeviceID(void) { return stub(326); }
-int nvmlVgpuTypeGetFbReservation(void) { return stub(327); }
-int nvmlVgpuTypeGetFrameRateLimit(void) { return stub(328); }
-int nvmlVgpuTypeGetFramebufferSize(void) { return stub(329); }
-int nvmlVgpuTypeGetGpuInstanceProfileId(void) { return stub(330); }
-int nvmlVgpuTypeGetGspHeapSize(void) { return stub(331); }
-int nvmlVgpuTypeGetLicense(void) { return stub(332); }
-int nvmlVgpuTypeGetMaxInstances(void) { return stub(333); }
-int nvmlVgpuTypeGetMaxInstancesPerGpuInstance(void) { return stub(334); }
-int nvmlVgpuTypeGetMaxInstancesPerVm(void) { return stub(335); }
-int nvmlVgpuTypeGetName(void) { return stub(336); }
-int nvmlVgpuTypeGetNumDisplayHeads(void) { return stub(337); }
-int nvmlVgpuTypeGetResolution(void) { return stub(338); }
+int nvmlSystemGetHicVersion(void) { return stub(279); }
+int nvmlSystemGetProcessName(void) { return stub(281); }
+int nvmlSystemGetTopologyGpuSet(void) { return stub(282); }
+int nvmlSystemSetConfComputeGpusReadyState(void) { return stub(284); }
+int nvmlSystemSetConfComputeKeyRotationThresholdInfo(void) { return stub(285); }
+int nvmlSystemSetNvlinkBwMode(void) { return stub(286); }
+int nvmlUnitGetCount(void) { return stub(287); }
+int nvmlUnitGetDevices(void) { return stub(288); }
+int nvmlUnitGetFanSpeedInfo(void) { return stub(289); }
+int nvmlUnitGetHandleByIndex(void) { return stub(290); }
+int nvmlUnitGetLedState(void) { return stub(291); }
+int nvmlUnitGetPsuInfo(void) { return stub(292); }
+int nvmlUnitGetTemperature(void) { return stub(293); }
+int nvmlUnitGetUnitInfo(void) { return stub(294); }
+int nvmlUnitSetLedState(void) { return stub(295); }
+int nvmlVgpuInstanceClearAccountingPids(void) { return stub(296); }
+int nvmlVgpuInstanceGetAccountingMode(void) { return stub(297); }
+int nvmlVgpuInstanceGetAccountingPids(void) { return stub(298); }
+int nvmlVgpuInstanceGetAccountingStats(void) { return stub(299); }
+int nvmlVgpuInstanceGetEccMode(void) { return stub(300); }
+int nvmlVgpuInstanceGetEncoderCapacity(void) { return stub(301); }
+int nvmlVgpuInstanceGetEncoderSessions(void) { return stub(302); }
+int nvmlVgpuInstanceGetEncoderStats(void) { return stub(303); }
+int nvmlVgpuInstanceGetFBCSessions(void) { return stub(304); }
+int nvmlVgpuInstanceGetFBCStats(void) { return stub(305); }
+int nvmlVgpuInstanceGetFbUsage(void) { return stub(306); }
+int nvmlVgpuInstanceGetFrameRateLimit(void) { return stub(307); }
+int nvmlVgpuInstanceGetGpuInstanceId(void) { return stub(308); }
+int nvmlVgpuInstanceGetGpuPciId(void) { return stub(309); }
+int nvmlVgpuInstanceGetLicenseInfo(void) { return stub(310); }
+int nvmlVgpuInstanceGetLicenseInfo_v2(void) { return stub(311); }
+int nvmlVgpuInstanceGetLicenseStatus(void) { return stub(312); }
+int nvmlVgpuInstanceGetMdevUUID(void) { return stub(313); }
+int nvmlVgpuInstanceGetMetadata(void) { return stub(314); }
+int nvmlVgpuInstanceGetPlacementId(void) { return stub(315); }
+int nvmlVgpuInstanceGetRuntimeStateSize(void) { return stub(316); }
+int nvmlVgpuInstanceGetType(void) { return stub(317); }
+int nvmlVgpuInstanceGetUUID(void) { return stub(318); }
+int nvmlVgpuInstanceGetVmDriverVersion(void) { return stub(319); }
+int nvmlVgpuInstanceGetVmID(void) { return stub(320); }
+int nvmlVgpuInstanceSetEncoderCapacity(void) { return stub(321); }
+int nvmlVgpuTypeGetBAR1Info(void) { return stub(322); }
+int nvmlVgpuTypeGetCapabilities(void) { return stub(323); }
+int nvmlVgpuTypeGetClass(void) { return stub(324); }
+int nvmlVgpuTypeGetDeviceID(void) { return stub(325); }
+int nvmlVgpuTypeGetFbReservation(void) { return stub(326); }
+int nvmlVgpuTypeGetFrameRateLimit(void) { return stub(327); }
+int nvmlVgpuTypeGetFramebufferSize(void) { return stub(328); }
+int nvmlVgpuTypeGetGpuInstanceProfileId(void) { return stub(329); }
+int nvmlVgpuTypeGetGspHeapSize(void) { return stub(330); }
+int nvmlVgpuTypeGetLicense(void) { return stub(331); }
+int nvmlVgpuTypeGetMaxInstances(void) { return stub(332); }
+int nvmlVgpuTypeGetMaxInstancesPerGpuInstance(void) { return stub(333); }
+int nvmlVgpuTypeGetMaxInstancesPerVm(void) { return stub(334); }
+int nvmlVgpuTypeGetName(void) { return stub(335); }
+int nvmlVgpuTypeGetNumDisplayHeads(void) { return stub(336); }
+int nvmlVgpuTypeGetResolution(void) { return stub(337); }
 
 /* Newer than the old driver (old_driver.txt). */
 #ifndef SIMNVML_OLD_DRIVER
@@ -694,15 +693,14 @@ int nvmlGpmSetStreamingEnabled(void) { return stub(247); }
 int nvmlSystemEventSetCreate(void) { return stub(270); }
 int nvmlSystemEventSetFree(void) { return stub(271); }
 int nvmlSystemEventSetWait(void) { return stub(272); }
-int nvmlSystemGetCPER_v1(void) { return stub(273); }
-int nvmlSystemGetConfComputeCapabilities(void) { return stub(274); }
-int nvmlSystemGetConfComputeGpusReadyState(void) { return stub(275); }
-int nvmlSystemGetConfComputeKeyRotationThresholdInfo(void) { return stub(276); }
-int nvmlSystemGetConfComputeSettings(void) { return stub(277); }
-int nvmlSystemGetConfComputeState(void) { return stub(278); }
-int nvmlSystemGetDriverBranch(void) { return stub(279); }
-int nvmlSystemGetNvlinkBwMode(void) { return stub(281); }
-int nvmlSystemRegisterEvents(void) { return stub(284); }
+int nvmlSystemGetConfComputeCapabilities(void) { return stub(273); }
+int nvmlSystemGetConfComputeGpusReadyState(void) { return stub(274); }
+int nvmlSystemGetConfComputeKeyRotationThresholdInfo(void) { return stub(275); }
+int nvmlSystemGetConfComputeSettings(void) { return stub(276); }
+int nvmlSystemGetConfComputeState(void) { return stub(277); }
+int nvmlSystemGetDriverBranch(void) { return stub(278); }
+int nvmlSystemGetNvlinkBwMode(void) { return stub(280); }
+int nvmlSystemRegisterEvents(void) { return stub(283); }
 #endif
 
 #pragma GCC visibility pop
