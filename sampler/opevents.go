@@ -128,16 +128,16 @@ func decodeOp(r opRecord) (op reading.OpEvent, xid uint32, ok bool) {
 	for i, c := range r.Contexts {
 		var v string
 		if c.Ret != 0 {
-			v = "unread,ret=" + strconv.Itoa(int(c.Ret)) // nvmlEventSetGetContextInfo_v1's code
+			v = "unread,ret:" + strconv.Itoa(int(c.Ret)) // nvmlEventSetGetContextInfo_v1's code
 		} else {
-			v = fmt.Sprintf("%s,source_type=%d,size=%d,version=%d", named(opContexts, c.Type), c.SourceType, c.Size, c.Version)
+			v = fmt.Sprintf("%s,source_type:%d,size:%d,version:%d", named(opContexts, c.Type), c.SourceType, c.Size, c.Version)
 			if c.HasXid {
-				v += ",xid=" + u(c.Xid)
+				v += ",xid:" + u(c.Xid)
 				if !ok {
 					xid, ok = c.Xid, true
 				}
 			} else if c.Type == opContextLegacyXid {
-				v += ",xid=unread"
+				v += ",xid:unread"
 			}
 		}
 		f = append(f, "context"+strconv.Itoa(i), v)

@@ -127,9 +127,9 @@ func TestStageOperationalEvents(t *testing.T) {
 			}
 		})
 	}
-	x := s.Handle(op(time.Minute, reading.EventXid, 79, reading.OpEvent{Fields: []string{"severity", "fatal", "context0", "legacy_xid,source_type=1,size=4,version=1,xid=79"}, Critical: "fatal"}))
+	x := s.Handle(op(time.Minute, reading.EventXid, 79, reading.OpEvent{Fields: []string{"severity", "fatal", "context0", "legacy_xid,source_type:1,size:4,version:1,xid:79"}, Critical: "fatal"}))
 	if x.Critical == nil || x.Duplicate || !x.Wake || x.Lines[0].Type != sink.TypeXid || !strings.Contains(x.Lines[0].Line(), " xid=79 ") ||
-		!strings.Contains(x.Lines[0].Line(), " source=nvml-op ") || !strings.Contains(x.Lines[0].Line(), ",xid=79") {
+		!strings.Contains(x.Lines[0].Line(), " source=nvml-op ") || !strings.Contains(x.Lines[0].Line(), ",xid:79") {
 		t.Fatalf("operational Xid 79: %+v %s", x, x.Lines[0].Line())
 	}
 	k := s.Handle(kernelXid(t, reading.EventXid, "NVRM: Xid (PCI:0000:01:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.", t0.Add(time.Minute+time.Second), kmsg.Record{Time: time.Hour}))
