@@ -285,9 +285,20 @@ static int start_events(int *fd)
 	for (int i = 0; i < NGPU; i++)
 		masks[i] = nvmlEventTypeXidCriticalError | nvmlEventTypeGpuRecoveryAction;
 	masks[3] = 0; /* lost by now */
+	/* With the GPUs' UUIDs: operational events are subscribed too, and
+	 * the thread waits with nvmlEventSetWait_v3. */
+	static char uuid[NGPU][96];
+	const char *uuids[NGPU] = { 0 };
+	for (int i = 0; i < NGPU; i++) {
+		nvmlDevice_t d;
+		if (masks[i] && nvmlDeviceGetHandleByIndex_v2((unsigned int)i, &d) == NVML_SUCCESS &&
+		    nvmlDeviceGetUUID(d, uuid[i], sizeof(uuid[i])) == NVML_SUCCESS)
+			uuids[i] = uuid[i];
+	}
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
 		return -1;
-	int ret = gt_events_start(idx, masks, reg, NGPU, sv[1]);
+	int opstate = -2;
+	int ret = gt_events_start(idx, masks, uuids, reg, NGPU, sv[1], &opstate);
 	if (ret != 0) {
 		close(sv[0]);
 		close(sv[1]);
@@ -295,6 +306,7 @@ static int start_events(int *fd)
 	}
 	CHECK(reg[0] == masks[0] && reg[3] == 0, "registered masks %llx %llx", (unsigned long long)reg[0],
 	      (unsigned long long)reg[3]);
+	CHECK(opstate == GT_OP_REGISTERED, "operational events not subscribed: %d", opstate);
 	*fd = sv[0];
 	return 0;
 }
