@@ -1,6 +1,8 @@
 package sampler
 
 import (
+	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -86,5 +88,34 @@ func TestMakeOpEvent(t *testing.T) {
 	e = makeOpEvent(nil, 0, opRecord{Severity: 10, Category: 6})
 	if e.Kind != reading.EventOperational || e.Data != 6 || e.Op == nil || e.Op.Critical != "" {
 		t.Errorf("without: %+v", e)
+	}
+}
+
+// opStream is a stream that says how its operational events went.
+type opStream struct {
+	*fakeStream
+	err error
+}
+
+func (s opStream) opEvents() error { return s.err }
+
+// TestLogOpEvents: each GPU's subscription is logged; a driver without
+// operational events is said once, whatever the GPUs and reopenings.
+func TestLogOpEvents(t *testing.T) {
+	var buf strings.Builder
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	var h Host
+	for gpu := range 3 {
+		h.logOpEvents(log, gpu, opStream{newFakeStream(nil), errNoOpEvents})
+	}
+	h.logOpEvents(log, 0, newFakeStream(nil)) // a stream that cannot hold them: nothing
+	if n := strings.Count(buf.String(), "driver lacks GPU operational events"); n != 1 || strings.Count(buf.String(), "\n") != 1 {
+		t.Errorf("%d lines saying the driver lacks them, want the only line:\n%s", n, buf.String())
+	}
+	buf.Reset()
+	h.logOpEvents(log, 1, opStream{newFakeStream(nil), nil})
+	h.logOpEvents(log, 2, opStream{newFakeStream(nil), errors.New("nvmlEventSetRegisterGpuOperationalEvents_v1: Not Supported")})
+	if s := buf.String(); !strings.Contains(s, `msg="GPU operational events subscribed" gpu=1`) || !strings.Contains(s, `msg="GPU operational events refused; Xids come from the NVML Xid events and the kernel log" gpu=2`) {
+		t.Errorf("log:\n%s", s)
 	}
 }
