@@ -84,7 +84,7 @@ type hostStates struct {
 	kmsg, events  string
 	drops         dropHistory
 	incident      live.Incident
-	missing       []live.MissingBoard // set once at start (missingBoard)
+	missing       []*missingBoard // set once at start (Monitor.missingBoard)
 	refusedLogged atomic.Bool
 }
 
@@ -521,7 +521,10 @@ func (m *Monitor) hostView() live.Host {
 	m.loop.cadence.get(&h.Cadence)
 	h.LogLines.Waiting = m.events.Waiting() + m.summary.Waiting()
 	m.states.mu.Lock()
-	h.Kmsg, h.Events, h.LastIncident, h.Missing = m.states.kmsg, m.states.events, m.states.incident, m.states.missing
+	h.Kmsg, h.Events, h.LastIncident = m.states.kmsg, m.states.events, m.states.incident
+	for _, b := range m.states.missing {
+		h.Missing = append(h.Missing, b.view) // a copy: an ack changes b.view under the lock
+	}
 	dropped, _ := h.Counter(live.CounterRowsDropped) // registered by sink (TestViewCountersAreInTheTable)
 	h.RowsDroppedRecent = m.states.drops.recent(h.Now, dropped)
 	m.states.mu.Unlock()
