@@ -44,6 +44,9 @@ func TestEventClass(t *testing.T) {
 		{"XID_LINES_SUPPRESSED", "type=XID_LINES_SUPPRESSED xid=13 lines=40 window=1m0s", EventRoutine},
 		{"HEALTH_EVENT critical", "source=nvml type=HEALTH_EVENT event=DoubleBitEccError severity=critical data=0", EventIncident},
 		{"HEALTH_EVENT notable", "source=nvml type=HEALTH_EVENT event=SingleBitEccError severity=notable data=0", EventNotable},
+		{"OP_EVENT fatal", "source=nvml-op type=OP_EVENT severity=fatal attributes=none critical=fatal", EventIncident},
+		{"OP_EVENT uncontained", "source=nvml-op type=OP_EVENT severity=recoverable attributes=uncontained critical=uncontained", EventIncident},
+		{"OP_EVENT corrected", "source=nvml-op type=OP_EVENT severity=corrected attributes=overflow", EventNotable},
 		{"HEALTH_BASELINE", "type=HEALTH_BASELINE ecc_mode=1 ecc_sbe_volatile=0", EventRoutine},
 		{"HEALTH", "type=HEALTH counter=ecc_sbe_volatile from=3 to=5 delta=+2", EventNotable},
 		{"HEALTH_WARNING", `type=HEALTH_WARNING reason=remap_pending detail="a row remap waits for a GPU reset"`, EventNotable},
@@ -59,6 +62,7 @@ func TestEventClass(t *testing.T) {
 		{"FAN_GUARD set", "type=FAN_GUARD kind=set fan=0 speed_pct=80 firmware_pct=53 temp_c=74", EventRoutine},
 		{"FAN_GUARD released", "type=FAN_GUARD kind=released fan=0 speed_pct=80 firmware_pct=53 temp_c=60 reason=cooled", EventRoutine},
 		{"FAN_GUARD refused", `type=FAN_GUARD kind=refused reason="nvmlDeviceSetFanSpeed_v2: Insufficient Permissions"`, EventNotable},
+		{"CPER", "source=nvml type=CPER record_id=1000 severity=fatal sections=nvidia length=216 file=crashes/cper-x.bin", EventNotable},
 		{"Xid inside a routine line's text", `source=nvml type=PState text="type=Xid"`, EventRoutine},
 	}
 	var named []string

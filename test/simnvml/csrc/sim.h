@@ -212,11 +212,28 @@ struct nvmlDevice_st {
 
 /* ---- timeline events ----------------------------------------------------- */
 
+/* A GPU operational event ("opevent"): what nvmlEventSetWait_v3 reports of
+ * it, and its context records (a legacy Xid, or an opaque one). */
+#define SIM_OPEV_MAXCTX 8
+struct sim_opev {
+	unsigned int severity, log_level, category, attributes, group_attributes;
+	unsigned int module_event_code, gpu_instance, compute_instance;
+	unsigned long long sequence;
+	char module[16];
+	unsigned int nctx;
+	struct {
+		unsigned int legacy_xid; /* 1: a LEGACY_XID context carrying xid */
+		unsigned int xid;
+		unsigned int source_type;
+	} ctx[SIM_OPEV_MAXCTX];
+};
+
 struct sim_event {
 	int64_t t;
 	unsigned int gpu;
-	unsigned long long type;
+	unsigned long long type; /* 0 for an operational event */
 	unsigned long long data;
+	const struct sim_opev *op; /* an operational event; NULL for an event bit */
 };
 
 struct sim_kmsg {
@@ -367,6 +384,9 @@ unsigned int sim_procs_count(const struct nvmlDevice_st *d, int64_t now, int kin
 void sim_procs_fill(const struct nvmlDevice_st *d, int64_t now, int kind, void *infos, unsigned int first, int v1);
 int sim_parse_duration(const char *s, int64_t *ns); /* scenario.c */
 int sim_parse_number(const char *s, double *out); /* scenario.c */
+
+/* cper.c: CPER records behind nvmlSystemGetCPER_v1 ("gpu SEL cper ...") */
+int sim_stmt_cper(char *err, size_t errlen, uint32_t mask, int64_t t, char **tok, int n);
 
 /* health.c: GPU classes and health counters */
 int sim_health_metric(const char *s, int *m, int *count, double *scale); /* 0 ok, -1 not a health metric */

@@ -6,7 +6,7 @@
  * old_driver.txt are left out of the -DSIMNVML_OLD_DRIVER build.
  */
 
-#define SIMNVML_NSTUBS 339
+#define SIMNVML_NSTUBS 332
 
 unsigned long long simnvml_stub_calls[SIMNVML_NSTUBS + 1];
 const unsigned int simnvml_nstubs = SIMNVML_NSTUBS;
@@ -240,12 +240,6 @@ const char *const simnvml_stub_names[SIMNVML_NSTUBS + 1] = {
 	"nvmlDeviceWorkloadPowerProfileGetProfilesInfo",
 	"nvmlDeviceWorkloadPowerProfileSetRequestedProfiles",
 	"nvmlDeviceWorkloadPowerProfileUpdateProfiles_v1",
-	"nvmlEventSetGetContextCount_v1",
-	"nvmlEventSetGetContextData_v1",
-	"nvmlEventSetGetContextInfo_v1",
-	"nvmlEventSetGetGpuOperationalEventContextLegacyXid_v1",
-	"nvmlEventSetRegisterGpuOperationalEvents_v1",
-	"nvmlEventSetWait_v3",
 	"nvmlGetExcludedDeviceCount",
 	"nvmlGetExcludedDeviceInfoByIndex",
 	"nvmlGetVgpuCompatibility",
@@ -284,7 +278,6 @@ const char *const simnvml_stub_names[SIMNVML_NSTUBS + 1] = {
 	"nvmlSystemEventSetCreate",
 	"nvmlSystemEventSetFree",
 	"nvmlSystemEventSetWait",
-	"nvmlSystemGetCPER_v1",
 	"nvmlSystemGetConfComputeCapabilities",
 	"nvmlSystemGetConfComputeGpusReadyState",
 	"nvmlSystemGetConfComputeKeyRotationThresholdInfo",
@@ -544,90 +537,90 @@ int nvmlDeviceSetVgpuSchedulerState_v2(void) { return stub(220); }
 int nvmlDeviceSetVirtualizationMode(void) { return stub(221); }
 int nvmlDeviceValidateInforom(void) { return stub(222); }
 int nvmlDeviceVgpuForceGspUnload(void) { return stub(223); }
-int nvmlGetExcludedDeviceCount(void) { return stub(235); }
-int nvmlGetExcludedDeviceInfoByIndex(void) { return stub(236); }
-int nvmlGetVgpuCompatibility(void) { return stub(237); }
-int nvmlGetVgpuDriverCapabilities(void) { return stub(238); }
-int nvmlGetVgpuVersion(void) { return stub(239); }
-int nvmlGpuInstanceCreateComputeInstance(void) { return stub(248); }
-int nvmlGpuInstanceCreateComputeInstanceWithPlacement(void) { return stub(249); }
-int nvmlGpuInstanceDestroy(void) { return stub(250); }
-int nvmlGpuInstanceGetActiveVgpus(void) { return stub(251); }
-int nvmlGpuInstanceGetComputeInstanceById(void) { return stub(252); }
-int nvmlGpuInstanceGetComputeInstancePossiblePlacements(void) { return stub(253); }
-int nvmlGpuInstanceGetComputeInstanceProfileInfo(void) { return stub(254); }
-int nvmlGpuInstanceGetComputeInstanceProfileInfoV(void) { return stub(255); }
-int nvmlGpuInstanceGetComputeInstanceRemainingCapacity(void) { return stub(256); }
-int nvmlGpuInstanceGetComputeInstances(void) { return stub(257); }
-int nvmlGpuInstanceGetCreatableVgpus(void) { return stub(258); }
-int nvmlGpuInstanceGetInfo(void) { return stub(259); }
-int nvmlGpuInstanceGetVgpuHeterogeneousMode(void) { return stub(260); }
-int nvmlGpuInstanceGetVgpuSchedulerLog(void) { return stub(261); }
-int nvmlGpuInstanceGetVgpuSchedulerLog_v2(void) { return stub(262); }
-int nvmlGpuInstanceGetVgpuSchedulerState(void) { return stub(263); }
-int nvmlGpuInstanceGetVgpuSchedulerState_v2(void) { return stub(264); }
-int nvmlGpuInstanceGetVgpuTypeCreatablePlacements(void) { return stub(265); }
-int nvmlGpuInstanceSetVgpuHeterogeneousMode(void) { return stub(266); }
-int nvmlGpuInstanceSetVgpuSchedulerState(void) { return stub(267); }
-int nvmlGpuInstanceSetVgpuSchedulerState_v2(void) { return stub(268); }
-int nvmlSetVgpuVersion(void) { return stub(269); }
-int nvmlSystemGetHicVersion(void) { return stub(280); }
-int nvmlSystemGetProcessName(void) { return stub(282); }
-int nvmlSystemGetTopologyGpuSet(void) { return stub(283); }
-int nvmlSystemSetConfComputeGpusReadyState(void) { return stub(285); }
-int nvmlSystemSetConfComputeKeyRotationThresholdInfo(void) { return stub(286); }
-int nvmlSystemSetNvlinkBwMode(void) { return stub(287); }
-int nvmlUnitGetCount(void) { return stub(288); }
-int nvmlUnitGetDevices(void) { return stub(289); }
-int nvmlUnitGetFanSpeedInfo(void) { return stub(290); }
-int nvmlUnitGetHandleByIndex(void) { return stub(291); }
-int nvmlUnitGetLedState(void) { return stub(292); }
-int nvmlUnitGetPsuInfo(void) { return stub(293); }
-int nvmlUnitGetTemperature(void) { return stub(294); }
-int nvmlUnitGetUnitInfo(void) { return stub(295); }
-int nvmlUnitSetLedState(void) { return stub(296); }
-int nvmlVgpuInstanceClearAccountingPids(void) { return stub(297); }
-int nvmlVgpuInstanceGetAccountingMode(void) { return stub(298); }
-int nvmlVgpuInstanceGetAccountingPids(void) { return stub(299); }
-int nvmlVgpuInstanceGetAccountingStats(void) { return stub(300); }
-int nvmlVgpuInstanceGetEccMode(void) { return stub(301); }
-int nvmlVgpuInstanceGetEncoderCapacity(void) { return stub(302); }
-int nvmlVgpuInstanceGetEncoderSessions(void) { return stub(303); }
-int nvmlVgpuInstanceGetEncoderStats(void) { return stub(304); }
-int nvmlVgpuInstanceGetFBCSessions(void) { return stub(305); }
-int nvmlVgpuInstanceGetFBCStats(void) { return stub(306); }
-int nvmlVgpuInstanceGetFbUsage(void) { return stub(307); }
-int nvmlVgpuInstanceGetFrameRateLimit(void) { return stub(308); }
-int nvmlVgpuInstanceGetGpuInstanceId(void) { return stub(309); }
-int nvmlVgpuInstanceGetGpuPciId(void) { return stub(310); }
-int nvmlVgpuInstanceGetLicenseInfo(void) { return stub(311); }
-int nvmlVgpuInstanceGetLicenseInfo_v2(void) { return stub(312); }
-int nvmlVgpuInstanceGetLicenseStatus(void) { return stub(313); }
-int nvmlVgpuInstanceGetMdevUUID(void) { return stub(314); }
-int nvmlVgpuInstanceGetMetadata(void) { return stub(315); }
-int nvmlVgpuInstanceGetPlacementId(void) { return stub(316); }
-int nvmlVgpuInstanceGetRuntimeStateSize(void) { return stub(317); }
-int nvmlVgpuInstanceGetType(void) { return stub(318); }
-int nvmlVgpuInstanceGetUUID(void) { return stub(319); }
-int nvmlVgpuInstanceGetVmDriverVersion(void) { return stub(320); }
-int nvmlVgpuInstanceGetVmID(void) { return stub(321); }
-int nvmlVgpuInstanceSetEncoderCapacity(void) { return stub(322); }
-int nvmlVgpuTypeGetBAR1Info(void) { return stub(323); }
-int nvmlVgpuTypeGetCapabilities(void) { return stub(324); }
-int nvmlVgpuTypeGetClass(void) { return stub(325); }
-int nvmlVgpuTypeGetDeviceID(void) { return stub(326); }
-int nvmlVgpuTypeGetFbReservation(void) { return stub(327); }
-int nvmlVgpuTypeGetFrameRateLimit(void) { return stub(328); }
-int nvmlVgpuTypeGetFramebufferSize(void) { return stub(329); }
-int nvmlVgpuTypeGetGpuInstanceProfileId(void) { return stub(330); }
-int nvmlVgpuTypeGetGspHeapSize(void) { return stub(331); }
-int nvmlVgpuTypeGetLicense(void) { return stub(332); }
-int nvmlVgpuTypeGetMaxInstances(void) { return stub(333); }
-int nvmlVgpuTypeGetMaxInstancesPerGpuInstance(void) { return stub(334); }
-int nvmlVgpuTypeGetMaxInstancesPerVm(void) { return stub(335); }
-int nvmlVgpuTypeGetName(void) { return stub(336); }
-int nvmlVgpuTypeGetNumDisplayHeads(void) { return stub(337); }
-int nvmlVgpuTypeGetResolution(void) { return stub(338); }
+int nvmlGetExcludedDeviceCount(void) { return stub(229); }
+int nvmlGetExcludedDeviceInfoByIndex(void) { return stub(230); }
+int nvmlGetVgpuCompatibility(void) { return stub(231); }
+int nvmlGetVgpuDriverCapabilities(void) { return stub(232); }
+int nvmlGetVgpuVersion(void) { return stub(233); }
+int nvmlGpuInstanceCreateComputeInstance(void) { return stub(242); }
+int nvmlGpuInstanceCreateComputeInstanceWithPlacement(void) { return stub(243); }
+int nvmlGpuInstanceDestroy(void) { return stub(244); }
+int nvmlGpuInstanceGetActiveVgpus(void) { return stub(245); }
+int nvmlGpuInstanceGetComputeInstanceById(void) { return stub(246); }
+int nvmlGpuInstanceGetComputeInstancePossiblePlacements(void) { return stub(247); }
+int nvmlGpuInstanceGetComputeInstanceProfileInfo(void) { return stub(248); }
+int nvmlGpuInstanceGetComputeInstanceProfileInfoV(void) { return stub(249); }
+int nvmlGpuInstanceGetComputeInstanceRemainingCapacity(void) { return stub(250); }
+int nvmlGpuInstanceGetComputeInstances(void) { return stub(251); }
+int nvmlGpuInstanceGetCreatableVgpus(void) { return stub(252); }
+int nvmlGpuInstanceGetInfo(void) { return stub(253); }
+int nvmlGpuInstanceGetVgpuHeterogeneousMode(void) { return stub(254); }
+int nvmlGpuInstanceGetVgpuSchedulerLog(void) { return stub(255); }
+int nvmlGpuInstanceGetVgpuSchedulerLog_v2(void) { return stub(256); }
+int nvmlGpuInstanceGetVgpuSchedulerState(void) { return stub(257); }
+int nvmlGpuInstanceGetVgpuSchedulerState_v2(void) { return stub(258); }
+int nvmlGpuInstanceGetVgpuTypeCreatablePlacements(void) { return stub(259); }
+int nvmlGpuInstanceSetVgpuHeterogeneousMode(void) { return stub(260); }
+int nvmlGpuInstanceSetVgpuSchedulerState(void) { return stub(261); }
+int nvmlGpuInstanceSetVgpuSchedulerState_v2(void) { return stub(262); }
+int nvmlSetVgpuVersion(void) { return stub(263); }
+int nvmlSystemGetHicVersion(void) { return stub(273); }
+int nvmlSystemGetProcessName(void) { return stub(275); }
+int nvmlSystemGetTopologyGpuSet(void) { return stub(276); }
+int nvmlSystemSetConfComputeGpusReadyState(void) { return stub(278); }
+int nvmlSystemSetConfComputeKeyRotationThresholdInfo(void) { return stub(279); }
+int nvmlSystemSetNvlinkBwMode(void) { return stub(280); }
+int nvmlUnitGetCount(void) { return stub(281); }
+int nvmlUnitGetDevices(void) { return stub(282); }
+int nvmlUnitGetFanSpeedInfo(void) { return stub(283); }
+int nvmlUnitGetHandleByIndex(void) { return stub(284); }
+int nvmlUnitGetLedState(void) { return stub(285); }
+int nvmlUnitGetPsuInfo(void) { return stub(286); }
+int nvmlUnitGetTemperature(void) { return stub(287); }
+int nvmlUnitGetUnitInfo(void) { return stub(288); }
+int nvmlUnitSetLedState(void) { return stub(289); }
+int nvmlVgpuInstanceClearAccountingPids(void) { return stub(290); }
+int nvmlVgpuInstanceGetAccountingMode(void) { return stub(291); }
+int nvmlVgpuInstanceGetAccountingPids(void) { return stub(292); }
+int nvmlVgpuInstanceGetAccountingStats(void) { return stub(293); }
+int nvmlVgpuInstanceGetEccMode(void) { return stub(294); }
+int nvmlVgpuInstanceGetEncoderCapacity(void) { return stub(295); }
+int nvmlVgpuInstanceGetEncoderSessions(void) { return stub(296); }
+int nvmlVgpuInstanceGetEncoderStats(void) { return stub(297); }
+int nvmlVgpuInstanceGetFBCSessions(void) { return stub(298); }
+int nvmlVgpuInstanceGetFBCStats(void) { return stub(299); }
+int nvmlVgpuInstanceGetFbUsage(void) { return stub(300); }
+int nvmlVgpuInstanceGetFrameRateLimit(void) { return stub(301); }
+int nvmlVgpuInstanceGetGpuInstanceId(void) { return stub(302); }
+int nvmlVgpuInstanceGetGpuPciId(void) { return stub(303); }
+int nvmlVgpuInstanceGetLicenseInfo(void) { return stub(304); }
+int nvmlVgpuInstanceGetLicenseInfo_v2(void) { return stub(305); }
+int nvmlVgpuInstanceGetLicenseStatus(void) { return stub(306); }
+int nvmlVgpuInstanceGetMdevUUID(void) { return stub(307); }
+int nvmlVgpuInstanceGetMetadata(void) { return stub(308); }
+int nvmlVgpuInstanceGetPlacementId(void) { return stub(309); }
+int nvmlVgpuInstanceGetRuntimeStateSize(void) { return stub(310); }
+int nvmlVgpuInstanceGetType(void) { return stub(311); }
+int nvmlVgpuInstanceGetUUID(void) { return stub(312); }
+int nvmlVgpuInstanceGetVmDriverVersion(void) { return stub(313); }
+int nvmlVgpuInstanceGetVmID(void) { return stub(314); }
+int nvmlVgpuInstanceSetEncoderCapacity(void) { return stub(315); }
+int nvmlVgpuTypeGetBAR1Info(void) { return stub(316); }
+int nvmlVgpuTypeGetCapabilities(void) { return stub(317); }
+int nvmlVgpuTypeGetClass(void) { return stub(318); }
+int nvmlVgpuTypeGetDeviceID(void) { return stub(319); }
+int nvmlVgpuTypeGetFbReservation(void) { return stub(320); }
+int nvmlVgpuTypeGetFrameRateLimit(void) { return stub(321); }
+int nvmlVgpuTypeGetFramebufferSize(void) { return stub(322); }
+int nvmlVgpuTypeGetGpuInstanceProfileId(void) { return stub(323); }
+int nvmlVgpuTypeGetGspHeapSize(void) { return stub(324); }
+int nvmlVgpuTypeGetLicense(void) { return stub(325); }
+int nvmlVgpuTypeGetMaxInstances(void) { return stub(326); }
+int nvmlVgpuTypeGetMaxInstancesPerGpuInstance(void) { return stub(327); }
+int nvmlVgpuTypeGetMaxInstancesPerVm(void) { return stub(328); }
+int nvmlVgpuTypeGetName(void) { return stub(329); }
+int nvmlVgpuTypeGetNumDisplayHeads(void) { return stub(330); }
+int nvmlVgpuTypeGetResolution(void) { return stub(331); }
 
 /* Newer than the old driver (old_driver.txt). */
 #ifndef SIMNVML_OLD_DRIVER
@@ -677,32 +670,25 @@ int nvmlDeviceWorkloadPowerProfileGetCurrentProfiles(void) { return stub(225); }
 int nvmlDeviceWorkloadPowerProfileGetProfilesInfo(void) { return stub(226); }
 int nvmlDeviceWorkloadPowerProfileSetRequestedProfiles(void) { return stub(227); }
 int nvmlDeviceWorkloadPowerProfileUpdateProfiles_v1(void) { return stub(228); }
-int nvmlEventSetGetContextCount_v1(void) { return stub(229); }
-int nvmlEventSetGetContextData_v1(void) { return stub(230); }
-int nvmlEventSetGetContextInfo_v1(void) { return stub(231); }
-int nvmlEventSetGetGpuOperationalEventContextLegacyXid_v1(void) { return stub(232); }
-int nvmlEventSetRegisterGpuOperationalEvents_v1(void) { return stub(233); }
-int nvmlEventSetWait_v3(void) { return stub(234); }
-int nvmlGpmMetricsGet(void) { return stub(240); }
-int nvmlGpmMigSampleGet(void) { return stub(241); }
-int nvmlGpmQueryDeviceSupport(void) { return stub(242); }
-int nvmlGpmQueryIfStreamingEnabled(void) { return stub(243); }
-int nvmlGpmSampleAlloc(void) { return stub(244); }
-int nvmlGpmSampleFree(void) { return stub(245); }
-int nvmlGpmSampleGet(void) { return stub(246); }
-int nvmlGpmSetStreamingEnabled(void) { return stub(247); }
-int nvmlSystemEventSetCreate(void) { return stub(270); }
-int nvmlSystemEventSetFree(void) { return stub(271); }
-int nvmlSystemEventSetWait(void) { return stub(272); }
-int nvmlSystemGetCPER_v1(void) { return stub(273); }
-int nvmlSystemGetConfComputeCapabilities(void) { return stub(274); }
-int nvmlSystemGetConfComputeGpusReadyState(void) { return stub(275); }
-int nvmlSystemGetConfComputeKeyRotationThresholdInfo(void) { return stub(276); }
-int nvmlSystemGetConfComputeSettings(void) { return stub(277); }
-int nvmlSystemGetConfComputeState(void) { return stub(278); }
-int nvmlSystemGetDriverBranch(void) { return stub(279); }
-int nvmlSystemGetNvlinkBwMode(void) { return stub(281); }
-int nvmlSystemRegisterEvents(void) { return stub(284); }
+int nvmlGpmMetricsGet(void) { return stub(234); }
+int nvmlGpmMigSampleGet(void) { return stub(235); }
+int nvmlGpmQueryDeviceSupport(void) { return stub(236); }
+int nvmlGpmQueryIfStreamingEnabled(void) { return stub(237); }
+int nvmlGpmSampleAlloc(void) { return stub(238); }
+int nvmlGpmSampleFree(void) { return stub(239); }
+int nvmlGpmSampleGet(void) { return stub(240); }
+int nvmlGpmSetStreamingEnabled(void) { return stub(241); }
+int nvmlSystemEventSetCreate(void) { return stub(264); }
+int nvmlSystemEventSetFree(void) { return stub(265); }
+int nvmlSystemEventSetWait(void) { return stub(266); }
+int nvmlSystemGetConfComputeCapabilities(void) { return stub(267); }
+int nvmlSystemGetConfComputeGpusReadyState(void) { return stub(268); }
+int nvmlSystemGetConfComputeKeyRotationThresholdInfo(void) { return stub(269); }
+int nvmlSystemGetConfComputeSettings(void) { return stub(270); }
+int nvmlSystemGetConfComputeState(void) { return stub(271); }
+int nvmlSystemGetDriverBranch(void) { return stub(272); }
+int nvmlSystemGetNvlinkBwMode(void) { return stub(274); }
+int nvmlSystemRegisterEvents(void) { return stub(277); }
 #endif
 
 #pragma GCC visibility pop
