@@ -47,9 +47,13 @@ type HostDoc struct {
 	// MissingBoards are the previous run's boards not enumerated now that
 	// have a repair action ([] for none).
 	MissingBoards []MissingBoardDoc `json:"missing_boards"`
-	Pacer         PacerDoc          `json:"pacer"`
-	LogLines      LogLinesDoc       `json:"log_lines"`
-	Counters      []Counter         `json:"counters"`
+	// GPUsMissing is how many GPUs are missing since this start
+	// (gpu_telemetry_gpus_missing): a board of the previous run not
+	// enumerated now, or fewer than --expect-gpus.
+	GPUsMissing int         `json:"gpus_missing"`
+	Pacer       PacerDoc    `json:"pacer"`
+	LogLines    LogLinesDoc `json:"log_lines"`
+	Counters    []Counter   `json:"counters"`
 }
 
 // Counter returns the value of the counter named name; ok is false when the
@@ -233,6 +237,7 @@ func NewDoc(v View) Doc {
 	if h.DiskPaused {
 		d.Host.Disk = "paused"
 	}
+	d.Host.GPUsMissing = h.GPUsMissing
 	d.Host.MissingBoards = []MissingBoardDoc{}
 	for _, b := range h.Missing {
 		d.Host.MissingBoards = append(d.Host.MissingBoards, MissingBoardDoc{Index: b.Index, UUID: b.UUID,

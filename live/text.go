@@ -114,6 +114,9 @@ func HostLines(d Doc) []string {
 		l4 = "lost work: " + strings.Join(lost, " ")
 	}
 	out := []string{l1, l2, pacer, l3, l4}
+	if h.GPUsMissing > 0 {
+		out = append(out, "GPUs missing since this start: "+itoa(h.GPUsMissing)+" (GPU_MISSING in events.log)")
+	}
 	for _, b := range h.MissingBoards {
 		out = append(out, "missing board "+b.UUID+" (GPU "+itoa(b.Index)+" in the previous run): "+
 			ActionText(GPUDoc{Action: b.Action}, d.Time))

@@ -150,6 +150,8 @@ func (e EventLine) describe() string {
 		return s
 	case sink.TypeHealthBaseline:
 		return "health counters first read (the baseline every later HEALTH line starts from)"
+	case sink.TypeGPUMissing:
+		return "GPU missing at start: " + kv["detail"]
 	case sink.TypeUncleanStop:
 		s := "last row before the logger stopped without a clean exit ("
 		if kv["same_boot"] == "true" {

@@ -265,6 +265,7 @@ const (
 	TypeHealthEvent           = "HEALTH_EVENT"            // an NVML hardware health event (event=, severity=critical|notable)
 	TypeOpEvent               = "OP_EVENT"                // an NVML GPU operational event without a legacy Xid (severity=, attributes=, ...; critical= when fatal or uncontained)
 	TypeInventory             = "INVENTORY"               // at start: a board of the previous run missing, new, or at another index or bus id (change=)
+	TypeGPUMissing            = "GPU_MISSING"             // at start: a board of the previous run is not enumerated, or fewer GPUs than --expect-gpus (detail=)
 	TypeAction                = "ACTION"                  // a GPU's repair action changed (action=, from=, reason=)
 	TypeAck                   = "ACK"                     // an operator acknowledged a GPU's action (action=, by=, note=, classes=)
 	TypeFanGuard              = "FAN_GUARD"               // the fan guard took, changed, handed back a fan, or was refused (kind=engaged|set|released|refused|hung)
@@ -301,8 +302,9 @@ var eventClasses = map[string]EventClass{
 	TypeHealthCritical:        EventIncident,
 	TypeHealthEvent:           EventIncident,
 	TypeOpEvent:               EventIncident,
-	TypeInventory:             EventNotable, // routine for a board new, moved or identified (classOf)
-	TypeAction:                EventNotable, // what the events already written ask for: no incident of its own
+	TypeInventory:             EventNotable,  // routine for a board new, moved or identified, a VBIOS, driver or maximum link change (classOf)
+	TypeGPUMissing:            EventIncident, // a board gone since the previous run: a page (its evidence is the boot log, when there is one)
+	TypeAction:                EventNotable,  // what the events already written ask for: no incident of its own
 	TypeAck:                   EventRoutine,
 	TypeFanGuard:              EventNotable, // routine for a change of speed and a hand-back (classOf)
 	TypeCPER:                  EventNotable,
@@ -334,7 +336,7 @@ func (e ParsedLine) Class() EventClass {
 func classOf(get func(key string) string) EventClass {
 	typ := get("type")
 	c := eventClasses[typ]
-	if ch := get("change"); typ == TypeInventory && (ch == InventoryNew || ch == InventoryMoved || ch == InventoryIdentified) {
+	if ch := get("change"); typ == TypeInventory && (ch == InventoryNew || ch == InventoryMoved || ch == InventoryIdentified || ch == InventoryVBIOS || ch == InventoryDriver || ch == InventoryPCIeMax) {
 		return EventRoutine
 	}
 	if k := get("kind"); typ == TypeFanGuard && (k == "set" || k == "released") {

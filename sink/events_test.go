@@ -55,6 +55,7 @@ func TestEventClass(t *testing.T) {
 		{"INVENTORY new", "source=start type=INVENTORY change=new", EventRoutine},
 		{"INVENTORY moved", "source=start type=INVENTORY change=moved prev_gpu=1", EventRoutine},
 		{"INVENTORY identified", "source=poll type=INVENTORY change=identified prev_gpu=0", EventRoutine},
+		{"GPU_MISSING", `source=start type=GPU_MISSING detail="GPU-a (serial 1) at 0000:4b:00.0 missing since this boot" prev_gpu=0`, EventIncident},
 		{"ACTION", `type=ACTION action=reboot from=none reason="Xid 79 GPU has fallen off the bus: NVIDIA's resolution RESTART_BM"`, EventNotable},
 		{"ACK", `source=socket type=ACK action=reboot by=root note=reseated classes=xid79`, EventRoutine},
 		{"FAN_GUARD engaged", "type=FAN_GUARD kind=engaged fan=0 speed_pct=78 firmware_pct=53 temp_c=73 reason=temperature", EventNotable},
