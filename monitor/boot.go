@@ -31,6 +31,7 @@ func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
 		m.log.Warn("cannot record this run; the next start will not know whether it stopped cleanly", "error", err)
 	}
 	missing := m.missingAtStart(m.compareInventory(prev))
+	m.missingFromState()
 	if prev.Found {
 		for _, line := range sink.CompareFirmware(m.start, prev.State.Driver, cur.Driver, prev.State.VBIOS, cur.VBIOS, cur.GPUs) {
 			m.eventLine(line)

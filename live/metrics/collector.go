@@ -289,8 +289,12 @@ func (w *walker) walk(v live.View) {
 	}
 	w.add(mAnswer, float64(answering))
 	w.add(mMissing, float64(h.GPUsMissing))
-	for _, b := range h.Missing { // by its index in the previous run
-		w.add(mAction, 1, strconv.Itoa(b.Index), b.UUID, b.Action.Action.String())
+	for _, b := range h.Missing { // by its index in the previous run; "" when missing since an earlier one
+		gpu := ""
+		if b.Index >= 0 {
+			gpu = strconv.Itoa(b.Index)
+		}
+		w.add(mAction, 1, gpu, b.UUID, b.Action.Action.String())
 	}
 }
 
