@@ -63,11 +63,29 @@ func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
 	})
 }
 
-// missingAtStart writes the critical GPU_MISSING line of each board of the
-// previous run not enumerated now (missing, from compareInventory) and, with
-// --expect-gpus, of a start that enumerated fewer; it sets the host view's
-// count (gpu_telemetry_gpus_missing) and returns what the boot log says.
+// missingAtStart raises each board of the previous run not enumerated now
+// (missing, from compareInventory; raiseMissing) and, with --expect-gpus,
+// a start that enumerated fewer; it returns what the boot log says.
 func (m *Monitor) missingAtStart(missing []sink.InventoryChange) []string {
+	texts := m.raiseMissing(missing)
+	if want, got := m.cfg.ExpectGPUs, m.host.Enumerated(); want > 0 && got < want {
+		line := sink.ExpectedEvent(m.start, want, got)
+		m.log.Error("fewer GPUs enumerated than expected (--expect-gpus)", "expected", want, "enumerated", got)
+		m.eventLine(line)
+		texts = append(texts, line.Get("detail"))
+		m.states.mu.Lock()
+		m.states.gpusMissing = max(m.states.gpusMissing, want-got)
+		m.states.mu.Unlock()
+	}
+	return texts
+}
+
+// raiseMissing writes the critical GPU_MISSING line of each missing board
+// and adds them to the host view's count (gpu_telemetry_gpus_missing): at
+// start, and for boards held back then (a GPU stuck) once every GPU has
+// answered without being one of them (lateBoard). It returns the lines'
+// details.
+func (m *Monitor) raiseMissing(missing []sink.InventoryChange) []string {
 	var texts []string
 	for _, c := range missing {
 		line := c.MissingEvent(m.start)
@@ -75,16 +93,8 @@ func (m *Monitor) missingAtStart(missing []sink.InventoryChange) []string {
 		m.eventLine(line)
 		texts = append(texts, line.Get("detail"))
 	}
-	n := len(missing)
-	if want, got := m.cfg.ExpectGPUs, m.host.Enumerated(); want > 0 && got < want {
-		line := sink.ExpectedEvent(m.start, want, got)
-		m.log.Error("fewer GPUs enumerated than expected (--expect-gpus)", "expected", want, "enumerated", got)
-		m.eventLine(line)
-		texts = append(texts, line.Get("detail"))
-		n = max(n, want-got)
-	}
 	m.states.mu.Lock()
-	m.states.gpusMissing = n
+	m.states.gpusMissing += len(missing)
 	m.states.mu.Unlock()
 	return texts
 }
@@ -122,7 +132,15 @@ func (m *Monitor) compareInventory(prev snapshot.PreviousRun) (missing []sink.In
 		}
 		count[c.Change]++
 		m.eventLine(c.Event(m.start))
-		if c.Change == sink.InventoryMissing {
+		switch {
+		case c.Change != sink.InventoryMissing:
+		case c.Unidentified > 0:
+			// A GPU stuck at start may be this board: raised once every GPU
+			// has answered without being it (lateBoard).
+			m.runState.mu.Lock()
+			m.runState.heldMissing = append(m.runState.heldMissing, c)
+			m.runState.mu.Unlock()
+		default:
 			m.missingBoard(c.Board)
 			missing = append(missing, c)
 		}

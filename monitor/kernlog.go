@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -110,6 +111,11 @@ type runState struct {
 	// fansLate are the previous run's fan holds not claimed at start: of
 	// GPUs whose UUID comes late (fanFactsKnown), or not monitored.
 	fansLate map[string][]int
+	// heldMissing are the previous run's boards not enumerated at start
+	// while some GPUs had no UUID yet (stuck): one of those may be the
+	// board. They are raised (GPU_MISSING, their action) once every GPU
+	// has answered without being one of them (lateBoard).
+	heldMissing []sink.InventoryChange
 	// write rewrites run-state (snapshot.WriteRunState); tests stall it.
 	write func(dir string, s snapshot.RunState) error
 }
@@ -190,9 +196,23 @@ func (m *Monitor) lateBoard(gs *gpuState) {
 	if rs.prev != nil {
 		m.eventLine(sink.IdentifyLate(rs.prev, csvColumns(gs.idx, gs.g.Info()).Board).Event(time.Now()))
 	}
-	if err := rs.save(m.cfg.LogDir, func(s *snapshot.RunState) { s.GPUs, s.VBIOS = m.boards(), m.vbios() }); err != nil {
+	boards := m.boards()
+	if err := rs.save(m.cfg.LogDir, func(s *snapshot.RunState) { s.GPUs, s.VBIOS = boards, m.vbios() }); err != nil {
 		m.log.Warn("cannot record the GPU that answered late in run-state; the next start will not compare it", "error", err)
 	}
+	if len(rs.heldMissing) == 0 || slices.ContainsFunc(boards, func(b sink.Board) bool { return b.UUID == "" }) {
+		return
+	}
+	var missing []sink.InventoryChange
+	for _, c := range rs.heldMissing {
+		if !slices.ContainsFunc(boards, func(b sink.Board) bool { return b.UUID == c.Board.UUID }) {
+			c.Unidentified = 0
+			m.missingBoard(c.Board)
+			missing = append(missing, c)
+		}
+	}
+	rs.heldMissing = nil
+	m.raiseMissing(missing)
 }
 
 var kmsgSaveFailures = counters.Declare(counters.Def{Name: "kmsg_position_save_failures", Loss: true, OwnLog: true,
