@@ -23,6 +23,9 @@ type Doc struct {
 	Time          time.Time `json:"time"`
 	Host          HostDoc   `json:"host"`
 	GPUs          []GPUDoc  `json:"gpus"`
+	// Events are this host's last events.log lines, newest first, only when
+	// the request asked for them (status events=N).
+	Events []string `json:"events,omitempty"`
 }
 
 // HostDoc is the host part of Doc.
@@ -167,6 +170,9 @@ type GPUDoc struct {
 	Health         *HealthDoc        `json:"health"`              // hardware health counters (healthdoc.go); null before the first sample
 	FanGuard       *FanGuard         `json:"fan_guard,omitempty"` // with --fan-guard only
 	Action         ActionDoc         `json:"action"`              // the repair action: always present ("none" with no reasons)
+	// History is the GPU's recent readings (history.go), only when the
+	// request asked for it (status history=DUR).
+	History *HistoryDoc `json:"history,omitempty"`
 }
 
 // ActionDoc is a GPU's current repair action (package action).
