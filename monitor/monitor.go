@@ -87,6 +87,7 @@ type hostStates struct {
 	incident      live.Incident
 	missing       []*missingBoard // set once at start (Monitor.missingBoard)
 	gpusMissing   int             // set once at start (missingAtStart)
+	bert          *live.LastCPER  // the host's boot error record, once read (readBERT)
 	refusedLogged atomic.Bool
 }
 
@@ -530,6 +531,7 @@ func (m *Monitor) hostView() live.Host {
 		h.Missing = append(h.Missing, b.view) // a copy: an ack changes b.view under the lock
 	}
 	h.GPUsMissing = m.states.gpusMissing
+	h.BERT = m.states.bert
 	dropped, _ := h.Counter(live.CounterRowsDropped) // registered by sink (TestViewCountersAreInTheTable)
 	h.RowsDroppedRecent = m.states.drops.recent(h.Now, dropped)
 	m.states.mu.Unlock()
