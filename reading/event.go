@@ -104,6 +104,9 @@ type OpEvent struct {
 	Severity   string
 	Category   uint32
 	Attributes string
+	// ContextsUnread is how many of its context records were past the
+	// event thread's bound and not read.
+	ContextsUnread uint32
 }
 
 // OpSeverities are the severities of GPU operational events nvml.h names

@@ -24,7 +24,7 @@ type opRecord struct {
 	GroupCursor, Sequence, TimestampUsec, TraceID               uint64
 	SourceModule                                                string
 	// NContexts is how many context records the event had; Contexts are
-	// those read (at most the thread's GT_EV_MAXCTX).
+	// those read (all, up to the thread's GT_EV_MAXCTX).
 	NContexts uint32
 	Contexts  []opContext
 }
@@ -126,6 +126,11 @@ func decodeOp(r opRecord) (op reading.OpEvent, xid uint32, ok bool) {
 		f = append(f, "event_time", time.UnixMicro(int64(r.TimestampUsec)).UTC().Format("2006-01-02T15:04:05.000000Z"))
 	}
 	f = append(f, "cper_size", u(r.CperSize), "contexts", u(r.NContexts))
+	cut := r.NContexts - min(r.NContexts, uint32(len(r.Contexts)))
+	if cut > 0 {
+		// Past the thread's bound: not read, counted (op_event_contexts_unread).
+		f = append(f, "contexts_unread", u(cut))
+	}
 	for i, c := range r.Contexts {
 		var v string
 		if c.Ret != 0 {
@@ -151,7 +156,7 @@ func decodeOp(r opRecord) (op reading.OpEvent, xid uint32, ok bool) {
 		why = append(why, "uncontained")
 	}
 	return reading.OpEvent{Fields: f, Critical: strings.Join(why, "|"), Overflow: r.Attributes&opAttrOverflow != 0,
-		Severity: sev, Category: r.Category, Attributes: attrs}, xid, ok
+		Severity: sev, Category: r.Category, Attributes: attrs, ContextsUnread: cut}, xid, ok
 }
 
 // makeOpEvent is makeEvent for an operational event of the GPU with index

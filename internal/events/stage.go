@@ -187,6 +187,9 @@ func (s *Stage) count(e reading.Event) {
 		if e.Op != nil && e.Op.Overflow {
 			s.counts.Inc(opOverflows)
 		}
+		if e.Op != nil && e.Op.ContextsUnread > 0 {
+			s.counts.Add(opContextsUnread, uint64(e.Op.ContextsUnread))
+		}
 	case e.Source == reading.SourceKmsg && e.Kind == reading.EventXid:
 		s.counts.Inc(kmsgXids)
 		if e.Backlog {

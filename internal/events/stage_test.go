@@ -106,6 +106,7 @@ func TestStageOperationalEvents(t *testing.T) {
 		{"fatal", reading.OpEvent{Fields: []string{"severity", "fatal", "attributes", "none"}, Critical: "fatal"}, true},
 		{"uncontained", reading.OpEvent{Fields: []string{"severity", "recoverable", "attributes", "uncontained"}, Critical: "uncontained"}, true},
 		{"unknown severity", reading.OpEvent{Fields: []string{"severity", "45", "attributes", "overflow"}, Overflow: true}, false},
+		{"contexts unread", reading.OpEvent{Fields: []string{"severity", "corrected", "contexts", "40", "contexts_unread", "8"}, ContextsUnread: 8}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := s.Handle(op(0, reading.EventOperational, 7, tc.o))
@@ -136,7 +137,7 @@ func TestStageOperationalEvents(t *testing.T) {
 	if !k.Duplicate || k.Critical != nil || !strings.Contains(k.Lines[0].Line(), " duplicate_of=nvml-op") {
 		t.Errorf("the kernel's Xid 79 after the operational one: %+v", k)
 	}
-	if got := counted(s); got["op_event_overflows"] != 1 || got["nvml_events"] != 5 || got["duplicate_xids"] != 1 {
+	if got := counted(s); got["op_event_overflows"] != 1 || got["op_event_contexts_unread"] != 8 || got["nvml_events"] != 6 || got["duplicate_xids"] != 1 {
 		t.Errorf("counted %v", got)
 	}
 }

@@ -176,13 +176,14 @@ func grepLines(s, sub string) string {
 // TestOperationalEventsInStatusAndMetrics: each GPU's operational events
 // are counted by severity in status --json (every severity NVML names, 0
 // when none) with the last one decoded, and in the metrics, with the
-// fatal or uncontained ones and the overflow.
+// fatal or uncontained ones and the overflow; an event's contexts are all
+// read (its legacy Xid in the sixth).
 func TestOperationalEventsInStatusAndMetrics(t *testing.T) {
 	t.Parallel()
 	scn := "gpus 2\n" +
 		"at 1 gpu 0 opevent severity corrected category 3\n" +
 		"at 1.5 gpu 0 opevent severity fatal category 5 attrs latent\n" +
-		"at 2 gpu 1 opevent severity recoverable attrs overflow category 4 xid 31\n"
+		"at 2 gpu 1 opevent severity recoverable attrs overflow category 4 context 1 context 2 context 3 context 4 context 5 xid 31\n"
 	p, addr := startHealth(t, opts{scenario: scn}, "the three operational events", 30*time.Second, "category=3 ", "category=5 ", "category=4 ")
 	_, d, out := statusAs[opStatus](t, p.socketPath())
 	if len(d.GPUs) != 2 {
@@ -200,6 +201,11 @@ func TestOperationalEventsInStatusAndMetrics(t *testing.T) {
 	}
 	body := scrapeMetrics(t, addr)
 	p.stop()
+	// Every context the driver reports is read: the legacy Xid is the sixth.
+	if l := linesWith(p.dir, "gpu=1 ", " xid=31 ", " contexts=6 ", " context5=legacy_xid,source_type:1,size:4,version:1,xid:31"); len(l) != 1 ||
+		strings.Contains(l[0], "contexts_unread") {
+		t.Errorf("GPU 1's event with six contexts:\n%s", events(p.dir))
+	}
 	const ops = "gpu_telemetry_operational_events_total"
 	wantSeries(t, body, ops, "0", `severity="fatal"`, "1")
 	wantSeries(t, body, ops, "0", `severity="corrected"`, "1")
