@@ -86,7 +86,11 @@ type hostStates struct {
 	drops         dropHistory
 	incident      live.Incident
 	missing       []*missingBoard // set once at start (Monitor.missingBoard)
-	gpusMissing   int             // set once at start (missingAtStart)
+	// boardsMissing are the boards raised missing (raiseMissing,
+	// missingFromState); shortfall is how many fewer GPUs than
+	// --expect-gpus were enumerated. gpus_missing is the larger: the
+	// shortfall may count the same boards.
+	boardsMissing, shortfall int
 	bert          *live.LastCPER  // the host's boot error record, once read (readBERT)
 	refusedLogged atomic.Bool
 }
@@ -530,7 +534,7 @@ func (m *Monitor) hostView() live.Host {
 	for _, b := range m.states.missing {
 		h.Missing = append(h.Missing, b.view) // a copy: an ack changes b.view under the lock
 	}
-	h.GPUsMissing = m.states.gpusMissing
+	h.GPUsMissing = max(m.states.boardsMissing, m.states.shortfall)
 	h.BERT = m.states.bert
 	dropped, _ := h.Counter(live.CounterRowsDropped) // registered by sink (TestViewCountersAreInTheTable)
 	h.RowsDroppedRecent = m.states.drops.recent(h.Now, dropped)
