@@ -81,18 +81,18 @@ type pollLoop struct {
 // recent row drops and the last incident on any GPU, for the host view; and
 // whether a snapshot request refused at shutdown was logged.
 type hostStates struct {
-	mu            sync.Mutex
-	kmsg, events  string
-	drops         dropHistory
-	incident      live.Incident
-	missing       []*missingBoard // set once at start (Monitor.missingBoard)
+	mu           sync.Mutex
+	kmsg, events string
+	drops        dropHistory
+	incident     live.Incident
+	missing      []*missingBoard // set once at start (Monitor.missingBoard)
 	// boardsMissing are the boards raised missing (raiseMissing,
 	// missingFromState); shortfall is how many fewer GPUs than
 	// --expect-gpus were enumerated. gpus_missing is the larger: the
 	// shortfall may count the same boards.
 	boardsMissing, shortfall int
-	bert          *live.LastCPER  // the host's boot error record, once read (readBERT)
-	refusedLogged atomic.Bool
+	bert                     *live.LastCPER // the host's boot error record, once read (readBERT)
+	refusedLogged            atomic.Bool
 }
 
 // lineLog is an append-only text log (sink.LineLog; tests replace it).
