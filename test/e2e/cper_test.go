@@ -150,7 +150,7 @@ func TestCPERInStatusAndRepeatsCounted(t *testing.T) {
 	}
 	o.dir = p.dir
 	p = start(t, o)
-	p.waitForRows(0, 2, 15*time.Second) // the control socket is up
+	p.waitFor("the control socket", 15*time.Second, func() bool { return strings.Contains(p.stderr.String(), "first sample of every GPU written") })
 	p.waitFor("the repeat counted", 20*time.Second, func() bool {
 		_, d, _ := statusAs[statusDoc](t, p.socketPath())
 		n, _ := d.counter("cper_records_repeated")
