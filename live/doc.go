@@ -53,10 +53,13 @@ type HostDoc struct {
 	// GPUsMissing is how many GPUs are missing since this start
 	// (gpu_telemetry_gpus_missing): a board of the previous run not
 	// enumerated now, or fewer than --expect-gpus.
-	GPUsMissing int         `json:"gpus_missing"`
-	Pacer       PacerDoc    `json:"pacer"`
-	LogLines    LogLinesDoc `json:"log_lines"`
-	Counters    []Counter   `json:"counters"`
+	GPUsMissing int `json:"gpus_missing"`
+	// BERT is the host firmware's boot error record read this boot (ACPI
+	// BERT: a silent reset leaves no Xid, only this); null: none.
+	BERT     *CPERRecordDoc `json:"bert"`
+	Pacer    PacerDoc       `json:"pacer"`
+	LogLines LogLinesDoc    `json:"log_lines"`
+	Counters []Counter      `json:"counters"`
 }
 
 // Counter returns the value of the counter named name; ok is false when the
@@ -118,6 +121,49 @@ type EventDoc struct {
 	AgeS *float64 `json:"age_s"`
 }
 
+// OpEventsDoc is a GPU's operational events (driver R615+) since start.
+type OpEventsDoc struct {
+	Count      uint64            `json:"count"`
+	BySeverity map[string]uint64 `json:"by_severity"` // every severity nvml.h names (0 when none), "other" for another
+	Critical   uint64            `json:"critical"`    // fatal or uncontained: each raised an incident
+	Last       *OpEventDoc       `json:"last"`        // null: none yet
+}
+
+// OpEventDoc is a GPU's last operational event.
+type OpEventDoc struct {
+	Time       time.Time `json:"time"` // when it was received
+	AgeS       *float64  `json:"age_s"`
+	Severity   string    `json:"severity"`   // a name of by_severity, or the number nvml.h does not name
+	Category   uint32    `json:"category"`   // the category id
+	Attributes string    `json:"attributes"` // "uncontained|latent", "none"
+	Critical   string    `json:"critical"`   // "fatal", "uncontained", "fatal|uncontained", "" when neither
+	LegacyXid  *uint64   `json:"legacy_xid"` // the Xid of its legacy-Xid context; null: none
+}
+
+// CPERDoc is a GPU's CPER records read since start (R610+).
+type CPERDoc struct {
+	Records    uint64            `json:"records"`
+	BySeverity map[string]uint64 `json:"by_severity"` // recoverable, fatal, corrected, informational as seen
+	Last       *CPERRecordDoc    `json:"last"`        // null: none yet
+}
+
+// CPERRecordDoc is one CPER record's header.
+type CPERRecordDoc struct {
+	ID       uint64     `json:"record_id"`
+	Severity string     `json:"severity"`
+	Time     time.Time  `json:"time"`        // when it was read
+	Recorded *time.Time `json:"record_time"` // the record's own time stamp; null when it has none
+}
+
+func cperRecordDoc(r LastCPER) *CPERRecordDoc {
+	d := &CPERRecordDoc{ID: r.ID, Severity: r.Severity, Time: r.Time}
+	if !r.Recorded.IsZero() {
+		t := r.Recorded
+		d.Recorded = &t
+	}
+	return d
+}
+
 // FanDoc is one fan: its readings of reading.FanTable by Key, in percent,
 // null when absent.
 type FanDoc map[string]*uint32
@@ -160,6 +206,8 @@ type GPUDoc struct {
 	LastXid        *EventDoc         `json:"last_xid"`
 	Xids           map[string]uint64 `json:"xids"` // by code; "other" for codes beyond the table
 	LastRecovery   *EventDoc         `json:"last_recovery_action"`
+	OpEvents       OpEventsDoc       `json:"op_events"`
+	CPER           CPERDoc           `json:"cper"`
 	Incidents      uint64            `json:"incidents"`
 	LastIncident   *IncidentDoc      `json:"last_incident"`
 	NewestSnapshot string            `json:"newest_snapshot"`
@@ -249,6 +297,9 @@ func NewDoc(v View) Doc {
 		d.Host.MissingBoards = append(d.Host.MissingBoards, MissingBoardDoc{Index: b.Index, UUID: b.UUID,
 			Action: ActionDoc{Name: b.Action.Action, Reasons: append([]string{}, b.Action.Reasons...)}})
 	}
+	if h.BERT != nil {
+		d.Host.BERT = cperRecordDoc(*h.BERT)
+	}
 	if !h.LastIncident.Time.IsZero() {
 		d.Host.LastIncident = &IncidentDoc{Time: h.LastIncident.Time, GPU: h.LastIncident.GPU, Reason: h.LastIncident.Reason}
 	}
@@ -318,6 +369,17 @@ func gpuDoc(g *GPU, now time.Time) GPUDoc {
 		d.LastRecovery = &EventDoc{Code: g.LastRecovery.Code, Time: g.LastRecovery.Time, Name: g.LastRecovery.Name,
 			AgeS: ageS(now, g.LastRecovery.Time)}
 	}
+	d.OpEvents = opEventsDoc(g, now)
+	d.CPER = CPERDoc{BySeverity: map[string]uint64{}}
+	for _, c := range g.CPER {
+		if c.Count > 0 {
+			d.CPER.BySeverity[c.Name] = c.Count
+			d.CPER.Records += c.Count
+		}
+	}
+	if !g.LastCPER.Time.IsZero() {
+		d.CPER.Last = cperRecordDoc(g.LastCPER)
+	}
 	if !g.LastIncident.IsZero() {
 		d.LastIncident = &IncidentDoc{Time: g.LastIncident, GPU: in.Index, Reason: g.LastIncidentReason}
 	}
@@ -328,6 +390,30 @@ func gpuDoc(g *GPU, now time.Time) GPUDoc {
 	}
 	if !g.Ack.Time.IsZero() {
 		d.Action.Ack = &AckDoc{Time: g.Ack.Time, Action: g.Ack.Action, Note: g.Ack.Note, By: g.Ack.By}
+	}
+	return d
+}
+
+// opEventsDoc is the GPU's operational events.
+func opEventsDoc(g *GPU, now time.Time) OpEventsDoc {
+	d := OpEventsDoc{BySeverity: map[string]uint64{}, Critical: g.OpCritical}
+	for i, n := range g.OpEvents {
+		name := "other"
+		if i < len(reading.OpSeverities) {
+			name = reading.OpSeverities[i]
+		} else if n == 0 {
+			continue
+		}
+		d.BySeverity[name] = n
+		d.Count += n
+	}
+	if l := g.LastOp; !l.Time.IsZero() {
+		d.Last = &OpEventDoc{Time: l.Time, AgeS: ageS(now, l.Time), Severity: l.Severity, Category: l.Category,
+			Attributes: l.Attributes, Critical: l.Critical}
+		if l.HasXid {
+			x := l.LegacyXid
+			d.Last.LegacyXid = &x
+		}
 	}
 	return d
 }

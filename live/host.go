@@ -44,6 +44,9 @@ type Host struct {
 	// previous run's boards not enumerated now, or the shortfall from
 	// --expect-gpus, whichever is more; fixed at start.
 	GPUsMissing int
+	// BERT is the host firmware's boot error record (ACPI BERT) this run
+	// read; nil: none (or none new this boot). Shared, immutable.
+	BERT *LastCPER
 
 	// Pacer is the NVML pacer's state now: how far it stretches the slow
 	// columns because NVML is too slow for the interval, and its tick

@@ -67,6 +67,36 @@ type XidCount struct {
 	Count uint64
 }
 
+// LastOp is a GPU's last operational event.
+type LastOp struct {
+	Time       time.Time // when it was received
+	Severity   string    // reading.OpEvent.Severity
+	Category   uint32
+	Attributes string // reading.OpEvent.Attributes
+	Critical   string // reading.OpEvent.Critical: "fatal", "uncontained", both, or ""
+	// LegacyXid is the Xid of its legacy-Xid context; HasXid false: none.
+	LegacyXid uint64
+	HasXid    bool
+}
+
+// LastCPER is a GPU's (or the host's BERT) last CPER record.
+type LastCPER struct {
+	Time     time.Time // when it was read
+	ID       uint64    // the record id
+	Severity string    // as the cper package names it
+	Recorded time.Time // the record's own time stamp; zero when it has none
+}
+
+// NamedCount is how many of one named kind were seen.
+type NamedCount struct {
+	Name  string
+	Count uint64
+}
+
+// MaxCPERSeverities is how many CPER severities a GPU view counts one by
+// one: UEFI defines four; a fifth (a number) and beyond count together.
+const MaxCPERSeverities = 5
+
 // MaxXidCodes is how many distinct Xid codes a GPU view counts one by one;
 // further codes are counted together in GPU.XidsOther.
 const MaxXidCodes = 16
@@ -99,6 +129,19 @@ type GPU struct {
 	Xids         [MaxXidCodes]XidCount // in the order first seen; Count 0 ends the list
 	XidsOther    uint64                // Xids whose code did not fit in Xids
 	LastRecovery LastCode
+
+	// OpEvents counts the GPU's operational events by severity, indexed
+	// like reading.OpSeverities, the last for one nvml.h does not name;
+	// OpCritical those fatal or uncontained (each raised an incident);
+	// LastOp is the newest.
+	OpEvents   [len(reading.OpSeverities) + 1]uint64
+	OpCritical uint64
+	LastOp     LastOp
+	// CPER counts the GPU's CPER records by severity, in the order first
+	// seen (Count 0 ends the list; beyond MaxCPERSeverities they count in
+	// the last); LastCPER is the newest.
+	CPER     [MaxCPERSeverities]NamedCount
+	LastCPER LastCPER
 
 	LastIncident       time.Time
 	LastIncidentReason string
@@ -236,6 +279,48 @@ func (g *GPU) Xid(code uint64, t time.Time, name string) {
 func (g *GPU) Recovery(action uint64, t time.Time, name string) {
 	if !t.Before(g.LastRecovery.Time) {
 		g.LastRecovery = LastCode{Code: action, Time: t, Name: name}
+	}
+}
+
+// OpEvent records an operational event received at t; xid is its legacy
+// Xid when hasXid.
+func (g *GPU) OpEvent(t time.Time, op *reading.OpEvent, xid uint64, hasXid bool) {
+	i := len(reading.OpSeverities)
+	for j, name := range reading.OpSeverities {
+		if name == op.Severity {
+			i = j
+		}
+	}
+	g.OpEvents[i]++
+	if op.Critical != "" {
+		g.OpCritical++
+	}
+	g.LastOp = LastOp{Time: t, Severity: op.Severity, Category: op.Category, Attributes: op.Attributes,
+		Critical: op.Critical, LegacyXid: xid, HasXid: hasXid}
+}
+
+// CPERRecord records a CPER record read at t.
+func (g *GPU) CPERRecord(r LastCPER) {
+	g.LastCPER = r
+	countNamed(g.CPER[:], r.Severity)
+}
+
+// countNamed counts one of name in counts (in the order first seen; the
+// last entry takes every name beyond the others, as "other").
+func countNamed(counts []NamedCount, name string) {
+	for i := range counts {
+		switch {
+		case i == len(counts)-1 && counts[i].Name != name:
+			counts[i].Name = "other"
+			counts[i].Count++
+			return
+		case counts[i].Count == 0:
+			counts[i] = NamedCount{Name: name, Count: 1}
+			return
+		case counts[i].Name == name:
+			counts[i].Count++
+			return
+		}
 	}
 }
 

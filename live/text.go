@@ -117,6 +117,9 @@ func HostLines(d Doc) []string {
 	if h.GPUsMissing > 0 {
 		out = append(out, "GPUs missing since this start: "+itoa(h.GPUsMissing)+" (GPU_MISSING in events.log)")
 	}
+	if b := h.BERT; b != nil {
+		out = append(out, "the firmware left a boot error record (BERT): "+b.Severity+" (CPER in events.log)")
+	}
 	for _, b := range h.MissingBoards {
 		was := " (GPU " + itoa(b.Index) + " in the previous run): "
 		if b.Index < 0 {
@@ -199,6 +202,13 @@ func eventLine(g GPUDoc, now time.Time) string {
 	l := "  last Xid " + xid + "  incidents " + utoa(g.Incidents)
 	if r := g.LastRecovery; r != nil {
 		l += "  recovery action " + utoa(r.Code) + " at " + clock(r.Time, now) + " (" + r.Name + ")"
+	}
+	if o := g.OpEvents; o.Count > 0 {
+		// Operational events and CPER records only where there are some.
+		l += "  op events " + utoa(o.Count) + " (" + utoa(o.Critical) + " critical)"
+	}
+	if c := g.CPER; c.Last != nil {
+		l += "  CPER " + utoa(c.Records) + " (last " + c.Last.Severity + " at " + clock(c.Last.Time, now) + ")"
 	}
 	if g.NewestSnapshot != "" {
 		l += "  snapshot " + g.NewestSnapshot

@@ -31,7 +31,7 @@ func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
 		m.log.Warn("cannot record this run; the next start will not know whether it stopped cleanly", "error", err)
 	}
 	missing := m.missingAtStart(m.compareInventory(prev))
-	m.missingFromState()
+	missing = append(missing, m.missingFromState()...)
 	if prev.Found {
 		for _, line := range sink.CompareFirmware(m.start, prev.State.Driver, cur.Driver, prev.State.VBIOS, cur.VBIOS, cur.GPUs) {
 			m.eventLine(line)
@@ -74,7 +74,7 @@ func (m *Monitor) missingAtStart(missing []sink.InventoryChange) []string {
 		m.eventLine(line)
 		texts = append(texts, line.Get("detail"))
 		m.states.mu.Lock()
-		m.states.gpusMissing = max(m.states.gpusMissing, want-got)
+		m.states.shortfall = want - got
 		m.states.mu.Unlock()
 	}
 	return texts
@@ -94,7 +94,7 @@ func (m *Monitor) raiseMissing(missing []sink.InventoryChange) []string {
 		texts = append(texts, line.Get("detail"))
 	}
 	m.states.mu.Lock()
-	m.states.gpusMissing += len(missing)
+	m.states.boardsMissing += len(missing)
 	m.states.mu.Unlock()
 	return texts
 }

@@ -12,10 +12,16 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/cper"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
+	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
+
+// cperRepeats counts the records a read skipped as saved already.
+var cperRepeats = counters.Declare(counters.Def{Name: "cper_records_repeated",
+	Help: "CPER records the driver returned again and that were not saved twice: their record id was saved already (a read that restarted from the first record after a failure, or a cursor whose save failed)"})
 
 // cperReader reads the driver's CPER records (R610+) at start, since they
 // may describe the previous boot's failure, and after each critical event.
@@ -124,7 +130,8 @@ func (m *Monitor) cperRead(gs *gpuState) {
 	for _, raw := range recs {
 		rec, _ := cper.Parse(raw) // Split parsed it
 		if cur.Saw(rec.ID) {
-			continue // saved before the driver forgot our handle
+			m.reg.Inc(cperRepeats) // saved before the driver forgot our handle
+			continue
 		}
 		m.cperRecord(gs, uuid, now, raw, &rec)
 		cur.Mark(rec.ID)
@@ -187,15 +194,27 @@ func (m *Monitor) cperRecord(gs *gpuState, source string, now time.Time, raw []b
 	l := sink.EventLine{Time: now, GPU: -1, Source: "nvml", Type: sink.TypeCPER, Fields: sink.KV(kv...)}
 	if gs == nil {
 		l.Source = "bert"
+		if rec != nil {
+			b := lastCPER(now, rec)
+			m.states.mu.Lock()
+			m.states.bert = &b
+			m.states.mu.Unlock()
+		}
 		m.eventLine(l)
 		return
 	}
 	l.GPU, l.Bus = gs.idx, gs.g.Info().BusID
 	if rec != nil {
+		gs.slot.Update(func(g *live.GPU) { g.CPERRecord(lastCPER(now, rec)) })
 		what := "CPER record " + strings.Join(rec.Fields()[:4], " ") + " " + rec.SectionTypes() + " (" + file + ")"
 		l.Incident, l.Snapshot = m.snaps.Attach(gs.idx, snapshot.Event{Time: now, Reason: what, Stage: snapshot.StageNotice})
 	}
 	m.eventLine(l)
+}
+
+// lastCPER is rec, read at now, for the live view.
+func lastCPER(now time.Time, rec *cper.Record) live.LastCPER {
+	return live.LastCPER{Time: now, ID: rec.ID, Severity: rec.Severity.String(), Recorded: rec.Time}
 }
 
 // hostFile reports whether the host has the file rel (under HostRoot).

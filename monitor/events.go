@@ -90,6 +90,9 @@ func (m *Monitor) onEvent(e reading.Event) {
 		if r.FlagXid {
 			gs.addXid(int64(e.Data))
 		}
+		if e.Op != nil { // an operational event, Xid or not, duplicate or not
+			gs.slot.Update(func(g *live.GPU) { g.OpEvent(e.Time, e.Op, e.Data, e.Kind == reading.EventXid) })
+		}
 		if r.Wake {
 			gs.slot.Update(func(g *live.GPU) {
 				switch r.Kind {
@@ -105,7 +108,12 @@ func (m *Monitor) onEvent(e reading.Event) {
 		}
 		switch {
 		case r.Duplicate:
-			plan.d.Incident, plan.d.Snapshot = m.snaps.Incident(gs.idx)
+			if r.Joins != nil {
+				plan.d.Incident, plan.d.Snapshot = m.snaps.Attach(gs.idx, *r.Joins)
+			}
+			if plan.d.Incident == "" {
+				plan.d.Incident, plan.d.Snapshot = m.snaps.Incident(gs.idx)
+			}
 		case r.Critical != nil:
 			plan = gs.criticalEvent(e.Time, *r.Critical)
 		}

@@ -81,13 +81,18 @@ type pollLoop struct {
 // recent row drops and the last incident on any GPU, for the host view; and
 // whether a snapshot request refused at shutdown was logged.
 type hostStates struct {
-	mu            sync.Mutex
-	kmsg, events  string
-	drops         dropHistory
-	incident      live.Incident
-	missing       []*missingBoard // set once at start (Monitor.missingBoard)
-	gpusMissing   int             // set once at start (missingAtStart)
-	refusedLogged atomic.Bool
+	mu           sync.Mutex
+	kmsg, events string
+	drops        dropHistory
+	incident     live.Incident
+	missing      []*missingBoard // set once at start (Monitor.missingBoard)
+	// boardsMissing are the boards raised missing (raiseMissing,
+	// missingFromState); shortfall is how many fewer GPUs than
+	// --expect-gpus were enumerated. gpus_missing is the larger: the
+	// shortfall may count the same boards.
+	boardsMissing, shortfall int
+	bert                     *live.LastCPER // the host's boot error record, once read (readBERT)
+	refusedLogged            atomic.Bool
 }
 
 // lineLog is an append-only text log (sink.LineLog; tests replace it).
@@ -529,7 +534,8 @@ func (m *Monitor) hostView() live.Host {
 	for _, b := range m.states.missing {
 		h.Missing = append(h.Missing, b.view) // a copy: an ack changes b.view under the lock
 	}
-	h.GPUsMissing = m.states.gpusMissing
+	h.GPUsMissing = max(m.states.boardsMissing, m.states.shortfall)
+	h.BERT = m.states.bert
 	dropped, _ := h.Counter(live.CounterRowsDropped) // registered by sink (TestViewCountersAreInTheTable)
 	h.RowsDroppedRecent = m.states.drops.recent(h.Now, dropped)
 	m.states.mu.Unlock()

@@ -476,10 +476,11 @@ func maxTime(a, b time.Time) time.Time {
 // that is not enumerated now, from its state file: after a boot that ended
 // in Xid 79 or a recovery action it is a power cycle (a warm reboot did
 // not bring it back). An action other than none is an ACTION line (by the
-// board's UUID and previous index) and shows in the host view.
-func (m *Monitor) missingBoard(b sink.Board) {
+// board's UUID and previous index) and shows in the host view; it reports
+// whether there was one.
+func (m *Monitor) missingBoard(b sink.Board) bool {
 	if b.UUID == "" {
-		return
+		return false
 	}
 	mb := &missingBoard{m: m, view: live.MissingBoard{Index: b.Index, UUID: b.UUID},
 		r: anomaly.NewRepair(m.repairBoot(), m.cfg.InspectAfter, m.readHistory(b.UUID, m.log))}
@@ -487,7 +488,7 @@ func (m *Monitor) missingBoard(b sink.Board) {
 	mb.stage() // not shared yet: no lock
 	mb.writeState()
 	if cur.Action == action.None {
-		return
+		return false
 	}
 	mb.view.Action = cur
 	m.states.mu.Lock()
@@ -495,6 +496,7 @@ func (m *Monitor) missingBoard(b sink.Board) {
 	m.states.mu.Unlock()
 	m.eventLine(sink.EventLine{Time: m.start, UUID: b.UUID, GPU: -1, Type: sink.TypeAction,
 		Fields: sink.KV("prev_gpu", prevIndex(b.Index), "action", cur.Action.String(), "from", action.None.String(), "reason", cur.Reason())})
+	return true
 }
 
 // prevIndex is a missing board's index in the run that last saw it; "" when
@@ -511,16 +513,20 @@ func prevIndex(i int) string {
 // same boot, a power cycle that did not bring them back): every board with
 // a state file in the log directory that is not enumerated now keeps its
 // action until it is acknowledged, when that action takes it out of
-// service. With --gpu selecting some GPUs, or a GPU not identified yet, the
-// boards not seen cannot be told from missing ones: nothing is raised.
-func (m *Monitor) missingFromState() {
+// service, and is a missing board as one missing from the previous run's
+// inventory is (its GPU_MISSING line, counted in gpus_missing): a restart
+// must not clear the page while the board is still gone. With --gpu
+// selecting some GPUs, or a GPU not identified yet, the boards not seen
+// cannot be told from missing ones: nothing is raised. It returns the
+// GPU_MISSING lines' details, for the boot log.
+func (m *Monitor) missingFromState() (texts []string) {
 	if m.host.Enumerated() > len(m.gpus) {
-		return
+		return nil
 	}
 	seen := map[string]bool{}
 	for _, b := range m.boards() {
 		if b.UUID == "" {
-			return
+			return nil
 		}
 		seen[b.UUID] = true
 	}
@@ -531,7 +537,7 @@ func (m *Monitor) missingFromState() {
 	m.states.mu.Unlock()
 	paths, err := filepath.Glob(filepath.Join(m.cfg.LogDir, "action-*.json"))
 	if err != nil {
-		return
+		return nil
 	}
 	for _, p := range paths {
 		uuid := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), "action-"), ".json")
@@ -546,6 +552,16 @@ func (m *Monitor) missingFromState() {
 		if !r.Judge(anomaly.RepairInput{Now: m.start, Missing: true}).Action.Drains() {
 			continue
 		}
-		m.missingBoard(sink.Board{Index: -1, UUID: uuid})
+		if !m.missingBoard(sink.Board{Index: -1, UUID: uuid}) {
+			continue
+		}
+		line := sink.EarlierMissingEvent(m.start, uuid)
+		m.log.Error("a GPU an earlier run missed is still not enumerated", "detail", line.Get("detail"))
+		m.eventLine(line)
+		texts = append(texts, line.Get("detail"))
+		m.states.mu.Lock()
+		m.states.boardsMissing++
+		m.states.mu.Unlock()
 	}
+	return texts
 }

@@ -300,12 +300,19 @@ func TestMissingFromStateFiles(t *testing.T) {
 	if len(got) != 1 || got[0].view.UUID != gone || !got[0].view.Action.Action.Drains() || got[0].view.Index != -1 {
 		t.Fatalf("missing boards %+v, want %s alone, taken out of service, its index unknown", got, gone)
 	}
-	testutil.Contains(t, "events.log", r.eventsLog(), "uuid="+gone, "type=ACTION action=power_cycle")
+	testutil.Contains(t, "events.log", r.eventsLog(), "uuid="+gone, "type=ACTION action=power_cycle",
+		"type=GPU_MISSING detail=\""+gone+" missing since an earlier run")
+	if n := r.m.hostView().GPUsMissing; n != 1 {
+		t.Errorf("gpus_missing %d, want 1 (the board an earlier run missed)", n)
+	}
 	if strings.Contains(r.eventsLog(), acked) {
 		t.Errorf("the acknowledged board is raised:\n%s", r.eventsLog())
 	}
 	r.m.missingFromState() // again: no second entry
 	if n := len(r.m.states.missing); n != 1 {
 		t.Errorf("%d missing boards after a second pass, want 1", n)
+	}
+	if n := r.m.hostView().GPUsMissing; n != 1 || strings.Count(r.eventsLog(), "type=GPU_MISSING") != 1 {
+		t.Errorf("after a second pass: gpus_missing %d, GPU_MISSING lines:\n%s", n, r.eventsLog())
 	}
 }

@@ -97,7 +97,22 @@ type OpEvent struct {
 	Critical string
 	// Overflow: the source dropped event records before this one.
 	Overflow bool
+	// Severity is the severity as OpSeverities names it, or its number
+	// where nvml.h names none; Category is the category id; Attributes the
+	// attribute bits' names joined by "|" ("none": no bit): the status
+	// document's and the metrics' view of the event (Fields has them too).
+	Severity   string
+	Category   uint32
+	Attributes string
+	// ContextsUnread is how many of its context records were past the
+	// event thread's bound and not read.
+	ContextsUnread uint32
 }
+
+// OpSeverities are the severities of GPU operational events nvml.h names
+// (nvmlOperationalEventSeverity_t 10, 20, 30, 40), in its order: the
+// sampler's decoding, the live view's counts and the metrics' series.
+var OpSeverities = [...]string{"informational", "corrected", "recoverable", "fatal"}
 
 // XidDetail is the part of an Xid report after its code: the process the
 // driver blamed, the driver's text, and for an Xid 154 the new recovery

@@ -339,11 +339,11 @@ var Table = [NumReadings]Def{
 	PCIeMaxWidth: {Name: "PCIeMaxWidth", Getter: "nvmlDeviceGetMaxPcieLinkWidth", Tier: Slow, Unit: "lanes", Min: 1, Max: maxPCIeW, Key: "pcie_max_width",
 		Metric: Metric{Name: "pcie_link_max_width", Help: "Maximum PCIe link width of the GPU and its slot (lanes).", Scale: 1}},
 	// Cumulative; the driver lets it wrap (issue 40 derives throughput).
-	PCIeTxBytes: {Name: "PCIeTxBytes", Field: 197 /* NVML_FI_DEV_PCIE_COUNT_TX_BYTES */, Type: U64, Unit: "B", Key: "pcie_tx_bytes",
+	PCIeTxBytes: {Name: "PCIeTxBytes", Field: 197 /* NVML_FI_DEV_PCIE_COUNT_TX_BYTES */, Type: U64, Unit: "B", CSV: "pcie_tx_bytes", Key: "pcie_tx_bytes",
 		Metric: Metric{Name: "pcie_tx_bytes_total", Help: "PCIe bytes transmitted (the driver's counter may wrap).", Counter: true, Scale: 1}},
 	// Beside TX: the two cumulative counters give the link's throughput
 	// each way (rate()) without nvmlDeviceGetPcieThroughput's 20 ms sampling.
-	PCIeRxBytes: {Name: "PCIeRxBytes", Field: 198 /* NVML_FI_DEV_PCIE_COUNT_RX_BYTES */, Type: U64, Unit: "B", Key: "pcie_rx_bytes",
+	PCIeRxBytes: {Name: "PCIeRxBytes", Field: 198 /* NVML_FI_DEV_PCIE_COUNT_RX_BYTES */, Type: U64, Unit: "B", CSV: "pcie_rx_bytes", Key: "pcie_rx_bytes",
 		Metric: Metric{Name: "pcie_rx_bytes_total", Help: "PCIe bytes received (the driver's counter may wrap).", Counter: true, Scale: 1}},
 
 	// The hardware health counters (health.go), read on the slow tier in

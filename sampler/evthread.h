@@ -18,9 +18,11 @@
 #define GT_OP_REGISTERED 0 // at least one GPU's operational events are subscribed
 #define GT_OP_NO_SYMBOL (-1) // the driver lacks them (before R615)
 
-// The context records of an operational event read per record: its count
-// (ncontext) says how many it had.
-#define GT_EV_MAXCTX 4
+// The most context records of an operational event read per record: all
+// the driver reports up to this bound (NVML's events carry a few: a legacy
+// Xid, the source's own records), its count (ncontext) says how many it
+// had, and the Go side counts the rest as not read.
+#define GT_EV_MAXCTX 32
 
 // One context record of an operational event (nvmlEventSetGetContextInfo_v1,
 // and for a legacy-Xid context nvmlEventSetGetGpuOperationalEventContextLegacyXid_v1).

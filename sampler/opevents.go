@@ -24,7 +24,7 @@ type opRecord struct {
 	GroupCursor, Sequence, TimestampUsec, TraceID               uint64
 	SourceModule                                                string
 	// NContexts is how many context records the event had; Contexts are
-	// those read (at most the thread's GT_EV_MAXCTX).
+	// those read (all, up to the thread's GT_EV_MAXCTX).
 	NContexts uint32
 	Contexts  []opContext
 }
@@ -51,7 +51,7 @@ const (
 )
 
 var (
-	opSeverities = map[uint32]string{10: "informational", 20: "corrected", 30: "recoverable", 40: "fatal"}
+	opSeverities = map[uint32]string{10: reading.OpSeverities[0], 20: reading.OpSeverities[1], 30: reading.OpSeverities[2], 40: reading.OpSeverities[3]}
 	opLogLevels  = map[uint32]string{10: "telemetry", 20: "diag", 30: "notice", 40: "warning", 50: "error"}
 	// The attribute bits, in bit order.
 	opAttrs      = []string{"uncontained", "latent", "propagated", "component_reset", "threshold_exceeded", "primary", "overflow"}
@@ -92,11 +92,12 @@ func bitNames(names []string, mask uint32) string {
 func decodeOp(r opRecord) (op reading.OpEvent, xid uint32, ok bool) {
 	u := func(v uint32) string { return strconv.FormatUint(uint64(v), 10) }
 	u64 := func(v uint64) string { return strconv.FormatUint(v, 10) }
+	sev, attrs := named(opSeverities, r.Severity), bitNames(opAttrs, r.Attributes)
 	f := []string{
-		"severity", named(opSeverities, r.Severity),
+		"severity", sev,
 		"log_level", named(opLogLevels, r.LogLevel),
 		"category", u(r.Category),
-		"attributes", bitNames(opAttrs, r.Attributes),
+		"attributes", attrs,
 		"group_attributes", bitNames(opGroupAttrs, r.GroupAttributes),
 		// recovered: the group's condition has been recovered from
 		// (NVML_OPERATIONAL_EVENT_GROUP_ATTR_RECOVERED).
@@ -125,6 +126,11 @@ func decodeOp(r opRecord) (op reading.OpEvent, xid uint32, ok bool) {
 		f = append(f, "event_time", time.UnixMicro(int64(r.TimestampUsec)).UTC().Format("2006-01-02T15:04:05.000000Z"))
 	}
 	f = append(f, "cper_size", u(r.CperSize), "contexts", u(r.NContexts))
+	cut := r.NContexts - min(r.NContexts, uint32(len(r.Contexts)))
+	if cut > 0 {
+		// Past the thread's bound: not read, counted (op_event_contexts_unread).
+		f = append(f, "contexts_unread", u(cut))
+	}
 	for i, c := range r.Contexts {
 		var v string
 		if c.Ret != 0 {
@@ -149,7 +155,8 @@ func decodeOp(r opRecord) (op reading.OpEvent, xid uint32, ok bool) {
 	if r.Attributes&opAttrUncontained != 0 {
 		why = append(why, "uncontained")
 	}
-	return reading.OpEvent{Fields: f, Critical: strings.Join(why, "|"), Overflow: r.Attributes&opAttrOverflow != 0}, xid, ok
+	return reading.OpEvent{Fields: f, Critical: strings.Join(why, "|"), Overflow: r.Attributes&opAttrOverflow != 0,
+		Severity: sev, Category: r.Category, Attributes: attrs, ContextsUnread: cut}, xid, ok
 }
 
 // makeOpEvent is makeEvent for an operational event of the GPU with index

@@ -47,10 +47,10 @@ func TestDecodeOp(t *testing.T) {
 				{Ret: 2},
 			}
 		}, []string{"contexts=6", "context0=unknown,source_type:7,size:16,version:2", "context1=legacy_xid,source_type:3,size:4,version:1,xid:79",
-			"context2=legacy_xid,source_type:3,size:4,version:1,xid:154", "context3=unread,ret:2"}, []string{"context4"}, "", false, 79, true},
+			"context2=legacy_xid,source_type:3,size:4,version:1,xid:154", "context3=unread,ret:2", "contexts_unread=2"}, []string{"context4"}, "", false, 79, true},
 		{"a legacy-Xid context not decoded", func(r *opRecord) {
 			r.NContexts, r.Contexts = 1, []opContext{{Type: 1, SourceType: 3, Size: 4, Version: 1}}
-		}, []string{"context0=legacy_xid,source_type:3,size:4,version:1,xid:unread"}, nil, "", false, 0, false},
+		}, []string{"context0=legacy_xid,source_type:3,size:4,version:1,xid:unread"}, []string{"contexts_unread"}, "", false, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := base

@@ -136,6 +136,14 @@ func (c InventoryChange) MissingEvent(at time.Time) EventLine {
 		Fields: KV("detail", b.MissingText(), "serial", b.Serial, "prev_gpu", strconv.Itoa(b.Index), "prev_bus", b.Bus)}
 }
 
+// EarlierMissingEvent is the critical GPU_MISSING line at at of a board an
+// earlier run already missed whose state file still takes it out of
+// service: no run this one can read saw it, so only its UUID is known.
+func EarlierMissingEvent(at time.Time, uuid string) EventLine {
+	return EventLine{Time: at, UUID: uuid, GPU: -1, Source: "start", Type: TypeGPUMissing,
+		Fields: KV("detail", uuid+" missing since an earlier run (its repair action takes it out of service)", "prev_gpu", "")}
+}
+
 // ExpectedEvent is the critical GPU_MISSING line at at of a start that
 // enumerated fewer GPUs than expected (--expect-gpus): a first boot has no
 // previous run to name the missing boards.

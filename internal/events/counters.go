@@ -21,4 +21,6 @@ var (
 		Help: "Xids reported by more than one source (NVML Xid events, GPU operational events, the kernel log), counted once"})
 	opOverflows = counters.Declare(counters.Def{Name: "op_event_overflows", Loss: true,
 		Help: "GPU operational events whose source says it dropped records before them (attribute overflow): the dropped events are lost"})
+	opContextsUnread = counters.Declare(counters.Def{Name: "op_event_contexts_unread", Loss: true,
+		Help: "context records of GPU operational events not read: past the 32 an event's line holds (its line says contexts_unread=)"})
 )

@@ -91,6 +91,10 @@ type Record struct {
 	// action) on the GPU first, within the window: no incident of its own;
 	// its line names the first report's.
 	Duplicate bool
+	// Joins is, for a Duplicate that is a fatal or uncontained operational
+	// event, the event to add to the first report's incident (which did not
+	// know the flags); nil otherwise.
+	Joins *snapshot.Event
 	// Alert is how the daemon's log reports the event; Reason is its words
 	// there (an Xid's, a recovery action's or a lost GPU's reason).
 	Alert  Alert
@@ -183,6 +187,9 @@ func (s *Stage) count(e reading.Event) {
 		if e.Op != nil && e.Op.Overflow {
 			s.counts.Inc(opOverflows)
 		}
+		if e.Op != nil && e.Op.ContextsUnread > 0 {
+			s.counts.Add(opContextsUnread, uint64(e.Op.ContextsUnread))
+		}
 	case e.Source == reading.SourceKmsg && e.Kind == reading.EventXid:
 		s.counts.Inc(kmsgXids)
 		if e.Backlog {
@@ -216,6 +223,15 @@ func (s *Stage) report(e reading.Event, line sink.EventLine) Record {
 		}
 		r.Reason = r.Xid.Reason(from)
 		ev = snapshot.XidEvent(e.Time, r.Xid, r.Reason)
+		if e.Op != nil && e.Op.Critical != "" {
+			// Fatal or uncontained, whatever the Xid's class: the flags go
+			// in its line and incident, and an application's Xid so marked
+			// is a fault, never held by the burst limit.
+			line.Fields = append(line.Fields, sink.Field{Key: "critical", Value: e.Op.Critical})
+			r.Reason += " (GPU operational event: " + e.Op.Critical + ")"
+			ev.What += ", " + e.Op.Critical
+			ev.Reason, ev.Stage = r.Reason, max(ev.Stage, snapshot.StageFault)
+		}
 	case reading.EventRecovery:
 		words := e.Xid.RecoveryWords
 		line.Type, line.Fields = sink.TypeRecoveryAction, sink.KV(xid.RecoveryFields(e.Data, words)...)
@@ -242,6 +258,12 @@ func (s *Stage) report(e reading.Event, line sink.EventLine) Record {
 	r.Lines = append(r.Lines, line)
 	if dup {
 		r.Duplicate = true
+		if e.Op != nil && e.Op.Critical != "" {
+			// The first report raised the incident without the flags:
+			// they join it.
+			ev.Time = r.At
+			r.Joins = &ev
+		}
 		return r
 	}
 	ev.Time = r.At

@@ -106,6 +106,7 @@ func TestStageOperationalEvents(t *testing.T) {
 		{"fatal", reading.OpEvent{Fields: []string{"severity", "fatal", "attributes", "none"}, Critical: "fatal"}, true},
 		{"uncontained", reading.OpEvent{Fields: []string{"severity", "recoverable", "attributes", "uncontained"}, Critical: "uncontained"}, true},
 		{"unknown severity", reading.OpEvent{Fields: []string{"severity", "45", "attributes", "overflow"}, Overflow: true}, false},
+		{"contexts unread", reading.OpEvent{Fields: []string{"severity", "corrected", "contexts", "40", "contexts_unread", "8"}, ContextsUnread: 8}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := s.Handle(op(0, reading.EventOperational, 7, tc.o))
@@ -136,9 +137,54 @@ func TestStageOperationalEvents(t *testing.T) {
 	if !k.Duplicate || k.Critical != nil || !strings.Contains(k.Lines[0].Line(), " duplicate_of=nvml-op") {
 		t.Errorf("the kernel's Xid 79 after the operational one: %+v", k)
 	}
-	if got := counted(s); got["op_event_overflows"] != 1 || got["nvml_events"] != 5 || got["duplicate_xids"] != 1 {
+	if got := counted(s); got["op_event_overflows"] != 1 || got["op_event_contexts_unread"] != 8 || got["nvml_events"] != 6 || got["duplicate_xids"] != 1 {
 		t.Errorf("counted %v", got)
 	}
+}
+
+// TestStageOperationalXidKeepsItsFlags: an operational event with a legacy
+// Xid that is fatal or uncontained keeps the flags in its Xid's line and
+// incident, whichever source reports the Xid first: first, its incident's
+// reason names them (and an application's Xid so marked is a fault, never
+// held); second, after the kernel's line, its record joins the kernel's
+// incident with them.
+func TestStageOperationalXidKeepsItsFlags(t *testing.T) {
+	op := func(at time.Duration, code uint64, crit string) reading.Event {
+		o := reading.OpEvent{Fields: []string{"severity", "recoverable", "attributes", "uncontained"}, Critical: crit}
+		return reading.Event{Time: t0.Add(at), GPU: 0, Kind: reading.EventXid, Source: reading.SourceOpEvent, Data: code, Op: &o}
+	}
+	t.Run("first", func(t *testing.T) {
+		s := NewStage(Config{Counters: counters.New(), DedupWindow: 5 * time.Second})
+		r := s.Handle(op(0, 79, "fatal|uncontained"))
+		if r.Critical == nil || !strings.Contains(r.Critical.Reason, "GPU operational event: fatal|uncontained") ||
+			!strings.Contains(r.Critical.What, "fatal|uncontained") || !strings.Contains(r.Lines[0].Line(), " critical=fatal|uncontained") {
+			t.Fatalf("record %+v, line %s", r, r.Lines[0].Line())
+		}
+		// An application's Xid (13): not held however many, a fault.
+		for i := range 3 * LineBurst {
+			r := s.Handle(op(time.Duration(i)*time.Millisecond+time.Second, 13, "uncontained"))
+			if r.Held != "" || r.Critical == nil || r.Critical.Stage != snapshot.StageFault || r.Alert != Error {
+				t.Fatalf("uncontained Xid 13 #%d: %+v", i, r)
+			}
+		}
+	})
+	t.Run("second", func(t *testing.T) {
+		s := NewStage(Config{Counters: counters.New(), DedupWindow: 5 * time.Second})
+		k := s.Handle(kernelXid(t, reading.EventXid, "NVRM: Xid (PCI:0000:01:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.", t0, kmsg.Record{Time: time.Hour}))
+		if k.Critical == nil || k.Joins != nil {
+			t.Fatalf("kernel's Xid 79: %+v", k)
+		}
+		r := s.Handle(op(time.Second, 79, "fatal"))
+		if !r.Duplicate || r.Critical != nil || r.Joins == nil || !strings.Contains(r.Joins.Reason, "GPU operational event: fatal") ||
+			!strings.Contains(r.Lines[0].Line(), " critical=fatal") || !strings.Contains(r.Lines[0].Line(), " duplicate_of=kmsg") {
+			t.Fatalf("the operational Xid 79 after the kernel's: %+v %s", r, r.Lines[0].Line())
+		}
+		// Neither fatal nor uncontained: a plain duplicate.
+		s.Handle(kernelXid(t, reading.EventXid, "NVRM: Xid (PCI:0000:01:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error", t0.Add(2*time.Second), kmsg.Record{Time: time.Hour}))
+		if r := s.Handle(op(3*time.Second, 48, "")); !r.Duplicate || r.Joins != nil || strings.Contains(r.Lines[0].Line(), "critical=") {
+			t.Fatalf("a corrected operational Xid 48 after the kernel's: %+v", r)
+		}
+	})
 }
 
 // counted returns the counters that are not 0 in the registry the stage

@@ -58,6 +58,9 @@ func View() live.View {
 	s1 := reading.Sample{GPU: 1, Time: now.Add(-13 * time.Second), Values: reading.Values{reading.TempC: reading.Some[uint64](65)}}
 	g1.Observe(&s1, 100*time.Millisecond)
 	g1.Xid(79, now.Add(-13*time.Second), "GPU has fallen off the bus")
+	g1.OpEvent(now.Add(-14*time.Second), &reading.OpEvent{Severity: "corrected", Category: 3, Attributes: "none"}, 0, false)
+	g1.OpEvent(now.Add(-13*time.Second), &reading.OpEvent{Severity: "fatal", Category: 2, Attributes: "uncontained", Critical: "fatal|uncontained"}, 79, true)
+	g1.CPERRecord(live.LastCPER{Time: now.Add(-12 * time.Second), ID: 1000, Severity: "fatal", Recorded: now.Add(-13 * time.Second).Truncate(time.Second)})
 	g1.Hung("nvmlDeviceGetTemperature", now.Add(-12*time.Second))
 	g1.Incident(now.Add(-11*time.Second), "NVML_HUNG(nvmlDeviceGetTemperature,1000ms)")
 	g1.HungRows = 110
@@ -70,6 +73,7 @@ func View() live.View {
 		LastIncident: live.Incident{Time: now.Add(-11 * time.Second), GPU: 1, Reason: "NVML_HUNG(nvmlDeviceGetTemperature,1000ms)"},
 		Pacer:        live.Pacer{Level: 1, TickNVML: reading.Some(4200 * time.Microsecond), LastLate: reading.Some(1100 * time.Microsecond)},
 		LogLines:     live.LogLines{Waiting: 2},
+		BERT:         &live.LastCPER{Time: now.Add(-2 * time.Hour), ID: 7, Severity: "fatal"},
 		Counters: []live.Counter{{Name: "tick_overruns", Help: "ticks skipped", Value: 2, Loss: true}, {Name: "busy_skips", Help: "GPU samples skipped", Value: 12, Loss: true},
 			{Name: "rows_dropped", Help: "CSV rows not written", Loss: true},
 			{Name: "nvml_stretches", Help: "pacer steps up", Value: 3, Loss: true}, {Name: "side_drops", Help: "side work dropped", Loss: true},

@@ -75,6 +75,9 @@ var (
 	mRecov = gpuMetric("recovery_action", "Last GPU recovery action the driver asked for (0 none, 1 GPU reset, 2 node reboot, 3 drain P2P, 4 drain and reset); absent when none.", prometheus.GaugeValue)
 	mRecT  = gpuMetric("last_recovery_action_timestamp_seconds", "Time of the last GPU recovery action (Unix seconds); absent when none.", prometheus.GaugeValue)
 	mLastS = gpuMetric("last_sample_timestamp_seconds", "Time of the GPU's last answered sample (Unix seconds).", prometheus.GaugeValue)
+	mOps   = gpuMetric("operational_events_total", "GPU operational events (driver R615+) received, by severity (every severity NVML names, 0 when none; \"other\" for one it does not name).", prometheus.CounterValue, "severity")
+	mOpsC  = gpuMetric("operational_events_critical_total", "GPU operational events that were fatal or uncontained (each raised an incident and a crash snapshot).", prometheus.CounterValue)
+	mCPER  = gpuMetric("cper_records_total", "CPER records of the GPU read from the driver (R610+), by severity (as seen; \"other\" beyond the first five).", prometheus.CounterValue, "severity")
 	mInc   = gpuMetric("incidents_total", "Critical events on the GPU (hang, failure, loss, Xid, recovery action).", prometheus.CounterValue)
 	mSamp  = gpuMetric("samples_total", "Answered samples.", prometheus.CounterValue)
 	mFail  = gpuMetric("sample_failures_total", "Failed or lost samples.", prometheus.CounterValue)
@@ -169,6 +172,7 @@ var (
 	mInterval = hostMetric("interval_seconds", "Configured sampling interval.", prometheus.GaugeValue)
 	mPacer    = hostMetric("pacer_level", "NVML pacer stretch level: 0 reads every column at its normal rate; each step up (NVML too slow for the interval) reads the slow columns less often.", prometheus.GaugeValue)
 	mTickNVML = hostMetric("nvml_tick_seconds", "Median time over the last second from the first GPU's sample start to the last one's end in a tick.", prometheus.GaugeValue)
+	mBERT     = hostMetric("boot_error_record", "1 when the host firmware left a boot error record (ACPI BERT) that this boot's run read: a reset that left no Xid may be there; 0 otherwise.", prometheus.GaugeValue)
 	mLogWait  = hostMetric("log_lines_waiting", "events.log and summary.log lines held back now because their file cannot be written.", prometheus.GaugeValue)
 )
 
@@ -289,6 +293,7 @@ func (w *walker) walk(v live.View) {
 	}
 	w.add(mAnswer, float64(answering))
 	w.add(mMissing, float64(h.GPUsMissing))
+	w.add(mBERT, b2f(h.BERT != nil))
 	for _, b := range h.Missing { // by its index in the previous run; "" when missing since an earlier one
 		gpu := ""
 		if b.Index >= 0 {
@@ -333,6 +338,19 @@ func (w *walker) gpu(g *live.GPU, h *live.Host) {
 	}
 	if g.XidsOther > 0 {
 		w.add(mXids, float64(g.XidsOther), gpu, uuid, "other")
+	}
+	for i, n := range g.OpEvents {
+		if i < len(reading.OpSeverities) {
+			w.add(mOps, float64(n), gpu, uuid, reading.OpSeverities[i])
+		} else if n > 0 {
+			w.add(mOps, float64(n), gpu, uuid, "other")
+		}
+	}
+	w.add(mOpsC, float64(g.OpCritical), gpu, uuid)
+	for _, c := range g.CPER {
+		if c.Count > 0 {
+			w.add(mCPER, float64(c.Count), gpu, uuid, c.Name)
+		}
 	}
 	if !g.LastXid.Time.IsZero() {
 		w.add(mLastX, unix(g.LastXid.Time.UnixNano()), gpu, uuid, strconv.FormatUint(g.LastXid.Code, 10))

@@ -18,24 +18,26 @@ func TestEveryColumnFromTheDriver(t *testing.T) {
 	// Every value is constant, so every row must carry exactly these cells.
 	want := []struct{ col, cell string }{
 		{"gpu_temp", "61"},
-		{"gpu_tlimit", "29"},            // threshold gpu_max 90 - temp 61
-		{"power_instant", "333.47"},     // the sim reports mW (333470); W with two decimals
-		{"power_limit", "444"},          // GetPowerManagementLimit
-		{"pstate", "3"},                 // P3
-		{"gpu_clock", "1111"},           // clock graphics
-		{"mem_clock", "1333"},           // clock memory
-		{"sm_clock", "1222"},            // clock SM
-		{"gpu_util", "41"},              //
-		{"mem_util", "42"},              //
-		{"enc_util", "43"},              // slow tier, carried between reads
-		{"dec_util", "44"},              // slow tier
-		{"vram_used_mb", "5555"},        // GetMemoryInfo_v2: used = mem_used (v1 would add the 512 MiB reserved)
-		{"pcie_gen", "4"},               // slow tier
-		{"pcie_width", "8"},             // slow tier
-		{"pcie_replay", "7"},            // field 94
-		{"mem_temp", "71"},              // field 82
-		{"power_enforced_limit", "433"}, // GetEnforcedPowerLimit / field 190, not plimit
-		{"throttle_bitmask", "0x0044"},  // sw_power_cap 0x4 | hw_thermal 0x40
+		{"gpu_tlimit", "29"},              // threshold gpu_max 90 - temp 61
+		{"power_instant", "333.47"},       // the sim reports mW (333470); W with two decimals
+		{"power_limit", "444"},            // GetPowerManagementLimit
+		{"pstate", "3"},                   // P3
+		{"gpu_clock", "1111"},             // clock graphics
+		{"mem_clock", "1333"},             // clock memory
+		{"sm_clock", "1222"},              // clock SM
+		{"gpu_util", "41"},                //
+		{"mem_util", "42"},                //
+		{"enc_util", "43"},                // slow tier, carried between reads
+		{"dec_util", "44"},                // slow tier
+		{"vram_used_mb", "5555"},          // GetMemoryInfo_v2: used = mem_used (v1 would add the 512 MiB reserved)
+		{"pcie_gen", "4"},                 // slow tier
+		{"pcie_width", "8"},               // slow tier
+		{"pcie_replay", "7"},              // field 94
+		{"pcie_tx_bytes", "123456789012"}, // field 197
+		{"pcie_rx_bytes", "98765432101"},  // field 198
+		{"mem_temp", "71"},                // field 82
+		{"power_enforced_limit", "433"},   // GetEnforcedPowerLimit / field 190, not plimit
+		{"throttle_bitmask", "0x0044"},    // sw_power_cap 0x4 | hw_thermal 0x40
 		{"throttle_reasons", "SwPowerCap|HwThermalSlowdown"},
 		{"fan0_speed_pct", "31"},
 		{"fan0_target_pct", "33"},

@@ -111,3 +111,53 @@ func TestCPEROldDriver(t *testing.T) {
 		t.Errorf("CPER lines from an old driver: %v", l)
 	}
 }
+
+// A GPU's CPER records are in status --json (counted by severity, the last
+// one's header) and in the metrics; a record the driver returns again after
+// its handle was lost (a read that restarted from the first record) is
+// skipped by its saved id and counted, not silent.
+func TestCPERInStatusAndRepeatsCounted(t *testing.T) {
+	t.Parallel()
+	o := opts{scenario: "gpus 1\ngpu 0 cper fatal section pcie\n", args: []string{"--metrics-listen", "127.0.0.1:0"}}
+	p := start(t, o)
+	addr := p.metricsAddr()
+	p.waitFor("the CPER line", 20*time.Second, func() bool { return len(cperLines(p.dir)) == 1 })
+	_, d, out := statusAs[opStatus](t, p.socketPath())
+	if len(d.GPUs) != 1 {
+		t.Fatalf("status --json:\n%s", out)
+	}
+	c := d.GPUs[0].CPER
+	if c.Records != 1 || c.BySeverity["fatal"] != 1 || c.Last == nil || c.Last.ID != 1000 || c.Last.Severity != "fatal" || c.Last.Recorded == nil {
+		t.Errorf("status --json cper %+v (last %+v):\n%s", c, c.Last, out)
+	}
+	body := scrapeMetrics(t, addr)
+	p.stop()
+	wantSeries(t, body, "gpu_telemetry_cper_records_total", "0", `severity="fatal"`, "1")
+	if !strings.Contains(body, "\ngpu_telemetry_cper_records_repeated_total 0\n") {
+		t.Errorf("no cper_records_repeated counter in the scrape:\n%s", grepLines(body, "cper"))
+	}
+
+	// The cursor's handle lost, its ids kept: the driver returns the record
+	// again, which is counted and not written twice.
+	path := filepath.Join(p.dir, "cper-cursor")
+	b := readFile(t, path)
+	f := strings.Fields(b)
+	if len(f) != 3 || f[1] == "0" {
+		t.Fatalf("cper-cursor %q: want source handle ids", b)
+	}
+	if err := os.WriteFile(path, []byte(f[0]+" 0 "+f[2]+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o.dir = p.dir
+	p = start(t, o)
+	p.waitFor("the control socket", 15*time.Second, func() bool { return strings.Contains(p.stderr.String(), "first sample of every GPU written") })
+	p.waitFor("the repeat counted", 20*time.Second, func() bool {
+		_, d, _ := statusAs[statusDoc](t, p.socketPath())
+		n, _ := d.counter("cper_records_repeated")
+		return n == 1
+	})
+	p.stop()
+	if l := cperLines(p.dir); len(l) != 1 {
+		t.Errorf("the repeated record written again:\n%s", strings.Join(l, "\n"))
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
 
 // linesWith returns the events.log lines of dir that hold every one of subs.
@@ -75,7 +77,9 @@ func TestOperationalXid79IsTheKernelsIncident(t *testing.T) {
 		"at 2 gpu 0 xid 79\n" // kmsg only, as the driver does
 	p := start(t, opts{scenario: scn, kmsg: true})
 	p.waitForEvent("both reports of Xid 79", 30*time.Second, "source=nvml-op type=Xid xid=79 ", "source=kmsg type=Xid xid=79 ")
-	p.waitFor("the crash snapshot", 30*time.Second, func() bool { return len(snapshots(p.dir, "crash-*-gpu0.log")) > 0 })
+	p.waitFor("the crash snapshot and its follow-up", 30*time.Second, func() bool {
+		return len(snapshots(p.dir, "crash-*-gpu0.log")) > 0 && len(snapshots(p.dir, "crash-*-gpu0+2s.log")) > 0
+	})
 	time.Sleep(time.Second)
 	p.stop()
 	x79 := linesWith(p.dir, " xid=79 ")
@@ -88,8 +92,18 @@ func TestOperationalXid79IsTheKernelsIncident(t *testing.T) {
 			t.Errorf("operational Xid line lacks %q:\n%s", want, op)
 		}
 	}
+	if !strings.Contains(op, " critical=fatal") {
+		t.Errorf("operational Xid line lacks critical=fatal:\n%s", op)
+	}
 	if c := snapshots(p.dir, "crash-*-gpu0.log"); len(c) != 1 {
 		t.Errorf("crash snapshots %v, want 1", c)
+	}
+	// The incident keeps the flags whichever report came first: the crash
+	// snapshot's reason (the operational event first), or the follow-up's
+	// list (the kernel's line first, the event joining it).
+	snap := readFile(t, snapshots(p.dir, "crash-*-gpu0.log")[0]) + readFile(t, snapshots(p.dir, "crash-*-gpu0+2s.log")[0])
+	if !strings.Contains(snap, "GPU operational event: fatal") {
+		t.Errorf("the incident's snapshots do not say the event was fatal:\n%.3000s", snap)
 	}
 	errs := p.stderr.String()
 	if n := strings.Count(errs, "critical GPU event"); n != 1 {
@@ -98,6 +112,113 @@ func TestOperationalXid79IsTheKernelsIncident(t *testing.T) {
 	if !regexp.MustCompile(`final status.* crash_snapshots_suppressed=0 `).MatchString(errs) || !regexp.MustCompile(`final status.* duplicate_xids=1 `).MatchString(errs) {
 		t.Errorf("final status: want no suppressed snapshot and one duplicate Xid:\n%s", errs)
 	}
+}
+
+// opStatus is the part of status --json the operational-event and CPER
+// tests read.
+type opStatus struct {
+	Host struct {
+		BERT *struct {
+			Severity string `json:"severity"`
+		} `json:"bert"`
+	} `json:"host"`
+	GPUs []struct {
+		OpEvents struct {
+			Count      uint64            `json:"count"`
+			BySeverity map[string]uint64 `json:"by_severity"`
+			Critical   uint64            `json:"critical"`
+			Last       *struct {
+				Severity   string  `json:"severity"`
+				Category   uint32  `json:"category"`
+				Attributes string  `json:"attributes"`
+				Critical   string  `json:"critical"`
+				LegacyXid  *uint64 `json:"legacy_xid"`
+			} `json:"last"`
+		} `json:"op_events"`
+		CPER struct {
+			Records    uint64            `json:"records"`
+			BySeverity map[string]uint64 `json:"by_severity"`
+			Last       *struct {
+				ID       uint64  `json:"record_id"`
+				Severity string  `json:"severity"`
+				Recorded *string `json:"record_time"`
+			} `json:"last"`
+		} `json:"cper"`
+	} `json:"gpus"`
+}
+
+// wantSeries checks that the scrape body has one series of name whose
+// labels are exactly gpu, its uuid, and the other labels of more (sorted by
+// name, as the exposition writes them), with value v.
+func wantSeries(t *testing.T, body, name, gpu, more, v string) {
+	t.Helper()
+	labels := `gpu="` + gpu + `"`
+	if more != "" {
+		labels += "," + more
+	}
+	re := regexp.MustCompile(`(?m)^` + name + `\{` + regexp.QuoteMeta(labels) + `,uuid="GPU-[^"]+"\} ` + regexp.QuoteMeta(v) + `$`)
+	if !re.MatchString(body) {
+		t.Errorf("no series %s{%s} %s in the scrape:\n%s", name, labels, v, grepLines(body, name))
+	}
+}
+
+// grepLines are the lines of s that hold sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// TestOperationalEventsInStatusAndMetrics: each GPU's operational events
+// are counted by severity in status --json (every severity NVML names, 0
+// when none) with the last one decoded, and in the metrics, with the
+// fatal or uncontained ones and the overflow; an event's contexts are all
+// read (its legacy Xid in the sixth).
+func TestOperationalEventsInStatusAndMetrics(t *testing.T) {
+	t.Parallel()
+	scn := "gpus 2\n" +
+		"at 1 gpu 0 opevent severity corrected category 3\n" +
+		"at 1.5 gpu 0 opevent severity fatal category 5 attrs latent\n" +
+		"at 2 gpu 1 opevent severity recoverable attrs overflow category 4 context 1 context 2 context 3 context 4 context 5 xid 31\n"
+	p, addr := startHealth(t, opts{scenario: scn}, "the three operational events", 30*time.Second, "category=3 ", "category=5 ", "category=4 ")
+	_, d, out := statusAs[opStatus](t, p.socketPath())
+	if len(d.GPUs) != 2 {
+		t.Fatalf("status --json:\n%s", out)
+	}
+	g0, g1 := d.GPUs[0].OpEvents, d.GPUs[1].OpEvents
+	if g0.Count != 2 || g0.Critical != 1 || g0.BySeverity["corrected"] != 1 || g0.BySeverity["fatal"] != 1 ||
+		len(g0.BySeverity) != 4 || g0.Last == nil || g0.Last.Severity != "fatal" || g0.Last.Category != 5 ||
+		g0.Last.Attributes != "latent" || g0.Last.Critical != "fatal" || g0.Last.LegacyXid != nil {
+		t.Errorf("GPU 0's op_events %+v (last %+v):\n%s", g0, g0.Last, out)
+	}
+	if g1.Count != 1 || g1.Critical != 0 || g1.BySeverity["recoverable"] != 1 || g1.Last == nil ||
+		g1.Last.LegacyXid == nil || *g1.Last.LegacyXid != 31 || g1.Last.Attributes != "overflow" {
+		t.Errorf("GPU 1's op_events %+v (last %+v):\n%s", g1, g1.Last, out)
+	}
+	// The host's counters are published about once a second.
+	var body string
+	p.waitFor("the overflow counted in the metrics", 10*time.Second, func() bool {
+		body = scrapeMetrics(t, addr)
+		return strings.Contains(body, "\ngpu_telemetry_op_event_overflows_total 1\n")
+	})
+	p.stop()
+	// Every context the driver reports is read: the legacy Xid is the sixth.
+	if l := linesWith(p.dir, "gpu=1 ", " xid=31 ", " contexts=6 ", " context5=legacy_xid,source_type:1,size:4,version:1,xid:31"); len(l) != 1 ||
+		strings.Contains(l[0], "contexts_unread") {
+		t.Errorf("GPU 1's event with six contexts:\n%s", events(p.dir))
+	}
+	const ops = "gpu_telemetry_operational_events_total"
+	wantSeries(t, body, ops, "0", `severity="fatal"`, "1")
+	wantSeries(t, body, ops, "0", `severity="corrected"`, "1")
+	wantSeries(t, body, ops, "0", `severity="informational"`, "0")
+	wantSeries(t, body, ops, "1", `severity="recoverable"`, "1")
+	wantSeries(t, body, "gpu_telemetry_operational_events_critical_total", "0", "", "1")
+	wantSeries(t, body, "gpu_telemetry_operational_events_critical_total", "1", "", "0")
+	testutil.CheckMetrics(t, []byte(body))
 }
 
 // TestFatalOperationalEventRaisesAnIncident: a fatal operational event
