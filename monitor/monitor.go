@@ -84,7 +84,9 @@ type hostStates struct {
 	kmsg, events  string
 	drops         dropHistory
 	incident      live.Incident
-	missing       []live.MissingBoard // set once at start (missingBoard)
+	missing       []live.MissingBoard     // set once at start (missingBoard)
+	fabric        []reading.FabricService // the fabric daemons' last scan (fabric.go); nil: no fabric
+	fabricAt      time.Time
 	refusedLogged atomic.Bool
 }
 
@@ -175,6 +177,9 @@ func (m *Monitor) writeSystemInfo() {
 		si.GPUs = append(si.GPUs, gs.g.Info())
 		if h := gs.Health(); !h.At.IsZero() {
 			si.Health[gs.idx] = healthGroupsText(gs.g.HealthGroups(), h.Links.N)
+			if si.Fabric == nil && gs.g.HealthGroups()[reading.GroupFabric] {
+				si.Fabric = m.scanFabricServices()
+			}
 		}
 		if why, stuck := gs.g.StaticProblem(); stuck {
 			si.Notes[gs.idx] = "static facts not read yet: " + why
@@ -522,6 +527,7 @@ func (m *Monitor) hostView() live.Host {
 	h.LogLines.Waiting = m.events.Waiting() + m.summary.Waiting()
 	m.states.mu.Lock()
 	h.Kmsg, h.Events, h.LastIncident, h.Missing = m.states.kmsg, m.states.events, m.states.incident, m.states.missing
+	h.Fabric = m.fabricServices()
 	dropped, _ := h.Counter(live.CounterRowsDropped) // registered by sink (TestViewCountersAreInTheTable)
 	h.RowsDroppedRecent = m.states.drops.recent(h.Now, dropped)
 	m.states.mu.Unlock()

@@ -148,3 +148,11 @@ func FabricStatusText(v uint64) string {
 	}
 	return "error_" + strconv.FormatUint(v, 10)
 }
+
+// FabricService is one of the fabric's daemons (a systemd unit) and
+// whether a process runs it (sink.FabricServices).
+type FabricService struct {
+	Name string // the systemd unit's name
+	Exe  string // its executable's name
+	PID  int    // a process running it; 0: none
+}
