@@ -405,7 +405,7 @@ var Table = [NumReadings]Def{
 	HFabricState:   fabric("fabric_state", "the fabric manager's probe of the GPU (0 not supported, 1 not started, 2 in progress, 3 completed)", "State", FabricStateName),
 	HFabricStatus:  fabric("fabric_status", "the probe's status once completed (an NVML return code, 0 success)", "Status", FabricStatusText),
 	HFabricHealth:  fabric("fabric_health_mask", "the fabric health mask (NVML_GPU_FABRIC_HEALTH_MASK_*)", "HealthMask", FabricHealthText),
-	HFabricSummary: fabric("fabric_health_summary", "the fabric health summary (0 not supported, 1 healthy, 2 unhealthy, 3 limited capacity)", "HealthSummary", FabricSummaryName),
+	HFabricSummary: fabric("fabric_health", "the fabric health summary (0 not supported, 1 healthy, 2 unhealthy, 3 limited capacity)", "HealthSummary", FabricSummaryName),
 }
 
 // HealthIDs is Table's hardware health counters, in table order.
