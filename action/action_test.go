@@ -54,9 +54,28 @@ func TestHistoryBootsAndAcks(t *testing.T) {
 	if e := h.Earlier("B"); len(e) != 1 || e[0].BootID != "A" {
 		t.Errorf("earlier than B: %+v", e)
 	}
-	h.Ack = &AckRecord{Time: t0.Add(30 * time.Minute), Classes: []string{"xid79"}}
-	if !h.Acked("xid79", t0.Add(time.Minute)) || h.Acked("xid79", t0.Add(time.Hour)) || h.Acked("ecc_dbe", t0) {
-		t.Error("Acked")
+	h.Acknowledge(AckRecord{Time: t0.Add(30 * time.Minute), Classes: []string{"xid79"}})
+	if !h.IsAcked("xid79", t0.Add(time.Minute)) || h.IsAcked("xid79", t0.Add(time.Hour)) || h.IsAcked("ecc_dbe", t0) {
+		t.Error("IsAcked")
+	}
+	// A later ack of another class does not undo the first.
+	h.Acknowledge(AckRecord{Time: t0.Add(2 * time.Hour), Classes: []string{"ecc_dbe"}})
+	if !h.IsAcked("xid79", t0.Add(time.Minute)) || !h.IsAcked("ecc_dbe", t0) || h.Ack.Classes[0] != "ecc_dbe" {
+		t.Errorf("after a second ack: %+v", h.Acked)
+	}
+}
+
+// TestHistoryAckOfAnOlderFile: a state file written before Acked was kept
+// has its one ack, which a new ack keeps.
+func TestHistoryAckOfAnOlderFile(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
+	h := History{Ack: &AckRecord{Time: t0, Classes: []string{"xid79"}}}
+	if !h.IsAcked("xid79", t0) || h.IsAcked("xid79", t0.Add(time.Second)) {
+		t.Error("the older file's ack")
+	}
+	h.Acknowledge(AckRecord{Time: t0.Add(time.Hour), Classes: []string{"ecc_dbe"}})
+	if !h.IsAcked("xid79", t0) || h.IsAcked("xid79", t0.Add(time.Second)) || !h.IsAcked("ecc_dbe", t0.Add(time.Hour)) {
+		t.Errorf("after a new ack: %+v", h.Acked)
 	}
 }
 

@@ -16,21 +16,27 @@ const DefaultInspectAfter = 2
 const MaxBoots = 16
 
 // History is a board's record across boots, keyed by its UUID: for each
-// boot, how many times each critical class began in it; and the last
-// acknowledgement. It is what the board's state file holds (sink.BoardState).
+// boot, how many times each critical class began in it; when each class
+// was last acknowledged; and the last acknowledgement. It is what the
+// board's state file holds (sink.BoardState).
 type History struct {
 	UUID  string      `json:"uuid"`
 	Boots []BootCount `json:"boots"` // oldest first, at most MaxBoots
 	Ack   *AckRecord  `json:"ack,omitempty"`
+	// Acked is when each class was last acknowledged: a later ack of
+	// other classes does not undo an earlier one. A state file without it
+	// (written before it was kept) has only Ack's.
+	Acked map[string]time.Time `json:"acked,omitempty"`
 }
 
 // BootCount is one boot of a board: the critical classes that began in it.
 type BootCount struct {
 	BootID  string                `json:"boot_id"`
 	Classes map[string]ClassCount `json:"classes"`
-	// Failed is set when the board was missing or failed to initialise in
-	// this boot (the next boot's warm-reboot check does not look past it).
-	Failed bool `json:"failed,omitempty"`
+	// Answered is set once the board answered in this boot: it came back
+	// from the reboot before it, so a fault later in the boot is judged
+	// as itself, not as a warm reboot that did not recover it.
+	Answered bool `json:"answered,omitempty"`
 }
 
 // ClassCount is how often a class began in a boot and when it last did.
@@ -86,8 +92,27 @@ func (h *History) Count(id, class string, t time.Time) {
 	b.Classes[class] = c
 }
 
-// Acked reports whether the last acknowledgement cleared class after t: an
-// occurrence at t or before it no longer counts.
-func (h *History) Acked(class string, t time.Time) bool {
-	return h.Ack != nil && !t.After(h.Ack.Time) && slices.Contains(h.Ack.Classes, class)
+// Acknowledge records ack: its classes are cleared as of its time.
+func (h *History) Acknowledge(ack AckRecord) {
+	if h.Acked == nil {
+		h.Acked = map[string]time.Time{}
+		if h.Ack != nil { // a state file of before Acked: keep its ack
+			for _, c := range h.Ack.Classes {
+				h.Acked[c] = h.Ack.Time
+			}
+		}
+	}
+	for _, c := range ack.Classes {
+		h.Acked[c] = ack.Time
+	}
+	h.Ack = &ack
+}
+
+// IsAcked reports whether an acknowledgement cleared class at t or after
+// it: an occurrence at t no longer counts.
+func (h *History) IsAcked(class string, t time.Time) bool {
+	if at, ok := h.Acked[class]; ok {
+		return !t.After(at)
+	}
+	return h.Acked == nil && h.Ack != nil && !t.After(h.Ack.Time) && slices.Contains(h.Ack.Classes, class)
 }

@@ -26,13 +26,27 @@ var bucketActions = map[string]Action{
 	"WORKFLOW_NVLINK5_ERR": ResetGPU, // catalog: NVLink5 workflow, when the text did not decode (xid.DecodeNVLink5 gives the row's own bucket when it does)
 	"XID_154_EVAL":         Watch,    // NVLink5 decode: evaluate the recovery action Xid 154 announces (which decides)
 	"XID_154":              None,     // Xid 154 announces a recovery action: RecoveryAction decides
-	"":                     Watch,    // no bucket in the catalog (Xid 162-172) or a code not in it: keep an eye on it
+	"":                     Watch,    // no bucket in the catalog (Xid 162-172, but unbucketed's) or a code not in it: keep an eye on it
+}
+
+// unbucketed is what the Xids that have no bucket in NVIDIA's catalog ask
+// for where their entry (xid/catalog.json) or the Xid they detail or share
+// a name with does, and what the reason says it was read from.
+var unbucketed = map[int]struct {
+	a    Action
+	from string
+}{
+	167: {Reboot, "no resolution in the catalog; off its bus, as Xid 79 (RESTART_BM)"},          // catalog: PCIE_FATAL_TIMEOUT, class hardware: the GPU does not answer on its bus
+	169: {ResetGPU, "no resolution in the catalog; the halt of Xid 62 (RESET_GPU)"},             // catalog: SEC2_HALT_ERROR, named as Xid 62, "Internal micro-controller halt"
+	171: {ResetGPU, "no resolution in the catalog; as the Xid 48 it details (WORKFLOW_XID_48)"}, // catalog: "Follow the Xid 48 it details: reset the GPU ..."
+	172: {ResetGPU, "no resolution in the catalog; as the Xid 48 it details (WORKFLOW_XID_48)"}, // catalog: "Follow the Xid 48 it details: reset the GPU ..."
 }
 
 // XidAction is the action one Xid report asks for, from its bucket in
 // NVIDIA's catalog (the NVLink5 decode's when its text decoded); for an
-// Xid 154 whose text named it, from the recovery action. An NVLink5 error
-// the decode calls link fatal is DrainAndReset whatever its bucket: the
+// Xid 154 whose text named it, from the recovery action; for an Xid with
+// no bucket, from what its entry says (unbucketed). An NVLink5 error the
+// decode calls link fatal is DrainAndReset whatever its bucket: the
 // decode's Severity column says a link-fatal error leaves the GPU in the
 // drain-and-reset state (start no new work, let the jobs drain, then reset),
 // the state the driver's recovery action 4 names.
@@ -43,10 +57,26 @@ func XidAction(e xid.Explanation) Action {
 	case e.LinkFatal:
 		return DrainAndReset
 	}
+	if u, ok := unbucketed[e.Code]; ok && e.Bucket == "" {
+		return u.a
+	}
 	if a, ok := bucketActions[e.Bucket]; ok {
 		return a
 	}
 	return Watch // a bucket newer than this table: shown, never dropped
+}
+
+// XidSource says what XidAction read e's action from, for the reason that
+// names it: "recovery action ...", what an unbucketed Xid's entry implies,
+// or "NVIDIA's resolution BUCKET".
+func XidSource(e xid.Explanation) string {
+	if e.HasRecovery {
+		return "recovery action " + xid.RecoveryActionName(e.Recovery)
+	}
+	if u, ok := unbucketed[e.Code]; ok && e.Bucket == "" {
+		return u.from
+	}
+	return "NVIDIA's resolution " + e.BucketOrNone()
 }
 
 // recoveryActions is what each of the driver's recovery actions

@@ -53,7 +53,11 @@ func TestXidAction(t *testing.T) {
 		{"recovery action without text", 154, "", None, "catalog: XID_154, about another Xid"},
 		{"GPU fatal timeout", 158, "", ResetGPU, "catalog: RESET_GPU"},
 		{"CHI non-data error", 159, "", Watch, "catalog: CHECK_UVM"},
-		{"no bucket in the catalog", 167, "", Watch, "catalog: no resolution for Xid 162-172"},
+		{"no bucket in the catalog", 166, "", Watch, "catalog: no resolution for Xid 166 (CC-mode NVLink traffic)"},
+		{"PCIe fatal timeout", 167, "", Reboot, "catalog: PCIE_FATAL_TIMEOUT, no bucket; the GPU off its bus, as Xid 79's RESTART_BM"},
+		{"SEC2 micro-controller halt", 169, "", ResetGPU, "catalog: SEC2_HALT_ERROR, no bucket; named as Xid 62, RESET_GPU"},
+		{"uncorrectable DRAM error", 171, "", ResetGPU, "catalog: no bucket; details Xid 48, \"reset the GPU\" (WORKFLOW_XID_48)"},
+		{"uncorrectable SRAM error", 172, "", ResetGPU, "catalog: no bucket; details Xid 48, \"reset the GPU\" (WORKFLOW_XID_48)"},
 		{"copy engine exception", 39, "", Watch, "catalog: RESTART_APP (engine exceptions)"},
 		{"not in the catalog", 999, "", Watch, "not in the catalog: shown, never dropped"},
 	} {
@@ -63,5 +67,25 @@ func TestXidAction(t *testing.T) {
 				t.Errorf("Xid %d (bucket %q): %v, want %v (%s)", tc.code, e.Bucket, got, tc.want, tc.source)
 			}
 		})
+	}
+}
+
+// TestXidSource: the reason names what the action was read from, the
+// unbucketed Xids' entries included.
+func TestXidSource(t *testing.T) {
+	for _, tc := range []struct {
+		code int
+		text string
+		want string
+	}{
+		{79, "", "NVIDIA's resolution RESTART_BM"},
+		{154, "GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)", "recovery action "},
+		{167, "", "no resolution in the catalog; off its bus, as Xid 79 (RESTART_BM)"},
+		{166, "", "NVIDIA's resolution "},
+	} {
+		e := xid.ExplainDetail(tc.code, xid.Detail(tc.code, tc.text))
+		if got := XidSource(e); len(got) < len(tc.want) || got[:len(tc.want)] != tc.want {
+			t.Errorf("Xid %d: %q, want %q...", tc.code, got, tc.want)
+		}
 	}
 }

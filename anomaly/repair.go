@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/action"
@@ -15,7 +16,8 @@ import (
 // A GPU's repair action (package action) is derived here from what the
 // logger already knows, each source through one table with the source of
 // every row: NVIDIA's Xid catalog's resolution bucket for each Xid report
-// and the driver's recovery action (action.XidAction, action.RecoveryAction:
+// (for an Xid without one, what its entry implies) and the driver's
+// recovery action (action.XidAction, action.RecoveryAction:
 // the crash snapshots read the same table), the health verdict's reasons
 // (their Action column in HealthReasonDefs), the retired pages of a GPU
 // without row remapping, and the GPU's state (lost, hung, failing). The
@@ -55,6 +57,7 @@ type RepairInput struct {
 	Lost      bool            // the driver reports the GPU lost
 	Failing   bool            // every call of the last sample failed
 	Missing   bool            // the board of the history is not enumerated in this boot
+	Answered  bool            // the GPU's last sample was answered
 	HungSince time.Time       // zero: not hung
 }
 
@@ -162,14 +165,8 @@ func xidClass(class string) (int, bool) {
 }
 
 func xidCauseOf(e xid.Explanation) Cause {
-	a := action.XidAction(e)
-	text := "Xid " + strconv.Itoa(e.Code) + " " + e.Name
-	if e.HasRecovery {
-		text += ": recovery action " + xid.RecoveryActionName(e.Recovery)
-	} else {
-		text += ": NVIDIA's resolution " + e.BucketOrNone()
-	}
-	return Cause{Class: "xid" + strconv.Itoa(e.Code), Action: a, Text: text}
+	text := "Xid " + strconv.Itoa(e.Code) + " " + e.Name + ": " + action.XidSource(e)
+	return Cause{Class: "xid" + strconv.Itoa(e.Code), Action: action.XidAction(e), Text: text}
 }
 
 // Xid takes an Xid report at t into the board's causes: a new event, which
@@ -214,6 +211,9 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 				"the driver's recovery action " + strconv.FormatUint(v, 10) + " (" + reading.RecoveryActionName(v) + ")"})
 		}
 	}
+	if b := r.hist.Boot(r.boot); in.Answered && !b.Answered {
+		b.Answered, r.dirty = true, true
+	}
 	if c, ok := r.warmRebootFailed(in); ok {
 		causes = append(causes, c)
 	}
@@ -252,7 +252,7 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 	var rs []ranked
 	for _, c := range causes {
 		a, text := c.Action, c.Text
-		if r.hist.Acked(c.Class, r.began[c.Class]) {
+		if r.hist.IsAcked(c.Class, r.began[c.Class]) {
 			if _, isXid := r.xids[c.Class]; isXid {
 				continue // an acknowledged event: gone until it happens again
 			}
@@ -279,20 +279,22 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 func (r *Repair) earlierBoots(class string) int {
 	n := 0
 	for _, b := range r.hist.Earlier(r.boot) {
-		if c, ok := b.Classes[class]; ok && c.Count > 0 && !r.hist.Acked(class, c.Last) {
+		if c, ok := b.Classes[class]; ok && c.Count > 0 && !r.hist.IsAcked(class, c.Last) {
 			n++
 		}
 	}
 	return n
 }
 
-// warmRebootFailed is PowerCycle for a board missing or failing to
-// initialise now whose previous boot ended in Xid 79 or a recovery action
-// that asked for a reset or reboot: a warm reboot does not recover some
-// Blackwell GPUs after Xid 79/154, only a cold power cycle does
-// (NVIDIA/open-gpu-kernel-modules issues 1353, 1200).
+// warmRebootFailed is PowerCycle for a board that did not come back in
+// this boot (missing, failing to initialise, lost or failing without
+// having answered once) whose previous boot ended in Xid 79 or a recovery
+// action that asked for a reset or reboot: a warm reboot does not recover
+// some Blackwell GPUs after Xid 79/154, only a cold power cycle does
+// (NVIDIA/open-gpu-kernel-modules issues 1353, 1200). A board that
+// answered in this boot came back: a new fault is judged as itself.
 func (r *Repair) warmRebootFailed(in RepairInput) (Cause, bool) {
-	if !in.Missing && !in.Lost && !in.Failing && !r.initFailed {
+	if r.hist.Boot(r.boot).Answered || !in.Missing && !in.Lost && !in.Failing && !r.initFailed {
 		return Cause{}, false
 	}
 	prev := r.hist.Earlier(r.boot)
@@ -301,13 +303,19 @@ func (r *Repair) warmRebootFailed(in RepairInput) (Cause, bool) {
 	}
 	var what string
 	for class, c := range prev[0].Classes {
-		if r.hist.Acked(class, c.Last) {
+		if r.hist.IsAcked(class, c.Last) {
 			continue
 		}
 		if class == "xid79" || class == "warm_reboot_failed" {
 			what = cmp.Or(what, class)
-		} else if len(class) > 9 && class[:9] == "recovery_" {
-			what = cmp.Or(what, class)
+		} else if v, ok := strings.CutPrefix(class, "recovery_"); ok {
+			// Only a recovery action that asked for a reset or a reboot:
+			// one the reboot should have done.
+			if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+				if a := action.RecoveryAction(n); a == action.ResetGPU || a == action.DrainAndReset || a == action.Reboot {
+					what = cmp.Or(what, class)
+				}
+			}
 		}
 	}
 	if what == "" {
@@ -328,7 +336,7 @@ func (r *Repair) Ack(cur action.Current, t time.Time, by, note string) action.Ac
 		}
 	}
 	slices.Sort(ack.Classes)
-	r.hist.Ack = &ack
+	r.hist.Acknowledge(ack)
 	r.dirty = true
 	return ack
 }
@@ -352,5 +360,6 @@ func cloneHistory(h action.History) action.History {
 		a.Classes = slices.Clone(a.Classes)
 		h.Ack = &a
 	}
+	h.Acked = maps.Clone(h.Acked)
 	return h
 }

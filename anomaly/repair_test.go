@@ -178,6 +178,9 @@ func TestWarmRebootDidNotRecover(t *testing.T) {
 		{"RmInitAdapter failed after Xid 79", xid79, RepairInput{}, true, action.PowerCycle},
 		{"answering after Xid 79", xid79, RepairInput{}, false, action.None},
 		{"missing after an application's Xid", xid13, RepairInput{Missing: true}, false, action.Reboot},
+		// Recovery action 5 asks to recover the fabric, which a reboot
+		// does not do: the warm reboot was not the remedy asked for.
+		{"missing after recovery action 5", xid.ExplainDetail(154, xid.Detail(154, "GPU recovery action changed from 0x0 (None) to 0x5 (IMEX Domain Recovery)")), RepairInput{Missing: true}, false, action.Reboot},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, h := boot(t, action.History{}, "A", 0, RepairInput{Now: t0}, tc.prev)
@@ -255,6 +258,31 @@ func TestAckedBootsDoNotEscalate(t *testing.T) {
 	}
 }
 
+// TestALaterAckKeepsAnEarlierOne: an ack of one class does not bring back
+// the boots before an earlier ack of another (docs/actions.md: the boots
+// before the ack no longer count).
+func TestALaterAckKeepsAnEarlierOne(t *testing.T) {
+	var h action.History
+	_, h = boot(t, h, "A", 0, RepairInput{Now: t0}, xid79)
+	_, h = boot(t, h, "B", 0, RepairInput{Now: t0.Add(time.Hour)}, xid79)
+	r := NewRepair("C", 0, h)
+	r.Xid(xid79, t0.Add(2*time.Hour))
+	cur := r.Judge(RepairInput{Now: t0.Add(2 * time.Hour)})
+	if cur.Action != action.Inspect {
+		t.Fatalf("boot C: %v %q", cur.Action, cur.Reasons)
+	}
+	r.Ack(cur, t0.Add(2*time.Hour+time.Minute), "root", "board swapped")
+	h, _ = r.History()
+	r = NewRepair("D", 0, h)
+	in := RepairInput{Now: t0.Add(3 * time.Hour), Health: verdict(ReasonDBE)}
+	cur = r.Judge(in)
+	r.Ack(cur, t0.Add(3*time.Hour+time.Minute), "root", "")
+	h, _ = r.History()
+	if cur, _ = boot(t, h, "E", 0, RepairInput{Now: t0.Add(4 * time.Hour)}, xid79); cur.Action != action.Reboot {
+		t.Fatalf("boot E, one Xid 79 after the board was swapped: %v %q, want reboot", cur.Action, cur.Reasons)
+	}
+}
+
 // TestRestartInTheSameBoot: the logger restarted in the same boot keeps the
 // boot's Xid causes and does not count them again.
 func TestRestartInTheSameBoot(t *testing.T) {
@@ -305,6 +333,27 @@ func TestWarmRebootLooksAtThePreviousBootOnly(t *testing.T) {
 	cur, _ := boot(t, h, "C", 0, RepairInput{Now: t0.Add(2 * time.Hour), Failing: true})
 	if cur.Action != action.ResetGPU {
 		t.Errorf("%v %q, want reset_gpu (failing), not a power cycle", cur.Action, cur.Reasons)
+	}
+}
+
+// TestWarmRebootThatWorked: a board that answered in this boot after an
+// Xid 79 in the one before came back from the warm reboot; a new Xid 79
+// and a failure later in the boot are judged as themselves (a reboot),
+// also after a restart of the logger in the same boot.
+func TestWarmRebootThatWorked(t *testing.T) {
+	_, h := boot(t, action.History{}, "A", 0, RepairInput{Now: t0}, xid79)
+	r := NewRepair("B", 0, h)
+	if cur := r.Judge(RepairInput{Now: t0.Add(time.Hour), Answered: true}); cur.Action != action.None {
+		t.Fatalf("answering: %v %q", cur.Action, cur.Reasons)
+	}
+	r.Xid(xid79, t0.Add(2*time.Hour))
+	in := RepairInput{Now: t0.Add(2 * time.Hour), Lost: true}
+	if cur := r.Judge(in); cur.Action != action.Reboot || strings.Contains(cur.Reason(), "warm reboot") {
+		t.Fatalf("Xid 79 later in the boot: %v %q, want reboot", cur.Action, cur.Reasons)
+	}
+	h, _ = r.History()
+	if cur := NewRepair("B", 0, h).Judge(in); cur.Action != action.Reboot || strings.Contains(cur.Reason(), "warm reboot") {
+		t.Fatalf("restarted in the same boot: %v %q, want reboot", cur.Action, cur.Reasons)
 	}
 }
 

@@ -3,6 +3,7 @@ package live
 import (
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/action"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
@@ -24,12 +25,24 @@ func anomalyFlag(name string) bool {
 }
 
 // Check returns the document's exit code and the reasons for it, worst
-// first: critical reasons, then warnings.
+// first: critical reasons, then warnings. A missing board is critical
+// while its action takes the node out, a warning while it is watched.
 func Check(d Doc) (code int, reasons []string) {
 	var crit, warn []string
 	for _, g := range d.GPUs {
 		c, w := CheckGPU(g, d.Time)
 		crit, warn = append(crit, c...), append(warn, w...)
+	}
+	// A board of the previous run that is not enumerated now is judged by
+	// its action (a board that a warm reboot did not bring back is the
+	// case of a power cycle): it has no state or Xid in this run to judge.
+	for _, b := range d.Host.MissingBoards {
+		switch a := b.Action.Name; {
+		case a.Drains():
+			crit = append(crit, "missing board "+b.UUID+" "+a.String())
+		case a == action.Watch:
+			warn = append(warn, "missing board "+b.UUID+" "+a.String())
+		}
 	}
 	if d.Host.Disk != "ok" {
 		warn = append(warn, "disk "+d.Host.Disk)

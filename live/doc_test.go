@@ -3,6 +3,7 @@ package live_test
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/gpu-telemetry/gpu-telemetry/action"
 	"strings"
 	"testing"
 	"time"
@@ -122,6 +123,16 @@ func TestCheck(t *testing.T) {
 		{"recent Xid", func(v *View) { ok(v); v.GPUs[0].Xid(79, now.Add(-9*time.Minute), "x") }, CheckCritical, "Xid 79"},
 		{"old Xid", func(v *View) { ok(v); v.GPUs[0].Xid(79, now.Add(-11*time.Minute), "x") }, CheckOK, ""},
 		{"recent recovery action", func(v *View) { ok(v); v.GPUs[0].Recovery(1, now.Add(-time.Minute), "GPU reset") }, CheckCritical, "recovery action 1"},
+		// A board that a warm reboot did not bring back has no state or
+		// Xid in this run: its action alone says it needs a power cycle.
+		{"missing board to power-cycle", func(v *View) {
+			ok(v)
+			v.Host.Missing = []MissingBoard{{Index: 3, UUID: "GPU-dead", Action: action.Current{Action: action.PowerCycle, Reasons: []string{"warm reboot did not recover it (xid79 in the previous boot)"}}}}
+		}, CheckCritical, "missing board GPU-dead power_cycle"},
+		{"missing board watched", func(v *View) {
+			ok(v)
+			v.Host.Missing = []MissingBoard{{Index: 3, UUID: "GPU-dead", Action: action.Current{Action: action.Watch, Reasons: []string{"x"}}}}
+		}, CheckWarning, "missing board GPU-dead watch"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

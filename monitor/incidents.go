@@ -42,6 +42,7 @@ func (gs *gpuState) criticalEvent(seen time.Time, ev snapshot.Event) crashPlan {
 		}
 		gs.log.Error(msg, "reason", ev.Reason, "incident", n, "headline", d.Headline, "snapshot", d.Snapshot)
 	}
+	m.readCPER(gs) // the driver may have recorded the fault as a CPER record
 	return crashPlan{d: d, seen: seen, ev: ev, n: n}
 }
 

@@ -114,6 +114,7 @@ func (m *Monitor) staticKnown(gs *gpuState) {
 	m.csv.SetGPU(csvColumns(gs.idx, info)) // from its next row
 	m.fanFactsKnown(gs)
 	m.side.queue("run-state and INVENTORY: the board of a GPU that answered late", gs.idx, func() { m.lateBoard(gs) })
+	m.readCPER(gs) // not read at start: its UUID was unknown
 	if pending := m.host.Pending(); len(pending) > 0 {
 		// The GPU stands in for --gpu selectors that named no GPU that
 		// answered at start (sampler.Open).

@@ -51,6 +51,7 @@ type Monitor struct {
 
 	loop     pollLoop
 	side     sideQueue // file work the poll loop and the workers must not wait for
+	cper     cperReader
 	kern     kernelGPUs
 	klog     *KernelLog // nil: no kernel log
 	kclock   *kernelClock
@@ -84,7 +85,7 @@ type hostStates struct {
 	kmsg, events  string
 	drops         dropHistory
 	incident      live.Incident
-	missing       []live.MissingBoard     // set once at start (missingBoard)
+	missing       []*missingBoard         // set once at start (Monitor.missingBoard)
 	fabric        []reading.FabricService // the fabric daemons' last scan (fabric.go); nil: no fabric
 	fabricAt      time.Time
 	refusedLogged atomic.Bool
@@ -240,6 +241,7 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	sideCtx, stopSide := context.WithCancel(context.Background())
 	var side sync.WaitGroup
 	side.Go(func() { serve(sideCtx.Done(), m.side.jobs, func(j sideJob) { j.f() }) })
+	m.startCPER()
 
 	m.poll(ctx, sigs)
 
@@ -526,7 +528,10 @@ func (m *Monitor) hostView() live.Host {
 	m.loop.cadence.get(&h.Cadence)
 	h.LogLines.Waiting = m.events.Waiting() + m.summary.Waiting()
 	m.states.mu.Lock()
-	h.Kmsg, h.Events, h.LastIncident, h.Missing = m.states.kmsg, m.states.events, m.states.incident, m.states.missing
+	h.Kmsg, h.Events, h.LastIncident = m.states.kmsg, m.states.events, m.states.incident
+	for _, b := range m.states.missing {
+		h.Missing = append(h.Missing, b.view) // a copy: an ack changes b.view under the lock
+	}
 	h.Fabric = m.fabricServices()
 	dropped, _ := h.Counter(live.CounterRowsDropped) // registered by sink (TestViewCountersAreInTheTable)
 	h.RowsDroppedRecent = m.states.drops.recent(h.Now, dropped)

@@ -39,19 +39,87 @@ type repairState struct {
 	judged  time.Time      // when it was last judged (wall)
 	hv      *HealthView    // the health view last judged
 	last    atomic.Int64   // judged, in Unix ns, for judgeActions without the lock
+	file    boardFile      // the board's state file; its versions under mu
 }
 
-var boardStateFails = counters.Declare(counters.Def{Name: "board_state_write_failures", Loss: true, OwnLog: true,
-	Help: "writes of a board's state file (action-<UUID>.json: its repair history across boots and its last ack) that failed; the escalation across boots misses what they held"})
+// boardFile writes a board's state file in the order of its versions. The
+// file is written after the repair's lock is released (the ACTION line
+// follows the event's own lines), by whichever goroutine judged: gen
+// numbers each change of the history (under the repair's lock), and the
+// writes, one at a time (mu), write a copy only when it is newer than the
+// one on disk (disk): an older copy never lands over a newer one, and a
+// copy not yet on disk is written again at the next judgement.
+type boardFile struct {
+	gen  uint64
+	mu   sync.Mutex
+	disk atomic.Uint64
+}
+
+// stage takes the history h after a judgement (dirty: it changed) and
+// returns the copy still to write with its version; 0: the one on disk is
+// the latest. Under the repair's lock.
+func (f *boardFile) stage(h action.History, dirty bool) (action.History, uint64) {
+	if dirty {
+		f.gen++
+	}
+	if f.gen > f.disk.Load() { // changed, or an earlier write failed
+		return h, f.gen
+	}
+	return action.History{}, 0
+}
+
+// pending reports whether a version is not on disk yet. Under the
+// repair's lock.
+func (f *boardFile) pending() bool { return f.gen > f.disk.Load() }
+
+// write writes h, version gen (0: nothing), unless a newer copy is on disk
+// already; a failure is counted and logged (who names the board), and the
+// next stage gives the copy again.
+func (f *boardFile) write(m *Monitor, h action.History, gen uint64, who slog.Attr) {
+	if gen == 0 {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if gen <= f.disk.Load() {
+		return
+	}
+	if err := sink.WriteBoardState(m.cfg.LogDir, h); err != nil {
+		lose(m.reg, m.log, boardStateFails, "a board's state file", who, slog.String("error", err.Error()))
+		return
+	}
+	f.disk.Store(gen)
+}
+
+var (
+	boardStateFails = counters.Declare(counters.Def{Name: "board_state_write_failures", Loss: true, OwnLog: true,
+		Help: "writes of a board's state file (action-<UUID>.json: its repair history across boots and its last ack) that failed; the escalation across boots misses what they held"})
+	boardStateSetAside = counters.Declare(counters.Def{Name: "board_states_set_aside", Loss: true, OwnLog: true,
+		Help: "boards' state files that did not read (corrupt, another board's, a link), renamed to action-<UUID>.json.corrupt-<time>; the board's history across boots starts over"})
+	bootUnknown = counters.Declare(counters.Def{Name: "repair_boots_unknown", Loss: true, OwnLog: true,
+		Help: "boards' repair histories started without the kernel's boot id (it did not read): this run counts as a boot of its own, so a restart of the logger counts as a reboot"})
+)
 
 // judgeActions judges the action of every GPU not judged for judgeEvery,
 // once a second (watchLosses): time alone moves it while a GPU is hung
-// (its worker is stuck) or an application's Xid expires.
+// (its worker is stuck) or an application's Xid expires. A missing
+// board's state file whose last write failed is written again.
 func (m *Monitor) judgeActions(now time.Time) {
 	for _, gs := range m.gpus {
 		if now.UnixNano()-gs.repair.last.Load() >= int64(judgeEvery) {
 			gs.judgeAction(now, false, nil)
 		}
+	}
+	m.states.mu.Lock()
+	var retry []*missingBoard
+	for _, b := range m.states.missing {
+		if b.file.pending() {
+			retry = append(retry, b)
+		}
+	}
+	m.states.mu.Unlock()
+	for _, b := range retry {
+		b.writeState()
 	}
 }
 
@@ -72,19 +140,15 @@ type judged struct {
 	line    sink.EventLine
 	hasLine bool
 	hist    action.History
-	dirty   bool
+	gen     uint64 // hist's version (boardFile.gen); 0: nothing to write
 }
 
-// write writes the board's state file, then the ACTION line.
+// write writes the board's state file, unless a newer copy is on disk
+// already, then the ACTION line.
 func (j judged) write(gs *gpuState) {
-	m := gs.m
-	if j.dirty {
-		if err := sink.WriteBoardState(m.cfg.LogDir, j.hist); err != nil {
-			lose(m.reg, m.log, boardStateFails, "a board's state file", slog.Int("gpu", gs.idx), slog.String("error", err.Error()))
-		}
-	}
+	gs.repair.file.write(gs.m, j.hist, j.gen, slog.Int("gpu", gs.idx))
 	if j.hasLine {
-		m.eventLine(j.line)
+		gs.m.eventLine(j.line)
 	}
 }
 
@@ -114,6 +178,8 @@ func (gs *gpuState) judge(now time.Time, force bool, event func(r *anomaly.Repai
 	}
 	gs.slot.Update(func(g *live.GPU) {
 		switch g.State.Kind {
+		case live.StateAnswering:
+			in.Answered = true
 		case live.StateLost:
 			in.Lost = true
 		case live.StateFailing:
@@ -123,7 +189,7 @@ func (gs *gpuState) judge(now time.Time, force bool, event func(r *anomaly.Repai
 		}
 	})
 	cur := rs.r.Judge(in)
-	j.hist, j.dirty = rs.r.History()
+	j.hist, j.gen = rs.file.stage(rs.r.History())
 	if !cur.Equal(rs.cur) {
 		from := rs.cur.Action
 		rs.cur, rs.since = cur, now
@@ -168,15 +234,35 @@ func (gs *gpuState) startRepair() bool {
 	if uuid == "" {
 		return false
 	}
-	h, err := sink.ReadBoardState(m.cfg.LogDir, uuid)
-	if err != nil {
-		// A state file that does not read starts a new history: the
-		// escalation across boots starts over, which the log says.
-		gs.log.Warn("the board's repair history does not read; starting a new one", "error", err)
-		h = action.History{UUID: uuid}
-	}
-	gs.repair.r = anomaly.NewRepair(m.ident.BootID, m.cfg.InspectAfter, h)
+	gs.repair.r = anomaly.NewRepair(m.repairBoot(), m.cfg.InspectAfter, m.readHistory(uuid, gs.log))
 	return true
+}
+
+// readHistory reads the history of the board with uuid from its state
+// file. One that does not read (corrupt, another board's, a link) is set
+// aside as evidence, counted and logged, and a new history starts: the
+// escalation across boots starts over.
+func (m *Monitor) readHistory(uuid string, log *slog.Logger) action.History {
+	h, err := sink.ReadBoardState(m.cfg.LogDir, uuid)
+	if err == nil {
+		return h
+	}
+	to, aerr := sink.SetAsideBoardState(m.cfg.LogDir, uuid, time.Now())
+	m.reg.Add(boardStateSetAside, 1)
+	log.Warn("the board's repair history does not read; set aside, starting a new one", "uuid", uuid, "error", err, "set_aside", to, "set_aside_error", aerr)
+	return action.History{UUID: uuid}
+}
+
+// repairBoot is the boot the boards' histories count this run in: the
+// kernel's boot id. Without one, this run is a boot of its own (counted):
+// runs without an id are never merged into one boot, which would stop the
+// escalation across boots.
+func (m *Monitor) repairBoot() string {
+	if m.ident.BootID != "" {
+		return m.ident.BootID
+	}
+	lose(m.reg, m.log, bootUnknown, "the boot a board's history counts this run in (no boot id)")
+	return "unknown-" + m.start.UTC().Format("20060102T150405.000000000Z")
 }
 
 // eventAction takes the GPU's own report (r.Wake: an Xid with its detail
@@ -225,7 +311,7 @@ func (m *Monitor) Ack(sel string, want action.Action, note, by string) (AckResul
 		}
 		m.states.mu.Lock()
 		for _, b := range m.states.missing {
-			uuids = append(uuids, b.UUID)
+			uuids = append(uuids, b.view.UUID)
 		}
 		m.states.mu.Unlock()
 		uuid, err := pickUUID(uuids, sel)
@@ -297,59 +383,84 @@ func pickUUID(uuids []string, sel string) (string, error) {
 	return "", fmt.Errorf("%q is the start of %d GPUs' UUIDs (%s)", sel, len(found), strings.Join(found, ", "))
 }
 
+// missingBoard is a board of the previous run that is not enumerated now
+// (host.missing_boards): its repair action, judged from its state file at
+// start, and that file. Its fields are under the host's lock (hostStates).
+type missingBoard struct {
+	m    *Monitor
+	view live.MissingBoard // what the host view shows
+	r    *anomaly.Repair
+	file boardFile
+	hist action.History // the copy to write, version file.gen
+}
+
+// stage takes the board's history after a judgement into the copy to
+// write. Under the host's lock.
+func (b *missingBoard) stage() {
+	if h, gen := b.file.stage(b.r.History()); gen != 0 {
+		b.hist = h
+	}
+}
+
+// writeState writes the board's state file if a version is not on disk,
+// as a GPU's is written (boardFile): in order, again after a failure.
+func (b *missingBoard) writeState() {
+	m := b.m
+	m.states.mu.Lock()
+	h, gen := b.hist, b.file.gen
+	m.states.mu.Unlock()
+	b.file.write(m, h, gen, slog.String("uuid", b.view.UUID))
+}
+
 // ackMissing acknowledges the action of a board of the previous run that
-// is not enumerated now, from its state file, as Ack does a GPU's: the ACK
-// line and the ACTION line after it (by its UUID and prev_gpu=), its state
-// file, and the action the host view shows.
+// is not enumerated now, as Ack does a GPU's: the ACK line and the ACTION
+// line after it (by its UUID and prev_gpu=), its state file (written as a
+// GPU's, in order and again after a failure), and the action the host view
+// shows.
 func (m *Monitor) ackMissing(uuid string, want action.Action, note, by string) (AckResult, error) {
-	res, lines, err := m.ackMissingState(uuid, want, note, by)
+	b, res, lines, err := m.ackMissingState(uuid, want, note, by)
+	if err != nil {
+		return res, err
+	}
+	b.writeState()
 	for _, l := range lines {
 		m.eventLine(l)
 	}
-	return res, err
+	return res, nil
 }
 
 // ackMissingState is ackMissing under the host's lock, which serialises
-// the acks of missing boards (each reads, acknowledges and writes its state
-// file); it returns the lines to write (outside the lock: a slow disk does
-// not hold up status).
-func (m *Monitor) ackMissingState(uuid string, want action.Action, note, by string) (AckResult, []sink.EventLine, error) {
+// the acks of missing boards; it returns the board and the lines to write
+// (outside the lock: a slow disk does not hold up status).
+func (m *Monitor) ackMissingState(uuid string, want action.Action, note, by string) (*missingBoard, AckResult, []sink.EventLine, error) {
 	m.states.mu.Lock()
 	defer m.states.mu.Unlock()
-	i := slices.IndexFunc(m.states.missing, func(b live.MissingBoard) bool { return b.UUID == uuid })
+	i := slices.IndexFunc(m.states.missing, func(b *missingBoard) bool { return b.view.UUID == uuid })
 	if i < 0 {
-		return AckResult{}, nil, fmt.Errorf("no missing board %s", uuid)
+		return nil, AckResult{}, nil, fmt.Errorf("no missing board %s", uuid)
 	}
-	b := &m.states.missing[i]
-	h, err := sink.ReadBoardState(m.cfg.LogDir, uuid)
-	if err != nil {
-		return AckResult{}, nil, fmt.Errorf("the missing board %s: %w", uuid, err)
-	}
+	b := m.states.missing[i]
 	now := time.Now()
-	r := anomaly.NewRepair(m.ident.BootID, m.cfg.InspectAfter, h)
 	in := anomaly.RepairInput{Now: now, Missing: true}
-	cur := r.Judge(in)
+	cur := b.r.Judge(in)
 	switch {
 	case cur.Action == action.None:
-		return AckResult{}, nil, fmt.Errorf("the missing board %s has no action to acknowledge", uuid)
+		return nil, AckResult{}, nil, fmt.Errorf("the missing board %s has no action to acknowledge", uuid)
 	case cur.Action != want:
-		return AckResult{}, nil, fmt.Errorf("the missing board %s's action is %s, not %s", uuid, cur.Action, want)
+		return nil, AckResult{}, nil, fmt.Errorf("the missing board %s's action is %s, not %s", uuid, cur.Action, want)
 	}
-	rec := r.Ack(cur, now, by, note)
-	after := r.Judge(in)
-	h, _ = r.History()
-	if err := sink.WriteBoardState(m.cfg.LogDir, h); err != nil {
-		lose(m.reg, m.log, boardStateFails, "a board's state file", slog.String("uuid", uuid), slog.String("error", err.Error()))
-	}
-	prev := strconv.Itoa(b.Index)
+	rec := b.r.Ack(cur, now, by, note)
+	after := b.r.Judge(in)
+	b.stage()
+	prev := strconv.Itoa(b.view.Index)
 	lines := []sink.EventLine{{Time: now, UUID: uuid, GPU: -1, Type: sink.TypeAck,
 		Fields: sink.KV("prev_gpu", prev, "action", rec.Action.String(), "by", by, "note", note, "classes", strings.Join(rec.Classes, ","))}}
-	if !after.Equal(b.Action) {
+	if !after.Equal(b.view.Action) {
 		lines = append(lines, sink.EventLine{Time: now, UUID: uuid, GPU: -1, Type: sink.TypeAction,
-			Fields: sink.KV("prev_gpu", prev, "action", after.Action.String(), "from", b.Action.Action.String(), "reason", after.Reason())})
+			Fields: sink.KV("prev_gpu", prev, "action", after.Action.String(), "from", b.view.Action.Action.String(), "reason", after.Reason())})
 	}
-	b.Action = after
-	return AckResult{GPU: b.Index, Missing: true, UUID: uuid, Acked: rec.Action, Now: after, Record: rec}, lines, nil
+	b.view.Action = after
+	return b, AckResult{GPU: b.view.Index, Missing: true, UUID: uuid, Acked: rec.Action, Now: after, Record: rec}, lines, nil
 }
 
 // maxTime is the later of a and b.
@@ -369,23 +480,17 @@ func (m *Monitor) missingBoard(b sink.Board) {
 	if b.UUID == "" {
 		return
 	}
-	h, err := sink.ReadBoardState(m.cfg.LogDir, b.UUID)
-	if err != nil {
-		m.log.Warn("a missing board's repair history does not read", "uuid", b.UUID, "error", err)
-		return
-	}
-	r := anomaly.NewRepair(m.ident.BootID, m.cfg.InspectAfter, h)
-	cur := r.Judge(anomaly.RepairInput{Now: m.start, Missing: true})
-	if h, dirty := r.History(); dirty {
-		if err := sink.WriteBoardState(m.cfg.LogDir, h); err != nil {
-			lose(m.reg, m.log, boardStateFails, "a board's state file", slog.String("uuid", b.UUID), slog.String("error", err.Error()))
-		}
-	}
+	mb := &missingBoard{m: m, view: live.MissingBoard{Index: b.Index, UUID: b.UUID},
+		r: anomaly.NewRepair(m.repairBoot(), m.cfg.InspectAfter, m.readHistory(b.UUID, m.log))}
+	cur := mb.r.Judge(anomaly.RepairInput{Now: m.start, Missing: true})
+	mb.stage() // not shared yet: no lock
+	mb.writeState()
 	if cur.Action == action.None {
 		return
 	}
+	mb.view.Action = cur
 	m.states.mu.Lock()
-	m.states.missing = append(m.states.missing, live.MissingBoard{Index: b.Index, UUID: b.UUID, Action: cur})
+	m.states.missing = append(m.states.missing, mb)
 	m.states.mu.Unlock()
 	m.eventLine(sink.EventLine{Time: m.start, UUID: b.UUID, GPU: -1, Type: sink.TypeAction,
 		Fields: sink.KV("prev_gpu", strconv.Itoa(b.Index), "action", cur.Action.String(), "from", action.None.String(), "reason", cur.Reason())})

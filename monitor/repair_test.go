@@ -3,6 +3,7 @@ package monitor
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -73,6 +74,94 @@ func TestRepairActionLostAndAck(t *testing.T) {
 	}
 }
 
+// The board's state file is written outside the repair lock, by whichever
+// goroutine judged: a copy judged earlier but written later must not land
+// over a newer one, and a copy whose write failed is written again at the
+// next judgement, with nothing new to change it.
+func TestBoardStateWritesInOrder(t *testing.T) {
+	r := newRig(t, 1, nil)
+	gs, _, _ := stepper(r, 3)
+	uuid := gs.g.Info().UUID
+	now := time.Now()
+	older := gs.judge(now, true, func(rp *anomaly.Repair) { rp.Xid(xid.ExplainDetail(79, reading.XidDetail{}), now) })
+	newer := gs.judge(now.Add(time.Second), true, func(rp *anomaly.Repair) { rp.Xid(xid.ExplainDetail(48, reading.XidDetail{}), now.Add(time.Second)) })
+	newer.write(gs)
+	older.write(gs)
+	h, err := sink.ReadBoardState(r.dir, uuid)
+	if err != nil || h.Boots[len(h.Boots)-1].Classes["xid48"].Count != 1 {
+		t.Fatalf("the older copy landed over the newer: %+v, %v", h, err)
+	}
+
+	// A write that fails (the file's name taken by a directory) is retried.
+	p, _ := sink.BoardStatePath(r.dir, uuid)
+	os.Remove(p)
+	if err := os.MkdirAll(filepath.Join(p, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gs.judgeAction(now.Add(2*time.Second), true, func(rp *anomaly.Repair) { rp.Xid(xid.ExplainDetail(95, reading.XidDetail{}), now.Add(2*time.Second)) })
+	if err := os.RemoveAll(p); err != nil {
+		t.Fatal(err)
+	}
+	gs.judgeAction(now.Add(3*time.Second), true, nil)
+	if h, err = sink.ReadBoardState(r.dir, uuid); err != nil || h.Boots[len(h.Boots)-1].Classes["xid95"].Count != 1 {
+		t.Fatalf("the copy whose write failed was not written again: %+v, %v", h, err)
+	}
+}
+
+// A state file that does not read is set aside as evidence (and counted)
+// before a new history is written in its place.
+func TestCorruptBoardStateSetAside(t *testing.T) {
+	dir := t.TempDir()
+	p, _ := sink.BoardStatePath(dir, "GPU-a")
+	if err := os.WriteFile(p, []byte(`{"uuid":`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, 1, func(c *Config) { c.LogDir = dir })
+	gs, _, _ := stepper(r, 3) // the first sample reads the history
+	if h, err := sink.ReadBoardState(dir, "GPU-a"); err != nil || len(h.Boots) != 1 {
+		t.Fatalf("the new history: %+v, %v", h, err)
+	}
+	aside, _ := filepath.Glob(p + ".corrupt-*")
+	if len(aside) != 1 {
+		t.Fatalf("set aside: %q", aside)
+	}
+	if b, _ := os.ReadFile(aside[0]); string(b) != `{"uuid":` {
+		t.Errorf("the evidence: %q", b)
+	}
+	if n := r.counted("board_states_set_aside"); n != 1 || gs.g.Info().UUID != "GPU-a" {
+		t.Errorf("board_states_set_aside %d", n)
+	}
+}
+
+// Without the kernel's boot id, each run of the logger is a boot of its
+// own (counted): runs are never merged into one boot, which would stop the
+// escalation across boots.
+func TestRepairWithoutABootID(t *testing.T) {
+	dir := t.TempDir()
+	var boots []string
+	for range 2 {
+		r := newRig(t, 1, func(c *Config) { c.LogDir = dir })
+		if r.m.ident.BootID != "" {
+			t.Skip("the rig has a boot id")
+		}
+		gs, _, _ := stepper(r, 3) // the first sample records the boot
+		h, err := sink.ReadBoardState(dir, gs.g.Info().UUID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		boots = append(boots, h.Boots[len(h.Boots)-1].BootID)
+		if len(h.Boots) != len(boots) || !strings.HasPrefix(boots[len(boots)-1], "unknown-") {
+			t.Fatalf("boots %+v", h.Boots)
+		}
+		if n := r.counted("repair_boots_unknown"); n != 1 {
+			t.Errorf("repair_boots_unknown %d", n)
+		}
+	}
+	if boots[0] == boots[1] {
+		t.Errorf("two runs without a boot id merged into one boot %q", boots[0])
+	}
+}
+
 // Every change of a GPU's action is an ACTION line, none and watch too,
 // once it has held for a judging round (judgeEvery); a change to or from
 // a repair at once; a change that does not hold (gone by the next round)
@@ -125,7 +214,7 @@ func TestAckMissingBoard(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.m.missingBoard(sink.Board{Index: 1, UUID: uuid})
-	if got := r.m.states.missing; len(got) != 1 || got[0].Action.Action != action.PowerCycle {
+	if got := r.m.states.missing; len(got) != 1 || got[0].view.Action.Action != action.PowerCycle {
 		t.Fatalf("missing boards %+v, want one to power cycle", got)
 	}
 	if _, err := r.m.Ack(uuid, action.Reboot, "", "root"); err == nil {
@@ -148,7 +237,42 @@ func TestAckMissingBoard(t *testing.T) {
 	if h, _ = sink.ReadBoardState(r.dir, uuid); h.Ack == nil || h.Ack.Note != "reseated" {
 		t.Errorf("state file after the ack: %+v", h.Ack)
 	}
-	if got := r.m.states.missing; got[0].Action.Action != action.Watch {
-		t.Errorf("host view after the ack: %+v", got[0].Action)
+	if len(h.Ack.Classes) == 0 || h.Acked[h.Ack.Classes[0]] != h.Ack.Time {
+		t.Errorf("the ack's classes are not kept per class: %+v %+v", h.Ack, h.Acked)
+	}
+	if got := r.m.states.missing; got[0].view.Action.Action != action.Watch {
+		t.Errorf("host view after the ack: %+v", got[0].view.Action)
+	}
+}
+
+// A missing board's state file is written as a GPU's is: an ack whose
+// write fails (the file's name taken by a directory) is written again at
+// the next round (judgeActions), not lost.
+func TestAckMissingBoardWriteRetried(t *testing.T) {
+	r := newRig(t, 1, nil)
+	const uuid = "GPU-dead0002-0000-0000-0000-000000000000"
+	h := action.History{UUID: uuid}
+	h.Count("an-earlier-boot", "xid79", time.Now().Add(-time.Hour))
+	if err := sink.WriteBoardState(r.dir, h); err != nil {
+		t.Fatal(err)
+	}
+	r.m.missingBoard(sink.Board{Index: 1, UUID: uuid})
+	p, _ := sink.BoardStatePath(r.dir, uuid)
+	os.Remove(p)
+	if err := os.MkdirAll(filepath.Join(p, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.m.Ack(uuid, action.PowerCycle, "reseated", "root"); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.counted("board_state_write_failures"); n != 1 {
+		t.Errorf("board_state_write_failures %d, want 1", n)
+	}
+	if err := os.RemoveAll(p); err != nil {
+		t.Fatal(err)
+	}
+	r.m.judgeActions(time.Now())
+	if h, err := sink.ReadBoardState(r.dir, uuid); err != nil || h.Ack == nil || h.Ack.Note != "reseated" {
+		t.Fatalf("the ack whose write failed was not written again: %+v, %v", h, err)
 	}
 }

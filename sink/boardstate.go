@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/action"
 )
@@ -68,4 +70,20 @@ func WriteBoardState(dir string, h action.History) error {
 		return err
 	}
 	return WriteFileAtomic(p, append(b, '\n'), 0o644)
+}
+
+// SetAsideBoardState renames the state file of the board with uuid in dir,
+// one that did not read (corrupt, another board's, a link), to
+// action-<UUID>.json.corrupt-<time>: the new history written in its place
+// does not destroy the evidence. It returns the new path.
+func SetAsideBoardState(dir, uuid string, t time.Time) (string, error) {
+	p, err := BoardStatePath(dir, uuid)
+	if err != nil {
+		return "", err
+	}
+	to := p + ".corrupt-" + t.UTC().Format("20060102T150405.000Z")
+	if err := os.Rename(p, to); err != nil {
+		return "", fmt.Errorf("set aside %s: %w", filepath.Base(p), err)
+	}
+	return to, nil
 }

@@ -71,3 +71,23 @@ func TestBoardStateRefuses(t *testing.T) {
 		t.Error("took a damaged file")
 	}
 }
+
+// A state file that did not read is renamed aside, its bytes kept.
+func TestSetAsideBoardState(t *testing.T) {
+	dir := t.TempDir()
+	p, _ := BoardStatePath(dir, "GPU-a")
+	os.WriteFile(p, []byte(`{"uuid":`), 0o644)
+	to, err := SetAsideBoardState(dir, "GPU-a", time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	if err != nil || to != p+".corrupt-20260102T030405.000Z" {
+		t.Fatalf("%q, %v", to, err)
+	}
+	if b, err := os.ReadFile(to); err != nil || string(b) != `{"uuid":` {
+		t.Errorf("%q, %v", b, err)
+	}
+	if _, err := os.Lstat(p); !os.IsNotExist(err) {
+		t.Errorf("the file is still there: %v", err)
+	}
+	if _, err := SetAsideBoardState(dir, "../x", time.Now()); err == nil {
+		t.Error("set aside a path that is no UUID")
+	}
+}

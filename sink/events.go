@@ -268,6 +268,7 @@ const (
 	TypeAction                = "ACTION"                  // a GPU's repair action changed (action=, from=, reason=)
 	TypeAck                   = "ACK"                     // an operator acknowledged a GPU's action (action=, by=, note=, classes=)
 	TypeFanGuard              = "FAN_GUARD"               // the fan guard took, changed, handed back a fan, or was refused (kind=engaged|set|released|refused|hung)
+	TypeCPER                  = "CPER"                    // a Common Platform Error Record from the driver or the host's BERT (record_id=, severity=, sections=, file=)
 )
 
 // eventClasses is the class of every type the logger writes: what
@@ -304,6 +305,7 @@ var eventClasses = map[string]EventClass{
 	TypeAction:                EventNotable, // what the events already written ask for: no incident of its own
 	TypeAck:                   EventRoutine,
 	TypeFanGuard:              EventNotable, // routine for a change of speed and a hand-back (classOf)
+	TypeCPER:                  EventNotable,
 }
 
 // EventTypes returns the types Class does not call routine, sorted.

@@ -59,6 +59,7 @@ func TestEventClass(t *testing.T) {
 		{"FAN_GUARD set", "type=FAN_GUARD kind=set fan=0 speed_pct=80 firmware_pct=53 temp_c=74", EventRoutine},
 		{"FAN_GUARD released", "type=FAN_GUARD kind=released fan=0 speed_pct=80 firmware_pct=53 temp_c=60 reason=cooled", EventRoutine},
 		{"FAN_GUARD refused", `type=FAN_GUARD kind=refused reason="nvmlDeviceSetFanSpeed_v2: Insufficient Permissions"`, EventNotable},
+		{"CPER", "source=nvml type=CPER record_id=1000 severity=fatal sections=nvidia length=216 file=crashes/cper-x.bin", EventNotable},
 		{"Xid inside a routine line's text", `source=nvml type=PState text="type=Xid"`, EventRoutine},
 	}
 	var named []string

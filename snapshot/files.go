@@ -55,3 +55,15 @@ func ensureDir(dir string) error {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
 }
+
+// SaveCrashFile writes data to a new file crashes/<base><ext> under logDir
+// (base-2 ... when the name is taken), creating crashes/ as the snapshots
+// do: never replacing a file, never following a link planted there. It is
+// how raw records (CPER) are kept beside the snapshots.
+func SaveCrashFile(logDir, base, ext string, data []byte) (string, error) {
+	dir := filepath.Join(logDir, CrashDir)
+	if err := ensureDir(dir); err != nil {
+		return "", err
+	}
+	return sink.Atomic{Perm: fileMode}.CreateNew(dir, base, ext, data)
+}

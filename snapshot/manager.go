@@ -219,6 +219,28 @@ func (m *Manager) unname(d Decision) string {
 	return path
 }
 
+// Attach adds ev, found after the GPU's critical event (a CPER record), to
+// the GPU's incident while its follow-ups are still to come, which list it;
+// it takes no snapshot. It returns the incident's id and newest snapshot,
+// "" when no incident is open.
+func (m *Manager) Attach(gpu int, ev Event) (id, snapshot string) {
+	if ev.Time.IsZero() {
+		ev.Time = m.cfg.Now()
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := m.gpus[gpu]
+	if m.closed || st == nil || st.inc == nil || st.inc.follow == nil || st.inc.follow.Err() != nil {
+		return "", ""
+	}
+	if len(st.inc.events) >= maxIncidentEvents {
+		st.inc.dropped++
+	} else {
+		st.inc.events = append(st.inc.events, ev)
+	}
+	return st.inc.id, st.inc.newest
+}
+
 // Incident is the id and newest snapshot of the GPU's current or last
 // incident, for an event another report of which already asked for one.
 func (m *Manager) Incident(gpu int) (id, snapshot string) {

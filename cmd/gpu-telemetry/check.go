@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -20,8 +21,8 @@ const checkDescription = "Asks the running daemon (its control socket: the daemo
 	"so even with a GPU hung the answer comes at once) whether a GPU of this node needs a repair action, and answers " +
 	"in the contract of the program that runs it (--format): nagios, the monitoring-plugin status `status` gives " +
 	"(0 OK, 1 warning, 2 critical, 3 unknown; critical too while a GPU's action takes the node out, warning while one is watched); nhc, for LBNL Node Health Check and Slurm's HealthCheckProgram " +
-	"(0 healthy; 1 and one line, the reason to drain the node with; 3 and one line when the daemon cannot be asked; 2 bad flags); " +
-	"npd, a node-problem-detector custom plugin (0 OK, 1 NonOK, 2 Unknown: no daemon or bad flags; one line of at most 80 bytes); " +
+	"(0 healthy; 1 and one line, the reason to drain the node with; 3 and one line when the daemon cannot be asked or has not judged every GPU since it started; 2 bad flags); " +
+	"npd, a node-problem-detector custom plugin (0 OK, 1 NonOK, 2 Unknown: no daemon, a daemon starting, or bad flags; one line of at most 80 bytes); " +
 	"json, one document (exit status as nhc). The reason names the host, the GPU's index and UUID, the event and the action: " +
 	"\"node7 GPU 3 GPU-1a2b3c4d… Xid 79 GPU has fallen off the bus: power_cycle\". See docs/alert-to-action.md."
 
@@ -119,6 +120,10 @@ type gpuAction struct {
 	Action action.Action `json:"action"`
 	Event  string        `json:"event,omitempty"`  // what decided the action: "Xid 79 GPU has fallen off the bus"
 	Reason string        `json:"reason,omitempty"` // the line a scheduler drains with: host, GPU, UUID, event, action; none: empty
+	// Missing: a board of the previous run not enumerated now (Index is
+	// its index then), judged by its history: a warm reboot that did not
+	// bring it back is a power cycle.
+	Missing bool `json:"missing,omitempty"`
 }
 
 // checkResult is what check learnt: status's verdict, every GPU's action,
@@ -130,6 +135,11 @@ type checkResult struct {
 	gpus    []gpuAction
 	err     string        // why the daemon could not be asked; "" when it answered
 	only    action.Action // --action: the one action npd's rule asks about; None: any that drains
+	// starting says which GPUs the daemon has not judged yet (no sample
+	// back since it started): until then no action is known, and a node
+	// is not called healthy (a scheduler would resume it seconds before
+	// it is flagged); "" once every GPU was judged.
+	starting string
 }
 
 // newCheckResult reads the daemon's document d. Its monitoring-plugin
@@ -141,25 +151,40 @@ func newCheckResult(d live.Doc) *checkResult {
 	r := &checkResult{host: d.Host.Name}
 	r.code, r.reasons = live.Check(d)
 	var crit, warn []string
-	for _, g := range d.GPUs {
-		a, event := g.Action.Name, ""
+	add := func(ga gpuAction, ad live.ActionDoc) {
+		a := ad.Name
+		ga.Action = a
 		switch {
+		case ga.Missing:
+			// live.Check has judged the missing boards already.
 		case a.Drains():
-			crit = append(crit, fmt.Sprintf("GPU %d %s", g.Index, a))
+			crit = append(crit, fmt.Sprintf("GPU %d %s", ga.Index, a))
 		case a == action.Watch:
-			warn = append(warn, fmt.Sprintf("GPU %d %s", g.Index, a))
+			warn = append(warn, fmt.Sprintf("GPU %d %s", ga.Index, a))
 		}
-		if len(g.Action.Reasons) > 0 {
+		if len(ad.Reasons) > 0 {
 			// The deciding reason, without what the action was read
 			// from ("Xid 79 GPU has fallen off the bus: NVIDIA's
 			// resolution RESTART_BM"): the line names the action itself.
-			event, _, _ = strings.Cut(g.Action.Reasons[0], ": ")
+			ga.Event, _, _ = strings.Cut(ad.Reasons[0], ": ")
 		}
-		ga := gpuAction{Index: g.Index, UUID: g.UUID, Action: a, Event: event}
 		if a != action.None {
-			ga.Reason = reasonLine(r.host, g.Index, g.UUID, event, a)
+			ga.Reason = reasonLine(r.host, ga, a)
 		}
 		r.gpus = append(r.gpus, ga)
+	}
+	var starting []string
+	for _, g := range d.GPUs {
+		add(gpuAction{Index: g.Index, UUID: g.UUID}, g.Action)
+		if g.State == live.StateNotStarted.String() {
+			starting = append(starting, strconv.Itoa(g.Index))
+		}
+	}
+	if len(starting) > 0 {
+		r.starting = "gpu-telemetry is starting: GPU " + strings.Join(starting, ", ") + " not judged yet"
+	}
+	for _, b := range d.Host.MissingBoards {
+		add(gpuAction{Index: b.Index, UUID: b.UUID, Missing: true}, b.Action)
 	}
 	switch {
 	case len(crit) > 0 && r.code < live.CheckCritical:
@@ -180,14 +205,19 @@ func shortUUID(u string) string {
 }
 
 // reasonLine is the line a scheduler drains with: "node7 GPU 3
-// GPU-1a2b3c4d… Xid 79 GPU has fallen off the bus: power_cycle".
-func reasonLine(host string, index int, uuid, event string, a action.Action) string {
-	s := fmt.Sprintf("GPU %d %s", index, shortUUID(uuid))
+// GPU-1a2b3c4d… Xid 79 GPU has fallen off the bus: power_cycle"; a
+// missing board has no index now: "node7 missing GPU-1a2b3c4d… warm
+// reboot did not recover it (xid79 in the previous boot): power_cycle".
+func reasonLine(host string, g gpuAction, a action.Action) string {
+	s := fmt.Sprintf("GPU %d %s", g.Index, shortUUID(g.UUID))
+	if g.Missing {
+		s = "missing " + shortUUID(g.UUID)
+	}
 	if host != "" {
 		s = host + " " + s
 	}
-	if event != "" {
-		s += " " + event
+	if g.Event != "" {
+		s += " " + g.Event
 	}
 	return s + ": " + a.String()
 }
@@ -253,6 +283,10 @@ func writeNHC(w io.Writer, r *checkResult) verdict {
 		return unknown
 	}
 	need := r.needing()
+	if len(need) == 0 && r.starting != "" {
+		fmt.Fprintln(w, r.starting)
+		return unknown
+	}
 	if len(need) == 0 {
 		return healthy
 	}
@@ -267,6 +301,10 @@ func writeNPD(w io.Writer, r *checkResult) verdict {
 		return unknown
 	}
 	need := r.needing()
+	if len(need) == 0 && r.starting != "" {
+		fmt.Fprintln(w, cut(r.starting, npdMaxOutput))
+		return unknown
+	}
 	if len(need) == 0 {
 		msg := "no GPU needs a repair action"
 		if r.only != action.None {
@@ -287,7 +325,7 @@ type checkDoc struct {
 	Reason        string      `json:"reason,omitempty"` // the line to drain with; empty when healthy
 	Status        int         `json:"status"`           // status's monitoring-plugin status
 	GPUs          []gpuAction `json:"gpus"`
-	Error         string      `json:"error,omitempty"` // why the daemon could not be asked, or the flags are bad
+	Error         string      `json:"error,omitempty"` // why the daemon could not be asked or has no answer yet (starting), or the flags are bad
 }
 
 // writeCheckJSON writes the check document.
@@ -299,6 +337,8 @@ func writeCheckJSON(w io.Writer, r *checkResult) verdict {
 		d.Status, v = live.CheckUnknown, unknown
 	case len(need) > 0:
 		d.Reason, v = summary(need), needsAction
+	case r.starting != "":
+		d.Error, v = r.starting, unknown
 	default:
 		d.Healthy = true
 	}

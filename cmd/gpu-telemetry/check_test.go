@@ -86,6 +86,14 @@ func xid79GPU(index int, uuid string) func(time.Time) live.GPU {
 	}
 }
 
+// startingGPU has not answered a sample since the daemon started: its
+// action is not judged yet.
+func startingGPU(index int, uuid string) func(time.Time) live.GPU {
+	return func(time.Time) live.GPU {
+		return live.GPU{Info: reading.GPU{Index: index, Name: "NVIDIA B200", UUID: uuid}}
+	}
+}
+
 // hungGPU has been stuck in an NVML call for 12 s: a reset.
 func hungGPU(index int, uuid string) func(time.Time) live.GPU {
 	return func(now time.Time) live.GPU {
@@ -117,6 +125,13 @@ func rebootedGPU(index int, uuid string) func(time.Time) live.GPU {
 		g.Action = action.Current{Action: action.PowerCycle, Reasons: []string{"Xid 79 in the previous boot: warm reboot did not recover it"}}
 		return g
 	}
+}
+
+// withMissing adds to v a board of the previous run (then GPU index) that
+// is not enumerated now, with its action as the monitor judged it.
+func withMissing(v live.View, index int, uuid string, a action.Action, reason string) live.View {
+	v.Host.Missing = append(v.Host.Missing, live.MissingBoard{Index: index, UUID: uuid, Action: action.Current{Action: a, Reasons: []string{reason}}})
+	return v
 }
 
 // TestCheckFormats: each format's exit status and answer for each state
@@ -177,6 +192,42 @@ func TestCheckFormats(t *testing.T) {
 			nhc:    want{1, "gpu-node-07 GPU 0 GPU-0f0e0d0c… Xid 79 in the previous boot: power_cycle\n"},
 			npd:    want{1, "gpu-node-07 GPU 0 GPU-0f0e0d0c… Xid 79 in the previous boot: power_cycle\n"},
 			json:   want{1, `"status": 2`},
+		},
+		{
+			// Xid 79, a warm reboot, and the board is not enumerated
+			// now: the main power-cycle case, known only by its UUID.
+			name:   "a missing board that a warm reboot did not bring back",
+			view:   withMissing(checkView(healthyGPU(0, uuid0)), 3, uuid3, action.PowerCycle, "warm reboot did not recover it (xid79 in the previous boot)"),
+			nagios: want{2, "CRITICAL: missing board " + uuid3 + " power_cycle\ngpu-node-07 missing GPU-1a2b3c4d… warm reboot did not recover it (xid79 in the previous boot): power_cycle\n"},
+			nhc:    want{1, "gpu-node-07 missing GPU-1a2b3c4d… warm reboot did not recover it (xid79 in the previous boot): power_cycle\n"},
+			npd:    want{1, "gpu-node-07 missing GPU-1a2b3c4d… warm reboot did not recover it (xid79 in …\n"},
+			json:   want{1, `"missing": true`},
+		},
+		{
+			name:   "a missing board watched",
+			view:   withMissing(checkView(healthyGPU(0, uuid0)), 3, uuid3, action.Watch, "x"),
+			nagios: want{1, "WARNING: missing board " + uuid3 + " watch\n"},
+			nhc:    want{0, ""},
+			npd:    want{0, "no GPU needs a repair action\n"},
+			json:   want{0, `"healthy": true`},
+		},
+		{
+			// The daemon has just started: no action is known yet, so
+			// the node is not called healthy (nor drained).
+			name:   "a GPU not judged yet",
+			view:   checkView(healthyGPU(0, uuid0), startingGPU(1, "GPU-1")),
+			nagios: want{1, "WARNING: GPU 1 not answering yet\n"},
+			nhc:    want{3, "gpu-telemetry is starting: GPU 1 not judged yet\n"},
+			npd:    want{2, "gpu-telemetry is starting: GPU 1 not judged yet\n"},
+			json:   want{3, `"error": "gpu-telemetry is starting: GPU 1 not judged yet"`},
+		},
+		{
+			name:   "a GPU not judged yet and one that needs an action",
+			view:   checkView(startingGPU(0, uuid0), xid79GPU(3, uuid3)),
+			nagios: want{2, "CRITICAL: GPU 3 Xid 79 in the last 10 minutes"},
+			nhc:    want{1, "gpu-node-07 GPU 3 GPU-1a2b3c4d… Xid 79 GPU has fallen off the bus: power_cycle\n"},
+			npd:    want{1, "gpu-node-07 GPU 3 GPU-1a2b3c4d… Xid 79 GPU has fallen off the bus: power_cycle\n"},
+			json:   want{1, `"healthy": false`},
 		},
 		{
 			name:   "no daemon",

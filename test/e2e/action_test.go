@@ -77,8 +77,8 @@ func rebootBoard(t *testing.T, dir, earlier string) {
 // of the host, on the simulated driver: Xid 79 asks for a reboot; the
 // same Xid after two reboots escalates to inspect (the default
 // --inspect-after-boots); a board whose previous boot ended in Xid 79 and
-// that is lost now asks for a power cycle, "warm reboot did not recover
-// it"; an ack by root returns it to watch (it is still lost), written to
+// that has not answered once in this boot (lost from its first sample)
+// asks for a power cycle, "warm reboot did not recover it"; an ack by root returns it to watch (it is still lost), written to
 // events.log and the state file; an ack of another action or of no GPU is
 // refused.
 func TestRepairActionAcrossBoots(t *testing.T) {
@@ -101,7 +101,9 @@ func TestRepairActionAcrossBoots(t *testing.T) {
 		rebootBoard(t, dir, "earlier-boot-"+string(rune('1'+i)))
 	}
 
-	lost := "gpus 2\ngpu 0 uuid " + actionUUID + "\nat 1s gpu 0 lost\n"
+	// Lost from the first sample, its UUID still read: it never came back
+	// (one that answered first came back, and a loss later is itself).
+	lost := "gpus 2\ngpu 0 uuid " + actionUUID + "\ngpu 0 fail nvmlDeviceGetTemperature lost\n"
 	p := start(t, opts{scenario: lost, dir: dir})
 	reasons := waitAction(t, p, "power_cycle")
 	if !strings.HasPrefix(reasons[0], "warm reboot did not recover it") {
@@ -179,6 +181,22 @@ func TestRepairActionOfAMissingBoard(t *testing.T) {
 	if code, out := status(t, "--socket", p.socketPath()); !strings.Contains(out, "missing board "+actionUUID+" (GPU 0 in the previous run): action power_cycle") {
 		t.Errorf("status (exit %d) does not show the missing board:\n%s", code, out)
 	}
+	// check drains for it in every format, naming the board by its UUID.
+	short := actionUUID[:len("GPU-")+8] + "…"
+	for _, c := range []struct {
+		format string
+		code   int
+		want   string
+	}{
+		{"nagios", 2, "missing board " + actionUUID + " power_cycle"},
+		{"nhc", 1, "missing " + short + " warm reboot did not recover it"},
+		{"npd", 1, "missing " + short + " warm reboot did not recover it"},
+		{"json", 1, `"missing": true`},
+	} {
+		if code, out, errOut := runTool(t, nil, "check", "--format", c.format, "--socket", p.socketPath()); code != c.code || !strings.Contains(out, c.want) {
+			t.Errorf("check --format %s: exit %d, want %d with %q:\n%s%s", c.format, code, c.code, c.want, out, errOut)
+		}
+	}
 	// Once it is power cycled, ack clears it, named by the start of its UUID.
 	code, out, errOut := runTool(t, nil, "ack", actionUUID[:12], "--action", "power_cycle", "--note", "reseated", "--socket", p.socketPath())
 	if code != 0 || !strings.Contains(out, "missing board "+actionUUID+" (GPU 0 of the previous run): power_cycle acknowledged; its action is now watch") {
@@ -193,6 +211,11 @@ func TestRepairActionOfAMissingBoard(t *testing.T) {
 		}
 		return false
 	})
+	// Watched now: check no longer drains for it (only for the other
+	// missing board).
+	if code, out, errOut := runTool(t, nil, "check", "--format", "nhc", "--socket", p.socketPath()); code != 1 || strings.Contains(out, short) {
+		t.Errorf("check --format nhc after the missing board's ack: exit %d, want 1 without %s:\n%s%s", code, short, out, errOut)
+	}
 	p.stop()
 	ev := events(dir)
 	if !strings.Contains(ev, "uuid="+actionUUID) || !strings.Contains(ev, "type=ACTION prev_gpu=0 action=power_cycle from=none") {

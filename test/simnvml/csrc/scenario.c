@@ -1224,6 +1224,8 @@ static int stmt_gpu(struct parser *p, int timed, int64_t t, char **tok, int n)
 			return vb->stmt(p, mask, t, tok, n);
 	if (strcmp(tok[0], "proc") == 0)
 		return sim_stmt_proc(p->err, sizeof(p->err), mask, t, tok, n);
+	if (strcmp(tok[0], "cper") == 0)
+		return sim_stmt_cper(p->err, sizeof(p->err), mask, t, tok, n);
 	if (strcmp(tok[0], "thermal") == 0) {
 		if (timed && t != 0)
 			return perr(p, "\"thermal\" describes the GPU and cannot change over time");

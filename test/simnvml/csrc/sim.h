@@ -369,6 +369,9 @@ void sim_procs_fill(const struct nvmlDevice_st *d, int64_t now, int kind, void *
 int sim_parse_duration(const char *s, int64_t *ns); /* scenario.c */
 int sim_parse_number(const char *s, double *out); /* scenario.c */
 
+/* cper.c: CPER records behind nvmlSystemGetCPER_v1 ("gpu SEL cper ...") */
+int sim_stmt_cper(char *err, size_t errlen, uint32_t mask, int64_t t, char **tok, int n);
+
 /* health.c: GPU classes and health counters */
 int sim_health_metric(const char *s, int *m, int *count, double *scale); /* 0 ok, -1 not a health metric */
 double sim_health_default(int m); /* default of health metric m (scaled) */

@@ -6,7 +6,7 @@
  * old_driver.txt are left out of the -DSIMNVML_OLD_DRIVER build.
  */
 
-#define SIMNVML_NSTUBS 337
+#define SIMNVML_NSTUBS 336
 
 unsigned long long simnvml_stub_calls[SIMNVML_NSTUBS + 1];
 const unsigned int simnvml_nstubs = SIMNVML_NSTUBS;
@@ -282,7 +282,6 @@ const char *const simnvml_stub_names[SIMNVML_NSTUBS + 1] = {
 	"nvmlSystemEventSetCreate",
 	"nvmlSystemEventSetFree",
 	"nvmlSystemEventSetWait",
-	"nvmlSystemGetCPER_v1",
 	"nvmlSystemGetConfComputeCapabilities",
 	"nvmlSystemGetConfComputeGpusReadyState",
 	"nvmlSystemGetConfComputeKeyRotationThresholdInfo",
@@ -568,63 +567,63 @@ int nvmlGpuInstanceSetVgpuHeterogeneousMode(void) { return stub(264); }
 int nvmlGpuInstanceSetVgpuSchedulerState(void) { return stub(265); }
 int nvmlGpuInstanceSetVgpuSchedulerState_v2(void) { return stub(266); }
 int nvmlSetVgpuVersion(void) { return stub(267); }
-int nvmlSystemGetHicVersion(void) { return stub(278); }
-int nvmlSystemGetProcessName(void) { return stub(280); }
-int nvmlSystemGetTopologyGpuSet(void) { return stub(281); }
-int nvmlSystemSetConfComputeGpusReadyState(void) { return stub(283); }
-int nvmlSystemSetConfComputeKeyRotationThresholdInfo(void) { return stub(284); }
-int nvmlSystemSetNvlinkBwMode(void) { return stub(285); }
-int nvmlUnitGetCount(void) { return stub(286); }
-int nvmlUnitGetDevices(void) { return stub(287); }
-int nvmlUnitGetFanSpeedInfo(void) { return stub(288); }
-int nvmlUnitGetHandleByIndex(void) { return stub(289); }
-int nvmlUnitGetLedState(void) { return stub(290); }
-int nvmlUnitGetPsuInfo(void) { return stub(291); }
-int nvmlUnitGetTemperature(void) { return stub(292); }
-int nvmlUnitGetUnitInfo(void) { return stub(293); }
-int nvmlUnitSetLedState(void) { return stub(294); }
-int nvmlVgpuInstanceClearAccountingPids(void) { return stub(295); }
-int nvmlVgpuInstanceGetAccountingMode(void) { return stub(296); }
-int nvmlVgpuInstanceGetAccountingPids(void) { return stub(297); }
-int nvmlVgpuInstanceGetAccountingStats(void) { return stub(298); }
-int nvmlVgpuInstanceGetEccMode(void) { return stub(299); }
-int nvmlVgpuInstanceGetEncoderCapacity(void) { return stub(300); }
-int nvmlVgpuInstanceGetEncoderSessions(void) { return stub(301); }
-int nvmlVgpuInstanceGetEncoderStats(void) { return stub(302); }
-int nvmlVgpuInstanceGetFBCSessions(void) { return stub(303); }
-int nvmlVgpuInstanceGetFBCStats(void) { return stub(304); }
-int nvmlVgpuInstanceGetFbUsage(void) { return stub(305); }
-int nvmlVgpuInstanceGetFrameRateLimit(void) { return stub(306); }
-int nvmlVgpuInstanceGetGpuInstanceId(void) { return stub(307); }
-int nvmlVgpuInstanceGetGpuPciId(void) { return stub(308); }
-int nvmlVgpuInstanceGetLicenseInfo(void) { return stub(309); }
-int nvmlVgpuInstanceGetLicenseInfo_v2(void) { return stub(310); }
-int nvmlVgpuInstanceGetLicenseStatus(void) { return stub(311); }
-int nvmlVgpuInstanceGetMdevUUID(void) { return stub(312); }
-int nvmlVgpuInstanceGetMetadata(void) { return stub(313); }
-int nvmlVgpuInstanceGetPlacementId(void) { return stub(314); }
-int nvmlVgpuInstanceGetRuntimeStateSize(void) { return stub(315); }
-int nvmlVgpuInstanceGetType(void) { return stub(316); }
-int nvmlVgpuInstanceGetUUID(void) { return stub(317); }
-int nvmlVgpuInstanceGetVmDriverVersion(void) { return stub(318); }
-int nvmlVgpuInstanceGetVmID(void) { return stub(319); }
-int nvmlVgpuInstanceSetEncoderCapacity(void) { return stub(320); }
-int nvmlVgpuTypeGetBAR1Info(void) { return stub(321); }
-int nvmlVgpuTypeGetCapabilities(void) { return stub(322); }
-int nvmlVgpuTypeGetClass(void) { return stub(323); }
-int nvmlVgpuTypeGetDeviceID(void) { return stub(324); }
-int nvmlVgpuTypeGetFbReservation(void) { return stub(325); }
-int nvmlVgpuTypeGetFrameRateLimit(void) { return stub(326); }
-int nvmlVgpuTypeGetFramebufferSize(void) { return stub(327); }
-int nvmlVgpuTypeGetGpuInstanceProfileId(void) { return stub(328); }
-int nvmlVgpuTypeGetGspHeapSize(void) { return stub(329); }
-int nvmlVgpuTypeGetLicense(void) { return stub(330); }
-int nvmlVgpuTypeGetMaxInstances(void) { return stub(331); }
-int nvmlVgpuTypeGetMaxInstancesPerGpuInstance(void) { return stub(332); }
-int nvmlVgpuTypeGetMaxInstancesPerVm(void) { return stub(333); }
-int nvmlVgpuTypeGetName(void) { return stub(334); }
-int nvmlVgpuTypeGetNumDisplayHeads(void) { return stub(335); }
-int nvmlVgpuTypeGetResolution(void) { return stub(336); }
+int nvmlSystemGetHicVersion(void) { return stub(277); }
+int nvmlSystemGetProcessName(void) { return stub(279); }
+int nvmlSystemGetTopologyGpuSet(void) { return stub(280); }
+int nvmlSystemSetConfComputeGpusReadyState(void) { return stub(282); }
+int nvmlSystemSetConfComputeKeyRotationThresholdInfo(void) { return stub(283); }
+int nvmlSystemSetNvlinkBwMode(void) { return stub(284); }
+int nvmlUnitGetCount(void) { return stub(285); }
+int nvmlUnitGetDevices(void) { return stub(286); }
+int nvmlUnitGetFanSpeedInfo(void) { return stub(287); }
+int nvmlUnitGetHandleByIndex(void) { return stub(288); }
+int nvmlUnitGetLedState(void) { return stub(289); }
+int nvmlUnitGetPsuInfo(void) { return stub(290); }
+int nvmlUnitGetTemperature(void) { return stub(291); }
+int nvmlUnitGetUnitInfo(void) { return stub(292); }
+int nvmlUnitSetLedState(void) { return stub(293); }
+int nvmlVgpuInstanceClearAccountingPids(void) { return stub(294); }
+int nvmlVgpuInstanceGetAccountingMode(void) { return stub(295); }
+int nvmlVgpuInstanceGetAccountingPids(void) { return stub(296); }
+int nvmlVgpuInstanceGetAccountingStats(void) { return stub(297); }
+int nvmlVgpuInstanceGetEccMode(void) { return stub(298); }
+int nvmlVgpuInstanceGetEncoderCapacity(void) { return stub(299); }
+int nvmlVgpuInstanceGetEncoderSessions(void) { return stub(300); }
+int nvmlVgpuInstanceGetEncoderStats(void) { return stub(301); }
+int nvmlVgpuInstanceGetFBCSessions(void) { return stub(302); }
+int nvmlVgpuInstanceGetFBCStats(void) { return stub(303); }
+int nvmlVgpuInstanceGetFbUsage(void) { return stub(304); }
+int nvmlVgpuInstanceGetFrameRateLimit(void) { return stub(305); }
+int nvmlVgpuInstanceGetGpuInstanceId(void) { return stub(306); }
+int nvmlVgpuInstanceGetGpuPciId(void) { return stub(307); }
+int nvmlVgpuInstanceGetLicenseInfo(void) { return stub(308); }
+int nvmlVgpuInstanceGetLicenseInfo_v2(void) { return stub(309); }
+int nvmlVgpuInstanceGetLicenseStatus(void) { return stub(310); }
+int nvmlVgpuInstanceGetMdevUUID(void) { return stub(311); }
+int nvmlVgpuInstanceGetMetadata(void) { return stub(312); }
+int nvmlVgpuInstanceGetPlacementId(void) { return stub(313); }
+int nvmlVgpuInstanceGetRuntimeStateSize(void) { return stub(314); }
+int nvmlVgpuInstanceGetType(void) { return stub(315); }
+int nvmlVgpuInstanceGetUUID(void) { return stub(316); }
+int nvmlVgpuInstanceGetVmDriverVersion(void) { return stub(317); }
+int nvmlVgpuInstanceGetVmID(void) { return stub(318); }
+int nvmlVgpuInstanceSetEncoderCapacity(void) { return stub(319); }
+int nvmlVgpuTypeGetBAR1Info(void) { return stub(320); }
+int nvmlVgpuTypeGetCapabilities(void) { return stub(321); }
+int nvmlVgpuTypeGetClass(void) { return stub(322); }
+int nvmlVgpuTypeGetDeviceID(void) { return stub(323); }
+int nvmlVgpuTypeGetFbReservation(void) { return stub(324); }
+int nvmlVgpuTypeGetFrameRateLimit(void) { return stub(325); }
+int nvmlVgpuTypeGetFramebufferSize(void) { return stub(326); }
+int nvmlVgpuTypeGetGpuInstanceProfileId(void) { return stub(327); }
+int nvmlVgpuTypeGetGspHeapSize(void) { return stub(328); }
+int nvmlVgpuTypeGetLicense(void) { return stub(329); }
+int nvmlVgpuTypeGetMaxInstances(void) { return stub(330); }
+int nvmlVgpuTypeGetMaxInstancesPerGpuInstance(void) { return stub(331); }
+int nvmlVgpuTypeGetMaxInstancesPerVm(void) { return stub(332); }
+int nvmlVgpuTypeGetName(void) { return stub(333); }
+int nvmlVgpuTypeGetNumDisplayHeads(void) { return stub(334); }
+int nvmlVgpuTypeGetResolution(void) { return stub(335); }
 
 /* Newer than the old driver (old_driver.txt). */
 #ifndef SIMNVML_OLD_DRIVER
@@ -690,15 +689,14 @@ int nvmlGpmSetStreamingEnabled(void) { return stub(245); }
 int nvmlSystemEventSetCreate(void) { return stub(268); }
 int nvmlSystemEventSetFree(void) { return stub(269); }
 int nvmlSystemEventSetWait(void) { return stub(270); }
-int nvmlSystemGetCPER_v1(void) { return stub(271); }
-int nvmlSystemGetConfComputeCapabilities(void) { return stub(272); }
-int nvmlSystemGetConfComputeGpusReadyState(void) { return stub(273); }
-int nvmlSystemGetConfComputeKeyRotationThresholdInfo(void) { return stub(274); }
-int nvmlSystemGetConfComputeSettings(void) { return stub(275); }
-int nvmlSystemGetConfComputeState(void) { return stub(276); }
-int nvmlSystemGetDriverBranch(void) { return stub(277); }
-int nvmlSystemGetNvlinkBwMode(void) { return stub(279); }
-int nvmlSystemRegisterEvents(void) { return stub(282); }
+int nvmlSystemGetConfComputeCapabilities(void) { return stub(271); }
+int nvmlSystemGetConfComputeGpusReadyState(void) { return stub(272); }
+int nvmlSystemGetConfComputeKeyRotationThresholdInfo(void) { return stub(273); }
+int nvmlSystemGetConfComputeSettings(void) { return stub(274); }
+int nvmlSystemGetConfComputeState(void) { return stub(275); }
+int nvmlSystemGetDriverBranch(void) { return stub(276); }
+int nvmlSystemGetNvlinkBwMode(void) { return stub(278); }
+int nvmlSystemRegisterEvents(void) { return stub(281); }
 #endif
 
 #pragma GCC visibility pop

@@ -1,0 +1,237 @@
+package monitor
+
+import (
+	"errors"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/cper"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
+	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
+)
+
+// cperReader reads the driver's CPER records (R610+) at start, since they
+// may describe the previous boot's failure, and after each critical event.
+// A read runs on the side goroutine, bounded by the sample deadline: one
+// the driver does not return from is abandoned (no other starts until it
+// returns) and its records are read again next time, since the cursor
+// moves only once they are saved.
+type cperReader struct {
+	once    sync.Once
+	on      atomic.Bool // the driver has the call: critical events may read
+	mu      sync.Mutex
+	cursors *cper.Cursors
+	busy    atomic.Bool // a read is in the driver
+	// queued is each GPU's "a read is on the side queue": an Xid flood
+	// queues one read, not one per Xid, so it never crowds out snapshots.
+	queued  map[int]*atomic.Bool
+	refused atomic.Bool // logged that the driver refuses it (needs root)
+}
+
+// startCPER reads every GPU's records once, at start, and the host's boot
+// error record.
+func (m *Monitor) startCPER() {
+	c := &m.cper
+	c.once.Do(func() {
+		cur, err := cper.LoadCursors(filepath.Join(m.cfg.LogDir, cper.CursorFile))
+		if err != nil {
+			m.log.Warn("CPER cursors unreadable; reading the driver's records from the first (those saved before are skipped by id)", "error", err)
+		}
+		c.cursors = cur
+		c.queued = map[int]*atomic.Bool{}
+		for _, gs := range m.gpus {
+			c.queued[gs.idx] = &atomic.Bool{}
+		}
+		if !m.host.HasCPER() {
+			m.log.Info("the driver lacks nvmlSystemGetCPER_v1 (R610+): no GPU CPER records are read")
+			return
+		}
+		c.on.Store(true)
+	})
+	if m.hostFile(cper.DefaultBERTPath) || m.hostFile(cper.DefaultRasdaemonDB) {
+		m.side.queue("reading the host's boot error record (BERT)", -1, m.readBERT)
+	}
+	for _, gs := range m.gpus {
+		m.readCPER(gs)
+	}
+}
+
+// readCPER queues a read of the GPU's new CPER records.
+func (m *Monitor) readCPER(gs *gpuState) {
+	if !m.cper.on.Load() {
+		return
+	}
+	q := m.cper.queued[gs.idx]
+	if q == nil || !q.CompareAndSwap(false, true) {
+		return // one is queued already: it reads this event's records too
+	}
+	m.side.enqueue(sideJob{what: "reading the GPU's CPER records", gpu: gs.idx,
+		f:       func() { q.Store(false); m.cperRead(gs) },
+		dropped: func(string) { q.Store(false) }})
+}
+
+// cperRead reads the GPU's new records (bounded), saves each and writes its
+// line, then moves the cursor past them.
+func (m *Monitor) cperRead(gs *gpuState) {
+	c := &m.cper
+	uuid := gs.g.Info().UUID
+	if uuid == "" || !c.busy.CompareAndSwap(false, true) {
+		return // the GPU not identified yet, or a read still in the driver
+	}
+	c.mu.Lock()
+	cur := c.cursors.Get(uuid)
+	c.mu.Unlock()
+	type result struct {
+		buf  []byte
+		next uint64
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		buf, next, err := m.host.ReadCPER(uuid, cur.Handle)
+		c.busy.Store(false) // before the result: the next GPU's read may start at once
+		ch <- result{buf, next, err}
+	}()
+	var r result
+	select {
+	case r = <-ch:
+	case <-time.After(m.cfg.Deadline):
+		gs.log.Warn("CPER read did not return in time; read again after the next critical event", "waited", m.cfg.Deadline)
+		return
+	}
+	var ce *sampler.CPERError
+	if errors.As(r.err, &ce) && ce.Unavailable() {
+		if c.refused.CompareAndSwap(false, true) {
+			gs.log.Info("the driver refuses CPER records here (the call needs root)", "error", r.err)
+		}
+		return
+	}
+	if r.err != nil {
+		gs.log.Warn("CPER read failed; records read before it are kept", "error", r.err)
+	}
+	now := time.Now()
+	recs, err := cper.Split(r.buf)
+	for _, raw := range recs {
+		rec, _ := cper.Parse(raw) // Split parsed it
+		if cur.Saw(rec.ID) {
+			continue // saved before the driver forgot our handle
+		}
+		m.cperRecord(gs, uuid, now, raw, &rec)
+		cur.Mark(rec.ID)
+	}
+	if err != nil {
+		m.cperRecord(gs, uuid, now, r.buf[len(r.buf)-restLen(r.buf, recs):], nil)
+		// Not lost (saved raw, its line says decoded=corrupt): logged, not counted.
+		gs.log.Warn("a CPER record could not be decoded; saved raw", "error", err)
+	}
+	if r.next == cur.Handle && len(r.buf) == 0 {
+		return // nothing new
+	}
+	cur.Handle = r.next
+	c.mu.Lock()
+	err = c.cursors.Set(uuid, cur)
+	c.mu.Unlock()
+	if err != nil {
+		gs.log.Warn("cannot save the CPER cursor; a restart reads these records again (skipped by id)", "error", err)
+	}
+}
+
+// restLen is how many bytes of buf follow the whole records recs.
+func restLen(buf []byte, recs [][]byte) int {
+	n := len(buf)
+	for _, r := range recs {
+		n -= len(r)
+	}
+	return n
+}
+
+// cperRecord saves a raw record as crashes/cper-<time>-<source>.bin and
+// writes its events.log line; a record read after a critical event joins
+// that incident (its follow-ups list it). rec nil: a corrupt buffer, saved
+// raw only. gs nil: the host's.
+func (m *Monitor) cperRecord(gs *gpuState, source string, now time.Time, raw []byte, rec *cper.Record) {
+	name := cper.FileName(now, source)
+	path, err := snapshot.SaveCrashFile(m.cfg.LogDir, name, ".bin", raw)
+	file := ""
+	if path != "" {
+		file = filepath.Join(snapshot.CrashDir, filepath.Base(path))
+	}
+	if err != nil {
+		m.log.Warn("cannot save a CPER record", "source", source, "error", err)
+	}
+	var kv []string // the GPU's line names its UUID; the host's says source=bert
+	if rec != nil {
+		kv = rec.Fields()
+	} else {
+		kv = []string{"decoded", "corrupt", "length", strconv.Itoa(len(raw))}
+	}
+	kv = append(kv, "file", file)
+	l := sink.EventLine{Time: now, GPU: -1, Source: "nvml", Type: sink.TypeCPER, Fields: sink.KV(kv...)}
+	if gs == nil {
+		l.Source = "bert"
+		m.eventLine(l)
+		return
+	}
+	l.GPU, l.Bus = gs.idx, gs.g.Info().BusID
+	if rec != nil {
+		what := "CPER record " + strings.Join(rec.Fields()[:4], " ") + " " + rec.SectionTypes() + " (" + file + ")"
+		l.Incident, l.Snapshot = m.snaps.Attach(gs.idx, snapshot.Event{Time: now, Reason: what, Stage: snapshot.StageNotice})
+	}
+	m.eventLine(l)
+}
+
+// hostFile reports whether the host has the file rel (under HostRoot).
+func (m *Monitor) hostFile(rel string) bool {
+	_, err := os.Stat(filepath.Join(m.cfg.HostRoot, rel))
+	return err == nil
+}
+
+// readBERT records the host firmware's boot error record once per boot
+// (the cursor "bert" remembers a hash of the boot id and the record), and
+// notes rasdaemon's database when present.
+func (m *Monitor) readBERT() {
+	if fi, err := os.Stat(filepath.Join(m.cfg.HostRoot, cper.DefaultRasdaemonDB)); err == nil {
+		m.log.Info("rasdaemon's database is present (host errors it decoded are there)", "path", cper.DefaultRasdaemonDB,
+			"bytes", fi.Size(), "has_entries", fi.Size() > 0)
+	}
+	data, err := os.ReadFile(filepath.Join(m.cfg.HostRoot, cper.DefaultBERTPath))
+	if err != nil {
+		return // no BERT, or not readable: nothing the firmware left
+	}
+	rec, ok, perr := cper.ParseBERT(data)
+	if perr == nil && !ok {
+		return
+	}
+	h := fnv.New64a()
+	h.Write([]byte(snapshot.ReadBootID(filepath.Join(m.cfg.HostRoot, snapshot.DefaultBootIDPath))))
+	h.Write(data)
+	id := h.Sum64()
+	c := &m.cper
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cursors == nil {
+		return
+	}
+	cur := c.cursors.Get("bert")
+	if cur.Saw(id) {
+		return
+	}
+	if perr != nil {
+		m.cperRecord(nil, "bert", time.Now(), data, nil)
+		m.log.Warn("the host's BERT record could not be decoded; saved raw", "error", perr)
+	} else {
+		m.log.Warn("the firmware recorded an error before this boot (ACPI BERT)", "severity", rec.Severity, "sections", rec.SectionTypes())
+		m.cperRecord(nil, "bert", time.Now(), data, &rec)
+	}
+	cur.Mark(id)
+	if err := c.cursors.Set("bert", cur); err != nil {
+		m.log.Warn("cannot save the CPER cursor; the next start records the BERT record again", "error", err)
+	}
+}
