@@ -52,6 +52,9 @@ type Def struct {
 	// SpikeSnapshot: a flagged finding asks for a (rate-limited) fan spike
 	// snapshot (Result.Spike).
 	SpikeSnapshot bool
+	// Evidence is the health reason its flag is evidence of: a flagged
+	// finding begins (or prolongs) that reason in the health verdict.
+	Evidence reading.Opt[HealthReason]
 	// New builds the detector for one GPU from validated knobs.
 	New func(k Knobs) Detector
 
@@ -137,6 +140,24 @@ func registerFlagKinds() {
 	for _, d := range inOrder(pythonOrder.flags, Detectors) {
 		d.kinds, kinds = kinds[:len(d.Flags)], kinds[len(d.Flags):]
 	}
+}
+
+// FlagReason returns the health reason that the flag family on a row
+// ("PCIE_DEGRADED" of "PCIE_DEGRADED(x8,gen4)") is evidence of
+// (Def.Evidence), for a reader replaying rows through HealthWatch.
+func FlagReason(family string) (HealthReason, bool) {
+	for _, d := range Detectors {
+		rs, ok := d.Evidence.Get()
+		if !ok {
+			continue
+		}
+		for _, f := range d.Flags {
+			if fam, _, _ := strings.Cut(f.Text, "("); fam == family {
+				return rs, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // maxDetectors bounds Detectors: a Result holds at most one notice of each.

@@ -38,6 +38,7 @@ const (
 	ReasonRecoveryDrainP2P // recovery action drain P2P (DCGM: warn)
 	ReasonRepairPending    // a channel or TPC repair waits for a reset (like a pending remap: it needs a reset to apply)
 	ReasonSRAMThreshold    // the SRAM ECC error threshold of field diagnostics is exceeded (NVML's flag; our choice: a warning)
+	ReasonPCIeDegraded     // the pcie_degraded detector flagged the busy GPU's link below its maximum (no DCGM watch; NVIDIA/NVSentinel issue 890)
 	NumHealthReasons
 )
 
@@ -75,6 +76,10 @@ var HealthReasonDefs = [NumHealthReasons]HealthReasonDef{
 	ReasonRecoveryDrainP2P:     {"recovery_drain_p2p", false, "the driver asks to drain peer-to-peer traffic", action.None},
 	ReasonRepairPending:        {"repair_pending", false, "a memory channel or TPC repair waits for a GPU reset", action.ResetGPU},
 	ReasonSRAMThreshold:        {"sram_threshold", false, "the SRAM ECC error threshold is exceeded", action.Watch},
+	// A link that trains down under load is a failing riser, retimer or
+	// slot, or a board not seated after maintenance (NVIDIA/NVSentinel
+	// issue 890): it does not heal by waiting, hands on the hardware do.
+	ReasonPCIeDegraded: {"pcie_degraded", false, "the PCIe link runs below its maximum while the GPU is busy", action.Inspect},
 }
 
 // Thresholds of the health watches.
@@ -163,7 +168,7 @@ type HealthWatch struct{ w healthWatch }
 func (h *HealthWatch) Check(s *reading.Sample, now time.Time) HealthVerdict { return h.w.check(s, now) }
 
 // Began records that reason r began at now, as the logger's flag on a row
-// says: a reason from growth is then held from now, as the Tracker held it,
+// says (or a detector's flag that is its evidence, FlagReason): a reason from growth is then held from now, as the Tracker held it,
 // also when the growth that raised it came before the first sample
 // replayed. A state reason holds only while its reading does.
 func (h *HealthWatch) Began(r HealthReason, now time.Time) {
@@ -291,6 +296,10 @@ func (w *healthWatch) check(s *reading.Sample, now time.Time) HealthVerdict {
 		}
 	}
 	hold(ReasonPCIeReplays, replays)
+	// A detector's judgement over time (pcieDegradedDef.Evidence): begun by
+	// its flag (Began), held like a growth reason after the last one, so
+	// that a downtrained link does not come and go with the load.
+	hold(ReasonPCIeDegraded, false)
 
 	for _, id := range reading.HealthIDs {
 		if c := h[id]; c.OK {

@@ -24,14 +24,16 @@ var pcieDegradedDef = Def{
 	Flags:   []reading.FlagDef{{Name: "pcie_degraded", Text: "PCIE_DEGRADED(x{A},gen{B})", Anomaly: true}},
 	Counter: CounterDef{Name: "pcie_degraded", Short: "pcie", Help: "busy samples with the PCIe link below its maximum past the grace time (PCIE_DEGRADED)", Window: WindowRate},
 	Notice: NoticeDef{Msg: "anomaly: PCIe link below its maximum while busy", Level: slog.LevelWarn, Attrs: func(v [2]uint64) []slog.Attr {
-		w, maxW, g, maxG := v[0]>>32, v[0]&0xffffffff, v[1]>>32, v[1]&0xffffffff
-		return []slog.Attr{slog.String("link", fmt.Sprintf("x%d of x%d, gen %d of %d", w, maxW, g, maxG))}
+		return []slog.Attr{slog.String("link", LinkText(v[0]>>32, v[0]&0xffffffff, v[1]>>32, v[1]&0xffffffff))}
 	}},
+	// A flag is a pcie_degraded health reason (a warning, held like a
+	// growth reason), with its own events.log line.
+	Evidence: reading.Some(ReasonPCIeDegraded),
 	Knobs: []Knob{
 		// Issue 39: "for longer than a minute"; a link retrains within
 		// milliseconds when load arrives, and the current generation is
 		// read on the slow tier (once a second), so a minute rules out both.
-		{Name: "PCIeDegradedAfterS", Default: 60, Int: true, Min: 1, Max: 3600, Want: "between 1 and 3600",
+		{Name: "PCIeDegradedAfterS", Flag: "pcie-degraded-after", Default: 60, Int: true, Min: 1, Max: 3600, Want: "between 1 and 3600",
 			Help: "Seconds a busy GPU's PCIe link must stay below its maximum before it is flagged."},
 		// Half the engine busy: enough traffic that the driver keeps the
 		// link at full speed (it drops the generation at idle).
@@ -74,6 +76,25 @@ func (d *pcieDegraded) Check(in Input) Finding {
 		return Finding{}
 	}
 	return Finding{Count: true, Flag: 1, A: int64(w), B: int64(g), Notice: true, V: [2]uint64{w<<32 | maxW, g<<32 | maxG}}
+}
+
+// LinkText says how far a link runs below its maximum: "x8 of x16, gen 4
+// of 5" (the notice's and the health event's link=).
+func LinkText(w, maxW, g, maxG uint64) string {
+	return fmt.Sprintf("x%d of x%d, gen %d of %d", w, maxW, g, maxG)
+}
+
+// SampleLinkText is LinkText of sample s's link, if every reading of it
+// is present.
+func SampleLinkText(s *reading.Sample) (string, bool) {
+	g, okG := s.Get(reading.PCIeGen)
+	w, okW := s.Get(reading.PCIeWidth)
+	maxG, okMG := s.Get(reading.PCIeMaxGen)
+	maxW, okMW := s.Get(reading.PCIeMaxWidth)
+	if !okG || !okW || !okMG || !okMW {
+		return "", false
+	}
+	return LinkText(w, maxW, g, maxG), true
 }
 
 // busy reports whether the GPU's utilization is at or above the threshold.

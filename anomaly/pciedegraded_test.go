@@ -89,3 +89,56 @@ func TestPCIeDegradedFlagAndNotice(t *testing.T) {
 		t.Errorf("notice attrs %v", attrs)
 	}
 }
+
+// TestPCIeDegradedIsAHealthReason: the detector's flag begins the
+// pcie_degraded health reason (a warning with its own HEALTH_WARN flag on
+// the row it began, asking for an inspection); it is held for the hold
+// time after the last flagged sample, so an idle spell does not clear a
+// link that trained down, and then it clears.
+func TestPCIeDegradedIsAHealthReason(t *testing.T) {
+	tr := NewTracker(0, DefaultConfig()) // PCIeDegradedAfterS 60
+	busy := mk(link(8, 16, 4, 5, 0, 90))
+	busy.Values[reading.HECCMode] = reading.Some[uint64](1) // a health reading: the verdict is judged
+	idle := mk(link(8, 16, 1, 5, 0, 0))
+	idle.Values[reading.HECCMode] = reading.Some[uint64](1)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	observe := func(s *reading.Sample, d time.Duration) (Result, string) {
+		c := *s
+		r := tr.Observe(&c, at(d))
+		return r, c.Flags.String()
+	}
+	for i := range 61 { // the first sample is compared with nothing: the wait starts at the second
+		if r, flags := observe(busy, time.Duration(i)*time.Second); r.Verdict.Has(ReasonPCIeDegraded) || flags != "" {
+			t.Fatalf("%ds: %v %q before the grace time", i, r.Verdict.Names(), flags)
+		}
+	}
+	r, flags := observe(busy, 61*time.Second)
+	if !r.Verdict.Has(ReasonPCIeDegraded) || r.Verdict.Level() != "warning" {
+		t.Fatalf("after a minute busy at x8 gen 4 (since the second sample): %v %s", r.Verdict.Names(), r.Verdict.Level())
+	}
+	if !strings.Contains(flags, "PCIE_DEGRADED(x8,gen4)") || !strings.Contains(flags, "HEALTH_WARN(pcie_degraded)") {
+		t.Errorf("flags %q", flags)
+	}
+	if _, flags := observe(busy, 62*time.Second); strings.Contains(flags, "HEALTH_WARN") {
+		t.Errorf("the reason began again: %q", flags)
+	}
+	if r, _ := observe(idle, 62*time.Second+healthHold-time.Second); !r.Verdict.Has(ReasonPCIeDegraded) {
+		t.Errorf("idle within the hold: reason cleared")
+	}
+	if r, _ := observe(idle, 62*time.Second+healthHold); r.Verdict.Has(ReasonPCIeDegraded) {
+		t.Errorf("idle past the hold: reason still held")
+	}
+	causes := Causes(RepairInput{Now: at(70 * time.Second), Health: HealthVerdict{Reasons: 1 << ReasonPCIeDegraded}})
+	if len(causes) != 1 || causes[0].Action.String() != "inspect" {
+		t.Errorf("causes %+v, want one inspect", causes)
+	}
+	if got, ok := SampleLinkText(busy); !ok || got != "x8 of x16, gen 4 of 5" {
+		t.Errorf("SampleLinkText %q %v", got, ok)
+	}
+	if rs, ok := FlagReason("PCIE_DEGRADED"); !ok || rs != ReasonPCIeDegraded {
+		t.Errorf("FlagReason(PCIE_DEGRADED) = %v %v", rs, ok)
+	}
+	if _, ok := FlagReason("FAN_SPIKE"); ok {
+		t.Errorf("FlagReason(FAN_SPIKE) is a reason")
+	}
+}

@@ -103,6 +103,9 @@ func (t *Tracker) Observe(s *reading.Sample, now time.Time) Result {
 		if f.Flag > 0 {
 			s.Flags.Add(reading.Flag{Kind: def.kinds[f.Flag-1], A: f.A, B: f.B})
 			r.Spike = r.Spike || def.SpikeSnapshot
+			if rs, ok := def.Evidence.Get(); ok {
+				t.hwatch.held[rs] = now // HealthWatch.Began
+			}
 		}
 		if f.TDP.OK {
 			r.TDP = f.TDP

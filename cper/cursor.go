@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,6 +40,10 @@ func (c *Cursor) Mark(id uint64) {
 	}
 }
 
+// maxCursorsFile bounds the cursors' file read at start: a line per source
+// (a GPU, "bert") of at most maxSeen ids is a few kB.
+const maxCursorsFile = 1 << 20
+
 // Cursors are the cursors of every source (a GPU's UUID, "bert"), kept in
 // one small file replaced atomically after every change.
 type Cursors struct {
@@ -53,7 +56,9 @@ type Cursors struct {
 // the beginning then, and the seen ids skip the repeats it can).
 func LoadCursors(path string) (*Cursors, error) {
 	c := &Cursors{path: path, m: map[string]Cursor{}}
-	data, err := os.ReadFile(path)
+	// The daemon's own file: never through a planted link, never a FIFO
+	// that would hold the start, never more than a cursors' file holds.
+	data, err := sink.ReadBounded(sink.OpenOwnRegular, path, maxCursorsFile, false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return c, nil
 	}

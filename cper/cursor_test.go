@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestCursorsRoundTrip(t *testing.T) {
@@ -77,5 +79,41 @@ func TestCursorsSymlinkNotFollowed(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(target); string(data) != "keep" {
 		t.Fatalf("symlink target written: %q", data)
+	}
+}
+
+// TestLoadCursorsRefusesALinkAndAFIFO: the cursors' file is the daemon's
+// own: a link planted in its place is not followed (its target's text
+// never reaches the log) and a FIFO does not hold the start.
+func TestLoadCursorsRefusesALinkAndAFIFO(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "secret")
+	if err := os.WriteFile(target, []byte("GPU-a 7 1,2,3\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link-cursor")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadCursors(link)
+	if err == nil {
+		t.Error("a link was read")
+	}
+	if _, ok := c.m["GPU-a"]; ok {
+		t.Error("the link's target was taken for cursors")
+	}
+	fifo := filepath.Join(dir, "fifo-cursor")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := LoadCursors(fifo); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("a FIFO was read as cursors")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("LoadCursors blocked on a FIFO")
 	}
 }

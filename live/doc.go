@@ -23,6 +23,9 @@ type Doc struct {
 	Time          time.Time `json:"time"`
 	Host          HostDoc   `json:"host"`
 	GPUs          []GPUDoc  `json:"gpus"`
+	// Events are this host's last events.log lines, newest first, only when
+	// the request asked for them (status events=N).
+	Events []string `json:"events,omitempty"`
 }
 
 // HostDoc is the host part of Doc.
@@ -47,9 +50,13 @@ type HostDoc struct {
 	// MissingBoards are the previous run's boards not enumerated now that
 	// have a repair action ([] for none).
 	MissingBoards []MissingBoardDoc `json:"missing_boards"`
-	Pacer         PacerDoc          `json:"pacer"`
-	LogLines      LogLinesDoc       `json:"log_lines"`
-	Counters      []Counter         `json:"counters"`
+	// GPUsMissing is how many GPUs are missing since this start
+	// (gpu_telemetry_gpus_missing): a board of the previous run not
+	// enumerated now, or fewer than --expect-gpus.
+	GPUsMissing int         `json:"gpus_missing"`
+	Pacer       PacerDoc    `json:"pacer"`
+	LogLines    LogLinesDoc `json:"log_lines"`
+	Counters    []Counter   `json:"counters"`
 	// Fabric says which of the NVLink fabric's daemons run
 	// (absent where no GPU reports a fabric).
 	Fabric []FabricDoc `json:"fabric_services,omitempty"`
@@ -174,6 +181,9 @@ type GPUDoc struct {
 	Health         *HealthDoc        `json:"health"`              // hardware health counters (healthdoc.go); null before the first sample
 	FanGuard       *FanGuard         `json:"fan_guard,omitempty"` // with --fan-guard only
 	Action         ActionDoc         `json:"action"`              // the repair action: always present ("none" with no reasons)
+	// History is the GPU's recent readings (history.go), only when the
+	// request asked for it (status history=DUR).
+	History *HistoryDoc `json:"history,omitempty"`
 }
 
 // ActionDoc is a GPU's current repair action (package action).
@@ -244,6 +254,7 @@ func NewDoc(v View) Doc {
 	if h.DiskPaused {
 		d.Host.Disk = "paused"
 	}
+	d.Host.GPUsMissing = h.GPUsMissing
 	d.Host.MissingBoards = []MissingBoardDoc{}
 	for _, b := range h.Missing {
 		d.Host.MissingBoards = append(d.Host.MissingBoards, MissingBoardDoc{Index: b.Index, UUID: b.UUID,

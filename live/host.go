@@ -40,6 +40,10 @@ type Host struct {
 	// repair action is not none (a board a warm reboot did not bring
 	// back), by their previous index; fixed at start.
 	Missing []MissingBoard
+	// GPUsMissing is how many GPUs are missing since this start: the
+	// previous run's boards not enumerated now, or the shortfall from
+	// --expect-gpus, whichever is more; fixed at start.
+	GPUsMissing int
 
 	// Fabric is which of the NVLink fabric's daemons run, as last looked
 	// for (nil: no GPU reports a fabric).

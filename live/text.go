@@ -114,9 +114,15 @@ func HostLines(d Doc) []string {
 		l4 = "lost work: " + strings.Join(lost, " ")
 	}
 	out := []string{l1, l2, pacer, l3, l4}
+	if h.GPUsMissing > 0 {
+		out = append(out, "GPUs missing since this start: "+itoa(h.GPUsMissing)+" (GPU_MISSING in events.log)")
+	}
 	for _, b := range h.MissingBoards {
-		out = append(out, "missing board "+b.UUID+" (GPU "+itoa(b.Index)+" in the previous run): "+
-			ActionText(GPUDoc{Action: b.Action}, d.Time))
+		was := " (GPU " + itoa(b.Index) + " in the previous run): "
+		if b.Index < 0 {
+			was = " (missing since an earlier run): "
+		}
+		out = append(out, "missing board "+b.UUID+was+ActionText(GPUDoc{Action: b.Action}, d.Time))
 	}
 	return out
 }

@@ -20,15 +20,23 @@ import (
 func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
 	bootID, rs := m.ident.BootID, &m.runState
 	rs.mu.Lock()
-	rs.cur = snapshot.RunState{BootID: bootID, Started: m.start, PID: os.Getpid(), KmsgSeq: m.kmsgSeq(), GPUs: m.boards()}
+	rs.cur = snapshot.RunState{BootID: bootID, Started: m.start, PID: os.Getpid(), KmsgSeq: m.kmsgSeq(), GPUs: m.boards(),
+		Driver: m.host.System.DriverVersion, VBIOS: m.vbios()}
 	prev, err := snapshot.BeginRun(m.cfg.LogDir, rs.cur) // keeps the previous run's fan holds
 	rs.cur.FanGuard = prev.State.FanGuard
-	rs.begun, rs.prev = true, prev.State.GPUs
+	rs.begun, rs.prev, rs.prevPCIeMax = true, prev.State.GPUs, prev.State.PCIeMax
+	cur := rs.cur
 	rs.mu.Unlock()
 	if err != nil {
 		m.log.Warn("cannot record this run; the next start will not know whether it stopped cleanly", "error", err)
 	}
-	m.compareInventory(prev)
+	missing := m.missingAtStart(m.compareInventory(prev))
+	m.missingFromState()
+	if prev.Found {
+		for _, line := range sink.CompareFirmware(m.start, prev.State.Driver, cur.Driver, prev.State.VBIOS, cur.VBIOS, cur.GPUs) {
+			m.eventLine(line)
+		}
+	}
 	m.startFanGuards(prev.State.FanGuard)
 	if !prev.Unclean() {
 		return
@@ -41,7 +49,8 @@ func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
 	}
 	wg.Go(func() {
 		bl, err := snapshot.WriteBootLog(ctx, snapshot.BootConfig{Dir: m.cfg.LogDir, Runner: m.cfg.Snapshots.Runner, Now: m.start,
-			Prev: prev, BootID: bootID, Host: m.ident.Host, MachineID: m.ident.MachineID, PstoreDirs: pstore, CommandTimeout: m.cfg.Snapshots.CommandTimeout})
+			Prev: prev, BootID: bootID, Host: m.ident.Host, MachineID: m.ident.MachineID, PstoreDirs: pstore, CommandTimeout: m.cfg.Snapshots.CommandTimeout,
+			Missing: missing})
 		line := bl.Event()
 		if err != nil {
 			line.Fields = append(line.Fields, sink.Field{Key: "error", Value: err.Error()})
@@ -54,16 +63,63 @@ func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
 	})
 }
 
+// missingAtStart raises each board of the previous run not enumerated now
+// (missing, from compareInventory; raiseMissing) and, with --expect-gpus,
+// a start that enumerated fewer; it returns what the boot log says.
+func (m *Monitor) missingAtStart(missing []sink.InventoryChange) []string {
+	texts := m.raiseMissing(missing)
+	if want, got := m.cfg.ExpectGPUs, m.host.Enumerated(); want > 0 && got < want {
+		line := sink.ExpectedEvent(m.start, want, got)
+		m.log.Error("fewer GPUs enumerated than expected (--expect-gpus)", "expected", want, "enumerated", got)
+		m.eventLine(line)
+		texts = append(texts, line.Get("detail"))
+		m.states.mu.Lock()
+		m.states.gpusMissing = max(m.states.gpusMissing, want-got)
+		m.states.mu.Unlock()
+	}
+	return texts
+}
+
+// raiseMissing writes the critical GPU_MISSING line of each missing board
+// and adds them to the host view's count (gpu_telemetry_gpus_missing): at
+// start, and for boards held back then (a GPU stuck) once every GPU has
+// answered without being one of them (lateBoard). It returns the lines'
+// details.
+func (m *Monitor) raiseMissing(missing []sink.InventoryChange) []string {
+	var texts []string
+	for _, c := range missing {
+		line := c.MissingEvent(m.start)
+		m.log.Error("a GPU of the previous run is not enumerated", "detail", line.Get("detail"))
+		m.eventLine(line)
+		texts = append(texts, line.Get("detail"))
+	}
+	m.states.mu.Lock()
+	m.states.gpusMissing += len(missing)
+	m.states.mu.Unlock()
+	return texts
+}
+
+// vbios is each identified GPU's VBIOS version by UUID, for run-state.
+func (m *Monitor) vbios() map[string]string {
+	out := map[string]string{}
+	for _, gs := range m.gpus {
+		if in := gs.g.Info(); in.UUID != "" && in.VBIOS != "" {
+			out[in.UUID] = in.VBIOS
+		}
+	}
+	return out
+}
+
 // compareInventory compares the boards found with the previous run's, by
 // UUID: a board missing, new or moved is one INVENTORY line each, and one
-// log line sums them up.
-func (m *Monitor) compareInventory(prev snapshot.PreviousRun) {
+// log line sums them up. It returns the missing ones.
+func (m *Monitor) compareInventory(prev snapshot.PreviousRun) (missing []sink.InventoryChange) {
 	if !prev.Found {
-		return // the first run here
+		return nil // the first run here
 	}
 	if len(prev.State.GPUs) == 0 {
 		m.log.Info("the previous run did not record its GPUs (an older version); the GPUs found are not compared with it")
-		return
+		return nil
 	}
 	changes := sink.CompareInventory(prev.State.GPUs, m.boards())
 	// With --gpu selecting some GPUs, the others are not missing.
@@ -76,8 +132,17 @@ func (m *Monitor) compareInventory(prev snapshot.PreviousRun) {
 		}
 		count[c.Change]++
 		m.eventLine(c.Event(m.start))
-		if c.Change == sink.InventoryMissing {
+		switch {
+		case c.Change != sink.InventoryMissing:
+		case c.Unidentified > 0:
+			// A GPU stuck at start may be this board: raised once every GPU
+			// has answered without being it (lateBoard).
+			m.runState.mu.Lock()
+			m.runState.heldMissing = append(m.runState.heldMissing, c)
+			m.runState.mu.Unlock()
+		default:
 			m.missingBoard(c.Board)
+			missing = append(missing, c)
 		}
 	}
 	if count["not_selected"] > 0 {
@@ -85,7 +150,7 @@ func (m *Monitor) compareInventory(prev snapshot.PreviousRun) {
 	}
 	if len(changes) == count["not_selected"] {
 		m.log.Info("GPU inventory: the same boards as the previous run, at the same indices", "gpus", len(m.gpus))
-		return
+		return nil
 	}
 	level := slog.LevelInfo
 	if count[sink.InventoryMissing] > 0 {
@@ -93,6 +158,7 @@ func (m *Monitor) compareInventory(prev snapshot.PreviousRun) {
 	}
 	m.log.Log(context.Background(), level, "GPU inventory changed since the previous run (INVENTORY lines in events.log)",
 		"missing", count[sink.InventoryMissing], "new", count[sink.InventoryNew], "moved", count[sink.InventoryMoved])
+	return missing
 }
 
 // readIdentity names the host: name (--host, else the kernel's hostname),

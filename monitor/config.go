@@ -51,6 +51,10 @@ type Config struct {
 	// of a board escalates its repair action to inspect; 0:
 	// action.DefaultInspectAfter.
 	InspectAfter int
+	// ExpectGPUs is how many GPUs the driver should enumerate (0: not
+	// said): fewer at start is a critical GPU_MISSING line, so that a
+	// first boot, which has no previous run to compare, is checked too.
+	ExpectGPUs int
 
 	// Snapshots configures the crash and spike snapshots; New sets Dir,
 	// Logger, Flush, Written, HostRoot and KernelWall. Its Runner (nil: real
@@ -142,6 +146,9 @@ func (c Config) Validate() error {
 	}
 	if c.InspectAfter < 0 || c.InspectAfter >= action.MaxBoots {
 		errs = append(errs, fmt.Errorf("inspect after %d boots: must be between 1 and %d (0: %d)", c.InspectAfter, action.MaxBoots-1, action.DefaultInspectAfter))
+	}
+	if c.ExpectGPUs < 0 {
+		errs = append(errs, fmt.Errorf("expect %d GPUs: must not be negative (0: not said)", c.ExpectGPUs))
 	}
 	if err := c.Anomaly.Validate(); err != nil {
 		errs = append(errs, err)

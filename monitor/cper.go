@@ -114,7 +114,10 @@ func (m *Monitor) cperRead(gs *gpuState) {
 		return
 	}
 	if r.err != nil {
-		gs.log.Warn("CPER read failed; records read before it are kept", "error", r.err)
+		gs.log.Warn("CPER read failed; records read before it are kept, the next read starts from the first record (the ids saved skip repeats)", "error", r.err)
+		// A handle the driver no longer takes (a new boot, a reloaded
+		// driver) would fail every read after this one.
+		r.next = 0
 	}
 	now := time.Now()
 	recs, err := cper.Split(r.buf)
@@ -125,6 +128,9 @@ func (m *Monitor) cperRead(gs *gpuState) {
 		}
 		m.cperRecord(gs, uuid, now, raw, &rec)
 		cur.Mark(rec.ID)
+		// Saved with each record: a stop between two records repeats none
+		// already saved.
+		m.saveCursor(gs, c, uuid, cur)
 	}
 	if err != nil {
 		m.cperRecord(gs, uuid, now, r.buf[len(r.buf)-restLen(r.buf, recs):], nil)
@@ -135,8 +141,13 @@ func (m *Monitor) cperRead(gs *gpuState) {
 		return // nothing new
 	}
 	cur.Handle = r.next
+	m.saveCursor(gs, c, uuid, cur)
+}
+
+// saveCursor replaces uuid's cursor in the cursors' file.
+func (m *Monitor) saveCursor(gs *gpuState, c *cperReader, uuid string, cur cper.Cursor) {
 	c.mu.Lock()
-	err = c.cursors.Set(uuid, cur)
+	err := c.cursors.Set(uuid, cur)
 	c.mu.Unlock()
 	if err != nil {
 		gs.log.Warn("cannot save the CPER cursor; a restart reads these records again (skipped by id)", "error", err)

@@ -106,6 +106,9 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 		if line.Type == critical.line.Type && line.Get("reason") == critical.line.Get("reason") {
 			continue // written with its incident
 		}
+		if link, ok := anomaly.SampleLinkText(s); ok && rs == anomaly.ReasonPCIeDegraded {
+			line.Fields = append(line.Fields, sink.Field{Key: "link", Value: link}) // "x8 of x16, gen 4 of 5"
+		}
 		m.eventLine(line)
 	}
 	if changed {

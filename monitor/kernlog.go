@@ -5,7 +5,10 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -102,9 +105,17 @@ type runState struct {
 	begun bool // startBootCheck has read the previous run's state and written ours
 	cur   snapshot.RunState
 	prev  []sink.Board // the previous run's boards (nil: none recorded)
+	// prevPCIeMax is the previous run's maximum PCIe link of each board
+	// (recordMaxLinks compares).
+	prevPCIeMax map[string]string
 	// fansLate are the previous run's fan holds not claimed at start: of
 	// GPUs whose UUID comes late (fanFactsKnown), or not monitored.
 	fansLate map[string][]int
+	// heldMissing are the previous run's boards not enumerated at start
+	// while some GPUs had no UUID yet (stuck): one of those may be the
+	// board. They are raised (GPU_MISSING, their action) once every GPU
+	// has answered without being one of them (lateBoard).
+	heldMissing []sink.InventoryChange
 	// write rewrites run-state (snapshot.WriteRunState); tests stall it.
 	write func(dir string, s snapshot.RunState) error
 }
@@ -137,6 +148,41 @@ func (m *Monitor) boards() []sink.Board {
 	return out
 }
 
+// recordMaxLinks runs once every GPU has been sampled: each board's
+// maximum PCIe link (a reading, not a fact of the start) is compared with
+// the previous run's, a change being an INVENTORY change=pcie_max line, and
+// written to run-state for the next start.
+func (m *Monitor) recordMaxLinks() {
+	rs := &m.runState
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if !rs.begun {
+		return
+	}
+	now := map[string]string{}
+	for _, gs := range m.gpus {
+		s := gs.slot.Get().Sample
+		g, okG := s.Get(reading.PCIeMaxGen)
+		w, okW := s.Get(reading.PCIeMaxWidth)
+		if uuid := gs.g.Info().UUID; uuid != "" && okG && okW {
+			now[uuid] = "gen " + strconv.FormatUint(g, 10) + " x" + strconv.FormatUint(w, 10)
+		}
+	}
+	for _, line := range sink.CompareBoards(time.Now(), sink.InventoryPCIeMax, rs.prevPCIeMax, now, m.boards()) {
+		m.eventLine(line)
+	}
+	err := rs.save(m.cfg.LogDir, func(s *snapshot.RunState) {
+		s.PCIeMax = maps.Clone(s.PCIeMax)
+		if s.PCIeMax == nil {
+			s.PCIeMax = map[string]string{}
+		}
+		maps.Copy(s.PCIeMax, now)
+	})
+	if err != nil {
+		m.log.Warn("cannot record the GPUs' maximum PCIe links in run-state; the next start will not compare them", "error", err)
+	}
+}
+
 // lateBoard runs once a GPU stuck at start has answered: its board is
 // compared with the previous run's (INVENTORY) and written to run-state;
 // before startBootCheck, which does both for every board known by then, nothing.
@@ -150,9 +196,23 @@ func (m *Monitor) lateBoard(gs *gpuState) {
 	if rs.prev != nil {
 		m.eventLine(sink.IdentifyLate(rs.prev, csvColumns(gs.idx, gs.g.Info()).Board).Event(time.Now()))
 	}
-	if err := rs.save(m.cfg.LogDir, func(s *snapshot.RunState) { s.GPUs = m.boards() }); err != nil {
+	boards := m.boards()
+	if err := rs.save(m.cfg.LogDir, func(s *snapshot.RunState) { s.GPUs, s.VBIOS = boards, m.vbios() }); err != nil {
 		m.log.Warn("cannot record the GPU that answered late in run-state; the next start will not compare it", "error", err)
 	}
+	if len(rs.heldMissing) == 0 || slices.ContainsFunc(boards, func(b sink.Board) bool { return b.UUID == "" }) {
+		return
+	}
+	var missing []sink.InventoryChange
+	for _, c := range rs.heldMissing {
+		if !slices.ContainsFunc(boards, func(b sink.Board) bool { return b.UUID == c.Board.UUID }) {
+			c.Unidentified = 0
+			m.missingBoard(c.Board)
+			missing = append(missing, c)
+		}
+	}
+	rs.heldMissing = nil
+	m.raiseMissing(missing)
 }
 
 var kmsgSaveFailures = counters.Declare(counters.Def{Name: "kmsg_position_save_failures", Loss: true, OwnLog: true,

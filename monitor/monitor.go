@@ -86,6 +86,7 @@ type hostStates struct {
 	drops         dropHistory
 	incident      live.Incident
 	missing       []*missingBoard         // set once at start (Monitor.missingBoard)
+	gpusMissing   int                     // set once at start (missingAtStart)
 	fabric        []reading.FabricService // the fabric daemons' last scan (fabric.go); nil: no fabric
 	fabricAt      time.Time
 	refusedLogged atomic.Bool
@@ -433,6 +434,7 @@ func (m *Monitor) tick(now time.Time) {
 		lp.ready = true
 		m.cfg.Notifier.Ready()
 		m.log.Info("first sample of every GPU written")
+		m.side.queue("run-state and INVENTORY: the GPUs' maximum PCIe links", -1, m.recordMaxLinks)
 	}
 	k := m.reg.Load(ticksRun)
 	m.procTick(at, k)
@@ -533,6 +535,7 @@ func (m *Monitor) hostView() live.Host {
 		h.Missing = append(h.Missing, b.view) // a copy: an ack changes b.view under the lock
 	}
 	h.Fabric = m.fabricServices()
+	h.GPUsMissing = m.states.gpusMissing
 	dropped, _ := h.Counter(live.CounterRowsDropped) // registered by sink (TestViewCountersAreInTheTable)
 	h.RowsDroppedRecent = m.states.drops.recent(h.Now, dropped)
 	m.states.mu.Unlock()

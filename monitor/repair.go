@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -493,5 +494,58 @@ func (m *Monitor) missingBoard(b sink.Board) {
 	m.states.missing = append(m.states.missing, mb)
 	m.states.mu.Unlock()
 	m.eventLine(sink.EventLine{Time: m.start, UUID: b.UUID, GPU: -1, Type: sink.TypeAction,
-		Fields: sink.KV("prev_gpu", strconv.Itoa(b.Index), "action", cur.Action.String(), "from", action.None.String(), "reason", cur.Reason())})
+		Fields: sink.KV("prev_gpu", prevIndex(b.Index), "action", cur.Action.String(), "from", action.None.String(), "reason", cur.Reason())})
+}
+
+// prevIndex is a missing board's index in the run that last saw it; "" when
+// no run this one can read saw it (missingFromState).
+func prevIndex(i int) string {
+	if i < 0 {
+		return ""
+	}
+	return strconv.Itoa(i)
+}
+
+// missingFromState raises the boards that the comparison with the previous
+// run cannot see because that run missed them already (a restart in the
+// same boot, a power cycle that did not bring them back): every board with
+// a state file in the log directory that is not enumerated now keeps its
+// action until it is acknowledged, when that action takes it out of
+// service. With --gpu selecting some GPUs, or a GPU not identified yet, the
+// boards not seen cannot be told from missing ones: nothing is raised.
+func (m *Monitor) missingFromState() {
+	if m.host.Enumerated() > len(m.gpus) {
+		return
+	}
+	seen := map[string]bool{}
+	for _, b := range m.boards() {
+		if b.UUID == "" {
+			return
+		}
+		seen[b.UUID] = true
+	}
+	m.states.mu.Lock()
+	for _, b := range m.states.missing {
+		seen[b.view.UUID] = true
+	}
+	m.states.mu.Unlock()
+	paths, err := filepath.Glob(filepath.Join(m.cfg.LogDir, "action-*.json"))
+	if err != nil {
+		return
+	}
+	for _, p := range paths {
+		uuid := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), "action-"), ".json")
+		if seen[uuid] {
+			continue
+		}
+		h, err := sink.ReadBoardState(m.cfg.LogDir, uuid)
+		if err != nil {
+			continue // not a board's (a link, another name): readHistory says why when the board is judged
+		}
+		r := anomaly.NewRepair(m.repairBoot(), m.cfg.InspectAfter, h)
+		if !r.Judge(anomaly.RepairInput{Now: m.start, Missing: true}).Action.Drains() {
+			continue
+		}
+		m.missingBoard(sink.Board{Index: -1, UUID: uuid})
+	}
 }

@@ -276,3 +276,36 @@ func TestAckMissingBoardWriteRetried(t *testing.T) {
 		t.Fatalf("the ack whose write failed was not written again: %+v, %v", h, err)
 	}
 }
+
+// A board the previous run already missed (a restart in the same boot, a
+// power cycle that did not bring it back) is not in that run's inventory:
+// its state file raises it again while its action takes it out of service,
+// and not once that is acknowledged; a board enumerated now is not missing.
+func TestMissingFromStateFiles(t *testing.T) {
+	r := newRig(t, 1, nil)
+	const gone, acked = "GPU-dead0002-0000-0000-0000-000000000000", "GPU-dead0003-0000-0000-0000-000000000000"
+	earlier := time.Now().Add(-time.Hour)
+	for _, uuid := range []string{gone, acked, r.m.gpus[0].g.Info().UUID} {
+		h := action.History{UUID: uuid}
+		h.Count("an-earlier-boot", "xid79", earlier)
+		if uuid == acked {
+			h.Acked = map[string]time.Time{"missing": time.Now(), "xid79": time.Now()}
+		}
+		if err := sink.WriteBoardState(r.dir, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.m.missingFromState()
+	got := r.m.states.missing
+	if len(got) != 1 || got[0].view.UUID != gone || !got[0].view.Action.Action.Drains() || got[0].view.Index != -1 {
+		t.Fatalf("missing boards %+v, want %s alone, taken out of service, its index unknown", got, gone)
+	}
+	testutil.Contains(t, "events.log", r.eventsLog(), "uuid="+gone, "type=ACTION action=power_cycle")
+	if strings.Contains(r.eventsLog(), acked) {
+		t.Errorf("the acknowledged board is raised:\n%s", r.eventsLog())
+	}
+	r.m.missingFromState() // again: no second entry
+	if n := len(r.m.states.missing); n != 1 {
+		t.Errorf("%d missing boards after a second pass, want 1", n)
+	}
+}

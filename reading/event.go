@@ -16,6 +16,10 @@ const (
 	EventHealth                        // a hardware health event (ECC error, DRAM retirement, GPU unavailable): NVMLType says which
 )
 
+// EventOperational is a GPU operational event (driver R615+) that carries
+// no legacy Xid: Event.Op says what.
+const EventOperational = EventHealth + 1
+
 // Source says where an event came from.
 type Source uint8
 
@@ -26,6 +30,9 @@ const (
 	SourcePoll                   // the poll loop (failed or hung calls)
 )
 
+// SourceOpEvent is an NVML GPU operational event (driver R615+).
+const SourceOpEvent = SourcePoll + 1
+
 func (s Source) String() string {
 	switch s {
 	case SourceNVML:
@@ -34,6 +41,8 @@ func (s Source) String() string {
 		return "kmsg"
 	case SourcePoll:
 		return "poll"
+	case SourceOpEvent:
+		return "nvml-op"
 	}
 	return "unknown"
 }
@@ -71,6 +80,23 @@ type Event struct {
 	// its end was reached. Time is when it was read; KernelTime is when it
 	// was logged.
 	Backlog bool
+	// Op is a GPU operational event's decoding (SourceOpEvent only; nil
+	// otherwise). One that carries a legacy Xid is an EventXid (Data the
+	// Xid): the same incident as that Xid from the other sources.
+	Op *OpEvent
+}
+
+// OpEvent is a GPU operational event as the sampler decoded it: every field
+// NVML gave, named where NVML names the value and as its number where not,
+// and what it means for the incident desk.
+type OpEvent struct {
+	// Fields are the events.log fields, key then value, in order.
+	Fields []string
+	// Critical names why the event is critical ("fatal", "uncontained",
+	// both joined by "|"); empty when it is not.
+	Critical string
+	// Overflow: the source dropped event records before this one.
+	Overflow bool
 }
 
 // XidDetail is the part of an Xid report after its code: the process the

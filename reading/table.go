@@ -234,6 +234,7 @@ const (
 	PCIeMaxGen
 	PCIeMaxWidth
 	PCIeTxBytes
+	PCIeRxBytes
 	HECCMode
 	HECCPending
 	HSBEVolatile
@@ -347,6 +348,10 @@ var Table = [NumReadings]Def{
 	// Cumulative; the driver lets it wrap (issue 40 derives throughput).
 	PCIeTxBytes: {Name: "PCIeTxBytes", Field: 197 /* NVML_FI_DEV_PCIE_COUNT_TX_BYTES */, Type: U64, Unit: "B", Key: "pcie_tx_bytes",
 		Metric: Metric{Name: "pcie_tx_bytes_total", Help: "PCIe bytes transmitted (the driver's counter may wrap).", Counter: true, Scale: 1}},
+	// Beside TX: the two cumulative counters give the link's throughput
+	// each way (rate()) without nvmlDeviceGetPcieThroughput's 20 ms sampling.
+	PCIeRxBytes: {Name: "PCIeRxBytes", Field: 198 /* NVML_FI_DEV_PCIE_COUNT_RX_BYTES */, Type: U64, Unit: "B", Key: "pcie_rx_bytes",
+		Metric: Metric{Name: "pcie_rx_bytes_total", Help: "PCIe bytes received (the driver's counter may wrap).", Counter: true, Scale: 1}},
 
 	// The hardware health counters (health.go), read on the slow tier in
 	// their own field call; field 0: derived from the per-link readings,

@@ -315,12 +315,14 @@ type healthReplay struct {
 // begun in the watch too: a growth that raised it before the first row
 // replayed is not in the counters the replay saw.
 func (h *healthReplay) observe(r *Row, s *reading.Sample) {
-	if strings.Contains(r.Flags, "HEALTH_") {
+	if r.Flags != "" {
 		for _, f := range strings.Split(r.Flags, "|") {
 			if fam := flagFamily(f); fam == "HEALTH_WARN" || fam == "HEALTH_CRIT" {
 				if rs, ok := anomaly.ReasonNamed(strings.TrimSuffix(strings.TrimPrefix(f, fam+"("), ")")); ok {
 					h.w.Began(rs, r.Time)
 				}
+			} else if rs, ok := anomaly.FlagReason(fam); ok {
+				h.w.Began(rs, r.Time) // a detector's flag prolongs its reason, as it did in the logger
 			}
 		}
 	}

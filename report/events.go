@@ -142,8 +142,16 @@ func (e EventLine) describe() string {
 		return "health " + level + " " + kv["reason"] + ": " + kv["detail"]
 	case sink.TypeHealthEvent:
 		return "NVML health event " + kv["event"] + " (" + kv["severity"] + ")"
+	case sink.TypeOpEvent:
+		s := "GPU operational event " + kv["severity"] + " (category " + kv["category"] + ", " + kv["module"] + " code " + kv["module_event_code"] + ", attributes " + kv["attributes"] + ")"
+		if kv["critical"] != "" {
+			s += " CRITICAL: " + kv["critical"]
+		}
+		return s
 	case sink.TypeHealthBaseline:
 		return "health counters first read (the baseline every later HEALTH line starts from)"
+	case sink.TypeGPUMissing:
+		return "GPU missing at start: " + kv["detail"]
 	case sink.TypeUncleanStop:
 		s := "last row before the logger stopped without a clean exit ("
 		if kv["same_boot"] == "true" {

@@ -125,6 +125,21 @@ func TestHealthConditionLastsWhileItsReadingHolds(t *testing.T) {
 			notWant: []string{"off after"},
 		},
 		{
+			name: "a downtrained busy link: its detector's flags hold pcie_degraded, as the logger held it",
+			rows: rowsOf(200, func(i int) healthRow {
+				r := healthRow{}
+				switch {
+				case i == 20:
+					r.flags = `"PCIE_DEGRADED(x8,gen4)|HEALTH_WARN(pcie_degraded)"` // quoted, as the logger writes a cell with a comma
+				case i > 20:
+					r.flags = `"PCIE_DEGRADED(x8,gen4)"`
+				}
+				return r
+			}),
+			want:    []string{"HEALTH_WARN(pcie_degraded) on: the PCIe link runs below its maximum", "still on: HEALTH_WARN(pcie_degraded)"},
+			notWant: []string{"off after"},
+		},
+		{
 			name: "a growth that began before the first row: the flag begins it",
 			rows: rowsOf(200, func(i int) healthRow {
 				r := healthRow{sbe: 100}

@@ -60,7 +60,13 @@ var (
 	// retried like any failed open.
 	errNoEventSets    = errors.New("the driver lacks NVML event sets")
 	errNoneRegistered = errors.New("no GPU supports the watched NVML events")
+	// errNoOpEvents: the driver predates GPU operational events (R615).
+	errNoOpEvents = errors.New("the driver lacks nvmlEventSetRegisterGpuOperationalEvents_v1 and nvmlEventSetWait_v3 (R615+)")
 )
+
+// opEventer is an event stream that may hold a GPU's operational events
+// too (the native one): nil when subscribed, else why not.
+type opEventer interface{ opEvents() error }
 
 // EventStream delivers the NVML events of one event set.
 type EventStream interface {
@@ -269,6 +275,7 @@ func (h *Host) followSet(ctx context.Context, log *slog.Logger, i int, sets *ope
 			if !logged {
 				logged = true
 				log.Info("NVML events registered", "gpu", g.Info().Index, "types", EventTypeNames(st.Masks()[i]))
+				h.logOpEvents(log, g.Info().Index, st)
 			}
 			state("watching")
 			opened := time.Now()
@@ -294,6 +301,25 @@ func (h *Host) followSet(ctx context.Context, log *slog.Logger, i int, sets *ope
 		retry = min(2*retry, eventRetryMax)
 	}
 	return nil
+}
+
+// logOpEvents says, at a GPU's first registration, whether its operational
+// events are subscribed too; a driver without them is said once a process.
+func (h *Host) logOpEvents(log *slog.Logger, gpu int, st EventStream) {
+	o, ok := st.(opEventer)
+	if !ok {
+		return
+	}
+	switch err := o.opEvents(); {
+	case err == nil:
+		log.Info("GPU operational events subscribed", "gpu", gpu)
+	case errors.Is(err, errNoOpEvents):
+		h.opLacks.Do(func() {
+			log.Info("driver lacks GPU operational events; Xids come from the NVML Xid events and the kernel log", "error", err)
+		})
+	default:
+		log.Info("GPU operational events refused; Xids come from the NVML Xid events and the kernel log", "gpu", gpu, "error", err)
+	}
 }
 
 // waitAnswering waits while g's sample is stuck in the driver, logging the

@@ -32,6 +32,9 @@ type nativeEvents struct {
 	gpus  []*GPU
 	masks []uint64
 	rec   C.struct_gt_event
+	// opstate is how the GPU operational events' subscription went
+	// (evthread.h's GT_OP_*, or the NVML code of the refusal).
+	opstate int
 }
 
 func (h *Host) watchNative(want []uint64) (EventStream, error) {
@@ -48,11 +51,17 @@ func (h *Host) watchNative(want []uint64) (EventStream, error) {
 	idx := make([]C.int, n)
 	masks := make([]C.uint64_t, n)
 	reg := make([]C.uint64_t, n)
+	uuids := make([]*C.char, n)
 	for i, g := range h.GPUs {
 		idx[i] = C.int(g.Info().Index)
 		masks[i] = C.uint64_t(want[i])
+		if want[i] != 0 {
+			uuids[i] = C.CString(g.Info().UUID)
+			defer C.free(unsafe.Pointer(uuids[i]))
+		}
 	}
-	ret := C.gt_events_start(&idx[0], &masks[0], &reg[0], C.int(n), C.int(fds[1]))
+	var opstate C.int
+	ret := C.gt_events_start(&idx[0], &masks[0], &uuids[0], &reg[0], C.int(n), C.int(fds[1]), &opstate)
 	if ret != 0 {
 		syscall.Close(fds[0])
 		syscall.Close(fds[1])
@@ -66,7 +75,7 @@ func (h *Host) watchNative(want []uint64) (EventStream, error) {
 		}
 		return nil, fmt.Errorf("nvmlEventSetCreate: %s", retText(nvml.Return(ret)))
 	}
-	e := &nativeEvents{f: os.NewFile(uintptr(fds[0]), "nvml-events"), gpus: h.GPUs, masks: make([]uint64, n)}
+	e := &nativeEvents{f: os.NewFile(uintptr(fds[0]), "nvml-events"), gpus: h.GPUs, masks: make([]uint64, n), opstate: int(opstate)}
 	for i := range reg {
 		e.masks[i] = uint64(reg[i])
 	}
@@ -74,6 +83,16 @@ func (h *Host) watchNative(want []uint64) (EventStream, error) {
 }
 
 func (e *nativeEvents) Masks() []uint64 { return e.masks }
+
+func (e *nativeEvents) opEvents() error {
+	switch e.opstate {
+	case C.GT_OP_REGISTERED:
+		return nil
+	case C.GT_OP_NO_SYMBOL:
+		return errNoOpEvents
+	}
+	return fmt.Errorf("nvmlEventSetRegisterGpuOperationalEvents_v1: %s", retText(nvml.Return(e.opstate)))
+}
 
 // Close shuts down Go's sending side: the thread sees it after its current
 // wait and ends, which Next then reads as end-of-file.
@@ -100,7 +119,32 @@ func (e *nativeEvents) Next() (reading.Event, error) {
 	if r.kind == C.GT_EV_ERROR {
 		return reading.Event{}, fmt.Errorf("nvmlEventSetWait: %s", retText(nvml.Return(r.ret)))
 	}
+	if r.op != 0 {
+		return makeOpEvent(e.gpus, int(r.index), opRecordOf(r)), nil
+	}
 	return makeEvent(e.gpus, int(r.index), uint64(r._type), uint64(r.data)), nil
+}
+
+// opRecordOf copies the operational event of record r.
+func opRecordOf(r *C.struct_gt_event) opRecord {
+	o := opRecord{
+		Severity: uint32(r.severity), LogLevel: uint32(r.log_level), Category: uint32(r.category),
+		Attributes: uint32(r.attributes), GroupAttributes: uint32(r.group_attributes),
+		ModuleEventCode: uint32(r.module_event_code), Scope: uint32(r.scope), Originator: uint32(r.originator),
+		ModuleInstance: uint32(r.module_instance), Chiplet: uint32(r.chiplet),
+		GPUInstance: uint32(r.gpu_instance), ComputeInstance: uint32(r.compute_instance), CperSize: uint32(r.cper_size),
+		GroupSize: uint8(r.group_size), GroupIndex: uint8(r.group_index),
+		GroupCursor: uint64(r.group_cursor), Sequence: uint64(r.sequence), TimestampUsec: uint64(r.timestamp_usec),
+		TraceID:      uint64(r.trace_id),
+		SourceModule: C.GoStringN(&r.source_module[0], C.int(len(r.source_module))),
+		NContexts:    uint32(r.ncontext),
+	}
+	for i := range min(int(o.NContexts), len(r.ctx)) {
+		c := &r.ctx[i]
+		o.Contexts = append(o.Contexts, opContext{Ret: int32(c.ret), Type: uint32(c.nvml_type), SourceType: uint32(c.source_type),
+			Size: uint32(c.size), Version: uint16(c.version), HasXid: c.has_xid != 0, Xid: uint32(c.xid)})
+	}
+	return o
 }
 
 // EventsIdle waits at most d until no event thread and no registration is

@@ -28,6 +28,11 @@ typedef int (*fn_free)(nvml_set);
 typedef int (*fn_handle)(unsigned int, nvml_device *);
 typedef int (*fn_register)(nvml_device, unsigned long long, nvml_set);
 typedef int (*fn_wait)(nvml_set, struct gt_nvml_event_data *, unsigned int);
+typedef int (*fn_register_op)(nvml_set, const struct gt_nvml_opev_config *);
+typedef int (*fn_wait3)(nvml_set, struct gt_nvml_wait_v3 *);
+typedef int (*fn_ctx_count)(nvml_set, struct gt_nvml_context_count *);
+typedef int (*fn_ctx_info)(nvml_set, struct gt_nvml_context_info *);
+typedef int (*fn_ctx_xid)(nvml_set, struct gt_nvml_context_legacy_xid *);
 
 struct gt_state {
 	nvml_set set;
@@ -35,8 +40,15 @@ struct gt_state {
 	int n;
 	int index[GT_MAXGPU];
 	nvml_device dev[GT_MAXGPU];
+	char uuid[GT_MAXGPU][GT_NVML_UUID_V2_SIZE]; // operational events only
 	fn_wait wait;
 	fn_free free_set;
+	// Set when operational events are subscribed: the thread waits with
+	// wait3 (both kinds of event come through it) and reads the contexts.
+	fn_wait3 wait3;
+	fn_ctx_count ctx_count;
+	fn_ctx_info ctx_info;
+	fn_ctx_xid ctx_xid;
 };
 
 static int running;
@@ -57,6 +69,102 @@ static int send_rec(int fd, const struct gt_event *e)
 	}
 }
 
+// gpu_of returns the index of the GPU with uuid (an operational-event wait
+// names its GPU so), -1 when none; a set of one GPU (the sampler opens one a
+// GPU) takes every event as its own, as nvmlEventSetWait's did.
+static int gpu_of(const struct gt_state *st, const char *uuid)
+{
+	for (int i = 0; i < st->n; i++)
+		if (uuid[0] && strncmp(st->uuid[i], uuid, GT_NVML_UUID_V2_SIZE) == 0)
+			return st->index[i];
+	return st->n == 1 ? st->index[0] : -1;
+}
+
+// read_op fills e from operational event w and the set's context records,
+// which stay valid until the set's next wait (this thread's).
+static void read_op(const struct gt_state *st, const struct gt_nvml_wait_v3 *w, struct gt_event *e)
+{
+	e->op = 1;
+	e->group_cursor = w->group_cursor;
+	e->sequence = w->instance_id;
+	e->timestamp_usec = w->timestamp_usec;
+	e->trace_id = w->trace_id;
+	e->severity = w->severity;
+	e->log_level = w->log_level;
+	e->category = w->category_id;
+	e->attributes = w->attributes;
+	e->group_attributes = w->group_attributes;
+	e->module_event_code = w->module_event_code;
+	e->scope = w->scope;
+	e->originator = w->originator;
+	e->module_instance = w->module_instance;
+	e->chiplet = w->chiplet_id;
+	e->gpu_instance = w->gpu_instance_id;
+	e->compute_instance = w->compute_instance_id;
+	e->cper_size = w->group_cper_size;
+	e->group_size = w->group_size;
+	e->group_index = w->group_index;
+	memcpy(e->source_module, w->source_module, sizeof(e->source_module));
+	struct gt_nvml_context_count c = { 0 };
+	if (!st->ctx_count || st->ctx_count(st->set, &c) != GT_NVML_SUCCESS)
+		return;
+	e->ncontext = c.count;
+	for (unsigned int i = 0; i < c.count && i < GT_EV_MAXCTX; i++) {
+		struct gt_ev_context *x = &e->ctx[i];
+		struct gt_nvml_context_info info = { .index = i };
+		x->ret = st->ctx_info ? st->ctx_info(st->set, &info) : GT_NVML_ERROR_FUNCTION_NOT_FOUND;
+		if (x->ret != GT_NVML_SUCCESS)
+			continue;
+		x->nvml_type = info.nvml_type;
+		x->source_type = info.source_type;
+		x->size = info.data_size;
+		x->version = info.data_format_version;
+		struct gt_nvml_context_legacy_xid lx = { .index = i };
+		if (info.nvml_type == GT_NVML_OPEV_CONTEXT_TYPE_LEGACY_XID && st->ctx_xid &&
+		    st->ctx_xid(st->set, &lx) == GT_NVML_SUCCESS) {
+			x->has_xid = 1;
+			x->xid = lx.xid_code;
+		}
+	}
+}
+
+// wait_one waits for the next event into e (kind, index and the event's
+// fields): NVML's return code.
+static int wait_one(const struct gt_state *st, struct gt_event *e)
+{
+	if (st->wait3) {
+		struct gt_nvml_wait_v3 w;
+		memset(&w, 0, sizeof(w));
+		w.timeout_ms = GT_WAIT_MS;
+		int ret = st->wait3(st->set, &w);
+		if (ret != GT_NVML_SUCCESS)
+			return ret;
+		w.uuid[sizeof(w.uuid) - 1] = 0;
+		e->index = gpu_of(st, w.uuid);
+		if (w.data_type == GT_NVML_EVENT_DATA_TYPE_GPU_OPERATIONAL_EVENT) {
+			read_op(st, &w, e);
+		} else {
+			e->type = w.event_type;
+			e->data = w.event_data;
+		}
+		return ret;
+	}
+	struct gt_nvml_event_data d;
+	memset(&d, 0, sizeof(d));
+	int ret = st->wait(st->set, &d, GT_WAIT_MS);
+	if (ret != GT_NVML_SUCCESS)
+		return ret;
+	for (int i = 0; i < st->n; i++) {
+		if (st->dev[i] == d.device) {
+			e->index = st->index[i];
+			break;
+		}
+	}
+	e->type = d.type;
+	e->data = d.data;
+	return ret;
+}
+
 // peer_ended reports whether Go shut down its sending side or closed the
 // socket (Go never sends data, so anything readable is the end).
 static int peer_ended(int fd)
@@ -68,7 +176,6 @@ static int peer_ended(int fd)
 static void *run(void *arg)
 {
 	struct gt_state *st = arg;
-	struct gt_nvml_event_data d;
 	struct gt_event e;
 	sigset_t all;
 
@@ -77,12 +184,11 @@ static void *run(void *arg)
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	pthread_setname_np(pthread_self(), "gt-events"); // tell it apart in /proc/<pid>/task
 	while (!peer_ended(st->fd)) {
-		memset(&d, 0, sizeof(d));
-		int ret = st->wait(st->set, &d, GT_WAIT_MS);
-		if (ret == GT_NVML_ERROR_TIMEOUT)
-			continue;
 		memset(&e, 0, sizeof(e));
 		e.index = -1;
+		int ret = wait_one(st, &e);
+		if (ret == GT_NVML_ERROR_TIMEOUT)
+			continue;
 		if (ret != GT_NVML_SUCCESS) {
 			// The set failed: report it and end. Go opens a new set
 			// (with back-off) once it has read this thread's end.
@@ -92,14 +198,6 @@ static void *run(void *arg)
 			break;
 		}
 		e.kind = GT_EV_EVENT;
-		for (int i = 0; i < st->n; i++) {
-			if (st->dev[i] == d.device) {
-				e.index = st->index[i];
-				break;
-			}
-		}
-		e.type = d.type;
-		e.data = d.data;
 		if (send_rec(st->fd, &e) != 0)
 			break;
 	}
@@ -112,7 +210,8 @@ static void *run(void *arg)
 	return NULL;
 }
 
-int gt_events_start(const int *indexes, const uint64_t *masks, uint64_t *registered, int n, int fd)
+int gt_events_start(const int *indexes, const uint64_t *masks, const char *const *uuids, uint64_t *registered, int n, int fd,
+		    int *opstate)
 {
 	fn_create create = (fn_create)sym("nvmlEventSetCreate");
 	fn_free free_set = (fn_free)sym("nvmlEventSetFree");
@@ -125,6 +224,9 @@ int gt_events_start(const int *indexes, const uint64_t *masks, uint64_t *registe
 		handle = (fn_handle)sym("nvmlDeviceGetHandleByIndex");
 	if (!create || !handle || !reg || !wait || n > GT_MAXGPU)
 		return GT_EV_NO_SYMBOL;
+	fn_register_op reg_op = (fn_register_op)sym("nvmlEventSetRegisterGpuOperationalEvents_v1");
+	fn_wait3 wait3 = (fn_wait3)sym("nvmlEventSetWait_v3");
+	*opstate = reg_op && wait3 ? GT_NVML_ERROR_NOT_SUPPORTED : GT_OP_NO_SYMBOL;
 
 	struct gt_state *st = calloc(1, sizeof(*st));
 	if (!st)
@@ -158,9 +260,28 @@ int gt_events_start(const int *indexes, const uint64_t *masks, uint64_t *registe
 		if (mask) {
 			st->index[st->n] = indexes[i];
 			st->dev[st->n] = dev;
+			if (*opstate != GT_OP_NO_SYMBOL && uuids[i] && uuids[i][0]) {
+				// No filter: every log level and severity (the zeros).
+				struct gt_nvml_opev_config c;
+				memset(&c, 0, sizeof(c));
+				strncpy(c.uuid, uuids[i], sizeof(c.uuid) - 1);
+				int r = reg_op(st->set, &c);
+				if (r == GT_NVML_SUCCESS) {
+					*opstate = GT_OP_REGISTERED;
+					memcpy(st->uuid[st->n], c.uuid, sizeof(c.uuid));
+				} else if (*opstate != GT_OP_REGISTERED) {
+					*opstate = r;
+				}
+			}
 			st->n++;
 			any = 1;
 		}
+	}
+	if (*opstate == GT_OP_REGISTERED) {
+		st->wait3 = wait3;
+		st->ctx_count = (fn_ctx_count)sym("nvmlEventSetGetContextCount_v1");
+		st->ctx_info = (fn_ctx_info)sym("nvmlEventSetGetContextInfo_v1");
+		st->ctx_xid = (fn_ctx_xid)sym("nvmlEventSetGetGpuOperationalEventContextLegacyXid_v1");
 	}
 	if (!any) {
 		if (free_set)

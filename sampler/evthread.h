@@ -13,15 +13,45 @@
 #define GT_EV_NO_SYMBOL (-1) // the library lacks an event-set function
 #define GT_EV_NO_THREAD (-2) // the thread could not be started
 
+// gt_events_start's *opstate besides NVML's return codes (the first
+// registration's refusal when no GPU took the subscription).
+#define GT_OP_REGISTERED 0 // at least one GPU's operational events are subscribed
+#define GT_OP_NO_SYMBOL (-1) // the driver lacks them (before R615)
+
+// The context records of an operational event read per record: its count
+// (ncontext) says how many it had.
+#define GT_EV_MAXCTX 4
+
+// One context record of an operational event (nvmlEventSetGetContextInfo_v1,
+// and for a legacy-Xid context nvmlEventSetGetGpuOperationalEventContextLegacyXid_v1).
+struct gt_ev_context {
+	int32_t ret;          // the info call's NVML return code: the rest is valid only when 0
+	uint32_t nvml_type;   // nvmlGpuOperationalEventContextType_t
+	uint32_t source_type; // the source's own context type
+	uint32_t size;        // payload bytes
+	uint16_t version;     // payload format version
+	uint16_t has_xid;     // xid was decoded
+	uint32_t xid;
+};
+
 // One record as sent over the socket (SOCK_SEQPACKET: one record per
-// message). Go decodes it through this struct.
+// message). Go decodes it through this struct. op says which half is
+// filled: an NVML event bit (type, data) or a GPU operational event (the
+// rest, from nvmlEventSetWait_v3_t and the context calls).
 struct gt_event {
 	int32_t kind;
 	int32_t index; // GPU index, -1 when the device matched none
 	int32_t ret;   // NVML return code for GT_EV_ERROR
-	int32_t pad;
+	int32_t op;    // 1: a GPU operational event
 	uint64_t type;
 	uint64_t data;
+	uint64_t group_cursor, sequence, timestamp_usec, trace_id;
+	uint32_t severity, log_level, category, attributes, group_attributes;
+	uint32_t module_event_code, scope, originator, module_instance, chiplet;
+	uint32_t gpu_instance, compute_instance, cper_size, ncontext;
+	uint8_t group_size, group_index, pad[2];
+	char source_module[16]; // not NUL-terminated when full
+	struct gt_ev_context ctx[GT_EV_MAXCTX];
 };
 
 // gt_events_start registers the n GPUs (NVML indexes and event masks; a zero
@@ -36,7 +66,15 @@ struct gt_event {
 // closes (noticed within the 1 s wait), or when a send fails. Ending, it frees
 // the set and then closes fd as its last use of NVML or fd: the peer reading
 // end-of-file knows that the set is freed and the thread is out of NVML.
-int gt_events_start(const int *indexes, const uint64_t *masks, uint64_t *registered, int n, int fd);
+//
+// Where the driver has nvmlEventSetRegisterGpuOperationalEvents_v1 and
+// nvmlEventSetWait_v3 (R615+), each registered GPU whose uuids[i] is given
+// is also subscribed to its operational events (no filter) and the thread
+// waits with nvmlEventSetWait_v3, matching an event's GPU by its UUID;
+// *opstate says how that went (GT_OP_*, or the NVML code of the refusal).
+// Without them the set is the event bits alone, waited on as before.
+int gt_events_start(const int *indexes, const uint64_t *masks, const char *const *uuids, uint64_t *registered, int n, int fd,
+		    int *opstate);
 
 // gt_events_running returns how many event threads have not ended yet (they
 // may be inside NVML: nvmlShutdown must wait for them).

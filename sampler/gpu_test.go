@@ -79,7 +79,7 @@ func TestSampleReadsEverything(t *testing.T) {
 	// getter or field it does not know with.
 	d.Getters[fakenvml.Getter{Fn: "GetMaxPcieLinkGeneration"}] = uint32(6)
 	d.Getters[fakenvml.Getter{Fn: "GetMaxPcieLinkWidth"}] = uint32(32)
-	d.Fields = map[uint32]uint64{197 /* NVML_FI_DEV_PCIE_COUNT_TX_BYTES */ : 1 << 40}
+	d.Fields = map[uint32]uint64{197 /* NVML_FI_DEV_PCIE_COUNT_TX_BYTES */ : 1 << 40, 198 /* NVML_FI_DEV_PCIE_COUNT_RX_BYTES */ : 1 << 41}
 	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
 	g := h.GPUs[0]
 	info := g.Info()
@@ -122,6 +122,7 @@ func TestSampleReadsEverything(t *testing.T) {
 		{"max gen", s.Values[reading.PCIeMaxGen], 6},
 		{"max width", s.Values[reading.PCIeMaxWidth], 32},
 		{"tx bytes", s.Values[reading.PCIeTxBytes], 1 << 40},
+		{"rx bytes", s.Values[reading.PCIeRxBytes], 1 << 41},
 		{"throttle", s.Values[reading.Throttle], 4},
 		{"fan0", u(s.Fans[0].Speed), 30},
 		{"fan1 target", u(s.Fans[1].Target), 31},

@@ -42,4 +42,61 @@ struct gt_nvml_event_data {
 	unsigned int compute_instance_id;
 };
 
+// GPU Operational Events (driver R615+): nvmlGpuOperationalEventConfig_v1_t,
+// nvmlEventSetWait_v3_t and the context records' parameter structs.
+#define GT_NVML_UUID_V2_SIZE 96
+#define GT_NVML_EVENT_DATA_TYPE_GPU_OPERATIONAL_EVENT 1
+#define GT_NVML_OPEV_CONTEXT_TYPE_LEGACY_XID 1
+
+struct gt_nvml_opev_config {
+	char uuid[GT_NVML_UUID_V2_SIZE];
+	unsigned int min_log_level;
+	unsigned int min_severity;
+};
+
+struct gt_nvml_wait_v3 {
+	unsigned int timeout_ms;
+	unsigned int data_type;
+	char uuid[GT_NVML_UUID_V2_SIZE];
+	char source_module[16];
+	unsigned long long event_type;
+	unsigned long long event_data;
+	unsigned long long group_cursor;
+	unsigned long long instance_id;
+	unsigned long long timestamp_usec;
+	unsigned long long trace_id;
+	unsigned int gpu_instance_id;
+	unsigned int compute_instance_id;
+	unsigned int severity;
+	unsigned int category_id;
+	unsigned int module_event_code;
+	unsigned int scope;
+	unsigned int originator;
+	unsigned int module_instance;
+	unsigned int chiplet_id;
+	unsigned int log_level;
+	unsigned int attributes;
+	unsigned int group_cper_size;
+	unsigned int group_attributes;
+	unsigned char group_size;
+	unsigned char group_index;
+};
+
+struct gt_nvml_context_count {
+	unsigned int count;
+};
+
+struct gt_nvml_context_info {
+	unsigned int index;
+	unsigned int nvml_type;
+	unsigned int source_type;
+	unsigned int data_size;
+	unsigned short data_format_version;
+};
+
+struct gt_nvml_context_legacy_xid {
+	unsigned int index;
+	unsigned int xid_code;
+};
+
 #endif

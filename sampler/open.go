@@ -64,6 +64,7 @@ type Host struct {
 	openEvents func(masks []uint64) (EventStream, error)
 	reg        *counters.Registry // OpenOptions.Counters
 	pending    []string           // Pending
+	opLacks    sync.Once          // the driver lacks operational events: logged once
 }
 
 // bounded runs f and waits at most d for it. NVML calls cannot be cancelled:

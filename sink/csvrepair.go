@@ -64,8 +64,14 @@ func openAppend(path string, header []byte, log *slog.Logger) (*os.File, int64, 
 	if size == 0 {
 		n, err := f.Write(header)
 		if err != nil {
+			// A file this call created goes again (a full disk would leave an
+			// empty file, one without its board line, for readers to choke
+			// on); one that was there is left empty, to be written again.
 			f.Truncate(0)
 			f.Close()
+			if created {
+				os.Remove(path)
+			}
 			return nil, 0, false, fmt.Errorf("write header to %s: %w", path, err)
 		}
 		size = int64(n)

@@ -3,6 +3,7 @@ package sink
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -421,5 +422,22 @@ func TestLineLogOverflowIsCountedAndLogged(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "still not writable at exit") {
 		t.Errorf("loss at exit not logged:\n%s", logs.String())
+	}
+}
+
+// TestFullDiskLeavesNoEmptyCSV: a CSV the disk has no room for is not left
+// behind empty (without its board line and header): openAppend removes the
+// file it created when its first lines cannot be written.
+func TestFullDiskLeavesNoEmptyCSV(t *testing.T) {
+	dir := testutil.SmallDisk(t, "64k")
+	testutil.FillDisk(t, filepath.Join(dir, "filler"))
+	path := filepath.Join(dir, "gpu0-abcdef01-deep-2026-01-01.csv")
+	f, _, _, err := openAppend(path, []byte("# gpu=0 uuid=GPU-abcdef01\ntimestamp,gpu_temp\n"), slog.New(slog.DiscardHandler))
+	if err == nil {
+		f.Close()
+		t.Fatal("the first lines were written to a full disk")
+	}
+	if _, err := os.Lstat(path); !os.IsNotExist(err) {
+		t.Errorf("the CSV is left behind (%v)", err)
 	}
 }

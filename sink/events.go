@@ -264,7 +264,9 @@ const (
 	TypeHealthWarning         = "HEALTH_WARNING"          // a hardware health warning began (reason=)
 	TypeHealthCritical        = "HEALTH_CRITICAL"         // a critical hardware health condition began (reason=): a crash snapshot
 	TypeHealthEvent           = "HEALTH_EVENT"            // an NVML hardware health event (event=, severity=critical|notable)
+	TypeOpEvent               = "OP_EVENT"                // an NVML GPU operational event without a legacy Xid (severity=, attributes=, ...; critical= when fatal or uncontained)
 	TypeInventory             = "INVENTORY"               // at start: a board of the previous run missing, new, or at another index or bus id (change=)
+	TypeGPUMissing            = "GPU_MISSING"             // at start: a board of the previous run is not enumerated, or fewer GPUs than --expect-gpus (detail=)
 	TypeAction                = "ACTION"                  // a GPU's repair action changed (action=, from=, reason=)
 	TypeAck                   = "ACK"                     // an operator acknowledged a GPU's action (action=, by=, note=, classes=)
 	TypeFanGuard              = "FAN_GUARD"               // the fan guard took, changed, handed back a fan, or was refused (kind=engaged|set|released|refused|hung)
@@ -301,8 +303,10 @@ var eventClasses = map[string]EventClass{
 	TypeHealthWarning:         EventNotable,
 	TypeHealthCritical:        EventIncident,
 	TypeHealthEvent:           EventIncident,
-	TypeInventory:             EventNotable, // routine for a board new, moved or identified (classOf)
-	TypeAction:                EventNotable, // what the events already written ask for: no incident of its own
+	TypeOpEvent:               EventIncident,
+	TypeInventory:             EventNotable,  // routine for a board new, moved or identified, a VBIOS, driver or maximum link change (classOf)
+	TypeGPUMissing:            EventIncident, // a board gone since the previous run: a page (its evidence is the boot log, when there is one)
+	TypeAction:                EventNotable,  // what the events already written ask for: no incident of its own
 	TypeAck:                   EventRoutine,
 	TypeFanGuard:              EventNotable, // routine for a change of speed and a hand-back (classOf)
 	TypeCPER:                  EventNotable,
@@ -324,7 +328,7 @@ func EventTypes() []string {
 // of the kind. A line that repeats another source's report of an event
 // (duplicate_of=) starts no incident of its own, nor does an AER line that
 // is not uncorrectable, nor a health event that is not critical: all are
-// notable. An INVENTORY line is notable for a board gone missing, routine
+// notable, as is an operational event neither fatal nor uncontained. An INVENTORY line is notable for a board gone missing, routine
 // for one new, moved or identified.
 func (e ParsedLine) Class() EventClass {
 	return classOf(func(k string) string { return e.KV[k] })
@@ -334,7 +338,7 @@ func (e ParsedLine) Class() EventClass {
 func classOf(get func(key string) string) EventClass {
 	typ := get("type")
 	c := eventClasses[typ]
-	if ch := get("change"); typ == TypeInventory && (ch == InventoryNew || ch == InventoryMoved || ch == InventoryIdentified) {
+	if ch := get("change"); typ == TypeInventory && (ch == InventoryNew || ch == InventoryMoved || ch == InventoryIdentified || ch == InventoryVBIOS || ch == InventoryDriver || ch == InventoryPCIeMax) {
 		return EventRoutine
 	}
 	if k := get("kind"); typ == TypeFanGuard && (k == "set" || k == "released") {
@@ -342,7 +346,8 @@ func classOf(get func(key string) string) EventClass {
 	}
 	if c == EventIncident && (get("duplicate_of") != "" ||
 		typ == TypeAER && !strings.HasPrefix(get("severity"), "uncorrectable") ||
-		typ == TypeHealthEvent && get("severity") != "critical") {
+		typ == TypeHealthEvent && get("severity") != "critical" ||
+		typ == TypeOpEvent && get("critical") == "") {
 		return EventNotable
 	}
 	return c

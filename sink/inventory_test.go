@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -77,5 +78,64 @@ func TestInventoryEvent(t *testing.T) {
 		if want := "time=2026-12-06T07:00:00.000Z host=h " + tc.want; line != want {
 			t.Errorf("line\n got %s\nwant %s", line, want)
 		}
+	}
+}
+
+// TestMissingEvent: a board gone since the previous run, and a start with
+// fewer GPUs than expected, are critical GPU_MISSING lines that say where
+// the board was in the kernel's spelling.
+func TestMissingEvent(t *testing.T) {
+	at := time.Date(2026, 12, 6, 7, 0, 0, 0, time.UTC)
+	b := Board{Index: 2, UUID: "GPU-5a3c1e2f", Serial: "1791025012340", Bus: "00000000:4B:00.0", Name: "NVIDIA X"}
+	for _, tc := range []struct {
+		name string
+		e    EventLine
+		want string
+	}{
+		{"a board of the previous run", InventoryChange{Change: InventoryMissing, Board: b}.MissingEvent(at),
+			`uuid=GPU-5a3c1e2f level=critical gpu=? source=start type=GPU_MISSING detail="GPU-5a3c1e2f (serial 1791025012340) at 0000:4b:00.0 missing since this boot" serial=1791025012340 prev_gpu=2 prev_bus=00000000:4B:00.0`},
+		{"fewer than --expect-gpus", ExpectedEvent(at, 8, 7),
+			`level=critical gpu=? source=start type=GPU_MISSING detail="8 GPUs expected, 7 enumerated" expected=8 enumerated=7`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.e.Host = "h"
+			if got, want := tc.e.Line(), "time=2026-12-06T07:00:00.000Z host=h "+tc.want; got != want {
+				t.Errorf("line\n got %s\nwant %s", got, want)
+			}
+			if tc.e.Class() != EventIncident {
+				t.Errorf("class %v, want an incident", tc.e.Class())
+			}
+		})
+	}
+	if got := (Board{Index: 1}).MissingText(); got != "GPU 1 missing since this boot" {
+		t.Errorf("an unidentified board: %q", got)
+	}
+}
+
+// TestCompareFirmware: a driver update is one host line, a VBIOS update
+// one line per board, both routine; what either run did not know, or a
+// board the previous run did not have, is not compared.
+func TestCompareFirmware(t *testing.T) {
+	at := time.Date(2026, 12, 6, 7, 0, 0, 0, time.UTC)
+	cur := []Board{{Index: 0, UUID: "GPU-a", Serial: "1", Bus: "00000000:01:00.0"}, {Index: 1, UUID: "GPU-b"}, {Index: 2, UUID: "GPU-c"}}
+	var got []string
+	for _, e := range CompareFirmware(at, "570.86.15", "575.51.03",
+		map[string]string{"GPU-a": "96.00.89.00.01", "GPU-b": "96.00.89.00.01"},
+		map[string]string{"GPU-a": "96.00.9F.00.04", "GPU-b": "96.00.89.00.01", "GPU-c": "96.00.9F.00.04"}, cur) {
+		e.Host = "h"
+		if e.Class() != EventRoutine {
+			t.Errorf("%s: class %v, want routine", e.Line(), e.Class())
+		}
+		got = append(got, e.Line())
+	}
+	want := []string{
+		"time=2026-12-06T07:00:00.000Z host=h level=info gpu=? source=start type=INVENTORY change=driver from=570.86.15 to=575.51.03",
+		"time=2026-12-06T07:00:00.000Z host=h uuid=GPU-a level=info gpu=0 bus=00000000:01:00.0 source=start type=INVENTORY change=vbios serial=1 from=96.00.89.00.01 to=96.00.9F.00.04",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("lines\n got %q\nwant %q", got, want)
+	}
+	if n := len(CompareFirmware(at, "", "575.51.03", nil, map[string]string{"GPU-a": "x"}, cur)); n != 0 {
+		t.Errorf("a previous run that recorded nothing: %d lines", n)
 	}
 }

@@ -47,6 +47,9 @@ type BootConfig struct {
 	PstoreDirs     []string    // nil means DefaultPstoreDirs
 	CommandTimeout time.Duration
 	JournalDir     string // given to journalctl as --directory (tests point it at a fake journal); "" reads the system's
+	// Missing says each GPU missing at this start (the GPU_MISSING lines'
+	// detail): a board that did not come back is often why the run ended.
+	Missing []string
 }
 
 // BootLog is what WriteBootLog wrote, for the events.log line.
@@ -93,6 +96,10 @@ func WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
 		b.WriteString("Cause: same boot: the logger was killed (SIGKILL, OOM killer, a crash) or stopped without its clean exit; the host stayed up\n")
 	default:
 		b.WriteString("Cause: a different boot: the host went down while the logger ran (hang and reset, power cut, kernel panic, watchdog)\n")
+	}
+
+	if len(c.Missing) > 0 {
+		b.WriteString("\n=== GPUs missing at this start ===\n" + strings.Join(c.Missing, "\n") + "\n")
 	}
 
 	rows := lastRowsBefore(c.Dir, c.Now, bootRows)

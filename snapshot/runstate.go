@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +41,13 @@ type RunState struct {
 	// GPUs are the boards the run monitors, for the next start to compare
 	// (sink.CompareInventory). A GPU stuck at start is added once it answers.
 	GPUs []sink.Board
+	// Driver is the driver version and VBIOS each board's firmware by
+	// UUID, for the next start to record a change (sink.CompareFirmware).
+	Driver string
+	VBIOS  map[string]string
+	// PCIeMax is each board's maximum PCIe link ("gen 5 x16") by UUID,
+	// recorded once every GPU has been sampled.
+	PCIeMax map[string]string
 	// FanGuard are the fans the fan guard holds: the next start after a
 	// SIGKILL or a crash hands them back to the firmware first, and so does
 	// `gpu-telemetry fan-guard release`.
@@ -85,6 +94,9 @@ func BeginRun(dir string, cur RunState) (prev PreviousRun, err error) {
 	if cur.FanGuard == nil {
 		cur.FanGuard = prev.State.FanGuard
 	}
+	if cur.PCIeMax == nil { // known once sampled: until then the previous run's stand
+		cur.PCIeMax = prev.State.PCIeMax
+	}
 	if prev.Found {
 		_, serr := os.Stat(filepath.Join(dir, CleanStopFile))
 		prev.Clean = serr == nil
@@ -123,6 +135,19 @@ func WriteRunState(dir string, s RunState) error {
 			b = fmt.Appendf(b, "board=%s\n", g.Text())
 		}
 	}
+	if s.Driver != "" {
+		b = fmt.Appendf(b, "driver=%s\n", s.Driver)
+	}
+	for _, f := range []struct {
+		key  string
+		vals map[string]string
+	}{{"vbios", s.VBIOS}, {"pcie_max", s.PCIeMax}} {
+		for _, uuid := range slices.Sorted(maps.Keys(f.vals)) {
+			if v := f.vals[uuid]; uuid != "" && v != "" && !strings.ContainsAny(uuid+v, "\n") {
+				b = fmt.Appendf(b, "%s=%s %s\n", f.key, uuid, v)
+			}
+		}
+	}
 	for _, h := range s.FanGuard {
 		fans := make([]string, len(h.Fans))
 		for i, f := range h.Fans {
@@ -156,6 +181,19 @@ func parseRunState(b []byte) RunState {
 		case "board":
 			if g, ok := sink.ParseBoard(v); ok {
 				s.GPUs = append(s.GPUs, g)
+			}
+		case "driver":
+			s.Driver = v
+		case "vbios", "pcie_max":
+			m := &s.VBIOS
+			if k == "pcie_max" {
+				m = &s.PCIeMax
+			}
+			if uuid, val, ok := strings.Cut(v, " "); ok && uuid != "" && val != "" {
+				if *m == nil {
+					*m = map[string]string{}
+				}
+				(*m)[uuid] = val
 			}
 		case "fan_guard":
 			if h, ok := parseFanHold(v); ok {

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -106,6 +107,32 @@ func TestRunStateKeepsBoards(t *testing.T) {
 	}
 	if got, _, _ := ReadRunState(dir); len(got.GPUs) != 0 {
 		t.Errorf("a run without boards read back %+v", got.GPUs)
+	}
+}
+
+// TestRunStateKeepsFirmware: the driver version, each board's VBIOS and
+// maximum PCIe link survive for the next start to compare (sink.CompareFirmware).
+func TestRunStateKeepsFirmware(t *testing.T) {
+	dir := t.TempDir()
+	vb := map[string]string{"GPU-a": "96.00.89.00.01", "GPU-b": "96.00.9F.00.04", "": "x", "GPU-c": ""}
+	links := map[string]string{"GPU-a": "gen 5 x16"}
+	if _, err := BeginRun(dir, RunState{BootID: "boot-a", Driver: "570.86.15", VBIOS: vb, PCIeMax: links}); err != nil {
+		t.Fatal(err)
+	}
+	prev, err := BeginRun(dir, RunState{BootID: "boot-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"GPU-a": "96.00.89.00.01", "GPU-b": "96.00.9F.00.04"}
+	if prev.State.Driver != "570.86.15" || !maps.Equal(prev.State.VBIOS, want) {
+		t.Errorf("read back driver %q, VBIOS %v; want 570.86.15, %v", prev.State.Driver, prev.State.VBIOS, want)
+	}
+	if !maps.Equal(prev.State.PCIeMax, links) {
+		t.Errorf("read back PCIe maxima %v, want %v", prev.State.PCIeMax, links)
+	}
+	// Not yet sampled in the second run: the first run's stand for it.
+	if got, _, _ := ReadRunState(dir); !maps.Equal(got.PCIeMax, links) {
+		t.Errorf("the second run's run-state holds PCIe maxima %v, want the first run's %v", got.PCIeMax, links)
 	}
 }
 

@@ -47,6 +47,7 @@ type CLI struct {
 	InventoryEvery Interval         `name:"inventory-interval" help:"How often the GPU list is checked against the driver's enumeration (vanished GPUs). Default: ${default}." default:"30s"`
 	StartTimeout   Interval         `name:"start-timeout" help:"How long start-up waits for the driver (init, enumeration) and for each GPU's static facts before going on without them. Default: ${default}." default:"20s"`
 	NoCompress     bool             `help:"Do not gzip finished CSV days."`
+	ExpectGPUs     int              `name:"expect-gpus" help:"GPUs the driver should enumerate: fewer at start is a critical GPU_MISSING event and gpu_telemetry_gpus_missing, also on a first boot with no previous run to compare; 0 (the default) compares with the previous run only."`
 	InspectAfter   int              `name:"inspect-after-boots" help:"A GPU whose same critical fault (an Xid, a health reason, lost) began in this many earlier boots gets the action inspect (the board's history: action-<UUID>.json in the log directory); 1 to 15. Default: ${default}." default:"2"`
 	Socket         string           `help:"Control socket for 'gpu-telemetry status' and 'top'; 'none' disables; its directory must exist (/run/gpu-telemetry is made). Default: ${default}." default:"${socket}"`
 	SocketGroup    string           `help:"Group allowed to use the control socket (mode 0660); without it the socket is mode 0600 (root only)."`
@@ -187,6 +188,9 @@ func (c *CLI) Validate() error {
 	if d := time.Duration(c.StartTimeout); d < 100*time.Millisecond || d > 10*time.Minute {
 		errs = append(errs, fmt.Errorf("--start-timeout %s: must be between 100ms and 10m", d))
 	}
+	if c.ExpectGPUs < 0 || c.ExpectGPUs > maxExpectGPUs {
+		errs = append(errs, fmt.Errorf("--expect-gpus %d: must be between 0 and %d", c.ExpectGPUs, maxExpectGPUs))
+	}
 	if c.InspectAfter < 1 || c.InspectAfter >= action.MaxBoots {
 		errs = append(errs, fmt.Errorf("--inspect-after-boots %d: must be between 1 and %d", c.InspectAfter, action.MaxBoots-1))
 	}
@@ -277,6 +281,10 @@ func (c *CLI) checkSystem() error {
 	return nil
 }
 
+// maxExpectGPUs bounds --expect-gpus: NVML numbers GPUs in an unsigned
+// int, but no host holds more than a few dozen; a larger number is a typo.
+const maxExpectGPUs = 1024
+
 // runDir is the daemon's own directory under /run: the default socket's,
 // and the unit's --lock-file's. systemd's RuntimeDirectory= makes it under
 // the unit; run by hand, the logger makes it (makeRunDir).
@@ -336,6 +344,7 @@ func (c *CLI) monitorConfig(log *slog.Logger) monitor.Config {
 		SummaryEvery:   time.Duration(c.SummaryEvery),
 		InventoryEvery: time.Duration(c.InventoryEvery),
 		InspectAfter:   c.InspectAfter,
+		ExpectGPUs:     c.ExpectGPUs,
 		KmsgPath:       kmsg,
 		KmsgMarkers:    !c.NoKmsgMarkers,
 		Logger:         log,

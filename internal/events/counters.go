@@ -18,5 +18,7 @@ var (
 	kernelLines = counters.Declare(counters.Def{Name: "kernel_lines",
 		Help: "kernel AER, fallen-off-the-bus, RmInitAdapter and GSP lines written to events.log"})
 	duplicateXids = counters.Declare(counters.Def{Name: "duplicate_xids",
-		Help: "Xids reported by both NVML events and the kernel log, counted once"})
+		Help: "Xids reported by more than one source (NVML Xid events, GPU operational events, the kernel log), counted once"})
+	opOverflows = counters.Declare(counters.Def{Name: "op_event_overflows", Loss: true,
+		Help: "GPU operational events whose source says it dropped records before them (attribute overflow): the dropped events are lost"})
 )

@@ -7,9 +7,10 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
-// Dedup recognizes an Xid, or a recovery action, that NVML and the kernel log
-// both report: the second source's report within Window is a duplicate of
-// the first. The zero value is ready (with a zero Window, nothing is a
+// Dedup recognizes an Xid, or a recovery action, that several sources
+// report (NVML's Xid events, its GPU operational events' legacy Xid, the
+// kernel log): each other source's report within Window of the first is a
+// duplicate of it. The zero value is ready (with a zero Window, nothing is a
 // duplicate); it is safe for concurrent use (the NVML events and the kernel
 // log arrive on goroutines of their own).
 type Dedup struct {
@@ -26,9 +27,12 @@ type xidKey struct {
 	data uint64
 }
 
+// xidSeen is the first report of an incident and the sources that have
+// reported it since (a bit per reading.Source).
 type xidSeen struct {
-	at  time.Time
-	src reading.Source
+	at   time.Time
+	src  reading.Source
+	from uint32
 }
 
 // maxSeen is how many reports Dedup holds before it forgets those older
@@ -36,9 +40,9 @@ type xidSeen struct {
 const maxSeen = 1024
 
 // Duplicate reports whether the same Xid (or recovery action) on the same GPU
-// was already reported by the other source within Window, and that source.
-// Repeats from the same source are real repeats (an Xid flood) and are not
-// duplicates. A kernel record read after the fact (Backlog) takes no part:
+// was already reported by another source within Window, and the source that
+// reported it first. Repeats from the same source are real repeats (an Xid
+// flood) and are not duplicates: one starts a new incident. A kernel record read after the fact (Backlog) takes no part:
 // logged maybe hours ago, it is no report of an Xid NVML reports now, nor is
 // a fresh report of one of it. Both sources' times are receipt times from
 // time.Now (reading.Event.Time), so the window is measured on Go's monotonic
@@ -55,11 +59,13 @@ func (d *Dedup) Duplicate(e reading.Event) (bool, reading.Source) {
 		d.seen = map[xidKey]xidSeen{}
 	}
 	prev, ok := d.seen[k]
-	if ok && prev.src != e.Source && e.Time.Sub(prev.at) < d.Window {
-		delete(d.seen, k) // a second report from the first source is new again
+	bit := uint32(1) << e.Source
+	if ok && prev.from&bit == 0 && e.Time.Sub(prev.at) < d.Window {
+		prev.from |= bit // a second report from a source that has reported it is new again
+		d.seen[k] = prev
 		return true, prev.src
 	}
-	d.seen[k] = xidSeen{at: e.Time, src: e.Source}
+	d.seen[k] = xidSeen{at: e.Time, src: e.Source, from: bit}
 	if len(d.seen) > maxSeen {
 		for kk, v := range d.seen {
 			if e.Time.Sub(v.at) > d.Window {

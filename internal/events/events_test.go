@@ -13,7 +13,7 @@ func TestDedup(t *testing.T) {
 	xid := func(src reading.Source, at time.Duration, gpu int, code uint64) reading.Event {
 		return reading.Event{Time: t0.Add(at), GPU: gpu, Kind: reading.EventXid, Source: src, Data: code}
 	}
-	nvml, kmsg := reading.SourceNVML, reading.SourceKmsg
+	nvml, kmsg, op := reading.SourceNVML, reading.SourceKmsg, reading.SourceOpEvent
 	for _, tc := range []struct {
 		name   string
 		events []reading.Event
@@ -27,6 +27,10 @@ func TestDedup(t *testing.T) {
 		{"another code", []reading.Event{xid(nvml, 0, 0, 79), xid(kmsg, time.Second, 0, 119)}, []bool{false, false}},
 		{"a second report from the first source is new again",
 			[]reading.Event{xid(nvml, 0, 0, 79), xid(kmsg, time.Second, 0, 79), xid(nvml, 2*time.Second, 0, 79)}, []bool{false, true, false}},
+		{"three sources are one report", []reading.Event{xid(op, 0, 0, 79), xid(nvml, time.Second, 0, 79), xid(kmsg, 2*time.Second, 0, 79)}, []bool{false, true, true}},
+		{"the operational event last", []reading.Event{xid(kmsg, 0, 0, 79), xid(op, time.Second, 0, 79)}, []bool{false, true}},
+		{"a source's second report among three is new again",
+			[]reading.Event{xid(kmsg, 0, 0, 79), xid(op, time.Second, 0, 79), xid(op, 2*time.Second, 0, 79), xid(nvml, 3*time.Second, 0, 79)}, []bool{false, true, false, true}},
 		{"a kernel record read after the fact takes no part", []reading.Event{
 			xid(nvml, 0, 0, 79),
 			{Time: t0.Add(time.Second), GPU: 0, Kind: reading.EventXid, Source: kmsg, Data: 79, Backlog: true},

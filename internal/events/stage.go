@@ -152,6 +152,8 @@ func (s *Stage) Handle(e reading.Event) Record {
 	case reading.EventOther:
 		line.Type, line.Fields = "0x"+strconv.FormatUint(e.NVMLType, 16), sink.KV("data", data)
 		return Record{Lines: []sink.EventLine{line}}
+	case reading.EventOperational:
+		return s.operational(e, line)
 	case reading.EventHealth:
 		var name string
 		var critical bool
@@ -176,8 +178,11 @@ func (s *Stage) Handle(e reading.Event) Record {
 // Xid 154's recovery action is not another).
 func (s *Stage) count(e reading.Event) {
 	switch {
-	case e.Source == reading.SourceNVML:
+	case e.Source == reading.SourceNVML || e.Source == reading.SourceOpEvent:
 		s.counts.Inc(nvmlEvents)
+		if e.Op != nil && e.Op.Overflow {
+			s.counts.Inc(opOverflows)
+		}
 	case e.Source == reading.SourceKmsg && e.Kind == reading.EventXid:
 		s.counts.Inc(kmsgXids)
 		if e.Backlog {
@@ -206,6 +211,9 @@ func (s *Stage) report(e reading.Event, line sink.EventLine) Record {
 		// report has none.
 		r.Xid = xid.ExplainDetail(int(e.Data), e.Xid)
 		line.Type, line.Fields = sink.TypeXid, sink.KV(r.Xid.Fields()...)
+		if e.Op != nil { // an operational event's legacy Xid: its fields too
+			line.Fields = append(line.Fields, sink.KV(e.Op.Fields...)...)
+		}
 		r.Reason = r.Xid.Reason(from)
 		ev = snapshot.XidEvent(e.Time, r.Xid, r.Reason)
 	case reading.EventRecovery:
@@ -244,6 +252,24 @@ func (s *Stage) report(e reading.Event, line sink.EventLine) Record {
 		// Xid 45 or 154, a recovery action: the consequence of other
 		// events, which are the critical ones.
 		r.Alert = Notice
+	}
+	return r
+}
+
+// operational is Handle for a GPU operational event that carries no legacy
+// Xid: its OP_EVENT line with every field, critical when fatal or
+// uncontained (a fatal or uncontained one with a legacy Xid is that Xid's
+// incident, report).
+func (s *Stage) operational(e reading.Event, line sink.EventLine) Record {
+	line.Type, line.Fields = sink.TypeOpEvent, sink.KV(e.Op.Fields...)
+	if e.Op.Critical != "" {
+		line.Fields = append(line.Fields, sink.Field{Key: "critical", Value: e.Op.Critical})
+	}
+	r := Record{Lines: []sink.EventLine{line}}
+	if e.Op.Critical != "" {
+		r.Reason = "GPU operational event (" + e.Op.Critical + ")"
+		r.Alert = Error
+		r.Critical = &snapshot.Event{Time: e.Time, What: "GPU operational event", Reason: r.Reason, Stage: snapshot.StageFault}
 	}
 	return r
 }

@@ -88,6 +88,59 @@ func TestStageRecords(t *testing.T) {
 	}
 }
 
+// TestStageOperationalEvents: an operational event without a legacy Xid is
+// an OP_EVENT line with its fields, an incident when fatal or uncontained;
+// one with a legacy Xid is that Xid (its fields on the Xid line), and the
+// kernel's report of the same Xid is its duplicate; overflow is counted.
+func TestStageOperationalEvents(t *testing.T) {
+	s := NewStage(Config{Counters: counters.New(), DedupWindow: 5 * time.Second})
+	op := func(at time.Duration, kind reading.EventKind, data uint64, o reading.OpEvent) reading.Event {
+		return reading.Event{Time: t0.Add(at), GPU: 0, Kind: kind, Source: reading.SourceOpEvent, Data: data, Op: &o}
+	}
+	for _, tc := range []struct {
+		name     string
+		o        reading.OpEvent
+		critical bool
+	}{
+		{"corrected", reading.OpEvent{Fields: []string{"severity", "corrected", "attributes", "none"}}, false},
+		{"fatal", reading.OpEvent{Fields: []string{"severity", "fatal", "attributes", "none"}, Critical: "fatal"}, true},
+		{"uncontained", reading.OpEvent{Fields: []string{"severity", "recoverable", "attributes", "uncontained"}, Critical: "uncontained"}, true},
+		{"unknown severity", reading.OpEvent{Fields: []string{"severity", "45", "attributes", "overflow"}, Overflow: true}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := s.Handle(op(0, reading.EventOperational, 7, tc.o))
+			if len(r.Lines) != 1 || r.Lines[0].Type != sink.TypeOpEvent || (r.Critical != nil) != tc.critical || r.Wake || r.FlagXid {
+				t.Fatalf("record %+v", r)
+			}
+			line := r.Lines[0].Line()
+			for i := 0; i < len(tc.o.Fields); i += 2 {
+				if !strings.Contains(line, " "+tc.o.Fields[i]+"="+tc.o.Fields[i+1]) {
+					t.Errorf("line %s lacks %s=%s", line, tc.o.Fields[i], tc.o.Fields[i+1])
+				}
+			}
+			p, _ := sink.ParseEventLine(line)
+			if want := map[bool]sink.EventClass{true: sink.EventIncident, false: sink.EventNotable}[tc.critical]; p.Class() != want {
+				t.Errorf("line %s: class %d, want %d", line, p.Class(), want)
+			}
+			if tc.critical && (r.Alert != Error || r.Critical.Stage != snapshot.StageFault) {
+				t.Errorf("critical record %+v", r)
+			}
+		})
+	}
+	x := s.Handle(op(time.Minute, reading.EventXid, 79, reading.OpEvent{Fields: []string{"severity", "fatal", "context0", "legacy_xid,source_type:1,size:4,version:1,xid:79"}, Critical: "fatal"}))
+	if x.Critical == nil || x.Duplicate || !x.Wake || x.Lines[0].Type != sink.TypeXid || !strings.Contains(x.Lines[0].Line(), " xid=79 ") ||
+		!strings.Contains(x.Lines[0].Line(), " source=nvml-op ") || !strings.Contains(x.Lines[0].Line(), ",xid:79") {
+		t.Fatalf("operational Xid 79: %+v %s", x, x.Lines[0].Line())
+	}
+	k := s.Handle(kernelXid(t, reading.EventXid, "NVRM: Xid (PCI:0000:01:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.", t0.Add(time.Minute+time.Second), kmsg.Record{Time: time.Hour}))
+	if !k.Duplicate || k.Critical != nil || !strings.Contains(k.Lines[0].Line(), " duplicate_of=nvml-op") {
+		t.Errorf("the kernel's Xid 79 after the operational one: %+v", k)
+	}
+	if got := counted(s); got["op_event_overflows"] != 1 || got["nvml_events"] != 5 || got["duplicate_xids"] != 1 {
+		t.Errorf("counted %v", got)
+	}
+}
+
 // counted returns the counters that are not 0 in the registry the stage
 // was given, by name.
 func counted(s *Stage) map[string]uint64 {

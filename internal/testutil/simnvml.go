@@ -78,3 +78,27 @@ next:
 	}
 	return out
 }
+
+// Binary returns the gpu-telemetry binary the end-to-end harnesses run:
+// $GPU_TELEMETRY_BIN (as make test sets it), or one built now from the
+// repository into a temporary directory. cleanup removes what Binary
+// built and is never nil. Like SimNVML it takes no testing.TB, for a
+// sync.Once or a TestMain.
+func Binary() (path string, cleanup func(), err error) {
+	if path := os.Getenv("GPU_TELEMETRY_BIN"); path != "" {
+		return path, func() {}, nil
+	}
+	tmp, err := os.MkdirTemp("", "gpu-telemetry-bin-")
+	if err != nil {
+		return "", func() {}, err
+	}
+	cleanup = func() { os.RemoveAll(tmp) }
+	path = filepath.Join(tmp, "gpu-telemetry")
+	cmd := exec.Command("go", "build", "-ldflags", "-extldflags=-Wl,-z,lazy", "-o", path, "./cmd/gpu-telemetry")
+	cmd.Dir = Repo()
+	cmd.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -Wno-deprecated-declarations")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", cleanup, fmt.Errorf("building gpu-telemetry: %v\n%s", err, out)
+	}
+	return path, cleanup, nil
+}

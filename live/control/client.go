@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/live"
@@ -14,11 +15,37 @@ import (
 // MaxReply bounds the answer a client reads.
 const MaxReply = 16 << 20
 
+// Options are what a status request asks for beyond the plain document:
+// each GPU's History over the last History (0: none) and the host's last
+// Events events.log lines (0: none).
+type Options struct {
+	History time.Duration
+	Events  int
+}
+
+// Line is the request line asking for the document with o:
+// "status", or "status history=10m0s events=200".
+func (o Options) Line() string {
+	line := "status"
+	if o.History > 0 {
+		line += " history=" + o.History.String()
+	}
+	if o.Events > 0 {
+		line += " events=" + strconv.Itoa(o.Events)
+	}
+	return line
+}
+
 // Query asks the daemon at path for its status document, waiting at most
 // timeout for the whole exchange.
 func Query(path string, timeout time.Duration) (live.Doc, []byte, error) {
+	return QueryWith(path, Options{}, timeout)
+}
+
+// QueryWith is Query asking for what o names too.
+func QueryWith(path string, o Options, timeout time.Duration) (live.Doc, []byte, error) {
 	var d live.Doc
-	raw, err := Ask(path, "status", timeout)
+	raw, err := Ask(path, o.Line(), timeout)
 	if err != nil {
 		return d, nil, err
 	}

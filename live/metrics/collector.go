@@ -164,6 +164,7 @@ var (
 	mDisk     = hostMetric("disk_paused", "1 while CSV writes are paused (disk full or below --min-free-mb).", prometheus.GaugeValue)
 	mGPUs     = hostMetric("gpus", "Monitored GPUs.", prometheus.GaugeValue)
 	mAnswer   = hostMetric("gpus_answering", "Monitored GPUs whose last sample was answered.", prometheus.GaugeValue)
+	mMissing  = hostMetric("gpus_missing", "GPUs missing since this start: boards of the previous run not enumerated now, or fewer than --expect-gpus (GPU_MISSING in events.log).", prometheus.GaugeValue)
 	mPeriod   = hostMetric("tick_period_seconds", "Poll-loop tick period over the last minute (stat: mean, p99, max).", prometheus.GaugeValue, "stat")
 	mInterval = hostMetric("interval_seconds", "Configured sampling interval.", prometheus.GaugeValue)
 	mPacer    = hostMetric("pacer_level", "NVML pacer stretch level: 0 reads every column at its normal rate; each step up (NVML too slow for the interval) reads the slow columns less often.", prometheus.GaugeValue)
@@ -287,8 +288,13 @@ func (w *walker) walk(v live.View) {
 		w.gpu(g, h)
 	}
 	w.add(mAnswer, float64(answering))
-	for _, b := range h.Missing { // by its index in the previous run
-		w.add(mAction, 1, strconv.Itoa(b.Index), b.UUID, b.Action.Action.String())
+	w.add(mMissing, float64(h.GPUsMissing))
+	for _, b := range h.Missing { // by its index in the previous run; "" when missing since an earlier one
+		gpu := ""
+		if b.Index >= 0 {
+			gpu = strconv.Itoa(b.Index)
+		}
+		w.add(mAction, 1, gpu, b.UUID, b.Action.Action.String())
 	}
 }
 

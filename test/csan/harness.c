@@ -55,7 +55,43 @@
 	X(struct gt_nvml_event_data, type, nvmlEventData_t, eventType) \
 	X(struct gt_nvml_event_data, data, nvmlEventData_t, eventData) \
 	X(struct gt_nvml_event_data, gpu_instance_id, nvmlEventData_t, gpuInstanceId) \
-	X(struct gt_nvml_event_data, compute_instance_id, nvmlEventData_t, computeInstanceId)
+	X(struct gt_nvml_event_data, compute_instance_id, nvmlEventData_t, computeInstanceId) \
+	X(struct gt_nvml_opev_config, uuid, nvmlGpuOperationalEventConfig_v1_t, uuid) \
+	X(struct gt_nvml_opev_config, min_log_level, nvmlGpuOperationalEventConfig_v1_t, minLogLevel) \
+	X(struct gt_nvml_opev_config, min_severity, nvmlGpuOperationalEventConfig_v1_t, minSeverity) \
+	X(struct gt_nvml_wait_v3, timeout_ms, nvmlEventSetWait_v3_t, timeoutMs) \
+	X(struct gt_nvml_wait_v3, data_type, nvmlEventSetWait_v3_t, dataType) \
+	X(struct gt_nvml_wait_v3, uuid, nvmlEventSetWait_v3_t, uuid) \
+	X(struct gt_nvml_wait_v3, source_module, nvmlEventSetWait_v3_t, sourceModule) \
+	X(struct gt_nvml_wait_v3, event_type, nvmlEventSetWait_v3_t, eventType) \
+	X(struct gt_nvml_wait_v3, event_data, nvmlEventSetWait_v3_t, eventData) \
+	X(struct gt_nvml_wait_v3, group_cursor, nvmlEventSetWait_v3_t, groupCursor) \
+	X(struct gt_nvml_wait_v3, instance_id, nvmlEventSetWait_v3_t, instanceId) \
+	X(struct gt_nvml_wait_v3, timestamp_usec, nvmlEventSetWait_v3_t, timestampUsec) \
+	X(struct gt_nvml_wait_v3, trace_id, nvmlEventSetWait_v3_t, traceId) \
+	X(struct gt_nvml_wait_v3, gpu_instance_id, nvmlEventSetWait_v3_t, gpuInstanceId) \
+	X(struct gt_nvml_wait_v3, compute_instance_id, nvmlEventSetWait_v3_t, computeInstanceId) \
+	X(struct gt_nvml_wait_v3, severity, nvmlEventSetWait_v3_t, severity) \
+	X(struct gt_nvml_wait_v3, category_id, nvmlEventSetWait_v3_t, categoryId) \
+	X(struct gt_nvml_wait_v3, module_event_code, nvmlEventSetWait_v3_t, moduleEventCode) \
+	X(struct gt_nvml_wait_v3, scope, nvmlEventSetWait_v3_t, scope) \
+	X(struct gt_nvml_wait_v3, originator, nvmlEventSetWait_v3_t, originator) \
+	X(struct gt_nvml_wait_v3, module_instance, nvmlEventSetWait_v3_t, moduleInstance) \
+	X(struct gt_nvml_wait_v3, chiplet_id, nvmlEventSetWait_v3_t, chipletId) \
+	X(struct gt_nvml_wait_v3, log_level, nvmlEventSetWait_v3_t, logLevel) \
+	X(struct gt_nvml_wait_v3, attributes, nvmlEventSetWait_v3_t, attributes) \
+	X(struct gt_nvml_wait_v3, group_cper_size, nvmlEventSetWait_v3_t, groupCperSize) \
+	X(struct gt_nvml_wait_v3, group_attributes, nvmlEventSetWait_v3_t, groupAttributes) \
+	X(struct gt_nvml_wait_v3, group_size, nvmlEventSetWait_v3_t, groupSize) \
+	X(struct gt_nvml_wait_v3, group_index, nvmlEventSetWait_v3_t, groupIndex) \
+	X(struct gt_nvml_context_count, count, nvmlEventSetGetContextCount_v1_t, count) \
+	X(struct gt_nvml_context_info, index, nvmlEventSetGetContextInfo_v1_t, index) \
+	X(struct gt_nvml_context_info, nvml_type, nvmlEventSetGetContextInfo_v1_t, nvmlGpuOperationalEventContextType) \
+	X(struct gt_nvml_context_info, source_type, nvmlEventSetGetContextInfo_v1_t, sourceEventContextType) \
+	X(struct gt_nvml_context_info, data_size, nvmlEventSetGetContextInfo_v1_t, dataSize) \
+	X(struct gt_nvml_context_info, data_format_version, nvmlEventSetGetContextInfo_v1_t, dataFormatVersion) \
+	X(struct gt_nvml_context_legacy_xid, index, nvmlEventSetGetGpuOperationalEventContextLegacyXid_v1_t, index) \
+	X(struct gt_nvml_context_legacy_xid, xid_code, nvmlEventSetGetGpuOperationalEventContextLegacyXid_v1_t, xidCode)
 
 #define PIN_FIELD(ours, of, theirs, tf)                                                                          \
 	_Static_assert(sizeof(ours) == sizeof(theirs), #ours " and " #theirs " differ in size");                    \
@@ -249,9 +285,20 @@ static int start_events(int *fd)
 	for (int i = 0; i < NGPU; i++)
 		masks[i] = nvmlEventTypeXidCriticalError | nvmlEventTypeGpuRecoveryAction;
 	masks[3] = 0; /* lost by now */
+	/* With the GPUs' UUIDs: operational events are subscribed too, and
+	 * the thread waits with nvmlEventSetWait_v3. */
+	static char uuid[NGPU][96];
+	const char *uuids[NGPU] = { 0 };
+	for (int i = 0; i < NGPU; i++) {
+		nvmlDevice_t d;
+		if (masks[i] && nvmlDeviceGetHandleByIndex_v2((unsigned int)i, &d) == NVML_SUCCESS &&
+		    nvmlDeviceGetUUID(d, uuid[i], sizeof(uuid[i])) == NVML_SUCCESS)
+			uuids[i] = uuid[i];
+	}
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
 		return -1;
-	int ret = gt_events_start(idx, masks, reg, NGPU, sv[1]);
+	int opstate = -2;
+	int ret = gt_events_start(idx, masks, uuids, reg, NGPU, sv[1], &opstate);
 	if (ret != 0) {
 		close(sv[0]);
 		close(sv[1]);
@@ -259,6 +306,7 @@ static int start_events(int *fd)
 	}
 	CHECK(reg[0] == masks[0] && reg[3] == 0, "registered masks %llx %llx", (unsigned long long)reg[0],
 	      (unsigned long long)reg[3]);
+	CHECK(opstate == GT_OP_REGISTERED, "operational events not subscribed: %d", opstate);
 	*fd = sv[0];
 	return 0;
 }

@@ -154,6 +154,13 @@ func TestInventoryOfAGPUStuckAtStart(t *testing.T) {
 		"uuid="+b1.UUID+" level=warning gpu=? source=start type=INVENTORY change=missing serial="+b1.Serial,
 		"prev_gpu=1 prev_bus="+b1.Bus+" unidentified=1",
 		"uuid="+b1.UUID+" level=info gpu=1 bus="+b1.Bus+" source=start type=INVENTORY change=identified serial="+b1.Serial)
+	// The stuck GPU is the board: it was never missing, so no critical
+	// line and no repair action said so.
+	for _, bad := range []string{"type=GPU_MISSING", "the board is not enumerated"} {
+		if strings.Contains(evs, bad) {
+			t.Errorf("a board stuck at start was raised as missing (%q):\n%s", bad, evs)
+		}
+	}
 	if rs := readFile(t, filepath.Join(dir, "run-state")); !strings.Contains(rs, "uuid="+b1.UUID) {
 		t.Errorf("run-state lacks the board that answered late:\n%s", rs)
 	}

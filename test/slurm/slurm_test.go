@@ -60,22 +60,8 @@ func built(t *testing.T) {
 			return
 		}
 		simDir = dir
-		if binary = os.Getenv("GPU_TELEMETRY_BIN"); binary != "" {
-			return
-		}
-		tmp, err := os.MkdirTemp("", "gpu-telemetry-slurm-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		cleanups = append(cleanups, func() { os.RemoveAll(tmp) })
-		binary = filepath.Join(tmp, "gpu-telemetry")
-		cmd := exec.Command("go", "build", "-ldflags", "-extldflags=-Wl,-z,lazy", "-o", binary, "./cmd/gpu-telemetry")
-		cmd.Dir = repo
-		cmd.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -Wno-deprecated-declarations")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("building gpu-telemetry: %v\n%s", err, out)
-		}
+		binary, cleanup, buildErr = testutil.Binary()
+		cleanups = append(cleanups, cleanup)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)

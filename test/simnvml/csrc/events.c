@@ -26,6 +26,10 @@ struct nvmlEventSet_st {
 	unsigned long long mask[SIM_MAX_GPUS];
 	int64_t regt[SIM_MAX_GPUS][SIM_EVENT_BITS]; /* registration time per type */
 	uint64_t added_seen[SIM_MAX_ADDED / 64]; /* the added events this set has looked at */
+	/* GPU operational events: the time each GPU subscribed (-1: not),
+	 * and the last event nvmlEventSetWait_v3 returned (its contexts). */
+	int64_t opt[SIM_MAX_GPUS];
+	const struct sim_event *last;
 };
 
 struct sim_event *g_events;
@@ -135,6 +139,9 @@ nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set)
 	s->cursor = first_event_at_or_after(now);
 	memset(s->mask, 0, sizeof(s->mask));
 	memset(s->added_seen, 0, sizeof(s->added_seen));
+	for (i = 0; i < SIM_MAX_GPUS; i++)
+		s->opt[i] = -1;
+	s->last = NULL;
 	pthread_mutex_unlock(&s->mu);
 	pthread_mutex_unlock(&g_sets_mu);
 	set->handle = s;
@@ -251,11 +258,15 @@ static int64_t next_eventset_fail(int64_t now, int64_t wake)
 }
 
 /* wanted reports whether set s registered for e's type on e's GPU no later
- * than e happened (nothing is delivered retroactively). */
-static int wanted(const struct nvmlEventSet_st *s, const struct sim_event *e)
+ * than e happened (nothing is delivered retroactively); an operational
+ * event only to a subscribed set waited on with _v3. */
+static int wanted(const struct nvmlEventSet_st *s, const struct sim_event *e, int v3)
 {
-	int bit = __builtin_ctzll(e->type);
+	int bit;
 
+	if (e->op != NULL)
+		return v3 && s->opt[e->gpu] >= 0 && s->opt[e->gpu] <= e->t;
+	bit = __builtin_ctzll(e->type);
 	return (s->mask[e->gpu] & e->type) && s->regt[e->gpu][bit] <= e->t;
 }
 
@@ -292,7 +303,9 @@ static const struct sim_event *next_added(struct nvmlEventSet_st *s, int64_t now
 	return NULL;
 }
 
-static nvmlReturn_t wait_event(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms, int v2)
+/* wait_event waits for the next event set s wants (v: the wait's version,
+ * 1, 2 or 3) and returns it in *out. */
+static nvmlReturn_t wait_event(nvmlEventSet_t set, const struct sim_event **out, unsigned int timeoutms, int v)
 {
 	struct nvmlEventSet_st *s;
 	int64_t now, deadline;
@@ -302,7 +315,7 @@ static nvmlReturn_t wait_event(nvmlEventSet_t set, nvmlEventData_t *data, unsign
 	if (!sim_initialized())
 		return NVML_ERROR_UNINITIALIZED;
 	s = set_of(set);
-	if (s == NULL || data == NULL || !s->ready)
+	if (s == NULL || !s->ready)
 		return NVML_ERROR_INVALID_ARGUMENT;
 	fault = eventset_fault(sim_now());
 	if (fault != NVML_SUCCESS)
@@ -328,9 +341,11 @@ static nvmlReturn_t wait_event(nvmlEventSet_t set, nvmlEventData_t *data, unsign
 				e = &g_events[s->cursor++];
 			else if ((e = next_added(s, now, &wake)) == NULL)
 				break;
-			if (wanted(s, e)) {
+			if (wanted(s, e, v == 3)) {
+				if (v == 3)
+					s->last = e;
 				pthread_mutex_unlock(&s->mu);
-				fill(data, e, v2);
+				*out = e;
 				return NVML_SUCCESS;
 			}
 		}
@@ -357,17 +372,206 @@ static nvmlReturn_t wait_event(nvmlEventSet_t set, nvmlEventData_t *data, unsign
 	}
 }
 
+/* wait_data is nvmlEventSetWait (v2 0) and _v2 (v2 1). */
+static nvmlReturn_t wait_data(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms, int v2)
+{
+	const struct sim_event *e;
+	nvmlReturn_t r;
+
+	if (data == NULL)
+		return sim_initialized() ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_UNINITIALIZED;
+	r = wait_event(set, &e, timeoutms, v2 ? 2 : 1);
+	if (r == NVML_SUCCESS)
+		fill(data, e, v2);
+	return r;
+}
+
 nvmlReturn_t nvmlEventSetWait(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms)
 {
 	SIM_COUNT(nvmlEventSetWait);
-	return wait_event(set, data, timeoutms, 0);
+	return wait_data(set, data, timeoutms, 0);
 }
 
 #ifndef SIMNVML_OLD_DRIVER
 nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms)
 {
 	SIM_COUNT(nvmlEventSetWait_v2);
-	return wait_event(set, data, timeoutms, 1);
+	return wait_data(set, data, timeoutms, 1);
+}
+
+/* ---- GPU operational events (R615+) --------------------------------------- */
+
+nvmlReturn_t nvmlEventSetRegisterGpuOperationalEvents_v1(nvmlEventSet_t eventSet, const nvmlGpuOperationalEventConfig_v1_t *config)
+{
+	struct nvmlEventSet_st *s;
+	nvmlDevice_t dev;
+	struct nvmlDevice_st *d;
+	int64_t now;
+	nvmlReturn_t r;
+
+	SIM_COUNT(nvmlEventSetRegisterGpuOperationalEvents_v1);
+	if (!sim_initialized())
+		return NVML_ERROR_UNINITIALIZED;
+	s = set_of(eventSet);
+	if (s == NULL || !s->ready || config == NULL || memchr(config->uuid, 0, sizeof(config->uuid)) == NULL)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	r = nvmlDeviceGetHandleByUUID(config->uuid, &dev);
+	if (r != NVML_SUCCESS)
+		return r == NVML_ERROR_NOT_FOUND ? NVML_ERROR_INVALID_ARGUMENT : r;
+	d = dev.handle;
+	now = sim_now();
+	pthread_mutex_lock(&s->mu);
+	if (!s->inuse) {
+		pthread_mutex_unlock(&s->mu);
+		return NVML_ERROR_INVALID_ARGUMENT;
+	}
+	if (s->opt[d->index] < 0) /* the same subscription again is a success */
+		s->opt[d->index] = now;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlEventSetWait_v3(nvmlEventSet_t set, nvmlEventSetWait_v3_t *params)
+{
+	const struct sim_event *e;
+	const struct nvmlDevice_st *d;
+	nvmlReturn_t r;
+
+	SIM_COUNT(nvmlEventSetWait_v3);
+	if (params == NULL)
+		return sim_initialized() ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_UNINITIALIZED;
+	r = wait_event(set, &e, params->timeoutMs, 3);
+	if (r != NVML_SUCCESS)
+		return r;
+	unsigned int timeout = params->timeoutMs;
+	memset(params, 0, sizeof(*params));
+	params->timeoutMs = timeout;
+	d = &g_devs[e->gpu];
+	snprintf(params->uuid, sizeof(params->uuid), "%s", d->uuid);
+	params->gpuInstanceId = NVML_GPU_INSTANCE_ID_ANY;
+	params->computeInstanceId = NVML_COMPUTE_INSTANCE_ID_ANY;
+	if (e->op == NULL) {
+		params->dataType = NVML_EVENT_DATA_TYPE_NVML_EVENT;
+		params->eventType = e->type;
+		params->eventData = e->data;
+		return NVML_SUCCESS;
+	}
+	const struct sim_opev *o = e->op;
+	params->dataType = NVML_EVENT_DATA_TYPE_GPU_OPERATIONAL_EVENT;
+	memcpy(params->sourceModule, o->module, sizeof(params->sourceModule));
+	params->eventType = nvmlEventTypeNone;
+	params->groupCursor = o->sequence;
+	params->instanceId = o->sequence;
+	params->timestampUsec = (unsigned long long)((e->t + g_t0 + g_real_offset) / 1000);
+	params->traceId = 0x5100000000ULL + o->sequence;
+	params->gpuInstanceId = o->gpu_instance;
+	params->computeInstanceId = o->compute_instance;
+	params->severity = o->severity;
+	params->categoryId = o->category;
+	params->moduleEventCode = o->module_event_code;
+	params->logLevel = o->log_level;
+	params->attributes = o->attributes;
+	params->groupAttributes = o->group_attributes;
+	params->groupSize = 1;
+	return NVML_SUCCESS;
+}
+
+/* last_op returns set's last operational event (under its lock), or NULL. */
+static const struct sim_opev *last_op(nvmlEventSet_t set, nvmlReturn_t *r)
+{
+	struct nvmlEventSet_st *s = set_of(set);
+	const struct sim_event *e = NULL;
+
+	*r = NVML_SUCCESS;
+	if (!sim_initialized()) {
+		*r = NVML_ERROR_UNINITIALIZED;
+		return NULL;
+	}
+	if (s == NULL || !s->ready) {
+		*r = NVML_ERROR_INVALID_ARGUMENT;
+		return NULL;
+	}
+	pthread_mutex_lock(&s->mu);
+	e = s->last;
+	pthread_mutex_unlock(&s->mu);
+	if (e == NULL) {
+		*r = NVML_ERROR_NOT_FOUND;
+		return NULL;
+	}
+	return e->op;
+}
+
+nvmlReturn_t nvmlEventSetGetContextCount_v1(nvmlEventSet_t set, nvmlEventSetGetContextCount_v1_t *params)
+{
+	const struct sim_opev *o;
+	nvmlReturn_t r;
+
+	SIM_COUNT(nvmlEventSetGetContextCount_v1);
+	o = last_op(set, &r);
+	if (r != NVML_SUCCESS)
+		return r;
+	if (params == NULL)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	params->count = o != NULL ? o->nctx : 0;
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlEventSetGetContextInfo_v1(nvmlEventSet_t set, nvmlEventSetGetContextInfo_v1_t *params)
+{
+	const struct sim_opev *o;
+	nvmlReturn_t r;
+
+	SIM_COUNT(nvmlEventSetGetContextInfo_v1);
+	o = last_op(set, &r);
+	if (r != NVML_SUCCESS)
+		return r;
+	if (params == NULL || o == NULL || params->index >= o->nctx)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	params->nvmlGpuOperationalEventContextType = o->ctx[params->index].legacy_xid ? NVML_GPU_OPERATIONAL_EVENT_CONTEXT_TYPE_LEGACY_XID
+										    : NVML_GPU_OPERATIONAL_EVENT_CONTEXT_TYPE_UNKNOWN;
+	params->sourceEventContextType = o->ctx[params->index].source_type;
+	params->dataSize = 4;
+	params->dataFormatVersion = 1;
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlEventSetGetContextData_v1(nvmlEventSet_t set, nvmlEventSetGetContextData_v1_t *params)
+{
+	const struct sim_opev *o;
+	nvmlReturn_t r;
+	unsigned int have;
+
+	SIM_COUNT(nvmlEventSetGetContextData_v1);
+	o = last_op(set, &r);
+	if (r != NVML_SUCCESS)
+		return r;
+	if (params == NULL || o == NULL || params->index >= o->nctx)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	have = params->dataSize;
+	params->dataSize = 4;
+	if (params->data == NULL || have < 4)
+		return NVML_ERROR_INSUFFICIENT_SIZE;
+	memcpy(params->data, &o->ctx[params->index].xid, 4);
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlEventSetGetGpuOperationalEventContextLegacyXid_v1(nvmlEventSet_t set,
+								   nvmlEventSetGetGpuOperationalEventContextLegacyXid_v1_t *params)
+{
+	const struct sim_opev *o;
+	nvmlReturn_t r;
+
+	SIM_COUNT(nvmlEventSetGetGpuOperationalEventContextLegacyXid_v1);
+	o = last_op(set, &r);
+	if (r != NVML_SUCCESS)
+		return r;
+	if (params == NULL || o == NULL || params->index >= o->nctx)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	if (!o->ctx[params->index].legacy_xid)
+		return NVML_ERROR_NOT_FOUND;
+	params->xidCode = o->ctx[params->index].xid;
+	return NVML_SUCCESS;
 }
 #endif
 

@@ -47,6 +47,7 @@ SIMHF(remap_failure, NVML_FI_DEV_REMAPPED_FAILURE, HG_REMAP, U, 0, 1)
 /* PCIe error counters (the replay counter itself is the "pcie_replay" metric). */
 SIMHF(pcie_replay_rollover, NVML_FI_DEV_PCIE_REPLAY_ROLLOVER_COUNTER, HG_PCIE, L, 0, 1)
 SIMHF(pcie_tx_bytes, NVML_FI_DEV_PCIE_COUNT_TX_BYTES, HG_PCIE, L, 0, 1)
+SIMHF(pcie_rx_bytes, NVML_FI_DEV_PCIE_COUNT_RX_BYTES, HG_PCIE, L, 0, 1)
 SIMHF(pcie_l0_recovery, NVML_FI_DEV_PCIE_L0_TO_RECOVERY_COUNTER, HG_PCIE, U, 0, 1)
 SIMHF(pcie_correctable, NVML_FI_DEV_PCIE_COUNT_CORRECTABLE_ERRORS, HG_PCIE, U, 0, 1)
 SIMHF(pcie_naks_received, NVML_FI_DEV_PCIE_COUNT_NAKS_RECEIVED, HG_PCIE, U, 0, 1)

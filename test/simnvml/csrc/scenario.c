@@ -913,6 +913,105 @@ static int stmt_event(struct parser *p, uint32_t mask, int64_t t, char **tok, in
 	return 0;
 }
 
+/* GPU operational events' named values (nvml.h). */
+static const struct named opev_severities[] = {
+	{ "informational", 10 }, { "corrected", 20 }, { "recoverable", 30 }, { "fatal", 40 }, { NULL, 0 },
+};
+static const struct named opev_levels[] = {
+	{ "telemetry", 10 }, { "diag", 20 }, { "notice", 30 }, { "warning", 40 }, { "error", 50 }, { NULL, 0 },
+};
+static const struct named opev_attrs[] = {
+	{ "none", 0 },
+	{ "uncontained", NVML_OPERATIONAL_EVENT_ATTR_UNCONTAINED },
+	{ "latent", NVML_OPERATIONAL_EVENT_ATTR_LATENT },
+	{ "propagated", NVML_OPERATIONAL_EVENT_ATTR_PROPAGATED },
+	{ "component_reset", NVML_OPERATIONAL_EVENT_ATTR_COMPONENT_RESET },
+	{ "threshold_exceeded", NVML_OPERATIONAL_EVENT_ATTR_THRESHOLD_EXCEEDED },
+	{ "primary", NVML_OPERATIONAL_EVENT_ATTR_PRIMARY },
+	{ "overflow", NVML_OPERATIONAL_EVENT_ATTR_OVERFLOW },
+	{ NULL, 0 },
+};
+static const struct named opev_group_attrs[] = {
+	{ "none", 0 },
+	{ "recovered", NVML_OPERATIONAL_EVENT_GROUP_ATTR_RECOVERED },
+	{ "previous_error", NVML_OPERATIONAL_EVENT_GROUP_ATTR_PREVERR },
+	{ "simulated", NVML_OPERATIONAL_EVENT_GROUP_ATTR_SIMULATED },
+	{ NULL, 0 },
+};
+
+/* "opevent [severity S] [level L] [category N] [attrs A|B] [group A|B]
+ * [code N] [module NAME] [mig GI CI] [xid N] [context SOURCE_TYPE]
+ * [repeat C over D]": a GPU operational event; each xid adds a legacy-Xid
+ * context, each context an opaque one. */
+static int stmt_opevent(struct parser *p, uint32_t mask, int64_t t, char **tok, int n)
+{
+	static const char usage[] = "expected: opevent [severity S] [level L] [category N] [attrs A|B] [group A|B] [code N] [module NAME] [mig GI CI] [xid N] [context TYPE] [repeat C over D]";
+	static unsigned long long seq;
+	struct sim_opev o = { .severity = 10, .log_level = 30, .gpu_instance = 0xFFFFFFFFu, .compute_instance = 0xFFFFFFFFu };
+	unsigned long long v, v2, count, k;
+	int64_t over;
+	int i;
+	unsigned int g;
+
+	strcpy(o.module, "GSP");
+	for (i = 1; i < n;) {
+		const char *w = tok[i];
+		if (strcmp(w, "repeat") == 0)
+			break;
+		if (i + 1 >= n)
+			return perr(p, "%s", usage);
+		if (strcmp(w, "severity") == 0 && parse_flags(opev_severities, tok[i + 1], &v) == 0 && v <= 0xffffffffULL) {
+			o.severity = (unsigned int)v;
+		} else if (strcmp(w, "level") == 0 && parse_flags(opev_levels, tok[i + 1], &v) == 0 && v <= 0xffffffffULL) {
+			o.log_level = (unsigned int)v;
+		} else if (strcmp(w, "category") == 0 && parse_uint(tok[i + 1], 0xffffffffULL, &v) == 0) {
+			o.category = (unsigned int)v;
+		} else if (strcmp(w, "attrs") == 0 && parse_flags(opev_attrs, tok[i + 1], &v) == 0 && v <= 0xffffffffULL) {
+			o.attributes = (unsigned int)v;
+		} else if (strcmp(w, "group") == 0 && parse_flags(opev_group_attrs, tok[i + 1], &v) == 0 && v <= 0xffffffffULL) {
+			o.group_attributes = (unsigned int)v;
+		} else if (strcmp(w, "code") == 0 && parse_uint(tok[i + 1], 0xffffffffULL, &v) == 0) {
+			o.module_event_code = (unsigned int)v;
+		} else if (strcmp(w, "module") == 0 && strlen(tok[i + 1]) <= sizeof(o.module)) {
+			memset(o.module, 0, sizeof(o.module));
+			memcpy(o.module, tok[i + 1], strlen(tok[i + 1])); /* 16 characters: not NUL-terminated */
+		} else if (strcmp(w, "mig") == 0 && i + 2 < n && parse_uint(tok[i + 1], 0xffffffffULL, &v) == 0 &&
+			   parse_uint(tok[i + 2], 0xffffffffULL, &v2) == 0) {
+			o.gpu_instance = (unsigned int)v;
+			o.compute_instance = (unsigned int)v2;
+			i++;
+		} else if ((strcmp(w, "xid") == 0 || strcmp(w, "context") == 0) && o.nctx < SIM_OPEV_MAXCTX &&
+			   parse_uint(tok[i + 1], 0xffffffffULL, &v) == 0) {
+			int x = strcmp(w, "xid") == 0;
+			o.ctx[o.nctx].legacy_xid = (unsigned int)x;
+			o.ctx[o.nctx].xid = x ? (unsigned int)v : 0;
+			o.ctx[o.nctx].source_type = x ? 1 : (unsigned int)v;
+			o.nctx++;
+		} else {
+			return perr(p, "%s (at \"%s\")", usage, w);
+		}
+		i += 2;
+	}
+	if (parse_repeat(p, tok, n, &i, &count, &over) != 0)
+		return -1;
+	if (i != n)
+		return perr(p, "unexpected \"%s\" in opevent statement", tok[i]);
+	FOR_SELECTED(g, mask) {
+		for (k = 0; k < count; k++) {
+			struct sim_opev *op = malloc(sizeof(*op));
+			struct rawevent r = {.order = r_events.n, .e = {.t = t + (int64_t)((double)over * (double)k / (double)count), .gpu = g}};
+			if (op == NULL)
+				return perr(p, "out of memory");
+			*op = o;
+			op->sequence = ++seq;
+			r.e.op = op;
+			if (PUSH(r_events, r) != 0)
+				return perr(p, "out of memory");
+		}
+	}
+	return 0;
+}
+
 static int stmt_hang(struct parser *p, uint32_t mask, int64_t t, char **tok, int n)
 {
 	struct rawhang r;
@@ -1165,7 +1264,7 @@ static const struct verb {
 } verbs[] = {
 	{"xid", stmt_xid},   {"event", stmt_event}, {"recovery", stmt_event}, {"hang", stmt_hang},
 	{"fail", stmt_fail}, {"raise", stmt_raise}, {"remap", stmt_remap},    {"link", stmt_link},
-	{NULL, NULL},
+	{"opevent", stmt_opevent}, {NULL, NULL},
 };
 
 static int stmt_gpu(struct parser *p, int timed, int64_t t, char **tok, int n)

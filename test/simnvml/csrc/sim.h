@@ -213,11 +213,28 @@ struct nvmlDevice_st {
 
 /* ---- timeline events ----------------------------------------------------- */
 
+/* A GPU operational event ("opevent"): what nvmlEventSetWait_v3 reports of
+ * it, and its context records (a legacy Xid, or an opaque one). */
+#define SIM_OPEV_MAXCTX 8
+struct sim_opev {
+	unsigned int severity, log_level, category, attributes, group_attributes;
+	unsigned int module_event_code, gpu_instance, compute_instance;
+	unsigned long long sequence;
+	char module[16];
+	unsigned int nctx;
+	struct {
+		unsigned int legacy_xid; /* 1: a LEGACY_XID context carrying xid */
+		unsigned int xid;
+		unsigned int source_type;
+	} ctx[SIM_OPEV_MAXCTX];
+};
+
 struct sim_event {
 	int64_t t;
 	unsigned int gpu;
-	unsigned long long type;
+	unsigned long long type; /* 0 for an operational event */
 	unsigned long long data;
+	const struct sim_opev *op; /* an operational event; NULL for an event bit */
 };
 
 struct sim_kmsg {

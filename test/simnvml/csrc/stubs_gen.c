@@ -6,7 +6,7 @@
  * old_driver.txt are left out of the -DSIMNVML_OLD_DRIVER build.
  */
 
-#define SIMNVML_NSTUBS 336
+#define SIMNVML_NSTUBS 330
 
 unsigned long long simnvml_stub_calls[SIMNVML_NSTUBS + 1];
 const unsigned int simnvml_nstubs = SIMNVML_NSTUBS;
@@ -238,12 +238,6 @@ const char *const simnvml_stub_names[SIMNVML_NSTUBS + 1] = {
 	"nvmlDeviceWorkloadPowerProfileGetProfilesInfo",
 	"nvmlDeviceWorkloadPowerProfileSetRequestedProfiles",
 	"nvmlDeviceWorkloadPowerProfileUpdateProfiles_v1",
-	"nvmlEventSetGetContextCount_v1",
-	"nvmlEventSetGetContextData_v1",
-	"nvmlEventSetGetContextInfo_v1",
-	"nvmlEventSetGetGpuOperationalEventContextLegacyXid_v1",
-	"nvmlEventSetRegisterGpuOperationalEvents_v1",
-	"nvmlEventSetWait_v3",
 	"nvmlGetExcludedDeviceCount",
 	"nvmlGetExcludedDeviceInfoByIndex",
 	"nvmlGetVgpuCompatibility",
@@ -540,90 +534,90 @@ int nvmlDeviceSetVgpuSchedulerState_v2(void) { return stub(218); }
 int nvmlDeviceSetVirtualizationMode(void) { return stub(219); }
 int nvmlDeviceValidateInforom(void) { return stub(220); }
 int nvmlDeviceVgpuForceGspUnload(void) { return stub(221); }
-int nvmlGetExcludedDeviceCount(void) { return stub(233); }
-int nvmlGetExcludedDeviceInfoByIndex(void) { return stub(234); }
-int nvmlGetVgpuCompatibility(void) { return stub(235); }
-int nvmlGetVgpuDriverCapabilities(void) { return stub(236); }
-int nvmlGetVgpuVersion(void) { return stub(237); }
-int nvmlGpuInstanceCreateComputeInstance(void) { return stub(246); }
-int nvmlGpuInstanceCreateComputeInstanceWithPlacement(void) { return stub(247); }
-int nvmlGpuInstanceDestroy(void) { return stub(248); }
-int nvmlGpuInstanceGetActiveVgpus(void) { return stub(249); }
-int nvmlGpuInstanceGetComputeInstanceById(void) { return stub(250); }
-int nvmlGpuInstanceGetComputeInstancePossiblePlacements(void) { return stub(251); }
-int nvmlGpuInstanceGetComputeInstanceProfileInfo(void) { return stub(252); }
-int nvmlGpuInstanceGetComputeInstanceProfileInfoV(void) { return stub(253); }
-int nvmlGpuInstanceGetComputeInstanceRemainingCapacity(void) { return stub(254); }
-int nvmlGpuInstanceGetComputeInstances(void) { return stub(255); }
-int nvmlGpuInstanceGetCreatableVgpus(void) { return stub(256); }
-int nvmlGpuInstanceGetInfo(void) { return stub(257); }
-int nvmlGpuInstanceGetVgpuHeterogeneousMode(void) { return stub(258); }
-int nvmlGpuInstanceGetVgpuSchedulerLog(void) { return stub(259); }
-int nvmlGpuInstanceGetVgpuSchedulerLog_v2(void) { return stub(260); }
-int nvmlGpuInstanceGetVgpuSchedulerState(void) { return stub(261); }
-int nvmlGpuInstanceGetVgpuSchedulerState_v2(void) { return stub(262); }
-int nvmlGpuInstanceGetVgpuTypeCreatablePlacements(void) { return stub(263); }
-int nvmlGpuInstanceSetVgpuHeterogeneousMode(void) { return stub(264); }
-int nvmlGpuInstanceSetVgpuSchedulerState(void) { return stub(265); }
-int nvmlGpuInstanceSetVgpuSchedulerState_v2(void) { return stub(266); }
-int nvmlSetVgpuVersion(void) { return stub(267); }
-int nvmlSystemGetHicVersion(void) { return stub(277); }
-int nvmlSystemGetProcessName(void) { return stub(279); }
-int nvmlSystemGetTopologyGpuSet(void) { return stub(280); }
-int nvmlSystemSetConfComputeGpusReadyState(void) { return stub(282); }
-int nvmlSystemSetConfComputeKeyRotationThresholdInfo(void) { return stub(283); }
-int nvmlSystemSetNvlinkBwMode(void) { return stub(284); }
-int nvmlUnitGetCount(void) { return stub(285); }
-int nvmlUnitGetDevices(void) { return stub(286); }
-int nvmlUnitGetFanSpeedInfo(void) { return stub(287); }
-int nvmlUnitGetHandleByIndex(void) { return stub(288); }
-int nvmlUnitGetLedState(void) { return stub(289); }
-int nvmlUnitGetPsuInfo(void) { return stub(290); }
-int nvmlUnitGetTemperature(void) { return stub(291); }
-int nvmlUnitGetUnitInfo(void) { return stub(292); }
-int nvmlUnitSetLedState(void) { return stub(293); }
-int nvmlVgpuInstanceClearAccountingPids(void) { return stub(294); }
-int nvmlVgpuInstanceGetAccountingMode(void) { return stub(295); }
-int nvmlVgpuInstanceGetAccountingPids(void) { return stub(296); }
-int nvmlVgpuInstanceGetAccountingStats(void) { return stub(297); }
-int nvmlVgpuInstanceGetEccMode(void) { return stub(298); }
-int nvmlVgpuInstanceGetEncoderCapacity(void) { return stub(299); }
-int nvmlVgpuInstanceGetEncoderSessions(void) { return stub(300); }
-int nvmlVgpuInstanceGetEncoderStats(void) { return stub(301); }
-int nvmlVgpuInstanceGetFBCSessions(void) { return stub(302); }
-int nvmlVgpuInstanceGetFBCStats(void) { return stub(303); }
-int nvmlVgpuInstanceGetFbUsage(void) { return stub(304); }
-int nvmlVgpuInstanceGetFrameRateLimit(void) { return stub(305); }
-int nvmlVgpuInstanceGetGpuInstanceId(void) { return stub(306); }
-int nvmlVgpuInstanceGetGpuPciId(void) { return stub(307); }
-int nvmlVgpuInstanceGetLicenseInfo(void) { return stub(308); }
-int nvmlVgpuInstanceGetLicenseInfo_v2(void) { return stub(309); }
-int nvmlVgpuInstanceGetLicenseStatus(void) { return stub(310); }
-int nvmlVgpuInstanceGetMdevUUID(void) { return stub(311); }
-int nvmlVgpuInstanceGetMetadata(void) { return stub(312); }
-int nvmlVgpuInstanceGetPlacementId(void) { return stub(313); }
-int nvmlVgpuInstanceGetRuntimeStateSize(void) { return stub(314); }
-int nvmlVgpuInstanceGetType(void) { return stub(315); }
-int nvmlVgpuInstanceGetUUID(void) { return stub(316); }
-int nvmlVgpuInstanceGetVmDriverVersion(void) { return stub(317); }
-int nvmlVgpuInstanceGetVmID(void) { return stub(318); }
-int nvmlVgpuInstanceSetEncoderCapacity(void) { return stub(319); }
-int nvmlVgpuTypeGetBAR1Info(void) { return stub(320); }
-int nvmlVgpuTypeGetCapabilities(void) { return stub(321); }
-int nvmlVgpuTypeGetClass(void) { return stub(322); }
-int nvmlVgpuTypeGetDeviceID(void) { return stub(323); }
-int nvmlVgpuTypeGetFbReservation(void) { return stub(324); }
-int nvmlVgpuTypeGetFrameRateLimit(void) { return stub(325); }
-int nvmlVgpuTypeGetFramebufferSize(void) { return stub(326); }
-int nvmlVgpuTypeGetGpuInstanceProfileId(void) { return stub(327); }
-int nvmlVgpuTypeGetGspHeapSize(void) { return stub(328); }
-int nvmlVgpuTypeGetLicense(void) { return stub(329); }
-int nvmlVgpuTypeGetMaxInstances(void) { return stub(330); }
-int nvmlVgpuTypeGetMaxInstancesPerGpuInstance(void) { return stub(331); }
-int nvmlVgpuTypeGetMaxInstancesPerVm(void) { return stub(332); }
-int nvmlVgpuTypeGetName(void) { return stub(333); }
-int nvmlVgpuTypeGetNumDisplayHeads(void) { return stub(334); }
-int nvmlVgpuTypeGetResolution(void) { return stub(335); }
+int nvmlGetExcludedDeviceCount(void) { return stub(227); }
+int nvmlGetExcludedDeviceInfoByIndex(void) { return stub(228); }
+int nvmlGetVgpuCompatibility(void) { return stub(229); }
+int nvmlGetVgpuDriverCapabilities(void) { return stub(230); }
+int nvmlGetVgpuVersion(void) { return stub(231); }
+int nvmlGpuInstanceCreateComputeInstance(void) { return stub(240); }
+int nvmlGpuInstanceCreateComputeInstanceWithPlacement(void) { return stub(241); }
+int nvmlGpuInstanceDestroy(void) { return stub(242); }
+int nvmlGpuInstanceGetActiveVgpus(void) { return stub(243); }
+int nvmlGpuInstanceGetComputeInstanceById(void) { return stub(244); }
+int nvmlGpuInstanceGetComputeInstancePossiblePlacements(void) { return stub(245); }
+int nvmlGpuInstanceGetComputeInstanceProfileInfo(void) { return stub(246); }
+int nvmlGpuInstanceGetComputeInstanceProfileInfoV(void) { return stub(247); }
+int nvmlGpuInstanceGetComputeInstanceRemainingCapacity(void) { return stub(248); }
+int nvmlGpuInstanceGetComputeInstances(void) { return stub(249); }
+int nvmlGpuInstanceGetCreatableVgpus(void) { return stub(250); }
+int nvmlGpuInstanceGetInfo(void) { return stub(251); }
+int nvmlGpuInstanceGetVgpuHeterogeneousMode(void) { return stub(252); }
+int nvmlGpuInstanceGetVgpuSchedulerLog(void) { return stub(253); }
+int nvmlGpuInstanceGetVgpuSchedulerLog_v2(void) { return stub(254); }
+int nvmlGpuInstanceGetVgpuSchedulerState(void) { return stub(255); }
+int nvmlGpuInstanceGetVgpuSchedulerState_v2(void) { return stub(256); }
+int nvmlGpuInstanceGetVgpuTypeCreatablePlacements(void) { return stub(257); }
+int nvmlGpuInstanceSetVgpuHeterogeneousMode(void) { return stub(258); }
+int nvmlGpuInstanceSetVgpuSchedulerState(void) { return stub(259); }
+int nvmlGpuInstanceSetVgpuSchedulerState_v2(void) { return stub(260); }
+int nvmlSetVgpuVersion(void) { return stub(261); }
+int nvmlSystemGetHicVersion(void) { return stub(271); }
+int nvmlSystemGetProcessName(void) { return stub(273); }
+int nvmlSystemGetTopologyGpuSet(void) { return stub(274); }
+int nvmlSystemSetConfComputeGpusReadyState(void) { return stub(276); }
+int nvmlSystemSetConfComputeKeyRotationThresholdInfo(void) { return stub(277); }
+int nvmlSystemSetNvlinkBwMode(void) { return stub(278); }
+int nvmlUnitGetCount(void) { return stub(279); }
+int nvmlUnitGetDevices(void) { return stub(280); }
+int nvmlUnitGetFanSpeedInfo(void) { return stub(281); }
+int nvmlUnitGetHandleByIndex(void) { return stub(282); }
+int nvmlUnitGetLedState(void) { return stub(283); }
+int nvmlUnitGetPsuInfo(void) { return stub(284); }
+int nvmlUnitGetTemperature(void) { return stub(285); }
+int nvmlUnitGetUnitInfo(void) { return stub(286); }
+int nvmlUnitSetLedState(void) { return stub(287); }
+int nvmlVgpuInstanceClearAccountingPids(void) { return stub(288); }
+int nvmlVgpuInstanceGetAccountingMode(void) { return stub(289); }
+int nvmlVgpuInstanceGetAccountingPids(void) { return stub(290); }
+int nvmlVgpuInstanceGetAccountingStats(void) { return stub(291); }
+int nvmlVgpuInstanceGetEccMode(void) { return stub(292); }
+int nvmlVgpuInstanceGetEncoderCapacity(void) { return stub(293); }
+int nvmlVgpuInstanceGetEncoderSessions(void) { return stub(294); }
+int nvmlVgpuInstanceGetEncoderStats(void) { return stub(295); }
+int nvmlVgpuInstanceGetFBCSessions(void) { return stub(296); }
+int nvmlVgpuInstanceGetFBCStats(void) { return stub(297); }
+int nvmlVgpuInstanceGetFbUsage(void) { return stub(298); }
+int nvmlVgpuInstanceGetFrameRateLimit(void) { return stub(299); }
+int nvmlVgpuInstanceGetGpuInstanceId(void) { return stub(300); }
+int nvmlVgpuInstanceGetGpuPciId(void) { return stub(301); }
+int nvmlVgpuInstanceGetLicenseInfo(void) { return stub(302); }
+int nvmlVgpuInstanceGetLicenseInfo_v2(void) { return stub(303); }
+int nvmlVgpuInstanceGetLicenseStatus(void) { return stub(304); }
+int nvmlVgpuInstanceGetMdevUUID(void) { return stub(305); }
+int nvmlVgpuInstanceGetMetadata(void) { return stub(306); }
+int nvmlVgpuInstanceGetPlacementId(void) { return stub(307); }
+int nvmlVgpuInstanceGetRuntimeStateSize(void) { return stub(308); }
+int nvmlVgpuInstanceGetType(void) { return stub(309); }
+int nvmlVgpuInstanceGetUUID(void) { return stub(310); }
+int nvmlVgpuInstanceGetVmDriverVersion(void) { return stub(311); }
+int nvmlVgpuInstanceGetVmID(void) { return stub(312); }
+int nvmlVgpuInstanceSetEncoderCapacity(void) { return stub(313); }
+int nvmlVgpuTypeGetBAR1Info(void) { return stub(314); }
+int nvmlVgpuTypeGetCapabilities(void) { return stub(315); }
+int nvmlVgpuTypeGetClass(void) { return stub(316); }
+int nvmlVgpuTypeGetDeviceID(void) { return stub(317); }
+int nvmlVgpuTypeGetFbReservation(void) { return stub(318); }
+int nvmlVgpuTypeGetFrameRateLimit(void) { return stub(319); }
+int nvmlVgpuTypeGetFramebufferSize(void) { return stub(320); }
+int nvmlVgpuTypeGetGpuInstanceProfileId(void) { return stub(321); }
+int nvmlVgpuTypeGetGspHeapSize(void) { return stub(322); }
+int nvmlVgpuTypeGetLicense(void) { return stub(323); }
+int nvmlVgpuTypeGetMaxInstances(void) { return stub(324); }
+int nvmlVgpuTypeGetMaxInstancesPerGpuInstance(void) { return stub(325); }
+int nvmlVgpuTypeGetMaxInstancesPerVm(void) { return stub(326); }
+int nvmlVgpuTypeGetName(void) { return stub(327); }
+int nvmlVgpuTypeGetNumDisplayHeads(void) { return stub(328); }
+int nvmlVgpuTypeGetResolution(void) { return stub(329); }
 
 /* Newer than the old driver (old_driver.txt). */
 #ifndef SIMNVML_OLD_DRIVER
@@ -672,31 +666,25 @@ int nvmlDeviceWorkloadPowerProfileGetCurrentProfiles(void) { return stub(223); }
 int nvmlDeviceWorkloadPowerProfileGetProfilesInfo(void) { return stub(224); }
 int nvmlDeviceWorkloadPowerProfileSetRequestedProfiles(void) { return stub(225); }
 int nvmlDeviceWorkloadPowerProfileUpdateProfiles_v1(void) { return stub(226); }
-int nvmlEventSetGetContextCount_v1(void) { return stub(227); }
-int nvmlEventSetGetContextData_v1(void) { return stub(228); }
-int nvmlEventSetGetContextInfo_v1(void) { return stub(229); }
-int nvmlEventSetGetGpuOperationalEventContextLegacyXid_v1(void) { return stub(230); }
-int nvmlEventSetRegisterGpuOperationalEvents_v1(void) { return stub(231); }
-int nvmlEventSetWait_v3(void) { return stub(232); }
-int nvmlGpmMetricsGet(void) { return stub(238); }
-int nvmlGpmMigSampleGet(void) { return stub(239); }
-int nvmlGpmQueryDeviceSupport(void) { return stub(240); }
-int nvmlGpmQueryIfStreamingEnabled(void) { return stub(241); }
-int nvmlGpmSampleAlloc(void) { return stub(242); }
-int nvmlGpmSampleFree(void) { return stub(243); }
-int nvmlGpmSampleGet(void) { return stub(244); }
-int nvmlGpmSetStreamingEnabled(void) { return stub(245); }
-int nvmlSystemEventSetCreate(void) { return stub(268); }
-int nvmlSystemEventSetFree(void) { return stub(269); }
-int nvmlSystemEventSetWait(void) { return stub(270); }
-int nvmlSystemGetConfComputeCapabilities(void) { return stub(271); }
-int nvmlSystemGetConfComputeGpusReadyState(void) { return stub(272); }
-int nvmlSystemGetConfComputeKeyRotationThresholdInfo(void) { return stub(273); }
-int nvmlSystemGetConfComputeSettings(void) { return stub(274); }
-int nvmlSystemGetConfComputeState(void) { return stub(275); }
-int nvmlSystemGetDriverBranch(void) { return stub(276); }
-int nvmlSystemGetNvlinkBwMode(void) { return stub(278); }
-int nvmlSystemRegisterEvents(void) { return stub(281); }
+int nvmlGpmMetricsGet(void) { return stub(232); }
+int nvmlGpmMigSampleGet(void) { return stub(233); }
+int nvmlGpmQueryDeviceSupport(void) { return stub(234); }
+int nvmlGpmQueryIfStreamingEnabled(void) { return stub(235); }
+int nvmlGpmSampleAlloc(void) { return stub(236); }
+int nvmlGpmSampleFree(void) { return stub(237); }
+int nvmlGpmSampleGet(void) { return stub(238); }
+int nvmlGpmSetStreamingEnabled(void) { return stub(239); }
+int nvmlSystemEventSetCreate(void) { return stub(262); }
+int nvmlSystemEventSetFree(void) { return stub(263); }
+int nvmlSystemEventSetWait(void) { return stub(264); }
+int nvmlSystemGetConfComputeCapabilities(void) { return stub(265); }
+int nvmlSystemGetConfComputeGpusReadyState(void) { return stub(266); }
+int nvmlSystemGetConfComputeKeyRotationThresholdInfo(void) { return stub(267); }
+int nvmlSystemGetConfComputeSettings(void) { return stub(268); }
+int nvmlSystemGetConfComputeState(void) { return stub(269); }
+int nvmlSystemGetDriverBranch(void) { return stub(270); }
+int nvmlSystemGetNvlinkBwMode(void) { return stub(272); }
+int nvmlSystemRegisterEvents(void) { return stub(275); }
 #endif
 
 #pragma GCC visibility pop
