@@ -24,6 +24,9 @@ const (
 	ReasonC2CErrors                                // C2C CRC or replay errors grew (no DCGM watch; any error on a chip-to-chip link)
 	ReasonRecoveryAction                           // recovery action reset, reboot, drain and reset, or one newer than we know (DCGM: fail)
 	ReasonMemoryUnrepairable                       // the unrepairable-memory flag is set (issue 25: critical; NVIDIA: the GPU needs an RMA)
+	ReasonFabricError                              // the fabric probe completed with an error status (nvml.h: status is meaningful once completed; CUDA cannot use the fabric)
+	ReasonFabricConfig                             // the fabric health mask reports an incorrect configuration (nvml.h NVML_GPU_FABRIC_HEALTH_MASK_INCORRECT_CONFIGURATION_*)
+	ReasonFabricRouteUnhealthy                     // the fabric health mask reports an unhealthy route (NVML_GPU_FABRIC_HEALTH_MASK_ROUTE_UNHEALTHY_TRUE)
 	// warning
 	ReasonRemapPending     // a row remap waits for a reset (DCGM does not check it; it needs a reset to apply)
 	ReasonRemapNearLimit   // uncorrectable remaps >= 512 (DCGM: warn)
@@ -58,6 +61,11 @@ var HealthReasonDefs = [NumHealthReasons]HealthReasonDef{
 	ReasonC2CErrors:            {"c2c_errors", true, "C2C link errors grew", action.Watch},
 	ReasonRecoveryAction:       {"recovery_action", true, "the driver asks for a GPU reset, a reboot or a drain and reset", action.None},
 	ReasonMemoryUnrepairable:   {"memory_unrepairable", true, "the GPU has memory that can no longer be repaired", action.Inspect},
+	// The fabric's: recover the fabric the GPU belongs to (NVML's recovery
+	// action 5, "recover IMEX domain", asks the same of a fabric fault).
+	ReasonFabricError:          {"fabric_error", true, "the NVLink fabric probe completed with an error status", action.RecoverFabric},
+	ReasonFabricConfig:         {"fabric_config", true, "the NVLink fabric reports an incorrect configuration", action.RecoverFabric},
+	ReasonFabricRouteUnhealthy: {"fabric_route_unhealthy", true, "the NVLink fabric reports an unhealthy route", action.RecoverFabric},
 	ReasonRemapPending:         {"remap_pending", false, "a row remap waits for a GPU reset", action.ResetGPU},
 	ReasonRemapNearLimit:       {"remap_near_limit", false, "512 or more rows remapped for uncorrectable errors", action.Watch},
 	ReasonSBERate:              {"ecc_sbe_rate", false, "single-bit ECC errors at a high rate", action.Watch},
@@ -238,6 +246,15 @@ func (w *healthWatch) check(s *reading.Sample, now time.Time) HealthVerdict {
 	}
 	if n, ok := val(reading.HMemoryUnrepairable); ok {
 		set(ReasonMemoryUnrepairable, n != 0)
+	}
+	if st, ok := val(reading.HFabricState); ok && st == reading.FabricCompleted {
+		if e, ok := val(reading.HFabricStatus); ok {
+			set(ReasonFabricError, e != 0)
+		}
+	}
+	if m, ok := val(reading.HFabricHealth); ok {
+		set(ReasonFabricConfig, reading.FabricBadConfig(m) != "")
+		set(ReasonFabricRouteUnhealthy, reading.FabricTrue(m, reading.FabricRouteUnhealthy))
 	}
 	ch, chOK := val(reading.HChannelRepairPending)
 	tpc, tpcOK := val(reading.HTPCRepairPending)

@@ -32,6 +32,9 @@ func b200(over map[reading.ID]uint64) map[reading.ID]uint64 {
 	return m
 }
 
+// fabricOK is a fabric health mask with every field reported healthy.
+const fabricOK = 2 | 2<<2 | 2<<4 | 2<<6 | 1<<8 | 1<<12 | 1<<14
+
 func TestHealthVerdict(t *testing.T) {
 	type step struct {
 		at   time.Duration
@@ -44,6 +47,11 @@ func TestHealthVerdict(t *testing.T) {
 		level string
 	}{
 		{"healthy B200", []step{{0, b200(nil)}, {time.Second, b200(nil)}}, nil, "ok"},
+		{"fabric in progress is no verdict (its alert says it)", []step{{0, b200(map[reading.ID]uint64{reading.HFabricState: reading.FabricInProgress, reading.HFabricStatus: 3, reading.HFabricHealth: 0})}}, nil, "ok"},
+		{"fabric completed with an error status", []step{{0, b200(map[reading.ID]uint64{reading.HFabricState: reading.FabricCompleted, reading.HFabricStatus: 3})}}, []string{"fabric_error"}, "critical"},
+		{"fabric completed fine", []step{{0, b200(map[reading.ID]uint64{reading.HFabricState: reading.FabricCompleted, reading.HFabricStatus: 0, reading.HFabricHealth: fabricOK})}}, nil, "ok"},
+		{"fabric route unhealthy", []step{{0, b200(nil)}, {time.Second, b200(map[reading.ID]uint64{reading.HFabricState: reading.FabricCompleted, reading.HFabricStatus: 0, reading.HFabricHealth: fabricOK&^(3<<4) | 1<<4})}}, []string{"fabric_route_unhealthy"}, "critical"},
+		{"fabric misconfigured (wrong SysGUID)", []step{{0, b200(map[reading.ID]uint64{reading.HFabricState: reading.FabricCompleted, reading.HFabricHealth: fabricOK&^(0xf<<8) | 2<<8})}}, []string{"fabric_config"}, "critical"},
 		{"RTX 5090 supports none of it", []step{{0, map[reading.ID]uint64{reading.HPCIeBadTLP: 0}}, {time.Second, map[reading.ID]uint64{reading.HPCIeBadTLP: 0}}}, nil, "ok"},
 		{"volatile DBE", []step{{0, b200(nil)}, {time.Second, b200(map[reading.ID]uint64{reading.HDBEVolatile: 1})}}, []string{"ecc_dbe"}, "critical"},
 		{"remap failure", []step{{0, b200(map[reading.ID]uint64{reading.HRemapFailure: 1})}}, []string{"remap_failure"}, "critical"},

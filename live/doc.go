@@ -60,6 +60,17 @@ type HostDoc struct {
 	Pacer    PacerDoc       `json:"pacer"`
 	LogLines LogLinesDoc    `json:"log_lines"`
 	Counters []Counter      `json:"counters"`
+	// Fabric says which of the NVLink fabric's daemons run
+	// (absent where no GPU reports a fabric).
+	Fabric []FabricDoc `json:"fabric_services,omitempty"`
+}
+
+// FabricDoc is one fabric daemon (a systemd unit) and whether a
+// process runs it.
+type FabricDoc struct {
+	Name    string `json:"name"`
+	Running bool   `json:"running"`
+	PID     int    `json:"pid,omitempty"`
 }
 
 // Counter returns the value of the counter named name; ok is false when the
@@ -299,6 +310,9 @@ func NewDoc(v View) Doc {
 	}
 	if h.BERT != nil {
 		d.Host.BERT = cperRecordDoc(*h.BERT)
+	}
+	for _, f := range h.Fabric {
+		d.Host.Fabric = append(d.Host.Fabric, FabricDoc{Name: f.Name, Running: f.PID > 0, PID: f.PID})
 	}
 	if !h.LastIncident.Time.IsZero() {
 		d.Host.LastIncident = &IncidentDoc{Time: h.LastIncident.Time, GPU: h.LastIncident.GPU, Reason: h.LastIncident.Reason}

@@ -48,6 +48,10 @@ type Host struct {
 	// read; nil: none (or none new this boot). Shared, immutable.
 	BERT *LastCPER
 
+	// Fabric is which of the NVLink fabric's daemons run, as last looked
+	// for (nil: no GPU reports a fabric).
+	Fabric []reading.FabricService
+
 	// Pacer is the NVML pacer's state now: how far it stretches the slow
 	// columns because NVML is too slow for the interval, and its tick
 	// times. Its counts (nvml_stretches, busy_skips) are in Counters.

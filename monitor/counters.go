@@ -112,6 +112,7 @@ func (m *Monitor) watchLosses(ctx context.Context) {
 		case now := <-m.loop.secondTick:
 			m.windowsEnded(now, false)
 			m.judgeActions(now)
+			m.rescanFabric(now)
 		}
 		m.checkLosses(logged)
 		d := m.csv.Stats().Dropped

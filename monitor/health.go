@@ -65,6 +65,9 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 		if d.Kind == reading.HealthCount && c.To >= c.From {
 			line.Fields = append(line.Fields, sink.Field{Key: "delta", Value: "+" + strconv.FormatUint(c.To-c.From, 10)})
 		}
+		if d.Text != nil {
+			line.Fields = append(line.Fields, sink.Field{Key: "meaning", Value: d.Text(c.To)})
+		}
 		if c.ID == reading.HRecoveryAction {
 			line.Fields = append(line.Fields, sink.Field{Key: "action", Value: reading.RecoveryActionName(c.To)})
 		}

@@ -91,7 +91,8 @@ func (m *Monitor) learnXid(x kmsg.XidReport) {
 
 // onKernelLine handles a kernel record that is not an Xid: an AER line or
 // an NVRM failure line (fallen off the bus, RmInitAdapter, GSP) goes
-// through the event stage for each GPU it names. Anything else is ignored.
+// through the event stage for each GPU it names, an NVSwitch's SXid line
+// for its switch. Anything else is ignored.
 func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 	if r, ok := kmsg.ParseAER(rec.Message); ok {
 		m.initPaths()
@@ -100,6 +101,10 @@ func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 			gs := m.byIndex[g]
 			m.kernelLine(gs, events.KernelLine{Rec: rec, Read: now, GPU: g, Bus: gs.busID(), AER: &r})
 		}
+		return
+	}
+	if x, ok := kmsg.ParseSXid(rec.Message); ok {
+		m.kernelLine(nil, events.KernelLine{Rec: rec, Read: now, GPU: -1, Bus: x.Bus.String(), SXid: &x})
 		return
 	}
 	r, ok := kmsg.ParseNVRM(rec.Message)

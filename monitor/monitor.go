@@ -91,7 +91,9 @@ type hostStates struct {
 	// --expect-gpus were enumerated. gpus_missing is the larger: the
 	// shortfall may count the same boards.
 	boardsMissing, shortfall int
-	bert                     *live.LastCPER // the host's boot error record, once read (readBERT)
+	bert                     *live.LastCPER          // the host's boot error record, once read (readBERT)
+	fabric                   []reading.FabricService // the fabric daemons' last scan (fabric.go); nil: no fabric
+	fabricAt                 time.Time
 	refusedLogged            atomic.Bool
 }
 
@@ -182,6 +184,9 @@ func (m *Monitor) writeSystemInfo() {
 		si.GPUs = append(si.GPUs, gs.g.Info())
 		if h := gs.Health(); !h.At.IsZero() {
 			si.Health[gs.idx] = healthGroupsText(gs.g.HealthGroups(), h.Links.N)
+			if si.Fabric == nil && gs.g.HealthGroups()[reading.GroupFabric] {
+				si.Fabric = m.scanFabricServices()
+			}
 		}
 		if why, stuck := gs.g.StaticProblem(); stuck {
 			si.Notes[gs.idx] = "static facts not read yet: " + why
@@ -536,6 +541,7 @@ func (m *Monitor) hostView() live.Host {
 	}
 	h.GPUsMissing = max(m.states.boardsMissing, m.states.shortfall)
 	h.BERT = m.states.bert
+	h.Fabric = m.fabricServices()
 	dropped, _ := h.Counter(live.CounterRowsDropped) // registered by sink (TestViewCountersAreInTheTable)
 	h.RowsDroppedRecent = m.states.drops.recent(h.Now, dropped)
 	m.states.mu.Unlock()

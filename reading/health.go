@@ -41,6 +41,7 @@ const (
 	GroupC2C
 	GroupRecovery
 	GroupRepair
+	GroupFabric
 	NumHealthGroups
 )
 
@@ -48,7 +49,7 @@ const (
 var HealthGroupNames = [NumHealthGroups]string{
 	GroupECC: "ecc", GroupRemap: "row_remap", GroupRetired: "retired_pages", GroupPCIe: "pcie",
 	GroupClockEvents: "clock_events", GroupNVLink: "nvlink", GroupC2C: "c2c", GroupRecovery: "recovery_action",
-	GroupRepair: "memory_repair",
+	GroupRepair: "memory_repair", GroupFabric: "fabric",
 }
 
 // MaxLinks is the number of NVLink links per GPU the sampler records (a

@@ -134,6 +134,9 @@ type Def struct {
 	// supported with and how it changes (events.log, detectors).
 	Group HealthGroup
 	Kind  HealthKind
+	// Text, when set, gives a value's meaning (events.log's meaning= of
+	// a change).
+	Text func(uint64) string
 
 	id     ID
 	health bool
@@ -280,6 +283,10 @@ const (
 	HChannelRepairPending // getter: nvmlDeviceGetRepairStatus
 	HTPCRepairPending
 	HMemoryUnrepairable // getter: nvmlDeviceGetUnrepairableMemoryFlag_v1
+	HFabricState        // getter: nvmlDeviceGetGpuFabricInfo_v4 (fabric.go)
+	HFabricStatus
+	HFabricHealth
+	HFabricSummary
 	NumReadings
 )
 
@@ -397,6 +404,13 @@ var Table = [NumReadings]Def{
 	HChannelRepairPending: health("channel_repair_pending", 0, GroupRepair, HealthState, "a memory channel repair waits for a GPU reset (1 yes)").by("nvmlDeviceGetRepairStatus", "BChannelRepairPending"),
 	HTPCRepairPending:     health("tpc_repair_pending", 0, GroupRepair, HealthState, "a TPC repair waits for a GPU reset (1 yes)").by("nvmlDeviceGetRepairStatus", "BTpcRepairPending"),
 	HMemoryUnrepairable:   health("memory_unrepairable", 0, GroupRepair, HealthState, "the GPU has memory that can no longer be repaired (1 yes)").by("nvmlDeviceGetUnrepairableMemoryFlag_v1", "BUnrepairableMemory"),
+	// The NVLink fabric (fabric.go): v4, else the versioned v3 call of an
+	// older driver (the same fields); no CSV column, a state read each
+	// second that events.log writes on each change.
+	HFabricState:   fabric("fabric_state", "the fabric manager's probe of the GPU (0 not supported, 1 not started, 2 in progress, 3 completed)", "State", FabricStateName),
+	HFabricStatus:  fabric("fabric_status", "the probe's status once completed (an NVML return code, 0 success)", "Status", FabricStatusText),
+	HFabricHealth:  fabric("fabric_health_mask", "the fabric health mask (NVML_GPU_FABRIC_HEALTH_MASK_*)", "HealthMask", FabricHealthText),
+	HFabricSummary: fabric("fabric_health", "the fabric health summary (0 not supported, 1 healthy, 2 unhealthy, 3 limited capacity)", "HealthSummary", FabricSummaryName),
 }
 
 // HealthIDs is Table's hardware health counters, in table order.
@@ -418,6 +432,15 @@ var HealthIDs = func() (h []ID) {
 // field of the struct it fills that holds the counter.
 func (d Def) by(getter, value string) Def {
 	d.Getter, d.Value = getter, value
+	return d
+}
+
+// fabric declares a reading of the GPU's fabric info (fabric.go): field
+// value of nvmlDeviceGetGpuFabricInfo_v4's struct, or of the older
+// nvmlDeviceGetGpuFabricInfoV's, with text its events.log meaning.
+func fabric(name, help, value string, text func(uint64) string) Def {
+	d := health(name, 0, GroupFabric, HealthState, help).by("nvmlDeviceGetGpuFabricInfo_v4", value)
+	d.Older, d.CSV, d.Text = "nvmlDeviceGetGpuFabricInfoV", "", text
 	return d
 }
 

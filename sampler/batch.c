@@ -125,6 +125,8 @@ static int32_t call_getter(dev_t_ dev, const struct gt_call *c, uint64_t *v)
 			uint32_t x;
 			memcpy(&x, out.b + c->off[i], sizeof(x));
 			v[i] = x;
+		} else if (c->width[i] == 1 && c->off[i] < GT_MAXOUT) {
+			v[i] = out.b[c->off[i]]; // an unsigned char (the fabric's state)
 		}
 	}
 	return r;

@@ -46,21 +46,21 @@ type cCall struct {
 	vals    []cVal
 }
 
-// cVal is where one unsigned value of 4 or 8 bytes is in a call's struct.
+// cVal is where one unsigned value of 1, 4 or 8 bytes is in a call's struct.
 type cVal struct{ off, size uintptr }
 
 // maxVals bounds the values of a call, maxOut the struct it fills, maxCalls
 // a sample's calls (batch.h GT_MAXVALS, GT_MAXOUT, GT_MAXCALLS).
 const (
 	maxVals  = 4
-	maxOut   = 128
+	maxOut   = 640
 	maxCalls = 64
 )
 
 // fits reports whether call d's description fits what batch.c holds: its
 // struct in the buffer its shape is given (an f(dev, out, out2) call gets
 // half, its values in the first struct), at most maxVals values, each of
-// 4 or 8 bytes inside the struct.
+// 1, 4 or 8 bytes inside the struct.
 func (d *callDef) fits() error {
 	cc := &d.cc
 	limit := uintptr(maxOut)
@@ -71,7 +71,7 @@ func (d *callDef) fits() error {
 		return fmt.Errorf("call %s fills more than batch.c holds", d.name)
 	}
 	for _, v := range cc.vals {
-		if v.off+v.size > cc.size || (v.size != 4 && v.size != 8) {
+		if v.off+v.size > cc.size || (v.size != 1 && v.size != 4 && v.size != 8) {
 			return fmt.Errorf("a value of call %s is outside its struct", d.name)
 		}
 	}
@@ -91,6 +91,8 @@ var layouts = map[string]struct {
 	"nvmlDeviceGetSramEccErrorStatus":        {reflect.TypeFor[nvml.EccSramErrorStatus](), 1},
 	"nvmlDeviceGetRepairStatus":              {reflect.TypeFor[nvml.RepairStatus](), 1},
 	"nvmlDeviceGetUnrepairableMemoryFlag_v1": {reflect.TypeFor[nvml.UnrepairableMemoryStatus_v1](), 0},
+	"nvmlDeviceGetGpuFabricInfo_v4":          {reflect.TypeFor[nvml.GpuFabricInfo_v4](), 0},
+	"nvmlDeviceGetGpuFabricInfoV":            {reflect.TypeFor[nvml.GpuFabricInfoV](), 3},
 }
 
 // getterCall is getter fn's call (shape, arg) whose one value is the

@@ -16,7 +16,7 @@
 #define GT_MAXFIELDS 64 // the field readings a sample can batch (sampler's maxFields)
 #define GT_MAXCALLS 64  // the calls of a sample: one bit each in plan (sampler's numCalls at most)
 #define GT_MAXVALS 4    // the values one call gives (sampler's maxVals)
-#define GT_MAXOUT 128   // bytes of the struct a call fills (sampler's maxOut)
+#define GT_MAXOUT 640   // bytes of the struct a call fills (sampler's maxOut)
 
 #define GT_FIELDS 0 // call 0: nvmlDeviceGetFieldValues, the batched fields
 
@@ -39,7 +39,7 @@ struct gt_call {
 	uint32_t version; // if not 0, written at offset 0 as NVML_STRUCT_VERSION(size, version)
 	uint32_t nvals;
 	uint32_t off[GT_MAXVALS];   // value i: its offset in out
-	uint32_t width[GT_MAXVALS]; // and its size: 4 or 8 bytes, unsigned
+	uint32_t width[GT_MAXVALS]; // and its size: 1, 4 or 8 bytes, unsigned
 };
 
 // gt_lib is one library's calls: its GetFieldValues and each getter call

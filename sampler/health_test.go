@@ -281,3 +281,55 @@ func TestECCModeHiccupKeepsTheCounters(t *testing.T) {
 		}
 	}
 }
+
+// TestFabricInfo: the fabric's state, status, health mask and summary come
+// from nvmlDeviceGetGpuFabricInfo_v4 on the slow tier (its one-byte state
+// and summary read as bytes), from the versioned v3 call on a driver
+// without v4, and not at all on a driver with neither or a GPU of no
+// fabric.
+func TestFabricInfo(t *testing.T) {
+	fabric := &nvml.GpuFabricInfo_v4{Status: 0, State: 3, HealthMask: 0x5199, HealthSummary: 2, NumCliques: 1}
+	fabric.Cliques[0].Id = 7
+	want := map[reading.ID]reading.Opt[uint64]{
+		reading.HFabricState: reading.Some[uint64](3), reading.HFabricStatus: reading.Some[uint64](0),
+		reading.HFabricHealth: reading.Some[uint64](0x5199), reading.HFabricSummary: reading.Some[uint64](2),
+	}
+	none := map[reading.ID]reading.Opt[uint64]{reading.HFabricState: {}, reading.HFabricStatus: {}, reading.HFabricHealth: {}, reading.HFabricSummary: {}}
+	for _, tc := range []struct {
+		name    string
+		fabric  *nvml.GpuFabricInfo_v4
+		missing []string
+		want    map[reading.ID]reading.Opt[uint64]
+		called  string
+	}{
+		{"v4", fabric, nil, want, "GetGpuFabricInfo_v4"},
+		{"older driver: v3", fabric, []string{"nvmlDeviceGetGpuFabricInfo_v4"}, want, "GetGpuFabricInfoV"},
+		{"old driver: neither", fabric, []string{"nvmlDeviceGetGpuFabricInfo_v4", "nvmlDeviceGetGpuFabricInfoV"}, none, ""},
+		{"no fabric", nil, nil, none, "GetGpuFabricInfo_v4"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := healthDev()
+			d.Fabric = tc.fabric
+			missing := map[string]bool{}
+			for _, m := range tc.missing {
+				missing[m] = true
+			}
+			h := openFakeConfig(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}, Missing: missing}, Config{Reprobe: time.Hour, SlowEvery: 3, FieldWait: time.Millisecond})
+			for n := range 3 { // a slow sample, then two that carry it
+				var s reading.Sample
+				h.GPUs[0].Sample(&s)
+				for id, w := range tc.want {
+					if s.Values[id] != w {
+						t.Errorf("sample %d: %s = %+v, want %+v", n, reading.Table[id].Name, s.Values[id], w)
+					}
+				}
+			}
+			if tc.called != "" && d.Count(tc.called) != 1 {
+				t.Errorf("%s called %d times in 3 samples, want 1 (slow tier)", tc.called, d.Count(tc.called))
+			}
+			if got := h.GPUs[0].HealthGroups()[reading.GroupFabric]; got != tc.want[reading.HFabricState].OK {
+				t.Errorf("fabric group recorded %v", got)
+			}
+		})
+	}
+}

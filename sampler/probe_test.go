@@ -18,8 +18,9 @@ import (
 
 func TestProbeTimesEveryCallReadOnly(t *testing.T) {
 	d0, d1 := fakenvml.NewDev(), fakenvml.NewDev()
-	for _, d := range []*fakenvml.Dev{d0, d1} { // a B200's memory repair and SRAM getters too
+	for _, d := range []*fakenvml.Dev{d0, d1} { // a B200's memory repair, SRAM and fabric getters too
 		d.SramEcc, d.Repair, d.Unrepairable = &nvml.EccSramErrorStatus{}, &nvml.RepairStatus{}, &nvml.UnrepairableMemoryStatus_v1{}
+		d.Fabric = &nvml.GpuFabricInfo_v4{State: 3}
 	}
 	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d0, d1}})
 	rep := Probe(h, ProbeOptions{Calls: 20, Deadline: time.Second, Interval: 100 * time.Millisecond, SlowEvery: 10})
@@ -34,10 +35,10 @@ func TestProbeTimesEveryCallReadOnly(t *testing.T) {
 		}
 	}
 	// Every column at its normal rate: 14 calls (2 fans) plus the slow tier
-	// (10 calls every 10th sample: 7, and the 3 health getters) plus the
-	// process reader's 3 a second.
-	if e := rep.Estimate(); e.CallsPerSample < 15.2 || e.CallsPerSample > 15.4 || e.CallsPerSampleTop >= e.CallsPerSample {
-		t.Errorf("calls per sample %.2f (stretched %.2f), want 15.3 and fewer when stretched", e.CallsPerSample, e.CallsPerSampleTop)
+	// (11 calls every 10th sample: 7, and the 4 health getters of memory
+	// repair, SRAM and the fabric) plus the process reader's 3 a second.
+	if e := rep.Estimate(); e.CallsPerSample < 15.3 || e.CallsPerSample > 15.5 || e.CallsPerSampleTop >= e.CallsPerSample {
+		t.Errorf("calls per sample %.2f (stretched %.2f), want 15.4 and fewer when stretched", e.CallsPerSample, e.CallsPerSampleTop)
 	}
 	// 40 calls per kind and GPU (two phases), fan calls on fan 0 only.
 	if n := d0.Count("GetTemperature"); n != 40 {

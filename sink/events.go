@@ -250,6 +250,7 @@ const (
 	TypeRMInitFailed          = "RM_INIT_FAILED"          // kernel: RmInitAdapter failed
 	TypeGSPTimeout            = "GSP_TIMEOUT"             // kernel: a GSP RPC timed out
 	TypeGSPCrash              = "GSP_CRASH"               // kernel: GSP heartbeat lost or crash report
+	TypeSXid                  = "SXid"                    // kernel: an NVSwitch's SXid (switch=, sxid=, name=, severity=); the switch's, not a GPU's
 	TypeUncleanStop           = "UNCLEAN_STOP"            // the previous run did not stop cleanly (written at start)
 	TypeTDPChange             = "TDP_CHANGE"              // the enforced power limit changed
 	TypePState                = "PState"                  // NVML P-state change event
@@ -287,6 +288,7 @@ var eventClasses = map[string]EventClass{
 	TypeRMInitFailed:          EventIncident,
 	TypeGSPTimeout:            EventIncident,
 	TypeGSPCrash:              EventIncident,
+	TypeSXid:                  EventNotable, // a switch's error: the GPUs behind it report their own Xids
 	TypeUncleanStop:           EventIncident,
 	TypeTDPChange:             EventNotable,
 	TypeNVMLRecovered:         EventRoutine,

@@ -33,6 +33,7 @@ func TestEventClass(t *testing.T) {
 		{"RM_INIT_FAILED", "source=kmsg type=RM_INIT_FAILED", EventIncident},
 		{"GSP_TIMEOUT", "source=kmsg type=GSP_TIMEOUT", EventIncident},
 		{"GSP_CRASH", "source=kmsg type=GSP_CRASH", EventIncident},
+		{"SXid", "source=kmsg type=SXid switch=3 sxid=15009 name=\"route GLT DBE\" severity=fatal", EventNotable},
 		{"UNCLEAN_STOP", "source=start type=UNCLEAN_STOP same_boot=false", EventIncident},
 		{"TDP_CHANGE", "type=TDP_CHANGE from=600W to=450W delta=-150W", EventNotable},
 		{"PState", "source=nvml type=PState data=1", EventRoutine},

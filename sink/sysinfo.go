@@ -76,6 +76,9 @@ type SystemInfo struct {
 	// Health is per GPU index which health counter groups the GPU answered
 	// (absent: not read yet).
 	Health map[int]string
+	// Fabric is which fabric daemons run (FabricServices), set where a
+	// GPU reports an NVLink fabric; nil: not shown.
+	Fabric []reading.FabricService
 	// KernelClock says how dmesg_time relates to the kernel log's clock
 	// (kclock.Fit.Describe): the measured offset and its age.
 	KernelClock string
@@ -112,6 +115,9 @@ func RenderSystemInfo(si SystemInfo) []byte {
 		na(si.Host.OS), na(si.Host.Kernel), na(si.Host.CPU), na(si.Host.Board))
 	fmt.Fprintf(&b, "--- Driver ---\n Driver: %s\n NVML: %s\n CUDA: %s\n\n",
 		na(si.System.DriverVersion), na(si.System.NVMLVersion), na(si.System.CUDAVersion))
+	if si.Fabric != nil {
+		fmt.Fprintf(&b, "--- NVLink fabric ---\n Services: %s\n\n", FabricServicesText(si.Fabric))
+	}
 	fmt.Fprintf(&b, "--- Kernel log clock ---\n dmesg_time: %s\n\n", na(si.KernelClock))
 	for _, g := range si.GPUs {
 		fmt.Fprintf(&b, "--- GPU %d ---\n", g.Index)

@@ -8,11 +8,12 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
+	"github.com/gpu-telemetry/gpu-telemetry/xid"
 )
 
 // A KernelLine is a kernel log record that is not an Xid but tells of a
-// GPU's trouble, taken apart (one of AER and NVRM is set: an AER line on
-// the GPU's PCIe path, or an NVRM failure line) and attributed by the
+// GPU's trouble, taken apart (one of AER, NVRM and SXid is set: an AER
+// line on the GPU's PCIe path, an NVRM failure line, or an NVSwitch's SXid) and attributed by the
 // caller, which knows the GPUs' bus ids and PCIe paths, to the GPU it
 // concerns. An AER line reported by a bridge concerns every GPU below it:
 // it is one KernelLine for each.
@@ -23,6 +24,7 @@ type KernelLine struct {
 	Bus  string    // the GPU's bus id, or the line's own address when no GPU is monitored there; "" unknown
 	AER  *kmsg.AERReport
 	NVRM *kmsg.NVRMReport
+	SXid *kmsg.SXidReport // an NVSwitch's: GPU -1, Bus the switch's
 }
 
 // nvrmLines are the events.log type (also the kind= of their
@@ -67,6 +69,18 @@ func (s *Stage) KernelLine(l KernelLine) Record {
 			line.Fields = sink.KV("driver_gpu", strconv.Itoa(l.NVRM.DriverGPU))
 		}
 		ev = &snapshot.Event{What: n.what, Reason: n.reason, Stage: n.stage}
+	case l.SXid != nil:
+		// The switch's error, not a GPU's: its line names the switch, and
+		// the GPUs behind it report their own Xids (74, 45).
+		x := l.SXid
+		kind, line.Type = sink.TypeSXid, sink.TypeSXid
+		sev := "nonfatal"
+		if i, ok := xid.LookupSXid(x.Code); !ok {
+			sev = "unknown"
+		} else if i.Fatal {
+			sev = "fatal"
+		}
+		line.Fields = sink.KV("switch", strconv.Itoa(x.Switch), "sxid", strconv.Itoa(x.Code), "name", xid.SXidName(x.Code), "severity", sev)
 	default:
 		return Record{}
 	}

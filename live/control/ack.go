@@ -105,6 +105,7 @@ func (s *Server) ack(c net.Conn, req AckRequest) (any, error) {
 	if u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10)); err == nil {
 		by = u.Username
 	}
+	defer s.stale() // after the ack, never a status answer built before it
 	return s.cfg.Ack(req, by)
 }
 

@@ -1,6 +1,8 @@
 package control
 
 import (
+	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -9,7 +11,10 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/action"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
+	"github.com/gpu-telemetry/gpu-telemetry/live"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
 // An ack from root reaches the daemon's Acker with the user's name and
@@ -54,6 +59,49 @@ func TestAck(t *testing.T) {
 	defer stop2()
 	if _, err := Ack(s2.cfg.Path, AckRequest{GPU: "3", Action: action.Reboot}, time.Second); err == nil || !strings.Contains(err.Error(), "does not take acks") {
 		t.Errorf("a daemon without an Acker: %v", err)
+	}
+}
+
+// A status asked for once an ack is answered shows what the ack did,
+// however recently an answer was built before it: the answer shared
+// within Reuse is not served past an ack (the slurm wrapper's check right
+// after `gpu-telemetry ack` saw the acknowledged reboot still there).
+func TestStatusAfterAckShowsIt(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("an ack is root's: the test runs as root (as make test does)")
+	}
+	sl := live.NewSlot(reading.GPU{Index: 0, Name: "sim", BusID: "00000000:01:00.0"})
+	sl.Update(func(g *live.GPU) { g.Action = action.Current{Action: action.Reboot, Reasons: []string{"Xid 79"}} })
+	board := live.NewBoard([]*live.Slot{sl}, func() live.Host { return live.Host{Now: time.Now(), Version: "test"} })
+	var s *Server
+	s, err := Listen(Config{Path: filepath.Join(t.TempDir(), "control.sock"), Counters: counters.New(),
+		Ack: func(req AckRequest, by string) (AckReply, error) {
+			// A status request just before the ack takes effect (a
+			// health check's) builds the answer the next ones share.
+			s.release(s.status())
+			sl.Update(func(g *live.GPU) { g.Action = action.Current{} })
+			return AckReply{GPU: 0, Acked: req.Action, Action: action.None}, nil
+		}}, board)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Serve(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	if _, err := Ack(s.cfg.Path, AckRequest{GPU: "0", Action: action.Reboot}, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var d live.Doc
+	raw, err := Ask(s.cfg.Path, "status", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatal(err)
+	}
+	if a := d.GPUs[0].Action.Name; a != action.None {
+		t.Errorf("status after the ack: GPU 0's action %s, want none", a)
 	}
 }
 

@@ -430,7 +430,8 @@ func (s *Server) answerAck(c *net.UnixConn, req AckRequest, err error) {
 }
 
 // status returns the encoded status document (with its newline), built at
-// most once per Reuse; the caller releases it when written.
+// most once per Reuse, and again after an ack (stale); the caller releases
+// it when written.
 func (s *Server) status() *answer {
 	s.cmu.Lock()
 	defer s.cmu.Unlock()
@@ -449,6 +450,20 @@ func (s *Server) status() *answer {
 	}
 	s.cached.refs++
 	return s.cached
+}
+
+// stale drops the shared status answer: the next request builds one.
+// An ack calls it once carried out, before its reply, so that a status
+// asked for after the reply shows the ack (the wrapper of a scheduler
+// checks right after `gpu-telemetry ack`), even when an answer was built
+// within Reuse before it.
+func (s *Server) stale() {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	if old := s.cached; old != nil && old.refs == 0 {
+		s.spare = old
+	}
+	s.cached = nil
 }
 
 // encode appends the document and its newline to b with encoding/json.

@@ -54,6 +54,9 @@ type Dev struct {
 	SramEcc      *nvml.EccSramErrorStatus
 	Repair       *nvml.RepairStatus
 	Unrepairable *nvml.UnrepairableMemoryStatus_v1
+	// Fabric answers GetGpuFabricInfo_v4 and, as its v3 struct,
+	// GetGpuFabricInfoV; nil: NOT_SUPPORTED (a GPU of no NVLink fabric).
+	Fabric *nvml.GpuFabricInfo_v4
 	// Latency is how long every call takes, as on a slow driver.
 	Latency time.Duration
 
@@ -130,6 +133,15 @@ func (d *Dev) getter(fn string, arg uint32, out unsafe.Pointer) nvml.Return {
 		return putOpt(out, d.Repair, 1)
 	case "GetUnrepairableMemoryFlag_v1":
 		return putOpt(out, d.Unrepairable, 0)
+	case "GetGpuFabricInfo_v4":
+		return putOpt(out, d.Fabric, 0)
+	case "GetGpuFabricInfoV":
+		var v3 *nvml.GpuFabricInfoV
+		if f := d.Fabric; f != nil {
+			v3 = &nvml.GpuFabricInfoV{Version: uint32(unsafe.Sizeof(*v3)) | 3<<24, ClusterUuid: f.ClusterUuid, Status: f.Status,
+				CliqueId: f.Cliques[0].Id, State: f.State, HealthMask: f.HealthMask, HealthSummary: f.HealthSummary}
+		}
+		return putOpt(out, v3, 3)
 	}
 	return nvml.SUCCESS
 }

@@ -22,6 +22,9 @@ var criticalReasonAlerts = map[string]string{
 	"c2c_errors":             "GPUC2CErrors",
 	"recovery_action":        "GPURecoveryActionPolled",
 	"memory_unrepairable":    "GPUMemoryUnrepairable",
+	"fabric_error":           "GPUFabricUnhealthy",
+	"fabric_config":          "GPUFabricUnhealthy",
+	"fabric_route_unhealthy": "GPUFabricUnhealthy",
 }
 
 // TestEveryHealthReasonAlerts: every health reason the daemon can give

@@ -169,7 +169,7 @@ static const struct {
 	{ "retired", HG_RETIRED },   { "pcie", HG_PCIE },	      { "clkev", HG_CLKEV },
 	{ "nvlink", HG_NVLINK },     { "nvlink5", HG_NVLINK5 },   { "nvlink_legacy", HG_NVLINK_LEGACY },
 	{ "c2c", HG_C2C },	     { "recovery", HG_RECOVERY }, { "repair", HG_REPAIR },
-	{ "sram", HG_SRAM },	     { "histogram", HG_HISTOGRAM }, { "none", 0 },
+	{ "sram", HG_SRAM },	     { "histogram", HG_HISTOGRAM }, { "fabric", HG_FABRIC }, { "none", 0 },
 };
 
 int sim_health_groups(const char *s, unsigned int *out)
@@ -196,7 +196,7 @@ int sim_health_groups(const char *s, unsigned int *out)
 /* ---- GPU classes --------------------------------------------------------- */
 
 #define G_PRO (HG_ECC | HG_REMAP | HG_PCIE | HG_CLKEV | HG_RECOVERY | HG_HISTOGRAM)
-#define G_B200 (G_PRO | HG_NVLINK | HG_NVLINK5 | HG_REPAIR | HG_SRAM)
+#define G_B200 (G_PRO | HG_NVLINK | HG_NVLINK5 | HG_REPAIR | HG_SRAM | HG_FABRIC)
 
 /* A class sets the facts a real board of that kind reports; later "gpu SEL"
  * lines override any of them. */
@@ -534,6 +534,42 @@ nvmlReturn_t nvmlDeviceGetSramEccErrorStatus(nvmlDevice_t device, nvmlEccSramErr
 	status->aggregateCor = u64(hv(d, HF_sram_agg_cor, now));
 	status->aggregateUncSecDed = u64(hv(d, HF_sram_agg_unc, now));
 	status->bThresholdExceeded = (unsigned int)u64(hv(d, HF_sram_threshold, now));
+	return NVML_SUCCESS;
+}
+
+/* The NVLink fabric (HG_FABRIC): the state, status, health mask and summary
+ * over time ("gpu 0 fabric_state 2", "at 30s gpu 0 fabric_health_mask
+ * 0x1a9a"); one unicast-pointer clique, fabric_clique. */
+nvmlReturn_t nvmlDeviceGetGpuFabricInfo_v4(nvmlDevice_t device, nvmlGpuFabricInfo_v4_t *info)
+{
+	ENTER(nvmlDeviceGetGpuFabricInfo_v4);
+	NEED(info);
+	GROUP(HG_FABRIC);
+	memset(info, 0, sizeof(*info));
+	memset(info->clusterUuid, 0x5a, sizeof(info->clusterUuid));
+	info->status = (nvmlReturn_t)u64(hv(d, HF_fabric_status, now));
+	info->numCliques = 1;
+	info->cliques[0].type = NVML_GPU_FABRIC_CLIQUE_TYPE_UNICAST_POINTER;
+	info->cliques[0].id = (unsigned int)u64(hv(d, HF_fabric_clique, now));
+	info->state = (nvmlGpuFabricState_t)u64(hv(d, HF_fabric_state, now));
+	info->healthMask = (unsigned int)u64(hv(d, HF_fabric_health_mask, now));
+	info->healthSummary = (unsigned char)u64(hv(d, HF_fabric_health_summary, now));
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, nvmlGpuFabricInfoV_t *info)
+{
+	ENTER(nvmlDeviceGetGpuFabricInfoV);
+	NEED_VERSION(info, nvmlGpuFabricInfo_v3);
+	GROUP(HG_FABRIC);
+	memset(info, 0, sizeof(*info));
+	info->version = nvmlGpuFabricInfo_v3;
+	memset(info->clusterUuid, 0x5a, sizeof(info->clusterUuid));
+	info->status = (nvmlReturn_t)u64(hv(d, HF_fabric_status, now));
+	info->cliqueId = (unsigned int)u64(hv(d, HF_fabric_clique, now));
+	info->state = (nvmlGpuFabricState_t)u64(hv(d, HF_fabric_state, now));
+	info->healthMask = (unsigned int)u64(hv(d, HF_fabric_health_mask, now));
+	info->healthSummary = (unsigned char)u64(hv(d, HF_fabric_health_summary, now));
 	return NVML_SUCCESS;
 }
 #endif

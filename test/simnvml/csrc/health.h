@@ -86,6 +86,14 @@ SIMHF(sram_vol_unc, 0, HG_SRAM, L, 0, 1)
 SIMHF(sram_agg_cor, 0, HG_SRAM, L, 0, 1)
 SIMHF(sram_agg_unc, 0, HG_SRAM, L, 0, 1)
 SIMHF(sram_threshold, 0, HG_SRAM, U, 0, 1)
+/* The NVLink fabric: probe completed, status success, every health mask
+ * field reported healthy (bandwidth, routes, no recovery, configuration
+ * correct, partition assigned, GFM connected: 0x51aa), summary healthy. */
+SIMHF(fabric_state, 0, HG_FABRIC, U, NVML_GPU_FABRIC_STATE_COMPLETED, 1)
+SIMHF(fabric_status, 0, HG_FABRIC, U, 0, 1)
+SIMHF(fabric_health_mask, 0, HG_FABRIC, U, 0x51aa, 1)
+SIMHF(fabric_health_summary, 0, HG_FABRIC, U, NVML_GPU_FABRIC_HEALTH_SUMMARY_HEALTHY, 1)
+SIMHF(fabric_clique, 0, HG_FABRIC, U, 32766, 1)
 
 /* NVLink per link: "nvlink3_state 0" (link 3), "nvlink_state 0" (every link). */
 SIMLF(speed, NVML_FI_DEV_NVLINK_GET_SPEED, HG_NVLINK, U, 53125, 1)

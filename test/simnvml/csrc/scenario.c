@@ -1220,7 +1220,7 @@ static int stmt_static(struct parser *p, struct nvmlDevice_st *d, char **tok, in
 	if (strcmp(k, "health") == 0) {
 		ARGS(1, "health GROUP|GROUP...");
 		if (sim_health_groups(tok[1], &d->health) != 0)
-			return perr(p, "bad health groups \"%s\" (ecc remap remap_phantom retired pcie clkev nvlink nvlink5 nvlink_legacy c2c recovery repair sram histogram none)", tok[1]);
+			return perr(p, "bad health groups \"%s\" (ecc remap remap_phantom retired pcie clkev nvlink nvlink5 nvlink_legacy c2c recovery repair sram histogram fabric none)", tok[1]);
 		return 0;
 	}
 	if (strcmp(k, "nvlinks") == 0 || strcmp(k, "c2c_links") == 0) {

@@ -1,0 +1,77 @@
+package sink
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// A dead Fabric Manager goes unnoticed on an NVSwitch system
+// (NVIDIA/NVSentinel issue 883): the GPUs' fabric stays "in progress" or
+// loses its routes while the driver looks fine. FabricServices says which
+// of the fabric's daemons run, from the host's /proc (no program run, no
+// D-Bus): the process's executable name, as the daemons' systemd units
+// start them.
+
+// fabricDaemons are the fabric's daemons: NVIDIA Fabric Manager (unit
+// nvidia-fabricmanager, HGX and NVL72), the IMEX daemon (nvidia-imex,
+// GB200 NVL72's memory export between nodes) and the NVLink subnet manager
+// (nvlsm, NVLink5 switch trays).
+var fabricDaemons = []reading.FabricService{
+	{Name: "nvidia-fabricmanager", Exe: "nv-fabricmanager"},
+	{Name: "nvidia-imex", Exe: "nvidia-imex"},
+	{Name: "nvlsm", Exe: "nvlsm"},
+}
+
+// maxProcScan bounds the processes FabricServices looks at: a host with
+// more stops the scan there (what was not found reads as not running).
+const maxProcScan = 1 << 16
+
+// FabricServices scans root's /proc for the fabric daemons (root "/" on a
+// real host). Each process's command line is read once; a process that
+// goes away meanwhile is skipped.
+func FabricServices(root string) []reading.FabricService {
+	out := append([]reading.FabricService(nil), fabricDaemons...)
+	proc := filepath.Join(root, "proc")
+	d, err := os.Open(proc)
+	if err != nil {
+		return out
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(maxProcScan)
+	for _, n := range names {
+		pid, err := strconv.Atoi(n)
+		if err != nil || pid <= 0 {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(proc, n, "cmdline"))
+		if err != nil || len(b) == 0 {
+			continue
+		}
+		argv0, _, _ := strings.Cut(string(b), "\x00")
+		exe := filepath.Base(argv0)
+		for i := range out {
+			if out[i].PID == 0 && out[i].Exe == exe {
+				out[i].PID = pid
+			}
+		}
+	}
+	return out
+}
+
+// FabricServicesText says which of them run: "nvidia-fabricmanager running
+// (pid 1234), nvidia-imex not running, nvlsm not running".
+func FabricServicesText(s []reading.FabricService) string {
+	parts := make([]string, len(s))
+	for i, f := range s {
+		if f.PID > 0 {
+			parts[i] = f.Name + " running (pid " + strconv.Itoa(f.PID) + ")"
+		} else {
+			parts[i] = f.Name + " not running"
+		}
+	}
+	return strings.Join(parts, ", ")
+}
