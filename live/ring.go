@@ -57,7 +57,7 @@ const HistoryBytes = int(unsafe.Sizeof(History{}))
 // are null, as are readings the sample did not have.
 type History struct {
 	mu   sync.Mutex
-	sec  [historyLen]int64                 // the Unix second row i holds (0: none)
+	sec  [historyLen]int64               // the Unix second row i holds (0: none)
 	vals [historyLen][numHistory]float64 // NaN: absent
 }
 

@@ -186,4 +186,3 @@ func TestEventsRing(t *testing.T) {
 		t.Errorf("%d lines of %d bytes in all", l.n, l.bytes)
 	}
 }
-
