@@ -30,6 +30,10 @@ var historyKeys = [...]string{
 
 const numHistory = len(historyKeys)
 
+// HistoryKeys returns the keys of the series of every GPU's History, in
+// their order (a copy).
+func HistoryKeys() []string { return append([]string(nil), historyKeys[:]...) }
+
 // historyDefs are historyKeys' rows of reading.Table (nil: the fan's).
 var historyDefs = func() (defs [numHistory]*reading.Def) {
 	for k, key := range historyKeys {
