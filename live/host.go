@@ -159,6 +159,8 @@ type Board struct {
 	slots []*Slot
 	host  func() Host          // NewBoard's host view source; nil: published
 	pub   atomic.Pointer[Host] // the host view published last (PublishHost)
+	// events are the host's last events.log lines (events.go).
+	events Events
 }
 
 // NewBoard returns a board over the GPUs' slots whose host view host
@@ -178,6 +180,28 @@ func NewPublishedBoard(slots []*Slot) *Board {
 // publisher nor a reader may change it, or what it points to (Counters),
 // afterwards.
 func (b *Board) PublishHost(h Host) { b.pub.Store(&h) }
+
+// Event keeps an events.log line (its newline, if any, left off) among the
+// host's last ones that a request may ask for (Events).
+func (b *Board) Event(line string) {
+	if n := len(line); n > 0 && line[n-1] == '\n' {
+		line = line[:n-1]
+	}
+	b.events.Add(line)
+}
+
+// Events returns the host's last n events.log lines, newest first.
+func (b *Board) Events(n int) []string { return b.events.Newest(n) }
+
+// History returns GPU i's (the board's i-th slot's) recent readings over
+// span up to the second of end; nil for a span not positive or no such
+// GPU.
+func (b *Board) History(i int, end time.Time, span time.Duration) *HistoryDoc {
+	if i < 0 || i >= len(b.slots) {
+		return nil
+	}
+	return b.slots[i].History(end, span)
+}
 
 // View copies the current state. It takes each slot's lock only for a copy
 // and never waits on NVML.

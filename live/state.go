@@ -338,6 +338,9 @@ func (g *GPU) Incident(t time.Time, reason string) uint64 {
 type Slot struct {
 	mu sync.Mutex
 	g  GPU
+	// hist is the GPU's history ring (ring.go), preallocated here: it has
+	// its own lock, and is not copied with the view.
+	hist History
 }
 
 // NewSlot returns a slot for a GPU with the given static facts.
@@ -351,6 +354,16 @@ func (s *Slot) Update(f func(g *GPU)) {
 	s.mu.Lock()
 	f(&s.g)
 	s.mu.Unlock()
+}
+
+// Record takes an answered sample into the GPU's history ring (the monitor
+// calls it after Update with the same sample; History.Add).
+func (s *Slot) Record(smp *reading.Sample) { s.hist.Add(smp) }
+
+// History returns the GPU's recent readings over span up to the second of
+// end (History.Doc); nil when span is not positive.
+func (s *Slot) History(end time.Time, span time.Duration) *HistoryDoc {
+	return s.hist.Doc(end, span)
 }
 
 // Load copies the view into dst.

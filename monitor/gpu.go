@@ -363,6 +363,7 @@ func (gs *gpuState) publish(s *reading.Sample) {
 			g.RemapHist = hv.RemapHist
 		}
 	})
+	gs.slot.Record(s) // the history ring the terminal charts (live.History)
 	if a := gs.m.procs.atop; a != nil {
 		a.Sample(s) // atop's per-second figures from the rows: no NVML call of its own
 	}

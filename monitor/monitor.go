@@ -495,6 +495,7 @@ func (m *Monitor) eventLine(e sink.EventLine) {
 	}
 	line := e.Line()
 	m.queueJournal(line)
+	m.board.Event(line) // the last lines a status request may ask for (status events=N)
 	if err := m.events.Line(line); err != nil {
 		lose(m.reg, m.log, lineFails, "an events.log line", slog.String("line", line), slog.String("error", err.Error()))
 	}

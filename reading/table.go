@@ -34,6 +34,11 @@ const (
 	// Slow: read about once a second (the slow tier), carried forward in
 	// between.
 	Slow
+	// Static: a fact of the board that does not change while the driver
+	// runs (a maximum clock, a temperature threshold): read on the slow
+	// tier until it is given, then carried forward (read again only after
+	// a failed sample).
+	Static
 )
 
 // Format is how a CSV cell writes a reading's value (Def.AppendCell; read
@@ -235,6 +240,17 @@ const (
 	PCIeMaxWidth
 	PCIeTxBytes
 	PCIeRxBytes
+	JpgUtil // percent
+	OfaUtil // percent
+	BAR1UsedBytes
+	BAR1TotalBytes
+	VRAMReservedBytes
+	MaxGraphicsMHz
+	MaxSMMHz
+	MaxMemMHz
+	ShutdownTempC
+	SlowdownTempC
+	PCIeGPUMaxGen
 	HECCMode
 	HECCPending
 	HSBEVolatile
@@ -352,6 +368,41 @@ var Table = [NumReadings]Def{
 	// each way (rate()) without nvmlDeviceGetPcieThroughput's 20 ms sampling.
 	PCIeRxBytes: {Name: "PCIeRxBytes", Field: 198 /* NVML_FI_DEV_PCIE_COUNT_RX_BYTES */, Type: U64, Unit: "B", CSV: "pcie_rx_bytes", Key: "pcie_rx_bytes",
 		Metric: Metric{Name: "pcie_rx_bytes_total", Help: "PCIe bytes received (the driver's counter may wrap).", Counter: true, Scale: 1}},
+	// The JPEG decoder's and the optical flow accelerator's utilization
+	// (issue 40's engine panel), as the encoder's and decoder's; drivers
+	// before R525 have neither function: absent.
+	JpgUtil: {Name: "JpgUtil", Getter: "nvmlDeviceGetJpgUtilization", Shape: ShapeOutOut, Tier: Slow, Unit: "%", Max: maxPercent, Key: "jpg_util_pct",
+		Metric: utilMetric("jpeg")},
+	OfaUtil: {Name: "OfaUtil", Getter: "nvmlDeviceGetOfaUtilization", Shape: ShapeOutOut, Tier: Slow, Unit: "%", Max: maxPercent, Key: "ofa_util_pct",
+		Metric: utilMetric("ofa")},
+	// The BAR1 aperture (the CPU's window onto GPU memory), used and size.
+	BAR1UsedBytes: {Name: "BAR1UsedBytes", Getter: "nvmlDeviceGetBAR1MemoryInfo", Value: "Bar1Used", Type: U64, Tier: Slow, Unit: "B", Max: maxVRAM, Key: "bar1_used_bytes",
+		Metric: Metric{Name: "bar1_used_bytes", Help: "BAR1 memory used.", Scale: 1}},
+	BAR1TotalBytes: {Name: "BAR1TotalBytes", Getter: "nvmlDeviceGetBAR1MemoryInfo", Value: "Bar1Total", Type: U64, Tier: Slow, Unit: "B", Max: maxVRAM, Key: "bar1_total_bytes",
+		Metric: Metric{Name: "bar1_total_bytes", Help: "BAR1 memory size.", Scale: 1}},
+	// What the driver reserves of the VRAM: the same call as used and
+	// total; an older driver's nvmlDeviceGetMemoryInfo counts it as used
+	// and does not give it (absent).
+	VRAMReservedBytes: {Name: "VRAMReservedBytes", Getter: "nvmlDeviceGetMemoryInfo_v2", Value: "Reserved", Type: U64, Tier: Secondary, Unit: "B", Max: maxVRAM, Key: "memory_reserved_bytes",
+		Metric: Metric{Name: "memory_reserved_bytes", Help: "GPU memory reserved by the driver.", Scale: 1}},
+	// The clocks' maximums, for the clocks against them.
+	MaxGraphicsMHz: {Name: "MaxGraphicsMHz", Getter: "nvmlDeviceGetMaxClockInfo", Shape: ShapeArgOut, Arg: 0 /* NVML_CLOCK_GRAPHICS */, Tier: Static, Unit: "MHz", Max: maxClockMHz, Key: "max_graphics_clock_mhz",
+		Metric: Metric{Name: "clock_max_hz", Help: "Maximum clock frequency.", Scale: 1e6, Label: [2]string{"clock", "graphics"}}},
+	MaxSMMHz: {Name: "MaxSMMHz", Getter: "nvmlDeviceGetMaxClockInfo", Shape: ShapeArgOut, Arg: 1 /* NVML_CLOCK_SM */, Tier: Static, Unit: "MHz", Max: maxClockMHz, Key: "max_sm_clock_mhz",
+		Metric: Metric{Name: "clock_max_hz", Help: "Maximum clock frequency.", Scale: 1e6, Label: [2]string{"clock", "sm"}}},
+	MaxMemMHz: {Name: "MaxMemMHz", Getter: "nvmlDeviceGetMaxClockInfo", Shape: ShapeArgOut, Arg: 2 /* NVML_CLOCK_MEM */, Tier: Static, Unit: "MHz", Max: maxClockMHz, Key: "max_memory_clock_mhz",
+		Metric: Metric{Name: "clock_max_hz", Help: "Maximum clock frequency.", Scale: 1e6, Label: [2]string{"clock", "memory"}}},
+	// The temperatures at which the GPU shuts down and slows down for
+	// hardware protection (0 is no threshold: Min 1).
+	ShutdownTempC: {Name: "ShutdownTempC", Getter: "nvmlDeviceGetTemperatureThreshold", Shape: ShapeArgOut, Arg: 0 /* NVML_TEMPERATURE_THRESHOLD_SHUTDOWN */, Tier: Static, Unit: "C", Min: 1, Max: maxTempC, Key: "shutdown_temp_c",
+		Metric: Metric{Name: "temperature_threshold_celsius", Help: "Temperature threshold of hardware protection.", Scale: 1, Label: [2]string{"threshold", "shutdown"}}},
+	SlowdownTempC: {Name: "SlowdownTempC", Getter: "nvmlDeviceGetTemperatureThreshold", Shape: ShapeArgOut, Arg: 1 /* NVML_TEMPERATURE_THRESHOLD_SLOWDOWN */, Tier: Static, Unit: "C", Min: 1, Max: maxTempC, Key: "slowdown_temp_c",
+		Metric: Metric{Name: "temperature_threshold_celsius", Help: "Temperature threshold of hardware protection.", Scale: 1, Label: [2]string{"threshold", "slowdown"}}},
+	// The GPU's own maximum link generation (pcie_max_gen is the GPU's and
+	// the slot's together): a slot below the GPU shows as the two apart
+	// (issue 39); R510 and later.
+	PCIeGPUMaxGen: {Name: "PCIeGPUMaxGen", Getter: "nvmlDeviceGetGpuMaxPcieLinkGeneration", Tier: Static, Min: 1, Max: maxPCIeGen, Key: "pcie_gpu_max_gen",
+		Metric: Metric{Name: "pcie_link_gpu_max_generation", Help: "Maximum PCIe link generation of the GPU.", Scale: 1}},
 
 	// The hardware health counters (health.go), read on the slow tier in
 	// their own field call; field 0: derived from the per-link readings,

@@ -88,6 +88,7 @@ var layouts = map[string]struct {
 	"nvmlDeviceGetUtilizationRates":          {reflect.TypeFor[nvml.Utilization](), 0},
 	"nvmlDeviceGetMemoryInfo_v2":             {reflect.TypeFor[nvml.Memory_v2](), 2},
 	"nvmlDeviceGetMemoryInfo":                {reflect.TypeFor[nvml.Memory](), 0},
+	"nvmlDeviceGetBAR1MemoryInfo":            {reflect.TypeFor[nvml.BAR1Memory](), 0},
 	"nvmlDeviceGetSramEccErrorStatus":        {reflect.TypeFor[nvml.EccSramErrorStatus](), 1},
 	"nvmlDeviceGetRepairStatus":              {reflect.TypeFor[nvml.RepairStatus](), 1},
 	"nvmlDeviceGetUnrepairableMemoryFlag_v1": {reflect.TypeFor[nvml.UnrepairableMemoryStatus_v1](), 0},
@@ -292,9 +293,17 @@ func at[F uint32 | uint64 | int32](base unsafe.Pointer, f *F) cVal {
 	return cVal{uintptr(unsafe.Pointer(f)) - uintptr(base), unsafe.Sizeof(*f)}
 }
 
-// tierDue reports whether a reading of tier t is read in a sample.
+// tierDue reports whether a reading of tier t is read in a sample (a
+// static one: on the slow tier, while it has no value: readDue).
 func tierDue(t reading.Tier, slow, second bool) bool {
-	return (t != reading.Slow || slow) && (t != reading.Secondary || second)
+	return (t < reading.Slow || slow) && (t != reading.Secondary || second)
+}
+
+// readDue reports whether getter reading d is read in this sample: as its
+// tier says, and a static one only until it has a value, which is carried
+// from then on (a failed sample clears it: read again).
+func (g *GPU) readDue(d *reading.Def, slow, second bool) bool {
+	return tierDue(d.Tier, slow, second) && (d.Tier != reading.Static || !g.carry[d.ID()].OK)
 }
 
 // Result codes an executor records besides NVML's.
@@ -356,7 +365,7 @@ func (g *GPU) plan(r *raw, fans int, slow, second bool) {
 		}
 	}
 	for _, gr := range getterReadings {
-		if tierDue(gr.def.Tier, slow, second) {
+		if g.readDue(gr.def, slow, second) {
 			for _, c := range gr.calls {
 				if add(c) {
 					break
@@ -416,7 +425,7 @@ func (g *GPU) keep(s *reading.Sample, d *reading.Def, fn Fn, v uint64) {
 // carried sets reading d in s to the value carried from the last sample
 // that read its tier, and reports whether its tier is not read in this one.
 func (g *GPU) carried(r *raw, s *reading.Sample, d *reading.Def) bool {
-	if tierDue(d.Tier, r.slow, r.second) {
+	if g.readDue(d, r.slow, r.second) {
 		g.carry[d.ID()] = reading.Opt[uint64]{}
 		return false
 	}

@@ -179,6 +179,14 @@ func perSample(g *GPU, c call, slowEvery, lvl int) float64 {
 	fans := min(g.Info().NumFans, reading.MaxFans)
 	var r raw
 	n := 0
+	// A static reading is read once, not per sample: planned as given.
+	carry := g.carry
+	defer func() { g.carry = carry }()
+	for id := range reading.Table {
+		if reading.Table[id].Tier == reading.Static {
+			g.carry[id] = reading.Some[uint64](0)
+		}
+	}
 	for s := 1; s <= period; s++ { // sample 0 reads everything: not typical
 		slow, second := due(uint64(s), g.Info().Index, slowEvery, lvl)
 		g.plan(&r, fans, slow, second)

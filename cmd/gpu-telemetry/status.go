@@ -44,6 +44,25 @@ func (f *SocketFlag) socket() string { return f.Socket }
 type StatusCLI struct {
 	SocketFlag
 	JSON bool `name:"json" help:"Print the daemon's status document as JSON."`
+	// History and Events ask for what the daemon keeps in memory beyond
+	// the plain document (control.Options), with --json only.
+	History time.Duration `name:"history" placeholder:"DUR" help:"With --json: each GPU's readings over the last DUR (at most 10m, one value a second) from the daemon's memory."`
+	Events  int           `name:"events" placeholder:"N" help:"With --json: the host's last N events.log lines (at most 500), newest first."`
+}
+
+// options are the control.Options the flags ask for; an error names the
+// flag that is out of bounds.
+func (c *StatusCLI) options() (control.Options, error) {
+	o := control.Options{History: c.History, Events: c.Events}
+	switch {
+	case c.History < 0 || c.History > control.MaxHistory:
+		return o, fmt.Errorf("--history %s: want a duration from 1s to %s", c.History, control.MaxHistory)
+	case c.Events < 0 || c.Events > control.MaxEvents:
+		return o, fmt.Errorf("--events %d: want a number of lines from 1 to %d", c.Events, control.MaxEvents)
+	case o != control.Options{} && !c.JSON:
+		return o, errors.New("--history and --events need --json")
+	}
+	return o, nil
 }
 
 // socketFlags parses the flags of a command that asks the daemon (status,
@@ -109,7 +128,15 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		}
 		return code
 	}
-	d, raw, err := control.Query(path, statusTimeout)
+	opts, err := cli.options()
+	if err != nil {
+		fmt.Fprintf(stderr, "gpu-telemetry status: %v\n", err)
+		if cli.JSON {
+			writeStatusError(stdout, statusError{Error: err.Error()})
+		}
+		return live.CheckUnknown
+	}
+	d, raw, err := control.QueryWith(path, opts, statusTimeout)
 	if err != nil {
 		msg := whyNoAnswer(path, err)
 		fmt.Fprintf(stderr, "gpu-telemetry status: %s\n", msg)

@@ -42,6 +42,10 @@ func TestStatusAndTopArguments(t *testing.T) {
 			{"no daemon", []string{"--socket", gone}, 3, "", "cannot ask the daemon at " + gone + ": no socket there: is the logger running (systemctl status gpu-telemetry), or was it started with another --socket?"},
 			{"no daemon, JSON", []string{"--socket", gone, "--json"}, 3, `"error": "cannot ask the daemon at ` + gone, "cannot ask the daemon at " + gone},
 			{"nothing listening", []string{"--socket", deaf}, 3, "", "cannot ask the daemon at " + deaf + ": nothing listens on it"},
+			{"history too long", []string{"--socket", gone, "--json", "--history", "11m"}, 3, `"error": "--history 11m0s: want a duration from 1s to 10m0s"`, "gpu-telemetry status: --history 11m0s: want a duration from 1s to 10m0s"},
+			{"history not a duration", []string{"--history", "soon"}, 3, "", "--history: "},
+			{"too many events", []string{"--json", "--events", "501"}, 3, `"error": "--events 501`, "--events 501: want a number of lines from 1 to 500"},
+			{"history without --json", []string{"--history", "1m"}, 3, "", "--history and --events need --json"},
 		})
 	})
 	t.Run("top", func(t *testing.T) {

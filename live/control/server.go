@@ -6,7 +6,9 @@
 //
 // The protocol is one request line (at most MaxRequest bytes, ending in a
 // newline), answered with one JSON document and a newline, after which the
-// server closes the connection. Requests: "status" (the document) and
+// server closes the connection. Requests: "status" (the document; with
+// options "history=DUR" and "events=N", also each GPU's recent readings
+// and the host's last events.log lines: request.go) and
 // "ping" ({"ok":true}), and "ack {...}" from root (ack.go), the one that
 // changes the daemon's state. Anything else is answered with {"error": "..."}.
 package control
@@ -375,6 +377,7 @@ func (s *Server) handle(cn *conn) {
 	displaced := s.spoke(cn)
 	c.SetWriteDeadline(time.Now().Add(WriteTimeout))
 	var req Request
+	var opts Options
 	switch {
 	case err != nil && displaced:
 		s.counts.Inc(requestsFailed)
@@ -387,7 +390,7 @@ func (s *Server) handle(cn *conn) {
 			s.answerAck(c, ack, aerr)
 			return
 		}
-		req, err = ParseRequest(line)
+		req, opts, err = ParseRequest(line)
 	}
 	if err != nil { // a client gone or silent is not answered
 		s.counts.Inc(requestsFailed)
@@ -397,7 +400,10 @@ func (s *Server) handle(cn *conn) {
 		return
 	}
 	reply, refusedDoc := pingReply, false
-	if req == ReqStatus {
+	switch {
+	case req == ReqStatus && opts != Options{}:
+		reply, refusedDoc = s.statusWith(opts)
+	case req == ReqStatus:
 		a := s.status()
 		defer s.release(a)
 		reply, refusedDoc = a.b, a.refusedDoc
@@ -464,6 +470,25 @@ func (s *Server) stale() {
 		s.spare = old
 	}
 	s.cached = nil
+}
+
+// statusWith builds and encodes the status document with what o asks for:
+// each GPU's history and the host's last events.log lines, copied from
+// their rings (never from NVML). Built for its request alone (the plain
+// answer's cache keeps its bytes), under the build lock, so a storm of
+// such requests costs at most one build at a time.
+func (s *Server) statusWith(o Options) (b []byte, refused bool) {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	s.board.ViewInto(&s.view)
+	d := live.NewDoc(s.view)
+	if o.History > 0 {
+		for i := range d.GPUs {
+			d.GPUs[i].History = s.board.History(i, d.Time, o.History)
+		}
+	}
+	d.Events = s.board.Events(o.Events)
+	return s.encode(nil, d)
 }
 
 // encode appends the document and its newline to b with encoding/json.

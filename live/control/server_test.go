@@ -26,7 +26,11 @@ func testBoard() *live.Board {
 	sl := live.NewSlot(reading.GPU{Index: 0, Name: "sim", BusID: "00000000:01:00.0"})
 	s := reading.Sample{Time: time.Now(), Values: reading.Values{reading.TempC: reading.Some[uint64](41)}}
 	sl.Update(func(g *live.GPU) { g.Observe(&s, 100*time.Millisecond) })
-	return live.NewBoard([]*live.Slot{sl}, func() live.Host { return live.Host{Now: time.Now(), Version: "test"} })
+	sl.Record(&s)
+	b := live.NewBoard([]*live.Slot{sl}, func() live.Host { return live.Host{Now: time.Now(), Version: "test"} })
+	b.Event("2026-12-06T14:00:00.000Z host=h gpu=0 type=FIRST\n")
+	b.Event("2026-12-06T14:00:01.000Z host=h gpu=0 type=SECOND")
+	return b
 }
 
 // serve starts a server on a fresh path and returns it with its stop func.
@@ -396,11 +400,15 @@ func TestConcurrentStatus(t *testing.T) {
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 
 func FuzzParseRequest(f *testing.F) {
-	for _, s := range []string{"status\n", "ping", " status \r\n", "", "\x00", strings.Repeat("a", 300)} {
+	for _, s := range []string{"status\n", "ping", " status \r\n", "", "\x00", strings.Repeat("a", 300),
+		"status history=10m events=200\n", "status events=0", "ping events=1", "status history=1h"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := ParseRequest(b)
+		r, o, err := ParseRequest(b)
+		if o.History < 0 || o.History > MaxHistory || o.Events < 0 || o.Events > MaxEvents || (r != ReqStatus && o != Options{}) {
+			t.Fatalf("%q: options out of bounds: %+v", b, o)
+		}
 		if (err == nil) != (r != 0) {
 			t.Fatalf("%q: request %d with error %v", b, r, err)
 		}
@@ -538,5 +546,98 @@ func TestAskBoundsTheAnswer(t *testing.T) {
 				t.Errorf("answer of %d bytes: %v, want an error saying %q", len(c.answer), err, c.err)
 			}
 		})
+	}
+}
+
+func TestParseRequest(t *testing.T) {
+	cases := []struct {
+		line string
+		req  Request
+		opts Options
+		err  string // a part of the error; "" none
+	}{
+		{"status\n", ReqStatus, Options{}, ""},
+		{"ping", ReqPing, Options{}, ""},
+		{"status history=10m events=200\r\n", ReqStatus, Options{History: 10 * time.Minute, Events: 200}, ""},
+		{"status events=1 history=1s", ReqStatus, Options{History: time.Second, Events: 1}, ""},
+		{Options{History: 90 * time.Second, Events: 20}.Line(), ReqStatus, Options{History: 90 * time.Second, Events: 20}, ""},
+		{"status history=10m1s", 0, Options{}, "at most 10m0s"},
+		{"status history=0s", 0, Options{}, "above 0"},
+		{"status history=-1m", 0, Options{}, "above 0"},
+		{"status history=soon", 0, Options{}, "history="},
+		{"status events=0", 0, Options{}, "from 1 to 500"},
+		{"status events=501", 0, Options{}, "from 1 to 500"},
+		{"status events=x", 0, Options{}, "from 1 to 500"},
+		{"status events=2 events=3", 0, Options{}, "twice"},
+		{"status colour=on", 0, Options{}, "unknown status option"},
+		{"status history", 0, Options{}, "history="},
+		{"ping events=2", 0, Options{}, "takes no options"},
+		{"stat", 0, Options{}, "unknown request"},
+	}
+	for _, c := range cases {
+		t.Run(c.line, func(t *testing.T) {
+			r, o, err := ParseRequest([]byte(c.line))
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("error %v, want one saying %q", err, c.err)
+				}
+				return
+			}
+			if err != nil || r != c.req || o != c.opts {
+				t.Fatalf("%v %+v %v, want %v %+v", r, o, err, c.req, c.opts)
+			}
+		})
+	}
+}
+
+// TestStatusWithHistoryAndEvents: the options add each GPU's history and
+// the host's last events.log lines, newest first; the plain answer has
+// neither, and a bad option is the one-line error answer.
+func TestStatusWithHistoryAndEvents(t *testing.T) {
+	s, stop := serve(t, Config{})
+	defer stop()
+	d, raw, err := QueryWith(s.cfg.Path, Options{History: time.Minute, Events: 5}, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := d.GPUs[0].History
+	if h == nil || h.StepS != 1 || !h.End.Equal(d.Time.Truncate(time.Second)) {
+		t.Fatalf("history %+v in %s", h, raw)
+	}
+	temps := h.Values("temperature_c")
+	if len(temps) != 60 {
+		t.Fatalf("%d temperatures for a minute: %s", len(temps), raw)
+	}
+	// The sample was taken within the last two seconds; before it, null.
+	n := 0
+	for _, p := range temps {
+		if p != nil {
+			if *p != 41 {
+				t.Errorf("temperature %v, want 41", *p)
+			}
+			n++
+		}
+	}
+	for _, p := range h.Values("power_w") {
+		if p != nil {
+			t.Errorf("absent power has a value: %s", raw)
+		}
+	}
+	if n != 1 || temps[0] != nil {
+		t.Errorf("%d temperatures given, want 1: %s", n, raw)
+	}
+	want := []string{"2026-12-06T14:00:01.000Z host=h gpu=0 type=SECOND", "2026-12-06T14:00:00.000Z host=h gpu=0 type=FIRST"}
+	if len(d.Events) != 2 || d.Events[0] != want[0] || d.Events[1] != want[1] {
+		t.Errorf("events %q, want %q", d.Events, want)
+	}
+	if d, _, _ := QueryWith(s.cfg.Path, Options{Events: 1}, time.Second); len(d.Events) != 1 || d.Events[0] != want[0] || d.GPUs[0].History != nil {
+		t.Errorf("events=1: %q, history %v", d.Events, d.GPUs[0].History)
+	}
+	_, plain, err := Query(s.cfg.Path, time.Second)
+	if err != nil || strings.Contains(string(plain), `"history"`) || strings.Contains(string(plain), `"events"`) {
+		t.Errorf("plain answer (%v): %s", err, plain)
+	}
+	if _, err := Ask(s.cfg.Path, "status history=11m", time.Second); err == nil || !strings.Contains(err.Error(), "answered: history=\"11m\": want") {
+		t.Errorf("bad option: %v", err)
 	}
 }

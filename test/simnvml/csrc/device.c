@@ -598,6 +598,24 @@ ANSWER_CODEC(nvmlDeviceGetEncoderUtilization, M_UTIL_ENC)
 
 ANSWER_CODEC(nvmlDeviceGetDecoderUtilization, M_UTIL_DEC)
 
+#ifndef SIMNVML_OLD_DRIVER
+/* The JPEG decoder and the optical flow accelerator: idle (R525 and later). */
+ANSWER2(nvmlDeviceGetJpgUtilization, unsigned int, utilization, 0, samplingPeriodUs, 167000)
+
+ANSWER2(nvmlDeviceGetOfaUtilization, unsigned int, utilization, 0, samplingPeriodUs, 167000)
+#endif
+
+/* BAR1: a 256 MiB aperture with 4 MiB mapped. */
+nvmlReturn_t nvmlDeviceGetBAR1MemoryInfo(nvmlDevice_t device, nvmlBAR1Memory_t *bar1Memory)
+{
+	ENTER(nvmlDeviceGetBAR1MemoryInfo);
+	NEED(bar1Memory);
+	bar1Memory->bar1Total = 256ULL << 20;
+	bar1Memory->bar1Used = 4ULL << 20;
+	bar1Memory->bar1Free = bar1Memory->bar1Total - bar1Memory->bar1Used;
+	return NVML_SUCCESS;
+}
+
 static inline unsigned long long mem_used(const struct nvmlDevice_st *d, int64_t now)
 {
 	return to_u64(sim_eval(d, M_MEM_USED, now) * 1048576.0);
@@ -643,6 +661,12 @@ ANSWER(nvmlDeviceGetCurrPcieLinkWidth, unsigned int, currLinkWidth, to_u32(sim_e
 ANSWER(nvmlDeviceGetMaxPcieLinkGeneration, unsigned int, maxLinkGen, d->max_pcie_gen)
 
 ANSWER(nvmlDeviceGetMaxPcieLinkWidth, unsigned int, maxLinkWidth, d->max_pcie_width)
+
+#ifndef SIMNVML_OLD_DRIVER
+/* The GPU's own maximum: the scenario's link maximum (the slot does not
+ * hold the GPU back). */
+ANSWER(nvmlDeviceGetGpuMaxPcieLinkGeneration, unsigned int, maxLinkGenDevice, d->max_pcie_gen)
+#endif
 
 ANSWER(nvmlDeviceGetPcieReplayCounter, unsigned int, value, to_u32(sim_eval(d, M_PCIE_REPLAY, now)))
 
