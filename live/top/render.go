@@ -107,13 +107,22 @@ func Render(d *live.Doc, err error, fetched time.Time, width, height, scroll int
 	if d == nil {
 		return Screen{Lines: finish([]string{cut("gpu-telemetry top: waiting for the daemon", width)}, foot, width, height)}
 	}
+	body, sc := overviewBody(d, nil, width, height-len(foot), scroll)
+	sc.Lines = finish(body, foot, width, height)
+	return sc
+}
+
+// overviewBody is the overview's lines for d in room lines of width,
+// scrolled to the scroll'th GPU of those that do not fit; m, when not nil,
+// gives the sparklines of each GPU's recent readings.
+func overviewBody(d *live.Doc, m *Model, width, room, scroll int) ([]string, Screen) {
 	barW := 12
 	if width >= 160 {
 		barW = 22
 	}
 	es := make([]entry, len(d.GPUs))
 	for i, g := range d.GPUs {
-		es[i] = newEntry(g, d.Time, width, barW)
+		es[i] = newEntry(g, d.Time, width, barW, m)
 	}
 	// Failing GPUs first, then critical ones, each in the document's order.
 	slices.SortStableFunc(es, func(a, b entry) int { return a.rank - b.rank })
@@ -121,9 +130,7 @@ func Render(d *live.Doc, err error, fetched time.Time, width, height, scroll int
 	for pinned < len(es) && es[pinned].rank < rankOther {
 		pinned++
 	}
-	body, sc := layout(hostLines(d, width), es, pinned, height-len(foot), scroll, width)
-	sc.Lines = finish(body, foot, width, height)
-	return sc
+	return layout(hostLines(d, width), es, pinned, room, scroll, width)
 }
 
 // layout places the host lines and the GPUs in room lines, taking the first
@@ -367,9 +374,16 @@ type entry struct {
 	line  string
 }
 
-func newEntry(g live.GPUDoc, now time.Time, width, barW int) entry {
+func newEntry(g live.GPUDoc, now time.Time, width, barW int, m *Model) entry {
 	rank := rankOf(g, now)
-	return entry{rank, gpuBlock(g, rank, now, width, barW), gpuLine(g, rank, now, width)}
+	block, line := gpuBlock(g, rank, now, width, barW), gpuLine(g, rank, now, width)
+	if s := m.sparks(g, width-8); s != "" {
+		block = append(block, cut("  "+s, width))
+	}
+	if s := m.sparks(g, (width-80)*2/3); s != "" {
+		line = fit(width, segment{line, 0}, segment{"  " + s, 1})
+	}
+	return entry{rank, block, line}
 }
 
 // stateSegs are the GPU's state: the word (in capitals when it is not ok;
