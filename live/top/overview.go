@@ -16,8 +16,8 @@ type overview struct {
 	shown Screen // the last screen drawn: where the scrolling stands
 }
 
-func (*overview) Name() string    { return "Overview" }
-func (*overview) Key() tcell.Key  { return tcell.KeyF2 }
+func (*overview) Name() string   { return "Overview" }
+func (*overview) Key() tcell.Key { return tcell.KeyF2 }
 func (v *overview) Data(m *Model) any {
 	if m.Doc == nil {
 		return nil

@@ -23,7 +23,7 @@ type procs struct {
 
 // ProcRow is one process as the view shows and exports it.
 type ProcRow struct {
-	GPU  int `json:"gpu"`
+	GPU int `json:"gpu"`
 	live.ProcDoc
 }
 
