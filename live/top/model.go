@@ -185,8 +185,9 @@ func pad(s string, width int) string {
 // page is lines from the from'th (held so the last page is full), at most
 // height of them, each padded to width; from is returned as held.
 func page(lines []Line, from, width, height int) ([]Line, int) {
+	height = max(height, 0)
 	from = min(max(from, 0), max(len(lines)-height, 0))
-	out := lines[from:min(len(lines), from+max(height, 0))]
+	out := lines[from:min(len(lines), from+height)]
 	res := make([]Line, len(out))
 	for i, l := range out {
 		res[i] = Line{pad(l.Text, width), l.Sev}
