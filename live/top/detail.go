@@ -87,8 +87,23 @@ func detailLines(m *Model, g *live.GPUDoc) []Line {
 	out := []Line{{fmt.Sprintf("GPU %d  %s  %s  %s  %s", g.Index, live.StateText(*g, now), g.Name, g.BusID, g.UUID), head},
 		{"  serial " + orNA(g.Serial) + "  vbios " + orNA(g.VBIOS) + "  samples " + strconv.FormatUint(g.Samples, 10) +
 			"  failures " + strconv.FormatUint(g.Failures, 10) + "  hung rows " + strconv.FormatUint(g.HungRows, 10), SevNormal}}
-	add := func(sev Sev, s string) { out = append(out, Line{s, sev}) }
+	// A GPU not answering has no readings now: those of its last sample
+	// are shown dim under a line that says so, never as current.
+	stale := g.State != live.StateAnswering.String() || g.SampleTime == nil
+	add := func(sev Sev, s string) {
+		if stale && sev == SevNormal {
+			sev = SevDim
+		}
+		out = append(out, Line{s, sev})
+	}
 	section := func(s string) { add(SevHead, s) }
+	if stale {
+		why := "  no readings now: not answering"
+		if g.SampleTime != nil {
+			why += "; the readings below are the last sample's, at " + g.SampleTime.In(now.Location()).Format("15:04:05")
+		}
+		add(SevCrit, why)
+	}
 
 	section("Engines")
 	gu, _ := g.Reading("gpu_util_pct").Num()
@@ -98,7 +113,7 @@ func detailLines(m *Model, g *live.GPUDoc) []Line {
 
 	section("Memory")
 	add(SevNormal, "  VRAM "+gib(g, "memory_used_bytes")+" used of "+gib(g, "memory_total_bytes")+
-		"  reserved n/a  BAR1 "+gib(g, keyBar1Used)+" of "+gib(g, keyBar1Total))
+		"  reserved "+gib(g, "memory_reserved_bytes")+"  BAR1 "+gib(g, keyBar1Used)+" of "+gib(g, keyBar1Total))
 
 	section("Clocks")
 	add(SevNormal, "  graphics "+opt(g, "graphics_clock_mhz", -1, "")+"/"+opt(g, keyMaxGfx, -1, "")+" MHz  SM "+
@@ -174,6 +189,7 @@ func detailLines(m *Model, g *live.GPUDoc) []Line {
 	add(SevNormal, "  gen "+opt(g, "pcie_gen", -1, "")+"/"+opt(g, "pcie_max_gen", -1, "")+"  width x"+opt(g, "pcie_width", -1, "")+
 		"/x"+opt(g, "pcie_max_width", -1, "")+"  replay "+opt(g, "pcie_replay", -1, "")+"  "+tp)
 
+	stale = false
 	out = append(out, healthLines(g)...)
 
 	section("Xids, incidents, action")

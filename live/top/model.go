@@ -30,9 +30,11 @@ type Model struct {
 	hist map[string]*buffer // by GPU UUID
 }
 
-// buffer is one GPU's recent readings, one value a second, oldest first,
-// at most BufferLen; nil is an absent reading. last is the sample time of
-// the newest, so a document whose sample is not new adds nothing. The PCIe
+// buffer is one GPU's recent readings, one value a document (a second),
+// oldest first, at most BufferLen; nil is an absent reading, and every
+// reading of a GPU not answering (the chart shows the gap, never the last
+// values again). last is the time of the newest document, so a document
+// that is not new adds nothing. The PCIe
 // byte counters' previous values make the throughput.
 type buffer struct {
 	series       map[string][]*float64
@@ -64,7 +66,7 @@ func (m *Model) Apply(d live.Doc, at time.Time) {
 				b.last = h.End
 			}
 		}
-		b.add(g)
+		b.add(g, d.Time)
 	}
 	if m.GPU() == nil && len(d.GPUs) > 0 {
 		m.Sel = d.GPUs[0].Index
@@ -78,21 +80,26 @@ func tail(v []*float64) []*float64 {
 	return v
 }
 
-func (b *buffer) add(g *live.GPUDoc) {
-	if g.SampleTime == nil || !g.SampleTime.After(b.last) || g.State != live.StateAnswering.String() {
+func (b *buffer) add(g *live.GPUDoc, now time.Time) {
+	if !now.After(b.last) {
 		return
 	}
-	t := *g.SampleTime
+	b.last = now
+	answering := g.SampleTime != nil && g.State == live.StateAnswering.String()
 	for _, k := range chartKeys {
 		var p *float64
-		if n, ok := g.Reading(k).Num(); ok {
+		if n, ok := g.Reading(k).Num(); ok && answering {
 			p = &n
 		}
 		b.series[k] = tail(append(b.series[k], p))
 	}
+	b.txBps, b.rxBps = nil, nil
+	if !answering {
+		return
+	}
+	t := *g.SampleTime
 	tx, okT := g.Reading("pcie_tx_bytes").Num()
 	rx, okR := g.Reading("pcie_rx_bytes").Num()
-	b.txBps, b.rxBps = nil, nil
 	if okT && okR {
 		if dt := t.Sub(b.prevAt).Seconds(); !b.prevAt.IsZero() && dt > 0 && tx >= b.prevTX && rx >= b.prevRX {
 			t1, r1 := (tx-b.prevTX)/dt, (rx-b.prevRX)/dt
@@ -100,7 +107,6 @@ func (b *buffer) add(g *live.GPUDoc) {
 		}
 		b.prevTX, b.prevRX, b.prevAt = tx, rx, t
 	}
-	b.last = t
 }
 
 // Series is the buffered values of reading key on the GPU with uuid,

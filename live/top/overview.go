@@ -62,7 +62,7 @@ func gpuSev(l string) Sev {
 	if len(f) < 3 {
 		return SevNormal
 	}
-	switch f[2] {
+	switch strings.TrimSuffix(f[2], ":") {
 	case "ok":
 		if strings.Contains(l, "WARNING") {
 			return SevWarn

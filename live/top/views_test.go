@@ -2,8 +2,10 @@ package top
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -157,8 +159,9 @@ func TestViewsFitEverySize(t *testing.T) {
 }
 
 // TestBufferSeedsAndAppends: the first document's History seeds a GPU's
-// buffer, each later document with a new sample appends one value, and the
-// buffer holds BufferLen at most; the PCIe rate comes from two samples.
+// buffer, each later document appends one value (absent while the GPU is
+// not answering), and the buffer holds BufferLen at most; the PCIe rate
+// comes from two samples of the byte counters.
 func TestBufferSeedsAndAppends(t *testing.T) {
 	d := richDoc(1)
 	d.GPUs[0] = fleet(2).GPUs[0] // answering, GPU-0000
@@ -172,17 +175,36 @@ func TestBufferSeedsAndAppends(t *testing.T) {
 	if _, _, ok := m.PCIeRate(uuid); ok {
 		t.Errorf("a PCIe rate from one sample")
 	}
-	m.Apply(d, d.Time) // the same sample again: nothing added
+	m.Apply(d, d.Time) // the same document again: nothing added
 	if got := len(m.Series(uuid, "temperature_c")); got != 61 {
-		t.Fatalf("a repeated sample was appended: %d", got)
+		t.Fatalf("a repeated document was appended: %d", got)
 	}
+	lost := fleet(1).GPUs[0]
+	lost.UUID = uuid
 	for i := range BufferLen + 10 {
 		n := d
+		n.Time = d.Time.Add(time.Duration(i+1) * time.Second)
 		n.GPUs = []live.GPUDoc{d.GPUs[0]}
-		st := d.GPUs[0].SampleTime.Add(time.Duration(i+1) * time.Second)
+		if i == BufferLen+9 {
+			n.GPUs[0] = lost
+		}
+		st := n.Time.Add(-100 * time.Millisecond)
 		n.GPUs[0].SampleTime = &st
 		n.GPUs[0].History = nil
-		m.Apply(n, st)
+		n.GPUs[0].Readings = slices.Clone(n.GPUs[0].Readings)
+		setReading(&n.GPUs[0], "pcie_tx_bytes", float64(i)*1e9)
+		setReading(&n.GPUs[0], "pcie_rx_bytes", float64(i)*2e6)
+		m.Apply(n, n.Time)
+		if i == 1 {
+			tx, rx, ok := m.PCIeRate(uuid)
+			if !ok || tx != 1e9 || rx != 2e6 {
+				t.Errorf("PCIe rate %v %v %v, want 1e9 and 2e6 a second", tx, rx, ok)
+			}
+		}
+	}
+	s := m.Series(uuid, "temperature_c")
+	if s[len(s)-1] != nil || s[len(s)-2] == nil {
+		t.Errorf("the lost GPU's last value is not absent, or the one before it is")
 	}
 	if got := len(m.Series(uuid, "temperature_c")); got != BufferLen {
 		t.Errorf("%d values buffered, want %d", got, BufferLen)
@@ -257,5 +279,18 @@ func TestEventsFilter(t *testing.T) {
 		if !strings.Contains(l, "gpu=4 ") {
 			t.Errorf("not GPU 4's: %s", l)
 		}
+	}
+}
+
+// setReading sets reading key of g through the document's JSON, as a
+// daemon would send it.
+func setReading(g *live.GPUDoc, key string, v float64) {
+	b, _ := json.Marshal(g)
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	m[key] = v
+	b, _ = json.Marshal(m)
+	if err := json.Unmarshal(b, g); err != nil {
+		panic(err)
 	}
 }
