@@ -448,9 +448,10 @@ func gpuBlock(g live.GPUDoc, rank int, now time.Time, width, barW int) []string 
 		}
 		return []string{head, fit(width, troubleSegs(g, now, "")...), cut(why, width), health}
 	}
+	// Each fan's speed against the firmware's target, as status shows them.
 	fans := ""
 	for i, f := range g.Fans {
-		fans += " " + live.OptUint(f["speed_pct"], "%")
+		fans += " " + live.OptUint(f["speed_pct"], "%") + "/" + live.OptUint(f["target_pct"], "%")
 		if i == 0 {
 			fans = "  fan" + fans
 		}
