@@ -20,8 +20,30 @@ type detail struct{ scroll int }
 func (*detail) Name() string   { return "GPU" }
 func (*detail) Key() tcell.Key { return tcell.KeyF3 }
 
-// Data is the selected GPU as the document has it.
-func (*detail) Data(m *Model) any { return m.GPU() }
+// DetailData is what the GPU view exports: the selected GPU as the
+// document has it, the PCIe throughput, and the buffered chart series.
+type DetailData struct {
+	GPU       *live.GPUDoc          `json:"gpu"`
+	PCIeTXBps *float64              `json:"pcie_tx_bytes_per_s"`
+	PCIeRXBps *float64              `json:"pcie_rx_bytes_per_s"`
+	Series    map[string][]*float64 `json:"series"` // by reading key, one value a second, oldest first
+}
+
+// Data is the selected GPU's DetailData.
+func (*detail) Data(m *Model) any {
+	g := m.GPU()
+	if g == nil {
+		return DetailData{}
+	}
+	d := DetailData{GPU: g, Series: map[string][]*float64{}}
+	if tx, rx, ok := m.PCIeRate(g.UUID); ok {
+		d.PCIeTXBps, d.PCIeRXBps = &tx, &rx
+	}
+	for _, k := range chartKeys {
+		d.Series[k] = m.Series(g.UUID, k)
+	}
+	return d
+}
 
 func (v *detail) OnKey(m *Model, ev *tcell.EventKey) bool { return scrollKey(&v.scroll, ev) }
 

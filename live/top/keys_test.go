@@ -223,3 +223,42 @@ func TestExportNeverFollowsALink(t *testing.T) {
 		t.Fatalf("export %q: %v (valid JSON %v)", a.Note, err, json.Valid(b))
 	}
 }
+
+// TestExportEveryView: e on every view writes valid JSON naming the view,
+// with its data, to a new file each time.
+func TestExportEveryView(t *testing.T) {
+	dir := t.TempDir()
+	for _, v := range Views() {
+		a := appFor(richDoc(8), v.Name())
+		a.ExportDir = dir
+		a.Key(runeKey('e'))
+		path, ok := strings.CutPrefix(a.Note, "exported ")
+		if !ok {
+			t.Fatalf("%s: %s", v.Name(), a.Note)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]json.RawMessage
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatalf("%s: not JSON: %v", v.Name(), err)
+		}
+		if string(got["view"]) != `"`+v.Name()+`"` || len(got["data"]) < 3 {
+			t.Errorf("%s: view %s, data %.40s", v.Name(), got["view"], got["data"])
+		}
+	}
+	if files, _ := os.ReadDir(dir); len(files) != len(Views()) {
+		t.Errorf("%d files for %d exports", len(files), len(Views()))
+	}
+}
+
+// TestEnterOnAProcess shows the detail of the highlighted process's GPU.
+func TestEnterOnAProcess(t *testing.T) {
+	a := appFor(richDoc(8), "Processes")
+	a.Key(tcell.NewEventKey(tcell.KeyDown, 0, tcell.ModNone)) // the second row: GPU 0's pid 1000
+	a.Key(tcell.NewEventKey(tcell.KeyEnter, 0, tcell.ModNone))
+	if a.Views[a.Cur].Name() != "GPU" || a.M.Sel != 0 {
+		t.Errorf("after Enter: view %s, GPU %d; want GPU, 0", a.Views[a.Cur].Name(), a.M.Sel)
+	}
+}

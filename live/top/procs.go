@@ -75,7 +75,15 @@ func (v *procs) rows(m *Model) []ProcRow {
 	return rows
 }
 
+// OnKey: s sorts, f filters, ↑/↓ PgUp/PgDn Home/End move the highlighted
+// row; Enter selects the row's GPU (App then shows its detail).
 func (v *procs) OnKey(m *Model, ev *tcell.EventKey) bool {
+	if ev.Key() == tcell.KeyEnter {
+		if rows := v.rows(m); v.cursor < len(rows) {
+			m.Sel = rows[v.cursor].GPU
+		}
+		return false
+	}
 	if ev.Key() == tcell.KeyRune {
 		switch ev.Rune() {
 		case 's':

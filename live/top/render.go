@@ -1,7 +1,11 @@
 // Package top is `gpu-telemetry top`: a full-screen live view of every GPU,
-// refreshed every second from the daemon's control socket. Render is pure
-// (a status document and a terminal size in, the screen's lines out) and
-// tested against golden screens; Run only draws those lines with tcell.
+// refreshed every second from a source of status documents (the daemon's
+// control socket, or a remote host's). Each view (app.go's View, one file
+// each: overview, detail, procs, events, help) renders a Model at a
+// terminal size to the screen's lines and their severity, keeping only its
+// own scroll position and sort, and is tested against golden screens; App
+// takes the keys and the documents, and Run only draws App's lines with
+// tcell. This file is the overview's layout.
 package top
 
 import (
@@ -86,8 +90,10 @@ type Screen struct {
 	Scroll, Page int
 }
 
-// Render lays out the screen for a document at width x height, scrolled to
-// the scroll'th GPU of those that do not fit (see layout). err, when not
+// Render is the overview alone on a screen of width x height with a
+// plain footer ("q quit  updated ..."), scrolled to the scroll'th GPU of
+// those that do not fit (see layout): the overview's layout without the
+// frame of App.Screen, which the golden screens of issue 35 pin. err, when not
 // nil, says why the document is old or missing (the daemon did not
 // answer); fetched is when d was fetched.
 func Render(d *live.Doc, err error, fetched time.Time, width, height, scroll int) Screen {
