@@ -1,6 +1,8 @@
 package top
 
 import (
+	"strings"
+
 	"github.com/gdamore/tcell/v2"
 )
 
@@ -15,12 +17,27 @@ func (*help) Data(*Model) any { return helpText }
 
 func (v *help) OnKey(m *Model, ev *tcell.EventKey) bool { return scrollKey(&v.scroll, ev) }
 
+// Render wraps the help at the terminal's width, a key's description
+// going on under itself.
 func (v *help) Render(m *Model, width, height int) []Line {
-	ls := make([]Line, len(helpText))
-	for i, t := range helpText {
-		ls[i] = Line{Text: t}
+	var ls []Line
+	for _, t := range helpText {
 		if t != "" && t[0] != ' ' {
-			ls[i].Sev = SevHead
+			ls = append(ls, Line{t, SevHead})
+			continue
+		}
+		indent := 2
+		if len(t) > 19 && t[17:19] == "  " && t[19] != ' ' && width >= 40 {
+			indent = 19 // under the description, past the key's column
+		}
+		first := wrap(t, width, 1<<20)
+		ls = append(ls, Line{Text: first[0]})
+		rest := strings.TrimLeft(strings.TrimPrefix(t, strings.TrimRight(first[0], " ")), " ")
+		if rest == "" {
+			continue
+		}
+		for _, l := range wrap(rest, max(width-indent, 1), 1<<20) {
+			ls = append(ls, Line{Text: strings.Repeat(" ", indent) + l})
 		}
 	}
 	out, from := page(ls, v.scroll, width, height)
