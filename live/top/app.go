@@ -3,6 +3,7 @@ package top
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -168,6 +169,9 @@ func (a *App) export() {
 		dirs = []string{".", os.TempDir()}
 	}
 	for _, dir := range dirs {
+		if abs, aerr := filepath.Abs(dir); aerr == nil {
+			dir = abs // the footer names the file wherever top was started
+		}
 		var path string
 		path, err = sink.Atomic{Perm: 0o600}.CreateNew(dir, base, ".json", append(b, '\n'))
 		if path != "" {
