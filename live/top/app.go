@@ -10,6 +10,7 @@ import (
 
 	"github.com/gdamore/tcell/v2"
 
+	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
@@ -51,18 +52,18 @@ type App struct {
 // NewApp is an App on the registered views.
 func NewApp() *App { return &App{Views: Views(), Now: time.Now} }
 
-// Apply takes a fetch's result: a document is applied (held while paused);
-// an error is shown with the last document kept.
-func (a *App) Apply(r result) {
+// Apply takes a fetch's result at time at: document d is applied (held
+// while paused); an error err is shown with the last document kept.
+func (a *App) Apply(d live.Doc, err error, at time.Time) {
 	if a.M.Paused {
-		a.held = &r
+		a.held = &result{d, err, at}
 		return
 	}
-	if r.err != nil {
-		a.M.Err, a.M.Fetched = r.err, r.at
+	if err != nil {
+		a.M.Err, a.M.Fetched = err, at
 		return
 	}
-	a.M.Apply(r.doc, r.at)
+	a.M.Apply(d, at)
 }
 
 // Key handles one key; quit is true for q, Q, Esc and Ctrl-C.
@@ -143,7 +144,7 @@ func (a *App) pause() {
 	if !a.M.Paused && a.held != nil {
 		r := *a.held
 		a.held = nil
-		a.Apply(r)
+		a.Apply(r.doc, r.err, r.at)
 	}
 }
 

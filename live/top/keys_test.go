@@ -186,7 +186,7 @@ func TestPauseHoldsDocuments(t *testing.T) {
 	a.Key(runeKey(' '))
 	later := d
 	later.Time = d.Time.Add(time.Minute)
-	a.Apply(result{doc: later, at: later.Time})
+	a.Apply(later, nil, later.Time)
 	if !a.M.Doc.Time.Equal(d.Time) {
 		t.Fatalf("a document applied while paused")
 	}
@@ -261,4 +261,38 @@ func TestEnterOnAProcess(t *testing.T) {
 	if a.Views[a.Cur].Name() != "GPU" || a.M.Sel != 0 {
 		t.Errorf("after Enter: view %s, GPU %d; want GPU, 0", a.Views[a.Cur].Name(), a.M.Sel)
 	}
+}
+
+// monoScreen is a terminal of two colours.
+type monoScreen struct{ tcell.SimulationScreen }
+
+func (monoScreen) Colors() int { return 2 }
+
+// TestStyles: severities are coloured on a colour terminal (the
+// simulation's 256 colours); under NO_COLOR (any value) and on a
+// monochrome terminal there is no colour, only bold, dim and reverse.
+func TestStyles(t *testing.T) {
+	scr := tcell.NewSimulationScreen("UTF-8")
+	if err := scr.Init(); err != nil {
+		t.Fatal(err)
+	}
+	defer scr.Fini()
+	t.Setenv("NO_COLOR", "")
+	os.Unsetenv("NO_COLOR")
+	if fg, _, _ := stylesFor(scr)[SevCrit].Decompose(); fg != tcell.ColorRed {
+		t.Errorf("critical drawn in %v on a colour terminal", fg)
+	}
+	plain := func(what string, styles map[Sev]tcell.Style) {
+		for sev, st := range styles {
+			if fg, bg, _ := st.Decompose(); fg != tcell.ColorDefault || bg != tcell.ColorDefault {
+				t.Errorf("%s: severity %d in colour %v on %v", what, sev, fg, bg)
+			}
+		}
+		if _, _, attr := styles[SevSel].Decompose(); attr&tcell.AttrReverse == 0 {
+			t.Errorf("%s: the highlighted row is not reversed", what)
+		}
+	}
+	plain("monochrome", stylesFor(monoScreen{scr}))
+	t.Setenv("NO_COLOR", "")
+	plain("NO_COLOR", stylesFor(scr))
 }

@@ -24,7 +24,11 @@ type Fetch func() (live.Doc, error)
 // ends), then restores the terminal (App.Key says what each key does).
 // Fetching runs on its own goroutine, so a slow answer never stalls the
 // keyboard.
-func Run(ctx context.Context, fetch Fetch) error {
+func Run(ctx context.Context, fetch Fetch) error { return RunApp(ctx, fetch, NewApp()) }
+
+// RunApp is Run showing app: NewApp's, or one with views added (a fleet
+// page appends its View to app.Views).
+func RunApp(ctx context.Context, fetch Fetch, app *App) error {
 	scr, err := tcell.NewScreen()
 	if err != nil {
 		return err
@@ -33,7 +37,7 @@ func Run(ctx context.Context, fetch Fetch) error {
 		return err
 	}
 	defer scr.Fini()
-	return loop(ctx, scr, fetch, NewApp())
+	return loop(ctx, scr, fetch, app)
 }
 
 // result is one fetch: a document, or why there is none.
@@ -87,7 +91,7 @@ func loop(ctx context.Context, scr tcell.Screen, fetch Fetch, app *App) error {
 		case <-ctx.Done():
 			return nil
 		case r := <-results:
-			app.Apply(r)
+			app.Apply(r.doc, r.err, r.at)
 			draw()
 		case ev, ok := <-events:
 			if !ok {

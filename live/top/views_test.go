@@ -67,7 +67,7 @@ func richDoc(n int) live.Doc {
 func appFor(d live.Doc, name string) *App {
 	a := NewApp()
 	a.Now = func() time.Time { return d.Time }
-	a.Apply(result{doc: d, at: d.Time})
+	a.Apply(d, nil, d.Time)
 	a.show(name)
 	return a
 }
