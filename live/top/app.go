@@ -223,10 +223,11 @@ func (a *App) footer(width int) string {
 	}
 	for i, v := range a.Views {
 		t := tcell.KeyNames[v.Key()] + " " + v.Name()
+		drop := 3 + i%2
 		if i == a.Cur {
-			t = "[" + t + "]"
+			t, drop = "["+t+"]", 1 // the view shown is named as long as q quit is
 		}
-		segs = append(segs, segment{t + " ", 3 + i%2})
+		segs = append(segs, segment{t + " ", drop})
 	}
 	gpu := "-"
 	if g := a.M.GPU(); g != nil {

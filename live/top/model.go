@@ -1,6 +1,8 @@
 package top
 
 import (
+	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -61,7 +63,7 @@ func (m *Model) Apply(d live.Doc, at time.Time) {
 			m.hist[g.UUID] = b
 			if h := g.History; h != nil {
 				for _, k := range chartKeys {
-					b.series[k] = tail(append([]*float64(nil), h.Values(k)...))
+					b.series[k] = tail(perSecond(h.Values(k), h.StepS))
 				}
 				b.last = h.End
 			}
@@ -71,6 +73,31 @@ func (m *Model) Apply(d live.Doc, at time.Time) {
 	if m.GPU() == nil && len(d.GPUs) > 0 {
 		m.Sel = d.GPUs[0].Index
 	}
+}
+
+// perSecond is a history of one value a step seconds as one value a
+// second, the buffer's step: a value repeated for a longer step, the last
+// of each second kept for a shorter one; none for a step that is not
+// positive.
+func perSecond(v []*float64, step float64) []*float64 {
+	var out []*float64
+	switch {
+	case step <= 0:
+	case step >= 1:
+		n := int(math.Round(step))
+		for _, x := range v {
+			for range n {
+				out = append(out, x)
+			}
+		}
+	default:
+		k := int(math.Round(1 / step))
+		for i := len(v) - 1; i >= 0; i -= k {
+			out = append(out, v[i])
+		}
+		slices.Reverse(out)
+	}
+	return out
 }
 
 func tail(v []*float64) []*float64 {

@@ -294,3 +294,27 @@ func setReading(g *live.GPUDoc, key string, v float64) {
 		panic(err)
 	}
 }
+
+func TestPerSecond(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	v := []*float64{f(1), nil, f(3), f(4)}
+	text := func(p []*float64) string {
+		var s []string
+		for _, x := range p {
+			if x == nil {
+				s = append(s, "-")
+			} else {
+				s = append(s, strconv.FormatFloat(*x, 'f', -1, 64))
+			}
+		}
+		return strings.Join(s, " ")
+	}
+	for _, tc := range []struct {
+		step float64
+		want string
+	}{{1, "1 - 3 4"}, {2, "1 1 - - 3 3 4 4"}, {0.5, "- 4"}, {0, ""}, {-1, ""}} {
+		if got := text(perSecond(v, tc.step)); got != tc.want {
+			t.Errorf("step %v: %q, want %q", tc.step, got, tc.want)
+		}
+	}
+}
