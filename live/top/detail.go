@@ -52,7 +52,7 @@ func (v *detail) Render(m *Model, width, height int) []Line {
 	if g == nil {
 		return []Line{{pad("no GPU selected (←/→ or a GPU's number)", width), SevDim}}
 	}
-	out, from := page(detailLines(m, g), v.scroll, width, height)
+	out, from := page(detailLines(m, g, width), v.scroll, width, height)
 	v.scroll = from
 	return out
 }
@@ -99,7 +99,7 @@ const (
 	keyShutdown  = "shutdown_temperature_c"
 )
 
-func detailLines(m *Model, g *live.GPUDoc) []Line {
+func detailLines(m *Model, g *live.GPUDoc, width int) []Line {
 	now := m.Doc.Time
 	rank := rankOf(*g, now)
 	head := SevHead
@@ -197,10 +197,8 @@ func detailLines(m *Model, g *live.GPUDoc) []Line {
 		sev = SevWarn
 	}
 	add(sev, "  now: "+orNA(strings.Join(now1, ",")))
-	for len(parts) > 0 {
-		n := min(len(parts), 5)
-		add(SevNormal, "  "+strings.Join(parts[:n], "  "))
-		parts = parts[n:]
+	for _, l := range packed(parts, width) {
+		add(SevNormal, l)
 	}
 
 	section("PCIe")
@@ -212,7 +210,7 @@ func detailLines(m *Model, g *live.GPUDoc) []Line {
 		"/x"+opt(g, "pcie_max_width", -1, "")+"  replay "+opt(g, "pcie_replay", -1, "")+"  "+tp)
 
 	stale = false
-	out = append(out, healthLines(g)...)
+	out = append(out, healthLines(g, width)...)
 
 	section("Xids, incidents, action")
 	if x := g.LastXid; x != nil {
@@ -249,7 +247,7 @@ func detailLines(m *Model, g *live.GPUDoc) []Line {
 
 // healthLines are the GPU's health: the verdict line, the counters that
 // are present, and the NVLink links.
-func healthLines(g *live.GPUDoc) []Line {
+func healthLines(g *live.GPUDoc, width int) []Line {
 	out := []Line{{"Health", SevHead}}
 	sev := SevNormal
 	if h := g.Health; h != nil {
@@ -272,10 +270,8 @@ func healthLines(g *live.GPUDoc) []Line {
 		}
 	}
 	slices.Sort(keys)
-	for len(keys) > 0 {
-		n := min(len(keys), 4)
-		out = append(out, Line{"  " + strings.Join(keys[:n], "  "), SevNormal})
-		keys = keys[n:]
+	for _, l := range packed(keys, width) {
+		out = append(out, Line{l, SevNormal})
 	}
 	for _, l := range h.NVLink {
 		st := "n/a"
@@ -319,6 +315,24 @@ func gspText(g *live.GPUDoc) string {
 		s += "  last " + strconv.FormatUint(x.Code, 10) + " " + x.Name
 	}
 	return s
+}
+
+// packed lays parts out two spaces apart on lines indented by two, as
+// many on a line as width takes (one at least).
+func packed(parts []string, width int) []string {
+	var out []string
+	line := ""
+	for _, p := range parts {
+		if line != "" && len([]rune(line))+2+len([]rune(p)) > width {
+			out = append(out, line)
+			line = ""
+		}
+		line += "  " + p
+	}
+	if line != "" {
+		out = append(out, line)
+	}
+	return out
 }
 
 func reasons(r []string) string {

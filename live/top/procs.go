@@ -119,7 +119,14 @@ func (v *procs) Render(m *Model, width, height int) []Line {
 			}
 		}
 	}
-	out = append(out, Line{pad(procCols("GPU", "PID", "TYPE", "MEM MiB", "SM%", "MEM%", "JOB", "COMMAND", width), width), SevHead})
+	// The job column is as wide as the longest job, at most a third of
+	// what the fixed columns leave.
+	jw := len("JOB")
+	for _, r := range rows {
+		jw = max(jw, len([]rune(orDash(r.Job.Workload().String()))))
+	}
+	jw = min(jw, max(width-procFixed, 0)/3)
+	out = append(out, Line{pad(procCols("GPU", "PID", "TYPE", "MEM MiB", "SM%", "MEM%", "JOB", "COMMAND", jw), width), SevHead})
 	room := height - len(out)
 	if room <= 0 {
 		return out[:max(height, 0)]
@@ -141,7 +148,7 @@ func (v *procs) Render(m *Model, width, height int) []Line {
 		}
 		job := r.Job.Workload().String()
 		l := Line{pad(procCols(strconv.Itoa(r.GPU), strconv.FormatUint(uint64(r.PID), 10), r.Type, mem,
-			live.OptUint(r.SMUtil, ""), live.OptUint(r.MemUtil, ""), orDash(job), who, width), width), SevNormal}
+			live.OptUint(r.SMUtil, ""), live.OptUint(r.MemUtil, ""), orDash(job), who, jw), width), SevNormal}
 		if i == v.cursor {
 			l.Sev = SevSel
 		}
@@ -150,13 +157,14 @@ func (v *procs) Render(m *Model, width, height int) []Line {
 	return out
 }
 
-// procCols lays out one row: fixed columns, then the job and the command
-// sharing what is left (the job at most a third).
-func procCols(gpu, pid, typ, mem, sm, mu, job, cmdline string, width int) string {
-	fixed := padL(gpu, 3) + " " + padL(pid, 8) + " " + pad(typ, 8) + " " + padL(mem, 8) + " " + padL(sm, 4) + " " + padL(mu, 4) + " "
-	rest := max(width-len([]rune(fixed)), 0)
-	jw := min(len([]rune(job)), rest/3)
-	return fixed + pad(job, jw) + " " + cmdline
+// procFixed is the width of procCols' fixed columns.
+const procFixed = 3 + 1 + 8 + 1 + 8 + 1 + 8 + 1 + 4 + 1 + 4 + 1
+
+// procCols lays out one row: fixed columns, the job in jw runes, then the
+// command.
+func procCols(gpu, pid, typ, mem, sm, mu, job, cmdline string, jw int) string {
+	return padL(gpu, 3) + " " + padL(pid, 8) + " " + pad(typ, 8) + " " + padL(mem, 8) + " " + padL(sm, 4) + " " + padL(mu, 4) + " " +
+		pad(job, jw) + " " + cmdline
 }
 
 // padL is s right-aligned in width runes (cut when longer).
