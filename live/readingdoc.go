@@ -214,3 +214,19 @@ func (g *GPUDoc) UnmarshalJSON(b []byte) error {
 	g.Readings = rs
 	return nil
 }
+
+// Lookup is the GPU's reading whose Key is key, like Reading, but for a key
+// this build's table may lack (a reading a newer daemon adds): ok is false
+// for such a key, and the value is absent. Views that show a reading only
+// when the daemon gives it use Lookup; the rest use Reading, which panics on
+// a misspelt key.
+func (g *GPUDoc) Lookup(key string) (v Value, ok bool) {
+	i, ok := docIndex[key]
+	if !ok {
+		return Value{}, false
+	}
+	if i < len(g.Readings) {
+		return g.Readings[i], true
+	}
+	return Value{}, true
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/live/control"
@@ -18,9 +19,53 @@ type TopCLI struct {
 }
 
 // topDescription is what `gpu-telemetry top --help` says the command does.
-const topDescription = "A full-screen live view of every GPU, refreshed every second from the daemon's control socket; " +
-	"GPUs that are failing or critical come first and stay on the screen. " +
-	"Up, Down, PgUp, PgDn, Home and End scroll the GPUs that do not fit; q, Esc or Ctrl-C quits. Exit status: 0 quit, 1 no daemon to ask or no terminal, 2 bad flags."
+const topDescription = "A full-screen live view of every GPU, refreshed every second from the daemon's control socket. " +
+	"Views: F2 Overview (every GPU, failing and critical ones first and never scrolled off, with 60 s sparklines where the width allows), " +
+	"F3 or Enter GPU detail (engines, memory, clocks, power and thermal, fans, throttle reasons, PCIe, NVLink, health, Xids, action, GSP), " +
+	"F4 Processes, F5 Events, F1 or ? Help; Tab and Shift-Tab step through them. " +
+	"Left/Right or 0-9 select a GPU; Up, Down, PgUp, PgDn, Home and End scroll; s sorts the processes; f shows the selected GPU's processes or events only; " +
+	"Space pauses; e exports the view's data as JSON to a new file named on the footer (the current directory, else $TMPDIR); q, Esc or Ctrl-C quits. " +
+	"NO_COLOR (or a monochrome terminal) draws without colour. " +
+	"Exit status: 0 quit, 1 no daemon to ask or no terminal, 2 bad flags."
+
+// What top asks the daemon for: the history that seeds the charts on the
+// first request (the daemon's whole ring), the last events every time.
+const (
+	topHistory = 10 * time.Minute
+	topEvents  = 200
+)
+
+// localSource is the daemon on this host as top's source: the first
+// request asks for History and Events, the later ones for Events only. A
+// daemon that refuses the options (one older than issue 40) is asked for
+// the plain document from then on, and top's buffer fills from the live
+// documents alone.
+type localSource struct {
+	path    string
+	seeded  bool // a document came back: History is not asked again
+	refused bool // the daemon refused the options
+}
+
+// fetch is a top.Fetch.
+func (s *localSource) fetch() (live.Doc, error) {
+	o := control.Options{Events: topEvents}
+	if !s.seeded {
+		o.History = topHistory
+	}
+	if s.refused {
+		o = control.Options{}
+	}
+	d, _, err := control.QueryWith(s.path, o, statusTimeout)
+	if err != nil && o != (control.Options{}) {
+		if plain, _, perr := control.Query(s.path, statusTimeout); perr == nil {
+			d, err, s.refused = plain, nil, true
+		}
+	}
+	if err == nil {
+		s.seeded = true
+	}
+	return d, err
+}
 
 // runTop runs `gpu-telemetry top`; it returns the exit status. The daemon
 // is asked once before the screen is taken, so that a daemon that is not
@@ -31,17 +76,24 @@ func runTop(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	fetch := func() (live.Doc, error) {
-		d, _, err := control.Query(path, statusTimeout)
-		return d, err
-	}
-	if _, err := fetch(); err != nil {
+	src := &localSource{path: path}
+	// The first answer is shown: it carries the history that seeds the charts.
+	first, err := src.fetch()
+	if err != nil {
 		fmt.Fprintf(stderr, "gpu-telemetry top: %s\n", whyNoAnswer(path, err))
 		return 1
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	if err := top.Run(ctx, fetch); err != nil {
+	fetch := top.Fetch(src.fetch)
+	sent := false
+	if err := top.Run(ctx, func() (live.Doc, error) {
+		if !sent {
+			sent = true
+			return first, nil
+		}
+		return fetch()
+	}); err != nil {
 		fmt.Fprintf(stderr, "gpu-telemetry top: %v\n", err)
 		return 1
 	}

@@ -1,7 +1,11 @@
 // Package top is `gpu-telemetry top`: a full-screen live view of every GPU,
-// refreshed every second from the daemon's control socket. Render is pure
-// (a status document and a terminal size in, the screen's lines out) and
-// tested against golden screens; Run only draws those lines with tcell.
+// refreshed every second from a source of status documents (the daemon's
+// control socket, or a remote host's). Each view (app.go's View, one file
+// each: overview, detail, procs, events, help) renders a Model at a
+// terminal size to the screen's lines and their severity, keeping only its
+// own scroll position and sort, and is tested against golden screens; App
+// takes the keys and the documents, and Run only draws App's lines with
+// tcell. This file is the overview's layout.
 package top
 
 import (
@@ -86,8 +90,10 @@ type Screen struct {
 	Scroll, Page int
 }
 
-// Render lays out the screen for a document at width x height, scrolled to
-// the scroll'th GPU of those that do not fit (see layout). err, when not
+// Render is the overview alone on a screen of width x height with a
+// plain footer ("q quit  updated ..."), scrolled to the scroll'th GPU of
+// those that do not fit (see layout): the overview's layout without the
+// frame of App.Screen, which the golden screens of issue 35 pin. err, when not
 // nil, says why the document is old or missing (the daemon did not
 // answer); fetched is when d was fetched.
 func Render(d *live.Doc, err error, fetched time.Time, width, height, scroll int) Screen {
@@ -107,13 +113,22 @@ func Render(d *live.Doc, err error, fetched time.Time, width, height, scroll int
 	if d == nil {
 		return Screen{Lines: finish([]string{cut("gpu-telemetry top: waiting for the daemon", width)}, foot, width, height)}
 	}
+	body, sc := overviewBody(d, nil, width, height-len(foot), scroll)
+	sc.Lines = finish(body, foot, width, height)
+	return sc
+}
+
+// overviewBody is the overview's lines for d in room lines of width,
+// scrolled to the scroll'th GPU of those that do not fit; m, when not nil,
+// gives the sparklines of each GPU's recent readings.
+func overviewBody(d *live.Doc, m *Model, width, room, scroll int) ([]string, Screen) {
 	barW := 12
 	if width >= 160 {
 		barW = 22
 	}
 	es := make([]entry, len(d.GPUs))
 	for i, g := range d.GPUs {
-		es[i] = newEntry(g, d.Time, width, barW)
+		es[i] = newEntry(g, d.Time, width, barW, m)
 	}
 	// Failing GPUs first, then critical ones, each in the document's order.
 	slices.SortStableFunc(es, func(a, b entry) int { return a.rank - b.rank })
@@ -121,9 +136,7 @@ func Render(d *live.Doc, err error, fetched time.Time, width, height, scroll int
 	for pinned < len(es) && es[pinned].rank < rankOther {
 		pinned++
 	}
-	body, sc := layout(hostLines(d, width), es, pinned, height-len(foot), scroll, width)
-	sc.Lines = finish(body, foot, width, height)
-	return sc
+	return layout(hostLines(d, width), es, pinned, room, scroll, width)
 }
 
 // layout places the host lines and the GPUs in room lines, taking the first
@@ -367,9 +380,16 @@ type entry struct {
 	line  string
 }
 
-func newEntry(g live.GPUDoc, now time.Time, width, barW int) entry {
+func newEntry(g live.GPUDoc, now time.Time, width, barW int, m *Model) entry {
 	rank := rankOf(g, now)
-	return entry{rank, gpuBlock(g, rank, now, width, barW), gpuLine(g, rank, now, width)}
+	block, line := gpuBlock(g, rank, now, width, barW), gpuLine(g, rank, now, width)
+	if s := m.sparks(g, width-8); s != "" {
+		block = append(block, cut("  "+s, width))
+	}
+	if s := m.sparks(g, (width-80)*2/3); s != "" {
+		line = fit(width, segment{line, 0}, segment{"  " + s, 1})
+	}
+	return entry{rank, block, line}
 }
 
 // stateSegs are the GPU's state: the word (in capitals when it is not ok;
@@ -434,9 +454,10 @@ func gpuBlock(g live.GPUDoc, rank int, now time.Time, width, barW int) []string 
 		}
 		return []string{head, fit(width, troubleSegs(g, now, "")...), cut(why, width), health}
 	}
+	// Each fan's speed against the firmware's target, as status shows them.
 	fans := ""
 	for i, f := range g.Fans {
-		fans += " " + live.OptUint(f["speed_pct"], "%")
+		fans += " " + live.OptUint(f["speed_pct"], "%") + "/" + live.OptUint(f["target_pct"], "%")
 		if i == 0 {
 			fans = "  fan" + fans
 		}

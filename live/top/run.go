@@ -3,6 +3,7 @@ package top
 import (
 	"context"
 	"math"
+	"os"
 	"time"
 
 	"github.com/gdamore/tcell/v2"
@@ -13,14 +14,21 @@ import (
 // Refresh is how often the view asks the daemon.
 const Refresh = time.Second
 
-// Fetch returns the daemon's current status document.
+// Fetch returns the source's current status document: the local daemon's
+// control socket, or a remote host's stream (top --host). Any source that
+// gives one document a call plugs in here; the views cannot tell them
+// apart. It is called about once a Refresh, on its own goroutine.
 type Fetch func() (live.Doc, error)
 
-// Run shows the view on the terminal until q, Q, Esc or Ctrl-C (or ctx
-// ends), then restores the terminal; the arrow keys, PgUp, PgDn, Home and
-// End scroll the GPUs that do not fit (onKey). Fetching runs on its own goroutine, so
-// a slow answer never stalls the keyboard.
-func Run(ctx context.Context, fetch Fetch) error {
+// Run shows the views on the terminal until q, Q, Esc or Ctrl-C (or ctx
+// ends), then restores the terminal (App.Key says what each key does).
+// Fetching runs on its own goroutine, so a slow answer never stalls the
+// keyboard.
+func Run(ctx context.Context, fetch Fetch) error { return RunApp(ctx, fetch, NewApp()) }
+
+// RunApp is Run showing app: NewApp's, or one with views added (a fleet
+// page appends its View to app.Views).
+func RunApp(ctx context.Context, fetch Fetch, app *App) error {
 	scr, err := tcell.NewScreen()
 	if err != nil {
 		return err
@@ -29,16 +37,18 @@ func Run(ctx context.Context, fetch Fetch) error {
 		return err
 	}
 	defer scr.Fini()
-	return loop(ctx, scr, fetch)
+	return loop(ctx, scr, fetch, app)
 }
 
+// result is one fetch: a document, or why there is none.
 type result struct {
 	doc live.Doc
 	err error
 	at  time.Time
 }
 
-func loop(ctx context.Context, scr tcell.Screen, fetch Fetch) error {
+// loop runs app on scr until a key quits or ctx ends.
+func loop(ctx context.Context, scr tcell.Screen, fetch Fetch, app *App) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	results := make(chan result, 1)
@@ -64,17 +74,13 @@ func loop(ctx context.Context, scr tcell.Screen, fetch Fetch) error {
 	go scr.ChannelEvents(events, quit)
 	defer close(quit)
 
-	var doc *live.Doc
-	var last error
-	var at time.Time
-	var shown Screen // the last screen drawn: where the scrolling stands
+	styles := stylesFor(scr)
 	draw := func() {
 		w, h := scr.Size()
 		scr.Clear()
-		shown = Render(doc, last, at, w, h, shown.Scroll)
-		for y, line := range shown.Lines {
-			for x, r := range []rune(line) {
-				scr.SetContent(x, y, r, nil, tcell.StyleDefault)
+		for y, l := range app.Screen(w, h) {
+			for x, r := range []rune(l.Text) {
+				scr.SetContent(x, y, r, nil, styles[l.Sev])
 			}
 		}
 		scr.Show()
@@ -85,11 +91,7 @@ func loop(ctx context.Context, scr tcell.Screen, fetch Fetch) error {
 		case <-ctx.Done():
 			return nil
 		case r := <-results:
-			last, at = r.err, r.at
-			if r.err == nil {
-				d := r.doc
-				doc = &d
-			}
+			app.Apply(r.doc, r.err, r.at)
 			draw()
 		case ev, ok := <-events:
 			if !ok {
@@ -97,20 +99,34 @@ func loop(ctx context.Context, scr tcell.Screen, fetch Fetch) error {
 			}
 			switch e := ev.(type) {
 			case *tcell.EventKey:
-				scroll, quit := onKey(e, shown)
-				if quit {
+				if app.Key(e) {
 					return nil
 				}
-				if scroll != shown.Scroll {
-					shown.Scroll = scroll
-					draw()
-				}
+				draw()
 			case *tcell.EventResize:
 				scr.Sync()
 				draw()
 			}
 		}
 	}
+}
+
+// stylesFor are the styles of each Sev on scr: colours by severity, or on
+// a monochrome terminal (fewer than 8 colours) and under NO_COLOR (any
+// value, https://no-color.org) only bold, dim and reverse.
+func stylesFor(scr tcell.Screen) map[Sev]tcell.Style {
+	d := tcell.StyleDefault
+	mono := map[Sev]tcell.Style{SevNormal: d, SevDim: d.Dim(true), SevHead: d.Bold(true), SevWarn: d.Bold(true),
+		SevCrit: d.Bold(true).Underline(true), SevSel: d.Reverse(true), SevBar: d.Reverse(true)}
+	if _, no := os.LookupEnv("NO_COLOR"); no || scr.Colors() < 8 {
+		return mono
+	}
+	mono[SevDim] = d.Foreground(tcell.ColorGray)
+	mono[SevHead] = d.Bold(true).Foreground(tcell.ColorTeal)
+	mono[SevWarn] = d.Foreground(tcell.ColorYellow)
+	mono[SevCrit] = d.Bold(true).Foreground(tcell.ColorRed)
+	mono[SevBar] = d.Background(tcell.ColorNavy).Foreground(tcell.ColorWhite)
+	return mono
 }
 
 // onKey is what a key does on screen sc: quit (q, Q, Esc, Ctrl-C), or

@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -72,7 +74,8 @@ func topInTmux(t *testing.T, scenario string, width, height int) (p *proc, run f
 		return string(out)
 	}
 	// A shell in the pane, so that "the terminal is restored" can be seen.
-	run("new-session", "-d", "-s", session, "-x", strconv.Itoa(width), "-y", strconv.Itoa(height), "sh")
+	// In a directory of the test's own: top's exports are written there.
+	run("new-session", "-d", "-c", t.TempDir(), "-s", session, "-x", strconv.Itoa(width), "-y", strconv.Itoa(height), "sh")
 	t.Cleanup(func() { exec.Command(tmux, "-S", sock, "kill-server").Run() })
 	run("send-keys", "-t", session, "TERM=xterm-256color "+binPath+" top --socket "+p.socketPath()+"; echo top-exited-$?", "Enter")
 	return p, run, session
@@ -122,6 +125,57 @@ func TestTopScrollsInTmux(t *testing.T) {
 	screen = screenShows("every GPU once the terminal is taller", "GPU 0 ok", "GPU 7 ok")
 	if strings.Contains(screen, "more GPU") {
 		t.Errorf("a line for hidden GPUs on a screen where all fit:\n%s", screen)
+	}
+	run("send-keys", "-t", session, "q")
+	screenShows("top to exit", "top-exited-0")
+}
+
+// TestTopViewsInTmux (issue 40) drives top's views in a real terminal
+// (120x40) against the daemon on 8 simulated GPUs: the F-keys and Tab
+// switch views, a number selects a GPU and shows its detail, s sorts the
+// processes, Space pauses, e exports the view as JSON to a new file in the
+// current directory named on the footer, ? shows the help, q quits.
+func TestTopViewsInTmux(t *testing.T) {
+	t.Parallel()
+	p, run, session := topInTmux(t, "@healthy-8gpu", 120, 40)
+	screenShows := func(what string, want ...string) string {
+		var screen string
+		p.waitFor(what, 10*time.Second, func() bool {
+			screen = run("capture-pane", "-p", "-t", session)
+			for _, w := range want {
+				if !strings.Contains(screen, w) {
+					return false
+				}
+			}
+			return true
+		})
+		return screen
+	}
+	screenShows("the overview", "[F2 Overview]", "GPU 7 ok")
+	run("send-keys", "-t", session, "3")
+	screenShows("GPU 3's detail", "[F3 GPU]", "GPU 3  ok", "Engines", "PCIe", "GSP-RM internals")
+	run("send-keys", "-t", session, "Right")
+	screenShows("GPU 4 after Right", "GPU 4  ok")
+	run("send-keys", "-t", session, "F4")
+	screenShows("the processes", "[F4 Processes]", "sorted by memory")
+	run("send-keys", "-t", session, "s")
+	screenShows("sorted by SM", "sorted by sm")
+	run("send-keys", "-t", session, "Tab")
+	screenShows("the events after Tab", "[F5 Events]", "events on all GPUs")
+	run("send-keys", "-t", session, "?")
+	screenShows("the help", "[F1 Help]", "What public NVML cannot give")
+	run("send-keys", "-t", session, "F2")
+	screenShows("the overview again", "[F2 Overview]")
+	run("send-keys", "-t", session, "Space")
+	screenShows("paused", "PAUSED")
+	run("send-keys", "-t", session, "e")
+	dir := strings.TrimSpace(run("display-message", "-p", "-t", session, "#{pane_current_path}"))
+	screen := screenShows("the export named", "exported "+filepath.Join(dir, "gpu-telemetry-top-overview-"))
+	i := strings.Index(screen, "exported ")
+	name := strings.Fields(screen[i+len("exported "):])[0]
+	b, err := os.ReadFile(name)
+	if err != nil || !json.Valid(b) || !strings.Contains(string(b), `"view": "Overview"`) {
+		t.Errorf("export %s: %v, valid JSON %v:\n%.300s", name, err, json.Valid(b), b)
 	}
 	run("send-keys", "-t", session, "q")
 	screenShows("top to exit", "top-exited-0")

@@ -1,0 +1,320 @@
+package top
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gdamore/tcell/v2"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
+	"github.com/gpu-telemetry/gpu-telemetry/live"
+)
+
+// richDoc is fleet(n) with what the views draw beyond the overview: a
+// minute of history per GPU, processes on GPUs 0 and 2 (one in a Slurm
+// job), and events lines of GPUs 1 and 4 and of the host.
+func richDoc(n int) live.Doc {
+	d := fleet(n)
+	for i := range d.GPUs {
+		g := &d.GPUs[i]
+		h := &live.HistoryDoc{StepS: 1, End: d.Time.Add(-time.Second)}
+		for _, k := range chartKeys {
+			vals := make([]*float64, 60)
+			for s := range vals {
+				if s == 30 && i == 0 {
+					continue // a gap: an absent reading
+				}
+				v := 50 + 40*math.Sin(float64(s+i)/6)
+				if k == "power_w" {
+					v *= 7
+				}
+				vals[s] = &v
+			}
+			h.Series = append(h.Series, live.SeriesDoc{Key: k, Values: vals})
+		}
+		g.History = h
+		if i == 0 || i == 2 {
+			mem := func(m uint64) *uint64 { m <<= 20; return &m }
+			pct := func(p uint32) *uint32 { return &p }
+			at := d.Time.Add(-time.Second)
+			g.Processes = &live.ProcsDoc{Status: "ok", ReadAt: &at, List: []live.ProcDoc{
+				{PID: uint32(1000 + i), Type: "compute", MemBytes: mem(30000 + uint64(i)), SMUtil: pct(90), MemUtil: pct(40), Origin: "here",
+					Name: "python", Cmdline: "python train.py --epochs 90", Job: &live.JobDoc{SlurmJob: "4242", SlurmStep: "0", Unit: "slurmstepd.scope"}},
+				{PID: uint32(2000 + i), Type: "graphics", MemBytes: mem(512), SMUtil: pct(uint32(3 + i)), Origin: "here", Name: "Xorg", Cmdline: "/usr/lib/xorg/Xorg :0"},
+				{PID: uint32(300 + i), Type: "compute", Origin: "other PID namespace"},
+			}}
+		}
+	}
+	for i := range 30 {
+		gpu := []int{1, 4, 0}[i%3] % n
+		level := []string{"critical", "warning", "info"}[i%3]
+		d.Events = append(d.Events, fmt.Sprintf("time=2026-11-30T15:%02d:%02dZ host=gpu-node-07 uuid=GPU-%04d level=%s gpu=%d source=nvml type=Xid xid=%d",
+			3, 59-i, gpu, level, gpu, []int{79, 119, 31}[i%3]))
+	}
+	d.Events = append(d.Events, "time=2026-11-30T15:00:00Z host=gpu-node-07 level=info gpu=? source=start type=start version=1.0")
+	return d
+}
+
+// appFor is an App showing view name with d applied.
+func appFor(d live.Doc, name string) *App {
+	a := NewApp()
+	a.Now = func() time.Time { return d.Time }
+	a.Apply(d, nil, d.Time)
+	a.show(name)
+	return a
+}
+
+// sevMark is how a golden screen marks a line's Sev after the right edge.
+var sevMark = map[Sev]string{SevNormal: "", SevDim: "dim", SevHead: "head", SevWarn: "WARN", SevCrit: "CRIT", SevSel: "sel", SevBar: "bar"}
+
+func styledScreen(lines []Line) []byte {
+	var b bytes.Buffer
+	for _, l := range lines {
+		b.WriteString(l.Text + "|" + sevMark[l.Sev] + "\n")
+	}
+	return b.Bytes()
+}
+
+// TestViewScreens: every view at 80x24, 120x40 and 220x60 with 1, 8 and 16
+// GPUs (some lost, hung, failing) is exactly the terminal's size, and
+// matches its golden screen (go test -run TestViewScreens -update).
+func TestViewScreens(t *testing.T) {
+	for _, n := range []int{1, 8, 16} {
+		d := richDoc(n)
+		for _, v := range Views() {
+			for _, size := range [][2]int{{80, 24}, {120, 40}, {220, 60}} {
+				w, h := size[0], size[1]
+				name := fmt.Sprintf("view-%s-%dgpus-%dx%d", strings.ToLower(v.Name()), n, w, h)
+				t.Run(name, func(t *testing.T) {
+					a := appFor(d, v.Name())
+					a.M.Sel = d.GPUs[n-1].Index // the last GPU: lost, in every fleet
+					lines := a.Screen(w, h)
+					fitsLines(t, lines, w, h)
+					testutil.Golden(t, name+".txt", styledScreen(lines))
+				})
+			}
+		}
+	}
+}
+
+func fitsLines(t *testing.T, lines []Line, w, h int) {
+	t.Helper()
+	if len(lines) != h {
+		t.Fatalf("%d lines, want %d", len(lines), h)
+	}
+	for i, l := range lines {
+		if n := utf8.RuneCountInString(l.Text); n != w {
+			t.Fatalf("line %d is %d wide, want %d: %q", i, n, w, l.Text)
+		}
+	}
+}
+
+// TestViewsFitEverySize: every view at every size from 1x1 to 220x60,
+// scrolled anywhere, is exactly the terminal's size; on the overview from
+// 40x10 up every failing GPU is on the screen, drawn as critical.
+func TestViewsFitEverySize(t *testing.T) {
+	d := richDoc(16)
+	for vi := range Views() {
+		for w := 1; w <= 220; w += 13 {
+			for h := 1; h <= 60; h += 4 {
+				a := appFor(d, "")
+				a.Cur = vi
+				a.Key(runeKey('4')) // GPU 4 selected and its detail shown
+				a.Cur = vi
+				a.Views[vi].OnKey(&a.M, tcell.NewEventKey(tcell.KeyEnd, 0, tcell.ModNone))
+				lines := a.Screen(w, h)
+				fitsLines(t, lines, w, h)
+				if vi != 0 || w < 40 || h < 10 {
+					continue
+				}
+				all := make([]string, len(lines))
+				for i, l := range lines {
+					all[i] = l.Text
+				}
+				for _, g := range d.GPUs {
+					if g.State == "ok" && g.Index != 4 {
+						continue
+					}
+					gl := onScreen(all, g.Index)
+					if gl == nil {
+						t.Fatalf("%dx%d: GPU %d (%s) not on the screen:\n%s", w, h, g.Index, g.State, strings.Join(all, "\n"))
+					}
+				}
+				for i, l := range lines {
+					if strings.HasPrefix(l.Text, "GPU 12 HUNG") && l.Sev != SevCrit {
+						t.Fatalf("%dx%d: hung GPU 12 drawn as %v", w, h, lines[i].Sev)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestBufferSeedsAndAppends: the first document's History seeds a GPU's
+// buffer, each later document appends one value (absent while the GPU is
+// not answering), and the buffer holds BufferLen at most; the PCIe rate
+// comes from two samples of the byte counters.
+func TestBufferSeedsAndAppends(t *testing.T) {
+	d := richDoc(1)
+	d.GPUs[0] = fleet(2).GPUs[0] // answering, GPU-0000
+	d.GPUs[0].History = richDoc(1).GPUs[0].History
+	var m Model
+	m.Apply(d, d.Time)
+	uuid := d.GPUs[0].UUID
+	if got := len(m.Series(uuid, "temperature_c")); got != 61 {
+		t.Fatalf("after the first document: %d values, want 60 of history and 1 live", got)
+	}
+	if _, _, ok := m.PCIeRate(uuid); ok {
+		t.Errorf("a PCIe rate from one sample")
+	}
+	m.Apply(d, d.Time) // the same document again: nothing added
+	if got := len(m.Series(uuid, "temperature_c")); got != 61 {
+		t.Fatalf("a repeated document was appended: %d", got)
+	}
+	lost := fleet(1).GPUs[0]
+	lost.UUID = uuid
+	for i := range BufferLen + 10 {
+		n := d
+		n.Time = d.Time.Add(time.Duration(i+1) * time.Second)
+		n.GPUs = []live.GPUDoc{d.GPUs[0]}
+		if i == BufferLen+9 {
+			n.GPUs[0] = lost
+		}
+		st := n.Time.Add(-100 * time.Millisecond)
+		n.GPUs[0].SampleTime = &st
+		n.GPUs[0].History = nil
+		n.GPUs[0].Readings = slices.Clone(n.GPUs[0].Readings)
+		setReading(&n.GPUs[0], "pcie_tx_bytes", float64(i)*1e9)
+		setReading(&n.GPUs[0], "pcie_rx_bytes", float64(i)*2e6)
+		m.Apply(n, n.Time)
+		if i == 1 {
+			tx, rx, ok := m.PCIeRate(uuid)
+			if !ok || tx != 1e9 || rx != 2e6 {
+				t.Errorf("PCIe rate %v %v %v, want 1e9 and 2e6 a second", tx, rx, ok)
+			}
+		}
+	}
+	s := m.Series(uuid, "temperature_c")
+	if s[len(s)-1] != nil || s[len(s)-2] == nil {
+		t.Errorf("the lost GPU's last value is not absent, or the one before it is")
+	}
+	if got := len(m.Series(uuid, "temperature_c")); got != BufferLen {
+		t.Errorf("%d values buffered, want %d", got, BufferLen)
+	}
+	if m.Series("GPU-none", "temperature_c") != nil {
+		t.Errorf("a series for a GPU never seen")
+	}
+}
+
+func TestSpark(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	for _, tc := range []struct {
+		vals []*float64
+		n    int
+		want string
+	}{
+		{[]*float64{f(0), f(50), f(100), nil, f(200), f(-5)}, 6, "▁▄█ █▁"},
+		{[]*float64{f(100)}, 3, "  █"},
+		{[]*float64{f(0), f(100), f(100)}, 2, "██"},
+		{nil, 0, ""},
+	} {
+		if got := spark(tc.vals, tc.n, 0, 100); got != tc.want {
+			t.Errorf("spark(%d values, %d) = %q, want %q", len(tc.vals), tc.n, got, tc.want)
+		}
+	}
+}
+
+// TestProcsSort: s cycles memory, SM share, pid; absent values sort last;
+// f keeps the selected GPU's only.
+func TestProcsSort(t *testing.T) {
+	a := appFor(richDoc(8), "Processes")
+	v := a.Views[a.Cur].(*procs)
+	pids := func() string {
+		var s []string
+		for _, r := range v.rows(&a.M) {
+			s = append(s, strconv.Itoa(r.GPU)+":"+strconv.FormatUint(uint64(r.PID), 10))
+		}
+		return strings.Join(s, " ")
+	}
+	for _, want := range []string{
+		"2:1002 0:1000 0:2000 2:2002 0:300 2:302",
+		"0:1000 2:1002 2:2002 0:2000 0:300 2:302",
+		"0:300 2:302 0:1000 2:1002 0:2000 2:2002",
+		"2:1002 0:1000 0:2000 2:2002 0:300 2:302",
+	} {
+		if got := pids(); got != want {
+			t.Errorf("sorted by %s: %s, want %s", procSorts[v.sort].name, got, want)
+		}
+		a.Key(runeKey('s'))
+	}
+	a.M.Sel = 2
+	a.Key(runeKey('f'))
+	if got := pids(); got != "2:1002 2:2002 2:302" {
+		t.Errorf("GPU 2 only: %s", got)
+	}
+}
+
+// TestEventsFilter: f keeps the selected GPU's events lines.
+func TestEventsFilter(t *testing.T) {
+	a := appFor(richDoc(8), "Events")
+	v := a.Views[a.Cur].(*events)
+	if got := len(v.lines(&a.M)); got != 31 {
+		t.Fatalf("%d lines, want 31", got)
+	}
+	a.M.Sel = 4
+	a.Key(runeKey('f'))
+	ls := v.lines(&a.M)
+	if len(ls) != 10 {
+		t.Fatalf("GPU 4: %d lines, want 10", len(ls))
+	}
+	for _, l := range ls {
+		if !strings.Contains(l, "gpu=4 ") {
+			t.Errorf("not GPU 4's: %s", l)
+		}
+	}
+}
+
+// setReading sets reading key of g through the document's JSON, as a
+// daemon would send it.
+func setReading(g *live.GPUDoc, key string, v float64) {
+	b, _ := json.Marshal(g)
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	m[key] = v
+	b, _ = json.Marshal(m)
+	if err := json.Unmarshal(b, g); err != nil {
+		panic(err)
+	}
+}
+
+func TestPerSecond(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	v := []*float64{f(1), nil, f(3), f(4)}
+	text := func(p []*float64) string {
+		var s []string
+		for _, x := range p {
+			if x == nil {
+				s = append(s, "-")
+			} else {
+				s = append(s, strconv.FormatFloat(*x, 'f', -1, 64))
+			}
+		}
+		return strings.Join(s, " ")
+	}
+	for _, tc := range []struct {
+		step float64
+		want string
+	}{{1, "1 - 3 4"}, {2, "1 1 - - 3 3 4 4"}, {0.5, "- 4"}, {0, ""}, {-1, ""}} {
+		if got := text(perSecond(v, tc.step)); got != tc.want {
+			t.Errorf("step %v: %q, want %q", tc.step, got, tc.want)
+		}
+	}
+}
