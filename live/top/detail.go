@@ -95,8 +95,8 @@ const (
 	keyMaxGfx    = "max_graphics_clock_mhz"
 	keyMaxSM     = "max_sm_clock_mhz"
 	keyMaxMem    = "max_memory_clock_mhz"
-	keySlowdown  = "slowdown_temperature_c"
-	keyShutdown  = "shutdown_temperature_c"
+	keySlowdown  = "slowdown_temp_c"
+	keyShutdown  = "shutdown_temp_c"
 )
 
 func detailLines(m *Model, g *live.GPUDoc, width int) []Line {
@@ -206,8 +206,23 @@ func detailLines(m *Model, g *live.GPUDoc, width int) []Line {
 	if tx, rx, ok := m.PCIeRate(g.UUID); ok {
 		tp = "TX " + rate(tx) + "  RX " + rate(rx)
 	}
-	add(SevNormal, "  gen "+opt(g, "pcie_gen", -1, "")+"/"+opt(g, "pcie_max_gen", -1, "")+"  width x"+opt(g, "pcie_width", -1, "")+
-		"/x"+opt(g, "pcie_max_width", -1, "")+"  replay "+opt(g, "pcie_replay", -1, "")+"  "+tp)
+	// The link's maximum is the lower of the GPU's and the slot's; the
+	// GPU's own is said where it is higher (the slot or riser limits it).
+	gen := "  gen " + opt(g, "pcie_gen", -1, "") + "/" + opt(g, "pcie_max_gen", -1, "")
+	own, _ := g.Lookup("pcie_gpu_max_gen")
+	link, _ := g.Lookup("pcie_max_gen")
+	if o, ok := own.Num(); ok {
+		if l, lok := link.Num(); lok && o > l {
+			gen += " (GPU " + own.Text("") + ")"
+		}
+	}
+	lanes := func(key string) string {
+		if v, _ := g.Lookup(key); v.Text("") != "n/a" {
+			return "x" + v.Text("")
+		}
+		return "n/a"
+	}
+	add(SevNormal, gen+"  width "+lanes("pcie_width")+"/"+lanes("pcie_max_width")+"  replay "+opt(g, "pcie_replay", -1, "")+"  "+tp)
 
 	stale = false
 	out = append(out, healthLines(g, width)...)
