@@ -6,8 +6,9 @@
 //
 // The protocol is one request line (at most MaxRequest bytes, ending in a
 // newline), answered with one JSON document and a newline, after which the
-// server closes the connection. Requests: "status" (the document) and
-// "ping" ({"ok":true}), and "ack {...}" from root (ack.go), the one that
+// server closes the connection (but for watch, which streams). Requests: "status" (the document) and
+// "ping" ({"ok":true}), "watch" (the document once a second until the
+// client leaves, watch.go), and "ack {...}" from root (ack.go), the one that
 // changes the daemon's state. Anything else is answered with {"error": "..."}.
 package control
 
@@ -91,6 +92,8 @@ type Config struct {
 	Ack Acker
 	// Counters is the registry the socket counts in (counters.go). Required.
 	Counters *counters.Registry
+	// watchTick is the watch stream's clock (watch.go); nil: newTicker.
+	watchTick func() (<-chan time.Time, func())
 }
 
 // Server serves the control socket.
@@ -101,6 +104,10 @@ type Server struct {
 	ln    *net.UnixListener
 	sem   chan struct{}
 	wg    sync.WaitGroup
+	// watchers holds a place per watch streaming (watch.go); stopping is
+	// closed when Serve stops accepting, which ends them.
+	watchers chan struct{}
+	stopping chan struct{}
 
 	// waiting are the connections whose request line has not been read
 	// yet, oldest first: the silent ones among them may be displaced.
@@ -163,8 +170,11 @@ func Listen(cfg Config, board *live.Board) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("control socket %s: %w", cfg.Path, err)
 	}
+	if cfg.watchTick == nil {
+		cfg.watchTick = newTicker
+	}
 	return &Server{cfg: cfg, board: board, log: cfg.Logger, ln: ln, sem: make(chan struct{}, MaxConns),
-		counts: cfg.Counters}, nil
+		watchers: make(chan struct{}, MaxWatchers), stopping: make(chan struct{}), counts: cfg.Counters}, nil
 }
 
 // testHookBound runs once the socket is bound, before it is given its mode
@@ -297,6 +307,7 @@ func (s *Server) Serve(ctx context.Context) {
 		}()
 	}
 	s.ln.Close()
+	close(s.stopping)
 	os.Remove(s.cfg.Path)
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
@@ -385,6 +396,10 @@ func (s *Server) handle(cn *conn) {
 	case err == nil:
 		if ack, isAck, aerr := parseAck(line); isAck {
 			s.answerAck(c, ack, aerr)
+			return
+		}
+		if o, isWatch, werr := parseWatch(line); isWatch {
+			s.watch(c, o, werr)
 			return
 		}
 		req, err = ParseRequest(line)

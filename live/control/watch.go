@@ -1,0 +1,218 @@
+package control
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// The watch request streams the status document: "watch", or "watch"
+// with the status request's options ("watch history=10m0s events=200"),
+// is answered with the document as one compact JSON line once every
+// WatchEvery, the first at once, until the client leaves or the daemon
+// stops. It is what `gpu-telemetry status --json --watch` prints and what
+// `top --host` reads through ssh (issue 40: a remote view with no new
+// listener). Each line is built as a status answer is (shared with the
+// status requests of the same Reuse window), so a watcher costs the daemon
+// no more than a client asking status once a second. A watcher holds one
+// of the MaxConns connections, and at most MaxWatchers stream at once, so
+// that status always has room; a client that does not take a line within
+// WriteTimeout is dropped and counted (control_requests_failed).
+
+// watchPrefix is the watch request's first word.
+const watchPrefix = "watch"
+
+// Limits of the watch request.
+const (
+	// WatchEvery is how often a watcher is sent the document: the rate
+	// top refreshes at.
+	WatchEvery = time.Second
+	// MaxWatchers is how many watch requests stream at once; another is
+	// answered "busy".
+	MaxWatchers = 4
+	// WatchSilence is how long Watch waits for the next line before it
+	// gives up on the daemon: a few WatchEvery, and the server's write
+	// timeout.
+	WatchSilence = 3*WatchEvery + WriteTimeout
+)
+
+// WatchLine is the request line streaming the document with o: "watch",
+// or "watch history=10m0s events=200".
+func (o Options) WatchLine() string {
+	return watchPrefix + strings.TrimPrefix(o.Line(), "status")
+}
+
+// parseWatch reads a watch request line: isWatch is false for any other
+// request. Its options are the status request's (Options.Line), each at
+// most once.
+func parseWatch(line []byte) (o Options, isWatch bool, err error) {
+	words := bytes.Fields(line)
+	if len(words) == 0 || string(words[0]) != watchPrefix {
+		return o, false, nil
+	}
+	if !utf8.Valid(line) {
+		return o, true, errors.New("request is not UTF-8")
+	}
+	seen := map[string]bool{}
+	for _, w := range words[1:] {
+		k, v, _ := strings.Cut(string(w), "=")
+		if seen[k] {
+			return Options{}, true, fmt.Errorf("watch: %s given twice", strconv.QuoteToASCII(k))
+		}
+		seen[k] = true
+		switch k {
+		case "history":
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return Options{}, true, fmt.Errorf("watch: history=%s: want a positive duration (10m)", strconv.QuoteToASCII(v))
+			}
+			o.History = d
+		case "events":
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return Options{}, true, fmt.Errorf("watch: events=%s: want a positive count", strconv.QuoteToASCII(v))
+			}
+			o.Events = n
+		default:
+			return Options{}, true, fmt.Errorf("watch: unknown option %s (want history=DUR or events=N)", strconv.QuoteToASCII(string(w)))
+		}
+	}
+	return o, true, nil
+}
+
+// watchAnswer is the document a watch with o is sent each time, as the
+// status request with o answers it. Only the plain document is served by
+// this daemon yet: history= and events= are refused until the status
+// request serves them (issue 40's daemon side).
+func (s *Server) watchAnswer(o Options) (*answer, error) {
+	if o != (Options{}) {
+		return nil, errors.New("watch: history= and events= are not served by this daemon")
+	}
+	return s.status(), nil
+}
+
+// watch serves a watch request (parsed with err) on c until the client
+// leaves, does not take a line within WriteTimeout, or the daemon stops.
+func (s *Server) watch(c *net.UnixConn, o Options, err error) {
+	if err == nil {
+		var a *answer
+		if a, err = s.watchAnswer(o); a != nil {
+			s.release(a)
+		}
+	}
+	if err != nil {
+		s.counts.Inc(requestsFailed)
+		json.NewEncoder(c).Encode(errorReply{Error: err.Error()})
+		return
+	}
+	select {
+	case s.watchers <- struct{}{}:
+		defer func() { <-s.watchers }()
+	default:
+		s.counts.Inc(requestsFailed)
+		json.NewEncoder(c).Encode(errorReply{Error: "busy: " + strconv.Itoa(MaxWatchers) + " watches already streaming"})
+		return
+	}
+	// The client says nothing more: its read ends when it leaves (or when
+	// handle closes c), which frees the slot without waiting for a write
+	// to fail.
+	gone := make(chan struct{})
+	c.SetReadDeadline(time.Time{})
+	go func() {
+		io.Copy(io.Discard, c)
+		close(gone)
+	}()
+	tick, stop := s.cfg.watchTick()
+	defer stop()
+	for first := true; ; first = false {
+		a, _ := s.watchAnswer(o) // o was served above: no error now
+		c.SetWriteDeadline(time.Now().Add(WriteTimeout))
+		_, werr := c.Write(a.b)
+		refused := a.refusedDoc
+		s.release(a)
+		switch {
+		case werr != nil && errors.Is(werr, os.ErrDeadlineExceeded) || refused:
+			// Too slow to take a line, or a document encoding/json
+			// refused: the stream ends, counted.
+			s.counts.Inc(requestsFailed)
+			return
+		case werr != nil: // the client left
+			return
+		case first:
+			s.counts.Inc(requestsServed)
+		}
+		select {
+		case <-tick:
+		case <-gone:
+			return
+		case <-s.stopping:
+			return
+		}
+	}
+}
+
+// newTicker is the watch stream's clock: a tick every WatchEvery (tests
+// give Config.watchTick one they step).
+func newTicker() (<-chan time.Time, func()) {
+	t := time.NewTicker(WatchEvery)
+	return t.C, t.Stop
+}
+
+// Watch asks the daemon at path for the watch stream with o and calls each
+// with every line (one JSON document, without its newline) until ctx ends
+// (nil), each returns an error (that error), the daemon answers an error,
+// closes the stream or sends nothing for WatchSilence. Connecting and the
+// first line are bounded by timeout.
+func Watch(ctx context.Context, path string, o Options, timeout time.Duration, each func(line []byte) error) error {
+	var d net.Dialer
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	c, err := d.DialContext(dctx, "unix", path)
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	c.SetDeadline(time.Now().Add(timeout))
+	// A busy server answers and closes before reading: a failed write
+	// still leaves its answer to read.
+	_, werr := c.Write([]byte(o.WatchLine() + "\n"))
+	sc := bufio.NewScanner(c)
+	sc.Buffer(make([]byte, 0, 64<<10), MaxReply)
+	for sc.Scan() {
+		line := sc.Bytes()
+		var e errorReply
+		if json.Unmarshal(line, &e) == nil && e.Error != "" {
+			return fmt.Errorf("%s answered: %s", path, e.Error)
+		}
+		if err := each(line); err != nil {
+			return err
+		}
+		c.SetReadDeadline(time.Now().Add(WatchSilence))
+	}
+	err = sc.Err()
+	switch {
+	case ctx.Err() != nil:
+		return nil
+	case errors.Is(err, bufio.ErrTooLong):
+		return fmt.Errorf("answer from %s longer than %d bytes", path, MaxReply)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return fmt.Errorf("%s sent no document for %v", path, WatchSilence)
+	case err != nil && werr != nil:
+		return werr
+	case err != nil:
+		return fmt.Errorf("reading the watch from %s: %w", path, err)
+	}
+	return fmt.Errorf("%s closed the watch (the daemon stopped?)", path)
+}
