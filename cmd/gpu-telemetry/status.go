@@ -43,7 +43,8 @@ func (f *SocketFlag) socket() string { return f.Socket }
 // StatusCLI is `gpu-telemetry status`.
 type StatusCLI struct {
 	SocketFlag
-	JSON bool `name:"json" help:"Print the daemon's status document as JSON."`
+	JSON  bool `name:"json" help:"Print the daemon's status document as JSON."`
+	Watch bool `name:"watch" help:"With --json: print the document as one line every second until killed or stdout is closed (what top --host reads through ssh)."`
 }
 
 // socketFlags parses the flags of a command that asks the daemon (status,
@@ -108,6 +109,9 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 			writeStatusError(stdout, statusError{Error: strings.TrimSpace(msgs.String())})
 		}
 		return code
+	}
+	if cli.Watch {
+		return watchStatus(path, cli.JSON, stdout, stderr)
 	}
 	d, raw, err := control.Query(path, statusTimeout)
 	if err != nil {
