@@ -100,13 +100,18 @@ func RenderFleet(hosts []HostState, now time.Time, width, height int, sel string
 	}
 	line := func(mark string, r hostRow) string {
 		s := mark + pad(r.name, nameW) + "  " + pad(r.state, 8) + "  " + padLeft(r.gpus, 5) + "  " +
-			padLeft(r.temp, 4) + "  " + padLeft(r.power, 6) + "  " + padLeft(r.age, 4) + "  " + pad(r.worst, worstW)
-		if incW > 0 {
-			s += "  " + r.inc
+			padLeft(r.temp, 4) + "  " + padLeft(r.power, 6) + "  " + padLeft(r.age, 4) + "  "
+		switch {
+		case r.rank == hostUnreachable:
+			s += r.worst // why the link is down, over both columns
+		case incW > 0:
+			s += pad(r.worst, worstW) + "  " + r.inc
+		default:
+			s += r.worst
 		}
 		return cut(s, width)
 	}
-	head := line("  ", hostRow{name: "HOST", state: "STATE", gpus: "GPUS", temp: "TEMP", power: "POWER", age: "AGE",
+	head := line("  ", hostRow{rank: hostOK, name: "HOST", state: "STATE", gpus: "GPUS", temp: "TEMP", power: "POWER", age: "AGE",
 		worst: "WORST GPU", inc: "LAST INCIDENT"})
 	foot := []string{cut("Up/Down select  Enter open the host's view  q quit", width)}
 	room := height - 2 - len(foot)
@@ -158,7 +163,7 @@ func newHostRow(h HostState, now time.Time) hostRow {
 		r.rank, r.state = hostUnreachable, hostWords[hostUnreachable]
 		switch {
 		case h.Err != nil:
-			r.worst = h.Err.Error()
+			r.worst = strings.TrimPrefix(h.Err.Error(), h.Name+": ")
 		case d == nil:
 			r.state, r.worst = "WAITING", "connecting"
 		default:

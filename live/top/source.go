@@ -96,7 +96,7 @@ func (r *Remote) Run(ctx context.Context) {
 		if delivered {
 			wait = r.minWait
 		}
-		r.fail(fmt.Errorf("%s: %w (again in %v)", r.host, err, wait))
+		r.fail(fmt.Errorf("%s: %w; again in %v", r.host, err, wait))
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -205,7 +205,7 @@ func (r *Remote) connect(ctx context.Context) (delivered bool, err error) {
 		werr = errors.New("the stream ended")
 	}
 	if s := stderr.last(); s != "" {
-		return delivered, fmt.Errorf("%w: %s", werr, s)
+		return delivered, fmt.Errorf("%s (%s %w)", s, r.argv[0], werr)
 	}
 	return delivered, fmt.Errorf("%s: %w", r.argv[0], werr)
 }
