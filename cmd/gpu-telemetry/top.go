@@ -15,7 +15,7 @@ import (
 // TopCLI is `gpu-telemetry top`.
 type TopCLI struct {
 	SocketFlag
-	Host []string `name:"host" help:"Show this host's view instead, through ssh HOST gpu-telemetry status --json --watch (the user's own ssh, in batch mode); several: one line per host, the worst first, Enter opens one."`
+	Host []string `name:"host" sep:"none" help:"Show this host's view instead, through ssh HOST gpu-telemetry status --json --watch (the user's own ssh, in batch mode); several: one line per host, the worst first, Enter opens one."`
 }
 
 // topDescription is what `gpu-telemetry top --help` says the command does.
