@@ -233,3 +233,20 @@ func TestStopEndsWatchers(t *testing.T) {
 		t.Errorf("Watch after the daemon stopped: %v", err)
 	}
 }
+
+// FuzzParseWatch: any line is read without panicking; a watch it takes is
+// read back the same from its WatchLine.
+func FuzzParseWatch(f *testing.F) {
+	for _, s := range []string{"watch", "watch history=10m0s events=200", "watch events=1", "watch history=1h", "watch x", "status"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		o, isWatch, err := parseWatch([]byte(line))
+		if !isWatch || err != nil {
+			return
+		}
+		if back, _, err := parseWatch([]byte(o.WatchLine())); back != o || err != nil {
+			t.Errorf("%q: %+v, read back from %q as %+v, %v", line, o, o.WatchLine(), back, err)
+		}
+	})
+}
