@@ -6,10 +6,10 @@
 //
 // The protocol is one request line (at most MaxRequest bytes, ending in a
 // newline), answered with one JSON document and a newline, after which the
-// server closes the connection (but for watch, which streams). Requests: "status" (the document) and
-// "ping" ({"ok":true}), "watch" (the document once a second until the
-// client leaves, watch.go), and "ack {...}" from root (ack.go), the one that
-// changes the daemon's state. Anything else is answered with {"error": "..."}.
+// server closes the connection. Requests: "status" (the document),
+// "ping" ({"ok":true}), "watch" (the document once a second, one a line,
+// until the client leaves: watch.go), and "ack {...}" from root (ack.go),
+// the one that changes the daemon's state. Anything else is answered with {"error": "..."}.
 package control
 
 import (

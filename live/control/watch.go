@@ -104,23 +104,19 @@ func (s *Server) watchAnswer(o Options) (*answer, error) {
 // watch serves a watch request (parsed with err) on c until the client
 // leaves, does not take a line within WriteTimeout, or the daemon stops.
 func (s *Server) watch(c *net.UnixConn, o Options, err error) {
-	if err == nil {
-		var a *answer
-		if a, err = s.watchAnswer(o); a != nil {
-			s.release(a)
-		}
+	refuse := func(why string) {
+		s.counts.Inc(requestsFailed)
+		json.NewEncoder(c).Encode(errorReply{Error: why})
 	}
 	if err != nil {
-		s.counts.Inc(requestsFailed)
-		json.NewEncoder(c).Encode(errorReply{Error: err.Error()})
+		refuse(err.Error())
 		return
 	}
 	select {
 	case s.watchers <- struct{}{}:
 		defer func() { <-s.watchers }()
 	default:
-		s.counts.Inc(requestsFailed)
-		json.NewEncoder(c).Encode(errorReply{Error: "busy: " + strconv.Itoa(MaxWatchers) + " watches already streaming"})
+		refuse("busy: " + strconv.Itoa(MaxWatchers) + " watches already streaming")
 		return
 	}
 	// The client says nothing more: its read ends when it leaves (or when
@@ -135,7 +131,11 @@ func (s *Server) watch(c *net.UnixConn, o Options, err error) {
 	tick, stop := s.cfg.watchTick()
 	defer stop()
 	for first := true; ; first = false {
-		a, _ := s.watchAnswer(o) // o was served above: no error now
+		a, err := s.watchAnswer(o)
+		if err != nil { // options it does not serve: the first answer
+			refuse(err.Error())
+			return
+		}
 		c.SetWriteDeadline(time.Now().Add(WriteTimeout))
 		_, werr := c.Write(a.b)
 		refused := a.refusedDoc
