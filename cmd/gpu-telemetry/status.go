@@ -43,7 +43,8 @@ func (f *SocketFlag) socket() string { return f.Socket }
 // StatusCLI is `gpu-telemetry status`.
 type StatusCLI struct {
 	SocketFlag
-	JSON bool `name:"json" help:"Print the daemon's status document as JSON."`
+	JSON  bool `name:"json" help:"Print the daemon's status document as JSON."`
+	Watch bool `name:"watch" help:"With --json: print the document as one line every second until killed or stdout is closed (what top --host reads through ssh)."`
 	// History and Events ask for what the daemon keeps in memory beyond
 	// the plain document (control.Options), with --json only.
 	History time.Duration `name:"history" placeholder:"DUR" help:"With --json: each GPU's readings over the last DUR (at most 10m, one value a second) from the daemon's memory."`
@@ -135,6 +136,9 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 			writeStatusError(stdout, statusError{Error: err.Error()})
 		}
 		return live.CheckUnknown
+	}
+	if cli.Watch {
+		return watchStatus(path, cli.JSON, opts, stdout, stderr)
 	}
 	d, raw, err := control.QueryWith(path, opts, statusTimeout)
 	if err != nil {

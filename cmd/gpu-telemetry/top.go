@@ -16,6 +16,7 @@ import (
 // TopCLI is `gpu-telemetry top`.
 type TopCLI struct {
 	SocketFlag
+	Host []string `name:"host" sep:"none" help:"Show this host's view instead, through ssh HOST gpu-telemetry status --json --watch (the user's own ssh, in batch mode); several: one line per host, the worst first, Enter opens one."`
 }
 
 // topDescription is what `gpu-telemetry top --help` says the command does.
@@ -26,7 +27,9 @@ const topDescription = "A full-screen live view of every GPU, refreshed every se
 	"Left/Right or 0-9 select a GPU; Up, Down, PgUp, PgDn, Home and End scroll; s sorts the processes; f shows the selected GPU's processes or events only; " +
 	"Space pauses; e exports the view's data as JSON to a new file named on the footer (the current directory, else $TMPDIR); q, Esc or Ctrl-C quits. " +
 	"NO_COLOR (or a monochrome terminal) draws without colour. " +
-	"Exit status: 0 quit, 1 no daemon to ask or no terminal, 2 bad flags."
+	"--host NAME shows that host's view through the user's ssh (no network listener); several --host, a page with one line per host, " +
+	"the worst first, where Up and Down select one, Enter opens its view and q there comes back. " +
+	"Exit status: 0 quit, 1 no daemon to ask (or host to reach) or no terminal, 2 bad flags."
 
 // What top asks the daemon for: the history that seeds the charts on the
 // first request (the daemon's whole ring), the last events every time.
@@ -75,6 +78,9 @@ func runTop(args []string, stdout, stderr io.Writer) int {
 	path, code, ok := socketFlags(&cli, "gpu-telemetry top", topDescription, 2, args, stdout, stderr)
 	if !ok {
 		return code
+	}
+	if len(cli.Host) > 0 {
+		return runTopHosts(cli.Host, stderr)
 	}
 	src := &localSource{path: path}
 	// The first answer is shown: it carries the history that seeds the charts.

@@ -20,9 +20,10 @@ type Request uint8
 const (
 	ReqStatus Request = iota + 1 // the status document
 	ReqPing                      // {"ok":true}
+	ReqWatch                     // the status document once a second (watch.go)
 )
 
-var requests = map[string]Request{"status": ReqStatus, "ping": ReqPing}
+var requests = map[string]Request{"status": ReqStatus, "ping": ReqPing, "watch": ReqWatch}
 
 // The bounds of a status request's options: the history ring's span
 // (live.MaxHistory) and the events ring's lines (live.MaxEvents).
@@ -49,9 +50,9 @@ func ParseRequest(line []byte) (Request, Options, error) {
 	words := strings.Fields(string(w))
 	r, ok := requests[words[0]]
 	if !ok {
-		return 0, Options{}, fmt.Errorf("unknown request %s (want status or ping)", strconv.QuoteToASCII(words[0]))
+		return 0, Options{}, fmt.Errorf("unknown request %s (want status, watch or ping)", strconv.QuoteToASCII(words[0]))
 	}
-	if len(words) > 1 && r != ReqStatus {
+	if len(words) > 1 && r == ReqPing {
 		return 0, Options{}, fmt.Errorf("%s takes no options", words[0])
 	}
 	o, err := parseOptions(words[1:])
@@ -61,7 +62,7 @@ func ParseRequest(line []byte) (Request, Options, error) {
 	return r, o, nil
 }
 
-// parseOptions parses a status request's options.
+// parseOptions parses a status or watch request's options.
 func parseOptions(words []string) (Options, error) {
 	var o Options
 	seen := map[string]bool{}
@@ -85,7 +86,7 @@ func parseOptions(words []string) (Options, error) {
 			}
 			o.Events = n
 		default:
-			return Options{}, fmt.Errorf("unknown status option %s (want history=DUR or events=N)", strconv.QuoteToASCII(w))
+			return Options{}, fmt.Errorf("unknown option %s (want history=DUR or events=N)", strconv.QuoteToASCII(w))
 		}
 	}
 	return o, nil

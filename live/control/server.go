@@ -8,9 +8,11 @@
 // newline), answered with one JSON document and a newline, after which the
 // server closes the connection. Requests: "status" (the document; with
 // options "history=DUR" and "events=N", also each GPU's recent readings
-// and the host's last events.log lines: request.go) and
-// "ping" ({"ok":true}), and "ack {...}" from root (ack.go), the one that
-// changes the daemon's state. Anything else is answered with {"error": "..."}.
+// and the host's last events.log lines: request.go), "watch" (the
+// document once a second, one a line, until the client leaves, with the
+// same options: watch.go), "ping" ({"ok":true}), and "ack {...}" from root
+// (ack.go), the one that changes the daemon's state. Anything else is
+// answered with {"error": "..."}.
 package control
 
 import (
@@ -93,6 +95,8 @@ type Config struct {
 	Ack Acker
 	// Counters is the registry the socket counts in (counters.go). Required.
 	Counters *counters.Registry
+	// watchTick is the watch stream's clock (watch.go); nil: newTicker.
+	watchTick func() (<-chan time.Time, func())
 }
 
 // Server serves the control socket.
@@ -103,6 +107,10 @@ type Server struct {
 	ln    *net.UnixListener
 	sem   chan struct{}
 	wg    sync.WaitGroup
+	// watchers holds a place per watch streaming (watch.go); stopping is
+	// closed when Serve stops accepting, which ends them.
+	watchers chan struct{}
+	stopping chan struct{}
 
 	// waiting are the connections whose request line has not been read
 	// yet, oldest first: the silent ones among them may be displaced.
@@ -165,8 +173,11 @@ func Listen(cfg Config, board *live.Board) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("control socket %s: %w", cfg.Path, err)
 	}
+	if cfg.watchTick == nil {
+		cfg.watchTick = newTicker
+	}
 	return &Server{cfg: cfg, board: board, log: cfg.Logger, ln: ln, sem: make(chan struct{}, MaxConns),
-		counts: cfg.Counters}, nil
+		watchers: make(chan struct{}, MaxWatchers), stopping: make(chan struct{}), counts: cfg.Counters}, nil
 }
 
 // testHookBound runs once the socket is bound, before it is given its mode
@@ -299,6 +310,7 @@ func (s *Server) Serve(ctx context.Context) {
 		}()
 	}
 	s.ln.Close()
+	close(s.stopping)
 	os.Remove(s.cfg.Path)
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
@@ -397,6 +409,10 @@ func (s *Server) handle(cn *conn) {
 		if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) {
 			json.NewEncoder(c).Encode(errorReply{Error: err.Error()})
 		}
+		return
+	}
+	if req == ReqWatch {
+		s.watch(c, opts)
 		return
 	}
 	reply, refusedDoc := pingReply, false

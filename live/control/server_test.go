@@ -569,7 +569,7 @@ func TestParseRequest(t *testing.T) {
 		{"status events=501", 0, Options{}, "from 1 to 500"},
 		{"status events=x", 0, Options{}, "from 1 to 500"},
 		{"status events=2 events=3", 0, Options{}, "twice"},
-		{"status colour=on", 0, Options{}, "unknown status option"},
+		{"status colour=on", 0, Options{}, "unknown option"},
 		{"status history", 0, Options{}, "history="},
 		{"ping events=2", 0, Options{}, "takes no options"},
 		{"stat", 0, Options{}, "unknown request"},
