@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,6 +34,18 @@ func TestTopInTmux(t *testing.T) {
 		screen = run("capture-pane", "-p", "-t", session)
 		return strings.Contains(screen, "GPU 1 HUNG")
 	})
+	// Colour by severity (no NO_COLOR here): the hung GPU is drawn in a
+	// colour, the healthy one in the terminal's own; capture-pane -e keeps
+	// the escapes.
+	var hung, ok string
+	p.waitFor("GPU 1 in a colour", 5*time.Second, func() bool {
+		styled := run("capture-pane", "-p", "-e", "-t", session)
+		hung, ok = fgAt(styled, "GPU 1 HUNG"), fgAt(styled, "GPU 0 ok")
+		return hung != ""
+	})
+	if ok != "" {
+		t.Errorf("GPU 1 HUNG in colour %s, GPU 0 ok in colour %s: want the healthy one uncoloured", hung, ok)
+	}
 	run("send-keys", "-t", session, "q")
 	p.waitFor("top to exit and the shell to come back", 5*time.Second, func() bool {
 		screen = run("capture-pane", "-p", "-t", session)
@@ -58,9 +71,10 @@ func TestTopInTmux(t *testing.T) {
 // topInTmux starts a logger playing scenario and, once it wrote a few
 // rows, `gpu-telemetry top` asking it in a tmux server of the test's own:
 // one session of width x height running sh, where "top-exited-<status>"
-// shows when top ends. run runs a tmux command on that server (failing the
+// shows when top ends; env (NAME=VALUE words) is top's environment beside
+// TERM=xterm-256color. run runs a tmux command on that server (failing the
 // test when it fails) and returns its output.
-func topInTmux(t *testing.T, scenario string, width, height int) (p *proc, run func(args ...string) string, session string) {
+func topInTmux(t *testing.T, scenario string, width, height int, env ...string) (p *proc, run func(args ...string) string, session string) {
 	tmux := testutil.NeedTool(t, "tmux", "tmux")
 	p = start(t, opts{scenario: scenario})
 	p.waitForRows(0, 6, 10*time.Second)
@@ -77,7 +91,7 @@ func topInTmux(t *testing.T, scenario string, width, height int) (p *proc, run f
 	// In a directory of the test's own: top's exports are written there.
 	run("new-session", "-d", "-c", t.TempDir(), "-s", session, "-x", strconv.Itoa(width), "-y", strconv.Itoa(height), "sh")
 	t.Cleanup(func() { exec.Command(tmux, "-S", sock, "kill-server").Run() })
-	run("send-keys", "-t", session, "TERM=xterm-256color "+binPath+" top --socket "+p.socketPath()+"; echo top-exited-$?", "Enter")
+	run("send-keys", "-t", session, strings.Join(append(env, "TERM=xterm-256color "+binPath+" top --socket "+p.socketPath()+"; echo top-exited-$?"), " "), "Enter")
 	return p, run, session
 }
 
@@ -179,4 +193,82 @@ func TestTopViewsInTmux(t *testing.T) {
 	}
 	run("send-keys", "-t", session, "q")
 	screenShows("top to exit", "top-exited-0")
+}
+
+// TestTopNoColorInTmux (issue 40): with NO_COLOR set (https://no-color.org)
+// top draws no colour at all, not even for a hung GPU: capture-pane -e
+// shows no colour escape (bold, underline and reverse remain); Esc quits
+// with the terminal restored.
+func TestTopNoColorInTmux(t *testing.T) {
+	t.Parallel()
+	p, run, session := topInTmux(t, "@hang", 80, 24, "NO_COLOR=1")
+	var styled string
+	p.waitFor("GPU 1 hung on top's screen", 15*time.Second, func() bool {
+		styled = run("capture-pane", "-p", "-e", "-t", session)
+		return strings.Contains(styled, "GPU 1 HUNG") && strings.Contains(styled, "q quit")
+	})
+	if c := sgrColours(styled); len(c) > 0 {
+		t.Errorf("colour escapes %q on the screen under NO_COLOR:\n%q", c, styled)
+	}
+	run("send-keys", "-t", session, "Escape")
+	p.waitFor("top to exit on Esc", 5*time.Second, func() bool {
+		return strings.Contains(run("capture-pane", "-p", "-t", session), "top-exited-0")
+	})
+	if alt := strings.TrimSpace(run("display-message", "-p", "-t", session, "#{alternate_on}")); alt != "0" {
+		t.Errorf("alternate screen still on after Esc: %q", alt)
+	}
+}
+
+// sgr is one SGR escape (ESC [ params m), its parameters in group 1.
+var sgr = regexp.MustCompile(`\x1b\[([0-9;:]*)m`)
+
+// sgrColours are the colour parameters of the SGR escapes in s: a
+// foreground or background colour (30-37, 38;..., 40-47, 48;..., 90-97,
+// 100-107), not the defaults (39, 49).
+func sgrColours(s string) []string {
+	var out []string
+	for _, m := range sgr.FindAllStringSubmatch(s, -1) {
+		ps := strings.FieldsFunc(m[1], func(r rune) bool { return r == ';' || r == ':' })
+		for i := 0; i < len(ps); i++ {
+			n, _ := strconv.Atoi(ps[i])
+			switch {
+			case n == 38 || n == 48:
+				out = append(out, strings.Join(ps[i:], ";"))
+				i = len(ps)
+			case n >= 30 && n <= 37, n >= 40 && n <= 47, n >= 90 && n <= 97, n >= 100 && n <= 107:
+				out = append(out, ps[i])
+			}
+		}
+	}
+	return out
+}
+
+// fgAt is the foreground colour (its SGR parameters; "" for the
+// terminal's own) of the text between two escapes of the styled capture s
+// where text first occurs; "" also when no such piece holds text.
+func fgAt(s, text string) string {
+	fg, last := "", 0
+	for _, loc := range append(sgr.FindAllStringSubmatchIndex(s, -1), []int{len(s), len(s), len(s), len(s)}) {
+		if strings.Contains(s[last:loc[0]], text) {
+			return fg
+		}
+		last = loc[1]
+		ps := strings.FieldsFunc(s[loc[2]:loc[3]], func(r rune) bool { return r == ';' || r == ':' })
+		if len(ps) == 0 {
+			fg = ""
+		}
+		for i := 0; i < len(ps); i++ {
+			switch n, _ := strconv.Atoi(ps[i]); {
+			case n == 0 || n == 39:
+				fg = ""
+			case n >= 30 && n <= 37, n >= 90 && n <= 97:
+				fg = ps[i]
+			case n == 38:
+				fg, i = strings.Join(ps[i:], ";"), len(ps)
+			case n == 48:
+				i = len(ps)
+			}
+		}
+	}
+	return ""
 }
