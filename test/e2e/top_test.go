@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -271,4 +272,162 @@ func fgAt(s, text string) string {
 		}
 	}
 	return ""
+}
+
+// procScenario has three GPUs with a process each, whose orders by
+// memory, SM share and pid all differ, and a run of Xids on GPU 1 for the
+// events.
+const procScenario = `gpus 3
+gpu all util_gpu 50
+gpu 0 proc 7001 mem 100 sm 90 memutil 5
+gpu 1 proc 7002 mem 5000 sm 10 memutil 5
+gpu 2 proc 7003 mem 2000 sm 50 memutil 5
+at 1 gpu 1 xid 31 repeat 12 over 2s
+`
+
+// TestTopProcessesAndEventsInTmux (issue 40) drives the Processes and
+// Events views of top in a real terminal against the daemon on simulated
+// GPUs: s changes the order of the processes (memory, SM share, pid), e
+// exports them in that order as JSON, ↑/↓ PgUp/PgDn Home/End move the
+// highlighted row (Enter shows its GPU), f keeps the selected GPU's; in
+// the events, f keeps the selected GPU's lines, ←/→ select another GPU,
+// and the scroll keys move through the lines while Space holds them.
+func TestTopProcessesAndEventsInTmux(t *testing.T) {
+	t.Parallel()
+	_, run, session := topInTmux(t, procScenario, 120, 40)
+	var screen string
+	shows := func(what string, ok func(screen string) bool) {
+		t.Helper()
+		for end := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if screen = run("capture-pane", "-p", "-t", session); ok(screen) {
+				return
+			}
+			if time.Now().After(end) {
+				t.Fatalf("gave up waiting for %s:\n%s", what, screen)
+			}
+		}
+	}
+	has := func(want ...string) func(string) bool {
+		return func(s string) bool {
+			return !slices.ContainsFunc(want, func(w string) bool { return !strings.Contains(s, w) })
+		}
+	}
+	order := func(pids ...string) func(string) bool {
+		return func(s string) bool { return slices.Equal(procPIDs(s), pids) }
+	}
+	run("send-keys", "-t", session, "F4")
+	shows("the processes by memory", order("7002", "7003", "7001"))
+	if !strings.Contains(screen, "sorted by memory") {
+		t.Errorf("processes by memory:\n%s", screen)
+	}
+	run("send-keys", "-t", session, "s")
+	shows("the processes by SM share", order("7001", "7003", "7002"))
+	run("send-keys", "-t", session, "s")
+	shows("the processes by pid", order("7001", "7002", "7003"))
+	if !strings.Contains(screen, "sorted by pid") {
+		t.Errorf("processes by pid:\n%s", screen)
+	}
+	run("send-keys", "-t", session, "e")
+	var export struct {
+		View string `json:"view"`
+		Data []struct {
+			GPU int    `json:"gpu"`
+			PID uint32 `json:"pid"`
+		} `json:"data"`
+	}
+	shows("the export named", has("exported "))
+	b, err := os.ReadFile(strings.Fields(screen[strings.Index(screen, "exported ")+len("exported "):])[0])
+	if err != nil || json.Unmarshal(b, &export) != nil || export.View != "Processes" || len(export.Data) != 3 ||
+		export.Data[0].PID != 7001 || export.Data[1].PID != 7002 || export.Data[2].PID != 7003 || export.Data[2].GPU != 2 {
+		t.Errorf("export of the processes (%v): %+v\n%.500s", err, export, b)
+	}
+	// The highlighted row, in pid order: GPU 0's, 1's, 2's; Enter shows
+	// the detail of its GPU, F4 comes back to the row. (The export's note
+	// takes the footer's room: the views' names are not on it.)
+	for _, step := range []struct{ key, gpu string }{
+		{"Home", "0"}, {"Down", "1"}, {"End", "2"}, {"Up", "1"}, {"PPage", "0"}, {"NPage", "2"},
+	} {
+		run("send-keys", "-t", session, step.key, "Enter")
+		shows("GPU "+step.gpu+"'s detail after "+step.key+" and Enter", func(s string) bool {
+			return strings.HasPrefix(s, "GPU "+step.gpu+"  ") && strings.Contains(s, "\nEngines")
+		})
+		run("send-keys", "-t", session, "F4")
+		shows("the processes", has("processes on all GPUs"))
+	}
+	run("send-keys", "-t", session, "f")
+	shows("GPU 2's process only", has("1 processes on GPU 2"))
+	if !slices.Equal(procPIDs(screen), []string{"7003"}) {
+		t.Errorf("GPU 2's processes:\n%s", screen)
+	}
+
+	// Events: each GPU's health baseline and GPU 1's Xids, newest first,
+	// held (Space) once there are more than 6.
+	run("send-keys", "-t", session, "F5")
+	shows("the events", func(s string) bool {
+		n, _ := strconv.Atoi(strings.Fields(s + " x")[0])
+		return strings.Contains(s, " events on all GPUs") && n > 6 && strings.Contains(s, "gpu=0 ") && strings.Contains(s, "gpu=1 ")
+	})
+	run("send-keys", "-t", session, "Space")
+	shows("paused", has("PAUSED"))
+	run("send-keys", "-t", session, "Left") // GPU 1, after GPU 2
+	run("send-keys", "-t", session, "f")
+	shows("GPU 1's events", has("events on GPU 1", "gpu=1 "))
+	if strings.Contains(screen, "gpu=0 ") || strings.Contains(screen, "gpu=2 ") {
+		t.Errorf("a line not of GPU 1's in its events:\n%s", screen)
+	}
+	run("send-keys", "-t", session, "Left")
+	shows("GPU 0's events", has("events on GPU 0", "gpu=0 "))
+	if strings.Contains(screen, "gpu=1 ") {
+		t.Errorf("GPU 1's line in GPU 0's events:\n%s", screen)
+	}
+	run("send-keys", "-t", session, "f")
+	shows("the events on all GPUs", has("events on all GPUs", "gpu=1 ", "gpu=2 "))
+	all := eventLines(screen)
+	// On 8 lines (the head and the footer, 6 lines of events) they scroll.
+	run("resize-window", "-t", session, "-x", "120", "-y", "8")
+	shows("the newest events", func(s string) bool { return slices.Equal(eventLines(s), all[:6]) })
+	for _, step := range []struct {
+		key   string
+		first int
+	}{{"Down", 1}, {"End", len(all) - 6}, {"Up", len(all) - 7}, {"PPage", max(len(all)-17, 0)}, {"Home", 0}, {"NPage", min(10, len(all)-6)}} {
+		run("send-keys", "-t", session, step.key)
+		shows("the events from line "+strconv.Itoa(step.first)+" after "+step.key, func(s string) bool {
+			return slices.Equal(eventLines(s), all[step.first:step.first+6])
+		})
+	}
+	run("send-keys", "-t", session, "q")
+	shows("top to exit", has("top-exited-0"))
+}
+
+// procPIDs are the pids of the process rows on a Processes screen, in
+// their order.
+func procPIDs(screen string) []string {
+	var pids []string
+	rows := false
+	for _, l := range strings.Split(screen, "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) > 1 && f[0] == "GPU" && f[1] == "PID":
+			rows = true
+		case rows && len(f) > 1:
+			if _, err := strconv.Atoi(f[0]); err != nil {
+				return pids
+			}
+			pids = append(pids, f[1])
+		default:
+			rows = false
+		}
+	}
+	return pids
+}
+
+// eventLines are the events.log lines on an Events screen.
+func eventLines(screen string) []string {
+	var out []string
+	for _, l := range strings.Split(screen, "\n") {
+		if strings.HasPrefix(l, "time=") {
+			out = append(out, strings.TrimRight(l, " "))
+		}
+	}
+	return out
 }
