@@ -146,14 +146,17 @@ func TestTopScrollsInTmux(t *testing.T) {
 }
 
 // TestTopViewsInTmux (issue 40) drives top's views in a real terminal
-// (120x40) against the daemon on 8 simulated GPUs: the F-keys and Tab
-// switch views, a number selects a GPU and shows its detail, s sorts the
-// processes, Space pauses, e exports the view as JSON to a new file in the
-// current directory named on the footer, ? shows the help, q quits.
+// (120x40) against the daemon on 8 simulated GPUs: Enter and a GPU's
+// number show its detail, ←/→ select another GPU, the F-keys, Tab and
+// Shift-Tab switch views, ? and F1 show the help, Space pauses (the screen
+// holds still while the daemon goes on) and resumes, e exports the view
+// as JSON to a new file in the current directory named on the footer, q
+// quits.
 func TestTopViewsInTmux(t *testing.T) {
 	t.Parallel()
 	p, run, session := topInTmux(t, "@healthy-8gpu", 120, 40)
 	screenShows := func(what string, want ...string) string {
+		t.Helper()
 		var screen string
 		p.waitFor(what, 10*time.Second, func() bool {
 			screen = run("capture-pane", "-p", "-t", session)
@@ -166,34 +169,102 @@ func TestTopViewsInTmux(t *testing.T) {
 		})
 		return screen
 	}
+	detailOf := func(key, gpu string) {
+		t.Helper()
+		run("send-keys", "-t", session, key)
+		p.waitFor("GPU "+gpu+"'s detail after "+key, 10*time.Second, func() bool {
+			screen := run("capture-pane", "-p", "-t", session)
+			return strings.HasPrefix(screen, "GPU "+gpu+"  ok") && strings.Contains(screen, "[F3 GPU]")
+		})
+	}
 	screenShows("the overview", "[F2 Overview]", "GPU 7 ok")
-	run("send-keys", "-t", session, "3")
-	screenShows("GPU 3's detail", "[F3 GPU]", "GPU 3  ok", "Engines", "PCIe", "GSP-RM internals")
-	run("send-keys", "-t", session, "Right")
-	screenShows("GPU 4 after Right", "GPU 4  ok")
+	detailOf("Enter", "0") // the first GPU is selected at start
+	detailOf("3", "3")
+	screenShows("GPU 3's detail", "Engines", "PCIe", "GSP-RM internals")
+	detailOf("Right", "4")
+	detailOf("Left", "3")
 	run("send-keys", "-t", session, "F4")
-	screenShows("the processes", "[F4 Processes]", "sorted by memory")
+	screenShows("the processes", "[F4 Processes]", "sorted by memory", "←→ GPU 3")
 	run("send-keys", "-t", session, "s")
 	screenShows("sorted by SM", "sorted by sm")
 	run("send-keys", "-t", session, "Tab")
 	screenShows("the events after Tab", "[F5 Events]", "events on all GPUs")
+	run("send-keys", "-t", session, "BTab")
+	screenShows("the processes after Shift-Tab", "[F4 Processes]")
+	detailOf("BTab", "3")
+	run("send-keys", "-t", session, "F5")
+	screenShows("the events after F5", "[F5 Events]")
 	run("send-keys", "-t", session, "?")
-	screenShows("the help", "[F1 Help]", "What public NVML cannot give")
-	run("send-keys", "-t", session, "F2")
-	screenShows("the overview again", "[F2 Overview]")
+	screenShows("the help after ?", "[F1 Help]", "What public NVML cannot give")
+	detailOf("F3", "3")
+	run("send-keys", "-t", session, "F1")
+	screenShows("the help after F1", "[F1 Help]", "Space            pause")
+	run("send-keys", "-t", session, "Tab")
+	screenShows("the overview after Tab from the last view", "[F2 Overview]")
+
+	// Space pauses: the screen holds still while the daemon goes on.
 	run("send-keys", "-t", session, "Space")
 	screenShows("paused", "PAUSED")
+	var paused string
+	p.waitFor("the paused screen to settle", 5*time.Second, func() bool {
+		prev := paused
+		paused = run("capture-pane", "-p", "-t", session)
+		return paused == prev
+	})
+	since := time.Now()
+	p.waitFor("the daemon's document 2 s newer than the pause", 10*time.Second, func() bool {
+		_, out, _ := runTool(t, nil, "status", "--socket", p.socketPath(), "--json")
+		var d struct {
+			Time time.Time `json:"time"`
+		}
+		return json.Unmarshal([]byte(out), &d) == nil && d.Time.After(since.Add(2*time.Second))
+	})
+	if now := run("capture-pane", "-p", "-t", session); now != paused {
+		t.Errorf("the screen changed while paused:\n%s\nnow:\n%s", paused, now)
+	}
+	held := footerTime(paused)
+	run("send-keys", "-t", session, "Space")
+	p.waitFor("new documents after Space again", 10*time.Second, func() bool {
+		screen := run("capture-pane", "-p", "-t", session)
+		return !strings.Contains(screen, "PAUSED") && footerTime(screen) != held && footerTime(screen) != ""
+	})
+
 	run("send-keys", "-t", session, "e")
 	dir := strings.TrimSpace(run("display-message", "-p", "-t", session, "#{pane_current_path}"))
 	screen := screenShows("the export named", "exported "+filepath.Join(dir, "gpu-telemetry-top-overview-"))
 	i := strings.Index(screen, "exported ")
 	name := strings.Fields(screen[i+len("exported "):])[0]
 	b, err := os.ReadFile(name)
-	if err != nil || !json.Valid(b) || !strings.Contains(string(b), `"view": "Overview"`) {
-		t.Errorf("export %s: %v, valid JSON %v:\n%.300s", name, err, json.Valid(b), b)
+	var export struct {
+		View string `json:"view"`
+		Host string `json:"host"`
+		Data struct {
+			GPUs []struct {
+				Index int    `json:"index"`
+				UUID  string `json:"uuid"`
+			} `json:"gpus"`
+		} `json:"data"`
+	}
+	if err != nil || json.Unmarshal(b, &export) != nil || export.View != "Overview" || len(export.Data.GPUs) != 8 ||
+		export.Host == "" || !strings.HasPrefix(export.Data.GPUs[7].UUID, "GPU-") {
+		t.Errorf("export %s (%v): %+v\n%.300s", name, err, export, b)
 	}
 	run("send-keys", "-t", session, "q")
 	screenShows("top to exit", "top-exited-0")
+}
+
+// footerTime is the time of the document shown, at the end of the
+// footer (the screen's last line), "" when it is not there.
+func footerTime(screen string) string {
+	lines := strings.Split(strings.TrimRight(screen, "\n "), "\n")
+	f := strings.Fields(lines[len(lines)-1])
+	if len(f) == 0 {
+		return ""
+	}
+	if t := f[len(f)-1]; len(t) == 8 && t[2] == ':' && t[5] == ':' {
+		return t
+	}
+	return ""
 }
 
 // TestTopNoColorInTmux (issue 40): with NO_COLOR set (https://no-color.org)
