@@ -67,6 +67,9 @@ func TestTopInTmux(t *testing.T) {
 	p.waitFor("top to exit on Ctrl-C", 5*time.Second, func() bool {
 		return strings.Contains(run("capture-pane", "-p", "-t", session), "top-exited-again-0")
 	})
+	if alt := strings.TrimSpace(run("display-message", "-p", "-t", session, "#{alternate_on}")); alt != "0" {
+		t.Errorf("alternate screen still on after Ctrl-C: %q", alt)
+	}
 }
 
 // topInTmux starts a logger playing scenario and, once it wrote a few
@@ -269,8 +272,9 @@ func footerTime(screen string) string {
 
 // TestTopNoColorInTmux (issue 40): with NO_COLOR set (https://no-color.org)
 // top draws no colour at all, not even for a hung GPU: capture-pane -e
-// shows no colour escape (bold, underline and reverse remain); Esc quits
-// with the terminal restored.
+// shows no colour escape (bold, underline and reverse remain). On 80x24
+// the GPU detail and the help scroll (Up, Down, PgUp, PgDn, Home, End);
+// Esc quits with the terminal restored.
 func TestTopNoColorInTmux(t *testing.T) {
 	t.Parallel()
 	p, run, session := topInTmux(t, "@hang", 80, 24, "NO_COLOR=1")
@@ -281,6 +285,43 @@ func TestTopNoColorInTmux(t *testing.T) {
 	})
 	if c := sgrColours(styled); len(c) > 0 {
 		t.Errorf("colour escapes %q on the screen under NO_COLOR:\n%q", c, styled)
+	}
+	// On 24 lines the GPU detail and the help are longer than the screen:
+	// End shows their last lines, Up, Down, PgUp, PgDn and Home move them
+	// (paused, so that the lines compared do not change meanwhile).
+	shows := func(what string, ok func(screen string) bool) {
+		t.Helper()
+		var screen string
+		p.waitFor(what, 10*time.Second, func() bool {
+			screen = run("capture-pane", "-p", "-t", session)
+			return ok(screen)
+		})
+	}
+	run("send-keys", "-t", session, "Space")
+	shows("paused", func(s string) bool { return strings.Contains(s, "PAUSED") })
+	for _, v := range []struct{ key, first, last string }{
+		{"1", "GPU 1  hung", "GSP-RM internals"},
+		{"F1", "gpu-telemetry top: keys", "never 0."},
+	} {
+		run("send-keys", "-t", session, v.key)
+		top := func(s string) bool { return strings.HasPrefix(s, v.first) && !strings.Contains(s, v.last) }
+		shows("the top of the view after "+v.key, top)
+		run("send-keys", "-t", session, "End")
+		shows("the end of the view after End", func(s string) bool { return !strings.HasPrefix(s, v.first) && strings.Contains(s, v.last) })
+		end := strings.Split(run("capture-pane", "-p", "-t", session), "\n")[0]
+		run("send-keys", "-t", session, "Up")
+		shows("a line up after Up", func(s string) bool { return strings.Split(s, "\n")[1] == end })
+		run("send-keys", "-t", session, "Down")
+		shows("a line down after Down", func(s string) bool { return strings.Split(s, "\n")[0] == end })
+		run("send-keys", "-t", session, "PPage")
+		shows("a page up (10 lines) after PgUp", func(s string) bool {
+			at := slices.Index(strings.Split(s, "\n"), end)
+			return at >= 1 && at <= 10 && !strings.Contains(s, v.last)
+		})
+		run("send-keys", "-t", session, "NPage")
+		shows("a page down after PgDn", func(s string) bool { return strings.HasPrefix(s, end) })
+		run("send-keys", "-t", session, "Home")
+		shows("the top of the view after Home", top)
 	}
 	run("send-keys", "-t", session, "Escape")
 	p.waitFor("top to exit on Esc", 5*time.Second, func() bool {
