@@ -16,8 +16,9 @@ import (
 )
 
 // TestTopInTmux drives `gpu-telemetry top` in a real terminal (tmux, 80x24):
-// the screen shows every GPU and the host lines, q quits and the terminal
-// comes back (the pane's shell prompt, no alternate screen left).
+// the screen shows every GPU and the host lines, the hung GPU in colour,
+// q quits and the terminal comes back (the pane's shell prompt, no
+// alternate screen left); so does Ctrl-C.
 func TestTopInTmux(t *testing.T) {
 	t.Parallel()
 	p, run, session := topInTmux(t, "@hang", 80, 24)
