@@ -140,9 +140,10 @@ exec "` + binPath + `" "$@" --socket "` + p.socketPath() + `"
 
 // TestTopFleetInTmux (issue 40): top with two --host, through the fake
 // ssh, in a real terminal: the fleet page puts the host ssh cannot reach
-// first and the one with a hung GPU under it; Down and Enter open that
-// host's view (its GPU 1 hung), q comes back to the page, and q there
-// quits. With one --host, top is that host's view.
+// first and the one with a hung GPU under it; Home, Down, Up, j, k and End
+// select a host, Enter opens the selected one's view (its GPU 1 hung), q
+// or Esc comes back to the page, and q there quits. With one --host, top
+// is that host's view.
 func TestTopFleetInTmux(t *testing.T) {
 	t.Parallel()
 	tmux := testutil.NeedTool(t, "tmux", "tmux")
@@ -184,10 +185,18 @@ func TestTopFleetInTmux(t *testing.T) {
 	shows("the first host selected", "> nowhere")
 	run("send-keys", "-t", session, "Down")
 	shows("node-b selected", "> node-b")
+	for _, k := range []struct{ key, host string }{{"Up", "nowhere"}, {"j", "node-b"}, {"k", "nowhere"}, {"End", "node-b"}} {
+		run("send-keys", "-t", session, k.key)
+		shows(k.host+" selected after "+k.key, "> "+k.host)
+	}
 	run("send-keys", "-t", session, "Enter")
 	shows("node-b's own view", "GPU 1 HUNG", "q quit")
 	run("send-keys", "-t", session, "q")
 	shows("back on the fleet page", "Enter open the host's view", "> node-b")
+	run("send-keys", "-t", session, "Enter")
+	shows("node-b's own view again", "GPU 1 HUNG", "q quit")
+	run("send-keys", "-t", session, "Escape")
+	shows("back on the fleet page after Esc", "Enter open the host's view", "> node-b")
 	run("send-keys", "-t", session, "q")
 	shows("top to exit", "top-exited-0")
 	if strings.Contains(screen, "Enter open") {
