@@ -313,14 +313,11 @@ func healthLines(g *live.GPUDoc, width int) []Line {
 	return out
 }
 
-// gspText is what the document says of the GSP: the firmware (from a
-// gsp_firmware reading, when a daemon serves one) and the last GSP Xid
-// (119 RPC timeout, 120 GSP error).
+// gspText is what NVML gives of the GSP: the firmware's version and mode
+// (read by the daemon at start; n/a before R510 or without GSP) and the GSP
+// Xids (119 RPC timeout, 120 GSP error), the last one named.
 func gspText(g *live.GPUDoc) string {
-	s := "firmware n/a"
-	if v, ok := g.Lookup("gsp_firmware_mode"); ok {
-		s = "firmware mode " + v.Text("")
-	}
+	s := "firmware " + orNA(g.GSPVersion) + "  mode " + orNA(g.GSPMode)
 	n := uint64(0)
 	for _, c := range []string{"119", "120"} {
 		n += g.Xids[c]
