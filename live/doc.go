@@ -176,7 +176,8 @@ func cperRecordDoc(r LastCPER) *CPERRecordDoc {
 	return d
 }
 
-// FanDoc is one fan: its readings of reading.FanTable by Key, in percent,
+// FanDoc is one fan: its readings of reading.FanTable by Key (speed and
+// target in percent, policy an NVML fan control policy: 0 auto, 1 manual),
 // null when absent.
 type FanDoc map[string]*uint32
 

@@ -9,6 +9,7 @@ import (
 	"github.com/gdamore/tcell/v2"
 
 	"github.com/gpu-telemetry/gpu-telemetry/live"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
 // detail is the selected GPU in full (Enter or its number): engines,
@@ -163,9 +164,12 @@ func detailLines(m *Model, g *live.GPUDoc, width int) []Line {
 		add(SevDim, "  none reported (passively cooled, or not readable)")
 	}
 	for i, f := range g.Fans {
-		policy := ""
+		policy := "" // a daemon without the policy reading
 		if p, ok := f["policy"]; ok {
-			policy = "  policy " + live.OptUint(p, "")
+			policy = "  policy n/a"
+			if p != nil {
+				policy = "  policy " + reading.FanPolicyText(*p)
+			}
 		}
 		add(SevNormal, "  fan "+strconv.Itoa(i)+"  speed "+live.OptUint(f["speed_pct"], "%")+"  target "+live.OptUint(f["target_pct"], "%")+policy)
 	}
