@@ -40,7 +40,7 @@ type FanDef struct {
 	// fanPolicyEvery (sampler/gpu.go), and carried forward in between: it
 	// changes only when someone takes or hands back manual control.
 	Seldom bool
-	get       func(*Fan) *Opt[uint32]
+	get    func(*Fan) *Opt[uint32]
 }
 
 // FanTable is every per-fan reading, in CSV column order.

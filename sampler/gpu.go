@@ -334,10 +334,10 @@ const fanPolicyEvery = 30 * time.Second
 
 // fanPolicies holds the fans' control policies as last read (worker only).
 type fanPolicies struct {
-	pol [reading.MaxFans]reading.Opt[uint32] // absent when the policy could not be read
-	at    time.Time               // the sample that read them; zero: never read
-	next int64                   // mono() from which the next sample reads them
-	last time.Time               // the latest sample's time
+	pol  [reading.MaxFans]reading.Opt[uint32] // absent when the policy could not be read
+	at   time.Time                            // the sample that read them; zero: never read
+	next int64                                // mono() from which the next sample reads them
+	last time.Time                            // the latest sample's time
 }
 
 // readFanPolicies reads each fan's control policy when due, after sample s
