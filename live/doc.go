@@ -2,6 +2,7 @@ package live
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/action"
@@ -175,7 +176,8 @@ func cperRecordDoc(r LastCPER) *CPERRecordDoc {
 	return d
 }
 
-// FanDoc is one fan: its readings of reading.FanTable by Key, in percent,
+// FanDoc is one fan: its readings of reading.FanTable by Key (speed and
+// target in percent, policy an NVML fan control policy: 0 auto, 1 manual),
 // null when absent.
 type FanDoc map[string]*uint32
 
@@ -190,12 +192,17 @@ type FlagDoc struct {
 
 // GPUDoc is one GPU in Doc.
 type GPUDoc struct {
-	Index      int        `json:"index"`
-	Name       string     `json:"name"`
-	BusID      string     `json:"bus_id"`
-	UUID       string     `json:"uuid"`
-	Serial     string     `json:"serial"`
-	VBIOS      string     `json:"vbios"`
+	Index  int    `json:"index"`
+	Name   string `json:"name"`
+	BusID  string `json:"bus_id"`
+	UUID   string `json:"uuid"`
+	Serial string `json:"serial"`
+	VBIOS  string `json:"vbios"`
+	// GSPVersion and GSPMode are the GSP firmware's version and whether it
+	// runs ("enabled", "disabled"), read at start; absent where the driver
+	// does not say (before R510, or without GSP).
+	GSPVersion string     `json:"gsp_firmware_version,omitempty"`
+	GSPMode    string     `json:"gsp_firmware_mode,omitempty"`
 	State      string     `json:"state"` // ok, hung, lost, failing, not started
 	StateSince *time.Time `json:"state_since"`
 	// HungS is how long the stuck call has lasted; Function names it.
@@ -326,7 +333,9 @@ func NewDoc(v View) Doc {
 
 func gpuDoc(g *GPU, now time.Time) GPUDoc {
 	in := g.Info
+	mode, _, _ := strings.Cut(in.GSPMode, " ") // "enabled (default)": whether it is the default is for the system information
 	d := GPUDoc{Index: in.Index, Name: in.Name, BusID: in.BusID, UUID: in.UUID, Serial: in.Serial, VBIOS: in.VBIOS,
+		GSPVersion: in.GSPVersion, GSPMode: mode,
 		State: g.State.Kind.String(), Function: g.State.Function, Error: g.State.Err,
 		Incidents: g.Incidents, NewestSnapshot: g.NewestSnapshot, Samples: g.Samples, Failures: g.Failures, HungRows: g.HungRows,
 		Processes: procsDoc(g.Processes), Health: healthDoc(g), FanGuard: g.FanGuard}

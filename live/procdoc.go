@@ -28,6 +28,11 @@ type ProcDoc struct {
 	Name     string  `json:"name,omitempty"`
 	Cmdline  string  `json:"cmdline,omitempty"`
 	Job      *JobDoc `json:"job,omitempty"` // from its cgroup; absent when not read
+	// User is the owner's name, or the uid as text when it has none (or the
+	// lookup did not answer in time); UID the real uid. Both absent unless
+	// origin is "here".
+	User string  `json:"user,omitempty"`
+	UID  *uint32 `json:"uid,omitempty"`
 }
 
 // JobDoc is the job a process belongs to, from its cgroup; a field the
@@ -69,7 +74,8 @@ func procsDoc(p *reading.Procs) *ProcsDoc {
 	d.ReadAt = &t
 	for _, pr := range g.List {
 		d.List = append(d.List, ProcDoc{PID: pr.PID, Type: pr.Kind.String(), MemBytes: ptr(pr.MemBytes),
-			SMUtil: ptr(pr.SMUtil), MemUtil: ptr(pr.MemUtil), Origin: pr.Origin.String(), Name: pr.Name, Cmdline: pr.Cmdline, Job: jobDoc(pr.Workload)})
+			SMUtil: ptr(pr.SMUtil), MemUtil: ptr(pr.MemUtil), Origin: pr.Origin.String(), Name: pr.Name, Cmdline: pr.Cmdline, Job: jobDoc(pr.Workload),
+			User: pr.User, UID: ptr(pr.UID)})
 	}
 	return d
 }

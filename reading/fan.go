@@ -11,12 +11,15 @@ import (
 // its argument; the CSV writer gives it the column fan<i>_<CSV>, the status
 // document the key Key in each fan's object, the metrics collector the
 // series gpu_telemetry_<Metric.Name>{fan="<i>"}, and a reader of the
-// logger's files finds it by its column (FanColumn).
+// logger's files finds it by its column (FanColumn). A row without CSV or
+// Metric.Name has no column or series.
 
-// Fan is one fan's readings, in percent.
+// Fan is one fan's readings: speed and target in percent, the policy an
+// NVML fan control policy (FanPolicyText).
 type Fan struct {
 	Speed  Opt[uint32] // measured
 	Target Opt[uint32] // what the fan controller asks for
+	Policy Opt[uint32] // who drives the fan: the firmware's temperature control (0) or a manual speed (1)
 }
 
 // FanDef declares one per-fan reading.
@@ -33,6 +36,10 @@ type FanDef struct {
 	CSV    string // the column of fan i is fan<i>_<CSV>
 	Key    string // its key in the status document's object of each fan
 	Metric Metric // the series; its label is fan (Metric.Label is not used)
+	// Seldom: read by the sampler beside the sample's batch, every
+	// fanPolicyEvery (sampler/gpu.go), and carried forward in between: it
+	// changes only when someone takes or hands back manual control.
+	Seldom bool
 	get    func(*Fan) *Opt[uint32]
 }
 
@@ -46,6 +53,28 @@ var FanTable = []FanDef{
 	{Name: "Target", Getter: "nvmlDeviceGetTargetFanSpeed", Max: maxPercent, CSV: "target_pct", Key: "target_pct",
 		Metric: Metric{Name: "fan_target_ratio", Help: "Fan speed the controller targets (0-1).", Scale: 0.01},
 		get:    func(f *Fan) *Opt[uint32] { return &f.Target }},
+	// The status document's only (top's GPU view): no column, no series.
+	{Name: "Policy", Getter: "nvmlDeviceGetFanControlPolicy_v2", Max: maxFanPolicy, Key: "policy", Seldom: true,
+		get: func(f *Fan) *Opt[uint32] { return &f.Policy }},
+}
+
+// The NVML fan control policies (nvmlFanControlPolicy_t).
+const (
+	FanPolicyAuto   = 0 // NVML_FAN_POLICY_TEMPERATURE_CONTINOUS_SW: the firmware follows the temperature
+	FanPolicyManual = 1 // NVML_FAN_POLICY_MANUAL: a speed set through nvmlDeviceSetFanSpeed_v2
+	maxFanPolicy    = 255
+)
+
+// FanPolicyText names a fan control policy: "auto", "manual", or the
+// number of one this code does not know.
+func FanPolicyText(p uint32) string {
+	switch p {
+	case FanPolicyAuto:
+		return "auto"
+	case FanPolicyManual:
+		return "manual"
+	}
+	return strconv.FormatUint(uint64(p), 10)
 }
 
 // Get returns fan's value of the reading in s; absent for a fan s does not
@@ -76,7 +105,7 @@ func FanColumn(name string) (fan int, def *FanDef, ok bool) {
 		return 0, nil, false
 	}
 	for j := range FanTable {
-		if FanTable[j].CSV == rest[i+1:] {
+		if FanTable[j].CSV != "" && FanTable[j].CSV == rest[i+1:] {
 			return n, &FanTable[j], true
 		}
 	}

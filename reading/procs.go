@@ -59,11 +59,13 @@ type Process struct {
 	SMUtil        Opt[uint32] // % of time a kernel of this process ran, over the last sampling period (GetProcessUtilization)
 	MemUtil       Opt[uint32] // % of time this process read or wrote GPU memory, same period
 	Origin        ProcOrigin
-	Name          string   // /proc/<pid>/comm; empty unless Origin is ProcHere
-	Cmdline       string   // /proc/<pid>/cmdline with NULs as spaces, trimmed to MaxCmdline bytes
-	CmdlineTrunc  bool     // Cmdline was cut at MaxCmdline
-	Workload      Workload // the job it belongs to, from /proc/<pid>/cgroup; unknown unless Origin is ProcHere
-	UtilSupported bool     // GetProcessUtilization answered for this GPU in this read
+	Name          string      // /proc/<pid>/comm; empty unless Origin is ProcHere
+	Cmdline       string      // /proc/<pid>/cmdline with NULs as spaces, trimmed to MaxCmdline bytes
+	CmdlineTrunc  bool        // Cmdline was cut at MaxCmdline
+	Workload      Workload    // the job it belongs to, from /proc/<pid>/cgroup; unknown unless Origin is ProcHere
+	UID           Opt[uint32] // the owner: real uid from /proc/<pid>/status; absent unless Origin is ProcHere
+	User          string      // UID's user name, or UID as text when it has none or the lookup did not answer; empty when UID is absent
+	UtilSupported bool        // GetProcessUtilization answered for this GPU in this read
 }
 
 // MaxCmdline is the most bytes of a command line kept per process.

@@ -251,6 +251,9 @@ func buildCalls() {
 	}
 	for i := range reading.FanTable {
 		d := &reading.FanTable[i]
+		if d.Seldom {
+			continue // readFanPolicies (gpu.go)
+		}
 		fr := fanReading{def: d}
 		for fan := range reading.MaxFans {
 			c := getterCall(d.Getter, reading.ShapeArgOut, uint32(fan), "", reading.U32)

@@ -90,3 +90,45 @@ func TestOldDriverFanSpeed(t *testing.T) {
 		t.Errorf("the probe times %v; want nvmlDeviceGetFanSpeed and not the missing _v2", fns)
 	}
 }
+
+// The policies reach the sample as reading.FanTable's Policy row: the
+// value read, carried forward by the samples that make no policy call,
+// absent once the driver refuses it and on a driver without the function.
+func TestFanPolicyIsAFanReading(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := fakenvml.NewDev()
+		g := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}}).GPUs[0]
+		var s reading.Sample
+		g.Sample(&s)
+		if s.Fans[0].Policy != reading.Some[uint32](reading.FanPolicyAuto) || s.Fans[1].Policy != reading.Some[uint32](reading.FanPolicyAuto) {
+			t.Errorf("first sample: policies %v %v, want auto (0)", s.Fans[0].Policy, s.Fans[1].Policy)
+		}
+		if r := d.SetFanControlPolicy(1, nvml.FAN_POLICY_MANUAL); r != nvml.SUCCESS {
+			t.Fatalf("manual fan 1: %v", r)
+		}
+		time.Sleep(time.Second)
+		s = reading.Sample{}
+		g.Sample(&s)
+		if s.Fans[1].Policy != reading.Some[uint32](reading.FanPolicyAuto) {
+			t.Errorf("a second later: fan 1 %v, want auto carried (read every %v)", s.Fans[1].Policy, fanPolicyEvery)
+		}
+		time.Sleep(fanPolicyEvery)
+		s = reading.Sample{}
+		g.Sample(&s)
+		if s.Fans[1].Policy != reading.Some[uint32](reading.FanPolicyManual) {
+			t.Errorf("after %v: fan 1 %v, want manual (1)", fanPolicyEvery, s.Fans[1].Policy)
+		}
+		time.Sleep(fanPolicyEvery)
+		d.Set("GetFanControlPolicy_v2", nvml.ERROR_NOT_SUPPORTED)
+		g.Sample(&s)
+		if s.Fans[0].Policy.OK || s.Fans[1].Policy.OK {
+			t.Errorf("refused: %v %v, want absent", s.Fans[0].Policy, s.Fans[1].Policy)
+		}
+	})
+	old := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{fakenvml.NewDev()}, Missing: map[string]bool{"nvmlDeviceGetFanControlPolicy_v2": true}}).GPUs[0]
+	var s reading.Sample
+	old.Sample(&s)
+	if s.Status != reading.StatusAnswered || s.Fans[0].Policy.OK {
+		t.Errorf("old driver: %v, policy %v; want answered, absent", s.Status, s.Fans[0].Policy)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"log/slog"
 	"math"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -328,43 +327,41 @@ func fieldUint(fv *nvml.FieldValue) (uint64, bool) {
 	return 0, false
 }
 
-// fanPolicyEvery is how often the fans' control policies are read, with a
-// sample: they change when someone takes manual control of the fans and
-// show only in spike snapshots, not worth a call per fan every sample.
+// fanPolicyEvery is how often the fans' control policies (reading.FanTable's
+// Seldom row) are read, with a sample: they change when someone takes
+// manual control of the fans, not worth a call per fan every sample.
 const fanPolicyEvery = 30 * time.Second
 
 // fanPolicies holds the fans' control policies as last read (worker only).
 type fanPolicies struct {
-	text [reading.MaxFans]string // "" when the policy could not be read: absent
-	at   time.Time               // the sample that read them; zero: never read
-	next int64                   // mono() from which the next sample reads them
-	last time.Time               // the latest sample's time
+	pol  [reading.MaxFans]reading.Opt[uint32] // absent when the policy could not be read
+	at   time.Time                            // the sample that read them; zero: never read
+	next int64                                // mono() from which the next sample reads them
+	last time.Time                            // the latest sample's time
 }
 
 // readFanPolicies reads each fan's control policy when due, after sample s
-// if it succeeded; a policy that could not be read is absent.
+// if it succeeded, and gives s the policies as last read (carried forward);
+// a policy that could not be read is absent.
 func (g *GPU) readFanPolicies(s *reading.Sample) {
 	p := &g.fanPol
 	p.last = s.Time
-	if s.Status != reading.StatusAnswered || g.mono() < p.next {
+	if s.Status != reading.StatusAnswered {
 		return
 	}
-	p.next = g.mono() + int64(fanPolicyEvery)
-	p.at = s.Time
-	for i := range s.NumFans {
-		p.text[i] = ""
-		pol, ok := ask(g, FnFanPolicy, i, func() (nvml.FanControlPolicy, nvml.Return) { return g.dev.GetFanControlPolicy_v2(i) })
-		if !ok {
-			continue
+	if g.mono() >= p.next {
+		p.next = g.mono() + int64(fanPolicyEvery)
+		p.at = s.Time
+		for i := range min(s.NumFans, reading.MaxFans) {
+			p.pol[i] = reading.Opt[uint32]{}
+			pol, ok := ask(g, FnFanPolicy, i, func() (nvml.FanControlPolicy, nvml.Return) { return g.dev.GetFanControlPolicy_v2(i) })
+			if ok && uint32(pol) <= math.MaxUint8 {
+				p.pol[i] = reading.Some(uint32(pol))
+			}
 		}
-		switch pol {
-		case nvml.FAN_POLICY_TEMPERATURE_CONTINOUS_SW:
-			p.text[i] = "auto (temperature-controlled)"
-		case nvml.FAN_POLICY_MANUAL:
-			p.text[i] = "manual"
-		default:
-			p.text[i] = "unknown (" + strconv.Itoa(int(pol)) + ")"
-		}
+	}
+	for i := range min(s.NumFans, reading.MaxFans) {
+		s.Fans[i].Policy = p.pol[i]
 	}
 }
 
@@ -376,13 +373,22 @@ func (g *GPU) FanPolicies() []string {
 	n := min(g.Info().NumFans, reading.MaxFans)
 	out := make([]string, n)
 	for i := range out {
+		pol, ok := p.pol[i].Get()
+		text := reading.FanPolicyText(pol)
+		switch pol {
+		case reading.FanPolicyAuto:
+			text = "auto (temperature-controlled)"
+		case reading.FanPolicyManual:
+		default:
+			text = "unknown (" + text + ")"
+		}
 		switch {
-		case p.at.IsZero() || p.text[i] == "":
+		case p.at.IsZero() || !ok:
 			out[i] = "n/a"
 		case p.at.Equal(p.last):
-			out[i] = p.text[i]
+			out[i] = text
 		default:
-			out[i] = p.text[i] + " (read " + p.last.Sub(p.at).Round(time.Millisecond).String() + " before this sample)"
+			out[i] = text + " (read " + p.last.Sub(p.at).Round(time.Millisecond).String() + " before this sample)"
 		}
 	}
 	return out

@@ -54,6 +54,8 @@ type procDesc struct {
 	name, cmdline string
 	trunc         bool
 	workload      reading.Workload
+	uid           reading.Opt[uint32]
+	user          string
 	origin        reading.ProcOrigin
 	at            int64
 	gen           uint64 // the read that last listed the PID
@@ -82,9 +84,11 @@ func (p *ProcReader) describeAll(list []reading.Process, at time.Time) {
 		}
 		if ok && d.start == start && now-d.at < int64(describeRefresh) {
 			pr.Name, pr.Cmdline, pr.CmdlineTrunc, pr.Origin, pr.Workload = d.name, d.cmdline, d.trunc, d.origin, d.workload
+			pr.UID, pr.User = d.uid, d.user
 		} else {
 			p.describe(pr)
-			d = procDesc{name: pr.Name, cmdline: pr.Cmdline, trunc: pr.CmdlineTrunc, origin: pr.Origin, workload: pr.Workload, at: now, start: start}
+			d = procDesc{name: pr.Name, cmdline: pr.Cmdline, trunc: pr.CmdlineTrunc, origin: pr.Origin, workload: pr.Workload,
+				uid: pr.UID, user: pr.User, at: now, start: start}
 		}
 		d.gen = p.descGen
 		p.descs[pr.PID] = d
@@ -119,8 +123,9 @@ func (p *ProcReader) startTime(pid uint32) string {
 	return string(f[22-3])
 }
 
-// describe fills a process's name and command line from /proc, or says why
-// it cannot.
+// describe fills a process's name, command line, owner and job from /proc,
+// or says why it cannot. The owner's name is looked up here, on the process
+// reader's goroutine, never in the sample (userNames bounds the wait).
 func (p *ProcReader) describe(pr *reading.Process) {
 	if p.ns != nsHost {
 		pr.Origin = reading.ProcOtherNS
@@ -140,7 +145,10 @@ func (p *ProcReader) describe(pr *reading.Process) {
 	pr.Origin = reading.ProcHere
 	pr.Name = text(string(comm))
 	pr.Cmdline, pr.CmdlineTrunc = cmdline(cmd)
-	// Best effort: a process that exits in between has no workload.
+	// Best effort: a process that exits in between has no owner or workload.
+	if uid, ok := procOwner(dir).Get(); ok {
+		pr.UID, pr.User = reading.Some(uid), p.users.Name(uid)
+	}
 	if cg, err := readCapped(filepath.Join(dir, "cgroup"), maxCgroupFile); err == nil {
 		pr.Workload = parseCgroup(cg)
 	}

@@ -48,7 +48,8 @@ type ProcReader struct {
 	failing  bool                // the last read failed: not logged again
 	descs    map[uint32]procDesc // procfs.go
 	descGen  uint64
-	descAt   time.Time // when the read descGen counts started
+	descAt   time.Time  // when the read descGen counts started
+	users    *userNames // owner.go: the daemon's one cache (processUsers)
 }
 
 // readStart is when a read began: the wall time stamps it, the monotonic
@@ -67,7 +68,7 @@ func NewProcReader(g *GPU, cfg ProcConfig, log *slog.Logger) *ProcReader {
 		cfg.Reprobe = 10 * time.Minute
 	}
 	p := &ProcReader{gpu: g, cfg: cfg, log: log.With("gpu", g.Info().Index), capCache: capCache{base: time.Now()},
-		kick: make(chan struct{}, 1), ns: pidNamespace(cfg.ProcRoot)}
+		kick: make(chan struct{}, 1), ns: pidNamespace(cfg.ProcRoot), users: processUsers}
 	p.latest.Store(&reading.Procs{GPU: g.Info().Index, Status: reading.ProcNotRead})
 	return p
 }

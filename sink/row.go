@@ -187,7 +187,9 @@ func eachColumn(fans int, f func(cellAt)) {
 		}
 		for fan := range fans {
 			for j := range reading.FanTable {
-				f(cellAt{col, fan, &reading.FanTable[j]})
+				if reading.FanTable[j].CSV != "" {
+					f(cellAt{col, fan, &reading.FanTable[j]})
+				}
 			}
 		}
 	}

@@ -137,10 +137,14 @@ func family(dm *reading.Metric, labels ...string) *metric {
 }
 
 // fanMetrics are reading.FanTable's metrics, by row, each with the label
-// fan.
+// fan; nil for a row without a series.
 var fanMetrics = func() (m []*metric) {
 	for i := range reading.FanTable {
-		m = append(m, family(&reading.FanTable[i].Metric, "fan"))
+		var fm *metric
+		if reading.FanTable[i].Metric.Name != "" {
+			fm = family(&reading.FanTable[i].Metric, "fan")
+		}
+		m = append(m, fm)
 	}
 	return m
 }()
@@ -384,7 +388,7 @@ func (w *walker) gpu(g *live.GPU, h *live.Host) {
 		fan := strconv.Itoa(i)
 		for j := range reading.FanTable {
 			d := &reading.FanTable[j]
-			if v, ok := d.Get(s, i); ok {
+			if v, ok := d.Get(s, i); ok && fanMetrics[j] != nil {
 				w.add(fanMetrics[j], exported(&d.Metric, uint64(v)), gpu, uuid, fan)
 			}
 		}

@@ -54,6 +54,9 @@ func TestFanTableReachesMetrics(t *testing.T) {
 	for i := range reading.FanTable {
 		d := &reading.FanTable[i]
 		t.Run(d.Name, func(t *testing.T) {
+			if d.Metric.Name == "" {
+				return // no series (the policy: the status document's only)
+			}
 			series := func(present bool) []string {
 				v := livetest.View()
 				g := &v.GPUs[0]

@@ -9,6 +9,7 @@ import (
 	"github.com/gdamore/tcell/v2"
 
 	"github.com/gpu-telemetry/gpu-telemetry/live"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
 // detail is the selected GPU in full (Enter or its number): engines,
@@ -163,9 +164,12 @@ func detailLines(m *Model, g *live.GPUDoc, width int) []Line {
 		add(SevDim, "  none reported (passively cooled, or not readable)")
 	}
 	for i, f := range g.Fans {
-		policy := ""
+		policy := "" // a daemon without the policy reading
 		if p, ok := f["policy"]; ok {
-			policy = "  policy " + live.OptUint(p, "")
+			policy = "  policy n/a"
+			if p != nil {
+				policy = "  policy " + reading.FanPolicyText(*p)
+			}
 		}
 		add(SevNormal, "  fan "+strconv.Itoa(i)+"  speed "+live.OptUint(f["speed_pct"], "%")+"  target "+live.OptUint(f["target_pct"], "%")+policy)
 	}
@@ -313,14 +317,11 @@ func healthLines(g *live.GPUDoc, width int) []Line {
 	return out
 }
 
-// gspText is what the document says of the GSP: the firmware (from a
-// gsp_firmware reading, when a daemon serves one) and the last GSP Xid
-// (119 RPC timeout, 120 GSP error).
+// gspText is what NVML gives of the GSP: the firmware's version and mode
+// (read by the daemon at start; n/a before R510 or without GSP) and the GSP
+// Xids (119 RPC timeout, 120 GSP error), the last one named.
 func gspText(g *live.GPUDoc) string {
-	s := "firmware n/a"
-	if v, ok := g.Lookup("gsp_firmware_mode"); ok {
-		s = "firmware mode " + v.Text("")
-	}
+	s := "firmware " + orNA(g.GSPVersion) + "  mode " + orNA(g.GSPMode)
 	n := uint64(0)
 	for _, c := range []string{"119", "120"} {
 		n += g.Xids[c]

@@ -70,7 +70,7 @@ var helpText = []string{
 	"",
 	"What public NVML cannot give",
 	"  rmtop's GSP-RM panel (RPC queues, GSP heap, task state) reads private RM controls that public NVML",
-	"  does not expose. The GPU view shows what NVML gives of the GSP: the firmware where the daemon reads it,",
-	"  and the last GSP Xids (119 RPC timeout, 120 GSP error). A process's user is not in the status document.",
+	"  does not expose. The GPU view shows what NVML gives of the GSP: the firmware's version and mode",
+	"  (enabled or disabled) and the last GSP Xids (119 RPC timeout, 120 GSP error).",
 	"  A reading the GPU or driver does not give shows n/a, never 0.",
 }

@@ -12,8 +12,8 @@ import (
 
 // procs is every process on every GPU (or, with f, on the selected one),
 // from the daemon's slow-tier process read: sortable by memory, SM share or
-// pid (s), one row highlighted (↑/↓). The document carries no user of a
-// process, so there is no user column.
+// pid (s), one row highlighted (↑/↓). Below procWide columns the type and
+// memory-busy columns are left out, so the user, job and command keep room.
 type procs struct {
 	sort   int // index in procSorts
 	cursor int
@@ -119,14 +119,17 @@ func (v *procs) Render(m *Model, width, height int) []Line {
 			}
 		}
 	}
-	// The job column is as wide as the longest job, at most a third of
-	// what the fixed columns leave.
-	jw := len("JOB")
+	// The user and job columns are as wide as their longest value, the
+	// user's at most maxUserWidth, the job's at most a third of what the
+	// fixed columns leave.
+	c := procLayout{wide: width >= procWide, uw: len("USER"), jw: len("JOB")}
 	for _, r := range rows {
-		jw = max(jw, len([]rune(orDash(r.Job.Workload().String()))))
+		c.uw = max(c.uw, len([]rune(orDash(r.User))))
+		c.jw = max(c.jw, len([]rune(orDash(r.Job.Workload().String()))))
 	}
-	jw = min(jw, max(width-procFixed, 0)/3)
-	out = append(out, Line{pad(procCols("GPU", "PID", "TYPE", "MEM MiB", "SM%", "MEM%", "JOB", "COMMAND", jw), width), SevHead})
+	c.uw = min(c.uw, maxUserWidth)
+	c.jw = min(c.jw, max(width-c.fixed(), 0)/3)
+	out = append(out, Line{pad(c.row("GPU", "PID", "USER", "TYPE", "MEM MiB", "SM%", "MEM%", "JOB", "COMMAND"), width), SevHead})
 	room := height - len(out)
 	if room <= 0 {
 		return out[:max(height, 0)]
@@ -147,8 +150,8 @@ func (v *procs) Render(m *Model, width, height int) []Line {
 			who = "(" + r.Origin + ")"
 		}
 		job := r.Job.Workload().String()
-		l := Line{pad(procCols(strconv.Itoa(r.GPU), strconv.FormatUint(uint64(r.PID), 10), r.Type, mem,
-			live.OptUint(r.SMUtil, ""), live.OptUint(r.MemUtil, ""), orDash(job), who, jw), width), SevNormal}
+		l := Line{pad(c.row(strconv.Itoa(r.GPU), strconv.FormatUint(uint64(r.PID), 10), orDash(r.User), r.Type, mem,
+			live.OptUint(r.SMUtil, ""), live.OptUint(r.MemUtil, ""), orDash(job), who), width), SevNormal}
 		if i == v.cursor {
 			l.Sev = SevSel
 		}
@@ -157,14 +160,40 @@ func (v *procs) Render(m *Model, width, height int) []Line {
 	return out
 }
 
-// procFixed is the width of procCols' fixed columns.
-const procFixed = 3 + 1 + 8 + 1 + 8 + 1 + 8 + 1 + 4 + 1 + 4 + 1
+// procWide is the narrowest screen that shows every column; below it the
+// type and memory-busy columns are left out first.
+const procWide = 100
 
-// procCols lays out one row: fixed columns, the job in jw runes, then the
-// command.
-func procCols(gpu, pid, typ, mem, sm, mu, job, cmdline string, jw int) string {
-	return padL(gpu, 3) + " " + padL(pid, 8) + " " + pad(typ, 8) + " " + padL(mem, 8) + " " + padL(sm, 4) + " " + padL(mu, 4) + " " +
-		pad(job, jw) + " " + cmdline
+// maxUserWidth bounds the user column (a longer name is cut).
+const maxUserWidth = 12
+
+// procLayout is the process table's columns at one width: all of them when
+// wide, the user column uw runes, the job jw.
+type procLayout struct {
+	wide   bool
+	uw, jw int
+}
+
+// fixed is the width of the columns before the job.
+func (c procLayout) fixed() int {
+	n := 3 + 1 + 8 + 1 + c.uw + 1 + 8 + 1 + 4 + 1
+	if c.wide {
+		n += 8 + 1 + 4 + 1
+	}
+	return n
+}
+
+// row lays out one row: the fixed columns, the job, then the command.
+func (c procLayout) row(gpu, pid, user, typ, mem, sm, mu, job, cmdline string) string {
+	s := padL(gpu, 3) + " " + padL(pid, 8) + " " + pad(user, c.uw) + " "
+	if c.wide {
+		s += pad(typ, 8) + " "
+	}
+	s += padL(mem, 8) + " " + padL(sm, 4) + " "
+	if c.wide {
+		s += padL(mu, 4) + " "
+	}
+	return s + pad(job, c.jw) + " " + cmdline
 }
 
 // padL is s right-aligned in width runes (cut when longer).

@@ -166,17 +166,24 @@ func TestBar(t *testing.T) {
 // of two, GPU 0 is answering after Xids 62, 45 and 119 (the GSP crash story
 // before the GPU falls off the bus) and GPU 1 hung (livetest's GPU 1); of 8,
 // GPU 1 hung, GPU 4 after those Xids and GPU 7 lost; of 16, GPU 9 failing,
-// GPU 12 hung and GPU 15 lost too.
+// GPU 12 hung and GPU 15 lost too. The GPUs carry the GPU view's readings
+// of a recent driver (JPEG/OFA, BAR1, maximum clocks, temperature
+// thresholds, fan policies, GSP), but GPU 1 (livetest's, hung) and, of 8
+// or more, GPU 2 (answering): those have a driver without them (n/a).
 func fleet(n int) live.Doc {
 	v := livetest.View()
 	now := v.Host.Now
 	healthy, hung := v.GPUs[0], v.GPUs[1]
 	healthy.HealthLevel, healthy.HealthReasons = "ok", nil
 	healthy.FlagCount, healthy.FlagLast = [reading.NumFlagKinds]uint64{}, [reading.NumFlagKinds]time.Time{}
+	oldDriver := healthy
+	recentDriver(&healthy)
 	v.GPUs = make([]live.GPU, n)
 	for i := range v.GPUs {
 		g := healthy
 		switch {
+		case n >= 8 && i == 2:
+			g = oldDriver
 		case n == 1 && i == 0, n >= 8 && i == 7, n == 16 && i == 15:
 			g.Xid(79, now.Add(-4*time.Second), "GPU has fallen off the bus")
 			g.Observe(&reading.Sample{GPU: i, Time: now.Add(-3 * time.Second), Status: reading.StatusLost}, v.Host.Interval)
@@ -200,6 +207,21 @@ func fleet(n int) live.Doc {
 		v.GPUs[i] = g
 	}
 	return live.NewDoc(v)
+}
+
+// recentDriver gives g what a recent driver reads beyond livetest's GPU 0.
+func recentDriver(g *live.GPU) {
+	g.Info.GSPVersion, g.Info.GSPMode = "580.95.05", "enabled (default)"
+	s := &g.Sample
+	for id, v := range map[reading.ID]uint64{
+		reading.JpgUtil: 12, reading.OfaUtil: 3, reading.BAR1UsedBytes: 2 << 30, reading.BAR1TotalBytes: 128 << 30,
+		reading.VRAMReservedBytes: 512 << 20, reading.MaxGraphicsMHz: 1980, reading.MaxSMMHz: 1980, reading.MaxMemMHz: 2619,
+		reading.ShutdownTempC: 92, reading.SlowdownTempC: 89, reading.PCIeMaxGen: 5, reading.PCIeMaxWidth: 16, reading.PCIeGPUMaxGen: 5,
+	} {
+		s.Values[id] = reading.Some(v)
+	}
+	s.Fans[0].Policy = reading.Some[uint32](reading.FanPolicyAuto)
+	s.Fans[1].Policy = reading.Some[uint32](reading.FanPolicyManual)
 }
 
 // onScreen returns the lines of GPU index's line or block on a screen (its

@@ -20,7 +20,8 @@ import (
 
 // richDoc is fleet(n) with what the views draw beyond the overview: a
 // minute of history per GPU, processes on GPUs 0 and 2 (one in a Slurm
-// job), and events lines of GPUs 1 and 4 and of the host.
+// job; GPU 2's, of an older daemon, without their users), and events lines
+// of GPUs 1 and 4 and of the host.
 func richDoc(n int) live.Doc {
 	d := fleet(n)
 	for i := range d.GPUs {
@@ -51,6 +52,11 @@ func richDoc(n int) live.Doc {
 				{PID: uint32(2000 + i), Type: "graphics", MemBytes: mem(512), SMUtil: pct(uint32(3 + i)), Origin: "here", Name: "Xorg", Cmdline: "/usr/lib/xorg/Xorg :0"},
 				{PID: uint32(300 + i), Type: "compute", Origin: "other PID namespace"},
 			}}
+			if i == 0 {
+				l := g.Processes.List
+				l[0].User, l[0].UID = "svc-training-batch", pct(1001)
+				l[1].User, l[1].UID = "root", pct(0)
+			}
 		}
 	}
 	for i := range 30 {
@@ -317,4 +323,31 @@ func TestPerSecond(t *testing.T) {
 			t.Errorf("step %v: %q, want %q", tc.step, got, tc.want)
 		}
 	}
+}
+
+// TestGPUViewOldDriver: an answering GPU whose driver lacks the newer
+// readings (richDoc's GPU 2: no JPEG/OFA, BAR1, maximum clocks, temperature
+// thresholds, fan policy, GSP firmware) shows each as n/a, never 0; its
+// processes, from a daemon without their users, show the user as -.
+func TestGPUViewOldDriver(t *testing.T) {
+	d := richDoc(8)
+	a := appFor(d, "GPU")
+	a.M.Sel = 2
+	lines := a.Screen(120, 40)
+	fitsLines(t, lines, 120, 40)
+	testutil.Golden(t, "view-gpu-olddriver-8gpus-120x40.txt", styledScreen(lines))
+	var all []string
+	for _, l := range lines {
+		all = append(all, l.Text)
+	}
+	testutil.Contains(t, "GPU view", strings.Join(all, "\n"), "JPEG n/a  OFA n/a", "reserved n/a  BAR1 n/a of n/a",
+		"graphics 1980/n/a MHz", "slowdown n/a  shutdown n/a", "policy n/a", "firmware n/a  mode n/a", "gen 5/n/a")
+	a = appFor(d, "Processes")
+	a.Views[a.Cur].OnKey(&a.M, runeKey('f'))
+	a.M.Sel = 2
+	var procs []string
+	for _, l := range a.Screen(120, 40) {
+		procs = append(procs, l.Text)
+	}
+	testutil.Contains(t, "processes of GPU 2", strings.Join(procs, "\n"), "  2     1002 -    compute")
 }

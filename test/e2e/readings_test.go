@@ -2,6 +2,10 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
+	"os/user"
+	"strconv"
 	"testing"
 	"time"
 
@@ -10,16 +14,20 @@ import (
 
 // TestDetailReadings: the readings of top's GPU detail view (issue 40)
 // reach the status document from the simulated driver; on an old driver
-// that lacks their functions they are null, never 0.
+// that lacks their functions they are null, never 0. The fans' control
+// policies and the GSP firmware's version and mode are given by the new
+// driver and absent on the old one; a process's user (from /proc, not the
+// driver) is its owner's name.
 func TestDetailReadings(t *testing.T) {
 	t.Parallel()
+	pid := sleeper(t)
 	for _, c := range []struct {
 		name string
 		o    opts
 		// want: the value of each key (-1: null).
 		want map[string]float64
 	}{
-		{"new driver", opts{}, map[string]float64{
+		{"new driver", opts{scenario: fmt.Sprintf("gpus 1\ngpu 0 proc %d mem 100 sm 5 memutil 1\n", pid)}, map[string]float64{
 			"jpg_util_pct": 0, "ofa_util_pct": 0, "bar1_used_bytes": 4 << 20, "bar1_total_bytes": 256 << 20,
 		}},
 		{"old driver", opts{scenario: "@old-driver", oldLib: true}, map[string]float64{
@@ -48,7 +56,46 @@ func TestDetailReadings(t *testing.T) {
 				}
 			}
 			if c.name != "new driver" {
+				for i, f := range g.Fans {
+					if p, ok := f["policy"]; !ok || p != nil {
+						t.Errorf("old driver: fan %d policy %v (key present %v), want null", i, p, ok)
+					}
+				}
+				if g.GSPVersion != "" || g.GSPMode != "" {
+					t.Errorf("old driver: GSP firmware %q mode %q, want absent", g.GSPVersion, g.GSPMode)
+				}
 				return
+			}
+			if len(g.Fans) == 0 {
+				t.Error("no fans in the document")
+			}
+			for i, f := range g.Fans {
+				if p := f["policy"]; p == nil || *p != 0 {
+					t.Errorf("fan %d policy %v, want 0 (auto)", i, p)
+				}
+			}
+			if g.GSPVersion == "" || g.GSPMode != "enabled" {
+				t.Errorf("GSP firmware %q mode %q, want a version and enabled", g.GSPVersion, g.GSPMode)
+			}
+			uid := uint32(os.Getuid())
+			name := strconv.Itoa(os.Getuid())
+			if u, err := user.LookupId(name); err == nil {
+				name = u.Username
+			}
+			if g.Processes == nil {
+				t.Fatal("no process read in the document")
+			}
+			found := false
+			for _, pr := range g.Processes.List {
+				if pr.PID == uint32(pid) {
+					found = true
+					if pr.UID == nil || *pr.UID != uid || pr.User != name {
+						t.Errorf("process %d: uid %v user %q, want %d %q", pid, pr.UID, pr.User, uid, name)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("process %d not in the document: %+v", pid, g.Processes)
 			}
 			// Read once and carried: every sample has them.
 			for _, key := range []string{"max_graphics_clock_mhz", "max_sm_clock_mhz", "max_memory_clock_mhz", "shutdown_temp_c", "slowdown_temp_c", "memory_reserved_bytes"} {

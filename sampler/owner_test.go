@@ -1,0 +1,136 @@
+package sampler
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
+)
+
+func TestParseStatusUID(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		want     uint32
+		ok       bool
+	}{
+		{"real uid first", "Name:\tpython3\nUmask:\t0022\nUid:\t1001\t0\t0\t0\nGid:\t100\t100\t100\t100\n", 1001, true},
+		{"root", "Uid:\t0\t0\t0\t0\n", 0, true},
+		{"no Uid line", "Name:\tx\nGid:\t1\t1\t1\t1\n", 0, false},
+		{"empty Uid line", "Uid:\n", 0, false},
+		{"not a number", "Uid:\tabc\t0\t0\t0\n", 0, false},
+		{"out of range", "Uid:\t4294967296\t0\t0\t0\n", 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := parseStatusUID([]byte(tc.in))
+			if got != tc.want || ok != tc.ok {
+				t.Errorf("parseStatusUID(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+// A lookup that answers is cached; a uid without a name, or whose lookup
+// fails, gives the uid as text.
+func TestUserNamesCache(t *testing.T) {
+	var calls atomic.Int32
+	now := time.Unix(1000, 0)
+	u := newUserNames(func(uid string) (string, error) {
+		calls.Add(1)
+		if uid == "1001" {
+			return "alice", nil
+		}
+		return "", errors.New("unknown user")
+	}, time.Second, func() time.Time { return now })
+	for range 3 {
+		if got := u.Name(1001); got != "alice" {
+			t.Fatalf("Name(1001) = %q, want alice", got)
+		}
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("%d lookups for three names of one uid, want 1 (cached)", n)
+	}
+	if got := u.Name(4242); got != "4242" {
+		t.Errorf("Name(4242) with no such user = %q, want the uid", got)
+	}
+	now = now.Add(userTTL + time.Second)
+	u.Name(1001)
+	if n := calls.Load(); n != 3 {
+		t.Errorf("%d lookups after the cache's time, want 3 (looked up again)", n)
+	}
+}
+
+// A lookup that blocks (a hung LDAP or sssd) is waited for at most the
+// wait: the uid as text is given, and no second lookup starts while it is
+// out. When it answers at last, its name is kept.
+func TestUserNamesBoundedLookup(t *testing.T) {
+	release := make(chan struct{})
+	var calls atomic.Int32
+	u := newUserNames(func(uid string) (string, error) {
+		calls.Add(1)
+		<-release
+		return "bob", nil
+	}, 20*time.Millisecond, time.Now)
+	start := time.Now()
+	if got := u.Name(1002); got != "1002" {
+		t.Errorf("Name with the lookup hung = %q, want the uid", got)
+	}
+	if got := u.Name(1003); got != "1003" {
+		t.Errorf("Name of another uid while one lookup is out = %q, want the uid", got)
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Errorf("two names took %s with the lookup hung", el)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("%d lookups started while one was hung, want 1", n)
+	}
+	close(release)
+	deadline := time.Now().Add(5 * time.Second)
+	for u.Name(1002) != "bob" {
+		if time.Now().After(deadline) {
+			t.Fatal("the late answer was never kept")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// The process reader records each process's owner: the real uid of its
+// status file, named through the cache; a process whose status cannot be
+// read has its directory's owner.
+func TestProcReaderRecordsTheOwner(t *testing.T) {
+	d := fakenvml.NewDev()
+	d.Procs = []nvml.ProcessInfo{{Pid: 100, UsedGpuMemory: 1 << 30}, {Pid: 200, UsedGpuMemory: 1 << 30}}
+	root := fakeProc(t, initPIDNamespace, map[int][2]string{100: {"python3", "python3\x00"}, 200: {"bash", "bash\x00"}})
+	if err := os.WriteFile(filepath.Join(root, "100", "status"), []byte("Name:\tpython3\nUid:\t1001\t1001\t1001\t1001\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
+	p := NewProcReader(h.GPUs[0], ProcConfig{Deadline: time.Hour, Reprobe: time.Hour, ProcRoot: root}, nil)
+	p.users = newUserNames(func(uid string) (string, error) {
+		if uid == "1001" {
+			return "alice", nil
+		}
+		return "", errors.New("unknown")
+	}, time.Second, time.Now)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go p.Run(ctx)
+	got := readOnce(t, p)
+	if len(got.List) != 2 {
+		t.Fatalf("read: %+v", got)
+	}
+	if a := got.List[0]; a.UID != reading.Some(uint32(1001)) || a.User != "alice" {
+		t.Errorf("pid 100 owner: %v %q, want 1001 alice", a.UID, a.User)
+	}
+	me := uint32(os.Getuid())
+	if b := got.List[1]; b.UID != reading.Some(me) || b.User == "" {
+		t.Errorf("pid 200 (no status file) owner: %v %q, want the directory's owner %d", b.UID, b.User, me)
+	}
+}
