@@ -401,12 +401,13 @@ func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 
 func FuzzParseRequest(f *testing.F) {
 	for _, s := range []string{"status\n", "ping", " status \r\n", "", "\x00", strings.Repeat("a", 300),
-		"status history=10m events=200\n", "status events=0", "ping events=1", "status history=1h"} {
+		"status history=10m events=200\n", "status events=0", "ping events=1", "status history=1h",
+		"watch history=10m events=200\n", "watch events=5", "watch history=1m"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, o, err := ParseRequest(b)
-		if o.History < 0 || o.History > MaxHistory || o.Events < 0 || o.Events > MaxEvents || (r != ReqStatus && o != Options{}) {
+		if o.History < 0 || o.History > MaxHistory || o.Events < 0 || o.Events > MaxEvents || (r == ReqPing && o != Options{}) {
 			t.Fatalf("%q: options out of bounds: %+v", b, o)
 		}
 		if (err == nil) != (r != 0) {
