@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"maps"
@@ -808,4 +809,32 @@ func BenchmarkStatusPlain(b *testing.B) {
 		s.release(a)
 	}
 	b.ReportMetric(float64(n), "bytes/doc")
+}
+
+// TestUnknownRequest: the answers of a daemon that does not know a
+// request or an option (an older one) are told apart from the others.
+func TestUnknownRequest(t *testing.T) {
+	s, stop := serve(t, Config{})
+	defer stop()
+	for _, c := range []struct {
+		req     string
+		unknown bool
+	}{
+		{"status colour=1", true},
+		{"stat", true},
+		{"status history=11m", false},
+		{"ping events=1", false},
+	} {
+		_, err := Ask(s.cfg.Path, c.req, time.Second)
+		if err == nil || UnknownRequest(err) != c.unknown {
+			t.Errorf("%s: %v, unknown %v, want %v", c.req, err, UnknownRequest(err), c.unknown)
+		}
+	}
+	// What a daemon before issue 40 answered "status history=10m".
+	old := &AnswerError{Path: "p", Msg: `unknown request "status history=10m0s events=200" (want status or ping)`}
+	for _, err := range []error{fmt.Errorf("top: %w", old), &AnswerError{Path: "p", Msg: "busy: too many connections"}, os.ErrDeadlineExceeded, nil} {
+		if got, want := UnknownRequest(err), err != nil && errors.Is(err, old); got != want {
+			t.Errorf("%v: unknown %v, want %v", err, got, want)
+		}
+	}
 }

@@ -137,7 +137,7 @@ func Watch(ctx context.Context, path string, o Options, timeout time.Duration, e
 		line := sc.Bytes()
 		var e errorReply
 		if json.Unmarshal(line, &e) == nil && e.Error != "" {
-			return fmt.Errorf("%s answered: %s", path, e.Error)
+			return &AnswerError{Path: path, Msg: e.Error}
 		}
 		if err := each(line); err != nil {
 			return err
