@@ -106,34 +106,44 @@ func (h *History) Add(s *reading.Sample) {
 // Doc returns the values of the span (at most MaxHistory, rounded up to
 // whole steps) that ends with the second of end: one value per second,
 // oldest first, null where the ring has none. nil when span is not
-// positive.
+// positive. The ring's lock is held only to copy the raw rows (NaN where
+// a second has none), so the sample path's Add waits a few microseconds
+// at most; the pointers the document holds are made after.
 func (h *History) Doc(end time.Time, span time.Duration) *HistoryDoc {
 	if span <= 0 {
 		return nil
 	}
 	n := int(min((span+HistoryStep-1)/HistoryStep, historyLen))
 	last := end.Unix()
-	backing := make([]float64, n*numHistory)
+	backing := make([]float64, n*numHistory) // series k's value j at k*n+j
+	h.mu.Lock()
+	for j := range n {
+		sec := last - int64(n-1-j)
+		i := sec % historyLen
+		have := sec > 0 && h.sec[i] == sec
+		for k := range numHistory {
+			v := math.NaN()
+			if have {
+				v = h.vals[i][k]
+			}
+			backing[k*n+j] = v
+		}
+	}
+	h.mu.Unlock()
+	testHookHistoryCopied(h)
 	ptrs := make([]*float64, n*numHistory)
+	for x := range backing {
+		if !math.IsNaN(backing[x]) {
+			ptrs[x] = &backing[x]
+		}
+	}
 	d := &HistoryDoc{StepS: HistoryStep.Seconds(), End: time.Unix(last, 0).UTC(), Series: make([]SeriesDoc, numHistory)}
 	for k := range d.Series {
 		d.Series[k] = SeriesDoc{Key: historyKeys[k], Values: ptrs[k*n : (k+1)*n : (k+1)*n]}
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for j := range n {
-		sec := last - int64(n-1-j)
-		i := sec % historyLen
-		if sec <= 0 || h.sec[i] != sec {
-			continue
-		}
-		for k := range numHistory {
-			if v := h.vals[i][k]; !math.IsNaN(v) {
-				p := &backing[k*n+j]
-				*p = v
-				d.Series[k].Values[j] = p
-			}
-		}
-	}
 	return d
 }
+
+// testHookHistoryCopied runs in Doc once the rows are copied: tests check
+// the lock is free from there on.
+var testHookHistoryCopied = func(*History) {}

@@ -161,6 +161,49 @@ func TestHistoryBudget(t *testing.T) {
 	t.Logf("history ring: %d bytes per GPU", HistoryBytes)
 }
 
+// TestHistoryDocFreesTheLockEarly: Doc holds the ring's lock only to
+// copy the rows; Add (the sample path) is not held while the document's
+// pointers are made (issue 40 review: ~85 µs a GPU under the lock).
+func TestHistoryDocFreesTheLockEarly(t *testing.T) {
+	var h History
+	base := time.Unix(1_800_000_000, 0)
+	for i := range 600 {
+		s := ringSample(base.Add(time.Duration(i-599)*time.Second), 50, 300000, 40)
+		h.Add(&s)
+	}
+	held := true
+	old := testHookHistoryCopied
+	testHookHistoryCopied = func(h *History) {
+		if h.mu.TryLock() {
+			held = false
+			h.mu.Unlock()
+		}
+	}
+	defer func() { testHookHistoryCopied = old }()
+	d := h.Doc(base, MaxHistory)
+	if held {
+		t.Errorf("the ring's lock is held while the document is made")
+	}
+	if v := d.Values("temperature_c"); len(v) != 600 || num(v[0]) != 50 || num(v[599]) != 50 {
+		t.Errorf("temperatures %d, first %v, last %v", len(v), num(v[0]), num(v[599]))
+	}
+}
+
+// BenchmarkHistoryDoc is what a GPU's full history in a status answer
+// costs.
+func BenchmarkHistoryDoc(b *testing.B) {
+	var h History
+	base := time.Now()
+	for i := range 600 {
+		s := ringSample(base.Add(time.Duration(i-600)*time.Second), 50, 300000, 40)
+		h.Add(&s)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		h.Doc(base, MaxHistory)
+	}
+}
+
 func TestEventsRing(t *testing.T) {
 	var e Events
 	if e.Newest(5) != nil {

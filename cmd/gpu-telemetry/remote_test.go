@@ -86,6 +86,7 @@ func TestWatchAndHostArguments(t *testing.T) {
 			{"blank in host", []string{"--host", "a b"}, 2, "", "blanks or control characters"},
 			{"control character in host", []string{"--host", "a\x1bb"}, 2, "", "blanks or control characters"},
 			{"one bad among good", []string{"--host", "a", "--host", "b\n"}, 2, "", "blanks or control characters"},
+			{"shell metacharacter in host", []string{"--host", "h$(id)"}, 2, "", "gpu-telemetry top: --host: host name \"h$(id)\" has a character other than letters, digits and . _ : @ [ ] -\n"},
 		})
 		if _, err := os.Stat(ran); err == nil {
 			t.Errorf("ssh ran for a bad host name")

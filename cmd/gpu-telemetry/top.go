@@ -38,35 +38,53 @@ const (
 	topEvents  = 200
 )
 
-// localSource is the daemon on this host as top's source: the first
-// request asks for History and Events, the later ones for Events only. A
-// daemon that refuses the options (one older than issue 40) is asked for
-// the plain document from then on, and top's buffer fills from the live
-// documents alone.
+// optionsRetry is how long top asks a daemon that refused the options
+// for the plain document before it asks with them again (the daemon may
+// have been upgraded and restarted since).
+const optionsRetry = time.Minute
+
+// localSource is the daemon on this host as top's source: each request
+// asks for Events, and for History too while the charts need seeding (the
+// first request, and the first one answered after a failure or after
+// plain documents: the view re-seeds its charts from it). A daemon that
+// answers that it does not know the options (one older than issue 40) is
+// asked for the plain document for optionsRetry, then with the options
+// again; any other failure (busy, a timeout, the daemon restarting) is
+// the fetch's error, and the next fetch asks with the options again.
 type localSource struct {
-	path    string
-	seeded  bool // a document came back: History is not asked again
-	refused bool // the daemon refused the options
+	path       string
+	now        func() time.Time // nil: time.Now
+	seeded     bool             // the last answer carried the history or followed one that did
+	plainUntil time.Time        // the daemon refused the options: plain documents until then
 }
 
 // fetch is a top.Fetch.
 func (s *localSource) fetch() (live.Doc, error) {
+	now := time.Now()
+	if s.now != nil {
+		now = s.now()
+	}
+	if now.Before(s.plainUntil) {
+		return s.plain()
+	}
 	o := control.Options{Events: topEvents}
 	if !s.seeded {
 		o.History = topHistory
 	}
-	if s.refused {
-		o = control.Options{}
-	}
 	d, _, err := control.QueryWith(s.path, o, statusTimeout)
-	if err != nil && o != (control.Options{}) {
-		if plain, _, perr := control.Query(s.path, statusTimeout); perr == nil {
-			d, err, s.refused = plain, nil, true
-		}
+	if control.UnknownRequest(err) {
+		s.plainUntil = now.Add(optionsRetry)
+		return s.plain()
 	}
-	if err == nil {
-		s.seeded = true
-	}
+	s.seeded = err == nil
+	return d, err
+}
+
+// plain asks for the plain document; the next request with the options
+// asks for the history again.
+func (s *localSource) plain() (live.Doc, error) {
+	s.seeded = false
+	d, _, err := control.Query(s.path, statusTimeout)
 	return d, err
 }
 

@@ -63,8 +63,8 @@ func TestAck(t *testing.T) {
 }
 
 // A status asked for once an ack is answered shows what the ack did,
-// however recently an answer was built before it: the answer shared
-// within Reuse is not served past an ack (the slurm wrapper's check right
+// however recently an answer was built before it: the answers shared
+// within Reuse (plain and with options) are not served past an ack (the slurm wrapper's check right
 // after `gpu-telemetry ack` saw the acknowledged reboot still there).
 func TestStatusAfterAckShowsIt(t *testing.T) {
 	if os.Getuid() != 0 {
@@ -79,6 +79,7 @@ func TestStatusAfterAckShowsIt(t *testing.T) {
 			// A status request just before the ack takes effect (a
 			// health check's) builds the answer the next ones share.
 			s.release(s.status())
+			s.release(s.statusWith(Options{Events: 1}))
 			sl.Update(func(g *live.GPU) { g.Action = action.Current{} })
 			return AckReply{GPU: 0, Acked: req.Action, Action: action.None}, nil
 		}}, board)
@@ -92,16 +93,18 @@ func TestStatusAfterAckShowsIt(t *testing.T) {
 	if _, err := Ack(s.cfg.Path, AckRequest{GPU: "0", Action: action.Reboot}, time.Second); err != nil {
 		t.Fatal(err)
 	}
-	var d live.Doc
-	raw, err := Ask(s.cfg.Path, "status", time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(raw, &d); err != nil {
-		t.Fatal(err)
-	}
-	if a := d.GPUs[0].Action.Name; a != action.None {
-		t.Errorf("status after the ack: GPU 0's action %s, want none", a)
+	for _, req := range []string{"status", "status events=1"} {
+		var d live.Doc
+		raw, err := Ask(s.cfg.Path, req, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(raw, &d); err != nil {
+			t.Fatal(err)
+		}
+		if a := d.GPUs[0].Action.Name; a != action.None {
+			t.Errorf("%s after the ack: GPU 0's action %s, want none", req, a)
+		}
 	}
 }
 

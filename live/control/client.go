@@ -3,10 +3,12 @@ package control
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/live"
@@ -79,7 +81,24 @@ func Ask(path, req string, timeout time.Duration) ([]byte, error) {
 	out = out[:len(out)-1]
 	var e errorReply
 	if json.Unmarshal(out, &e) == nil && e.Error != "" {
-		return nil, fmt.Errorf("%s answered: %s", path, e.Error)
+		return nil, &AnswerError{Path: path, Msg: e.Error}
 	}
 	return out, nil
+}
+
+// AnswerError is the daemon's {"error": ...} answer to a request.
+type AnswerError struct {
+	Path string // the socket
+	Msg  string // the daemon's words
+}
+
+func (e *AnswerError) Error() string { return e.Path + " answered: " + e.Msg }
+
+// UnknownRequest says whether err is the daemon's answer that it does not
+// know the request or one of its options: a daemon older than them (one
+// before issue 40 answers "unknown request" to "status history=...").
+// Being busy, slow or gone is not.
+func UnknownRequest(err error) bool {
+	var e *AnswerError
+	return errors.As(err, &e) && (strings.HasPrefix(e.Msg, "unknown request") || strings.HasPrefix(e.Msg, "unknown option"))
 }

@@ -124,6 +124,14 @@ type Server struct {
 	cachedAt time.Time
 	spare    *answer   // an answer no request holds, to build the next one in
 	view     live.View // reused from build to build
+
+	// The answers to requests with options (statusWith), shared as the
+	// plain one is: omu is held while building one (never cmu, so a storm
+	// of history requests does not hold up the plain status), withCached
+	// are the ones built within Reuse, at most maxWithCached, oldest first.
+	omu        sync.Mutex
+	withCached []withAnswer
+	withView   live.View
 	// encodeErr logs the first document encoding/json refused.
 	encodeErr sync.Once
 }
@@ -139,7 +147,23 @@ type answer struct {
 	// refusedDoc: b is the error reply because encoding/json refused the
 	// document; each request answered with it counts as failed.
 	refusedDoc bool
+	// withOptions: an answer to a request with options (statusWith),
+	// never built into again (each is built anew, and left to the GC once
+	// no request holds it); refs is not counted.
+	withOptions bool
 }
+
+// withAnswer is an answer to a request with options o, built at at.
+type withAnswer struct {
+	o  Options
+	a  *answer
+	at time.Time
+}
+
+// maxWithCached is how many answers with distinct options are shared at
+// once: top asks one (events, after the first with history too), so a
+// few serve every client; a request with another set builds its own.
+const maxWithCached = 4
 
 // ErrInUse is returned by Listen when another live process serves the path.
 var ErrInUse = errors.New("in use by a running process")
@@ -416,11 +440,8 @@ func (s *Server) handle(cn *conn) {
 		return
 	}
 	reply, refusedDoc := pingReply, false
-	switch {
-	case req == ReqStatus && opts != Options{}:
-		reply, refusedDoc = s.statusWith(opts)
-	case req == ReqStatus:
-		a := s.status()
+	if req == ReqStatus {
+		a := s.answerFor(opts)
 		defer s.release(a)
 		reply, refusedDoc = a.b, a.refusedDoc
 	}
@@ -474,38 +495,89 @@ func (s *Server) status() *answer {
 	return s.cached
 }
 
-// stale drops the shared status answer: the next request builds one.
-// An ack calls it once carried out, before its reply, so that a status
-// asked for after the reply shows the ack (the wrapper of a scheduler
-// checks right after `gpu-telemetry ack`), even when an answer was built
-// within Reuse before it.
+// answerFor returns the answer to the status request with o: the plain
+// one (status) or one with options (statusWith), each shared within
+// Reuse; the caller releases it when written.
+func (s *Server) answerFor(o Options) *answer {
+	if o == (Options{}) {
+		return s.status()
+	}
+	return s.statusWith(o)
+}
+
+// stale drops the shared status answers, plain and with options: the next
+// request builds its own. An ack calls it once carried out, before its
+// reply, so that a status asked for after the reply shows the ack (the
+// wrapper of a scheduler checks right after `gpu-telemetry ack`), even
+// when an answer was built within Reuse before it. A build with options in
+// progress is waited for, then dropped.
 func (s *Server) stale() {
 	s.cmu.Lock()
-	defer s.cmu.Unlock()
 	if old := s.cached; old != nil && old.refs == 0 {
 		s.spare = old
 	}
 	s.cached = nil
+	s.cmu.Unlock()
+	s.omu.Lock()
+	s.withCached = nil
+	s.omu.Unlock()
 }
 
-// statusWith builds and encodes the status document with what o asks for:
-// each GPU's history and the host's last events.log lines, copied from
-// their rings (never from NVML). Built for its request alone (the plain
-// answer's cache keeps its bytes), under the build lock, so a storm of
-// such requests costs at most one build at a time.
-func (s *Server) statusWith(o Options) (b []byte, refused bool) {
-	s.cmu.Lock()
-	defer s.cmu.Unlock()
-	s.board.ViewInto(&s.view)
-	d := live.NewDoc(s.view)
+// statusWith returns the status document with what o asks for: each GPU's
+// history and the host's last events.log lines, copied from their rings
+// (never from NVML). Like the plain answer it is built at most once per
+// Reuse for each o and shared by the requests within it (a client looping
+// on "status history=10m" would otherwise cost a 16-GPU daemon a 5 MB
+// document each time), one build at a time, under omu: a storm of such
+// requests neither takes more than a core nor holds up the plain status.
+func (s *Server) statusWith(o Options) *answer {
+	s.omu.Lock()
+	defer s.omu.Unlock()
+	now := time.Now()
+	// Drop the answers past Reuse (so none is held long after its
+	// request) and serve o's if it is fresh.
+	s.withCached = slices.DeleteFunc(s.withCached, func(w withAnswer) bool {
+		return now.Sub(w.at) >= Reuse || now.Before(w.at)
+	})
+	for _, w := range s.withCached {
+		if w.o == o {
+			return w.a
+		}
+	}
+	a := s.buildWith(o)
+	if len(s.withCached) == maxWithCached {
+		s.withCached = slices.Delete(s.withCached, 0, 1)
+	}
+	s.withCached = append(s.withCached, withAnswer{o: o, a: a, at: now})
+	// Dropped once past Reuse even when no request comes after it: a
+	// history answer is megabytes.
+	time.AfterFunc(Reuse, func() {
+		s.omu.Lock()
+		defer s.omu.Unlock()
+		s.withCached = slices.DeleteFunc(s.withCached, func(w withAnswer) bool { return w.a == a })
+	})
+	return a
+}
+
+// buildWith builds and encodes the status document with what o asks for
+// (statusWith), under omu.
+func (s *Server) buildWith(o Options) *answer {
+	testHookBuildWith(o)
+	s.board.ViewInto(&s.withView)
+	d := live.NewDoc(s.withView)
 	if o.History > 0 {
 		for i := range d.GPUs {
 			d.GPUs[i].History = s.board.History(i, d.Time, o.History)
 		}
 	}
 	d.Events = s.board.Events(o.Events)
-	return s.encode(nil, d)
+	b, refused := s.encode(nil, d)
+	return &answer{b: b, refusedDoc: refused, withOptions: true}
 }
+
+// testHookBuildWith runs at each build of an answer with options: tests
+// count them.
+var testHookBuildWith = func(Options) {}
 
 // encode appends the document and its newline to b with encoding/json.
 // The document holds no float that encoding/json refuses (NaN, Inf: every
@@ -523,8 +595,11 @@ func (s *Server) encode(b []byte, d live.Doc) (out []byte, refused bool) {
 	return append(b, '\n'), true
 }
 
-// release gives back an answer taken with status.
+// release gives back an answer taken with status (or answerFor).
 func (s *Server) release(a *answer) {
+	if a.withOptions {
+		return
+	}
 	s.cmu.Lock()
 	defer s.cmu.Unlock()
 	if a.refs--; a.refs == 0 && a != s.cached {

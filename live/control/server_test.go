@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
+	"maps"
 	"math"
 	"net"
 	"os"
@@ -401,12 +404,13 @@ func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 
 func FuzzParseRequest(f *testing.F) {
 	for _, s := range []string{"status\n", "ping", " status \r\n", "", "\x00", strings.Repeat("a", 300),
-		"status history=10m events=200\n", "status events=0", "ping events=1", "status history=1h"} {
+		"status history=10m events=200\n", "status events=0", "ping events=1", "status history=1h",
+		"watch history=10m events=200\n", "watch events=5", "watch history=1m"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, o, err := ParseRequest(b)
-		if o.History < 0 || o.History > MaxHistory || o.Events < 0 || o.Events > MaxEvents || (r != ReqStatus && o != Options{}) {
+		if o.History < 0 || o.History > MaxHistory || o.Events < 0 || o.Events > MaxEvents || (r == ReqPing && o != Options{}) {
 			t.Fatalf("%q: options out of bounds: %+v", b, o)
 		}
 		if (err == nil) != (r != 0) {
@@ -639,5 +643,198 @@ func TestStatusWithHistoryAndEvents(t *testing.T) {
 	}
 	if _, err := Ask(s.cfg.Path, "status history=11m", time.Second); err == nil || !strings.Contains(err.Error(), "answered: history=\"11m\": want") {
 		t.Errorf("bad option: %v", err)
+	}
+}
+
+// countBuildsWith counts the builds of answers with options, by options,
+// for the rest of the test.
+func countBuildsWith(t *testing.T) func() map[Options]int {
+	var mu sync.Mutex
+	n := map[Options]int{}
+	old := testHookBuildWith
+	testHookBuildWith = func(o Options) { mu.Lock(); n[o]++; mu.Unlock() }
+	t.Cleanup(func() { testHookBuildWith = old })
+	return func() map[Options]int {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(n)
+	}
+}
+
+// TestOptionsStormSharesBuilds: clients looping on status with options
+// (and watch, which builds the same answers) cost at most one build per
+// Reuse for each set of options, as the plain status does, and the plain
+// status is answered all along (the review of issue 40: 8 clients looping
+// on history=10m each built a 5 MB document under the plain build's lock).
+func TestOptionsStormSharesBuilds(t *testing.T) {
+	builds := countBuildsWith(t)
+	s, stop := serve(t, Config{})
+	defer stop()
+	lines := []string{"status history=10m", "status events=5", "status history=10m0s", "status events=5"}
+	const clients, each = 8, 40
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, clients+1)
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				if _, err := Ask(s.cfg.Path, lines[c%len(lines)], 5*time.Second); err != nil && !strings.Contains(err.Error(), "busy") {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range each {
+			if _, _, err := Query(s.cfg.Path, 5*time.Second); err != nil && !strings.Contains(err.Error(), "busy") {
+				errs <- err
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	got := builds()
+	if len(got) != 2 {
+		t.Errorf("builds by options %v, want two sets of options", got)
+	}
+	for o, n := range got {
+		if max := int(elapsed/Reuse) + 1; n > max {
+			t.Errorf("%+v: %d builds for %d requests in %v, want at most %d", o, n, clients/2*each, elapsed, max)
+		}
+	}
+}
+
+// TestAnswersWithOptionsShared: an answer with options serves the
+// requests with the same options within Reuse, is built again after it,
+// is never taken for the plain answer's spare buffer, and at most
+// maxWithCached of them are kept.
+func TestAnswersWithOptionsShared(t *testing.T) {
+	builds := countBuildsWith(t)
+	s := &Server{board: testBoard(), counts: counters.New(), log: slog.New(slog.DiscardHandler)}
+	o1, o2 := Options{History: time.Minute}, Options{Events: 1}
+	a1 := s.statusWith(o1)
+	if a2 := s.statusWith(o1); a2 != a1 {
+		t.Errorf("the same options within Reuse built again")
+	}
+	if a3 := s.statusWith(o2); a3 == a1 || !strings.Contains(string(a3.b), "type=SECOND") || strings.Contains(string(a3.b), `"history"`) {
+		t.Errorf("other options answered %q", a3.b)
+	}
+	s.release(a1)
+	if s.spare == a1 {
+		t.Errorf("an answer with options became the plain answer's spare")
+	}
+	for n := range 2 * maxWithCached {
+		s.statusWith(Options{Events: n + 1})
+	}
+	if len(s.withCached) > maxWithCached {
+		t.Errorf("%d answers with options kept, want at most %d", len(s.withCached), maxWithCached)
+	}
+	s.omu.Lock()
+	for i := range s.withCached {
+		s.withCached[i].at = s.withCached[i].at.Add(-Reuse)
+	}
+	s.omu.Unlock()
+	before := builds()[o2]
+	s.statusWith(o2)
+	if got := builds(); got[o1] != 1 || got[o2] != before+1 {
+		t.Errorf("builds %v: the same options past Reuse not built again", got)
+	}
+}
+
+// bigServer is a server over 16 GPUs with full history rings and a full
+// events ring: what a history request costs at most.
+func bigServer(b testing.TB) *Server {
+	now := time.Now()
+	var slots []*live.Slot
+	for i := range 16 {
+		sl := live.NewSlot(reading.GPU{Index: i, Name: "sim", UUID: "GPU-x"})
+		for k := range 600 {
+			s := reading.Sample{Time: now.Add(time.Duration(k-600) * time.Second), NumFans: 1}
+			for _, d := range []reading.ID{reading.TempC, reading.PowerMW, reading.GPUUtil, reading.MemUtil, reading.VRAMUsedBytes, reading.SMMHz, reading.PCIeTxBytes, reading.PCIeRxBytes} {
+				s.Values[d] = reading.Some(uint64(123456789 + k*1000 + i))
+			}
+			s.Fans[0].Speed = reading.Some(uint32(55))
+			sl.Record(&s)
+			if k == 599 {
+				sl.Update(func(g *live.GPU) { g.Observe(&s, time.Second) })
+			}
+		}
+		slots = append(slots, sl)
+	}
+	bd := live.NewBoard(slots, func() live.Host { return live.Host{Now: time.Now(), Version: "test"} })
+	for i := range MaxEvents {
+		bd.Event("time=2026-12-06T14:00:00.000Z host=gpu-node-07 uuid=GPU-00000000-1111-2222-3333-444444444444 level=warning gpu=3 source=nvml type=Xid xid=79 msg=" + string(rune('a'+i%26)))
+	}
+	return &Server{board: bd, counts: counters.New(), log: slog.New(slog.DiscardHandler)}
+}
+
+// benchmarkBuildWith measures one build of the answer with o (what each
+// request with options cost before they were shared).
+func benchmarkBuildWith(b *testing.B, o Options) {
+	s := bigServer(b)
+	b.ReportAllocs()
+	var n int
+	for b.Loop() {
+		n = len(s.buildWith(o).b)
+	}
+	b.ReportMetric(float64(n), "bytes/doc")
+}
+
+func BenchmarkStatusWithHistory(b *testing.B) {
+	benchmarkBuildWith(b, Options{History: MaxHistory, Events: MaxEvents})
+}
+
+func BenchmarkStatusWithEvents(b *testing.B) { benchmarkBuildWith(b, Options{Events: 200}) }
+
+func BenchmarkStatusPlain(b *testing.B) {
+	s := bigServer(b)
+	b.ReportAllocs()
+	var n int
+	for b.Loop() {
+		s.cmu.Lock()
+		s.cachedAt = time.Time{} // stale: built again
+		s.cmu.Unlock()
+		a := s.status()
+		n = len(a.b)
+		s.release(a)
+	}
+	b.ReportMetric(float64(n), "bytes/doc")
+}
+
+// TestUnknownRequest: the answers of a daemon that does not know a
+// request or an option (an older one) are told apart from the others.
+func TestUnknownRequest(t *testing.T) {
+	s, stop := serve(t, Config{})
+	defer stop()
+	for _, c := range []struct {
+		req     string
+		unknown bool
+	}{
+		{"status colour=1", true},
+		{"stat", true},
+		{"status history=11m", false},
+		{"ping events=1", false},
+	} {
+		_, err := Ask(s.cfg.Path, c.req, time.Second)
+		if err == nil || UnknownRequest(err) != c.unknown {
+			t.Errorf("%s: %v, unknown %v, want %v", c.req, err, UnknownRequest(err), c.unknown)
+		}
+	}
+	// What a daemon before issue 40 answered "status history=10m".
+	old := &AnswerError{Path: "p", Msg: `unknown request "status history=10m0s events=200" (want status or ping)`}
+	for _, err := range []error{fmt.Errorf("top: %w", old), &AnswerError{Path: "p", Msg: "busy: too many connections"}, os.ErrDeadlineExceeded, nil} {
+		if got, want := UnknownRequest(err), err != nil && errors.Is(err, old); got != want {
+			t.Errorf("%v: unknown %v, want %v", err, got, want)
+		}
 	}
 }

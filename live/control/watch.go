@@ -51,17 +51,6 @@ func (o Options) WatchLine() string {
 	return watchPrefix + strings.TrimPrefix(o.Line(), "status")
 }
 
-// watchAnswer is the document a watch with o is sent each time: what the
-// status request with o answers (the plain one shared with status
-// requests of the same Reuse window; one with options built for it).
-func (s *Server) watchAnswer(o Options) *answer {
-	if o == (Options{}) {
-		return s.status()
-	}
-	b, refused := s.statusWith(o)
-	return &answer{b: b, refusedDoc: refused, refs: 1}
-}
-
 // watch serves a watch request on c until the client leaves, does not
 // take a line within WriteTimeout, or the daemon stops.
 func (s *Server) watch(c *net.UnixConn, o Options) {
@@ -88,7 +77,7 @@ func (s *Server) watch(c *net.UnixConn, o Options) {
 	tick, stop := s.cfg.watchTick()
 	defer stop()
 	for first := true; ; first = false {
-		a := s.watchAnswer(o)
+		a := s.answerFor(o)
 		o.History = 0 // the history seeds the client once; it appends the documents that follow
 		c.SetWriteDeadline(time.Now().Add(WriteTimeout))
 		_, werr := c.Write(a.b)
@@ -148,7 +137,7 @@ func Watch(ctx context.Context, path string, o Options, timeout time.Duration, e
 		line := sc.Bytes()
 		var e errorReply
 		if json.Unmarshal(line, &e) == nil && e.Error != "" {
-			return fmt.Errorf("%s answered: %s", path, e.Error)
+			return &AnswerError{Path: path, Msg: e.Error}
 		}
 		if err := each(line); err != nil {
 			return err

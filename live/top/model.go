@@ -32,15 +32,18 @@ type Model struct {
 	hist map[string]*buffer // by GPU UUID
 }
 
-// buffer is one GPU's recent readings, one value a document (a second),
-// oldest first, at most BufferLen; nil is an absent reading, and every
-// reading of a GPU not answering (the chart shows the gap, never the last
-// values again). last is the time of the newest document, so a document
-// that is not new adds nothing. The PCIe
-// byte counters' previous values make the throughput.
+// buffer is one GPU's recent readings, one value a second, oldest first,
+// at most BufferLen; nil is an absent reading, every reading of a GPU not
+// answering (the chart shows the gap, never the last values again), and
+// each second no document came for (paused, fetches failing, a remote
+// document missed), so that a 60 s chart covers 60 s. last is the time of
+// the newest value's document (or the end of the history it was seeded
+// from), seen that of the newest document applied: a document not newer
+// adds nothing. The PCIe byte counters' previous values make the
+// throughput.
 type buffer struct {
 	series       map[string][]*float64
-	last         time.Time
+	last, seen   time.Time
 	prevTX       float64
 	prevRX       float64
 	prevAt       time.Time
@@ -48,8 +51,10 @@ type buffer struct {
 }
 
 // Apply takes a new document: it becomes the one shown, and each GPU's
-// readings are appended to its buffer (seeded from the document's History
-// the first time a GPU is seen, when the daemon sent one).
+// readings are appended to its buffer, (re)seeded from the document's
+// History when the daemon sent one (the first document, and the first
+// after a failure or a new connection: the daemon's ring fills the seconds
+// the view missed).
 func (m *Model) Apply(d live.Doc, at time.Time) {
 	m.Doc, m.Err, m.Fetched = &d, nil, at
 	if m.hist == nil {
@@ -61,12 +66,12 @@ func (m *Model) Apply(d live.Doc, at time.Time) {
 		if b == nil {
 			b = &buffer{series: map[string][]*float64{}}
 			m.hist[g.UUID] = b
-			if h := g.History; h != nil {
-				for _, k := range chartKeys {
-					b.series[k] = tail(perSecond(h.Values(k), h.StepS))
-				}
-				b.last = h.End
+		}
+		if h := g.History; h != nil && d.Time.After(b.seen) {
+			for _, k := range chartKeys {
+				b.series[k] = tail(perSecond(h.Values(k), h.StepS))
 			}
+			b.last = h.End
 		}
 		b.add(g, d.Time)
 	}
@@ -107,18 +112,26 @@ func tail(v []*float64) []*float64 {
 	return v
 }
 
+// add appends the readings of g in the document of time now, after a nil
+// for each whole second missed since the last value (a document less than
+// half a second after it is of the same second: not appended again).
 func (b *buffer) add(g *live.GPUDoc, now time.Time) {
-	if !now.After(b.last) {
+	if !now.After(b.seen) {
 		return
 	}
-	b.last = now
+	b.seen = now
 	answering := g.SampleTime != nil && g.State == live.StateAnswering.String()
-	for _, k := range chartKeys {
-		var p *float64
-		if n, ok := g.Reading(k).Num(); ok && answering {
-			p = &n
+	if steps := secondsSince(b.last, now); steps > 0 {
+		b.last = now
+		for _, k := range chartKeys {
+			var p *float64
+			if n, ok := g.Reading(k).Num(); ok && answering {
+				p = &n
+			}
+			s := b.series[k]
+			s = append(s, make([]*float64, min(steps-1, BufferLen))...)
+			b.series[k] = tail(append(s, p))
 		}
-		b.series[k] = tail(append(b.series[k], p))
 	}
 	b.txBps, b.rxBps = nil, nil
 	if !answering {
@@ -134,6 +147,16 @@ func (b *buffer) add(g *live.GPUDoc, now time.Time) {
 		}
 		b.prevTX, b.prevRX, b.prevAt = tx, rx, t
 	}
+}
+
+// secondsSince is how many seconds of the buffer's step now is after
+// last, rounded (a document's time jitters by the daemon's answer cache
+// and the fetch: 1 s ± 0.1 s is one step); 1 when there is no last value.
+func secondsSince(last, now time.Time) int {
+	if last.IsZero() {
+		return 1
+	}
+	return int(min(math.Round(now.Sub(last).Seconds()), 2*BufferLen))
 }
 
 // Series is the buffered values of reading key on the GPU with uuid,

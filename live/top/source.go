@@ -54,8 +54,12 @@ const maxStderr = 4 << 10
 var remoteCommand = []string{"gpu-telemetry", "status", "--json", "--watch", "--history", "10m", "--events", "200"}
 
 // CheckHost says why name cannot be given to ssh as a host: empty, an
-// option (a leading '-'), or with blanks or control characters, which ssh
-// would read as more than a host name.
+// option (a leading '-'), with blanks or control characters (which ssh
+// would read as more than a host name), or with any character but
+// letters, digits and . _ : @ [ ] - (a host, user@host, an IPv6 address in
+// brackets). ssh hands the name to a ProxyCommand with %h in the user's
+// config, which OpenSSH before 9.6 runs with /bin/sh: $, `, ; or | there
+// would run commands of the name's choosing.
 func CheckHost(name string) error {
 	switch {
 	case name == "":
@@ -64,8 +68,15 @@ func CheckHost(name string) error {
 		return fmt.Errorf("host name %q begins with '-'", name)
 	case strings.IndexFunc(name, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
 		return fmt.Errorf("host name %q has blanks or control characters", name)
+	case strings.IndexFunc(name, func(r rune) bool { return !hostRune(r) }) >= 0:
+		return fmt.Errorf("host name %q has a character other than letters, digits and . _ : @ [ ] -", name)
 	}
 	return nil
+}
+
+// hostRune says whether r may be in a host name CheckHost takes.
+func hostRune(r rune) bool {
+	return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("._:@[]-", r)
 }
 
 // SSH is the Remote of host, through the ssh found in PATH, in batch mode

@@ -185,12 +185,15 @@ func TestFleetOverFakeSSH(t *testing.T) {
 }
 
 func TestCheckHost(t *testing.T) {
-	for _, ok := range []string{"gpu-node-07", "user@host", "10.0.0.7", "[::1]", "host.example.com"} {
+	for _, ok := range []string{"gpu-node-07", "user@host", "10.0.0.7", "[::1]", "host.example.com", "fe80::1", "my_user@gpu_07"} {
 		if err := CheckHost(ok); err != nil {
 			t.Errorf("%q: %v", ok, err)
 		}
 	}
-	for _, bad := range []string{"", "-oProxyCommand=sh", "a b", "a\tb", "a\nb", "a\x00b", "a\x7fb"} {
+	// $ ` ; | and the like: a ProxyCommand with %h hands the name to
+	// /bin/sh (OpenSSH before 9.6).
+	for _, bad := range []string{"", "-oProxyCommand=sh", "a b", "a\tb", "a\nb", "a\x00b", "a\x7fb",
+		"$(touch x)", "a`id`", "a;id", "a|id", "a&id", "a>x", "'a'", "\"a\"", "a\\b", "a*", "h/x", "h%h", "hôte"} {
 		if err := CheckHost(bad); err == nil {
 			t.Errorf("%q taken", bad)
 		}

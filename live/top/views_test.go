@@ -220,6 +220,48 @@ func TestBufferSeedsAndAppends(t *testing.T) {
 	}
 }
 
+// TestBufferCountsSeconds: the buffer holds a value a second, not a
+// document: the seconds no document came for (a pause, fetches failing, a
+// remote document missed) are gaps, at most the buffer's length, and a
+// document of the same second is not appended twice; a later document
+// with a History re-seeds the buffer from it.
+func TestBufferCountsSeconds(t *testing.T) {
+	d := fleet(2)
+	d.GPUs = d.GPUs[:1]
+	uuid := d.GPUs[0].UUID
+	var m Model
+	at := func(after time.Duration) live.Doc {
+		n := d
+		n.Time = d.Time.Add(after)
+		return n
+	}
+	temps := func() []*float64 { return m.Series(uuid, "temperature_c") }
+	m.Apply(at(0), d.Time)
+	m.Apply(at(time.Second), d.Time)
+	m.Apply(at(1300*time.Millisecond), d.Time) // the same second
+	if got := temps(); len(got) != 2 || got[0] == nil || got[1] == nil {
+		t.Fatalf("two documents a second apart, then one of the same second: %v", got)
+	}
+	m.Apply(at(5*time.Second+100*time.Millisecond), d.Time) // 3 s missed
+	got := temps()
+	if len(got) != 6 || got[2] != nil || got[3] != nil || got[4] != nil || got[5] == nil {
+		t.Fatalf("after 4 s: %v, want 3 gaps then the value", got)
+	}
+	m.Apply(at(time.Hour), d.Time)
+	got = temps()
+	if len(got) != BufferLen || got[BufferLen-1] == nil || slices.ContainsFunc(got[:BufferLen-1], func(p *float64) bool { return p != nil }) {
+		t.Fatalf("after an hour: %d values, want %d gaps and the value", len(got), BufferLen-1)
+	}
+	n := at(time.Hour + time.Minute)
+	n.GPUs = slices.Clone(n.GPUs)
+	n.GPUs[0].History = richDoc(1).GPUs[0].History
+	n.GPUs[0].History.End = n.Time.Add(-time.Second)
+	m.Apply(n, n.Time)
+	if got := temps(); len(got) != 61 || got[0] == nil || got[60] == nil {
+		t.Errorf("after a document with a minute of history: %d values, want 60 of history and 1 live", len(got))
+	}
+}
+
 func TestSpark(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
 	for _, tc := range []struct {
