@@ -1,9 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"io"
 	"strings"
+	"io"
 
 	"github.com/gpu-telemetry/gpu-telemetry/action"
 	"github.com/gpu-telemetry/gpu-telemetry/live/control"
@@ -44,7 +45,7 @@ func runAck(args []string, stdout, stderr io.Writer) int {
 	}
 	r, err := control.Ack(path, control.AckRequest{GPU: cli.GPU, Action: a, Note: cli.Note}, statusTimeout)
 	if err != nil {
-		if strings.Contains(err.Error(), " answered: ") {
+		if ae := (*control.AnswerError)(nil); errors.As(err, &ae) { // the daemon refused: why is its own
 			fmt.Fprintf(stderr, "gpu-telemetry ack: %v\n", err)
 			return 1
 		}
