@@ -120,6 +120,17 @@ func HostLines(d Doc) []string {
 	if b := h.BERT; b != nil {
 		out = append(out, "the firmware left a boot error record (BERT): "+b.Severity+" (CPER in events.log)")
 	}
+	if len(h.Fabric) > 0 {
+		var s []string
+		for _, f := range h.Fabric {
+			if f.Running {
+				s = append(s, f.Name+" running (pid "+itoa(f.PID)+")")
+			} else {
+				s = append(s, f.Name+" NOT running")
+			}
+		}
+		out = append(out, "fabric services: "+strings.Join(s, ", "))
+	}
 	for _, b := range h.MissingBoards {
 		was := " (GPU " + itoa(b.Index) + " in the previous run): "
 		if b.Index < 0 {

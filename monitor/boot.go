@@ -122,11 +122,14 @@ func (m *Monitor) compareInventory(prev snapshot.PreviousRun) (missing []sink.In
 		return nil
 	}
 	changes := sink.CompareInventory(prev.State.GPUs, m.boards())
-	// With --gpu selecting some GPUs, the others are not missing.
-	subset := m.host.Enumerated() > len(m.gpus)
+	// With --gpu selecting some GPUs, a board of the previous run that the
+	// driver still enumerates is only not selected; one it does not is
+	// missing, as without --gpu, unless an unselected GPU has not answered
+	// (it may be that board).
+	enumerated, identified := m.enumeratedUUIDs()
 	count := map[string]int{}
 	for _, c := range changes {
-		if subset && c.Change == sink.InventoryMissing {
+		if c.Change == sink.InventoryMissing && (enumerated[c.Board.UUID] || !identified) {
 			count["not_selected"]++
 			continue
 		}
@@ -159,6 +162,31 @@ func (m *Monitor) compareInventory(prev snapshot.PreviousRun) (missing []sink.In
 	m.log.Log(context.Background(), level, "GPU inventory changed since the previous run (INVENTORY lines in events.log)",
 		"missing", count[sink.InventoryMissing], "new", count[sink.InventoryNew], "moved", count[sink.InventoryMoved])
 	return missing
+}
+
+// enumeratedUUIDs is the set of UUIDs of every GPU the driver enumerated
+// at start, those --gpu did not select included; identified is false when
+// an unselected GPU has no UUID (it had not answered), so that a board not
+// in the set may still be there.
+func (m *Monitor) enumeratedUUIDs() (set map[string]bool, identified bool) {
+	set = map[string]bool{}
+	all := m.host.EnumeratedUUIDs()
+	for _, b := range m.boards() {
+		set[b.UUID] = true // a selected GPU identified since Open
+	}
+	selected := map[int]bool{}
+	for _, gs := range m.gpus {
+		selected[gs.g.Info().Index] = true
+	}
+	identified = len(all) >= m.host.Enumerated()
+	for i, u := range all {
+		if u != "" {
+			set[u] = true
+		} else if !selected[i] {
+			identified = false
+		}
+	}
+	return set, identified
 }
 
 // readIdentity names the host: name (--host, else the kernel's hostname),

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"context"
 	"errors"
 	"hash/fnv"
 	"os"
@@ -23,8 +24,17 @@ import (
 var cperRepeats = counters.Declare(counters.Def{Name: "cper_records_repeated",
 	Help: "CPER records the driver returned again and that were not saved twice: their record id was saved already (a read that restarted from the first record after a failure, or a cursor whose save failed)"})
 
+// cperRefresh is how often every GPU's CPER records are read besides at
+// start and after a critical event: a record the driver writes later than
+// the reads after its event (or of a fault that raised none) is read within
+// a minute.
+const cperRefresh = time.Minute
+
 // cperReader reads the driver's CPER records (R610+) at start, since they
-// may describe the previous boot's failure, and after each critical event.
+// may describe the previous boot's failure, after each critical event and
+// again before that incident's first follow-up (the driver may write the
+// record just after the event: it then joins the incident), and every
+// cperRefresh.
 // A read runs on the side goroutine, bounded by the sample deadline: one
 // the driver does not return from is abandoned (no other starts until it
 // returns) and its records are read again next time, since the cursor
@@ -39,13 +49,18 @@ type cperReader struct {
 	// queues one read, not one per Xid, so it never crowds out snapshots.
 	queued  map[int]*atomic.Bool
 	refused atomic.Bool // logged that the driver refuses it (needs root)
+	// late carries the GPUs whose critical event asks for a later read
+	// (runCPER); a send never waits: one already waiting covers it.
+	late chan *gpuState
 }
 
 // startCPER reads every GPU's records once, at start, and the host's boot
-// error record.
-func (m *Monitor) startCPER() {
+// error record; then, where the driver has the call, runs runCPER in wg
+// until ctx is done.
+func (m *Monitor) startCPER(ctx context.Context, wg *sync.WaitGroup) {
 	c := &m.cper
 	c.once.Do(func() {
+		c.late = make(chan *gpuState, len(m.gpus))
 		cur, err := cper.LoadCursors(filepath.Join(m.cfg.LogDir, cper.CursorFile))
 		if err != nil {
 			m.log.Warn("CPER cursors unreadable; reading the driver's records from the first (those saved before are skipped by id)", "error", err)
@@ -66,6 +81,83 @@ func (m *Monitor) startCPER() {
 	}
 	for _, gs := range m.gpus {
 		m.readCPER(gs)
+	}
+	if c.on.Load() {
+		wg.Go(func() { m.runCPER(ctx) })
+	}
+}
+
+// runCPER queues a read of every GPU's records each cperRefresh, and of a
+// GPU's cperLate after its critical event (readCPERLate), until ctx is
+// done. It only queues: the reads run on the side goroutine, bounded.
+func (m *Monitor) runCPER(ctx context.Context) {
+	tick := time.NewTicker(cperRefresh)
+	defer tick.Stop()
+	late := time.NewTimer(time.Hour)
+	late.Stop()
+	due := map[*gpuState]time.Time{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			for _, gs := range m.gpus {
+				m.readCPER(gs)
+			}
+		case gs := <-m.cper.late:
+			if _, ok := due[gs]; !ok {
+				due[gs] = time.Now().Add(m.cperLate())
+			}
+		case <-late.C:
+		}
+		var next time.Time
+		for gs, at := range due {
+			switch {
+			case !time.Now().Before(at):
+				delete(due, gs)
+				m.readCPER(gs)
+			case next.IsZero() || at.Before(next):
+				next = at
+			}
+		}
+		late.Stop()
+		if !next.IsZero() {
+			late.Reset(time.Until(next))
+		}
+	}
+}
+
+// cperLate is how long after a critical event its GPU's records are read
+// again: half the first follow-up's offset, so that a record the driver
+// wrote just after the event joins the incident before that follow-up
+// lists its events (5 s with the default follow-ups); cperRefresh when
+// there are no follow-ups.
+func (m *Monitor) cperLate() time.Duration {
+	fu := m.cfg.Snapshots.FollowUps
+	if fu == nil {
+		fu = snapshot.DefaultFollowUps
+	}
+	first := time.Duration(0)
+	for _, d := range fu {
+		if d > 0 && (first == 0 || d < first) {
+			first = d
+		}
+	}
+	if first == 0 {
+		return cperRefresh
+	}
+	return first / 2
+}
+
+// readCPERLate asks runCPER for another read of the GPU's records after
+// its critical event (cperLate); it never waits.
+func (m *Monitor) readCPERLate(gs *gpuState) {
+	if !m.cper.on.Load() {
+		return
+	}
+	select {
+	case m.cper.late <- gs:
+	default: // a request is waiting already: its read covers this event
 	}
 }
 
@@ -195,10 +287,7 @@ func (m *Monitor) cperRecord(gs *gpuState, source string, now time.Time, raw []b
 	if gs == nil {
 		l.Source = "bert"
 		if rec != nil {
-			b := lastCPER(now, rec)
-			m.states.mu.Lock()
-			m.states.bert = &b
-			m.states.mu.Unlock()
+			m.publishBERT(now, rec)
 		}
 		m.eventLine(l)
 		return
@@ -210,6 +299,15 @@ func (m *Monitor) cperRecord(gs *gpuState, source string, now time.Time, raw []b
 		l.Incident, l.Snapshot = m.snaps.Attach(gs.idx, snapshot.Event{Time: now, Reason: what, Stage: snapshot.StageNotice})
 	}
 	m.eventLine(l)
+}
+
+// publishBERT puts the host's boot error record rec, read at now, in the
+// host view (status, gpu_telemetry_boot_error_record).
+func (m *Monitor) publishBERT(now time.Time, rec *cper.Record) {
+	b := lastCPER(now, rec)
+	m.states.mu.Lock()
+	m.states.bert = &b
+	m.states.mu.Unlock()
 }
 
 // lastCPER is rec, read at now, for the live view.
@@ -251,6 +349,11 @@ func (m *Monitor) readBERT() {
 	}
 	cur := c.cursors.Get("bert")
 	if cur.Saw(id) {
+		// Recorded by an earlier run of this boot: no second line, but
+		// status and metrics still show it after a restart.
+		if perr == nil {
+			m.publishBERT(time.Now(), &rec)
+		}
 		return
 	}
 	if perr != nil {

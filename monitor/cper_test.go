@@ -83,3 +83,46 @@ func TestBERTOncePerBoot(t *testing.T) {
 		t.Fatalf("a new boot: %d BERT lines, want 2", n)
 	}
 }
+
+// A restart in the same boot writes no second BERT line but still shows
+// the record in the host view (status, gpu_telemetry_boot_error_record).
+func TestBERTShownAfterARestartInTheSameBoot(t *testing.T) {
+	root := t.TempDir()
+	for rel, data := range map[string][]byte{cper.DefaultBERTPath: bertRegion(), snapshot.DefaultBootIDPath: []byte("boot-1\n")} {
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logDir := ""
+	run := func() *rig {
+		r := newRig(t, 1, func(c *Config) {
+			c.HostRoot = root
+			if logDir != "" {
+				c.LogDir = logDir
+			}
+		})
+		logDir = r.m.cfg.LogDir
+		r.run(300*time.Millisecond, nil)
+		return r
+	}
+	for i := range 2 {
+		r := run()
+		r.m.states.mu.Lock()
+		bert := r.m.states.bert
+		r.m.states.mu.Unlock()
+		if bert == nil || bert.Severity != "fatal" {
+			t.Errorf("run %d: the host view's BERT record is %+v, want the fatal record", i+1, bert)
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join(logDir, EventsLog))
+	if n := strings.Count(string(b), "type=CPER"); n != 1 {
+		t.Errorf("%d BERT lines after a restart in the same boot, want 1:\n%s", n, b)
+	}
+	if m, _ := filepath.Glob(filepath.Join(logDir, snapshot.CrashDir, "cper-*-bert.bin")); len(m) != 1 {
+		t.Errorf("saved BERT records: %v", m)
+	}
+}

@@ -15,18 +15,29 @@ import (
 const fabricRescan = time.Minute
 
 // scanFabricServices looks for the fabric daemons (a bounded /proc scan,
-// sink.FabricServices), publishes what it found for status, and logs a
-// daemon that stopped running since the last scan. Side worker only:
-// never on the sample path.
+// sink.FabricServices), publishes what it found for status and metrics
+// (gpu_telemetry_fabric_service_running), and writes a FABRIC_SERVICE line
+// for a daemon that stopped or started running since the last scan (a
+// restarted one, a new pid, is both). Side worker only: never on the sample
+// path.
 func (m *Monitor) scanFabricServices() []reading.FabricService {
 	s := sink.FabricServices(m.cfg.HostRoot)
+	now := time.Now()
 	m.states.mu.Lock()
 	prev := m.states.fabric
-	m.states.fabric, m.states.fabricAt = s, time.Now()
+	m.states.fabric, m.states.fabricAt = s, now
 	m.states.mu.Unlock()
 	for i, f := range s {
-		if i < len(prev) && prev[i].PID > 0 && f.PID == 0 {
-			m.log.Warn("a fabric daemon stopped running", "service", f.Name, "pid", prev[i].PID)
+		if i >= len(prev) || prev[i].PID == f.PID {
+			continue
+		}
+		if was := prev[i].PID; was > 0 {
+			m.log.Warn("a fabric daemon stopped running", "service", f.Name, "pid", was)
+			m.eventLine(sink.FabricServiceEvent(now, f.Name, sink.FabricServiceStopped, was))
+		}
+		if f.PID > 0 {
+			m.log.Info("a fabric daemon started running", "service", f.Name, "pid", f.PID)
+			m.eventLine(sink.FabricServiceEvent(now, f.Name, sink.FabricServiceRunning, f.PID))
 		}
 	}
 	return s

@@ -42,7 +42,8 @@ func (gs *gpuState) criticalEvent(seen time.Time, ev snapshot.Event) crashPlan {
 		}
 		gs.log.Error(msg, "reason", ev.Reason, "incident", n, "headline", d.Headline, "snapshot", d.Snapshot)
 	}
-	m.readCPER(gs) // the driver may have recorded the fault as a CPER record
+	m.readCPER(gs)     // the driver may have recorded the fault as a CPER record
+	m.readCPERLate(gs) // or may record it in a moment
 	return crashPlan{d: d, seen: seen, ev: ev, n: n}
 }
 

@@ -10,9 +10,21 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/events"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/xid"
+)
+
+// The NVSwitches' SXid lines, counted whether or not the burst limit writes
+// them: status's host part and the metrics gpu_telemetry_sxids_total and
+// gpu_telemetry_sxids_fatal_total. A fatal one is not an incident: the
+// snapshots are a GPU's, and the GPUs behind the switch report their own
+// Xids (74, 45), which are.
+var (
+	sxidsRead  = counters.Declare(counters.Def{Name: "sxids", Help: "NVSwitch SXid lines read from the kernel log (the switches', not a GPU's)"})
+	sxidsFatal = counters.Declare(counters.Def{Name: "sxids_fatal", Help: "NVSwitch SXid lines of a code NVIDIA's catalog calls fatal (the switch port's traffic lost; a system restart resets the switch)"})
 )
 
 // What a kernel line makes (its events.log line, the burst limit, whether it
@@ -104,6 +116,10 @@ func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 		return
 	}
 	if x, ok := kmsg.ParseSXid(rec.Message); ok {
+		m.reg.Inc(sxidsRead)
+		if i, ok := xid.LookupSXid(x.Code); ok && i.Fatal {
+			m.reg.Inc(sxidsFatal)
+		}
 		m.kernelLine(nil, events.KernelLine{Rec: rec, Read: now, GPU: -1, Bus: x.Bus.String(), SXid: &x})
 		return
 	}

@@ -375,3 +375,20 @@ func TestForgedKernelLinesThroughAFIFO(t *testing.T) {
 		t.Errorf("the first unreadable Xid line is not logged with its line:\n%s", logs)
 	}
 }
+
+// NVSwitch SXid lines are counted (sxids, sxids_fatal by the catalog's
+// fatal codes), past the burst limit too, and written as the switch's.
+func TestSXidLinesCounted(t *testing.T) {
+	r := newRig(t, 1, nil)
+	now := time.Now()
+	for i, msg := range []string{
+		"nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 15009, Fatal, Link 12 route GLT DBE",
+		"nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 11012, Non-fatal, Link 12 single-bit ECC",
+		"nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 99999, Non-fatal, something new",
+	} {
+		r.m.onKernelLine(kmsg.Record{Time: time.Duration(3201+i) * time.Second, Message: msg}, now)
+	}
+	if n, f := r.m.reg.Load(sxidsRead), r.m.reg.Load(sxidsFatal); n != 3 || f != 1 {
+		t.Errorf("sxids=%d sxids_fatal=%d, want 3 and 1", n, f)
+	}
+}

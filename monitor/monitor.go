@@ -247,7 +247,7 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	sideCtx, stopSide := context.WithCancel(context.Background())
 	var side sync.WaitGroup
 	side.Go(func() { serve(sideCtx.Done(), m.side.jobs, func(j sideJob) { j.f() }) })
-	m.startCPER()
+	m.startCPER(bg, &listeners)
 
 	m.poll(ctx, sigs)
 

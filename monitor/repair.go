@@ -516,19 +516,19 @@ func prevIndex(i int) string {
 // service, and is a missing board as one missing from the previous run's
 // inventory is (its GPU_MISSING line, counted in gpus_missing): a restart
 // must not clear the page while the board is still gone. With --gpu
-// selecting some GPUs, or a GPU not identified yet, the boards not seen
-// cannot be told from missing ones: nothing is raised. It returns the
+// selecting some GPUs, the boards the driver enumerates but that are not
+// selected are not missing; with a GPU not identified yet, the boards not
+// seen cannot be told from missing ones: nothing is raised. It returns the
 // GPU_MISSING lines' details, for the boot log.
 func (m *Monitor) missingFromState() (texts []string) {
-	if m.host.Enumerated() > len(m.gpus) {
+	seen, identified := m.enumeratedUUIDs()
+	if !identified {
 		return nil
 	}
-	seen := map[string]bool{}
 	for _, b := range m.boards() {
 		if b.UUID == "" {
 			return nil
 		}
-		seen[b.UUID] = true
 	}
 	m.states.mu.Lock()
 	for _, b := range m.states.missing {

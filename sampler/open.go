@@ -54,10 +54,13 @@ type OpenOptions struct {
 type Host struct {
 	lib        Library
 	enumerated int
-	Syms       Symbols
-	System     reading.System
-	GPUs       []*GPU
-	kclock     KernelClock
+	// uuids are the UUIDs of every GPU enumerated at start, selected or
+	// not ("" for one that did not answer): EnumeratedUUIDs.
+	uuids  []string
+	Syms   Symbols
+	System reading.System
+	GPUs   []*GPU
+	kclock KernelClock
 	// Pacer is shared by the GPUs (nil when Config.Interval is 0).
 	Pacer *Pacer
 	// openEvents, when set (tests), replaces the native event thread.
@@ -182,6 +185,9 @@ func Open(lib Library, o OpenOptions) (*Host, error) {
 			"pending", strings.Join(pending, ","), "gpus", strings.Join(idx, ","))
 	}
 	h.GPUs, h.pending = sel, pending
+	for _, g := range all {
+		h.uuids = append(h.uuids, g.Info().UUID)
+	}
 	if o.Config.Interval > 0 {
 		h.Pacer = NewPacer(o.Config.Interval, h.reg, log)
 		for _, g := range sel {
@@ -450,6 +456,12 @@ func (h *Host) Count() (int, error) {
 
 // Enumerated returns how many GPUs the driver enumerated at start.
 func (h *Host) Enumerated() int { return h.enumerated }
+
+// EnumeratedUUIDs returns the UUID of every GPU the driver enumerated at
+// start, those --gpu did not select included, by index; "" for a GPU that
+// had not answered by the end of Open. A board of the previous run is
+// missing only when none of them is its UUID.
+func (h *Host) EnumeratedUUIDs() []string { return h.uuids }
 
 // Enumerate lists the UUIDs the driver enumerates now ("" where unread), to
 // tell which GPUs fell off the bus: 1 + 2 x count calls, meant for after

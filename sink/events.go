@@ -271,6 +271,7 @@ const (
 	TypeAck                   = "ACK"                     // an operator acknowledged a GPU's action (action=, by=, note=, classes=)
 	TypeFanGuard              = "FAN_GUARD"               // the fan guard took, changed, handed back a fan, or was refused (kind=engaged|set|released|refused|hung)
 	TypeCPER                  = "CPER"                    // a Common Platform Error Record from the driver or the host's BERT (record_id=, severity=, sections=, file=)
+	TypeFabricService         = "FABRIC_SERVICE"          // a fabric daemon stopped or started running (service=, state=stopped|running, pid=)
 )
 
 // eventClasses is the class of every type the logger writes: what
@@ -310,6 +311,7 @@ var eventClasses = map[string]EventClass{
 	TypeAck:                   EventRoutine,
 	TypeFanGuard:              EventNotable, // routine for a change of speed and a hand-back (classOf)
 	TypeCPER:                  EventNotable,
+	TypeFabricService:         EventNotable, // routine when a daemon starts (classOf)
 }
 
 // EventTypes returns the types Class does not call routine, sorted.
@@ -340,6 +342,9 @@ func classOf(get func(key string) string) EventClass {
 	c := eventClasses[typ]
 	if ch := get("change"); typ == TypeInventory && (ch == InventoryNew || ch == InventoryMoved || ch == InventoryIdentified || ch == InventoryVBIOS || ch == InventoryDriver || ch == InventoryPCIeMax) {
 		return EventRoutine
+	}
+	if typ == TypeFabricService && get("state") == FabricServiceRunning {
+		return EventRoutine // a daemon back; its stop was the notable line
 	}
 	if k := get("kind"); typ == TypeFanGuard && (k == "set" || k == "released") {
 		return EventRoutine // the guard at work; taking the fans, a refusal and a hang are notable

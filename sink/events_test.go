@@ -64,6 +64,8 @@ func TestEventClass(t *testing.T) {
 		{"FAN_GUARD released", "type=FAN_GUARD kind=released fan=0 speed_pct=80 firmware_pct=53 temp_c=60 reason=cooled", EventRoutine},
 		{"FAN_GUARD refused", `type=FAN_GUARD kind=refused reason="nvmlDeviceSetFanSpeed_v2: Insufficient Permissions"`, EventNotable},
 		{"CPER", "source=nvml type=CPER record_id=1000 severity=fatal sections=nvidia length=216 file=crashes/cper-x.bin", EventNotable},
+		{"FABRIC_SERVICE stopped", "source=proc type=FABRIC_SERVICE service=nvidia-fabricmanager state=stopped pid=1234", EventNotable},
+		{"FABRIC_SERVICE running", "source=proc type=FABRIC_SERVICE service=nvidia-fabricmanager state=running pid=1300", EventRoutine},
 		{"Xid inside a routine line's text", `source=nvml type=PState text="type=Xid"`, EventRoutine},
 	}
 	var named []string

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
@@ -60,6 +61,21 @@ func FabricServices(root string) []reading.FabricService {
 		}
 	}
 	return out
+}
+
+// The states of a FABRIC_SERVICE line (FabricServiceEvent).
+const (
+	FabricServiceStopped = "stopped"
+	FabricServiceRunning = "running"
+)
+
+// FabricServiceEvent is the events.log line of a fabric daemon that
+// stopped running (pid: the process gone) or started (pid: the new one)
+// since the last scan: a Fabric Manager that dies leaves the GPUs' fabric
+// unrouted while the driver looks fine.
+func FabricServiceEvent(now time.Time, service, state string, pid int) EventLine {
+	return EventLine{Time: now, GPU: -1, Source: "proc", Type: TypeFabricService,
+		Fields: KV("service", service, "state", state, "pid", strconv.Itoa(pid))}
 }
 
 // FabricServicesText says which of them run: "nvidia-fabricmanager running

@@ -177,6 +177,7 @@ var (
 	mPacer    = hostMetric("pacer_level", "NVML pacer stretch level: 0 reads every column at its normal rate; each step up (NVML too slow for the interval) reads the slow columns less often.", prometheus.GaugeValue)
 	mTickNVML = hostMetric("nvml_tick_seconds", "Median time over the last second from the first GPU's sample start to the last one's end in a tick.", prometheus.GaugeValue)
 	mBERT     = hostMetric("boot_error_record", "1 when the host firmware left a boot error record (ACPI BERT) that this boot's run read: a reset that left no Xid may be there; 0 otherwise.", prometheus.GaugeValue)
+	mFabricSv = hostMetric("fabric_service_running", "1 when a process runs the NVLink fabric daemon (nvidia-fabricmanager, nvidia-imex, nvlsm), 0 when none does; only on a host where a GPU reports an NVLink fabric (a dead Fabric Manager leaves the fabric unrouted while the driver looks fine).", prometheus.GaugeValue, "service")
 	mLogWait  = hostMetric("log_lines_waiting", "events.log and summary.log lines held back now because their file cannot be written.", prometheus.GaugeValue)
 )
 
@@ -298,6 +299,9 @@ func (w *walker) walk(v live.View) {
 	w.add(mAnswer, float64(answering))
 	w.add(mMissing, float64(h.GPUsMissing))
 	w.add(mBERT, b2f(h.BERT != nil))
+	for _, f := range h.Fabric { // nil: no GPU reports a fabric
+		w.add(mFabricSv, b2f(f.PID > 0), f.Name)
+	}
 	for _, b := range h.Missing { // by its index in the previous run; "" when missing since an earlier one
 		gpu := ""
 		if b.Index >= 0 {

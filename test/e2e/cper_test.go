@@ -82,6 +82,24 @@ func TestCPERAfterCriticalEventJoinsTheIncident(t *testing.T) {
 	}
 }
 
+// A record the driver writes just after the critical event (not there when
+// the event's read ran) is read before the incident's follow-up and joins
+// the incident.
+func TestCPERWrittenJustAfterTheXidJoinsTheIncident(t *testing.T) {
+	t.Parallel()
+	p := start(t, opts{scenario: "gpus 1\nat 3 gpu 0 xid 48\nat 3.5 gpu 0 cper fatal section nvidia\n"})
+	p.waitFor("the follow-up capture", 30*time.Second, func() bool { return len(snapshots(p.dir, "crash-*-gpu0+2s.log")) == 1 })
+	p.stop()
+	lines := cperLines(p.dir)
+	if len(lines) != 1 || !strings.Contains(lines[0], "record_id=1000") || !strings.Contains(lines[0], "incident=crash-") {
+		t.Fatalf("CPER lines (want one, of the incident):\n%s", strings.Join(lines, "\n"))
+	}
+	fu := readFile(t, snapshots(p.dir, "crash-*-gpu0+2s.log")[0])
+	if !strings.Contains(fu, "CPER record record_id 1000 severity fatal nvidia") {
+		t.Errorf("the follow-up does not list the CPER record:\n%s", fu)
+	}
+}
+
 // A corrupt record is saved raw, written as such, counted: nothing breaks.
 func TestCPERCorruptRecord(t *testing.T) {
 	t.Parallel()

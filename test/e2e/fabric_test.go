@@ -58,7 +58,12 @@ func TestFabricStory(t *testing.T) {
 	testutil.Contains(t, "metrics", body,
 		`gpu_telemetry_health_fabric_state{gpu="0",`,
 		`gpu_telemetry_health_fabric_health_mask{gpu="0",`,
-		`gpu_telemetry_health_reason{gpu="0",reason="fabric_route_unhealthy",`)
+		`gpu_telemetry_health_reason{gpu="0",reason="fabric_route_unhealthy",`,
+		"\ngpu_telemetry_fabric_service_running{service=\"nvidia-fabricmanager\"} 0\n",
+		"\ngpu_telemetry_fabric_service_running{service=\"nvlsm\"} 0\n")
+	if _, text := status(t, "--socket", p.socketPath()); !strings.Contains(text, "fabric services: nvidia-fabricmanager NOT running, nvidia-imex NOT running, nvlsm NOT running") {
+		t.Errorf("the status text does not say which fabric daemons run:\n%s", text)
+	}
 	testutil.CheckMetrics(t, []byte(body))
 	p.stop()
 	quietGPU1(t, p.dir)

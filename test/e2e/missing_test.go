@@ -98,3 +98,39 @@ func TestExpectGPUsChecksAFirstBoot(t *testing.T) {
 		})
 	}
 }
+
+// TestBoardGoneWithAGPUSubsetIsMissing: with --gpu selecting some GPUs, a
+// board of the previous run that the driver no longer enumerates is still
+// missing (a board replaced at index 1); one the driver enumerates but
+// --gpu no longer selects is not.
+func TestBoardGoneWithAGPUSubsetIsMissing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := start(t, opts{scenario: "gpus 3\n", dir: dir, args: []string{"--gpu", "0,1"}})
+	p.waitFor("rows", 20*time.Second, func() bool { return rowCount(p.csvFile(1)) > 5 })
+	gone, ok := sink.ParseBoardLine(readFile(t, p.csvFile(1)))
+	kept, ok0 := sink.ParseBoardLine(readFile(t, p.csvFile(0)))
+	if !ok || gone.UUID == "" || !ok0 || kept.UUID == "" {
+		t.Fatalf("the board lines: GPU 0 %+v, GPU 1 %+v", kept, gone)
+	}
+	p.signal(syscall.SIGKILL)
+	p.wait(10 * time.Second)
+
+	p = start(t, opts{scenario: "gpus 3\ngpu 1 uuid GPU-11111111-2222-3333-4444-555555555555\n", dir: dir, args: []string{"--gpu", "0,1"}})
+	p.waitForEvent("the GPU_MISSING line", 20*time.Second, "uuid="+gone.UUID+" level=critical gpu=? source=start type=GPU_MISSING")
+	p.signal(syscall.SIGKILL)
+	p.wait(10 * time.Second)
+
+	// Board 0 is still enumerated, only no longer selected: not missing.
+	// The replaced board is still missing (an earlier run missed it).
+	p = start(t, opts{scenario: "gpus 3\ngpu 1 uuid GPU-11111111-2222-3333-4444-555555555555\n", dir: dir, args: []string{"--gpu", "1"}})
+	p.waitFor("the start's inventory", 20*time.Second, func() bool { return strings.Contains(p.stderr.String(), "first sample of every GPU written") })
+	p.stop()
+	ev := events(dir)
+	if strings.Contains(ev, "uuid="+kept.UUID+" level=critical gpu=? source=start type=GPU_MISSING") {
+		t.Errorf("board 0, not selected, is said missing:\n%s", ev)
+	}
+	if n := strings.Count(ev, "uuid="+gone.UUID+" level=critical gpu=? source=start type=GPU_MISSING"); n != 2 {
+		t.Errorf("%d GPU_MISSING lines of the replaced board, want 2 (one per start):\n%s", n, ev)
+	}
+}

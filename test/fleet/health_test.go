@@ -12,13 +12,15 @@ import (
 )
 
 // b200Series are the series of the dashboards' health and process panels
-// that TestFleet's GPUs (RTX PRO 6000s running no job) do not have: NVLink
+// that TestFleet's GPUs (RTX PRO 6000s running no job) do not have: NVLink,
+// the NVLink fabric and its daemons, CPER records (one the scenario adds)
 // and the jobs on a GPU.
-var b200Series = []string{"gpu_telemetry_health_nvlink_", "gpu_telemetry_gpu_workload_info"}
+var b200Series = []string{"gpu_telemetry_health_nvlink_", "gpu_telemetry_gpu_workload_info", "gpu_telemetry_health_fabric_",
+	"gpu_telemetry_fabric_service_running", "gpu_telemetry_cper_records_total"}
 
 // healthSeries are the series of the health and process panels: what
 // TestHealthAndProcessPanels runs.
-var healthSeries = []string{"gpu_telemetry_health_", "gpu_telemetry_nvlink_", "gpu_telemetry_pcie_replays_total",
+var healthSeries = []string{"gpu_telemetry_health_", "gpu_telemetry_nvlink_", "gpu_telemetry_pcie_replays_total", "gpu_telemetry_fabric_", "gpu_telemetry_cper_records_total",
 	"gpu_telemetry_gpu_processes", "gpu_telemetry_gpu_workload_info"}
 
 func selects(q query, prefixes []string) bool {
@@ -36,10 +38,12 @@ func needsB200(q query) bool { return selects(q, b200Series) }
 
 // TestHealthAndProcessPanels runs every query of the dashboards' health
 // counter and process panels (ECC, row remapping, NVLink links down and
-// errors, PCIe replays, clock-event time; processes and jobs) against
-// Debian's Prometheus scraping the logger on two simulated B200s
-// (test/simnvml/scenarios/b200-nvlink.scn: NVLink5, HBM ECC, row remapping)
-// with a process of Slurm job 4242 on GPU 0: every query answers, with the
+// errors, PCIe replays, clock-event time; the NVLink fabric and its
+// daemons; CPER records; processes and jobs) against Debian's Prometheus
+// scraping the logger on two simulated B200s
+// (test/simnvml/scenarios/b200-nvlink.scn: NVLink5, HBM ECC, row remapping,
+// a completed fabric) with a process of Slurm job 4242 and a CPER record on
+// GPU 0: every query answers, with the
 // labels its panel shows, for all hosts and for the one picked; the jobs
 // table names the job.
 func TestHealthAndProcessPanels(t *testing.T) {
@@ -52,7 +56,7 @@ func TestHealthAndProcessPanels(t *testing.T) {
 	}
 	work := t.TempDir()
 	scnPath := filepath.Join(work, "b200-job.scn")
-	if err := os.WriteFile(scnPath, append(scn, fmt.Sprintf("\ngpu 0 proc %d mem 1024\ngpu 1 procs 2\n", job)...), 0o644); err != nil {
+	if err := os.WriteFile(scnPath, append(scn, fmt.Sprintf("\ngpu 0 proc %d mem 1024\ngpu 1 procs 2\ngpu 0 cper fatal section nvidia\n", job)...), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	l := startLogger(t, t.TempDir(), scnPath)
@@ -89,7 +93,8 @@ scrape_configs:
 	}
 	for _, want := range []string{"fleet.json: ECC errors", "fleet.json: Row remapping", "fleet.json: NVLink", "fleet.json: PCIe replays",
 		"fleet.json: Clock-event time", "host.json: ECC errors", "host.json: Row remapping", "host.json: NVLink",
-		"host.json: Clock-event time", "host.json: Processes"} {
+		"host.json: Clock-event time", "host.json: Processes", "fleet.json: Fabric state", "fleet.json: Fabric services",
+		"host.json: NVLink fabric: state", "host.json: NVLink fabric services", "fleet.json: CPER records", "host.json: CPER records"} {
 		if !strings.Contains(strings.Join(titles, "\n"), want) {
 			t.Errorf("no health or process panel %q among %q", want, titles)
 		}
