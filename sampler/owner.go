@@ -55,11 +55,13 @@ func parseStatusUID(b []byte) (uint32, bool) {
 
 // userNames resolves uids to user names for the process readers, shared by
 // all GPUs. os/user.LookupId may call getpwuid_r, which asks NSS (LDAP,
-// sssd) and can block for as long as the directory does: each lookup runs
-// on a goroutine of its own and is waited for at most wait; one that does
-// not answer in time gives the uid as text, and no other lookup starts
-// while one is still out (a hung directory costs one goroutine, not one
-// per process). Answers are kept for userTTL in at most maxUsers entries.
+// sssd) and can block for as long as the directory does: a lookup runs on
+// a goroutine of its own and only one is out at a time (a hung directory
+// costs one goroutine, not one per process). The callers for the uid being
+// looked up (the readers of every GPU a job runs on, at once) wait for its
+// answer until wait after it started, then take the uid as text; a caller
+// for another uid takes its text at once. Answers are kept for userTTL in
+// at most maxUsers entries.
 type userNames struct {
 	lookup func(uid string) (string, error)
 	wait   time.Duration
@@ -67,12 +69,20 @@ type userNames struct {
 
 	mu    sync.Mutex
 	names map[uint32]userName
-	out   bool // a lookup has not returned yet
+	out   *userLookup // the lookup that has not returned yet; nil: none
 }
 
 type userName struct {
 	name string // "" when the uid has no name: the uid as text is shown
 	at   time.Time
+}
+
+// userLookup is a lookup under way: name is set before done is closed.
+type userLookup struct {
+	uid      uint32
+	deadline time.Time // when its callers stop waiting for it
+	done     chan struct{}
+	name     string
 }
 
 // Bounds of the user name cache: a host's GPU jobs run under a few users;
@@ -81,7 +91,7 @@ const (
 	maxUsers   = 256
 	userTTL    = 10 * time.Minute
 	userWait   = 200 * time.Millisecond
-	userNoName = time.Minute // a lookup that failed or timed out is tried again after this
+	userNoName = time.Minute // a lookup that failed is tried again after this
 )
 
 // processUsers is the daemon's one cache (the process readers of every GPU).
@@ -98,7 +108,9 @@ func newUserNames(lookup func(string) (string, error), wait time.Duration, now f
 }
 
 // Name returns uid's user name, or the uid as text when it has none, the
-// lookup failed or did not answer within the wait.
+// lookup failed, did not answer within the wait, or another uid's lookup
+// is out. The text of an unanswered lookup is not an answer: the caller
+// asks again next time rather than keep it.
 func (u *userNames) Name(uid uint32) string {
 	num := strconv.FormatUint(uint64(uid), 10)
 	now := u.now()
@@ -112,34 +124,42 @@ func (u *userNames) Name(uid uint32) string {
 		u.mu.Unlock()
 		return cmp.Or(e.name, num)
 	}
-	if u.out {
+	l := u.out
+	if l != nil && l.uid != uid {
 		u.mu.Unlock()
 		return cmp.Or(e.name, num)
 	}
-	u.out = true
+	if l == nil {
+		l = &userLookup{uid: uid, deadline: time.Now().Add(u.wait), done: make(chan struct{})}
+		u.out = l
+		go u.run(l, num)
+	}
 	u.mu.Unlock()
 
-	done := make(chan string, 1)
-	go func() {
-		name, err := u.lookup(num)
-		if err != nil {
-			name = ""
-		}
-		u.mu.Lock()
-		u.out = false
-		if len(u.names) >= maxUsers {
-			clear(u.names)
-		}
-		u.names[uid] = userName{name: text(name), at: u.now()}
-		u.mu.Unlock()
-		done <- text(name)
-	}()
-	t := time.NewTimer(u.wait)
+	t := time.NewTimer(time.Until(l.deadline))
 	defer t.Stop()
 	select {
-	case name := <-done:
-		return cmp.Or(name, num)
+	case <-l.done:
+		return cmp.Or(l.name, num)
 	case <-t.C:
 		return cmp.Or(e.name, num)
 	}
+}
+
+// run looks l's uid up, keeps the answer (a failed lookup as no name) and
+// hands it to the callers waiting.
+func (u *userNames) run(l *userLookup, num string) {
+	name, err := u.lookup(num)
+	if err != nil {
+		name = ""
+	}
+	l.name = text(name)
+	u.mu.Lock()
+	u.out = nil
+	if len(u.names) >= maxUsers {
+		clear(u.names)
+	}
+	u.names[l.uid] = userName{name: l.name, at: u.now()}
+	u.mu.Unlock()
+	close(l.done)
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -69,7 +71,8 @@ func TestUserNamesCache(t *testing.T) {
 
 // A lookup that blocks (a hung LDAP or sssd) is waited for at most the
 // wait: the uid as text is given, and no second lookup starts while it is
-// out. When it answers at last, its name is kept.
+// out, for its uid or another, from however many readers (a hung directory
+// costs one goroutine). When it answers at last, its name is kept.
 func TestUserNamesBoundedLookup(t *testing.T) {
 	release := make(chan struct{})
 	var calls atomic.Int32
@@ -85,6 +88,17 @@ func TestUserNamesBoundedLookup(t *testing.T) {
 	if got := u.Name(1003); got != "1003" {
 		t.Errorf("Name of another uid while one lookup is out = %q, want the uid", got)
 	}
+	var wg sync.WaitGroup
+	for i := range uint32(8) {
+		wg.Go(func() {
+			for _, id := range []uint32{1002, 2000 + i} {
+				if got := u.Name(id); got != strconv.FormatUint(uint64(id), 10) {
+					t.Errorf("Name(%d) with the lookup hung = %q, want the uid", id, got)
+				}
+			}
+		})
+	}
+	wg.Wait()
 	if el := time.Since(start); el > 2*time.Second {
 		t.Errorf("two names took %s with the lookup hung", el)
 	}
@@ -98,6 +112,66 @@ func TestUserNamesBoundedLookup(t *testing.T) {
 			t.Fatal("the late answer was never kept")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// The readers of every GPU a job runs on ask for its uid at once: one
+// lookup answers them all, none is given the uid as text for the lookup
+// being out.
+func TestUserNamesSameUIDWaits(t *testing.T) {
+	var calls atomic.Int32
+	u := newUserNames(func(uid string) (string, error) {
+		calls.Add(1)
+		time.Sleep(10 * time.Millisecond)
+		return "carol", nil
+	}, time.Minute, time.Now)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if got := u.Name(1000); got != "carol" {
+				t.Errorf("Name(1000) while its lookup is out = %q, want carol", got)
+			}
+		})
+	}
+	wg.Wait()
+	if n := calls.Load(); n != 1 {
+		t.Errorf("%d lookups for one uid asked at once, want 1", n)
+	}
+}
+
+// A process's owner given as text because the lookup did not answer in
+// time is not kept with the process: the next read names it once the
+// lookup has answered.
+func TestProcReaderNamesTheOwnerLater(t *testing.T) {
+	d := fakenvml.NewDev()
+	d.Procs = []nvml.ProcessInfo{{Pid: 100, UsedGpuMemory: 1 << 30}}
+	root := fakeProc(t, initPIDNamespace, map[int][2]string{100: {"python3", "python3\x00"}})
+	if err := os.WriteFile(filepath.Join(root, "100", "status"), []byte("Name:\tpython3\nUid:\t1001\t1001\t1001\t1001\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
+	p := NewProcReader(h.GPUs[0], ProcConfig{Deadline: time.Hour, Reprobe: time.Hour, ProcRoot: root}, nil)
+	release := make(chan struct{})
+	p.users = newUserNames(func(uid string) (string, error) {
+		<-release
+		return "alice", nil
+	}, time.Millisecond, time.Now)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go p.Run(ctx)
+	if got := readOnce(t, p); len(got.List) != 1 || got.List[0].User != "1001" {
+		t.Fatalf("read with the lookup out: %+v, want the uid as text", got)
+	}
+	close(release)
+	deadline := time.Now().Add(5 * time.Second)
+	for p.users.Name(1001) != "alice" {
+		if time.Now().After(deadline) {
+			t.Fatal("the lookup never answered")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if got := readOnce(t, p); len(got.List) != 1 || got.List[0].User != "alice" {
+		t.Errorf("read after the lookup answered: %+v, want alice", got)
 	}
 }
 

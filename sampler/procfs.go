@@ -55,7 +55,6 @@ type procDesc struct {
 	trunc         bool
 	workload      reading.Workload
 	uid           reading.Opt[uint32]
-	user          string
 	origin        reading.ProcOrigin
 	at            int64
 	gen           uint64 // the read that last listed the PID
@@ -65,7 +64,12 @@ type procDesc struct {
 // describeAll names the listed processes, from memory unless described
 // over describeRefresh ago or reused: the start time is read only where the
 // PID was not in the previous read or that read is reuseGap old. PIDs no
-// longer listed are forgotten. at is when the read started.
+// longer listed are forgotten. at is when the read started. The owner's
+// name comes from the user name cache at every read, not from memory: a
+// uid given as text while its lookup was out (the same job's processes on
+// other GPUs looked up at once, a slow directory) is named once the lookup
+// answers, not a minute later. It is looked up here, on the process
+// reader's goroutine, never in the sample (userNames bounds the wait).
 func (p *ProcReader) describeAll(list []reading.Process, at time.Time) {
 	if p.descs == nil {
 		p.descs = map[uint32]procDesc{}
@@ -84,11 +88,14 @@ func (p *ProcReader) describeAll(list []reading.Process, at time.Time) {
 		}
 		if ok && d.start == start && now-d.at < int64(describeRefresh) {
 			pr.Name, pr.Cmdline, pr.CmdlineTrunc, pr.Origin, pr.Workload = d.name, d.cmdline, d.trunc, d.origin, d.workload
-			pr.UID, pr.User = d.uid, d.user
+			pr.UID = d.uid
 		} else {
 			p.describe(pr)
 			d = procDesc{name: pr.Name, cmdline: pr.Cmdline, trunc: pr.CmdlineTrunc, origin: pr.Origin, workload: pr.Workload,
-				uid: pr.UID, user: pr.User, at: now, start: start}
+				uid: pr.UID, at: now, start: start}
+		}
+		if uid, ok := pr.UID.Get(); ok {
+			pr.User = p.users.Name(uid)
 		}
 		d.gen = p.descGen
 		p.descs[pr.PID] = d
@@ -123,9 +130,8 @@ func (p *ProcReader) startTime(pid uint32) string {
 	return string(f[22-3])
 }
 
-// describe fills a process's name, command line, owner and job from /proc,
-// or says why it cannot. The owner's name is looked up here, on the process
-// reader's goroutine, never in the sample (userNames bounds the wait).
+// describe fills a process's name, command line, owner's uid and job from
+// /proc, or says why it cannot.
 func (p *ProcReader) describe(pr *reading.Process) {
 	if p.ns != nsHost {
 		pr.Origin = reading.ProcOtherNS
@@ -147,7 +153,7 @@ func (p *ProcReader) describe(pr *reading.Process) {
 	pr.Cmdline, pr.CmdlineTrunc = cmdline(cmd)
 	// Best effort: a process that exits in between has no owner or workload.
 	if uid, ok := procOwner(dir).Get(); ok {
-		pr.UID, pr.User = reading.Some(uid), p.users.Name(uid)
+		pr.UID = reading.Some(uid)
 	}
 	if cg, err := readCapped(filepath.Join(dir, "cgroup"), maxCgroupFile); err == nil {
 		pr.Workload = parseCgroup(cg)

@@ -91,7 +91,8 @@ func daemonSet(t *testing.T) (*appsv1.DaemonSet, []string) {
 // TestDaemonSet: the DaemonSet is valid Kubernetes (strictly decoded) and
 // does what deploy/kubernetes/README.md says: privileged for /dev/kmsg and
 // the /dev/nvidia* devices, the log directory and control socket on host
-// paths, the node's name as --host, and the metrics port, declared and
+// paths, the host's /etc/passwd and /etc/group read-only (the owners of
+// the host's processes hostPID shows), the node's name as --host, and the metrics port, declared and
 // annotated for Prometheus, the one the logger listens on. Its flags are
 // the logger's (docs/cli.md documents every flag the binary has).
 func TestDaemonSet(t *testing.T) {
@@ -159,6 +160,27 @@ func TestDaemonSet(t *testing.T) {
 		}
 		if hp, ok := hostPaths[v]; !ok || hp != v {
 			t.Errorf("--%s %s: not the host's %s mounted there (host paths: %v)", f.flag, v, v, hostPaths)
+		}
+	}
+
+	// The host's accounts, read-only where os/user reads them: with hostPID
+	// the processes are the host's, and so are their owners.
+	for _, f := range []string{"/etc/passwd", "/etc/group"} {
+		var m *corev1.VolumeMount
+		for i := range c.VolumeMounts {
+			if c.VolumeMounts[i].MountPath == f {
+				m = &c.VolumeMounts[i]
+			}
+		}
+		var v *corev1.Volume
+		for i := range pod.Volumes {
+			if m != nil && pod.Volumes[i].Name == m.Name {
+				v = &pod.Volumes[i]
+			}
+		}
+		if m == nil || !m.ReadOnly || v == nil || v.HostPath == nil || v.HostPath.Path != f ||
+			v.HostPath.Type == nil || *v.HostPath.Type != corev1.HostPathFile {
+			t.Errorf("%s: not the host's file mounted read-only (mount %+v, volume %+v)", f, m, v)
 		}
 	}
 

@@ -37,9 +37,9 @@ type Model struct {
 // answering (the chart shows the gap, never the last values again), and
 // each second no document came for (paused, fetches failing, a remote
 // document missed), so that a 60 s chart covers 60 s. last is the time of
-// the newest value's document (or the end of the history it was seeded
-// from), seen that of the newest document applied: a document not newer
-// adds nothing. The PCIe byte counters' previous values make the
+// the newest value's document (or, seeded from a history, the history's
+// end at the document's offset into its second), seen that of the newest
+// document applied: a document not newer adds nothing. The PCIe byte counters' previous values make the
 // throughput.
 type buffer struct {
 	series       map[string][]*float64
@@ -54,7 +54,8 @@ type buffer struct {
 // readings are appended to its buffer, (re)seeded from the document's
 // History when the daemon sent one (the first document, and the first
 // after a failure or a new connection: the daemon's ring fills the seconds
-// the view missed).
+// the view missed). A document more than clockStepBack before the newest
+// one applied starts the GPU's buffer again.
 func (m *Model) Apply(d live.Doc, at time.Time) {
 	m.Doc, m.Err, m.Fetched = &d, nil, at
 	if m.hist == nil {
@@ -63,7 +64,10 @@ func (m *Model) Apply(d live.Doc, at time.Time) {
 	for i := range d.GPUs {
 		g := &d.GPUs[i]
 		b := m.hist[g.UUID]
-		if b == nil {
+		if b == nil || b.seen.Sub(d.Time) > clockStepBack {
+			// New, or the daemon's wall clock stepped back: its documents
+			// cannot be placed after the buffered seconds, so the buffer
+			// starts again from this one (and its History, if it came).
 			b = &buffer{series: map[string][]*float64{}}
 			m.hist[g.UUID] = b
 		}
@@ -71,7 +75,12 @@ func (m *Model) Apply(d live.Doc, at time.Time) {
 			for _, k := range chartKeys {
 				b.series[k] = tail(perSecond(h.Values(k), h.StepS))
 			}
-			b.last = h.End
+			// The history's last value is of the second h.End; the
+			// document's own value goes at its second after it, so last
+			// takes the document's offset into its second: a history that
+			// ends with the document's second (the daemon's: h.End is
+			// d.Time's second) is not given that second twice.
+			b.last = h.End.Add(d.Time.Sub(d.Time.Truncate(time.Second)))
 		}
 		b.add(g, d.Time)
 	}
@@ -79,6 +88,12 @@ func (m *Model) Apply(d live.Doc, at time.Time) {
 		m.Sel = d.GPUs[0].Index
 	}
 }
+
+// clockStepBack is how far before the newest document applied a document
+// may be and still be a late one of the same clock (an answer cached or
+// fetched slowly); one more before it means the daemon's wall clock
+// stepped back.
+const clockStepBack = 2 * time.Second
 
 // perSecond is a history of one value a step seconds as one value a
 // second, the buffer's step: a value repeated for a longer step, the last

@@ -262,6 +262,92 @@ func TestBufferCountsSeconds(t *testing.T) {
 	}
 }
 
+// TestBufferClockStepsBack: document times are the daemon's wall clock;
+// when it steps back an hour, the buffer starts again from the first
+// document after the step (not dropping every document until the clock
+// passes the old time), a History re-seeds it, and the PCIe rate of the
+// counters before the step is not shown.
+func TestBufferClockStepsBack(t *testing.T) {
+	d := fleet(2)
+	d.GPUs = d.GPUs[:1]
+	uuid := d.GPUs[0].UUID
+	var m Model
+	at := func(t0 time.Time, i int) live.Doc {
+		n := d
+		n.Time = t0.Add(time.Duration(i) * time.Second)
+		n.GPUs = slices.Clone(d.GPUs)
+		g := &n.GPUs[0]
+		st := n.Time.Add(-100 * time.Millisecond)
+		g.SampleTime = &st
+		g.Readings = slices.Clone(g.Readings)
+		setReading(g, "pcie_tx_bytes", float64(i)*1e9)
+		setReading(g, "pcie_rx_bytes", float64(i)*2e6)
+		return n
+	}
+	temps := func() []*float64 { return m.Series(uuid, "temperature_c") }
+	for i := range 5 {
+		n := at(d.Time, i)
+		m.Apply(n, n.Time)
+	}
+	if _, _, ok := m.PCIeRate(uuid); !ok || len(temps()) != 5 {
+		t.Fatalf("before the step: %d values, PCIe rate %v; want 5 and a rate", len(temps()), ok)
+	}
+	back := d.Time.Add(-time.Hour)
+	for i := range 30 {
+		n := at(back, i)
+		m.Apply(n, n.Time)
+		if i == 0 {
+			if tx, rx, ok := m.PCIeRate(uuid); ok {
+				t.Errorf("after the step: PCIe rate %v %v of the counters before it", tx, rx)
+			}
+		}
+	}
+	if got := temps(); len(got) != 30 || slices.Contains(got, nil) {
+		t.Fatalf("30 documents after the clock stepped back an hour: %d values (%v), want 30", len(got), got)
+	}
+	n := at(back, 31)
+	n.GPUs[0].History = richDoc(1).GPUs[0].History
+	n.GPUs[0].History.End = n.Time.Add(-time.Second)
+	m.Apply(n, n.Time)
+	if got := temps(); len(got) != 61 || got[0] == nil || got[60] == nil {
+		t.Errorf("a document with a minute of history after the step: %d values, want 60 of history and 1 live", len(got))
+	}
+	late := at(back, 30) // a late document, not a step: nothing changes
+	m.Apply(late, late.Time)
+	if got := temps(); len(got) != 61 {
+		t.Errorf("a document a second late restarted the buffer: %d values", len(got))
+	}
+}
+
+// TestBufferSeedCountsSecondOnce: the daemon's History ends with the
+// document's own second (its End is the document's time truncated to the
+// second); the document's value is of that second, so seeding gives the
+// history's values only, wherever in its second the document was made,
+// and the next second's document appends one.
+func TestBufferSeedCountsSecondOnce(t *testing.T) {
+	for _, off := range []time.Duration{0, 300 * time.Millisecond, 500 * time.Millisecond, 700 * time.Millisecond, 990 * time.Millisecond} {
+		d := fleet(2)
+		d.GPUs = slices.Clone(d.GPUs[:1])
+		uuid := d.GPUs[0].UUID
+		d.GPUs[0].History = richDoc(1).GPUs[0].History
+		d.GPUs[0].History.End = d.Time
+		d.Time = d.Time.Add(off)
+		var m Model
+		m.Apply(d, d.Time)
+		if got := len(m.Series(uuid, "temperature_c")); got != 60 {
+			t.Errorf("document %v into the history's last second: %d values, want the 60 of history", off, got)
+		}
+		n := d
+		n.GPUs = slices.Clone(d.GPUs)
+		n.GPUs[0].History = nil
+		n.Time = d.Time.Add(time.Second)
+		m.Apply(n, n.Time)
+		if got := m.Series(uuid, "temperature_c"); len(got) != 61 || got[60] == nil {
+			t.Errorf("document %v: the next second's document: %d values, want 61", off, len(got))
+		}
+	}
+}
+
 func TestSpark(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
 	for _, tc := range []struct {
