@@ -126,10 +126,10 @@ type Def struct {
 	// OlderValue is the field of Older's struct, where it is named
 	// otherwise ("": Value).
 	Value, OlderValue string
-	Type  Type
-	Tier  Tier
-	Call  Call   // the field call that reads Field
-	Unit  string // of the stored value
+	Type              Type
+	Tier              Tier
+	Call              Call   // the field call that reads Field
+	Unit              string // of the stored value
 	// Min and Max bound a sane stored value (Max 0: unbounded); a value
 	// outside is a driver error: absent, logged once.
 	Min, Max uint64
