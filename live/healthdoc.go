@@ -17,8 +17,8 @@ type HealthDoc struct {
 	Counters map[string]*uint64 `json:"counters"` // by the health counters' Key (reading.Health); clock-event times in ns
 	// FabricClusterUUID is the cluster UUID of the NVLink fabric the GPU
 	// is in (reading.FabricClusterUUID); null: none read, or in no cluster.
-	FabricClusterUUID *string `json:"fabric_cluster_uuid"`
-	NVLink   []LinkDoc          `json:"nvlink"`   // null: no NVLink read
+	FabricClusterUUID *string   `json:"fabric_cluster_uuid"`
+	NVLink            []LinkDoc `json:"nvlink"` // null: no NVLink read
 	// RemapHistogram is the row remapper histogram; null: never read
 	// (not supported, or no row remapping on this GPU).
 	RemapHistogram *RemapHistDoc `json:"remap_histogram"`
