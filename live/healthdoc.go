@@ -15,7 +15,10 @@ type HealthDoc struct {
 	Verdict  string             `json:"verdict"` // ok, warning, critical, unknown (GPU hung|lost|failing): GPU.Verdict
 	Reasons  []string           `json:"reasons"`
 	Counters map[string]*uint64 `json:"counters"` // by the health counters' Key (reading.Health); clock-event times in ns
-	NVLink   []LinkDoc          `json:"nvlink"`   // null: no NVLink read
+	// FabricClusterUUID is the cluster UUID of the NVLink fabric the GPU
+	// is in (reading.FabricClusterUUID); null: none read, or in no cluster.
+	FabricClusterUUID *string   `json:"fabric_cluster_uuid"`
+	NVLink            []LinkDoc `json:"nvlink"` // null: no NVLink read
 	// RemapHistogram is the row remapper histogram; null: never read
 	// (not supported, or no row remapping on this GPU).
 	RemapHistogram *RemapHistDoc `json:"remap_histogram"`
@@ -59,6 +62,9 @@ func healthDoc(g *GPU) *HealthDoc {
 		if v, ok := def.Get(&g.Sample); ok {
 			d.Counters[def.Key] = &v
 		}
+	}
+	if u, ok := reading.FabricClusterUUID(&g.Sample.Values); ok {
+		d.FabricClusterUUID = &u
 	}
 	if r := g.RemapHist; r != nil {
 		d.RemapHistogram = &RemapHistDoc{ReadAt: r.At, Max: r.Max, High: r.High, Partial: r.Partial, Low: r.Low, None: r.None}

@@ -5,6 +5,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 )
 
 // A fabric daemon that stops running, then starts again, is a
@@ -51,4 +59,35 @@ func TestFabricServiceStopsAndStarts(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("FABRIC_SERVICE lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+}
+
+// A GPU's fabric clique and cluster UUID are in its health baseline line;
+// its move to another clique and to another cluster is a HEALTH line each,
+// the UUID in its canonical text.
+func TestFabricCliqueAndClusterLines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fabric := func(b byte, clique uint32) *nvml.GpuFabricInfo_v4 {
+			f := &nvml.GpuFabricInfo_v4{State: reading.FabricCompleted, HealthMask: 0x51aa, HealthSummary: 1, NumCliques: 1}
+			f.Cliques[0].Id = clique
+			for i := range f.ClusterUuid {
+				f.ClusterUuid[i] = b
+			}
+			return f
+		}
+		lib := fakeLib(1)
+		lib.Devs[0].Fabric = fabric(0x5a, 1)
+		r := newRigOn(t, lib, nil)
+		r.run(4*time.Second, func() {
+			time.Sleep(2 * time.Second)
+			r.devs[0].Update(func(d *fakenvml.Dev) { d.Fabric = fabric(0x6b, 2) })
+		})
+		ev, err := os.ReadFile(filepath.Join(r.dir, "events.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		testutil.Contains(t, "events.log", string(ev),
+			" fabric_clique=1 fabric_cluster_uuid=5a5a5a5a-5a5a-5a5a-5a5a-5a5a5a5a5a5a",
+			"type=HEALTH counter=fabric_clique from=1 to=2\n",
+			"type=HEALTH counter=fabric_cluster_uuid from=5a5a5a5a-5a5a-5a5a-5a5a-5a5a5a5a5a5a to=6b6b6b6b-6b6b-6b6b-6b6b-6b6b6b6b6b6b\n")
+	})
 }

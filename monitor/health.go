@@ -18,6 +18,9 @@ import (
 type HealthView struct {
 	snapshot.HealthData
 	Verdict anomaly.HealthVerdict
+	// Cluster is the fabric's cluster UUID as last read ("none": in no
+	// cluster; "": never read), for its events.log line on a change.
+	Cluster string
 }
 
 // Health returns the GPU's latest health view (zero before the first
@@ -49,6 +52,9 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 				line.Fields = append(line.Fields, sink.Field{Key: d.Name, Value: string(reading.AppendHealthCell(nil, id, c))})
 			}
 		}
+		if u, ok := reading.FabricClusterUUID(&s.Values); ok {
+			line.Fields = append(line.Fields, sink.Field{Key: "fabric_cluster_uuid", Value: u})
+		}
 		if h := gs.g.RemapHistogram(); h != nil {
 			line.Fields = append(line.Fields, sink.Field{Key: "remap_histogram", Value: h.String()})
 		}
@@ -73,6 +79,16 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 		}
 		m.eventLine(line)
 		v.Changed[c.ID] = now
+	}
+	// The fabric's cluster UUID, two readings of 8 bytes: one line in its
+	// text when the GPU moves to another cluster (or into or out of one:
+	// "none"), as the health counters' lines (an absent reading is no
+	// change; one that appears after the baseline is, from n/a).
+	if is, ok := clusterText(&s.Values); ok && is != v.Cluster {
+		if !r.HealthBaseline {
+			m.eventLine(gs.event(now, sink.TypeHealth, "counter", "fabric_cluster_uuid", "from", cmp.Or(v.Cluster, "n/a"), "to", is))
+		}
+		v.Cluster, changed = is, true
 	}
 	changed = gs.recordRemapHist(&v, prev.RemapHist, r.HealthBaseline, now) || changed
 	if links := gs.g.NVLinks(); !links.At.IsZero() {
@@ -116,6 +132,15 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 		nv := v
 		gs.health.Store(&nv)
 	}
+}
+
+// clusterText is the fabric's cluster UUID in v ("none": all zero, in no
+// cluster); false when not read.
+func clusterText(v *reading.Values) (string, bool) {
+	if u, ok := reading.FabricClusterUUID(v); ok {
+		return u, true
+	}
+	return "none", v[reading.FabricCluster0].OK && v[reading.FabricCluster8].OK
 }
 
 // recordRemapHist puts a newly read row remapper histogram (read at start

@@ -1,6 +1,8 @@
 package reading
 
 import (
+	"encoding/binary"
+	"encoding/hex"
 	"strconv"
 	"strings"
 )
@@ -8,8 +10,9 @@ import (
 // The NVLink fabric a GPU of an NVSwitch system (HGX B200, GB200 NVL72,
 // Hopper HGX) belongs to, as nvmlDeviceGetGpuFabricInfo_v4 gives it
 // (nvml.h, NVML_GPU_FABRIC_*): the fabric manager's probe state, its
-// status, the health mask and its summary. The readings are the rows
-// HFabric... of Table (group GroupFabric); this file decodes their values.
+// status, the health mask and its summary, the clique and the cluster UUID.
+// The readings are the rows HFabric... of Table (group GroupFabric) and the
+// UUID's halves FabricCluster0 and 8; this file decodes their values.
 
 // The probe states (NVML_GPU_FABRIC_STATE_*).
 const (
@@ -147,6 +150,31 @@ func FabricStatusText(v uint64) string {
 		return "success"
 	}
 	return "error_" + strconv.FormatUint(v, 10)
+}
+
+// FabricClusterUUID returns the cluster UUID of the fabric the GPU is in,
+// as v has it, in the canonical form (8-4-4-4-12 hex digits, the bytes in
+// order: nvidia-smi -q's ClusterUUID); false when absent or all zero (in
+// no cluster).
+func FabricClusterUUID(v *Values) (string, bool) {
+	lo, ok0 := v[FabricCluster0].Get()
+	hi, ok8 := v[FabricCluster8].Get()
+	if !ok0 || !ok8 || lo|hi == 0 {
+		return "", false
+	}
+	// The sampler copies each half's 8 bytes into a uint64 as they lie
+	// in memory: native order gives the bytes back.
+	var u [16]byte
+	binary.NativeEndian.PutUint64(u[:8], lo)
+	binary.NativeEndian.PutUint64(u[8:], hi)
+	var b [36]byte
+	hex.Encode(b[0:8], u[0:4])
+	hex.Encode(b[9:13], u[4:6])
+	hex.Encode(b[14:18], u[6:8])
+	hex.Encode(b[19:23], u[8:10])
+	hex.Encode(b[24:], u[10:])
+	b[8], b[13], b[18], b[23] = '-', '-', '-', '-'
+	return string(b[:]), true
 }
 
 // FabricService is one of the fabric's daemons (a systemd unit) and

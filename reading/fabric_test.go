@@ -1,6 +1,9 @@
 package reading
 
-import "testing"
+import (
+	"encoding/binary"
+	"testing"
+)
 
 // healthyMask is a B200's mask with every field reported and nothing wrong:
 // bandwidth not degraded, no route recovery, routes healthy, no
@@ -54,5 +57,37 @@ func TestFabricNames(t *testing.T) {
 	}
 	if FabricStatusText(0) != "success" || FabricStatusText(3) != "error_3" {
 		t.Errorf("FabricStatusText: %q %q", FabricStatusText(0), FabricStatusText(3))
+	}
+}
+
+// TestFabricClusterUUID: the cluster UUID's two 8-byte halves, as the
+// sampler copies them (native order), give the bytes in order as the
+// canonical text; none when a half is absent or the UUID is all zero (the
+// GPU in no cluster).
+func TestFabricClusterUUID(t *testing.T) {
+	var u [16]byte
+	for i := range u {
+		u[i] = byte(i) | 0xa0
+	}
+	lo, hi := binary.NativeEndian.Uint64(u[:8]), binary.NativeEndian.Uint64(u[8:])
+	for _, tc := range []struct {
+		name   string
+		lo, hi Opt[uint64]
+		want   string
+	}{
+		{"a cluster", Some(lo), Some(hi), "a0a1a2a3-a4a5-a6a7-a8a9-aaabacadaeaf"},
+		{"first half zero", Some[uint64](0), Some(hi), "00000000-0000-0000-a8a9-aaabacadaeaf"},
+		{"all zero: no cluster", Some[uint64](0), Some[uint64](0), ""},
+		{"a half absent", Some(lo), Opt[uint64]{}, ""},
+		{"not read", Opt[uint64]{}, Opt[uint64]{}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var v Values
+			v[FabricCluster0], v[FabricCluster8] = tc.lo, tc.hi
+			got, ok := FabricClusterUUID(&v)
+			if got != tc.want || ok != (tc.want != "") {
+				t.Errorf("FabricClusterUUID = %q, %v; want %q", got, ok, tc.want)
+			}
+		})
 	}
 }

@@ -121,11 +121,15 @@ type Def struct {
 	Arg           uint32 // its argument (ShapeArgOut)
 	// Value is the field of the struct Getter fills (go-nvml's name for
 	// it) that holds the reading; "": Getter gives the value itself.
-	Value string
-	Type  Type
-	Tier  Tier
-	Call  Call   // the field call that reads Field
-	Unit  string // of the stored value
+	// "Field+N" is the value of the reading's Type N bytes into Field (a
+	// part of an array field: a half of a UUID, an entry of a list).
+	// OlderValue is the field of Older's struct, where it is named
+	// otherwise ("": Value).
+	Value, OlderValue string
+	Type              Type
+	Tier              Tier
+	Call              Call   // the field call that reads Field
+	Unit              string // of the stored value
 	// Min and Max bound a sane stored value (Max 0: unbounded); a value
 	// outside is a driver error: absent, logged once.
 	Min, Max uint64
@@ -213,7 +217,7 @@ func utilMetric(engine string) Metric {
 type ID uint8
 
 // The readings, in CSV column order. The hardware health counters (H...,
-// health.go) come last.
+// health.go) come last, but for the fabric's cluster UUID (no column).
 const (
 	TempC   ID = iota
 	TLimitC    // GPU max threshold minus TempC
@@ -303,6 +307,11 @@ const (
 	HFabricStatus
 	HFabricHealth
 	HFabricSummary
+	HFabricClique
+	// The fabric's cluster UUID, its bytes 0-7 and 8-15 (FabricClusterUUID
+	// composes them): not outputs of their own.
+	FabricCluster0
+	FabricCluster8
 	NumReadings
 )
 
@@ -462,6 +471,15 @@ var Table = [NumReadings]Def{
 	HFabricStatus:  fabric("fabric_status", "the probe's status once completed (an NVML return code, 0 success)", "Status", FabricStatusText),
 	HFabricHealth:  fabric("fabric_health_mask", "the fabric health mask (NVML_GPU_FABRIC_HEALTH_MASK_*)", "HealthMask", FabricHealthText),
 	HFabricSummary: fabric("fabric_health", "the fabric health summary (0 not supported, 1 healthy, 2 unhealthy, 3 limited capacity)", "HealthSummary", FabricSummaryName),
+	// The clique (the GPUs the fabric manager lets talk over NVLink) the
+	// GPU is in: v3's cliqueId, which nvml.h maps to v4's first unicast
+	// pointer clique (the list is sorted by type, that type 0 first); an
+	// events.log line when the GPU moves.
+	HFabricClique: fabricClique(),
+	// The cluster UUID in two halves of one call, composed by
+	// FabricClusterUUID for status and events.log.
+	FabricCluster0: fabricUUID("FabricCluster0", "ClusterUuid+0"),
+	FabricCluster8: fabricUUID("FabricCluster8", "ClusterUuid+8"),
 }
 
 // HealthIDs is Table's hardware health counters, in table order.
@@ -493,6 +511,21 @@ func fabric(name, help, value string, text func(uint64) string) Def {
 	d := health(name, 0, GroupFabric, HealthState, help).by("nvmlDeviceGetGpuFabricInfo_v4", value)
 	d.Older, d.CSV, d.Text = "nvmlDeviceGetGpuFabricInfoV", "", text
 	return d
+}
+
+// fabricClique declares the fabric clique the GPU is in: 4 bytes into v4's
+// first clique entry (nvmlGpuFabricClique_v1_t's id, after its one-byte
+// type), v3's cliqueId. An id: no metric.
+func fabricClique() Def {
+	d := fabric("fabric_clique", "the fabric clique the GPU is in", "Cliques+4", nil)
+	d.OlderValue, d.Type, d.Metric = "CliqueId", U32, Metric{}
+	return d
+}
+
+// fabricUUID declares 8 bytes of the fabric's cluster UUID at value:
+// read with the other fabric readings, written by no output itself.
+func fabricUUID(name, value string) Def {
+	return Def{Name: name, Getter: "nvmlDeviceGetGpuFabricInfo_v4", Older: "nvmlDeviceGetGpuFabricInfoV", Value: value, Type: U64, Tier: Slow}
 }
 
 // health declares a hardware health counter: a slow-tier reading of the

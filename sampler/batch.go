@@ -6,6 +6,8 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 	"unsafe"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -52,7 +54,7 @@ type cVal struct{ off, size uintptr }
 // maxVals bounds the values of a call, maxOut the struct it fills, maxCalls
 // a sample's calls (batch.h GT_MAXVALS, GT_MAXOUT, GT_MAXCALLS).
 const (
-	maxVals  = 4
+	maxVals  = 8
 	maxOut   = 640
 	maxCalls = 64
 )
@@ -98,15 +100,16 @@ var layouts = map[string]struct {
 
 // getterCall is getter fn's call (shape, arg) whose one value is the
 // struct field named value of its layout ("": fn gives a plain value of
-// type t).
+// type t; "Field+N": the value of type t N bytes into the field).
 func getterCall(fn string, shape reading.Shape, arg uint32, value string, t reading.Type) callDef {
 	d := callDef{fn: fnOf(fn), name: fn, cc: cCall{shape: shape, arg: arg}}
 	cc := &d.cc
+	width := uintptr(4)
+	if t == reading.U64 {
+		width = 8
+	}
 	if value == "" {
-		cc.size = 4
-		if t == reading.U64 {
-			cc.size = 8
-		}
+		cc.size = width
 		cc.vals = []cVal{{0, cc.size}}
 		return d
 	}
@@ -114,12 +117,21 @@ func getterCall(fn string, shape reading.Shape, arg uint32, value string, t read
 	if !ok {
 		panic("sampler: no layout declared for " + fn + ", whose " + value + " a reading reads")
 	}
-	f, ok := l.t.FieldByName(value)
+	name, in, part := strings.Cut(value, "+")
+	f, ok := l.t.FieldByName(name)
 	if !ok {
-		panic("sampler: " + l.t.String() + " has no field " + value)
+		panic("sampler: " + l.t.String() + " has no field " + name)
+	}
+	v := cVal{f.Offset, f.Type.Size()}
+	if part {
+		n, err := strconv.ParseUint(in, 10, 16)
+		if err != nil || uintptr(n)+width > v.size {
+			panic("sampler: " + value + " is not inside " + l.t.String() + "." + name)
+		}
+		v = cVal{v.off + uintptr(n), width}
 	}
 	cc.size, cc.version = l.t.Size(), l.version
-	cc.vals = []cVal{{f.Offset, f.Type.Size()}}
+	cc.vals = []cVal{v}
 	return d
 }
 
@@ -227,7 +239,7 @@ func buildCalls() {
 		c, p := shared(d.Getter, d.Shape, d.Arg, d.Value, d.Type, 0)
 		gr := getterReading{def: d, calls: []call{c}, part: []int{p}}
 		if d.Older != "" {
-			o, p := shared(d.Older, d.Shape, d.Arg, d.Value, d.Type, c)
+			o, p := shared(d.Older, d.Shape, d.Arg, cmp.Or(d.OlderValue, d.Value), d.Type, c)
 			gr.calls, gr.part = append(gr.calls, o), append(gr.part, p)
 		}
 		getterReadings = append(getterReadings, gr)

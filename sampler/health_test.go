@@ -282,19 +282,27 @@ func TestECCModeHiccupKeepsTheCounters(t *testing.T) {
 	}
 }
 
-// TestFabricInfo: the fabric's state, status, health mask and summary come
-// from nvmlDeviceGetGpuFabricInfo_v4 on the slow tier (its one-byte state
-// and summary read as bytes), from the versioned v3 call on a driver
-// without v4, and not at all on a driver with neither or a GPU of no
-// fabric.
+// TestFabricInfo: the fabric's state, status, health mask, summary, clique
+// and cluster UUID come from nvmlDeviceGetGpuFabricInfo_v4 on the slow tier
+// (its one-byte state and summary read as bytes, the clique from its first
+// entry, the UUID in two 8-byte halves), from the versioned v3 call on a
+// driver without v4 (its cliqueId), and not at all on a driver with neither
+// or a GPU of no fabric.
 func TestFabricInfo(t *testing.T) {
-	fabric := &nvml.GpuFabricInfo_v4{Status: 0, State: 3, HealthMask: 0x5199, HealthSummary: 2, NumCliques: 1}
-	fabric.Cliques[0].Id = 7
+	fabric := &nvml.GpuFabricInfo_v4{Status: 0, State: 3, HealthMask: 0x5199, HealthSummary: 2, NumCliques: 2}
+	fabric.Cliques[0].Id = 7                                            // unicast pointer: v3's cliqueId
+	fabric.Cliques[1] = nvml.GpuFabricClique_v1{Type: 1, Id: 0xfffffff} // multicast pointer
+	for i := range fabric.ClusterUuid {
+		fabric.ClusterUuid[i] = byte(0x10 + i)
+	}
+	const uuid = "10111213-1415-1617-1819-1a1b1c1d1e1f"
 	want := map[reading.ID]reading.Opt[uint64]{
 		reading.HFabricState: reading.Some[uint64](3), reading.HFabricStatus: reading.Some[uint64](0),
 		reading.HFabricHealth: reading.Some[uint64](0x5199), reading.HFabricSummary: reading.Some[uint64](2),
+		reading.HFabricClique: reading.Some[uint64](7),
 	}
-	none := map[reading.ID]reading.Opt[uint64]{reading.HFabricState: {}, reading.HFabricStatus: {}, reading.HFabricHealth: {}, reading.HFabricSummary: {}}
+	none := map[reading.ID]reading.Opt[uint64]{reading.HFabricState: {}, reading.HFabricStatus: {}, reading.HFabricHealth: {}, reading.HFabricSummary: {},
+		reading.HFabricClique: {}, reading.FabricCluster0: {}, reading.FabricCluster8: {}}
 	for _, tc := range []struct {
 		name    string
 		fabric  *nvml.GpuFabricInfo_v4
@@ -322,6 +330,9 @@ func TestFabricInfo(t *testing.T) {
 					if s.Values[id] != w {
 						t.Errorf("sample %d: %s = %+v, want %+v", n, reading.Table[id].Name, s.Values[id], w)
 					}
+				}
+				if u, ok := reading.FabricClusterUUID(&s.Values); ok != tc.want[reading.HFabricState].OK || ok && u != uuid {
+					t.Errorf("sample %d: cluster UUID %q, %v; want %q", n, u, ok, uuid)
 				}
 			}
 			if tc.called != "" && d.Count(tc.called) != 1 {

@@ -111,4 +111,20 @@ func TestCallsFitTheBatch(t *testing.T) {
 	if past.fits() == nil {
 		t.Error("a value reaching past its struct fits")
 	}
+
+	// A part of a field ("Field+N", the reading's type wide) is inside it.
+	fabric := "nvmlDeviceGetGpuFabricInfo_v4"
+	if v := getterCall(fabric, reading.ShapeOut, 0, "ClusterUuid+8", reading.U64).cc.vals[0]; v != (cVal{off: 8, size: 8}) {
+		t.Errorf("ClusterUuid+8: %+v, want bytes 8-15", v)
+	}
+	for _, value := range []string{"ClusterUuid+12", "ClusterUuid+x", "Status+4"} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s of %s: a value outside its field accepted", value, fabric)
+				}
+			}()
+			getterCall(fabric, reading.ShapeOut, 0, value, reading.U64)
+		}()
+	}
 }

@@ -55,6 +55,9 @@ func HealthSection(h HealthData, now time.Time) Section {
 		}
 		fmt.Fprintf(&b, "%-*s %16s  %s\n", w, d.Name, val, ch)
 	}
+	if u, ok := reading.FabricClusterUUID((*reading.Values)(&h.Vals)); ok {
+		fmt.Fprintf(&b, "\nNVLink fabric cluster: %s\n", u)
+	}
 	if r := h.RemapHist; r != nil {
 		fmt.Fprintf(&b, "\nrow remapper histogram (memory banks by spare rows left): %s; read at %s (%s before)\n", r, r.At.Format(sink.TimestampLayout), age(now.Sub(r.At)))
 	} else {

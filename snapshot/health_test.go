@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -36,4 +37,11 @@ func TestHealthSectionGolden(t *testing.T) {
 
 	none := HealthSection(HealthData{At: h.At, Level: "ok"}, now).Body
 	testutil.Contains(t, "section without remapping", none, "row remapper histogram: n/a\n", "NVLink: no links read\n")
+	if strings.Contains(none, "fabric cluster") {
+		t.Errorf("a fabric cluster without a cluster UUID read:\n%s", none)
+	}
+
+	// A GPU in an NVLink fabric's cluster: its UUID (reading.FabricClusterUUID).
+	h.Vals[reading.FabricCluster0], h.Vals[reading.FabricCluster8] = reading.Some[uint64](0x5a5a5a5a5a5a5a5a), reading.Some[uint64](0x5a5a5a5a5a5a5a5a)
+	testutil.Contains(t, "section of a GPU in a cluster", HealthSection(h, now).Body, "\nNVLink fabric cluster: 5a5a5a5a-5a5a-5a5a-5a5a-5a5a5a5a5a5a\n")
 }

@@ -18,7 +18,9 @@ type healthDoc struct {
 			Verdict  string             `json:"verdict"`
 			Reasons  []string           `json:"reasons"`
 			Counters map[string]*uint64 `json:"counters"`
-			NVLink   []struct {
+			// FabricClusterUUID: null when not read or in no cluster.
+			FabricClusterUUID *string `json:"fabric_cluster_uuid"`
+			NVLink            []struct {
 				Link     int                 `json:"link"`
 				State    *string             `json:"state"`
 				Counters map[string]*float64 `json:"counters"`
