@@ -76,6 +76,9 @@ type gpuState struct {
 	hungLine chan struct{}
 
 	health atomic.Pointer[HealthView] // written by the worker (health.go)
+	// sxid names the fatal SXid that raised nvswitch_fatal (sxid.go), for
+	// its HEALTH_CRITICAL line and incident; written before the raise.
+	sxid atomic.Pointer[string]
 	repair repairState                // the repair action (repair.go)
 	links  anomaly.LinkWatch          // worker only
 
