@@ -73,17 +73,17 @@ var HealthReasonDefs = [NumHealthReasons]HealthReasonDef{
 	// NVSwitches to be reset together (nvidia-smi -r resets them as one
 	// set on an NVSwitch system), a reboot if that fails: a GPU reset, not a
 	// recovery of the fabric manager's partition.
-	ReasonNVSwitchFatal: {"nvswitch_fatal", true, "an NVSwitch of the GPU's baseboard logged a fatal SXid", action.ResetGPU},
-	ReasonRemapPending:         {"remap_pending", false, "a row remap waits for a GPU reset", action.ResetGPU},
-	ReasonRemapNearLimit:       {"remap_near_limit", false, "512 or more rows remapped for uncorrectable errors", action.Watch},
-	ReasonSBERate:              {"ecc_sbe_rate", false, "single-bit ECC errors at a high rate", action.Watch},
-	ReasonPCIeReplays:          {"pcie_replays", false, "PCIe replays above DCGM's rate for the link", action.Watch},
-	ReasonNVLinkErrors:         {"nvlink_errors", false, "NVLink error counters grew", action.Watch},
-	ReasonNVLinkRecovered:      {"nvlink_recovered", false, "NVLink links went through recovery", action.Watch},
-	ReasonHWSlowdown:           {"hw_slowdown", false, "time in HW thermal slowdown or HW power brake grew", action.Watch},
-	ReasonRecoveryDrainP2P:     {"recovery_drain_p2p", false, "the driver asks to drain peer-to-peer traffic", action.None},
-	ReasonRepairPending:        {"repair_pending", false, "a memory channel or TPC repair waits for a GPU reset", action.ResetGPU},
-	ReasonSRAMThreshold:        {"sram_threshold", false, "the SRAM ECC error threshold is exceeded", action.Watch},
+	ReasonNVSwitchFatal:    {"nvswitch_fatal", true, "an NVSwitch of the GPU's baseboard logged a fatal SXid", action.ResetGPU},
+	ReasonRemapPending:     {"remap_pending", false, "a row remap waits for a GPU reset", action.ResetGPU},
+	ReasonRemapNearLimit:   {"remap_near_limit", false, "512 or more rows remapped for uncorrectable errors", action.Watch},
+	ReasonSBERate:          {"ecc_sbe_rate", false, "single-bit ECC errors at a high rate", action.Watch},
+	ReasonPCIeReplays:      {"pcie_replays", false, "PCIe replays above DCGM's rate for the link", action.Watch},
+	ReasonNVLinkErrors:     {"nvlink_errors", false, "NVLink error counters grew", action.Watch},
+	ReasonNVLinkRecovered:  {"nvlink_recovered", false, "NVLink links went through recovery", action.Watch},
+	ReasonHWSlowdown:       {"hw_slowdown", false, "time in HW thermal slowdown or HW power brake grew", action.Watch},
+	ReasonRecoveryDrainP2P: {"recovery_drain_p2p", false, "the driver asks to drain peer-to-peer traffic", action.None},
+	ReasonRepairPending:    {"repair_pending", false, "a memory channel or TPC repair waits for a GPU reset", action.ResetGPU},
+	ReasonSRAMThreshold:    {"sram_threshold", false, "the SRAM ECC error threshold is exceeded", action.Watch},
 	// A link that trains down under load is a failing riser, retimer or
 	// slot, or a board not seated after maintenance (NVIDIA/NVSentinel
 	// issue 890): it does not heal by waiting, hands on the hardware do.
