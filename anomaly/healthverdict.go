@@ -27,6 +27,7 @@ const (
 	ReasonFabricError                              // the fabric probe completed with an error status (nvml.h: status is meaningful once completed; CUDA cannot use the fabric)
 	ReasonFabricConfig                             // the fabric health mask reports an incorrect configuration (nvml.h NVML_GPU_FABRIC_HEALTH_MASK_INCORRECT_CONFIGURATION_*)
 	ReasonFabricRouteUnhealthy                     // the fabric health mask reports an unhealthy route (NVML_GPU_FABRIC_HEALTH_MASK_ROUTE_UNHEALTHY_TRUE)
+	ReasonNVSwitchFatal                            // an NVSwitch logged a fatal SXid (xid.SXidInfo.Fatal): raised by the event (Tracker.Raise), not read from a sample
 	// warning
 	ReasonRemapPending     // a row remap waits for a reset (DCGM does not check it; it needs a reset to apply)
 	ReasonRemapNearLimit   // uncorrectable remaps >= 512 (DCGM: warn)
@@ -66,21 +67,37 @@ var HealthReasonDefs = [NumHealthReasons]HealthReasonDef{
 	ReasonFabricError:          {"fabric_error", true, "the NVLink fabric probe completed with an error status", action.RecoverFabric},
 	ReasonFabricConfig:         {"fabric_config", true, "the NVLink fabric reports an incorrect configuration", action.RecoverFabric},
 	ReasonFabricRouteUnhealthy: {"fabric_route_unhealthy", true, "the NVLink fabric reports an unhealthy route", action.RecoverFabric},
-	ReasonRemapPending:         {"remap_pending", false, "a row remap waits for a GPU reset", action.ResetGPU},
-	ReasonRemapNearLimit:       {"remap_near_limit", false, "512 or more rows remapped for uncorrectable errors", action.Watch},
-	ReasonSBERate:              {"ecc_sbe_rate", false, "single-bit ECC errors at a high rate", action.Watch},
-	ReasonPCIeReplays:          {"pcie_replays", false, "PCIe replays above DCGM's rate for the link", action.Watch},
-	ReasonNVLinkErrors:         {"nvlink_errors", false, "NVLink error counters grew", action.Watch},
-	ReasonNVLinkRecovered:      {"nvlink_recovered", false, "NVLink links went through recovery", action.Watch},
-	ReasonHWSlowdown:           {"hw_slowdown", false, "time in HW thermal slowdown or HW power brake grew", action.Watch},
-	ReasonRecoveryDrainP2P:     {"recovery_drain_p2p", false, "the driver asks to drain peer-to-peer traffic", action.None},
-	ReasonRepairPending:        {"repair_pending", false, "a memory channel or TPC repair waits for a GPU reset", action.ResetGPU},
-	ReasonSRAMThreshold:        {"sram_threshold", false, "the SRAM ECC error threshold is exceeded", action.Watch},
+	// A fatal SXid stops the switch port's traffic for every GPU of the
+	// baseboard; NVIDIA's Fabric Manager User Guide (DU-09883-001, "Error
+	// Handling", NVSwitch fatal errors) asks for the baseboard's GPUs and
+	// NVSwitches to be reset together (nvidia-smi -r resets them as one
+	// set on an NVSwitch system), a reboot if that fails: a GPU reset, not a
+	// recovery of the fabric manager's partition.
+	ReasonNVSwitchFatal:    {"nvswitch_fatal", true, "an NVSwitch of the GPU's baseboard logged a fatal SXid", action.ResetGPU},
+	ReasonRemapPending:     {"remap_pending", false, "a row remap waits for a GPU reset", action.ResetGPU},
+	ReasonRemapNearLimit:   {"remap_near_limit", false, "512 or more rows remapped for uncorrectable errors", action.Watch},
+	ReasonSBERate:          {"ecc_sbe_rate", false, "single-bit ECC errors at a high rate", action.Watch},
+	ReasonPCIeReplays:      {"pcie_replays", false, "PCIe replays above DCGM's rate for the link", action.Watch},
+	ReasonNVLinkErrors:     {"nvlink_errors", false, "NVLink error counters grew", action.Watch},
+	ReasonNVLinkRecovered:  {"nvlink_recovered", false, "NVLink links went through recovery", action.Watch},
+	ReasonHWSlowdown:       {"hw_slowdown", false, "time in HW thermal slowdown or HW power brake grew", action.Watch},
+	ReasonRecoveryDrainP2P: {"recovery_drain_p2p", false, "the driver asks to drain peer-to-peer traffic", action.None},
+	ReasonRepairPending:    {"repair_pending", false, "a memory channel or TPC repair waits for a GPU reset", action.ResetGPU},
+	ReasonSRAMThreshold:    {"sram_threshold", false, "the SRAM ECC error threshold is exceeded", action.Watch},
 	// A link that trains down under load is a failing riser, retimer or
 	// slot, or a board not seated after maintenance (NVIDIA/NVSentinel
 	// issue 890): it does not heal by waiting, hands on the hardware do.
 	ReasonPCIeDegraded: {"pcie_degraded", false, "the PCIe link runs below its maximum while the GPU is busy", action.Inspect},
 }
+
+// eventReasons are the reasons an event raises (Tracker.Raise) rather than a
+// sample's readings: they hold until cleared (Tracker.Clear: an operator's
+// acknowledgement) or the logger restarts, as an Xid's repair does.
+const eventReasons = 1 << ReasonNVSwitchFatal
+
+// IsEventReason reports whether r is raised by an event (Tracker.Raise)
+// rather than read from a sample.
+func IsEventReason(r HealthReason) bool { return r < NumHealthReasons && eventReasons&(1<<r) != 0 }
 
 // Thresholds of the health watches.
 const (
@@ -174,6 +191,9 @@ func (h *HealthWatch) Check(s *reading.Sample, now time.Time) HealthVerdict { re
 func (h *HealthWatch) Began(r HealthReason, now time.Time) {
 	if r < NumHealthReasons {
 		h.w.held[r] = now
+		if IsEventReason(r) {
+			h.w.raised |= 1 << r // held to the end of the replay: its clearing is not on a row
+		}
 	}
 }
 
@@ -188,6 +208,7 @@ type healthWatch struct {
 	replayAt time.Time
 	lastLink reading.Opt[uint64]         // links seen active at most (ReasonNVLinkDown)
 	held     [NumHealthReasons]time.Time // growth reasons: when last seen
+	raised   uint32                      // event reasons begun (HealthWatch.Began)
 	baseline bool                        // the first reading was reported
 }
 
@@ -214,7 +235,7 @@ func (w *healthWatch) grew(id reading.ID, now time.Time, cur reading.Opt[uint64]
 // counter values changed (changes are listed by healthChanges).
 func (w *healthWatch) check(s *reading.Sample, now time.Time) HealthVerdict {
 	h := &s.Values
-	var v HealthVerdict
+	v := HealthVerdict{Reasons: w.raised}
 	set := func(r HealthReason, on bool) {
 		if on {
 			v.Reasons |= 1 << r

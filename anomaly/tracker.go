@@ -57,6 +57,7 @@ type Tracker struct {
 	hchg    healthChanges
 	hwatch  healthWatch
 	reasons uint32        // the verdict's reasons after the last sample
+	raised  atomic.Uint32 // event reasons raised (Raise) and not cleared
 	verdict atomic.Uint32 // the same, for other goroutines
 
 	// Memory of earlier good samples, cleared by every failed, hung or lost one.
@@ -135,6 +136,7 @@ func (t *Tracker) Observe(s *reading.Sample, now time.Time) Result {
 func (t *Tracker) health(r *Result, s *reading.Sample, now time.Time) {
 	r.nh, r.HealthBaseline = t.hchg.check(s, now, &r.health)
 	v := t.hwatch.check(s, now)
+	v.Reasons |= t.raised.Load()
 	began := v.Reasons &^ t.reasons
 	for rs := range NumHealthReasons {
 		if began&(1<<rs) == 0 {
@@ -156,6 +158,25 @@ func (t *Tracker) health(r *Result, s *reading.Sample, now time.Time) {
 	t.verdict.Store(v.Reasons)
 	r.Verdict = v
 }
+
+// Raise raises event reason r (IsEventReason) from now on: the next sample's
+// verdict holds it, and its beginning is that sample's (a flag, a count, the
+// incident of a critical one), once however often it is raised until
+// Clear. It reports whether r was not raised already. Safe for concurrent use.
+func (t *Tracker) Raise(r HealthReason) bool {
+	if !IsEventReason(r) {
+		return false
+	}
+	return t.raised.Or(1<<r)&(1<<r) == 0
+}
+
+// Raised reports whether event reason r is raised. Safe for concurrent use.
+func (t *Tracker) Raised(r HealthReason) bool { return t.raised.Load()&(1<<r) != 0 }
+
+// Clear clears every raised event reason (an operator acknowledged the
+// GPU's action): the next sample's verdict no longer holds them. Safe for
+// concurrent use.
+func (t *Tracker) Clear() { t.raised.Store(0) }
 
 // Verdict returns the GPU's hardware health as of the last sample. Safe
 // for concurrent use.

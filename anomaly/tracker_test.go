@@ -350,3 +350,54 @@ func TestForgetRestartsWarmup(t *testing.T) {
 		t.Errorf("flags after Forget: %s", s.Flags.String())
 	}
 }
+
+// An event reason (nvswitch_fatal, a fatal SXid) begins on the next sample
+// once, however often it is raised (a burst of SXid lines is one incident),
+// holds until Clear, and begins again when raised after it; a reason read
+// from samples cannot be raised.
+func TestTrackerRaisedReason(t *testing.T) {
+	tr := NewTracker(0, DefaultConfig())
+	at := func(i int) time.Time { return t0.Add(time.Duration(i) * tick) }
+	if r := tr.Observe(mk(), at(0)); r.Verdict.Has(ReasonNVSwitchFatal) {
+		t.Fatal("nvswitch_fatal before any raise")
+	}
+	if tr.Raise(ReasonDBE) || tr.Raised(ReasonDBE) {
+		t.Error("a reason read from samples was raised")
+	}
+	if !tr.Raise(ReasonNVSwitchFatal) || tr.Raise(ReasonNVSwitchFatal) {
+		t.Error("Raise does not report the first raise only")
+	}
+	r := tr.Observe(mk(), at(1))
+	if c, ok := r.HealthCritical.Get(); !ok || c != ReasonNVSwitchFatal || r.Verdict.Level() != "critical" {
+		t.Fatalf("raised nvswitch_fatal: critical %v, verdict %v", r.HealthCritical, r.Verdict.Names())
+	}
+	tr.Raise(ReasonNVSwitchFatal) // the burst goes on
+	for i := 2; i < 5; i++ {
+		if r := tr.Observe(mk(), at(i)); r.HealthCritical.OK || !r.Verdict.Has(ReasonNVSwitchFatal) {
+			t.Fatalf("sample %d: critical %v verdict %v, want the reason held and not begun again", i, r.HealthCritical, r.Verdict.Names())
+		}
+	}
+	if n := tr.Counters().Total[countHealthCritical]; n != 1 {
+		t.Errorf("health_critical %d, want 1", n)
+	}
+	tr.Clear()
+	if r := tr.Observe(mk(), at(5)); r.Verdict.Has(ReasonNVSwitchFatal) || tr.Verdict().Reasons != 0 {
+		t.Errorf("cleared: verdict %v", r.Verdict.Names())
+	}
+	tr.Raise(ReasonNVSwitchFatal)
+	if r := tr.Observe(mk(), at(6)); !r.HealthCritical.OK {
+		t.Error("raised again after Clear: not begun again")
+	}
+}
+
+// A replay (HealthWatch.Began from a row's flag) holds an event reason to
+// the end: its clearing is on no row.
+func TestHealthWatchBeganEventReason(t *testing.T) {
+	var h HealthWatch
+	h.Began(ReasonNVSwitchFatal, t0)
+	for i := range 3 {
+		if v := h.Check(mk(), t0.Add(time.Duration(i)*time.Hour)); !v.Has(ReasonNVSwitchFatal) {
+			t.Fatalf("after %dh: nvswitch_fatal not held", i)
+		}
+	}
+}

@@ -76,8 +76,11 @@ type gpuState struct {
 	hungLine chan struct{}
 
 	health atomic.Pointer[HealthView] // written by the worker (health.go)
-	repair repairState                // the repair action (repair.go)
-	links  anomaly.LinkWatch          // worker only
+	// sxid names the fatal SXid that raised nvswitch_fatal (sxid.go), for
+	// its HEALTH_CRITICAL line and incident; written before the raise.
+	sxid   atomic.Pointer[string]
+	repair repairState       // the repair action (repair.go)
+	links  anomaly.LinkWatch // worker only
 
 	reportMu sync.Mutex // an Xid report's de-duplication and incident decision are one step (onEvent)
 

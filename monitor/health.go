@@ -118,7 +118,7 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 		if began&(1<<rs) == 0 {
 			continue
 		}
-		line := healthReasonLine(gs.event(now, ""), rs)
+		line := healthReasonLine(gs.event(now, ""), rs, gs.reasonDetail(rs))
 		if line.Type == critical.line.Type && line.Get("reason") == critical.line.Get("reason") {
 			continue // written with its incident
 		}
@@ -167,21 +167,21 @@ func (gs *gpuState) recordRemapHist(v *HealthView, prev *reading.RemapHistogram,
 // began at t (zero: none).
 func (gs *gpuState) healthCritical(t time.Time, r *anomaly.Result) sampleIncident {
 	if rs, ok := r.HealthCritical.Get(); ok {
-		d := anomaly.HealthReasonDefs[rs]
-		return sampleIncident{fault(t, "health: "+d.Name+" ("+d.Help+")"), healthReasonLine(gs.event(t, ""), rs)}
+		d, detail := anomaly.HealthReasonDefs[rs], gs.reasonDetail(rs)
+		return sampleIncident{fault(t, "health: "+d.Name+" ("+detail+")"), healthReasonLine(gs.event(t, ""), rs, detail)}
 	}
 	return sampleIncident{}
 }
 
 // healthReasonLine makes line the HEALTH_WARNING or HEALTH_CRITICAL line of
-// health reason rs.
-func healthReasonLine(line sink.EventLine, rs anomaly.HealthReason) sink.EventLine {
+// health reason rs, with its detail (gpuState.reasonDetail).
+func healthReasonLine(line sink.EventLine, rs anomaly.HealthReason, detail string) sink.EventLine {
 	d := anomaly.HealthReasonDefs[rs]
 	line.Type = sink.TypeHealthWarning
 	if d.Critical {
 		line.Type = sink.TypeHealthCritical
 	}
-	line.Fields = sink.KV("reason", d.Name, "detail", d.Help)
+	line.Fields = sink.KV("reason", d.Name, "detail", detail)
 	return line
 }
 

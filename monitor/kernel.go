@@ -19,9 +19,8 @@ import (
 
 // The NVSwitches' SXid lines, counted whether or not the burst limit writes
 // them: status's host part and the metrics gpu_telemetry_sxids_total and
-// gpu_telemetry_sxids_fatal_total. A fatal one is not an incident: the
-// snapshots are a GPU's, and the GPUs behind the switch report their own
-// Xids (74, 45), which are.
+// gpu_telemetry_sxids_fatal_total. A fatal one is also the nvswitch_fatal
+// health reason of every GPU on the fabric (sxid.go).
 var (
 	sxidsRead  = counters.Declare(counters.Def{Name: "sxids", Help: "NVSwitch SXid lines read from the kernel log (the switches', not a GPU's)"})
 	sxidsFatal = counters.Declare(counters.Def{Name: "sxids_fatal", Help: "NVSwitch SXid lines of a code NVIDIA's catalog calls fatal (the switch port's traffic lost; a system restart resets the switch)"})
@@ -37,6 +36,9 @@ var (
 type kernelGPUs struct {
 	paths *kmsg.AERPaths // the kernel log goroutine's only
 	stale atomic.Bool    // set by staticKnown: paths lacks a GPU
+	// noFabric: a fatal SXid found no GPU on a fabric to attribute it to,
+	// logged (once). The kernel log goroutine's only.
+	noFabric bool
 
 	// mu guards what the kernel log goroutine shares with a GPU stuck at
 	// start that gives its bus id (staticKnown, on its worker).
@@ -117,10 +119,11 @@ func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 	}
 	if x, ok := kmsg.ParseSXid(rec.Message); ok {
 		m.reg.Inc(sxidsRead)
+		m.kernelLine(nil, events.KernelLine{Rec: rec, Read: now, GPU: -1, Bus: x.Bus.String(), SXid: &x})
 		if i, ok := xid.LookupSXid(x.Code); ok && i.Fatal {
 			m.reg.Inc(sxidsFatal)
+			m.fatalSXid(x, i)
 		}
-		m.kernelLine(nil, events.KernelLine{Rec: rec, Read: now, GPU: -1, Bus: x.Bus.String(), SXid: &x})
 		return
 	}
 	r, ok := kmsg.ParseNVRM(rec.Message)

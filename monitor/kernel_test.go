@@ -14,6 +14,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
@@ -391,4 +392,72 @@ func TestSXidLinesCounted(t *testing.T) {
 	if n, f := r.m.reg.Load(sxidsRead), r.m.reg.Load(sxidsFatal); n != 3 || f != 1 {
 		t.Errorf("sxids=%d sxids_fatal=%d, want 3 and 1", n, f)
 	}
+}
+
+// A fatal SXid raises nvswitch_fatal on the GPUs that report a fabric (not
+// on one whose fabric state is "not supported" or unread), named by the
+// burst's first SXid; a non-fatal one raises nothing. On a host with no GPU
+// on a fabric it raises nothing and is logged once as no GPU's.
+func TestFatalSXidRaisesNVSwitchFatal(t *testing.T) {
+	const (
+		fatal    = "nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 15009, Fatal, Link 12 route GLT DBE"
+		fatal2   = "nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 19048, Fatal, NCISOC data ECC DBE"
+		nonFatal = "nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 11012, Non-fatal, Link 12 single-bit ECC"
+	)
+	fabric := func(gs *gpuState, state uint64) {
+		var v HealthView
+		v.At = time.Now()
+		v.Vals[reading.HFabricState] = reading.Some(state)
+		gs.health.Store(&v)
+	}
+	now := time.Now()
+	line := func(r *rig, i int, msg string) {
+		r.m.onKernelLine(kmsg.Record{Time: time.Duration(3201+i) * time.Second, Message: msg}, now)
+	}
+
+	t.Run("fabric", func(t *testing.T) {
+		r := newRig(t, 3, nil)
+		fabric(r.m.gpus[0], reading.FabricCompleted)
+		fabric(r.m.gpus[1], reading.FabricNotSupported) // GPU 2: no fabric reading
+		line(r, 0, nonFatal)
+		for _, gs := range r.m.gpus {
+			if gs.tr.Raised(anomaly.ReasonNVSwitchFatal) {
+				t.Fatalf("GPU %d: a non-fatal SXid raised nvswitch_fatal", gs.idx)
+			}
+		}
+		line(r, 1, fatal)
+		line(r, 2, fatal2) // the same burst: the first names it
+		for i, want := range []bool{true, false, false} {
+			if got := r.m.gpus[i].tr.Raised(anomaly.ReasonNVSwitchFatal); got != want {
+				t.Errorf("GPU %d: nvswitch_fatal raised %v, want %v", i, got, want)
+			}
+		}
+		d := r.m.gpus[0].reasonDetail(anomaly.ReasonNVSwitchFatal)
+		if !strings.Contains(d, "SXid 15009 (route GLT DBE) on nvidia-nvswitch3 at 0000:05:00.0") {
+			t.Errorf("detail %q does not name the burst's first SXid", d)
+		}
+		if n, f := r.m.reg.Load(sxidsRead), r.m.reg.Load(sxidsFatal); n != 3 || f != 2 {
+			t.Errorf("sxids=%d sxids_fatal=%d, want 3 and 2", n, f)
+		}
+		if logs := r.logs.String(); strings.Contains(logs, "no GPU on an NVLink fabric") {
+			t.Errorf("a host with a fabric GPU says the SXid is no GPU's:\n%s", logs)
+		}
+	})
+	t.Run("no fabric", func(t *testing.T) {
+		r := newRig(t, 2, nil)
+		fabric(r.m.gpus[0], reading.FabricNotSupported)
+		line(r, 0, fatal)
+		line(r, 1, fatal2)
+		for _, gs := range r.m.gpus {
+			if gs.tr.Raised(anomaly.ReasonNVSwitchFatal) {
+				t.Errorf("GPU %d (no fabric): nvswitch_fatal raised", gs.idx)
+			}
+		}
+		if f := r.m.reg.Load(sxidsFatal); f != 2 {
+			t.Errorf("sxids_fatal=%d, want 2", f)
+		}
+		if n := strings.Count(r.logs.String(), "no GPU on an NVLink fabric"); n != 1 {
+			t.Errorf("the unattributed fatal SXid logged %d times, want once:\n%s", n, r.logs.String())
+		}
+	})
 }

@@ -351,6 +351,7 @@ func (m *Monitor) Ack(sel string, want action.Action, note, by string) (AckResul
 	}
 	rec := rs.r.Ack(cur, now, by, note)
 	rs.mu.Unlock()
+	gs.tr.Clear() // an event's reasons (nvswitch_fatal) go with the next sample, as an acknowledged Xid goes
 	gs.slot.Update(func(g *live.GPU) {
 		g.Ack = live.Ack{Time: rec.Time, Action: rec.Action, Note: rec.Note, By: rec.By}
 	})

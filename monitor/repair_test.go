@@ -8,9 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
 	"github.com/gpu-telemetry/gpu-telemetry/action"
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
+	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/xid"
@@ -314,5 +317,50 @@ func TestMissingFromStateFiles(t *testing.T) {
 	}
 	if n := r.m.hostView().GPUsMissing; n != 1 || strings.Count(r.eventsLog(), "type=GPU_MISSING") != 1 {
 		t.Errorf("after a second pass: gpus_missing %d, GPU_MISSING lines:\n%s", n, r.eventsLog())
+	}
+}
+
+// A fatal SXid on a GPU on the fabric: the next sample begins
+// nvswitch_fatal (HEALTH_CRITICAL naming the SXid, an incident, the action
+// reset_gpu); a second fatal SXid of the burst is no second incident; the
+// ack of reset_gpu clears the reason with the next sample.
+func TestFatalSXidIncidentAndAck(t *testing.T) {
+	r := newRig(t, 1, nil)
+	r.devs[0].Fabric = &nvml.GpuFabricInfo_v4{State: reading.FabricCompleted}
+	gs, _, sample := stepper(r, 3)
+	if !onFabric(reading.Values(gs.Health().Vals)) {
+		t.Fatalf("the fake GPU with fabric info is not on the fabric: %v", gs.Health().Vals[reading.HFabricState])
+	}
+	kline := func(i int, code string) {
+		r.m.onKernelLine(kmsg.Record{Time: time.Duration(3201+i) * time.Second,
+			Message: "nvidia-nvswitch3: SXid (PCI:0000:05:00.0): " + code + ", Fatal, Link 12"}, time.Now())
+	}
+	kline(0, "15009")
+	sample(3)
+	kline(1, "15010")
+	sample(4)
+	sample(5)
+	log := r.eventsLog()
+	if n := strings.Count(log, "type=HEALTH_CRITICAL reason=nvswitch_fatal"); n != 1 ||
+		!strings.Contains(log, "SXid 15009 (route GLT DBE) on nvidia-nvswitch3 at 0000:05:00.0") {
+		t.Errorf("%d HEALTH_CRITICAL nvswitch_fatal lines (want 1, naming SXid 15009):\n%s", n, log)
+	}
+	if n := gs.slot.Get().Incidents; n != 1 {
+		t.Errorf("incidents %d, want 1", n)
+	}
+	g := gs.slot.Get()
+	if g.Action.Action != action.ResetGPU || !strings.Contains(g.Action.Reason(), "fatal SXid") {
+		t.Fatalf("action %v %q, want reset_gpu for the fatal SXid", g.Action.Action, g.Action.Reasons)
+	}
+	if _, err := r.m.Ack("0", action.ResetGPU, "baseboard reset", "root"); err != nil {
+		t.Fatal(err)
+	}
+	sample(6)
+	gs.judgeAction(time.Now(), true, nil)
+	if h := gs.Health(); h.Verdict.Has(anomaly.ReasonNVSwitchFatal) || h.Level != "ok" {
+		t.Errorf("after the ack: health %s %v, want ok", h.Level, h.Reasons)
+	}
+	if g := gs.slot.Get(); g.Action.Action != action.None {
+		t.Errorf("after the ack: action %v %q, want none", g.Action.Action, g.Action.Reasons)
 	}
 }

@@ -13,8 +13,11 @@ import (
 // events.log line with its meaning, the route makes the verdict critical
 // (fabric_route_unhealthy) and asks to recover the fabric; the clique and
 // the cluster UUID are in the baseline line and status (no metric); an NVSwitch's
-// SXid line in the kernel log FILE is the switch's line; system-info and
-// status say which fabric daemons run (none in the test's host root).
+// SXid line in the kernel log FILE is the switch's line, a non-fatal one no
+// more, a fatal one the critical reason nvswitch_fatal of both GPUs on the
+// fabric (one incident each for a burst, a crash snapshot, reset_gpu);
+// system-info and status say which fabric daemons run (none in the test's
+// host root).
 func TestFabricStory(t *testing.T) {
 	t.Parallel()
 	p, addr := startHealth(t, opts{scenario: "@b200-fabric", kmsg: true}, "the fabric's route unhealthy", 30*time.Second,
@@ -25,9 +28,10 @@ func TestFabricStory(t *testing.T) {
 		"type=HEALTH counter=fabric_health_mask from=20906 to=20889 meaning=degraded_bandwidth:true,route_recovery:false,route_unhealthy:true,",
 		"type=HEALTH counter=fabric_health from=1 to=2 meaning=unhealthy",
 		"type=HEALTH_CRITICAL reason=fabric_route_unhealthy")
-	// An NVSwitch's SXid, read from the kernel log file (never the host's).
-	p.writeKmsg("3,2000,9000000,-;nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 15009, Fatal, Link 12 route GLT DBE")
-	p.waitForEvent("the SXid", 20*time.Second, "gpu=? bus=0000:05:00.0 source=kmsg type=SXid switch=3 sxid=15009 name=\"route GLT DBE\" severity=fatal")
+	// An NVSwitch's non-fatal SXid, read from the kernel log file (never
+	// the host's): the switch's line and a count, no GPU's reason.
+	p.writeKmsg("3,2000,9000000,-;nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 11012, Non-fatal, Link 12 single-bit ECC")
+	p.waitForEvent("the non-fatal SXid", 20*time.Second, "gpu=? bus=0000:05:00.0 source=kmsg type=SXid switch=3 sxid=11012 name=\"single-bit ECC error\" severity=nonfatal")
 
 	_, d := healthStatus(t, p.socketPath())
 	h0, h1 := d.GPUs[0].Health, d.GPUs[1].Health
@@ -78,9 +82,58 @@ func TestFabricStory(t *testing.T) {
 		t.Errorf("the status text does not say which fabric daemons run:\n%s", text)
 	}
 	testutil.CheckMetrics(t, []byte(body))
+	if strings.Contains(events(p.dir), "nvswitch_fatal") {
+		t.Errorf("a non-fatal SXid raised nvswitch_fatal:\n%s", events(p.dir))
+	}
+
+	// A fatal SXid, twice (a burst): the switch's lines, and on every GPU
+	// on the fabric (both: GPU 1's fabric is healthy, but it is on it) the
+	// critical reason nvswitch_fatal naming the first, one incident each,
+	// and the action reset_gpu (the baseboard reset). GPU 1's incident has
+	// its crash snapshot; GPU 0's falls in the cooldown of its route's.
+	p.writeKmsg("3,2001,9100000,-;nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 15009, Fatal, Link 12 route GLT DBE",
+		"3,2002,9100100,-;nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 15010, Fatal, Link 12 route parity")
+	p.waitForEvent("the fatal SXid's reason", 20*time.Second,
+		"gpu=? bus=0000:05:00.0 source=kmsg type=SXid switch=3 sxid=15009 name=\"route GLT DBE\" severity=fatal",
+		"gpu=? bus=0000:05:00.0 source=kmsg type=SXid switch=3 sxid=15010 name=\"route parity\" severity=fatal",
+		"gpu=0 bus=00000000:01:00.0 type=HEALTH_CRITICAL reason=nvswitch_fatal",
+		"gpu=1 bus=00000000:21:00.0 type=HEALTH_CRITICAL reason=nvswitch_fatal",
+		"SXid 15009 (route GLT DBE) on nvidia-nvswitch3 at 0000:05:00.0",
+		"type=ACTION action=reset_gpu")
+	_, d = healthStatus(t, p.socketPath())
+	for i, g := range d.GPUs {
+		if !contains(g.Health.Reasons, "nvswitch_fatal") || g.Health.Verdict != "critical" {
+			t.Errorf("after a fatal SXid: GPU %d health %s %v, want critical with nvswitch_fatal", i, g.Health.Verdict, g.Health.Reasons)
+		}
+	}
+	testutil.Contains(t, "metrics", scrapeMetrics(t, addr), `gpu_telemetry_health_reason{gpu="0",reason="nvswitch_fatal",`, "\ngpu_telemetry_sxids_fatal_total 2\n")
 	p.stop()
-	quietGPU1(t, p.dir)
 	ev := events(p.dir)
+	// GPU 1's fabric stays healthy: its only health line is the switch's.
+	for _, l := range strings.Split(ev, "\n") {
+		if strings.Contains(l, " gpu=1 ") && strings.Contains(l, "type=HEALTH") && !strings.Contains(l, "type=HEALTH_BASELINE") &&
+			!strings.Contains(l, "type=HEALTH_CRITICAL reason=nvswitch_fatal") {
+			t.Errorf("healthy GPU 1: %s", l)
+		}
+	}
+	for _, g := range []string{"gpu=0 ", "gpu=1 "} {
+		n := 0
+		for _, l := range strings.Split(ev, "\n") {
+			if strings.Contains(l, " "+g) && strings.Contains(l, "type=HEALTH_CRITICAL reason=nvswitch_fatal") {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%s: %d HEALTH_CRITICAL nvswitch_fatal lines for a burst of two fatal SXids, want 1:\n%s", g, n, ev)
+		}
+	}
+	snapped := false
+	for _, f := range snapshots(p.dir, "crash-*-gpu1.log") {
+		snapped = snapped || strings.Contains(readFile(t, f), "nvswitch_fatal")
+	}
+	if !snapped {
+		t.Errorf("no crash snapshot of GPU 1 names nvswitch_fatal:\n%s", ev)
+	}
 	if !strings.Contains(ev, "type=ACTION action=recover_fabric") {
 		t.Errorf("no ACTION line asking to recover the fabric:\n%s", ev)
 	}
@@ -115,5 +168,36 @@ func TestFabricOldDriver(t *testing.T) {
 	}
 	if si := readFile(t, p.dir+"/system-info.txt"); strings.Contains(si, "NVLink fabric") {
 		t.Errorf("system-info has a fabric section on a driver without the calls")
+	}
+}
+
+// TestFatalSXidNoFabric: a host whose GPU reports no fabric (a PCIe host
+// has no NVSwitch: the line is forged or replayed) reads a fatal SXid twice
+// from the kernel log FILE: the switch's lines and their count, no GPU's
+// reason, incident or snapshot, and the daemon's log says once that it is
+// no GPU's.
+func TestFatalSXidNoFabric(t *testing.T) {
+	t.Parallel()
+	p := start(t, opts{scenario: "gpus 1\ngpu all class b200\ngpu all util_gpu 90\n", oldLib: true, kmsg: true})
+	p.waitForRows(0, 5, 20*time.Second)
+	p.writeKmsg("3,2000,9000000,-;nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 15009, Fatal, Link 12 route GLT DBE",
+		"3,2001,9000100,-;nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 15010, Fatal, Link 12 route parity")
+	p.waitForEvent("the fatal SXids", 20*time.Second,
+		"gpu=? bus=0000:05:00.0 source=kmsg type=SXid switch=3 sxid=15009",
+		"gpu=? bus=0000:05:00.0 source=kmsg type=SXid switch=3 sxid=15010")
+	time.Sleep(500 * time.Millisecond) // samples after the lines
+	_, d, out := statusAs[healthDoc](t, p.socketPath())
+	if len(d.GPUs) != 1 || d.GPUs[0].Health == nil || contains(d.GPUs[0].Health.Reasons, "nvswitch_fatal") {
+		t.Errorf("a GPU without a fabric got nvswitch_fatal (or no health):\n%s", out)
+	}
+	p.stop()
+	if ev := events(p.dir); strings.Contains(ev, "nvswitch_fatal") {
+		t.Errorf("nvswitch_fatal on a host without a fabric GPU:\n%s", ev)
+	}
+	if n := strings.Count(p.stderr.String(), "no GPU on an NVLink fabric"); n != 1 {
+		t.Errorf("the unattributed fatal SXid logged %d times, want once:\n%s", n, p.stderr.String())
+	}
+	if len(snapshots(p.dir, "crash-*")) != 0 {
+		t.Error("a crash snapshot for a fatal SXid no GPU is on")
 	}
 }

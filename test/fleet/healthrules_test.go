@@ -25,6 +25,7 @@ var criticalReasonAlerts = map[string]string{
 	"fabric_error":           "GPUFabricUnhealthy",
 	"fabric_config":          "GPUFabricUnhealthy",
 	"fabric_route_unhealthy": "GPUFabricUnhealthy",
+	"nvswitch_fatal":         "GPUFabricUnhealthy",
 }
 
 // TestEveryHealthReasonAlerts: every health reason the daemon can give
