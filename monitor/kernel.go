@@ -37,8 +37,8 @@ type kernelGPUs struct {
 	paths *kmsg.AERPaths // the kernel log goroutine's only
 	stale atomic.Bool    // set by staticKnown: paths lacks a GPU
 	// noFabric: a fatal SXid found no GPU on a fabric to attribute it to,
-	// logged (once). The kernel log goroutine's only.
-	noFabric bool
+	// logged (once; sxidNoFabric).
+	noFabric atomic.Bool
 
 	// mu guards what the kernel log goroutine shares with a GPU stuck at
 	// start that gives its bus id (staticKnown, on its worker).
