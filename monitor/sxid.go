@@ -17,7 +17,7 @@ import (
 // it, with its HEALTH_CRITICAL line, its incident and crash snapshot and its
 // repair action, as any critical reason. A burst of SXid lines is one
 // incident: the reason holds until an operator acknowledges the GPU's action
-// (Ack clears it) or the logger restarts. The kernel log does not say which
+// (Ack clears it), also over a restart in the same boot (startRepair). The kernel log does not say which
 // baseboard a switch is on; a host has one fabric here (an NVL72 rack's
 // switches are outside the host and log nothing to its kernel).
 //
