@@ -78,7 +78,7 @@ type gpuState struct {
 	health atomic.Pointer[HealthView] // written by the worker (health.go)
 	// sxid names the fatal SXid that raised nvswitch_fatal (sxid.go), for
 	// its HEALTH_CRITICAL line and incident; written before the raise.
-	sxid      atomic.Pointer[string]
+	sxid      atomic.Pointer[pendingSXid]
 	sxidTaken atomic.Uint64     // the last pending fatal SXid taken (pendingSXid.seq)
 	fabric    atomic.Int32      // fabricOn, fabricOff, fabricUnknown: written by the worker (sxid.go)
 	repair    repairState       // the repair action (repair.go)

@@ -122,7 +122,7 @@ func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 		m.kernelLine(nil, events.KernelLine{Rec: rec, Read: now, GPU: -1, Bus: x.Bus.String(), SXid: &x})
 		if i, ok := xid.LookupSXid(x.Code); ok && i.Fatal {
 			m.reg.Inc(sxidsFatal)
-			m.fatalSXid(x, i)
+			m.fatalSXid(x, i, rec, now)
 		}
 		return
 	}

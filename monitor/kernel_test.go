@@ -480,7 +480,7 @@ func TestFatalSXidBeforeFirstSample(t *testing.T) {
 	r := newRig(t, 1, nil)
 	r.devs[0].Fabric = &nvml.GpuFabricInfo_v4{State: reading.FabricCompleted}
 	gs := r.m.gpus[0]
-	r.m.onKernelLine(kmsg.Record{Time: 3201 * time.Second,
+	r.m.onKernelLine(kmsg.Record{Time: 3201 * time.Second, Backlog: true,
 		Message: "nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 15009, Fatal, Link 12 route GLT DBE"}, time.Now())
 	if gs.tr.Raised(anomaly.ReasonNVSwitchFatal) {
 		t.Fatal("nvswitch_fatal raised before the GPU said it is on a fabric")
@@ -495,6 +495,16 @@ func TestFatalSXidBeforeFirstSample(t *testing.T) {
 	log := r.eventsLog()
 	if !strings.Contains(log, "type=HEALTH_CRITICAL reason=nvswitch_fatal") || !strings.Contains(log, "SXid 15009") {
 		t.Errorf("the backlog's fatal SXid began no nvswitch_fatal:\n%s", log)
+	}
+	// Read after the fact: its incident says so, as an Xid's does.
+	if !regexp.MustCompile(`type=HEALTH_CRITICAL reason=nvswitch_fatal .*backlog=true`).MatchString(log) {
+		t.Errorf("the backlog's fatal SXid's incident line is not marked backlog=true:\n%s", log)
+	}
+	var c sampleIncident
+	c.ev.Time = time.Now()
+	gs.sxidIncident(&c)
+	if !strings.Contains(c.ev.Reason, "kmsg backlog, logged at ktime=3201.000000") || !c.ev.Time.Before(time.Now()) {
+		t.Errorf("incident %q at %v: want the backlog's mark and the kernel record's time", c.ev.Reason, c.ev.Time)
 	}
 	if strings.Contains(r.logs.String(), "no GPU on an NVLink fabric") {
 		t.Errorf("a host with a fabric GPU says the SXid is no GPU's:\n%s", r.logs.String())

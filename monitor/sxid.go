@@ -2,10 +2,13 @@ package monitor
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/events"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/xid"
 )
 
@@ -31,7 +34,11 @@ import (
 // number, from 1; takeSXid).
 type pendingSXid struct {
 	seq  uint64
-	what string // "SXid 15009 (route GLT DBE) on nvidia-nvswitch3 at 0000:05:00.0"
+	what string    // "SXid 15009 (route GLT DBE) on nvidia-nvswitch3 at 0000:05:00.0"
+	at   time.Time // when the kernel logged it (its incident's time)
+	// backlog: read after the fact, "kmsg backlog, logged at ktime=...",
+	// as an Xid's incident says (events.Stage); "": read as logged.
+	backlog string
 }
 
 // The GPU's fabric as its answered samples last said (gpuState.fabric): a
@@ -47,10 +54,15 @@ const (
 // fabric is not known yet; once every GPU is known and none is on a fabric
 // (no NVSwitch can be there: the line was forged or replayed) it says once
 // that the SXid is no GPU's. Kernel log goroutine only.
-func (m *Monitor) fatalSXid(x kmsg.SXidReport, i xid.SXidInfo) {
+func (m *Monitor) fatalSXid(x kmsg.SXidReport, i xid.SXidInfo, rec kmsg.Record, now time.Time) {
 	p := &pendingSXid{
 		seq:  m.sxidSeq.Add(1),
 		what: "SXid " + strconv.Itoa(x.Code) + " (" + i.Name + ") on nvidia-nvswitch" + strconv.Itoa(x.Switch) + " at " + x.Bus.String(),
+		at:   m.kclock.clock.LoggedAt(now, rec.Time, rec.Backlog),
+	}
+	if rec.Backlog {
+		kt := events.KernelTimeField(rec.Time)
+		p.backlog = "kmsg backlog, logged at " + kt.Key + "=" + kt.Value
 	}
 	for _, gs := range m.gpus {
 		if gs.fabric.Load() == fabricOn {
@@ -68,7 +80,7 @@ func (gs *gpuState) takeSXid(p *pendingSXid) {
 	if !gs.tookSXid(p) || gs.tr.Raised(anomaly.ReasonNVSwitchFatal) {
 		return
 	}
-	gs.sxid.Store(&p.what)
+	gs.sxid.Store(p)
 	if gs.tr.Raise(anomaly.ReasonNVSwitchFatal) {
 		gs.log.Error("fatal NVSwitch error: the GPU's fabric needs the baseboard reset", "sxid", p.what)
 	}
@@ -142,7 +154,25 @@ func onFabric(v reading.Values) bool {
 func (gs *gpuState) reasonDetail(rs anomaly.HealthReason) string {
 	d := anomaly.HealthReasonDefs[rs].Help
 	if p := gs.sxid.Load(); p != nil && rs == anomaly.ReasonNVSwitchFatal {
-		d += ": " + *p
+		d += ": " + p.what
 	}
 	return d
+}
+
+// sxidIncident is nvswitch_fatal's incident ev and line as the fatal SXid
+// that raised it has them: when the kernel logged it, and for one read after
+// the fact, so marked (as an Xid's: its reason says "kmsg backlog, logged at
+// ktime=...", its line backlog=true).
+func (gs *gpuState) sxidIncident(c *sampleIncident) {
+	p := gs.sxid.Load()
+	if p == nil {
+		return
+	}
+	if !p.at.IsZero() {
+		c.ev.Time = p.at
+	}
+	if p.backlog != "" {
+		c.ev.Reason += " (" + p.backlog + ")"
+		c.line.Fields = append(c.line.Fields, sink.Field{Key: "backlog", Value: "true"})
+	}
 }
