@@ -92,7 +92,8 @@ var HealthReasonDefs = [NumHealthReasons]HealthReasonDef{
 
 // eventReasons are the reasons an event raises (Tracker.Raise) rather than a
 // sample's readings: they hold until cleared (Tracker.Clear: an operator's
-// acknowledgement) or the logger restarts, as an Xid's repair does.
+// acknowledgement); a restart in the same boot restores them (Tracker.Restore)
+// from the board's history, as an Xid's repair does.
 const eventReasons = 1 << ReasonNVSwitchFatal
 
 // IsEventReason reports whether r is raised by an event (Tracker.Raise)

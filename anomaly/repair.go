@@ -156,6 +156,14 @@ func NewRepair(boot string, inspectAfter int, h action.History) *Repair {
 	return r
 }
 
+// Unacked reports whether class began in this boot (an earlier run of the
+// logger counted it in the board's history) and no acknowledgement since
+// cleared it.
+func (r *Repair) Unacked(class string) bool {
+	c, ok := r.hist.Boot(r.boot).Classes[class]
+	return ok && c.Count > 0 && !r.hist.IsAcked(class, c.Last)
+}
+
 func xidClass(class string) (int, bool) {
 	if len(class) < 4 || class[:3] != "xid" {
 		return 0, false

@@ -58,6 +58,7 @@ type Tracker struct {
 	hwatch  healthWatch
 	reasons uint32        // the verdict's reasons after the last sample
 	raised  atomic.Uint32 // event reasons raised (Raise) and not cleared
+	quiet   atomic.Uint32 // event reasons restored (Restore): held, not begun
 	verdict atomic.Uint32 // the same, for other goroutines
 
 	// Memory of earlier good samples, cleared by every failed, hung or lost one.
@@ -137,7 +138,7 @@ func (t *Tracker) health(r *Result, s *reading.Sample, now time.Time) {
 	r.nh, r.HealthBaseline = t.hchg.check(s, now, &r.health)
 	v := t.hwatch.check(s, now)
 	v.Reasons |= t.raised.Load()
-	began := v.Reasons &^ t.reasons
+	began := v.Reasons &^ t.reasons &^ t.quiet.Swap(0)
 	for rs := range NumHealthReasons {
 		if began&(1<<rs) == 0 {
 			continue
@@ -173,10 +174,21 @@ func (t *Tracker) Raise(r HealthReason) bool {
 // Raised reports whether event reason r is raised. Safe for concurrent use.
 func (t *Tracker) Raised(r HealthReason) bool { return t.raised.Load()&(1<<r) != 0 }
 
-// Clear clears every raised event reason (an operator acknowledged the
-// GPU's action): the next sample's verdict no longer holds them. Safe for
-// concurrent use.
-func (t *Tracker) Clear() { t.raised.Store(0) }
+// Restore raises event reason r that an earlier run of the logger raised
+// and nobody acknowledged (a restart in the same boot): the verdict holds it
+// from the next sample, which does not begin it again (no flag, count or
+// incident: the earlier run's was). Safe for concurrent use.
+func (t *Tracker) Restore(r HealthReason) {
+	if IsEventReason(r) {
+		t.quiet.Or(1 << r)
+		t.raised.Or(1 << r)
+	}
+}
+
+// Clear clears event reason r (an operator acknowledged the GPU's action,
+// which r was a reason of): the next sample's verdict no longer holds it.
+// Safe for concurrent use.
+func (t *Tracker) Clear(r HealthReason) { t.raised.And(^uint32(1 << r)) }
 
 // Verdict returns the GPU's hardware health as of the last sample. Safe
 // for concurrent use.

@@ -380,13 +380,36 @@ func TestTrackerRaisedReason(t *testing.T) {
 	if n := tr.Counters().Total[countHealthCritical]; n != 1 {
 		t.Errorf("health_critical %d, want 1", n)
 	}
-	tr.Clear()
+	tr.Clear(ReasonNVSwitchFatal)
 	if r := tr.Observe(mk(), at(5)); r.Verdict.Has(ReasonNVSwitchFatal) || tr.Verdict().Reasons != 0 {
 		t.Errorf("cleared: verdict %v", r.Verdict.Names())
 	}
 	tr.Raise(ReasonNVSwitchFatal)
 	if r := tr.Observe(mk(), at(6)); !r.HealthCritical.OK {
 		t.Error("raised again after Clear: not begun again")
+	}
+}
+
+// A restored event reason (an earlier run's, not acknowledged) is held from
+// the next sample without beginning: no critical, no count; cleared, it can
+// begin again.
+func TestTrackerRestoreEventReason(t *testing.T) {
+	tr := NewTracker(0, DefaultConfig())
+	tr.Restore(ReasonNVSwitchFatal)
+	for i := range 3 {
+		r := tr.Observe(mk(), t0.Add(time.Duration(i)*time.Second))
+		if r.HealthCritical.OK || !r.Verdict.Has(ReasonNVSwitchFatal) {
+			t.Fatalf("sample %d: critical %v verdict %v, want held, not begun", i, r.HealthCritical, r.Verdict.Names())
+		}
+	}
+	if n := tr.Counters().Total[countHealthCritical]; n != 0 {
+		t.Errorf("health_critical %d, want 0 (the earlier run counted it)", n)
+	}
+	tr.Clear(ReasonNVSwitchFatal)
+	tr.Observe(mk(), t0.Add(3*time.Second))
+	tr.Raise(ReasonNVSwitchFatal)
+	if r := tr.Observe(mk(), t0.Add(4*time.Second)); !r.HealthCritical.OK {
+		t.Error("raised after the restored one was cleared: not begun")
 	}
 }
 

@@ -78,9 +78,11 @@ type gpuState struct {
 	health atomic.Pointer[HealthView] // written by the worker (health.go)
 	// sxid names the fatal SXid that raised nvswitch_fatal (sxid.go), for
 	// its HEALTH_CRITICAL line and incident; written before the raise.
-	sxid   atomic.Pointer[string]
-	repair repairState       // the repair action (repair.go)
-	links  anomaly.LinkWatch // worker only
+	sxid      atomic.Pointer[pendingSXid]
+	sxidTaken atomic.Uint64     // the last pending fatal SXid taken (pendingSXid.seq)
+	fabric    atomic.Int32      // fabricOn, fabricOff, fabricUnknown: written by the worker (sxid.go)
+	repair    repairState       // the repair action (repair.go)
+	links     anomaly.LinkWatch // worker only
 
 	reportMu sync.Mutex // an Xid report's de-duplication and incident decision are one step (onEvent)
 
@@ -162,6 +164,7 @@ func (gs *gpuState) handle(s *reading.Sample) {
 	}
 	stalled, critical := gs.classify(s)
 	gs.takeXids(s)
+	gs.fabricSample(s)
 	r := gs.tr.Observe(s, s.Time)
 	if gs.fan != nil {
 		gs.fan.Observe(s, gs.m.cfg.mono()) // after the detectors (an inversion), before the row (its flag)

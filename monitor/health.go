@@ -168,7 +168,11 @@ func (gs *gpuState) recordRemapHist(v *HealthView, prev *reading.RemapHistogram,
 func (gs *gpuState) healthCritical(t time.Time, r *anomaly.Result) sampleIncident {
 	if rs, ok := r.HealthCritical.Get(); ok {
 		d, detail := anomaly.HealthReasonDefs[rs], gs.reasonDetail(rs)
-		return sampleIncident{fault(t, "health: "+d.Name+" ("+detail+")"), healthReasonLine(gs.event(t, ""), rs, detail)}
+		c := sampleIncident{fault(t, "health: "+d.Name+" ("+detail+")"), healthReasonLine(gs.event(t, ""), rs, detail)}
+		if rs == anomaly.ReasonNVSwitchFatal {
+			gs.sxidIncident(&c)
+		}
+		return c
 	}
 	return sampleIncident{}
 }

@@ -37,8 +37,8 @@ type kernelGPUs struct {
 	paths *kmsg.AERPaths // the kernel log goroutine's only
 	stale atomic.Bool    // set by staticKnown: paths lacks a GPU
 	// noFabric: a fatal SXid found no GPU on a fabric to attribute it to,
-	// logged (once). The kernel log goroutine's only.
-	noFabric bool
+	// logged (once; sxidNoFabric).
+	noFabric atomic.Bool
 
 	// mu guards what the kernel log goroutine shares with a GPU stuck at
 	// start that gives its bus id (staticKnown, on its worker).
@@ -122,7 +122,7 @@ func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 		m.kernelLine(nil, events.KernelLine{Rec: rec, Read: now, GPU: -1, Bus: x.Bus.String(), SXid: &x})
 		if i, ok := xid.LookupSXid(x.Code); ok && i.Fatal {
 			m.reg.Inc(sxidsFatal)
-			m.fatalSXid(x, i)
+			m.fatalSXid(x, i, rec, now)
 		}
 		return
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/gpu-telemetry/gpu-telemetry/action"
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
@@ -409,6 +410,10 @@ func TestFatalSXidRaisesNVSwitchFatal(t *testing.T) {
 		v.At = time.Now()
 		v.Vals[reading.HFabricState] = reading.Some(state)
 		gs.health.Store(&v)
+		gs.fabric.Store(fabricOff)
+		if onFabric(reading.Values(v.Vals)) {
+			gs.fabric.Store(fabricOn)
+		}
 	}
 	now := time.Now()
 	line := func(r *rig, i int, msg string) {
@@ -447,6 +452,11 @@ func TestFatalSXidRaisesNVSwitchFatal(t *testing.T) {
 		r := newRig(t, 2, nil)
 		fabric(r.m.gpus[0], reading.FabricNotSupported)
 		line(r, 0, fatal)
+		if strings.Contains(r.logs.String(), "no GPU on an NVLink fabric") {
+			t.Errorf("no GPU's while GPU 1 has not said whether it is on a fabric:\n%s", r.logs.String())
+		}
+		r.m.gpus[1].fabric.Store(fabricOff) // its first answered sample: no fabric reading
+		r.m.sxidNoFabric()
 		line(r, 1, fatal2)
 		for _, gs := range r.m.gpus {
 			if gs.tr.Raised(anomaly.ReasonNVSwitchFatal) {
@@ -460,4 +470,52 @@ func TestFatalSXidRaisesNVSwitchFatal(t *testing.T) {
 			t.Errorf("the unattributed fatal SXid logged %d times, want once:\n%s", n, r.logs.String())
 		}
 	})
+}
+
+// A fatal SXid read before the GPU's first sample (the kernel log's backlog
+// at start) is the host's, pending: the GPU's first sample that says it is
+// on the fabric raises nvswitch_fatal; a failed sample before it keeps the
+// SXid pending, and one after it does not forget the GPU's fabric.
+func TestFatalSXidBeforeFirstSample(t *testing.T) {
+	r := newRig(t, 1, nil)
+	r.devs[0].Fabric = &nvml.GpuFabricInfo_v4{State: reading.FabricCompleted}
+	gs := r.m.gpus[0]
+	r.m.onKernelLine(kmsg.Record{Time: 3201 * time.Second, Backlog: true,
+		Message: "nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 15009, Fatal, Link 12 route GLT DBE"}, time.Now())
+	if gs.tr.Raised(anomaly.ReasonNVSwitchFatal) {
+		t.Fatal("nvswitch_fatal raised before the GPU said it is on a fabric")
+	}
+	var failed reading.Sample
+	failed.Status, failed.Time = reading.StatusFailed, time.Now()
+	gs.fabricSample(&failed)
+	if gs.tr.Raised(anomaly.ReasonNVSwitchFatal) || gs.fabric.Load() != fabricUnknown {
+		t.Fatal("a failed sample decided the GPU's fabric")
+	}
+	_, _, sample := stepper(r, 1)
+	log := r.eventsLog()
+	if !strings.Contains(log, "type=HEALTH_CRITICAL reason=nvswitch_fatal") || !strings.Contains(log, "SXid 15009") {
+		t.Errorf("the backlog's fatal SXid began no nvswitch_fatal:\n%s", log)
+	}
+	// Read after the fact: its incident says so, as an Xid's does.
+	if !regexp.MustCompile(`type=HEALTH_CRITICAL reason=nvswitch_fatal .*backlog=true`).MatchString(log) {
+		t.Errorf("the backlog's fatal SXid's incident line is not marked backlog=true:\n%s", log)
+	}
+	var c sampleIncident
+	c.ev.Time = time.Now()
+	gs.sxidIncident(&c)
+	if !strings.Contains(c.ev.Reason, "kmsg backlog, logged at ktime=3201.000000") || !c.ev.Time.Before(time.Now()) {
+		t.Errorf("incident %q at %v: want the backlog's mark and the kernel record's time", c.ev.Reason, c.ev.Time)
+	}
+	if strings.Contains(r.logs.String(), "no GPU on an NVLink fabric") {
+		t.Errorf("a host with a fabric GPU says the SXid is no GPU's:\n%s", r.logs.String())
+	}
+	if _, err := r.m.Ack("0", action.ResetGPU, "baseboard reset", "root"); err != nil {
+		t.Fatal(err)
+	}
+	gs.fabricSample(&failed)
+	sample(2)
+	if gs.fabric.Load() != fabricOn || gs.tr.Raised(anomaly.ReasonNVSwitchFatal) {
+		t.Errorf("after the ack and a failed sample: fabric %d, raised %v; want on, not raised again",
+			gs.fabric.Load(), gs.tr.Raised(anomaly.ReasonNVSwitchFatal))
+	}
 }

@@ -53,7 +53,9 @@ type Monitor struct {
 	side     sideQueue // file work the poll loop and the workers must not wait for
 	cper     cperReader
 	kern     kernelGPUs
-	klog     *KernelLog // nil: no kernel log
+	sxid     atomic.Pointer[pendingSXid] // the host's latest fatal SXid (sxid.go)
+	sxidSeq  atomic.Uint64               // fatal SXids read, numbering pendingSXid
+	klog     *KernelLog                  // nil: no kernel log
 	kclock   *kernelClock
 	runState runState
 	procs    procParts

@@ -236,6 +236,14 @@ func (gs *gpuState) startRepair() bool {
 		return false
 	}
 	gs.repair.r = anomaly.NewRepair(m.repairBoot(), m.cfg.InspectAfter, m.readHistory(uuid, gs.log))
+	// An event reason an earlier run raised in this boot and nobody
+	// acknowledged holds again, as this boot's Xids do (NewRepair): a
+	// restart of the logger does not reset the baseboard.
+	for rs := range anomaly.NumHealthReasons {
+		if anomaly.IsEventReason(rs) && gs.repair.r.Unacked(anomaly.HealthReasonDefs[rs].Name) {
+			gs.tr.Restore(rs)
+		}
+	}
 	return true
 }
 
@@ -351,7 +359,14 @@ func (m *Monitor) Ack(sel string, want action.Action, note, by string) (AckResul
 	}
 	rec := rs.r.Ack(cur, now, by, note)
 	rs.mu.Unlock()
-	gs.tr.Clear() // an event's reasons (nvswitch_fatal) go with the next sample, as an acknowledged Xid goes
+	// The event reasons the ack covers (nvswitch_fatal) go with the next
+	// sample, as an acknowledged Xid goes; one raised since the action was
+	// judged is not acknowledged.
+	for rs := range anomaly.NumHealthReasons {
+		if anomaly.IsEventReason(rs) && slices.Contains(rec.Classes, anomaly.HealthReasonDefs[rs].Name) {
+			gs.tr.Clear(rs)
+		}
+	}
 	gs.slot.Update(func(g *live.GPU) {
 		g.Ack = live.Ack{Time: rec.Time, Action: rec.Action, Note: rec.Note, By: rec.By}
 	})

@@ -364,3 +364,62 @@ func TestFatalSXidIncidentAndAck(t *testing.T) {
 		t.Errorf("after the ack: action %v %q, want none", g.Action.Action, g.Action.Reasons)
 	}
 }
+
+// A restart of the logger in the same boot does not reset the baseboard:
+// the board's state file holds this boot's nvswitch_fatal, not
+// acknowledged, so it holds again (reset_gpu) without a second incident;
+// once acknowledged, it does not.
+func TestFatalSXidSurvivesRestart(t *testing.T) {
+	for _, acked := range []bool{false, true} {
+		t.Run(map[bool]string{false: "unacknowledged", true: "acknowledged"}[acked], func(t *testing.T) {
+			r := newRig(t, 1, nil)
+			gs := r.m.gpus[0]
+			began := time.Now().Add(-time.Hour)
+			h := action.History{UUID: gs.g.Info().UUID}
+			h.Count(r.m.repairBoot(), "nvswitch_fatal", began)
+			if acked {
+				h.Acknowledge(action.AckRecord{Time: began.Add(time.Minute), Action: action.ResetGPU, Classes: []string{"nvswitch_fatal"}})
+			}
+			if err := sink.WriteBoardState(r.dir, h); err != nil {
+				t.Fatal(err)
+			}
+			_, _, sample := stepper(r, 3)
+			sample(3)
+			gs.judgeAction(time.Now(), true, nil)
+			g := gs.slot.Get()
+			if got := gs.Health().Verdict.Has(anomaly.ReasonNVSwitchFatal); got == acked {
+				t.Errorf("nvswitch_fatal held %v after the restart", got)
+			}
+			if want := map[bool]action.Action{false: action.ResetGPU, true: action.None}[acked]; g.Action.Action != want {
+				t.Errorf("action %v %q, want %v", g.Action.Action, g.Action.Reasons, want)
+			}
+			if g.Incidents != 0 {
+				t.Errorf("incidents %d, want 0: the earlier run's was the incident", g.Incidents)
+			}
+		})
+	}
+}
+
+// The ack clears only the event reasons it acknowledges: a fatal SXid
+// raised after the action was judged (not yet sampled) holds on.
+func TestAckKeepsUnjudgedFatalSXid(t *testing.T) {
+	r := newRig(t, 1, nil)
+	r.devs[0].Fabric = &nvml.GpuFabricInfo_v4{State: reading.FabricCompleted}
+	gs, _, sample := stepper(r, 3)
+	r.m.onEvent(reading.Event{Time: time.Now(), GPU: 0, Kind: reading.EventXid, Source: reading.SourceNVML, Data: 79})
+	sample(3)
+	gs.judgeAction(time.Now(), true, nil)
+	cur := gs.slot.Get().Action.Action
+	if cur == action.None {
+		t.Fatal("Xid 79 gave no action")
+	}
+	r.m.onKernelLine(kmsg.Record{Time: 3201 * time.Second,
+		Message: "nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 15009, Fatal, Link 12 route GLT DBE"}, time.Now())
+	if _, err := r.m.Ack("0", cur, "replaced", "root"); err != nil {
+		t.Fatal(err)
+	}
+	sample(4)
+	if !gs.Health().Verdict.Has(anomaly.ReasonNVSwitchFatal) {
+		t.Errorf("the ack of %v cleared the fatal SXid raised after it was judged", cur)
+	}
+}

@@ -152,6 +152,24 @@ func FabricStatusText(v uint64) string {
 	return "error_" + strconv.FormatUint(v, 10)
 }
 
+// FabricCliqueChecked leaves v's fabric_clique absent unless v4 says its
+// first clique entry is there and a unicast one (the list is sorted by type,
+// unicast, type 0, first): with no cliques, or only multicast ones, the
+// entry's id is stale or another kind's. A v3 reading (no count read) is
+// its cliqueId, kept.
+func FabricCliqueChecked(v *Values) {
+	n, ok := v[FabricNumCliques].Get()
+	if !ok {
+		return
+	}
+	var b [4]byte // the entry's type is its first byte; the rest is padding
+	typ, tok := v[FabricClique0Type].Get()
+	binary.NativeEndian.PutUint32(b[:], uint32(typ))
+	if n == 0 || !tok || b[0] != 0 {
+		v[HFabricClique] = Opt[uint64]{}
+	}
+}
+
 // FabricClusterUUID returns the cluster UUID of the fabric the GPU is in,
 // as v has it, in the canonical form (8-4-4-4-12 hex digits, the bytes in
 // order: nvidia-smi -q's ClusterUUID); false when absent or all zero (in

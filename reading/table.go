@@ -312,6 +312,11 @@ const (
 	// composes them): not outputs of their own.
 	FabricCluster0
 	FabricCluster8
+	// v4's count of cliques and its first entry's type (its first byte),
+	// which say whether fabric_clique is a unicast clique's id
+	// (FabricCliqueChecked): not outputs of their own.
+	FabricNumCliques
+	FabricClique0Type
 	NumReadings
 )
 
@@ -480,6 +485,9 @@ var Table = [NumReadings]Def{
 	// FabricClusterUUID for status and events.log.
 	FabricCluster0: fabricUUID("FabricCluster0", "ClusterUuid+0"),
 	FabricCluster8: fabricUUID("FabricCluster8", "ClusterUuid+8"),
+	// v4 only: v3's cliqueId is the clique itself.
+	FabricNumCliques:  {Name: "FabricNumCliques", Getter: "nvmlDeviceGetGpuFabricInfo_v4", Value: "NumCliques", Type: U32, Tier: Slow},
+	FabricClique0Type: {Name: "FabricClique0Type", Getter: "nvmlDeviceGetGpuFabricInfo_v4", Value: "Cliques+0", Type: U32, Tier: Slow},
 }
 
 // HealthIDs is Table's hardware health counters, in table order.

@@ -54,7 +54,7 @@ type cVal struct{ off, size uintptr }
 // maxVals bounds the values of a call, maxOut the struct it fills, maxCalls
 // a sample's calls (batch.h GT_MAXVALS, GT_MAXOUT, GT_MAXCALLS).
 const (
-	maxVals  = 8
+	maxVals  = 10
 	maxOut   = 640
 	maxCalls = 64
 )

@@ -15,7 +15,7 @@
 
 #define GT_MAXFIELDS 64 // the field readings a sample can batch (sampler's maxFields)
 #define GT_MAXCALLS 64  // the calls of a sample: one bit each in plan (sampler's numCalls at most)
-#define GT_MAXVALS 8    // the values one call gives (sampler's maxVals)
+#define GT_MAXVALS 10   // the values one call gives (sampler's maxVals)
 #define GT_MAXOUT 640   // bytes of the struct a call fills (sampler's maxOut)
 
 #define GT_FIELDS 0 // call 0: nvmlDeviceGetFieldValues, the batched fields

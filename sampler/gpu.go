@@ -298,6 +298,7 @@ func (g *GPU) Sample(s *reading.Sample) {
 	for _, id := range reading.HealthIDs {
 		s.Values[id] = g.hlt.vals[id]
 	}
+	reading.FabricCliqueChecked(&s.Values)
 	g.readFanPolicies(s)
 }
 

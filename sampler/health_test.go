@@ -1,6 +1,7 @@
 package sampler
 
 import (
+	"maps"
 	"testing"
 	"time"
 
@@ -301,6 +302,14 @@ func TestFabricInfo(t *testing.T) {
 		reading.HFabricHealth: reading.Some[uint64](0x5199), reading.HFabricSummary: reading.Some[uint64](2),
 		reading.HFabricClique: reading.Some[uint64](7),
 	}
+	// A fabric that dropped its cliques keeps its stale first entry; one
+	// with only a multicast clique has no unicast id: fabric_clique absent
+	// from v4 (v3's cliqueId is what the driver says).
+	noCliques, multicast := *fabric, *fabric
+	noCliques.NumCliques = 0
+	multicast.NumCliques, multicast.Cliques[0] = 1, nvml.GpuFabricClique_v1{Type: 1, Id: 7}
+	noClique := maps.Clone(want)
+	noClique[reading.HFabricClique] = reading.Opt[uint64]{}
 	none := map[reading.ID]reading.Opt[uint64]{reading.HFabricState: {}, reading.HFabricStatus: {}, reading.HFabricHealth: {}, reading.HFabricSummary: {},
 		reading.HFabricClique: {}, reading.FabricCluster0: {}, reading.FabricCluster8: {}}
 	for _, tc := range []struct {
@@ -311,6 +320,8 @@ func TestFabricInfo(t *testing.T) {
 		called  string
 	}{
 		{"v4", fabric, nil, want, "GetGpuFabricInfo_v4"},
+		{"v4: no cliques", &noCliques, nil, noClique, "GetGpuFabricInfo_v4"},
+		{"v4: no unicast clique", &multicast, nil, noClique, "GetGpuFabricInfo_v4"},
 		{"older driver: v3", fabric, []string{"nvmlDeviceGetGpuFabricInfo_v4"}, want, "GetGpuFabricInfoV"},
 		{"old driver: neither", fabric, []string{"nvmlDeviceGetGpuFabricInfo_v4", "nvmlDeviceGetGpuFabricInfoV"}, none, ""},
 		{"no fabric", nil, nil, none, "GetGpuFabricInfo_v4"},

@@ -171,6 +171,23 @@ func TestFabricOldDriver(t *testing.T) {
 	}
 }
 
+// A fatal SXid in the kernel log's backlog, read before either GPU's first
+// sample says it is on the fabric: it is the host's, pending, and each GPU
+// on the fabric raises nvswitch_fatal with its first sample.
+func TestFatalSXidBacklog(t *testing.T) {
+	t.Parallel()
+	p := start(t, opts{scenario: "@b200-fabric", kmsg: true,
+		kmsgBefore: []string{"3,2001,9100000,-;nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 15009, Fatal, Link 12 route GLT DBE"}})
+	p.waitForEvent("the backlog's fatal SXid's reason", 20*time.Second,
+		"gpu=? bus=0000:05:00.0 source=kmsg type=SXid switch=3 sxid=15009",
+		"gpu=0 bus=00000000:01:00.0 type=HEALTH_CRITICAL reason=nvswitch_fatal",
+		"gpu=1 bus=00000000:21:00.0 type=HEALTH_CRITICAL reason=nvswitch_fatal")
+	p.stop()
+	if strings.Contains(p.stderr.String(), "no GPU on an NVLink fabric") {
+		t.Errorf("the backlog's fatal SXid was logged as no GPU's:\n%s", p.stderr.String())
+	}
+}
+
 // TestFatalSXidNoFabric: a host whose GPU reports no fabric (a PCIe host
 // has no NVSwitch: the line is forged or replayed) reads a fatal SXid twice
 // from the kernel log FILE: the switch's lines and their count, no GPU's

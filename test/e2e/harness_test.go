@@ -102,10 +102,11 @@ type opts struct {
 	// again on 2026-11-30: 8 rows in one second), which shows as late ticks
 	// the shipped build does not have. The other cadence tests (request
 	// storm, midnight) pass on the race-enabled build and run it.
-	plain bool
-	dir   string // log dir (default: a new temp dir)
-	kmsg  bool   // give the sim a kernel log file and the logger --kmsg
-	env   []string
+	plain      bool
+	dir        string   // log dir (default: a new temp dir)
+	kmsg       bool     // give the sim a kernel log file and the logger --kmsg
+	kmsgBefore []string // records in the kernel log file before the logger starts (kmsg)
+	env        []string
 }
 
 // proc is a running logger.
@@ -193,7 +194,11 @@ func command(t *testing.T, o opts) (*exec.Cmd, string, string, string) {
 	}
 	if o.kmsg {
 		kmsg = filepath.Join(work, "kmsg")
-		if err := os.WriteFile(kmsg, nil, 0o644); err != nil {
+		var before []byte
+		for _, r := range o.kmsgBefore {
+			before = append(before, r+"\n"...)
+		}
+		if err := os.WriteFile(kmsg, before, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		env = append(env, "SIMNVML_KMSG="+kmsg)
