@@ -267,20 +267,12 @@ func ageText(d time.Duration) string {
 // runs (connects, and again after a failure) for as long as the page is
 // up. Up and Down select a host, Enter opens its view.
 func RunFleet(ctx context.Context, remotes []*Remote) error {
-	scr, err := tcell.NewScreen()
-	if err != nil {
-		return err
-	}
-	if err := scr.Init(); err != nil {
-		return err
-	}
-	defer scr.Fini()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for _, r := range remotes {
 		go r.Run(ctx)
 	}
-	return fleetLoop(ctx, scr, remotes)
+	return withScreen(func(scr tcell.Screen) error { return fleetLoop(ctx, scr, remotes) })
 }
 
 func fleetLoop(ctx context.Context, scr tcell.Screen, remotes []*Remote) error {

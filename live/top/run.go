@@ -29,6 +29,12 @@ func Run(ctx context.Context, fetch Fetch) error { return RunApp(ctx, fetch, New
 // RunApp is Run showing app: NewApp's, or one with views added (a fleet
 // page appends its View to app.Views).
 func RunApp(ctx context.Context, fetch Fetch, app *App) error {
+	return withScreen(func(scr tcell.Screen) error { return loop(ctx, scr, fetch, app) })
+}
+
+// withScreen takes the terminal, runs show on it and restores the terminal
+// when show returns (or panics).
+func withScreen(show func(tcell.Screen) error) error {
 	scr, err := tcell.NewScreen()
 	if err != nil {
 		return err
@@ -37,7 +43,7 @@ func RunApp(ctx context.Context, fetch Fetch, app *App) error {
 		return err
 	}
 	defer scr.Fini()
-	return loop(ctx, scr, fetch, app)
+	return show(scr)
 }
 
 // result is one fetch: a document, or why there is none.
