@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -101,4 +102,44 @@ func Binary() (path string, cleanup func(), err error) {
 		return "", cleanup, fmt.Errorf("building gpu-telemetry: %v\n%s", err, out)
 	}
 	return path, cleanup, nil
+}
+
+// Built is what a harness package runs (test/fleet, test/slurm): the
+// gpu-telemetry binary (Binary) and the simulated driver's directory
+// (SimNVML), made at most once per run by the first test that asks (Get)
+// and removed by Close, which the package's TestMain calls after m.Run.
+type Built struct {
+	once     sync.Once
+	binary   string
+	simDir   string
+	err      error
+	cleanups []func()
+}
+
+// Get returns the binary and the simulated driver's directory, failing t
+// when they cannot be made.
+func (b *Built) Get(t testing.TB) (binary, simDir string) {
+	t.Helper()
+	b.once.Do(func() {
+		dir, cleanup, err := SimNVML()
+		b.cleanups = append(b.cleanups, cleanup)
+		if err != nil {
+			b.err = err
+			return
+		}
+		b.simDir = dir
+		b.binary, cleanup, b.err = Binary()
+		b.cleanups = append(b.cleanups, cleanup)
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.binary, b.simDir
+}
+
+// Close removes what Get made.
+func (b *Built) Close() {
+	for _, f := range b.cleanups {
+		f()
+	}
 }

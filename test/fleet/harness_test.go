@@ -19,7 +19,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,44 +27,23 @@ import (
 
 var (
 	repo   string
-	binary string // gpu-telemetry
+	binary string // gpu-telemetry, once built(t) ran
 	simDir string
+	build  testutil.Built
 )
 
 func TestMain(m *testing.M) {
 	repo = testutil.Repo()
 	code := m.Run()
-	for _, f := range cleanups {
-		f()
-	}
+	build.Close()
 	os.Exit(code)
 }
 
-var (
-	buildOnce sync.Once
-	buildErr  error
-	cleanups  []func()
-)
-
-// built returns the gpu-telemetry binary ($GPU_TELEMETRY_BIN, as make test
-// sets it, or one built now) and the simulated driver's directory, once
-// per run.
+// built sets binary ($GPU_TELEMETRY_BIN, as make test sets it, or one
+// built now) and the simulated driver's directory, once per run.
 func built(t *testing.T) {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, cleanup, err := testutil.SimNVML()
-		cleanups = append(cleanups, cleanup)
-		if err != nil {
-			buildErr = err
-			return
-		}
-		simDir = dir
-		binary, cleanup, buildErr = testutil.Binary()
-		cleanups = append(cleanups, cleanup)
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
+	binary, simDir = build.Get(t)
 }
 
 // child is a process the test started; it is killed when the test ends.
