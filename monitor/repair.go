@@ -257,7 +257,6 @@ type AckResult struct {
 	UUID    string
 	Acked   action.Action  // the action acknowledged
 	Now     action.Current // the GPU's action after it
-	Record  action.AckRecord
 }
 
 // Ack acknowledges the current action of the GPU sel names (its index, its
@@ -325,7 +324,7 @@ func (m *Monitor) Ack(sel string, want action.Action, note, by string) (AckResul
 	})
 	m.eventLine(gs.event(now, sink.TypeAck, "action", rec.Action.String(), "by", by, "note", note, "classes", strings.Join(rec.Classes, ",")))
 	gs.judgeAction(now, true, nil)
-	res := AckResult{GPU: gs.idx, UUID: gs.g.Info().UUID, Acked: rec.Action, Record: rec}
+	res := AckResult{GPU: gs.idx, UUID: gs.g.Info().UUID, Acked: rec.Action}
 	rs.mu.Lock()
 	res.Now = rs.cur
 	rs.mu.Unlock()
@@ -383,7 +382,7 @@ func (m *Monitor) ackMissingState(uuid string, want action.Action, note, by stri
 			Fields: sink.KV("prev_gpu", prev, "action", after.Action.String(), "from", b.view.Action.Action.String(), "reason", after.Reason())})
 	}
 	b.view.Action = after
-	return b, AckResult{GPU: b.view.Index, Missing: true, UUID: uuid, Acked: rec.Action, Now: after, Record: rec}, lines, nil
+	return b, AckResult{GPU: b.view.Index, Missing: true, UUID: uuid, Acked: rec.Action, Now: after}, lines, nil
 }
 
 // maxTime is the later of a and b.

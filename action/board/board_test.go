@@ -1,0 +1,120 @@
+package board
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/action"
+	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/xid"
+)
+
+// xidAt tells b of Xid code at t and judges it, under mu (the owner's lock).
+func xidAt(mu *sync.Mutex, b *Board, code int, t time.Time) action.Current {
+	mu.Lock()
+	defer mu.Unlock()
+	b.Repair().Xid(xid.ExplainDetail(code, reading.XidDetail{}), t)
+	return b.Judge(anomaly.RepairInput{Now: t})
+}
+
+// Saves run outside the owner's lock, by whichever goroutine judged: the
+// file ends with the newest history whatever order they run in, a save
+// with nothing new writes nothing, and a copy whose write failed is
+// pending and written again by the next save, with nothing new to change it.
+func TestSavesInOrder(t *testing.T) {
+	dir := t.TempDir()
+	const uuid = "GPU-a"
+	b := New(dir, "boot-a", action.DefaultInspectAfter, action.History{UUID: uuid})
+	var mu sync.Mutex
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	for i := range 20 {
+		xidAt(&mu, b, 79, t0.Add(time.Duration(i)*time.Second))
+		wg.Go(func() {
+			if err := b.Save(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := b.Save(); err != nil || b.Pending() {
+		t.Fatalf("pending %v after the saves: %v", b.Pending(), err)
+	}
+	h, err := Read(dir, uuid)
+	if err != nil || h.Boots[0].Classes["xid79"].Count != 20 {
+		t.Fatalf("the newest copy is not on disk: %+v, %v", h, err)
+	}
+
+	// A write that fails (the file's name taken by a directory) is retried.
+	p, _ := Path(dir, uuid)
+	os.Remove(p)
+	if err := os.MkdirAll(filepath.Join(p, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	xidAt(&mu, b, 95, t0.Add(time.Minute))
+	if err := b.Save(); err == nil || !b.Pending() {
+		t.Fatalf("a failed write: %v, pending %v", err, b.Pending())
+	}
+	if err := os.RemoveAll(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Save(); err != nil || b.Pending() {
+		t.Fatalf("the retry: %v, pending %v", err, b.Pending())
+	}
+	if h, err = Read(dir, uuid); err != nil || h.Boots[0].Classes["xid95"].Count != 1 {
+		t.Fatalf("the copy whose write failed was not written again: %+v, %v", h, err)
+	}
+}
+
+// An ack names the action it clears: another action, or none, is refused
+// with the board named; the ack goes into the history the next Judge
+// stages.
+func TestAck(t *testing.T) {
+	dir := t.TempDir()
+	b := New(dir, "boot-a", action.DefaultInspectAfter, action.History{UUID: "GPU-a"})
+	var mu sync.Mutex
+	t0 := time.Now()
+	if _, err := b.Ack("GPU 0", action.Current{}, action.None, t0, "root", ""); err == nil || err.Error() != "GPU 0 has no action to acknowledge" {
+		t.Errorf("ack of none: %v", err)
+	}
+	cur := xidAt(&mu, b, 79, t0)
+	if _, err := b.Ack("GPU 0", cur, action.Inspect, t0, "root", ""); err == nil || err.Error() != "GPU 0's action is "+cur.Action.String()+", not inspect" {
+		t.Errorf("ack of another action: %v", err)
+	}
+	rec, err := b.Ack("GPU 0", cur, cur.Action, t0, "root", "reseated")
+	if err != nil || rec.Action != cur.Action || rec.By != "root" || rec.Note != "reseated" || len(rec.Classes) == 0 {
+		t.Fatalf("ack: %+v, %v", rec, err)
+	}
+	if after := b.Judge(anomaly.RepairInput{Now: t0}); after.Action.Drains() {
+		t.Errorf("after the ack: %v %q", after.Action, after.Reasons)
+	}
+	if err := b.Save(); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := Read(dir, "GPU-a"); err != nil || h.Ack == nil || h.Ack.Note != "reseated" {
+		t.Errorf("state file after the ack: %+v, %v", h.Ack, err)
+	}
+}
+
+func TestPick(t *testing.T) {
+	uuids := []string{"GPU-dead0001-0000", "GPU-dead0002-0000", "GPU-beef0001-0000"}
+	for _, c := range []struct{ name, sel, want string }{
+		{"whole", "GPU-dead0002-0000", "GPU-dead0002-0000"},
+		{"whole, case aside", "gpu-DEAD0002-0000", "GPU-dead0002-0000"},
+		{"the start of one", "gpu-beef", "GPU-beef0001-0000"},
+		{"the start of two", "GPU-dead", ""},
+		{"too short a start", "GPU-", ""},
+		{"none", "GPU-nope", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := Pick(uuids, c.sel)
+			if got != c.want || (err == nil) != (c.want != "") {
+				t.Errorf("Pick(%q) = %q, %v; want %q", c.sel, got, err, c.want)
+			}
+		})
+	}
+}
