@@ -70,15 +70,15 @@ func (m *Monitor) judgeActions(now time.Time) {
 		}
 	}
 	m.states.mu.Lock()
-	var retry []*missingBoard
+	var retry []*board.Missing
 	for _, b := range m.states.missing {
-		if b.b.Pending() {
+		if b.Pending() {
 			retry = append(retry, b)
 		}
 	}
 	m.states.mu.Unlock()
 	for _, b := range retry {
-		m.saveBoard(b.b, slog.String("uuid", b.view.UUID))
+		m.saveBoard(b.Board, slog.String("uuid", b.UUID()))
 	}
 }
 
@@ -278,7 +278,7 @@ func (m *Monitor) Ack(sel string, want action.Action, note, by string) (AckResul
 		}
 		m.states.mu.Lock()
 		for _, b := range m.states.missing {
-			uuids = append(uuids, b.view.UUID)
+			uuids = append(uuids, b.UUID())
 		}
 		m.states.mu.Unlock()
 		uuid, err := board.Pick(uuids, sel)
@@ -331,58 +331,30 @@ func (m *Monitor) Ack(sel string, want action.Action, note, by string) (AckResul
 	return res, nil
 }
 
-// missingBoard is a board of the previous run that is not enumerated now
-// (host.missing_boards): its repair action, judged from its state file at
-// start, and that file. Its fields are under the host's lock (hostStates).
-type missingBoard struct {
-	view live.MissingBoard // what the host view shows
-	b    *board.Board
-}
-
 // ackMissing acknowledges the action of a board of the previous run that
-// is not enumerated now, as Ack does a GPU's: the ACK line and the ACTION
-// line after it (by its UUID and prev_gpu=), its state file (written as a
-// GPU's, in order and again after a failure), and the action the host view
-// shows.
+// is not enumerated now, as Ack does a GPU's (board.Missing.Ack): under
+// the host's lock, which serialises the acks of missing boards; its state
+// file (written as a GPU's, in order and again after a failure) and its
+// lines outside it (a slow disk does not hold up status).
 func (m *Monitor) ackMissing(uuid string, want action.Action, note, by string) (AckResult, error) {
-	b, res, lines, err := m.ackMissingState(uuid, want, note, by)
-	if err != nil {
-		return res, err
+	m.states.mu.Lock()
+	i := slices.IndexFunc(m.states.missing, func(b *board.Missing) bool { return b.UUID() == uuid })
+	if i < 0 {
+		m.states.mu.Unlock()
+		return AckResult{}, fmt.Errorf("no missing board %s", uuid)
 	}
-	m.saveBoard(b.b, slog.String("uuid", uuid))
+	b := m.states.missing[i]
+	rec, lines, err := b.Ack(want, time.Now(), by, note)
+	res := AckResult{GPU: b.Index, Missing: true, UUID: uuid, Acked: rec.Action, Now: b.Action}
+	m.states.mu.Unlock()
+	if err != nil {
+		return AckResult{}, err
+	}
+	m.saveBoard(b.Board, slog.String("uuid", uuid))
 	for _, l := range lines {
 		m.eventLine(l)
 	}
 	return res, nil
-}
-
-// ackMissingState is ackMissing under the host's lock, which serialises
-// the acks of missing boards; it returns the board and the lines to write
-// (outside the lock: a slow disk does not hold up status).
-func (m *Monitor) ackMissingState(uuid string, want action.Action, note, by string) (*missingBoard, AckResult, []sink.EventLine, error) {
-	m.states.mu.Lock()
-	defer m.states.mu.Unlock()
-	i := slices.IndexFunc(m.states.missing, func(b *missingBoard) bool { return b.view.UUID == uuid })
-	if i < 0 {
-		return nil, AckResult{}, nil, fmt.Errorf("no missing board %s", uuid)
-	}
-	b := m.states.missing[i]
-	now := time.Now()
-	in := anomaly.RepairInput{Now: now, Missing: true}
-	rec, err := b.b.Ack("the missing board "+uuid, b.b.Judge(in), want, now, by, note)
-	if err != nil {
-		return nil, AckResult{}, nil, err
-	}
-	after := b.b.Judge(in)
-	prev := strconv.Itoa(b.view.Index)
-	lines := []sink.EventLine{{Time: now, UUID: uuid, GPU: -1, Type: sink.TypeAck,
-		Fields: sink.KV("prev_gpu", prev, "action", rec.Action.String(), "by", by, "note", note, "classes", strings.Join(rec.Classes, ","))}}
-	if !after.Equal(b.view.Action) {
-		lines = append(lines, sink.EventLine{Time: now, UUID: uuid, GPU: -1, Type: sink.TypeAction,
-			Fields: sink.KV("prev_gpu", prev, "action", after.Action.String(), "from", b.view.Action.Action.String(), "reason", after.Reason())})
-	}
-	b.view.Action = after
-	return b, AckResult{GPU: b.view.Index, Missing: true, UUID: uuid, Acked: rec.Action, Now: after}, lines, nil
 }
 
 // maxTime is the later of a and b.
@@ -394,43 +366,30 @@ func maxTime(a, b time.Time) time.Time {
 }
 
 // missingBoard judges the repair action of a board of the previous run
-// that is not enumerated now, from its state file: after a boot that ended
-// in Xid 79 or a recovery action it is a power cycle (a warm reboot did
-// not bring it back). An action other than none is an ACTION line (by the
-// board's UUID and previous index) and shows in the host view; it reports
-// whether there was one.
+// that is not enumerated now, from its state file (board.NewMissing). An
+// action other than none is an ACTION line (by the board's UUID and
+// previous index) and shows in the host view; it reports whether there
+// was one.
 func (m *Monitor) missingBoard(b sink.Board) bool {
 	if b.UUID == "" {
 		return false
 	}
-	bd := m.openBoard(b.UUID, m.log)
-	cur := bd.Judge(anomaly.RepairInput{Now: m.start, Missing: true})
-	m.saveBoard(bd, slog.String("uuid", b.UUID))
-	if cur.Action == action.None {
+	mb := board.NewMissing(m.openBoard(b.UUID, m.log), b.Index, m.start)
+	m.saveBoard(mb.Board, slog.String("uuid", b.UUID))
+	if mb.Action.Action == action.None {
 		return false
 	}
-	m.addMissing(b.Index, b.UUID, bd, cur)
+	m.addMissing(mb)
 	return true
 }
 
-// addMissing shows the missing board with uuid (its index in the previous
-// run: -1 unknown), its action cur, in the host view, where ackMissing
+// addMissing shows the missing board b in the host view, where ackMissing
 // finds it, and writes its ACTION line.
-func (m *Monitor) addMissing(index int, uuid string, bd *board.Board, cur action.Current) {
+func (m *Monitor) addMissing(b *board.Missing) {
 	m.states.mu.Lock()
-	m.states.missing = append(m.states.missing, &missingBoard{view: live.MissingBoard{Index: index, UUID: uuid, Action: cur}, b: bd})
+	m.states.missing = append(m.states.missing, b)
 	m.states.mu.Unlock()
-	m.eventLine(sink.EventLine{Time: m.start, UUID: uuid, GPU: -1, Type: sink.TypeAction,
-		Fields: sink.KV("prev_gpu", prevIndex(index), "action", cur.Action.String(), "from", action.None.String(), "reason", cur.Reason())})
-}
-
-// prevIndex is a missing board's index in the run that last saw it; "" when
-// no run this one can read saw it (missingFromState).
-func prevIndex(i int) string {
-	if i < 0 {
-		return ""
-	}
-	return strconv.Itoa(i)
+	m.eventLine(b.Line(m.start))
 }
 
 // missingFromState raises the boards that the comparison with the previous
@@ -457,7 +416,7 @@ func (m *Monitor) missingFromState() (texts []string) {
 	}
 	m.states.mu.Lock()
 	for _, b := range m.states.missing {
-		seen[b.view.UUID] = true
+		seen[b.UUID()] = true
 	}
 	m.states.mu.Unlock()
 	for _, uuid := range board.Stored(m.cfg.LogDir) {
@@ -468,13 +427,12 @@ func (m *Monitor) missingFromState() (texts []string) {
 		if err != nil {
 			continue // not a board's (a link, another name): openBoard says why when the board is judged
 		}
-		bd := board.New(m.cfg.LogDir, m.repairBoot(), m.cfg.InspectAfter, h)
-		cur := bd.Judge(anomaly.RepairInput{Now: m.start, Missing: true})
-		if !cur.Action.Drains() {
+		mb := board.NewMissing(board.New(m.cfg.LogDir, m.repairBoot(), m.cfg.InspectAfter, h), -1, m.start)
+		if !mb.Action.Action.Drains() {
 			continue
 		}
-		m.saveBoard(bd, slog.String("uuid", uuid))
-		m.addMissing(-1, uuid, bd, cur)
+		m.saveBoard(mb.Board, slog.String("uuid", uuid))
+		m.addMissing(mb)
 		line := sink.EarlierMissingEvent(m.start, uuid)
 		m.log.Error("a GPU an earlier run missed is still not enumerated", "detail", line.Get("detail"))
 		m.eventLine(line)

@@ -218,7 +218,7 @@ func TestAckMissingBoard(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.m.missingBoard(sink.Board{Index: 1, UUID: uuid})
-	if got := r.m.states.missing; len(got) != 1 || got[0].view.Action.Action != action.PowerCycle {
+	if got := r.m.states.missing; len(got) != 1 || got[0].Action.Action != action.PowerCycle {
 		t.Fatalf("missing boards %+v, want one to power cycle", got)
 	}
 	if _, err := r.m.Ack(uuid, action.Reboot, "", "root"); err == nil {
@@ -244,8 +244,8 @@ func TestAckMissingBoard(t *testing.T) {
 	if len(h.Ack.Classes) == 0 || h.Acked[h.Ack.Classes[0]] != h.Ack.Time {
 		t.Errorf("the ack's classes are not kept per class: %+v %+v", h.Ack, h.Acked)
 	}
-	if got := r.m.states.missing; got[0].view.Action.Action != action.Watch {
-		t.Errorf("host view after the ack: %+v", got[0].view.Action)
+	if got := r.m.states.missing; got[0].Action.Action != action.Watch {
+		t.Errorf("host view after the ack: %+v", got[0].Action)
 	}
 }
 
@@ -301,7 +301,7 @@ func TestMissingFromStateFiles(t *testing.T) {
 	}
 	r.m.missingFromState()
 	got := r.m.states.missing
-	if len(got) != 1 || got[0].view.UUID != gone || !got[0].view.Action.Action.Drains() || got[0].view.Index != -1 {
+	if len(got) != 1 || got[0].UUID() != gone || !got[0].Action.Action.Drains() || got[0].Index != -1 {
 		t.Fatalf("missing boards %+v, want %s alone, taken out of service, its index unknown", got, gone)
 	}
 	testutil.Contains(t, "events.log", r.eventsLog(), "uuid="+gone, "type=ACTION action=power_cycle",

@@ -27,8 +27,8 @@ import (
 // is newer than the one on disk: an older copy never lands over a newer
 // one, and a copy not yet on disk is written again at the next Save.
 type Board struct {
-	r   *anomaly.Repair
-	dir string
+	r         *anomaly.Repair
+	dir, uuid string
 
 	mu   sync.Mutex     // hist, gen
 	hist action.History // the newest copy, version gen
@@ -41,8 +41,11 @@ type Board struct {
 // New returns the board whose history h (Read) is kept in dir, judged in
 // boot with --inspect-after-boots inspectAfter (anomaly.NewRepair).
 func New(dir, boot string, inspectAfter int, h action.History) *Board {
-	return &Board{r: anomaly.NewRepair(boot, inspectAfter, h), dir: dir}
+	return &Board{r: anomaly.NewRepair(boot, inspectAfter, h), dir: dir, uuid: h.UUID}
 }
+
+// UUID is the board's.
+func (b *Board) UUID() string { return b.uuid }
 
 // Repair is the board's judge, for the events it is told of (Xid,
 // Recovery, ...). Under the owner's lock.

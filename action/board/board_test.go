@@ -10,6 +10,7 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/action"
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/xid"
 )
 
@@ -116,5 +117,41 @@ func TestPick(t *testing.T) {
 				t.Errorf("Pick(%q) = %q, %v; want %q", c.sel, got, err, c.want)
 			}
 		})
+	}
+}
+
+// A board missing since a boot that ended in Xid 79 is power_cycle; its
+// line at start names its index in the run that last saw it (empty when
+// unknown); an ack of another action is refused, and the ack of its own
+// is an ACK line and the ACTION line of what it is now.
+func TestMissing(t *testing.T) {
+	const uuid = "GPU-dead0001"
+	h := action.History{UUID: uuid}
+	h.Count("an-earlier-boot", "xid79", time.Now().Add(-time.Hour))
+	now := time.Now()
+	for _, index := range []int{1, -1} {
+		m := NewMissing(New(t.TempDir(), "this-boot", action.DefaultInspectAfter, h), index, now)
+		if m.Action.Action != action.PowerCycle || m.UUID() != uuid {
+			t.Fatalf("missing board %s: %v %q", m.UUID(), m.Action.Action, m.Action.Reasons)
+		}
+		l := m.Line(now)
+		if want := map[int]string{1: "1", -1: ""}[index]; l.UUID != uuid || l.GPU != -1 || l.Type != sink.TypeAction ||
+			l.Get("prev_gpu") != want || l.Get("action") != "power_cycle" || l.Get("from") != "none" {
+			t.Errorf("index %d: the line at start %+v", index, l)
+		}
+	}
+	m := NewMissing(New(t.TempDir(), "this-boot", action.DefaultInspectAfter, h), 1, now)
+	if _, _, err := m.Ack(action.Reboot, now, "root", ""); err == nil || err.Error() != "the missing board "+uuid+"'s action is power_cycle, not reboot" {
+		t.Errorf("an ack of another action: %v", err)
+	}
+	rec, lines, err := m.Ack(action.PowerCycle, now, "root", "reseated")
+	if err != nil || rec.Action != action.PowerCycle || m.Action.Action.Drains() || len(lines) != 2 {
+		t.Fatalf("ack: %+v, now %v, %d lines, %v", rec, m.Action, len(lines), err)
+	}
+	if l := lines[0]; l.Type != sink.TypeAck || l.Get("prev_gpu") != "1" || l.Get("action") != "power_cycle" || l.Get("note") != "reseated" {
+		t.Errorf("the ACK line %+v", l)
+	}
+	if l := lines[1]; l.Type != sink.TypeAction || l.Get("action") != "watch" || l.Get("from") != "power_cycle" {
+		t.Errorf("the ACTION line %+v", l)
 	}
 }
