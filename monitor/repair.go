@@ -70,14 +70,9 @@ func (m *Monitor) judgeActions(now time.Time) {
 		}
 	}
 	m.states.mu.Lock()
-	var retry []*board.Missing
-	for _, b := range m.states.missing {
-		if b.Pending() {
-			retry = append(retry, b)
-		}
-	}
+	missing := m.states.missing
 	m.states.mu.Unlock()
-	for _, b := range retry {
+	for _, b := range missing {
 		m.saveBoard(b.Board, slog.String("uuid", b.UUID()))
 	}
 }

@@ -78,16 +78,9 @@ func (b *Board) Ack(who string, cur action.Current, want action.Action, t time.T
 	return b.r.Ack(cur, t, by, note), nil
 }
 
-// Pending reports whether a version of the history is not on disk yet
-// (changed, or an earlier Save failed).
-func (b *Board) Pending() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.gen > b.disk.Load()
-}
-
 // Save writes the newest copy of the history to the state file unless it
-// is on disk already; after a failure, the next Save writes it again.
+// is on disk already (then it does nothing); after a failure, the next
+// Save writes it again.
 // Outside the owner's lock: a slow disk holds up no judgement.
 func (b *Board) Save() error {
 	b.mu.Lock()
