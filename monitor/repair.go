@@ -26,7 +26,7 @@ import (
 // application's Xid that expires).
 const judgeEvery = time.Second
 
-// repairState is a GPU's repair action (anomaly.Repair) under its lock: the
+// repairState is a GPU's repair action (board.Board) under its lock: the
 // worker (samples), the event goroutines (Xids, recovery actions, kernel
 // lines), watchLosses once a second (hangs, expiries) and the control
 // socket (acks) judge it.
