@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/action"
@@ -34,8 +33,8 @@ type Board struct {
 	hist action.History // the newest copy, version gen
 	gen  uint64
 
-	write sync.Mutex    // one Save at a time
-	disk  atomic.Uint64 // the version on disk
+	write sync.Mutex // one Save at a time; disk
+	disk  uint64     // the version on disk
 }
 
 // New returns the board whose history h (Read) is kept in dir, judged in
@@ -80,21 +79,21 @@ func (b *Board) Ack(who string, cur action.Current, want action.Action, t time.T
 
 // Save writes the newest copy of the history to the state file unless it
 // is on disk already (then it does nothing); after a failure, the next
-// Save writes it again.
-// Outside the owner's lock: a slow disk holds up no judgement.
+// Save writes it again. Outside the owner's lock: a slow disk holds up no
+// judgement.
 func (b *Board) Save() error {
 	b.mu.Lock()
 	h, gen := b.hist, b.gen
 	b.mu.Unlock()
 	b.write.Lock()
 	defer b.write.Unlock()
-	if gen <= b.disk.Load() {
+	if gen <= b.disk {
 		return nil
 	}
 	if err := Write(b.dir, h); err != nil {
 		return err
 	}
-	b.disk.Store(gen)
+	b.disk = gen
 	return nil
 }
 
