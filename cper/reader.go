@@ -18,13 +18,11 @@ import (
 // not a fault.
 type ReadFunc func(uuid string, handle uint64) (records []byte, next uint64, err error)
 
-// Reader reads each GPU's new records through the driver, and the host's
-// boot error record, and keeps their cursors (CursorFile). A record is
-// marked saved only after its caller saved it: a stop between two records
-// repeats none already saved and loses none.
-// A read is bounded by a deadline: one the driver does not return from is
-// abandoned (no other starts until it returns) and its records are read
-// again next time, since the cursor moves only once they are saved.
+// Reader reads each GPU's new records, bounded by a deadline, and the
+// host's boot error record, and keeps their cursors (CursorFile). A read
+// the driver does not return from is abandoned (no other starts until it
+// returns); its records are read again next time, since the cursor moves
+// only as they are saved.
 type Reader struct {
 	read     ReadFunc
 	deadline time.Duration
@@ -45,14 +43,12 @@ func NewReader(dir string, read ReadFunc, deadline time.Duration, log *slog.Logg
 	return &Reader{read: read, deadline: deadline, cursors: cur}
 }
 
-// Read reads the GPU uuid's records after its cursor and calls save for
-// each not saved before, in order, with the time they were read (rec nil:
-// the rest of the buffer that could not be decoded, saved raw), marking
-// each saved in the cursor once save returns; then moves the cursor past
-// them. It returns how many it skipped as saved already (a read that
-// restarted from the first record after a failure, or a cursor whose save
-// failed). It does nothing when uuid is empty (the GPU is not identified
-// yet) or a read is still in the driver. What goes wrong is logged to log.
+// Read calls save for each of the GPU uuid's records after its cursor not
+// saved before, in order, with the time they were read (rec nil: the rest
+// that could not be decoded, saved raw), and marks each saved only once
+// save returns: a stop between two records repeats none already saved. It
+// returns how many it skipped as saved already, and does nothing while
+// uuid is empty (the GPU not identified yet) or a read is in the driver.
 func (r *Reader) Read(log *slog.Logger, uuid string, save func(now time.Time, raw []byte, rec *Record)) (repeats int) {
 	if uuid == "" || !r.busy.CompareAndSwap(false, true) {
 		return 0
@@ -103,8 +99,6 @@ func (r *Reader) Read(log *slog.Logger, uuid string, save func(now time.Time, ra
 		}
 		save(now, raw, &rec)
 		cur.Mark(rec.ID)
-		// Saved with each record: a stop between two records repeats none
-		// already saved.
 		r.set(log, uuid, cur)
 	}
 	if err != nil {
