@@ -34,7 +34,6 @@ type ProcReader struct {
 	cfg ProcConfig
 	log *slog.Logger
 	capCache
-	desc *proc.Describer // names the listed processes from /proc
 
 	kick       chan struct{}
 	busy, hung atomic.Bool
@@ -46,7 +45,8 @@ type ProcReader struct {
 	off      [maxFns]int64 // capability cache by function
 	lastTS   uint64        // newest GetProcessUtilization timestamp seen (us)
 	lastGood *reading.Procs
-	failing  bool // the last read failed: not logged again
+	failing  bool            // the last read failed: not logged again
+	desc     *proc.Describer // names the listed processes from /proc
 }
 
 // readStart is when a read began: the wall time stamps it, the monotonic
