@@ -2,7 +2,6 @@ package sink
 
 import (
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,15 +28,15 @@ var fabricDaemons = []reading.FabricService{
 }
 
 // FabricServices scans root's /proc for the fabric daemons (root "/" on a
-// real host; proc.Running).
+// real host).
 func FabricServices(root string) []reading.FabricService {
-	out := slices.Clone(fabricDaemons)
-	exes := make([]string, len(out))
-	for i, f := range out {
-		exes[i] = f.Exe
-	}
-	for i, pid := range proc.Running(filepath.Join(root, "proc"), exes...) {
-		out[i].PID = pid
+	out := append([]reading.FabricService(nil), fabricDaemons...)
+	for pid, exe := range proc.Programs(filepath.Join(root, "proc")) {
+		for i := range out {
+			if out[i].PID == 0 && out[i].Exe == exe {
+				out[i].PID = pid
+			}
+		}
 	}
 	return out
 }
