@@ -120,18 +120,13 @@ func (d *Describer) Describe(list []reading.Process, at time.Time) {
 	}
 }
 
-// dir is the /proc directory of pid.
-func (d *Describer) dir(pid uint32) string {
-	return filepath.Join(d.root, strconv.FormatUint(uint64(pid), 10))
-}
-
 // startTime returns field 22 of /proc/<pid>/stat, the process's start time
 // (with the PID, it names one process); "" when it cannot be read.
 func (d *Describer) startTime(pid uint32) string {
 	if !d.host {
 		return ""
 	}
-	b, err := readCapped(filepath.Join(d.dir(pid), "stat"), 1024)
+	b, err := readCapped(filepath.Join(d.root, strconv.FormatUint(uint64(pid), 10), "stat"), 1024)
 	if err != nil {
 		return ""
 	}
@@ -155,7 +150,7 @@ func (d *Describer) describe(pr *reading.Process) {
 		pr.Origin = reading.ProcOtherNS
 		return
 	}
-	dir := d.dir(pr.PID)
+	dir := filepath.Join(d.root, strconv.FormatUint(uint64(pr.PID), 10))
 	comm, err := os.ReadFile(filepath.Join(dir, "comm"))
 	if err != nil {
 		pr.Origin = originOf(err)
