@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/action/board"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/events"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/kclock"
@@ -87,7 +88,7 @@ type hostStates struct {
 	kmsg, events string
 	drops        dropHistory
 	incident     live.Incident
-	missing      []*missingBoard // set once at start (Monitor.missingBoard)
+	missing      []*board.Missing // set once at start (Monitor.missingBoard)
 	// boardsMissing are the boards raised missing (raiseMissing,
 	// missingFromState); shortfall is how many fewer GPUs than
 	// --expect-gpus were enumerated. gpus_missing is the larger: the
@@ -540,7 +541,7 @@ func (m *Monitor) hostView() live.Host {
 	m.states.mu.Lock()
 	h.Kmsg, h.Events, h.LastIncident = m.states.kmsg, m.states.events, m.states.incident
 	for _, b := range m.states.missing {
-		h.Missing = append(h.Missing, b.view) // a copy: an ack changes b.view under the lock
+		h.Missing = append(h.Missing, live.MissingBoard{Index: b.Index, UUID: b.UUID(), Action: b.Action}) // a copy: an ack changes b.Action under the lock
 	}
 	h.GPUsMissing = max(m.states.boardsMissing, m.states.shortfall)
 	h.BERT = m.states.bert
