@@ -3,6 +3,7 @@ package board
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -160,5 +161,16 @@ func TestMissing(t *testing.T) {
 	}
 	if l := lines[1]; l.Type != sink.TypeAction || l.Get("action") != "watch" || l.Get("from") != "power_cycle" {
 		t.Errorf("the ACTION line %+v", l)
+	}
+	// An index the earlier run did not know is empty on the ACK and ACTION
+	// lines alike (absent, not -1).
+	m = NewMissing(New(t.TempDir(), "this-boot", action.DefaultInspectAfter, h), -1, now)
+	if _, lines, err = m.Ack(action.PowerCycle, now, "root", ""); err != nil || len(lines) != 2 {
+		t.Fatalf("ack of an unknown index: %d lines, %v", len(lines), err)
+	}
+	for _, l := range lines {
+		if !slices.Contains(l.Fields, sink.Field{Key: "prev_gpu", Value: ""}) {
+			t.Errorf("%s line %+v: want prev_gpu present and empty", l.Type, l.Fields)
+		}
 	}
 }

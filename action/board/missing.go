@@ -32,12 +32,8 @@ func NewMissing(b *Board, index int, now time.Time) *Missing {
 // start), by its UUID and its index in the run that last saw it (prev_gpu
 // empty when unknown).
 func (m *Missing) Line(t time.Time) sink.EventLine {
-	prev := ""
-	if m.Index >= 0 {
-		prev = strconv.Itoa(m.Index)
-	}
 	return sink.EventLine{Time: t, UUID: m.uuid, GPU: -1, Type: sink.TypeAction,
-		Fields: sink.KV("prev_gpu", prev, "action", m.Action.Action.String(), "from", action.None.String(), "reason", m.Action.Reason())}
+		Fields: sink.KV("prev_gpu", m.prevGPU(), "action", m.Action.Action.String(), "from", action.None.String(), "reason", m.Action.Reason())}
 }
 
 // Ack acknowledges the board's action at now as Board.Ack does a GPU's,
@@ -51,7 +47,7 @@ func (m *Missing) Ack(want action.Action, now time.Time, by, note string) (actio
 		return rec, nil, err
 	}
 	after := m.Judge(in)
-	prev := strconv.Itoa(m.Index)
+	prev := m.prevGPU()
 	lines := []sink.EventLine{{Time: now, UUID: m.uuid, GPU: -1, Type: sink.TypeAck,
 		Fields: sink.KV("prev_gpu", prev, "action", rec.Action.String(), "by", by, "note", note, "classes", strings.Join(rec.Classes, ","))}}
 	if !after.Equal(m.Action) {
@@ -60,4 +56,13 @@ func (m *Missing) Ack(want action.Action, now time.Time, by, note string) (actio
 	}
 	m.Action = after
 	return rec, lines, nil
+}
+
+// prevGPU is the board's index in the run that last saw it, empty when
+// unknown (absent, not -1).
+func (m *Missing) prevGPU() string {
+	if m.Index < 0 {
+		return ""
+	}
+	return strconv.Itoa(m.Index)
 }
