@@ -6,13 +6,15 @@
 //     that went down (another boot) from a logger that was killed (the same
 //     boot), and the boot log names it.
 //   - kmsg_seq: the last /dev/kmsg record handed on, so that a restart in the
-//     same boot reads the records logged while no logger ran, and none twice.
-//   - board, driver, vbios, pcie_max: the GPUs monitored and their firmware
-//     and maximum PCIe link, so that a board missing, new or moved, a driver
-//     or VBIOS update and a link that got narrower are said at the next start.
-//   - fan_guard: the fans the fan guard holds, so that a start after a
-//     SIGKILL or a crash (or `gpu-telemetry fan-guard release`) hands them
-//     back to the firmware.
+//     same boot reads the kernel's ring from there: the records logged while
+//     no logger ran are not lost, and none is read twice.
+//   - board, driver, vbios, pcie_max: the GPUs monitored (by UUID: indices
+//     follow PCI enumeration), their firmware and maximum PCIe link, so that
+//     the next start says a board missing, new or moved (sink.CompareInventory),
+//     a driver or VBIOS update (sink.CompareFirmware), a link that changed.
+//   - fan_guard: the fans the fan guard holds, by UUID, so that the next
+//     start after a SIGKILL or a crash (or `gpu-telemetry fan-guard
+//     release`) hands them back to the firmware first.
 //
 // clean-stop is written last at a clean shutdown and removed at start: a
 // run-state without it is an unclean stop (host hang, power cut, kernel
@@ -44,29 +46,17 @@ const (
 // DefaultBootIDPath is where the kernel gives this boot's random id.
 const DefaultBootIDPath = "/proc/sys/kernel/random/boot_id"
 
-// State is what a run records about itself: at start, and when the
-// kernel log position changes (refreshed while it runs and at stop).
+// State is what a run records about itself, at start and as it changes;
+// the package comment says why each field.
 type State struct {
-	BootID  string
-	Started time.Time
-	PID     int
-	// KmsgSeq is the last /dev/kmsg record the run handed on: a restart in
-	// the same boot reads the kernel's ring from there, so that the records
-	// written while no logger ran are not lost. Absent when not read.
-	KmsgSeq reading.Opt[uint64]
-	// GPUs are the boards the run monitors, for the next start to compare
-	// (sink.CompareInventory). A GPU stuck at start is added once it answers.
-	GPUs []sink.Board
-	// Driver is the driver version and VBIOS each board's firmware by
-	// UUID, for the next start to record a change (sink.CompareFirmware).
-	Driver string
-	VBIOS  map[string]string
-	// PCIeMax is each board's maximum PCIe link ("gen 5 x16") by UUID,
-	// recorded once every GPU has been sampled.
-	PCIeMax map[string]string
-	// FanGuard are the fans the fan guard holds: the next start after a
-	// SIGKILL or a crash hands them back to the firmware first, and so does
-	// `gpu-telemetry fan-guard release`.
+	BootID   string
+	Started  time.Time
+	PID      int
+	KmsgSeq  reading.Opt[uint64] // absent when the kernel log is not read
+	GPUs     []sink.Board        // a GPU stuck at start is added once it answers
+	Driver   string
+	VBIOS    map[string]string // by UUID
+	PCIeMax  map[string]string // "gen 5 x16" by UUID, once every GPU has been sampled
 	FanGuard []FanHold
 }
 
