@@ -107,21 +107,15 @@ func ReadBootID(path string) string {
 
 // Begin reads how the previous run in dir ended, removes its clean-stop
 // marker and records this run (cur); the start collects the evidence of
-// an unclean stop later (snapshot.WriteBootLog). The fans the previous run's fan guard held stay recorded (cur's
-// FanGuard, when it names none): a run that crashes before it hands them
-// back still leaves them to the next. An error means this run could not be
+// an unclean stop later (snapshot.WriteBootLog). What the previous run
+// recorded and this one does not know yet stays recorded (carry). An error means this run could not be
 // recorded; prev is still valid.
 func Begin(dir string, cur State) (prev Previous, err error) {
 	prev.State, prev.Found, err = Read(dir)
 	if err != nil {
 		return prev, err
 	}
-	if cur.FanGuard == nil {
-		cur.FanGuard = prev.State.FanGuard
-	}
-	if cur.PCIeMax == nil { // known once sampled: until then the previous run's stand
-		cur.PCIeMax = prev.State.PCIeMax
-	}
+	cur.carry(prev.State)
 	if prev.Found {
 		_, serr := os.Stat(filepath.Join(dir, CleanStopFile))
 		prev.Clean = serr == nil
@@ -130,6 +124,19 @@ func Begin(dir string, cur State) (prev Previous, err error) {
 		return prev, fmt.Errorf("remove %s: %w", CleanStopFile, err)
 	}
 	return prev, Write(dir, cur)
+}
+
+// carry keeps in s what the previous run recorded and this run has not
+// yet: the fans its fan guard held (a run that crashes before it hands
+// them back still leaves them to the next) and the PCIe maxima (known once
+// every GPU has been sampled: until then the previous run's stand).
+func (s *State) carry(prev State) {
+	if s.FanGuard == nil {
+		s.FanGuard = prev.FanGuard
+	}
+	if s.PCIeMax == nil {
+		s.PCIeMax = prev.PCIeMax
+	}
 }
 
 // maxSize bounds what is read of run-state (under 64 KiB with hundreds

@@ -45,9 +45,7 @@ func (s *Saver) Begin(cur State) (Previous, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	prev, err := Begin(s.Dir, cur)
-	if cur.FanGuard == nil {
-		cur.FanGuard = prev.State.FanGuard
-	}
+	cur.carry(prev.State) // as Begin wrote it: a later save keeps what it kept
 	s.begun, s.cur, s.prev = true, cur, prev
 	s.fans = map[string][]int{}
 	for _, h := range prev.State.FanGuard {

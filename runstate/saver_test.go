@@ -2,6 +2,7 @@ package runstate
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"testing"
 
@@ -100,5 +101,30 @@ func TestSaverHandsOnThePreviousRun(t *testing.T) {
 	}
 	if got := s.HeldMissing([]sink.Board{{Index: 0, UUID: "GPU-c"}}); got != nil {
 		t.Errorf("missing %+v a second time", got)
+	}
+}
+
+// TestSaverKeepsThePreviousRunsUntilKnown: a save made before this run
+// knows its PCIe maxima or holds a fan (the kernel log position, a board
+// answering late) keeps the previous run's, as Begin wrote them: a run
+// killed before every GPU was sampled still leaves the next start its
+// PCIe comparison and the fans to hand back (docs/health.md).
+func TestSaverKeepsThePreviousRunsUntilKnown(t *testing.T) {
+	dir := t.TempDir()
+	links := map[string]string{"GPU-a": "gen 5 x16"}
+	held := []FanHold{{UUID: "GPU-a", Fans: []int{0}}}
+	if err := Write(dir, State{BootID: "boot-a", PCIeMax: links, FanGuard: held}); err != nil {
+		t.Fatal(err)
+	}
+	s := &Saver{Dir: dir}
+	if _, err := s.Begin(State{BootID: "boot-a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(func(st *State) bool { st.KmsgSeq = reading.Some[uint64](42); return true }); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := Read(dir)
+	if err != nil || !maps.Equal(got.PCIeMax, links) || len(got.FanGuard) != 1 || got.FanGuard[0].UUID != "GPU-a" {
+		t.Errorf("after a save: PCIe maxima %v, fans held %+v (%v); want the previous run's", got.PCIeMax, got.FanGuard, err)
 	}
 }
