@@ -145,12 +145,8 @@ func WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
 	writeSection(&b, Section{"Last incidents in events.log (before this start)", lastIncidents(filepath.Join(c.Dir, "events.log"), c.Now)})
 	b.WriteString("\n=== End of boot log ===\n")
 
-	crashDir := filepath.Join(c.Dir, CrashDir)
-	if err := ensureDir(crashDir); err != nil {
-		return res, err
-	}
-	path, err := sink.Atomic{}.CreateNew(crashDir, "boot-"+c.Now.Format(stampLayout), ".log", []byte(b.String()))
-	res.Path = path
+	var err error
+	res.Path, err = SaveCrashFile(c.Dir, "boot-"+c.Now.Format(stampLayout), ".log", []byte(b.String()))
 	return res, err
 }
 

@@ -109,6 +109,11 @@ func TestBootLogGolden(t *testing.T) {
 	if !strings.HasPrefix(filepath.Base(bl.Path), "boot-20261130-000730.000") {
 		t.Errorf("file %s", bl.Path)
 	}
+	// Written as the snapshots are (it holds kernel log lines): it was once
+	// written through a second path with mode 0000.
+	if fi, err := os.Stat(bl.Path); err != nil || fi.Mode().Perm() != fileMode {
+		t.Errorf("boot log mode %v (%v), want %v", fi.Mode().Perm(), err, os.FileMode(fileMode))
+	}
 	b, err := os.ReadFile(bl.Path)
 	if err != nil {
 		t.Fatal(err)
