@@ -131,13 +131,13 @@ func WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
 	if res.SameBoot {
 		b.WriteString("(not collected: the previous run was in this boot; its kernel lines are in dmesg and in the crash snapshots, and those logged after the last record it read (kmsg_seq in run-state) are replayed into events.log, marked backlog=true)\n")
 	} else {
-		args := []string{"-k", "-b", "-1", "--no-pager", "-o", "short-monotonic"}
+		var dir []string
 		if c.JournalDir != "" {
-			args = append(args, "--directory", c.JournalDir)
+			dir = []string{"--directory", c.JournalDir}
 		}
-		journal := runJob(ctx, c.CommandTimeout, job{run: func(ctx context.Context) ([]byte, error) {
-			return c.Runner.Run(ctx, "journalctl", args...)
-		}})
+		journal := runJob(ctx, c.CommandTimeout, func(ctx context.Context) ([]byte, error) {
+			return kernelJournal(ctx, c.Runner, "-1", dir...)
+		})
 		b.WriteString(filtered(journal, bootLogPattern.MatchString, bootJournalMatches))
 		writeSection(&b, Section{"Previous boot's kernel log: last 200 lines", filtered(journal, nil, bootJournalLines)})
 	}

@@ -139,7 +139,7 @@ func TestProgramsNamesEveryProgramRun(t *testing.T) {
 	}
 	runner := &fakeRunner{results: map[string]fakeResult{}} // every program missing
 	m, _ := newTestManager(t, func(c *Config) { c.Runner = runner })
-	s := runJob(context.Background(), m.cfg.CommandTimeout, m.kernelLogJob()).status
+	s := runJob(context.Background(), m.cfg.CommandTimeout, m.kernelLogJob(kernelFilter{}).run).status
 	for _, j := range append(m.jobs("0000:4b:00.0", false), m.jobs("0000:4b:00.0", true)...) {
 		if j.run != nil {
 			j.run(context.Background())
