@@ -55,10 +55,9 @@ type BootConfig struct {
 // BootLog is what WriteBootLog wrote, for the events.log line.
 type BootLog struct {
 	Path      string
-	SameBoot  bool      // the previous run ran in this boot (killed, not a host crash)
-	LastRow   time.Time // the newest row of any GPU before this run (zero when none)
-	GPUs      int       // GPUs with rows
-	GapPerGPU map[int]time.Duration
+	SameBoot  bool                  // the previous run ran in this boot (killed, not a host crash)
+	LastRow   time.Time             // the newest row of any GPU before this run (zero when none)
+	GapPerGPU map[int]time.Duration // per GPU index with rows: the gap from its newest board's last row to this run's start
 
 	at             time.Time // BootConfig.Now
 	prevBoot, boot string    // the previous run's boot id and this one's
@@ -116,7 +115,6 @@ func WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
 		if was, ok := res.GapPerGPU[g.gpu]; !ok || gap < was {
 			res.GapPerGPU[g.gpu] = gap // the index's newest board
 		}
-		res.GPUs++
 		if g.last.After(res.LastRow) {
 			res.LastRow = g.last
 		}

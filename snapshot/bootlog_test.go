@@ -103,7 +103,7 @@ func TestBootLogGolden(t *testing.T) {
 	if got := runner.Calls(); len(got) != 1 || got[0] != "journalctl -k -b -1 --no-pager -o short-monotonic" {
 		t.Errorf("commands run: %q", got)
 	}
-	if bl.SameBoot || bl.GPUs != 2 || bl.GapPerGPU[0] != 7*time.Minute+28*time.Second {
+	if bl.SameBoot || len(bl.GapPerGPU) != 2 || bl.GapPerGPU[0] != 7*time.Minute+28*time.Second {
 		t.Errorf("boot log result %+v", bl)
 	}
 	if !strings.HasPrefix(filepath.Base(bl.Path), "boot-20261130-000730.000") {
