@@ -44,10 +44,7 @@ func followUpName(incident string, offset time.Duration) string {
 func ParseFollowUpName(name string) (incident, offset string, ok bool) {
 	base, isLog := strings.CutSuffix(name, ".log")
 	i := strings.LastIndexByte(base, '+')
-	if !isLog || i < 0 {
-		return "", "", false
-	}
-	if _, err := time.ParseDuration(base[i+1:]); err != nil {
+	if _, err := time.ParseDuration(base[i+1:]); !isLog || i < 0 || err != nil {
 		return "", "", false
 	}
 	return base[:i] + ".log", base[i:], true
