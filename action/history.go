@@ -18,7 +18,7 @@ const MaxBoots = 16
 // History is a board's record across boots, keyed by its UUID: for each
 // boot, how many times each critical class began in it; when each class
 // was last acknowledged; and the last acknowledgement. It is what the
-// board's state file holds (sink.BoardState).
+// board's state file holds (action/board).
 type History struct {
 	UUID  string      `json:"uuid"`
 	Boots []BootCount `json:"boots"` // oldest first, at most MaxBoots

@@ -4,12 +4,16 @@ import (
 	"cmp"
 	"context"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/runstate"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
@@ -18,15 +22,10 @@ import (
 // did not stop cleanly, collects its evidence into crashes/boot-*.log on a
 // goroutine in wg: sampling does not wait for it.
 func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
-	bootID, rs := m.ident.BootID, &m.runState
-	rs.mu.Lock()
-	rs.cur = snapshot.RunState{BootID: bootID, Started: m.start, PID: os.Getpid(), KmsgSeq: m.kmsgSeq(), GPUs: m.boards(),
+	bootID := m.ident.BootID
+	cur := runstate.State{BootID: bootID, Started: m.start, PID: os.Getpid(), KmsgSeq: m.kmsgSeq(), GPUs: m.boards(),
 		Driver: m.host.System.DriverVersion, VBIOS: m.vbios()}
-	prev, err := snapshot.BeginRun(m.cfg.LogDir, rs.cur) // keeps the previous run's fan holds
-	rs.cur.FanGuard = prev.State.FanGuard
-	rs.begun, rs.prev, rs.prevPCIeMax = true, prev.State.GPUs, prev.State.PCIeMax
-	cur := rs.cur
-	rs.mu.Unlock()
+	prev, err := m.runState.Begin(cur) // keeps the previous run's fan holds
 	if err != nil {
 		m.log.Warn("cannot record this run; the next start will not know whether it stopped cleanly", "error", err)
 	}
@@ -37,7 +36,7 @@ func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
 			m.eventLine(line)
 		}
 	}
-	m.startFanGuards(prev.State.FanGuard)
+	m.startFanGuards()
 	if !prev.Unclean() {
 		return
 	}
@@ -99,6 +98,72 @@ func (m *Monitor) raiseMissing(missing []sink.InventoryChange) []string {
 	return texts
 }
 
+// boards are the monitored GPUs' boards, as their static facts name them.
+func (m *Monitor) boards() []sink.Board {
+	out := make([]sink.Board, 0, len(m.gpus))
+	for _, gs := range m.gpus {
+		out = append(out, csvColumns(gs.idx, gs.g.Info()).Board)
+	}
+	return out
+}
+
+// recordMaxLinks runs once every GPU has been sampled: each board's
+// maximum PCIe link (a reading, not a fact of the start) is compared with
+// the previous run's, a change being an INVENTORY change=pcie_max line, and
+// written to run-state for the next start.
+func (m *Monitor) recordMaxLinks() {
+	prev, begun := m.runState.Previous()
+	if !begun {
+		return
+	}
+	now := map[string]string{}
+	for _, gs := range m.gpus {
+		s := gs.slot.Get().Sample
+		g, okG := s.Get(reading.PCIeMaxGen)
+		w, okW := s.Get(reading.PCIeMaxWidth)
+		if uuid := gs.g.Info().UUID; uuid != "" && okG && okW {
+			now[uuid] = "gen " + strconv.FormatUint(g, 10) + " x" + strconv.FormatUint(w, 10)
+		}
+	}
+	for _, line := range sink.CompareBoards(time.Now(), sink.InventoryPCIeMax, prev.State.PCIeMax, now, m.boards()) {
+		m.eventLine(line)
+	}
+	err := m.runState.Save(func(s *runstate.State) bool {
+		s.PCIeMax = maps.Clone(s.PCIeMax)
+		if s.PCIeMax == nil {
+			s.PCIeMax = map[string]string{}
+		}
+		maps.Copy(s.PCIeMax, now)
+		return true
+	})
+	if err != nil {
+		m.log.Warn("cannot record the GPUs' maximum PCIe links in run-state; the next start will not compare them", "error", err)
+	}
+}
+
+// lateBoard runs once a GPU stuck at start has answered: its board is
+// compared with the previous run's (INVENTORY) and written to run-state;
+// before startBootCheck, which does both for every board known by then, nothing.
+func (m *Monitor) lateBoard(gs *gpuState) {
+	prev, begun := m.runState.Previous()
+	if !begun {
+		return
+	}
+	if prev.State.GPUs != nil {
+		m.eventLine(sink.IdentifyLate(prev.State.GPUs, csvColumns(gs.idx, gs.g.Info()).Board).Event(time.Now()))
+	}
+	boards := m.boards()
+	if err := m.runState.Save(func(s *runstate.State) bool { s.GPUs, s.VBIOS = boards, m.vbios(); return true }); err != nil {
+		m.log.Warn("cannot record the GPU that answered late in run-state; the next start will not compare it", "error", err)
+	}
+	if missing := m.runState.HeldMissing(boards); len(missing) > 0 {
+		for _, c := range missing {
+			m.missingBoard(c.Board)
+		}
+		m.raiseMissing(missing)
+	}
+}
+
 // vbios is each identified GPU's VBIOS version by UUID, for run-state.
 func (m *Monitor) vbios() map[string]string {
 	out := map[string]string{}
@@ -113,7 +178,7 @@ func (m *Monitor) vbios() map[string]string {
 // compareInventory compares the boards found with the previous run's, by
 // UUID: a board missing, new or moved is one INVENTORY line each, and one
 // log line sums them up. It returns the missing ones.
-func (m *Monitor) compareInventory(prev snapshot.PreviousRun) (missing []sink.InventoryChange) {
+func (m *Monitor) compareInventory(prev runstate.Previous) (missing []sink.InventoryChange) {
 	if !prev.Found {
 		return nil // the first run here
 	}
@@ -140,9 +205,7 @@ func (m *Monitor) compareInventory(prev snapshot.PreviousRun) (missing []sink.In
 		case c.Unidentified > 0:
 			// A GPU stuck at start may be this board: raised once every GPU
 			// has answered without being it (lateBoard).
-			m.runState.mu.Lock()
-			m.runState.heldMissing = append(m.runState.heldMissing, c)
-			m.runState.mu.Unlock()
+			m.runState.HoldMissing(c)
 		default:
 			m.missingBoard(c.Board)
 			missing = append(missing, c)
@@ -202,7 +265,7 @@ func readIdentity(name, root string, log *slog.Logger) reading.Identity {
 	}
 	id := reading.Identity{Host: cmp.Or(name, read("proc/sys/kernel/hostname")),
 		MachineID: cmp.Or(read("etc/machine-id"), read("var/lib/dbus/machine-id")),
-		BootID:    snapshot.ReadBootID(filepath.Join(root, snapshot.DefaultBootIDPath))}
+		BootID:    runstate.ReadBootID(filepath.Join(root, runstate.DefaultBootIDPath))}
 	if id.Host == "" && root == "/" {
 		id.Host, _ = os.Hostname()
 	}

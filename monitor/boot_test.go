@@ -8,7 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
+	"github.com/gpu-telemetry/gpu-telemetry/runstate"
 )
 
 // TestUncleanStopThenCleanRestart: a run that was not stopped cleanly (its
@@ -21,7 +21,7 @@ func TestUncleanStopThenCleanRestart(t *testing.T) {
 		os.MkdirAll(filepath.Join(hostRoot, "proc/sys/kernel/random"), 0o755)
 		os.WriteFile(filepath.Join(hostRoot, "proc/sys/kernel/random/boot_id"), []byte("boot-now\n"), 0o644)
 		r := newRig(t, 1, func(c *Config) { c.HostRoot = hostRoot })
-		os.WriteFile(filepath.Join(r.dir, snapshot.RunStateFile), []byte("boot_id=boot-before\nstarted=2026-11-29T10:00:00Z\npid=77\n"), 0o644)
+		os.WriteFile(filepath.Join(r.dir, runstate.File), []byte("boot_id=boot-before\nstarted=2026-11-29T10:00:00Z\npid=77\n"), 0o644)
 		r.run(2*time.Second, nil)
 		boots, _ := filepath.Glob(filepath.Join(r.dir, "crashes", "boot-*.log"))
 		if len(boots) != 1 {
@@ -41,10 +41,10 @@ func TestUncleanStopThenCleanRestart(t *testing.T) {
 		if !strings.Contains(string(ev), " snapshot="+boots[0]) {
 			t.Errorf("the UNCLEAN_STOP line does not name the boot log %s as snapshot=:\n%s", boots[0], ev)
 		}
-		if _, err := os.Stat(filepath.Join(r.dir, snapshot.CleanStopFile)); err != nil {
+		if _, err := os.Stat(filepath.Join(r.dir, runstate.CleanStopFile)); err != nil {
 			t.Errorf("no clean-stop marker after a clean shutdown: %v", err)
 		}
-		st, _ := os.ReadFile(filepath.Join(r.dir, snapshot.RunStateFile))
+		st, _ := os.ReadFile(filepath.Join(r.dir, runstate.File))
 		if !strings.Contains(string(st), "boot_id=boot-now") {
 			t.Errorf("run-state not this run's:\n%s", st)
 		}

@@ -2,9 +2,6 @@ package monitor
 
 import (
 	"context"
-	"errors"
-	"hash/fnv"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,7 +12,6 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/cper"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
-	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
@@ -34,21 +30,14 @@ const cperRefresh = time.Minute
 // may describe the previous boot's failure, after each critical event and
 // again before that incident's first follow-up (the driver may write the
 // record just after the event: it then joins the incident), and every
-// cperRefresh.
-// A read runs on the side goroutine, bounded by the sample deadline: one
-// the driver does not return from is abandoned (no other starts until it
-// returns) and its records are read again next time, since the cursor
-// moves only once they are saved.
+// cperRefresh. A read runs on the side goroutine (cper.Reader bounds it).
 type cperReader struct {
-	once    sync.Once
-	on      atomic.Bool // the driver has the call: critical events may read
-	mu      sync.Mutex
-	cursors *cper.Cursors
-	busy    atomic.Bool // a read is in the driver
+	once sync.Once
+	r    *cper.Reader
+	on   atomic.Bool // the driver has the call: critical events may read
 	// queued is each GPU's "a read is on the side queue": an Xid flood
 	// queues one read, not one per Xid, so it never crowds out snapshots.
-	queued  map[int]*atomic.Bool
-	refused atomic.Bool // logged that the driver refuses it (needs root)
+	queued map[int]*atomic.Bool
 	// late carries the GPUs whose critical event asks for a later read
 	// (runCPER); a send never waits: one already waiting covers it.
 	late chan *gpuState
@@ -61,11 +50,7 @@ func (m *Monitor) startCPER(ctx context.Context, wg *sync.WaitGroup) {
 	c := &m.cper
 	c.once.Do(func() {
 		c.late = make(chan *gpuState, len(m.gpus))
-		cur, err := cper.LoadCursors(filepath.Join(m.cfg.LogDir, cper.CursorFile))
-		if err != nil {
-			m.log.Warn("CPER cursors unreadable; reading the driver's records from the first (those saved before are skipped by id)", "error", err)
-		}
-		c.cursors = cur
+		c.r = cper.NewReader(m.cfg.LogDir, m.host.ReadCPER, m.cfg.Deadline, m.log)
 		c.queued = map[int]*atomic.Bool{}
 		for _, gs := range m.gpus {
 			c.queued[gs.idx] = &atomic.Bool{}
@@ -76,7 +61,7 @@ func (m *Monitor) startCPER(ctx context.Context, wg *sync.WaitGroup) {
 		}
 		c.on.Store(true)
 	})
-	if m.hostFile(cper.DefaultBERTPath) || m.hostFile(cper.DefaultRasdaemonDB) {
+	if cper.HasBERT(m.cfg.HostRoot) {
 		m.side.queue("reading the host's boot error record (BERT)", -1, m.readBERT)
 	}
 	for _, gs := range m.gpus {
@@ -175,91 +160,12 @@ func (m *Monitor) readCPER(gs *gpuState) {
 		dropped: func(string) { q.Store(false) }})
 }
 
-// cperRead reads the GPU's new records (bounded), saves each and writes its
-// line, then moves the cursor past them.
+// cperRead reads the GPU's new CPER records and routes each (cperRecord).
 func (m *Monitor) cperRead(gs *gpuState) {
-	c := &m.cper
 	uuid := gs.g.Info().UUID
-	if uuid == "" || !c.busy.CompareAndSwap(false, true) {
-		return // the GPU not identified yet, or a read still in the driver
-	}
-	c.mu.Lock()
-	cur := c.cursors.Get(uuid)
-	c.mu.Unlock()
-	type result struct {
-		buf  []byte
-		next uint64
-		err  error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		buf, next, err := m.host.ReadCPER(uuid, cur.Handle)
-		c.busy.Store(false) // before the result: the next GPU's read may start at once
-		ch <- result{buf, next, err}
-	}()
-	var r result
-	select {
-	case r = <-ch:
-	case <-time.After(m.cfg.Deadline):
-		gs.log.Warn("CPER read did not return in time; read again after the next critical event", "waited", m.cfg.Deadline)
-		return
-	}
-	var ce *sampler.CPERError
-	if errors.As(r.err, &ce) && ce.Unavailable() {
-		if c.refused.CompareAndSwap(false, true) {
-			gs.log.Info("the driver refuses CPER records here (the call needs root)", "error", r.err)
-		}
-		return
-	}
-	if r.err != nil {
-		gs.log.Warn("CPER read failed; records read before it are kept, the next read starts from the first record (the ids saved skip repeats)", "error", r.err)
-		// A handle the driver no longer takes (a new boot, a reloaded
-		// driver) would fail every read after this one.
-		r.next = 0
-	}
-	now := time.Now()
-	recs, err := cper.Split(r.buf)
-	for _, raw := range recs {
-		rec, _ := cper.Parse(raw) // Split parsed it
-		if cur.Saw(rec.ID) {
-			m.reg.Inc(cperRepeats) // saved before the driver forgot our handle
-			continue
-		}
-		m.cperRecord(gs, uuid, now, raw, &rec)
-		cur.Mark(rec.ID)
-		// Saved with each record: a stop between two records repeats none
-		// already saved.
-		m.saveCursor(gs, c, uuid, cur)
-	}
-	if err != nil {
-		m.cperRecord(gs, uuid, now, r.buf[len(r.buf)-restLen(r.buf, recs):], nil)
-		// Not lost (saved raw, its line says decoded=corrupt): logged, not counted.
-		gs.log.Warn("a CPER record could not be decoded; saved raw", "error", err)
-	}
-	if r.next == cur.Handle && len(r.buf) == 0 {
-		return // nothing new
-	}
-	cur.Handle = r.next
-	m.saveCursor(gs, c, uuid, cur)
-}
-
-// saveCursor replaces uuid's cursor in the cursors' file.
-func (m *Monitor) saveCursor(gs *gpuState, c *cperReader, uuid string, cur cper.Cursor) {
-	c.mu.Lock()
-	err := c.cursors.Set(uuid, cur)
-	c.mu.Unlock()
-	if err != nil {
-		gs.log.Warn("cannot save the CPER cursor; a restart reads these records again (skipped by id)", "error", err)
-	}
-}
-
-// restLen is how many bytes of buf follow the whole records recs.
-func restLen(buf []byte, recs [][]byte) int {
-	n := len(buf)
-	for _, r := range recs {
-		n -= len(r)
-	}
-	return n
+	m.reg.Add(cperRepeats, uint64(m.cper.r.Read(gs.log, uuid, func(now time.Time, raw []byte, rec *cper.Record) {
+		m.cperRecord(gs, uuid, now, raw, rec)
+	})))
 }
 
 // cperRecord saves a raw record as crashes/cper-<time>-<source>.bin and
@@ -315,56 +221,10 @@ func lastCPER(now time.Time, rec *cper.Record) live.LastCPER {
 	return live.LastCPER{Time: now, ID: rec.ID, Severity: rec.Severity.String(), Recorded: rec.Time}
 }
 
-// hostFile reports whether the host has the file rel (under HostRoot).
-func (m *Monitor) hostFile(rel string) bool {
-	_, err := os.Stat(filepath.Join(m.cfg.HostRoot, rel))
-	return err == nil
-}
-
-// readBERT records the host firmware's boot error record once per boot
-// (the cursor "bert" remembers a hash of the boot id and the record), and
-// notes rasdaemon's database when present.
+// readBERT records the host firmware's boot error record once per boot,
+// and shows one an earlier run of this boot recorded (cper.Reader.ReadBERT).
 func (m *Monitor) readBERT() {
-	if fi, err := os.Stat(filepath.Join(m.cfg.HostRoot, cper.DefaultRasdaemonDB)); err == nil {
-		m.log.Info("rasdaemon's database is present (host errors it decoded are there)", "path", cper.DefaultRasdaemonDB,
-			"bytes", fi.Size(), "has_entries", fi.Size() > 0)
-	}
-	data, err := os.ReadFile(filepath.Join(m.cfg.HostRoot, cper.DefaultBERTPath))
-	if err != nil {
-		return // no BERT, or not readable: nothing the firmware left
-	}
-	rec, ok, perr := cper.ParseBERT(data)
-	if perr == nil && !ok {
-		return
-	}
-	h := fnv.New64a()
-	h.Write([]byte(snapshot.ReadBootID(filepath.Join(m.cfg.HostRoot, snapshot.DefaultBootIDPath))))
-	h.Write(data)
-	id := h.Sum64()
-	c := &m.cper
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cursors == nil {
-		return
-	}
-	cur := c.cursors.Get("bert")
-	if cur.Saw(id) {
-		// Recorded by an earlier run of this boot: no second line, but
-		// status and metrics still show it after a restart.
-		if perr == nil {
-			m.publishBERT(time.Now(), &rec)
-		}
-		return
-	}
-	if perr != nil {
-		m.cperRecord(nil, "bert", time.Now(), data, nil)
-		m.log.Warn("the host's BERT record could not be decoded; saved raw", "error", perr)
-	} else {
-		m.log.Warn("the firmware recorded an error before this boot (ACPI BERT)", "severity", rec.Severity, "sections", rec.SectionTypes())
-		m.cperRecord(nil, "bert", time.Now(), data, &rec)
-	}
-	cur.Mark(id)
-	if err := c.cursors.Set("bert", cur); err != nil {
-		m.log.Warn("cannot save the CPER cursor; the next start records the BERT record again", "error", err)
-	}
+	m.cper.r.ReadBERT(m.log, m.cfg.HostRoot, m.ident.BootID,
+		func(raw []byte, rec *cper.Record) { m.cperRecord(nil, "bert", time.Now(), raw, rec) },
+		func(rec *cper.Record) { m.publishBERT(time.Now(), rec) })
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/cper"
+	"github.com/gpu-telemetry/gpu-telemetry/runstate"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
@@ -43,7 +44,7 @@ func TestBERTOncePerBoot(t *testing.T) {
 		}
 	}
 	write(cper.DefaultBERTPath, bertRegion())
-	write(snapshot.DefaultBootIDPath, []byte("boot-1\n"))
+	write(runstate.DefaultBootIDPath, []byte("boot-1\n"))
 	write(cper.DefaultRasdaemonDB, []byte("SQLite format 3\x00"))
 	logDir := ""
 	lines := func() int {
@@ -77,7 +78,7 @@ func TestBERTOncePerBoot(t *testing.T) {
 	if n := lines(); n != 1 {
 		t.Fatalf("a restart in the same boot: %d BERT lines, want 1", n)
 	}
-	write(snapshot.DefaultBootIDPath, []byte("boot-2\n"))
+	write(runstate.DefaultBootIDPath, []byte("boot-2\n"))
 	run()
 	if n := lines(); n != 2 {
 		t.Fatalf("a new boot: %d BERT lines, want 2", n)
@@ -88,7 +89,7 @@ func TestBERTOncePerBoot(t *testing.T) {
 // the record in the host view (status, gpu_telemetry_boot_error_record).
 func TestBERTShownAfterARestartInTheSameBoot(t *testing.T) {
 	root := t.TempDir()
-	for rel, data := range map[string][]byte{cper.DefaultBERTPath: bertRegion(), snapshot.DefaultBootIDPath: []byte("boot-1\n")} {
+	for rel, data := range map[string][]byte{cper.DefaultBERTPath: bertRegion(), runstate.DefaultBootIDPath: []byte("boot-1\n")} {
 		p := filepath.Join(root, rel)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)

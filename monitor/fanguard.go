@@ -10,9 +10,9 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/fanguard"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/runstate"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
-	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
 // The fan guard's wiring (--fan-guard; package fanguard decides and makes
@@ -74,38 +74,29 @@ func (m *Monitor) saveFansHeld(uuid string, fans []int) error {
 	if uuid == "" {
 		return errors.New("the GPU's UUID is not known yet")
 	}
-	rs := &m.runState
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if !rs.begun {
-		return errors.New("run-state not written yet")
-	}
-	return rs.save(m.cfg.LogDir, func(s *snapshot.RunState) {
-		s.FanGuard = slices.DeleteFunc(slices.Clone(s.FanGuard), func(h snapshot.FanHold) bool { return h.UUID == uuid })
+	return m.runState.Save(func(s *runstate.State) bool {
+		s.FanGuard = slices.DeleteFunc(slices.Clone(s.FanGuard), func(h runstate.FanHold) bool { return h.UUID == uuid })
 		if len(fans) > 0 {
-			s.FanGuard = append(s.FanGuard, snapshot.FanHold{UUID: uuid, Fans: fans})
+			s.FanGuard = append(s.FanGuard, runstate.FanHold{UUID: uuid, Fans: fans})
 		}
+		return true
 	})
 }
 
 // startFanGuards runs once this run's state is recorded, with the fans the
 // previous run held and did not hand back (killed, crashed): they stay in
-// run-state until handed back (BeginRun kept them), each guard hands back
-// its GPU's first, and then it watches. A GPU whose static facts are not
-// known yet (it did not answer at start) is not touched until they are
-// (fanFactsKnown). Without --fan-guard nothing is touched: one WARN says
-// how to hand them back.
-func (m *Monitor) startFanGuards(prev []snapshot.FanHold) {
+// run-state until handed back (runstate.Begin kept them), each guard hands
+// back its GPU's first (runstate.Saver.ClaimFans), and then it watches. A
+// GPU whose static facts are not known yet (it did not answer at start) is
+// not touched until they are (fanFactsKnown). Without --fan-guard nothing
+// is touched: one WARN says how to hand them back.
+func (m *Monitor) startFanGuards() {
 	if m.cfg.FanGuard == nil {
-		if len(prev) > 0 {
+		if prev := m.runState.UnclaimedFans(); len(prev) > 0 {
 			m.log.Warn("the previous run's fan guard held fans and did not hand them back; --fan-guard is off, so they are left as they are: run 'gpu-telemetry fan-guard release'",
-				"gpus", holdsText(prev))
+				"gpus", runstate.HoldsText(prev))
 		}
 		return
-	}
-	held := map[string][]int{}
-	for _, h := range prev {
-		held[h.UUID] = h.Fans
 	}
 	late := 0
 	for _, gs := range m.gpus {
@@ -114,28 +105,18 @@ func (m *Monitor) startFanGuards(prev []snapshot.FanHold) {
 			gs.fan.Start(-1, nil) // fanFactsKnown
 			continue
 		}
-		uuid := gs.g.Info().UUID
-		gs.fan.Start(gs.g.Info().NumFans, held[uuid])
-		delete(held, uuid)
+		gs.fan.Start(gs.g.Info().NumFans, m.runState.ClaimFans(gs.g.Info().UUID))
 	}
-	if len(held) == 0 {
+	rest := m.runState.UnclaimedFans()
+	if len(rest) == 0 {
 		return
 	}
-	rs := &m.runState
-	rs.mu.Lock()
-	rs.fansLate = held
-	rs.mu.Unlock()
-	var rest []snapshot.FanHold
-	for uuid, fans := range held {
-		rest = append(rest, snapshot.FanHold{UUID: uuid, Fans: fans})
-	}
-	slices.SortFunc(rest, func(a, b snapshot.FanHold) int { return strings.Compare(a.UUID, b.UUID) })
 	if late > 0 {
 		m.log.Warn("the previous run's fan guard held fans of GPUs not known yet; handed back if one of them answers, else left as they are (gpu-telemetry fan-guard release)",
-			"gpus", holdsText(rest), "gpus_not_answering", late)
+			"gpus", runstate.HoldsText(rest), "gpus_not_answering", late)
 		return
 	}
-	m.log.Warn("the previous run's fan guard held fans of GPUs this run does not monitor; left as they are (gpu-telemetry fan-guard release)", "gpus", holdsText(rest))
+	m.log.Warn("the previous run's fan guard held fans of GPUs this run does not monitor; left as they are (gpu-telemetry fan-guard release)", "gpus", runstate.HoldsText(rest))
 }
 
 // fanFactsKnown starts the guard of a GPU that answered late, once its
@@ -146,24 +127,7 @@ func (m *Monitor) fanFactsKnown(gs *gpuState) {
 		return
 	}
 	info := gs.g.Info()
-	rs := &m.runState
-	rs.mu.Lock()
-	restore := rs.fansLate[info.UUID]
-	delete(rs.fansLate, info.UUID)
-	rs.mu.Unlock()
-	gs.fan.FactsKnown(info.NumFans, restore)
-}
-
-func holdsText(hs []snapshot.FanHold) string {
-	var parts []string
-	for _, h := range hs {
-		fans := make([]string, len(h.Fans))
-		for i, f := range h.Fans {
-			fans[i] = strconv.Itoa(f)
-		}
-		parts = append(parts, h.UUID+" fans "+strings.Join(fans, ","))
-	}
-	return strings.Join(parts, "; ")
+	gs.fan.FactsKnown(info.NumFans, m.runState.ClaimFans(info.UUID))
 }
 
 // handBackFans returns every held fan to the firmware at shutdown, after

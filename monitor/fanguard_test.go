@@ -12,8 +12,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpu-telemetry/gpu-telemetry/fanguard"
+	"github.com/gpu-telemetry/gpu-telemetry/runstate"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
-	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
 // withFanGuard turns the fan guard on with its defaults.
@@ -54,10 +54,10 @@ func TestFanGuardTakesAndHandsBackAtShutdown(t *testing.T) {
 		r := newRig(t, 1, withFanGuard)
 		d := r.devs[0]
 		hot(d, 75)
-		var during snapshot.RunState
+		var during runstate.State
 		r.run(3*time.Second, func() {
 			time.Sleep(2 * time.Second)
-			during, _, _ = snapshot.ReadRunState(r.dir)
+			during, _, _ = runstate.Read(r.dir)
 		})
 		if n := d.Count("SetFanSpeed_v2"); n != 2 {
 			t.Errorf("SetFanSpeed_v2 called %d times, want 2 (each fan once: 75 C stays put)", n)
@@ -68,7 +68,7 @@ func TestFanGuardTakesAndHandsBackAtShutdown(t *testing.T) {
 		if len(during.FanGuard) != 1 || during.FanGuard[0].UUID != "GPU-a" || !slices.Equal(during.FanGuard[0].Fans, []int{0, 1}) {
 			t.Errorf("run-state while held: %+v", during.FanGuard)
 		}
-		if after, _, _ := snapshot.ReadRunState(r.dir); len(after.FanGuard) != 0 {
+		if after, _, _ := runstate.Read(r.dir); len(after.FanGuard) != 0 {
 			t.Errorf("run-state after the hand-back: %+v", after.FanGuard)
 		}
 		rows := r.rows(0)
@@ -97,8 +97,8 @@ func TestFanGuardTakesAndHandsBackAtShutdown(t *testing.T) {
 func TestFanGuardRestoresWhatAKilledRunHeld(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, 1, withFanGuard)
-		if err := snapshot.WriteRunState(r.dir, snapshot.RunState{BootID: "b", Started: time.Now().Add(-time.Hour), PID: 1,
-			FanGuard: []snapshot.FanHold{{UUID: "GPU-a", Fans: []int{0, 1}}}}); err != nil {
+		if err := runstate.Write(r.dir, runstate.State{BootID: "b", Started: time.Now().Add(-time.Hour), PID: 1,
+			FanGuard: []runstate.FanHold{{UUID: "GPU-a", Fans: []int{0, 1}}}}); err != nil {
 			t.Fatal(err)
 		}
 		r.run(2*time.Second, nil)
@@ -111,7 +111,7 @@ func TestFanGuardRestoresWhatAKilledRunHeld(t *testing.T) {
 		if !strings.Contains(r.logs.String(), "previous run held these fans") {
 			t.Errorf("no line says the previous run's fans were handed back:\n%s", r.logs)
 		}
-		if st, _, _ := snapshot.ReadRunState(r.dir); len(st.FanGuard) != 0 {
+		if st, _, _ := runstate.Read(r.dir); len(st.FanGuard) != 0 {
 			t.Errorf("run-state still holds %+v", st.FanGuard)
 		}
 	})
@@ -158,7 +158,7 @@ func TestFanGuardShutdownSkipsAStuckProcessRead(t *testing.T) {
 		if !strings.Contains(r.logs.String(), `for the next start)" gpu=0 stuck="0 (process list)"`) {
 			t.Errorf("no WARN naming the GPU:\n%s", r.logs)
 		}
-		if st, _, _ := snapshot.ReadRunState(r.dir); len(st.FanGuard) != 1 {
+		if st, _, _ := runstate.Read(r.dir); len(st.FanGuard) != 1 {
 			t.Errorf("run-state holds %+v, want GPU-a's fans", st.FanGuard)
 		}
 	})
@@ -176,8 +176,8 @@ func TestFanGuardWaitsForAGPULateAtStart(t *testing.T) {
 		t.Cleanup(answer)
 		hot(d, 80)
 		r := newRigOn(t, lib, withFanGuard)
-		if err := snapshot.WriteRunState(r.dir, snapshot.RunState{BootID: "b", Started: time.Now().Add(-time.Hour), PID: 1,
-			FanGuard: []snapshot.FanHold{{UUID: "GPU-b", Fans: []int{1}}}}); err != nil {
+		if err := runstate.Write(r.dir, runstate.State{BootID: "b", Started: time.Now().Add(-time.Hour), PID: 1,
+			FanGuard: []runstate.FanHold{{UUID: "GPU-b", Fans: []int{1}}}}); err != nil {
 			t.Fatal(err)
 		}
 		var before map[string]int

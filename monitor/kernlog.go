@@ -5,11 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"maps"
 	"path/filepath"
-	"slices"
-	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,9 +13,8 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/internal/kclock"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/runstate"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
-	"github.com/gpu-telemetry/gpu-telemetry/sink"
-	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
 // KernelLog is the kernel log, opened before NVML's start-up wait on a stuck
@@ -55,7 +50,7 @@ func planKernelLog(cfg Config) *KernelLog {
 		return nil
 	}
 	k := &KernelLog{path: cfg.KmsgPath, reg: counters.Need(cfg.Counters, "monitor.Config.Counters")}
-	st, found, err := snapshot.ReadRunState(cfg.LogDir)
+	st, found, err := runstate.Read(cfg.LogDir)
 	if err != nil {
 		cfg.Logger.Warn("cannot read the previous run's kernel log position; the kernel log is read from its end", "error", err)
 		return k
@@ -64,7 +59,7 @@ func planKernelLog(cfg Config) *KernelLog {
 	if !found || !ok {
 		return k
 	}
-	boot := snapshot.ReadBootID(filepath.Join(cfg.HostRoot, snapshot.DefaultBootIDPath))
+	boot := runstate.ReadBootID(filepath.Join(cfg.HostRoot, runstate.DefaultBootIDPath))
 	if boot == "" || st.BootID != boot {
 		cfg.Logger.Info("the previous run's kernel log position is of another boot; the kernel log is read from its end",
 			"prev_boot", st.BootID, "boot", boot)
@@ -98,39 +93,6 @@ func (k *KernelLog) Close() {
 // killed has at most this long of records replayed at the next start.
 const kmsgSeqRefresh = 10 * time.Second
 
-// runState is this run's run-state, written by startBootCheck, rewritten when the
-// kernel log position moves or a GPU answers late.
-type runState struct {
-	mu    sync.Mutex
-	begun bool // startBootCheck has read the previous run's state and written ours
-	cur   snapshot.RunState
-	prev  []sink.Board // the previous run's boards (nil: none recorded)
-	// prevPCIeMax is the previous run's maximum PCIe link of each board
-	// (recordMaxLinks compares).
-	prevPCIeMax map[string]string
-	// fansLate are the previous run's fan holds not claimed at start: of
-	// GPUs whose UUID comes late (fanFactsKnown), or not monitored.
-	fansLate map[string][]int
-	// heldMissing are the previous run's boards not enumerated at start
-	// while some GPUs had no UUID yet (stuck): one of those may be the
-	// board. They are raised (GPU_MISSING, their action) once every GPU
-	// has answered without being one of them (lateBoard).
-	heldMissing []sink.InventoryChange
-	// write rewrites run-state (snapshot.WriteRunState); tests stall it.
-	write func(dir string, s snapshot.RunState) error
-}
-
-// save writes this run's state with change applied; rs.mu is held.
-func (rs *runState) save(dir string, change func(*snapshot.RunState)) error {
-	next := rs.cur
-	change(&next)
-	if err := rs.write(dir, next); err != nil {
-		return err
-	}
-	rs.cur = next
-	return nil
-}
-
 // kmsgSeq is the position to save: the last /dev/kmsg record handed on.
 func (m *Monitor) kmsgSeq() (seq reading.Opt[uint64]) {
 	if m.klog != nil && m.klog.r != nil {
@@ -139,95 +101,19 @@ func (m *Monitor) kmsgSeq() (seq reading.Opt[uint64]) {
 	return seq
 }
 
-// boards are the monitored GPUs' boards, as their static facts name them.
-func (m *Monitor) boards() []sink.Board {
-	out := make([]sink.Board, 0, len(m.gpus))
-	for _, gs := range m.gpus {
-		out = append(out, csvColumns(gs.idx, gs.g.Info()).Board)
-	}
-	return out
-}
-
-// recordMaxLinks runs once every GPU has been sampled: each board's
-// maximum PCIe link (a reading, not a fact of the start) is compared with
-// the previous run's, a change being an INVENTORY change=pcie_max line, and
-// written to run-state for the next start.
-func (m *Monitor) recordMaxLinks() {
-	rs := &m.runState
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if !rs.begun {
-		return
-	}
-	now := map[string]string{}
-	for _, gs := range m.gpus {
-		s := gs.slot.Get().Sample
-		g, okG := s.Get(reading.PCIeMaxGen)
-		w, okW := s.Get(reading.PCIeMaxWidth)
-		if uuid := gs.g.Info().UUID; uuid != "" && okG && okW {
-			now[uuid] = "gen " + strconv.FormatUint(g, 10) + " x" + strconv.FormatUint(w, 10)
-		}
-	}
-	for _, line := range sink.CompareBoards(time.Now(), sink.InventoryPCIeMax, rs.prevPCIeMax, now, m.boards()) {
-		m.eventLine(line)
-	}
-	err := rs.save(m.cfg.LogDir, func(s *snapshot.RunState) {
-		s.PCIeMax = maps.Clone(s.PCIeMax)
-		if s.PCIeMax == nil {
-			s.PCIeMax = map[string]string{}
-		}
-		maps.Copy(s.PCIeMax, now)
-	})
-	if err != nil {
-		m.log.Warn("cannot record the GPUs' maximum PCIe links in run-state; the next start will not compare them", "error", err)
-	}
-}
-
-// lateBoard runs once a GPU stuck at start has answered: its board is
-// compared with the previous run's (INVENTORY) and written to run-state;
-// before startBootCheck, which does both for every board known by then, nothing.
-func (m *Monitor) lateBoard(gs *gpuState) {
-	rs := &m.runState
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if !rs.begun {
-		return
-	}
-	if rs.prev != nil {
-		m.eventLine(sink.IdentifyLate(rs.prev, csvColumns(gs.idx, gs.g.Info()).Board).Event(time.Now()))
-	}
-	boards := m.boards()
-	if err := rs.save(m.cfg.LogDir, func(s *snapshot.RunState) { s.GPUs, s.VBIOS = boards, m.vbios() }); err != nil {
-		m.log.Warn("cannot record the GPU that answered late in run-state; the next start will not compare it", "error", err)
-	}
-	if len(rs.heldMissing) == 0 || slices.ContainsFunc(boards, func(b sink.Board) bool { return b.UUID == "" }) {
-		return
-	}
-	var missing []sink.InventoryChange
-	for _, c := range rs.heldMissing {
-		if !slices.ContainsFunc(boards, func(b sink.Board) bool { return b.UUID == c.Board.UUID }) {
-			c.Unidentified = 0
-			m.missingBoard(c.Board)
-			missing = append(missing, c)
-		}
-	}
-	rs.heldMissing = nil
-	m.raiseMissing(missing)
-}
-
 var kmsgSaveFailures = counters.Declare(counters.Def{Name: "kmsg_position_save_failures", Loss: true, OwnLog: true,
 	Help: "saves of the kernel log position in run-state that failed (the first is logged with why; tried again at the next save): a restart meanwhile may replay or miss kernel log records"})
 
-// saveKmsgSeq rewrites run-state when the kernel log position moved.
+// saveKmsgSeq rewrites run-state when the kernel log position moved; before
+// startBootCheck recorded this run, nothing.
 func (m *Monitor) saveKmsgSeq() {
-	rs := &m.runState
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	seq := m.kmsgSeq()
-	if !rs.begun || seq == rs.cur.KmsgSeq {
-		return
-	}
-	if err := rs.save(m.cfg.LogDir, func(s *snapshot.RunState) { s.KmsgSeq = seq }); err != nil && m.reg.Add(kmsgSaveFailures, 1) == 1 {
+	err := m.runState.Save(func(s *runstate.State) bool {
+		seq := m.kmsgSeq()
+		moved := seq != s.KmsgSeq
+		s.KmsgSeq = seq
+		return moved
+	})
+	if err != nil && !errors.Is(err, runstate.ErrNotBegun) && m.reg.Add(kmsgSaveFailures, 1) == 1 {
 		m.log.Warn("cannot save the kernel log position; a restart may replay or miss records logged meanwhile (tried again later)", "error", err)
 	}
 }

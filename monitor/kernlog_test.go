@@ -23,7 +23,7 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
-	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
+	"github.com/gpu-telemetry/gpu-telemetry/runstate"
 )
 
 // kmsgRestart prepares a restart in this boot on the real /dev/kmsg: a
@@ -35,16 +35,16 @@ import (
 func kmsgRestart(t *testing.T, tag string) (w io.Writer, hostRoot string, boot string, lastSeq uint64) {
 	t.Helper()
 	w = testutil.HostKmsg(t)
-	boot = snapshot.ReadBootID(snapshot.DefaultBootIDPath)
+	boot = runstate.ReadBootID(runstate.DefaultBootIDPath)
 	if boot == "" {
 		t.Skip("no boot id")
 	}
 	hostRoot = t.TempDir()
-	idDir := filepath.Join(hostRoot, filepath.Dir(snapshot.DefaultBootIDPath))
+	idDir := filepath.Join(hostRoot, filepath.Dir(runstate.DefaultBootIDPath))
 	if err := os.MkdirAll(idDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(hostRoot, snapshot.DefaultBootIDPath), []byte(boot+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(hostRoot, runstate.DefaultBootIDPath), []byte(boot+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r, err := kmsg.Open("/dev/kmsg", slog.New(slog.DiscardHandler), counters.New())
@@ -144,7 +144,7 @@ func TestKmsgXidWhileStoppedIsReplayed(t *testing.T) {
 	} else if b, _ := os.ReadFile(crashes[0]); !strings.Contains(string(b), "kmsg backlog, logged at ktime=") {
 		t.Errorf("the snapshot's reason does not say the Xid was read after the fact:\n%.600s", b)
 	}
-	st, _, err := snapshot.ReadRunState(dir)
+	st, _, err := runstate.Read(dir)
 	if seq, ok := st.KmsgSeq.Get(); err != nil || !ok || seq <= last || st.BootID != boot {
 		t.Errorf("run-state after stop: %+v, %v; want this boot and a kmsg_seq past %d", st, err, last)
 	}
@@ -309,7 +309,7 @@ func TestReplayedXidIsNoDuplicate(t *testing.T) {
 func writePreviousRun(t *testing.T, dir, boot string, seq uint64) {
 	t.Helper()
 	state := fmt.Sprintf("boot_id=%s\nstarted=2026-12-01T06:00:00Z\npid=77\nkmsg_seq=%d\n", boot, seq)
-	if err := os.WriteFile(filepath.Join(dir, snapshot.RunStateFile), []byte(state), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, runstate.File), []byte(state), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -332,7 +332,7 @@ func replayRig(t *testing.T, tag string, tweak func(m *Monitor)) (r *rig, w io.W
 	w, hostRoot, boot, lastSeq := kmsgRestart(t, tag)
 	dir := t.TempDir()
 	writePreviousRun(t, dir, boot, lastSeq)
-	if err := snapshot.MarkCleanStop(dir, time.Now()); err != nil {
+	if err := runstate.MarkCleanStop(dir, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	// Logged while no logger runs.
@@ -355,7 +355,7 @@ func TestReplayPositionSavedOnceCaughtUp(t *testing.T) {
 	r.run(0, func() {
 		waitFor(t, filepath.Join(r.dir, "events.log"), tag)
 		testutil.PollUntil(3*time.Second, 20*time.Millisecond, func() bool {
-			st, _, _ := snapshot.ReadRunState(r.dir)
+			st, _, _ := runstate.Read(r.dir)
 			if v, ok := st.KmsgSeq.Get(); ok && v > last {
 				seq = v
 			}
@@ -406,9 +406,9 @@ func TestStalledRunStateDoesNotStallKmsg(t *testing.T) {
 	unblock := func() { once.Do(func() { close(release) }) }
 	defer unblock()
 	r, w, _, _ := replayRig(t, tag, func(m *Monitor) {
-		m.runState.write = func(dir string, s snapshot.RunState) error {
+		m.runState.Rewrite = func(dir string, s runstate.State) error {
 			<-release // the disk is stuck
-			return snapshot.WriteRunState(dir, s)
+			return runstate.Write(dir, s)
 		}
 	})
 	r.run(0, func() {
@@ -426,7 +426,7 @@ func TestStalledRunStateDoesNotStallKmsg(t *testing.T) {
 func TestKmsgPositionSaveFailuresCounted(t *testing.T) {
 	tag := fmt.Sprintf("gpu-telemetry-failsave-%d-%d", os.Getpid(), time.Now().UnixNano())
 	r, _, _, _ := replayRig(t, tag, func(m *Monitor) {
-		m.runState.write = func(string, snapshot.RunState) error { return errors.New("disk on fire") }
+		m.runState.Rewrite = func(string, runstate.State) error { return errors.New("disk on fire") }
 	})
 	var status string
 	r.run(0, func() {

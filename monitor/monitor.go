@@ -13,11 +13,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/action/board"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/events"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/kclock"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/runstate"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
@@ -57,7 +59,7 @@ type Monitor struct {
 	sxidSeq  atomic.Uint64               // fatal SXids read, numbering pendingSXid
 	klog     *KernelLog                  // nil: no kernel log
 	kclock   *kernelClock
-	runState runState
+	runState runstate.Saver
 	procs    procParts
 	journal  chan journalEntry // events.log lines for the journal (Config.Journal)
 	states   hostStates
@@ -87,7 +89,7 @@ type hostStates struct {
 	kmsg, events string
 	drops        dropHistory
 	incident     live.Incident
-	missing      []*missingBoard // set once at start (Monitor.missingBoard)
+	missing      []*board.Missing // set once at start (Monitor.missingBoard)
 	// boardsMissing are the boards raised missing (raiseMissing,
 	// missingFromState); shortfall is how many fewer GPUs than
 	// --expect-gpus were enumerated. gpus_missing is the larger: the
@@ -120,7 +122,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		return nil, errors.New("monitor.Config.Counters is not the registry the sampler was opened with (sampler.OpenOptions.Counters)")
 	}
 	m := &Monitor{cfg: cfg, log: cfg.Logger, host: host, byIndex: map[int]*gpuState{}, start: time.Now(), reg: host.Counters(),
-		kclock: &kernelClock{clock: host.KernelClock(), est: kclock.NewEstimator(kclock.Config{})}, runState: runState{write: snapshot.WriteRunState}}
+		kclock: &kernelClock{clock: host.KernelClock(), est: kclock.NewEstimator(kclock.Config{})}, runState: runstate.Saver{Dir: cfg.LogDir}}
 	m.loop.syncTick, m.loop.secondTick = make(chan time.Time, 1), make(chan time.Time, 1)
 	m.loop.cadence = &cadence{step: max(cfg.Interval/100, time.Microsecond)}
 	m.side.log, m.side.jobs, m.side.reg = m.log, make(chan sideJob, 256), m.reg
@@ -306,7 +308,7 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	m.cfg.trace("summary-written")
 	m.summary.Close()
 	m.cfg.trace("files-closed")
-	if err := snapshot.MarkCleanStop(m.cfg.LogDir, time.Now()); err != nil { // once every file is closed
+	if err := runstate.MarkCleanStop(m.cfg.LogDir, time.Now()); err != nil { // once every file is closed
 		m.log.Warn("cannot write the clean-stop marker; the next start will report an unclean stop", "error", err)
 	}
 	m.board.PublishHost(m.hostView()) // the final counts, for a reader still asking
@@ -540,7 +542,7 @@ func (m *Monitor) hostView() live.Host {
 	m.states.mu.Lock()
 	h.Kmsg, h.Events, h.LastIncident = m.states.kmsg, m.states.events, m.states.incident
 	for _, b := range m.states.missing {
-		h.Missing = append(h.Missing, b.view) // a copy: an ack changes b.view under the lock
+		h.Missing = append(h.Missing, live.MissingBoard{Index: b.Index, UUID: b.UUID(), Action: b.Action}) // a copy: an ack changes b.Action under the lock
 	}
 	h.GPUsMissing = max(m.states.boardsMissing, m.states.shortfall)
 	h.BERT = m.states.bert

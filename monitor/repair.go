@@ -1,10 +1,8 @@
 package monitor
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/action"
+	"github.com/gpu-telemetry/gpu-telemetry/action/board"
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/events"
@@ -27,69 +26,28 @@ import (
 // application's Xid that expires).
 const judgeEvery = time.Second
 
-// repairState is a GPU's repair action (anomaly.Repair) under its lock: the
+// repairState is a GPU's repair action (board.Board) under its lock: the
 // worker (samples), the event goroutines (Xids, recovery actions, kernel
 // lines), watchLosses once a second (hangs, expiries) and the control
 // socket (acks) judge it.
 type repairState struct {
 	mu      sync.Mutex
-	r       *anomaly.Repair // nil until the GPU's UUID is known
+	b       *board.Board // nil until the GPU's UUID is known
 	cur     action.Current
 	since   time.Time      // when cur became the GPU's action with these reasons
 	written action.Current // the last ACTION line's
 	judged  time.Time      // when it was last judged (wall)
 	hv      *HealthView    // the health view last judged
 	last    atomic.Int64   // judged, in Unix ns, for judgeActions without the lock
-	file    boardFile      // the board's state file; its versions under mu
 }
 
-// boardFile writes a board's state file in the order of its versions. The
-// file is written after the repair's lock is released (the ACTION line
-// follows the event's own lines), by whichever goroutine judged: gen
-// numbers each change of the history (under the repair's lock), and the
-// writes, one at a time (mu), write a copy only when it is newer than the
-// one on disk (disk): an older copy never lands over a newer one, and a
-// copy not yet on disk is written again at the next judgement.
-type boardFile struct {
-	gen  uint64
-	mu   sync.Mutex
-	disk atomic.Uint64
-}
-
-// stage takes the history h after a judgement (dirty: it changed) and
-// returns the copy still to write with its version; 0: the one on disk is
-// the latest. Under the repair's lock.
-func (f *boardFile) stage(h action.History, dirty bool) (action.History, uint64) {
-	if dirty {
-		f.gen++
-	}
-	if f.gen > f.disk.Load() { // changed, or an earlier write failed
-		return h, f.gen
-	}
-	return action.History{}, 0
-}
-
-// pending reports whether a version is not on disk yet. Under the
-// repair's lock.
-func (f *boardFile) pending() bool { return f.gen > f.disk.Load() }
-
-// write writes h, version gen (0: nothing), unless a newer copy is on disk
-// already; a failure is counted and logged (who names the board), and the
-// next stage gives the copy again.
-func (f *boardFile) write(m *Monitor, h action.History, gen uint64, who slog.Attr) {
-	if gen == 0 {
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if gen <= f.disk.Load() {
-		return
-	}
-	if err := sink.WriteBoardState(m.cfg.LogDir, h); err != nil {
+// saveBoard writes board b's state file if a version of its history is
+// not on disk (board.Board.Save); a failure is counted and logged (who
+// names the board), and the next save writes it again.
+func (m *Monitor) saveBoard(b *board.Board, who slog.Attr) {
+	if err := b.Save(); err != nil {
 		lose(m.reg, m.log, boardStateFails, "a board's state file", who, slog.String("error", err.Error()))
-		return
 	}
-	f.disk.Store(gen)
 }
 
 var (
@@ -112,15 +70,10 @@ func (m *Monitor) judgeActions(now time.Time) {
 		}
 	}
 	m.states.mu.Lock()
-	var retry []*missingBoard
-	for _, b := range m.states.missing {
-		if b.file.pending() {
-			retry = append(retry, b)
-		}
-	}
+	missing := m.states.missing
 	m.states.mu.Unlock()
-	for _, b := range retry {
-		b.writeState()
+	for _, b := range missing {
+		m.saveBoard(b.Board, slog.String("uuid", b.UUID()))
 	}
 }
 
@@ -140,14 +93,15 @@ func (gs *gpuState) judgeAction(now time.Time, force bool, event func(r *anomaly
 type judged struct {
 	line    sink.EventLine
 	hasLine bool
-	hist    action.History
-	gen     uint64 // hist's version (boardFile.gen); 0: nothing to write
+	b       *board.Board // the board whose history to save; nil: not judged
 }
 
-// write writes the board's state file, unless a newer copy is on disk
+// write writes the board's state file, unless the newest copy is on disk
 // already, then the ACTION line.
 func (j judged) write(gs *gpuState) {
-	gs.repair.file.write(gs.m, j.hist, j.gen, slog.Int("gpu", gs.idx))
+	if j.b != nil {
+		gs.m.saveBoard(j.b, slog.Int("gpu", gs.idx))
+	}
 	if j.hasLine {
 		gs.m.eventLine(j.line)
 	}
@@ -158,11 +112,11 @@ func (gs *gpuState) judge(now time.Time, force bool, event func(r *anomaly.Repai
 	rs := &gs.repair
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	if rs.r == nil && !gs.startRepair() {
+	if rs.b == nil && !gs.startRepair() {
 		return j
 	}
 	if event != nil {
-		event(rs.r)
+		event(rs.b.Repair())
 	}
 	now = maxTime(now, rs.judged) // the sources' times interleave (a kernel record read late); the action's go forward
 	hv := gs.health.Load()
@@ -189,8 +143,8 @@ func (gs *gpuState) judge(now time.Time, force bool, event func(r *anomaly.Repai
 			in.HungSince = g.State.Since
 		}
 	})
-	cur := rs.r.Judge(in)
-	j.hist, j.gen = rs.file.stage(rs.r.History())
+	cur := rs.b.Judge(in)
+	j.b = rs.b
 	if !cur.Equal(rs.cur) {
 		from := rs.cur.Action
 		rs.cur, rs.since = cur, now
@@ -235,31 +189,31 @@ func (gs *gpuState) startRepair() bool {
 	if uuid == "" {
 		return false
 	}
-	gs.repair.r = anomaly.NewRepair(m.repairBoot(), m.cfg.InspectAfter, m.readHistory(uuid, gs.log))
+	gs.repair.b = m.openBoard(uuid, gs.log)
 	// An event reason an earlier run raised in this boot and nobody
 	// acknowledged holds again, as this boot's Xids do (NewRepair): a
 	// restart of the logger does not reset the baseboard.
 	for rs := range anomaly.NumHealthReasons {
-		if anomaly.IsEventReason(rs) && gs.repair.r.Unacked(anomaly.HealthReasonDefs[rs].Name) {
+		if anomaly.IsEventReason(rs) && gs.repair.b.Repair().Unacked(anomaly.HealthReasonDefs[rs].Name) {
 			gs.tr.Restore(rs)
 		}
 	}
 	return true
 }
 
-// readHistory reads the history of the board with uuid from its state
+// openBoard opens the repair action of the board with uuid from its state
 // file. One that does not read (corrupt, another board's, a link) is set
 // aside as evidence, counted and logged, and a new history starts: the
 // escalation across boots starts over.
-func (m *Monitor) readHistory(uuid string, log *slog.Logger) action.History {
-	h, err := sink.ReadBoardState(m.cfg.LogDir, uuid)
-	if err == nil {
-		return h
+func (m *Monitor) openBoard(uuid string, log *slog.Logger) *board.Board {
+	h, err := board.Read(m.cfg.LogDir, uuid)
+	if err != nil {
+		to, aerr := board.SetAside(m.cfg.LogDir, uuid, time.Now())
+		m.reg.Add(boardStateSetAside, 1)
+		log.Warn("the board's repair history does not read; set aside, starting a new one", "uuid", uuid, "error", err, "set_aside", to, "set_aside_error", aerr)
+		h = action.History{UUID: uuid}
 	}
-	to, aerr := sink.SetAsideBoardState(m.cfg.LogDir, uuid, time.Now())
-	m.reg.Add(boardStateSetAside, 1)
-	log.Warn("the board's repair history does not read; set aside, starting a new one", "uuid", uuid, "error", err, "set_aside", to, "set_aside_error", aerr)
-	return action.History{UUID: uuid}
+	return board.New(m.cfg.LogDir, m.repairBoot(), m.cfg.InspectAfter, h)
 }
 
 // repairBoot is the boot the boards' histories count this run in: the
@@ -298,7 +252,6 @@ type AckResult struct {
 	UUID    string
 	Acked   action.Action  // the action acknowledged
 	Now     action.Current // the GPU's action after it
-	Record  action.AckRecord
 }
 
 // Ack acknowledges the current action of the GPU sel names (its index, its
@@ -320,10 +273,10 @@ func (m *Monitor) Ack(sel string, want action.Action, note, by string) (AckResul
 		}
 		m.states.mu.Lock()
 		for _, b := range m.states.missing {
-			uuids = append(uuids, b.view.UUID)
+			uuids = append(uuids, b.UUID())
 		}
 		m.states.mu.Unlock()
-		uuid, err := pickUUID(uuids, sel)
+		uuid, err := board.Pick(uuids, sel)
 		if err != nil {
 			return AckResult{}, err
 		}
@@ -344,21 +297,15 @@ func (m *Monitor) Ack(sel string, want action.Action, note, by string) (AckResul
 	rs := &gs.repair
 	rs.mu.Lock()
 	now = rs.judged // it acknowledges what was judged last
-	if rs.r == nil {
+	if rs.b == nil {
 		rs.mu.Unlock()
 		return AckResult{}, fmt.Errorf("GPU %d: its UUID is not known yet", gs.idx)
 	}
-	cur := rs.cur
-	if cur.Action != want {
-		rs.mu.Unlock()
-		return AckResult{}, fmt.Errorf("GPU %d's action is %s, not %s", gs.idx, cur.Action, want)
-	}
-	if cur.Action == action.None {
-		rs.mu.Unlock()
-		return AckResult{}, errors.New("GPU " + strconv.Itoa(gs.idx) + " has no action to acknowledge")
-	}
-	rec := rs.r.Ack(cur, now, by, note)
+	rec, err := rs.b.Ack("GPU "+strconv.Itoa(gs.idx), rs.cur, want, now, by, note)
 	rs.mu.Unlock()
+	if err != nil {
+		return AckResult{}, err
+	}
 	// The event reasons the ack covers (nvswitch_fatal) go with the next
 	// sample, as an acknowledged Xid goes; one raised since the action was
 	// judged is not acknowledged.
@@ -372,112 +319,37 @@ func (m *Monitor) Ack(sel string, want action.Action, note, by string) (AckResul
 	})
 	m.eventLine(gs.event(now, sink.TypeAck, "action", rec.Action.String(), "by", by, "note", note, "classes", strings.Join(rec.Classes, ",")))
 	gs.judgeAction(now, true, nil)
-	res := AckResult{GPU: gs.idx, UUID: gs.g.Info().UUID, Acked: rec.Action, Record: rec}
+	res := AckResult{GPU: gs.idx, UUID: gs.g.Info().UUID, Acked: rec.Action}
 	rs.mu.Lock()
 	res.Now = rs.cur
 	rs.mu.Unlock()
 	return res, nil
 }
 
-// pickUUID returns the one of uuids that sel names: the whole UUID, or
-// the start of only one (case aside, as nvidia-smi prints them).
-func pickUUID(uuids []string, sel string) (string, error) {
-	var found []string
-	for _, u := range uuids {
-		switch {
-		case strings.EqualFold(u, sel):
-			return u, nil
-		case len(sel) >= len("GPU-")+4 && len(u) >= len(sel) && strings.EqualFold(u[:len(sel)], sel):
-			found = append(found, u)
-		}
-	}
-	switch len(found) {
-	case 0:
-		return "", fmt.Errorf("no monitored or missing GPU %q", sel)
-	case 1:
-		return found[0], nil
-	}
-	return "", fmt.Errorf("%q is the start of %d GPUs' UUIDs (%s)", sel, len(found), strings.Join(found, ", "))
-}
-
-// missingBoard is a board of the previous run that is not enumerated now
-// (host.missing_boards): its repair action, judged from its state file at
-// start, and that file. Its fields are under the host's lock (hostStates).
-type missingBoard struct {
-	m    *Monitor
-	view live.MissingBoard // what the host view shows
-	r    *anomaly.Repair
-	file boardFile
-	hist action.History // the copy to write, version file.gen
-}
-
-// stage takes the board's history after a judgement into the copy to
-// write. Under the host's lock.
-func (b *missingBoard) stage() {
-	if h, gen := b.file.stage(b.r.History()); gen != 0 {
-		b.hist = h
-	}
-}
-
-// writeState writes the board's state file if a version is not on disk,
-// as a GPU's is written (boardFile): in order, again after a failure.
-func (b *missingBoard) writeState() {
-	m := b.m
-	m.states.mu.Lock()
-	h, gen := b.hist, b.file.gen
-	m.states.mu.Unlock()
-	b.file.write(m, h, gen, slog.String("uuid", b.view.UUID))
-}
-
 // ackMissing acknowledges the action of a board of the previous run that
-// is not enumerated now, as Ack does a GPU's: the ACK line and the ACTION
-// line after it (by its UUID and prev_gpu=), its state file (written as a
-// GPU's, in order and again after a failure), and the action the host view
-// shows.
+// is not enumerated now, as Ack does a GPU's (board.Missing.Ack): under
+// the host's lock, which serialises the acks of missing boards; its state
+// file (written as a GPU's, in order and again after a failure) and its
+// lines outside it (a slow disk does not hold up status).
 func (m *Monitor) ackMissing(uuid string, want action.Action, note, by string) (AckResult, error) {
-	b, res, lines, err := m.ackMissingState(uuid, want, note, by)
-	if err != nil {
-		return res, err
+	m.states.mu.Lock()
+	i := slices.IndexFunc(m.states.missing, func(b *board.Missing) bool { return b.UUID() == uuid })
+	if i < 0 {
+		m.states.mu.Unlock()
+		return AckResult{}, fmt.Errorf("no missing board %s", uuid)
 	}
-	b.writeState()
+	b := m.states.missing[i]
+	rec, lines, err := b.Ack(want, time.Now(), by, note)
+	res := AckResult{GPU: b.Index, Missing: true, UUID: uuid, Acked: rec.Action, Now: b.Action}
+	m.states.mu.Unlock()
+	if err != nil {
+		return AckResult{}, err
+	}
+	m.saveBoard(b.Board, slog.String("uuid", uuid))
 	for _, l := range lines {
 		m.eventLine(l)
 	}
 	return res, nil
-}
-
-// ackMissingState is ackMissing under the host's lock, which serialises
-// the acks of missing boards; it returns the board and the lines to write
-// (outside the lock: a slow disk does not hold up status).
-func (m *Monitor) ackMissingState(uuid string, want action.Action, note, by string) (*missingBoard, AckResult, []sink.EventLine, error) {
-	m.states.mu.Lock()
-	defer m.states.mu.Unlock()
-	i := slices.IndexFunc(m.states.missing, func(b *missingBoard) bool { return b.view.UUID == uuid })
-	if i < 0 {
-		return nil, AckResult{}, nil, fmt.Errorf("no missing board %s", uuid)
-	}
-	b := m.states.missing[i]
-	now := time.Now()
-	in := anomaly.RepairInput{Now: now, Missing: true}
-	cur := b.r.Judge(in)
-	switch {
-	case cur.Action == action.None:
-		return nil, AckResult{}, nil, fmt.Errorf("the missing board %s has no action to acknowledge", uuid)
-	case cur.Action != want:
-		return nil, AckResult{}, nil, fmt.Errorf("the missing board %s's action is %s, not %s", uuid, cur.Action, want)
-	}
-	rec := b.r.Ack(cur, now, by, note)
-	after := b.r.Judge(in)
-	b.stage()
-	prev := strconv.Itoa(b.view.Index)
-	lines := []sink.EventLine{{Time: now, UUID: uuid, GPU: -1, Type: sink.TypeAck,
-		Fields: sink.KV("prev_gpu", prev, "action", rec.Action.String(), "by", by, "note", note, "classes", strings.Join(rec.Classes, ","))}}
-	if !after.Equal(b.view.Action) {
-		lines = append(lines, sink.EventLine{Time: now, UUID: uuid, GPU: -1, Type: sink.TypeAction,
-			Fields: sink.KV("prev_gpu", prev, "action", after.Action.String(), "from", b.view.Action.Action.String(), "reason", after.Reason())})
-	}
-	b.view.Action = after
-	return b, AckResult{GPU: b.view.Index, Missing: true, UUID: uuid, Acked: rec.Action, Now: after, Record: rec}, lines, nil
 }
 
 // maxTime is the later of a and b.
@@ -489,39 +361,30 @@ func maxTime(a, b time.Time) time.Time {
 }
 
 // missingBoard judges the repair action of a board of the previous run
-// that is not enumerated now, from its state file: after a boot that ended
-// in Xid 79 or a recovery action it is a power cycle (a warm reboot did
-// not bring it back). An action other than none is an ACTION line (by the
-// board's UUID and previous index) and shows in the host view; it reports
-// whether there was one.
+// that is not enumerated now, from its state file (board.NewMissing). An
+// action other than none is an ACTION line (by the board's UUID and
+// previous index) and shows in the host view; it reports whether there
+// was one.
 func (m *Monitor) missingBoard(b sink.Board) bool {
 	if b.UUID == "" {
 		return false
 	}
-	mb := &missingBoard{m: m, view: live.MissingBoard{Index: b.Index, UUID: b.UUID},
-		r: anomaly.NewRepair(m.repairBoot(), m.cfg.InspectAfter, m.readHistory(b.UUID, m.log))}
-	cur := mb.r.Judge(anomaly.RepairInput{Now: m.start, Missing: true})
-	mb.stage() // not shared yet: no lock
-	mb.writeState()
-	if cur.Action == action.None {
+	mb := board.NewMissing(m.openBoard(b.UUID, m.log), b.Index, m.start)
+	m.saveBoard(mb.Board, slog.String("uuid", b.UUID))
+	if mb.Action.Action == action.None {
 		return false
 	}
-	mb.view.Action = cur
-	m.states.mu.Lock()
-	m.states.missing = append(m.states.missing, mb)
-	m.states.mu.Unlock()
-	m.eventLine(sink.EventLine{Time: m.start, UUID: b.UUID, GPU: -1, Type: sink.TypeAction,
-		Fields: sink.KV("prev_gpu", prevIndex(b.Index), "action", cur.Action.String(), "from", action.None.String(), "reason", cur.Reason())})
+	m.addMissing(mb)
 	return true
 }
 
-// prevIndex is a missing board's index in the run that last saw it; "" when
-// no run this one can read saw it (missingFromState).
-func prevIndex(i int) string {
-	if i < 0 {
-		return ""
-	}
-	return strconv.Itoa(i)
+// addMissing shows the missing board b in the host view, where ackMissing
+// finds it, and writes its ACTION line.
+func (m *Monitor) addMissing(b *board.Missing) {
+	m.states.mu.Lock()
+	m.states.missing = append(m.states.missing, b)
+	m.states.mu.Unlock()
+	m.eventLine(b.Line(m.start))
 }
 
 // missingFromState raises the boards that the comparison with the previous
@@ -548,29 +411,23 @@ func (m *Monitor) missingFromState() (texts []string) {
 	}
 	m.states.mu.Lock()
 	for _, b := range m.states.missing {
-		seen[b.view.UUID] = true
+		seen[b.UUID()] = true
 	}
 	m.states.mu.Unlock()
-	paths, err := filepath.Glob(filepath.Join(m.cfg.LogDir, "action-*.json"))
-	if err != nil {
-		return nil
-	}
-	for _, p := range paths {
-		uuid := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), "action-"), ".json")
+	for _, uuid := range board.Stored(m.cfg.LogDir) {
 		if seen[uuid] {
 			continue
 		}
-		h, err := sink.ReadBoardState(m.cfg.LogDir, uuid)
+		h, err := board.Read(m.cfg.LogDir, uuid)
 		if err != nil {
-			continue // not a board's (a link, another name): readHistory says why when the board is judged
+			continue // not a board's (a link, another name): openBoard says why when the board is judged
 		}
-		r := anomaly.NewRepair(m.repairBoot(), m.cfg.InspectAfter, h)
-		if !r.Judge(anomaly.RepairInput{Now: m.start, Missing: true}).Action.Drains() {
+		mb := board.NewMissing(board.New(m.cfg.LogDir, m.repairBoot(), m.cfg.InspectAfter, h), -1, m.start)
+		if !mb.Action.Action.Drains() {
 			continue
 		}
-		if !m.missingBoard(sink.Board{Index: -1, UUID: uuid}) {
-			continue
-		}
+		m.saveBoard(mb.Board, slog.String("uuid", uuid))
+		m.addMissing(mb)
 		line := sink.EarlierMissingEvent(m.start, uuid)
 		m.log.Error("a GPU an earlier run missed is still not enumerated", "detail", line.Get("detail"))
 		m.eventLine(line)

@@ -11,6 +11,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpu-telemetry/gpu-telemetry/action"
+	"github.com/gpu-telemetry/gpu-telemetry/action/board"
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
@@ -38,7 +39,7 @@ func TestRepairActionLostAndAck(t *testing.T) {
 		t.Errorf("%d ACTION lines, want 1:\n%s", n, log)
 	}
 	uuid := gs.g.Info().UUID
-	h, err := sink.ReadBoardState(r.dir, uuid)
+	h, err := board.Read(r.dir, uuid)
 	if err != nil || len(h.Boots) != 1 || h.Boots[0].Classes["lost"].Count != 1 {
 		t.Fatalf("state file: %+v, %v", h, err)
 	}
@@ -60,7 +61,7 @@ func TestRepairActionLostAndAck(t *testing.T) {
 		!strings.Contains(log, "type=ACTION action=watch from=reboot") {
 		t.Errorf("events.log after the ack:\n%s", log)
 	}
-	if h, _ = sink.ReadBoardState(r.dir, uuid); h.Ack == nil || h.Ack.Note != "power cycled it" {
+	if h, _ = board.Read(r.dir, uuid); h.Ack == nil || h.Ack.Note != "power cycled it" {
 		t.Errorf("state file after the ack: %+v", h.Ack)
 	}
 	if g = gs.slot.Get(); g.Ack.By != "root" || g.Action.Action != action.Watch || !strings.Contains(g.Action.Reason(), "acknowledged") {
@@ -90,13 +91,13 @@ func TestBoardStateWritesInOrder(t *testing.T) {
 	newer := gs.judge(now.Add(time.Second), true, func(rp *anomaly.Repair) { rp.Xid(xid.ExplainDetail(48, reading.XidDetail{}), now.Add(time.Second)) })
 	newer.write(gs)
 	older.write(gs)
-	h, err := sink.ReadBoardState(r.dir, uuid)
+	h, err := board.Read(r.dir, uuid)
 	if err != nil || h.Boots[len(h.Boots)-1].Classes["xid48"].Count != 1 {
 		t.Fatalf("the older copy landed over the newer: %+v, %v", h, err)
 	}
 
 	// A write that fails (the file's name taken by a directory) is retried.
-	p, _ := sink.BoardStatePath(r.dir, uuid)
+	p, _ := board.Path(r.dir, uuid)
 	os.Remove(p)
 	if err := os.MkdirAll(filepath.Join(p, "x"), 0o755); err != nil {
 		t.Fatal(err)
@@ -106,7 +107,7 @@ func TestBoardStateWritesInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	gs.judgeAction(now.Add(3*time.Second), true, nil)
-	if h, err = sink.ReadBoardState(r.dir, uuid); err != nil || h.Boots[len(h.Boots)-1].Classes["xid95"].Count != 1 {
+	if h, err = board.Read(r.dir, uuid); err != nil || h.Boots[len(h.Boots)-1].Classes["xid95"].Count != 1 {
 		t.Fatalf("the copy whose write failed was not written again: %+v, %v", h, err)
 	}
 }
@@ -115,13 +116,13 @@ func TestBoardStateWritesInOrder(t *testing.T) {
 // before a new history is written in its place.
 func TestCorruptBoardStateSetAside(t *testing.T) {
 	dir := t.TempDir()
-	p, _ := sink.BoardStatePath(dir, "GPU-a")
+	p, _ := board.Path(dir, "GPU-a")
 	if err := os.WriteFile(p, []byte(`{"uuid":`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r := newRig(t, 1, func(c *Config) { c.LogDir = dir })
 	gs, _, _ := stepper(r, 3) // the first sample reads the history
-	if h, err := sink.ReadBoardState(dir, "GPU-a"); err != nil || len(h.Boots) != 1 {
+	if h, err := board.Read(dir, "GPU-a"); err != nil || len(h.Boots) != 1 {
 		t.Fatalf("the new history: %+v, %v", h, err)
 	}
 	aside, _ := filepath.Glob(p + ".corrupt-*")
@@ -148,7 +149,7 @@ func TestRepairWithoutABootID(t *testing.T) {
 			t.Skip("the rig has a boot id")
 		}
 		gs, _, _ := stepper(r, 3) // the first sample records the boot
-		h, err := sink.ReadBoardState(dir, gs.g.Info().UUID)
+		h, err := board.Read(dir, gs.g.Info().UUID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,11 +214,11 @@ func TestAckMissingBoard(t *testing.T) {
 	const uuid = "GPU-dead0001-0000-0000-0000-000000000000"
 	h := action.History{UUID: uuid}
 	h.Count("an-earlier-boot", "xid79", time.Now().Add(-time.Hour))
-	if err := sink.WriteBoardState(r.dir, h); err != nil {
+	if err := board.Write(r.dir, h); err != nil {
 		t.Fatal(err)
 	}
 	r.m.missingBoard(sink.Board{Index: 1, UUID: uuid})
-	if got := r.m.states.missing; len(got) != 1 || got[0].view.Action.Action != action.PowerCycle {
+	if got := r.m.states.missing; len(got) != 1 || got[0].Action.Action != action.PowerCycle {
 		t.Fatalf("missing boards %+v, want one to power cycle", got)
 	}
 	if _, err := r.m.Ack(uuid, action.Reboot, "", "root"); err == nil {
@@ -237,14 +238,14 @@ func TestAckMissingBoard(t *testing.T) {
 	testutil.Contains(t, "events.log", log, "uuid="+uuid,
 		`type=ACK prev_gpu=1 action=power_cycle by=root note=reseated classes=`,
 		"type=ACTION prev_gpu=1 action=watch from=power_cycle")
-	if h, _ = sink.ReadBoardState(r.dir, uuid); h.Ack == nil || h.Ack.Note != "reseated" {
+	if h, _ = board.Read(r.dir, uuid); h.Ack == nil || h.Ack.Note != "reseated" {
 		t.Errorf("state file after the ack: %+v", h.Ack)
 	}
 	if len(h.Ack.Classes) == 0 || h.Acked[h.Ack.Classes[0]] != h.Ack.Time {
 		t.Errorf("the ack's classes are not kept per class: %+v %+v", h.Ack, h.Acked)
 	}
-	if got := r.m.states.missing; got[0].view.Action.Action != action.Watch {
-		t.Errorf("host view after the ack: %+v", got[0].view.Action)
+	if got := r.m.states.missing; got[0].Action.Action != action.Watch {
+		t.Errorf("host view after the ack: %+v", got[0].Action)
 	}
 }
 
@@ -256,11 +257,11 @@ func TestAckMissingBoardWriteRetried(t *testing.T) {
 	const uuid = "GPU-dead0002-0000-0000-0000-000000000000"
 	h := action.History{UUID: uuid}
 	h.Count("an-earlier-boot", "xid79", time.Now().Add(-time.Hour))
-	if err := sink.WriteBoardState(r.dir, h); err != nil {
+	if err := board.Write(r.dir, h); err != nil {
 		t.Fatal(err)
 	}
 	r.m.missingBoard(sink.Board{Index: 1, UUID: uuid})
-	p, _ := sink.BoardStatePath(r.dir, uuid)
+	p, _ := board.Path(r.dir, uuid)
 	os.Remove(p)
 	if err := os.MkdirAll(filepath.Join(p, "x"), 0o755); err != nil {
 		t.Fatal(err)
@@ -275,7 +276,7 @@ func TestAckMissingBoardWriteRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.m.judgeActions(time.Now())
-	if h, err := sink.ReadBoardState(r.dir, uuid); err != nil || h.Ack == nil || h.Ack.Note != "reseated" {
+	if h, err := board.Read(r.dir, uuid); err != nil || h.Ack == nil || h.Ack.Note != "reseated" {
 		t.Fatalf("the ack whose write failed was not written again: %+v, %v", h, err)
 	}
 }
@@ -294,13 +295,13 @@ func TestMissingFromStateFiles(t *testing.T) {
 		if uuid == acked {
 			h.Acked = map[string]time.Time{"missing": time.Now(), "xid79": time.Now()}
 		}
-		if err := sink.WriteBoardState(r.dir, h); err != nil {
+		if err := board.Write(r.dir, h); err != nil {
 			t.Fatal(err)
 		}
 	}
 	r.m.missingFromState()
 	got := r.m.states.missing
-	if len(got) != 1 || got[0].view.UUID != gone || !got[0].view.Action.Action.Drains() || got[0].view.Index != -1 {
+	if len(got) != 1 || got[0].UUID() != gone || !got[0].Action.Action.Drains() || got[0].Index != -1 {
 		t.Fatalf("missing boards %+v, want %s alone, taken out of service, its index unknown", got, gone)
 	}
 	testutil.Contains(t, "events.log", r.eventsLog(), "uuid="+gone, "type=ACTION action=power_cycle",
@@ -380,7 +381,7 @@ func TestFatalSXidSurvivesRestart(t *testing.T) {
 			if acked {
 				h.Acknowledge(action.AckRecord{Time: began.Add(time.Minute), Action: action.ResetGPU, Classes: []string{"nvswitch_fatal"}})
 			}
-			if err := sink.WriteBoardState(r.dir, h); err != nil {
+			if err := board.Write(r.dir, h); err != nil {
 				t.Fatal(err)
 			}
 			_, _, sample := stepper(r, 3)

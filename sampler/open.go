@@ -118,11 +118,11 @@ func Open(lib Library, o OpenOptions) (*Host, error) {
 	var count int
 	ok := bounded(o.Timeout, func() {
 		if v, r := lib.SystemGetDriverVersion(); r == nvml.SUCCESS {
-			h.System.DriverVersion = text(v)
+			h.System.DriverVersion = reading.Text(v)
 		}
 		if h.Syms.Has(FnNVMLVersion) {
 			if v, r := lib.SystemGetNVMLVersion(); r == nvml.SUCCESS {
-				h.System.NVMLVersion = text(v)
+				h.System.NVMLVersion = reading.Text(v)
 			}
 		}
 		if h.Syms.Has(FnCudaVersion) {
@@ -220,7 +220,7 @@ func (g *GPU) readStatic(lib Library) {
 	g.resetHealth()
 	str := func(fn Fn, f func() (string, nvml.Return)) string {
 		if v, ok := ask(g, fn, 0, f); ok {
-			return text(v)
+			return reading.Text(v)
 		}
 		return ""
 	}
@@ -321,18 +321,13 @@ func (g *GPU) readNumFans(dev Device) int {
 	return 0
 }
 
-// text makes a string from the driver or /proc safe for every output, once
-// where it enters: invalid UTF-8 becomes U+FFFD (one invalid label value
-// makes Prometheus refuse the whole scrape), surrounding space is trimmed.
-func text(s string) string { return strings.TrimSpace(strings.ToValidUTF8(s, "\uFFFD")) }
-
-// cString is a NUL-terminated C string from the driver, through text.
+// cString is a NUL-terminated C string from the driver, through reading.Text.
 func cString(b []int8) string {
 	s := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(b))), len(b))
 	if i := bytes.IndexByte(s, 0); i >= 0 {
 		s = s[:i]
 	}
-	return text(string(s))
+	return reading.Text(string(s))
 }
 
 // selectGPUs resolves --gpu selectors (index, UUID or PCI bus id). A

@@ -10,6 +10,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/gpu-telemetry/gpu-telemetry/proc"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
@@ -33,7 +34,6 @@ type ProcReader struct {
 	cfg ProcConfig
 	log *slog.Logger
 	capCache
-	ns nsState
 
 	kick       chan struct{}
 	busy, hung atomic.Bool
@@ -45,11 +45,8 @@ type ProcReader struct {
 	off      [maxFns]int64 // capability cache by function
 	lastTS   uint64        // newest GetProcessUtilization timestamp seen (us)
 	lastGood *reading.Procs
-	failing  bool                // the last read failed: not logged again
-	descs    map[uint32]procDesc // procfs.go
-	descGen  uint64
-	descAt   time.Time  // when the read descGen counts started
-	users    *userNames // owner.go: the daemon's one cache (processUsers)
+	failing  bool            // the last read failed: not logged again
+	desc     *proc.Describer // names the listed processes from /proc
 }
 
 // readStart is when a read began: the wall time stamps it, the monotonic
@@ -68,7 +65,7 @@ func NewProcReader(g *GPU, cfg ProcConfig, log *slog.Logger) *ProcReader {
 		cfg.Reprobe = 10 * time.Minute
 	}
 	p := &ProcReader{gpu: g, cfg: cfg, log: log.With("gpu", g.Info().Index), capCache: capCache{base: time.Now()},
-		kick: make(chan struct{}, 1), ns: pidNamespace(cfg.ProcRoot), users: processUsers}
+		kick: make(chan struct{}, 1), desc: proc.NewDescriber(cfg.ProcRoot)}
 	p.latest.Store(&reading.Procs{GPU: g.Info().Index, Status: reading.ProcNotRead})
 	return p
 }
@@ -220,7 +217,7 @@ func (p *ProcReader) read(start time.Time) *reading.Procs {
 	}
 	slices.SortFunc(out.List, func(a, b reading.Process) int { return cmp.Compare(a.PID, b.PID) })
 	p.readUtil(dev, out.List)
-	p.describeAll(out.List, start)
+	p.desc.Describe(out.List, start)
 	out.Status = reading.ProcOK
 	return p.finish(out)
 }

@@ -1,12 +1,12 @@
 package sink
 
 import (
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/proc"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
@@ -27,33 +27,11 @@ var fabricDaemons = []reading.FabricService{
 	{Name: "nvlsm", Exe: "nvlsm"},
 }
 
-// maxProcScan bounds the processes FabricServices looks at: a host with
-// more stops the scan there (what was not found reads as not running).
-const maxProcScan = 1 << 16
-
 // FabricServices scans root's /proc for the fabric daemons (root "/" on a
-// real host). Each process's command line is read once; a process that
-// goes away meanwhile is skipped.
+// real host).
 func FabricServices(root string) []reading.FabricService {
 	out := append([]reading.FabricService(nil), fabricDaemons...)
-	proc := filepath.Join(root, "proc")
-	d, err := os.Open(proc)
-	if err != nil {
-		return out
-	}
-	defer d.Close()
-	names, _ := d.Readdirnames(maxProcScan)
-	for _, n := range names {
-		pid, err := strconv.Atoi(n)
-		if err != nil || pid <= 0 {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(proc, n, "cmdline"))
-		if err != nil || len(b) == 0 {
-			continue
-		}
-		argv0, _, _ := strings.Cut(string(b), "\x00")
-		exe := filepath.Base(argv0)
+	for pid, exe := range proc.Programs(filepath.Join(root, "proc")) {
 		for i := range out {
 			if out[i].PID == 0 && out[i].Exe == exe {
 				out[i].PID = pid

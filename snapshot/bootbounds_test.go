@@ -132,31 +132,3 @@ func TestBootRowsOfAMembersGzReadNearItsEnd(t *testing.T) {
 		t.Errorf("one-member .gz over the bound: %+v; want it read to the bound and said", rows)
 	}
 }
-
-// TestRunStateBounded: the start reads at most runStateMax of a run-state
-// of 32 MiB, and refuses one that is a FIFO instead of waiting on it (the
-// start would never go on).
-func TestRunStateBounded(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, RunStateFile)
-	big := append([]byte("boot_id=abc\npid=42\n"), testutil.LongLine(4*hostileLine)...)
-	if err := os.WriteFile(p, big, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var s RunState
-	var err error
-	alloc := testutil.Allocated(func() { s, _, err = ReadRunState(dir) })
-	if err != nil || s.BootID != "abc" || s.PID != 42 {
-		t.Errorf("ReadRunState = %+v, %v", s, err)
-	}
-	if alloc > 8*runStateMax { // io.ReadAll grows its buffer up to runStateMax
-		t.Errorf("allocated %d MiB reading a %d MiB run-state, want a few MiB at most (runStateMax %d MiB)", alloc>>20, 4*hostileLine>>20, runStateMax>>20)
-	}
-	os.Remove(p)
-	if err := syscall.Mkfifo(p, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := ReadRunState(dir); err == nil || !strings.Contains(err.Error(), "not a regular file") {
-		t.Errorf("run-state as a FIFO: %v, want refused", err)
-	}
-}

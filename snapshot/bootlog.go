@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/runstate"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
@@ -37,14 +38,14 @@ const (
 
 // BootConfig says what WriteBootLog collects.
 type BootConfig struct {
-	Dir            string      // the log directory
-	Runner         Runner      // runs journalctl; nil means an ExecRunner
-	Now            time.Time   // this run's start: rows and events after it are this run's
-	Prev           PreviousRun // what BeginRun found
-	BootID         string      // this boot's id ("" when unknown)
-	Host           string      // the host's name as every output gives it
-	MachineID      string      // "" when unknown
-	PstoreDirs     []string    // nil means DefaultPstoreDirs
+	Dir            string            // the log directory
+	Runner         Runner            // runs journalctl; nil means an ExecRunner
+	Now            time.Time         // this run's start: rows and events after it are this run's
+	Prev           runstate.Previous // what runstate.Begin found
+	BootID         string            // this boot's id ("" when unknown)
+	Host           string            // the host's name as every output gives it
+	MachineID      string            // "" when unknown
+	PstoreDirs     []string          // nil means DefaultPstoreDirs
 	CommandTimeout time.Duration
 	JournalDir     string // given to journalctl as --directory (tests point it at a fake journal); "" reads the system's
 	// Missing says each GPU missing at this start (the GPU_MISSING lines'

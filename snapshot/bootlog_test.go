@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
+	"github.com/gpu-telemetry/gpu-telemetry/runstate"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
@@ -94,7 +95,7 @@ func TestBootLogGolden(t *testing.T) {
 	prevStart := time.Date(2026, 11, 29, 22, 0, 0, 0, time.UTC)
 	pstore := pstoreFixture(t, prevStart)
 	runner := &fakeRunner{results: map[string]fakeResult{"journalctl": {out: cannedJournal}}}
-	prev := PreviousRun{Found: true, State: RunState{BootID: "0f4c1a7e-aaaa", Started: prevStart, PID: 4242}}
+	prev := runstate.Previous{Found: true, State: runstate.State{BootID: "0f4c1a7e-aaaa", Started: prevStart, PID: 4242}}
 	bl, err := WriteBootLog(context.Background(), BootConfig{Dir: dir, Runner: runner, Now: now, Prev: prev, Host: "gpu-node-07", MachineID: "4f0c8d6a2b7e4e1c9a3d5b7f1e2c4a6b",
 		BootID: "9d2b77c1-bbbb", PstoreDirs: []string{pstore, filepath.Join(dir, "no-such-pstore")}})
 	if err != nil {
@@ -154,7 +155,7 @@ func TestBootLogGolden(t *testing.T) {
 func TestBootLogSameBootAndMissingTools(t *testing.T) {
 	dir, now := bootFixture(t)
 	runner := &fakeRunner{} // nothing installed
-	prev := PreviousRun{Found: true, State: RunState{BootID: "same", Started: now.Add(-time.Hour)}}
+	prev := runstate.Previous{Found: true, State: runstate.State{BootID: "same", Started: now.Add(-time.Hour)}}
 	bl, err := WriteBootLog(context.Background(), BootConfig{Dir: dir, Runner: runner, Now: now, Prev: prev, BootID: "same",
 		PstoreDirs: []string{filepath.Join(dir, "none")}})
 	if err != nil {
@@ -188,7 +189,7 @@ func TestBootLogRealJournalctl(t *testing.T) {
 		t.Skip("journalctl not installed")
 	}
 	dir, now := bootFixture(t)
-	prev := PreviousRun{Found: true, State: RunState{BootID: "a", Started: now.Add(-time.Hour)}}
+	prev := runstate.Previous{Found: true, State: runstate.State{BootID: "a", Started: now.Add(-time.Hour)}}
 	bl, err := WriteBootLog(context.Background(), BootConfig{Dir: dir, Now: now, Prev: prev, BootID: "b",
 		PstoreDirs: []string{}, JournalDir: t.TempDir(), CommandTimeout: 10 * time.Second})
 	if err != nil {

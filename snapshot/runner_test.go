@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/runstate"
 )
 
 // requireProgram skips a test when a program it runs is not installed.
@@ -146,7 +148,7 @@ func TestProgramsNamesEveryProgramRun(t *testing.T) {
 		}
 	}
 	dir, now := bootFixture(t)
-	prev := PreviousRun{Found: true, State: RunState{BootID: "a", Started: now.Add(-time.Hour)}}
+	prev := runstate.Previous{Found: true, State: runstate.State{BootID: "a", Started: now.Add(-time.Hour)}}
 	if _, err := WriteBootLog(context.Background(), BootConfig{Dir: dir, Runner: runner, Now: now, Prev: prev, BootID: "b", PstoreDirs: []string{}}); err != nil {
 		t.Fatal(err)
 	}

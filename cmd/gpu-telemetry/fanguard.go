@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -17,8 +16,8 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/gpu-telemetry/gpu-telemetry/fanguard"
+	"github.com/gpu-telemetry/gpu-telemetry/runstate"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
-	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
 // FanGuardFlags are the fan guard's flags (embedded in CLI; docs/fan-guard.md).
@@ -87,7 +86,7 @@ func releaseFans(cli *FanGuardCLI, lib sampler.Library, stdout, stderr io.Writer
 		return 1
 	}
 	defer unlock()
-	st, found, err := snapshot.ReadRunState(cli.LogDir)
+	st, found, err := runstate.Read(cli.LogDir)
 	if err != nil && !cli.All {
 		fmt.Fprintf(stderr, "gpu-telemetry fan-guard: --log-dir %s: %v\n", cli.LogDir, err)
 		return 1
@@ -124,19 +123,19 @@ func releaseFans(cli *FanGuardCLI, lib sampler.Library, stdout, stderr io.Writer
 	}
 	// Run-state keeps what was not handed back, for the next start or the
 	// next release.
-	var left []snapshot.FanHold
+	var left []runstate.FanHold
 	for _, h := range st.FanGuard {
 		if fans := held[h.UUID]; len(fans) > 0 {
-			left = append(left, snapshot.FanHold{UUID: h.UUID, Fans: fans})
+			left = append(left, runstate.FanHold{UUID: h.UUID, Fans: fans})
 		}
 	}
 	if left != nil {
-		fmt.Fprintf(stderr, "gpu-telemetry fan-guard: fans not handed back, kept in run-state: %s\n", holdsLine(left))
+		fmt.Fprintf(stderr, "gpu-telemetry fan-guard: fans not handed back, kept in run-state: %s\n", runstate.HoldsText(left))
 		code = 1
 	}
 	if found && len(left) != len(st.FanGuard) {
 		st.FanGuard = left
-		if err := snapshot.WriteRunState(cli.LogDir, st); err != nil {
+		if err := runstate.Write(cli.LogDir, st); err != nil {
 			fmt.Fprintf(stderr, "gpu-telemetry fan-guard: cannot update the fans held in run-state (the next start hands them back again): %v\n", err)
 		}
 	}
@@ -163,16 +162,4 @@ func lockForRelease(path string) (unlock func(), err error) {
 		return nil, fmt.Errorf("a logger is running (pid %s, lock file %s is held): it hands the fans back itself when it stops", holder, path)
 	}
 	return func() { l.Unlock() }, nil
-}
-
-func holdsLine(hs []snapshot.FanHold) string {
-	parts := make([]string, len(hs))
-	for i, h := range hs {
-		fans := make([]string, len(h.Fans))
-		for j, f := range h.Fans {
-			fans[j] = strconv.Itoa(f)
-		}
-		parts[i] = h.UUID + " fans " + strings.Join(fans, ",")
-	}
-	return strings.Join(parts, "; ")
 }

@@ -12,15 +12,15 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/gofrs/flock"
 
+	"github.com/gpu-telemetry/gpu-telemetry/runstate"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
-	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
 // `fan-guard release` refuses while a logger holds the log dir's lock: the
 // logger hands back its fans itself.
 func TestFanGuardReleaseRefusesWhileALoggerRuns(t *testing.T) {
 	dir := t.TempDir()
-	if err := snapshot.WriteRunState(dir, snapshot.RunState{PID: 7, FanGuard: []snapshot.FanHold{{UUID: "GPU-a", Fans: []int{0}}}}); err != nil {
+	if err := runstate.Write(dir, runstate.State{PID: 7, FanGuard: []runstate.FanHold{{UUID: "GPU-a", Fans: []int{0}}}}); err != nil {
 		t.Fatal(err)
 	}
 	l, err := takeLock("--log-dir", filepath.Join(dir, logDirLock))
@@ -45,8 +45,8 @@ func TestFanGuardReleaseRefusesWhileALoggerRuns(t *testing.T) {
 // in run-state, each said with why, and the exit status is 1.
 func TestFanGuardReleaseKeepsWhatItCouldNotHandBack(t *testing.T) {
 	dir := t.TempDir()
-	held := []snapshot.FanHold{{UUID: "GPU-a", Fans: []int{0, 1}}, {UUID: "GPU-b", Fans: []int{0}}, {UUID: "GPU-gone", Fans: []int{1}}}
-	if err := snapshot.WriteRunState(dir, snapshot.RunState{PID: 7, FanGuard: held}); err != nil {
+	held := []runstate.FanHold{{UUID: "GPU-a", Fans: []int{0, 1}}, {UUID: "GPU-b", Fans: []int{0}}, {UUID: "GPU-gone", Fans: []int{1}}}
+	if err := runstate.Write(dir, runstate.State{PID: 7, FanGuard: held}); err != nil {
 		t.Fatal(err)
 	}
 	// A lock file left by a logger that stopped: free.
@@ -69,7 +69,7 @@ func TestFanGuardReleaseKeepsWhatItCouldNotHandBack(t *testing.T) {
 			t.Errorf("stdout lacks %q:\n%s", want, out.String())
 		}
 	}
-	st, _, err := snapshot.ReadRunState(dir)
+	st, _, err := runstate.Read(dir)
 	if err != nil || len(st.FanGuard) != 2 || st.FanGuard[0].UUID != "GPU-a" || len(st.FanGuard[0].Fans) != 2 || st.FanGuard[1].UUID != "GPU-gone" {
 		t.Errorf("run-state keeps %+v, %v; want GPU-a fans 0,1 and GPU-gone fan 1", st.FanGuard, err)
 	}

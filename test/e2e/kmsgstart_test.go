@@ -14,7 +14,7 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
-	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
+	"github.com/gpu-telemetry/gpu-telemetry/runstate"
 )
 
 // startStuck starts the logger with GPU 1 stuck at start (for up to
@@ -112,7 +112,7 @@ func TestKmsgDeviceDuringStartupWait(t *testing.T) {
 	seq := seqOf()
 	skipIfWaitEnded(t, p)
 	saved := func() (uint64, bool) {
-		st, _, err := snapshot.ReadRunState(p.dir)
+		st, _, err := runstate.Read(p.dir)
 		v, ok := st.KmsgSeq.Get()
 		return v, err == nil && ok && v >= seq
 	}

@@ -1,4 +1,9 @@
-package sampler
+// Package proc knows what /proc says of a process: its command, its owner,
+// its start time and the workload its cgroup names (a Slurm job and step,
+// a Kubernetes pod, a container, a systemd unit). It never calls NVML: the
+// sampler lists a GPU's processes by PID and asks a Describer to fill in
+// the rest.
+package proc
 
 import (
 	"bytes"
@@ -18,23 +23,13 @@ import (
 // by the kernel (PROC_PID_INIT_INO).
 const initPIDNamespace = "pid:[4026531836]"
 
-// nsState says whether the PIDs NVML reports (always the host's) name the
-// same processes in our /proc.
-type nsState uint8
-
-const (
-	nsHost  nsState = iota // we run in the host's PID namespace
-	nsOther                // a container's namespace, or unknown: never look NVML's PIDs up
-)
-
-// pidNamespace decides once whether /proc/<pid> may be trusted for NVML's
-// PIDs; when it cannot tell, no: a wrong name is worse than none.
-func pidNamespace(root string) nsState {
+// hostPIDNamespace reports whether the PIDs NVML reports (always the
+// host's) name the same processes in the /proc at root: whether we run in
+// the host's PID namespace. When it cannot tell, no: a wrong name is worse
+// than none.
+func hostPIDNamespace(root string) bool {
 	l, err := os.Readlink(filepath.Join(root, "self", "ns", "pid"))
-	if err == nil && l == initPIDNamespace {
-		return nsHost
-	}
-	return nsOther
+	return err == nil && l == initPIDNamespace
 }
 
 // describeRefresh is how long a listed process's name and command line are
@@ -49,71 +44,89 @@ const describeRefresh = time.Minute
 // hand out the same PID.
 const reuseGap = 2 * time.Second
 
-// procDesc is what describe found for a PID, and when (ProcReader.mono).
+// Describer describes the processes one GPU's process reader lists, from
+// the /proc at its root, keeping what it read for the next read. Not safe
+// for concurrent use: each reader has its own.
+type Describer struct {
+	root  string
+	host  bool       // root is in the host's PID namespace (hostPIDNamespace), decided once
+	users *userNames // owner.go: the daemon's one cache (processUsers)
+	descs map[uint32]procDesc
+	gen   uint64    // the reads made
+	at    time.Time // when read gen started
+}
+
+// procDesc is what describe found for a PID, and when.
 type procDesc struct {
 	name, cmdline string
 	trunc         bool
 	workload      reading.Workload
 	uid           reading.Opt[uint32]
 	origin        reading.ProcOrigin
-	at            int64
-	gen           uint64 // the read that last listed the PID
-	start         string // the process's start time (stat field 22); "" when unreadable
+	at            time.Time // read (monotonic)
+	gen           uint64    // the read that last listed the PID
+	start         string    // the process's start time (stat field 22); "" when unreadable
 }
 
-// describeAll names the listed processes, from memory unless described
-// over describeRefresh ago or reused: the start time is read only where the
-// PID was not in the previous read or that read is reuseGap old. PIDs no
-// longer listed are forgotten. at is when the read started. The owner's
-// name comes from the user name cache at every read, not from memory: a
-// uid given as text while its lookup was out (the same job's processes on
-// other GPUs looked up at once, a slow directory) is named once the lookup
-// answers, not a minute later. It is looked up here, on the process
-// reader's goroutine, never in the sample (userNames bounds the wait).
-func (p *ProcReader) describeAll(list []reading.Process, at time.Time) {
-	if p.descs == nil {
-		p.descs = map[uint32]procDesc{}
-	}
-	p.descGen++
-	now := p.mono()
-	gap := at.Sub(p.descAt)
-	recent := p.descGen > 1 && gap >= 0 && gap < reuseGap // a clock set back says nothing
-	p.descAt = at
+// NewDescriber returns a Describer of the processes in the /proc at root
+// ("/proc"; tests give a fake one).
+func NewDescriber(root string) *Describer {
+	return &Describer{root: root, host: hostPIDNamespace(root), users: processUsers, descs: map[uint32]procDesc{}}
+}
+
+// Describe fills each listed process's Origin and, where /proc has it, its
+// Name, Cmdline, Workload, UID and User. at is when the read started.
+//
+// A process is described from memory unless described over describeRefresh
+// ago or reused: the start time is read only where the PID was not in the
+// previous read or that read is reuseGap old. PIDs no longer listed are
+// forgotten. The owner's name comes from the user name cache at every read,
+// not from memory: a uid given as text while its lookup was out (the same
+// job's processes on other GPUs looked up at once, a slow directory) is
+// named once the lookup answers, not a minute later. It is looked up here,
+// on the process reader's goroutine, never in the sample (userNames bounds
+// the wait).
+func (d *Describer) Describe(list []reading.Process, at time.Time) {
+	d.gen++
+	now := time.Now()
+	gap := at.Sub(d.at)
+	recent := d.gen > 1 && gap >= 0 && gap < reuseGap // a clock set back says nothing
+	d.at = at
 	for i := range list {
 		pr := &list[i]
-		d, ok := p.descs[pr.PID]
-		start, seen := d.start, ok && recent && d.gen == p.descGen-1
+		e, ok := d.descs[pr.PID]
+		start, seen := e.start, ok && recent && e.gen == d.gen-1
 		if !seen {
-			start = p.startTime(pr.PID)
+			start = d.startTime(pr.PID)
 		}
-		if ok && d.start == start && now-d.at < int64(describeRefresh) {
-			pr.Name, pr.Cmdline, pr.CmdlineTrunc, pr.Origin, pr.Workload = d.name, d.cmdline, d.trunc, d.origin, d.workload
-			pr.UID = d.uid
+		if ok && e.start == start && now.Sub(e.at) < describeRefresh {
+			pr.Name, pr.Cmdline, pr.CmdlineTrunc, pr.Origin, pr.Workload = e.name, e.cmdline, e.trunc, e.origin, e.workload
+			pr.UID = e.uid
 		} else {
-			p.describe(pr)
-			d = procDesc{name: pr.Name, cmdline: pr.Cmdline, trunc: pr.CmdlineTrunc, origin: pr.Origin, workload: pr.Workload,
+			d.describe(pr)
+			e = procDesc{name: pr.Name, cmdline: pr.Cmdline, trunc: pr.CmdlineTrunc, origin: pr.Origin, workload: pr.Workload,
 				uid: pr.UID, at: now, start: start}
 		}
 		if uid, ok := pr.UID.Get(); ok {
-			pr.User = p.users.Name(uid)
+			pr.User = d.users.Name(uid)
 		}
-		d.gen = p.descGen
-		p.descs[pr.PID] = d
+		e.gen = d.gen
+		d.descs[pr.PID] = e
 	}
-	for pid, d := range p.descs {
-		if d.gen != p.descGen {
-			delete(p.descs, pid)
+	for pid, e := range d.descs {
+		if e.gen != d.gen {
+			delete(d.descs, pid)
 		}
 	}
 }
 
 // startTime returns field 22 of /proc/<pid>/stat, the process's start time
 // (with the PID, it names one process); "" when it cannot be read.
-func (p *ProcReader) startTime(pid uint32) string {
-	if p.ns != nsHost {
+func (d *Describer) startTime(pid uint32) string {
+	if !d.host {
 		return ""
 	}
-	b, err := readCapped(filepath.Join(p.cfg.ProcRoot, strconv.FormatUint(uint64(pid), 10), "stat"), 1024)
+	b, err := readCapped(filepath.Join(d.root, strconv.FormatUint(uint64(pid), 10), "stat"), 1024)
 	if err != nil {
 		return ""
 	}
@@ -132,12 +145,12 @@ func (p *ProcReader) startTime(pid uint32) string {
 
 // describe fills a process's name, command line, owner's uid and job from
 // /proc, or says why it cannot.
-func (p *ProcReader) describe(pr *reading.Process) {
-	if p.ns != nsHost {
+func (d *Describer) describe(pr *reading.Process) {
+	if !d.host {
 		pr.Origin = reading.ProcOtherNS
 		return
 	}
-	dir := filepath.Join(p.cfg.ProcRoot, strconv.FormatUint(uint64(pr.PID), 10))
+	dir := filepath.Join(d.root, strconv.FormatUint(uint64(pr.PID), 10))
 	comm, err := os.ReadFile(filepath.Join(dir, "comm"))
 	if err != nil {
 		pr.Origin = originOf(err)
@@ -149,7 +162,7 @@ func (p *ProcReader) describe(pr *reading.Process) {
 		return
 	}
 	pr.Origin = reading.ProcHere
-	pr.Name = text(string(comm))
+	pr.Name = reading.Text(string(comm))
 	pr.Cmdline, pr.CmdlineTrunc = cmdline(cmd)
 	// Best effort: a process that exits in between has no owner or workload.
 	if uid, ok := procOwner(dir).Get(); ok {
@@ -200,5 +213,5 @@ func cmdline(raw []byte) (string, bool) {
 		}
 		b[i] = c
 	}
-	return text(string(b)), cut
+	return reading.Text(string(b)), cut
 }

@@ -1,7 +1,6 @@
-package sampler
+package proc
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -11,10 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
-
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
-	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 )
 
 func TestParseStatusUID(t *testing.T) {
@@ -142,35 +139,29 @@ func TestUserNamesSameUIDWaits(t *testing.T) {
 // A process's owner given as text because the lookup did not answer in
 // time is not kept with the process: the next read names it once the
 // lookup has answered.
-func TestProcReaderNamesTheOwnerLater(t *testing.T) {
-	d := fakenvml.NewDev()
-	d.Procs = []nvml.ProcessInfo{{Pid: 100, UsedGpuMemory: 1 << 30}}
-	root := fakeProc(t, initPIDNamespace, map[int][2]string{100: {"python3", "python3\x00"}})
+func TestDescribeNamesTheOwnerLater(t *testing.T) {
+	root := testutil.FakeProc(t, true, map[int][2]string{100: {"python3", "python3\x00"}})
 	if err := os.WriteFile(filepath.Join(root, "100", "status"), []byte("Name:\tpython3\nUid:\t1001\t1001\t1001\t1001\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
-	p := NewProcReader(h.GPUs[0], ProcConfig{Deadline: time.Hour, Reprobe: time.Hour, ProcRoot: root}, nil)
+	d := NewDescriber(root)
 	release := make(chan struct{})
-	p.users = newUserNames(func(uid string) (string, error) {
+	d.users = newUserNames(func(uid string) (string, error) {
 		<-release
 		return "alice", nil
 	}, time.Millisecond, time.Now)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go p.Run(ctx)
-	if got := readOnce(t, p); len(got.List) != 1 || got.List[0].User != "1001" {
+	if got := describeAt(d, time.Now(), 100); got[0].User != "1001" {
 		t.Fatalf("read with the lookup out: %+v, want the uid as text", got)
 	}
 	close(release)
 	deadline := time.Now().Add(5 * time.Second)
-	for p.users.Name(1001) != "alice" {
+	for d.users.Name(1001) != "alice" {
 		if time.Now().After(deadline) {
 			t.Fatal("the lookup never answered")
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if got := readOnce(t, p); len(got.List) != 1 || got.List[0].User != "alice" {
+	if got := describeAt(d, time.Now(), 100); got[0].User != "alice" {
 		t.Errorf("read after the lookup answered: %+v, want alice", got)
 	}
 }
@@ -178,33 +169,24 @@ func TestProcReaderNamesTheOwnerLater(t *testing.T) {
 // The process reader records each process's owner: the real uid of its
 // status file, named through the cache; a process whose status cannot be
 // read has its directory's owner.
-func TestProcReaderRecordsTheOwner(t *testing.T) {
-	d := fakenvml.NewDev()
-	d.Procs = []nvml.ProcessInfo{{Pid: 100, UsedGpuMemory: 1 << 30}, {Pid: 200, UsedGpuMemory: 1 << 30}}
-	root := fakeProc(t, initPIDNamespace, map[int][2]string{100: {"python3", "python3\x00"}, 200: {"bash", "bash\x00"}})
+func TestDescribeRecordsTheOwner(t *testing.T) {
+	root := testutil.FakeProc(t, true, map[int][2]string{100: {"python3", "python3\x00"}, 200: {"bash", "bash\x00"}})
 	if err := os.WriteFile(filepath.Join(root, "100", "status"), []byte("Name:\tpython3\nUid:\t1001\t1001\t1001\t1001\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
-	p := NewProcReader(h.GPUs[0], ProcConfig{Deadline: time.Hour, Reprobe: time.Hour, ProcRoot: root}, nil)
-	p.users = newUserNames(func(uid string) (string, error) {
+	d := NewDescriber(root)
+	d.users = newUserNames(func(uid string) (string, error) {
 		if uid == "1001" {
 			return "alice", nil
 		}
 		return "", errors.New("unknown")
 	}, time.Second, time.Now)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go p.Run(ctx)
-	got := readOnce(t, p)
-	if len(got.List) != 2 {
-		t.Fatalf("read: %+v", got)
-	}
-	if a := got.List[0]; a.UID != reading.Some(uint32(1001)) || a.User != "alice" {
+	got := describeAt(d, time.Now(), 100, 200)
+	if a := got[0]; a.UID != reading.Some(uint32(1001)) || a.User != "alice" {
 		t.Errorf("pid 100 owner: %v %q, want 1001 alice", a.UID, a.User)
 	}
 	me := uint32(os.Getuid())
-	if b := got.List[1]; b.UID != reading.Some(me) || b.User == "" {
+	if b := got[1]; b.UID != reading.Some(me) || b.User == "" {
 		t.Errorf("pid 200 (no status file) owner: %v %q, want the directory's owner %d", b.UID, b.User, me)
 	}
 }

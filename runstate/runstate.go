@@ -1,4 +1,25 @@
-package snapshot
+// Package runstate is the state one run leaves for the next, in two files
+// of the log directory, and what the next start makes of it.
+//
+// run-state is written at start and rewritten while the run goes on:
+//   - boot_id, started, pid: which run it was; the next start tells a host
+//     that went down (another boot) from a logger that was killed (the same
+//     boot), and the boot log names it.
+//   - kmsg_seq: the last /dev/kmsg record handed on, so that a restart in the
+//     same boot reads the kernel's ring from there: the records logged while
+//     no logger ran are not lost, and none is read twice.
+//   - board, driver, vbios, pcie_max: the GPUs monitored (by UUID: indices
+//     follow PCI enumeration), their firmware and maximum PCIe link, so that
+//     the next start says a board missing, new or moved (sink.CompareInventory),
+//     a driver or VBIOS update (sink.CompareFirmware), a link that changed.
+//   - fan_guard: the fans the fan guard holds, by UUID, so that the next
+//     start after a SIGKILL or a crash (or `gpu-telemetry fan-guard
+//     release`) hands them back to the firmware first.
+//
+// clean-stop is written last at a clean shutdown and removed at start: a
+// run-state without it is an unclean stop (host hang, power cut, kernel
+// panic, SIGKILL, OOM kill), whose evidence the start collects.
+package runstate
 
 import (
 	"errors"
@@ -16,41 +37,26 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
-// Files in the log directory that tell the next start how the last run
-// ended: run-state is written at start; the clean-stop marker last at a
-// clean shutdown, and removed at start. A run-state without a marker is an
-// unclean stop: host hang, power cut, kernel panic, SIGKILL, OOM kill.
+// The two files, in the log directory.
 const (
-	RunStateFile  = "run-state"
+	File          = "run-state"
 	CleanStopFile = "clean-stop"
 )
 
 // DefaultBootIDPath is where the kernel gives this boot's random id.
 const DefaultBootIDPath = "/proc/sys/kernel/random/boot_id"
 
-// RunState is what a run records about itself: at start, and when the
-// kernel log position changes (refreshed while it runs and at stop).
-type RunState struct {
-	BootID  string
-	Started time.Time
-	PID     int
-	// KmsgSeq is the last /dev/kmsg record the run handed on: a restart in
-	// the same boot reads the kernel's ring from there, so that the records
-	// written while no logger ran are not lost. Absent when not read.
-	KmsgSeq reading.Opt[uint64]
-	// GPUs are the boards the run monitors, for the next start to compare
-	// (sink.CompareInventory). A GPU stuck at start is added once it answers.
-	GPUs []sink.Board
-	// Driver is the driver version and VBIOS each board's firmware by
-	// UUID, for the next start to record a change (sink.CompareFirmware).
-	Driver string
-	VBIOS  map[string]string
-	// PCIeMax is each board's maximum PCIe link ("gen 5 x16") by UUID,
-	// recorded once every GPU has been sampled.
-	PCIeMax map[string]string
-	// FanGuard are the fans the fan guard holds: the next start after a
-	// SIGKILL or a crash hands them back to the firmware first, and so does
-	// `gpu-telemetry fan-guard release`.
+// State is what a run records about itself, at start and as it changes;
+// the package comment says why each field.
+type State struct {
+	BootID   string
+	Started  time.Time
+	PID      int
+	KmsgSeq  reading.Opt[uint64] // absent when the kernel log is not read
+	GPUs     []sink.Board        // a GPU stuck at start is added once it answers
+	Driver   string
+	VBIOS    map[string]string // by UUID
+	PCIeMax  map[string]string // "gen 5 x16" by UUID, once every GPU has been sampled
 	FanGuard []FanHold
 }
 
@@ -61,15 +67,34 @@ type FanHold struct {
 	Fans []int
 }
 
-// PreviousRun is what BeginRun found of the run before this one.
-type PreviousRun struct {
-	Found bool     // a run-state existed: the logger ran here before
-	Clean bool     // and it stopped cleanly
-	State RunState // its run-state (when Found)
+// fanList is h's fans as run-state writes them: "0,1".
+func (h FanHold) fanList() string {
+	fans := make([]string, len(h.Fans))
+	for i, f := range h.Fans {
+		fans[i] = strconv.Itoa(f)
+	}
+	return strings.Join(fans, ",")
+}
+
+// HoldsText says the fans hs hold, for a log line or a message:
+// "GPU-a fans 0,1; GPU-b fans 1".
+func HoldsText(hs []FanHold) string {
+	parts := make([]string, len(hs))
+	for i, h := range hs {
+		parts[i] = h.UUID + " fans " + h.fanList()
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Previous is what Begin found of the run before this one.
+type Previous struct {
+	Found bool  // a run-state existed: the logger ran here before
+	Clean bool  // and it stopped cleanly
+	State State // its run-state (when Found)
 }
 
 // Unclean reports whether the previous run ended without a clean stop.
-func (p PreviousRun) Unclean() bool { return p.Found && !p.Clean }
+func (p Previous) Unclean() bool { return p.Found && !p.Clean }
 
 // ReadBootID returns this boot's id, or "" when the kernel does not say.
 func ReadBootID(path string) string {
@@ -80,14 +105,14 @@ func ReadBootID(path string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// BeginRun reads how the previous run in dir ended, removes its clean-stop
-// marker and records this run (cur); WriteBootLog collects the evidence
-// later. The fans the previous run's fan guard held stay recorded (cur's
+// Begin reads how the previous run in dir ended, removes its clean-stop
+// marker and records this run (cur); the start collects the evidence of
+// an unclean stop later (snapshot.WriteBootLog). The fans the previous run's fan guard held stay recorded (cur's
 // FanGuard, when it names none): a run that crashes before it hands them
 // back still leaves them to the next. An error means this run could not be
 // recorded; prev is still valid.
-func BeginRun(dir string, cur RunState) (prev PreviousRun, err error) {
-	prev.State, prev.Found, err = ReadRunState(dir)
+func Begin(dir string, cur State) (prev Previous, err error) {
+	prev.State, prev.Found, err = Read(dir)
 	if err != nil {
 		return prev, err
 	}
@@ -104,28 +129,28 @@ func BeginRun(dir string, cur RunState) (prev PreviousRun, err error) {
 	if err := os.Remove(filepath.Join(dir, CleanStopFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return prev, fmt.Errorf("remove %s: %w", CleanStopFile, err)
 	}
-	return prev, WriteRunState(dir, cur)
+	return prev, Write(dir, cur)
 }
 
-// runStateMax bounds what is read of run-state (under 64 KiB with hundreds
+// maxSize bounds what is read of run-state (under 64 KiB with hundreds
 // of GPUs), whatever the log directory holds there.
-const runStateMax = 1 << 20
+const maxSize = 1 << 20
 
-// ReadRunState returns the run-state in dir; found is false when there is
+// Read returns the run-state in dir; found is false when there is
 // none. What is not a regular file is an error, never waited on (a FIFO).
-func ReadRunState(dir string) (s RunState, found bool, err error) {
-	b, err := sink.ReadBounded(sink.OpenRegular, filepath.Join(dir, RunStateFile), runStateMax, false)
+func Read(dir string) (s State, found bool, err error) {
+	b, err := sink.ReadBounded(sink.OpenRegular, filepath.Join(dir, File), maxSize, false)
 	if errors.Is(err, fs.ErrNotExist) {
-		return RunState{}, false, nil
+		return State{}, false, nil
 	}
 	if err != nil {
-		return RunState{}, false, fmt.Errorf("read %s: %w", RunStateFile, err)
+		return State{}, false, fmt.Errorf("read %s: %w", File, err)
 	}
-	return parseRunState(b), true, nil
+	return parse(b), true, nil
 }
 
-// WriteRunState replaces the run-state in dir with s, atomically.
-func WriteRunState(dir string, s RunState) error {
+// Write replaces the run-state in dir with s, atomically.
+func Write(dir string, s State) error {
 	b := fmt.Appendf(nil, "boot_id=%s\nstarted=%s\npid=%d\n", s.BootID, s.Started.Format(time.RFC3339Nano), s.PID)
 	if seq, ok := s.KmsgSeq.Get(); ok {
 		b = fmt.Appendf(b, "kmsg_seq=%d\n", seq)
@@ -149,13 +174,9 @@ func WriteRunState(dir string, s RunState) error {
 		}
 	}
 	for _, h := range s.FanGuard {
-		fans := make([]string, len(h.Fans))
-		for i, f := range h.Fans {
-			fans[i] = strconv.Itoa(f)
-		}
-		b = fmt.Appendf(b, "fan_guard=%s %s\n", h.UUID, strings.Join(fans, ","))
+		b = fmt.Appendf(b, "fan_guard=%s %s\n", h.UUID, h.fanList())
 	}
-	return sink.WriteFileAtomic(filepath.Join(dir, RunStateFile), b, 0o644)
+	return sink.WriteFileAtomic(filepath.Join(dir, File), b, 0o644)
 }
 
 // MarkCleanStop writes the clean-stop marker: last at shutdown, after every
@@ -164,8 +185,8 @@ func MarkCleanStop(dir string, at time.Time) error {
 	return sink.WriteFileAtomic(filepath.Join(dir, CleanStopFile), []byte("stopped="+at.Format(time.RFC3339Nano)+"\n"), 0o644)
 }
 
-func parseRunState(b []byte) RunState {
-	var s RunState
+func parse(b []byte) State {
+	var s State
 	for line := range strings.Lines(string(b)) {
 		k, v, ok := strings.Cut(strings.TrimRight(line, "\r\n"), "=")
 		if !ok {

@@ -1,4 +1,4 @@
-package sink
+package board
 
 import (
 	"encoding/json"
@@ -11,38 +11,52 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/action"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
 // A board's state file, action-<UUID>.json in the log directory, keeps its
 // repair history across restarts and reboots (action.History): the
 // critical classes of each boot and the last acknowledgement. It is
-// written whole (WriteFileAtomic: a crash leaves the old file or the new)
-// and read without following a symbolic link (OpenOwnRegular): a link
+// written whole (sink.WriteFileAtomic: a crash leaves the old file or the new)
+// and read without following a symbolic link (sink.OpenOwnRegular): a link
 // planted in the log directory is refused, never read or written through.
 
-// boardStateMax bounds what is read of a state file: MaxBoots boots of a
+// maxFile bounds what is read of a state file: MaxBoots boots of a
 // few classes each are a few KiB.
-const boardStateMax = 256 << 10
+const maxFile = 256 << 10
 
-// BoardStatePath returns the state file of the board with uuid in dir. A
+// Path returns the state file of the board with uuid in dir. A
 // UUID with anything but letters, digits and '-' (NVML's are
 // "GPU-8ca3f2a1-...") is refused: it names a file.
-func BoardStatePath(dir, uuid string) (string, error) {
+func Path(dir, uuid string) (string, error) {
 	if uuid == "" || strings.Trim(uuid, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") != "" {
 		return "", fmt.Errorf("board state: %q is not a UUID", uuid)
 	}
 	return filepath.Join(dir, "action-"+uuid+".json"), nil
 }
 
-// ReadBoardState returns the history of the board with uuid in dir: zero
+// Stored returns the UUIDs of the boards with a state file in dir.
+func Stored(dir string) []string {
+	paths, err := filepath.Glob(filepath.Join(dir, "action-*.json"))
+	if err != nil {
+		return nil
+	}
+	uuids := make([]string, len(paths))
+	for i, p := range paths {
+		uuids[i] = strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), "action-"), ".json")
+	}
+	return uuids
+}
+
+// Read returns the history of the board with uuid in dir: zero
 // (with its UUID) when there is none yet.
-func ReadBoardState(dir, uuid string) (action.History, error) {
+func Read(dir, uuid string) (action.History, error) {
 	h := action.History{UUID: uuid}
-	p, err := BoardStatePath(dir, uuid)
+	p, err := Path(dir, uuid)
 	if err != nil {
 		return h, err
 	}
-	b, err := ReadBounded(OpenOwnRegular, p, boardStateMax, false)
+	b, err := sink.ReadBounded(sink.OpenOwnRegular, p, maxFile, false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return h, nil
 	}
@@ -59,9 +73,9 @@ func ReadBoardState(dir, uuid string) (action.History, error) {
 	return got, nil
 }
 
-// WriteBoardState replaces the state file of h's board in dir, atomically.
-func WriteBoardState(dir string, h action.History) error {
-	p, err := BoardStatePath(dir, h.UUID)
+// Write replaces the state file of h's board in dir, atomically.
+func Write(dir string, h action.History) error {
+	p, err := Path(dir, h.UUID)
 	if err != nil {
 		return err
 	}
@@ -69,15 +83,15 @@ func WriteBoardState(dir string, h action.History) error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(p, append(b, '\n'), 0o644)
+	return sink.WriteFileAtomic(p, append(b, '\n'), 0o644)
 }
 
-// SetAsideBoardState renames the state file of the board with uuid in dir,
+// SetAside renames the state file of the board with uuid in dir,
 // one that did not read (corrupt, another board's, a link), to
 // action-<UUID>.json.corrupt-<time>: the new history written in its place
 // does not destroy the evidence. It returns the new path.
-func SetAsideBoardState(dir, uuid string, t time.Time) (string, error) {
-	p, err := BoardStatePath(dir, uuid)
+func SetAside(dir, uuid string, t time.Time) (string, error) {
+	p, err := Path(dir, uuid)
 	if err != nil {
 		return "", err
 	}

@@ -1,4 +1,4 @@
-package snapshot
+package runstate
 
 import (
 	"maps"
@@ -6,27 +6,29 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
-// TestBeginRunAndCleanStop: the first start finds no previous run; a start
+// TestBeginAndCleanStop: the first start finds no previous run; a start
 // after MarkCleanStop finds a clean one (and removes the marker); a start
 // without the marker finds an unclean one, with its state.
-func TestBeginRunAndCleanStop(t *testing.T) {
+func TestBeginAndCleanStop(t *testing.T) {
 	dir := t.TempDir()
 	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-	prev, err := BeginRun(dir, RunState{BootID: "boot-a", Started: t0, PID: 100})
+	prev, err := Begin(dir, State{BootID: "boot-a", Started: t0, PID: 100})
 	if err != nil || prev.Found || prev.Unclean() {
 		t.Fatalf("first start: %+v, %v; want nothing found", prev, err)
 	}
 	if err := MarkCleanStop(dir, t0.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	prev, err = BeginRun(dir, RunState{BootID: "boot-a", Started: t0.Add(2 * time.Hour), PID: 200})
+	prev, err = Begin(dir, State{BootID: "boot-a", Started: t0.Add(2 * time.Hour), PID: 200})
 	if err != nil || !prev.Found || !prev.Clean || prev.Unclean() {
 		t.Fatalf("after a clean stop: %+v, %v", prev, err)
 	}
@@ -34,7 +36,7 @@ func TestBeginRunAndCleanStop(t *testing.T) {
 		t.Error("clean-stop marker still there after start")
 	}
 	// No marker this time: killed, or the host went down.
-	prev, err = BeginRun(dir, RunState{BootID: "boot-b", Started: t0.Add(5 * time.Hour), PID: 300})
+	prev, err = Begin(dir, State{BootID: "boot-b", Started: t0.Add(5 * time.Hour), PID: 300})
 	if err != nil || !prev.Unclean() {
 		t.Fatalf("after an unclean stop: %+v, %v", prev, err)
 	}
@@ -50,36 +52,36 @@ func TestBeginRunAndCleanStop(t *testing.T) {
 func TestRunStateKeepsKmsgSeq(t *testing.T) {
 	dir := t.TempDir()
 	t0 := time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC)
-	if _, found, err := ReadRunState(dir); found || err != nil {
-		t.Fatalf("ReadRunState of an empty dir: found %v, %v", found, err)
+	if _, found, err := Read(dir); found || err != nil {
+		t.Fatalf("Read of an empty dir: found %v, %v", found, err)
 	}
-	cur := RunState{BootID: "boot-a", Started: t0, PID: 100, KmsgSeq: reading.Some[uint64](41)}
-	if _, err := BeginRun(dir, cur); err != nil {
+	cur := State{BootID: "boot-a", Started: t0, PID: 100, KmsgSeq: reading.Some[uint64](41)}
+	if _, err := Begin(dir, cur); err != nil {
 		t.Fatal(err)
 	}
 	cur.KmsgSeq = reading.Some[uint64](1234567)
-	if err := WriteRunState(dir, cur); err != nil {
+	if err := Write(dir, cur); err != nil {
 		t.Fatal(err)
 	}
-	got, found, err := ReadRunState(dir)
+	got, found, err := Read(dir)
 	if err != nil || !found || got.BootID != "boot-a" || got.PID != 100 || !got.Started.Equal(t0) || got.KmsgSeq != reading.Some[uint64](1234567) {
-		t.Fatalf("ReadRunState = %+v, %v, %v; want what was written", got, found, err)
+		t.Fatalf("Read = %+v, %v, %v; want what was written", got, found, err)
 	}
-	prev, err := BeginRun(dir, RunState{BootID: "boot-a", Started: t0.Add(time.Minute), PID: 200})
+	prev, err := Begin(dir, State{BootID: "boot-a", Started: t0.Add(time.Minute), PID: 200})
 	if err != nil || prev.State.KmsgSeq != reading.Some[uint64](1234567) {
-		t.Fatalf("BeginRun found %+v, %v; want the saved kmsg_seq", prev.State, err)
+		t.Fatalf("Begin found %+v, %v; want the saved kmsg_seq", prev.State, err)
 	}
-	b, _ := os.ReadFile(filepath.Join(dir, RunStateFile))
+	b, _ := os.ReadFile(filepath.Join(dir, File))
 	if strings.Contains(string(b), "kmsg_seq") {
 		t.Errorf("run-state of a run without a kernel log position names one:\n%s", b)
 	}
-	if got, _, _ := ReadRunState(dir); got.KmsgSeq.OK {
+	if got, _, _ := Read(dir); got.KmsgSeq.OK {
 		t.Errorf("absent kmsg_seq read as %+v", got.KmsgSeq)
 	}
-	if err := os.WriteFile(filepath.Join(dir, RunStateFile), []byte("boot_id=x\nkmsg_seq=-1\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, File), []byte("boot_id=x\nkmsg_seq=-1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got, _, _ := ReadRunState(dir); got.KmsgSeq.OK {
+	if got, _, _ := Read(dir); got.KmsgSeq.OK {
 		t.Errorf("a bad kmsg_seq read as %+v, want absent", got.KmsgSeq)
 	}
 }
@@ -94,10 +96,10 @@ func TestRunStateKeepsBoards(t *testing.T) {
 		{Index: 1}, // stuck at start
 		{Index: 2, UUID: "GPU-9e8d7c6b-0b4d", Bus: "00000000:41:00.0"},
 	}
-	if _, err := BeginRun(dir, RunState{BootID: "boot-a", PID: 100, GPUs: boards}); err != nil {
+	if _, err := Begin(dir, State{BootID: "boot-a", PID: 100, GPUs: boards}); err != nil {
 		t.Fatal(err)
 	}
-	prev, err := BeginRun(dir, RunState{BootID: "boot-a", PID: 200})
+	prev, err := Begin(dir, State{BootID: "boot-a", PID: 200})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +107,7 @@ func TestRunStateKeepsBoards(t *testing.T) {
 	if !slices.Equal(prev.State.GPUs, want) {
 		t.Errorf("boards read back %+v, want %+v", prev.State.GPUs, want)
 	}
-	if got, _, _ := ReadRunState(dir); len(got.GPUs) != 0 {
+	if got, _, _ := Read(dir); len(got.GPUs) != 0 {
 		t.Errorf("a run without boards read back %+v", got.GPUs)
 	}
 }
@@ -116,10 +118,10 @@ func TestRunStateKeepsFirmware(t *testing.T) {
 	dir := t.TempDir()
 	vb := map[string]string{"GPU-a": "96.00.89.00.01", "GPU-b": "96.00.9F.00.04", "": "x", "GPU-c": ""}
 	links := map[string]string{"GPU-a": "gen 5 x16"}
-	if _, err := BeginRun(dir, RunState{BootID: "boot-a", Driver: "570.86.15", VBIOS: vb, PCIeMax: links}); err != nil {
+	if _, err := Begin(dir, State{BootID: "boot-a", Driver: "570.86.15", VBIOS: vb, PCIeMax: links}); err != nil {
 		t.Fatal(err)
 	}
-	prev, err := BeginRun(dir, RunState{BootID: "boot-a"})
+	prev, err := Begin(dir, State{BootID: "boot-a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +133,7 @@ func TestRunStateKeepsFirmware(t *testing.T) {
 		t.Errorf("read back PCIe maxima %v, want %v", prev.State.PCIeMax, links)
 	}
 	// Not yet sampled in the second run: the first run's stand for it.
-	if got, _, _ := ReadRunState(dir); !maps.Equal(got.PCIeMax, links) {
+	if got, _, _ := Read(dir); !maps.Equal(got.PCIeMax, links) {
 		t.Errorf("the second run's run-state holds PCIe maxima %v, want the first run's %v", got.PCIeMax, links)
 	}
 }
@@ -142,10 +144,10 @@ func TestRunStateKeepsFirmware(t *testing.T) {
 func TestRunStateKeepsTheFansHeld(t *testing.T) {
 	dir := t.TempDir()
 	held := []FanHold{{UUID: "GPU-5a3c1e2f-0b4d", Fans: []int{0, 1}}, {UUID: "GPU-9e8d7c6b-0b4d", Fans: []int{1}}}
-	if err := WriteRunState(dir, RunState{BootID: "boot-a", PID: 100, FanGuard: held}); err != nil {
+	if err := Write(dir, State{BootID: "boot-a", PID: 100, FanGuard: held}); err != nil {
 		t.Fatal(err)
 	}
-	got, _, err := ReadRunState(dir)
+	got, _, err := Read(dir)
 	if err != nil || len(got.FanGuard) != 2 || got.FanGuard[0].UUID != held[0].UUID || !slices.Equal(got.FanGuard[0].Fans, []int{0, 1}) ||
 		!slices.Equal(got.FanGuard[1].Fans, []int{1}) {
 		t.Fatalf("read back %+v, %v; want %+v", got.FanGuard, err, held)
@@ -157,19 +159,47 @@ func TestRunStateKeepsTheFansHeld(t *testing.T) {
 	}
 }
 
-// TestBeginRunKeepsTheFansHeld: the fans a killed run's guard held are in
-// the run-state BeginRun writes, before anything hands them back.
-func TestBeginRunKeepsTheFansHeld(t *testing.T) {
+// TestBeginKeepsTheFansHeld: the fans a killed run's guard held are in
+// the run-state Begin writes, before anything hands them back.
+func TestBeginKeepsTheFansHeld(t *testing.T) {
 	dir := t.TempDir()
 	held := []FanHold{{UUID: "GPU-1", Fans: []int{0, 1}}}
-	if err := WriteRunState(dir, RunState{BootID: "boot-a", PID: 100, FanGuard: held}); err != nil {
+	if err := Write(dir, State{BootID: "boot-a", PID: 100, FanGuard: held}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := BeginRun(dir, RunState{BootID: "boot-a", PID: 200}); err != nil {
+	if _, err := Begin(dir, State{BootID: "boot-a", PID: 200}); err != nil {
 		t.Fatal(err)
 	}
-	got, _, err := ReadRunState(dir)
+	got, _, err := Read(dir)
 	if err != nil || got.PID != 200 || len(got.FanGuard) != 1 || got.FanGuard[0].UUID != "GPU-1" || len(got.FanGuard[0].Fans) != 2 {
-		t.Fatalf("run-state after BeginRun: %+v, %v; want PID 200 with GPU-1's fans 0,1", got, err)
+		t.Fatalf("run-state after Begin: %+v, %v; want PID 200 with GPU-1's fans 0,1", got, err)
+	}
+}
+
+// TestRunStateBounded: the start reads at most maxSize of a run-state
+// of 32 MiB, and refuses one that is a FIFO instead of waiting on it (the
+// start would never go on).
+func TestRunStateBounded(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, File)
+	big := append([]byte("boot_id=abc\npid=42\n"), testutil.LongLine(4*testutil.HostileLine)...)
+	if err := os.WriteFile(p, big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var s State
+	var err error
+	alloc := testutil.Allocated(func() { s, _, err = Read(dir) })
+	if err != nil || s.BootID != "abc" || s.PID != 42 {
+		t.Errorf("Read = %+v, %v", s, err)
+	}
+	if alloc > 8*maxSize { // io.ReadAll grows its buffer up to maxSize
+		t.Errorf("allocated %d MiB reading a %d MiB run-state, want a few MiB at most (maxSize %d MiB)", alloc>>20, 4*testutil.HostileLine>>20, maxSize>>20)
+	}
+	os.Remove(p)
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Read(dir); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("run-state as a FIFO: %v, want refused", err)
 	}
 }

@@ -1,4 +1,4 @@
-package sampler
+package proc
 
 import (
 	"bytes"
@@ -153,7 +153,7 @@ func (u *userNames) run(l *userLookup, num string) {
 	if err != nil {
 		name = ""
 	}
-	l.name = text(name)
+	l.name = reading.Text(name)
 	u.mu.Lock()
 	u.out = nil
 	if len(u.names) >= maxUsers {

@@ -1,14 +1,13 @@
-package sampler
+package proc
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
-
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
-	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 )
 
 const (
@@ -64,14 +63,12 @@ func TestParseCgroup(t *testing.T) {
 	}
 }
 
-// TestProcReaderReadsWorkload: on a fake /proc tree, each process on the
+// TestDescribeReadsWorkload: on a fake /proc tree, each process on the
 // GPU is given the job its cgroup file names; one that has no cgroup file
 // left (exited between the reads of its files) keeps its name with an
 // unknown workload, and one in another PID namespace gets neither.
-func TestProcReaderReadsWorkload(t *testing.T) {
-	d := fakenvml.NewDev()
-	d.Procs = []nvml.ProcessInfo{{Pid: 100, UsedGpuMemory: 1}, {Pid: 200, UsedGpuMemory: 1}, {Pid: 300, UsedGpuMemory: 1}}
-	root := fakeProc(t, initPIDNamespace, map[int][2]string{
+func TestDescribeReadsWorkload(t *testing.T) {
+	root := testutil.FakeProc(t, true, map[int][2]string{
 		100: {"python3", "python3\x00train.py"},
 		200: {"pt_main_thread", "torchrun"},
 		300: {"gone", "gone"},
@@ -81,12 +78,9 @@ func TestProcReaderReadsWorkload(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := readOnce(t, newProcTest(t, d, root))
-	if len(got.List) != 3 {
-		t.Fatalf("read %+v", got)
-	}
+	got := describeAt(NewDescriber(root), time.Now(), 100, 200, 300)
 	w := map[uint32]reading.Workload{}
-	for _, pr := range got.List {
+	for _, pr := range got {
 		w[pr.PID] = pr.Workload
 	}
 	if w[100].SlurmJob != "4242" || w[100].SlurmStep != "0" || !w[100].Known {
@@ -99,27 +93,9 @@ func TestProcReaderReadsWorkload(t *testing.T) {
 		t.Errorf("pid 300 (no cgroup file): %+v, want unknown", w[300])
 	}
 
-	other := fakeProc(t, "pid:[4026532000]", map[int][2]string{100: {"python3", "python3"}})
+	other := testutil.FakeProc(t, false, map[int][2]string{100: {"python3", "python3"}})
 	os.WriteFile(filepath.Join(other, "100", "cgroup"), []byte(cgroupCases[0].file), 0o644)
-	d2 := fakenvml.NewDev()
-	d2.Procs = []nvml.ProcessInfo{{Pid: 100, UsedGpuMemory: 1}}
-	if got := readOnce(t, newProcTest(t, d2, other)); got.List[0].Workload.Known {
-		t.Errorf("another PID namespace: %+v, want no workload (its PIDs are not ours)", got.List[0].Workload)
-	}
-}
-
-func TestWorkloadString(t *testing.T) {
-	for _, c := range []struct {
-		w    reading.Workload
-		want string
-	}{
-		{reading.Workload{Known: true, Unit: "slurmstepd.scope", SlurmJob: "4242", SlurmStep: "0"}, "slurm job 4242 step 0"},
-		{reading.Workload{Known: true, ContainerID: ctr, PodUID: pod}, "pod " + pod + " container 4f1d2b3c5e6a"},
-		{reading.Workload{Known: true, Unit: "train.service"}, "unit train.service"},
-		{reading.Workload{Known: true}, ""},
-	} {
-		if got := c.w.String(); got != c.want {
-			t.Errorf("%+v: %q, want %q", c.w, got, c.want)
-		}
+	if got := describeAt(NewDescriber(other), time.Now(), 100); got[0].Workload.Known {
+		t.Errorf("another PID namespace: %+v, want no workload (its PIDs are not ours)", got[0].Workload)
 	}
 }

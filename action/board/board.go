@@ -1,0 +1,119 @@
+// Package board keeps one board's repair action across boots: its judge
+// (anomaly.Repair) over the history in the board's state file
+// (action-<UUID>.json, file.go), the copies of that history still to
+// write, in order, and the acknowledgement of its action. It logs and
+// counts nothing and runs no goroutine: monitor decides when to judge and
+// which goroutine writes, and routes the lines. It is a package below
+// action's directory, not part of action, because anomaly and sink, which
+// it uses, import action.
+package board
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/action"
+	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
+)
+
+// Board is a board's repair action and its state file. Its judge is under
+// its owner's lock (Repair, Judge, Ack); the file is written outside it
+// (Save), by whichever goroutine judged, so that the ACTION line can
+// follow the event's own lines: each change of the history is a new
+// version (gen), and the writes, one at a time, write a copy only when it
+// is newer than the one on disk: an older copy never lands over a newer
+// one, and a copy not yet on disk is written again at the next Save.
+type Board struct {
+	r         *anomaly.Repair
+	dir, uuid string
+
+	mu   sync.Mutex     // hist, gen
+	hist action.History // the newest copy, version gen
+	gen  uint64
+
+	write sync.Mutex // one Save at a time; disk
+	disk  uint64     // the version on disk
+}
+
+// New returns the board whose history h (Read) is kept in dir, judged in
+// boot with --inspect-after-boots inspectAfter (anomaly.NewRepair).
+func New(dir, boot string, inspectAfter int, h action.History) *Board {
+	return &Board{r: anomaly.NewRepair(boot, inspectAfter, h), dir: dir, uuid: h.UUID}
+}
+
+// UUID is the board's.
+func (b *Board) UUID() string { return b.uuid }
+
+// Repair is the board's judge, for the events it is told of (Xid,
+// Recovery, ...). Under the owner's lock.
+func (b *Board) Repair() *anomaly.Repair { return b.r }
+
+// Judge judges the board's action (anomaly.Repair.Judge); a change of its
+// history is the next copy to write. Under the owner's lock.
+func (b *Board) Judge(in anomaly.RepairInput) action.Current {
+	cur := b.r.Judge(in)
+	if h, dirty := b.r.History(); dirty {
+		b.mu.Lock()
+		b.hist, b.gen = h, b.gen+1
+		b.mu.Unlock()
+	}
+	return cur
+}
+
+// Ack acknowledges cur, the board's action as last judged, at t as an
+// operator (by) does with `gpu-telemetry ack`: want must be that action
+// (the operator says what they are clearing: an action that changed since
+// they looked is refused); who names the board in the error. The next
+// Judge takes the ack into the history to write. Under the owner's lock.
+func (b *Board) Ack(who string, cur action.Current, want action.Action, t time.Time, by, note string) (action.AckRecord, error) {
+	switch {
+	case cur.Action != want:
+		return action.AckRecord{}, fmt.Errorf("%s's action is %s, not %s", who, cur.Action, want)
+	case cur.Action == action.None:
+		return action.AckRecord{}, fmt.Errorf("%s has no action to acknowledge", who)
+	}
+	return b.r.Ack(cur, t, by, note), nil
+}
+
+// Save writes the newest copy of the history to the state file unless it
+// is on disk already (then it does nothing); after a failure, the next
+// Save writes it again. Outside the owner's lock: a slow disk holds up no
+// judgement.
+func (b *Board) Save() error {
+	b.mu.Lock()
+	h, gen := b.hist, b.gen
+	b.mu.Unlock()
+	b.write.Lock()
+	defer b.write.Unlock()
+	if gen <= b.disk {
+		return nil
+	}
+	if err := Write(b.dir, h); err != nil {
+		return err
+	}
+	b.disk = gen
+	return nil
+}
+
+// Pick returns the one of uuids that sel names: the whole UUID, or the
+// start of only one (case aside, as nvidia-smi prints them).
+func Pick(uuids []string, sel string) (string, error) {
+	var found []string
+	for _, u := range uuids {
+		switch {
+		case strings.EqualFold(u, sel):
+			return u, nil
+		case len(sel) >= len("GPU-")+4 && len(u) >= len(sel) && strings.EqualFold(u[:len(sel)], sel):
+			found = append(found, u)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", fmt.Errorf("no monitored or missing GPU %q", sel)
+	case 1:
+		return found[0], nil
+	}
+	return "", fmt.Errorf("%q is the start of %d GPUs' UUIDs (%s)", sel, len(found), strings.Join(found, ", "))
+}

@@ -1,0 +1,176 @@
+package board
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/action"
+	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
+	"github.com/gpu-telemetry/gpu-telemetry/xid"
+)
+
+// xidAt tells b of Xid code at t and judges it, under mu (the owner's lock).
+func xidAt(mu *sync.Mutex, b *Board, code int, t time.Time) action.Current {
+	mu.Lock()
+	defer mu.Unlock()
+	b.Repair().Xid(xid.ExplainDetail(code, reading.XidDetail{}), t)
+	return b.Judge(anomaly.RepairInput{Now: t})
+}
+
+// Saves run outside the owner's lock, by whichever goroutine judged: the
+// file ends with the newest history whatever order they run in, a save
+// with nothing new writes nothing, and a copy whose write failed is
+// written again by the next save, with nothing new to change it.
+func TestSavesInOrder(t *testing.T) {
+	dir := t.TempDir()
+	const uuid = "GPU-a"
+	b := New(dir, "boot-a", action.DefaultInspectAfter, action.History{UUID: uuid})
+	var mu sync.Mutex
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	for i := range 20 {
+		xidAt(&mu, b, 79, t0.Add(time.Duration(i)*time.Second))
+		wg.Go(func() {
+			if err := b.Save(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := b.Save(); err != nil {
+		t.Fatal(err)
+	}
+	h, err := Read(dir, uuid)
+	if err != nil || h.Boots[0].Classes["xid79"].Count != 20 {
+		t.Fatalf("the newest copy is not on disk: %+v, %v", h, err)
+	}
+
+	p, _ := Path(dir, uuid)
+	os.Remove(p)
+	if err := b.Save(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(p); !os.IsNotExist(err) {
+		t.Fatalf("a save with nothing new wrote: %v", err)
+	}
+
+	// A write that fails (the file's name taken by a directory) is retried.
+	if err := os.MkdirAll(filepath.Join(p, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	xidAt(&mu, b, 95, t0.Add(time.Minute))
+	if err := b.Save(); err == nil {
+		t.Fatal("a write over a directory did not fail")
+	}
+	if err := os.RemoveAll(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Save(); err != nil {
+		t.Fatalf("the retry: %v", err)
+	}
+	if h, err = Read(dir, uuid); err != nil || h.Boots[0].Classes["xid95"].Count != 1 {
+		t.Fatalf("the copy whose write failed was not written again: %+v, %v", h, err)
+	}
+}
+
+// An ack names the action it clears: another action, or none, is refused
+// with the board named; the ack goes into the history the next Judge
+// stages.
+func TestAck(t *testing.T) {
+	dir := t.TempDir()
+	b := New(dir, "boot-a", action.DefaultInspectAfter, action.History{UUID: "GPU-a"})
+	var mu sync.Mutex
+	t0 := time.Now()
+	if _, err := b.Ack("GPU 0", action.Current{}, action.None, t0, "root", ""); err == nil || err.Error() != "GPU 0 has no action to acknowledge" {
+		t.Errorf("ack of none: %v", err)
+	}
+	cur := xidAt(&mu, b, 79, t0)
+	if _, err := b.Ack("GPU 0", cur, action.Inspect, t0, "root", ""); err == nil || err.Error() != "GPU 0's action is "+cur.Action.String()+", not inspect" {
+		t.Errorf("ack of another action: %v", err)
+	}
+	rec, err := b.Ack("GPU 0", cur, cur.Action, t0, "root", "reseated")
+	if err != nil || rec.Action != cur.Action || rec.By != "root" || rec.Note != "reseated" || len(rec.Classes) == 0 {
+		t.Fatalf("ack: %+v, %v", rec, err)
+	}
+	if after := b.Judge(anomaly.RepairInput{Now: t0}); after.Action.Drains() {
+		t.Errorf("after the ack: %v %q", after.Action, after.Reasons)
+	}
+	if err := b.Save(); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := Read(dir, "GPU-a"); err != nil || h.Ack == nil || h.Ack.Note != "reseated" {
+		t.Errorf("state file after the ack: %+v, %v", h.Ack, err)
+	}
+}
+
+func TestPick(t *testing.T) {
+	uuids := []string{"GPU-dead0001-0000", "GPU-dead0002-0000", "GPU-beef0001-0000"}
+	for _, c := range []struct{ name, sel, want string }{
+		{"whole", "GPU-dead0002-0000", "GPU-dead0002-0000"},
+		{"whole, case aside", "gpu-DEAD0002-0000", "GPU-dead0002-0000"},
+		{"the start of one", "gpu-beef", "GPU-beef0001-0000"},
+		{"the start of two", "GPU-dead", ""},
+		{"too short a start", "GPU-", ""},
+		{"none", "GPU-nope", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := Pick(uuids, c.sel)
+			if got != c.want || (err == nil) != (c.want != "") {
+				t.Errorf("Pick(%q) = %q, %v; want %q", c.sel, got, err, c.want)
+			}
+		})
+	}
+}
+
+// A board missing since a boot that ended in Xid 79 is power_cycle; its
+// line at start names its index in the run that last saw it (empty when
+// unknown); an ack of another action is refused, and the ack of its own
+// is an ACK line and the ACTION line of what it is now.
+func TestMissing(t *testing.T) {
+	const uuid = "GPU-dead0001"
+	h := action.History{UUID: uuid}
+	h.Count("an-earlier-boot", "xid79", time.Now().Add(-time.Hour))
+	now := time.Now()
+	for _, index := range []int{1, -1} {
+		m := NewMissing(New(t.TempDir(), "this-boot", action.DefaultInspectAfter, h), index, now)
+		if m.Action.Action != action.PowerCycle || m.UUID() != uuid {
+			t.Fatalf("missing board %s: %v %q", m.UUID(), m.Action.Action, m.Action.Reasons)
+		}
+		l := m.Line(now)
+		if want := map[int]string{1: "1", -1: ""}[index]; l.UUID != uuid || l.GPU != -1 || l.Type != sink.TypeAction ||
+			l.Get("prev_gpu") != want || l.Get("action") != "power_cycle" || l.Get("from") != "none" {
+			t.Errorf("index %d: the line at start %+v", index, l)
+		}
+	}
+	m := NewMissing(New(t.TempDir(), "this-boot", action.DefaultInspectAfter, h), 1, now)
+	if _, _, err := m.Ack(action.Reboot, now, "root", ""); err == nil || err.Error() != "the missing board "+uuid+"'s action is power_cycle, not reboot" {
+		t.Errorf("an ack of another action: %v", err)
+	}
+	rec, lines, err := m.Ack(action.PowerCycle, now, "root", "reseated")
+	if err != nil || rec.Action != action.PowerCycle || m.Action.Action.Drains() || len(lines) != 2 {
+		t.Fatalf("ack: %+v, now %v, %d lines, %v", rec, m.Action, len(lines), err)
+	}
+	if l := lines[0]; l.Type != sink.TypeAck || l.Get("prev_gpu") != "1" || l.Get("action") != "power_cycle" || l.Get("note") != "reseated" {
+		t.Errorf("the ACK line %+v", l)
+	}
+	if l := lines[1]; l.Type != sink.TypeAction || l.Get("action") != "watch" || l.Get("from") != "power_cycle" {
+		t.Errorf("the ACTION line %+v", l)
+	}
+	// An index the earlier run did not know is empty on the ACK and ACTION
+	// lines alike (absent, not -1).
+	m = NewMissing(New(t.TempDir(), "this-boot", action.DefaultInspectAfter, h), -1, now)
+	if _, lines, err = m.Ack(action.PowerCycle, now, "root", ""); err != nil || len(lines) != 2 {
+		t.Fatalf("ack of an unknown index: %d lines, %v", len(lines), err)
+	}
+	for _, l := range lines {
+		if !slices.Contains(l.Fields, sink.Field{Key: "prev_gpu", Value: ""}) {
+			t.Errorf("%s line %+v: want prev_gpu present and empty", l.Type, l.Fields)
+		}
+	}
+}
