@@ -48,7 +48,7 @@ func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
 	}
 	wg.Go(func() {
 		bl, err := snapshot.WriteBootLog(ctx, snapshot.BootConfig{Dir: m.cfg.LogDir, Runner: m.cfg.Snapshots.Runner, Now: m.start,
-			Prev: prev, BootID: bootID, Host: m.ident.Host, MachineID: m.ident.MachineID, PstoreDirs: pstore, CommandTimeout: m.cfg.Snapshots.CommandTimeout,
+			Prev: prev, Host: m.ident, PstoreDirs: pstore, CommandTimeout: m.cfg.Snapshots.CommandTimeout,
 			Missing: missing})
 		line := bl.Event()
 		if err != nil {

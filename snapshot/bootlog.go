@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/runstate"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
@@ -42,9 +43,7 @@ type BootConfig struct {
 	Runner         Runner            // runs journalctl; nil means an ExecRunner
 	Now            time.Time         // this run's start: rows and events after it are this run's
 	Prev           runstate.Previous // what runstate.Begin found
-	BootID         string            // this boot's id ("" when unknown)
-	Host           string            // the host's name as every output gives it
-	MachineID      string            // "" when unknown
+	Host           reading.Identity  // this host and boot (a field "" when unknown)
 	PstoreDirs     []string          // nil means DefaultPstoreDirs
 	CommandTimeout time.Duration
 	JournalDir     string // given to journalctl as --directory (tests point it at a fake journal); "" reads the system's
@@ -80,17 +79,17 @@ func WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
 		c.PstoreDirs = DefaultPstoreDirs
 	}
 	ps := c.Prev.State
-	res := BootLog{SameBoot: c.BootID != "" && c.BootID == ps.BootID, GapPerGPU: map[int]time.Duration{},
-		at: c.Now, prevBoot: ps.BootID, boot: c.BootID}
+	res := BootLog{SameBoot: c.Host.BootID != "" && c.Host.BootID == ps.BootID, GapPerGPU: map[int]time.Duration{},
+		at: c.Now, prevBoot: ps.BootID, boot: c.Host.BootID}
 	started := "unknown"
 	if !ps.Started.IsZero() {
 		started = ps.Started.Format(time.RFC3339Nano)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "=== UNCLEAN STOP OF THE PREVIOUS RUN ===\nTime: %s\nHost: %s (machine id %s)\nPrevious run: started %s, pid %d, boot %s\nThis boot: %s\n",
-		c.Now.Format(time.RFC3339Nano), orUnknown(c.Host), orUnknown(c.MachineID), started, ps.PID, orUnknown(ps.BootID), orUnknown(c.BootID))
+		c.Now.Format(time.RFC3339Nano), orUnknown(c.Host.Host), orUnknown(c.Host.MachineID), started, ps.PID, orUnknown(ps.BootID), orUnknown(c.Host.BootID))
 	switch {
-	case c.BootID == "" || ps.BootID == "":
+	case c.Host.BootID == "" || ps.BootID == "":
 		b.WriteString("Cause: unknown (a boot id is missing): the host went down, or the logger was killed\n")
 	case res.SameBoot:
 		b.WriteString("Cause: same boot: the logger was killed (SIGKILL, OOM killer, a crash) or stopped without its clean exit; the host stayed up\n")

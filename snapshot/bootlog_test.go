@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/runstate"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
@@ -96,8 +97,8 @@ func TestBootLogGolden(t *testing.T) {
 	pstore := pstoreFixture(t, prevStart)
 	runner := &fakeRunner{results: map[string]fakeResult{"journalctl": {out: cannedJournal}}}
 	prev := runstate.Previous{Found: true, State: runstate.State{BootID: "0f4c1a7e-aaaa", Started: prevStart, PID: 4242}}
-	bl, err := WriteBootLog(context.Background(), BootConfig{Dir: dir, Runner: runner, Now: now, Prev: prev, Host: "gpu-node-07", MachineID: "4f0c8d6a2b7e4e1c9a3d5b7f1e2c4a6b",
-		BootID: "9d2b77c1-bbbb", PstoreDirs: []string{pstore, filepath.Join(dir, "no-such-pstore")}})
+	bl, err := WriteBootLog(context.Background(), BootConfig{Dir: dir, Runner: runner, Now: now, Prev: prev,
+		Host: reading.Identity{Host: "gpu-node-07", MachineID: "4f0c8d6a2b7e4e1c9a3d5b7f1e2c4a6b", BootID: "9d2b77c1-bbbb"}, PstoreDirs: []string{pstore, filepath.Join(dir, "no-such-pstore")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +157,7 @@ func TestBootLogSameBootAndMissingTools(t *testing.T) {
 	dir, now := bootFixture(t)
 	runner := &fakeRunner{} // nothing installed
 	prev := runstate.Previous{Found: true, State: runstate.State{BootID: "same", Started: now.Add(-time.Hour)}}
-	bl, err := WriteBootLog(context.Background(), BootConfig{Dir: dir, Runner: runner, Now: now, Prev: prev, BootID: "same",
+	bl, err := WriteBootLog(context.Background(), BootConfig{Dir: dir, Runner: runner, Now: now, Prev: prev, Host: reading.Identity{BootID: "same"},
 		PstoreDirs: []string{filepath.Join(dir, "none")}})
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +171,7 @@ func TestBootLogSameBootAndMissingTools(t *testing.T) {
 	}
 	// A different boot without journalctl: said, not an error.
 	prev.State.BootID = "other"
-	bl, err = WriteBootLog(context.Background(), BootConfig{Dir: dir, Runner: runner, Now: now.Add(time.Second), Prev: prev, BootID: "same",
+	bl, err = WriteBootLog(context.Background(), BootConfig{Dir: dir, Runner: runner, Now: now.Add(time.Second), Prev: prev, Host: reading.Identity{BootID: "same"},
 		PstoreDirs: []string{filepath.Join(dir, "none")}})
 	if err != nil {
 		t.Fatal(err)
@@ -190,7 +191,7 @@ func TestBootLogRealJournalctl(t *testing.T) {
 	}
 	dir, now := bootFixture(t)
 	prev := runstate.Previous{Found: true, State: runstate.State{BootID: "a", Started: now.Add(-time.Hour)}}
-	bl, err := WriteBootLog(context.Background(), BootConfig{Dir: dir, Now: now, Prev: prev, BootID: "b",
+	bl, err := WriteBootLog(context.Background(), BootConfig{Dir: dir, Now: now, Prev: prev, Host: reading.Identity{BootID: "b"},
 		PstoreDirs: []string{}, JournalDir: t.TempDir(), CommandTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)

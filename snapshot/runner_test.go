@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/runstate"
 )
 
@@ -149,7 +150,7 @@ func TestProgramsNamesEveryProgramRun(t *testing.T) {
 	}
 	dir, now := bootFixture(t)
 	prev := runstate.Previous{Found: true, State: runstate.State{BootID: "a", Started: now.Add(-time.Hour)}}
-	if _, err := WriteBootLog(context.Background(), BootConfig{Dir: dir, Runner: runner, Now: now, Prev: prev, BootID: "b", PstoreDirs: []string{}}); err != nil {
+	if _, err := WriteBootLog(context.Background(), BootConfig{Dir: dir, Runner: runner, Now: now, Prev: prev, Host: reading.Identity{BootID: "b"}, PstoreDirs: []string{}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range runner.Calls() {
