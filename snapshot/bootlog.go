@@ -20,9 +20,10 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
-// DefaultPstoreDirs are where crash records of the previous boot are kept:
-// the pstore file system, and where systemd-pstore moves them at boot.
-var DefaultPstoreDirs = []string{"/sys/fs/pstore", "/var/lib/systemd/pstore"}
+// pstoreDirs are where crash records of the previous boot are kept, under
+// Config.HostRoot: the pstore file system, and where systemd-pstore moves
+// them at boot.
+var pstoreDirs = []string{"/sys/fs/pstore", "/var/lib/systemd/pstore"}
 
 // Bounds of a boot log, whatever the journal or pstore hold.
 const (
@@ -39,14 +40,11 @@ const (
 
 // BootConfig says what WriteBootLog collects.
 type BootConfig struct {
-	Dir            string            // the log directory
-	Runner         Runner            // runs journalctl; nil means an ExecRunner
-	Now            time.Time         // this run's start: rows and events after it are this run's
-	Prev           runstate.Previous // what runstate.Begin found
-	Host           reading.Identity  // this host and boot (a field "" when unknown)
-	PstoreDirs     []string          // nil means DefaultPstoreDirs
-	CommandTimeout time.Duration
-	JournalDir     string // given to journalctl as --directory (tests point it at a fake journal); "" reads the system's
+	Now        time.Time         // this run's start: rows and events after it are this run's
+	Prev       runstate.Previous // what runstate.Begin found
+	Host       reading.Identity  // this host and boot (a field "" when unknown)
+	PstoreDirs []string          // nil means pstoreDirs under Config.HostRoot
+	JournalDir string            // given to journalctl as --directory (tests point it at a fake journal); "" reads the system's
 	// Missing says each GPU missing at this start (the GPU_MISSING lines'
 	// detail): a board that did not come back is often why the run ended.
 	Missing []string
@@ -71,12 +69,14 @@ var bootLogPattern = regexp.MustCompile(`(?i)NVRM|Xid|nvidia|AER|GPU|pcieport|PC
 // crashes/boot-<time>.log: the last rows per GPU and the gap to now, the
 // previous boot's kernel log (when the host went down), pstore records and
 // the last incidents in events.log; what is missing is said in the file.
-// Run it off the start-up path.
-func WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
-	c.Runner = cmp.Or(c.Runner, Runner(&ExecRunner{Timeout: c.CommandTimeout}))
-	c.CommandTimeout = cmp.Or(max(c.CommandTimeout, 0), DefaultCommandTimeout)
+// Its commands run as the snapshots' do (Config.Runner, CommandTimeout), so
+// a missing program is logged once, whichever runs it first. Run it off the
+// start-up path.
+func (m *Manager) WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
 	if c.PstoreDirs == nil {
-		c.PstoreDirs = DefaultPstoreDirs
+		for _, d := range pstoreDirs {
+			c.PstoreDirs = append(c.PstoreDirs, filepath.Join(m.cfg.HostRoot, d))
+		}
 	}
 	ps := c.Prev.State
 	res := BootLog{SameBoot: c.Host.BootID != "" && c.Host.BootID == ps.BootID, GapPerGPU: map[int]time.Duration{},
@@ -101,7 +101,7 @@ func WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
 		b.WriteString("\n=== GPUs missing at this start ===\n" + strings.Join(c.Missing, "\n") + "\n")
 	}
 
-	rows := lastRowsBefore(c.Dir, c.Now, bootRows)
+	rows := lastRowsBefore(m.cfg.Dir, c.Now, bootRows)
 	b.WriteString("\n=== Last row per GPU (gap to this start) ===\n")
 	if len(rows) == 0 {
 		b.WriteString("(no CSV files)\n")
@@ -133,18 +133,18 @@ func WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
 		if c.JournalDir != "" {
 			dir = []string{"--directory", c.JournalDir}
 		}
-		journal := runJob(ctx, c.CommandTimeout, func(ctx context.Context) ([]byte, error) {
-			return kernelJournal(ctx, c.Runner, "-1", dir...)
+		journal := runJob(ctx, m.cfg.CommandTimeout, func(ctx context.Context) ([]byte, error) {
+			return kernelJournal(ctx, m.cfg.Runner, "-1", dir...)
 		})
 		b.WriteString(filtered(journal, bootLogPattern.MatchString, bootJournalMatches))
 		writeSection(&b, Section{"Previous boot's kernel log: last 200 lines", filtered(journal, nil, bootJournalLines)})
 	}
 	writeSection(&b, Section{"pstore records (kernel crash records of the previous boot)", pstoreRecords(c.PstoreDirs, ps.Started)})
-	writeSection(&b, Section{"Last incidents in events.log (before this start)", lastIncidents(filepath.Join(c.Dir, "events.log"), c.Now)})
+	writeSection(&b, Section{"Last incidents in events.log (before this start)", lastIncidents(filepath.Join(m.cfg.Dir, "events.log"), c.Now)})
 	b.WriteString("\n=== End of boot log ===\n")
 
 	var err error
-	res.Path, err = SaveCrashFile(c.Dir, "boot-"+c.Now.Format(stampLayout), ".log", []byte(b.String()))
+	res.Path, err = SaveCrashFile(m.cfg.Dir, "boot-"+c.Now.Format(stampLayout), ".log", []byte(b.String()))
 	return res, err
 }
 

@@ -150,7 +150,8 @@ func TestProgramsNamesEveryProgramRun(t *testing.T) {
 	}
 	dir, now := bootFixture(t)
 	prev := runstate.Previous{Found: true, State: runstate.State{BootID: "a", Started: now.Add(-time.Hour)}}
-	if _, err := WriteBootLog(context.Background(), BootConfig{Dir: dir, Runner: runner, Now: now, Prev: prev, Host: reading.Identity{BootID: "b"}, PstoreDirs: []string{}}); err != nil {
+	boot, _ := newTestManager(t, func(c *Config) { c.Dir, c.Runner = dir, runner })
+	if _, err := boot.WriteBootLog(context.Background(), BootConfig{Now: now, Prev: prev, Host: reading.Identity{BootID: "b"}, PstoreDirs: []string{}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range runner.Calls() {
