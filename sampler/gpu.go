@@ -50,7 +50,6 @@ type GPU struct {
 	syms   *Symbols
 	cfg    Config
 	kclock KernelClock
-	log    *slog.Logger
 	capCache
 
 	// staticDone is closed once the static facts were read (nil: known from
@@ -67,9 +66,8 @@ type GPU struct {
 	// only in readStatic, under hmu).
 	hmu sync.Mutex
 
-	// What is in flight, for hang reports: the function, and when its
-	// sample began (one clock read per sample, not per call).
-	cur       atomic.Int32 // Fn
+	// When the sample that made the call in flight (cur) began, for hang
+	// reports (one clock read per sample, not per call).
 	callStart atomic.Int64 // ns since base
 
 	reg      *counters.Registry
@@ -109,7 +107,7 @@ func NewGPU(info reading.GPU, dev Device, syms *Symbols, cfg Config, kc KernelCl
 		log.Warn("more fans than recorded", "gpu", info.Index, "fans", info.NumFans, "recorded", reading.MaxFans)
 	}
 	g := &GPU{dev: dev, syms: syms, cfg: cfg, kclock: kc, reg: counters.Need(reg, "sampler.NewGPU's registry"), startNative: newNativeExec,
-		log: log.With("gpu", info.Index), capCache: capCache{base: time.Now()}}
+		capCache: capCache{base: time.Now(), log: log.With("gpu", info.Index), what: "reading"}}
 	g.info.Store(&info)
 	return g
 }
@@ -189,19 +187,13 @@ func (g *GPU) InFlight() (fn Fn, since time.Time, ok bool) {
 // can reports whether fn (for fan or sensor index idx) may be called now.
 func (g *GPU) can(fn Fn, idx int) bool { return !g.lost && g.syms.Has(fn) && g.on(g.off[fn][idx]) }
 
-// begin marks fn as in flight.
-func (g *GPU) begin(fn Fn) { g.cur.Store(int32(fn)) }
-
 // started records when a sample or the start-up read began.
 func (g *GPU) started(t time.Time) { g.callStart.Store(int64(t.Sub(g.base))) }
 
 // end classifies the result of fn and reports whether it succeeded.
 func (g *GPU) end(fn Fn, idx int, ret nvml.Return) bool {
-	g.cur.Store(int32(FnNone))
-	c := Classify(ret)
-	if g.note(fn, &g.off[fn][idx], c, g.cfg.Reprobe) {
-		g.log.Info("reading not available; will re-probe", "function", fn.String(), "reason", c.String(), "reprobe", g.cfg.Reprobe)
-	}
+	g.begin(FnNone)
+	c := g.note(fn, &g.off[fn][idx], ret, g.cfg.Reprobe)
 	switch {
 	case c == ClassOK:
 		g.attempts++

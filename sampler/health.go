@@ -95,7 +95,7 @@ func (g *GPU) fieldCall(fn Fn, fv []nvml.FieldValue) (ok, locked bool) {
 	if locked {
 		return g.end(fn, 0, ret), true
 	}
-	g.cur.Store(int32(FnNone))
+	g.begin(FnNone)
 	if g.reg.Inc(healthSkips); !g.hlt.told {
 		g.hlt.told = true
 		g.log.Warn("health counters not read: another GPU holds the field lock; the last reading is kept (counted as health_skips)")
@@ -156,8 +156,7 @@ func (g *GPU) readHealth(s *reading.Sample) {
 // fieldEntry classifies one entry of any field call, setting its cache
 // entry *off when refused, and returns its value when it succeeded.
 func (g *GPU) fieldEntry(fv *nvml.FieldValue, off *int64) (uint64, bool) {
-	c := Classify(nvml.Return(fv.NvmlReturn))
-	g.note(FnNone, off, c, g.cfg.Reprobe) // not logged: the reading is absent
+	c := g.note(FnNone, off, nvml.Return(fv.NvmlReturn), g.cfg.Reprobe)
 	if c == ClassOK {
 		return fieldUint(fv)
 	}
