@@ -63,7 +63,9 @@ func (g *GPU) resetHealth() {
 	h.off = [reading.NumReadings]int64{}
 	h.linkOff = [max(reading.MaxLinks, reading.MaxC2C)][numLinkFields]int64{}
 	h.links.Store(nil)
-	g.resetRemapHist()
+	h.hist.key, h.hist.due, h.hist.retry = [4]reading.Opt[uint64]{}, false, 0
+	h.hist.last.Store(nil)
+	g.off[FnRemapHistogram][0] = 0
 	h.dl = dlCounters{}
 }
 
