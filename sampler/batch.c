@@ -42,12 +42,9 @@ gt_dev gt_batch_handle(unsigned int index)
 
 // lock_fields takes the field lock, giving up after wait_ms on the monotonic
 // clock (a timed lock on the wall clock would stretch when the clock steps).
-// Contention is rare: only while another GPU is inside GetFieldValues.
 static int lock_fields(uint32_t wait_ms)
 {
-	struct timespec now, end, nap = { 0, 200 * 1000 };
-	if (pthread_mutex_trylock(&field_mu) == 0)
-		return 1;
+	struct timespec end;
 	clock_gettime(CLOCK_MONOTONIC, &end);
 	end.tv_sec += wait_ms / 1000;
 	end.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
@@ -55,14 +52,7 @@ static int lock_fields(uint32_t wait_ms)
 		end.tv_sec++;
 		end.tv_nsec -= 1000000000L;
 	}
-	for (;;) {
-		nanosleep(&nap, NULL);
-		if (pthread_mutex_trylock(&field_mu) == 0)
-			return 1;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec > end.tv_sec || (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec))
-			return 0;
-	}
+	return pthread_mutex_clocklock(&field_mu, CLOCK_MONOTONIC, &end) == 0;
 }
 
 // gt_batch_fields makes one GetFieldValues call, a batch's or outside one
