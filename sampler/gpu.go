@@ -62,8 +62,8 @@ type GPU struct {
 	execErr     atomic.Pointer[string] // why the executor could not start; nil: it did
 	nextStatic  time.Time              // worker only: when to retry the start-up read
 
-	// hmu guards dev and exec for other goroutines (the worker writes them
-	// only in readStatic, under hmu).
+	// hmu guards dev for other goroutines (the worker writes it only in
+	// readStatic, under hmu).
 	hmu sync.Mutex
 
 	// When the sample that made the call in flight (cur) began, for hang
@@ -81,7 +81,7 @@ type GPU struct {
 	carry   [reading.NumReadings]reading.Opt[uint64]
 	sensor0 reading.Opt[reading.Sensor]
 
-	exec *nativeExec // set with the static facts
+	exec atomic.Pointer[nativeExec] // set with the static facts
 	raw  raw
 
 	n      uint64 // samples taken
@@ -170,10 +170,7 @@ func (g *GPU) Device() Device {
 // the sample that made the call began; ok is false when no call is in flight.
 func (g *GPU) InFlight() (fn Fn, since time.Time, ok bool) {
 	f := Fn(g.cur.Load())
-	g.hmu.Lock()
-	x := g.exec
-	g.hmu.Unlock()
-	if x != nil {
+	if x := g.exec.Load(); x != nil {
 		if c := x.current(); c > 0 && c <= int32(numCalls) {
 			f = callFn[c-1].fn
 		}
@@ -246,7 +243,7 @@ func (g *GPU) Sample(s *reading.Sample) {
 	s.Time = now
 	s.KernelTime = g.kclock.At(now)
 	g.attempts, g.fails, g.firstErr, g.lost = 0, 0, FnNone, false
-	if g.dev == nil || g.exec == nil { // not had at start: retry now and then
+	if g.dev == nil || g.exec.Load() == nil { // not had at start: retry now and then
 		if g.lib != nil && now.After(g.nextStatic) {
 			g.nextStatic = now.Add(staticRetry)
 			g.readStatic(g.lib)
@@ -255,7 +252,7 @@ func (g *GPU) Sample(s *reading.Sample) {
 			s.Status, s.Err = reading.StatusFailed, g.StaticErr()
 			return
 		}
-		if g.exec == nil {
+		if g.exec.Load() == nil {
 			s.Status, s.Err = reading.StatusFailed, g.execError()
 			return
 		}
@@ -265,7 +262,7 @@ func (g *GPU) Sample(s *reading.Sample) {
 	r := &g.raw
 	slow, second := due(g.n, info.Index, g.cfg.SlowEvery, g.pacer.Level())
 	g.plan(r, s.NumFans, slow, second)
-	g.exec.run(r)
+	g.exec.Load().run(r)
 	if g.pacer != nil {
 		g.pacer.Record(now, time.Now())
 	}

@@ -93,7 +93,7 @@ func (g *GPU) HealthGroups() [reading.NumHealthGroups]bool {
 // false when another GPU held the field lock (counted, logged once).
 func (g *GPU) fieldCall(fn Fn, fv []nvml.FieldValue) (ok, locked bool) {
 	g.begin(fn)
-	ret, locked := g.exec.fields(fv)
+	ret, locked := g.exec.Load().fields(fv)
 	if locked {
 		return g.end(fn, 0, ret), true
 	}

@@ -267,10 +267,7 @@ func (g *GPU) readStatic(lib Library) {
 		g.setStaticErr("GPU is lost")
 	}
 	g.lost = false
-	x := g.startExec(info.Index)
-	g.hmu.Lock()
-	g.exec = x
-	g.hmu.Unlock()
+	g.exec.Store(g.startExec(info.Index))
 	g.info.Store(&info)
 }
 

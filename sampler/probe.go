@@ -258,9 +258,7 @@ func (p *prober) phase(idx []int, together bool) {
 // gpu times every kind on GPU i.
 func (p *prober) gpu(i int, together bool) {
 	g, s := p.gpus[i], &p.st[i]
-	g.hmu.Lock() // the daemon's own executor: the figures are what its calls cost
-	x := g.exec
-	g.hmu.Unlock()
+	x := g.exec.Load() // the daemon's own executor: the figures are what its calls cost
 	buf := make([]time.Duration, 0, p.o.Calls)
 	var r raw
 	for k, pc := range p.calls {
