@@ -9,7 +9,6 @@ import (
 
 	"github.com/gpu-telemetry/gpu-telemetry/fanguard"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
-	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/runstate"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
@@ -53,19 +52,7 @@ func (m *Monitor) newFanGuard(gs *gpuState) *fanguard.Guard {
 
 // fanEvent writes a FAN_GUARD line.
 func (gs *gpuState) fanEvent(e fanguard.Event) {
-	kv := []string{"kind", e.Kind}
-	if e.Fan >= 0 {
-		kv = append(kv, "fan", strconv.Itoa(e.Fan))
-	}
-	kv = append(kv, "speed_pct", optU32(e.Speed), "firmware_pct", optU32(e.Firmware), "temp_c", optU32(e.TempC), "reason", e.Reason)
-	gs.m.eventLine(gs.event(time.Now(), sink.TypeFanGuard, kv...))
-}
-
-func optU32(o reading.Opt[uint32]) string {
-	if v, ok := o.Get(); ok {
-		return strconv.FormatUint(uint64(v), 10)
-	}
-	return ""
+	gs.m.eventLine(gs.event(time.Now(), sink.TypeFanGuard, e.Fields()...))
 }
 
 // saveFansHeld records in run-state that the guard holds fans of the GPU

@@ -85,6 +85,10 @@ type gpuState struct {
 	links     anomaly.LinkWatch // worker only
 
 	reportMu sync.Mutex // an Xid report's de-duplication and incident decision are one step (onEvent)
+	// cperQueued: a read of the GPU's CPER records is on the side queue
+	// (readCPER): an Xid flood queues one read, not one per Xid, so it
+	// never crowds out snapshots.
+	cperQueued atomic.Bool
 
 	xmu     sync.Mutex
 	pending []int64 // Xids to flag on the next row
