@@ -451,8 +451,10 @@ func (gs *gpuState) header(when time.Time, reason string, event uint64) snapshot
 	m, info, c, v := gs.m, gs.g.Info(), gs.tr.Counters(), gs.slot.Get()
 	h := snapshot.Header{Time: when, GPUIndex: gs.idx, Version: "gpu-telemetry " + m.cfg.Version, Host: m.ident,
 		GPUName: info.Name, BusID: gs.busID(), UUID: info.UUID, Serial: info.Serial, Reason: reason,
-		KernelClock: m.kernelClockLine(), Uptime: time.Since(m.start), Samples: v.Samples, PeakTempC: c.PeakTempC, EventNumber: event,
-		FanGuard: gs.fanText()}
+		KernelClock: m.kernelClockLine(), Uptime: time.Since(m.start), Samples: v.Samples, PeakTempC: c.PeakTempC, EventNumber: event}
+	if gs.fan != nil {
+		h.FanGuard = gs.fan.View().String()
+	}
 	if a := v.Action; a.Action != action.None {
 		h.Action = a.Action.String() + ": " + a.Reason()
 	}

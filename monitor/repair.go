@@ -357,19 +357,16 @@ func (m *Monitor) ackMissing(uuid string, want action.Action, note, by string) (
 // missingBoard judges the repair action of a board of the previous run
 // that is not enumerated now, from its state file (board.NewMissing). An
 // action other than none is an ACTION line (by the board's UUID and
-// previous index) and shows in the host view; it reports whether there
-// was one.
-func (m *Monitor) missingBoard(b sink.Board) bool {
+// previous index) and shows in the host view.
+func (m *Monitor) missingBoard(b sink.Board) {
 	if b.UUID == "" {
-		return false
+		return
 	}
 	mb := board.NewMissing(m.openBoard(b.UUID, m.log), b.Index, m.start)
 	m.saveBoard(mb.Board, slog.String("uuid", b.UUID))
-	if mb.Action.Action == action.None {
-		return false
+	if mb.Action.Action != action.None {
+		m.addMissing(mb)
 	}
-	m.addMissing(mb)
-	return true
 }
 
 // addMissing shows the missing board b in the host view, where ackMissing
