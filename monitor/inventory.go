@@ -112,8 +112,8 @@ func (m *Monitor) staticKnown(gs *gpuState) {
 	}
 	m.side.queue("system-info.txt", -1, m.writeSystemInfo)
 	m.csv.SetGPU(csvColumns(gs.idx, info)) // from its next row
-	if gs.fan != nil { // the guard starts now, with the fans the previous run held of the GPU
-		gs.fan.FactsKnown(info.NumFans, m.runState.ClaimFans(info.UUID))
+	if gs.fan != nil {
+		gs.fan.FactsKnown(info.NumFans, m.runState.ClaimFans(info.UUID)) // with the fans the previous run held of it
 	}
 	m.side.queue("run-state and INVENTORY: the board of a GPU that answered late", gs.idx, func() { m.lateBoard(gs) })
 	m.readCPER(gs) // not read at start: its UUID was unknown
