@@ -42,14 +42,8 @@ func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
 	}
 	m.log.Warn("the previous run did not stop cleanly; collecting its evidence", "prev_boot", prev.State.BootID, "boot", bootID,
 		"prev_started", prev.State.Started)
-	var pstore []string
-	for _, d := range snapshot.DefaultPstoreDirs {
-		pstore = append(pstore, filepath.Join(m.cfg.HostRoot, d))
-	}
 	wg.Go(func() {
-		bl, err := snapshot.WriteBootLog(ctx, snapshot.BootConfig{Dir: m.cfg.LogDir, Runner: m.cfg.Snapshots.Runner, Now: m.start,
-			Prev: prev, BootID: bootID, Host: m.ident.Host, MachineID: m.ident.MachineID, PstoreDirs: pstore, CommandTimeout: m.cfg.Snapshots.CommandTimeout,
-			Missing: missing})
+		bl, err := m.snaps.WriteBootLog(ctx, snapshot.BootConfig{Now: m.start, Prev: prev, Host: m.ident, Missing: missing})
 		line := bl.Event()
 		if err != nil {
 			line.Fields = append(line.Fields, sink.Field{Key: "error", Value: err.Error()})

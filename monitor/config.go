@@ -56,9 +56,8 @@ type Config struct {
 	// first boot, which has no previous run to compare, is checked too.
 	ExpectGPUs int
 
-	// Snapshots configures the crash and spike snapshots; New sets Dir,
-	// Logger, Flush, Written, HostRoot and KernelWall. Its Runner (nil: real
-	// commands) and CommandTimeout also run the boot log's commands.
+	// Snapshots configures the crash and spike snapshots and the boot log;
+	// New sets Dir, Logger, Flush, Written, HostRoot and KernelWall.
 	Snapshots snapshot.Config
 
 	Atop *atop.Config // serves the atopgpud protocol when set
@@ -105,11 +104,6 @@ func (c *Config) defaults() {
 		c.InventoryEvery = inventoryEvery
 	}
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
-	if sc := &c.Snapshots; sc.Runner == nil {
-		// One runner for the snapshots and the boot log: a missing
-		// program is logged once, whichever runs it first.
-		sc.Runner = &snapshot.ExecRunner{Timeout: sc.CommandTimeout, Logger: c.Logger}
-	}
 	c.Notifier = cmp.Or[Notifier](c.Notifier, nopNotifier{})
 	c.HostRoot = cmp.Or(c.HostRoot, "/")
 	if c.trace == nil {

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -24,10 +23,6 @@ type IncidentFile struct {
 	headline string
 	action   string // a crash snapshot's Action line: the GPU's repair action then
 }
-
-// followUpName matches a follow-up's name: the incident's base name, then
-// the offset ("+10s", "+1.5s").
-var followUpName = regexp.MustCompile(`^(crash-.*)(\+[0-9.]+[a-zµ]+)\.log$`)
 
 // incidentFiles returns the crash snapshots and follow-ups of the incident
 // on gpu that began at start: those of that GPU named from start to the end
@@ -47,8 +42,8 @@ func incidentFiles(o Options, gpu int, start time.Time) ([]IncidentFile, string,
 	var out []IncidentFile
 	for _, e := range ents {
 		name, follow := e.Name(), ""
-		if m := followUpName.FindStringSubmatch(name); m != nil {
-			name, follow = m[1]+".log", m[2]
+		if inc, off, ok := snapshot.ParseFollowUpName(name); ok {
+			name, follow = inc, off
 		}
 		n, ok := snapshot.ParseName(name, loc)
 		if !ok || n.Kind != "crash" || n.GPU != gpu || n.Time.Before(from) || n.Time.After(to) {

@@ -20,7 +20,7 @@ func BenchmarkCrashStage1(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		data := renderCrash(&req, nil, 10*time.Second)
-		if _, err := m.createNew(dir, baseName("crash", incidentTime.Add(time.Duration(i)*time.Millisecond), 0), data); err != nil {
+		if _, err := createNew(m.files, dir, baseName("crash", incidentTime.Add(time.Duration(i)*time.Millisecond), 0), ".log", data); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -15,13 +15,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/runstate"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
-// DefaultPstoreDirs are where crash records of the previous boot are kept:
-// the pstore file system, and where systemd-pstore moves them at boot.
-var DefaultPstoreDirs = []string{"/sys/fs/pstore", "/var/lib/systemd/pstore"}
+// pstoreDirs are where crash records of the previous boot are kept, under
+// Config.HostRoot: the pstore file system, and where systemd-pstore moves
+// them at boot.
+var pstoreDirs = []string{"/sys/fs/pstore", "/var/lib/systemd/pstore"}
 
 // Bounds of a boot log, whatever the journal or pstore hold.
 const (
@@ -38,16 +40,11 @@ const (
 
 // BootConfig says what WriteBootLog collects.
 type BootConfig struct {
-	Dir            string            // the log directory
-	Runner         Runner            // runs journalctl; nil means an ExecRunner
-	Now            time.Time         // this run's start: rows and events after it are this run's
-	Prev           runstate.Previous // what runstate.Begin found
-	BootID         string            // this boot's id ("" when unknown)
-	Host           string            // the host's name as every output gives it
-	MachineID      string            // "" when unknown
-	PstoreDirs     []string          // nil means DefaultPstoreDirs
-	CommandTimeout time.Duration
-	JournalDir     string // given to journalctl as --directory (tests point it at a fake journal); "" reads the system's
+	Now        time.Time         // this run's start: rows and events after it are this run's
+	Prev       runstate.Previous // what runstate.Begin found
+	Host       reading.Identity  // this host and boot (a field "" when unknown)
+	PstoreDirs []string          // nil means pstoreDirs under Config.HostRoot
+	JournalDir string            // given to journalctl as --directory (tests point it at a fake journal); "" reads the system's
 	// Missing says each GPU missing at this start (the GPU_MISSING lines'
 	// detail): a board that did not come back is often why the run ended.
 	Missing []string
@@ -56,10 +53,9 @@ type BootConfig struct {
 // BootLog is what WriteBootLog wrote, for the events.log line.
 type BootLog struct {
 	Path      string
-	SameBoot  bool      // the previous run ran in this boot (killed, not a host crash)
-	LastRow   time.Time // the newest row of any GPU before this run (zero when none)
-	GPUs      int       // GPUs with rows
-	GapPerGPU map[int]time.Duration
+	SameBoot  bool                  // the previous run ran in this boot (killed, not a host crash)
+	LastRow   time.Time             // the newest row of any GPU before this run (zero when none)
+	GapPerGPU map[int]time.Duration // per GPU index with rows: the gap from its newest board's last row to this run's start
 
 	at             time.Time // BootConfig.Now
 	prevBoot, boot string    // the previous run's boot id and this one's
@@ -73,25 +69,27 @@ var bootLogPattern = regexp.MustCompile(`(?i)NVRM|Xid|nvidia|AER|GPU|pcieport|PC
 // crashes/boot-<time>.log: the last rows per GPU and the gap to now, the
 // previous boot's kernel log (when the host went down), pstore records and
 // the last incidents in events.log; what is missing is said in the file.
-// Run it off the start-up path.
-func WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
-	c.Runner = cmp.Or(c.Runner, Runner(&ExecRunner{Timeout: c.CommandTimeout}))
-	c.CommandTimeout = cmp.Or(max(c.CommandTimeout, 0), DefaultCommandTimeout)
+// Its commands run as the snapshots' do (Config.Runner, CommandTimeout), so
+// a missing program is logged once, whichever runs it first. Run it off the
+// start-up path.
+func (m *Manager) WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
 	if c.PstoreDirs == nil {
-		c.PstoreDirs = DefaultPstoreDirs
+		for _, d := range pstoreDirs {
+			c.PstoreDirs = append(c.PstoreDirs, filepath.Join(m.cfg.HostRoot, d))
+		}
 	}
 	ps := c.Prev.State
-	res := BootLog{SameBoot: c.BootID != "" && c.BootID == ps.BootID, GapPerGPU: map[int]time.Duration{},
-		at: c.Now, prevBoot: ps.BootID, boot: c.BootID}
+	res := BootLog{SameBoot: c.Host.BootID != "" && c.Host.BootID == ps.BootID, GapPerGPU: map[int]time.Duration{},
+		at: c.Now, prevBoot: ps.BootID, boot: c.Host.BootID}
 	started := "unknown"
 	if !ps.Started.IsZero() {
 		started = ps.Started.Format(time.RFC3339Nano)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "=== UNCLEAN STOP OF THE PREVIOUS RUN ===\nTime: %s\nHost: %s (machine id %s)\nPrevious run: started %s, pid %d, boot %s\nThis boot: %s\n",
-		c.Now.Format(time.RFC3339Nano), orUnknown(c.Host), orUnknown(c.MachineID), started, ps.PID, orUnknown(ps.BootID), orUnknown(c.BootID))
+		c.Now.Format(time.RFC3339Nano), orUnknown(c.Host.Host), orUnknown(c.Host.MachineID), started, ps.PID, orUnknown(ps.BootID), orUnknown(c.Host.BootID))
 	switch {
-	case c.BootID == "" || ps.BootID == "":
+	case c.Host.BootID == "" || ps.BootID == "":
 		b.WriteString("Cause: unknown (a boot id is missing): the host went down, or the logger was killed\n")
 	case res.SameBoot:
 		b.WriteString("Cause: same boot: the logger was killed (SIGKILL, OOM killer, a crash) or stopped without its clean exit; the host stayed up\n")
@@ -103,7 +101,7 @@ func WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
 		b.WriteString("\n=== GPUs missing at this start ===\n" + strings.Join(c.Missing, "\n") + "\n")
 	}
 
-	rows := lastRowsBefore(c.Dir, c.Now, bootRows)
+	rows := lastRowsBefore(m.cfg.Dir, c.Now, bootRows)
 	b.WriteString("\n=== Last row per GPU (gap to this start) ===\n")
 	if len(rows) == 0 {
 		b.WriteString("(no CSV files)\n")
@@ -117,7 +115,6 @@ func WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
 		if was, ok := res.GapPerGPU[g.gpu]; !ok || gap < was {
 			res.GapPerGPU[g.gpu] = gap // the index's newest board
 		}
-		res.GPUs++
 		if g.last.After(res.LastRow) {
 			res.LastRow = g.last
 		}
@@ -132,26 +129,22 @@ func WriteBootLog(ctx context.Context, c BootConfig) (BootLog, error) {
 	if res.SameBoot {
 		b.WriteString("(not collected: the previous run was in this boot; its kernel lines are in dmesg and in the crash snapshots, and those logged after the last record it read (kmsg_seq in run-state) are replayed into events.log, marked backlog=true)\n")
 	} else {
-		args := []string{"-k", "-b", "-1", "--no-pager", "-o", "short-monotonic"}
+		var dir []string
 		if c.JournalDir != "" {
-			args = append(args, "--directory", c.JournalDir)
+			dir = []string{"--directory", c.JournalDir}
 		}
-		journal := runJob(ctx, c.CommandTimeout, job{run: func(ctx context.Context) ([]byte, error) {
-			return c.Runner.Run(ctx, "journalctl", args...)
-		}})
+		journal := runJob(ctx, m.cfg.CommandTimeout, func(ctx context.Context) ([]byte, error) {
+			return kernelJournal(ctx, m.cfg.Runner, "-1", dir...)
+		})
 		b.WriteString(filtered(journal, bootLogPattern.MatchString, bootJournalMatches))
 		writeSection(&b, Section{"Previous boot's kernel log: last 200 lines", filtered(journal, nil, bootJournalLines)})
 	}
 	writeSection(&b, Section{"pstore records (kernel crash records of the previous boot)", pstoreRecords(c.PstoreDirs, ps.Started)})
-	writeSection(&b, Section{"Last incidents in events.log (before this start)", lastIncidents(filepath.Join(c.Dir, "events.log"), c.Now)})
+	writeSection(&b, Section{"Last incidents in events.log (before this start)", lastIncidents(filepath.Join(m.cfg.Dir, "events.log"), c.Now)})
 	b.WriteString("\n=== End of boot log ===\n")
 
-	crashDir := filepath.Join(c.Dir, CrashDir)
-	if err := ensureDir(crashDir); err != nil {
-		return res, err
-	}
-	path, err := sink.Atomic{}.CreateNew(crashDir, "boot-"+c.Now.Format(stampLayout), ".log", []byte(b.String()))
-	res.Path = path
+	var err error
+	res.Path, err = SaveCrashFile(m.cfg.Dir, "boot-"+c.Now.Format(stampLayout), ".log", []byte(b.String()))
 	return res, err
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/runstate"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
@@ -96,19 +97,25 @@ func TestBootLogGolden(t *testing.T) {
 	pstore := pstoreFixture(t, prevStart)
 	runner := &fakeRunner{results: map[string]fakeResult{"journalctl": {out: cannedJournal}}}
 	prev := runstate.Previous{Found: true, State: runstate.State{BootID: "0f4c1a7e-aaaa", Started: prevStart, PID: 4242}}
-	bl, err := WriteBootLog(context.Background(), BootConfig{Dir: dir, Runner: runner, Now: now, Prev: prev, Host: "gpu-node-07", MachineID: "4f0c8d6a2b7e4e1c9a3d5b7f1e2c4a6b",
-		BootID: "9d2b77c1-bbbb", PstoreDirs: []string{pstore, filepath.Join(dir, "no-such-pstore")}})
+	m, _ := newTestManager(t, func(c *Config) { c.Dir, c.Runner = dir, runner })
+	bl, err := m.WriteBootLog(context.Background(), BootConfig{Now: now, Prev: prev,
+		Host: reading.Identity{Host: "gpu-node-07", MachineID: "4f0c8d6a2b7e4e1c9a3d5b7f1e2c4a6b", BootID: "9d2b77c1-bbbb"}, PstoreDirs: []string{pstore, filepath.Join(dir, "no-such-pstore")}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := runner.Calls(); len(got) != 1 || got[0] != "journalctl -k -b -1 --no-pager -o short-monotonic" {
 		t.Errorf("commands run: %q", got)
 	}
-	if bl.SameBoot || bl.GPUs != 2 || bl.GapPerGPU[0] != 7*time.Minute+28*time.Second {
+	if bl.SameBoot || len(bl.GapPerGPU) != 2 || bl.GapPerGPU[0] != 7*time.Minute+28*time.Second {
 		t.Errorf("boot log result %+v", bl)
 	}
 	if !strings.HasPrefix(filepath.Base(bl.Path), "boot-20261130-000730.000") {
 		t.Errorf("file %s", bl.Path)
+	}
+	// Written as the snapshots are (it holds kernel log lines): it was once
+	// written through a second path with mode 0000.
+	if fi, err := os.Stat(bl.Path); err != nil || fi.Mode().Perm() != fileMode {
+		t.Errorf("boot log mode %v (%v), want %v", fi.Mode().Perm(), err, os.FileMode(fileMode))
 	}
 	b, err := os.ReadFile(bl.Path)
 	if err != nil {
@@ -151,7 +158,8 @@ func TestBootLogSameBootAndMissingTools(t *testing.T) {
 	dir, now := bootFixture(t)
 	runner := &fakeRunner{} // nothing installed
 	prev := runstate.Previous{Found: true, State: runstate.State{BootID: "same", Started: now.Add(-time.Hour)}}
-	bl, err := WriteBootLog(context.Background(), BootConfig{Dir: dir, Runner: runner, Now: now, Prev: prev, BootID: "same",
+	m, _ := newTestManager(t, func(c *Config) { c.Dir, c.Runner = dir, runner })
+	bl, err := m.WriteBootLog(context.Background(), BootConfig{Now: now, Prev: prev, Host: reading.Identity{BootID: "same"},
 		PstoreDirs: []string{filepath.Join(dir, "none")}})
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +173,7 @@ func TestBootLogSameBootAndMissingTools(t *testing.T) {
 	}
 	// A different boot without journalctl: said, not an error.
 	prev.State.BootID = "other"
-	bl, err = WriteBootLog(context.Background(), BootConfig{Dir: dir, Runner: runner, Now: now.Add(time.Second), Prev: prev, BootID: "same",
+	bl, err = m.WriteBootLog(context.Background(), BootConfig{Now: now.Add(time.Second), Prev: prev, Host: reading.Identity{BootID: "same"},
 		PstoreDirs: []string{filepath.Join(dir, "none")}})
 	if err != nil {
 		t.Fatal(err)
@@ -185,8 +193,9 @@ func TestBootLogRealJournalctl(t *testing.T) {
 	}
 	dir, now := bootFixture(t)
 	prev := runstate.Previous{Found: true, State: runstate.State{BootID: "a", Started: now.Add(-time.Hour)}}
-	bl, err := WriteBootLog(context.Background(), BootConfig{Dir: dir, Now: now, Prev: prev, BootID: "b",
-		PstoreDirs: []string{}, JournalDir: t.TempDir(), CommandTimeout: 10 * time.Second})
+	m, _ := newTestManager(t, func(c *Config) { c.Dir, c.Runner, c.CommandTimeout = dir, nil, 10*time.Second })
+	bl, err := m.WriteBootLog(context.Background(), BootConfig{Now: now, Prev: prev, Host: reading.Identity{BootID: "b"},
+		PstoreDirs: []string{}, JournalDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -145,20 +145,21 @@ const (
 	lastRowsKept = 50
 )
 
-// kernelLogJob runs dmesg, its lines placed on the wall clock; when the
-// kernel log is restricted (kernel.dmesg_restrict=1 without CAP_SYSLOG), it
-// takes this boot's kernel lines from the journal instead, and says so.
-func (m *Manager) kernelLogJob() job {
+// kernelLogJob runs dmesg, its lines placed on the wall clock, its GPU and
+// AER sections the lines f keeps; when the kernel log is restricted
+// (kernel.dmesg_restrict=1 without CAP_SYSLOG), it takes this boot's kernel
+// lines from the journal instead, and says so.
+func (m *Manager) kernelLogJob(f kernelFilter) job {
 	return job{sections: []diagSection{
-		{"dmesg (nvidia/gpu errors)", kernelFilter.GPULine, gpuLogLines, true},
+		{"dmesg (nvidia/gpu errors)", f.GPULine, gpuLogLines, true},
 		{"dmesg (last 200 lines)", nil, dmesgLines, false},
-		{"PCIe AER errors", kernelFilter.AERLine, aerLogLines, true},
+		{"PCIe AER errors", f.AERLine, aerLogLines, true},
 	}, run: func(ctx context.Context) ([]byte, error) {
 		out, err := m.cfg.Runner.Run(ctx, "dmesg")
 		if err == nil || ctx.Err() != nil {
 			return placeKernelLines(out, m.cfg.KernelWall), err
 		}
-		jout, jerr := m.cfg.Runner.Run(ctx, "journalctl", "-k", "-b", "0", "--no-pager", "-o", "short-monotonic")
+		jout, jerr := kernelJournal(ctx, m.cfg.Runner, "0")
 		if jerr != nil {
 			return placeKernelLines(out, m.cfg.KernelWall), fmt.Errorf("%w (and journalctl -k -b 0 instead: %v)", err, jerr)
 		}
@@ -166,4 +167,10 @@ func (m *Manager) kernelLogJob() job {
 		note := "(dmesg failed: " + cmp.Or(why, err.Error()) + "; this boot's kernel lines are from journalctl -k -b 0)\n"
 		return placeKernelLines(append([]byte(note), jout...), m.cfg.KernelWall), nil
 	}}
+}
+
+// kernelJournal runs journalctl for the kernel lines of boot ("0" this one,
+// "-1" the one before), in dmesg's form, with extra arguments.
+func kernelJournal(ctx context.Context, r Runner, boot string, extra ...string) ([]byte, error) {
+	return r.Run(ctx, "journalctl", append([]string{"-k", "-b", boot, "--no-pager", "-o", "short-monotonic"}, extra...)...)
 }

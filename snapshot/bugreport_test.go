@@ -80,7 +80,7 @@ func TestRestrictedDmesgFallsBackToTheJournal(t *testing.T) {
 	run.results["dmesg"] = fakeResult{out: "dmesg: read kernel buffer failed: Operation not permitted\n", err: errors.New("dmesg: exit status 1")}
 	run.results["journalctl"] = fakeResult{out: "[86400.120000] kernel: NVRM: Xid (PCI:0000:4b:00): 79, pid=2314, GPU has fallen off the bus.\n"}
 	m, _ := newTestManager(t, func(c *Config) { c.Runner = run })
-	r := runJob(context.Background(), m.cfg.CommandTimeout, m.kernelLogJob())
+	r := runJob(context.Background(), m.cfg.CommandTimeout, m.kernelLogJob(kernelFilter{}).run)
 	s := string(r.out)
 	if r.status != "" || !strings.Contains(s, "dmesg failed: dmesg: read kernel buffer failed: Operation not permitted; this boot's kernel lines are from journalctl -k -b 0") ||
 		!strings.Contains(s, "NVRM: Xid (PCI:0000:4b:00): 79") {
@@ -88,7 +88,7 @@ func TestRestrictedDmesgFallsBackToTheJournal(t *testing.T) {
 	}
 	// Neither works: the section says both.
 	delete(run.results, "journalctl")
-	r = runJob(context.Background(), m.cfg.CommandTimeout, m.kernelLogJob())
+	r = runJob(context.Background(), m.cfg.CommandTimeout, m.kernelLogJob(kernelFilter{}).run)
 	if !strings.Contains(r.status, "dmesg: exit status 1 (and journalctl -k -b 0 instead: journalctl: not installed (Debian package systemd))") {
 		t.Errorf("status %q", r.status)
 	}

@@ -19,7 +19,7 @@ import (
 // takes of a job's output (keep nil: every line; n 0: all of them).
 type diagSection struct {
 	title    string
-	keep     func(f kernelFilter, line string) bool
+	keep     func(line string) bool
 	n        int
 	followUp bool // a follow-up shows it too
 }
@@ -72,7 +72,7 @@ func (m *Manager) jobs(busID string, followUp bool) []job {
 		lspci = []string{"-vvs", addr}
 	}
 	all := []job{
-		m.kernelLogJob(),
+		m.kernelLogJob(m.kernelFilterFor(busID)),
 		{sections: section("PCIe device state", true), gpu: true, run: m.command("lspci", lspci...)},
 		// VENDOR_ID reads config space: 10de is NVIDIA, ffff means the
 		// device does not answer (fallen off the bus).
@@ -80,7 +80,7 @@ func (m *Manager) jobs(busID string, followUp bool) []job {
 		{sections: section("nvidia-smi (may fail)", true), run: m.command("nvidia-smi")},
 		// The lines of /proc/modules that name an NVIDIA module, as the module
 		// or among its users (drm_kms_helper used by nvidia_drm).
-		{sections: []diagSection{{"NVIDIA kernel modules", func(_ kernelFilter, l string) bool { return nvidiaModule(l) }, 0, false}},
+		{sections: []diagSection{{"NVIDIA kernel modules", nvidiaModule, 0, false}},
 			run: func(context.Context) ([]byte, error) {
 				b, err := os.ReadFile(m.hostPath(procModules))
 				if err != nil {
@@ -99,7 +99,10 @@ func (m *Manager) jobs(busID string, followUp bool) []job {
 	}
 	var jobs []job
 	for _, j := range all {
-		if followUp && !slices.ContainsFunc(j.sections, func(d diagSection) bool { return d.followUp }) {
+		if followUp {
+			j.sections = slices.DeleteFunc(j.sections, func(d diagSection) bool { return !d.followUp })
+		}
+		if len(j.sections) == 0 {
 			continue
 		}
 		if j.gpu && err != nil {
@@ -114,18 +117,10 @@ func (m *Manager) jobs(busID string, followUp bool) []job {
 func (m *Manager) diagnose(busID string, followUp bool) []Section {
 	jobs := m.jobs(busID, followUp)
 	r := m.collect(m.work, jobs)
-	f := m.kernelFilterFor(busID)
 	var out []Section
 	for i, j := range jobs {
 		for _, d := range j.sections {
-			if followUp && !d.followUp {
-				continue
-			}
-			var keep func(string) bool
-			if d.keep != nil {
-				keep = func(l string) bool { return d.keep(f, l) }
-			}
-			out = append(out, Section{d.title, filtered(r[i], keep, d.n)})
+			out = append(out, Section{d.title, filtered(r[i], d.keep, d.n)})
 		}
 	}
 	return out
@@ -154,7 +149,7 @@ func (m *Manager) collect(ctx context.Context, jobs []job) []result {
 			continue
 		}
 		pending[i] = true
-		go func() { ch <- answer{i, runJob(ctx, m.cfg.CommandTimeout, j)} }()
+		go func() { ch <- answer{i, runJob(ctx, m.cfg.CommandTimeout, j.run)} }()
 	}
 	why := "(no answer within " + m.cfg.DiagnosticsTimeout.String() + "; abandoned)"
 	deadline := time.NewTimer(m.cfg.DiagnosticsTimeout)
@@ -181,12 +176,12 @@ func (m *Manager) collect(ctx context.Context, jobs []job) []result {
 	return res
 }
 
-// runJob runs j under timeout and describes how it ended (the boot log's
-// journalctl too).
-func runJob(ctx context.Context, timeout time.Duration, j job) result {
+// runJob runs a job's run under timeout and describes how it ended (the
+// boot log's journalctl too).
+func runJob(ctx context.Context, timeout time.Duration, run func(context.Context) ([]byte, error)) result {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	out, err := j.run(cctx)
+	out, err := run(cctx)
 	if err == nil {
 		return result{out: out}
 	}

@@ -23,14 +23,16 @@ const (
 	SpikeDir = "spikes"  // fan-spike snapshots
 )
 
-// createNew writes data to a new file dir/base.log (or base-2.log ...),
-// creating dir first. A path with an error means the file is in place but
-// the directory could not be fsynced.
-func (m *Manager) createNew(dir, base string, data []byte) (string, error) {
+// createNew writes data with files to a new file dir/base+ext (base-2+ext
+// ... when the name is taken), creating dir first: never replacing a file,
+// never following a link planted there. A path with an error means the file
+// is in place but the directory could not be fsynced. Every snapshot file,
+// the boot log and the raw records kept beside them are written here.
+func createNew(files sink.Atomic, dir, base, ext string, data []byte) (string, error) {
 	if err := ensureDir(dir); err != nil {
 		return "", err
 	}
-	return m.files.CreateNew(dir, base, ".log", data)
+	return files.CreateNew(dir, base, ext, data)
 }
 
 // ensureDir creates dir (and its parents) if needed, durably. A link at dir
@@ -57,13 +59,7 @@ func ensureDir(dir string) error {
 }
 
 // SaveCrashFile writes data to a new file crashes/<base><ext> under logDir
-// (base-2 ... when the name is taken), creating crashes/ as the snapshots
-// do: never replacing a file, never following a link planted there. It is
-// how raw records (CPER) are kept beside the snapshots.
+// (createNew). It is how raw records (CPER) are kept beside the snapshots.
 func SaveCrashFile(logDir, base, ext string, data []byte) (string, error) {
-	dir := filepath.Join(logDir, CrashDir)
-	if err := ensureDir(dir); err != nil {
-		return "", err
-	}
-	return sink.Atomic{Perm: fileMode}.CreateNew(dir, base, ext, data)
+	return createNew(sink.Atomic{Perm: fileMode}, filepath.Join(logDir, CrashDir), base, ext, data)
 }

@@ -38,6 +38,18 @@ func followUpName(incident string, offset time.Duration) string {
 	return strings.TrimSuffix(filepath.Base(incident), ".log") + offsetLabel(offset)
 }
 
+// ParseFollowUpName reads back a follow-up's file name (followUpName, then
+// ".log"): the name of its incident's crash snapshot and the offset label
+// ("+10s", "+1m30.5s"). ok is false for any other name.
+func ParseFollowUpName(name string) (incident, offset string, ok bool) {
+	base, isLog := strings.CutSuffix(name, ".log")
+	i := strings.LastIndexByte(base, '+')
+	if _, err := time.ParseDuration(base[i+1:]); !isLog || i < 0 || err != nil {
+		return "", "", false
+	}
+	return base[:i] + ".log", base[i:], true
+}
+
 // renderFollowUp renders one follow-up capture. Its header is short: the
 // counters of the incident's header would be stale by now.
 func renderFollowUp(h *Header, incident string, offset time.Duration, now time.Time, headline string, sections []Section) []byte {

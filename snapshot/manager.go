@@ -325,7 +325,7 @@ func (m *Manager) flush(gpu int) {
 // save writes data to a new file dir/base.log (createNew), records it, and
 // returns its path ("" when nothing was written).
 func (m *Manager) save(kind string, gpu, stage int, dir, base string, data []byte, t0 time.Time, count *counters.Def) string {
-	path, err := m.createNew(dir, base, data)
+	path, err := createNew(m.files, dir, base, ".log", data)
 	m.record(kind, gpu, stage, path, t0, err, count)
 	return path
 }

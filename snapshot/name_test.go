@@ -53,3 +53,22 @@ func TestParseHeader(t *testing.T) {
 		t.Errorf("a header without a time read as one")
 	}
 }
+
+// TestParseFollowUpName reads back what followUpName writes, whole seconds
+// or not (the report once parsed these with a pattern of its own, which
+// missed "+1m30.5s"), and nothing else.
+func TestParseFollowUpName(t *testing.T) {
+	at := time.Date(2026, 11, 30, 23, 59, 58, 123e6, time.Local)
+	incident := baseName("crash", at, 3) + ".log"
+	for _, off := range []time.Duration{10 * time.Second, 300 * time.Second, 1500 * time.Millisecond, 90500 * time.Millisecond} {
+		inc, label, ok := ParseFollowUpName(followUpName(incident, off) + ".log")
+		if d, err := time.ParseDuration(strings.TrimPrefix(label, "+")); !ok || inc != incident || err != nil || d != off {
+			t.Errorf("%v: read back %q %q %v", off, inc, label, ok)
+		}
+	}
+	for _, name := range []string{incident, "boot-20261130-235958.123.log", strings.TrimSuffix(incident, ".log") + "+10s", strings.TrimSuffix(incident, ".log") + "+x.log"} {
+		if _, _, ok := ParseFollowUpName(name); ok {
+			t.Errorf("%s read as a follow-up", name)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/runstate"
 )
 
@@ -141,7 +142,7 @@ func TestProgramsNamesEveryProgramRun(t *testing.T) {
 	}
 	runner := &fakeRunner{results: map[string]fakeResult{}} // every program missing
 	m, _ := newTestManager(t, func(c *Config) { c.Runner = runner })
-	s := runJob(context.Background(), m.cfg.CommandTimeout, m.kernelLogJob()).status
+	s := runJob(context.Background(), m.cfg.CommandTimeout, m.kernelLogJob(kernelFilter{}).run).status
 	for _, j := range append(m.jobs("0000:4b:00.0", false), m.jobs("0000:4b:00.0", true)...) {
 		if j.run != nil {
 			j.run(context.Background())
@@ -149,7 +150,8 @@ func TestProgramsNamesEveryProgramRun(t *testing.T) {
 	}
 	dir, now := bootFixture(t)
 	prev := runstate.Previous{Found: true, State: runstate.State{BootID: "a", Started: now.Add(-time.Hour)}}
-	if _, err := WriteBootLog(context.Background(), BootConfig{Dir: dir, Runner: runner, Now: now, Prev: prev, BootID: "b", PstoreDirs: []string{}}); err != nil {
+	boot, _ := newTestManager(t, func(c *Config) { c.Dir, c.Runner = dir, runner })
+	if _, err := boot.WriteBootLog(context.Background(), BootConfig{Now: now, Prev: prev, Host: reading.Identity{BootID: "b"}, PstoreDirs: []string{}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range runner.Calls() {
