@@ -203,7 +203,9 @@ func bits(m uint32) []int {
 // until FactsKnown).
 func (g *Guard) Start(fans int, restore []int) {
 	g.mu.Lock()
-	g.started, g.restore = true, restore
+	// Added to what a FactsKnown before Start gave (a GPU that answered
+	// before the monitor started its guard): both are to hand back.
+	g.started, g.restore = true, append(g.restore, restore...)
 	g.mu.Unlock()
 	if fans >= 0 {
 		g.FactsKnown(fans, nil)

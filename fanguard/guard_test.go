@@ -410,6 +410,18 @@ func TestGuardWaitsForTheFacts(t *testing.T) {
 	})
 }
 
+// A GPU whose facts arrive before its guard is started keeps the fans the
+// previous run held of it: Start adds to them, it does not replace them.
+func TestGuardFactsBeforeStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, DefaultConfig())
+		r.g.FactsKnown(2, []int{1})
+		r.g.Start(2, nil)
+		synctest.Wait()
+		r.wantCalls("default 1", "held []", "limits")
+	})
+}
+
 // A fan the driver does not take back after a refusal stays in run-state,
 // is logged and counted, and the view does not call the fans free.
 func TestGuardRefusedKeepsAFanNotHandedBack(t *testing.T) {

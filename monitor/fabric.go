@@ -3,6 +3,7 @@ package monitor
 import (
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/proc"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
@@ -20,7 +21,7 @@ const fabricRescan = time.Minute
 // restarted one, a new pid, is both). Side worker only: never on the sample
 // path.
 func (m *Monitor) scanFabricServices() []reading.FabricService {
-	s := sink.FabricServices(m.cfg.HostRoot)
+	s := proc.FabricServices(m.cfg.HostRoot)
 	now := time.Now()
 	m.states.mu.Lock()
 	prev := m.states.fabric

@@ -79,9 +79,11 @@ func TestRepairActionLostAndAck(t *testing.T) {
 }
 
 // The board's state file is written outside the repair lock, by whichever
-// goroutine judged: a copy judged earlier but written later must not land
-// over a newer one, and a copy whose write failed is written again at the
-// next judgement, with nothing new to change it.
+// goroutine judged: a judgement written after a later one leaves the later
+// copy on disk, and a copy whose write failed is written again at the next
+// judgement, with nothing new to change it. (The version guard itself,
+// a save that read its copy before a newer one was written, is
+// action/board's TestSaveNeverWritesAnOlderCopy.)
 func TestBoardStateWritesInOrder(t *testing.T) {
 	r := newRig(t, 1, nil)
 	gs, _, _ := stepper(r, 3)

@@ -2,7 +2,8 @@
 // its start time and the workload its cgroup names (a Slurm job and step,
 // a Kubernetes pod, a container, a systemd unit). It never calls NVML: the
 // sampler lists a GPU's processes by PID and asks a Describer to fill in
-// the rest.
+// the rest. It also says which programs run (Programs), for the fabric's
+// daemons (FabricServices).
 package proc
 
 import (

@@ -196,7 +196,7 @@ func FabricClusterUUID(v *Values) (string, bool) {
 }
 
 // FabricService is one of the fabric's daemons (a systemd unit) and
-// whether a process runs it (sink.FabricServices).
+// whether a process runs it (proc.FabricServices).
 type FabricService struct {
 	Name string // the systemd unit's name
 	Exe  string // its executable's name

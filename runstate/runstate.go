@@ -107,9 +107,10 @@ func ReadBootID(path string) string {
 
 // Begin reads how the previous run in dir ended, removes its clean-stop
 // marker and records this run (cur); the start collects the evidence of
-// an unclean stop later (snapshot.WriteBootLog). What the previous run
-// recorded and this one does not know yet stays recorded (carry). An error means this run could not be
-// recorded; prev is still valid.
+// an unclean stop later ((*snapshot.Manager).WriteBootLog). What the
+// previous run recorded and this one does not know yet stays recorded
+// (carry). An error means this run could not be recorded; prev is still
+// valid.
 func Begin(dir string, cur State) (prev Previous, err error) {
 	prev.State, prev.Found, err = Read(dir)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/action"
@@ -33,8 +34,8 @@ type Board struct {
 	hist action.History // the newest copy, version gen
 	gen  uint64
 
-	write sync.Mutex // one Save at a time; disk
-	disk  uint64     // the version on disk
+	write sync.Mutex    // one write at a time
+	disk  atomic.Uint64 // the version on disk, stored under write
 }
 
 // New returns the board whose history h (Read) is kept in dir, judged in
@@ -78,22 +79,34 @@ func (b *Board) Ack(who string, cur action.Current, want action.Action, t time.T
 }
 
 // Save writes the newest copy of the history to the state file unless it
-// is on disk already (then it does nothing); after a failure, the next
-// Save writes it again. Outside the owner's lock: a slow disk holds up no
-// judgement.
-func (b *Board) Save() error {
+// is on disk already (then it does nothing, without waiting for another
+// Save's write); after a failure, the next Save writes it again. Outside
+// the owner's lock: a slow disk holds up no judgement.
+func (b *Board) Save() error { return b.save(b.newest()) }
+
+// newest is the newest copy of the history and its version.
+func (b *Board) newest() (action.History, uint64) {
 	b.mu.Lock()
-	h, gen := b.hist, b.gen
-	b.mu.Unlock()
+	defer b.mu.Unlock()
+	return b.hist, b.gen
+}
+
+// save writes h, version gen, unless that version or a newer one is on
+// disk: a Save that read its copy before another wrote a newer one writes
+// nothing.
+func (b *Board) save(h action.History, gen uint64) error {
+	if gen <= b.disk.Load() {
+		return nil // the sample worker, the kernel and the ack never wait on a stuck write for nothing
+	}
 	b.write.Lock()
 	defer b.write.Unlock()
-	if gen <= b.disk {
+	if gen <= b.disk.Load() {
 		return nil
 	}
 	if err := Write(b.dir, h); err != nil {
 		return err
 	}
-	b.disk = gen
+	b.disk.Store(gen)
 	return nil
 }
 

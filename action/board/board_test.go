@@ -79,6 +79,44 @@ func TestSavesInOrder(t *testing.T) {
 	}
 }
 
+// A save that read its copy before another save wrote a newer one writes
+// nothing (an older copy never lands over a newer one), and a save with
+// nothing new returns without waiting for a write in progress (the sample
+// worker and the kernel reader judge and save: a state file stuck in
+// fsync must not hold them up).
+func TestSaveNeverWritesAnOlderCopy(t *testing.T) {
+	dir := t.TempDir()
+	const uuid = "GPU-a"
+	b := New(dir, "boot-a", action.DefaultInspectAfter, action.History{UUID: uuid})
+	var mu sync.Mutex
+	t0 := time.Now()
+	xidAt(&mu, b, 79, t0)
+	older, olderGen := b.newest() // a save paused after reading its copy
+	xidAt(&mu, b, 79, t0.Add(time.Second))
+	if err := b.Save(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.save(older, olderGen); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := Read(dir, uuid); err != nil || h.Boots[0].Classes["xid79"].Count != 2 {
+		t.Fatalf("the older copy landed over the newer: %+v, %v", h, err)
+	}
+
+	b.write.Lock() // another save's write, stuck
+	done := make(chan error, 1)
+	go func() { done <- b.Save() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Error(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("a save with nothing new waited for another save's write")
+	}
+	b.write.Unlock()
+}
+
 // An ack names the action it clears: another action, or none, is refused
 // with the board named; the ack goes into the history the next Judge
 // stages.
