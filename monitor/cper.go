@@ -108,20 +108,10 @@ func (m *Monitor) runCPER(ctx context.Context) {
 // lists its events (5 s with the default follow-ups); cperRefresh when
 // there are no follow-ups.
 func (m *Monitor) cperLate() time.Duration {
-	fu := m.cfg.Snapshots.FollowUps
-	if fu == nil {
-		fu = snapshot.DefaultFollowUps
+	if first := m.snaps.FirstFollowUp(); first > 0 {
+		return first / 2
 	}
-	first := time.Duration(0)
-	for _, d := range fu {
-		if d > 0 && (first == 0 || d < first) {
-			first = d
-		}
-	}
-	if first == 0 {
-		return cperRefresh
-	}
-	return first / 2
+	return cperRefresh
 }
 
 // readCPERLate asks runCPER for another read of the GPU's records after
