@@ -42,12 +42,9 @@ gt_dev gt_batch_handle(unsigned int index)
 
 // lock_fields takes the field lock, giving up after wait_ms on the monotonic
 // clock (a timed lock on the wall clock would stretch when the clock steps).
-// Contention is rare: only while another GPU is inside GetFieldValues.
 static int lock_fields(uint32_t wait_ms)
 {
-	struct timespec now, end, nap = { 0, 200 * 1000 };
-	if (pthread_mutex_trylock(&field_mu) == 0)
-		return 1;
+	struct timespec end;
 	clock_gettime(CLOCK_MONOTONIC, &end);
 	end.tv_sec += wait_ms / 1000;
 	end.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
@@ -55,27 +52,22 @@ static int lock_fields(uint32_t wait_ms)
 		end.tv_sec++;
 		end.tv_nsec -= 1000000000L;
 	}
-	for (;;) {
-		nanosleep(&nap, NULL);
-		if (pthread_mutex_trylock(&field_mu) == 0)
-			return 1;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec > end.tv_sec || (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec))
-			return 0;
-	}
+	return pthread_mutex_clocklock(&field_mu, CLOCK_MONOTONIC, &end) == 0;
 }
 
-// gt_batch_fields makes one GetFieldValues call outside a batch (the health
-// counters), under the same field lock as the batches, so that field calls
-// stay serialized across GPUs. Returns GT_LOCK_TIMEOUT when the lock was not
-// had within wait_ms.
-int32_t gt_batch_fields(const struct gt_lib *lib, gt_dev dev, int32_t n, struct gt_nvml_field_value *f, uint32_t wait_ms)
+// gt_batch_fields makes one GetFieldValues call, a batch's or outside one
+// (the health counters), under the field lock, so that field calls stay
+// serialized across GPUs.
+int32_t gt_batch_fields(const struct gt_lib *lib, gt_dev dev, int32_t n, struct gt_nvml_field_value *f, uint32_t wait_ms,
+			int32_t *cur)
 {
 	int32_t r;
 	if (!lib->fields)
 		return GT_NVML_ERROR_FUNCTION_NOT_FOUND;
 	if (!lock_fields(wait_ms))
 		return GT_LOCK_TIMEOUT;
+	if (cur)
+		__atomic_store_n(cur, GT_FIELDS + 1, __ATOMIC_RELEASE);
 	r = ((fn_fields)lib->fields)((dev_t_)dev, n, f);
 	pthread_mutex_unlock(&field_mu);
 	return r;
@@ -136,15 +128,7 @@ void gt_batch_run(gt_dev dev, struct gt_batch *b)
 {
 	const struct gt_lib *lib = b->lib;
 	if (PLANNED(GT_FIELDS)) {
-		if (!lib->fields) {
-			b->ret[GT_FIELDS] = GT_NVML_ERROR_FUNCTION_NOT_FOUND;
-		} else if (lock_fields(b->field_wait_ms)) {
-			__atomic_store_n(&b->cur, GT_FIELDS + 1, __ATOMIC_RELEASE);
-			b->ret[GT_FIELDS] = ((fn_fields)lib->fields)((dev_t_)dev, b->nfields, b->fields);
-			pthread_mutex_unlock(&field_mu);
-		} else {
-			b->ret[GT_FIELDS] = GT_LOCK_TIMEOUT;
-		}
+		b->ret[GT_FIELDS] = gt_batch_fields(lib, dev, b->nfields, b->fields, b->field_wait_ms, &b->cur);
 		if (b->ret[GT_FIELDS] != GT_NVML_SUCCESS) {
 			b->plan |= b->fallback;
 		} else {

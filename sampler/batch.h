@@ -74,8 +74,10 @@ void *gt_batch_sym(const char *name);
 gt_dev gt_batch_handle(unsigned int index);
 
 // gt_batch_fields makes one GetFieldValues call of lib on dev under the
-// field lock (GT_LOCK_TIMEOUT: not had within wait_ms).
-int32_t gt_batch_fields(const struct gt_lib *lib, gt_dev dev, int32_t n, struct gt_nvml_field_value *f, uint32_t wait_ms);
+// field lock (GT_LOCK_TIMEOUT: not had within wait_ms), publishing it in
+// *cur (if not NULL) once the lock is had.
+int32_t gt_batch_fields(const struct gt_lib *lib, gt_dev dev, int32_t n, struct gt_nvml_field_value *f, uint32_t wait_ms,
+			int32_t *cur);
 
 // gt_batch_run makes the planned calls of b->lib on dev.
 void gt_batch_run(gt_dev dev, struct gt_batch *b);

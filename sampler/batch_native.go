@@ -106,7 +106,7 @@ var _ = [1]struct{}{}[unsafe.Sizeof(nvml.FieldValue{})-unsafe.Sizeof(C.struct_gt
 // under the field lock; false: not had within FieldWait (another GPU is
 // stuck in it).
 func (x *nativeExec) fields(fv []nvml.FieldValue) (nvml.Return, bool) {
-	r := C.gt_batch_fields(x.b.lib, x.dev, C.int32_t(len(fv)), (*C.struct_gt_nvml_field_value)(unsafe.Pointer(unsafe.SliceData(fv))), x.b.field_wait_ms)
+	r := C.gt_batch_fields(x.b.lib, x.dev, C.int32_t(len(fv)), (*C.struct_gt_nvml_field_value)(unsafe.Pointer(unsafe.SliceData(fv))), x.b.field_wait_ms, nil)
 	if int(r) == retLockTimeout {
 		return 0, false
 	}

@@ -1,14 +1,24 @@
 package sampler
 
-import "time"
+import (
+	"log/slog"
+	"sync/atomic"
+	"time"
 
-// capCache is the capability cache of a GPU's sampler (its calls, fields,
-// links and NVLink error counters) and of its process reader: each entry
-// is the time, in ns since base, until which a call the driver refused
-// (not supported, no permission, function not found) stays off; 0: on.
-// Each function's first refusal is logged, the rest only re-probed.
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// capCache is the bookkeeping of one goroutine's NVML calls (a GPU's
+// sampler, its process reader): the call in flight, and the capability
+// cache, whose entries are the time, in ns since base, until which a call
+// the driver refused (not supported, no permission, function not found)
+// stays off; 0: on. Each function's first refusal is logged, the rest only
+// re-probed.
 type capCache struct {
-	base time.Time // origin of the monotonic nanoseconds
+	base time.Time    // origin of the monotonic nanoseconds
+	log  *slog.Logger // the GPU's
+	what string       // what a refusal leaves unavailable, for the log
+	cur  atomic.Int32 // the Fn in flight, FnNone: none; read from any goroutine
 	told [maxFns]bool
 }
 
@@ -17,16 +27,25 @@ func (c *capCache) mono() int64 { return int64(time.Since(c.base)) }
 // on reports whether a call whose cache entry is off may be made now.
 func (c *capCache) on(off int64) bool { return off == 0 || c.mono() >= off }
 
-// note sets fn's cache entry *off from its call's class cl: on after a
-// success, off for reprobe after a refusal. It reports whether this is
-// fn's first refusal, for the caller to log.
-func (c *capCache) note(fn Fn, off *int64, cl Class, reprobe time.Duration) (first bool) {
+// begin marks fn as in flight (FnNone: none).
+func (c *capCache) begin(fn Fn) { c.cur.Store(int32(fn)) }
+
+// note classifies ret of fn and sets its cache entry *off: on after a
+// success, off for reprobe after a refusal. fn's first refusal is logged,
+// with args; an entry of a field call (FnNone) never is: its reading is
+// absent.
+func (c *capCache) note(fn Fn, off *int64, ret nvml.Return, reprobe time.Duration, args ...any) Class {
+	cl := Classify(ret)
 	switch {
 	case cl == ClassOK:
 		*off = 0
 	case cl.capability():
 		*off = c.mono() + int64(reprobe)
-		first, c.told[fn] = !c.told[fn], true
+		if fn != FnNone && !c.told[fn] {
+			c.told[fn] = true
+			attrs := append([]any{"function", fn.String()}, args...)
+			c.log.Info(c.what+" not available; will re-probe", append(attrs, "reason", cl.String(), "reprobe", reprobe)...)
+		}
 	}
-	return first
+	return cl
 }

@@ -51,59 +51,45 @@ type FanControl struct{ g *GPU }
 // FanControl returns the GPU's fan setters.
 func (g *GPU) FanControl() FanControl { return FanControl{g} }
 
-// dev returns the device's fan setters if fn may be called.
-func (f FanControl) dev(fn Fn) (fanDevice, error) {
+// do makes fan call fn through f when it may be made, classifying its result.
+func (f FanControl) do(fn Fn, call func(fanDevice) nvml.Return) error {
 	if !f.g.syms.Has(fn) {
-		return nil, &FanError{Fn: fn, Class: ClassFunctionNotFound, Text: "the driver lacks " + fn.String()}
+		return &FanError{Fn: fn, Class: ClassFunctionNotFound, Text: "the driver lacks " + fn.String()}
 	}
 	dev := f.g.Device()
 	if dev == nil { // no handle yet: a failure, tried again, not a refusal
-		return nil, &FanError{Fn: fn, Class: ClassOther, Text: "the GPU's handle is not open"}
+		return &FanError{Fn: fn, Class: ClassOther, Text: "the GPU's handle is not open"}
 	}
 	d, ok := dev.(fanDevice)
 	if !ok {
-		return nil, &FanError{Fn: fn, Class: ClassNotSupported, Text: "no fan control for this device"}
+		return &FanError{Fn: fn, Class: ClassNotSupported, Text: "no fan control for this device"}
 	}
-	return d, nil
-}
-
-// result classifies ret of fn.
-func fanResult(fn Fn, ret nvml.Return) error {
-	if ret == nvml.SUCCESS {
-		return nil
+	if ret := call(d); ret != nvml.SUCCESS {
+		return &FanError{Fn: fn, Class: Classify(ret), Text: retText(ret)}
 	}
-	return &FanError{Fn: fn, Class: Classify(ret), Text: retText(ret)}
+	return nil
 }
 
 // MinMax returns the lowest and highest speed, in %, the GPU's fans accept
 // (nvmlDeviceGetMinMaxFanSpeed).
 func (f FanControl) MinMax() (lo, hi int, err error) {
-	d, err := f.dev(FnMinMaxFanSpeed)
-	if err != nil {
-		return 0, 0, err
-	}
-	lo, hi, ret := d.GetMinMaxFanSpeed()
-	return lo, hi, fanResult(FnMinMaxFanSpeed, ret)
+	err = f.do(FnMinMaxFanSpeed, func(d fanDevice) (ret nvml.Return) {
+		lo, hi, ret = d.GetMinMaxFanSpeed()
+		return ret
+	})
+	return lo, hi, err
 }
 
 // SetSpeed sets fan's speed to pct % (nvmlDeviceSetFanSpeed_v2): the fan
 // leaves the firmware's control until SetDefault.
 func (f FanControl) SetSpeed(fan, pct int) error {
-	d, err := f.dev(FnSetFanSpeed)
-	if err != nil {
-		return err
-	}
-	return fanResult(FnSetFanSpeed, d.SetFanSpeed_v2(fan, pct))
+	return f.do(FnSetFanSpeed, func(d fanDevice) nvml.Return { return d.SetFanSpeed_v2(fan, pct) })
 }
 
 // SetDefault hands fan back to the firmware's control
 // (nvmlDeviceSetDefaultFanSpeed_v2).
 func (f FanControl) SetDefault(fan int) error {
-	d, err := f.dev(FnSetDefaultFanSpeed)
-	if err != nil {
-		return err
-	}
-	return fanResult(FnSetDefaultFanSpeed, d.SetDefaultFanSpeed_v2(fan))
+	return f.do(FnSetDefaultFanSpeed, func(d fanDevice) nvml.Return { return d.SetDefaultFanSpeed_v2(fan) })
 }
 
 // FanRelease is what ReleaseFans did to one fan.

@@ -50,7 +50,6 @@ type GPU struct {
 	syms   *Symbols
 	cfg    Config
 	kclock KernelClock
-	log    *slog.Logger
 	capCache
 
 	// staticDone is closed once the static facts were read (nil: known from
@@ -63,13 +62,12 @@ type GPU struct {
 	execErr     atomic.Pointer[string] // why the executor could not start; nil: it did
 	nextStatic  time.Time              // worker only: when to retry the start-up read
 
-	// hmu guards dev and exec for other goroutines (the worker writes them
-	// only in readStatic, under hmu).
+	// hmu guards dev for other goroutines (the worker writes it only in
+	// readStatic, under hmu).
 	hmu sync.Mutex
 
-	// What is in flight, for hang reports: the function, and when its
-	// sample began (one clock read per sample, not per call).
-	cur       atomic.Int32 // Fn
+	// When the sample that made the call in flight (cur) began, for hang
+	// reports (one clock read per sample, not per call).
 	callStart atomic.Int64 // ns since base
 
 	reg      *counters.Registry
@@ -83,7 +81,7 @@ type GPU struct {
 	carry   [reading.NumReadings]reading.Opt[uint64]
 	sensor0 reading.Opt[reading.Sensor]
 
-	exec *nativeExec // set with the static facts
+	exec atomic.Pointer[nativeExec] // set with the static facts
 	raw  raw
 
 	n      uint64 // samples taken
@@ -109,7 +107,7 @@ func NewGPU(info reading.GPU, dev Device, syms *Symbols, cfg Config, kc KernelCl
 		log.Warn("more fans than recorded", "gpu", info.Index, "fans", info.NumFans, "recorded", reading.MaxFans)
 	}
 	g := &GPU{dev: dev, syms: syms, cfg: cfg, kclock: kc, reg: counters.Need(reg, "sampler.NewGPU's registry"), startNative: newNativeExec,
-		log: log.With("gpu", info.Index), capCache: capCache{base: time.Now()}}
+		capCache: capCache{base: time.Now(), log: log.With("gpu", info.Index), what: "reading"}}
 	g.info.Store(&info)
 	return g
 }
@@ -172,10 +170,7 @@ func (g *GPU) Device() Device {
 // the sample that made the call began; ok is false when no call is in flight.
 func (g *GPU) InFlight() (fn Fn, since time.Time, ok bool) {
 	f := Fn(g.cur.Load())
-	g.hmu.Lock()
-	x := g.exec
-	g.hmu.Unlock()
-	if x != nil {
+	if x := g.exec.Load(); x != nil {
 		if c := x.current(); c > 0 && c <= int32(numCalls) {
 			f = callFn[c-1].fn
 		}
@@ -189,19 +184,13 @@ func (g *GPU) InFlight() (fn Fn, since time.Time, ok bool) {
 // can reports whether fn (for fan or sensor index idx) may be called now.
 func (g *GPU) can(fn Fn, idx int) bool { return !g.lost && g.syms.Has(fn) && g.on(g.off[fn][idx]) }
 
-// begin marks fn as in flight.
-func (g *GPU) begin(fn Fn) { g.cur.Store(int32(fn)) }
-
 // started records when a sample or the start-up read began.
 func (g *GPU) started(t time.Time) { g.callStart.Store(int64(t.Sub(g.base))) }
 
 // end classifies the result of fn and reports whether it succeeded.
 func (g *GPU) end(fn Fn, idx int, ret nvml.Return) bool {
-	g.cur.Store(int32(FnNone))
-	c := Classify(ret)
-	if g.note(fn, &g.off[fn][idx], c, g.cfg.Reprobe) {
-		g.log.Info("reading not available; will re-probe", "function", fn.String(), "reason", c.String(), "reprobe", g.cfg.Reprobe)
-	}
+	g.begin(FnNone)
+	c := g.note(fn, &g.off[fn][idx], ret, g.cfg.Reprobe)
 	switch {
 	case c == ClassOK:
 		g.attempts++
@@ -254,7 +243,7 @@ func (g *GPU) Sample(s *reading.Sample) {
 	s.Time = now
 	s.KernelTime = g.kclock.At(now)
 	g.attempts, g.fails, g.firstErr, g.lost = 0, 0, FnNone, false
-	if g.dev == nil || g.exec == nil { // not had at start: retry now and then
+	if g.dev == nil || g.exec.Load() == nil { // not had at start: retry now and then
 		if g.lib != nil && now.After(g.nextStatic) {
 			g.nextStatic = now.Add(staticRetry)
 			g.readStatic(g.lib)
@@ -263,7 +252,7 @@ func (g *GPU) Sample(s *reading.Sample) {
 			s.Status, s.Err = reading.StatusFailed, g.StaticErr()
 			return
 		}
-		if g.exec == nil {
+		if g.exec.Load() == nil {
 			s.Status, s.Err = reading.StatusFailed, g.execError()
 			return
 		}
@@ -273,7 +262,7 @@ func (g *GPU) Sample(s *reading.Sample) {
 	r := &g.raw
 	slow, second := due(g.n, info.Index, g.cfg.SlowEvery, g.pacer.Level())
 	g.plan(r, s.NumFans, slow, second)
-	g.exec.run(r)
+	g.exec.Load().run(r)
 	if g.pacer != nil {
 		g.pacer.Record(now, time.Now())
 	}

@@ -63,7 +63,9 @@ func (g *GPU) resetHealth() {
 	h.off = [reading.NumReadings]int64{}
 	h.linkOff = [max(reading.MaxLinks, reading.MaxC2C)][numLinkFields]int64{}
 	h.links.Store(nil)
-	g.resetRemapHist()
+	h.hist.key, h.hist.due, h.hist.retry = [4]reading.Opt[uint64]{}, false, 0
+	h.hist.last.Store(nil)
+	g.off[FnRemapHistogram][0] = 0
 	h.dl = dlCounters{}
 }
 
@@ -91,11 +93,11 @@ func (g *GPU) HealthGroups() [reading.NumHealthGroups]bool {
 // false when another GPU held the field lock (counted, logged once).
 func (g *GPU) fieldCall(fn Fn, fv []nvml.FieldValue) (ok, locked bool) {
 	g.begin(fn)
-	ret, locked := g.exec.fields(fv)
+	ret, locked := g.exec.Load().fields(fv)
 	if locked {
 		return g.end(fn, 0, ret), true
 	}
-	g.cur.Store(int32(FnNone))
+	g.begin(FnNone)
 	if g.reg.Inc(healthSkips); !g.hlt.told {
 		g.hlt.told = true
 		g.log.Warn("health counters not read: another GPU holds the field lock; the last reading is kept (counted as health_skips)")
@@ -156,8 +158,7 @@ func (g *GPU) readHealth(s *reading.Sample) {
 // fieldEntry classifies one entry of any field call, setting its cache
 // entry *off when refused, and returns its value when it succeeded.
 func (g *GPU) fieldEntry(fv *nvml.FieldValue, off *int64) (uint64, bool) {
-	c := Classify(nvml.Return(fv.NvmlReturn))
-	g.note(FnNone, off, c, g.cfg.Reprobe) // not logged: the reading is absent
+	c := g.note(FnNone, off, nvml.Return(fv.NvmlReturn), g.cfg.Reprobe)
 	if c == ClassOK {
 		return fieldUint(fv)
 	}

@@ -77,12 +77,8 @@ func (g *GPU) readDL(out *reading.NVLinks) {
 			}
 			g.begin(FnNVLinkErrorCounter)
 			v, ret := g.dev.GetNvLinkErrorCounter(l, dc.c)
-			g.cur.Store(int32(FnNone))
-			c := Classify(ret)
-			if g.note(FnNVLinkErrorCounter, &d.off[l][i], c, g.cfg.Reprobe) {
-				g.log.Info("reading not available; will re-probe", "function", FnNVLinkErrorCounter.String(), "link", l, "counter", reading.LinkDefs[dc.id].Name, "reason", c.String(), "reprobe", g.cfg.Reprobe)
-			}
-			switch {
+			g.begin(FnNone)
+			switch c := g.note(FnNVLinkErrorCounter, &d.off[l][i], ret, g.cfg.Reprobe, "link", l, "counter", reading.LinkDefs[dc.id].Name); {
 			case c == ClassOK:
 				d.v[l][i] = reading.Some(v)
 			case c.capability():

@@ -52,8 +52,7 @@ type OpenOptions struct {
 
 // Host is the opened driver with the selected GPUs.
 type Host struct {
-	lib        Library
-	enumerated int
+	lib Library
 	// uuids are the UUIDs of every GPU enumerated at start, selected or
 	// not ("" for one that did not answer): EnumeratedUUIDs.
 	uuids  []string
@@ -145,7 +144,6 @@ func Open(lib Library, o OpenOptions) (*Host, error) {
 		return nil, fmt.Errorf("%w: the driver (version %s) reports 0 GPUs", ErrNoGPU, h.System.DriverVersion)
 	}
 
-	h.enumerated = count
 	all := make([]*GPU, count)
 	var wg sync.WaitGroup
 	for i := range count {
@@ -269,10 +267,7 @@ func (g *GPU) readStatic(lib Library) {
 		g.setStaticErr("GPU is lost")
 	}
 	g.lost = false
-	x := g.startExec(info.Index)
-	g.hmu.Lock()
-	g.exec = x
-	g.hmu.Unlock()
+	g.exec.Store(g.startExec(info.Index))
 	g.info.Store(&info)
 }
 
@@ -450,7 +445,7 @@ func (h *Host) Count() (int, error) {
 }
 
 // Enumerated returns how many GPUs the driver enumerated at start.
-func (h *Host) Enumerated() int { return h.enumerated }
+func (h *Host) Enumerated() int { return len(h.uuids) }
 
 // EnumeratedUUIDs returns the UUID of every GPU the driver enumerated at
 // start, those --gpu did not select included, by index; "" for a GPU that

@@ -192,17 +192,13 @@ func median(v *[pacerWindow]time.Duration) time.Duration {
 
 // SlowDue reports whether GPU idx's slow-tier work outside its sample (its
 // process reads, every slowEvery ticks at the normal rate) is due on tick
-// k at the current stretch level; held: due at the normal rate but held
-// back by the stretch. Staggered as the samples; tick 0 is due for all.
-func (p *Pacer) SlowDue(k uint64, idx, slowEvery int) (due, held bool) {
-	if k == 0 {
-		return true, false
-	}
-	period := uint64(max(slowEvery, 1))
-	at := k + uint64(idx)
-	normal := at%period == 0
-	due = at%(period*uint64(stretchLevels[p.Level()].slowMult)) == 0
-	return due, normal && !due
+// k at the current stretch level, as its sample's slow tier (due); held:
+// due at the normal rate but held back by the stretch.
+func (p *Pacer) SlowDue(k uint64, idx, slowEvery int) (now, held bool) {
+	slowEvery = max(slowEvery, 1)
+	normal, _ := due(k, idx, slowEvery, 0)
+	now, _ = due(k, idx, slowEvery, p.Level())
+	return now, normal && !now
 }
 
 // due reports which optional tiers GPU idx reads in its sample number n at

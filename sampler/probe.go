@@ -130,7 +130,9 @@ func Probe(h *Host, o ProbeOptions) ProbeReport {
 	}
 	p.phase(all, true)
 	for i := range gpus {
-		rep.Hung[i] = p.stuckIn(i)
+		if p.hung(i) {
+			rep.Hung[i] = p.st[i].name
+		}
 	}
 	return rep
 }
@@ -224,13 +226,6 @@ type probeGPU struct {
 func (p *prober) mono() int64     { return int64(time.Since(p.base)) + 1 }
 func (p *prober) hung(i int) bool { return p.st[i].since.Load() < 0 }
 
-func (p *prober) stuckIn(i int) string {
-	if p.hung(i) {
-		return p.st[i].name
-	}
-	return ""
-}
-
 // phase times every call kind on the GPUs idx at once (one goroutine each)
 // and returns when each has finished or has a call past the deadline.
 func (p *prober) phase(idx []int, together bool) {
@@ -263,9 +258,7 @@ func (p *prober) phase(idx []int, together bool) {
 // gpu times every kind on GPU i.
 func (p *prober) gpu(i int, together bool) {
 	g, s := p.gpus[i], &p.st[i]
-	g.hmu.Lock() // the daemon's own executor: the figures are what its calls cost
-	x := g.exec
-	g.hmu.Unlock()
+	x := g.exec.Load() // the daemon's own executor: the figures are what its calls cost
 	buf := make([]time.Duration, 0, p.o.Calls)
 	var r raw
 	for k, pc := range p.calls {

@@ -32,13 +32,11 @@ type ProcConfig struct {
 type ProcReader struct {
 	gpu *GPU
 	cfg ProcConfig
-	log *slog.Logger
 	capCache
 
 	kick       chan struct{}
 	busy, hung atomic.Bool
 	start      atomic.Pointer[readStart]
-	cur        atomic.Int32 // Fn in flight
 	latest     atomic.Pointer[reading.Procs]
 
 	// Owned by the reading goroutine.
@@ -64,7 +62,7 @@ func NewProcReader(g *GPU, cfg ProcConfig, log *slog.Logger) *ProcReader {
 	if cfg.Reprobe <= 0 {
 		cfg.Reprobe = 10 * time.Minute
 	}
-	p := &ProcReader{gpu: g, cfg: cfg, log: log.With("gpu", g.Info().Index), capCache: capCache{base: time.Now()},
+	p := &ProcReader{gpu: g, cfg: cfg, capCache: capCache{base: time.Now(), log: log.With("gpu", g.Info().Index), what: "process reading"},
 		kick: make(chan struct{}, 1), desc: proc.NewDescriber(cfg.ProcRoot)}
 	p.latest.Store(&reading.Procs{GPU: g.Info().Index, Status: reading.ProcNotRead})
 	return p
@@ -148,14 +146,10 @@ func (p *ProcReader) can(fn Fn) bool {
 
 // procCall runs f as fn, marking it in flight, and classifies its result.
 func procCall[T any](p *ProcReader, fn Fn, f func() (T, nvml.Return)) (T, Class, nvml.Return) {
-	p.cur.Store(int32(fn))
+	p.begin(fn)
 	v, ret := f()
-	p.cur.Store(int32(FnNone))
-	c := Classify(ret)
-	if p.note(fn, &p.off[fn], c, p.cfg.Reprobe) {
-		p.log.Info("process reading not available; will re-probe", "function", fn.String(), "reason", c.String(), "reprobe", p.cfg.Reprobe)
-	}
-	return v, c, ret
+	p.begin(FnNone)
+	return v, p.note(fn, &p.off[fn], ret, p.cfg.Reprobe), ret
 }
 
 // read makes one round of process calls.

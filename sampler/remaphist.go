@@ -29,14 +29,6 @@ const remapHistRetry = 10 * time.Second
 // never modify it); nil when never read. Safe from any goroutine.
 func (g *GPU) RemapHistogram() *reading.RemapHistogram { return g.hlt.hist.last.Load() }
 
-// resetRemapHist forgets the histogram and its capability cache (resetHealth).
-func (g *GPU) resetRemapHist() {
-	r := &g.hlt.hist
-	r.key, r.due, r.retry = [4]reading.Opt[uint64]{}, false, 0
-	r.last.Store(nil)
-	g.off[FnRemapHistogram][0] = 0
-}
-
 // readRemapHist reads the histogram when due, given the health counters
 // vals of this slow sample s.
 func (g *GPU) readRemapHist(s *reading.Sample, vals *[reading.NumReadings]reading.Opt[uint64]) {
