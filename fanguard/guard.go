@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -42,6 +43,17 @@ type Event struct {
 	Firmware reading.Opt[uint32] // the firmware's target when the guard took over
 	TempC    reading.Opt[uint32] // the die's temperature in the sample that decided it
 	Reason   string
+}
+
+// Fields are the event's FAN_GUARD line's key=value pairs (events.log):
+// kind, fan (absent for the GPU as a whole), speed_pct, firmware_pct,
+// temp_c (empty when not known) and reason.
+func (e Event) Fields() []string {
+	kv := []string{"kind", e.Kind}
+	if e.Fan >= 0 {
+		kv = append(kv, "fan", strconv.Itoa(e.Fan))
+	}
+	return append(kv, "speed_pct", optText(e.Speed), "firmware_pct", optText(e.Firmware), "temp_c", optText(e.TempC), "reason", e.Reason)
 }
 
 // Options build a Guard.

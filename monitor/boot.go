@@ -231,15 +231,11 @@ func (m *Monitor) enumeratedUUIDs() (set map[string]bool, identified bool) {
 	for _, b := range m.boards() {
 		set[b.UUID] = true // a selected GPU identified since Open
 	}
-	selected := map[int]bool{}
-	for _, gs := range m.gpus {
-		selected[gs.g.Info().Index] = true
-	}
 	identified = len(all) >= m.host.Enumerated()
 	for i, u := range all {
 		if u != "" {
 			set[u] = true
-		} else if !selected[i] {
+		} else if m.byIndex[i] == nil { // not selected
 			identified = false
 		}
 	}

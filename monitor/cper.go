@@ -32,12 +32,8 @@ const cperRefresh = time.Minute
 // record just after the event: it then joins the incident), and every
 // cperRefresh. A read runs on the side goroutine (cper.Reader bounds it).
 type cperReader struct {
-	once sync.Once
-	r    *cper.Reader
-	on   atomic.Bool // the driver has the call: critical events may read
-	// queued is each GPU's "a read is on the side queue": an Xid flood
-	// queues one read, not one per Xid, so it never crowds out snapshots.
-	queued map[int]*atomic.Bool
+	r  *cper.Reader
+	on atomic.Bool // the driver has the call: critical events may read
 	// late carries the GPUs whose critical event asks for a later read
 	// (runCPER); a send never waits: one already waiting covers it.
 	late chan *gpuState
@@ -48,19 +44,13 @@ type cperReader struct {
 // until ctx is done.
 func (m *Monitor) startCPER(ctx context.Context, wg *sync.WaitGroup) {
 	c := &m.cper
-	c.once.Do(func() {
-		c.late = make(chan *gpuState, len(m.gpus))
-		c.r = cper.NewReader(m.cfg.LogDir, m.host.ReadCPER, m.cfg.Deadline, m.log)
-		c.queued = map[int]*atomic.Bool{}
-		for _, gs := range m.gpus {
-			c.queued[gs.idx] = &atomic.Bool{}
-		}
-		if !m.host.HasCPER() {
-			m.log.Info("the driver lacks nvmlSystemGetCPER_v1 (R610+): no GPU CPER records are read")
-			return
-		}
+	c.late = make(chan *gpuState, len(m.gpus))
+	c.r = cper.NewReader(m.cfg.LogDir, m.host.ReadCPER, m.cfg.Deadline, m.log)
+	if m.host.HasCPER() {
 		c.on.Store(true)
-	})
+	} else {
+		m.log.Info("the driver lacks nvmlSystemGetCPER_v1 (R610+): no GPU CPER records are read")
+	}
 	if cper.HasBERT(m.cfg.HostRoot) {
 		m.side.queue("reading the host's boot error record (BERT)", -1, m.readBERT)
 	}
@@ -118,20 +108,10 @@ func (m *Monitor) runCPER(ctx context.Context) {
 // lists its events (5 s with the default follow-ups); cperRefresh when
 // there are no follow-ups.
 func (m *Monitor) cperLate() time.Duration {
-	fu := m.cfg.Snapshots.FollowUps
-	if fu == nil {
-		fu = snapshot.DefaultFollowUps
+	if first := m.snaps.FirstFollowUp(); first > 0 {
+		return first / 2
 	}
-	first := time.Duration(0)
-	for _, d := range fu {
-		if d > 0 && (first == 0 || d < first) {
-			first = d
-		}
-	}
-	if first == 0 {
-		return cperRefresh
-	}
-	return first / 2
+	return cperRefresh
 }
 
 // readCPERLate asks runCPER for another read of the GPU's records after
@@ -151,8 +131,8 @@ func (m *Monitor) readCPER(gs *gpuState) {
 	if !m.cper.on.Load() {
 		return
 	}
-	q := m.cper.queued[gs.idx]
-	if q == nil || !q.CompareAndSwap(false, true) {
+	q := &gs.cperQueued
+	if !q.CompareAndSwap(false, true) {
 		return // one is queued already: it reads this event's records too
 	}
 	m.side.enqueue(sideJob{what: "reading the GPU's CPER records", gpu: gs.idx,

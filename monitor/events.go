@@ -12,7 +12,6 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
-	"github.com/gpu-telemetry/gpu-telemetry/xid"
 )
 
 // runKmsg follows the kernel log for the driver's lines: NVML events do not
@@ -94,17 +93,10 @@ func (m *Monitor) onEvent(e reading.Event) {
 			gs.slot.Update(func(g *live.GPU) { g.OpEvent(e.Time, e.Op, e.Data, e.Kind == reading.EventXid) })
 		}
 		if r.Wake {
-			gs.slot.Update(func(g *live.GPU) {
-				switch r.Kind {
-				case reading.EventXid:
-					g.Xid(r.Code, r.At, xid.Name(int(r.Code)))
-				case reading.EventRecovery:
-					g.Recovery(r.Code, r.At, xid.RecoveryActionName(r.Code))
-				case reading.EventLost:
-					g.Lost(r.Seen)
-				}
-			})
-			gs.nextTry.Store(0)
+			// Judged in the report's step, so that its crash snapshot
+			// shows the action it asks for and the other source's copy
+			// does not overtake its line; written after its lines.
+			act = gs.wake(r, e.Xid)
 		}
 		switch {
 		case r.Duplicate:
@@ -116,12 +108,6 @@ func (m *Monitor) onEvent(e reading.Event) {
 			}
 		case r.Critical != nil:
 			plan = gs.criticalEvent(e.Time, *r.Critical)
-		}
-		if r.Wake {
-			// Judged in the report's step, so that its crash snapshot
-			// shows the action it asks for and the other source's copy
-			// does not overtake its line; written after its lines.
-			act = gs.eventAction(r, e.Xid)
 		}
 		gs.reportMu.Unlock()
 	}

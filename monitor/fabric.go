@@ -1,7 +1,6 @@
 package monitor
 
 import (
-	"slices"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/proc"
@@ -57,7 +56,3 @@ func (m *Monitor) rescanFabric(now time.Time) {
 		m.side.queue("looking for the fabric daemons", -1, func() { m.scanFabricServices() })
 	}
 }
-
-// fabricServices is the last scan's result (nil: no GPU reported a
-// fabric); the caller holds m.states.mu.
-func (m *Monitor) fabricServices() []reading.FabricService { return slices.Clone(m.states.fabric) }

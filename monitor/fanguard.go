@@ -9,7 +9,6 @@ import (
 
 	"github.com/gpu-telemetry/gpu-telemetry/fanguard"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
-	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/runstate"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
@@ -53,19 +52,7 @@ func (m *Monitor) newFanGuard(gs *gpuState) *fanguard.Guard {
 
 // fanEvent writes a FAN_GUARD line.
 func (gs *gpuState) fanEvent(e fanguard.Event) {
-	kv := []string{"kind", e.Kind}
-	if e.Fan >= 0 {
-		kv = append(kv, "fan", strconv.Itoa(e.Fan))
-	}
-	kv = append(kv, "speed_pct", optU32(e.Speed), "firmware_pct", optU32(e.Firmware), "temp_c", optU32(e.TempC), "reason", e.Reason)
-	gs.m.eventLine(gs.event(time.Now(), sink.TypeFanGuard, kv...))
-}
-
-func optU32(o reading.Opt[uint32]) string {
-	if v, ok := o.Get(); ok {
-		return strconv.FormatUint(uint64(v), 10)
-	}
-	return ""
+	gs.m.eventLine(gs.event(time.Now(), sink.TypeFanGuard, e.Fields()...))
 }
 
 // saveFansHeld records in run-state that the guard holds fans of the GPU
@@ -88,7 +75,7 @@ func (m *Monitor) saveFansHeld(uuid string, fans []int) error {
 // run-state until handed back (runstate.Begin kept them), each guard hands
 // back its GPU's first (runstate.Saver.ClaimFans), and then it watches. A
 // GPU whose static facts are not known yet (it did not answer at start) is
-// not touched until they are (fanFactsKnown). Without --fan-guard nothing
+// not touched until they are (staticKnown). Without --fan-guard nothing
 // is touched: one WARN says how to hand them back.
 func (m *Monitor) startFanGuards() {
 	if m.cfg.FanGuard == nil {
@@ -102,7 +89,7 @@ func (m *Monitor) startFanGuards() {
 	for _, gs := range m.gpus {
 		if !gs.g.FactsKnown() {
 			late++
-			gs.fan.Start(-1, nil) // fanFactsKnown
+			gs.fan.Start(-1, nil) // staticKnown starts it
 			continue
 		}
 		gs.fan.Start(gs.g.Info().NumFans, m.runState.ClaimFans(gs.g.Info().UUID))
@@ -117,17 +104,6 @@ func (m *Monitor) startFanGuards() {
 		return
 	}
 	m.log.Warn("the previous run's fan guard held fans of GPUs this run does not monitor; left as they are (gpu-telemetry fan-guard release)", "gpus", runstate.HoldsText(rest))
-}
-
-// fanFactsKnown starts the guard of a GPU that answered late, once its
-// static facts are read (its handle, fan count and UUID), with the fans the
-// previous run held of it.
-func (m *Monitor) fanFactsKnown(gs *gpuState) {
-	if gs.fan == nil {
-		return
-	}
-	info := gs.g.Info()
-	gs.fan.FactsKnown(info.NumFans, m.runState.ClaimFans(info.UUID))
 }
 
 // handBackFans returns every held fan to the firmware at shutdown, after
@@ -191,12 +167,4 @@ func (gs *gpuState) fanView() *live.FanGuard {
 		}
 	}
 	return out
-}
-
-// fanText is the guard's state for a snapshot header; "" without it.
-func (gs *gpuState) fanText() string {
-	if gs.fan == nil {
-		return ""
-	}
-	return gs.fan.View().String()
 }

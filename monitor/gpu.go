@@ -85,6 +85,10 @@ type gpuState struct {
 	links     anomaly.LinkWatch // worker only
 
 	reportMu sync.Mutex // an Xid report's de-duplication and incident decision are one step (onEvent)
+	// cperQueued: a read of the GPU's CPER records is on the side queue
+	// (readCPER): an Xid flood queues one read, not one per Xid, so it
+	// never crowds out snapshots.
+	cperQueued atomic.Bool
 
 	xmu     sync.Mutex
 	pending []int64 // Xids to flag on the next row
@@ -447,8 +451,10 @@ func (gs *gpuState) header(when time.Time, reason string, event uint64) snapshot
 	m, info, c, v := gs.m, gs.g.Info(), gs.tr.Counters(), gs.slot.Get()
 	h := snapshot.Header{Time: when, GPUIndex: gs.idx, Version: "gpu-telemetry " + m.cfg.Version, Host: m.ident,
 		GPUName: info.Name, BusID: gs.busID(), UUID: info.UUID, Serial: info.Serial, Reason: reason,
-		KernelClock: m.kernelClockLine(), Uptime: time.Since(m.start), Samples: v.Samples, PeakTempC: c.PeakTempC, EventNumber: event,
-		FanGuard: gs.fanText()}
+		KernelClock: m.kernelClockLine(), Uptime: time.Since(m.start), Samples: v.Samples, PeakTempC: c.PeakTempC, EventNumber: event}
+	if gs.fan != nil {
+		h.FanGuard = gs.fan.View().String()
+	}
 	if a := v.Action; a.Action != action.None {
 		h.Action = a.Action.String() + ": " + a.Reason()
 	}

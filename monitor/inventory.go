@@ -112,7 +112,9 @@ func (m *Monitor) staticKnown(gs *gpuState) {
 	}
 	m.side.queue("system-info.txt", -1, m.writeSystemInfo)
 	m.csv.SetGPU(csvColumns(gs.idx, info)) // from its next row
-	m.fanFactsKnown(gs)
+	if gs.fan != nil {
+		gs.fan.FactsKnown(info.NumFans, m.runState.ClaimFans(info.UUID)) // with the fans the previous run held of it
+	}
 	m.side.queue("run-state and INVENTORY: the board of a GPU that answered late", gs.idx, func() { m.lateBoard(gs) })
 	m.readCPER(gs) // not read at start: its UUID was unknown
 	if pending := m.host.Pending(); len(pending) > 0 {

@@ -546,7 +546,7 @@ func (m *Monitor) hostView() live.Host {
 	}
 	h.GPUsMissing = max(m.states.boardsMissing, m.states.shortfall)
 	h.BERT = m.states.bert
-	h.Fabric = m.fabricServices()
+	h.Fabric = slices.Clone(m.states.fabric)
 	dropped, _ := h.Counter(live.CounterRowsDropped) // registered by sink (TestViewCountersAreInTheTable)
 	h.RowsDroppedRecent = m.states.drops.recent(h.Now, dropped)
 	m.states.mu.Unlock()

@@ -91,9 +91,8 @@ func (gs *gpuState) judgeAction(now time.Time, force bool, event func(r *anomaly
 // board's history, written after the lines of the event that moved it
 // (and, for an incident, once its crash snapshot has the action).
 type judged struct {
-	line    sink.EventLine
-	hasLine bool
-	b       *board.Board // the board whose history to save; nil: not judged
+	line sink.EventLine // Type "": none
+	b    *board.Board   // the board whose history to save; nil: not judged
 }
 
 // write writes the board's state file, unless the newest copy is on disk
@@ -102,7 +101,7 @@ func (j judged) write(gs *gpuState) {
 	if j.b != nil {
 		gs.m.saveBoard(j.b, slog.Int("gpu", gs.idx))
 	}
-	if j.hasLine {
+	if j.line.Type != "" {
 		gs.m.eventLine(j.line)
 	}
 }
@@ -118,7 +117,9 @@ func (gs *gpuState) judge(now time.Time, force bool, event func(r *anomaly.Repai
 	if event != nil {
 		event(rs.b.Repair())
 	}
-	now = maxTime(now, rs.judged) // the sources' times interleave (a kernel record read late); the action's go forward
+	if rs.judged.After(now) {
+		now = rs.judged // the sources' times interleave (a kernel record read late); the action's go forward
+	}
 	hv := gs.health.Load()
 	if !force && hv == rs.hv && now.Sub(rs.judged) < judgeEvery {
 		return j
@@ -158,7 +159,7 @@ func (gs *gpuState) judge(now time.Time, force bool, event func(r *anomaly.Repai
 	if rs.line(now) {
 		from := rs.written.Action
 		rs.written = rs.cur
-		j.line, j.hasLine = gs.event(now, sink.TypeAction, "action", cur.Action.String(), "from", from.String(), "reason", cur.Reason()), true
+		j.line = gs.event(now, sink.TypeAction, "action", cur.Action.String(), "from", from.String(), "reason", cur.Reason())
 	}
 	return j
 }
@@ -228,18 +229,23 @@ func (m *Monitor) repairBoot() string {
 	return "unknown-" + m.start.UTC().Format("20060102T150405.000000000Z")
 }
 
-// eventAction takes the GPU's own report (r.Wake: an Xid with its detail
-// d, a recovery action, the GPU lost) into its repair action, before the
-// report's crash snapshot is gathered (its header shows the action); what
-// it returns is written after the report's own lines.
-func (gs *gpuState) eventAction(r events.Record, d reading.XidDetail) judged {
+// wake takes the GPU's own report (r.Wake: an Xid with its detail d, a
+// recovery action, the GPU lost) into its live view and its repair action,
+// before the report's crash snapshot is gathered (its header shows the
+// action), and has the poll loop sample the GPU at once; what it returns
+// is written after the report's own lines.
+func (gs *gpuState) wake(r events.Record, d reading.XidDetail) judged {
+	gs.nextTry.Store(0)
 	switch r.Kind {
 	case reading.EventXid:
+		gs.slot.Update(func(g *live.GPU) { g.Xid(r.Code, r.At, xid.Name(int(r.Code))) })
 		e := xid.ExplainDetail(int(r.Code), d)
 		return gs.judge(r.At, true, func(rp *anomaly.Repair) { rp.Xid(e, r.At) })
 	case reading.EventRecovery:
+		gs.slot.Update(func(g *live.GPU) { g.Recovery(r.Code, r.At, xid.RecoveryActionName(r.Code)) })
 		return gs.judge(r.At, true, func(rp *anomaly.Repair) { rp.Recovery(r.Code, r.At) })
 	case reading.EventLost:
+		gs.slot.Update(func(g *live.GPU) { g.Lost(r.Seen) })
 		return gs.judge(r.Seen, true, nil)
 	}
 	return judged{}
@@ -265,7 +271,9 @@ type AckResult struct {
 func (m *Monitor) Ack(sel string, want action.Action, note, by string) (AckResult, error) {
 	var gs *gpuState
 	if i, err := strconv.Atoi(sel); err == nil {
-		gs = m.byIndex[i]
+		if gs = m.byIndex[i]; gs == nil {
+			return AckResult{}, fmt.Errorf("no monitored GPU %q", sel)
+		}
 	} else {
 		var uuids []string
 		for _, g := range m.gpus {
@@ -280,17 +288,11 @@ func (m *Monitor) Ack(sel string, want action.Action, note, by string) (AckResul
 		if err != nil {
 			return AckResult{}, err
 		}
-		for _, g := range m.gpus {
-			if g.g.Info().UUID == uuid {
-				gs = g
-			}
-		}
-		if gs == nil {
+		i := slices.Index(uuids, uuid)
+		if i >= len(m.gpus) {
 			return m.ackMissing(uuid, want, note, by)
 		}
-	}
-	if gs == nil {
-		return AckResult{}, fmt.Errorf("no monitored GPU %q", sel)
+		gs = m.gpus[i]
 	}
 	now := time.Now()
 	gs.judgeAction(now, true, nil) // the action as it is now
@@ -352,30 +354,19 @@ func (m *Monitor) ackMissing(uuid string, want action.Action, note, by string) (
 	return res, nil
 }
 
-// maxTime is the later of a and b.
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}
-
 // missingBoard judges the repair action of a board of the previous run
 // that is not enumerated now, from its state file (board.NewMissing). An
 // action other than none is an ACTION line (by the board's UUID and
-// previous index) and shows in the host view; it reports whether there
-// was one.
-func (m *Monitor) missingBoard(b sink.Board) bool {
+// previous index) and shows in the host view.
+func (m *Monitor) missingBoard(b sink.Board) {
 	if b.UUID == "" {
-		return false
+		return
 	}
 	mb := board.NewMissing(m.openBoard(b.UUID, m.log), b.Index, m.start)
 	m.saveBoard(mb.Board, slog.String("uuid", b.UUID))
-	if mb.Action.Action == action.None {
-		return false
+	if mb.Action.Action != action.None {
+		m.addMissing(mb)
 	}
-	m.addMissing(mb)
-	return true
 }
 
 // addMissing shows the missing board b in the host view, where ackMissing

@@ -105,10 +105,10 @@ func (gs *gpuState) tookSXid(p *pendingSXid) bool {
 // goroutine only, before the sample's verdict.
 func (gs *gpuState) fabricSample(s *reading.Sample) {
 	if s.Status == reading.StatusAnswered {
-		switch st, ok := s.Values[reading.HFabricState].Get(); {
-		case ok && st != reading.FabricNotSupported:
+		switch {
+		case onFabric(s.Values):
 			gs.fabric.Store(fabricOn)
-		case ok || gs.fabric.Load() == fabricUnknown:
+		case s.Values[reading.HFabricState].OK || gs.fabric.Load() == fabricUnknown:
 			gs.fabric.Store(fabricOff) // a reading timed out keeps a known fabric
 		}
 	}

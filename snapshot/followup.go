@@ -23,6 +23,15 @@ var (
 	errClosing    = errors.New("snapshot manager closing")
 )
 
+// FirstFollowUp is the offset of an incident's first follow-up capture; 0:
+// none are taken.
+func (m *Manager) FirstFollowUp() time.Duration {
+	if len(m.cfg.FollowUps) == 0 {
+		return 0
+	}
+	return m.cfg.FollowUps[0] // sorted, all positive (New)
+}
+
 // offsetLabel is "+10s" for whole seconds (as in the file names), else the
 // duration as Go prints it ("+1.5s").
 func offsetLabel(d time.Duration) string {
