@@ -136,7 +136,15 @@ func newRigClock(t *testing.T, lib *fakenvml.Lib, kc sampler.KernelClock, tweak 
 		t.Fatal(err)
 	}
 	r.m = m
-	t.Cleanup(func() { m.csv.Close() }) // a no-op after Run
+	t.Cleanup(func() {
+		// A snapshot the test's events began is written by the Manager's
+		// own goroutines: wait for it before the temp dir is removed (a
+		// no-op after Run, which closed it).
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		m.snaps.Close(ctx)
+		m.csv.Close() // a no-op after Run
+	})
 	return r
 }
 

@@ -504,7 +504,13 @@ func TestRefusedDocumentCountsAsFailed(t *testing.T) {
 	if _, err := Ask(s.cfg.Path, "status", time.Second); err == nil || !strings.Contains(err.Error(), "status document") {
 		t.Errorf("status with a refused document: %v, want its error", err)
 	}
+	// The server counts after its write returns, which may be after the
+	// client has read the reply: wait for the count, bounded.
 	served, failed := s.counts.Load(requestsServed), s.counts.Load(requestsFailed)
+	for end := time.Now().Add(5 * time.Second); served+failed == 0 && time.Now().Before(end); {
+		time.Sleep(time.Millisecond)
+		served, failed = s.counts.Load(requestsServed), s.counts.Load(requestsFailed)
+	}
 	if failed != 1 || served != 0 {
 		t.Errorf("served %d failed %d, want 0 and 1", served, failed)
 	}
