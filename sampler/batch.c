@@ -59,7 +59,7 @@ static int lock_fields(uint32_t wait_ms)
 // (the health counters), under the field lock, so that field calls stay
 // serialized across GPUs.
 int32_t gt_batch_fields(const struct gt_lib *lib, gt_dev dev, int32_t n, struct gt_nvml_field_value *f, uint32_t wait_ms,
-			int32_t *cur)
+			int32_t *cur, int32_t cur_val)
 {
 	int32_t r;
 	if (!lib->fields)
@@ -67,7 +67,7 @@ int32_t gt_batch_fields(const struct gt_lib *lib, gt_dev dev, int32_t n, struct 
 	if (!lock_fields(wait_ms))
 		return GT_LOCK_TIMEOUT;
 	if (cur)
-		__atomic_store_n(cur, GT_FIELDS + 1, __ATOMIC_RELEASE);
+		__atomic_store_n(cur, cur_val, __ATOMIC_RELEASE);
 	r = ((fn_fields)lib->fields)((dev_t_)dev, n, f);
 	pthread_mutex_unlock(&field_mu);
 	return r;
@@ -128,7 +128,7 @@ void gt_batch_run(gt_dev dev, struct gt_batch *b)
 {
 	const struct gt_lib *lib = b->lib;
 	if (PLANNED(GT_FIELDS)) {
-		b->ret[GT_FIELDS] = gt_batch_fields(lib, dev, b->nfields, b->fields, b->field_wait_ms, &b->cur);
+		b->ret[GT_FIELDS] = gt_batch_fields(lib, dev, b->nfields, b->fields, b->field_wait_ms, &b->cur, GT_FIELDS + 1);
 		if (b->ret[GT_FIELDS] != GT_NVML_SUCCESS) {
 			b->plan |= b->fallback;
 		} else {

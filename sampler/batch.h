@@ -74,10 +74,11 @@ void *gt_batch_sym(const char *name);
 gt_dev gt_batch_handle(unsigned int index);
 
 // gt_batch_fields makes one GetFieldValues call of lib on dev under the
-// field lock (GT_LOCK_TIMEOUT: not had within wait_ms), publishing it in
-// *cur (if not NULL) once the lock is had.
+// field lock (GT_LOCK_TIMEOUT: not had within wait_ms), storing cur_val in
+// *cur (if not NULL) once the lock is had: a call waiting for the lock is
+// not in flight.
 int32_t gt_batch_fields(const struct gt_lib *lib, gt_dev dev, int32_t n, struct gt_nvml_field_value *f, uint32_t wait_ms,
-			int32_t *cur);
+			int32_t *cur, int32_t cur_val);
 
 // gt_batch_run makes the planned calls of b->lib on dev.
 void gt_batch_run(gt_dev dev, struct gt_batch *b);

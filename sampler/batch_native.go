@@ -103,10 +103,11 @@ func newNativeExec(n *native, index int, fieldWait time.Duration) (*nativeExec, 
 var _ = [1]struct{}{}[unsafe.Sizeof(nvml.FieldValue{})-unsafe.Sizeof(C.struct_gt_nvml_field_value{})]
 
 // fields makes one GetFieldValues call (fv not empty) outside the batch,
-// under the field lock; false: not had within FieldWait (another GPU is
-// stuck in it).
-func (x *nativeExec) fields(fv []nvml.FieldValue) (nvml.Return, bool) {
-	r := C.gt_batch_fields(x.b.lib, x.dev, C.int32_t(len(fv)), (*C.struct_gt_nvml_field_value)(unsafe.Pointer(unsafe.SliceData(fv))), x.b.field_wait_ms, nil)
+// under the field lock, storing fn in *cur once the lock is had; false: not
+// had within FieldWait (another GPU is stuck in it).
+func (x *nativeExec) fields(fv []nvml.FieldValue, cur *atomic.Int32, fn Fn) (nvml.Return, bool) {
+	r := C.gt_batch_fields(x.b.lib, x.dev, C.int32_t(len(fv)), (*C.struct_gt_nvml_field_value)(unsafe.Pointer(unsafe.SliceData(fv))), x.b.field_wait_ms,
+		(*C.int32_t)(unsafe.Pointer(cur)), C.int32_t(fn))
 	if int(r) == retLockTimeout {
 		return 0, false
 	}

@@ -89,15 +89,14 @@ func (g *GPU) HealthGroups() [reading.NumHealthGroups]bool {
 	return out
 }
 
-// fieldCall makes fn's GetFieldValues call fv outside the batch; locked is
-// false when another GPU held the field lock (counted, logged once).
+// fieldCall makes fn's GetFieldValues call fv outside the batch, in
+// flight once it has the field lock; locked is false when another GPU held
+// the lock (counted, logged once).
 func (g *GPU) fieldCall(fn Fn, fv []nvml.FieldValue) (ok, locked bool) {
-	g.begin(fn)
-	ret, locked := g.exec.Load().fields(fv)
+	ret, locked := g.exec.Load().fields(fv, &g.cur, fn)
 	if locked {
 		return g.end(fn, 0, ret), true
 	}
-	g.begin(FnNone)
 	if g.reg.Inc(healthSkips); !g.hlt.told {
 		g.hlt.told = true
 		g.log.Warn("health counters not read: another GPU holds the field lock; the last reading is kept (counted as health_skips)")

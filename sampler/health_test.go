@@ -213,6 +213,68 @@ func TestHealthFieldLockBusyKeepsReading(t *testing.T) {
 	}
 }
 
+// A health field call waiting for the field lock is not in flight: only a
+// call inside the driver is, as the batch's field call.
+func TestHealthFieldCallWaitingForTheLockIsNotInFlight(t *testing.T) {
+	d := healthDev()
+	h := openFakeConfig(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}}, Config{Reprobe: time.Hour, SlowEvery: 1, FieldWait: 200 * time.Millisecond})
+	g := h.GPUs[0]
+	var s reading.Sample
+	g.Sample(&s)
+	release := holdFieldLock(t)
+	defer release()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var s reading.Sample
+		g.Sample(&s) // the batch's field call, then the health counters', each waits FieldWait
+	}()
+	polls := 0
+	for {
+		select {
+		case <-done:
+			if polls < 10 {
+				t.Fatalf("only %d polls during the sample", polls)
+			}
+			if g.reg.Load(healthSkips) == 0 {
+				t.Errorf("the health read did not wait for the lock (health_skips 0)")
+			}
+			return
+		default:
+		}
+		if fn, _, ok := g.InFlight(); ok && (fn == FnHealthFields || fn == FnFieldValues) {
+			t.Fatalf("%s in flight while it waits for the field lock", fn)
+		}
+		polls++
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Once it has the lock, the health field call is in flight, named: a GPU
+// stuck in it shows where.
+func TestHealthFieldCallInTheDriverIsInFlight(t *testing.T) {
+	d := healthDev()
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
+	g := h.GPUs[0]
+	entered := make(chan string, 1)
+	release := d.Block("GetFieldValues", entered)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g.fieldCall(FnHealthFields, []nvml.FieldValue{{FieldId: nvml.FI_DEV_ECC_CURRENT}})
+	}()
+	<-entered
+	fn, _, ok := g.InFlight()
+	release()
+	<-done
+	if !ok || fn != FnHealthFields {
+		t.Errorf("in flight %v (%v), want %s", fn, ok, FnHealthFields)
+	}
+	if fn, _, ok := g.InFlight(); ok {
+		t.Errorf("%s still in flight after the call", fn)
+	}
+}
+
 // The health getters (SRAM ECC, repair status, unrepairable memory) are read
 // by their calls on the slow tier and carried between slow samples; a GPU
 // without them leaves them absent, and without ECC the SRAM ones prove

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os/user"
-	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -101,12 +99,10 @@ func (s *Server) ack(c net.Conn, req AckRequest) (any, error) {
 	case uid != 0:
 		return nil, errors.New("ack: only root may acknowledge an action")
 	}
-	by := "uid " + strconv.FormatUint(uint64(uid), 10)
-	if u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10)); err == nil {
-		by = u.Username
-	}
 	defer s.stale() // after the ack, never a status answer built before it
-	return s.cfg.Ack(req, by)
+	// uid 0 is root; its name is not looked up: a lookup can go to a
+	// directory service (NSS) and wait on the network without a bound.
+	return s.cfg.Ack(req, "root")
 }
 
 // Ack asks the daemon at path to acknowledge a GPU's action (as root).

@@ -17,7 +17,7 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
-// An ack from root reaches the daemon's Acker with the user's name and
+// An ack from root (uid 0) reaches the daemon's Acker as "root" and
 // is answered with its reply; a malformed one, one with a field the
 // protocol lacks or an unknown action is refused before it; a daemon
 // without an Acker refuses acks.
