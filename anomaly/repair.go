@@ -71,7 +71,7 @@ func Causes(in RepairInput) []Cause {
 	}
 	switch {
 	case in.Missing:
-		add("missing", action.Reboot, "the board is not enumerated")
+		add(missingClass, action.Reboot, "the board is not enumerated")
 	case in.Lost:
 		add("lost", action.Reboot, "the driver reports the GPU lost") // NVML_ERROR_GPU_IS_LOST: only a reboot brings it back
 	case !in.HungSince.IsZero() && in.Now.Sub(in.HungSince) >= HungReboot:
@@ -147,6 +147,9 @@ func NewRepair(boot string, inspectAfter int, h action.History) *Repair {
 		}
 		for class, c := range b.Classes {
 			r.began[class] = c.Last
+			if class == missingClass {
+				r.began[class] = r.missingSince(c.Last)
+			}
 			if code, ok := xidClass(class); ok {
 				e := xid.ExplainDetail(code, reading.XidDetail{})
 				r.xids[class] = xidCause{Cause: xidCauseOf(e), at: c.Last}
@@ -233,7 +236,11 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 			// A class already begun in this boot when the logger restarted
 			// goes on; after the first Judge, one that was absent is new.
 			if _, known := r.began[c.Class]; r.judged || !known {
-				r.begin(c, in.Now)
+				at := in.Now
+				if c.Class == missingClass {
+					at = r.missingSince(at) // an absence that goes on began when it began
+				}
+				r.begin(c, at)
 			}
 		}
 	}
@@ -280,6 +287,27 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 		cur.Reasons = append(cur.Reasons, x.text)
 	}
 	return cur
+}
+
+// missingClass is the class of a board that is not enumerated.
+const missingClass = "missing"
+
+// missingSince is when the board's absence, found at t in this boot, began:
+// a board missing in the boots before this one too, without answering in
+// any of them, has been gone since the first of those, and each of those
+// boots records that time (begin). An acknowledgement made during that
+// absence (a board sent back, a slot left empty) holds across the reboots
+// it lasts, and those boots do not count towards inspect; once the board
+// answers again, a later absence is a new event.
+func (r *Repair) missingSince(t time.Time) time.Time {
+	for _, b := range r.hist.Earlier(r.boot) {
+		c, ok := b.Classes[missingClass]
+		if b.Answered || !ok || c.Count == 0 {
+			break
+		}
+		t = c.Last
+	}
+	return t
 }
 
 // earlierBoots counts the earlier boots in which class began after the

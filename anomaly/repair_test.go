@@ -200,6 +200,54 @@ func TestWarmRebootDidNotRecover(t *testing.T) {
 	}
 }
 
+// TestMissingAckHoldsWhileTheBoardStaysMissing: a board acknowledged while
+// it is missing (sent back, the slot left empty) stays quiet through the
+// reboots and logger restarts it stays missing for, as docs/actions.md
+// says; unacknowledged, it is raised at each boot and escalates; once it
+// answers again, a later absence is a new event.
+func TestMissingAckHoldsWhileTheBoardStaysMissing(t *testing.T) {
+	missing := func(at time.Duration) RepairInput { return RepairInput{Now: t0.Add(at), Missing: true} }
+	_, h := boot(t, action.History{}, "A", 0, RepairInput{Now: t0, Answered: true}) // seen, quiet
+
+	// Unacknowledged: raised at each boot, then escalated.
+	cur, hu := boot(t, h, "B", 0, missing(time.Hour))
+	if cur.Action != action.Reboot {
+		t.Fatalf("boot B: %v", cur)
+	}
+	cur, hu = boot(t, hu, "C", 0, missing(2*time.Hour))
+	if cur.Action != action.Reboot {
+		t.Fatalf("boot C, not acknowledged: %v", cur)
+	}
+	if cur, _ = boot(t, hu, "D", 0, missing(3*time.Hour)); cur.Action != action.Inspect {
+		t.Fatalf("boot D, not acknowledged (two earlier boots missing): %v", cur)
+	}
+
+	// Acknowledged in boot B.
+	r := NewRepair("B", 0, h)
+	cur = r.Judge(missing(time.Hour))
+	r.Ack(cur, t0.Add(time.Hour+time.Minute), "root", "board sent back")
+	if cur = r.Judge(missing(time.Hour + 2*time.Minute)); cur.Action != action.Watch {
+		t.Fatalf("after the ack: %v", cur)
+	}
+	h, _ = r.History()
+	if cur, _ = boot(t, h, "B", 0, missing(time.Hour+3*time.Minute)); cur.Action != action.Watch {
+		t.Errorf("the logger restarted in boot B: %v", cur)
+	}
+	for i, id := range []string{"C", "D", "E"} {
+		cur, h = boot(t, h, id, 0, missing(time.Duration(i+2)*time.Hour))
+		if cur.Action != action.Watch || !strings.HasSuffix(cur.Reasons[0], "(acknowledged)") {
+			t.Fatalf("boot %s, still missing: %v %q", id, cur.Action, cur.Reasons)
+		}
+	}
+	// It answers in boot F, then is missing again in G: a new absence.
+	if cur, h = boot(t, h, "F", 0, RepairInput{Now: t0.Add(6 * time.Hour), Answered: true}); cur.Action != action.None {
+		t.Fatalf("boot F, answering: %v", cur)
+	}
+	if cur, _ = boot(t, h, "G", 0, missing(7*time.Hour)); cur.Action != action.Reboot {
+		t.Errorf("boot G, missing again after answering in F: %v", cur)
+	}
+}
+
 // TestAck: an acknowledgement returns the action to none (an event) or
 // watch (a condition that still holds) until a new event.
 func TestAck(t *testing.T) {

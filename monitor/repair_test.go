@@ -426,3 +426,31 @@ func TestAckKeepsUnjudgedFatalSXid(t *testing.T) {
 		t.Errorf("the ack of %v cleared the fatal SXid raised after it was judged", cur)
 	}
 }
+
+// A board an earlier run missed, acknowledged while missing (sent back),
+// is not raised again at the next boot's start while it stays missing
+// (docs/actions.md: "until it is acknowledged").
+func TestEarlierMissingAckedStaysQuietAfterReboot(t *testing.T) {
+	r := newRig(t, 1, nil)
+	const gone = "GPU-dead0002-0000-0000-0000-000000000000"
+	h := action.History{UUID: gone}
+	h.Boot("B0")
+	if err := board.Write(r.dir, h); err != nil {
+		t.Fatal(err)
+	}
+	r.m.ident.BootID = "B1"
+	r.m.missingFromState()
+	if len(r.m.states.missing) != 1 {
+		t.Fatalf("boot B1: %d missing boards, want 1", len(r.m.states.missing))
+	}
+	if _, err := r.m.Ack(gone, r.m.states.missing[0].Action.Action, "sent back", "root"); err != nil {
+		t.Fatal(err)
+	}
+	r.m.ident.BootID = "B2" // the next boot's start
+	r.m.states.missing, r.m.states.boardsMissing = nil, 0
+	r.m.start = time.Now().Add(time.Minute)
+	r.m.missingFromState()
+	if n := len(r.m.states.missing); n != 0 {
+		t.Errorf("boot B2: the acknowledged board is raised again: %v (gpus_missing %d)", r.m.states.missing[0].Action, r.m.hostView().GPUsMissing)
+	}
+}
