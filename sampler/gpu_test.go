@@ -763,6 +763,41 @@ func TestNoCallAfterALostGPU(t *testing.T) {
 	}
 }
 
+// TestNoCallAfterAFieldEntrySaysLost: GetFieldValues answers SUCCESS but
+// one entry says GPU_IS_LOST: the GPU is lost (fieldEntry), so batch.c calls
+// nothing more in that sample, neither the planned getters nor the
+// fallbacks of the entries the driver refused, and the sample says lost.
+func TestNoCallAfterAFieldEntrySaysLost(t *testing.T) {
+	d := fakenvml.NewDev()
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
+	var s reading.Sample
+	h.GPUs[0].Sample(&s)
+	if s.Status != reading.StatusAnswered {
+		t.Fatalf("first sample: status %v", s.Status)
+	}
+	d.FieldRet[fieldReadings[0].def.Field] = nvml.ERROR_GPU_IS_LOST
+	for _, fr := range fieldReadings[1:] {
+		d.FieldRet[fr.def.Field] = nvml.ERROR_UNKNOWN // refused alone: its own call would follow
+	}
+	before := d.Calls()
+	h.GPUs[0].Sample(&s)
+	after := d.Calls()
+	if after["GetFieldValues"] != before["GetFieldValues"]+1 {
+		t.Fatalf("the field batch was not called once: %v -> %v", before, after)
+	}
+	for fn, n := range after {
+		if fn != "GetFieldValues" && n != before[fn] {
+			t.Errorf("%s called %d times after an entry of the field batch said the GPU is lost", fn, n-before[fn])
+		}
+	}
+	if s.Status != reading.StatusLost || s.Err != "GPU is lost" {
+		t.Errorf("status %v (%q), want lost", s.Status, s.Err)
+	}
+	if s.Values[reading.TempC].OK || s.Values[reading.PowerMW].OK || s.Fans[0].Speed.OK {
+		t.Errorf("lost sample carries readings")
+	}
+}
+
 // TestStaticProblem: why a GPU's static facts are not read, as
 // system-info.txt and the probe say it: the call a start-up read is stuck
 // in, the error of one that failed, nothing once they are read.
