@@ -221,8 +221,8 @@ func (g *GPU) within(fn Fn, v, lo, hi uint64) bool {
 	return false
 }
 
-// staticRetry is how often a GPU whose handle could not be had at start is
-// tried again.
+// staticRetry is how often a GPU whose handle could not be had at start,
+// or whose UUID or bus id could not be read, is tried again.
 const staticRetry = 10 * time.Second
 
 // Bounds for what reading.Table's rows do not bound: generous, they reject
@@ -258,6 +258,11 @@ func (g *GPU) Sample(s *reading.Sample) {
 		}
 		info = g.info.Load()
 		s.NumFans = min(info.NumFans, reading.MaxFans)
+	} else if (info.UUID == "" || info.BusID == "") && g.lib != nil && now.After(g.nextStatic) {
+		// Had its handle but not its name at start: asked again now and
+		// then, not every sample.
+		g.nextStatic = now.Add(staticRetry)
+		info = g.readIdentity(info)
 	}
 	r := &g.raw
 	slow, second := due(g.n, info.Index, g.cfg.SlowEvery, g.pacer.Level())

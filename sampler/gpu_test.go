@@ -823,3 +823,64 @@ func TestStaticProblem(t *testing.T) {
 		}
 	}
 }
+
+// TestIdentityFailedAtStartIsReadAgain: a GPU whose handle was had at start
+// but whose UUID and bus id could not be read asks for them again on the
+// static facts' retry cadence (not every sample) and publishes them once
+// had; a GPU that knows them never asks again.
+func TestIdentityFailedAtStartIsReadAgain(t *testing.T) {
+	d := fakenvml.NewDev()
+	d.Set("GetUUID", nvml.ERROR_UNKNOWN)
+	d.Set("GetPciInfo", nvml.ERROR_UNKNOWN)
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
+	g := h.GPUs[0]
+	if in := g.Info(); in.UUID != "" || in.BusID != "" || !g.FactsKnown() {
+		t.Fatalf("at start: uuid %q bus %q facts known %v", in.UUID, in.BusID, g.FactsKnown())
+	}
+	var s reading.Sample
+	g.nextStatic = time.Time{}
+	g.Sample(&s) // asks again, refused again
+	if s.Status != reading.StatusAnswered {
+		t.Fatalf("a refused UUID fails the sample: %v %q", s.Status, s.Err)
+	}
+	d.Set("GetUUID", nvml.SUCCESS)
+	d.Set("GetPciInfo", nvml.SUCCESS)
+	before := d.Calls()
+	for range 5 { // within the retry interval: not asked
+		g.Sample(&s)
+	}
+	if after := d.Calls(); after["GetUUID"] != before["GetUUID"] || after["GetPciInfo"] != before["GetPciInfo"] {
+		t.Fatalf("asked for the UUID in every sample: %d -> %d", before["GetUUID"], after["GetUUID"])
+	}
+	g.nextStatic = time.Time{} // the interval has passed
+	g.Sample(&s)
+	if in := g.Info(); in.UUID != "GPU-1111" || in.BusID != "00000000:4B:00.0" || s.Status != reading.StatusAnswered {
+		t.Fatalf("after the retry: uuid %q bus %q status %v", in.UUID, in.BusID, s.Status)
+	}
+	before = d.Calls()
+	g.nextStatic = time.Time{}
+	g.Sample(&s)
+	if after := d.Calls(); after["GetUUID"] != before["GetUUID"] || after["GetPciInfo"] != before["GetPciInfo"] {
+		t.Errorf("the UUID asked for once known")
+	}
+}
+
+// TestIdentityRetryFindsTheGPULost: the retried UUID read answering
+// GPU_IS_LOST makes the sample lost, with no call after it.
+func TestIdentityRetryFindsTheGPULost(t *testing.T) {
+	d := fakenvml.NewDev()
+	d.Set("GetUUID", nvml.ERROR_UNKNOWN)
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
+	g := h.GPUs[0]
+	d.Set("GetUUID", nvml.ERROR_GPU_IS_LOST)
+	g.nextStatic = time.Time{}
+	before := d.Total()
+	var s reading.Sample
+	g.Sample(&s)
+	if s.Status != reading.StatusLost {
+		t.Errorf("status %v, want lost", s.Status)
+	}
+	if n := d.Total() - before; n != 1 {
+		t.Errorf("%d calls in a sample whose first call found the GPU lost, want 1", n)
+	}
+}
