@@ -274,26 +274,34 @@ func (g *GPU) Sample(s *reading.Sample) {
 	g.interpret(r, s, info)
 	g.n++
 
-	// A lost GPU's sample, or one whose every call failed, is meaningless.
+	// A lost GPU's sample, or one whose every call failed, is meaningless;
+	// so is one whose health counters found the GPU lost.
 	if g.lost || (g.attempts > 0 && g.fails == g.attempts) {
-		st, err := reading.StatusLost, "GPU is lost"
-		if !g.lost {
-			st, err = reading.StatusFailed, g.firstErr.String()+": "+retText(g.firstRet)
+		g.discard(s)
+	} else if slow {
+		if g.readHealth(s); g.lost {
+			g.discard(s)
 		}
-		*s = reading.Sample{GPU: s.GPU, Time: s.Time, KernelTime: s.KernelTime, NumFans: s.NumFans, Status: st, Err: err}
-		g.carry, g.sensor0 = [reading.NumReadings]reading.Opt[uint64]{}, reading.Opt[reading.Sensor]{}
 	}
-	switch {
-	case s.Status != reading.StatusAnswered:
+	if s.Status != reading.StatusAnswered {
 		g.hlt.vals = [reading.NumReadings]reading.Opt[uint64]{}
-	case slow:
-		g.readHealth(s)
 	}
 	for _, id := range reading.HealthIDs {
 		s.Values[id] = g.hlt.vals[id]
 	}
 	reading.FabricCliqueChecked(&s.Values)
 	g.readFanPolicies(s)
+}
+
+// discard empties sample s, lost or failed as a whole (the first failed
+// call says why), and forgets the values carried to the next samples.
+func (g *GPU) discard(s *reading.Sample) {
+	st, err := reading.StatusLost, "GPU is lost"
+	if !g.lost {
+		st, err = reading.StatusFailed, g.firstErr.String()+": "+retText(g.firstRet)
+	}
+	*s = reading.Sample{GPU: s.GPU, Time: s.Time, KernelTime: s.KernelTime, NumFans: s.NumFans, Status: st, Err: err}
+	g.carry, g.sensor0 = [reading.NumReadings]reading.Opt[uint64]{}, reading.Opt[reading.Sensor]{}
 }
 
 // fieldUint decodes a field value of an unsigned or non-negative type.
