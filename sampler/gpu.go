@@ -46,6 +46,8 @@ func DefaultConfig(interval time.Duration) Config {
 // GPU's Worker); InFlight may be called from any goroutine.
 type GPU struct {
 	info   atomic.Pointer[reading.GPU]
+	named  chan struct{} // closed once info holds the GPU's UUID (publish)
+	naming sync.Once
 	dev    Device
 	syms   *Symbols
 	cfg    Config
@@ -107,9 +109,18 @@ func NewGPU(info reading.GPU, dev Device, syms *Symbols, cfg Config, kc KernelCl
 		log.Warn("more fans than recorded", "gpu", info.Index, "fans", info.NumFans, "recorded", reading.MaxFans)
 	}
 	g := &GPU{dev: dev, syms: syms, cfg: cfg, kclock: kc, reg: counters.Need(reg, "sampler.NewGPU's registry"), startNative: newNativeExec,
-		capCache: capCache{base: time.Now(), log: log.With("gpu", info.Index), what: "reading"}}
-	g.info.Store(&info)
+		capCache: capCache{base: time.Now(), log: log.With("gpu", info.Index), what: "reading"}, named: make(chan struct{})}
+	g.publish(&info)
 	return g
+}
+
+// publish makes info the GPU's facts (Info), closing named once they hold
+// its UUID.
+func (g *GPU) publish(info *reading.GPU) {
+	g.info.Store(info)
+	if info.UUID != "" {
+		g.naming.Do(func() { close(g.named) })
+	}
 }
 
 // Info returns the GPU's static facts (only the index until StaticDone).

@@ -262,7 +262,7 @@ func (g *GPU) readStatic(lib Library) {
 	}
 	g.lost = false
 	g.exec.Store(g.startExec(info.Index))
-	g.info.Store(&info)
+	g.publish(&info)
 }
 
 // readUUID reads the GPU's UUID; "" when it could not be read.
@@ -304,7 +304,7 @@ func (g *GPU) readIdentity(info *reading.GPU) *reading.GPU {
 	if next.UUID == info.UUID && next.BusID == info.BusID {
 		return info
 	}
-	g.info.Store(&next)
+	g.publish(&next)
 	return &next
 }
 
