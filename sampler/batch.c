@@ -129,16 +129,23 @@ void gt_batch_run(gt_dev dev, struct gt_batch *b)
 	const struct gt_lib *lib = b->lib;
 	if (PLANNED(GT_FIELDS)) {
 		b->ret[GT_FIELDS] = gt_batch_fields(lib, dev, b->nfields, b->fields, b->field_wait_ms, &b->cur, GT_FIELDS + 1);
+		int lost = b->ret[GT_FIELDS] == GT_NVML_ERROR_GPU_IS_LOST;
 		if (b->ret[GT_FIELDS] != GT_NVML_SUCCESS) {
 			b->plan |= b->fallback;
 		} else {
 			// A field the driver refused is read by its own call in
-			// this same sample.
-			for (int i = 0; i < b->nfields && i < GT_MAXFIELDS; i++)
-				if (b->fields[i].nvml_return != GT_NVML_SUCCESS)
+			// this same sample; one entry saying the GPU is lost
+			// (the call as a whole succeeded) is the GPU lost, as
+			// the Go side reads it (fieldEntry): nothing more is
+			// called, not even the refused entries' fallbacks.
+			for (int i = 0; i < b->nfields && i < GT_MAXFIELDS; i++) {
+				if (b->fields[i].nvml_return == GT_NVML_ERROR_GPU_IS_LOST)
+					lost = 1;
+				else if (b->fields[i].nvml_return != GT_NVML_SUCCESS)
 					b->plan |= b->field_fallback[i];
+			}
 		}
-		if (b->ret[GT_FIELDS] == GT_NVML_ERROR_GPU_IS_LOST) {
+		if (lost) {
 			__atomic_store_n(&b->cur, 0, __ATOMIC_RELEASE);
 			return;
 		}

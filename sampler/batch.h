@@ -80,7 +80,8 @@ gt_dev gt_batch_handle(unsigned int index);
 int32_t gt_batch_fields(const struct gt_lib *lib, gt_dev dev, int32_t n, struct gt_nvml_field_value *f, uint32_t wait_ms,
 			int32_t *cur, int32_t cur_val);
 
-// gt_batch_run makes the planned calls of b->lib on dev.
+// gt_batch_run makes the planned calls of b->lib on dev; none after the GPU
+// said it is lost (GetFieldValues as a whole, one of its entries, or a getter).
 void gt_batch_run(gt_dev dev, struct gt_batch *b);
 
 #endif

@@ -250,7 +250,8 @@ func (o *openSets) wait() {
 }
 
 // followSet follows the event set of GPU i, opening it again with back-off
-// when it fails, until ctx is done (nil). It returns errNoEventSets or
+// when it fails (at once, uncounted, when the GPU's UUID becomes known after
+// the set was opened without it: closeWhenNamed), until ctx is done (nil). It returns errNoEventSets or
 // errNoneRegistered when the set cannot hold the GPU.
 func (h *Host) followSet(ctx context.Context, log *slog.Logger, i int, sets *openSets, on func(reading.Event), state func(string)) error {
 	g := h.GPUs[i]
@@ -279,10 +280,19 @@ func (h *Host) followSet(ctx context.Context, log *slog.Logger, i int, sets *ope
 			}
 			state("watching")
 			opened := time.Now()
+			renamed := closeWhenNamed(g, st)
 			err = h.drain(ctx, st, on)
 			sets.wg.Done()
 			if ctx.Err() != nil {
+				renamed()
 				return nil
+			}
+			if renamed() && err == nil {
+				// Not a failure: no count, no back-off.
+				log.Info("the GPU's UUID is known now; opening its NVML events again to subscribe its operational events",
+					"gpu", g.Info().Index, "uuid", g.Info().UUID)
+				logged = false
+				continue
 			}
 			if err == nil {
 				err = errors.New("the event thread stopped")
@@ -301,6 +311,31 @@ func (h *Host) followSet(ctx context.Context, log *slog.Logger, i int, sets *ope
 		retry = min(2*retry, eventRetryMax)
 	}
 	return nil
+}
+
+// closeWhenNamed closes st once g's UUID, unknown when st was opened (read
+// at start it failed), is known (GPU.readIdentity): the GPU's operational
+// events are subscribed by UUID, so its set is opened again with it. Not
+// where the driver lacks operational events. stop ends the watch and
+// reports whether it closed st.
+func closeWhenNamed(g *GPU, st EventStream) (stop func() bool) {
+	if o, ok := st.(opEventer); g.Info().UUID != "" || ok && errors.Is(o.opEvents(), errNoOpEvents) {
+		return func() bool { return false }
+	}
+	quit, done := make(chan struct{}), make(chan bool, 1)
+	go func() {
+		select {
+		case <-g.named:
+			st.Close()
+			done <- true
+		case <-quit:
+			done <- false
+		}
+	}()
+	return func() bool {
+		close(quit)
+		return <-done
+	}
 }
 
 // logOpEvents says, at a GPU's first registration, whether its operational

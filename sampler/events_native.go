@@ -60,26 +60,39 @@ func (h *Host) watchNative(want []uint64) (EventStream, error) {
 			defer C.free(unsafe.Pointer(uuids[i]))
 		}
 	}
-	var opstate C.int
-	ret := C.gt_events_start(&idx[0], &masks[0], &uuids[0], &reg[0], C.int(n), C.int(fds[1]), &opstate)
+	var opstate, why C.int
+	ret := C.gt_events_start(&idx[0], &masks[0], &uuids[0], &reg[0], C.int(n), C.int(fds[1]), &opstate, &why)
 	if ret != 0 {
 		syscall.Close(fds[0])
 		syscall.Close(fds[1])
-		switch ret {
-		case C.GT_EV_NO_SYMBOL:
-			return nil, errNoEventSets
-		case C.GT_EV_NO_THREAD:
-			return nil, errors.New("cannot start the event thread")
-		case C.GT_NVML_ERROR_NOT_SUPPORTED:
-			return nil, errNoneRegistered
-		}
-		return nil, fmt.Errorf("nvmlEventSetCreate: %s", retText(nvml.Return(ret)))
+		return nil, startError(ret, why)
 	}
 	e := &nativeEvents{f: os.NewFile(uintptr(fds[0]), "nvml-events"), gpus: h.GPUs, masks: make([]uint64, n), opstate: int(opstate)}
 	for i := range reg {
 		e.masks[i] = uint64(reg[i])
 	}
 	return e, nil
+}
+
+// startError is gt_events_start's failure ret (why: the failed call's code
+// for GT_EV_NOT_REGISTERED). Only the GPUs' answer that they support none
+// of the types, and a driver without event sets, are final: a registration
+// that failed otherwise (a GPU lost, an unknown error) is a failed open,
+// counted and retried.
+func startError(ret, why C.int) error {
+	switch ret {
+	case C.GT_EV_NO_SYMBOL:
+		return errNoEventSets
+	case C.GT_EV_NO_THREAD:
+		return errors.New("cannot start the event thread")
+	case C.GT_EV_NONE_SUPPORTED:
+		return errNoneRegistered
+	case C.GT_EV_NOT_REGISTERED:
+		return fmt.Errorf("register the GPU's NVML events: %s", retText(nvml.Return(why)))
+	case C.GT_NVML_ERROR_NOT_SUPPORTED:
+		return fmt.Errorf("%w (nvmlEventSetCreate: %s)", errNoEventSets, retText(nvml.Return(ret)))
+	}
+	return fmt.Errorf("nvmlEventSetCreate: %s", retText(nvml.Return(ret)))
 }
 
 func (e *nativeEvents) Masks() []uint64 { return e.masks }

@@ -574,3 +574,49 @@ func TestFollowEventsStateCoversEveryGPU(t *testing.T) {
 // fakeWatched is what a fake GPU registers: the watched types it supports
 // (none of the health events).
 func fakeWatched() uint64 { return WatchedEvents & fakenvml.NewDev().EventTypes }
+
+// A GPU whose UUID could not be read when its set was opened has no
+// operational events (subscribed by UUID): once its UUID is known
+// (readIdentity) its set is opened again with it, at once, and that is not
+// counted as a failure.
+func TestFollowEventsReopensOnceTheUUIDIsKnown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEventHost(t, false)
+		stop := e.follow()
+		defer stop()
+		synctest.Wait()
+		s := e.opened()
+		if len(s) != 1 {
+			t.Fatalf("%d sets opened", len(s))
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if s[0].isClosed() {
+			t.Fatalf("the set was closed while the UUID was still unknown")
+		}
+		g := e.h.GPUs[0]
+		info := g.Info()
+		info.UUID = "GPU-1111"
+		g.publish(&info)
+		synctest.Wait()
+		if !s[0].isClosed() {
+			t.Fatalf("the set opened without the UUID was not closed once it was known")
+		}
+		s[0].end()
+		synctest.Wait()
+		s = e.opened()
+		if len(s) != 2 {
+			t.Fatalf("not opened again at once with the UUID: %d sets", len(s))
+		}
+		if n := e.h.reg.Load(eventFailures); n != 0 {
+			t.Errorf("EventFailures = %d, want 0 (a reopen for the UUID is no failure)", n)
+		}
+		s[1].recs <- fakeRec{ev: xid(0)}
+		e.delivered(t, 1)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if s[1].isClosed() || len(e.opened()) != 2 {
+			t.Errorf("the set opened with the UUID was closed again")
+		}
+	})
+}

@@ -210,8 +210,39 @@ static void *run(void *arg)
 	return NULL;
 }
 
+// register_gpu registers dev for the types in mask on set and returns those
+// registered; *fail gets the first refusal other than NOT_SUPPORTED (which
+// says the GPU lacks the type), if none was had before.
+static uint64_t register_gpu(fn_register reg, nvml_device dev, uint64_t mask, nvml_set set, int *fail)
+{
+	int r = reg(dev, mask, set);
+	if (r == GT_NVML_SUCCESS)
+		return mask;
+	if (r == GT_NVML_ERROR_GPU_IS_LOST) {
+		if (*fail == GT_NVML_SUCCESS)
+			*fail = r;
+		return 0; // not called again
+	}
+	// Some drivers refuse a mask as a whole: type by type.
+	uint64_t ok = 0;
+	for (uint64_t bit = 1; bit && bit <= mask; bit <<= 1) {
+		if (!(mask & bit))
+			continue;
+		r = reg(dev, bit, set);
+		if (r == GT_NVML_SUCCESS) {
+			ok |= bit;
+			continue;
+		}
+		if (r != GT_NVML_ERROR_NOT_SUPPORTED && *fail == GT_NVML_SUCCESS)
+			*fail = r;
+		if (r == GT_NVML_ERROR_GPU_IS_LOST)
+			break;
+	}
+	return ok;
+}
+
 int gt_events_start(const int *indexes, const uint64_t *masks, const char *const *uuids, uint64_t *registered, int n, int fd,
-		    int *opstate)
+		    int *opstate, int *why)
 {
 	fn_create create = (fn_create)sym("nvmlEventSetCreate");
 	fn_free free_set = (fn_free)sym("nvmlEventSetFree");
@@ -240,22 +271,20 @@ int gt_events_start(const int *indexes, const uint64_t *masks, const char *const
 	st->wait = wait;
 	st->free_set = free_set;
 	int any = 0;
+	*why = GT_NVML_SUCCESS; // the first failed call: a handle, a registration
 	for (int i = 0; i < n; i++) {
 		registered[i] = 0;
 		uint64_t mask = masks[i];
 		if (mask == 0)
 			continue; // not ready (or supports nothing): do not touch it
 		nvml_device dev = NULL;
-		if (handle((unsigned int)indexes[i], &dev) != GT_NVML_SUCCESS)
+		int r = handle((unsigned int)indexes[i], &dev);
+		if (r != GT_NVML_SUCCESS) {
+			if (*why == GT_NVML_SUCCESS)
+				*why = r;
 			continue;
-		if (reg(dev, mask, st->set) != GT_NVML_SUCCESS) {
-			// Some drivers refuse a mask as a whole: type by type.
-			uint64_t ok = 0;
-			for (uint64_t bit = 1; bit && bit <= mask; bit <<= 1)
-				if ((mask & bit) && reg(dev, bit, st->set) == GT_NVML_SUCCESS)
-					ok |= bit;
-			mask = ok;
 		}
+		mask = register_gpu(reg, dev, mask, st->set, why);
 		registered[i] = mask;
 		if (mask) {
 			st->index[st->n] = indexes[i];
@@ -287,7 +316,7 @@ int gt_events_start(const int *indexes, const uint64_t *masks, const char *const
 		if (free_set)
 			free_set(st->set);
 		free(st);
-		return GT_NVML_ERROR_NOT_SUPPORTED;
+		return *why == GT_NVML_SUCCESS ? GT_EV_NONE_SUPPORTED : GT_EV_NOT_REGISTERED;
 	}
 	pthread_attr_t attr;
 	pthread_t t;

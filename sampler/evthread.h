@@ -9,9 +9,15 @@
 #define GT_EV_EVENT 0 // an event: index, type, data
 #define GT_EV_ERROR 1 // nvmlEventSetWait failed with ret; the thread then ends
 
-// gt_events_start's results besides NVML's return codes.
-#define GT_EV_NO_SYMBOL (-1) // the library lacks an event-set function
-#define GT_EV_NO_THREAD (-2) // the thread could not be started
+// gt_events_start's results besides NVML's return codes. No GPU could be
+// registered: GT_EV_NONE_SUPPORTED when each refused every type as not
+// supported (an answer about the GPUs, final), GT_EV_NOT_REGISTERED when a
+// handle or a registration failed otherwise (GPU lost, unknown error: the
+// caller opens a set again later), *why then being that call's NVML code.
+#define GT_EV_NO_SYMBOL (-1)      // the library lacks an event-set function
+#define GT_EV_NO_THREAD (-2)      // the thread could not be started
+#define GT_EV_NONE_SUPPORTED (-3) // no GPU supports any of the types asked
+#define GT_EV_NOT_REGISTERED (-4) // no GPU registered: a call failed (*why)
 
 // gt_events_start's *opstate besides NVML's return codes (the first
 // registration's refusal when no GPU took the subscription).
@@ -59,9 +65,10 @@ struct gt_event {
 // gt_events_start registers the n GPUs (NVML indexes and event masks; a zero
 // mask is skipped) on a new event set and starts the waiting thread, which
 // writes struct gt_event records to fd. It returns 0, an NVML return code
-// (nvmlEventSetCreate failed, or NOT_SUPPORTED: no GPU could be registered),
-// GT_EV_NO_SYMBOL or GT_EV_NO_THREAD. registered[i] gets the mask actually
-// registered for GPU i.
+// (nvmlEventSetCreate failed), GT_EV_NONE_SUPPORTED, GT_EV_NOT_REGISTERED
+// (the failed call's NVML code in *why), GT_EV_NO_SYMBOL or GT_EV_NO_THREAD.
+// registered[i] gets the mask actually registered for GPU i. A GPU that
+// says it is lost is not called again.
 //
 // From a successful start on, the thread owns fd. It ends after a failed wait
 // (one GT_EV_ERROR record), when the peer shuts down its sending side or
@@ -76,7 +83,7 @@ struct gt_event {
 // *opstate says how that went (GT_OP_*, or the NVML code of the refusal).
 // Without them the set is the event bits alone, waited on as before.
 int gt_events_start(const int *indexes, const uint64_t *masks, const char *const *uuids, uint64_t *registered, int n, int fd,
-		    int *opstate);
+		    int *opstate, int *why);
 
 // gt_events_running returns how many event threads have not ended yet (they
 // may be inside NVML: nvmlShutdown must wait for them).

@@ -46,6 +46,8 @@ func DefaultConfig(interval time.Duration) Config {
 // GPU's Worker); InFlight may be called from any goroutine.
 type GPU struct {
 	info   atomic.Pointer[reading.GPU]
+	named  chan struct{} // closed once info holds the GPU's UUID (publish)
+	naming sync.Once
 	dev    Device
 	syms   *Symbols
 	cfg    Config
@@ -107,9 +109,18 @@ func NewGPU(info reading.GPU, dev Device, syms *Symbols, cfg Config, kc KernelCl
 		log.Warn("more fans than recorded", "gpu", info.Index, "fans", info.NumFans, "recorded", reading.MaxFans)
 	}
 	g := &GPU{dev: dev, syms: syms, cfg: cfg, kclock: kc, reg: counters.Need(reg, "sampler.NewGPU's registry"), startNative: newNativeExec,
-		capCache: capCache{base: time.Now(), log: log.With("gpu", info.Index), what: "reading"}}
-	g.info.Store(&info)
+		capCache: capCache{base: time.Now(), log: log.With("gpu", info.Index), what: "reading"}, named: make(chan struct{})}
+	g.publish(&info)
 	return g
+}
+
+// publish makes info the GPU's facts (Info), closing named once they hold
+// its UUID.
+func (g *GPU) publish(info *reading.GPU) {
+	g.info.Store(info)
+	if info.UUID != "" {
+		g.naming.Do(func() { close(g.named) })
+	}
 }
 
 // Info returns the GPU's static facts (only the index until StaticDone).
@@ -221,8 +232,8 @@ func (g *GPU) within(fn Fn, v, lo, hi uint64) bool {
 	return false
 }
 
-// staticRetry is how often a GPU whose handle could not be had at start is
-// tried again.
+// staticRetry is how often a GPU whose handle could not be had at start,
+// or whose UUID or bus id could not be read, is tried again.
 const staticRetry = 10 * time.Second
 
 // Bounds for what reading.Table's rows do not bound: generous, they reject
@@ -258,6 +269,11 @@ func (g *GPU) Sample(s *reading.Sample) {
 		}
 		info = g.info.Load()
 		s.NumFans = min(info.NumFans, reading.MaxFans)
+	} else if (info.UUID == "" || info.BusID == "") && g.lib != nil && now.After(g.nextStatic) {
+		// Had its handle but not its name at start: asked again now and
+		// then, not every sample.
+		g.nextStatic = now.Add(staticRetry)
+		info = g.readIdentity(info)
 	}
 	r := &g.raw
 	slow, second := due(g.n, info.Index, g.cfg.SlowEvery, g.pacer.Level())
@@ -269,26 +285,34 @@ func (g *GPU) Sample(s *reading.Sample) {
 	g.interpret(r, s, info)
 	g.n++
 
-	// A lost GPU's sample, or one whose every call failed, is meaningless.
+	// A lost GPU's sample, or one whose every call failed, is meaningless;
+	// so is one whose health counters found the GPU lost.
 	if g.lost || (g.attempts > 0 && g.fails == g.attempts) {
-		st, err := reading.StatusLost, "GPU is lost"
-		if !g.lost {
-			st, err = reading.StatusFailed, g.firstErr.String()+": "+retText(g.firstRet)
+		g.discard(s)
+	} else if slow {
+		if g.readHealth(s); g.lost {
+			g.discard(s)
 		}
-		*s = reading.Sample{GPU: s.GPU, Time: s.Time, KernelTime: s.KernelTime, NumFans: s.NumFans, Status: st, Err: err}
-		g.carry, g.sensor0 = [reading.NumReadings]reading.Opt[uint64]{}, reading.Opt[reading.Sensor]{}
 	}
-	switch {
-	case s.Status != reading.StatusAnswered:
+	if s.Status != reading.StatusAnswered {
 		g.hlt.vals = [reading.NumReadings]reading.Opt[uint64]{}
-	case slow:
-		g.readHealth(s)
 	}
 	for _, id := range reading.HealthIDs {
 		s.Values[id] = g.hlt.vals[id]
 	}
 	reading.FabricCliqueChecked(&s.Values)
 	g.readFanPolicies(s)
+}
+
+// discard empties sample s, lost or failed as a whole (the first failed
+// call says why), and forgets the values carried to the next samples.
+func (g *GPU) discard(s *reading.Sample) {
+	st, err := reading.StatusLost, "GPU is lost"
+	if !g.lost {
+		st, err = reading.StatusFailed, g.firstErr.String()+": "+retText(g.firstRet)
+	}
+	*s = reading.Sample{GPU: s.GPU, Time: s.Time, KernelTime: s.KernelTime, NumFans: s.NumFans, Status: st, Err: err}
+	g.carry, g.sensor0 = [reading.NumReadings]reading.Opt[uint64]{}, reading.Opt[reading.Sensor]{}
 }
 
 // fieldUint decodes a field value of an unsigned or non-negative type.

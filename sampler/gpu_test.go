@@ -763,6 +763,41 @@ func TestNoCallAfterALostGPU(t *testing.T) {
 	}
 }
 
+// TestNoCallAfterAFieldEntrySaysLost: GetFieldValues answers SUCCESS but
+// one entry says GPU_IS_LOST: the GPU is lost (fieldEntry), so batch.c calls
+// nothing more in that sample, neither the planned getters nor the
+// fallbacks of the entries the driver refused, and the sample says lost.
+func TestNoCallAfterAFieldEntrySaysLost(t *testing.T) {
+	d := fakenvml.NewDev()
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
+	var s reading.Sample
+	h.GPUs[0].Sample(&s)
+	if s.Status != reading.StatusAnswered {
+		t.Fatalf("first sample: status %v", s.Status)
+	}
+	d.FieldRet[fieldReadings[0].def.Field] = nvml.ERROR_GPU_IS_LOST
+	for _, fr := range fieldReadings[1:] {
+		d.FieldRet[fr.def.Field] = nvml.ERROR_UNKNOWN // refused alone: its own call would follow
+	}
+	before := d.Calls()
+	h.GPUs[0].Sample(&s)
+	after := d.Calls()
+	if after["GetFieldValues"] != before["GetFieldValues"]+1 {
+		t.Fatalf("the field batch was not called once: %v -> %v", before, after)
+	}
+	for fn, n := range after {
+		if fn != "GetFieldValues" && n != before[fn] {
+			t.Errorf("%s called %d times after an entry of the field batch said the GPU is lost", fn, n-before[fn])
+		}
+	}
+	if s.Status != reading.StatusLost || s.Err != "GPU is lost" {
+		t.Errorf("status %v (%q), want lost", s.Status, s.Err)
+	}
+	if s.Values[reading.TempC].OK || s.Values[reading.PowerMW].OK || s.Fans[0].Speed.OK {
+		t.Errorf("lost sample carries readings")
+	}
+}
+
 // TestStaticProblem: why a GPU's static facts are not read, as
 // system-info.txt and the probe say it: the call a start-up read is stuck
 // in, the error of one that failed, nothing once they are read.
@@ -786,5 +821,66 @@ func TestStaticProblem(t *testing.T) {
 		if why, stuck := h.GPUs[i].StaticProblem(); why != want.why || stuck != want.stuck {
 			t.Errorf("GPU %d: StaticProblem() = %q %v, want %q %v", i, why, stuck, want.why, want.stuck)
 		}
+	}
+}
+
+// TestIdentityFailedAtStartIsReadAgain: a GPU whose handle was had at start
+// but whose UUID and bus id could not be read asks for them again on the
+// static facts' retry cadence (not every sample) and publishes them once
+// had; a GPU that knows them never asks again.
+func TestIdentityFailedAtStartIsReadAgain(t *testing.T) {
+	d := fakenvml.NewDev()
+	d.Set("GetUUID", nvml.ERROR_UNKNOWN)
+	d.Set("GetPciInfo", nvml.ERROR_UNKNOWN)
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
+	g := h.GPUs[0]
+	if in := g.Info(); in.UUID != "" || in.BusID != "" || !g.FactsKnown() {
+		t.Fatalf("at start: uuid %q bus %q facts known %v", in.UUID, in.BusID, g.FactsKnown())
+	}
+	var s reading.Sample
+	g.nextStatic = time.Time{}
+	g.Sample(&s) // asks again, refused again
+	if s.Status != reading.StatusAnswered {
+		t.Fatalf("a refused UUID fails the sample: %v %q", s.Status, s.Err)
+	}
+	d.Set("GetUUID", nvml.SUCCESS)
+	d.Set("GetPciInfo", nvml.SUCCESS)
+	before := d.Calls()
+	for range 5 { // within the retry interval: not asked
+		g.Sample(&s)
+	}
+	if after := d.Calls(); after["GetUUID"] != before["GetUUID"] || after["GetPciInfo"] != before["GetPciInfo"] {
+		t.Fatalf("asked for the UUID in every sample: %d -> %d", before["GetUUID"], after["GetUUID"])
+	}
+	g.nextStatic = time.Time{} // the interval has passed
+	g.Sample(&s)
+	if in := g.Info(); in.UUID != "GPU-1111" || in.BusID != "00000000:4B:00.0" || s.Status != reading.StatusAnswered {
+		t.Fatalf("after the retry: uuid %q bus %q status %v", in.UUID, in.BusID, s.Status)
+	}
+	before = d.Calls()
+	g.nextStatic = time.Time{}
+	g.Sample(&s)
+	if after := d.Calls(); after["GetUUID"] != before["GetUUID"] || after["GetPciInfo"] != before["GetPciInfo"] {
+		t.Errorf("the UUID asked for once known")
+	}
+}
+
+// TestIdentityRetryFindsTheGPULost: the retried UUID read answering
+// GPU_IS_LOST makes the sample lost, with no call after it.
+func TestIdentityRetryFindsTheGPULost(t *testing.T) {
+	d := fakenvml.NewDev()
+	d.Set("GetUUID", nvml.ERROR_UNKNOWN)
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
+	g := h.GPUs[0]
+	d.Set("GetUUID", nvml.ERROR_GPU_IS_LOST)
+	g.nextStatic = time.Time{}
+	before := d.Total()
+	var s reading.Sample
+	g.Sample(&s)
+	if s.Status != reading.StatusLost {
+		t.Errorf("status %v, want lost", s.Status)
+	}
+	if n := d.Total() - before; n != 1 {
+		t.Errorf("%d calls in a sample whose first call found the GPU lost, want 1", n)
 	}
 }

@@ -417,3 +417,33 @@ func TestFabricInfo(t *testing.T) {
 		})
 	}
 }
+
+// TestHealthReadFindsTheGPULost: the sample's batch answered, then an entry
+// of the health counters' call says GPU_IS_LOST: the sample is lost, as one
+// whose batch found it lost, with no reading and no call after it.
+func TestHealthReadFindsTheGPULost(t *testing.T) {
+	d := healthDev()
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
+	g := h.GPUs[0]
+	var s reading.Sample
+	g.Sample(&s)
+	if s.Status != reading.StatusAnswered || !s.Values[reading.HSBEVolatile].OK {
+		t.Fatalf("first sample: status %v, SBE %+v", s.Status, s.Values[reading.HSBEVolatile])
+	}
+	d.FieldRet[nvml.FI_DEV_ECC_SBE_VOL_TOTAL] = nvml.ERROR_GPU_IS_LOST // a health counter, not in the batch
+	before := d.Calls()
+	g.Sample(&s)
+	if s.Status != reading.StatusLost || s.Err != "GPU is lost" {
+		t.Errorf("status %v (%q), want lost", s.Status, s.Err)
+	}
+	if s.Values[reading.TempC].OK || s.Values[reading.HECCMode].OK || s.Fans[0].Speed.OK || s.Fans[0].Policy.OK {
+		t.Errorf("lost sample carries readings")
+	}
+	// The batch and the health call; nothing after the health call.
+	if n := d.Calls()["GetFieldValues"] - before["GetFieldValues"]; n != 2 {
+		t.Errorf("%d field calls, want 2 (the batch, the health counters)", n)
+	}
+	if n := d.Calls()["GetFanControlPolicy_v2"] - before["GetFanControlPolicy_v2"]; n != 0 {
+		t.Errorf("fan policies read after the GPU was found lost")
+	}
+}

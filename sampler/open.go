@@ -223,16 +223,10 @@ func (g *GPU) readStatic(lib Library) {
 		return ""
 	}
 	info.Name = str(FnName, dev.GetName)
-	info.UUID = str(FnUUID, dev.GetUUID)
+	info.UUID = g.readUUID(dev)
 	info.Serial = str(FnSerial, dev.GetSerial)
 	info.VBIOS = str(FnVbios, dev.GetVbiosVersion)
-	if p, ok := ask(g, FnPciInfo, 0, dev.GetPciInfo); ok {
-		info.BusID = cString(p.BusId[:])
-		if info.BusID == "" {
-			info.BusID = cString(p.BusIdLegacy[:])
-		}
-		info.BusID = strings.ToUpper(info.BusID)
-	}
+	info.BusID = g.readBusID(dev)
 	if v, ok := ask(g, FnMinorNumber, 0, dev.GetMinorNumber); ok {
 		info.MinorNumber = reading.Some(v)
 	}
@@ -268,7 +262,50 @@ func (g *GPU) readStatic(lib Library) {
 	}
 	g.lost = false
 	g.exec.Store(g.startExec(info.Index))
-	g.info.Store(&info)
+	g.publish(&info)
+}
+
+// readUUID reads the GPU's UUID; "" when it could not be read.
+func (g *GPU) readUUID(dev Device) string {
+	if v, ok := ask(g, FnUUID, 0, dev.GetUUID); ok {
+		return reading.Text(v)
+	}
+	return ""
+}
+
+// readBusID reads the GPU's PCI bus id, upper case; "" when it could not be
+// read.
+func (g *GPU) readBusID(dev Device) string {
+	p, ok := ask(g, FnPciInfo, 0, dev.GetPciInfo)
+	if !ok {
+		return ""
+	}
+	id := cString(p.BusId[:])
+	if id == "" {
+		id = cString(p.BusIdLegacy[:])
+	}
+	return strings.ToUpper(id)
+}
+
+// readIdentity reads again, in a sample, the facts that name the GPU (its
+// UUID, its bus id) that the start-up read could not have while the rest
+// was read, and publishes them with the other facts once had (Info): what
+// reads Info later (events.log lines, the repair state, CPER reads, event
+// sets opened again) names the GPU by them. It returns the facts as
+// published.
+func (g *GPU) readIdentity(info *reading.GPU) *reading.GPU {
+	next := *info
+	if next.UUID == "" {
+		next.UUID = g.readUUID(g.dev)
+	}
+	if next.BusID == "" {
+		next.BusID = g.readBusID(g.dev)
+	}
+	if next.UUID == info.UUID && next.BusID == info.BusID {
+		return info
+	}
+	g.publish(&next)
+	return &next
 }
 
 // ask makes the Go call fn (for threshold or fan idx: a static fact, the

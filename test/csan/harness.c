@@ -298,7 +298,8 @@ static int start_events(int *fd)
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
 		return -1;
 	int opstate = -2;
-	int ret = gt_events_start(idx, masks, uuids, reg, NGPU, sv[1], &opstate);
+	int why = -1;
+	int ret = gt_events_start(idx, masks, uuids, reg, NGPU, sv[1], &opstate, &why);
 	if (ret != 0) {
 		close(sv[0]);
 		close(sv[1]);
@@ -342,6 +343,32 @@ static void events(int fd)
 	CHECK(r == 0, "no end of file after shutdown (r=%d)", r);
 	close(fd);
 	CHECK(gt_events_running() == 0, "%d event threads still running after shutdown", gt_events_running());
+}
+
+/* registration_failures: a set no GPU could be registered on says why,
+ * telling the GPUs' answer that they support none of the types (final) from
+ * a failed call (retried): GPU 3 is lost by now. */
+static void registration_failures(void)
+{
+	int sv[2], idx[NGPU] = { 0, 1, 2, 3 }, opstate, why, ret;
+	uint64_t masks[NGPU] = { 0 }, reg[NGPU];
+	const char *uuids[NGPU] = { 0 };
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+		return;
+	masks[3] = nvmlEventTypeXidCriticalError;
+	why = -1;
+	ret = gt_events_start(idx, masks, uuids, reg, NGPU, sv[1], &opstate, &why);
+	CHECK(ret == GT_EV_NOT_REGISTERED && why == NVML_ERROR_GPU_IS_LOST && reg[3] == 0,
+	      "registering a lost GPU: ret %d why %d (want %d, GPU_IS_LOST)", ret, why, GT_EV_NOT_REGISTERED);
+	masks[3] = 0;
+	masks[1] = nvmlEventMigConfigChange; /* not among the simulated GPU's types */
+	ret = gt_events_start(idx, masks, uuids, reg, NGPU, sv[1], &opstate, &why);
+	CHECK(ret == GT_EV_NONE_SUPPORTED && reg[1] == 0, "registering a type no GPU supports: ret %d why %d (want %d)", ret,
+	      why, GT_EV_NONE_SUPPORTED);
+	CHECK(gt_events_running() == 0, "%d event threads running after failed starts", gt_events_running());
+	close(sv[0]);
+	close(sv[1]);
 }
 
 static void fsyncs(void)
@@ -408,6 +435,7 @@ int main(void)
 
 	if (evfd >= 0)
 		events(evfd);
+	registration_failures();
 	fsyncs();
 
 	CHECK(shut() == NVML_SUCCESS, "nvmlShutdown failed");

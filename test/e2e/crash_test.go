@@ -602,6 +602,21 @@ func TestNVMLEventsSurviveLateGPUsAndFailures(t *testing.T) {
 			logged:   "NVML event stream failed; opening it again",
 		},
 		{
+			// The only GPU's registration fails (a GPU lost, an unknown
+			// error): a failed open, retried with back-off, not "no GPU
+			// supports the watched NVML events" for the rest of the run.
+			name:     "the registration says the GPU is lost",
+			scenario: "gpus 1\nat 0 gpu 0 fail nvmlDeviceRegisterEvents gpu_is_lost for 3s\nat 7 gpu 0 xid 62 to events\n",
+			line:     "gpu=0 bus=00000000:01:00.0 source=nvml type=Xid xid=62",
+			logged:   "cannot open NVML events; trying again",
+		},
+		{
+			name:     "the registration fails type by type",
+			scenario: "gpus 1\nat 0 gpu 0 fail nvmlDeviceRegisterEvents unknown for 3s\nat 7 gpu 0 xid 62 to events\n",
+			line:     "gpu=0 bus=00000000:01:00.0 source=nvml type=Xid xid=62",
+			logged:   "cannot open NVML events; trying again",
+		},
+		{
 			// The set fails and, before it is opened again, GPU 1 hangs for
 			// 20 s: its registration must not hold GPU 0's back (the
 			// reopen used to wait on GPU 1 inside the driver, and GPU 0's
