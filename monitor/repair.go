@@ -532,8 +532,10 @@ func (m *Monitor) addMissing(b *board.Missing) {
 // must not clear the page while the board is still gone. With --gpu
 // selecting some GPUs, the boards the driver enumerates but that are not
 // selected are not missing; with a GPU not identified yet, the boards not
-// seen cannot be told from missing ones: nothing is raised. It returns the
-// GPU_MISSING lines' details, for the boot log.
+// seen cannot be told from missing ones: nothing is raised until every GPU
+// is (lateBoard calls it again). A board raised is not raised again (it is
+// among the host's missing boards), so that no line is doubled. It returns
+// the GPU_MISSING lines' details, for the boot log.
 func (m *Monitor) missingFromState() (texts []string) {
 	seen, identified := m.enumeratedUUIDs()
 	if !identified {
