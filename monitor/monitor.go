@@ -317,18 +317,35 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	}
 	m.board.PublishHost(m.hostView()) // the final counts, for a reader still asking
 	m.status("final status")
-	eventsStuck := !sampler.EventsIdle(2 * time.Second)
-	if len(stuck) > 0 || eventsStuck || m.enumerating.Load() {
+	if inside := m.inDriver(); len(stuck) > 0 || len(inside) > 0 {
 		// nvmlShutdown with a call inside the driver can block for as long
 		// as the fault lasts, or pull the library from under the call.
 		m.log.Warn("NVML calls still stuck at exit; skipping nvmlShutdown", "gpus", strings.Join(stuck, ","),
-			"event_wait", eventsStuck, "enumeration", m.enumerating.Load())
+			"calls", strings.Join(inside, ","))
 	} else if !m.host.Close(2 * time.Second) {
 		m.log.Warn("nvmlShutdown did not return within 2s")
 	}
 	m.cfg.trace("nvml-closed")
 	m.log.Info("stopped")
 	return nil
+}
+
+// inDriver names the NVML calls other than the GPUs' samples and process
+// reads (waitWorkers) still inside the driver at exit: the event wait
+// (given 2 s to return), a GPU enumeration, a CPER read (one abandoned
+// after its deadline included).
+func (m *Monitor) inDriver() []string {
+	var out []string
+	if !sampler.EventsIdle(2 * time.Second) {
+		out = append(out, "event_wait")
+	}
+	if m.enumerating.Load() {
+		out = append(out, "enumeration")
+	}
+	if m.cper.r != nil && m.cper.r.InDriver() {
+		out = append(out, "cper_read")
+	}
+	return out
 }
 
 // waitBounded waits for wg, at most d; it reports whether wg is done.
