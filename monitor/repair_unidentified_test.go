@@ -17,8 +17,8 @@ import (
 // after a minute hung; an Xid 79 the kernel log reports for it is in its
 // action at once. No state file is written while its UUID is unknown
 // (evidence is kept by UUID, never under an index); once the GPU answers,
-// its board's history has this boot's Xid 79 and the hang (the next
-// boot's power-cycle check reads it), and its action still has the Xid.
+// its board's history has this boot's Xid 79 (the next boot's
+// power-cycle check reads it), and its action still has the Xid.
 func TestRepairActionOfAGPUStuckAtStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		hostRoot := t.TempDir()
@@ -69,8 +69,36 @@ func TestRepairActionOfAGPUStuckAtStart(t *testing.T) {
 			t.Fatal(err)
 		}
 		b := h.Boot(r.m.repairBoot())
-		if b.Classes["xid79"].Count != 1 || b.Classes["hung"].Count != 1 || !b.Answered {
-			t.Errorf("GPU 1's board history of this boot %+v, want xid79 and hung once, answered", *b)
+		if b.Classes["xid79"].Count != 1 || !b.Answered {
+			t.Errorf("GPU 1's board history of this boot %+v, want xid79 once, answered", *b)
 		}
 	})
+}
+
+// The classes a GPU's board without a UUID counted in this boot from the
+// GPU's state (a loss, every call failing, a recovery action) go into its
+// board's history once its UUID is known, added to what an earlier run of
+// this boot counted; its Xid classes do not (its Xids are taken in again,
+// and counted then); other boots are left alone.
+func TestCarryEarlyAddsThisBootsStateClasses(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var early action.History
+	early.Count("boot-1", "failing", t0.Add(time.Minute))
+	early.Count("boot-1", "failing", t0.Add(2*time.Minute))
+	early.Count("boot-1", "xid79", t0)
+	early.Count("boot-0", "lost", t0)
+	h := action.History{UUID: "GPU-b"}
+	h.Count("boot-0", "xid79", t0.Add(-time.Hour))
+	h.Count("boot-1", "failing", t0.Add(-time.Minute))
+	carryEarly(&h, early, "boot-1")
+	b := h.Boot("boot-1")
+	if c := b.Classes["failing"]; c.Count != 3 || !c.Last.Equal(t0.Add(2*time.Minute)) {
+		t.Errorf("failing %+v, want 3, last at +2m", c)
+	}
+	if _, ok := b.Classes["xid79"]; ok {
+		t.Errorf("the Xid class carried: %+v", b.Classes)
+	}
+	if prev := h.Boot("boot-0"); len(prev.Classes) != 1 || prev.Classes["xid79"].Count != 1 {
+		t.Errorf("another boot changed: %+v", prev)
+	}
 }
