@@ -218,7 +218,7 @@ func (gs *gpuState) startRepair() {
 	rs.b = m.openBoard(uuid, gs.log, func(h *action.History) {
 		if early != nil {
 			eh, _ := early.Repair().History()
-			carryEarly(h, eh, m.repairBoot())
+			carryEarly(h, eh)
 		}
 	})
 	rs.early.replay(rs.b.Repair())
@@ -253,20 +253,17 @@ func (m *Monitor) openBoard(uuid string, log *slog.Logger, carry func(h *action.
 }
 
 // carryEarly adds to h, a board's history read once its UUID is known,
-// the classes that the board judged without it (early's history) counted
-// in boot from the GPU's state: a hang of a minute, a loss, a recovery
-// action. Its Xid classes are not added: its Xids themselves go into the
-// new judge (earlyEvents.replay), which counts them.
-func carryEarly(h *action.History, early action.History, boot string) {
+// the classes that the board judged without it (early's history: this
+// boot's alone) counted from the GPU's state: a loss, every call failing,
+// a recovery action. Its Xid classes are not added: its Xids themselves go
+// into the new judge (earlyEvents.replay), which counts them.
+func carryEarly(h *action.History, early action.History) {
 	for _, eb := range early.Boots {
-		if eb.BootID != boot {
-			continue
-		}
 		for class, c := range eb.Classes {
 			if strings.HasPrefix(class, "xid") {
 				continue
 			}
-			b := h.Boot(boot)
+			b := h.Boot(eb.BootID)
 			if b.Classes == nil {
 				b.Classes = map[string]action.ClassCount{}
 			}
