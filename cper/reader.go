@@ -114,6 +114,11 @@ func (r *Reader) Read(log *slog.Logger, uuid string, save func(now time.Time, ra
 	return repeats
 }
 
+// InDriver reports whether a read is inside the driver: one in progress,
+// or one abandoned after its deadline that has not returned (then
+// nvmlShutdown could block on it, or pull the library from under it).
+func (r *Reader) InDriver() bool { return r.busy.Load() }
+
 // set replaces uuid's cursor in the cursors' file.
 func (r *Reader) set(log *slog.Logger, uuid string, cur Cursor) {
 	r.mu.Lock()

@@ -136,8 +136,12 @@ func (m *Monitor) recordMaxLinks() {
 }
 
 // lateBoard runs once a GPU stuck at start has answered: its board is
-// compared with the previous run's (INVENTORY) and written to run-state;
-// before startBootCheck, which does both for every board known by then, nothing.
+// compared with the previous run's (INVENTORY) and written to run-state,
+// the boards held back at start raised if it is not one of them, and,
+// once every GPU is identified, the boards an earlier run missed
+// (missingFromState, which could not tell them at start); before
+// startBootCheck, which does all of it for every board known by then,
+// nothing.
 func (m *Monitor) lateBoard(gs *gpuState) {
 	prev, begun := m.runState.Previous()
 	if !begun {
@@ -156,6 +160,7 @@ func (m *Monitor) lateBoard(gs *gpuState) {
 		}
 		m.raiseMissing(missing)
 	}
+	m.missingFromState() // its lines are in events.log, not in the boot log (written from what the start knew)
 }
 
 // vbios is each identified GPU's VBIOS version by UUID, for run-state.

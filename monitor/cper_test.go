@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -125,5 +126,31 @@ func TestBERTShownAfterARestartInTheSameBoot(t *testing.T) {
 	}
 	if m, _ := filepath.Glob(filepath.Join(logDir, snapshot.CrashDir, "cper-*-bert.bin")); len(m) != 1 {
 		t.Errorf("saved BERT records: %v", m)
+	}
+}
+
+// A CPER read abandoned after its deadline, still inside the driver, is
+// among the calls that keep nvmlShutdown from running at exit, as a stuck
+// sample is.
+func TestAbandonedCPERReadSkipsNVMLShutdown(t *testing.T) {
+	r := newRig(t, 1, nil)
+	release := make(chan struct{})
+	returned := make(chan struct{})
+	r.m.cper.r = cper.NewReader(r.dir, func(string, uint64) ([]byte, uint64, error) {
+		defer close(returned)
+		<-release
+		return nil, 0, nil
+	}, time.Millisecond, r.m.log)
+	r.m.cper.r.Read(r.m.log, "GPU-a", func(time.Time, []byte, *cper.Record) {}) // abandoned after its deadline
+	if got := r.m.inDriver(); !slices.Contains(got, "cper_read") {
+		t.Errorf("calls inside the driver at exit %q, want the abandoned CPER read", got)
+	}
+	close(release)
+	<-returned
+	for r.m.cper.r.InDriver() {
+		time.Sleep(time.Millisecond)
+	}
+	if got := r.m.inDriver(); slices.Contains(got, "cper_read") {
+		t.Errorf("calls inside the driver at exit %q once the CPER read returned", got)
 	}
 }

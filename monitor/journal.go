@@ -2,11 +2,12 @@ package monitor
 
 import (
 	"cmp"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"log/slog"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
@@ -71,8 +72,22 @@ func journalName(k string) string {
 	return string(b)
 }
 
+// journalDrain bounds how long shutdown waits for the journal to take the
+// lines still queued once events.log is closed (journald is local: a stuck
+// one is not waited for).
+const journalDrain = 2 * time.Second
+
+// journalOut is the journal's side of the monitor: the lines queued for it
+// and whether its forwarder stopped taking them (shutdown).
+type journalOut struct {
+	ch      chan journalEntry
+	mu      sync.RWMutex // stopped, against a send after stopJournal's drain
+	stopped bool
+}
+
 // queueJournal queues an events.log line for the journal, when it is on,
-// for runJournal.
+// for runJournal; one it cannot queue (the queue full, or the forwarder
+// stopped) is counted in journal_drops.
 func (m *Monitor) queueJournal(line string) {
 	if m.cfg.Journal == nil {
 		return
@@ -81,19 +96,50 @@ func (m *Monitor) queueJournal(line string) {
 	if !ok {
 		return
 	}
+	j := &m.journal
+	j.mu.RLock()
+	defer j.mu.RUnlock()
+	if j.stopped {
+		lose(m.reg, m.log, journalDrops, "an events.log line written after the journal's forwarder stopped", slog.String("line", line))
+		return
+	}
 	select {
-	case m.journal <- e:
+	case j.ch <- e:
 	default:
 		lose(m.reg, m.log, journalDrops, "an events.log line for the journal", slog.String("line", line))
 	}
 }
 
-// runJournal sends the queued lines until ctx ends, then what is still
-// queued (journald is local; if it is stuck, shutdown's deadline applies).
-func (m *Monitor) runJournal(ctx context.Context) {
-	serve(ctx.Done(), m.journal, func(e journalEntry) {
+// runJournal sends the queued lines until stop is closed, then what is
+// still queued. It runs until events.log is closed (stopJournal), not
+// with the listeners: the lines shutdown writes (the fans handed back,
+// what the burst limits held) reach the journal too.
+func (m *Monitor) runJournal(stop <-chan struct{}) {
+	serve(stop, m.journal.ch, func(e journalEntry) {
 		if err := m.cfg.Journal(e.message, e.priority, e.fields); err != nil {
 			lose(m.reg, m.log, journalDrops, "an events.log line the journal refused", slog.String("error", err.Error()))
 		}
 	})
+}
+
+// stopJournal stops runJournal (in wg) once events.log is closed: it sends
+// what is queued, waited for at most journalDrain; what it has not taken
+// by then is counted in journal_drops, as is any line written after.
+func (m *Monitor) stopJournal(stop chan struct{}, wg *sync.WaitGroup) {
+	j := &m.journal
+	j.mu.Lock()
+	j.stopped = true
+	j.mu.Unlock()
+	close(stop)
+	if waitBounded(wg, journalDrain) {
+		return
+	}
+	for {
+		select {
+		case <-j.ch:
+			lose(m.reg, m.log, journalDrops, "an events.log line the journal did not take by shutdown")
+		default:
+			return
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/events"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
@@ -97,6 +98,66 @@ func TestStuckJournalNeverBlocksEvents(t *testing.T) {
 		ev, _ := os.ReadFile(filepath.Join(r.dir, "events.log"))
 		if c := strings.Count(string(ev), "type=PState"); c < n {
 			t.Errorf("events.log has %d of the %d lines", c, n)
+		}
+	})
+}
+
+// The events.log lines written during shutdown, once the listeners have
+// stopped (the stop's XID_LINES_SUPPRESSED sum of what the burst limit
+// held, the fans handed back), reach the journal too: its forwarder stops
+// once events.log is closed.
+func TestShutdownLinesReachTheJournal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var got []string
+		r := newRig(t, 1, func(c *Config) {
+			c.Journal = func(msg string, _ int, _ map[string]string) error {
+				mu.Lock()
+				defer mu.Unlock()
+				got = append(got, msg)
+				return nil
+			}
+		})
+		r.run(time.Second, func() {
+			time.Sleep(300 * time.Millisecond)
+			for range events.LineBurst + 5 {
+				r.m.onEvent(reading.Event{Time: time.Now(), GPU: 0, Kind: reading.EventXid, Source: reading.SourceNVML, Data: 13})
+			}
+		})
+		if !strings.Contains(r.eventsLog(), "type=XID_LINES_SUPPRESSED") {
+			t.Fatalf("no XID_LINES_SUPPRESSED line at stop:\n%s", r.eventsLog())
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !strings.Contains(strings.Join(got, "\n"), "type=XID_LINES_SUPPRESSED") {
+			t.Errorf("the stop's XID_LINES_SUPPRESSED line is in events.log, not in the journal (journal_drops %d)", r.counted("journal_drops"))
+		}
+	})
+}
+
+// A journal stuck at shutdown holds it up for journalDrain at most; the
+// lines still queued for it then are counted in journal_drops, not left
+// in a queue nobody reads.
+func TestJournalStuckAtShutdownCountsWhatItDidNotTake(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		r := newRig(t, 1, func(c *Config) {
+			c.Journal = func(string, int, map[string]string) error { <-release; return nil }
+		})
+		const n = 10
+		stopping := r.run(time.Second, func() {
+			time.Sleep(300 * time.Millisecond)
+			for i := range n {
+				r.m.onEvent(reading.Event{Time: time.Now(), GPU: 0, Kind: reading.EventPState, Source: reading.SourceNVML, Data: uint64(i)})
+			}
+		})
+		close(release)
+		synctest.Wait()
+		if d := r.counted("journal_drops"); d < n-1 { // one is in the stuck send
+			t.Errorf("journal_drops %d, want at least %d", d, n-1)
+		}
+		if stopping > 10*time.Second {
+			t.Errorf("shutdown took %v with the journal stuck", stopping)
 		}
 	})
 }

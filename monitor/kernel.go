@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/events"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
@@ -164,7 +163,7 @@ func (m *Monitor) kernelLine(gs *gpuState, l events.KernelLine) {
 		plan = gs.criticalEvent(l.Read, *r.Critical)
 	}
 	if gs != nil && l.NVRM != nil && l.NVRM.Kind == kmsg.NVRMInitFailed {
-		gs.judgeAction(l.Read, true, func(rp *anomaly.Repair) { rp.InitFailed() })
+		gs.judgeAction(l.Read, true, func(rp repairEvents) { rp.InitFailed() })
 	}
 	m.carryOut(gs, r, plan)
 }

@@ -61,7 +61,7 @@ type Monitor struct {
 	kclock   *kernelClock
 	runState runstate.Saver
 	procs    procParts
-	journal  chan journalEntry // events.log lines for the journal (Config.Journal)
+	journal  journalOut // events.log lines for the journal (Config.Journal)
 	states   hostStates
 
 	enumerating atomic.Bool // a GPU enumeration is inside the driver
@@ -126,7 +126,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	m.loop.syncTick, m.loop.secondTick = make(chan time.Time, 1), make(chan time.Time, 1)
 	m.loop.cadence = &cadence{step: max(cfg.Interval/100, time.Microsecond)}
 	m.side.log, m.side.jobs, m.side.reg = m.log, make(chan sideJob, 256), m.reg
-	m.journal = make(chan journalEntry, journalQueue)
+	m.journal.ch = make(chan journalEntry, journalQueue)
 	m.states.kmsg, m.states.events = "disabled", "starting"
 	m.ev = events.NewStage(events.Config{DedupWindow: cfg.XidDedupe, KernelClock: m.kclock.clock, HealthEvent: func(typ uint64) (string, bool) {
 		h, _ := sampler.HealthEvent(typ)
@@ -238,8 +238,10 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 			srv.Close()
 		})
 	}
+	journalStop := make(chan struct{})
+	var journal sync.WaitGroup
 	if m.cfg.Journal != nil {
-		listeners.Go(func() { m.runJournal(bg) })
+		journal.Go(func() { m.runJournal(journalStop) })
 	}
 	m.startBootCheck(bg, &listeners)
 	names := make([]string, len(m.gpus))
@@ -257,8 +259,9 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 
 	// Shutdown, in this order: stop producers, wait for them (bounded), hand
 	// the fans the fan guard holds back to the firmware (--fan-guard:
-	// fans-handed-back), flush and close the sinks, report, release the
-	// hardware. The side goroutine
+	// fans-handed-back), flush and close the sinks (the journal's forwarder
+	// once events.log is closed: shutdown's own lines reach it too),
+	// report, release the hardware. The side goroutine
 	// stops last of the producers: a sample that comes back while the
 	// workers are waited for still has its late row written.
 	//
@@ -304,6 +307,7 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	// What the burst limits hold is summed up before events.log closes.
 	m.windowsEnded(time.Now(), true)
 	m.events.Close()
+	m.stopJournal(journalStop, &journal)
 	m.writeSummary(time.Now(), m.cfg.mono()-time.Duration(m.loop.windowStart.Load()), true)
 	m.cfg.trace("summary-written")
 	m.summary.Close()
@@ -313,18 +317,35 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	}
 	m.board.PublishHost(m.hostView()) // the final counts, for a reader still asking
 	m.status("final status")
-	eventsStuck := !sampler.EventsIdle(2 * time.Second)
-	if len(stuck) > 0 || eventsStuck || m.enumerating.Load() {
+	if inside := m.inDriver(); len(stuck) > 0 || len(inside) > 0 {
 		// nvmlShutdown with a call inside the driver can block for as long
 		// as the fault lasts, or pull the library from under the call.
 		m.log.Warn("NVML calls still stuck at exit; skipping nvmlShutdown", "gpus", strings.Join(stuck, ","),
-			"event_wait", eventsStuck, "enumeration", m.enumerating.Load())
+			"calls", strings.Join(inside, ","))
 	} else if !m.host.Close(2 * time.Second) {
 		m.log.Warn("nvmlShutdown did not return within 2s")
 	}
 	m.cfg.trace("nvml-closed")
 	m.log.Info("stopped")
 	return nil
+}
+
+// inDriver names the NVML calls other than the GPUs' samples and process
+// reads (waitWorkers) still inside the driver at exit: the event wait
+// (given 2 s to return), a GPU enumeration, a CPER read (one abandoned
+// after its deadline included).
+func (m *Monitor) inDriver() []string {
+	var out []string
+	if !sampler.EventsIdle(2 * time.Second) {
+		out = append(out, "event_wait")
+	}
+	if m.enumerating.Load() {
+		out = append(out, "enumeration")
+	}
+	if m.cper.r != nil && m.cper.r.InDriver() {
+		out = append(out, "cper_read")
+	}
+	return out
 }
 
 // waitBounded waits for wg, at most d; it reports whether wg is done.

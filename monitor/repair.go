@@ -1,8 +1,10 @@
 package monitor
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,8 +33,14 @@ const judgeEvery = time.Second
 // lines), watchLosses once a second (hangs, expiries) and the control
 // socket (acks) judge it.
 type repairState struct {
-	mu      sync.Mutex
-	b       *board.Board // nil until the GPU's UUID is known
+	mu sync.Mutex
+	// b is the GPU's board: nil until first judged; while its UUID is not
+	// known (a GPU stuck at start), one without a UUID, judged from the
+	// GPU's state and events alone (no file: nothing to key one by),
+	// whose events (early) go into the board read from its state file
+	// once the UUID is known (startRepair).
+	b       *board.Board
+	early   earlyEvents
 	cur     action.Current
 	since   time.Time      // when cur became the GPU's action with these reasons
 	written action.Current // the last ACTION line's
@@ -61,8 +69,11 @@ var (
 
 // judgeActions judges the action of every GPU not judged for judgeEvery,
 // once a second (watchLosses): time alone moves it while a GPU is hung
-// (its worker is stuck) or an application's Xid expires. A missing
-// board's state file whose last write failed is written again.
+// (its worker is stuck) or an application's Xid expires. Each judgement
+// saves its board (judged.write), so a GPU's newest copy that a Save left
+// to a later one (another write in progress: Save never waits for it) or
+// whose write failed is written within a second, without a new event; a
+// missing board's is saved here.
 func (m *Monitor) judgeActions(now time.Time) {
 	for _, gs := range m.gpus {
 		if now.UnixNano()-gs.repair.last.Load() >= int64(judgeEvery) {
@@ -73,7 +84,9 @@ func (m *Monitor) judgeActions(now time.Time) {
 	missing := m.states.missing
 	m.states.mu.Unlock()
 	for _, b := range missing {
-		m.saveBoard(b.Board, slog.String("uuid", b.UUID()))
+		if b.Pending() {
+			m.saveBoard(b.Board, slog.String("uuid", b.UUID()))
+		}
 	}
 }
 
@@ -83,7 +96,7 @@ func (m *Monitor) judgeActions(now time.Time) {
 // board's history is written to its state file. Without
 // force, and without a change of the GPU's health view, it judges at most
 // every judgeEvery.
-func (gs *gpuState) judgeAction(now time.Time, force bool, event func(r *anomaly.Repair)) {
+func (gs *gpuState) judgeAction(now time.Time, force bool, event func(r repairEvents)) {
 	gs.judge(now, force, event).write(gs)
 }
 
@@ -107,15 +120,18 @@ func (j judged) write(gs *gpuState) {
 }
 
 // judge is judgeAction but for the writing, which it leaves to the caller.
-func (gs *gpuState) judge(now time.Time, force bool, event func(r *anomaly.Repair)) (j judged) {
+func (gs *gpuState) judge(now time.Time, force bool, event func(r repairEvents)) (j judged) {
 	rs := &gs.repair
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	if rs.b == nil && !gs.startRepair() {
-		return j
+	if rs.b == nil || rs.b.UUID() == "" {
+		gs.startRepair()
 	}
 	if event != nil {
 		event(rs.b.Repair())
+		if rs.b.UUID() == "" {
+			event(&rs.early) // for its board, once its UUID is known
+		}
 	}
 	if rs.judged.After(now) {
 		now = rs.judged // the sources' times interleave (a kernel record read late); the action's go forward
@@ -184,29 +200,45 @@ func (rs *repairState) line(now time.Time) bool {
 }
 
 // startRepair builds the GPU's repair action from its board's state file
-// once its UUID is known; false while it is not.
-func (gs *gpuState) startRepair() bool {
-	m, uuid := gs.m, gs.g.Info().UUID
+// once its UUID is known. Until then (a GPU stuck at start: a restart in
+// the middle of a GSP fault) its action is judged by a board without a
+// UUID, from its state and events alone: evidence is kept by UUID, never
+// under an index, which the next start may give another board. Once the
+// UUID is known, what that board counted in this boot goes into the
+// board's history (carryEarly) and its events into its judge.
+func (gs *gpuState) startRepair() {
+	m, rs, uuid := gs.m, &gs.repair, gs.g.Info().UUID
 	if uuid == "" {
-		return false
+		if rs.b == nil {
+			rs.b = board.New(m.cfg.LogDir, m.repairBoot(), m.cfg.InspectAfter, action.History{})
+		}
+		return
 	}
-	gs.repair.b = m.openBoard(uuid, gs.log)
+	early := rs.b
+	rs.b = m.openBoard(uuid, gs.log, func(h *action.History) {
+		if early != nil {
+			eh, _ := early.Repair().History()
+			carryEarly(h, eh)
+		}
+	})
+	rs.early.replay(rs.b.Repair())
+	rs.early = earlyEvents{}
 	// An event reason an earlier run raised in this boot and nobody
 	// acknowledged holds again, as this boot's Xids do (NewRepair): a
 	// restart of the logger does not reset the baseboard.
-	for rs := range anomaly.NumHealthReasons {
-		if anomaly.IsEventReason(rs) && gs.repair.b.Repair().Unacked(anomaly.HealthReasonDefs[rs].Name) {
-			gs.tr.Restore(rs)
+	for r := range anomaly.NumHealthReasons {
+		if anomaly.IsEventReason(r) && rs.b.Repair().Unacked(anomaly.HealthReasonDefs[r].Name) {
+			gs.tr.Restore(r)
 		}
 	}
-	return true
 }
 
 // openBoard opens the repair action of the board with uuid from its state
-// file. One that does not read (corrupt, another board's, a link) is set
-// aside as evidence, counted and logged, and a new history starts: the
-// escalation across boots starts over.
-func (m *Monitor) openBoard(uuid string, log *slog.Logger) *board.Board {
+// file, with what carry adds to its history (nil: nothing). One that does
+// not read (corrupt, another board's, a link) is set aside as evidence,
+// counted and logged, and a new history starts: the escalation across
+// boots starts over.
+func (m *Monitor) openBoard(uuid string, log *slog.Logger, carry func(h *action.History)) *board.Board {
 	h, err := board.Read(m.cfg.LogDir, uuid)
 	if err != nil {
 		to, aerr := board.SetAside(m.cfg.LogDir, uuid, time.Now())
@@ -214,7 +246,108 @@ func (m *Monitor) openBoard(uuid string, log *slog.Logger) *board.Board {
 		log.Warn("the board's repair history does not read; set aside, starting a new one", "uuid", uuid, "error", err, "set_aside", to, "set_aside_error", aerr)
 		h = action.History{UUID: uuid}
 	}
+	if carry != nil {
+		carry(&h)
+	}
 	return board.New(m.cfg.LogDir, m.repairBoot(), m.cfg.InspectAfter, h)
+}
+
+// carryEarly adds to h, a board's history read once its UUID is known,
+// the classes that the board judged without it (early's history: this
+// boot's alone) counted from the GPU's state: a loss, every call failing,
+// a recovery action. Its Xid classes are not added: its Xids themselves go
+// into the new judge (earlyEvents.replay), which counts them.
+func carryEarly(h *action.History, early action.History) {
+	for _, eb := range early.Boots {
+		for class, c := range eb.Classes {
+			if strings.HasPrefix(class, "xid") {
+				continue
+			}
+			b := h.Boot(eb.BootID)
+			if b.Classes == nil {
+				b.Classes = map[string]action.ClassCount{}
+			}
+			was := b.Classes[class]
+			was.Count += c.Count
+			if c.Last.After(was.Last) {
+				was.Last = c.Last
+			}
+			b.Classes[class] = was
+		}
+	}
+}
+
+// repairEvents are the events a GPU's repair action takes in
+// (anomaly.Repair's, and earlyEvents').
+type repairEvents interface {
+	Xid(e xid.Explanation, t time.Time)
+	Recovery(v uint64, t time.Time)
+	InitFailed()
+}
+
+// earlyEvents are the events of a GPU taken in while its UUID was not
+// known, for its board's judge once it is: each Xid report with how many
+// times it came and when it last did (all that a judge and the board's
+// history keep of it), the last recovery action and whether the driver
+// failed to initialise the board. Bounded by the kinds of report, not by
+// their number.
+type earlyEvents struct {
+	xids       map[xid.Explanation]earlyXid
+	recovery   reading.Opt[uint64]
+	recoveryAt time.Time
+	initFailed bool
+}
+
+type earlyXid struct {
+	n  int
+	at time.Time
+}
+
+// Xid notes the Xid report e at t.
+func (ee *earlyEvents) Xid(e xid.Explanation, t time.Time) {
+	if ee.xids == nil {
+		ee.xids = map[xid.Explanation]earlyXid{}
+	}
+	x := ee.xids[e]
+	x.n++
+	if t.After(x.at) {
+		x.at = t
+	}
+	ee.xids[e] = x
+	if e.HasRecovery {
+		ee.Recovery(e.Recovery, t)
+	}
+}
+
+// Recovery notes the recovery action v an event reported at t.
+func (ee *earlyEvents) Recovery(v uint64, t time.Time) {
+	if !t.Before(ee.recoveryAt) {
+		ee.recovery, ee.recoveryAt = reading.Some(v), t
+	}
+}
+
+// InitFailed notes that the driver failed to initialise the board.
+func (ee *earlyEvents) InitFailed() { ee.initFailed = true }
+
+// replay takes the events into r, each Xid report as many times as it
+// came, in the order they last came (the newest of a class is the one a
+// judge keeps), the recovery action last.
+func (ee *earlyEvents) replay(r repairEvents) {
+	es := slices.Collect(maps.Keys(ee.xids))
+	slices.SortStableFunc(es, func(a, b xid.Explanation) int {
+		return cmp.Or(ee.xids[a].at.Compare(ee.xids[b].at), cmp.Compare(a.Code, b.Code))
+	})
+	for _, e := range es {
+		for range ee.xids[e].n {
+			r.Xid(e, ee.xids[e].at)
+		}
+	}
+	if v, ok := ee.recovery.Get(); ok {
+		r.Recovery(v, ee.recoveryAt)
+	}
+	if ee.initFailed {
+		r.InitFailed()
+	}
 }
 
 // repairBoot is the boot the boards' histories count this run in: the
@@ -240,10 +373,10 @@ func (gs *gpuState) wake(r events.Record, d reading.XidDetail) judged {
 	case reading.EventXid:
 		gs.slot.Update(func(g *live.GPU) { g.Xid(r.Code, r.At, xid.Name(int(r.Code))) })
 		e := xid.ExplainDetail(int(r.Code), d)
-		return gs.judge(r.At, true, func(rp *anomaly.Repair) { rp.Xid(e, r.At) })
+		return gs.judge(r.At, true, func(rp repairEvents) { rp.Xid(e, r.At) })
 	case reading.EventRecovery:
 		gs.slot.Update(func(g *live.GPU) { g.Recovery(r.Code, r.At, xid.RecoveryActionName(r.Code)) })
-		return gs.judge(r.At, true, func(rp *anomaly.Repair) { rp.Recovery(r.Code, r.At) })
+		return gs.judge(r.At, true, func(rp repairEvents) { rp.Recovery(r.Code, r.At) })
 	case reading.EventLost:
 		gs.slot.Update(func(g *live.GPU) { g.Lost(r.Seen) })
 		return gs.judge(r.Seen, true, nil)
@@ -268,6 +401,14 @@ type AckResult struct {
 // none, or watch while a condition still holds, until a new event. A board
 // of the previous run that is not enumerated now (host.missing_boards) is
 // named by its UUID and acknowledged the same way (ackMissing).
+//
+// An acknowledgement is done once it holds in the action (the reply says
+// the action acknowledged and the action now, not that its file is
+// written): it does not wait for the state file, whose write may be stuck
+// in fsync behind another (board.Board.Save), and a control client must
+// not hang on the disk. The file follows within a second (judgeActions);
+// a write that fails is counted in board_state_write_failures and logged,
+// and tried again.
 func (m *Monitor) Ack(sel string, want action.Action, note, by string) (AckResult, error) {
 	var gs *gpuState
 	if i, err := strconv.Atoi(sel); err == nil {
@@ -299,7 +440,7 @@ func (m *Monitor) Ack(sel string, want action.Action, note, by string) (AckResul
 	rs := &gs.repair
 	rs.mu.Lock()
 	now = rs.judged // it acknowledges what was judged last
-	if rs.b == nil {
+	if rs.b == nil || rs.b.UUID() == "" {
 		rs.mu.Unlock()
 		return AckResult{}, fmt.Errorf("GPU %d: its UUID is not known yet", gs.idx)
 	}
@@ -362,7 +503,7 @@ func (m *Monitor) missingBoard(b sink.Board) {
 	if b.UUID == "" {
 		return
 	}
-	mb := board.NewMissing(m.openBoard(b.UUID, m.log), b.Index, m.start)
+	mb := board.NewMissing(m.openBoard(b.UUID, m.log, nil), b.Index, m.start)
 	m.saveBoard(mb.Board, slog.String("uuid", b.UUID))
 	if mb.Action.Action != action.None {
 		m.addMissing(mb)
@@ -388,8 +529,10 @@ func (m *Monitor) addMissing(b *board.Missing) {
 // must not clear the page while the board is still gone. With --gpu
 // selecting some GPUs, the boards the driver enumerates but that are not
 // selected are not missing; with a GPU not identified yet, the boards not
-// seen cannot be told from missing ones: nothing is raised. It returns the
-// GPU_MISSING lines' details, for the boot log.
+// seen cannot be told from missing ones: nothing is raised until every GPU
+// is (lateBoard calls it again). A board raised is not raised again (it is
+// among the host's missing boards), so that no line is doubled. It returns
+// the GPU_MISSING lines' details, for the boot log.
 func (m *Monitor) missingFromState() (texts []string) {
 	seen, identified := m.enumeratedUUIDs()
 	if !identified {

@@ -89,8 +89,8 @@ func TestBoardStateWritesInOrder(t *testing.T) {
 	gs, _, _ := stepper(r, 3)
 	uuid := gs.g.Info().UUID
 	now := time.Now()
-	older := gs.judge(now, true, func(rp *anomaly.Repair) { rp.Xid(xid.ExplainDetail(79, reading.XidDetail{}), now) })
-	newer := gs.judge(now.Add(time.Second), true, func(rp *anomaly.Repair) { rp.Xid(xid.ExplainDetail(48, reading.XidDetail{}), now.Add(time.Second)) })
+	older := gs.judge(now, true, func(rp repairEvents) { rp.Xid(xid.ExplainDetail(79, reading.XidDetail{}), now) })
+	newer := gs.judge(now.Add(time.Second), true, func(rp repairEvents) { rp.Xid(xid.ExplainDetail(48, reading.XidDetail{}), now.Add(time.Second)) })
 	newer.write(gs)
 	older.write(gs)
 	h, err := board.Read(r.dir, uuid)
@@ -104,7 +104,7 @@ func TestBoardStateWritesInOrder(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(p, "x"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	gs.judgeAction(now.Add(2*time.Second), true, func(rp *anomaly.Repair) { rp.Xid(xid.ExplainDetail(95, reading.XidDetail{}), now.Add(2*time.Second)) })
+	gs.judgeAction(now.Add(2*time.Second), true, func(rp repairEvents) { rp.Xid(xid.ExplainDetail(95, reading.XidDetail{}), now.Add(2*time.Second)) })
 	if err := os.RemoveAll(p); err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestActionLines(t *testing.T) {
 	count := func(s string) int { return strings.Count(r.eventsLog(), "type=ACTION "+s) }
 	xidAt := func(code int, d time.Duration) {
 		e := xid.ExplainDetail(code, reading.XidDetail{})
-		gs.judgeAction(at(d), true, func(rp *anomaly.Repair) { rp.Xid(e, at(d)) })
+		gs.judgeAction(at(d), true, func(rp repairEvents) { rp.Xid(e, at(d)) })
 	}
 
 	xidAt(13, 0) // an application's fault: watch

@@ -25,7 +25,8 @@ import (
 // follow the event's own lines: each change of the history is a new
 // version (gen), and the writes, one at a time, write a copy only when it
 // is newer than the one on disk: an older copy never lands over a newer
-// one, and a copy not yet on disk is written again at the next Save.
+// one, and a copy not yet on disk (a write in progress, or one that
+// failed) is written at the next Save.
 type Board struct {
 	r         *anomaly.Repair
 	dir, uuid string
@@ -39,7 +40,9 @@ type Board struct {
 }
 
 // New returns the board whose history h (Read) is kept in dir, judged in
-// boot with --inspect-after-boots inspectAfter (anomaly.NewRepair).
+// boot with --inspect-after-boots inspectAfter (anomaly.NewRepair). With
+// h.UUID empty it is a board not identified yet (a GPU stuck at start),
+// judged from its state and events alone: it has no file.
 func New(dir, boot string, inspectAfter int, h action.History) *Board {
 	return &Board{r: anomaly.NewRepair(boot, inspectAfter, h), dir: dir, uuid: h.UUID}
 }
@@ -79,10 +82,22 @@ func (b *Board) Ack(who string, cur action.Current, want action.Action, t time.T
 }
 
 // Save writes the newest copy of the history to the state file unless it
-// is on disk already (then it does nothing, without waiting for another
-// Save's write); after a failure, the next Save writes it again. Outside
-// the owner's lock: a slow disk holds up no judgement.
+// is on disk already or another Save's write is in progress; it never
+// waits for another's write (one stuck in fsync on a stalled disk would
+// hold up the sample worker, the kernel log reader and the acks that
+// called it). A copy left so, or whose write failed, is written by the
+// next Save: its owner calls Save again until Pending is false
+// (monitor's judgeActions, once a second). A board whose UUID is not
+// known yet has no file (nothing to key one by): Save does nothing.
+// Outside the owner's lock: a slow disk holds up no judgement.
 func (b *Board) Save() error { return b.save(b.newest()) }
+
+// Pending reports whether the newest copy of the history is not on disk
+// yet: a Save left it to a later one, or its write failed.
+func (b *Board) Pending() bool {
+	_, gen := b.newest()
+	return b.uuid != "" && gen > b.disk.Load()
+}
 
 // newest is the newest copy of the history and its version.
 func (b *Board) newest() (action.History, uint64) {
@@ -92,13 +107,15 @@ func (b *Board) newest() (action.History, uint64) {
 }
 
 // save writes h, version gen, unless that version or a newer one is on
-// disk: a Save that read its copy before another wrote a newer one writes
-// nothing.
+// disk (a Save that read its copy before another wrote a newer one writes
+// nothing) or another write is in progress (h is left to a later Save).
 func (b *Board) save(h action.History, gen uint64) error {
-	if gen <= b.disk.Load() {
-		return nil // the sample worker, the kernel and the ack never wait on a stuck write for nothing
+	if b.uuid == "" || gen <= b.disk.Load() {
+		return nil
 	}
-	b.write.Lock()
+	if !b.write.TryLock() {
+		return nil // the sample worker, the kernel reader and the ack never wait on another's write, maybe stuck
+	}
 	defer b.write.Unlock()
 	if gen <= b.disk.Load() {
 		return nil

@@ -212,3 +212,59 @@ func TestMissing(t *testing.T) {
 		}
 	}
 }
+
+// A save with a new copy while another save's write is stuck (fsync on a
+// stalled disk) returns at once, leaving its copy pending (the sample
+// worker, the kernel reader and the acks save: they must not wait on the
+// disk); the next save once that write returned writes it.
+func TestSaveWithANewCopyNeverWaitsForAnotherWrite(t *testing.T) {
+	dir := t.TempDir()
+	const uuid = "GPU-a"
+	b := New(dir, "boot-a", action.DefaultInspectAfter, action.History{UUID: uuid})
+	var mu sync.Mutex
+	t0 := time.Now()
+	xidAt(&mu, b, 79, t0)
+	if !b.Pending() {
+		t.Fatal("a copy never saved is not pending")
+	}
+	b.write.Lock() // another save's write, stuck
+	xidAt(&mu, b, 79, t0.Add(time.Second))
+	done := make(chan error, 1)
+	go func() { done <- b.Save() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Error(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a save with a new copy waited for another save's write")
+	}
+	if !b.Pending() {
+		t.Error("the copy left to a later save is not pending")
+	}
+	b.write.Unlock() // the stuck write returned
+	if err := b.Save(); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := Read(dir, uuid); err != nil || h.Boots[0].Classes["xid79"].Count != 2 || b.Pending() {
+		t.Fatalf("the later save did not write the newest copy: %+v, %v (pending %v)", h, err, b.Pending())
+	}
+}
+
+// A board whose UUID is not known yet (a GPU stuck at start) is judged
+// like any other, but has no file to write: Save writes nothing under any
+// other name and fails nothing, and nothing is pending.
+func TestUnidentifiedBoardWritesNoFile(t *testing.T) {
+	dir := t.TempDir()
+	b := New(dir, "boot-a", action.DefaultInspectAfter, action.History{})
+	var mu sync.Mutex
+	if cur := xidAt(&mu, b, 79, time.Now()); !cur.Action.Drains() {
+		t.Errorf("Xid 79 on an unidentified board: %v", cur)
+	}
+	if err := b.Save(); err != nil || b.Pending() {
+		t.Errorf("save: %v, pending %v", err, b.Pending())
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("an unidentified board wrote %v", ents)
+	}
+}

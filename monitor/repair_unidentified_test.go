@@ -1,0 +1,107 @@
+package monitor
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/action"
+	"github.com/gpu-telemetry/gpu-telemetry/action/board"
+	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
+)
+
+// A GPU stuck at start (a restart during a GSP fault: its UUID unknown)
+// has a repair action judged from its state and events: hung, then reboot
+// after a minute hung; an Xid 79 the kernel log reports for it is in its
+// action at once. No state file is written while its UUID is unknown
+// (evidence is kept by UUID, never under an index); once the GPU answers,
+// its board's history has this boot's Xid 79 (the next boot's
+// power-cycle check reads it), and its action still has the Xid.
+func TestRepairActionOfAGPUStuckAtStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hostRoot := t.TempDir()
+		fakeNvidiaDriver(t, hostRoot)
+		lib := fakeLib(2)
+		answer := lib.Devs[1].Block("GetName", nil)
+		t.Cleanup(answer)
+		r := newRigOn(t, lib, func(c *Config) { c.HostRoot = hostRoot })
+		const uuid = "GPU-b"
+		var atXid, hung, answered action.Current
+		var files []string
+		r.run(5*time.Second, func() {
+			time.Sleep(2 * time.Second)
+			r.m.onKernelRecord(kmsg.Record{Time: 3202 * time.Second, Message: "NVRM: Xid (PCI:0000:02:00): 79, pid=1, name=x, GPU has fallen off the bus."}, time.Now())
+			time.Sleep(2 * time.Second)
+			atXid = r.m.gpus[1].slot.Get().Action
+			time.Sleep(70 * time.Second)
+			hung = r.m.gpus[1].slot.Get().Action
+			ents, _ := os.ReadDir(r.dir)
+			for _, e := range ents {
+				if strings.HasPrefix(e.Name(), "action-") {
+					files = append(files, e.Name())
+				}
+			}
+			answer()
+			time.Sleep(5 * time.Second)
+			answered = r.m.gpus[1].slot.Get().Action
+		})
+		if !strings.Contains(r.logs.String(), "its static facts are known now") {
+			t.Fatalf("GPU 1 did not answer within the run:\n%s", r.logs)
+		}
+		if !atXid.Action.Drains() || !strings.Contains(atXid.Reason(), "Xid 79") {
+			t.Errorf("GPU 1, stuck at start, after its Xid 79: action %v", atXid)
+		}
+		if !strings.Contains(hung.Reason(), "NVML call stuck for") {
+			t.Errorf("GPU 1, stuck at start for a minute: action %v, want a reason for the hang", hung)
+		}
+		for _, f := range files {
+			if f != "action-GPU-a.json" {
+				t.Errorf("a state file %s written while GPU 1's UUID was not known", f)
+			}
+		}
+		if !answered.Action.Drains() || !strings.Contains(answered.Reason(), "Xid 79") {
+			t.Errorf("GPU 1, once it answered: action %v, want its Xid 79 still", answered)
+		}
+		h, err := board.Read(r.dir, uuid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := h.Boot(r.m.repairBoot())
+		if b.Classes["xid79"].Count != 1 || !b.Answered {
+			t.Errorf("GPU 1's board history of this boot %+v, want xid79 once, answered", *b)
+		}
+	})
+}
+
+// The classes a GPU's board without a UUID counted in this boot from the
+// GPU's state (a loss, every call failing, a recovery action) go into its
+// board's history once its UUID is known, added to what an earlier run of
+// this boot counted; its Xid classes do not (its Xids are taken in again,
+// and counted then); the earlier boots are left alone.
+func TestCarryEarlyAddsThisBootsStateClasses(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var early action.History
+	early.Count("boot-1", "failing", t0.Add(time.Minute))
+	early.Count("boot-1", "failing", t0.Add(2*time.Minute))
+	early.Count("boot-1", "xid79", t0)
+	early.Count("boot-1", "lost", t0)
+	h := action.History{UUID: "GPU-b"}
+	h.Count("boot-0", "xid79", t0.Add(-time.Hour))
+	h.Count("boot-1", "failing", t0.Add(-time.Minute))
+	carryEarly(&h, early)
+	b := h.Boot("boot-1")
+	if c := b.Classes["failing"]; c.Count != 3 || !c.Last.Equal(t0.Add(2*time.Minute)) {
+		t.Errorf("failing %+v, want 3, last at +2m", c)
+	}
+	if c := b.Classes["lost"]; c.Count != 1 || !c.Last.Equal(t0) {
+		t.Errorf("lost %+v, want 1 at t0", c)
+	}
+	if _, ok := b.Classes["xid79"]; ok {
+		t.Errorf("the Xid class carried: %+v", b.Classes)
+	}
+	if prev := h.Boot("boot-0"); len(prev.Classes) != 1 || prev.Classes["xid79"].Count != 1 {
+		t.Errorf("another boot changed: %+v", prev)
+	}
+}
