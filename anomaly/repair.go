@@ -116,6 +116,7 @@ type Repair struct {
 	xids         map[string]xidCause  // this boot's Xid causes, by class
 	began        map[string]time.Time // when each class last began in this run (Watch classes too)
 	active       map[string]bool      // the classes of the last Judge
+	counted      map[string]bool      // the classes whose current occurrence this boot's history counts
 	judged       bool                 // Judge ran once: a class active then is not new
 	recovery     reading.Opt[uint64]  // the last recovery action an event reported
 	initFailed   bool                 // RmInitAdapter failed for the board in this boot
@@ -135,7 +136,7 @@ type xidCause struct {
 // boot) are taken up again; a boot new to the history is added to it.
 func NewRepair(boot string, inspectAfter int, h action.History) *Repair {
 	r := &Repair{boot: boot, inspectAfter: cmp.Or(inspectAfter, action.DefaultInspectAfter), hist: cloneHistory(h),
-		xids: map[string]xidCause{}, began: map[string]time.Time{}, active: map[string]bool{}}
+		xids: map[string]xidCause{}, began: map[string]time.Time{}, active: map[string]bool{}, counted: map[string]bool{}}
 	// Every boot the board is seen in is recorded, quiet ones too: the
 	// warm-reboot check looks at the boot just before this one.
 	n := len(r.hist.Boots)
@@ -146,7 +147,7 @@ func NewRepair(boot string, inspectAfter int, h action.History) *Repair {
 			continue
 		}
 		for class, c := range b.Classes {
-			r.began[class] = c.Last
+			r.began[class], r.counted[class] = c.Last, true
 			if class == missingClass {
 				r.began[class] = r.missingSince(c.Last)
 			}
@@ -206,6 +207,7 @@ func (r *Repair) InitFailed() { r.initFailed = true }
 // asks for a repair.
 func (r *Repair) begin(c Cause, t time.Time) {
 	r.began[c.Class] = t
+	r.counted[c.Class] = c.Action.Drains()
 	if c.Action.Drains() {
 		r.hist.Count(r.boot, c.Class, t)
 		r.dirty = true
@@ -242,6 +244,10 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 				}
 				r.begin(c, at)
 			}
+		} else if c.Action.Drains() && !r.counted[c.Class] {
+			// A condition that began as news and now asks for a repair
+			// (a hang past HungReboot) is counted once, as of when it began.
+			r.begin(c, r.began[c.Class])
 		}
 	}
 	// The Xids in the order they last happened (the reasons' order must

@@ -248,6 +248,33 @@ func TestMissingAckHoldsWhileTheBoardStaysMissing(t *testing.T) {
 	}
 }
 
+// TestHangThatTurnsToRebootCounts: a hang begins as watch (a slow driver)
+// and asks for a reboot after HungReboot; it is counted in the boot's
+// history then, once, so hangs in two earlier boots escalate to inspect.
+func TestHangThatTurnsToRebootCounts(t *testing.T) {
+	h := action.History{}
+	for i, id := range []string{"A", "B", "C"} {
+		start := t0.Add(time.Duration(i) * time.Hour)
+		r := NewRepair(id, 0, h)
+		if cur := r.Judge(RepairInput{Now: start.Add(5 * time.Second), HungSince: start}); cur.Action != action.Watch {
+			t.Fatalf("boot %s, hung briefly: %v", id, cur)
+		}
+		cur := r.Judge(RepairInput{Now: start.Add(time.Minute), HungSince: start})
+		r.Judge(RepairInput{Now: start.Add(2 * time.Minute), HungSince: start})
+		h, _ = r.History()
+		if c := h.Boot(id).Classes["hung"]; c.Count != 1 || !c.Last.Equal(start.Add(5*time.Second)) {
+			t.Errorf("boot %s: hung counted %+v, want once, as of when it began", id, c)
+		}
+		want := action.Reboot
+		if i == 2 {
+			want = action.Inspect // hung in two earlier boots
+		}
+		if cur.Action != want {
+			t.Errorf("boot %s, hung a minute: %v %q, want %v", id, cur.Action, cur.Reasons, want)
+		}
+	}
+}
+
 // TestAck: an acknowledgement returns the action to none (an event) or
 // watch (a condition that still holds) until a new event.
 func TestAck(t *testing.T) {
