@@ -118,6 +118,7 @@ type Repair struct {
 	active       map[string]bool      // the classes of the last Judge
 	counted      map[string]bool      // the classes whose current occurrence this boot's history counts
 	judged       bool                 // Judge ran once: a class active then is not new
+	first        time.Time            // the first Judge's time
 	recovery     reading.Opt[uint64]  // the last recovery action an event reported
 	initFailed   bool                 // RmInitAdapter failed for the board in this boot
 	dirty        bool                 // hist changed since Dirty was last asked
@@ -158,6 +159,40 @@ func NewRepair(boot string, inspectAfter int, h action.History) *Repair {
 		}
 	}
 	return r
+}
+
+// Absorb takes into r what early counted in this boot from the board's
+// state (a loss, a hang, every call failing, a recovery action): early is
+// the same GPU's judge while its UUID was not known (a GPU stuck at start),
+// without its history; r is its board's, read once the UUID is. A class
+// early found at its first judgement that this boot's history holds
+// already goes on from an earlier run of the logger in this boot (its
+// count and any acknowledgement stand, as NewRepair takes it up); the
+// others began in this run and are counted. Xid classes are not taken:
+// their events are given to r again (Xid). The history is then to be
+// written.
+func (r *Repair) Absorb(early *Repair) {
+	eb := early.hist.Boot(early.boot)
+	for class, c := range eb.Classes {
+		if _, isXid := xidClass(class); isXid || c.Count == 0 {
+			continue
+		}
+		if _, known := r.began[class]; known && !c.Last.After(early.first) {
+			continue
+		}
+		b := r.hist.Boot(r.boot)
+		if b.Classes == nil {
+			b.Classes = map[string]action.ClassCount{}
+		}
+		was := b.Classes[class]
+		was.Count += c.Count
+		if c.Last.After(was.Last) {
+			was.Last = c.Last
+		}
+		b.Classes[class] = was
+		r.began[class], r.counted[class] = c.Last, true
+		r.dirty = true
+	}
 }
 
 // Unacked reports whether class began in this boot (an earlier run of the
@@ -261,6 +296,9 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 		}
 		causes = append(causes, x.Cause)
 		now[x.Class] = true
+	}
+	if !r.judged {
+		r.first = in.Now
 	}
 	r.active, r.judged = now, true
 	r.last = causes

@@ -275,6 +275,48 @@ func TestHangThatTurnsToRebootCounts(t *testing.T) {
 	}
 }
 
+// TestAbsorb: what a GPU's judge counted from its state while its UUID was
+// not known goes into its board's history once it is: a class that began in
+// this run is counted (and written), one that goes on from an earlier run of
+// the logger in this boot keeps its count and its acknowledgement; Xid
+// classes are not taken (their events are given again); earlier boots are
+// left alone.
+func TestAbsorb(t *testing.T) {
+	h := action.History{UUID: "GPU-b"}
+	h.Count("boot-0", "ecc_dbe", t0.Add(-time.Hour))
+	h.Count("boot-1", "lost", t0)
+	h.Acknowledge(action.AckRecord{Time: t0.Add(30 * time.Second), Action: action.Reboot, Classes: []string{"lost"}})
+
+	early := NewRepair("boot-1", 0, action.History{}) // the logger restarted in boot-1: the GPU is stuck
+	early.Xid(xid79, t0.Add(time.Minute))
+	early.Judge(RepairInput{Now: t0.Add(time.Minute), Lost: true})
+	early.Judge(RepairInput{Now: t0.Add(2 * time.Minute), Failing: true})
+
+	r := NewRepair("boot-1", 0, h)
+	r.History() // as read: nothing to write
+	r.Absorb(early)
+	got, dirty := r.History()
+	if !dirty {
+		t.Errorf("the absorbed history is not to be written")
+	}
+	b := got.Boot("boot-1")
+	if c := b.Classes["lost"]; c.Count != 1 || !c.Last.Equal(t0) {
+		t.Errorf("lost %+v, want the earlier run's (1 at t0): it went on", c)
+	}
+	if c := b.Classes["failing"]; c.Count != 1 || !c.Last.Equal(t0.Add(2*time.Minute)) {
+		t.Errorf("failing %+v, want 1 at +2m", c)
+	}
+	if _, ok := b.Classes["xid79"]; ok {
+		t.Errorf("the Xid class absorbed: %+v", b.Classes)
+	}
+	if prev := got.Boot("boot-0"); len(prev.Classes) != 1 || prev.Classes["ecc_dbe"].Count != 1 {
+		t.Errorf("another boot changed: %+v", prev)
+	}
+	if cur := r.Judge(RepairInput{Now: t0.Add(3 * time.Minute), Lost: true}); cur.Action != action.Watch {
+		t.Errorf("still lost, acknowledged by the earlier run: %v %q", cur.Action, cur.Reasons)
+	}
+}
+
 // TestAck: an acknowledgement returns the action to none (an event) or
 // watch (a condition that still holds) until a new event.
 func TestAck(t *testing.T) {

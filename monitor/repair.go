@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -66,6 +67,61 @@ var (
 	bootUnknown = counters.Declare(counters.Def{Name: "repair_boots_unknown", Loss: true, OwnLog: true,
 		Help: "boards' repair histories started without the kernel's boot id (it did not read): this run counts as a boot of its own, so a restart of the logger counts as a reboot"})
 )
+
+// saveBoardsAtExit writes every board's newest copy not on disk yet (a
+// Save that met another write in progress leaves it to the next
+// judgement, and none comes after the loop stops), waiting at most d for a
+// write stuck on a stalled disk. A board still not written then, or whose
+// write failed, is counted and logged.
+func (m *Monitor) saveBoardsAtExit(d time.Duration) {
+	var bs []*board.Board
+	for _, gs := range m.gpus {
+		gs.repair.mu.Lock()
+		if b := gs.repair.b; b != nil {
+			bs = append(bs, b)
+		}
+		gs.repair.mu.Unlock()
+	}
+	m.states.mu.Lock()
+	for _, mb := range m.states.missing {
+		bs = append(bs, mb.Board)
+	}
+	m.states.mu.Unlock()
+	bs = slices.DeleteFunc(bs, func(b *board.Board) bool { return !b.Pending() })
+	if len(bs) == 0 {
+		return
+	}
+	errs := make([]error, len(bs)) // the goroutine's until done is closed
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			busy := false
+			for i, b := range bs {
+				if errs[i] == nil && b.Pending() {
+					errs[i] = b.Save()
+					busy = busy || errs[i] == nil && b.Pending() // another write, maybe stuck, has the file
+				}
+			}
+			if !busy {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	var err func(i int) error
+	select {
+	case <-done:
+		err = func(i int) error { return errs[i] }
+	case <-time.After(d):
+		err = func(int) error { return errors.New("a write still in progress (a stalled disk)") }
+	}
+	for i, b := range bs {
+		if b.Pending() {
+			lose(m.reg, m.log, boardStateFails, "a board's state file not written by exit", slog.String("uuid", b.UUID()), slog.Any("error", err(i)))
+		}
+	}
+}
 
 // judgeActions judges the action of every GPU not judged for judgeEvery,
 // once a second (watchLosses): time alone moves it while a GPU is hung
@@ -205,7 +261,7 @@ func (rs *repairState) line(now time.Time) bool {
 // UUID, from its state and events alone: evidence is kept by UUID, never
 // under an index, which the next start may give another board. Once the
 // UUID is known, what that board counted in this boot goes into the
-// board's history (carryEarly) and its events into its judge.
+// board's history (anomaly.Repair.Absorb) and its events into its judge.
 func (gs *gpuState) startRepair() {
 	m, rs, uuid := gs.m, &gs.repair, gs.g.Info().UUID
 	if uuid == "" {
@@ -215,12 +271,10 @@ func (gs *gpuState) startRepair() {
 		return
 	}
 	early := rs.b
-	rs.b = m.openBoard(uuid, gs.log, func(h *action.History) {
-		if early != nil {
-			eh, _ := early.Repair().History()
-			carryEarly(h, eh)
-		}
-	})
+	rs.b = m.openBoard(uuid, gs.log)
+	if early != nil {
+		rs.b.Repair().Absorb(early.Repair())
+	}
 	rs.early.replay(rs.b.Repair())
 	rs.early = earlyEvents{}
 	// An event reason an earlier run raised in this boot and nobody
@@ -234,11 +288,11 @@ func (gs *gpuState) startRepair() {
 }
 
 // openBoard opens the repair action of the board with uuid from its state
-// file, with what carry adds to its history (nil: nothing). One that does
+// file. One that does
 // not read (corrupt, another board's, a link) is set aside as evidence,
 // counted and logged, and a new history starts: the escalation across
 // boots starts over.
-func (m *Monitor) openBoard(uuid string, log *slog.Logger, carry func(h *action.History)) *board.Board {
+func (m *Monitor) openBoard(uuid string, log *slog.Logger) *board.Board {
 	h, err := board.Read(m.cfg.LogDir, uuid)
 	if err != nil {
 		to, aerr := board.SetAside(m.cfg.LogDir, uuid, time.Now())
@@ -246,35 +300,7 @@ func (m *Monitor) openBoard(uuid string, log *slog.Logger, carry func(h *action.
 		log.Warn("the board's repair history does not read; set aside, starting a new one", "uuid", uuid, "error", err, "set_aside", to, "set_aside_error", aerr)
 		h = action.History{UUID: uuid}
 	}
-	if carry != nil {
-		carry(&h)
-	}
 	return board.New(m.cfg.LogDir, m.repairBoot(), m.cfg.InspectAfter, h)
-}
-
-// carryEarly adds to h, a board's history read once its UUID is known,
-// the classes that the board judged without it (early's history: this
-// boot's alone) counted from the GPU's state: a loss, every call failing,
-// a recovery action. Its Xid classes are not added: its Xids themselves go
-// into the new judge (earlyEvents.replay), which counts them.
-func carryEarly(h *action.History, early action.History) {
-	for _, eb := range early.Boots {
-		for class, c := range eb.Classes {
-			if strings.HasPrefix(class, "xid") {
-				continue
-			}
-			b := h.Boot(eb.BootID)
-			if b.Classes == nil {
-				b.Classes = map[string]action.ClassCount{}
-			}
-			was := b.Classes[class]
-			was.Count += c.Count
-			if c.Last.After(was.Last) {
-				was.Last = c.Last
-			}
-			b.Classes[class] = was
-		}
-	}
 }
 
 // repairEvents are the events a GPU's repair action takes in
@@ -503,7 +529,7 @@ func (m *Monitor) missingBoard(b sink.Board) {
 	if b.UUID == "" {
 		return
 	}
-	mb := board.NewMissing(m.openBoard(b.UUID, m.log, nil), b.Index, m.start)
+	mb := board.NewMissing(m.openBoard(b.UUID, m.log), b.Index, m.start)
 	m.saveBoard(mb.Board, slog.String("uuid", b.UUID))
 	if mb.Action.Action != action.None {
 		m.addMissing(mb)

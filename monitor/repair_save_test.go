@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/action/board"
@@ -42,4 +43,39 @@ func TestAckGPUWriteRetried(t *testing.T) {
 	if h, err := board.Read(r.dir, uuid); err != nil || h.Ack == nil || h.Ack.Note != "reseated" {
 		t.Fatalf("the ack whose write failed was not written again: %+v, %v", h, err)
 	}
+}
+
+// A board's copy not on disk when the daemon stops (its write failed, or a
+// Save found another write in progress, and no judgement follows) is
+// written at exit.
+func TestBoardCopyWrittenAtExit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 1, nil)
+		gs := r.m.gpus[0]
+		uuid := gs.g.Info().UUID
+		p, _ := board.Path(r.dir, uuid)
+		r.run(10*time.Millisecond, func() {
+			time.Sleep(300 * time.Millisecond) // the GPU sampled and judged
+			os.Remove(p)
+			if err := os.MkdirAll(filepath.Join(p, "x"), 0o755); err != nil { // the file's write fails
+				t.Error(err)
+				return
+			}
+			now := time.Now()
+			gs.judgeAction(now, true, func(rp repairEvents) { rp.Xid(xid.ExplainDetail(79, reading.XidDetail{}), now) })
+			if n := r.counted("board_state_write_failures"); n == 0 {
+				t.Errorf("the write did not fail")
+			}
+			if err := os.RemoveAll(p); err != nil {
+				t.Error(err)
+			}
+		})
+		h, err := board.Read(r.dir, uuid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := h.Boot(r.m.repairBoot()); b.Classes["xid79"].Count != 1 {
+			t.Errorf("the Xid 79 counted before the stop is not in the state file: %+v", *b)
+		}
+	})
 }

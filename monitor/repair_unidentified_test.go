@@ -74,34 +74,3 @@ func TestRepairActionOfAGPUStuckAtStart(t *testing.T) {
 		}
 	})
 }
-
-// The classes a GPU's board without a UUID counted in this boot from the
-// GPU's state (a loss, every call failing, a recovery action) go into its
-// board's history once its UUID is known, added to what an earlier run of
-// this boot counted; its Xid classes do not (its Xids are taken in again,
-// and counted then); the earlier boots are left alone.
-func TestCarryEarlyAddsThisBootsStateClasses(t *testing.T) {
-	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	var early action.History
-	early.Count("boot-1", "failing", t0.Add(time.Minute))
-	early.Count("boot-1", "failing", t0.Add(2*time.Minute))
-	early.Count("boot-1", "xid79", t0)
-	early.Count("boot-1", "lost", t0)
-	h := action.History{UUID: "GPU-b"}
-	h.Count("boot-0", "xid79", t0.Add(-time.Hour))
-	h.Count("boot-1", "failing", t0.Add(-time.Minute))
-	carryEarly(&h, early)
-	b := h.Boot("boot-1")
-	if c := b.Classes["failing"]; c.Count != 3 || !c.Last.Equal(t0.Add(2*time.Minute)) {
-		t.Errorf("failing %+v, want 3, last at +2m", c)
-	}
-	if c := b.Classes["lost"]; c.Count != 1 || !c.Last.Equal(t0) {
-		t.Errorf("lost %+v, want 1 at t0", c)
-	}
-	if _, ok := b.Classes["xid79"]; ok {
-		t.Errorf("the Xid class carried: %+v", b.Classes)
-	}
-	if prev := h.Boot("boot-0"); len(prev.Classes) != 1 || prev.Classes["xid79"].Count != 1 {
-		t.Errorf("another boot changed: %+v", prev)
-	}
-}
