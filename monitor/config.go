@@ -118,7 +118,7 @@ func (c *Config) defaults() {
 	}
 	if c.openLog == nil {
 		c.openLog = func(dir, name string, maxMB int, reg *counters.Registry) lineLog {
-			return sink.NewLineLog(dir, name, maxMB, logBackups, c.Logger, reg)
+			return sink.NewLineLog(dir, name, maxMB, logBackups, c.CSV.FsyncEvery, c.Logger, reg)
 		}
 	}
 }

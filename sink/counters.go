@@ -24,6 +24,8 @@ var (
 var (
 	linesLostAtExit = counters.Declare(counters.Def{Name: "log_lines_lost_at_exit", Loss: true, OwnLog: true,
 		Help: "events.log and summary.log lines still waiting for the disk when the logger exited"})
+	lineSyncErrors = counters.Declare(counters.Def{Name: "log_sync_errors", Loss: true,
+		Help: "failed fsyncs of events.log and summary.log (and of their directory after a new file): their recent lines may not survive a power loss"})
 	linesDelayed = counters.Declare(counters.Def{Name: "log_lines_delayed",
 		Help: "events.log and summary.log lines kept in memory while the file could not be written (disk full) and written later with their own timestamps"})
 )

@@ -173,7 +173,7 @@ func aThird(n int) int { return n / 3 }
 
 func testLineLog(t *testing.T, name string, logs *testutil.LogBuf) (*LineLog, *flakyWriter) {
 	t.Helper()
-	l := NewLineLog(t.TempDir(), name, 1, 1, logs.Logger(), counters.New())
+	l := NewLineLog(t.TempDir(), name, 1, 1, 0, logs.Logger(), counters.New())
 	fw := &flakyWriter{w: l.w, path: l.path, keep: aThird}
 	l.w, l.retryEvery = fw, 10*time.Millisecond
 	t.Cleanup(func() { l.Close() })
@@ -270,7 +270,7 @@ func TestLineLogRepairsAPartialLastLine(t *testing.T) {
 			if err := os.WriteFile(path, []byte("time=1 whole\ntime=2 to"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			l := NewLineLog(dir, name, 1, 1, logs.Logger(), counters.New())
+			l := NewLineLog(dir, name, 1, 1, 0, logs.Logger(), counters.New())
 			if err := l.Line("time=3 next"); err != nil {
 				t.Fatal(err)
 			}
@@ -292,7 +292,7 @@ func TestLineLogOnAFullTmpfs(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := testutil.SmallDisk(t, "64k")
 			var logs testutil.LogBuf
-			l := NewLineLog(dir, name, 1, 1, logs.Logger(), counters.New())
+			l := NewLineLog(dir, name, 1, 1, 0, logs.Logger(), counters.New())
 			l.retryEvery = 10 * time.Millisecond
 			sw := &shortWrites{w: l.w}
 			l.w = sw

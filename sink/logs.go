@@ -1,9 +1,11 @@
 package sink
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -60,12 +62,16 @@ type LineLog struct {
 	// write(2) or a rotation stuck on a stalled disk.
 	counts   *counters.Registry
 	pendingN atomic.Int64
+
+	sync          lineSync // what waits for its fsync (logsync.go)
+	syncErrLogged atomic.Bool
 }
 
 // NewLineLog returns a log at dir/name rotated at maxMB megabytes, keeping
-// backups rotated copies, counting in reg (required). Write failures are
+// backups rotated copies, its lines fsynced within syncEvery of their write
+// (0: a second), counting in reg (required). Write and sync failures are
 // logged to log (nil: discarded).
-func NewLineLog(dir, name string, maxMB, backups int, log *slog.Logger, reg *counters.Registry) *LineLog {
+func NewLineLog(dir, name string, maxMB, backups int, syncEvery time.Duration, log *slog.Logger, reg *counters.Registry) *LineLog {
 	counters.Need(reg, "sink.NewLineLog's registry")
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -77,7 +83,7 @@ func NewLineLog(dir, name string, maxMB, backups int, log *slog.Logger, reg *cou
 		MaxBackups: backups,
 		LocalTime:  true,
 	}, path: path, log: log, retryEvery: lineRetryEvery, stop: make(chan struct{}), unchecked: true,
-		counts: reg}
+		counts: reg, sync: lineSync{every: cmp.Or(max(syncEvery, 0), defaultLineSyncEvery), sync: (*os.File).Sync, syncDir: SyncDir}}
 }
 
 // Line appends one line; a trailing newline is added. When the file cannot
@@ -153,6 +159,7 @@ func (l *LineLog) writeLocked(b []byte) error {
 		}
 		return fmt.Errorf("write %s: %w", l.path, err)
 	}
+	l.wroteLocked()
 	return nil
 }
 
@@ -244,9 +251,9 @@ func (l *LineLog) Reopen() error {
 	return l.w.Close()
 }
 
-// Close writes what it can of the kept lines and closes the file for good;
-// later lines are refused. Kept lines that still cannot be written are
-// counted as lost and logged.
+// Close writes what it can of the kept lines, fsyncs the lines written, and
+// closes the file for good; later lines are refused. Kept lines that still
+// cannot be written are counted as lost and logged.
 func (l *LineLog) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -264,8 +271,15 @@ func (l *LineLog) Close() error {
 		l.pendingN.Store(0)
 	}
 	err := l.w.Close()
+	if l.sync.timer != nil {
+		l.sync.timer.Stop()
+		l.sync.timer = nil
+	}
+	files, dirNew := l.takeSyncLocked()
+	running := l.sync.running
 	l.mu.Unlock()
 	l.wg.Wait()
+	l.closeSync(files, dirNew, running)
 	return err
 }
 

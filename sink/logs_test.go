@@ -44,7 +44,7 @@ func statsOf(l *LineLog) lineStats {
 // and the lines waiting while a line is stuck in write(2) on a stalled disk.
 func TestLineLogCountsDoNotWaitForTheDisk(t *testing.T) {
 	reg := counters.New()
-	l := NewLineLog(t.TempDir(), "events.log", 1, 1, nil, reg)
+	l := NewLineLog(t.TempDir(), "events.log", 1, 1, 0, nil, reg)
 	w := &blockingWriter{entered: make(chan struct{}), release: make(chan struct{})}
 	l.w = w
 	done := make(chan error)

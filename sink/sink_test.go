@@ -455,7 +455,7 @@ func TestCollectHostFromFiles(t *testing.T) {
 
 func TestLineLogReopen(t *testing.T) {
 	dir := t.TempDir()
-	l := NewLineLog(dir, "events.log", 50, 3, nil, counters.New())
+	l := NewLineLog(dir, "events.log", 50, 3, 0, nil, counters.New())
 	l.Line("one")
 	os.Rename(filepath.Join(dir, "events.log"), filepath.Join(dir, "events.log.old"))
 	l.Reopen()
@@ -559,7 +559,7 @@ func TestCompressionNeverReplacesAnExistingGz(t *testing.T) {
 
 func TestLineLogRefusesAfterClose(t *testing.T) {
 	dir := t.TempDir()
-	l := NewLineLog(dir, "events.log", 50, 3, nil, counters.New())
+	l := NewLineLog(dir, "events.log", 50, 3, 0, nil, counters.New())
 	l.Line("one")
 	l.Close()
 	os.Rename(filepath.Join(dir, "events.log"), filepath.Join(dir, "moved"))

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
@@ -78,14 +79,49 @@ func readEach(b *strings.Builder, dir string, names []string, show func(string) 
 	}
 }
 
-// readFile is a diagnostic that reads one small file under HostRoot.
+// errReadStuck is a driver file not read because an earlier read of it has
+// not come back yet.
+var errReadStuck = errors.New("not read: an earlier read of this file is still stuck in the kernel")
+
+// readFile is a diagnostic that reads one small file under HostRoot. A
+// driver's file can block its reader for good (/proc/driver/nvidia/gpus/<bus
+// id>/information on a wedged GPU), so the read runs on its own goroutine
+// and is waited for only until ctx is done (the command timeout), as
+// ExecRunner waits for a program. A read that did not come back by then is
+// left behind, and until it does that file is not read again (errReadStuck,
+// said in the snapshot): one blocked thread and descriptor per file, not
+// one more per snapshot.
 func (m *Manager) readFile(rel ...string) func(context.Context) ([]byte, error) {
-	return func(context.Context) ([]byte, error) {
-		b, err := readSmall(m.hostPath(rel...))
-		if err != nil {
-			return nil, errors.New(fileErr(err))
+	path := m.hostPath(rel...)
+	return func(ctx context.Context) ([]byte, error) {
+		n, _ := m.stuckReads.LoadOrStore(path, new(atomic.Int32)) // a path at 0 stays: the files are few
+		stuck := n.(*atomic.Int32)
+		if stuck.Load() > 0 {
+			return nil, errReadStuck
 		}
-		return b, nil
+		type answer struct {
+			b   []byte
+			err error
+		}
+		ch := make(chan answer, 1)
+		go func() {
+			b, err := readSmall(path)
+			ch <- answer{b, err}
+		}()
+		select {
+		case a := <-ch:
+			if a.err != nil {
+				return nil, errors.New(fileErr(a.err))
+			}
+			return a.b, nil
+		case <-ctx.Done():
+		}
+		stuck.Add(1) // until the read comes back
+		go func() {
+			<-ch
+			stuck.Add(-1)
+		}()
+		return nil, fmt.Errorf("read abandoned: %w", ctx.Err())
 	}
 }
 

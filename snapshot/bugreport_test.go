@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
@@ -91,5 +93,50 @@ func TestRestrictedDmesgFallsBackToTheJournal(t *testing.T) {
 	r = runJob(context.Background(), m.cfg.CommandTimeout, m.kernelLogJob(kernelFilter{}).run)
 	if !strings.Contains(r.status, "dmesg: exit status 1 (and journalctl -k -b 0 instead: journalctl: not installed (Debian package systemd))") {
 		t.Errorf("status %q", r.status)
+	}
+}
+
+// A driver file whose read blocks (a FIFO here; /proc/driver/nvidia on a
+// wedged GPU) holds its section for the command timeout, not the whole
+// diagnostics' bound, and while that read has not come back the next
+// snapshot does not start another one: it says why.
+func TestStuckDriverFileNotReadAgain(t *testing.T) {
+	host := fakeHost(t)
+	version := filepath.Join(host, "proc/driver/nvidia/version")
+	if err := os.Remove(version); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(version, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := newTestManager(t, func(c *Config) {
+		c.HostRoot = host
+		c.CommandTimeout = 50 * time.Millisecond
+		c.DiagnosticsTimeout = 3 * time.Second
+	})
+	t.Cleanup(func() { // a writer's open and close end the blocked read
+		if f, err := os.OpenFile(version, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+	})
+	const title = "NVIDIA driver version (/proc/driver/nvidia/version)"
+	section := func(secs []Section) string {
+		for _, s := range secs {
+			if s.Title == title {
+				return s.Body
+			}
+		}
+		t.Fatalf("no section %q", title)
+		return ""
+	}
+	start := time.Now()
+	first := section(m.diagnose("00000000:4B:00.0", false))
+	if took := time.Since(start); took > 2*time.Second || first != "(timed out after 50ms)\n" {
+		t.Errorf("first snapshot took %v, its section %q; want the command timeout's", took, first)
+	}
+	start = time.Now()
+	second := section(m.diagnose("00000000:4B:00.0", false))
+	if took := time.Since(start); took > 2*time.Second || !strings.Contains(second, "(failed: not read: an earlier read of this file is still stuck") {
+		t.Errorf("second snapshot took %v, its section %q; want the read not started again", took, second)
 	}
 }

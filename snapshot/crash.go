@@ -43,7 +43,7 @@ func (m *Manager) Crash(req CrashRequest) bool {
 		return false
 	}
 	if !m.hand() {
-		m.unname(d)
+		m.unname(d, "asked for after the snapshot writer closed")
 		return false
 	}
 	req.Header.fill(d.gpu, d.Suppressed, crashTitle, d.at)
@@ -69,7 +69,8 @@ func (m *Manager) crash(req *CrashRequest, start time.Time) {
 	req.events = m.incidentEvents(inc, d.idx)
 	path := m.save("crash", gpu, 1, m.crashDir, d.base,
 		renderCrash(req, nil, m.cfg.DiagnosticsTimeout), t0, crashesWritten)
-	if path == "" {
+	if path == "" { // save counted and logged the failure
+		m.unname(d, "stage 1 could not be written")
 		return
 	}
 	m.mu.Lock()

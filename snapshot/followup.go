@@ -92,10 +92,7 @@ func (m *Manager) followUps(ctx context.Context, gpu int, incident string, h *He
 			}
 		}
 		if ctx.Err() != nil {
-			left := len(m.cfg.FollowUps) - i
-			m.counts.Add(followUpsCanceled, uint64(left))
-			m.log.Info("crash follow-ups canceled", "gpu", gpu, "incident", incident,
-				"canceled", left, "why", context.Cause(ctx).Error())
+			m.followUpsCanceled(gpu, incident, len(m.cfg.FollowUps)-i, context.Cause(ctx).Error())
 			return
 		}
 		t0 := time.Now()
@@ -106,4 +103,14 @@ func (m *Manager) followUps(ctx context.Context, gpu int, incident string, h *He
 		data := renderFollowUp(h, incident, off, m.cfg.Now(), headline, append([]Section{events}, diags...))
 		m.save("follow-up", gpu, 0, m.crashDir, followUpName(incident, off), data, t0, followUpsWritten)
 	}
+}
+
+// followUpsCanceled counts and logs n follow-ups of the incident that will
+// not be taken, and why.
+func (m *Manager) followUpsCanceled(gpu int, incident string, n int, why string) {
+	if n == 0 {
+		return
+	}
+	m.counts.Add(followUpsCanceled, uint64(n))
+	m.log.Info("crash follow-ups canceled", "gpu", gpu, "incident", incident, "canceled", n, "why", why)
 }

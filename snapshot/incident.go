@@ -51,6 +51,11 @@ func (st *crashState) decide(gpu int, ev Event, now time.Time, cooldown time.Dur
 		d.Burst, d.Suppressed, d.CooldownLeft = burst, st.suppressed, left
 		return d
 	}
+	if !ok {
+		// An escalation is not a suppression: it must not use up the
+		// burst's logged suppressions (Decide logs the first few).
+		st.cool.Pass()
+	}
 	d.Accepted, d.Escalation, d.Suppressed, d.prevNewest = true, !ok, st.suppressed, inc.newest
 	d.base = st.name(baseName("crash", now, gpu))
 	inc.wrote(idx, d.base+".log") // corrected once written, should the disk hold that name already

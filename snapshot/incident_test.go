@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -197,8 +198,9 @@ func TestDecideIsPure(t *testing.T) {
 		{"a repeat is suppressed", time.Second, fault, false, false, 1, 1, 59 * time.Second, "crash-20260301-120000.000-gpu2", "crash-20260301-120000.000-gpu2"},
 		{"a worse stage escalates", 2 * time.Second, firmware, true, true, 0, 1, 0, "crash-20260301-120000.000-gpu2", "crash-20260301-120002.000-gpu2"},
 		{"same millisecond, worse again", 2 * time.Second, lost, true, true, 0, 1, 0, "crash-20260301-120000.000-gpu2", "crash-20260301-120002.000-gpu2-2"},
-		// The burst counts every event of the window the cooldown held, the escalations too.
-		{"nothing worse than lost", 3 * time.Second, lost, false, false, 4, 2, 57 * time.Second, "crash-20260301-120000.000-gpu2", "crash-20260301-120002.000-gpu2-2"},
+		// The burst counts the events the cooldown held back in its window
+		// (the repeat and this one), not the escalations it let through.
+		{"nothing worse than lost", 3 * time.Second, lost, false, false, 2, 2, 57 * time.Second, "crash-20260301-120000.000-gpu2", "crash-20260301-120002.000-gpu2-2"},
 		{"after the cooldown, a new incident", 2 * time.Minute, fault, true, false, 0, 2, 0, "crash-20260301-120200.000-gpu2", "crash-20260301-120200.000-gpu2"},
 	}
 	var st crashState
@@ -216,5 +218,38 @@ func TestDecideIsPure(t *testing.T) {
 				"want %v %v %d %d %s %q %q", s.name, d.Accepted, d.Escalation, d.Burst, d.Suppressed, d.CooldownLeft, d.Incident, d.Snapshot,
 				s.accepted, s.escalate, s.burst, s.suppressed, s.left, s.incident, wantSnap)
 		}
+	}
+}
+
+// Escalations accepted inside the cooldown are not suppressions: after an
+// Xid 13, 62, 119, 79 story the next event held back is the first of the
+// burst (Burst 1), logged, and so are the next ones up to the logged limit.
+func TestEscalationsAreNotSuppressions(t *testing.T) {
+	rec := &recorder{}
+	m, clk := newTestManager(t, func(c *Config) { c.Logger = slog.New(rec) })
+	for _, ev := range []Event{
+		{Reason: "xid13", Stage: StageApplication},
+		{Reason: "xid62", Stage: StageFault},
+		{Reason: "xid119", Stage: StageFirmware},
+		{Reason: "xid79", Stage: StageLost},
+	} {
+		if d := m.Decide(0, ev); !d.Accepted {
+			t.Fatalf("%s not accepted", ev.Reason)
+		}
+		clk.Advance(time.Second)
+	}
+	for i := range loggedSuppressions + 1 {
+		d := m.Decide(0, Event{Reason: "xid79 again", Stage: StageLost})
+		if d.Accepted || d.Burst != uint64(i+1) || d.Suppressed != uint64(i+1) {
+			t.Errorf("suppressed event %d: accepted %v, burst %d, suppressed %d; want a burst of %d", i, d.Accepted, d.Burst, d.Suppressed, i+1)
+		}
+		clk.Advance(time.Second)
+	}
+	logged := rec.messages(slog.LevelWarn, "crash snapshot suppressed by cooldown")
+	if len(logged) != loggedSuppressions || logged[0]["count"] != uint64(1) {
+		t.Errorf("suppressions logged %v, want %d, the first with count 1", logged, loggedSuppressions)
+	}
+	if c := counted(m); c["crash_snapshots_suppressed"] != loggedSuppressions+1 || c["crash_escalations"] != 3 {
+		t.Errorf("counters %v", c)
 	}
 }

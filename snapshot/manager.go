@@ -91,8 +91,9 @@ type Manager struct {
 	follow     context.Context // cancelled as Close starts: no follow-up starts after that
 	stopFollow context.CancelCauseFunc
 
-	wg     sync.WaitGroup     // one per request handed to Crash or Spike, until its last file
-	counts *counters.Registry // Config.Counters
+	wg         sync.WaitGroup     // one per request handed to Crash or Spike, until its last file
+	stuckReads sync.Map           // driver file path -> *atomic.Int32: reads abandoned, not yet back (readFile)
+	counts     *counters.Registry // Config.Counters
 
 	mu        sync.Mutex
 	closed    bool
@@ -194,15 +195,19 @@ func (m *Manager) Lost(d Decision, why string) {
 		return
 	}
 	m.counts.Inc(snapshotFailures)
-	path := m.unname(d)
+	path := filepath.Join(m.crashDir, d.base+".log")
 	m.log.Warn("snapshot abandoned before it was built", "kind", "crash", "gpu", d.gpu, "path", path,
 		"incident", d.Incident, "why", why)
+	m.unname(d, why)
 }
 
-// unname takes back what Decide gave d, which will not be written: the
-// follow-ups of the incident it began, its file in the incident. It returns
-// the file's path.
-func (m *Manager) unname(d Decision) string {
+// unname takes back what Decide gave d, whose file will not be written
+// (Lost, a request refused at shutdown, a stage-1 write that failed; the
+// caller counted and logged that): the incident no longer names the file,
+// so later events and escalations do not point at a missing one, and the
+// follow-ups of the incident it began are cancelled, counted and logged
+// (they were never started).
+func (m *Manager) unname(d Decision, why string) {
 	path := filepath.Join(m.crashDir, d.base+".log")
 	m.mu.Lock()
 	stop := d.inc.stopFollow
@@ -215,8 +220,8 @@ func (m *Manager) unname(d Decision) string {
 	m.mu.Unlock()
 	if !d.Escalation && stop != nil {
 		stop(nil)
+		m.followUpsCanceled(d.gpu, path, len(m.cfg.FollowUps), "its crash snapshot was not written: "+why)
 	}
-	return path
 }
 
 // Attach adds ev, found after the GPU's critical event (a CPER record), to
@@ -258,16 +263,27 @@ func (m *Manager) Incident(gpu int) (id, snapshot string) {
 func (m *Manager) DecideSpike(gpu int) Decision {
 	now := m.cfg.Now()
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.closed {
 		m.counts.Inc(refusedClosed)
+		m.mu.Unlock()
 		return Decision{Closed: true}
 	}
-	if ok, burst, left := m.spikeCool.Allow(now, m.cfg.SpikeCooldown); !ok {
-		m.log.Debug("spike snapshot suppressed by cooldown", "gpu", gpu, "count", burst)
-		return Decision{Burst: burst, Suppressed: m.counts.Add(spikesSuppressed, 1), CooldownLeft: left}
+	ok, burst, left := m.spikeCool.Allow(now, m.cfg.SpikeCooldown)
+	if ok {
+		m.mu.Unlock()
+		return Decision{Accepted: true, Suppressed: m.counts.Load(spikesSuppressed), gpu: gpu, at: now}
 	}
-	return Decision{Accepted: true, Suppressed: m.counts.Load(spikesSuppressed), gpu: gpu, at: now}
+	d := Decision{Burst: burst, Suppressed: m.counts.Add(spikesSuppressed, 1), CooldownLeft: left}
+	m.mu.Unlock()
+	// The first of a burst is said; the rest of it only counted (fans ramp
+	// on several GPUs of a chassis at once).
+	level := slog.LevelDebug
+	if burst == 1 {
+		level = slog.LevelInfo
+	}
+	m.log.Log(context.Background(), level, "spike snapshot suppressed by cooldown", "gpu", gpu, "count", burst,
+		"suppressed_total", d.Suppressed, "cooldown_left", left)
+	return d
 }
 
 // hand counts a request in the writers Close waits for, or, after Close,

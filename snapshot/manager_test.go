@@ -564,3 +564,49 @@ func TestHeaderFanGuardLine(t *testing.T) {
 		t.Errorf("a header without the guard:\n%s", without.String())
 	}
 }
+
+// A crash snapshot whose stage 1 cannot be written is lost as one dropped
+// before it was built (Lost) is: the incident no longer names the file, and
+// the follow-ups of the incident it began are cancelled, counted and logged
+// instead of vanishing with it.
+func TestStage1FailureUnnamesAndCancelsFollowUps(t *testing.T) {
+	rec := &recorder{}
+	m, _ := newTestManager(t, func(c *Config) {
+		c.Logger = slog.New(rec)
+		c.FollowUps = []time.Duration{time.Millisecond, time.Hour}
+	})
+	m.files.Ops.Write = func(*os.File, []byte) (int, error) { return 0, errors.New("input/output error") }
+	d := crash(m, 0, testEvent, testCrashRequest)
+	closeManager(t, m)
+	if c := counted(m); c["snapshot_failures"] != 1 || c["follow_ups_canceled"] != 2 || c["follow_ups"] != 0 {
+		t.Errorf("counters %v; want 1 failure, the 2 follow-ups cancelled", c)
+	}
+	if id, snap := m.Incident(0); id != d.Incident || snap != "" {
+		t.Errorf("incident %q names %q after its snapshot failed; want %q naming none", id, snap, d.Incident)
+	}
+	if got := rec.messages(slog.LevelInfo, "crash follow-ups canceled"); len(got) != 1 || got[0]["canceled"] != int64(2) {
+		t.Errorf("cancelled follow-ups logged as %v", got)
+	}
+	// A later event of the incident points at no missing file either.
+	if later := m.Decide(0, Event{Reason: "xid79 again", Stage: StageLost}); later.Accepted || later.Snapshot != "" {
+		t.Errorf("a later event: accepted %v, snapshot %q; want suppressed, naming none", later.Accepted, later.Snapshot)
+	}
+}
+
+// The first spike snapshot the cooldown holds back is said at Info (the
+// rest of its burst only at Debug, all counted).
+func TestSpikeSuppressionLogged(t *testing.T) {
+	rec := &recorder{}
+	m, _ := newTestManager(t, func(c *Config) { c.Logger = slog.New(rec) })
+	for gpu := range 3 {
+		spike(m, gpu, nil)
+	}
+	closeManager(t, m)
+	info := rec.messages(slog.LevelInfo, "spike snapshot suppressed by cooldown")
+	if len(info) != 1 || info[0]["gpu"] != int64(1) || info[0]["count"] != uint64(1) {
+		t.Errorf("suppressions said at Info: %v, want the first (gpu 1)", info)
+	}
+	if c := counted(m); c["spike_snapshots_suppressed"] != 2 {
+		t.Errorf("counters %v", c)
+	}
+}

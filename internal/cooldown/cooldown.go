@@ -29,3 +29,13 @@ func (c *Cooldown) Allow(now time.Time, period time.Duration) (ok bool, held uin
 	c.last, c.any, c.held = now, true, 0
 	return true, held, 0
 }
+
+// Pass lets through after all the one Allow just held back (a crash
+// incident's escalation): it no longer counts as held back, so the next one
+// held back is the first of the burst again, and the period still runs from
+// the last one Allow let through.
+func (c *Cooldown) Pass() {
+	if c.held > 0 {
+		c.held--
+	}
+}

@@ -44,3 +44,17 @@ func TestAllow(t *testing.T) {
 		})
 	}
 }
+
+// One passed after all (an escalation) is not counted as held back; the
+// period still runs from the last one Allow let through.
+func TestPass(t *testing.T) {
+	var c Cooldown
+	c.Allow(t0, time.Minute)
+	if ok, held, _ := c.Allow(t0.Add(time.Second), time.Minute); ok || held != 1 {
+		t.Fatalf("Allow = %v, %d; want held back, 1", ok, held)
+	}
+	c.Pass()
+	if ok, held, left := c.Allow(t0.Add(2*time.Second), time.Minute); ok || held != 1 || left != 58*time.Second {
+		t.Errorf("after Pass: Allow = %v, %d, %v; want held back, 1, 58s", ok, held, left)
+	}
+}

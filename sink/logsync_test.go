@@ -1,0 +1,206 @@
+package sink
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
+)
+
+// syncWatch records what a line log fsyncs: the files (as their FileInfo,
+// to compare inodes) and the directories. A sync blocks while hold is set.
+type syncWatch struct {
+	mu    sync.Mutex
+	files []os.FileInfo
+	dirs  []string
+	err   error         // returned by every sync
+	hold  chan struct{} // a sync waits for it to close; nil: none waits
+	in    chan struct{} // told (without blocking) when a sync begins
+}
+
+func watchSyncs(l *LineLog) *syncWatch {
+	w := &syncWatch{in: make(chan struct{}, 16)}
+	l.sync.sync = func(f *os.File) error {
+		select {
+		case w.in <- struct{}{}:
+		default:
+		}
+		w.mu.Lock()
+		hold := w.hold
+		w.mu.Unlock()
+		if hold != nil {
+			<-hold
+		}
+		fi, err := f.Stat()
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if err == nil {
+			w.files = append(w.files, fi)
+		}
+		if w.err != nil {
+			return w.err
+		}
+		return f.Sync()
+	}
+	l.sync.syncDir = func(dir string) error {
+		w.mu.Lock()
+		w.dirs = append(w.dirs, dir)
+		err := w.err
+		w.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		return SyncDir(dir)
+	}
+	return w
+}
+
+// began waits for a sync to begin.
+func (w *syncWatch) began(t *testing.T) {
+	t.Helper()
+	select {
+	case <-w.in:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no fsync began within 10s")
+	}
+}
+
+// synced reports whether the file at path was fsynced, and the directory.
+func (w *syncWatch) synced(t *testing.T, path string) (file, dir bool) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, s := range w.files {
+		file = file || os.SameFile(s, fi)
+	}
+	for _, d := range w.dirs {
+		dir = dir || d == filepath.Dir(path)
+	}
+	return file, dir
+}
+
+// armed reports whether a sync timer waits.
+func syncArmed(l *LineLog) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.sync.timer != nil
+}
+
+// TestLineLogSyncsWithinItsBound: a line reaches the disk (its file is
+// fsynced, and the directory, as the file is new) within the bound, with no
+// Close; nothing is armed before the first line or after its sync, so a log
+// nothing is written to wakes nobody. Before, a line log was never fsynced:
+// a host that froze seconds after an Xid 79 lost its events.log lines.
+func TestLineLogSyncsWithinItsBound(t *testing.T) {
+	for _, name := range lineLogs {
+		t.Run(name, func(t *testing.T) {
+			l := NewLineLog(t.TempDir(), name, 1, 1, 20*time.Millisecond, nil, counters.New())
+			defer l.Close()
+			w := watchSyncs(l)
+			if syncArmed(l) {
+				t.Error("a sync is armed before any line was written")
+			}
+			if err := l.Line("time=1 type=Xid xid=79"); err != nil {
+				t.Fatal(err)
+			}
+			if !testutil.WaitUntil(10*time.Second, func() bool { f, d := w.synced(t, l.Path()); return f && d }) {
+				t.Fatalf("the line's file and directory not fsynced within 10s of a 20ms bound")
+			}
+			if !testutil.WaitUntil(10*time.Second, func() bool { return !syncArmed(l) }) {
+				t.Error("a sync is still armed after the only line was synced")
+			}
+		})
+	}
+}
+
+// TestLineLogSyncsAcrossARotation: lumberjack renames the file inside a
+// Write; the lines written before it are in the renamed file, which is
+// fsynced too, with the directory (its new entries), at Close.
+func TestLineLogSyncsAcrossARotation(t *testing.T) {
+	dir := t.TempDir()
+	l := NewLineLog(dir, "events.log", 1, 1, time.Hour, nil, counters.New()) // only Close syncs
+	w := watchSyncs(l)
+	line := strings.Repeat("x", 4000)
+	for range 300 { // 1.2 MB: one rotation at 1 MB
+		if err := l.Line(line); err != nil {
+			t.Fatal(err)
+		}
+	}
+	backups, _ := filepath.Glob(filepath.Join(dir, "events-*.log"))
+	if len(backups) != 1 {
+		t.Fatalf("backups %v, want one rotation", backups)
+	}
+	if f, _ := w.synced(t, backups[0]); f {
+		t.Fatal("synced before Close with an hour's bound")
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{backups[0], l.Path()} {
+		if f, d := w.synced(t, p); !f || !d {
+			t.Errorf("%s: file synced %v, directory %v; want both at Close", filepath.Base(p), f, d)
+		}
+	}
+}
+
+// TestLineLogWriterNeverWaitsOnTheSync: while an fsync is stuck on the disk,
+// lines are still written at once; they are synced once it comes back.
+func TestLineLogWriterNeverWaitsOnTheSync(t *testing.T) {
+	l := NewLineLog(t.TempDir(), "events.log", 1, 1, 10*time.Millisecond, nil, counters.New())
+	defer l.Close()
+	w := watchSyncs(l)
+	hold := make(chan struct{})
+	w.hold = hold
+	if err := l.Line("time=1 first"); err != nil {
+		t.Fatal(err)
+	}
+	w.began(t) // the sync is on the "disk"
+	done := make(chan error)
+	go func() { done <- l.Line("time=2 second") }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute): // not a timing assertion: a minute means Line waits for the sync
+		t.Fatal("Line waited for a stuck fsync")
+	}
+	w.mu.Lock()
+	w.hold = nil
+	w.mu.Unlock()
+	close(hold)
+	w.began(t) // the second line's sync, armed once the first came back
+}
+
+// TestLineLogSyncFailureCounted: a failed fsync is counted in
+// log_sync_errors, and only the first is logged.
+func TestLineLogSyncFailureCounted(t *testing.T) {
+	var logs testutil.LogBuf
+	reg := counters.New()
+	l := NewLineLog(t.TempDir(), "summary.log", 1, 1, time.Hour, logs.Logger(), reg)
+	w := watchSyncs(l)
+	w.err = syscall.EIO
+	if err := l.Line("time=1 summary"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
+		t.Fatal(err)
+	}
+	if n := reg.Load(lineSyncErrors); n != 2 { // the file and its new directory entry
+		t.Errorf("log_sync_errors = %d, want 2", n)
+	}
+	if n := strings.Count(logs.String(), "fsync of a log file failed"); n != 1 {
+		t.Errorf("failure logged %d times, want once:\n%s", n, logs.String())
+	}
+}
