@@ -29,7 +29,8 @@ import (
 const defaultLineSyncEvery = time.Second
 
 // closeLineSyncWait bounds how long Close waits for a sync already on the
-// disk: a hung disk must not hold up shutdown.
+// disk before it syncs what is left itself. That last fsync is not bounded:
+// on a disk that never answers it blocks, as the CSV's Close does before it.
 const closeLineSyncWait = 200 * time.Millisecond
 
 // lineSync is a line log's durability state, under its mu.
