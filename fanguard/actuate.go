@@ -112,10 +112,10 @@ func (g *Guard) step() bool {
 		g.mu.Unlock()
 	}()
 	if len(g.restore) > 0 {
-		fans := g.restore
+		fans, holding := g.restore, g.have.fans
 		g.restore = nil
 		g.mu.Unlock()
-		g.restorePrevious(fans)
+		g.restorePrevious(fans, holding)
 		return true
 	}
 	if g.ph == phaseStarting {
@@ -222,11 +222,18 @@ func (g *Guard) release(have applied, temp reading.Opt[uint32], why string) bool
 }
 
 // restorePrevious hands back the fans a previous run held and did not
-// return (killed, crashed): before the guard does anything else.
+// return (killed, crashed): before the guard does anything else. The first
+// holding fans are this run's already (a UUID known only after the guard
+// took them, Restore): they are handed back with the guard's own, and stay
+// recorded as held.
 // A failed call has the fans not handed back yet tried again once its
 // back-off has passed; a refusal, a lost or hung GPU leaves them in
 // run-state for the next start or `gpu-telemetry fan-guard release`.
-func (g *Guard) restorePrevious(fans []int) {
+func (g *Guard) restorePrevious(fans []int, holding int) {
+	fans = slices.DeleteFunc(slices.Clone(fans), func(i int) bool { return i < holding })
+	if len(fans) == 0 {
+		return
+	}
 	for k, i := range fans {
 		ok, err := g.call("nvmlDeviceSetDefaultFanSpeed_v2", func() error { return g.o.Driver.SetDefault(i) })
 		if !ok {
@@ -242,7 +249,11 @@ func (g *Guard) restorePrevious(fans []int) {
 		}
 		g.event(Event{Kind: EventReleased, Fan: i, Reason: "held by the previous run"})
 	}
-	g.held(nil)
+	var still []int // this run's, recorded again: the previous run's record of the GPU is gone
+	if holding > 0 {
+		still = fanList(holding)
+	}
+	g.held(still)
 	g.log.Warn("fan guard: the previous run held these fans and did not hand them back (killed or crashed); handed back to the firmware first",
 		"fans", fanInts(fans))
 }

@@ -237,6 +237,29 @@ func (g *Guard) FactsKnown(fans int, restore []int) {
 	g.poke()
 }
 
+// Restore hands back fans a previous run held of the GPU whose UUID became
+// known after its other facts (FactsKnown came without them): first, as
+// Start's. A guard that no longer calls the driver (refused, hung, lost,
+// stopped) leaves them, logged: run-state keeps them for the next start.
+func (g *Guard) Restore(fans []int) {
+	if len(fans) == 0 {
+		return
+	}
+	g.mu.Lock()
+	g.restore = append(g.restore, fans...)
+	if g.ph == phaseFanless {
+		g.ph = phaseStarting // a fan count of 0 with fans to hand back: as Start's
+	}
+	ph := g.ph
+	g.mu.Unlock()
+	if ph > phaseReady {
+		g.log.Warn("fan guard: the previous run held fans of this GPU; the guard makes no more calls, so they are left as they are (run-state keeps them: gpu-telemetry fan-guard release)",
+			"fans", fanInts(fans), "state", phaseNames[ph])
+		return
+	}
+	g.poke()
+}
+
 func (g *Guard) poke() {
 	select {
 	case g.kick <- struct{}{}:

@@ -534,3 +534,43 @@ func TestGuardInversionWhileHolding(t *testing.T) {
 		}
 	})
 }
+
+// The fans a previous run held of a GPU whose UUID became known after its
+// other facts (Restore) are handed back when told, whatever the guard is
+// doing: watching (after the limits were read), with no fans known
+// (fanless), or holding fans itself (taken in the moment between the UUID
+// being read and its claim: those are this run's, handed back with its
+// own and still recorded as held, never set to the firmware under it).
+func TestGuardRestoreAfterTheFacts(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		fans    int
+		hot     bool
+		restore []int
+		want    []string
+	}{
+		{"watching", 2, false, []int{1}, []string{"limits", "default 1", "held []"}},
+		{"fanless", 0, false, []int{0}, []string{"default 0", "held []", "limits"}},
+		{"holding", 2, true, []int{1}, []string{"limits", "held [0 1]", "set 0 72", "set 1 72"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newRig(t, DefaultConfig())
+				r.g.Start(tc.fans, nil)
+				synctest.Wait()
+				if tc.hot {
+					r.sample(73)
+					r.sample(73)
+				}
+				r.g.Restore(tc.restore)
+				synctest.Wait()
+				r.wantCalls(tc.want...)
+				if tc.hot {
+					if v := r.g.View(); !v.Holding() {
+						t.Errorf("view %+v, want holding", v)
+					}
+				}
+			})
+		})
+	}
+}

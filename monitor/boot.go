@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -135,24 +136,32 @@ func (m *Monitor) recordMaxLinks() {
 	}
 }
 
-// lateBoard runs once a GPU stuck at start has answered: its board is
-// compared with the previous run's (INVENTORY) and written to run-state,
-// the boards held back at start raised if it is not one of them, and,
+// lateBoard runs once a GPU stuck at start has answered, and again once
+// its UUID or bus id, unread until then, is known (lateFacts): its board
+// is written to run-state and, when its UUID has just become known
+// (identified), compared with the previous run's (INVENTORY: once, and
+// not when the start compared it already, run-state's boards having it);
+// the boards held back at start are raised if it is not one of them, and,
 // once every GPU is identified, the boards an earlier run missed
 // (missingFromState, which could not tell them at start); before
 // startBootCheck, which does all of it for every board known by then,
 // nothing.
-func (m *Monitor) lateBoard(gs *gpuState) {
+func (m *Monitor) lateBoard(gs *gpuState, identified bool) {
 	prev, begun := m.runState.Previous()
 	if !begun {
 		return
 	}
-	if prev.State.GPUs != nil {
-		m.eventLine(sink.IdentifyLate(prev.State.GPUs, csvColumns(gs.idx, gs.g.Info()).Board).Event(time.Now()))
-	}
-	boards := m.boards()
-	if err := m.runState.Save(func(s *runstate.State) bool { s.GPUs, s.VBIOS = boards, m.vbios(); return true }); err != nil {
+	b := csvColumns(gs.idx, gs.g.Info()).Board
+	boards, compared := m.boards(), false
+	if err := m.runState.Save(func(s *runstate.State) bool {
+		compared = slices.ContainsFunc(s.GPUs, func(o sink.Board) bool { return o.UUID == b.UUID })
+		s.GPUs, s.VBIOS = boards, m.vbios()
+		return true
+	}); err != nil {
 		m.log.Warn("cannot record the GPU that answered late in run-state; the next start will not compare it", "error", err)
+	}
+	if identified && !compared && b.UUID != "" && prev.State.GPUs != nil {
+		m.eventLine(sink.IdentifyLate(prev.State.GPUs, b).Event(time.Now()))
 	}
 	if missing := m.runState.HeldMissing(boards); len(missing) > 0 {
 		for _, c := range missing {

@@ -75,7 +75,8 @@ func (m *Monitor) saveFansHeld(uuid string, fans []int) error {
 // run-state until handed back (runstate.Begin kept them), each guard hands
 // back its GPU's first (runstate.Saver.ClaimFans), and then it watches. A
 // GPU whose static facts are not known yet (it did not answer at start) is
-// not touched until they are (staticKnown). Without --fan-guard nothing
+// not touched until they are, nor the previous run's fans of a GPU whose
+// UUID is not known yet handed back until it is (lateFacts). Without --fan-guard nothing
 // is touched: one WARN says how to hand them back.
 func (m *Monitor) startFanGuards() {
 	if m.cfg.FanGuard == nil {
@@ -89,10 +90,14 @@ func (m *Monitor) startFanGuards() {
 	for _, gs := range m.gpus {
 		if !gs.g.FactsKnown() {
 			late++
-			gs.fan.Start(-1, nil) // staticKnown starts it
+			gs.fan.Start(-1, nil) // lateFacts starts it
 			continue
 		}
-		gs.fan.Start(gs.g.Info().NumFans, m.runState.ClaimFans(gs.g.Info().UUID))
+		uuid := gs.g.Info().UUID
+		if uuid == "" {
+			late++ // its UUID unread at start: lateFacts claims its fans once it is read
+		}
+		gs.fan.Start(gs.g.Info().NumFans, m.runState.ClaimFans(uuid))
 	}
 	rest := m.runState.UnclaimedFans()
 	if len(rest) == 0 {

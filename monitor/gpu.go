@@ -53,7 +53,7 @@ type gpuState struct {
 	fails     int
 	lost      bool
 	lostRetry time.Duration
-	late      bool // static facts not known at start: handle checks until they are
+	known     known // what the monitor has built from the GPU's static facts (lateFacts)
 
 	// Shared.
 	nextTry   atomic.Int64 // Config.mono (ns) before which the poll loop does not dispatch (backOff); 0: none
@@ -110,7 +110,7 @@ func newGPUState(m *Monitor, g *sampler.GPU) *gpuState {
 	gs := &gpuState{m: m, g: g, idx: idx, tr: anomaly.NewTracker(idx, cfg.Anomaly),
 		log: m.log.With("gpu", idx), pending: make([]int64, 0, 8), skipped: make([]instant, 0, skips),
 		slot: live.NewSlot(g.Info()), finished: -1}
-	gs.late = !g.FactsKnown()
+	gs.known = knownAtStart(g)
 	gs.w = sampler.NewWorker(g, gs.handle, cfg.mono())
 	gs.fan = m.newFanGuard(gs)
 	return gs
@@ -162,9 +162,8 @@ func (gs *gpuState) takeXids(s *reading.Sample) {
 // snapshots come last, once the sample is a row and published: their rows
 // end with it and their headers count it.
 func (gs *gpuState) handle(s *reading.Sample) {
-	if gs.late && gs.g.FactsKnown() {
-		gs.late = false
-		gs.m.staticKnown(gs)
+	if !gs.known.all() {
+		gs.m.lateFacts(gs)
 	}
 	stalled, critical := gs.classify(s)
 	gs.takeXids(s)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
@@ -87,17 +88,58 @@ func (m *Monitor) runInventory(ctx context.Context) {
 	})
 }
 
-// staticKnown runs once, on the worker before the sample that brings them,
-// when the static facts of a GPU stuck at start (a restart in the middle of
-// a GSP fault: only its index known) become known. Everything built from a
-// GPU's static facts at start is brought up to date here: its bus id for
-// kernel lines, the AER paths, system-info.txt, its CSV's board and fan
-// columns, run-state.
-func (m *Monitor) staticKnown(gs *gpuState) {
+// known is what the monitor has built from a GPU's static facts: a GPU
+// stuck at start (a restart in the middle of a GSP fault: only its index
+// known) gives them when it answers; one whose UUID or bus id could not be
+// read at start (its handle had) gives that later (sampler re-reads it).
+// Worker goroutine only.
+type known struct {
+	facts bool // its handle and static facts: its fan count, its CSV's columns
+	uuid  bool // its UUID: its board (run-state, INVENTORY), the fans the previous run held of it, its CPER records
+	bus   bool // its bus id: its kernel lines
+	named bool // the --gpu selectors pending at start were judged against it
+}
+
+// knownAtStart is what New builds from g's static facts as they are.
+func knownAtStart(g *sampler.GPU) known {
+	if !g.FactsKnown() {
+		return known{}
+	}
+	info := g.Info()
+	return known{facts: true, uuid: info.UUID != "", bus: info.BusID != "", named: true}
+}
+
+// all reports whether nothing is left to learn.
+func (k known) all() bool { return k.facts && k.uuid && k.bus }
+
+// lateFacts runs on the worker before each sample while some of the GPU's
+// static facts were not known at start, and once for each part when it
+// arrives: everything built from that part at start is brought up to date
+// here, exactly once (gs.known): its bus id for kernel lines and the AER
+// paths, system-info.txt, its CSV's board and fan columns (the next row
+// opens the board's file), its fan guard (with the fans the previous run
+// held of its UUID), run-state and INVENTORY, its CPER records, the --gpu
+// selectors pending.
+func (m *Monitor) lateFacts(gs *gpuState) {
+	k := &gs.known
+	facts := !k.facts && gs.g.FactsKnown()
+	if !k.facts && !facts {
+		return
+	}
 	info := gs.g.Info()
-	gs.log.Info("GPU answered after start-up gave up on it; its static facts are known now",
-		"name", info.Name, "bus", info.BusID, "uuid", info.UUID, "fans", info.NumFans)
-	if a, err := reading.ParsePCIAddr(info.BusID); err == nil {
+	uuid, bus := !k.uuid && info.UUID != "", !k.bus && info.BusID != ""
+	if !facts && !uuid && !bus {
+		return
+	}
+	k.facts, k.uuid, k.bus = true, k.uuid || uuid, k.bus || bus
+	if facts {
+		gs.log.Info("GPU answered after start-up gave up on it; its static facts are known now",
+			"name", info.Name, "bus", info.BusID, "uuid", info.UUID, "fans", info.NumFans)
+	} else {
+		gs.log.Info("GPU's UUID or bus id, unread at start, is known now; what is keyed by it is brought up to date",
+			"bus", info.BusID, "uuid", info.UUID)
+	}
+	if a, err := reading.ParsePCIAddr(info.BusID); err == nil && bus {
 		if was, ok := gs.sysBus.Get(); ok && was.Slot() != a.Slot() {
 			gs.log.Warn("the GPU's bus id is not the one sysfs listed for its index; kernel lines naming that one were taken as its own",
 				"bus", info.BusID, "sysfs", was.NVML())
@@ -111,18 +153,30 @@ func (m *Monitor) staticKnown(gs *gpuState) {
 		m.kern.stale.Store(true)
 	}
 	m.side.queue("system-info.txt", -1, m.writeSystemInfo)
-	m.csv.SetGPU(csvColumns(gs.idx, info)) // from its next row
-	if gs.fan != nil {
-		gs.fan.FactsKnown(info.NumFans, m.runState.ClaimFans(info.UUID)) // with the fans the previous run held of it
+	m.csv.SetGPU(csvColumns(gs.idx, info)) // from its next row: a file named by its board, under its own board line
+	var claimed []int
+	if uuid {
+		claimed = m.runState.ClaimFans(info.UUID) // once: startFanGuards claimed it if it was known by then
 	}
-	m.side.queue("run-state and INVENTORY: the board of a GPU that answered late", gs.idx, func() { m.lateBoard(gs) })
-	m.readCPER(gs) // not read at start: its UUID was unknown
-	if pending := m.host.Pending(); len(pending) > 0 {
+	if gs.fan != nil {
+		if facts {
+			gs.fan.FactsKnown(info.NumFans, nil)
+		}
+		gs.fan.Restore(claimed) // the fans the previous run held of it: handed back first
+	}
+	m.side.queue("run-state and INVENTORY: the board of a GPU that answered late", gs.idx, func() { m.lateBoard(gs, uuid) })
+	if uuid {
+		m.readCPER(gs) // not read at start: its UUID was unknown
+	}
+	if pending := m.host.Pending(); len(pending) > 0 && !k.named {
 		// The GPU stands in for --gpu selectors that named no GPU that
-		// answered at start (sampler.Open).
+		// answered at start (sampler.Open); it is judged once its UUID and
+		// bus id are both known, or one of them matches.
 		if names := m.host.Names(gs.g); len(names) > 0 {
+			k.named = true
 			gs.log.Info("the GPU that answered late is the one --gpu names", "selectors", strings.Join(names, ","))
-		} else {
+		} else if info.UUID != "" && info.BusID != "" {
+			k.named = true
 			gs.log.Warn("the GPU that answered late is not one --gpu names; it stays monitored until the logger restarts",
 				"pending", strings.Join(pending, ","))
 		}

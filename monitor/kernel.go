@@ -34,13 +34,14 @@ var (
 // GPU number (GSP lines).
 type kernelGPUs struct {
 	paths *kmsg.AERPaths // the kernel log goroutine's only
-	stale atomic.Bool    // set by staticKnown: paths lacks a GPU
+	stale atomic.Bool    // set by lateFacts: paths lacks a GPU
 	// noFabric: a fatal SXid found no GPU on a fabric to attribute it to,
 	// logged (once; sxidNoFabric).
 	noFabric atomic.Bool
 
 	// mu guards what the kernel log goroutine shares with a GPU stuck at
-	// start that gives its bus id (staticKnown, on its worker).
+	// start, or whose bus id was unread then, that gives its bus id
+	// (lateFacts, on its worker).
 	mu    sync.Mutex
 	byBus map[reading.PCIAddr]*gpuState // by PCI slot
 	nums  kmsg.GPUNumbers

@@ -884,3 +884,23 @@ func TestIdentityRetryFindsTheGPULost(t *testing.T) {
 		t.Errorf("%d calls in a sample whose first call found the GPU lost, want 1", n)
 	}
 }
+
+// TestEnumeratedUUIDsHaveALateUUID: a UUID read after start (its first read
+// failed) is among the UUIDs enumerated, which tell a missing board from
+// one that is there.
+func TestEnumeratedUUIDsHaveALateUUID(t *testing.T) {
+	d := fakenvml.NewDev()
+	d.Set("GetUUID", nvml.ERROR_UNKNOWN)
+	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
+	if u := h.EnumeratedUUIDs(); len(u) != 1 || u[0] != "" {
+		t.Fatalf("at start: %q", u)
+	}
+	d.Set("GetUUID", nvml.SUCCESS)
+	g := h.GPUs[0]
+	g.nextStatic = time.Time{}
+	var s reading.Sample
+	g.Sample(&s)
+	if u := h.EnumeratedUUIDs(); len(u) != 1 || u[0] != "GPU-1111" {
+		t.Errorf("once read: %q, want GPU-1111", u)
+	}
+}

@@ -53,9 +53,9 @@ type OpenOptions struct {
 // Host is the opened driver with the selected GPUs.
 type Host struct {
 	lib Library
-	// uuids are the UUIDs of every GPU enumerated at start, selected or
-	// not ("" for one that did not answer): EnumeratedUUIDs.
-	uuids  []string
+	// all are every GPU enumerated at start, selected or not:
+	// EnumeratedUUIDs.
+	all    []*GPU
 	Syms   Symbols
 	System reading.System
 	GPUs   []*GPU
@@ -182,10 +182,7 @@ func Open(lib Library, o OpenOptions) (*Host, error) {
 		log.Warn("--gpu selectors name no GPU that answered at start; monitoring the GPUs that did not answer in their place, until their facts show which they name",
 			"pending", strings.Join(pending, ","), "gpus", strings.Join(idx, ","))
 	}
-	h.GPUs, h.pending = sel, pending
-	for _, g := range all {
-		h.uuids = append(h.uuids, g.Info().UUID)
-	}
+	h.GPUs, h.pending, h.all = sel, pending, all
 	if o.Config.Interval > 0 {
 		h.Pacer = NewPacer(o.Config.Interval, h.reg, log)
 		for _, g := range sel {
@@ -482,13 +479,21 @@ func (h *Host) Count() (int, error) {
 }
 
 // Enumerated returns how many GPUs the driver enumerated at start.
-func (h *Host) Enumerated() int { return len(h.uuids) }
+func (h *Host) Enumerated() int { return len(h.all) }
 
 // EnumeratedUUIDs returns the UUID of every GPU the driver enumerated at
-// start, those --gpu did not select included, by index; "" for a GPU that
-// had not answered by the end of Open. A board of the previous run is
-// missing only when none of them is its UUID.
-func (h *Host) EnumeratedUUIDs() []string { return h.uuids }
+// start, those --gpu did not select included, by index, as known now: ""
+// for a GPU whose UUID has not been read (it did not answer at start, or
+// its UUID read failed; a selected GPU's is read again as it is sampled).
+// A board of the previous run is missing only when none of them is its
+// UUID.
+func (h *Host) EnumeratedUUIDs() []string {
+	out := make([]string, len(h.all))
+	for i, g := range h.all {
+		out[i] = g.Info().UUID
+	}
+	return out
+}
 
 // Enumerate lists the UUIDs the driver enumerates now ("" where unread), to
 // tell which GPUs fell off the bus: 1 + 2 x count calls, meant for after
