@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"syscall"
 	"time"
 	"unsafe"
@@ -74,11 +73,13 @@ func (h *Host) watchNative(want []uint64, uuid string) (EventStream, error) {
 		return nil, startError(ret, why)
 	}
 	e := &nativeEvents{f: os.NewFile(uintptr(fds[0]), "nvml-events"), gpus: h.GPUs, masks: make([]uint64, n), opstate: int(opstate)}
+	var all uint64
 	for i := range reg {
 		e.masks[i] = uint64(reg[i])
+		all |= e.masks[i]
 	}
 	if why != C.GT_NVML_SUCCESS { // registered, some types left out otherwise than as not supported
-		e.partial = fmt.Errorf("register the GPU's NVML events: %s (registered: %s)", retText(nvml.Return(why)), EventTypeNames(e.masks[slices.IndexFunc(want, func(m uint64) bool { return m != 0 })]))
+		e.partial = fmt.Errorf("register the GPU's NVML events: %s (registered: %s)", retText(nvml.Return(why)), EventTypeNames(all))
 	}
 	return e, nil
 }
