@@ -250,19 +250,35 @@ func (o *openSets) wait() {
 }
 
 // followSet follows the event set of GPU i, opening it again with back-off
-// when it fails (at once, uncounted, when the GPU's UUID becomes known after
-// the set was opened without it: closeWhenNamed), until ctx is done (nil). It returns errNoEventSets or
-// errNoneRegistered when the set cannot hold the GPU.
+// when it fails or was registered only in part (partialer), until ctx is
+// done (nil); at once, uncounted, when it was opened without the GPU's UUID
+// and the UUID is known now (closeWhenNamed). It returns errNoEventSets or
+// errNoneRegistered when the set cannot hold the GPU. The first failed open
+// of a run of them is logged at Warn, the rest at Debug (a GPU that stays
+// lost fails every minute for the rest of the run); each is counted.
 func (h *Host) followSet(ctx context.Context, log *slog.Logger, i int, sets *openSets, on func(reading.Event), state func(string)) error {
 	g := h.GPUs[i]
 	retry := eventRetryMin
-	logged := false
+	logged, failing := false, false
+	fail := func(msg string, err error) {
+		h.reg.Inc(eventFailures)
+		level := slog.LevelWarn
+		if failing {
+			level = slog.LevelDebug
+		}
+		failing = true
+		log.Log(ctx, level, msg, "gpu", g.Info().Index, "error", err, "retry_in", retry)
+		state("reopening after: " + err.Error())
+	}
 	for ctx.Err() == nil {
 		if !h.waitAnswering(ctx, log, g) {
 			return nil
 		}
+		// Read once, before the registration: the set is subscribed by it,
+		// and reopened for it when it was unknown (closeWhenNamed).
+		uuid := g.Info().UUID
 		registering.Add(1)
-		st, err := h.watch(i)
+		st, err := h.watch(i, uuid)
 		registering.Add(-1)
 		if errors.Is(err, errNoEventSets) || errors.Is(err, errNoneRegistered) {
 			return err
@@ -278,11 +294,21 @@ func (h *Host) followSet(ctx context.Context, log *slog.Logger, i int, sets *ope
 				log.Info("NVML events registered", "gpu", g.Info().Index, "types", EventTypeNames(st.Masks()[i]))
 				h.logOpEvents(log, g.Info().Index, st)
 			}
-			state("watching")
+			// A set registered in part runs (its types' events arrive)
+			// until the back-off has passed, then is opened again whole.
+			var whole *time.Timer
+			if p, ok := st.(partialer); ok && p.unregistered() != nil {
+				fail("NVML events registered in part; opening them again", p.unregistered())
+				whole = time.AfterFunc(retry, st.Close)
+			} else {
+				failing = false
+				state("watching")
+			}
 			opened := time.Now()
-			renamed := closeWhenNamed(g, st)
+			renamed := closeWhenNamed(g, st, uuid)
 			err = h.drain(ctx, st, on)
 			sets.wg.Done()
+			again := whole != nil && !whole.Stop() // closed by it
 			if ctx.Err() != nil {
 				renamed()
 				return nil
@@ -294,17 +320,19 @@ func (h *Host) followSet(ctx context.Context, log *slog.Logger, i int, sets *ope
 				logged = false
 				continue
 			}
+			if again && err == nil { // the back-off has passed while it ran
+				retry = min(2*retry, eventRetryMax)
+				continue
+			}
 			if err == nil {
 				err = errors.New("the event thread stopped")
 			}
-			if time.Since(opened) >= eventRetryReset {
+			if whole == nil && time.Since(opened) >= eventRetryReset {
 				retry = eventRetryMin
 			}
 			msg = "NVML event stream failed; opening it again"
 		}
-		h.reg.Inc(eventFailures)
-		log.Warn(msg, "gpu", g.Info().Index, "error", err, "retry_in", retry)
-		state("reopening after: " + err.Error())
+		fail(msg, err)
 		if !sleepCtx(ctx, retry) {
 			return nil
 		}
@@ -313,24 +341,37 @@ func (h *Host) followSet(ctx context.Context, log *slog.Logger, i int, sets *ope
 	return nil
 }
 
-// closeWhenNamed closes st once g's UUID, unknown when st was opened (read
-// at start it failed), is known (GPU.readIdentity): the GPU's operational
+// partialer is an event stream whose registration may have left types out
+// for a reason other than the GPU not supporting them (the native one).
+type partialer interface {
+	// unregistered says why some types were left out; nil when none was.
+	unregistered() error
+}
+
+// closeWhenNamed closes st, opened with uuid "" (read at start, the UUID
+// failed), once g's UUID is known (GPU.readIdentity): the GPU's operational
 // events are subscribed by UUID, so its set is opened again with it. Not
 // where the driver lacks operational events. stop ends the watch and
 // reports whether it closed st.
-func closeWhenNamed(g *GPU, st EventStream) (stop func() bool) {
-	if o, ok := st.(opEventer); g.Info().UUID != "" || ok && errors.Is(o.opEvents(), errNoOpEvents) {
+func closeWhenNamed(g *GPU, st EventStream, uuid string) (stop func() bool) {
+	if o, ok := st.(opEventer); uuid != "" || ok && errors.Is(o.opEvents(), errNoOpEvents) {
 		return func() bool { return false }
 	}
 	quit, done := make(chan struct{}), make(chan bool, 1)
 	go func() {
 		select {
 		case <-g.named:
-			st.Close()
-			done <- true
+			// named closes once: a UUID published "" after it (readStatic
+			// keeps one it had) must not close each set opened since.
+			if g.Info().UUID != "" {
+				st.Close()
+				done <- true
+				return
+			}
+			<-quit
 		case <-quit:
-			done <- false
 		}
+		done <- false
 	}()
 	return func() bool {
 		close(quit)
@@ -394,8 +435,9 @@ func (h *Host) drain(ctx context.Context, st EventStream, on func(reading.Event)
 }
 
 // watch opens an event set holding GPU i, for the WatchedEvents it
-// supports. Call it counted in registering: the calls are not bounded.
-func (h *Host) watch(i int) (EventStream, error) {
+// supports, and its operational events when uuid (its UUID) is known. Call
+// it counted in registering: the calls are not bounded.
+func (h *Host) watch(i int, uuid string) (EventStream, error) {
 	if h.openEvents == nil && (!h.Syms.Has(FnEventSetCreate) || !h.Syms.Has(FnRegisterEvents) || !h.Syms.Has(FnEventSetWait)) {
 		return nil, errNoEventSets
 	}
@@ -419,7 +461,7 @@ func (h *Host) watch(i int) (EventStream, error) {
 	if _, native := h.lib.(*NVML); !native {
 		return nil, fmt.Errorf("%w (not the real library)", errNoEventSets)
 	}
-	return h.watchNative(masks)
+	return h.watchNative(masks, uuid)
 }
 
 // sleepCtx waits d; false if ctx ended first.

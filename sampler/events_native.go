@@ -35,9 +35,14 @@ type nativeEvents struct {
 	// opstate is how the GPU operational events' subscription went
 	// (evthread.h's GT_OP_*, or the NVML code of the refusal).
 	opstate int
+	// partial is why the registration left types out otherwise than as
+	// not supported (evthread.c's *why); nil when it did not.
+	partial error
 }
 
-func (h *Host) watchNative(want []uint64) (EventStream, error) {
+// watchNative opens a set for the types in want (per GPU: one GPU's), with
+// uuid (its UUID, "" when unknown) for its operational events.
+func (h *Host) watchNative(want []uint64, uuid string) (EventStream, error) {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("event socket: %w", err)
@@ -56,7 +61,7 @@ func (h *Host) watchNative(want []uint64) (EventStream, error) {
 		idx[i] = C.int(g.Info().Index)
 		masks[i] = C.uint64_t(want[i])
 		if want[i] != 0 {
-			uuids[i] = C.CString(g.Info().UUID)
+			uuids[i] = C.CString(uuid)
 			defer C.free(unsafe.Pointer(uuids[i]))
 		}
 	}
@@ -68,8 +73,13 @@ func (h *Host) watchNative(want []uint64) (EventStream, error) {
 		return nil, startError(ret, why)
 	}
 	e := &nativeEvents{f: os.NewFile(uintptr(fds[0]), "nvml-events"), gpus: h.GPUs, masks: make([]uint64, n), opstate: int(opstate)}
+	var all uint64
 	for i := range reg {
 		e.masks[i] = uint64(reg[i])
+		all |= e.masks[i]
+	}
+	if why != C.GT_NVML_SUCCESS { // registered, some types left out otherwise than as not supported
+		e.partial = fmt.Errorf("register the GPU's NVML events: %s (registered: %s)", retText(nvml.Return(why)), EventTypeNames(all))
 	}
 	return e, nil
 }
@@ -96,6 +106,8 @@ func startError(ret, why C.int) error {
 }
 
 func (e *nativeEvents) Masks() []uint64 { return e.masks }
+
+func (e *nativeEvents) unregistered() error { return e.partial }
 
 func (e *nativeEvents) opEvents() error {
 	switch e.opstate {

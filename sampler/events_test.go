@@ -1,10 +1,13 @@
 package sampler
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -28,6 +31,8 @@ type fakeStream struct {
 	endOne sync.Once
 	closes chan struct{} // closed at the first Close
 	clOnce sync.Once
+	// partial: the registration left types out (partialer).
+	partial error
 }
 
 type fakeRec struct {
@@ -47,6 +52,8 @@ func (s *fakeStream) Next() (reading.Event, error) {
 		return reading.Event{}, ErrEventsClosed
 	}
 }
+
+func (s *fakeStream) unregistered() error { return s.partial }
 
 func (s *fakeStream) Close()          { s.clOnce.Do(func() { close(s.closes) }) }
 func (s *fakeStream) Masks() []uint64 { return s.masks }
@@ -69,6 +76,7 @@ type eventHost struct {
 	streams []*fakeStream
 	got     []reading.Event
 	states  []string
+	log     *slog.Logger // nil: discarded
 }
 
 // stuckEventHost is an event host of two GPUs whose GPU 0 (returned) has
@@ -94,14 +102,17 @@ func newEventHost(t *testing.T, late ...bool) *eventHost {
 		}
 		e.h.GPUs = append(e.h.GPUs, g)
 	}
-	e.h.openEvents = func(masks []uint64) (EventStream, error) {
-		s := newFakeStream(masks)
-		e.mu.Lock()
-		e.streams = append(e.streams, s)
-		e.mu.Unlock()
-		return s, nil
-	}
+	e.h.openEvents = e.open
 	return e
+}
+
+// open is the host's openEvents: a new fake stream, kept.
+func (e *eventHost) open(masks []uint64) (EventStream, error) {
+	s := newFakeStream(masks)
+	e.mu.Lock()
+	e.streams = append(e.streams, s)
+	e.mu.Unlock()
+	return s, nil
 }
 
 func (e *eventHost) answer(i int) { close(e.h.GPUs[i].staticDone) }
@@ -140,7 +151,7 @@ func (e *eventHost) run(ctx context.Context, keepStates bool) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		e.h.FollowEvents(ctx, slog.New(slog.DiscardHandler), func(ev reading.Event) {
+		e.h.FollowEvents(ctx, cmp.Or(e.log, slog.New(slog.DiscardHandler)), func(ev reading.Event) {
 			e.mu.Lock()
 			e.got = append(e.got, ev)
 			e.mu.Unlock()
@@ -617,6 +628,247 @@ func TestFollowEventsReopensOnceTheUUIDIsKnown(t *testing.T) {
 		synctest.Wait()
 		if s[1].isClosed() || len(e.opened()) != 2 {
 			t.Errorf("the set opened with the UUID was closed again")
+		}
+	})
+}
+
+// endOnClose makes e's sets end as soon as they are closed (as the native
+// thread does within its wait), up to max sets; a set opened after that
+// fails to open, which ends a loop that a test counts.
+func (e *eventHost) endOnClose(max int) {
+	e.h.openEvents = func(masks []uint64) (EventStream, error) {
+		if len(e.opened()) >= max {
+			return nil, errors.New("too many sets opened")
+		}
+		st, _ := e.open(masks)
+		s := st.(*fakeStream)
+		go func() {
+			select {
+			case <-s.closes:
+				s.end()
+			case <-s.ended:
+			}
+		}()
+		return s, nil
+	}
+}
+
+// A GPU that has its handle but whose executor does not start reads its
+// static facts again every staticRetry; a UUID read that then fails keeps
+// the UUID it had (a board's identity never goes back to unknown), and a
+// set opened again is not closed as renamed: the UUID read again as "" made
+// each set opened after a failure close at once as a rename, reopened
+// without back-off or count (about 120 sets a minute).
+func TestFollowEventsDoNotLoopWhenAUUIDReadFailsLater(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := fakenvml.NewDev()
+		lib := &fakenvml.Lib{InitRet: nvml.SUCCESS, Devs: []*fakenvml.Dev{d}}
+		fail := func(*native, int, time.Duration) (*nativeExec, error) {
+			return nil, errors.New("no NVML handle for the GPU")
+		}
+		h, err := Open(lib, OpenOptions{Config: testConfig, Timeout: 5 * time.Second, startNative: fail, Counters: counters.New()})
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		g := h.GPUs[0]
+		if g.Info().UUID != "GPU-1111" {
+			t.Fatalf("UUID at start %q", g.Info().UUID)
+		}
+		d.Set("GetUUID", nvml.ERROR_UNKNOWN)
+		d.Set("GetPciInfo", nvml.ERROR_UNKNOWN)
+		e := &eventHost{h: h}
+		e.endOnClose(50)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := e.run(ctx, false)
+		sampled := make(chan struct{})
+		go func() { // the GPU's worker
+			defer close(sampled)
+			var s reading.Sample
+			for ctx.Err() == nil {
+				g.Sample(&s)
+				time.Sleep(time.Second)
+			}
+		}()
+		defer func() {
+			cancel()
+			<-sampled
+			for _, s := range e.opened() {
+				s.end()
+			}
+			<-done
+		}()
+		time.Sleep(15 * time.Second) // the static facts were read again
+		synctest.Wait()
+		if in := g.Info(); in.UUID != "GPU-1111" || in.BusID != "00000000:4B:00.0" {
+			t.Errorf("after a failed read again: UUID %q, bus id %q; want them kept", in.UUID, in.BusID)
+		}
+		s := e.opened()
+		if len(s) != 1 {
+			t.Fatalf("%d sets before the failure, want 1", len(s))
+		}
+		s[0].recs <- fakeRec{err: errors.New("nvmlEventSetWait: Unknown Error")}
+		s[0].end()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if n := len(e.opened()); n != 2 {
+			t.Errorf("%d sets opened in a minute after one failure, want 2", n)
+		}
+	})
+}
+
+// A UUID that goes back to "" (published so) after the GPU was named does
+// not make the next set close at once as a rename: a rename is a set opened
+// without a UUID whose GPU has one now.
+func TestFollowEventsRenameIsOnlyFromUnknownToKnown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEventHost(t, false)
+		e.endOnClose(50)
+		g := e.h.GPUs[0]
+		defer e.follow()()
+		synctest.Wait()
+		info := g.Info()
+		info.UUID = "GPU-1111"
+		g.publish(&info)
+		synctest.Wait()
+		if n := len(e.opened()); n != 2 {
+			t.Fatalf("%d sets once the UUID was known, want 2 (reopened for it)", n)
+		}
+		info.UUID = ""
+		g.publish(&info)
+		s := e.opened()
+		s[1].recs <- fakeRec{err: errors.New("nvmlEventSetWait: Unknown Error")}
+		s[1].end()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if n := len(e.opened()); n != 3 {
+			t.Errorf("%d sets opened in a minute after one failure, want 3", n)
+		}
+	})
+}
+
+// The UUID a set is opened with is the one read before its registration:
+// one published while the registration is in the driver still has the set
+// opened again with it (it was read again after the registration and found
+// known, so the set opened without it was never reopened).
+func TestFollowEventsUUIDKnownDuringTheRegistration(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEventHost(t, false)
+		g := e.h.GPUs[0]
+		var uuids []string
+		e.h.openEvents = func(masks []uint64) (EventStream, error) {
+			uuids = append(uuids, g.Info().UUID)
+			if len(uuids) == 1 {
+				info := g.Info()
+				info.UUID = "GPU-1111"
+				g.publish(&info)
+			}
+			return e.open(masks)
+		}
+		defer e.follow()()
+		synctest.Wait()
+		s := e.opened()
+		if len(s) != 1 || !s[0].isClosed() {
+			t.Fatalf("the set opened without the UUID was not closed once it was known (%d sets)", len(s))
+		}
+		s[0].end()
+		synctest.Wait()
+		if !slices.Equal(uuids, []string{"", "GPU-1111"}) {
+			t.Fatalf("sets opened with UUIDs %q, want \"\" then GPU-1111", uuids)
+		}
+		if n := e.h.reg.Load(eventFailures); n != 0 {
+			t.Errorf("EventFailures = %d, want 0", n)
+		}
+	})
+}
+
+// A set registered in part (a type refused otherwise than as not
+// supported) is a failed open of those types: counted, said in the state,
+// and opened again whole after the back-off; the types it holds deliver
+// their events meanwhile. The registration's refusal was thrown away and
+// the set ran without the types for good.
+func TestFollowEventsReopensASetRegisteredInPart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEventHost(t, false)
+		e.endOnClose(50)
+		open := e.h.openEvents
+		e.h.openEvents = func(masks []uint64) (EventStream, error) {
+			st, err := open(masks)
+			if err == nil && len(e.opened()) == 1 {
+				st.(*fakeStream).partial = errors.New("register the GPU's NVML events: Unknown Error")
+			}
+			return st, err
+		}
+		defer e.followStates()()
+		synctest.Wait()
+		s := e.opened()
+		if n := e.h.reg.Load(eventFailures); len(s) != 1 || n != 1 {
+			t.Fatalf("a set registered in part: %d sets, EventFailures = %d; want 1 and 1", len(s), n)
+		}
+		if states := e.reported(); states[len(states)-1] != "reopening after: register the GPU's NVML events: Unknown Error" {
+			t.Errorf("states %q, want reopening last", states)
+		}
+		s[0].recs <- fakeRec{ev: xid(0)}
+		e.delivered(t, 1)
+		time.Sleep(eventRetryMin - time.Millisecond)
+		synctest.Wait()
+		if s[0].isClosed() {
+			t.Fatalf("the set registered in part was closed before the back-off")
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		s = e.opened()
+		if len(s) != 2 || !s[0].isClosed() {
+			t.Fatalf("after the back-off: %d sets, the first closed %v; want it opened again whole", len(s), s[0].isClosed())
+		}
+		if states := e.reported(); states[len(states)-1] != "watching" {
+			t.Errorf("states %q, want watching once whole", states)
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if n := e.h.reg.Load(eventFailures); len(e.opened()) != 2 || n != 1 {
+			t.Errorf("a minute later: %d sets, EventFailures = %d; want 2 and 1", len(e.opened()), n)
+		}
+	})
+}
+
+// A GPU whose set keeps failing to open (a GPU that stays lost) is counted
+// at every try, logged at Warn at the first of the run and at Debug after
+// (it was a Warn every minute for the rest of the run); a set that opens
+// ends the run, and the next failure is a Warn again.
+func TestFollowEventsWarnsOnceARunOfFailedOpens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEventHost(t, false)
+		var logs bytes.Buffer
+		e.log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		open := e.h.openEvents
+		var refuse atomic.Bool
+		refuse.Store(true)
+		e.h.openEvents = func(masks []uint64) (EventStream, error) {
+			if refuse.Load() {
+				return nil, errors.New("register the GPU's NVML events: GPU is lost")
+			}
+			return open(masks)
+		}
+		defer e.follow()()
+		time.Sleep(5 * time.Minute)
+		synctest.Wait()
+		n := e.h.reg.Load(eventFailures)
+		out := logs.String()
+		if warn, debug := strings.Count(out, "level=WARN msg=\"cannot open NVML events"), strings.Count(out, "level=DEBUG msg=\"cannot open NVML events"); n < 5 || warn != 1 || uint64(debug) != n-1 {
+			t.Fatalf("%d failures, %d Warn and %d Debug lines; want 1 Warn and the rest Debug:\n%s", n, warn, debug, out)
+		}
+		refuse.Store(false)
+		time.Sleep(eventRetryMax)
+		synctest.Wait()
+		s := e.opened()
+		if len(s) != 1 {
+			t.Fatalf("%d sets once the GPU answers", len(s))
+		}
+		s[0].recs <- fakeRec{err: errors.New("nvmlEventSetWait: Unknown Error")}
+		s[0].end()
+		synctest.Wait()
+		if warn := strings.Count(logs.String(), "level=WARN msg=\"NVML event stream failed"); warn != 1 {
+			t.Errorf("the failure after a set opened: %d Warn lines, want 1:\n%s", warn, logs.String())
 		}
 	})
 }

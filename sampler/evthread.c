@@ -271,7 +271,7 @@ int gt_events_start(const int *indexes, const uint64_t *masks, const char *const
 	st->wait = wait;
 	st->free_set = free_set;
 	int any = 0;
-	*why = GT_NVML_SUCCESS; // the first failed call: a handle, a registration
+	*why = GT_NVML_SUCCESS; // the first failed call (a handle, a registration), returned on success too
 	for (int i = 0; i < n; i++) {
 		registered[i] = 0;
 		uint64_t mask = masks[i];

@@ -67,8 +67,11 @@ struct gt_event {
 // writes struct gt_event records to fd. It returns 0, an NVML return code
 // (nvmlEventSetCreate failed), GT_EV_NONE_SUPPORTED, GT_EV_NOT_REGISTERED
 // (the failed call's NVML code in *why), GT_EV_NO_SYMBOL or GT_EV_NO_THREAD.
-// registered[i] gets the mask actually registered for GPU i. A GPU that
-// says it is lost is not called again.
+// registered[i] gets the mask actually registered for GPU i. On success too
+// *why is the first handle or registration call that failed otherwise than
+// NOT_SUPPORTED (a type left out that the GPU may support: the caller opens
+// the set again later), GT_NVML_SUCCESS when none did. A GPU that says it is
+// lost is not called again.
 //
 // From a successful start on, the thread owns fd. It ends after a failed wait
 // (one GT_EV_ERROR record), when the peer shuts down its sending side or

@@ -220,10 +220,12 @@ func (g *GPU) readStatic(lib Library) {
 		return ""
 	}
 	info.Name = str(FnName, dev.GetName)
-	info.UUID = g.readUUID(dev)
+	// A board's identity never goes back to unknown: a read that fails
+	// again (the GPU lost, an unknown error) keeps what an earlier one had.
+	info.UUID = cmp.Or(g.readUUID(dev), info.UUID)
 	info.Serial = str(FnSerial, dev.GetSerial)
 	info.VBIOS = str(FnVbios, dev.GetVbiosVersion)
-	info.BusID = g.readBusID(dev)
+	info.BusID = cmp.Or(g.readBusID(dev), info.BusID)
 	if v, ok := ask(g, FnMinorNumber, 0, dev.GetMinorNumber); ok {
 		info.MinorNumber = reading.Some(v)
 	}

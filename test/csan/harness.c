@@ -116,7 +116,8 @@ static const char scenario[] =
 	"at 0 gpu 1 hang 0.15s fn nvmlDeviceGetFieldValues\n"
 	"at 0.3 gpu 0 xid 62 to events\n"
 	"at 0.8 eventset fail unknown for 0.1s\n"
-	"at 1.6 gpu 0 xid 45 to events\n";
+	"at 1.6 gpu 0 xid 45 to events\n"
+	"at 3 gpu 2 fail nvmlDeviceRegisterEvents gpu_is_lost\n";
 
 static int failures;
 
@@ -345,14 +346,44 @@ static void events(int fd)
 	CHECK(gt_events_running() == 0, "%d event threads still running after shutdown", gt_events_running());
 }
 
+/* The simulated driver's call counters and scenario clock origin
+ * (test/simnvml/csrc/core.c). */
+extern const char *const sim_fn_names[];
+extern unsigned long long sim_fn_calls[];
+extern int64_t g_t0;
+
+/* sim_sleep_until sleeps until the scenario's clock reads at least sec. */
+static void sim_sleep_until(double sec)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	int64_t left = g_t0 + (int64_t)(sec * 1e9) - ((int64_t)now.tv_sec * 1000000000LL + now.tv_nsec);
+	if (left > 0) {
+		struct timespec nap = { left / 1000000000LL, left % 1000000000LL };
+		nanosleep(&nap, NULL);
+	}
+}
+
+/* sim_calls returns how many times the simulated driver's fn was called. */
+static unsigned long long sim_calls(const char *fn)
+{
+	for (int i = 0;; i++)
+		if (strcmp(sim_fn_names[i], fn) == 0)
+			return __atomic_load_n(&sim_fn_calls[i], __ATOMIC_RELAXED);
+}
+
 /* registration_failures: a set no GPU could be registered on says why,
  * telling the GPUs' answer that they support none of the types (final) from
- * a failed call (retried): GPU 3 is lost by now. */
+ * a failed call (retried): GPU 3 is lost by now (its handle says so), and
+ * GPU 2's registration says it is lost from 3 s on: it is not called again
+ * once it said so (the type by type retry). A set registered in part says
+ * why too (Go opens it again later). */
 static void registration_failures(void)
 {
 	int sv[2], idx[NGPU] = { 0, 1, 2, 3 }, opstate, why, ret;
 	uint64_t masks[NGPU] = { 0 }, reg[NGPU];
 	const char *uuids[NGPU] = { 0 };
+	unsigned long long calls;
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
 		return;
@@ -362,6 +393,16 @@ static void registration_failures(void)
 	CHECK(ret == GT_EV_NOT_REGISTERED && why == NVML_ERROR_GPU_IS_LOST && reg[3] == 0,
 	      "registering a lost GPU: ret %d why %d (want %d, GPU_IS_LOST)", ret, why, GT_EV_NOT_REGISTERED);
 	masks[3] = 0;
+	sim_sleep_until(3.2);
+	masks[2] = nvmlEventTypeXidCriticalError | nvmlEventTypeGpuRecoveryAction;
+	why = -1;
+	calls = sim_calls("nvmlDeviceRegisterEvents");
+	ret = gt_events_start(idx, masks, uuids, reg, NGPU, sv[1], &opstate, &why);
+	calls = sim_calls("nvmlDeviceRegisterEvents") - calls;
+	CHECK(ret == GT_EV_NOT_REGISTERED && why == NVML_ERROR_GPU_IS_LOST && reg[2] == 0,
+	      "a registration that says the GPU is lost: ret %d why %d (want %d, GPU_IS_LOST)", ret, why, GT_EV_NOT_REGISTERED);
+	CHECK(calls == 1, "a GPU that said it is lost at its registration was called %llu times in all, want once", calls);
+	masks[2] = 0;
 	masks[1] = nvmlEventMigConfigChange; /* not among the simulated GPU's types */
 	ret = gt_events_start(idx, masks, uuids, reg, NGPU, sv[1], &opstate, &why);
 	CHECK(ret == GT_EV_NONE_SUPPORTED && reg[1] == 0, "registering a type no GPU supports: ret %d why %d (want %d)", ret,
@@ -369,6 +410,31 @@ static void registration_failures(void)
 	CHECK(gt_events_running() == 0, "%d event threads running after failed starts", gt_events_running());
 	close(sv[0]);
 	close(sv[1]);
+
+	/* GPU 0 registers, GPU 2 says it is lost: the set starts, saying why
+	 * it is not whole. */
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+		return;
+	masks[1] = 0;
+	masks[0] = masks[2] = nvmlEventTypeXidCriticalError;
+	why = -1;
+	ret = gt_events_start(idx, masks, uuids, reg, NGPU, sv[1], &opstate, &why);
+	CHECK(ret == 0 && why == NVML_ERROR_GPU_IS_LOST && reg[0] == masks[0] && reg[2] == 0,
+	      "a set registered in part: ret %d why %d registered %llx %llx (want 0, GPU_IS_LOST)", ret, why,
+	      (unsigned long long)reg[0], (unsigned long long)reg[2]);
+	if (ret != 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return;
+	}
+	struct gt_event e;
+	shutdown(sv[0], SHUT_WR);
+	int r;
+	while ((r = next_record(sv[0], &e, 3000)) == 1)
+		;
+	CHECK(r == 0, "no end of file after shutdown (r=%d)", r);
+	close(sv[0]);
+	CHECK(gt_events_running() == 0, "%d event threads running after the set registered in part ended", gt_events_running());
 }
 
 static void fsyncs(void)

@@ -567,6 +567,7 @@ func TestNVMLEventsSurviveLateGPUsAndFailures(t *testing.T) {
 		args     []string
 		line     string // in events.log
 		logged   string // in the logger's stderr, if set
+		failed   bool   // nvml_event_failures counts the failures in the final status
 	}{
 		{
 			// GPU 1 does not answer for the first 3 s, so its static facts
@@ -600,6 +601,7 @@ func TestNVMLEventsSurviveLateGPUsAndFailures(t *testing.T) {
 			scenario: "gpus 1\nat 1 eventset fail unknown for 0.5s\nat 1.6 eventset hang 3s\nat 7 gpu 0 xid 62 to events\n",
 			line:     "gpu=0 bus=00000000:01:00.0 source=nvml type=Xid xid=62",
 			logged:   "NVML event stream failed; opening it again",
+			failed:   true,
 		},
 		{
 			// The only GPU's registration fails (a GPU lost, an unknown
@@ -609,12 +611,14 @@ func TestNVMLEventsSurviveLateGPUsAndFailures(t *testing.T) {
 			scenario: "gpus 1\nat 0 gpu 0 fail nvmlDeviceRegisterEvents gpu_is_lost for 3s\nat 7 gpu 0 xid 62 to events\n",
 			line:     "gpu=0 bus=00000000:01:00.0 source=nvml type=Xid xid=62",
 			logged:   "cannot open NVML events; trying again",
+			failed:   true,
 		},
 		{
 			name:     "the registration fails type by type",
 			scenario: "gpus 1\nat 0 gpu 0 fail nvmlDeviceRegisterEvents unknown for 3s\nat 7 gpu 0 xid 62 to events\n",
 			line:     "gpu=0 bus=00000000:01:00.0 source=nvml type=Xid xid=62",
 			logged:   "cannot open NVML events; trying again",
+			failed:   true,
 		},
 		{
 			// The set fails and, before it is opened again, GPU 1 hangs for
@@ -625,6 +629,7 @@ func TestNVMLEventsSurviveLateGPUsAndFailures(t *testing.T) {
 			scenario: "gpus 2\nat 1 eventset fail unknown for 0.5s\nat 1.2 gpu 1 hang 20s\nat 5 gpu 0 xid 62 to events\n",
 			line:     "gpu=0 bus=00000000:01:00.0 source=nvml type=Xid xid=62",
 			logged:   "NVML event stream failed; opening it again",
+			failed:   true,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -634,6 +639,9 @@ func TestNVMLEventsSurviveLateGPUsAndFailures(t *testing.T) {
 			p.stop()
 			if tc.logged != "" && !strings.Contains(p.stderr.String(), tc.logged) {
 				t.Errorf("stderr lacks %q", tc.logged)
+			}
+			if m := regexp.MustCompile(`final status.* nvml_event_failures=(\d+)`).FindStringSubmatch(p.stderr.String()); tc.failed && (m == nil || m[1] == "0") {
+				t.Errorf("final status: nvml_event_failures %q, want the failures counted", m[min(len(m), 1):])
 			}
 		})
 	}
