@@ -241,8 +241,8 @@ func (g *Guard) restorePrevious(fans []int, holding int) {
 		}
 		if !g.outcome(err, i) {
 			g.mu.Lock()
-			if g.ph == phaseStarting {
-				g.restore = fans[k:]
+			if g.ph <= phaseReady { // a failure: after its back-off (a refusal or a lost GPU left the phase)
+				g.restore = append(slices.Clone(fans[k:]), g.restore...)
 			}
 			g.mu.Unlock()
 			return

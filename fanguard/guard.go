@@ -339,7 +339,7 @@ func (g *Guard) Observe(s *reading.Sample, now time.Duration) {
 	}
 	if d == (Decision{}) {
 		g.mu.Lock()
-		retry := g.want.hold != (g.have.fans > 0) || (g.want.hold && g.want.speed != g.have.speed)
+		retry := g.want.hold != (g.have.fans > 0) || (g.want.hold && g.want.speed != g.have.speed) || len(g.restore) > 0
 		g.mu.Unlock()
 		if retry {
 			g.poke() // a failed call, tried again once its back-off has passed

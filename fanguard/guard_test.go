@@ -515,6 +515,28 @@ func TestGuardRetriesAFailedRestore(t *testing.T) {
 	})
 }
 
+// A restore given once the guard watches (Restore, a UUID read late) that
+// fails is tried again too.
+func TestGuardRetriesAFailedRestoreWhileWatching(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, DefaultConfig())
+		r.g.Start(2, nil)
+		synctest.Wait()
+		r.drv.mu.Lock()
+		r.drv.fail["default 1"] = fmt.Errorf("unknown error")
+		r.drv.mu.Unlock()
+		r.g.Restore([]int{1})
+		synctest.Wait()
+		r.drv.mu.Lock()
+		delete(r.drv.fail, "default 1")
+		r.drv.mu.Unlock()
+		time.Sleep(time.Second)
+		r.sample(50)
+		synctest.Wait()
+		r.wantCalls("limits", "default 1", "default 1", "held []")
+	})
+}
+
 // An inversion while the guard holds the fans: the speed commanded is not
 // taking effect, logged once.
 func TestGuardInversionWhileHolding(t *testing.T) {

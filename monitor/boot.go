@@ -7,7 +7,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +25,14 @@ func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
 	bootID := m.ident.BootID
 	cur := runstate.State{BootID: bootID, Started: m.start, PID: os.Getpid(), KmsgSeq: m.kmsgSeq(), GPUs: m.boards(),
 		Driver: m.host.System.DriverVersion, VBIOS: m.vbios()}
+	m.states.mu.Lock()
+	m.states.compared = map[string]bool{}
+	for _, b := range cur.GPUs {
+		if b.UUID != "" {
+			m.states.compared[b.UUID] = true
+		}
+	}
+	m.states.mu.Unlock()
 	prev, err := m.runState.Begin(cur) // keeps the previous run's fan holds
 	if err != nil {
 		m.log.Warn("cannot record this run; the next start will not know whether it stopped cleanly", "error", err)
@@ -140,7 +147,7 @@ func (m *Monitor) recordMaxLinks() {
 // its UUID or bus id, unread until then, is known (lateFacts): its board
 // is written to run-state and, when its UUID has just become known
 // (identified), compared with the previous run's (INVENTORY: once, and
-// not when the start compared it already, run-state's boards having it);
+// not when the start compared it already: hostStates.compared);
 // the boards held back at start are raised if it is not one of them, and,
 // once every GPU is identified, the boards an earlier run missed
 // (missingFromState, which could not tell them at start); before
@@ -152,14 +159,19 @@ func (m *Monitor) lateBoard(gs *gpuState, identified bool) {
 		return
 	}
 	b := csvColumns(gs.idx, gs.g.Info()).Board
-	boards, compared := m.boards(), false
+	boards := m.boards()
 	if err := m.runState.Save(func(s *runstate.State) bool {
-		compared = slices.ContainsFunc(s.GPUs, func(o sink.Board) bool { return o.UUID == b.UUID })
 		s.GPUs, s.VBIOS = boards, m.vbios()
 		return true
 	}); err != nil {
 		m.log.Warn("cannot record the GPU that answered late in run-state; the next start will not compare it", "error", err)
 	}
+	m.states.mu.Lock()
+	compared := m.states.compared[b.UUID]
+	if identified && b.UUID != "" && m.states.compared != nil {
+		m.states.compared[b.UUID] = true // once
+	}
+	m.states.mu.Unlock()
 	if identified && !compared && b.UUID != "" && prev.State.GPUs != nil {
 		m.eventLine(sink.IdentifyLate(prev.State.GPUs, b).Event(time.Now()))
 	}

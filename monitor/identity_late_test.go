@@ -72,11 +72,30 @@ func TestIdentityReadLateReachesEveryOutput(t *testing.T) {
 		} else if first, _, _ := strings.Cut(string(named), "\n"); !strings.Contains(first, "uuid=GPU-b") || strings.Count(string(named), "\n") < 10 {
 			t.Errorf("GPU 1's board file begins %q, %d lines", first, strings.Count(string(named), "\n"))
 		}
+		// No row of the board's, stamped once it was identified, is in a
+		// file opened under no UUID: each such file's rows end before the
+		// board's file's begin (timestamps sort as text).
+		firstRow := func(csv string) string {
+			for _, l := range strings.Split(csv, "\n") {
+				if l != "" && l[0] >= '0' && l[0] <= '9' {
+					ts, _, _ := strings.Cut(l, ",")
+					return ts
+				}
+			}
+			return ""
+		}
+		boardStart := firstRow(string(named))
 		unknown, _ := filepath.Glob(filepath.Join(r.dir, "gpu1-"+sink.UnknownBoard+"-deep-*.csv"))
+		if len(unknown) == 0 || boardStart == "" {
+			t.Errorf("files under no UUID %v, the board's first row %q", unknown, boardStart)
+		}
 		for _, p := range unknown {
 			b, _ := os.ReadFile(p)
-			if strings.Contains(string(b), "GPU-b") {
-				t.Errorf("%s, opened under no UUID, names GPU-b", p)
+			for _, l := range strings.Split(string(b), "\n") {
+				if ts, _, _ := strings.Cut(l, ","); l != "" && l[0] >= '0' && l[0] <= '9' && ts >= boardStart {
+					t.Errorf("%s, opened under no UUID, has a row of %s, when the board's file had begun (%s)", p, ts, boardStart)
+					break
+				}
 			}
 		}
 		st, _, err := runstate.Read(r.dir)
@@ -94,6 +113,37 @@ func TestIdentityReadLateReachesEveryOutput(t *testing.T) {
 		}
 		if n := d.Count("SetDefaultFanSpeed_v2"); n != 1 || !strings.Contains(r.logs.String(), "previous run held these fans") {
 			t.Errorf("SetDefaultFanSpeed_v2 called %d times, want 1: the previous run's fan 1 of GPU-b handed back:\n%s", n, r.logs)
+		}
+	})
+}
+
+// Two GPUs whose UUIDs arrive in the same tick each get their INVENTORY
+// identified line: the first one's run-state save does not make the
+// second look compared at start.
+func TestTwoGPUsIdentifiedTogetherEachHaveTheirLine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lib := fakeLib(3)
+		for _, d := range lib.Devs[1:] {
+			d.Set("GetUUID", nvml.ERROR_UNKNOWN)
+		}
+		r := newRigOn(t, lib, nil)
+		prev := []sink.Board{{Index: 0, UUID: "GPU-a", Bus: "00000000:01:00.0"}, {Index: 1, UUID: "GPU-b", Bus: "00000000:02:00.0"},
+			{Index: 2, UUID: "GPU-c", Bus: "00000000:03:00.0"}}
+		if err := runstate.Write(r.dir, runstate.State{BootID: "b", Started: time.Now().Add(-time.Hour), PID: 1, GPUs: prev}); err != nil {
+			t.Fatal(err)
+		}
+		r.run(3*time.Second, func() {
+			time.Sleep(3 * time.Second)
+			for _, d := range lib.Devs[1:] {
+				d.Set("GetUUID", nvml.SUCCESS)
+			}
+			time.Sleep(12 * time.Second) // the sampler asks again every 10 s
+		})
+		ev := r.eventsLog()
+		for _, uuid := range []string{"GPU-b", "GPU-c"} {
+			if n := len(regexp.MustCompile(`uuid=` + uuid + ` .*type=INVENTORY change=identified`).FindAllString(ev, -1)); n != 1 {
+				t.Errorf("%d INVENTORY identified lines for %s, want 1:\n%s", n, uuid, ev)
+			}
 		}
 	})
 }

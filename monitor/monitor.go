@@ -95,6 +95,10 @@ type hostStates struct {
 	// --expect-gpus were enumerated. gpus_missing is the larger: the
 	// shortfall may count the same boards.
 	boardsMissing, shortfall int
+	// compared are the UUIDs the start compared with the previous run's
+	// boards (startBootCheck): a GPU identified later is compared once
+	// (lateBoard) unless it is one of them. Set before any sample.
+	compared map[string]bool
 	bert                     *live.LastCPER          // the host's boot error record, once read (readBERT)
 	fabric                   []reading.FabricService // the fabric daemons' last scan (fabric.go); nil: no fabric
 	fabricAt                 time.Time
