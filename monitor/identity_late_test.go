@@ -141,7 +141,7 @@ func TestTwoGPUsIdentifiedTogetherEachHaveTheirLine(t *testing.T) {
 		})
 		ev := r.eventsLog()
 		for _, uuid := range []string{"GPU-b", "GPU-c"} {
-			if n := len(regexp.MustCompile(`uuid=` + uuid + ` .*type=INVENTORY change=identified`).FindAllString(ev, -1)); n != 1 {
+			if n := len(regexp.MustCompile(`uuid=`+uuid+` .*type=INVENTORY change=identified`).FindAllString(ev, -1)); n != 1 {
 				t.Errorf("%d INVENTORY identified lines for %s, want 1:\n%s", n, uuid, ev)
 			}
 		}

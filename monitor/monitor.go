@@ -98,11 +98,11 @@ type hostStates struct {
 	// compared are the UUIDs the start compared with the previous run's
 	// boards (startBootCheck): a GPU identified later is compared once
 	// (lateBoard) unless it is one of them. Set before any sample.
-	compared map[string]bool
-	bert                     *live.LastCPER          // the host's boot error record, once read (readBERT)
-	fabric                   []reading.FabricService // the fabric daemons' last scan (fabric.go); nil: no fabric
-	fabricAt                 time.Time
-	refusedLogged            atomic.Bool
+	compared      map[string]bool
+	bert          *live.LastCPER          // the host's boot error record, once read (readBERT)
+	fabric        []reading.FabricService // the fabric daemons' last scan (fabric.go); nil: no fabric
+	fabricAt      time.Time
+	refusedLogged atomic.Bool
 }
 
 // lineLog is an append-only text log (sink.LineLog; tests replace it).
