@@ -173,6 +173,9 @@ func NewRepair(boot string, inspectAfter int, h action.History) *Repair {
 // written.
 func (r *Repair) Absorb(early *Repair) {
 	eb := early.hist.Boot(early.boot)
+	if b := r.hist.Boot(r.boot); eb.Answered && !b.Answered { // it came back in this boot before its UUID was read
+		b.Answered, r.dirty = true, true
+	}
 	for class, c := range eb.Classes {
 		if _, isXid := xidClass(class); isXid || c.Count == 0 {
 			continue
@@ -342,8 +345,12 @@ const missingClass = "missing"
 // boots records that time (begin). An acknowledgement made during that
 // absence (a board sent back, a slot left empty) holds across the reboots
 // it lasts, and those boots do not count towards inspect; once the board
-// answers again, a later absence is a new event.
+// is enumerated again (a boot without "missing") or answers, a later
+// absence is a new event.
 func (r *Repair) missingSince(t time.Time) time.Time {
+	if r.hist.Boot(r.boot).Answered { // it answered earlier in this boot (the logger restarted since)
+		return t
+	}
 	for _, b := range r.hist.Earlier(r.boot) {
 		c, ok := b.Classes[missingClass]
 		if b.Answered || !ok || c.Count == 0 {

@@ -246,6 +246,11 @@ func TestMissingAckHoldsWhileTheBoardStaysMissing(t *testing.T) {
 	if cur, _ = boot(t, h, "G", 0, missing(7*time.Hour)); cur.Action != action.Reboot {
 		t.Errorf("boot G, missing again after answering in F: %v", cur)
 	}
+	// Answering earlier in the boot ends the absence too: the logger
+	// restarted in F (a driver reload) and the board is missing.
+	if cur, _ = boot(t, h, "F", 0, missing(6*time.Hour+time.Minute)); cur.Action != action.Reboot {
+		t.Errorf("boot F, missing after it answered in F: %v", cur)
+	}
 }
 
 // TestHangThatTurnsToRebootCounts: a hang begins as watch (a slow driver)
@@ -314,6 +319,18 @@ func TestAbsorb(t *testing.T) {
 	}
 	if cur := r.Judge(RepairInput{Now: t0.Add(3 * time.Minute), Lost: true}); cur.Action != action.Watch {
 		t.Errorf("still lost, acknowledged by the earlier run: %v %q", cur.Action, cur.Reasons)
+	}
+
+	// A GPU that answered before its UUID was read came back in this boot:
+	// after Xid 79 in the boot before, a fault now is not a warm reboot
+	// that failed.
+	_, h = boot(t, action.History{UUID: "GPU-c"}, "A", 0, RepairInput{Now: t0}, xid79)
+	early = NewRepair("B", 0, action.History{})
+	early.Judge(RepairInput{Now: t0.Add(time.Hour), Answered: true})
+	r = NewRepair("B", 0, h)
+	r.Absorb(early)
+	if cur := r.Judge(RepairInput{Now: t0.Add(time.Hour + time.Minute), Failing: true}); cur.Action == action.PowerCycle {
+		t.Errorf("the board answered in this boot before its UUID was known: %v %q", cur.Action, cur.Reasons)
 	}
 }
 

@@ -37,7 +37,7 @@ func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
 	if err != nil {
 		m.log.Warn("cannot record this run; the next start will not know whether it stopped cleanly", "error", err)
 	}
-	missing := m.missingAtStart(m.compareInventory(prev))
+	missing := m.missingAtStart(m.compareInventory(prev, cur.GPUs))
 	missing = append(missing, m.missingFromState()...)
 	if prev.Found {
 		for _, line := range sink.CompareFirmware(m.start, prev.State.Driver, cur.Driver, prev.State.VBIOS, cur.VBIOS, cur.GPUs) {
@@ -195,10 +195,12 @@ func (m *Monitor) vbios() map[string]string {
 	return out
 }
 
-// compareInventory compares the boards found with the previous run's, by
-// UUID: a board missing, new or moved is one INVENTORY line each, and one
-// log line sums them up. It returns the missing ones.
-func (m *Monitor) compareInventory(prev runstate.Previous) (missing []sink.InventoryChange) {
+// compareInventory compares the boards found (those run-state records
+// and hostStates.compared names: a GPU identified since is lateBoard's)
+// with the previous run's, by UUID: a board missing, new or moved is one
+// INVENTORY line each, and one log line sums them up. It returns the
+// missing ones.
+func (m *Monitor) compareInventory(prev runstate.Previous, found []sink.Board) (missing []sink.InventoryChange) {
 	if !prev.Found {
 		return nil // the first run here
 	}
@@ -206,7 +208,7 @@ func (m *Monitor) compareInventory(prev runstate.Previous) (missing []sink.Inven
 		m.log.Info("the previous run did not record its GPUs (an older version); the GPUs found are not compared with it")
 		return nil
 	}
-	changes := sink.CompareInventory(prev.State.GPUs, m.boards())
+	changes := sink.CompareInventory(prev.State.GPUs, found)
 	// With --gpu selecting some GPUs, a board of the previous run that the
 	// driver still enumerates is only not selected; one it does not is
 	// missing, as without --gpu, unless an unselected GPU has not answered

@@ -74,27 +74,33 @@ var (
 // write stuck on a stalled disk. A board still not written then, or whose
 // write failed, is counted and logged.
 func (m *Monitor) saveBoardsAtExit(d time.Duration) {
-	var bs []*board.Board
-	for _, gs := range m.gpus {
-		gs.repair.mu.Lock()
-		if b := gs.repair.b; b != nil {
-			bs = append(bs, b)
-		}
-		gs.repair.mu.Unlock()
-	}
-	m.states.mu.Lock()
-	for _, mb := range m.states.missing {
-		bs = append(bs, mb.Board)
-	}
-	m.states.mu.Unlock()
-	bs = slices.DeleteFunc(bs, func(b *board.Board) bool { return !b.Pending() })
-	if len(bs) == 0 {
-		return
-	}
-	errs := make([]error, len(bs)) // the goroutine's until done is closed
+	var (
+		mu   sync.Mutex // bs, once listed
+		bs   []*board.Board
+		errs []error // the goroutine's until done is closed
+	)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		var found []*board.Board
+		for _, gs := range m.gpus {
+			// A worker abandoned at stop may hold its lock, reading the
+			// board's file on a stalled disk: in here, under d.
+			gs.repair.mu.Lock()
+			if b := gs.repair.b; b != nil {
+				found = append(found, b)
+			}
+			gs.repair.mu.Unlock()
+		}
+		m.states.mu.Lock()
+		for _, mb := range m.states.missing {
+			found = append(found, mb.Board)
+		}
+		m.states.mu.Unlock()
+		mu.Lock()
+		bs = slices.DeleteFunc(found, func(b *board.Board) bool { return !b.Pending() })
+		errs = make([]error, len(bs))
+		mu.Unlock()
 		for {
 			busy := false
 			for i, b := range bs {
@@ -116,7 +122,17 @@ func (m *Monitor) saveBoardsAtExit(d time.Duration) {
 	case <-time.After(d):
 		err = func(int) error { return errors.New("a write still in progress (a stalled disk)") }
 	}
-	for i, b := range bs {
+	mu.Lock()
+	left := bs // nil: the boards were not listed in time (a worker holds one)
+	mu.Unlock()
+	if left == nil {
+		select {
+		case <-done:
+		default:
+			lose(m.reg, m.log, boardStateFails, "the boards' state files not checked by exit (a stuck worker holds one)")
+		}
+	}
+	for i, b := range left {
 		if b.Pending() {
 			lose(m.reg, m.log, boardStateFails, "a board's state file not written by exit", slog.String("uuid", b.UUID()), slog.Any("error", err(i)))
 		}

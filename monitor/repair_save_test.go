@@ -79,3 +79,21 @@ func TestBoardCopyWrittenAtExit(t *testing.T) {
 		}
 	})
 }
+
+// The writing of the boards at exit is bounded even when a worker
+// abandoned at stop holds a GPU's repair lock (reading its board's file on
+// a stalled disk): what it could not check is counted.
+func TestBoardsAtExitBoundedByAStuckWorker(t *testing.T) {
+	r := newRig(t, 1, nil) // real time: a goroutine blocked on a mutex does not let synctest's clock move
+	gs := r.m.gpus[0]
+	gs.repair.mu.Lock() // the stuck worker
+	start := time.Now()
+	r.m.saveBoardsAtExit(200 * time.Millisecond)
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("took %v, bound 200ms", d)
+	}
+	if n := r.counted("board_state_write_failures"); n != 1 {
+		t.Errorf("board_state_write_failures %d, want 1", n)
+	}
+	gs.repair.mu.Unlock()
+}
