@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
@@ -94,33 +93,25 @@ var errReadStuck = errors.New("not read: an earlier read of this file is still s
 func (m *Manager) readFile(rel ...string) func(context.Context) ([]byte, error) {
 	path := m.hostPath(rel...)
 	return func(ctx context.Context) ([]byte, error) {
-		n, _ := m.stuckReads.LoadOrStore(path, new(atomic.Int32)) // a path at 0 stays: the files are few
-		stuck := n.(*atomic.Int32)
-		if stuck.Load() > 0 {
+		if m.stuckReads.busy(path) {
 			return nil, errReadStuck
 		}
-		type answer struct {
-			b   []byte
-			err error
-		}
-		ch := make(chan answer, 1)
+		var b []byte
+		var err error
+		back := make(chan struct{})
 		go func() {
-			b, err := readSmall(path)
-			ch <- answer{b, err}
+			defer close(back)
+			b, err = readSmall(path)
 		}()
 		select {
-		case a := <-ch:
-			if a.err != nil {
-				return nil, errors.New(fileErr(a.err))
+		case <-back:
+			if err != nil {
+				return nil, errors.New(fileErr(err))
 			}
-			return a.b, nil
+			return b, nil
 		case <-ctx.Done():
 		}
-		stuck.Add(1) // until the read comes back
-		go func() {
-			<-ch
-			stuck.Add(-1)
-		}()
+		m.stuckReads.abandon(path, back) // until the read comes back
 		return nil, fmt.Errorf("read abandoned: %w", ctx.Err())
 	}
 }

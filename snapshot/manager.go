@@ -92,7 +92,7 @@ type Manager struct {
 	stopFollow context.CancelCauseFunc
 
 	wg         sync.WaitGroup     // one per request handed to Crash or Spike, until its last file
-	stuckReads sync.Map           // driver file path -> *atomic.Int32: reads abandoned, not yet back (readFile)
+	stuckReads stuckSet           // by driver file path: reads abandoned, not yet back (readFile)
 	counts     *counters.Registry // Config.Counters
 
 	mu        sync.Mutex

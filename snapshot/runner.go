@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -120,7 +119,7 @@ type ExecRunner struct {
 	killGrace time.Duration // 0 means defaultKillGrace; tests shorten it
 	waitDelay time.Duration // os/exec WaitDelay; 0 means killGrace; tests lengthen it
 
-	stuck   sync.Map // program name -> *atomic.Int32: runs abandoned after SIGKILL, not yet exited
+	stuck   stuckSet // by program name: runs abandoned after SIGKILL, not yet exited
 	missing sync.Map // programs found missing (and logged)
 }
 
@@ -132,9 +131,7 @@ func (r *ExecRunner) Run(ctx context.Context, name string, args ...string) ([]by
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%s: not started: %w", name, err)
 	}
-	n, _ := r.stuck.LoadOrStore(name, new(atomic.Int32)) // a name at 0 stays: the programs are few
-	stuck := n.(*atomic.Int32)
-	if stuck.Load() > 0 {
+	if r.stuck.busy(name) {
 		return nil, fmt.Errorf("%s: not started: %w", name, ErrStuck)
 	}
 	timeout := cmp.Or(max(r.Timeout, 0), DefaultCommandTimeout)
@@ -189,11 +186,12 @@ func (r *ExecRunner) Run(ctx context.Context, name string, args ...string) ([]by
 	case <-timer.C:
 		// Counted until its Wait returns.
 		abandoned = true
-		stuck.Add(1)
+		back := make(chan struct{})
 		go func() {
 			<-done
-			stuck.Add(-1)
+			close(back)
 		}()
+		r.stuck.abandon(name, back)
 	}
 	if err := ctx.Err(); err != nil {
 		return out.Bytes(), fmt.Errorf("%s: killed: %w", name, err)
