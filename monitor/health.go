@@ -29,20 +29,28 @@ func (gs *gpuState) Health() HealthView {
 	if p := gs.health.Load(); p != nil {
 		return *p
 	}
-	return HealthView{}
+	return noHealth
 }
+
+// noHealth is the view before the first sample: what Health returns then.
+var noHealth HealthView
 
 // recordHealth writes the sample's health changes to events.log (a baseline
 // with the first reading, a line per changed counter, link, and health
 // reason that began, but the critical one, written with its incident) and
 // publishes the GPU's health view. Worker goroutine only.
+//
+// A view is 8.6 kB (a value and a change time per reading): it is copied
+// only when a new one is published, not at every sample (it was the
+// largest cost of a healthy sample).
 func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical sampleIncident) {
 	m := gs.m
 	now := s.Time
-	prev := gs.Health()
-	v := prev
-	v.At, v.Vals, v.Verdict = s.Time, s.Values, r.Verdict
-	changed := r.HealthBaseline || r.NumHealthChanges() > 0 || v.Verdict != prev.Verdict
+	prev := gs.health.Load()
+	if prev == nil {
+		prev = &noHealth
+	}
+	changed := r.HealthBaseline || r.NumHealthChanges() > 0 || r.Verdict != prev.Verdict
 
 	if r.HealthBaseline {
 		line := gs.event(now, sink.TypeHealthBaseline)
@@ -78,22 +86,24 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 			line.Fields = append(line.Fields, sink.Field{Key: "action", Value: reading.RecoveryActionName(c.To)})
 		}
 		m.eventLine(line)
-		v.Changed[c.ID] = now
 	}
 	// The fabric's cluster UUID, two readings of 8 bytes: one line in its
 	// text when the GPU moves to another cluster (or into or out of one:
 	// "none"), as the health counters' lines (an absent reading is no
 	// change; one that appears after the baseline is, from n/a).
-	if is, ok := clusterText(&s.Values); ok && is != v.Cluster {
+	cluster := prev.Cluster
+	if is, ok := clusterText(&s.Values); ok && is != cluster {
 		if !r.HealthBaseline {
-			m.eventLine(gs.event(now, sink.TypeHealth, "counter", "fabric_cluster_uuid", "from", cmp.Or(v.Cluster, "n/a"), "to", is))
+			m.eventLine(gs.event(now, sink.TypeHealth, "counter", "fabric_cluster_uuid", "from", cmp.Or(cluster, "n/a"), "to", is))
 		}
-		v.Cluster, changed = is, true
+		cluster, changed = is, true
 	}
-	changed = gs.recordRemapHist(&v, prev.RemapHist, r.HealthBaseline, now) || changed
-	if links := gs.g.NVLinks(); !links.At.IsZero() {
-		changed = changed || !links.At.Equal(prev.Links.At)
-		v.Links = links
+	remap, remapChanged := gs.recordRemapHist(prev.RemapHist, r.HealthBaseline, now)
+	changed = remapChanged || changed
+	var links reading.NVLinks
+	if l := gs.g.NVLinks(); !l.At.IsZero() {
+		changed = changed || !l.At.Equal(prev.Links.At)
+		links = l
 		for _, c := range gs.links.Check(&links, now) {
 			kv := []string{"counter", "nvlink_" + c.Counter, "link", strconv.Itoa(c.Link)}
 			switch {
@@ -110,10 +120,8 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 			}
 			m.eventLine(gs.event(now, sink.TypeHealth, kv...))
 		}
-	} else {
-		v.Links = reading.NVLinks{}
 	}
-	began := v.Verdict.Reasons &^ prev.Verdict.Reasons
+	began := r.Verdict.Reasons &^ prev.Verdict.Reasons
 	for rs := range anomaly.NumHealthReasons {
 		if began&(1<<rs) == 0 {
 			continue
@@ -127,11 +135,18 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 		}
 		m.eventLine(line)
 	}
-	if changed {
-		v.Level, v.Reasons = v.Verdict.Level(), v.Verdict.Names()
-		nv := v
-		gs.health.Store(&nv)
+	if !changed {
+		return
 	}
+	v := new(HealthView)
+	*v = *prev
+	v.At, v.Vals, v.Verdict = s.Time, s.Values, r.Verdict
+	for i := range r.NumHealthChanges() {
+		v.Changed[r.HealthChange(i).ID] = now
+	}
+	v.Cluster, v.RemapHist, v.Links = cluster, remap, links
+	v.Level, v.Reasons = v.Verdict.Level(), v.Verdict.Names()
+	gs.health.Store(v)
 }
 
 // clusterText is the fabric's cluster UUID in v ("none": all zero, in no
@@ -143,16 +158,15 @@ func clusterText(v *reading.Values) (string, bool) {
 	return "none", v[reading.FabricCluster0].OK && v[reading.FabricCluster8].OK
 }
 
-// recordRemapHist puts a newly read row remapper histogram (read at start
-// and when the remap counts change) in v, prev being the last published,
-// and writes its change to events.log; the first is in the baseline line
-// when baseline. It reports whether v changed.
-func (gs *gpuState) recordRemapHist(v *HealthView, prev *reading.RemapHistogram, baseline bool, now time.Time) bool {
+// recordRemapHist returns the row remapper histogram a new view holds
+// (read at start and when the remap counts change), prev being the last
+// published, and writes its change to events.log; the first is in the
+// baseline line when baseline. It reports whether the histogram is new.
+func (gs *gpuState) recordRemapHist(prev *reading.RemapHistogram, baseline bool, now time.Time) (*reading.RemapHistogram, bool) {
 	h := gs.g.RemapHistogram()
 	if h == nil || h == prev {
-		return false
+		return prev, false
 	}
-	v.RemapHist = h
 	switch {
 	case prev == nil && baseline:
 	case prev == nil:
@@ -160,7 +174,7 @@ func (gs *gpuState) recordRemapHist(v *HealthView, prev *reading.RemapHistogram,
 	case prev.Buckets() != h.Buckets():
 		gs.m.eventLine(gs.event(now, sink.TypeHealth, "counter", "remap_histogram", "from", prev.String(), "to", h.String()))
 	}
-	return true
+	return h, true
 }
 
 // healthCritical is the critical event of a critical health reason that
