@@ -54,16 +54,13 @@ func (m *Manager) hostPath(rel ...string) string {
 // before any command touches the device: reading config space (lspci) wakes
 // a suspended GPU, and then the state that was is lost.
 func (m *Manager) powerState(busID string) Section {
-	s := Section{Title: "GPU runtime power state (read first, before anything could wake the GPU)"}
-	a, err := reading.ParsePCIAddr(busID)
-	if err != nil {
-		s.Body = "(not read: " + err.Error() + ")\n"
-		return s
-	}
 	var b strings.Builder
-	readEach(&b, m.hostPath(pciDevicesDir, a.String(), "power"), []string{"runtime_status", "control"}, strings.TrimSpace)
-	s.Body = b.String()
-	return s
+	if a, err := reading.ParsePCIAddr(busID); err != nil {
+		b.WriteString("(not read: " + err.Error() + ")\n")
+	} else {
+		readEach(&b, m.hostPath(pciDevicesDir, a.String(), "power"), []string{"runtime_status", "control"}, strings.TrimSpace)
+	}
+	return Section{"GPU runtime power state (read first, before anything could wake the GPU)", b.String()}
 }
 
 // readEach writes "name: value" for each file of dir named, value as show
@@ -111,7 +108,7 @@ func (m *Manager) readFile(rel ...string) func(context.Context) ([]byte, error) 
 			return b, nil
 		case <-ctx.Done():
 		}
-		m.stuckReads.abandon(path, back) // until the read comes back
+		m.stuckReads.abandon(path, func() { <-back }) // until the read comes back
 		return nil, fmt.Errorf("read abandoned: %w", ctx.Err())
 	}
 }

@@ -185,10 +185,9 @@ func runJob(ctx context.Context, timeout time.Duration, run func(context.Context
 	if err == nil {
 		return result{out: out}
 	}
-	var te *TimeoutError
 	var status string
-	switch {
-	case errors.As(err, &te):
+	switch te, ok := errors.AsType[*TimeoutError](err); {
+	case ok:
 		status = "(timed out after " + te.After.String() + ")"
 	case ctx.Err() != nil:
 		status = "(canceled: the daemon is shutting down)"

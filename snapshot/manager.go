@@ -84,7 +84,6 @@ type Manager struct {
 	log      *slog.Logger
 	files    sink.Atomic // the one atomic-write helper; tests inject failures through its Ops
 	crashDir string
-	spikeDir string
 
 	work       context.Context // cancelled when Close gives up waiting: it kills running commands
 	stopWork   context.CancelFunc
@@ -131,7 +130,6 @@ func New(cfg Config) *Manager {
 		log:      cfg.Logger,
 		files:    sink.Atomic{Perm: fileMode},
 		crashDir: filepath.Join(cfg.Dir, CrashDir),
-		spikeDir: filepath.Join(cfg.Dir, SpikeDir),
 		gpus:     make(map[int]*crashState),
 		counts:   counts,
 	}
@@ -321,12 +319,10 @@ func (m *Manager) Close(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	m.stopWork()
-	t := time.NewTimer(closeGrace)
-	defer t.Stop()
 	select {
 	case <-done:
 		return fmt.Errorf("close snapshots: diagnostics cut short: %w", ctx.Err())
-	case <-t.C:
+	case <-time.After(closeGrace):
 		return fmt.Errorf("close snapshots: writers still busy %s after cancelling: %w", closeGrace, ctx.Err())
 	}
 }
