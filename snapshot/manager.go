@@ -193,9 +193,8 @@ func (m *Manager) Lost(d Decision, why string) {
 		return
 	}
 	m.counts.Inc(snapshotFailures)
-	path := filepath.Join(m.crashDir, d.base+".log")
-	m.log.Warn("snapshot abandoned before it was built", "kind", "crash", "gpu", d.gpu, "path", path,
-		"incident", d.Incident, "why", why)
+	m.log.Warn("snapshot abandoned before it was built", "kind", "crash", "gpu", d.gpu,
+		"path", filepath.Join(m.crashDir, d.base+".log"), "incident", d.Incident, "why", why)
 	m.unname(d, why)
 }
 
