@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
@@ -113,12 +112,12 @@ func (m *Manager) readFile(rel ...string) func(context.Context) ([]byte, error) 
 	}
 }
 
-// aerCounters renders the sysfs AER counters of the GPU and of the bridge
-// right above it: the port that reports the GPU's link errors.
-func (m *Manager) aerCounters(a reading.PCIAddr) []byte {
+// aerCounters renders the sysfs AER counters of the GPU at a and of the
+// bridge right above it (the last of path, read with error err): the port
+// that reports the GPU's link errors.
+func (m *Manager) aerCounters(a reading.PCIAddr, path []reading.PCIAddr, err error) []byte {
 	var b strings.Builder
 	devs := []struct{ what, addr string }{{"GPU", a.String()}}
-	path, err := kmsg.PCIPath(m.hostPath(pciDevicesDir), a)
 	switch {
 	case err != nil:
 		fmt.Fprintf(&b, "(upstream bridge not found: %s)\n", fileErr(err))

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
@@ -65,6 +66,14 @@ func section(title string, followUp bool) []diagSection {
 func (m *Manager) jobs(busID string, followUp bool) []job {
 	a, err := reading.ParsePCIAddr(busID)
 	addr := a.String()
+	// The bridges above the GPU, read from sysfs once: the kernel log's
+	// filter keeps their lines about the GPU; the AER counters show the nearest.
+	var f kernelFilter
+	bridges, pathErr := []reading.PCIAddr(nil), err
+	if err == nil {
+		bridges, pathErr = kmsg.PCIPath(m.hostPath(pciDevicesDir), a)
+		f = kernelFilter{gpu: reading.Some(a), bridges: bridges, pathKnown: pathErr == nil}
+	}
 	// A crash takes the numeric ids and the whole config space as hex, as
 	// nvidia-bug-report.sh does (ffff... when the GPU is off the bus).
 	lspci := []string{"-nnDvvvxxxx", "-s", addr}
@@ -72,7 +81,7 @@ func (m *Manager) jobs(busID string, followUp bool) []job {
 		lspci = []string{"-vvs", addr}
 	}
 	all := []job{
-		m.kernelLogJob(m.kernelFilterFor(busID)),
+		m.kernelLogJob(f),
 		{sections: section("PCIe device state", true), gpu: true, run: m.command("lspci", lspci...)},
 		// VENDOR_ID reads config space: 10de is NVIDIA, ffff means the
 		// device does not answer (fallen off the bus).
@@ -94,7 +103,7 @@ func (m *Manager) jobs(busID string, followUp bool) []job {
 		{sections: section("Driver's GPU information (/proc/driver/nvidia/gpus/<bus id>/information)", false), gpu: true,
 			run: m.readFile(nvidiaProcDir, "gpus", addr, "information")},
 		{sections: section("PCIe AER counters (sysfs) of the GPU and its upstream bridge", false), gpu: true,
-			run: func(context.Context) ([]byte, error) { return m.aerCounters(a), nil }},
+			run: func(context.Context) ([]byte, error) { return m.aerCounters(a, bridges, pathErr), nil }},
 		{sections: section("nvidia module parameters (/sys/module/nvidia/parameters)", false), run: m.moduleParams},
 	}
 	var jobs []job

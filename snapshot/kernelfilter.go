@@ -123,17 +123,3 @@ func (f kernelFilter) fromGPU(drv string, dev reading.PCIAddr, msg, text string)
 	t := strings.TrimLeft(text, " ")
 	return aerText(text) || strings.HasPrefix(t, "pciehp: ") || strings.HasPrefix(t, "DPC: ")
 }
-
-// kernelFilterFor builds the filter of the GPU at busID, its bridges read
-// from sysfs under HostRoot.
-func (m *Manager) kernelFilterFor(busID string) kernelFilter {
-	a, err := reading.ParsePCIAddr(busID)
-	if err != nil {
-		return kernelFilter{}
-	}
-	f := kernelFilter{gpu: reading.Some(a)}
-	if path, err := kmsg.PCIPath(m.hostPath(pciDevicesDir), a); err == nil {
-		f.bridges, f.pathKnown = path, true
-	}
-	return f
-}
