@@ -169,15 +169,13 @@ func pstoreRecords(dirs []string, since time.Time) string {
 			if err != nil || e.IsDir() {
 				return nil
 			}
-			fi, err := e.Info()
-			if err != nil || !fi.Mode().IsRegular() {
-				return nil
-			}
-			if !since.IsZero() && fi.ModTime().Before(since.Add(-pstoreRecentSlack)) {
+			switch fi, err := e.Info(); {
+			case err != nil || !fi.Mode().IsRegular():
+			case !since.IsZero() && fi.ModTime().Before(since.Add(-pstoreRecentSlack)):
 				old++
-				return nil
+			default:
+				recs = append(recs, rec{p, fi})
 			}
-			recs = append(recs, rec{p, fi})
 			return nil
 		})
 		if old > 0 {
