@@ -83,9 +83,8 @@ var errReadStuck = errors.New("not read: an earlier read of this file is still s
 // id>/information on a wedged GPU), so the read runs on its own goroutine
 // and is waited for only until ctx is done (the command timeout), as
 // ExecRunner waits for a program. A read that did not come back by then is
-// left behind, and until it does that file is not read again (errReadStuck,
-// said in the snapshot): one blocked thread and descriptor per file, not
-// one more per snapshot.
+// left behind, and until it does that file is not read again (stuckSet;
+// errReadStuck, said in the snapshot).
 func (m *Manager) readFile(rel ...string) func(context.Context) ([]byte, error) {
 	path := m.hostPath(rel...)
 	return func(ctx context.Context) ([]byte, error) {

@@ -272,8 +272,7 @@ func (m *Manager) DecideSpike(gpu int) Decision {
 	}
 	d := Decision{Burst: burst, Suppressed: m.counts.Add(spikesSuppressed, 1), CooldownLeft: left}
 	m.mu.Unlock()
-	// The first of a burst is said; the rest of it only counted (fans ramp
-	// on several GPUs of a chassis at once).
+	// The first of a burst is said; the rest of it only counted.
 	level := slog.LevelDebug
 	if burst == 1 {
 		level = slog.LevelInfo
