@@ -161,8 +161,7 @@ func (m *Manager) collect(ctx context.Context, jobs []job) []result {
 		go func() { ch <- answer{i, runJob(ctx, m.cfg.CommandTimeout, j.run)} }()
 	}
 	why := "(no answer within " + m.cfg.DiagnosticsTimeout.String() + "; abandoned)"
-	deadline := time.NewTimer(m.cfg.DiagnosticsTimeout)
-	defer deadline.Stop()
+	deadline := time.After(m.cfg.DiagnosticsTimeout)
 	done := ctx.Done()
 	for len(pending) > 0 {
 		select {
@@ -173,9 +172,9 @@ func (m *Manager) collect(ctx context.Context, jobs []job) []result {
 			// Killed commands return at once with what they printed so far,
 			// which is worth keeping; wait a moment for it.
 			done = nil
-			deadline.Reset(drainGrace)
+			deadline = time.After(drainGrace)
 			why = "(canceled: the daemon is shutting down)"
-		case <-deadline.C:
+		case <-deadline:
 			for i := range pending {
 				res[i] = result{status: why}
 			}

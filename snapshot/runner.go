@@ -164,25 +164,22 @@ func (r *ExecRunner) Run(ctx context.Context, name string, args ...string) ([]by
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
 	select {
 	case err := <-done:
 		if err != nil {
 			return out.Bytes(), fmt.Errorf("%s: %w", name, err)
 		}
 		return out.Bytes(), nil
-	case <-timer.C:
+	case <-time.After(timeout):
 	case <-ctx.Done():
 	}
 
 	// Negative pid: the whole process group, which Setpgid made ours.
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	timer.Reset(grace)
 	abandoned := false
 	select {
 	case <-done:
-	case <-timer.C:
+	case <-time.After(grace):
 		abandoned = true
 		r.stuck.abandon(name, func() { <-done }) // counted until its Wait returns
 	}
