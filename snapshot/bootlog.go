@@ -139,12 +139,12 @@ func (m *Manager) WriteBootLog(ctx context.Context, c BootConfig) (BootLog, erro
 		b.WriteString(filtered(journal, bootLogPattern.MatchString, bootJournalMatches))
 		writeSection(&b, Section{"Previous boot's kernel log: last 200 lines", filtered(journal, nil, bootJournalLines)})
 	}
-	writeSection(&b, Section{"pstore records (kernel crash records of the previous boot)", pstoreRecords(c.PstoreDirs, ps.Started)})
-	writeSection(&b, Section{"Last incidents in events.log (before this start)", lastIncidents(filepath.Join(m.cfg.Dir, "events.log"), c.Now)})
-	b.WriteString("\n=== End of boot log ===\n")
-
+	data := writeEnd(&b, []Section{
+		{"pstore records (kernel crash records of the previous boot)", pstoreRecords(c.PstoreDirs, ps.Started)},
+		{"Last incidents in events.log (before this start)", lastIncidents(filepath.Join(m.cfg.Dir, "events.log"), c.Now)},
+	}, "End of boot log")
 	var err error
-	res.Path, err = SaveCrashFile(m.cfg.Dir, "boot-"+c.Now.Format(stampLayout), ".log", []byte(b.String()))
+	res.Path, err = SaveCrashFile(m.cfg.Dir, "boot-"+c.Now.Format(stampLayout), ".log", data)
 	return res, err
 }
 
@@ -169,15 +169,13 @@ func pstoreRecords(dirs []string, since time.Time) string {
 			if err != nil || e.IsDir() {
 				return nil
 			}
-			fi, err := e.Info()
-			if err != nil || !fi.Mode().IsRegular() {
-				return nil
-			}
-			if !since.IsZero() && fi.ModTime().Before(since.Add(-pstoreRecentSlack)) {
+			switch fi, err := e.Info(); {
+			case err != nil || !fi.Mode().IsRegular():
+			case !since.IsZero() && fi.ModTime().Before(since.Add(-pstoreRecentSlack)):
 				old++
-				return nil
+			default:
+				recs = append(recs, rec{p, fi})
 			}
-			recs = append(recs, rec{p, fi})
 			return nil
 		})
 		if old > 0 {

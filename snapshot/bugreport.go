@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
@@ -54,16 +53,13 @@ func (m *Manager) hostPath(rel ...string) string {
 // before any command touches the device: reading config space (lspci) wakes
 // a suspended GPU, and then the state that was is lost.
 func (m *Manager) powerState(busID string) Section {
-	s := Section{Title: "GPU runtime power state (read first, before anything could wake the GPU)"}
-	a, err := reading.ParsePCIAddr(busID)
-	if err != nil {
-		s.Body = "(not read: " + err.Error() + ")\n"
-		return s
-	}
 	var b strings.Builder
-	readEach(&b, m.hostPath(pciDevicesDir, a.String(), "power"), []string{"runtime_status", "control"}, strings.TrimSpace)
-	s.Body = b.String()
-	return s
+	if a, err := reading.ParsePCIAddr(busID); err != nil {
+		b.WriteString("(not read: " + err.Error() + ")\n")
+	} else {
+		readEach(&b, m.hostPath(pciDevicesDir, a.String(), "power"), []string{"runtime_status", "control"}, strings.TrimSpace)
+	}
+	return Section{"GPU runtime power state (read first, before anything could wake the GPU)", b.String()}
 }
 
 // readEach writes "name: value" for each file of dir named, value as show
@@ -87,9 +83,8 @@ var errReadStuck = errors.New("not read: an earlier read of this file is still s
 // id>/information on a wedged GPU), so the read runs on its own goroutine
 // and is waited for only until ctx is done (the command timeout), as
 // ExecRunner waits for a program. A read that did not come back by then is
-// left behind, and until it does that file is not read again (errReadStuck,
-// said in the snapshot): one blocked thread and descriptor per file, not
-// one more per snapshot.
+// left behind, and until it does that file is not read again (stuckSet;
+// errReadStuck, said in the snapshot).
 func (m *Manager) readFile(rel ...string) func(context.Context) ([]byte, error) {
 	path := m.hostPath(rel...)
 	return func(ctx context.Context) ([]byte, error) {
@@ -111,17 +106,17 @@ func (m *Manager) readFile(rel ...string) func(context.Context) ([]byte, error) 
 			return b, nil
 		case <-ctx.Done():
 		}
-		m.stuckReads.abandon(path, back) // until the read comes back
+		m.stuckReads.abandon(path, func() { <-back }) // until the read comes back
 		return nil, fmt.Errorf("read abandoned: %w", ctx.Err())
 	}
 }
 
-// aerCounters renders the sysfs AER counters of the GPU and of the bridge
-// right above it: the port that reports the GPU's link errors.
-func (m *Manager) aerCounters(a reading.PCIAddr) []byte {
+// aerCounters renders the sysfs AER counters of the GPU at a and of the
+// bridge right above it (the last of path, read with error err): the port
+// that reports the GPU's link errors.
+func (m *Manager) aerCounters(a reading.PCIAddr, path []reading.PCIAddr, err error) []byte {
 	var b strings.Builder
 	devs := []struct{ what, addr string }{{"GPU", a.String()}}
-	path, err := kmsg.PCIPath(m.hostPath(pciDevicesDir), a)
 	switch {
 	case err != nil:
 		fmt.Fprintf(&b, "(upstream bridge not found: %s)\n", fileErr(err))

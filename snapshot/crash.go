@@ -135,11 +135,7 @@ func render(h *Header, lead Section, csvHeader string, rows []string, sections [
 		b.WriteString("=== " + lead.Title + " ===\n" + lead.Body + "\n")
 	}
 	writeTail(&b, "Last 50 telemetry readings", "(no readings yet)", csvHeader, rows)
-	for _, s := range sections {
-		writeSection(&b, s)
-	}
-	b.WriteString("\n=== " + end + " ===\n")
-	return []byte(b.String())
+	return writeEnd(&b, sections, end)
 }
 
 // writeTail writes the title, the notes, and the CSV header and the last 50
@@ -163,6 +159,15 @@ func writeTail(b *strings.Builder, title, none, csvHeader string, rows []string,
 	for _, r := range rows {
 		b.WriteString(" " + strings.TrimRight(r, "\r\n") + "\n")
 	}
+}
+
+// writeEnd writes the sections and the end line, and returns the file.
+func writeEnd(b *strings.Builder, sections []Section, end string) []byte {
+	for _, s := range sections {
+		writeSection(b, s)
+	}
+	b.WriteString("\n=== " + end + " ===\n")
+	return []byte(b.String())
 }
 
 // writeSection writes "=== Title ===" and the body, ending in a newline.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
@@ -65,6 +66,14 @@ func section(title string, followUp bool) []diagSection {
 func (m *Manager) jobs(busID string, followUp bool) []job {
 	a, err := reading.ParsePCIAddr(busID)
 	addr := a.String()
+	// The bridges above the GPU, read from sysfs once: the kernel log's
+	// filter keeps their lines about the GPU; the AER counters show the nearest.
+	var f kernelFilter
+	bridges, pathErr := []reading.PCIAddr(nil), err
+	if err == nil {
+		bridges, pathErr = kmsg.PCIPath(m.hostPath(pciDevicesDir), a)
+		f = kernelFilter{gpu: reading.Some(a), bridges: bridges, pathKnown: pathErr == nil}
+	}
 	// A crash takes the numeric ids and the whole config space as hex, as
 	// nvidia-bug-report.sh does (ffff... when the GPU is off the bus).
 	lspci := []string{"-nnDvvvxxxx", "-s", addr}
@@ -72,7 +81,7 @@ func (m *Manager) jobs(busID string, followUp bool) []job {
 		lspci = []string{"-vvs", addr}
 	}
 	all := []job{
-		m.kernelLogJob(m.kernelFilterFor(busID)),
+		m.kernelLogJob(f),
 		{sections: section("PCIe device state", true), gpu: true, run: m.command("lspci", lspci...)},
 		// VENDOR_ID reads config space: 10de is NVIDIA, ffff means the
 		// device does not answer (fallen off the bus).
@@ -94,7 +103,7 @@ func (m *Manager) jobs(busID string, followUp bool) []job {
 		{sections: section("Driver's GPU information (/proc/driver/nvidia/gpus/<bus id>/information)", false), gpu: true,
 			run: m.readFile(nvidiaProcDir, "gpus", addr, "information")},
 		{sections: section("PCIe AER counters (sysfs) of the GPU and its upstream bridge", false), gpu: true,
-			run: func(context.Context) ([]byte, error) { return m.aerCounters(a), nil }},
+			run: func(context.Context) ([]byte, error) { return m.aerCounters(a, bridges, pathErr), nil }},
 		{sections: section("nvidia module parameters (/sys/module/nvidia/parameters)", false), run: m.moduleParams},
 	}
 	var jobs []job
@@ -152,8 +161,7 @@ func (m *Manager) collect(ctx context.Context, jobs []job) []result {
 		go func() { ch <- answer{i, runJob(ctx, m.cfg.CommandTimeout, j.run)} }()
 	}
 	why := "(no answer within " + m.cfg.DiagnosticsTimeout.String() + "; abandoned)"
-	deadline := time.NewTimer(m.cfg.DiagnosticsTimeout)
-	defer deadline.Stop()
+	deadline := time.After(m.cfg.DiagnosticsTimeout)
 	done := ctx.Done()
 	for len(pending) > 0 {
 		select {
@@ -164,9 +172,9 @@ func (m *Manager) collect(ctx context.Context, jobs []job) []result {
 			// Killed commands return at once with what they printed so far,
 			// which is worth keeping; wait a moment for it.
 			done = nil
-			deadline.Reset(drainGrace)
+			deadline = time.After(drainGrace)
 			why = "(canceled: the daemon is shutting down)"
-		case <-deadline.C:
+		case <-deadline:
 			for i := range pending {
 				res[i] = result{status: why}
 			}
@@ -185,10 +193,9 @@ func runJob(ctx context.Context, timeout time.Duration, run func(context.Context
 	if err == nil {
 		return result{out: out}
 	}
-	var te *TimeoutError
 	var status string
-	switch {
-	case errors.As(err, &te):
+	switch te, ok := errors.AsType[*TimeoutError](err); {
+	case ok:
 		status = "(timed out after " + te.After.String() + ")"
 	case ctx.Err() != nil:
 		status = "(canceled: the daemon is shutting down)"

@@ -24,38 +24,33 @@ const (
 )
 
 // createNew writes data with files to a new file dir/base+ext (base-2+ext
-// ... when the name is taken), creating dir first: never replacing a file,
-// never following a link planted there. A path with an error means the file
-// is in place but the directory could not be fsynced. Every snapshot file,
-// the boot log and the raw records kept beside them are written here.
+// ... when the name is taken), creating dir (and its parents) first,
+// durably: never replacing a file, never following a link planted there (a
+// link at dir is refused: sink.CheckNotLink). A path with an error means
+// the file is in place but the directory could not be fsynced. Every
+// snapshot file, the boot log and the raw records kept beside them are
+// written here.
 func createNew(files sink.Atomic, dir, base, ext string, data []byte) (string, error) {
-	if err := ensureDir(dir); err != nil {
-		return "", err
-	}
-	return files.CreateNew(dir, base, ext, data)
-}
-
-// ensureDir creates dir (and its parents) if needed, durably. A link at dir
-// is refused: snapshots are written by name into it (sink.CheckNotLink).
-func ensureDir(dir string) error {
 	if err := sink.CheckNotLink(dir, true); err != nil {
-		return err
+		return "", err
 	}
 	err := os.Mkdir(dir, dirMode)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(filepath.Dir(dir), dirMode); err != nil {
-			return fmt.Errorf("create %s: %w", filepath.Dir(dir), err)
+			return "", fmt.Errorf("create %s: %w", filepath.Dir(dir), err)
 		}
 		err = os.Mkdir(dir, dirMode)
 	}
 	switch {
-	case err == nil:
-		return sink.SyncDir(filepath.Dir(dir))
 	case errors.Is(err, fs.ErrExist):
-		return nil
+	case err != nil:
+		return "", fmt.Errorf("create %s: %w", dir, err)
 	default:
-		return fmt.Errorf("create %s: %w", dir, err)
+		if err := sink.SyncDir(filepath.Dir(dir)); err != nil {
+			return "", err
+		}
 	}
+	return files.CreateNew(dir, base, ext, data)
 }
 
 // SaveCrashFile writes data to a new file crashes/<base><ext> under logDir

@@ -70,11 +70,7 @@ func renderFollowUp(h *Header, incident string, offset time.Duration, now time.T
 		incidentLine += " at " + h.Time.Format(sink.TimestampLayout)
 	}
 	writeTop(&b, &top, incidentLine+"\n")
-	for _, s := range sections {
-		writeSection(&b, s)
-	}
-	b.WriteString("\n=== End of snapshot ===\n")
-	return []byte(b.String())
+	return writeEnd(&b, sections, "End of snapshot")
 }
 
 // followUps captures the follow-ups of one incident, each at its offset from
@@ -83,13 +79,9 @@ func renderFollowUp(h *Header, incident string, offset time.Duration, now time.T
 // not yet started.
 func (m *Manager) followUps(ctx context.Context, gpu int, incident string, h *Header, start time.Time, inc *incident) {
 	for i, off := range m.cfg.FollowUps {
-		if wait := off - time.Since(start); wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-			}
+		select {
+		case <-time.After(off - time.Since(start)): // a past offset fires at once
+		case <-ctx.Done():
 		}
 		if ctx.Err() != nil {
 			m.followUpsCanceled(gpu, incident, len(m.cfg.FollowUps)-i, context.Cause(ctx).Error())

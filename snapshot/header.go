@@ -57,14 +57,6 @@ func optf[T any](format string, o reading.Opt[T]) string {
 	return na
 }
 
-// stamp is t in the CSV's timestamp layout, or "n/a" when t is zero.
-func stamp(t time.Time) string {
-	if t.IsZero() {
-		return na
-	}
-	return t.Format(sink.TimestampLayout)
-}
-
 // writeHeader writes h in the order of gpu-telemetry-deep.py's
 // _write_snapshot_header (title, time, version, GPU, reason, uptime and
 // samples, peaks, event number, its detectors' counters, here one Counters
@@ -135,12 +127,15 @@ func ParseHeader(text string) (h Header, ok bool) {
 // reads n/a back as it is: no UUID or serial is n/a); then extra, the reason,
 // and the headline and the GPU's repair action (when there are).
 func writeTop(b *strings.Builder, h *Header, extra string) {
-	gpu := na
+	at, gpu := na, na
+	if !h.Time.IsZero() {
+		at = h.Time.Format(sink.TimestampLayout)
+	}
 	if h.GPUIndex >= 0 {
 		gpu = strconv.Itoa(h.GPUIndex)
 	}
 	fmt.Fprintf(b, "=== %s ===\nTime: %s\nVersion: %s\nHost: %s (machine id %s, boot %s)\nGPU: %s %s (%s)\nUUID: %s\nSerial: %s\n%sReason: %s\n",
-		orNA(h.Title), stamp(h.Time), orNA(h.Version), orNA(h.Host.Host), orNA(h.Host.MachineID), orNA(h.Host.BootID),
+		orNA(h.Title), at, orNA(h.Version), orNA(h.Host.Host), orNA(h.Host.MachineID), orNA(h.Host.BootID),
 		gpu, orNA(h.GPUName), orNA(h.BusID), orNA(h.UUID), orNA(h.Serial), extra, orNA(h.Reason))
 	if h.Headline != "" {
 		b.WriteString("Headline: " + h.Headline + "\n")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
@@ -38,13 +39,9 @@ func HealthSection(h HealthData, now time.Time) Section {
 		verdict += " (" + strings.Join(h.Reasons, ", ") + ")"
 	}
 	fmt.Fprintf(&b, "verdict: %s\n", verdict)
-	w := len("COUNTER") // the counter column: the longest name
+	tw := tabwriter.NewWriter(&b, 0, 0, 1, ' ', 0) // the counter column: the longest name
+	fmt.Fprintf(tw, "COUNTER\t%16s  %s\n", "VALUE", "LAST CHANGE")
 	for _, id := range reading.HealthIDs {
-		w = max(w, len(reading.Table[id].Name))
-	}
-	fmt.Fprintf(&b, "%-*s %16s  %s\n", w, "COUNTER", "VALUE", "LAST CHANGE")
-	for _, id := range reading.HealthIDs {
-		d := &reading.Table[id]
 		val := "n/a"
 		if v := h.Vals[id]; v.OK {
 			val = string(reading.AppendHealthCell(nil, id, v))
@@ -53,8 +50,9 @@ func HealthSection(h HealthData, now time.Time) Section {
 		if t := h.Changed[id]; !t.IsZero() {
 			ch = t.Format(sink.TimestampLayout) + " (" + age(now.Sub(t)) + " before)"
 		}
-		fmt.Fprintf(&b, "%-*s %16s  %s\n", w, d.Name, val, ch)
+		fmt.Fprintf(tw, "%s\t%16s  %s\n", reading.Table[id].Name, val, ch)
 	}
+	tw.Flush()
 	if u, ok := reading.FabricClusterUUID((*reading.Values)(&h.Vals)); ok {
 		fmt.Fprintf(&b, "\nNVLink fabric cluster: %s\n", u)
 	}

@@ -85,19 +85,6 @@ func aerText(text string) bool {
 		(t != text && (strings.HasPrefix(t, "device [") || strings.HasPrefix(t, "[")))
 }
 
-// bridgeLine reports whether a line a bridge printed is about the GPU: an
-// AER line that names no source, or names the GPU or a bridge on its path
-// (a port reports for every device below it: an NVMe drive's error is not
-// the GPU's), or a hotplug or DPC line of the port (link down, containment).
-func (f kernelFilter) bridgeLine(msg, text string) bool {
-	if r, ok := kmsg.ParseAER(msg); ok {
-		src, named := r.Source.Get()
-		return !named || f.sameBoard(src) || slices.Contains(f.bridges, src)
-	}
-	t := strings.TrimLeft(text, " ")
-	return aerText(text) || strings.HasPrefix(t, "pciehp: ") || strings.HasPrefix(t, "DPC: ")
-}
-
 // GPULine reports whether a dmesg line belongs in the GPU section.
 func (f kernelFilter) GPULine(line string) bool {
 	msg := messageOf(line)
@@ -117,27 +104,22 @@ func (f kernelFilter) AERLine(line string) bool {
 }
 
 // fromGPU reports whether a line device dev printed is about the GPU: the
-// GPU's own, a bridge's about it, or, the path unknown, any port's AER line.
+// GPU's own; a bridge's on its path that is an AER line naming no source,
+// the GPU or a bridge on its path (a port reports for every device below
+// it: an NVMe drive's error is not the GPU's), or a hotplug or DPC line of
+// the port (link down, containment); or, the path unknown, any port's AER
+// line.
 func (f kernelFilter) fromGPU(drv string, dev reading.PCIAddr, msg, text string) bool {
 	switch {
 	case f.sameBoard(dev):
 		return true
-	case slices.Contains(f.bridges, dev):
-		return f.bridgeLine(msg, text)
+	case !slices.Contains(f.bridges, dev):
+		return !f.pathKnown && drv == "pcieport" && aerText(text)
 	}
-	return !f.pathKnown && drv == "pcieport" && aerText(text)
-}
-
-// kernelFilterFor builds the filter of the GPU at busID, its bridges read
-// from sysfs under HostRoot.
-func (m *Manager) kernelFilterFor(busID string) kernelFilter {
-	a, err := reading.ParsePCIAddr(busID)
-	if err != nil {
-		return kernelFilter{}
+	if r, ok := kmsg.ParseAER(msg); ok {
+		src, named := r.Source.Get()
+		return !named || f.sameBoard(src) || slices.Contains(f.bridges, src)
 	}
-	f := kernelFilter{gpu: reading.Some(a)}
-	if path, err := kmsg.PCIPath(m.hostPath(pciDevicesDir), a); err == nil {
-		f.bridges, f.pathKnown = path, true
-	}
-	return f
+	t := strings.TrimLeft(text, " ")
+	return aerText(text) || strings.HasPrefix(t, "pciehp: ") || strings.HasPrefix(t, "DPC: ")
 }

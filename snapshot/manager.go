@@ -84,7 +84,6 @@ type Manager struct {
 	log      *slog.Logger
 	files    sink.Atomic // the one atomic-write helper; tests inject failures through its Ops
 	crashDir string
-	spikeDir string
 
 	work       context.Context // cancelled when Close gives up waiting: it kills running commands
 	stopWork   context.CancelFunc
@@ -131,7 +130,6 @@ func New(cfg Config) *Manager {
 		log:      cfg.Logger,
 		files:    sink.Atomic{Perm: fileMode},
 		crashDir: filepath.Join(cfg.Dir, CrashDir),
-		spikeDir: filepath.Join(cfg.Dir, SpikeDir),
 		gpus:     make(map[int]*crashState),
 		counts:   counts,
 	}
@@ -195,9 +193,8 @@ func (m *Manager) Lost(d Decision, why string) {
 		return
 	}
 	m.counts.Inc(snapshotFailures)
-	path := filepath.Join(m.crashDir, d.base+".log")
-	m.log.Warn("snapshot abandoned before it was built", "kind", "crash", "gpu", d.gpu, "path", path,
-		"incident", d.Incident, "why", why)
+	m.log.Warn("snapshot abandoned before it was built", "kind", "crash", "gpu", d.gpu,
+		"path", filepath.Join(m.crashDir, d.base+".log"), "incident", d.Incident, "why", why)
 	m.unname(d, why)
 }
 
@@ -275,8 +272,7 @@ func (m *Manager) DecideSpike(gpu int) Decision {
 	}
 	d := Decision{Burst: burst, Suppressed: m.counts.Add(spikesSuppressed, 1), CooldownLeft: left}
 	m.mu.Unlock()
-	// The first of a burst is said; the rest of it only counted (fans ramp
-	// on several GPUs of a chassis at once).
+	// The first of a burst is said; the rest of it only counted.
 	level := slog.LevelDebug
 	if burst == 1 {
 		level = slog.LevelInfo
@@ -321,12 +317,10 @@ func (m *Manager) Close(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	m.stopWork()
-	t := time.NewTimer(closeGrace)
-	defer t.Stop()
 	select {
 	case <-done:
 		return fmt.Errorf("close snapshots: diagnostics cut short: %w", ctx.Err())
-	case <-t.C:
+	case <-time.After(closeGrace):
 		return fmt.Errorf("close snapshots: writers still busy %s after cancelling: %w", closeGrace, ctx.Err())
 	}
 }

@@ -147,15 +147,14 @@ func (r *ExecRunner) Run(ctx context.Context, name string, args ...string) ([]by
 	// grandchild that escaped the process group still holds them.
 	cmd.WaitDelay = cmp.Or(max(r.waitDelay, 0), grace)
 	if err := cmd.Start(); err != nil {
-		var ee *exec.Error
-		switch {
+		switch _, named := errors.AsType[*exec.Error](err); {
 		case errors.Is(err, exec.ErrNotFound):
 			err := &NotInstalledError{Name: name}
 			if _, seen := r.missing.LoadOrStore(name, true); !seen && r.Logger != nil {
 				r.Logger.Warn("a program the snapshots run is missing; they go without its output", "error", err.Error())
 			}
 			return nil, err
-		case errors.As(err, &ee):
+		case named:
 			return nil, err // already names the program: exec: "lspci": permission denied
 		}
 		return nil, fmt.Errorf("start %s: %w", name, err)
@@ -165,33 +164,24 @@ func (r *ExecRunner) Run(ctx context.Context, name string, args ...string) ([]by
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
 	select {
 	case err := <-done:
 		if err != nil {
 			return out.Bytes(), fmt.Errorf("%s: %w", name, err)
 		}
 		return out.Bytes(), nil
-	case <-timer.C:
+	case <-time.After(timeout):
 	case <-ctx.Done():
 	}
 
 	// Negative pid: the whole process group, which Setpgid made ours.
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	timer.Reset(grace)
 	abandoned := false
 	select {
 	case <-done:
-	case <-timer.C:
-		// Counted until its Wait returns.
+	case <-time.After(grace):
 		abandoned = true
-		back := make(chan struct{})
-		go func() {
-			<-done
-			close(back)
-		}()
-		r.stuck.abandon(name, back)
+		r.stuck.abandon(name, func() { <-done }) // counted until its Wait returns
 	}
 	if err := ctx.Err(); err != nil {
 		return out.Bytes(), fmt.Errorf("%s: killed: %w", name, err)

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -37,7 +38,7 @@ func (m *Manager) Spike(req SpikeRequest) bool {
 	go func() {
 		defer m.wg.Done()
 		m.flush(d.gpu)
-		m.save("spike", d.gpu, 0, m.spikeDir, baseName("spike", d.at, d.gpu), renderSpike(&req), time.Now(), spikesWritten)
+		m.save("spike", d.gpu, 0, filepath.Join(m.cfg.Dir, SpikeDir), baseName("spike", d.at, d.gpu), renderSpike(&req), time.Now(), spikesWritten)
 	}()
 	return true
 }

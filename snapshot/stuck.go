@@ -20,12 +20,12 @@ func (s *stuckSet) count(key string) *atomic.Int32 {
 // busy reports whether work of key abandoned earlier is still blocked.
 func (s *stuckSet) busy(key string) bool { return s.count(key).Load() > 0 }
 
-// abandon counts work of key as stuck until back is closed or sent on.
-func (s *stuckSet) abandon(key string, back <-chan struct{}) {
+// abandon counts work of key as stuck until wait returns.
+func (s *stuckSet) abandon(key string, wait func()) {
 	n := s.count(key)
 	n.Add(1)
 	go func() {
-		<-back
+		wait()
 		n.Add(-1)
 	}()
 }
