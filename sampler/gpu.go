@@ -12,6 +12,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/kclock"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
@@ -51,7 +52,7 @@ type GPU struct {
 	dev    Device
 	syms   *Symbols
 	cfg    Config
-	kclock KernelClock
+	kclock kclock.Clock
 	capCache
 
 	// staticDone is closed once the static facts were read (nil: known from
@@ -100,7 +101,7 @@ type GPU struct {
 
 // NewGPU wraps a device whose static facts are already known; it counts
 // in reg.
-func NewGPU(info reading.GPU, dev Device, syms *Symbols, cfg Config, kc KernelClock, reg *counters.Registry, log *slog.Logger) *GPU {
+func NewGPU(info reading.GPU, dev Device, syms *Symbols, cfg Config, kc kclock.Clock, reg *counters.Registry, log *slog.Logger) *GPU {
 	if cfg.SlowEvery < 1 {
 		cfg.SlowEvery = 1
 	}
