@@ -18,8 +18,9 @@ import (
 
 // Config tunes the per-GPU sampler.
 type Config struct {
-	// Reprobe is how long a reading the driver refused (not supported, no
-	// permission, function not found) stays off before it is tried again.
+	// Reprobe is how long a reading (or a process reader's call) the driver
+	// refused (not supported, no permission, function not found) stays off
+	// before it is tried again.
 	Reprobe time.Duration
 	// SlowEvery: the slow tier is read on every SlowEvery-th sample and
 	// carried forward in between.

@@ -18,8 +18,6 @@ import (
 type ProcConfig struct {
 	// Deadline: a read still inside NVML after this long is reported hung.
 	Deadline time.Duration
-	// Reprobe is how long a refused call stays off (Config.Reprobe).
-	Reprobe time.Duration
 	// ProcRoot is where /proc is mounted ("/proc"); tests point it elsewhere.
 	ProcRoot string
 }
@@ -59,9 +57,6 @@ type readStart struct {
 func NewProcReader(g *GPU, cfg ProcConfig, log *slog.Logger) *ProcReader {
 	log = cmp.Or(log, slog.New(slog.DiscardHandler))
 	cfg.ProcRoot = cmp.Or(cfg.ProcRoot, "/proc")
-	if cfg.Reprobe <= 0 {
-		cfg.Reprobe = 10 * time.Minute
-	}
 	p := &ProcReader{gpu: g, cfg: cfg, capCache: capCache{base: time.Now(), log: log.With("gpu", g.Info().Index), what: "process reading"},
 		kick: make(chan struct{}, 1), desc: proc.NewDescriber(cfg.ProcRoot)}
 	p.latest.Store(&reading.Procs{GPU: g.Info().Index, Status: reading.ProcNotRead})
@@ -149,7 +144,7 @@ func procCall[T any](p *ProcReader, fn Fn, f func() (T, nvml.Return)) (T, Class,
 	p.begin(fn)
 	v, ret := f()
 	p.begin(FnNone)
-	return v, p.note(fn, &p.off[fn], ret, p.cfg.Reprobe), ret
+	return v, p.note(fn, &p.off[fn], ret, p.gpu.cfg.Reprobe), ret
 }
 
 // read makes one round of process calls.
