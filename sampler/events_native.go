@@ -152,16 +152,17 @@ func (e *nativeEvents) Next() (reading.Event, error) {
 
 // opRecordOf copies the operational event of record r.
 func opRecordOf(r *C.struct_gt_event) opRecord {
+	w := &r.w
 	o := opRecord{
-		Severity: uint32(r.severity), LogLevel: uint32(r.log_level), Category: uint32(r.category),
-		Attributes: uint32(r.attributes), GroupAttributes: uint32(r.group_attributes),
-		ModuleEventCode: uint32(r.module_event_code), Scope: uint32(r.scope), Originator: uint32(r.originator),
-		ModuleInstance: uint32(r.module_instance), Chiplet: uint32(r.chiplet),
-		GPUInstance: uint32(r.gpu_instance), ComputeInstance: uint32(r.compute_instance), CperSize: uint32(r.cper_size),
-		GroupSize: uint8(r.group_size), GroupIndex: uint8(r.group_index),
-		GroupCursor: uint64(r.group_cursor), Sequence: uint64(r.sequence), TimestampUsec: uint64(r.timestamp_usec),
-		TraceID:      uint64(r.trace_id),
-		SourceModule: C.GoStringN(&r.source_module[0], C.int(len(r.source_module))),
+		Severity: uint32(w.severity), LogLevel: uint32(w.log_level), Category: uint32(w.category_id),
+		Attributes: uint32(w.attributes), GroupAttributes: uint32(w.group_attributes),
+		ModuleEventCode: uint32(w.module_event_code), Scope: uint32(w.scope), Originator: uint32(w.originator),
+		ModuleInstance: uint32(w.module_instance), Chiplet: uint32(w.chiplet_id),
+		GPUInstance: uint32(w.gpu_instance_id), ComputeInstance: uint32(w.compute_instance_id), CperSize: uint32(w.group_cper_size),
+		GroupSize: uint8(w.group_size), GroupIndex: uint8(w.group_index),
+		GroupCursor: uint64(w.group_cursor), Sequence: uint64(w.instance_id), TimestampUsec: uint64(w.timestamp_usec),
+		TraceID:      uint64(w.trace_id),
+		SourceModule: C.GoStringN(&w.source_module[0], C.int(len(w.source_module))),
 		NContexts:    uint32(r.ncontext),
 	}
 	for i := range min(int(o.NContexts), len(r.ctx)) {

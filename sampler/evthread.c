@@ -85,26 +85,7 @@ static int gpu_of(const struct gt_state *st, const char *uuid)
 static void read_op(const struct gt_state *st, const struct gt_nvml_wait_v3 *w, struct gt_event *e)
 {
 	e->op = 1;
-	e->group_cursor = w->group_cursor;
-	e->sequence = w->instance_id;
-	e->timestamp_usec = w->timestamp_usec;
-	e->trace_id = w->trace_id;
-	e->severity = w->severity;
-	e->log_level = w->log_level;
-	e->category = w->category_id;
-	e->attributes = w->attributes;
-	e->group_attributes = w->group_attributes;
-	e->module_event_code = w->module_event_code;
-	e->scope = w->scope;
-	e->originator = w->originator;
-	e->module_instance = w->module_instance;
-	e->chiplet = w->chiplet_id;
-	e->gpu_instance = w->gpu_instance_id;
-	e->compute_instance = w->compute_instance_id;
-	e->cper_size = w->group_cper_size;
-	e->group_size = w->group_size;
-	e->group_index = w->group_index;
-	memcpy(e->source_module, w->source_module, sizeof(e->source_module));
+	e->w = *w;
 	struct gt_nvml_context_count c = { 0 };
 	if (!st->ctx_count || st->ctx_count(st->set, &c) != GT_NVML_SUCCESS)
 		return;
