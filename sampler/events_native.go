@@ -167,8 +167,9 @@ func opRecordOf(r *C.struct_gt_event) opRecord {
 	}
 	for i := range min(int(o.NContexts), len(r.ctx)) {
 		c := &r.ctx[i]
-		o.Contexts = append(o.Contexts, opContext{Ret: int32(c.ret), Type: uint32(c.nvml_type), SourceType: uint32(c.source_type),
-			Size: uint32(c.size), Version: uint16(c.version), HasXid: c.has_xid != 0, Xid: uint32(c.xid)})
+		in := &c.info
+		o.Contexts = append(o.Contexts, opContext{Ret: int32(c.ret), Type: uint32(in.nvml_type), SourceType: uint32(in.source_type),
+			Size: uint32(in.data_size), Version: uint16(in.data_format_version), HasXid: c.has_xid != 0, Xid: uint32(c.xid)})
 	}
 	return o
 }

@@ -92,16 +92,12 @@ static void read_op(const struct gt_state *st, const struct gt_nvml_wait_v3 *w, 
 	e->ncontext = c.count;
 	for (unsigned int i = 0; i < c.count && i < GT_EV_MAXCTX; i++) {
 		struct gt_ev_context *x = &e->ctx[i];
-		struct gt_nvml_context_info info = { .index = i };
-		x->ret = st->ctx_info ? st->ctx_info(st->set, &info) : GT_NVML_ERROR_FUNCTION_NOT_FOUND;
+		x->info.index = i;
+		x->ret = st->ctx_info ? st->ctx_info(st->set, &x->info) : GT_NVML_ERROR_FUNCTION_NOT_FOUND;
 		if (x->ret != GT_NVML_SUCCESS)
 			continue;
-		x->nvml_type = info.nvml_type;
-		x->source_type = info.source_type;
-		x->size = info.data_size;
-		x->version = info.data_format_version;
 		struct gt_nvml_context_legacy_xid lx = { .index = i };
-		if (info.nvml_type == GT_NVML_OPEV_CONTEXT_TYPE_LEGACY_XID && st->ctx_xid &&
+		if (x->info.nvml_type == GT_NVML_OPEV_CONTEXT_TYPE_LEGACY_XID && st->ctx_xid &&
 		    st->ctx_xid(st->set, &lx) == GT_NVML_SUCCESS) {
 			x->has_xid = 1;
 			x->xid = lx.xid_code;

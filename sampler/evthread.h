@@ -35,12 +35,9 @@
 // One context record of an operational event (nvmlEventSetGetContextInfo_v1,
 // and for a legacy-Xid context nvmlEventSetGetGpuOperationalEventContextLegacyXid_v1).
 struct gt_ev_context {
-	int32_t ret;          // the info call's NVML return code: the rest is valid only when 0
-	uint32_t nvml_type;   // nvmlGpuOperationalEventContextType_t
-	uint32_t source_type; // the source's own context type
-	uint32_t size;        // payload bytes
-	uint16_t version;     // payload format version
-	uint16_t has_xid;     // xid was decoded
+	int32_t ret; // the info call's NVML return code: the rest is valid only when 0
+	struct gt_nvml_context_info info;
+	uint32_t has_xid; // xid was decoded
 	uint32_t xid;
 };
 
