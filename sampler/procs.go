@@ -38,11 +38,10 @@ type ProcReader struct {
 	latest     atomic.Pointer[reading.Procs]
 
 	// Owned by the reading goroutine.
-	off      [maxFns]int64 // capability cache by function
-	lastTS   uint64        // newest GetProcessUtilization timestamp seen (us)
-	lastGood *reading.Procs
-	failing  bool            // the last read failed: not logged again
-	desc     *proc.Describer // names the listed processes from /proc
+	off     [maxFns]int64   // capability cache by function
+	lastTS  uint64          // newest GetProcessUtilization timestamp seen (us)
+	failing bool            // the last read failed: not logged again
+	desc    *proc.Describer // names the listed processes from /proc
 }
 
 // readStart is when a read began: the wall time stamps it, the monotonic
@@ -219,10 +218,9 @@ func (p *ProcReader) finish(out *reading.Procs) *reading.Procs {
 			p.log.Info("process list readable again")
 		}
 		p.failing = false
-		p.lastGood = out
 		return out
 	}
-	out.LastOK = p.lastGood
+	out.LastOK = p.latest.Load().Good() // the published read's (a hung one keeps it too)
 	if out.Status == reading.ProcFailed {
 		p.gpu.reg.Inc(procReadsFailed)
 		if !p.failing {
