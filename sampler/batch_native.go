@@ -136,9 +136,7 @@ func (x *nativeExec) run(r *raw) {
 		b.field_fallback[i] = C.uint64_t(r.fieldFallback[i])
 	}
 	C.gt_batch_run(x.dev, b)
-	for i := range r.ret {
-		r.ret[i] = int32(b.ret[i])
-	}
+	r.ret = *(*[maxCalls]int32)(unsafe.Pointer(&b.ret))
 	r.plan = uint64(b.plan) // the fallback calls were added if the batch failed
 	for i := 0; i < r.nfields; i++ {
 		r.fields[i] = *(*nvml.FieldValue)(unsafe.Pointer(&b.fields[i]))
