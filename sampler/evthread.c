@@ -1,7 +1,7 @@
-// See evthread.h. NVML's symbols are looked up with dlsym in the library
-// go-nvml loaded with RTLD_GLOBAL; a missing symbol is reported, never called.
+// See evthread.h. NVML's symbols are looked up with gt_sym (batch.c) in the
+// library go-nvml loaded with RTLD_GLOBAL; a missing symbol is reported,
+// never called.
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "batch.h"
 #include "evthread.h"
 #include "nvml_abi.h"
 
@@ -54,8 +55,6 @@ struct gt_state {
 static int running;
 
 int gt_events_running(void) { return __atomic_load_n(&running, __ATOMIC_ACQUIRE); }
-
-static void *sym(const char *name) { return dlsym(RTLD_DEFAULT, name); }
 
 static int send_rec(int fd, const struct gt_event *e)
 {
@@ -221,19 +220,15 @@ static uint64_t register_gpu(fn_register reg, nvml_device dev, uint64_t mask, nv
 int gt_events_start(const int *indexes, const uint64_t *masks, const char *const *uuids, uint64_t *registered, int n, int fd,
 		    int *opstate, int *why)
 {
-	fn_create create = (fn_create)sym("nvmlEventSetCreate");
-	fn_free free_set = (fn_free)sym("nvmlEventSetFree");
-	fn_handle handle = (fn_handle)sym("nvmlDeviceGetHandleByIndex_v2");
-	fn_register reg = (fn_register)sym("nvmlDeviceRegisterEvents");
-	fn_wait wait = (fn_wait)sym("nvmlEventSetWait_v2");
-	if (!wait)
-		wait = (fn_wait)sym("nvmlEventSetWait");
-	if (!handle)
-		handle = (fn_handle)sym("nvmlDeviceGetHandleByIndex");
+	fn_create create = (fn_create)gt_sym("nvmlEventSetCreate", NULL);
+	fn_free free_set = (fn_free)gt_sym("nvmlEventSetFree", NULL);
+	fn_handle handle = (fn_handle)gt_sym("nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
+	fn_register reg = (fn_register)gt_sym("nvmlDeviceRegisterEvents", NULL);
+	fn_wait wait = (fn_wait)gt_sym("nvmlEventSetWait_v2", "nvmlEventSetWait");
 	if (!create || !handle || !reg || !wait || n > GT_MAXGPU)
 		return GT_EV_NO_SYMBOL;
-	fn_register_op reg_op = (fn_register_op)sym("nvmlEventSetRegisterGpuOperationalEvents_v1");
-	fn_wait3 wait3 = (fn_wait3)sym("nvmlEventSetWait_v3");
+	fn_register_op reg_op = (fn_register_op)gt_sym("nvmlEventSetRegisterGpuOperationalEvents_v1", NULL);
+	fn_wait3 wait3 = (fn_wait3)gt_sym("nvmlEventSetWait_v3", NULL);
 	*opstate = reg_op && wait3 ? GT_NVML_ERROR_NOT_SUPPORTED : GT_OP_NO_SYMBOL;
 
 	struct gt_state *st = calloc(1, sizeof(*st));
@@ -285,9 +280,9 @@ int gt_events_start(const int *indexes, const uint64_t *masks, const char *const
 	}
 	if (*opstate == GT_OP_REGISTERED) {
 		st->wait3 = wait3;
-		st->ctx_count = (fn_ctx_count)sym("nvmlEventSetGetContextCount_v1");
-		st->ctx_info = (fn_ctx_info)sym("nvmlEventSetGetContextInfo_v1");
-		st->ctx_xid = (fn_ctx_xid)sym("nvmlEventSetGetGpuOperationalEventContextLegacyXid_v1");
+		st->ctx_count = (fn_ctx_count)gt_sym("nvmlEventSetGetContextCount_v1", NULL);
+		st->ctx_info = (fn_ctx_info)gt_sym("nvmlEventSetGetContextInfo_v1", NULL);
+		st->ctx_xid = (fn_ctx_xid)gt_sym("nvmlEventSetGetGpuOperationalEventContextLegacyXid_v1", NULL);
 	}
 	if (!any) {
 		if (free_set)
