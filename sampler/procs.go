@@ -32,10 +32,10 @@ type ProcReader struct {
 	cfg ProcConfig
 	capCache
 
-	kick       chan struct{}
-	busy, hung atomic.Bool
-	start      atomic.Pointer[readStart]
-	latest     atomic.Pointer[reading.Procs]
+	kick   chan struct{}
+	busy   atomic.Bool
+	start  atomic.Pointer[readStart]
+	latest atomic.Pointer[reading.Procs]
 
 	// Owned by the reading goroutine.
 	off     [maxFns]int64   // capability cache by function
@@ -76,7 +76,6 @@ func (p *ProcReader) Run(ctx context.Context) {
 		case <-p.kick:
 		}
 		r := p.read(p.start.Load().wall)
-		p.hung.Store(false)
 		p.latest.Store(r)
 		p.busy.Store(false)
 	}
@@ -95,14 +94,13 @@ func (p *ProcReader) Tick(now time.Time, mono time.Duration, start bool) {
 		return
 	}
 	st := p.start.Load()
-	if mono-st.mono < p.cfg.Deadline || p.hung.Load() {
+	if mono-st.mono < p.cfg.Deadline || p.latest.Load().Status == reading.ProcHung {
 		return
 	}
 	fn := Fn(p.cur.Load())
 	if fn == FnNone {
 		return // late for another reason (reading /proc): not the driver
 	}
-	p.hung.Store(true)
 	p.gpu.reg.Inc(procReadsHung)
 	p.latest.Store(&reading.Procs{GPU: p.gpu.Info().Index, Time: st.wall, Status: reading.ProcHung,
 		Err: fn.String() + " stuck", LastOK: p.latest.Load().Good()})
