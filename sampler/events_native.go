@@ -40,9 +40,9 @@ type nativeEvents struct {
 	partial error
 }
 
-// watchNative opens a set for the types in want (per GPU: one GPU's), with
-// uuid (its UUID, "" when unknown) for its operational events.
-func (h *Host) watchNative(want []uint64, uuid string) (EventStream, error) {
+// watchNative opens a set for GPU i's types want, with uuid (its UUID, ""
+// when unknown) for its operational events.
+func (h *Host) watchNative(i int, want uint64, uuid string) (EventStream, error) {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("event socket: %w", err)
@@ -52,34 +52,20 @@ func (h *Host) watchNative(want []uint64, uuid string) (EventStream, error) {
 		syscall.Close(fds[1])
 		return nil, fmt.Errorf("event socket: %w", err)
 	}
-	n := len(h.GPUs)
-	idx := make([]C.int, n)
-	masks := make([]C.uint64_t, n)
-	reg := make([]C.uint64_t, n)
-	uuids := make([]*C.char, n)
-	for i, g := range h.GPUs {
-		idx[i] = C.int(g.Info().Index)
-		masks[i] = C.uint64_t(want[i])
-		if want[i] != 0 {
-			uuids[i] = C.CString(uuid)
-			defer C.free(unsafe.Pointer(uuids[i]))
-		}
-	}
+	idx, mask, cuuid := C.int(h.GPUs[i].Info().Index), C.uint64_t(want), C.CString(uuid)
+	defer C.free(unsafe.Pointer(cuuid))
+	var reg C.uint64_t
 	var opstate, why C.int
-	ret := C.gt_events_start(&idx[0], &masks[0], &uuids[0], &reg[0], C.int(n), C.int(fds[1]), &opstate, &why)
+	ret := C.gt_events_start(&idx, &mask, &cuuid, &reg, 1, C.int(fds[1]), &opstate, &why)
 	if ret != 0 {
 		syscall.Close(fds[0])
 		syscall.Close(fds[1])
 		return nil, startError(ret, why)
 	}
-	e := &nativeEvents{f: os.NewFile(uintptr(fds[0]), "nvml-events"), gpus: h.GPUs, masks: make([]uint64, n), opstate: int(opstate)}
-	var all uint64
-	for i := range reg {
-		e.masks[i] = uint64(reg[i])
-		all |= e.masks[i]
-	}
+	e := &nativeEvents{f: os.NewFile(uintptr(fds[0]), "nvml-events"), gpus: h.GPUs, masks: make([]uint64, len(h.GPUs)), opstate: int(opstate)}
+	e.masks[i] = uint64(reg)
 	if why != C.GT_NVML_SUCCESS { // registered, some types left out otherwise than as not supported
-		e.partial = fmt.Errorf("register the GPU's NVML events: %s (registered: %s)", retText(nvml.Return(why)), EventTypeNames(all))
+		e.partial = fmt.Errorf("register the GPU's NVML events: %s (registered: %s)", retText(nvml.Return(why)), EventTypeNames(e.masks[i]))
 	}
 	return e, nil
 }
