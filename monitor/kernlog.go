@@ -14,7 +14,6 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/runstate"
-	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 )
 
 // KernelLog is the kernel log, opened before NVML's start-up wait on a stuck
@@ -120,10 +119,10 @@ func (m *Monitor) saveKmsgSeq() {
 
 // kernelClock keeps dmesg_time on the kernel log's own clock: the kernel log
 // goroutine feeds each fresh record's arrival to the estimator and publishes
-// the estimate on the sampler.KernelClock every GPU's sampler reads.
+// the estimate on the kernel log clock every GPU's sampler reads.
 // system-info.txt and snapshot headers say how good the estimate is.
 type kernelClock struct {
-	clock sampler.KernelClock
+	clock kclock.Clock
 	est   *kclock.Estimator // the kernel log goroutine's only
 
 	lastArrival atomic.Int64 // CLOCK_MONOTONIC (ns) of the last fresh record

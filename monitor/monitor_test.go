@@ -19,6 +19,7 @@ import (
 
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/kclock"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
@@ -97,13 +98,13 @@ func fakeLib(n int) *fakenvml.Lib {
 // as Run would have.
 func newRigOn(t *testing.T, lib *fakenvml.Lib, tweak func(*Config)) *rig {
 	t.Helper()
-	return newRigClock(t, lib, sampler.KernelClock{}, tweak)
+	return newRigClock(t, lib, kclock.Clock{}, tweak)
 }
 
 // newRigClock is newRigOn on the kernel log clock kc (kclock.Anchored):
 // a test that places kernel records in the past chooses the boot's length
 // instead of taking the host's uptime. The zero kc is the host's own clock.
-func newRigClock(t *testing.T, lib *fakenvml.Lib, kc sampler.KernelClock, tweak func(*Config)) *rig {
+func newRigClock(t *testing.T, lib *fakenvml.Lib, kc kclock.Clock, tweak func(*Config)) *rig {
 	t.Helper()
 	r := &rig{t: t, dir: t.TempDir(), logs: &testutil.LogBuf{}, sigs: make(chan os.Signal, 4), lib: lib, devs: lib.Devs}
 	reg := counters.New()

@@ -18,7 +18,7 @@ typedef int (*fn_fields)(dev_t_, int, struct gt_nvml_field_value *);
 // called concurrently); waiters give up after field_wait_ms.
 static pthread_mutex_t field_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static void *sym(const char *a, const char *b)
+void *gt_sym(const char *a, const char *b)
 {
 	void *p = dlsym(RTLD_DEFAULT, a);
 	if (!p && b)
@@ -28,12 +28,12 @@ static void *sym(const char *a, const char *b)
 
 void *gt_batch_sym(const char *name)
 {
-	return sym(name, NULL);
+	return gt_sym(name, NULL);
 }
 
 gt_dev gt_batch_handle(unsigned int index)
 {
-	int (*handle)(unsigned int, dev_t_ *) = sym("nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
+	int (*handle)(unsigned int, dev_t_ *) = gt_sym("nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
 	dev_t_ d = NULL;
 	if (!handle || handle(index, &d) != GT_NVML_SUCCESS)
 		return 0;

@@ -67,7 +67,9 @@ struct gt_batch {
 // A device handle: the driver's nvmlDevice_t, or a fake's number.
 typedef uintptr_t gt_dev;
 
-// gt_batch_sym returns the driver's NVML function named, or NULL.
+// gt_sym returns the driver's NVML function named a, else the one named b
+// (an older version; NULL: none), else NULL. gt_batch_sym is gt_sym(name, NULL).
+void *gt_sym(const char *a, const char *b);
 void *gt_batch_sym(const char *name);
 
 // gt_batch_handle returns the driver's device handle of index, or 0.

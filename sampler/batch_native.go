@@ -99,7 +99,8 @@ func newNativeExec(n *native, index int, fieldWait time.Duration) (*nativeExec, 
 	return &nativeExec{dev: C.gt_dev(dev), b: b}, nil
 }
 
-// The health counters' field values are passed to C as they are.
+// Field values are passed to C as they are (the health counters' call) or
+// copied whole (the batch's).
 var _ = [1]struct{}{}[unsafe.Sizeof(nvml.FieldValue{})-unsafe.Sizeof(C.struct_gt_nvml_field_value{})]
 
 // fields makes one GetFieldValues call (fv not empty) outside the batch,
@@ -131,19 +132,14 @@ func (x *nativeExec) run(r *raw) {
 	}
 	b.nfields = C.int32_t(r.nfields)
 	for i := 0; i < r.nfields; i++ {
-		b.fields[i] = C.struct_gt_nvml_field_value{field_id: C.uint32_t(r.fields[i].FieldId)}
+		b.fields[i] = *(*C.struct_gt_nvml_field_value)(unsafe.Pointer(&r.fields[i]))
 		b.field_fallback[i] = C.uint64_t(r.fieldFallback[i])
 	}
 	C.gt_batch_run(x.dev, b)
-	for i := range r.ret {
-		r.ret[i] = int32(b.ret[i])
-	}
+	r.ret = *(*[maxCalls]int32)(unsafe.Pointer(&b.ret))
 	r.plan = uint64(b.plan) // the fallback calls were added if the batch failed
 	for i := 0; i < r.nfields; i++ {
-		f := &b.fields[i]
-		r.fields[i].ValueType = uint32(f.value_type)
-		r.fields[i].NvmlReturn = uint32(f.nvml_return)
-		r.fields[i].Value = *(*[8]byte)(unsafe.Pointer(&f.value))
+		r.fields[i] = *(*nvml.FieldValue)(unsafe.Pointer(&b.fields[i]))
 	}
 	for c := cFields + 1; c < numCalls; c++ {
 		if r.plan&(1<<c) != 0 {

@@ -461,7 +461,7 @@ func (h *Host) watch(i int, uuid string) (EventStream, error) {
 	if _, native := h.lib.(*NVML); !native {
 		return nil, fmt.Errorf("%w (not the real library)", errNoEventSets)
 	}
-	return h.watchNative(masks, uuid)
+	return h.watchNative(i, masks[i], uuid)
 }
 
 // sleepCtx waits d; false if ctx ended first.

@@ -40,9 +40,9 @@ type nativeEvents struct {
 	partial error
 }
 
-// watchNative opens a set for the types in want (per GPU: one GPU's), with
-// uuid (its UUID, "" when unknown) for its operational events.
-func (h *Host) watchNative(want []uint64, uuid string) (EventStream, error) {
+// watchNative opens a set for GPU i's types want, with uuid (its UUID, ""
+// when unknown) for its operational events.
+func (h *Host) watchNative(i int, want uint64, uuid string) (EventStream, error) {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("event socket: %w", err)
@@ -52,34 +52,20 @@ func (h *Host) watchNative(want []uint64, uuid string) (EventStream, error) {
 		syscall.Close(fds[1])
 		return nil, fmt.Errorf("event socket: %w", err)
 	}
-	n := len(h.GPUs)
-	idx := make([]C.int, n)
-	masks := make([]C.uint64_t, n)
-	reg := make([]C.uint64_t, n)
-	uuids := make([]*C.char, n)
-	for i, g := range h.GPUs {
-		idx[i] = C.int(g.Info().Index)
-		masks[i] = C.uint64_t(want[i])
-		if want[i] != 0 {
-			uuids[i] = C.CString(uuid)
-			defer C.free(unsafe.Pointer(uuids[i]))
-		}
-	}
+	idx, mask, cuuid := C.int(h.GPUs[i].Info().Index), C.uint64_t(want), C.CString(uuid)
+	defer C.free(unsafe.Pointer(cuuid))
+	var reg C.uint64_t
 	var opstate, why C.int
-	ret := C.gt_events_start(&idx[0], &masks[0], &uuids[0], &reg[0], C.int(n), C.int(fds[1]), &opstate, &why)
+	ret := C.gt_events_start(&idx, &mask, &cuuid, &reg, 1, C.int(fds[1]), &opstate, &why)
 	if ret != 0 {
 		syscall.Close(fds[0])
 		syscall.Close(fds[1])
 		return nil, startError(ret, why)
 	}
-	e := &nativeEvents{f: os.NewFile(uintptr(fds[0]), "nvml-events"), gpus: h.GPUs, masks: make([]uint64, n), opstate: int(opstate)}
-	var all uint64
-	for i := range reg {
-		e.masks[i] = uint64(reg[i])
-		all |= e.masks[i]
-	}
+	e := &nativeEvents{f: os.NewFile(uintptr(fds[0]), "nvml-events"), gpus: h.GPUs, masks: make([]uint64, len(h.GPUs)), opstate: int(opstate)}
+	e.masks[i] = uint64(reg)
 	if why != C.GT_NVML_SUCCESS { // registered, some types left out otherwise than as not supported
-		e.partial = fmt.Errorf("register the GPU's NVML events: %s (registered: %s)", retText(nvml.Return(why)), EventTypeNames(all))
+		e.partial = fmt.Errorf("register the GPU's NVML events: %s (registered: %s)", retText(nvml.Return(why)), EventTypeNames(e.masks[i]))
 	}
 	return e, nil
 }
@@ -152,22 +138,24 @@ func (e *nativeEvents) Next() (reading.Event, error) {
 
 // opRecordOf copies the operational event of record r.
 func opRecordOf(r *C.struct_gt_event) opRecord {
+	w := &r.w
 	o := opRecord{
-		Severity: uint32(r.severity), LogLevel: uint32(r.log_level), Category: uint32(r.category),
-		Attributes: uint32(r.attributes), GroupAttributes: uint32(r.group_attributes),
-		ModuleEventCode: uint32(r.module_event_code), Scope: uint32(r.scope), Originator: uint32(r.originator),
-		ModuleInstance: uint32(r.module_instance), Chiplet: uint32(r.chiplet),
-		GPUInstance: uint32(r.gpu_instance), ComputeInstance: uint32(r.compute_instance), CperSize: uint32(r.cper_size),
-		GroupSize: uint8(r.group_size), GroupIndex: uint8(r.group_index),
-		GroupCursor: uint64(r.group_cursor), Sequence: uint64(r.sequence), TimestampUsec: uint64(r.timestamp_usec),
-		TraceID:      uint64(r.trace_id),
-		SourceModule: C.GoStringN(&r.source_module[0], C.int(len(r.source_module))),
+		Severity: uint32(w.severity), LogLevel: uint32(w.log_level), Category: uint32(w.category_id),
+		Attributes: uint32(w.attributes), GroupAttributes: uint32(w.group_attributes),
+		ModuleEventCode: uint32(w.module_event_code), Scope: uint32(w.scope), Originator: uint32(w.originator),
+		ModuleInstance: uint32(w.module_instance), Chiplet: uint32(w.chiplet_id),
+		GPUInstance: uint32(w.gpu_instance_id), ComputeInstance: uint32(w.compute_instance_id), CperSize: uint32(w.group_cper_size),
+		GroupSize: uint8(w.group_size), GroupIndex: uint8(w.group_index),
+		GroupCursor: uint64(w.group_cursor), Sequence: uint64(w.instance_id), TimestampUsec: uint64(w.timestamp_usec),
+		TraceID:      uint64(w.trace_id),
+		SourceModule: C.GoStringN(&w.source_module[0], C.int(len(w.source_module))),
 		NContexts:    uint32(r.ncontext),
 	}
 	for i := range min(int(o.NContexts), len(r.ctx)) {
 		c := &r.ctx[i]
-		o.Contexts = append(o.Contexts, opContext{Ret: int32(c.ret), Type: uint32(c.nvml_type), SourceType: uint32(c.source_type),
-			Size: uint32(c.size), Version: uint16(c.version), HasXid: c.has_xid != 0, Xid: uint32(c.xid)})
+		in := &c.info
+		o.Contexts = append(o.Contexts, opContext{Ret: int32(c.ret), Type: uint32(in.nvml_type), SourceType: uint32(in.source_type),
+			Size: uint32(in.data_size), Version: uint16(in.data_format_version), HasXid: c.has_xid != 0, Xid: uint32(c.xid)})
 	}
 	return o
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/kclock"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 )
@@ -96,7 +97,7 @@ func newEventHost(t *testing.T, late ...bool) *eventHost {
 	syms := LookupSymbols(func(string) error { return nil })
 	e := &eventHost{h: &Host{Syms: syms, reg: counters.New()}}
 	for i, l := range late {
-		g := NewGPU(reading.GPU{Index: i}, fakenvml.NewDev(), &e.h.Syms, Config{}, KernelClock{}, e.h.reg, nil)
+		g := NewGPU(reading.GPU{Index: i}, fakenvml.NewDev(), &e.h.Syms, Config{}, kclock.Clock{}, e.h.reg, nil)
 		if l {
 			g.staticDone = make(chan struct{})
 		}

@@ -1,7 +1,7 @@
-// See evthread.h. NVML's symbols are looked up with dlsym in the library
-// go-nvml loaded with RTLD_GLOBAL; a missing symbol is reported, never called.
+// See evthread.h. NVML's symbols are looked up with gt_sym (batch.c) in the
+// library go-nvml loaded with RTLD_GLOBAL; a missing symbol is reported,
+// never called.
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "batch.h"
 #include "evthread.h"
 #include "nvml_abi.h"
 
@@ -55,8 +56,6 @@ static int running;
 
 int gt_events_running(void) { return __atomic_load_n(&running, __ATOMIC_ACQUIRE); }
 
-static void *sym(const char *name) { return dlsym(RTLD_DEFAULT, name); }
-
 static int send_rec(int fd, const struct gt_event *e)
 {
 	for (;;) {
@@ -85,42 +84,19 @@ static int gpu_of(const struct gt_state *st, const char *uuid)
 static void read_op(const struct gt_state *st, const struct gt_nvml_wait_v3 *w, struct gt_event *e)
 {
 	e->op = 1;
-	e->group_cursor = w->group_cursor;
-	e->sequence = w->instance_id;
-	e->timestamp_usec = w->timestamp_usec;
-	e->trace_id = w->trace_id;
-	e->severity = w->severity;
-	e->log_level = w->log_level;
-	e->category = w->category_id;
-	e->attributes = w->attributes;
-	e->group_attributes = w->group_attributes;
-	e->module_event_code = w->module_event_code;
-	e->scope = w->scope;
-	e->originator = w->originator;
-	e->module_instance = w->module_instance;
-	e->chiplet = w->chiplet_id;
-	e->gpu_instance = w->gpu_instance_id;
-	e->compute_instance = w->compute_instance_id;
-	e->cper_size = w->group_cper_size;
-	e->group_size = w->group_size;
-	e->group_index = w->group_index;
-	memcpy(e->source_module, w->source_module, sizeof(e->source_module));
+	e->w = *w;
 	struct gt_nvml_context_count c = { 0 };
 	if (!st->ctx_count || st->ctx_count(st->set, &c) != GT_NVML_SUCCESS)
 		return;
 	e->ncontext = c.count;
 	for (unsigned int i = 0; i < c.count && i < GT_EV_MAXCTX; i++) {
 		struct gt_ev_context *x = &e->ctx[i];
-		struct gt_nvml_context_info info = { .index = i };
-		x->ret = st->ctx_info ? st->ctx_info(st->set, &info) : GT_NVML_ERROR_FUNCTION_NOT_FOUND;
+		x->info.index = i;
+		x->ret = st->ctx_info ? st->ctx_info(st->set, &x->info) : GT_NVML_ERROR_FUNCTION_NOT_FOUND;
 		if (x->ret != GT_NVML_SUCCESS)
 			continue;
-		x->nvml_type = info.nvml_type;
-		x->source_type = info.source_type;
-		x->size = info.data_size;
-		x->version = info.data_format_version;
 		struct gt_nvml_context_legacy_xid lx = { .index = i };
-		if (info.nvml_type == GT_NVML_OPEV_CONTEXT_TYPE_LEGACY_XID && st->ctx_xid &&
+		if (x->info.nvml_type == GT_NVML_OPEV_CONTEXT_TYPE_LEGACY_XID && st->ctx_xid &&
 		    st->ctx_xid(st->set, &lx) == GT_NVML_SUCCESS) {
 			x->has_xid = 1;
 			x->xid = lx.xid_code;
@@ -244,19 +220,15 @@ static uint64_t register_gpu(fn_register reg, nvml_device dev, uint64_t mask, nv
 int gt_events_start(const int *indexes, const uint64_t *masks, const char *const *uuids, uint64_t *registered, int n, int fd,
 		    int *opstate, int *why)
 {
-	fn_create create = (fn_create)sym("nvmlEventSetCreate");
-	fn_free free_set = (fn_free)sym("nvmlEventSetFree");
-	fn_handle handle = (fn_handle)sym("nvmlDeviceGetHandleByIndex_v2");
-	fn_register reg = (fn_register)sym("nvmlDeviceRegisterEvents");
-	fn_wait wait = (fn_wait)sym("nvmlEventSetWait_v2");
-	if (!wait)
-		wait = (fn_wait)sym("nvmlEventSetWait");
-	if (!handle)
-		handle = (fn_handle)sym("nvmlDeviceGetHandleByIndex");
+	fn_create create = (fn_create)gt_sym("nvmlEventSetCreate", NULL);
+	fn_free free_set = (fn_free)gt_sym("nvmlEventSetFree", NULL);
+	fn_handle handle = (fn_handle)gt_sym("nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
+	fn_register reg = (fn_register)gt_sym("nvmlDeviceRegisterEvents", NULL);
+	fn_wait wait = (fn_wait)gt_sym("nvmlEventSetWait_v2", "nvmlEventSetWait");
 	if (!create || !handle || !reg || !wait || n > GT_MAXGPU)
 		return GT_EV_NO_SYMBOL;
-	fn_register_op reg_op = (fn_register_op)sym("nvmlEventSetRegisterGpuOperationalEvents_v1");
-	fn_wait3 wait3 = (fn_wait3)sym("nvmlEventSetWait_v3");
+	fn_register_op reg_op = (fn_register_op)gt_sym("nvmlEventSetRegisterGpuOperationalEvents_v1", NULL);
+	fn_wait3 wait3 = (fn_wait3)gt_sym("nvmlEventSetWait_v3", NULL);
 	*opstate = reg_op && wait3 ? GT_NVML_ERROR_NOT_SUPPORTED : GT_OP_NO_SYMBOL;
 
 	struct gt_state *st = calloc(1, sizeof(*st));
@@ -308,9 +280,9 @@ int gt_events_start(const int *indexes, const uint64_t *masks, const char *const
 	}
 	if (*opstate == GT_OP_REGISTERED) {
 		st->wait3 = wait3;
-		st->ctx_count = (fn_ctx_count)sym("nvmlEventSetGetContextCount_v1");
-		st->ctx_info = (fn_ctx_info)sym("nvmlEventSetGetContextInfo_v1");
-		st->ctx_xid = (fn_ctx_xid)sym("nvmlEventSetGetGpuOperationalEventContextLegacyXid_v1");
+		st->ctx_count = (fn_ctx_count)gt_sym("nvmlEventSetGetContextCount_v1", NULL);
+		st->ctx_info = (fn_ctx_info)gt_sym("nvmlEventSetGetContextInfo_v1", NULL);
+		st->ctx_xid = (fn_ctx_xid)gt_sym("nvmlEventSetGetGpuOperationalEventContextLegacyXid_v1", NULL);
 	}
 	if (!any) {
 		if (free_set)

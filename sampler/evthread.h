@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+#include "nvml_abi.h"
+
 // Record kinds.
 #define GT_EV_EVENT 0 // an event: index, type, data
 #define GT_EV_ERROR 1 // nvmlEventSetWait failed with ret; the thread then ends
@@ -33,19 +35,16 @@
 // One context record of an operational event (nvmlEventSetGetContextInfo_v1,
 // and for a legacy-Xid context nvmlEventSetGetGpuOperationalEventContextLegacyXid_v1).
 struct gt_ev_context {
-	int32_t ret;          // the info call's NVML return code: the rest is valid only when 0
-	uint32_t nvml_type;   // nvmlGpuOperationalEventContextType_t
-	uint32_t source_type; // the source's own context type
-	uint32_t size;        // payload bytes
-	uint16_t version;     // payload format version
-	uint16_t has_xid;     // xid was decoded
+	int32_t ret; // the info call's NVML return code: the rest is valid only when 0
+	struct gt_nvml_context_info info;
+	uint32_t has_xid; // xid was decoded
 	uint32_t xid;
 };
 
 // One record as sent over the socket (SOCK_SEQPACKET: one record per
 // message). Go decodes it through this struct. op says which half is
-// filled: an NVML event bit (type, data) or a GPU operational event (the
-// rest, from nvmlEventSetWait_v3_t and the context calls).
+// filled: an NVML event bit (type, data) or a GPU operational event (w, as
+// nvmlEventSetWait_v3 gave it, and the context calls' records).
 struct gt_event {
 	int32_t kind;
 	int32_t index; // GPU index, -1 when the device matched none
@@ -53,12 +52,8 @@ struct gt_event {
 	int32_t op;    // 1: a GPU operational event
 	uint64_t type;
 	uint64_t data;
-	uint64_t group_cursor, sequence, timestamp_usec, trace_id;
-	uint32_t severity, log_level, category, attributes, group_attributes;
-	uint32_t module_event_code, scope, originator, module_instance, chiplet;
-	uint32_t gpu_instance, compute_instance, cper_size, ncontext;
-	uint8_t group_size, group_index, pad[2];
-	char source_module[16]; // not NUL-terminated when full
+	struct gt_nvml_wait_v3 w; // its source_module is not NUL-terminated when full
+	uint32_t ncontext;
 	struct gt_ev_context ctx[GT_EV_MAXCTX];
 };
 

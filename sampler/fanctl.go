@@ -32,12 +32,7 @@ type FanError struct {
 	Text  string // the driver's words
 }
 
-func (e *FanError) Error() string {
-	if e.Text == "" {
-		return e.Fn.String() + ": " + e.Class.String()
-	}
-	return e.Fn.String() + ": " + e.Text
-}
+func (e *FanError) Error() string { return e.Fn.String() + ": " + e.Text }
 
 // Refused reports whether the driver refuses fan control on the GPU.
 func (e *FanError) Refused() bool { return e.Class.capability() }

@@ -8,15 +8,14 @@ type Fn uint8
 // FnNone is no function.
 const FnNone Fn = 0
 
-// The NVML functions the sampler calls from its own code. Each symbol is
-// checked with LookupSymbol first: calling one the driver lacks kills the
-// process ("symbol lookup error"). Where go-nvml picks the newest versioned
-// name it knows (nvmlInit_v2), the symbol here is the oldest that works.
+// The NVML functions the sampler calls from its own code, but for nvmlInit,
+// nvmlDeviceGetCount and nvmlSystemGetDriverVersion, which every driver
+// has. Each symbol is checked with LookupSymbol first: calling one the
+// driver lacks kills the process ("symbol lookup error"). Where go-nvml
+// picks the newest versioned name it knows (nvmlDeviceGetHandleByIndex_v2),
+// the symbol here is the oldest that works.
 var (
-	FnInit               = fnSym("nvmlInit", "nvmlInit_v2")
-	FnGetCount           = fnSym("nvmlDeviceGetCount", "nvmlDeviceGetCount_v2")
 	FnGetHandle          = fnSym("nvmlDeviceGetHandleByIndex", "nvmlDeviceGetHandleByIndex_v2")
-	FnDriverVersion      = fnOf("nvmlSystemGetDriverVersion")
 	FnNVMLVersion        = fnOf("nvmlSystemGetNVMLVersion")
 	FnCudaVersion        = fnOf("nvmlSystemGetCudaDriverVersion")
 	FnName               = fnOf("nvmlDeviceGetName")

@@ -12,13 +12,15 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/kclock"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
 // Config tunes the per-GPU sampler.
 type Config struct {
-	// Reprobe is how long a reading the driver refused (not supported, no
-	// permission, function not found) stays off before it is tried again.
+	// Reprobe is how long a reading (or a process reader's call) the driver
+	// refused (not supported, no permission, function not found) stays off
+	// before it is tried again.
 	Reprobe time.Duration
 	// SlowEvery: the slow tier is read on every SlowEvery-th sample and
 	// carried forward in between.
@@ -51,7 +53,7 @@ type GPU struct {
 	dev    Device
 	syms   *Symbols
 	cfg    Config
-	kclock KernelClock
+	kclock kclock.Clock
 	capCache
 
 	// staticDone is closed once the static facts were read (nil: known from
@@ -100,7 +102,7 @@ type GPU struct {
 
 // NewGPU wraps a device whose static facts are already known; it counts
 // in reg.
-func NewGPU(info reading.GPU, dev Device, syms *Symbols, cfg Config, kc KernelClock, reg *counters.Registry, log *slog.Logger) *GPU {
+func NewGPU(info reading.GPU, dev Device, syms *Symbols, cfg Config, kc kclock.Clock, reg *counters.Registry, log *slog.Logger) *GPU {
 	if cfg.SlowEvery < 1 {
 		cfg.SlowEvery = 1
 	}
@@ -279,9 +281,7 @@ func (g *GPU) Sample(s *reading.Sample) {
 	slow, second := due(g.n, info.Index, g.cfg.SlowEvery, g.pacer.Level())
 	g.plan(r, s.NumFans, slow, second)
 	g.exec.Load().run(r)
-	if g.pacer != nil {
-		g.pacer.Record(now, time.Now())
-	}
+	g.pacer.Record(now, time.Now()) // a nil pacer records nothing
 	g.interpret(r, s, info)
 	g.n++
 

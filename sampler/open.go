@@ -41,7 +41,7 @@ type OpenOptions struct {
 	Logger *slog.Logger
 	// KernelClock is the kernel log clock the GPUs stamp dmesg_time on;
 	// zero: anchored to CLOCK_MONOTONIC at Open (kclock.New).
-	KernelClock KernelClock
+	KernelClock kclock.Clock
 	// Counters is where the host, its GPUs and their process readers count
 	// (counters.go); required.
 	Counters *counters.Registry
@@ -59,7 +59,7 @@ type Host struct {
 	Syms   Symbols
 	System reading.System
 	GPUs   []*GPU
-	kclock KernelClock
+	kclock kclock.Clock
 	// Pacer is shared by the GPUs (nil when Config.Interval is 0).
 	Pacer *Pacer
 	// openEvents, when set (tests), replaces the native event thread.
@@ -464,7 +464,7 @@ func (h *Host) KernelTime(t time.Time) time.Duration { return h.kclock.At(t) }
 
 // KernelClock returns the host's kernel log clock (the kernel log reader
 // publishes its fit there; Wall maps a printk timestamp to wall time).
-func (h *Host) KernelClock() KernelClock { return h.kclock }
+func (h *Host) KernelClock() kclock.Clock { return h.kclock }
 
 // Counters returns the registry the host, its GPUs and their process
 // readers count in (OpenOptions.Counters).

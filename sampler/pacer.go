@@ -34,9 +34,7 @@ type Pacer struct {
 	reg *counters.Registry // nvml_stretches: its steps up
 
 	level    atomic.Int32
-	tickNs   atomic.Int64 // median tick NVML span of the last evaluation
-	lateNs   atomic.Int64 // median last-minus-first GPU read of the last evaluation
-	measured atomic.Bool  // tickNs and lateNs hold an evaluation
+	measured atomic.Pointer[PacerStats] // the last evaluation's medians (Level not set); nil: none yet
 
 	mu                sync.Mutex
 	groupStart        time.Time // first sample start of the tick being collected
@@ -102,10 +100,11 @@ func (p *Pacer) Stats() PacerStats {
 	if p == nil {
 		return PacerStats{}
 	}
-	st := PacerStats{Level: p.Level()}
-	if p.measured.Load() {
-		st.TickNVML, st.LastLate = reading.Some(time.Duration(p.tickNs.Load())), reading.Some(time.Duration(p.lateNs.Load()))
+	var st PacerStats
+	if m := p.measured.Load(); m != nil {
+		st = *m
 	}
+	st.Level = p.Level()
 	return st
 }
 
@@ -154,9 +153,7 @@ func (p *Pacer) close(now time.Time) {
 	}
 	p.n = 0
 	span, late := median(&p.spans), median(&p.lates)
-	p.tickNs.Store(int64(span))
-	p.lateNs.Store(int64(late))
-	p.measured.Store(true)
+	p.measured.Store(&PacerStats{TickNVML: reading.Some(span), LastLate: reading.Some(late)})
 	lvl := int(p.level.Load())
 	switch {
 	case float64(span) > stretchHigh*float64(p.iv) && lvl < len(stretchLevels)-1:

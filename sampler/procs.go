@@ -18,8 +18,6 @@ import (
 type ProcConfig struct {
 	// Deadline: a read still inside NVML after this long is reported hung.
 	Deadline time.Duration
-	// Reprobe is how long a refused call stays off (Config.Reprobe).
-	Reprobe time.Duration
 	// ProcRoot is where /proc is mounted ("/proc"); tests point it elsewhere.
 	ProcRoot string
 }
@@ -34,17 +32,16 @@ type ProcReader struct {
 	cfg ProcConfig
 	capCache
 
-	kick       chan struct{}
-	busy, hung atomic.Bool
-	start      atomic.Pointer[readStart]
-	latest     atomic.Pointer[reading.Procs]
+	kick   chan struct{}
+	busy   atomic.Bool
+	start  atomic.Pointer[readStart]
+	latest atomic.Pointer[reading.Procs]
 
 	// Owned by the reading goroutine.
-	off      [maxFns]int64 // capability cache by function
-	lastTS   uint64        // newest GetProcessUtilization timestamp seen (us)
-	lastGood *reading.Procs
-	failing  bool            // the last read failed: not logged again
-	desc     *proc.Describer // names the listed processes from /proc
+	off     [maxFns]int64   // capability cache by function
+	lastTS  uint64          // newest GetProcessUtilization timestamp seen (us)
+	failing bool            // the last read failed: not logged again
+	desc    *proc.Describer // names the listed processes from /proc
 }
 
 // readStart is when a read began: the wall time stamps it, the monotonic
@@ -59,9 +56,6 @@ type readStart struct {
 func NewProcReader(g *GPU, cfg ProcConfig, log *slog.Logger) *ProcReader {
 	log = cmp.Or(log, slog.New(slog.DiscardHandler))
 	cfg.ProcRoot = cmp.Or(cfg.ProcRoot, "/proc")
-	if cfg.Reprobe <= 0 {
-		cfg.Reprobe = 10 * time.Minute
-	}
 	p := &ProcReader{gpu: g, cfg: cfg, capCache: capCache{base: time.Now(), log: log.With("gpu", g.Info().Index), what: "process reading"},
 		kick: make(chan struct{}, 1), desc: proc.NewDescriber(cfg.ProcRoot)}
 	p.latest.Store(&reading.Procs{GPU: g.Info().Index, Status: reading.ProcNotRead})
@@ -82,7 +76,6 @@ func (p *ProcReader) Run(ctx context.Context) {
 		case <-p.kick:
 		}
 		r := p.read(p.start.Load().wall)
-		p.hung.Store(false)
 		p.latest.Store(r)
 		p.busy.Store(false)
 	}
@@ -101,14 +94,13 @@ func (p *ProcReader) Tick(now time.Time, mono time.Duration, start bool) {
 		return
 	}
 	st := p.start.Load()
-	if mono-st.mono < p.cfg.Deadline || p.hung.Load() {
+	if mono-st.mono < p.cfg.Deadline || p.latest.Load().Status == reading.ProcHung {
 		return
 	}
 	fn := Fn(p.cur.Load())
 	if fn == FnNone {
 		return // late for another reason (reading /proc): not the driver
 	}
-	p.hung.Store(true)
 	p.gpu.reg.Inc(procReadsHung)
 	p.latest.Store(&reading.Procs{GPU: p.gpu.Info().Index, Time: st.wall, Status: reading.ProcHung,
 		Err: fn.String() + " stuck", LastOK: p.latest.Load().Good()})
@@ -149,7 +141,7 @@ func procCall[T any](p *ProcReader, fn Fn, f func() (T, nvml.Return)) (T, Class,
 	p.begin(fn)
 	v, ret := f()
 	p.begin(FnNone)
-	return v, p.note(fn, &p.off[fn], ret, p.cfg.Reprobe), ret
+	return v, p.note(fn, &p.off[fn], ret, p.gpu.cfg.Reprobe), ret
 }
 
 // read makes one round of process calls.
@@ -224,10 +216,9 @@ func (p *ProcReader) finish(out *reading.Procs) *reading.Procs {
 			p.log.Info("process list readable again")
 		}
 		p.failing = false
-		p.lastGood = out
 		return out
 	}
-	out.LastOK = p.lastGood
+	out.LastOK = p.latest.Load().Good() // the published read's (a hung one keeps it too)
 	if out.Status == reading.ProcFailed {
 		p.gpu.reg.Inc(procReadsFailed)
 		if !p.failing {

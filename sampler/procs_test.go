@@ -36,7 +36,7 @@ func readOnce(t *testing.T, p *ProcReader) *reading.Procs {
 func newProcTest(t *testing.T, d *fakenvml.Dev, root string) *ProcReader {
 	t.Helper()
 	h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
-	p := NewProcReader(h.GPUs[0], ProcConfig{Deadline: time.Hour, Reprobe: time.Hour, ProcRoot: root}, nil)
+	p := NewProcReader(h.GPUs[0], ProcConfig{Deadline: time.Hour, ProcRoot: root}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go p.Run(ctx)
