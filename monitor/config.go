@@ -42,10 +42,7 @@ type Config struct {
 	KernelLog    *KernelLog // KmsgPath opened early (OpenKernelLog); nil: Run opens it
 	// KmsgMarkers lets the logger write a marker to the kernel log when it
 	// has been quiet for an hour, to keep the dmesg_time estimate fresh.
-	KmsgMarkers bool
-	// XidDedupe: the same Xid on the same GPU from the other source (NVML
-	// events vs kernel log) within this window is one incident.
-	XidDedupe      time.Duration
+	KmsgMarkers    bool
 	InventoryEvery time.Duration // GPU list vs the driver's enumeration; 0: 30 s
 	// InspectAfter: a critical class that began in this many earlier boots
 	// of a board escalates its repair action to inspect; 0:
@@ -96,9 +93,6 @@ func (c *Config) defaults() {
 	}
 	if c.SummaryEvery <= 0 {
 		c.SummaryEvery = 5 * time.Minute
-	}
-	if c.XidDedupe <= 0 {
-		c.XidDedupe = 10 * time.Second
 	}
 	if c.InventoryEvery <= 0 {
 		c.InventoryEvery = inventoryEvery

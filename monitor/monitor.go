@@ -132,7 +132,9 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	m.side.log, m.side.jobs, m.side.reg = m.log, make(chan sideJob, 256), m.reg
 	m.journal.ch = make(chan journalEntry, journalQueue)
 	m.states.kmsg, m.states.events = "disabled", "starting"
-	m.ev = events.NewStage(events.Config{DedupWindow: cfg.XidDedupe, KernelClock: m.kclock.clock, HealthEvent: func(typ uint64) (string, bool) {
+	// The same Xid on a GPU from another source (NVML events, the kernel
+	// log) within 10 s is one incident.
+	m.ev = events.NewStage(events.Config{DedupWindow: 10 * time.Second, KernelClock: m.kclock.clock, HealthEvent: func(typ uint64) (string, bool) {
 		h, _ := sampler.HealthEvent(typ)
 		return h.Name, h.Critical
 	}, Counters: m.reg})
