@@ -61,7 +61,7 @@ type Monitor struct {
 	kclock   *kernelClock
 	runState runstate.Saver
 	procs    procParts
-	journal  journalOut // events.log lines for the journal (Config.Journal)
+	journal  dropQueue[journalEntry] // events.log lines for the journal (Config.Journal)
 	states   hostStates
 
 	enumerating atomic.Bool // a GPU enumeration is inside the driver
@@ -130,7 +130,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	m.loop.syncTick, m.loop.secondTick = make(chan time.Time, 1), make(chan time.Time, 1)
 	m.loop.cadence = &cadence{step: max(cfg.Interval/100, time.Microsecond)}
 	m.side.log, m.side.jobs, m.side.reg = m.log, make(chan sideJob, 256), m.reg
-	m.journal.ch = make(chan journalEntry, journalQueue)
+	m.journal.jobs = make(chan journalEntry, journalQueue)
 	m.states.kmsg, m.states.events = "disabled", "starting"
 	// The same Xid on a GPU from another source (NVML events, the kernel
 	// log) within 10 s is one incident.
@@ -258,7 +258,7 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 
 	sideCtx, stopSide := context.WithCancel(context.Background())
 	var side sync.WaitGroup
-	side.Go(func() { serve(sideCtx.Done(), m.side.jobs, func(j sideJob) { j.f() }) })
+	side.Go(func() { m.side.serve(sideCtx.Done(), func(j sideJob) { j.f() }) })
 	m.startCPER(bg, &listeners)
 
 	m.poll(ctx, sigs)
