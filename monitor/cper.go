@@ -63,7 +63,7 @@ func (m *Monitor) startCPER(ctx context.Context, wg *sync.WaitGroup) {
 }
 
 // runCPER queues a read of every GPU's records each cperRefresh, and of a
-// GPU's cperLate after its critical event (readCPERLate), until ctx is
+// GPU's a moment after its critical event (readCPERLate), until ctx is
 // done. It only queues: the reads run on the side goroutine, bounded.
 func (m *Monitor) runCPER(ctx context.Context) {
 	tick := time.NewTicker(cperRefresh)
@@ -80,8 +80,16 @@ func (m *Monitor) runCPER(ctx context.Context) {
 				m.readCPER(gs)
 			}
 		case gs := <-m.cper.late:
+			// Half the first follow-up's offset, so that a record the
+			// driver wrote just after the event joins the incident before
+			// that follow-up lists its events (5 s with the default
+			// follow-ups); cperRefresh when there are no follow-ups.
 			if _, ok := due[gs]; !ok {
-				due[gs] = time.Now().Add(m.cperLate())
+				wait := cperRefresh
+				if first := m.snaps.FirstFollowUp(); first > 0 {
+					wait = first / 2
+				}
+				due[gs] = time.Now().Add(wait)
 			}
 		case <-late.C:
 		}
@@ -102,20 +110,8 @@ func (m *Monitor) runCPER(ctx context.Context) {
 	}
 }
 
-// cperLate is how long after a critical event its GPU's records are read
-// again: half the first follow-up's offset, so that a record the driver
-// wrote just after the event joins the incident before that follow-up
-// lists its events (5 s with the default follow-ups); cperRefresh when
-// there are no follow-ups.
-func (m *Monitor) cperLate() time.Duration {
-	if first := m.snaps.FirstFollowUp(); first > 0 {
-		return first / 2
-	}
-	return cperRefresh
-}
-
 // readCPERLate asks runCPER for another read of the GPU's records after
-// its critical event (cperLate); it never waits.
+// its critical event; it never waits.
 func (m *Monitor) readCPERLate(gs *gpuState) {
 	if !m.cper.on.Load() {
 		return
@@ -126,7 +122,8 @@ func (m *Monitor) readCPERLate(gs *gpuState) {
 	}
 }
 
-// readCPER queues a read of the GPU's new CPER records.
+// readCPER queues a read of the GPU's new CPER records, each routed by
+// cperRecord.
 func (m *Monitor) readCPER(gs *gpuState) {
 	if !m.cper.on.Load() {
 		return
@@ -136,16 +133,14 @@ func (m *Monitor) readCPER(gs *gpuState) {
 		return // one is queued already: it reads this event's records too
 	}
 	m.side.enqueue(sideJob{what: "reading the GPU's CPER records", gpu: gs.idx,
-		f:       func() { q.Store(false); m.cperRead(gs) },
+		f: func() {
+			q.Store(false)
+			uuid := gs.g.Info().UUID
+			m.reg.Add(cperRepeats, uint64(m.cper.r.Read(gs.log, uuid, func(now time.Time, raw []byte, rec *cper.Record) {
+				m.cperRecord(gs, uuid, now, raw, rec)
+			})))
+		},
 		dropped: func(string) { q.Store(false) }})
-}
-
-// cperRead reads the GPU's new CPER records and routes each (cperRecord).
-func (m *Monitor) cperRead(gs *gpuState) {
-	uuid := gs.g.Info().UUID
-	m.reg.Add(cperRepeats, uint64(m.cper.r.Read(gs.log, uuid, func(now time.Time, raw []byte, rec *cper.Record) {
-		m.cperRecord(gs, uuid, now, raw, rec)
-	})))
 }
 
 // cperRecord saves a raw record as crashes/cper-<time>-<source>.bin and
