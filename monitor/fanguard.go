@@ -40,34 +40,28 @@ func (d fanDriver) Limits() (fanguard.Limits, error) {
 	return fanguard.Limits{Min: lo, Max: hi}, err
 }
 
-// newFanGuard returns gs's guard; nil without --fan-guard.
+// newFanGuard returns gs's guard; nil without --fan-guard. Its events are
+// FAN_GUARD lines; the fans it holds are recorded in run-state by the
+// GPU's UUID.
 func (m *Monitor) newFanGuard(gs *gpuState) *fanguard.Guard {
 	if m.cfg.FanGuard == nil {
 		return nil
 	}
+	event := func(e fanguard.Event) { m.eventLine(gs.event(time.Now(), sink.TypeFanGuard, e.Fields()...)) }
 	return fanguard.New(fanguard.Options{Config: *m.cfg.FanGuard, GPU: gs.idx, Driver: fanDriver{gs.g.FanControl()},
-		Log: m.log, Counters: m.reg, Mono: m.cfg.mono, Event: gs.fanEvent,
-		Held: func(fans []int) error { return m.saveFansHeld(gs.g.Info().UUID, fans) }})
-}
-
-// fanEvent writes a FAN_GUARD line.
-func (gs *gpuState) fanEvent(e fanguard.Event) {
-	gs.m.eventLine(gs.event(time.Now(), sink.TypeFanGuard, e.Fields()...))
-}
-
-// saveFansHeld records in run-state that the guard holds fans of the GPU
-// uuid (none: nil).
-func (m *Monitor) saveFansHeld(uuid string, fans []int) error {
-	if uuid == "" {
-		return errors.New("the GPU's UUID is not known yet")
-	}
-	return m.runState.Save(func(s *runstate.State) bool {
-		s.FanGuard = slices.DeleteFunc(slices.Clone(s.FanGuard), func(h runstate.FanHold) bool { return h.UUID == uuid })
-		if len(fans) > 0 {
-			s.FanGuard = append(s.FanGuard, runstate.FanHold{UUID: uuid, Fans: fans})
-		}
-		return true
-	})
+		Log: m.log, Counters: m.reg, Mono: m.cfg.mono, Event: event, Held: func(fans []int) error {
+			uuid := gs.g.Info().UUID
+			if uuid == "" {
+				return errors.New("the GPU's UUID is not known yet")
+			}
+			return m.runState.Save(func(s *runstate.State) bool {
+				s.FanGuard = slices.DeleteFunc(slices.Clone(s.FanGuard), func(h runstate.FanHold) bool { return h.UUID == uuid })
+				if len(fans) > 0 {
+					s.FanGuard = append(s.FanGuard, runstate.FanHold{UUID: uuid, Fans: fans})
+				}
+				return true
+			})
+		}})
 }
 
 // startFanGuards runs once this run's state is recorded, with the fans the
