@@ -51,9 +51,8 @@ type gpuState struct {
 
 	// Worker goroutine only.
 	fails     int
-	lost      bool
-	lostRetry time.Duration
-	known     known // what the monitor has built from the GPU's static facts (lateFacts)
+	lostRetry time.Duration // the re-probe period while lost; 0: not lost
+	known     known         // what the monitor has built from the GPU's static facts (lateFacts)
 
 	// Shared.
 	nextTry   atomic.Int64 // Config.mono (ns) before which the poll loop does not dispatch (backOff); 0: none
@@ -253,16 +252,15 @@ func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical sampleIn
 	now := s.Time
 	switch s.Status {
 	case reading.StatusAnswered:
-		if gs.fails > 0 || gs.lost {
-			gs.log.Info("GPU answers again", "after_failures", gs.fails, "was_lost", gs.lost)
+		if gs.fails > 0 || gs.lostRetry > 0 {
+			gs.log.Info("GPU answers again", "after_failures", gs.fails, "was_lost", gs.lostRetry > 0)
 			m.eventLine(gs.event(now, sink.TypeNVMLRecovered, "failures", strconv.Itoa(gs.fails)))
 		}
-		gs.fails, gs.lost, gs.lostRetry = 0, false, 0
+		gs.fails, gs.lostRetry = 0, 0
 		gs.nextTry.Store(0)
 	case reading.StatusLost:
 		s.Flags.Add(reading.Flag{Kind: reading.FlagGPULost})
-		if !gs.lost {
-			gs.lost = true
+		if gs.lostRetry == 0 {
 			gs.lostRetry = lostFirstRetry
 			gs.log.Error("GPU is lost (NVML_ERROR_GPU_IS_LOST); re-probing with back-off")
 			line := gs.event(now, sink.TypeGPULost)
@@ -296,13 +294,6 @@ func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical sampleIn
 // monotonic clock: a step of the wall clock does not move the next try.
 func (gs *gpuState) backOff(d time.Duration) {
 	gs.nextTry.Store(int64(gs.m.cfg.mono() + d))
-}
-
-// backingOff reports whether the GPU is still backing off at the monotonic
-// reading mono: the poll loop neither samples it nor reads its processes.
-func (gs *gpuState) backingOff(mono time.Duration) bool {
-	nt := gs.nextTry.Load()
-	return nt != 0 && int64(mono) < nt
 }
 
 // record writes the sample's log notices, events.log lines and CSV row; it

@@ -56,7 +56,6 @@ type Monitor struct {
 	cper     cperReader
 	kern     kernelGPUs
 	sxid     atomic.Pointer[pendingSXid] // the host's latest fatal SXid (sxid.go)
-	sxidSeq  atomic.Uint64               // fatal SXids read, numbering pendingSXid
 	klog     *KernelLog                  // nil: no kernel log
 	kclock   *kernelClock
 	runState runstate.Saver
@@ -450,7 +449,9 @@ func (m *Monitor) tick(now time.Time) {
 	}
 	lp.cadence.tick(now)
 	for _, gs := range m.gpus {
-		if gs.offAtTick = gs.backingOff(at.mono); gs.offAtTick {
+		// Backing off (nextTry): neither sampled nor its processes read.
+		nt := gs.nextTry.Load()
+		if gs.offAtTick = nt != 0 && int64(at.mono) < nt; gs.offAtTick {
 			continue
 		}
 		if gs.w.Dispatch(at.mono) {
