@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/fanguard"
@@ -112,15 +113,13 @@ func (m *Monitor) startFanGuards() {
 // stuck.
 func (m *Monitor) handBackFans(stuck []string) []string {
 	var out []string
-	done := make(chan struct{})
-	n := 0
+	var wg sync.WaitGroup
 	for _, gs := range m.gpus {
 		if gs.fan == nil {
 			continue
 		}
-		if i := slices.IndexFunc(stuck, func(s string) bool {
-			return s == strconv.Itoa(gs.idx) || strings.HasPrefix(s, strconv.Itoa(gs.idx)+" (")
-		}); i >= 0 {
+		// waitWorkers names a GPU "3", or "3 (process list)".
+		if i := slices.IndexFunc(stuck, func(s string) bool { return strings.HasPrefix(s+" ", strconv.Itoa(gs.idx)+" ") }); i >= 0 {
 			// A sample or a process read stuck in the driver: a setter call
 			// would block on the same fault.
 			gs.fan.Abandon()
@@ -128,12 +127,9 @@ func (m *Monitor) handBackFans(stuck []string) []string {
 				"gpu", gs.idx, "stuck", stuck[i])
 			continue
 		}
-		n++
-		go func() { gs.fan.HandBack(fanHandBack); done <- struct{}{} }()
+		wg.Go(func() { gs.fan.HandBack(fanHandBack) })
 	}
-	for range n {
-		<-done // HandBack is bounded
-	}
+	wg.Wait() // HandBack is bounded
 	for _, gs := range m.gpus {
 		if gs.fan == nil {
 			continue
