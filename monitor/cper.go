@@ -68,9 +68,8 @@ func (m *Monitor) startCPER(ctx context.Context, wg *sync.WaitGroup) {
 func (m *Monitor) runCPER(ctx context.Context) {
 	tick := time.NewTicker(cperRefresh)
 	defer tick.Stop()
-	late := time.NewTimer(time.Hour)
-	late.Stop()
-	due := map[*gpuState]time.Time{}
+	due := map[*gpuState]bool{}
+	fire := make(chan *gpuState, len(m.gpus)) // one timer a GPU at most: never full
 	for {
 		select {
 		case <-ctx.Done():
@@ -84,28 +83,17 @@ func (m *Monitor) runCPER(ctx context.Context) {
 			// driver wrote just after the event joins the incident before
 			// that follow-up lists its events (5 s with the default
 			// follow-ups); cperRefresh when there are no follow-ups.
-			if _, ok := due[gs]; !ok {
+			if !due[gs] {
+				due[gs] = true
 				wait := cperRefresh
 				if first := m.snaps.FirstFollowUp(); first > 0 {
 					wait = first / 2
 				}
-				due[gs] = time.Now().Add(wait)
+				time.AfterFunc(wait, func() { fire <- gs })
 			}
-		case <-late.C:
-		}
-		var next time.Time
-		for gs, at := range due {
-			switch {
-			case !time.Now().Before(at):
-				delete(due, gs)
-				m.readCPER(gs)
-			case next.IsZero() || at.Before(next):
-				next = at
-			}
-		}
-		late.Stop()
-		if !next.IsZero() {
-			late.Reset(time.Until(next))
+		case gs := <-fire:
+			delete(due, gs)
+			m.readCPER(gs)
 		}
 	}
 }
