@@ -109,7 +109,10 @@ func newGPUState(m *Monitor, g *sampler.GPU) *gpuState {
 	gs := &gpuState{m: m, g: g, idx: idx, tr: anomaly.NewTracker(idx, cfg.Anomaly),
 		log: m.log.With("gpu", idx), pending: make([]int64, 0, 8), skipped: make([]instant, 0, skips),
 		slot: live.NewSlot(g.Info()), finished: -1}
-	gs.known = knownAtStart(g)
+	if g.FactsKnown() {
+		info := g.Info()
+		gs.known = known{facts: true, uuid: info.UUID != "", bus: info.BusID != "", named: true}
+	}
 	gs.w = sampler.NewWorker(g, gs.handle, cfg.mono())
 	gs.fan = m.newFanGuard(gs)
 	return gs
@@ -161,7 +164,7 @@ func (gs *gpuState) takeXids(s *reading.Sample) {
 // snapshots come last, once the sample is a row and published: their rows
 // end with it and their headers count it.
 func (gs *gpuState) handle(s *reading.Sample) {
-	if !gs.known.all() {
+	if k := gs.known; !k.facts || !k.uuid || !k.bus { // something left to learn
 		gs.m.lateFacts(gs)
 	}
 	stalled, critical := gs.classify(s)
