@@ -89,9 +89,7 @@ type gpuState struct {
 	// never crowds out snapshots.
 	cperQueued atomic.Bool
 
-	xmu     sync.Mutex
-	pending []int64 // Xids to flag on the next row
-	xclosed bool    // shut down: no next row will come (closeXids)
+	xids dropQueue[int64] // Xids to flag on the next row; closed at shutdown (closeXids)
 
 	// Poll goroutine only: ticks skipped while the sample in flight was
 	// within its deadline, the process read last published, and whether the
@@ -107,7 +105,7 @@ func newGPUState(m *Monitor, g *sampler.GPU) *gpuState {
 	// Room for the ticks a stuck sample can skip before its deadline.
 	skips := min(int(cfg.Deadline/cfg.Interval)+2, 1024)
 	gs := &gpuState{m: m, g: g, idx: idx, tr: anomaly.NewTracker(idx, cfg.Anomaly),
-		log: m.log.With("gpu", idx), pending: make([]int64, 0, 8), skipped: make([]instant, 0, skips),
+		log: m.log.With("gpu", idx), xids: dropQueue[int64]{jobs: make(chan int64, 8)}, skipped: make([]instant, 0, skips),
 		slot: live.NewSlot(g.Info()), finished: -1}
 	if g.FactsKnown() {
 		info := g.Info()
@@ -120,13 +118,7 @@ func newGPUState(m *Monitor, g *sampler.GPU) *gpuState {
 
 // addXid queues an Xid flag for the GPU's next row.
 func (gs *gpuState) addXid(code int64) {
-	gs.xmu.Lock()
-	closed, full := gs.xclosed, len(gs.pending) == cap(gs.pending)
-	if !closed && !full {
-		gs.pending = append(gs.pending, code)
-	}
-	gs.xmu.Unlock()
-	switch {
+	switch closed, full := gs.xids.put(code); {
 	case closed:
 		gs.dropXid(code, "an XID flag reported after shutdown, when no row follows")
 	case full:
@@ -135,15 +127,15 @@ func (gs *gpuState) addXid(code int64) {
 }
 
 // closeXids runs at shutdown, once the GPU writes no more rows: the flags
-// still waiting, and any reported later, are counted as dropped.
+// still waiting, and any reported later, are counted as dropped. Under the
+// queue's lock, as takeXids: the flags go to a row or are dropped, all.
 func (gs *gpuState) closeXids() {
-	gs.xmu.Lock()
-	lost := gs.pending
-	gs.pending, gs.xclosed = nil, true
-	gs.xmu.Unlock()
-	for _, code := range lost {
+	gs.xids.mu.Lock()
+	defer gs.xids.mu.Unlock()
+	gs.xids.closed = true
+	gs.xids.drain(func(code int64) {
 		gs.dropXid(code, "an XID flag waiting for the GPU's next row, which did not come before shutdown (the Xid is in events.log, or counted in its XID_LINES_SUPPRESSED line)")
-	}
+	})
 }
 
 // dropXid counts an Xid flag no row carries; the first is logged (gs.log names the GPU).
@@ -152,12 +144,9 @@ func (gs *gpuState) dropXid(code int64, what string) {
 }
 
 func (gs *gpuState) takeXids(s *reading.Sample) {
-	gs.xmu.Lock()
-	for _, x := range gs.pending {
-		s.Flags.Add(reading.Flag{Kind: reading.FlagXid, A: x})
-	}
-	gs.pending = gs.pending[:0]
-	gs.xmu.Unlock()
+	gs.xids.mu.Lock()
+	defer gs.xids.mu.Unlock()
+	gs.xids.drain(func(x int64) { s.Flags.Add(reading.Flag{Kind: reading.FlagXid, A: x}) })
 }
 
 // handle is the per-sample pipeline, on the GPU's worker goroutine. The
