@@ -115,10 +115,7 @@ type lineLog interface {
 // New builds the monitor's parts for an opened host and writes
 // system-info.txt.
 func New(cfg Config, host *sampler.Host) (*Monitor, error) {
-	cfg.defaults()
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
+	cfg.defaults() // cmd validated the flags it was made from (CLI.Validate)
 	// One registry: the sampler's counters (nvml_stretches, health_skips,
 	// process_reads_*) would otherwise reach no output.
 	if host.Counters() != counters.Need(cfg.Counters, "monitor.Config.Counters") {
