@@ -52,7 +52,13 @@ func (m *Monitor) startCPER(ctx context.Context, wg *sync.WaitGroup) {
 		m.log.Info("the driver lacks nvmlSystemGetCPER_v1 (R610+): no GPU CPER records are read")
 	}
 	if cper.HasBERT(m.cfg.HostRoot) {
-		m.side.queue("reading the host's boot error record (BERT)", -1, m.readBERT)
+		// Recorded once per boot; one an earlier run of this boot recorded
+		// is shown (cper.Reader.ReadBERT).
+		m.side.queue("reading the host's boot error record (BERT)", -1, func() {
+			c.r.ReadBERT(m.log, m.cfg.HostRoot, m.ident.BootID,
+				func(raw []byte, rec *cper.Record) { m.cperRecord(nil, "bert", time.Now(), raw, rec) },
+				func(rec *cper.Record) { m.publishBERT(time.Now(), rec) })
+		})
 	}
 	for _, gs := range m.gpus {
 		m.readCPER(gs)
@@ -182,12 +188,4 @@ func (m *Monitor) publishBERT(now time.Time, rec *cper.Record) {
 // lastCPER is rec, read at now, for the live view.
 func lastCPER(now time.Time, rec *cper.Record) live.LastCPER {
 	return live.LastCPER{Time: now, ID: rec.ID, Severity: rec.Severity.String(), Recorded: rec.Time}
-}
-
-// readBERT records the host firmware's boot error record once per boot,
-// and shows one an earlier run of this boot recorded (cper.Reader.ReadBERT).
-func (m *Monitor) readBERT() {
-	m.cper.r.ReadBERT(m.log, m.cfg.HostRoot, m.ident.BootID,
-		func(raw []byte, rec *cper.Record) { m.cperRecord(nil, "bert", time.Now(), raw, rec) },
-		func(rec *cper.Record) { m.publishBERT(time.Now(), rec) })
 }

@@ -84,7 +84,11 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 	// text when the GPU moves to another cluster (or into or out of one:
 	// "none"), as the health counters' lines (an absent reading is no
 	// change; one that appears after the baseline is, from n/a).
-	if is, ok := clusterText(&s.Values); ok && is != v.Cluster {
+	is, ok := reading.FabricClusterUUID(&s.Values)
+	if !ok { // "none": all zero, in no cluster; or not read
+		is, ok = "none", s.Values[reading.FabricCluster0].OK && s.Values[reading.FabricCluster8].OK
+	}
+	if ok && is != v.Cluster {
 		if !r.HealthBaseline {
 			m.eventLine(gs.event(now, sink.TypeHealth, "counter", "fabric_cluster_uuid", "from", cmp.Or(v.Cluster, "n/a"), "to", is))
 		}
@@ -132,15 +136,6 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 		nv := v
 		gs.health.Store(&nv)
 	}
-}
-
-// clusterText is the fabric's cluster UUID in v ("none": all zero, in no
-// cluster); false when not read.
-func clusterText(v *reading.Values) (string, bool) {
-	if u, ok := reading.FabricClusterUUID(v); ok {
-		return u, true
-	}
-	return "none", v[reading.FabricCluster0].OK && v[reading.FabricCluster8].OK
 }
 
 // recordRemapHist puts a newly read row remapper histogram (read at start

@@ -98,7 +98,7 @@ type hostStates struct {
 	// boards (startBootCheck): a GPU identified later is compared once
 	// (lateBoard) unless it is one of them. Set before any sample.
 	compared      map[string]bool
-	bert          *live.LastCPER          // the host's boot error record, once read (readBERT)
+	bert          *live.LastCPER          // the host's boot error record, once read (startCPER)
 	fabric        []reading.FabricService // the fabric daemons' last scan (fabric.go); nil: no fabric
 	fabricAt      time.Time
 	refusedLogged atomic.Bool
