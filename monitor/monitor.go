@@ -75,8 +75,11 @@ type pollLoop struct {
 	syncTick, secondTick  chan time.Time
 	windowStart           atomic.Int64 // Config.mono (ns) when the summary window began
 
-	cadence  *cadence
-	beat     loopBeat            // for the watchdog pinger
+	cadence *cadence
+	// For the watchdog pinger: when the current or last tick began
+	// (Config.mono, ns), and whether the loop is in it.
+	began    atomic.Int64
+	inTick   atomic.Bool
 	tickHook func(now time.Time) // tests: runs at the end of every tick
 }
 
@@ -438,9 +441,9 @@ func (m *Monitor) poll(ctx context.Context, sigs <-chan os.Signal) {
 func (m *Monitor) tick(now time.Time) {
 	lp := &m.loop
 	at := instant{wall: now, mono: m.cfg.mono()}
-	lp.beat.began.Store(int64(at.mono)) // before inTick: loopAlive reads them the other way round
-	lp.beat.inTick.Store(true)
-	defer lp.beat.inTick.Store(false)
+	lp.began.Store(int64(at.mono)) // before inTick: loopAlive reads them the other way round
+	lp.inTick.Store(true)
+	defer lp.inTick.Store(false)
 	if lp.tickHook != nil {
 		defer lp.tickHook(now)
 	}
