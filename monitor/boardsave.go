@@ -8,11 +8,6 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/action/board"
 )
 
-// The writing of the boards' state files (action-<UUID>.json): each
-// judgement saves its board without waiting for another write
-// (board.Board.Save), judgeActions saves again within a second what a
-// save left or failed, and the stop writes what is left, bounded.
-
 // saveBoard writes board b's state file if a version of its history is
 // not on disk (board.Board.Save); a failure is counted and logged (who
 // names the board), and the next save writes it again.
