@@ -127,8 +127,9 @@ func (gs *gpuState) addXid(code int64) {
 }
 
 // closeXids runs at shutdown, once the GPU writes no more rows: the flags
-// still waiting, and any reported later, are counted as dropped. Under the
-// queue's lock, as takeXids: the flags go to a row or are dropped, all.
+// still waiting, and any reported later, are counted as dropped. Like
+// takeXids it drains under the queue's lock: a flag a late row takes is
+// not also counted.
 func (gs *gpuState) closeXids() {
 	gs.xids.mu.Lock()
 	defer gs.xids.mu.Unlock()
