@@ -7,12 +7,9 @@ package monitor
 
 import (
 	"cmp"
-	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
-	"github.com/gpu-telemetry/gpu-telemetry/action"
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
 	"github.com/gpu-telemetry/gpu-telemetry/fanguard"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
@@ -42,10 +39,7 @@ type Config struct {
 	KernelLog    *KernelLog // KmsgPath opened early (OpenKernelLog); nil: Run opens it
 	// KmsgMarkers lets the logger write a marker to the kernel log when it
 	// has been quiet for an hour, to keep the dmesg_time estimate fresh.
-	KmsgMarkers bool
-	// XidDedupe: the same Xid on the same GPU from the other source (NVML
-	// events vs kernel log) within this window is one incident.
-	XidDedupe      time.Duration
+	KmsgMarkers    bool
 	InventoryEvery time.Duration // GPU list vs the driver's enumeration; 0: 30 s
 	// InspectAfter: a critical class that began in this many earlier boots
 	// of a board escalates its repair action to inspect; 0:
@@ -97,9 +91,6 @@ func (c *Config) defaults() {
 	if c.SummaryEvery <= 0 {
 		c.SummaryEvery = 5 * time.Minute
 	}
-	if c.XidDedupe <= 0 {
-		c.XidDedupe = 10 * time.Second
-	}
 	if c.InventoryEvery <= 0 {
 		c.InventoryEvery = inventoryEvery
 	}
@@ -121,38 +112,6 @@ func (c *Config) defaults() {
 			return sink.NewLineLog(dir, name, maxMB, logBackups, c.CSV.FsyncEvery, c.Logger, reg)
 		}
 	}
-}
-
-// Validate checks the configuration, naming the offending setting.
-func (c Config) Validate() error {
-	var errs []error
-	if c.Interval <= 0 || c.Interval > time.Hour {
-		errs = append(errs, fmt.Errorf("interval %s: must be > 0 and at most 1h", c.Interval))
-	}
-	if c.LogDir == "" {
-		errs = append(errs, errors.New("log dir: must not be empty"))
-	}
-	if c.CSV.RetentionDays < 1 {
-		errs = append(errs, fmt.Errorf("retention %d days: must be at least 1", c.CSV.RetentionDays))
-	}
-	if c.CSV.FsyncEvery <= 0 {
-		errs = append(errs, fmt.Errorf("fsync interval %s: must be > 0", c.CSV.FsyncEvery))
-	}
-	if c.InspectAfter < 0 || c.InspectAfter >= action.MaxBoots {
-		errs = append(errs, fmt.Errorf("inspect after %d boots: must be between 1 and %d (0: %d)", c.InspectAfter, action.MaxBoots-1, action.DefaultInspectAfter))
-	}
-	if c.ExpectGPUs < 0 {
-		errs = append(errs, fmt.Errorf("expect %d GPUs: must not be negative (0: not said)", c.ExpectGPUs))
-	}
-	if err := c.Anomaly.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if c.FanGuard != nil {
-		if err := c.FanGuard.Validate(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // Notifier tells a service manager about the daemon's state (systemd's

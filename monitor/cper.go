@@ -52,7 +52,13 @@ func (m *Monitor) startCPER(ctx context.Context, wg *sync.WaitGroup) {
 		m.log.Info("the driver lacks nvmlSystemGetCPER_v1 (R610+): no GPU CPER records are read")
 	}
 	if cper.HasBERT(m.cfg.HostRoot) {
-		m.side.queue("reading the host's boot error record (BERT)", -1, m.readBERT)
+		// Recorded once per boot; one an earlier run of this boot recorded
+		// is shown (cper.Reader.ReadBERT).
+		m.side.queue("reading the host's boot error record (BERT)", -1, func() {
+			c.r.ReadBERT(m.log, m.cfg.HostRoot, m.ident.BootID,
+				func(raw []byte, rec *cper.Record) { m.cperRecord(nil, "bert", time.Now(), raw, rec) },
+				func(rec *cper.Record) { m.publishBERT(time.Now(), rec) })
+		})
 	}
 	for _, gs := range m.gpus {
 		m.readCPER(gs)
@@ -63,14 +69,13 @@ func (m *Monitor) startCPER(ctx context.Context, wg *sync.WaitGroup) {
 }
 
 // runCPER queues a read of every GPU's records each cperRefresh, and of a
-// GPU's cperLate after its critical event (readCPERLate), until ctx is
+// GPU's a moment after its critical event (readCPERLate), until ctx is
 // done. It only queues: the reads run on the side goroutine, bounded.
 func (m *Monitor) runCPER(ctx context.Context) {
 	tick := time.NewTicker(cperRefresh)
 	defer tick.Stop()
-	late := time.NewTimer(time.Hour)
-	late.Stop()
-	due := map[*gpuState]time.Time{}
+	due := map[*gpuState]bool{}
+	fire := make(chan *gpuState, len(m.gpus)) // one timer a GPU at most: never full
 	for {
 		select {
 		case <-ctx.Done():
@@ -80,42 +85,27 @@ func (m *Monitor) runCPER(ctx context.Context) {
 				m.readCPER(gs)
 			}
 		case gs := <-m.cper.late:
-			if _, ok := due[gs]; !ok {
-				due[gs] = time.Now().Add(m.cperLate())
+			// Half the first follow-up's offset, so that a record the
+			// driver wrote just after the event joins the incident before
+			// that follow-up lists its events (5 s with the default
+			// follow-ups); cperRefresh when there are no follow-ups.
+			if !due[gs] {
+				due[gs] = true
+				wait := cperRefresh
+				if first := m.snaps.FirstFollowUp(); first > 0 {
+					wait = first / 2
+				}
+				time.AfterFunc(wait, func() { fire <- gs })
 			}
-		case <-late.C:
-		}
-		var next time.Time
-		for gs, at := range due {
-			switch {
-			case !time.Now().Before(at):
-				delete(due, gs)
-				m.readCPER(gs)
-			case next.IsZero() || at.Before(next):
-				next = at
-			}
-		}
-		late.Stop()
-		if !next.IsZero() {
-			late.Reset(time.Until(next))
+		case gs := <-fire:
+			delete(due, gs)
+			m.readCPER(gs)
 		}
 	}
-}
-
-// cperLate is how long after a critical event its GPU's records are read
-// again: half the first follow-up's offset, so that a record the driver
-// wrote just after the event joins the incident before that follow-up
-// lists its events (5 s with the default follow-ups); cperRefresh when
-// there are no follow-ups.
-func (m *Monitor) cperLate() time.Duration {
-	if first := m.snaps.FirstFollowUp(); first > 0 {
-		return first / 2
-	}
-	return cperRefresh
 }
 
 // readCPERLate asks runCPER for another read of the GPU's records after
-// its critical event (cperLate); it never waits.
+// its critical event; it never waits.
 func (m *Monitor) readCPERLate(gs *gpuState) {
 	if !m.cper.on.Load() {
 		return
@@ -126,7 +116,8 @@ func (m *Monitor) readCPERLate(gs *gpuState) {
 	}
 }
 
-// readCPER queues a read of the GPU's new CPER records.
+// readCPER queues a read of the GPU's new CPER records, each routed by
+// cperRecord.
 func (m *Monitor) readCPER(gs *gpuState) {
 	if !m.cper.on.Load() {
 		return
@@ -136,16 +127,14 @@ func (m *Monitor) readCPER(gs *gpuState) {
 		return // one is queued already: it reads this event's records too
 	}
 	m.side.enqueue(sideJob{what: "reading the GPU's CPER records", gpu: gs.idx,
-		f:       func() { q.Store(false); m.cperRead(gs) },
+		f: func() {
+			q.Store(false)
+			uuid := gs.g.Info().UUID
+			m.reg.Add(cperRepeats, uint64(m.cper.r.Read(gs.log, uuid, func(now time.Time, raw []byte, rec *cper.Record) {
+				m.cperRecord(gs, uuid, now, raw, rec)
+			})))
+		},
 		dropped: func(string) { q.Store(false) }})
-}
-
-// cperRead reads the GPU's new CPER records and routes each (cperRecord).
-func (m *Monitor) cperRead(gs *gpuState) {
-	uuid := gs.g.Info().UUID
-	m.reg.Add(cperRepeats, uint64(m.cper.r.Read(gs.log, uuid, func(now time.Time, raw []byte, rec *cper.Record) {
-		m.cperRecord(gs, uuid, now, raw, rec)
-	})))
 }
 
 // cperRecord saves a raw record as crashes/cper-<time>-<source>.bin and
@@ -199,12 +188,4 @@ func (m *Monitor) publishBERT(now time.Time, rec *cper.Record) {
 // lastCPER is rec, read at now, for the live view.
 func lastCPER(now time.Time, rec *cper.Record) live.LastCPER {
 	return live.LastCPER{Time: now, ID: rec.ID, Severity: rec.Severity.String(), Recorded: rec.Time}
-}
-
-// readBERT records the host firmware's boot error record once per boot,
-// and shows one an earlier run of this boot recorded (cper.Reader.ReadBERT).
-func (m *Monitor) readBERT() {
-	m.cper.r.ReadBERT(m.log, m.cfg.HostRoot, m.ident.BootID,
-		func(raw []byte, rec *cper.Record) { m.cperRecord(nil, "bert", time.Now(), raw, rec) },
-		func(rec *cper.Record) { m.publishBERT(time.Now(), rec) })
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/fanguard"
@@ -40,34 +41,28 @@ func (d fanDriver) Limits() (fanguard.Limits, error) {
 	return fanguard.Limits{Min: lo, Max: hi}, err
 }
 
-// newFanGuard returns gs's guard; nil without --fan-guard.
+// newFanGuard returns gs's guard; nil without --fan-guard. Its events are
+// FAN_GUARD lines; the fans it holds are recorded in run-state by the
+// GPU's UUID.
 func (m *Monitor) newFanGuard(gs *gpuState) *fanguard.Guard {
 	if m.cfg.FanGuard == nil {
 		return nil
 	}
+	event := func(e fanguard.Event) { m.eventLine(gs.event(time.Now(), sink.TypeFanGuard, e.Fields()...)) }
 	return fanguard.New(fanguard.Options{Config: *m.cfg.FanGuard, GPU: gs.idx, Driver: fanDriver{gs.g.FanControl()},
-		Log: m.log, Counters: m.reg, Mono: m.cfg.mono, Event: gs.fanEvent,
-		Held: func(fans []int) error { return m.saveFansHeld(gs.g.Info().UUID, fans) }})
-}
-
-// fanEvent writes a FAN_GUARD line.
-func (gs *gpuState) fanEvent(e fanguard.Event) {
-	gs.m.eventLine(gs.event(time.Now(), sink.TypeFanGuard, e.Fields()...))
-}
-
-// saveFansHeld records in run-state that the guard holds fans of the GPU
-// uuid (none: nil).
-func (m *Monitor) saveFansHeld(uuid string, fans []int) error {
-	if uuid == "" {
-		return errors.New("the GPU's UUID is not known yet")
-	}
-	return m.runState.Save(func(s *runstate.State) bool {
-		s.FanGuard = slices.DeleteFunc(slices.Clone(s.FanGuard), func(h runstate.FanHold) bool { return h.UUID == uuid })
-		if len(fans) > 0 {
-			s.FanGuard = append(s.FanGuard, runstate.FanHold{UUID: uuid, Fans: fans})
-		}
-		return true
-	})
+		Log: m.log, Counters: m.reg, Mono: m.cfg.mono, Event: event, Held: func(fans []int) error {
+			uuid := gs.g.Info().UUID
+			if uuid == "" {
+				return errors.New("the GPU's UUID is not known yet")
+			}
+			return m.runState.Save(func(s *runstate.State) bool {
+				s.FanGuard = slices.DeleteFunc(slices.Clone(s.FanGuard), func(h runstate.FanHold) bool { return h.UUID == uuid })
+				if len(fans) > 0 {
+					s.FanGuard = append(s.FanGuard, runstate.FanHold{UUID: uuid, Fans: fans})
+				}
+				return true
+			})
+		}})
 }
 
 // startFanGuards runs once this run's state is recorded, with the fans the
@@ -118,15 +113,13 @@ func (m *Monitor) startFanGuards() {
 // stuck.
 func (m *Monitor) handBackFans(stuck []string) []string {
 	var out []string
-	done := make(chan struct{})
-	n := 0
+	var wg sync.WaitGroup
 	for _, gs := range m.gpus {
 		if gs.fan == nil {
 			continue
 		}
-		if i := slices.IndexFunc(stuck, func(s string) bool {
-			return s == strconv.Itoa(gs.idx) || strings.HasPrefix(s, strconv.Itoa(gs.idx)+" (")
-		}); i >= 0 {
+		// waitWorkers names a GPU "3", or "3 (process list)".
+		if i := slices.IndexFunc(stuck, func(s string) bool { return strings.HasPrefix(s+" ", strconv.Itoa(gs.idx)+" ") }); i >= 0 {
 			// A sample or a process read stuck in the driver: a setter call
 			// would block on the same fault.
 			gs.fan.Abandon()
@@ -134,12 +127,9 @@ func (m *Monitor) handBackFans(stuck []string) []string {
 				"gpu", gs.idx, "stuck", stuck[i])
 			continue
 		}
-		n++
-		go func() { gs.fan.HandBack(fanHandBack); done <- struct{}{} }()
+		wg.Go(func() { gs.fan.HandBack(fanHandBack) })
 	}
-	for range n {
-		<-done // HandBack is bounded
-	}
+	wg.Wait() // HandBack is bounded
 	for _, gs := range m.gpus {
 		if gs.fan == nil {
 			continue

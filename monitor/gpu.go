@@ -51,9 +51,8 @@ type gpuState struct {
 
 	// Worker goroutine only.
 	fails     int
-	lost      bool
-	lostRetry time.Duration
-	known     known // what the monitor has built from the GPU's static facts (lateFacts)
+	lostRetry time.Duration // the re-probe period while lost; 0: not lost
+	known     known         // what the monitor has built from the GPU's static facts (lateFacts)
 
 	// Shared.
 	nextTry   atomic.Int64 // Config.mono (ns) before which the poll loop does not dispatch (backOff); 0: none
@@ -90,9 +89,7 @@ type gpuState struct {
 	// never crowds out snapshots.
 	cperQueued atomic.Bool
 
-	xmu     sync.Mutex
-	pending []int64 // Xids to flag on the next row
-	xclosed bool    // shut down: no next row will come (closeXids)
+	xids dropQueue[int64] // Xids to flag on the next row; closed at shutdown (closeXids)
 
 	// Poll goroutine only: ticks skipped while the sample in flight was
 	// within its deadline, the process read last published, and whether the
@@ -108,9 +105,12 @@ func newGPUState(m *Monitor, g *sampler.GPU) *gpuState {
 	// Room for the ticks a stuck sample can skip before its deadline.
 	skips := min(int(cfg.Deadline/cfg.Interval)+2, 1024)
 	gs := &gpuState{m: m, g: g, idx: idx, tr: anomaly.NewTracker(idx, cfg.Anomaly),
-		log: m.log.With("gpu", idx), pending: make([]int64, 0, 8), skipped: make([]instant, 0, skips),
+		log: m.log.With("gpu", idx), xids: dropQueue[int64]{jobs: make(chan int64, 8)}, skipped: make([]instant, 0, skips),
 		slot: live.NewSlot(g.Info()), finished: -1}
-	gs.known = knownAtStart(g)
+	if g.FactsKnown() {
+		info := g.Info()
+		gs.known = known{facts: true, uuid: info.UUID != "", bus: info.BusID != "", named: true}
+	}
 	gs.w = sampler.NewWorker(g, gs.handle, cfg.mono())
 	gs.fan = m.newFanGuard(gs)
 	return gs
@@ -118,13 +118,7 @@ func newGPUState(m *Monitor, g *sampler.GPU) *gpuState {
 
 // addXid queues an Xid flag for the GPU's next row.
 func (gs *gpuState) addXid(code int64) {
-	gs.xmu.Lock()
-	closed, full := gs.xclosed, len(gs.pending) == cap(gs.pending)
-	if !closed && !full {
-		gs.pending = append(gs.pending, code)
-	}
-	gs.xmu.Unlock()
-	switch {
+	switch closed, full := gs.xids.put(code); {
 	case closed:
 		gs.dropXid(code, "an XID flag reported after shutdown, when no row follows")
 	case full:
@@ -133,15 +127,16 @@ func (gs *gpuState) addXid(code int64) {
 }
 
 // closeXids runs at shutdown, once the GPU writes no more rows: the flags
-// still waiting, and any reported later, are counted as dropped.
+// still waiting, and any reported later, are counted as dropped. Like
+// takeXids it drains under the queue's lock: a flag a late row takes is
+// not also counted.
 func (gs *gpuState) closeXids() {
-	gs.xmu.Lock()
-	lost := gs.pending
-	gs.pending, gs.xclosed = nil, true
-	gs.xmu.Unlock()
-	for _, code := range lost {
+	gs.xids.mu.Lock()
+	defer gs.xids.mu.Unlock()
+	gs.xids.closed = true
+	gs.xids.drain(func(code int64) {
 		gs.dropXid(code, "an XID flag waiting for the GPU's next row, which did not come before shutdown (the Xid is in events.log, or counted in its XID_LINES_SUPPRESSED line)")
-	}
+	})
 }
 
 // dropXid counts an Xid flag no row carries; the first is logged (gs.log names the GPU).
@@ -150,19 +145,16 @@ func (gs *gpuState) dropXid(code int64, what string) {
 }
 
 func (gs *gpuState) takeXids(s *reading.Sample) {
-	gs.xmu.Lock()
-	for _, x := range gs.pending {
-		s.Flags.Add(reading.Flag{Kind: reading.FlagXid, A: x})
-	}
-	gs.pending = gs.pending[:0]
-	gs.xmu.Unlock()
+	gs.xids.mu.Lock()
+	defer gs.xids.mu.Unlock()
+	gs.xids.drain(func(x int64) { s.Flags.Add(reading.Flag{Kind: reading.FlagXid, A: x}) })
 }
 
 // handle is the per-sample pipeline, on the GPU's worker goroutine. The
 // snapshots come last, once the sample is a row and published: their rows
 // end with it and their headers count it.
 func (gs *gpuState) handle(s *reading.Sample) {
-	if !gs.known.all() {
+	if k := gs.known; !k.facts || !k.uuid || !k.bus { // something left to learn
 		gs.m.lateFacts(gs)
 	}
 	stalled, critical := gs.classify(s)
@@ -253,16 +245,15 @@ func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical sampleIn
 	now := s.Time
 	switch s.Status {
 	case reading.StatusAnswered:
-		if gs.fails > 0 || gs.lost {
-			gs.log.Info("GPU answers again", "after_failures", gs.fails, "was_lost", gs.lost)
+		if gs.fails > 0 || gs.lostRetry > 0 {
+			gs.log.Info("GPU answers again", "after_failures", gs.fails, "was_lost", gs.lostRetry > 0)
 			m.eventLine(gs.event(now, sink.TypeNVMLRecovered, "failures", strconv.Itoa(gs.fails)))
 		}
-		gs.fails, gs.lost, gs.lostRetry = 0, false, 0
+		gs.fails, gs.lostRetry = 0, 0
 		gs.nextTry.Store(0)
 	case reading.StatusLost:
 		s.Flags.Add(reading.Flag{Kind: reading.FlagGPULost})
-		if !gs.lost {
-			gs.lost = true
+		if gs.lostRetry == 0 {
 			gs.lostRetry = lostFirstRetry
 			gs.log.Error("GPU is lost (NVML_ERROR_GPU_IS_LOST); re-probing with back-off")
 			line := gs.event(now, sink.TypeGPULost)
@@ -296,13 +287,6 @@ func (gs *gpuState) classify(s *reading.Sample) (stalled bool, critical sampleIn
 // monotonic clock: a step of the wall clock does not move the next try.
 func (gs *gpuState) backOff(d time.Duration) {
 	gs.nextTry.Store(int64(gs.m.cfg.mono() + d))
-}
-
-// backingOff reports whether the GPU is still backing off at the monotonic
-// reading mono: the poll loop neither samples it nor reads its processes.
-func (gs *gpuState) backingOff(mono time.Duration) bool {
-	nt := gs.nextTry.Load()
-	return nt != 0 && int64(mono) < nt
 }
 
 // record writes the sample's log notices, events.log lines and CSV row; it

@@ -92,7 +92,11 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 	// "none"), as the health counters' lines (an absent reading is no
 	// change; one that appears after the baseline is, from n/a).
 	cluster := prev.Cluster
-	if is, ok := clusterText(&s.Values); ok && is != cluster {
+	is, ok := reading.FabricClusterUUID(&s.Values)
+	if !ok { // "none": all zero, in no cluster; or not read
+		is, ok = "none", s.Values[reading.FabricCluster0].OK && s.Values[reading.FabricCluster8].OK
+	}
+	if ok && is != cluster {
 		if !r.HealthBaseline {
 			m.eventLine(gs.event(now, sink.TypeHealth, "counter", "fabric_cluster_uuid", "from", cmp.Or(cluster, "n/a"), "to", is))
 		}
@@ -147,15 +151,6 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 	v.Cluster, v.RemapHist, v.Links = cluster, remap, links
 	v.Level, v.Reasons = v.Verdict.Level(), v.Verdict.Names()
 	gs.health.Store(v)
-}
-
-// clusterText is the fabric's cluster UUID in v ("none": all zero, in no
-// cluster); false when not read.
-func clusterText(v *reading.Values) (string, bool) {
-	if u, ok := reading.FabricClusterUUID(v); ok {
-		return u, true
-	}
-	return "none", v[reading.FabricCluster0].OK && v[reading.FabricCluster8].OK
 }
 
 // recordRemapHist returns the row remapper histogram a new view holds

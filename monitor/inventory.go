@@ -9,7 +9,6 @@ import (
 
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
-	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
@@ -99,18 +98,6 @@ type known struct {
 	bus   bool // its bus id: its kernel lines
 	named bool // the --gpu selectors pending at start were judged against it
 }
-
-// knownAtStart is what New builds from g's static facts as they are.
-func knownAtStart(g *sampler.GPU) known {
-	if !g.FactsKnown() {
-		return known{}
-	}
-	info := g.Info()
-	return known{facts: true, uuid: info.UUID != "", bus: info.BusID != "", named: true}
-}
-
-// all reports whether nothing is left to learn.
-func (k known) all() bool { return k.facts && k.uuid && k.bus }
 
 // lateFacts runs on the worker before each sample while some of the GPU's
 // static facts were not known at start, and once for each part when it

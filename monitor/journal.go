@@ -77,14 +77,6 @@ func journalName(k string) string {
 // one is not waited for).
 const journalDrain = 2 * time.Second
 
-// journalOut is the journal's side of the monitor: the lines queued for it
-// and whether its forwarder stopped taking them (shutdown).
-type journalOut struct {
-	ch      chan journalEntry
-	mu      sync.RWMutex // stopped, against a send after stopJournal's drain
-	stopped bool
-}
-
 // queueJournal queues an events.log line for the journal, when it is on,
 // for runJournal; one it cannot queue (the queue full, or the forwarder
 // stopped) is counted in journal_drops.
@@ -96,16 +88,10 @@ func (m *Monitor) queueJournal(line string) {
 	if !ok {
 		return
 	}
-	j := &m.journal
-	j.mu.RLock()
-	defer j.mu.RUnlock()
-	if j.stopped {
+	switch closed, full := m.journal.put(e); {
+	case closed:
 		lose(m.reg, m.log, journalDrops, "an events.log line written after the journal's forwarder stopped", slog.String("line", line))
-		return
-	}
-	select {
-	case j.ch <- e:
-	default:
+	case full:
 		lose(m.reg, m.log, journalDrops, "an events.log line for the journal", slog.String("line", line))
 	}
 }
@@ -115,7 +101,7 @@ func (m *Monitor) queueJournal(line string) {
 // with the listeners: the lines shutdown writes (the fans handed back,
 // what the burst limits held) reach the journal too.
 func (m *Monitor) runJournal(stop <-chan struct{}) {
-	serve(stop, m.journal.ch, func(e journalEntry) {
+	m.journal.serve(stop, func(e journalEntry) {
 		if err := m.cfg.Journal(e.message, e.priority, e.fields); err != nil {
 			lose(m.reg, m.log, journalDrops, "an events.log line the journal refused", slog.String("error", err.Error()))
 		}
@@ -126,20 +112,11 @@ func (m *Monitor) runJournal(stop <-chan struct{}) {
 // what is queued, waited for at most journalDrain; what it has not taken
 // by then is counted in journal_drops, as is any line written after.
 func (m *Monitor) stopJournal(stop chan struct{}, wg *sync.WaitGroup) {
-	j := &m.journal
-	j.mu.Lock()
-	j.stopped = true
-	j.mu.Unlock()
+	m.journal.close()
 	close(stop)
-	if waitBounded(wg, journalDrain) {
-		return
-	}
-	for {
-		select {
-		case <-j.ch:
+	if !waitBounded(wg, journalDrain) {
+		m.journal.drain(func(journalEntry) {
 			lose(m.reg, m.log, journalDrops, "an events.log line the journal did not take by shutdown")
-		default:
-			return
-		}
+		})
 	}
 }

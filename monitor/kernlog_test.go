@@ -271,7 +271,7 @@ func TestReplayedXidIsNotFresh(t *testing.T) {
 	})
 }
 
-// TestReplayedXidIsNoDuplicate: a replayed Xid 79 and, within XidDedupe, a
+// TestReplayedXidIsNoDuplicate: a replayed Xid 79 and, within the 10 s de-duplication window, a
 // fresh NVML report of Xid 79 are two incidents, not one: the fresh one is
 // not marked a duplicate of the old kernel record, and flags the row and is
 // the live view's last Xid. An older replayed Xid read after it does not

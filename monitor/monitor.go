@@ -56,12 +56,11 @@ type Monitor struct {
 	cper     cperReader
 	kern     kernelGPUs
 	sxid     atomic.Pointer[pendingSXid] // the host's latest fatal SXid (sxid.go)
-	sxidSeq  atomic.Uint64               // fatal SXids read, numbering pendingSXid
 	klog     *KernelLog                  // nil: no kernel log
 	kclock   *kernelClock
 	runState runstate.Saver
 	procs    procParts
-	journal  journalOut // events.log lines for the journal (Config.Journal)
+	journal  dropQueue[journalEntry] // events.log lines for the journal (Config.Journal)
 	states   hostStates
 
 	enumerating atomic.Bool // a GPU enumeration is inside the driver
@@ -76,8 +75,11 @@ type pollLoop struct {
 	syncTick, secondTick  chan time.Time
 	windowStart           atomic.Int64 // Config.mono (ns) when the summary window began
 
-	cadence  *cadence
-	beat     loopBeat            // for the watchdog pinger
+	cadence *cadence
+	// For the watchdog pinger: when the current or last tick began
+	// (Config.mono, ns), and whether the loop is in it.
+	began    atomic.Int64
+	inTick   atomic.Bool
 	tickHook func(now time.Time) // tests: runs at the end of every tick
 }
 
@@ -99,7 +101,7 @@ type hostStates struct {
 	// boards (startBootCheck): a GPU identified later is compared once
 	// (lateBoard) unless it is one of them. Set before any sample.
 	compared      map[string]bool
-	bert          *live.LastCPER          // the host's boot error record, once read (readBERT)
+	bert          *live.LastCPER          // the host's boot error record, once read (startCPER)
 	fabric        []reading.FabricService // the fabric daemons' last scan (fabric.go); nil: no fabric
 	fabricAt      time.Time
 	refusedLogged atomic.Bool
@@ -116,10 +118,7 @@ type lineLog interface {
 // New builds the monitor's parts for an opened host and writes
 // system-info.txt.
 func New(cfg Config, host *sampler.Host) (*Monitor, error) {
-	cfg.defaults()
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
+	cfg.defaults() // cmd validated the flags it was made from (CLI.Validate)
 	// One registry: the sampler's counters (nvml_stretches, health_skips,
 	// process_reads_*) would otherwise reach no output.
 	if host.Counters() != counters.Need(cfg.Counters, "monitor.Config.Counters") {
@@ -130,9 +129,11 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	m.loop.syncTick, m.loop.secondTick = make(chan time.Time, 1), make(chan time.Time, 1)
 	m.loop.cadence = &cadence{step: max(cfg.Interval/100, time.Microsecond)}
 	m.side.log, m.side.jobs, m.side.reg = m.log, make(chan sideJob, 256), m.reg
-	m.journal.ch = make(chan journalEntry, journalQueue)
+	m.journal.jobs = make(chan journalEntry, journalQueue)
 	m.states.kmsg, m.states.events = "disabled", "starting"
-	m.ev = events.NewStage(events.Config{DedupWindow: cfg.XidDedupe, KernelClock: m.kclock.clock, HealthEvent: func(typ uint64) (string, bool) {
+	// The same Xid on a GPU from another source (NVML events, the kernel
+	// log) within 10 s is one incident.
+	m.ev = events.NewStage(events.Config{DedupWindow: 10 * time.Second, KernelClock: m.kclock.clock, HealthEvent: func(typ uint64) (string, bool) {
 		h, _ := sampler.HealthEvent(typ)
 		return h.Name, h.Critical
 	}, Counters: m.reg})
@@ -256,7 +257,7 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 
 	sideCtx, stopSide := context.WithCancel(context.Background())
 	var side sync.WaitGroup
-	side.Go(func() { serve(sideCtx.Done(), m.side.jobs, func(j sideJob) { j.f() }) })
+	side.Go(func() { m.side.serve(sideCtx.Done(), func(j sideJob) { j.f() }) })
 	m.startCPER(bg, &listeners)
 
 	m.poll(ctx, sigs)
@@ -440,15 +441,17 @@ func (m *Monitor) poll(ctx context.Context, sigs <-chan os.Signal) {
 func (m *Monitor) tick(now time.Time) {
 	lp := &m.loop
 	at := instant{wall: now, mono: m.cfg.mono()}
-	lp.beat.began.Store(int64(at.mono)) // before inTick: loopAlive reads them the other way round
-	lp.beat.inTick.Store(true)
-	defer lp.beat.inTick.Store(false)
+	lp.began.Store(int64(at.mono)) // before inTick: loopAlive reads them the other way round
+	lp.inTick.Store(true)
+	defer lp.inTick.Store(false)
 	if lp.tickHook != nil {
 		defer lp.tickHook(now)
 	}
 	lp.cadence.tick(now)
 	for _, gs := range m.gpus {
-		if gs.offAtTick = gs.backingOff(at.mono); gs.offAtTick {
+		// Backing off (nextTry): neither sampled nor its processes read.
+		nt := gs.nextTry.Load()
+		if gs.offAtTick = nt != 0 && int64(at.mono) < nt; gs.offAtTick {
 			continue
 		}
 		if gs.w.Dispatch(at.mono) {

@@ -34,11 +34,8 @@ const judgeEvery = time.Second
 // socket (acks) judge it.
 type repairState struct {
 	mu sync.Mutex
-	// b is the GPU's board: nil until first judged; while its UUID is not
-	// known (a GPU stuck at start), one without a UUID, judged from the
-	// GPU's state and events alone (no file: nothing to key one by),
-	// whose events (early) go into the board read from its state file
-	// once the UUID is known (startRepair).
+	// b is the GPU's board: nil until first judged; one without a UUID
+	// while the UUID is not known, its events kept in early (startRepair).
 	b       *board.Board
 	early   earlyEvents
 	cur     action.Current

@@ -15,14 +15,68 @@ import (
 // The channel is never closed: a worker that comes back from a stuck call
 // after shutdown may still queue, and its work is dropped and counted.
 type sideQueue struct {
-	log  *slog.Logger
-	jobs chan sideJob
-	// mu orders every queue against the last drain at shutdown: work queued
-	// before closed is set runs in the drain (or is dropped if the drain is
-	// cut short), work queued after is dropped, counted either way.
+	dropQueue[sideJob]
+	log *slog.Logger
+	reg *counters.Registry // side_drops
+}
+
+// dropQueue is a queue whose senders never wait: what it cannot take
+// (full, or closed at shutdown) the sender counts as dropped. mu orders
+// every put against close, before the last drain at shutdown: what was
+// put before runs in the drain (or is dropped if the drain is cut short),
+// what is put after is refused, counted either way.
+type dropQueue[T any] struct {
+	jobs   chan T
 	mu     sync.Mutex
 	closed bool
-	reg    *counters.Registry // side_drops
+}
+
+// put queues v unless the queue is closed or full.
+func (q *dropQueue[T]) put(v T) (closed, full bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return true, false
+	}
+	select {
+	case q.jobs <- v:
+		return false, false
+	default:
+		return false, true
+	}
+}
+
+// close makes every later put refuse its value.
+func (q *dropQueue[T]) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+}
+
+// drain calls f with each value still queued and returns how many.
+func (q *dropQueue[T]) drain(f func(T)) int {
+	for n := 0; ; n++ {
+		select {
+		case v := <-q.jobs:
+			f(v)
+		default:
+			return n
+		}
+	}
+}
+
+// serve calls f with each value queued until stop is closed, then with
+// what is still queued, once.
+func (q *dropQueue[T]) serve(stop <-chan struct{}, f func(T)) {
+	for {
+		select {
+		case v := <-q.jobs:
+			f(v)
+		case <-stop:
+			q.drain(f)
+			return
+		}
+	}
 }
 
 // sideJob is one piece of work for the side goroutine; what it carries and
@@ -42,17 +96,7 @@ func (q *sideQueue) queue(what string, gpu int, f func()) {
 
 // enqueue is queue for a job.
 func (q *sideQueue) enqueue(j sideJob) {
-	q.mu.Lock()
-	closed, full := q.closed, false
-	if !closed {
-		select {
-		case q.jobs <- j:
-		default:
-			full = true
-		}
-	}
-	q.mu.Unlock()
-	switch {
+	switch closed, full := q.put(j); {
 	case closed:
 		j.what += " (queued after shutdown)"
 		q.drop(j, "queued after the side queue stopped at shutdown")
@@ -73,44 +117,12 @@ func (q *sideQueue) drop(j sideJob, why string) {
 	}
 }
 
-// close makes every later queue drop its work.
-func (q *sideQueue) close() {
-	q.mu.Lock()
-	q.closed = true
-	q.mu.Unlock()
-}
-
 // dropQueued drops the jobs still queued when the side goroutine, stuck in
 // one, did not finish in time at shutdown (the files close next), and
 // returns how many.
 func (q *sideQueue) dropQueued() int {
-	for n := 0; ; n++ {
-		select {
-		case j := <-q.jobs:
-			j.what += " (still queued at shutdown)"
-			q.drop(j, "still queued on the side queue at shutdown")
-		default:
-			return n
-		}
-	}
-}
-
-// serve calls f with each value received on ch until stop is closed, then
-// with what is still queued there, once.
-func serve[T any](stop <-chan struct{}, ch <-chan T, f func(T)) {
-	for {
-		select {
-		case v := <-ch:
-			f(v)
-		case <-stop:
-			for {
-				select {
-				case v := <-ch:
-					f(v)
-				default:
-					return
-				}
-			}
-		}
-	}
+	return q.drain(func(j sideJob) {
+		j.what += " (still queued at shutdown)"
+		q.drop(j, "still queued on the side queue at shutdown")
+	})
 }

@@ -56,9 +56,12 @@ const (
 // that the SXid is no GPU's. Kernel log goroutine only.
 func (m *Monitor) fatalSXid(x kmsg.SXidReport, i xid.SXidInfo, rec kmsg.Record, now time.Time) {
 	p := &pendingSXid{
-		seq:  m.sxidSeq.Add(1),
+		seq:  1,
 		what: "SXid " + strconv.Itoa(x.Code) + " (" + i.Name + ") on nvidia-nvswitch" + strconv.Itoa(x.Switch) + " at " + x.Bus.String(),
 		at:   m.kclock.clock.LoggedAt(now, rec.Time, rec.Backlog),
+	}
+	if last := m.sxid.Load(); last != nil {
+		p.seq = last.seq + 1 // this goroutine stores each
 	}
 	if rec.Backlog {
 		kt := events.KernelTimeField(rec.Time)

@@ -1,22 +1,12 @@
 package monitor
 
-import (
-	"sync/atomic"
-	"time"
-)
+import "time"
 
 // The service manager's watchdog (systemd's WatchdogSec) is pinged every
 // Config.WatchdogEvery whatever the poll interval (at --interval 30 s a ping
 // per tick would come too late), but only while the poll loop is alive
 // (loopAlive): a loop stuck in a tick, or a ticker that stopped waking it,
 // stops the pings, and the service manager restarts the logger.
-
-// loopBeat is what the poll loop tells the pinger: when its current or last
-// tick began (Config.mono, ns), and whether it is in it.
-type loopBeat struct {
-	began  atomic.Int64
-	inTick atomic.Bool
-}
 
 // keepAlive pings the watchdog on every tick of tk while the loop is alive,
 // until tk stops; the first ping held back in a stall is logged.
@@ -34,7 +24,7 @@ func (m *Monitor) keepAlive(tk ticker) {
 		case !told:
 			told = true
 			m.log.Error("poll loop stuck; the watchdog is no longer pinged (the service manager restarts the logger)",
-				"tick_began_ago", now-time.Duration(m.loop.beat.began.Load()))
+				"tick_began_ago", now-time.Duration(m.loop.began.Load()))
 		}
 	}
 }
@@ -43,8 +33,8 @@ func (m *Monitor) keepAlive(tk ticker) {
 // WatchdogEvery before now, or waits for a tick due less than WatchdogEvery
 // ago.
 func (m *Monitor) loopAlive(now time.Duration) bool {
-	in := m.loop.beat.inTick.Load() // before began: began is stored first
-	began := time.Duration(m.loop.beat.began.Load())
+	in := m.loop.inTick.Load() // before began: began is stored first
+	began := time.Duration(m.loop.began.Load())
 	if in {
 		return now-began < m.cfg.WatchdogEvery
 	}
