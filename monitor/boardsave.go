@@ -63,8 +63,12 @@ func (m *Monitor) saveBoardsAtExit(d time.Duration) {
 	select {
 	case bs = <-listed:
 	case <-timeout:
-		lose(m.reg, m.log, boardStateFails, "the boards' state files not checked by exit (a stuck worker holds one)")
-		return
+		select {
+		case bs = <-listed: // listed as the bound ran out: its boards are said one by one
+		default:
+			lose(m.reg, m.log, boardStateFails, "the boards' state files not checked by exit (a stuck worker holds one)")
+			return
+		}
 	}
 	var errs []error
 	select {

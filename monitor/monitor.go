@@ -119,6 +119,9 @@ type lineLog interface {
 // system-info.txt.
 func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 	cfg.defaults() // cmd validated the flags it was made from (CLI.Validate)
+	if cfg.Interval <= 0 {
+		return nil, errors.New("monitor.Config.Interval must be > 0")
+	}
 	// One registry: the sampler's counters (nvml_stretches, health_skips,
 	// process_reads_*) would otherwise reach no output.
 	if host.Counters() != counters.Need(cfg.Counters, "monitor.Config.Counters") {

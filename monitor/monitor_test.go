@@ -1249,3 +1249,20 @@ func TestSamplerAndMonitorShareOneRegistry(t *testing.T) {
 		t.Fatalf("New with another registry than the sampler's: %v", err)
 	}
 }
+
+// TestNewRefusesNoInterval: a Config without an interval is an error from
+// New, not a division by zero when the GPUs' states are made (the CLI
+// validates its flags; New is the last guard for any other caller).
+func TestNewRefusesNoInterval(t *testing.T) {
+	reg := counters.New()
+	host, err := sampler.Open(fakeLib(1), sampler.OpenOptions{Config: sampler.DefaultConfig(100 * time.Millisecond), Counters: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(Config{LogDir: t.TempDir(), Anomaly: anomaly.DefaultConfig(), Counters: reg,
+		CSV:    sink.CSVConfig{RetentionDays: 14, FsyncEvery: time.Second},
+		Logger: slog.New(slog.DiscardHandler)}, host)
+	if err == nil || !strings.Contains(err.Error(), "Interval") {
+		t.Fatalf("New without an interval: %v", err)
+	}
+}
