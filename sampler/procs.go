@@ -93,17 +93,19 @@ func (p *ProcReader) Tick(now time.Time, mono time.Duration, start bool) {
 		}
 		return
 	}
-	st := p.start.Load()
-	if mono-st.mono < p.cfg.Deadline || p.latest.Load().Status == reading.ProcHung {
+	st, last := p.start.Load(), p.latest.Load()
+	if mono-st.mono < p.cfg.Deadline || last.Status == reading.ProcHung {
 		return
 	}
 	fn := Fn(p.cur.Load())
 	if fn == FnNone {
 		return // late for another reason (reading /proc): not the driver
 	}
+	if !p.latest.CompareAndSwap(last, &reading.Procs{GPU: p.gpu.Info().Index, Time: st.wall, Status: reading.ProcHung,
+		Err: fn.String() + " stuck", LastOK: last.Good()}) {
+		return // the read came back meanwhile
+	}
 	p.gpu.reg.Inc(procReadsHung)
-	p.latest.Store(&reading.Procs{GPU: p.gpu.Info().Index, Time: st.wall, Status: reading.ProcHung,
-		Err: fn.String() + " stuck", LastOK: p.latest.Load().Good()})
 	p.log.Warn("process list read hung; no process data until it returns", "function", fn.String(), "since", st.wall)
 }
 
