@@ -40,9 +40,9 @@ var noHealth HealthView
 // reason that began, but the critical one, written with its incident) and
 // publishes the GPU's health view. Worker goroutine only.
 //
-// A view is 8.6 kB (a value and a change time per reading): it is copied
-// only when a new one is published, not at every sample (it was the
-// largest cost of a healthy sample).
+// A view is 8.6 kB (a value and a change time per reading) and the NVLink
+// reading 4.8 kB: they are copied only when a new view is published, not
+// at every sample (they were the largest cost of a healthy sample).
 func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical sampleIncident) {
 	m := gs.m
 	now := s.Time
@@ -104,11 +104,10 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 	}
 	remap, remapChanged := gs.recordRemapHist(prev.RemapHist, r.HealthBaseline, now)
 	changed = remapChanged || changed
-	var links reading.NVLinks
-	if l := gs.g.NVLinks(); !l.At.IsZero() {
-		changed = changed || !l.At.Equal(prev.Links.At)
-		links = l
-		for _, c := range gs.links.Check(&links, now) {
+	links := gs.g.NVLinks()
+	if !links.At.IsZero() {
+		changed = changed || !links.At.Equal(prev.Links.At)
+		for _, c := range gs.links.Check(links, now) {
 			kv := []string{"counter", "nvlink_" + c.Counter, "link", strconv.Itoa(c.Link)}
 			switch {
 			case c.State:
@@ -148,7 +147,10 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 	for i := range r.NumHealthChanges() {
 		v.Changed[r.HealthChange(i).ID] = now
 	}
-	v.Cluster, v.RemapHist, v.Links = cluster, remap, links
+	v.Cluster, v.RemapHist, v.Links = cluster, remap, reading.NVLinks{}
+	if !links.At.IsZero() {
+		v.Links = *links
+	}
 	v.Level, v.Reasons = v.Verdict.Level(), v.Verdict.Names()
 	gs.health.Store(v)
 }

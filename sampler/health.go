@@ -69,13 +69,17 @@ func (g *GPU) resetHealth() {
 	h.dl = dlCounters{}
 }
 
-// NVLinks returns the GPU's per-link NVLink reading as last read; N is 0
-// without NVLink (or never read). Safe from any goroutine.
-func (g *GPU) NVLinks() reading.NVLinks {
+// noLinks is the NVLink reading of a GPU without NVLink or not read yet.
+var noLinks reading.NVLinks
+
+// NVLinks returns the GPU's per-link NVLink reading as last read, never
+// nil and never to be written (4.8 kB: the sample path reads it in place);
+// N is 0 without NVLink (or never read). Safe from any goroutine.
+func (g *GPU) NVLinks() *reading.NVLinks {
 	if p := g.hlt.links.Load(); p != nil {
-		return *p
+		return p
 	}
-	return reading.NVLinks{}
+	return &noLinks
 }
 
 // HealthGroups reports which health groups answered at least one field
