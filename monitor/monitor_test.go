@@ -66,7 +66,7 @@ func (l *plainLog) Waiting() int { return 0 }
 
 type rig struct {
 	lib   *fakenvml.Lib
-	t     *testing.T
+	t     testing.TB
 	dir   string
 	devs  []*fakenvml.Dev
 	m     *Monitor
@@ -76,7 +76,7 @@ type rig struct {
 }
 
 // newRig builds a monitor over n fake GPUs writing into a temp dir.
-func newRig(t *testing.T, n int, tweak func(*Config)) *rig {
+func newRig(t testing.TB, n int, tweak func(*Config)) *rig {
 	t.Helper()
 	return newRigOn(t, fakeLib(n), tweak)
 }
@@ -96,7 +96,7 @@ func fakeLib(n int) *fakenvml.Lib {
 // newRigOn builds a monitor over the fake driver lib writing into a temp
 // dir. A rig that is never run closes its CSV files at the end of the test,
 // as Run would have.
-func newRigOn(t *testing.T, lib *fakenvml.Lib, tweak func(*Config)) *rig {
+func newRigOn(t testing.TB, lib *fakenvml.Lib, tweak func(*Config)) *rig {
 	t.Helper()
 	return newRigClock(t, lib, kclock.Clock{}, tweak)
 }
@@ -104,7 +104,7 @@ func newRigOn(t *testing.T, lib *fakenvml.Lib, tweak func(*Config)) *rig {
 // newRigClock is newRigOn on the kernel log clock kc (kclock.Anchored):
 // a test that places kernel records in the past chooses the boot's length
 // instead of taking the host's uptime. The zero kc is the host's own clock.
-func newRigClock(t *testing.T, lib *fakenvml.Lib, kc kclock.Clock, tweak func(*Config)) *rig {
+func newRigClock(t testing.TB, lib *fakenvml.Lib, kc kclock.Clock, tweak func(*Config)) *rig {
 	t.Helper()
 	r := &rig{t: t, dir: t.TempDir(), logs: &testutil.LogBuf{}, sigs: make(chan os.Signal, 4), lib: lib, devs: lib.Devs}
 	reg := counters.New()
@@ -227,7 +227,7 @@ func oneSnapshot(t *testing.T, dir, glob string) (text, lastRow string) {
 	return snapshotEnd(t, paths[0])
 }
 
-func rowTime(t *testing.T, row string) time.Time {
+func rowTime(t testing.TB, row string) time.Time {
 	t.Helper()
 	ts, err := time.Parse(sink.TimestampLayout, row[:strings.IndexByte(row, ',')])
 	if err != nil {
