@@ -27,7 +27,7 @@ trap 'rm -f "$out"' EXIT
 echo "== go test -bench (per-sample pipeline) ..." >&2
 LD_LIBRARY_PATH="$BUILD/sim" SIMNVML_SCENARIO="$PWD/test/simnvml/scenarios/healthy-8gpu.scn" \
   go test -run '^$' -bench . -benchmem -count 1 -ldflags=-extldflags=-Wl,-z,lazy \
-  ./sampler/ ./anomaly/ ./sink/ ./snapshot/ ./live/ ./live/metrics/ ./report/ | tee "$out" | grep -E '^(Benchmark|ok|FAIL)' >&2
+  ./sampler/ ./anomaly/ ./monitor/ ./sink/ ./snapshot/ ./live/ ./live/metrics/ ./report/ | tee "$out" | grep -E '^(Benchmark|ok|FAIL)' >&2
 echo "== whole process: 8 simulated GPUs at 100 ms, on disk, without fdatasync and on tmpfs (${BENCH_ROUNDS:-3} rounds of ${BENCH_ROUND_SECONDS:-15} s) with a CPU floor, under perf, cost profiles at 8 and 16 GPUs, Xid latency runs ..." >&2
 go run ./test/bench -bin "$BIN" -sim "$BUILD/sim" -scenario "$PWD/test/simnvml/scenarios/healthy-8gpu.scn" \
   ${BENCH_BEFORE:+-before "$BENCH_BEFORE"} -seconds "${BENCH_SECONDS:-60}" -rounds "${BENCH_ROUNDS:-3}" -round-seconds "${BENCH_ROUND_SECONDS:-15}" -cost-seconds "${BENCH_COST_SECONDS:-20}" -gobench "$out"

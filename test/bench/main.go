@@ -163,6 +163,7 @@ func goBench(path string) [][3]string {
 		"BenchmarkSampleSimulatedGPU": "read one GPU through the simulated driver: one cgo call",
 		"BenchmarkSampleFake":         "the sampler's own cost over a fake device (batch.c calling back into fakenvml's Go; not comparable with figures before 2026-12-02)",
 		"BenchmarkObserve":            "all anomaly detectors on one sample",
+		"BenchmarkRecordHealth":       "a healthy sample's health bookkeeping (no change: nothing written, no new view)",
 		"BenchmarkAppendRow":          "format one CSV row",
 		"BenchmarkWriteRow":           "format, write(2) and keep one row",
 		"BenchmarkCrashStage1":        "render and atomically write a crash snapshot's first version",
