@@ -480,9 +480,9 @@ var Table = [NumReadings]Def{
 	HFabricHealth:  fabric("fabric_health_mask", "the fabric health mask (NVML_GPU_FABRIC_HEALTH_MASK_*)", "HealthMask", FabricHealthText).older(fabricV3),
 	HFabricSummary: fabric("fabric_health", "the fabric health summary (0 not supported, 1 healthy, 2 unhealthy, 3 limited capacity)", "HealthSummary", FabricSummaryName).older(fabricV3),
 	// The clique (the GPUs the fabric manager lets talk over NVLink) the
-	// GPU is in: v3's and v1's cliqueId, which nvml.h maps to v4's first unicast
-	// pointer clique (the list is sorted by type, that type 0 first); an
-	// events.log line when the GPU moves.
+	// GPU is in: v3's and v1's cliqueId, which nvml.h maps to v4's first
+	// unicast pointer clique (the list is sorted by type, that type 0
+	// first); an events.log line when the GPU moves.
 	HFabricClique: fabricClique(),
 	// The cluster UUID in two halves of one call, composed by
 	// FabricClusterUUID for status and events.log.

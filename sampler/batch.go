@@ -191,8 +191,8 @@ const maxArgs = max(reading.MaxFans, 16)
 // buildCalls makes the sample's calls from the tables, in the order they
 // are made: the field batch, each getter reading's calls (one per function
 // and argument, shared by the readings that read values of the same call;
-// an older driver's after the newer, newest first), thermal sensor 0, the field readings'
-// fallbacks, then each per-fan reading's calls, fan by fan.
+// older drivers' after the newer, newest first), thermal sensor 0, the
+// field readings' fallbacks, then each per-fan reading's calls, fan by fan.
 func buildCalls() {
 	callFn = []callDef{{fn: FnFieldValues, name: fnInfo[FnFieldValues].name}}
 	add := func(d callDef) call {
