@@ -113,17 +113,19 @@ type Def struct {
 	Field uint32
 	// Getter is the NVML function that gives the reading; for a field
 	// reading, the call made instead in the same sample when the driver
-	// refuses the field ("" none). Older is the function an older driver
-	// has instead, called where the driver lacks Getter (same shape,
-	// argument and value).
-	Getter, Older string
-	Shape         Shape  // how Getter is called
-	Arg           uint32 // its argument (ShapeArgOut)
+	// refuses the field ("" none).
+	Getter string
+	// Older lists, newest first, the functions older drivers have instead
+	// of Getter (same shape, argument and value): a sample makes the first
+	// call of Getter and these that the driver has and has not refused.
+	Older []string
+	Shape Shape  // how Getter is called
+	Arg   uint32 // its argument (ShapeArgOut)
 	// Value is the field of the struct Getter fills (go-nvml's name for
 	// it) that holds the reading; "": Getter gives the value itself.
 	// "Field+N" is the value of the reading's Type N bytes into Field (a
 	// part of an array field: a half of a UUID, an entry of a list).
-	// OlderValue is the field of Older's struct, where it is named
+	// OlderValue is the field of Older's structs, where they name it
 	// otherwise ("": Value).
 	Value, OlderValue string
 	Type              Type
@@ -343,15 +345,15 @@ var Table = [NumReadings]Def{
 		Metric: utilMetric("gpu")},
 	MemUtil: {Name: "MemUtil", Getter: "nvmlDeviceGetUtilizationRates", Value: "Memory", Tier: Secondary, Unit: "%", Max: maxPercent, CSV: "mem_util", Key: "memory_util_pct",
 		Metric: utilMetric("memory")},
-	VRAMUsedBytes: {Name: "VRAMUsedBytes", Getter: "nvmlDeviceGetMemoryInfo_v2", Older: "nvmlDeviceGetMemoryInfo", Value: "Used", Type: U64, Tier: Secondary, Unit: "B", Max: maxVRAM, CSV: "vram_used_mb", Format: MiB, Key: "memory_used_bytes",
+	VRAMUsedBytes: {Name: "VRAMUsedBytes", Getter: "nvmlDeviceGetMemoryInfo_v2", Older: []string{"nvmlDeviceGetMemoryInfo"}, Value: "Used", Type: U64, Tier: Secondary, Unit: "B", Max: maxVRAM, CSV: "vram_used_mb", Format: MiB, Key: "memory_used_bytes",
 		Metric: Metric{Name: "memory_used_bytes", Help: "GPU memory used.", Scale: 1}},
-	VRAMTotalBytes: {Name: "VRAMTotalBytes", Getter: "nvmlDeviceGetMemoryInfo_v2", Older: "nvmlDeviceGetMemoryInfo", Value: "Total", Type: U64, Tier: Secondary, Unit: "B", Min: 1, Max: maxVRAM, Key: "memory_total_bytes",
+	VRAMTotalBytes: {Name: "VRAMTotalBytes", Getter: "nvmlDeviceGetMemoryInfo_v2", Older: []string{"nvmlDeviceGetMemoryInfo"}, Value: "Total", Type: U64, Tier: Secondary, Unit: "B", Min: 1, Max: maxVRAM, Key: "memory_total_bytes",
 		Metric: Metric{Name: "memory_total_bytes", Help: "GPU memory size.", Scale: 1}},
 	PCIeGen: {Name: "PCIeGen", Getter: "nvmlDeviceGetCurrPcieLinkGeneration", Tier: Slow, Min: 1, Max: maxPCIeGen, CSV: "pcie_gen", Key: "pcie_gen",
 		Metric: Metric{Name: "pcie_link_generation", Help: "Current PCIe link generation.", Scale: 1}},
 	PCIeWidth: {Name: "PCIeWidth", Getter: "nvmlDeviceGetCurrPcieLinkWidth", Tier: Slow, Unit: "lanes", Min: 1, Max: maxPCIeW, CSV: "pcie_width", Key: "pcie_width",
 		Metric: Metric{Name: "pcie_link_width", Help: "Current PCIe link width (lanes).", Scale: 1}},
-	Throttle: {Name: "Throttle", Getter: "nvmlDeviceGetCurrentClocksEventReasons", Older: "nvmlDeviceGetCurrentClocksThrottleReasons", Type: U64, Unit: "bitmask", CSV: "throttle_bitmask", Format: Hex4, Key: "throttle_reasons", Doc: DocReasons},
+	Throttle: {Name: "Throttle", Getter: "nvmlDeviceGetCurrentClocksEventReasons", Older: []string{"nvmlDeviceGetCurrentClocksThrottleReasons"}, Type: U64, Unit: "bitmask", CSV: "throttle_bitmask", Format: Hex4, Key: "throttle_reasons", Doc: DocReasons},
 	SMMHz: {Name: "SMMHz", Getter: "nvmlDeviceGetClockInfo", Shape: ShapeArgOut, Arg: 1 /* NVML_CLOCK_SM */, Unit: "MHz", Max: maxClockMHz, CSV: "sm_clock", Key: "sm_clock_mhz",
 		Metric: clockMetric("sm")},
 	EnforcedLimitMW: {Name: "EnforcedLimitMW", Field: 190 /* NVML_FI_DEV_POWER_CURRENT_LIMIT */, Getter: "nvmlDeviceGetEnforcedPowerLimit", Unit: "mW", Min: 1, Max: maxPowerMW, CSV: "power_enforced_limit", Format: Watts, Key: "enforced_limit_w", Doc: DocMilli,
@@ -469,23 +471,24 @@ var Table = [NumReadings]Def{
 	HChannelRepairPending: health("channel_repair_pending", 0, GroupRepair, HealthState, "a memory channel repair waits for a GPU reset (1 yes)").by("nvmlDeviceGetRepairStatus", "BChannelRepairPending"),
 	HTPCRepairPending:     health("tpc_repair_pending", 0, GroupRepair, HealthState, "a TPC repair waits for a GPU reset (1 yes)").by("nvmlDeviceGetRepairStatus", "BTpcRepairPending"),
 	HMemoryUnrepairable:   health("memory_unrepairable", 0, GroupRepair, HealthState, "the GPU has memory that can no longer be repaired (1 yes)").by("nvmlDeviceGetUnrepairableMemoryFlag_v1", "BUnrepairableMemory"),
-	// The NVLink fabric (fabric.go): v4, else the versioned v3 call of an
-	// older driver (the same fields); no CSV column, a state read each
-	// second that events.log writes on each change.
+	// The NVLink fabric (fabric.go): v4, else an older driver's call
+	// (fabricOlder); no CSV column, a state read each second that
+	// events.log writes on each change. R535's original call has no health
+	// mask or summary: absent there.
 	HFabricState:   fabric("fabric_state", "the fabric manager's probe of the GPU (0 not supported, 1 not started, 2 in progress, 3 completed)", "State", FabricStateName),
 	HFabricStatus:  fabric("fabric_status", "the probe's status once completed (an NVML return code, 0 success)", "Status", FabricStatusText),
-	HFabricHealth:  fabric("fabric_health_mask", "the fabric health mask (NVML_GPU_FABRIC_HEALTH_MASK_*)", "HealthMask", FabricHealthText),
-	HFabricSummary: fabric("fabric_health", "the fabric health summary (0 not supported, 1 healthy, 2 unhealthy, 3 limited capacity)", "HealthSummary", FabricSummaryName),
+	HFabricHealth:  fabric("fabric_health_mask", "the fabric health mask (NVML_GPU_FABRIC_HEALTH_MASK_*)", "HealthMask", FabricHealthText).older(fabricV3),
+	HFabricSummary: fabric("fabric_health", "the fabric health summary (0 not supported, 1 healthy, 2 unhealthy, 3 limited capacity)", "HealthSummary", FabricSummaryName).older(fabricV3),
 	// The clique (the GPUs the fabric manager lets talk over NVLink) the
-	// GPU is in: v3's cliqueId, which nvml.h maps to v4's first unicast
-	// pointer clique (the list is sorted by type, that type 0 first); an
-	// events.log line when the GPU moves.
+	// GPU is in: v3's and v1's cliqueId, which nvml.h maps to v4's first
+	// unicast pointer clique (the list is sorted by type, that type 0
+	// first); an events.log line when the GPU moves.
 	HFabricClique: fabricClique(),
 	// The cluster UUID in two halves of one call, composed by
 	// FabricClusterUUID for status and events.log.
 	FabricCluster0: fabricUUID("FabricCluster0", "ClusterUuid+0"),
 	FabricCluster8: fabricUUID("FabricCluster8", "ClusterUuid+8"),
-	// v4 only: v3's cliqueId is the clique itself.
+	// v4 only: v3's and v1's cliqueId is the clique itself.
 	FabricNumCliques:  {Name: "FabricNumCliques", Getter: "nvmlDeviceGetGpuFabricInfo_v4", Value: "NumCliques", Type: U32, Tier: Slow},
 	FabricClique0Type: {Name: "FabricClique0Type", Getter: "nvmlDeviceGetGpuFabricInfo_v4", Value: "Cliques+0", Type: U32, Tier: Slow},
 }
@@ -512,18 +515,36 @@ func (d Def) by(getter, value string) Def {
 	return d
 }
 
+// What older drivers have instead of nvmlDeviceGetGpuFabricInfo_v4, newest
+// first (fabricOlder): the versioned call, with the v3 struct (the same
+// fields, the clique as cliqueId), and R535's original call, whose
+// nvmlGpuFabricInfo_t has no health mask or summary.
+const (
+	fabricV3 = "nvmlDeviceGetGpuFabricInfoV"
+	fabricV1 = "nvmlDeviceGetGpuFabricInfo"
+)
+
+var fabricOlder = []string{fabricV3, fabricV1}
+
 // fabric declares a reading of the GPU's fabric info (fabric.go): field
-// value of nvmlDeviceGetGpuFabricInfo_v4's struct, or of the older
-// nvmlDeviceGetGpuFabricInfoV's, with text its events.log meaning.
+// value of nvmlDeviceGetGpuFabricInfo_v4's struct, or of an older call's
+// (fabricOlder), with text its events.log meaning.
 func fabric(name, help, value string, text func(uint64) string) Def {
 	d := health(name, 0, GroupFabric, HealthState, help).by("nvmlDeviceGetGpuFabricInfo_v4", value)
-	d.Older, d.CSV, d.Text = "nvmlDeviceGetGpuFabricInfoV", "", text
+	d.Older, d.CSV, d.Text = fabricOlder, "", text
+	return d
+}
+
+// older names the functions older drivers have instead of d's getter,
+// newest first: only those whose struct has d's value.
+func (d Def) older(fns ...string) Def {
+	d.Older = fns
 	return d
 }
 
 // fabricClique declares the fabric clique the GPU is in: 4 bytes into v4's
 // first clique entry (nvmlGpuFabricClique_v1_t's id, after its one-byte
-// type), v3's cliqueId. An id: no metric.
+// type), the older structs' cliqueId. An id: no metric.
 func fabricClique() Def {
 	d := fabric("fabric_clique", "the fabric clique the GPU is in", "Cliques+4", nil)
 	d.OlderValue, d.Type, d.Metric = "CliqueId", U32, Metric{}
@@ -533,7 +554,7 @@ func fabricClique() Def {
 // fabricUUID declares 8 bytes of the fabric's cluster UUID at value:
 // read with the other fabric readings, written by no output itself.
 func fabricUUID(name, value string) Def {
-	return Def{Name: name, Getter: "nvmlDeviceGetGpuFabricInfo_v4", Older: "nvmlDeviceGetGpuFabricInfoV", Value: value, Type: U64, Tier: Slow}
+	return Def{Name: name, Getter: "nvmlDeviceGetGpuFabricInfo_v4", Older: fabricOlder, Value: value, Type: U64, Tier: Slow}
 }
 
 // health declares a hardware health counter: a slow-tier reading of the

@@ -34,7 +34,7 @@ type callDef struct {
 	idx   int // its capability-cache index: the fan of a per-fan call, else its argument's rank among fn's calls
 	cc    cCall
 	fan   bool // a per-fan call: fan idx's of a reading.FanTable row
-	newer call // the call an older driver's call stands in for (0: none)
+	newer call // the next newer call an older driver's call stands in for (0: none)
 	name  string
 }
 
@@ -96,6 +96,7 @@ var layouts = map[string]struct {
 	"nvmlDeviceGetUnrepairableMemoryFlag_v1": {reflect.TypeFor[nvml.UnrepairableMemoryStatus_v1](), 0},
 	"nvmlDeviceGetGpuFabricInfo_v4":          {reflect.TypeFor[nvml.GpuFabricInfo_v4](), 0},
 	"nvmlDeviceGetGpuFabricInfoV":            {reflect.TypeFor[nvml.GpuFabricInfoV](), 3},
+	"nvmlDeviceGetGpuFabricInfo":             {reflect.TypeFor[nvml.GpuFabricInfo](), 0},
 }
 
 // getterCall is getter fn's call (shape, arg) whose one value is the
@@ -144,8 +145,8 @@ const (
 )
 
 // getterReading is a reading of reading.Table read by its own call: the
-// calls that give it (its Getter's, then its Older's: the first one planned
-// and answering is used) and which of each call's values it is.
+// calls that give it (its Getter's, then each of its Older's: the first one
+// planned and answering is used) and which of each call's values it is.
 type getterReading struct {
 	def   *reading.Def
 	calls []call
@@ -190,8 +191,8 @@ const maxArgs = max(reading.MaxFans, 16)
 // buildCalls makes the sample's calls from the tables, in the order they
 // are made: the field batch, each getter reading's calls (one per function
 // and argument, shared by the readings that read values of the same call;
-// an older driver's after the newer), thermal sensor 0, the field readings'
-// fallbacks, then each per-fan reading's calls, fan by fan.
+// older drivers' after the newer, newest first), thermal sensor 0, the
+// field readings' fallbacks, then each per-fan reading's calls, fan by fan.
 func buildCalls() {
 	callFn = []callDef{{fn: FnFieldValues, name: fnInfo[FnFieldValues].name}}
 	add := func(d callDef) call {
@@ -238,9 +239,9 @@ func buildCalls() {
 		}
 		c, p := shared(d.Getter, d.Shape, d.Arg, d.Value, d.Type, 0)
 		gr := getterReading{def: d, calls: []call{c}, part: []int{p}}
-		if d.Older != "" {
-			o, p := shared(d.Older, d.Shape, d.Arg, cmp.Or(d.OlderValue, d.Value), d.Type, c)
-			gr.calls, gr.part = append(gr.calls, o), append(gr.part, p)
+		for _, fn := range d.Older {
+			c, p = shared(fn, d.Shape, d.Arg, cmp.Or(d.OlderValue, d.Value), d.Type, c)
+			gr.calls, gr.part = append(gr.calls, c), append(gr.part, p)
 		}
 		getterReadings = append(getterReadings, gr)
 	}

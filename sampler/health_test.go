@@ -2,6 +2,8 @@ package sampler
 
 import (
 	"maps"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -349,8 +351,9 @@ func TestECCModeHiccupKeepsTheCounters(t *testing.T) {
 // and cluster UUID come from nvmlDeviceGetGpuFabricInfo_v4 on the slow tier
 // (its one-byte state and summary read as bytes, the clique from its first
 // entry, the UUID in two 8-byte halves), from the versioned v3 call on a
-// driver without v4 (its cliqueId), and not at all on a driver with neither
-// or a GPU of no fabric.
+// driver without v4 (its cliqueId), from the original call on a driver with
+// neither (R535: all but the health mask and summary, which stay absent),
+// and not at all on a driver with none of the three or a GPU of no fabric.
 func TestFabricInfo(t *testing.T) {
 	fabric := &nvml.GpuFabricInfo_v4{Status: 0, State: 3, HealthMask: 0x5199, HealthSummary: 2, NumCliques: 2}
 	fabric.Cliques[0].Id = 7                                            // unicast pointer: v3's cliqueId
@@ -372,6 +375,8 @@ func TestFabricInfo(t *testing.T) {
 	multicast.NumCliques, multicast.Cliques[0] = 1, nvml.GpuFabricClique_v1{Type: 1, Id: 7}
 	noClique := maps.Clone(want)
 	noClique[reading.HFabricClique] = reading.Opt[uint64]{}
+	v1 := maps.Clone(want)
+	v1[reading.HFabricHealth], v1[reading.HFabricSummary] = reading.Opt[uint64]{}, reading.Opt[uint64]{}
 	none := map[reading.ID]reading.Opt[uint64]{reading.HFabricState: {}, reading.HFabricStatus: {}, reading.HFabricHealth: {}, reading.HFabricSummary: {},
 		reading.HFabricClique: {}, reading.FabricCluster0: {}, reading.FabricCluster8: {}}
 	for _, tc := range []struct {
@@ -385,7 +390,8 @@ func TestFabricInfo(t *testing.T) {
 		{"v4: no cliques", &noCliques, nil, noClique, "GetGpuFabricInfo_v4"},
 		{"v4: no unicast clique", &multicast, nil, noClique, "GetGpuFabricInfo_v4"},
 		{"older driver: v3", fabric, []string{"nvmlDeviceGetGpuFabricInfo_v4"}, want, "GetGpuFabricInfoV"},
-		{"old driver: neither", fabric, []string{"nvmlDeviceGetGpuFabricInfo_v4", "nvmlDeviceGetGpuFabricInfoV"}, none, ""},
+		{"R535: the original call", fabric, []string{"nvmlDeviceGetGpuFabricInfo_v4", "nvmlDeviceGetGpuFabricInfoV"}, v1, "GetGpuFabricInfo"},
+		{"old driver: none", fabric, []string{"nvmlDeviceGetGpuFabricInfo_v4", "nvmlDeviceGetGpuFabricInfoV", "nvmlDeviceGetGpuFabricInfo"}, none, ""},
 		{"no fabric", nil, nil, none, "GetGpuFabricInfo_v4"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -413,6 +419,17 @@ func TestFabricInfo(t *testing.T) {
 			}
 			if got := h.GPUs[0].HealthGroups()[reading.GroupFabric]; got != tc.want[reading.HFabricState].OK {
 				t.Errorf("fabric group recorded %v", got)
+			}
+			// The probe times the fabric call a sample makes, not an
+			// older one that a newer present stands in for.
+			var probed []string
+			for _, pc := range probeCalls(h.GPUs) {
+				if strings.HasPrefix(pc.name, "nvmlDeviceGetGpuFabricInfo") {
+					probed = append(probed, strings.TrimPrefix(pc.name, "nvmlDevice"))
+				}
+			}
+			if want := []string{tc.called}; tc.called != "" && !slices.Equal(probed, want) || tc.called == "" && probed != nil {
+				t.Errorf("the probe times %q, want %q", probed, tc.called)
 			}
 		})
 	}

@@ -145,7 +145,7 @@ const cProcs = maxCalls
 const procCallsPerRead = 3
 
 // probeCalls lists the call kinds the GPUs' plans can make, newest variant
-// only (a fallback for old drivers is timed only when the newer call is
+// only (a fallback for old drivers is timed only when every newer call is
 // missing), present in the driver.
 func probeCalls(gpus []*GPU) []probeCall {
 	if len(gpus) == 0 {
@@ -155,7 +155,7 @@ func probeCalls(gpus []*GPU) []probeCall {
 	var out []probeCall
 	for c := call(0); c < numCalls; c++ {
 		d := &callFn[c]
-		if (d.newer != 0 && g.syms.Has(callFn[d.newer].fn)) || !g.syms.Has(d.fn) {
+		if g.hasNewer(c) || !g.syms.Has(d.fn) {
 			continue
 		}
 		if d.fan && (d.idx > 0 || g.Info().NumFans == 0) {
@@ -171,6 +171,17 @@ func probeCalls(gpus []*GPU) []probeCall {
 		out = append(out, probeCall{cProcs, "process lists + utilization (per GPU, ~1/s)"})
 	}
 	return out
+}
+
+// hasNewer reports whether the driver has a newer call that older driver's
+// call c stands in for.
+func (g *GPU) hasNewer(c call) bool {
+	for n := callFn[c].newer; n != 0; n = callFn[n].newer {
+		if g.syms.Has(callFn[n].fn) {
+			return true
+		}
+	}
+	return false
 }
 
 // perSample counts how often the plan at level lvl makes call c (for a fan

@@ -55,7 +55,9 @@ type Dev struct {
 	Repair       *nvml.RepairStatus
 	Unrepairable *nvml.UnrepairableMemoryStatus_v1
 	// Fabric answers GetGpuFabricInfo_v4 and, as its v3 struct,
-	// GetGpuFabricInfoV; nil: NOT_SUPPORTED (a GPU of no NVLink fabric).
+	// GetGpuFabricInfoV and as its original one (no health mask or
+	// summary: R535) GetGpuFabricInfo; nil: NOT_SUPPORTED (a GPU of no
+	// NVLink fabric).
 	Fabric *nvml.GpuFabricInfo_v4
 	// Latency is how long every call takes, as on a slow driver.
 	Latency time.Duration
@@ -142,6 +144,12 @@ func (d *Dev) getter(fn string, arg uint32, out unsafe.Pointer) nvml.Return {
 				CliqueId: f.Cliques[0].Id, State: f.State, HealthMask: f.HealthMask, HealthSummary: f.HealthSummary}
 		}
 		return putOpt(out, v3, 3)
+	case "GetGpuFabricInfo":
+		var v1 *nvml.GpuFabricInfo
+		if f := d.Fabric; f != nil {
+			v1 = &nvml.GpuFabricInfo{ClusterUuid: f.ClusterUuid, Status: f.Status, CliqueId: f.Cliques[0].Id, State: f.State}
+		}
+		return putOpt(out, v1, 0)
 	}
 	return nvml.SUCCESS
 }

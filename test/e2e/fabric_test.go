@@ -218,3 +218,44 @@ func TestFatalSXidNoFabric(t *testing.T) {
 		t.Error("a crash snapshot for a fatal SXid no GPU is on")
 	}
 }
+
+// TestFabricR535: an R535 driver has only the fabric's original call
+// (played by the versioned ones answering FUNCTION_NOT_FOUND on GPU 0):
+// its probe state, status, clique and cluster UUID are read from it, the
+// state's change is an events.log line; the health mask and summary, which
+// it lacks, stay absent (null in status, no line), where GPU 1 (v4) has them.
+func TestFabricR535(t *testing.T) {
+	t.Parallel()
+	p, _ := startHealth(t, opts{scenario: `gpus 2
+gpu all class b200
+gpu 0 fail DeviceGetGpuFabricInfo_v4 function_not_found
+gpu 0 fail DeviceGetGpuFabricInfoV function_not_found
+gpu 0 fabric_state 2
+at 8 gpu 0 fabric_state 3
+`}, "GPU 0's fabric probe completing, read from the original call", 30*time.Second,
+		"gpu=0 bus=00000000:01:00.0 type=HEALTH counter=fabric_state from=2 to=3 meaning=completed")
+	_, d := healthStatus(t, p.socketPath())
+	h0, h1 := d.GPUs[0].Health, d.GPUs[1].Health
+	for name, want := range map[string]uint64{"fabric_state": 3, "fabric_status": 0, "fabric_clique": 32766} {
+		if v := h0.Counters[name]; v == nil || *v != want {
+			t.Errorf("GPU 0 %s %v, want %d", name, v, want)
+		}
+	}
+	for _, name := range []string{"fabric_health_mask", "fabric_health"} {
+		if v := h0.Counters[name]; v != nil {
+			t.Errorf("GPU 0 %s %d from a call without it, want absent", name, *v)
+		}
+		if v := h1.Counters[name]; v == nil {
+			t.Errorf("GPU 1 (v4) %s absent", name)
+		}
+	}
+	if u := h0.FabricClusterUUID; u == nil || *u != "5a5a5a5a-5a5a-5a5a-5a5a-5a5a5a5a5a5a" {
+		t.Errorf("GPU 0 fabric_cluster_uuid %v, want 5a5a5a5a-5a5a-5a5a-5a5a-5a5a5a5a5a5a", u)
+	}
+	p.stop()
+	for _, l := range strings.Split(events(p.dir), "\n") {
+		if strings.Contains(l, " gpu=0 ") && (strings.Contains(l, "fabric_health_mask") || strings.Contains(l, "counter=fabric_health ")) {
+			t.Errorf("GPU 0's health mask or summary, which R535 lacks: %s", l)
+		}
+	}
+}

@@ -135,6 +135,13 @@ gpu 3 class gb200
 			t.Errorf("repair %+v", rs)
 		}
 		wantRet(t, ret(dev(t, l, 0).GetRepairStatus()), nvml.ERROR_NOT_SUPPORTED, "pro repair status")
+		// The fabric's original call (all R535 has): no health mask.
+		fi, r := dev(t, l, 2).GetGpuFabricInfo()
+		ok(t, r, "B200 original fabric call")
+		if fi.State != nvml.GPU_FABRIC_STATE_COMPLETED || fi.Status != 0 || fi.CliqueId != 32766 || fi.ClusterUuid[15] != 0x5a {
+			t.Errorf("fabric info %+v", fi)
+		}
+		wantRet(t, ret(dev(t, l, 0).GetGpuFabricInfo()), nvml.ERROR_NOT_SUPPORTED, "pro original fabric call")
 	})
 }
 

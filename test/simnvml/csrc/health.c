@@ -572,4 +572,18 @@ nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, nvmlGpuFabricInfoV
 	info->healthSummary = (unsigned char)u64(hv(d, HF_fabric_health_summary, now));
 	return NVML_SUCCESS;
 }
+
+/* The original call, all an R535 driver has: no health mask or summary. */
+nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t device, nvmlGpuFabricInfo_t *info)
+{
+	ENTER(nvmlDeviceGetGpuFabricInfo);
+	NEED(info);
+	GROUP(HG_FABRIC);
+	memset(info, 0, sizeof(*info));
+	memset(info->clusterUuid, 0x5a, sizeof(info->clusterUuid));
+	info->status = (nvmlReturn_t)u64(hv(d, HF_fabric_status, now));
+	info->cliqueId = (unsigned int)u64(hv(d, HF_fabric_clique, now));
+	info->state = (nvmlGpuFabricState_t)u64(hv(d, HF_fabric_state, now));
+	return NVML_SUCCESS;
+}
 #endif

@@ -80,7 +80,7 @@ enum sim_hgroup {
 	HG_REPAIR = 1 << 11, /* nvmlDeviceGetRepairStatus, GetUnrepairableMemoryFlag_v1 */
 	HG_SRAM = 1 << 12, /* nvmlDeviceGetSramEccErrorStatus */
 	HG_HISTOGRAM = 1 << 13, /* nvmlDeviceGetRowRemapperHistogram */
-	HG_FABRIC = 1 << 14, /* nvmlDeviceGetGpuFabricInfo_v4, GetGpuFabricInfoV */
+	HG_FABRIC = 1 << 14, /* nvmlDeviceGetGpuFabricInfo_v4, GetGpuFabricInfoV, GetGpuFabricInfo */
 };
 
 enum sim_hf {
