@@ -2,6 +2,7 @@ package sampler
 
 import (
 	"log/slog"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -31,7 +32,8 @@ func (c *capCache) on(off int64) bool { return off == 0 || c.mono() >= off }
 func (c *capCache) begin(fn Fn) { c.cur.Store(int32(fn)) }
 
 // note classifies ret of fn and sets its cache entry *off: on after a
-// success, off for reprobe after a refusal. fn's first refusal is logged,
+// success, off for reprobe after a refusal (for good after a struct
+// version the driver does not know). fn's first refusal is logged,
 // with args; an entry of a field call (FnNone) never is: its reading is
 // absent.
 func (c *capCache) note(fn Fn, off *int64, ret nvml.Return, reprobe time.Duration, args ...any) Class {
@@ -39,6 +41,17 @@ func (c *capCache) note(fn Fn, off *int64, ret nvml.Return, reprobe time.Duratio
 	switch {
 	case cl == ClassOK:
 		*off = 0
+	case cl == ClassVersionMismatch:
+		// The driver does not know the struct version asked for: that
+		// changes only with the driver, and a new driver is a new handle,
+		// whose cache starts empty. Re-probing would leave the reading
+		// absent each time where an older call answers it (Def.Older).
+		*off = math.MaxInt64
+		if fn != FnNone && !c.told[fn] {
+			c.told[fn] = true
+			attrs := append([]any{"function", fn.String()}, args...)
+			c.log.Info(c.what+" not available from this driver; not asked again", append(attrs, "reason", cl.String())...)
+		}
 	case cl.capability():
 		*off = c.mono() + int64(reprobe)
 		if fn != FnNone && !c.told[fn] {

@@ -464,3 +464,35 @@ func TestHealthReadFindsTheGPULost(t *testing.T) {
 		t.Errorf("fan policies read after the GPU was found lost")
 	}
 }
+
+// TestFabricOnAnR550Driver: a driver that has the versioned fabric call but
+// not the v3 struct it is asked with (R550: NVML_ERROR_ARGUMENT_VERSION_MISMATCH),
+// and not v4, gives the fabric's state from the original call in every
+// slow sample after the first (whose versioned call is refused), also
+// after the re-probe time: a struct version the driver does not know is
+// not asked again. (Re-probing it left the fabric readings absent in one
+// slow sample each re-probe.)
+func TestFabricOnAnR550Driver(t *testing.T) {
+	d := healthDev()
+	d.Fabric = &nvml.GpuFabricInfo_v4{State: 3}
+	d.Set("GetGpuFabricInfoV", nvml.ERROR_ARGUMENT_VERSION_MISMATCH)
+	h := openFakeConfig(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}, Missing: map[string]bool{"nvmlDeviceGetGpuFabricInfo_v4": true}},
+		Config{Reprobe: time.Hour, SlowEvery: 1, FieldWait: time.Millisecond})
+	g := h.GPUs[0]
+	for n := range 6 {
+		if n == 3 {
+			g.base = g.base.Add(-2 * time.Hour) // past the re-probe
+		}
+		var s reading.Sample
+		g.Sample(&s)
+		if n == 0 {
+			continue // the versioned call refused: nothing read yet
+		}
+		if v, ok := s.Values[reading.HFabricState].Get(); !ok || v != 3 {
+			t.Errorf("sample %d: fabric_state %+v, want 3 from nvmlDeviceGetGpuFabricInfo", n, s.Values[reading.HFabricState])
+		}
+	}
+	if n := d.Count("GetGpuFabricInfoV"); n != 1 {
+		t.Errorf("the versioned call made %d times, want 1 (the driver does not know the struct)", n)
+	}
+}
