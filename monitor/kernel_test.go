@@ -472,6 +472,31 @@ func TestFatalSXidRaisesNVSwitchFatal(t *testing.T) {
 	})
 }
 
+// On a driver that does not know the fabric call's newer struct (an R550:
+// no v4, the versioned call refuses v3), the GPU's first sample still says
+// it is on the fabric (the original call, made in the same sample), so a
+// fatal SXid from the kernel log's backlog raises nvswitch_fatal on it.
+// (The first sample had no fabric readings: the SXid was taken for no
+// GPU's and dropped.)
+func TestFatalSXidBeforeFirstSampleOnAnR550Driver(t *testing.T) {
+	lib := fakeLib(1)
+	lib.Missing = map[string]bool{"nvmlDeviceGetGpuFabricInfo_v4": true}
+	lib.Devs[0].Fabric = &nvml.GpuFabricInfo_v4{State: reading.FabricCompleted}
+	lib.Devs[0].Set("GetGpuFabricInfoV", nvml.ERROR_ARGUMENT_VERSION_MISMATCH)
+	r := newRigOn(t, lib, nil)
+	gs := r.m.gpus[0]
+	r.m.onKernelLine(kmsg.Record{Time: 3201 * time.Second, Backlog: true,
+		Message: "nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 15009, Fatal, Link 12 route GLT DBE"}, time.Now())
+	_, _, sample := stepper(r, 1)
+	sample(2)
+	if !gs.tr.Raised(anomaly.ReasonNVSwitchFatal) || gs.fabric.Load() != fabricOn {
+		t.Errorf("fabric %d, nvswitch_fatal raised %v; want on, raised:\n%s", gs.fabric.Load(), gs.tr.Raised(anomaly.ReasonNVSwitchFatal), r.eventsLog())
+	}
+	if strings.Contains(r.logs.String(), "no GPU on an NVLink fabric") {
+		t.Errorf("a host with a fabric GPU says the SXid is no GPU's:\n%s", r.logs.String())
+	}
+}
+
 // A fatal SXid read before the GPU's first sample (the kernel log's backlog
 // at start) is the host's, pending: the GPU's first sample that says it is
 // on the fabric raises nvswitch_fatal; a failed sample before it keeps the

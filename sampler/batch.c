@@ -156,12 +156,16 @@ void gt_batch_run(gt_dev dev, struct gt_batch *b)
 			continue;
 		if (!lib->calls[c].fn) {
 			b->ret[c] = GT_NVML_ERROR_FUNCTION_NOT_FOUND;
-			continue;
+		} else {
+			__atomic_store_n(&b->cur, c + 1, __ATOMIC_RELEASE);
+			b->ret[c] = call_getter((dev_t_)dev, &lib->calls[c], b->v[c]);
+			if (b->ret[c] == GT_NVML_ERROR_GPU_IS_LOST)
+				break;
 		}
-		__atomic_store_n(&b->cur, c + 1, __ATOMIC_RELEASE);
-		b->ret[c] = call_getter((dev_t_)dev, &lib->calls[c], b->v[c]);
-		if (b->ret[c] == GT_NVML_ERROR_GPU_IS_LOST)
-			break;
+		// A driver that does not know this call makes an older driver's
+		// call of the same readings now, not a sample later.
+		if (b->ret[c] == GT_NVML_ERROR_FUNCTION_NOT_FOUND || b->ret[c] == GT_NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
+			b->plan |= b->older[c];
 	}
 	__atomic_store_n(&b->cur, 0, __ATOMIC_RELEASE);
 }

@@ -240,7 +240,11 @@ func buildCalls() {
 		c, p := shared(d.Getter, d.Shape, d.Arg, d.Value, d.Type, 0)
 		gr := getterReading{def: d, calls: []call{c}, part: []int{p}}
 		for _, fn := range d.Older {
-			c, p = shared(fn, d.Shape, d.Arg, cmp.Or(d.OlderValue, d.Value), d.Type, c)
+			o, p := shared(fn, d.Shape, d.Arg, cmp.Or(d.OlderValue, d.Value), d.Type, c)
+			if o <= c { // the batch makes an older call after the one it stands in for (raw.older)
+				panic("sampler: " + fn + " would be made before " + callFn[c].name)
+			}
+			c = o
 			gr.calls, gr.part = append(gr.calls, c), append(gr.part, p)
 		}
 		getterReadings = append(getterReadings, gr)
@@ -335,6 +339,10 @@ type raw struct {
 	// fieldFallback[i]: the call to make, in the same sample, when the
 	// driver refuses field i alone (cFields succeeded, the entry did not).
 	fieldFallback [maxFields]uint64
+	// older[c]: the older driver's call of the same readings to make, in
+	// the same sample, when the driver does not know call c (function not
+	// found, struct version unknown); later in call order than c.
+	older [maxCalls]uint64
 	slow          bool // the slow tier is read in this sample
 	second        bool // the secondary columns (P-state, utilization, memory) are read
 	ret           [maxCalls]int32
@@ -350,7 +358,7 @@ type raw struct {
 // plan fills r.plan for the next sample.
 func (g *GPU) plan(r *raw, fans int, slow, second bool) {
 	r.plan, r.fallback, r.slow, r.second = 0, 0, slow, second
-	r.fieldFallback = [maxFields]uint64{}
+	r.fieldFallback, r.older = [maxFields]uint64{}, [maxCalls]uint64{}
 	add := func(c call) bool {
 		ok := g.can(callFn[c].fn, callFn[c].idx)
 		if ok {
@@ -381,11 +389,22 @@ func (g *GPU) plan(r *raw, fans int, slow, second bool) {
 		}
 	}
 	for _, gr := range getterReadings {
-		if g.readDue(gr.def, slow, second) {
-			for _, c := range gr.calls {
-				if add(c) {
-					break
-				}
+		if !g.readDue(gr.def, slow, second) {
+			continue
+		}
+		// The first of the reading's calls the driver has and has not
+		// refused; each next one, if the driver turns out not to know
+		// the one before (an R550 asked for a struct version it lacks).
+		prev := call(0)
+		for _, c := range gr.calls {
+			switch {
+			case !g.can(callFn[c].fn, callFn[c].idx):
+			case prev == 0:
+				r.plan |= 1 << c
+				prev = c
+			default:
+				r.older[prev] |= 1 << c
+				prev = c
 			}
 		}
 	}

@@ -46,6 +46,7 @@ var (
 	_ = [1]struct{}{}[int(C.GT_NVML_ERROR_TIMEOUT)-int(nvml.ERROR_TIMEOUT)]
 	_ = [1]struct{}{}[int(C.GT_NVML_ERROR_FUNCTION_NOT_FOUND)-int(nvml.ERROR_FUNCTION_NOT_FOUND)]
 	_ = [1]struct{}{}[int(C.GT_NVML_ERROR_GPU_IS_LOST)-int(nvml.ERROR_GPU_IS_LOST)]
+	_ = [1]struct{}{}[int(C.GT_NVML_ERROR_ARGUMENT_VERSION_MISMATCH)-int(nvml.ERROR_ARGUMENT_VERSION_MISMATCH)]
 )
 
 // native is a library's side of the batch: its calls (batch.h's gt_lib, in
@@ -121,12 +122,14 @@ func (x *nativeExec) current() int32 {
 }
 
 // run makes the calls in r.plan (and r.fallback when the field batch did
-// not succeed, r.fieldFallback[i] when entry i did not), recording every
+// not succeed, r.fieldFallback[i] when entry i did not, r.older[c] when
+// the driver does not know call c), recording every
 // result in r.ret; none after NVML_ERROR_GPU_IS_LOST (the field batch's,
 // one of its entries' or a getter's).
 func (x *nativeExec) run(r *raw) {
 	b := x.b
 	b.plan, b.fallback = C.uint64_t(r.plan), C.uint64_t(r.fallback)
+	b.older = *(*[maxCalls]C.uint64_t)(unsafe.Pointer(&r.older))
 	for i := range b.ret {
 		b.ret[i] = C.GT_NOT_RUN
 	}

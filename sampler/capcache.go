@@ -43,9 +43,9 @@ func (c *capCache) note(fn Fn, off *int64, ret nvml.Return, reprobe time.Duratio
 		*off = 0
 	case cl == ClassVersionMismatch:
 		// The driver does not know the struct version asked for: that
-		// changes only with the driver, and a new driver is a new handle,
-		// whose cache starts empty. Re-probing would leave the reading
-		// absent each time where an older call answers it (Def.Older).
+		// changes only with the driver, which a running logger does not
+		// reload. Re-probing would leave the reading absent each time
+		// where an older call answers it (Def.Older).
 		*off = math.MaxInt64
 		if fn != FnNone && !c.told[fn] {
 			c.told[fn] = true

@@ -18,6 +18,7 @@
 #define GT_NVML_ERROR_TIMEOUT 10
 #define GT_NVML_ERROR_FUNCTION_NOT_FOUND 13
 #define GT_NVML_ERROR_GPU_IS_LOST 15
+#define GT_NVML_ERROR_ARGUMENT_VERSION_MISMATCH 25
 
 // NVML_STRUCT_VERSION(data, ver) for a struct of size sz.
 #define GT_NVML_STRUCT_VERSION(sz, ver) ((unsigned int)(sz) | ((unsigned int)(ver) << 24))
