@@ -342,10 +342,10 @@ type raw struct {
 	// older[c]: the older driver's call of the same readings to make, in
 	// the same sample, when the driver does not know call c (function not
 	// found, struct version unknown); later in call order than c.
-	older [maxCalls]uint64
-	slow          bool // the slow tier is read in this sample
-	second        bool // the secondary columns (P-state, utilization, memory) are read
-	ret           [maxCalls]int32
+	older  [maxCalls]uint64
+	slow   bool // the slow tier is read in this sample
+	second bool // the secondary columns (P-state, utilization, memory) are read
+	ret    [maxCalls]int32
 
 	nfields int
 	fields  [maxFields]nvml.FieldValue
