@@ -31,7 +31,7 @@ import (
 // /var/log/gpu-telemetry); the commands are in the table in commands.go.
 type CLI struct {
 	Interval       Interval         `help:"Time between samples: seconds (0.1) or a Go duration (100ms); > 0 and at most 1h. Default: ${default}." default:"100ms"`
-	LogDir         string           `help:"Directory for CSVs, logs and snapshots (created if missing). Default: ${default}." default:"/var/log/gpu-telemetry" type:"path"`
+	LogDir         string           `help:"Directory for CSVs, logs and snapshots (created if missing). Default: ${default}." default:"${log_dir}" type:"path"`
 	Detectors      kong.Plugins     `embed:""` // the detectors' flags (detectorFlags)
 	LockFile       string           `help:"Single-instance lock file (holds the PID); its directory must exist (/run/gpu-telemetry is made). Default: ${default}." default:"/run/gpu-telemetry.pid" type:"path"`
 	GPU            []string         `help:"GPUs to monitor by index, UUID or PCI bus id; comma-separated or repeated. Default: all GPUs." sep:","`
@@ -40,9 +40,9 @@ type CLI struct {
 	MinFreeMB      uint64           `name:"min-free-mb" help:"Stop writing rows below this much free disk space (MB); resume when it returns. Default: ${default}." default:"500"`
 	Deadline       Interval         `help:"Time a GPU's sample may take before the GPU is reported hung (NVML_HUNG rows and a crash snapshot). Default: max(2 x interval, 1s)." placeholder:"DURATION"`
 	Kmsg           string           `help:"Kernel log to follow for NVRM Xid lines (a file or FIFO in /dev/kmsg format for tests); 'none' disables. Default: ${default}." default:"/dev/kmsg"`
-	FollowUps      []Interval       `name:"follow-ups" help:"Extra captures after a crash snapshot, filed with the same incident. Default: ${default}." default:"10s,60s,300s" sep:","`
-	CrashCooldown  Interval         `help:"At most one crash snapshot per GPU per this long. Default: ${default}." default:"60s"`
-	SpikeCooldown  Interval         `help:"At most one fan spike snapshot per this long. Default: ${default}." default:"10s"`
+	FollowUps      []Interval       `name:"follow-ups" help:"Extra captures after a crash snapshot, filed with the same incident. Default: ${default}." default:"${follow_ups}" sep:","`
+	CrashCooldown  Interval         `help:"At most one crash snapshot per GPU per this long. Default: ${default}." default:"${crash_cooldown}"`
+	SpikeCooldown  Interval         `help:"At most one fan spike snapshot per this long. Default: ${default}." default:"${spike_cooldown}"`
 	SummaryEvery   Interval         `name:"summary-interval" help:"summary.log cadence and rate window. Default: ${default}." default:"5m"`
 	InventoryEvery Interval         `name:"inventory-interval" help:"How often the GPU list is checked against the driver's enumeration (vanished GPUs). Default: ${default}." default:"30s"`
 	StartTimeout   Interval         `name:"start-timeout" help:"How long start-up waits for the driver (init, enumeration) and for each GPU's static facts before going on without them. Default: ${default}." default:"20s"`

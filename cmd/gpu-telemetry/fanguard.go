@@ -49,7 +49,7 @@ func (f *FanGuardFlags) fanGuardConfig() (*fanguard.Config, error) {
 // FanGuardCLI is `gpu-telemetry fan-guard release`.
 type FanGuardCLI struct {
 	Action  string   `arg:"" enum:"release" help:"release: hand the fans the fan guard holds back to the firmware."`
-	LogDir  string   `help:"The logger's --log-dir, whose run-state names the fans held. Default: ${default}." default:"/var/log/gpu-telemetry" type:"path"`
+	LogDir  string   `help:"The logger's --log-dir, whose run-state names the fans held. Default: ${default}." default:"${log_dir}" type:"path"`
 	All     bool     `help:"Hand back every fan of every GPU, whatever run-state says."`
 	Timeout Interval `help:"How long the driver may take: nvmlInit, all the hand-back calls together, nvmlShutdown, each. Default: ${default}." default:"5s"`
 }

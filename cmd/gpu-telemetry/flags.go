@@ -4,19 +4,24 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
 
 // exitCode carries kong's exit (after --help or --version) out of Parse.
 type exitCode int
 
 // parseFlags parses args into grammar with kong, for the logger and for every
-// subcommand with flags; ${socket} in a grammar is defaultSocket. ok is false when the program should exit with
+// subcommand with flags (flagVars: ${socket}, ${log_dir}, ...). ok is false when the program should exit with
 // code: bad flags (2, one line on stderr naming the program) or after --help
 // and --version (kong's own code, usually 0).
 func parseFlags(grammar any, name string, args []string, stdout, stderr io.Writer, opts ...kong.Option) (code int, ok bool) {
-	opts = append([]kong.Option{kong.Name(name), kong.Writers(stdout, stderr), kong.Vars{"socket": defaultSocket},
+	opts = append([]kong.Option{kong.Name(name), kong.Writers(stdout, stderr), flagVars(),
 		kong.Exit(func(c int) { panic(exitCode(c)) })}, opts...)
 	parser, err := kong.New(grammar, opts...)
 	if err != nil {
@@ -69,4 +74,17 @@ func joinNegativeValues(parser *kong.Kong, args []string) []string {
 		out = append(out, a)
 	}
 	return out
+}
+
+// flagVars are the defaults the flag grammars name (${socket}, ...) where
+// the package that applies them declares them: one value, not a copy in a
+// struct tag.
+func flagVars() kong.Vars {
+	secs := func(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s" }
+	followUps := make([]string, len(snapshot.DefaultFollowUps))
+	for i, d := range snapshot.DefaultFollowUps {
+		followUps[i] = secs(d)
+	}
+	return kong.Vars{"socket": defaultSocket, "log_dir": snapshot.DefaultDir, "follow_ups": strings.Join(followUps, ","),
+		"crash_cooldown": secs(snapshot.DefaultCrashCooldown), "spike_cooldown": secs(snapshot.DefaultSpikeCooldown)}
 }

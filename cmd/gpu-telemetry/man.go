@@ -107,7 +107,7 @@ SIGUSR1 writes one status line to standard error; SIGHUP reopens every log file;
 
 // manFlags writes grammar's flags as a roff tagged list.
 func manFlags(b *strings.Builder, grammar any, name string, opts ...kong.Option) error {
-	opts = append([]kong.Option{kong.Name(name), kong.Vars{"socket": defaultSocket}}, opts...)
+	opts = append([]kong.Option{kong.Name(name), flagVars()}, opts...)
 	parser, err := kong.New(grammar, opts...)
 	if err != nil {
 		return err

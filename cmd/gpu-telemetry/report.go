@@ -16,7 +16,7 @@ import (
 // ReportCLI is `gpu-telemetry report`: the story of one incident from the
 // files the logger wrote.
 type ReportCLI struct {
-	LogDir   string   `help:"The logger's log directory. Default: ${default}." default:"/var/log/gpu-telemetry" type:"path"`
+	LogDir   string   `help:"The logger's log directory. Default: ${default}." default:"${log_dir}" type:"path"`
 	Incident string   `help:"A crash snapshot (crashes/crash-*.log): report the incident it records." type:"path" xor:"which"`
 	At       string   `help:"Report this moment instead: RFC 3339 or local '2006-01-02 15:04:05'." xor:"which"`
 	Last     bool     `help:"Report the most recent incident (the default)." xor:"which"`
