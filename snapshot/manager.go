@@ -90,9 +90,9 @@ type Manager struct {
 	follow     context.Context // cancelled as Close starts: no follow-up starts after that
 	stopFollow context.CancelCauseFunc
 
-	wg         sync.WaitGroup     // one per request handed to Crash or Spike, until its last file
-	stuckReads stuckSet           // by driver file path: reads abandoned, not yet back (readFile)
-	counts     *counters.Registry // Config.Counters
+	wg     sync.WaitGroup     // one per request handed to Crash or Spike, until its last file
+	reads  driverReads        // the driver files' reads of every snapshot (readFile)
+	counts *counters.Registry // Config.Counters
 
 	mu        sync.Mutex
 	closed    bool

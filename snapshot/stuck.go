@@ -5,11 +5,10 @@ import (
 	"sync/atomic"
 )
 
-// stuckSet counts, by key (a program's name, a driver file's path), the
-// work abandoned while still blocked in the kernel and not yet back: work
-// of a key with some is not started again, so a wedged GPU costs one
-// blocked thread per key, not one more per snapshot. A key at 0 stays: the
-// keys are few.
+// stuckSet counts, by key (a program's name), the work abandoned while
+// still blocked in the kernel and not yet back: work of a key with some is
+// not started again, so a wedged GPU costs no more blocked processes with
+// every snapshot. A key at 0 stays: the keys are few.
 type stuckSet struct{ m sync.Map } // key -> *atomic.Int32
 
 func (s *stuckSet) count(key string) *atomic.Int32 {
