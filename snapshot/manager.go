@@ -39,7 +39,7 @@ const (
 // disk), so it must be safe to call concurrently with the caller's CSV writes.
 type Config struct {
 	Dir                string                                  // log directory; files go to Dir/crashes and Dir/spikes; "" means DefaultDir
-	Runner             Runner                                  // runs the diagnostics; nil means an ExecRunner with CommandTimeout and Logger
+	Runner             Runner                                  // runs the diagnostics; nil means an ExecRunner with Logger
 	Now                func() time.Time                        // wall clock for cooldowns, names and headers; nil means time.Now
 	Logger             *slog.Logger                            // nil discards
 	CrashCooldown      time.Duration                           // per GPU; 0 means DefaultCrashCooldown
@@ -121,7 +121,7 @@ func New(cfg Config) *Manager {
 	// Own sorted copy without non-positive offsets: the caller's slice may change.
 	cfg.FollowUps = slices.DeleteFunc(slices.Clone(cfg.FollowUps), func(d time.Duration) bool { return d <= 0 })
 	slices.Sort(cfg.FollowUps)
-	cfg.Runner = cmp.Or(cfg.Runner, Runner(&ExecRunner{Timeout: cfg.CommandTimeout, Logger: cfg.Logger}))
+	cfg.Runner = cmp.Or(cfg.Runner, Runner(&ExecRunner{Logger: cfg.Logger}))
 	if cfg.Flush == nil {
 		cfg.Flush = func(int) error { return nil }
 	}
