@@ -185,9 +185,8 @@ func (m *Manager) Decide(gpu int, ev Event) Decision {
 }
 
 // Lost reports that the crash snapshot d accepted will not be handed to
-// Crash (the work that was to gather it was dropped): its follow-ups are
-// cancelled, the incident no longer names its file, and the loss is counted
-// in snapshot_failures and logged.
+// Crash (the work that was to gather it was dropped): the loss is counted
+// in snapshot_failures and logged (dropped).
 func (m *Manager) Lost(d Decision, why string) {
 	if !d.Accepted || d.inc == nil {
 		return
@@ -195,29 +194,32 @@ func (m *Manager) Lost(d Decision, why string) {
 	m.counts.Inc(snapshotFailures)
 	m.log.Warn("snapshot abandoned before it was built", "kind", "crash", "gpu", d.gpu,
 		"path", filepath.Join(m.crashDir, d.base+".log"), "incident", d.Incident, "why", why)
-	m.unname(d, why)
+	m.dropped(d, why)
 }
 
-// unname takes back what Decide gave d, whose file will not be written
-// (Lost, a request refused at shutdown, a stage-1 write that failed; the
-// caller counted and logged that): the incident no longer names the file,
-// so later events and escalations do not point at a missing one, and the
-// follow-ups of the incident it began are cancelled, counted and logged
-// (they were never started).
-func (m *Manager) unname(d Decision, why string) {
-	path := filepath.Join(m.crashDir, d.base+".log")
+// dropped takes back what Decide gave d, which will not be built at all
+// (Lost, a request refused at shutdown; the caller counted and logged
+// that): unname, and the follow-ups of the incident it began are cancelled,
+// counted and logged (nothing is left to take them).
+func (m *Manager) dropped(d Decision, why string) {
+	m.unname(d)
+	if !d.Escalation {
+		d.inc.stopFollow(nil)
+		m.followUpsCanceled(d.gpu, filepath.Join(m.crashDir, d.base+".log"), len(m.cfg.FollowUps), "its crash snapshot was not written: "+why)
+	}
+}
+
+// unname takes back the name Decide gave d, whose file will not be
+// written: the incident no longer names the file, so later events and
+// escalations do not point at a missing one.
+func (m *Manager) unname(d Decision) {
 	m.mu.Lock()
-	stop := d.inc.stopFollow
+	defer m.mu.Unlock()
 	if d.idx >= 0 && d.inc.events[d.idx].file == d.base+".log" {
 		d.inc.wrote(d.idx, "")
 	}
-	if d.inc.newest == path {
+	if d.inc.newest == filepath.Join(m.crashDir, d.base+".log") {
 		d.inc.newest = d.prevNewest
-	}
-	m.mu.Unlock()
-	if !d.Escalation && stop != nil {
-		stop(nil)
-		m.followUpsCanceled(d.gpu, path, len(m.cfg.FollowUps), "its crash snapshot was not written: "+why)
 	}
 }
 
