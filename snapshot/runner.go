@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -120,7 +121,11 @@ type ExecRunner struct {
 	killGrace time.Duration // 0 means defaultKillGrace; tests shorten it
 	waitDelay time.Duration // os/exec WaitDelay; 0 means killGrace; tests lengthen it
 
-	stuck   stuckSet // by program name: runs abandoned after SIGKILL, not yet exited
+	// By program name, an *atomic.Int32: its runs abandoned after SIGKILL
+	// (blocked in the kernel), not yet reaped. A program with some is not
+	// started again, so a wedged GPU costs no more blocked processes with
+	// every snapshot. A name at 0 stays: the names are few.
+	stuck   sync.Map
 	missing sync.Map // programs found missing (and logged)
 }
 
@@ -133,7 +138,9 @@ func (r *ExecRunner) Run(ctx context.Context, name string, args ...string) ([]by
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%s: not started: %w", name, err)
 	}
-	if r.stuck.busy(name) {
+	n, _ := r.stuck.LoadOrStore(name, new(atomic.Int32))
+	stuck := n.(*atomic.Int32)
+	if stuck.Load() > 0 {
 		return nil, fmt.Errorf("%s: not started: %w", name, ErrStuck)
 	}
 	var given time.Duration
@@ -185,7 +192,11 @@ func (r *ExecRunner) Run(ctx context.Context, name string, args ...string) ([]by
 	case <-done:
 	case <-time.After(grace):
 		abandoned = true
-		r.stuck.abandon(name, func() { <-done }) // counted until its Wait returns
+		stuck.Add(1)
+		go func() { // counted until its Wait returns
+			<-done
+			stuck.Add(-1)
+		}()
 	}
 	if err := ctx.Err(); !errors.Is(err, context.DeadlineExceeded) {
 		return out.Bytes(), fmt.Errorf("%s: killed: %w", name, err)
