@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
@@ -78,37 +79,77 @@ func readEach(b *strings.Builder, dir string, names []string, show func(string) 
 // not come back yet.
 var errReadStuck = errors.New("not read: an earlier read of this file is still stuck in the kernel")
 
-// readFile is a diagnostic that reads one small file under HostRoot. A
-// driver's file can block its reader for good (/proc/driver/nvidia/gpus/<bus
-// id>/information on a wedged GPU), so the read runs on its own goroutine
-// and is waited for only until ctx is done (the command timeout), as
-// ExecRunner waits for a program. A read that did not come back by then is
-// left behind, and until it does that file is not read again (stuckSet;
-// errReadStuck, said in the snapshot).
+// readFile is a diagnostic that reads one small file under HostRoot
+// through the Manager's driverReads, saying a failure short (fileErr).
 func (m *Manager) readFile(rel ...string) func(context.Context) ([]byte, error) {
 	path := m.hostPath(rel...)
 	return func(ctx context.Context) ([]byte, error) {
-		if m.stuckReads.busy(path) {
-			return nil, errReadStuck
-		}
-		var b []byte
-		var err error
-		back := make(chan struct{})
-		go func() {
-			defer close(back)
-			b, err = readSmall(path)
-		}()
-		select {
-		case <-back:
+		return m.reads.read(ctx, path, func() ([]byte, error) {
+			b, err := readSmall(path)
 			if err != nil {
 				return nil, errors.New(fileErr(err))
 			}
 			return b, nil
-		case <-ctx.Done():
-		}
-		m.stuckReads.abandon(path, func() { <-back }) // until the read comes back
-		return nil, fmt.Errorf("read abandoned: %w", ctx.Err())
+		})
 	}
+}
+
+// driverReads reads driver files for every snapshot of a Manager. A
+// driver's file can block its reader for good (/proc/driver/nvidia/gpus/<bus
+// id>/information on a wedged GPU), so each read runs on its own goroutine
+// and is waited for only until the caller's ctx is done (the command
+// timeout), as ExecRunner waits for a program. At most one read of a file is
+// in flight: a concurrent snapshot (another GPU's crash reads the same
+// version file) waits for it rather than starting another. One a caller gave
+// up on is left behind, and until it comes back that file is not read again
+// (errReadStuck, said in the snapshot): a wedged GPU costs one blocked
+// thread per file, however many snapshots ask.
+type driverReads struct {
+	mu       sync.Mutex
+	inFlight map[string]*driverRead // by path, until the read comes back
+}
+
+// driverRead is one read in flight.
+type driverRead struct {
+	done      chan struct{} // closed when b and err are set
+	b         []byte
+	err       error
+	abandoned bool // a caller gave up waiting for it (under driverReads.mu)
+}
+
+// read returns what read, the read of path, returned, waiting at most until
+// ctx is done; a read of path in flight already is waited for instead.
+func (g *driverReads) read(ctx context.Context, path string, read func() ([]byte, error)) ([]byte, error) {
+	g.mu.Lock()
+	r := g.inFlight[path]
+	switch {
+	case r == nil:
+		r = &driverRead{done: make(chan struct{})}
+		if g.inFlight == nil {
+			g.inFlight = make(map[string]*driverRead)
+		}
+		g.inFlight[path] = r
+		go func() {
+			r.b, r.err = read()
+			g.mu.Lock()
+			delete(g.inFlight, path)
+			g.mu.Unlock()
+			close(r.done)
+		}()
+	case r.abandoned:
+		g.mu.Unlock()
+		return nil, errReadStuck
+	}
+	g.mu.Unlock()
+	select {
+	case <-r.done:
+		return r.b, r.err
+	case <-ctx.Done():
+	}
+	g.mu.Lock()
+	r.abandoned = true
+	g.mu.Unlock()
+	return nil, fmt.Errorf("read abandoned: %w", ctx.Err())
 }
 
 // aerCounters renders the sysfs AER counters of the GPU at a and of the

@@ -6,8 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
@@ -139,4 +141,49 @@ func TestStuckDriverFileNotReadAgain(t *testing.T) {
 	if took := time.Since(start); took > 2*time.Second || !strings.Contains(second, "(failed: not read: an earlier read of this file is still stuck") {
 		t.Errorf("second snapshot took %v, its section %q; want the read not started again", took, second)
 	}
+}
+
+// TestDriverFileOneStuckReadAcrossSnapshots: snapshots taken together (GPUs
+// crashing at once all read the driver's version file) leave at most one
+// read of a driver file blocked in the kernel: a read in flight is waited
+// for, not started again; once given up on, the file is not read until
+// that read comes back; then it is read again.
+func TestDriverFileOneStuckReadAcrossSnapshots(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g driverReads
+		var started atomic.Int32
+		release := make(chan struct{})
+		read := func() ([]byte, error) {
+			started.Add(1)
+			<-release // blocked in the kernel until the test lets it go
+			return []byte("570.86.15\n"), nil
+		}
+		const snapshots = 4
+		errs := make(chan error, snapshots)
+		for range snapshots {
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), DefaultCommandTimeout)
+				defer cancel()
+				_, err := g.read(ctx, "version", read)
+				errs <- err
+			}()
+		}
+		synctest.Wait()
+		if n := started.Load(); n != 1 {
+			t.Errorf("%d snapshots at once started %d reads of the file, want 1", snapshots, n)
+		}
+		for range snapshots {
+			if err := <-errs; !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("a snapshot's read = %v, want abandoned at its timeout", err)
+			}
+		}
+		if _, err := g.read(context.Background(), "version", read); !errors.Is(err, errReadStuck) || started.Load() != 1 {
+			t.Errorf("read while one is stuck = %v (%d started), want errReadStuck and none started", err, started.Load())
+		}
+		close(release)
+		synctest.Wait()
+		if b, err := g.read(context.Background(), "version", read); err != nil || string(b) != "570.86.15\n" || started.Load() != 2 {
+			t.Errorf("read after the stuck one came back = %q, %v (%d started), want the file read again", b, err, started.Load())
+		}
+	})
 }

@@ -10,7 +10,7 @@ var (
 	spikesSuppressed = counters.Declare(counters.Def{Name: "spike_snapshots_suppressed", Loss: true,
 		Help: "fan spike snapshots not taken because of the cooldown"})
 	followUpsCanceled = counters.Declare(counters.Def{Name: "follow_ups_canceled", Loss: true,
-		Help: "crash snapshot follow-ups cancelled by a newer incident, shutdown, or their crash snapshot not being written"})
+		Help: "crash snapshot follow-ups cancelled by a newer incident, shutdown, or no snapshot of their incident being written"})
 	snapshotFailures = counters.Declare(counters.Def{Name: "snapshot_failures", Loss: true,
 		Help: "snapshot files that could not be written"})
 	refusedClosed = counters.Declare(counters.Def{Name: "snapshots_refused_at_shutdown", Loss: true, OwnLog: true,

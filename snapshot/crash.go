@@ -43,7 +43,7 @@ func (m *Manager) Crash(req CrashRequest) bool {
 		return false
 	}
 	if !m.hand() {
-		m.unname(d, "asked for after the snapshot writer closed")
+		m.dropped(d, "asked for after the snapshot writer closed")
 		return false
 	}
 	req.Header.fill(d.gpu, d.Suppressed, crashTitle, d.at)
@@ -53,7 +53,8 @@ func (m *Manager) Crash(req CrashRequest) bool {
 }
 
 // crash writes one snapshot: stage 1, stage 2, then, for the snapshot that
-// began an incident, the incident's follow-ups.
+// began an incident, the incident's follow-ups; they are taken even when
+// this snapshot could not be written, as an escalation's may be.
 func (m *Manager) crash(req *CrashRequest, start time.Time) {
 	defer m.wg.Done()
 	d := req.Decision
@@ -67,29 +68,31 @@ func (m *Manager) crash(req *CrashRequest, start time.Time) {
 
 	t0 := time.Now()
 	req.events = m.incidentEvents(inc, d.idx)
+	name := filepath.Join(m.crashDir, d.base+".log")
 	path := m.save("crash", gpu, 1, m.crashDir, d.base,
 		renderCrash(req, nil, m.cfg.DiagnosticsTimeout), t0, crashesWritten)
 	if path == "" { // save counted and logged the failure
-		m.unname(d, "stage 1 could not be written")
-		return
-	}
-	m.mu.Lock()
-	inc.wrote(d.idx, filepath.Base(path))
-	if inc.newest == filepath.Join(m.crashDir, d.base+".log") {
-		inc.newest = path
-	}
-	m.mu.Unlock()
-
-	diags := m.diagnose(req.Header.BusID, false)
-	// The events that came while the diagnostics ran are listed too.
-	req.events = m.incidentEvents(inc, d.idx)
-	if err := m.files.Replace(path, renderCrash(req, diags, 0)); err != nil {
-		m.record("crash", gpu, 2, "", t0, err, nil)
+		m.unname(d)
 	} else {
-		m.record("crash", gpu, 2, path, t0, nil, crashesCompleted)
+		m.mu.Lock()
+		inc.wrote(d.idx, filepath.Base(path))
+		inc.onDisk = true
+		if inc.newest == name {
+			inc.newest = path
+		}
+		m.mu.Unlock()
+
+		diags := m.diagnose(req.Header.BusID, false)
+		// The events that came while the diagnostics ran are listed too.
+		req.events = m.incidentEvents(inc, d.idx)
+		if err := m.files.Replace(path, renderCrash(req, diags, 0)); err != nil {
+			m.record("crash", gpu, 2, "", t0, err, nil)
+		} else {
+			m.record("crash", gpu, 2, path, t0, nil, crashesCompleted)
+		}
 	}
 	if !d.Escalation {
-		m.followUps(inc.follow, gpu, path, &req.Header, start, inc)
+		m.followUps(inc.follow, gpu, cmp.Or(path, name), &req.Header, start, inc)
 	}
 }
 

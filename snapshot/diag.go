@@ -184,8 +184,9 @@ func (m *Manager) collect(ctx context.Context, jobs []job) []result {
 	return res
 }
 
-// runJob runs a job's run under timeout and describes how it ended (the
-// boot log's journalctl too).
+// runJob runs a job's run under timeout, the one bound of each diagnostic
+// (ExecRunner kills a program when its context ends), and describes how it
+// ended (the boot log's journalctl too).
 func runJob(ctx context.Context, timeout time.Duration, run func(context.Context) ([]byte, error)) result {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -195,12 +196,12 @@ func runJob(ctx context.Context, timeout time.Duration, run func(context.Context
 	}
 	var status string
 	switch te, ok := errors.AsType[*TimeoutError](err); {
-	case ok:
-		status = "(timed out after " + te.After.String() + ")"
 	case ctx.Err() != nil:
 		status = "(canceled: the daemon is shutting down)"
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		status = "(timed out after " + timeout.String() + ")"
+	case ok: // a Runner that bounds itself
+		status = "(timed out after " + te.After.String() + ")"
 	case errors.Is(err, exec.ErrNotFound):
 		status = "(" + err.Error() + ")" // names the package: NotInstalledError
 	default:

@@ -75,8 +75,9 @@ func renderFollowUp(h *Header, incident string, offset time.Duration, now time.T
 
 // followUps captures the follow-ups of one incident, each at its offset from
 // start on the monotonic clock (so tests run it under testing/synctest),
-// each listing the incident's events so far. Cancelling ctx cancels those
-// not yet started.
+// each listing the incident's events so far, while the incident has a
+// snapshot on disk (one whose time comes before any is written is
+// cancelled). Cancelling ctx cancels those not yet started.
 func (m *Manager) followUps(ctx context.Context, gpu int, incident string, h *Header, start time.Time, inc *incident) {
 	for i, off := range m.cfg.FollowUps {
 		select {
@@ -86,6 +87,13 @@ func (m *Manager) followUps(ctx context.Context, gpu int, incident string, h *He
 		if ctx.Err() != nil {
 			m.followUpsCanceled(gpu, incident, len(m.cfg.FollowUps)-i, context.Cause(ctx).Error())
 			return
+		}
+		m.mu.Lock()
+		onDisk := inc.onDisk
+		m.mu.Unlock()
+		if !onDisk { // its evidence would hang on no snapshot
+			m.followUpsCanceled(gpu, incident, 1, "no snapshot of the incident written by then")
+			continue
 		}
 		t0 := time.Now()
 		diags := m.diagnose(h.BusID, true)

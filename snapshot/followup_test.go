@@ -2,9 +2,11 @@ package snapshot
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -98,6 +100,49 @@ func TestCloseCancelsPendingFollowUps(t *testing.T) {
 		}
 		if c := counted(m); c["follow_ups"] != 1 || c["follow_ups_canceled"] != 2 {
 			t.Errorf("counters = %v, want 1 written, 2 canceled", c)
+		}
+	})
+}
+
+// TestFollowUpsGoOnWhenTheIncidentHasASnapshot: when the snapshot that
+// began an incident cannot be written, its follow-ups are still taken once
+// a later (escalation) snapshot of the incident is on disk; one whose time
+// comes before any is written is cancelled and counted.
+func TestFollowUpsGoOnWhenTheIncidentHasASnapshot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newFollowUpManager(t)
+		var writes atomic.Int32
+		m.files.Ops.Write = func(f *os.File, p []byte) (int, error) {
+			if writes.Add(1) == 1 { // the first snapshot's stage 1
+				return 0, errors.New("input/output error")
+			}
+			return f.Write(p)
+		}
+		crashes := filepath.Join(m.cfg.Dir, "crashes")
+		fault := Event{Reason: "Xid 62: Internal micro-controller halt", Stage: StageFault}
+		if d := crash(m, 3, fault, testCrashRequest); !d.Accepted || d.Escalation {
+			t.Fatalf("the first event: %+v, want an incident begun", d)
+		}
+		time.Sleep(30 * time.Second) // the +10s follow-up: no snapshot of the incident yet
+		if d := crash(m, 3, testEvent, testCrashRequest); !d.Escalation {
+			t.Fatalf("the later event: %+v, want an escalation", d)
+		}
+		time.Sleep(300 * time.Second)
+		synctest.Wait()
+		want := []string{"crash-20000101-000000.000-gpu3+300s.log", "crash-20000101-000000.000-gpu3+60s.log", "crash-20000101-000030.000-gpu3.log"}
+		if got := files(t, crashes, "*"); !slices.Equal(got, want) {
+			t.Fatalf("crashes holds %v, want %v", got, want)
+		}
+		data, err := os.ReadFile(filepath.Join(crashes, want[1]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		testutil.Contains(t, "follow-up", string(data), " Xid 79: GPU has fallen off the bus (kmsg) [snapshot crash-20000101-000030.000-gpu3.log]\n")
+		if err := m.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if c := counted(m); c["snapshot_failures"] != 1 || c["follow_ups"] != 2 || c["follow_ups_canceled"] != 1 {
+			t.Errorf("counters = %v, want 1 failure, 2 follow-ups written and 1 cancelled", c)
 		}
 	})
 }

@@ -83,6 +83,7 @@ func (st *crashState) name(base string) string {
 type incident struct {
 	id       string    // the base name of the snapshot that began it (events.log's incident=)
 	newest   string    // the path of its newest snapshot
+	onDisk   bool      // a snapshot of it was written (its follow-ups are taken)
 	start    time.Time // the first event's time
 	events   []Event
 	dropped  uint64 // events beyond maxIncidentEvents
@@ -90,7 +91,7 @@ type incident struct {
 	stage    Stage         // the worst stage captured
 	asks     action.Action // the most asked for by an event captured
 	// The follow-ups' context, from Decide; cancelled by a newer incident,
-	// Lost, or Close.
+	// Lost, Close, or the end of its follow-ups.
 	follow     context.Context
 	stopFollow context.CancelCauseFunc
 }

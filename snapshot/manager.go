@@ -39,7 +39,7 @@ const (
 // disk), so it must be safe to call concurrently with the caller's CSV writes.
 type Config struct {
 	Dir                string                                  // log directory; files go to Dir/crashes and Dir/spikes; "" means DefaultDir
-	Runner             Runner                                  // runs the diagnostics; nil means an ExecRunner with CommandTimeout and Logger
+	Runner             Runner                                  // runs the diagnostics; nil means an ExecRunner with Logger
 	Now                func() time.Time                        // wall clock for cooldowns, names and headers; nil means time.Now
 	Logger             *slog.Logger                            // nil discards
 	CrashCooldown      time.Duration                           // per GPU; 0 means DefaultCrashCooldown
@@ -90,9 +90,9 @@ type Manager struct {
 	follow     context.Context // cancelled as Close starts: no follow-up starts after that
 	stopFollow context.CancelCauseFunc
 
-	wg         sync.WaitGroup     // one per request handed to Crash or Spike, until its last file
-	stuckReads stuckSet           // by driver file path: reads abandoned, not yet back (readFile)
-	counts     *counters.Registry // Config.Counters
+	wg     sync.WaitGroup     // one per request handed to Crash or Spike, until its last file
+	reads  driverReads        // the driver files' reads of every snapshot (readFile)
+	counts *counters.Registry // Config.Counters
 
 	mu        sync.Mutex
 	closed    bool
@@ -121,7 +121,7 @@ func New(cfg Config) *Manager {
 	// Own sorted copy without non-positive offsets: the caller's slice may change.
 	cfg.FollowUps = slices.DeleteFunc(slices.Clone(cfg.FollowUps), func(d time.Duration) bool { return d <= 0 })
 	slices.Sort(cfg.FollowUps)
-	cfg.Runner = cmp.Or(cfg.Runner, Runner(&ExecRunner{Timeout: cfg.CommandTimeout, Logger: cfg.Logger}))
+	cfg.Runner = cmp.Or(cfg.Runner, Runner(&ExecRunner{Logger: cfg.Logger}))
 	if cfg.Flush == nil {
 		cfg.Flush = func(int) error { return nil }
 	}
@@ -185,9 +185,8 @@ func (m *Manager) Decide(gpu int, ev Event) Decision {
 }
 
 // Lost reports that the crash snapshot d accepted will not be handed to
-// Crash (the work that was to gather it was dropped): its follow-ups are
-// cancelled, the incident no longer names its file, and the loss is counted
-// in snapshot_failures and logged.
+// Crash (the work that was to gather it was dropped): the loss is counted
+// in snapshot_failures and logged (dropped).
 func (m *Manager) Lost(d Decision, why string) {
 	if !d.Accepted || d.inc == nil {
 		return
@@ -195,29 +194,32 @@ func (m *Manager) Lost(d Decision, why string) {
 	m.counts.Inc(snapshotFailures)
 	m.log.Warn("snapshot abandoned before it was built", "kind", "crash", "gpu", d.gpu,
 		"path", filepath.Join(m.crashDir, d.base+".log"), "incident", d.Incident, "why", why)
-	m.unname(d, why)
+	m.dropped(d, why)
 }
 
-// unname takes back what Decide gave d, whose file will not be written
-// (Lost, a request refused at shutdown, a stage-1 write that failed; the
-// caller counted and logged that): the incident no longer names the file,
-// so later events and escalations do not point at a missing one, and the
-// follow-ups of the incident it began are cancelled, counted and logged
-// (they were never started).
-func (m *Manager) unname(d Decision, why string) {
-	path := filepath.Join(m.crashDir, d.base+".log")
+// dropped takes back what Decide gave d, which will not be built at all
+// (Lost, a request refused at shutdown; the caller counted and logged
+// that): unname, and the follow-ups of the incident it began are cancelled,
+// counted and logged (nothing is left to take them).
+func (m *Manager) dropped(d Decision, why string) {
+	m.unname(d)
+	if !d.Escalation {
+		d.inc.stopFollow(nil)
+		m.followUpsCanceled(d.gpu, filepath.Join(m.crashDir, d.base+".log"), len(m.cfg.FollowUps), "its crash snapshot was not written: "+why)
+	}
+}
+
+// unname takes back the name Decide gave d, whose file will not be
+// written: the incident no longer names the file, so later events and
+// escalations do not point at a missing one.
+func (m *Manager) unname(d Decision) {
 	m.mu.Lock()
-	stop := d.inc.stopFollow
+	defer m.mu.Unlock()
 	if d.idx >= 0 && d.inc.events[d.idx].file == d.base+".log" {
 		d.inc.wrote(d.idx, "")
 	}
-	if d.inc.newest == path {
+	if d.inc.newest == filepath.Join(m.crashDir, d.base+".log") {
 		d.inc.newest = d.prevNewest
-	}
-	m.mu.Unlock()
-	if !d.Escalation && stop != nil {
-		stop(nil)
-		m.followUpsCanceled(d.gpu, path, len(m.cfg.FollowUps), "its crash snapshot was not written: "+why)
 	}
 }
 

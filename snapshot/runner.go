@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -87,11 +88,12 @@ func (e *NotInstalledError) Unwrap() error { return exec.ErrNotFound }
 // nvidia-smi processes blocked in the driver only make things worse.
 var ErrStuck = errors.New("an earlier run is still stuck after SIGKILL")
 
-// TimeoutError is returned by ExecRunner when a program ran past its timeout
-// and was killed. It matches context.DeadlineExceeded with errors.Is.
+// TimeoutError is returned by ExecRunner when a program ran past its
+// context's deadline and was killed. It matches context.DeadlineExceeded
+// with errors.Is.
 type TimeoutError struct {
 	Name  string        // program
-	After time.Duration // the timeout that expired
+	After time.Duration // the time it was given: from its start to the deadline, to the millisecond
 	Stuck bool          // the process had not exited SIGKILL's grace later; it was abandoned
 }
 
@@ -107,34 +109,44 @@ func (e *TimeoutError) Error() string {
 func (e *TimeoutError) Unwrap() error { return context.DeadlineExceeded }
 
 // ExecRunner runs programs with os/exec, each in its own process group so
-// that a timeout kills the program and anything it started, with LC_ALL=C
-// so that the output does not depend on the host's locale. A missing
-// program is logged the first time it is asked for. The zero value is
-// ready to use through a pointer.
+// that the end of its context (the Manager's command timeout, runJob) kills
+// the program and anything it started, with LC_ALL=C so that the output
+// does not depend on the host's locale. A missing program is logged the
+// first time it is asked for. The zero value is ready to use through a
+// pointer.
 type ExecRunner struct {
-	Timeout   time.Duration // per run; 0 means DefaultCommandTimeout
-	MaxOutput int           // bytes of combined output kept (the last ones); 0 means DefaultMaxOutput
-	Logger    *slog.Logger  // told of each missing program once; nil logs nothing
+	MaxOutput int          // bytes of combined output kept (the last ones); 0 means DefaultMaxOutput
+	Logger    *slog.Logger // told of each missing program once; nil logs nothing
 
 	killGrace time.Duration // 0 means defaultKillGrace; tests shorten it
 	waitDelay time.Duration // os/exec WaitDelay; 0 means killGrace; tests lengthen it
 
-	stuck   stuckSet // by program name: runs abandoned after SIGKILL, not yet exited
+	// By program name, an *atomic.Int32: its runs abandoned after SIGKILL
+	// (blocked in the kernel), not yet reaped. A program with some is not
+	// started again, so a wedged GPU costs no more blocked processes with
+	// every snapshot. A name at 0 stays: the names are few.
+	stuck   sync.Map
 	missing sync.Map // programs found missing (and logged)
 }
 
 // Run runs name with args and returns the last MaxOutput bytes of its
-// combined stdout and stderr. Errors: a missing program returns a
-// *NotInstalledError; a non-zero exit "<name>: exit status N"; a timeout a
-// *TimeoutError; a cancelled ctx its error wrapped with the name.
+// combined stdout and stderr; it is bounded by ctx alone. Errors: a missing
+// program returns a *NotInstalledError; a non-zero exit "<name>: exit
+// status N"; ctx's deadline a *TimeoutError; a cancelled ctx its error
+// wrapped with the name.
 func (r *ExecRunner) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%s: not started: %w", name, err)
 	}
-	if r.stuck.busy(name) {
+	n, _ := r.stuck.LoadOrStore(name, new(atomic.Int32))
+	stuck := n.(*atomic.Int32)
+	if stuck.Load() > 0 {
 		return nil, fmt.Errorf("%s: not started: %w", name, ErrStuck)
 	}
-	timeout := cmp.Or(max(r.Timeout, 0), DefaultCommandTimeout)
+	var given time.Duration
+	if deadline, ok := ctx.Deadline(); ok {
+		given = time.Until(deadline).Round(time.Millisecond)
+	}
 	grace := cmp.Or(max(r.killGrace, 0), defaultKillGrace)
 	out := &tailBuffer{max: cmp.Or(max(r.MaxOutput, 0), DefaultMaxOutput)}
 
@@ -170,7 +182,6 @@ func (r *ExecRunner) Run(ctx context.Context, name string, args ...string) ([]by
 			return out.Bytes(), fmt.Errorf("%s: %w", name, err)
 		}
 		return out.Bytes(), nil
-	case <-time.After(timeout):
 	case <-ctx.Done():
 	}
 
@@ -181,12 +192,16 @@ func (r *ExecRunner) Run(ctx context.Context, name string, args ...string) ([]by
 	case <-done:
 	case <-time.After(grace):
 		abandoned = true
-		r.stuck.abandon(name, func() { <-done }) // counted until its Wait returns
+		stuck.Add(1)
+		go func() { // counted until its Wait returns
+			<-done
+			stuck.Add(-1)
+		}()
 	}
-	if err := ctx.Err(); err != nil {
+	if err := ctx.Err(); !errors.Is(err, context.DeadlineExceeded) {
 		return out.Bytes(), fmt.Errorf("%s: killed: %w", name, err)
 	}
-	return out.Bytes(), &TimeoutError{Name: name, After: timeout, Stuck: abandoned}
+	return out.Bytes(), &TimeoutError{Name: name, After: given, Stuck: abandoned}
 }
 
 // tailBuffer keeps the last max bytes written to it: the newest kernel

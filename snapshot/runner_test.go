@@ -44,24 +44,31 @@ func gone(pid int) bool {
 // loaded machine can take seconds to start a shell).
 const giveUp = 60 * time.Second
 
-// runUntilStarted runs script under r, doubling r.Timeout (up to 6.4 s)
-// while the run ends before the script has printed the PID of the
+// runWithin runs name under r with a context that ends after timeout, as
+// runJob bounds every diagnostic.
+func runWithin(r *ExecRunner, timeout time.Duration, name string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return r.Run(ctx, name, args...)
+}
+
+// runUntilStarted runs script under r, doubling its timeout from 100 ms (up
+// to 6.4 s) while the run ends before the script has printed the PID of the
 // grandchild it starts: on a loaded machine sh may not get that far in
 // 100 ms (the kill then takes the unstarted or unprinted grandchild with
 // the group), and such a run shows nothing about a started grandchild. It
-// returns that PID and the error of the run that printed it.
-func runUntilStarted(t *testing.T, r *ExecRunner, script string) (int, error) {
+// returns that PID, the timeout and the error of the run that printed it.
+func runUntilStarted(t *testing.T, r *ExecRunner, script string) (int, time.Duration, error) {
 	t.Helper()
-	for r.Timeout <= 6400*time.Millisecond {
-		out, err := r.Run(context.Background(), "sh", "-c", script)
+	for timeout := 100 * time.Millisecond; timeout <= 6400*time.Millisecond; timeout *= 2 {
+		out, err := runWithin(r, timeout, "sh", "-c", script)
 		if pid, perr := strconv.Atoi(strings.TrimSpace(string(out))); perr == nil {
-			return pid, err
+			return pid, timeout, err
 		}
-		t.Logf("timeout %v: no PID printed before the kill (%v); doubling it", r.Timeout, err)
-		r.Timeout *= 2
+		t.Logf("timeout %v: no PID printed before the kill (%v); doubling it", timeout, err)
 	}
 	t.Fatalf("the script never printed its grandchild's PID before its timeout")
-	return 0, nil
+	return 0, 0, nil
 }
 
 func TestExecRunnerTimeoutKillsGroup(t *testing.T) {
@@ -71,14 +78,16 @@ func TestExecRunnerTimeoutKillsGroup(t *testing.T) {
 	// the grandchild has closed the pipe (WaitDelay never comes first), so
 	// a run that is not stuck after a grace of giveUp shows, by state, that
 	// the kill took the grandchild with the group.
-	r := &ExecRunner{Timeout: 100 * time.Millisecond, killGrace: giveUp, waitDelay: time.Hour}
-	pid, err := runUntilStarted(t, r, "sleep 600 & echo $!; wait")
+	r := &ExecRunner{killGrace: giveUp, waitDelay: time.Hour}
+	pid, timeout, err := runUntilStarted(t, r, "sleep 600 & echo $!; wait")
 	var te *TimeoutError
 	if !errors.As(err, &te) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want a *TimeoutError", err)
 	}
-	if !strings.Contains(err.Error(), "timed out after "+r.Timeout.String()) {
-		t.Errorf("err = %q (timeout %v)", err, r.Timeout)
+	// The time it was given, from its start to the deadline: a moment less
+	// than the context's timeout.
+	if te.After > timeout || te.After < timeout/2 || !strings.Contains(err.Error(), "timed out after "+te.After.String()) {
+		t.Errorf("err = %q (timeout %v)", err, timeout)
 	}
 	if te.Stuck {
 		_ = syscall.Kill(pid, syscall.SIGKILL) // our own child's child
@@ -217,7 +226,7 @@ func TestExecRunnerOutput(t *testing.T) {
 func TestExecRunnerContextCanceled(t *testing.T) {
 	requireProgram(t, "sleep")
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &ExecRunner{Timeout: time.Minute}
+	r := &ExecRunner{}
 	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
 	start := time.Now()
 	_, err := r.Run(ctx, "sleep", "10")
@@ -232,25 +241,25 @@ func TestExecRunnerContextCanceled(t *testing.T) {
 	}
 }
 
-// runEscaping runs, under a runner from mk, a script whose grandchild
-// escapes into its own session (so the group kill misses it) and keeps the
-// output pipe open for 600 s. The grandchild writes its PID to a file once
-// it is in its own session; the script prints it only then, so a printed
-// PID means the grandchild escaped the kill. The timeout doubles (up to
+// runEscaping runs, under a runner from mk and a timeout, a script whose
+// grandchild escapes into its own session (so the group kill misses it)
+// and keeps the output pipe open for 600 s. The grandchild writes its PID
+// to a file once it is in its own session; the script prints it only then,
+// so a printed PID means the grandchild escaped the kill. The timeout doubles (up to
 // 6.4 s, a fresh runner each time: a try whose grandchild escaped after
 // the script was killed leaves its runner stuck) while a loaded machine
 // kills the script before that. It returns the runner, the grandchild's PID
 // (killed when the test ends) and the error of that run.
-func runEscaping(t *testing.T, mk func(timeout time.Duration) *ExecRunner) (*ExecRunner, int, error) {
+func runEscaping(t *testing.T, mk func() *ExecRunner) (*ExecRunner, int, error) {
 	t.Helper()
 	dir := t.TempDir()
 	for timeout := 100 * time.Millisecond; timeout <= 6400*time.Millisecond; timeout *= 2 {
-		r := mk(timeout)
+		r := mk()
 		pidFile := filepath.Join(dir, "pid-"+timeout.String())
 		t.Cleanup(func() { killFromFile(pidFile, 2*time.Second) })
 		script := "setsid sh -c 'echo $$ >" + pidFile + ".new && mv " + pidFile + ".new " + pidFile + " && exec sleep 600' & " +
 			"while [ ! -e " + pidFile + " ]; do sleep 0.01; done; cat " + pidFile + "; exec sleep 600"
-		out, err := r.Run(context.Background(), "sh", "-c", script)
+		out, err := runWithin(r, timeout, "sh", "-c", script)
 		if pid, perr := strconv.Atoi(strings.TrimSpace(string(out))); perr == nil {
 			return r, pid, err
 		}
@@ -283,14 +292,13 @@ func TestExecRunnerStuckNotRestarted(t *testing.T) {
 	// started again until it is reaped. WaitDelay is long: the run stays
 	// stuck until the test kills the grandchild.
 	requireProgram(t, "sh", "setsid", "sleep")
-	r, pid, err := runEscaping(t, func(timeout time.Duration) *ExecRunner {
-		return &ExecRunner{Timeout: timeout, killGrace: 50 * time.Millisecond, waitDelay: time.Hour}
+	r, pid, err := runEscaping(t, func() *ExecRunner {
+		return &ExecRunner{killGrace: 50 * time.Millisecond, waitDelay: time.Hour}
 	})
 	var te *TimeoutError
 	if !errors.As(err, &te) || !te.Stuck {
 		t.Fatalf("err = %v, want a stuck timeout", err)
 	}
-	r.Timeout = giveUp // the runs below must not time out on a loaded machine
 	if _, err := r.Run(context.Background(), "sh", "-c", "true"); !errors.Is(err, ErrStuck) {
 		t.Errorf("second run = %v, want ErrStuck", err)
 	}
@@ -307,14 +315,13 @@ func TestExecRunnerRecoversAfterWaitDelay(t *testing.T) {
 	// and the program may run again while the grandchild still lives.
 	requireProgram(t, "sh", "setsid", "sleep")
 	const waitDelay = 3 * time.Second // well past the 50 ms grace, even on a loaded machine
-	r, pid, err := runEscaping(t, func(timeout time.Duration) *ExecRunner {
-		return &ExecRunner{Timeout: timeout, killGrace: 50 * time.Millisecond, waitDelay: waitDelay}
+	r, pid, err := runEscaping(t, func() *ExecRunner {
+		return &ExecRunner{killGrace: 50 * time.Millisecond, waitDelay: waitDelay}
 	})
 	var te *TimeoutError
 	if !errors.As(err, &te) || !te.Stuck {
 		t.Fatalf("err = %v, want a stuck timeout (the grace is shorter than WaitDelay)", err)
 	}
-	r.Timeout = giveUp // the runs below must not time out on a loaded machine
 	runAgain(t, r)
 	if gone(pid) {
 		t.Fatalf("grandchild %d went: the run recovered by its exit, not by WaitDelay", pid)
