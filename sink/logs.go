@@ -276,10 +276,9 @@ func (l *LineLog) Close() error {
 		l.sync.timer = nil
 	}
 	files, dirNew := l.takeSyncLocked()
-	running := l.sync.running
 	l.mu.Unlock()
 	l.wg.Wait()
-	l.closeSync(files, dirNew, running)
+	l.closeSync(files, dirNew)
 	return err
 }
 

@@ -28,11 +28,6 @@ import (
 // defaultLineSyncEvery is the bound when NewLineLog is given none.
 const defaultLineSyncEvery = time.Second
 
-// closeLineSyncWait bounds how long Close waits for a sync already on the
-// disk before it syncs what is left itself. That last fsync is not bounded:
-// on a disk that never answers it blocks, as the CSV's Close does before it.
-const closeLineSyncWait = 200 * time.Millisecond
-
 // lineSync is a line log's durability state, under its mu.
 type lineSync struct {
 	every    time.Duration
@@ -41,7 +36,8 @@ type lineSync struct {
 	seen     os.FileInfo          // the last file written: another one is a new directory entry
 	dirNew   bool                 // the directory gained an entry since it was last synced
 	timer    *time.Timer          // armed while lines wait for their sync and none runs
-	running  chan struct{}        // closed when the sync on the disk ends; nil when none runs
+	running  bool                 // a sync is on the disk (syncDue's)
+	syncs    closeSyncs           // the syncs on the disk, which Close waits for within a bound
 	sync     func(*os.File) error // (*os.File).Sync; tests watch it
 	syncDir  func(string) error   // SyncDir; tests watch it
 }
@@ -75,7 +71,7 @@ func (l *LineLog) wroteLocked() {
 // when done) or the log is closed (Close syncs).
 func (l *LineLog) armSyncLocked() {
 	s := &l.sync
-	if s.timer == nil && s.running == nil && !l.closed {
+	if s.timer == nil && !s.running && !l.closed {
 		s.timer = time.AfterFunc(s.every, l.syncDue)
 	}
 }
@@ -99,15 +95,14 @@ func (l *LineLog) syncDue() {
 		return
 	}
 	files, dirNew := l.takeSyncLocked()
-	done := make(chan struct{})
-	l.sync.running = done
+	l.sync.running = true
+	l.sync.syncs.begin()
 	l.mu.Unlock()
 
 	l.syncFiles(files, dirNew)
 
 	l.mu.Lock()
-	l.sync.running = nil
-	close(done)
+	l.sync.running = false
 	if len(l.sync.unsynced) > 0 || l.sync.dirNew {
 		l.armSyncLocked()
 	}
@@ -115,19 +110,26 @@ func (l *LineLog) syncDue() {
 }
 
 // syncFiles fsyncs and closes files, then the directory when it gained an
-// entry. Failures are counted and the first logged.
+// entry; l.sync.syncs.begin was called for it. Failures are counted and the
+// first logged, unless Close gave up on it first (counted as abandoned).
 func (l *LineLog) syncFiles(files []*os.File, dirNew bool) {
+	var failed []*os.PathError
 	for _, f := range files {
 		if err := l.sync.sync(f); err != nil {
-			l.syncFailed(f.Name(), err)
+			failed = append(failed, &os.PathError{Op: "fsync", Path: f.Name(), Err: err})
 		}
 		f.Close()
 	}
 	if dirNew {
 		if err := l.sync.syncDir(filepath.Dir(l.path)); err != nil {
-			l.syncFailed(filepath.Dir(l.path), err)
+			failed = append(failed, &os.PathError{Op: "fsync", Path: filepath.Dir(l.path), Err: err})
 		}
 	}
+	l.sync.syncs.end(func() {
+		for _, e := range failed {
+			l.syncFailed(e.Path, e.Err)
+		}
+	})
 }
 
 // syncFailed counts a line log's failed sync (log_sync_errors) and logs the
@@ -140,16 +142,18 @@ func (l *LineLog) syncFailed(path string, err error) {
 	}
 }
 
-// closeSync is Close's last sync, after the last line: it waits a little
-// for a sync already on the disk, then syncs what is left.
-func (l *LineLog) closeSync(files []*os.File, dirNew bool, running chan struct{}) {
-	if running != nil {
-		t := time.NewTimer(closeLineSyncWait)
-		select {
-		case <-running:
-		case <-t.C:
-		}
-		t.Stop()
+// closeSync is Close's last sync, after the last line, on a goroutine of
+// its own: it and a sync already on the disk are waited for within
+// closeSyncBound; one still running then is abandoned, counted in
+// log_sync_errors and logged.
+func (l *LineLog) closeSync(files []*os.File, dirNew bool) {
+	if len(files) > 0 || dirNew {
+		l.sync.syncs.begin()
+		go l.syncFiles(files, dirNew)
 	}
-	l.syncFiles(files, dirNew)
+	if n := l.sync.syncs.wait(closeSyncBound); n > 0 {
+		l.counts.Add(lineSyncErrors, uint64(n))
+		l.log.Error("fsync of a log file still running at close (a stalled disk); abandoned so that the exit goes on: its last lines may not survive a power loss (counted in log_sync_errors)",
+			"path", l.path, "syncs", n, "waited", closeSyncBound)
+	}
 }

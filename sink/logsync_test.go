@@ -204,3 +204,33 @@ func TestLineLogSyncFailureCounted(t *testing.T) {
 		t.Errorf("failure logged %d times, want once:\n%s", n, logs.String())
 	}
 }
+
+// TestLineLogCloseAbandonsAStuckFsync: Close's last fsync is bounded: on a
+// disk that never answers, Close returns (the daemon's exit goes on), and
+// the abandoned fsync is counted in log_sync_errors, once, and logged.
+// Before, Close waited on it for as long as the disk did not answer.
+func TestLineLogCloseAbandonsAStuckFsync(t *testing.T) {
+	var logs testutil.LogBuf
+	reg := counters.New()
+	l := NewLineLog(t.TempDir(), "events.log", 1, 1, time.Hour, logs.Logger(), reg) // only Close syncs
+	w := watchSyncs(l)
+	hold := make(chan struct{})
+	defer close(hold)
+	w.hold = hold
+	if err := l.Line("time=1 type=Xid xid=79"); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan struct{})
+	go func() { l.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second): // a deadline for the test, far above the bound
+		t.Fatalf("Close still waits on an fsync that never returns after 30s (bound %v)", closeSyncBound)
+	}
+	if n := reg.Load(lineSyncErrors); n != 1 {
+		t.Errorf("log_sync_errors = %d, want 1 (the abandoned sync)", n)
+	}
+	if !strings.Contains(logs.String(), "abandoned") {
+		t.Errorf("the abandoned fsync is not logged:\n%s", logs.String())
+	}
+}
