@@ -148,6 +148,7 @@ func (l *LineLog) writeLocked(b []byte) error {
 			return err
 		}
 	}
+	l.followPathLocked()
 	n, err := l.w.Write(b)
 	if err == nil && n < len(b) {
 		err = io.ErrShortWrite

@@ -22,6 +22,9 @@ import (
 // last sync (fsync works on any descriptor of the inode), opened by path
 // right after the write, when the line is in the file at the path; a write
 // that finds another file there (a rotation, a SIGHUP reopen) opens one more.
+// A file renamed from outside (logrotate, before its SIGHUP) is let go of
+// before the next write (followPathLocked), so that lumberjack never writes
+// a file the log does not hold.
 // A file not seen before is a new directory entry: the directory is synced
 // too.
 
@@ -65,6 +68,21 @@ func (l *LineLog) wroteLocked() {
 		s.seen, s.dirNew = fi, true
 	}
 	l.armSyncLocked()
+}
+
+// followPathLocked closes the file lumberjack writes when the path no
+// longer names it, before a write: logrotate renamed it (and may have
+// created a new one) and has not sent its SIGHUP yet. The write then
+// reopens the path, as the SIGHUP would, and its line is in the file that
+// wroteLocked opens by path to sync. Left open, lumberjack wrote the
+// renamed file, which nothing synced, while wroteLocked counted a failed
+// sync for the missing path or synced the new, empty file.
+func (l *LineLog) followPathLocked() {
+	if s := l.sync.seen; s != nil {
+		if fi, err := os.Lstat(l.path); err != nil || !os.SameFile(fi, s) {
+			l.w.Close() // lumberjack buffers nothing; the write reopens, or fails and keeps its line
+		}
+	}
 }
 
 // armSyncLocked arms the timer unless it is armed, a sync runs (it arms it
