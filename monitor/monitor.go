@@ -60,7 +60,7 @@ type Monitor struct {
 	kclock   *kernelClock
 	runState runstate.Saver
 	procs    procParts
-	journal  dropQueue[journalEntry] // events.log lines for the journal (Config.Journal)
+	journal  journalForwarder // events.log lines for the journal (Config.Journal)
 	states   hostStates
 
 	enumerating atomic.Bool // a GPU enumeration is inside the driver
