@@ -21,8 +21,9 @@ func (m *Monitor) saveBoard(b *board.Board, who slog.Attr) {
 // Save that met another write in progress leaves it to the next
 // judgement, and none comes after the loop stops), waiting at most d for a
 // write stuck on a stalled disk. A board still not written then, or whose
-// write failed, is counted and logged.
-func (m *Monitor) saveBoardsAtExit(d time.Duration) {
+// write failed, is counted and logged. save is (*board.Board).Save (a
+// test's is slow).
+func (m *Monitor) saveBoardsAtExit(d time.Duration, save func(*board.Board) error) {
 	listed, done := make(chan []*board.Board, 1), make(chan []error, 1)
 	go func() {
 		var bs []*board.Board
@@ -48,7 +49,7 @@ func (m *Monitor) saveBoardsAtExit(d time.Duration) {
 			busy = false
 			for i, b := range bs {
 				if errs[i] == nil && b.Pending() {
-					errs[i] = b.Save()
+					errs[i] = save(b)
 					busy = busy || errs[i] == nil && b.Pending() // another write, maybe stuck, has the file
 				}
 			}

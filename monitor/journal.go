@@ -96,13 +96,37 @@ func (m *Monitor) queueJournal(line string) {
 	}
 }
 
+// journalForwarder is the journal's queue and the line its forwarder is
+// sending: one a stuck journal call still holds at shutdown is counted
+// too (journal_drops), as what is still queued is.
+type journalForwarder struct {
+	dropQueue[journalEntry]
+	mu      sync.Mutex
+	sending bool // a line is in a journal call, not counted yet
+	gaveUp  bool // stopJournal stopped waiting: lines are counted, not sent
+}
+
 // runJournal sends the queued lines until stop is closed, then what is
 // still queued. It runs until events.log is closed (stopJournal), not
 // with the listeners: the lines shutdown writes (the fans handed back,
 // what the burst limits held) reach the journal too.
 func (m *Monitor) runJournal(stop <-chan struct{}) {
-	m.journal.serve(stop, func(e journalEntry) {
-		if err := m.cfg.Journal(e.message, e.priority, e.fields); err != nil {
+	q := &m.journal
+	q.serve(stop, func(e journalEntry) {
+		q.mu.Lock()
+		if q.gaveUp {
+			q.mu.Unlock()
+			lose(m.reg, m.log, journalDrops, "an events.log line the journal did not take by shutdown")
+			return
+		}
+		q.sending = true
+		q.mu.Unlock()
+		err := m.cfg.Journal(e.message, e.priority, e.fields)
+		q.mu.Lock()
+		counted := !q.sending // by stopJournal, which gave up on this call
+		q.sending = false
+		q.mu.Unlock()
+		if err != nil && !counted {
 			lose(m.reg, m.log, journalDrops, "an events.log line the journal refused", slog.String("error", err.Error()))
 		}
 	})
@@ -110,13 +134,23 @@ func (m *Monitor) runJournal(stop <-chan struct{}) {
 
 // stopJournal stops runJournal (in wg) once events.log is closed: it sends
 // what is queued, waited for at most journalDrain; what it has not taken
-// by then is counted in journal_drops, as is any line written after.
+// by then, and the line a stuck journal call holds, are counted in
+// journal_drops, as is any line written after.
 func (m *Monitor) stopJournal(stop chan struct{}, wg *sync.WaitGroup) {
-	m.journal.close()
+	q := &m.journal
+	q.close()
 	close(stop)
-	if !waitBounded(wg, journalDrain) {
-		m.journal.drain(func(journalEntry) {
-			lose(m.reg, m.log, journalDrops, "an events.log line the journal did not take by shutdown")
-		})
+	if waitBounded(wg, journalDrain) {
+		return
 	}
+	q.mu.Lock()
+	held := q.sending
+	q.sending, q.gaveUp = false, true
+	q.mu.Unlock()
+	if held {
+		lose(m.reg, m.log, journalDrops, "an events.log line a stuck journal call held at shutdown")
+	}
+	q.drain(func(journalEntry) {
+		lose(m.reg, m.log, journalDrops, "an events.log line the journal did not take by shutdown")
+	})
 }

@@ -1,6 +1,8 @@
 package monitor
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -160,4 +162,39 @@ func TestJournalStuckAtShutdownCountsWhatItDidNotTake(t *testing.T) {
 			t.Errorf("shutdown took %v with the journal stuck", stopping)
 		}
 	})
+}
+
+// TestJournalLineHeldAtShutdownCounted: the line a stuck journal call
+// holds when shutdown stops waiting for it is counted in journal_drops
+// with the ones still queued: every events.log line is either in the
+// journal by shutdown or counted then (the final summary holds it), once:
+// the call that comes back later, taken or refused, adds nothing. Before,
+// the held line was not counted by shutdown, and never when the call came
+// back without an error.
+func TestJournalLineHeldAtShutdownCounted(t *testing.T) {
+	for _, back := range []error{nil, errors.New("journal gone")} {
+		t.Run(fmt.Sprintf("comes back with %v", back), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				release := make(chan struct{})
+				r := newRig(t, 1, func(c *Config) {
+					c.Journal = func(string, int, map[string]string) error { <-release; return back }
+				})
+				r.run(time.Second, func() {
+					time.Sleep(300 * time.Millisecond)
+					for i := range 3 {
+						r.m.onEvent(reading.Event{Time: time.Now(), GPU: 0, Kind: reading.EventPState, Source: reading.SourceNVML, Data: uint64(i)})
+					}
+				})
+				lines := uint64(strings.Count(r.eventsLog(), "\n"))
+				if d := r.counted("journal_drops"); d != lines {
+					t.Errorf("journal_drops %d at shutdown, want %d: none of the events.log lines reached the journal:\n%s", d, lines, r.eventsLog())
+				}
+				close(release) // the stuck call comes back after shutdown counted its line
+				synctest.Wait()
+				if d := r.counted("journal_drops"); d != lines {
+					t.Errorf("journal_drops %d once the stuck call came back, want still %d", d, lines)
+				}
+			})
+		})
+	}
 }

@@ -60,7 +60,7 @@ type Monitor struct {
 	kclock   *kernelClock
 	runState runstate.Saver
 	procs    procParts
-	journal  dropQueue[journalEntry] // events.log lines for the journal (Config.Journal)
+	journal  journalForwarder // events.log lines for the journal (Config.Journal)
 	states   hostStates
 
 	enumerating atomic.Bool // a GPU enumeration is inside the driver
@@ -300,7 +300,7 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	for _, gs := range m.gpus {
 		gs.closeXids() // no row follows now: their flags are lost, counted
 	}
-	m.saveBoardsAtExit(2 * time.Second) // no judgement follows now to write what a busy write left
+	m.saveBoardsAtExit(2*time.Second, (*board.Board).Save) // no judgement follows now to write what a busy write left
 	// The side queue is run or dropped before the snapshot writer closes:
 	// a crash snapshot queued behind its rows was handed over or reported
 	// lost; a request handed after Close is refused.

@@ -88,7 +88,7 @@ func TestBoardsAtExitBoundedByAStuckWorker(t *testing.T) {
 	gs := r.m.gpus[0]
 	gs.repair.mu.Lock() // the stuck worker
 	start := time.Now()
-	r.m.saveBoardsAtExit(200 * time.Millisecond)
+	r.m.saveBoardsAtExit(200*time.Millisecond, (*board.Board).Save)
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("took %v, bound 200ms", d)
 	}
@@ -96,4 +96,55 @@ func TestBoardsAtExitBoundedByAStuckWorker(t *testing.T) {
 		t.Errorf("board_state_write_failures %d, want 1", n)
 	}
 	gs.repair.mu.Unlock()
+}
+
+// The writing of the boards at exit is bounded when a board's write itself
+// is slow (a stalled disk): each board whose copy is still not on disk
+// then is counted, one by one, and the write that comes back later still
+// lands. A bound that is not kept deadlocks the bubble (the test fails; it
+// does not hang).
+func TestBoardsAtExitBoundedByASlowWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 2, nil)
+		now := time.Now()
+		var paths []string
+		xid79 := func(rp repairEvents) { rp.Xid(xid.ExplainDetail(79, reading.XidDetail{}), now) }
+		for _, gs := range r.m.gpus { // a copy not on disk: its write failed
+			gs.judgeAction(now, true, xid79) // the board's file written
+			p, _ := board.Path(r.dir, gs.g.Info().UUID)
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Join(p, "x"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			gs.judgeAction(now, true, xid79)
+			paths = append(paths, p)
+		}
+		failed := r.counted("board_state_write_failures")
+		if failed != 2 {
+			t.Fatalf("board_state_write_failures %d before the exit, want 2", failed)
+		}
+		for _, p := range paths {
+			if err := os.RemoveAll(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stalled := make(chan struct{})
+		start := time.Now()
+		r.m.saveBoardsAtExit(2*time.Second, func(b *board.Board) error { <-stalled; return b.Save() })
+		if d := time.Since(start); d != 2*time.Second { // the bubble's clock: exact
+			t.Errorf("saveBoardsAtExit returned after %v, want its bound, 2s", d)
+		}
+		if n := r.counted("board_state_write_failures") - failed; n != 2 {
+			t.Errorf("board_state_write_failures +%d at exit, want +2 (each board not written by the bound)", n)
+		}
+		close(stalled) // the disk answers again
+		synctest.Wait()
+		for _, gs := range r.m.gpus {
+			if h, err := board.Read(r.dir, gs.g.Info().UUID); err != nil || h.Boot(r.m.repairBoot()).Classes["xid79"].Count != 2 {
+				t.Errorf("GPU %d: the late write did not land: %+v, %v", gs.idx, h, err)
+			}
+		}
+	})
 }

@@ -117,9 +117,10 @@ type CSV struct {
 	newEntry     atomic.Bool
 	dirErrLogged atomic.Bool
 
-	// leaving counts the parts let go of (leave) whose fsync and close
-	// still run on goroutines of their own: Close waits for them.
-	leaving sync.WaitGroup
+	// leaving counts the files let go of (leave: a part, or every open
+	// file at Close) whose fsync and close still run on goroutines of their
+	// own: Close waits for them, within a bound.
+	leaving closeSyncs
 
 	stop    chan struct{}
 	done    chan struct{}
@@ -349,8 +350,10 @@ func (c *CSV) Stats() Stats {
 }
 
 // Close stops the background work, fsyncs and closes every file, and waits
-// for the fsync and close of the parts let go of before (leave). Pending
-// compressions are abandoned (they are picked up at the next start).
+// for the fsync and close of the parts let go of before (leave), within
+// closeSyncBound; an fsync still running then is abandoned, counted and
+// logged, and returned as the error. Pending compressions are abandoned
+// (they are picked up at the next start).
 func (c *CSV) Close() error {
 	c.closeMu.Lock()
 	if c.closed {
@@ -372,31 +375,29 @@ func (c *CSV) Close() error {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	var errs []error
+	// Every open file is synced and closed on a goroutine of its own, as a
+	// part let go of before is (a new column set, midnight): its rows are
+	// on the disk, and its fsync's outcome in sync_errors, before Close
+	// returns, unless the disk does not answer within closeSyncBound.
 	for _, i := range c.order {
 		gf := c.files[i]
 		gf.mu.Lock()
 		if gf.f != nil {
-			if err := gf.f.Sync(); err != nil {
-				c.syncFailed(i, gf.path, err)
-				errs = append(errs, fmt.Errorf("fsync csv for gpu %d: %w", i, err))
-			}
-			if err := gf.f.Close(); err != nil {
-				errs = append(errs, err)
-			}
-			gf.f, gf.osf = nil, nil
-			c.released(gf.path)
+			c.leave(gf, false)
 		}
 		gf.mu.Unlock()
 	}
-	// A part let go of just before (a new column set, midnight) is synced
-	// on its own goroutine: its rows are on the disk, and its fsync's
-	// outcome in sync_errors, before Close returns.
-	c.leaving.Wait()
+	var err error
+	if n := c.leaving.wait(closeSyncBound); n > 0 {
+		c.counts.Add(syncErrors, uint64(n))
+		err = fmt.Errorf("fsync of %d CSV files still running after %v at close (a stalled disk): abandoned, counted in sync_errors", n, closeSyncBound)
+		c.log.Error("fsync of CSV files still running at close (a stalled disk); abandoned so that the exit goes on: their last rows may not survive a power loss (counted in sync_errors)",
+			"files", n, "waited", closeSyncBound)
+	}
 	if c.gz != nil {
 		c.gz.close()
 	}
-	return errors.Join(errs...)
+	return err
 }
 
 // background hands dirty files to the sync thread every FsyncEvery (or at

@@ -198,14 +198,17 @@ func (c *CSV) leave(gf *gpuFile, finished bool) {
 	if finished {
 		c.log.Info("CSV day finished", "gpu", gf.index, "path", path)
 	}
-	c.leaving.Add(1)
+	c.leaving.begin()
 	go func() {
-		defer c.leaving.Done()
-		if err := f.Sync(); err != nil {
-			c.syncFailed(gf.index, path, err)
-		}
-		if err := f.Close(); err != nil {
-			c.syncFailed(gf.index, path, err)
+		serr, cerr := f.Sync(), f.Close()
+		if !c.leaving.end(func() {
+			for _, err := range []error{serr, cerr} {
+				if err != nil {
+					c.syncFailed(gf.index, path, err)
+				}
+			}
+		}) {
+			return // Close gave up on it, and counted it; the compressor is closed
 		}
 		c.released(path)
 		if !finished {

@@ -148,6 +148,7 @@ func (l *LineLog) writeLocked(b []byte) error {
 			return err
 		}
 	}
+	l.followPathLocked()
 	n, err := l.w.Write(b)
 	if err == nil && n < len(b) {
 		err = io.ErrShortWrite
@@ -276,10 +277,9 @@ func (l *LineLog) Close() error {
 		l.sync.timer = nil
 	}
 	files, dirNew := l.takeSyncLocked()
-	running := l.sync.running
 	l.mu.Unlock()
 	l.wg.Wait()
-	l.closeSync(files, dirNew, running)
+	l.closeSync(files, dirNew)
 	return err
 }
 

@@ -22,16 +22,14 @@ import (
 // last sync (fsync works on any descriptor of the inode), opened by path
 // right after the write, when the line is in the file at the path; a write
 // that finds another file there (a rotation, a SIGHUP reopen) opens one more.
+// A file renamed from outside (logrotate, before its SIGHUP) is let go of
+// before the next write (followPathLocked), so that lumberjack never writes
+// a file the log does not hold.
 // A file not seen before is a new directory entry: the directory is synced
 // too.
 
 // defaultLineSyncEvery is the bound when NewLineLog is given none.
 const defaultLineSyncEvery = time.Second
-
-// closeLineSyncWait bounds how long Close waits for a sync already on the
-// disk before it syncs what is left itself. That last fsync is not bounded:
-// on a disk that never answers it blocks, as the CSV's Close does before it.
-const closeLineSyncWait = 200 * time.Millisecond
 
 // lineSync is a line log's durability state, under its mu.
 type lineSync struct {
@@ -41,7 +39,8 @@ type lineSync struct {
 	seen     os.FileInfo          // the last file written: another one is a new directory entry
 	dirNew   bool                 // the directory gained an entry since it was last synced
 	timer    *time.Timer          // armed while lines wait for their sync and none runs
-	running  chan struct{}        // closed when the sync on the disk ends; nil when none runs
+	running  bool                 // a sync is on the disk (syncDue's)
+	syncs    closeSyncs           // the syncs on the disk, which Close waits for within a bound
 	sync     func(*os.File) error // (*os.File).Sync; tests watch it
 	syncDir  func(string) error   // SyncDir; tests watch it
 }
@@ -71,11 +70,26 @@ func (l *LineLog) wroteLocked() {
 	l.armSyncLocked()
 }
 
+// followPathLocked closes the file lumberjack writes when the path no
+// longer names it, before a write: logrotate renamed it (and may have
+// created a new one) and has not sent its SIGHUP yet. The write then
+// reopens the path, as the SIGHUP would, and its line is in the file that
+// wroteLocked opens by path to sync. Left open, lumberjack wrote the
+// renamed file, which nothing synced, while wroteLocked counted a failed
+// sync for the missing path or synced the new, empty file.
+func (l *LineLog) followPathLocked() {
+	if s := l.sync.seen; s != nil {
+		if fi, err := os.Lstat(l.path); err != nil || !os.SameFile(fi, s) {
+			l.w.Close() // lumberjack buffers nothing; the write reopens, or fails and keeps its line
+		}
+	}
+}
+
 // armSyncLocked arms the timer unless it is armed, a sync runs (it arms it
 // when done) or the log is closed (Close syncs).
 func (l *LineLog) armSyncLocked() {
 	s := &l.sync
-	if s.timer == nil && s.running == nil && !l.closed {
+	if s.timer == nil && !s.running && !l.closed {
 		s.timer = time.AfterFunc(s.every, l.syncDue)
 	}
 }
@@ -99,15 +113,14 @@ func (l *LineLog) syncDue() {
 		return
 	}
 	files, dirNew := l.takeSyncLocked()
-	done := make(chan struct{})
-	l.sync.running = done
+	l.sync.running = true
+	l.sync.syncs.begin()
 	l.mu.Unlock()
 
 	l.syncFiles(files, dirNew)
 
 	l.mu.Lock()
-	l.sync.running = nil
-	close(done)
+	l.sync.running = false
 	if len(l.sync.unsynced) > 0 || l.sync.dirNew {
 		l.armSyncLocked()
 	}
@@ -115,19 +128,26 @@ func (l *LineLog) syncDue() {
 }
 
 // syncFiles fsyncs and closes files, then the directory when it gained an
-// entry. Failures are counted and the first logged.
+// entry; l.sync.syncs.begin was called for it. Failures are counted and the
+// first logged, unless Close gave up on it first (counted as abandoned).
 func (l *LineLog) syncFiles(files []*os.File, dirNew bool) {
+	var failed []*os.PathError
 	for _, f := range files {
 		if err := l.sync.sync(f); err != nil {
-			l.syncFailed(f.Name(), err)
+			failed = append(failed, &os.PathError{Op: "fsync", Path: f.Name(), Err: err})
 		}
 		f.Close()
 	}
 	if dirNew {
 		if err := l.sync.syncDir(filepath.Dir(l.path)); err != nil {
-			l.syncFailed(filepath.Dir(l.path), err)
+			failed = append(failed, &os.PathError{Op: "fsync", Path: filepath.Dir(l.path), Err: err})
 		}
 	}
+	l.sync.syncs.end(func() {
+		for _, e := range failed {
+			l.syncFailed(e.Path, e.Err)
+		}
+	})
 }
 
 // syncFailed counts a line log's failed sync (log_sync_errors) and logs the
@@ -140,16 +160,18 @@ func (l *LineLog) syncFailed(path string, err error) {
 	}
 }
 
-// closeSync is Close's last sync, after the last line: it waits a little
-// for a sync already on the disk, then syncs what is left.
-func (l *LineLog) closeSync(files []*os.File, dirNew bool, running chan struct{}) {
-	if running != nil {
-		t := time.NewTimer(closeLineSyncWait)
-		select {
-		case <-running:
-		case <-t.C:
-		}
-		t.Stop()
+// closeSync is Close's last sync, after the last line, on a goroutine of
+// its own: it and a sync already on the disk are waited for within
+// closeSyncBound; one still running then is abandoned, counted in
+// log_sync_errors and logged.
+func (l *LineLog) closeSync(files []*os.File, dirNew bool) {
+	if len(files) > 0 || dirNew {
+		l.sync.syncs.begin()
+		go l.syncFiles(files, dirNew)
 	}
-	l.syncFiles(files, dirNew)
+	if n := l.sync.syncs.wait(closeSyncBound); n > 0 {
+		l.counts.Add(lineSyncErrors, uint64(n))
+		l.log.Error("fsync of a log file still running at close (a stalled disk); abandoned so that the exit goes on: its last lines may not survive a power loss (counted in log_sync_errors)",
+			"path", l.path, "syncs", n, "waited", closeSyncBound)
+	}
 }

@@ -204,3 +204,106 @@ func TestLineLogSyncFailureCounted(t *testing.T) {
 		t.Errorf("failure logged %d times, want once:\n%s", n, logs.String())
 	}
 }
+
+// TestLineLogCloseAbandonsAStuckFsync: Close's last fsync is bounded: on a
+// disk that never answers, Close returns (the daemon's exit goes on), and
+// the abandoned fsync is counted in log_sync_errors, once, and logged.
+// Before, Close waited on it for as long as the disk did not answer.
+func TestLineLogCloseAbandonsAStuckFsync(t *testing.T) {
+	var logs testutil.LogBuf
+	reg := counters.New()
+	l := NewLineLog(t.TempDir(), "events.log", 1, 1, time.Hour, logs.Logger(), reg) // only Close syncs
+	w := watchSyncs(l)
+	hold := make(chan struct{})
+	defer close(hold)
+	w.hold = hold
+	if err := l.Line("time=1 type=Xid xid=79"); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan struct{})
+	go func() { l.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second): // a deadline for the test, far above the bound
+		t.Fatalf("Close still waits on an fsync that never returns after 30s (bound %v)", closeSyncBound)
+	}
+	if n := reg.Load(lineSyncErrors); n != 1 {
+		t.Errorf("log_sync_errors = %d, want 1 (the abandoned sync)", n)
+	}
+	if !strings.Contains(logs.String(), "abandoned") {
+		t.Errorf("the abandoned fsync is not logged:\n%s", logs.String())
+	}
+}
+
+// TestLineLogRenamedBeforeSIGHUP: logrotate renames events.log (and may
+// create a new one) before it sends SIGHUP. The lines written in between
+// are each in one of the two files, whole and once, and every file
+// holding one of them is fsynced; no failed sync is counted. Before,
+// lumberjack kept writing the renamed file while the sync opened the path:
+// no file there was a false log_sync_errors, a new one was synced instead,
+// and the renamed file's new lines were never fsynced.
+func TestLineLogRenamedBeforeSIGHUP(t *testing.T) {
+	for _, create := range []bool{false, true} {
+		t.Run(map[bool]string{false: "renamed", true: "renamed and created"}[create], func(t *testing.T) {
+			dir := t.TempDir()
+			reg := counters.New()
+			l := NewLineLog(dir, "events.log", 1, 1, 10*time.Millisecond, nil, reg)
+			w := watchSyncs(l)
+			if err := l.Line("time=1 before"); err != nil {
+				t.Fatal(err)
+			}
+			if !testutil.WaitUntil(10*time.Second, func() bool { f, _ := w.synced(t, l.Path()); return f && !syncArmed(l) }) {
+				t.Fatal("the first line not fsynced within 10s of a 10ms bound")
+			}
+			w.mu.Lock()
+			w.files, w.dirs = nil, nil // from here on
+			w.mu.Unlock()
+			old := l.Path() + ".1"
+			if err := os.Rename(l.Path(), old); err != nil {
+				t.Fatal(err)
+			}
+			if create {
+				if err := os.WriteFile(l.Path(), nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			lines := []string{"time=2 renamed", "time=3 renamed"}
+			for _, s := range lines {
+				if err := l.Line(s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := l.Reopen(); err != nil { // the SIGHUP
+				t.Fatal(err)
+			}
+			lines = append(lines, "time=4 reopened")
+			if err := l.Line(lines[2]); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
+				t.Fatal(err)
+			}
+			var both string
+			for _, p := range []string{old, l.Path()} {
+				b, err := os.ReadFile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				both += string(b)
+				if f, _ := w.synced(t, p); strings.Contains(string(b), "time=2") || strings.Contains(string(b), "time=4") {
+					if !f {
+						t.Errorf("%s holds lines written after the rename but was not fsynced:\n%s", filepath.Base(p), b)
+					}
+				}
+			}
+			for _, s := range append(lines, "time=1 before") {
+				if n := strings.Count(both, s+"\n"); n != 1 {
+					t.Errorf("line %q is %d times in the two files, want once:\n%s", s, n, both)
+				}
+			}
+			if n := reg.Load(lineSyncErrors); n != 0 {
+				t.Errorf("log_sync_errors = %d, want 0 (no sync failed)", n)
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 )
 
 // checkTable fails unless every line of lines has the field count of its
@@ -286,5 +287,51 @@ func TestCSVCloseWaitsForALeftPart(t *testing.T) {
 	}
 	if got := c.Stats().SyncErrors; got != 1 {
 		t.Errorf("sync_errors after Close: %d, want 1 (the left part's failed fsync)", got)
+	}
+}
+
+// stuckSyncFile is a file on a disk that stopped answering: its fsync
+// returns only once release is closed.
+type stuckSyncFile struct {
+	*os.File
+	release chan struct{}
+}
+
+func (f stuckSyncFile) Sync() error {
+	<-f.release
+	return f.File.Sync()
+}
+
+// TestCSVCloseAbandonsAStuckFsync: Close's last fsync of an open file is
+// bounded: on a disk that never answers, Close returns (the daemon's exit
+// goes on: the summary, nvmlShutdown), and the abandoned fsync is counted
+// in sync_errors, logged, and returned. Before, Close waited on it for as
+// long as the disk did not answer, until systemd killed the daemon.
+func TestCSVCloseAbandonsAStuckFsync(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	var logs testutil.LogBuf
+	c := newTestCSV(t, t.TempDir(), CSVConfig{Logger: logs.Logger(),
+		wrap: func(f *os.File) file { return stuckSyncFile{File: f, release: release} }})
+	s := fullSample()
+	if err := c.Write(&s); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	var err error
+	select {
+	case err = <-closed:
+	case <-time.After(30 * time.Second): // a deadline for the test, far above the bound
+		t.Fatalf("Close still waits on an fsync that never returns after 30s (bound %v)", closeSyncBound)
+	}
+	if err == nil {
+		t.Error("Close returned no error with an fsync abandoned")
+	}
+	if got := c.Stats().SyncErrors; got != 1 {
+		t.Errorf("sync_errors after Close abandoned an fsync: %d, want 1", got)
+	}
+	if !strings.Contains(logs.String(), "abandoned") {
+		t.Errorf("the abandoned fsync is not logged:\n%s", logs.String())
 	}
 }
