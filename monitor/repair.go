@@ -198,7 +198,7 @@ func (gs *gpuState) startRepair() {
 	m, rs, uuid := gs.m, &gs.repair, gs.g.Info().UUID
 	if uuid == "" {
 		if rs.b == nil {
-			rs.b = board.New(m.cfg.LogDir, m.repairBoot(), m.cfg.InspectAfter, action.History{})
+			rs.b = m.newBoard(action.History{})
 		}
 		return
 	}
@@ -231,6 +231,18 @@ func (m *Monitor) openBoard(uuid string, log *slog.Logger) *board.Board {
 		m.reg.Add(boardStateSetAside, 1)
 		log.Warn("the board's repair history does not read; set aside, starting a new one", "uuid", uuid, "error", err, "set_aside", to, "set_aside_error", aerr)
 		h = action.History{UUID: uuid}
+	}
+	return m.newBoard(h)
+}
+
+// newBoard is the board of history h (zero: a board not identified yet,
+// which has none) judged in this run's boot (repairBoot). A board's history
+// started without the kernel's boot id is counted (repair_boots_unknown):
+// once a board, when it is read; a GPU judged before its UUID is known has
+// no history yet, and its board's is counted once the UUID is.
+func (m *Monitor) newBoard(h action.History) *board.Board {
+	if m.ident.BootID == "" && h.UUID != "" {
+		lose(m.reg, m.log, bootUnknown, "the boot a board's history counts this run in (no boot id)")
 	}
 	return board.New(m.cfg.LogDir, m.repairBoot(), m.cfg.InspectAfter, h)
 }
@@ -309,15 +321,11 @@ func (ee *earlyEvents) replay(r repairEvents) {
 }
 
 // repairBoot is the boot the boards' histories count this run in: the
-// kernel's boot id. Without one, this run is a boot of its own (counted):
-// runs without an id are never merged into one boot, which would stop the
-// escalation across boots.
+// kernel's boot id. Without one, this run is a boot of its own (counted,
+// newBoard): runs without an id are never merged into one boot, which
+// would stop the escalation across boots.
 func (m *Monitor) repairBoot() string {
-	if m.ident.BootID != "" {
-		return m.ident.BootID
-	}
-	lose(m.reg, m.log, bootUnknown, "the boot a board's history counts this run in (no boot id)")
-	return "unknown-" + m.start.UTC().Format("20060102T150405.000000000Z")
+	return cmp.Or(m.ident.BootID, "unknown-"+m.start.UTC().Format("20060102T150405.000000000Z"))
 }
 
 // wake takes the GPU's own report (r.Wake: an Xid with its detail d, a
@@ -514,7 +522,7 @@ func (m *Monitor) missingFromState() (texts []string) {
 		if err != nil {
 			continue // not a board's (a link, another name): openBoard says why when the board is judged
 		}
-		mb := board.NewMissing(board.New(m.cfg.LogDir, m.repairBoot(), m.cfg.InspectAfter, h), -1, m.start)
+		mb := board.NewMissing(m.newBoard(h), -1, m.start)
 		if !mb.Action.Action.Drains() {
 			continue
 		}

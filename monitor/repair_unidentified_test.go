@@ -74,3 +74,31 @@ func TestRepairActionOfAGPUStuckAtStart(t *testing.T) {
 		}
 	})
 }
+
+// Without the kernel's boot id, repair_boots_unknown counts the boards'
+// histories started in this run's boot of its own: once a board. A GPU
+// stuck at start is judged without a history until its UUID is known, and
+// its board's is counted then, once, as the other GPU's is.
+func TestBootsUnknownCountedOncePerBoard(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hostRoot := t.TempDir() // no boot id under it
+		fakeNvidiaDriver(t, hostRoot)
+		lib := fakeLib(2)
+		answer := lib.Devs[1].Block("GetName", nil)
+		t.Cleanup(answer)
+		r := newRigOn(t, lib, func(c *Config) { c.HostRoot = hostRoot })
+		if r.m.ident.BootID != "" {
+			t.Fatalf("the rig has a boot id %q", r.m.ident.BootID)
+		}
+		r.run(5*time.Second, func() {
+			time.Sleep(3 * time.Second)
+			answer()
+		})
+		if !strings.Contains(r.logs.String(), "its static facts are known now") {
+			t.Fatalf("GPU 1 did not answer within the run:\n%s", r.logs)
+		}
+		if n := r.counted("repair_boots_unknown"); n != 2 {
+			t.Errorf("repair_boots_unknown %d, want 2: one for each board", n)
+		}
+	})
+}
