@@ -179,9 +179,19 @@ func NewRepair(boot string, inspectAfter int, h action.History) *Repair {
 // already goes on from an earlier run of the logger in this boot (its
 // count and any acknowledgement stand, as NewRepair takes it up); the
 // others began in this run and are counted. Xid classes are not taken:
-// their events are given to r again (Xid). The history is then to be
-// written.
+// their events are given to r again (Xid). The acknowledgements made of
+// early (by the GPU's index) are the board's: each class as of when it was
+// acknowledged. The history is then to be written.
 func (r *Repair) Absorb(early *Repair) {
+	if a := early.hist.Ack; a != nil { // made in this run: later than any in the board's history
+		r.hist.Acknowledge(*a)
+		for class, at := range early.hist.Acked { // an earlier ack's classes at their own time
+			if at.After(r.hist.Acked[class]) {
+				r.hist.Acked[class] = at
+			}
+		}
+		r.dirty = true
+	}
 	eb := early.hist.Boot(early.boot)
 	if b := r.hist.Boot(r.boot); eb.Answered && !b.Answered { // it came back in this boot before its UUID was read
 		b.Answered, r.dirty = true, true

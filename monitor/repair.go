@@ -360,8 +360,8 @@ type AckResult struct {
 }
 
 // Ack acknowledges the current action of the GPU sel names (its index, its
-// UUID or the start of it) as an operator (by) does with `gpu-telemetry
-// ack`: want must be that action (the operator says what they are
+// UUID or the start of it; a GPU whose UUID is not known yet, by its
+// index) as an operator (by) does with `gpu-telemetry ack`: want must be that action (the operator says what they are
 // clearing: a GPU whose action changed since they looked is refused). It
 // writes the ACK line and the board's state file; the action returns to
 // none, or watch while a condition still holds, until a new event. A board
@@ -406,10 +406,9 @@ func (m *Monitor) Ack(sel string, want action.Action, note, by string) (AckResul
 	rs := &gs.repair
 	rs.mu.Lock()
 	now = rs.judged // it acknowledges what was judged last
-	if rs.b == nil || rs.b.UUID() == "" {
-		rs.mu.Unlock()
-		return AckResult{}, fmt.Errorf("GPU %d: its UUID is not known yet", gs.idx)
-	}
+	// A GPU whose UUID is not known yet (stuck at start) is acknowledged by
+	// its index, in its judge without a history: its board's history takes
+	// the ack once the UUID is known (startRepair: Absorb).
 	rec, err := rs.b.Ack("GPU "+strconv.Itoa(gs.idx), rs.cur, want, now, by, note)
 	rs.mu.Unlock()
 	if err != nil {
