@@ -47,6 +47,11 @@ type Cause struct {
 	Class  string
 	Action action.Action
 	Text   string
+	// Since is when the condition began, where its source says (a hang:
+	// its stuck sample's start); zero: not said. One after the last
+	// Judge is a new occurrence of its class, even when the class was
+	// active then (a hang that ended and another that began in between).
+	Since time.Time
 }
 
 // RepairInput is a GPU's current state as the repair action weighs it.
@@ -69,15 +74,19 @@ func Causes(in RepairInput) []Cause {
 	add := func(class string, a action.Action, text string) {
 		out = append(out, Cause{Class: class, Action: a, Text: text})
 	}
+	hung := func(a action.Action, text string) {
+		add("hung", a, text)
+		out[len(out)-1].Since = in.HungSince
+	}
 	switch {
 	case in.Missing:
 		add(missingClass, action.Reboot, "the board is not enumerated")
 	case in.Lost:
 		add("lost", action.Reboot, "the driver reports the GPU lost") // NVML_ERROR_GPU_IS_LOST: only a reboot brings it back
 	case !in.HungSince.IsZero() && in.Now.Sub(in.HungSince) >= HungReboot:
-		add("hung", action.Reboot, "an NVML call stuck for "+in.Now.Sub(in.HungSince).Truncate(time.Second).String())
+		hung(action.Reboot, "an NVML call stuck for "+in.Now.Sub(in.HungSince).Truncate(time.Second).String())
 	case !in.HungSince.IsZero():
-		add("hung", action.Watch, "an NVML call stuck past the deadline")
+		hung(action.Watch, "an NVML call stuck past the deadline")
 	case in.Failing:
 		add("failing", action.ResetGPU, "every NVML call fails")
 	}
@@ -119,6 +128,7 @@ type Repair struct {
 	counted      map[string]bool      // the classes whose current occurrence this boot's history counts
 	judged       bool                 // Judge ran once: a class active then is not new
 	first        time.Time            // the first Judge's time
+	lastJudge    time.Time            // the last Judge's time
 	recovery     reading.Opt[uint64]  // the last recovery action an event reported
 	initFailed   bool                 // RmInitAdapter failed for the board in this boot
 	dirty        bool                 // hist changed since Dirty was last asked
@@ -169,9 +179,19 @@ func NewRepair(boot string, inspectAfter int, h action.History) *Repair {
 // already goes on from an earlier run of the logger in this boot (its
 // count and any acknowledgement stand, as NewRepair takes it up); the
 // others began in this run and are counted. Xid classes are not taken:
-// their events are given to r again (Xid). The history is then to be
-// written.
+// their events are given to r again (Xid). The acknowledgements made of
+// early (by the GPU's index) are the board's: each class as of when it was
+// acknowledged. The history is then to be written.
 func (r *Repair) Absorb(early *Repair) {
+	if a := early.hist.Ack; a != nil { // made in this run: later than any in the board's history
+		r.hist.Acknowledge(*a)
+		for class, at := range early.hist.Acked { // an earlier ack's classes at their own time
+			if at.After(r.hist.Acked[class]) {
+				r.hist.Acked[class] = at
+			}
+		}
+		r.dirty = true
+	}
 	eb := early.hist.Boot(early.boot)
 	if b := r.hist.Boot(r.boot); eb.Answered && !b.Answered { // it came back in this boot before its UUID was read
 		b.Answered, r.dirty = true, true
@@ -258,8 +278,8 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 	causes := Causes(in)
 	if in.Vals == nil || !in.Vals[reading.HRecoveryAction].OK {
 		if v, ok := r.recovery.Get(); ok && v != 0 {
-			causes = append(causes, Cause{"recovery_" + strconv.FormatUint(v, 10), action.RecoveryAction(v),
-				"the driver's recovery action " + strconv.FormatUint(v, 10) + " (" + reading.RecoveryActionName(v) + ")"})
+			causes = append(causes, Cause{Class: "recovery_" + strconv.FormatUint(v, 10), Action: action.RecoveryAction(v),
+				Text: "the driver's recovery action " + strconv.FormatUint(v, 10) + " (" + reading.RecoveryActionName(v) + ")"})
 		}
 	}
 	if b := r.hist.Boot(r.boot); in.Answered && !b.Answered {
@@ -272,9 +292,11 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 	now := map[string]bool{}
 	for _, c := range causes {
 		now[c.Class] = true
-		if !r.active[c.Class] {
+		switch {
+		case !r.active[c.Class] || c.Since.After(r.lastJudge):
 			// A class already begun in this boot when the logger restarted
-			// goes on; after the first Judge, one that was absent is new.
+			// goes on; after the first Judge, one that was absent, or that
+			// began again since, is new.
 			if _, known := r.began[c.Class]; r.judged || !known {
 				at := in.Now
 				if c.Class == missingClass {
@@ -282,10 +304,16 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 				}
 				r.begin(c, at)
 			}
-		} else if c.Action.Drains() && !r.counted[c.Class] {
+		case c.Action.Drains() && !r.counted[c.Class]:
 			// A condition that began as news and now asks for a repair
-			// (a hang past HungReboot) is counted once, as of when it began.
-			r.begin(c, r.began[c.Class])
+			// (a hang past HungReboot) is counted once, as of when it
+			// began; but an ack of the news (a hang acknowledged while it
+			// was watch) does not cover the repair: it begins now.
+			at := r.began[c.Class]
+			if r.hist.IsAcked(c.Class, at) {
+				at = in.Now
+			}
+			r.begin(c, at)
 		}
 	}
 	// The Xids in the order they last happened (the reasons' order must
@@ -303,7 +331,7 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 	if !r.judged {
 		r.first = in.Now
 	}
-	r.active, r.judged = now, true
+	r.active, r.judged, r.lastJudge = now, true, in.Now
 	r.last = causes
 
 	cur := action.Current{}

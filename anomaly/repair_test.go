@@ -280,6 +280,56 @@ func TestHangThatTurnsToRebootCounts(t *testing.T) {
 	}
 }
 
+// TestHangAckedAtWatchStillAsksForReboot: an ack given while a hang was
+// still watch (a slow driver the operator knows of) acknowledges watch, not
+// the reboot the same hang asks for after HungReboot: the GPU's action is
+// then reboot, and the boot's history counts the hang unacknowledged (so
+// it escalates across boots).
+func TestHangAckedAtWatchStillAsksForReboot(t *testing.T) {
+	r := NewRepair("A", 0, action.History{})
+	cur := r.Judge(RepairInput{Now: t0.Add(5 * time.Second), HungSince: t0})
+	if cur.Action != action.Watch {
+		t.Fatalf("hung briefly: %v", cur)
+	}
+	r.Ack(cur, t0.Add(10*time.Second), "root", "slow driver, known")
+	if cur = r.Judge(RepairInput{Now: t0.Add(20 * time.Second), HungSince: t0}); cur.Action != action.Watch || !strings.Contains(cur.Reason(), "acknowledged") {
+		t.Fatalf("after the ack of watch: %v %q", cur.Action, cur.Reasons)
+	}
+	cur = r.Judge(RepairInput{Now: t0.Add(time.Minute), HungSince: t0})
+	if cur.Action != action.Reboot || strings.Contains(cur.Reason(), "acknowledged") {
+		t.Errorf("hung a minute after an ack of watch: %v %q, want reboot", cur.Action, cur.Reasons)
+	}
+	h, _ := r.History()
+	if c := h.Boot("A").Classes["hung"]; c.Count != 1 || h.IsAcked("hung", c.Last) {
+		t.Errorf("hung counted %+v, acked %v: want once, not acknowledged", c, h.IsAcked("hung", c.Last))
+	}
+}
+
+// TestNewHangBetweenJudgementsIsNew: a hang that ends and another that
+// begins between two judgements are two hangs: an ack of the first does
+// not cover the second, which asks for its own reboot and is counted
+// again.
+func TestNewHangBetweenJudgementsIsNew(t *testing.T) {
+	r := NewRepair("A", 0, action.History{})
+	r.Judge(RepairInput{Now: t0.Add(5 * time.Second), HungSince: t0})
+	cur := r.Judge(RepairInput{Now: t0.Add(time.Minute), HungSince: t0})
+	if cur.Action != action.Reboot {
+		t.Fatalf("first hang, a minute: %v", cur)
+	}
+	r.Ack(cur, t0.Add(time.Minute+time.Second), "root", "")
+	second := t0.Add(time.Minute + 1500*time.Millisecond) // the first ended, the second began, both within the judging round
+	if cur = r.Judge(RepairInput{Now: t0.Add(time.Minute + 2*time.Second), HungSince: second}); cur.Action != action.Watch || strings.Contains(cur.Reason(), "acknowledged") {
+		t.Errorf("second hang, briefly: %v %q, want watch, not acknowledged", cur.Action, cur.Reasons)
+	}
+	if cur = r.Judge(RepairInput{Now: second.Add(time.Minute), HungSince: second}); cur.Action != action.Reboot {
+		t.Errorf("second hang, a minute: %v %q, want reboot", cur.Action, cur.Reasons)
+	}
+	h, _ := r.History()
+	if c := h.Boot("A").Classes["hung"]; c.Count != 2 {
+		t.Errorf("hung counted %+v, want twice", c)
+	}
+}
+
 // TestAbsorb: what a GPU's judge counted from its state while its UUID was
 // not known goes into its board's history once it is: a class that began in
 // this run is counted (and written), one that goes on from an earlier run of

@@ -109,7 +109,9 @@ func newGPUState(m *Monitor, g *sampler.GPU) *gpuState {
 		slot: live.NewSlot(g.Info()), finished: -1}
 	if g.FactsKnown() {
 		info := g.Info()
-		gs.known = known{facts: true, uuid: info.UUID != "", bus: info.BusID != "", named: true}
+		// A GPU whose UUID or bus id did not read may stand in for a --gpu
+		// selector pending (sampler.Open): judged once they read (lateFacts).
+		gs.known = known{facts: true, uuid: info.UUID != "", bus: info.BusID != "", named: info.UUID != "" && info.BusID != ""}
 	}
 	gs.w = sampler.NewWorker(g, gs.handle, cfg.mono())
 	gs.fan = m.newFanGuard(gs)

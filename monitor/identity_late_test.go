@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/runstate"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
@@ -144,6 +145,34 @@ func TestTwoGPUsIdentifiedTogetherEachHaveTheirLine(t *testing.T) {
 			if n := len(regexp.MustCompile(`uuid=`+uuid+` .*type=INVENTORY change=identified`).FindAllString(ev, -1)); n != 1 {
 				t.Errorf("%d INVENTORY identified lines for %s, want 1:\n%s", n, uuid, ev)
 			}
+		}
+	})
+}
+
+// A --gpu UUID of a GPU whose UUID did not read at start (its other facts
+// did) is pending: the GPU is monitored in its place, its UUID is asked
+// again as it is sampled, and once it reads the log says it is the GPU
+// --gpu names.
+func TestSelectorOfAGPUWhoseUUIDReadLate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lib := fakeLib(2)
+		d := lib.Devs[1]
+		d.UUID = "GPU-2222b"
+		d.Set("GetUUID", nvml.ERROR_UNKNOWN)
+		r := newRigOpen(t, lib, sampler.OpenOptions{Select: []string{"GPU-2222b"}}, nil)
+		if len(r.m.gpus) != 1 || r.m.gpus[0].idx != 1 {
+			t.Fatalf("%d GPUs monitored, want GPU 1 alone", len(r.m.gpus))
+		}
+		r.run(time.Second, func() {
+			time.Sleep(3 * time.Second)
+			d.Set("GetUUID", nvml.SUCCESS)
+			time.Sleep(12 * time.Second) // the sampler asks again every 10 s
+		})
+		if got := r.m.gpus[0].g.Info().UUID; got != d.UUID {
+			t.Fatalf("GPU 1's UUID %q, want %s read late", got, d.UUID)
+		}
+		if !strings.Contains(r.logs.String(), "is the one --gpu names") {
+			t.Errorf("no line says GPU 1 is the GPU --gpu names:\n%s", r.logs)
 		}
 	})
 }

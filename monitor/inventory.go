@@ -156,9 +156,9 @@ func (m *Monitor) lateFacts(gs *gpuState) {
 		m.readCPER(gs) // not read at start: its UUID was unknown
 	}
 	if pending := m.host.Pending(); len(pending) > 0 && !k.named {
-		// The GPU stands in for --gpu selectors that named no GPU that
-		// answered at start (sampler.Open); it is judged once its UUID and
-		// bus id are both known, or one of them matches.
+		// The GPU stands in for --gpu selectors that named no GPU
+		// identified at start (sampler.Open); it is judged once its UUID
+		// and bus id are both known, or one of them matches.
 		if names := m.host.Names(gs.g); len(names) > 0 {
 			k.named = true
 			gs.log.Info("the GPU that answered late is the one --gpu names", "selectors", strings.Join(names, ","))

@@ -106,9 +106,17 @@ func newRigOn(t testing.TB, lib *fakenvml.Lib, tweak func(*Config)) *rig {
 // instead of taking the host's uptime. The zero kc is the host's own clock.
 func newRigClock(t testing.TB, lib *fakenvml.Lib, kc kclock.Clock, tweak func(*Config)) *rig {
 	t.Helper()
+	return newRigOpen(t, lib, sampler.OpenOptions{KernelClock: kc}, tweak)
+}
+
+// newRigOpen is newRigOn with the driver opened with o (its Config and
+// Counters are the rig's): a --gpu selection, a kernel log clock.
+func newRigOpen(t testing.TB, lib *fakenvml.Lib, o sampler.OpenOptions, tweak func(*Config)) *rig {
+	t.Helper()
 	r := &rig{t: t, dir: t.TempDir(), logs: &testutil.LogBuf{}, sigs: make(chan os.Signal, 4), lib: lib, devs: lib.Devs}
 	reg := counters.New()
-	host, err := sampler.Open(lib, sampler.OpenOptions{Config: sampler.DefaultConfig(100 * time.Millisecond), KernelClock: kc, Counters: reg})
+	o.Config, o.Counters = sampler.DefaultConfig(100*time.Millisecond), reg
+	host, err := sampler.Open(lib, o)
 	if err != nil {
 		t.Fatal(err)
 	}

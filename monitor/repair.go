@@ -198,7 +198,7 @@ func (gs *gpuState) startRepair() {
 	m, rs, uuid := gs.m, &gs.repair, gs.g.Info().UUID
 	if uuid == "" {
 		if rs.b == nil {
-			rs.b = board.New(m.cfg.LogDir, m.repairBoot(), m.cfg.InspectAfter, action.History{})
+			rs.b = m.newBoard(action.History{})
 		}
 		return
 	}
@@ -231,6 +231,18 @@ func (m *Monitor) openBoard(uuid string, log *slog.Logger) *board.Board {
 		m.reg.Add(boardStateSetAside, 1)
 		log.Warn("the board's repair history does not read; set aside, starting a new one", "uuid", uuid, "error", err, "set_aside", to, "set_aside_error", aerr)
 		h = action.History{UUID: uuid}
+	}
+	return m.newBoard(h)
+}
+
+// newBoard is the board of history h (zero: a board not identified yet,
+// which has none) judged in this run's boot (repairBoot). A board's history
+// started without the kernel's boot id is counted (repair_boots_unknown):
+// once a board, when it is read; a GPU judged before its UUID is known has
+// no history yet, and its board's is counted once the UUID is.
+func (m *Monitor) newBoard(h action.History) *board.Board {
+	if m.ident.BootID == "" && h.UUID != "" {
+		lose(m.reg, m.log, bootUnknown, "the boot a board's history counts this run in (no boot id)")
 	}
 	return board.New(m.cfg.LogDir, m.repairBoot(), m.cfg.InspectAfter, h)
 }
@@ -309,15 +321,11 @@ func (ee *earlyEvents) replay(r repairEvents) {
 }
 
 // repairBoot is the boot the boards' histories count this run in: the
-// kernel's boot id. Without one, this run is a boot of its own (counted):
-// runs without an id are never merged into one boot, which would stop the
-// escalation across boots.
+// kernel's boot id. Without one, this run is a boot of its own (counted,
+// newBoard): runs without an id are never merged into one boot, which
+// would stop the escalation across boots.
 func (m *Monitor) repairBoot() string {
-	if m.ident.BootID != "" {
-		return m.ident.BootID
-	}
-	lose(m.reg, m.log, bootUnknown, "the boot a board's history counts this run in (no boot id)")
-	return "unknown-" + m.start.UTC().Format("20060102T150405.000000000Z")
+	return cmp.Or(m.ident.BootID, "unknown-"+m.start.UTC().Format("20060102T150405.000000000Z"))
 }
 
 // wake takes the GPU's own report (r.Wake: an Xid with its detail d, a
@@ -352,8 +360,8 @@ type AckResult struct {
 }
 
 // Ack acknowledges the current action of the GPU sel names (its index, its
-// UUID or the start of it) as an operator (by) does with `gpu-telemetry
-// ack`: want must be that action (the operator says what they are
+// UUID or the start of it; a GPU whose UUID is not known yet, by its
+// index) as an operator (by) does with `gpu-telemetry ack`: want must be that action (the operator says what they are
 // clearing: a GPU whose action changed since they looked is refused). It
 // writes the ACK line and the board's state file; the action returns to
 // none, or watch while a condition still holds, until a new event. A board
@@ -398,10 +406,9 @@ func (m *Monitor) Ack(sel string, want action.Action, note, by string) (AckResul
 	rs := &gs.repair
 	rs.mu.Lock()
 	now = rs.judged // it acknowledges what was judged last
-	if rs.b == nil || rs.b.UUID() == "" {
-		rs.mu.Unlock()
-		return AckResult{}, fmt.Errorf("GPU %d: its UUID is not known yet", gs.idx)
-	}
+	// A GPU whose UUID is not known yet (stuck at start) is acknowledged by
+	// its index, in its judge without a history: its board's history takes
+	// the ack once the UUID is known (startRepair: Absorb).
 	rec, err := rs.b.Ack("GPU "+strconv.Itoa(gs.idx), rs.cur, want, now, by, note)
 	rs.mu.Unlock()
 	if err != nil {
@@ -514,7 +521,7 @@ func (m *Monitor) missingFromState() (texts []string) {
 		if err != nil {
 			continue // not a board's (a link, another name): openBoard says why when the board is judged
 		}
-		mb := board.NewMissing(board.New(m.cfg.LogDir, m.repairBoot(), m.cfg.InspectAfter, h), -1, m.start)
+		mb := board.NewMissing(m.newBoard(h), -1, m.start)
 		if !mb.Action.Action.Drains() {
 			continue
 		}

@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -71,6 +72,86 @@ func TestRepairActionOfAGPUStuckAtStart(t *testing.T) {
 		b := h.Boot(r.m.repairBoot())
 		if b.Classes["xid79"].Count != 1 || !b.Answered {
 			t.Errorf("GPU 1's board history of this boot %+v, want xid79 once, answered", *b)
+		}
+	})
+}
+
+// Without the kernel's boot id, repair_boots_unknown counts the boards'
+// histories started in this run's boot of its own: once a board. A GPU
+// stuck at start is judged without a history until its UUID is known, and
+// its board's is counted then, once, as the other GPU's is.
+func TestBootsUnknownCountedOncePerBoard(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hostRoot := t.TempDir() // no boot id under it
+		fakeNvidiaDriver(t, hostRoot)
+		lib := fakeLib(2)
+		answer := lib.Devs[1].Block("GetName", nil)
+		t.Cleanup(answer)
+		r := newRigOn(t, lib, func(c *Config) { c.HostRoot = hostRoot })
+		if r.m.ident.BootID != "" {
+			t.Fatalf("the rig has a boot id %q", r.m.ident.BootID)
+		}
+		r.run(5*time.Second, func() {
+			time.Sleep(3 * time.Second)
+			answer()
+		})
+		if !strings.Contains(r.logs.String(), "its static facts are known now") {
+			t.Fatalf("GPU 1 did not answer within the run:\n%s", r.logs)
+		}
+		if n := r.counted("repair_boots_unknown"); n != 2 {
+			t.Errorf("repair_boots_unknown %d, want 2: one for each board", n)
+		}
+	})
+}
+
+// A GPU stuck at start (its UUID unknown) is acknowledged by its index, as
+// status shows it: the ack holds in its action at once, and once the GPU
+// answers it is its board's (the Xid 79 it acknowledged stays
+// acknowledged, and the board's state file has the ack).
+func TestAckOfAGPUWhoseUUIDIsNotKnownYet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hostRoot := t.TempDir()
+		fakeNvidiaDriver(t, hostRoot)
+		lib := fakeLib(2)
+		answer := lib.Devs[1].Block("GetName", nil)
+		t.Cleanup(answer)
+		r := newRigOn(t, lib, func(c *Config) { c.HostRoot = hostRoot })
+		var ackErr error
+		var acked, answered action.Current
+		r.run(5*time.Second, func() {
+			time.Sleep(2 * time.Second)
+			r.m.onKernelRecord(kmsg.Record{Time: 3202 * time.Second, Message: "NVRM: Xid (PCI:0000:02:00): 79, pid=1, name=x, GPU has fallen off the bus."}, time.Now())
+			time.Sleep(2 * time.Second)
+			var res AckResult
+			res, ackErr = r.m.Ack("1", action.Reboot, "seen, left for the reboot", "root")
+			acked = res.Now
+			answer()
+			time.Sleep(5 * time.Second)
+			answered = r.m.gpus[1].slot.Get().Action
+		})
+		if ackErr != nil {
+			t.Fatalf("ack of GPU 1 by its index, its UUID not known: %v", ackErr)
+		}
+		if acked.Action.Drains() {
+			t.Errorf("GPU 1 after the ack: %v", acked)
+		}
+		if !strings.Contains(r.logs.String(), "its static facts are known now") {
+			t.Fatalf("GPU 1 did not answer within the run:\n%s", r.logs)
+		}
+		if answered.Action.Drains() {
+			t.Errorf("GPU 1, once it answered: action %v, want its Xid 79 still acknowledged", answered)
+		}
+		if ev := r.eventsLog(); !slices.ContainsFunc(strings.Split(ev, "\n"), func(l string) bool {
+			return strings.Contains(l, " gpu=1 ") && strings.Contains(l, "type=ACK action=reboot")
+		}) {
+			t.Errorf("no ACK line of GPU 1:\n%s", ev)
+		}
+		h, err := board.Read(r.dir, "GPU-b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := h.Boot(r.m.repairBoot()).Classes["xid79"]; c.Count != 1 || !h.IsAcked("xid79", c.Last) || h.Ack == nil {
+			t.Errorf("GPU 1's board history: xid79 %+v, ack %+v: want xid79 once, acknowledged", c, h.Ack)
 		}
 	})
 }

@@ -591,15 +591,16 @@ func TestHandleFailureAtStartIsRetried(t *testing.T) {
 }
 
 // TestSelectorOfAGPUStuckAtStart: a --gpu selector by UUID or bus id that
-// names no GPU that answered at start, while GPU 1 is stuck in its static
-// facts (or has no handle), selects GPU 1 in its place and is pending; once
-// GPU 1's facts are in, Names tells whether it is the GPU the selector
-// names. An index never waits for facts, and a selector that names nothing
+// names no GPU identified at start, while GPU 1 is stuck in its static
+// facts (or has no handle, or its UUID did not read), selects GPU 1 in its
+// place and is pending; once GPU 1's facts are in, Names tells whether it
+// is the GPU the selector names. An index never waits for facts, and a selector that names nothing
 // when every GPU answered is still an error (TestOpenErrors).
 func TestSelectorOfAGPUStuckAtStart(t *testing.T) {
 	cases := []struct {
 		name     string
 		noHandle bool // GPU 1's handle fails at start instead of its facts being stuck
+		noUUID   bool // GPU 1's UUID read fails at start, its other facts answer
 		sel      []string
 		want     []int    // the GPUs selected
 		pending  []string // Host.Pending
@@ -615,6 +616,8 @@ func TestSelectorOfAGPUStuckAtStart(t *testing.T) {
 		{name: "the answered GPU's bus id", sel: []string{"0000:4b:00.0"}, want: []int{0}},
 		{name: "no handle at start", noHandle: true, sel: []string{"PCI:0000:21:00"}, want: []int{1},
 			pending: []string{"PCI:0000:21:00"}, names: []string{"PCI:0000:21:00"}},
+		{name: "uuid of a GPU whose UUID did not read", noUUID: true, sel: []string{"gpu-2222"}, want: []int{1},
+			pending: []string{"gpu-2222"}, names: []string{"gpu-2222"}},
 		{name: "index out of range", sel: []string{"5"}, err: "no GPU with index 5"},
 	}
 	for _, tc := range cases {
@@ -623,9 +626,13 @@ func TestSelectorOfAGPUStuckAtStart(t *testing.T) {
 			b.UUID, b.Bus = "GPU-2222", "00000000:21:00.0"
 			lib := &fakenvml.Lib{InitRet: nvml.SUCCESS, Devs: []*fakenvml.Dev{a, b}}
 			release := func() {}
-			if tc.noHandle {
+			switch {
+			case tc.noHandle:
 				lib.HandleRet = map[int]nvml.Return{1: nvml.ERROR_UNKNOWN}
-			} else {
+			case tc.noUUID:
+				b.Set("GetUUID", nvml.ERROR_UNKNOWN)
+				release = func() { b.Set("GetUUID", nvml.SUCCESS) }
+			default:
 				release = b.Block("GetName", nil)
 			}
 			defer release()
@@ -656,8 +663,10 @@ func TestSelectorOfAGPUStuckAtStart(t *testing.T) {
 			release()
 			if tc.noHandle {
 				lib.HandleRet[1] = nvml.SUCCESS
+			}
+			if tc.noHandle || tc.noUUID {
 				var s reading.Sample
-				g.Sample(&s) // the retry of the start-up read (its first, due at once)
+				g.Sample(&s) // the retry of the start-up read or of the UUID (its first, due at once)
 			}
 			for deadline := time.Now().Add(5 * time.Second); !g.FactsKnown(); time.Sleep(time.Millisecond) {
 				if time.Now().After(deadline) {

@@ -175,11 +175,11 @@ func Open(lib Library, o OpenOptions) (*Host, error) {
 	if len(pending) > 0 {
 		var idx []string
 		for _, g := range sel {
-			if !g.FactsKnown() {
+			if !identified(g) {
 				idx = append(idx, strconv.Itoa(g.Info().Index))
 			}
 		}
-		log.Warn("--gpu selectors name no GPU that answered at start; monitoring the GPUs that did not answer in their place, until their facts show which they name",
+		log.Warn("--gpu selectors name no GPU identified at start; monitoring the GPUs not identified (stuck, or their UUID or bus id unread) in their place, until their facts show which they name",
 			"pending", strings.Join(pending, ","), "gpus", strings.Join(idx, ","))
 	}
 	h.GPUs, h.pending, h.all = sel, pending, all
@@ -362,10 +362,11 @@ func cString(b []int8) string {
 }
 
 // selectGPUs resolves --gpu selectors (index, UUID or PCI bus id). A
-// selector that names no GPU whose facts are known, while some GPUs' facts
-// are not (stuck at start, or no handle), is pending: those GPUs are
-// selected in its place, since one of them may be the one it names (a GPU
-// stuck in a fault is the one to record). Otherwise it is an error.
+// selector that names no GPU identified at start, while some GPUs are not
+// (stuck at start, no handle, or their UUID or bus id unread: asked again
+// as they are sampled), is pending: those GPUs are selected in its place,
+// since one of them may be the one it names (a GPU stuck in a fault is the
+// one to record). Otherwise it is an error.
 func selectGPUs(all []*GPU, sel []string) (out []*GPU, pending []string, err error) {
 	if len(sel) == 0 {
 		return all, nil, nil
@@ -383,7 +384,7 @@ func selectGPUs(all []*GPU, sel []string) (out []*GPU, pending []string, err err
 		}
 		unknown := false
 		for i, g := range all {
-			if !g.FactsKnown() {
+			if !identified(g) {
 				picked[i], unknown = true, true
 			}
 		}
@@ -402,6 +403,13 @@ func selectGPUs(all []*GPU, sel []string) (out []*GPU, pending []string, err err
 		return nil, nil, fmt.Errorf("%w: none selected", ErrUnknownGPU)
 	}
 	return out, pending, nil
+}
+
+// identified reports whether g's facts name it: its UUID and bus id are
+// known, the facts a selector matches.
+func identified(g *GPU) bool {
+	info := g.Info()
+	return g.FactsKnown() && info.UUID != "" && info.BusID != ""
 }
 
 // FactsKnown reports whether the GPU's static facts (UUID, bus id, fans...)

@@ -55,7 +55,7 @@ func runAck(args []string, stdout, stderr io.Writer) int {
 	if r.Missing {
 		fmt.Fprintf(stdout, "missing board %s (GPU %d of the previous run)", r.UUID, r.GPU)
 	} else {
-		fmt.Fprintf(stdout, "GPU %d %s", r.GPU, r.UUID)
+		fmt.Fprint(stdout, strings.TrimSpace(fmt.Sprintf("GPU %d %s", r.GPU, r.UUID))) // no UUID: not read yet
 	}
 	fmt.Fprintf(stdout, ": %s acknowledged; its action is now %s", r.Acked, r.Action)
 	if len(r.Reasons) > 0 {
