@@ -493,3 +493,40 @@ func TestFabricOnAnR550Driver(t *testing.T) {
 		t.Errorf("the versioned call made %d times, want 1 (the driver does not know the struct)", n)
 	}
 }
+
+// TestOlderCallAfterNotSupported: a GPU that does not support a reading's
+// newer call but answers the older driver's (clock event reasons refused,
+// throttle reasons answered) has the reading in every sample: in the
+// first and in each re-probe's, the older call is made right after the
+// refusal (raw.older), and in between the refused call stays off. A GPU
+// of no fabric, where every fabric call is not supported, makes each of
+// them once until the re-probe, not once per sample. (Each re-probe's
+// sample had no throttle reasons.)
+func TestOlderCallAfterNotSupported(t *testing.T) {
+	d := healthDev()
+	d.Set("GetCurrentClocksEventReasons", nvml.ERROR_NOT_SUPPORTED)
+	d.Getters[fakenvml.Getter{Fn: "GetCurrentClocksThrottleReasons"}] = uint64(8)
+	h := openFakeConfig(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}}, Config{Reprobe: time.Hour, SlowEvery: 1, FieldWait: time.Millisecond})
+	g := h.GPUs[0]
+	for n := range 6 {
+		if n == 3 {
+			g.base = g.base.Add(-2 * time.Hour) // past the re-probe
+		}
+		var s reading.Sample
+		g.Sample(&s)
+		if v, ok := s.Values[reading.Throttle].Get(); !ok || v != 8 {
+			t.Errorf("sample %d: throttle %+v, want 8 from nvmlDeviceGetCurrentClocksThrottleReasons", n, s.Values[reading.Throttle])
+		}
+	}
+	if n := d.Count("GetCurrentClocksEventReasons"); n != 2 {
+		t.Errorf("the refused call made %d times in 6 samples, want 2 (the first, the re-probe)", n)
+	}
+	if n := d.Count("GetCurrentClocksThrottleReasons"); n != 6 {
+		t.Errorf("the older call made %d times in 6 samples, want 6", n)
+	}
+	for _, fn := range []string{"GetGpuFabricInfo_v4", "GetGpuFabricInfoV", "GetGpuFabricInfo"} {
+		if n := d.Count(fn); n != 2 {
+			t.Errorf("%s made %d times on a GPU of no fabric, want 2 (once before the re-probe, once after)", fn, n)
+		}
+	}
+}
