@@ -96,6 +96,7 @@ var layouts = map[string]struct {
 	"nvmlDeviceGetUnrepairableMemoryFlag_v1": {reflect.TypeFor[nvml.UnrepairableMemoryStatus_v1](), 0},
 	"nvmlDeviceGetGpuFabricInfo_v4":          {reflect.TypeFor[nvml.GpuFabricInfo_v4](), 0},
 	"nvmlDeviceGetGpuFabricInfoV":            {reflect.TypeFor[nvml.GpuFabricInfoV](), 3},
+	"nvmlDeviceGetGpuFabricInfoV/v2":         {reflect.TypeFor[nvml.GpuFabricInfo_v2](), 2},
 	"nvmlDeviceGetGpuFabricInfo":             {reflect.TypeFor[nvml.GpuFabricInfo](), 0},
 }
 
