@@ -276,9 +276,9 @@ type probeGPU struct {
 func (p *prober) mono() int64     { return int64(time.Since(p.base)) + 1 }
 func (p *prober) hung(i int) bool { return p.st[i].since.Load() < 0 }
 
-// phase runs f (timing every call kind) on the GPUs idx at once (one
-// goroutine each) and returns when each has finished or has a call past
-// the deadline.
+// phase runs f (learn, or the timing of every call kind) on the GPUs idx
+// at once (one goroutine each) and returns when each has finished or has
+// a call past the deadline.
 func (p *prober) phase(idx []int, f func(i int)) {
 	for _, i := range idx {
 		p.st[i].done.Store(p.hung(i))
