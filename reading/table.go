@@ -474,10 +474,10 @@ var Table = [NumReadings]Def{
 	// The NVLink fabric (fabric.go): v4, else an older driver's call
 	// (fabricOlder); no CSV column, a state read each second that
 	// events.log writes on each change. R535's original call has no health
-	// mask or summary: absent there.
+	// mask or summary, R550's v2 struct no summary: absent there.
 	HFabricState:   fabric("fabric_state", "the fabric manager's probe of the GPU (0 not supported, 1 not started, 2 in progress, 3 completed)", "State", FabricStateName),
 	HFabricStatus:  fabric("fabric_status", "the probe's status once completed (an NVML return code, 0 success)", "Status", FabricStatusText),
-	HFabricHealth:  fabric("fabric_health_mask", "the fabric health mask (NVML_GPU_FABRIC_HEALTH_MASK_*)", "HealthMask", FabricHealthText).older(fabricV3),
+	HFabricHealth:  fabric("fabric_health_mask", "the fabric health mask (NVML_GPU_FABRIC_HEALTH_MASK_*)", "HealthMask", FabricHealthText).older(fabricV3, fabricV2),
 	HFabricSummary: fabric("fabric_health", "the fabric health summary (0 not supported, 1 healthy, 2 unhealthy, 3 limited capacity)", "HealthSummary", FabricSummaryName).older(fabricV3),
 	// The clique (the GPUs the fabric manager lets talk over NVLink) the
 	// GPU is in: v3's and v1's cliqueId, which nvml.h maps to v4's first
@@ -517,14 +517,18 @@ func (d Def) by(getter, value string) Def {
 
 // What older drivers have instead of nvmlDeviceGetGpuFabricInfo_v4, newest
 // first (fabricOlder): the versioned call, with the v3 struct (the same
-// fields, the clique as cliqueId), and R535's original call, whose
-// nvmlGpuFabricInfo_t has no health mask or summary.
+// fields, the clique as cliqueId), then with the v2 struct, the newest an
+// R550 knows (nvml.h of CUDA 12.4: nvmlGpuFabricInfoV_t is v2; no health
+// summary), and R535's original call, whose nvmlGpuFabricInfo_t has no
+// health mask or summary. "/v2" names the same function asked for another
+// struct (sampler.fnOf).
 const (
 	fabricV3 = "nvmlDeviceGetGpuFabricInfoV"
+	fabricV2 = "nvmlDeviceGetGpuFabricInfoV/v2"
 	fabricV1 = "nvmlDeviceGetGpuFabricInfo"
 )
 
-var fabricOlder = []string{fabricV3, fabricV1}
+var fabricOlder = []string{fabricV3, fabricV2, fabricV1}
 
 // fabric declares a reading of the GPU's fabric info (fabric.go): field
 // value of nvmlDeviceGetGpuFabricInfo_v4's struct, or of an older call's

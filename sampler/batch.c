@@ -162,9 +162,13 @@ void gt_batch_run(gt_dev dev, struct gt_batch *b)
 			if (b->ret[c] == GT_NVML_ERROR_GPU_IS_LOST)
 				break;
 		}
-		// A driver that does not know this call makes an older driver's
-		// call of the same readings now, not a sample later.
-		if (b->ret[c] == GT_NVML_ERROR_FUNCTION_NOT_FOUND || b->ret[c] == GT_NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
+		// A driver that does not know this call, or a GPU that does not
+		// support it, makes an older driver's call of the same readings
+		// now, not a sample later (the capability cache keeps the refused
+		// call off until its re-probe: the older call stands in each
+		// sample until then, and in the re-probe's own).
+		if (b->ret[c] == GT_NVML_ERROR_FUNCTION_NOT_FOUND || b->ret[c] == GT_NVML_ERROR_ARGUMENT_VERSION_MISMATCH ||
+		    b->ret[c] == GT_NVML_ERROR_NOT_SUPPORTED)
 			b->plan |= b->older[c];
 	}
 	__atomic_store_n(&b->cur, 0, __ATOMIC_RELEASE);

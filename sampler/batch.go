@@ -96,6 +96,7 @@ var layouts = map[string]struct {
 	"nvmlDeviceGetUnrepairableMemoryFlag_v1": {reflect.TypeFor[nvml.UnrepairableMemoryStatus_v1](), 0},
 	"nvmlDeviceGetGpuFabricInfo_v4":          {reflect.TypeFor[nvml.GpuFabricInfo_v4](), 0},
 	"nvmlDeviceGetGpuFabricInfoV":            {reflect.TypeFor[nvml.GpuFabricInfoV](), 3},
+	"nvmlDeviceGetGpuFabricInfoV/v2":         {reflect.TypeFor[nvml.GpuFabricInfo_v2](), 2},
 	"nvmlDeviceGetGpuFabricInfo":             {reflect.TypeFor[nvml.GpuFabricInfo](), 0},
 }
 
@@ -341,7 +342,8 @@ type raw struct {
 	fieldFallback [maxFields]uint64
 	// older[c]: the older driver's call of the same readings to make, in
 	// the same sample, when the driver does not know call c (function not
-	// found, struct version unknown); later in call order than c.
+	// found, struct version unknown) or the GPU does not support it; later
+	// in call order than c.
 	older  [maxCalls]uint64
 	slow   bool // the slow tier is read in this sample
 	second bool // the secondary columns (P-state, utilization, memory) are read
@@ -394,7 +396,8 @@ func (g *GPU) plan(r *raw, fans int, slow, second bool) {
 		}
 		// The first of the reading's calls the driver has and has not
 		// refused; each next one, if the driver turns out not to know
-		// the one before (an R550 asked for a struct version it lacks).
+		// the one before (an R550 asked for a struct version it lacks)
+		// or the GPU not to support it.
 		prev := call(0)
 		for _, c := range gr.calls {
 			switch {

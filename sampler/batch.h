@@ -59,8 +59,9 @@ struct gt_batch {
 	uint64_t fallback;              // calls added to plan when GT_FIELDS fails as a whole
 	uint64_t field_fallback[GT_MAXFIELDS]; // call added to plan when field i alone is refused
 	// older[c]: the call added to plan when the driver does not know call c
-	// (function not found, struct version unknown): an older driver's call
-	// of the same readings, later in call order, made in the same sample.
+	// (function not found, struct version unknown) or the GPU does not
+	// support it: an older driver's call of the same readings, later in
+	// call order, made in the same sample.
 	uint64_t older[GT_MAXCALLS];
 	int32_t ret[GT_MAXCALLS];
 	int32_t nfields;

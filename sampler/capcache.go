@@ -23,6 +23,9 @@ type capCache struct {
 	told [maxFns]bool
 }
 
+// offForGood is the cache entry of a call refused for its struct version.
+const offForGood = math.MaxInt64
+
 func (c *capCache) mono() int64 { return int64(time.Since(c.base)) }
 
 // on reports whether a call whose cache entry is off may be made now.
@@ -46,7 +49,7 @@ func (c *capCache) note(fn Fn, off *int64, ret nvml.Return, reprobe time.Duratio
 		// changes only with the driver, which a running logger does not
 		// reload. Re-probing would leave the reading absent each time
 		// where an older call answers it (Def.Older).
-		*off = math.MaxInt64
+		*off = offForGood
 		if fn != FnNone && !c.told[fn] {
 			c.told[fn] = true
 			attrs := append([]any{"function", fn.String()}, args...)

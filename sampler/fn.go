@@ -1,5 +1,10 @@
 package sampler
 
+import (
+	"slices"
+	"strings"
+)
+
 // Fn identifies one NVML function the sampler calls: it indexes the
 // capability cache and names the function a stuck call is in. Each is
 // numbered as it is declared (fnOf): those below, then the tables' getters.
@@ -56,9 +61,14 @@ const maxFns = 128
 // fnInfo is each Fn's name (for logs and NVML_HUNG flags) and C symbol.
 var fnInfo = []struct{ name, symbol string }{FnNone: {"none", ""}}
 
-// fnOf returns the Fn of the NVML function named (its name is its symbol),
-// numbering it if it is new. Called only at package init.
-func fnOf(name string) Fn { return fnSym(name, name) }
+// fnOf returns the Fn of the NVML function named (its name is its symbol,
+// up to a "/": "nvmlDeviceGetGpuFabricInfoV/v2" is that function asked
+// for another struct, refused or answered on its own), numbering it if it
+// is new. Called only at package init.
+func fnOf(name string) Fn {
+	sym, _, _ := strings.Cut(name, "/")
+	return fnSym(name, sym)
+}
 
 // fnSym is fnOf for a function whose symbol is not its name.
 func fnSym(name, symbol string) Fn {
@@ -102,7 +112,7 @@ func (s *Symbols) Has(f Fn) bool { return s.present[f] }
 func (s *Symbols) Missing() []string {
 	var out []string
 	for f := Fn(1); int(f) < len(fnInfo); f++ {
-		if !s.present[f] {
+		if !s.present[f] && !slices.Contains(out, fnInfo[f].symbol) {
 			out = append(out, fnInfo[f].symbol)
 		}
 	}

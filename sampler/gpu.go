@@ -197,6 +197,10 @@ func (g *GPU) InFlight() (fn Fn, since time.Time, ok bool) {
 // can reports whether fn (for fan or sensor index idx) may be called now.
 func (g *GPU) can(fn Fn, idx int) bool { return !g.lost && g.syms.Has(fn) && g.on(g.off[fn][idx]) }
 
+// knows reports whether the driver has fn and knows the struct it is asked
+// with for argument idx (not refused for its version: offForGood).
+func (g *GPU) knows(fn Fn, idx int) bool { return g.syms.Has(fn) && g.off[fn][idx] != offForGood }
+
 // started records when a sample or the start-up read began.
 func (g *GPU) started(t time.Time) { g.callStart.Store(int64(t.Sub(g.base))) }
 

@@ -489,7 +489,85 @@ func TestFabricOnAnR550Driver(t *testing.T) {
 			t.Errorf("sample %d: fabric_state %+v, want 3 from nvmlDeviceGetGpuFabricInfo", n, s.Values[reading.HFabricState])
 		}
 	}
-	if n := d.Count("GetGpuFabricInfoV"); n != 1 {
-		t.Errorf("the versioned call made %d times, want 1 (the driver does not know the struct)", n)
+	if n := d.Count("GetGpuFabricInfoV"); n != 2 {
+		t.Errorf("the versioned call made %d times, want 2 (the v3 and v2 structs once each: the driver knows neither)", n)
+	}
+}
+
+// TestFabricHealthMaskOnAnR550Driver: an R550's versioned fabric call
+// refuses the v3 struct but answers the v2 one (its nvml.h's
+// nvmlGpuFabricInfoV_t), which has the health mask but no summary: the
+// mask comes from it in every slow sample, the first included, and the
+// original call, which lacks the mask, is not made. (The mask was absent:
+// the v2 struct was never asked for.)
+func TestFabricHealthMaskOnAnR550Driver(t *testing.T) {
+	d := healthDev()
+	d.Fabric = &nvml.GpuFabricInfo_v4{State: 3, HealthMask: 0x5199, HealthSummary: 2, NumCliques: 1}
+	d.Fabric.Cliques[0].Id = 7
+	d.FabricV2Only = true
+	h := openFakeConfig(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}, Missing: map[string]bool{"nvmlDeviceGetGpuFabricInfo_v4": true}},
+		Config{Reprobe: time.Hour, SlowEvery: 1, FieldWait: time.Millisecond})
+	g := h.GPUs[0]
+	want := map[reading.ID]reading.Opt[uint64]{
+		reading.HFabricState: reading.Some[uint64](3), reading.HFabricHealth: reading.Some[uint64](0x5199),
+		reading.HFabricClique: reading.Some[uint64](7), reading.HFabricSummary: {},
+	}
+	for n := range 4 {
+		if n == 2 {
+			g.base = g.base.Add(-2 * time.Hour) // past the re-probe
+		}
+		var s reading.Sample
+		g.Sample(&s)
+		for id, w := range want {
+			if s.Values[id] != w {
+				t.Errorf("sample %d: %s = %+v, want %+v", n, reading.Table[id].Name, s.Values[id], w)
+			}
+		}
+	}
+	// v3 once (refused for good), then v2 in each of the 4 samples.
+	if n := d.Count("GetGpuFabricInfoV"); n != 5 {
+		t.Errorf("the versioned call made %d times in 4 samples, want 5", n)
+	}
+	if n := d.Count("GetGpuFabricInfo"); n != 0 {
+		t.Errorf("the original call made %d times where the v2 struct answers", n)
+	}
+}
+
+// TestOlderCallAfterNotSupported: a GPU that does not support a reading's
+// newer call but answers the older driver's (clock event reasons refused,
+// throttle reasons answered) has the reading in every sample: in the
+// first and in each re-probe's, the older call is made right after the
+// refusal (raw.older), and in between the refused call stays off. A GPU
+// of no fabric, where every fabric call is not supported, makes each of
+// them once until the re-probe, not once per sample. (Each re-probe's
+// sample had no throttle reasons.)
+func TestOlderCallAfterNotSupported(t *testing.T) {
+	d := healthDev()
+	d.Set("GetCurrentClocksEventReasons", nvml.ERROR_NOT_SUPPORTED)
+	d.Getters[fakenvml.Getter{Fn: "GetCurrentClocksThrottleReasons"}] = uint64(8)
+	h := openFakeConfig(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}}, Config{Reprobe: time.Hour, SlowEvery: 1, FieldWait: time.Millisecond})
+	g := h.GPUs[0]
+	for n := range 6 {
+		if n == 3 {
+			g.base = g.base.Add(-2 * time.Hour) // past the re-probe
+		}
+		var s reading.Sample
+		g.Sample(&s)
+		if v, ok := s.Values[reading.Throttle].Get(); !ok || v != 8 {
+			t.Errorf("sample %d: throttle %+v, want 8 from nvmlDeviceGetCurrentClocksThrottleReasons", n, s.Values[reading.Throttle])
+		}
+	}
+	if n := d.Count("GetCurrentClocksEventReasons"); n != 2 {
+		t.Errorf("the refused call made %d times in 6 samples, want 2 (the first, the re-probe)", n)
+	}
+	if n := d.Count("GetCurrentClocksThrottleReasons"); n != 6 {
+		t.Errorf("the older call made %d times in 6 samples, want 6", n)
+	}
+	// Once before the re-probe, once after (the versioned call with the
+	// v3 and the v2 struct).
+	for fn, want := range map[string]int{"GetGpuFabricInfo_v4": 2, "GetGpuFabricInfoV": 4, "GetGpuFabricInfo": 2} {
+		if n := d.Count(fn); n != want {
+			t.Errorf("%s made %d times on a GPU of no fabric, want %d", fn, n, want)
+		}
 	}
 }

@@ -105,7 +105,15 @@ func Probe(h *Host, o ProbeOptions) ProbeReport {
 		rep.GPUs = append(rep.GPUs, g.Info().Index)
 	}
 	rep.Hung = make([]string, len(gpus))
+	p := &prober{o: o, rep: &rep, gpus: gpus, base: time.Now(), st: make([]probeGPU, len(gpus))}
+	if o.Deadline <= 0 {
+		p.o.Deadline = time.Second
+	}
+	if len(gpus) > 0 {
+		p.phase([]int{0}, p.learn)
+	}
 	calls := probeCalls(gpus)
+	p.calls = calls
 	for _, pc := range calls {
 		k := ProbeKind{Name: pc.name, Alone: make([]ProbeStat, len(gpus)), Together: make([]ProbeStat, len(gpus))}
 		if pc.c == cProcs {
@@ -117,18 +125,14 @@ func Probe(h *Host, o ProbeOptions) ProbeReport {
 		}
 		rep.Kinds = append(rep.Kinds, k)
 	}
-	p := &prober{o: o, calls: calls, rep: &rep, gpus: gpus, base: time.Now(), st: make([]probeGPU, len(gpus))}
-	if o.Deadline <= 0 {
-		p.o.Deadline = time.Second
-	}
 	for i := range gpus {
-		p.phase([]int{i}, false)
+		p.phase([]int{i}, func(i int) { p.gpu(i, false) })
 	}
 	all := make([]int, len(gpus))
 	for i := range all {
 		all[i] = i
 	}
-	p.phase(all, true)
+	p.phase(all, func(i int) { p.gpu(i, true) })
 	for i := range gpus {
 		if p.hung(i) {
 			rep.Hung[i] = p.st[i].name
@@ -144,9 +148,9 @@ const cProcs = maxCalls
 // nvmlDeviceGetProcessUtilization.
 const procCallsPerRead = 3
 
-// probeCalls lists the call kinds the GPUs' plans can make, newest variant
-// only (a fallback for old drivers is timed only when every newer call is
-// missing), present in the driver.
+// probeCalls lists the call kinds the GPUs' plans can make, present in the
+// driver, of a reading's calls only the one its samples make: the newest
+// the driver has and knows the struct of (learn), as plan picks it.
 func probeCalls(gpus []*GPU) []probeCall {
 	if len(gpus) == 0 {
 		return nil
@@ -155,7 +159,7 @@ func probeCalls(gpus []*GPU) []probeCall {
 	var out []probeCall
 	for c := call(0); c < numCalls; c++ {
 		d := &callFn[c]
-		if g.hasNewer(c) || !g.syms.Has(d.fn) {
+		if g.hasNewer(c) || !g.knows(d.fn, d.idx) {
 			continue
 		}
 		if d.fan && (d.idx > 0 || g.Info().NumFans == 0) {
@@ -173,15 +177,50 @@ func probeCalls(gpus []*GPU) []probeCall {
 	return out
 }
 
-// hasNewer reports whether the driver has a newer call that older driver's
-// call c stands in for.
+// hasNewer reports whether the driver has, and knows the struct of, a
+// newer call that older driver's call c stands in for.
 func (g *GPU) hasNewer(c call) bool {
 	for n := callFn[c].newer; n != 0; n = callFn[n].newer {
-		if g.syms.Has(callFn[n].fn) {
+		if g.knows(callFn[n].fn, callFn[n].idx) {
 			return true
 		}
 	}
 	return false
+}
+
+// hasOlder reports whether an older driver's call stands in for call c.
+func hasOlder(c call) bool {
+	return slices.ContainsFunc(callFn, func(d callDef) bool { return d.newer == c })
+}
+
+// learn makes once, on GPU i, each call an older driver's call stands in
+// for, newest first, and notes those refused for their struct version, as
+// a sample does (capCache.note: off for good; the batch makes the older
+// call instead, raw.older): probeCalls then lists, of each reading's
+// calls, the one this driver's samples make (an R550's versioned fabric
+// call with the v2 struct, not the v3 one it refuses), and perSample
+// counts it. A function the driver lacks is found by its symbol; a GPU's
+// "not supported" is its own, not the driver's: not noted.
+func (p *prober) learn(i int) {
+	g := p.gpus[i]
+	x := g.exec.Load()
+	if x == nil {
+		return
+	}
+	var r raw
+	for c := cFields + 1; c < numCalls; c++ {
+		d := &callFn[c]
+		if !hasOlder(c) || !g.knows(d.fn, d.idx) {
+			continue
+		}
+		ret, _, ok := p.timed(i, x, &r, c, d.name)
+		if !ok {
+			return
+		}
+		if Classify(ret) == ClassVersionMismatch {
+			g.note(d.fn, &g.off[d.fn][d.idx], ret, g.cfg.Reprobe)
+		}
+	}
 }
 
 // perSample counts how often the plan at level lvl makes call c (for a fan
@@ -237,14 +276,15 @@ type probeGPU struct {
 func (p *prober) mono() int64     { return int64(time.Since(p.base)) + 1 }
 func (p *prober) hung(i int) bool { return p.st[i].since.Load() < 0 }
 
-// phase times every call kind on the GPUs idx at once (one goroutine each)
-// and returns when each has finished or has a call past the deadline.
-func (p *prober) phase(idx []int, together bool) {
+// phase runs f (learn, or the timing of every call kind) on the GPUs idx
+// at once (one goroutine each) and returns when each has finished or has
+// a call past the deadline.
+func (p *prober) phase(idx []int, f func(i int)) {
 	for _, i := range idx {
 		p.st[i].done.Store(p.hung(i))
 		if !p.hung(i) {
 			go func() {
-				p.gpu(i, together)
+				f(i)
 				p.st[i].done.Store(true)
 			}()
 		}
@@ -268,7 +308,7 @@ func (p *prober) phase(idx []int, together bool) {
 
 // gpu times every kind on GPU i.
 func (p *prober) gpu(i int, together bool) {
-	g, s := p.gpus[i], &p.st[i]
+	g := p.gpus[i]
 	x := g.exec.Load() // the daemon's own executor: the figures are what its calls cost
 	buf := make([]time.Duration, 0, p.o.Calls)
 	var r raw
@@ -284,12 +324,8 @@ func (p *prober) gpu(i int, together bool) {
 		buf = buf[:0]
 		var errText string
 		for range p.o.Calls {
-			s.name = pc.name
-			start := p.mono()
-			s.since.Store(start)
-			ret := p.one(g, x, &r, pc.c)
-			d := time.Duration(p.mono() - start)
-			if !s.since.CompareAndSwap(start, 0) {
+			ret, d, ok := p.timed(i, x, &r, pc.c, pc.name)
+			if !ok {
 				return // too late: the GPU was given up on
 			}
 			if ret != nvml.SUCCESS {
@@ -303,6 +339,19 @@ func (p *prober) gpu(i int, together bool) {
 		*st = stat(buf)
 		st.Err = errText
 	}
+}
+
+// timed makes call c (named name) once on GPU i and returns its result
+// and how long it took; false: it did not return within the deadline, and
+// the GPU is given up on.
+func (p *prober) timed(i int, x *nativeExec, r *raw, c call, name string) (nvml.Return, time.Duration, bool) {
+	s := &p.st[i]
+	s.name = name
+	start := p.mono()
+	s.since.Store(start)
+	ret := p.one(p.gpus[i], x, r, c)
+	d := time.Duration(p.mono() - start)
+	return ret, d, s.since.CompareAndSwap(start, 0)
 }
 
 // one makes call c once through the daemon's executor (the process reader's calls

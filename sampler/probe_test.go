@@ -223,3 +223,43 @@ func TestProbeWithoutExecutor(t *testing.T) {
 		}
 	}
 }
+
+// TestProbeOnAnR550Driver: on a driver without the fabric's v4 call whose
+// versioned call refuses the v3 struct, the probe times the fabric call
+// the samples make there, counted once per slow sample: the versioned
+// call with the v2 struct on an R550, the original call where the
+// versioned one refuses every struct. (It timed the versioned call with
+// the v3 struct, which only ever answered "version mismatch", and counted
+// it as the sample's call.)
+func TestProbeOnAnR550Driver(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		v2Only bool // else every struct refused
+		want   string
+	}{
+		{"R550: v2", true, "nvmlDeviceGetGpuFabricInfoV/v2"},
+		{"no struct known", false, "nvmlDeviceGetGpuFabricInfo"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := fakenvml.NewDev()
+			d.Fabric = &nvml.GpuFabricInfo_v4{State: 3}
+			if d.FabricV2Only = tc.v2Only; !tc.v2Only {
+				d.Set("GetGpuFabricInfoV", nvml.ERROR_ARGUMENT_VERSION_MISMATCH)
+			}
+			h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}, Missing: map[string]bool{"nvmlDeviceGetGpuFabricInfo_v4": true}})
+			rep := Probe(h, ProbeOptions{Calls: 5, Deadline: time.Second, Interval: 100 * time.Millisecond, SlowEvery: 10})
+			var fabric []ProbeKind
+			for _, k := range rep.Kinds {
+				if strings.HasPrefix(k.Name, "nvmlDeviceGetGpuFabricInfo") {
+					fabric = append(fabric, k)
+				}
+			}
+			if len(fabric) != 1 || fabric[0].Name != tc.want {
+				t.Fatalf("the probe times %+v, want only %s", fabric, tc.want)
+			}
+			if k := fabric[0]; k.Alone[0].N != 5 || k.Alone[0].Err != "" || k.PerSample < 0.099 || k.PerSample > 0.101 {
+				t.Errorf("%s: %d timed (%q), %.3f per sample; want 5, answered, 0.1 (the slow tier)", k.Name, k.Alone[0].N, k.Alone[0].Err, k.PerSample)
+			}
+		})
+	}
+}

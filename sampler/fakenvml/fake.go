@@ -54,11 +54,13 @@ type Dev struct {
 	SramEcc      *nvml.EccSramErrorStatus
 	Repair       *nvml.RepairStatus
 	Unrepairable *nvml.UnrepairableMemoryStatus_v1
-	// Fabric answers GetGpuFabricInfo_v4 and, as its v3 struct,
-	// GetGpuFabricInfoV and as its original one (no health mask or
-	// summary: R535) GetGpuFabricInfo; nil: NOT_SUPPORTED (a GPU of no
-	// NVLink fabric).
-	Fabric *nvml.GpuFabricInfo_v4
+	// Fabric answers GetGpuFabricInfo_v4 and, as its v3 or v2 struct (no
+	// summary), GetGpuFabricInfoV and as its original one (no health mask
+	// or summary: R535) GetGpuFabricInfo; nil: NOT_SUPPORTED (a GPU of no
+	// NVLink fabric). FabricV2Only: GetGpuFabricInfoV knows no v3 struct
+	// (an R550's, whose nvml.h has v2 as nvmlGpuFabricInfoV_t).
+	Fabric       *nvml.GpuFabricInfo_v4
+	FabricV2Only bool
 	// Latency is how long every call takes, as on a slow driver.
 	Latency time.Duration
 
@@ -138,7 +140,17 @@ func (d *Dev) getter(fn string, arg uint32, out unsafe.Pointer) nvml.Return {
 	case "GetGpuFabricInfo_v4":
 		return putOpt(out, d.Fabric, 0)
 	case "GetGpuFabricInfoV":
+		var v2 *nvml.GpuFabricInfo_v2
+		if *(*uint32)(out) == uint32(unsafe.Sizeof(*v2))|2<<24 {
+			if f := d.Fabric; f != nil {
+				v2 = &nvml.GpuFabricInfo_v2{ClusterUuid: f.ClusterUuid, Status: f.Status, CliqueId: f.Cliques[0].Id, State: f.State, HealthMask: f.HealthMask}
+			}
+			return putOpt(out, v2, 2)
+		}
 		var v3 *nvml.GpuFabricInfoV
+		if d.FabricV2Only {
+			return nvml.ERROR_ARGUMENT_VERSION_MISMATCH
+		}
 		if f := d.Fabric; f != nil {
 			v3 = &nvml.GpuFabricInfoV{Version: uint32(unsafe.Sizeof(*v3)) | 3<<24, ClusterUuid: f.ClusterUuid, Status: f.Status,
 				CliqueId: f.Cliques[0].Id, State: f.State, HealthMask: f.HealthMask, HealthSummary: f.HealthSummary}
