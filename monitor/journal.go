@@ -101,9 +101,9 @@ func (m *Monitor) queueJournal(line string) {
 // too (journal_drops), as what is still queued is.
 type journalForwarder struct {
 	dropQueue[journalEntry]
-	mu      sync.Mutex
-	sending bool // a line is in a journal call, not counted yet
-	gaveUp  bool // stopJournal stopped waiting: lines are counted, not sent
+	sendMu  sync.Mutex // sending and gaveUp; the queue has its own mu
+	sending bool       // a line is in a journal call, not counted yet
+	gaveUp  bool       // stopJournal stopped waiting: lines are counted, not sent
 }
 
 // runJournal sends the queued lines until stop is closed, then what is
@@ -113,19 +113,19 @@ type journalForwarder struct {
 func (m *Monitor) runJournal(stop <-chan struct{}) {
 	q := &m.journal
 	q.serve(stop, func(e journalEntry) {
-		q.mu.Lock()
+		q.sendMu.Lock()
 		if q.gaveUp {
-			q.mu.Unlock()
+			q.sendMu.Unlock()
 			lose(m.reg, m.log, journalDrops, "an events.log line the journal did not take by shutdown")
 			return
 		}
 		q.sending = true
-		q.mu.Unlock()
+		q.sendMu.Unlock()
 		err := m.cfg.Journal(e.message, e.priority, e.fields)
-		q.mu.Lock()
+		q.sendMu.Lock()
 		counted := !q.sending // by stopJournal, which gave up on this call
 		q.sending = false
-		q.mu.Unlock()
+		q.sendMu.Unlock()
 		if err != nil && !counted {
 			lose(m.reg, m.log, journalDrops, "an events.log line the journal refused", slog.String("error", err.Error()))
 		}
@@ -143,10 +143,10 @@ func (m *Monitor) stopJournal(stop chan struct{}, wg *sync.WaitGroup) {
 	if waitBounded(wg, journalDrain) {
 		return
 	}
-	q.mu.Lock()
+	q.sendMu.Lock()
 	held := q.sending
 	q.sending, q.gaveUp = false, true
-	q.mu.Unlock()
+	q.sendMu.Unlock()
 	if held {
 		lose(m.reg, m.log, journalDrops, "an events.log line a stuck journal call held at shutdown")
 	}

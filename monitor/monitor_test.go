@@ -1202,8 +1202,8 @@ func (l *stuckReopenLog) Reopen() error {
 }
 
 // TestStuckSignalHandlerDoesNotHoldShutdown: the poll loop does not wait
-// for its signals' goroutine, so a SIGHUP handler stuck in a reopen (the
-// CSVs' sync on a stalled disk) does not keep SIGTERM's shutdown from
+// for its signals' goroutine, so a SIGHUP handler stuck in a reopen (a log
+// file's close on a stalled disk) does not keep SIGTERM's shutdown from
 // running (systemd would kill the daemon at TimeoutStopSec, without its
 // final summary line). The stub stands in for any stuck reopen; it holds
 // no lock of its own, where a real line log stuck on its own file still

@@ -6,10 +6,12 @@ import (
 )
 
 // closeSyncBound bounds how long a Close waits for its last fsyncs (the
-// CSV's files and the parts it let go of, a line log's last lines): a disk
-// that never answers must not hold up the daemon's exit behind them (the
-// summary, nvmlShutdown and the clean-stop marker follow, and systemd kills
-// the daemon TimeoutStopSec=20 after asking it to stop). A sync still
+// CSV's files, the parts it let go of and their directory, with its
+// background goroutine; a line log's last lines): a disk that never answers
+// must not hold up the daemon's exit behind them (the summary, nvmlShutdown
+// and the clean-stop marker follow, and systemd kills the daemon
+// TimeoutStopSec after asking it to stop: deploy/gpu-telemetry.service sums
+// the stop's bounds). A sync still
 // running then is abandoned: counted with the failed ones (sync_errors,
 // log_sync_errors) and logged, as its file's last lines may not survive a
 // power loss.

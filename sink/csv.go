@@ -51,6 +51,8 @@ type CSVConfig struct {
 
 	// wrap lets tests put a failing writer around the opened file.
 	wrap func(*os.File) file
+	// syncDir fsyncs the directory (SyncDir); tests stall it.
+	syncDir func(string) error
 }
 
 // file is what the CSV writer needs of an open file.
@@ -82,6 +84,9 @@ func (c *CSVConfig) defaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.syncDir == nil {
+		c.syncDir = SyncDir
 	}
 }
 
@@ -117,9 +122,10 @@ type CSV struct {
 	newEntry     atomic.Bool
 	dirErrLogged atomic.Bool
 
-	// leaving counts the files let go of (leave: a part, or every open
-	// file at Close) whose fsync and close still run on goroutines of their
-	// own: Close waits for them, within a bound.
+	// leaving counts the fsyncs Close waits for, within a bound: of the
+	// files let go of (leave: a part, every file at SIGHUP or at Close),
+	// which run on goroutines of their own, and of the directory
+	// (syncNewEntries).
 	leaving closeSyncs
 
 	stop    chan struct{}
@@ -310,27 +316,19 @@ func (gf *gpuFile) set(g GPUColumns) bool {
 }
 
 // Reopen closes every file so that the next row reopens it by name (SIGHUP:
-// an external tool moved the files away).
-// Each file is synced and closed outside its GPU's lock (a slow disk does
-// not hold up rows); a failure counts in sync_errors, the first logged.
+// an external tool moved the files away). Each is let go of as at midnight
+// or on a new column set (leave): synced and closed on a goroutine of its
+// own, so a stalled disk holds up neither rows nor the signal that asked,
+// and Close waits for it within its bound; a failure counts in sync_errors,
+// the first logged.
 func (c *CSV) Reopen() {
 	for _, i := range c.order {
 		gf := c.files[i]
 		gf.mu.Lock()
-		f, path := gf.f, gf.path
-		gf.f, gf.osf = nil, nil
-		gf.dirty.Store(false)
+		if gf.f != nil {
+			c.leave(gf, false)
+		}
 		gf.mu.Unlock()
-		if f == nil {
-			continue
-		}
-		if err := f.Sync(); err != nil {
-			c.syncFailed(i, path, err)
-		}
-		if err := f.Close(); err != nil {
-			c.syncFailed(i, path, err)
-		}
-		c.released(path)
 	}
 }
 
@@ -349,11 +347,13 @@ func (c *CSV) Stats() Stats {
 		SyncErrors: c.counts.Load(syncErrors), SyncSkips: c.counts.Load(syncSkips), Paused: c.paused.Load() != 0}
 }
 
-// Close stops the background work, fsyncs and closes every file, and waits
-// for the fsync and close of the parts let go of before (leave), within
-// closeSyncBound; an fsync still running then is abandoned, counted and
-// logged, and returned as the error. Pending compressions are abandoned
-// (they are picked up at the next start).
+// Close stops the background work, fsyncs and closes every file and the
+// directory when it gained one, and waits for that and for the fsync and
+// close of the parts let go of before (leave), all within closeSyncBound of
+// its start: the background goroutine too (a directory fsync stuck on the
+// disk). An fsync still running then is abandoned, counted in sync_errors,
+// logged here, and returned as the error. Pending compressions are
+// abandoned (they are picked up at the next start).
 func (c *CSV) Close() error {
 	c.closeMu.Lock()
 	if c.closed {
@@ -364,21 +364,12 @@ func (c *CSV) Close() error {
 	c.shut.Store(true)
 	c.closeMu.Unlock()
 	close(c.stop)
-	<-c.done
-	c.syncNewEntries()
-	// The last periodic batch's failures still count: wait a little for its
-	// outcome, never long (a hung disk must not hold up shutdown; the fsync
-	// below then reports what it can).
-	for range closeSyncWaits {
-		if c.collectSync(); c.inflight.seq == 0 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	deadline := time.Now().Add(closeSyncBound)
 	// Every open file is synced and closed on a goroutine of its own, as a
-	// part let go of before is (a new column set, midnight): its rows are
-	// on the disk, and its fsync's outcome in sync_errors, before Close
-	// returns, unless the disk does not answer within closeSyncBound.
+	// part let go of before is (a new column set, midnight), and so is the
+	// directory when it gained a file: the rows and the new files are on
+	// the disk, and the fsyncs' outcomes in sync_errors, before Close
+	// returns, unless the disk does not answer by the deadline.
 	for _, i := range c.order {
 		gf := c.files[i]
 		gf.mu.Lock()
@@ -387,12 +378,30 @@ func (c *CSV) Close() error {
 		}
 		gf.mu.Unlock()
 	}
+	bg := time.NewTimer(closeSyncBound)
+	defer bg.Stop()
+	select {
+	case <-c.done:
+		// The last periodic batch's failures still count: wait a little for
+		// its outcome, never long (a hung disk must not hold up shutdown;
+		// the fsyncs of the files then report what they can).
+		for range closeSyncWaits {
+			if c.collectSync(); c.inflight.seq == 0 {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+	case <-bg.C:
+		// The background goroutine is held up by the disk: its directory
+		// fsync is one of the syncs abandoned below; c.inflight stays its.
+	}
+	c.syncNewEntries(false)
 	var err error
-	if n := c.leaving.wait(closeSyncBound); n > 0 {
+	if n := c.leaving.wait(time.Until(deadline)); n > 0 {
 		c.counts.Add(syncErrors, uint64(n))
-		err = fmt.Errorf("fsync of %d CSV files still running after %v at close (a stalled disk): abandoned, counted in sync_errors", n, closeSyncBound)
-		c.log.Error("fsync of CSV files still running at close (a stalled disk); abandoned so that the exit goes on: their last rows may not survive a power loss (counted in sync_errors)",
-			"files", n, "waited", closeSyncBound)
+		err = fmt.Errorf("%d fsyncs of CSV files or their directory still running %v after close began (a stalled disk): abandoned, counted in sync_errors", n, closeSyncBound)
+		c.log.Error("fsync of CSV files or their directory still running at close (a stalled disk); abandoned so that the exit goes on: their last rows may not survive a power loss (counted in sync_errors)",
+			"syncs", n, "waited", closeSyncBound)
 	}
 	if c.gz != nil {
 		c.gz.close()
@@ -422,7 +431,7 @@ func (c *CSV) background() {
 		case <-tick:
 		}
 		c.syncDirty()
-		c.syncNewEntries()
+		c.syncNewEntries(true)
 		if c.paused.Load() != 0 || time.Since(lastDisk) >= c.cfg.DiskCheckEvery {
 			lastDisk = time.Now()
 			c.checkDisk()

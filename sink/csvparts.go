@@ -189,8 +189,12 @@ func lastRowTime(path string) (time.Time, error) {
 // with finished set (rotation at midnight) it then queues it for
 // compression. Called with gf.mu held: a day's file can be 100 MB, and its
 // fsync must not hold up the GPU's next row. A file left for another
-// reason (a new column set, the clock stepped back) is not compressed: its
-// day is not over.
+// reason (a new column set, the clock stepped back, SIGHUP, Close) is not
+// compressed: its day is not over. The file is released and queued before
+// its sync is reported done, so Close, once it has waited for it, closes a
+// compressor nothing adds to any more; only the housekeeping a finished day
+// starts may still run after Close has returned (its work is picked up
+// again at the next start).
 func (c *CSV) leave(gf *gpuFile, finished bool) {
 	f, path := gf.f, gf.path
 	gf.f, gf.osf = nil, nil
@@ -207,16 +211,15 @@ func (c *CSV) leave(gf *gpuFile, finished bool) {
 					c.syncFailed(gf.index, path, err)
 				}
 			}
+			c.released(path)
+			if finished && c.gz != nil {
+				c.gz.add(path)
+			}
 		}) {
 			return // Close gave up on it, and counted it; the compressor is closed
 		}
-		c.released(path)
-		if !finished {
-			return
+		if finished {
+			c.housekeeping(c.cfg.Now())
 		}
-		if c.gz != nil {
-			c.gz.add(path)
-		}
-		c.housekeeping(c.cfg.Now())
 	}()
 }

@@ -48,18 +48,34 @@ func (c *CSV) syncFailed(gpu int, path string, err error) {
 }
 
 // syncNewEntries fsyncs the directory once files were created in it, so a
-// power loss cannot lose a whole new day's file, only its last second. The
-// first failure is logged and all are counted with the sync errors.
-func (c *CSV) syncNewEntries() {
+// power loss cannot lose a whole new day's file, only its last second:
+// inline (the background goroutine), or on a goroutine of its own (Close).
+// Either way it is one of the syncs Close waits for within its bound
+// (leaving): a directory fsync stuck on the disk, in the background
+// goroutine or in Close, is abandoned with the files'. The first failure is
+// logged and all are counted with the sync errors.
+func (c *CSV) syncNewEntries(inline bool) {
 	if !c.newEntry.Swap(false) {
 		return
 	}
-	if err := SyncDir(c.cfg.Dir); err != nil {
-		c.counts.Inc(syncErrors)
-		if c.dirErrLogged.CompareAndSwap(false, true) {
-			c.log.Error("fsync of the log directory failed; new CSV files may not survive a power loss (later failures are only counted: sync_errors)",
-				"dir", c.cfg.Dir, "error", err)
-		}
+	c.leaving.begin()
+	sync := func() {
+		err := c.cfg.syncDir(c.cfg.Dir)
+		c.leaving.end(func() {
+			if err == nil {
+				return
+			}
+			c.counts.Inc(syncErrors)
+			if c.dirErrLogged.CompareAndSwap(false, true) {
+				c.log.Error("fsync of the log directory failed; new CSV files may not survive a power loss (later failures are only counted: sync_errors)",
+					"dir", c.cfg.Dir, "error", err)
+			}
+		})
+	}
+	if inline {
+		sync()
+	} else {
+		go sync()
 	}
 }
 

@@ -232,15 +232,139 @@ type syncFailFile struct{ *os.File }
 func (f syncFailFile) Sync() error { return syscall.EIO }
 
 // TestReopenCountsSyncErrors: the fsync of a file closed by SIGHUP is
-// counted like every other (sync_errors), not dropped.
+// counted like every other (sync_errors), not dropped, by the time Close
+// returns (it runs on a goroutine of its own, which Close waits for).
 func TestReopenCountsSyncErrors(t *testing.T) {
 	dir := t.TempDir()
 	c := newTestCSV(t, dir, CSVConfig{wrap: func(f *os.File) file { return syncFailFile{f} }})
 	s := fullSample()
 	c.Write(&s)
 	c.Reopen()
+	c.Close()
 	if got := c.Stats().SyncErrors; got != 1 {
 		t.Errorf("sync_errors after a failed fsync at reopen: %d, want 1", got)
+	}
+}
+
+// TestReopenDoesNotWaitOnAStuckFsync: SIGHUP lets the files go as midnight
+// does (leave): on a disk that stopped answering, Reopen returns at once
+// (it runs on the signals goroutine, which also answers SIGUSR1), and
+// Close waits for that fsync within its bound, then counts it as abandoned.
+// Before, Reopen synced inline: it waited for as long as the disk did not
+// answer, and Close neither waited for nor counted that fsync.
+func TestReopenDoesNotWaitOnAStuckFsync(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	c := newTestCSV(t, t.TempDir(), CSVConfig{
+		wrap: func(f *os.File) file { return stuckSyncFile{File: f, release: release} }})
+	s := fullSample()
+	if err := c.Write(&s); err != nil {
+		t.Fatal(err)
+	}
+	reopened := make(chan struct{})
+	go func() { c.Reopen(); close(reopened) }()
+	select {
+	case <-reopened:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Reopen still waits on an fsync that never returns after 30s")
+	}
+	if err := c.Close(); err == nil {
+		t.Error("Close returned no error with the reopen's fsync abandoned")
+	}
+	if got := c.Stats().SyncErrors; got != 1 {
+		t.Errorf("sync_errors after Close abandoned the reopen's fsync: %d, want 1", got)
+	}
+}
+
+// TestCSVCloseAbandonsAStuckDirectoryFsync: a file created in the last tick
+// (midnight, a new column set, a late GPU) leaves a directory fsync to do,
+// in the background goroutine's round or in Close. On a disk that never
+// answers, Close still returns within its bound, and the abandoned fsync is
+// counted and returned. Before, Close waited for the background goroutine
+// and ran its own directory fsync without a bound.
+func TestCSVCloseAbandonsAStuckDirectoryFsync(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tick bool // the background goroutine's round takes the directory fsync
+	}{
+		{"in the background round", true},
+		{"in Close", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			release, entered := make(chan struct{}), make(chan struct{}, 1)
+			defer close(release)
+			tick := make(chan time.Time)
+			c := newTestCSV(t, t.TempDir(), CSVConfig{Tick: tick, syncDir: func(string) error {
+				select {
+				case entered <- struct{}{}:
+				default:
+				}
+				<-release
+				return nil
+			}})
+			s := fullSample()
+			if err := c.Write(&s); err != nil { // creates the file: a new directory entry
+				t.Fatal(err)
+			}
+			if tc.tick {
+				tick <- time.Now()
+				<-entered
+			}
+			closed := make(chan error, 1)
+			go func() { closed <- c.Close() }()
+			var err error
+			select {
+			case err = <-closed:
+			case <-time.After(30 * time.Second): // a deadline for the test, far above the bound
+				t.Fatalf("Close still waits on a directory fsync that never returns after 30s (bound %v)", closeSyncBound)
+			}
+			if err == nil {
+				t.Error("Close returned no error with the directory fsync abandoned")
+			}
+			if got := c.Stats().SyncErrors; got != 1 {
+				t.Errorf("sync_errors after Close abandoned the directory fsync: %d, want 1", got)
+			}
+		})
+	}
+}
+
+// TestCSVCloseWaitsForAFinishedDayQueued: a day finished at midnight is
+// released and queued for compression before its sync counts as done, so
+// Close, which waits for it, does not close the compressor while the part
+// is still to be handed over. Before, the sync was reported done first, and
+// Close could return while the part was still held.
+func TestCSVCloseWaitsForAFinishedDayQueued(t *testing.T) {
+	release := make(chan struct{})
+	dir := t.TempDir()
+	c := newTestCSV(t, dir, CSVConfig{Compress: true,
+		Now:  func() time.Time { return time.Date(2026, 11, 30, 1, 0, 0, 0, cet) },
+		wrap: func(f *os.File) file { return stuckSyncFile{File: f, release: release} }})
+	s := fullSample()
+	if err := c.Write(&s); err != nil {
+		t.Fatal(err)
+	}
+	s.Time = time.Date(2026, 11, 30, 0, 0, 1, 0, cet)
+	if err := c.Write(&s); err != nil { // midnight: the first day is let go of, its fsync stuck
+		t.Fatal(err)
+	}
+	c.gz.mu.Lock() // holds up the parts' release, after their fsyncs
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	close(release)
+	select {
+	case <-closed:
+		c.gz.mu.Unlock()
+		t.Fatal("Close returned while a part it let go of was still to be released and queued for compression")
+	case <-time.After(200 * time.Millisecond):
+	}
+	c.gz.mu.Unlock()
+	if err := <-closed; err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	c.gz.mu.Lock()
+	defer c.gz.mu.Unlock()
+	if len(c.gz.held) > 0 {
+		t.Errorf("parts still held after Close: %v", c.gz.held)
 	}
 }
 

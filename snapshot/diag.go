@@ -200,7 +200,10 @@ func runJob(ctx context.Context, timeout time.Duration, run func(context.Context
 		status = "(canceled: the daemon is shutting down)"
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		status = "(timed out after " + timeout.String() + ")"
-	case ok: // a Runner that bounds itself
+	case ok:
+		// A Runner that bounds itself and says so: the tests' fakes.
+		// ExecRunner's only bound is cctx, so its timeouts end in the case
+		// above.
 		status = "(timed out after " + te.After.String() + ")"
 	case errors.Is(err, exec.ErrNotFound):
 		status = "(" + err.Error() + ")" // names the package: NotInstalledError
