@@ -205,7 +205,9 @@ func (gs *gpuState) startRepair() {
 	early := rs.b
 	rs.b = m.openBoard(uuid, gs.log)
 	if early != nil {
-		rs.b.Repair().Absorb(early.Repair())
+		if esc := rs.b.Repair().Absorb(early.Repair()); len(esc) > 0 {
+			gs.log.Warn("the board's history escalates beyond the action acknowledged before its UUID read; that ack does not cover it", "uuid", uuid, "classes", esc)
+		}
 	}
 	rs.early.replay(rs.b.Repair())
 	rs.early = earlyEvents{}
