@@ -131,12 +131,13 @@ type Repair struct {
 	lastJudge    time.Time            // the last Judge's time
 	recovery     reading.Opt[uint64]  // the last recovery action an event reported
 	initFailed   bool                 // RmInitAdapter failed for the board in this boot
+	dirty        bool                 // hist changed since Dirty was last asked
+	last         []Cause
+
 	// ackedRepair: the classes the last ack of each covered while they
 	// asked for a repair, that ack being of less than Inspect (Absorb
 	// weighs them against the board's history).
 	ackedRepair map[string]bool
-	dirty        bool                 // hist changed since Dirty was last asked
-	last         []Cause
 }
 
 type xidCause struct {
