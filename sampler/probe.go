@@ -150,7 +150,8 @@ const procCallsPerRead = 3
 
 // probeCalls lists the call kinds the GPUs' plans can make, present in the
 // driver, of a reading's calls only the one its samples make: the newest
-// the driver has and knows the struct of (learn), as plan picks it.
+// the driver has and the first GPU has not refused (learn), as plan picks
+// it.
 func probeCalls(gpus []*GPU) []probeCall {
 	if len(gpus) == 0 {
 		return nil
@@ -159,8 +160,8 @@ func probeCalls(gpus []*GPU) []probeCall {
 	var out []probeCall
 	for c := call(0); c < numCalls; c++ {
 		d := &callFn[c]
-		if g.hasNewer(c) || !g.knows(d.fn, d.idx) {
-			continue
+		if g.hasNewer(c) || !g.knows(d.fn, d.idx) || standsIn(c) && hasOlder(c) && !g.can(d.fn, d.idx) {
+			continue // refused (learn): an older call stands in
 		}
 		if d.fan && (d.idx > 0 || g.Info().NumFans == 0) {
 			continue // fans 1..: same function as fan 0; no fans: not made
@@ -177,15 +178,26 @@ func probeCalls(gpus []*GPU) []probeCall {
 	return out
 }
 
-// hasNewer reports whether the driver has, and knows the struct of, a
-// newer call that older driver's call c stands in for.
+// hasNewer reports whether the driver has a newer call that older
+// driver's call c stands in for and that the samples make: of a getter
+// reading's, one not refused (for its struct version, or as not supported
+// by the GPU until its re-probe; learn); of a fan's, one whose symbol the
+// library has (plan).
 func (g *GPU) hasNewer(c call) bool {
 	for n := callFn[c].newer; n != 0; n = callFn[n].newer {
-		if g.knows(callFn[n].fn, callFn[n].idx) {
+		if d := &callFn[n]; g.knows(d.fn, d.idx) && (!standsIn(n) || g.can(d.fn, d.idx)) {
 			return true
 		}
 	}
 	return false
+}
+
+// standsIn reports whether c is one of a getter reading's calls for which,
+// refused, the batch makes the next in the same sample (raw.older); a
+// fan's older call is made only where the newer's symbol is missing.
+func standsIn(c call) bool {
+	d := &callFn[c]
+	return !d.fan && (d.newer != 0 && !callFn[d.newer].fan || hasOlder(c))
 }
 
 // hasOlder reports whether an older driver's call stands in for call c.
@@ -193,14 +205,17 @@ func hasOlder(c call) bool {
 	return slices.ContainsFunc(callFn, func(d callDef) bool { return d.newer == c })
 }
 
-// learn makes once, on GPU i, each call an older driver's call stands in
-// for, newest first, and notes those refused for their struct version, as
-// a sample does (capCache.note: off for good; the batch makes the older
-// call instead, raw.older): probeCalls then lists, of each reading's
-// calls, the one this driver's samples make (an R550's versioned fabric
-// call with the v2 struct, not the v3 one it refuses), and perSample
-// counts it. A function the driver lacks is found by its symbol; a GPU's
-// "not supported" is its own, not the driver's: not noted.
+// learn makes once, on GPU i, each of a getter reading's calls that stand
+// in for one another (standsIn), newest first, and notes its result as a
+// sample does (capCache.note: a struct version refused is off for good, a
+// call the GPU does not support off until its re-probe; the batch makes
+// the older call instead, raw.older): probeCalls then lists, of each
+// reading's calls, the one this driver's samples make on GPU i (an R550's
+// versioned fabric call with the v2 struct, not the v3 one it refuses; the
+// clocks' throttle reasons where the GPU refuses the event reasons), and
+// perSample counts it (none of a GPU of no fabric, which refuses each:
+// they are made at re-probes only). A function the driver lacks is found
+// by its symbol.
 func (p *prober) learn(i int) {
 	g := p.gpus[i]
 	x := g.exec.Load()
@@ -210,16 +225,14 @@ func (p *prober) learn(i int) {
 	var r raw
 	for c := cFields + 1; c < numCalls; c++ {
 		d := &callFn[c]
-		if !hasOlder(c) || !g.knows(d.fn, d.idx) {
+		if !standsIn(c) || !g.can(d.fn, d.idx) {
 			continue
 		}
 		ret, _, ok := p.timed(i, x, &r, c, d.name)
 		if !ok {
 			return
 		}
-		if Classify(ret) == ClassVersionMismatch {
-			g.note(d.fn, &g.off[d.fn][d.idx], ret, g.cfg.Reprobe)
-		}
+		g.note(d.fn, &g.off[d.fn][d.idx], ret, g.cfg.Reprobe)
 	}
 }
 
