@@ -149,9 +149,7 @@ const cProcs = maxCalls
 const procCallsPerRead = 3
 
 // probeCalls lists the call kinds the GPUs' plans can make, present in the
-// driver, of a reading's calls only the one its samples make: the newest
-// the driver has and the first GPU has not refused (learn), as plan picks
-// it.
+// driver, of a reading's calls only the one its samples make (sampleCall).
 func probeCalls(gpus []*GPU) []probeCall {
 	if len(gpus) == 0 {
 		return nil
@@ -160,8 +158,8 @@ func probeCalls(gpus []*GPU) []probeCall {
 	var out []probeCall
 	for c := call(0); c < numCalls; c++ {
 		d := &callFn[c]
-		if g.hasNewer(c) || !g.knows(d.fn, d.idx) || standsIn(c) && hasOlder(c) && !g.can(d.fn, d.idx) {
-			continue // refused (learn): an older call stands in
+		if !g.knows(d.fn, d.idx) || !g.sampleCall(c) {
+			continue
 		}
 		if d.fan && (d.idx > 0 || g.Info().NumFans == 0) {
 			continue // fans 1..: same function as fan 0; no fans: not made
@@ -178,26 +176,48 @@ func probeCalls(gpus []*GPU) []probeCall {
 	return out
 }
 
-// hasNewer reports whether the driver has a newer call that older
-// driver's call c stands in for and that the samples make: of a getter
-// reading's, one not refused (for its struct version, or as not supported
-// by the GPU until its re-probe; learn); of a fan's, one whose symbol the
-// library has (plan).
+// sampleCall reports whether the samples make call c for its readings. Of
+// a getter reading's calls that stand in for one another (chainOf), that
+// is the first not refused (for its struct version, or as not supported
+// by the GPU until its re-probe: learn, as plan picks it; an R550's
+// versioned fabric call with the v2 struct, the clocks' throttle reasons
+// where the GPU refuses the event reasons), or where each is refused (a
+// GPU of no fabric), the newest the driver knows, which the re-probes make
+// first. Of a fan's, the newest whose symbol the library has (plan).
+func (g *GPU) sampleCall(c call) bool {
+	chain := chainOf(c)
+	if chain == nil {
+		return !g.hasNewer(c)
+	}
+	i := slices.IndexFunc(chain, func(o call) bool { return g.can(callFn[o].fn, callFn[o].idx) })
+	if i < 0 {
+		i = slices.IndexFunc(chain, func(o call) bool { return g.knows(callFn[o].fn, callFn[o].idx) })
+	}
+	return i >= 0 && chain[i] == c
+}
+
+// hasNewer reports whether the driver has, and knows the struct of, a
+// newer call that older driver's call c stands in for.
 func (g *GPU) hasNewer(c call) bool {
 	for n := callFn[c].newer; n != 0; n = callFn[n].newer {
-		if d := &callFn[n]; g.knows(d.fn, d.idx) && (!standsIn(n) || g.can(d.fn, d.idx)) {
+		if g.knows(callFn[n].fn, callFn[n].idx) {
 			return true
 		}
 	}
 	return false
 }
 
-// standsIn reports whether c is one of a getter reading's calls for which,
-// refused, the batch makes the next in the same sample (raw.older); a
-// fan's older call is made only where the newer's symbol is missing.
-func standsIn(c call) bool {
-	d := &callFn[c]
-	return !d.fan && (d.newer != 0 && !callFn[d.newer].fan || hasOlder(c))
+// chainOf returns the calls, newest first, of the getter reading with
+// call c whose calls stand in for one another: refused, the batch makes
+// the next in the same sample (raw.older); nil: c is no such call (a
+// fan's older call is made only where the newer's symbol is missing).
+func chainOf(c call) []call {
+	for _, gr := range getterReadings {
+		if len(gr.calls) > 1 && slices.Contains(gr.calls, c) {
+			return gr.calls
+		}
+	}
+	return nil
 }
 
 // hasOlder reports whether an older driver's call stands in for call c.
@@ -206,16 +226,14 @@ func hasOlder(c call) bool {
 }
 
 // learn makes once, on GPU i, each of a getter reading's calls that stand
-// in for one another (standsIn), newest first, and notes its result as a
+// in for one another (chainOf), newest first, and notes its result as a
 // sample does (capCache.note: a struct version refused is off for good, a
 // call the GPU does not support off until its re-probe; the batch makes
 // the older call instead, raw.older): probeCalls then lists, of each
-// reading's calls, the one this driver's samples make on GPU i (an R550's
-// versioned fabric call with the v2 struct, not the v3 one it refuses; the
-// clocks' throttle reasons where the GPU refuses the event reasons), and
-// perSample counts it (none of a GPU of no fabric, which refuses each:
-// they are made at re-probes only). A function the driver lacks is found
-// by its symbol.
+// reading's calls, the one this driver's samples make on GPU i
+// (sampleCall), and perSample counts it (none of a GPU of no fabric, which
+// refuses each: they are made at re-probes only). A function the driver
+// lacks is found by its symbol.
 func (p *prober) learn(i int) {
 	g := p.gpus[i]
 	x := g.exec.Load()
@@ -225,7 +243,7 @@ func (p *prober) learn(i int) {
 	var r raw
 	for c := cFields + 1; c < numCalls; c++ {
 		d := &callFn[c]
-		if !standsIn(c) || !g.can(d.fn, d.idx) {
+		if chainOf(c) == nil || !g.can(d.fn, d.idx) {
 			continue
 		}
 		ret, _, ok := p.timed(i, x, &r, c, d.name)

@@ -267,8 +267,10 @@ func TestProbeOnAnR550Driver(t *testing.T) {
 // TestProbeNewerCallNotSupported: a GPU that answers "not supported" to a
 // reading's newer call has its samples make the older one in its place
 // (batch.c, until the re-probe): the probe times that one, and counts it
-// per sample, not the refused newer call. It timed and counted the newer
-// call, which only ever answered "not supported".
+// per sample, not the refused newer call; a GPU that refuses each of them
+// (no fabric) makes them at the re-probes only: none per sample. It timed
+// the newer call, which only ever answered "not supported", and counted
+// it in every sample.
 func TestProbeNewerCallNotSupported(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
@@ -281,7 +283,7 @@ func TestProbeNewerCallNotSupported(t *testing.T) {
 			func(d *fakenvml.Dev) { d.Set("GetCurrentClocksEventReasons", nvml.ERROR_NOT_SUPPORTED) },
 			"nvmlDeviceGetCurrentClocksThrottleReasons", "", 1},
 		{"no fabric", "nvmlDeviceGetGpuFabricInfo", func(d *fakenvml.Dev) { d.Fabric = nil },
-			"nvmlDeviceGetGpuFabricInfo", "ERROR_NOT_SUPPORTED", 0}, // refused too: made at the re-probes only
+			"nvmlDeviceGetGpuFabricInfo_v4", "ERROR_NOT_SUPPORTED", 0}, // each refused: the re-probes make v4 first
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := fakenvml.NewDev()
