@@ -133,6 +133,11 @@ type Repair struct {
 	initFailed   bool                 // RmInitAdapter failed for the board in this boot
 	dirty        bool                 // hist changed since Dirty was last asked
 	last         []Cause
+
+	// ackedRepair: the classes the last ack of each covered while they
+	// asked for a repair, that ack being of less than Inspect (Absorb
+	// weighs them against the board's history).
+	ackedRepair map[string]bool
 }
 
 type xidCause struct {
@@ -181,12 +186,26 @@ func NewRepair(boot string, inspectAfter int, h action.History) *Repair {
 // others began in this run and are counted. Xid classes are not taken:
 // their events are given to r again (Xid). The acknowledgements made of
 // early (by the GPU's index) are the board's: each class as of when it was
-// acknowledged. The history is then to be written.
-func (r *Repair) Absorb(early *Repair) {
+// acknowledged; but not a class that the board's history escalates beyond
+// the action acknowledged (a repair seen in inspectAfter earlier boots:
+// Inspect, where early, without the history, asked for a reboot). An ack
+// covers the action acknowledged, not a greater one: with the UUID known
+// the board would have asked for Inspect, and an ack of less been refused.
+// Those classes are returned (sorted), the board's to acknowledge itself.
+// The history is then to be written.
+func (r *Repair) Absorb(early *Repair) (escalated []string) {
 	if a := early.hist.Ack; a != nil { // made in this run: later than any in the board's history
-		r.hist.Acknowledge(*a)
+		for class := range early.hist.Acked { // before Acknowledge: the earlier boots as they count now
+			if early.ackedRepair[class] && r.earlierBoots(class) >= r.inspectAfter {
+				escalated = append(escalated, class)
+			}
+		}
+		slices.Sort(escalated)
+		ack := *a
+		ack.Classes = slices.DeleteFunc(slices.Clone(a.Classes), func(c string) bool { return slices.Contains(escalated, c) })
+		r.hist.Acknowledge(ack)
 		for class, at := range early.hist.Acked { // an earlier ack's classes at their own time
-			if at.After(r.hist.Acked[class]) {
+			if !slices.Contains(escalated, class) && at.After(r.hist.Acked[class]) {
 				r.hist.Acked[class] = at
 			}
 		}
@@ -216,6 +235,7 @@ func (r *Repair) Absorb(early *Repair) {
 		r.began[class], r.counted[class] = c.Last, true
 		r.dirty = true
 	}
+	return escalated
 }
 
 // Unacked reports whether class began in this boot (an earlier run of the
@@ -451,6 +471,12 @@ func (r *Repair) Ack(cur action.Current, t time.Time, by, note string) action.Ac
 		}
 	}
 	slices.Sort(ack.Classes)
+	if r.ackedRepair == nil {
+		r.ackedRepair = map[string]bool{}
+	}
+	for _, c := range r.last {
+		r.ackedRepair[c.Class] = c.Action.Drains() && ack.Action < action.Inspect
+	}
 	r.hist.Acknowledge(ack)
 	r.dirty = true
 	return ack

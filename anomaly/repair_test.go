@@ -384,6 +384,46 @@ func TestAbsorb(t *testing.T) {
 	}
 }
 
+// TestAbsorbAckTheHistoryEscalates: an ack made by index while the GPU's
+// UUID did not read covers what was acknowledged, not more. Xid 79 in
+// inspectAfter earlier boots makes the board's action inspect; early,
+// without the history, asked for a reboot, and an ack of reboot does not
+// cover inspect: once the UUID reads, the board asks for inspect and needs
+// its own ack, while a class the history does not escalate (a DBE) stays
+// acknowledged.
+func TestAbsorbAckTheHistoryEscalates(t *testing.T) {
+	var h action.History
+	for i := range action.DefaultInspectAfter {
+		_, h = boot(t, h, bootName(i), 0, RepairInput{Now: t0.Add(time.Duration(i) * time.Hour)}, xid79)
+	}
+	now := t0.Add(10 * time.Hour)
+	early := NewRepair("C", 0, action.History{})
+	early.Xid(xid79, now)
+	cur := early.Judge(RepairInput{Now: now, Health: verdict(ReasonDBE)})
+	if cur.Action != action.Reboot {
+		t.Fatalf("early, without the history: %v %q, want reboot", cur.Action, cur.Reasons)
+	}
+	early.Ack(cur, now.Add(time.Second), "root", "")
+
+	r := NewRepair("C", 0, h)
+	if got := r.Absorb(early); !slices.Equal(got, []string{"xid79"}) {
+		t.Errorf("Absorb left out %q of the ack, want xid79", got)
+	}
+	r.Xid(xid79, now) // the early events, given again
+	cur = r.Judge(RepairInput{Now: now.Add(2 * time.Second), Health: verdict(ReasonDBE)})
+	if cur.Action != action.Inspect || !strings.Contains(cur.Reason(), "earlier boots") {
+		t.Errorf("the board, its UUID read: %v %q, want inspect", cur.Action, cur.Reasons)
+	}
+	if len(cur.Reasons) != 2 || !strings.HasSuffix(cur.Reasons[1], "(acknowledged)") {
+		t.Errorf("the DBE's ack was dropped: %q", cur.Reasons)
+	}
+	cur = r.Judge(RepairInput{Now: now.Add(3 * time.Second)})
+	r.Ack(cur, now.Add(4*time.Second), "root", "")
+	if cur = r.Judge(RepairInput{Now: now.Add(5 * time.Second)}); cur.Action != action.None {
+		t.Errorf("after the board's own ack of inspect: %v %q", cur.Action, cur.Reasons)
+	}
+}
+
 // TestAck: an acknowledgement returns the action to none (an event) or
 // watch (a condition that still holds) until a new event.
 func TestAck(t *testing.T) {

@@ -66,6 +66,12 @@ type gpuState struct {
 	hmu        sync.Mutex
 	stalled    bool          // a hang of the sample in flight was reported
 	stallStart time.Duration // Config.mono when the hang's sample was dispatched
+	// stallBegan is stallStart on the wall clock, reckoned once at the
+	// hang's first report: reckoned at each, a wall clock stepped forward
+	// (chrony's makestep) would move the start of the same hang past the
+	// last judgement when its stuck call changes (a new occurrence to
+	// anomaly.Repair: counted again, an ack of it no longer covering it).
+	stallBegan time.Time
 	// When the last sample classified was dispatched (Worker.Busy): its
 	// identity, compared for equality only; -1 before any.
 	finished time.Duration
@@ -386,13 +392,12 @@ func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (repor
 	}
 	times, first := []instant{now}, !gs.stalled
 	if first {
-		gs.stalled, gs.stallStart = true, since
+		gs.stalled, gs.stallStart, gs.stallBegan = true, since, now.wall.Add(since-now.mono)
 		times = append(slices.Clone(gs.skipped), now)
 	}
-	start := gs.stallStart
+	start, began := gs.stallStart, gs.stallBegan
 	gs.skipped = gs.skipped[:0]
 	// Published by the poll loop, the worker being stuck, on the wall clock.
-	began := now.wall.Add(since - now.mono)
 	gs.slot.Update(func(g *live.GPU) { g.Hung(fn.String(), began) })
 	fans := min(gs.g.Info().NumFans, reading.MaxFans)
 	what := "NVML_HUNG rows"

@@ -105,6 +105,9 @@ type hostStates struct {
 	fabric        []reading.FabricService // the fabric daemons' last scan (fabric.go); nil: no fabric
 	fabricAt      time.Time
 	refusedLogged atomic.Bool
+	// bootUnknown: the UUIDs of the boards counted in repair_boots_unknown
+	// (newBoard), each once, however often its history is read.
+	bootUnknown sync.Map
 }
 
 // lineLog is an append-only text log (sink.LineLog; tests replace it).

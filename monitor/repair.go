@@ -205,7 +205,9 @@ func (gs *gpuState) startRepair() {
 	early := rs.b
 	rs.b = m.openBoard(uuid, gs.log)
 	if early != nil {
-		rs.b.Repair().Absorb(early.Repair())
+		if esc := rs.b.Repair().Absorb(early.Repair()); len(esc) > 0 {
+			gs.log.Warn("the board's history escalates beyond the action acknowledged before its UUID read; that ack does not cover it", "uuid", uuid, "classes", esc)
+		}
 	}
 	rs.early.replay(rs.b.Repair())
 	rs.early = earlyEvents{}
@@ -238,11 +240,15 @@ func (m *Monitor) openBoard(uuid string, log *slog.Logger) *board.Board {
 // newBoard is the board of history h (zero: a board not identified yet,
 // which has none) judged in this run's boot (repairBoot). A board's history
 // started without the kernel's boot id is counted (repair_boots_unknown):
-// once a board, when it is read; a GPU judged before its UUID is known has
-// no history yet, and its board's is counted once the UUID is.
+// once a board, when it is first read (a missing board is read again by
+// each missingFromState, and by missingBoard before); a GPU judged before
+// its UUID is known has no history yet, and its board's is counted once
+// the UUID is.
 func (m *Monitor) newBoard(h action.History) *board.Board {
 	if m.ident.BootID == "" && h.UUID != "" {
-		lose(m.reg, m.log, bootUnknown, "the boot a board's history counts this run in (no boot id)")
+		if _, again := m.states.bootUnknown.LoadOrStore(h.UUID, true); !again {
+			lose(m.reg, m.log, bootUnknown, "the boot a board's history counts this run in (no boot id)")
+		}
 	}
 	return board.New(m.cfg.LogDir, m.repairBoot(), m.cfg.InspectAfter, h)
 }

@@ -323,6 +323,37 @@ func TestMissingFromStateFiles(t *testing.T) {
 	}
 }
 
+// Without the kernel's boot id, repair_boots_unknown counts each board's
+// history once, however often it is read: a board an earlier run missed
+// whose action does not take it out of service is not among the host's
+// missing boards, and each missingFromState (at start, then once every
+// GPU is identified) reads it again, as it does a board missingBoard read
+// before.
+func TestBootsUnknownMissingBoardCountedOnce(t *testing.T) {
+	r := newRig(t, 1, nil)
+	r.m.ident.BootID = ""
+	const acked, quiet = "GPU-dead0003-0000-0000-0000-000000000000", "GPU-dead0004-0000-0000-0000-000000000000"
+	for _, uuid := range []string{acked, quiet} {
+		h := action.History{UUID: uuid}
+		h.Count("an-earlier-boot", "xid79", time.Now().Add(-time.Hour))
+		h.Acked = map[string]time.Time{"missing": time.Now(), "xid79": time.Now()}
+		if err := board.Write(r.dir, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.m.missingBoard(sink.Board{UUID: quiet, Index: 3})
+	r.m.missingFromState()
+	r.m.missingFromState()
+	for _, b := range r.m.states.missing {
+		if b.Action.Action.Drains() {
+			t.Fatalf("missing board %s: %v, want it acknowledged", b.UUID(), b.Action)
+		}
+	}
+	if n := r.counted("repair_boots_unknown"); n != 2 {
+		t.Errorf("repair_boots_unknown %d, want 2: once for each board", n)
+	}
+}
+
 // A fatal SXid on a GPU on the fabric: the next sample begins
 // nvswitch_fatal (HEALTH_CRITICAL naming the SXid, an incident, the action
 // reset_gpu); a second fatal SXid of the burst is no second incident; the

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpu-telemetry/gpu-telemetry/action"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 )
 
@@ -285,5 +287,52 @@ func TestStatusWindowIsOnTheMonotonicClock(t *testing.T) {
 	r.mono.Store(int64(130 * time.Second))
 	if w := r.m.collect().Window; w != 30*time.Second {
 		t.Errorf("status window %v, want 30s", w)
+	}
+}
+
+// A hang's start on the wall clock is reckoned once, at its first report:
+// the wall clock stepped forward (chrony's makestep) by more than the
+// hang's age, and the stuck call changing (common on a dying GPU), leave
+// the published start where it was, and the repair action sees the same
+// hang: its acknowledgement still covers it. (Reckoned again at each
+// report, the start moved past the last judgement: a new hang, counted
+// again, the ack no longer covering it.)
+func TestHangStartSurvivesAWallClockStep(t *testing.T) {
+	r := newClockRig(t)
+	entered := make(chan string, 16)
+	var releases []func()
+	defer func() {
+		for _, f := range releases {
+			f()
+		}
+	}()
+	releases = append(releases, r.devs[0].Block("GetTemperature", entered))
+	wall0, mono0 := time.Now().Add(-10*time.Second), 100*time.Second
+	r.tick(wall0, mono0)
+	r.inFlight()
+	r.tick(wall0.Add(2*time.Second), mono0+2*time.Second)
+	r.drain()
+	if st := r.gs.slot.Get().State; st.Function != "nvmlDeviceGetTemperature" || !st.Since.Equal(wall0) {
+		t.Fatalf("published %+v, want hung in nvmlDeviceGetTemperature since %v", st, wall0)
+	}
+	if _, err := r.m.Ack("0", action.Watch, "looking", "root"); err != nil {
+		t.Fatal(err)
+	}
+	// The sample moves on to the next call, stuck there too.
+	for _, fn := range []string{"GetPowerManagementLimit", "GetPerformanceState", "GetClockInfo", "GetUtilizationRates", "GetMemoryInfo_v2"} {
+		releases = append(releases, r.devs[0].Block(fn, entered))
+	}
+	<-entered // GetTemperature's
+	releases[0]()
+	next := "nvml" + strings.Replace(<-entered, "Get", "DeviceGet", 1)
+	step := wall0.Add(40 * time.Second) // 30 s ahead of the real clock, 37 s on the hang's clock
+	r.tick(step, mono0+3*time.Second)
+	r.drain()
+	if st := r.gs.slot.Get().State; st.Function != next || !st.Since.Equal(wall0) {
+		t.Errorf("after the step: published %+v, want hung in %s since %v", st, next, wall0)
+	}
+	r.gs.judgeAction(step, true, nil)
+	if cur := r.gs.slot.Get().Action; cur.Action != action.Watch || !strings.Contains(cur.Reason(), "(acknowledged)") {
+		t.Errorf("after the step: %v %q, want watch, acknowledged", cur.Action, cur.Reasons)
 	}
 }

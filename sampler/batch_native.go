@@ -123,9 +123,9 @@ func (x *nativeExec) current() int32 {
 
 // run makes the calls in r.plan (and r.fallback when the field batch did
 // not succeed, r.fieldFallback[i] when entry i did not, r.older[c] when
-// the driver does not know call c), recording every
-// result in r.ret; none after NVML_ERROR_GPU_IS_LOST (the field batch's,
-// one of its entries' or a getter's).
+// the driver does not know call c or the GPU does not support it),
+// recording every result in r.ret; none after NVML_ERROR_GPU_IS_LOST (the
+// field batch's, one of its entries' or a getter's).
 func (x *nativeExec) run(r *raw) {
 	b := x.b
 	b.plan, b.fallback = C.uint64_t(r.plan), C.uint64_t(r.fallback)

@@ -465,14 +465,16 @@ func TestHealthReadFindsTheGPULost(t *testing.T) {
 	}
 }
 
-// TestFabricOnAnR550Driver: a driver that has the versioned fabric call but
-// not the v3 struct it is asked with (R550: NVML_ERROR_ARGUMENT_VERSION_MISMATCH),
-// and not v4, gives the fabric's state from the original call in every
-// slow sample: in the first, right after the versioned call is refused
-// (raw.older), and after the re-probe time, since a struct version the
-// driver does not know is not asked again. (The first slow sample had no
-// fabric readings, and re-probing left them absent once each re-probe.)
-func TestFabricOnAnR550Driver(t *testing.T) {
+// TestFabricWhereEveryVersionedStructIsRefused: a driver that has the
+// versioned fabric call but knows neither struct it is asked with (v3,
+// then v2: NVML_ERROR_ARGUMENT_VERSION_MISMATCH), and not v4, gives the
+// fabric's state from the original call in every slow sample: in the
+// first, right after the versioned call is refused (raw.older), and after
+// the re-probe time, since a struct version the driver does not know is
+// not asked again. (The first slow sample had no fabric readings, and
+// re-probing left them absent once each re-probe.) An R550, which answers
+// the v2 struct, is TestFabricHealthMaskOnAnR550Driver.
+func TestFabricWhereEveryVersionedStructIsRefused(t *testing.T) {
 	d := healthDev()
 	d.Fabric = &nvml.GpuFabricInfo_v4{State: 3}
 	d.Set("GetGpuFabricInfoV", nvml.ERROR_ARGUMENT_VERSION_MISMATCH)

@@ -149,8 +149,7 @@ const cProcs = maxCalls
 const procCallsPerRead = 3
 
 // probeCalls lists the call kinds the GPUs' plans can make, present in the
-// driver, of a reading's calls only the one its samples make: the newest
-// the driver has and knows the struct of (learn), as plan picks it.
+// driver, of a reading's calls only the one its samples make (sampleCall).
 func probeCalls(gpus []*GPU) []probeCall {
 	if len(gpus) == 0 {
 		return nil
@@ -159,7 +158,7 @@ func probeCalls(gpus []*GPU) []probeCall {
 	var out []probeCall
 	for c := call(0); c < numCalls; c++ {
 		d := &callFn[c]
-		if g.hasNewer(c) || !g.knows(d.fn, d.idx) {
+		if !g.knows(d.fn, d.idx) || !g.sampleCall(c) {
 			continue
 		}
 		if d.fan && (d.idx > 0 || g.Info().NumFans == 0) {
@@ -177,6 +176,26 @@ func probeCalls(gpus []*GPU) []probeCall {
 	return out
 }
 
+// sampleCall reports whether the samples make call c for its readings. Of
+// a getter reading's calls that stand in for one another (chainOf), that
+// is the first not refused (for its struct version, or as not supported
+// by the GPU until its re-probe: learn, as plan picks it; an R550's
+// versioned fabric call with the v2 struct, the clocks' throttle reasons
+// where the GPU refuses the event reasons), or where each is refused (a
+// GPU of no fabric), the newest the driver knows, which the re-probes make
+// first. Of a fan's, the newest whose symbol the library has (plan).
+func (g *GPU) sampleCall(c call) bool {
+	chain := chainOf(c)
+	if chain == nil {
+		return !g.hasNewer(c)
+	}
+	i := slices.IndexFunc(chain, func(o call) bool { return g.can(callFn[o].fn, callFn[o].idx) })
+	if i < 0 {
+		i = slices.IndexFunc(chain, func(o call) bool { return g.knows(callFn[o].fn, callFn[o].idx) })
+	}
+	return i >= 0 && chain[i] == c
+}
+
 // hasNewer reports whether the driver has, and knows the struct of, a
 // newer call that older driver's call c stands in for.
 func (g *GPU) hasNewer(c call) bool {
@@ -188,19 +207,33 @@ func (g *GPU) hasNewer(c call) bool {
 	return false
 }
 
+// chainOf returns the calls, newest first, of the getter reading with
+// call c whose calls stand in for one another: refused, the batch makes
+// the next in the same sample (raw.older); nil: c is no such call (a
+// fan's older call is made only where the newer's symbol is missing).
+func chainOf(c call) []call {
+	for _, gr := range getterReadings {
+		if len(gr.calls) > 1 && slices.Contains(gr.calls, c) {
+			return gr.calls
+		}
+	}
+	return nil
+}
+
 // hasOlder reports whether an older driver's call stands in for call c.
 func hasOlder(c call) bool {
 	return slices.ContainsFunc(callFn, func(d callDef) bool { return d.newer == c })
 }
 
-// learn makes once, on GPU i, each call an older driver's call stands in
-// for, newest first, and notes those refused for their struct version, as
-// a sample does (capCache.note: off for good; the batch makes the older
-// call instead, raw.older): probeCalls then lists, of each reading's
-// calls, the one this driver's samples make (an R550's versioned fabric
-// call with the v2 struct, not the v3 one it refuses), and perSample
-// counts it. A function the driver lacks is found by its symbol; a GPU's
-// "not supported" is its own, not the driver's: not noted.
+// learn makes once, on GPU i, each of a getter reading's calls that stand
+// in for one another (chainOf), newest first, and notes its result as a
+// sample does (capCache.note: a struct version refused is off for good, a
+// call the GPU does not support off until its re-probe; the batch makes
+// the older call instead, raw.older): probeCalls then lists, of each
+// reading's calls, the one this driver's samples make on GPU i
+// (sampleCall), and perSample counts it (none of a GPU of no fabric, which
+// refuses each: they are made at re-probes only). A function the driver
+// lacks is found by its symbol.
 func (p *prober) learn(i int) {
 	g := p.gpus[i]
 	x := g.exec.Load()
@@ -210,16 +243,14 @@ func (p *prober) learn(i int) {
 	var r raw
 	for c := cFields + 1; c < numCalls; c++ {
 		d := &callFn[c]
-		if !hasOlder(c) || !g.knows(d.fn, d.idx) {
+		if chainOf(c) == nil || !g.can(d.fn, d.idx) {
 			continue
 		}
 		ret, _, ok := p.timed(i, x, &r, c, d.name)
 		if !ok {
 			return
 		}
-		if Classify(ret) == ClassVersionMismatch {
-			g.note(d.fn, &g.off[d.fn][d.idx], ret, g.cfg.Reprobe)
-		}
+		g.note(d.fn, &g.off[d.fn][d.idx], ret, g.cfg.Reprobe)
 	}
 }
 

@@ -263,3 +263,49 @@ func TestProbeOnAnR550Driver(t *testing.T) {
 		})
 	}
 }
+
+// TestProbeNewerCallNotSupported: a GPU that answers "not supported" to a
+// reading's newer call has its samples make the older one in its place
+// (batch.c, until the re-probe): the probe times that one, and counts it
+// per sample, not the refused newer call; a GPU that refuses each of them
+// (no fabric) makes them at the re-probes only: none per sample. It timed
+// the newer call, which only ever answered "not supported", and counted
+// it in every sample.
+func TestProbeNewerCallNotSupported(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		prefix        string // the reading's calls' names begin so
+		set           func(d *fakenvml.Dev)
+		want, wantErr string  // the call timed, and its error
+		perSample     float64 // its calls per sample
+	}{
+		{"clocks event reasons refused", "nvmlDeviceGetCurrentClocks",
+			func(d *fakenvml.Dev) { d.Set("GetCurrentClocksEventReasons", nvml.ERROR_NOT_SUPPORTED) },
+			"nvmlDeviceGetCurrentClocksThrottleReasons", "", 1},
+		{"no fabric", "nvmlDeviceGetGpuFabricInfo", func(d *fakenvml.Dev) { d.Fabric = nil },
+			"nvmlDeviceGetGpuFabricInfo_v4", "ERROR_NOT_SUPPORTED", 0}, // each refused: the re-probes make v4 first
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := fakenvml.NewDev()
+			tc.set(d)
+			h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}})
+			rep := Probe(h, ProbeOptions{Calls: 5, Deadline: time.Second, Interval: 100 * time.Millisecond, SlowEvery: 10})
+			var got []ProbeKind
+			for _, k := range rep.Kinds {
+				if strings.HasPrefix(k.Name, tc.prefix) {
+					got = append(got, k)
+				}
+			}
+			if len(got) != 1 || got[0].Name != tc.want {
+				t.Fatalf("the probe times %+v, want only %s", got, tc.want)
+			}
+			k := got[0]
+			if k.Alone[0].Err != tc.wantErr || tc.wantErr == "" && k.Alone[0].N != 5 {
+				t.Errorf("%s: %d timed (%q), want 5 answered or %q", k.Name, k.Alone[0].N, k.Alone[0].Err, tc.wantErr)
+			}
+			if k.PerSample != tc.perSample {
+				t.Errorf("%s: %.3f per sample, want %v", k.Name, k.PerSample, tc.perSample)
+			}
+		})
+	}
+}
