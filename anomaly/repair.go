@@ -63,7 +63,8 @@ type RepairInput struct {
 	Failing   bool            // every call of the last sample failed
 	Missing   bool            // the board of the history is not enumerated in this boot
 	Answered  bool            // the GPU's last sample was answered
-	HungSince time.Time       // zero: not hung
+	HungSince time.Time       // the stuck sample's start on the wall clock (zero: not hung): the hang's identity (Cause.Since), its shown start
+	HungFor   time.Duration   // the hang's age on the monotonic clock, what HungReboot weighs: a step of the wall clock (chrony's makestep) neither ages a hang nor holds its reboot off
 }
 
 // Causes lists what the GPU's current state asks for (not its Xids: Repair
@@ -83,8 +84,8 @@ func Causes(in RepairInput) []Cause {
 		add(missingClass, action.Reboot, "the board is not enumerated")
 	case in.Lost:
 		add("lost", action.Reboot, "the driver reports the GPU lost") // NVML_ERROR_GPU_IS_LOST: only a reboot brings it back
-	case !in.HungSince.IsZero() && in.Now.Sub(in.HungSince) >= HungReboot:
-		hung(action.Reboot, "an NVML call stuck for "+in.Now.Sub(in.HungSince).Truncate(time.Second).String())
+	case !in.HungSince.IsZero() && in.HungFor >= HungReboot:
+		hung(action.Reboot, "an NVML call stuck for "+in.HungFor.Truncate(time.Second).String())
 	case !in.HungSince.IsZero():
 		hung(action.Watch, "an NVML call stuck past the deadline")
 	case in.Failing:

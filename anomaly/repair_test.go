@@ -27,6 +27,12 @@ func verdict(rs ...HealthReason) HealthVerdict {
 	return v
 }
 
+// hung is the input of a GPU hung since since, judged at now, the wall and
+// monotonic clocks in step.
+func hung(now, since time.Time) RepairInput {
+	return RepairInput{Now: now, HungSince: since, HungFor: now.Sub(since)}
+}
+
 // TestCauses checks the action of the GPU's state, health verdict and
 // recovery action field against their sources: DCGM's health watches
 // (modules/health/DcgmHealthWatch.cpp, DcgmGPUHardwareLimits.h), NVML's
@@ -63,8 +69,8 @@ func TestCauses(t *testing.T) {
 		{"retired pages pending", RepairInput{Vals: vals(uint64(reading.HRetiredPending), 1)}, action.ResetGPU, "DCGM: pending warns; it applies at the next reset"},
 		{"lost", RepairInput{Lost: true}, action.Reboot, "NVML_ERROR_GPU_IS_LOST: a reboot (gpud: REBOOT_SYSTEM)"},
 		{"missing", RepairInput{Missing: true}, action.Reboot, "not enumerated: the driver did not take it"},
-		{"hung briefly", RepairInput{Now: t0.Add(5 * time.Second), HungSince: t0}, action.Watch, "a slow driver"},
-		{"hung a minute", RepairInput{Now: t0.Add(time.Minute), HungSince: t0}, action.Reboot, "HungReboot"},
+		{"hung briefly", hung(t0.Add(5*time.Second), t0), action.Watch, "a slow driver"},
+		{"hung a minute", hung(t0.Add(time.Minute), t0), action.Reboot, "HungReboot"},
 		{"failing", RepairInput{Failing: true}, action.ResetGPU, "every call refused"},
 		{"the greatest wins", RepairInput{Lost: true, Health: verdict(ReasonDBE, ReasonRemapFailure)}, action.Inspect, "least first: inspect > reboot > reset"},
 	} {
@@ -261,11 +267,11 @@ func TestHangThatTurnsToRebootCounts(t *testing.T) {
 	for i, id := range []string{"A", "B", "C"} {
 		start := t0.Add(time.Duration(i) * time.Hour)
 		r := NewRepair(id, 0, h)
-		if cur := r.Judge(RepairInput{Now: start.Add(5 * time.Second), HungSince: start}); cur.Action != action.Watch {
+		if cur := r.Judge(hung(start.Add(5*time.Second), start)); cur.Action != action.Watch {
 			t.Fatalf("boot %s, hung briefly: %v", id, cur)
 		}
-		cur := r.Judge(RepairInput{Now: start.Add(time.Minute), HungSince: start})
-		r.Judge(RepairInput{Now: start.Add(2 * time.Minute), HungSince: start})
+		cur := r.Judge(hung(start.Add(time.Minute), start))
+		r.Judge(hung(start.Add(2*time.Minute), start))
 		h, _ = r.History()
 		if c := h.Boot(id).Classes["hung"]; c.Count != 1 || !c.Last.Equal(start.Add(5*time.Second)) {
 			t.Errorf("boot %s: hung counted %+v, want once, as of when it began", id, c)
@@ -287,15 +293,15 @@ func TestHangThatTurnsToRebootCounts(t *testing.T) {
 // it escalates across boots).
 func TestHangAckedAtWatchStillAsksForReboot(t *testing.T) {
 	r := NewRepair("A", 0, action.History{})
-	cur := r.Judge(RepairInput{Now: t0.Add(5 * time.Second), HungSince: t0})
+	cur := r.Judge(hung(t0.Add(5*time.Second), t0))
 	if cur.Action != action.Watch {
 		t.Fatalf("hung briefly: %v", cur)
 	}
 	r.Ack(cur, t0.Add(10*time.Second), "root", "slow driver, known")
-	if cur = r.Judge(RepairInput{Now: t0.Add(20 * time.Second), HungSince: t0}); cur.Action != action.Watch || !strings.Contains(cur.Reason(), "acknowledged") {
+	if cur = r.Judge(hung(t0.Add(20*time.Second), t0)); cur.Action != action.Watch || !strings.Contains(cur.Reason(), "acknowledged") {
 		t.Fatalf("after the ack of watch: %v %q", cur.Action, cur.Reasons)
 	}
-	cur = r.Judge(RepairInput{Now: t0.Add(time.Minute), HungSince: t0})
+	cur = r.Judge(hung(t0.Add(time.Minute), t0))
 	if cur.Action != action.Reboot || strings.Contains(cur.Reason(), "acknowledged") {
 		t.Errorf("hung a minute after an ack of watch: %v %q, want reboot", cur.Action, cur.Reasons)
 	}
@@ -311,22 +317,67 @@ func TestHangAckedAtWatchStillAsksForReboot(t *testing.T) {
 // again.
 func TestNewHangBetweenJudgementsIsNew(t *testing.T) {
 	r := NewRepair("A", 0, action.History{})
-	r.Judge(RepairInput{Now: t0.Add(5 * time.Second), HungSince: t0})
-	cur := r.Judge(RepairInput{Now: t0.Add(time.Minute), HungSince: t0})
+	r.Judge(hung(t0.Add(5*time.Second), t0))
+	cur := r.Judge(hung(t0.Add(time.Minute), t0))
 	if cur.Action != action.Reboot {
 		t.Fatalf("first hang, a minute: %v", cur)
 	}
 	r.Ack(cur, t0.Add(time.Minute+time.Second), "root", "")
 	second := t0.Add(time.Minute + 1500*time.Millisecond) // the first ended, the second began, both within the judging round
-	if cur = r.Judge(RepairInput{Now: t0.Add(time.Minute + 2*time.Second), HungSince: second}); cur.Action != action.Watch || strings.Contains(cur.Reason(), "acknowledged") {
+	if cur = r.Judge(hung(t0.Add(time.Minute+2*time.Second), second)); cur.Action != action.Watch || strings.Contains(cur.Reason(), "acknowledged") {
 		t.Errorf("second hang, briefly: %v %q, want watch, not acknowledged", cur.Action, cur.Reasons)
 	}
-	if cur = r.Judge(RepairInput{Now: second.Add(time.Minute), HungSince: second}); cur.Action != action.Reboot {
+	if cur = r.Judge(hung(second.Add(time.Minute), second)); cur.Action != action.Reboot {
 		t.Errorf("second hang, a minute: %v %q, want reboot", cur.Action, cur.Reasons)
 	}
 	h, _ := r.History()
 	if c := h.Boot("A").Classes["hung"]; c.Count != 2 {
 		t.Errorf("hung counted %+v, want twice", c)
+	}
+}
+
+// TestHangAgeIsOnTheMonotonicClock: a hang's age is HungFor (the monotonic
+// clock), not Now less HungSince (the wall clock, which chrony's makestep
+// steps): a forward step larger than HungReboot during a short hang leaves
+// it watch, not a reboot counted in the board's history; a backward step
+// does not hold its reboot off. (Now goes forward or holds, as the monitor
+// gives it: a judgement is never earlier than the last.)
+func TestHangAgeIsOnTheMonotonicClock(t *testing.T) {
+	type judgement struct {
+		now     time.Time
+		age     time.Duration
+		want    action.Action
+		wantWhy string // a reason's words, "" for any
+	}
+	for _, tc := range []struct {
+		name      string
+		judge     []judgement
+		wantCount uint64
+	}{
+		{"wall stepped forward past HungReboot", []judgement{
+			{t0.Add(2 * time.Second), 2 * time.Second, action.Watch, "stuck past the deadline"},
+			{t0.Add(3*time.Second + 2*time.Minute), 3 * time.Second, action.Watch, "stuck past the deadline"},
+			{t0.Add(4*time.Second + 2*time.Minute), 4 * time.Second, action.Watch, "stuck past the deadline"},
+		}, 0},
+		{"wall stepped back", []judgement{
+			{t0.Add(5 * time.Second), 5 * time.Second, action.Watch, "stuck past the deadline"},
+			{t0.Add(5 * time.Second), 30 * time.Second, action.Watch, "stuck past the deadline"}, // 5 min back: the monitor holds Now
+			{t0.Add(5 * time.Second), time.Minute + 1500*time.Millisecond, action.Reboot, "stuck for 1m1s"},
+		}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewRepair("A", 0, action.History{})
+			for i, j := range tc.judge {
+				cur := r.Judge(RepairInput{Now: j.now, HungSince: t0, HungFor: j.age})
+				if cur.Action != j.want || !strings.Contains(cur.Reason(), j.wantWhy) {
+					t.Errorf("judgement %d (hung %v, %v on the wall clock): %v %q, want %v %q", i, j.age, j.now.Sub(t0), cur.Action, cur.Reasons, j.want, j.wantWhy)
+				}
+			}
+			h, _ := r.History()
+			if c := h.Boot("A").Classes["hung"]; c.Count != tc.wantCount || (c.Count > 0 && !c.Last.Equal(tc.judge[0].now)) {
+				t.Errorf("hung counted %+v, want %d, as of the first judgement", c, tc.wantCount)
+			}
+		})
 	}
 }
 

@@ -62,10 +62,12 @@ type gpuState struct {
 	// hmu orders a hang's report (hung, poll goroutine) against the return
 	// of the sample it reports (classify, worker): either the report comes
 	// first and the late row is queued behind the hang's rows, or the sample
-	// came back first and there is no hang left to report.
+	// came back first and there is no hang left to report. The repair
+	// judge reads the start of the hang the slot shows under it (locks in
+	// the order repairState.mu, hmu, the slot's).
 	hmu        sync.Mutex
 	stalled    bool          // a hang of the sample in flight was reported
-	stallStart time.Duration // Config.mono when the hang's sample was dispatched
+	stallStart time.Duration // Config.mono when the hang's sample was dispatched: the hang's age runs from it
 	// stallBegan is stallStart on the wall clock, reckoned once at the
 	// hang's first report: reckoned at each, a wall clock stepped forward
 	// (chrony's makestep) would move the start of the same hang past the

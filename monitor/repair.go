@@ -43,7 +43,18 @@ type repairState struct {
 	written action.Current // the last ACTION line's
 	judged  time.Time      // when it was last judged (wall)
 	hv      *HealthView    // the health view last judged
-	last    atomic.Int64   // judged, in Unix ns, for judgeActions without the lock
+	// When it was last judged, for judgeActions without the lock (due):
+	// in Unix ns, and on Config.mono (ns).
+	last, lastMono atomic.Int64
+}
+
+// due reports whether judgeEvery has passed since the last judgement on
+// either clock: on the wall clock, the one the action's times go by (an
+// application's Xid expires on it); on the monotonic one, so that the wall
+// clock stepped back (chrony's makestep) does not hold judgements off, and
+// a hang's reboot with them.
+func (rs *repairState) due(now time.Time, mono time.Duration) bool {
+	return now.UnixNano()-rs.last.Load() >= int64(judgeEvery) || mono-time.Duration(rs.lastMono.Load()) >= judgeEvery
 }
 
 var (
@@ -63,8 +74,9 @@ var (
 // whose write failed is written within a second, without a new event; a
 // missing board's is saved here.
 func (m *Monitor) judgeActions(now time.Time) {
+	mono := m.cfg.mono()
 	for _, gs := range m.gpus {
-		if now.UnixNano()-gs.repair.last.Load() >= int64(judgeEvery) {
+		if gs.repair.due(now, mono) {
 			gs.judgeAction(now, false, nil)
 		}
 	}
@@ -124,18 +136,23 @@ func (gs *gpuState) judge(now time.Time, force bool, event func(r repairEvents))
 	if rs.judged.After(now) {
 		now = rs.judged // the sources' times interleave (a kernel record read late); the action's go forward
 	}
-	hv := gs.health.Load()
-	if !force && hv == rs.hv && now.Sub(rs.judged) < judgeEvery {
+	hv, mono := gs.health.Load(), gs.m.cfg.mono()
+	if !force && hv == rs.hv && !rs.due(now, mono) {
 		return j
 	}
 	rs.judged, rs.hv = now, hv
 	rs.last.Store(now.UnixNano())
+	rs.lastMono.Store(int64(mono))
 	in := anomaly.RepairInput{Now: now}
 	if hv != nil && !hv.At.IsZero() {
 		in.Health = hv.Verdict
 		vals := reading.Values(hv.Vals)
 		in.Vals = &vals
 	}
+	// Under hmu, the hung state the slot shows is the hang whose start hung
+	// noted: its age runs on the monotonic clock (a step of the wall clock
+	// neither ages it nor holds it back); its start on the wall clock names it.
+	gs.hmu.Lock()
 	gs.slot.Update(func(g *live.GPU) {
 		switch g.State.Kind {
 		case live.StateAnswering:
@@ -145,9 +162,10 @@ func (gs *gpuState) judge(now time.Time, force bool, event func(r repairEvents))
 		case live.StateFailing:
 			in.Failing = true
 		case live.StateHung:
-			in.HungSince = g.State.Since
+			in.HungSince, in.HungFor = g.State.Since, mono-gs.stallStart
 		}
 	})
+	gs.hmu.Unlock()
 	cur := rs.b.Judge(in)
 	j.b = rs.b
 	if !cur.Equal(rs.cur) {

@@ -336,3 +336,67 @@ func TestHangStartSurvivesAWallClockStep(t *testing.T) {
 		t.Errorf("after the step: %v %q, want watch, acknowledged", cur.Action, cur.Reasons)
 	}
 }
+
+// A hang's age, which asks for a reboot after anomaly.HungReboot, is on the
+// monotonic clock; its start on the wall clock only names it. The wall
+// clock stepped forward by more than HungReboot during a hang of seconds
+// leaves it watch, not a reboot counted in the board's history; stepped
+// back, it does not hold the reboot off: the once-a-second round
+// (judgeActions) still judges, and the reboot comes a minute into the hang
+// on the monotonic clock.
+func TestHangAgeIsOnTheMonotonicClock(t *testing.T) {
+	type round struct {
+		wall    time.Duration // from the hang's start on the wall clock, stepped after the first round
+		mono    time.Duration // from the hang's start on the monotonic clock
+		want    action.Action
+		wantWhy string
+	}
+	for _, tc := range []struct {
+		name      string
+		rounds    []round
+		wantCount uint64
+	}{
+		{"forward past HungReboot", []round{
+			{2 * time.Second, 2 * time.Second, action.Watch, "stuck past the deadline"},
+			{2*time.Minute + 3*time.Second, 3 * time.Second, action.Watch, "stuck past the deadline"},
+			{2*time.Minute + 5*time.Second, 5 * time.Second, action.Watch, "stuck past the deadline"},
+		}, 0},
+		{"back", []round{
+			{2 * time.Second, 2 * time.Second, action.Watch, "stuck past the deadline"},
+			{-5*time.Minute + 3*time.Second, 3 * time.Second, action.Watch, "stuck past the deadline"},
+			{-5*time.Minute + 30*time.Second, 30 * time.Second, action.Watch, "stuck past the deadline"},
+			{-5*time.Minute + 61*time.Second, 61 * time.Second, action.Reboot, "stuck for 1m1s"},
+		}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newClockRig(t)
+			defer r.devs[0].Block("GetTemperature", nil)()
+			wall0, mono0 := time.Now().Add(-10*time.Second), 100*time.Second
+			r.tick(wall0, mono0)
+			r.inFlight()
+			for i, rd := range tc.rounds {
+				wall := wall0.Add(rd.wall)
+				r.tick(wall, mono0+rd.mono)
+				r.drain()
+				r.m.judgeActions(wall)
+				if cur := r.gs.slot.Get().Action; cur.Action != rd.want || !strings.Contains(cur.Reason(), rd.wantWhy) {
+					t.Errorf("round %d (hung %v, %v on the wall clock): %v %q, want %v %q", i, rd.mono, rd.wall, cur.Action, cur.Reasons, rd.want, rd.wantWhy)
+				}
+			}
+			if st := r.gs.slot.Get().State; !st.Since.Equal(wall0) {
+				t.Errorf("published %+v, want hung since %v", st, wall0)
+			}
+			rs := &r.gs.repair
+			rs.mu.Lock()
+			h, _ := rs.b.Repair().History()
+			rs.mu.Unlock()
+			var n uint64
+			for _, b := range h.Boots {
+				n += b.Classes["hung"].Count
+			}
+			if n != tc.wantCount {
+				t.Errorf("hung counted %d times in the board's history, want %d", n, tc.wantCount)
+			}
+		})
+	}
+}
