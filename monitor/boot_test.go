@@ -59,3 +59,38 @@ func TestUncleanStopThenCleanRestart(t *testing.T) {
 		}
 	})
 }
+
+// TestStalledCleanStopMarkerDoesNotHoldUpTheExit: the clean-stop marker's
+// write (a temp file, its fsync, the directory's) on a disk that stopped
+// answering is waited for cleanStopBound at most: the final status line,
+// nvmlShutdown and "stopped" follow, before systemd's TimeoutStopSec kills
+// the daemon. Before, Run waited for the write without a bound.
+func TestStalledCleanStopMarkerDoesNotHoldUpTheExit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		r := newRig(t, 1, func(c *Config) {
+			c.markCleanStop = func(dir string, at time.Time) error {
+				<-release
+				return runstate.MarkCleanStop(dir, at)
+			}
+		})
+		stopped := make(chan time.Duration, 1)
+		go func() { stopped <- r.run(time.Second, nil) }()
+		var stopping time.Duration
+		select {
+		case stopping = <-stopped:
+		case <-time.After(time.Minute):
+			close(release)
+			t.Fatal("Run still waits on a stalled clean-stop marker after a minute")
+		}
+		close(release)
+		synctest.Wait() // the marker's write ends before the temp dir goes
+		logs := r.logs.String()
+		if !strings.Contains(logs, "clean-stop marker still being written at exit") || !strings.Contains(logs, `msg=stopped`) {
+			t.Errorf("the stalled marker is not logged, or Run did not stop:\n%s", logs)
+		}
+		if stopping > 10*time.Second {
+			t.Errorf("Run took %v to stop with the marker stalled", stopping)
+		}
+	})
+}

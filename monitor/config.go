@@ -14,6 +14,7 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/fanguard"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/live/atop"
+	"github.com/gpu-telemetry/gpu-telemetry/runstate"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/snapshot"
 )
@@ -77,11 +78,13 @@ type Config struct {
 	// Tests: trace records shutdown steps; openLog replaces lumberjack,
 	// whose rotation goroutine outlives Close; newTicker runs on fake time;
 	// mono steps the monotonic clock (hang lengths are measured on it: the
-	// wall clock can step) without the wall clock.
-	trace     func(step string)
-	openLog   func(dir, name string, maxMB int, reg *counters.Registry) lineLog
-	newTicker func(time.Duration) ticker
-	mono      func() time.Duration
+	// wall clock can step) without the wall clock; markCleanStop
+	// (runstate.MarkCleanStop) stalls on a disk that stopped answering.
+	markCleanStop func(dir string, at time.Time) error
+	trace         func(step string)
+	openLog       func(dir, name string, maxMB int, reg *counters.Registry) lineLog
+	newTicker     func(time.Duration) ticker
+	mono          func() time.Duration
 }
 
 func (c *Config) defaults() {
@@ -99,6 +102,9 @@ func (c *Config) defaults() {
 	c.HostRoot = cmp.Or(c.HostRoot, "/")
 	if c.trace == nil {
 		c.trace = func(string) {}
+	}
+	if c.markCleanStop == nil {
+		c.markCleanStop = runstate.MarkCleanStop
 	}
 	if c.newTicker == nil {
 		c.newTicker = newTimerfdTicker

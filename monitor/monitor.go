@@ -322,9 +322,7 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	m.cfg.trace("summary-written")
 	m.summary.Close()
 	m.cfg.trace("files-closed")
-	if err := runstate.MarkCleanStop(m.cfg.LogDir, time.Now()); err != nil { // once every file is closed
-		m.log.Warn("cannot write the clean-stop marker; the next start will report an unclean stop", "error", err)
-	}
+	m.markCleanStop()                 // once every file is closed
 	m.board.PublishHost(m.hostView()) // the final counts, for a reader still asking
 	m.status("final status")
 	if inside := m.inDriver(); len(stuck) > 0 || len(inside) > 0 {
@@ -356,6 +354,29 @@ func (m *Monitor) inDriver() []string {
 		out = append(out, "cper_read")
 	}
 	return out
+}
+
+// cleanStopBound bounds the wait for the clean-stop marker's write and
+// fsyncs: on a disk that stopped answering the exit goes on (nvmlShutdown
+// and the final lines follow, and systemd kills the daemon TimeoutStopSec
+// after asking it to stop: deploy/gpu-telemetry.service sums the stop's
+// bounds).
+const cleanStopBound = time.Second
+
+// markCleanStop writes the clean-stop marker, waiting cleanStopBound at
+// most: a write still running then is left to finish (or not: the next
+// start then reports an unclean stop) and logged.
+func (m *Monitor) markCleanStop() {
+	var marked sync.WaitGroup
+	var err error
+	marked.Go(func() { err = m.cfg.markCleanStop(m.cfg.LogDir, time.Now()) })
+	switch {
+	case !waitBounded(&marked, cleanStopBound):
+		m.log.Warn("clean-stop marker still being written at exit (a stalled disk); abandoned so that the exit goes on: unless it completes, the next start will report an unclean stop",
+			"waited", cleanStopBound)
+	case err != nil:
+		m.log.Warn("cannot write the clean-stop marker; the next start will report an unclean stop", "error", err)
+	}
 }
 
 // waitBounded waits for wg, at most d; it reports whether wg is done.

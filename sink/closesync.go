@@ -7,7 +7,8 @@ import (
 
 // closeSyncBound bounds how long a Close waits for its last fsyncs (the
 // CSV's files, the parts it let go of and their directory, with its
-// background goroutine; a line log's last lines): a disk that never answers
+// background goroutine and the compression in progress, all from Close's
+// start; a line log's last lines): a disk that never answers
 // must not hold up the daemon's exit behind them (the summary, nvmlShutdown
 // and the clean-stop marker follow, and systemd kills the daemon
 // TimeoutStopSec after asking it to stop: deploy/gpu-telemetry.service sums

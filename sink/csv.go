@@ -53,6 +53,8 @@ type CSVConfig struct {
 	wrap func(*os.File) file
 	// syncDir fsyncs the directory (SyncDir); tests stall it.
 	syncDir func(string) error
+	// gzOps are the compressor's file calls; tests stall its writes.
+	gzOps FileOps
 }
 
 // file is what the CSV writer needs of an open file.
@@ -189,7 +191,7 @@ func NewCSV(cfg CSVConfig, gpus []GPUColumns) (*CSV, error) {
 		c.order = append(c.order, g.Index)
 	}
 	if cfg.Compress {
-		c.gz = newCompressor(c.log)
+		c.gz = newCompressor(c.log, cfg.gzOps)
 	}
 	c.checkDisk()
 	c.housekeeping(cfg.Now())
@@ -348,13 +350,15 @@ func (c *CSV) Stats() Stats {
 }
 
 // Close stops the background work, fsyncs and closes every file and the
-// directory when it gained one, and waits for that and for the fsync and
-// close of the parts let go of before (leave), all within closeSyncBound of
-// its start: the background goroutine too (a directory fsync stuck on the
-// disk). An fsync still running then is abandoned, counted in sync_errors,
-// logged here, and returned as the error. Pending compressions are
-// abandoned (they are picked up at the next start).
+// directory when it gained one, and waits for that, for the fsync and close
+// of the parts let go of before (leave), for the background goroutine (held
+// up by a stalled disk in its directory fsync or its free-space check) and
+// for the compression in progress to stop, all within closeSyncBound of its
+// start. An fsync or a compression still running then is abandoned, counted
+// in sync_errors, logged here, and returned as the error. Queued
+// compressions are abandoned too (they are picked up at the next start).
 func (c *CSV) Close() error {
+	deadline := time.Now().Add(closeSyncBound)
 	c.closeMu.Lock()
 	if c.closed {
 		c.closeMu.Unlock()
@@ -364,7 +368,9 @@ func (c *CSV) Close() error {
 	c.shut.Store(true)
 	c.closeMu.Unlock()
 	close(c.stop)
-	deadline := time.Now().Add(closeSyncBound)
+	if c.gz != nil {
+		c.gz.halt()
+	}
 	// Every open file is synced and closed on a goroutine of its own, as a
 	// part let go of before is (a new column set, midnight), and so is the
 	// directory when it gained a file: the rows and the new files are on
@@ -378,22 +384,23 @@ func (c *CSV) Close() error {
 		}
 		gf.mu.Unlock()
 	}
-	bg := time.NewTimer(closeSyncBound)
+	bg := time.NewTimer(time.Until(deadline))
 	defer bg.Stop()
 	select {
 	case <-c.done:
 		// The last periodic batch's failures still count: wait a little for
-		// its outcome, never long (a hung disk must not hold up shutdown;
-		// the fsyncs of the files then report what they can).
+		// its outcome, never past the deadline (a hung disk must not hold up
+		// shutdown; the fsyncs of the files then report what they can).
 		for range closeSyncWaits {
-			if c.collectSync(); c.inflight.seq == 0 {
+			if c.collectSync(); c.inflight.seq == 0 || !time.Now().Before(deadline) {
 				break
 			}
 			time.Sleep(time.Millisecond)
 		}
 	case <-bg.C:
-		// The background goroutine is held up by the disk: its directory
-		// fsync is one of the syncs abandoned below; c.inflight stays its.
+		// The background goroutine is held up by the disk (its directory
+		// fsync, one of the syncs abandoned below, or its free-space check):
+		// c.inflight stays its.
 	}
 	c.syncNewEntries(false)
 	var err error
@@ -403,8 +410,11 @@ func (c *CSV) Close() error {
 		c.log.Error("fsync of CSV files or their directory still running at close (a stalled disk); abandoned so that the exit goes on: their last rows may not survive a power loss (counted in sync_errors)",
 			"syncs", n, "waited", closeSyncBound)
 	}
-	if c.gz != nil {
-		c.gz.close()
+	if c.gz != nil && !c.gz.halted(deadline) {
+		c.counts.Inc(syncErrors)
+		err = errors.Join(err, fmt.Errorf("compression of a finished CSV still running %v after close began (a stalled disk): abandoned, counted in sync_errors", closeSyncBound))
+		c.log.Error("compression of a finished CSV still running at close (a stalled disk); abandoned so that the exit goes on: its day stays uncompressed and is compressed at the next start (counted in sync_errors)",
+			"waited", closeSyncBound)
 	}
 	return err
 }

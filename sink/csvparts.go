@@ -191,10 +191,10 @@ func lastRowTime(path string) (time.Time, error) {
 // fsync must not hold up the GPU's next row. A file left for another
 // reason (a new column set, the clock stepped back, SIGHUP, Close) is not
 // compressed: its day is not over. The file is released and queued before
-// its sync is reported done, so Close, once it has waited for it, closes a
-// compressor nothing adds to any more; only the housekeeping a finished day
-// starts may still run after Close has returned (its work is picked up
-// again at the next start).
+// its sync is reported done, so that once Close has waited for it no part
+// is held any more and nothing is added to the (halted) compressor; only the
+// housekeeping a finished day starts may still run after Close has returned
+// (its work is picked up again at the next start).
 func (c *CSV) leave(gf *gpuFile, finished bool) {
 	f, path := gf.f, gf.path
 	gf.f, gf.osf = nil, nil

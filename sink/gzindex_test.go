@@ -39,7 +39,7 @@ func TestGzMembers(t *testing.T) {
 	if err := os.WriteFile(path, want, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := gzipFile(path, make(chan struct{})); err != nil {
+	if err := gzipFile(path, make(chan struct{}), FileOps{}); err != nil {
 		t.Fatal(err)
 	}
 	gz, err := os.ReadFile(path + ".gz")

@@ -1,10 +1,13 @@
 package sink
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -232,15 +235,20 @@ type syncFailFile struct{ *os.File }
 func (f syncFailFile) Sync() error { return syscall.EIO }
 
 // TestReopenCountsSyncErrors: the fsync of a file closed by SIGHUP is
-// counted like every other (sync_errors), not dropped, by the time Close
-// returns (it runs on a goroutine of its own, which Close waits for).
+// counted like every other (sync_errors), not dropped, once it has run (on
+// a goroutine of its own): the count is read before Close, whose own leave
+// of a file still open would fail the same fsync and count it too.
 func TestReopenCountsSyncErrors(t *testing.T) {
 	dir := t.TempDir()
 	c := newTestCSV(t, dir, CSVConfig{wrap: func(f *os.File) file { return syncFailFile{f} }})
 	s := fullSample()
-	c.Write(&s)
+	if err := c.Write(&s); err != nil {
+		t.Fatal(err)
+	}
 	c.Reopen()
-	c.Close()
+	if n := c.leaving.wait(10 * time.Second); n > 0 {
+		t.Fatalf("the reopen's fsync still running after 10s")
+	}
 	if got := c.Stats().SyncErrors; got != 1 {
 		t.Errorf("sync_errors after a failed fsync at reopen: %d, want 1", got)
 	}
@@ -457,5 +465,111 @@ func TestCSVCloseAbandonsAStuckFsync(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "abandoned") {
 		t.Errorf("the abandoned fsync is not logged:\n%s", logs.String())
+	}
+}
+
+// TestCSVCloseAbandonsAStuckCompression: a compression stuck on a disk that
+// stopped answering (here its write; its fsync or the directory's alike)
+// does not hold up Close past its bound: it is abandoned, counted in
+// sync_errors and returned, its .csv stays, and the next start removes its
+// temp file and compresses the day again. Before, Close waited for it
+// without a bound, and the daemon's final summary line and clean-stop
+// marker waited behind it until systemd killed the daemon.
+func TestCSVCloseAbandonsAStuckCompression(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.Local)
+	name := FileName(0, UnknownBoard, now.AddDate(0, 0, -1))
+	day := filepath.Join(dir, name)
+	if err := os.WriteFile(day, []byte("timestamp\nrow\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	release, entered := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	c := newTestCSV(t, dir, CSVConfig{Compress: true, Now: func() time.Time { return now },
+		gzOps: FileOps{Write: func(f *os.File, p []byte) (int, error) {
+			once.Do(func() { close(entered) })
+			<-release
+			return f.Write(p)
+		}}})
+	gz := c.gz
+	t.Cleanup(func() { // before the directory is removed
+		close(release)
+		<-gz.done
+	})
+	select {
+	case <-entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the compression did not start")
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	var err error
+	select {
+	case err = <-closed:
+	case <-time.After(30 * time.Second): // a deadline for the test, far above the bound
+		t.Fatalf("Close still waits on a compression stuck on the disk after 30s (bound %v)", closeSyncBound)
+	}
+	if err == nil {
+		t.Error("Close returned no error with the compression abandoned")
+	}
+	if got := c.Stats().SyncErrors; got != 1 {
+		t.Errorf("sync_errors after Close abandoned the compression: %d, want 1", got)
+	}
+	if _, err := os.Stat(day); err != nil {
+		t.Errorf("the day being compressed is gone after the compression was abandoned: %v", err)
+	}
+	tmps, _ := filepath.Glob(filepath.Join(dir, "."+name+".gz.tmp*"))
+	if len(tmps) != 1 {
+		t.Fatalf("temp files of the stuck compression: %v, want 1", tmps)
+	}
+	next := newTestCSV(t, dir, CSVConfig{Compress: true, Now: func() time.Time { return now }})
+	if _, err := os.Stat(tmps[0]); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the next start left the abandoned compression's temp file %s: %v", tmps[0], err)
+	}
+	if !next.gz.wait(10 * time.Second) {
+		t.Fatal("the next start's compression did not finish")
+	}
+	if _, err := os.Stat(day + ".gz"); err != nil {
+		t.Errorf("the next start did not compress the day again: %v", err)
+	}
+}
+
+// TestCSVCloseBoundFromItsStart: Close's bound runs from its start, not
+// from when it has let every file go: here a row's write holds a GPU's
+// lock for most of the bound (the leave waits for it) while the background
+// goroutine is stuck in its free-space check on a disk that stopped
+// answering. Before, the wait for the background goroutine began after the
+// files were let go of and Close took that long plus the whole bound.
+func TestCSVCloseBoundFromItsStart(t *testing.T) {
+	release, entered := make(chan struct{}), make(chan struct{})
+	var stall atomic.Bool
+	tick := make(chan time.Time)
+	c := newTestCSV(t, t.TempDir(), CSVConfig{Tick: tick, MinFreeMB: 1, DiskCheckEvery: time.Nanosecond,
+		FreeBytes: func(string) (uint64, error) {
+			if stall.Load() {
+				close(entered)
+				<-release
+			}
+			return 1 << 40, nil
+		}})
+	t.Cleanup(func() { close(release) })
+	stall.Store(true)
+	tick <- time.Now()
+	<-entered
+	gf := c.files[0]
+	gf.mu.Lock() // a row's write in progress
+	hold := closeSyncBound * 8 / 10
+	start := time.Now()
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	time.Sleep(hold)
+	gf.mu.Unlock()
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close still waits on a background goroutine stuck in its free-space check after 30s")
+	}
+	if d, max := time.Since(start), closeSyncBound+closeSyncBound*4/10; d > max {
+		t.Errorf("Close returned %v after its start, want within its bound %v (and a margin: %v)", d, closeSyncBound, max)
 	}
 }

@@ -73,6 +73,7 @@ func (c *CSV) isOpen(path string) bool {
 // poll loop never waits for it (a day at 100 ms is ~100 MB per GPU).
 type compressor struct {
 	log     *slog.Logger
+	ops     FileOps // the writes of the .gz (Atomic); tests stall them
 	mu      sync.Mutex
 	queued  map[string]bool
 	held    map[string]int // files open for writing (hold): never compressed
@@ -82,8 +83,8 @@ type compressor struct {
 	done    chan struct{}
 }
 
-func newCompressor(log *slog.Logger) *compressor {
-	z := &compressor{log: log, queued: map[string]bool{}, held: map[string]int{}, work: make(chan string, 1024),
+func newCompressor(log *slog.Logger, ops FileOps) *compressor {
+	z := &compressor{log: log, ops: ops, queued: map[string]bool{}, held: map[string]int{}, work: make(chan string, 1024),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go z.run()
 	return z
@@ -151,7 +152,7 @@ func (z *compressor) run() {
 			}
 			z.running = p
 			z.mu.Unlock()
-			if err := gzipFile(p, z.stop); err != nil {
+			if err := gzipFile(p, z.stop, z.ops); err != nil {
 				z.log.Warn("compressing finished CSV failed; it stays uncompressed", "path", p, "error", err)
 			} else {
 				z.log.Info("compressed finished CSV", "path", p+".gz")
@@ -164,10 +165,29 @@ func (z *compressor) run() {
 	}
 }
 
-// close abandons queued work and waits for the file in progress to stop.
-func (z *compressor) close() {
-	close(z.stop)
-	<-z.done
+// halt abandons queued work and asks the file in progress to stop (it
+// stops between members); halted waits for that.
+func (z *compressor) halt() { close(z.stop) }
+
+// halted waits until deadline at most for the compression in progress to
+// stop, and reports whether it did. One still running then is stuck on the
+// disk (a write, the fsync of its .gz or of the directory) and is abandoned:
+// its .csv stays until it ends, and the next start removes its temp file
+// (housekeeping) and compresses the day again.
+func (z *compressor) halted(deadline time.Time) bool {
+	select {
+	case <-z.done:
+		return true
+	default:
+	}
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-z.done:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // wait blocks until the queue is empty (tests).
@@ -188,20 +208,20 @@ func (z *compressor) wait(d time.Duration) bool {
 // CompressFile gzips the finished CSV at path as the logger does (path.gz,
 // in members, then path removed): for tools and benchmarks that need the
 // logger's own archive.
-func CompressFile(path string) error { return gzipFile(path, nil) }
+func CompressFile(path string) error { return gzipFile(path, nil, FileOps{}) }
 
-// gzipFile writes path.gz, in members a reader can seek to (gzindex.go),
+// gzipFile writes path.gz through ops, in members a reader can seek to (gzindex.go),
 // atomically (see Atomic.CreateFrom: an existing
 // .gz is never replaced) and then removes path. It gives up, leaving path
 // alone, when stop is closed. When the directory cannot be fsynced, path is
 // kept too: the new .gz might not survive a power loss.
-func gzipFile(path string, stop <-chan struct{}) error {
+func gzipFile(path string, stop <-chan struct{}, ops FileOps) error {
 	in, err := OpenOwnRegular(path) // a link's target is not ours to archive; a FIFO is never waited on
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	err = Atomic{Perm: 0o644}.CreateFrom(path+".gz", func(w io.Writer) error {
+	err = Atomic{Perm: 0o644, Ops: ops}.CreateFrom(path+".gz", func(w io.Writer) error {
 		return gzWriteMembers(w, in, stop)
 	})
 	if err != nil {

@@ -543,7 +543,7 @@ func TestCompressionNeverReplacesAnExistingGz(t *testing.T) {
 	p := filepath.Join(dir, "gpu0-unknown-deep-2026-11-20.csv")
 	os.WriteFile(p, []byte("timestamp\nlate row\n"), 0o644)
 	os.WriteFile(p+".gz", []byte("the real day"), 0o644)
-	if err := gzipFile(p, make(chan struct{})); err == nil {
+	if err := gzipFile(p, make(chan struct{}), FileOps{}); err == nil {
 		t.Fatal("compressing over an existing .gz succeeded")
 	}
 	if b, _ := os.ReadFile(p + ".gz"); string(b) != "the real day" {
