@@ -610,7 +610,9 @@ func TestCSVCloseAbandonsAFileWithAStuckWrite(t *testing.T) {
 	defer unstick()
 	var logs testutil.LogBuf
 	c := newTestCSV(t, t.TempDir(), CSVConfig{Logger: logs.Logger(),
-		wrap: func(f *os.File) file { return stuckWriteFile{File: f, stall: &stall, entered: entered, release: release} }})
+		wrap: func(f *os.File) file {
+			return stuckWriteFile{File: f, stall: &stall, entered: entered, release: release}
+		}})
 	s := fullSample()
 	if err := c.Write(&s); err != nil {
 		t.Fatal(err)
