@@ -355,7 +355,8 @@ func (c *CSV) Stats() Stats {
 // up by a stalled disk in its directory fsync or its free-space check) and
 // for the compression in progress to stop, all within closeSyncBound of its
 // start. An fsync or a compression still running then is abandoned, counted
-// in sync_errors, logged here, and returned as the error. Queued
+// in sync_errors, logged here, and returned as the error; so is a file
+// whose lock a row write stuck on the disk still holds. Queued
 // compressions are abandoned too (they are picked up at the next start).
 func (c *CSV) Close() error {
 	deadline := time.Now().Add(closeSyncBound)
@@ -375,14 +376,24 @@ func (c *CSV) Close() error {
 	// part let go of before is (a new column set, midnight), and so is the
 	// directory when it gained a file: the rows and the new files are on
 	// the disk, and the fsyncs' outcomes in sync_errors, before Close
-	// returns, unless the disk does not answer by the deadline.
-	for _, i := range c.order {
+	// returns, unless the disk does not answer by the deadline. Even the
+	// file's lock is taken on that goroutine: a row write stuck on a
+	// stalled disk holds it, and that file is then abandoned with the
+	// fsyncs (counted by leaving.wait), its leave done whenever the write
+	// returns; rows after that are refused under the lock (shut).
+	locked := make([]atomic.Bool, len(c.order))
+	for k, i := range c.order {
 		gf := c.files[i]
-		gf.mu.Lock()
-		if gf.f != nil {
-			c.leave(gf, false)
-		}
-		gf.mu.Unlock()
+		c.leaving.begin()
+		go func() {
+			gf.mu.Lock()
+			locked[k].Store(true)
+			if gf.f != nil {
+				c.leave(gf, false) // begins its sync before this one ends
+			}
+			gf.mu.Unlock()
+			c.leaving.end(func() {})
+		}()
 	}
 	bg := time.NewTimer(time.Until(deadline))
 	defer bg.Stop()
@@ -405,6 +416,16 @@ func (c *CSV) Close() error {
 	c.syncNewEntries(false)
 	var err error
 	if n := c.leaving.wait(time.Until(deadline)); n > 0 {
+		var stuck []int
+		for k, i := range c.order {
+			if !locked[k].Load() {
+				stuck = append(stuck, i)
+			}
+		}
+		if len(stuck) > 0 {
+			c.log.Error("a row write to a CSV still running at close (a stalled disk); its file is abandoned so that the exit goes on, unsynced (counted in sync_errors)",
+				"gpus", stuck, "waited", closeSyncBound)
+		}
 		c.counts.Add(syncErrors, uint64(n))
 		err = fmt.Errorf("%d fsyncs of CSV files or their directory still running %v after close began (a stalled disk): abandoned, counted in sync_errors", n, closeSyncBound)
 		c.log.Error("fsync of CSV files or their directory still running at close (a stalled disk); abandoned so that the exit goes on: their last rows may not survive a power loss (counted in sync_errors)",

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/binary"
-	"errors"
 	"io"
 	"time"
 )
@@ -56,7 +55,7 @@ func gzWriteMembers(w io.Writer, r io.Reader, stop <-chan struct{}) error {
 		}
 		select {
 		case <-stop:
-			return errors.New("stopped")
+			return errStopped
 		default:
 		}
 		data := chunk.Bytes()

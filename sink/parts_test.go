@@ -573,3 +573,92 @@ func TestCSVCloseBoundFromItsStart(t *testing.T) {
 		t.Errorf("Close returned %v after its start, want within its bound %v (and a margin: %v)", d, closeSyncBound, max)
 	}
 }
+
+// stuckWriteFile is a file on a disk that stopped answering writes: once
+// stall is set, a Write tells entered and returns only once release is
+// closed.
+type stuckWriteFile struct {
+	*os.File
+	stall   *atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (f stuckWriteFile) Write(b []byte) (int, error) {
+	if f.stall.Load() {
+		select {
+		case f.entered <- struct{}{}:
+		default:
+		}
+		<-f.release
+	}
+	return f.File.Write(b)
+}
+
+// TestCSVCloseAbandonsAFileWithAStuckWrite: a row write stuck on a stalled
+// disk holds its file's lock; Close does not wait on that lock past its
+// bound: the file is abandoned like a stuck fsync (counted in sync_errors
+// once, logged, returned), and when the write returns at last the file is
+// let go of without a second count, and later rows are refused. Before,
+// Close took every file's lock inline and waited on it for as long as the
+// disk did not answer, until systemd killed the daemon.
+func TestCSVCloseAbandonsAFileWithAStuckWrite(t *testing.T) {
+	var stall atomic.Bool
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	var releaseOnce sync.Once
+	unstick := func() { releaseOnce.Do(func() { close(release) }) }
+	defer unstick()
+	var logs testutil.LogBuf
+	c := newTestCSV(t, t.TempDir(), CSVConfig{Logger: logs.Logger(),
+		wrap: func(f *os.File) file {
+			return stuckWriteFile{File: f, stall: &stall, entered: entered, release: release}
+		}})
+	s := fullSample()
+	if err := c.Write(&s); err != nil {
+		t.Fatal(err)
+	}
+	stall.Store(true)
+	wrote := make(chan error, 1)
+	go func() { wrote <- c.Write(&s) }()
+	<-entered
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	var err error
+	select {
+	case err = <-closed:
+	case <-time.After(30 * time.Second): // a deadline for the test, far above the bound
+		t.Fatalf("Close still waits on a file whose row write never returns after 30s (bound %v)", closeSyncBound)
+	}
+	if err == nil {
+		t.Error("Close returned no error with a file abandoned")
+	}
+	if got := c.Stats().SyncErrors; got != 1 {
+		t.Errorf("sync_errors after Close abandoned a file with a stuck write: %d, want 1", got)
+	}
+	if !strings.Contains(logs.String(), "row write to a CSV still running at close") {
+		t.Errorf("the abandoned file is not logged:\n%s", logs.String())
+	}
+	unstick()
+	if err := <-wrote; err != nil {
+		t.Errorf("the stuck write, once the disk answers: %v", err)
+	}
+	gf := c.files[s.GPU]
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		gf.mu.Lock()
+		open := gf.f != nil
+		gf.mu.Unlock()
+		if !open {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the abandoned file is still open 10s after its write returned")
+		}
+	}
+	if err := c.Write(&s); !errors.Is(err, errClosed) {
+		t.Errorf("a row after Close: %v, want errClosed", err)
+	}
+	time.Sleep(10 * time.Millisecond) // the late leave's sync
+	if got := c.Stats().SyncErrors; got != 1 {
+		t.Errorf("sync_errors once the abandoned file was let go of: %d, want 1 (counted once, by Close)", got)
+	}
+}

@@ -1,6 +1,11 @@
 package sink
 
 import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -8,6 +13,7 @@ import (
 	"regexp"
 	"sort"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -76,15 +82,16 @@ type compressor struct {
 	ops     FileOps // the writes of the .gz (Atomic); tests stall them
 	mu      sync.Mutex
 	queued  map[string]bool
-	held    map[string]int // files open for writing (hold): never compressed
-	running string         // the file being compressed now
+	held    map[string]int  // files open for writing (hold): never compressed
+	kept    map[string]bool // days kept with a .gz that is not theirs (errGzDiffers): said once, not tried again this run
+	running string          // the file being compressed now
 	work    chan string
 	stop    chan struct{}
 	done    chan struct{}
 }
 
 func newCompressor(log *slog.Logger, ops FileOps) *compressor {
-	z := &compressor{log: log, ops: ops, queued: map[string]bool{}, held: map[string]int{}, work: make(chan string, 1024),
+	z := &compressor{log: log, ops: ops, queued: map[string]bool{}, held: map[string]int{}, kept: map[string]bool{}, work: make(chan string, 1024),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go z.run()
 	return z
@@ -125,7 +132,7 @@ func (z *compressor) release(path string) {
 func (z *compressor) add(path string) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
-	if z.queued[path] {
+	if z.queued[path] || z.kept[path] {
 		return
 	}
 	select {
@@ -152,12 +159,20 @@ func (z *compressor) run() {
 			}
 			z.running = p
 			z.mu.Unlock()
-			if err := gzipFile(p, z.stop, z.ops); err != nil {
+			err := gzipFile(p, z.stop, z.ops)
+			switch {
+			case errors.Is(err, errGzDiffers):
+				z.log.Warn("a finished CSV has a .csv.gz that is not it compressed; both are kept, and readers read the .csv (not tried again until the next start)",
+					"path", p, "error", err)
+			case err != nil:
 				z.log.Warn("compressing finished CSV failed; it stays uncompressed", "path", p, "error", err)
-			} else {
+			default:
 				z.log.Info("compressed finished CSV", "path", p+".gz")
 			}
 			z.mu.Lock()
+			if errors.Is(err, errGzDiffers) {
+				z.kept[p] = true
+			}
 			delete(z.queued, p)
 			z.running = ""
 			z.mu.Unlock()
@@ -173,7 +188,8 @@ func (z *compressor) halt() { close(z.stop) }
 // stop, and reports whether it did. One still running then is stuck on the
 // disk (a write, the fsync of its .gz or of the directory) and is abandoned:
 // its .csv stays until it ends, and the next start removes its temp file
-// (housekeeping) and compresses the day again.
+// (housekeeping) and compresses the day again, or adopts its .gz when it
+// was linked already (adoptGz).
 func (z *compressor) halted(deadline time.Time) bool {
 	select {
 	case <-z.done:
@@ -214,13 +230,17 @@ func CompressFile(path string) error { return gzipFile(path, nil, FileOps{}) }
 // atomically (see Atomic.CreateFrom: an existing
 // .gz is never replaced) and then removes path. It gives up, leaving path
 // alone, when stop is closed. When the directory cannot be fsynced, path is
-// kept too: the new .gz might not survive a power loss.
+// kept too: the new .gz might not survive a power loss. When path.gz
+// exists already, it is adopted instead (adoptGz).
 func gzipFile(path string, stop <-chan struct{}, ops FileOps) error {
 	in, err := OpenOwnRegular(path) // a link's target is not ours to archive; a FIFO is never waited on
 	if err != nil {
 		return err
 	}
 	defer in.Close()
+	if _, err := os.Lstat(path + ".gz"); err == nil {
+		return adoptGz(in, path, stop, ops)
+	}
 	err = Atomic{Perm: 0o644, Ops: ops}.CreateFrom(path+".gz", func(w io.Writer) error {
 		return gzWriteMembers(w, in, stop)
 	})
@@ -228,4 +248,130 @@ func gzipFile(path string, stop <-chan struct{}, ops FileOps) error {
 		return err
 	}
 	return os.Remove(path)
+}
+
+// errGzDiffers: a finished day's .csv.gz exists and is not its .csv
+// compressed (other bytes, a damaged or foreign gzip, not a regular file):
+// both are kept, and readers read the .csv (ListDays).
+var errGzDiffers = errors.New("its .csv.gz exists and does not hold the .csv's bytes: both are kept")
+
+// errStopped: the compressor was halted (Close) in the middle of a file.
+var errStopped = errors.New("stopped")
+
+// adoptGz finishes a compression whose .gz was linked but whose .csv (in,
+// at path) was kept: the directory fsync after the link failed, or Close
+// abandoned the compression there. A .gz is only ever linked complete
+// (Atomic), so when it decompresses to exactly the .csv's bytes it is
+// fsynced, with the directory, and the .csv removed; otherwise both are
+// kept (errGzDiffers). Before, the next start tried to compress the day
+// again, which failed (an existing .gz is never replaced) and warned at
+// every start, and the .csv stayed until retention deleted both.
+func adoptGz(in *os.File, path string, stop <-chan struct{}, ops FileOps) error {
+	gz, err := OpenOwnRegular(path + ".gz") // a planted link is not followed
+	if err != nil {
+		if errors.Is(err, ErrNotRegular) || errors.Is(err, syscall.ELOOP) {
+			return fmt.Errorf("%w: %w", errGzDiffers, err)
+		}
+		return err
+	}
+	defer gz.Close()
+	if err := sameAsGz(in, gz, stop); err != nil {
+		return err
+	}
+	if err := gz.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", gz.Name(), err)
+	}
+	if err := ops.syncDir(filepath.Dir(path)); err != nil {
+		return err
+	}
+	return os.Remove(path)
+}
+
+// sameAsGz reads gz decompressed and plain side by side, a buffer at a
+// time, checking stop between buffers: nil when they hold the same bytes,
+// errGzDiffers when they do not (or gz is not whole gzip), a read error
+// of either file as it is.
+func sameAsGz(plain, gz *os.File, stop <-chan struct{}) error {
+	gzr := &readErr{r: gz}
+	zr, err := gzip.NewReader(bufio.NewReaderSize(gzr, 256<<10))
+	if err == nil {
+		cmp := &sameBytes{r: bufio.NewReaderSize(plain, 256<<10), buf: make([]byte, 256<<10), stop: stop}
+		_, err = io.Copy(cmp, zr)
+		if err == nil {
+			// The .gz ended: so must the .csv.
+			if _, rerr := cmp.r.ReadByte(); rerr != io.EOF {
+				err = cmp.fail(rerr)
+			}
+		}
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, errStopped):
+		return err
+	case gzr.err != nil:
+		return fmt.Errorf("read %s: %w", gz.Name(), gzr.err)
+	case errors.Is(err, errPlainRead):
+		return fmt.Errorf("read %s: %w", plain.Name(), err)
+	default: // bytes that differ, or gzip the decompressor refuses
+		return fmt.Errorf("%w: %w", errGzDiffers, err)
+	}
+}
+
+// errPlainRead wraps a read error of the .csv that sameAsGz compares.
+var errPlainRead = errors.New("read error")
+
+// readErr keeps the first read error of r other than io.EOF: the file's,
+// told apart from the decompressor's verdict on its bytes.
+type readErr struct {
+	r   io.Reader
+	err error
+}
+
+func (e *readErr) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && err != io.EOF && e.err == nil {
+		e.err = err
+	}
+	return n, err
+}
+
+// sameBytes is a writer that compares what is written with what r holds
+// next, and fails at the first difference.
+type sameBytes struct {
+	r    *bufio.Reader
+	buf  []byte
+	stop <-chan struct{}
+}
+
+func (s *sameBytes) Write(p []byte) (int, error) {
+	select {
+	case <-s.stop:
+		return 0, errStopped
+	default:
+	}
+	done := 0
+	for done < len(p) {
+		n := min(len(p)-done, len(s.buf))
+		if _, err := io.ReadFull(s.r, s.buf[:n]); err != nil {
+			return done, s.fail(err)
+		}
+		if !bytes.Equal(s.buf[:n], p[done:done+n]) {
+			return done, errors.New("the bytes differ")
+		}
+		done += n
+	}
+	return done, nil
+}
+
+// fail says why the plain file did not go on as the decompressed one
+// did: it ended (longer .gz), or its read failed (errPlainRead).
+func (s *sameBytes) fail(err error) error {
+	switch {
+	case err == nil:
+		return errors.New("the .csv is longer")
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return errors.New("the .csv is shorter")
+	}
+	return fmt.Errorf("%w: %w", errPlainRead, err)
 }

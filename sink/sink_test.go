@@ -6,9 +6,12 @@ import (
 
 	"bytes"
 	"encoding/csv"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -641,4 +644,97 @@ func writeUntilSynced(t *testing.T, c *CSV, why string, after func(s *reading.Sa
 		time.Sleep(5 * time.Millisecond)
 	}
 	return s
+}
+
+// TestCompressionAdoptsAnExistingGz: a day whose .gz was linked but whose
+// .csv was kept (the directory fsync after the link failed, or Close
+// abandoned the compression there) is finished at the next start: when the
+// .gz decompresses to exactly the .csv's bytes, the .gz and the directory
+// are fsynced and the .csv removed; any other .gz (other rows, cut short,
+// a link planted there, which is not followed) is kept with the .csv, said
+// once. Before, the compression failed at every start (an existing .gz is
+// never replaced) and the .csv stayed until retention deleted both.
+func TestCompressionAdoptsAnExistingGz(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.Local)
+	name := FileName(0, UnknownBoard, now.AddDate(0, 0, -1))
+	day := []byte("timestamp,gpu\n2026-11-28T10:00:00.000+01:00,0\n2026-11-28T10:00:01.000+01:00,0\n")
+	gzOf := func(t *testing.T, b []byte) []byte {
+		t.Helper()
+		p := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := CompressFile(p); err != nil {
+			t.Fatal(err)
+		}
+		gz, err := os.ReadFile(p + ".gz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return gz
+	}
+	own := gzOf(t, day)
+	for _, tc := range []struct {
+		name  string
+		plant func(t *testing.T, gz string) // puts something at the day's .gz
+		adopt bool                          // the .gz is the day's: the .csv goes
+	}{
+		{"the day's own gz", func(t *testing.T, gz string) { os.WriteFile(gz, own, 0o644) }, true},
+		{"a gz of other rows", func(t *testing.T, gz string) {
+			os.WriteFile(gz, gzOf(t, bytes.Replace(day, []byte("10:00:01"), []byte("10:00:02"), 1)), 0o644)
+		}, false},
+		{"a gz of more rows", func(t *testing.T, gz string) {
+			os.WriteFile(gz, gzOf(t, append(append([]byte{}, day...), "2026-11-28T10:00:02.000+01:00,0\n"...)), 0o644)
+		}, false},
+		{"a gz of fewer rows", func(t *testing.T, gz string) { os.WriteFile(gz, gzOf(t, day[:len(day)-10]), 0o644) }, false},
+		{"a gz cut short", func(t *testing.T, gz string) { os.WriteFile(gz, own[:len(own)-4], 0o644) }, false},
+		{"not gzip", func(t *testing.T, gz string) { os.WriteFile(gz, day, 0o644) }, false},
+		{"a link to the day's own gz", func(t *testing.T, gz string) {
+			target := filepath.Join(t.TempDir(), "elsewhere.gz")
+			os.WriteFile(target, own, 0o644)
+			if err := os.Symlink(target, gz); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			csvPath := filepath.Join(dir, name)
+			if err := os.WriteFile(csvPath, day, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			tc.plant(t, csvPath+".gz")
+			before, _ := os.ReadFile(csvPath + ".gz")
+			var logs testutil.LogBuf
+			var dirSyncs atomic.Int32
+			c := newTestCSV(t, dir, CSVConfig{Compress: true, Now: func() time.Time { return now }, Logger: logs.Logger(),
+				gzOps: FileOps{SyncDir: func(d string) error { dirSyncs.Add(1); return SyncDir(d) }}})
+			if !c.gz.wait(10 * time.Second) {
+				t.Fatal("the compressor did not finish")
+			}
+			_, err := os.Stat(csvPath)
+			if gone := errors.Is(err, fs.ErrNotExist); gone != tc.adopt {
+				t.Errorf(".csv removed: %v, want %v (%v)\n%s", gone, tc.adopt, err, logs.String())
+			}
+			if after, _ := os.ReadFile(csvPath + ".gz"); !bytes.Equal(after, before) {
+				t.Errorf("the existing .gz was changed")
+			}
+			if tc.adopt {
+				if dirSyncs.Load() == 0 {
+					t.Error("the directory was not fsynced before the .csv was removed")
+				}
+				return
+			}
+			c.housekeeping(now) // midnight's pass: not tried, nor said, again
+			if !c.gz.wait(10 * time.Second) {
+				t.Fatal("the compressor did not finish")
+			}
+			if n := strings.Count(logs.String(), "not it compressed"); n != 1 {
+				t.Errorf("the kept day is said %d times, want once:\n%s", n, logs.String())
+			}
+			if b, err := os.ReadFile(csvPath); err != nil || !bytes.Equal(b, day) {
+				t.Errorf("the .csv is not kept as it was: %q, %v", b, err)
+			}
+		})
+	}
 }
