@@ -9,7 +9,7 @@ var (
 	rowsDropped = counters.Declare(counters.Def{Name: "rows_dropped", Loss: true,
 		Help: "CSV rows not written (disk paused or full, file error, or after shutdown)"})
 	syncErrors = counters.Declare(counters.Def{Name: "sync_errors", Loss: true,
-		Help: "failed fsync/fdatasync calls on CSV files"})
+		Help: "failed fsync/fdatasync calls on CSV files, and those (or a file a row write held) still running at stop, abandoned"})
 	syncSkips = counters.Declare(counters.Def{Name: "sync_skips", Loss: true,
 		Help: "periodic CSV sync rounds skipped because the previous one was still on the disk"})
 	rowsWritten = counters.Declare(counters.Def{Name: "rows_written",

@@ -470,8 +470,8 @@ func TestCSVCloseAbandonsAStuckFsync(t *testing.T) {
 
 // TestCSVCloseAbandonsAStuckCompression: a compression stuck on a disk that
 // stopped answering (here its write; its fsync or the directory's alike)
-// does not hold up Close past its bound: it is abandoned, counted in
-// sync_errors and returned, its .csv stays, and the next start removes its
+// does not hold up Close past its bound: it is abandoned, logged and
+// returned (not counted: its .csv stays), and the next start removes its
 // temp file and compresses the day again. Before, Close waited for it
 // without a bound, and the daemon's final summary line and clean-stop
 // marker waited behind it until systemd killed the daemon.
@@ -512,8 +512,8 @@ func TestCSVCloseAbandonsAStuckCompression(t *testing.T) {
 	if err == nil {
 		t.Error("Close returned no error with the compression abandoned")
 	}
-	if got := c.Stats().SyncErrors; got != 1 {
-		t.Errorf("sync_errors after Close abandoned the compression: %d, want 1", got)
+	if got := c.Stats().SyncErrors; got != 0 {
+		t.Errorf("sync_errors after Close abandoned the compression: %d, want 0 (nothing is lost: the .csv stays)", got)
 	}
 	if _, err := os.Stat(day); err != nil {
 		t.Errorf("the day being compressed is gone after the compression was abandoned: %v", err)
@@ -559,9 +559,12 @@ func TestCSVCloseBoundFromItsStart(t *testing.T) {
 	gf := c.files[0]
 	gf.mu.Lock() // a row's write in progress
 	hold := closeSyncBound * 8 / 10
-	start := time.Now()
-	closed := make(chan error, 1)
-	go func() { closed <- c.Close() }()
+	started, closed := make(chan time.Time, 1), make(chan error, 1)
+	go func() {
+		started <- time.Now() // Close's own start: a goroutine scheduled late on a busy machine is not Close's time
+		closed <- c.Close()
+	}()
+	start := <-started
 	time.Sleep(hold)
 	gf.mu.Unlock()
 	select {
@@ -660,5 +663,28 @@ func TestCSVCloseAbandonsAFileWithAStuckWrite(t *testing.T) {
 	time.Sleep(10 * time.Millisecond) // the late leave's sync
 	if got := c.Stats().SyncErrors; got != 1 {
 		t.Errorf("sync_errors once the abandoned file was let go of: %d, want 1 (counted once, by Close)", got)
+	}
+}
+
+// TestHaltedCompressorStartsNoNewFile: a compression queued when Close
+// halts the compressor is not started (the disk may have stalled; the day
+// is compressed at the next start), even when the queue and the halt are
+// both ready at once, where select picks either at random.
+func TestHaltedCompressorStartsNoNewFile(t *testing.T) {
+	for i := range 20 {
+		dir := t.TempDir()
+		day := filepath.Join(dir, FileName(0, UnknownBoard, time.Date(2026, 11, 28, 0, 0, 0, 0, time.Local)))
+		if err := os.WriteFile(day, []byte("timestamp\nrow\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var logs testutil.LogBuf
+		z := &compressor{log: logs.Logger(), queued: map[string]bool{}, held: map[string]int{}, kept: map[string]bool{},
+			work: make(chan string, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		z.add(day)
+		z.halt()
+		z.run() // returns at once: halted
+		if _, err := os.Stat(day + ".gz"); err == nil || strings.Contains(logs.String(), "compress") {
+			t.Fatalf("round %d: a compression queued before the halt was started after it: %s", i, logs.String())
+		}
 	}
 }

@@ -149,6 +149,11 @@ func (z *compressor) run() {
 		case <-z.stop:
 			return
 		case p := <-z.work:
+			select {
+			case <-z.stop: // both were ready: halt wins, no new file is started on a disk that may have stalled
+				return
+			default:
+			}
 			z.mu.Lock()
 			if z.held[p] > 0 {
 				// Open for writing again (the clock stepped back to its
