@@ -167,7 +167,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		cols = append(cols, csvColumns(gs.idx, info))
 	}
 	m.busesFromSysfs()
-	m.board = live.NewPublishedBoard(slots)
+	m.board = live.NewPublishedBoard(slots, cfg.mono) // hangs begin on it (stallStart)
 	m.setupProcs()
 	cc := cfg.CSV
 	cc.Dir, cc.Logger, cc.Tick, cc.Counters = cfg.LogDir, m.log, m.loop.syncTick, m.reg
