@@ -36,13 +36,16 @@ type repairState struct {
 	mu sync.Mutex
 	// b is the GPU's board: nil until first judged; one without a UUID
 	// while the UUID is not known, its events kept in early (startRepair).
-	b       *board.Board
-	early   earlyEvents
-	cur     action.Current
-	since   time.Duration  // when cur became the GPU's action with these reasons, on Config.mono
-	written action.Current // the last ACTION line's
-	judged  time.Time      // when it was last judged (wall)
-	hv      *HealthView    // the health view last judged
+	b     *board.Board
+	early earlyEvents
+	cur   action.Current
+	// When cur became the GPU's action with these reasons, on the wall
+	// clock and on Config.mono: an ACTION line's hold is on either (line).
+	since     time.Time
+	sinceMono time.Duration
+	written   action.Current // the last ACTION line's
+	judged    time.Time      // when it was last judged (wall)
+	hv        *HealthView    // the health view last judged
 	// When it was last judged, for judgeActions without the lock (due):
 	// in Unix ns, and on Config.mono (ns).
 	last, lastMono atomic.Int64
@@ -170,7 +173,7 @@ func (gs *gpuState) judge(now time.Time, force bool, event func(r repairEvents))
 	j.b = rs.b
 	if !cur.Equal(rs.cur) {
 		from := rs.cur.Action
-		rs.cur, rs.since = cur, mono
+		rs.cur, rs.since, rs.sinceMono = cur, now, mono
 		gs.slot.Update(func(g *live.GPU) {
 			g.Action = cur
 			if cur.Action != from {
@@ -178,7 +181,7 @@ func (gs *gpuState) judge(now time.Time, force bool, event func(r repairEvents))
 			}
 		})
 	}
-	if rs.line(mono) {
+	if rs.line(now, mono) {
 		from := rs.written.Action
 		rs.written = rs.cur
 		j.line = gs.event(now, sink.TypeAction, "action", cur.Action.String(), "from", from.String(), "reason", cur.Reason())
@@ -193,11 +196,11 @@ func (gs *gpuState) judge(now time.Time, force bool, event func(r repairEvents))
 // a moment, a reason whose words count the seconds) is not a line each
 // time; a change to or from a repair at once (it asks something new of
 // someone, and an event's crash snapshot names it). A line the same as
-// the last one is never written. The hold is on the monotonic clock (mono,
-// Config.mono's): on the wall clock, which judge holds at the last
-// judgement's time while it is behind it, a step back held every change of
-// reasons off until the wall clock caught up.
-func (rs *repairState) line(mono time.Duration) bool {
+// the last one is never written. The hold is judgeEvery on either clock,
+// as judgements are due (repairState.due): on the wall clock alone, which
+// judge holds at the last judgement's time while it is behind it, a step
+// back held every change off until the wall clock caught up.
+func (rs *repairState) line(now time.Time, mono time.Duration) bool {
 	cur, last := rs.cur, rs.written
 	switch {
 	case cur.Equal(last):
@@ -205,7 +208,7 @@ func (rs *repairState) line(mono time.Duration) bool {
 	case cur.Action != last.Action && (cur.Action.Drains() || last.Action.Drains()):
 		return true
 	}
-	return mono-rs.since >= judgeEvery
+	return now.Sub(rs.since) >= judgeEvery || mono-rs.sinceMono >= judgeEvery
 }
 
 // startRepair builds the GPU's repair action from its board's state file
