@@ -19,7 +19,7 @@ func TestActionInStatus(t *testing.T) {
 		Action:      action.Current{Action: action.PowerCycle, Reasons: []string{"warm reboot did not recover it (xid79 in the previous boot)", "the board is not enumerated"}},
 		ActionSince: now.Add(-10 * time.Second),
 		Ack:         Ack{Time: now.Add(-time.Hour), Action: action.Reboot, Note: "rebooted", By: "root"}}
-	d := gpuDoc(&g, now)
+	d := gpuDoc(&g, now, 0)
 	b, err := json.Marshal(d)
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +43,7 @@ func TestActionInStatus(t *testing.T) {
 		}
 	}
 	g = GPU{Info: reading.GPU{Index: 3}}
-	for _, l := range GPULines(gpuDoc(&g, now), now) {
+	for _, l := range GPULines(gpuDoc(&g, now, 0), now) {
 		if strings.Contains(l, "action") {
 			t.Errorf("a GPU with no action shows %q", l)
 		}

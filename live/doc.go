@@ -326,12 +326,13 @@ func NewDoc(v View) Doc {
 	}
 	d.GPUs = make([]GPUDoc, 0, len(v.GPUs))
 	for i := range v.GPUs {
-		d.GPUs = append(d.GPUs, gpuDoc(&v.GPUs[i], now))
+		d.GPUs = append(d.GPUs, gpuDoc(&v.GPUs[i], now, h.Mono))
 	}
 	return d
 }
 
-func gpuDoc(g *GPU, now time.Time) GPUDoc {
+// gpuDoc is g's document at now, mono (Host.Now, Host.Mono).
+func gpuDoc(g *GPU, now time.Time, mono time.Duration) GPUDoc {
 	in := g.Info
 	mode, _, _ := strings.Cut(in.GSPMode, " ") // "enabled (default)": whether it is the default is for the system information
 	d := GPUDoc{Index: in.Index, Name: in.Name, BusID: in.BusID, UUID: in.UUID, Serial: in.Serial, VBIOS: in.VBIOS,
@@ -344,7 +345,7 @@ func gpuDoc(g *GPU, now time.Time) GPUDoc {
 		d.StateSince = &t
 	}
 	if g.State.Kind == StateHung {
-		h := now.Sub(g.State.Since).Seconds()
+		h := g.State.HungFor(mono).Seconds()
 		d.HungS = &h
 	}
 	s := &g.Sample

@@ -64,6 +64,27 @@ func TestStatusTextAndJSONGolden(t *testing.T) {
 	}
 }
 
+// TestHungSIsOnTheMonotonicClock: hung_s (and the status line's stall) is
+// the hang's age on the publisher's monotonic clock, as the repair judge
+// weighs it: the wall clock stepped back 5 min or forward 1 h since the
+// hang began (chrony's makestep) shows neither a negative hang nor an
+// hour's.
+func TestHungSIsOnTheMonotonicClock(t *testing.T) {
+	for _, step := range []time.Duration{-5 * time.Minute, time.Hour} {
+		v := livetest.View()
+		v.Host.Now = v.Host.Now.Add(step)
+		d := NewDoc(v)
+		if g := d.GPUs[1]; g.HungS == nil || *g.HungS != 12 {
+			t.Errorf("wall clock stepped %v: hung_s %v, want 12", step, g.HungS)
+		}
+		var b bytes.Buffer
+		WriteText(&b, d)
+		if !strings.Contains(b.String(), "hung 12.0s in nvmlDeviceGetTemperature") {
+			t.Errorf("wall clock stepped %v: status text lacks hung 12.0s in nvmlDeviceGetTemperature:\n%s", step, b.String())
+		}
+	}
+}
+
 // TestProcessesInStatus: the status screen and document list each GPU's
 // processes; a hung read keeps the last successful list and says so.
 func TestProcessesInStatus(t *testing.T) {

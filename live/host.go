@@ -11,8 +11,9 @@ import (
 // Host is the host-level view, assembled from the daemon's counters about
 // once a second off the 100 ms path and published on the Board.
 type Host struct {
-	Now      time.Time // when the view was read (Board.ViewInto)
-	Start    time.Time // when the daemon started
+	Now      time.Time     // when the view was read (Board.ViewInto)
+	Mono     time.Duration // Now on the publisher's monotonic clock, which a hang's age (State.HungFor) runs on: a step of the wall clock moves Now, not Mono
+	Start    time.Time     // when the daemon started
 	Version  string
 	Identity reading.Identity // the host's name, machine id, boot id
 	System   reading.System
@@ -159,6 +160,7 @@ type Board struct {
 	slots []*Slot
 	host  func() Host          // NewBoard's host view source; nil: published
 	pub   atomic.Pointer[Host] // the host view published last (PublishHost)
+	mono  func() time.Duration // the publisher's monotonic clock (Host.Mono), when published
 	// events are the host's last events.log lines (events.go).
 	events Events
 }
@@ -171,12 +173,14 @@ func NewBoard(slots []*Slot, host func() Host) *Board {
 
 // NewPublishedBoard returns a board over the GPUs' slots whose host view is
 // the one published last (PublishHost); the zero Host until the first.
-func NewPublishedBoard(slots []*Slot) *Board {
-	return &Board{slots: slots}
+// mono is the publisher's monotonic clock, the one its GPUs' hangs began on
+// (State.SinceMono).
+func NewPublishedBoard(slots []*Slot, mono func() time.Duration) *Board {
+	return &Board{slots: slots, mono: mono}
 }
 
 // PublishHost makes h the host view that readers get from now on, its Now
-// the time each reads it. h is shared with every reader: neither the
+// and Mono the time each reads it. h is shared with every reader: neither the
 // publisher nor a reader may change it, or what it points to (Counters),
 // afterwards.
 func (b *Board) PublishHost(h Host) { b.pub.Store(&h) }
@@ -219,9 +223,9 @@ func (b *Board) ViewInto(v *View) {
 		v.Host = b.host()
 	} else if h := b.pub.Load(); h != nil {
 		v.Host = *h
-		v.Host.Now = time.Now()
+		v.Host.Now, v.Host.Mono = time.Now(), b.mono()
 	} else {
-		v.Host = Host{Now: time.Now()}
+		v.Host = Host{Now: time.Now(), Mono: b.mono()}
 	}
 	if cap(v.GPUs) < len(b.slots) {
 		v.GPUs = make([]GPU, len(b.slots))

@@ -47,6 +47,11 @@ func (k StateKind) String() string {
 type State struct {
 	Kind  StateKind
 	Since time.Time // hung: when the stuck sample began; otherwise when the state was entered
+	// SinceMono is, hung, when the stuck sample began on the publisher's
+	// monotonic clock (Host.Mono's): the hang's age (HungFor) runs on it,
+	// as the repair judge's does; Now less Since would turn negative or
+	// huge at a step of the wall clock (chrony's makestep).
+	SinceMono time.Duration
 	// Function is the NVML function a hung GPU is stuck in.
 	Function string
 	// Err is why the last sample of a failing GPU failed.
@@ -246,9 +251,19 @@ func (g *GPU) setState(st State) {
 	g.State = st
 }
 
-// Hung marks the GPU hung in fn since since (the poll loop's deadline check).
-func (g *GPU) Hung(fn string, since time.Time) {
-	g.setState(State{Kind: StateHung, Since: since, Function: fn})
+// HungFor is how long a hung GPU's stuck call has lasted at mono (Host.Mono:
+// the publisher's monotonic clock); 0 when it is not hung.
+func (s State) HungFor(mono time.Duration) time.Duration {
+	if s.Kind != StateHung {
+		return 0
+	}
+	return max(mono-s.SinceMono, 0) // 0: a view read as the hang was published
+}
+
+// Hung marks the GPU hung in fn since since, sinceMono on the publisher's
+// monotonic clock (the poll loop's deadline check).
+func (g *GPU) Hung(fn string, since time.Time, sinceMono time.Duration) {
+	g.setState(State{Kind: StateHung, Since: since, SinceMono: sinceMono, Function: fn})
 }
 
 // Lost marks the GPU lost since t (it vanished from the driver's enumeration).

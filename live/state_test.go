@@ -64,9 +64,9 @@ func TestObserve(t *testing.T) {
 
 	// Hung, then a failure, then answers again: throttle time does not
 	// count the outage.
-	g.Hung("nvmlDeviceGetTemperature", t0.Add(6*time.Second))
-	g.Hung("nvmlDeviceGetTemperature", t0.Add(7*time.Second))
-	if g.State.Kind != StateHung || g.State.Since != t0.Add(6*time.Second) {
+	g.Hung("nvmlDeviceGetTemperature", t0.Add(6*time.Second), 6*time.Second)
+	g.Hung("nvmlDeviceGetTemperature", t0.Add(7*time.Second), 7*time.Second)
+	if g.State.Kind != StateHung || g.State.Since != t0.Add(6*time.Second) || g.State.SinceMono != 6*time.Second {
 		t.Errorf("hung state %+v", g.State)
 	}
 	f := reading.Sample{Time: t0.Add(8 * time.Second), Status: reading.StatusFailed, Err: "Unknown Error"}
@@ -126,7 +126,7 @@ func BenchmarkRead(b *testing.B) {
 // host view published last, as it was published (only Now is the time of
 // the read), and the zero Host before the first.
 func TestPublishedBoardServesTheLastHost(t *testing.T) {
-	b := NewPublishedBoard(nil)
+	b := NewPublishedBoard(nil, func() time.Duration { return time.Minute })
 	if v := b.View(); v.Host.Version != "" || v.Host.Now.IsZero() {
 		t.Errorf("before the first publication: %+v", v.Host)
 	}
@@ -136,6 +136,9 @@ func TestPublishedBoardServesTheLastHost(t *testing.T) {
 	v := b.View()
 	if n, _ := v.Host.Counter(CounterTicks); v.Host.Version != "two" || n != 9 {
 		t.Errorf("host view %+v, want the one published last", v.Host)
+	}
+	if v.Host.Mono != time.Minute {
+		t.Errorf("host view's Mono %v, want the board's clock's", v.Host.Mono)
 	}
 	if !v.Host.Now.After(published) {
 		t.Errorf("Now %v is the publication's, not the read's", v.Host.Now)

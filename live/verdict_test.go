@@ -50,7 +50,7 @@ func TestLostGPUHealthIsUnknown(t *testing.T) {
 	g.HealthLevel = "ok"
 	lost := reading.Sample{Time: t0.Add(time.Second), Status: reading.StatusLost}
 	g.Observe(&lost, 100*time.Millisecond)
-	d := gpuDoc(&g, t0.Add(2*time.Second))
+	d := gpuDoc(&g, t0.Add(2*time.Second), 0)
 	if d.State != "lost" || d.Health == nil || d.Health.Verdict != "unknown (GPU lost)" {
 		t.Fatalf("lost GPU: state %q, health %+v", d.State, d.Health)
 	}

@@ -94,3 +94,26 @@ func TestStalledCleanStopMarkerDoesNotHoldUpTheExit(t *testing.T) {
 		}
 	})
 }
+
+// TestSlowCleanStopMarkerIsWaitedFor: a marker whose fsyncs take 2 s (the
+// writeback of a host shutting down) is still waited for: it is on disk
+// when Run returns, and the next start reports no unclean stop. With a
+// bound of 1 s the exit abandoned it, and the next boot wrote a boot log
+// and UNCLEAN_STOP for a clean stop.
+func TestSlowCleanStopMarkerIsWaitedFor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 1, func(c *Config) {
+			c.markCleanStop = func(dir string, at time.Time) error {
+				time.Sleep(2 * time.Second)
+				return runstate.MarkCleanStop(dir, at)
+			}
+		})
+		r.run(time.Second, nil)
+		if _, err := os.Stat(filepath.Join(r.dir, runstate.CleanStopFile)); err != nil {
+			t.Errorf("no clean-stop marker when Run returned: %v", err)
+		}
+		if logs := r.logs.String(); strings.Contains(logs, "clean-stop marker") {
+			t.Errorf("the slow marker was abandoned or failed:\n%s", logs)
+		}
+	})
+}

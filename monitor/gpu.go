@@ -62,9 +62,8 @@ type gpuState struct {
 	// hmu orders a hang's report (hung, poll goroutine) against the return
 	// of the sample it reports (classify, worker): either the report comes
 	// first and the late row is queued behind the hang's rows, or the sample
-	// came back first and there is no hang left to report. The repair
-	// judge reads the start of the hang the slot shows under it (locks in
-	// the order repairState.mu, hmu, the slot's).
+	// came back first and there is no hang left to report (locks in the
+	// order hmu, the slot's).
 	hmu        sync.Mutex
 	stalled    bool          // a hang of the sample in flight was reported
 	stallStart time.Duration // Config.mono when the hang's sample was dispatched: the hang's age runs from it
@@ -400,7 +399,7 @@ func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (repor
 	start, began := gs.stallStart, gs.stallBegan
 	gs.skipped = gs.skipped[:0]
 	// Published by the poll loop, the worker being stuck, on the wall clock.
-	gs.slot.Update(func(g *live.GPU) { g.Hung(fn.String(), began) })
+	gs.slot.Update(func(g *live.GPU) { g.Hung(fn.String(), began, start) })
 	fans := min(gs.g.Info().NumFans, reading.MaxFans)
 	what := "NVML_HUNG rows"
 	var plan crashPlan

@@ -167,7 +167,7 @@ func New(cfg Config, host *sampler.Host) (*Monitor, error) {
 		cols = append(cols, csvColumns(gs.idx, info))
 	}
 	m.busesFromSysfs()
-	m.board = live.NewPublishedBoard(slots)
+	m.board = live.NewPublishedBoard(slots, cfg.mono) // hangs begin on it (stallStart)
 	m.setupProcs()
 	cc := cfg.CSV
 	cc.Dir, cc.Logger, cc.Tick, cc.Counters = cfg.LogDir, m.log, m.loop.syncTick, m.reg
@@ -360,8 +360,11 @@ func (m *Monitor) inDriver() []string {
 // fsyncs: on a disk that stopped answering the exit goes on (nvmlShutdown
 // and the final lines follow, and systemd kills the daemon TimeoutStopSec
 // after asking it to stop: deploy/gpu-telemetry.service sums the stop's
-// bounds).
-const cleanStopBound = time.Second
+// bounds). 3 s, not less: during a host's shutdown the writeback of
+// everything else can hold the file's and the directory's fsyncs for
+// more than a second, and a marker abandoned then makes the next boot
+// report a clean stop as unclean (a boot log, UNCLEAN_STOP).
+const cleanStopBound = 3 * time.Second
 
 // markCleanStop writes the clean-stop marker, waiting cleanStopBound at
 // most: a write still running then is left to finish (or not: the next

@@ -24,6 +24,7 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/runstate"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
@@ -140,6 +141,36 @@ func newRigOpen(t testing.TB, lib *fakenvml.Lib, o sampler.OpenOptions, tweak fu
 	if tweak != nil {
 		tweak(&cfg)
 	}
+	// Run leaves a clean-stop marker still being written after
+	// cleanStopBound (a loaded machine, a test's stalled hook) to finish
+	// on its own: wait for it before the temp dir is removed, or its late
+	// file lands in a directory being removed.
+	// (Not a WaitGroup: nothing orders an abandoned write's Add before
+	// the Wait.)
+	var marks struct {
+		sync.Mutex
+		done []chan struct{}
+	}
+	mark := cfg.markCleanStop
+	if mark == nil {
+		mark = runstate.MarkCleanStop
+	}
+	cfg.markCleanStop = func(dir string, at time.Time) error {
+		done := make(chan struct{})
+		marks.Lock()
+		marks.done = append(marks.done, done)
+		marks.Unlock()
+		defer close(done)
+		return mark(dir, at)
+	}
+	t.Cleanup(func() {
+		marks.Lock()
+		pending := marks.done
+		marks.Unlock()
+		for _, done := range pending {
+			<-done
+		}
+	})
 	m, err := New(cfg, host)
 	if err != nil {
 		t.Fatal(err)

@@ -36,13 +36,16 @@ type repairState struct {
 	mu sync.Mutex
 	// b is the GPU's board: nil until first judged; one without a UUID
 	// while the UUID is not known, its events kept in early (startRepair).
-	b       *board.Board
-	early   earlyEvents
-	cur     action.Current
-	since   time.Time      // when cur became the GPU's action with these reasons
-	written action.Current // the last ACTION line's
-	judged  time.Time      // when it was last judged (wall)
-	hv      *HealthView    // the health view last judged
+	b     *board.Board
+	early earlyEvents
+	cur   action.Current
+	// When cur became the GPU's action with these reasons, on the wall
+	// clock and on Config.mono: an ACTION line's hold is on either (line).
+	since     time.Time
+	sinceMono time.Duration
+	written   action.Current // the last ACTION line's
+	judged    time.Time      // when it was last judged (wall)
+	hv        *HealthView    // the health view last judged
 	// When it was last judged, for judgeActions without the lock (due):
 	// in Unix ns, and on Config.mono (ns).
 	last, lastMono atomic.Int64
@@ -149,10 +152,11 @@ func (gs *gpuState) judge(now time.Time, force bool, event func(r repairEvents))
 		vals := reading.Values(hv.Vals)
 		in.Vals = &vals
 	}
-	// Under hmu, the hung state the slot shows is the hang whose start hung
-	// noted: its age runs on the monotonic clock (a step of the wall clock
-	// neither ages it nor holds it back); its start on the wall clock names it.
-	gs.hmu.Lock()
+	// A hang's age runs on the monotonic clock from its start there, as the
+	// slot shows it (a step of the wall clock neither ages it nor holds it
+	// back); its start on the wall clock names it. The clock is read under
+	// the slot's lock, after the hang it shows was published: read before,
+	// a hang published meanwhile would be younger than nothing.
 	gs.slot.Update(func(g *live.GPU) {
 		switch g.State.Kind {
 		case live.StateAnswering:
@@ -162,15 +166,14 @@ func (gs *gpuState) judge(now time.Time, force bool, event func(r repairEvents))
 		case live.StateFailing:
 			in.Failing = true
 		case live.StateHung:
-			in.HungSince, in.HungFor = g.State.Since, mono-gs.stallStart
+			in.HungSince, in.HungFor = g.State.Since, g.State.HungFor(gs.m.cfg.mono())
 		}
 	})
-	gs.hmu.Unlock()
 	cur := rs.b.Judge(in)
 	j.b = rs.b
 	if !cur.Equal(rs.cur) {
 		from := rs.cur.Action
-		rs.cur, rs.since = cur, now
+		rs.cur, rs.since, rs.sinceMono = cur, now, mono
 		gs.slot.Update(func(g *live.GPU) {
 			g.Action = cur
 			if cur.Action != from {
@@ -178,7 +181,7 @@ func (gs *gpuState) judge(now time.Time, force bool, event func(r repairEvents))
 			}
 		})
 	}
-	if rs.line(now) {
+	if rs.line(now, mono) {
 		from := rs.written.Action
 		rs.written = rs.cur
 		j.line = gs.event(now, sink.TypeAction, "action", cur.Action.String(), "from", from.String(), "reason", cur.Reason())
@@ -193,8 +196,11 @@ func (gs *gpuState) judge(now time.Time, force bool, event func(r repairEvents))
 // a moment, a reason whose words count the seconds) is not a line each
 // time; a change to or from a repair at once (it asks something new of
 // someone, and an event's crash snapshot names it). A line the same as
-// the last one is never written.
-func (rs *repairState) line(now time.Time) bool {
+// the last one is never written. The hold is judgeEvery on either clock,
+// as judgements are due (repairState.due): on the wall clock alone, which
+// judge holds at the last judgement's time while it is behind it, a step
+// back held every change off until the wall clock caught up.
+func (rs *repairState) line(now time.Time, mono time.Duration) bool {
 	cur, last := rs.cur, rs.written
 	switch {
 	case cur.Equal(last):
@@ -202,7 +208,7 @@ func (rs *repairState) line(now time.Time) bool {
 	case cur.Action != last.Action && (cur.Action.Drains() || last.Action.Drains()):
 		return true
 	}
-	return now.Sub(rs.since) >= judgeEvery
+	return now.Sub(rs.since) >= judgeEvery || mono-rs.sinceMono >= judgeEvery
 }
 
 // startRepair builds the GPU's repair action from its board's state file

@@ -382,6 +382,10 @@ func TestHangAgeIsOnTheMonotonicClock(t *testing.T) {
 				if cur := r.gs.slot.Get().Action; cur.Action != rd.want || !strings.Contains(cur.Reason(), rd.wantWhy) {
 					t.Errorf("round %d (hung %v, %v on the wall clock): %v %q, want %v %q", i, rd.mono, rd.wall, cur.Action, cur.Reasons, rd.want, rd.wantWhy)
 				}
+				// The status and the metrics (hung_s, stall_seconds) show that age too.
+				if v := r.m.board.View(); v.GPUs[0].State.HungFor(v.Host.Mono) != rd.mono {
+					t.Errorf("round %d (hung %v, %v on the wall clock): the view shows a hang of %v", i, rd.mono, rd.wall, v.GPUs[0].State.HungFor(v.Host.Mono))
+				}
 			}
 			if st := r.gs.slot.Get().State; !st.Since.Equal(wall0) {
 				t.Errorf("published %+v, want hung since %v", st, wall0)
@@ -398,5 +402,31 @@ func TestHangAgeIsOnTheMonotonicClock(t *testing.T) {
 				t.Errorf("hung counted %d times in the board's history, want %d", n, tc.wantCount)
 			}
 		})
+	}
+}
+
+// TestActionLineAfterAWallStepBack: a new action that does not drain (a
+// hang's watch) is an ACTION line once it has held judgeEvery on the
+// monotonic clock, also after the wall clock stepped back 5 min: judge
+// holds the wall clock at the last judgement's time until it catches up,
+// and the hold measured on it kept the line back for the step's length.
+func TestActionLineAfterAWallStepBack(t *testing.T) {
+	r := newClockRig(t)
+	defer r.devs[0].Block("GetTemperature", nil)()
+	wall0, mono0 := time.Now().Add(-10*time.Second), 100*time.Second
+	r.tick(wall0, mono0)
+	r.inFlight()
+	r.m.judgeActions(wall0) // not hung yet: none
+	back := wall0.Add(-5 * time.Minute)
+	for _, at := range []time.Duration{2 * time.Second, 4 * time.Second} {
+		r.tick(back.Add(at), mono0+at)
+		r.drain()
+		r.m.judgeActions(back.Add(at))
+	}
+	if cur := r.gs.slot.Get().Action; cur.Action != action.Watch {
+		t.Fatalf("hung 4 s: %v %q, want watch", cur.Action, cur.Reasons)
+	}
+	if ev := r.events(); !strings.Contains(ev, "type=ACTION action=watch from=none") {
+		t.Errorf("no ACTION line for the watch held 2 s after the wall clock stepped back:\n%s", ev)
 	}
 }

@@ -45,6 +45,36 @@ func TestBeginAndCleanStop(t *testing.T) {
 	}
 }
 
+// TestBeginSweepsTempFiles: the temp files of an abandoned clean-stop
+// marker's write (a stalled disk at exit) or of a run-state write cut by a
+// crash are removed at the next start; a link of such a name is not
+// followed (its target stays) nor removed, and other names stay.
+func TestBeginSweepsTempFiles(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	target := filepath.Join(outside, "precious")
+	os.WriteFile(target, []byte("not the daemon's\n"), 0o644)
+	for _, n := range []string{".clean-stop.tmp-123", ".run-state.tmp-456"} {
+		os.WriteFile(filepath.Join(dir, n), []byte("stopped=x\n"), 0o644)
+	}
+	os.Symlink(target, filepath.Join(dir, ".clean-stop.tmp-link"))
+	os.Mkdir(filepath.Join(dir, ".clean-stop.tmp-dir"), 0o755)
+	os.WriteFile(filepath.Join(dir, ".other.tmp-1"), nil, 0o644)
+	if _, err := Begin(dir, State{BootID: "boot-a", PID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if want := []string{".clean-stop.tmp-dir", ".clean-stop.tmp-link", ".other.tmp-1", File}; !slices.Equal(names, want) {
+		t.Errorf("after Begin: %q, want %q", names, want)
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != "not the daemon's\n" {
+		t.Errorf("the link's target: %q, %v", b, err)
+	}
+}
+
 // TestRunStateKeepsKmsgSeq: the kernel log position a run saves (at start
 // and refreshed later) is what the next start reads back, with the boot it
 // belongs to; a run-state without one (an older version, or no /dev/kmsg)

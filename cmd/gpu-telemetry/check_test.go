@@ -98,7 +98,7 @@ func startingGPU(index int, uuid string) func(time.Time) live.GPU {
 func hungGPU(index int, uuid string) func(time.Time) live.GPU {
 	return func(now time.Time) live.GPU {
 		g := checkGPU(now, index, uuid)
-		g.Hung("nvmlDeviceGetTemperature", now.Add(-12*time.Second))
+		g.Hung("nvmlDeviceGetTemperature", now.Add(-12*time.Second), livetest.Uptime-12*time.Second) // checkView's Host.Mono is livetest's
 		g.Action = action.Current{Action: action.ResetGPU, Reasons: []string{"hung in nvmlDeviceGetTemperature"}}
 		return g
 	}

@@ -10,6 +10,11 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
+// Uptime is how long View's daemon has run: its Host.Start is Uptime before
+// its Now, and its Host.Mono (the publisher's monotonic clock, which starts
+// with it) is Uptime.
+const Uptime = 2*time.Hour + 5*time.Minute
+
 // View is a two-GPU view: GPU 0 answering with every reading and a
 // recent spurious throttle, GPU 1 hung in nvmlDeviceGetTemperature for 12 s
 // after an Xid 79 and a crash snapshot; the NVML pacer one step up after
@@ -61,12 +66,12 @@ func View() live.View {
 	g1.OpEvent(now.Add(-14*time.Second), &reading.OpEvent{Severity: "corrected", Category: 3, Attributes: "none"}, 0, false)
 	g1.OpEvent(now.Add(-13*time.Second), &reading.OpEvent{Severity: "fatal", Category: 2, Attributes: "uncontained", Critical: "fatal|uncontained"}, 79, true)
 	g1.CPERRecord(live.LastCPER{Time: now.Add(-12 * time.Second), ID: 1000, Severity: "fatal", Recorded: now.Add(-13 * time.Second).Truncate(time.Second)})
-	g1.Hung("nvmlDeviceGetTemperature", now.Add(-12*time.Second))
+	g1.Hung("nvmlDeviceGetTemperature", now.Add(-12*time.Second), Uptime-12*time.Second)
 	g1.Incident(now.Add(-11*time.Second), "NVML_HUNG(nvmlDeviceGetTemperature,1000ms)")
 	g1.HungRows = 110
 	g1.NewestSnapshot = "/var/log/gpu-telemetry/crashes/crash-20261130-150354.000-gpu1.log"
 
-	return live.View{Host: live.Host{Now: now, Start: now.Add(-2*time.Hour - 5*time.Minute), Version: "1.0", Identity: reading.Identity{Host: "gpu-node-07", MachineID: "4f0c8d6a2b7e4e1c9a3d5b7f1e2c4a6b", BootID: "9b1d3f5e-7a2c-4e6b-8d0f-1a3c5e7b9d2f"}, System: reading.System{DriverVersion: "580.95.05", NVMLVersion: "12.580.95.05", CUDAVersion: "13.0"},
+	return live.View{Host: live.Host{Now: now, Mono: Uptime, Start: now.Add(-Uptime), Version: "1.0", Identity: reading.Identity{Host: "gpu-node-07", MachineID: "4f0c8d6a2b7e4e1c9a3d5b7f1e2c4a6b", BootID: "9b1d3f5e-7a2c-4e6b-8d0f-1a3c5e7b9d2f"}, System: reading.System{DriverVersion: "580.95.05", NVMLVersion: "12.580.95.05", CUDAVersion: "13.0"},
 		Interval: 100 * time.Millisecond, Deadline: time.Second,
 		Cadence: live.Cadence{Window: time.Minute, Mean: 100 * time.Millisecond, P99: 101 * time.Millisecond, Max: 180 * time.Millisecond},
 		Kmsg:    "following", Events: "watching",

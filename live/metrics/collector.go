@@ -318,11 +318,7 @@ func (w *walker) gpu(g *live.GPU, h *live.Host) {
 	for k, name := range stateLabels {
 		w.add(mState, b2f(live.StateKind(k) == g.State.Kind), gpu, uuid, name)
 	}
-	stall := 0.0
-	if g.State.Kind == live.StateHung {
-		stall = h.Now.Sub(g.State.Since).Seconds()
-	}
-	w.add(mStall, stall, gpu, uuid)
+	w.add(mStall, g.State.HungFor(h.Mono).Seconds(), gpu, uuid) // 0 when not hung
 	w.add(mInc, float64(g.Incidents), gpu, uuid)
 	w.add(mSamp, float64(g.Samples), gpu, uuid)
 	w.add(mFail, float64(g.Failures), gpu, uuid)

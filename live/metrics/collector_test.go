@@ -65,6 +65,31 @@ func TestMetricsGolden(t *testing.T) {
 	}
 }
 
+// TestStallIsOnTheMonotonicClock: the stall gauge is the hang's age on the
+// publisher's monotonic clock, as the repair judge weighs it: the wall
+// clock stepped back 5 min or forward 1 h since the hang began (chrony's
+// makestep) shows neither a negative stall nor an hour's.
+func TestStallIsOnTheMonotonicClock(t *testing.T) {
+	for _, step := range []time.Duration{-5 * time.Minute, time.Hour} {
+		v := livetest.View()
+		v.Host.Now = v.Host.Now.Add(step)
+		if got := string(scrape(t, livetest.Board(v))); !strings.Contains(got, `gpu_telemetry_stall_seconds{gpu="1",uuid="GPU-bbbb"} 12`+"\n") {
+			t.Errorf("wall clock stepped %v: stall not 12 s:\n%s", step, grepLines(got, "stall_seconds"))
+		}
+	}
+}
+
+// grepLines is text's lines that contain s.
+func grepLines(text, s string) string {
+	var out []string
+	for l := range strings.Lines(text) {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "")
+}
+
 // TestPromtoolCheckMetrics runs Debian's promtool over the output.
 func TestPromtoolCheckMetrics(t *testing.T) {
 	testutil.CheckMetrics(t, scrape(t, livetest.Board(livetest.View())))
