@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"bytes"
 	"errors"
 	"io/fs"
 	"os"
@@ -171,6 +172,56 @@ func TestCSVClockStepBackAcrossMidnight(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCSVStepBackToADayLeftWithItsGz: a day left as both .csv and .csv.gz
+// (a compression not finished: adoptGz) is compressed already: a row the
+// clock steps back to it goes to a new part, not into the .csv, which
+// would then differ from its .gz and keep the adoption from ever finishing.
+func TestCSVStepBackToADayLeftWithItsGz(t *testing.T) {
+	dir := t.TempDir()
+	var mu sync.Mutex
+	now := time.Date(2026, 12, 1, 22, 0, 0, 0, cet)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	c := newTestCSV(t, dir, CSVConfig{Now: clock})
+	s := fullSample()
+	write := func(tm time.Time) {
+		t.Helper()
+		mu.Lock()
+		now = tm
+		mu.Unlock()
+		s.Time = tm
+		if err := c.Write(&s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(now)
+	write(time.Date(2026, 12, 2, 0, 0, 10, 0, cet)) // midnight: 12-01 finished
+	day := filepath.Join(dir, "gpu0-unknown-deep-2026-12-01.csv")
+	plain, err := os.ReadFile(day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := filepath.Join(t.TempDir(), filepath.Base(day))
+	os.WriteFile(cp, plain, 0o644)
+	if err := CompressFile(cp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(cp+".gz", day+".gz"); err != nil {
+		t.Fatal(err)
+	}
+	write(time.Date(2026, 12, 1, 23, 0, 0, 0, cet)) // the clock steps back
+	c.Close()
+	if after, _ := os.ReadFile(day); !bytes.Equal(after, plain) {
+		t.Errorf("a row was appended to the .csv beside its .gz")
+	}
+	if l := readLines(t, filepath.Join(dir, "gpu0-unknown-deep-2026-12-01_2.csv")); len(l) != 2 || !strings.HasPrefix(l[1], "2026-12-01T23:00") {
+		t.Errorf("part 2: %q, want the stepped-back row", l)
+	}
+	days, err := ListDays(dir, cet)
+	if err != nil || len(days) != 3 || days[0].Path != day || days[1].Part != 2 {
+		t.Errorf("ListDays: %+v, %v; want 12-01's .csv, its part 2, then 12-02", days, err)
 	}
 }
 
