@@ -10,14 +10,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"sync"
 	"time"
 )
-
-// tmpFile matches the temp files of a compression in progress.
-var tmpFile = regexp.MustCompile(`^\.gpu\d+-(?:[0-9a-z]{1,8}-)?deep-\d{4}-\d{2}-\d{2}(_\d+)?\.csv\.gz\.tmp`)
 
 // housekeeping deletes days older than the retention and queues finished,
 // uncompressed days (from this run or earlier ones) for compression. Days are
@@ -32,12 +28,14 @@ func (c *CSV) housekeeping(now time.Time) {
 	today := time.Date(y, m, d, 0, 0, 0, 0, now.Location())
 	cutoff := today.AddDate(0, 0, -c.cfg.RetentionDays)
 	var toCompress []string
+	if c.gz != nil && !c.gz.busy() {
+		// Left by a compression killed half-way, or abandoned at Close.
+		RemoveTemps(c.cfg.Dir, func(name string) bool {
+			f, ok := ParseFileName(name, now.Location())
+			return ok && f.GZ
+		})
+	}
 	for _, e := range entries {
-		if tmpFile.MatchString(e.Name()) && c.gz != nil && !c.gz.busy() {
-			// Left by a compression that was killed half-way.
-			os.Remove(filepath.Join(c.cfg.Dir, e.Name()))
-			continue
-		}
 		f, ok := ParseFileName(e.Name(), now.Location())
 		if !ok || !e.Type().IsRegular() {
 			continue
