@@ -206,6 +206,9 @@ func (c *CSV) leave(gf *gpuFile, finished bool) {
 	}
 	c.leaving.begin()
 	go func() {
+		if c.cfg.leaveDone != nil {
+			defer c.cfg.leaveDone()
+		}
 		serr, cerr := f.Sync(), f.Close()
 		if !c.leaving.end(func() {
 			for _, err := range []error{serr, cerr} {

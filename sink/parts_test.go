@@ -630,12 +630,19 @@ func TestCSVCloseBoundFromItsStart(t *testing.T) {
 
 // stuckWriteFile is a file on a disk that stopped answering writes: once
 // stall is set, a Write tells entered and returns only once release is
-// closed.
+// closed, and a Sync fails (the disk lost what it held).
 type stuckWriteFile struct {
 	*os.File
 	stall   *atomic.Bool
 	entered chan struct{}
 	release chan struct{}
+}
+
+func (f stuckWriteFile) Sync() error {
+	if f.stall.Load() {
+		return syscall.EIO
+	}
+	return f.File.Sync()
 }
 
 func (f stuckWriteFile) Write(b []byte) (int, error) {
@@ -653,7 +660,8 @@ func (f stuckWriteFile) Write(b []byte) (int, error) {
 // disk holds its file's lock; Close does not wait on that lock past its
 // bound: the file is abandoned like a stuck fsync (counted in sync_errors
 // once, logged, returned), and when the write returns at last the file is
-// let go of without a second count, and later rows are refused. Before,
+// let go of without a second count (its late fsync fails: Close counted
+// it already), and later rows are refused. Before,
 // Close took every file's lock inline and waited on it for as long as the
 // disk did not answer, until systemd killed the daemon.
 func TestCSVCloseAbandonsAFileWithAStuckWrite(t *testing.T) {
@@ -663,10 +671,12 @@ func TestCSVCloseAbandonsAFileWithAStuckWrite(t *testing.T) {
 	unstick := func() { releaseOnce.Do(func() { close(release) }) }
 	defer unstick()
 	var logs testutil.LogBuf
+	left := make(chan struct{}, 8)
 	c := newTestCSV(t, t.TempDir(), CSVConfig{Logger: logs.Logger(),
 		wrap: func(f *os.File) file {
 			return stuckWriteFile{File: f, stall: &stall, entered: entered, release: release}
-		}})
+		},
+		leaveDone: func() { left <- struct{}{} }})
 	s := fullSample()
 	if err := c.Write(&s); err != nil {
 		t.Fatal(err)
@@ -711,7 +721,11 @@ func TestCSVCloseAbandonsAFileWithAStuckWrite(t *testing.T) {
 	if err := c.Write(&s); !errors.Is(err, errClosed) {
 		t.Errorf("a row after Close: %v, want errClosed", err)
 	}
-	time.Sleep(10 * time.Millisecond) // the late leave's sync
+	select {
+	case <-left: // the late leave's sync (it fails) and close are done
+	case <-time.After(10 * time.Second):
+		t.Fatal("the abandoned file's leave did not end 10s after its write returned")
+	}
 	if got := c.Stats().SyncErrors; got != 1 {
 		t.Errorf("sync_errors once the abandoned file was let go of: %d, want 1 (counted once, by Close)", got)
 	}
