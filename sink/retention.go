@@ -1,7 +1,6 @@
 package sink
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"errors"
@@ -270,51 +269,37 @@ var errStopped = errors.New("stopped")
 // abandoned the compression there. The .gz need not be whole (the
 // reserveAndRename fallback links an empty placeholder first, and older
 // versions linked before the last write), so it is adopted only when it
-// decompresses to exactly the .csv's bytes: then it is fsynced, with the
-// directory, and the .csv removed. Before, the next start tried to
-// compress the day again, which failed (an existing .gz is never replaced)
-// and warned at every start, and the .csv stayed until retention deleted both.
+// decompresses to exactly the .csv's bytes, read side by side a buffer at
+// a time (stop checked before each; the decompressed stream is cut one
+// byte past the .csv's length, so a gzip bomb stops there): then it is
+// fsynced, with the directory, and the .csv removed. Before, the next
+// start tried to compress the day again, which failed (an existing .gz is
+// never replaced) and warned at every start, and the .csv stayed until
+// retention deleted both.
 func adoptGz(in *os.File, path string, stop <-chan struct{}, ops FileOps) error {
 	gz, err := OpenOwnRegular(path + ".gz") // a planted link is not followed
 	if err != nil {
 		return err
 	}
 	defer gz.Close()
-	if err := sameAsGz(in, gz, stop); err != nil {
-		return err
-	}
-	if err := gz.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", gz.Name(), err)
-	}
-	if err := ops.syncDir(filepath.Dir(path)); err != nil {
-		return err
-	}
-	return os.Remove(path)
-}
-
-// sameAsGz reads gz decompressed and plain side by side, a buffer at a
-// time, checking stop before each: nil when they hold the same bytes. The
-// decompressed stream is cut one byte past plain's length, so a longer one
-// (a gzip bomb too) stops there.
-func sameAsGz(plain, gz *os.File, stop <-chan struct{}) error {
-	fi, err := plain.Stat()
+	fi, err := in.Stat()
 	if err != nil {
 		return err
 	}
-	zr, err := gzip.NewReader(bufio.NewReaderSize(gz, 256<<10))
+	zr, err := gzip.NewReader(gz)
 	if err != nil {
 		return err
 	}
 	z := io.LimitReader(zr, fi.Size()+1)
 	a, b := make([]byte, 256<<10), make([]byte, 256<<10)
-	for {
+	for done := false; !done; {
 		select {
 		case <-stop:
 			return errStopped
 		default:
 		}
 		n, zerr := fill(z, a)
-		m, perr := fill(plain, b)
+		m, perr := fill(in, b)
 		for _, err := range []error{zerr, perr} {
 			if err != nil && err != io.EOF {
 				return err
@@ -323,10 +308,15 @@ func sameAsGz(plain, gz *os.File, stop <-chan struct{}) error {
 		if n != m || !bytes.Equal(a[:n], b[:m]) {
 			return errors.New("the bytes differ")
 		}
-		if zerr == io.EOF && perr == io.EOF {
-			return nil
-		}
+		done = zerr == io.EOF && perr == io.EOF
 	}
+	if err := gz.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", gz.Name(), err)
+	}
+	if err := ops.syncDir(filepath.Dir(path)); err != nil {
+		return err
+	}
+	return os.Remove(path)
 }
 
 // fill reads r into p until p is full or r fails; unlike io.ReadFull it
