@@ -124,27 +124,11 @@ func Begin(dir string, cur State) (prev Previous, err error) {
 	if err := os.Remove(filepath.Join(dir, CleanStopFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return prev, fmt.Errorf("remove %s: %w", CleanStopFile, err)
 	}
-	sweepTemps(dir)
+	// The temp files of these two files' writes that an earlier run left (a
+	// clean-stop marker's write abandoned at exit on a stalled disk, a write
+	// cut by a crash): no write of this run's is under way yet.
+	sink.RemoveTemps(dir, func(name string) bool { return name == File || name == CleanStopFile })
 	return prev, Write(dir, cur)
-}
-
-// sweepTemps removes the temp files (sink.WriteFileAtomic's hidden
-// ".<name>.tmp-*") of the two files that an earlier run left: a clean-stop
-// marker's write abandoned at exit on a stalled disk, a write cut by a
-// crash. Hidden, nothing else would ever remove them. No write of this
-// run's is under way yet. Only regular files go: a link of that name, not
-// the daemon's, is left, and so is its target.
-func sweepTemps(dir string) {
-	entries, err := os.ReadDir(dir) // lstat's types: a link is not regular
-	if err != nil {
-		return // Write, next, says what is wrong with dir
-	}
-	for _, e := range entries {
-		n := e.Name()
-		if e.Type().IsRegular() && (strings.HasPrefix(n, "."+File+".tmp-") || strings.HasPrefix(n, "."+CleanStopFile+".tmp-")) {
-			_ = os.Remove(filepath.Join(dir, n)) // one left is litter, not lost data
-		}
-	}
 }
 
 // carry keeps in s what the previous run recorded and this run has not

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -70,11 +71,36 @@ type opsWriter struct {
 
 func (w opsWriter) Write(p []byte) (int, error) { return w.ops.write(w.f, p) }
 
+// tempMark sits between the final name and the random suffix in the name
+// of writeTemp's temp files: ".<name>.tmp-<digits>".
+const tempMark = ".tmp-"
+
+// RemoveTemps removes from dir the temp files of writeTemp that a write of
+// a file whose name ours accepts left behind: a write cut by a crash, or
+// abandoned on a stalled disk. Hidden, nothing else would ever remove
+// them; the caller makes sure no such write of its own is under way. Only
+// regular files go: writeTemp makes nothing else, so a link of such a name
+// (never followed) or a directory is not the daemon's and stays, with its
+// target. One left is litter, not lost data: errors are not returned.
+func RemoveTemps(dir string, ours func(name string) bool) {
+	entries, err := os.ReadDir(dir) // lstat's types: a link is not regular
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		n := e.Name()
+		i := strings.LastIndex(n, tempMark)
+		if i > 1 && n[0] == '.' && e.Type().IsRegular() && ours(n[1:i]) {
+			_ = os.Remove(filepath.Join(dir, n))
+		}
+	}
+}
+
 // writeTemp writes a new hidden temp file in dir (so that a glob for the
 // final names never sees it) with what fill writes, fsyncs and closes it,
 // and returns its path. On any error the temp file is removed.
 func (a Atomic) writeTemp(dir, name string, fill func(io.Writer) error) (string, error) {
-	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
+	f, err := os.CreateTemp(dir, "."+name+tempMark+"*")
 	if err != nil {
 		return "", fmt.Errorf("create temp file for %s: %w", name, err)
 	}

@@ -173,3 +173,36 @@ func TestCreateFromNeverReplaces(t *testing.T) {
 		t.Errorf("entries %v", e)
 	}
 }
+
+// TestRemoveTemps: the temp files a write of one of the caller's files
+// left go; the files themselves, other files' temp files, and a link or a
+// directory of a temp file's name (never the daemon's) stay, a link's
+// target too.
+func TestRemoveTemps(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	target := filepath.Join(outside, "precious")
+	os.WriteFile(target, []byte("not the daemon's\n"), 0o644)
+	// A real temp file, as writeTemp names it, abandoned.
+	f, err := os.CreateTemp(dir, ".mine"+tempMark+"*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, n := range []string{"mine", ".mine.tmp-123", ".other.tmp-1", "mine.tmp-2", ".mine.tmp-"} {
+		os.WriteFile(filepath.Join(dir, n), nil, 0o644)
+	}
+	os.Symlink(target, filepath.Join(dir, ".mine.tmp-link"))
+	os.Mkdir(filepath.Join(dir, ".mine.tmp-dir"), 0o755)
+	RemoveTemps(dir, func(name string) bool { return name == "mine" })
+	var names []string
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if want := []string{".mine.tmp-dir", ".mine.tmp-link", ".other.tmp-1", "mine", "mine.tmp-2"}; !slices.Equal(names, want) {
+		t.Errorf("after RemoveTemps: %q, want %q", names, want)
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != "not the daemon's\n" {
+		t.Errorf("the link's target: %q, %v", b, err)
+	}
+}

@@ -55,6 +55,9 @@ type CSVConfig struct {
 	syncDir func(string) error
 	// gzOps are the compressor's file calls; tests stall its writes.
 	gzOps FileOps
+	// leaveDone, when set, is called as each leave's goroutine ends (tests
+	// wait on it for a file let go of after Close).
+	leaveDone func()
 }
 
 // file is what the CSV writer needs of an open file.

@@ -79,6 +79,10 @@ func (c *CSV) pickPart(gf *gpuFile, day, row time.Time) (string, time.Time, erro
 		switch {
 		case c.gz != nil && !c.gz.hold(path):
 			why = "the day's file is being compressed"
+		case exists(path + ".gz"):
+			// Before the plain file: a .csv beside its .gz is one whose
+			// compression did not finish (adoptGz), not one to append to.
+			why = "the day's file is compressed already"
 		case exists(path):
 			first, err := leading(path, len(gf.preamble))
 			if err == nil {
@@ -100,8 +104,6 @@ func (c *CSV) pickPart(gf *gpuFile, day, row time.Time) (string, time.Time, erro
 			case last.Sub(row) > lateRowSlack:
 				why = "the day's file has later rows (the clock stepped back)"
 			}
-		case exists(path + ".gz"):
-			why = "the day's file is compressed already"
 		}
 		if why == "" {
 			return path, last, nil
@@ -204,6 +206,9 @@ func (c *CSV) leave(gf *gpuFile, finished bool) {
 	}
 	c.leaving.begin()
 	go func() {
+		if c.cfg.leaveDone != nil {
+			defer c.cfg.leaveDone()
+		}
 		serr, cerr := f.Sync(), f.Close()
 		if !c.leaving.end(func() {
 			for _, err := range []error{serr, cerr} {

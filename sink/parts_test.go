@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"bytes"
 	"errors"
 	"io/fs"
 	"os"
@@ -171,6 +172,56 @@ func TestCSVClockStepBackAcrossMidnight(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCSVStepBackToADayLeftWithItsGz: a day left as both .csv and .csv.gz
+// (a compression not finished: adoptGz) is compressed already: a row the
+// clock steps back to it goes to a new part, not into the .csv, which
+// would then differ from its .gz and keep the adoption from ever finishing.
+func TestCSVStepBackToADayLeftWithItsGz(t *testing.T) {
+	dir := t.TempDir()
+	var mu sync.Mutex
+	now := time.Date(2026, 12, 1, 22, 0, 0, 0, cet)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	c := newTestCSV(t, dir, CSVConfig{Now: clock})
+	s := fullSample()
+	write := func(tm time.Time) {
+		t.Helper()
+		mu.Lock()
+		now = tm
+		mu.Unlock()
+		s.Time = tm
+		if err := c.Write(&s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(now)
+	write(time.Date(2026, 12, 2, 0, 0, 10, 0, cet)) // midnight: 12-01 finished
+	day := filepath.Join(dir, "gpu0-unknown-deep-2026-12-01.csv")
+	plain, err := os.ReadFile(day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := filepath.Join(t.TempDir(), filepath.Base(day))
+	os.WriteFile(cp, plain, 0o644)
+	if err := CompressFile(cp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(cp+".gz", day+".gz"); err != nil {
+		t.Fatal(err)
+	}
+	write(time.Date(2026, 12, 1, 23, 0, 0, 0, cet)) // the clock steps back
+	c.Close()
+	if after, _ := os.ReadFile(day); !bytes.Equal(after, plain) {
+		t.Errorf("a row was appended to the .csv beside its .gz")
+	}
+	if l := readLines(t, filepath.Join(dir, "gpu0-unknown-deep-2026-12-01_2.csv")); len(l) != 2 || !strings.HasPrefix(l[1], "2026-12-01T23:00") {
+		t.Errorf("part 2: %q, want the stepped-back row", l)
+	}
+	days, err := ListDays(dir, cet)
+	if err != nil || len(days) != 3 || days[0].Path != day || days[1].Part != 2 {
+		t.Errorf("ListDays: %+v, %v; want 12-01's .csv, its part 2, then 12-02", days, err)
 	}
 }
 
@@ -579,12 +630,19 @@ func TestCSVCloseBoundFromItsStart(t *testing.T) {
 
 // stuckWriteFile is a file on a disk that stopped answering writes: once
 // stall is set, a Write tells entered and returns only once release is
-// closed.
+// closed, and a Sync fails (the disk lost what it held).
 type stuckWriteFile struct {
 	*os.File
 	stall   *atomic.Bool
 	entered chan struct{}
 	release chan struct{}
+}
+
+func (f stuckWriteFile) Sync() error {
+	if f.stall.Load() {
+		return syscall.EIO
+	}
+	return f.File.Sync()
 }
 
 func (f stuckWriteFile) Write(b []byte) (int, error) {
@@ -602,7 +660,8 @@ func (f stuckWriteFile) Write(b []byte) (int, error) {
 // disk holds its file's lock; Close does not wait on that lock past its
 // bound: the file is abandoned like a stuck fsync (counted in sync_errors
 // once, logged, returned), and when the write returns at last the file is
-// let go of without a second count, and later rows are refused. Before,
+// let go of without a second count (its late fsync fails: Close counted
+// it already), and later rows are refused. Before,
 // Close took every file's lock inline and waited on it for as long as the
 // disk did not answer, until systemd killed the daemon.
 func TestCSVCloseAbandonsAFileWithAStuckWrite(t *testing.T) {
@@ -612,10 +671,12 @@ func TestCSVCloseAbandonsAFileWithAStuckWrite(t *testing.T) {
 	unstick := func() { releaseOnce.Do(func() { close(release) }) }
 	defer unstick()
 	var logs testutil.LogBuf
+	left := make(chan struct{}, 8)
 	c := newTestCSV(t, t.TempDir(), CSVConfig{Logger: logs.Logger(),
 		wrap: func(f *os.File) file {
 			return stuckWriteFile{File: f, stall: &stall, entered: entered, release: release}
-		}})
+		},
+		leaveDone: func() { left <- struct{}{} }})
 	s := fullSample()
 	if err := c.Write(&s); err != nil {
 		t.Fatal(err)
@@ -660,7 +721,11 @@ func TestCSVCloseAbandonsAFileWithAStuckWrite(t *testing.T) {
 	if err := c.Write(&s); !errors.Is(err, errClosed) {
 		t.Errorf("a row after Close: %v, want errClosed", err)
 	}
-	time.Sleep(10 * time.Millisecond) // the late leave's sync
+	select {
+	case <-left: // the late leave's sync (it fails) and close are done
+	case <-time.After(10 * time.Second):
+		t.Fatal("the abandoned file's leave did not end 10s after its write returned")
+	}
 	if got := c.Stats().SyncErrors; got != 1 {
 		t.Errorf("sync_errors once the abandoned file was let go of: %d, want 1 (counted once, by Close)", got)
 	}

@@ -1,7 +1,6 @@
 package sink
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"errors"
@@ -10,15 +9,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"sync"
-	"syscall"
 	"time"
 )
-
-// tmpFile matches the temp files of a compression in progress.
-var tmpFile = regexp.MustCompile(`^\.gpu\d+-(?:[0-9a-z]{1,8}-)?deep-\d{4}-\d{2}-\d{2}(_\d+)?\.csv\.gz\.tmp`)
 
 // housekeeping deletes days older than the retention and queues finished,
 // uncompressed days (from this run or earlier ones) for compression. Days are
@@ -33,12 +27,14 @@ func (c *CSV) housekeeping(now time.Time) {
 	today := time.Date(y, m, d, 0, 0, 0, 0, now.Location())
 	cutoff := today.AddDate(0, 0, -c.cfg.RetentionDays)
 	var toCompress []string
+	if c.gz != nil && !c.gz.busy() {
+		// Left by a compression killed half-way, or abandoned at Close.
+		RemoveTemps(c.cfg.Dir, func(name string) bool {
+			f, ok := ParseFileName(name, now.Location())
+			return ok && f.GZ
+		})
+	}
 	for _, e := range entries {
-		if tmpFile.MatchString(e.Name()) && c.gz != nil && !c.gz.busy() {
-			// Left by a compression that was killed half-way.
-			os.Remove(filepath.Join(c.cfg.Dir, e.Name()))
-			continue
-		}
 		f, ok := ParseFileName(e.Name(), now.Location())
 		if !ok || !e.Type().IsRegular() {
 			continue
@@ -83,7 +79,7 @@ type compressor struct {
 	mu      sync.Mutex
 	queued  map[string]bool
 	held    map[string]int  // files open for writing (hold): never compressed
-	kept    map[string]bool // days kept with a .gz that is not theirs (errGzDiffers): said once, not tried again this run
+	kept    map[string]bool // days kept beside a .gz not adopted (errGzKept): said once, not tried again this run
 	running string          // the file being compressed now
 	work    chan string
 	stop    chan struct{}
@@ -166,8 +162,9 @@ func (z *compressor) run() {
 			z.mu.Unlock()
 			err := gzipFile(p, z.stop, z.ops)
 			switch {
-			case errors.Is(err, errGzDiffers):
-				z.log.Warn("a finished CSV has a .csv.gz that is not it compressed; both are kept, and readers read the .csv (not tried again until the next start)",
+			case errors.Is(err, errStopped): // halted: the next start tries again
+			case errors.Is(err, errGzKept):
+				z.log.Warn("a finished CSV has a .csv.gz that is not it compressed, or that could not be checked; both are kept, and readers read the .csv (not tried again until the next start)",
 					"path", p, "error", err)
 			case err != nil:
 				z.log.Warn("compressing finished CSV failed; it stays uncompressed", "path", p, "error", err)
@@ -175,7 +172,7 @@ func (z *compressor) run() {
 				z.log.Info("compressed finished CSV", "path", p+".gz")
 			}
 			z.mu.Lock()
-			if errors.Is(err, errGzDiffers) {
+			if errors.Is(err, errGzKept) {
 				z.kept[p] = true
 			}
 			delete(z.queued, p)
@@ -244,7 +241,11 @@ func gzipFile(path string, stop <-chan struct{}, ops FileOps) error {
 	}
 	defer in.Close()
 	if _, err := os.Lstat(path + ".gz"); err == nil {
-		return adoptGz(in, path, stop, ops)
+		err := adoptGz(in, path, stop, ops)
+		if err != nil && !errors.Is(err, errStopped) {
+			return fmt.Errorf("%w: %w", errGzKept, err)
+		}
+		return err
 	}
 	err = Atomic{Perm: 0o644, Ops: ops}.CreateFrom(path+".gz", func(w io.Writer) error {
 		return gzWriteMembers(w, in, stop)
@@ -255,33 +256,59 @@ func gzipFile(path string, stop <-chan struct{}, ops FileOps) error {
 	return os.Remove(path)
 }
 
-// errGzDiffers: a finished day's .csv.gz exists and is not its .csv
-// compressed (other bytes, a damaged or foreign gzip, not a regular file):
-// both are kept, and readers read the .csv (ListDays).
-var errGzDiffers = errors.New("its .csv.gz exists and does not hold the .csv's bytes: both are kept")
+// errGzKept: a finished day's .csv.gz exists and could not be adopted (it
+// is not the .csv compressed, not whole gzip, not a regular file, or a read
+// or fsync failed): both are kept, and readers read the .csv (ListDays).
+var errGzKept = errors.New("its .csv.gz exists and was not adopted: both are kept")
 
 // errStopped: the compressor was halted (Close) in the middle of a file.
 var errStopped = errors.New("stopped")
 
 // adoptGz finishes a compression whose .gz was linked but whose .csv (in,
-// at path) was kept: the directory fsync after the link failed, or Close
-// abandoned the compression there. A .gz is only ever linked complete
-// (Atomic), so when it decompresses to exactly the .csv's bytes it is
-// fsynced, with the directory, and the .csv removed; otherwise both are
-// kept (errGzDiffers). Before, the next start tried to compress the day
-// again, which failed (an existing .gz is never replaced) and warned at
-// every start, and the .csv stayed until retention deleted both.
+// at path) stayed: the directory fsync after the link failed, or Close
+// abandoned the compression there. The .gz need not be whole (the
+// reserveAndRename fallback links an empty placeholder first, and older
+// versions linked before the last write), so it is adopted only when it
+// decompresses to exactly the .csv's bytes, read side by side a buffer at
+// a time (stop checked before each; the decompressed stream is cut one
+// byte past the .csv's length, so a gzip bomb stops there): then it is
+// fsynced, with the directory, and the .csv removed. Before, the next
+// start tried to compress the day again, which failed (an existing .gz is
+// never replaced) and warned at every start, and the .csv stayed until
+// retention deleted both.
 func adoptGz(in *os.File, path string, stop <-chan struct{}, ops FileOps) error {
 	gz, err := OpenOwnRegular(path + ".gz") // a planted link is not followed
 	if err != nil {
-		if errors.Is(err, ErrNotRegular) || errors.Is(err, syscall.ELOOP) {
-			return fmt.Errorf("%w: %w", errGzDiffers, err)
-		}
 		return err
 	}
 	defer gz.Close()
-	if err := sameAsGz(in, gz, stop); err != nil {
+	fi, err := in.Stat()
+	if err != nil {
 		return err
+	}
+	zr, err := gzip.NewReader(gz)
+	if err != nil {
+		return err
+	}
+	z := io.LimitReader(zr, fi.Size()+1)
+	a, b := make([]byte, 256<<10), make([]byte, 256<<10)
+	for done := false; !done; {
+		select {
+		case <-stop:
+			return errStopped
+		default:
+		}
+		n, zerr := fill(z, a)
+		m, perr := fill(in, b)
+		for _, err := range []error{zerr, perr} {
+			if err != nil && err != io.EOF {
+				return err
+			}
+		}
+		if n != m || !bytes.Equal(a[:n], b[:m]) {
+			return errors.New("the bytes differ")
+		}
+		done = zerr == io.EOF && perr == io.EOF
 	}
 	if err := gz.Sync(); err != nil {
 		return fmt.Errorf("fsync %s: %w", gz.Name(), err)
@@ -292,91 +319,17 @@ func adoptGz(in *os.File, path string, stop <-chan struct{}, ops FileOps) error 
 	return os.Remove(path)
 }
 
-// sameAsGz reads gz decompressed and plain side by side, a buffer at a
-// time, checking stop between buffers: nil when they hold the same bytes,
-// errGzDiffers when they do not (or gz is not whole gzip), a read error
-// of either file as it is.
-func sameAsGz(plain, gz *os.File, stop <-chan struct{}) error {
-	gzr := &readErr{r: gz}
-	zr, err := gzip.NewReader(bufio.NewReaderSize(gzr, 256<<10))
-	if err == nil {
-		cmp := &sameBytes{r: bufio.NewReaderSize(plain, 256<<10), buf: make([]byte, 256<<10), stop: stop}
-		_, err = io.Copy(cmp, zr)
-		if err == nil {
-			// The .gz ended: so must the .csv.
-			if _, rerr := cmp.r.ReadByte(); rerr != io.EOF {
-				err = cmp.fail(rerr)
-			}
+// fill reads r into p until p is full or r fails; unlike io.ReadFull it
+// passes r's error on as it is (io.EOF at its end), so a gzip stream cut
+// short (io.ErrUnexpectedEOF) is told from one that ended.
+func fill(r io.Reader, p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		k, err := r.Read(p[n:])
+		n += k
+		if err != nil {
+			return n, err
 		}
 	}
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, errStopped):
-		return err
-	case gzr.err != nil:
-		return fmt.Errorf("read %s: %w", gz.Name(), gzr.err)
-	case errors.Is(err, errPlainRead):
-		return fmt.Errorf("read %s: %w", plain.Name(), err)
-	default: // bytes that differ, or gzip the decompressor refuses
-		return fmt.Errorf("%w: %w", errGzDiffers, err)
-	}
-}
-
-// errPlainRead wraps a read error of the .csv that sameAsGz compares.
-var errPlainRead = errors.New("read error")
-
-// readErr keeps the first read error of r other than io.EOF: the file's,
-// told apart from the decompressor's verdict on its bytes.
-type readErr struct {
-	r   io.Reader
-	err error
-}
-
-func (e *readErr) Read(p []byte) (int, error) {
-	n, err := e.r.Read(p)
-	if err != nil && err != io.EOF && e.err == nil {
-		e.err = err
-	}
-	return n, err
-}
-
-// sameBytes is a writer that compares what is written with what r holds
-// next, and fails at the first difference.
-type sameBytes struct {
-	r    *bufio.Reader
-	buf  []byte
-	stop <-chan struct{}
-}
-
-func (s *sameBytes) Write(p []byte) (int, error) {
-	select {
-	case <-s.stop:
-		return 0, errStopped
-	default:
-	}
-	done := 0
-	for done < len(p) {
-		n := min(len(p)-done, len(s.buf))
-		if _, err := io.ReadFull(s.r, s.buf[:n]); err != nil {
-			return done, s.fail(err)
-		}
-		if !bytes.Equal(s.buf[:n], p[done:done+n]) {
-			return done, errors.New("the bytes differ")
-		}
-		done += n
-	}
-	return done, nil
-}
-
-// fail says why the plain file did not go on as the decompressed one
-// did: it ended (longer .gz), or its read failed (errPlainRead).
-func (s *sameBytes) fail(err error) error {
-	switch {
-	case err == nil:
-		return errors.New("the .csv is longer")
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return errors.New("the .csv is shorter")
-	}
-	return fmt.Errorf("%w: %w", errPlainRead, err)
+	return n, nil
 }

@@ -738,3 +738,59 @@ func TestCompressionAdoptsAnExistingGz(t *testing.T) {
 		})
 	}
 }
+
+// TestCompressionKeepsAGzItCannotAdopt: an adoption that fails for any
+// reason but a halt (here the directory fsync) keeps both files, says so
+// once, and is not tried again until the next start.
+func TestCompressionKeepsAGzItCannotAdopt(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.Local)
+	dir := t.TempDir()
+	csvPath := filepath.Join(dir, FileName(0, UnknownBoard, now.AddDate(0, 0, -1)))
+	if err := os.WriteFile(csvPath, []byte("timestamp,gpu\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CompressFile(csvPath); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(csvPath, []byte("timestamp,gpu\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logs testutil.LogBuf
+	var dirSyncs atomic.Int32
+	c := newTestCSV(t, dir, CSVConfig{Compress: true, Now: func() time.Time { return now }, Logger: logs.Logger(),
+		gzOps: FileOps{SyncDir: func(string) error { dirSyncs.Add(1); return errors.New("EIO") }}})
+	for range 2 { // the start's pass, then midnight's
+		if !c.gz.wait(10 * time.Second) {
+			t.Fatal("the compressor did not finish")
+		}
+		c.housekeeping(now)
+	}
+	if n := dirSyncs.Load(); n != 1 {
+		t.Errorf("adoption tried %d times, want once", n)
+	}
+	if n := strings.Count(logs.String(), "not it compressed"); n != 1 {
+		t.Errorf("the kept day is said %d times, want once:\n%s", n, logs.String())
+	}
+	if _, err := os.Stat(csvPath); err != nil {
+		t.Errorf("the .csv was not kept: %v", err)
+	}
+}
+
+// TestAdoptionHaltedIsRetried: a halt in the middle of an adoption is no
+// verdict on the .gz: the day is not kept, so the next start tries again.
+func TestAdoptionHaltedIsRetried(t *testing.T) {
+	p := filepath.Join(t.TempDir(), FileName(0, UnknownBoard, time.Date(2026, 11, 28, 0, 0, 0, 0, time.Local)))
+	os.WriteFile(p, []byte("timestamp,gpu\n"), 0o644)
+	if err := CompressFile(p); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(p, []byte("timestamp,gpu\n"), 0o644)
+	stop := make(chan struct{})
+	close(stop)
+	if err := gzipFile(p, stop, FileOps{}); !errors.Is(err, errStopped) || errors.Is(err, errGzKept) {
+		t.Errorf("halted adoption: %v, want errStopped alone", err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Errorf("the .csv was not kept: %v", err)
+	}
+}
