@@ -195,6 +195,13 @@ func NewCSV(cfg CSVConfig, gpus []GPUColumns) (*CSV, error) {
 	}
 	if cfg.Compress {
 		c.gz = newCompressor(c.log, cfg.gzOps)
+		// Temp files of a compression killed half-way, or abandoned at a
+		// Close, are an earlier run's: swept here, before this run queues
+		// one of its own (a sweep at a later pass could remove a live one).
+		RemoveTemps(cfg.Dir, func(name string) bool {
+			f, ok := ParseFileName(name, cfg.Now().Location())
+			return ok && f.GZ
+		})
 	}
 	c.checkDisk()
 	c.housekeeping(cfg.Now())

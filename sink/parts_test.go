@@ -753,3 +753,31 @@ func TestHaltedCompressorStartsNoNewFile(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveCompressionTempNotSwept: the temp files of compressions left by
+// an earlier run are swept when the CSVs open, not at a later pass, where
+// one of this run's compressions (queued by another GPU's midnight between
+// the check and the sweep) could be writing its own.
+func TestLiveCompressionTempNotSwept(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.Local)
+	tmp := func(day time.Time) string {
+		return filepath.Join(dir, "."+FileName(0, UnknownBoard, day)+".gz.tmp-1")
+	}
+	earlier := tmp(now.AddDate(0, 0, -2))
+	if err := os.WriteFile(earlier, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := newTestCSV(t, dir, CSVConfig{Compress: true, Now: func() time.Time { return now }})
+	if _, err := os.Stat(earlier); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("an earlier run's temp file is still there after the CSVs opened: %v", err)
+	}
+	live := tmp(now.AddDate(0, 0, -1))
+	if err := os.WriteFile(live, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.housekeeping(now)
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("a later housekeeping pass removed a compression's temp file: %v", err)
+	}
+}

@@ -27,13 +27,6 @@ func (c *CSV) housekeeping(now time.Time) {
 	today := time.Date(y, m, d, 0, 0, 0, 0, now.Location())
 	cutoff := today.AddDate(0, 0, -c.cfg.RetentionDays)
 	var toCompress []string
-	if c.gz != nil && !c.gz.busy() {
-		// Left by a compression killed half-way, or abandoned at Close.
-		RemoveTemps(c.cfg.Dir, func(name string) bool {
-			f, ok := ParseFileName(name, now.Location())
-			return ok && f.GZ
-		})
-	}
 	for _, e := range entries {
 		f, ok := ParseFileName(e.Name(), now.Location())
 		if !ok || !e.Type().IsRegular() {
@@ -91,13 +84,6 @@ func newCompressor(log *slog.Logger, ops FileOps) *compressor {
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go z.run()
 	return z
-}
-
-// busy reports whether a compression is queued or running.
-func (z *compressor) busy() bool {
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	return len(z.queued) > 0
 }
 
 // hold marks path as open for writing, so that it is not compressed (and
@@ -162,7 +148,8 @@ func (z *compressor) run() {
 			z.mu.Unlock()
 			err := gzipFile(p, z.stop, z.ops)
 			switch {
-			case errors.Is(err, errStopped): // halted: the next start tries again
+			case errors.Is(err, errStopped):
+				z.log.Info("compression of a finished CSV halted at stop; it stays uncompressed until the next start", "path", p)
 			case errors.Is(err, errGzKept):
 				z.log.Warn("a finished CSV has a .csv.gz that is not it compressed, or that could not be checked; both are kept, and readers read the .csv (not tried again until the next start)",
 					"path", p, "error", err)
@@ -190,7 +177,7 @@ func (z *compressor) halt() { close(z.stop) }
 // stop, and reports whether it did. One still running then is stuck on the
 // disk (a write, the fsync of its .gz or of the directory) and is abandoned:
 // its .csv stays until it ends, and the next start removes its temp file
-// (housekeeping) and compresses the day again, or adopts its .gz when it
+// (NewCSV) and compresses the day again, or adopts its .gz when it
 // was linked already (adoptGz).
 func (z *compressor) halted(deadline time.Time) bool {
 	select {

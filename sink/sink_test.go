@@ -674,22 +674,32 @@ func TestCompressionAdoptsAnExistingGz(t *testing.T) {
 		return gz
 	}
 	own := gzOf(t, day)
+	// big spans several of the comparison's buffers (256 KiB): a difference
+	// in its last byte is in a later buffer than the first.
+	big := bytes.Repeat(day[len("timestamp,gpu\n"):], 700<<10/(len(day)-len("timestamp,gpu\n")))
+	big = append([]byte("timestamp,gpu\n"), big...)
+	bigOther := bytes.Clone(big)
+	bigOther[len(bigOther)-2] = '1'
 	for _, tc := range []struct {
 		name  string
+		csv   []byte                        // the day's .csv; nil: day
 		plant func(t *testing.T, gz string) // puts something at the day's .gz
 		adopt bool                          // the .gz is the day's: the .csv goes
 	}{
-		{"the day's own gz", func(t *testing.T, gz string) { os.WriteFile(gz, own, 0o644) }, true},
-		{"a gz of other rows", func(t *testing.T, gz string) {
+		{"a big day's own gz", big, func(t *testing.T, gz string) { os.WriteFile(gz, gzOf(t, big), 0o644) }, true},
+		{"a big day's gz differing in its last row", big, func(t *testing.T, gz string) { os.WriteFile(gz, gzOf(t, bigOther), 0o644) }, false},
+		{"an empty gz (a placeholder left by reserveAndRename)", nil, func(t *testing.T, gz string) { os.WriteFile(gz, nil, 0o644) }, false},
+		{"the day's own gz", nil, func(t *testing.T, gz string) { os.WriteFile(gz, own, 0o644) }, true},
+		{"a gz of other rows", nil, func(t *testing.T, gz string) {
 			os.WriteFile(gz, gzOf(t, bytes.Replace(day, []byte("10:00:01"), []byte("10:00:02"), 1)), 0o644)
 		}, false},
-		{"a gz of more rows", func(t *testing.T, gz string) {
+		{"a gz of more rows", nil, func(t *testing.T, gz string) {
 			os.WriteFile(gz, gzOf(t, append(append([]byte{}, day...), "2026-11-28T10:00:02.000+01:00,0\n"...)), 0o644)
 		}, false},
-		{"a gz of fewer rows", func(t *testing.T, gz string) { os.WriteFile(gz, gzOf(t, day[:len(day)-10]), 0o644) }, false},
-		{"a gz cut short", func(t *testing.T, gz string) { os.WriteFile(gz, own[:len(own)-4], 0o644) }, false},
-		{"not gzip", func(t *testing.T, gz string) { os.WriteFile(gz, day, 0o644) }, false},
-		{"a link to the day's own gz", func(t *testing.T, gz string) {
+		{"a gz of fewer rows", nil, func(t *testing.T, gz string) { os.WriteFile(gz, gzOf(t, day[:len(day)-10]), 0o644) }, false},
+		{"a gz cut short", nil, func(t *testing.T, gz string) { os.WriteFile(gz, own[:len(own)-4], 0o644) }, false},
+		{"not gzip", nil, func(t *testing.T, gz string) { os.WriteFile(gz, day, 0o644) }, false},
+		{"a link to the day's own gz", nil, func(t *testing.T, gz string) {
 			target := filepath.Join(t.TempDir(), "elsewhere.gz")
 			os.WriteFile(target, own, 0o644)
 			if err := os.Symlink(target, gz); err != nil {
@@ -700,7 +710,11 @@ func TestCompressionAdoptsAnExistingGz(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			csvPath := filepath.Join(dir, name)
-			if err := os.WriteFile(csvPath, day, 0o644); err != nil {
+			rows := tc.csv
+			if rows == nil {
+				rows = day
+			}
+			if err := os.WriteFile(csvPath, rows, 0o644); err != nil {
 				t.Fatal(err)
 			}
 			tc.plant(t, csvPath+".gz")
@@ -732,8 +746,8 @@ func TestCompressionAdoptsAnExistingGz(t *testing.T) {
 			if n := strings.Count(logs.String(), "not it compressed"); n != 1 {
 				t.Errorf("the kept day is said %d times, want once:\n%s", n, logs.String())
 			}
-			if b, err := os.ReadFile(csvPath); err != nil || !bytes.Equal(b, day) {
-				t.Errorf("the .csv is not kept as it was: %q, %v", b, err)
+			if b, err := os.ReadFile(csvPath); err != nil || !bytes.Equal(b, rows) {
+				t.Errorf("the .csv is not kept as it was: %d bytes, want %d (%v)", len(b), len(rows), err)
 			}
 		})
 	}
