@@ -220,13 +220,7 @@ func TestLineLogCloseAbandonsAStuckFsync(t *testing.T) {
 	if err := l.Line("time=1 type=Xid xid=79"); err != nil {
 		t.Fatal(err)
 	}
-	closed := make(chan struct{})
-	go func() { l.Close(); close(closed) }()
-	select {
-	case <-closed:
-	case <-time.After(30 * time.Second): // a deadline for the test, far above the bound
-		t.Fatalf("Close still waits on an fsync that never returns after 30s (bound %v)", closeSyncBound)
-	}
+	closeBounded(t, l.Close, "an fsync that never returns")
 	if n := reg.Load(lineSyncErrors); n != 1 {
 		t.Errorf("log_sync_errors = %d, want 1 (the abandoned sync)", n)
 	}

@@ -369,14 +369,7 @@ func TestCSVCloseAbandonsAStuckDirectoryFsync(t *testing.T) {
 				tick <- time.Now()
 				<-entered
 			}
-			closed := make(chan error, 1)
-			go func() { closed <- c.Close() }()
-			var err error
-			select {
-			case err = <-closed:
-			case <-time.After(30 * time.Second): // a deadline for the test, far above the bound
-				t.Fatalf("Close still waits on a directory fsync that never returns after 30s (bound %v)", closeSyncBound)
-			}
+			err := closeBounded(t, c.Close, "a directory fsync that never returns")
 			if err == nil {
 				t.Error("Close returned no error with the directory fsync abandoned")
 			}
@@ -500,14 +493,7 @@ func TestCSVCloseAbandonsAStuckFsync(t *testing.T) {
 	if err := c.Write(&s); err != nil {
 		t.Fatal(err)
 	}
-	closed := make(chan error, 1)
-	go func() { closed <- c.Close() }()
-	var err error
-	select {
-	case err = <-closed:
-	case <-time.After(30 * time.Second): // a deadline for the test, far above the bound
-		t.Fatalf("Close still waits on an fsync that never returns after 30s (bound %v)", closeSyncBound)
-	}
+	err := closeBounded(t, c.Close, "an fsync that never returns")
 	if err == nil {
 		t.Error("Close returned no error with an fsync abandoned")
 	}
@@ -552,14 +538,7 @@ func TestCSVCloseAbandonsAStuckCompression(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the compression did not start")
 	}
-	closed := make(chan error, 1)
-	go func() { closed <- c.Close() }()
-	var err error
-	select {
-	case err = <-closed:
-	case <-time.After(30 * time.Second): // a deadline for the test, far above the bound
-		t.Fatalf("Close still waits on a compression stuck on the disk after 30s (bound %v)", closeSyncBound)
-	}
+	err := closeBounded(t, c.Close, "a compression stuck on the disk")
 	if err == nil {
 		t.Error("Close returned no error with the compression abandoned")
 	}
@@ -685,14 +664,7 @@ func TestCSVCloseAbandonsAFileWithAStuckWrite(t *testing.T) {
 	wrote := make(chan error, 1)
 	go func() { wrote <- c.Write(&s) }()
 	<-entered
-	closed := make(chan error, 1)
-	go func() { closed <- c.Close() }()
-	var err error
-	select {
-	case err = <-closed:
-	case <-time.After(30 * time.Second): // a deadline for the test, far above the bound
-		t.Fatalf("Close still waits on a file whose row write never returns after 30s (bound %v)", closeSyncBound)
-	}
+	err := closeBounded(t, c.Close, "a file whose row write never returns")
 	if err == nil {
 		t.Error("Close returned no error with a file abandoned")
 	}
@@ -779,5 +751,21 @@ func TestLiveCompressionTempNotSwept(t *testing.T) {
 	c.housekeeping(now)
 	if _, err := os.Stat(live); err != nil {
 		t.Errorf("a later housekeeping pass removed a compression's temp file: %v", err)
+	}
+}
+
+// closeBounded runs close, failing the test when it has not returned after
+// 30 s (a deadline for the test, far above closeSyncBound): Close is still
+// waiting on what (a stuck fsync, write or compression).
+func closeBounded(t *testing.T, close func() error, what string) error {
+	t.Helper()
+	closed := make(chan error, 1)
+	go func() { closed <- close() }()
+	select {
+	case err := <-closed:
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatalf("Close still waits on %s after 30s (bound %v)", what, closeSyncBound)
+		return nil
 	}
 }
