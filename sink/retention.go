@@ -227,7 +227,13 @@ func gzipFile(path string, stop <-chan struct{}, ops FileOps) error {
 		return err
 	}
 	defer in.Close()
-	if _, err := os.Lstat(path + ".gz"); err == nil {
+	if fi, err := os.Lstat(path + ".gz"); err == nil && fi.Mode().IsRegular() && fi.Size() == 0 {
+		// The reserveAndRename fallback's placeholder, left by a crash
+		// before its rename: nothing to adopt, so the day is compressed.
+		if err := os.Remove(path + ".gz"); err != nil {
+			return fmt.Errorf("%w: %w", errGzKept, err)
+		}
+	} else if err == nil {
 		err := adoptGz(in, path, stop, ops)
 		if err != nil && !errors.Is(err, errStopped) {
 			return fmt.Errorf("%w: %w", errGzKept, err)

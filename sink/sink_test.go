@@ -1,8 +1,10 @@
 package sink
 
 import (
+	"compress/gzip"
 	_ "github.com/gpu-telemetry/gpu-telemetry/anomaly" // registers the detectors' flag kinds
 	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
+	"io"
 
 	"bytes"
 	"encoding/csv"
@@ -688,7 +690,6 @@ func TestCompressionAdoptsAnExistingGz(t *testing.T) {
 	}{
 		{"a big day's own gz", big, func(t *testing.T, gz string) { os.WriteFile(gz, gzOf(t, big), 0o644) }, true},
 		{"a big day's gz differing in its last row", big, func(t *testing.T, gz string) { os.WriteFile(gz, gzOf(t, bigOther), 0o644) }, false},
-		{"an empty gz (a placeholder left by reserveAndRename)", nil, func(t *testing.T, gz string) { os.WriteFile(gz, nil, 0o644) }, false},
 		{"the day's own gz", nil, func(t *testing.T, gz string) { os.WriteFile(gz, own, 0o644) }, true},
 		{"a gz of other rows", nil, func(t *testing.T, gz string) {
 			os.WriteFile(gz, gzOf(t, bytes.Replace(day, []byte("10:00:01"), []byte("10:00:02"), 1)), 0o644)
@@ -806,5 +807,43 @@ func TestAdoptionHaltedIsRetried(t *testing.T) {
 	}
 	if _, err := os.Stat(p); err != nil {
 		t.Errorf("the .csv was not kept: %v", err)
+	}
+}
+
+// TestCompressionReplacesAnEmptyPlaceholder: an empty .csv.gz is the
+// placeholder the no-hard-link fallback (reserveAndRename) links before
+// its rename, left by a crash between the two: it holds nothing to adopt,
+// and the day is compressed. Before, it was kept beside the .csv, with a
+// warning at every start, until retention deleted both.
+func TestCompressionReplacesAnEmptyPlaceholder(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.Local)
+	dir := t.TempDir()
+	day := []byte("timestamp,gpu\n2026-11-28T10:00:00.000+01:00,0\n")
+	csvPath := filepath.Join(dir, FileName(0, UnknownBoard, now.AddDate(0, 0, -1)))
+	if err := os.WriteFile(csvPath, day, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(csvPath+".gz", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logs testutil.LogBuf
+	c := newTestCSV(t, dir, CSVConfig{Compress: true, Now: func() time.Time { return now }, Logger: logs.Logger()})
+	if !c.gz.wait(10 * time.Second) {
+		t.Fatal("the compressor did not finish")
+	}
+	if _, err := os.Stat(csvPath); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the .csv stayed beside an empty placeholder: %v\n%s", err, logs.String())
+	}
+	f, err := os.Open(csvPath + ".gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("the .gz is not gzip: %v", err)
+	}
+	if b, err := io.ReadAll(zr); err != nil || !bytes.Equal(b, day) {
+		t.Errorf("the .gz holds %q (%v), want the day's rows", b, err)
 	}
 }
