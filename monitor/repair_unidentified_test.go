@@ -22,12 +22,7 @@ import (
 // power-cycle check reads it), and its action still has the Xid.
 func TestRepairActionOfAGPUStuckAtStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		hostRoot := t.TempDir()
-		fakeNvidiaDriver(t, hostRoot)
-		lib := fakeLib(2)
-		answer := lib.Devs[1].Block("GetName", nil)
-		t.Cleanup(answer)
-		r := newRigOn(t, lib, func(c *Config) { c.HostRoot = hostRoot })
+		r, answer := rigGPU1StuckAtStart(t)
 		const uuid = "GPU-b"
 		var atXid, hung, answered action.Current
 		var files []string
@@ -82,12 +77,7 @@ func TestRepairActionOfAGPUStuckAtStart(t *testing.T) {
 // its board's is counted then, once, as the other GPU's is.
 func TestBootsUnknownCountedOncePerBoard(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		hostRoot := t.TempDir() // no boot id under it
-		fakeNvidiaDriver(t, hostRoot)
-		lib := fakeLib(2)
-		answer := lib.Devs[1].Block("GetName", nil)
-		t.Cleanup(answer)
-		r := newRigOn(t, lib, func(c *Config) { c.HostRoot = hostRoot })
+		r, answer := rigGPU1StuckAtStart(t)
 		if r.m.ident.BootID != "" {
 			t.Fatalf("the rig has a boot id %q", r.m.ident.BootID)
 		}
@@ -110,12 +100,7 @@ func TestBootsUnknownCountedOncePerBoard(t *testing.T) {
 // acknowledged, and the board's state file has the ack).
 func TestAckOfAGPUWhoseUUIDIsNotKnownYet(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		hostRoot := t.TempDir()
-		fakeNvidiaDriver(t, hostRoot)
-		lib := fakeLib(2)
-		answer := lib.Devs[1].Block("GetName", nil)
-		t.Cleanup(answer)
-		r := newRigOn(t, lib, func(c *Config) { c.HostRoot = hostRoot })
+		r, answer := rigGPU1StuckAtStart(t)
 		var ackErr error
 		var acked, answered action.Current
 		r.run(5*time.Second, func() {
@@ -154,4 +139,16 @@ func TestAckOfAGPUWhoseUUIDIsNotKnownYet(t *testing.T) {
 			t.Errorf("GPU 1's board history: xid79 %+v, ack %+v: want xid79 once, acknowledged", c, h.Ack)
 		}
 	})
+}
+
+// rigGPU1StuckAtStart is a rig of two GPUs on a host root with the NVIDIA
+// driver's files and no boot id, GPU 1 stuck at start (its name, so its
+// UUID, not read) until answer is called.
+func rigGPU1StuckAtStart(t *testing.T) (r *rig, answer func()) {
+	hostRoot := t.TempDir()
+	fakeNvidiaDriver(t, hostRoot)
+	lib := fakeLib(2)
+	answer = lib.Devs[1].Block("GetName", nil)
+	t.Cleanup(answer)
+	return newRigOn(t, lib, func(c *Config) { c.HostRoot = hostRoot }), answer
 }

@@ -481,16 +481,11 @@ func TestFabricWhereEveryVersionedStructIsRefused(t *testing.T) {
 	h := openFakeConfig(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}, Missing: map[string]bool{"nvmlDeviceGetGpuFabricInfo_v4": true}},
 		Config{Reprobe: time.Hour, SlowEvery: 1, FieldWait: time.Millisecond})
 	g := h.GPUs[0]
-	for n := range 6 {
-		if n == 3 {
-			g.base = g.base.Add(-2 * time.Hour) // past the re-probe
-		}
-		var s reading.Sample
-		g.Sample(&s)
+	sampleAcrossReprobe(g, 6, 3, func(n int, s *reading.Sample) {
 		if v, ok := s.Values[reading.HFabricState].Get(); !ok || v != 3 {
 			t.Errorf("sample %d: fabric_state %+v, want 3 from nvmlDeviceGetGpuFabricInfo", n, s.Values[reading.HFabricState])
 		}
-	}
+	})
 	if n := d.Count("GetGpuFabricInfoV"); n != 2 {
 		t.Errorf("the versioned call made %d times, want 2 (the v3 and v2 structs once each: the driver knows neither)", n)
 	}
@@ -514,18 +509,13 @@ func TestFabricHealthMaskOnAnR550Driver(t *testing.T) {
 		reading.HFabricState: reading.Some[uint64](3), reading.HFabricHealth: reading.Some[uint64](0x5199),
 		reading.HFabricClique: reading.Some[uint64](7), reading.HFabricSummary: {},
 	}
-	for n := range 4 {
-		if n == 2 {
-			g.base = g.base.Add(-2 * time.Hour) // past the re-probe
-		}
-		var s reading.Sample
-		g.Sample(&s)
+	sampleAcrossReprobe(g, 4, 2, func(n int, s *reading.Sample) {
 		for id, w := range want {
 			if s.Values[id] != w {
 				t.Errorf("sample %d: %s = %+v, want %+v", n, reading.Table[id].Name, s.Values[id], w)
 			}
 		}
-	}
+	})
 	// v3 once (refused for good), then v2 in each of the 4 samples.
 	if n := d.Count("GetGpuFabricInfoV"); n != 5 {
 		t.Errorf("the versioned call made %d times in 4 samples, want 5", n)
@@ -549,16 +539,11 @@ func TestOlderCallAfterNotSupported(t *testing.T) {
 	d.Getters[fakenvml.Getter{Fn: "GetCurrentClocksThrottleReasons"}] = uint64(8)
 	h := openFakeConfig(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}}, Config{Reprobe: time.Hour, SlowEvery: 1, FieldWait: time.Millisecond})
 	g := h.GPUs[0]
-	for n := range 6 {
-		if n == 3 {
-			g.base = g.base.Add(-2 * time.Hour) // past the re-probe
-		}
-		var s reading.Sample
-		g.Sample(&s)
+	sampleAcrossReprobe(g, 6, 3, func(n int, s *reading.Sample) {
 		if v, ok := s.Values[reading.Throttle].Get(); !ok || v != 8 {
 			t.Errorf("sample %d: throttle %+v, want 8 from nvmlDeviceGetCurrentClocksThrottleReasons", n, s.Values[reading.Throttle])
 		}
-	}
+	})
 	if n := d.Count("GetCurrentClocksEventReasons"); n != 2 {
 		t.Errorf("the refused call made %d times in 6 samples, want 2 (the first, the re-probe)", n)
 	}
@@ -571,5 +556,19 @@ func TestOlderCallAfterNotSupported(t *testing.T) {
 		if n := d.Count(fn); n != want {
 			t.Errorf("%s made %d times on a GPU of no fabric, want %d", fn, n, want)
 		}
+	}
+}
+
+// sampleAcrossReprobe takes samples of g, moving its clock past the
+// re-probe (Config.Reprobe: an hour) before sample at, and hands each to
+// check.
+func sampleAcrossReprobe(g *GPU, samples, at int, check func(n int, s *reading.Sample)) {
+	for n := range samples {
+		if n == at {
+			g.base = g.base.Add(-2 * time.Hour)
+		}
+		var s reading.Sample
+		g.Sample(&s)
+		check(n, &s)
 	}
 }

@@ -109,21 +109,7 @@ func TestCSVClockStepBackAcrossMidnight(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			var mu sync.Mutex
-			now := time.Date(2026, 12, 1, 23, 59, 50, 0, cet)
-			clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-			c := newTestCSV(t, dir, CSVConfig{Compress: tc.compress, Now: clock})
-			s := fullSample()
-			write := func(tm time.Time) {
-				t.Helper()
-				mu.Lock()
-				now = tm
-				mu.Unlock()
-				s.Time = tm
-				if err := c.Write(&s); err != nil {
-					t.Fatal(err)
-				}
-			}
+			c, write := clockedCSV(t, dir, time.Date(2026, 12, 1, 23, 59, 50, 0, cet), CSVConfig{Compress: tc.compress})
 			write(tc.first)
 			write(time.Date(2026, 12, 2, 0, 0, 10, 0, cet)) // midnight: 12-01 finished
 			if tc.compress {
@@ -181,21 +167,8 @@ func TestCSVClockStepBackAcrossMidnight(t *testing.T) {
 // would then differ from its .gz and keep the adoption from ever finishing.
 func TestCSVStepBackToADayLeftWithItsGz(t *testing.T) {
 	dir := t.TempDir()
-	var mu sync.Mutex
 	now := time.Date(2026, 12, 1, 22, 0, 0, 0, cet)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	c := newTestCSV(t, dir, CSVConfig{Now: clock})
-	s := fullSample()
-	write := func(tm time.Time) {
-		t.Helper()
-		mu.Lock()
-		now = tm
-		mu.Unlock()
-		s.Time = tm
-		if err := c.Write(&s); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c, write := clockedCSV(t, dir, now, CSVConfig{})
 	write(now)
 	write(time.Date(2026, 12, 2, 0, 0, 10, 0, cet)) // midnight: 12-01 finished
 	day := filepath.Join(dir, "gpu0-unknown-deep-2026-12-01.csv")
@@ -767,5 +740,25 @@ func closeBounded(t *testing.T, close func() error, what string) error {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("Close still waits on %s after 30s (bound %v)", what, closeSyncBound)
 		return nil
+	}
+}
+
+// clockedCSV opens the CSVs in dir on a clock that starts at start; write
+// sets the clock to tm and writes a full row stamped tm.
+func clockedCSV(t *testing.T, dir string, start time.Time, cfg CSVConfig) (*CSV, func(tm time.Time)) {
+	var mu sync.Mutex
+	now := start
+	cfg.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	c := newTestCSV(t, dir, cfg)
+	s := fullSample()
+	return c, func(tm time.Time) {
+		t.Helper()
+		mu.Lock()
+		now = tm
+		mu.Unlock()
+		s.Time = tm
+		if err := c.Write(&s); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
