@@ -74,9 +74,7 @@ func (m *Monitor) missingAtStart(missing []sink.InventoryChange) []string {
 		m.log.Error("fewer GPUs enumerated than expected (--expect-gpus)", "expected", want, "enumerated", got)
 		m.eventLine(line)
 		texts = append(texts, line.Get("detail"))
-		m.states.mu.Lock()
-		m.states.shortfall = want - got
-		m.states.mu.Unlock()
+		m.states.shortfall.Store(int64(want - got))
 	}
 	return texts
 }
@@ -94,9 +92,7 @@ func (m *Monitor) raiseMissing(missing []sink.InventoryChange) []string {
 		m.eventLine(line)
 		texts = append(texts, line.Get("detail"))
 	}
-	m.states.mu.Lock()
-	m.states.boardsMissing += len(missing)
-	m.states.mu.Unlock()
+	m.states.boardsMissing.Add(int64(len(missing)))
 	return texts
 }
 
@@ -131,11 +127,10 @@ func (m *Monitor) recordMaxLinks() {
 		m.eventLine(line)
 	}
 	err := m.runState.Save(func(s *runstate.State) bool {
-		s.PCIeMax = maps.Clone(s.PCIeMax)
-		if s.PCIeMax == nil {
-			s.PCIeMax = map[string]string{}
-		}
-		maps.Copy(s.PCIeMax, now)
+		merged := map[string]string{}
+		maps.Copy(merged, s.PCIeMax)
+		maps.Copy(merged, now)
+		s.PCIeMax = merged
 		return true
 	})
 	if err != nil {

@@ -96,7 +96,7 @@ type hostStates struct {
 	// missingFromState); shortfall is how many fewer GPUs than
 	// --expect-gpus were enumerated. gpus_missing is the larger: the
 	// shortfall may count the same boards.
-	boardsMissing, shortfall int
+	boardsMissing, shortfall atomic.Int64
 	// compared are the UUIDs the start compared with the previous run's
 	// boards (startBootCheck): a GPU identified later is compared once
 	// (lateBoard) unless it is one of them. Set before any sample.
@@ -425,16 +425,14 @@ func (m *Monitor) poll(ctx context.Context, sigs <-chan os.Signal) {
 		wg.Go(func() { m.keepAlive(wd) })
 	}
 	m.loop.lastSync = time.Now() // the first sync round one FsyncEvery after the start
-	m.tick(time.Now())
-	m.reg.Inc(ticksRun)
-	for {
-		missed, ok := tk.Next()
-		if !ok || ctx.Err() != nil {
-			return
-		}
+	for missed := uint64(0); ; {
 		m.reg.Add(tickOverruns, missed)
 		m.tick(time.Now())
 		m.reg.Inc(ticksRun)
+		var ok bool
+		if missed, ok = tk.Next(); !ok || ctx.Err() != nil {
+			return
+		}
 	}
 }
 
@@ -575,7 +573,7 @@ func (m *Monitor) hostView() live.Host {
 	for _, b := range m.states.missing {
 		h.Missing = append(h.Missing, live.MissingBoard{Index: b.Index, UUID: b.UUID(), Action: b.Action}) // a copy: an ack changes b.Action under the lock
 	}
-	h.GPUsMissing = max(m.states.boardsMissing, m.states.shortfall)
+	h.GPUsMissing = int(max(m.states.boardsMissing.Load(), m.states.shortfall.Load()))
 	h.BERT = m.states.bert
 	h.Fabric = slices.Clone(m.states.fabric)
 	dropped, _ := h.Counter(live.CounterRowsDropped) // registered by sink (TestViewCountersAreInTheTable)

@@ -533,10 +533,8 @@ func (m *Monitor) missingFromState() (texts []string) {
 	if !identified {
 		return nil
 	}
-	for _, b := range m.boards() {
-		if b.UUID == "" {
-			return nil
-		}
+	if slices.ContainsFunc(m.boards(), func(b sink.Board) bool { return b.UUID == "" }) {
+		return nil
 	}
 	m.states.mu.Lock()
 	for _, b := range m.states.missing {
@@ -561,9 +559,7 @@ func (m *Monitor) missingFromState() (texts []string) {
 		m.log.Error("a GPU an earlier run missed is still not enumerated", "detail", line.Get("detail"))
 		m.eventLine(line)
 		texts = append(texts, line.Get("detail"))
-		m.states.mu.Lock()
-		m.states.boardsMissing++
-		m.states.mu.Unlock()
+		m.states.boardsMissing.Add(1)
 	}
 	return texts
 }

@@ -478,7 +478,8 @@ func TestEarlierMissingAckedStaysQuietAfterReboot(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.m.ident.BootID = "B2" // the next boot's start
-	r.m.states.missing, r.m.states.boardsMissing = nil, 0
+	r.m.states.missing = nil
+	r.m.states.boardsMissing.Store(0)
 	r.m.start = time.Now().Add(time.Minute)
 	r.m.missingFromState()
 	if n := len(r.m.states.missing); n != 0 {
