@@ -110,10 +110,9 @@ func (h *Header) fill(gpu int, suppressed uint64, title string, now time.Time) {
 	}
 }
 
-// renderCrash renders a crash snapshot: the header, the incident's events
-// up to this one, the rows, early (read before anything else), then with
-// diags nil (stage 1) a note that the diagnostics are being collected (for
-// at most limit), otherwise (stage 2) the diagnostics; then req.Extra.
+// renderCrash renders a crash snapshot: the header, the incident's events, the
+// rows, early, then with diags nil (stage 1) a note that the diagnostics are
+// being collected (for at most limit), else (stage 2) diags; then req.Extra.
 func renderCrash(req *CrashRequest, events Section, early, diags []Section, limit time.Duration) []byte {
 	var pending []Section
 	end := "End of snapshot"
