@@ -19,7 +19,7 @@ func BenchmarkCrashStage1(b *testing.B) {
 	req := testCrashRequest()
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		data := renderCrash(&req, nil, 10*time.Second)
+		data := renderCrash(&req, Section{}, nil, nil, 10*time.Second)
 		if _, err := createNew(m.files, dir, baseName("crash", incidentTime.Add(time.Duration(i)*time.Millisecond), 0), ".log", data); err != nil {
 			b.Fatal(err)
 		}
@@ -31,7 +31,7 @@ func BenchmarkCrashRender(b *testing.B) {
 	req := testCrashRequest()
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = renderCrash(&req, nil, 10*time.Second)
+		_ = renderCrash(&req, Section{}, nil, nil, 10*time.Second)
 	}
 }
 

@@ -219,16 +219,15 @@ func (m *Manager) kernelLogJob(f kernelFilter) job {
 		{"PCIe AER errors", f.AERLine, aerLogLines, true},
 	}, run: func(ctx context.Context) ([]byte, error) {
 		out, err := m.cfg.Runner.Run(ctx, "dmesg")
-		if err == nil || ctx.Err() != nil {
-			return placeKernelLines(out, m.cfg.KernelWall), err
+		if err != nil && ctx.Err() == nil {
+			if jout, jerr := kernelJournal(ctx, m.cfg.Runner, "0"); jerr != nil {
+				err = fmt.Errorf("%w (and journalctl -k -b 0 instead: %v)", err, jerr)
+			} else {
+				why, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n") // its first line says why
+				out, err = append([]byte("(dmesg failed: "+cmp.Or(why, err.Error())+"; this boot's kernel lines are from journalctl -k -b 0)\n"), jout...), nil
+			}
 		}
-		jout, jerr := kernelJournal(ctx, m.cfg.Runner, "0")
-		if jerr != nil {
-			return placeKernelLines(out, m.cfg.KernelWall), fmt.Errorf("%w (and journalctl -k -b 0 instead: %v)", err, jerr)
-		}
-		why, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n") // its first line says why
-		note := "(dmesg failed: " + cmp.Or(why, err.Error()) + "; this boot's kernel lines are from journalctl -k -b 0)\n"
-		return placeKernelLines(append([]byte(note), jout...), m.cfg.KernelWall), nil
+		return placeKernelLines(out, m.cfg.KernelWall), err
 	}}
 }
 

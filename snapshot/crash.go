@@ -18,9 +18,6 @@ type CrashRequest struct {
 	CSVHeader string    // the CSV's header line
 	Rows      []string  // that GPU's last rows as CSV lines, oldest first; the last 50 are kept
 	Extra     []Section // optional sections, e.g. running processes, written after the diagnostics
-
-	early  []Section // sections read before anything else (the GPU's power state), shown after the rows
-	events Section   // the incident's events up to this one, shown before the rows
 }
 
 // Section is one titled block of a snapshot.
@@ -63,14 +60,13 @@ func (m *Manager) crash(req *CrashRequest, start time.Time) {
 		defer inc.stopFollow(nil)
 	}
 	// Before anything that could wake the GPU from runtime suspend.
-	req.early = append(req.early, m.powerState(req.Header.BusID))
+	early := []Section{m.powerState(req.Header.BusID)}
 	m.flush(gpu)
 
 	t0 := time.Now()
-	req.events = m.incidentEvents(inc, d.idx)
 	name := filepath.Join(m.crashDir, d.base+".log")
 	path := m.save("crash", gpu, 1, m.crashDir, d.base,
-		renderCrash(req, nil, m.cfg.DiagnosticsTimeout), t0, crashesWritten)
+		renderCrash(req, m.incidentEvents(inc, d.idx), early, nil, m.cfg.DiagnosticsTimeout), t0, crashesWritten)
 	if path == "" { // save counted and logged the failure
 		m.unname(d)
 	} else {
@@ -84,8 +80,7 @@ func (m *Manager) crash(req *CrashRequest, start time.Time) {
 
 		diags := m.diagnose(req.Header.BusID, false)
 		// The events that came while the diagnostics ran are listed too.
-		req.events = m.incidentEvents(inc, d.idx)
-		if err := m.files.Replace(path, renderCrash(req, diags, 0)); err != nil {
+		if err := m.files.Replace(path, renderCrash(req, m.incidentEvents(inc, d.idx), early, diags, 0)); err != nil {
 			m.record("crash", gpu, 2, "", t0, err, nil)
 		} else {
 			m.record("crash", gpu, 2, path, t0, nil, crashesCompleted)
@@ -115,10 +110,10 @@ func (h *Header) fill(gpu int, suppressed uint64, title string, now time.Time) {
 	}
 }
 
-// renderCrash renders a crash snapshot. With diags nil it is stage 1: the
-// header, the rows and a note that the diagnostics are being collected (for
-// at most limit); otherwise stage 2, with the diagnostics.
-func renderCrash(req *CrashRequest, diags []Section, limit time.Duration) []byte {
+// renderCrash renders a crash snapshot: the header, the incident's events, the
+// rows, early, then with diags nil (stage 1) a note that the diagnostics are
+// being collected (for at most limit), else (stage 2) diags; then req.Extra.
+func renderCrash(req *CrashRequest, events Section, early, diags []Section, limit time.Duration) []byte {
 	var pending []Section
 	end := "End of snapshot"
 	if diags == nil {
@@ -126,7 +121,7 @@ func renderCrash(req *CrashRequest, diags []Section, limit time.Duration) []byte
 			" this file is replaced by the full version within " + limit.String() + ")"}}
 		end += " (stage 1 of 2: diagnostics pending)"
 	}
-	return render(&req.Header, req.events, req.CSVHeader, req.Rows, slices.Concat(req.early, pending, diags, req.Extra), end)
+	return render(&req.Header, events, req.CSVHeader, req.Rows, slices.Concat(early, pending, diags, req.Extra), end)
 }
 
 // render writes a snapshot: the header, lead (when titled), the last rows,

@@ -48,7 +48,7 @@ func TestCrashStage1Golden(t *testing.T) {
 	req := testCrashRequest()
 	req.Header.GPUIndex = 3
 	req.Header.Title = crashTitle
-	testutil.Golden(t, "crash-stage1.golden", renderCrash(&req, nil, 10*time.Second))
+	testutil.Golden(t, "crash-stage1.golden", renderCrash(&req, Section{}, nil, nil, 10*time.Second))
 }
 
 func TestHeaderAbsentGolden(t *testing.T) {
