@@ -220,11 +220,6 @@ func chainOf(c call) []call {
 	return nil
 }
 
-// hasOlder reports whether an older driver's call stands in for call c.
-func hasOlder(c call) bool {
-	return slices.ContainsFunc(callFn, func(d callDef) bool { return d.newer == c })
-}
-
 // learn makes once, on GPU i, each of a getter reading's calls that stand
 // in for one another (chainOf), newest first, and notes its result as a
 // sample does (capCache.note: a struct version refused is off for good, a
