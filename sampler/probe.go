@@ -349,11 +349,9 @@ func (p *prober) gpu(i int, together bool) {
 			if !ok {
 				return // too late: the GPU was given up on
 			}
-			if ret != nvml.SUCCESS {
-				if c := Classify(ret); c.capability() || c == ClassGPULost {
-					errText = retText(ret)
-					break
-				}
+			if c := Classify(ret); c.capability() || c == ClassGPULost {
+				errText = retText(ret)
+				break
 			}
 			buf = append(buf, d)
 		}
