@@ -400,15 +400,15 @@ func (g *GPU) plan(r *raw, fans int, slow, second bool) {
 		// or the GPU not to support it.
 		prev := call(0)
 		for _, c := range gr.calls {
-			switch {
-			case !g.can(callFn[c].fn, callFn[c].idx):
-			case prev == 0:
-				r.plan |= 1 << c
-				prev = c
-			default:
-				r.older[prev] |= 1 << c
-				prev = c
+			if !g.can(callFn[c].fn, callFn[c].idx) {
+				continue
 			}
+			if prev == 0 {
+				r.plan |= 1 << c
+			} else {
+				r.older[prev] |= 1 << c
+			}
+			prev = c
 		}
 	}
 	// A fan's reading takes the first of its calls whose function the

@@ -121,11 +121,9 @@ func (x *nativeExec) current() int32 {
 	return atomic.LoadInt32((*int32)(unsafe.Pointer(&x.b.cur)))
 }
 
-// run makes the calls in r.plan (and r.fallback when the field batch did
-// not succeed, r.fieldFallback[i] when entry i did not, r.older[c] when
-// the driver does not know call c or the GPU does not support it),
-// recording every result in r.ret; none after NVML_ERROR_GPU_IS_LOST (the
-// field batch's, one of its entries' or a getter's).
+// run makes r's calls (r.plan, then r.fallback, r.fieldFallback and r.older
+// when raw says), recording every result in r.ret; none after
+// NVML_ERROR_GPU_IS_LOST (the field batch's, an entry's or a getter's).
 func (x *nativeExec) run(r *raw) {
 	b := x.b
 	b.plan, b.fallback = C.uint64_t(r.plan), C.uint64_t(r.fallback)

@@ -41,27 +41,25 @@ func (c *capCache) begin(fn Fn) { c.cur.Store(int32(fn)) }
 // absent.
 func (c *capCache) note(fn Fn, off *int64, ret nvml.Return, reprobe time.Duration, args ...any) Class {
 	cl := Classify(ret)
-	switch {
-	case cl == ClassOK:
+	if cl == ClassOK {
 		*off = 0
-	case cl == ClassVersionMismatch:
+	}
+	if !cl.capability() {
+		return cl
+	}
+	*off = c.mono() + int64(reprobe)
+	msg, attrs := " not available; will re-probe", []any{"reason", cl.String(), "reprobe", reprobe}
+	if cl == ClassVersionMismatch {
 		// The driver does not know the struct version asked for: that
 		// changes only with the driver, which a running logger does not
 		// reload. Re-probing would leave the reading absent each time
 		// where an older call answers it (Def.Older).
 		*off = offForGood
-		if fn != FnNone && !c.told[fn] {
-			c.told[fn] = true
-			attrs := append([]any{"function", fn.String()}, args...)
-			c.log.Info(c.what+" not available from this driver; not asked again", append(attrs, "reason", cl.String())...)
-		}
-	case cl.capability():
-		*off = c.mono() + int64(reprobe)
-		if fn != FnNone && !c.told[fn] {
-			c.told[fn] = true
-			attrs := append([]any{"function", fn.String()}, args...)
-			c.log.Info(c.what+" not available; will re-probe", append(attrs, "reason", cl.String(), "reprobe", reprobe)...)
-		}
+		msg, attrs = " not available from this driver; not asked again", attrs[:2]
+	}
+	if fn != FnNone && !c.told[fn] {
+		c.told[fn] = true
+		c.log.Info(c.what+msg, append(append([]any{"function", fn.String()}, args...), attrs...)...)
 	}
 	return cl
 }

@@ -21,41 +21,29 @@ const (
 	ClassOther                  // anything else: a failure worth counting
 )
 
-var classNames = [...]string{
-	ClassOK:               "ok",
-	ClassNotSupported:     "not supported",
-	ClassNoPermission:     "no permission",
-	ClassFunctionNotFound: "function not found",
-	ClassVersionMismatch:  "struct version not supported",
-	ClassGPULost:          "gpu lost",
-	ClassTimeout:          "timeout",
-	ClassOther:            "error",
+// classes gives each class its name and the NVML code that means it.
+var classes = [...]struct {
+	name string
+	ret  nvml.Return
+}{
+	ClassOK:               {"ok", nvml.SUCCESS},
+	ClassNotSupported:     {"not supported", nvml.ERROR_NOT_SUPPORTED},
+	ClassNoPermission:     {"no permission", nvml.ERROR_NO_PERMISSION},
+	ClassFunctionNotFound: {"function not found", nvml.ERROR_FUNCTION_NOT_FOUND},
+	ClassVersionMismatch:  {"struct version not supported", nvml.ERROR_ARGUMENT_VERSION_MISMATCH},
+	ClassGPULost:          {"gpu lost", nvml.ERROR_GPU_IS_LOST},
+	ClassTimeout:          {"timeout", nvml.ERROR_TIMEOUT},
+	ClassOther:            {name: "error"}, // any code not listed above
 }
 
-func (c Class) String() string {
-	if int(c) < len(classNames) {
-		return classNames[c]
-	}
-	return "error"
-}
+func (c Class) String() string { return classes[min(c, ClassOther)].name }
 
 // Classify maps an NVML return code to its class.
 func Classify(ret nvml.Return) Class {
-	switch ret {
-	case nvml.SUCCESS:
-		return ClassOK
-	case nvml.ERROR_NOT_SUPPORTED:
-		return ClassNotSupported
-	case nvml.ERROR_NO_PERMISSION:
-		return ClassNoPermission
-	case nvml.ERROR_FUNCTION_NOT_FOUND:
-		return ClassFunctionNotFound
-	case nvml.ERROR_ARGUMENT_VERSION_MISMATCH:
-		return ClassVersionMismatch
-	case nvml.ERROR_GPU_IS_LOST:
-		return ClassGPULost
-	case nvml.ERROR_TIMEOUT:
-		return ClassTimeout
+	for c := range ClassOther {
+		if classes[c].ret == ret {
+			return c
+		}
 	}
 	return ClassOther
 }

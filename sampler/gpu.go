@@ -130,14 +130,11 @@ func (g *GPU) Info() reading.GPU { return *g.info.Load() }
 
 // StaticDone reports whether the static facts have been read (or given up on).
 func (g *GPU) StaticDone() bool {
-	if g.staticDone == nil {
-		return true
-	}
 	select {
 	case <-g.staticDone:
 		return true
-	default:
-		return false
+	default: // a nil staticDone: known from the start
+		return g.staticDone == nil
 	}
 }
 
@@ -208,15 +205,13 @@ func (g *GPU) started(t time.Time) { g.callStart.Store(int64(t.Sub(g.base))) }
 func (g *GPU) end(fn Fn, idx int, ret nvml.Return) bool {
 	g.begin(FnNone)
 	c := g.note(fn, &g.off[fn][idx], ret, g.cfg.Reprobe)
-	switch {
-	case c == ClassOK:
-		g.attempts++
-		return true
-	case c.capability():
+	if c.capability() {
 		return false
 	}
+	if g.attempts++; c == ClassOK {
+		return true
+	}
 	g.lost = g.lost || c == ClassGPULost
-	g.attempts++
 	g.fails++
 	if g.firstErr == FnNone {
 		g.firstErr, g.firstRet = fn, ret
@@ -265,12 +260,11 @@ func (g *GPU) Sample(s *reading.Sample) {
 			g.nextStatic = now.Add(staticRetry)
 			g.readStatic(g.lib)
 		}
-		if g.dev == nil {
-			s.Status, s.Err = reading.StatusFailed, g.StaticErr()
-			return
-		}
-		if g.exec.Load() == nil {
+		if g.dev == nil || g.exec.Load() == nil {
 			s.Status, s.Err = reading.StatusFailed, g.execError()
+			if g.dev == nil {
+				s.Err = g.StaticErr()
+			}
 			return
 		}
 		info = g.info.Load()

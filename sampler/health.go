@@ -196,11 +196,12 @@ var derivedHealth = []reading.ID{reading.HNVLinkUp, reading.HNVLinkErrors, readi
 // when the GPU has links, publishes them and fills the derived sums.
 func (g *GPU) readLinks(s *reading.Sample, vals *[reading.NumReadings]reading.Opt[uint64]) {
 	h := &g.hlt
+	var out *reading.NVLinks // published on return; nil: none
+	defer func() { h.links.Store(out) }()
 	nl, _ := vals[reading.HNVLinkCount].Get()
 	nc, _ := vals[reading.HC2CCount].Get()
 	nl, nc = min(nl, reading.MaxLinks), min(nc, reading.MaxC2C)
 	if (nl == 0 && nc == 0) || g.lost || !g.can(FnNVLinkFields, 0) {
-		h.links.Store(nil)
 		return
 	}
 	type ref struct{ link, f int }
@@ -219,12 +220,11 @@ func (g *GPU) readLinks(s *reading.Sample, vals *[reading.NumReadings]reading.Op
 	ask(nl, lfState, lfC2CStatus)
 	ask(nc, lfC2CStatus, numLinkFields)
 	if len(h.lfv) == 0 {
-		h.links.Store(nil)
 		return
 	}
 	ok, locked := g.fieldCall(FnNVLinkFields, h.lfv)
 	if !locked {
-		if h.links.Load() != nil {
+		if out = h.links.Load(); out != nil { // kept, one slow period older
 			for _, id := range derivedHealth {
 				vals[id] = h.vals[id]
 			}
@@ -232,10 +232,9 @@ func (g *GPU) readLinks(s *reading.Sample, vals *[reading.NumReadings]reading.Op
 		return
 	}
 	if !ok {
-		h.links.Store(nil)
 		return
 	}
-	out := &reading.NVLinks{At: s.Time, N: int(nl)}
+	links := &reading.NVLinks{At: s.Time, N: int(nl)}
 	// add sums v into derived counter id: present once any link gave one.
 	add := func(id reading.ID, v uint64) { vals[id] = reading.Some(vals[id].V + v) }
 	for i := range h.lfv {
@@ -244,7 +243,7 @@ func (g *GPU) readLinks(s *reading.Sample, vals *[reading.NumReadings]reading.Op
 		if !ok {
 			continue
 		}
-		switch k := &out.L[r.link]; {
+		switch k := &links.L[r.link]; {
 		case r.f == lfState:
 			k.State = reading.Some(uint32(v))
 		case r.f == lfSpeed:
@@ -260,11 +259,10 @@ func (g *GPU) readLinks(s *reading.Sample, vals *[reading.NumReadings]reading.Op
 		}
 	}
 	if nl == 0 {
-		h.links.Store(nil)
 		return
 	}
-	g.readDL(out)
-	h.links.Store(out)
+	g.readDL(links)
+	out = links
 	for l := range out.N {
 		k := &out.L[l]
 		if k.State.OK {

@@ -213,18 +213,12 @@ func (g *GPU) readStatic(lib Library) {
 	g.dev = dev
 	g.hmu.Unlock()
 	g.resetHealth()
-	str := func(fn Fn, f func() (string, nvml.Return)) string {
-		if v, ok := ask(g, fn, 0, f); ok {
-			return reading.Text(v)
-		}
-		return ""
-	}
-	info.Name = str(FnName, dev.GetName)
+	info.Name = g.text(FnName, dev.GetName)
 	// A board's identity never goes back to unknown: a read that fails
 	// again (the GPU lost, an unknown error) keeps what an earlier one had.
-	info.UUID = cmp.Or(g.readUUID(dev), info.UUID)
-	info.Serial = str(FnSerial, dev.GetSerial)
-	info.VBIOS = str(FnVbios, dev.GetVbiosVersion)
+	info.UUID = cmp.Or(g.text(FnUUID, dev.GetUUID), info.UUID)
+	info.Serial = g.text(FnSerial, dev.GetSerial)
+	info.VBIOS = g.text(FnVbios, dev.GetVbiosVersion)
 	info.BusID = cmp.Or(g.readBusID(dev), info.BusID)
 	if v, ok := ask(g, FnMinorNumber, 0, dev.GetMinorNumber); ok {
 		info.MinorNumber = reading.Some(v)
@@ -243,7 +237,7 @@ func (g *GPU) readStatic(lib Library) {
 		MemMax:   th(nvml.TEMPERATURE_THRESHOLD_MEM_MAX),
 		GPUMax:   th(nvml.TEMPERATURE_THRESHOLD_GPU_MAX),
 	}
-	info.GSPVersion = str(FnGspVersion, dev.GetGspFirmwareVersion)
+	info.GSPVersion = g.text(FnGspVersion, dev.GetGspFirmwareVersion)
 	if m, ok := ask(g, FnGspMode, 0, func() (m [2]bool, r nvml.Return) { m[0], m[1], r = dev.GetGspFirmwareMode(); return }); ok {
 		info.GSPMode = "disabled"
 		if m[0] {
@@ -264,9 +258,9 @@ func (g *GPU) readStatic(lib Library) {
 	g.publish(&info)
 }
 
-// readUUID reads the GPU's UUID; "" when it could not be read.
-func (g *GPU) readUUID(dev Device) string {
-	if v, ok := ask(g, FnUUID, 0, dev.GetUUID); ok {
+// text reads a text fact through fn (ask); "" when it could not be read.
+func (g *GPU) text(fn Fn, f func() (string, nvml.Return)) string {
+	if v, ok := ask(g, fn, 0, f); ok {
 		return reading.Text(v)
 	}
 	return ""
@@ -295,7 +289,7 @@ func (g *GPU) readBusID(dev Device) string {
 func (g *GPU) readIdentity(info *reading.GPU) *reading.GPU {
 	next := *info
 	if next.UUID == "" {
-		next.UUID = g.readUUID(g.dev)
+		next.UUID = g.text(FnUUID, g.dev.GetUUID)
 	}
 	if next.BusID == "" {
 		next.BusID = g.readBusID(g.dev)

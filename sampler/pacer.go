@@ -128,19 +128,16 @@ func (p *Pacer) Record(start, end time.Time) {
 		// A sample of an older tick returning late (a hang, reported by the
 		// poll loop) says nothing about the cost per tick.
 	default:
-		p.groupStart = minTime(p.groupStart, start)
-		p.firstEnd = minTime(p.firstEnd, end)
+		if start.Before(p.groupStart) {
+			p.groupStart = start
+		}
+		if end.Before(p.firstEnd) {
+			p.firstEnd = end
+		}
 		if end.After(p.lastEnd) {
 			p.lastEnd = end
 		}
 	}
-}
-
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
 }
 
 // close ends the tick being collected and evaluates every pacerWindow ticks.

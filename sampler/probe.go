@@ -110,29 +110,24 @@ func Probe(h *Host, o ProbeOptions) ProbeReport {
 		p.o.Deadline = time.Second
 	}
 	if len(gpus) > 0 {
-		p.phase([]int{0}, p.learn)
+		p.phase(0, 1, p.learn)
 	}
-	calls := probeCalls(gpus)
-	p.calls = calls
-	for _, pc := range calls {
+	p.calls = probeCalls(gpus) // none without GPUs
+	for _, pc := range p.calls {
 		k := ProbeKind{Name: pc.name, Alone: make([]ProbeStat, len(gpus)), Together: make([]ProbeStat, len(gpus))}
 		if pc.c == cProcs {
 			k.PerSample = float64(o.Interval) / float64(procEvery) * procCallsPerRead
 			k.PerSampleTop = k.PerSample
-		} else if len(gpus) > 0 {
+		} else {
 			k.PerSample = perSample(gpus[0], pc.c, o.SlowEvery, 0)
 			k.PerSampleTop = perSample(gpus[0], pc.c, o.SlowEvery, len(stretchLevels)-1)
 		}
 		rep.Kinds = append(rep.Kinds, k)
 	}
 	for i := range gpus {
-		p.phase([]int{i}, func(i int) { p.gpu(i, false) })
+		p.phase(i, i+1, func(i int) { p.gpu(i, false) })
 	}
-	all := make([]int, len(gpus))
-	for i := range all {
-		all[i] = i
-	}
-	p.phase(all, func(i int) { p.gpu(i, true) })
+	p.phase(0, len(gpus), func(i int) { p.gpu(i, true) })
 	for i := range gpus {
 		if p.hung(i) {
 			rep.Hung[i] = p.st[i].name
@@ -220,11 +215,6 @@ func chainOf(c call) []call {
 	return nil
 }
 
-// hasOlder reports whether an older driver's call stands in for call c.
-func hasOlder(c call) bool {
-	return slices.ContainsFunc(callFn, func(d callDef) bool { return d.newer == c })
-}
-
 // learn makes once, on GPU i, each of a getter reading's calls that stand
 // in for one another (chainOf), newest first, and notes its result as a
 // sample does (capCache.note: a struct version refused is off for good, a
@@ -307,11 +297,11 @@ type probeGPU struct {
 func (p *prober) mono() int64     { return int64(time.Since(p.base)) + 1 }
 func (p *prober) hung(i int) bool { return p.st[i].since.Load() < 0 }
 
-// phase runs f (learn, or the timing of every call kind) on the GPUs idx
+// phase runs f (learn, or the timing of every call kind) on GPUs from..to-1
 // at once (one goroutine each) and returns when each has finished or has
 // a call past the deadline.
-func (p *prober) phase(idx []int, f func(i int)) {
-	for _, i := range idx {
+func (p *prober) phase(from, to int, f func(i int)) {
+	for i := from; i < to; i++ {
 		p.st[i].done.Store(p.hung(i))
 		if !p.hung(i) {
 			go func() {
@@ -324,7 +314,7 @@ func (p *prober) phase(idx []int, f func(i int)) {
 	defer tick.Stop()
 	for range tick.C {
 		finished := true
-		for _, i := range idx {
+		for i := from; i < to; i++ {
 			s := &p.st[i]
 			if t := s.since.Load(); s.done.Load() || t > 0 && p.mono()-t > int64(p.o.Deadline) && s.since.CompareAndSwap(t, -1) {
 				continue // a hung GPU's goroutine stays in the driver; nothing more is asked of it
@@ -359,11 +349,9 @@ func (p *prober) gpu(i int, together bool) {
 			if !ok {
 				return // too late: the GPU was given up on
 			}
-			if ret != nvml.SUCCESS {
-				if c := Classify(ret); c.capability() || c == ClassGPULost {
-					errText = retText(ret)
-					break
-				}
+			if c := Classify(ret); c.capability() || c == ClassGPULost {
+				errText = retText(ret)
+				break
 			}
 			buf = append(buf, d)
 		}

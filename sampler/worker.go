@@ -87,12 +87,8 @@ func (w *Worker) Busy() (since time.Duration, busy bool) {
 // late for another reason (its handler blocked writing) is not stuck.
 func (w *Worker) Stuck(now, deadline time.Duration) (fn Fn, since time.Duration, stuck bool) {
 	since, busy := w.Busy()
-	if !busy || now-since < deadline {
-		return FnNone, 0, false
+	if fn, _, ok := w.gpu.InFlight(); ok && busy && now-since >= deadline {
+		return fn, since, true
 	}
-	fn, _, ok := w.gpu.InFlight()
-	if !ok {
-		return FnNone, 0, false
-	}
-	return fn, since, true
+	return FnNone, 0, false
 }
