@@ -29,11 +29,8 @@ func (gs *gpuState) Health() HealthView {
 	if p := gs.health.Load(); p != nil {
 		return *p
 	}
-	return noHealth
+	return HealthView{}
 }
-
-// noHealth is the view before the first sample: what Health returns then.
-var noHealth HealthView
 
 // recordHealth writes the sample's health changes to events.log (a baseline
 // with the first reading, a line per changed counter, link, and health
@@ -48,7 +45,7 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 	now := s.Time
 	prev := gs.health.Load()
 	if prev == nil {
-		prev = &noHealth
+		prev = new(HealthView) // before the first sample
 	}
 	changed := r.HealthBaseline || r.NumHealthChanges() > 0 || r.Verdict != prev.Verdict
 
