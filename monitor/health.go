@@ -99,8 +99,8 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 		}
 		cluster, changed = is, true
 	}
-	remap, remapChanged := gs.recordRemapHist(prev.RemapHist, r.HealthBaseline, now)
-	changed = remapChanged || changed
+	remap := gs.recordRemapHist(prev.RemapHist, r.HealthBaseline, now)
+	changed = changed || remap != prev.RemapHist
 	links := gs.g.NVLinks()
 	if !links.At.IsZero() {
 		changed = changed || !links.At.Equal(prev.Links.At)
@@ -155,11 +155,11 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 // recordRemapHist returns the row remapper histogram a new view holds
 // (read at start and when the remap counts change), prev being the last
 // published, and writes its change to events.log; the first is in the
-// baseline line when baseline. It reports whether the histogram is new.
-func (gs *gpuState) recordRemapHist(prev *reading.RemapHistogram, baseline bool, now time.Time) (*reading.RemapHistogram, bool) {
+// baseline line when baseline.
+func (gs *gpuState) recordRemapHist(prev *reading.RemapHistogram, baseline bool, now time.Time) *reading.RemapHistogram {
 	h := gs.g.RemapHistogram()
 	if h == nil || h == prev {
-		return prev, false
+		return prev
 	}
 	switch {
 	case prev == nil && baseline:
@@ -168,7 +168,7 @@ func (gs *gpuState) recordRemapHist(prev *reading.RemapHistogram, baseline bool,
 	case prev.Buckets() != h.Buckets():
 		gs.m.eventLine(gs.event(now, sink.TypeHealth, "counter", "remap_histogram", "from", prev.String(), "to", h.String()))
 	}
-	return h, true
+	return h
 }
 
 // healthCritical is the critical event of a critical health reason that
