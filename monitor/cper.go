@@ -107,12 +107,8 @@ func (m *Monitor) runCPER(ctx context.Context) {
 // readCPERLate asks runCPER for another read of the GPU's records after
 // its critical event; it never waits.
 func (m *Monitor) readCPERLate(gs *gpuState) {
-	if !m.cper.on.Load() {
-		return
-	}
-	select {
-	case m.cper.late <- gs:
-	default: // a request is waiting already: its read covers this event
+	if m.cper.on.Load() {
+		nudge(m.cper.late, gs) // dropped: a request is waiting already; its read covers this event
 	}
 }
 

@@ -152,8 +152,7 @@ func (gs *gpuState) fanView() *live.FanGuard {
 	v := gs.fan.View()
 	out := &live.FanGuard{State: v.State, Why: v.Why, Fans: v.Fans, Text: v.String()}
 	if v.Holding() {
-		sp := v.Speed
-		out.SpeedPct = &sp
+		out.SpeedPct = &v.Speed
 		if fw, ok := v.Firmware.Get(); ok {
 			out.FirmwarePct = &fw
 		}

@@ -29,11 +29,8 @@ func (gs *gpuState) Health() HealthView {
 	if p := gs.health.Load(); p != nil {
 		return *p
 	}
-	return noHealth
+	return HealthView{}
 }
-
-// noHealth is the view before the first sample: what Health returns then.
-var noHealth HealthView
 
 // recordHealth writes the sample's health changes to events.log (a baseline
 // with the first reading, a line per changed counter, link, and health
@@ -48,7 +45,7 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 	now := s.Time
 	prev := gs.health.Load()
 	if prev == nil {
-		prev = &noHealth
+		prev = new(HealthView) // before the first sample
 	}
 	changed := r.HealthBaseline || r.NumHealthChanges() > 0 || r.Verdict != prev.Verdict
 
@@ -102,8 +99,8 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 		}
 		cluster, changed = is, true
 	}
-	remap, remapChanged := gs.recordRemapHist(prev.RemapHist, r.HealthBaseline, now)
-	changed = remapChanged || changed
+	remap := gs.recordRemapHist(prev.RemapHist, r.HealthBaseline, now)
+	changed = changed || remap != prev.RemapHist
 	links := gs.g.NVLinks()
 	if !links.At.IsZero() {
 		changed = changed || !links.At.Equal(prev.Links.At)
@@ -158,11 +155,11 @@ func (gs *gpuState) recordHealth(s *reading.Sample, r *anomaly.Result, critical 
 // recordRemapHist returns the row remapper histogram a new view holds
 // (read at start and when the remap counts change), prev being the last
 // published, and writes its change to events.log; the first is in the
-// baseline line when baseline. It reports whether the histogram is new.
-func (gs *gpuState) recordRemapHist(prev *reading.RemapHistogram, baseline bool, now time.Time) (*reading.RemapHistogram, bool) {
+// baseline line when baseline.
+func (gs *gpuState) recordRemapHist(prev *reading.RemapHistogram, baseline bool, now time.Time) *reading.RemapHistogram {
 	h := gs.g.RemapHistogram()
 	if h == nil || h == prev {
-		return prev, false
+		return prev
 	}
 	switch {
 	case prev == nil && baseline:
@@ -171,7 +168,7 @@ func (gs *gpuState) recordRemapHist(prev *reading.RemapHistogram, baseline bool,
 	case prev.Buckets() != h.Buckets():
 		gs.m.eventLine(gs.event(now, sink.TypeHealth, "counter", "remap_histogram", "from", prev.String(), "to", h.String()))
 	}
-	return h, true
+	return h
 }
 
 // healthCritical is the critical event of a critical health reason that

@@ -33,8 +33,9 @@ var (
 // (byBus), by a bridge on its PCIe path (AER lines), or by the driver's own
 // GPU number (GSP lines).
 type kernelGPUs struct {
-	paths *kmsg.AERPaths // the kernel log goroutine's only
-	stale atomic.Bool    // set by lateFacts: paths lacks a GPU
+	paths *kmsg.AERPaths  // the kernel log goroutine's only
+	nums  kmsg.GPUNumbers // the kernel log goroutine's only
+	stale atomic.Bool     // set by lateFacts: paths lacks a GPU
 	// noFabric: a fatal SXid found no GPU on a fabric to attribute it to,
 	// logged (once; sxidNoFabric).
 	noFabric atomic.Bool
@@ -44,7 +45,6 @@ type kernelGPUs struct {
 	// (lateFacts, on its worker).
 	mu    sync.Mutex
 	byBus map[reading.PCIAddr]*gpuState // by PCI slot
-	nums  kmsg.GPUNumbers
 }
 
 // initPaths reads which bridges lead to each GPU whose bus id is known: on
@@ -88,19 +88,11 @@ func (m *Monitor) onKernelRecord(rec kmsg.Record, now time.Time) {
 		lose(m.reg, m.log, badXids, "an Xid line of the driver whose GPU address or code could not be read",
 			slog.String("line", kmsg.Printed(rec.Message)), slog.String("error", err.Error()))
 	default:
-		m.learnXid(x)
+		m.kern.nums.Learn(x) // GSP lines name the GPU only by the driver's number
 		for _, e := range m.kernelXidEvents(x, rec, now) {
 			m.onEvent(e)
 		}
 	}
-}
-
-// learnXid notes the driver's GPU number an Xid line names (GSP lines name
-// the GPU only by it).
-func (m *Monitor) learnXid(x kmsg.XidReport) {
-	m.kern.mu.Lock()
-	m.kern.nums.Learn(x)
-	m.kern.mu.Unlock()
 }
 
 // onKernelLine handles a kernel record that is not an Xid: an AER line or
@@ -130,9 +122,7 @@ func (m *Monitor) onKernelLine(rec kmsg.Record, now time.Time) {
 	if !ok {
 		return
 	}
-	m.kern.mu.Lock()
 	m.kern.nums.Resolve(&r)
-	m.kern.mu.Unlock()
 	l := events.KernelLine{Rec: rec, Read: now, GPU: -1, NVRM: &r}
 	var gs *gpuState
 	if a, ok := r.Bus.Get(); ok {

@@ -69,7 +69,7 @@ func TestKernelLinesReachEventsLogForTheRightGPU(t *testing.T) {
 			r.m.onKernelLine(rec(3201400000, "NVRM: GPU 0000:02:00.0: GPU has fallen off the bus."), now)
 			// A GSP timeout names the driver's GPU number; an Xid 119 tied it to GPU 0.
 			x, _ := kmsg.ParseXid("NVRM: Xid (PCI:0000:01:00): 119, pid=77, name=python3, Timeout after 6s of waiting for RPC response from GPU4 GSP! Expected function 76 (GSP_RM_CONTROL) (0x20800a4c 0x4).")
-			r.m.learnXid(x)
+			r.m.kern.nums.Learn(x)
 			r.m.onKernelLine(rec(3201500000, "NVRM: GPU4 _kgspLogRpcTimeout: ********************************* GSP Timeout **********************************"), now)
 		})
 		ev, _ := os.ReadFile(filepath.Join(r.dir, "events.log"))
