@@ -26,11 +26,6 @@ void *gt_sym(const char *a, const char *b)
 	return p;
 }
 
-void *gt_batch_sym(const char *name)
-{
-	return gt_sym(name, NULL);
-}
-
 gt_dev gt_batch_handle(unsigned int index)
 {
 	int (*handle)(unsigned int, dev_t_ *) = gt_sym("nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
