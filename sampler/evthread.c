@@ -242,7 +242,6 @@ int gt_events_start(const int *indexes, const uint64_t *masks, const char *const
 	st->fd = fd;
 	st->wait = wait;
 	st->free_set = free_set;
-	int any = 0;
 	*why = GT_NVML_SUCCESS; // the first failed call (a handle, a registration), returned on success too
 	for (int i = 0; i < n; i++) {
 		registered[i] = 0;
@@ -275,7 +274,6 @@ int gt_events_start(const int *indexes, const uint64_t *masks, const char *const
 				}
 			}
 			st->n++;
-			any = 1;
 		}
 	}
 	if (*opstate == GT_OP_REGISTERED) {
@@ -284,11 +282,9 @@ int gt_events_start(const int *indexes, const uint64_t *masks, const char *const
 		st->ctx_info = (fn_ctx_info)gt_sym("nvmlEventSetGetContextInfo_v1", NULL);
 		st->ctx_xid = (fn_ctx_xid)gt_sym("nvmlEventSetGetGpuOperationalEventContextLegacyXid_v1", NULL);
 	}
-	if (!any) {
-		if (free_set)
-			free_set(st->set);
-		free(st);
-		return *why == GT_NVML_SUCCESS ? GT_EV_NONE_SUPPORTED : GT_EV_NOT_REGISTERED;
+	if (st->n == 0) {
+		ret = *why == GT_NVML_SUCCESS ? GT_EV_NONE_SUPPORTED : GT_EV_NOT_REGISTERED;
+		goto fail;
 	}
 	pthread_attr_t attr;
 	pthread_t t;
@@ -298,12 +294,13 @@ int gt_events_start(const int *indexes, const uint64_t *masks, const char *const
 	__atomic_fetch_add(&running, 1, __ATOMIC_ACQ_REL);
 	ret = pthread_create(&t, &attr, run, st);
 	pthread_attr_destroy(&attr);
-	if (ret != 0) {
-		__atomic_fetch_sub(&running, 1, __ATOMIC_ACQ_REL);
-		if (free_set)
-			free_set(st->set);
-		free(st);
-		return GT_EV_NO_THREAD;
-	}
-	return 0;
+	if (ret == 0)
+		return 0;
+	__atomic_fetch_sub(&running, 1, __ATOMIC_ACQ_REL);
+	ret = GT_EV_NO_THREAD;
+fail:
+	if (free_set)
+		free_set(st->set);
+	free(st);
+	return ret;
 }

@@ -118,8 +118,7 @@ func ReleaseFans(lib Library, fans map[string][]int, all bool, timeout time.Dura
 	syms := LookupSymbols(lib.LookupSymbol)
 	var out []FanRelease
 	var err error
-	ok := bounded(timeout, func() { out, err = releaseFans(lib, &syms, fans, all) })
-	if !ok {
+	if !bounded(timeout, func() { out, err = releaseFans(lib, &syms, fans, all) }) {
 		return nil, fmt.Errorf("the driver did not answer within %s; fans not handed back yet are left as they are", timeout)
 	}
 	if !bounded(timeout, func() { lib.Shutdown() }) {

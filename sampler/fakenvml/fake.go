@@ -432,12 +432,6 @@ func (d *Dev) GetFanControlPolicy_v2(fan int) (nvml.FanControlPolicy, nvml.Retur
 // The fan calls a fan guard makes, each counted; a fan past Fans is an
 // invalid argument, a fanless GPU supports none, as in NVML.
 
-func (d *Dev) GetFanSpeed_v2(fan int) (uint32, nvml.Return) {
-	return fanCall(d, "GetFanSpeed_v2", fan, func() uint32 { return d.FanSpeed[fan] })
-}
-func (d *Dev) GetTargetFanSpeed(fan int) (int, nvml.Return) {
-	return fanCall(d, "GetTargetFanSpeed", fan, func() int { return d.FanTarget[fan] })
-}
 func (d *Dev) GetMinMaxFanSpeed() (int, int, nvml.Return) {
 	mm, r := fanCall(d, "GetMinMaxFanSpeed", 0, func() [2]int { return [2]int{d.FanMin, d.FanMax} })
 	return mm[0], mm[1], r
