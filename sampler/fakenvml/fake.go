@@ -368,37 +368,34 @@ func (d *Dev) GetFieldValues(v []nvml.FieldValue) nvml.Return {
 			continue
 		}
 		f.NvmlReturn = uint32(nvml.SUCCESS)
+		typ, v := nvml.VALUE_TYPE_UNSIGNED_INT, uint64(0)
 		switch f.FieldId {
 		case nvml.FI_DEV_POWER_INSTANT:
-			putU32(f, d.Power)
+			v = uint64(d.Power)
 		case nvml.FI_DEV_POWER_CURRENT_LIMIT:
-			putU32(f, d.Enforced)
+			v = uint64(d.Enforced)
 		case nvml.FI_DEV_TOTAL_ENERGY_CONSUMPTION:
-			f.ValueType = uint32(nvml.VALUE_TYPE_UNSIGNED_LONG_LONG)
-			binary.LittleEndian.PutUint64(f.Value[:], d.Energy)
+			typ, v = nvml.VALUE_TYPE_UNSIGNED_LONG_LONG, d.Energy
 		case nvml.FI_DEV_MEMORY_TEMP:
-			putU32(f, d.MemTemp)
+			v = uint64(d.MemTemp)
 		case nvml.FI_DEV_PCIE_REPLAY_COUNTER:
-			putU32(f, uint32(d.Replay))
+			v = uint64(uint32(d.Replay))
 		default:
-			v, ok := d.LinkFields[[2]uint32{f.FieldId, f.ScopeId}]
+			var ok bool
+			v, ok = d.LinkFields[[2]uint32{f.FieldId, f.ScopeId}]
 			if !ok && f.ScopeId == 0 {
 				v, ok = d.Fields[f.FieldId]
 			}
 			if !ok {
 				f.NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
-				break
+				continue
 			}
-			f.ValueType = uint32(nvml.VALUE_TYPE_UNSIGNED_LONG_LONG)
-			binary.LittleEndian.PutUint64(f.Value[:], v)
+			typ = nvml.VALUE_TYPE_UNSIGNED_LONG_LONG
 		}
+		f.ValueType = uint32(typ)
+		binary.LittleEndian.PutUint64(f.Value[:], v) // an UNSIGNED_INT's is its first 4 bytes
 	}
 	return r
-}
-
-func putU32(f *nvml.FieldValue, v uint32) {
-	f.ValueType = uint32(nvml.VALUE_TYPE_UNSIGNED_INT)
-	binary.LittleEndian.PutUint32(f.Value[:], v)
 }
 
 func (d *Dev) GetFanSpeed() (uint32, nvml.Return) {
