@@ -103,17 +103,14 @@ static int32_t call_getter(dev_t_ dev, const struct gt_call *c, uint64_t *v)
 		r = ((fn_out_out)c->fn)(dev, out.b, out.b + GT_MAXOUT / 2);
 		break;
 	}
+	// A value is unsigned, 1 byte (the fabric's state), 4 or 8; NVML runs
+	// on little-endian hosts only, so its bytes are x's low ones.
 	for (uint32_t i = 0; i < c->nvals && i < GT_MAXVALS; i++) {
-		if (c->width[i] == 8 && c->off[i] <= GT_MAXOUT - 8) {
-			uint64_t x;
-			memcpy(&x, out.b + c->off[i], sizeof(x));
+		uint32_t w = c->width[i];
+		if ((w == 1 || w == 4 || w == 8) && c->off[i] <= GT_MAXOUT - w) {
+			uint64_t x = 0;
+			memcpy(&x, out.b + c->off[i], w);
 			v[i] = x;
-		} else if (c->width[i] == 4 && c->off[i] <= GT_MAXOUT - 4) {
-			uint32_t x;
-			memcpy(&x, out.b + c->off[i], sizeof(x));
-			v[i] = x;
-		} else if (c->width[i] == 1 && c->off[i] < GT_MAXOUT) {
-			v[i] = out.b[c->off[i]]; // an unsigned char (the fabric's state)
 		}
 	}
 	return r;

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"reflect"
 	"runtime/cgo"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -511,20 +512,11 @@ func (d *Dev) GetGraphicsRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) {
 // GetProcessUtilization returns the samples newer than last, or NOT_FOUND
 // (as NVML does).
 func (d *Dev) GetProcessUtilization(last uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
-	r := d.call("GetProcessUtilization")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if r != nvml.SUCCESS {
-		return nil, r
-	}
-	var out []nvml.ProcessUtilizationSample
-	for _, u := range d.ProcUtil {
-		if u.TimeStamp > last {
-			out = append(out, u)
-		}
-	}
-	if len(out) == 0 {
-		return nil, nvml.ERROR_NOT_FOUND
+	out, r := answer(d, "GetProcessUtilization", func() []nvml.ProcessUtilizationSample {
+		return slices.DeleteFunc(slices.Clone(d.ProcUtil), func(u nvml.ProcessUtilizationSample) bool { return u.TimeStamp <= last })
+	})
+	if r != nvml.SUCCESS || len(out) == 0 {
+		return nil, cmp.Or(r, nvml.ERROR_NOT_FOUND)
 	}
 	return out, r
 }
