@@ -109,9 +109,7 @@ static void read_op(const struct gt_state *st, const struct gt_nvml_wait_v3 *w, 
 static int wait_one(const struct gt_state *st, struct gt_event *e)
 {
 	if (st->wait3) {
-		struct gt_nvml_wait_v3 w;
-		memset(&w, 0, sizeof(w));
-		w.timeout_ms = GT_WAIT_MS;
+		struct gt_nvml_wait_v3 w = { .timeout_ms = GT_WAIT_MS };
 		int ret = st->wait3(st->set, &w);
 		if (ret != GT_NVML_SUCCESS)
 			return ret;
@@ -125,8 +123,7 @@ static int wait_one(const struct gt_state *st, struct gt_event *e)
 		}
 		return ret;
 	}
-	struct gt_nvml_event_data d;
-	memset(&d, 0, sizeof(d));
+	struct gt_nvml_event_data d = { 0 };
 	int ret = st->wait(st->set, &d, GT_WAIT_MS);
 	if (ret != GT_NVML_SUCCESS)
 		return ret;
@@ -262,8 +259,7 @@ int gt_events_start(const int *indexes, const uint64_t *masks, const char *const
 			st->dev[st->n] = dev;
 			if (*opstate != GT_OP_NO_SYMBOL && uuids[i] && uuids[i][0]) {
 				// No filter: every log level and severity (the zeros).
-				struct gt_nvml_opev_config c;
-				memset(&c, 0, sizeof(c));
+				struct gt_nvml_opev_config c = { 0 };
 				strncpy(c.uuid, uuids[i], sizeof(c.uuid) - 1);
 				int r = reg_op(st->set, &c);
 				if (r == GT_NVML_SUCCESS) {
