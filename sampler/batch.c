@@ -41,12 +41,9 @@ static int lock_fields(uint32_t wait_ms)
 {
 	struct timespec end;
 	clock_gettime(CLOCK_MONOTONIC, &end);
-	end.tv_sec += wait_ms / 1000;
-	end.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-	if (end.tv_nsec >= 1000000000L) {
-		end.tv_sec++;
-		end.tv_nsec -= 1000000000L;
-	}
+	long ns = end.tv_nsec + (long)(wait_ms % 1000) * 1000000L;
+	end.tv_sec += wait_ms / 1000 + ns / 1000000000L;
+	end.tv_nsec = ns % 1000000000L;
 	return pthread_mutex_clocklock(&field_mu, CLOCK_MONOTONIC, &end) == 0;
 }
 
