@@ -34,7 +34,7 @@ type fanDriver struct{ sampler.FanControl }
 // refuses a speed out of range.
 func (d fanDriver) Limits() (fanguard.Limits, error) {
 	lo, hi, err := d.MinMax()
-	var fe *sampler.FanError
+	var fe *sampler.CallError
 	if errors.As(err, &fe) && fe.Class == sampler.ClassNotSupported {
 		return fanguard.Limits{}, nil
 	}

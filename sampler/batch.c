@@ -26,11 +26,6 @@ void *gt_sym(const char *a, const char *b)
 	return p;
 }
 
-void *gt_batch_sym(const char *name)
-{
-	return gt_sym(name, NULL);
-}
-
 gt_dev gt_batch_handle(unsigned int index)
 {
 	int (*handle)(unsigned int, dev_t_ *) = gt_sym("nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
@@ -46,12 +41,9 @@ static int lock_fields(uint32_t wait_ms)
 {
 	struct timespec end;
 	clock_gettime(CLOCK_MONOTONIC, &end);
-	end.tv_sec += wait_ms / 1000;
-	end.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-	if (end.tv_nsec >= 1000000000L) {
-		end.tv_sec++;
-		end.tv_nsec -= 1000000000L;
-	}
+	long ns = end.tv_nsec + (long)(wait_ms % 1000) * 1000000L;
+	end.tv_sec += wait_ms / 1000 + ns / 1000000000L;
+	end.tv_nsec = ns % 1000000000L;
 	return pthread_mutex_clocklock(&field_mu, CLOCK_MONOTONIC, &end) == 0;
 }
 
@@ -108,17 +100,14 @@ static int32_t call_getter(dev_t_ dev, const struct gt_call *c, uint64_t *v)
 		r = ((fn_out_out)c->fn)(dev, out.b, out.b + GT_MAXOUT / 2);
 		break;
 	}
+	// A value is unsigned, 1 byte (the fabric's state), 4 or 8; NVML runs
+	// on little-endian hosts only, so its bytes are x's low ones.
 	for (uint32_t i = 0; i < c->nvals && i < GT_MAXVALS; i++) {
-		if (c->width[i] == 8 && c->off[i] <= GT_MAXOUT - 8) {
-			uint64_t x;
-			memcpy(&x, out.b + c->off[i], sizeof(x));
+		uint32_t w = c->width[i];
+		if ((w == 1 || w == 4 || w == 8) && c->off[i] <= GT_MAXOUT - w) {
+			uint64_t x = 0;
+			memcpy(&x, out.b + c->off[i], w);
 			v[i] = x;
-		} else if (c->width[i] == 4 && c->off[i] <= GT_MAXOUT - 4) {
-			uint32_t x;
-			memcpy(&x, out.b + c->off[i], sizeof(x));
-			v[i] = x;
-		} else if (c->width[i] == 1 && c->off[i] < GT_MAXOUT) {
-			v[i] = out.b[c->off[i]]; // an unsigned char (the fabric's state)
 		}
 	}
 	return r;

@@ -5,7 +5,7 @@
 // gt_lib, with the library's function for each; gt_batch_run makes the
 // planned ones in call order. A new getter whose signature has one of the
 // shapes below is data, not C. The library is the driver's (its functions
-// looked up with gt_batch_sym) or, in tests, fakenvml's.
+// looked up with gt_sym) or, in tests, fakenvml's.
 #ifndef GPU_TELEMETRY_BATCH_H
 #define GPU_TELEMETRY_BATCH_H
 
@@ -33,7 +33,7 @@ enum {
 
 // gt_call describes one getter call of a sample.
 struct gt_call {
-	void *fn; // the NVML function (gt_batch_sym); NULL: absent, never called
+	void *fn; // the NVML function (gt_sym); NULL: absent, never called
 	uint32_t shape, arg;
 	uint32_t size;	  // bytes of the struct out points to (at most GT_MAXOUT)
 	uint32_t version; // if not 0, written at offset 0 as NVML_STRUCT_VERSION(size, version)
@@ -73,9 +73,8 @@ struct gt_batch {
 typedef uintptr_t gt_dev;
 
 // gt_sym returns the driver's NVML function named a, else the one named b
-// (an older version; NULL: none), else NULL. gt_batch_sym is gt_sym(name, NULL).
+// (an older version; NULL: none), else NULL.
 void *gt_sym(const char *a, const char *b);
-void *gt_batch_sym(const char *name);
 
 // gt_batch_handle returns the driver's device handle of index, or 0.
 gt_dev gt_batch_handle(unsigned int index);

@@ -83,7 +83,7 @@ func (n *NVML) Native() nvmlapi.Native {
 		Symbol: func(name string, _ reading.Shape) unsafe.Pointer {
 			s := C.CString(name)
 			defer C.free(unsafe.Pointer(s))
-			return C.gt_batch_sym(s)
+			return C.gt_sym(s, nil)
 		},
 		Handle: func(i int) uintptr { return uintptr(C.gt_batch_handle(C.uint(i))) },
 	}

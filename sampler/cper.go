@@ -22,18 +22,6 @@ var ErrNoCPER = errors.New("the driver lacks nvmlSystemGetCPER_v1 (R610+)")
 // resumes from its handle next time.
 const maxCPERCalls = 64
 
-// CPERError is a CPER read's failure, classified.
-type CPERError struct {
-	Class Class
-	Text  string // the driver's words
-}
-
-func (e *CPERError) Error() string { return FnCPER.String() + ": " + e.Text }
-
-// Unavailable reports whether the driver refuses CPER here (not supported,
-// no permission: the call needs root): not a fault.
-func (e *CPERError) Unavailable() bool { return e.Class.capability() }
-
 // HasCPER reports whether the driver can return CPER records.
 func (h *Host) HasCPER() bool {
 	_, ok := h.lib.(cperLib)
@@ -48,16 +36,16 @@ func (h *Host) HasCPER() bool {
 // the caller resumes where it stopped. It is not bounded: the caller runs
 // it with a deadline.
 func (h *Host) ReadCPER(uuid string, handle uint64) (records []byte, next uint64, err error) {
-	lib, ok := h.lib.(cperLib)
-	if !ok || !h.Syms.Has(FnCPER) {
+	if !h.HasCPER() {
 		return nil, handle, ErrNoCPER
 	}
+	lib := h.lib.(cperLib)
 	var req nvml.GetCPER_v1
 	req.Cursor.CperTypeMask = uint32(nvml.CPER_ACCESS_TYPE_GPU)
 	for i := 0; i < len(uuid) && i < len(req.Cursor.Uuid)-1; i++ {
 		req.Cursor.Uuid[i] = int8(uuid[i])
 	}
-	fail := func(ret nvml.Return) error { return &CPERError{Class: Classify(ret), Text: retText(ret)} }
+	fail := func(ret nvml.Return) error { return &CallError{Fn: FnCPER, Class: Classify(ret), Text: retText(ret)} }
 	for range maxCPERCalls {
 		req.Cursor.Handle, req.Buffer, req.BufferSize = handle, nil, 0
 		ret := lib.SystemGetCPER_v1(&req)

@@ -92,7 +92,7 @@ func TestReadCPER(t *testing.T) {
 			if string(got) != tc.want || next != tc.next {
 				t.Errorf("got %q next %d, want %q next %d", got, next, tc.want, tc.next)
 			}
-			var ce *CPERError
+			var ce *CallError
 			switch {
 			case tc.class == ClassOK && err != nil:
 				t.Errorf("err %v", err)

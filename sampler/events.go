@@ -357,25 +357,24 @@ func closeWhenNamed(g *GPU, st EventStream, uuid string) (stop func() bool) {
 	if o, ok := st.(opEventer); uuid != "" || ok && errors.Is(o.opEvents(), errNoOpEvents) {
 		return func() bool { return false }
 	}
-	quit, done := make(chan struct{}), make(chan bool, 1)
+	quit, done := make(chan struct{}), make(chan struct{})
+	closed := false
 	go func() {
+		defer close(done)
 		select {
 		case <-g.named:
 			// named closes once: a UUID published "" after it (readStatic
 			// keeps one it had) must not close each set opened since.
-			if g.Info().UUID != "" {
+			if closed = g.Info().UUID != ""; closed {
 				st.Close()
-				done <- true
-				return
 			}
-			<-quit
 		case <-quit:
 		}
-		done <- false
 	}()
 	return func() bool {
 		close(quit)
-		return <-done
+		<-done
+		return closed
 	}
 }
 

@@ -47,20 +47,20 @@ func (h *Host) watchNative(i int, want uint64, uuid string) (EventStream, error)
 	if err != nil {
 		return nil, fmt.Errorf("event socket: %w", err)
 	}
-	if err := syscall.SetNonblock(fds[0], true); err != nil {
+	closeBoth := func(err error) (EventStream, error) {
 		syscall.Close(fds[0])
 		syscall.Close(fds[1])
-		return nil, fmt.Errorf("event socket: %w", err)
+		return nil, err
+	}
+	if err := syscall.SetNonblock(fds[0], true); err != nil {
+		return closeBoth(fmt.Errorf("event socket: %w", err))
 	}
 	idx, mask, cuuid := C.int(h.GPUs[i].Info().Index), C.uint64_t(want), C.CString(uuid)
 	defer C.free(unsafe.Pointer(cuuid))
 	var reg C.uint64_t
 	var opstate, why C.int
-	ret := C.gt_events_start(&idx, &mask, &cuuid, &reg, 1, C.int(fds[1]), &opstate, &why)
-	if ret != 0 {
-		syscall.Close(fds[0])
-		syscall.Close(fds[1])
-		return nil, startError(ret, why)
+	if ret := C.gt_events_start(&idx, &mask, &cuuid, &reg, 1, C.int(fds[1]), &opstate, &why); ret != 0 {
+		return closeBoth(startError(ret, why))
 	}
 	e := &nativeEvents{f: os.NewFile(uintptr(fds[0]), "nvml-events"), gpus: h.GPUs, masks: make([]uint64, len(h.GPUs)), opstate: int(opstate)}
 	e.masks[i] = uint64(reg)

@@ -109,9 +109,7 @@ static void read_op(const struct gt_state *st, const struct gt_nvml_wait_v3 *w, 
 static int wait_one(const struct gt_state *st, struct gt_event *e)
 {
 	if (st->wait3) {
-		struct gt_nvml_wait_v3 w;
-		memset(&w, 0, sizeof(w));
-		w.timeout_ms = GT_WAIT_MS;
+		struct gt_nvml_wait_v3 w = { .timeout_ms = GT_WAIT_MS };
 		int ret = st->wait3(st->set, &w);
 		if (ret != GT_NVML_SUCCESS)
 			return ret;
@@ -125,8 +123,7 @@ static int wait_one(const struct gt_state *st, struct gt_event *e)
 		}
 		return ret;
 	}
-	struct gt_nvml_event_data d;
-	memset(&d, 0, sizeof(d));
+	struct gt_nvml_event_data d = { 0 };
 	int ret = st->wait(st->set, &d, GT_WAIT_MS);
 	if (ret != GT_NVML_SUCCESS)
 		return ret;
@@ -242,7 +239,6 @@ int gt_events_start(const int *indexes, const uint64_t *masks, const char *const
 	st->fd = fd;
 	st->wait = wait;
 	st->free_set = free_set;
-	int any = 0;
 	*why = GT_NVML_SUCCESS; // the first failed call (a handle, a registration), returned on success too
 	for (int i = 0; i < n; i++) {
 		registered[i] = 0;
@@ -263,8 +259,7 @@ int gt_events_start(const int *indexes, const uint64_t *masks, const char *const
 			st->dev[st->n] = dev;
 			if (*opstate != GT_OP_NO_SYMBOL && uuids[i] && uuids[i][0]) {
 				// No filter: every log level and severity (the zeros).
-				struct gt_nvml_opev_config c;
-				memset(&c, 0, sizeof(c));
+				struct gt_nvml_opev_config c = { 0 };
 				strncpy(c.uuid, uuids[i], sizeof(c.uuid) - 1);
 				int r = reg_op(st->set, &c);
 				if (r == GT_NVML_SUCCESS) {
@@ -275,7 +270,6 @@ int gt_events_start(const int *indexes, const uint64_t *masks, const char *const
 				}
 			}
 			st->n++;
-			any = 1;
 		}
 	}
 	if (*opstate == GT_OP_REGISTERED) {
@@ -284,11 +278,9 @@ int gt_events_start(const int *indexes, const uint64_t *masks, const char *const
 		st->ctx_info = (fn_ctx_info)gt_sym("nvmlEventSetGetContextInfo_v1", NULL);
 		st->ctx_xid = (fn_ctx_xid)gt_sym("nvmlEventSetGetGpuOperationalEventContextLegacyXid_v1", NULL);
 	}
-	if (!any) {
-		if (free_set)
-			free_set(st->set);
-		free(st);
-		return *why == GT_NVML_SUCCESS ? GT_EV_NONE_SUPPORTED : GT_EV_NOT_REGISTERED;
+	if (st->n == 0) {
+		ret = *why == GT_NVML_SUCCESS ? GT_EV_NONE_SUPPORTED : GT_EV_NOT_REGISTERED;
+		goto fail;
 	}
 	pthread_attr_t attr;
 	pthread_t t;
@@ -298,12 +290,13 @@ int gt_events_start(const int *indexes, const uint64_t *masks, const char *const
 	__atomic_fetch_add(&running, 1, __ATOMIC_ACQ_REL);
 	ret = pthread_create(&t, &attr, run, st);
 	pthread_attr_destroy(&attr);
-	if (ret != 0) {
-		__atomic_fetch_sub(&running, 1, __ATOMIC_ACQ_REL);
-		if (free_set)
-			free_set(st->set);
-		free(st);
-		return GT_EV_NO_THREAD;
-	}
-	return 0;
+	if (ret == 0)
+		return 0;
+	__atomic_fetch_sub(&running, 1, __ATOMIC_ACQ_REL);
+	ret = GT_EV_NO_THREAD;
+fail:
+	if (free_set)
+		free_set(st->set);
+	free(st);
+	return ret;
 }

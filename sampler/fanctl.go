@@ -23,22 +23,26 @@ type fanDevice interface {
 	SetDefaultFanSpeed_v2(fan int) nvml.Return
 }
 
-// FanError is a fan call's failure, classified: Refused means the driver
-// refuses fan control here (no permission, not supported, the function
-// missing), Lost that the GPU is gone.
-type FanError struct {
+// CallError is the classified failure of a call outside the sample (a fan
+// setter's, a CPER read's): Refused means the driver refuses the call here
+// (no permission, not supported, the function missing): not a fault; Lost
+// that the GPU is gone.
+type CallError struct {
 	Fn    Fn
 	Class Class
 	Text  string // the driver's words
 }
 
-func (e *FanError) Error() string { return e.Fn.String() + ": " + e.Text }
+func (e *CallError) Error() string { return e.Fn.String() + ": " + e.Text }
 
-// Refused reports whether the driver refuses fan control on the GPU.
-func (e *FanError) Refused() bool { return e.Class.capability() }
+// Refused reports whether the driver refuses the call here.
+func (e *CallError) Refused() bool { return e.Class.capability() }
+
+// Unavailable is Refused as package cper asks it (CPER needs root).
+func (e *CallError) Unavailable() bool { return e.Refused() }
 
 // Lost reports whether the GPU is lost.
-func (e *FanError) Lost() bool { return e.Class == ClassGPULost }
+func (e *CallError) Lost() bool { return e.Class == ClassGPULost }
 
 // FanControl is a GPU's fan setters.
 type FanControl struct{ g *GPU }
@@ -49,18 +53,18 @@ func (g *GPU) FanControl() FanControl { return FanControl{g} }
 // do makes fan call fn through f when it may be made, classifying its result.
 func (f FanControl) do(fn Fn, call func(fanDevice) nvml.Return) error {
 	if !f.g.syms.Has(fn) {
-		return &FanError{Fn: fn, Class: ClassFunctionNotFound, Text: "the driver lacks " + fn.String()}
+		return &CallError{Fn: fn, Class: ClassFunctionNotFound, Text: "the driver lacks " + fn.String()}
 	}
 	dev := f.g.Device()
 	if dev == nil { // no handle yet: a failure, tried again, not a refusal
-		return &FanError{Fn: fn, Class: ClassOther, Text: "the GPU's handle is not open"}
+		return &CallError{Fn: fn, Class: ClassOther, Text: "the GPU's handle is not open"}
 	}
 	d, ok := dev.(fanDevice)
 	if !ok {
-		return &FanError{Fn: fn, Class: ClassNotSupported, Text: "no fan control for this device"}
+		return &CallError{Fn: fn, Class: ClassNotSupported, Text: "no fan control for this device"}
 	}
 	if ret := call(d); ret != nvml.SUCCESS {
-		return &FanError{Fn: fn, Class: Classify(ret), Text: retText(ret)}
+		return &CallError{Fn: fn, Class: Classify(ret), Text: retText(ret)}
 	}
 	return nil
 }
@@ -114,8 +118,7 @@ func ReleaseFans(lib Library, fans map[string][]int, all bool, timeout time.Dura
 	syms := LookupSymbols(lib.LookupSymbol)
 	var out []FanRelease
 	var err error
-	ok := bounded(timeout, func() { out, err = releaseFans(lib, &syms, fans, all) })
-	if !ok {
+	if !bounded(timeout, func() { out, err = releaseFans(lib, &syms, fans, all) }) {
 		return nil, fmt.Errorf("the driver did not answer within %s; fans not handed back yet are left as they are", timeout)
 	}
 	if !bounded(timeout, func() { lib.Shutdown() }) {

@@ -34,7 +34,7 @@ func TestFanControlClassifies(t *testing.T) {
 			d.Set("SetFanSpeed_v2", tc.ret)
 			g := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{d}, Missing: map[string]bool{tc.missing: tc.missing != ""}}).GPUs[0]
 			err := g.FanControl().SetSpeed(0, 78)
-			var fe *FanError
+			var fe *CallError
 			if (err == nil) != (tc.ret == nvml.SUCCESS && tc.missing == "") || (err != nil && (!errors.As(err, &fe) || fe.Refused() != tc.refused || fe.Lost() != tc.lost)) {
 				t.Fatalf("SetSpeed = %v; want refused %v, lost %v", err, tc.refused, tc.lost)
 			}

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"reflect"
 	"runtime/cgo"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -368,37 +369,34 @@ func (d *Dev) GetFieldValues(v []nvml.FieldValue) nvml.Return {
 			continue
 		}
 		f.NvmlReturn = uint32(nvml.SUCCESS)
+		typ, v := nvml.VALUE_TYPE_UNSIGNED_INT, uint64(0)
 		switch f.FieldId {
 		case nvml.FI_DEV_POWER_INSTANT:
-			putU32(f, d.Power)
+			v = uint64(d.Power)
 		case nvml.FI_DEV_POWER_CURRENT_LIMIT:
-			putU32(f, d.Enforced)
+			v = uint64(d.Enforced)
 		case nvml.FI_DEV_TOTAL_ENERGY_CONSUMPTION:
-			f.ValueType = uint32(nvml.VALUE_TYPE_UNSIGNED_LONG_LONG)
-			binary.LittleEndian.PutUint64(f.Value[:], d.Energy)
+			typ, v = nvml.VALUE_TYPE_UNSIGNED_LONG_LONG, d.Energy
 		case nvml.FI_DEV_MEMORY_TEMP:
-			putU32(f, d.MemTemp)
+			v = uint64(d.MemTemp)
 		case nvml.FI_DEV_PCIE_REPLAY_COUNTER:
-			putU32(f, uint32(d.Replay))
+			v = uint64(uint32(d.Replay))
 		default:
-			v, ok := d.LinkFields[[2]uint32{f.FieldId, f.ScopeId}]
+			var ok bool
+			v, ok = d.LinkFields[[2]uint32{f.FieldId, f.ScopeId}]
 			if !ok && f.ScopeId == 0 {
 				v, ok = d.Fields[f.FieldId]
 			}
 			if !ok {
 				f.NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
-				break
+				continue
 			}
-			f.ValueType = uint32(nvml.VALUE_TYPE_UNSIGNED_LONG_LONG)
-			binary.LittleEndian.PutUint64(f.Value[:], v)
+			typ = nvml.VALUE_TYPE_UNSIGNED_LONG_LONG
 		}
+		f.ValueType = uint32(typ)
+		binary.LittleEndian.PutUint64(f.Value[:], v) // an UNSIGNED_INT's is its first 4 bytes
 	}
 	return r
-}
-
-func putU32(f *nvml.FieldValue, v uint32) {
-	f.ValueType = uint32(nvml.VALUE_TYPE_UNSIGNED_INT)
-	binary.LittleEndian.PutUint32(f.Value[:], v)
 }
 
 func (d *Dev) GetFanSpeed() (uint32, nvml.Return) {
@@ -432,12 +430,6 @@ func (d *Dev) GetFanControlPolicy_v2(fan int) (nvml.FanControlPolicy, nvml.Retur
 // The fan calls a fan guard makes, each counted; a fan past Fans is an
 // invalid argument, a fanless GPU supports none, as in NVML.
 
-func (d *Dev) GetFanSpeed_v2(fan int) (uint32, nvml.Return) {
-	return fanCall(d, "GetFanSpeed_v2", fan, func() uint32 { return d.FanSpeed[fan] })
-}
-func (d *Dev) GetTargetFanSpeed(fan int) (int, nvml.Return) {
-	return fanCall(d, "GetTargetFanSpeed", fan, func() int { return d.FanTarget[fan] })
-}
 func (d *Dev) GetMinMaxFanSpeed() (int, int, nvml.Return) {
 	mm, r := fanCall(d, "GetMinMaxFanSpeed", 0, func() [2]int { return [2]int{d.FanMin, d.FanMax} })
 	return mm[0], mm[1], r
@@ -520,20 +512,11 @@ func (d *Dev) GetGraphicsRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) {
 // GetProcessUtilization returns the samples newer than last, or NOT_FOUND
 // (as NVML does).
 func (d *Dev) GetProcessUtilization(last uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
-	r := d.call("GetProcessUtilization")
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if r != nvml.SUCCESS {
-		return nil, r
-	}
-	var out []nvml.ProcessUtilizationSample
-	for _, u := range d.ProcUtil {
-		if u.TimeStamp > last {
-			out = append(out, u)
-		}
-	}
-	if len(out) == 0 {
-		return nil, nvml.ERROR_NOT_FOUND
+	out, r := answer(d, "GetProcessUtilization", func() []nvml.ProcessUtilizationSample {
+		return slices.DeleteFunc(slices.Clone(d.ProcUtil), func(u nvml.ProcessUtilizationSample) bool { return u.TimeStamp <= last })
+	})
+	if r != nvml.SUCCESS || len(out) == 0 {
+		return nil, cmp.Or(r, nvml.ERROR_NOT_FOUND)
 	}
 	return out, r
 }

@@ -13,10 +13,10 @@ func TestFanSetters(t *testing.T) {
 	if r := d.SetFanSpeed_v2(1, 78); r != nvml.SUCCESS {
 		t.Fatalf("set: %v", r)
 	}
-	if v, _ := d.GetFanSpeed_v2(1); v != 78 {
+	if v := d.FanSpeed[1]; v != 78 {
 		t.Fatalf("commanded fan runs at %d, want 78", v)
 	}
-	if v, _ := d.GetTargetFanSpeed(1); v != 31 {
+	if v := d.FanTarget[1]; v != 31 {
 		t.Fatalf("firmware target %d, want 31", v)
 	}
 	if p, _ := d.GetFanControlPolicy_v2(1); p != nvml.FAN_POLICY_MANUAL {

@@ -156,7 +156,7 @@ static void set_call(struct gt_call *c, const char *name, uint32_t shape, uint32
 		     int n, ...)
 {
 	va_list ap;
-	c->fn = gt_batch_sym(name);
+	c->fn = gt_sym(name, NULL);
 	CHECK(c->fn != NULL, "%s not found", name);
 	c->shape = shape;
 	c->arg = arg;
@@ -207,7 +207,7 @@ static void set_calls(void)
 	_Static_assert(sizeof(nvmlEccSramErrorStatus_t) <= GT_MAXOUT, "GT_MAXOUT");
 	_Static_assert(sizeof(nvmlGpuThermalSettings_t) <= GT_MAXOUT / 2, "GT_MAXOUT");
 	_Static_assert(H_NCALLS <= GT_MAXCALLS, "GT_MAXCALLS");
-	lib.fields = gt_batch_sym("nvmlDeviceGetFieldValues");
+	lib.fields = gt_sym("nvmlDeviceGetFieldValues", NULL);
 	CHECK(lib.fields != NULL, "nvmlDeviceGetFieldValues not found");
 	lib.ncalls = H_NCALLS;
 }
