@@ -394,7 +394,13 @@ func (d *Dev) GetFieldValues(v []nvml.FieldValue) nvml.Return {
 			typ = nvml.VALUE_TYPE_UNSIGNED_LONG_LONG
 		}
 		f.ValueType = uint32(typ)
-		binary.LittleEndian.PutUint64(f.Value[:], v) // an UNSIGNED_INT's is its first 4 bytes
+		if typ == nvml.VALUE_TYPE_UNSIGNED_INT {
+			// 4 bytes, the rest left as the caller had them, as NVML does:
+			// a reader decoding it as 8 bytes reads what the caller left.
+			binary.LittleEndian.PutUint32(f.Value[:], uint32(v))
+		} else {
+			binary.LittleEndian.PutUint64(f.Value[:], v)
+		}
 	}
 	return r
 }
