@@ -187,11 +187,13 @@ func NewRepair(boot string, inspectAfter int, h action.History) *Repair {
 // others began in this run and are counted. Xid classes are not taken:
 // their events are given to r again (Xid). The acknowledgements made of
 // early (by the GPU's index) are the board's: each class as of when it was
-// acknowledged; but not a class that the board's history escalates beyond
-// the action acknowledged (a repair seen in inspectAfter earlier boots:
-// Inspect, where early, without the history, asked for a reboot). An ack
-// covers the action acknowledged, not a greater one: with the UUID known
-// the board would have asked for Inspect, and an ack of less been refused.
+// acknowledged, the occurrence acknowledged still covered while it goes on
+// (a hang at watch still stuck when the UUID reads); but not a class that
+// the board's history escalates beyond the action acknowledged (a repair
+// seen in inspectAfter earlier boots: Inspect, where early, without the
+// history, asked for a reboot). An ack covers the action acknowledged,
+// not a greater one: with the UUID known the board would have asked for
+// Inspect, and an ack of less been refused.
 // Those classes are returned (sorted), the board's to acknowledge itself.
 // The history is then to be written.
 func (r *Repair) Absorb(early *Repair) (escalated []string) {
@@ -236,6 +238,21 @@ func (r *Repair) Absorb(early *Repair) (escalated []string) {
 		r.began[class], r.counted[class] = c.Last, true
 		r.dirty = true
 	}
+	// The state classes active at early's last judgement go on in r from
+	// when early saw them begin, those no history counts too (a hang at
+	// watch): an ack made of early covers the occurrence acknowledged
+	// while it goes on (a hang still stuck when the UUID reads), and Judge
+	// takes one that began again since for a new one.
+	for class := range early.active {
+		if _, isXid := xidClass(class); isXid {
+			continue
+		}
+		if _, known := r.began[class]; !known {
+			r.began[class] = early.began[class]
+		}
+		r.active[class] = true
+	}
+	r.lastJudge = early.lastJudge
 	return escalated
 }
 
@@ -317,8 +334,9 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 		case !r.active[c.Class] || c.Since.After(r.lastJudge):
 			// A class already begun in this boot when the logger restarted
 			// goes on; after the first Judge, one that was absent, or that
-			// began again since, is new.
-			if _, known := r.began[c.Class]; r.judged || !known {
+			// began again since, is new; so is one that began again since
+			// early's last judgement (Absorb).
+			if _, known := r.began[c.Class]; r.judged || !known || r.active[c.Class] {
 				at := in.Now
 				if c.Class == missingClass {
 					at = r.missingSince(at) // an absence that goes on began when it began

@@ -649,3 +649,47 @@ func TestReasonsStable(t *testing.T) {
 		t.Errorf("reasons %q: the deciding first, then in the order they happened", first.Reasons)
 	}
 }
+
+// TestAbsorbAckOfAHangAtWatch: an ack made by index of a hang at watch
+// (a GPU stuck at start) covers that hang in its board's judge once the
+// UUID reads: while the same hang goes on it is watch, acknowledged, as
+// early showed it; the reboot it asks for after HungReboot is still not
+// covered, and a hang that began after early's last judgement is a new
+// one, not covered either.
+func TestAbsorbAckOfAHangAtWatch(t *testing.T) {
+	start := t0.Add(10 * time.Second) // the ack's judgement
+	for _, tc := range []struct {
+		name  string
+		in    RepairInput // the board's first judgement, its UUID read
+		want  action.Action
+		acked bool   // the hang's reason says "(acknowledged)"
+		count uint64 // hung in this boot's history
+	}{
+		{"the same hang goes on", hung(start.Add(5*time.Second), t0), action.Watch, true, 0},
+		{"the same hang past HungReboot", hung(t0.Add(HungReboot), t0), action.Reboot, false, 1},
+		{"a new hang", hung(start.Add(5*time.Second), start.Add(2*time.Second)), action.Watch, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			early := NewRepair("A", 0, action.History{})
+			early.Judge(hung(t0.Add(5*time.Second), t0))
+			cur := early.Judge(hung(start, t0))
+			if cur.Action != action.Watch {
+				t.Fatalf("early, hung briefly: %v %q", cur.Action, cur.Reasons)
+			}
+			early.Ack(cur, start, "root", "slow driver, known")
+
+			r := NewRepair("A", 0, action.History{UUID: "GPU-b"})
+			if esc := r.Absorb(early); len(esc) > 0 {
+				t.Errorf("Absorb left %q out of the ack of watch", esc)
+			}
+			cur = r.Judge(tc.in)
+			if cur.Action != tc.want || strings.Contains(cur.Reason(), "(acknowledged)") != tc.acked {
+				t.Errorf("the board, its UUID read: %v %q, want %v, acknowledged %v", cur.Action, cur.Reasons, tc.want, tc.acked)
+			}
+			h, _ := r.History()
+			if c := h.Boot("A").Classes["hung"]; c.Count != tc.count || c.Count > 0 && h.IsAcked("hung", c.Last) {
+				t.Errorf("hung in the board's history %+v, acknowledged %v: want %d, not acknowledged", c, h.IsAcked("hung", c.Last), tc.count)
+			}
+		})
+	}
+}

@@ -141,6 +141,67 @@ func TestAckOfAGPUWhoseUUIDIsNotKnownYet(t *testing.T) {
 	})
 }
 
+// A GPU stuck at start whose hang an operator acknowledged at watch by its
+// index, and whose UUID reads while the same sample is still stuck (its
+// static facts answer, a reading of its sample does not): the ack goes on
+// covering that hang in its board's action: acknowledged watch, its
+// ACTION line after the ack's; the reboot the hang asks for after a
+// minute is not covered.
+func TestAckAtWatchHoldsWhenTheUUIDReadsMidHang(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, answer := rigGPU1StuckAtStart(t)
+		stuck := r.devs[1].Block("GetTemperature", nil) // the sample after its static facts
+		t.Cleanup(stuck)
+		var ackErr error
+		var uuidRead, reboot action.Current
+		var uuid string
+		r.run(5*time.Second, func() {
+			time.Sleep(3 * time.Second)
+			_, ackErr = r.m.Ack("1", action.Watch, "slow driver, known", "root")
+			answer()
+			time.Sleep(5 * time.Second)
+			uuid = r.m.gpus[1].g.Info().UUID
+			uuidRead = r.m.gpus[1].slot.Get().Action
+			time.Sleep(time.Minute)
+			reboot = r.m.gpus[1].slot.Get().Action
+			stuck()
+		})
+		if ackErr != nil {
+			t.Fatalf("ack of GPU 1 at watch by its index: %v", ackErr)
+		}
+		if uuid != "GPU-b" {
+			t.Fatalf("GPU 1's UUID %q did not read while its sample was stuck", uuid)
+		}
+		if uuidRead.Action != action.Watch || !strings.Contains(uuidRead.Reason(), "stuck past the deadline (acknowledged)") {
+			t.Errorf("GPU 1, still hung once its UUID read: %v, want its hang at watch still acknowledged", uuidRead)
+		}
+		if reboot.Action != action.Reboot || strings.Contains(reboot.Reason(), "acknowledged") {
+			t.Errorf("GPU 1, hung over a minute: %v, want reboot, not covered by the ack of watch", reboot)
+		}
+		var lines []string
+		for l := range strings.Lines(r.eventsLog()) {
+			if strings.Contains(l, " gpu=1 ") && (strings.Contains(l, "type=ACK ") || strings.Contains(l, "type=ACTION ")) {
+				lines = append(lines, strings.TrimSpace(l[strings.Index(l, "type="):]))
+			}
+		}
+		want := []string{
+			`type=ACTION action=watch from=none reason="an NVML call stuck past the deadline"`,
+			`type=ACK action=watch by=root note="slow driver, known" classes=hung`,
+			`type=ACTION action=watch from=watch reason="an NVML call stuck past the deadline (acknowledged)"`,
+		}
+		if len(lines) < 4 || !slices.Equal(lines[:3], want) || !strings.HasPrefix(lines[3], "type=ACTION action=reboot from=watch") {
+			t.Errorf("GPU 1's ACK and ACTION lines:\n%s\nwant the ack of watch, its hang acknowledged, then the reboot", strings.Join(lines, "\n"))
+		}
+		h, err := board.Read(r.dir, "GPU-b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := h.Boot(r.m.repairBoot()).Classes["hung"]; c.Count != 1 || h.IsAcked("hung", c.Last) || h.Ack == nil || h.Ack.Action != action.Watch {
+			t.Errorf("GPU 1's board history: hung %+v, ack %+v: want the reboot counted once, not acknowledged, the ack of watch kept", c, h.Ack)
+		}
+	})
+}
+
 // rigGPU1StuckAtStart is a rig of two GPUs on a host root with the NVIDIA
 // driver's files and no boot id, GPU 1 stuck at start (its name, so its
 // UUID, not read) until answer is called.
