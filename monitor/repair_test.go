@@ -179,9 +179,7 @@ func TestRepairWithoutABootID(t *testing.T) {
 // a repair at once; a change that does not hold (gone by the next round)
 // is no line, and the same line is never written twice in a row.
 func TestActionLines(t *testing.T) {
-	var mono atomic.Int64
-	r := newRig(t, 1, func(c *Config) { c.mono = func() time.Duration { return time.Duration(mono.Load()) } })
-	gs, _, _ := stepper(r, 1)
+	r, gs, mono := monoRig(t)
 	t0 := time.Now()
 	// at is d into the test on both clocks: an application's Xid's hour
 	// (its watch) runs on the monotonic one.
@@ -234,9 +232,7 @@ func TestXidAgeIsOnTheMonotonicClock(t *testing.T) {
 		{"forward after an Xid", 2 * time.Hour, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var mono atomic.Int64
-			r := newRig(t, 1, func(c *Config) { c.mono = func() time.Duration { return time.Duration(mono.Load()) } })
-			gs, _, _ := stepper(r, 1)
+			r, gs, mono := monoRig(t)
 			xid13 := func(at time.Time) {
 				gs.wake(events.Record{Kind: reading.EventXid, Code: 13, At: at, Seen: at}, reading.XidDetail{}).write(gs)
 			}
@@ -259,6 +255,33 @@ func TestXidAgeIsOnTheMonotonicClock(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An Xid the kernel logged before it was read (the backlog after a
+// restart of the logger) is watched for the rest of its hour from when it
+// came, as the kernel's clock places it (events.Record.At before Seen).
+func TestXidReadAfterTheFactAgesFromWhenItCame(t *testing.T) {
+	r, gs, mono := monoRig(t)
+	seen, mono0 := time.Now(), 3*time.Hour
+	mono.Store(int64(mono0))
+	gs.wake(events.Record{Kind: reading.EventXid, Code: 13, At: seen.Add(-59 * time.Minute), Seen: seen}, reading.XidDetail{}).write(gs)
+	if cur := gs.slot.Get().Action; cur.Action != action.Watch {
+		t.Errorf("an Xid 13 logged 59 minutes before it was read: %v %q, want watch", cur.Action, cur.Reasons)
+	}
+	mono.Store(int64(mono0 + 2*time.Minute))
+	r.m.judgeActions(seen.Add(2 * time.Minute))
+	if cur := gs.slot.Get().Action; cur.Action != action.None {
+		t.Errorf("61 minutes after it was logged: %v %q, want none", cur.Action, cur.Reasons)
+	}
+}
+
+// monoRig is a rig of one GPU, sampled once, whose monotonic clock
+// (Config.mono) the test sets.
+func monoRig(t *testing.T) (*rig, *gpuState, *atomic.Int64) {
+	mono := new(atomic.Int64)
+	r := newRig(t, 1, func(c *Config) { c.mono = func() time.Duration { return time.Duration(mono.Load()) } })
+	gs, _, _ := stepper(r, 1)
+	return r, gs, mono
 }
 
 // A board of the previous run that is not enumerated now, whose previous
