@@ -275,6 +275,29 @@ func TestXidReadAfterTheFactAgesFromWhenItCame(t *testing.T) {
 	}
 }
 
+// A GPU's Xids taken in while its UUID was not known (earlyEvents) keep
+// their monotonic reading for its board's judge: an application's Xid's
+// hour runs from when it last came, the wall clock stepped back between
+// two of them or not.
+func TestEarlyXidKeepsItsMonotonicReading(t *testing.T) {
+	var ee earlyEvents
+	e := xid.ExplainDetail(13, reading.XidDetail{})
+	wall0, mono0 := time.Now(), 3*time.Hour
+	ee.Xid(e, wall0, mono0)
+	ee.Xid(e, wall0.Add(-2*time.Hour+30*time.Minute), mono0+30*time.Minute) // the wall clock stepped back
+	r := anomaly.NewRepair("boot", 0, action.History{UUID: "GPU-b"})
+	ee.replay(r)
+	for _, j := range []struct {
+		mono time.Duration // from the first Xid; the wall clock two hours behind
+		want action.Action
+	}{{59 * time.Minute, action.Watch}, {61 * time.Minute, action.Watch}, {91 * time.Minute, action.None}} {
+		in := anomaly.RepairInput{Now: wall0.Add(-2*time.Hour + j.mono), Mono: mono0 + j.mono}
+		if cur := r.Judge(in); cur.Action != j.want {
+			t.Errorf("%v after the first Xid: %v %q, want %v", j.mono, cur.Action, cur.Reasons, j.want)
+		}
+	}
+}
+
 // monoRig is a rig of one GPU, sampled once, whose monotonic clock
 // (Config.mono) the test sets.
 func monoRig(t *testing.T) (*rig, *gpuState, *atomic.Int64) {
