@@ -36,7 +36,8 @@ const (
 	// the driver, and a reset needs the driver to answer.
 	HungReboot = time.Minute
 	// watchHold is how long an Xid that asks only to be watched (an
-	// application's fault) keeps the GPU at Watch: news for an hour.
+	// application's fault) keeps the GPU at Watch since it last came: news
+	// for an hour, on the monotonic clock (xidCause.age).
 	watchHold = time.Hour
 )
 
@@ -57,6 +58,7 @@ type Cause struct {
 // RepairInput is a GPU's current state as the repair action weighs it.
 type RepairInput struct {
 	Now       time.Time
+	Mono      time.Duration // the monotonic clock at Now, the one Repair.Xid's mono is on: an Xid's age (watchHold) runs on it
 	Health    HealthVerdict
 	Vals      *reading.Values // the latest health readings (recovery action, retired pages); nil: none
 	Lost      bool            // the driver reports the GPU lost
@@ -143,7 +145,22 @@ type Repair struct {
 
 type xidCause struct {
 	Cause
-	at time.Time
+	at   time.Time     // when it last came, on the wall clock: the reasons' order, the board's history
+	mono time.Duration // the same on the monotonic clock (RepairInput.Mono): its age
+	// wallOnly: taken up from the board's history (an earlier run of the
+	// logger in this boot), which keeps the wall clock only: a monotonic
+	// reading means nothing after a restart, so it ages on the wall clock.
+	wallOnly bool
+}
+
+// age is how long before in the Xid last came: on the monotonic clock, so
+// that a step of the wall clock (chrony's makestep, date -s) neither ends an
+// application's Xid's watch at once nor holds it for hours.
+func (x xidCause) age(in RepairInput) time.Duration {
+	if x.wallOnly {
+		return in.Now.Sub(x.at)
+	}
+	return in.Mono - x.mono
 }
 
 // NewRepair starts a board's repair action in boot id from its history (its
@@ -170,7 +187,7 @@ func NewRepair(boot string, inspectAfter int, h action.History) *Repair {
 			}
 			if code, ok := xidClass(class); ok {
 				e := xid.ExplainDetail(code, reading.XidDetail{})
-				r.xids[class] = xidCause{Cause: xidCauseOf(e), at: c.Last}
+				r.xids[class] = xidCause{Cause: xidCauseOf(e), at: c.Last, wallOnly: true}
 			}
 		}
 	}
@@ -277,9 +294,10 @@ func xidCauseOf(e xid.Explanation) Cause {
 	return Cause{Class: "xid" + strconv.Itoa(e.Code), Action: action.XidAction(e), Text: text}
 }
 
-// Xid takes an Xid report at t into the board's causes: a new event, which
-// an earlier acknowledgement of its class does not cover.
-func (r *Repair) Xid(e xid.Explanation, t time.Time) {
+// Xid takes an Xid report at t on the wall clock, mono on the monotonic
+// one (RepairInput.Mono's), into the board's causes: a new event, which an
+// earlier acknowledgement of its class does not cover.
+func (r *Repair) Xid(e xid.Explanation, t time.Time, mono time.Duration) {
 	if e.HasRecovery {
 		r.Recovery(e.Recovery, t)
 	}
@@ -287,7 +305,7 @@ func (r *Repair) Xid(e xid.Explanation, t time.Time) {
 	if c.Action == action.None {
 		return
 	}
-	r.xids[c.Class] = xidCause{Cause: c, at: t}
+	r.xids[c.Class] = xidCause{Cause: c, at: t, mono: mono}
 	r.begin(c, t)
 }
 
@@ -361,7 +379,7 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 		return cmp.Or(a.at.Compare(b.at), cmp.Compare(a.Class, b.Class))
 	})
 	for _, x := range xs {
-		if x.Action == action.Watch && in.Now.Sub(x.at) >= watchHold {
+		if x.Action == action.Watch && x.age(in) >= watchHold {
 			continue
 		}
 		causes = append(causes, x.Cause)

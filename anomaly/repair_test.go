@@ -29,6 +29,10 @@ func verdict(rs ...HealthReason) HealthVerdict {
 
 // hung is the input of a GPU hung since since, judged at now, the wall and
 // monotonic clocks in step.
+// mono is wall time t on the tests' monotonic clock: it runs with their
+// wall clock, from t0.
+func mono(t time.Time) time.Duration { return t.Sub(t0) }
+
 func hung(now, since time.Time) RepairInput {
 	return RepairInput{Now: now, HungSince: since, HungFor: now.Sub(since)}
 }
@@ -109,7 +113,7 @@ func boot(t *testing.T, h action.History, id string, n int, in RepairInput, xids
 	t.Helper()
 	r := NewRepair(id, n, h)
 	for _, e := range xids {
-		r.Xid(e, in.Now)
+		r.Xid(e, in.Now, in.Mono)
 	}
 	cur := r.Judge(in)
 	h, _ = r.History()
@@ -394,7 +398,7 @@ func TestAbsorb(t *testing.T) {
 	h.Acknowledge(action.AckRecord{Time: t0.Add(30 * time.Second), Action: action.Reboot, Classes: []string{"lost"}})
 
 	early := NewRepair("boot-1", 0, action.History{}) // the logger restarted in boot-1: the GPU is stuck
-	early.Xid(xid79, t0.Add(time.Minute))
+	early.Xid(xid79, t0.Add(time.Minute), mono(t0.Add(time.Minute)))
 	early.Judge(RepairInput{Now: t0.Add(time.Minute), Lost: true})
 	early.Judge(RepairInput{Now: t0.Add(2 * time.Minute), Failing: true})
 
@@ -449,7 +453,7 @@ func TestAbsorbAckTheHistoryEscalates(t *testing.T) {
 	}
 	now := t0.Add(10 * time.Hour)
 	early := NewRepair("C", 0, action.History{})
-	early.Xid(xid79, now)
+	early.Xid(xid79, now, mono(now))
 	cur := early.Judge(RepairInput{Now: now, Health: verdict(ReasonDBE)})
 	if cur.Action != action.Reboot {
 		t.Fatalf("early, without the history: %v %q, want reboot", cur.Action, cur.Reasons)
@@ -460,7 +464,7 @@ func TestAbsorbAckTheHistoryEscalates(t *testing.T) {
 	if got := r.Absorb(early); !slices.Equal(got, []string{"xid79"}) {
 		t.Errorf("Absorb left out %q of the ack, want xid79", got)
 	}
-	r.Xid(xid79, now) // the early events, given again
+	r.Xid(xid79, now, mono(now)) // the early events, given again
 	cur = r.Judge(RepairInput{Now: now.Add(2 * time.Second), Health: verdict(ReasonDBE)})
 	if cur.Action != action.Inspect || !strings.Contains(cur.Reason(), "earlier boots") {
 		t.Errorf("the board, its UUID read: %v %q, want inspect", cur.Action, cur.Reasons)
@@ -479,7 +483,7 @@ func TestAbsorbAckTheHistoryEscalates(t *testing.T) {
 // watch (a condition that still holds) until a new event.
 func TestAck(t *testing.T) {
 	r := NewRepair("A", 0, action.History{})
-	r.Xid(xid79, t0)
+	r.Xid(xid79, t0, mono(t0))
 	in := RepairInput{Now: t0, Health: verdict(ReasonDBE)}
 	cur := r.Judge(in)
 	if cur.Action != action.Reboot {
@@ -512,7 +516,7 @@ func TestAck(t *testing.T) {
 	if cur = r2.Judge(in); cur.Action != action.ResetGPU {
 		t.Fatalf("the DBE again: %v %q", cur.Action, cur.Reasons)
 	}
-	r2.Xid(xid79, t0.Add(4*time.Minute))
+	r2.Xid(xid79, t0.Add(4*time.Minute), mono(t0.Add(4*time.Minute)))
 	if cur = r2.Judge(in); cur.Action != action.Reboot {
 		t.Fatalf("Xid 79 again: %v %q", cur.Action, cur.Reasons)
 	}
@@ -524,7 +528,7 @@ func TestAckedBootsDoNotEscalate(t *testing.T) {
 	var h action.History
 	_, h = boot(t, h, "A", 0, RepairInput{Now: t0}, xid79)
 	r := NewRepair("B", 0, h)
-	r.Xid(xid79, t0.Add(time.Hour))
+	r.Xid(xid79, t0.Add(time.Hour), mono(t0.Add(time.Hour)))
 	cur := r.Judge(RepairInput{Now: t0.Add(time.Hour)})
 	r.Ack(cur, t0.Add(time.Hour+time.Minute), "root", "")
 	h, _ = r.History()
@@ -541,7 +545,7 @@ func TestALaterAckKeepsAnEarlierOne(t *testing.T) {
 	_, h = boot(t, h, "A", 0, RepairInput{Now: t0}, xid79)
 	_, h = boot(t, h, "B", 0, RepairInput{Now: t0.Add(time.Hour)}, xid79)
 	r := NewRepair("C", 0, h)
-	r.Xid(xid79, t0.Add(2*time.Hour))
+	r.Xid(xid79, t0.Add(2*time.Hour), mono(t0.Add(2*time.Hour)))
 	cur := r.Judge(RepairInput{Now: t0.Add(2 * time.Hour)})
 	if cur.Action != action.Inspect {
 		t.Fatalf("boot C: %v %q", cur.Action, cur.Reasons)
@@ -577,12 +581,74 @@ func TestRestartInTheSameBoot(t *testing.T) {
 // hour.
 func TestWatchXidExpires(t *testing.T) {
 	r := NewRepair("A", 0, action.History{})
-	r.Xid(xid13, t0)
-	if cur := r.Judge(RepairInput{Now: t0.Add(59 * time.Minute)}); cur.Action != action.Watch {
+	r.Xid(xid13, t0, mono(t0))
+	if cur := r.Judge(RepairInput{Now: t0.Add(59 * time.Minute), Mono: 59 * time.Minute}); cur.Action != action.Watch {
 		t.Fatalf("%v", cur.Action)
 	}
-	if cur := r.Judge(RepairInput{Now: t0.Add(61 * time.Minute)}); cur.Action != action.None {
+	if cur := r.Judge(RepairInput{Now: t0.Add(61 * time.Minute), Mono: 61 * time.Minute}); cur.Action != action.None {
 		t.Fatalf("%v", cur.Action)
+	}
+}
+
+// TestXidAgeIsOnTheMonotonicClock: an application's Xid is watched for an
+// hour on the monotonic clock since it last came. A step of the wall clock
+// (chrony's makestep, date -s) between the Xid and a judgement neither ends
+// the watch at once (forward) nor holds it past the hour (back); a second
+// Xid of the class after a step back starts the hour again. An Xid taken up
+// from the board's history (a restart of the logger in the same boot) has
+// only its wall time, and ages on the wall clock.
+func TestXidAgeIsOnTheMonotonicClock(t *testing.T) {
+	type judgement struct {
+		wall, mono time.Duration // from the first Xid, on either clock
+		want       action.Action
+	}
+	for _, tc := range []struct {
+		name    string
+		history bool            // the Xid taken up from the history, not given
+		again   []time.Duration // a second Xid 13, at wall and mono
+		judge   []judgement
+	}{
+		{"forward past the hour", false, nil, []judgement{
+			{2 * time.Hour, 5 * time.Second, action.Watch},
+			{2*time.Hour + 59*time.Minute, 59 * time.Minute, action.Watch},
+			{3*time.Hour + time.Minute, 61 * time.Minute, action.None},
+		}},
+		{"back", false, nil, []judgement{
+			{-2*time.Hour + 5*time.Second, 5 * time.Second, action.Watch},
+			{-2*time.Hour + 61*time.Minute, 61 * time.Minute, action.None},
+		}},
+		{"again after a step back", false, []time.Duration{-2*time.Hour + 50*time.Minute, 50 * time.Minute}, []judgement{
+			{-2*time.Hour + 50*time.Minute, 50 * time.Minute, action.Watch},
+			{-2*time.Hour + 109*time.Minute, 109 * time.Minute, action.Watch},
+			{-2*time.Hour + 111*time.Minute, 111 * time.Minute, action.None},
+		}},
+		{"from the history", true, nil, []judgement{
+			{59 * time.Minute, 2 * time.Hour, action.Watch},
+			{61 * time.Minute, 5 * time.Second, action.None},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mono0 := 100 * time.Second
+			var h action.History
+			if tc.history {
+				h.Count("A", "xid13", t0)
+			}
+			r := NewRepair("A", 0, h)
+			if !tc.history {
+				r.Xid(xid13, t0, mono0)
+			}
+			if cur := r.Judge(RepairInput{Now: t0, Mono: mono0}); cur.Action != action.Watch {
+				t.Fatalf("at the Xid: %v %q", cur.Action, cur.Reasons)
+			}
+			if tc.again != nil {
+				r.Xid(xid13, t0.Add(tc.again[0]), mono0+tc.again[1])
+			}
+			for i, j := range tc.judge {
+				if cur := r.Judge(RepairInput{Now: t0.Add(j.wall), Mono: mono0 + j.mono}); cur.Action != j.want {
+					t.Errorf("judgement %d (%v on the monotonic clock, %v on the wall clock): %v %q, want %v", i, j.mono, j.wall, cur.Action, cur.Reasons, j.want)
+				}
+			}
+		})
 	}
 }
 
@@ -621,7 +687,7 @@ func TestWarmRebootThatWorked(t *testing.T) {
 	if cur := r.Judge(RepairInput{Now: t0.Add(time.Hour), Answered: true}); cur.Action != action.None {
 		t.Fatalf("answering: %v %q", cur.Action, cur.Reasons)
 	}
-	r.Xid(xid79, t0.Add(2*time.Hour))
+	r.Xid(xid79, t0.Add(2*time.Hour), mono(t0.Add(2*time.Hour)))
 	in := RepairInput{Now: t0.Add(2 * time.Hour), Lost: true}
 	if cur := r.Judge(in); cur.Action != action.Reboot || strings.Contains(cur.Reason(), "warm reboot") {
 		t.Fatalf("Xid 79 later in the boot: %v %q, want reboot", cur.Action, cur.Reasons)
@@ -637,7 +703,8 @@ func TestWarmRebootThatWorked(t *testing.T) {
 func TestReasonsStable(t *testing.T) {
 	r := NewRepair("A", 0, action.History{})
 	for i, code := range []int{119, 62, 79, 48} {
-		r.Xid(xid.ExplainDetail(code, reading.XidDetail{}), t0.Add(time.Duration(i)*time.Second))
+		at := t0.Add(time.Duration(i) * time.Second)
+		r.Xid(xid.ExplainDetail(code, reading.XidDetail{}), at, mono(at))
 	}
 	first := r.Judge(RepairInput{Now: t0.Add(time.Minute)})
 	for i := range 20 {

@@ -53,9 +53,10 @@ type repairState struct {
 
 // due reports whether judgeEvery has passed since the last judgement on
 // either clock: on the wall clock, the one the action's times go by (an
-// application's Xid expires on it); on the monotonic one, so that the wall
-// clock stepped back (chrony's makestep) does not hold judgements off, and
-// a hang's reboot with them.
+// Xid taken up from the board's history ages on it); on the monotonic one,
+// so that the wall clock stepped back (chrony's makestep) does not hold
+// judgements off, and a hang's reboot or an application's Xid's expiry
+// with them.
 func (rs *repairState) due(now time.Time, mono time.Duration) bool {
 	return now.UnixNano()-rs.last.Load() >= int64(judgeEvery) || mono-time.Duration(rs.lastMono.Load()) >= judgeEvery
 }
@@ -146,7 +147,7 @@ func (gs *gpuState) judge(now time.Time, force bool, event func(r repairEvents))
 	rs.judged, rs.hv = now, hv
 	rs.last.Store(now.UnixNano())
 	rs.lastMono.Store(int64(mono))
-	in := anomaly.RepairInput{Now: now}
+	in := anomaly.RepairInput{Now: now, Mono: mono}
 	if hv != nil && !hv.At.IsZero() {
 		in.Health = hv.Verdict
 		vals := reading.Values(hv.Vals)
@@ -280,7 +281,7 @@ func (m *Monitor) newBoard(h action.History) *board.Board {
 // repairEvents are the events a GPU's repair action takes in
 // (anomaly.Repair's, and earlyEvents').
 type repairEvents interface {
-	Xid(e xid.Explanation, t time.Time)
+	Xid(e xid.Explanation, t time.Time, mono time.Duration)
 	Recovery(v uint64, t time.Time)
 	InitFailed()
 }
@@ -299,17 +300,21 @@ type earlyEvents struct {
 }
 
 type earlyXid struct {
-	n  int
-	at time.Time
+	n    int
+	at   time.Time
+	mono time.Duration
 }
 
-// Xid notes the Xid report e at t.
-func (ee *earlyEvents) Xid(e xid.Explanation, t time.Time) {
+// Xid notes the Xid report e at t (mono on Config.mono).
+func (ee *earlyEvents) Xid(e xid.Explanation, t time.Time, mono time.Duration) {
 	if ee.xids == nil {
 		ee.xids = map[xid.Explanation]earlyXid{}
 	}
 	x := ee.xids[e]
 	x.n++
+	if x.n == 1 || mono > x.mono {
+		x.mono = mono
+	}
 	if t.After(x.at) {
 		x.at = t
 	}
@@ -339,7 +344,7 @@ func (ee *earlyEvents) replay(r repairEvents) {
 	})
 	for _, e := range es {
 		for range ee.xids[e].n {
-			r.Xid(e, ee.xids[e].at)
+			r.Xid(e, ee.xids[e].at, ee.xids[e].mono)
 		}
 	}
 	if v, ok := ee.recovery.Get(); ok {
@@ -368,8 +373,12 @@ func (gs *gpuState) wake(r events.Record, d reading.XidDetail) judged {
 	switch r.Kind {
 	case reading.EventXid:
 		gs.slot.Update(func(g *live.GPU) { g.Xid(r.Code, r.At, xid.Name(int(r.Code))) })
-		e := xid.ExplainDetail(int(r.Code), d)
-		return gs.judge(r.At, true, func(rp repairEvents) { rp.Xid(e, r.At) })
+		// Its age (an application's Xid is watched for an hour) runs on the
+		// monotonic clock from when it happened: a record read after the
+		// fact (r.At before r.Seen, both reckoned at its read) is that much
+		// older.
+		e, mono := xid.ExplainDetail(int(r.Code), d), gs.m.cfg.mono()-max(r.Seen.Sub(r.At), 0)
+		return gs.judge(r.At, true, func(rp repairEvents) { rp.Xid(e, r.At, mono) })
 	case reading.EventRecovery:
 		gs.slot.Update(func(g *live.GPU) { g.Recovery(r.Code, r.At, xid.RecoveryActionName(r.Code)) })
 		return gs.judge(r.At, true, func(rp repairEvents) { rp.Recovery(r.Code, r.At) })

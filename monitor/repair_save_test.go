@@ -21,7 +21,7 @@ func TestAckGPUWriteRetried(t *testing.T) {
 	gs := r.m.gpus[0]
 	uuid := gs.g.Info().UUID
 	now := time.Now()
-	gs.judgeAction(now, true, func(rp repairEvents) { rp.Xid(xid.ExplainDetail(79, reading.XidDetail{}), now) })
+	gs.judgeAction(now, true, func(rp repairEvents) { rp.Xid(xid.ExplainDetail(79, reading.XidDetail{}), now, gs.m.cfg.mono()) })
 	p, _ := board.Path(r.dir, uuid)
 	if err := os.Remove(p); err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func TestBoardCopyWrittenAtExit(t *testing.T) {
 				return
 			}
 			now := time.Now()
-			gs.judgeAction(now, true, func(rp repairEvents) { rp.Xid(xid.ExplainDetail(79, reading.XidDetail{}), now) })
+			gs.judgeAction(now, true, func(rp repairEvents) { rp.Xid(xid.ExplainDetail(79, reading.XidDetail{}), now, gs.m.cfg.mono()) })
 			if n := r.counted("board_state_write_failures"); n == 0 {
 				t.Errorf("the write did not fail")
 			}
@@ -108,7 +108,7 @@ func TestBoardsAtExitBoundedByASlowWrite(t *testing.T) {
 		r := newRig(t, 2, nil)
 		now := time.Now()
 		var paths []string
-		xid79 := func(rp repairEvents) { rp.Xid(xid.ExplainDetail(79, reading.XidDetail{}), now) }
+		xid79 := func(rp repairEvents) { rp.Xid(xid.ExplainDetail(79, reading.XidDetail{}), now, r.m.cfg.mono()) }
 		for _, gs := range r.m.gpus { // a copy not on disk: its write failed
 			gs.judgeAction(now, true, xid79) // the board's file written
 			p, _ := board.Path(r.dir, gs.g.Info().UUID)

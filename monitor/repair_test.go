@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/action"
 	"github.com/gpu-telemetry/gpu-telemetry/action/board"
 	"github.com/gpu-telemetry/gpu-telemetry/anomaly"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/events"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
@@ -89,8 +91,10 @@ func TestBoardStateWritesInOrder(t *testing.T) {
 	gs, _, _ := stepper(r, 3)
 	uuid := gs.g.Info().UUID
 	now := time.Now()
-	older := gs.judge(now, true, func(rp repairEvents) { rp.Xid(xid.ExplainDetail(79, reading.XidDetail{}), now) })
-	newer := gs.judge(now.Add(time.Second), true, func(rp repairEvents) { rp.Xid(xid.ExplainDetail(48, reading.XidDetail{}), now.Add(time.Second)) })
+	older := gs.judge(now, true, func(rp repairEvents) { rp.Xid(xid.ExplainDetail(79, reading.XidDetail{}), now, gs.m.cfg.mono()) })
+	newer := gs.judge(now.Add(time.Second), true, func(rp repairEvents) {
+		rp.Xid(xid.ExplainDetail(48, reading.XidDetail{}), now.Add(time.Second), gs.m.cfg.mono())
+	})
 	newer.write(gs)
 	older.write(gs)
 	h, err := board.Read(r.dir, uuid)
@@ -104,7 +108,9 @@ func TestBoardStateWritesInOrder(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(p, "x"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	gs.judgeAction(now.Add(2*time.Second), true, func(rp repairEvents) { rp.Xid(xid.ExplainDetail(95, reading.XidDetail{}), now.Add(2*time.Second)) })
+	gs.judgeAction(now.Add(2*time.Second), true, func(rp repairEvents) {
+		rp.Xid(xid.ExplainDetail(95, reading.XidDetail{}), now.Add(2*time.Second), gs.m.cfg.mono())
+	})
 	if err := os.RemoveAll(p); err != nil {
 		t.Fatal(err)
 	}
@@ -173,14 +179,15 @@ func TestRepairWithoutABootID(t *testing.T) {
 // a repair at once; a change that does not hold (gone by the next round)
 // is no line, and the same line is never written twice in a row.
 func TestActionLines(t *testing.T) {
-	r := newRig(t, 1, nil)
-	gs, _, _ := stepper(r, 1)
+	r, gs, mono := monoRig(t)
 	t0 := time.Now()
-	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	// at is d into the test on both clocks: an application's Xid's hour
+	// (its watch) runs on the monotonic one.
+	at := func(d time.Duration) time.Time { mono.Store(int64(d)); return t0.Add(d) }
 	count := func(s string) int { return strings.Count(r.eventsLog(), "type=ACTION "+s) }
 	xidAt := func(code int, d time.Duration) {
 		e := xid.ExplainDetail(code, reading.XidDetail{})
-		gs.judgeAction(at(d), true, func(rp repairEvents) { rp.Xid(e, at(d)) })
+		gs.judgeAction(at(d), true, func(rp repairEvents) { rp.Xid(e, at(d), d) })
 	}
 
 	xidAt(13, 0) // an application's fault: watch
@@ -205,6 +212,99 @@ func TestActionLines(t *testing.T) {
 	if n := count("action=reboot from=reboot"); n != 1 || count("") != before+1 {
 		t.Errorf("%d lines for the reasons' change (%d in all, was %d), want 1:\n%s", n, count(""), before, r.eventsLog())
 	}
+}
+
+// An application's Xid is watched for an hour on the monotonic clock
+// since it last came (anomaly's TestXidAgeIsOnTheMonotonicClock), here
+// through the GPU's report (wake) and the once-a-second round
+// (judgeActions). The wall clock stepped back between two Xids 13 a second
+// apart: the second is judged at the last judgement's time (the action's
+// times go forward), when on the wall clock it was two hours old; stepped
+// forward after an Xid, the next round found it two hours old. Neither
+// ends the watch before the hour.
+func TestXidAgeIsOnTheMonotonicClock(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		step  time.Duration // of the wall clock, within a second of the first Xid
+		again bool          // a second Xid 13 a second after the first, after the step
+	}{
+		{"back between two Xids", -2 * time.Hour, true},
+		{"forward after an Xid", 2 * time.Hour, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, gs, mono := monoRig(t)
+			xid13 := func(at time.Time) {
+				gs.wake(events.Record{Kind: reading.EventXid, Code: 13, At: at, Seen: at}, reading.XidDetail{}).write(gs)
+			}
+			wall0, mono0 := time.Now(), 3*time.Hour // the daemon has run for three hours
+			mono.Store(int64(mono0))
+			xid13(wall0)
+			mono.Store(int64(mono0 + time.Second))
+			wall := wall0.Add(time.Second + tc.step)
+			if tc.again {
+				xid13(wall)
+			}
+			r.m.judgeActions(wall)
+			if cur := gs.slot.Get().Action; cur.Action != action.Watch {
+				t.Errorf("a second after the Xid, the wall clock stepped %v: %v %q, want watch", tc.step, cur.Action, cur.Reasons)
+			}
+			mono.Store(int64(mono0 + time.Hour + 2*time.Second))
+			r.m.judgeActions(wall.Add(time.Hour + time.Second))
+			if cur := gs.slot.Get().Action; cur.Action != action.None {
+				t.Errorf("an hour after the last Xid: %v %q, want none", cur.Action, cur.Reasons)
+			}
+		})
+	}
+}
+
+// An Xid the kernel logged before it was read (the backlog after a
+// restart of the logger) is watched for the rest of its hour from when it
+// came, as the kernel's clock places it (events.Record.At before Seen).
+func TestXidReadAfterTheFactAgesFromWhenItCame(t *testing.T) {
+	r, gs, mono := monoRig(t)
+	seen, mono0 := time.Now(), 3*time.Hour
+	mono.Store(int64(mono0))
+	gs.wake(events.Record{Kind: reading.EventXid, Code: 13, At: seen.Add(-59 * time.Minute), Seen: seen}, reading.XidDetail{}).write(gs)
+	if cur := gs.slot.Get().Action; cur.Action != action.Watch {
+		t.Errorf("an Xid 13 logged 59 minutes before it was read: %v %q, want watch", cur.Action, cur.Reasons)
+	}
+	mono.Store(int64(mono0 + 2*time.Minute))
+	r.m.judgeActions(seen.Add(2 * time.Minute))
+	if cur := gs.slot.Get().Action; cur.Action != action.None {
+		t.Errorf("61 minutes after it was logged: %v %q, want none", cur.Action, cur.Reasons)
+	}
+}
+
+// A GPU's Xids taken in while its UUID was not known (earlyEvents) keep
+// their monotonic reading for its board's judge: an application's Xid's
+// hour runs from when it last came, the wall clock stepped back between
+// two of them or not.
+func TestEarlyXidKeepsItsMonotonicReading(t *testing.T) {
+	var ee earlyEvents
+	e := xid.ExplainDetail(13, reading.XidDetail{})
+	wall0, mono0 := time.Now(), 3*time.Hour
+	ee.Xid(e, wall0, mono0)
+	ee.Xid(e, wall0.Add(-2*time.Hour+30*time.Minute), mono0+30*time.Minute) // the wall clock stepped back
+	r := anomaly.NewRepair("boot", 0, action.History{UUID: "GPU-b"})
+	ee.replay(r)
+	for _, j := range []struct {
+		mono time.Duration // from the first Xid; the wall clock two hours behind
+		want action.Action
+	}{{59 * time.Minute, action.Watch}, {61 * time.Minute, action.Watch}, {91 * time.Minute, action.None}} {
+		in := anomaly.RepairInput{Now: wall0.Add(-2*time.Hour + j.mono), Mono: mono0 + j.mono}
+		if cur := r.Judge(in); cur.Action != j.want {
+			t.Errorf("%v after the first Xid: %v %q, want %v", j.mono, cur.Action, cur.Reasons, j.want)
+		}
+	}
+}
+
+// monoRig is a rig of one GPU, sampled once, whose monotonic clock
+// (Config.mono) the test sets.
+func monoRig(t *testing.T) (*rig, *gpuState, *atomic.Int64) {
+	mono := new(atomic.Int64)
+	r := newRig(t, 1, func(c *Config) { c.mono = func() time.Duration { return time.Duration(mono.Load()) } })
+	gs, _, _ := stepper(r, 1)
+	return r, gs, mono
 }
 
 // A board of the previous run that is not enumerated now, whose previous

@@ -19,7 +19,7 @@ import (
 func xidAt(mu *sync.Mutex, b *Board, code int, t time.Time) action.Current {
 	mu.Lock()
 	defer mu.Unlock()
-	b.Repair().Xid(xid.ExplainDetail(code, reading.XidDetail{}), t)
+	b.Repair().Xid(xid.ExplainDetail(code, reading.XidDetail{}), t, 0) // no judge here ages an Xid
 	return b.Judge(anomaly.RepairInput{Now: t})
 }
 
