@@ -160,18 +160,13 @@ func (l *LineLog) syncFailed(path string, err error) {
 	}
 }
 
-// closeSync is Close's last sync, after the last line, on a goroutine of
-// its own: it and a sync already on the disk are waited for within
+// closeSync starts Close's last sync, after the last line, on a goroutine
+// of its own: Close waits for it and for a sync already on the disk within
 // closeSyncBound; one still running then is abandoned, counted in
 // log_sync_errors and logged.
 func (l *LineLog) closeSync(files []*os.File, dirNew bool) {
 	if len(files) > 0 || dirNew {
 		l.sync.syncs.begin()
 		go l.syncFiles(files, dirNew)
-	}
-	if n := l.sync.syncs.wait(closeSyncBound); n > 0 {
-		l.counts.Add(lineSyncErrors, uint64(n))
-		l.log.Error("fsync of a log file still running at close (a stalled disk); abandoned so that the exit goes on: its last lines may not survive a power loss (counted in log_sync_errors)",
-			"path", l.path, "syncs", n, "waited", closeSyncBound)
 	}
 }

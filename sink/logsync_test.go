@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -226,6 +227,69 @@ func TestLineLogCloseAbandonsAStuckFsync(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "abandoned") {
 		t.Errorf("the abandoned fsync is not logged:\n%s", logs.String())
+	}
+}
+
+// fullThenStuck is a disk that is full (ENOSPC) while full is set, then
+// stops answering: its writes block in stuck.
+type fullThenStuck struct {
+	full  atomic.Bool
+	stuck *blockingWriter
+}
+
+func (w *fullThenStuck) Write(b []byte) (int, error) {
+	if w.full.Load() {
+		return 0, syscall.ENOSPC
+	}
+	return w.stuck.Write(b)
+}
+
+func (w *fullThenStuck) Close() error { return nil }
+
+// TestLineLogCloseAbandonsAStuckWrite: a line kept while the disk was full
+// is written before the next line, and that write is stuck in the kernel
+// on a disk that stopped answering, holding the log's lock. Close does not
+// wait on it past its bound: the abandoned close is counted as an
+// abandoned fsync (log_sync_errors) and the kept line as lost at exit, both
+// logged, and Close returns an error. Before, Close took the lock inline
+// and waited for as long as the disk did not answer.
+func TestLineLogCloseAbandonsAStuckWrite(t *testing.T) {
+	var logs testutil.LogBuf
+	reg := counters.New()
+	l := NewLineLog(t.TempDir(), "events.log", 1, 1, time.Hour, logs.Logger(), reg)
+	l.retryEvery = time.Hour // only the next line writes the kept one
+	w := &fullThenStuck{stuck: &blockingWriter{entered: make(chan struct{}), release: make(chan struct{})}}
+	w.full.Store(true)
+	l.w = w
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(w.stuck.release) }) }
+	defer release()
+	if err := l.Line("time=1 kept"); err != nil {
+		t.Fatal(err)
+	}
+	w.full.Store(false)
+	wrote := make(chan error, 1)
+	go func() { wrote <- l.Line("time=2 next") }()
+	<-w.stuck.entered
+	if err := closeBounded(t, l.Close, "a line's write that never returns"); err == nil {
+		t.Error("Close returned no error with a write abandoned")
+	}
+	if n := reg.Load(lineSyncErrors); n != 1 {
+		t.Errorf("log_sync_errors = %d, want 1 (the abandoned close)", n)
+	}
+	if n := reg.Load(linesLostAtExit); n != 1 {
+		t.Errorf("log_lines_lost_at_exit = %d, want 1 (the kept line)", n)
+	}
+	testutil.Contains(t, "log", logs.String(), "write to a log file still running at close", "lines=1")
+	release()
+	if err := <-wrote; err != nil {
+		t.Errorf("the stuck line, once the disk answers: %v", err)
+	}
+	if !testutil.WaitUntil(10*time.Second, func() bool { l.mu.Lock(); defer l.mu.Unlock(); return l.closed }) {
+		t.Fatal("the abandoned close did not run 10s after the write returned")
+	}
+	if err := l.Line("time=3 late"); err == nil {
+		t.Error("a line after Close was taken")
 	}
 }
 
