@@ -46,6 +46,7 @@ type LineLog struct {
 	buf        []byte
 	closed     bool        // under mu: lines are refused
 	closing    atomic.Bool // Close was called (it may not hold mu yet)
+	reopen     atomic.Bool // a SIGHUP found mu held: the next write reopens the file
 	pending    [][]byte    // lines not yet written, oldest first, each with its newline
 	pendBytes  int
 	unchecked  bool // the file has not been checked for a partial last line since NewLineLog
@@ -247,27 +248,35 @@ func (l *LineLog) retry() {
 // up.
 func (l *LineLog) Waiting() int { return int(l.pendingN.Load()) }
 
-// Reopen closes the file; the next line reopens it by name (SIGHUP).
+// Reopen closes the file; the next line reopens it by name (SIGHUP). It
+// does not wait on a line's write stuck on a stalled disk, which holds the
+// lock (Reopen runs on the signals goroutine, which also answers SIGUSR1):
+// the file is then closed before the next line's write (followPathLocked).
 func (l *LineLog) Reopen() error {
-	l.mu.Lock()
+	l.reopen.Store(true)
+	if !l.mu.TryLock() {
+		return nil
+	}
 	defer l.mu.Unlock()
+	l.reopen.Store(false)
 	return l.w.Close()
 }
 
 // Close writes what it can of the kept lines, fsyncs the lines written, and
 // closes the file for good; later lines are refused. Kept lines that still
 // cannot be written are counted as lost and logged. All of it runs on a
-// goroutine of its own, waited for within closeSyncBound as its last fsync
-// is (closeSync): a line's write stuck in the kernel on a stalled disk holds
-// the log's lock, and a kept line's write can stick too. What is abandoned
-// then is counted as an abandoned fsync (log_sync_errors) and logged, and
-// the kept lines as lost at exit, so that the exit goes on.
+// goroutine of its own, waited for within closeSyncBound with its last
+// fsync and a sync already on the disk: a line's write stuck in the kernel
+// on a stalled disk holds the log's lock, and a kept line's write can stick
+// too. What is abandoned then is counted as an abandoned fsync
+// (log_sync_errors) and logged, and the kept lines as lost at exit, so
+// that the exit goes on.
 func (l *LineLog) Close() error {
 	if !l.closing.CompareAndSwap(false, true) {
 		return nil
 	}
 	var err error
-	closed := false // set once the lines are written or counted; read once wait has returned
+	ended := false // the lines are written or counted; read once wait has returned
 	l.sync.syncs.begin()
 	go func() {
 		l.mu.Lock()
@@ -285,9 +294,13 @@ func (l *LineLog) Close() error {
 		files, dirNew := l.takeSyncLocked()
 		l.mu.Unlock()
 		l.wg.Wait()
-		l.closeSync(files, dirNew) // before this one ends: wait sees both
+		if len(files) > 0 || dirNew {
+			// The last sync, after the last line, begun before this ends.
+			l.sync.syncs.begin()
+			go l.syncFiles(files, dirNew)
+		}
 		l.sync.syncs.end(func() {
-			closed, err = true, werr
+			ended, err = true, werr
 			if n := len(lost); n > 0 {
 				l.counts.Add(linesLostAtExit, uint64(n))
 				l.log.Error("log file still not writable at exit; its waiting lines are lost", "path", l.path,
@@ -299,7 +312,7 @@ func (l *LineLog) Close() error {
 		l.counts.Add(lineSyncErrors, uint64(n))
 		l.log.Error("fsync of a log file still running at close (a stalled disk); abandoned so that the exit goes on: its last lines may not survive a power loss (counted in log_sync_errors)",
 			"path", l.path, "syncs", n, "waited", closeSyncBound)
-		if !closed {
+		if !ended {
 			// A write stuck on the disk holds the lock: the lines kept
 			// for later will not be written.
 			kept := l.pendingN.Load()

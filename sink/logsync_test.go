@@ -293,6 +293,50 @@ func TestLineLogCloseAbandonsAStuckWrite(t *testing.T) {
 	}
 }
 
+// closeCounter is a blockingWriter that counts its closes.
+type closeCounter struct {
+	*blockingWriter
+	closes atomic.Int32
+}
+
+func (w *closeCounter) Close() error { w.closes.Add(1); return nil }
+
+// TestLineLogReopenDoesNotWaitOnAStuckWrite: SIGHUP's Reopen runs on the
+// signals goroutine, which also answers SIGUSR1; a line's write stuck on a
+// stalled disk holds the log's lock, and Reopen returns without it. The
+// file is closed once that write returns, before the next line's write,
+// which reopens it by name. Before, Reopen waited on the lock for as long
+// as the disk did not answer.
+func TestLineLogReopenDoesNotWaitOnAStuckWrite(t *testing.T) {
+	l := NewLineLog(t.TempDir(), "events.log", 1, 1, time.Hour, nil, counters.New())
+	w := &closeCounter{blockingWriter: &blockingWriter{entered: make(chan struct{}), release: make(chan struct{})}}
+	l.w = w
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(w.release) }) }
+	defer release()
+	wrote := make(chan error, 1)
+	go func() { wrote <- l.Line("time=1 stuck") }()
+	<-w.entered
+	w.closes.Store(0) // the first write's check for a partial last line closes the file first
+	returnsSoon(t, func() { l.Reopen() }, "the line log's Reopen")
+	release()
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	if n := w.closes.Load(); n != 0 {
+		t.Fatalf("file closed %d times before the next line", n)
+	}
+	if err := l.Line("time=2 next"); err != nil {
+		t.Fatal(err)
+	}
+	if n := w.closes.Load(); n != 1 {
+		t.Errorf("file closed %d times by the line after the reopen, want once (the next line goes to the file by its name)", n)
+	}
+	if got := w.buf.String(); got != "time=1 stuck\ntime=2 next\n" {
+		t.Errorf("lines written: %q", got)
+	}
+}
+
 // TestLineLogRenamedBeforeSIGHUP: logrotate renames events.log (and may
 // create a new one) before it sends SIGHUP. The lines written in between
 // are each in one of the two files, whole and once, and every file
