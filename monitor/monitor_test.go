@@ -1236,9 +1236,8 @@ func (l *stuckReopenLog) Reopen() error {
 // for its signals' goroutine, so a SIGHUP handler stuck in a reopen (a log
 // file's close on a stalled disk) does not keep SIGTERM's shutdown from
 // running (systemd would kill the daemon at TimeoutStopSec, without its
-// final summary line). The stub stands in for any stuck reopen; it holds
-// no lock of its own, where a real line log stuck on its own file still
-// holds that file's Close, as a stuck write always did.
+// final summary line). The stub stands in for any stuck reopen (a real
+// line log's Reopen and Close do not wait on a write stuck on its file).
 func TestStuckSignalHandlerDoesNotHoldShutdown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		stuck := &stuckReopenLog{entered: make(chan struct{}), release: make(chan struct{})}

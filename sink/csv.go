@@ -162,6 +162,13 @@ type gpuFile struct {
 	ringNext int
 	ringLen  int
 	failing  bool // last write failed (logged once)
+
+	// waiting is the work for this file that found mu held (withLock),
+	// in order, until one who holds mu runs it; waiter: a goroutine waits
+	// for mu to run it.
+	qmu     sync.Mutex
+	waiting []func()
+	waiter  bool
 }
 
 var errClosed = errors.New("csv: closed")
@@ -229,6 +236,7 @@ func (c *CSV) Write(s *reading.Sample) error {
 	}
 	gf.mu.Lock()
 	defer gf.mu.Unlock()
+	gf.runWaiting(false) // a SIGHUP, a new column set, Close: before this row
 	if c.shut.Load() {
 		// A sample that was stuck in the driver until after shutdown.
 		c.counts.Inc(rowsDropped)
@@ -295,23 +303,23 @@ func (c *CSV) Columns(index int) []string {
 // part of the day when only the columns changed (PartName), so every file
 // stays one board's, under one header. The in-memory ring keeps its rows:
 // Rows lays them out under the new header. Nothing happens when neither
-// changed.
+// changed. It does not wait on a row write stuck on the disk (withLock):
+// it runs on the GPU's worker, and the GPU's queued rows are written on
+// another goroutine.
 func (c *CSV) SetGPU(g GPUColumns) {
 	gf := c.files[g.Index]
 	if gf == nil {
 		return
 	}
-	gf.mu.Lock()
-	defer gf.mu.Unlock()
-	fans, board := gf.fans, gf.board
-	if !gf.set(g) {
-		return
-	}
-	c.log.Info("CSV column set or board changes: the next row starts a new file", "gpu", g.Index,
-		"fans_before", fans, "fans", gf.fans, "board_before", board.ID(), "board", gf.board.ID())
-	if gf.f != nil {
-		c.leave(gf, false)
-	}
+	c.withLock(gf, func() {
+		fans, board := gf.fans, gf.board
+		if !gf.set(g) {
+			return
+		}
+		c.log.Info("CSV column set or board changes: the next row starts a new file", "gpu", g.Index,
+			"fans_before", fans, "fans", gf.fans, "board_before", board.ID(), "board", gf.board.ID())
+		c.letGo(gf)
+	})
 }
 
 // set takes g's fan count and board, and reports whether either changed.
@@ -332,16 +340,85 @@ func (gf *gpuFile) set(g GPUColumns) bool {
 // or on a new column set (leave): synced and closed on a goroutine of its
 // own, so a stalled disk holds up neither rows nor the signal that asked,
 // and Close waits for it within its bound; a failure counts in sync_errors,
-// the first logged.
+// the first logged. A file whose lock a row write stuck on the disk holds
+// is let go of once that write returns, before the file's next row
+// (withLock): Reopen runs on the signals goroutine, which also answers
+// SIGUSR1.
 func (c *CSV) Reopen() {
 	for _, i := range c.order {
 		gf := c.files[i]
-		gf.mu.Lock()
-		if gf.f != nil {
-			c.leave(gf, false)
-		}
-		gf.mu.Unlock()
+		c.withLock(gf, func() { c.letGo(gf) })
 	}
+}
+
+// letGo lets gf's open file go (leave), if one is open. Called with gf.mu
+// held.
+func (c *CSV) letGo(gf *gpuFile) {
+	if gf.f != nil {
+		c.leave(gf, false)
+	}
+}
+
+// withLock runs f with gf.mu held: at once when mu is free, else once the
+// row write that holds it returns, before the file's next row, in the order
+// asked, on a goroutine of its own that waits for mu; the caller never
+// waits on a write stuck on a stalled disk. That goroutine counts in
+// leaving, as an fsync does: Close waits for it within its bound, then
+// abandons it, counted in sync_errors and logged with its GPU (stuck). One
+// such goroutine waits per file: work asked meanwhile joins it, so a file
+// is counted once.
+func (c *CSV) withLock(gf *gpuFile, f func()) {
+	gf.qmu.Lock()
+	gf.waiting = append(gf.waiting, f)
+	gf.qmu.Unlock()
+	if gf.mu.TryLock() {
+		gf.runWaiting(false)
+		gf.mu.Unlock()
+		return
+	}
+	gf.qmu.Lock()
+	start := !gf.waiter && len(gf.waiting) > 0 // else the waiter, or a row that holds mu, runs f
+	gf.waiter = gf.waiter || start
+	gf.qmu.Unlock()
+	if !start {
+		return
+	}
+	c.leaving.begin()
+	go func() {
+		gf.mu.Lock()
+		gf.runWaiting(true)
+		gf.mu.Unlock()
+		c.leaving.end(func() {})
+	}()
+}
+
+// runWaiting runs the work queued by withLock until none is left; the
+// waiter (withLock's goroutine) is done once it finds none. Called with
+// gf.mu held.
+func (gf *gpuFile) runWaiting(waiter bool) {
+	for {
+		gf.qmu.Lock()
+		fs := gf.waiting
+		gf.waiting = nil
+		if len(fs) == 0 && waiter {
+			gf.waiter = false
+		}
+		gf.qmu.Unlock()
+		if len(fs) == 0 {
+			return
+		}
+		for _, f := range fs {
+			f()
+		}
+	}
+}
+
+// stuck reports whether withLock's goroutine still waits for gf.mu, which
+// a row write holds.
+func (gf *gpuFile) stuck() bool {
+	gf.qmu.Lock()
+	defer gf.qmu.Unlock()
+	return gf.waiter
 }
 
 // Stats are the sink's counters.
@@ -387,24 +464,14 @@ func (c *CSV) Close() error {
 	// part let go of before is (a new column set, midnight), and so is the
 	// directory when it gained a file: the rows and the new files are on
 	// the disk, and the fsyncs' outcomes in sync_errors, before Close
-	// returns, unless the disk does not answer by the deadline. Even the
-	// file's lock is taken on that goroutine: a row write stuck on a
-	// stalled disk holds it, and that file is then abandoned with the
-	// fsyncs (counted by leaving.wait), its leave done whenever the write
-	// returns; rows after that are refused under the lock (shut).
-	locked := make([]atomic.Bool, len(c.order))
-	for k, i := range c.order {
+	// returns, unless the disk does not answer by the deadline. A file
+	// whose lock a row write stuck on a stalled disk holds is not waited
+	// on (withLock): it is abandoned with the fsyncs (counted by
+	// leaving.wait), its leave done whenever the write returns; rows after
+	// that are refused under the lock (shut).
+	for _, i := range c.order {
 		gf := c.files[i]
-		c.leaving.begin()
-		go func() {
-			gf.mu.Lock()
-			locked[k].Store(true)
-			if gf.f != nil {
-				c.leave(gf, false) // begins its sync before this one ends
-			}
-			gf.mu.Unlock()
-			c.leaving.end(func() {})
-		}()
+		c.withLock(gf, func() { c.letGo(gf) }) // begins its sync before its wait for the lock ends
 	}
 	bg := time.NewTimer(time.Until(deadline))
 	defer bg.Stop()
@@ -428,8 +495,8 @@ func (c *CSV) Close() error {
 	var err error
 	if n := c.leaving.wait(time.Until(deadline)); n > 0 {
 		var stuck []int
-		for k, i := range c.order {
-			if !locked[k].Load() {
+		for _, i := range c.order {
+			if c.files[i].stuck() {
 				stuck = append(stuck, i)
 			}
 		}

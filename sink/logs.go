@@ -2,6 +2,7 @@ package sink
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -43,8 +44,10 @@ type LineLog struct {
 	path       string
 	log        *slog.Logger
 	buf        []byte
-	closed     bool
-	pending    [][]byte // lines not yet written, oldest first, each with its newline
+	closed     bool        // under mu: lines are refused
+	closing    atomic.Bool // Close was called (it may not hold mu yet)
+	reopen     atomic.Bool // a SIGHUP found mu held: the next write reopens the file
+	pending    [][]byte    // lines not yet written, oldest first, each with its newline
 	pendBytes  int
 	unchecked  bool // the file has not been checked for a partial last line since NewLineLog
 	torn       bool // a failed write may have left part of a line in the file, not yet cut back
@@ -245,41 +248,80 @@ func (l *LineLog) retry() {
 // up.
 func (l *LineLog) Waiting() int { return int(l.pendingN.Load()) }
 
-// Reopen closes the file; the next line reopens it by name (SIGHUP).
+// Reopen closes the file; the next line reopens it by name (SIGHUP). It
+// does not wait on a line's write stuck on a stalled disk, which holds the
+// lock (Reopen runs on the signals goroutine, which also answers SIGUSR1):
+// the file is then closed before the next line's write (followPathLocked).
 func (l *LineLog) Reopen() error {
-	l.mu.Lock()
+	l.reopen.Store(true)
+	if !l.mu.TryLock() {
+		return nil
+	}
 	defer l.mu.Unlock()
+	l.reopen.Store(false)
 	return l.w.Close()
 }
 
 // Close writes what it can of the kept lines, fsyncs the lines written, and
 // closes the file for good; later lines are refused. Kept lines that still
-// cannot be written are counted as lost and logged.
+// cannot be written are counted as lost and logged. All of it runs on a
+// goroutine of its own, waited for within closeSyncBound with its last
+// fsync and a sync already on the disk: a line's write stuck in the kernel
+// on a stalled disk holds the log's lock, and a kept line's write can stick
+// too. What is abandoned then is counted as an abandoned fsync
+// (log_sync_errors) and logged, and the kept lines as lost at exit, so
+// that the exit goes on.
 func (l *LineLog) Close() error {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
+	if !l.closing.CompareAndSwap(false, true) {
 		return nil
 	}
-	l.closed = true
-	close(l.stop)
-	l.flushLocked()
-	if n := len(l.pending); n > 0 {
-		l.counts.Add(linesLostAtExit, uint64(n))
-		l.log.Error("log file still not writable at exit; its waiting lines are lost", "path", l.path,
-			"lines", n, "first", string(l.pending[0][:len(l.pending[0])-1]))
+	var err error
+	ended := false // the lines are written or counted; read once wait has returned
+	l.sync.syncs.begin()
+	go func() {
+		l.mu.Lock()
+		l.closed = true
+		close(l.stop)
+		l.flushLocked()
+		lost := l.pending
 		l.pending, l.pendBytes = nil, 0
 		l.pendingN.Store(0)
+		werr := l.w.Close()
+		if l.sync.timer != nil {
+			l.sync.timer.Stop()
+			l.sync.timer = nil
+		}
+		files, dirNew := l.takeSyncLocked()
+		l.mu.Unlock()
+		l.wg.Wait()
+		if len(files) > 0 || dirNew {
+			// The last sync, after the last line, begun before this ends.
+			l.sync.syncs.begin()
+			go l.syncFiles(files, dirNew)
+		}
+		l.sync.syncs.end(func() {
+			ended, err = true, werr
+			if n := len(lost); n > 0 {
+				l.counts.Add(linesLostAtExit, uint64(n))
+				l.log.Error("log file still not writable at exit; its waiting lines are lost", "path", l.path,
+					"lines", n, "first", string(lost[0][:len(lost[0])-1]))
+			}
+		})
+	}()
+	if n := l.sync.syncs.wait(closeSyncBound); n > 0 {
+		l.counts.Add(lineSyncErrors, uint64(n))
+		l.log.Error("fsync of a log file still running at close (a stalled disk); abandoned so that the exit goes on: its last lines may not survive a power loss (counted in log_sync_errors)",
+			"path", l.path, "syncs", n, "waited", closeSyncBound)
+		if !ended {
+			// A write stuck on the disk holds the lock: the lines kept
+			// for later will not be written.
+			kept := l.pendingN.Load()
+			l.counts.Add(linesLostAtExit, uint64(kept))
+			l.log.Error("a write to a log file still running at close (a stalled disk); abandoned so that the exit goes on: its kept lines are lost",
+				"path", l.path, "lines", kept, "waited", closeSyncBound)
+		}
+		return errors.Join(err, fmt.Errorf("close %s: %d fsyncs or writes still running %v after close began (a stalled disk): abandoned", l.path, n, closeSyncBound))
 	}
-	err := l.w.Close()
-	if l.sync.timer != nil {
-		l.sync.timer.Stop()
-		l.sync.timer = nil
-	}
-	files, dirNew := l.takeSyncLocked()
-	l.mu.Unlock()
-	l.wg.Wait()
-	l.closeSync(files, dirNew)
 	return err
 }
 

@@ -76,8 +76,13 @@ func (l *LineLog) wroteLocked() {
 // reopens the path, as the SIGHUP would, and its line is in the file that
 // wroteLocked opens by path to sync. Left open, lumberjack wrote the
 // renamed file, which nothing synced, while wroteLocked counted a failed
-// sync for the missing path or synced the new, empty file.
+// sync for the missing path or synced the new, empty file. It closes it
+// too for a SIGHUP that found the lock held (Reopen).
 func (l *LineLog) followPathLocked() {
+	if l.reopen.Swap(false) {
+		l.w.Close() // as Reopen would have
+		return
+	}
 	if s := l.sync.seen; s != nil {
 		if fi, err := os.Lstat(l.path); err != nil || !os.SameFile(fi, s) {
 			l.w.Close() // lumberjack buffers nothing; the write reopens, or fails and keeps its line
@@ -157,21 +162,5 @@ func (l *LineLog) syncFailed(path string, err error) {
 	if l.syncErrLogged.CompareAndSwap(false, true) {
 		l.log.Error("fsync of a log file failed; its recent lines may not survive a power loss (later failures are only counted: log_sync_errors)",
 			"path", path, "error", err)
-	}
-}
-
-// closeSync is Close's last sync, after the last line, on a goroutine of
-// its own: it and a sync already on the disk are waited for within
-// closeSyncBound; one still running then is abandoned, counted in
-// log_sync_errors and logged.
-func (l *LineLog) closeSync(files []*os.File, dirNew bool) {
-	if len(files) > 0 || dirNew {
-		l.sync.syncs.begin()
-		go l.syncFiles(files, dirNew)
-	}
-	if n := l.sync.syncs.wait(closeSyncBound); n > 0 {
-		l.counts.Add(lineSyncErrors, uint64(n))
-		l.log.Error("fsync of a log file still running at close (a stalled disk); abandoned so that the exit goes on: its last lines may not survive a power loss (counted in log_sync_errors)",
-			"path", l.path, "syncs", n, "waited", closeSyncBound)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -226,6 +227,113 @@ func TestLineLogCloseAbandonsAStuckFsync(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "abandoned") {
 		t.Errorf("the abandoned fsync is not logged:\n%s", logs.String())
+	}
+}
+
+// fullThenStuck is a disk that is full (ENOSPC) while full is set, then
+// stops answering: its writes block in stuck.
+type fullThenStuck struct {
+	full  atomic.Bool
+	stuck *blockingWriter
+}
+
+func (w *fullThenStuck) Write(b []byte) (int, error) {
+	if w.full.Load() {
+		return 0, syscall.ENOSPC
+	}
+	return w.stuck.Write(b)
+}
+
+func (w *fullThenStuck) Close() error { return nil }
+
+// TestLineLogCloseAbandonsAStuckWrite: a line kept while the disk was full
+// is written before the next line, and that write is stuck in the kernel
+// on a disk that stopped answering, holding the log's lock. Close does not
+// wait on it past its bound: the abandoned close is counted as an
+// abandoned fsync (log_sync_errors) and the kept line as lost at exit, both
+// logged, and Close returns an error. Before, Close took the lock inline
+// and waited for as long as the disk did not answer.
+func TestLineLogCloseAbandonsAStuckWrite(t *testing.T) {
+	var logs testutil.LogBuf
+	reg := counters.New()
+	l := NewLineLog(t.TempDir(), "events.log", 1, 1, time.Hour, logs.Logger(), reg)
+	l.retryEvery = time.Hour // only the next line writes the kept one
+	w := &fullThenStuck{stuck: &blockingWriter{entered: make(chan struct{}), release: make(chan struct{})}}
+	w.full.Store(true)
+	l.w = w
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(w.stuck.release) }) }
+	defer release()
+	if err := l.Line("time=1 kept"); err != nil {
+		t.Fatal(err)
+	}
+	w.full.Store(false)
+	wrote := make(chan error, 1)
+	go func() { wrote <- l.Line("time=2 next") }()
+	<-w.stuck.entered
+	if err := closeBounded(t, l.Close, "a line's write that never returns"); err == nil {
+		t.Error("Close returned no error with a write abandoned")
+	}
+	if n := reg.Load(lineSyncErrors); n != 1 {
+		t.Errorf("log_sync_errors = %d, want 1 (the abandoned close)", n)
+	}
+	if n := reg.Load(linesLostAtExit); n != 1 {
+		t.Errorf("log_lines_lost_at_exit = %d, want 1 (the kept line)", n)
+	}
+	testutil.Contains(t, "log", logs.String(), "write to a log file still running at close", "lines=1")
+	release()
+	if err := <-wrote; err != nil {
+		t.Errorf("the stuck line, once the disk answers: %v", err)
+	}
+	if !testutil.WaitUntil(10*time.Second, func() bool { l.mu.Lock(); defer l.mu.Unlock(); return l.closed }) {
+		t.Fatal("the abandoned close did not run 10s after the write returned")
+	}
+	if err := l.Line("time=3 late"); err == nil {
+		t.Error("a line after Close was taken")
+	}
+}
+
+// closeCounter is a blockingWriter that counts its closes.
+type closeCounter struct {
+	*blockingWriter
+	closes atomic.Int32
+}
+
+func (w *closeCounter) Close() error { w.closes.Add(1); return nil }
+
+// TestLineLogReopenDoesNotWaitOnAStuckWrite: SIGHUP's Reopen runs on the
+// signals goroutine, which also answers SIGUSR1; a line's write stuck on a
+// stalled disk holds the log's lock, and Reopen returns without it. The
+// file is closed once that write returns, before the next line's write,
+// which reopens it by name. Before, Reopen waited on the lock for as long
+// as the disk did not answer.
+func TestLineLogReopenDoesNotWaitOnAStuckWrite(t *testing.T) {
+	l := NewLineLog(t.TempDir(), "events.log", 1, 1, time.Hour, nil, counters.New())
+	w := &closeCounter{blockingWriter: &blockingWriter{entered: make(chan struct{}), release: make(chan struct{})}}
+	l.w = w
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(w.release) }) }
+	defer release()
+	wrote := make(chan error, 1)
+	go func() { wrote <- l.Line("time=1 stuck") }()
+	<-w.entered
+	w.closes.Store(0) // the first write's check for a partial last line closes the file first
+	returnsSoon(t, func() { l.Reopen() }, "the line log's Reopen")
+	release()
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	if n := w.closes.Load(); n != 0 {
+		t.Fatalf("file closed %d times before the next line", n)
+	}
+	if err := l.Line("time=2 next"); err != nil {
+		t.Fatal(err)
+	}
+	if n := w.closes.Load(); n != 1 {
+		t.Errorf("file closed %d times by the line after the reopen, want once (the next line goes to the file by its name)", n)
+	}
+	if got := w.buf.String(); got != "time=1 stuck\ntime=2 next\n" {
+		t.Errorf("lines written: %q", got)
 	}
 }
 

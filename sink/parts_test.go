@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpu-telemetry/gpu-telemetry/internal/counters"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
 // checkTable fails unless every line of lines has the field count of its
@@ -617,26 +618,10 @@ func (f stuckWriteFile) Write(b []byte) (int, error) {
 // Close took every file's lock inline and waited on it for as long as the
 // disk did not answer, until systemd killed the daemon.
 func TestCSVCloseAbandonsAFileWithAStuckWrite(t *testing.T) {
-	var stall atomic.Bool
-	entered, release := make(chan struct{}, 1), make(chan struct{})
-	var releaseOnce sync.Once
-	unstick := func() { releaseOnce.Do(func() { close(release) }) }
-	defer unstick()
 	var logs testutil.LogBuf
 	left := make(chan struct{}, 8)
-	c := newTestCSV(t, t.TempDir(), CSVConfig{Logger: logs.Logger(),
-		wrap: func(f *os.File) file {
-			return stuckWriteFile{File: f, stall: &stall, entered: entered, release: release}
-		},
+	c, s, _, wrote, unstick := stuckRow(t, t.TempDir(), CSVConfig{Logger: logs.Logger(),
 		leaveDone: func() { left <- struct{}{} }})
-	s := fullSample()
-	if err := c.Write(&s); err != nil {
-		t.Fatal(err)
-	}
-	stall.Store(true)
-	wrote := make(chan error, 1)
-	go func() { wrote <- c.Write(&s) }()
-	<-entered
 	err := closeBounded(t, c.Close, "a file whose row write never returns")
 	if err == nil {
 		t.Error("Close returned no error with a file abandoned")
@@ -673,6 +658,136 @@ func TestCSVCloseAbandonsAFileWithAStuckWrite(t *testing.T) {
 	}
 	if got := c.Stats().SyncErrors; got != 1 {
 		t.Errorf("sync_errors once the abandoned file was let go of: %d, want 1 (counted once, by Close)", got)
+	}
+}
+
+// stuckRow opens the CSVs in dir and writes a row of GPU 0 (s), then
+// another whose write is stuck on a disk that stopped answering
+// (stuckWriteFile), holding the file's lock; stall is that disk's state.
+// unstick lets the write return, its error on wrote.
+func stuckRow(t *testing.T, dir string, cfg CSVConfig) (c *CSV, s reading.Sample, stall *atomic.Bool, wrote chan error, unstick func()) {
+	t.Helper()
+	stall = new(atomic.Bool)
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	var releaseOnce sync.Once
+	unstick = func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(unstick) // before Close's (cleanups run last first)
+	cfg.wrap = func(f *os.File) file {
+		return stuckWriteFile{File: f, stall: stall, entered: entered, release: release}
+	}
+	c = newTestCSV(t, dir, cfg)
+	s = fullSample()
+	if err := c.Write(&s); err != nil {
+		t.Fatal(err)
+	}
+	stall.Store(true)
+	wrote = make(chan error, 1)
+	go func() { s := s; wrote <- c.Write(&s) }()
+	<-entered
+	return c, s, stall, wrote, unstick
+}
+
+// returnsSoon fails t unless f returns within a generous deadline.
+func returnsSoon(t *testing.T, f func(), what string) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { f(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s still waits on a row write stuck on the disk after 30s", what)
+	}
+}
+
+// TestReopenDoesNotWaitOnAStuckWrite: SIGHUP's Reopen runs on the signals
+// goroutine, which also answers SIGUSR1; a row write stuck on a stalled
+// disk holds its file's lock, and Reopen returns without it. The file is
+// let go of once that write returns, before the next row, which goes to
+// the file by its name (logrotate moved the old one). Before, Reopen took
+// each file's lock inline and waited for as long as the disk did not
+// answer.
+func TestReopenDoesNotWaitOnAStuckWrite(t *testing.T) {
+	dir := t.TempDir()
+	c, s, stall, wrote, unstick := stuckRow(t, dir, CSVConfig{})
+	path := filepath.Join(dir, FileName(0, UnknownBoard, s.Time))
+	if err := os.Rename(path, path+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	returnsSoon(t, c.Reopen, "Reopen")
+	stall.Store(false)
+	unstick()
+	if err := <-wrote; err != nil {
+		t.Fatalf("the stuck write, once the disk answers: %v", err)
+	}
+	s.Time = s.Time.Add(time.Second)
+	if err := c.Write(&s); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readLines(t, path); len(got) != 2 {
+		t.Errorf("the file reopened by name has %d lines, want header + the row after the reopen", len(got))
+	}
+	if got := readLines(t, path+".moved"); len(got) != 3 {
+		t.Errorf("the moved file has %d lines, want header + the row before + the stuck row", len(got))
+	}
+	if got := c.Stats().SyncErrors; got != 0 {
+		t.Errorf("sync_errors: %d, want 0", got)
+	}
+}
+
+// TestCloseCountsAFileAReopenWaitsOnOnce: a SIGHUP's Reopen left a file
+// whose row write is stuck, and Close abandons it at its bound as it does
+// without the SIGHUP: counted in sync_errors once (the reopen's wait and
+// Close's are the same), logged with its GPU, returned.
+func TestCloseCountsAFileAReopenWaitsOnOnce(t *testing.T) {
+	var logs testutil.LogBuf
+	c, _, _, wrote, unstick := stuckRow(t, t.TempDir(), CSVConfig{Logger: logs.Logger()})
+	returnsSoon(t, c.Reopen, "Reopen")
+	returnsSoon(t, c.Reopen, "a second Reopen")
+	if err := closeBounded(t, c.Close, "a file whose row write never returns, after a SIGHUP"); err == nil {
+		t.Error("Close returned no error with a file abandoned")
+	}
+	if got := c.Stats().SyncErrors; got != 1 {
+		t.Errorf("sync_errors after Close abandoned a file a reopen waited on: %d, want 1", got)
+	}
+	if !strings.Contains(logs.String(), `row write to a CSV still running at close`) || !strings.Contains(logs.String(), "gpus=[0]") {
+		t.Errorf("the abandoned file is not logged with its GPU:\n%s", logs.String())
+	}
+	unstick()
+	<-wrote
+}
+
+// TestSetGPUDoesNotWaitOnAStuckWrite: SetGPU runs on the GPU's worker,
+// while the GPU's queued rows (a hang's) are written on another goroutine;
+// a row write stuck on a stalled disk holds the file's lock, and SetGPU
+// returns without it. The new board and columns apply once that write
+// returns, from the next row on. Before, SetGPU waited on the lock for as
+// long as the disk did not answer, and the GPU was sampled no more.
+func TestSetGPUDoesNotWaitOnAStuckWrite(t *testing.T) {
+	dir := t.TempDir()
+	c, s, stall, wrote, unstick := stuckRow(t, dir, CSVConfig{})
+	board := Board{UUID: "GPU-5e1f0c2a-0000-4000-8000-000000000001"}
+	returnsSoon(t, func() { c.SetGPU(GPUColumns{Index: 0, Fans: 1, Board: board}) }, "SetGPU")
+	stall.Store(false)
+	unstick()
+	if err := <-wrote; err != nil {
+		t.Fatalf("the stuck write, once the disk answers: %v", err)
+	}
+	s.Time = s.Time.Add(time.Second)
+	if err := c.Write(&s); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readLines(t, filepath.Join(dir, FileName(0, UnknownBoard, s.Time))); len(got) != 3 {
+		t.Errorf("the file before SetGPU has %d lines, want header + 2 rows", len(got))
+	}
+	got := readLines(t, filepath.Join(dir, FileName(0, board.ID(), s.Time)))
+	if len(got) != 2 || got[0]+"\n" != string(Header(1)) {
+		t.Errorf("the board's file: %q, want the 1-fan header and the row after SetGPU", got)
 	}
 }
 
