@@ -290,7 +290,7 @@ gpus 2
 gpu all class b200
 gpu 0 fabric_state 2
 gpu 0 fabric_health_mask 0
-gpu 0 fabric_health_summary 0
+gpu 0 fabric_health_summary 1
 at 3 gpu 0 fabric_health_mask 20889
 at 3 gpu 0 fabric_health_summary 2
 at 6 gpu 0 fabric_state 3
@@ -316,7 +316,7 @@ at 6 gpu 0 fabric_state 3
 					t.Errorf("GPU %d fabric_cluster_uuid %v, want 5a5a5a5a-5a5a-5a5a-5a5a-5a5a5a5a5a5a", g, u)
 				}
 				if critical := g == 0 && tc.mask; critical != contains(h.Reasons, "fabric_route_unhealthy") {
-					t.Errorf("GPU %d health %s %v, want fabric_route_unhealthy: %v", g, h.Verdict, h.Reasons, critical)
+					t.Errorf("GPU %d health %s %v: want fabric_route_unhealthy %v", g, h.Verdict, h.Reasons, critical)
 				}
 			}
 			p.stop()
