@@ -587,7 +587,7 @@ static nvmlReturn_t fabric_info(const struct nvmlDevice_st *d, int64_t now, unsi
 		o3->healthMask = (unsigned int)H(health_mask);
 		o3->healthSummary = (unsigned char)H(health_summary);
 		break;
-	default:
+	default: /* SIM_FABRIC_V4 */
 		FILL(o4);
 		o4->numCliques = 1;
 		o4->cliques[0].type = NVML_GPU_FABRIC_CLIQUE_TYPE_UNICAST_POINTER;
