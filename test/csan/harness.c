@@ -109,6 +109,7 @@ static const char scenario[] =
 	"gpu 0 fans 2\n"
 	"gpu 1 fans 0\n"
 	"gpu 1 sensors 0\n"
+	"gpu 1 health fabric\n"
 	"gpu 2 fail nvmlDeviceGetTemperature unknown\n"
 	"gpu 2 fail field 190 not_supported\n"
 	"gpu 2 fail nvmlDeviceGetFieldValues unknown for 0.1s\n"
@@ -372,6 +373,40 @@ static unsigned long long sim_calls(const char *fn)
 			return __atomic_load_n(&sim_fn_calls[i], __ATOMIC_RELAXED);
 }
 
+/* fabric: the simulated fabric calls write each struct version whole and no
+ * more (heap buffers of its exact size: ASan reports a write past one), the
+ * versioned call by the struct's version field. GPU 1 has the fabric. */
+static void fabric(void)
+{
+	nvmlGpuFabricInfo_t *i1 = malloc(sizeof(*i1));
+	nvmlGpuFabricInfo_v2_t *i2 = malloc(sizeof(*i2));
+	nvmlGpuFabricInfo_v3_t *i3 = malloc(sizeof(*i3));
+	nvmlGpuFabricInfo_v4_t *i4 = malloc(sizeof(*i4));
+	nvmlDevice_t dev;
+	nvmlReturn_t r;
+
+	CHECK(nvmlDeviceGetHandleByIndex_v2(1, &dev) == NVML_SUCCESS, "no handle of GPU 1");
+	r = nvmlDeviceGetGpuFabricInfo(dev, i1);
+	CHECK(r == NVML_SUCCESS && i1->cliqueId == 32766, "original fabric call: %d clique %u", r, i1->cliqueId);
+	i2->version = nvmlGpuFabricInfo_v2;
+	r = nvmlDeviceGetGpuFabricInfoV(dev, (nvmlGpuFabricInfoV_t *)i2);
+	CHECK(r == NVML_SUCCESS && i2->version == nvmlGpuFabricInfo_v2 && i2->healthMask == 0x51aa,
+	      "versioned fabric call, v2: %d mask %#x", r, i2->healthMask);
+	i3->version = nvmlGpuFabricInfo_v3;
+	r = nvmlDeviceGetGpuFabricInfoV(dev, i3);
+	CHECK(r == NVML_SUCCESS && i3->version == nvmlGpuFabricInfo_v3 && i3->healthSummary == 1,
+	      "versioned fabric call, v3: %d summary %u", r, i3->healthSummary);
+	i3->version = nvmlGpuFabricInfo_v3 + 1;
+	r = nvmlDeviceGetGpuFabricInfoV(dev, i3);
+	CHECK(r == NVML_ERROR_ARGUMENT_VERSION_MISMATCH, "versioned fabric call, unknown version: %d", r);
+	r = nvmlDeviceGetGpuFabricInfo_v4(dev, i4);
+	CHECK(r == NVML_SUCCESS && i4->numCliques == 1 && i4->cliques[0].id == 32766, "fabric call v4: %d", r);
+	free(i1);
+	free(i2);
+	free(i3);
+	free(i4);
+}
+
 /* registration_failures: a set no GPU could be registered on says why,
  * telling the GPUs' answer that they support none of the types (final) from
  * a failed call (retried): GPU 3 is lost by now (its handle says so), and
@@ -502,6 +537,7 @@ int main(void)
 	if (evfd >= 0)
 		events(evfd);
 	registration_failures();
+	fabric();
 	fsyncs();
 
 	CHECK(shut() == NVML_SUCCESS, "nvmlShutdown failed");

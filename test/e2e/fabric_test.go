@@ -259,3 +259,72 @@ at 8 gpu 0 fabric_state 3
 		}
 	}
 }
+
+// TestFabricOlderDrivers: drivers that know fewer of the fabric's calls
+// (the simulated driver's fabric_versions; both GPUs on it). R550's
+// versioned call answers only the v2 struct: the health mask, no summary;
+// R535 has only the original call: neither. On each the probe state,
+// status, clique and cluster UUID are read and the state's change is an
+// events.log line; the health mask, where the driver gives it, turns GPU 0
+// critical on its unhealthy route (3 s, before the probe completes at 6 s);
+// what the driver lacks stays absent (null in status, no line).
+func TestFabricOlderDrivers(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, versions string
+		mask           bool // the driver gives the health mask
+	}{
+		{"R550 versioned call with the v2 struct", "v2 v1", true},
+		{"R535 original call only", "v1", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			lines := []string{"gpu=0 bus=00000000:01:00.0 type=HEALTH counter=fabric_state from=2 to=3 meaning=completed"}
+			if tc.mask {
+				lines = append(lines,
+					"gpu=0 bus=00000000:01:00.0 type=HEALTH counter=fabric_health_mask from=0 to=20889 meaning=degraded_bandwidth:true,route_recovery:false,route_unhealthy:true,",
+					"gpu=0 bus=00000000:01:00.0 type=HEALTH_CRITICAL reason=fabric_route_unhealthy")
+			}
+			p, _ := startHealth(t, opts{scenario: "fabric_versions " + tc.versions + `
+gpus 2
+gpu all class b200
+gpu 0 fabric_state 2
+gpu 0 fabric_health_mask 0
+gpu 0 fabric_health_summary 1
+at 3 gpu 0 fabric_health_mask 20889
+at 3 gpu 0 fabric_health_summary 2
+at 6 gpu 0 fabric_state 3
+`}, "GPU 0's fabric probe completing", 30*time.Second, lines...)
+			_, d := healthStatus(t, p.socketPath())
+			for g, gpu := range d.GPUs {
+				h := gpu.Health
+				want := map[string]uint64{"fabric_state": 3, "fabric_status": 0, "fabric_clique": 32766}
+				if tc.mask {
+					want["fabric_health_mask"] = []uint64{20889, 20906}[g]
+				}
+				for name, w := range want {
+					if v := h.Counters[name]; v == nil || *v != w {
+						t.Errorf("GPU %d %s %v, want %d", g, name, v, w)
+					}
+				}
+				for _, name := range []string{"fabric_health_mask", "fabric_health"} {
+					if _, ok := want[name]; !ok && h.Counters[name] != nil {
+						t.Errorf("GPU %d %s %d from a driver without it, want absent", g, name, *h.Counters[name])
+					}
+				}
+				if u := h.FabricClusterUUID; u == nil || *u != "5a5a5a5a-5a5a-5a5a-5a5a-5a5a5a5a5a5a" {
+					t.Errorf("GPU %d fabric_cluster_uuid %v, want 5a5a5a5a-5a5a-5a5a-5a5a-5a5a5a5a5a5a", g, u)
+				}
+				if critical := g == 0 && tc.mask; critical != contains(h.Reasons, "fabric_route_unhealthy") {
+					t.Errorf("GPU %d health %s %v: want fabric_route_unhealthy %v", g, h.Verdict, h.Reasons, critical)
+				}
+			}
+			p.stop()
+			for _, l := range strings.Split(events(p.dir), "\n") {
+				if strings.Contains(l, "counter=fabric_health ") || (!tc.mask && strings.Contains(l, "fabric_health_mask")) {
+					t.Errorf("a fabric reading the driver lacks: %s", l)
+				}
+			}
+		})
+	}
+}

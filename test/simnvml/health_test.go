@@ -2,6 +2,8 @@ package simnvml_test
 
 import (
 	"encoding/binary"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -284,4 +286,61 @@ func TestB200NVLinkStory(t *testing.T) {
 	g0.want("symbol BER", nvml.FI_DEV_NVLINK_COUNT_SYMBOL_BER, 3, nvml.SUCCESS, 4<<8|11)
 	g1.want("healthy link", nvml.FI_DEV_NVLINK_GET_STATE, 3, nvml.SUCCESS, nvml.NVLINK_STATE_ACTIVE)
 	g1.want("healthy recoveries", nvml.FI_DEV_NVLINK_COUNT_LINK_RECOVERY_EVENTS, 0xffffffff, nvml.SUCCESS, 0)
+}
+
+// TestFabricVersions: fabric_versions says which fabric calls and structs
+// the driver knows. A call none of whose versions it knows answers
+// FUNCTION_NOT_FOUND (a symbol the driver lacks); the versioned call answers
+// the v2 and v3 structs by their version field, each with the fields it has,
+// and a struct version the driver does not know ARGUMENT_VERSION_MISMATCH.
+func TestFabricVersions(t *testing.T) {
+	if child(t) {
+		versions := os.Getenv(envWant)
+		knows := func(v string) bool { return versions == "" || slices.Contains(strings.Fields(versions), v) }
+		answer := func(v string, versioned bool) nvml.Return {
+			switch {
+			case knows(v):
+				return nvml.SUCCESS
+			case versioned && (knows("v2") || knows("v3")):
+				return nvml.ERROR_ARGUMENT_VERSION_MISMATCH
+			}
+			return nvml.ERROR_FUNCTION_NOT_FOUND
+		}
+		d := dev(t, openLib(t), 0)
+		f4, r := d.GetGpuFabricInfo_v4()
+		if wantRet(t, r, answer("v4", false), "v4"); r == nvml.SUCCESS &&
+			(f4.NumCliques != 1 || f4.Cliques[0].Id != 32766 || f4.HealthMask != 0x51aa || f4.HealthSummary != 1 || f4.State != 3) {
+			t.Errorf("v4 %+v", f4)
+		}
+		f3, r := d.GetGpuFabricInfoV().V3()
+		if wantRet(t, r, answer("v3", true), "V with v3"); r == nvml.SUCCESS &&
+			(f3.Version != nvml.STRUCT_VERSION(f3, 3) || f3.CliqueId != 32766 || f3.HealthMask != 0x51aa || f3.HealthSummary != 1 || f3.State != 3) {
+			t.Errorf("V with v3 %+v", f3)
+		}
+		f2, r := d.GetGpuFabricInfoV().V2()
+		if wantRet(t, r, answer("v2", true), "V with v2"); r == nvml.SUCCESS &&
+			(f2.Version != nvml.STRUCT_VERSION(f2, 2) || f2.CliqueId != 32766 || f2.HealthMask != 0x51aa || f2.State != 3 || f2.ClusterUuid[0] != 0x5a) {
+			t.Errorf("V with v2 %+v", f2)
+		}
+		f1, r := d.GetGpuFabricInfo()
+		if wantRet(t, r, answer("v1", false), "original"); r == nvml.SUCCESS && (f1.CliqueId != 32766 || f1.State != 3) {
+			t.Errorf("original %+v", f1)
+		}
+		return
+	}
+	t.Parallel()
+	for _, versions := range []string{"", "v4 v3 v2 v1", "v2 v1", "v1", "v4 v3"} {
+		name := strings.ReplaceAll(versions, " ", "_")
+		if name == "" {
+			name = "default"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			scn := "gpu all class b200\n"
+			if versions != "" {
+				scn = "fabric_versions " + versions + "\n" + scn
+			}
+			runChildAs(t, "TestFabricVersions", opts{scenario: scn, env: []string{envWant + "=" + versions}})
+		})
+	}
 }

@@ -683,6 +683,8 @@ func TestInitResults(t *testing.T) {
 			stderr: `test.scn:1: bad crash rule (a temperature, for at least 100ms)`},
 		{name: "user", scenario: "user admin\n", want: nvml.ERROR_UNKNOWN,
 			stderr: `test.scn:1: expected: user root|nonroot`},
+		{name: "fabric-versions", scenario: "fabric_versions v2 v5\n", want: nvml.ERROR_UNKNOWN,
+			stderr: `test.scn:1: expected: fabric_versions v4|v3|v2|v1...`},
 		{name: "missing-file", file: "/nonexistent/x.scn", want: nvml.ERROR_UNKNOWN,
 			stderr: `simnvml: /nonexistent/x.scn: cannot open scenario`},
 	}

@@ -539,51 +539,84 @@ nvmlReturn_t nvmlDeviceGetSramEccErrorStatus(nvmlDevice_t device, nvmlEccSramErr
 
 /* The NVLink fabric (HG_FABRIC): the state, status, health mask and summary
  * over time ("gpu 0 fabric_state 2", "at 30s gpu 0 fabric_health_mask
- * 0x1a9a"); one unicast-pointer clique, fabric_clique. */
+ * 0x1a9a"); one unicast-pointer clique, fabric_clique; the cluster UUID
+ * every byte 0x5a. fabric_info answers the three calls into out, for the
+ * versions the call takes (SIM_FABRIC_*; the versioned call's struct by its
+ * version field): a call whose every version the driver does not know
+ * (fabric_versions) is FUNCTION_NOT_FOUND, as "fail FN function_not_found"
+ * plays a symbol a driver lacks; a struct version it does not know,
+ * ARGUMENT_VERSION_MISMATCH. Each struct gets the fields it has. */
+static nvmlReturn_t fabric_info(const struct nvmlDevice_st *d, int64_t now, unsigned int takes, void *out)
+{
+	nvmlGpuFabricInfo_t *o1 = out;
+	nvmlGpuFabricInfo_v2_t *o2 = out;
+	nvmlGpuFabricInfo_v3_t *o3 = out;
+	nvmlGpuFabricInfo_v4_t *o4 = out;
+	unsigned int v = takes;
+
+	if (!(g_host.fabric & takes))
+		return NVML_ERROR_FUNCTION_NOT_FOUND;
+	NEED(out);
+	if (takes == (SIM_FABRIC_V2 | SIM_FABRIC_V3)) {
+		v = o2->version == nvmlGpuFabricInfo_v2 ? SIM_FABRIC_V2 : o2->version == nvmlGpuFabricInfo_v3 ? SIM_FABRIC_V3 : 0;
+		if (!(g_host.fabric & v))
+			return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+	}
+	GROUP(HG_FABRIC);
+/* H reads the fabric quantity q; FILL zeroes the struct o and sets what
+ * every version has. */
+#define H(q) u64(hv(d, HF_fabric_##q, now))
+#define FILL(o)                                                                    \
+	(memset(o, 0, sizeof(*o)), memset(o->clusterUuid, 0x5a, sizeof(o->clusterUuid)), \
+	 o->status = (nvmlReturn_t)H(status), o->state = (nvmlGpuFabricState_t)H(state))
+	switch (v) {
+	case SIM_FABRIC_V1:
+		FILL(o1);
+		o1->cliqueId = (unsigned int)H(clique);
+		break;
+	case SIM_FABRIC_V2:
+		FILL(o2);
+		o2->version = nvmlGpuFabricInfo_v2;
+		o2->cliqueId = (unsigned int)H(clique);
+		o2->healthMask = (unsigned int)H(health_mask);
+		break;
+	case SIM_FABRIC_V3:
+		FILL(o3);
+		o3->version = nvmlGpuFabricInfo_v3;
+		o3->cliqueId = (unsigned int)H(clique);
+		o3->healthMask = (unsigned int)H(health_mask);
+		o3->healthSummary = (unsigned char)H(health_summary);
+		break;
+	default: /* SIM_FABRIC_V4 */
+		FILL(o4);
+		o4->numCliques = 1;
+		o4->cliques[0].type = NVML_GPU_FABRIC_CLIQUE_TYPE_UNICAST_POINTER;
+		o4->cliques[0].id = (unsigned int)H(clique);
+		o4->healthMask = (unsigned int)H(health_mask);
+		o4->healthSummary = (unsigned char)H(health_summary);
+		break;
+	}
+#undef FILL
+#undef H
+	return NVML_SUCCESS;
+}
+
 nvmlReturn_t nvmlDeviceGetGpuFabricInfo_v4(nvmlDevice_t device, nvmlGpuFabricInfo_v4_t *info)
 {
 	ENTER(nvmlDeviceGetGpuFabricInfo_v4);
-	NEED(info);
-	GROUP(HG_FABRIC);
-	memset(info, 0, sizeof(*info));
-	memset(info->clusterUuid, 0x5a, sizeof(info->clusterUuid));
-	info->status = (nvmlReturn_t)u64(hv(d, HF_fabric_status, now));
-	info->numCliques = 1;
-	info->cliques[0].type = NVML_GPU_FABRIC_CLIQUE_TYPE_UNICAST_POINTER;
-	info->cliques[0].id = (unsigned int)u64(hv(d, HF_fabric_clique, now));
-	info->state = (nvmlGpuFabricState_t)u64(hv(d, HF_fabric_state, now));
-	info->healthMask = (unsigned int)u64(hv(d, HF_fabric_health_mask, now));
-	info->healthSummary = (unsigned char)u64(hv(d, HF_fabric_health_summary, now));
-	return NVML_SUCCESS;
+	return fabric_info(d, now, SIM_FABRIC_V4, info);
 }
 
 nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, nvmlGpuFabricInfoV_t *info)
 {
 	ENTER(nvmlDeviceGetGpuFabricInfoV);
-	NEED_VERSION(info, nvmlGpuFabricInfo_v3);
-	GROUP(HG_FABRIC);
-	memset(info, 0, sizeof(*info));
-	info->version = nvmlGpuFabricInfo_v3;
-	memset(info->clusterUuid, 0x5a, sizeof(info->clusterUuid));
-	info->status = (nvmlReturn_t)u64(hv(d, HF_fabric_status, now));
-	info->cliqueId = (unsigned int)u64(hv(d, HF_fabric_clique, now));
-	info->state = (nvmlGpuFabricState_t)u64(hv(d, HF_fabric_state, now));
-	info->healthMask = (unsigned int)u64(hv(d, HF_fabric_health_mask, now));
-	info->healthSummary = (unsigned char)u64(hv(d, HF_fabric_health_summary, now));
-	return NVML_SUCCESS;
+	return fabric_info(d, now, SIM_FABRIC_V2 | SIM_FABRIC_V3, info);
 }
 
 /* The original call, all an R535 driver has: no health mask or summary. */
 nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t device, nvmlGpuFabricInfo_t *info)
 {
 	ENTER(nvmlDeviceGetGpuFabricInfo);
-	NEED(info);
-	GROUP(HG_FABRIC);
-	memset(info, 0, sizeof(*info));
-	memset(info->clusterUuid, 0x5a, sizeof(info->clusterUuid));
-	info->status = (nvmlReturn_t)u64(hv(d, HF_fabric_status, now));
-	info->cliqueId = (unsigned int)u64(hv(d, HF_fabric_clique, now));
-	info->state = (nvmlGpuFabricState_t)u64(hv(d, HF_fabric_state, now));
-	return NVML_SUCCESS;
+	return fabric_info(d, now, SIM_FABRIC_V1, info);
 }
 #endif

@@ -203,6 +203,7 @@ static void host_defaults(void)
 	g_host.init_result = NVML_SUCCESS;
 	g_host.seed = 1;
 	g_host.kmsg_seq = 1200;
+	g_host.fabric = SIM_FABRIC_V1 | SIM_FABRIC_V2 | SIM_FABRIC_V3 | SIM_FABRIC_V4;
 }
 
 static void dev_defaults(struct nvmlDevice_st *d, unsigned int i)
@@ -1420,6 +1421,18 @@ static int stmt_host(struct parser *p, char **tok, int n)
 		if (strlen(tok[1]) >= sizeof(g_host.driver))
 			return perr(p, "version too long");
 		strcpy(dst, tok[1]);
+		return 0;
+	}
+	if (strcmp(k, "fabric_versions") == 0) {
+		int i;
+		g_host.fabric = 0;
+		for (i = 1; i < n; i++) {
+			if (tok[i][0] != 'v' || tok[i][1] < '1' || tok[i][1] > '4' || tok[i][2] != '\0')
+				return perr(p, "expected: fabric_versions v4|v3|v2|v1...");
+			g_host.fabric |= 1u << (tok[i][1] - '0');
+		}
+		if (n < 2)
+			return perr(p, "expected: fabric_versions v4|v3|v2|v1...");
 		return 0;
 	}
 	if (strcmp(k, "cuda") == 0) {

@@ -268,7 +268,15 @@ struct sim_host {
 	double kmsg_offset; /* seconds the kmsg clock runs behind CLOCK_MONOTONIC */
 	double kmsg_drift;  /* ppm it loses per second of CLOCK_MONOTONIC since boot */
 	int nonroot; /* "user nonroot": every setter answers NVML_ERROR_NO_PERMISSION */
+	unsigned int fabric; /* "fabric_versions": bit 1 << v, the fabric struct versions the driver knows */
 };
+
+/* The fabric struct versions (g_host.fabric): 1 the original call's
+ * nvmlGpuFabricInfo_t, 2 and 3 the versioned call's, 4 the _v4 call's. */
+#define SIM_FABRIC_V1 (1u << 1)
+#define SIM_FABRIC_V2 (1u << 2)
+#define SIM_FABRIC_V3 (1u << 3)
+#define SIM_FABRIC_V4 (1u << 4)
 
 extern struct sim_host g_host;
 extern struct nvmlDevice_st g_devs[SIM_MAX_GPUS];
