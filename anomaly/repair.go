@@ -137,11 +137,16 @@ type Repair struct {
 	dirty        bool                 // hist changed since Dirty was last asked
 	last         []Cause
 
-	// ackedRepair: the classes the last ack of each covered while they
-	// asked for a repair, that ack being of less than Inspect (Absorb
-	// weighs them against the board's history).
-	ackedRepair map[string]bool
+	// ackedAs: what the last ack in this run of each class it covered
+	// acknowledged: an ack covers that action, not a greater one the same
+	// occurrence asks for later (Judge); Absorb weighs a repair
+	// acknowledged at less than Inspect against the board's history.
+	ackedAs map[string]ackedAs
 }
+
+// ackedAs is what an ack acknowledged of a class: the action the class asked
+// for then, and the GPU's action acknowledged.
+type ackedAs struct{ class, ack action.Action }
 
 type xidCause struct {
 	Cause
@@ -170,7 +175,7 @@ func (x xidCause) age(in RepairInput) time.Duration {
 // boot) are taken up again; a boot new to the history is added to it.
 func NewRepair(boot string, inspectAfter int, h action.History) *Repair {
 	r := &Repair{boot: boot, inspectAfter: cmp.Or(inspectAfter, action.DefaultInspectAfter), hist: cloneHistory(h),
-		xids: map[string]xidCause{}, began: map[string]time.Time{}, active: map[string]bool{}, counted: map[string]bool{}}
+		xids: map[string]xidCause{}, began: map[string]time.Time{}, active: map[string]bool{}, counted: map[string]bool{}, ackedAs: map[string]ackedAs{}}
 	// Every boot the board is seen in is recorded, quiet ones too: the
 	// warm-reboot check looks at the boot just before this one.
 	n := len(r.hist.Boots)
@@ -216,7 +221,7 @@ func NewRepair(boot string, inspectAfter int, h action.History) *Repair {
 func (r *Repair) Absorb(early *Repair) (escalated []string) {
 	if a := early.hist.Ack; a != nil { // made in this run: later than any in the board's history
 		for class := range early.hist.Acked { // before Acknowledge: the earlier boots as they count now
-			if early.ackedRepair[class] && r.earlierBoots(class) >= r.inspectAfter {
+			if as := early.ackedAs[class]; as.class.Drains() && as.ack < action.Inspect && r.earlierBoots(class) >= r.inspectAfter {
 				escalated = append(escalated, class)
 			}
 		}
@@ -227,6 +232,11 @@ func (r *Repair) Absorb(early *Repair) (escalated []string) {
 		for class, at := range early.hist.Acked { // an earlier ack's classes at their own time
 			if !slices.Contains(escalated, class) && at.After(r.hist.Acked[class]) {
 				r.hist.Acked[class] = at
+			}
+		}
+		for class, a := range early.ackedAs {
+			if !slices.Contains(escalated, class) {
+				r.ackedAs[class] = a
 			}
 		}
 		r.dirty = true
@@ -259,13 +269,17 @@ func (r *Repair) Absorb(early *Repair) (escalated []string) {
 	// when early saw them begin, those no history counts too (a hang at
 	// watch): an ack made of early covers the occurrence acknowledged
 	// while it goes on (a hang still stuck when the UUID reads), and Judge
-	// takes one that began again since for a new one.
+	// takes one that began again since for a new one. One the history
+	// knows goes on from the earlier run only if early found it at its
+	// first judgement: one early saw begin again since is this occurrence,
+	// counted as early counted it (an ack of early before it does not
+	// cover it).
 	for class := range early.active {
 		if _, isXid := xidClass(class); isXid {
 			continue
 		}
-		if _, known := r.began[class]; !known {
-			r.began[class] = early.began[class]
+		if _, known := r.began[class]; !known || early.began[class].After(early.first) {
+			r.began[class], r.counted[class] = early.began[class], early.counted[class]
 		}
 		r.active[class] = true
 	}
@@ -361,16 +375,17 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 				}
 				r.begin(c, at)
 			}
+		case r.ackedBelow(c):
+			// An ack covers the action acknowledged, not a greater one the
+			// same occurrence asks for later (a hang acknowledged while it
+			// was watch, now past HungReboot; one an earlier run in this
+			// boot counted too): the greater begins now, unacknowledged.
+			r.begin(c, in.Now)
 		case c.Action.Drains() && !r.counted[c.Class]:
 			// A condition that began as news and now asks for a repair
 			// (a hang past HungReboot) is counted once, as of when it
-			// began; but an ack of the news (a hang acknowledged while it
-			// was watch) does not cover the repair: it begins now.
-			at := r.began[c.Class]
-			if r.hist.IsAcked(c.Class, at) {
-				at = in.Now
-			}
-			r.begin(c, at)
+			// began.
+			r.begin(c, r.began[c.Class])
 		}
 	}
 	// The Xids in the order they last happened (the reasons' order must
@@ -508,15 +523,19 @@ func (r *Repair) Ack(cur action.Current, t time.Time, by, note string) action.Ac
 		}
 	}
 	slices.Sort(ack.Classes)
-	if r.ackedRepair == nil {
-		r.ackedRepair = map[string]bool{}
-	}
 	for _, c := range r.last {
-		r.ackedRepair[c.Class] = c.Action.Drains() && ack.Action < action.Inspect
+		r.ackedAs[c.Class] = ackedAs{c.Action, ack.Action}
 	}
 	r.hist.Acknowledge(ack)
 	r.dirty = true
 	return ack
+}
+
+// ackedBelow reports whether an ack in this run covers c's occurrence at an
+// action less than the one c asks for now.
+func (r *Repair) ackedBelow(c Cause) bool {
+	a, ok := r.ackedAs[c.Class]
+	return ok && c.Action > a.class && r.hist.IsAcked(c.Class, r.began[c.Class])
 }
 
 // History returns the board's history and whether it changed since the

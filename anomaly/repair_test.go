@@ -27,12 +27,12 @@ func verdict(rs ...HealthReason) HealthVerdict {
 	return v
 }
 
-// hung is the input of a GPU hung since since, judged at now, the wall and
-// monotonic clocks in step.
 // mono is wall time t on the tests' monotonic clock: it runs with their
 // wall clock, from t0.
 func mono(t time.Time) time.Duration { return t.Sub(t0) }
 
+// hung is the input of a GPU hung since since, judged at now, the wall and
+// monotonic clocks in step.
 func hung(now, since time.Time) RepairInput {
 	return RepairInput{Now: now, HungSince: since, HungFor: now.Sub(since)}
 }
@@ -758,5 +758,90 @@ func TestAbsorbAckOfAHangAtWatch(t *testing.T) {
 				t.Errorf("hung in the board's history %+v, acknowledged %v: want %d, not acknowledged", c, h.IsAcked("hung", c.Last), tc.count)
 			}
 		})
+	}
+}
+
+// TestAckAtWatchOfAHangThisBootCounted: this boot's history already holds
+// hung (an earlier run of the logger counted a hang at reboot), so the
+// hang this run finds goes on from it; an ack given while it is watch, by
+// UUID or by index before the UUID read, covers watch: the reboot the
+// same hang asks for after HungReboot is a new occurrence, counted and not
+// acknowledged.
+func TestAckAtWatchOfAHangThisBootCounted(t *testing.T) {
+	var h action.History
+	h.Count("A", "hung", t0) // an earlier run in this boot
+	start := t0.Add(10 * time.Minute)
+	for _, tc := range []struct {
+		name  string
+		board func() *Repair // the board's judge after the ack at watch
+	}{
+		{"acked by UUID", func() *Repair {
+			r := NewRepair("A", 0, h)
+			cur := r.Judge(hung(start.Add(5*time.Second), start))
+			if cur.Action != action.Watch || strings.Contains(cur.Reason(), "acknowledged") {
+				t.Fatalf("hung briefly: %v %q, want watch", cur.Action, cur.Reasons)
+			}
+			r.Ack(cur, start.Add(10*time.Second), "root", "slow driver, known")
+			return r
+		}},
+		{"acked by index", func() *Repair {
+			early := NewRepair("A", 0, action.History{})
+			cur := early.Judge(hung(start.Add(5*time.Second), start))
+			early.Ack(cur, start.Add(10*time.Second), "root", "slow driver, known")
+			r := NewRepair("A", 0, h)
+			if esc := r.Absorb(early); len(esc) > 0 {
+				t.Errorf("Absorb left %q out of the ack of watch", esc)
+			}
+			return r
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tc.board()
+			if cur := r.Judge(hung(start.Add(20*time.Second), start)); cur.Action != action.Watch || !strings.Contains(cur.Reason(), "acknowledged") {
+				t.Errorf("after the ack of watch: %v %q, want watch (acknowledged)", cur.Action, cur.Reasons)
+			}
+			reboot := start.Add(HungReboot)
+			if cur := r.Judge(hung(reboot, start)); cur.Action != action.Reboot || strings.Contains(cur.Reason(), "acknowledged") {
+				t.Errorf("hung a minute after an ack of watch: %v %q, want reboot", cur.Action, cur.Reasons)
+			}
+			got, _ := r.History()
+			if c := got.Boot("A").Classes["hung"]; c.Count != 2 || !c.Last.Equal(reboot) || got.IsAcked("hung", c.Last) {
+				t.Errorf("hung counted %+v, acknowledged %v: want twice, the reboot as of when it asked, not acknowledged", c, got.IsAcked("hung", c.Last))
+			}
+		})
+	}
+}
+
+// TestAbsorbHangBegunAfterTheIndexAck: this boot's history already holds
+// hung (an earlier run of the logger); the GPU's judge while its UUID did
+// not read saw a hang, acknowledged at watch by index, end and another
+// begin. Once the UUID reads, the board's judge takes the second from when
+// early saw it begin: the ack, given before it, does not cover it, and its
+// reboot is counted as of then.
+func TestAbsorbHangBegunAfterTheIndexAck(t *testing.T) {
+	var h action.History
+	h.Count("A", "hung", t0) // an earlier run in this boot
+	first := t0.Add(10 * time.Minute)
+	early := NewRepair("A", 0, action.History{})
+	cur := early.Judge(hung(first.Add(5*time.Second), first))
+	early.Ack(cur, first.Add(10*time.Second), "root", "slow driver, known")
+	early.Judge(RepairInput{Now: first.Add(20 * time.Second), Answered: true}) // the first hang ended
+	second := first.Add(30 * time.Second)
+	began := second.Add(time.Second) // early's judgement that saw it
+	if cur = early.Judge(hung(began, second)); cur.Action != action.Watch || strings.Contains(cur.Reason(), "acknowledged") {
+		t.Fatalf("early, the second hang: %v %q, want watch, not acknowledged", cur.Action, cur.Reasons)
+	}
+
+	r := NewRepair("A", 0, h)
+	r.Absorb(early)
+	if cur = r.Judge(hung(second.Add(5*time.Second), second)); cur.Action != action.Watch || strings.Contains(cur.Reason(), "acknowledged") {
+		t.Errorf("the board, its UUID read, the second hang: %v %q, want watch, not acknowledged", cur.Action, cur.Reasons)
+	}
+	if cur = r.Judge(hung(second.Add(HungReboot), second)); cur.Action != action.Reboot || strings.Contains(cur.Reason(), "acknowledged") {
+		t.Errorf("the second hang a minute on: %v %q, want reboot", cur.Action, cur.Reasons)
+	}
+	got, _ := r.History()
+	if c := got.Boot("A").Classes["hung"]; c.Count != 2 || !c.Last.Equal(began) || got.IsAcked("hung", c.Last) {
+		t.Errorf("hung counted %+v, acknowledged %v: want twice, the second as of when early saw it begin, not acknowledged", c, got.IsAcked("hung", c.Last))
 	}
 }
