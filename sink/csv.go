@@ -58,6 +58,26 @@ type CSVConfig struct {
 	// leaveDone, when set, is called as each leave's goroutine ends (tests
 	// wait on it for a file let go of after Close).
 	leaveDone func()
+	// hold, when set, is called at each step of withLock's hand-off
+	// (handStep), so that tests pause a goroutine there.
+	hold func(handStep)
+}
+
+// handStep names a step of withLock's hand-off of work to whoever holds a
+// file's lock (CSVConfig.hold).
+type handStep int
+
+const (
+	handBusy   handStep = iota // withLock queued work and found mu held, before it decides who runs it
+	handTaken                  // a holder of mu took a batch of queued work, before running it
+	handWaiter                 // withLock's goroutine, before it waits for mu
+)
+
+// step calls the tests' hold, if set.
+func (c *CSV) step(at handStep) {
+	if c.cfg.hold != nil {
+		c.cfg.hold(at)
+	}
 }
 
 // file is what the CSV writer needs of an open file.
@@ -234,9 +254,8 @@ func (c *CSV) Write(s *reading.Sample) error {
 	if gf == nil {
 		return fmt.Errorf("csv: GPU %d is not configured", s.GPU)
 	}
-	gf.mu.Lock()
+	c.lock(gf) // a SIGHUP, a new column set, Close: before this row
 	defer gf.mu.Unlock()
-	gf.runWaiting(false) // a SIGHUP, a new column set, Close: before this row
 	if c.shut.Load() {
 		// A sample that was stuck in the driver until after shutdown.
 		c.counts.Inc(rowsDropped)
@@ -291,7 +310,7 @@ func (c *CSV) Columns(index int) []string {
 	if gf == nil {
 		return nil
 	}
-	gf.mu.Lock()
+	c.lock(gf)
 	defer gf.mu.Unlock()
 	return Columns(gf.fans)
 }
@@ -372,10 +391,11 @@ func (c *CSV) withLock(gf *gpuFile, f func()) {
 	gf.waiting = append(gf.waiting, f)
 	gf.qmu.Unlock()
 	if gf.mu.TryLock() {
-		gf.runWaiting(false)
+		c.runWaiting(gf, false)
 		gf.mu.Unlock()
 		return
 	}
+	c.step(handBusy)
 	gf.qmu.Lock()
 	start := !gf.waiter && len(gf.waiting) > 0 // else the waiter, or a row that holds mu, runs f
 	gf.waiter = gf.waiter || start
@@ -385,17 +405,31 @@ func (c *CSV) withLock(gf *gpuFile, f func()) {
 	}
 	c.leaving.begin()
 	go func() {
+		c.step(handWaiter)
 		gf.mu.Lock()
-		gf.runWaiting(true)
+		c.runWaiting(gf, true)
 		gf.mu.Unlock()
 		c.leaving.end(func() {})
 	}()
 }
 
+// lock takes gf.mu and runs the work withLock queued for the file first:
+// whoever holds mu next (a row, a read of the columns or the recent rows,
+// a sync) sees every SetGPU, Reopen and Close that returned before it,
+// even when withLock's goroutine has not had mu yet.
+func (c *CSV) lock(gf *gpuFile) {
+	gf.mu.Lock()
+	c.runWaiting(gf, false)
+}
+
 // runWaiting runs the work queued by withLock until none is left; the
-// waiter (withLock's goroutine) is done once it finds none. Called with
-// gf.mu held.
-func (gf *gpuFile) runWaiting(waiter bool) {
+// waiter (withLock's goroutine) is done once it finds none. Another holder
+// of mu counts each batch it takes in leaving, from the take (under qmu)
+// to its end: a Close whose work it took finds the queue empty and no
+// waiter, and its wait must still cover the file's leave, which begins
+// only when the batch runs. (The waiter counts in leaving already.)
+// Called with gf.mu held.
+func (c *CSV) runWaiting(gf *gpuFile, waiter bool) {
 	for {
 		gf.qmu.Lock()
 		fs := gf.waiting
@@ -403,12 +437,19 @@ func (gf *gpuFile) runWaiting(waiter bool) {
 		if len(fs) == 0 && waiter {
 			gf.waiter = false
 		}
+		if len(fs) > 0 && !waiter {
+			c.leaving.begin()
+		}
 		gf.qmu.Unlock()
 		if len(fs) == 0 {
 			return
 		}
+		c.step(handTaken)
 		for _, f := range fs {
 			f()
+		}
+		if !waiter {
+			c.leaving.end(func() {})
 		}
 	}
 }

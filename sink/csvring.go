@@ -27,7 +27,7 @@ func (c *CSV) Rows(index int) (header string, rows []string) {
 	if gf == nil {
 		return "", nil
 	}
-	gf.mu.Lock()
+	c.lock(gf)
 	defer gf.mu.Unlock()
 	return gf.rowsLocked()
 }
@@ -60,7 +60,7 @@ func (c *CSV) Recent(index int) Recent {
 	if gf == nil {
 		return Recent{}
 	}
-	gf.mu.Lock()
+	c.lock(gf)
 	defer gf.mu.Unlock()
 	r := Recent{Columns: Columns(gf.fans)}
 	r.Header, r.Rows = gf.rowsLocked()

@@ -22,7 +22,7 @@ func (c *CSV) Sync(index int) error {
 	if gf == nil {
 		return nil
 	}
-	gf.mu.Lock()
+	c.lock(gf)
 	f, path := gf.f, gf.path
 	gf.mu.Unlock()
 	if f == nil {
@@ -118,7 +118,7 @@ func (c *CSV) syncDirty() {
 		}
 		// Duplicate under the lock: a rotation or reopen cannot close the
 		// file (and let its number be reused) in between.
-		gf.mu.Lock()
+		c.lock(gf)
 		if gf.osf != nil {
 			if d, err := dupFile(gf.osf); err == nil {
 				fds = append(fds, d)

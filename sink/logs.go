@@ -283,9 +283,11 @@ func (l *LineLog) Close() error {
 		l.closed = true
 		close(l.stop)
 		l.flushLocked()
+		// The lines still kept stay in pendingN until they are counted
+		// here, at the end: a close stuck on the disk (an NFS flush)
+		// leaves them to Close's count of the kept lines.
 		lost := l.pending
 		l.pending, l.pendBytes = nil, 0
-		l.pendingN.Store(0)
 		werr := l.w.Close()
 		if l.sync.timer != nil {
 			l.sync.timer.Stop()
@@ -301,6 +303,7 @@ func (l *LineLog) Close() error {
 		}
 		l.sync.syncs.end(func() {
 			ended, err = true, werr
+			l.pendingN.Store(0)
 			if n := len(lost); n > 0 {
 				l.counts.Add(linesLostAtExit, uint64(n))
 				l.log.Error("log file still not writable at exit; its waiting lines are lost", "path", l.path,
@@ -313,8 +316,8 @@ func (l *LineLog) Close() error {
 		l.log.Error("fsync of a log file still running at close (a stalled disk); abandoned so that the exit goes on: its last lines may not survive a power loss (counted in log_sync_errors)",
 			"path", l.path, "syncs", n, "waited", closeSyncBound)
 		if !ended {
-			// A write stuck on the disk holds the lock: the lines kept
-			// for later will not be written.
+			// A write stuck on the disk holds the lock, or the file's
+			// close sticks: the lines kept for later will not be written.
 			kept := l.pendingN.Load()
 			l.counts.Add(linesLostAtExit, uint64(kept))
 			l.log.Error("a write to a log file still running at close (a stalled disk); abandoned so that the exit goes on: its kept lines are lost",

@@ -409,3 +409,52 @@ func TestLineLogRenamedBeforeSIGHUP(t *testing.T) {
 		})
 	}
 }
+
+// fullStuckClose is a full disk (every write fails with ENOSPC) whose
+// file's close, once stick is set, is stuck until release is closed (an
+// NFS close flushing to a server that stopped answering).
+type fullStuckClose struct {
+	stick   atomic.Bool
+	release chan struct{}
+}
+
+func (w *fullStuckClose) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
+
+func (w *fullStuckClose) Close() error {
+	if w.stick.Load() {
+		<-w.release
+	}
+	return nil
+}
+
+// TestLineLogCloseCountsKeptLinesWhenItsFileCloseSticks: lines kept while
+// the disk is full are still unwritten at Close, and the file's close then
+// sticks. Close abandons it at its bound (log_sync_errors) and the kept
+// lines are counted as lost at exit, and logged. Before, Close's goroutine
+// had taken them off the queue before the close: abandoned there, they
+// were neither counted nor logged.
+func TestLineLogCloseCountsKeptLinesWhenItsFileCloseSticks(t *testing.T) {
+	var logs testutil.LogBuf
+	reg := counters.New()
+	l := NewLineLog(t.TempDir(), "events.log", 1, 1, time.Hour, logs.Logger(), reg)
+	l.retryEvery = time.Hour // the kept lines wait for Close
+	w := &fullStuckClose{release: make(chan struct{})}
+	l.w = w
+	defer close(w.release)
+	for _, s := range []string{"time=1 kept", "time=2 kept"} {
+		if err := l.Line(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.stick.Store(true)
+	if err := closeBounded(t, l.Close, "a file close that never returns"); err == nil {
+		t.Error("Close returned no error with its file's close abandoned")
+	}
+	if n := reg.Load(lineSyncErrors); n != 1 {
+		t.Errorf("log_sync_errors = %d, want 1 (the abandoned close)", n)
+	}
+	if n := reg.Load(linesLostAtExit); n != 2 {
+		t.Errorf("log_lines_lost_at_exit = %d, want 2 (the kept lines)", n)
+	}
+	testutil.Contains(t, "log", logs.String(), "lines=2")
+}

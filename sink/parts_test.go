@@ -703,38 +703,66 @@ func returnsSoon(t *testing.T, f func(), what string) {
 // goroutine, which also answers SIGUSR1; a row write stuck on a stalled
 // disk holds its file's lock, and Reopen returns without it. The file is
 // let go of once that write returns, before the next row, which goes to
-// the file by its name (logrotate moved the old one). Before, Reopen took
-// each file's lock inline and waited for as long as the disk did not
-// answer.
+// the file by its name (logrotate moved the old one), whether that row or
+// the goroutine waiting to let it go takes the lock first (handOrders).
+// Before, Reopen took each file's lock inline and waited for as long as
+// the disk did not answer.
 func TestReopenDoesNotWaitOnAStuckWrite(t *testing.T) {
-	dir := t.TempDir()
-	c, s, stall, wrote, unstick := stuckRow(t, dir, CSVConfig{})
-	path := filepath.Join(dir, FileName(0, UnknownBoard, s.Time))
-	if err := os.Rename(path, path+".moved"); err != nil {
+	for _, order := range handOrders {
+		t.Run(order, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := CSVConfig{Tick: make(chan time.Time)} // no background round takes the lock
+			release := holdWaiter(&cfg)
+			c, s, stall, wrote, unstick := stuckRow(t, dir, cfg)
+			t.Cleanup(release)
+			path := filepath.Join(dir, FileName(0, UnknownBoard, s.Time))
+			if err := os.Rename(path, path+".moved"); err != nil {
+				t.Fatal(err)
+			}
+			returnsSoon(t, c.Reopen, "Reopen")
+			stall.Store(false)
+			unstick()
+			if err := <-wrote; err != nil {
+				t.Fatalf("the stuck write, once the disk answers: %v", err)
+			}
+			s.Time = s.Time.Add(time.Second)
+			nextRow(t, c, order, release, func() error { return c.Write(&s) })
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got := readLines(t, path); len(got) != 2 {
+				t.Errorf("the file reopened by name has %d lines, want header + the row after the reopen", len(got))
+			}
+			if got := readLines(t, path+".moved"); len(got) != 3 {
+				t.Errorf("the moved file has %d lines, want header + the row before + the stuck row", len(got))
+			}
+			if got := c.Stats().SyncErrors; got != 0 {
+				t.Errorf("sync_errors: %d, want 0", got)
+			}
+		})
+	}
+}
+
+// handOrders are the orders in which the work withLock queued behind a
+// row write stuck on the disk can run once that write returns: the next
+// row takes the lock first and runs it before its own write (withLock's
+// goroutine held back until then), or that goroutine does, before the row.
+var handOrders = []string{"next row first", "waiting goroutine first"}
+
+// nextRow writes the next row (row) after a stuck row write returned, in
+// order (handOrders); release lets withLock's goroutine go (holdWaiter).
+func nextRow(t *testing.T, c *CSV, order string, release func(), row func() error) {
+	t.Helper()
+	if order == handOrders[1] {
+		release()
+		if !testutil.WaitUntil(30*time.Second, func() bool { return !c.files[0].stuck() }) {
+			t.Fatal("the goroutine waiting for the lock has not run its work 30s after the stuck write returned")
+		}
+	}
+	if err := row(); err != nil {
 		t.Fatal(err)
 	}
-	returnsSoon(t, c.Reopen, "Reopen")
-	stall.Store(false)
-	unstick()
-	if err := <-wrote; err != nil {
-		t.Fatalf("the stuck write, once the disk answers: %v", err)
-	}
-	s.Time = s.Time.Add(time.Second)
-	if err := c.Write(&s); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if got := readLines(t, path); len(got) != 2 {
-		t.Errorf("the file reopened by name has %d lines, want header + the row after the reopen", len(got))
-	}
-	if got := readLines(t, path+".moved"); len(got) != 3 {
-		t.Errorf("the moved file has %d lines, want header + the row before + the stuck row", len(got))
-	}
-	if got := c.Stats().SyncErrors; got != 0 {
-		t.Errorf("sync_errors: %d, want 0", got)
-	}
+	release()
 }
 
 // TestCloseCountsAFileAReopenWaitsOnOnce: a SIGHUP's Reopen left a file
@@ -763,31 +791,38 @@ func TestCloseCountsAFileAReopenWaitsOnOnce(t *testing.T) {
 // while the GPU's queued rows (a hang's) are written on another goroutine;
 // a row write stuck on a stalled disk holds the file's lock, and SetGPU
 // returns without it. The new board and columns apply once that write
-// returns, from the next row on. Before, SetGPU waited on the lock for as
-// long as the disk did not answer, and the GPU was sampled no more.
+// returns, from the next row on, whether that row or the goroutine waiting
+// to apply them takes the lock first (handOrders). Before, SetGPU waited
+// on the lock for as long as the disk did not answer, and the GPU was
+// sampled no more.
 func TestSetGPUDoesNotWaitOnAStuckWrite(t *testing.T) {
-	dir := t.TempDir()
-	c, s, stall, wrote, unstick := stuckRow(t, dir, CSVConfig{})
-	board := Board{UUID: "GPU-5e1f0c2a-0000-4000-8000-000000000001"}
-	returnsSoon(t, func() { c.SetGPU(GPUColumns{Index: 0, Fans: 1, Board: board}) }, "SetGPU")
-	stall.Store(false)
-	unstick()
-	if err := <-wrote; err != nil {
-		t.Fatalf("the stuck write, once the disk answers: %v", err)
-	}
-	s.Time = s.Time.Add(time.Second)
-	if err := c.Write(&s); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if got := readLines(t, filepath.Join(dir, FileName(0, UnknownBoard, s.Time))); len(got) != 3 {
-		t.Errorf("the file before SetGPU has %d lines, want header + 2 rows", len(got))
-	}
-	got := readLines(t, filepath.Join(dir, FileName(0, board.ID(), s.Time)))
-	if len(got) != 2 || got[0]+"\n" != string(Header(1)) {
-		t.Errorf("the board's file: %q, want the 1-fan header and the row after SetGPU", got)
+	for _, order := range handOrders {
+		t.Run(order, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := CSVConfig{Tick: make(chan time.Time)} // no background round takes the lock
+			release := holdWaiter(&cfg)
+			c, s, stall, wrote, unstick := stuckRow(t, dir, cfg)
+			t.Cleanup(release)
+			board := Board{UUID: "GPU-5e1f0c2a-0000-4000-8000-000000000001"}
+			returnsSoon(t, func() { c.SetGPU(GPUColumns{Index: 0, Fans: 1, Board: board}) }, "SetGPU")
+			stall.Store(false)
+			unstick()
+			if err := <-wrote; err != nil {
+				t.Fatalf("the stuck write, once the disk answers: %v", err)
+			}
+			s.Time = s.Time.Add(time.Second)
+			nextRow(t, c, order, release, func() error { return c.Write(&s) })
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got := readLines(t, filepath.Join(dir, FileName(0, UnknownBoard, s.Time))); len(got) != 3 {
+				t.Errorf("the file before SetGPU has %d lines, want header + 2 rows", len(got))
+			}
+			got := readLines(t, filepath.Join(dir, FileName(0, board.ID(), s.Time)))
+			if len(got) != 2 || got[0]+"\n" != string(Header(1)) {
+				t.Errorf("the board's file: %q, want the 1-fan header and the row after SetGPU", got)
+			}
+		})
 	}
 }
 

@@ -54,7 +54,7 @@ func (c *CSV) housekeeping(now time.Time) {
 
 func (c *CSV) isOpen(path string) bool {
 	for _, gf := range c.files {
-		gf.mu.Lock()
+		c.lock(gf)
 		open := gf.f != nil && gf.path == path
 		gf.mu.Unlock()
 		if open {
