@@ -845,3 +845,51 @@ func TestAbsorbHangBegunAfterTheIndexAck(t *testing.T) {
 		t.Errorf("hung counted %+v, acknowledged %v: want twice, the second as of when early saw it begin, not acknowledged", c, got.IsAcked("hung", c.Last))
 	}
 }
+
+// TestRebootAfterAnAckAtWatchJudgedAtTheAckTime: the judgement right after
+// an ack, and every one while the wall clock is behind the ack (monitor's
+// judge never lets Now go below its last judgement), is at the ack's own
+// time. A hang acknowledged at watch that passes HungReboot then is a
+// reboot that the ack does not cover, counted once however many
+// judgements follow at that time.
+func TestRebootAfterAnAckAtWatchJudgedAtTheAckTime(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		h    func() action.History // the board's history before this run
+	}{
+		{"no hang counted this boot", func() action.History { return action.History{} }},
+		{"a hang counted this boot", func() action.History {
+			var h action.History
+			h.Count("A", "hung", t0.Add(-time.Hour)) // an earlier run in this boot
+			return h
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := tc.h()
+			before := h.Boot("A").Classes["hung"].Count
+			r := NewRepair("A", 0, h)
+			acked := t0.Add(50 * time.Second)
+			cur := r.Judge(hung(acked, t0))
+			if cur.Action != action.Watch {
+				t.Fatalf("hung briefly: %v %q", cur.Action, cur.Reasons)
+			}
+			r.Ack(cur, acked, "root", "slow driver, known")
+			for i := range 4 { // the wall clock is stuck at (or stepped back behind) the ack's time
+				in := RepairInput{Now: acked, HungSince: t0, HungFor: HungReboot + time.Duration(i)*time.Second}
+				if cur = r.Judge(in); cur.Action != action.Reboot || strings.Contains(cur.Reason(), "acknowledged") {
+					t.Errorf("judgement %d at the ack's time, hung a minute: %v %q, want reboot", i, cur.Action, cur.Reasons)
+				}
+				if i == 0 {
+					r.History() // the reboot counted: written
+				}
+			}
+			got, dirty := r.History()
+			if c := got.Boot("A").Classes["hung"]; c.Count != before+1 || !c.Last.After(acked) || got.IsAcked("hung", c.Last) {
+				t.Errorf("hung counted %+v, acknowledged %v: want %d, after the ack, not acknowledged", c, got.IsAcked("hung", c.Last), before+1)
+			}
+			if dirty {
+				t.Error("the judgements after the reboot was counted changed the history again")
+			}
+		})
+	}
+}
