@@ -379,8 +379,15 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 			// An ack covers the action acknowledged, not a greater one the
 			// same occurrence asks for later (a hang acknowledged while it
 			// was watch, now past HungReboot; one an earlier run in this
-			// boot counted too): the greater begins now, unacknowledged.
-			r.begin(c, in.Now)
+			// boot counted too): the greater begins now, unacknowledged,
+			// after the ack also when judged at its time (the judgement
+			// right after it, or while the wall clock is behind it: Now
+			// never goes back), so that it no longer covers it.
+			at := in.Now
+			if acked := r.hist.Acked[c.Class]; !at.After(acked) {
+				at = acked.Add(time.Nanosecond)
+			}
+			r.begin(c, at)
 		case c.Action.Drains() && !r.counted[c.Class]:
 			// A condition that began as news and now asks for a repair
 			// (a hang past HungReboot) is counted once, as of when it
