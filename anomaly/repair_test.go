@@ -1,6 +1,7 @@
 package anomaly
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -889,6 +890,99 @@ func TestRebootAfterAnAckAtWatchJudgedAtTheAckTime(t *testing.T) {
 			}
 			if dirty {
 				t.Error("the judgements after the reboot was counted changed the history again")
+			}
+		})
+	}
+}
+
+// TestAckAtWatchAcrossARestart: the state file keeps what an ack covered:
+// an earlier run in this boot counted a hang and an operator acknowledged
+// a later one at watch; the logger restarted with the driver still stuck.
+// The hang goes on from the history's start, which the ack covers, but
+// the reboot it asks for a minute on is not covered: it is counted,
+// unacknowledged. An ack of the reboot itself still covers it after the
+// restart.
+func TestAckAtWatchAcrossARestart(t *testing.T) {
+	start := t0.Add(10 * time.Minute) // the later hang
+	for _, tc := range []struct {
+		name    string
+		ackedAt time.Duration // the hang's age at the ack
+		want    action.Action
+		count   uint64
+	}{
+		{"acked at watch", 5 * time.Second, action.Reboot, 2},
+		{"acked at reboot", HungReboot + 5*time.Second, action.Watch, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var h action.History
+			h.Count("A", "hung", t0) // the earlier run counted a hang
+			r := NewRepair("A", 0, h)
+			cur := r.Judge(hung(start.Add(tc.ackedAt), start))
+			r.Ack(cur, start.Add(tc.ackedAt), "root", "slow driver, known")
+			h, _ = r.History()
+			b, err := json.Marshal(h) // the state file
+			if err != nil {
+				t.Fatal(err)
+			}
+			var read action.History
+			if err := json.Unmarshal(b, &read); err != nil {
+				t.Fatal(err)
+			}
+
+			r = NewRepair("A", 0, read) // restarted, still stuck
+			at := start.Add(tc.ackedAt + 10*time.Second)
+			if cur = r.Judge(hung(at, start)); cur.Action != action.Watch || !strings.Contains(cur.Reason(), "acknowledged") {
+				t.Errorf("restarted: %v %q, want watch (acknowledged)", cur.Action, cur.Reasons)
+			}
+			at = start.Add(max(tc.ackedAt, HungReboot) + 20*time.Second)
+			if cur = r.Judge(hung(at, start)); cur.Action != tc.want || strings.Contains(cur.Reason(), "acknowledged") == (tc.want == action.Reboot) {
+				t.Errorf("restarted, hung past a minute: %v %q, want %v", cur.Action, cur.Reasons, tc.want)
+			}
+			got, _ := r.History()
+			if c := got.Boot("A").Classes["hung"]; c.Count != tc.count {
+				t.Errorf("hung counted %+v, want %d", c, tc.count)
+			}
+		})
+	}
+}
+
+// TestAckOfAStateFileWithoutWhatItCovered: a state file written before it
+// kept what each ack covered (no acked_as) has an ack of the hang a
+// restart finds going on: it covers what the hang asks at the first
+// judgement that finds it so, not a greater action later (a hang at watch
+// then asks for a reboot a minute on, counted); one that asks for a
+// reboot already stays covered (not counted again after an upgrade).
+func TestAckOfAStateFileWithoutWhatItCovered(t *testing.T) {
+	start := t0.Add(10 * time.Minute) // the hang
+	acked := start.Add(5 * time.Second)
+	file := `{"uuid": "GPU-1", "boots": [{"boot_id": "A", "classes": {"hung": {"count": 1, "last": "` + t0.Format(time.RFC3339Nano) + `"}}}],
+		"ack": {"time": "` + acked.Format(time.RFC3339Nano) + `", "action": "watch", "note": "", "by": "root", "classes": ["hung"]},
+		"acked": {"hung": "` + acked.Format(time.RFC3339Nano) + `"}}`
+	for _, tc := range []struct {
+		name  string
+		first time.Duration // the hang's age at the restart's first judgement
+		want  action.Action
+		count uint64
+	}{
+		{"restarted at watch", 20 * time.Second, action.Reboot, 2},
+		{"restarted at reboot", HungReboot + 20*time.Second, action.Watch, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var h action.History
+			if err := json.Unmarshal([]byte(file), &h); err != nil {
+				t.Fatal(err)
+			}
+			r := NewRepair("A", 0, h)
+			if cur := r.Judge(hung(start.Add(tc.first), start)); !strings.Contains(cur.Reason(), "acknowledged") {
+				t.Errorf("restarted: %v %q, want acknowledged", cur.Action, cur.Reasons)
+			}
+			cur := r.Judge(hung(start.Add(max(tc.first, HungReboot)+10*time.Second), start))
+			if cur.Action != tc.want || strings.Contains(cur.Reason(), "acknowledged") == (tc.want == action.Reboot) {
+				t.Errorf("restarted, hung past a minute: %v %q, want %v", cur.Action, cur.Reasons, tc.want)
+			}
+			got, _ := r.History()
+			if c := got.Boot("A").Classes["hung"]; c.Count != tc.count {
+				t.Errorf("hung counted %+v, want %d", c, tc.count)
 			}
 		})
 	}
