@@ -130,8 +130,17 @@ func (h *History) AckAs(class string, a Action) {
 // IsAcked reports whether an acknowledgement cleared class at t or after
 // it: an occurrence at t no longer counts.
 func (h *History) IsAcked(class string, t time.Time) bool {
+	at, ok := h.AckedAt(class)
+	return ok && !t.After(at)
+}
+
+// AckedAt returns when an acknowledgement last cleared class, if one did.
+func (h *History) AckedAt(class string) (time.Time, bool) {
 	if at, ok := h.Acked[class]; ok {
-		return !t.After(at)
+		return at, true
 	}
-	return h.Acked == nil && h.Ack != nil && !t.After(h.Ack.Time) && slices.Contains(h.Ack.Classes, class)
+	if h.Acked == nil && h.Ack != nil && slices.Contains(h.Ack.Classes, class) {
+		return h.Ack.Time, true
+	}
+	return time.Time{}, false
 }

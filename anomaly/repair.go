@@ -381,7 +381,7 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 			// right after it, or while the wall clock is behind it: Now
 			// never goes back), so that it no longer covers it.
 			at := in.Now
-			if acked := r.hist.Acked[c.Class]; !at.After(acked) {
+			if acked, _ := r.hist.AckedAt(c.Class); !at.After(acked) {
 				at = acked.Add(time.Nanosecond)
 			}
 			r.begin(c, at)
@@ -539,7 +539,7 @@ func (r *Repair) Ack(cur action.Current, t time.Time, by, note string) action.Ac
 	slices.Sort(ack.Classes)
 	r.hist.Acknowledge(ack)
 	for _, c := range r.last {
-		r.hist.AckAs(c.Class, c.Action)
+		r.hist.AckAs(c.Class, max(c.Action, r.hist.AckedAs[c.Class])) // Acknowledge left it unknown
 		r.ackedGPU[c.Class] = ack.Action
 	}
 	r.dirty = true
