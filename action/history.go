@@ -27,6 +27,14 @@ type History struct {
 	// other classes does not undo an earlier one. A state file without it
 	// (written before it was kept) has only Ack's.
 	Acked map[string]time.Time `json:"acked,omitempty"`
+	// AckedAs is what each class in Acked asked for when it was
+	// acknowledged: the ack covers that, not a greater action the same
+	// occurrence asks for later (a hang acknowledged at watch that asks
+	// for a reboot a minute on), across a restart of the logger too. A
+	// class without it (a state file written before it was kept) is
+	// unknown: anomaly.Repair takes what the class asks when a run first
+	// finds it covered.
+	AckedAs map[string]Action `json:"acked_as,omitempty"`
 }
 
 // BootCount is one boot of a board: the critical classes that began in it.
@@ -92,7 +100,8 @@ func (h *History) Count(id, class string, t time.Time) {
 	b.Classes[class] = c
 }
 
-// Acknowledge records ack: its classes are cleared as of its time.
+// Acknowledge records ack: its classes are cleared as of its time. What
+// each asked for then is unknown until the caller records it (AckAs).
 func (h *History) Acknowledge(ack AckRecord) {
 	if h.Acked == nil {
 		h.Acked = map[string]time.Time{}
@@ -104,15 +113,34 @@ func (h *History) Acknowledge(ack AckRecord) {
 	}
 	for _, c := range ack.Classes {
 		h.Acked[c] = ack.Time
+		delete(h.AckedAs, c)
 	}
 	h.Ack = &ack
+}
+
+// AckAs records that class's last acknowledgement covered action a
+// (AckedAs).
+func (h *History) AckAs(class string, a Action) {
+	if h.AckedAs == nil {
+		h.AckedAs = map[string]Action{}
+	}
+	h.AckedAs[class] = a
 }
 
 // IsAcked reports whether an acknowledgement cleared class at t or after
 // it: an occurrence at t no longer counts.
 func (h *History) IsAcked(class string, t time.Time) bool {
+	at, ok := h.AckedAt(class)
+	return ok && !t.After(at)
+}
+
+// AckedAt returns when an acknowledgement last cleared class, if one did.
+func (h *History) AckedAt(class string) (time.Time, bool) {
 	if at, ok := h.Acked[class]; ok {
-		return !t.After(at)
+		return at, true
 	}
-	return h.Acked == nil && h.Ack != nil && !t.After(h.Ack.Time) && slices.Contains(h.Ack.Classes, class)
+	if h.Acked == nil && h.Ack != nil && slices.Contains(h.Ack.Classes, class) {
+		return h.Ack.Time, true
+	}
+	return time.Time{}, false
 }

@@ -137,16 +137,12 @@ type Repair struct {
 	dirty        bool                 // hist changed since Dirty was last asked
 	last         []Cause
 
-	// ackedAs: what the last ack in this run of each class it covered
-	// acknowledged: an ack covers that action, not a greater one the same
-	// occurrence asks for later (Judge); Absorb weighs a repair
-	// acknowledged at less than Inspect against the board's history.
-	ackedAs map[string]ackedAs
+	// ackedGPU: the GPU's action that the last ack in this run of each
+	// class acknowledged (what the class asked for then is the history's
+	// AckedAs): Absorb weighs a repair acknowledged at less than Inspect
+	// against the board's history.
+	ackedGPU map[string]action.Action
 }
-
-// ackedAs is what an ack acknowledged of a class: the action the class asked
-// for then, and the GPU's action acknowledged.
-type ackedAs struct{ class, ack action.Action }
 
 type xidCause struct {
 	Cause
@@ -175,7 +171,7 @@ func (x xidCause) age(in RepairInput) time.Duration {
 // boot) are taken up again; a boot new to the history is added to it.
 func NewRepair(boot string, inspectAfter int, h action.History) *Repair {
 	r := &Repair{boot: boot, inspectAfter: cmp.Or(inspectAfter, action.DefaultInspectAfter), hist: cloneHistory(h),
-		xids: map[string]xidCause{}, began: map[string]time.Time{}, active: map[string]bool{}, counted: map[string]bool{}, ackedAs: map[string]ackedAs{}}
+		xids: map[string]xidCause{}, began: map[string]time.Time{}, active: map[string]bool{}, counted: map[string]bool{}, ackedGPU: map[string]action.Action{}}
 	// Every boot the board is seen in is recorded, quiet ones too: the
 	// warm-reboot check looks at the boot just before this one.
 	n := len(r.hist.Boots)
@@ -221,7 +217,7 @@ func NewRepair(boot string, inspectAfter int, h action.History) *Repair {
 func (r *Repair) Absorb(early *Repair) (escalated []string) {
 	if a := early.hist.Ack; a != nil { // made in this run: later than any in the board's history
 		for class := range early.hist.Acked { // before Acknowledge: the earlier boots as they count now
-			if as := early.ackedAs[class]; as.class.Drains() && as.ack < action.Inspect && r.earlierBoots(class) >= r.inspectAfter {
+			if early.hist.AckedAs[class].Drains() && early.ackedGPU[class] < action.Inspect && r.earlierBoots(class) >= r.inspectAfter {
 				escalated = append(escalated, class)
 			}
 		}
@@ -230,13 +226,14 @@ func (r *Repair) Absorb(early *Repair) (escalated []string) {
 		ack.Classes = slices.DeleteFunc(slices.Clone(a.Classes), func(c string) bool { return slices.Contains(escalated, c) })
 		r.hist.Acknowledge(ack)
 		for class, at := range early.hist.Acked { // an earlier ack's classes at their own time
-			if !slices.Contains(escalated, class) && at.After(r.hist.Acked[class]) {
+			if slices.Contains(escalated, class) {
+				continue
+			}
+			if at.After(r.hist.Acked[class]) {
 				r.hist.Acked[class] = at
 			}
-		}
-		for class, a := range early.ackedAs {
-			if !slices.Contains(escalated, class) {
-				r.ackedAs[class] = a
+			if a, ok := early.hist.AckedAs[class]; ok && at.Equal(r.hist.Acked[class]) { // what it covered goes with the time that stands
+				r.hist.AckAs(class, a)
 			}
 		}
 		r.dirty = true
@@ -379,13 +376,30 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 			// An ack covers the action acknowledged, not a greater one the
 			// same occurrence asks for later (a hang acknowledged while it
 			// was watch, now past HungReboot; one an earlier run in this
-			// boot counted too): the greater begins now, unacknowledged.
-			r.begin(c, in.Now)
+			// boot counted too): the greater begins now, unacknowledged,
+			// after the ack also when judged at its time (the judgement
+			// right after it, or while the wall clock is behind it: Now
+			// never goes back), so that it no longer covers it.
+			at := in.Now
+			if acked, _ := r.hist.AckedAt(c.Class); !at.After(acked) {
+				at = acked.Add(time.Nanosecond)
+			}
+			r.begin(c, at)
 		case c.Action.Drains() && !r.counted[c.Class]:
 			// A condition that began as news and now asks for a repair
 			// (a hang past HungReboot) is counted once, as of when it
 			// began.
 			r.begin(c, r.began[c.Class])
+		}
+		if _, known := r.hist.AckedAs[c.Class]; !known && r.hist.IsAcked(c.Class, r.began[c.Class]) {
+			// An ack in a state file written before AckedAs was kept covers
+			// what the class asks when a run first finds it covered: not a
+			// reboot a hang at watch asks for later (unknown taken as all,
+			// a reboot would stay hidden), but one asked for already
+			// (taken as watch, an acknowledged reboot would be counted
+			// again after an upgrade).
+			r.hist.AckAs(c.Class, c.Action)
+			r.dirty = true
 		}
 	}
 	// The Xids in the order they last happened (the reasons' order must
@@ -523,19 +537,20 @@ func (r *Repair) Ack(cur action.Current, t time.Time, by, note string) action.Ac
 		}
 	}
 	slices.Sort(ack.Classes)
-	for _, c := range r.last {
-		r.ackedAs[c.Class] = ackedAs{c.Action, ack.Action}
-	}
 	r.hist.Acknowledge(ack)
+	for _, c := range r.last {
+		r.hist.AckAs(c.Class, max(c.Action, r.hist.AckedAs[c.Class])) // Acknowledge left it unknown
+		r.ackedGPU[c.Class] = ack.Action
+	}
 	r.dirty = true
 	return ack
 }
 
-// ackedBelow reports whether an ack in this run covers c's occurrence at an
-// action less than the one c asks for now.
+// ackedBelow reports whether an ack covers c's occurrence at an action less
+// than the one c asks for now.
 func (r *Repair) ackedBelow(c Cause) bool {
-	a, ok := r.ackedAs[c.Class]
-	return ok && c.Action > a.class && r.hist.IsAcked(c.Class, r.began[c.Class])
+	a, ok := r.hist.AckedAs[c.Class]
+	return ok && c.Action > a && r.hist.IsAcked(c.Class, r.began[c.Class])
 }
 
 // History returns the board's history and whether it changed since the
@@ -558,5 +573,6 @@ func cloneHistory(h action.History) action.History {
 		h.Ack = &a
 	}
 	h.Acked = maps.Clone(h.Acked)
+	h.AckedAs = maps.Clone(h.AckedAs)
 	return h
 }

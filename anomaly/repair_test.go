@@ -1,6 +1,7 @@
 package anomaly
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -843,5 +844,146 @@ func TestAbsorbHangBegunAfterTheIndexAck(t *testing.T) {
 	got, _ := r.History()
 	if c := got.Boot("A").Classes["hung"]; c.Count != 2 || !c.Last.Equal(began) || got.IsAcked("hung", c.Last) {
 		t.Errorf("hung counted %+v, acknowledged %v: want twice, the second as of when early saw it begin, not acknowledged", c, got.IsAcked("hung", c.Last))
+	}
+}
+
+// TestRebootAfterAnAckAtWatchJudgedAtTheAckTime: the judgement right after
+// an ack, and every one while the wall clock is behind the ack (monitor's
+// judge never lets Now go below its last judgement), is at the ack's own
+// time. A hang acknowledged at watch that passes HungReboot then is a
+// reboot that the ack does not cover, counted once however many
+// judgements follow at that time.
+func TestRebootAfterAnAckAtWatchJudgedAtTheAckTime(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		h    func() action.History // the board's history before this run
+	}{
+		{"no hang counted this boot", func() action.History { return action.History{} }},
+		{"a hang counted this boot", func() action.History {
+			var h action.History
+			h.Count("A", "hung", t0.Add(-time.Hour)) // an earlier run in this boot
+			return h
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := tc.h()
+			before := h.Boot("A").Classes["hung"].Count
+			r := NewRepair("A", 0, h)
+			acked := t0.Add(50 * time.Second)
+			cur := r.Judge(hung(acked, t0))
+			if cur.Action != action.Watch {
+				t.Fatalf("hung briefly: %v %q", cur.Action, cur.Reasons)
+			}
+			r.Ack(cur, acked, "root", "slow driver, known")
+			for i := range 4 { // the wall clock is stuck at (or stepped back behind) the ack's time
+				in := RepairInput{Now: acked, HungSince: t0, HungFor: HungReboot + time.Duration(i)*time.Second}
+				if cur = r.Judge(in); cur.Action != action.Reboot || strings.Contains(cur.Reason(), "acknowledged") {
+					t.Errorf("judgement %d at the ack's time, hung a minute: %v %q, want reboot", i, cur.Action, cur.Reasons)
+				}
+				if i == 0 {
+					r.History() // the reboot counted: written
+				}
+			}
+			got, dirty := r.History()
+			if c := got.Boot("A").Classes["hung"]; c.Count != before+1 || !c.Last.After(acked) || got.IsAcked("hung", c.Last) {
+				t.Errorf("hung counted %+v, acknowledged %v: want %d, after the ack, not acknowledged", c, got.IsAcked("hung", c.Last), before+1)
+			}
+			if dirty {
+				t.Error("the judgements after the reboot was counted changed the history again")
+			}
+		})
+	}
+}
+
+// TestAckAtWatchAcrossARestart: the state file keeps what an ack covered:
+// an earlier run in this boot counted a hang and an operator acknowledged
+// a later one at watch; the logger restarted with the driver still stuck.
+// The hang goes on from the history's start, which the ack covers, but
+// the reboot it asks for a minute on is not covered: it is counted,
+// unacknowledged. An ack of the reboot itself still covers it after the
+// restart.
+func TestAckAtWatchAcrossARestart(t *testing.T) {
+	start := t0.Add(10 * time.Minute) // the later hang
+	for _, tc := range []struct {
+		name    string
+		ackedAt time.Duration // the hang's age at the ack
+		want    action.Action
+		count   uint64
+	}{
+		{"acked at watch", 5 * time.Second, action.Reboot, 2},
+		{"acked at reboot", HungReboot + 5*time.Second, action.Watch, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var h action.History
+			h.Count("A", "hung", t0) // the earlier run counted a hang
+			r := NewRepair("A", 0, h)
+			cur := r.Judge(hung(start.Add(tc.ackedAt), start))
+			r.Ack(cur, start.Add(tc.ackedAt), "root", "slow driver, known")
+			h, _ = r.History()
+			b, err := json.Marshal(h) // the state file
+			if err != nil {
+				t.Fatal(err)
+			}
+			var read action.History
+			if err := json.Unmarshal(b, &read); err != nil {
+				t.Fatal(err)
+			}
+
+			r = NewRepair("A", 0, read) // restarted, still stuck
+			at := start.Add(tc.ackedAt + 10*time.Second)
+			if cur = r.Judge(hung(at, start)); cur.Action != action.Watch || !strings.Contains(cur.Reason(), "acknowledged") {
+				t.Errorf("restarted: %v %q, want watch (acknowledged)", cur.Action, cur.Reasons)
+			}
+			at = start.Add(max(tc.ackedAt, HungReboot) + 20*time.Second)
+			if cur = r.Judge(hung(at, start)); cur.Action != tc.want || strings.Contains(cur.Reason(), "acknowledged") == (tc.want == action.Reboot) {
+				t.Errorf("restarted, hung past a minute: %v %q, want %v", cur.Action, cur.Reasons, tc.want)
+			}
+			got, _ := r.History()
+			if c := got.Boot("A").Classes["hung"]; c.Count != tc.count {
+				t.Errorf("hung counted %+v, want %d", c, tc.count)
+			}
+		})
+	}
+}
+
+// TestAckOfAStateFileWithoutWhatItCovered: a state file written before it
+// kept what each ack covered (no acked_as) has an ack of the hang a
+// restart finds going on: it covers what the hang asks at the first
+// judgement that finds it so, not a greater action later (a hang at watch
+// then asks for a reboot a minute on, counted); one that asks for a
+// reboot already stays covered (not counted again after an upgrade).
+func TestAckOfAStateFileWithoutWhatItCovered(t *testing.T) {
+	start := t0.Add(10 * time.Minute) // the hang
+	acked := start.Add(5 * time.Second)
+	file := `{"uuid": "GPU-1", "boots": [{"boot_id": "A", "classes": {"hung": {"count": 1, "last": "` + t0.Format(time.RFC3339Nano) + `"}}}],
+		"ack": {"time": "` + acked.Format(time.RFC3339Nano) + `", "action": "watch", "note": "", "by": "root", "classes": ["hung"]},
+		"acked": {"hung": "` + acked.Format(time.RFC3339Nano) + `"}}`
+	for _, tc := range []struct {
+		name  string
+		first time.Duration // the hang's age at the restart's first judgement
+		want  action.Action
+		count uint64
+	}{
+		{"restarted at watch", 20 * time.Second, action.Reboot, 2},
+		{"restarted at reboot", HungReboot + 20*time.Second, action.Watch, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var h action.History
+			if err := json.Unmarshal([]byte(file), &h); err != nil {
+				t.Fatal(err)
+			}
+			r := NewRepair("A", 0, h)
+			if cur := r.Judge(hung(start.Add(tc.first), start)); !strings.Contains(cur.Reason(), "acknowledged") {
+				t.Errorf("restarted: %v %q, want acknowledged", cur.Action, cur.Reasons)
+			}
+			cur := r.Judge(hung(start.Add(max(tc.first, HungReboot)+10*time.Second), start))
+			if cur.Action != tc.want || strings.Contains(cur.Reason(), "acknowledged") == (tc.want == action.Reboot) {
+				t.Errorf("restarted, hung past a minute: %v %q, want %v", cur.Action, cur.Reasons, tc.want)
+			}
+			got, _ := r.History()
+			if c := got.Boot("A").Classes["hung"]; c.Count != tc.count {
+				t.Errorf("hung counted %+v, want %d", c, tc.count)
+			}
+		})
 	}
 }
