@@ -417,6 +417,13 @@ func TestFabricInfo(t *testing.T) {
 			if tc.called != "" && d.Count(tc.called) != 1 {
 				t.Errorf("%s called %d times in 3 samples, want 1 (slow tier)", tc.called, d.Count(tc.called))
 			}
+			// A function the driver lacks is never called (the fake
+			// panics where a real process dies, after counting it).
+			for _, m := range tc.missing {
+				if n := d.Count(strings.TrimPrefix(m, "nvmlDevice")); n != 0 {
+					t.Errorf("%s, which the driver lacks, called %d times", m, n)
+				}
+			}
 			if got := h.GPUs[0].HealthGroups()[reading.GroupFabric]; got != tc.want[reading.HFabricState].OK {
 				t.Errorf("fabric group recorded %v", got)
 			}

@@ -15,8 +15,6 @@ import (
 	"unsafe"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
-
-	"github.com/gpu-telemetry/gpu-telemetry/sampler/nvmlapi"
 )
 
 // Dev is a Device whose answers are set per function (Set, Block); calls
@@ -28,7 +26,8 @@ type Dev struct {
 	ret     map[string]nvml.Return
 	all     nvml.Return // SetAll's: every call without a ret of its own; 0 none
 	block   map[string]chan struct{}
-	entered chan string // receives the function name when a blocking call starts
+	entered chan string     // receives the function name when a blocking call starts
+	missing map[string]bool // the library's Missing less "nvmlDevice" (Lib.dev): calling one panics
 
 	Name, UUID, Serial, Vbios, Bus string
 	Fans                           int
@@ -222,7 +221,11 @@ func NewDev() *Dev {
 
 func (d *Dev) call(fn string) nvml.Return {
 	d.mu.Lock()
-	d.calls[fn]++
+	d.calls[fn]++ // before the panic: a count of one the library lacks says it was called
+	if d.missing[fn] {
+		d.mu.Unlock()
+		panic("fakenvml: nvmlDevice" + fn + " called, which the library lacks (Lib.Missing): a real process dies here")
+	}
 	r, ok := d.ret[fn]
 	if !ok && d.all != 0 {
 		r, ok = d.all, true
@@ -542,41 +545,6 @@ func (d *Dev) GetNvLinkErrorCounter(link int, c nvml.NvLinkErrorCounter) (uint64
 func lookup[K comparable, V any](m map[K]V, k K) *V {
 	if v, ok := m[k]; ok {
 		return &v
-	}
-	return nil
-}
-
-// Lib is a Library over fake devices.
-type Lib struct {
-	InitRet nvml.Return
-	Devs    []*Dev
-	Missing map[string]bool
-	Shut    int
-	// HandleRet makes DeviceGetHandleByIndex fail for an index.
-	HandleRet map[int]nvml.Return
-	// Driver is the driver version answered; "580.95.05" when empty.
-	Driver string
-}
-
-func (l *Lib) Init() nvml.Return     { return l.InitRet }
-func (l *Lib) Shutdown() nvml.Return { l.Shut++; return nvml.SUCCESS }
-func (l *Lib) SystemGetDriverVersion() (string, nvml.Return) {
-	return cmp.Or(l.Driver, "580.95.05"), nvml.SUCCESS
-}
-func (l *Lib) SystemGetNVMLVersion() (string, nvml.Return) { return "13.580.95.05", nvml.SUCCESS }
-func (l *Lib) SystemGetCudaDriverVersion() (int, nvml.Return) {
-	return 13000, nvml.SUCCESS
-}
-func (l *Lib) DeviceGetCount() (int, nvml.Return) { return len(l.Devs), nvml.SUCCESS }
-func (l *Lib) DeviceGetHandleByIndex(i int) (nvmlapi.Device, nvml.Return) {
-	if r, ok := l.HandleRet[i]; ok && r != nvml.SUCCESS {
-		return nil, r
-	}
-	return l.Devs[i], nvml.SUCCESS
-}
-func (l *Lib) LookupSymbol(s string) error {
-	if l.Missing[s] {
-		return nvml.ERROR_FUNCTION_NOT_FOUND
 	}
 	return nil
 }

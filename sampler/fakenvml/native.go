@@ -64,7 +64,7 @@ func (l *Lib) Native() nvmlapi.Native {
 			if i < 0 || i >= len(l.Devs) {
 				return 0
 			}
-			return l.Devs[i].handle()
+			return l.dev(i).handle()
 		},
 	}
 }

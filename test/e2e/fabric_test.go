@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -219,8 +220,9 @@ func TestFatalSXidNoFabric(t *testing.T) {
 	}
 }
 
-// TestFabricR535: an R535 driver has only the fabric's original call
-// (played by the versioned ones answering FUNCTION_NOT_FOUND on GPU 0):
+// TestFabricR535: GPU 0's newer fabric calls are found but answer
+// FUNCTION_NOT_FOUND (the re-probe path; TestFabricOlderDrivers plays an
+// R535 whose library lacks them), so only the original call answers:
 // its probe state, status, clique and cluster UUID are read from it, the
 // state's change is an events.log line; the health mask and summary, which
 // it lacks, stay absent (null in status, no line), where GPU 1 (v4) has them.
@@ -261,21 +263,25 @@ at 8 gpu 0 fabric_state 3
 }
 
 // TestFabricOlderDrivers: drivers that know fewer of the fabric's calls
-// (the simulated driver's fabric_versions; both GPUs on it). R550's
-// versioned call answers only the v2 struct: the health mask, no summary;
-// R535 has only the original call: neither. On each the probe state,
+// (the simulated driver's fabric_versions; both GPUs on it). R550 has no
+// _v4 call and its versioned call answers only the v2 struct: the health
+// mask, no summary; R535 has only the original call: neither. A call the
+// driver lacks is not exported, and calling it would kill the daemon: it
+// is found missing at start and never called. On each the probe state,
 // status, clique and cluster UUID are read and the state's change is an
 // events.log line; the health mask, where the driver gives it, turns GPU 0
-// critical on its unhealthy route (3 s, before the probe completes at 6 s);
+// critical on its unhealthy route (6 s, before the probe completes at
+// 10 s; the first sample, which reads the fabric, is well before);
 // what the driver lacks stays absent (null in status, no line).
 func TestFabricOlderDrivers(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name, versions string
-		mask           bool // the driver gives the health mask
+		mask           bool     // the driver gives the health mask
+		lacks          []string // the fabric calls the driver does not export
 	}{
-		{"R550 versioned call with the v2 struct", "v2 v1", true},
-		{"R535 original call only", "v1", false},
+		{"R550 versioned call with the v2 struct", "v2 v1", true, []string{"nvmlDeviceGetGpuFabricInfo_v4"}},
+		{"R535 original call only", "v1", false, []string{"nvmlDeviceGetGpuFabricInfo_v4", "nvmlDeviceGetGpuFabricInfoV"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -291,9 +297,9 @@ gpu all class b200
 gpu 0 fabric_state 2
 gpu 0 fabric_health_mask 0
 gpu 0 fabric_health_summary 1
-at 3 gpu 0 fabric_health_mask 20889
-at 3 gpu 0 fabric_health_summary 2
-at 6 gpu 0 fabric_state 3
+at 6 gpu 0 fabric_health_mask 20889
+at 6 gpu 0 fabric_health_summary 2
+at 10 gpu 0 fabric_state 3
 `}, "GPU 0's fabric probe completing", 30*time.Second, lines...)
 			_, d := healthStatus(t, p.socketPath())
 			for g, gpu := range d.GPUs {
@@ -323,6 +329,16 @@ at 6 gpu 0 fabric_state 3
 			for _, l := range strings.Split(events(p.dir), "\n") {
 				if strings.Contains(l, "counter=fabric_health ") || (!tc.mask && strings.Contains(l, "fabric_health_mask")) {
 					t.Errorf("a fabric reading the driver lacks: %s", l)
+				}
+			}
+			calls := readCalls(t, p.calls)
+			note := regexp.MustCompile(`driver lacks newer functions.*`).FindString(p.stderr.String())
+			for _, fn := range tc.lacks {
+				if calls[fn] != 0 {
+					t.Errorf("%s called %d times on a driver that lacks it", fn, calls[fn])
+				}
+				if !regexp.MustCompile(`\b` + fn + `\b`).MatchString(note) {
+					t.Errorf("the start-up note %q does not name %s", note, fn)
 				}
 			}
 		})

@@ -289,42 +289,54 @@ func TestB200NVLinkStory(t *testing.T) {
 }
 
 // TestFabricVersions: fabric_versions says which fabric calls and structs
-// the driver knows. A call none of whose versions it knows answers
-// FUNCTION_NOT_FOUND (a symbol the driver lacks); the versioned call answers
-// the v2 and v3 structs by their version field, each with the fields it has,
-// and a struct version the driver does not know ARGUMENT_VERSION_MISMATCH.
+// the driver knows. A call none of whose versions it knows is not exported
+// (dlsym does not find it, and calling it would kill the process, as with
+// a real driver that lacks it: it is not called); the versioned call
+// answers the v2 and v3 structs by their version field, each with the
+// fields it has, and a struct version the driver does not know
+// ARGUMENT_VERSION_MISMATCH.
 func TestFabricVersions(t *testing.T) {
 	if child(t) {
 		versions := os.Getenv(envWant)
 		knows := func(v string) bool { return versions == "" || slices.Contains(strings.Fields(versions), v) }
-		answer := func(v string, versioned bool) nvml.Return {
-			switch {
-			case knows(v):
-				return nvml.SUCCESS
-			case versioned && (knows("v2") || knows("v3")):
-				return nvml.ERROR_ARGUMENT_VERSION_MISMATCH
+		l := openLib(t)
+		d := dev(t, l, 0)
+		exported := func(fn string, vs ...string) bool {
+			err := l.Extensions().LookupSymbol(fn)
+			if want := slices.ContainsFunc(vs, knows); (err == nil) != want {
+				t.Fatalf("%s exported %v, want %v (it takes %v)", fn, err == nil, want, vs)
 			}
-			return nvml.ERROR_FUNCTION_NOT_FOUND
+			return err == nil
 		}
-		d := dev(t, openLib(t), 0)
-		f4, r := d.GetGpuFabricInfo_v4()
-		if wantRet(t, r, answer("v4", false), "v4"); r == nvml.SUCCESS &&
-			(f4.NumCliques != 1 || f4.Cliques[0].Id != 32766 || f4.HealthMask != 0x51aa || f4.HealthSummary != 1 || f4.State != 3) {
-			t.Errorf("v4 %+v", f4)
+		answer := func(v string) nvml.Return {
+			if knows(v) {
+				return nvml.SUCCESS
+			}
+			return nvml.ERROR_ARGUMENT_VERSION_MISMATCH
 		}
-		f3, r := d.GetGpuFabricInfoV().V3()
-		if wantRet(t, r, answer("v3", true), "V with v3"); r == nvml.SUCCESS &&
-			(f3.Version != nvml.STRUCT_VERSION(f3, 3) || f3.CliqueId != 32766 || f3.HealthMask != 0x51aa || f3.HealthSummary != 1 || f3.State != 3) {
-			t.Errorf("V with v3 %+v", f3)
+		if exported("nvmlDeviceGetGpuFabricInfo_v4", "v4") {
+			f4, r := d.GetGpuFabricInfo_v4()
+			if wantRet(t, r, nvml.SUCCESS, "v4"); f4.NumCliques != 1 || f4.Cliques[0].Id != 32766 || f4.HealthMask != 0x51aa || f4.HealthSummary != 1 || f4.State != 3 {
+				t.Errorf("v4 %+v", f4)
+			}
 		}
-		f2, r := d.GetGpuFabricInfoV().V2()
-		if wantRet(t, r, answer("v2", true), "V with v2"); r == nvml.SUCCESS &&
-			(f2.Version != nvml.STRUCT_VERSION(f2, 2) || f2.CliqueId != 32766 || f2.HealthMask != 0x51aa || f2.State != 3 || f2.ClusterUuid[0] != 0x5a) {
-			t.Errorf("V with v2 %+v", f2)
+		if exported("nvmlDeviceGetGpuFabricInfoV", "v3", "v2") {
+			f3, r := d.GetGpuFabricInfoV().V3()
+			if wantRet(t, r, answer("v3"), "V with v3"); r == nvml.SUCCESS &&
+				(f3.Version != nvml.STRUCT_VERSION(f3, 3) || f3.CliqueId != 32766 || f3.HealthMask != 0x51aa || f3.HealthSummary != 1 || f3.State != 3) {
+				t.Errorf("V with v3 %+v", f3)
+			}
+			f2, r := d.GetGpuFabricInfoV().V2()
+			if wantRet(t, r, answer("v2"), "V with v2"); r == nvml.SUCCESS &&
+				(f2.Version != nvml.STRUCT_VERSION(f2, 2) || f2.CliqueId != 32766 || f2.HealthMask != 0x51aa || f2.State != 3 || f2.ClusterUuid[0] != 0x5a) {
+				t.Errorf("V with v2 %+v", f2)
+			}
 		}
-		f1, r := d.GetGpuFabricInfo()
-		if wantRet(t, r, answer("v1", false), "original"); r == nvml.SUCCESS && (f1.CliqueId != 32766 || f1.State != 3) {
-			t.Errorf("original %+v", f1)
+		if exported("nvmlDeviceGetGpuFabricInfo", "v1") {
+			f1, r := d.GetGpuFabricInfo()
+			if wantRet(t, r, nvml.SUCCESS, "original"); f1.CliqueId != 32766 || f1.State != 3 {
+				t.Errorf("original %+v", f1)
+			}
 		}
 		return
 	}
@@ -342,5 +354,22 @@ func TestFabricVersions(t *testing.T) {
 			}
 			runChildAs(t, "TestFabricVersions", opts{scenario: scn, env: []string{envWant + "=" + versions}})
 		})
+	}
+}
+
+// TestFabricCallTheDriverLacks: a fabric call the driver does not export
+// (fabric_versions) kills its caller, as a symbol a real driver lacks does:
+// a regression that calls one without looking it up first dies here too.
+func TestFabricCallTheDriverLacks(t *testing.T) {
+	if child(t) {
+		d := dev(t, openLib(t), 0)
+		_, r := d.GetGpuFabricInfoV().V2()
+		t.Errorf("the versioned fabric call of an R535 returned %d", r)
+		return
+	}
+	t.Parallel()
+	out := runChild(t, opts{scenario: "fabric_versions v1\ngpu all class b200\n", wantFail: true})
+	if !strings.Contains(out, "SIGSEGV") {
+		t.Errorf("the child did not die of the missing call:\n%s", out)
 	}
 }

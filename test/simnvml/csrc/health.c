@@ -542,10 +542,11 @@ nvmlReturn_t nvmlDeviceGetSramEccErrorStatus(nvmlDevice_t device, nvmlEccSramErr
  * 0x1a9a"); one unicast-pointer clique, fabric_clique; the cluster UUID
  * every byte 0x5a. fabric_info answers the three calls into out, for the
  * versions the call takes (SIM_FABRIC_*; the versioned call's struct by its
- * version field): a call whose every version the driver does not know
- * (fabric_versions) is FUNCTION_NOT_FOUND, as "fail FN function_not_found"
- * plays a symbol a driver lacks; a struct version it does not know,
- * ARGUMENT_VERSION_MISMATCH. Each struct gets the fields it has. */
+ * version field): a struct version the driver does not know
+ * (fabric_versions), ARGUMENT_VERSION_MISMATCH. Each struct gets the fields
+ * it has. A call whose every version the driver does not know is not
+ * exported (FABRIC_CALL); one resolved before the scenario was loaded (an
+ * executable's start-up relocations: test/csan) answers FUNCTION_NOT_FOUND. */
 static nvmlReturn_t fabric_info(const struct nvmlDevice_st *d, int64_t now, unsigned int takes, void *out)
 {
 	nvmlGpuFabricInfo_t *o1 = out;
@@ -601,22 +602,34 @@ static nvmlReturn_t fabric_info(const struct nvmlDevice_st *d, int64_t now, unsi
 	return NVML_SUCCESS;
 }
 
-nvmlReturn_t nvmlDeviceGetGpuFabricInfo_v4(nvmlDevice_t device, nvmlGpuFabricInfo_v4_t *info)
-{
-	ENTER(nvmlDeviceGetGpuFabricInfo_v4);
-	return fabric_info(d, now, SIM_FABRIC_V4, info);
-}
+/* FABRIC_CALL defines the fabric call name, taking the versions takes, as
+ * a GNU indirect function: its resolver gives the implementation only where
+ * the driver knows one of those versions, and NULL otherwise, which dlsym
+ * (go-nvml's LookupSymbol, sampler/batch.c) reports as a symbol the library
+ * lacks, as a real R535's lacks the _v4 and versioned calls. A caller that
+ * calls it anyway jumps to address 0 and dies, as a process calling a
+ * symbol the real driver lacks does ("symbol lookup error"). The resolver
+ * runs inside the dynamic linker, at each dlsym and the first call of a
+ * lazy binding (after nvmlInit loaded the scenario), or in an executable's
+ * start-up relocations before the sanitizers start: it reads one word.
+ * Before the scenario is loaded g_host.fabric is 0 (fabric_versions names
+ * at least one): every call is given. */
+#define FABRIC_CALL(name, type, takes)                                                         \
+	static nvmlReturn_t name##_impl(nvmlDevice_t device, type *info)                        \
+	{                                                                                      \
+		ENTER(name);                                                                   \
+		return fabric_info(d, now, takes, info);                                       \
+	}                                                                                      \
+	__attribute__((no_sanitize("address", "undefined"))) static nvmlReturn_t (*name##_resolve(void))(nvmlDevice_t, type *) \
+	{                                                                                      \
+		unsigned int v = __atomic_load_n(&g_host.fabric, __ATOMIC_RELAXED);            \
+		return v == 0 || (v & (takes)) ? name##_impl : NULL;                           \
+	}                                                                                      \
+	nvmlReturn_t name(nvmlDevice_t, type *) __attribute__((ifunc(#name "_resolve")))
 
-nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, nvmlGpuFabricInfoV_t *info)
-{
-	ENTER(nvmlDeviceGetGpuFabricInfoV);
-	return fabric_info(d, now, SIM_FABRIC_V2 | SIM_FABRIC_V3, info);
-}
-
+FABRIC_CALL(nvmlDeviceGetGpuFabricInfo_v4, nvmlGpuFabricInfo_v4_t, SIM_FABRIC_V4);
+FABRIC_CALL(nvmlDeviceGetGpuFabricInfoV, nvmlGpuFabricInfoV_t, SIM_FABRIC_V2 | SIM_FABRIC_V3);
 /* The original call, all an R535 driver has: no health mask or summary. */
-nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t device, nvmlGpuFabricInfo_t *info)
-{
-	ENTER(nvmlDeviceGetGpuFabricInfo);
-	return fabric_info(d, now, SIM_FABRIC_V1, info);
-}
+FABRIC_CALL(nvmlDeviceGetGpuFabricInfo, nvmlGpuFabricInfo_t, SIM_FABRIC_V1);
+#undef FABRIC_CALL
 #endif

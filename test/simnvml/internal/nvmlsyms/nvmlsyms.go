@@ -33,8 +33,9 @@ var (
 	callRe = regexp.MustCompile(`\bC\.(nvml[A-Za-z0-9_]*)\(`)
 	// A definition starts in column 0 with the return type; prototypes
 	// of NVML functions are never written in the hand-written files.
-	// or through device.c's ANSWER and ANSWER_STR macros.
-	defRe   = regexp.MustCompile(`(?m)^(?:(?:nvmlReturn_t|const char \*)\s*(nvml[A-Za-z0-9_]+)\s*\([^;]*|ANSWER\w*\((nvml[A-Za-z0-9_]+)[,)].*)$`)
+	// or through device.c's ANSWER and ANSWER_STR macros, or health.c's
+	// FABRIC_CALL.
+	defRe   = regexp.MustCompile(`(?m)^(?:(?:nvmlReturn_t|const char \*)\s*(nvml[A-Za-z0-9_]+)\s*\([^;]*|(?:ANSWER\w*|FABRIC_CALL)\((nvml[A-Za-z0-9_]+)[,)].*)$`)
 	simfnRe = regexp.MustCompile(`(?m)^SIMFN\((nvml[A-Za-z0-9_]+)\)`)
 )
 
