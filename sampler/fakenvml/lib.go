@@ -43,6 +43,8 @@ func (l *Lib) DeviceGetHandleByIndex(i int) (nvmlapi.Device, nvml.Return) {
 
 // dev returns device i, told the functions the library lacks (Missing):
 // as a process calling one of them dies, the Dev panics when one is called.
+// Only nvmlDevice* names are enforced, and a Dev shared by two Libs takes
+// the Missing set of the Lib that handed out its handle last.
 func (l *Lib) dev(i int) *Dev {
 	missing := map[string]bool{}
 	for s := range l.Missing {

@@ -613,7 +613,8 @@ static nvmlReturn_t fabric_info(const struct nvmlDevice_st *d, int64_t now, unsi
  * lazy binding (after nvmlInit loaded the scenario), or in an executable's
  * start-up relocations before the sanitizers start: it reads one word.
  * Before the scenario is loaded g_host.fabric is 0 (fabric_versions names
- * at least one): every call is given. */
+ * at least one): every call is given, and so is one a non-PIE executable
+ * bound at start-up (its dlsym may return that PLT stub). */
 #define FABRIC_CALL(name, type, takes)                                                         \
 	static nvmlReturn_t name##_impl(nvmlDevice_t device, type *info)                        \
 	{                                                                                      \
