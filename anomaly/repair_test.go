@@ -987,3 +987,33 @@ func TestAckOfAStateFileWithoutWhatItCovered(t *testing.T) {
 		})
 	}
 }
+
+// TestAckOfTheRebootAtTheHeldTime: while the wall clock is behind the last
+// judgement, every judgement and ack is at the same held time; the reboot
+// a hang acknowledged at watch asks for then begins just after that ack.
+// The operator who then acknowledges the reboot, at the same held time,
+// covers what they saw: the reboot is acknowledged, also once the clock
+// catches up, and not counted again.
+func TestAckOfTheRebootAtTheHeldTime(t *testing.T) {
+	r := NewRepair("A", 0, action.History{})
+	held := t0.Add(50 * time.Second)
+	cur := r.Judge(hung(held, t0))
+	r.Ack(cur, held, "root", "slow driver, known")
+	in := RepairInput{Now: held, HungSince: t0, HungFor: HungReboot}
+	if cur = r.Judge(in); cur.Action != action.Reboot {
+		t.Fatalf("hung a minute at the held time: %v %q, want reboot", cur.Action, cur.Reasons)
+	}
+	rec := r.Ack(cur, held, "root", "reboot planned")
+	if rec.Action != action.Reboot {
+		t.Fatalf("ack: %+v", rec)
+	}
+	for _, in := range []RepairInput{in, hung(t0.Add(2*time.Minute), t0)} { // still held, then caught up
+		if cur = r.Judge(in); cur.Action != action.Watch || !strings.Contains(cur.Reason(), "acknowledged") {
+			t.Errorf("after the ack of the reboot, at %v: %v %q, want watch (acknowledged)", in.Now.Sub(t0), cur.Action, cur.Reasons)
+		}
+	}
+	h, _ := r.History()
+	if c := h.Boot("A").Classes["hung"]; c.Count != 1 || !h.IsAcked("hung", c.Last) {
+		t.Errorf("hung counted %+v, acknowledged %v: want once, acknowledged", c, h.IsAcked("hung", c.Last))
+	}
+}
