@@ -397,8 +397,17 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 			// reboot a hang at watch asks for later (unknown taken as all,
 			// a reboot would stay hidden), but one asked for already
 			// (taken as watch, an acknowledged reboot would be counted
-			// again after an upgrade).
-			r.hist.AckAs(c.Class, c.Action)
+			// again after an upgrade); no more than the GPU's action the
+			// file's last ack acknowledged when that ack cleared the class
+			// (a hang acknowledged at watch, the logger stopped before the
+			// minute and restarted after it).
+			as := c.Action
+			if a := r.hist.Ack; a != nil && slices.Contains(a.Classes, c.Class) {
+				if at, _ := r.hist.AckedAt(c.Class); at.Equal(a.Time) {
+					as = min(as, a.Action)
+				}
+			}
+			r.hist.AckAs(c.Class, as)
 			r.dirty = true
 		}
 	}
