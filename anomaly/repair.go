@@ -397,8 +397,17 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 			// reboot a hang at watch asks for later (unknown taken as all,
 			// a reboot would stay hidden), but one asked for already
 			// (taken as watch, an acknowledged reboot would be counted
-			// again after an upgrade).
-			r.hist.AckAs(c.Class, c.Action)
+			// again after an upgrade); no more than the GPU's action the
+			// file's last ack acknowledged when that ack cleared the class
+			// (a hang acknowledged at watch, the logger stopped before the
+			// minute and restarted after it).
+			as := c.Action
+			if a := r.hist.Ack; a != nil && slices.Contains(a.Classes, c.Class) {
+				if at, _ := r.hist.AckedAt(c.Class); at.Equal(a.Time) {
+					as = min(as, a.Action)
+				}
+			}
+			r.hist.AckAs(c.Class, as)
 			r.dirty = true
 		}
 	}
@@ -528,14 +537,22 @@ func (r *Repair) warmRebootFailed(in RepairInput) (Cause, bool) {
 
 // Ack acknowledges the board's current causes at t (after a Judge): their
 // classes no longer count until they begin again. It returns the action
-// acknowledged and the history to write.
+// acknowledged and the history to write. The ack covers what the operator
+// saw: it is made no earlier than the latest of those causes began (a
+// reboot after an ack at watch begins just after that ack, also while the
+// wall clock is held behind the last judgement and every ack is at its
+// time).
 func (r *Repair) Ack(cur action.Current, t time.Time, by, note string) action.AckRecord {
-	ack := action.AckRecord{Time: t, Action: cur.Action, Note: note, By: by}
+	ack := action.AckRecord{Action: cur.Action, Note: note, By: by}
 	for _, c := range r.last {
 		if !slices.Contains(ack.Classes, c.Class) {
 			ack.Classes = append(ack.Classes, c.Class)
 		}
+		if b := r.began[c.Class]; b.After(t) {
+			t = b
+		}
 	}
+	ack.Time = t
 	slices.Sort(ack.Classes)
 	r.hist.Acknowledge(ack)
 	for _, c := range r.last {

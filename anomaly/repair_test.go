@@ -948,26 +948,38 @@ func TestAckAtWatchAcrossARestart(t *testing.T) {
 
 // TestAckOfAStateFileWithoutWhatItCovered: a state file written before it
 // kept what each ack covered (no acked_as) has an ack of the hang a
-// restart finds going on: it covers what the hang asks at the first
-// judgement that finds it so, not a greater action later (a hang at watch
-// then asks for a reboot a minute on, counted); one that asks for a
-// reboot already stays covered (not counted again after an upgrade).
+// restart finds going on. Its last ack, when it is the one that cleared
+// the hang, bounds what it covered: the action acknowledged then (the
+// GPU's). A hang acknowledged at watch asks for a reboot a minute on,
+// counted, also when the logger was stopped before the minute and the
+// restart finds it past it; one whose reboot was acknowledged stays
+// covered (not counted again after an upgrade). An ack the file does not
+// bound (its last ack cleared other classes) covers what the hang asks at
+// the first judgement that finds it covered.
 func TestAckOfAStateFileWithoutWhatItCovered(t *testing.T) {
 	start := t0.Add(10 * time.Minute) // the hang
-	acked := start.Add(5 * time.Second)
-	file := `{"uuid": "GPU-1", "boots": [{"boot_id": "A", "classes": {"hung": {"count": 1, "last": "` + t0.Format(time.RFC3339Nano) + `"}}}],
-		"ack": {"time": "` + acked.Format(time.RFC3339Nano) + `", "action": "watch", "note": "", "by": "root", "classes": ["hung"]},
-		"acked": {"hung": "` + acked.Format(time.RFC3339Nano) + `"}}`
+	rfc := func(t time.Time) string { return `"` + t.Format(time.RFC3339Nano) + `"` }
 	for _, tc := range []struct {
-		name  string
-		first time.Duration // the hang's age at the restart's first judgement
-		want  action.Action
-		count uint64
+		name    string
+		ackedAt time.Duration // the hang's age at its ack
+		last    string        // the file's last ack: its action and the classes it cleared, 30 s after the hang's if not the hang's
+		first   time.Duration // the hang's age at the restart's first judgement
+		want    action.Action
+		count   uint64
 	}{
-		{"restarted at watch", 20 * time.Second, action.Reboot, 2},
-		{"restarted at reboot", HungReboot + 20*time.Second, action.Watch, 1},
+		{"acked at watch, restarted at watch", 5 * time.Second, `"watch", "classes": ["hung"]`, 20 * time.Second, action.Reboot, 2},
+		{"acked at watch, restarted past the minute", 5 * time.Second, `"watch", "classes": ["hung"]`, HungReboot + 20*time.Second, action.Reboot, 2},
+		{"acked at reboot, restarted past the minute", HungReboot + 5*time.Second, `"reboot", "classes": ["hung"]`, HungReboot + 20*time.Second, action.Watch, 1},
+		{"the last ack of another class", 5 * time.Second, `"watch", "classes": ["xid13"]`, HungReboot + 40*time.Second, action.Watch, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			acked, last := start.Add(tc.ackedAt), start.Add(tc.ackedAt)
+			if !strings.Contains(tc.last, `"hung"`) {
+				last = last.Add(30 * time.Second)
+			}
+			file := `{"uuid": "GPU-1", "boots": [{"boot_id": "A", "classes": {"hung": {"count": 1, "last": ` + rfc(t0) + `}}}],
+				"ack": {"time": ` + rfc(last) + `, "note": "", "by": "root", "action": ` + tc.last + `},
+				"acked": {"hung": ` + rfc(acked) + `, "xid13": ` + rfc(last) + `}}`
 			var h action.History
 			if err := json.Unmarshal([]byte(file), &h); err != nil {
 				t.Fatal(err)
@@ -985,5 +997,35 @@ func TestAckOfAStateFileWithoutWhatItCovered(t *testing.T) {
 				t.Errorf("hung counted %+v, want %d", c, tc.count)
 			}
 		})
+	}
+}
+
+// TestAckOfTheRebootAtTheHeldTime: while the wall clock is behind the last
+// judgement, every judgement and ack is at the same held time; the reboot
+// a hang acknowledged at watch asks for then begins just after that ack.
+// The operator who then acknowledges the reboot, at the same held time,
+// covers what they saw: the reboot is acknowledged, also once the clock
+// catches up, and not counted again.
+func TestAckOfTheRebootAtTheHeldTime(t *testing.T) {
+	r := NewRepair("A", 0, action.History{})
+	held := t0.Add(50 * time.Second)
+	cur := r.Judge(hung(held, t0))
+	r.Ack(cur, held, "root", "slow driver, known")
+	in := RepairInput{Now: held, HungSince: t0, HungFor: HungReboot}
+	if cur = r.Judge(in); cur.Action != action.Reboot {
+		t.Fatalf("hung a minute at the held time: %v %q, want reboot", cur.Action, cur.Reasons)
+	}
+	rec := r.Ack(cur, held, "root", "reboot planned")
+	if rec.Action != action.Reboot {
+		t.Fatalf("ack: %+v", rec)
+	}
+	for _, in := range []RepairInput{in, hung(t0.Add(2*time.Minute), t0)} { // still held, then caught up
+		if cur = r.Judge(in); cur.Action != action.Watch || !strings.Contains(cur.Reason(), "acknowledged") {
+			t.Errorf("after the ack of the reboot, at %v: %v %q, want watch (acknowledged)", in.Now.Sub(t0), cur.Action, cur.Reasons)
+		}
+	}
+	h, _ := r.History()
+	if c := h.Boot("A").Classes["hung"]; c.Count != 1 || !h.IsAcked("hung", c.Last) {
+		t.Errorf("hung counted %+v, acknowledged %v: want once, acknowledged", c, h.IsAcked("hung", c.Last))
 	}
 }
