@@ -33,7 +33,8 @@ type History struct {
 	// for a reboot a minute on), across a restart of the logger too. A
 	// class without it (a state file written before it was kept) is
 	// unknown: anomaly.Repair takes what the class asks when a run first
-	// finds it covered, no more than Ack's action when Ack cleared it.
+	// finds it covered, a hang's no more than Ack's action when Ack
+	// cleared it.
 	AckedAs map[string]Action `json:"acked_as,omitempty"`
 }
 

@@ -78,7 +78,7 @@ func Causes(in RepairInput) []Cause {
 		out = append(out, Cause{Class: class, Action: a, Text: text})
 	}
 	hung := func(a action.Action, text string) {
-		add("hung", a, text)
+		add(hungClass, a, text)
 		out[len(out)-1].Since = in.HungSince
 	}
 	switch {
@@ -355,23 +355,25 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 	if c, ok := r.warmRebootFailed(in); ok {
 		causes = append(causes, c)
 	}
-	// State causes that began since the last Judge are new events.
+	// State causes that began since the last Judge are new events: after
+	// the first Judge, one that was absent, or that began again since; so
+	// is one that began again since early's last judgement (Absorb). A
+	// class already begun in this boot when the logger restarted goes on.
 	now := map[string]bool{}
 	for _, c := range causes {
 		now[c.Class] = true
+		_, known := r.began[c.Class]
+		begins := (!r.active[c.Class] || c.Since.After(r.lastJudge)) && (r.judged || !known || r.active[c.Class])
+		if !begins {
+			r.ackAsOfOldFile(c) // before ackedBelow: the restart's first judgement already asks for what the ack does not cover
+		}
 		switch {
-		case !r.active[c.Class] || c.Since.After(r.lastJudge):
-			// A class already begun in this boot when the logger restarted
-			// goes on; after the first Judge, one that was absent, or that
-			// began again since, is new; so is one that began again since
-			// early's last judgement (Absorb).
-			if _, known := r.began[c.Class]; r.judged || !known || r.active[c.Class] {
-				at := in.Now
-				if c.Class == missingClass {
-					at = r.missingSince(at) // an absence that goes on began when it began
-				}
-				r.begin(c, at)
+		case begins:
+			at := in.Now
+			if c.Class == missingClass {
+				at = r.missingSince(at) // an absence that goes on began when it began
 			}
+			r.begin(c, at)
 		case r.ackedBelow(c):
 			// An ack covers the action acknowledged, not a greater one the
 			// same occurrence asks for later (a hang acknowledged while it
@@ -390,25 +392,6 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 			// (a hang past HungReboot) is counted once, as of when it
 			// began.
 			r.begin(c, r.began[c.Class])
-		}
-		if _, known := r.hist.AckedAs[c.Class]; !known && r.hist.IsAcked(c.Class, r.began[c.Class]) {
-			// An ack in a state file written before AckedAs was kept covers
-			// what the class asks when a run first finds it covered: not a
-			// reboot a hang at watch asks for later (unknown taken as all,
-			// a reboot would stay hidden), but one asked for already
-			// (taken as watch, an acknowledged reboot would be counted
-			// again after an upgrade); no more than the GPU's action the
-			// file's last ack acknowledged when that ack cleared the class
-			// (a hang acknowledged at watch, the logger stopped before the
-			// minute and restarted after it).
-			as := c.Action
-			if a := r.hist.Ack; a != nil && slices.Contains(a.Classes, c.Class) {
-				if at, _ := r.hist.AckedAt(c.Class); at.Equal(a.Time) {
-					as = min(as, a.Action)
-				}
-			}
-			r.hist.AckAs(c.Class, as)
-			r.dirty = true
 		}
 	}
 	// The Xids in the order they last happened (the reasons' order must
@@ -461,6 +444,10 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 
 // missingClass is the class of a board that is not enumerated.
 const missingClass = "missing"
+
+// hungClass is the class of a GPU whose NVML call is stuck: the one class
+// whose action grows during one occurrence (watch, then reboot).
+const hungClass = "hung"
 
 // missingSince is when the board's absence, found at t in this boot, began:
 // a board missing in the boots before this one too, without answering in
@@ -533,41 +520,6 @@ func (r *Repair) warmRebootFailed(in RepairInput) (Cause, bool) {
 	}
 	return Cause{Class: "warm_reboot_failed", Action: action.PowerCycle,
 		Text: "warm reboot did not recover it (" + what + " in the previous boot)"}, true
-}
-
-// Ack acknowledges the board's current causes at t (after a Judge): their
-// classes no longer count until they begin again. It returns the action
-// acknowledged and the history to write. The ack covers what the operator
-// saw: it is made no earlier than the latest of those causes began (a
-// reboot after an ack at watch begins just after that ack, also while the
-// wall clock is held behind the last judgement and every ack is at its
-// time).
-func (r *Repair) Ack(cur action.Current, t time.Time, by, note string) action.AckRecord {
-	ack := action.AckRecord{Action: cur.Action, Note: note, By: by}
-	for _, c := range r.last {
-		if !slices.Contains(ack.Classes, c.Class) {
-			ack.Classes = append(ack.Classes, c.Class)
-		}
-		if b := r.began[c.Class]; b.After(t) {
-			t = b
-		}
-	}
-	ack.Time = t
-	slices.Sort(ack.Classes)
-	r.hist.Acknowledge(ack)
-	for _, c := range r.last {
-		r.hist.AckAs(c.Class, max(c.Action, r.hist.AckedAs[c.Class])) // Acknowledge left it unknown
-		r.ackedGPU[c.Class] = ack.Action
-	}
-	r.dirty = true
-	return ack
-}
-
-// ackedBelow reports whether an ack covers c's occurrence at an action less
-// than the one c asks for now.
-func (r *Repair) ackedBelow(c Cause) bool {
-	a, ok := r.hist.AckedAs[c.Class]
-	return ok && c.Action > a && r.hist.IsAcked(c.Class, r.began[c.Class])
 }
 
 // History returns the board's history and whether it changed since the

@@ -900,18 +900,22 @@ func TestRebootAfterAnAckAtWatchJudgedAtTheAckTime(t *testing.T) {
 // a later one at watch; the logger restarted with the driver still stuck.
 // The hang goes on from the history's start, which the ack covers, but
 // the reboot it asks for a minute on is not covered: it is counted,
-// unacknowledged. An ack of the reboot itself still covers it after the
-// restart.
+// unacknowledged, from the restart's first judgement when the restart
+// finds it past the minute. An ack of the reboot itself still covers it
+// after the restart.
 func TestAckAtWatchAcrossARestart(t *testing.T) {
 	start := t0.Add(10 * time.Minute) // the later hang
 	for _, tc := range []struct {
 		name    string
 		ackedAt time.Duration // the hang's age at the ack
+		restart time.Duration // the hang's age at the restart's first judgement
+		first   action.Action // what that judgement asks
 		want    action.Action
 		count   uint64
 	}{
-		{"acked at watch", 5 * time.Second, action.Reboot, 2},
-		{"acked at reboot", HungReboot + 5*time.Second, action.Watch, 1},
+		{"acked at watch", 5 * time.Second, 15 * time.Second, action.Watch, action.Reboot, 2},
+		{"acked at watch, restarted past the minute", 5 * time.Second, HungReboot + 10*time.Second, action.Reboot, action.Reboot, 2},
+		{"acked at reboot", HungReboot + 5*time.Second, HungReboot + 15*time.Second, action.Watch, action.Watch, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var h action.History
@@ -930,11 +934,10 @@ func TestAckAtWatchAcrossARestart(t *testing.T) {
 			}
 
 			r = NewRepair("A", 0, read) // restarted, still stuck
-			at := start.Add(tc.ackedAt + 10*time.Second)
-			if cur = r.Judge(hung(at, start)); cur.Action != action.Watch || !strings.Contains(cur.Reason(), "acknowledged") {
-				t.Errorf("restarted: %v %q, want watch (acknowledged)", cur.Action, cur.Reasons)
+			if cur = r.Judge(hung(start.Add(tc.restart), start)); cur.Action != tc.first || strings.Contains(cur.Reason(), "acknowledged") == (tc.first == action.Reboot) {
+				t.Errorf("restarted: %v %q, want %v", cur.Action, cur.Reasons, tc.first)
 			}
-			at = start.Add(max(tc.ackedAt, HungReboot) + 20*time.Second)
+			at := start.Add(max(tc.ackedAt, HungReboot) + 20*time.Second)
 			if cur = r.Judge(hung(at, start)); cur.Action != tc.want || strings.Contains(cur.Reason(), "acknowledged") == (tc.want == action.Reboot) {
 				t.Errorf("restarted, hung past a minute: %v %q, want %v", cur.Action, cur.Reasons, tc.want)
 			}
@@ -952,10 +955,11 @@ func TestAckAtWatchAcrossARestart(t *testing.T) {
 // the hang, bounds what it covered: the action acknowledged then (the
 // GPU's). A hang acknowledged at watch asks for a reboot a minute on,
 // counted, also when the logger was stopped before the minute and the
-// restart finds it past it; one whose reboot was acknowledged stays
-// covered (not counted again after an upgrade). An ack the file does not
-// bound (its last ack cleared other classes) covers what the hang asks at
-// the first judgement that finds it covered.
+// restart finds it past it (then from the restart's first judgement);
+// one whose reboot was acknowledged stays covered (not counted again
+// after an upgrade). An ack the file does not bound (its last ack
+// cleared other classes) covers what the hang asks at the first
+// judgement that finds it covered.
 func TestAckOfAStateFileWithoutWhatItCovered(t *testing.T) {
 	start := t0.Add(10 * time.Minute) // the hang
 	rfc := func(t time.Time) string { return `"` + t.Format(time.RFC3339Nano) + `"` }
@@ -985,8 +989,12 @@ func TestAckOfAStateFileWithoutWhatItCovered(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := NewRepair("A", 0, h)
-			if cur := r.Judge(hung(start.Add(tc.first), start)); !strings.Contains(cur.Reason(), "acknowledged") {
-				t.Errorf("restarted: %v %q, want acknowledged", cur.Action, cur.Reasons)
+			first := action.Watch // acknowledged
+			if tc.first >= HungReboot {
+				first = tc.want
+			}
+			if cur := r.Judge(hung(start.Add(tc.first), start)); cur.Action != first || strings.Contains(cur.Reason(), "acknowledged") == (first == action.Reboot) {
+				t.Errorf("restarted: %v %q, want %v", cur.Action, cur.Reasons, first)
 			}
 			cur := r.Judge(hung(start.Add(max(tc.first, HungReboot)+10*time.Second), start))
 			if cur.Action != tc.want || strings.Contains(cur.Reason(), "acknowledged") == (tc.want == action.Reboot) {
@@ -997,6 +1005,56 @@ func TestAckOfAStateFileWithoutWhatItCovered(t *testing.T) {
 				t.Errorf("hung counted %+v, want %d", c, tc.count)
 			}
 		})
+	}
+}
+
+// TestOldStateFileAckAtWatchOfAnAcknowledgedClass: an ack cleared every
+// class the GPU held, one acknowledged earlier too, which counts only as
+// watch in the GPU's action: a state file written before acked_as was
+// kept has as its last ack {watch, [that class, xid13]} when an operator
+// acknowledged an Xid 13 while an acknowledged condition that asks for
+// more still held. After the restart that condition stays acknowledged,
+// not counted again: the file's last ack bounds only a hang, the one
+// class whose action grows during one occurrence. Files with and without
+// each class's ack time (acked).
+func TestOldStateFileAckAtWatchOfAnAcknowledgedClass(t *testing.T) {
+	began := t0.Add(10 * time.Minute)
+	acked := began.Add(time.Hour) // the ack of the Xid 13
+	rfc := func(t time.Time) string { return `"` + t.Format(time.RFC3339Nano) + `"` }
+	for _, tc := range []struct {
+		name, class string
+		in          RepairInput
+	}{
+		{"failing", "failing", RepairInput{Failing: true}},
+		{"retired pages pending", "retired_pending", RepairInput{Vals: vals(uint64(reading.HRetiredPending), 1)}},
+		{"lost", "lost", RepairInput{Lost: true}},
+		{"missing", missingClass, RepairInput{Missing: true}},
+	} {
+		for _, perClass := range []bool{true, false} {
+			t.Run(tc.name+map[bool]string{true: ", acked kept", false: ", only the last ack"}[perClass], func(t *testing.T) {
+				file := `{"uuid": "GPU-1", "boots": [{"boot_id": "A", "classes": {"` + tc.class + `": {"count": 1, "last": ` + rfc(began) + `}}}],
+					"ack": {"time": ` + rfc(acked) + `, "note": "", "by": "root", "action": "watch", "classes": ["` + tc.class + `", "xid13"]}`
+				if perClass {
+					file += `, "acked": {"` + tc.class + `": ` + rfc(acked) + `, "xid13": ` + rfc(acked) + `}`
+				}
+				var h action.History
+				if err := json.Unmarshal([]byte(file+"}"), &h); err != nil {
+					t.Fatal(err)
+				}
+				r := NewRepair("A", 0, h)
+				for i := range 3 {
+					in := tc.in
+					in.Now = acked.Add(time.Duration(i+1) * time.Minute)
+					if cur := r.Judge(in); cur.Action != action.Watch || !strings.Contains(cur.Reason(), "acknowledged") {
+						t.Errorf("restarted, judgement %d: %v %q, want watch (acknowledged)", i, cur.Action, cur.Reasons)
+					}
+				}
+				got, _ := r.History()
+				if c := got.Boot("A").Classes[tc.class]; c.Count != 1 || !got.IsAcked(tc.class, c.Last) {
+					t.Errorf("%s counted %+v, acknowledged %v: want once, acknowledged", tc.class, c, got.IsAcked(tc.class, c.Last))
+				}
+			})
+		}
 	}
 }
 

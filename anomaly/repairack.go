@@ -1,0 +1,76 @@
+package anomaly
+
+import (
+	"slices"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/action"
+)
+
+// An operator's acknowledgement of a board's repair (Repair.Ack) covers
+// the action acknowledged, class by class (action.History's AckedAs), not
+// a greater one the same occurrence asks for later.
+
+// Ack acknowledges the board's current causes at t (after a Judge): their
+// classes no longer count until they begin again. It returns the action
+// acknowledged and the history to write. The ack covers what the operator
+// saw: it is made no earlier than the latest of those causes began (a
+// reboot after an ack at watch begins just after that ack, also while the
+// wall clock is held behind the last judgement and every ack is at its
+// time).
+func (r *Repair) Ack(cur action.Current, t time.Time, by, note string) action.AckRecord {
+	ack := action.AckRecord{Action: cur.Action, Note: note, By: by}
+	for _, c := range r.last {
+		if !slices.Contains(ack.Classes, c.Class) {
+			ack.Classes = append(ack.Classes, c.Class)
+		}
+		if b := r.began[c.Class]; b.After(t) {
+			t = b
+		}
+	}
+	ack.Time = t
+	slices.Sort(ack.Classes)
+	r.hist.Acknowledge(ack)
+	for _, c := range r.last {
+		r.hist.AckAs(c.Class, max(c.Action, r.hist.AckedAs[c.Class])) // Acknowledge left it unknown
+		r.ackedGPU[c.Class] = ack.Action
+	}
+	r.dirty = true
+	return ack
+}
+
+// ackedBelow reports whether an ack covers c's occurrence at an action less
+// than the one c asks for now.
+func (r *Repair) ackedBelow(c Cause) bool {
+	a, ok := r.hist.AckedAs[c.Class]
+	return ok && c.Action > a && r.hist.IsAcked(c.Class, r.began[c.Class])
+}
+
+// ackAsOfOldFile records what an ack in a state file written before
+// AckedAs was kept covered, when it covers c's occurrence that goes on:
+// what c asks when a run first finds it covered. Not a reboot a hang at
+// watch asks for later (unknown taken as all, a reboot would stay
+// hidden), but one asked for already (taken as watch, an acknowledged
+// reboot would be counted again after an upgrade). A hang's is no more
+// than the GPU's action the file's last ack acknowledged when that ack
+// cleared it (a hang acknowledged at watch, the logger stopped before the
+// minute and restarted after it). Only a hang's: an ack cleared every
+// class the GPU held, one acknowledged before too, which counts as watch
+// in the GPU's action (a retired page pending, acknowledged, still held
+// when an Xid 13 is acknowledged at watch), and no other class's action
+// grows. A hang whose reboot was acknowledged, then acknowledged again
+// at watch by an ack of another class, is ambiguous in such a file: it
+// asks for its reboot again, counted.
+func (r *Repair) ackAsOfOldFile(c Cause) {
+	if _, known := r.hist.AckedAs[c.Class]; known || !r.hist.IsAcked(c.Class, r.began[c.Class]) {
+		return
+	}
+	as := c.Action
+	if a := r.hist.Ack; c.Class == hungClass && a != nil && slices.Contains(a.Classes, c.Class) {
+		if at, _ := r.hist.AckedAt(c.Class); at.Equal(a.Time) {
+			as = min(as, a.Action)
+		}
+	}
+	r.hist.AckAs(c.Class, as)
+	r.dirty = true
+}
