@@ -720,16 +720,7 @@ func TestReopenDoesNotWaitOnAStuckWrite(t *testing.T) {
 				t.Fatal(err)
 			}
 			returnsSoon(t, c.Reopen, "Reopen")
-			stall.Store(false)
-			unstick()
-			if err := <-wrote; err != nil {
-				t.Fatalf("the stuck write, once the disk answers: %v", err)
-			}
-			s.Time = s.Time.Add(time.Second)
-			nextRow(t, c, order, release, func() error { return c.Write(&s) })
-			if err := c.Close(); err != nil {
-				t.Fatal(err)
-			}
+			stuckThenNextRow(t, c, &s, stall, wrote, unstick, order, release)
 			if got := readLines(t, path); len(got) != 2 {
 				t.Errorf("the file reopened by name has %d lines, want header + the row after the reopen", len(got))
 			}
@@ -740,6 +731,22 @@ func TestReopenDoesNotWaitOnAStuckWrite(t *testing.T) {
 				t.Errorf("sync_errors: %d, want 0", got)
 			}
 		})
+	}
+}
+
+// stuckThenNextRow lets stuckRow's write return, writes the next row a
+// second later in order (nextRow) and closes c.
+func stuckThenNextRow(t *testing.T, c *CSV, s *reading.Sample, stall *atomic.Bool, wrote chan error, unstick func(), order string, release func()) {
+	t.Helper()
+	stall.Store(false)
+	unstick()
+	if err := <-wrote; err != nil {
+		t.Fatalf("the stuck write, once the disk answers: %v", err)
+	}
+	s.Time = s.Time.Add(time.Second)
+	nextRow(t, c, order, release, func() error { return c.Write(s) })
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -805,16 +812,7 @@ func TestSetGPUDoesNotWaitOnAStuckWrite(t *testing.T) {
 			t.Cleanup(release)
 			board := Board{UUID: "GPU-5e1f0c2a-0000-4000-8000-000000000001"}
 			returnsSoon(t, func() { c.SetGPU(GPUColumns{Index: 0, Fans: 1, Board: board}) }, "SetGPU")
-			stall.Store(false)
-			unstick()
-			if err := <-wrote; err != nil {
-				t.Fatalf("the stuck write, once the disk answers: %v", err)
-			}
-			s.Time = s.Time.Add(time.Second)
-			nextRow(t, c, order, release, func() error { return c.Write(&s) })
-			if err := c.Close(); err != nil {
-				t.Fatal(err)
-			}
+			stuckThenNextRow(t, c, &s, stall, wrote, unstick, order, release)
 			if got := readLines(t, filepath.Join(dir, FileName(0, UnknownBoard, s.Time))); len(got) != 3 {
 				t.Errorf("the file before SetGPU has %d lines, want header + 2 rows", len(got))
 			}
