@@ -374,6 +374,7 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 				at = r.missingSince(at) // an absence that goes on began when it began
 			}
 			r.begin(c, at)
+			r.ackAsOfOldFile(c) // one begun behind an old file's ack: covered at what it asks now, not at its reboot later
 		case r.ackedBelow(c):
 			// An ack covers the action acknowledged, not a greater one the
 			// same occurrence asks for later (a hang acknowledged while it

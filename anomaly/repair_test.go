@@ -1008,6 +1008,33 @@ func TestAckOfAStateFileWithoutWhatItCovered(t *testing.T) {
 	}
 }
 
+// TestOldStateFileAckOfAHangBegunBehindIt: in a state file written before
+// acked_as was kept, the hang's ack is later than a hang that begins after
+// the restart while the wall clock is behind it, so that hang counts as
+// covered; what it covers is recorded when it begins (watch), and its
+// reboot a minute on is asked for, not taken as covered too. The file's
+// last ack is another class's, so nothing else bounds it.
+func TestOldStateFileAckOfAHangBegunBehindIt(t *testing.T) {
+	now := t0.Add(time.Hour)
+	acked := now.Add(time.Hour) // the wall clock is behind the hang's ack
+	rfc := func(t time.Time) string { return `"` + t.Format(time.RFC3339Nano) + `"` }
+	file := `{"uuid": "GPU-1", "boots": [{"boot_id": "A", "classes": {}}],
+		"ack": {"time": ` + rfc(acked) + `, "note": "", "by": "root", "action": "watch", "classes": ["xid13"]},
+		"acked": {"hung": ` + rfc(acked) + `, "xid13": ` + rfc(acked) + `}}`
+	var h action.History
+	if err := json.Unmarshal([]byte(file), &h); err != nil {
+		t.Fatal(err)
+	}
+	r := NewRepair("A", 0, h)
+	if cur := r.Judge(hung(now, now)); cur.Action != action.Watch {
+		t.Fatalf("the hang begins: %v %q, want watch", cur.Action, cur.Reasons)
+	}
+	cur := r.Judge(hung(now.Add(HungReboot+10*time.Second), now))
+	if cur.Action != action.Reboot || strings.Contains(cur.Reason(), "acknowledged") {
+		t.Errorf("hung past a minute: %v %q, want reboot, not acknowledged", cur.Action, cur.Reasons)
+	}
+}
+
 // TestOldStateFileAckAtWatchOfAnAcknowledgedClass: an ack cleared every
 // class the GPU held, one acknowledged earlier too, which counts only as
 // watch in the GPU's action: a state file written before acked_as was

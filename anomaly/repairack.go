@@ -59,8 +59,8 @@ func (r *Repair) ackedBelow(c Cause) bool {
 // in the GPU's action (a retired page pending, acknowledged, still held
 // when an Xid 13 is acknowledged at watch), and no other class's action
 // grows. A hang whose reboot was acknowledged, then acknowledged again
-// at watch by an ack of another class, is ambiguous in such a file: it
-// asks for its reboot again, counted.
+// at less than reboot by an ack of another class, is ambiguous in such a
+// file: it asks for its reboot again, counted.
 func (r *Repair) ackAsOfOldFile(c Cause) {
 	if _, known := r.hist.AckedAs[c.Class]; known || !r.hist.IsAcked(c.Class, r.began[c.Class]) {
 		return
