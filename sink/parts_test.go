@@ -343,13 +343,7 @@ func TestCSVCloseAbandonsAStuckDirectoryFsync(t *testing.T) {
 				tick <- time.Now()
 				<-entered
 			}
-			err := closeBounded(t, c.Close, "a directory fsync that never returns")
-			if err == nil {
-				t.Error("Close returned no error with the directory fsync abandoned")
-			}
-			if got := c.Stats().SyncErrors; got != 1 {
-				t.Errorf("sync_errors after Close abandoned the directory fsync: %d, want 1", got)
-			}
+			closeAbandonsOne(t, c, "a directory fsync that never returns")
 		})
 	}
 }
@@ -467,13 +461,7 @@ func TestCSVCloseAbandonsAStuckFsync(t *testing.T) {
 	if err := c.Write(&s); err != nil {
 		t.Fatal(err)
 	}
-	err := closeBounded(t, c.Close, "an fsync that never returns")
-	if err == nil {
-		t.Error("Close returned no error with an fsync abandoned")
-	}
-	if got := c.Stats().SyncErrors; got != 1 {
-		t.Errorf("sync_errors after Close abandoned an fsync: %d, want 1", got)
-	}
+	closeAbandonsOne(t, c, "an fsync that never returns")
 	if !strings.Contains(logs.String(), "abandoned") {
 		t.Errorf("the abandoned fsync is not logged:\n%s", logs.String())
 	}
@@ -622,13 +610,7 @@ func TestCSVCloseAbandonsAFileWithAStuckWrite(t *testing.T) {
 	left := make(chan struct{}, 8)
 	c, s, _, wrote, unstick := stuckRow(t, t.TempDir(), CSVConfig{Logger: logs.Logger(),
 		leaveDone: func() { left <- struct{}{} }})
-	err := closeBounded(t, c.Close, "a file whose row write never returns")
-	if err == nil {
-		t.Error("Close returned no error with a file abandoned")
-	}
-	if got := c.Stats().SyncErrors; got != 1 {
-		t.Errorf("sync_errors after Close abandoned a file with a stuck write: %d, want 1", got)
-	}
+	closeAbandonsOne(t, c, "a file whose row write never returns")
 	if !strings.Contains(logs.String(), "row write to a CSV still running at close") {
 		t.Errorf("the abandoned file is not logged:\n%s", logs.String())
 	}
@@ -781,12 +763,7 @@ func TestCloseCountsAFileAReopenWaitsOnOnce(t *testing.T) {
 	c, _, _, wrote, unstick := stuckRow(t, t.TempDir(), CSVConfig{Logger: logs.Logger()})
 	returnsSoon(t, c.Reopen, "Reopen")
 	returnsSoon(t, c.Reopen, "a second Reopen")
-	if err := closeBounded(t, c.Close, "a file whose row write never returns, after a SIGHUP"); err == nil {
-		t.Error("Close returned no error with a file abandoned")
-	}
-	if got := c.Stats().SyncErrors; got != 1 {
-		t.Errorf("sync_errors after Close abandoned a file a reopen waited on: %d, want 1", got)
-	}
+	closeAbandonsOne(t, c, "a file whose row write never returns, after a SIGHUP")
 	if !strings.Contains(logs.String(), `row write to a CSV still running at close`) || !strings.Contains(logs.String(), "gpus=[0]") {
 		t.Errorf("the abandoned file is not logged with its GPU:\n%s", logs.String())
 	}
@@ -888,6 +865,19 @@ func closeBounded(t *testing.T, close func() error, what string) error {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("Close still waits on %s after 30s (bound %v)", what, closeSyncBound)
 		return nil
+	}
+}
+
+// closeAbandonsOne closes c (closeBounded) and checks that it gave up on
+// what (one fsync or file): returned an error and counted it once in
+// sync_errors.
+func closeAbandonsOne(t *testing.T, c *CSV, what string) {
+	t.Helper()
+	if err := closeBounded(t, c.Close, what); err == nil {
+		t.Errorf("Close returned no error with %s abandoned", what)
+	}
+	if got := c.Stats().SyncErrors; got != 1 {
+		t.Errorf("sync_errors after Close abandoned %s: %d, want 1", what, got)
 	}
 }
 
