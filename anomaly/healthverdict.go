@@ -114,6 +114,31 @@ const (
 	healthHold = 10 * time.Minute
 )
 
+// stamp is when a sample was taken, on both clocks it carries. The windows
+// and the hold are measured on the monotonic one (reading.Sample.KernelTime,
+// what dmesg_time writes), so that a step of the wall clock (chrony's
+// makestep, date -s) neither keeps a window open for the hour it went back,
+// adding a slow rate up to a burst, nor closes one early, splitting a burst
+// in two, nor stretches or cuts the hold.
+type stamp struct {
+	wall time.Time
+	mono time.Duration // 0: none (a row of a file without dmesg_time; a test's sample)
+}
+
+// stampOf is sample s's stamp, now being its wall time.
+func stampOf(s *reading.Sample, now time.Time) stamp { return stamp{now, s.KernelTime} }
+
+// since is how long after u t was: on the monotonic clock where both carry
+// it and it did not go back (the next boot's rows in a file report replays,
+// or dmesg_time's estimate of the printk clock stepped back); else on the
+// wall clock.
+func (t stamp) since(u stamp) time.Duration {
+	if t.mono > 0 && u.mono > 0 && t.mono >= u.mono {
+		return t.mono - u.mono
+	}
+	return t.wall.Sub(u.wall)
+}
+
 // pcieReplayRatePerLane is DCGM's replay rate per lane per minute by PCIe
 // generation (index = generation; DCGM's DcgmGPUHardwareLimits.h).
 var pcieReplayRatePerLane = [...]float64{0, 0.15, 0.30, 0.60, 0.96, 1.92, 3.84}
@@ -182,16 +207,17 @@ func ReasonNamed(name string) (HealthReason, bool) {
 // it to know how long each reason held. The zero value is ready.
 type HealthWatch struct{ w healthWatch }
 
-// Check judges sample s at now; samples come in time order.
+// Check judges sample s at now (its wall time); samples come in time order.
 func (h *HealthWatch) Check(s *reading.Sample, now time.Time) HealthVerdict { return h.w.check(s, now) }
 
-// Began records that reason r began at now, as the logger's flag on a row
-// says (or a detector's flag that is its evidence, FlagReason): a reason from growth is then held from now, as the Tracker held it,
-// also when the growth that raised it came before the first sample
-// replayed. A state reason holds only while its reading does.
-func (h *HealthWatch) Began(r HealthReason, now time.Time) {
+// Began records that reason r began at sample s, now being its wall time,
+// as the logger's flag on a row says (or a detector's flag that is its
+// evidence, FlagReason): a reason from growth is then held from s, as the
+// Tracker held it, also when the growth that raised it came before the
+// first sample replayed. A state reason holds only while its reading does.
+func (h *HealthWatch) Began(r HealthReason, s *reading.Sample, now time.Time) {
 	if r < NumHealthReasons {
-		h.w.held[r] = now
+		h.w.held[r] = stampOf(s, now)
 		if IsEventReason(r) {
 			h.w.raised |= 1 << r // held to the end of the replay: its clearing is not on a row
 		}
@@ -204,24 +230,24 @@ func (h *HealthWatch) Began(r HealthReason, now time.Time) {
 type healthWatch struct {
 	last     [reading.NumReadings]reading.Opt[uint64] // last present value of each counter
 	base     [reading.NumReadings]reading.Opt[uint64] // value at the start of the current window
-	baseAt   [reading.NumReadings]time.Time
+	baseAt   [reading.NumReadings]stamp
 	replay   reading.Opt[uint64] // PCIe replay counter at the window start
-	replayAt time.Time
-	lastLink reading.Opt[uint64]         // links seen active at most (ReasonNVLinkDown)
-	held     [NumHealthReasons]time.Time // growth reasons: when last seen
-	raised   uint32                      // event reasons begun (HealthWatch.Began)
-	baseline bool                        // the first reading was reported
+	replayAt stamp
+	lastLink reading.Opt[uint64]     // links seen active at most (ReasonNVLinkDown)
+	held     [NumHealthReasons]stamp // growth reasons: when last seen
+	raised   uint32                  // event reasons begun (HealthWatch.Began)
+	baseline bool                    // the first reading was reported
 }
 
 // grew reports the growth of counter id since its window started (a
 // drop, after a driver reload, restarts the window).
-func (w *healthWatch) grew(id reading.ID, now time.Time, cur reading.Opt[uint64]) uint64 {
+func (w *healthWatch) grew(id reading.ID, now stamp, cur reading.Opt[uint64]) uint64 {
 	v, ok := cur.Get()
 	if !ok {
 		return 0
 	}
 	b, bok := w.base[id].Get()
-	if !bok || v < b || now.Sub(w.baseAt[id]) >= healthWindow {
+	if !bok || v < b || now.since(w.baseAt[id]) >= healthWindow {
 		d := uint64(0)
 		if bok && v >= b {
 			d = v - b
@@ -232,10 +258,9 @@ func (w *healthWatch) grew(id reading.ID, now time.Time, cur reading.Opt[uint64]
 	return v - b
 }
 
-// check judges sample s at now: it returns the verdict and whether the
-// counter values changed (changes are listed by healthChanges).
-func (w *healthWatch) check(s *reading.Sample, now time.Time) HealthVerdict {
-	h := &s.Values
+// check judges sample s, wall being its wall time, and returns the verdict.
+func (w *healthWatch) check(s *reading.Sample, wall time.Time) HealthVerdict {
+	h, now := &s.Values, stampOf(s, wall)
 	v := HealthVerdict{Reasons: w.raised}
 	set := func(r HealthReason, on bool) {
 		if on {
@@ -246,7 +271,7 @@ func (w *healthWatch) check(s *reading.Sample, now time.Time) HealthVerdict {
 		if on {
 			w.held[r] = now
 		}
-		if t := w.held[r]; !t.IsZero() && now.Sub(t) < healthHold {
+		if t := w.held[r]; !t.wall.IsZero() && now.since(t) < healthHold {
 			v.Reasons |= 1 << r
 		}
 	}
@@ -309,7 +334,7 @@ func (w *healthWatch) check(s *reading.Sample, now time.Time) HealthVerdict {
 	if r, ok := s.Values[reading.PCIeReplay].Get(); ok {
 		b, bok := w.replay.Get()
 		switch {
-		case !bok || r < b || now.Sub(w.replayAt) >= healthWindow:
+		case !bok || r < b || now.since(w.replayAt) >= healthWindow:
 			w.replay, w.replayAt = s.Values[reading.PCIeReplay], now
 		default:
 			if lim, ok := PCIeReplayLimit(s.U32(reading.PCIeGen).V, s.U32(reading.PCIeWidth).V); ok && s.U32(reading.PCIeGen).OK && s.U32(reading.PCIeWidth).OK {

@@ -1,7 +1,9 @@
 package anomaly
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -212,4 +214,89 @@ func TestReasonNamed(t *testing.T) {
 	if _, ok := ReasonNamed("nope"); ok {
 		t.Error("an unknown name is a reason")
 	}
+}
+
+// The verdict's per-minute windows and its 10-minute hold run on the
+// samples' monotonic clock (KernelTime), not their wall time: a wall clock
+// stepped an hour back or forward between two samples (chrony's makestep,
+// date -s) neither keeps a window open (a slow rate adding up to a burst)
+// nor closes it early (a burst split in two and hidden), nor stretches or
+// cuts the hold. Each run is compared, sample by sample, with the same
+// counters on a wall clock that does not step; the fast rates must trip.
+func TestHealthWindowsOnTheMonotonicClock(t *testing.T) {
+	const (
+		every  = 10 * time.Second
+		grows  = 3 * time.Minute  // the counter grows this long, then stops
+		length = 15 * time.Minute // past the hold after the last growth
+		boot   = 1000 * time.Second
+	)
+	for _, rate := range []struct {
+		name string
+		id   reading.ID
+		step uint64 // growth per sample (every 10 s)
+		want bool   // trips (the threshold: SBE 10 a minute, Gen5 x16 replays 31)
+		r    HealthReason
+	}{
+		{"SBE 6 a minute", reading.HSBEVolatile, 1, false, ReasonSBERate},
+		{"SBE 18 a minute", reading.HSBEVolatile, 3, true, ReasonSBERate},
+		{"PCIe replays 12 a minute", reading.PCIeReplay, 2, false, ReasonPCIeReplays},
+		{"PCIe replays 48 a minute", reading.PCIeReplay, 8, true, ReasonPCIeReplays},
+	} {
+		run := func(wallStep func(at time.Duration) time.Duration) []bool {
+			tr := NewTracker(0, DefaultConfig())
+			var held []bool
+			for at := time.Duration(0); at <= length; at += every {
+				s := hs(b200(map[reading.ID]uint64{reading.PCIeGen: 5, reading.PCIeWidth: 16}))
+				s.Values[rate.id] = reading.Some(100 + rate.step*uint64(min(at, grows)/every))
+				s.Time, s.KernelTime = t0.Add(at+wallStep(at)), boot+at
+				held = append(held, tr.Observe(s, s.Time).Verdict.Has(rate.r)) // as the monitor calls it
+			}
+			return held
+		}
+		want := run(func(time.Duration) time.Duration { return 0 })
+		if slices.Contains(want, true) != rate.want {
+			t.Fatalf("%s: tripped %v without a step, want %v", rate.name, slices.Contains(want, true), rate.want)
+		}
+		for _, st := range []struct {
+			name string
+			at   time.Duration // the wall clock steps between the sample before at and the one at at
+			by   time.Duration
+		}{
+			{"back an hour mid-window", 35 * time.Second, -time.Hour},
+			{"forward an hour mid-window", 35 * time.Second, time.Hour},
+			{"back an hour in the hold", 5 * time.Minute, -time.Hour},
+			{"forward an hour in the hold", 5 * time.Minute, time.Hour},
+		} {
+			got := run(func(at time.Duration) time.Duration {
+				if at >= st.at {
+					return st.by
+				}
+				return 0
+			})
+			if !slices.Equal(got, want) {
+				t.Errorf("%s, wall clock stepped %s: %s held at samples %s, want %s", rate.name, st.name,
+					HealthReasonDefs[rate.r].Name, heldAt(got), heldAt(want))
+			}
+		}
+	}
+}
+
+// heldAt says at which samples the verdict held the reason: "4-77", "none".
+func heldAt(held []bool) string {
+	var out []string
+	for i := 0; i < len(held); i++ {
+		if !held[i] {
+			continue
+		}
+		j := i
+		for j+1 < len(held) && held[j+1] {
+			j++
+		}
+		out = append(out, fmt.Sprintf("%d-%d", i, j))
+		i = j
+	}
+	if out == nil {
+		return "none"
+	}
+	return strings.Join(out, ",")
 }

@@ -417,7 +417,7 @@ func TestTrackerRestoreEventReason(t *testing.T) {
 // the end: its clearing is on no row.
 func TestHealthWatchBeganEventReason(t *testing.T) {
 	var h HealthWatch
-	h.Began(ReasonNVSwitchFatal, t0)
+	h.Began(ReasonNVSwitchFatal, mk(), t0)
 	for i := range 3 {
 		if v := h.Check(mk(), t0.Add(time.Duration(i)*time.Hour)); !v.Has(ReasonNVSwitchFatal) {
 			t.Fatalf("after %dh: nvswitch_fatal not held", i)

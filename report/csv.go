@@ -285,6 +285,12 @@ func (l *layout) parseRow(line string, cells []string) (Row, []string, bool) {
 	s := &l.s
 	r := Row{Time: t, Throttle: s.Values[reading.Throttle],
 		Reasons: l.intern(cell(cells, l.reasons)), Flags: strings.Clone(cell(cells, l.flag)), DmesgTime: optFloat(cells, l.dmesg)}
+	// The health replay's windows run on dmesg_time, as the logger's did
+	// (anomaly.HealthWatch): the timestamps step with the wall clock.
+	s.KernelTime = 0
+	if d, ok := r.DmesgTime.Get(); ok {
+		s.KernelTime = time.Duration(d * float64(time.Second))
+	}
 	for _, rr := range rowReadings {
 		if v, ok := rr.d.Get(s); ok {
 			*rr.in(&r) = reading.Some(float64(v) / rr.div)
@@ -319,10 +325,10 @@ func (h *healthReplay) observe(r *Row, s *reading.Sample) {
 		for _, f := range strings.Split(r.Flags, "|") {
 			if fam := flagFamily(f); fam == "HEALTH_WARN" || fam == "HEALTH_CRIT" {
 				if rs, ok := anomaly.ReasonNamed(strings.TrimSuffix(strings.TrimPrefix(f, fam+"("), ")")); ok {
-					h.w.Began(rs, r.Time)
+					h.w.Began(rs, s, r.Time)
 				}
 			} else if rs, ok := anomaly.FlagReason(fam); ok {
-				h.w.Began(rs, r.Time) // a detector's flag prolongs its reason, as it did in the logger
+				h.w.Began(rs, s, r.Time) // a detector's flag prolongs its reason, as it did in the logger
 			}
 		}
 	}

@@ -286,3 +286,36 @@ func lacks(t *testing.T, what, got string, bad ...string) {
 		}
 	}
 }
+
+// TestHealthReplayOnDmesgTime: the replay measures the verdict's windows on
+// the rows' dmesg_time, as the logger did, not on their timestamps, which
+// step with the wall clock: SBEs at 6 a minute (below the 10 of
+// ecc_sbe_rate) over a wall clock stepped an hour back are no burst.
+func TestHealthReplayOnDmesgTime(t *testing.T) {
+	start := time.Date(2026, 12, 6, 6, 45, 0, 0, time.UTC)
+	for _, by := range []time.Duration{0, -time.Hour} {
+		l, err := parseLayout("timestamp,dmesg_time,ecc_mode,ecc_sbe_volatile,flags")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var h healthReplay
+		var cells []string
+		for i := range 60 { // one row every 10 s for 10 minutes; the wall clock steps at 35 s
+			at := time.Duration(i) * 10 * time.Second
+			wall := start.Add(at)
+			if at >= 35*time.Second {
+				wall = wall.Add(by)
+			}
+			line := fmt.Sprintf("%s,%.6f,1,%d,", wall.Format(sink.TimestampLayout), (1000*time.Second).Seconds()+at.Seconds(), i)
+			var r Row
+			var ok bool
+			if r, cells, ok = l.parseRow(line, cells); !ok {
+				t.Fatalf("row %q did not parse", line)
+			}
+			h.observe(&r, &l.s)
+			if names := r.Health.Names(); len(names) != 0 {
+				t.Fatalf("wall clock stepped %v: row %d (%s) replayed as %v, want ok", by, i, at, names)
+			}
+		}
+	}
+}
