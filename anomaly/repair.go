@@ -51,22 +51,26 @@ type Cause struct {
 	// Since is when the condition began, where its source says (a hang:
 	// its stuck sample's start); zero: not said. One after the last
 	// Judge is a new occurrence of its class, even when the class was
-	// active then (a hang that ended and another that began in between).
-	Since time.Time
+	// active then (a hang that ended and another that began in between):
+	// after it on the monotonic clock (sinceMono, RepairInput.Mono's;
+	// zero: not read), the wall clock only where one of them was not
+	// read on it (instant.after).
+	Since     time.Time
+	sinceMono time.Duration
 }
 
 // RepairInput is a GPU's current state as the repair action weighs it.
 type RepairInput struct {
 	Now       time.Time
-	Mono      time.Duration // the monotonic clock at Now, the one Repair.Xid's mono is on: an Xid's age (watchHold) runs on it
+	Mono      time.Duration // the monotonic clock at Now (zero: not read), the one Repair.Xid's mono is on: an Xid's age (watchHold) runs on it, and the order of this run's hangs, acks and judgements (instant)
 	Health    HealthVerdict
 	Vals      *reading.Values // the latest health readings (recovery action, retired pages); nil: none
 	Lost      bool            // the driver reports the GPU lost
 	Failing   bool            // every call of the last sample failed
 	Missing   bool            // the board of the history is not enumerated in this boot
 	Answered  bool            // the GPU's last sample was answered
-	HungSince time.Time       // the stuck sample's start on the wall clock (zero: not hung): the hang's identity (Cause.Since), its shown start
-	HungFor   time.Duration   // the hang's age on the monotonic clock, what HungReboot weighs: a step of the wall clock (chrony's makestep) neither ages a hang nor holds its reboot off
+	HungSince time.Time       // the stuck sample's start on the wall clock (zero: not hung): its shown start, what persists (the board's history)
+	HungFor   time.Duration   // the hang's age on the monotonic clock, what HungReboot weighs: a step of the wall clock (chrony's makestep) neither ages a hang nor holds its reboot off; Mono less HungFor is its start there, the hang's identity (Cause.Since)
 }
 
 // Causes lists what the GPU's current state asks for (not its Xids: Repair
@@ -80,6 +84,9 @@ func Causes(in RepairInput) []Cause {
 	hung := func(a action.Action, text string) {
 		add(hungClass, a, text)
 		out[len(out)-1].Since = in.HungSince
+		if in.Mono != 0 {
+			out[len(out)-1].sinceMono = in.Mono - in.HungFor
+		}
 	}
 	switch {
 	case in.Missing:
@@ -125,16 +132,16 @@ type Repair struct {
 	boot         string
 	inspectAfter int
 	hist         action.History
-	xids         map[string]xidCause  // this boot's Xid causes, by class
-	began        map[string]time.Time // when each class last began in this run (Watch classes too)
-	active       map[string]bool      // the classes of the last Judge
-	counted      map[string]bool      // the classes whose current occurrence this boot's history counts
-	judged       bool                 // Judge ran once: a class active then is not new
-	first        time.Time            // the first Judge's time
-	lastJudge    time.Time            // the last Judge's time
-	recovery     reading.Opt[uint64]  // the last recovery action an event reported
-	initFailed   bool                 // RmInitAdapter failed for the board in this boot
-	dirty        bool                 // hist changed since Dirty was last asked
+	xids         map[string]xidCause // this boot's Xid causes, by class
+	began        map[string]instant  // when each class last began in this run (Watch classes too); from the history: on the wall clock only
+	active       map[string]bool     // the classes of the last Judge
+	counted      map[string]bool     // the classes whose current occurrence this boot's history counts
+	judged       bool                // Judge ran once: a class active then is not new
+	first        instant             // the first Judge's time
+	lastJudge    instant             // the last Judge's time
+	recovery     reading.Opt[uint64] // the last recovery action an event reported
+	initFailed   bool                // RmInitAdapter failed for the board in this boot
+	dirty        bool                // hist changed since Dirty was last asked
 	last         []Cause
 
 	// ackedGPU: the GPU's action that the last ack in this run of each
@@ -142,6 +149,11 @@ type Repair struct {
 	// AckedAs): Absorb weighs a repair acknowledged at less than Inspect
 	// against the board's history.
 	ackedGPU map[string]action.Action
+	// ackedMono: when the last ack of each class was made in this run,
+	// on the monotonic clock (instant.mono; the history's Acked has it on
+	// the wall clock): an occurrence begun in this run is ordered against
+	// it there (acked). A class acknowledged in an earlier run has none.
+	ackedMono map[string]time.Duration
 }
 
 type xidCause struct {
@@ -171,7 +183,8 @@ func (x xidCause) age(in RepairInput) time.Duration {
 // boot) are taken up again; a boot new to the history is added to it.
 func NewRepair(boot string, inspectAfter int, h action.History) *Repair {
 	r := &Repair{boot: boot, inspectAfter: cmp.Or(inspectAfter, action.DefaultInspectAfter), hist: cloneHistory(h),
-		xids: map[string]xidCause{}, began: map[string]time.Time{}, active: map[string]bool{}, counted: map[string]bool{}, ackedGPU: map[string]action.Action{}}
+		xids: map[string]xidCause{}, began: map[string]instant{}, active: map[string]bool{}, counted: map[string]bool{},
+		ackedGPU: map[string]action.Action{}, ackedMono: map[string]time.Duration{}}
 	// Every boot the board is seen in is recorded, quiet ones too: the
 	// warm-reboot check looks at the boot just before this one.
 	n := len(r.hist.Boots)
@@ -182,9 +195,9 @@ func NewRepair(boot string, inspectAfter int, h action.History) *Repair {
 			continue
 		}
 		for class, c := range b.Classes {
-			r.began[class], r.counted[class] = c.Last, true
+			r.began[class], r.counted[class] = instant{wall: c.Last}, true
 			if class == missingClass {
-				r.began[class] = r.missingSince(c.Last)
+				r.began[class] = instant{wall: r.missingSince(c.Last)}
 			}
 			if code, ok := xidClass(class); ok {
 				e := xid.ExplainDetail(code, reading.XidDetail{})
@@ -232,8 +245,11 @@ func (r *Repair) Absorb(early *Repair) (escalated []string) {
 			if at.After(r.hist.Acked[class]) {
 				r.hist.Acked[class] = at
 			}
-			if a, ok := early.hist.AckedAs[class]; ok && at.Equal(r.hist.Acked[class]) { // what it covered goes with the time that stands
-				r.hist.AckAs(class, a)
+			if at.Equal(r.hist.Acked[class]) { // what it covered, and when on the monotonic clock, go with the time that stands
+				if a, ok := early.hist.AckedAs[class]; ok {
+					r.hist.AckAs(class, a)
+				}
+				r.ackedMono[class] = early.ackedMono[class]
 			}
 		}
 		r.dirty = true
@@ -246,7 +262,7 @@ func (r *Repair) Absorb(early *Repair) (escalated []string) {
 		if _, isXid := xidClass(class); isXid || c.Count == 0 {
 			continue
 		}
-		if _, known := r.began[class]; known && !c.Last.After(early.first) {
+		if _, known := r.began[class]; known && !c.Last.After(early.first.wall) {
 			continue
 		}
 		b := r.hist.Boot(r.boot)
@@ -259,7 +275,7 @@ func (r *Repair) Absorb(early *Repair) (escalated []string) {
 			was.Last = c.Last
 		}
 		b.Classes[class] = was
-		r.began[class], r.counted[class] = c.Last, true
+		r.began[class], r.counted[class] = instant{wall: c.Last}, true
 		r.dirty = true
 	}
 	// The state classes active at early's last judgement go on in r from
@@ -275,7 +291,7 @@ func (r *Repair) Absorb(early *Repair) (escalated []string) {
 		if _, isXid := xidClass(class); isXid {
 			continue
 		}
-		if _, known := r.began[class]; !known || early.began[class].After(early.first) {
+		if _, known := r.began[class]; !known || early.began[class].after(early.first) {
 			r.began[class], r.counted[class] = early.began[class], early.counted[class]
 		}
 		r.active[class] = true
@@ -317,7 +333,7 @@ func (r *Repair) Xid(e xid.Explanation, t time.Time, mono time.Duration) {
 		return
 	}
 	r.xids[c.Class] = xidCause{Cause: c, at: t, mono: mono}
-	r.begin(c, t)
+	r.begin(c, instant{t, mono})
 }
 
 // Recovery takes a recovery action an event reported (Xid 154's text, an
@@ -328,13 +344,18 @@ func (r *Repair) Recovery(v uint64, t time.Time) { r.recovery = reading.Some(v) 
 // boot (RmInitAdapter failed).
 func (r *Repair) InitFailed() { r.initFailed = true }
 
-// begin records that c began at t: counted in this boot's history when it
-// asks for a repair.
-func (r *Repair) begin(c Cause, t time.Time) {
+// begin records that c began at t: counted in this boot's history (on the
+// wall clock) when it asks for a repair. One after the class's last ack on
+// the monotonic clock, the wall clock stepped back between them, begins
+// after it on the wall clock too (afterAck).
+func (r *Repair) begin(c Cause, t instant) {
+	if !r.ackCovers(c.Class, t) {
+		t = r.afterAck(c.Class, t)
+	}
 	r.began[c.Class] = t
 	r.counted[c.Class] = c.Action.Drains()
 	if c.Action.Drains() {
-		r.hist.Count(r.boot, c.Class, t)
+		r.hist.Count(r.boot, c.Class, t.wall)
 		r.dirty = true
 	}
 }
@@ -359,21 +380,21 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 	// the first Judge, one that was absent, or that began again since; so
 	// is one that began again since early's last judgement (Absorb). A
 	// class already begun in this boot when the logger restarted goes on.
-	now := map[string]bool{}
+	now, at := map[string]bool{}, instant{in.Now, in.Mono}
 	for _, c := range causes {
 		now[c.Class] = true
 		_, known := r.began[c.Class]
-		begins := (!r.active[c.Class] || c.Since.After(r.lastJudge)) && (r.judged || !known || r.active[c.Class])
+		begins := (!r.active[c.Class] || instant{c.Since, c.sinceMono}.after(r.lastJudge)) && (r.judged || !known || r.active[c.Class])
 		if !begins {
 			r.ackAsOfOldFile(c) // before ackedBelow: the restart's first judgement already asks for what the ack does not cover
 		}
 		switch {
 		case begins:
-			at := in.Now
+			b := at
 			if c.Class == missingClass {
-				at = r.missingSince(at) // an absence that goes on began when it began
+				b.wall = r.missingSince(b.wall) // an absence that goes on began when it began
 			}
-			r.begin(c, at)
+			r.begin(c, b)
 			r.ackAsOfOldFile(c) // one begun behind an old file's ack: covered at what it asks now, not at its reboot later
 		case r.ackedBelow(c):
 			// An ack covers the action acknowledged, not a greater one the
@@ -383,11 +404,7 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 			// after the ack also when judged at its time (the judgement
 			// right after it, or while the wall clock is behind it: Now
 			// never goes back), so that it no longer covers it.
-			at := in.Now
-			if acked, _ := r.hist.AckedAt(c.Class); !at.After(acked) {
-				at = acked.Add(time.Nanosecond)
-			}
-			r.begin(c, at)
+			r.begin(c, r.afterAck(c.Class, at)) // after it on the monotonic clock too: a later judgement
 		case c.Action.Drains() && !r.counted[c.Class]:
 			// A condition that began as news and now asks for a repair
 			// (a hang past HungReboot) is counted once, as of when it
@@ -408,9 +425,9 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 		now[x.Class] = true
 	}
 	if !r.judged {
-		r.first = in.Now
+		r.first = at
 	}
-	r.active, r.judged, r.lastJudge = now, true, in.Now
+	r.active, r.judged, r.lastJudge = now, true, at
 	r.last = causes
 
 	cur := action.Current{}
@@ -421,7 +438,7 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 	var rs []ranked
 	for _, c := range causes {
 		a, text := c.Action, c.Text
-		if r.hist.IsAcked(c.Class, r.began[c.Class]) {
+		if r.acked(c.Class) {
 			if _, isXid := r.xids[c.Class]; isXid {
 				continue // an acknowledged event: gone until it happens again
 			}

@@ -9,7 +9,51 @@ import (
 
 // An operator's acknowledgement of a board's repair (Repair.Ack) covers
 // the action acknowledged, class by class (action.History's AckedAs), not
-// a greater one the same occurrence asks for later.
+// a greater one the same occurrence asks for later; it covers an
+// occurrence begun no later than itself, on the monotonic clock where
+// both are of this run (acked).
+
+// instant is a time on the wall clock and on the monotonic one
+// (RepairInput.Mono's; zero: not read, as for a time from the board's
+// history, which keeps the wall clock only).
+type instant struct {
+	wall time.Time
+	mono time.Duration
+}
+
+// after reports whether i is later than j: on the monotonic clock where
+// both were read on it (this run: a step of the wall clock, chrony's
+// makestep or date -s, moves neither, so that a hang begun after an ack
+// is not covered by it when the wall clock stepped back between them),
+// on the wall clock otherwise and where they are one reading there (one
+// judgement).
+func (i instant) after(j instant) bool {
+	if i.mono != 0 && j.mono != 0 && i.mono != j.mono {
+		return i.mono > j.mono
+	}
+	return i.wall.After(j.wall)
+}
+
+// acked reports whether an ack covers class's current occurrence.
+func (r *Repair) acked(class string) bool { return r.ackCovers(class, r.began[class]) }
+
+// ackCovers reports whether class's last ack covers an occurrence begun at
+// t: the ack was made when it had begun, or later.
+func (r *Repair) ackCovers(class string, t instant) bool {
+	at, ok := r.hist.AckedAt(class)
+	return ok && !t.after(instant{at, r.ackedMono[class]})
+}
+
+// afterAck is t, on the wall clock no earlier than just after class's last
+// ack: an occurrence that ack does not cover, as the history, which keeps
+// the wall clock only, must have it after a restart (the wall clock held
+// at the ack's time, or stepped back behind it).
+func (r *Repair) afterAck(class string, t instant) instant {
+	if at, ok := r.hist.AckedAt(class); ok && !t.wall.After(at) {
+		t.wall = at.Add(time.Nanosecond)
+	}
+	return t
+}
 
 // Ack acknowledges the board's current causes at t (after a Judge): their
 // classes no longer count until they begin again. It returns the action
@@ -17,16 +61,19 @@ import (
 // saw: it is made no earlier than the latest of those causes began (a
 // reboot after an ack at watch begins just after that ack, also while the
 // wall clock is held behind the last judgement and every ack is at its
-// time).
+// time), on the monotonic clock at the last judgement's time.
 func (r *Repair) Ack(cur action.Current, t time.Time, by, note string) action.AckRecord {
 	ack := action.AckRecord{Action: cur.Action, Note: note, By: by}
+	mono := r.lastJudge.mono
 	for _, c := range r.last {
 		if !slices.Contains(ack.Classes, c.Class) {
 			ack.Classes = append(ack.Classes, c.Class)
 		}
-		if b := r.began[c.Class]; b.After(t) {
-			t = b
+		b := r.began[c.Class]
+		if b.wall.After(t) {
+			t = b.wall
 		}
+		mono = max(mono, b.mono)
 	}
 	ack.Time = t
 	slices.Sort(ack.Classes)
@@ -34,6 +81,7 @@ func (r *Repair) Ack(cur action.Current, t time.Time, by, note string) action.Ac
 	for _, c := range r.last {
 		r.hist.AckAs(c.Class, max(c.Action, r.hist.AckedAs[c.Class])) // Acknowledge left it unknown
 		r.ackedGPU[c.Class] = ack.Action
+		r.ackedMono[c.Class] = mono
 	}
 	r.dirty = true
 	return ack
@@ -43,7 +91,7 @@ func (r *Repair) Ack(cur action.Current, t time.Time, by, note string) action.Ac
 // than the one c asks for now.
 func (r *Repair) ackedBelow(c Cause) bool {
 	a, ok := r.hist.AckedAs[c.Class]
-	return ok && c.Action > a && r.hist.IsAcked(c.Class, r.began[c.Class])
+	return ok && c.Action > a && r.acked(c.Class)
 }
 
 // ackAsOfOldFile records what an ack in a state file written before
@@ -62,7 +110,7 @@ func (r *Repair) ackedBelow(c Cause) bool {
 // at less than reboot by an ack of another class, is ambiguous in such a
 // file: it asks for its reboot again, counted.
 func (r *Repair) ackAsOfOldFile(c Cause) {
-	if _, known := r.hist.AckedAs[c.Class]; known || !r.hist.IsAcked(c.Class, r.began[c.Class]) {
+	if _, known := r.hist.AckedAs[c.Class]; known || !r.acked(c.Class) {
 		return
 	}
 	as := c.Action

@@ -147,7 +147,7 @@ func (gs *gpuState) judge(now time.Time, force bool, event func(r repairEvents))
 	rs.judged, rs.hv = now, hv
 	rs.last.Store(now.UnixNano())
 	rs.lastMono.Store(int64(mono))
-	in := anomaly.RepairInput{Now: now, Mono: mono}
+	in := anomaly.RepairInput{Now: now} // Mono: read under the slot's lock below
 	if hv != nil && !hv.At.IsZero() {
 		in.Health = hv.Verdict
 		vals := reading.Values(hv.Vals)
@@ -155,10 +155,14 @@ func (gs *gpuState) judge(now time.Time, force bool, event func(r repairEvents))
 	}
 	// A hang's age runs on the monotonic clock from its start there, as the
 	// slot shows it (a step of the wall clock neither ages it nor holds it
-	// back); its start on the wall clock names it. The clock is read under
-	// the slot's lock, after the hang it shows was published: read before,
-	// a hang published meanwhile would be younger than nothing.
+	// back): Mono less its age is that start, which tells one hang from
+	// the next and orders it against an ack; its start on the wall clock is
+	// shown. The clock is read under the slot's lock, after the hang it
+	// shows was published: read before, a hang published meanwhile would be
+	// younger than nothing, and would seem to begin again at the next
+	// judgement.
 	gs.slot.Update(func(g *live.GPU) {
+		in.Mono = gs.m.cfg.mono()
 		switch g.State.Kind {
 		case live.StateAnswering:
 			in.Answered = true
@@ -167,7 +171,7 @@ func (gs *gpuState) judge(now time.Time, force bool, event func(r repairEvents))
 		case live.StateFailing:
 			in.Failing = true
 		case live.StateHung:
-			in.HungSince, in.HungFor = g.State.Since, g.State.HungFor(gs.m.cfg.mono())
+			in.HungSince, in.HungFor = g.State.Since, g.State.HungFor(in.Mono)
 		}
 	})
 	cur := rs.b.Judge(in)

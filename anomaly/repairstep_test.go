@@ -1,0 +1,121 @@
+package anomaly
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/action"
+)
+
+// hungMono is the input of a GPU judged at now on the wall clock, mono on
+// the monotonic one, hung since sinceMono there (hung since since on the
+// wall clock, which a step moved), or not hung with since zero.
+func hungMono(now time.Time, mono time.Duration, since time.Time, sinceMono time.Duration) RepairInput {
+	in := RepairInput{Now: now, Mono: mono, HungSince: since}
+	if !since.IsZero() {
+		in.HungFor = mono - sinceMono
+	}
+	return in
+}
+
+// wallStep is how the wall clock reads at the judgements after a step
+// back of an hour at held: as the monitor gives it (never before its
+// last judgement: held there), or as the wall clock reads it.
+var wallStep = []struct {
+	name string
+	now  func(held time.Time, mono time.Duration) time.Time // mono: since the step
+}{
+	{"held at the last judgement", func(held time.Time, _ time.Duration) time.Time { return held }},
+	{"as the wall clock reads", func(held time.Time, mono time.Duration) time.Time { return held.Add(-time.Hour + mono) }},
+}
+
+// TestNewHangAfterAWallStepBackIsNew: a hang acknowledged at watch ends,
+// the wall clock steps back an hour (chrony's makestep, date -s) and a
+// new hang begins. It is a new hang, ordered after the ack on the
+// monotonic clock: watch, not acknowledged, then reboot a minute on,
+// counted once. On the wall clock it began at the ack's time (the monitor
+// holds its judgements there) or before it, and the ack covered it.
+func TestNewHangAfterAWallStepBackIsNew(t *testing.T) {
+	for _, tc := range wallStep {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewRepair("A", 0, action.History{})
+			mono0 := 3 * time.Hour // the monotonic clock at t0
+			acked := t0.Add(5 * time.Second)
+			cur := r.Judge(hungMono(acked, mono0+5*time.Second, t0, mono0))
+			if cur.Action != action.Watch {
+				t.Fatalf("first hang, briefly: %v %q", cur.Action, cur.Reasons)
+			}
+			r.Ack(cur, acked, "root", "slow driver, known")
+			// The wall clock steps back an hour right after the ack.
+			step := mono0 + 5*time.Second
+			if cur = r.Judge(hungMono(tc.now(acked, time.Second), step+time.Second, time.Time{}, 0)); cur.Action != action.None {
+				t.Fatalf("first hang ended: %v %q, want none", cur.Action, cur.Reasons)
+			}
+			since, sinceMono := acked.Add(-time.Hour+2*time.Second), step+2*time.Second
+			for _, j := range []struct {
+				after time.Duration // since the step, on the monotonic clock
+				want  action.Action
+			}{
+				{3 * time.Second, action.Watch},
+				{4 * time.Second, action.Watch},
+				{2*time.Second + HungReboot, action.Reboot},
+				{3*time.Second + HungReboot, action.Reboot},
+			} {
+				cur = r.Judge(hungMono(tc.now(acked, j.after), step+j.after, since, sinceMono))
+				if cur.Action != j.want || strings.Contains(cur.Reason(), "acknowledged") {
+					t.Errorf("new hang, %v after the step: %v %q, want %v, not acknowledged", j.after, cur.Action, cur.Reasons, j.want)
+				}
+			}
+			h, _ := r.History()
+			if c := h.Boot("A").Classes["hung"]; c.Count != 1 || h.IsAcked("hung", c.Last) {
+				t.Errorf("hung counted %+v, acknowledged %v: want the new hang's reboot once, not acknowledged", c, h.IsAcked("hung", c.Last))
+			}
+		})
+	}
+}
+
+// TestHangBegunBeforeAWallStepBackIsOneHang: a hang whose stuck sample
+// began just before the wall clock stepped back an hour began after every
+// judgement since on the wall clock, before them on the monotonic one: it
+// is one hang. Acknowledged at watch, it asks for reboot a minute on
+// (the ack does not cover it), counted once; on the wall clock it began
+// again at each judgement, its reboot acknowledged as it began (held) or
+// counted again at each judgement.
+func TestHangBegunBeforeAWallStepBackIsOneHang(t *testing.T) {
+	for _, tc := range wallStep {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewRepair("A", 0, action.History{})
+			mono0 := 3 * time.Hour
+			if cur := r.Judge(hungMono(t0, mono0, time.Time{}, 0)); cur.Action != action.None {
+				t.Fatalf("before the hang: %v %q", cur.Action, cur.Reasons)
+			}
+			// The stuck sample begins; the wall clock steps back an hour
+			// before the next judgement.
+			since, sinceMono := t0.Add(500*time.Millisecond), mono0+500*time.Millisecond
+			step := sinceMono
+			judge := func(after time.Duration) action.Current {
+				return r.Judge(hungMono(tc.now(t0, after), step+after, since, sinceMono))
+			}
+			for _, after := range []time.Duration{time.Second, 2 * time.Second} {
+				if cur := judge(after); cur.Action != action.Watch {
+					t.Fatalf("hung %v: %v %q, want watch", after, cur.Action, cur.Reasons)
+				}
+			}
+			r.Ack(r.Judge(hungMono(tc.now(t0, 3*time.Second), step+3*time.Second, since, sinceMono)), tc.now(t0, 3*time.Second), "root", "slow driver, known")
+			if cur := judge(4 * time.Second); cur.Action != action.Watch || !strings.Contains(cur.Reason(), "acknowledged") {
+				t.Errorf("after the ack at watch: %v %q, want watch (acknowledged)", cur.Action, cur.Reasons)
+			}
+			for i := range 3 {
+				after := HungReboot + time.Duration(i)*time.Second
+				if cur := judge(after); cur.Action != action.Reboot || strings.Contains(cur.Reason(), "acknowledged") {
+					t.Errorf("hung %v: %v %q, want reboot, not acknowledged", after, cur.Action, cur.Reasons)
+				}
+			}
+			h, _ := r.History()
+			if c := h.Boot("A").Classes["hung"]; c.Count != 1 || h.IsAcked("hung", c.Last) {
+				t.Errorf("hung counted %+v, acknowledged %v: want once, not acknowledged", c, h.IsAcked("hung", c.Last))
+			}
+		})
+	}
+}
