@@ -7,7 +7,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -207,8 +206,8 @@ func (m *Monitor) compareInventory(prev runstate.Previous, found []sink.Board) (
 	changes := sink.CompareInventory(prev.State.GPUs, found)
 	// With --gpu selecting some GPUs, a board of the previous run that the
 	// driver still enumerates is only not selected; one it does not is
-	// missing, as without --gpu, unless an unselected GPU has not answered
-	// (it may be that board).
+	// missing, as without --gpu, unless an unselected GPU has no UUID (it
+	// may be that board): judged once it has (missingUnselected).
 	enumerated, identified := m.enumeratedUUIDs()
 	count := map[string]int{}
 	var unsure []sink.InventoryChange
@@ -216,7 +215,7 @@ func (m *Monitor) compareInventory(prev runstate.Previous, found []sink.Board) (
 		if c.Change == sink.InventoryMissing && (enumerated[c.Board.UUID] || !identified) {
 			count["not_selected"]++
 			if !enumerated[c.Board.UUID] {
-				unsure = append(unsure, c) // judged once the unselected GPUs are identified
+				unsure = append(unsure, c)
 			}
 			continue
 		}
@@ -272,8 +271,12 @@ func (m *Monitor) missingUnselected() {
 	m.states.unsure = nil
 	m.states.mu.Unlock()
 	enumerated, _ := m.enumeratedUUIDs()
-	boards := m.boards()
-	unidentified := len(slices.DeleteFunc(slices.Clone(boards), func(b sink.Board) bool { return b.UUID != "" }))
+	unidentified := 0 // monitored GPUs with no UUID yet, as sink.CompareInventory counts them
+	for _, b := range m.boards() {
+		if b.UUID == "" {
+			unidentified++
+		}
+	}
 	var missing []sink.InventoryChange
 	for _, c := range unsure {
 		if enumerated[c.Board.UUID] {

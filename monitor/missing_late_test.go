@@ -107,11 +107,12 @@ func TestMissingBoardOnceAnUnselectedGPUIsIdentified(t *testing.T) {
 				}
 				ev, hv := r.eventsLog(), r.m.hostView()
 				lines := strings.Count(ev, "uuid="+tc.prev1+" level=critical gpu=? source=start type=GPU_MISSING")
+				inventory := strings.Count(ev, "type=INVENTORY change=missing")
 				switch {
-				case tc.missing && (lines != 1 || hv.GPUsMissing != 1 || len(hv.Missing) != 1 || hv.Missing[0].UUID != gone):
-					t.Errorf("the board gone: %d GPU_MISSING lines, gpus_missing %d, missing boards %+v; want 1, 1, %s:\n%s",
-						lines, hv.GPUsMissing, hv.Missing, gone, ev)
-				case !tc.missing && (strings.Contains(ev, "type=GPU_MISSING") || hv.GPUsMissing != 0 || len(hv.Missing) != 0):
+				case tc.missing && (lines != 1 || inventory != 1 || hv.GPUsMissing != 1 || len(hv.Missing) != 1 || hv.Missing[0].UUID != gone):
+					t.Errorf("the board gone: %d GPU_MISSING lines, %d INVENTORY missing lines, gpus_missing %d, missing boards %+v; want 1, 1, 1, %s:\n%s",
+						lines, inventory, hv.GPUsMissing, hv.Missing, gone, ev)
+				case !tc.missing && (strings.Contains(ev, "type=GPU_MISSING") || inventory != 0 || hv.GPUsMissing != 0 || len(hv.Missing) != 0):
 					t.Errorf("GPU 1's own board raised missing: gpus_missing %d, missing boards %+v:\n%s", hv.GPUsMissing, hv.Missing, ev)
 				}
 			})

@@ -517,7 +517,7 @@ func (h *Host) Reidentify() {
 		}
 		go func() {
 			defer g.rereading.Store(false)
-			g.lost = false // a lost GPU's calls are refused for the rest of its sample (can): this read is one
+			g.lost = false // a GPU found lost refuses every call (can) until this is reset, as each sample does
 			g.reread(time.Now())
 		}()
 	}
