@@ -206,28 +206,28 @@ func (m *Monitor) compareInventory(prev runstate.Previous, found []sink.Board) (
 	changes := sink.CompareInventory(prev.State.GPUs, found)
 	// With --gpu selecting some GPUs, a board of the previous run that the
 	// driver still enumerates is only not selected; one it does not is
-	// missing, as without --gpu, unless an unselected GPU has not answered
-	// (it may be that board).
+	// missing, as without --gpu, unless an unselected GPU has no UUID (it
+	// may be that board): judged once it has (missingUnselected).
 	enumerated, identified := m.enumeratedUUIDs()
 	count := map[string]int{}
+	var unsure []sink.InventoryChange
 	for _, c := range changes {
 		if c.Change == sink.InventoryMissing && (enumerated[c.Board.UUID] || !identified) {
 			count["not_selected"]++
+			if !enumerated[c.Board.UUID] {
+				unsure = append(unsure, c)
+			}
 			continue
 		}
 		count[c.Change]++
 		m.eventLine(c.Event(m.start))
-		switch {
-		case c.Change != sink.InventoryMissing:
-		case c.Unidentified > 0:
-			// A GPU stuck at start may be this board: raised once every GPU
-			// has answered without being it (lateBoard).
-			m.runState.HoldMissing(c)
-		default:
-			m.missingBoard(c.Board)
+		if c.Change == sink.InventoryMissing && m.judgeMissing(c) {
 			missing = append(missing, c)
 		}
 	}
+	m.states.mu.Lock()
+	m.states.unsure = unsure
+	m.states.mu.Unlock()
 	if count["not_selected"] > 0 {
 		m.log.Info("boards of the previous run not among the GPUs --gpu selects are not compared", "boards", count["not_selected"])
 	}
@@ -242,6 +242,54 @@ func (m *Monitor) compareInventory(prev runstate.Previous, found []sink.Board) (
 	m.log.Log(context.Background(), level, "GPU inventory changed since the previous run (INVENTORY lines in events.log)",
 		"missing", count[sink.InventoryMissing], "new", count[sink.InventoryNew], "moved", count[sink.InventoryMoved])
 	return missing
+}
+
+// judgeMissing takes c, a board of the previous run that no GPU enumerated
+// now is, as missing: held back while a monitored GPU has no UUID
+// (c.Unidentified: a GPU stuck at start may be this board; raised once
+// every GPU has answered without being it: lateBoard), else its repair
+// action judged (missingBoard). It reports whether the board is missing now
+// (the caller raises it: raiseMissing).
+func (m *Monitor) judgeMissing(c sink.InventoryChange) bool {
+	if c.Unidentified > 0 {
+		m.runState.HoldMissing(c)
+		return false
+	}
+	m.missingBoard(c.Board)
+	return true
+}
+
+// missingUnselected runs once every GPU --gpu did not select has its UUID
+// (runInventory: Host.Reidentify), when one had none at start: the boards
+// of the previous run the start could not tell from it (hostStates.unsure)
+// that no GPU enumerated now is are missing, as at start (an INVENTORY line
+// each; judgeMissing, raiseMissing), and the boards an earlier run missed
+// are raised (missingFromState).
+func (m *Monitor) missingUnselected() {
+	m.states.mu.Lock()
+	unsure := m.states.unsure
+	m.states.unsure = nil
+	m.states.mu.Unlock()
+	enumerated, _ := m.enumeratedUUIDs()
+	unidentified := 0 // monitored GPUs with no UUID yet, as sink.CompareInventory counts them
+	for _, b := range m.boards() {
+		if b.UUID == "" {
+			unidentified++
+		}
+	}
+	var missing []sink.InventoryChange
+	for _, c := range unsure {
+		if enumerated[c.Board.UUID] {
+			continue // enumerated, only not selected
+		}
+		c.Unidentified = unidentified
+		m.eventLine(c.Event(time.Now()))
+		if m.judgeMissing(c) {
+			missing = append(missing, c)
+		}
+	}
+	m.raiseMissing(missing)
+	m.missingFromState()
 }
 
 // enumeratedUUIDs is the set of UUIDs of every GPU the driver enumerated

@@ -22,7 +22,10 @@ const inventoryEvery = 30 * time.Second
 // reports a GPU only when two rounds in a row miss it (a UUID that cannot be
 // read once is unknown, not gone). A round runs on its own goroutine with
 // the sample deadline; one that does not return is abandoned (the next waits
-// for it), so a wedged driver stalls nothing else.
+// for it), so a wedged driver stalls nothing else. Until every GPU --gpu did
+// not select has its UUID, each round also has it read again
+// (Host.Reidentify, not waited for); once it has, the previous run's boards
+// are checked again (missingUnselected, on the side goroutine).
 func (m *Monitor) runInventory(ctx context.Context) {
 	missing := map[string]int{} // UUID -> rounds missed in a row
 	reported := map[string]bool{}
@@ -31,7 +34,15 @@ func (m *Monitor) runInventory(ctx context.Context) {
 		err   error
 	}
 	var inflight chan result
+	_, identified := m.enumeratedUUIDs()
 	every(ctx, m.cfg.InventoryEvery, nil, func() {
+		if !identified {
+			if _, identified = m.enumeratedUUIDs(); identified {
+				m.side.queue("missing boards: every GPU --gpu did not select is identified", -1, m.missingUnselected)
+			} else {
+				m.host.Reidentify()
+			}
+		}
 		if inflight == nil {
 			inflight = make(chan result, 1)
 			ch := inflight

@@ -6,8 +6,14 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
 	"github.com/gpu-telemetry/gpu-telemetry/action"
 	"github.com/gpu-telemetry/gpu-telemetry/action/board"
+	"github.com/gpu-telemetry/gpu-telemetry/runstate"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
+	"github.com/gpu-telemetry/gpu-telemetry/sink"
 )
 
 // A board an earlier run already missed (its state file; a restart in the
@@ -53,3 +59,72 @@ func TestEarlierMissingBoardRaisedOnceEveryGPUAnswered(t *testing.T) {
 		}
 	})
 }
+
+// With --gpu selecting GPU 0, GPU 1 (not selected) could not be identified
+// at start (its UUID read failed, or it was stuck in the driver): a board
+// of the previous run that no GPU known is may be it, and is not said
+// missing then. Its UUID is read again aside from the poll loop (every
+// --inventory-interval) until it is known; then the previous run's board
+// it is not is raised missing, once (its GPU_MISSING line, gpus_missing 1,
+// host.missing_boards), and the board it is, is not.
+func TestMissingBoardOnceAnUnselectedGPUIsIdentified(t *testing.T) {
+	const gone = "GPU-dead0001-0000-0000-0000-000000000000"
+	for _, tc := range []struct {
+		name    string
+		prev1   string // the previous run's board at index 1
+		unknown func(d *fakenvml.Dev) (answer func())
+		missing bool
+	}{
+		{"uuid read failed, the board gone", gone, failUUID, true},
+		{"stuck at start, the board gone", gone, stuckAtStart, true},
+		{"uuid read failed, the same board", "GPU-b", failUUID, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				lib := fakeLib(2)
+				answer := tc.unknown(lib.Devs[1])
+				t.Cleanup(answer)
+				r := newRigOpen(t, lib, sampler.OpenOptions{Select: []string{"0"}}, nil)
+				if len(r.m.gpus) != 1 || r.m.host.EnumeratedUUIDs()[1] != "" {
+					t.Fatalf("%d GPUs monitored, enumerated %q: want GPU 0 alone, GPU 1's UUID unknown", len(r.m.gpus), r.m.host.EnumeratedUUIDs())
+				}
+				prev := []sink.Board{{Index: 0, UUID: "GPU-a", Bus: "00000000:01:00.0"}, {Index: 1, UUID: tc.prev1, Bus: "00000000:02:00.0"}}
+				if err := runstate.Write(r.dir, runstate.State{BootID: "b", Started: time.Now().Add(-time.Hour), PID: 1, GPUs: prev}); err != nil {
+					t.Fatal(err)
+				}
+				var atStart int
+				r.run(5*time.Second, func() {
+					time.Sleep(3 * time.Second)
+					atStart = r.m.hostView().GPUsMissing
+					answer()
+					time.Sleep(2*inventoryEvery + 5*time.Second) // asked again every --inventory-interval
+				})
+				if u := r.m.host.EnumeratedUUIDs(); u[1] != "GPU-b" {
+					t.Fatalf("GPU 1's UUID %q, want GPU-b read again", u[1])
+				}
+				if atStart != 0 {
+					t.Errorf("gpus_missing %d while GPU 1 was not identified, want 0 (it may be the board)", atStart)
+				}
+				ev, hv := r.eventsLog(), r.m.hostView()
+				lines := strings.Count(ev, "uuid="+tc.prev1+" level=critical gpu=? source=start type=GPU_MISSING")
+				inventory := strings.Count(ev, "type=INVENTORY change=missing")
+				switch {
+				case tc.missing && (lines != 1 || inventory != 1 || hv.GPUsMissing != 1 || len(hv.Missing) != 1 || hv.Missing[0].UUID != gone):
+					t.Errorf("the board gone: %d GPU_MISSING lines, %d INVENTORY missing lines, gpus_missing %d, missing boards %+v; want 1, 1, 1, %s:\n%s",
+						lines, inventory, hv.GPUsMissing, hv.Missing, gone, ev)
+				case !tc.missing && (strings.Contains(ev, "type=GPU_MISSING") || inventory != 0 || hv.GPUsMissing != 0 || len(hv.Missing) != 0):
+					t.Errorf("GPU 1's own board raised missing: gpus_missing %d, missing boards %+v:\n%s", hv.GPUsMissing, hv.Missing, ev)
+				}
+			})
+		})
+	}
+}
+
+// failUUID makes d's UUID read fail until answer.
+func failUUID(d *fakenvml.Dev) (answer func()) {
+	d.Set("GetUUID", nvml.ERROR_UNKNOWN)
+	return func() { d.Set("GetUUID", nvml.SUCCESS) }
+}
+
+// stuckAtStart makes d's start-up read wait in the driver until answer.
+func stuckAtStart(d *fakenvml.Dev) (answer func()) { return d.Block("GetName", nil) }

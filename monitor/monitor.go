@@ -100,7 +100,11 @@ type hostStates struct {
 	// compared are the UUIDs the start compared with the previous run's
 	// boards (startBootCheck): a GPU identified later is compared once
 	// (lateBoard) unless it is one of them. Set before any sample.
-	compared      map[string]bool
+	compared map[string]bool
+	// unsure are the previous run's boards the start could not tell from a
+	// GPU --gpu did not select that had no UUID (compareInventory);
+	// missingUnselected judges them once every such GPU has one.
+	unsure        []sink.InventoryChange
 	bert          *live.LastCPER          // the host's boot error record, once read (startCPER)
 	fabric        []reading.FabricService // the fabric daemons' last scan (fabric.go); nil: no fabric
 	fabricAt      time.Time

@@ -64,7 +64,8 @@ type GPU struct {
 	native      *native // the library's side of the batch (shared)
 	startNative func(*native, int, time.Duration) (*nativeExec, error)
 	execErr     atomic.Pointer[string] // why the executor could not start; nil: it did
-	nextStatic  time.Time              // worker only: when to retry the start-up read
+	nextStatic  time.Time              // worker only (reread): when to retry the start-up read
+	rereading   atomic.Bool            // Host.Reidentify's read of a GPU --gpu did not select is in flight
 
 	// hmu guards dev for other goroutines (the worker writes it only in
 	// readStatic, under hmu).
@@ -237,6 +238,23 @@ func (g *GPU) within(fn Fn, v, lo, hi uint64) bool {
 // or whose UUID or bus id could not be read, is tried again.
 const staticRetry = 10 * time.Second
 
+// reread reads again, now and then (every staticRetry), not at every
+// sample, what the start-up read could not have: all the static facts when
+// it had no handle or no executor, else the facts that name the GPU
+// (readIdentity) when one is missing. The worker's, or Host.Reidentify's
+// for a GPU --gpu did not select.
+func (g *GPU) reread(now time.Time) {
+	if g.lib == nil || !now.After(g.nextStatic) {
+		return
+	}
+	g.nextStatic = now.Add(staticRetry)
+	if g.dev == nil || g.exec.Load() == nil {
+		g.readStatic(g.lib)
+	} else if info := g.info.Load(); info.UUID == "" || info.BusID == "" {
+		g.readIdentity(info)
+	}
+}
+
 // Bounds for what reading.Table's rows do not bound: generous, they reject
 // garbage, not extremes.
 const (
@@ -255,11 +273,8 @@ func (g *GPU) Sample(s *reading.Sample) {
 	s.Time = now
 	s.KernelTime = g.kclock.At(now)
 	g.attempts, g.fails, g.firstErr, g.lost = 0, 0, FnNone, false
-	if g.dev == nil || g.exec.Load() == nil { // not had at start: retry now and then
-		if g.lib != nil && now.After(g.nextStatic) {
-			g.nextStatic = now.Add(staticRetry)
-			g.readStatic(g.lib)
-		}
+	if g.dev == nil || g.exec.Load() == nil || info.UUID == "" || info.BusID == "" { // not had at start
+		g.reread(now)
 		if g.dev == nil || g.exec.Load() == nil {
 			s.Status, s.Err = reading.StatusFailed, g.execError()
 			if g.dev == nil {
@@ -269,11 +284,6 @@ func (g *GPU) Sample(s *reading.Sample) {
 		}
 		info = g.info.Load()
 		s.NumFans = min(info.NumFans, reading.MaxFans)
-	} else if (info.UUID == "" || info.BusID == "") && g.lib != nil && now.After(g.nextStatic) {
-		// Had its handle but not its name at start: asked again now and
-		// then, not every sample.
-		g.nextStatic = now.Add(staticRetry)
-		info = g.readIdentity(info)
 	}
 	r := &g.raw
 	slow, second := due(g.n, info.Index, g.cfg.SlowEvery, g.pacer.Level())

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -892,6 +893,48 @@ func TestIdentityRetryFindsTheGPULost(t *testing.T) {
 	if n := d.Total() - before; n != 1 {
 		t.Errorf("%d calls in a sample whose first call found the GPU lost, want 1", n)
 	}
+}
+
+// TestReidentifyAnUnselectedGPU: the UUID of a GPU --gpu did not select,
+// unread at start, is read again by Reidentify on a goroutine of its own:
+// Reidentify does not wait for a read stuck in the driver, does not begin
+// another while it is in flight, and the UUID, once read, is among the
+// UUIDs enumerated. A selected GPU is left to its samples.
+func TestReidentifyAnUnselectedGPU(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sel, unsel := fakenvml.NewDev(), fakenvml.NewDev()
+		unsel.UUID = "GPU-2222"
+		unsel.Set("GetUUID", nvml.ERROR_UNKNOWN)
+		h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{sel, unsel}}, "0")
+		if u := h.EnumeratedUUIDs(); len(h.GPUs) != 1 || u[1] != "" {
+			t.Fatalf("at start: %d GPUs selected, enumerated %q", len(h.GPUs), u)
+		}
+		entered := make(chan string, 1)
+		release := unsel.Block("GetUUID", entered)
+		t.Cleanup(release)
+		unsel.Set("GetUUID", nvml.SUCCESS)
+		selCalls := sel.Count("GetUUID")
+		for range 3 {
+			h.Reidentify() // returns with the read stuck
+			time.Sleep(time.Minute)
+		}
+		select {
+		case <-entered:
+		default:
+			t.Fatal("Reidentify did not read GPU 1's UUID")
+		}
+		if n := unsel.Count("GetUUID"); n != 2 { // the start's, then one in flight
+			t.Errorf("GetUUID called %d times on GPU 1, want 2: one read again, in flight, not begun again", n)
+		}
+		release()
+		synctest.Wait()
+		if u := h.EnumeratedUUIDs(); u[1] != "GPU-2222" {
+			t.Errorf("once read: %q, want GPU-2222 at index 1", u)
+		}
+		if n := sel.Count("GetUUID"); n != selCalls {
+			t.Errorf("GetUUID called %d times more on the selected GPU, want 0", n-selCalls)
+		}
+	})
 }
 
 // TestEnumeratedUUIDsHaveALateUUID: a UUID read after start (its first read

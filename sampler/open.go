@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -488,7 +489,8 @@ func (h *Host) Enumerated() int { return len(h.all) }
 // EnumeratedUUIDs returns the UUID of every GPU the driver enumerated at
 // start, those --gpu did not select included, by index, as known now: ""
 // for a GPU whose UUID has not been read (it did not answer at start, or
-// its UUID read failed; a selected GPU's is read again as it is sampled).
+// its UUID read failed; a selected GPU's is read again as it is sampled,
+// another's by Reidentify).
 // A board of the previous run is missing only when none of them is its
 // UUID.
 func (h *Host) EnumeratedUUIDs() []string {
@@ -497,6 +499,28 @@ func (h *Host) EnumeratedUUIDs() []string {
 		out[i] = g.Info().UUID
 	}
 	return out
+}
+
+// Reidentify reads again the UUID (and bus id) of each GPU --gpu did not
+// select whose UUID is not known (EnumeratedUUIDs; a selected GPU's is
+// read again as it is sampled): its static facts when its handle failed at
+// start, else the facts that name it (GPU.reread, at most every
+// staticRetry). Each read runs on a goroutine of its own and is not waited
+// for: one stuck in the driver stays in flight, is not begun again, and
+// holds up nothing; a GPU whose start-up read has not returned is left to
+// it. A later EnumeratedUUIDs has what they read. Not for the poll loop:
+// it starts goroutines.
+func (h *Host) Reidentify() {
+	for _, g := range h.all {
+		if g.Info().UUID != "" || slices.Contains(h.GPUs, g) || !g.StaticDone() || !g.rereading.CompareAndSwap(false, true) {
+			continue
+		}
+		go func() {
+			defer g.rereading.Store(false)
+			g.lost = false // a GPU found lost refuses every call (can) until this is reset, as each sample does
+			g.reread(time.Now())
+		}()
+	}
 }
 
 // Enumerate lists the UUIDs the driver enumerates now ("" where unread), to
