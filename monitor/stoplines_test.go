@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
@@ -32,6 +33,14 @@ func TestShutdownLinesOnAStuckDiskAreBounded(t *testing.T) {
 		}
 	})
 	r := newRig(t, 1, func(c *Config) { c.openLog = nil }) // the daemon's line logs
+	t.Cleanup(func() {
+		// Once the FIFOs have their reader, before the temp dir goes: the
+		// abandoned closes write their last lines at last, and then
+		// nothing of theirs creates a file in the directory any more.
+		if !testutil.WaitUntil(30*time.Second, func() bool { return r.m.events.Waiting()+r.m.summary.Waiting() == 0 }) {
+			t.Error("the abandoned closes have not written their last lines 30s after the FIFOs got a reader")
+		}
+	})
 	// hang makes the log at name a FIFO without a reader: the next write of
 	// it is stuck in open(2). At the end a reader lets it go.
 	hang := func(name string) {
