@@ -323,12 +323,7 @@ func TestLineLogCloseWritesLastLines(t *testing.T) {
 		l := NewLineLog(t.TempDir(), "summary.log", 1, 1, time.Hour, logs.Logger(), reg)
 		w := &blockingWriter{entered: make(chan struct{}), release: make(chan struct{})}
 		l.w = w
-		var releaseOnce sync.Once
-		release := func() { releaseOnce.Do(func() { close(w.release) }) }
-		defer release()
-		wrote := make(chan error, 1)
-		go func() { wrote <- l.Line("time=1 stuck") }()
-		<-w.entered
+		wrote, release := stuckLine(t, l, w)
 		if err := closeBounded(t, func() error { return l.Close("time=2 final") }, "a line's write that never returns"); err == nil {
 			t.Error("Close returned no error with a write abandoned")
 		}
@@ -345,6 +340,19 @@ func TestLineLogCloseWritesLastLines(t *testing.T) {
 			t.Errorf("log_lines_lost_at_exit = %d once the abandoned close ran, want 1: nothing counted after Close returned", n)
 		}
 	})
+}
+
+// stuckLine writes a line to l whose write is stuck in w (l's writer)
+// until release; the line's error comes on wrote.
+func stuckLine(t *testing.T, l *LineLog, w *blockingWriter) (wrote chan error, release func()) {
+	t.Helper()
+	var once sync.Once
+	release = func() { once.Do(func() { close(w.release) }) }
+	t.Cleanup(release)
+	wrote = make(chan error, 1)
+	go func() { wrote <- l.Line("time=1 stuck") }()
+	<-w.entered
+	return wrote, release
 }
 
 // closeCounter is a blockingWriter that counts its closes.
@@ -365,12 +373,7 @@ func TestLineLogReopenDoesNotWaitOnAStuckWrite(t *testing.T) {
 	l := NewLineLog(t.TempDir(), "events.log", 1, 1, time.Hour, nil, counters.New())
 	w := &closeCounter{blockingWriter: &blockingWriter{entered: make(chan struct{}), release: make(chan struct{})}}
 	l.w = w
-	var releaseOnce sync.Once
-	release := func() { releaseOnce.Do(func() { close(w.release) }) }
-	defer release()
-	wrote := make(chan error, 1)
-	go func() { wrote <- l.Line("time=1 stuck") }()
-	<-w.entered
+	wrote, release := stuckLine(t, l, w.blockingWriter)
 	w.closes.Store(0) // the first write's check for a partial last line closes the file first
 	returnsSoon(t, func() { l.Reopen() }, "the line log's Reopen")
 	release()
