@@ -110,7 +110,7 @@ func (m *Monitor) watchLosses(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-m.loop.secondTick:
-			m.windowsEnded(now, false)
+			m.windowsEnded(now)
 			m.judgeActions(now)
 			m.rescanFabric(now)
 		}

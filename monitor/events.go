@@ -133,9 +133,10 @@ func (m *Monitor) onEvent(e reading.Event) {
 }
 
 // windowsEnded writes the lines that sum up what the burst limits held in
-// the windows ended by now; with all (at stop), in every window.
-func (m *Monitor) windowsEnded(now time.Time, all bool) {
-	for _, l := range m.ev.WindowsEnded(now, all) {
+// the windows ended by now (at stop, in every window: Run hands them to
+// events.log's Close).
+func (m *Monitor) windowsEnded(now time.Time) {
+	for _, l := range m.ev.WindowsEnded(now, false) {
 		m.eventLine(l)
 	}
 }

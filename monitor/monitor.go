@@ -118,7 +118,10 @@ type hostStates struct {
 type lineLog interface {
 	Line(s string) error // nil also when the line was kept to be written later
 	Reopen() error
-	Close() error
+	// Close writes last, the lines the stop writes itself, within its
+	// bound (a write stuck on a stalled disk does not hold up the exit:
+	// what it gives up on is counted in log_lines_lost_at_exit, logged).
+	Close(last ...string) error
 	Waiting() int // lines kept, not yet written
 }
 
@@ -318,13 +321,16 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 	cancel()
 	m.cfg.trace("snapshots-closed")
 	m.csv.Close() // an fsync it abandons is counted and logged there, with what it costs
-	// What the burst limits hold is summed up before events.log closes.
-	m.windowsEnded(time.Now(), true)
-	m.events.Close()
+	// What the burst limits hold is summed up in events.log's last lines,
+	// written by its Close, within its bound, as summary.log's final line is.
+	var last []string
+	for _, l := range m.ev.WindowsEnded(time.Now(), true) {
+		last = append(last, m.eventText(l))
+	}
+	m.events.Close(last...)
 	m.stopJournal(journalStop, &journal)
-	m.writeSummary(time.Now(), m.cfg.mono()-time.Duration(m.loop.windowStart.Load()), true)
+	m.writeSummary(time.Now(), m.cfg.mono()-time.Duration(m.loop.windowStart.Load()), true) // and closes summary.log
 	m.cfg.trace("summary-written")
-	m.summary.Close()
 	m.cfg.trace("files-closed")
 	m.markCleanStop()                 // once every file is closed
 	m.board.PublishHost(m.hostView()) // the final counts, for a reader still asking
@@ -523,6 +529,15 @@ func (m *Monitor) signal(sig os.Signal) {
 // eventLine writes e to events.log (and the journal) with the host, the
 // GPU's UUID and, on an incident line, the job on the GPU (from memory).
 func (m *Monitor) eventLine(e sink.EventLine) {
+	line := m.eventText(e)
+	if err := m.events.Line(line); err != nil {
+		lose(m.reg, m.log, lineFails, "an events.log line", slog.String("line", line), slog.String("error", err.Error()))
+	}
+}
+
+// eventText is e's events.log line (eventLine), handed to the journal and
+// the live board.
+func (m *Monitor) eventText(e sink.EventLine) string {
 	e.Host = m.ident.Host
 	if gs := m.byIndex[e.GPU]; gs != nil {
 		e.UUID = gs.g.Info().UUID
@@ -533,9 +548,7 @@ func (m *Monitor) eventLine(e sink.EventLine) {
 	line := e.Line()
 	m.queueJournal(line)
 	m.board.Event(line) // the last lines a status request may ask for (status events=N)
-	if err := m.events.Line(line); err != nil {
-		lose(m.reg, m.log, lineFails, "an events.log line", slog.String("line", line), slog.String("error", err.Error()))
-	}
+	return line
 }
 
 // incidentLine writes e, a critical event's line, with the incident and

@@ -61,7 +61,16 @@ func (l *plainLog) Line(s string) error {
 	return err
 }
 func (l *plainLog) Reopen() error { return nil }
-func (l *plainLog) Close() error  { return nil }
+
+// Close writes last, as a sink.LineLog's Close does.
+func (l *plainLog) Close(last ...string) error {
+	for _, s := range last {
+		if err := l.Line(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 func (l *plainLog) Waiting() int { return 0 }
 
@@ -740,9 +749,9 @@ type lossyCloseLog struct {
 	counts *counters.Registry
 }
 
-func (l *lossyCloseLog) Close() error {
+func (l *lossyCloseLog) Close(last ...string) error {
 	l.counts.Add(counters.Lookup("log_lines_lost_at_exit"), l.lost)
-	return nil
+	return l.plainLog.Close(last...)
 }
 
 // The final summary.log line is written once events.log is closed: the
@@ -988,9 +997,9 @@ func TestTimerfdTickerDoesNotAllocate(t *testing.T) {
 // failingLog refuses every line.
 type failingLog struct{}
 
-func (failingLog) Line(string) error { return syscall.ENOSPC }
-func (failingLog) Reopen() error     { return nil }
-func (failingLog) Close() error      { return nil }
+func (failingLog) Line(string) error     { return syscall.ENOSPC }
+func (failingLog) Reopen() error         { return nil }
+func (failingLog) Close(...string) error { return nil }
 
 func (failingLog) Waiting() int { return 0 }
 

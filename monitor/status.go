@@ -148,7 +148,8 @@ func SummaryLine(now time.Time, st Status, window anomaly.Counts, elapsed time.D
 
 // writeSummary closes the current window, which lasted elapsed, and appends
 // a summary line; a periodic one is also logged as a status line (the final
-// one is followed by Run's final status line).
+// one is followed by Run's final status line). The final one is written by
+// summary.log's Close, within its bound (a stalled disk).
 func (m *Monitor) writeSummary(now time.Time, elapsed time.Duration, final bool) {
 	if !final {
 		defer m.status("summary")
@@ -158,6 +159,10 @@ func (m *Monitor) writeSummary(now time.Time, elapsed time.Duration, final bool)
 		window = window.Add(gs.tr.TakeWindow().Window)
 	}
 	line := SummaryLine(now, m.collect(), window, elapsed, final)
+	if final {
+		m.summary.Close(line)
+		return
+	}
 	if err := m.summary.Line(line); err != nil {
 		lose(m.reg, m.log, lineFails, "a summary.log line", slog.String("line", line), slog.String("error", err.Error()))
 	}

@@ -181,7 +181,8 @@ type gpuFile struct {
 	ring     []reading.Sample // the last rows, as samples: Rows lays them out under the current header
 	ringNext int
 	ringLen  int
-	failing  bool // last write failed (logged once)
+	failing  bool        // last write failed (logged once)
+	writing  atomic.Bool // a row's Write holds mu: Write counts the row, or a Close that gave up first (dropRow)
 
 	// waiting is the work for this file that found mu held (withLock),
 	// in order, until one who holds mu runs it; waiter: a goroutine waits
@@ -256,19 +257,20 @@ func (c *CSV) Write(s *reading.Sample) error {
 	}
 	c.lock(gf) // a SIGHUP, a new column set, Close: before this row
 	defer gf.mu.Unlock()
+	gf.writing.Store(true)
 	if c.shut.Load() {
 		// A sample that was stuck in the driver until after shutdown.
-		c.counts.Inc(rowsDropped)
+		c.dropRow(gf)
 		return errClosed
 	}
 	gf.buf = AppendRow(gf.buf[:0], s, gf.fans)
 	gf.remember(s)
 	if c.paused.Load() != 0 {
-		c.counts.Inc(rowsDropped)
+		c.dropRow(gf)
 		return nil
 	}
 	if err := c.ensureOpen(gf, s.Time); err != nil {
-		c.counts.Inc(rowsDropped)
+		c.dropRow(gf)
 		if !gf.failing {
 			gf.failing = true
 			c.log.Error("cannot open CSV; rows are dropped until it works", "gpu", gf.index, "error", err)
@@ -277,7 +279,7 @@ func (c *CSV) Write(s *reading.Sample) error {
 	}
 	n, err := gf.f.Write(gf.buf)
 	if err != nil || n != len(gf.buf) {
-		c.counts.Inc(rowsDropped)
+		c.dropRow(gf)
 		c.cutBack(gf)
 		if errors.Is(err, syscall.ENOSPC) {
 			c.pause(pauseENOSPC, "disk full (ENOSPC)")
@@ -290,6 +292,10 @@ func (c *CSV) Write(s *reading.Sample) error {
 			err = io.ErrShortWrite
 		}
 		return fmt.Errorf("write csv for gpu %d: %w", gf.index, err)
+	}
+	if !gf.writing.CompareAndSwap(true, false) {
+		c.cutBack(gf) // Close gave up on it (stuck on the disk) and counted it dropped: refused
+		return errClosed
 	}
 	if gf.failing {
 		gf.failing = false
@@ -541,9 +547,10 @@ func (c *CSV) Close() error {
 				stuck = append(stuck, i)
 			}
 		}
-		if len(stuck) > 0 {
-			c.log.Error("a row write to a CSV still running at close (a stalled disk); its file is abandoned so that the exit goes on, unsynced (counted in sync_errors)",
-				"gpus", stuck, "waited", closeSyncBound)
+		rows := c.abandonRows()
+		if len(stuck) > 0 || rows > 0 {
+			c.log.Error("a row write to a CSV still running at close (a stalled disk); its file is abandoned so that the exit goes on, unsynced (counted in sync_errors), and its row is counted in rows_dropped now (cut back out if its write returns later)",
+				"gpus", stuck, "rows", rows, "waited", closeSyncBound)
 		}
 		c.counts.Add(syncErrors, uint64(n))
 		err = fmt.Errorf("%d fsyncs of CSV files or their directory still running %v after close began (a stalled disk): abandoned, counted in sync_errors", n, closeSyncBound)

@@ -23,6 +23,29 @@ func (c *CSV) cutBack(gf *gpuFile) {
 	}
 }
 
+// dropRow counts the row Write began (gpuFile.writing) in rows_dropped,
+// unless Close gave up on it and counted it first.
+func (c *CSV) dropRow(gf *gpuFile) {
+	if gf.writing.CompareAndSwap(true, false) {
+		c.counts.Inc(rowsDropped)
+	}
+}
+
+// abandonRows counts in rows_dropped the rows whose Write has not ended
+// when Close gives up waiting (a write stuck on a stalled disk), and
+// returns how many: the final summary, which follows Close, holds them, and
+// nothing is counted after it (such a row's Write, returning at last,
+// refuses it and cuts it back out of the file).
+func (c *CSV) abandonRows() (n int) {
+	for _, i := range c.order {
+		if c.files[i].writing.CompareAndSwap(true, false) {
+			n++
+		}
+	}
+	c.counts.Add(rowsDropped, uint64(n))
+	return n
+}
+
 // openAppend opens path for appending, writing header to a new or empty file,
 // and reports whether it created the file (its directory entry then needs an
 // fsync). An existing file that ends in a partial line (the last run died

@@ -60,9 +60,12 @@ type LineLog struct {
 	delayedN   uint64 // lines kept for a later write (log_lines_delayed, this log's own), for the log
 
 	// counts (log_lines_delayed, log_lines_lost_at_exit: the registry it
-	// was given) and pendingN (len(pending)) change under mu and are read
-	// without it: status requests and scrapes must not wait behind a
-	// write(2) or a rotation stuck on a stalled disk.
+	// was given) and pendingN (len(pending), and the last lines handed to
+	// Close not written yet) are read without mu: status requests, scrapes
+	// and Close's count of what it gives up on must not wait behind a
+	// write(2) or a rotation stuck on a stalled disk. pendingN moves by
+	// what changed, so that lines passing from Close's hands to pending
+	// are counted once.
 	counts   *counters.Registry
 	pendingN atomic.Int64
 
@@ -129,7 +132,7 @@ func (l *LineLog) keepLocked(s string) error {
 	}
 	l.pending = append(l.pending, append([]byte(s), '\n'))
 	l.pendBytes += len(s) + 1
-	l.pendingN.Store(int64(len(l.pending)))
+	l.pendingN.Add(1)
 	l.delayedN++
 	l.counts.Inc(linesDelayed)
 	if !l.retrying {
@@ -216,7 +219,7 @@ func (l *LineLog) flushLocked() {
 	}
 	// Published last: a reader that sees nothing pending also sees the
 	// "writable again" record.
-	l.pendingN.Store(int64(len(l.pending)))
+	l.pendingN.Add(-int64(done))
 }
 
 // retry writes the kept lines every retryEvery until none is left or the log
@@ -262,19 +265,27 @@ func (l *LineLog) Reopen() error {
 	return l.w.Close()
 }
 
-// Close writes what it can of the kept lines, fsyncs the lines written, and
-// closes the file for good; later lines are refused. Kept lines that still
-// cannot be written are counted as lost and logged. All of it runs on a
-// goroutine of its own, waited for within closeSyncBound with its last
-// fsync and a sync already on the disk: a line's write stuck in the kernel
-// on a stalled disk holds the log's lock, and a kept line's write can stick
-// too. What is abandoned then is counted as an abandoned fsync
-// (log_sync_errors) and logged, and the kept lines as lost at exit, so
+// Close writes what it can of the kept lines, then last (the lines the
+// stop writes itself: events.log's burst-limit sums, summary.log's final
+// line), fsyncs the lines written, and closes the file for good; later
+// lines are refused. Lines that still cannot be written are counted as
+// lost and logged. All of it runs on a goroutine of its own, waited for
+// within closeSyncBound with its last fsync and a sync already on the
+// disk: a line's write stuck in the kernel on a stalled disk holds the
+// log's lock, and a kept or last line's write can stick too. What is
+// abandoned then is counted as an abandoned fsync (log_sync_errors) and
+// logged, and the kept and last lines not written as lost at exit, so
 // that the exit goes on.
-func (l *LineLog) Close() error {
+func (l *LineLog) Close(last ...string) error {
 	if !l.closing.CompareAndSwap(false, true) {
+		if len(last) > 0 {
+			l.counts.Add(linesLostAtExit, uint64(len(last)))
+			l.log.Error("lines handed to a log file's second close are lost", "path", l.path, "lines", len(last), "first", last[0])
+			return fmt.Errorf("close %s: closed already: %d last lines lost", l.path, len(last))
+		}
 		return nil
 	}
+	l.pendingN.Add(int64(len(last))) // counted with the kept lines until written
 	var err error
 	ended := false // the lines are written or counted; read once wait has returned
 	l.sync.syncs.begin()
@@ -283,6 +294,14 @@ func (l *LineLog) Close() error {
 		l.closed = true
 		close(l.stop)
 		l.flushLocked()
+		for _, s := range last {
+			b := append([]byte(s), '\n')
+			if len(l.pending) == 0 && l.writeLocked(b) == nil {
+				l.pendingN.Add(-1)
+				continue
+			}
+			l.pending = append(l.pending, b) // in pendingN already; lost with the kept lines
+		}
 		// The lines still kept stay in pendingN until they are counted
 		// here, at the end: a close stuck on the disk (an NFS flush)
 		// leaves them to Close's count of the kept lines.
@@ -317,10 +336,11 @@ func (l *LineLog) Close() error {
 			"path", l.path, "syncs", n, "waited", closeSyncBound)
 		if !ended {
 			// A write stuck on the disk holds the lock, or the file's
-			// close sticks: the lines kept for later will not be written.
+			// close sticks: the lines kept for later, and the last lines
+			// not written yet, will not be written.
 			kept := l.pendingN.Load()
 			l.counts.Add(linesLostAtExit, uint64(kept))
-			l.log.Error("a write to a log file still running at close (a stalled disk); abandoned so that the exit goes on: its kept lines are lost",
+			l.log.Error("a write to a log file still running at close (a stalled disk); abandoned so that the exit goes on: its kept and last lines are lost",
 				"path", l.path, "lines", kept, "waited", closeSyncBound)
 		}
 		return errors.Join(err, fmt.Errorf("close %s: %d fsyncs or writes still running %v after close began (a stalled disk): abandoned", l.path, n, closeSyncBound))

@@ -221,7 +221,7 @@ func TestLineLogCloseAbandonsAStuckFsync(t *testing.T) {
 	if err := l.Line("time=1 type=Xid xid=79"); err != nil {
 		t.Fatal(err)
 	}
-	closeBounded(t, l.Close, "an fsync that never returns")
+	closeBounded(t, func() error { return l.Close() }, "an fsync that never returns")
 	if n := reg.Load(lineSyncErrors); n != 1 {
 		t.Errorf("log_sync_errors = %d, want 1 (the abandoned sync)", n)
 	}
@@ -271,7 +271,7 @@ func TestLineLogCloseAbandonsAStuckWrite(t *testing.T) {
 	wrote := make(chan error, 1)
 	go func() { wrote <- l.Line("time=2 next") }()
 	<-w.stuck.entered
-	if err := closeBounded(t, l.Close, "a line's write that never returns"); err == nil {
+	if err := closeBounded(t, func() error { return l.Close() }, "a line's write that never returns"); err == nil {
 		t.Error("Close returned no error with a write abandoned")
 	}
 	if n := reg.Load(lineSyncErrors); n != 1 {
@@ -293,6 +293,68 @@ func TestLineLogCloseAbandonsAStuckWrite(t *testing.T) {
 	}
 }
 
+// TestLineLogCloseWritesLastLines: the lines the stop writes itself
+// (summary.log's final line, events.log's burst-limit sums) are handed to
+// Close, which writes them after the kept lines, within its bound: on a
+// file that works they are in it, in order; when a line's write stuck in
+// the kernel holds the log, Close gives up at its bound and counts them
+// lost at exit, logged, and nothing more once that write returns.
+func TestLineLogCloseWritesLastLines(t *testing.T) {
+	t.Run("written", func(t *testing.T) {
+		dir := t.TempDir()
+		reg := counters.New()
+		l := NewLineLog(dir, "summary.log", 1, 1, time.Hour, nil, reg)
+		if err := l.Line("time=1 first"); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Close("time=2 a", "time=3 b"); err != nil {
+			t.Fatal(err)
+		}
+		if got := string(testutil.ReadFile(t, filepath.Join(dir, "summary.log"))); got != "time=1 first\ntime=2 a\ntime=3 b\n" {
+			t.Errorf("summary.log after Close:\n%s", got)
+		}
+		if n := reg.Load(linesLostAtExit); n != 0 {
+			t.Errorf("log_lines_lost_at_exit = %d, want 0", n)
+		}
+	})
+	t.Run("stuck", func(t *testing.T) {
+		var logs testutil.LogBuf
+		reg := counters.New()
+		l := NewLineLog(t.TempDir(), "summary.log", 1, 1, time.Hour, logs.Logger(), reg)
+		w := &blockingWriter{entered: make(chan struct{}), release: make(chan struct{})}
+		l.w = w
+		wrote, release := stuckLine(t, l, w)
+		if err := closeBounded(t, func() error { return l.Close("time=2 final") }, "a line's write that never returns"); err == nil {
+			t.Error("Close returned no error with a write abandoned")
+		}
+		if n := reg.Load(linesLostAtExit); n != 1 {
+			t.Errorf("log_lines_lost_at_exit = %d, want 1 (the last line)", n)
+		}
+		testutil.Contains(t, "log", logs.String(), "kept and last lines are lost", "lines=1")
+		release()
+		<-wrote
+		if !testutil.WaitUntil(10*time.Second, func() bool { l.mu.Lock(); defer l.mu.Unlock(); return l.closed }) {
+			t.Fatal("the abandoned close did not run 10s after the write returned")
+		}
+		if n := reg.Load(linesLostAtExit); n != 1 {
+			t.Errorf("log_lines_lost_at_exit = %d once the abandoned close ran, want 1: nothing counted after Close returned", n)
+		}
+	})
+}
+
+// stuckLine writes a line to l whose write is stuck in w (l's writer)
+// until release; the line's error comes on wrote.
+func stuckLine(t *testing.T, l *LineLog, w *blockingWriter) (wrote chan error, release func()) {
+	t.Helper()
+	var once sync.Once
+	release = func() { once.Do(func() { close(w.release) }) }
+	t.Cleanup(release)
+	wrote = make(chan error, 1)
+	go func() { wrote <- l.Line("time=1 stuck") }()
+	<-w.entered
+	return wrote, release
+}
+
 // closeCounter is a blockingWriter that counts its closes.
 type closeCounter struct {
 	*blockingWriter
@@ -311,12 +373,7 @@ func TestLineLogReopenDoesNotWaitOnAStuckWrite(t *testing.T) {
 	l := NewLineLog(t.TempDir(), "events.log", 1, 1, time.Hour, nil, counters.New())
 	w := &closeCounter{blockingWriter: &blockingWriter{entered: make(chan struct{}), release: make(chan struct{})}}
 	l.w = w
-	var releaseOnce sync.Once
-	release := func() { releaseOnce.Do(func() { close(w.release) }) }
-	defer release()
-	wrote := make(chan error, 1)
-	go func() { wrote <- l.Line("time=1 stuck") }()
-	<-w.entered
+	wrote, release := stuckLine(t, l, w.blockingWriter)
 	w.closes.Store(0) // the first write's check for a partial last line closes the file first
 	returnsSoon(t, func() { l.Reopen() }, "the line log's Reopen")
 	release()
@@ -447,7 +504,7 @@ func TestLineLogCloseCountsKeptLinesWhenItsFileCloseSticks(t *testing.T) {
 		}
 	}
 	w.stick.Store(true)
-	if err := closeBounded(t, l.Close, "a file close that never returns"); err == nil {
+	if err := closeBounded(t, func() error { return l.Close() }, "a file close that never returns"); err == nil {
 		t.Error("Close returned no error with its file's close abandoned")
 	}
 	if n := reg.Load(lineSyncErrors); n != 1 {

@@ -600,8 +600,9 @@ func (f stuckWriteFile) Write(b []byte) (int, error) {
 // TestCSVCloseAbandonsAFileWithAStuckWrite: a row write stuck on a stalled
 // disk holds its file's lock; Close does not wait on that lock past its
 // bound: the file is abandoned like a stuck fsync (counted in sync_errors
-// once, logged, returned), and when the write returns at last the file is
-// let go of without a second count (its late fsync fails: Close counted
+// once, logged, returned), and when the write returns at last its row is
+// refused (Close counted it: TestCSVRowStuckAtCloseIsCountedByClose) and
+// the file is let go of without a second count (its late fsync fails: Close counted
 // it already), and later rows are refused. Before,
 // Close took every file's lock inline and waited on it for as long as the
 // disk did not answer, until systemd killed the daemon.
@@ -615,8 +616,8 @@ func TestCSVCloseAbandonsAFileWithAStuckWrite(t *testing.T) {
 		t.Errorf("the abandoned file is not logged:\n%s", logs.String())
 	}
 	unstick()
-	if err := <-wrote; err != nil {
-		t.Errorf("the stuck write, once the disk answers: %v", err)
+	if err := <-wrote; !errors.Is(err, errClosed) {
+		t.Errorf("the stuck write, once the disk answers: %v, want errClosed (Close gave up on its row)", err)
 	}
 	gf := c.files[s.GPU]
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
@@ -640,6 +641,37 @@ func TestCSVCloseAbandonsAFileWithAStuckWrite(t *testing.T) {
 	}
 	if got := c.Stats().SyncErrors; got != 1 {
 		t.Errorf("sync_errors once the abandoned file was let go of: %d, want 1 (counted once, by Close)", got)
+	}
+}
+
+// TestCSVRowStuckAtCloseIsCountedByClose: a row whose write is stuck on a
+// stalled disk when Close gives up on its file is counted by Close, in
+// rows_dropped, before Close returns (the final summary.log line follows
+// it); when the write returns at last the row is refused: nothing more is
+// counted, and it is cut back out of the file, which holds what the counts
+// say. Before, it was counted in rows_written when its write returned,
+// after the final summary: the summary's counts and the logger's
+// disagreed, silently.
+func TestCSVRowStuckAtCloseIsCountedByClose(t *testing.T) {
+	dir := t.TempDir()
+	c, s, stall, wrote, unstick := stuckRow(t, dir, CSVConfig{})
+	closeAbandonsOne(t, c, "a file whose row write never returns")
+	atClose := c.Stats()
+	if atClose.Written != 1 || atClose.Dropped != 1 {
+		t.Errorf("when Close returned: rows_written %d, rows_dropped %d; want 1 (the row before) and 1 (the stuck row Close gave up on)",
+			atClose.Written, atClose.Dropped)
+	}
+	stall.Store(false) // the disk answers: the write goes through
+	unstick()
+	if err := <-wrote; !errors.Is(err, errClosed) {
+		t.Errorf("the row whose write returned after Close gave up on it: %v, want errClosed", err)
+	}
+	if st := c.Stats(); st.Written != atClose.Written || st.Dropped != atClose.Dropped {
+		t.Errorf("counted after Close returned: rows_written %d -> %d, rows_dropped %d -> %d",
+			atClose.Written, st.Written, atClose.Dropped, st.Dropped)
+	}
+	if got := readLines(t, filepath.Join(dir, FileName(0, UnknownBoard, s.Time))); len(got) != 2 {
+		t.Errorf("the file has %d lines, want header + the row before (the refused row cut back out)", len(got))
 	}
 }
 
