@@ -119,19 +119,17 @@ const (
 // what dmesg_time writes), so that a step of the wall clock (chrony's
 // makestep, date -s) neither keeps a window open for the hour it went back,
 // adding a slow rate up to a burst, nor closes one early, splitting a burst
-// in two, nor stretches or cuts the hold.
+// in two, nor stretches or cuts the hold. This matters for report's replay:
+// a row's timestamp has no Go monotonic reading, while the daemon's wall
+// times (time.Now) have one, which wall.Sub uses.
 type stamp struct {
 	wall time.Time
 	mono time.Duration // 0: none (a row of a file without dmesg_time; a test's sample)
 }
 
-// stampOf is sample s's stamp, now being its wall time.
-func stampOf(s *reading.Sample, now time.Time) stamp { return stamp{now, s.KernelTime} }
-
 // since is how long after u t was: on the monotonic clock where both carry
-// it and it did not go back (the next boot's rows in a file report replays,
-// or dmesg_time's estimate of the printk clock stepped back); else on the
-// wall clock.
+// it (healthWatch.stampOf drops it from the stamps kept when it goes back);
+// else on the wall clock.
 func (t stamp) since(u stamp) time.Duration {
 	if t.mono > 0 && u.mono > 0 && t.mono >= u.mono {
 		return t.mono - u.mono
@@ -217,7 +215,7 @@ func (h *HealthWatch) Check(s *reading.Sample, now time.Time) HealthVerdict { re
 // first sample replayed. A state reason holds only while its reading does.
 func (h *HealthWatch) Began(r HealthReason, s *reading.Sample, now time.Time) {
 	if r < NumHealthReasons {
-		h.w.held[r] = stampOf(s, now)
+		h.w.held[r] = h.w.stampOf(s, now)
 		if IsEventReason(r) {
 			h.w.raised |= 1 << r // held to the end of the replay: its clearing is not on a row
 		}
@@ -237,6 +235,29 @@ type healthWatch struct {
 	held     [NumHealthReasons]stamp // growth reasons: when last seen
 	raised   uint32                  // event reasons begun (HealthWatch.Began)
 	baseline bool                    // the first reading was reported
+	mono     time.Duration           // the last KernelTime seen (stampOf)
+}
+
+// stampOf is sample s's stamp, now being its wall time. Where s's kernel
+// clock is behind the last sample's (a reboot within a file report replays
+// with one watch, or dmesg_time's estimate of the printk clock stepped
+// back), the stamps kept so far lose theirs and are measured on the wall
+// clock from then on: boot A's stamp at uptime 2h compared with boot B's
+// uptime would have boot A's warning held again when boot B reaches 2h.
+func (w *healthWatch) stampOf(s *reading.Sample, now time.Time) stamp {
+	if k := s.KernelTime; k > 0 {
+		if k < w.mono {
+			for i := range w.baseAt {
+				w.baseAt[i].mono = 0
+			}
+			for i := range w.held {
+				w.held[i].mono = 0
+			}
+			w.replayAt.mono = 0
+		}
+		w.mono = k
+	}
+	return stamp{now, s.KernelTime}
 }
 
 // grew reports the growth of counter id since its window started (a
@@ -260,7 +281,7 @@ func (w *healthWatch) grew(id reading.ID, now stamp, cur reading.Opt[uint64]) ui
 
 // check judges sample s, wall being its wall time, and returns the verdict.
 func (w *healthWatch) check(s *reading.Sample, wall time.Time) HealthVerdict {
-	h, now := &s.Values, stampOf(s, wall)
+	h, now := &s.Values, w.stampOf(s, wall)
 	v := HealthVerdict{Reasons: w.raised}
 	set := func(r HealthReason, on bool) {
 		if on {

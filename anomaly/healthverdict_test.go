@@ -223,6 +223,9 @@ func TestReasonNamed(t *testing.T) {
 // nor closes it early (a burst split in two and hidden), nor stretches or
 // cuts the hold. Each run is compared, sample by sample, with the same
 // counters on a wall clock that does not step; the fast rates must trip.
+// The daemon was immune already: its s.Time comes from time.Now() and
+// carries Go's monotonic reading, which Time.Sub uses. This matters for
+// report's replay, whose rows' timestamps carry none, as t0 here does not.
 func TestHealthWindowsOnTheMonotonicClock(t *testing.T) {
 	const (
 		every  = 10 * time.Second
@@ -249,7 +252,7 @@ func TestHealthWindowsOnTheMonotonicClock(t *testing.T) {
 				s := hs(b200(map[reading.ID]uint64{reading.PCIeGen: 5, reading.PCIeWidth: 16}))
 				s.Values[rate.id] = reading.Some(100 + rate.step*uint64(min(at, grows)/every))
 				s.Time, s.KernelTime = t0.Add(at+wallStep(at)), boot+at
-				held = append(held, tr.Observe(s, s.Time).Verdict.Has(rate.r)) // as the monitor calls it
+				held = append(held, tr.Observe(s, s.Time).Verdict.Has(rate.r)) // wall times without a Go monotonic reading, as a replayed row's
 			}
 			return held
 		}

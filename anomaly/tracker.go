@@ -106,7 +106,7 @@ func (t *Tracker) Observe(s *reading.Sample, now time.Time) Result {
 			s.Flags.Add(reading.Flag{Kind: def.kinds[f.Flag-1], A: f.A, B: f.B})
 			r.Spike = r.Spike || def.SpikeSnapshot
 			if rs, ok := def.Evidence.Get(); ok {
-				t.hwatch.held[rs] = stampOf(s, now) // HealthWatch.Began
+				t.hwatch.held[rs] = t.hwatch.stampOf(s, now) // HealthWatch.Began
 			}
 		}
 		if f.TDP.OK {

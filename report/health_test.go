@@ -319,3 +319,44 @@ func TestHealthReplayOnDmesgTime(t *testing.T) {
 		}
 	}
 }
+
+// TestHealthReplayAcrossAReboot: a file replayed across a reboot (one
+// healthReplay for the whole file) measures what boot A held on the wall
+// clock once boot B's dmesg_time starts again from 0, not on dmesg_time: an
+// SBE burst that ended at boot A's uptime 2h is not held again when boot B
+// (started 20 minutes after the crash) passes uptime 2h, 2h20m on.
+func TestHealthReplayAcrossAReboot(t *testing.T) {
+	start := time.Date(2026, 12, 6, 6, 45, 0, 0, time.UTC)
+	l, err := parseLayout("timestamp,dmesg_time,ecc_mode,ecc_sbe_volatile,flags")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h healthReplay
+	var cells []string
+	row := func(wall time.Time, uptime time.Duration, sbe int) []string {
+		t.Helper()
+		line := fmt.Sprintf("%s,%.6f,1,%d,", wall.Format(sink.TimestampLayout), uptime.Seconds(), sbe)
+		r, c, ok := l.parseRow(line, cells)
+		if cells = c; !ok {
+			t.Fatalf("row %q did not parse", line)
+		}
+		h.observe(&r, &l.s)
+		return r.Health.Names()
+	}
+	const every, burst, uptimeA = 10 * time.Second, 3 * time.Minute, 2 * time.Hour
+	held := false
+	for at := time.Duration(0); at <= burst; at += every { // boot A: 18 SBEs a minute, to the crash at uptime 2h
+		if slices.Contains(row(start.Add(at), uptimeA-burst+at, 3*int(at/every)), "ecc_sbe_rate") {
+			held = true
+		}
+	}
+	if !held {
+		t.Fatal("boot A's burst of 18 SBEs a minute is not ecc_sbe_rate")
+	}
+	bootB := start.Add(burst + 20*time.Minute)
+	for up := every; up <= uptimeA+15*time.Minute; up += every { // boot B: no SBE
+		if names := row(bootB.Add(up), up, 0); len(names) != 0 {
+			t.Fatalf("boot B at uptime %s (%s after the burst): %v, want ok", up, bootB.Add(up).Sub(start.Add(burst)), names)
+		}
+	}
+}
