@@ -1,7 +1,9 @@
 package monitor
 
 import (
+	"context"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -222,6 +224,41 @@ func TestMissingBoardJudgedAfterItsSideJobWasDropped(t *testing.T) {
 		lines := strings.Count(ev, "uuid="+gone+" level=critical gpu=? source=start type=GPU_MISSING")
 		if lines != 1 || strings.Count(ev, "type=INVENTORY change=missing") != 1 || hv.GPUsMissing != 1 {
 			t.Errorf("the board gone: %d GPU_MISSING lines, gpus_missing %d; want 1, 1 (INVENTORY missing once):\n%s", lines, hv.GPUsMissing, ev)
+		}
+	})
+}
+
+// An unselected GPU identified after the start's checks found it without a
+// UUID, but before the inventory goroutine first looks: the judgement the
+// checks owe is still made (at the next round), not taken as done.
+func TestMissingBoardJudgedWhenTheGPUIsIdentifiedBeforeTheFirstRound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const gone = "GPU-dead0001-0000-0000-0000-000000000000"
+		lib := fakeLib(2)
+		answer := failUUID(lib.Devs[1])
+		r := newRigOpen(t, lib, sampler.OpenOptions{Select: []string{"0"}}, nil)
+		prev := []sink.Board{{Index: 0, UUID: "GPU-a", Bus: "00000000:01:00.0"}, {Index: 1, UUID: gone, Bus: "00000000:02:00.0"}}
+		if err := runstate.Write(r.dir, runstate.State{BootID: "b", Started: time.Now().Add(-time.Hour), PID: 1, GPUs: prev}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		r.m.startBootCheck(ctx, &wg) // GPU 1 has no UUID: the board gone is not judged
+		answer()
+		r.m.host.Reidentify()
+		synctest.Wait()
+		if u := r.m.host.EnumeratedUUIDs(); u[1] != "GPU-b" {
+			t.Fatalf("GPU 1's UUID %q, want GPU-b read again", u[1])
+		}
+		wg.Go(func() { r.m.runInventory(ctx) })
+		wg.Go(func() { r.m.side.serve(ctx.Done(), func(j sideJob) { j.f() }) })
+		time.Sleep(inventoryEvery + 5*time.Second)
+		cancel()
+		wg.Wait()
+		ev, hv := r.eventsLog(), r.m.hostView()
+		lines := strings.Count(ev, "uuid="+gone+" level=critical gpu=? source=start type=GPU_MISSING")
+		if lines != 1 || hv.GPUsMissing != 1 {
+			t.Errorf("the board gone: %d GPU_MISSING lines, gpus_missing %d; want 1, 1:\n%s", lines, hv.GPUsMissing, ev)
 		}
 	})
 }
