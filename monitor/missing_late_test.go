@@ -83,17 +83,7 @@ func TestMissingBoardOnceAnUnselectedGPUIsIdentified(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				lib := fakeLib(2)
-				answer := tc.unknown(lib.Devs[1])
-				t.Cleanup(answer)
-				r := newRigOpen(t, lib, sampler.OpenOptions{Select: []string{"0"}}, nil)
-				if len(r.m.gpus) != 1 || r.m.host.EnumeratedUUIDs()[1] != "" {
-					t.Fatalf("%d GPUs monitored, enumerated %q: want GPU 0 alone, GPU 1's UUID unknown", len(r.m.gpus), r.m.host.EnumeratedUUIDs())
-				}
-				prev := []sink.Board{{Index: 0, UUID: "GPU-a", Bus: "00000000:01:00.0"}, {Index: 1, UUID: tc.prev1, Bus: "00000000:02:00.0"}}
-				if err := runstate.Write(r.dir, runstate.State{BootID: "b", Started: time.Now().Add(-time.Hour), PID: 1, GPUs: prev}); err != nil {
-					t.Fatal(err)
-				}
+				r, answer := rigUnselectedUnknown(t, tc.unknown, tc.prev1)
 				var atStart int
 				r.run(5*time.Second, func() {
 					time.Sleep(3 * time.Second)
@@ -120,6 +110,25 @@ func TestMissingBoardOnceAnUnselectedGPUIsIdentified(t *testing.T) {
 			})
 		})
 	}
+}
+
+// rigUnselectedUnknown is a rig monitoring GPU 0 alone (--gpu 0), GPU 1's
+// UUID unknown at start (unknown, until answer), over a previous run whose
+// boards were GPU-a at index 0 and prev1 at index 1.
+func rigUnselectedUnknown(t *testing.T, unknown func(d *fakenvml.Dev) (answer func()), prev1 string) (*rig, func()) {
+	t.Helper()
+	lib := fakeLib(2)
+	answer := unknown(lib.Devs[1])
+	t.Cleanup(answer)
+	r := newRigOpen(t, lib, sampler.OpenOptions{Select: []string{"0"}}, nil)
+	if len(r.m.gpus) != 1 || r.m.host.EnumeratedUUIDs()[1] != "" {
+		t.Fatalf("%d GPUs monitored, enumerated %q: want GPU 0 alone, GPU 1's UUID unknown", len(r.m.gpus), r.m.host.EnumeratedUUIDs())
+	}
+	prev := []sink.Board{{Index: 0, UUID: "GPU-a", Bus: "00000000:01:00.0"}, {Index: 1, UUID: prev1, Bus: "00000000:02:00.0"}}
+	if err := runstate.Write(r.dir, runstate.State{BootID: "b", Started: time.Now().Add(-time.Hour), PID: 1, GPUs: prev}); err != nil {
+		t.Fatal(err)
+	}
+	return r, answer
 }
 
 // failUUID makes d's UUID read fail until answer.
@@ -191,13 +200,7 @@ func TestShutdownSkippedWithAnUnselectedGPUsReadStuck(t *testing.T) {
 func TestMissingBoardJudgedAfterItsSideJobWasDropped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const gone = "GPU-dead0001-0000-0000-0000-000000000000"
-		lib := fakeLib(2)
-		answer := failUUID(lib.Devs[1])
-		r := newRigOpen(t, lib, sampler.OpenOptions{Select: []string{"0"}}, nil)
-		prev := []sink.Board{{Index: 0, UUID: "GPU-a", Bus: "00000000:01:00.0"}, {Index: 1, UUID: gone, Bus: "00000000:02:00.0"}}
-		if err := runstate.Write(r.dir, runstate.State{BootID: "b", Started: time.Now().Add(-time.Hour), PID: 1, GPUs: prev}); err != nil {
-			t.Fatal(err)
-		}
+		r, answer := rigUnselectedUnknown(t, failUUID, gone)
 		var whileFull int
 		var drops uint64
 		r.run(5*time.Second, func() {
@@ -234,13 +237,7 @@ func TestMissingBoardJudgedAfterItsSideJobWasDropped(t *testing.T) {
 func TestMissingBoardJudgedWhenTheGPUIsIdentifiedBeforeTheFirstRound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const gone = "GPU-dead0001-0000-0000-0000-000000000000"
-		lib := fakeLib(2)
-		answer := failUUID(lib.Devs[1])
-		r := newRigOpen(t, lib, sampler.OpenOptions{Select: []string{"0"}}, nil)
-		prev := []sink.Board{{Index: 0, UUID: "GPU-a", Bus: "00000000:01:00.0"}, {Index: 1, UUID: gone, Bus: "00000000:02:00.0"}}
-		if err := runstate.Write(r.dir, runstate.State{BootID: "b", Started: time.Now().Add(-time.Hour), PID: 1, GPUs: prev}); err != nil {
-			t.Fatal(err)
-		}
+		r, answer := rigUnselectedUnknown(t, failUUID, gone)
 		ctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
 		r.m.startBootCheck(ctx, &wg) // GPU 1 has no UUID: the board gone is not judged
