@@ -37,8 +37,11 @@ func (m *Monitor) startBootCheck(ctx context.Context, wg *sync.WaitGroup) {
 	if err != nil {
 		m.log.Warn("cannot record this run; the next start will not know whether it stopped cleanly", "error", err)
 	}
+	// Read before the checks: a GPU identified while they run is judged again.
+	_, identified := m.enumeratedUUIDs()
 	missing := m.missingAtStart(m.compareInventory(prev, cur.GPUs))
 	missing = append(missing, m.missingFromState()...)
+	m.states.owed.Store(!identified) // once the checks stored what is owed: missingUnselected
 	if prev.Found {
 		for _, line := range sink.CompareFirmware(m.start, prev.State.Driver, cur.Driver, prev.State.VBIOS, cur.VBIOS, cur.GPUs) {
 			m.eventLine(line)
@@ -266,6 +269,9 @@ func (m *Monitor) judgeMissing(c sink.InventoryChange) bool {
 // each; judgeMissing, raiseMissing), and the boards an earlier run missed
 // are raised (missingFromState).
 func (m *Monitor) missingUnselected() {
+	if !m.states.owed.Swap(false) {
+		return // judged already (runInventory queued it again before it ran)
+	}
 	m.states.mu.Lock()
 	unsure := m.states.unsure
 	m.states.unsure = nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,8 +25,9 @@ const inventoryEvery = 30 * time.Second
 // the sample deadline; one that does not return is abandoned (the next waits
 // for it), so a wedged driver stalls nothing else. Until every GPU --gpu did
 // not select has its UUID, each round also has it read again
-// (Host.Reidentify, not waited for); once it has, the previous run's boards
-// are checked again (missingUnselected, on the side goroutine).
+// (Host.Reidentify, not waited for); once it has, each round until they are
+// judged checks again the previous run's boards the start could not tell
+// from it (missingUnselected, on the side goroutine).
 func (m *Monitor) runInventory(ctx context.Context) {
 	missing := map[string]int{} // UUID -> rounds missed in a row
 	reported := map[string]bool{}
@@ -34,14 +36,11 @@ func (m *Monitor) runInventory(ctx context.Context) {
 		err   error
 	}
 	var inflight chan result
-	_, identified := m.enumeratedUUIDs()
 	every(ctx, m.cfg.InventoryEvery, nil, func() {
-		if !identified {
-			if _, identified = m.enumeratedUUIDs(); identified {
-				m.side.queue("missing boards: every GPU --gpu did not select is identified", -1, m.missingUnselected)
-			} else {
-				m.host.Reidentify()
-			}
+		if _, identified := m.enumeratedUUIDs(); !identified {
+			m.host.Reidentify()
+		} else if m.states.owed.Load() { // until judged: a job the full queue dropped is queued again
+			m.side.queue("missing boards: every GPU --gpu did not select is identified", -1, m.missingUnselected)
 		}
 		if inflight == nil {
 			inflight = make(chan result, 1)
@@ -96,6 +95,17 @@ func (m *Monitor) runInventory(ctx context.Context) {
 			}
 		}
 	})
+}
+
+// unselectedInDriver names the GPUs --gpu did not select whose read (at
+// start, or Host.Reidentify's) has not returned, for the stop (inDriver):
+// "unselected_gpu N".
+func (m *Monitor) unselectedInDriver() []string {
+	var out []string
+	for _, i := range m.host.UnselectedInDriver() {
+		out = append(out, "unselected_gpu "+strconv.Itoa(i))
+	}
+	return out
 }
 
 // known is what the monitor has built from a GPU's static facts: a GPU

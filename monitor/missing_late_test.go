@@ -1,7 +1,9 @@
 package monitor
 
 import (
+	"context"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -81,17 +83,7 @@ func TestMissingBoardOnceAnUnselectedGPUIsIdentified(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				lib := fakeLib(2)
-				answer := tc.unknown(lib.Devs[1])
-				t.Cleanup(answer)
-				r := newRigOpen(t, lib, sampler.OpenOptions{Select: []string{"0"}}, nil)
-				if len(r.m.gpus) != 1 || r.m.host.EnumeratedUUIDs()[1] != "" {
-					t.Fatalf("%d GPUs monitored, enumerated %q: want GPU 0 alone, GPU 1's UUID unknown", len(r.m.gpus), r.m.host.EnumeratedUUIDs())
-				}
-				prev := []sink.Board{{Index: 0, UUID: "GPU-a", Bus: "00000000:01:00.0"}, {Index: 1, UUID: tc.prev1, Bus: "00000000:02:00.0"}}
-				if err := runstate.Write(r.dir, runstate.State{BootID: "b", Started: time.Now().Add(-time.Hour), PID: 1, GPUs: prev}); err != nil {
-					t.Fatal(err)
-				}
+				r, answer := rigUnselectedUnknown(t, tc.unknown, tc.prev1)
 				var atStart int
 				r.run(5*time.Second, func() {
 					time.Sleep(3 * time.Second)
@@ -120,6 +112,25 @@ func TestMissingBoardOnceAnUnselectedGPUIsIdentified(t *testing.T) {
 	}
 }
 
+// rigUnselectedUnknown is a rig monitoring GPU 0 alone (--gpu 0), GPU 1's
+// UUID unknown at start (unknown, until answer), over a previous run whose
+// boards were GPU-a at index 0 and prev1 at index 1.
+func rigUnselectedUnknown(t *testing.T, unknown func(d *fakenvml.Dev) (answer func()), prev1 string) (*rig, func()) {
+	t.Helper()
+	lib := fakeLib(2)
+	answer := unknown(lib.Devs[1])
+	t.Cleanup(answer)
+	r := newRigOpen(t, lib, sampler.OpenOptions{Select: []string{"0"}}, nil)
+	if len(r.m.gpus) != 1 || r.m.host.EnumeratedUUIDs()[1] != "" {
+		t.Fatalf("%d GPUs monitored, enumerated %q: want GPU 0 alone, GPU 1's UUID unknown", len(r.m.gpus), r.m.host.EnumeratedUUIDs())
+	}
+	prev := []sink.Board{{Index: 0, UUID: "GPU-a", Bus: "00000000:01:00.0"}, {Index: 1, UUID: prev1, Bus: "00000000:02:00.0"}}
+	if err := runstate.Write(r.dir, runstate.State{BootID: "b", Started: time.Now().Add(-time.Hour), PID: 1, GPUs: prev}); err != nil {
+		t.Fatal(err)
+	}
+	return r, answer
+}
+
 // failUUID makes d's UUID read fail until answer.
 func failUUID(d *fakenvml.Dev) (answer func()) {
 	d.Set("GetUUID", nvml.ERROR_UNKNOWN)
@@ -128,3 +139,123 @@ func failUUID(d *fakenvml.Dev) (answer func()) {
 
 // stuckAtStart makes d's start-up read wait in the driver until answer.
 func stuckAtStart(d *fakenvml.Dev) (answer func()) { return d.Block("GetName", nil) }
+
+// A read of a GPU --gpu did not select still inside the driver at exit
+// (Reidentify's, or its start-up read) keeps nvmlShutdown from being
+// called, as a stuck sample does: it could block as long as the fault
+// lasts, or pull the library from under the read. The stop names it.
+func TestShutdownSkippedWithAnUnselectedGPUsReadStuck(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		stuck func(d *fakenvml.Dev) (entered <-chan string, release func())
+		run   time.Duration
+	}{
+		{"read again (Reidentify)", func(d *fakenvml.Dev) (<-chan string, func()) {
+			entered := make(chan string, 1)
+			release := d.Block("GetUUID", entered)
+			d.Set("GetUUID", nvml.SUCCESS)
+			return entered, release
+		}, inventoryEvery + 5*time.Second},
+		{"start-up read", nil, 5 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				lib := fakeLib(2)
+				var release func()
+				if tc.stuck == nil {
+					release = stuckAtStart(lib.Devs[1])
+				} else {
+					failUUID(lib.Devs[1])
+				}
+				r := newRigOpen(t, lib, sampler.OpenOptions{Select: []string{"0"}}, nil)
+				var entered <-chan string
+				if tc.stuck != nil {
+					entered, release = tc.stuck(lib.Devs[1])
+				}
+				r.run(tc.run, nil)
+				if entered != nil {
+					select {
+					case <-entered:
+					default:
+						t.Fatal("GPU 1's UUID was not read again")
+					}
+				}
+				if r.lib.Shut != 0 {
+					t.Errorf("nvmlShutdown called with GPU 1's read inside the driver")
+				}
+				if logs := r.logs.String(); !strings.Contains(logs, "skipping nvmlShutdown") || !strings.Contains(logs, "unselected_gpu 1") {
+					t.Errorf("the stop did not say it skips nvmlShutdown for GPU 1's read:\n%s", logs)
+				}
+				release()
+				synctest.Wait()
+			})
+		})
+	}
+}
+
+// The judgement of the previous run's boards once every GPU --gpu did not
+// select has its UUID (missingUnselected) is side work: dropped by a full
+// side queue (a stuck disk; counted in side_drops), it is queued again at
+// the next inventory round, until it has run.
+func TestMissingBoardJudgedAfterItsSideJobWasDropped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const gone = "GPU-dead0001-0000-0000-0000-000000000000"
+		r, answer := rigUnselectedUnknown(t, failUUID, gone)
+		var whileFull int
+		var drops uint64
+		r.run(5*time.Second, func() {
+			time.Sleep(3 * time.Second)
+			hold := make(chan struct{})
+			r.m.side.jobs <- sideJob{gpu: -1, f: func() { <-hold }}
+			time.Sleep(time.Millisecond) // the side goroutine is in it
+			for len(r.m.side.jobs) < cap(r.m.side.jobs) {
+				r.m.side.jobs <- sideJob{gpu: -1, f: func() {}}
+			}
+			answer()
+			time.Sleep(2*inventoryEvery + 5*time.Second) // read again, then judged: dropped
+			whileFull, drops = r.m.hostView().GPUsMissing, r.m.reg.Load(sideDrops)
+			close(hold)
+			time.Sleep(inventoryEvery)
+		})
+		if u := r.m.host.EnumeratedUUIDs(); u[1] != "GPU-b" {
+			t.Fatalf("GPU 1's UUID %q, want GPU-b read again", u[1])
+		}
+		if whileFull != 0 || drops == 0 {
+			t.Fatalf("while the side queue was full: gpus_missing %d, side_drops %d; want 0, more than 0", whileFull, drops)
+		}
+		ev, hv := r.eventsLog(), r.m.hostView()
+		lines := strings.Count(ev, "uuid="+gone+" level=critical gpu=? source=start type=GPU_MISSING")
+		if lines != 1 || strings.Count(ev, "type=INVENTORY change=missing") != 1 || hv.GPUsMissing != 1 {
+			t.Errorf("the board gone: %d GPU_MISSING lines, gpus_missing %d; want 1, 1 (INVENTORY missing once):\n%s", lines, hv.GPUsMissing, ev)
+		}
+	})
+}
+
+// An unselected GPU identified after the start's checks found it without a
+// UUID, but before the inventory goroutine first looks: the judgement the
+// checks owe is still made (at the next round), not taken as done.
+func TestMissingBoardJudgedWhenTheGPUIsIdentifiedBeforeTheFirstRound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const gone = "GPU-dead0001-0000-0000-0000-000000000000"
+		r, answer := rigUnselectedUnknown(t, failUUID, gone)
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		r.m.startBootCheck(ctx, &wg) // GPU 1 has no UUID: the board gone is not judged
+		answer()
+		r.m.host.Reidentify()
+		synctest.Wait()
+		if u := r.m.host.EnumeratedUUIDs(); u[1] != "GPU-b" {
+			t.Fatalf("GPU 1's UUID %q, want GPU-b read again", u[1])
+		}
+		wg.Go(func() { r.m.runInventory(ctx) })
+		wg.Go(func() { r.m.side.serve(ctx.Done(), func(j sideJob) { j.f() }) })
+		time.Sleep(inventoryEvery + 5*time.Second)
+		cancel()
+		wg.Wait()
+		ev, hv := r.eventsLog(), r.m.hostView()
+		lines := strings.Count(ev, "uuid="+gone+" level=critical gpu=? source=start type=GPU_MISSING")
+		if lines != 1 || hv.GPUsMissing != 1 {
+			t.Errorf("the board gone: %d GPU_MISSING lines, gpus_missing %d; want 1, 1:\n%s", lines, hv.GPUsMissing, ev)
+		}
+	})
+}

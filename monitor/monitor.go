@@ -102,9 +102,10 @@ type hostStates struct {
 	// (lateBoard) unless it is one of them. Set before any sample.
 	compared map[string]bool
 	// unsure are the previous run's boards the start could not tell from a
-	// GPU --gpu did not select that had no UUID (compareInventory);
-	// missingUnselected judges them once every such GPU has one.
+	// GPU --gpu did not select that had no UUID (compareInventory); while
+	// owed, missingUnselected judges them once every such GPU has one.
 	unsure        []sink.InventoryChange
+	owed          atomic.Bool             // an unselected GPU had no UUID at start (startBootCheck)
 	bert          *live.LastCPER          // the host's boot error record, once read (startCPER)
 	fabric        []reading.FabricService // the fabric daemons' last scan (fabric.go); nil: no fabric
 	fabricAt      time.Time
@@ -351,7 +352,7 @@ func (m *Monitor) Run(ctx context.Context, sigs <-chan os.Signal) error {
 // inDriver names the NVML calls other than the GPUs' samples and process
 // reads (waitWorkers) still inside the driver at exit: the event wait
 // (given 2 s to return), a GPU enumeration, a CPER read (one abandoned
-// after its deadline included).
+// after its deadline included), a read of a GPU --gpu did not select.
 func (m *Monitor) inDriver() []string {
 	var out []string
 	if !sampler.EventsIdle(2 * time.Second) {
@@ -363,7 +364,7 @@ func (m *Monitor) inDriver() []string {
 	if m.cper.r != nil && m.cper.r.InDriver() {
 		out = append(out, "cper_read")
 	}
-	return out
+	return append(out, m.unselectedInDriver()...)
 }
 
 // waitBounded waits for wg, at most d; it reports whether wg is done.
@@ -493,8 +494,7 @@ func (m *Monitor) tick(now time.Time) {
 	if k%uint64(m.procs.ticks) == 0 {
 		nudge(lp.secondTick, now)
 	}
-	if now.Sub(lp.lastSummary) >= m.cfg.SummaryEvery {
-		elapsed := now.Sub(lp.lastSummary)
+	if elapsed := now.Sub(lp.lastSummary); elapsed >= m.cfg.SummaryEvery {
 		lp.lastSummary = now
 		lp.windowStart.Store(int64(at.mono))
 		m.side.queue("a summary.log line", -1, func() { m.writeSummary(now, elapsed, false) })

@@ -899,15 +899,21 @@ func TestIdentityRetryFindsTheGPULost(t *testing.T) {
 // unread at start, is read again by Reidentify on a goroutine of its own:
 // Reidentify does not wait for a read stuck in the driver, does not begin
 // another while it is in flight, and the UUID, once read, is among the
-// UUIDs enumerated. A selected GPU is left to its samples.
+// UUIDs enumerated; while in flight, it is reported in the driver
+// (UnselectedInDriver). A selected GPU, its UUID unread too, is left to its
+// samples.
 func TestReidentifyAnUnselectedGPU(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sel, unsel := fakenvml.NewDev(), fakenvml.NewDev()
 		unsel.UUID = "GPU-2222"
+		sel.Set("GetUUID", nvml.ERROR_UNKNOWN)
 		unsel.Set("GetUUID", nvml.ERROR_UNKNOWN)
 		h := openFake(t, &fakenvml.Lib{Devs: []*fakenvml.Dev{sel, unsel}}, "0")
-		if u := h.EnumeratedUUIDs(); len(h.GPUs) != 1 || u[1] != "" {
-			t.Fatalf("at start: %d GPUs selected, enumerated %q", len(h.GPUs), u)
+		if u := h.EnumeratedUUIDs(); len(h.GPUs) != 1 || u[0] != "" || u[1] != "" {
+			t.Fatalf("at start: %d GPUs selected, enumerated %q; want 1, neither UUID read", len(h.GPUs), u)
+		}
+		if in := h.UnselectedInDriver(); len(in) != 0 {
+			t.Fatalf("at start: GPUs %v in the driver, want none", in)
 		}
 		entered := make(chan string, 1)
 		release := unsel.Block("GetUUID", entered)
@@ -926,8 +932,14 @@ func TestReidentifyAnUnselectedGPU(t *testing.T) {
 		if n := unsel.Count("GetUUID"); n != 2 { // the start's, then one in flight
 			t.Errorf("GetUUID called %d times on GPU 1, want 2: one read again, in flight, not begun again", n)
 		}
+		if in := h.UnselectedInDriver(); !slices.Equal(in, []int{1}) {
+			t.Errorf("GPUs %v in the driver with GPU 1's read stuck, want [1]", in)
+		}
 		release()
 		synctest.Wait()
+		if in := h.UnselectedInDriver(); len(in) != 0 {
+			t.Errorf("GPUs %v in the driver once GPU 1's read returned, want none", in)
+		}
 		if u := h.EnumeratedUUIDs(); u[1] != "GPU-2222" {
 			t.Errorf("once read: %q, want GPU-2222 at index 1", u)
 		}

@@ -523,6 +523,20 @@ func (h *Host) Reidentify() {
 	}
 }
 
+// UnselectedInDriver returns the index of each GPU --gpu did not select
+// whose read has not returned: its start-up read, or Reidentify's. Such a
+// read may be stuck inside the driver; nvmlShutdown must not be called
+// under it.
+func (h *Host) UnselectedInDriver() []int {
+	var out []int
+	for _, g := range h.all {
+		if !slices.Contains(h.GPUs, g) && (!g.StaticDone() || g.rereading.Load()) {
+			out = append(out, g.Info().Index)
+		}
+	}
+	return out
+}
+
 // Enumerate lists the UUIDs the driver enumerates now ("" where unread), to
 // tell which GPUs fell off the bus: 1 + 2 x count calls, meant for after
 // Count dropped. The caller bounds it.
