@@ -137,7 +137,7 @@ type Repair struct {
 	active       map[string]bool     // the classes of the last Judge
 	counted      map[string]bool     // the classes whose current occurrence this boot's history counts
 	judged       bool                // Judge ran once: a class active then is not new
-	first        instant             // the first Judge's time
+	first        instant             // this run's first Judge's time (early's: Absorb)
 	lastJudge    instant             // the last Judge's time
 	recovery     reading.Opt[uint64] // the last recovery action an event reported
 	initFailed   bool                // RmInitAdapter failed for the board in this boot
@@ -215,7 +215,11 @@ func NewRepair(boot string, inspectAfter int, h action.History) *Repair {
 // early found at its first judgement that this boot's history holds
 // already goes on from an earlier run of the logger in this boot (its
 // count and any acknowledgement stand, as NewRepair takes it up); the
-// others began in this run and are counted. Xid classes are not taken:
+// others began in this run and are counted. Both are told on the
+// monotonic clock (instant.after), as the classes active at early's last
+// judgement are, so that a class counted again after a step of the wall
+// clock back behind the first judgement is counted (recorded after an ack
+// that does not cover it, as begin does). Xid classes are not taken:
 // their events are given to r again (Xid). The acknowledgements made of
 // early (by the GPU's index) are the board's: each class as of when it was
 // acknowledged, the occurrence acknowledged still covered while it goes on
@@ -228,6 +232,9 @@ func NewRepair(boot string, inspectAfter int, h action.History) *Repair {
 // Those classes are returned (sorted), the board's to acknowledge itself.
 // The history is then to be written.
 func (r *Repair) Absorb(early *Repair) (escalated []string) {
+	// One run: what began in it after early's first judgement is after
+	// every ack of an earlier run (ackCovers).
+	r.first = early.first
 	if a := early.hist.Ack; a != nil { // made in this run: later than any in the board's history
 		for class := range early.hist.Acked { // before Acknowledge: the earlier boots as they count now
 			if early.hist.AckedAs[class].Drains() && early.ackedGPU[class] < action.Inspect && r.earlierBoots(class) >= r.inspectAfter {
@@ -262,8 +269,15 @@ func (r *Repair) Absorb(early *Repair) (escalated []string) {
 		if _, isXid := xidClass(class); isXid || c.Count == 0 {
 			continue
 		}
-		if _, known := r.began[class]; known && !c.Last.After(early.first.wall) {
-			continue
+		if _, known := r.began[class]; known && !early.began[class].after(early.first) {
+			continue // goes on from the earlier run, which counted it
+		}
+		last := instant{wall: c.Last}
+		if early.counted[class] { // its last count is its current occurrence's
+			last = early.began[class]
+		}
+		if !r.ackCovers(class, last) { // as begin: recorded after an ack that does not cover it
+			last = r.afterAck(class, last)
 		}
 		b := r.hist.Boot(r.boot)
 		if b.Classes == nil {
@@ -271,11 +285,11 @@ func (r *Repair) Absorb(early *Repair) (escalated []string) {
 		}
 		was := b.Classes[class]
 		was.Count += c.Count
-		if c.Last.After(was.Last) {
-			was.Last = c.Last
+		if last.wall.After(was.Last) {
+			was.Last = last.wall
 		}
 		b.Classes[class] = was
-		r.began[class], r.counted[class] = instant{wall: c.Last}, true
+		r.began[class], r.counted[class] = last, true
 		r.dirty = true
 	}
 	// The state classes active at early's last judgement go on in r from
@@ -424,7 +438,7 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 		causes = append(causes, x.Cause)
 		now[x.Class] = true
 	}
-	if !r.judged {
+	if r.first.wall.IsZero() { // this run's: early's, absorbed
 		r.first = at
 	}
 	r.active, r.judged, r.lastJudge = now, true, at

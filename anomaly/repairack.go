@@ -38,10 +38,17 @@ func (i instant) after(j instant) bool {
 func (r *Repair) acked(class string) bool { return r.ackCovers(class, r.began[class]) }
 
 // ackCovers reports whether class's last ack covers an occurrence begun at
-// t: the ack was made when it had begun, or later.
+// t: the ack was made when it had begun, or later. One begun in this run
+// after its first judgement, on the monotonic clock, is after every ack
+// of an earlier run of the logger (that ack has no monotonic time: the
+// history keeps the wall clock only, which may have stepped back since).
 func (r *Repair) ackCovers(class string, t instant) bool {
 	at, ok := r.hist.AckedAt(class)
-	return ok && !t.after(instant{at, r.ackedMono[class]})
+	mono, thisRun := r.ackedMono[class]
+	if !ok || !thisRun && r.first.mono != 0 && t.mono > r.first.mono {
+		return false
+	}
+	return !t.after(instant{at, mono})
 }
 
 // afterAck is t, on the wall clock no earlier than just after class's last
