@@ -227,3 +227,49 @@ func TestNewHangAfterAWallStepBackIsAfterAnEarlierRunsAck(t *testing.T) {
 		t.Errorf("hung counted %+v, acknowledged %v: want the new hang counted, not acknowledged", c, got.IsAcked("hung", c.Last))
 	}
 }
+
+// TestAbsorbCountsWhatItsLastCountBegan: Absorb tells a class's counts
+// that began in this run from one that goes on from an earlier run by
+// when early's last count of it began (on the monotonic clock), not by
+// when its current occurrence began: a hang the earlier run counted,
+// going on at early's first judgement at reboot, then another at watch,
+// is counted once (the earlier run's); a hang begun after early's first
+// judgement, the wall clock stepped back behind it, that reached reboot
+// and ended before another at watch, is counted.
+func TestAbsorbCountsWhatItsLastCountBegan(t *testing.T) {
+	first, mono0 := t0.Add(10*time.Minute), 3*time.Hour
+	for _, tc := range []struct {
+		name   string
+		judge  []RepairInput // of early, after its first judgement, at first and mono0, of nothing
+		want   uint64
+		source string
+	}{
+		{"the earlier run's hang at reboot, then one at watch", []RepairInput{
+			hungMono(first, mono0, first.Add(-2*time.Minute), mono0-2*time.Minute),
+			hungMono(first.Add(time.Second), mono0+time.Second, time.Time{}, 0),
+			hungMono(first.Add(3*time.Second), mono0+3*time.Second, first.Add(2*time.Second), mono0+2*time.Second),
+		}, 1, "the earlier run counted the hang that goes on; the one at watch is not counted yet"},
+		{"a hang at reboot after a step back, then one at watch", []RepairInput{
+			{Now: first, Mono: mono0, Answered: true},
+			hungMono(first.Add(-time.Hour+2*time.Second), mono0+2*time.Second, first.Add(-time.Hour+time.Second), mono0+time.Second),
+			hungMono(first.Add(-time.Hour+HungReboot+2*time.Second), mono0+HungReboot+2*time.Second, first.Add(-time.Hour+time.Second), mono0+time.Second),
+			hungMono(first.Add(-time.Hour+HungReboot+3*time.Second), mono0+HungReboot+3*time.Second, time.Time{}, 0),
+			hungMono(first.Add(-time.Hour+HungReboot+5*time.Second), mono0+HungReboot+5*time.Second, first.Add(-time.Hour+HungReboot+4*time.Second), mono0+HungReboot+4*time.Second),
+		}, 2, "the earlier run's hang and the one that reached reboot in this run"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := action.History{UUID: "GPU-x"}
+			h.Count("A", "hung", t0) // an earlier run of the logger in this boot
+			early := NewRepair("A", 0, action.History{})
+			for _, in := range tc.judge {
+				early.Judge(in)
+			}
+			r := NewRepair("A", 0, h)
+			r.Absorb(early)
+			got, _ := r.History()
+			if c := got.Boot("A").Classes["hung"]; c.Count != tc.want {
+				t.Errorf("hung counted %+v, want %d: %s", c, tc.want, tc.source)
+			}
+		})
+	}
+}
