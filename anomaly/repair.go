@@ -54,7 +54,7 @@ type Cause struct {
 	// active then (a hang that ended and another that began in between):
 	// after it on the monotonic clock (sinceMono, RepairInput.Mono's;
 	// zero: not read), the wall clock only where one of them was not
-	// read on it (instant.after).
+	// read on it (Instant.After).
 	Since     time.Time
 	sinceMono time.Duration
 }
@@ -62,7 +62,7 @@ type Cause struct {
 // RepairInput is a GPU's current state as the repair action weighs it.
 type RepairInput struct {
 	Now       time.Time
-	Mono      time.Duration // the monotonic clock at Now (zero: not read), the one Repair.Xid's mono is on: an Xid's age (watchHold) runs on it, and the order of this run's hangs, acks and judgements (instant)
+	Mono      time.Duration // the monotonic clock at Now (zero: not read), the one Repair.Xid's mono is on: an Xid's age (watchHold) runs on it, and the order of this run's hangs, acks and judgements (Instant)
 	Health    HealthVerdict
 	Vals      *reading.Values // the latest health readings (recovery action, retired pages); nil: none
 	Lost      bool            // the driver reports the GPU lost
@@ -133,12 +133,13 @@ type Repair struct {
 	inspectAfter int
 	hist         action.History
 	xids         map[string]xidCause // this boot's Xid causes, by class
-	began        map[string]instant  // when each class last began in this run (Watch classes too); from the history: on the wall clock only
+	began        map[string]Instant  // when each class last began in this run (Watch classes too); from the history: on the wall clock only
 	active       map[string]bool     // the classes of the last Judge
 	counted      map[string]bool     // the classes whose current occurrence this boot's history counts
+	countedAt    map[string]Instant  // when each class's last occurrence counted in this run began (Absorb orders it against early's first judgement)
 	judged       bool                // Judge ran once: a class active then is not new
-	first        instant             // the first Judge's time
-	lastJudge    instant             // the last Judge's time
+	first        Instant             // this run's first Judge's time (early's: Absorb)
+	lastJudge    Instant             // the last Judge's time
 	recovery     reading.Opt[uint64] // the last recovery action an event reported
 	initFailed   bool                // RmInitAdapter failed for the board in this boot
 	dirty        bool                // hist changed since Dirty was last asked
@@ -150,7 +151,7 @@ type Repair struct {
 	// against the board's history.
 	ackedGPU map[string]action.Action
 	// ackedMono: when the last ack of each class was made in this run,
-	// on the monotonic clock (instant.mono; the history's Acked has it on
+	// on the monotonic clock (Instant.Mono; the history's Acked has it on
 	// the wall clock): an occurrence begun in this run is ordered against
 	// it there (acked). A class acknowledged in an earlier run has none.
 	ackedMono map[string]time.Duration
@@ -183,7 +184,7 @@ func (x xidCause) age(in RepairInput) time.Duration {
 // boot) are taken up again; a boot new to the history is added to it.
 func NewRepair(boot string, inspectAfter int, h action.History) *Repair {
 	r := &Repair{boot: boot, inspectAfter: cmp.Or(inspectAfter, action.DefaultInspectAfter), hist: cloneHistory(h),
-		xids: map[string]xidCause{}, began: map[string]instant{}, active: map[string]bool{}, counted: map[string]bool{},
+		xids: map[string]xidCause{}, began: map[string]Instant{}, active: map[string]bool{}, counted: map[string]bool{}, countedAt: map[string]Instant{},
 		ackedGPU: map[string]action.Action{}, ackedMono: map[string]time.Duration{}}
 	// Every boot the board is seen in is recorded, quiet ones too: the
 	// warm-reboot check looks at the boot just before this one.
@@ -195,9 +196,9 @@ func NewRepair(boot string, inspectAfter int, h action.History) *Repair {
 			continue
 		}
 		for class, c := range b.Classes {
-			r.began[class], r.counted[class] = instant{wall: c.Last}, true
+			r.began[class], r.counted[class] = Instant{Wall: c.Last}, true
 			if class == missingClass {
-				r.began[class] = instant{wall: r.missingSince(c.Last)}
+				r.began[class] = Instant{Wall: r.missingSince(c.Last)}
 			}
 			if code, ok := xidClass(class); ok {
 				e := xid.ExplainDetail(code, reading.XidDetail{})
@@ -215,7 +216,12 @@ func NewRepair(boot string, inspectAfter int, h action.History) *Repair {
 // early found at its first judgement that this boot's history holds
 // already goes on from an earlier run of the logger in this boot (its
 // count and any acknowledgement stand, as NewRepair takes it up); the
-// others began in this run and are counted. Xid classes are not taken:
+// others began in this run and are counted. Each is told by when early's
+// last count of it began, on the monotonic clock (Instant.After), as the
+// classes active at early's last judgement are by when they began, so
+// that a class counted again after a step of the wall clock back behind
+// the first judgement is counted (recorded after an ack that does not
+// cover it, as begin does). Xid classes are not taken:
 // their events are given to r again (Xid). The acknowledgements made of
 // early (by the GPU's index) are the board's: each class as of when it was
 // acknowledged, the occurrence acknowledged still covered while it goes on
@@ -228,6 +234,9 @@ func NewRepair(boot string, inspectAfter int, h action.History) *Repair {
 // Those classes are returned (sorted), the board's to acknowledge itself.
 // The history is then to be written.
 func (r *Repair) Absorb(early *Repair) (escalated []string) {
+	// One run: what began in it after early's first judgement is after
+	// every ack of an earlier run (ackCovers).
+	r.first = early.first
 	if a := early.hist.Ack; a != nil { // made in this run: later than any in the board's history
 		for class := range early.hist.Acked { // before Acknowledge: the earlier boots as they count now
 			if early.hist.AckedAs[class].Drains() && early.ackedGPU[class] < action.Inspect && r.earlierBoots(class) >= r.inspectAfter {
@@ -262,8 +271,12 @@ func (r *Repair) Absorb(early *Repair) (escalated []string) {
 		if _, isXid := xidClass(class); isXid || c.Count == 0 {
 			continue
 		}
-		if _, known := r.began[class]; known && !c.Last.After(early.first.wall) {
-			continue
+		last := early.countedAt[class]
+		if _, known := r.began[class]; known && !last.After(early.first) {
+			continue // goes on from the earlier run, which counted it
+		}
+		if !r.ackCovers(class, last) { // as begin: recorded after an ack that does not cover it
+			last = r.afterAck(class, last)
 		}
 		b := r.hist.Boot(r.boot)
 		if b.Classes == nil {
@@ -271,11 +284,11 @@ func (r *Repair) Absorb(early *Repair) (escalated []string) {
 		}
 		was := b.Classes[class]
 		was.Count += c.Count
-		if c.Last.After(was.Last) {
-			was.Last = c.Last
+		if last.Wall.After(was.Last) {
+			was.Last = last.Wall
 		}
 		b.Classes[class] = was
-		r.began[class], r.counted[class] = instant{wall: c.Last}, true
+		r.began[class], r.counted[class] = last, true
 		r.dirty = true
 	}
 	// The state classes active at early's last judgement go on in r from
@@ -291,7 +304,7 @@ func (r *Repair) Absorb(early *Repair) (escalated []string) {
 		if _, isXid := xidClass(class); isXid {
 			continue
 		}
-		if _, known := r.began[class]; !known || early.began[class].after(early.first) {
+		if _, known := r.began[class]; !known || early.began[class].After(early.first) {
 			r.began[class], r.counted[class] = early.began[class], early.counted[class]
 		}
 		r.active[class] = true
@@ -333,7 +346,7 @@ func (r *Repair) Xid(e xid.Explanation, t time.Time, mono time.Duration) {
 		return
 	}
 	r.xids[c.Class] = xidCause{Cause: c, at: t, mono: mono}
-	r.begin(c, instant{t, mono})
+	r.begin(c, Instant{t, mono})
 }
 
 // Recovery takes a recovery action an event reported (Xid 154's text, an
@@ -348,14 +361,15 @@ func (r *Repair) InitFailed() { r.initFailed = true }
 // wall clock) when it asks for a repair. One after the class's last ack on
 // the monotonic clock, the wall clock stepped back between them, begins
 // after it on the wall clock too (afterAck).
-func (r *Repair) begin(c Cause, t instant) {
+func (r *Repair) begin(c Cause, t Instant) {
 	if !r.ackCovers(c.Class, t) {
 		t = r.afterAck(c.Class, t)
 	}
 	r.began[c.Class] = t
 	r.counted[c.Class] = c.Action.Drains()
 	if c.Action.Drains() {
-		r.hist.Count(r.boot, c.Class, t.wall)
+		r.hist.Count(r.boot, c.Class, t.Wall)
+		r.countedAt[c.Class] = t
 		r.dirty = true
 	}
 }
@@ -380,11 +394,11 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 	// the first Judge, one that was absent, or that began again since; so
 	// is one that began again since early's last judgement (Absorb). A
 	// class already begun in this boot when the logger restarted goes on.
-	now, at := map[string]bool{}, instant{in.Now, in.Mono}
+	now, at := map[string]bool{}, Instant{in.Now, in.Mono}
 	for _, c := range causes {
 		now[c.Class] = true
 		_, known := r.began[c.Class]
-		begins := (!r.active[c.Class] || instant{c.Since, c.sinceMono}.after(r.lastJudge)) && (r.judged || !known || r.active[c.Class])
+		begins := (!r.active[c.Class] || Instant{c.Since, c.sinceMono}.After(r.lastJudge)) && (r.judged || !known || r.active[c.Class])
 		if !begins {
 			r.ackAsOfOldFile(c) // before ackedBelow: the restart's first judgement already asks for what the ack does not cover
 		}
@@ -392,7 +406,7 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 		case begins:
 			b := at
 			if c.Class == missingClass {
-				b.wall = r.missingSince(b.wall) // an absence that goes on began when it began
+				b.Wall = r.missingSince(b.Wall) // an absence that goes on began when it began
 			}
 			r.begin(c, b)
 			r.ackAsOfOldFile(c) // one begun behind an old file's ack: covered at what it asks now, not at its reboot later
@@ -424,7 +438,7 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 		causes = append(causes, x.Cause)
 		now[x.Class] = true
 	}
-	if !r.judged {
+	if r.first.Wall.IsZero() { // this run's: early's, absorbed
 		r.first = at
 	}
 	r.active, r.judged, r.lastJudge = now, true, at

@@ -33,9 +33,10 @@ func verdict(rs ...HealthReason) HealthVerdict {
 func mono(t time.Time) time.Duration { return t.Sub(t0) }
 
 // hung is the input of a GPU hung since since, judged at now, the wall and
-// monotonic clocks in step.
+// monotonic clocks in step (the monotonic clock read, as the monitor reads
+// it: three hours at t0), so that these tests run the production path.
 func hung(now, since time.Time) RepairInput {
-	return RepairInput{Now: now, HungSince: since, HungFor: now.Sub(since)}
+	return RepairInput{Now: now, Mono: 3*time.Hour + mono(now), HungSince: since, HungFor: now.Sub(since)}
 }
 
 // TestCauses checks the action of the GPU's state, health verdict and

@@ -13,44 +13,52 @@ import (
 // occurrence begun no later than itself, on the monotonic clock where
 // both are of this run (acked).
 
-// instant is a time on the wall clock and on the monotonic one
-// (RepairInput.Mono's; zero: not read, as for a time from the board's
-// history, which keeps the wall clock only).
-type instant struct {
-	wall time.Time
-	mono time.Duration
+// Instant is a time on the wall clock and on the monotonic one (zero: not
+// read, as for a time from the board's history, which keeps the wall
+// clock only): the wall clock stamps and persists, the monotonic one
+// orders and measures (a step of the wall clock, chrony's makestep or
+// date -s, moves it not).
+type Instant struct {
+	Wall time.Time
+	Mono time.Duration
 }
 
-// after reports whether i is later than j: on the monotonic clock where
-// both were read on it (this run: a step of the wall clock, chrony's
-// makestep or date -s, moves neither, so that a hang begun after an ack
-// is not covered by it when the wall clock stepped back between them),
-// on the wall clock otherwise and where they are one reading there (one
+// After reports whether i is later than j: on the monotonic clock where
+// both were read on it (this run: a hang begun after an ack is not
+// covered by it when the wall clock stepped back between them), on the
+// wall clock otherwise and where they are one reading there (one
 // judgement).
-func (i instant) after(j instant) bool {
-	if i.mono != 0 && j.mono != 0 && i.mono != j.mono {
-		return i.mono > j.mono
+func (i Instant) After(j Instant) bool {
+	if i.Mono != 0 && j.Mono != 0 && i.Mono != j.Mono {
+		return i.Mono > j.Mono
 	}
-	return i.wall.After(j.wall)
+	return i.Wall.After(j.Wall)
 }
 
 // acked reports whether an ack covers class's current occurrence.
 func (r *Repair) acked(class string) bool { return r.ackCovers(class, r.began[class]) }
 
 // ackCovers reports whether class's last ack covers an occurrence begun at
-// t: the ack was made when it had begun, or later.
-func (r *Repair) ackCovers(class string, t instant) bool {
+// t: the ack was made when it had begun, or later. One begun in this run
+// after its first judgement, on the monotonic clock, is after every ack
+// of an earlier run of the logger (that ack has no monotonic time: the
+// history keeps the wall clock only, which may have stepped back since).
+func (r *Repair) ackCovers(class string, t Instant) bool {
 	at, ok := r.hist.AckedAt(class)
-	return ok && !t.after(instant{at, r.ackedMono[class]})
+	mono, thisRun := r.ackedMono[class]
+	if !ok || !thisRun && r.first.Mono != 0 && t.Mono > r.first.Mono {
+		return false
+	}
+	return !t.After(Instant{at, mono})
 }
 
 // afterAck is t, on the wall clock no earlier than just after class's last
 // ack: an occurrence that ack does not cover, as the history, which keeps
 // the wall clock only, must have it after a restart (the wall clock held
 // at the ack's time, or stepped back behind it).
-func (r *Repair) afterAck(class string, t instant) instant {
-	if at, ok := r.hist.AckedAt(class); ok && !t.wall.After(at) {
-		t.wall = at.Add(time.Nanosecond)
+func (r *Repair) afterAck(class string, t Instant) Instant {
+	if at, ok := r.hist.AckedAt(class); ok && !t.Wall.After(at) {
+		t.Wall = at.Add(time.Nanosecond)
 	}
 	return t
 }
@@ -64,16 +72,16 @@ func (r *Repair) afterAck(class string, t instant) instant {
 // time), on the monotonic clock at the last judgement's time.
 func (r *Repair) Ack(cur action.Current, t time.Time, by, note string) action.AckRecord {
 	ack := action.AckRecord{Action: cur.Action, Note: note, By: by}
-	mono := r.lastJudge.mono
+	mono := r.lastJudge.Mono
 	for _, c := range r.last {
 		if !slices.Contains(ack.Classes, c.Class) {
 			ack.Classes = append(ack.Classes, c.Class)
 		}
 		b := r.began[c.Class]
-		if b.wall.After(t) {
-			t = b.wall
+		if b.Wall.After(t) {
+			t = b.Wall
 		}
-		mono = max(mono, b.mono)
+		mono = max(mono, b.Mono)
 	}
 	ack.Time = t
 	slices.Sort(ack.Classes)

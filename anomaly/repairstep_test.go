@@ -119,3 +119,157 @@ func TestHangBegunBeforeAWallStepBackIsOneHang(t *testing.T) {
 		})
 	}
 }
+
+// TestAbsorbCountsAHangBegunAfterAWallStepBack: this boot's history
+// holds a hang an earlier run of the logger counted and acknowledged. The
+// UUID reads late: the wall clock stepped back an hour after the judge
+// without it (early) first judged, and a new hang reached reboot there.
+// Absorb counts it (it began after early's first judgement on the
+// monotonic clock, however the wall clock reads), recorded after the
+// earlier run's ack, which does not cover it: counted twice in all, not
+// acknowledged, also after a restart.
+func TestAbsorbCountsAHangBegunAfterAWallStepBack(t *testing.T) {
+	var h action.History
+	h.UUID = "GPU-x"
+	h.Count("A", "hung", t0)
+	h.Acknowledge(action.AckRecord{Time: t0.Add(time.Second), Action: action.Reboot, Classes: []string{"hung"}})
+	h.AckAs("hung", action.Reboot)
+	first := t0.Add(10 * time.Minute)
+	mono0 := 3 * time.Hour
+	early := NewRepair("A", 0, action.History{})
+	early.Judge(RepairInput{Now: first, Mono: mono0, Answered: true})
+	since, sinceMono := first.Add(-time.Hour+time.Second), mono0+time.Second // after the step back
+	for _, after := range []time.Duration{2 * time.Second, HungReboot + 2*time.Second} {
+		early.Judge(hungMono(first.Add(-time.Hour+after), mono0+after, since, sinceMono))
+	}
+	r := NewRepair("A", 0, h)
+	r.Absorb(early)
+	got, _ := r.History()
+	if c := got.Boot("A").Classes["hung"]; c.Count != 2 || got.IsAcked("hung", c.Last) {
+		t.Errorf("hung counted %+v, acknowledged %v: want the earlier run's and the new hang, not acknowledged", c, got.IsAcked("hung", c.Last))
+	}
+	after := HungReboot + 3*time.Second
+	if cur := r.Judge(hungMono(first.Add(-time.Hour+after), mono0+after, since, sinceMono)); cur.Action != action.Reboot || strings.Contains(cur.Reason(), "acknowledged") {
+		t.Errorf("the board: %v %q, want reboot, not acknowledged", cur.Action, cur.Reasons)
+	}
+}
+
+// TestAbsorbCarriesAnAckThroughAWallStepBack: a hang acknowledged at
+// watch by index (early) before the UUID reads; then the wall clock steps
+// back an hour and a new hang begins. The ack, the board's now, is
+// ordered on the monotonic clock: the new hang is not covered by it.
+func TestAbsorbCarriesAnAckThroughAWallStepBack(t *testing.T) {
+	early := NewRepair("A", 0, action.History{})
+	mono0 := 3 * time.Hour
+	acked := t0.Add(5 * time.Second)
+	early.Ack(early.Judge(hungMono(acked, mono0+5*time.Second, t0, mono0)), acked, "root", "")
+	r := NewRepair("A", 0, action.History{UUID: "GPU-x"})
+	r.Absorb(early)
+	step := mono0 + 5*time.Second
+	r.Judge(hungMono(acked, step+time.Second, time.Time{}, 0)) // held at the ack's time; the hang ended
+	since, sinceMono := acked.Add(-time.Hour+2*time.Second), step+2*time.Second
+	if cur := r.Judge(hungMono(acked, step+3*time.Second, since, sinceMono)); strings.Contains(cur.Reason(), "acknowledged") {
+		t.Errorf("new hang after absorb and step: %v %q, want not acknowledged", cur.Action, cur.Reasons)
+	}
+	cur := r.Judge(hungMono(acked, step+2*time.Second+HungReboot, since, sinceMono))
+	h, _ := r.History()
+	if c := h.Boot("A").Classes["hung"]; cur.Action != action.Reboot || strings.Contains(cur.Reason(), "acknowledged") || c.Count != 1 {
+		t.Errorf("reboot: %v %q count %+v", cur.Action, cur.Reasons, c)
+	}
+}
+
+// TestAbsorbKeepsAnAckOfAHangBegunInThisRun: a hang begun after the first
+// judgement of the judge without the UUID (early), acknowledged at watch
+// there, goes on when the UUID reads: the ack is of this run, not an
+// earlier one (which every occurrence begun since the first judgement is
+// after), and still covers it.
+func TestAbsorbKeepsAnAckOfAHangBegunInThisRun(t *testing.T) {
+	early := NewRepair("A", 0, action.History{})
+	mono0 := 3 * time.Hour
+	early.Judge(RepairInput{Now: t0, Mono: mono0, Answered: true})
+	since, sinceMono := t0.Add(time.Second), mono0+time.Second
+	at := func(d time.Duration) RepairInput { return hungMono(t0.Add(d), mono0+d, since, sinceMono) }
+	early.Ack(early.Judge(at(3*time.Second)), t0.Add(3*time.Second), "root", "slow driver, known")
+	r := NewRepair("A", 0, action.History{UUID: "GPU-x"})
+	r.Absorb(early)
+	if cur := r.Judge(at(4 * time.Second)); cur.Action != action.Watch || !strings.Contains(cur.Reason(), "acknowledged") {
+		t.Errorf("the board, the hang going on: %v %q, want watch (acknowledged)", cur.Action, cur.Reasons)
+	}
+}
+
+// TestNewHangAfterAWallStepBackIsAfterAnEarlierRunsAck: an earlier run of
+// the logger in this boot acknowledged a hang's reboot; in this run the
+// wall clock steps back an hour after the first judgement, behind that
+// ack, and a new hang begins. Begun after this run's first judgement, it
+// is after every ack of an earlier run: reboot a minute on, not
+// acknowledged, counted, recorded after the ack (a restart does not find
+// it covered).
+func TestNewHangAfterAWallStepBackIsAfterAnEarlierRunsAck(t *testing.T) {
+	var h action.History
+	h.Count("A", "hung", t0)
+	h.Acknowledge(action.AckRecord{Time: t0.Add(time.Second), Action: action.Reboot, Classes: []string{"hung"}})
+	h.AckAs("hung", action.Reboot)
+	first := t0.Add(10 * time.Minute)
+	mono0 := 3 * time.Hour
+	r := NewRepair("A", 0, h)
+	r.Judge(RepairInput{Now: first, Mono: mono0, Answered: true})
+	since, sinceMono := first.Add(-time.Hour+time.Second), mono0+time.Second
+	for _, j := range []struct {
+		after time.Duration
+		want  action.Action
+	}{{2 * time.Second, action.Watch}, {HungReboot + 2*time.Second, action.Reboot}} {
+		if cur := r.Judge(hungMono(first.Add(-time.Hour+j.after), mono0+j.after, since, sinceMono)); cur.Action != j.want || strings.Contains(cur.Reason(), "acknowledged") {
+			t.Errorf("new hang, %v after the step: %v %q, want %v, not acknowledged", j.after, cur.Action, cur.Reasons, j.want)
+		}
+	}
+	got, _ := r.History()
+	if c := got.Boot("A").Classes["hung"]; c.Count != 2 || got.IsAcked("hung", c.Last) {
+		t.Errorf("hung counted %+v, acknowledged %v: want the new hang counted, not acknowledged", c, got.IsAcked("hung", c.Last))
+	}
+}
+
+// TestAbsorbCountsWhatItsLastCountBegan: Absorb tells a class's counts
+// that began in this run from one that goes on from an earlier run by
+// when early's last count of it began (on the monotonic clock), not by
+// when its current occurrence began: a hang the earlier run counted,
+// going on at early's first judgement at reboot, then another at watch,
+// is counted once (the earlier run's); a hang begun after early's first
+// judgement, the wall clock stepped back behind it, that reached reboot
+// and ended before another at watch, is counted.
+func TestAbsorbCountsWhatItsLastCountBegan(t *testing.T) {
+	first, mono0 := t0.Add(10*time.Minute), 3*time.Hour
+	for _, tc := range []struct {
+		name   string
+		judge  []RepairInput // of early, after its first judgement, at first and mono0, of nothing
+		want   uint64
+		source string
+	}{
+		{"the earlier run's hang at reboot, then one at watch", []RepairInput{
+			hungMono(first, mono0, first.Add(-2*time.Minute), mono0-2*time.Minute),
+			hungMono(first.Add(time.Second), mono0+time.Second, time.Time{}, 0),
+			hungMono(first.Add(3*time.Second), mono0+3*time.Second, first.Add(2*time.Second), mono0+2*time.Second),
+		}, 1, "the earlier run counted the hang that goes on; the one at watch is not counted yet"},
+		{"a hang at reboot after a step back, then one at watch", []RepairInput{
+			{Now: first, Mono: mono0, Answered: true},
+			hungMono(first.Add(-time.Hour+2*time.Second), mono0+2*time.Second, first.Add(-time.Hour+time.Second), mono0+time.Second),
+			hungMono(first.Add(-time.Hour+HungReboot+2*time.Second), mono0+HungReboot+2*time.Second, first.Add(-time.Hour+time.Second), mono0+time.Second),
+			hungMono(first.Add(-time.Hour+HungReboot+3*time.Second), mono0+HungReboot+3*time.Second, time.Time{}, 0),
+			hungMono(first.Add(-time.Hour+HungReboot+5*time.Second), mono0+HungReboot+5*time.Second, first.Add(-time.Hour+HungReboot+4*time.Second), mono0+HungReboot+4*time.Second),
+		}, 2, "the earlier run's hang and the one that reached reboot in this run"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := action.History{UUID: "GPU-x"}
+			h.Count("A", "hung", t0) // an earlier run of the logger in this boot
+			early := NewRepair("A", 0, action.History{})
+			for _, in := range tc.judge {
+				early.Judge(in)
+			}
+			r := NewRepair("A", 0, h)
+			r.Absorb(early)
+			got, _ := r.History()
+			if c := got.Boot("A").Classes["hung"]; c.Count != tc.want {
+				t.Errorf("hung counted %+v, want %d: %s", c, tc.want, tc.source)
+			}
+		})
+	}
+}

@@ -371,12 +371,9 @@ func (gs *gpuState) publish(s *reading.Sample) {
 	}
 }
 
-// instant is one tick's time: the wall clock stamps rows, the monotonic one
-// measures hangs.
-type instant struct {
-	wall time.Time
-	mono time.Duration
-}
+// instant is one tick's time, the repair action's Instant: the wall clock
+// stamps rows, the monotonic one measures hangs.
+type instant = anomaly.Instant
 
 // hung reports a GPU whose sample has been stuck in the driver since the
 // monotonic reading since: on a stall's first report it backfills NVML_HUNG
@@ -393,7 +390,7 @@ func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (repor
 	}
 	times, first := []instant{now}, !gs.stalled
 	if first {
-		gs.stalled, gs.stallStart, gs.stallBegan = true, since, now.wall.Add(since-now.mono)
+		gs.stalled, gs.stallStart, gs.stallBegan = true, since, now.Wall.Add(since-now.Mono)
 		times = append(slices.Clone(gs.skipped), now)
 	}
 	start, began := gs.stallStart, gs.stallBegan
@@ -407,11 +404,11 @@ func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (repor
 		// The hang's line is written now, not behind the rows on the side
 		// goroutine, which may lag or drop them; the snapshot is built
 		// behind the rows, which it ends with.
-		elapsed := now.mono - start
+		elapsed := now.Mono - start
 		gs.log.Error("GPU not answering: NVML call stuck", "function", fn.String(), "elapsed", elapsed.Round(time.Millisecond))
-		line := sink.EventLine{Time: now.wall, GPU: gs.idx, Bus: gs.busID(), Type: sink.TypeNVMLHung,
+		line := sink.EventLine{Time: now.Wall, GPU: gs.idx, Bus: gs.busID(), Type: sink.TypeNVMLHung,
 			Fields: sink.KV("function", fn.String(), "elapsed_ms", strconv.FormatInt(elapsed.Milliseconds(), 10))}
-		plan = gs.criticalEvent(now.wall, fault(now.wall, "NVML_HUNG("+fn.String()+","+strconv.FormatInt(elapsed.Milliseconds(), 10)+"ms)"))
+		plan = gs.criticalEvent(now.Wall, fault(now.Wall, "NVML_HUNG("+fn.String()+","+strconv.FormatInt(elapsed.Milliseconds(), 10)+"ms)"))
 		written := make(chan struct{})
 		gs.hungLine = written
 		go func() { defer close(written); m.incidentLine(line, plan.d) }()
@@ -422,8 +419,8 @@ func (gs *gpuState) hung(now instant, since time.Duration, fn sampler.Fn) (repor
 	}
 	gs.queueRows(what, func(why string) { gs.m.snaps.Lost(plan.d, why) }, func() {
 		for _, t := range times {
-			elapsed := t.mono - start
-			s := reading.Sample{GPU: gs.idx, Time: t.wall, KernelTime: m.host.KernelTime(t.wall), Status: reading.StatusHung,
+			elapsed := t.Mono - start
+			s := reading.Sample{GPU: gs.idx, Time: t.Wall, KernelTime: m.host.KernelTime(t.Wall), Status: reading.StatusHung,
 				Err: fn.String(), HungFor: elapsed, NumFans: fans}
 			s.Flags.Add(reading.Flag{Kind: reading.FlagNVMLHung, S: fn.String(), A: elapsed.Milliseconds()})
 			gs.takeXids(&s)

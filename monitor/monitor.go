@@ -451,8 +451,8 @@ func (m *Monitor) poll(ctx context.Context, sigs <-chan os.Signal) {
 // reports those stuck past the deadline; the watchdog pinger sees it run.
 func (m *Monitor) tick(now time.Time) {
 	lp := &m.loop
-	at := instant{wall: now, mono: m.cfg.mono()}
-	lp.began.Store(int64(at.mono)) // before inTick: loopAlive reads them the other way round
+	at := instant{Wall: now, Mono: m.cfg.mono()}
+	lp.began.Store(int64(at.Mono)) // before inTick: loopAlive reads them the other way round
 	lp.inTick.Store(true)
 	defer lp.inTick.Store(false)
 	if lp.tickHook != nil {
@@ -462,14 +462,14 @@ func (m *Monitor) tick(now time.Time) {
 	for _, gs := range m.gpus {
 		// Backing off (nextTry): neither sampled nor its processes read.
 		nt := gs.nextTry.Load()
-		if gs.offAtTick = nt != 0 && int64(at.mono) < nt; gs.offAtTick {
+		if gs.offAtTick = nt != 0 && int64(at.Mono) < nt; gs.offAtTick {
 			continue
 		}
-		if gs.w.Dispatch(at.mono) {
+		if gs.w.Dispatch(at.Mono) {
 			gs.skipped = gs.skipped[:0]
 			continue
 		}
-		if fn, since, stuck := gs.w.Stuck(at.mono, m.cfg.Deadline); stuck && gs.hung(at, since, fn) {
+		if fn, since, stuck := gs.w.Stuck(at.Mono, m.cfg.Deadline); stuck && gs.hung(at, since, fn) {
 			continue
 		}
 		// Within its deadline, late outside NVML, or already classified
@@ -496,7 +496,7 @@ func (m *Monitor) tick(now time.Time) {
 	}
 	if elapsed := now.Sub(lp.lastSummary); elapsed >= m.cfg.SummaryEvery {
 		lp.lastSummary = now
-		lp.windowStart.Store(int64(at.mono))
+		lp.windowStart.Store(int64(at.Mono))
 		m.side.queue("a summary.log line", -1, func() { m.writeSummary(now, elapsed, false) })
 	}
 }

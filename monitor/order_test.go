@@ -99,7 +99,7 @@ func TestHangReportRacingTheSampleItReports(t *testing.T) {
 			for _, busy := gs.w.Busy(); busy; _, busy = gs.w.Busy() {
 				runtime.Gosched()
 			}
-			gs.hung(instant{wall: time.Now(), mono: r.m.cfg.mono()}, since, fn)
+			gs.hung(instant{Wall: time.Now(), Mono: r.m.cfg.mono()}, since, fn)
 		}
 		r.run(3*time.Second+50*time.Millisecond, nil)
 		if !raced {

@@ -56,7 +56,7 @@ func (m *Monitor) procTick(at instant, k uint64) {
 		if held && answering {
 			m.reg.Inc(procsStretched)
 		}
-		gs.pr.Tick(at.wall, at.mono, due && answering)
+		gs.pr.Tick(at.Wall, at.Mono, due && answering)
 		if p := gs.pr.Latest(); p != gs.procsShown {
 			gs.procsShown = p
 			gs.slot.Update(func(g *live.GPU) { g.Processes = p })

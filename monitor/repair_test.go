@@ -17,6 +17,7 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/internal/events"
 	"github.com/gpu-telemetry/gpu-telemetry/internal/testutil"
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
+	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/xid"
@@ -584,5 +585,46 @@ func TestEarlierMissingAckedStaysQuietAfterReboot(t *testing.T) {
 	r.m.missingFromState()
 	if n := len(r.m.states.missing); n != 0 {
 		t.Errorf("boot B2: the acknowledged board is raised again: %v (gpus_missing %d)", r.m.states.missing[0].Action, r.m.hostView().GPUsMissing)
+	}
+}
+
+// TestHangPublishedAsAckJudgesIsOneHang: a hang published while an ack's
+// judgement runs (between its first read of the monotonic clock and its
+// read of the slot) is judged at the clock read with the slot, under its
+// lock: one hang from its start, which the ack covers while it goes on.
+// Judged at the earlier read, it would seem younger than nothing, begun
+// then, and begin again at the next judgement: not acknowledged.
+func TestHangPublishedAsAckJudgesIsOneHang(t *testing.T) {
+	var mono atomic.Int64
+	var publish atomic.Pointer[func()]
+	r := newRig(t, 1, func(c *Config) {
+		c.mono = func() time.Duration {
+			now := time.Duration(mono.Load())
+			if f := publish.Swap(nil); f != nil {
+				(*f)() // just after this read
+			}
+			return now
+		}
+	})
+	gs, _, _ := stepper(r, 1)
+	mono0 := 3 * time.Hour // the daemon has run for three hours
+	mono.Store(int64(mono0))
+	gs.judgeAction(time.Now(), true, nil)
+	// The poll loop publishes the hang of a sample dispatched after the
+	// ack's judgement first read the clock, past its deadline.
+	since := mono0 + 500*time.Millisecond
+	hang := func() {
+		mono.Store(int64(since + 2*time.Second))
+		gs.slot.Update(func(g *live.GPU) { g.Hung("nvmlDeviceGetPowerUsage", time.Now(), since) })
+	}
+	publish.Store(&hang)
+	res, err := r.m.Ack(gs.g.Info().UUID, action.Watch, "slow driver, known", "root")
+	if err != nil || publish.Load() != nil {
+		t.Fatalf("ack at watch of the hang published as it judged: %+v, %v (published: %v)", res, err, publish.Load() == nil)
+	}
+	mono.Store(int64(since + 3*time.Second))
+	gs.judgeAction(time.Now(), true, nil)
+	if g := gs.slot.Get(); g.Action.Action != action.Watch || !strings.Contains(g.Action.Reason(), "acknowledged") {
+		t.Errorf("the hang going on: %v %q, want watch (acknowledged)", g.Action.Action, g.Action.Reasons)
 	}
 }
