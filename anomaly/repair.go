@@ -136,7 +136,8 @@ type Repair struct {
 	began        map[string]Instant  // when each class last began in this run (Watch classes too); from the history: on the wall clock only
 	active       map[string]bool     // the classes of the last Judge
 	counted      map[string]bool     // the classes whose current occurrence this boot's history counts
-	countedAt    map[string]Instant  // when each class's last occurrence counted in this run began (Absorb orders it against early's first judgement)
+	countedAt    map[string]Instant  // when each class's last occurrence counted in this run began (Absorb records it)
+	countedNew   map[string]uint64   // how many occurrences of each class counted in this run began after its first judgement (Absorb adds them where the history knows the class)
 	judged       bool                // Judge ran once: a class active then is not new
 	first        Instant             // this run's first Judge's time (early's: Absorb)
 	lastJudge    Instant             // the last Judge's time
@@ -184,7 +185,7 @@ func (x xidCause) age(in RepairInput) time.Duration {
 // boot) are taken up again; a boot new to the history is added to it.
 func NewRepair(boot string, inspectAfter int, h action.History) *Repair {
 	r := &Repair{boot: boot, inspectAfter: cmp.Or(inspectAfter, action.DefaultInspectAfter), hist: cloneHistory(h),
-		xids: map[string]xidCause{}, began: map[string]Instant{}, active: map[string]bool{}, counted: map[string]bool{}, countedAt: map[string]Instant{},
+		xids: map[string]xidCause{}, began: map[string]Instant{}, active: map[string]bool{}, counted: map[string]bool{}, countedAt: map[string]Instant{}, countedNew: map[string]uint64{},
 		ackedGPU: map[string]action.Action{}, ackedMono: map[string]time.Duration{}}
 	// Every boot the board is seen in is recorded, quiet ones too: the
 	// warm-reboot check looks at the boot just before this one.
@@ -216,12 +217,14 @@ func NewRepair(boot string, inspectAfter int, h action.History) *Repair {
 // early found at its first judgement that this boot's history holds
 // already goes on from an earlier run of the logger in this boot (its
 // count and any acknowledgement stand, as NewRepair takes it up); the
-// others began in this run and are counted. Each is told by when early's
-// last count of it began, on the monotonic clock (Instant.After), as the
-// classes active at early's last judgement are by when they began, so
-// that a class counted again after a step of the wall clock back behind
-// the first judgement is counted (recorded after an ack that does not
-// cover it, as begin does). Xid classes are not taken:
+// others began in this run and are counted. Each occurrence is counted
+// once: early's counts are told by when each began, on the monotonic
+// clock (Instant.After), as the classes active at early's last judgement
+// are by when they began; of a class the history holds, those begun after
+// the first judgement are added, not the one going on then (the earlier
+// run counted it), also after a step of the wall clock back behind the
+// first judgement (recorded after an ack that does not cover it, as begin
+// does). Xid classes are not taken:
 // their events are given to r again (Xid). The acknowledgements made of
 // early (by the GPU's index) are the board's: each class as of when it was
 // acknowledged, the occurrence acknowledged still covered while it goes on
@@ -271,10 +274,14 @@ func (r *Repair) Absorb(early *Repair) (escalated []string) {
 		if _, isXid := xidClass(class); isXid || c.Count == 0 {
 			continue
 		}
-		last := early.countedAt[class]
-		if _, known := r.began[class]; known && !last.After(early.first) {
-			continue // goes on from the earlier run, which counted it
+		n := c.Count
+		if _, known := r.began[class]; known {
+			n = early.countedNew[class] // the one found at the first judgement goes on from the earlier run, which counted it
 		}
+		if n == 0 {
+			continue
+		}
+		last := early.countedAt[class] // the last count: one after the first judgement's, if any
 		if !r.ackCovers(class, last) { // as begin: recorded after an ack that does not cover it
 			last = r.afterAck(class, last)
 		}
@@ -283,7 +290,7 @@ func (r *Repair) Absorb(early *Repair) (escalated []string) {
 			b.Classes = map[string]action.ClassCount{}
 		}
 		was := b.Classes[class]
-		was.Count += c.Count
+		was.Count += n
 		if last.Wall.After(was.Last) {
 			was.Last = last.Wall
 		}
@@ -370,6 +377,9 @@ func (r *Repair) begin(c Cause, t Instant) {
 	if c.Action.Drains() {
 		r.hist.Count(r.boot, c.Class, t.Wall)
 		r.countedAt[c.Class] = t
+		if !r.first.Wall.IsZero() && t.After(r.first) { // not one found at the first judgement, nor its reboot later
+			r.countedNew[c.Class]++
+		}
 		r.dirty = true
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/action"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
 )
 
 // hungMono is the input of a GPU judged at now on the wall clock, mono on
@@ -230,7 +231,7 @@ func TestNewHangAfterAWallStepBackIsAfterAnEarlierRunsAck(t *testing.T) {
 
 // TestAbsorbCountsWhatItsLastCountBegan: Absorb tells a class's counts
 // that began in this run from one that goes on from an earlier run by
-// when early's last count of it began (on the monotonic clock), not by
+// when each of early's counts of it began (on the monotonic clock), not by
 // when its current occurrence began: a hang the earlier run counted,
 // going on at early's first judgement at reboot, then another at watch,
 // is counted once (the earlier run's); a hang begun after early's first
@@ -269,6 +270,73 @@ func TestAbsorbCountsWhatItsLastCountBegan(t *testing.T) {
 			got, _ := r.History()
 			if c := got.Boot("A").Classes["hung"]; c.Count != tc.want {
 				t.Errorf("hung counted %+v, want %d: %s", c, tc.want, tc.source)
+			}
+		})
+	}
+}
+
+// TestAbsorbCountsEachOccurrenceOnce: this boot's history holds a class an
+// earlier run of the logger counted; the judge without the UUID (early)
+// finds it going on at its first judgement and counts it (it has no
+// history; a hang at watch then, once it reaches its reboot), the class
+// ends, and a new occurrence begins and is counted. Absorb counts the new
+// one for the board, not the earlier run's again: two in all, whatever
+// the class (a hang, lost, every call failing, a recovery action, a
+// health reason); and the board's own judgement of the new one going on
+// counts nothing more.
+func TestAbsorbCountsEachOccurrenceOnce(t *testing.T) {
+	first, mono0 := t0.Add(10*time.Minute), 3*time.Hour
+	at := func(d time.Duration) (time.Time, time.Duration) { return first.Add(d), mono0 + d }
+	state := func(set func(*RepairInput)) func(time.Duration) RepairInput {
+		return func(d time.Duration) RepairInput {
+			now, m := at(d)
+			in := RepairInput{Now: now, Mono: m}
+			set(&in)
+			return in
+		}
+	}
+	// hang: the earlier run's hang, stuck since old before the first
+	// judgement, until ends after it; a new one from a second after that.
+	hang := func(old, ends time.Duration) func(time.Duration) RepairInput {
+		return func(d time.Duration) RepairInput {
+			now, m := at(d)
+			if d < ends {
+				return hungMono(now, m, first.Add(-old), mono0-old)
+			}
+			since, sinceMono := at(ends + time.Second)
+			return hungMono(now, m, since, sinceMono)
+		}
+	}
+	for _, tc := range []struct {
+		name, class string
+		on          func(d time.Duration) RepairInput // the class's state d after the first judgement
+		ends        time.Duration                     // when the earlier run's occurrence ends (a second later the new one begins)
+	}{
+		{"a hang at reboot", "hung", hang(2*time.Minute, time.Second), time.Second},
+		{"a hang at watch, then its reboot", "hung", hang(2*time.Second, HungReboot+time.Second), HungReboot + time.Second},
+		{"lost", "lost", state(func(in *RepairInput) { in.Lost = true }), time.Second},
+		{"failing", "failing", state(func(in *RepairInput) { in.Failing = true }), time.Second},
+		{"a recovery action", "recovery_2", state(func(in *RepairInput) { in.Vals = vals(uint64(reading.HRecoveryAction), 2) }), time.Second},
+		{"a health reason", "ecc_dbe", state(func(in *RepairInput) { in.Health = verdict(ReasonDBE) }), time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := action.History{UUID: "GPU-x"}
+			h.Count("A", tc.class, t0) // an earlier run of the logger in this boot
+			early := NewRepair("A", 0, action.History{})
+			now, m := at(tc.ends)
+			late := tc.ends + HungReboot + 2*time.Second // the new occurrence asks for its repair (a hang: its reboot)
+			for _, in := range []RepairInput{tc.on(0), tc.on(tc.ends - time.Second), {Now: now, Mono: m, Answered: true}, tc.on(tc.ends + time.Second), tc.on(late)} {
+				early.Judge(in)
+			}
+			if c := early.hist.Boot("A").Classes[tc.class]; c.Count != 2 {
+				t.Fatalf("early counted %+v, want the one going on at its first judgement and the new one", c)
+			}
+			r := NewRepair("A", 0, h)
+			r.Absorb(early)
+			r.Judge(tc.on(late + time.Second))
+			got, _ := r.History()
+			if c := got.Boot("A").Classes[tc.class]; c.Count != 2 {
+				t.Errorf("%s counted %+v, want 2: the earlier run's occurrence (early found it going on) once, and the new one", tc.class, c)
 			}
 		})
 	}
