@@ -345,14 +345,16 @@ func TestLineLogCloseWritesLastLines(t *testing.T) {
 // stalledDisk is a line log's own writer (lumberjack, on the real file) on
 // a disk that stops answering while stall is set: a write then tells
 // entered and waits for release; once released, it goes through, or fails
-// (EIO) when fail is set.
+// (EIO) when fail is set. writes counts the writes begun.
 type stalledDisk struct {
 	io.WriteCloser
 	stall, fail      atomic.Bool
+	writes           atomic.Int32
 	entered, release chan struct{}
 }
 
 func (d *stalledDisk) Write(b []byte) (int, error) {
+	d.writes.Add(1)
 	if d.stall.Load() {
 		select {
 		case d.entered <- struct{}{}:
@@ -372,7 +374,7 @@ func (d *stalledDisk) Write(b []byte) (int, error) {
 // once as lost at exit, and logged; and when the stuck write returns at
 // last, nothing of it is counted again or lands in the file: the line in
 // the write is cut back out when the write went through, not kept for later
-// when it failed, and the abandoned close writes nothing more. Before, the
+// when it failed, and the abandoned close begins no write. Before, the
 // line in the write was not counted, and once the write returned both it
 // and the last lines landed in the file (or, on a failed write, it was kept
 // and counted delayed after Close returned).
@@ -401,7 +403,7 @@ func TestLineLogCloseGivesUpOnEverythingOnce(t *testing.T) {
 				t.Errorf("log_lines_lost_at_exit = %d, want 2 (the line in the stuck write, the last line)", n)
 			}
 			testutil.Contains(t, "log", logs.String(), "the kept and the last lines are lost", "lines=2")
-			lost, delayed := l.counts.Load(linesLostAtExit), l.counts.Load(linesDelayed)
+			lost, delayed, writes := l.counts.Load(linesLostAtExit), l.counts.Load(linesDelayed), d.writes.Load()
 			d.fail.Store(fails)
 			release()
 			if err := <-wrote; err != nil {
@@ -418,6 +420,9 @@ func TestLineLogCloseGivesUpOnEverythingOnce(t *testing.T) {
 			}
 			if n := l.Waiting(); n != 0 {
 				t.Errorf("Waiting() = %d after Close, want 0", n)
+			}
+			if n := d.writes.Load() - writes; n != 0 {
+				t.Errorf("%d writes begun after Close gave up, want none (the abandoned close writes nothing more)", n)
 			}
 		})
 	}
