@@ -206,6 +206,9 @@ func (l *LineLog) writeLocked(b []byte, unit int64) error {
 			l.torn = true
 			l.cutBackLocked() // failing, it is tried again before the next write
 		}
+		if l.unsettled.Load() == gaveUp {
+			return errGaveUp // counted lost by Close: not kept
+		}
 		return fmt.Errorf("write %s: %w", l.path, err)
 	}
 	if !l.settle(-unit) {
