@@ -139,7 +139,7 @@ type CSV struct {
 		seq   uint64
 		files []syncedFile
 	}
-	syncErrLogged atomic.Bool
+	syncErrLogged, cutErrLogged atomic.Bool
 	// newEntry: a file was created since the directory was last fsynced.
 	// The background goroutine syncs it within a tick, off the row path: at
 	// midnight every GPU creates a file, and eight directory fsyncs in the
@@ -297,6 +297,7 @@ func (c *CSV) Write(s *reading.Sample) error {
 		c.cutBack(gf) // Close gave up on it (stuck on the disk) and counted it dropped: refused
 		return errClosed
 	}
+	c.counts.Inc(rowsWritten) // at once: a Close giving up from now on finds it written (abandonRows)
 	if gf.failing {
 		gf.failing = false
 		c.log.Info("CSV writes work again", "gpu", gf.index, "path", gf.path)
@@ -306,7 +307,6 @@ func (c *CSV) Write(s *reading.Sample) error {
 		gf.last = s.Time
 	}
 	gf.dirty.Store(true)
-	c.counts.Inc(rowsWritten)
 	return nil
 }
 

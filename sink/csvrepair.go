@@ -10,13 +10,20 @@ import (
 	"os"
 )
 
-// cutBack truncates the file to its last whole line after a failed write.
+// cutBack truncates the file to its last whole line after a failed write,
+// or a row's write that Close gave up on.
 func (c *CSV) cutBack(gf *gpuFile) {
 	if gf.f == nil {
 		return
 	}
 	if err := gf.f.Truncate(gf.size); err != nil {
-		// Leave the file to be reopened (and repaired) on the next row.
+		// Leave the file to be reopened (and repaired) on the next row:
+		// a torn line is cut then; a whole row refused at Close (no row
+		// follows) stays in the file, counted in rows_dropped.
+		if c.cutErrLogged.CompareAndSwap(false, true) {
+			c.log.Error("cannot cut a CSV back to its last whole line; closed, to be reopened and repaired at the next row (a row refused at close stays in it, counted in rows_dropped; later failures are not logged)",
+				"gpu", gf.index, "path", gf.path, "error", err)
+		}
 		gf.f.Close()
 		gf.f, gf.osf = nil, nil
 		c.released(gf.path)
@@ -65,7 +72,7 @@ func openAppend(path string, header []byte, log *slog.Logger) (*os.File, int64, 
 	}
 	size := st.Size()
 	if size > 0 {
-		whole, err := cutToWholeLine(f, path, size)
+		whole, err := cutToWholeLine(f, path, size, 0)
 		if err != nil {
 			f.Close()
 			return nil, 0, false, err
@@ -110,10 +117,12 @@ func isStartOf(path string, preamble []byte) bool {
 }
 
 // cutToWholeLine truncates f, open at path and size bytes long, to its last
-// whole line and returns its new length. A CSV at open and a line log after a
-// failed write (or at its first write) are repaired through it.
-func cutToWholeLine(f *os.File, path string, size int64) (int64, error) {
-	whole, err := lastWholeLine(path, size)
+// whole line before its last drop bytes (0: none) and returns its new
+// length. A CSV at open and a line log after a failed write (or at its
+// first write, or a line refused after its close gave up) are repaired
+// through it.
+func cutToWholeLine(f *os.File, path string, size, drop int64) (int64, error) {
+	whole, err := lastWholeLine(path, max(size-drop, 0))
 	if err != nil {
 		return 0, fmt.Errorf("repair %s: %w", path, err)
 	}
@@ -125,9 +134,10 @@ func cutToWholeLine(f *os.File, path string, size int64) (int64, error) {
 	return whole, nil
 }
 
-// cutPathToWholeLine cuts the file at path back to its last whole line and
+// cutPathToWholeLine cuts the file at path back to its last whole line
+// before its last drop bytes (a line log's refused line; 0: none) and
 // returns how many bytes it removed. A missing file has nothing to cut.
-func cutPathToWholeLine(path string) (int64, error) {
+func cutPathToWholeLine(path string, drop int64) (int64, error) {
 	f, err := OpenNoFollow(path, os.O_WRONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
@@ -140,7 +150,7 @@ func cutPathToWholeLine(path string) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("repair %s: %w", path, err)
 	}
-	whole, err := cutToWholeLine(f, path, st.Size())
+	whole, err := cutToWholeLine(f, path, st.Size(), drop)
 	if err != nil {
 		return 0, err
 	}

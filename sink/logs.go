@@ -60,14 +60,21 @@ type LineLog struct {
 	delayedN   uint64 // lines kept for a later write (log_lines_delayed, this log's own), for the log
 
 	// counts (log_lines_delayed, log_lines_lost_at_exit: the registry it
-	// was given) and pendingN (len(pending), and the last lines handed to
-	// Close not written yet) are read without mu: status requests, scrapes
-	// and Close's count of what it gives up on must not wait behind a
-	// write(2) or a rotation stuck on a stalled disk. pendingN moves by
-	// what changed, so that lines passing from Close's hands to pending
-	// are counted once.
-	counts   *counters.Registry
-	pendingN atomic.Int64
+	// was given) and unsettled are read without mu: status requests,
+	// scrapes and Close's count of what it gives up on must not wait
+	// behind a write(2) or a rotation stuck on a stalled disk.
+	//
+	// unsettled holds the lines whose fate is not known yet, in one word,
+	// so that each line is settled once, written or lost at exit, by a
+	// compare-and-swap (settle) of its write's end or Close's give-up:
+	// keptLine for each line kept (len(pending), and the last lines handed
+	// to Close not written yet: Waiting), plus ownLine while a Line writes
+	// its own line; gaveUp once Close gave up on them (a write stuck on
+	// the disk) and counted them lost at exit: from then on no line is
+	// written, and one whose write was in the kernel then is cut back out
+	// of the file when it returns (refuseLocked).
+	counts    *counters.Registry
+	unsettled atomic.Int64
 
 	sync          lineSync // what waits for its fsync (logsync.go)
 	syncErrLogged atomic.Bool
@@ -92,13 +99,39 @@ func NewLineLog(dir, name string, maxMB, backups int, syncEvery time.Duration, l
 		counts: reg, sync: lineSync{every: cmp.Or(max(syncEvery, 0), defaultLineSyncEvery), sync: (*os.File).Sync, syncDir: SyncDir}}
 }
 
+// What unsettled counts of each line (see LineLog.unsettled).
+const (
+	ownLine  = 1  // a Line's own line, in its write
+	keptLine = 2  // a line kept for a later write
+	gaveUp   = -1 // Close gave up: every line was counted lost at exit
+)
+
+// errGaveUp refuses a line's write once Close gave up (counted it lost).
+var errGaveUp = errors.New("close gave up on the log (a stalled disk): counted lost at exit")
+
+// settle moves the lines not settled yet by delta unless Close gave up
+// on them, and reports whether it did.
+func (l *LineLog) settle(delta int64) bool {
+	for {
+		n := l.unsettled.Load()
+		if n == gaveUp {
+			return false
+		}
+		if l.unsettled.CompareAndSwap(n, n+delta) {
+			return true
+		}
+	}
+}
+
 // Line appends one line; a trailing newline is added. When the file cannot
 // be written the line is kept for later and Line returns nil; it returns an
-// error only when the line is lost (the queue is full, or the log is closed).
+// error only when the line is lost and not counted (the queue is full, or
+// the log is closed): one that Close gave up on while Line held it is
+// counted by Close (log_lines_lost_at_exit).
 func (l *LineLog) Line(s string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
+	if l.closed || !l.settle(ownLine) {
 		// lumberjack would reopen the file: a late writer (a call that
 		// came back from the driver after shutdown) must not.
 		return fmt.Errorf("write %s: closed", l.path)
@@ -108,8 +141,8 @@ func (l *LineLog) Line(s string) error {
 	}
 	if len(l.pending) == 0 {
 		l.buf = append(append(l.buf[:0], s...), '\n')
-		err := l.writeLocked(l.buf)
-		if err == nil {
+		err := l.writeLocked(l.buf, ownLine)
+		if err == nil || errors.Is(err, errGaveUp) {
 			return nil
 		}
 		l.log.Warn("cannot write a log file; keeping its lines in memory until it works",
@@ -118,10 +151,13 @@ func (l *LineLog) Line(s string) error {
 	return l.keepLocked(s)
 }
 
-// keepLocked queues s for a later write, or counts and reports it lost when
-// the queue is full.
+// keepLocked queues s, Line's own line, for a later write, or reports it
+// lost when the queue is full; nothing, when Close gave up on it.
 func (l *LineLog) keepLocked(s string) error {
 	if len(l.pending) >= maxPendingLines || l.pendBytes+len(s)+1 > maxPendingBytes {
+		if !l.settle(-ownLine) {
+			return nil
+		}
 		l.overflowN++
 		if !l.overflowed {
 			l.overflowed = true
@@ -130,9 +166,11 @@ func (l *LineLog) keepLocked(s string) error {
 		}
 		return fmt.Errorf("write %s: %d lines already wait for the file; line lost", l.path, len(l.pending))
 	}
+	if !l.settle(keptLine - ownLine) {
+		return nil
+	}
 	l.pending = append(l.pending, append([]byte(s), '\n'))
 	l.pendBytes += len(s) + 1
-	l.pendingN.Add(1)
 	l.delayedN++
 	l.counts.Inc(linesDelayed)
 	if !l.retrying {
@@ -143,12 +181,16 @@ func (l *LineLog) keepLocked(s string) error {
 	return nil
 }
 
-// writeLocked writes b, one whole line, to the file. A write that failed
+// writeLocked writes b, one whole line counted as unit in unsettled, to
+// the file, and settles it. A write that failed
 // part-way (a short write, then ENOSPC) is cut back out of the file at once;
 // until that has worked, no line is written (each is kept, as on a failed
 // write), so a line never follows, or glues onto, a torn part of itself or
-// of another line.
-func (l *LineLog) writeLocked(b []byte) error {
+// of another line. Once Close gave up, b is refused (errGaveUp).
+func (l *LineLog) writeLocked(b []byte, unit int64) error {
+	if l.unsettled.Load() == gaveUp {
+		return errGaveUp
+	}
 	if l.unchecked || l.torn {
 		if err := l.cutBackLocked(); err != nil {
 			return err
@@ -164,10 +206,30 @@ func (l *LineLog) writeLocked(b []byte) error {
 			l.torn = true
 			l.cutBackLocked() // failing, it is tried again before the next write
 		}
+		if l.unsettled.Load() == gaveUp {
+			return errGaveUp // counted lost by Close: not kept
+		}
 		return fmt.Errorf("write %s: %w", l.path, err)
+	}
+	if !l.settle(-unit) {
+		l.refuseLocked(b)
+		return errGaveUp
 	}
 	l.wroteLocked()
 	return nil
+}
+
+// refuseLocked cuts b, a line whose write returned after Close gave up on
+// it and counted it lost, back out of the file: the file at the path ends
+// in it (lumberjack rotates before a write, and nothing else writes it), so
+// the file is cut back to its last whole line before b.
+func (l *LineLog) refuseLocked(b []byte) {
+	l.w.Close() // lumberjack reopens the path, taking its size from the file again
+	if _, err := cutPathToWholeLine(l.path, int64(len(b))); err != nil {
+		// Once per log: no other write is begun after the give-up.
+		l.log.Error("a line written after its log's close gave up on it cannot be cut back out of the file: it stays in it, counted in log_lines_lost_at_exit",
+			"path", l.path, "error", err, "line", string(b[:len(b)-1]))
+	}
 }
 
 // cutBackLocked cuts the file back to its last whole line: the part of a
@@ -185,7 +247,7 @@ func (l *LineLog) writeLocked(b []byte) error {
 // inside a Write, under l.mu like this.
 func (l *LineLog) cutBackLocked() error {
 	l.w.Close() // lumberjack buffers nothing; a close error adds nothing to the write's
-	removed, err := cutPathToWholeLine(l.path)
+	removed, err := cutPathToWholeLine(l.path, 0)
 	if err != nil {
 		return fmt.Errorf("write %s: cut back a partial line: %w", l.path, err)
 	}
@@ -201,7 +263,7 @@ func (l *LineLog) cutBackLocked() error {
 func (l *LineLog) flushLocked() {
 	done := 0
 	for _, p := range l.pending {
-		if l.writeLocked(p) != nil {
+		if l.writeLocked(p, keptLine) != nil {
 			break
 		}
 		done++
@@ -217,9 +279,6 @@ func (l *LineLog) flushLocked() {
 			"delayed_total", l.delayedN, "overflowed_total", l.overflowN)
 		l.overflowed = false
 	}
-	// Published last: a reader that sees nothing pending also sees the
-	// "writable again" record.
-	l.pendingN.Add(-int64(done))
 }
 
 // retry writes the kept lines every retryEvery until none is left or the log
@@ -249,7 +308,7 @@ func (l *LineLog) retry() {
 // Waiting returns how many lines are kept, not yet written. It never waits
 // for the file: a line stuck in a write to a stalled disk does not hold it
 // up.
-func (l *LineLog) Waiting() int { return int(l.pendingN.Load()) }
+func (l *LineLog) Waiting() int { return int(max(l.unsettled.Load(), 0) / keptLine) }
 
 // Reopen closes the file; the next line reopens it by name (SIGHUP). It
 // does not wait on a line's write stuck on a stalled disk, which holds the
@@ -274,8 +333,9 @@ func (l *LineLog) Reopen() error {
 // disk: a line's write stuck in the kernel on a stalled disk holds the
 // log's lock, and a kept or last line's write can stick too. What is
 // abandoned then is counted as an abandoned fsync (log_sync_errors) and
-// logged, and the kept and last lines not written as lost at exit, so
-// that the exit goes on.
+// logged, and every line not written yet (the line in that write, the kept
+// and last lines) as lost at exit, once, so that the exit goes on: none of
+// them is written or counted later (unsettled).
 func (l *LineLog) Close(last ...string) error {
 	if !l.closing.CompareAndSwap(false, true) {
 		if len(last) > 0 {
@@ -285,7 +345,7 @@ func (l *LineLog) Close(last ...string) error {
 		}
 		return nil
 	}
-	l.pendingN.Add(int64(len(last))) // counted with the kept lines until written
+	l.unsettled.Add(keptLine * int64(len(last))) // counted with the kept lines until written (Close gives up once, below)
 	var err error
 	ended := false // the lines are written or counted; read once wait has returned
 	l.sync.syncs.begin()
@@ -296,13 +356,12 @@ func (l *LineLog) Close(last ...string) error {
 		l.flushLocked()
 		for _, s := range last {
 			b := append([]byte(s), '\n')
-			if len(l.pending) == 0 && l.writeLocked(b) == nil {
-				l.pendingN.Add(-1)
+			if len(l.pending) == 0 && l.writeLocked(b, keptLine) == nil {
 				continue
 			}
-			l.pending = append(l.pending, b) // in pendingN already; lost with the kept lines
+			l.pending = append(l.pending, b) // in unsettled already; lost with the kept lines
 		}
-		// The lines still kept stay in pendingN until they are counted
+		// The lines still kept stay in unsettled until they are counted
 		// here, at the end: a close stuck on the disk (an NFS flush)
 		// leaves them to Close's count of the kept lines.
 		lost := l.pending
@@ -322,7 +381,7 @@ func (l *LineLog) Close(last ...string) error {
 		}
 		l.sync.syncs.end(func() {
 			ended, err = true, werr
-			l.pendingN.Store(0)
+			l.unsettled.Store(0)
 			if n := len(lost); n > 0 {
 				l.counts.Add(linesLostAtExit, uint64(n))
 				l.log.Error("log file still not writable at exit; its waiting lines are lost", "path", l.path,
@@ -336,12 +395,14 @@ func (l *LineLog) Close(last ...string) error {
 			"path", l.path, "syncs", n, "waited", closeSyncBound)
 		if !ended {
 			// A write stuck on the disk holds the lock, or the file's
-			// close sticks: the lines kept for later, and the last lines
-			// not written yet, will not be written.
-			kept := l.pendingN.Load()
-			l.counts.Add(linesLostAtExit, uint64(kept))
-			l.log.Error("a write to a log file still running at close (a stalled disk); abandoned so that the exit goes on: its kept and last lines are lost",
-				"path", l.path, "lines", kept, "waited", closeSyncBound)
+			// close sticks: the line in that write, the lines kept for
+			// later and the last lines not written yet will not be
+			// written.
+			u := l.unsettled.Swap(gaveUp)
+			lost := u/keptLine + u%keptLine
+			l.counts.Add(linesLostAtExit, uint64(lost))
+			l.log.Error("a write to a log file still running at close (a stalled disk); abandoned so that the exit goes on: the line being written, the kept and the last lines are lost",
+				"path", l.path, "lines", lost, "waited", closeSyncBound)
 		}
 		return errors.Join(err, fmt.Errorf("close %s: %d fsyncs or writes still running %v after close began (a stalled disk): abandoned", l.path, n, closeSyncBound))
 	}

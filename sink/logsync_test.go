@@ -2,6 +2,7 @@ package sink
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -250,8 +251,9 @@ func (w *fullThenStuck) Close() error { return nil }
 // is written before the next line, and that write is stuck in the kernel
 // on a disk that stopped answering, holding the log's lock. Close does not
 // wait on it past its bound: the abandoned close is counted as an
-// abandoned fsync (log_sync_errors) and the kept line as lost at exit, both
-// logged, and Close returns an error. Before, Close took the lock inline
+// abandoned fsync (log_sync_errors) and the kept line, with the next line
+// its Line holds, as lost at exit, both logged, and Close returns an
+// error. Before, Close took the lock inline
 // and waited for as long as the disk did not answer.
 func TestLineLogCloseAbandonsAStuckWrite(t *testing.T) {
 	var logs testutil.LogBuf
@@ -277,10 +279,10 @@ func TestLineLogCloseAbandonsAStuckWrite(t *testing.T) {
 	if n := reg.Load(lineSyncErrors); n != 1 {
 		t.Errorf("log_sync_errors = %d, want 1 (the abandoned close)", n)
 	}
-	if n := reg.Load(linesLostAtExit); n != 1 {
-		t.Errorf("log_lines_lost_at_exit = %d, want 1 (the kept line)", n)
+	if n := reg.Load(linesLostAtExit); n != 2 {
+		t.Errorf("log_lines_lost_at_exit = %d, want 2 (the kept line, and the next line its Line holds)", n)
 	}
-	testutil.Contains(t, "log", logs.String(), "write to a log file still running at close", "lines=1")
+	testutil.Contains(t, "log", logs.String(), "write to a log file still running at close", "lines=2")
 	release()
 	if err := <-wrote; err != nil {
 		t.Errorf("the stuck line, once the disk answers: %v", err)
@@ -296,50 +298,134 @@ func TestLineLogCloseAbandonsAStuckWrite(t *testing.T) {
 // TestLineLogCloseWritesLastLines: the lines the stop writes itself
 // (summary.log's final line, events.log's burst-limit sums) are handed to
 // Close, which writes them after the kept lines, within its bound: on a
-// file that works they are in it, in order; when a line's write stuck in
-// the kernel holds the log, Close gives up at its bound and counts them
-// lost at exit, logged, and nothing more once that write returns.
+// file that works they are in it, in order, after the lines a full disk
+// held back; a last line whose write fails (a full disk) is counted lost at
+// exit and logged.
 func TestLineLogCloseWritesLastLines(t *testing.T) {
-	t.Run("written", func(t *testing.T) {
-		dir := t.TempDir()
-		reg := counters.New()
-		l := NewLineLog(dir, "summary.log", 1, 1, time.Hour, nil, reg)
+	t.Run("written after the kept lines", func(t *testing.T) {
+		var logs testutil.LogBuf
+		l, fw := testLineLog(t, "summary.log", &logs)
+		l.retryEvery = time.Hour // only Close writes the kept line
 		if err := l.Line("time=1 first"); err != nil {
 			t.Fatal(err)
 		}
-		if err := l.Close("time=2 a", "time=3 b"); err != nil {
+		fw.set(true)
+		if err := l.Line("time=2 kept"); err != nil {
 			t.Fatal(err)
 		}
-		if got := string(testutil.ReadFile(t, filepath.Join(dir, "summary.log"))); got != "time=1 first\ntime=2 a\ntime=3 b\n" {
+		fw.set(false)
+		if err := l.Close("time=3 a", "time=4 b"); err != nil {
+			t.Fatal(err)
+		}
+		if got := fw.String(); got != "time=1 first\ntime=2 kept\ntime=3 a\ntime=4 b\n" {
 			t.Errorf("summary.log after Close:\n%s", got)
 		}
-		if n := reg.Load(linesLostAtExit); n != 0 {
+		if n := l.counts.Load(linesLostAtExit); n != 0 {
 			t.Errorf("log_lines_lost_at_exit = %d, want 0", n)
 		}
 	})
-	t.Run("stuck", func(t *testing.T) {
+	t.Run("the disk is full", func(t *testing.T) {
 		var logs testutil.LogBuf
-		reg := counters.New()
-		l := NewLineLog(t.TempDir(), "summary.log", 1, 1, time.Hour, logs.Logger(), reg)
-		w := &blockingWriter{entered: make(chan struct{}), release: make(chan struct{})}
-		l.w = w
-		wrote, release := stuckLine(t, l, w)
-		if err := closeBounded(t, func() error { return l.Close("time=2 final") }, "a line's write that never returns"); err == nil {
-			t.Error("Close returned no error with a write abandoned")
+		l, fw := testLineLog(t, "summary.log", &logs)
+		if err := l.Line("time=1 first"); err != nil {
+			t.Fatal(err)
 		}
-		if n := reg.Load(linesLostAtExit); n != 1 {
+		fw.set(true)
+		l.Close("time=2 final")
+		if n := l.counts.Load(linesLostAtExit); n != 1 {
 			t.Errorf("log_lines_lost_at_exit = %d, want 1 (the last line)", n)
 		}
-		testutil.Contains(t, "log", logs.String(), "kept and last lines are lost", "lines=1")
-		release()
-		<-wrote
-		if !testutil.WaitUntil(10*time.Second, func() bool { l.mu.Lock(); defer l.mu.Unlock(); return l.closed }) {
-			t.Fatal("the abandoned close did not run 10s after the write returned")
-		}
-		if n := reg.Load(linesLostAtExit); n != 1 {
-			t.Errorf("log_lines_lost_at_exit = %d once the abandoned close ran, want 1: nothing counted after Close returned", n)
+		testutil.Contains(t, "log", logs.String(), "still not writable at exit", "lines=1", `first="time=2 final"`)
+		if got := fw.String(); got != "time=1 first\n" {
+			t.Errorf("summary.log after Close:\n%s", got)
 		}
 	})
+}
+
+// stalledDisk is a line log's own writer (lumberjack, on the real file) on
+// a disk that stops answering while stall is set: a write then tells
+// entered and waits for release; once released, it goes through, or fails
+// (EIO) when fail is set. writes counts the writes begun.
+type stalledDisk struct {
+	io.WriteCloser
+	stall, fail      atomic.Bool
+	writes           atomic.Int32
+	entered, release chan struct{}
+}
+
+func (d *stalledDisk) Write(b []byte) (int, error) {
+	d.writes.Add(1)
+	if d.stall.Load() {
+		select {
+		case d.entered <- struct{}{}:
+		default:
+		}
+		<-d.release
+	}
+	if d.fail.Load() {
+		return 0, syscall.EIO
+	}
+	return d.WriteCloser.Write(b)
+}
+
+// TestLineLogCloseGivesUpOnEverythingOnce: when a line's write stuck in the
+// kernel holds the log at Close's bound, every line whose fate is not known
+// then (the line in that write, the last lines handed to Close) is counted
+// once as lost at exit, and logged; and when the stuck write returns at
+// last, nothing of it is counted again or lands in the file: the line in
+// the write is cut back out when the write went through, not kept for later
+// when it failed, and the abandoned close begins no write. Before, the
+// line in the write was not counted, and once the write returned both it
+// and the last lines landed in the file (or, on a failed write, it was kept
+// and counted delayed after Close returned).
+func TestLineLogCloseGivesUpOnEverythingOnce(t *testing.T) {
+	for _, fails := range []bool{false, true} {
+		t.Run(map[bool]string{false: "the write goes through", true: "the write fails"}[fails], func(t *testing.T) {
+			var logs testutil.LogBuf
+			dir := t.TempDir()
+			l := NewLineLog(dir, "summary.log", 1, 1, time.Hour, logs.Logger(), counters.New())
+			d := &stalledDisk{WriteCloser: l.w, entered: make(chan struct{}, 1), release: make(chan struct{})}
+			l.w = d
+			var once sync.Once
+			release := func() { once.Do(func() { close(d.release) }) }
+			t.Cleanup(release)
+			if err := l.Line("time=1 first"); err != nil {
+				t.Fatal(err)
+			}
+			d.stall.Store(true)
+			wrote := make(chan error, 1)
+			go func() { wrote <- l.Line("time=2 stuck") }()
+			<-d.entered
+			if err := closeBounded(t, func() error { return l.Close("time=3 final") }, "a line's write that never returns"); err == nil {
+				t.Error("Close returned no error with a write abandoned")
+			}
+			if n := l.counts.Load(linesLostAtExit); n != 2 {
+				t.Errorf("log_lines_lost_at_exit = %d, want 2 (the line in the stuck write, the last line)", n)
+			}
+			testutil.Contains(t, "log", logs.String(), "the kept and the last lines are lost", "lines=2")
+			lost, delayed, writes := l.counts.Load(linesLostAtExit), l.counts.Load(linesDelayed), d.writes.Load()
+			d.fail.Store(fails)
+			release()
+			if err := <-wrote; err != nil {
+				t.Errorf("the line Close counted lost, once its write returned: %v, want nil (counted already)", err)
+			}
+			if !testutil.WaitUntil(10*time.Second, func() bool { l.mu.Lock(); defer l.mu.Unlock(); return l.closed }) {
+				t.Fatal("the abandoned close did not run 10s after the write returned")
+			}
+			if got := string(testutil.ReadFile(t, filepath.Join(dir, "summary.log"))); got != "time=1 first\n" {
+				t.Errorf("summary.log once the stuck write returned:\n%swant only the line written before Close (nothing counted lost lands)", got)
+			}
+			if n, m := l.counts.Load(linesLostAtExit), l.counts.Load(linesDelayed); n != lost || m != delayed {
+				t.Errorf("counted after Close returned: log_lines_lost_at_exit %d -> %d, log_lines_delayed %d -> %d", lost, n, delayed, m)
+			}
+			if n := l.Waiting(); n != 0 {
+				t.Errorf("Waiting() = %d after Close, want 0", n)
+			}
+			if n := d.writes.Load() - writes; n != 0 {
+				t.Errorf("%d writes begun after Close gave up, want none (the abandoned close writes nothing more)", n)
+			}
+		})
+	}
 }
 
 // stuckLine writes a line to l whose write is stuck in w (l's writer)

@@ -2,8 +2,10 @@ package sink
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -673,6 +675,115 @@ func TestCSVRowStuckAtCloseIsCountedByClose(t *testing.T) {
 	if got := readLines(t, filepath.Join(dir, FileName(0, UnknownBoard, s.Time))); len(got) != 2 {
 		t.Errorf("the file has %d lines, want header + the row before (the refused row cut back out)", len(got))
 	}
+}
+
+// holdingHandler is a log handler that holds up the record whose message
+// holds msg (a record to a stderr nobody reads) until release is closed,
+// telling entered; the others go to out.
+type holdingHandler struct {
+	slog.Handler
+	msg              string
+	entered, release chan struct{}
+}
+
+func (h holdingHandler) Handle(ctx context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, h.msg) {
+		close(h.entered)
+		<-h.release
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+// failingFile is a CSV file on a disk whose writes fail (EIO) while fail
+// is set, and whose truncates fail when truncFails is set.
+type failingFile struct {
+	*os.File
+	fail, truncFails *atomic.Bool
+}
+
+func (f failingFile) Write(b []byte) (int, error) {
+	if f.fail.Load() {
+		return 0, syscall.EIO
+	}
+	return f.File.Write(b)
+}
+
+func (f failingFile) Truncate(n int64) error {
+	if f.truncFails.Load() {
+		return syscall.EIO
+	}
+	return f.File.Truncate(n)
+}
+
+// TestCSVRowWrittenAsCloseGivesUpIsCounted: a row whose write went through
+// is counted in rows_written before its Write does anything that may block
+// (its "writes work again" record, to a stderr that may not be read): a
+// Close that gives up meanwhile finds it counted, and the final summary
+// holds it. Before, the row was counted written only after that record:
+// Close's count of the rows it gave up on missed it (its write had ended),
+// the summary went out without it, and rows_written rose after.
+func TestCSVRowWrittenAsCloseGivesUpIsCounted(t *testing.T) {
+	var logs testutil.LogBuf
+	out := holdingHandler{Handler: slog.NewTextHandler(&logs, nil), msg: "CSV writes work again",
+		entered: make(chan struct{}), release: make(chan struct{})}
+	var fail, never atomic.Bool
+	c := newTestCSV(t, t.TempDir(), CSVConfig{Logger: slog.New(out),
+		wrap: func(f *os.File) file { return failingFile{File: f, fail: &fail, truncFails: &never} }})
+	var once sync.Once
+	release := func() { once.Do(func() { close(out.release) }) }
+	t.Cleanup(release) // before Close's (cleanups run last first)
+	s := fullSample()
+	fail.Store(true)
+	if err := c.Write(&s); err == nil {
+		t.Fatal("a row written to a disk that fails")
+	}
+	fail.Store(false)
+	wrote := make(chan error, 1)
+	go func() { s := s; wrote <- c.Write(&s) }()
+	<-out.entered // the row is in the file; its Write holds the file's lock
+	closeAbandonsOne(t, c, "a file whose row write has not ended")
+	atClose := c.Stats()
+	if atClose.Written != 1 || atClose.Dropped != 1 {
+		t.Errorf("when Close returned: rows_written %d, rows_dropped %d; want 1 (the row in the file) and 1 (the failed one)",
+			atClose.Written, atClose.Dropped)
+	}
+	release()
+	if err := <-wrote; err != nil {
+		t.Errorf("the row: %v", err)
+	}
+	if st := c.Stats(); st.Written != atClose.Written || st.Dropped != atClose.Dropped {
+		t.Errorf("counted after Close returned: rows_written %d -> %d, rows_dropped %d -> %d",
+			atClose.Written, st.Written, atClose.Dropped, st.Dropped)
+	}
+}
+
+// TestCSVCutBackFailureLogged: a file that cannot be cut back after a
+// failed write (its truncate fails too: a disk in trouble) is closed and
+// reopened (and repaired) at the next row; that is logged, the first time
+// only. Before, nothing was logged: a row refused at Close, cut back this
+// way, stayed in the file while counted dropped, silently.
+func TestCSVCutBackFailureLogged(t *testing.T) {
+	var logs testutil.LogBuf
+	var fail, truncFails atomic.Bool
+	dir := t.TempDir()
+	c := newTestCSV(t, dir, CSVConfig{Logger: logs.Logger(),
+		wrap: func(f *os.File) file { return failingFile{File: f, fail: &fail, truncFails: &truncFails} }})
+	s := fullSample()
+	if err := c.Write(&s); err != nil {
+		t.Fatal(err)
+	}
+	fail.Store(true)
+	truncFails.Store(true)
+	for range 2 {
+		if err := c.Write(&s); err == nil {
+			t.Fatal("a row written to a disk that fails")
+		}
+	}
+	path := filepath.Join(dir, FileName(0, UnknownBoard, s.Time))
+	if n := strings.Count(logs.String(), "cannot cut a CSV back"); n != 1 {
+		t.Errorf("the failed cut back logged %d times, want once:\n%s", n, logs.String())
+	}
+	testutil.Contains(t, "log", logs.String(), "path="+path, "input/output error")
 }
 
 // stuckRow opens the CSVs in dir and writes a row of GPU 0 (s), then
