@@ -270,7 +270,7 @@ func (m *Monitor) judgeMissing(c sink.InventoryChange) bool {
 // are raised (missingFromState).
 func (m *Monitor) missingUnselected() {
 	if !m.states.owed.Swap(false) {
-		return // judged already (runInventory queued it again before it ran)
+		return // judged already
 	}
 	m.states.mu.Lock()
 	unsure := m.states.unsure

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
@@ -27,7 +28,9 @@ const inventoryEvery = 30 * time.Second
 // not select has its UUID, each round also has it read again
 // (Host.Reidentify, not waited for); once it has, each round until they are
 // judged checks again the previous run's boards the start could not tell
-// from it (missingUnselected, on the side goroutine).
+// from it (missingUnselected, on the side goroutine; one job at a time: a
+// copy queued behind a stuck side goroutine would take a slot meant for
+// rows, and be dropped and counted as lost while the first still waits).
 func (m *Monitor) runInventory(ctx context.Context) {
 	missing := map[string]int{} // UUID -> rounds missed in a row
 	reported := map[string]bool{}
@@ -36,11 +39,13 @@ func (m *Monitor) runInventory(ctx context.Context) {
 		err   error
 	}
 	var inflight chan result
+	var judging atomic.Bool // a missingUnselected job is on the side queue: not queued again until it runs or is dropped
 	every(ctx, m.cfg.InventoryEvery, nil, func() {
 		if _, identified := m.enumeratedUUIDs(); !identified {
 			m.host.Reidentify()
-		} else if m.states.owed.Load() { // until judged: a job the full queue dropped is queued again
-			m.side.queue("missing boards: every GPU --gpu did not select is identified", -1, m.missingUnselected)
+		} else if m.states.owed.Load() && !judging.Swap(true) { // until judged: a job the full queue dropped is queued again
+			m.side.enqueue(sideJob{what: "missing boards: every GPU --gpu did not select is identified", gpu: -1,
+				f: func() { m.missingUnselected(); judging.Store(false) }, dropped: func(string) { judging.Store(false) }})
 		}
 		if inflight == nil {
 			inflight = make(chan result, 1)

@@ -259,3 +259,55 @@ func TestMissingBoardJudgedWhenTheGPUIsIdentifiedBeforeTheFirstRound(t *testing.
 		}
 	})
 }
+
+// While the judgement of the previous run's boards (missingUnselected) waits
+// on the side queue behind a stuck job, later inventory rounds do not queue
+// it again: one copy waits, no slot meant for row work is taken by copies,
+// and none is dropped and counted in side_drops as lost work while the first
+// is still queued. Once the side goroutine moves, it is judged once.
+func TestMissingBoardJudgementQueuedOnceWhileItWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const gone = "GPU-dead0001-0000-0000-0000-000000000000"
+		r, answer := rigUnselectedUnknown(t, failUUID, gone)
+		var copies, queued int
+		var drops uint64
+		r.run(5*time.Second, func() {
+			time.Sleep(3 * time.Second)
+			hold := make(chan struct{})
+			r.m.side.jobs <- sideJob{gpu: -1, f: func() { <-hold }}
+			time.Sleep(time.Millisecond) // the side goroutine is in it
+			// The queue full but for two slots.
+			for len(r.m.side.jobs) < cap(r.m.side.jobs)-2 {
+				r.m.side.jobs <- sideJob{gpu: -1, f: func() {}}
+			}
+			answer()
+			time.Sleep(5*inventoryEvery + 5*time.Second) // read again, judgement queued, then three rounds more
+			drops = r.m.reg.Load(sideDrops)
+			var jobs []sideJob
+			r.m.side.drain(func(j sideJob) { jobs = append(jobs, j) })
+			for _, j := range jobs {
+				if strings.HasPrefix(j.what, "missing boards") {
+					copies++
+				}
+				r.m.side.jobs <- j
+			}
+			queued = len(jobs)
+			close(hold)
+			time.Sleep(inventoryEvery)
+		})
+		if u := r.m.host.EnumeratedUUIDs(); u[1] != "GPU-b" {
+			t.Fatalf("GPU 1's UUID %q, want GPU-b read again", u[1])
+		}
+		if copies != 1 || drops != 0 {
+			t.Errorf("while the side goroutine was stuck: %d copies of the judgement queued (of %d jobs), side_drops %d; want 1, 0", copies, queued, drops)
+		}
+		if n := r.m.reg.Load(sideDrops); n != 0 {
+			t.Errorf("side_drops %d at exit, want 0", n)
+		}
+		ev, hv := r.eventsLog(), r.m.hostView()
+		lines := strings.Count(ev, "uuid="+gone+" level=critical gpu=? source=start type=GPU_MISSING")
+		if lines != 1 || strings.Count(ev, "type=INVENTORY change=missing") != 1 || hv.GPUsMissing != 1 {
+			t.Errorf("the board gone: %d GPU_MISSING lines, gpus_missing %d; want 1, 1 (INVENTORY missing once):\n%s", lines, hv.GPUsMissing, ev)
+		}
+	})
+}
