@@ -112,6 +112,12 @@ const (
 	// healthHold is how long a warning that came from growth stays in the
 	// verdict after the last growth (the status check's "last 10 minutes").
 	healthHold = 10 * time.Minute
+	// kernelGapMax is the longest kernel-clock gap between consecutive
+	// samples that is still one continuous run (healthWatch.stampOf): a
+	// sample every 100 ms by default, its health counters every second, a
+	// 10 s --interval with its jitter within it; boot B's logger starting
+	// 30 s past boot A's last uptime is not.
+	kernelGapMax = 15 * time.Second
 )
 
 // stamp is when a sample was taken, on both clocks it carries. The windows
@@ -128,8 +134,8 @@ type stamp struct {
 }
 
 // since is how long after u t was: on the monotonic clock where both carry
-// it (healthWatch.stampOf drops it from the stamps kept when it goes back);
-// else on the wall clock.
+// it (healthWatch.stampOf drops it from the stamps kept when the run the
+// kernel clock was trusted in ends); else on the wall clock.
 func (t stamp) since(u stamp) time.Duration {
 	if t.mono > 0 && u.mono > 0 && t.mono >= u.mono {
 		return t.mono - u.mono
@@ -238,15 +244,20 @@ type healthWatch struct {
 	mono     time.Duration           // the last KernelTime seen (stampOf)
 }
 
-// stampOf is sample s's stamp, now being its wall time. Where s's kernel
-// clock is behind the last sample's (a reboot within a file report replays
-// with one watch, or dmesg_time's estimate of the printk clock stepped
-// back), the stamps kept so far lose theirs and are measured on the wall
-// clock from then on: boot A's stamp at uptime 2h compared with boot B's
-// uptime would have boot A's warning held again when boot B reaches 2h.
+// stampOf is sample s's stamp, now being its wall time. The kernel clock
+// is trusted only between consecutive samples of one continuous run: where
+// s's is behind the last sample's or more than kernelGapMax ahead of it,
+// the stamps kept so far lose theirs and are measured on the wall clock
+// from then on. Rows carry no boot id, so a reboot within a file report
+// replays with one watch shows only as such a gap: boot B's dmesg_time
+// starts again below boot A's, or (its logger started late) past it, and
+// boot A's stamp at uptime 2h compared with boot B's uptime would have
+// boot A's warning held again when boot B reaches 2h. A step back of
+// dmesg_time's estimate, or a GPU that did not answer for longer, falls
+// back to the wall clock too, as the watch measured before it had one.
 func (w *healthWatch) stampOf(s *reading.Sample, now time.Time) stamp {
 	if k := s.KernelTime; k > 0 {
-		if k < w.mono {
+		if w.mono > 0 && (k < w.mono || k-w.mono > kernelGapMax) {
 			for i := range w.baseAt {
 				w.baseAt[i].mono = 0
 			}

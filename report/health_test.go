@@ -320,20 +320,18 @@ func TestHealthReplayOnDmesgTime(t *testing.T) {
 	}
 }
 
-// TestHealthReplayAcrossAReboot: a file replayed across a reboot (one
-// healthReplay for the whole file) measures what boot A held on the wall
-// clock once boot B's dmesg_time starts again from 0, not on dmesg_time: an
-// SBE burst that ended at boot A's uptime 2h is not held again when boot B
-// (started 20 minutes after the crash) passes uptime 2h, 2h20m on.
-func TestHealthReplayAcrossAReboot(t *testing.T) {
-	start := time.Date(2026, 12, 6, 6, 45, 0, 0, time.UTC)
+// sbeReplay replays rows of a file with dmesg_time and ecc_sbe_volatile
+// through one healthReplay, as report reads one file; the func it returns
+// takes a row's timestamp, dmesg_time and SBE count and returns its verdict.
+func sbeReplay(t *testing.T) func(wall time.Time, uptime time.Duration, sbe int) []string {
+	t.Helper()
 	l, err := parseLayout("timestamp,dmesg_time,ecc_mode,ecc_sbe_volatile,flags")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var h healthReplay
 	var cells []string
-	row := func(wall time.Time, uptime time.Duration, sbe int) []string {
+	return func(wall time.Time, uptime time.Duration, sbe int) []string {
 		t.Helper()
 		line := fmt.Sprintf("%s,%.6f,1,%d,", wall.Format(sink.TimestampLayout), uptime.Seconds(), sbe)
 		r, c, ok := l.parseRow(line, cells)
@@ -343,20 +341,86 @@ func TestHealthReplayAcrossAReboot(t *testing.T) {
 		h.observe(&r, &l.s)
 		return r.Health.Names()
 	}
+}
+
+// TestHealthReplayAcrossAReboot: a file replayed across a reboot (one
+// healthReplay for the whole file) measures what boot A held on the wall
+// clock once boot B's rows begin, not on dmesg_time: an SBE burst that ended
+// at boot A's uptime 2h is not held again when boot B (started 20 minutes
+// after the crash) passes uptime 2h, 2h20m on. Rows carry no boot id: boot
+// B's dmesg_time either starts again below boot A's (the logger started
+// early in boot B) or jumps past it by more than a continuous run's samples
+// do (the logger started late, at an uptime after boot A's last).
+func TestHealthReplayAcrossAReboot(t *testing.T) {
+	start := time.Date(2026, 12, 6, 6, 45, 0, 0, time.UTC)
 	const every, burst, uptimeA = 10 * time.Second, 3 * time.Minute, 2 * time.Hour
-	held := false
-	for at := time.Duration(0); at <= burst; at += every { // boot A: 18 SBEs a minute, to the crash at uptime 2h
-		if slices.Contains(row(start.Add(at), uptimeA-burst+at, 3*int(at/every)), "ecc_sbe_rate") {
-			held = true
+	for _, tc := range []struct {
+		name    string
+		firstUp time.Duration // boot B's first row's dmesg_time
+	}{
+		{"boot B's logger starts at uptime 10 s", every},
+		{"boot B's logger starts at uptime 2h0m30s, 30 s past boot A's last", uptimeA + 30*time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			row := sbeReplay(t)
+			held := false
+			for at := time.Duration(0); at <= burst; at += every { // boot A: 18 SBEs a minute, to the crash at uptime 2h
+				if slices.Contains(row(start.Add(at), uptimeA-burst+at, 3*int(at/every)), "ecc_sbe_rate") {
+					held = true
+				}
+			}
+			if !held {
+				t.Fatal("boot A's burst of 18 SBEs a minute is not ecc_sbe_rate")
+			}
+			bootB := start.Add(burst + 20*time.Minute)
+			for up := tc.firstUp; up <= uptimeA+15*time.Minute; up += every { // boot B: no SBE
+				if names := row(bootB.Add(up), up, 0); len(names) != 0 {
+					t.Fatalf("boot B at uptime %s (%s after the burst): %v, want ok", up, bootB.Add(up).Sub(start.Add(burst)), names)
+				}
+			}
+		})
+	}
+}
+
+// TestHealthReplayWallStepWithinARun: within one continuous run the replay
+// stays on dmesg_time also where the wall clock steps at a row that came
+// late (a slow sample, its dmesg_time 12 s after the last row's, within
+// the bound of a run's samples): an SBE burst's 10-minute hold is neither
+// cut short by a step forward nor stretched by a step back. Each run is
+// compared row by row with the same rows on a wall clock that does not step.
+func TestHealthReplayWallStepWithinARun(t *testing.T) {
+	start := time.Date(2026, 12, 6, 6, 45, 0, 0, time.UTC)
+	const (
+		every  = 10 * time.Second
+		burst  = 3 * time.Minute  // 18 SBEs a minute this long, then none
+		late   = 5 * time.Minute  // the row after this one comes 2 s late, and the wall clock steps there
+		length = 16 * time.Minute // past the hold after the last growth
+		boot   = 1000 * time.Second
+	)
+	run := func(by time.Duration) []bool { // held per row, row i at i x every
+		row := sbeReplay(t)
+		var held []bool
+		for at := time.Duration(0); at <= length; at += every {
+			up, wall := boot+at, start.Add(at)
+			if at > late {
+				up += 2 * time.Second
+				wall = wall.Add(2*time.Second + by)
+			}
+			held = append(held, slices.Contains(row(wall, up, 100+3*int(min(at, burst)/every)), "ecc_sbe_rate"))
 		}
+		return held
 	}
-	if !held {
-		t.Fatal("boot A's burst of 18 SBEs a minute is not ecc_sbe_rate")
+	want := run(0)
+	if !slices.Contains(want, true) || want[len(want)-1] {
+		t.Fatalf("without a step: ecc_sbe_rate held %v, want from the burst to its hold's end", want)
 	}
-	bootB := start.Add(burst + 20*time.Minute)
-	for up := every; up <= uptimeA+15*time.Minute; up += every { // boot B: no SBE
-		if names := row(bootB.Add(up), up, 0); len(names) != 0 {
-			t.Fatalf("boot B at uptime %s (%s after the burst): %v, want ok", up, bootB.Add(up).Sub(start.Add(burst)), names)
+	for _, by := range []time.Duration{time.Hour, -time.Hour} {
+		got := run(by)
+		for i := range got {
+			if got[i] != want[i] {
+				t.Errorf("wall clock stepped %s at the late row: at row %d (%s) ecc_sbe_rate held %v, want %v", by, i, time.Duration(i)*every, got[i], want[i])
+				break
+			}
 		}
 	}
 }
