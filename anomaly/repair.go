@@ -316,7 +316,10 @@ func (r *Repair) Absorb(early *Repair) (escalated []string) {
 		}
 		r.active[class] = true
 	}
-	r.lastJudge = early.lastJudge
+	// Early's judgements are this run's: a class it judged absent that is
+	// there at the board's first judgement began since, a new occurrence
+	// (Judge), not the one an earlier run counted.
+	r.judged, r.lastJudge = early.judged, early.lastJudge
 	return escalated
 }
 
@@ -401,9 +404,9 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 		causes = append(causes, c)
 	}
 	// State causes that began since the last Judge are new events: after
-	// the first Judge, one that was absent, or that began again since; so
-	// is one that began again since early's last judgement (Absorb). A
-	// class already begun in this boot when the logger restarted goes on.
+	// the first Judge (early's too: Absorb), one that was absent, or that
+	// began again since. A class already begun in this boot when the
+	// logger restarted goes on.
 	now, at := map[string]bool{}, Instant{in.Now, in.Mono}
 	for _, c := range causes {
 		now[c.Class] = true

@@ -424,8 +424,27 @@ func TestAbsorb(t *testing.T) {
 	if prev := got.Boot("boot-0"); len(prev.Classes) != 1 || prev.Classes["ecc_dbe"].Count != 1 {
 		t.Errorf("another boot changed: %+v", prev)
 	}
+	// Lost again after early's last judgement found it failing: a new
+	// loss, as the board judges it itself, which the earlier run's ack
+	// does not cover.
+	if cur := r.Judge(RepairInput{Now: t0.Add(3 * time.Minute), Lost: true}); cur.Action != action.Reboot {
+		t.Errorf("lost again since early's last judgement: %v %q, want reboot", cur.Action, cur.Reasons)
+	}
+	if got, _ := r.History(); got.Boot("boot-1").Classes["lost"].Count != 2 {
+		t.Errorf("lost %+v, want 2: the earlier run's and the new one", got.Boot("boot-1").Classes["lost"])
+	}
+	// Still lost at early's last judgement: the earlier run's loss goes on,
+	// acknowledged.
+	early = NewRepair("boot-1", 0, action.History{})
+	early.Judge(RepairInput{Now: t0.Add(time.Minute), Lost: true})
+	early.Judge(RepairInput{Now: t0.Add(2 * time.Minute), Lost: true})
+	r = NewRepair("boot-1", 0, h)
+	r.Absorb(early)
 	if cur := r.Judge(RepairInput{Now: t0.Add(3 * time.Minute), Lost: true}); cur.Action != action.Watch {
 		t.Errorf("still lost, acknowledged by the earlier run: %v %q", cur.Action, cur.Reasons)
+	}
+	if got, _ := r.History(); got.Boot("boot-1").Classes["lost"].Count != 1 {
+		t.Errorf("lost %+v, want the earlier run's count: it went on", got.Boot("boot-1").Classes["lost"])
 	}
 
 	// A GPU that answered before its UUID was read came back in this boot:

@@ -341,3 +341,74 @@ func TestAbsorbCountsEachOccurrenceOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestAbsorbCountsWhatBeganBeforeTheBoardsFirstJudgement: an earlier run
+// of the logger in this boot counted a class and acknowledged it; this
+// run judges the GPU by index twice without it, then it begins again and
+// the UUID reads. The board's first judgement (right after Absorb) finds
+// a new occurrence, as the board itself would have judged it: counted,
+// not covered by the earlier run's ack (a hang: watch, then reboot a
+// minute on). Absorb without early's judgements took it for the one the
+// earlier run counted, going on: acknowledged, not counted.
+func TestAbsorbCountsWhatBeganBeforeTheBoardsFirstJudgement(t *testing.T) {
+	first, mono0 := t0.Add(10*time.Minute), 3*time.Hour
+	at := func(d time.Duration) (time.Time, time.Duration) { return first.Add(d), mono0 + d }
+	state := func(set func(*RepairInput)) func(time.Duration) RepairInput {
+		return func(d time.Duration) RepairInput {
+			now, m := at(d)
+			in := RepairInput{Now: now, Mono: m}
+			set(&in)
+			return in
+		}
+	}
+	hang := func(d time.Duration) RepairInput { // stuck from 2 s after the first judgement
+		now, m := at(d)
+		since, sinceMono := at(2 * time.Second)
+		return hungMono(now, m, since, sinceMono)
+	}
+	for _, tc := range []struct {
+		name, class string
+		on          func(d time.Duration) RepairInput // the class's state d after the first judgement, from 2 s on
+		acked       action.Action                     // what the earlier run's ack acknowledged
+	}{
+		{"a hang", "hung", hang, action.Reboot},
+		{"lost", "lost", state(func(in *RepairInput) { in.Lost = true }), action.Reboot},
+		{"failing", "failing", state(func(in *RepairInput) { in.Failing = true }), action.ResetGPU},
+		{"a recovery action", "recovery_2", state(func(in *RepairInput) { in.Vals = vals(uint64(reading.HRecoveryAction), 2) }), action.RecoveryAction(2)},
+		{"a health reason", "ecc_dbe", state(func(in *RepairInput) { in.Health = verdict(ReasonDBE) }), HealthReasonDefs[ReasonDBE].Action},
+	} {
+		for _, byIndex := range []bool{false, true} {
+			t.Run(tc.name+map[bool]string{false: ", judged by its board", true: ", judged by index, then absorbed"}[byIndex], func(t *testing.T) {
+				h := action.History{UUID: "GPU-x"}
+				h.Count("A", tc.class, t0) // an earlier run of the logger in this boot
+				h.Acknowledge(action.AckRecord{Time: t0.Add(time.Second), Action: tc.acked, Classes: []string{tc.class}})
+				h.AckAs(tc.class, tc.acked)
+				r := NewRepair("A", 0, h)
+				judge := r
+				if byIndex {
+					judge = NewRepair("A", 0, action.History{})
+				}
+				for _, d := range []time.Duration{0, time.Second} {
+					now, m := at(d)
+					judge.Judge(RepairInput{Now: now, Mono: m, Answered: true})
+				}
+				if byIndex {
+					r.Absorb(judge)
+				}
+				for _, d := range []time.Duration{3 * time.Second, HungReboot + 3*time.Second} {
+					cur := r.Judge(tc.on(d))
+					if strings.Contains(strings.Join(cur.Reasons, "; "), "(acknowledged)") {
+						t.Errorf("at %v: %v %q, want the new %s not covered by the earlier run's ack", d, cur.Action, cur.Reasons, tc.class)
+					}
+					if d > HungReboot && cur.Action != tc.acked {
+						t.Errorf("at %v: %v %q, want %v", d, cur.Action, cur.Reasons, tc.acked)
+					}
+				}
+				got, _ := r.History()
+				if c := got.Boot("A").Classes[tc.class]; c.Count != 2 {
+					t.Errorf("%s counted %+v, want 2: the earlier run's and the new one", tc.class, c)
+				}
+			})
+		}
+	}
+}
