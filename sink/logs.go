@@ -72,9 +72,9 @@ type LineLog struct {
 	// keptLine for each line kept (len(pending), and the last lines handed
 	// to Close not written yet: Waiting), plus ownLine while a Line writes
 	// its own line; gaveUp once Close gave up on them (a write stuck on
-	// the disk) and counted them lost at exit: from then on no line is
-	// written, and one whose write was in the kernel then is cut back out
-	// of the file when it returns (refuseLocked).
+	// the disk) and counted them lost at exit: from then on no line's
+	// write is begun, and one whose write was in the kernel then is cut
+	// back out of the file when it returns (refuseLocked).
 	counts    *counters.Registry
 	unsettled atomic.Int64
 
@@ -363,8 +363,10 @@ func (l *LineLog) Reopen() error {
 // log's lock, and a kept or last line's write can stick too. What is
 // abandoned then is counted as an abandoned fsync (log_sync_errors) and
 // logged, and every line not written yet (the line in that write, the kept
-// and last lines) as lost at exit, once, so that the exit goes on: none of
-// them is written or counted later (unsettled).
+// and last lines) as lost at exit, once, so that the exit goes on: no
+// write of them is begun later, none is counted later (unsettled), and the
+// one in that write, if it returns before the exit, is cut back out
+// (refuseLocked).
 func (l *LineLog) Close(last ...string) error {
 	if !l.closing.CompareAndSwap(false, true) {
 		if len(last) > 0 {
