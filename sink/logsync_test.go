@@ -3,6 +3,7 @@ package sink
 import (
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -365,6 +366,23 @@ func (d *stalledDisk) Close() error {
 	return d.WriteCloser.Close()
 }
 
+// stalledLog returns summary.log in dir, its writer a stalledDisk (not
+// stalled yet) released by release at the latest at the test's end, with
+// "time=1 first" written.
+func stalledLog(t *testing.T, dir string, log *slog.Logger) (l *LineLog, d *stalledDisk, release func()) {
+	t.Helper()
+	l = NewLineLog(dir, "summary.log", 1, 1, time.Hour, log, counters.New())
+	d = &stalledDisk{WriteCloser: l.w, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	l.w = d
+	var once sync.Once
+	release = func() { once.Do(func() { close(d.release) }) }
+	t.Cleanup(release)
+	if err := l.Line("time=1 first"); err != nil {
+		t.Fatal(err)
+	}
+	return l, d, release
+}
+
 func (d *stalledDisk) Write(b []byte) (int, error) {
 	d.writes.Add(1)
 	if d.stall.Load() {
@@ -395,15 +413,7 @@ func TestLineLogCloseGivesUpOnEverythingOnce(t *testing.T) {
 		t.Run(map[bool]string{false: "the write goes through", true: "the write fails"}[fails], func(t *testing.T) {
 			var logs testutil.LogBuf
 			dir := t.TempDir()
-			l := NewLineLog(dir, "summary.log", 1, 1, time.Hour, logs.Logger(), counters.New())
-			d := &stalledDisk{WriteCloser: l.w, entered: make(chan struct{}, 1), release: make(chan struct{})}
-			l.w = d
-			var once sync.Once
-			release := func() { once.Do(func() { close(d.release) }) }
-			t.Cleanup(release)
-			if err := l.Line("time=1 first"); err != nil {
-				t.Fatal(err)
-			}
+			l, d, release := stalledLog(t, dir, logs.Logger())
 			d.stall.Store(true)
 			wrote := make(chan error, 1)
 			go func() { wrote <- l.Line("time=2 stuck") }()
@@ -460,15 +470,7 @@ func closeEnds(t *testing.T, l *LineLog) {
 // entry, and the write began after Close had counted the line lost.
 func TestLineLogNoWriteBeginsAfterCloseGaveUp(t *testing.T) {
 	dir := t.TempDir()
-	l := NewLineLog(dir, "summary.log", 1, 1, time.Hour, nil, counters.New())
-	d := &stalledDisk{WriteCloser: l.w, entered: make(chan struct{}, 1), release: make(chan struct{})}
-	l.w = d
-	var once sync.Once
-	release := func() { once.Do(func() { close(d.release) }) }
-	t.Cleanup(release)
-	if err := l.Line("time=1 first"); err != nil {
-		t.Fatal(err)
-	}
+	l, d, release := stalledLog(t, dir, nil)
 	l.reopen.Store(true) // a SIGHUP found the lock held: the next line's write closes the file first
 	d.stallClose.Store(true)
 	wrote := make(chan error, 1)
@@ -516,15 +518,7 @@ func TestLineLogRefusedLineCutFromTheRenamedFile(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs testutil.LogBuf
 			dir := t.TempDir()
-			l := NewLineLog(dir, "summary.log", 1, 1, time.Hour, logs.Logger(), counters.New())
-			d := &stalledDisk{WriteCloser: l.w, entered: make(chan struct{}, 1), release: make(chan struct{})}
-			l.w = d
-			var once sync.Once
-			release := func() { once.Do(func() { close(d.release) }) }
-			t.Cleanup(release)
-			if err := l.Line("time=1 first"); err != nil {
-				t.Fatal(err)
-			}
+			l, d, release := stalledLog(t, dir, logs.Logger())
 			d.stall.Store(true)
 			wrote := make(chan error, 1)
 			go func() { wrote <- l.Line("time=2 stuck") }()
