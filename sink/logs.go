@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -54,6 +55,7 @@ type LineLog struct {
 	retryEvery time.Duration
 	retrying   bool // the retry goroutine runs
 	stop       chan struct{}
+	closeEnded chan struct{} // closed when Close's goroutine has done all it does, also after Close gave up on it (tests wait on it)
 	wg         sync.WaitGroup
 	overflowed bool   // this outage's first overflow was logged
 	overflowN  uint64 // lines dropped because the queue was full (Line returned an error), for the log
@@ -70,9 +72,9 @@ type LineLog struct {
 	// keptLine for each line kept (len(pending), and the last lines handed
 	// to Close not written yet: Waiting), plus ownLine while a Line writes
 	// its own line; gaveUp once Close gave up on them (a write stuck on
-	// the disk) and counted them lost at exit: from then on no line is
-	// written, and one whose write was in the kernel then is cut back out
-	// of the file when it returns (refuseLocked).
+	// the disk) and counted them lost at exit: from then on no line's
+	// write is begun, and one whose write was in the kernel then is cut
+	// back out of the file when it returns (refuseLocked).
 	counts    *counters.Registry
 	unsettled atomic.Int64
 
@@ -95,7 +97,7 @@ func NewLineLog(dir, name string, maxMB, backups int, syncEvery time.Duration, l
 		MaxSize:    maxMB,
 		MaxBackups: backups,
 		LocalTime:  true,
-	}, path: path, log: log, retryEvery: lineRetryEvery, stop: make(chan struct{}), unchecked: true,
+	}, path: path, log: log, retryEvery: lineRetryEvery, stop: make(chan struct{}), closeEnded: make(chan struct{}), unchecked: true,
 		counts: reg, sync: lineSync{every: cmp.Or(max(syncEvery, 0), defaultLineSyncEvery), sync: (*os.File).Sync, syncDir: SyncDir}}
 }
 
@@ -196,7 +198,10 @@ func (l *LineLog) writeLocked(b []byte, unit int64) error {
 			return err
 		}
 	}
-	l.followPathLocked()
+	to := l.followPathLocked()
+	if l.unsettled.Load() == gaveUp {
+		return errGaveUp // Close gave up while the cut back or the close above was stuck on the disk
+	}
 	n, err := l.w.Write(b)
 	if err == nil && n < len(b) {
 		err = io.ErrShortWrite
@@ -212,7 +217,7 @@ func (l *LineLog) writeLocked(b []byte, unit int64) error {
 		return fmt.Errorf("write %s: %w", l.path, err)
 	}
 	if !l.settle(-unit) {
-		l.refuseLocked(b)
+		l.refuseLocked(b, to)
 		return errGaveUp
 	}
 	l.wroteLocked()
@@ -220,16 +225,40 @@ func (l *LineLog) writeLocked(b []byte, unit int64) error {
 }
 
 // refuseLocked cuts b, a line whose write returned after Close gave up on
-// it and counted it lost, back out of the file: the file at the path ends
-// in it (lumberjack rotates before a write, and nothing else writes it), so
-// the file is cut back to its last whole line before b.
-func (l *LineLog) refuseLocked(b []byte) {
+// it and counted it lost, back out of the file the write went to, to its
+// last whole line before b. That is to, the file at the path just before
+// the write (followPathLocked made lumberjack write it), found by its
+// identity in the directory when logrotate renamed it while the write was
+// stuck; or the file at the path when it holds b alone (lumberjack rotated
+// in the write, or created the file). What cannot be cut is logged, once
+// per log: no other write is begun after the give-up.
+func (l *LineLog) refuseLocked(b []byte, to os.FileInfo) {
 	l.w.Close() // lumberjack reopens the path, taking its size from the file again
-	if _, err := cutPathToWholeLine(l.path, int64(len(b))); err != nil {
-		// Once per log: no other write is begun after the give-up.
+	path, err := l.path, error(nil)
+	if fi, serr := os.Lstat(l.path); to != nil && (serr != nil || (!os.SameFile(fi, to) && fi.Size() != int64(len(b)))) {
+		path, err = findFile(filepath.Dir(l.path), to)
+	}
+	if err == nil {
+		var removed int64
+		if removed, err = cutPathToWholeLine(path, int64(len(b))); err == nil && removed < int64(len(b)) {
+			err = fmt.Errorf("%s does not end in the line", path)
+		}
+	}
+	if err != nil {
 		l.log.Error("a line written after its log's close gave up on it cannot be cut back out of the file: it stays in it, counted in log_lines_lost_at_exit",
 			"path", l.path, "error", err, "line", string(b[:len(b)-1]))
 	}
+}
+
+// findFile returns the path in dir of the file fi is, renamed since.
+func findFile(dir string, fi os.FileInfo) (string, error) {
+	entries, err := os.ReadDir(dir)
+	for _, e := range entries {
+		if efi, ierr := e.Info(); ierr == nil && os.SameFile(efi, fi) {
+			return filepath.Join(dir, e.Name()), nil
+		}
+	}
+	return "", fmt.Errorf("%s was renamed out of %s while the write was stuck: %w", fi.Name(), dir, cmp.Or(err, fs.ErrNotExist))
 }
 
 // cutBackLocked cuts the file back to its last whole line: the part of a
@@ -334,8 +363,10 @@ func (l *LineLog) Reopen() error {
 // log's lock, and a kept or last line's write can stick too. What is
 // abandoned then is counted as an abandoned fsync (log_sync_errors) and
 // logged, and every line not written yet (the line in that write, the kept
-// and last lines) as lost at exit, once, so that the exit goes on: none of
-// them is written or counted later (unsettled).
+// and last lines) as lost at exit, once, so that the exit goes on: no
+// write of them is begun later, none is counted later (unsettled), and the
+// one in that write, if it returns before the exit, is cut back out
+// (refuseLocked).
 func (l *LineLog) Close(last ...string) error {
 	if !l.closing.CompareAndSwap(false, true) {
 		if len(last) > 0 {
@@ -350,6 +381,7 @@ func (l *LineLog) Close(last ...string) error {
 	ended := false // the lines are written or counted; read once wait has returned
 	l.sync.syncs.begin()
 	go func() {
+		defer close(l.closeEnded)
 		l.mu.Lock()
 		l.closed = true
 		close(l.stop)

@@ -77,17 +77,20 @@ func (l *LineLog) wroteLocked() {
 // wroteLocked opens by path to sync. Left open, lumberjack wrote the
 // renamed file, which nothing synced, while wroteLocked counted a failed
 // sync for the missing path or synced the new, empty file. It closes it
-// too for a SIGHUP that found the lock held (Reopen).
-func (l *LineLog) followPathLocked() {
+// too for a SIGHUP that found the lock held (Reopen). It returns the file
+// at the path, which the write goes to unless lumberjack rotates in it
+// (nil: none is there).
+func (l *LineLog) followPathLocked() os.FileInfo {
+	fi, err := os.Lstat(l.path)
+	if err != nil {
+		fi = nil
+	}
 	if l.reopen.Swap(false) {
 		l.w.Close() // as Reopen would have
-		return
+	} else if s := l.sync.seen; s != nil && (fi == nil || !os.SameFile(fi, s)) {
+		l.w.Close() // lumberjack buffers nothing; the write reopens, or fails and keeps its line
 	}
-	if s := l.sync.seen; s != nil {
-		if fi, err := os.Lstat(l.path); err != nil || !os.SameFile(fi, s) {
-			l.w.Close() // lumberjack buffers nothing; the write reopens, or fails and keeps its line
-		}
-	}
+	return fi
 }
 
 // armSyncLocked arms the timer unless it is armed, a sync runs (it arms it

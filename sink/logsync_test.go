@@ -3,6 +3,7 @@ package sink
 import (
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -345,12 +346,41 @@ func TestLineLogCloseWritesLastLines(t *testing.T) {
 // stalledDisk is a line log's own writer (lumberjack, on the real file) on
 // a disk that stops answering while stall is set: a write then tells
 // entered and waits for release; once released, it goes through, or fails
-// (EIO) when fail is set. writes counts the writes begun.
+// (EIO) when fail is set. writes counts the writes begun. With stallClose
+// set, the file's close sticks the same way.
 type stalledDisk struct {
 	io.WriteCloser
-	stall, fail      atomic.Bool
-	writes           atomic.Int32
-	entered, release chan struct{}
+	stall, fail, stallClose atomic.Bool
+	writes                  atomic.Int32
+	entered, release        chan struct{}
+}
+
+func (d *stalledDisk) Close() error {
+	if d.stallClose.Load() {
+		select {
+		case d.entered <- struct{}{}:
+		default:
+		}
+		<-d.release
+	}
+	return d.WriteCloser.Close()
+}
+
+// stalledLog returns summary.log in dir, its writer a stalledDisk (not
+// stalled yet) released by release at the latest at the test's end, with
+// "time=1 first" written.
+func stalledLog(t *testing.T, dir string, log *slog.Logger) (l *LineLog, d *stalledDisk, release func()) {
+	t.Helper()
+	l = NewLineLog(dir, "summary.log", 1, 1, time.Hour, log, counters.New())
+	d = &stalledDisk{WriteCloser: l.w, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	l.w = d
+	var once sync.Once
+	release = func() { once.Do(func() { close(d.release) }) }
+	t.Cleanup(release)
+	if err := l.Line("time=1 first"); err != nil {
+		t.Fatal(err)
+	}
+	return l, d, release
 }
 
 func (d *stalledDisk) Write(b []byte) (int, error) {
@@ -383,15 +413,7 @@ func TestLineLogCloseGivesUpOnEverythingOnce(t *testing.T) {
 		t.Run(map[bool]string{false: "the write goes through", true: "the write fails"}[fails], func(t *testing.T) {
 			var logs testutil.LogBuf
 			dir := t.TempDir()
-			l := NewLineLog(dir, "summary.log", 1, 1, time.Hour, logs.Logger(), counters.New())
-			d := &stalledDisk{WriteCloser: l.w, entered: make(chan struct{}, 1), release: make(chan struct{})}
-			l.w = d
-			var once sync.Once
-			release := func() { once.Do(func() { close(d.release) }) }
-			t.Cleanup(release)
-			if err := l.Line("time=1 first"); err != nil {
-				t.Fatal(err)
-			}
+			l, d, release := stalledLog(t, dir, logs.Logger())
 			d.stall.Store(true)
 			wrote := make(chan error, 1)
 			go func() { wrote <- l.Line("time=2 stuck") }()
@@ -409,9 +431,7 @@ func TestLineLogCloseGivesUpOnEverythingOnce(t *testing.T) {
 			if err := <-wrote; err != nil {
 				t.Errorf("the line Close counted lost, once its write returned: %v, want nil (counted already)", err)
 			}
-			if !testutil.WaitUntil(10*time.Second, func() bool { l.mu.Lock(); defer l.mu.Unlock(); return l.closed }) {
-				t.Fatal("the abandoned close did not run 10s after the write returned")
-			}
+			closeEnds(t, l)
 			if got := string(testutil.ReadFile(t, filepath.Join(dir, "summary.log"))); got != "time=1 first\n" {
 				t.Errorf("summary.log once the stuck write returned:\n%swant only the line written before Close (nothing counted lost lands)", got)
 			}
@@ -423,6 +443,120 @@ func TestLineLogCloseGivesUpOnEverythingOnce(t *testing.T) {
 			}
 			if n := d.writes.Load() - writes; n != 0 {
 				t.Errorf("%d writes begun after Close gave up, want none (the abandoned close writes nothing more)", n)
+			}
+			if strings.Contains(logs.String(), "keeping its lines in memory") {
+				t.Errorf("the line Close counted lost is logged as kept once its write failed:\n%s", logs.String())
+			}
+		})
+	}
+}
+
+// closeEnds waits until Close's goroutine, abandoned by Close, has done
+// all it does: what it counts or logs is in by then.
+func closeEnds(t *testing.T, l *LineLog) {
+	t.Helper()
+	select {
+	case <-l.closeEnded:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the abandoned close did not end 10s after the write returned")
+	}
+}
+
+// TestLineLogNoWriteBeginsAfterCloseGaveUp: a line's write is about to
+// begin when the file's close before it (a SIGHUP that found the log's
+// lock held) sticks on the disk, and Close gives up on the line at its
+// bound, counting it lost at exit. Once the close returns, the line's
+// write is not begun. Before, writeLocked checked for the give-up only on
+// entry, and the write began after Close had counted the line lost.
+func TestLineLogNoWriteBeginsAfterCloseGaveUp(t *testing.T) {
+	dir := t.TempDir()
+	l, d, release := stalledLog(t, dir, nil)
+	l.reopen.Store(true) // a SIGHUP found the lock held: the next line's write closes the file first
+	d.stallClose.Store(true)
+	wrote := make(chan error, 1)
+	go func() { wrote <- l.Line("time=2 stuck") }()
+	<-d.entered
+	if err := closeBounded(t, func() error { return l.Close() }, "a file close that never returns"); err == nil {
+		t.Error("Close returned no error with a close abandoned")
+	}
+	if n := l.counts.Load(linesLostAtExit); n != 1 {
+		t.Errorf("log_lines_lost_at_exit = %d, want 1 (the line about to be written)", n)
+	}
+	writes := d.writes.Load()
+	release()
+	if err := <-wrote; err != nil {
+		t.Errorf("the line Close counted lost: %v, want nil (counted already)", err)
+	}
+	closeEnds(t, l)
+	if n := d.writes.Load() - writes; n != 0 {
+		t.Errorf("%d writes begun after Close gave up, want none", n)
+	}
+	if got := string(testutil.ReadFile(t, filepath.Join(dir, "summary.log"))); got != "time=1 first\n" {
+		t.Errorf("summary.log:\n%swant only the line written before Close", got)
+	}
+}
+
+// TestLineLogRefusedLineCutFromTheRenamedFile: logrotate renames
+// summary.log while a line's write is stuck; Close gives up on the line
+// (counted lost at exit), and then the write goes through, to the renamed
+// file lumberjack holds. The line is cut back out of that file; when it
+// was moved out of the directory, where it cannot be found, that is
+// logged. Before, the cut ran on the file at the path (missing, or a new
+// empty one), cut nothing and logged nothing: summary.log.1 kept the line
+// counted lost.
+func TestLineLogRefusedLineCutFromTheRenamedFile(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		create     bool // logrotate creates a new file at the path
+		elsewhere  bool // the file is renamed into another directory
+		wantLogged bool
+	}{
+		{name: "renamed"},
+		{name: "renamed and created", create: true},
+		{name: "moved out of the directory", elsewhere: true, wantLogged: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs testutil.LogBuf
+			dir := t.TempDir()
+			l, d, release := stalledLog(t, dir, logs.Logger())
+			d.stall.Store(true)
+			wrote := make(chan error, 1)
+			go func() { wrote <- l.Line("time=2 stuck") }()
+			<-d.entered
+			old := filepath.Join(dir, "summary.log.1")
+			if tc.elsewhere {
+				old = filepath.Join(t.TempDir(), "summary.log.1")
+			}
+			if err := os.Rename(l.Path(), old); err != nil {
+				t.Fatal(err)
+			}
+			if tc.create {
+				if err := os.WriteFile(l.Path(), nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			closeBounded(t, func() error { return l.Close() }, "a line's write that never returns")
+			if n := l.counts.Load(linesLostAtExit); n != 1 {
+				t.Errorf("log_lines_lost_at_exit = %d, want 1 (the line in the stuck write)", n)
+			}
+			release()
+			if err := <-wrote; err != nil {
+				t.Errorf("the line Close counted lost: %v, want nil (counted already)", err)
+			}
+			closeEnds(t, l)
+			logged := strings.Contains(logs.String(), "cannot be cut back out of the file")
+			if logged != tc.wantLogged {
+				t.Errorf("the failed cut back logged: %v, want %v:\n%s", logged, tc.wantLogged, logs.String())
+			}
+			want := "time=1 first\n"
+			if tc.elsewhere {
+				want += "time=2 stuck\n" // not found: it stays, logged
+			}
+			if got := string(testutil.ReadFile(t, old)); got != want {
+				t.Errorf("the renamed file once the stuck write returned:\n%swant:\n%s", got, want)
+			}
+			if b, err := os.ReadFile(l.Path()); err == nil && len(b) > 0 {
+				t.Errorf("summary.log holds %q, want it empty or missing", b)
 			}
 		})
 	}
