@@ -137,14 +137,19 @@ type Repair struct {
 	active       map[string]bool     // the classes of the last Judge
 	counted      map[string]bool     // the classes whose current occurrence this boot's history counts
 	countedAt    map[string]Instant  // when each class's last occurrence counted in this run began (Absorb records it)
-	countedNew   map[string]uint64   // how many occurrences of each class counted in this run began after its first judgement (Absorb adds them where the history knows the class)
-	judged       bool                // Judge ran once: a class active then is not new
-	first        Instant             // this run's first Judge's time (early's: Absorb)
-	lastJudge    Instant             // the last Judge's time
-	recovery     reading.Opt[uint64] // the last recovery action an event reported
-	initFailed   bool                // RmInitAdapter failed for the board in this boot
-	dirty        bool                // hist changed since Dirty was last asked
-	last         []Cause
+	countedNew   map[string]uint64   // how many occurrences of each class counted in this run began after its source was first read (Absorb adds them where the history knows the class)
+	// read: the sources this run's judgements read (early's too: Absorb),
+	// first: when each was first read (its Wall zero: not yet). A class
+	// found when its source is first read goes on from an earlier run in
+	// this boot; one judged absent at a judgement that read it is new when
+	// it appears.
+	read       [numSources]bool
+	first      [numSources]Instant
+	lastJudge  Instant             // the last Judge's time
+	recovery   reading.Opt[uint64] // the last recovery action an event reported
+	initFailed bool                // RmInitAdapter failed for the board in this boot
+	dirty      bool                // hist changed since Dirty was last asked
+	last       []Cause
 
 	// ackedGPU: the GPU's action that the last ack in this run of each
 	// class acknowledged (what the class asked for then is the history's
@@ -248,7 +253,14 @@ func (r *Repair) Xid(e xid.Explanation, t time.Time, mono time.Duration) {
 
 // Recovery takes a recovery action an event reported (Xid 154's text, an
 // NVML event): it decides while the recovery action field is not read.
-func (r *Repair) Recovery(v uint64, t time.Time) { r.recovery = reading.Some(v) }
+// The events are watched from the run's first judgement: one after it is
+// news (Judge), whether the field was read or not.
+func (r *Repair) Recovery(v uint64, t time.Time) {
+	r.recovery = reading.Some(v)
+	if r.read[srcState] && !r.read[srcRecovery] {
+		r.read[srcRecovery], r.first[srcRecovery] = true, r.first[srcState]
+	}
+}
 
 // InitFailed notes that the driver failed to initialise the board in this
 // boot (RmInitAdapter failed).
@@ -267,7 +279,7 @@ func (r *Repair) begin(c Cause, t Instant) {
 	if c.Action.Drains() {
 		r.hist.Count(r.boot, c.Class, t.Wall)
 		r.countedAt[c.Class] = t
-		if !r.first.Wall.IsZero() && t.After(r.first) { // not one found at the first judgement, nor its reboot later
+		if first := r.first[sourceOf(c.Class)]; !first.Wall.IsZero() && t.After(first) { // not one found when its source was first read, nor its reboot later
 			r.countedNew[c.Class]++
 		}
 		r.dirty = true
@@ -291,14 +303,15 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 		causes = append(causes, c)
 	}
 	// State causes that began since the last Judge are new events: after
-	// the first Judge (early's too: Absorb), one that was absent, or that
-	// began again since. A class already begun in this boot when the
-	// logger restarted goes on.
+	// a Judge that read the class's source (early's too: Absorb), one that
+	// was absent, or that began again since. A class already begun in this
+	// boot when the logger restarted goes on, also when its source is read
+	// only later (no health readings while the GPU was stuck at start).
 	now, at := map[string]bool{}, Instant{in.Now, in.Mono}
 	for _, c := range causes {
 		now[c.Class] = true
 		_, known := r.began[c.Class]
-		begins := (!r.active[c.Class] || Instant{c.Since, c.sinceMono}.After(r.lastJudge)) && (r.judged || !known || r.active[c.Class])
+		begins := (!r.active[c.Class] || Instant{c.Since, c.sinceMono}.After(r.lastJudge)) && (r.read[sourceOf(c.Class)] || !known || r.active[c.Class])
 		if !begins {
 			r.ackAsOfOldFile(c) // before ackedBelow: the restart's first judgement already asks for what the ack does not cover
 		}
@@ -338,10 +351,13 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 		causes = append(causes, x.Cause)
 		now[x.Class] = true
 	}
-	if r.first.Wall.IsZero() { // this run's: early's, absorbed
-		r.first = at
+	for s, ok := range in.reads(r.recovery.OK) {
+		if ok && r.first[s].Wall.IsZero() { // this run's: early's, absorbed
+			r.first[s] = at
+		}
+		r.read[s] = r.read[s] || ok
 	}
-	r.active, r.judged, r.lastJudge = now, true, at
+	r.active, r.lastJudge = now, at
 	r.last = causes
 
 	cur := action.Current{}
@@ -372,6 +388,37 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 		cur.Reasons = append(cur.Reasons, x.text)
 	}
 	return cur
+}
+
+// source is what shows a class of cause to Judge: a class is judged
+// absent only where its source was read (absent is not zero).
+type source uint8
+
+const (
+	srcState    source = iota // the GPU's state (lost, hung, failing, missing), its Xids: read at every judgement
+	srcRecovery               // the recovery action: its field, or an event's (Recovery)
+	srcHealth                 // the health readings: the verdict's reasons, the retired pages
+	numSources
+)
+
+// sourceOf is the source that shows class (Causes names the classes).
+func sourceOf(class string) source {
+	switch {
+	case strings.HasPrefix(class, "retired_") || slices.ContainsFunc(HealthReasonDefs[:], func(d HealthReasonDef) bool { return d.Name == class }):
+		return srcHealth
+	case strings.HasPrefix(class, "recovery_"):
+		return srcRecovery
+	}
+	return srcState
+}
+
+// reads reports which sources in reads; event: a recovery action an event
+// reported (Recovery) stands in for its field.
+func (in RepairInput) reads(event bool) (s [numSources]bool) {
+	s[srcState] = true
+	s[srcHealth] = in.Vals != nil || in.Health.Reasons != 0
+	s[srcRecovery] = event || in.Vals != nil && in.Vals[reading.HRecoveryAction].OK
+	return s
 }
 
 // missingClass is the class of a board that is not enumerated.

@@ -33,9 +33,9 @@ import (
 // Those classes are returned (sorted), the board's to acknowledge itself.
 // The history is then to be written.
 func (r *Repair) Absorb(early *Repair) (escalated []string) {
-	// One run: what began in it after early's first judgement is after
-	// every ack of an earlier run (ackCovers).
-	r.first = early.first
+	// One run: what began in it after early's first judgement that read
+	// its source is after every ack of an earlier run (ackCovers).
+	r.read, r.first = early.read, early.first
 	if a := early.hist.Ack; a != nil { // made in this run: later than any in the board's history
 		for class := range early.hist.Acked { // before Acknowledge: the earlier boots as they count now
 			if early.hist.AckedAs[class].Drains() && early.ackedGPU[class] < action.Inspect && r.earlierBoots(class) >= r.inspectAfter {
@@ -107,14 +107,14 @@ func (r *Repair) Absorb(early *Repair) (escalated []string) {
 		if _, isXid := xidClass(class); isXid {
 			continue
 		}
-		if _, known := r.began[class]; !known || early.began[class].After(early.first) {
+		if _, known := r.began[class]; !known || early.began[class].After(early.first[sourceOf(class)]) {
 			r.began[class], r.counted[class] = early.began[class], early.counted[class]
 		}
 		r.active[class] = true
 	}
-	// Early's judgements are this run's: a class it judged absent that is
-	// there at the board's first judgement began since, a new occurrence
-	// (Judge), not the one an earlier run counted.
-	r.judged, r.lastJudge = early.judged, early.lastJudge
+	// Early's judgements are this run's: a class it judged absent (its
+	// source read) that is there at the board's first judgement began
+	// since, a new occurrence (Judge), not the one an earlier run counted.
+	r.lastJudge = early.lastJudge
 	return escalated
 }
