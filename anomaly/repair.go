@@ -137,14 +137,19 @@ type Repair struct {
 	active       map[string]bool     // the classes of the last Judge
 	counted      map[string]bool     // the classes whose current occurrence this boot's history counts
 	countedAt    map[string]Instant  // when each class's last occurrence counted in this run began (Absorb records it)
-	countedNew   map[string]uint64   // how many occurrences of each class counted in this run began after its first judgement (Absorb adds them where the history knows the class)
-	judged       bool                // Judge ran once: a class active then is not new
-	first        Instant             // this run's first Judge's time (early's: Absorb)
-	lastJudge    Instant             // the last Judge's time
-	recovery     reading.Opt[uint64] // the last recovery action an event reported
-	initFailed   bool                // RmInitAdapter failed for the board in this boot
-	dirty        bool                // hist changed since Dirty was last asked
-	last         []Cause
+	countedNew   map[string]uint64   // how many occurrences of each class counted in this run began after its source was first read (Absorb adds them where the history knows the class)
+	// read: the sources this run's judgements read (early's too: Absorb),
+	// first: when each was first read (its Wall zero: not yet). A class
+	// found when its source is first read goes on from an earlier run in
+	// this boot; one judged absent at a judgement that read it is new when
+	// it appears.
+	read       [numSources]bool
+	first      [numSources]Instant
+	lastJudge  Instant             // the last Judge's time
+	recovery   reading.Opt[uint64] // the last recovery action an event reported
+	initFailed bool                // RmInitAdapter failed for the board in this boot
+	dirty      bool                // hist changed since Dirty was last asked
+	last       []Cause
 
 	// ackedGPU: the GPU's action that the last ack in this run of each
 	// class acknowledged (what the class asked for then is the history's
@@ -210,119 +215,6 @@ func NewRepair(boot string, inspectAfter int, h action.History) *Repair {
 	return r
 }
 
-// Absorb takes into r what early counted in this boot from the board's
-// state (a loss, a hang, every call failing, a recovery action): early is
-// the same GPU's judge while its UUID was not known (a GPU stuck at start),
-// without its history; r is its board's, read once the UUID is. A class
-// early found at its first judgement that this boot's history holds
-// already goes on from an earlier run of the logger in this boot (its
-// count and any acknowledgement stand, as NewRepair takes it up); the
-// others began in this run and are counted. Each occurrence is counted
-// once: early's counts are told by when each began, on the monotonic
-// clock (Instant.After), as the classes active at early's last judgement
-// are by when they began; of a class the history holds, those begun after
-// the first judgement are added, not the one going on then (the earlier
-// run counted it), also after a step of the wall clock back behind the
-// first judgement (recorded after an ack that does not cover it, as begin
-// does). Xid classes are not taken:
-// their events are given to r again (Xid). The acknowledgements made of
-// early (by the GPU's index) are the board's: each class as of when it was
-// acknowledged, the occurrence acknowledged still covered while it goes on
-// (a hang at watch still stuck when the UUID reads); but not a class that
-// the board's history escalates beyond the action acknowledged (a repair
-// seen in inspectAfter earlier boots: Inspect, where early, without the
-// history, asked for a reboot). An ack covers the action acknowledged,
-// not a greater one: with the UUID known the board would have asked for
-// Inspect, and an ack of less been refused.
-// Those classes are returned (sorted), the board's to acknowledge itself.
-// The history is then to be written.
-func (r *Repair) Absorb(early *Repair) (escalated []string) {
-	// One run: what began in it after early's first judgement is after
-	// every ack of an earlier run (ackCovers).
-	r.first = early.first
-	if a := early.hist.Ack; a != nil { // made in this run: later than any in the board's history
-		for class := range early.hist.Acked { // before Acknowledge: the earlier boots as they count now
-			if early.hist.AckedAs[class].Drains() && early.ackedGPU[class] < action.Inspect && r.earlierBoots(class) >= r.inspectAfter {
-				escalated = append(escalated, class)
-			}
-		}
-		slices.Sort(escalated)
-		ack := *a
-		ack.Classes = slices.DeleteFunc(slices.Clone(a.Classes), func(c string) bool { return slices.Contains(escalated, c) })
-		r.hist.Acknowledge(ack)
-		for class, at := range early.hist.Acked { // an earlier ack's classes at their own time
-			if slices.Contains(escalated, class) {
-				continue
-			}
-			if at.After(r.hist.Acked[class]) {
-				r.hist.Acked[class] = at
-			}
-			if at.Equal(r.hist.Acked[class]) { // what it covered, and when on the monotonic clock, go with the time that stands
-				if a, ok := early.hist.AckedAs[class]; ok {
-					r.hist.AckAs(class, a)
-				}
-				r.ackedMono[class] = early.ackedMono[class]
-			}
-		}
-		r.dirty = true
-	}
-	eb := early.hist.Boot(early.boot)
-	if b := r.hist.Boot(r.boot); eb.Answered && !b.Answered { // it came back in this boot before its UUID was read
-		b.Answered, r.dirty = true, true
-	}
-	for class, c := range eb.Classes {
-		if _, isXid := xidClass(class); isXid || c.Count == 0 {
-			continue
-		}
-		n := c.Count
-		if _, known := r.began[class]; known {
-			n = early.countedNew[class] // the one found at the first judgement goes on from the earlier run, which counted it
-		}
-		if n == 0 {
-			continue
-		}
-		last := early.countedAt[class] // the last count: one after the first judgement's, if any
-		if !r.ackCovers(class, last) { // as begin: recorded after an ack that does not cover it
-			last = r.afterAck(class, last)
-		}
-		b := r.hist.Boot(r.boot)
-		if b.Classes == nil {
-			b.Classes = map[string]action.ClassCount{}
-		}
-		was := b.Classes[class]
-		was.Count += n
-		if last.Wall.After(was.Last) {
-			was.Last = last.Wall
-		}
-		b.Classes[class] = was
-		r.began[class], r.counted[class] = last, true
-		r.dirty = true
-	}
-	// The state classes active at early's last judgement go on in r from
-	// when early saw them begin, those no history counts too (a hang at
-	// watch): an ack made of early covers the occurrence acknowledged
-	// while it goes on (a hang still stuck when the UUID reads), and Judge
-	// takes one that began again since for a new one. One the history
-	// knows goes on from the earlier run only if early found it at its
-	// first judgement: one early saw begin again since is this occurrence,
-	// counted as early counted it (an ack of early before it does not
-	// cover it).
-	for class := range early.active {
-		if _, isXid := xidClass(class); isXid {
-			continue
-		}
-		if _, known := r.began[class]; !known || early.began[class].After(early.first) {
-			r.began[class], r.counted[class] = early.began[class], early.counted[class]
-		}
-		r.active[class] = true
-	}
-	// Early's judgements are this run's: a class it judged absent that is
-	// there at the board's first judgement began since, a new occurrence
-	// (Judge), not the one an earlier run counted.
-	r.judged, r.lastJudge = early.judged, early.lastJudge
-	return escalated
-}
-
 // Unacked reports whether class began in this boot (an earlier run of the
 // logger counted it in the board's history) and no acknowledgement since
 // cleared it.
@@ -361,7 +253,14 @@ func (r *Repair) Xid(e xid.Explanation, t time.Time, mono time.Duration) {
 
 // Recovery takes a recovery action an event reported (Xid 154's text, an
 // NVML event): it decides while the recovery action field is not read.
-func (r *Repair) Recovery(v uint64, t time.Time) { r.recovery = reading.Some(v) }
+// The events are watched from the run's first judgement: one after it is
+// news (Judge), whether the field was read or not.
+func (r *Repair) Recovery(v uint64, t time.Time) {
+	r.recovery = reading.Some(v)
+	if r.read[srcState] && !r.read[srcRecovery] {
+		r.read[srcRecovery], r.first[srcRecovery] = true, r.first[srcState]
+	}
+}
 
 // InitFailed notes that the driver failed to initialise the board in this
 // boot (RmInitAdapter failed).
@@ -380,7 +279,7 @@ func (r *Repair) begin(c Cause, t Instant) {
 	if c.Action.Drains() {
 		r.hist.Count(r.boot, c.Class, t.Wall)
 		r.countedAt[c.Class] = t
-		if !r.first.Wall.IsZero() && t.After(r.first) { // not one found at the first judgement, nor its reboot later
+		if first := r.first[sourceOf(c.Class)]; !first.Wall.IsZero() && t.After(first) { // not one found when its source was first read, nor its reboot later
 			r.countedNew[c.Class]++
 		}
 		r.dirty = true
@@ -404,14 +303,15 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 		causes = append(causes, c)
 	}
 	// State causes that began since the last Judge are new events: after
-	// the first Judge (early's too: Absorb), one that was absent, or that
-	// began again since. A class already begun in this boot when the
-	// logger restarted goes on.
+	// a Judge that read the class's source (early's too: Absorb), one that
+	// was absent, or that began again since. A class already begun in this
+	// boot when the logger restarted goes on, also when its source is read
+	// only later (no health readings while the GPU was stuck at start).
 	now, at := map[string]bool{}, Instant{in.Now, in.Mono}
 	for _, c := range causes {
 		now[c.Class] = true
 		_, known := r.began[c.Class]
-		begins := (!r.active[c.Class] || Instant{c.Since, c.sinceMono}.After(r.lastJudge)) && (r.judged || !known || r.active[c.Class])
+		begins := (!r.active[c.Class] || Instant{c.Since, c.sinceMono}.After(r.lastJudge)) && (r.read[sourceOf(c.Class)] || !known || r.active[c.Class])
 		if !begins {
 			r.ackAsOfOldFile(c) // before ackedBelow: the restart's first judgement already asks for what the ack does not cover
 		}
@@ -451,10 +351,13 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 		causes = append(causes, x.Cause)
 		now[x.Class] = true
 	}
-	if r.first.Wall.IsZero() { // this run's: early's, absorbed
-		r.first = at
+	for s, ok := range in.reads(r.recovery.OK) {
+		if ok && r.first[s].Wall.IsZero() { // this run's: early's, absorbed
+			r.first[s] = at
+		}
+		r.read[s] = r.read[s] || ok
 	}
-	r.active, r.judged, r.lastJudge = now, true, at
+	r.active, r.lastJudge = now, at
 	r.last = causes
 
 	cur := action.Current{}
@@ -485,6 +388,37 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 		cur.Reasons = append(cur.Reasons, x.text)
 	}
 	return cur
+}
+
+// source is what shows a class of cause to Judge: a class is judged
+// absent only where its source was read (absent is not zero).
+type source uint8
+
+const (
+	srcState    source = iota // the GPU's state (lost, hung, failing, missing), its Xids: read at every judgement
+	srcRecovery               // the recovery action: its field, or an event's (Recovery)
+	srcHealth                 // the health readings: the verdict's reasons, the retired pages
+	numSources
+)
+
+// sourceOf is the source that shows class (Causes names the classes).
+func sourceOf(class string) source {
+	switch {
+	case strings.HasPrefix(class, "retired_") || slices.ContainsFunc(HealthReasonDefs[:], func(d HealthReasonDef) bool { return d.Name == class }):
+		return srcHealth
+	case strings.HasPrefix(class, "recovery_"):
+		return srcRecovery
+	}
+	return srcState
+}
+
+// reads reports which sources in reads; event: a recovery action an event
+// reported (Recovery) stands in for its field.
+func (in RepairInput) reads(event bool) (s [numSources]bool) {
+	s[srcState] = true
+	s[srcHealth] = in.Vals != nil || in.Health.Reasons != 0
+	s[srcRecovery] = event || in.Vals != nil && in.Vals[reading.HRecoveryAction].OK
+	return s
 }
 
 // missingClass is the class of a board that is not enumerated.

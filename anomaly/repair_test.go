@@ -505,7 +505,7 @@ func TestAbsorbAckTheHistoryEscalates(t *testing.T) {
 func TestAck(t *testing.T) {
 	r := NewRepair("A", 0, action.History{})
 	r.Xid(xid79, t0, mono(t0))
-	in := RepairInput{Now: t0, Health: verdict(ReasonDBE)}
+	in := RepairInput{Now: t0, Health: verdict(ReasonDBE), Vals: &reading.Values{}} // the health readings, as the monitor gives them: the DBE gone is read gone
 	cur := r.Judge(in)
 	if cur.Action != action.Reboot {
 		t.Fatalf("before: %v", cur.Action)

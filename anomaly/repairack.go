@@ -42,11 +42,13 @@ func (r *Repair) acked(class string) bool { return r.ackCovers(class, r.began[cl
 // t: the ack was made when it had begun, or later. One begun in this run
 // after its first judgement, on the monotonic clock, is after every ack
 // of an earlier run of the logger (that ack has no monotonic time: the
-// history keeps the wall clock only, which may have stepped back since).
+// history keeps the wall clock only, which may have stepped back since);
+// also one found when its source was first read later: one an earlier
+// run counted goes on from the history's time instead (Judge).
 func (r *Repair) ackCovers(class string, t Instant) bool {
 	at, ok := r.hist.AckedAt(class)
 	mono, thisRun := r.ackedMono[class]
-	if !ok || !thisRun && r.first.Mono != 0 && t.Mono > r.first.Mono {
+	if first := r.first[srcState]; !ok || !thisRun && first.Mono != 0 && t.Mono > first.Mono {
 		return false
 	}
 	return !t.After(Instant{at, mono})

@@ -344,7 +344,8 @@ func TestAbsorbCountsEachOccurrenceOnce(t *testing.T) {
 
 // TestAbsorbCountsWhatBeganBeforeTheBoardsFirstJudgement: an earlier run
 // of the logger in this boot counted a class and acknowledged it; this
-// run judges the GPU by index twice without it, then it begins again and
+// run judges the GPU by index twice without it (its source read: the
+// health readings there), then it begins again and
 // the UUID reads. The board's first judgement (right after Absorb) finds
 // a new occurrence, as the board itself would have judged it: counted,
 // not covered by the earlier run's ack (a hang: watch, then reboot a
@@ -388,9 +389,9 @@ func TestAbsorbCountsWhatBeganBeforeTheBoardsFirstJudgement(t *testing.T) {
 				if byIndex {
 					judge = NewRepair("A", 0, action.History{})
 				}
-				for _, d := range []time.Duration{0, time.Second} {
+				for _, d := range []time.Duration{0, time.Second} { // the class read absent (its source read: TestAClassGoesOnWhenItsSourceIsFirstRead)
 					now, m := at(d)
-					judge.Judge(RepairInput{Now: now, Mono: m, Answered: true})
+					judge.Judge(RepairInput{Now: now, Mono: m, Answered: true, Vals: vals(uint64(reading.HRecoveryAction), 0)})
 				}
 				if byIndex {
 					r.Absorb(judge)
@@ -410,5 +411,104 @@ func TestAbsorbCountsWhatBeganBeforeTheBoardsFirstJudgement(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestAClassGoesOnWhenItsSourceIsFirstRead: an earlier run of the logger
+// in this boot counted a recovery action or a health reason and
+// acknowledged it; this run judges the GPU twice before any health
+// reading (a GPU stuck at start), then the readings show the class. It
+// is the occurrence the earlier run counted, found when its source is
+// first read: covered by that run's ack, not counted again, whether the
+// board judged it, or a judge by index that the board absorbed before the
+// readings came or after. Judged absent before, without a reading that
+// could show it, it was new: counted a second time and not acknowledged.
+func TestAClassGoesOnWhenItsSourceIsFirstRead(t *testing.T) {
+	first, mono0 := t0.Add(10*time.Minute), 3*time.Hour
+	for _, tc := range []struct {
+		name, class string
+		vals        *reading.Values
+		health      HealthVerdict
+	}{
+		{"a recovery action", "recovery_2", vals(uint64(reading.HRecoveryAction), 2), HealthVerdict{}},
+		{"a health reason", "ecc_dbe", vals(uint64(reading.HRecoveryAction), 0), verdict(ReasonDBE)},
+		{"retired pages pending", "retired_pending", vals(uint64(reading.HRetiredPending), 1), HealthVerdict{}},
+	} {
+		for _, path := range []struct {
+			name     string
+			byIndex  bool
+			absorbAt time.Duration // the index judge's last judgement before Absorb
+		}{
+			{"judged by its board", false, 0},
+			{"judged by index, absorbed before the readings", true, time.Second},
+			{"judged by index with the readings, then absorbed", true, 2 * time.Second},
+		} {
+			t.Run(tc.name+", "+path.name, func(t *testing.T) {
+				h := action.History{UUID: "GPU-x"}
+				h.Count("A", tc.class, t0) // an earlier run of the logger in this boot
+				h.Acknowledge(action.AckRecord{Time: t0.Add(time.Second), Action: action.Reboot, Classes: []string{tc.class}})
+				r := NewRepair("A", 0, h)
+				judge := r
+				if path.byIndex {
+					judge = NewRepair("A", 0, action.History{})
+				}
+				for _, d := range []time.Duration{0, time.Second, 2 * time.Second, 3 * time.Second} {
+					in := RepairInput{Now: first.Add(d), Mono: mono0 + d, Answered: true, Vals: tc.vals, Health: tc.health}
+					if d < 2*time.Second { // stuck: no readings
+						in = hungMono(first.Add(d), mono0+d, first.Add(-time.Second), mono0-time.Second)
+					}
+					cur := judge.Judge(in)
+					if d >= 2*time.Second && judge == r && (cur.Action != action.Watch || !strings.Contains(strings.Join(cur.Reasons, "; "), "(acknowledged)")) {
+						t.Errorf("at %v: %v %q, want watch: the earlier run's %s, acknowledged", d, cur.Action, cur.Reasons, tc.class)
+					}
+					if path.byIndex && d == path.absorbAt {
+						r.Absorb(judge)
+						judge = r
+					}
+				}
+				got, _ := r.History()
+				if c := got.Boot("A").Classes[tc.class]; c.Count != 1 {
+					t.Errorf("%s counted %+v, want 1: the earlier run's, going on", tc.class, c)
+				}
+			})
+		}
+	}
+}
+
+// TestARecoveryEventAfterTheFirstJudgementIsNew: the events are watched
+// from the run's first judgement, so a recovery action an event reports
+// after it is news, also while no reading of the field has come (a GPU
+// stuck at start): counted, not covered by an earlier run's ack of the
+// same class, whether the board judged it or a judge by index that the
+// board absorbed (the event given to both, as the monitor replays it).
+func TestARecoveryEventAfterTheFirstJudgementIsNew(t *testing.T) {
+	first, mono0 := t0.Add(10*time.Minute), 3*time.Hour
+	stuck := func(d time.Duration) RepairInput {
+		return hungMono(first.Add(d), mono0+d, first.Add(-time.Second), mono0-time.Second)
+	}
+	for _, byIndex := range []bool{false, true} {
+		t.Run(map[bool]string{false: "judged by its board", true: "judged by index, then absorbed"}[byIndex], func(t *testing.T) {
+			h := action.History{UUID: "GPU-x"}
+			h.Count("A", "recovery_2", t0) // an earlier run of the logger in this boot
+			h.Acknowledge(action.AckRecord{Time: t0.Add(time.Second), Action: action.Reboot, Classes: []string{"recovery_2"}})
+			r := NewRepair("A", 0, h)
+			judge := r
+			if byIndex {
+				judge = NewRepair("A", 0, action.History{})
+			}
+			judge.Judge(stuck(0))
+			judge.Recovery(2, first.Add(time.Second))
+			if byIndex {
+				r.Absorb(judge)
+				r.Recovery(2, first.Add(time.Second))
+			}
+			if cur := r.Judge(stuck(2 * time.Second)); cur.Action != action.Reboot || strings.Contains(cur.Reason(), "(acknowledged)") {
+				t.Errorf("%v %q, want reboot: the new recovery action, not acknowledged", cur.Action, cur.Reasons)
+			}
+			got, _ := r.History()
+			if c := got.Boot("A").Classes["recovery_2"]; c.Count != 2 {
+				t.Errorf("recovery_2 counted %+v, want 2: the earlier run's and the new one", c)
+			}
+		})
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/kmsg"
 	"github.com/gpu-telemetry/gpu-telemetry/live"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
+	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 	"github.com/gpu-telemetry/gpu-telemetry/sink"
 	"github.com/gpu-telemetry/gpu-telemetry/xid"
 )
@@ -626,5 +627,51 @@ func TestHangPublishedAsAckJudgesIsOneHang(t *testing.T) {
 	gs.judgeAction(time.Now(), true, nil)
 	if g := gs.slot.Get(); g.Action.Action != action.Watch || !strings.Contains(g.Action.Reason(), "acknowledged") {
 		t.Errorf("the hang going on: %v %q, want watch (acknowledged)", g.Action.Action, g.Action.Reasons)
+	}
+}
+
+// A recovery action an earlier run of the logger in this boot counted and
+// acknowledged is judged twice before any health reading (the first
+// sample slow), then the readings show it: it is the occurrence that run
+// counted, found when the field is first read: acknowledged (watch), not
+// counted again. Judged absent before its field was read, it was new:
+// reboot, counted twice.
+func TestAckedRecoveryActionFoundAtTheFirstReading(t *testing.T) {
+	r := newRig(t, 1, nil)
+	gs := r.m.gpus[0]
+	began := time.Now().Add(-time.Hour)
+	h := action.History{UUID: gs.g.Info().UUID}
+	h.Count(r.m.repairBoot(), "recovery_2", began)
+	h.Acknowledge(action.AckRecord{Time: began.Add(time.Minute), Action: action.Reboot, Classes: []string{"recovery_2"}})
+	h.AckAs("recovery_2", action.Reboot)
+	if err := board.Write(r.dir, h); err != nil {
+		t.Fatal(err)
+	}
+	gs.judgeAction(time.Now(), true, nil)
+	gs.judgeAction(time.Now(), true, nil)
+	if !gs.Health().At.IsZero() {
+		t.Fatal("a health reading before the first sample")
+	}
+	r.devs[0].Update(func(d *fakenvml.Dev) {
+		if d.Fields == nil {
+			d.Fields = map[uint32]uint64{}
+		}
+		d.Fields[nvml.FI_DEV_GET_GPU_RECOVERY_ACTION] = 2
+	})
+	_, _, sample := stepper(r, 3)
+	sample(3)
+	gs.judgeAction(time.Now(), true, nil)
+	if v, ok := gs.Health().Vals[reading.HRecoveryAction].Get(); !ok || v != 2 {
+		t.Fatalf("recovery action read %v %v, want 2", v, ok)
+	}
+	if g := gs.slot.Get(); g.Action.Action != action.Watch || !strings.Contains(g.Action.Reason(), "(acknowledged)") {
+		t.Errorf("action %v %q, want watch: the earlier run's recovery action, acknowledged", g.Action.Action, g.Action.Reasons)
+	}
+	got, err := board.Read(r.dir, gs.g.Info().UUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := got.Boot(r.m.repairBoot()).Classes["recovery_2"]; c.Count != 1 {
+		t.Errorf("recovery_2 counted %+v, want 1", c)
 	}
 }
