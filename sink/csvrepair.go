@@ -135,10 +135,13 @@ func cutToWholeLine(f *os.File, path string, size, drop int64) (int64, error) {
 }
 
 // cutPathToWholeLine cuts the file at path back to its last whole line
-// before its last drop bytes (a line log's refused line; 0: none) and
-// returns how many bytes it removed. A missing file has nothing to cut.
-func cutPathToWholeLine(path string, drop int64) (int64, error) {
-	f, err := OpenNoFollow(path, os.O_WRONLY, 0)
+// and returns how many bytes it removed. With line set (a line log's
+// refused line) it cuts the file only when it ends in line, back to its
+// last whole line before it, and otherwise removes nothing: a count of
+// bytes alone would cut another file's real lines. A missing file has
+// nothing to cut.
+func cutPathToWholeLine(path string, line []byte) (int64, error) {
+	f, err := OpenNoFollow(path, os.O_RDWR, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}
@@ -149,6 +152,19 @@ func cutPathToWholeLine(path string, drop int64) (int64, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return 0, fmt.Errorf("repair %s: %w", path, err)
+	}
+	drop := int64(len(line))
+	if drop > st.Size() {
+		return 0, nil
+	}
+	if drop > 0 {
+		tail := make([]byte, drop)
+		if _, err := f.ReadAt(tail, st.Size()-drop); err != nil {
+			return 0, fmt.Errorf("repair %s: %w", path, err)
+		}
+		if !bytes.Equal(tail, line) {
+			return 0, nil
+		}
 	}
 	whole, err := cutToWholeLine(f, path, st.Size(), drop)
 	if err != nil {

@@ -225,24 +225,25 @@ func (l *LineLog) writeLocked(b []byte, unit int64) error {
 }
 
 // refuseLocked cuts b, a line whose write returned after Close gave up on
-// it and counted it lost, back out of the file the write went to, to its
-// last whole line before b. That is to, the file at the path just before
-// the write (followPathLocked made lumberjack write it), found by its
-// identity in the directory when logrotate renamed it while the write was
-// stuck; or the file at the path when it holds b alone (lumberjack rotated
-// in the write, or created the file). What cannot be cut is logged, once
-// per log: no other write is begun after the give-up.
+// it and counted it lost, back out of the file the write went to: the file
+// at the path (lumberjack rotated in the write, or created the file), or
+// else to, the file at the path just before the write (followPathLocked
+// made lumberjack write it), found by its identity in the directory when
+// logrotate renamed it while the write was stuck. Only a file that ends in
+// b is cut: when both were renamed (lumberjack rotated in the write, then
+// logrotate renamed the new file), neither is the one. What cannot be cut
+// is logged, once per log: no other write is begun after the give-up.
 func (l *LineLog) refuseLocked(b []byte, to os.FileInfo) {
 	l.w.Close() // lumberjack reopens the path, taking its size from the file again
-	path, err := l.path, error(nil)
-	if fi, serr := os.Lstat(l.path); to != nil && (serr != nil || (!os.SameFile(fi, to) && fi.Size() != int64(len(b)))) {
-		path, err = findFile(filepath.Dir(l.path), to)
-	}
-	if err == nil {
-		var removed int64
-		if removed, err = cutPathToWholeLine(path, int64(len(b))); err == nil && removed < int64(len(b)) {
-			err = fmt.Errorf("%s does not end in the line", path)
+	removed, err := cutPathToWholeLine(l.path, b)
+	if err == nil && removed == 0 && to != nil {
+		var path string
+		if path, err = findFile(filepath.Dir(l.path), to); err == nil {
+			removed, err = cutPathToWholeLine(path, b)
 		}
+	}
+	if err == nil && removed == 0 {
+		err = errors.New("neither the file at the path nor the one written to before ends in the line")
 	}
 	if err != nil {
 		l.log.Error("a line written after its log's close gave up on it cannot be cut back out of the file: it stays in it, counted in log_lines_lost_at_exit",
@@ -276,7 +277,7 @@ func findFile(dir string, fi os.FileInfo) (string, error) {
 // inside a Write, under l.mu like this.
 func (l *LineLog) cutBackLocked() error {
 	l.w.Close() // lumberjack buffers nothing; a close error adds nothing to the write's
-	removed, err := cutPathToWholeLine(l.path, 0)
+	removed, err := cutPathToWholeLine(l.path, nil)
 	if err != nil {
 		return fmt.Errorf("write %s: cut back a partial line: %w", l.path, err)
 	}

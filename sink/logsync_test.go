@@ -347,23 +347,28 @@ func TestLineLogCloseWritesLastLines(t *testing.T) {
 // a disk that stops answering while stall is set: a write then tells
 // entered and waits for release; once released, it goes through, or fails
 // (EIO) when fail is set. writes counts the writes begun. With stallClose
-// set, the file's close sticks the same way.
+// set, the file's close sticks the same way; with stallAfter set, a write
+// goes through (lumberjack may rotate in it) and then sticks.
 type stalledDisk struct {
 	io.WriteCloser
-	stall, fail, stallClose atomic.Bool
-	writes                  atomic.Int32
-	entered, release        chan struct{}
+	stall, fail, stallClose, stallAfter atomic.Bool
+	writes                              atomic.Int32
+	entered, release                    chan struct{}
 }
 
 func (d *stalledDisk) Close() error {
 	if d.stallClose.Load() {
-		select {
-		case d.entered <- struct{}{}:
-		default:
-		}
-		<-d.release
+		d.wait()
 	}
 	return d.WriteCloser.Close()
+}
+
+func (d *stalledDisk) wait() {
+	select {
+	case d.entered <- struct{}{}:
+	default:
+	}
+	<-d.release
 }
 
 // stalledLog returns summary.log in dir, its writer a stalledDisk (not
@@ -385,12 +390,12 @@ func stalledLog(t *testing.T, dir string, log *slog.Logger) (l *LineLog, d *stal
 
 func (d *stalledDisk) Write(b []byte) (int, error) {
 	d.writes.Add(1)
+	if d.stallAfter.Load() {
+		defer d.wait()
+		return d.WriteCloser.Write(b)
+	}
 	if d.stall.Load() {
-		select {
-		case d.entered <- struct{}{}:
-		default:
-		}
-		<-d.release
+		d.wait()
 	}
 	if d.fail.Load() {
 		return 0, syscall.EIO
@@ -557,6 +562,82 @@ func TestLineLogRefusedLineCutFromTheRenamedFile(t *testing.T) {
 			}
 			if b, err := os.ReadFile(l.Path()); err == nil && len(b) > 0 {
 				t.Errorf("summary.log holds %q, want it empty or missing", b)
+			}
+		})
+	}
+}
+
+// TestLineLogRefusedLineCutAfterLumberjackRotated: a line's write makes
+// lumberjack rotate summary.log by size (the old file becomes its backup,
+// a new file at the path gets the line), then sticks; Close gives up on the
+// line (counted lost at exit) and the write returns. The line is cut from
+// the new file and the backup is left whole. When logrotate also renamed
+// the new file while the write was stuck (and created an empty one), the
+// file the line went to is neither the one at the path nor the one it was
+// when the write began: the line stays, and that is logged. Before, the
+// cut back took the backup (the file at the path when the write began) and
+// removed its last real lines by the refused line's length, logging nothing.
+func TestLineLogRefusedLineCutAfterLumberjackRotated(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		logrotate bool // logrotate renames the new file to summary.log.1 and creates an empty one
+	}{
+		{name: "rotated in the write"},
+		{name: "rotated in the write, then renamed by logrotate", logrotate: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs testutil.LogBuf
+			dir := t.TempDir()
+			// Whole lines up to just under stalledLog's 1 MB, so that the
+			// stuck line makes lumberjack rotate.
+			before := strings.Repeat("time=0 legit "+strings.Repeat("x", 86)+"\n", 10485)
+			if err := os.WriteFile(filepath.Join(dir, "summary.log"), []byte(before), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			before += "time=1 first\n"
+			l, d, release := stalledLog(t, dir, logs.Logger())
+			d.stallAfter.Store(true)
+			stuck := "time=2 stuck " + strings.Repeat("y", 100)
+			wrote := make(chan error, 1)
+			go func() { wrote <- l.Line(stuck) }()
+			<-d.entered
+			backups, _ := filepath.Glob(filepath.Join(dir, "summary-*.log"))
+			if len(backups) != 1 {
+				t.Fatalf("lumberjack's backups %v, want one (the line's write rotated the file)", backups)
+			}
+			renamed := filepath.Join(dir, "summary.log.1")
+			if tc.logrotate {
+				if err := os.Rename(l.Path(), renamed); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(l.Path(), nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			closeBounded(t, func() error { return l.Close() }, "a line's write that never returns")
+			if n := l.counts.Load(linesLostAtExit); n != 1 {
+				t.Errorf("log_lines_lost_at_exit = %d, want 1 (the line in the stuck write)", n)
+			}
+			release()
+			if err := <-wrote; err != nil {
+				t.Errorf("the line Close counted lost: %v, want nil (counted already)", err)
+			}
+			closeEnds(t, l)
+			if got := string(testutil.ReadFile(t, backups[0])); got != before {
+				t.Errorf("lumberjack's backup once the stuck write returned: %d bytes ending %q, want its %d bytes whole, ending %q",
+					len(got), got[max(len(got)-40, 0):], len(before), before[len(before)-40:])
+			}
+			if b, err := os.ReadFile(l.Path()); err == nil && len(b) > 0 {
+				t.Errorf("summary.log holds %q, want it empty or missing", b)
+			}
+			logged := strings.Contains(logs.String(), "cannot be cut back out of the file")
+			if logged != tc.logrotate {
+				t.Errorf("the failed cut back logged: %v, want %v:\n%s", logged, tc.logrotate, logs.String())
+			}
+			if tc.logrotate {
+				if got := string(testutil.ReadFile(t, renamed)); got != stuck+"\n" {
+					t.Errorf("summary.log.1 holds %q, want the line (it cannot be found: it stays, logged)", got)
+				}
 			}
 		})
 	}

@@ -166,7 +166,7 @@ func TestOpenAppendRefusesALink(t *testing.T) {
 	} else if !errors.Is(err, syscall.ELOOP) {
 		t.Errorf("error %v, want ELOOP", err)
 	}
-	if _, err := cutPathToWholeLine(path, 0); err == nil {
+	if _, err := cutPathToWholeLine(path, nil); err == nil {
 		t.Errorf("cut a file through a link")
 	}
 	if err := CompressFile(path); err == nil {
