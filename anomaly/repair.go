@@ -290,7 +290,9 @@ func (r *Repair) begin(c Cause, t Instant) {
 // one first.
 func (r *Repair) Judge(in RepairInput) action.Current {
 	causes := Causes(in)
-	if in.Vals == nil || !in.Vals[reading.HRecoveryAction].OK {
+	if in.Vals != nil && in.Vals[reading.HRecoveryAction].OK {
+		r.recovery = reading.Opt[uint64]{} // the field's reading replaces an earlier event's (one of before a GPU reset)
+	} else {
 		if v, ok := r.recovery.Get(); ok && v != 0 {
 			causes = append(causes, Cause{Class: "recovery_" + strconv.FormatUint(v, 10), Action: action.RecoveryAction(v),
 				Text: "the driver's recovery action " + strconv.FormatUint(v, 10) + " (" + reading.RecoveryActionName(v) + ")"})
@@ -301,6 +303,14 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 	}
 	if c, ok := r.warmRebootFailed(in); ok {
 		causes = append(causes, c)
+	}
+	// A class of the last Judge whose source this one does not read goes
+	// on, as it was: an absent reading is not an absence.
+	shown := in.reads(r.recovery.OK)
+	for _, c := range r.last {
+		if _, isXid := r.xids[c.Class]; !isXid && !shown[sourceOf(c.Class)] && !slices.ContainsFunc(causes, func(n Cause) bool { return n.Class == c.Class }) {
+			causes = append(causes, c)
+		}
 	}
 	// State causes that began since the last Judge are new events: after
 	// a Judge that read the class's source (early's too: Absorb), one that
@@ -351,7 +361,7 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 		causes = append(causes, x.Cause)
 		now[x.Class] = true
 	}
-	for s, ok := range in.reads(r.recovery.OK) {
+	for s, ok := range shown {
 		if ok && r.first[s].Wall.IsZero() { // this run's: early's, absorbed
 			r.first[s] = at
 		}
@@ -391,33 +401,55 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 }
 
 // source is what shows a class of cause to Judge: a class is judged
-// absent only where its source was read (absent is not zero).
+// absent only where its source is read (absent is not zero): a reading
+// missing from one judgement (a field entry that timed out, a failed
+// sample) is no absence.
 type source uint8
 
 const (
-	srcState    source = iota // the GPU's state (lost, hung, failing, missing), its Xids: read at every judgement
-	srcRecovery               // the recovery action: its field, or an event's (Recovery)
-	srcHealth                 // the health readings: the verdict's reasons, the retired pages
-	numSources
+	srcState          source = iota // the GPU's state (lost, hung, failing, missing), its Xids: read at every judgement
+	srcRecovery                     // the recovery action: its field, or an event's (Recovery)
+	srcRetired                      // the retired pages' counts (retired_pages)
+	srcRetiredPending               // the pages waiting to be retired (retired_pending)
+	srcHealth                       // health reason 0's readings; reason r's is srcHealth+r (HealthReasonDef.Readings)
+	numSources        = srcHealth + source(NumHealthReasons)
 )
 
 // sourceOf is the source that shows class (Causes names the classes).
 func sourceOf(class string) source {
+	if r, ok := ReasonNamed(class); ok {
+		return srcHealth + source(r)
+	}
 	switch {
-	case strings.HasPrefix(class, "retired_") || slices.ContainsFunc(HealthReasonDefs[:], func(d HealthReasonDef) bool { return d.Name == class }):
-		return srcHealth
+	case class == "retired_pages":
+		return srcRetired
+	case class == "retired_pending":
+		return srcRetiredPending
 	case strings.HasPrefix(class, "recovery_"):
 		return srcRecovery
 	}
 	return srcState
 }
 
-// reads reports which sources in reads; event: a recovery action an event
-// reported (Recovery) stands in for its field.
+// reads reports which sources in reads: where the readings they come from
+// are present, a health reason also where the verdict shows it; event: a
+// recovery action an event reported (Recovery) stands in for its field.
 func (in RepairInput) reads(event bool) (s [numSources]bool) {
 	s[srcState] = true
-	s[srcHealth] = in.Vals != nil || in.Health.Reasons != 0
-	s[srcRecovery] = event || in.Vals != nil && in.Vals[reading.HRecoveryAction].OK
+	s[srcRecovery] = event
+	if in.Vals == nil {
+		in.Vals = &reading.Values{}
+	}
+	v := in.Vals
+	s[srcRecovery] = s[srcRecovery] || v[reading.HRecoveryAction].OK
+	s[srcRetired] = v[reading.HRetiredSBE].OK && v[reading.HRetiredDBE].OK
+	s[srcRetiredPending] = v[reading.HRetiredPending].OK
+	any := slices.ContainsFunc(v[:], func(c reading.Opt[uint64]) bool { return c.OK })
+	for r := range NumHealthReasons {
+		ids := HealthReasonDefs[r].Readings
+		s[srcHealth+source(r)] = in.Health.Has(r) || len(ids) == 0 && any ||
+			slices.ContainsFunc(ids, func(id reading.ID) bool { return v[id].OK })
+	}
 	return s
 }
 
