@@ -146,7 +146,7 @@ type Repair struct {
 	read       [numSources]bool
 	first      [numSources]Instant
 	lastJudge  Instant             // the last Judge's time
-	recovery   reading.Opt[uint64] // the last recovery action an event reported
+	recovery   reading.Opt[uint64] // the last recovery action an event reported since the field last read
 	initFailed bool                // RmInitAdapter failed for the board in this boot
 	dirty      bool                // hist changed since Dirty was last asked
 	last       []Cause
@@ -252,7 +252,8 @@ func (r *Repair) Xid(e xid.Explanation, t time.Time, mono time.Duration) {
 }
 
 // Recovery takes a recovery action an event reported (Xid 154's text, an
-// NVML event): it decides while the recovery action field is not read.
+// NVML event): it decides while the recovery action field is not read,
+// until the field reads (Judge: the field's reading replaces it).
 // The events are watched from the run's first judgement: one after it is
 // news (Judge), whether the field was read or not.
 func (r *Repair) Recovery(v uint64, t time.Time) {
