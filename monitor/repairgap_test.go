@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpu-telemetry/gpu-telemetry/action"
 	"github.com/gpu-telemetry/gpu-telemetry/action/board"
+	"github.com/gpu-telemetry/gpu-telemetry/internal/events"
 	"github.com/gpu-telemetry/gpu-telemetry/reading"
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 )
@@ -127,5 +128,61 @@ func TestAnAckedDBEGoesOnWhenTheFirstHealthReadingLacksIt(t *testing.T) {
 	g := gs.slot.Get()
 	if c := got.Boot(r.m.repairBoot()).Classes["ecc_dbe"]; c.Count != 1 || g.Action.Action != action.Watch {
 		t.Errorf("ecc_dbe counted %d, action %v %q; want 1, watch (the earlier run's, acknowledged)", c.Count, g.Action.Action, g.Action.Reasons)
+	}
+}
+
+// A recovery action an event reported, acknowledged; the field then reads
+// 0 (the GPU was reset), then times out once: the old event does not bring
+// its class back as a new occurrence (the field's reading replaced it).
+func TestAnOldRecoveryEventDoesNotComeBackWhenTheFieldTimesOut(t *testing.T) {
+	r := newRig(t, 1, nil)
+	gs := r.m.gpus[0]
+	r.devs[0].Update(func(d *fakenvml.Dev) {
+		setField(d, nvml.FI_DEV_GET_GPU_RECOVERY_ACTION, 2)
+		setField(d, nvml.FI_DEV_ECC_CURRENT, 1)
+		setField(d, nvml.FI_DEV_ECC_SBE_VOL_TOTAL, 1)
+	})
+	_, s, sample := stepper(r, 0)
+	n := 0
+	run := func(k int) {
+		for range k {
+			sample(n)
+			n++
+		}
+	}
+	run(1)
+	gs.wake(events.Record{Kind: reading.EventRecovery, Code: 2, At: s.Time, Seen: s.Time}, reading.XidDetail{}).write(gs)
+	run(11)
+	g := gs.slot.Get()
+	if g.Action.Action != action.Reboot {
+		t.Fatalf("action %v %q, want reboot: the recovery action", g.Action.Action, g.Action.Reasons)
+	}
+	if _, err := r.m.Ack("0", g.Action.Action, "", "op"); err != nil {
+		t.Fatal(err)
+	}
+	r.devs[0].Update(func(d *fakenvml.Dev) { setField(d, nvml.FI_DEV_GET_GPU_RECOVERY_ACTION, 0) })
+	for start := n; gs.Health().Vals[reading.HRecoveryAction] != reading.Some[uint64](0); run(1) {
+		if n-start > 40 {
+			t.Fatal("the field never reads 0")
+		}
+	}
+	run(12)
+	r.devs[0].Update(func(d *fakenvml.Dev) { // a corrected error in the same reading: a new health view
+		d.FieldRet = map[uint32]nvml.Return{nvml.FI_DEV_GET_GPU_RECOVERY_ACTION: nvml.ERROR_TIMEOUT}
+		setField(d, nvml.FI_DEV_ECC_SBE_VOL_TOTAL, 2)
+	})
+	for start := n; gs.Health().Vals[reading.HRecoveryAction].OK; run(1) {
+		if n-start > 40 {
+			t.Fatal("no health view without the recovery action")
+		}
+	}
+	run(12)
+	got, err := board.Read(r.dir, gs.g.Info().UUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g = gs.slot.Get()
+	if c := got.Boot(r.m.repairBoot()).Classes["recovery_2"]; c.Count != 1 || g.Action.Action != action.None {
+		t.Errorf("recovery_2 counted %d, action %v %q; want 1, none (the field read 0 since the event)", c.Count, g.Action.Action, g.Action.Reasons)
 	}
 }
