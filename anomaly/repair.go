@@ -305,14 +305,8 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 	if c, ok := r.warmRebootFailed(in); ok {
 		causes = append(causes, c)
 	}
-	// A class of the last Judge whose source this one does not read goes
-	// on, as it was: an absent reading is not an absence.
 	shown := in.reads(r.recovery.OK)
-	for _, c := range r.last {
-		if _, isXid := r.xids[c.Class]; !isXid && !shown[sourceOf(c.Class)] && !slices.ContainsFunc(causes, func(n Cause) bool { return n.Class == c.Class }) {
-			causes = append(causes, c)
-		}
-	}
+	causes = r.goOn(causes, shown)
 	// State causes that began since the last Judge are new events: after
 	// a Judge that read the class's source (early's too: Absorb), one that
 	// was absent, or that began again since. A class already begun in this
@@ -432,26 +426,49 @@ func sourceOf(class string) source {
 	return srcState
 }
 
-// reads reports which sources in reads: where the readings they come from
-// are present, a health reason also where the verdict shows it; event: a
-// recovery action an event reported (Recovery) stands in for its field.
+// reads reports which sources in reads: those whose readings are present
+// (a health reason's: any of its own, HealthReasonDef.Readings; one that
+// names none, any reading of the sample), a health reason also where the
+// verdict shows it; event: a recovery action an event reported (Recovery)
+// stands in for its field.
 func (in RepairInput) reads(event bool) (s [numSources]bool) {
-	s[srcState] = true
-	s[srcRecovery] = event
-	if in.Vals == nil {
-		in.Vals = &reading.Values{}
+	var v reading.Values
+	if in.Vals != nil {
+		v = *in.Vals
 	}
-	v := in.Vals
-	s[srcRecovery] = s[srcRecovery] || v[reading.HRecoveryAction].OK
-	s[srcRetired] = v[reading.HRetiredSBE].OK && v[reading.HRetiredDBE].OK
-	s[srcRetiredPending] = v[reading.HRetiredPending].OK
-	any := slices.ContainsFunc(v[:], func(c reading.Opt[uint64]) bool { return c.OK })
+	present := func(id reading.ID) bool { return v[id].OK }
+	s[srcState] = true
+	s[srcRecovery] = event || present(reading.HRecoveryAction)
+	s[srcRetired] = present(reading.HRetiredSBE) && present(reading.HRetiredDBE)
+	s[srcRetiredPending] = present(reading.HRetiredPending)
+	sampled := slices.ContainsFunc(v[:], func(c reading.Opt[uint64]) bool { return c.OK })
 	for r := range NumHealthReasons {
 		ids := HealthReasonDefs[r].Readings
-		s[srcHealth+source(r)] = in.Health.Has(r) || len(ids) == 0 && any ||
-			slices.ContainsFunc(ids, func(id reading.ID) bool { return v[id].OK })
+		s[srcHealth+source(r)] = in.Health.Has(r) || len(ids) == 0 && sampled || slices.ContainsFunc(ids, present)
 	}
 	return s
+}
+
+// goOn adds to causes each class of the last Judge that this one finds
+// neither present nor absent (its source not read: shown), as it was, in
+// its place among them: an absent reading is not an absence, so the class
+// goes on through the gap (its ack with it) and is not new when its
+// reading is back.
+func (r *Repair) goOn(causes []Cause, shown [numSources]bool) []Cause {
+	in := func(class string) int {
+		return slices.IndexFunc(causes, func(c Cause) bool { return c.Class == class })
+	}
+	for i, c := range r.last {
+		if _, isXid := r.xids[c.Class]; isXid || shown[sourceOf(c.Class)] || in(c.Class) >= 0 {
+			continue
+		}
+		at := 0 // after the one before it at the last Judge
+		for j := i - 1; j >= 0 && at == 0; j-- {
+			at = in(r.last[j].Class) + 1
+		}
+		causes = slices.Insert(causes, at, c)
+	}
+	return causes
 }
 
 // missingClass is the class of a board that is not enumerated.

@@ -101,3 +101,18 @@ func TestAnAckedClassGoesOnWhenTheFirstReadingLacksIt(t *testing.T) {
 		t.Errorf("ecc_dbe counted %d, action %v %q; want 1, watch (the earlier run's, acknowledged)", n, cur.Action, cur.Reasons)
 	}
 }
+
+// A class going on through a gap in its reading keeps its place among the
+// reasons: the GPU's action and reasons do not change (no ACTION line).
+func TestAClassGoingOnThroughAGapKeepsItsPlace(t *testing.T) {
+	r := NewRepair("A", 0, action.History{UUID: "GPU-x"})
+	both := RepairInput{Vals: vals(uint64(reading.HDBEVolatile), 1, uint64(reading.HRemapPending), 1), Health: verdict(ReasonDBE, ReasonRemapPending)}
+	before := judgeAt(r, 0, both)
+	gap := judgeAt(r, time.Second, RepairInput{Vals: vals(uint64(reading.HRemapPending), 1), Health: verdict(ReasonRemapPending)})
+	if !gap.Equal(before) || len(gap.Reasons) != 2 {
+		t.Errorf("in the DBE count's gap: %v %q, want %v %q", gap.Action, gap.Reasons, before.Action, before.Reasons)
+	}
+	if after := judgeAt(r, 2*time.Second, both); !after.Equal(before) || countOf(r, "ecc_dbe") != 1 {
+		t.Errorf("after the gap: %v %q, ecc_dbe counted %d; want %q, 1", after.Action, after.Reasons, countOf(r, "ecc_dbe"), before.Reasons)
+	}
+}
