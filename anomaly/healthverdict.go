@@ -51,43 +51,47 @@ type HealthReasonDef struct {
 	// Action is the repair it asks for (anomaly.Causes); the recovery
 	// action's reasons leave it to the action's value (RecoveryAction).
 	Action action.Action
+	// Readings are what it is judged from: the repair action takes it
+	// for absent only where one of them is present (none: an event's,
+	// judged where any reading of the sample is; sourceOf).
+	Readings []reading.ID
 }
 
 // HealthReasonDefs declares every reason, indexed by HealthReason.
 var HealthReasonDefs = [NumHealthReasons]HealthReasonDef{
-	ReasonDBE:                  {"ecc_dbe", true, "double-bit ECC errors since the driver loaded", action.ResetGPU},
-	ReasonRemapFailure:         {"remap_failure", true, "a row remap failed", action.Inspect},
-	ReasonNVLinkDown:           {"nvlink_down", true, "an NVLink link is not active", action.ResetGPU},
-	ReasonNVLinkRecoveryFailed: {"nvlink_recovery_failed", true, "an NVLink link recovery failed", action.ResetGPU},
-	ReasonC2CErrors:            {"c2c_errors", true, "C2C link errors grew", action.Watch},
-	ReasonRecoveryAction:       {"recovery_action", true, "the driver asks for a GPU reset, a reboot or a drain and reset", action.None},
-	ReasonMemoryUnrepairable:   {"memory_unrepairable", true, "the GPU has memory that can no longer be repaired", action.Inspect},
+	ReasonDBE:                  {"ecc_dbe", true, "double-bit ECC errors since the driver loaded", action.ResetGPU, []reading.ID{reading.HDBEVolatile}},
+	ReasonRemapFailure:         {"remap_failure", true, "a row remap failed", action.Inspect, []reading.ID{reading.HRemapFailure}},
+	ReasonNVLinkDown:           {"nvlink_down", true, "an NVLink link is not active", action.ResetGPU, []reading.ID{reading.HNVLinkCount, reading.HNVLinkUp}},
+	ReasonNVLinkRecoveryFailed: {"nvlink_recovery_failed", true, "an NVLink link recovery failed", action.ResetGPU, []reading.ID{reading.HNVLinkRecoveryFailed}},
+	ReasonC2CErrors:            {"c2c_errors", true, "C2C link errors grew", action.Watch, []reading.ID{reading.HC2CErrors}},
+	ReasonRecoveryAction:       {"recovery_action", true, "the driver asks for a GPU reset, a reboot or a drain and reset", action.None, []reading.ID{reading.HRecoveryAction}},
+	ReasonMemoryUnrepairable:   {"memory_unrepairable", true, "the GPU has memory that can no longer be repaired", action.Inspect, []reading.ID{reading.HMemoryUnrepairable}},
 	// The fabric's: recover the fabric the GPU belongs to (NVML's recovery
 	// action 5, "recover IMEX domain", asks the same of a fabric fault).
-	ReasonFabricError:          {"fabric_error", true, "the NVLink fabric probe completed with an error status", action.RecoverFabric},
-	ReasonFabricConfig:         {"fabric_config", true, "the NVLink fabric reports an incorrect configuration", action.RecoverFabric},
-	ReasonFabricRouteUnhealthy: {"fabric_route_unhealthy", true, "the NVLink fabric reports an unhealthy route", action.RecoverFabric},
+	ReasonFabricError:          {"fabric_error", true, "the NVLink fabric probe completed with an error status", action.RecoverFabric, []reading.ID{reading.HFabricState}},
+	ReasonFabricConfig:         {"fabric_config", true, "the NVLink fabric reports an incorrect configuration", action.RecoverFabric, []reading.ID{reading.HFabricHealth}},
+	ReasonFabricRouteUnhealthy: {"fabric_route_unhealthy", true, "the NVLink fabric reports an unhealthy route", action.RecoverFabric, []reading.ID{reading.HFabricHealth}},
 	// A fatal SXid stops the switch port's traffic for every GPU of the
 	// baseboard; NVIDIA's Fabric Manager User Guide (DU-09883-001, "Error
 	// Handling", NVSwitch fatal errors) asks for the baseboard's GPUs and
 	// NVSwitches to be reset together (nvidia-smi -r resets them as one
 	// set on an NVSwitch system), a reboot if that fails: a GPU reset, not a
 	// recovery of the fabric manager's partition.
-	ReasonNVSwitchFatal:    {"nvswitch_fatal", true, "an NVSwitch of the GPU's baseboard logged a fatal SXid", action.ResetGPU},
-	ReasonRemapPending:     {"remap_pending", false, "a row remap waits for a GPU reset", action.ResetGPU},
-	ReasonRemapNearLimit:   {"remap_near_limit", false, "512 or more rows remapped for uncorrectable errors", action.Watch},
-	ReasonSBERate:          {"ecc_sbe_rate", false, "single-bit ECC errors at a high rate", action.Watch},
-	ReasonPCIeReplays:      {"pcie_replays", false, "PCIe replays above DCGM's rate for the link", action.Watch},
-	ReasonNVLinkErrors:     {"nvlink_errors", false, "NVLink error counters grew", action.Watch},
-	ReasonNVLinkRecovered:  {"nvlink_recovered", false, "NVLink links went through recovery", action.Watch},
-	ReasonHWSlowdown:       {"hw_slowdown", false, "time in HW thermal slowdown or HW power brake grew", action.Watch},
-	ReasonRecoveryDrainP2P: {"recovery_drain_p2p", false, "the driver asks to drain peer-to-peer traffic", action.None},
-	ReasonRepairPending:    {"repair_pending", false, "a memory channel or TPC repair waits for a GPU reset", action.ResetGPU},
-	ReasonSRAMThreshold:    {"sram_threshold", false, "the SRAM ECC error threshold is exceeded", action.Watch},
+	ReasonNVSwitchFatal:    {"nvswitch_fatal", true, "an NVSwitch of the GPU's baseboard logged a fatal SXid", action.ResetGPU, nil},
+	ReasonRemapPending:     {"remap_pending", false, "a row remap waits for a GPU reset", action.ResetGPU, []reading.ID{reading.HRemapPending}},
+	ReasonRemapNearLimit:   {"remap_near_limit", false, "512 or more rows remapped for uncorrectable errors", action.Watch, []reading.ID{reading.HRemapUncorrectable}},
+	ReasonSBERate:          {"ecc_sbe_rate", false, "single-bit ECC errors at a high rate", action.Watch, []reading.ID{reading.HSBEVolatile}},
+	ReasonPCIeReplays:      {"pcie_replays", false, "PCIe replays above DCGM's rate for the link", action.Watch, []reading.ID{reading.PCIeReplay}},
+	ReasonNVLinkErrors:     {"nvlink_errors", false, "NVLink error counters grew", action.Watch, []reading.ID{reading.HNVLinkErrors}},
+	ReasonNVLinkRecovered:  {"nvlink_recovered", false, "NVLink links went through recovery", action.Watch, []reading.ID{reading.HNVLinkRecovery}},
+	ReasonHWSlowdown:       {"hw_slowdown", false, "time in HW thermal slowdown or HW power brake grew", action.Watch, []reading.ID{reading.HClkHWThermal, reading.HClkHWPowerBrake}},
+	ReasonRecoveryDrainP2P: {"recovery_drain_p2p", false, "the driver asks to drain peer-to-peer traffic", action.None, []reading.ID{reading.HRecoveryAction}},
+	ReasonRepairPending:    {"repair_pending", false, "a memory channel or TPC repair waits for a GPU reset", action.ResetGPU, []reading.ID{reading.HChannelRepairPending, reading.HTPCRepairPending}},
+	ReasonSRAMThreshold:    {"sram_threshold", false, "the SRAM ECC error threshold is exceeded", action.Watch, []reading.ID{reading.HSRAMThreshold}},
 	// A link that trains down under load is a failing riser, retimer or
 	// slot, or a board not seated after maintenance (NVIDIA/NVSentinel
 	// issue 890): it does not heal by waiting, hands on the hardware do.
-	ReasonPCIeDegraded: {"pcie_degraded", false, "the PCIe link runs below its maximum while the GPU is busy", action.Inspect},
+	ReasonPCIeDegraded: {"pcie_degraded", false, "the PCIe link runs below its maximum while the GPU is busy", action.Inspect, []reading.ID{reading.PCIeGen, reading.PCIeWidth}},
 }
 
 // eventReasons are the reasons an event raises (Tracker.Raise) rather than a

@@ -146,7 +146,7 @@ type Repair struct {
 	read       [numSources]bool
 	first      [numSources]Instant
 	lastJudge  Instant             // the last Judge's time
-	recovery   reading.Opt[uint64] // the last recovery action an event reported
+	recovery   reading.Opt[uint64] // the last recovery action an event reported since the field last read
 	initFailed bool                // RmInitAdapter failed for the board in this boot
 	dirty      bool                // hist changed since Dirty was last asked
 	last       []Cause
@@ -252,7 +252,8 @@ func (r *Repair) Xid(e xid.Explanation, t time.Time, mono time.Duration) {
 }
 
 // Recovery takes a recovery action an event reported (Xid 154's text, an
-// NVML event): it decides while the recovery action field is not read.
+// NVML event): it decides while the recovery action field is not read,
+// until the field reads (Judge: the field's reading replaces it).
 // The events are watched from the run's first judgement: one after it is
 // news (Judge), whether the field was read or not.
 func (r *Repair) Recovery(v uint64, t time.Time) {
@@ -290,7 +291,9 @@ func (r *Repair) begin(c Cause, t Instant) {
 // one first.
 func (r *Repair) Judge(in RepairInput) action.Current {
 	causes := Causes(in)
-	if in.Vals == nil || !in.Vals[reading.HRecoveryAction].OK {
+	if in.Vals != nil && in.Vals[reading.HRecoveryAction].OK {
+		r.recovery = reading.Opt[uint64]{} // the field's reading replaces an earlier event's (one of before a GPU reset)
+	} else {
 		if v, ok := r.recovery.Get(); ok && v != 0 {
 			causes = append(causes, Cause{Class: "recovery_" + strconv.FormatUint(v, 10), Action: action.RecoveryAction(v),
 				Text: "the driver's recovery action " + strconv.FormatUint(v, 10) + " (" + reading.RecoveryActionName(v) + ")"})
@@ -302,6 +305,8 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 	if c, ok := r.warmRebootFailed(in); ok {
 		causes = append(causes, c)
 	}
+	shown := in.reads(r.recovery.OK)
+	causes = r.goOn(causes, shown)
 	// State causes that began since the last Judge are new events: after
 	// a Judge that read the class's source (early's too: Absorb), one that
 	// was absent, or that began again since. A class already begun in this
@@ -351,7 +356,7 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 		causes = append(causes, x.Cause)
 		now[x.Class] = true
 	}
-	for s, ok := range in.reads(r.recovery.OK) {
+	for s, ok := range shown {
 		if ok && r.first[s].Wall.IsZero() { // this run's: early's, absorbed
 			r.first[s] = at
 		}
@@ -391,34 +396,79 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 }
 
 // source is what shows a class of cause to Judge: a class is judged
-// absent only where its source was read (absent is not zero).
+// absent only where its source is read (absent is not zero): a reading
+// missing from one judgement (a field entry that timed out, a failed
+// sample) is no absence.
 type source uint8
 
 const (
-	srcState    source = iota // the GPU's state (lost, hung, failing, missing), its Xids: read at every judgement
-	srcRecovery               // the recovery action: its field, or an event's (Recovery)
-	srcHealth                 // the health readings: the verdict's reasons, the retired pages
-	numSources
+	srcState          source = iota // the GPU's state (lost, hung, failing, missing), its Xids: read at every judgement
+	srcRecovery                     // the recovery action: its field, or an event's (Recovery)
+	srcRetired                      // the retired pages' counts (retired_pages)
+	srcRetiredPending               // the pages waiting to be retired (retired_pending)
+	srcHealth                       // health reason 0's readings; reason r's is srcHealth+r (HealthReasonDef.Readings)
+	numSources        = srcHealth + source(NumHealthReasons)
 )
 
 // sourceOf is the source that shows class (Causes names the classes).
 func sourceOf(class string) source {
+	if r, ok := ReasonNamed(class); ok {
+		return srcHealth + source(r)
+	}
 	switch {
-	case strings.HasPrefix(class, "retired_") || slices.ContainsFunc(HealthReasonDefs[:], func(d HealthReasonDef) bool { return d.Name == class }):
-		return srcHealth
+	case class == "retired_pages":
+		return srcRetired
+	case class == "retired_pending":
+		return srcRetiredPending
 	case strings.HasPrefix(class, "recovery_"):
 		return srcRecovery
 	}
 	return srcState
 }
 
-// reads reports which sources in reads; event: a recovery action an event
-// reported (Recovery) stands in for its field.
+// reads reports which sources in reads: those whose readings are present
+// (a health reason's: any of its own, HealthReasonDef.Readings; one that
+// names none, any reading of the sample), a health reason also where the
+// verdict shows it; event: a recovery action an event reported (Recovery)
+// stands in for its field.
 func (in RepairInput) reads(event bool) (s [numSources]bool) {
+	var v reading.Values
+	if in.Vals != nil {
+		v = *in.Vals
+	}
+	present := func(id reading.ID) bool { return v[id].OK }
 	s[srcState] = true
-	s[srcHealth] = in.Vals != nil || in.Health.Reasons != 0
-	s[srcRecovery] = event || in.Vals != nil && in.Vals[reading.HRecoveryAction].OK
+	s[srcRecovery] = event || present(reading.HRecoveryAction)
+	s[srcRetired] = present(reading.HRetiredSBE) && present(reading.HRetiredDBE)
+	s[srcRetiredPending] = present(reading.HRetiredPending)
+	sampled := slices.ContainsFunc(v[:], func(c reading.Opt[uint64]) bool { return c.OK })
+	for r := range NumHealthReasons {
+		ids := HealthReasonDefs[r].Readings
+		s[srcHealth+source(r)] = in.Health.Has(r) || len(ids) == 0 && sampled || slices.ContainsFunc(ids, present)
+	}
 	return s
+}
+
+// goOn adds to causes each class of the last Judge that this one finds
+// neither present nor absent (its source not read: shown), as it was, in
+// its place among them: an absent reading is not an absence, so the class
+// goes on through the gap (its ack with it) and is not new when its
+// reading is back.
+func (r *Repair) goOn(causes []Cause, shown [numSources]bool) []Cause {
+	in := func(class string) int {
+		return slices.IndexFunc(causes, func(c Cause) bool { return c.Class == class })
+	}
+	for i, c := range r.last {
+		if _, isXid := r.xids[c.Class]; isXid || shown[sourceOf(c.Class)] || in(c.Class) >= 0 {
+			continue
+		}
+		at := 0 // after the one before it at the last Judge
+		for j := i - 1; j >= 0 && at == 0; j-- {
+			at = in(r.last[j].Class) + 1
+		}
+		causes = slices.Insert(causes, at, c)
+	}
+	return causes
 }
 
 // missingClass is the class of a board that is not enumerated.

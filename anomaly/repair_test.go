@@ -493,9 +493,10 @@ func TestAbsorbAckTheHistoryEscalates(t *testing.T) {
 	if len(cur.Reasons) != 2 || !strings.HasSuffix(cur.Reasons[1], "(acknowledged)") {
 		t.Errorf("the DBE's ack was dropped: %q", cur.Reasons)
 	}
-	cur = r.Judge(RepairInput{Now: now.Add(3 * time.Second)})
+	noDBE := vals(uint64(reading.HDBEVolatile), 0) // the DBE gone is read gone
+	cur = r.Judge(RepairInput{Now: now.Add(3 * time.Second), Vals: noDBE})
 	r.Ack(cur, now.Add(4*time.Second), "root", "")
-	if cur = r.Judge(RepairInput{Now: now.Add(5 * time.Second)}); cur.Action != action.None {
+	if cur = r.Judge(RepairInput{Now: now.Add(5 * time.Second), Vals: noDBE}); cur.Action != action.None {
 		t.Errorf("after the board's own ack of inspect: %v %q", cur.Action, cur.Reasons)
 	}
 }
@@ -505,7 +506,7 @@ func TestAbsorbAckTheHistoryEscalates(t *testing.T) {
 func TestAck(t *testing.T) {
 	r := NewRepair("A", 0, action.History{})
 	r.Xid(xid79, t0, mono(t0))
-	in := RepairInput{Now: t0, Health: verdict(ReasonDBE), Vals: &reading.Values{}} // the health readings, as the monitor gives them: the DBE gone is read gone
+	in := RepairInput{Now: t0, Health: verdict(ReasonDBE), Vals: vals(uint64(reading.HDBEVolatile), 1)} // the health readings, as the monitor gives them: the DBE gone is read gone
 	cur := r.Judge(in)
 	if cur.Action != action.Reboot {
 		t.Fatalf("before: %v", cur.Action)
@@ -518,7 +519,7 @@ func TestAck(t *testing.T) {
 	if cur = r.Judge(in); cur.Action != action.Watch || !strings.Contains(cur.Reason(), "acknowledged") {
 		t.Fatalf("after the ack, with the DBE still counted: %v %q", cur.Action, cur.Reasons)
 	}
-	in.Health = HealthVerdict{}
+	in.Health, in.Vals = HealthVerdict{}, vals(uint64(reading.HDBEVolatile), 0)
 	if cur = r.Judge(in); cur.Action != action.None {
 		t.Fatalf("after the ack, the DBE gone: %v %q", cur.Action, cur.Reasons)
 	}

@@ -325,7 +325,7 @@ func TestAbsorbCountsEachOccurrenceOnce(t *testing.T) {
 			early := NewRepair("A", 0, action.History{})
 			now, m := at(tc.ends)
 			late := tc.ends + HungReboot + 2*time.Second // the new occurrence asks for its repair (a hang: its reboot)
-			for _, in := range []RepairInput{tc.on(0), tc.on(tc.ends - time.Second), {Now: now, Mono: m, Answered: true}, tc.on(tc.ends + time.Second), tc.on(late)} {
+			for _, in := range []RepairInput{tc.on(0), tc.on(tc.ends - time.Second), {Now: now, Mono: m, Answered: true, Vals: vals(uint64(reading.HRecoveryAction), 0, uint64(reading.HDBEVolatile), 0)}, tc.on(tc.ends + time.Second), tc.on(late)} {
 				early.Judge(in)
 			}
 			if c := early.hist.Boot("A").Classes[tc.class]; c.Count != 2 {
@@ -391,7 +391,7 @@ func TestAbsorbCountsWhatBeganBeforeTheBoardsFirstJudgement(t *testing.T) {
 				}
 				for _, d := range []time.Duration{0, time.Second} { // the class read absent (its source read: TestAClassGoesOnWhenItsSourceIsFirstRead)
 					now, m := at(d)
-					judge.Judge(RepairInput{Now: now, Mono: m, Answered: true, Vals: vals(uint64(reading.HRecoveryAction), 0)})
+					judge.Judge(RepairInput{Now: now, Mono: m, Answered: true, Vals: vals(uint64(reading.HRecoveryAction), 0, uint64(reading.HDBEVolatile), 0)})
 				}
 				if byIndex {
 					r.Absorb(judge)

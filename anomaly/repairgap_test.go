@@ -1,0 +1,118 @@
+package anomaly
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gpu-telemetry/gpu-telemetry/action"
+	"github.com/gpu-telemetry/gpu-telemetry/reading"
+)
+
+// judgeAt judges in at t0+d, the monotonic clock in step, answered unless
+// failing.
+func judgeAt(r *Repair, d time.Duration, in RepairInput) action.Current {
+	in.Now, in.Mono, in.Answered = t0.Add(d), 3*time.Hour+d, !in.Failing
+	return r.Judge(in)
+}
+
+// countOf is how often this boot's history counted class.
+func countOf(r *Repair, class string) uint64 {
+	h, _ := r.History()
+	return h.Boot("A").Classes[class].Count
+}
+
+// A class acknowledged whose reading is missing from one judgement (its
+// field entry timed out, or the whole sample failed) goes on through the
+// gap: an absent reading is not an absence. When it reads again it is the
+// same occurrence, counted once and still acknowledged.
+func TestAClassGoesOnThroughAGapInItsReading(t *testing.T) {
+	dbe := vals(uint64(reading.HRecoveryAction), 0, uint64(reading.HDBEVolatile), 1)
+	two := vals(uint64(reading.HRecoveryAction), 2, uint64(reading.HDBEVolatile), 0)
+	for _, tc := range []struct {
+		name, class string
+		shown, gap  RepairInput
+	}{
+		{"recovery field entry timed out", "recovery_2", RepairInput{Vals: two}, RepairInput{Vals: vals(uint64(reading.HDBEVolatile), 0)}},
+		{"recovery, the sample failed", "recovery_2", RepairInput{Vals: two}, RepairInput{Vals: &reading.Values{}, Failing: true}},
+		{"health field entry timed out", "ecc_dbe", RepairInput{Vals: dbe, Health: verdict(ReasonDBE)}, RepairInput{Vals: vals(uint64(reading.HRecoveryAction), 0)}},
+		{"health, the sample failed", "ecc_dbe", RepairInput{Vals: dbe, Health: verdict(ReasonDBE)}, RepairInput{Vals: &reading.Values{}, Failing: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewRepair("A", 0, action.History{UUID: "GPU-x"})
+			cur := judgeAt(r, 0, tc.shown)
+			if cur.Action < action.ResetGPU {
+				t.Fatalf("shown: %v %q, want a repair", cur.Action, cur.Reasons)
+			}
+			r.Ack(cur, t0.Add(time.Second), "op", "")
+			judgeAt(r, 2*time.Second, tc.shown)
+			gap := judgeAt(r, 3*time.Second, tc.gap)
+			if !tc.gap.Failing && gap.Action != action.Watch {
+				t.Errorf("in the gap: %v %q, want watch: the class goes on, acknowledged", gap.Action, gap.Reasons)
+			}
+			cur = judgeAt(r, 4*time.Second, tc.shown)
+			if n := countOf(r, tc.class); n != 1 || cur.Action != action.Watch {
+				t.Errorf("after the gap: %s counted %d, action %v %q; want 1, watch (the same occurrence, acknowledged)", tc.class, n, cur.Action, cur.Reasons)
+			}
+		})
+	}
+}
+
+// A class judged absent where its reading is present, then shown, is new.
+func TestAClassAbsentWhereItsReadingIsPresentIsNew(t *testing.T) {
+	r := NewRepair("A", 0, action.History{UUID: "GPU-x"})
+	dbe := vals(uint64(reading.HDBEVolatile), 1)
+	cur := judgeAt(r, 0, RepairInput{Vals: dbe, Health: verdict(ReasonDBE)})
+	r.Ack(cur, t0.Add(time.Second), "op", "")
+	judgeAt(r, 2*time.Second, RepairInput{Vals: vals(uint64(reading.HDBEVolatile), 0)})
+	cur = judgeAt(r, 3*time.Second, RepairInput{Vals: dbe, Health: verdict(ReasonDBE)})
+	if n := countOf(r, "ecc_dbe"); n != 2 || cur.Action != action.ResetGPU {
+		t.Errorf("ecc_dbe counted %d, action %v; want 2, reset_gpu (a new occurrence)", n, cur.Action)
+	}
+}
+
+// A recovery action an event reported is replaced by the field's reading:
+// after the field read 0 (the GPU was reset), a timeout of the field does
+// not bring the old event's class back as a new occurrence.
+func TestAFieldReadReplacesARecoveryEvent(t *testing.T) {
+	r := NewRepair("A", 0, action.History{UUID: "GPU-x"})
+	r.Recovery(2, t0)
+	cur := judgeAt(r, 0, RepairInput{Vals: vals(uint64(reading.HRecoveryAction), 2)})
+	r.Ack(cur, t0.Add(time.Second), "op", "")
+	judgeAt(r, 2*time.Second, RepairInput{Vals: vals(uint64(reading.HRecoveryAction), 0)})
+	cur = judgeAt(r, 3*time.Second, RepairInput{Vals: vals(uint64(reading.HSRAMThreshold), 0)})
+	if n := countOf(r, "recovery_2"); n != 1 || cur.Action != action.None {
+		t.Errorf("recovery_2 counted %d, action %v %q; want 1, none: the field read 0 since the event", n, cur.Action, cur.Reasons)
+	}
+}
+
+// A restart: an earlier run in this boot counted ecc_dbe and it was
+// acknowledged. This run's first health reading lacks the DBE count (its
+// field entry timed out): that is no absence, so the DBE shown next is the
+// earlier run's occurrence, covered by its ack.
+func TestAnAckedClassGoesOnWhenTheFirstReadingLacksIt(t *testing.T) {
+	h := action.History{UUID: "GPU-x"}
+	h.Count("A", "ecc_dbe", t0.Add(-time.Hour))
+	h.Acknowledge(action.AckRecord{Time: t0.Add(-time.Hour + time.Second), Action: action.ResetGPU, Classes: []string{"ecc_dbe"}})
+	r := NewRepair("A", 0, h)
+	judgeAt(r, 0, RepairInput{})
+	judgeAt(r, time.Second, RepairInput{Vals: vals(uint64(reading.HSRAMThreshold), 0)})
+	cur := judgeAt(r, 2*time.Second, RepairInput{Vals: vals(uint64(reading.HRecoveryAction), 0, uint64(reading.HDBEVolatile), 1), Health: verdict(ReasonDBE)})
+	if n := countOf(r, "ecc_dbe"); n != 1 || cur.Action != action.Watch {
+		t.Errorf("ecc_dbe counted %d, action %v %q; want 1, watch (the earlier run's, acknowledged)", n, cur.Action, cur.Reasons)
+	}
+}
+
+// A class going on through a gap in its reading keeps its place among the
+// reasons: the GPU's action and reasons do not change (no ACTION line).
+func TestAClassGoingOnThroughAGapKeepsItsPlace(t *testing.T) {
+	r := NewRepair("A", 0, action.History{UUID: "GPU-x"})
+	both := RepairInput{Vals: vals(uint64(reading.HDBEVolatile), 1, uint64(reading.HRemapPending), 1), Health: verdict(ReasonDBE, ReasonRemapPending)}
+	before := judgeAt(r, 0, both)
+	gap := judgeAt(r, time.Second, RepairInput{Vals: vals(uint64(reading.HRemapPending), 1), Health: verdict(ReasonRemapPending)})
+	if !gap.Equal(before) || len(gap.Reasons) != 2 {
+		t.Errorf("in the DBE count's gap: %v %q, want %v %q", gap.Action, gap.Reasons, before.Action, before.Reasons)
+	}
+	if after := judgeAt(r, 2*time.Second, both); !after.Equal(before) || countOf(r, "ecc_dbe") != 1 {
+		t.Errorf("after the gap: %v %q, ecc_dbe counted %d; want %q, 1", after.Action, after.Reasons, countOf(r, "ecc_dbe"), before.Reasons)
+	}
+}
