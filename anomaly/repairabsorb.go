@@ -116,5 +116,6 @@ func (r *Repair) Absorb(early *Repair) (escalated []string) {
 	// source read) that is there at the board's first judgement began
 	// since, a new occurrence (Judge), not the one an earlier run counted.
 	r.lastJudge = early.lastJudge
+	r.last = early.last // its classes go on through a gap in their readings at the board's first judgement (goOn)
 	return escalated
 }

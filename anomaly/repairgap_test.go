@@ -144,3 +144,22 @@ func TestARecoveryEventIsNotClearedByAReadingOlderThanIt(t *testing.T) {
 		t.Errorf("the field read 0 after the event: %v %q, want none", cur.Action, cur.Reasons)
 	}
 }
+
+// A class of early (the board's UUID not yet read) whose reading is
+// missing from the board's first judgement goes on through the gap, as it
+// would in one Repair: read again, it is the same occurrence, counted
+// once and still acknowledged.
+func TestAnAbsorbedClassGoesOnThroughAGapInItsReading(t *testing.T) {
+	early := NewRepair("A", 0, action.History{})
+	two := RepairInput{Vals: vals(uint64(reading.HRecoveryAction), 2)}
+	cur := judgeAt(early, 0, two)
+	early.Ack(cur, t0.Add(time.Second), "op", "")
+	judgeAt(early, 2*time.Second, two)
+	r := NewRepair("A", 0, action.History{UUID: "GPU-x"})
+	r.Absorb(early)
+	gap := judgeAt(r, 3*time.Second, RepairInput{Vals: vals(uint64(reading.HDBEVolatile), 0)})
+	cur = judgeAt(r, 4*time.Second, two)
+	if n := countOf(r, "recovery_2"); n != 1 || gap.Action != action.Watch || cur.Action != action.Watch {
+		t.Errorf("gap: %v %q; after: %v %q, recovery_2 counted %d; want watch, watch, 1", gap.Action, gap.Reasons, cur.Action, cur.Reasons, n)
+	}
+}
