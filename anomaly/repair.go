@@ -143,9 +143,12 @@ type Repair struct {
 	// first: when each was first read (its Wall zero: not yet). A class
 	// found when its source is first read goes on from an earlier run in
 	// this boot; one judged absent at a judgement that read it is new when
-	// it appears.
+	// it appears. seen: the readings present at any judgement of this run
+	// (early's too): one never seen is not supported, its absence no gap
+	// (reads).
 	read       [numSources]bool
 	first      [numSources]Instant
+	seen       [reading.NumReadings]bool
 	lastJudge  Instant             // the last Judge's time
 	recovery   reading.Opt[uint64] // the last recovery action an event reported since the field last read
 	recoveryAt time.Time           // when that event came, on the wall clock (the health view's: RepairInput.ValsAt)
@@ -311,7 +314,12 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 	if c, ok := r.warmRebootFailed(in); ok {
 		causes = append(causes, c)
 	}
-	shown := in.reads(r.recovery.OK)
+	if in.Vals != nil {
+		for id, v := range in.Vals {
+			r.seen[id] = r.seen[id] || v.OK
+		}
+	}
+	shown := in.reads(r.recovery.OK, &r.seen)
 	causes = r.goOn(causes, shown)
 	// State causes that began since the last Judge are new events: after
 	// a Judge that read the class's source (early's too: Absorb), one that
@@ -433,18 +441,21 @@ func sourceOf(class string) source {
 }
 
 // reads reports which sources in reads: those whose readings are present
-// (a health reason's: all of its own, HealthReasonDef.Readings, as its
-// verdict needs them (nvlink_down: the link count and the links up); one that
-// names none, any reading of the sample), a health reason also where the
-// verdict shows it; event: a recovery action an event reported (Recovery)
-// stands in for its field.
-func (in RepairInput) reads(event bool) (s [numSources]bool) {
+// (a health reason's: all of its own, HealthReasonDef.Readings, that seen
+// (this run's) holds, as its verdict needs them (nvlink_down: the link count
+// and the links up), and at least one: a reading the GPU has never shown
+// is not supported (a driver with the channel repair field but not the
+// TPC one), not a gap that would hold the reason; one that names none,
+// any reading of the sample), a health reason also where the verdict shows
+// it; event: a recovery action an event reported (Recovery) stands in for
+// its field.
+func (in RepairInput) reads(event bool, seen *[reading.NumReadings]bool) (s [numSources]bool) {
 	var v reading.Values
 	if in.Vals != nil {
 		v = *in.Vals
 	}
 	present := func(id reading.ID) bool { return v[id].OK }
-	absent := func(id reading.ID) bool { return !v[id].OK }
+	gap := func(id reading.ID) bool { return seen[id] && !v[id].OK }
 	s[srcState] = true
 	s[srcRecovery] = event || present(reading.HRecoveryAction)
 	s[srcRetired] = present(reading.HRetiredSBE) && present(reading.HRetiredDBE)
@@ -452,7 +463,7 @@ func (in RepairInput) reads(event bool) (s [numSources]bool) {
 	sampled := slices.ContainsFunc(v[:], func(c reading.Opt[uint64]) bool { return c.OK })
 	for r := range NumHealthReasons {
 		ids := HealthReasonDefs[r].Readings
-		s[srcHealth+source(r)] = in.Health.Has(r) || len(ids) == 0 && sampled || len(ids) > 0 && !slices.ContainsFunc(ids, absent)
+		s[srcHealth+source(r)] = in.Health.Has(r) || len(ids) == 0 && sampled || slices.ContainsFunc(ids, present) && !slices.ContainsFunc(ids, gap)
 	}
 	return s
 }

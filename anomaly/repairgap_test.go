@@ -163,3 +163,45 @@ func TestAnAbsorbedClassGoesOnThroughAGapInItsReading(t *testing.T) {
 		t.Errorf("gap: %v %q; after: %v %q, recovery_2 counted %d; want watch, watch, 1", gap.Action, gap.Reasons, cur.Action, cur.Reasons, n)
 	}
 }
+
+// A reason judged from two readings, one of which this GPU never supports
+// (a driver with the channel repair field but not the TPC one; HW thermal
+// slowdown's time without the power brake's), is judged absent where the
+// one it has shown present reads: a reading never supported is not a gap,
+// so the reason clears when that one reads clear, not held until acked.
+func TestAReasonClearsWhereItsReadingNeverSupportedIsAbsent(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		reason      HealthReason
+		shown, gone *reading.Values
+	}{
+		{"repair_pending without the TPC field", ReasonRepairPending,
+			vals(uint64(reading.HChannelRepairPending), 1), vals(uint64(reading.HChannelRepairPending), 0)},
+		{"hw_slowdown without the power brake's time", ReasonHWSlowdown,
+			vals(uint64(reading.HClkHWThermal), 5), vals(uint64(reading.HClkHWThermal), 5)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewRepair("A", 0, action.History{UUID: "GPU-x"})
+			if cur := judgeAt(r, 0, RepairInput{Vals: tc.shown, Health: verdict(tc.reason)}); cur.Action == action.None {
+				t.Fatalf("shown: %v %q, want an action", cur.Action, cur.Reasons)
+			}
+			if cur := judgeAt(r, time.Second, RepairInput{Vals: tc.gone}); cur.Action != action.None {
+				t.Errorf("its reading present and clear: %v %q, want none", cur.Action, cur.Reasons)
+			}
+		})
+	}
+}
+
+// What early (the board's UUID not yet read) saw present is the run's:
+// the TPC field early read that is missing from the board's first
+// judgement is a gap, so repair_pending goes on through it.
+func TestAnAbsorbedReadingSeenMakesItsAbsenceAGap(t *testing.T) {
+	early := NewRepair("A", 0, action.History{})
+	both := RepairInput{Vals: vals(uint64(reading.HChannelRepairPending), 0, uint64(reading.HTPCRepairPending), 1), Health: verdict(ReasonRepairPending)}
+	judgeAt(early, 0, both)
+	r := NewRepair("A", 0, action.History{UUID: "GPU-x"})
+	r.Absorb(early)
+	if cur := judgeAt(r, time.Second, RepairInput{Vals: vals(uint64(reading.HChannelRepairPending), 0)}); cur.Action != action.ResetGPU {
+		t.Errorf("the TPC field timed out: %v %q, want reset_gpu (repair_pending goes on)", cur.Action, cur.Reasons)
+	}
+}
