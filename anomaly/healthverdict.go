@@ -52,8 +52,10 @@ type HealthReasonDef struct {
 	// action's reasons leave it to the action's value (RecoveryAction).
 	Action action.Action
 	// Readings are what it is judged from: the repair action takes it
-	// for absent only where one of them is present (none: an event's,
-	// judged where any reading of the sample is; sourceOf).
+	// for absent only where all of them that the GPU has shown present
+	// in this run are present, and one at least (one never present is
+	// not supported; none: an event's, judged where any reading of the
+	// sample is; sourceOf).
 	Readings []reading.ID
 }
 

@@ -28,6 +28,7 @@ func countOf(r *Repair, class string) uint64 {
 func TestAClassGoesOnThroughAGapInItsReading(t *testing.T) {
 	dbe := vals(uint64(reading.HRecoveryAction), 0, uint64(reading.HDBEVolatile), 1)
 	two := vals(uint64(reading.HRecoveryAction), 2, uint64(reading.HDBEVolatile), 0)
+	links := vals(uint64(reading.HNVLinkCount), 4, uint64(reading.HNVLinkUp), 3)
 	for _, tc := range []struct {
 		name, class string
 		shown, gap  RepairInput
@@ -36,6 +37,9 @@ func TestAClassGoesOnThroughAGapInItsReading(t *testing.T) {
 		{"recovery, the sample failed", "recovery_2", RepairInput{Vals: two}, RepairInput{Vals: &reading.Values{}, Failing: true}},
 		{"health field entry timed out", "ecc_dbe", RepairInput{Vals: dbe, Health: verdict(ReasonDBE)}, RepairInput{Vals: vals(uint64(reading.HRecoveryAction), 0)}},
 		{"health, the sample failed", "ecc_dbe", RepairInput{Vals: dbe, Health: verdict(ReasonDBE)}, RepairInput{Vals: &reading.Values{}, Failing: true}},
+		// The link count read, the per-link states not (their call failed):
+		// the verdict cannot say whether a link is down.
+		{"nvlink states not read", "nvlink_down", RepairInput{Vals: links, Health: verdict(ReasonNVLinkDown)}, RepairInput{Vals: vals(uint64(reading.HNVLinkCount), 4)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := NewRepair("A", 0, action.History{UUID: "GPU-x"})
@@ -114,5 +118,90 @@ func TestAClassGoingOnThroughAGapKeepsItsPlace(t *testing.T) {
 	}
 	if after := judgeAt(r, 2*time.Second, both); !after.Equal(before) || countOf(r, "ecc_dbe") != 1 {
 		t.Errorf("after the gap: %v %q, ecc_dbe counted %d; want %q, 1", after.Action, after.Reasons, countOf(r, "ecc_dbe"), before.Reasons)
+	}
+}
+
+// A recovery action an event reports is news to the health readings taken
+// before it: the judgement that takes the event in weighs the last
+// sample's view (the field read 0 on a healthy GPU), which does not clear
+// it; a sample that fails after it keeps it, counted once.
+func TestARecoveryEventIsNotClearedByAReadingOlderThanIt(t *testing.T) {
+	r := NewRepair("A", 0, action.History{UUID: "GPU-x"})
+	view := RepairInput{Vals: vals(uint64(reading.HRecoveryAction), 0, uint64(reading.HDBEVolatile), 0), ValsAt: t0}
+	judgeAt(r, 0, view)
+	r.Recovery(2, t0.Add(time.Second))
+	at := judgeAt(r, time.Second, view)
+	failed := judgeAt(r, 2*time.Second, RepairInput{Vals: &reading.Values{}, Failing: true})
+	if at.Action != action.Reboot || failed.Action != action.Reboot || len(failed.Reasons) != 2 {
+		t.Errorf("at the event: %v %q; sample failed: %v %q; want reboot for the recovery action at both, with every NVML call failing", at.Action, at.Reasons, failed.Action, failed.Reasons)
+	}
+	if n := countOf(r, "recovery_2"); n != 1 {
+		t.Errorf("recovery_2 counted %d, want 1", n)
+	}
+	newer := view
+	newer.ValsAt = t0.Add(3 * time.Second)
+	if cur := judgeAt(r, 3*time.Second, newer); cur.Action != action.None {
+		t.Errorf("the field read 0 after the event: %v %q, want none", cur.Action, cur.Reasons)
+	}
+}
+
+// A class of early (the board's UUID not yet read) whose reading is
+// missing from the board's first judgement goes on through the gap, as it
+// would in one Repair: read again, it is the same occurrence, counted
+// once and still acknowledged.
+func TestAnAbsorbedClassGoesOnThroughAGapInItsReading(t *testing.T) {
+	early := NewRepair("A", 0, action.History{})
+	two := RepairInput{Vals: vals(uint64(reading.HRecoveryAction), 2)}
+	cur := judgeAt(early, 0, two)
+	early.Ack(cur, t0.Add(time.Second), "op", "")
+	judgeAt(early, 2*time.Second, two)
+	r := NewRepair("A", 0, action.History{UUID: "GPU-x"})
+	r.Absorb(early)
+	gap := judgeAt(r, 3*time.Second, RepairInput{Vals: vals(uint64(reading.HDBEVolatile), 0)})
+	cur = judgeAt(r, 4*time.Second, two)
+	if n := countOf(r, "recovery_2"); n != 1 || gap.Action != action.Watch || cur.Action != action.Watch {
+		t.Errorf("gap: %v %q; after: %v %q, recovery_2 counted %d; want watch, watch, 1", gap.Action, gap.Reasons, cur.Action, cur.Reasons, n)
+	}
+}
+
+// A reason judged from two readings, one of which this GPU never supports
+// (a driver with the channel repair field but not the TPC one; HW thermal
+// slowdown's time without the power brake's), is judged absent where the
+// one it has shown present reads: a reading never supported is not a gap,
+// so the reason clears when that one reads clear, not held until acked.
+func TestAReasonClearsWhereItsReadingNeverSupportedIsAbsent(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		reason      HealthReason
+		shown, gone *reading.Values
+	}{
+		{"repair_pending without the TPC field", ReasonRepairPending,
+			vals(uint64(reading.HChannelRepairPending), 1), vals(uint64(reading.HChannelRepairPending), 0)},
+		{"hw_slowdown without the power brake's time", ReasonHWSlowdown,
+			vals(uint64(reading.HClkHWThermal), 5), vals(uint64(reading.HClkHWThermal), 5)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewRepair("A", 0, action.History{UUID: "GPU-x"})
+			if cur := judgeAt(r, 0, RepairInput{Vals: tc.shown, Health: verdict(tc.reason)}); cur.Action == action.None {
+				t.Fatalf("shown: %v %q, want an action", cur.Action, cur.Reasons)
+			}
+			if cur := judgeAt(r, time.Second, RepairInput{Vals: tc.gone}); cur.Action != action.None {
+				t.Errorf("its reading present and clear: %v %q, want none", cur.Action, cur.Reasons)
+			}
+		})
+	}
+}
+
+// What early (the board's UUID not yet read) saw present is the run's:
+// the TPC field early read that is missing from the board's first
+// judgement is a gap, so repair_pending goes on through it.
+func TestAnAbsorbedReadingSeenMakesItsAbsenceAGap(t *testing.T) {
+	early := NewRepair("A", 0, action.History{})
+	both := RepairInput{Vals: vals(uint64(reading.HChannelRepairPending), 0, uint64(reading.HTPCRepairPending), 1), Health: verdict(ReasonRepairPending)}
+	judgeAt(early, 0, both)
+	r := NewRepair("A", 0, action.History{UUID: "GPU-x"})
+	r.Absorb(early)
+	if cur := judgeAt(r, time.Second, RepairInput{Vals: vals(uint64(reading.HChannelRepairPending), 0)}); cur.Action != action.ResetGPU {
+		t.Errorf("the TPC field timed out: %v %q, want reset_gpu (repair_pending goes on)", cur.Action, cur.Reasons)
 	}
 }

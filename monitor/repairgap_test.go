@@ -186,3 +186,43 @@ func TestAnOldRecoveryEventDoesNotComeBackWhenTheFieldTimesOut(t *testing.T) {
 		t.Errorf("recovery_2 counted %d, action %v %q; want 1, none (the field read 0 since the event)", c.Count, g.Action.Action, g.Action.Reasons)
 	}
 }
+
+// A recovery action an event reports on a healthy GPU: the judgement that
+// takes it in weighs the last sample's health view, whose field (0) was
+// read before the event and does not clear it; the samples failing after
+// it keep it, counted once (the next boot's warm-reboot check needs it).
+func TestARecoveryEventIsNotClearedByTheHealthViewBeforeIt(t *testing.T) {
+	r := newRig(t, 1, nil)
+	gs := r.m.gpus[0]
+	r.devs[0].Update(func(d *fakenvml.Dev) { setField(d, nvml.FI_DEV_GET_GPU_RECOVERY_ACTION, 0) })
+	_, _, sample := stepper(r, 0)
+	n := 0
+	for ; gs.Health().Vals[reading.HRecoveryAction] != reading.Some[uint64](0); n++ {
+		if n > 40 {
+			t.Fatal("the field never reads 0")
+		}
+		sample(n)
+	}
+	sample(n) // a second view alike: the event's judgement weighs one it has already judged
+	n++
+	at := gs.Health().At.Add(50 * time.Millisecond) // after the last view, before the next sample
+	gs.wake(events.Record{Kind: reading.EventRecovery, Code: 2, At: at, Seen: at}, reading.XidDetail{}).write(gs)
+	if g := gs.slot.Get(); g.Action.Action != action.Reboot {
+		t.Errorf("at the event: %v %q, want reboot (the recovery action)", g.Action.Action, g.Action.Reasons)
+	}
+	r.devs[0].SetAll(nvml.ERROR_UNKNOWN)
+	for end := n + 12; n < end; n++ {
+		sample(n)
+	}
+	g := gs.slot.Get()
+	if g.Action.Action != action.Reboot || len(g.Action.Reasons) != 2 {
+		t.Errorf("samples failing: %v %q, want reboot: the recovery action, and every NVML call fails", g.Action.Action, g.Action.Reasons)
+	}
+	got, err := board.Read(r.dir, gs.g.Info().UUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := got.Boot(r.m.repairBoot()).Classes["recovery_2"]; c.Count != 1 {
+		t.Errorf("recovery_2 counted %d, want 1", c.Count)
+	}
+}
