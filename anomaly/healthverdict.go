@@ -52,10 +52,10 @@ type HealthReasonDef struct {
 	// action's reasons leave it to the action's value (RecoveryAction).
 	Action action.Action
 	// Readings are what it is judged from: the repair action takes it
-	// for absent only where all of them that the GPU has shown present
-	// in this run are present, and one at least (one never present is
-	// not supported; none: an event's, judged where any reading of the
-	// sample is; sourceOf).
+	// for absent only where one of them is present, any one of which lets
+	// the verdict judge it (nvlink_down: the links up alone, as the link
+	// count cannot show a link down gone; none: an event's, judged where
+	// any reading of the sample is; sourceOf).
 	Readings []reading.ID
 }
 
@@ -63,7 +63,7 @@ type HealthReasonDef struct {
 var HealthReasonDefs = [NumHealthReasons]HealthReasonDef{
 	ReasonDBE:                  {"ecc_dbe", true, "double-bit ECC errors since the driver loaded", action.ResetGPU, []reading.ID{reading.HDBEVolatile}},
 	ReasonRemapFailure:         {"remap_failure", true, "a row remap failed", action.Inspect, []reading.ID{reading.HRemapFailure}},
-	ReasonNVLinkDown:           {"nvlink_down", true, "an NVLink link is not active", action.ResetGPU, []reading.ID{reading.HNVLinkCount, reading.HNVLinkUp}},
+	ReasonNVLinkDown:           {"nvlink_down", true, "an NVLink link is not active", action.ResetGPU, []reading.ID{reading.HNVLinkUp}},
 	ReasonNVLinkRecoveryFailed: {"nvlink_recovery_failed", true, "an NVLink link recovery failed", action.ResetGPU, []reading.ID{reading.HNVLinkRecoveryFailed}},
 	ReasonC2CErrors:            {"c2c_errors", true, "C2C link errors grew", action.Watch, []reading.ID{reading.HC2CErrors}},
 	ReasonRecoveryAction:       {"recovery_action", true, "the driver asks for a GPU reset, a reboot or a drain and reset", action.None, []reading.ID{reading.HRecoveryAction}},

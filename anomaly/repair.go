@@ -65,7 +65,6 @@ type RepairInput struct {
 	Mono      time.Duration // the monotonic clock at Now (zero: not read), the one Repair.Xid's mono is on: an Xid's age (watchHold) runs on it, and the order of this run's hangs, acks and judgements (Instant)
 	Health    HealthVerdict
 	Vals      *reading.Values // the latest health readings (recovery action, retired pages); nil: none
-	ValsAt    time.Time       // when Vals were read (the health view's time; zero: at Now): a recovery event after it is news to them
 	Lost      bool            // the driver reports the GPU lost
 	Failing   bool            // every call of the last sample failed
 	Missing   bool            // the board of the history is not enumerated in this boot
@@ -143,15 +142,11 @@ type Repair struct {
 	// first: when each was first read (its Wall zero: not yet). A class
 	// found when its source is first read goes on from an earlier run in
 	// this boot; one judged absent at a judgement that read it is new when
-	// it appears. seen: the readings present at any judgement of this run
-	// (early's too): one never seen is not supported, its absence no gap
-	// (reads).
+	// it appears.
 	read       [numSources]bool
 	first      [numSources]Instant
-	seen       [reading.NumReadings]bool
 	lastJudge  Instant             // the last Judge's time
-	recovery   reading.Opt[uint64] // the last recovery action an event reported since the field last read
-	recoveryAt time.Time           // when that event came, on the wall clock (the health view's: RepairInput.ValsAt)
+	recovery   reading.Opt[uint64] // the last recovery action an event reported, until the field reads it (Judge)
 	initFailed bool                // RmInitAdapter failed for the board in this boot
 	dirty      bool                // hist changed since Dirty was last asked
 	last       []Cause
@@ -262,7 +257,7 @@ func (r *Repair) Xid(e xid.Explanation, t time.Time, mono time.Duration) {
 // The events are watched from the run's first judgement: one after it is
 // news (Judge), whether the field was read or not.
 func (r *Repair) Recovery(v uint64, t time.Time) {
-	r.recovery, r.recoveryAt = reading.Some(v), t
+	r.recovery = reading.Some(v)
 	if r.read[srcState] && !r.read[srcRecovery] {
 		r.read[srcRecovery], r.first[srcRecovery] = true, r.first[srcState]
 	}
@@ -296,11 +291,15 @@ func (r *Repair) begin(c Cause, t Instant) {
 // one first.
 func (r *Repair) Judge(in RepairInput) action.Current {
 	causes := Causes(in)
-	if in.Vals != nil && in.Vals[reading.HRecoveryAction].OK && cmp.Or(in.ValsAt, in.Now).After(r.recoveryAt) {
-		r.recovery = reading.Opt[uint64]{} // the field's reading replaces an earlier event's (one of before a GPU reset)
+	if f := in.Vals; f != nil && f[reading.HRecoveryAction].OK && (!r.recovery.OK || f[reading.HRecoveryAction] == r.recovery) {
+		// The field reads the event's value (or there is none): it has
+		// caught up, and decides from now on (a later 0, after a GPU
+		// reset, clears the class; a later timeout brings no event back).
+		r.recovery = reading.Opt[uint64]{}
 	} else if r.recovery.OK {
-		// An event after the field's reading (the health view an event's
-		// judgement weighs is the last sample's) stands in for it.
+		// The field not read, or not yet reading the event's value (a view
+		// read before the event, carried by a faster sample): the event
+		// stands in for it; no time is compared, so a stale 0 never clears it.
 		ev := Causes(RepairInput{Vals: &reading.Values{reading.HRecoveryAction: r.recovery}})
 		if i := slices.IndexFunc(causes, func(c Cause) bool { return sourceOf(c.Class) == srcRecovery }); i >= 0 {
 			causes = slices.Replace(causes, i, i+1, ev...) // in the field's place
@@ -314,12 +313,7 @@ func (r *Repair) Judge(in RepairInput) action.Current {
 	if c, ok := r.warmRebootFailed(in); ok {
 		causes = append(causes, c)
 	}
-	if in.Vals != nil {
-		for id, v := range in.Vals {
-			r.seen[id] = r.seen[id] || v.OK
-		}
-	}
-	shown := in.reads(r.recovery.OK, &r.seen)
+	shown := in.reads(r.recovery.OK)
 	causes = r.goOn(causes, shown)
 	// State causes that began since the last Judge are new events: after
 	// a Judge that read the class's source (early's too: Absorb), one that
@@ -441,21 +435,16 @@ func sourceOf(class string) source {
 }
 
 // reads reports which sources in reads: those whose readings are present
-// (a health reason's: all of its own, HealthReasonDef.Readings, that seen
-// (this run's) holds, as its verdict needs them (nvlink_down: the link count
-// and the links up), and at least one: a reading the GPU has never shown
-// is not supported (a driver with the channel repair field but not the
-// TPC one), not a gap that would hold the reason; one that names none,
-// any reading of the sample), a health reason also where the verdict shows
-// it; event: a recovery action an event reported (Recovery) stands in for
-// its field.
-func (in RepairInput) reads(event bool, seen *[reading.NumReadings]bool) (s [numSources]bool) {
+// (a health reason's: any one of its own, HealthReasonDef.Readings; one
+// that names none, any reading of the sample), a health reason also where
+// the verdict shows it; event: a recovery action an event reported
+// (Recovery) stands in for its field.
+func (in RepairInput) reads(event bool) (s [numSources]bool) {
 	var v reading.Values
 	if in.Vals != nil {
 		v = *in.Vals
 	}
 	present := func(id reading.ID) bool { return v[id].OK }
-	gap := func(id reading.ID) bool { return seen[id] && !v[id].OK }
 	s[srcState] = true
 	s[srcRecovery] = event || present(reading.HRecoveryAction)
 	s[srcRetired] = present(reading.HRetiredSBE) && present(reading.HRetiredDBE)
@@ -463,7 +452,7 @@ func (in RepairInput) reads(event bool, seen *[reading.NumReadings]bool) (s [num
 	sampled := slices.ContainsFunc(v[:], func(c reading.Opt[uint64]) bool { return c.OK })
 	for r := range NumHealthReasons {
 		ids := HealthReasonDefs[r].Readings
-		s[srcHealth+source(r)] = in.Health.Has(r) || len(ids) == 0 && sampled || slices.ContainsFunc(ids, present) && !slices.ContainsFunc(ids, gap)
+		s[srcHealth+source(r)] = in.Health.Has(r) || len(ids) == 0 && sampled || slices.ContainsFunc(ids, present)
 	}
 	return s
 }

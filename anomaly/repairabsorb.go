@@ -35,7 +35,7 @@ import (
 func (r *Repair) Absorb(early *Repair) (escalated []string) {
 	// One run: what began in it after early's first judgement that read
 	// its source is after every ack of an earlier run (ackCovers).
-	r.read, r.first, r.seen = early.read, early.first, early.seen
+	r.read, r.first = early.read, early.first
 	if a := early.hist.Ack; a != nil { // made in this run: later than any in the board's history
 		for class := range early.hist.Acked { // before Acknowledge: the earlier boots as they count now
 			if early.hist.AckedAs[class].Drains() && early.ackedGPU[class] < action.Inspect && r.earlierBoots(class) >= r.inspectAfter {

@@ -127,7 +127,7 @@ func TestAClassGoingOnThroughAGapKeepsItsPlace(t *testing.T) {
 // it; a sample that fails after it keeps it, counted once.
 func TestARecoveryEventIsNotClearedByAReadingOlderThanIt(t *testing.T) {
 	r := NewRepair("A", 0, action.History{UUID: "GPU-x"})
-	view := RepairInput{Vals: vals(uint64(reading.HRecoveryAction), 0, uint64(reading.HDBEVolatile), 0), ValsAt: t0}
+	view := RepairInput{Vals: vals(uint64(reading.HRecoveryAction), 0, uint64(reading.HDBEVolatile), 0)}
 	judgeAt(r, 0, view)
 	r.Recovery(2, t0.Add(time.Second))
 	at := judgeAt(r, time.Second, view)
@@ -138,10 +138,48 @@ func TestARecoveryEventIsNotClearedByAReadingOlderThanIt(t *testing.T) {
 	if n := countOf(r, "recovery_2"); n != 1 {
 		t.Errorf("recovery_2 counted %d, want 1", n)
 	}
-	newer := view
-	newer.ValsAt = t0.Add(3 * time.Second)
-	if cur := judgeAt(r, 3*time.Second, newer); cur.Action != action.None {
+	judgeAt(r, 3*time.Second, RepairInput{Vals: vals(uint64(reading.HRecoveryAction), 2)}) // the field caught up
+	if cur := judgeAt(r, 4*time.Second, view); cur.Action != action.None {
 		t.Errorf("the field read 0 after the event: %v %q, want none", cur.Action, cur.Reasons)
+	}
+}
+
+// A fast sample publishes a health view whose recovery action field was
+// read by the slow health tier before the event (0), under a time after
+// it: the stale 0 does not clear the event, which stands until the field
+// reads its value, counted once.
+func TestARecoveryEventStandsUntilTheFieldReadsIt(t *testing.T) {
+	r := NewRepair("A", 0, action.History{UUID: "GPU-x"})
+	stale := RepairInput{Vals: vals(uint64(reading.HRecoveryAction), 0)}
+	judgeAt(r, 0, stale)
+	r.Recovery(2, t0.Add(time.Second))
+	for i, in := range []RepairInput{stale, stale, {Vals: vals(uint64(reading.HRecoveryAction), 2)}} {
+		d := time.Second + time.Duration(i)*200*time.Millisecond
+		if cur := judgeAt(r, d, in); cur.Action != action.Reboot {
+			t.Errorf("judgement %d (field %v): %v %q, want reboot (the recovery action)", i, in.Vals[reading.HRecoveryAction], cur.Action, cur.Reasons)
+		}
+	}
+	if n := countOf(r, "recovery_2"); n != 1 {
+		t.Errorf("recovery_2 counted %d, want 1", n)
+	}
+}
+
+// A restart in the same boot: nvlink_down acknowledged in the earlier run;
+// this run's first judgement has the link count but not the links up (a
+// link's state entry failed). That is no absence, so the link down read
+// next is the earlier run's occurrence, covered by its ack, not counted
+// again.
+func TestAnAckedLinkDownGoesOnWhenTheFirstReadingLacksTheLinksUp(t *testing.T) {
+	down := RepairInput{Vals: vals(uint64(reading.HNVLinkCount), 4, uint64(reading.HNVLinkUp), 3), Health: verdict(ReasonNVLinkDown)}
+	early := NewRepair("A", 0, action.History{UUID: "GPU-x"})
+	early.Ack(judgeAt(early, 0, down), t0.Add(time.Second), "op", "")
+	judgeAt(early, 2*time.Second, down)
+	h, _ := early.History()
+	r := NewRepair("A", 0, h)
+	judgeAt(r, 10*time.Second, RepairInput{Vals: vals(uint64(reading.HNVLinkCount), 4)})
+	cur := judgeAt(r, 11*time.Second, down)
+	if n := countOf(r, "nvlink_down"); n != 1 || cur.Action != action.Watch {
+		t.Errorf("nvlink_down counted %d, action %v %q; want 1, watch (the earlier run's, acknowledged)", n, cur.Action, cur.Reasons)
 	}
 }
 
@@ -189,19 +227,5 @@ func TestAReasonClearsWhereItsReadingNeverSupportedIsAbsent(t *testing.T) {
 				t.Errorf("its reading present and clear: %v %q, want none", cur.Action, cur.Reasons)
 			}
 		})
-	}
-}
-
-// What early (the board's UUID not yet read) saw present is the run's:
-// the TPC field early read that is missing from the board's first
-// judgement is a gap, so repair_pending goes on through it.
-func TestAnAbsorbedReadingSeenMakesItsAbsenceAGap(t *testing.T) {
-	early := NewRepair("A", 0, action.History{})
-	both := RepairInput{Vals: vals(uint64(reading.HChannelRepairPending), 0, uint64(reading.HTPCRepairPending), 1), Health: verdict(ReasonRepairPending)}
-	judgeAt(early, 0, both)
-	r := NewRepair("A", 0, action.History{UUID: "GPU-x"})
-	r.Absorb(early)
-	if cur := judgeAt(r, time.Second, RepairInput{Vals: vals(uint64(reading.HChannelRepairPending), 0)}); cur.Action != action.ResetGPU {
-		t.Errorf("the TPC field timed out: %v %q, want reset_gpu (repair_pending goes on)", cur.Action, cur.Reasons)
 	}
 }

@@ -149,7 +149,7 @@ func (gs *gpuState) judge(now time.Time, force bool, event func(r repairEvents))
 	rs.lastMono.Store(int64(mono))
 	in := anomaly.RepairInput{Now: now} // Mono: read under the slot's lock below
 	if hv != nil && !hv.At.IsZero() {
-		in.Health, in.ValsAt = hv.Verdict, hv.At
+		in.Health = hv.Verdict
 		vals := reading.Values(hv.Vals)
 		in.Vals = &vals
 	}

@@ -263,13 +263,11 @@ func (g *GPU) readLinks(s *reading.Sample, vals *[reading.NumReadings]reading.Op
 	}
 	g.readDL(links)
 	out = links
-	allStates := true
 	for l := range out.N {
 		k := &out.L[l]
 		if k.State.OK {
 			add(reading.HNVLinkUp, b2u(k.Up()))
 		}
-		allStates = allStates && k.State.OK
 		for c, d := range reading.LinkDefs {
 			v, ok := k.C[c].Get()
 			switch {
@@ -282,9 +280,6 @@ func (g *GPU) readLinks(s *reading.Sample, vals *[reading.NumReadings]reading.Op
 				add(reading.HNVLinkRecoveryFailed, v)
 			}
 		}
-	}
-	if !allStates { // a link whose state was not read is not a link down: the count of those up is absent (absent is not zero)
-		vals[reading.HNVLinkUp] = reading.Opt[uint64]{}
 	}
 }
 

@@ -118,18 +118,3 @@ func TestNVLinkErrorCountersOnlyWithoutNVLink5(t *testing.T) {
 		t.Errorf("nvlink_errors without any error counter: %+v, want absent", v)
 	}
 }
-
-// A link whose state was not read is not a link down (absent is not
-// zero): the links up are absent for that sample, not counted without it,
-// which would read as a link down (nvlink_down, critical).
-func TestNVLinkUpAbsentWhereALinkStateIsNotRead(t *testing.T) {
-	d := h100Dev()
-	delete(d.LinkFields, [2]uint32{nvml.FI_DEV_NVLINK_GET_STATE, 5})
-	s := sampled(t, d, 1)
-	if v := s.Values[reading.HNVLinkUp]; v.OK {
-		t.Errorf("nvlink_up with link 5's state not read: %+v, want absent", v)
-	}
-	if v := s.Values[reading.HNVLinkCount]; v != reading.Some[uint64](18) {
-		t.Errorf("nvlink_count %+v, want 18", v)
-	}
-}
