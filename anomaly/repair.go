@@ -146,7 +146,9 @@ type Repair struct {
 	read       [numSources]bool
 	first      [numSources]Instant
 	lastJudge  Instant             // the last Judge's time
-	recovery   reading.Opt[uint64] // the last recovery action an event reported, until the field reads it (Judge)
+	recovery   reading.Opt[uint64] // the last recovery action an event reported, until the field decides (Judge)
+	field      reading.Opt[uint64] // the recovery action field's last reading present (Judge); absent: never read
+	fieldAtEv  reading.Opt[uint64] // field when recovery's event came: the event stands while the field is absent or still reads it
 	initFailed bool                // RmInitAdapter failed for the board in this boot
 	dirty      bool                // hist changed since Dirty was last asked
 	last       []Cause
@@ -252,12 +254,13 @@ func (r *Repair) Xid(e xid.Explanation, t time.Time, mono time.Duration) {
 }
 
 // Recovery takes a recovery action an event reported (Xid 154's text, an
-// NVML event): it decides while the recovery action field is not read,
-// until the field reads (Judge: the field's reading replaces it).
+// NVML event): it decides while the recovery action field is absent or
+// still reads what it read when the event came; any other reading of the
+// field (its value, or a value after it) replaces it (Judge).
 // The events are watched from the run's first judgement: one after it is
 // news (Judge), whether the field was read or not.
 func (r *Repair) Recovery(v uint64, t time.Time) {
-	r.recovery = reading.Some(v)
+	r.recovery, r.fieldAtEv = reading.Some(v), r.field
 	if r.read[srcState] && !r.read[srcRecovery] {
 		r.read[srcRecovery], r.first[srcRecovery] = true, r.first[srcState]
 	}
@@ -291,15 +294,21 @@ func (r *Repair) begin(c Cause, t Instant) {
 // one first.
 func (r *Repair) Judge(in RepairInput) action.Current {
 	causes := Causes(in)
-	if f := in.Vals; f != nil && f[reading.HRecoveryAction].OK && (!r.recovery.OK || f[reading.HRecoveryAction] == r.recovery) {
-		// The field reads the event's value (or there is none): it has
-		// caught up, and decides from now on (a later 0, after a GPU
-		// reset, clears the class; a later timeout brings no event back).
+	if f := in.Vals; f != nil && f[reading.HRecoveryAction].OK {
+		r.field = f[reading.HRecoveryAction]
+	}
+	if f := in.Vals; f != nil && f[reading.HRecoveryAction].OK && (!r.recovery.OK || f[reading.HRecoveryAction] == r.recovery || f[reading.HRecoveryAction] != r.fieldAtEv) {
+		// The field reads the event's value, or one other than it read
+		// when the event came (it moved on: the event was missed, or
+		// replayed out of order), or there is no event: the field decides
+		// from now on (a later 0, after a GPU reset, clears the class; a
+		// later timeout brings no event back).
 		r.recovery = reading.Opt[uint64]{}
 	} else if r.recovery.OK {
-		// The field not read, or not yet reading the event's value (a view
-		// read before the event, carried by a faster sample): the event
-		// stands in for it; no time is compared, so a stale 0 never clears it.
+		// The field not read, or still reading what it read when the event
+		// came (a view read before the event, carried by a faster sample):
+		// the event stands in for it; no time is compared, so a stale 0
+		// never clears it.
 		ev := Causes(RepairInput{Vals: &reading.Values{reading.HRecoveryAction: r.recovery}})
 		if i := slices.IndexFunc(causes, func(c Cause) bool { return sourceOf(c.Class) == srcRecovery }); i >= 0 {
 			causes = slices.Replace(causes, i, i+1, ev...) // in the field's place

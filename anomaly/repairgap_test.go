@@ -229,3 +229,28 @@ func TestAReasonClearsWhereItsReadingNeverSupportedIsAbsent(t *testing.T) {
 		})
 	}
 }
+
+// A recovery action an event reported stands only while the field is
+// absent or reads what it read when the event came; any other value the
+// field reads decides (the field moved on: an event missed or replayed
+// out of order, Xid 154 of an older change read back after a fresh NVML
+// event). The field read 2 (reboot); an event of 1 (reset) stands while
+// the field reads 2; a third value (4) is shown and counted, and 0 clears.
+func TestARecoveryEventGivesWayToAFieldThatMovedOn(t *testing.T) {
+	field := func(v uint64) RepairInput { return RepairInput{Vals: vals(uint64(reading.HRecoveryAction), v)} }
+	r := NewRepair("A", 0, action.History{UUID: "GPU-x"})
+	judgeAt(r, 0, field(2))
+	r.Recovery(1, t0.Add(time.Second))
+	if cur := judgeAt(r, time.Second, field(2)); cur.Action != action.ResetGPU {
+		t.Errorf("the field still reads 2: %v %q, want reset (the event, newer than the field's 2)", cur.Action, cur.Reasons)
+	}
+	if cur := judgeAt(r, 2*time.Second, field(4)); cur.Action != action.DrainAndReset || countOf(r, "recovery_4") != 1 {
+		t.Errorf("the field reads 4: %v %q, recovery_4 counted %d; want drain and reset, counted once", cur.Action, cur.Reasons, countOf(r, "recovery_4"))
+	}
+	if cur := judgeAt(r, 3*time.Second, RepairInput{Vals: &reading.Values{}}); cur.Action != action.DrainAndReset {
+		t.Errorf("the field absent after it read 4: %v %q, want drain and reset (4 goes on; the event does not come back)", cur.Action, cur.Reasons)
+	}
+	if cur := judgeAt(r, 4*time.Second, field(0)); cur.Action != action.None {
+		t.Errorf("the field reads 0: %v %q, want none", cur.Action, cur.Reasons)
+	}
+}
