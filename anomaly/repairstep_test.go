@@ -275,6 +275,23 @@ func TestAbsorbCountsWhatItsLastCountBegan(t *testing.T) {
 	}
 }
 
+// absorbClock is the Absorb tests' clock: at(d) is the wall and monotonic
+// time d after the first judgement (ten minutes after t0, 3 h monotonic);
+// state(set)(d) is the input at(d) that set fills in.
+func absorbClock() (at func(time.Duration) (time.Time, time.Duration), state func(set func(*RepairInput)) func(time.Duration) RepairInput) {
+	first, mono0 := t0.Add(10*time.Minute), 3*time.Hour
+	at = func(d time.Duration) (time.Time, time.Duration) { return first.Add(d), mono0 + d }
+	state = func(set func(*RepairInput)) func(time.Duration) RepairInput {
+		return func(d time.Duration) RepairInput {
+			now, m := at(d)
+			in := RepairInput{Now: now, Mono: m}
+			set(&in)
+			return in
+		}
+	}
+	return at, state
+}
+
 // TestAbsorbCountsEachOccurrenceOnce: this boot's history holds a class an
 // earlier run of the logger counted; the judge without the UUID (early)
 // finds it going on at its first judgement and counts it (it has no
@@ -285,23 +302,15 @@ func TestAbsorbCountsWhatItsLastCountBegan(t *testing.T) {
 // health reason); and the board's own judgement of the new one going on
 // counts nothing more.
 func TestAbsorbCountsEachOccurrenceOnce(t *testing.T) {
-	first, mono0 := t0.Add(10*time.Minute), 3*time.Hour
-	at := func(d time.Duration) (time.Time, time.Duration) { return first.Add(d), mono0 + d }
-	state := func(set func(*RepairInput)) func(time.Duration) RepairInput {
-		return func(d time.Duration) RepairInput {
-			now, m := at(d)
-			in := RepairInput{Now: now, Mono: m}
-			set(&in)
-			return in
-		}
-	}
+	at, state := absorbClock()
 	// hang: the earlier run's hang, stuck since old before the first
 	// judgement, until ends after it; a new one from a second after that.
 	hang := func(old, ends time.Duration) func(time.Duration) RepairInput {
 		return func(d time.Duration) RepairInput {
 			now, m := at(d)
 			if d < ends {
-				return hungMono(now, m, first.Add(-old), mono0-old)
+				since, sinceMono := at(-old)
+				return hungMono(now, m, since, sinceMono)
 			}
 			since, sinceMono := at(ends + time.Second)
 			return hungMono(now, m, since, sinceMono)
@@ -352,16 +361,7 @@ func TestAbsorbCountsEachOccurrenceOnce(t *testing.T) {
 // minute on). Absorb without early's judgements took it for the one the
 // earlier run counted, going on: acknowledged, not counted.
 func TestAbsorbCountsWhatBeganBeforeTheBoardsFirstJudgement(t *testing.T) {
-	first, mono0 := t0.Add(10*time.Minute), 3*time.Hour
-	at := func(d time.Duration) (time.Time, time.Duration) { return first.Add(d), mono0 + d }
-	state := func(set func(*RepairInput)) func(time.Duration) RepairInput {
-		return func(d time.Duration) RepairInput {
-			now, m := at(d)
-			in := RepairInput{Now: now, Mono: m}
-			set(&in)
-			return in
-		}
-	}
+	at, state := absorbClock()
 	hang := func(d time.Duration) RepairInput { // stuck from 2 s after the first judgement
 		now, m := at(d)
 		since, sinceMono := at(2 * time.Second)

@@ -193,6 +193,18 @@ func TestShutdownSkippedWithAnUnselectedGPUsReadStuck(t *testing.T) {
 	}
 }
 
+// stickSideQueue sticks the side goroutine in a job that waits until hold
+// is closed, and fills the side queue but for free slots.
+func (r *rig) stickSideQueue(free int) (hold chan struct{}) {
+	hold = make(chan struct{})
+	r.m.side.jobs <- sideJob{gpu: -1, f: func() { <-hold }}
+	time.Sleep(time.Millisecond) // the side goroutine is in it
+	for len(r.m.side.jobs) < cap(r.m.side.jobs)-free {
+		r.m.side.jobs <- sideJob{gpu: -1, f: func() {}}
+	}
+	return hold
+}
+
 // The judgement of the previous run's boards once every GPU --gpu did not
 // select has its UUID (missingUnselected) is side work: dropped by a full
 // side queue (a stuck disk; counted in side_drops), it is queued again at
@@ -205,12 +217,7 @@ func TestMissingBoardJudgedAfterItsSideJobWasDropped(t *testing.T) {
 		var drops uint64
 		r.run(5*time.Second, func() {
 			time.Sleep(3 * time.Second)
-			hold := make(chan struct{})
-			r.m.side.jobs <- sideJob{gpu: -1, f: func() { <-hold }}
-			time.Sleep(time.Millisecond) // the side goroutine is in it
-			for len(r.m.side.jobs) < cap(r.m.side.jobs) {
-				r.m.side.jobs <- sideJob{gpu: -1, f: func() {}}
-			}
+			hold := r.stickSideQueue(0)
 			answer()
 			time.Sleep(2*inventoryEvery + 5*time.Second) // read again, then judged: dropped
 			whileFull, drops = r.m.hostView().GPUsMissing, r.m.reg.Load(sideDrops)
@@ -273,13 +280,7 @@ func TestMissingBoardJudgementQueuedOnceWhileItWaits(t *testing.T) {
 		var drops uint64
 		r.run(5*time.Second, func() {
 			time.Sleep(3 * time.Second)
-			hold := make(chan struct{})
-			r.m.side.jobs <- sideJob{gpu: -1, f: func() { <-hold }}
-			time.Sleep(time.Millisecond) // the side goroutine is in it
-			// The queue full but for two slots.
-			for len(r.m.side.jobs) < cap(r.m.side.jobs)-2 {
-				r.m.side.jobs <- sideJob{gpu: -1, f: func() {}}
-			}
+			hold := r.stickSideQueue(2) // the queue full but for two slots
 			answer()
 			time.Sleep(5*inventoryEvery + 5*time.Second) // read again, judgement queued, then three rounds more
 			drops = r.m.reg.Load(sideDrops)

@@ -639,14 +639,7 @@ func TestHangPublishedAsAckJudgesIsOneHang(t *testing.T) {
 func TestAckedRecoveryActionFoundAtTheFirstReading(t *testing.T) {
 	r := newRig(t, 1, nil)
 	gs := r.m.gpus[0]
-	began := time.Now().Add(-time.Hour)
-	h := action.History{UUID: gs.g.Info().UUID}
-	h.Count(r.m.repairBoot(), "recovery_2", began)
-	h.Acknowledge(action.AckRecord{Time: began.Add(time.Minute), Action: action.Reboot, Classes: []string{"recovery_2"}})
-	h.AckAs("recovery_2", action.Reboot)
-	if err := board.Write(r.dir, h); err != nil {
-		t.Fatal(err)
-	}
+	writeAckedEarlier(t, r, gs, "recovery_2", action.Reboot)
 	gs.judgeAction(time.Now(), true, nil)
 	gs.judgeAction(time.Now(), true, nil)
 	if !gs.Health().At.IsZero() {
@@ -667,11 +660,7 @@ func TestAckedRecoveryActionFoundAtTheFirstReading(t *testing.T) {
 	if g := gs.slot.Get(); g.Action.Action != action.Watch || !strings.Contains(g.Action.Reason(), "(acknowledged)") {
 		t.Errorf("action %v %q, want watch: the earlier run's recovery action, acknowledged", g.Action.Action, g.Action.Reasons)
 	}
-	got, err := board.Read(r.dir, gs.g.Info().UUID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c := got.Boot(r.m.repairBoot()).Classes["recovery_2"]; c.Count != 1 {
+	if c := countedThisBoot(t, r, gs, "recovery_2"); c.Count != 1 {
 		t.Errorf("recovery_2 counted %+v, want 1", c)
 	}
 }

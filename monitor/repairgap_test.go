@@ -13,6 +13,31 @@ import (
 	"github.com/gpu-telemetry/gpu-telemetry/sampler/fakenvml"
 )
 
+// countedThisBoot reads gs's repair board: class's count in this boot.
+func countedThisBoot(t *testing.T, r *rig, gs *gpuState, class string) action.ClassCount {
+	t.Helper()
+	h, err := board.Read(r.dir, gs.g.Info().UUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.Boot(r.m.repairBoot()).Classes[class]
+}
+
+// writeAckedEarlier writes gs's repair board as an earlier run in this
+// boot left it: class counted an hour ago and acknowledged at act a minute
+// after.
+func writeAckedEarlier(t *testing.T, r *rig, gs *gpuState, class string, act action.Action) {
+	t.Helper()
+	began := time.Now().Add(-time.Hour)
+	h := action.History{UUID: gs.g.Info().UUID}
+	h.Count(r.m.repairBoot(), class, began)
+	h.Acknowledge(action.AckRecord{Time: began.Add(time.Minute), Action: act, Classes: []string{class}})
+	h.AckAs(class, act)
+	if err := board.Write(r.dir, h); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // setField sets field id of d to v.
 func setField(d *fakenvml.Dev, id uint32, v uint64) {
 	if d.Fields == nil {
@@ -70,12 +95,9 @@ func TestAnAckedRecoveryActionGoesOnThroughAGapInItsReading(t *testing.T) {
 			if v, ok := gs.Health().Vals[reading.HRecoveryAction].Get(); !ok || v != 2 {
 				t.Fatalf("recovery action read %v %v after the gap, want 2", v, ok)
 			}
-			got, err := board.Read(r.dir, gs.g.Info().UUID)
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := countedThisBoot(t, r, gs, "recovery_2")
 			g = gs.slot.Get()
-			if c := got.Boot(r.m.repairBoot()).Classes["recovery_2"]; c.Count != 1 || g.Action.Action != action.Watch {
+			if c.Count != 1 || g.Action.Action != action.Watch {
 				t.Errorf("recovery_2 counted %d, action %v %q; want 1, watch (one occurrence, acknowledged)", c.Count, g.Action.Action, g.Action.Reasons)
 			}
 		})
@@ -89,14 +111,7 @@ func TestAnAckedRecoveryActionGoesOnThroughAGapInItsReading(t *testing.T) {
 func TestAnAckedDBEGoesOnWhenTheFirstHealthReadingLacksIt(t *testing.T) {
 	r := newRig(t, 1, nil)
 	gs := r.m.gpus[0]
-	began := time.Now().Add(-time.Hour)
-	h := action.History{UUID: gs.g.Info().UUID}
-	h.Count(r.m.repairBoot(), "ecc_dbe", began)
-	h.Acknowledge(action.AckRecord{Time: began.Add(time.Minute), Action: action.ResetGPU, Classes: []string{"ecc_dbe"}})
-	h.AckAs("ecc_dbe", action.ResetGPU)
-	if err := board.Write(r.dir, h); err != nil {
-		t.Fatal(err)
-	}
+	writeAckedEarlier(t, r, gs, "ecc_dbe", action.ResetGPU)
 	r.devs[0].Update(func(d *fakenvml.Dev) {
 		setField(d, nvml.FI_DEV_ECC_CURRENT, 1) // ECC on: the DBE count means something
 		setField(d, nvml.FI_DEV_ECC_DBE_VOL_TOTAL, 1)
@@ -121,12 +136,9 @@ func TestAnAckedDBEGoesOnWhenTheFirstHealthReadingLacksIt(t *testing.T) {
 		sample(n)
 	}
 	sample(n)
-	got, err := board.Read(r.dir, gs.g.Info().UUID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := countedThisBoot(t, r, gs, "ecc_dbe")
 	g := gs.slot.Get()
-	if c := got.Boot(r.m.repairBoot()).Classes["ecc_dbe"]; c.Count != 1 || g.Action.Action != action.Watch {
+	if c.Count != 1 || g.Action.Action != action.Watch {
 		t.Errorf("ecc_dbe counted %d, action %v %q; want 1, watch (the earlier run's, acknowledged)", c.Count, g.Action.Action, g.Action.Reasons)
 	}
 }
@@ -177,12 +189,9 @@ func TestAnOldRecoveryEventDoesNotComeBackWhenTheFieldTimesOut(t *testing.T) {
 		}
 	}
 	run(12)
-	got, err := board.Read(r.dir, gs.g.Info().UUID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := countedThisBoot(t, r, gs, "recovery_2")
 	g = gs.slot.Get()
-	if c := got.Boot(r.m.repairBoot()).Classes["recovery_2"]; c.Count != 1 || g.Action.Action != action.None {
+	if c.Count != 1 || g.Action.Action != action.None {
 		t.Errorf("recovery_2 counted %d, action %v %q; want 1, none (the field read 0 since the event)", c.Count, g.Action.Action, g.Action.Reasons)
 	}
 }
@@ -218,11 +227,7 @@ func TestARecoveryEventIsNotClearedByTheHealthViewBeforeIt(t *testing.T) {
 	if g.Action.Action != action.Reboot || len(g.Action.Reasons) != 2 {
 		t.Errorf("samples failing: %v %q, want reboot: the recovery action, and every NVML call fails", g.Action.Action, g.Action.Reasons)
 	}
-	got, err := board.Read(r.dir, gs.g.Info().UUID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c := got.Boot(r.m.repairBoot()).Classes["recovery_2"]; c.Count != 1 {
+	if c := countedThisBoot(t, r, gs, "recovery_2"); c.Count != 1 {
 		t.Errorf("recovery_2 counted %d, want 1", c.Count)
 	}
 }

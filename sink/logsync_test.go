@@ -418,11 +418,7 @@ func TestLineLogCloseGivesUpOnEverythingOnce(t *testing.T) {
 		t.Run(map[bool]string{false: "the write goes through", true: "the write fails"}[fails], func(t *testing.T) {
 			var logs testutil.LogBuf
 			dir := t.TempDir()
-			l, d, release := stalledLog(t, dir, logs.Logger())
-			d.stall.Store(true)
-			wrote := make(chan error, 1)
-			go func() { wrote <- l.Line("time=2 stuck") }()
-			<-d.entered
+			l, d, release, wrote := stalledLine(t, dir, logs.Logger())
 			if err := closeBounded(t, func() error { return l.Close("time=3 final") }, "a line's write that never returns"); err == nil {
 				t.Error("Close returned no error with a write abandoned")
 			}
@@ -465,6 +461,36 @@ func closeEnds(t *testing.T, l *LineLog) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the abandoned close did not end 10s after the write returned")
 	}
+}
+
+// stalledLine opens a stalled log in dir and writes the line "time=2 stuck"
+// to it, returning once the write is stuck on the disk: release frees it,
+// and wrote gets what the write returned.
+func stalledLine(t *testing.T, dir string, log *slog.Logger) (l *LineLog, d *stalledDisk, release func(), wrote <-chan error) {
+	t.Helper()
+	l, d, release = stalledLog(t, dir, log)
+	d.stall.Store(true)
+	w := make(chan error, 1)
+	go func() { w <- l.Line("time=2 stuck") }()
+	<-d.entered
+	return l, d, release, w
+}
+
+// closeGivingUpOnStuckLine closes l while a line's write is stuck: Close
+// gives up on the line, counting it lost at exit; then the write is
+// released, returns nil (the line counted already) on wrote, and Close's
+// abandoned goroutine ends.
+func closeGivingUpOnStuckLine(t *testing.T, l *LineLog, release func(), wrote <-chan error) {
+	t.Helper()
+	closeBounded(t, func() error { return l.Close() }, "a line's write that never returns")
+	if n := l.counts.Load(linesLostAtExit); n != 1 {
+		t.Errorf("log_lines_lost_at_exit = %d, want 1 (the line in the stuck write)", n)
+	}
+	release()
+	if err := <-wrote; err != nil {
+		t.Errorf("the line Close counted lost: %v, want nil (counted already)", err)
+	}
+	closeEnds(t, l)
 }
 
 // TestLineLogNoWriteBeginsAfterCloseGaveUp: a line's write is about to
@@ -523,11 +549,7 @@ func TestLineLogRefusedLineCutFromTheRenamedFile(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs testutil.LogBuf
 			dir := t.TempDir()
-			l, d, release := stalledLog(t, dir, logs.Logger())
-			d.stall.Store(true)
-			wrote := make(chan error, 1)
-			go func() { wrote <- l.Line("time=2 stuck") }()
-			<-d.entered
+			l, _, release, wrote := stalledLine(t, dir, logs.Logger())
 			old := filepath.Join(dir, "summary.log.1")
 			if tc.elsewhere {
 				old = filepath.Join(t.TempDir(), "summary.log.1")
@@ -540,15 +562,7 @@ func TestLineLogRefusedLineCutFromTheRenamedFile(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			closeBounded(t, func() error { return l.Close() }, "a line's write that never returns")
-			if n := l.counts.Load(linesLostAtExit); n != 1 {
-				t.Errorf("log_lines_lost_at_exit = %d, want 1 (the line in the stuck write)", n)
-			}
-			release()
-			if err := <-wrote; err != nil {
-				t.Errorf("the line Close counted lost: %v, want nil (counted already)", err)
-			}
-			closeEnds(t, l)
+			closeGivingUpOnStuckLine(t, l, release, wrote)
 			logged := strings.Contains(logs.String(), "cannot be cut back out of the file")
 			if logged != tc.wantLogged {
 				t.Errorf("the failed cut back logged: %v, want %v:\n%s", logged, tc.wantLogged, logs.String())
@@ -614,15 +628,7 @@ func TestLineLogRefusedLineCutAfterLumberjackRotated(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			closeBounded(t, func() error { return l.Close() }, "a line's write that never returns")
-			if n := l.counts.Load(linesLostAtExit); n != 1 {
-				t.Errorf("log_lines_lost_at_exit = %d, want 1 (the line in the stuck write)", n)
-			}
-			release()
-			if err := <-wrote; err != nil {
-				t.Errorf("the line Close counted lost: %v, want nil (counted already)", err)
-			}
-			closeEnds(t, l)
+			closeGivingUpOnStuckLine(t, l, release, wrote)
 			if got := string(testutil.ReadFile(t, backups[0])); got != before {
 				t.Errorf("lumberjack's backup once the stuck write returned: %d bytes ending %q, want its %d bytes whole, ending %q",
 					len(got), got[max(len(got)-40, 0):], len(before), before[len(before)-40:])
